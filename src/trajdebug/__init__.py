@@ -1,0 +1,113 @@
+"""trajdebug: a debugger for LLM-agent runs.
+
+Record every step of an agent run with its dependencies, track each error
+from occurrence to recovery or failure, localize the root cause of a failure,
+and verify it by counterfactual replay.
+
+Example:
+    ```python
+    import trajdebug
+
+    @trajdebug.step(kind="tool")
+    def search(query: str) -> list[str]: ...
+
+    with trajdebug.run("research", task="find the revenue") as run:
+        hits = search("revenue 2025")
+    ```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trajdebug.format import FormatError, ReadResult, read_jsonl, write_jsonl
+from trajdebug.model import (
+    Dependency,
+    ErrorEvent,
+    ErrorInfo,
+    Run,
+    StageChange,
+    Step,
+)
+from trajdebug.record import (
+    ContextThreadPoolExecutor,
+    RunHandle,
+    StepHandle,
+    branch,
+    configure,
+    current_run,
+    current_step,
+    extract,
+    inject,
+    reads,
+    retry,
+    retry_call,
+    run,
+    step,
+    traced,
+    uses_env,
+    wrap,
+    writes,
+)
+from trajdebug.source import SourceError, load_runs
+from trajdebug.store import Store
+
+
+def __getattr__(name: str) -> Any:
+    # Resolved lazily so the version lives only in package metadata, and the
+    # analysis and replay layers load only when used.
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("trajdebug")
+    if name == "check":
+        from trajdebug.record.contracts import check
+
+        return check
+    if name == "analyze":
+        from trajdebug.analysis.pipeline import analyze
+
+        return analyze
+    if name == "replay":
+        from trajdebug.replay import replay
+
+        return replay
+    raise AttributeError(f"module 'trajdebug' has no attribute {name!r}")
+
+
+__all__ = [
+    "ContextThreadPoolExecutor",
+    "Dependency",
+    "ErrorEvent",
+    "ErrorInfo",
+    "FormatError",
+    "ReadResult",
+    "Run",
+    "RunHandle",
+    "SourceError",
+    "StageChange",
+    "Step",
+    "StepHandle",
+    "Store",
+    "analyze",
+    "branch",
+    "check",
+    "configure",
+    "current_run",
+    "current_step",
+    "extract",
+    "inject",
+    "load_runs",
+    "read_jsonl",
+    "reads",
+    "replay",
+    "retry",
+    "retry_call",
+    "run",
+    "step",
+    "traced",
+    "uses_env",
+    "wrap",
+    "write_jsonl",
+    "writes",
+]

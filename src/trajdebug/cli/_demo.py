@@ -1,0 +1,85 @@
+"""``trajdebug demo``: record the bundled agent with an injected fault, then debug it."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import click
+
+from trajdebug.cli._common import console, emit_json
+from trajdebug.demo import DEFAULT_FAULT, FAULTS
+
+
+def _fault_help() -> str:
+    return "Fault to inject: " + "; ".join(f"{k}: {v}" for k, v in FAULTS.items())
+
+
+@click.command(name="demo")
+@click.option("--fault", type=click.Choice(list(FAULTS)), default=DEFAULT_FAULT, show_default=True, help=_fault_help())
+@click.option("--clean", is_flag=True, help="Run without any fault (a passing run).")
+@click.option("--store", metavar="PATH", help="Record into this store (default: $TRAJDEBUG_STORE or ./trajdebug.db).")
+@click.option("--verify/--no-verify", default=True, show_default=True, help="Verify the root cause by counterfactual replay.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: bool) -> None:
+    """Run the bundled SQL reporting agent with an injected fault and debug it.
+
+    The agent plans, writes SQL, runs it on a real SQLite database the demo
+    creates, parses the rows, keeps totals in shared state, computes growth and
+    writes a report.  Its LLM is a deterministic scripted stand-in.  The run is
+    recorded into the store and shown, followed by the error lifecycle, the
+    root-cause analysis and its verification by replay.
+
+    \b
+    Example:
+        trajdebug demo --fault stale-state
+    """
+    from trajdebug.demo import run_demo
+    from trajdebug.store import Store, default_store_path
+
+    target = Store(store or default_store_path())
+    run = run_demo(None if clean else fault, store=target)
+    fault_info = run.metadata.get("fault") or {}
+    analysis = None
+    if importlib.util.find_spec("trajdebug.analysis.pipeline") is not None:
+        from trajdebug.analysis.pipeline import analyze
+
+        analysis = analyze(run)
+    verification = None
+    if verify and analysis is not None and run.outcome == "failure" and importlib.util.find_spec("trajdebug.replay"):
+        from trajdebug.replay import verify_demo
+
+        verification = verify_demo(run, analysis, store=target)
+    if as_json:
+        from trajdebug.report.json import run_to_dict
+
+        out = {"store": str(target.path), "run": run_to_dict(run), "fault": fault_info}
+        if analysis is not None:
+            out["analysis"] = analysis.to_dict()
+        if verification is not None:
+            out["verification"] = verification.to_dict()
+        emit_json(out)
+        return
+    from trajdebug.report.text import render_run
+
+    con = console()
+    con.print("[bold]trajdebug demo[/]: a SQL reporting agent (its LLM is a scripted stand-in)")
+    con.print(f"recorded into {target.path}\n", style="dim")
+    render_run(run, con)
+    if analysis is not None:
+        from trajdebug.report.analysis import render_analysis
+
+        con.print()
+        render_analysis(analysis, con, run=run)
+    if verification is not None:
+        con.print()
+        con.print(verification.summary())
+    if fault_info.get("name"):
+        top = analysis.root_causes[0].step_id if analysis is not None and analysis.root_causes else None
+        hit = "matches" if top == fault_info.get("step_id") else "does not match"
+        con.print(f"\nground truth: fault {fault_info['name']!r} was injected at #{str(fault_info.get('step_id'))[-6:]}"
+                  + (f"; the top-ranked root cause {hit}" if top else ""), style="dim")
+
+
+def register(cli: click.Group) -> None:
+    """Add ``demo``."""
+    cli.add_command(demo_cmd)

@@ -1,0 +1,106 @@
+"""``trajdebug runs`` and ``trajdebug show``."""
+
+from __future__ import annotations
+
+import click
+
+from trajdebug.cli._common import (
+    console,
+    emit_json,
+    fmt_option,
+    json_option,
+    load_source,
+    run_option,
+    source_argument,
+    store_path,
+)
+
+
+@click.command(name="runs")
+@click.option("--store", "store", metavar="PATH", help="The store (default: $TRAJDEBUG_STORE or ./trajdebug.db).")
+@click.option("--outcome", type=click.Choice(["success", "failure", "incomplete"]), help="Only runs with this outcome.")
+@click.option("--name", metavar="PATTERN", help="Only runs whose name matches (SQL LIKE: % and _).")
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many runs.")
+@json_option
+def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: int, as_json: bool) -> None:
+    """List the runs in a store, newest first.
+
+    \b
+    Example:
+        trajdebug runs --outcome failure
+    """
+    from trajdebug.store import Store, StoreError, is_store
+
+    path = store_path(store)
+    try:
+        from pathlib import Path
+
+        if not Path(path).exists():
+            raise click.ClickException(f"{path}: no store here yet (record a run, or try: trajdebug demo)")
+        if not is_store(path):
+            raise click.ClickException(f"{path}: not a store; use 'trajdebug show {path}' for a file")
+        with Store(path) as st:
+            rows = st.list_runs(outcome=outcome, name=name, limit=limit)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json({"store": path, "runs": [r.to_dict() for r in rows]})
+        return
+    from rich.table import Table
+
+    from trajdebug.report.text import fmt_duration
+
+    table = Table(box=None, pad_edge=False)
+    for col in ("run", "name", "outcome", "steps", "errors", "time"):
+        table.add_column(col, no_wrap=col != "name", overflow="ellipsis")
+    style = {"success": "green", "failure": "red", "incomplete": "yellow"}
+    for r in rows:
+        dur = None if r.end_ns is None or r.start_ns is None else r.end_ns - r.start_ns
+        table.add_row(
+            r.run_id[:12], r.name, f"[{style.get(r.outcome, 'white')}]{r.outcome}[/]", str(r.steps), str(r.errors), fmt_duration(dur)
+        )
+    out = console()
+    out.print(table)
+    if not rows:
+        out.print("no runs", style="dim")
+
+
+@click.command(name="show")
+@source_argument
+@run_option
+@fmt_option
+@json_option
+@click.option("--no-deps", is_flag=True, help="Hide each step's dependencies.")
+@click.option("--max-steps", type=int, default=None, help="Show at most this many steps per run.")
+def show_cmd(source: str | None, run_id: str | None, fmt: str | None, as_json: bool, no_deps: bool, max_steps: int | None) -> None:
+    """Show runs as step trees: kind, name, duration, status and dependencies.
+
+    SOURCE is a store, a trajdebug JSONL file or a foreign trace (default: the
+    default store, newest run).  Each dependency is marked tracked, declared or
+    inferred (with its confidence).
+
+    \b
+    Example:
+        trajdebug show runs.jsonl --run 3f2a
+    """
+    runs = load_source(source, run_id, fmt)
+    if source is None and run_id is None:
+        runs = runs[-1:]
+    if as_json:
+        from trajdebug.report.json import run_to_dict
+
+        emit_json({"runs": [run_to_dict(r) for r in runs]})
+        return
+    from trajdebug.report.text import render_run
+
+    out = console()
+    for i, r in enumerate(runs):
+        if i:
+            out.print()
+        render_run(r, out, show_deps=not no_deps, max_steps=max_steps)
+
+
+def register(cli: click.Group) -> None:
+    """Add ``runs`` and ``show``."""
+    cli.add_command(runs_cmd)
+    cli.add_command(show_cmd)

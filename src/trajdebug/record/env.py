@@ -1,0 +1,99 @@
+"""The run's environment: a snapshot at start, and ``env`` edges for steps that read it.
+
+An agent's behaviour depends on more than its inputs: the clock, random seeds,
+model names, configuration in environment variables, package versions.  The
+snapshot goes into the run's metadata; the first time a step declares that it
+read part of the environment (`uses_env`), the run gets an ``environment``
+step (kind ``input``) carrying the snapshot, and the step gets an ``env``
+dependency on it, so the root-cause search can blame an environment change.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import platform
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from trajdebug.record.config import CONFIG
+
+
+if TYPE_CHECKING:
+    from trajdebug.record.recorder import RunHandle
+
+
+def _package_versions(names: tuple[str, ...]) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for n in names:
+        try:
+            out[n] = version(n)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def environment_snapshot(metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Time, Python, platform, package versions, allowed environment variables, and the
+    model names and seeds found in the run's metadata."""
+    md = metadata or {}
+    env_vars = {
+        k: v for k, v in os.environ.items() if any(fnmatch.fnmatchcase(k, pat) for pat in CONFIG.env_allow)
+    }
+    snap: dict[str, Any] = {
+        "time_ns": time.time_ns(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": _package_versions(CONFIG.packages),
+        "env": env_vars,
+    }
+    for key in ("model", "models", "seed", "seeds", "config"):
+        if key in md:
+            snap[key] = md[key]
+    return snap
+
+
+def record_environment_step(run: RunHandle) -> str:
+    """Create the run's ``environment`` step and return its id."""
+    from trajdebug.record import recorder as rec
+
+    h = rec.StepHandle("environment", "input")
+    h._run = run
+    h.seq = rec._next_seq()
+    h.t0 = run.start_ns
+    h.t1 = run.start_ns
+    h.output = rec._snap(run.metadata.get("env", {}))
+    h.input = None
+    run._push(h)
+    return h.id
+
+
+def uses_env(key: str, value: Any = None) -> None:
+    """Declare that the current step read part of the environment (``"clock"``,
+    ``"random"``, ``"config:timeout"``, ``"file:/etc/app.yaml"``), optionally with the value read.
+
+    The step gets an ``env`` dependency on the run's environment step.
+    """
+    from trajdebug.record import recorder as rec
+
+    h = rec.current_step()
+    run = rec.current_run()
+    if h is None or run is None:
+        return
+    try:
+        env_id = run.env_step_id()
+        if env_id is None:
+            return
+        from trajdebug.model import Dependency
+
+        h.deps = (*h.deps, Dependency(step_id=env_id, kind="env", origin="declared", key=key))
+        reads = h.attrs.get("env_reads") if h.attrs else None
+        if reads is None:
+            reads = {}
+            h.set("env_reads", reads)
+        reads[key] = value
+    except Exception:  # noqa: BLE001
+        run._internal_error("uses_env")

@@ -1,0 +1,121 @@
+"""Shared state with provenance: ``run.state`` and declared external state.
+
+A write records its writer step; a read adds a ``state`` edge from the last
+writer of that key, so a wrong value written early and read much later is one
+hop away from its reader in the dependency graph.  State outside the process
+(a database row, a file, a cache key) is declared with `writes` and `reads`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from trajdebug.model import Dependency
+
+
+if TYPE_CHECKING:
+    from trajdebug.record.recorder import RunHandle, StepHandle
+
+
+def _current() -> StepHandle | None:
+    from trajdebug.record.recorder import current_step
+
+    return current_step()
+
+
+class RunState(MutableMapping[str, Any]):
+    """A dict whose writes and reads are recorded as ``state`` dependencies."""
+
+    def __init__(self, run: RunHandle) -> None:
+        self._run = run
+        self._data: dict[str, Any] = {}
+        self._writers: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def _note_write(self, key: str) -> None:
+        h = _current()
+        if h is None:
+            return
+        with self._lock:
+            self._writers[key] = h.id
+        writes = h.attrs.get("state_writes") if h.attrs else None
+        if writes is None:
+            writes = []
+            h.set("state_writes", writes)
+        if key not in writes:
+            writes.append(key)
+
+    def _note_read(self, key: str) -> None:
+        h = _current()
+        if h is None:
+            return
+        writer = self._writers.get(key)
+        reads = h.attrs.get("state_reads") if h.attrs else None
+        if reads is None:
+            reads = []
+            h.set("state_reads", reads)
+        if key not in reads:
+            reads.append(key)
+        if writer is not None and writer != h.id:
+            h.deps = (*h.deps, Dependency(step_id=writer, kind="state", origin="tracked", key=key))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._data[key] = value
+        self._note_write(key)
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._data[key]
+        self._note_read(key)
+        return value
+
+    def __delitem__(self, key: str) -> None:
+        del self._data[key]
+        self._note_write(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def writer_of(self, key: str) -> str | None:
+        """The id of the step that last wrote ``key``."""
+        return self._writers.get(key)
+
+    def __repr__(self) -> str:
+        return f"RunState({self._data!r})"
+
+
+_external: dict[tuple[str, str], str] = {}
+_ext_lock = threading.Lock()
+
+
+def writes(resource: str) -> None:
+    """Declare that the current step wrote external state (``"db:orders/42"``, ``"file:out.csv"``)."""
+    h = _current()
+    if h is None or h._run is None:
+        return
+    with _ext_lock:
+        _external[(h._run.run_id, resource)] = h.id
+    lst = h.attrs.get("state_writes") if h.attrs else None
+    if lst is None:
+        lst = []
+        h.set("state_writes", lst)
+    lst.append(resource)
+
+
+def reads(resource: str) -> None:
+    """Declare that the current step read external state; adds a ``state`` edge from its last writer."""
+    h = _current()
+    if h is None or h._run is None:
+        return
+    writer = _external.get((h._run.run_id, resource))
+    lst = h.attrs.get("state_reads") if h.attrs else None
+    if lst is None:
+        lst = []
+        h.set("state_reads", lst)
+    lst.append(resource)
+    if writer is not None and writer != h.id:
+        h.deps = (*h.deps, Dependency(step_id=writer, kind="state", origin="declared", key=resource))

@@ -1,0 +1,115 @@
+"""Terminal rendering of runs: the step tree with kinds, timing, status and dependencies.
+
+Written for an 80-column terminal: one line per step, dependencies on an
+indented line below it.  Colour comes from rich when the output is a terminal;
+untrusted text (step names, messages) is escaped so it cannot inject markup.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from trajdebug.model import Dependency, Run, Step
+
+
+KIND_STYLE = {
+    "llm": "magenta",
+    "tool": "cyan",
+    "parse": "yellow",
+    "condition": "blue",
+    "retrieval": "green",
+    "state": "bright_blue",
+    "agent": "bold",
+    "input": "dim",
+    "output": "bright_white",
+    "other": "white",
+}
+
+
+def fmt_duration(ns: int | None) -> str:
+    """A duration for humans: ``820ns``, ``12.3ms``, ``4.1s``; ``running`` when unknown."""
+    if ns is None:
+        return "unfinished"
+    if ns < 1_000:
+        return f"{ns}ns"
+    if ns < 1_000_000:
+        return f"{ns / 1_000:.1f}µs"
+    if ns < 1_000_000_000:
+        return f"{ns / 1_000_000:.1f}ms"
+    return f"{ns / 1_000_000_000:.2f}s"
+
+
+def short(step_id: str) -> str:
+    """The last 6 characters of an id: enough to tell steps of one run apart."""
+    return step_id[-6:]
+
+
+def describe_dep(d: Dependency, steps: dict[str, Step]) -> str:
+    """``name#id (kind, origin[ confidence])``."""
+    src = steps.get(d.step_id)
+    name = src.name if src is not None else (f"run {d.run_id[:8]}" if d.run_id else "?")
+    how = d.origin if d.origin != "inferred" else f"inferred {d.confidence:.2f}"
+    key = f" via {d.key}" if d.key else ""
+    return f"{name}#{short(d.step_id)} ({d.kind}, {how}{key})"
+
+
+def tree_lines(run: Run) -> Iterable[tuple[int, Step]]:
+    """Steps in tree order (parents before children, siblings by start), with depth."""
+    ids = {s.step_id for s in run.steps}
+    kids: dict[str | None, list[Step]] = defaultdict(list)
+    for s in run.steps:
+        parent = s.parent_id if s.parent_id in ids else None
+        kids[parent].append(s)
+    stack: list[tuple[int, Step]] = [(0, s) for s in reversed(kids[None])]
+    seen: set[str] = set()
+    while stack:
+        depth, s = stack.pop()
+        if s.step_id in seen:
+            continue
+        seen.add(s.step_id)
+        yield depth, s
+        stack.extend((depth + 1, c) for c in reversed(kids.get(s.step_id, ())))
+
+
+def render_run(run: Run, console: Any, *, show_deps: bool = True, max_steps: int | None = None) -> None:
+    """Print a run as a tree on a rich console."""
+    from rich.markup import escape
+    from rich.text import Text
+
+    steps = run.step_map()
+    outcome_style = {"success": "green", "failure": "bold red", "incomplete": "yellow"}[run.outcome]
+    head = Text()
+    head.append(f"run {run.run_id[:12]}  ", style="bold")
+    head.append(run.name or "(unnamed)")
+    head.append("  ")
+    head.append(run.outcome, style=outcome_style)
+    head.append(f"  {len(run.steps)} steps, {len(run.errors)} errors, {fmt_duration(run.duration_ns)}")
+    console.print(head)
+    if run.failure_reason:
+        console.print(f"  reason: {escape(run.failure_reason)}", style="red")
+    fault = run.metadata.get("fault") if isinstance(run.metadata, dict) else None
+    if isinstance(fault, dict) and fault.get("name"):
+        console.print(f"  injected fault: {escape(str(fault.get('name')))} at #{short(str(fault.get('step_id', '')))}", style="dim")
+    for n, (depth, s) in enumerate(tree_lines(run)):
+        if max_steps is not None and n >= max_steps:
+            console.print(f"  ... {len(run.steps) - max_steps} more steps (use --json for all)", style="dim")
+            break
+        line = Text("  " + "  " * depth)
+        line.append(f"{s.kind:<9}", style=KIND_STYLE.get(s.kind, "white"))
+        line.append(s.name)
+        line.append(f"#{short(s.step_id)}", style="dim")
+        if s.attempt != 1:
+            line.append(f" attempt {s.attempt}", style="yellow")
+        line.append(f"  {fmt_duration(s.duration_ns)}", style="dim")
+        if s.status == "error":
+            msg = s.error.type if s.error else "error"
+            line.append(f"  ✗ {msg}", style="red")
+        elif s.end_ns is None:
+            line.append("  … unfinished", style="yellow")
+        console.print(line, overflow="ellipsis", no_wrap=True)
+        if show_deps and s.deps:
+            pad = "  " + "  " * depth + " " * 9
+            for d in s.deps:
+                console.print(Text(pad + "← " + describe_dep(d, steps), style="dim"), overflow="ellipsis", no_wrap=True)
