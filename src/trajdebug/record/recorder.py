@@ -42,6 +42,12 @@ _RUN: ContextVar[RunHandle | None] = ContextVar("trajdebug_run", default=None)
 _STEP: ContextVar[StepHandle | RemoteParent | None] = ContextVar("trajdebug_step", default=None)
 _BRANCH: ContextVar[tuple[str, ...]] = ContextVar("trajdebug_branch", default=())
 _ATTEMPT: ContextVar[tuple[int, str | None, str | None] | None] = ContextVar("trajdebug_attempt", default=None)
+_REPLAY: ContextVar[Any] = ContextVar("trajdebug_replay", default=None)
+"""The active replay controller (`trajdebug.replay`), consulted by decorated steps.
+
+A controller has ``before(handle) -> (served: bool, value)`` (it may raise a
+recorded exception) and ``after(handle, value) -> None``; it decides, per
+step, whether to serve the recorded response or let the function run live."""
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
@@ -401,7 +407,15 @@ def _decorate(tpl: StepHandle, fn: Any) -> Any:
             h.input = _bind(spec, args, kwargs)
             h._start(run)
             try:
-                h.output = out = await fn(*args, **kwargs)
+                ctl = _REPLAY.get()
+                if ctl is None:
+                    out = await fn(*args, **kwargs)
+                else:
+                    served, out = ctl.before(h)
+                    if not served:
+                        out = await fn(*args, **kwargs)
+                        ctl.after(h, out)
+                h.output = out
             except BaseException as exc:
                 h._finish(exc)
                 raise
@@ -419,7 +433,15 @@ def _decorate(tpl: StepHandle, fn: Any) -> Any:
         h.input = _bind(spec, args, kwargs)
         h._start(run)
         try:
-            h.output = out = fn(*args, **kwargs)
+            ctl = _REPLAY.get()
+            if ctl is None:
+                out = fn(*args, **kwargs)
+            else:
+                served, out = ctl.before(h)
+                if not served:
+                    out = fn(*args, **kwargs)
+                    ctl.after(h, out)
+            h.output = out
         except BaseException as exc:
             h._finish(exc)
             raise
