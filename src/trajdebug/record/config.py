@@ -68,12 +68,12 @@ def configure(**settings: Any) -> Config:
 # uuid4 costs ~1.7 µs (perf-anchors §3); a per-process random prefix plus a
 # counter is ~0.1 µs and still unique across processes writing one store.
 
-_prefix = "%08x" % random.getrandbits(32)
+_prefix = f"{random.getrandbits(32):08x}"
 
 
 def _reseed_after_fork() -> None:
     global _prefix
-    _prefix = "%08x" % random.getrandbits(32)
+    _prefix = f"{random.getrandbits(32):08x}"
 
 
 if hasattr(os, "register_at_fork"):
@@ -87,4 +87,4 @@ def id_prefix() -> str:
 
 def new_run_id() -> str:
     """A 32-hex-digit run id (an OpenTelemetry-compatible trace id)."""
-    return "%032x" % random.getrandbits(128)
+    return f"{random.getrandbits(128):032x}"

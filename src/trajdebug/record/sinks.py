@@ -164,5 +164,5 @@ def _flush_at_exit() -> None:
     # they recorded; they read back as incomplete.
     try:
         WRITER.flush_all()
-    except Exception:  # noqa: BLE001 - never fail interpreter shutdown
+    except Exception:
         log.debug("trajdebug: flush at exit failed", exc_info=True)

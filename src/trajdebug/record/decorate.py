@@ -1,0 +1,189 @@
+"""The decorator form of `trajdebug.step`: sync and async functions, generators, async generators.
+
+A decorated function records one step per call: its arguments bound to
+parameter names are the input, its return value the output, an exception the
+error.  Generators are steps that span the whole iteration, current only while
+their body runs (not while the consumer holds an item).  When a replay
+controller is active (`trajdebug.replay`), it may serve a recorded response
+instead of running the function.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from trajdebug.record.config import CONFIG
+from trajdebug.record.recorder import _REPLAY, _RUN, _STEP, StepHandle
+
+
+def _param_spec(fn: Callable[..., Any]) -> tuple[list[str], str | None, bool]:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return [], "args", False
+    names: list[str] = []
+    varargs = None
+    skip_first = bool(params) and params[0].name in ("self", "cls")
+    for _i, p in enumerate(params):
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            varargs = p.name
+    return names, varargs, skip_first
+
+
+def _bind(spec: tuple[list[str], str | None, bool], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    names, varargs, skip_first = spec
+    if skip_first and args:
+        args = args[1:]
+        names = names[1:]
+    inp = dict(zip(names, args, strict=False))
+    if len(args) > len(names) and varargs:
+        inp[varargs] = args[len(names) :]
+    if kwargs:
+        inp.update(kwargs)
+    return inp
+
+
+def decorate(tpl: StepHandle, fn: Any) -> Any:
+    """Wrap ``fn`` so that each call records a step built from the template ``tpl``."""
+    if tpl.name is None:
+        tpl.name = getattr(fn, "__name__", "step")
+    spec = _param_spec(fn)
+
+    if inspect.isasyncgenfunction(fn):
+
+        @functools.wraps(fn)
+        async def agen_wrapper(*args: Any, **kwargs: Any) -> Any:
+            run = _RUN.get() if CONFIG.enabled else None
+            if run is None:
+                async for item in fn(*args, **kwargs):
+                    yield item
+                return
+            h = tpl._spawn()
+            h.input = _bind(spec, args, kwargs)
+            items: list[Any] = []
+            h._start(run)
+            agen = fn(*args, **kwargs)
+            _STEP.reset(h._token)
+            try:
+                while True:
+                    tok = _STEP.set(h)
+                    try:
+                        item = await agen.__anext__()
+                    finally:
+                        _STEP.reset(tok)
+                    items.append(item)
+                    yield item
+            except StopAsyncIteration:
+                pass
+            except BaseException as exc:
+                h.output = items
+                h._token = _STEP.set(h)
+                h._finish(exc)
+                raise
+            h.output = items
+            h._token = _STEP.set(h)
+            h._finish(None)
+
+        return agen_wrapper
+
+    if inspect.isgeneratorfunction(fn):
+
+        @functools.wraps(fn)
+        def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+            run = _RUN.get() if CONFIG.enabled else None
+            if run is None:
+                return (yield from fn(*args, **kwargs))
+            h = tpl._spawn()
+            h.input = _bind(spec, args, kwargs)
+            items: list[Any] = []
+            # The step is current only while the generator body runs, not
+            # while the consumer holds a yielded item.
+            h._start(run)
+            gen = fn(*args, **kwargs)
+            _STEP.reset(h._token)
+            result = None
+            sent: Any = None
+            try:
+                while True:
+                    tok = _STEP.set(h)
+                    try:
+                        item = gen.send(sent)
+                    finally:
+                        _STEP.reset(tok)
+                    items.append(item)
+                    sent = yield item
+            except StopIteration as stop:
+                result = stop.value
+            except GeneratorExit:
+                gen.close()
+                h.set("closed_early", True)
+            except BaseException as exc:
+                h.output = items
+                h._token = _STEP.set(h)
+                h._finish(exc)
+                raise
+            h.output = items if result is None else {"items": items, "return": result}
+            h._token = _STEP.set(h)
+            h._finish(None)
+            return result
+
+        return gen_wrapper
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            run = _RUN.get() if CONFIG.enabled else None
+            if run is None:
+                return await fn(*args, **kwargs)
+            h = tpl._spawn()
+            h.input = _bind(spec, args, kwargs)
+            h._start(run)
+            try:
+                ctl = _REPLAY.get()
+                if ctl is None:
+                    out = await fn(*args, **kwargs)
+                else:
+                    served, out = ctl.before(h)
+                    if not served:
+                        out = await fn(*args, **kwargs)
+                        ctl.after(h, out)
+                h.output = out
+            except BaseException as exc:
+                h._finish(exc)
+                raise
+            h._finish(None)
+            return out
+
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        run = _RUN.get() if CONFIG.enabled else None
+        if run is None:
+            return fn(*args, **kwargs)
+        h = tpl._spawn()
+        h.input = _bind(spec, args, kwargs)
+        h._start(run)
+        try:
+            ctl = _REPLAY.get()
+            if ctl is None:
+                out = fn(*args, **kwargs)
+            else:
+                served, out = ctl.before(h)
+                if not served:
+                    out = fn(*args, **kwargs)
+                    ctl.after(h, out)
+            h.output = out
+        except BaseException as exc:
+            h._finish(exc)
+            raise
+        h._finish(None)
+        return out
+
+    return wrapper
