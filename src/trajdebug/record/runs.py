@@ -57,13 +57,15 @@ class RunHandle:
         self._queue: deque[Any] = deque()
         self._lock = threading.RLock()
         self._sinks: list[Sink] = list(sinks)
-        if store is not None:
-            self._sinks.append(make_sink(store))
-        if path is not None:
-            self._sinks.append(make_sink(path))
-        if not self._sinks:
-            default = CONFIG.path if CONFIG.path is not None else (CONFIG.store or _default_store())
-            self._sinks.append(make_sink(default))
+        targets = [t for t in (store, path) if t is not None]
+        if not targets and not self._sinks:
+            targets.append(CONFIG.path if CONFIG.path is not None else (CONFIG.store or _default_store()))
+        for target in targets:
+            try:
+                self._sinks.append(make_sink(target))
+            except Exception:  # noqa: BLE001 - an unusable store must not break the agent
+                self._sink_failed(target)
+                log.debug("trajdebug: cannot open sink %r", target, exc_info=True)
         self._errors: dict[str, Any] = {}
         self._errors_by_step: dict[str, list[str]] = {}
         self._retry_of: dict[str, str] = {}
@@ -216,6 +218,10 @@ class RunHandle:
         record.setdefault("v", 1)
         record["run_id"] = self.run_id
         self._push(record)
+
+    def flush(self) -> None:
+        """Write everything recorded so far to the sinks now (normally the writer thread does it)."""
+        self.drain()
 
     def drain(self) -> None:
         """Turn queued handles into records and write them to the sinks (writer thread, or at run end)."""

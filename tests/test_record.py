@@ -1,0 +1,405 @@
+"""The recording SDK: runs, steps, nesting across threads and asyncio, sinks, the off switch."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trajdebug
+from trajdebug.format import read_jsonl
+from trajdebug.model import REDACTED, REPR_KEY, TRUNCATED_KEY, Run
+from trajdebug.record import MemorySink
+from trajdebug.store import Store
+
+
+def record(fn: Any, **run_kwargs: Any) -> Run:
+    """Run fn inside a recorded run (memory sink) and return the recorded run."""
+    sink = MemorySink()
+    with trajdebug.run("t", sinks=[sink], **run_kwargs) as handle:
+        fn(handle)
+    return handle.load()
+
+
+@trajdebug.step(kind="tool")
+def add(a: int, b: int = 1, *rest: int, **opts: Any) -> int:
+    return a + b + sum(rest)
+
+
+class TestSteps:
+    def test_decorator_binds_arguments_to_parameter_names(self) -> None:
+        """A decorated call records its arguments by parameter name and its return value."""
+        run = record(lambda h: add(1, 2, 3, 4, scale=2))
+        (s,) = run.steps
+        assert {"a": 1, "b": 2, "rest": [3, 4], "scale": 2} == s.input
+        assert 10 == s.output
+        assert ("add", "tool", "ok") == (s.name, s.kind, s.status)
+        assert s.end_ns is not None and s.end_ns >= s.start_ns
+
+    def test_context_manager_records_output_and_nesting(self) -> None:
+        """`with step(...) as s` records s.output, and inner steps get the outer as parent."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("outer", kind="agent") as outer:
+                with trajdebug.step("inner", kind="parse", input="raw") as inner:
+                    inner.output = {"k": 1}
+                outer.output = "done"
+
+        run = record(body)
+        outer, inner = run.steps
+        assert inner.parent_id == outer.step_id
+        assert ("raw", {"k": 1}) == (inner.input, inner.output)
+        assert "done" == outer.output
+
+    def test_exception_marks_step_error_and_reraises(self) -> None:
+        """An exception sets status error with its type and message and still reaches the caller."""
+
+        @trajdebug.step
+        def boom() -> None:
+            raise KeyError("missing")
+
+        def body(h: Any) -> None:
+            with pytest.raises(KeyError):
+                boom()
+
+        (s,) = record(body).steps
+        assert "error" == s.status
+        assert s.error is not None and ("KeyError", "'missing'") == (s.error.type, s.error.message)
+        assert "boom" in (s.error.traceback or "")
+
+    def test_explicit_deps_accept_handles_and_ids(self) -> None:
+        """deps= takes step handles and step ids and records declared data edges."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("a") as a:
+                a.output = 1
+            with trajdebug.step("b", deps=[a, "ffff"]) as b:
+                b.output = 2
+
+        run = record(body)
+        deps = run.steps[1].deps
+        assert {(run.steps[0].step_id, "declared"), ("ffff", "declared")} == {(d.step_id, d.origin) for d in deps}
+
+    def test_steps_outside_a_run_are_not_recorded(self) -> None:
+        """A decorated function called outside any run behaves normally."""
+        assert 3 == add(1, 2)
+
+
+class TestConcurrency:
+    def test_threads_via_context_executor_nest_under_the_submitter(self) -> None:
+        """Steps run in a ContextThreadPoolExecutor are children of the step that submitted them."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("fan-out", kind="agent"), trajdebug.ContextThreadPoolExecutor(4) as pool:
+                list(pool.map(lambda i: add(i, i), range(8)))
+
+        run = record(body)
+        parent = run.steps[0]
+        kids = [s for s in run.steps if s.name == "add"]
+        assert 8 == len(kids)
+        assert {parent.step_id} == {s.parent_id for s in kids}
+        assert 8 == len({s.step_id for s in kids})
+
+    def test_plain_thread_with_copied_context(self) -> None:
+        """A thread started with trajdebug.wrap records into the run under the caller's step."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("parent") as p:
+                t = threading.Thread(target=trajdebug.wrap(lambda: add(5)))
+                t.start()
+                t.join()
+                p.output = "ok"
+
+        run = record(body)
+        child = next(s for s in run.steps if s.name == "add")
+        assert run.steps[0].step_id == child.parent_id
+
+    def test_asyncio_gather_children_keep_their_own_parents(self) -> None:
+        """Steps in tasks gathered by an async step are its children, each task's nesting separate."""
+
+        @trajdebug.step(kind="tool")
+        async def fetch(i: int) -> int:
+            await asyncio.sleep(0.001 * (3 - i))
+            return await double(i)
+
+        @trajdebug.step(kind="parse")
+        async def double(i: int) -> int:
+            await asyncio.sleep(0)
+            return i * 2
+
+        @trajdebug.step(kind="agent")
+        async def agent() -> list[int]:
+            return list(await asyncio.gather(*(fetch(i) for i in range(3))))
+
+        run = record(lambda h: asyncio.run(agent()))
+        by_id = run.step_map()
+        top = next(s for s in run.steps if s.name == "agent")
+        assert [0, 2, 4] == top.output
+        fetches = [s for s in run.steps if s.name == "fetch"]
+        assert {top.step_id} == {s.parent_id for s in fetches}
+        for d in (s for s in run.steps if s.name == "double"):
+            parent = by_id[d.parent_id or ""]
+            assert "fetch" == parent.name
+            assert parent.input["i"] * 2 == d.output
+
+    def test_nested_sync_inside_async_inside_sync(self) -> None:
+        """Sync steps called from async steps called from sync steps nest correctly."""
+
+        @trajdebug.step
+        async def middle() -> int:
+            return add(1, 1)
+
+        @trajdebug.step
+        def outer() -> int:
+            return asyncio.run(middle())
+
+        run = record(lambda h: outer())
+        names = {s.name: s for s in run.steps}
+        assert names["middle"].parent_id == names["outer"].step_id
+        assert names["add"].parent_id == names["middle"].step_id
+
+
+class TestGenerators:
+    def test_generator_step_spans_iteration_and_does_not_leak_as_parent(self) -> None:
+        """A generator step records its items; steps the consumer runs between items are not its children."""
+
+        @trajdebug.step(kind="retrieval")
+        def docs() -> Any:
+            for i in range(3):
+                yield add(i, 0)
+
+        def body(h: Any) -> None:
+            for d in docs():
+                add(d, 100)
+
+        run = record(body)
+        gen = next(s for s in run.steps if s.name == "docs")
+        assert [0, 1, 2] == gen.output
+        inside = [s for s in run.steps if s.name == "add" and s.parent_id == gen.step_id]
+        outside = [s for s in run.steps if s.name == "add" and s.parent_id is None]
+        assert 3 == len(inside)
+        assert 3 == len(outside)
+
+    def test_async_generator_step(self) -> None:
+        """An async generator step records what it yielded."""
+
+        @trajdebug.step
+        async def ticks() -> Any:
+            for i in range(3):
+                yield i
+
+        async def consume() -> list[int]:
+            return [i async for i in ticks()]
+
+        run = record(lambda h: asyncio.run(consume()))
+        assert [0, 1, 2] == run.steps[0].output
+
+
+class TestOutcome:
+    def test_exception_escaping_the_run_is_a_failure(self) -> None:
+        """An exception leaving the run marks it failed with the reason, and is re-raised."""
+        sink = MemorySink()
+        with pytest.raises(RuntimeError), trajdebug.run("t", sinks=[sink]) as h:
+            raise RuntimeError("agent crashed")
+        run = h.load()
+        assert ("failure", "RuntimeError: agent crashed") == (run.outcome, run.failure_reason)
+
+    def test_fail_and_succeed(self) -> None:
+        """run.fail(reason) and run.succeed() set the outcome; the default is success."""
+        assert "success" == record(lambda h: None).outcome
+        failed = record(lambda h: h.fail("wrong total"))
+        assert ("failure", "wrong total") == (failed.outcome, failed.failure_reason)
+        assert "success" == record(lambda h: (h.fail("x"), h.succeed())).outcome
+
+    def test_metadata_holds_task_and_environment(self) -> None:
+        """task/agent/version go into metadata, with an environment snapshot."""
+        sink = MemorySink()
+        with trajdebug.run("t", sinks=[sink], task="sum sales", agent="a1", version="2") as h:
+            pass
+        md = h.load().metadata
+        assert ("sum sales", "a1", "2") == (md["task"], md["agent"], md["version"])
+        assert md["env"]["python"] == sys.version.split()[0]
+
+
+class TestValues:
+    def test_huge_value_is_truncated_with_marker(self) -> None:
+        """A value over the size limit is stored truncated with its original size."""
+        trajdebug.configure(max_value_bytes=1000)
+        try:
+            run = record(lambda h: add.__wrapped__ and trajdebug.step("big")(lambda: "x" * 5000)())
+        finally:
+            trajdebug.configure(max_value_bytes=64 * 1024)
+        out = run.steps[0].output
+        assert 5000 == out[TRUNCATED_KEY]
+        assert 1000 == len(out["head"])
+
+    def test_unserializable_value_is_stored_as_repr(self) -> None:
+        """An object JSON cannot encode is stored as its repr with a marker, not an exception."""
+
+        class Opaque:
+            def __repr__(self) -> str:
+                return "<Opaque 7>"
+
+        run = record(lambda h: trajdebug.step("o")(lambda: Opaque())())
+        assert {REPR_KEY: "<Opaque 7>", "type": "TestValues.test_unserializable_value_is_stored_as_repr.<locals>.Opaque"} == run.steps[0].output
+
+    def test_inputs_are_snapshotted_at_the_call(self) -> None:
+        """A list mutated after the call is recorded as it was when passed."""
+        history = ["hello"]
+
+        @trajdebug.step(kind="llm")
+        def chat(messages: list[str]) -> str:
+            return "hi"
+
+        def body(h: Any) -> None:
+            chat(history)
+            history.append("later")
+
+        assert {"messages": ["hello"]} == record(body).steps[0].input
+
+    def test_secrets_never_reach_disk(self, tmp_path: Path) -> None:
+        """With redaction on, secret keys and key-shaped values are replaced before writing."""
+        path = tmp_path / "r.jsonl"
+
+        @trajdebug.step(kind="tool")
+        def call(api_key: str, prompt: str) -> dict[str, str]:
+            return {"echo": prompt, "password": "hunter22"}
+
+        with trajdebug.run("t", path=path):
+            call("sk-abcdefghijklmnopqrstuvwx", "use token sk-zyxwvutsrqponmlkjihgfedc please")
+        text = path.read_text()
+        for secret in ("sk-abcdefghijklmnopqrstuvwx", "sk-zyxwvutsrqponmlkjihgfedc", "hunter22"):
+            assert secret not in text
+        s = read_jsonl(path).runs[0].steps[0]
+        assert REDACTED == s.input["api_key"]
+        assert f"use token {REDACTED} please" == s.input["prompt"]
+
+
+class TestRobustness:
+    def test_off_switch_records_nothing(self, tmp_path: Path) -> None:
+        """configure(enabled=False) makes runs and steps no-ops: no file, no store."""
+        trajdebug.configure(enabled=False)
+        try:
+            with trajdebug.run("t", path=tmp_path / "r.jsonl") as h, trajdebug.step("s") as s:
+                s.output = 1
+                assert 4 == add(2, 2)
+                h.state["k"] = 1
+        finally:
+            trajdebug.configure(enabled=True)
+        assert not (tmp_path / "r.jsonl").exists()
+        assert not (tmp_path / "trajdebug.db").exists()
+
+    def test_env_switch_in_a_subprocess(self, tmp_path: Path) -> None:
+        """TRAJDEBUG=off in the environment disables recording for the whole process."""
+        code = textwrap.dedent(
+            """
+            import trajdebug
+            with trajdebug.run("t", path="r.jsonl"):
+                with trajdebug.step("s") as s:
+                    s.output = 1
+            """
+        )
+        env = {**os.environ, "TRAJDEBUG": "off"}
+        subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True)
+        assert not (tmp_path / "r.jsonl").exists()
+
+    def test_raising_sink_does_not_break_the_agent(self, caplog: pytest.LogCaptureFixture) -> None:
+        """A sink that raises is counted and warned about once; the agent's result is untouched."""
+
+        class Broken:
+            def write(self, records: Any) -> None:
+                raise OSError("disk full")
+
+            def close(self) -> None:
+                raise OSError("still full")
+
+        good = MemorySink()
+        with trajdebug.run("t", sinks=[Broken(), good]) as h:
+            assert 3 == add(1, 2)
+        assert h.stats["sink_failures"] >= 1
+        assert 1 == sum("sink Broken failed" in r.message for r in caplog.records)
+        assert 1 == len(h.load().steps)
+
+    def test_full_buffer_drops_and_counts(self) -> None:
+        """Past the buffer limit records are dropped and counted, never raised."""
+        trajdebug.configure(max_buffer=5, flush_interval=60)
+        try:
+            sink = MemorySink()
+            with trajdebug.run("t", sinks=[sink]) as h:
+                for i in range(20):
+                    add(i)
+        finally:
+            trajdebug.configure(max_buffer=100_000, flush_interval=0.2)
+        assert h.stats["dropped"] > 0
+        assert 20 == len(h.load().steps) + h.stats["dropped"]
+
+
+KILL_CHILD = textwrap.dedent(
+    """
+    import sys, time, trajdebug
+    @trajdebug.step(kind="tool")
+    def work(i):
+        return {"i": i}
+    with trajdebug.run("doomed", path=sys.argv[1], store=sys.argv[2]) as run:
+        with trajdebug.step("agent", kind="agent"):
+            for i in range(5):
+                work(i)
+            run.flush()
+            print("ready", flush=True)
+            time.sleep(60)
+    """
+)
+
+
+@pytest.mark.slow
+class TestProcesses:
+    def test_sigkilled_run_reads_back_incomplete_with_its_steps(self, tmp_path: Path) -> None:
+        """A run killed with SIGKILL reads as incomplete, with every step flushed before the kill."""
+        jsonl, db = tmp_path / "r.jsonl", tmp_path / "s.db"
+        with subprocess.Popen(
+            [sys.executable, "-c", KILL_CHILD, str(jsonl), str(db)], stdout=subprocess.PIPE, text=True
+        ) as proc:
+            try:
+                assert "ready" == proc.stdout.readline().strip()  # type: ignore[union-attr]
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+        for run in (read_jsonl(jsonl).runs[0], Store(db).load_run(Store(db).run_ids()[0])):
+            assert "incomplete" == run.outcome
+            assert 5 == sum(s.name == "work" for s in run.steps)
+            agent = next(s for s in run.steps if s.name == "agent")
+            assert agent.end_ns is None
+            assert all(s.parent_id == agent.step_id for s in run.steps if s.name == "work")
+
+    def test_two_processes_writing_one_store_lose_nothing(self, tmp_path: Path) -> None:
+        """Two processes recording into one store at once: every run and step is there."""
+        db = tmp_path / "shared.db"
+        code = textwrap.dedent(
+            """
+            import sys, trajdebug
+            trajdebug.configure(flush_interval=0.001)
+            @trajdebug.step(kind="tool")
+            def work(i):
+                return i
+            for r in range(3):
+                with trajdebug.run(f"{sys.argv[2]}-{r}", store=sys.argv[1]):
+                    for i in range(300):
+                        work(i)
+            """
+        )
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(db), name]) for name in ("p1", "p2")]
+        assert [0, 0] == [p.wait() for p in procs]
+        store = Store(db)
+        summaries = store.list_runs()
+        assert 6 == len(summaries)
+        assert {"success"} == {s.outcome for s in summaries}
+        for s in summaries:
+            assert 300 == len(store.load_run(s.run_id).steps)
