@@ -1,0 +1,6 @@
+"""``python -m trajdebug``: the command line."""
+
+from trajdebug.cli import main
+
+
+main()
