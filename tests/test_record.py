@@ -39,9 +39,9 @@ class TestSteps:
         """A decorated call records its arguments by parameter name and its return value."""
         run = record(lambda h: add(1, 2, 3, 4, scale=2))
         (s,) = run.steps
-        assert {"a": 1, "b": 2, "rest": [3, 4], "scale": 2} == s.input
-        assert 10 == s.output
-        assert ("add", "tool", "ok") == (s.name, s.kind, s.status)
+        assert s.input == {"a": 1, "b": 2, "rest": [3, 4], "scale": 2}
+        assert s.output == 10
+        assert (s.name, s.kind, s.status) == ("add", "tool", "ok")
         assert s.end_ns is not None and s.end_ns >= s.start_ns
 
     def test_context_manager_records_output_and_nesting(self) -> None:
@@ -56,8 +56,8 @@ class TestSteps:
         run = record(body)
         outer, inner = run.steps
         assert inner.parent_id == outer.step_id
-        assert ("raw", {"k": 1}) == (inner.input, inner.output)
-        assert "done" == outer.output
+        assert (inner.input, inner.output) == ("raw", {"k": 1})
+        assert outer.output == "done"
 
     def test_exception_marks_step_error_and_reraises(self) -> None:
         """An exception sets status error with its type and message and still reaches the caller."""
@@ -71,8 +71,8 @@ class TestSteps:
                 boom()
 
         (s,) = record(body).steps
-        assert "error" == s.status
-        assert s.error is not None and ("KeyError", "'missing'") == (s.error.type, s.error.message)
+        assert s.status == "error"
+        assert s.error is not None and (s.error.type, s.error.message) == ("KeyError", "'missing'")
         assert "boom" in (s.error.traceback or "")
 
     def test_explicit_deps_accept_handles_and_ids(self) -> None:
@@ -86,11 +86,13 @@ class TestSteps:
 
         run = record(body)
         deps = run.steps[1].deps
-        assert {(run.steps[0].step_id, "declared"), ("ffff", "declared")} == {(d.step_id, d.origin) for d in deps}
+        assert {(run.steps[0].step_id, "declared"), ("ffff", "declared")} == {
+            (d.step_id, d.origin) for d in deps
+        }
 
     def test_steps_outside_a_run_are_not_recorded(self) -> None:
         """A decorated function called outside any run behaves normally."""
-        assert 3 == add(1, 2)
+        assert add(1, 2) == 3
 
 
 class TestConcurrency:
@@ -104,9 +106,9 @@ class TestConcurrency:
         run = record(body)
         parent = run.steps[0]
         kids = [s for s in run.steps if s.name == "add"]
-        assert 8 == len(kids)
+        assert len(kids) == 8
         assert {parent.step_id} == {s.parent_id for s in kids}
-        assert 8 == len({s.step_id for s in kids})
+        assert len({s.step_id for s in kids}) == 8
 
     def test_plain_thread_with_copied_context(self) -> None:
         """A thread started with trajdebug.wrap records into the run under the caller's step."""
@@ -142,12 +144,12 @@ class TestConcurrency:
         run = record(lambda h: asyncio.run(agent()))
         by_id = run.step_map()
         top = next(s for s in run.steps if s.name == "agent")
-        assert [0, 2, 4] == top.output
+        assert top.output == [0, 2, 4]
         fetches = [s for s in run.steps if s.name == "fetch"]
         assert {top.step_id} == {s.parent_id for s in fetches}
         for d in (s for s in run.steps if s.name == "double"):
             parent = by_id[d.parent_id or ""]
-            assert "fetch" == parent.name
+            assert parent.name == "fetch"
             assert parent.input["i"] * 2 == d.output
 
     def test_nested_sync_inside_async_inside_sync(self) -> None:
@@ -182,11 +184,11 @@ class TestGenerators:
 
         run = record(body)
         gen = next(s for s in run.steps if s.name == "docs")
-        assert [0, 1, 2] == gen.output
+        assert gen.output == [0, 1, 2]
         inside = [s for s in run.steps if s.name == "add" and s.parent_id == gen.step_id]
         outside = [s for s in run.steps if s.name == "add" and s.parent_id is None]
-        assert 3 == len(inside)
-        assert 3 == len(outside)
+        assert len(inside) == 3
+        assert len(outside) == 3
 
     def test_async_generator_step(self) -> None:
         """An async generator step records what it yielded."""
@@ -200,7 +202,7 @@ class TestGenerators:
             return [i async for i in ticks()]
 
         run = record(lambda h: asyncio.run(consume()))
-        assert [0, 1, 2] == run.steps[0].output
+        assert run.steps[0].output == [0, 1, 2]
 
 
 class TestOutcome:
@@ -210,14 +212,14 @@ class TestOutcome:
         with pytest.raises(RuntimeError), trajdebug.run("t", sinks=[sink]) as h:
             raise RuntimeError("agent crashed")
         run = h.load()
-        assert ("failure", "RuntimeError: agent crashed") == (run.outcome, run.failure_reason)
+        assert (run.outcome, run.failure_reason) == ("failure", "RuntimeError: agent crashed")
 
     def test_fail_and_succeed(self) -> None:
         """run.fail(reason) and run.succeed() set the outcome; the default is success."""
-        assert "success" == record(lambda h: None).outcome
+        assert record(lambda h: None).outcome == "success"
         failed = record(lambda h: h.fail("wrong total"))
-        assert ("failure", "wrong total") == (failed.outcome, failed.failure_reason)
-        assert "success" == record(lambda h: (h.fail("x"), h.succeed())).outcome
+        assert (failed.outcome, failed.failure_reason) == ("failure", "wrong total")
+        assert record(lambda h: (h.fail("x"), h.succeed())).outcome == "success"
 
     def test_metadata_holds_task_and_environment(self) -> None:
         """task/agent/version go into metadata, with an environment snapshot."""
@@ -225,7 +227,7 @@ class TestOutcome:
         with trajdebug.run("t", sinks=[sink], task="sum sales", agent="a1", version="2") as h:
             pass
         md = h.load().metadata
-        assert ("sum sales", "a1", "2") == (md["task"], md["agent"], md["version"])
+        assert (md["task"], md["agent"], md["version"]) == ("sum sales", "a1", "2")
         assert md["env"]["python"] == sys.version.split()[0]
 
 
@@ -238,8 +240,8 @@ class TestValues:
         finally:
             trajdebug.configure(max_value_bytes=64 * 1024)
         out = run.steps[0].output
-        assert 5000 == out[TRUNCATED_KEY]
-        assert 1000 == len(out["head"])
+        assert out[TRUNCATED_KEY] == 5000
+        assert len(out["head"]) == 1000
 
     def test_unserializable_value_is_stored_as_repr(self) -> None:
         """An object JSON cannot encode is stored as its repr with a marker, not an exception."""
@@ -249,7 +251,10 @@ class TestValues:
                 return "<Opaque 7>"
 
         run = record(lambda h: trajdebug.step("o")(lambda: Opaque())())
-        assert {REPR_KEY: "<Opaque 7>", "type": "TestValues.test_unserializable_value_is_stored_as_repr.<locals>.Opaque"} == run.steps[0].output
+        assert run.steps[0].output == {
+            REPR_KEY: "<Opaque 7>",
+            "type": "TestValues.test_unserializable_value_is_stored_as_repr.<locals>.Opaque",
+        }
 
     def test_inputs_are_snapshotted_at_the_call(self) -> None:
         """A list mutated after the call is recorded as it was when passed."""
@@ -263,7 +268,7 @@ class TestValues:
             chat(history)
             history.append("later")
 
-        assert {"messages": ["hello"]} == record(body).steps[0].input
+        assert record(body).steps[0].input == {"messages": ["hello"]}
 
     def test_secrets_never_reach_disk(self, tmp_path: Path) -> None:
         """With redaction on, secret keys and key-shaped values are replaced before writing."""
@@ -279,7 +284,7 @@ class TestValues:
         for secret in ("sk-abcdefghijklmnopqrstuvwx", "sk-zyxwvutsrqponmlkjihgfedc", "hunter22"):
             assert secret not in text
         s = read_jsonl(path).runs[0].steps[0]
-        assert REDACTED == s.input["api_key"]
+        assert s.input["api_key"] == REDACTED
         assert f"use token {REDACTED} please" == s.input["prompt"]
 
 
@@ -290,7 +295,7 @@ class TestRobustness:
         try:
             with trajdebug.run("t", path=tmp_path / "r.jsonl") as h, trajdebug.step("s") as s:
                 s.output = 1
-                assert 4 == add(2, 2)
+                assert add(2, 2) == 4
                 h.state["k"] = 1
         finally:
             trajdebug.configure(enabled=True)
@@ -323,10 +328,10 @@ class TestRobustness:
 
         good = MemorySink()
         with trajdebug.run("t", sinks=[Broken(), good]) as h:
-            assert 3 == add(1, 2)
+            assert add(1, 2) == 3
         assert h.stats["sink_failures"] >= 1
-        assert 1 == sum("sink Broken failed" in r.message for r in caplog.records)
-        assert 1 == len(h.load().steps)
+        assert sum("sink Broken failed" in r.message for r in caplog.records) == 1
+        assert len(h.load().steps) == 1
 
     def test_full_buffer_drops_and_counts(self) -> None:
         """Past the buffer limit records are dropped and counted, never raised."""
@@ -339,7 +344,7 @@ class TestRobustness:
         finally:
             trajdebug.configure(max_buffer=100_000, flush_interval=0.2)
         assert h.stats["dropped"] > 0
-        assert 20 == len(h.load().steps) + h.stats["dropped"]
+        assert len(h.load().steps) + h.stats["dropped"] == 20
 
 
 KILL_CHILD = textwrap.dedent(
@@ -368,19 +373,19 @@ class TestProcesses:
             [sys.executable, "-c", KILL_CHILD, str(jsonl), str(db)], stdout=subprocess.PIPE, text=True
         ) as proc:
             try:
-                assert "ready" == proc.stdout.readline().strip()  # type: ignore[union-attr]
+                assert proc.stdout.readline().strip() == "ready"  # type: ignore[union-attr]
             finally:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
         for run in (read_jsonl(jsonl).runs[0], Store(db).load_run(Store(db).run_ids()[0])):
-            assert "incomplete" == run.outcome
-            assert 5 == sum(s.name == "work" for s in run.steps)
+            assert run.outcome == "incomplete"
+            assert sum(s.name == "work" for s in run.steps) == 5
             agent = next(s for s in run.steps if s.name == "agent")
             assert agent.end_ns is None
             assert all(s.parent_id == agent.step_id for s in run.steps if s.name == "work")
 
     def test_two_processes_writing_one_store_lose_nothing(self, tmp_path: Path) -> None:
-        """Two processes recording into one store at once: every run and step is there."""
+        """Three processes recording into one new store at once: every run and step is there, no warning."""
         db = tmp_path / "shared.db"
         code = textwrap.dedent(
             """
@@ -395,11 +400,16 @@ class TestProcesses:
                         work(i)
             """
         )
-        procs = [subprocess.Popen([sys.executable, "-c", code, str(db), name]) for name in ("p1", "p2")]
-        assert [0, 0] == [p.wait() for p in procs]
+        procs = [
+            subprocess.Popen([sys.executable, "-c", code, str(db), name], stderr=subprocess.PIPE, text=True)
+            for name in ("p1", "p2", "p3")
+        ]
+        errs = [p.communicate()[1] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0], errs
+        assert errs == ["", "", ""]
         store = Store(db)
         summaries = store.list_runs()
-        assert 6 == len(summaries)
+        assert len(summaries) == 9
         assert {"success"} == {s.outcome for s in summaries}
         for s in summaries:
-            assert 300 == len(store.load_run(s.run_id).steps)
+            assert len(store.load_run(s.run_id).steps) == 300

@@ -30,8 +30,8 @@ class TestStore:
         db = tmp_path / "s.db"
         Store(db)
         conn = sqlite3.connect(db)
-        assert "wal" == conn.execute("PRAGMA journal_mode").fetchone()[0]
-        assert SCHEMA_VERSION == conn.execute("PRAGMA user_version").fetchone()[0]
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
     def test_list_filter_and_load(self, tmp_path: Path) -> None:
         """Runs are listed newest first and filtered by outcome and name."""
@@ -42,8 +42,8 @@ class TestStore:
         assert {ids[1], ids[2]} == {r.run_id for r in store.list_runs(outcome="failure")}
         assert [ids[2]] == [r.run_id for r in store.list_runs(outcome="failure", name="alph%")]
         run = store.load_run(ids[1][:10])
-        assert ("beta", "failure", "bad") == (run.name, run.outcome, run.failure_reason)
-        assert 1 == store.list_runs(name="beta")[0].steps
+        assert (run.name, run.outcome, run.failure_reason) == ("beta", "failure", "bad")
+        assert store.list_runs(name="beta")[0].steps == 1
 
     def test_unknown_run_and_ambiguous_prefix(self, tmp_path: Path) -> None:
         """Loading a missing run id raises KeyError naming the store."""
@@ -81,14 +81,13 @@ class TestSource:
     def test_source_reads_store_and_jsonl_alike(self, tmp_path: Path) -> None:
         """The same run recorded to a store and a JSONL file loads equal from both."""
         db, jl = tmp_path / "s.db", tmp_path / "r.jsonl"
-        with trajdebug.run("both", store=db, path=jl):
-            with trajdebug.step("s") as s:
-                s.output = [1, 2]
+        with trajdebug.run("both", store=db, path=jl), trajdebug.step("s") as s:
+            s.output = [1, 2]
         assert load_runs(db) == load_runs(jl)
 
     def test_missing_source(self, tmp_path: Path) -> None:
         """A source that does not exist is a SourceError naming it."""
-        with pytest.raises(SourceError, match="nope.jsonl: no such file"):
+        with pytest.raises(SourceError, match=r"nope\.jsonl: no such file"):
             load_runs(tmp_path / "nope.jsonl")
 
     def test_run_filter(self, tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ def _default(obj: Any) -> Any:
 def _safe_repr(obj: Any, limit: int = 2000) -> str:
     try:
         r = repr(obj)
-    except Exception as exc:  # a broken __repr__ must not break recording
+    except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not break recording
         r = f"<unrepresentable {type(obj).__qualname__}: {type(exc).__name__}>"
     return r if len(r) <= limit else r[:limit] + "..."
 

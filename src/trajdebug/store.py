@@ -129,7 +129,9 @@ class Store:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(
+                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+            )
             conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
             # Switching a new file to WAL needs an exclusive lock, and SQLite may
             # report BUSY or an I/O error there without calling the busy handler
@@ -137,8 +139,13 @@ class Store:
             deadline = time.monotonic() + self._timeout
             while True:
                 try:
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    break
+                    mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                    if str(mode).lower() == "wal":
+                        break
+                    # Another connection holds a lock: the mode did not change yet.
+                    if time.monotonic() > deadline:
+                        raise StoreError(f"{self.path}: cannot switch to WAL mode (journal mode is {mode})")
+                    time.sleep(0.02)
                 except sqlite3.OperationalError:
                     if time.monotonic() > deadline:
                         raise
@@ -147,10 +154,54 @@ class Store:
             self._local.conn = conn
         return conn
 
+    def _create(self) -> None:
+        """Create a new store atomically: build it aside, then link it into place.
+
+        Two processes creating one SQLite file and switching it to WAL at the
+        same moment can corrupt it ("database disk image is malformed"), so the
+        file is complete (schema, WAL mode) before it appears under its name;
+        whoever links first wins and the other opens that file.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("BEGIN")
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        conn.execute(stmt)
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                pass
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(f"{tmp}{suffix}")
+                except FileNotFoundError:
+                    pass
+
     def _init(self) -> None:
-        if self.path.exists() and self.path.stat().st_size > 0 and not is_store(self.path):
-            raise StoreError(f"{self.path}: not an SQLite file (is it a JSONL file? pass it as a source instead)")
-        conn = self._conn()
+        # Never open() the database file ourselves here: closing any descriptor
+        # of a file releases every POSIX lock this process holds on it, including
+        # SQLite's, which silently loses other connections' writes.  SQLite
+        # itself tells us when a file is not a database.
+        if not self.path.exists():
+            self._create()
+        try:
+            conn = self._conn()
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc):
+                raise StoreError(
+                    f"{self.path}: not an SQLite file (is it a JSONL file? pass it as a source instead)"
+                ) from None
+            raise StoreError(f"{self.path}: {exc}") from None
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
@@ -296,7 +347,9 @@ class Store:
         if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
             return run_id
         like = run_id.replace("%", r"\%").replace("_", r"\_") + "%"
-        rows = conn.execute(r"SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\' LIMIT 2", (like,)).fetchall()
+        rows = conn.execute(
+            r"SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\' LIMIT 2", (like,)
+        ).fetchall()
         if len(rows) == 1:
             return str(rows[0][0])
         if not rows:

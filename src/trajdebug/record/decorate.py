@@ -35,7 +35,9 @@ def _param_spec(fn: Callable[..., Any]) -> tuple[list[str], str | None, bool]:
     return names, varargs, skip_first
 
 
-def _bind(spec: tuple[list[str], str | None, bool], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _bind(
+    spec: tuple[list[str], str | None, bool], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
     names, varargs, skip_first = spec
     if skip_first and args:
         args = args[1:]

@@ -4,42 +4,108 @@ The runtime half of the error lifecycle (`trajdebug.analysis.lifecycle` is the
 analysis half).  Rules:
 
 * An exception leaving a step for the first time is one error event
-  (``occurred``).  The same exception object leaving enclosing steps is that
-  error *propagating*: a ``propagated`` stage on each enclosing step, never a
-  new error (observability tools show N red spans for it; we show one error
-  and its path).
+  (``occurred``).  The same exception object leaving an *enclosing* step is
+  that error *propagating*: a ``propagated`` stage on each enclosing step,
+  never a new error (observability tools show N red spans for it; we show one
+  error and its path).  "Enclosing" is checked: the same exception object
+  raised again in an unrelated step (a cached exception instance, a re-raise
+  of a saved error in a later attempt) is a new error whose parent is the
+  first one.
 * An exception raised ``from`` a recorded one, or while handling it
   (``__cause__`` / ``__context__``), is a new error whose parent is the cause.
-* When an attempt that retries failed attempts succeeds, their errors end
-  ``recovered``; ``s.fallback(...)`` ends them ``ignored``; an exception that
-  escapes the run ends ``failed``.
+* When an attempt that retries failed attempts succeeds, their open errors end
+  ``recovered``; ``s.fallback(...)`` ends the error being handled ``ignored``
+  (recording it first if it never left a step); an exception that escapes the
+  run ends ``failed``, and one that leaves a sub-agent that joined the run from
+  elsewhere (`trajdebug.extract`) is ``propagated`` to the calling step.
+
+Each recorded exception carries a small tag (`_Tag`): the run and error it
+belongs to, the last step it left (to tell propagation from a re-raise) and
+the last retry attempt it left (so `trajdebug.retry` knows which step was the
+failed attempt without a run-global "last attempt", which concurrent asyncio
+tasks would race on).
 
 This code runs only on the error path, never for a step that succeeds.
 """
 
 from __future__ import annotations
 
+import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from trajdebug.record import logging as _live
 from trajdebug.record import recorder as _rec
 from trajdebug.record.config import CONFIG, id_prefix
 
 
 if TYPE_CHECKING:
-    from trajdebug.record.recorder import RunHandle, StepHandle
+    from trajdebug.record.recorder import StepHandle
+    from trajdebug.record.runs import RunHandle
 
 _ATTR = "__trajdebug_error__"
+_OPEN = "open"
 _counter = iter(range(1, 1 << 62))
+_MAX_HOPS = 10_000
+
+
+class _Tag:
+    """What the recorder knows about a recorded exception object."""
+
+    __slots__ = ("attempt", "error_id", "last", "run_id")
+
+    def __init__(self, run_id: str, error_id: str) -> None:
+        self.run_id = run_id
+        """The run the error belongs to."""
+        self.error_id = error_id
+        """The error event."""
+        self.last: Any = None
+        """The last step handle the exception left."""
+        self.attempt: Any = None
+        """The last step handle it left that was a retry attempt (``attempt`` set)."""
 
 
 def _new_error_id() -> str:
     return f"e{id_prefix()}{next(_counter):07x}"
 
 
-def _tag(exc: BaseException) -> tuple[str, str] | None:
+def _tag(exc: BaseException) -> _Tag | None:
     tag = getattr(exc, _ATTR, None)
-    return tag if isinstance(tag, tuple) else None
+    return tag if isinstance(tag, _Tag) else None
+
+
+def _set_tag(exc: BaseException, tag: _Tag) -> None:
+    try:
+        setattr(exc, _ATTR, tag)
+    except (AttributeError, TypeError):
+        pass  # an exception type without __dict__: identity is lost, the error still counts
+
+
+def attempt_step(exc: BaseException, run_id: str, attempt: int, retry_of: str | None) -> str | None:
+    """The id of the retry attempt step this exception left, if it is that attempt.
+
+    Used by `trajdebug.retry` to chain attempts: the attempt must carry the
+    attempt number and ``retry_of`` the wrapper gave it, so a stale tag from an
+    unrelated step is never taken for it.
+    """
+    tag = _tag(exc)
+    if tag is None or tag.run_id != run_id or tag.attempt is None:
+        return None
+    h = tag.attempt
+    if h.attempt == attempt and h.retry_of == retry_of:
+        return str(h.id)
+    return None
+
+
+def _encloses(h: StepHandle, inner: Any) -> bool:
+    """Whether ``h`` is ``inner`` or one of its enclosing steps."""
+    cur, hops = inner, 0
+    while cur is not None and hops < _MAX_HOPS:
+        if cur is h:
+            return True
+        cur = getattr(cur, "parent", None)
+        hops += 1
+    return False
 
 
 def _find_cause(run: RunHandle, exc: BaseException) -> str | None:
@@ -48,24 +114,43 @@ def _find_cause(run: RunHandle, exc: BaseException) -> str | None:
     cur: BaseException | None = exc.__cause__ or exc.__context__
     while cur is not None and seen < 32:
         tag = _tag(cur)
-        if tag is not None and tag[0] == run.run_id:
-            return tag[1]
+        if tag is not None and tag.run_id == run.run_id:
+            return tag.error_id
         cur = cur.__cause__ or cur.__context__
         seen += 1
     return None
 
 
+def _is_open(run: RunHandle, error_id: str) -> bool:
+    return bool(run._errors.get(error_id, _OPEN) == _OPEN)
+
+
 def _stage(run: RunHandle, error_id: str, stage: str, step_id: str | None, reason: str | None = None) -> None:
-    run._emit(
-        {
-            "t": "stage",
-            "error_id": error_id,
-            "stage": stage,
-            "step_id": step_id,
-            "time_ns": _rec._now(),
-            "reason": reason,
-        }
-    )
+    if stage in ("recovered", "ignored", "failed"):
+        run._errors[error_id] = stage
+    rec = {
+        "t": "stage",
+        "error_id": error_id,
+        "stage": stage,
+        "step_id": step_id,
+        "time_ns": _rec._now(),
+        "reason": reason,
+    }
+    run._emit(rec)
+    if _live._listeners:
+        _live._notify(rec, None)
+
+
+def _on_step(run: RunHandle, h: StepHandle, eid: str) -> None:
+    """Index the error under the step it left (and the step's retry link)."""
+    run._errors_by_step.setdefault(h.id, []).append(eid)
+    if h.retry_of is not None:
+        run._retry_of[h.id] = h.retry_of
+    parent = h.parent
+    if parent is not None and type(parent) is _rec.StepHandle:
+        if parent._child_errors is None:
+            parent._child_errors = []
+        parent._child_errors.append(eid)
 
 
 def _new_error(
@@ -77,31 +162,39 @@ def _new_error(
     attributes: dict[str, Any] | None = None,
 ) -> str:
     eid = _new_error_id()
-    step_id = h.id
-    run._emit(
-        {
-            "t": "error",
-            "error_id": eid,
-            "step_id": step_id,
-            "type": type_name,
-            "message": message,
-            "parent_error_id": parent,
-            "attempt": h.attempt or 1,
-            "attributes": attributes or {},
-        }
-    )
-    _stage(run, eid, "occurred", step_id)
-    run._errors_by_step.setdefault(step_id, []).append(eid)
-    run._errors[eid] = step_id
+    rec = {
+        "t": "error",
+        "error_id": eid,
+        "step_id": h.id,
+        "type": type_name,
+        "message": message,
+        "parent_error_id": parent,
+        "attempt": h.attempt or 1,
+        "attributes": attributes or {},
+    }
+    run._emit(rec)
+    if _live._listeners:
+        _live._notify(rec, h.agent)
+    run._errors[eid] = _OPEN
+    _stage(run, eid, "occurred", h.id)
     return eid
 
 
-def _note_child_error(h: StepHandle, eid: str) -> None:
-    parent = h.parent
-    if parent is not None and type(parent) is _rec.StepHandle:
-        if parent._child_errors is None:
-            parent._child_errors = []
-        parent._child_errors.append(eid)
+def _record_exception(
+    run: RunHandle, h: StepHandle, exc: BaseException, attributes: dict[str, Any] | None
+) -> str:
+    """Record ``exc`` as a new error at ``h`` (its cause found through the exception chain)."""
+    old = _tag(exc)
+    attrs = dict(attributes or {})
+    if old is not None and old.run_id == run.run_id:
+        # The same object raised again outside the steps it already left.
+        parent: str | None = old.error_id
+        attrs["reraised"] = True
+    else:
+        parent = _find_cause(run, exc)
+    eid = _new_error(run, h, type(exc).__name__, str(exc), parent, attrs)
+    _set_tag(exc, _Tag(run.run_id, eid))
+    return eid
 
 
 def on_exception(run: RunHandle, h: StepHandle, exc: BaseException) -> None:
@@ -118,74 +211,108 @@ def on_exception(run: RunHandle, h: StepHandle, exc: BaseException) -> None:
     if CONFIG.capture_tracebacks:
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=12))[-8000:]
     tag = _tag(exc)
-    if tag is not None and tag[0] == run.run_id:
-        eid = tag[1]
+    if tag is not None and tag.run_id == run.run_id and tag.last is not None and _encloses(h, tag.last):
+        eid = tag.error_id
         _stage(run, eid, "propagated", h.id)
-        run._errors_by_step.setdefault(h.id, []).append(eid)
     else:
-        parent = _find_cause(run, exc)
-        eid = _new_error(run, h, type(exc).__name__, message, parent)
-        try:
-            setattr(exc, _ATTR, (run.run_id, eid))
-        except (AttributeError, TypeError):
-            pass  # an exception type without __dict__: identity is lost, the error still counts
+        eid = _record_exception(run, h, exc, None)
+        tag = _tag(exc)
+    if tag is not None:
+        tag.last = h
+        if h.attempt is not None:
+            tag.attempt = h
+    _on_step(run, h, eid)
     h.error_id = eid
     h.err = (type(exc).__name__, message, tb)
-    _note_child_error(h, eid)
-    if h.retry_of is not None:
-        run._retry_of[h.id] = h.retry_of
 
 
-def report_error(run: RunHandle, h: StepHandle, type_name: str, message: str, attributes: dict[str, Any]) -> str:
+def report_error(
+    run: RunHandle, h: StepHandle, type_name: str, message: str, attributes: dict[str, Any]
+) -> str:
     """``s.error(...)``: an error reported without raising."""
     attrs = dict(attributes)
     attrs["reported"] = True
     eid = _new_error(run, h, type_name, message, None, attrs)
+    _on_step(run, h, eid)
     h.status = "error"
     h.error_id = eid
     h.err = (type_name, message, None)
-    _note_child_error(h, eid)
     return eid
 
 
 def on_retry_success(run: RunHandle, h: StepHandle) -> None:
-    """An attempt succeeded: the errors of the attempts it retries are recovered."""
+    """An attempt succeeded: the open errors of the attempts it retries are recovered."""
     if h.status == "error":
         return
     reason = f"attempt {h.attempt or '?'} ({h.id}) succeeded"
+    if h.attrs and h.attrs.get("retry_reason"):
+        reason += f"; retried because: {h.attrs['retry_reason']}"
     prev: str | None = h.retry_of
     hops = 0
-    while prev is not None and hops < 1000:
+    seen: set[str] = set()
+    while prev is not None and prev not in seen and hops < _MAX_HOPS:
+        seen.add(prev)
+        # Errors that propagated out of a failed attempt's children are indexed under it too.
         for eid in run._errors_by_step.get(prev, ()):
-            _stage(run, eid, "recovered", h.id, reason)
-        # Errors that propagated out of a failed attempt's children are its errors too.
+            if _is_open(run, eid):
+                _stage(run, eid, "recovered", h.id, reason)
         prev = run._retry_of.get(prev)
         hops += 1
 
 
 def on_fallback(run: RunHandle, h: StepHandle, reason: str) -> None:
-    """``s.fallback(...)``: the error being handled (or the step's children's errors) is ignored."""
-    import sys
+    """``s.fallback(...)``: the error being handled (or the step's children's errors) is ignored.
 
+    Which error: the exception being handled, if any (recorded here first when
+    it never left a step, e.g. ``json.loads`` failing inside the step's own
+    body); else the open errors of the step's children; else the error the
+    step itself reported.
+    """
     exc = sys.exc_info()[1]
     ids: list[str] = []
-    if exc is not None:
+    if isinstance(exc, Exception):
         tag = _tag(exc)
-        if tag is not None and tag[0] == run.run_id:
-            ids.append(tag[1])
+        if tag is not None and tag.run_id == run.run_id:
+            ids.append(tag.error_id)
+        else:
+            eid = _record_exception(run, h, exc, {"handled": True})
+            new = _tag(exc)
+            if new is not None:
+                new.last = h
+            run._errors_by_step.setdefault(h.id, []).append(eid)
+            ids.append(eid)
     if not ids and h._child_errors:
         ids = list(h._child_errors)
     if not ids and h.error_id is not None:
         ids = [h.error_id]
     for eid in dict.fromkeys(ids):
-        _stage(run, eid, "ignored", h.id, reason)
+        if _is_open(run, eid):
+            _stage(run, eid, "ignored", h.id, reason)
 
 
 def on_run_exception(run: RunHandle, exc: BaseException) -> None:
-    """An exception escapes the run: its error ends ``failed``."""
+    """An exception leaves the run: its error ends ``failed`` (or, out of a joined sub-agent, propagates).
+
+    An exception that was never recorded but was raised from (or while
+    handling) a recorded one ends that one ``failed``: the chain reached the
+    run's failure.
+    """
     tag = _tag(exc)
-    if tag is not None and tag[0] == run.run_id:
-        _stage(run, tag[1], "failed", None, f"escaped the run: {type(exc).__name__}")
+    if tag is not None and tag.run_id == run.run_id:
+        eid: str | None = tag.error_id
+        reason = f"escaped the run: {type(exc).__name__}"
+    else:
+        eid = _find_cause(run, exc)
+        reason = f"escaped the run as {type(exc).__name__}: {exc}"
+    if eid is None:
+        return
+    if run._joined:
+        # Leaving a sub-agent that joined from another thread or process is
+        # not the run's end: the calling step decides what happens next.
+        remote = run._remote_parent
+        _stage(run, eid, "propagated", remote.id if remote is not None else None, "left the sub-agent")
+        return
+    _stage(run, eid, "failed", None, reason)
 
 
 def on_run_failure(run: RunHandle) -> None:

@@ -35,7 +35,9 @@ _next_seq: Callable[[], int] = itertools.count(1).__next__
 _RUN: ContextVar[RunHandle | None] = ContextVar("trajdebug_run", default=None)
 _STEP: ContextVar[StepHandle | RemoteParent | None] = ContextVar("trajdebug_step", default=None)
 _BRANCH: ContextVar[tuple[str, ...]] = ContextVar("trajdebug_branch", default=())
-_ATTEMPT: ContextVar[tuple[int, str | None, str | None] | None] = ContextVar("trajdebug_attempt", default=None)
+_ATTEMPT: ContextVar[tuple[int, str | None, str | None] | None] = ContextVar(
+    "trajdebug_attempt", default=None
+)
 _REPLAY: ContextVar[Any] = ContextVar("trajdebug_replay", default=None)
 """The active replay controller (`trajdebug.replay`), consulted by decorated steps.
 
@@ -84,32 +86,32 @@ class StepHandle:
     every call of the function records a fresh step.
     """
 
-    __slots__ = (
-        "_announced",
-        "_child_errors",
-        "_live_in",
-        "_live_out",
-        "_params",
-        "_run",
-        "_token",
-        "agent",
-        "attempt",
-        "attrs",
-        "branch",
-        "deps",
-        "err",
-        "error_id",
-        "input",
-        "kind",
-        "name",
-        "output",
-        "parent",
-        "retry_of",
-        "seq",
-        "status",
-        "t0",
-        "t1",
-    )
+    # Defaults live on the class and an instance stores only what differs:
+    # creating a step then costs a few attribute writes, not two dozen
+    # (CPython 3.11 keeps instance attributes inline, as fast as __slots__).
+    name: str | None = None
+    kind: str = "other"
+    deps: tuple[Dependency, ...] = ()
+    agent: str | None = None
+    input: Any = None
+    output: Any = None
+    attempt: int | None = None
+    retry_of: str | None = None
+    attrs: dict[str, Any] | None = None
+    status: str = "ok"
+    err: tuple[str, str, str | None] | None = None
+    error_id: str | None = None
+    parent: StepHandle | RemoteParent | None = None
+    branch: tuple[str, ...] = ()
+    seq: int = 0
+    t0: int = 0
+    t1: int | None = None
+    _run: RunHandle | None = None
+    _token: Any = None
+    _child_errors: list[str] | None = None
+    _live_in: Any = None
+    _live_out: Any = None
+    _announced: bool = False
 
     def __init__(
         self,
@@ -125,28 +127,18 @@ class StepHandle:
     ) -> None:
         self.name = name
         self.kind = kind
-        self.deps = tuple(_dep(d) for d in deps) if deps else ()
-        self.agent = agent
-        self.input = input
-        self.attempt = attempt
-        self.retry_of = retry_of.id if isinstance(retry_of, (StepHandle, RemoteParent)) else retry_of
-        self.attrs = dict(attributes) if attributes else None
-        self.output = None
-        self.status = "ok"
-        self.err: tuple[str, str, str | None] | None = None
-        self.error_id: str | None = None
-        self._run: RunHandle | None = None
-        self._child_errors: list[str] | None = None
-        self._live_in: Any = None
-        self._live_out: Any = None
-        self._params: tuple[list[str], str | None, bool] | None = None
-        self._announced = False
-        self.parent: StepHandle | RemoteParent | None = None
-        self.seq = 0
-        self.t0 = 0
-        self.t1: int | None = None
-        self.branch: tuple[str, ...] = ()
-        self._token: Any = None
+        if deps:
+            self.deps = tuple(_dep(d) for d in deps)
+        if agent is not None:
+            self.agent = agent
+        if input is not None:
+            self.input = input
+        if attempt is not None:
+            self.attempt = attempt
+        if retry_of is not None:
+            self.retry_of = retry_of.id if isinstance(retry_of, (StepHandle, RemoteParent)) else retry_of
+        if attributes:
+            self.attrs = dict(attributes)
 
     # -- identity ------------------------------------------------------------
 
@@ -163,13 +155,21 @@ class StepHandle:
     def _start(self, run: RunHandle) -> None:
         self._run = run
         parent = _STEP.get()
-        if parent is not None and (type(parent) is RemoteParent or parent._run is run):  # type: ignore[union-attr]
+        if parent is not None and (parent.__class__ is RemoteParent or parent._run is run):  # type: ignore[union-attr]
             self.parent = parent
-            if self.agent is None and type(parent) is StepHandle:
+            if self.agent is None and parent.__class__ is StepHandle:
                 self.agent = parent.agent
-        self.branch = _BRANCH.get()
-        att = _ATTEMPT.get()
         self.seq = _next_seq()
+        if _BRANCH.get() or _ATTEMPT.get() is not None:
+            self._start_slow(run)
+        self._token = _STEP.set(self)
+        self.t0 = _now()
+
+    def _start_slow(self, run: RunHandle) -> None:
+        branch = _BRANCH.get()
+        if branch:
+            self.branch = branch
+        att = _ATTEMPT.get()
         if att is not None and self.attempt is None:
             # The first step started inside a retry attempt is that attempt.
             self.attempt, self.retry_of, reason = att
@@ -177,8 +177,6 @@ class StepHandle:
             run._last_attempt = self.id
             if reason:
                 self.set("retry_reason", reason)
-        self._token = _STEP.set(self)
-        self.t0 = _now()
 
     def _finish(self, exc: BaseException | None) -> None:
         self.t1 = _now()
@@ -198,28 +196,65 @@ class StepHandle:
             from trajdebug.record.errors import on_retry_success
 
             on_retry_success(run, self)
-        inp, out = self.input, self.output
-        self._live_in, self._live_out = inp, out
-        self.input = _snap(inp)
-        self.output = _snap(out)
-        run._push(self)
+        self._live_in = inp = self.input
+        if inp.__class__ not in _SCALARS:
+            self.input = _snap(inp)
+        self._live_out = out = self.output
+        if out.__class__ not in _SCALARS:
+            self.output = _snap(out)
+        q = run._queue
+        if len(q) < CONFIG.max_buffer:
+            q.append(self)
+        else:
+            run._drop()
 
     def __enter__(self) -> StepHandle:
-        if not CONFIG.enabled:
-            return self
         run = _RUN.get()
-        if run is not None:
-            if self.name is None:
-                self.name = "step"
-            self._start(run)
+        if run is None or not CONFIG.enabled:
+            return self
+        if self.name is None:
+            self.name = "step"
+        # _start, inlined for the common case (no branch, no retry attempt).
+        self._run = run
+        parent = _STEP.get()
+        if parent is not None and (parent.__class__ is RemoteParent or parent._run is run):  # type: ignore[union-attr]
+            self.parent = parent
+            if self.agent is None and parent.__class__ is StepHandle:
+                self.agent = parent.agent
+        self.seq = _next_seq()
+        if _BRANCH.get() or _ATTEMPT.get() is not None:
+            self._start_slow(run)
+        self._token = _STEP.set(self)
+        self.t0 = _now()
         return self
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        if self._run is not None and self.t1 is None:
-            try:
+        run = self._run
+        if run is None or self.t1 is not None:
+            return
+        try:
+            if exc is not None or self.retry_of is not None:
                 self._finish(exc)
-            except Exception:  # noqa: BLE001 - the recorder never breaks the agent
-                self._run._internal_error("step exit")
+                return
+            # _finish, inlined for a step that ends normally.
+            self.t1 = _now()
+            try:
+                _STEP.reset(self._token)
+            except ValueError:
+                _STEP.set(self.parent)
+            self._live_in = inp = self.input
+            if inp.__class__ not in _SCALARS:
+                self.input = _snap(inp)
+            self._live_out = out = self.output
+            if out.__class__ not in _SCALARS:
+                self.output = _snap(out)
+            q = run._queue
+            if len(q) < CONFIG.max_buffer:
+                q.append(self)
+            else:
+                run._drop()
+        except Exception:  # noqa: BLE001 - the recorder never breaks the agent
+            run._internal_error("step exit")
 
     # -- user API inside a step ------------------------------------------------
 
@@ -268,16 +303,36 @@ class StepHandle:
 
     def _spawn(self) -> StepHandle:
         h = StepHandle.__new__(StepHandle)
-        h.name, h.kind, h.deps, h.agent = self.name, self.kind, self.deps, self.agent
-        h.input, h.attempt, h.retry_of = None, self.attempt, self.retry_of
-        h.attrs = dict(self.attrs) if self.attrs else None
-        h.output, h.status, h.err, h.error_id = None, "ok", None, None
-        h._run, h._child_errors, h._live_in, h._live_out = None, None, None, None
-        h._params, h._announced, h.parent, h.seq = None, False, None, 0
-        h.t0, h.t1, h.branch, h._token = 0, None, (), None
+        h.name = self.name
+        h.kind = self.kind
+        if self.deps:
+            h.deps = self.deps
+        if self.agent is not None:
+            h.agent = self.agent
+        if self.attempt is not None:
+            h.attempt = self.attempt
+        if self.retry_of is not None:
+            h.retry_of = self.retry_of
+        if self.attrs:
+            h.attrs = dict(self.attrs)
         return h
 
 
+@overload
+def step(name: F, /) -> F: ...
+@overload
+def step(
+    name: str | None = None,
+    /,
+    kind: str = "other",
+    *,
+    deps: Iterable[Any] = (),
+    agent: str | None = None,
+    input: Any = None,
+    attempt: int | None = None,
+    retry_of: Any = None,
+    attributes: dict[str, Any] | None = None,
+) -> StepHandle: ...
 def step(
     name: Any = None,
     /,
@@ -312,22 +367,27 @@ def step(
         retry_of: The step (handle or id) this attempt retries.
         attributes: Free attributes.
     """
-    if callable(name) and not isinstance(name, str):
+    if not CONFIG.enabled:
+        return _NOOP_STEP
+    if name is not None and name.__class__ is not str and callable(name):
         from trajdebug.record.decorate import decorate
 
         return decorate(StepHandle(None, kind), name)
-    if not CONFIG.enabled:
-        return _NOOP_STEP
-    return StepHandle(
-        name,
-        kind,
-        deps=deps,
-        agent=agent,
-        input=input,
-        attempt=attempt,
-        retry_of=retry_of,
-        attributes=attributes,
-    )
+    h = StepHandle(name, kind)
+    if input is not None:
+        h.input = input
+    if deps or agent is not None or attempt is not None or retry_of is not None or attributes:
+        h.__init__(  # type: ignore[misc]
+            name,
+            kind,
+            deps=deps,
+            agent=agent,
+            input=input,
+            attempt=attempt,
+            retry_of=retry_of,
+            attributes=attributes,
+        )
+    return h
 
 
 def current_step() -> StepHandle | None:
@@ -350,11 +410,6 @@ class _NoopStep(StepHandle):
     def __exit__(self, *exc: Any) -> None:
         return None
 
-    def __setattr__(self, key: str, value: Any) -> None:
-        # Writes such as ``s.output = ...`` are dropped so the shared handle keeps nothing alive.
-        if not _NOOP_READY:
-            object.__setattr__(self, key, value)
-
     def __call__(self, fn: Any) -> Any:
         return fn
 
@@ -371,9 +426,7 @@ class _NoopStep(StepHandle):
         return None
 
 
-_NOOP_READY = False
 _NOOP_STEP = _NoopStep("noop")
-_NOOP_READY = True
 
 
 # RunHandle lives in runs.py; re-exported here because the two are used together.

@@ -44,16 +44,30 @@ SECRET_VALUES = (
 )
 
 
+# Cheap substring tests that every secret pattern above needs: the regular
+# expression runs only on strings that contain one of them (most do not).
+_HINTS = re.compile(r"sk-|gh[pousr]_|AKIA|xox|earer|PRIVATE KEY|eyJ")
+
+
 class Redactor:
     """Replace secrets in JSON data (returns a new value; never mutates)."""
 
     def __init__(self, extra_keys: Iterable[str] = ()) -> None:
         self._key = re.compile("|".join((*SECRET_KEYS, *extra_keys)), re.IGNORECASE)
         self._val = re.compile("|".join(SECRET_VALUES))
+        # One scan of a value's JSON text decides whether it needs the walk at all.
+        keys = "|".join(k.replace("$", "") for k in (*SECRET_KEYS, *extra_keys))
+        self._hint_bytes = re.compile(f"({_HINTS.pattern})|({keys})".encode(), re.IGNORECASE)
+
+    def needed(self, encoded: bytes) -> bool:
+        """Whether a value, given as its JSON text, may hold a secret (a cheap C-level scan)."""
+        return self._hint_bytes.search(encoded) is not None
 
     def __call__(self, value: Any, depth: int = 0) -> Any:
         if isinstance(value, str):
-            return self._val.sub(REDACTED, value) if len(value) >= 16 else value
+            if len(value) < 16 or _HINTS.search(value) is None:
+                return value
+            return self._val.sub(REDACTED, value)
         if depth > 32:
             return value
         if isinstance(value, dict):

@@ -3,8 +3,17 @@
 Each attempt is its own step (``attempt`` = n, ``retry_of`` = the previous
 attempt), so a failed attempt's error stays visible and ends ``recovered``
 when a later attempt succeeds, or ``failed`` when every attempt fails and the
-error escapes.  The reason for retrying is kept on the attempt: an automatic
-policy, or a model's decision.
+error escapes.  The reason for retrying is kept on each retrying attempt
+(``retry_reason``): an automatic policy, or a model's decision.
+
+For a hand-written loop, pass ``attempt=`` and ``retry_of=`` to
+`trajdebug.step` and put the reason in ``attributes={"retry_reason": ...}``;
+the lifecycle is the same.
+
+Which step was the failed attempt is read from the exception itself (the
+recorder tags each recorded exception with the last attempt step it left), not
+from a run-global "last attempt", so retried calls running concurrently in
+asyncio tasks or threads never chain into each other's attempts.
 """
 
 from __future__ import annotations
@@ -17,26 +26,41 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from trajdebug.record import recorder as rec
+from trajdebug.record.errors import attempt_step
 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+DEFAULT_REASON = "policy: retry on error"
+
 
 class _Attempts:
-    """Tracks the chain of attempt step ids within one retried call."""
+    """The chain of attempt step ids within one retried call."""
+
+    __slots__ = ("n", "prev", "reason", "token")
 
     def __init__(self, reason: str | None) -> None:
         self.prev: str | None = None
         self.reason = reason
+        self.n = 0
+        self.token: Any = None
 
-    def begin(self, n: int) -> Any:
-        reason = None if n == 1 else self.reason
-        return rec._ATTEMPT.set((n, self.prev, reason))
+    def begin(self, n: int) -> None:
+        # The first step started inside the attempt becomes the attempt
+        # (`StepHandle._start` consumes this marker).
+        self.n = n
+        self.token = rec._ATTEMPT.set((n, self.prev, None if n == 1 else self.reason))
 
-    def end(self, token: Any) -> None:
-        # The attempt's step cleared the marker when it started; find its id
-        # through the last step the attempt recorded.
-        rec._ATTEMPT.reset(token)
+    def failed(self, exc: BaseException) -> None:
+        run = rec.current_run()
+        if run is None:
+            return
+        sid = attempt_step(exc, run.run_id, self.n, self.prev)
+        if sid is not None:
+            self.prev = sid
+
+    def end(self) -> None:
+        rec._ATTEMPT.reset(self.token)
 
 
 def retry(
@@ -44,7 +68,7 @@ def retry(
     *,
     on: tuple[type[BaseException], ...] = (Exception,),
     backoff: float = 0.0,
-    reason: str = "policy: retry on error",
+    reason: str = DEFAULT_REASON,
 ) -> Callable[[F], F]:
     """Retry a step-decorated function; each attempt is recorded as its own step.
 
@@ -56,11 +80,16 @@ def retry(
         ```
 
     Args:
-        attempts: Maximum number of attempts.
-        on: Exception types that trigger another attempt.
+        attempts: Maximum number of attempts (at least 1).
+        on: Exception types that trigger another attempt; others propagate at once.
         backoff: Seconds to sleep before attempt n+1, multiplied by n.
-        reason: Why the call is retried (kept on each retrying attempt).
+        reason: Why the call is retried (kept as ``retry_reason`` on each retrying attempt).
+
+    Raises:
+        ValueError: ``attempts`` is less than 1.
     """
+    if attempts < 1:
+        raise ValueError(f"retry(attempts={attempts}): at least one attempt is needed")
 
     def deco(fn: F) -> F:
         if inspect.iscoroutinefunction(fn):
@@ -69,17 +98,17 @@ def retry(
             async def awrapper(*args: Any, **kwargs: Any) -> Any:
                 chain = _Attempts(reason)
                 for n in range(1, attempts + 1):
-                    tok = chain.begin(n)
+                    chain.begin(n)
                     try:
                         return await fn(*args, **kwargs)
-                    except on:
+                    except on as exc:
+                        chain.failed(exc)
                         if n == attempts:
                             raise
-                        if backoff:
-                            await asyncio.sleep(backoff * n)
                     finally:
-                        chain.prev = _last_attempt_id() or chain.prev
-                        chain.end(tok)
+                        chain.end()
+                    if backoff:
+                        await asyncio.sleep(backoff * n)
                 raise AssertionError("unreachable")
 
             return awrapper  # type: ignore[return-value]
@@ -88,17 +117,17 @@ def retry(
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             chain = _Attempts(reason)
             for n in range(1, attempts + 1):
-                tok = chain.begin(n)
+                chain.begin(n)
                 try:
                     return fn(*args, **kwargs)
-                except on:
+                except on as exc:
+                    chain.failed(exc)
                     if n == attempts:
                         raise
-                    if backoff:
-                        time.sleep(backoff * n)
                 finally:
-                    chain.prev = _last_attempt_id() or chain.prev
-                    chain.end(tok)
+                    chain.end()
+                if backoff:
+                    time.sleep(backoff * n)
             raise AssertionError("unreachable")
 
         return wrapper  # type: ignore[return-value]
@@ -106,13 +135,20 @@ def retry(
     return deco
 
 
-def retry_call(fn: Callable[..., Any], *args: Any, attempts: int = 3, **kwargs: Any) -> Any:
-    """Call a step-decorated ``fn`` with retries (the helper form of `retry`)."""
+def retry_call(
+    fn: Callable[..., Any],
+    *args: Any,
+    attempts: int = 3,
+    **kwargs: Any,
+) -> Any:
+    """Call a step-decorated ``fn`` with retries on any exception (the helper form of `retry`).
+
+    Example:
+        ```python
+        rows = trajdebug.retry_call(run_sql, query, attempts=2)
+        ```
+    """
     return retry(attempts)(fn)(*args, **kwargs)
 
 
-def _last_attempt_id() -> str | None:
-    run = rec.current_run()
-    if run is None:
-        return None
-    return getattr(run, "_last_attempt", None)
+__all__ = ["DEFAULT_REASON", "retry", "retry_call"]

@@ -63,7 +63,7 @@ class RunHandle:
         for target in targets:
             try:
                 self._sinks.append(make_sink(target))
-            except Exception:  # noqa: BLE001 - an unusable store must not break the agent
+            except Exception:
                 self._sink_failed(target)
                 log.debug("trajdebug: cannot open sink %r", target, exc_info=True)
         self._errors: dict[str, Any] = {}
@@ -206,12 +206,15 @@ class RunHandle:
     def _push(self, item: Any) -> None:
         q = self._queue
         if len(q) >= CONFIG.max_buffer:
-            self.dropped += 1
-            self._warn_once(f"trajdebug: buffer full, dropping records of run {self.run_id}")
+            self._drop()
             return
         q.append(item)
-        if len(q) > 4096:
-            WRITER.wake()
+
+    def _drop(self) -> None:
+        self.dropped += 1
+        self._warn_once(f"trajdebug: buffer full, dropping records of run {self.run_id}")
+        # Ask the writer to catch up; it was probably asleep between flushes.
+        WRITER.wake()
 
     def _emit(self, record: dict[str, Any]) -> None:
         """Queue a ready-made record (error, stage, dep)."""
@@ -252,7 +255,9 @@ class RunHandle:
 
     def _sink_failed(self, sink: Any) -> None:
         self.sink_failures += 1
-        self._warn_once(f"trajdebug: sink {type(sink).__name__} failed; records of run {self.run_id} were lost")
+        self._warn_once(
+            f"trajdebug: sink {type(sink).__name__} failed; records of run {self.run_id} were lost"
+        )
 
     def _internal_error(self, where: str) -> None:
         self.internal_errors += 1
@@ -267,7 +272,11 @@ class RunHandle:
     @property
     def stats(self) -> dict[str, int]:
         """Counters of what went wrong inside the recorder (dropped records, sink failures)."""
-        return {"dropped": self.dropped, "sink_failures": self.sink_failures, "internal_errors": self.internal_errors}
+        return {
+            "dropped": self.dropped,
+            "sink_failures": self.sink_failures,
+            "internal_errors": self.internal_errors,
+        }
 
     def load(self) -> Any:
         """Read this run back from its first readable sink (a `trajdebug.model.Run`)."""

@@ -21,7 +21,7 @@ from trajdebug._encode import dumps
 
 
 if TYPE_CHECKING:
-    from trajdebug.record.recorder import ActiveRun
+    from trajdebug.record.runs import RunHandle as ActiveRun
 
 log = logging.getLogger("trajdebug")
 

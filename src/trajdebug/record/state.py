@@ -46,6 +46,14 @@ class RunState(MutableMapping[str, Any]):
             h.set("state_writes", writes)
         if key not in writes:
             writes.append(key)
+        # The value written, so that a replay can redo the write and a patch can correct it.
+        values = h.attrs.get("state_values") if h.attrs else None
+        if values is None:
+            values = {}
+            h.set("state_values", values)
+        from trajdebug._encode import to_jsonable
+
+        values[key] = to_jsonable(self._data.get(key), 4096)
 
     def _note_read(self, key: str) -> None:
         h = _current()

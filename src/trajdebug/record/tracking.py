@@ -108,13 +108,18 @@ class Tracker:
     def _value(self, snap: Any) -> Any:
         if type(snap) is bytes:
             if len(snap) > CONFIG.max_value_bytes:
-                return {TRUNCATED_KEY: len(snap), "head": snap[: CONFIG.max_value_bytes].decode("utf-8", "ignore")}
+                return {
+                    TRUNCATED_KEY: len(snap),
+                    "head": snap[: CONFIG.max_value_bytes].decode("utf-8", "ignore"),
+                }
+            needs_redaction = self._redactor is not None and self._redactor.needed(snap)
             try:
                 snap = loads(snap)
             except ValueError:
                 return to_jsonable(snap)
-        elif type(snap) is str and len(snap) > CONFIG.max_value_bytes:
-            return to_jsonable(snap, CONFIG.max_value_bytes)
+            return self._redactor(snap) if needs_redaction else snap
+        if type(snap) is str and len(snap) > CONFIG.max_value_bytes:
+            snap = to_jsonable(snap, CONFIG.max_value_bytes)
         if self._redactor is not None:
             snap = self._redactor(snap)
         return snap
@@ -123,9 +128,11 @@ class Tracker:
         """Records for a finished step: ``open`` records for newly seen parents, then the step."""
         out: list[dict[str, Any]] = []
         run = self.run
+        from trajdebug.record.recorder import StepHandle
+
         parent = h.parent
-        chain = []
-        while parent is not None and type(parent) is not type(None) and hasattr(parent, "_announced"):
+        chain: list[StepHandle] = []
+        while isinstance(parent, StepHandle):
             if parent._announced or parent.t1 is not None:
                 break
             chain.append(parent)
@@ -150,8 +157,8 @@ class Tracker:
         deps: list[Dependency] = list(h.deps)
         if h._live_in is not None:
             deps.extend(self._find(h, h._live_in))
-        for d in h.branch:
-            deps.append(Dependency(step_id=d, kind="control", origin="declared"))
+        for decision in h.branch:
+            deps.append(Dependency(step_id=decision, kind="control", origin="declared"))
         h._live_in = None
         if h._live_out is not None:
             self._register(h, h._live_out)
@@ -207,7 +214,9 @@ class Tracker:
         out.append(rec)
         return out
 
-    def _payload_error(self, h: StepHandle, rec: dict[str, Any], message: str, out: list[dict[str, Any]]) -> None:
+    def _payload_error(
+        self, h: StepHandle, rec: dict[str, Any], message: str, out: list[dict[str, Any]]
+    ) -> None:
         """A tool returned an error as data: that is an error too (it stays green elsewhere)."""
         from trajdebug.record import errors
 
@@ -263,8 +272,10 @@ def error_payload(output: Any) -> str | None:
     status = output.get("status")
     if isinstance(status, str) and status.lower() in ("error", "failed", "failure"):
         return text
-    if isinstance(output.get("error"), (str, dict)) and output.get("error") and not any(
-        k in output for k in ("result", "results", "data", "rows", "output")
+    if (
+        isinstance(output.get("error"), (str, dict))
+        and output.get("error")
+        and not any(k in output for k in ("result", "results", "data", "rows", "output"))
     ):
         return text
     return None
