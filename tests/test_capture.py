@@ -50,7 +50,7 @@ class TestValueTracking:
         assert {("search", "data", "tracked")} == edges(run, "pick")
         assert {("pick", "data", "tracked")} == edges(run, "summarize")
         dep = next(s for s in run.steps if s.name == "summarize").deps[0]
-        assert "doc" == dep.key
+        assert dep.key == "doc"
 
     def test_item_of_a_returned_container_is_tracked(self) -> None:
         """An element taken out of a returned list still links back to the producer."""
@@ -159,8 +159,8 @@ class TestState:
         run = record(body)
         assert {("write2", "state", "tracked")} == edges(run, "read")
         read = next(s for s in run.steps if s.name == "read")
-        assert "plan" == read.deps[0].key
-        assert ["plan"] == read.attributes["state_reads"]
+        assert read.deps[0].key == "plan"
+        assert read.attributes["state_reads"] == ["plan"]
 
     def test_external_state_declared_reads_and_writes(self) -> None:
         """writes()/reads() of an external resource give a declared state edge."""
@@ -191,7 +191,7 @@ class TestControlAndEnv:
         under, after = [s for s in run.steps if s.name == "count"]
         route = next(s for s in run.steps if s.name == "route")
         assert [(route.step_id, "control", "declared")] == [(d.step_id, d.kind, d.origin) for d in under.deps]
-        assert () == after.deps
+        assert after.deps == ()
 
     def test_env_reads_link_to_the_environment_step(self) -> None:
         """A step declaring a clock read gets an env edge to the run's environment step."""
@@ -202,11 +202,11 @@ class TestControlAndEnv:
 
         run = record(body, metadata={"model": "gpt-x", "seed": 3})
         env = next(s for s in run.steps if s.name == "environment")
-        assert "input" == env.kind
+        assert env.kind == "input"
         assert {"gpt-x", 3} == {env.output["model"], env.output["seed"]}
         sched = next(s for s in run.steps if s.name == "schedule")
-        assert [("env", "clock")] == [(d.kind, d.key) for d in sched.deps if d.step_id == env.step_id]
-        assert {"clock": "2025-07-01T00:00:00Z"} == sched.attributes["env_reads"]
+        assert [(d.kind, d.key) for d in sched.deps if d.step_id == env.step_id] == [("env", "clock")]
+        assert sched.attributes["env_reads"] == {"clock": "2025-07-01T00:00:00Z"}
 
     def test_a_run_names_the_run_it_continues(self) -> None:
         """continues= links a conversation turn to the previous one."""

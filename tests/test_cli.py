@@ -17,7 +17,7 @@ from trajdebug.demo import FAULTS
 
 def invoke(*args: str) -> str:
     result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert 0 == result.exit_code, result.output
+    assert result.exit_code == 0, result.output
     return result.output
 
 
@@ -44,12 +44,14 @@ class TestRunsAndShow:
                 pass
             h.fail("nope")
         data = json.loads(invoke("runs", "--json"))
-        assert [(h.run_id, "listed", "failure", 1)] == [(r["run_id"], r["name"], r["outcome"], r["steps"]) for r in data["runs"]]
+        assert [(h.run_id, "listed", "failure", 1)] == [
+            (r["run_id"], r["name"], r["outcome"], r["steps"]) for r in data["runs"]
+        ]
 
     def test_runs_without_a_store_says_so(self) -> None:
         """`trajdebug runs` on a fresh directory explains that there is no store yet."""
         result = CliRunner().invoke(cli, ["runs"])
-        assert 1 == result.exit_code
+        assert result.exit_code == 1
         assert "no store here yet" in result.output
 
     def test_show_tree_marks_edge_origins(self, tmp_path: Path) -> None:
@@ -64,9 +66,8 @@ class TestRunsAndShow:
         def answer(data: dict[str, str]) -> str:
             return "x"
 
-        with trajdebug.run("shown", path=path):
-            with trajdebug.step("agent", kind="agent"):
-                answer(fetch("q"))
+        with trajdebug.run("shown", path=path), trajdebug.step("agent", kind="agent"):
+            answer(fetch("q"))
         out = invoke("show", str(path))
         assert "shown" in out and "success" in out
         assert "fetch#" in out
@@ -81,7 +82,7 @@ class TestRunsAndShow:
             s.output = {"a": 1}
         data = json.loads(invoke("show", str(path), "--json"))
         (run,) = data["runs"]
-        assert [("only", "parse", {"a": 1})] == [(s["name"], s["kind"], s["output"]) for s in run["steps"]]
+        assert [(s["name"], s["kind"], s["output"]) for s in run["steps"]] == [("only", "parse", {"a": 1})]
 
     def test_show_reports_a_corrupt_line_and_still_shows(self, tmp_path: Path) -> None:
         """A corrupt line is named on stderr while the rest of the file still shows."""
@@ -105,7 +106,7 @@ class TestDemo:
         assert "failure" in out
         assert (tmp_path / "trajdebug.db").exists()
         data = json.loads(invoke("runs", "--json"))
-        assert 1 == len(data["runs"])
+        assert len(data["runs"]) == 1
 
     def test_demo_help_lists_every_fault(self) -> None:
         """`trajdebug demo --help` names every fault."""
@@ -118,7 +119,7 @@ class TestDemo:
         """Each fault makes the run fail, and its metadata names the injected step."""
         data = json.loads(invoke("demo", "--fault", fault, "--no-verify", "--json"))
         run = data["run"]
-        assert "failure" == run["outcome"]
+        assert run["outcome"] == "failure"
         fault_info = run["metadata"]["fault"]
         assert fault == fault_info["name"]
         ids = [s["step_id"] for s in run["steps"]]
@@ -127,4 +128,4 @@ class TestDemo:
     def test_clean_demo_succeeds(self) -> None:
         """`trajdebug demo --clean` records a passing run."""
         data = json.loads(invoke("demo", "--clean", "--no-verify", "--json"))
-        assert "success" == data["run"]["outcome"]
+        assert data["run"]["outcome"] == "success"

@@ -28,7 +28,16 @@ from trajdebug.model import (
 
 def sample_run(run_id: str = "r1") -> Run:
     steps = (
-        Step("a", "plan", kind="llm", start_ns=1, end_ns=5, input={"q": "x"}, output="plan text", attributes={"model": "m"}),
+        Step(
+            "a",
+            "plan",
+            kind="llm",
+            start_ns=1,
+            end_ns=5,
+            input={"q": "x"},
+            output="plan text",
+            attributes={"model": "m"},
+        ),
         Step(
             "b",
             "search",
@@ -59,12 +68,23 @@ def sample_run(run_id: str = "r1") -> Run:
             "b",
             "TimeoutError",
             "slow",
-            stages=(StageChange("occurred", "b", 8), StageChange("recovered", "c", 12, "attempt 2 succeeded")),
+            stages=(
+                StageChange("occurred", "b", 8),
+                StageChange("recovered", "c", 12, "attempt 2 succeeded"),
+            ),
         ),
     )
     return Run(
-        run_id, "demo", start_ns=0, end_ns=20, outcome="failure", failure_reason="bad answer",
-        metadata={"task": "t"}, steps=steps, errors=errors, continues="r0",
+        run_id,
+        "demo",
+        start_ns=0,
+        end_ns=20,
+        outcome="failure",
+        failure_reason="bad answer",
+        metadata={"task": "t"},
+        steps=steps,
+        errors=errors,
+        continues="r0",
     )
 
 
@@ -84,12 +104,12 @@ class TestRoundTrip:
         write_jsonl(runs, path)
         result = read_jsonl(path)
         assert runs == result.runs
-        assert [] == result.problems
+        assert result.problems == []
 
     def test_every_record_carries_the_version(self) -> None:
         """Every record has "v" and "t"."""
         for rec in run_to_records(sample_run()):
-            assert 1 == rec["v"]
+            assert rec["v"] == 1
             assert rec["t"] in {"run", "step", "error", "stage", "end"}
 
     def test_interleaved_records_of_two_runs(self) -> None:
@@ -107,8 +127,8 @@ class TestPartialAndBadInput:
         recs = run_to_records(sample_run())[:3]
         result = read_lines([json.dumps(r) for r in recs])
         (run,) = result.runs
-        assert "incomplete" == run.outcome
-        assert ["a", "b"] == [s.step_id for s in run.steps]
+        assert run.outcome == "incomplete"
+        assert [s.step_id for s in run.steps] == ["a", "b"]
 
     def test_corrupt_line_names_file_and_line_and_keeps_the_rest(self, tmp_path: Path) -> None:
         """A corrupt line is reported with file and line; every good record still loads."""
@@ -117,10 +137,10 @@ class TestPartialAndBadInput:
         path = tmp_path / "bad.jsonl"
         path.write_text("\n".join(lines) + "\n")
         result = read_jsonl(path)
-        assert 1 == len(result.problems)
+        assert len(result.problems) == 1
         assert f"{path}:3:" in str(result.problems[0])
-        assert 3 == len(result.runs[0].steps)
-        assert "failure" == result.runs[0].outcome
+        assert len(result.runs[0].steps) == 3
+        assert result.runs[0].outcome == "failure"
 
     def test_record_missing_a_field_is_a_problem_naming_the_field(self) -> None:
         """A step record without step_id is reported with the missing field's name."""
@@ -143,33 +163,56 @@ class TestPartialAndBadInput:
         """A step that started but never ended (process killed) reads with no end time."""
         recs = [
             {"v": 1, "t": "run", "run_id": "r", "name": "n", "start_ns": 1},
-            {"v": 1, "t": "open", "run_id": "r", "step_id": "p", "name": "agent", "kind": "agent", "start_ns": 2},
-            {"v": 1, "t": "step", "run_id": "r", "step_id": "c", "name": "tool", "parent_id": "p", "start_ns": 3, "end_ns": 4},
+            {
+                "v": 1,
+                "t": "open",
+                "run_id": "r",
+                "step_id": "p",
+                "name": "agent",
+                "kind": "agent",
+                "start_ns": 2,
+            },
+            {
+                "v": 1,
+                "t": "step",
+                "run_id": "r",
+                "step_id": "c",
+                "name": "tool",
+                "parent_id": "p",
+                "start_ns": 3,
+                "end_ns": 4,
+            },
         ]
         (run,) = read_lines([json.dumps(r) for r in recs]).runs
         assert None is run.step("p").end_ns
-        assert "p" == run.step("c").parent_id
+        assert run.step("c").parent_id == "p"
 
 
 class TestModel:
     def test_step_lookup_and_children(self) -> None:
         """Run.step finds by id; Run.children lists the steps under a parent."""
         run = sample_run()
-        assert "search" == run.step("b").name
-        assert ["a", "b", "c"] == [s.step_id for s in run.children(None)]
+        assert run.step("b").name == "search"
+        assert [s.step_id for s in run.children(None)] == ["a", "b", "c"]
         with pytest.raises(KeyError, match="no step 'zz'"):
             run.step("zz")
 
     def test_error_stage_is_the_last_transition(self) -> None:
         """An error's stage is its latest lifecycle transition."""
-        assert "recovered" == sample_run().error("e1").stage
+        assert sample_run().error("e1").stage == "recovered"
 
     def test_duplicate_edges_keep_the_most_certain(self) -> None:
         """When a step has both a tracked and an inferred edge to one producer, the tracked one is kept."""
         recs = [
             {"v": 1, "t": "step", "run_id": "r", "step_id": "a", "name": "a", "start_ns": 1, "end_ns": 2},
             {
-                "v": 1, "t": "step", "run_id": "r", "step_id": "b", "name": "b", "start_ns": 3, "end_ns": 4,
+                "v": 1,
+                "t": "step",
+                "run_id": "r",
+                "step_id": "b",
+                "name": "b",
+                "start_ns": 3,
+                "end_ns": 4,
                 "deps": [
                     {"step_id": "a", "kind": "data", "origin": "inferred", "confidence": 0.4},
                     {"step_id": "a", "kind": "data", "origin": "tracked"},

@@ -104,7 +104,9 @@ def create_sales_db(path: Path, seed: int = 7) -> str:
                     qty = rng.randint(5, 40)
                     amount = round(base * trend**i * rng.uniform(0.9, 1.1) / 3, 2)
                     rows.append((region, month, quarter, qty, amount))
-        conn.executemany("INSERT INTO orders (region, month, quarter, quantity, amount) VALUES (?, ?, ?, ?, ?)", rows)
+        conn.executemany(
+            "INSERT INTO orders (region, month, quarter, quantity, amount) VALUES (?, ?, ?, ?, ?)", rows
+        )
         conn.commit()
     finally:
         conn.close()
@@ -152,7 +154,9 @@ class SalesAgent:
         self._mark("wrong-column")
         return self.llm.write_sql(plan, schema)
 
-    @trajdebug.retry(attempts=2, on=(sqlite3.OperationalError,), reason="policy: retry transient database errors")
+    @trajdebug.retry(
+        attempts=2, on=(sqlite3.OperationalError,), reason="policy: retry transient database errors"
+    )
     @trajdebug.step(kind="tool")
     def run_sql(self, sql: str) -> list[dict[str, Any]]:
         self._mark("truncated-rows")
@@ -227,6 +231,34 @@ class SalesAgent:
         return self.final_answer(q, report)
 
 
+def demo_agent(question: str = QUESTION, *, db: str, fault: str | None = None) -> str:
+    """The demo's entry point: answer ``question`` from the sales database at ``db``.
+
+    Call it inside a recorded run (`run_demo` does); `trajdebug.replay` re-executes
+    it with the arguments recorded in the run's ``entry`` metadata.  The database
+    is recreated (deterministically) when it no longer exists.
+
+    Args:
+        question: The question.
+        db: Path of the SQLite sales database.
+        fault: One of `FAULTS`, or None for a clean run.
+    """
+    db_path = Path(db)
+    if not db_path.exists():
+        create_sales_db(db_path)
+    agent = SalesAgent(db_path, ScriptedLLM(fault), fault)
+    run = trajdebug.current_run()
+    if run is None or not getattr(run, "_active", False):
+        return str(agent.answer(question, {}))
+    run.metadata["fault"] = {"name": fault, "step_id": None}
+    try:
+        return str(agent.answer(question, run.state))
+    finally:
+        run.metadata["fault"]["step_id"] = agent.injected_at
+        # The fault's step is known only once it ran: record it for the readers.
+        run._emit({"t": "meta", "metadata": {"fault": {"name": fault, "step_id": agent.injected_at}}})
+
+
 def run_demo(
     fault: str | None = DEFAULT_FAULT,
     *,
@@ -252,7 +284,6 @@ def run_demo(
     wd = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="trajdebug-demo-"))
     db_path = wd / "sales.db"
     schema = create_sales_db(db_path)
-    agent = SalesAgent(db_path, ScriptedLLM(fault), fault)
     metadata = {
         "task": QUESTION,
         "agent": "sales-report-agent",
@@ -262,22 +293,32 @@ def run_demo(
         "sqlite_db": str(db_path),
         "model": "scripted",
         "seed": 7,
+        # The replayable entry point and its arguments (`trajdebug.replay.engine.ENTRY_KEY`).
+        "entry": {
+            "target": "trajdebug.demo:demo_agent",
+            "args": [],
+            "kwargs": {"question": QUESTION, "db": str(db_path), "fault": fault},
+        },
     }
     if store is None and path is None and not sinks:
         store = trajdebug.Store()
     handle = trajdebug.run("sales-report", store=store, path=path, sinks=sinks, metadata=metadata)
     try:
-        with handle as run:
-            run.metadata["fault"] = {"name": fault, "step_id": None}
-            try:
-                agent.answer(QUESTION, run.state)
-            finally:
-                run.metadata["fault"]["step_id"] = agent.injected_at
-                # The fault's step is known only once it ran: record it for the readers.
-                run._emit({"t": "meta", "metadata": {"fault": {"name": fault, "step_id": agent.injected_at}}})
+        with handle:
+            demo_agent(QUESTION, db=str(db_path), fault=fault)
     except Exception:  # noqa: BLE001 - the failure is what the demo is about; it is recorded
         pass
-    return handle.load()
+    recorded: Run = handle.load()
+    return recorded
 
 
-__all__ = ["DEFAULT_FAULT", "FAULTS", "QUESTION", "ScriptedLLM", "SalesAgent", "create_sales_db", "run_demo"]
+__all__ = [
+    "DEFAULT_FAULT",
+    "FAULTS",
+    "QUESTION",
+    "SalesAgent",
+    "ScriptedLLM",
+    "create_sales_db",
+    "demo_agent",
+    "run_demo",
+]

@@ -236,7 +236,7 @@ class RunBuilder:
         v = rec.get("v")
         if v not in SUPPORTED_VERSIONS:
             if v is None:
-                raise FormatError("record has no \"v\" (format version) field", source=self.source, line=line)
+                raise FormatError('record has no "v" (format version) field', source=self.source, line=line)
             raise UnsupportedVersionError(
                 f"format version {v!r} is not supported (this trajdebug reads {sorted(SUPPORTED_VERSIONS)});"
                 " upgrade trajdebug to read this file",
@@ -271,7 +271,9 @@ class RunBuilder:
             else:
                 raise FormatError(f"unknown record type {t!r}", source=self.source, line=line)
         except KeyError as exc:
-            raise FormatError(f"{t or 'record'} record lacks field {exc.args[0]!r}", source=self.source, line=line) from None
+            raise FormatError(
+                f"{t or 'record'} record lacks field {exc.args[0]!r}", source=self.source, line=line
+            ) from None
         except (TypeError, ValueError) as exc:
             if isinstance(exc, FormatError):
                 raise
@@ -358,7 +360,7 @@ def _build(p: _RunParts) -> Run:
                 attributes=r.get("attributes") or {},
             )
         )
-    errors.sort(key=lambda e: (e.stages[0].time_ns if e.stages else 0))
+    errors.sort(key=lambda e: e.stages[0].time_ns if e.stages else 0)
     start = p.start_ns
     if start is None:
         start = steps[0].start_ns if steps else 0

@@ -38,7 +38,9 @@ class IncrementalClock:
 
 
 @contextmanager
-def deterministic(*, clock: IncrementalClock | None = None, prefix: str = "00000000") -> Iterator[IncrementalClock]:
+def deterministic(
+    *, clock: IncrementalClock | None = None, prefix: str = "00000000"
+) -> Iterator[IncrementalClock]:
     """Deterministic step ids (``00000000`` + a counter from 1) and clock for the block.
 
     Step ids become ``0000000000000001``, ``0000000000000002``, ...; every

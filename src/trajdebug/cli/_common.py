@@ -18,17 +18,19 @@ FORMATS = ("trajdebug", "store", "otlp", "openai", "transcript")
 
 def source_argument(fn: F) -> F:
     """``SOURCE``: a store, a JSONL file or a foreign trace (default: the default store)."""
-    return click.argument("source", required=False, type=click.Path(dir_okay=False))(fn)  # type: ignore[return-value]
+    return click.argument("source", required=False, type=click.Path(dir_okay=False))(fn)
 
 
 def run_option(fn: F) -> F:
     """``--run ID``: one run of the source (a unique prefix is enough)."""
-    return click.option("--run", "run_id", metavar="ID", help="Only this run (a unique id prefix is enough).")(fn)  # type: ignore[return-value]
+    return click.option(
+        "--run", "run_id", metavar="ID", help="Only this run (a unique id prefix is enough)."
+    )(fn)
 
 
 def json_option(fn: F) -> F:
     """``--json``: machine-readable output."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)  # type: ignore[return-value]
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)
 
 
 def fmt_option(fn: F) -> F:
@@ -38,7 +40,7 @@ def fmt_option(fn: F) -> F:
         "fmt",
         type=click.Choice(FORMATS),
         help="Format of SOURCE (auto-detected by default).",
-    )(fn)  # type: ignore[return-value]
+    )(fn)
 
 
 def store_path(source: str | None) -> str:

@@ -15,10 +15,19 @@ def _fault_help() -> str:
 
 
 @click.command(name="demo")
-@click.option("--fault", type=click.Choice(list(FAULTS)), default=DEFAULT_FAULT, show_default=True, help=_fault_help())
+@click.option(
+    "--fault", type=click.Choice(list(FAULTS)), default=DEFAULT_FAULT, show_default=True, help=_fault_help()
+)
 @click.option("--clean", is_flag=True, help="Run without any fault (a passing run).")
-@click.option("--store", metavar="PATH", help="Record into this store (default: $TRAJDEBUG_STORE or ./trajdebug.db).")
-@click.option("--verify/--no-verify", default=True, show_default=True, help="Verify the root cause by counterfactual replay.")
+@click.option(
+    "--store", metavar="PATH", help="Record into this store (default: $TRAJDEBUG_STORE or ./trajdebug.db)."
+)
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    show_default=True,
+    help="Verify the root cause by counterfactual replay.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: bool) -> None:
     """Run the bundled SQL reporting agent with an injected fault and debug it.
@@ -45,7 +54,12 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
 
         analysis = analyze(run)
     verification = None
-    if verify and analysis is not None and run.outcome == "failure" and importlib.util.find_spec("trajdebug.replay"):
+    if (
+        verify
+        and analysis is not None
+        and run.outcome == "failure"
+        and importlib.util.find_spec("trajdebug.replay")
+    ):
         from trajdebug.replay import verify_demo
 
         verification = verify_demo(run, analysis, store=target)
@@ -76,8 +90,11 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
     if fault_info.get("name"):
         top = analysis.root_causes[0].step_id if analysis is not None and analysis.root_causes else None
         hit = "matches" if top == fault_info.get("step_id") else "does not match"
-        con.print(f"\nground truth: fault {fault_info['name']!r} was injected at #{str(fault_info.get('step_id'))[-6:]}"
-                  + (f"; the top-ranked root cause {hit}" if top else ""), style="dim")
+        con.print(
+            f"\nground truth: fault {fault_info['name']!r} was injected at #{str(fault_info.get('step_id'))[-6:]}"
+            + (f"; the top-ranked root cause {hit}" if top else ""),
+            style="dim",
+        )
 
 
 def register(cli: click.Group) -> None:

@@ -17,8 +17,12 @@ from trajdebug.cli._common import (
 
 
 @click.command(name="runs")
-@click.option("--store", "store", metavar="PATH", help="The store (default: $TRAJDEBUG_STORE or ./trajdebug.db).")
-@click.option("--outcome", type=click.Choice(["success", "failure", "incomplete"]), help="Only runs with this outcome.")
+@click.option(
+    "--store", "store", metavar="PATH", help="The store (default: $TRAJDEBUG_STORE or ./trajdebug.db)."
+)
+@click.option(
+    "--outcome", type=click.Choice(["success", "failure", "incomplete"]), help="Only runs with this outcome."
+)
 @click.option("--name", metavar="PATTERN", help="Only runs whose name matches (SQL LIKE: % and _).")
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many runs.")
 @json_option
@@ -57,7 +61,12 @@ def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: in
     for r in rows:
         dur = None if r.end_ns is None or r.start_ns is None else r.end_ns - r.start_ns
         table.add_row(
-            r.run_id[:12], r.name, f"[{style.get(r.outcome, 'white')}]{r.outcome}[/]", str(r.steps), str(r.errors), fmt_duration(dur)
+            r.run_id[:12],
+            r.name,
+            f"[{style.get(r.outcome, 'white')}]{r.outcome}[/]",
+            str(r.steps),
+            str(r.errors),
+            fmt_duration(dur),
         )
     out = console()
     out.print(table)
@@ -72,7 +81,14 @@ def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: in
 @json_option
 @click.option("--no-deps", is_flag=True, help="Hide each step's dependencies.")
 @click.option("--max-steps", type=int, default=None, help="Show at most this many steps per run.")
-def show_cmd(source: str | None, run_id: str | None, fmt: str | None, as_json: bool, no_deps: bool, max_steps: int | None) -> None:
+def show_cmd(
+    source: str | None,
+    run_id: str | None,
+    fmt: str | None,
+    as_json: bool,
+    no_deps: bool,
+    max_steps: int | None,
+) -> None:
     """Show runs as step trees: kind, name, duration, status and dependencies.
 
     SOURCE is a store, a trajdebug JSONL file or a foreign trace (default: the

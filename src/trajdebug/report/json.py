@@ -42,7 +42,8 @@ def error_to_dict(e: ErrorEvent) -> dict[str, Any]:
         "attempt": e.attempt,
         "stage": e.stage,
         "stages": [
-            {"stage": c.stage, "step_id": c.step_id, "time_ns": c.time_ns, "reason": c.reason} for c in e.stages
+            {"stage": c.stage, "step_id": c.step_id, "time_ns": c.time_ns, "reason": c.reason}
+            for c in e.stages
         ],
         "attributes": dict(e.attributes),
     }

@@ -91,7 +91,10 @@ def render_run(run: Run, console: Any, *, show_deps: bool = True, max_steps: int
         console.print(f"  reason: {escape(run.failure_reason)}", style="red")
     fault = run.metadata.get("fault") if isinstance(run.metadata, dict) else None
     if isinstance(fault, dict) and fault.get("name"):
-        console.print(f"  injected fault: {escape(str(fault.get('name')))} at #{short(str(fault.get('step_id', '')))}", style="dim")
+        console.print(
+            f"  injected fault: {escape(str(fault.get('name')))} at #{short(str(fault.get('step_id', '')))}",
+            style="dim",
+        )
     for n, (depth, s) in enumerate(tree_lines(run)):
         if max_steps is not None and n >= max_steps:
             console.print(f"  ... {len(run.steps) - max_steps} more steps (use --json for all)", style="dim")
@@ -112,4 +115,6 @@ def render_run(run: Run, console: Any, *, show_deps: bool = True, max_steps: int
         if show_deps and s.deps:
             pad = "  " + "  " * depth + " " * 9
             for d in s.deps:
-                console.print(Text(pad + "← " + describe_dep(d, steps), style="dim"), overflow="ellipsis", no_wrap=True)
+                console.print(
+                    Text(pad + "← " + describe_dep(d, steps), style="dim"), overflow="ellipsis", no_wrap=True
+                )

@@ -1,0 +1,294 @@
+"""``trajdebug diff`` and the ``--verify`` support of ``trajdebug analyze``."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from trajdebug.cli._common import console, emit_json, fmt_option, json_option, store_path
+from trajdebug.model import Run
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def load_callable(spec: str, what: str = "entry point") -> Callable[..., Any]:
+    """Import ``module:function`` (a dotted attribute path after the colon).
+
+    The current directory is put on ``sys.path`` first, as ``python -m`` would,
+    so an agent module next to the user's shell resolves.
+
+    Raises:
+        click.BadParameter: malformed spec, missing module or attribute, not callable.
+    """
+    mod_name, sep, attr = spec.partition(":")
+    if not sep or not mod_name or not attr:
+        raise click.BadParameter(f"{spec!r}: expected MODULE:FUNCTION for the {what}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        obj: Any = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise click.BadParameter(f"{spec!r}: cannot import module {mod_name!r} ({exc})") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise click.BadParameter(f"{spec!r}: module {mod_name!r} has no attribute {attr!r}") from None
+    if not callable(obj):
+        raise click.BadParameter(f"{spec!r}: {attr!r} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+# -- analyze --verify ----------------------------------------------------------------------
+
+
+def add_verify_option(command: F) -> F:
+    """Add ``--verify MODULE:FUNCTION``, ``--fixer MODULE:FUNCTION`` and ``--samples K`` to a command.
+
+    The command receives ``verify_entry``, ``fixer`` and ``verify_samples`` and
+    passes them to `verify_analyses`.
+    """
+    command = click.option(
+        "--samples",
+        "verify_samples",
+        type=click.IntRange(min=1),
+        default=3,
+        show_default=True,
+        help="With --verify: replays per patch when live calls make a replay nondeterministic.",
+    )(command)
+    command = click.option(
+        "--fixer",
+        "fixer",
+        metavar="MODULE:FUNCTION",
+        help="With --verify: fixer(step, run) returning a step's corrected output (or None).",
+    )(command)
+    command = click.option(
+        "--verify",
+        "verify_entry",
+        metavar="MODULE:FUNCTION",
+        help="Verify the top candidates by replaying the run through this entry point "
+        "(called with the arguments recorded in the run's 'entry' metadata).",
+    )(command)
+    return command
+
+
+def _passing_runs(source: str | None, fmt: str | None, run: Run) -> list[Run]:
+    """Passing runs of the same agent in the source, newest first."""
+    from trajdebug.source import SourceError, load_runs
+
+    try:
+        runs = load_runs(store_path(source), fmt=fmt, outcome="success")
+    except SourceError:
+        return []
+    agent = run.metadata.get("agent")
+    same = [
+        r for r in runs if r.run_id != run.run_id and r.name == run.name and r.metadata.get("agent") == agent
+    ]
+    return sorted(same, key=lambda r: r.start_ns, reverse=True)
+
+
+def verify_analyses(
+    analyses: Sequence[Any],
+    *,
+    source: str | None,
+    fmt: str | None = None,
+    entry: str | None,
+    fixer: str | None = None,
+    samples: int = 3,
+    top: int = 3,
+) -> list[Any]:
+    """Verify each failed run's top candidates by replay; one `Verification` (or None) per analysis.
+
+    Args:
+        analyses: `trajdebug.analysis.pipeline.Analysis` objects (``.run``, ``.root_causes``).
+        source: The SOURCE the runs came from (passing runs are looked up there; replays
+            are saved there when it is a store).
+        fmt: The source's format.
+        entry: ``MODULE:FUNCTION`` of the agent's entry point; None: nothing to do (returns []).
+        fixer: ``MODULE:FUNCTION`` of a fixer, or None.
+        samples: Replays per patch with live calls.
+        top: Candidates per run.
+    """
+    if not entry:
+        return []
+    from trajdebug.replay import verify
+    from trajdebug.store import is_store
+
+    agent = load_callable(entry)
+    fix = load_callable(fixer, "fixer") if fixer else None
+    path = store_path(source)
+    store = path if Path(path).exists() and is_store(path) else None
+    out: list[Any] = []
+    for a in analyses:
+        run = a.run
+        if run.outcome != "failure" or not a.root_causes:
+            out.append(None)
+            continue
+        passing = _passing_runs(source, fmt, run)[:1]
+        out.append(
+            verify(
+                agent, run, a.root_causes, passing=passing, fixer=fix, top=top, samples=samples, store=store
+            )
+        )
+    return out
+
+
+# -- diff ---------------------------------------------------------------------------------------
+
+
+def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> Run:
+    """A run reference: ``PATH``, ``PATH@RUN_ID`` or a run id (prefix) in the store."""
+    from trajdebug.source import SourceError, load_runs
+
+    path, run_id = ref, None
+    if not Path(ref).exists() and "@" in ref:
+        head, _, tail = ref.rpartition("@")
+        if Path(head).exists():
+            path, run_id = head, tail
+    if not Path(path).exists():
+        path, run_id = store_path(store), ref
+    try:
+        runs = load_runs(path, run_id=run_id, fmt=fmt)
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not runs:
+        raise click.ClickException(f"{path}: no runs found")
+    if len(runs) > 1:
+        # Several runs: the newest with the outcome this side needs.
+        fitting = [r for r in runs if r.outcome == want] or runs
+        return max(fitting, key=lambda r: r.start_ns)
+    return runs[0]
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    from trajdebug.replay.cassette import canonical
+
+    text = value if isinstance(value, str) else canonical(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_MARK = {"same": "=", "output": "≠", "input": "~", "only-good": "-", "only-bad": "+"}
+_WORDS = {
+    "same": "",
+    "output": "same request, different output",
+    "input": "request differs",
+    "only-good": "only in the passing run",
+    "only-bad": "only in the failing run",
+}
+
+
+def _render_diff(al: Any, iso: Any) -> None:
+    from rich.markup import escape
+
+    con = console()
+    good, bad = al.good, al.bad
+    con.print(
+        f"[bold]diff[/] good {good.run_id[:12]} ({good.outcome}) vs bad {bad.run_id[:12]} ({bad.outcome}): "
+        f"{len(al.pairs)} aligned steps, {len(al.differences)} differ"
+    )
+    first = al.first_divergence
+    if first is None:
+        con.print("the runs do not differ", style="dim")
+    else:
+        step = first.bad or first.good
+        con.print(
+            f"first divergence: [bold]{escape(step.name)}#{step.step_id[-6:]}[/] ({step.kind}): {_WORDS[first.status]}"
+        )
+        if first.good is not None:
+            con.print(f"  good: {escape(_short(first.good.output))}")
+        if first.bad is not None:
+            err = f"  ✗ {first.bad.error.type}: {first.bad.error.message}" if first.bad.error else ""
+            con.print(f"  bad:  {escape(_short(first.bad.output))}{escape(err)}")
+        impact = al.impact(first)
+        if impact:
+            labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact]
+            con.print(
+                f"downstream impact: {len(labels)} step{'s' if len(labels) != 1 else ''}: {escape(', '.join(labels))}"
+            )
+    con.print()
+    for p in al.pairs:
+        s = p.bad or p.good
+        style = {"same": "dim", "output": "red", "input": "yellow"}.get(p.status, "magenta")
+        con.print(
+            f"  [{style}]{_MARK[p.status]}  {s.kind:<9} {escape(s.name)}#{s.step_id[-6:]}[/]  {_WORDS[p.status]}"
+        )
+        if p.status in ("output", "input") and p.output_differs and p.good is not None and p.bad is not None:
+            con.print(f"       good: {escape(_short(p.good.output, 120))}", style="dim")
+            con.print(f"       bad:  {escape(_short(p.bad.output, 120))}", style="dim")
+    if iso is not None:
+        con.print()
+        if iso.problem:
+            con.print(f"isolation: {escape(iso.problem)}")
+        else:
+            names = ", ".join(f"{bad.step(s).name}#{s[-6:]}" for s in iso.failure_inducing) or "none"
+            con.print(f"failure-inducing difference (dd, {iso.replays} replays): [bold]{escape(names)}[/]")
+            if iso.earliest:
+                con.print(
+                    f"earliest correction that removes the failure: {escape(bad.step(iso.earliest).name)}#{iso.earliest[-6:]}"
+                )
+
+
+@click.command(name="diff")
+@click.argument("good")
+@click.argument("bad")
+@fmt_option
+@click.option(
+    "--store", metavar="PATH", help="Store for run ids (default: $TRAJDEBUG_STORE or ./trajdebug.db)."
+)
+@click.option(
+    "--isolate",
+    "entry",
+    metavar="MODULE:FUNCTION",
+    help="Also isolate the failure-inducing differences by replay (delta debugging) through this entry point.",
+)
+@json_option
+def diff_cmd(
+    good: str, bad: str, fmt: str | None, store: str | None, entry: str | None, as_json: bool
+) -> None:
+    """Align a passing and a failing run step by step and show where they diverge.
+
+    GOOD and BAD are each a run id (prefix) in the store, a file or store
+    (its newest passing run for GOOD, newest failing run for BAD), or
+    PATH@RUN_ID.  Steps are matched by name path and call order.  Shown: the
+    first divergence, the differing outputs, and the steps downstream of it.
+    With --isolate, replays find the minimal failure-inducing set of
+    differences (Zeller's dd) and the earliest correction that removes the
+    failure.
+
+    \b
+    Example:
+        trajdebug diff 3f2a 9c1e
+        trajdebug diff runs.jsonl runs.jsonl --isolate myagent:main
+    """
+    from trajdebug.replay import align, isolate
+
+    g = _resolve(good, fmt, store, "success")
+    b = _resolve(bad, fmt, store, "failure")
+    if g.run_id == b.run_id:
+        raise click.ClickException(f"GOOD and BAD are the same run ({g.run_id[:12]})")
+    al = align(g, b)
+    iso = isolate(load_callable(entry), g, b) if entry else None
+    if as_json:
+        out = al.to_dict()
+        if iso is not None:
+            out["isolation"] = iso.to_dict()
+        emit_json(out)
+        return
+    _render_diff(al, iso)
+
+
+def register(cli: click.Group) -> None:
+    """Add ``diff``."""
+    cli.add_command(diff_cmd)
+
+
+__all__ = ["add_verify_option", "load_callable", "register", "verify_analyses"]

@@ -1,0 +1,181 @@
+"""Step-by-step alignment of two runs of the same agent (a passing and a failing one).
+
+Steps are matched by their replay key, the name path plus call order (see
+`trajdebug.replay.cassette.step_paths`); the two key sequences are aligned
+with difflib's matcher, so a step present in only one run (an extra retry, a
+branch not taken) shows as inserted or deleted without shifting the rest.
+
+Each matched pair is classified the way delta debugging needs it (Zeller,
+"Isolating cause-effect chains", FSE 2002): a step whose request is the same
+but whose response differs is an *origin* of the difference; a step whose
+request differs merely passes on a difference from upstream.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from trajdebug.model import Run, Step
+from trajdebug.replay.cassette import STATE_VALUES_ATTR, Path, canonical, fingerprint, step_paths
+
+
+PairStatus = Literal["same", "output", "input", "only-good", "only-bad"]
+"""``same``; ``output``: same request, different output (an origin); ``input``: the request
+differs (a consequence); or the step exists in one run only."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One aligned position of two runs."""
+
+    path: Path
+    """The step's name path."""
+    ordinal: int
+    """Its call order among steps with that path."""
+    good: Step | None
+    """The step in the passing run (None: only in the failing run)."""
+    bad: Step | None
+    """The step in the failing run (None: only in the passing run)."""
+    status: PairStatus
+    """How the two differ."""
+    enclosing: bool = False
+    """True when the step encloses other steps (its output is derived from theirs)."""
+
+    @property
+    def name(self) -> str:
+        """The step's name."""
+        return self.path[-1] if self.path else "?"
+
+    @property
+    def output_differs(self) -> bool:
+        """True when both runs have the step and its outputs or statuses differ."""
+        if self.good is None or self.bad is None:
+            return False
+        return not _same_result(self.good, self.bad)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The pair as JSON data."""
+        return {
+            "path": list(self.path),
+            "ordinal": self.ordinal,
+            "name": self.name,
+            "status": self.status,
+            "good": self.good.step_id if self.good else None,
+            "bad": self.bad.step_id if self.bad else None,
+            "output_differs": self.output_differs,
+            "good_output": self.good.output if self.good else None,
+            "bad_output": self.bad.output if self.bad else None,
+            "bad_error": (
+                f"{self.bad.error.type}: {self.bad.error.message}" if self.bad and self.bad.error else None
+            ),
+        }
+
+
+def _same_result(g: Step, b: Step) -> bool:
+    def result(s: Step) -> str:
+        err = f"{s.error.type}:{s.error.message}" if s.error is not None else ""
+        return canonical([s.status, err, s.output])
+
+    if result(g) != result(b):
+        return False
+    # State values are compared only when both runs captured them (a run
+    # recorded without the replay controller has only the keys written).
+    gs, bs = g.attributes.get(STATE_VALUES_ATTR), b.attributes.get(STATE_VALUES_ATTR)
+    return gs is None or bs is None or canonical(gs) == canonical(bs)
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    """Two runs aligned step by step."""
+
+    good: Run
+    """The passing run."""
+    bad: Run
+    """The failing run."""
+    pairs: tuple[Pair, ...]
+    """The aligned positions, in execution order."""
+
+    @property
+    def differences(self) -> list[Pair]:
+        """The positions where the runs differ."""
+        return [p for p in self.pairs if p.status != "same"]
+
+    @property
+    def first_divergence(self) -> Pair | None:
+        """The first position (in execution order) where the runs differ, enclosing steps aside."""
+        return next((p for p in self.pairs if p.status != "same" and not p.enclosing), None)
+
+    @property
+    def origins(self) -> list[Pair]:
+        """Differences that start at a step: same request, different response (no enclosing steps)."""
+        return [p for p in self.pairs if p.status == "output" and not p.enclosing]
+
+    def impact(self, pair: Pair) -> list[str]:
+        """Steps of the failing run downstream of a difference (its forward slice, itself excluded)."""
+        if pair.bad is None:
+            return []
+        from trajdebug.replay.engine import forward_slice
+
+        fwd = forward_slice(self.bad, [pair.bad.step_id])
+        return [s.step_id for s in self.bad.steps if s.step_id in fwd and s.step_id != pair.bad.step_id]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The alignment as JSON data."""
+        first = self.first_divergence
+        return {
+            "good": self.good.run_id,
+            "bad": self.bad.run_id,
+            "good_outcome": self.good.outcome,
+            "bad_outcome": self.bad.outcome,
+            "steps": [p.to_dict() for p in self.pairs],
+            "differences": len(self.differences),
+            "first_divergence": first.to_dict() if first else None,
+            "impact": self.impact(first) if first else [],
+            "origins": [p.bad.step_id for p in self.origins if p.bad is not None],
+        }
+
+
+def align(good: Run, bad: Run) -> Alignment:
+    """Align a passing and a failing run of the same agent step by step."""
+    gk = step_paths(good)
+    bk = step_paths(bad)
+    g_keys = [gk[s.step_id] for s in good.steps]
+    b_keys = [bk[s.step_id] for s in bad.steps]
+    g_parents = {s.parent_id for s in good.steps}
+    b_parents = {s.parent_id for s in bad.steps}
+    pairs: list[Pair] = []
+    sm = difflib.SequenceMatcher(None, g_keys, b_keys, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            for gi, bj in zip(range(i1, i2), range(j1, j2)):
+                g, b = good.steps[gi], bad.steps[bj]
+                path, ordinal = b_keys[bj]
+                enclosing = g.step_id in g_parents or b.step_id in b_parents
+                pairs.append(Pair(path, ordinal, g, b, _status(g, b), enclosing))
+            continue
+        # Replaced or inserted/deleted blocks: a key can still occur on both
+        # sides out of order; match those, the rest exists in one run only.
+        b_block = {b_keys[j]: bad.steps[j] for j in range(j1, j2)}
+        for gi in range(i1, i2):
+            g = good.steps[gi]
+            key = g_keys[gi]
+            b_match = b_block.pop(key, None)
+            if b_match is not None:
+                enclosing = g.step_id in g_parents or b_match.step_id in b_parents
+                pairs.append(Pair(key[0], key[1], g, b_match, _status(g, b_match), enclosing))
+            else:
+                pairs.append(Pair(key[0], key[1], g, None, "only-good", g.step_id in g_parents))
+        for key, b in b_block.items():
+            pairs.append(Pair(key[0], key[1], None, b, "only-bad", b.step_id in b_parents))
+    return Alignment(good, bad, tuple(pairs))
+
+
+def _status(g: Step, b: Step) -> PairStatus:
+    if fingerprint(g.input) != fingerprint(b.input):
+        return "input"
+    return "same" if _same_result(g, b) else "output"
+
+
+__all__ = ["Alignment", "Pair", "PairStatus", "align"]

@@ -1,0 +1,141 @@
+"""Run alignment and the ``trajdebug diff`` command (and the ``--verify`` hook for analyze)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from trajdebug.cli import cli
+from trajdebug.cli._replay import add_verify_option, verify_analyses
+from trajdebug.demo import run_demo
+from trajdebug.record.sinks import MemorySink
+from trajdebug.replay import align
+from trajdebug.store import Store
+
+
+def _pair(run_good: str | None, run_bad: str | None) -> tuple[object, object]:
+    return run_demo(run_good, sinks=[MemorySink()]), run_demo(run_bad, sinks=[MemorySink()])
+
+
+class TestAlign:
+    """Step-by-step alignment of a passing and a failing run."""
+
+    def test_first_divergence_is_the_injected_step(self) -> None:
+        """Against a clean run, the first divergence of a bad-sql-filter run is write_sql's output."""
+        good = run_demo(None, sinks=[MemorySink()])
+        bad = run_demo("bad-sql-filter", sinks=[MemorySink()])
+        al = align(good, bad)
+        first = al.first_divergence
+        assert first is not None and first.bad is not None
+        assert first.bad.step_id == bad.metadata["fault"]["step_id"]
+        assert first.status == "output"
+        impact = {bad.step(s).name for s in al.impact(first)}
+        assert {"run_sql", "parse_rows", "compute_growth"} <= impact
+        only_good = {p.name for p in al.pairs if p.status == "only-good"}
+        assert only_good == {"write_report", "final_answer"}
+
+    def test_identical_runs_do_not_differ(self) -> None:
+        """Two clean runs align with no differences and no divergence."""
+        a = run_demo(None, sinks=[MemorySink()])
+        b = run_demo(None, sinks=[MemorySink()])
+        al = align(a, b)
+        assert al.differences == [] and al.first_divergence is None
+        assert len(al.pairs) == len(a.steps)
+
+    def test_extra_retry_shows_as_only_in_the_failing_run(self) -> None:
+        """A retry attempt the passing run did not need is aligned as only-bad, the rest stays matched."""
+        good = run_demo(None, sinks=[MemorySink()])
+        bad = run_demo("wrong-column", sinks=[MemorySink()])
+        al = align(good, bad)
+        extra = [p for p in al.pairs if p.status == "only-bad"]
+        assert [p.name for p in extra] == ["run_sql"] and extra[0].ordinal == 1
+        matched = [p for p in al.pairs if p.good is not None and p.bad is not None]
+        assert all(p.good.name == p.bad.name for p in matched if p.good and p.bad)
+
+
+class TestDiffCommand:
+    """``trajdebug diff GOOD BAD``."""
+
+    def test_diff_in_a_subprocess_reports_the_divergence_as_json(self, tmp_path: Path) -> None:
+        """The real command, picking good and bad runs from one store, names the first divergence."""
+        store = Store(tmp_path / "s.db")
+        run_demo(None, store=store)
+        bad = run_demo("bad-sql-filter", store=store)
+        exe = Path(sys.executable).with_name("trajdebug")
+        out = subprocess.run(
+            [str(exe), "diff", str(tmp_path / "s.db"), str(tmp_path / "s.db"), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        data = json.loads(out.stdout)
+        assert data["bad"] == bad.run_id
+        assert data["first_divergence"]["bad"] == bad.metadata["fault"]["step_id"]
+        assert data["impact"]
+
+    def test_diff_text_with_isolation(self, tmp_path: Path) -> None:
+        """With --isolate, the text names the failure-inducing difference found by replay."""
+        store = Store(tmp_path / "s.db")
+        good = run_demo(None, store=store)
+        bad = run_demo("parse-drops-items", store=store)
+        res = CliRunner().invoke(
+            cli,
+            [
+                "diff",
+                f"{tmp_path / 's.db'}@{good.run_id[:10]}",
+                bad.run_id[:10],
+                "--store",
+                str(tmp_path / "s.db"),
+                "--isolate",
+                "trajdebug.demo:demo_agent",
+            ],
+        )
+        assert res.exit_code == 0, res.output
+        assert "first divergence: parse_rows#" in res.output
+        injected = bad.metadata["fault"]["step_id"][-6:]
+        assert "failure-inducing difference (dd" in res.output and f"parse_rows#{injected}" in res.output
+
+    def test_same_run_twice_and_unknown_run_are_errors(self, tmp_path: Path) -> None:
+        """Diffing a run with itself, or naming a run the store lacks, fails with a clear message."""
+        store = Store(tmp_path / "s.db")
+        run = run_demo(None, store=store)
+        path = str(tmp_path / "s.db")
+        same = CliRunner().invoke(cli, ["diff", f"{path}@{run.run_id}", f"{path}@{run.run_id}"])
+        assert same.exit_code != 0 and "same run" in same.output
+        missing = CliRunner().invoke(cli, ["diff", "feedbeef", "deadbeef", "--store", path])
+        assert missing.exit_code != 0 and "no run 'feedbeef'" in missing.output
+
+
+class TestVerifyOption:
+    """The ``--verify`` support that ``trajdebug analyze`` plugs in."""
+
+    def test_verify_option_verifies_the_top_candidate(self, tmp_path: Path) -> None:
+        """A command decorated with add_verify_option verifies a stored failing run by replay."""
+        from trajdebug.analysis.pipeline import analyze
+
+        path = tmp_path / "s.db"
+        store = Store(path)
+        run_demo(None, store=store)
+        bad = run_demo("truncated-rows", store=store)
+
+        @click.command()
+        @add_verify_option
+        def cmd(verify_entry: str | None, fixer: str | None, verify_samples: int) -> None:
+            a = analyze(Store(path).load_run(bad.run_id))
+            for v in verify_analyses(
+                [a], source=str(path), entry=verify_entry, fixer=fixer, samples=verify_samples
+            ):
+                click.echo(v.summary())
+
+        res = CliRunner().invoke(cmd, ["--verify", "trajdebug.demo:demo_agent", "--samples", "1"])
+        assert res.exit_code == 0, res.output
+        assert res.output.startswith(
+            f"verified by replay: patching run_sql#{bad.metadata['fault']['step_id'][-6:]}"
+        )
+        bad_spec = CliRunner().invoke(cmd, ["--verify", "no_such_module_xyz:main"])
+        assert bad_spec.exit_code != 0 and "cannot import module" in bad_spec.output
