@@ -17,8 +17,8 @@ FORMATS = ("trajdebug", "store", "otlp", "openai", "transcript")
 
 
 def source_argument(fn: F) -> F:
-    """``SOURCE``: a store, a JSONL file or a foreign trace (default: the default store)."""
-    return click.argument("source", required=False, type=click.Path(dir_okay=False))(fn)
+    """``SOURCE``: a store, a JSONL file, a foreign trace or a directory of OTLP files (default: the default store)."""
+    return click.argument("source", required=False, type=click.Path(dir_okay=True))(fn)
 
 
 def run_option(fn: F) -> F:

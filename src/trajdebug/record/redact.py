@@ -55,13 +55,36 @@ class Redactor:
     def __init__(self, extra_keys: Iterable[str] = ()) -> None:
         self._key = re.compile("|".join((*SECRET_KEYS, *extra_keys)), re.IGNORECASE)
         self._val = re.compile("|".join(SECRET_VALUES))
-        # One scan of a value's JSON text decides whether it needs the walk at all.
-        keys = "|".join(k.replace("$", "") for k in (*SECRET_KEYS, *extra_keys))
-        self._hint_bytes = re.compile(f"({_HINTS.pattern})|({keys})".encode(), re.IGNORECASE)
+        # One scan of a value's lowercased JSON text for literals that every
+        # secret key or value pattern contains decides whether the (Python-level)
+        # walk is needed at all; most values contain none of them.
+        literals = [
+            b"sk-",
+            b"gh",
+            b"akia",
+            b"xox",
+            b"bearer",
+            b"private key",
+            b"eyj",
+            b"pass",
+            b"secret",
+            b"key",
+            b"token",
+            b"auth",
+            b"credential",
+            b"session",
+            b"cookie",
+            b"csrf",
+            b"jwt",
+            b"ssn",
+            b"credit",
+        ]
+        literals += [re.escape(k.lower()).encode() for k in extra_keys]
+        self._hint_bytes = re.compile(b"|".join(literals))
 
     def needed(self, encoded: bytes) -> bool:
         """Whether a value, given as its JSON text, may hold a secret (a cheap C-level scan)."""
-        return self._hint_bytes.search(encoded) is not None
+        return self._hint_bytes.search(encoded.lower()) is not None
 
     def __call__(self, value: Any, depth: int = 0) -> Any:
         if isinstance(value, str):

@@ -1,0 +1,141 @@
+"""``trajdebug import`` and ``trajdebug export``: foreign traces in, OTLP out."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from trajdebug.cli._common import emit_json, fmt_option, json_option, load_source, run_option, source_argument
+
+
+_STORE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+@click.command(name="import")
+@click.argument("source", type=click.Path(exists=True, dir_okay=True, path_type=Path))
+@click.option(
+    "--from",
+    "fmt",
+    metavar="FORMAT",
+    help="Format of SOURCE: otlp, openai, transcript, or a plugin's (auto-detected by default).",
+)
+@click.option(
+    "-o",
+    "--output",
+    metavar="PATH",
+    help="Write to this trajdebug JSONL file, or into this store if it ends in .db/.sqlite (default: the default store).",
+)
+@json_option
+def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool) -> None:
+    """Import a foreign trace into trajdebug runs.
+
+    SOURCE is an OTLP/JSON file (or a directory of them), an OpenAI-style
+    message log, or a multi-agent transcript.  Malformed records are reported
+    as warnings naming the file and record; the valid ones are imported.
+
+    \b
+    Examples:
+        trajdebug import spans.json --from otlp -o run.jsonl
+        trajdebug import tau_dataset_failed.json        # into ./trajdebug.db
+    """
+    from trajdebug.format import FormatError, write_jsonl
+    from trajdebug.formats import import_path, sniff
+
+    fmt_used = fmt or sniff(source)
+    try:
+        result = import_path(source, fmt_used)
+    except FormatError as exc:
+        raise click.ClickException(str(exc)) from None
+    for problem in result.problems:
+        click.echo(f"warning: {problem}", err=True)
+    if output is None:
+        from trajdebug.store import default_store_path
+
+        output = str(default_store_path())
+    if output.endswith(_STORE_SUFFIXES):
+        from trajdebug.store import Store
+
+        with Store(output) as store:
+            for run in result.runs:
+                store.save_run(run)
+    else:
+        write_jsonl(result.runs, output)
+    if as_json:
+        emit_json(
+            {
+                "source": str(source),
+                "format": fmt_used,
+                "output": output,
+                "runs": [
+                    {
+                        "run_id": r.run_id,
+                        "name": r.name,
+                        "outcome": r.outcome,
+                        "steps": len(r.steps),
+                        "errors": len(r.errors),
+                    }
+                    for r in result.runs
+                ],
+                "problems": [str(p) for p in result.problems],
+            }
+        )
+        return
+    steps = sum(len(r.steps) for r in result.runs)
+    errors = sum(len(r.errors) for r in result.runs)
+    n = len(result.runs)
+    click.echo(
+        f"imported {n} run{'s' * (n != 1)} ({steps} steps, {errors} errors) from {source} ({fmt_used}) into {output}"
+        + (f"; {len(result.problems)} malformed record(s) skipped" if result.problems else "")
+    )
+
+
+@click.command(name="export")
+@source_argument
+@run_option
+@fmt_option
+@click.option(
+    "--to", "to", type=click.Choice(["otlp"]), default="otlp", show_default=True, help="Output format."
+)
+@click.option(
+    "-o", "--output", metavar="PATH", default="-", show_default=True, help="Output file ('-': stdout)."
+)
+@click.option(
+    "--per-line",
+    is_flag=True,
+    help="One envelope per run per line (JSON lines, as the collector's file exporter writes).",
+)
+def export_cmd(
+    source: str | None, run_id: str | None, fmt: str | None, to: str, output: str, per_line: bool
+) -> None:
+    """Export runs as OTLP/JSON spans, to open them in any OpenTelemetry backend.
+
+    Each run is a trace and each step a span (OpenInference attributes);
+    dependencies are span links and error lifecycle stages are span events.
+    `trajdebug import` reads the file back to the same runs.
+
+    \b
+    Example:
+        trajdebug export trajdebug.db --run 4f2a --to otlp -o spans.json
+    """
+    from trajdebug.formats.export import write_otlp
+
+    runs = load_source(source, run_id, fmt)
+    if output == "-":
+        write_otlp(runs, sys.stdout, per_line=per_line)
+        return
+    write_otlp(runs, output, per_line=per_line)
+    spans = sum(len(r.steps) for r in runs)
+    click.echo(
+        f"exported {len(runs)} run{'s' * (len(runs) != 1)} ({spans} spans) as {to} to {output}", err=True
+    )
+
+
+def register(cli: click.Group) -> None:
+    """Add ``import`` and ``export`` to the command line."""
+    cli.add_command(import_cmd)
+    cli.add_command(export_cmd)
+
+
+__all__ = ["export_cmd", "import_cmd", "register"]

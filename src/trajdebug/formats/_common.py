@@ -1,0 +1,416 @@
+"""What the importers share: reading JSON documents, error events, inference, time.
+
+Every importer reads a file that is either one JSON document or JSON lines,
+turns each record into `trajdebug.model` objects, reports a malformed record as
+a `FormatError` naming the file and the record while the others still load, and
+ends each run with content-matched dependency inference (when the inference
+module is installed).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from trajdebug.format import FormatError, ReadResult
+from trajdebug.model import Dependency, ErrorEvent, Outcome, Run, StageChange
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One JSON value read from a file, with where it came from."""
+
+    value: Any
+    """The decoded JSON value."""
+    line: int | None
+    """The 1-based line it was read from; None when the file is a single JSON document."""
+
+
+def read_records(path: str | Path) -> tuple[list[Record], list[FormatError]]:
+    """Read a file holding one JSON document or one JSON value per line.
+
+    A line that is not valid JSON becomes a problem naming the file and line;
+    the other lines still load.
+
+    Raises:
+        FormatError: the file cannot be read, is empty, or holds no valid JSON at all.
+    """
+    from trajdebug._encode import loads
+
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read file: {exc.strerror or exc}", source=str(p)) from None
+    if not data.strip():
+        raise FormatError("file is empty", source=str(p))
+    try:
+        return [Record(loads(data), None)], []
+    except ValueError as whole_error:
+        first_error = whole_error
+    records: list[Record] = []
+    problems: list[FormatError] = []
+    for n, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            records.append(Record(loads(raw), n))
+        except ValueError as exc:
+            problems.append(FormatError(f"not valid JSON ({exc})", source=str(p), line=n))
+    if not records:
+        raise FormatError(f"not valid JSON ({first_error})", source=str(p))
+    return records, problems
+
+
+def sniff_head(path: Path, size: int = 64 * 1024) -> str:
+    """The first ``size`` bytes of a file as text ('' when unreadable)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(size).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+# -- inference ----------------------------------------------------------------
+
+
+def finish_run(run: Run, *, infer: bool = True) -> Run:
+    """Add content-matched dependencies to an imported run, when inference is installed.
+
+    The inference module is owned elsewhere and may be absent in a partial
+    install; the import is looked up each time so a late install is picked up.
+    """
+    if not infer or importlib.util.find_spec("trajdebug.analysis.infer") is None:
+        return run
+    module = importlib.import_module("trajdebug.analysis.infer")
+    result: Run = module.infer_dependencies(run)
+    return result
+
+
+# -- dependencies and errors ------------------------------------------------
+
+
+def declared(step_id: str, kind: str = "data", key: str | None = None) -> Dependency:
+    """An edge explicit in the source (a tool-call id, a span link, an addressed agent)."""
+    return Dependency(step_id=step_id, kind=kind, origin="declared", confidence=1.0, key=key)  # type: ignore[arg-type]
+
+
+def inferred(step_id: str, kind: str, confidence: float) -> Dependency:
+    """A heuristic edge (turn order, nearest preceding call): origin ``inferred``, confidence < 1."""
+    return Dependency(step_id=step_id, kind=kind, origin="inferred", confidence=confidence)  # type: ignore[arg-type]
+
+
+def add_deps(deps: tuple[Dependency, ...], new: Iterable[Dependency], own_id: str) -> tuple[Dependency, ...]:
+    """Append edges, dropping self-loops and edges already present for the same (step, kind)."""
+    seen = {(d.step_id, d.kind, d.run_id) for d in deps}
+    out = list(deps)
+    for d in new:
+        k = (d.step_id, d.kind, d.run_id)
+        if d.step_id == own_id or k in seen:
+            continue
+        seen.add(k)
+        out.append(d)
+    return tuple(out)
+
+
+def error_event(
+    error_id: str,
+    step_id: str,
+    type_: str,
+    message: str,
+    time_ns: int,
+    *,
+    recovered_at: tuple[str, int, str] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> ErrorEvent:
+    """An error that occurred at ``step_id``, optionally recovered at (step, time, reason)."""
+    stages = [StageChange("occurred", step_id, time_ns)]
+    if recovered_at is not None:
+        stages.append(StageChange("recovered", recovered_at[0], recovered_at[1], recovered_at[2]))
+    return ErrorEvent(
+        error_id=error_id,
+        step_id=step_id,
+        type=type_,
+        message=message,
+        stages=tuple(stages),
+        attributes=dict(attributes or {}),
+    )
+
+
+_ERROR_TEXT = re.compile(
+    r"^\s*(?:Error\b|ERROR\b|Exception\b|Traceback \(most recent call last\)|\w+(?:Error|Exception):)"
+)
+
+
+def error_text(content: Any) -> str | None:
+    """The error a tool returned *as data*, if its result reads as one.
+
+    Tools often report failure in their result instead of raising ("Error: user
+    not found"); the content is the only signal.  Only the start of the text is
+    examined, so a result that merely mentions an error is not one.
+    """
+    if isinstance(content, Mapping):
+        err = content.get("error")
+        if isinstance(err, str) and err.strip():
+            return err.strip()
+        if isinstance(err, Mapping) and err.get("message"):
+            return str(err["message"])
+        return None
+    if isinstance(content, str) and _ERROR_TEXT.match(content):
+        return content.strip()
+    return None
+
+
+def error_type_of(text: str) -> str:
+    """A short error kind from an error text ("ValueError: x" -> "ValueError")."""
+    m = re.match(r"\s*(\w+(?:Error|Exception))\b", text)
+    return m.group(1) if m else "ToolError"
+
+
+# -- values -------------------------------------------------------------------
+
+
+def maybe_json(value: Any) -> Any:
+    """Decode a string that holds a JSON object or array; return anything else unchanged."""
+    if isinstance(value, str):
+        s = value.strip()
+        if s[:1] in ("{", "[") and s[-1:] in ("}", "]"):
+            from trajdebug._encode import loads
+
+            try:
+                return loads(s)
+            except ValueError:
+                return value
+    return value
+
+
+def text_of(content: Any) -> str:
+    """The text of a message content: a string, or the text parts of a parts list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(text_of(p) for p in content)
+    if isinstance(content, Mapping):
+        for key in ("text", "content", "value"):
+            if isinstance(content.get(key), str):
+                return str(content[key])
+        return ""
+    return str(content)
+
+
+def time_ns(value: Any) -> int | None:
+    """Nanoseconds since the epoch from an ISO-8601 string or epoch seconds / ns; None if absent or unreadable."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        v = float(value)
+        # Seconds, milliseconds, microseconds or nanoseconds: pick by magnitude.
+        for scale, limit in ((1e9, 1e11), (1e6, 1e14), (1e3, 1e17)):
+            if abs(v) < limit:
+                return int(v * scale)
+        return int(v)
+    if isinstance(value, str):
+        s = value.strip()
+        if s.isdigit():
+            return time_ns(int(s))
+        try:
+            dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if dt.tzinfo is None:
+            from datetime import UTC
+
+            dt = dt.replace(tzinfo=UTC)
+        return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
+    return None
+
+
+def unique_ids(ids: Iterable[str]) -> Iterator[str]:
+    """Yield the ids, suffixing repeats with ``-2``, ``-3``... so each is unique."""
+    seen: dict[str, int] = {}
+    for i in ids:
+        n = seen.get(i, 0) + 1
+        seen[i] = n
+        yield i if n == 1 else f"{i}-{n}"
+
+
+# -- message-list documents -------------------------------------------------------
+
+
+class BuildRun(Protocol):
+    """Builds one run from a message list (`messages.messages_to_run`, `transcript.transcript_to_run`)."""
+
+    def __call__(
+        self,
+        messages: Sequence[Any],
+        *,
+        run_id: str,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        outcome: Outcome = "incomplete",
+        failure_reason: str | None = None,
+        source: str | None = None,
+        record: int | None = None,
+    ) -> tuple[Run, list[FormatError]]: ...
+
+
+def read_message_lists(
+    path: str | Path, keys: Sequence[str], build: BuildRun, format_name: str
+) -> ReadResult:
+    """Import a file of message lists: one list, an object holding one under ``keys``, a list of such objects, or JSON lines of either.
+
+    Raises:
+        FormatError: the file is unreadable, not JSON, or holds no run at all.
+    """
+    records, problems = read_records(path)
+    result = runs_from_message_lists(records, keys, build, format_name, source=str(path))
+    result.problems[:0] = problems
+    if not result.runs:
+        if result.problems:
+            first = result.problems[0]
+            raise FormatError(
+                f"no run could be read; first problem: {first.reason}", source=str(path), line=first.line
+            )
+        raise FormatError("no run could be read: the file holds no messages", source=str(path))
+    return result
+
+
+def runs_from_message_lists(
+    records: Sequence[Record],
+    keys: Sequence[str],
+    build: BuildRun,
+    format_name: str,
+    *,
+    source: str | None = None,
+) -> ReadResult:
+    """Turn decoded JSON values into runs, one per message list (see `read_message_lists`)."""
+    stem = Path(source).stem if source else "messages"
+    units: list[tuple[Any, int | None]]  # (run object or message list, record number)
+    if len(records) == 1 and records[0].line is None:
+        doc = records[0].value
+        units = (
+            [(item, n) for n, item in enumerate(doc, start=1)] if is_run_list(doc, keys) else [(doc, None)]
+        )
+    elif records and all(_looks_like_message(r.value, keys) for r in records):
+        units = [([r.value for r in records], None)]  # JSON lines of messages: one run
+    else:
+        units = [(r.value, r.line) for r in records]
+    runs: list[Run] = []
+    problems: list[FormatError] = []
+    ids = list(unique_ids(_run_id(u, n, stem, len(units)) for u, n in units))
+    for (unit, n), rid in zip(units, ids, strict=True):
+        where = f"run {n}: " if n is not None else ""
+        if isinstance(unit, list):
+            run, bad = build(unit, run_id=rid, name=stem, source=source, record=n)
+        elif not isinstance(unit, Mapping):
+            problems.append(
+                FormatError(
+                    f"{where}expected a message list or an object holding one, got {type(unit).__name__}",
+                    source=source,
+                    line=n,
+                )
+            )
+            continue
+        elif (found := messages_of(unit, keys)) is None:
+            problems.append(
+                FormatError(f"{where}object has none of the keys {', '.join(keys)}", source=source, line=n)
+            )
+            continue
+        elif not isinstance(found[1], list):
+            problems.append(
+                FormatError(f"{where}{found[0]!r} is not a list of messages", source=source, line=n)
+            )
+            continue
+        else:
+            outcome, reason = outcome_of(unit)
+            meta = {k: v for k, v in unit.items() if k != found[0]}
+            meta["source_format"] = format_name
+            name = str(unit.get("name") or (f"task {unit['task_id']}" if "task_id" in unit else stem))
+            run, bad = build(
+                found[1], run_id=rid, name=name, metadata=meta, outcome=outcome,
+                failure_reason=reason, source=source, record=n,
+            )  # fmt: skip
+        runs.append(run)
+        problems.extend(bad)
+    return ReadResult(runs, problems)
+
+
+def _looks_like_message(v: Any, keys: Sequence[str]) -> bool:
+    return isinstance(v, Mapping) and "role" in v and not any(k in v for k in keys)
+
+
+def is_run_list(doc: Any, keys: Sequence[str]) -> bool:
+    """Whether a document is a list of run objects (each holding a message list under one of ``keys``)."""
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(isinstance(x, Mapping) and messages_of(x, keys) is not None for x in doc)
+    )
+
+
+def messages_of(obj: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, Any] | None:
+    """The (key, value) of the first of ``keys`` present in a run object."""
+    for key in keys:
+        if key in obj:
+            return key, obj[key]
+    return None
+
+
+def _run_id(unit: Any, n: int | None, stem: str, count: int) -> str:
+    if isinstance(unit, Mapping):
+        for key in ("run_id", "id", "trajectory_id"):
+            v = unit.get(key)
+            if isinstance(v, (str, int)) and not isinstance(v, bool):
+                return str(v)
+        if isinstance(unit.get("task_id"), (str, int)):
+            # tau-bench runs hold their messages under "traj"; name them as the
+            # benchmark's annotations do ("tau-<task_id>").
+            prefix = "tau" if "traj" in unit else "task"
+            return f"{prefix}-{unit['task_id']}"
+    return stem if count == 1 or n is None else f"{stem}-{n}"
+
+
+def outcome_of(unit: Mapping[str, Any]) -> tuple[Outcome, str | None]:
+    """A run object's outcome from ``outcome``, a success flag, or ``reward``; incomplete when it says nothing."""
+    if unit.get("outcome") in ("success", "failure", "incomplete"):
+        return unit["outcome"], unit.get("failure_reason")
+    for key in ("success", "is_correct", "resolved"):
+        if isinstance(unit.get(key), bool):
+            return ("success", None) if unit[key] else ("failure", f"{key} is false")
+    reward = unit.get("reward")
+    if isinstance(reward, (int, float)) and not isinstance(reward, bool):
+        # tau-bench rewards are 0 or 1; anything short of full reward failed the task.
+        return ("success", None) if reward >= 1 else ("failure", f"reward {reward}")
+    return "incomplete", None
+
+
+__all__ = [
+    "BuildRun",
+    "Record",
+    "add_deps",
+    "declared",
+    "error_event",
+    "error_text",
+    "error_type_of",
+    "finish_run",
+    "inferred",
+    "is_run_list",
+    "maybe_json",
+    "messages_of",
+    "outcome_of",
+    "read_message_lists",
+    "read_records",
+    "runs_from_message_lists",
+    "sniff_head",
+    "text_of",
+    "time_ns",
+    "unique_ids",
+]

@@ -1,0 +1,246 @@
+"""Export runs as OTLP/JSON, so recorded runs open in any OpenTelemetry backend.
+
+Each run becomes one trace (one ``resourceSpans`` entry), each step one span:
+
+- ids: a step id that is already 16 hex digits is the span id; any other id
+  (``m0003``, a tau-bench run id) is hashed to one, and the original is kept
+  in ``trajdebug.step.id`` / ``trajdebug.run.id``;
+- OpenInference attributes (``openinference.span.kind``, ``input.value``,
+  ``output.value``, ``agent.name``, ``llm.model_name``, ``tool.id``) so LLM
+  backends (Phoenix, Langfuse) render the steps;
+- dependencies as span links, carrying kind, origin and confidence;
+- errors as OTel ``exception`` events and status ERROR; each lifecycle stage
+  as a ``trajdebug.error.<stage>`` event on the step where it happened.
+
+`trajdebug.formats.otlp` reads all of it back to the same run.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from trajdebug.formats import otlp as o
+from trajdebug.model import Run, Step
+
+
+_HEX16 = re.compile(r"^[0-9a-f]{16}$")
+_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+_OPENINFERENCE_KIND = {
+    "llm": "LLM",
+    "tool": "TOOL",
+    "retrieval": "RETRIEVER",
+    "agent": "AGENT",
+    "condition": "GUARDRAIL",
+}
+_SPAN_KIND_INTERNAL, _SPAN_KIND_CLIENT = 1, 3
+
+
+def trace_id_for(run_id: str) -> str:
+    """The OTLP trace id of a run: its id when that is 32 hex digits, else a hash of it."""
+    if _HEX32.match(run_id):
+        return run_id
+    return hashlib.sha256(run_id.encode()).hexdigest()[:32]
+
+
+def span_id_for(run_id: str, step_id: str) -> str:
+    """The OTLP span id of a step: its id when that is 16 hex digits, else a hash of (run, step)."""
+    if _HEX16.match(step_id):
+        return step_id
+    return hashlib.sha256(f"{run_id}\0{step_id}".encode()).hexdigest()[:16]
+
+
+def any_value_of(v: Any) -> dict[str, Any]:
+    """Encode a JSON value as an OTLP ``AnyValue`` (``{}`` for None)."""
+    if v is None:
+        return {}
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    if isinstance(v, float):
+        return {"doubleValue": v}
+    if isinstance(v, str):
+        return {"stringValue": v}
+    if isinstance(v, Mapping):
+        return {"kvlistValue": {"values": [{"key": str(k), "value": any_value_of(x)} for k, x in v.items()]}}
+    if isinstance(v, (list, tuple)):
+        return {"arrayValue": {"values": [any_value_of(x) for x in v]}}
+    return {"stringValue": str(v)}
+
+
+def _attrs(pairs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": any_value_of(v)} for k, v in pairs.items() if v is not None]
+
+
+def _io(value: Any, which: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        return {f"{which}.value": value, f"{which}.mime_type": "text/plain"}
+    from trajdebug._encode import dumps_str
+
+    return {f"{which}.value": dumps_str(value), f"{which}.mime_type": "application/json"}
+
+
+@functools.cache
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trajdebug")
+    except PackageNotFoundError:
+        return "0"
+
+
+def export_otlp(runs: Iterable[Run]) -> dict[str, Any]:
+    """One OTLP/JSON envelope holding every run, one trace each."""
+    scope = {"name": "trajdebug", "version": _version()}
+    return {"resourceSpans": [_resource_spans(run, scope) for run in runs]}
+
+
+def _resource_spans(run: Run, scope: Mapping[str, Any]) -> dict[str, Any]:
+    from trajdebug._encode import dumps_str
+
+    resource = {
+        "service.name": str(run.metadata.get("service.name", "trajdebug")),
+        o.RUN_ID: run.run_id,
+        o.RUN_NAME: run.name,
+        o.RUN_OUTCOME: run.outcome,
+        o.RUN_FAILURE: run.failure_reason,
+        o.RUN_METADATA: dumps_str(dict(run.metadata)) if run.metadata else None,
+        o.RUN_CONTINUES: run.continues,
+        o.RUN_START: run.start_ns,
+        o.RUN_END: run.end_ns,
+    }
+    trace = trace_id_for(run.run_id)
+    stage_events = _stage_events(run)
+    spans = [_span(run, trace, s, stage_events.get(s.step_id, [])) for s in run.steps]
+    return {
+        "resource": {"attributes": _attrs(resource)},
+        "scopeSpans": [{"scope": dict(scope), "spans": spans}],
+    }
+
+
+def _stage_events(run: Run) -> dict[str, list[dict[str, Any]]]:
+    """Lifecycle stages as span events, on the step where each stage happened."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for e in run.errors:
+        for c in e.stages:
+            at = c.step_id if c.step_id is not None else e.step_id
+            attrs = {
+                o.ERROR + "id": e.error_id,
+                o.ERROR + "step_id": e.step_id,
+                o.ERROR + "type": e.type,
+                o.ERROR + "message": e.message,
+                o.ERROR + "parent_id": e.parent_error_id,
+                o.ERROR + "attempt": e.attempt if e.attempt != 1 else None,
+                o.ERROR + "reason": c.reason,
+                o.ERROR + "stage_step_id": c.step_id,
+                o.ERROR + "attributes": dict(e.attributes) if e.attributes else None,
+            }
+            out.setdefault(at, []).append(
+                {
+                    "timeUnixNano": str(c.time_ns),
+                    "name": o.ERROR_STAGE_EVENT + c.stage,
+                    "attributes": _attrs(attrs),
+                }
+            )
+    return out
+
+
+def _span(run: Run, trace: str, s: Step, stage_events: list[dict[str, Any]]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "openinference.span.kind": _OPENINFERENCE_KIND.get(s.kind, "CHAIN"),
+        o.STEP_ID: s.step_id,
+        o.STEP_KIND: s.kind,
+        o.STEP_AGENT: s.agent,
+        "agent.name": s.agent,
+        o.STEP_ATTEMPT: s.attempt if s.attempt != 1 else None,
+        o.STEP_RETRY_OF: s.retry_of,
+        o.STEP_SOURCE_INDEX: s.source_index,
+        o.STEP_UNFINISHED: True if s.end_ns is None else None,
+        **_io(s.input, "input"),
+        **_io(s.output, "output"),
+    }
+    a = s.attributes
+    if s.kind == "llm" and isinstance(a.get("model"), str):
+        attrs["llm.model_name"] = a["model"]
+    if s.kind == "tool":
+        attrs["tool.name"] = s.name
+        if a.get("tool_call_id") is not None:
+            attrs["tool.id"] = str(a["tool_call_id"])
+    end = s.end_ns if s.end_ns is not None else s.start_ns
+    events = list(stage_events)
+    status: dict[str, Any] = {}
+    if s.error is not None:
+        status = {"code": 2, "message": s.error.message}
+        exc = {
+            "exception.type": s.error.type,
+            "exception.message": s.error.message,
+            "exception.stacktrace": s.error.traceback,
+            o.ERROR + "id": s.error.error_id,
+        }
+        events.insert(0, {"timeUnixNano": str(end), "name": "exception", "attributes": _attrs(exc)})
+    elif s.status == "error":
+        status = {"code": 2, "message": ""}
+    links = []
+    for d in s.deps:
+        other = d.run_id if d.run_id is not None else run.run_id
+        link_attrs = {
+            o.DEP + "step_id": d.step_id,
+            o.DEP + "kind": d.kind,
+            o.DEP + "origin": d.origin,
+            o.DEP + "confidence": float(d.confidence),
+            o.DEP + "key": d.key,
+            o.DEP + "run_id": d.run_id,
+        }
+        links.append(
+            {
+                "traceId": trace_id_for(other),
+                "spanId": span_id_for(other, d.step_id),
+                "attributes": _attrs(link_attrs),
+            }
+        )
+    span: dict[str, Any] = {
+        "traceId": trace,
+        "spanId": span_id_for(run.run_id, s.step_id),
+        "name": s.name,
+        "kind": _SPAN_KIND_CLIENT if s.kind == "llm" else _SPAN_KIND_INTERNAL,
+        "startTimeUnixNano": str(s.start_ns),
+        "endTimeUnixNano": str(end),
+        # The step's own attributes keep their None values (an empty AnyValue).
+        "attributes": _attrs(attrs)
+        + [{"key": o.STEP_ATTR + str(k), "value": any_value_of(v)} for k, v in a.items()],
+        "status": status,
+    }
+    if s.parent_id is not None:
+        span["parentSpanId"] = span_id_for(run.run_id, s.parent_id)
+    if events:
+        span["events"] = events
+    if links:
+        span["links"] = links
+    return span
+
+
+def write_otlp(runs: Iterable[Run], path: str | Path | IO[str], *, per_line: bool = False) -> None:
+    """Write runs as OTLP/JSON: one envelope, or (``per_line``) one envelope per run per line, as the collector's file exporter does."""
+    from trajdebug._encode import dumps_str
+
+    runs = list(runs)
+    text = (
+        "".join(dumps_str(export_otlp([r])) + "\n" for r in runs)
+        if per_line
+        else dumps_str(export_otlp(runs)) + "\n"
+    )
+    if isinstance(path, (str, Path)):
+        Path(path).write_text(text, encoding="utf-8")
+    else:
+        path.write(text)
+
+
+__all__ = ["any_value_of", "export_otlp", "span_id_for", "trace_id_for", "write_otlp"]

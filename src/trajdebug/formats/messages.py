@@ -1,0 +1,250 @@
+"""Import OpenAI-style message logs: one step per message.
+
+Accepted shapes (a JSON document, or JSON lines):
+
+- a list of messages (``role``, ``content``, ``tool_calls``, ``tool_call_id``, ``name``);
+- an object holding one under ``messages``, ``traj`` or ``history`` (other
+  fields become run metadata; ``reward``/``success``/``outcome`` set the outcome);
+- a list of such objects, one run each (tau-bench's ``tau_dataset_failed.json``);
+- JSON lines of messages (one run) or of run objects (one run per line).
+
+Dependencies, all from the log's own structure:
+
+- a tool result depends on the assistant turn that issued its ``tool_call_id``
+  (declared, data);
+- an assistant turn depends on what it newly read since its previous turn:
+  the user messages and tool results in between (declared, data);
+- turn order: an assistant turn on the previous assistant turn, a user message
+  on the assistant message it answers (inferred, context, confidence 0.6);
+
+then content matching (`trajdebug.analysis.infer`) adds value edges.  A tool
+result that reads as an error ("Error: user not found") is an error reported as
+data: it occurred at the tool step and was recovered when the next assistant
+turn read it, since the text went back to the model and the run went on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from trajdebug.format import FormatError, ReadResult
+from trajdebug.formats._common import (
+    add_deps,
+    declared,
+    error_event,
+    error_text,
+    error_type_of,
+    finish_run,
+    inferred,
+    maybe_json,
+    read_message_lists,
+    time_ns,
+)
+from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
+
+
+MESSAGE_KEYS = ("messages", "traj", "history")
+"""Keys under which a run object holds its message list, in the order tried."""
+
+_ROLE_KIND = {
+    "system": "input",
+    "developer": "input",
+    "user": "input",
+    "human": "input",
+    "assistant": "llm",
+    "ai": "llm",
+    "model": "llm",
+    "tool": "tool",
+    "function": "tool",
+    "ipython": "tool",
+}
+_ASSISTANT = frozenset({"assistant", "ai", "model"})
+_TOOL = frozenset({"tool", "function", "ipython"})
+_USER = frozenset({"user", "human"})
+_KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "function_call", "index"})
+TURN_CONFIDENCE = 0.6
+"""Confidence of turn-order edges: the earlier turn is in context, but not necessarily used."""
+
+
+def read_messages(path: str | Path) -> ReadResult:
+    """Import every run of an OpenAI-style message log file.
+
+    Raises:
+        FormatError: the file is unreadable, not JSON, or holds no run at all.
+    """
+    return read_message_lists(path, MESSAGE_KEYS, messages_to_run, "openai-messages")
+
+
+def messages_to_run(
+    messages: Sequence[Any],
+    *,
+    run_id: str,
+    name: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    outcome: Outcome = "incomplete",
+    failure_reason: str | None = None,
+    source: str | None = None,
+    record: int | None = None,
+) -> tuple[Run, list[FormatError]]:
+    """Build one run from a message list; malformed messages become problems and are skipped."""
+    problems: list[FormatError] = []
+    where = f"run {record}: " if record is not None else ""
+    steps: list[Step] = []
+    errors: list[ErrorEvent] = []
+    call_owner: dict[str, str] = {}  # tool_call_id -> step id of the assistant turn that issued it
+    call_args: dict[str, Any] = {}
+    call_names: dict[str, Any] = {}
+    pending_fn: dict[str, str] = {}  # legacy function_call name -> issuing step
+    since_assistant: list[str] = []  # steps read by the next assistant turn
+    last_assistant: str | None = None
+    open_errors: list[int] = []  # indexes into errors awaiting the next assistant turn
+    width = max(4, len(str(len(messages))))
+    for i, msg in enumerate(messages):
+        bad = _check_message(msg)
+        if bad:
+            problems.append(
+                FormatError(f"{where}message {i + 1}: {bad}", source=source, line=record or i + 1)
+            )
+            continue
+        role = str(msg["role"]).lower()
+        sid = f"m{i:0{width}d}"
+        content = msg.get("content")
+        start = time_ns(msg.get("timestamp", msg.get("created_at"))) or i * 1000
+        attrs: dict[str, Any] = {"role": role}
+        if "index" in msg:
+            attrs["index"] = msg["index"]
+        attrs.update({k: v for k, v in msg.items() if k not in _KNOWN_KEYS and v not in (None, [], {})})
+        deps: list[Dependency] = []
+        inp: Any = None
+        out: Any = content
+        step_name = str(msg.get("name") or role)
+        agent = None
+        status = "ok"
+        err: ErrorInfo | None = None
+        if role in _ASSISTANT:
+            agent = msg.get("name")
+            step_name = "assistant" if agent is None else str(agent)
+            calls = _tool_calls(msg)
+            if calls:
+                out = {"content": content, "tool_calls": calls}
+                attrs["tool_call_ids"] = [c["id"] for c in calls if c.get("id")]
+                for c in calls:
+                    if c.get("id"):
+                        call_owner[str(c["id"])] = sid
+                        call_args[str(c["id"])] = c.get("arguments")
+                        call_names[str(c["id"])] = c.get("name")
+                    elif c.get("name"):
+                        pending_fn[str(c["name"])] = sid
+            deps += [declared(s) for s in since_assistant]
+            if last_assistant is not None:
+                deps.append(inferred(last_assistant, "context", TURN_CONFIDENCE))
+            for k in open_errors:
+                e = errors[k]
+                reason = "the error text went back to the model as the tool result and the run continued"
+                errors[k] = error_event(
+                    e.error_id, e.step_id, e.type, e.message, e.stages[0].time_ns,
+                    recovered_at=(sid, start, reason), attributes=e.attributes,
+                )  # fmt: skip
+            open_errors.clear()
+            since_assistant.clear()
+            last_assistant = sid
+        elif role in _TOOL:
+            call_id = msg.get("tool_call_id")
+            owner = None
+            if call_id is not None:
+                attrs["tool_call_id"] = str(call_id)
+                owner = call_owner.get(str(call_id))
+                inp = call_args.get(str(call_id))
+                if owner is None:
+                    attrs["unmatched_tool_call_id"] = True
+            elif msg.get("name") is not None:
+                owner = pending_fn.pop(str(msg["name"]), None)
+            if owner is not None:
+                deps.append(declared(owner))
+                if msg.get("name") is None:
+                    step_name = str(call_names.get(str(call_id)) or step_name)
+            out = maybe_json(content)
+            text = error_text(out)
+            if text is not None:
+                status = "error"
+                eid = f"{run_id}/{sid}"
+                err = ErrorInfo(type=error_type_of(text), message=text, error_id=eid)
+                errors.append(error_event(eid, sid, err.type, text, start, attributes={"reported": True}))
+                open_errors.append(len(errors) - 1)
+            since_assistant.append(sid)
+        else:
+            if role in _USER and last_assistant is not None:
+                deps.append(inferred(last_assistant, "context", TURN_CONFIDENCE))
+            since_assistant.append(sid)
+        steps.append(
+            Step(
+                step_id=sid,
+                name=step_name,
+                kind=_ROLE_KIND.get(role, "other"),  # type: ignore[arg-type]
+                agent=None if agent is None else str(agent),
+                input=inp,
+                output=out,
+                status=status,  # type: ignore[arg-type]
+                error=err,
+                start_ns=start,
+                end_ns=start,
+                deps=add_deps((), deps, sid),
+                attributes=attrs,
+                source_index=i,
+            )
+        )
+    meta = dict(metadata or {})
+    if steps and not any(
+        time_ns(m.get("timestamp", m.get("created_at"))) for m in messages if isinstance(m, Mapping)
+    ):
+        meta["synthetic_timing"] = True  # the log has no times: steps are 1 µs apart in message order
+    run = Run(
+        run_id=run_id,
+        name=name or run_id,
+        start_ns=steps[0].start_ns if steps else 0,
+        end_ns=steps[-1].end_ns if steps else 0,
+        outcome=outcome,
+        failure_reason=failure_reason,
+        metadata=meta,
+        steps=tuple(steps),
+        errors=tuple(errors),
+    )
+    return finish_run(run), problems
+
+
+# -- messages ------------------------------------------------------------------
+
+
+def _check_message(msg: Any) -> str | None:
+    if not isinstance(msg, Mapping):
+        return f"expected an object, got {type(msg).__name__}"
+    role = msg.get("role")
+    if not isinstance(role, str) or not role:
+        return "lacks a string field 'role'"
+    content = msg.get("content")
+    if content is not None and not isinstance(content, (str, list, Mapping)):
+        return f"field 'content' must be a string, a list of parts or null, got {type(content).__name__}"
+    calls = msg.get("tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list):
+            return "field 'tool_calls' is not a list"
+        for k, c in enumerate(calls):
+            if not isinstance(c, Mapping):
+                return f"tool_calls[{k}] is not an object"
+    return None
+
+
+def _tool_calls(msg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for c in msg.get("tool_calls") or ():
+        fn = c.get("function") if isinstance(c.get("function"), Mapping) else c
+        out.append({"id": c.get("id"), "name": fn.get("name"), "arguments": maybe_json(fn.get("arguments"))})
+    fc = msg.get("function_call")
+    if isinstance(fc, Mapping):
+        out.append({"id": None, "name": fc.get("name"), "arguments": maybe_json(fc.get("arguments"))})
+    return out
+
+
+__all__ = ["MESSAGE_KEYS", "messages_to_run", "read_messages"]

@@ -1,0 +1,652 @@
+"""Import OpenTelemetry traces in OTLP/JSON: one run per trace, one step per span.
+
+Reads the ``resourceSpans`` layout that OTel exporters and the collector's
+file exporter write: one envelope per file or one per line, a trace spread
+over several envelopes or files (pass a directory), ids in hex (the OTLP/JSON
+spec) or base64 (protobuf JSON), attribute values in any ``AnyValue`` form,
+enums as integers or names.  Attribute conventions (OpenInference, GenAI,
+Traceloop) are read by `trajdebug.formats._semconv`.
+
+Mapping:
+
+- step_id: the span id in lowercase hex; parent_id: the parent span's;
+- errors: status ERROR, ``exception`` events, ``error.type``; the same
+  exception recorded again by an enclosing span (OTel records it at every
+  level it escapes) is one error *propagated*, not a new one (dedupe, as
+  products.md 4.1 "gotcha 2" asks); a ``(non-fatal)`` status is *recovered*;
+- span links become declared dependencies;
+- tool-call ids link LLM -> tool -> LLM (declared data edges);
+- content matching (`trajdebug.analysis.infer`) adds inferred value edges.
+
+Spans written by `trajdebug.formats.export` carry ``trajdebug.*`` attributes
+and events; they restore the original run exactly (ids, kinds, edges,
+lifecycles), and inference is skipped for them since their edges are complete.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trajdebug.format import FormatError, ReadResult
+from trajdebug.formats import _semconv as sc
+from trajdebug.formats._common import Record, add_deps, declared, finish_run, maybe_json, read_records
+from trajdebug.model import STEP_KINDS, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+
+
+# Attribute and event names trajdebug's own export writes (and this importer restores).
+RUN_ID = "trajdebug.run.id"
+RUN_NAME = "trajdebug.run.name"
+RUN_OUTCOME = "trajdebug.run.outcome"
+RUN_FAILURE = "trajdebug.run.failure_reason"
+RUN_METADATA = "trajdebug.run.metadata"
+RUN_CONTINUES = "trajdebug.run.continues"
+RUN_START = "trajdebug.run.start_ns"
+RUN_END = "trajdebug.run.end_ns"
+STEP_ID = "trajdebug.step.id"
+STEP_KIND = "trajdebug.step.kind"
+STEP_AGENT = "trajdebug.step.agent"
+STEP_ATTEMPT = "trajdebug.step.attempt"
+STEP_RETRY_OF = "trajdebug.step.retry_of"
+STEP_SOURCE_INDEX = "trajdebug.step.source_index"
+STEP_UNFINISHED = "trajdebug.step.unfinished"
+STEP_ATTR = "trajdebug.attr."
+DEP = "trajdebug.dep."
+ERROR = "trajdebug.error."
+ERROR_STAGE_EVENT = "trajdebug.error."  # + stage name
+
+_STATUS_CODES = {
+    "STATUS_CODE_UNSET": 0,
+    "STATUS_CODE_OK": 1,
+    "STATUS_CODE_ERROR": 2,
+    "UNSET": 0,
+    "OK": 1,
+    "ERROR": 2,
+}
+_SPAN_KINDS = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
+_EXCEPTION_EVENTS = ("exception", "gen_ai.client.operation.exception")
+
+
+@dataclass(slots=True)
+class Span:
+    """One decoded OTLP span (internal working form)."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    kind: int
+    start_ns: int
+    end_ns: int | None
+    attrs: dict[str, Any]
+    events: list[tuple[str, int, dict[str, Any]]]
+    links: list[tuple[str, str, dict[str, Any]]]
+    status_code: int
+    status_message: str
+    resource: dict[str, Any]
+    scope: str
+    index: int
+    children: list[Span] = field(default_factory=list)
+
+
+# -- decoding -------------------------------------------------------------------
+
+
+def any_value(v: Any) -> Any:
+    """Decode an OTLP ``AnyValue`` (camelCase or snake_case keys; plain values pass through)."""
+    if not isinstance(v, Mapping):
+        return v
+    if not v:
+        return None
+    for key, value in v.items():
+        k = key.replace("_", "").lower()
+        if k == "stringvalue":
+            return value
+        if k == "boolvalue":
+            return bool(value)
+        if k == "intvalue":
+            return int(value)
+        if k == "doublevalue":
+            return float(value)
+        if k == "bytesvalue":
+            return value
+        if k == "arrayvalue":
+            return [any_value(x) for x in (value or {}).get("values", ())]
+        if k == "kvlistvalue":
+            return attributes((value or {}).get("values", ()))
+    return dict(v)
+
+
+def attributes(kvs: Any) -> dict[str, Any]:
+    """Decode a list of ``{key, value}`` into a dict."""
+    out: dict[str, Any] = {}
+    for kv in kvs or ():
+        if isinstance(kv, Mapping) and "key" in kv:
+            out[str(kv["key"])] = any_value(kv.get("value"))
+    return out
+
+
+def hex_id(value: Any, nbytes: int) -> str | None:
+    """Decode a trace id (16 bytes) or span id (8 bytes) given in hex or base64, to lowercase hex.
+
+    Returns None for an empty or all-zero id (no parent).  Lengths tell the
+    encodings apart: ``2 * nbytes`` hex digits against ``4 * ceil(nbytes / 3)``
+    base64 characters.
+
+    Raises:
+        ValueError: the value is neither encoding of an id of that size.
+    """
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"id {value!r} is not a string")
+    out: str | None = None
+    if len(value) == 2 * nbytes:
+        try:
+            bytes.fromhex(value)
+            out = value.lower()
+        except ValueError:
+            out = None
+    if out is None:
+        try:
+            raw = base64.b64decode(
+                value + "=" * (-len(value) % 4),
+                altchars=b"-_" if "-" in value or "_" in value else None,
+                validate=True,
+            )
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) != nbytes:
+            raise ValueError(f"id {value!r} is neither {2 * nbytes} hex digits nor base64 of {nbytes} bytes")
+        out = raw.hex()
+    return None if int(out, 16) == 0 else out
+
+
+def _enum(value: Any, names: Mapping[str, int] | Sequence[str], prefix: str = "") -> int:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        if value.isdigit():
+            return int(value)
+        if isinstance(names, Mapping):
+            return names.get(value.upper(), 0)
+        name = value.upper().removeprefix(prefix)
+        return names.index(name) if name in names else 0
+    return 0
+
+
+def _ns(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    n = int(value)
+    return n or None
+
+
+def _get(obj: Mapping[str, Any], camel: str) -> Any:
+    """A field by its camelCase name, or its snake_case name (protobuf JSON accepts both)."""
+    if camel in obj:
+        return obj[camel]
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in camel)
+    return obj.get(snake)
+
+
+def spans_from_envelope(
+    env: Any, *, source: str | None, line: int | None, first_index: int
+) -> tuple[list[Span], list[FormatError]]:
+    """Decode every span of one ``resourceSpans`` envelope; bad spans become problems."""
+    if not isinstance(env, Mapping) or _get(env, "resourceSpans") is None:
+        kind = type(env).__name__ if not isinstance(env, Mapping) else "object without resourceSpans"
+        return [], [FormatError(f"not an OTLP envelope ({kind})", source=source, line=line)]
+    spans: list[Span] = []
+    problems: list[FormatError] = []
+    for i, rs in enumerate(_get(env, "resourceSpans") or ()):
+        resource = attributes(((rs or {}).get("resource") or {}).get("attributes"))
+        scope_spans = _get(rs, "scopeSpans") or _get(rs, "instrumentationLibrarySpans") or ()
+        for j, ss in enumerate(scope_spans):
+            scope = (ss.get("scope") or ss.get("instrumentationLibrary") or {}).get("name", "")
+            for k, raw in enumerate(ss.get("spans") or ()):
+                where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                try:
+                    spans.append(_span(raw, resource, scope, first_index + len(spans)))
+                except (KeyError, TypeError, ValueError) as exc:
+                    msg = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+                    problems.append(FormatError(f"{where}: {msg}", source=source, line=line))
+    return spans, problems
+
+
+def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str, index: int) -> Span:
+    trace_id = hex_id(raw["traceId" if "traceId" in raw else "trace_id"], 16)
+    span_id = hex_id(raw["spanId" if "spanId" in raw else "span_id"], 8)
+    if trace_id is None or span_id is None:
+        raise ValueError("traceId and spanId must not be empty or zero")
+    status = raw.get("status") or {}
+    events = [
+        (str(e.get("name", "")), _ns(_get(e, "timeUnixNano")) or 0, attributes(e.get("attributes")))
+        for e in raw.get("events") or ()
+    ]
+    links = []
+    for ln in raw.get("links") or ():
+        lt, ls = hex_id(_get(ln, "traceId"), 16), hex_id(_get(ln, "spanId"), 8)
+        if lt and ls:
+            links.append((lt, ls, attributes(ln.get("attributes"))))
+    start = _ns(_get(raw, "startTimeUnixNano")) or 0
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=hex_id(_get(raw, "parentSpanId"), 8),
+        name=str(raw.get("name", "")),
+        kind=_enum(raw.get("kind", 0), _SPAN_KINDS, "SPAN_KIND_"),
+        start_ns=start,
+        end_ns=_ns(_get(raw, "endTimeUnixNano")),
+        attrs=attributes(raw.get("attributes")),
+        events=events,
+        links=links,
+        status_code=_enum(status.get("code", 0), _STATUS_CODES),
+        status_message=str(status.get("message") or ""),
+        resource=resource,
+        scope=str(scope),
+        index=index,
+    )
+
+
+# -- reading --------------------------------------------------------------------
+
+
+def read_otlp(path: str | Path) -> ReadResult:
+    """Import every trace in an OTLP/JSON file, or in all ``*.json``/``*.jsonl`` files of a directory.
+
+    Raises:
+        FormatError: nothing at all could be read.
+    """
+    p = Path(path)
+    files = (
+        sorted(f for f in p.iterdir() if f.is_file() and f.suffix in (".json", ".jsonl"))
+        if p.is_dir()
+        else [p]
+    )
+    if not files:
+        raise FormatError("directory holds no .json or .jsonl files", source=str(p))
+    spans: list[Span] = []
+    problems: list[FormatError] = []
+    for f in files:
+        try:
+            records, bad = read_records(f)
+        except FormatError as exc:
+            problems.append(exc)
+            continue
+        problems += bad
+        s, bad = _spans_of_records(records, str(f), len(spans))
+        spans += s
+        problems += bad
+    if not spans:
+        first = problems[0].reason if problems else "no spans"
+        raise FormatError(
+            f"no span could be read ({first})", source=str(p), line=problems[0].line if problems else None
+        )
+    result = runs_from_spans(spans)
+    result.problems[:0] = problems
+    return result
+
+
+def _spans_of_records(
+    records: Sequence[Record], source: str, first_index: int
+) -> tuple[list[Span], list[FormatError]]:
+    spans: list[Span] = []
+    problems: list[FormatError] = []
+    for rec in records:
+        envs = rec.value if isinstance(rec.value, list) else [rec.value]
+        for env in envs:
+            s, bad = spans_from_envelope(
+                env, source=source, line=rec.line, first_index=first_index + len(spans)
+            )
+            spans += s
+            problems += bad
+    return spans, problems
+
+
+def runs_from_otlp(envelopes: Iterable[Mapping[str, Any]], *, source: str | None = None) -> ReadResult:
+    """Import decoded OTLP/JSON envelopes (already parsed JSON objects)."""
+    records = [Record(e, n) for n, e in enumerate(envelopes, start=1)]
+    spans, problems = _spans_of_records(records, source or "<otlp>", 0)
+    result = runs_from_spans(spans)
+    result.problems[:0] = problems
+    return result
+
+
+def runs_from_spans(spans: Iterable[Span]) -> ReadResult:
+    """Group spans by trace and build one run per trace, in order of first appearance."""
+    traces: dict[str, dict[str, Span]] = {}
+    for s in spans:
+        by_id = traces.setdefault(s.trace_id, {})
+        old = by_id.get(s.span_id)
+        # A span exported twice (a retrying exporter, overlapping files): keep the finished copy.
+        if old is None or (old.end_ns is None and s.end_ns is not None):
+            by_id[s.span_id] = s
+    run_ids = {t: _run_id_of(list(by_id.values())) for t, by_id in traces.items()}
+    return ReadResult([_trace_to_run(t, by_id, run_ids) for t, by_id in traces.items()], [])
+
+
+def _run_id_of(spans: list[Span]) -> str:
+    for s in spans:
+        rid = s.resource.get(RUN_ID, s.attrs.get(RUN_ID))
+        if rid is not None:
+            return str(rid)
+    return spans[0].trace_id
+
+
+# -- spans -> run ---------------------------------------------------------------
+
+
+def _trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, str]) -> Run:
+    spans = sorted(by_id.values(), key=lambda s: (s.start_ns, s.index))
+    for s in spans:
+        if s.parent_id in by_id:
+            by_id[s.parent_id].children.append(s)
+    own = any(RUN_ID in s.resource or RUN_ID in s.attrs for s in spans)
+    ids = {s.span_id: str(s.attrs.get(STEP_ID, s.span_id)) for s in spans}
+    agents = _agents(spans, by_id)
+    msgs = {s.span_id: sc.messages(s.attrs, s.events) for s in spans}
+    steps: dict[str, Step] = {}
+    for s in spans:
+        steps[s.span_id] = _step(s, msgs[s.span_id], ids, agents, by_id, trace_id, run_ids)
+    _tool_call_edges(spans, steps, msgs)
+    errors = _own_errors(spans) if own else _errors(spans, by_id, ids, steps)
+    roots = [s for s in spans if s.parent_id not in by_id]
+    res = spans[0].resource
+    meta: dict[str, Any] = {} if own else {k: v for k, v in res.items() if not k.startswith("trajdebug.")}
+    extra = maybe_json(res.get(RUN_METADATA))
+    if isinstance(extra, dict):
+        meta.update(extra)
+    if not own:
+        meta.setdefault("source_format", "otlp")
+        meta.setdefault("trace_id", trace_id)
+    if RUN_OUTCOME in res:
+        outcome, reason = str(res[RUN_OUTCOME]), res.get(RUN_FAILURE)
+    elif any(s.end_ns is None for s in spans):
+        outcome, reason = "incomplete", None
+    else:
+        failed = [steps[r.span_id] for r in roots if steps[r.span_id].status == "error"]
+        outcome = "failure" if failed else "success"
+        reason = (failed[0].error.message if failed[0].error else "the root span failed") if failed else None
+    ends = [s.end_ns for s in spans if s.end_ns is not None]
+    run = Run(
+        run_id=run_ids[trace_id],
+        name=str(res[RUN_NAME])
+        if RUN_NAME in res
+        else str(roots[0].name if roots else res.get("service.name", trace_id)),
+        start_ns=int(res.get(RUN_START, spans[0].start_ns)),
+        end_ns=res.get(RUN_END) if own else (max(ends) if ends and outcome != "incomplete" else None),
+        outcome=outcome if outcome in ("success", "failure", "incomplete") else "incomplete",  # type: ignore[arg-type]
+        failure_reason=reason,
+        metadata=meta,
+        steps=tuple(steps[s.span_id] for s in spans),
+        errors=tuple(errors),
+        continues=res.get(RUN_CONTINUES),
+    )
+    return finish_run(run, infer=not own)
+
+
+def _agents(spans: list[Span], by_id: Mapping[str, Span]) -> dict[str, str | None]:
+    """Each span's agent: its own agent name, else the nearest enclosing span's."""
+    out: dict[str, str | None] = {}
+    for s in spans:  # parents start before children, so they are resolved first
+        if STEP_ID in s.attrs:  # trajdebug's own export says exactly
+            out[s.span_id] = s.attrs.get(STEP_AGENT)
+            continue
+        own = sc.agent_name(s.attrs)
+        if own is None and s.parent_id is not None:
+            own = out.get(s.parent_id)
+        out[s.span_id] = own
+    return out
+
+
+def _step(
+    s: Span,
+    msgs: sc.Messages,
+    ids: Mapping[str, str],
+    agents: Mapping[str, str | None],
+    by_id: Mapping[str, Span],
+    trace_id: str,
+    run_ids: Mapping[str, str],
+) -> Step:
+    kind = s.attrs.get(STEP_KIND) or sc.step_kind(s.attrs) or ("agent" if s.children else "other")
+    inp = sc.io_value(s.attrs, "input")
+    out = sc.io_value(s.attrs, "output")
+    if inp is None and msgs.inputs is not None:
+        inp = msgs.inputs
+    if out is None and msgs.outputs is not None:
+        out = msgs.outputs
+    attrs: dict[str, Any] = {}
+    own = STEP_ID in s.attrs
+    for k, v in s.attrs.items():
+        if k.startswith(STEP_ATTR):
+            attrs[k[len(STEP_ATTR) :]] = v
+        elif not own and not k.startswith("trajdebug.") and not sc.is_content_key(k):
+            attrs[k] = v
+    if not own:
+        if s.kind:
+            attrs["otel.span_kind"] = _SPAN_KINDS[s.kind] if s.kind < len(_SPAN_KINDS) else s.kind
+        if s.scope:
+            attrs["otel.scope"] = s.scope
+        if model := sc.model_name(s.attrs):
+            attrs.setdefault("model", model)
+        if msgs.issued_calls:
+            attrs["tool_call_ids"] = msgs.issued_calls
+        if (call := sc.tool_call_id(s.attrs)) is not None:
+            attrs["tool_call_id"] = call
+        if s.parent_id is not None and s.parent_id not in by_id:
+            attrs["missing_parent"] = s.parent_id
+    deps: list[Dependency] = []
+    for lt, ls, la in s.links:
+        same = lt == trace_id
+        deps.append(
+            Dependency(
+                step_id=str(la.get(DEP + "step_id", ids.get(ls, ls) if same else ls)),
+                kind=str(la.get(DEP + "kind", "data")),  # type: ignore[arg-type]
+                origin=str(la.get(DEP + "origin", "declared")),  # type: ignore[arg-type]
+                confidence=float(la.get(DEP + "confidence", 1.0)),
+                key=la.get(DEP + "key"),
+                run_id=None if same else str(la.get(DEP + "run_id", run_ids.get(lt, lt))),
+            )
+        )
+    err = _error_info(s)
+    retry_of = s.attrs.get(STEP_RETRY_OF)
+    return Step(
+        step_id=ids[s.span_id],
+        name=s.name,
+        kind=kind if kind in STEP_KINDS else "other",  # type: ignore[arg-type]
+        parent_id=ids[s.parent_id] if s.parent_id is not None and s.parent_id in by_id else None,
+        agent=agents.get(s.span_id),
+        input=inp,
+        output=out,
+        status="error" if err is not None else "ok",
+        error=err,
+        start_ns=s.start_ns,
+        end_ns=(None if s.attrs.get(STEP_UNFINISHED) else s.end_ns or 0) if own else s.end_ns,
+        attempt=int(s.attrs.get(STEP_ATTEMPT, 1)),
+        retry_of=None if retry_of is None else str(retry_of),
+        deps=add_deps((), deps, ids[s.span_id]),
+        attributes=attrs,
+        # trajdebug's own export keeps the position in the *original* source (or none).
+        source_index=_source_index(s.attrs.get(STEP_SOURCE_INDEX)) if own else s.index,
+    )
+
+
+def _source_index(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _exceptions(s: Span) -> list[tuple[str, int, dict[str, Any]]]:
+    return [e for e in s.events if e[0] in _EXCEPTION_EVENTS]
+
+
+def _error_info(s: Span) -> ErrorInfo | None:
+    """The error a span ended with: its last exception event, else its status, else ``error.type``."""
+    exc = _exceptions(s)
+    if exc:
+        _, _, a = exc[-1]
+        return ErrorInfo(
+            type=str(a.get("exception.type") or s.attrs.get("error.type") or "Exception"),
+            message=str(a.get("exception.message") or s.status_message or ""),
+            error_id=a.get(ERROR + "id"),
+            traceback=a.get("exception.stacktrace"),
+        )
+    if s.status_code == 2 or s.attrs.get("error.type"):
+        return ErrorInfo(
+            type=str(s.attrs.get("error.type") or "Error"),
+            message=s.status_message,
+            error_id=s.attrs.get(ERROR + "id"),
+        )
+    return None
+
+
+def _errors(
+    spans: list[Span], by_id: Mapping[str, Span], ids: Mapping[str, str], steps: dict[str, Step]
+) -> list[ErrorEvent]:
+    """Error events of a foreign trace, one per error, with propagation folded in.
+
+    Children are visited before parents (deepest first), so when an enclosing
+    span records the same exception type and message as a child's error, it is
+    that error propagating; it then fails the run if it reaches a root span.
+    """
+    events: dict[str, ErrorEvent] = {}
+    by_span: dict[str, list[str]] = {}
+    depth = {s.span_id: _depth(s, by_id) for s in spans}
+    for s in sorted(spans, key=lambda x: (-depth[x.span_id], x.start_ns)):
+        info = steps[s.span_id].error
+        if info is None:
+            continue
+        sid = ids[s.span_id]
+        child_errors = [eid for c in s.children for eid in by_span.get(c.span_id, ())]
+        same = [
+            eid
+            for eid in child_errors
+            if (events[eid].type, events[eid].message) == (info.type, info.message)
+        ]
+        t = s.end_ns or s.start_ns
+        if same:
+            eid = same[0]
+            e = events[eid]
+            events[eid] = ErrorEvent(
+                e.error_id, e.step_id, e.type, e.message, e.parent_error_id,
+                (*e.stages, StageChange("propagated", sid, t)), e.attempt, e.attributes,
+            )  # fmt: skip
+        else:
+            eid = f"{s.span_id}.0"
+            exc = _exceptions(s)
+            occurred = exc[-1][1] if exc and exc[-1][1] else t
+            stages = [StageChange("occurred", sid, occurred)]
+            cause = child_errors[0] if child_errors else None
+            # Only an explicit signal counts as recovery here ("Error running tool
+            # (non-fatal)", OpenAI Agents via OpenInference); whether a caught error
+            # was recovered or ignored is the lifecycle analysis' call.
+            # ``exception.escaped`` is not used: the Python SDK writes "False" even
+            # for exceptions that escaped.
+            if "non-fatal" in s.status_message or "non-fatal" in info.message:
+                parent = ids.get(s.parent_id or "", sid)
+                stages.append(StageChange("recovered", parent, t, s.status_message or info.message))
+            events[eid] = ErrorEvent(eid, sid, info.type, info.message, cause, tuple(stages))
+        by_span.setdefault(s.span_id, []).append(eid)
+        steps[s.span_id] = _with_error_id(steps[s.span_id], eid)
+        if s.parent_id not in by_id and events[eid].stage != "recovered":
+            e = events[eid]
+            events[eid] = ErrorEvent(
+                e.error_id, e.step_id, e.type, e.message, e.parent_error_id,
+                (*e.stages, StageChange("failed", sid, t, "the error reached the root span")), e.attempt, e.attributes,
+            )  # fmt: skip
+    return sorted(events.values(), key=lambda e: e.stages[0].time_ns)
+
+
+def _with_error_id(step: Step, eid: str) -> Step:
+    from trajdebug.model import replace
+
+    assert step.error is not None
+    out: Step = replace(step, error=replace(step.error, error_id=eid))
+    return out
+
+
+def _depth(s: Span, by_id: Mapping[str, Span]) -> int:
+    d, seen = 0, set()
+    while s.parent_id in by_id and s.span_id not in seen:
+        seen.add(s.span_id)
+        s = by_id[s.parent_id]  # type: ignore[index]
+        d += 1
+    return d
+
+
+def _own_errors(spans: list[Span]) -> list[ErrorEvent]:
+    """Error events restored from trajdebug's own lifecycle events (``trajdebug.error.<stage>``)."""
+    found: dict[str, dict[str, Any]] = {}
+    for s in spans:
+        for name, t, a in s.events:
+            if not name.startswith(ERROR_STAGE_EVENT) or ERROR + "id" not in a:
+                continue
+            eid = str(a[ERROR + "id"])
+            e = found.setdefault(eid, {"attrs": a, "stages": []})
+            if name.endswith(".occurred"):
+                e["attrs"] = a
+            stage: Any = name[len(ERROR_STAGE_EVENT) :]
+            e["stages"].append(StageChange(stage, a.get(ERROR + "stage_step_id"), t, a.get(ERROR + "reason")))
+    out = []
+    for eid, e in found.items():
+        a = e["attrs"]
+        out.append(
+            ErrorEvent(
+                error_id=eid,
+                step_id=str(a.get(ERROR + "step_id")),
+                type=str(a.get(ERROR + "type", "Error")),
+                message=str(a.get(ERROR + "message", "")),
+                parent_error_id=a.get(ERROR + "parent_id"),
+                stages=tuple(sorted(e["stages"], key=lambda c: (c.time_ns, _STAGE_ORDER.get(c.stage, 9)))),
+                attempt=int(a.get(ERROR + "attempt", 1)),
+                attributes=a.get(ERROR + "attributes") or {},
+            )
+        )
+    return sorted(out, key=lambda e: e.stages[0].time_ns if e.stages else 0)
+
+
+_STAGE_ORDER = {"occurred": 0, "propagated": 1, "recovered": 2, "ignored": 2, "failed": 3}
+
+
+def _tool_call_edges(spans: list[Span], steps: dict[str, Step], msgs: Mapping[str, sc.Messages]) -> None:
+    """LLM -> tool -> LLM by tool-call id (products.md 3.10, dependency rule 1)."""
+    issued: dict[str, str] = {}  # call id -> span id of the LLM that issued it
+    executed: dict[str, str] = {}  # call id -> span id of the tool span that ran it
+    for s in spans:
+        step = steps[s.span_id]
+        for call in step.attributes.get("tool_call_ids", ()) or ():
+            issued.setdefault(str(call), s.span_id)
+        call = step.attributes.get("tool_call_id")
+        if call is not None and step.kind == "tool":
+            executed.setdefault(str(call), s.span_id)
+    for s in spans:
+        step = steps[s.span_id]
+        new: list[Dependency] = []
+        call = step.attributes.get("tool_call_id")
+        if step.kind == "tool" and call is not None and str(call) in issued:
+            new.append(declared(steps[issued[str(call)]].step_id))
+        if step.kind == "llm":
+            for answered in msgs[s.span_id].answered_calls:
+                src = executed.get(answered)
+                if src is not None and steps[src].start_ns <= step.start_ns:
+                    new.append(declared(steps[src].step_id))
+        if new:
+            from trajdebug.model import replace
+
+            steps[s.span_id] = replace(step, deps=add_deps(step.deps, new, step.step_id))
+
+
+__all__ = [
+    "Span",
+    "any_value",
+    "attributes",
+    "hex_id",
+    "read_otlp",
+    "runs_from_otlp",
+    "runs_from_spans",
+    "spans_from_envelope",
+]

@@ -1,0 +1,480 @@
+"""Record LangChain / LangGraph runs as trajdebug runs, through a callback tracer.
+
+Usage::
+
+    from trajdebug.integrations.langchain import TrajdebugTracer
+
+    tracer = TrajdebugTracer(path="runs.jsonl")   # or store=Store(...), or neither
+    chain.invoke(inputs, config={"callbacks": [tracer]})
+    run = tracer.to_run()                         # the trajdebug Run of the last top-level call
+
+Each LangChain run (chain, LLM or chat model, tool, retriever, parser) becomes
+one step; the top-level run becomes the trajdebug run.  What the tracer adds to
+LangChain's own tree (it subclasses ``BaseTracer``):
+
+- errors counted once: an exception fires ``on_*_error`` at every enclosing
+  level (products.md 4.1, gotcha 2), so the innermost is where it *occurred*
+  and the others are where it *propagated*, by exception identity;
+- tool errors handled by the tool (``handle_tool_error``; LangGraph's
+  ``ToolNode``) arrive through ``on_tool_end`` as a ``ToolMessage`` with
+  ``status="error"`` (gotcha 1): an error, *recovered* since its text went back
+  to the model;
+- LangGraph control flow (the ``GraphBubbleUp`` family: interrupts, parent
+  commands) is not an error;
+- retries: ``on_retry`` events (tenacity inside an LLM call) are failed attempts
+  recovered by the next; ``RunnableRetry`` attempts (``retry:attempt:N`` tags)
+  are steps with ``attempt`` and ``retry_of``;
+- edges: a ``RunnableSequence`` pipes each child's output into the next, and a
+  tool call id links LLM -> tool -> LLM (declared data edges); content matching
+  (`trajdebug.analysis.infer`) adds the rest.
+
+The tracer is a converter with no dependency on the recorder: runs are kept in
+``.runs`` and optionally saved to a store or appended to a JSONL file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import traceback
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from langchain_core.tracers.base import BaseTracer
+from langchain_core.tracers.schemas import Run as LCRun
+
+from trajdebug.formats._common import add_deps, declared, finish_run
+from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+
+
+CONTROL_FLOW_EXCEPTIONS = frozenset({"GraphBubbleUp", "GraphInterrupt", "NodeInterrupt", "ParentCommand"})
+"""LangGraph exceptions that steer the graph rather than report a failure (matched on the class and its bases)."""
+
+_KIND = {
+    "llm": "llm",
+    "chat_model": "llm",
+    "tool": "tool",
+    "retriever": "retrieval",
+    "parser": "parse",
+    "prompt": "other",
+}
+
+
+def is_control_flow(exc: BaseException | None) -> bool:
+    """Whether an exception is LangGraph control flow (an interrupt, a command to the parent graph)."""
+    return exc is not None and any(c.__name__ in CONTROL_FLOW_EXCEPTIONS for c in type(exc).__mro__)
+
+
+def _ns(t: datetime | None) -> int | None:
+    if t is None:
+        return None
+    return int(t.timestamp()) * 1_000_000_000 + t.microsecond * 1000
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """A LangChain value as plain JSON data: messages as OpenAI-style dicts, documents as dicts."""
+    from langchain_core.documents import Document
+    from langchain_core.messages import BaseMessage
+
+    from trajdebug._encode import to_jsonable
+
+    if depth > 20:
+        return to_jsonable(value)
+    if isinstance(value, BaseMessage):
+        return message_dict(value)
+    if isinstance(value, Document):
+        return {"page_content": value.page_content, "metadata": plain(value.metadata, depth + 1)}
+    if isinstance(value, Mapping):
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, depth + 1) for v in value]
+    return to_jsonable(value)
+
+
+def message_dict(msg: Any) -> dict[str, Any]:
+    """A LangChain message in OpenAI shape: role, content, tool calls, tool call id."""
+    role = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}.get(msg.type, msg.type)
+    out: dict[str, Any] = {"role": role, "content": plain(msg.content)}
+    calls = getattr(msg, "tool_calls", None)
+    if calls:
+        out["tool_calls"] = [
+            {"id": c.get("id"), "name": c.get("name"), "arguments": plain(c.get("args"))} for c in calls
+        ]
+    if getattr(msg, "tool_call_id", None):
+        out["tool_call_id"] = msg.tool_call_id
+    if getattr(msg, "name", None):
+        out["name"] = msg.name
+    if getattr(msg, "status", None) == "error":
+        out["status"] = "error"
+    return out
+
+
+class TrajdebugTracer(BaseTracer):
+    """A LangChain tracer that turns each top-level LangChain run into a trajdebug `Run`.
+
+    Args:
+        store: A `trajdebug.store.Store`, or a path to one, to save each run into.
+        path: A JSONL file to append each run's records to.
+        metadata: Metadata added to every run.
+        infer: Add content-matched dependencies (`trajdebug.analysis.infer`) to each run.
+    """
+
+    name: str = "trajdebug"
+
+    def __init__(
+        self,
+        *,
+        store: Any = None,
+        path: str | Path | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        infer: bool = True,
+    ) -> None:
+        super().__init__(_schema_format="original+chat")
+        self.runs: list[Run] = []
+        self._store = store
+        self._path = Path(path) if path is not None else None
+        self._metadata = dict(metadata or {})
+        self._infer = infer
+        self._lock = threading.Lock()
+        self._exceptions: dict[str, BaseException] = {}
+        self._chat_inputs: dict[str, Any] = {}
+        self._llm_outputs: dict[str, Any] = {}
+        self._tool_outputs: dict[str, Any] = {}
+
+    # -- capture what BaseTracer flattens to strings ---------------------------------
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any
+    ) -> Any:
+        """Keep the chat messages in OpenAI shape, then let BaseTracer record the run."""
+        self._chat_inputs[str(run_id)] = [[message_dict(m) for m in batch] for batch in messages]
+        return super().on_chat_model_start(serialized, messages, run_id=run_id, **kwargs)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> Any:
+        """Keep the first generation (message or text)."""
+        gens = response.generations[0] if response.generations else []
+        if gens:
+            g = gens[0]
+            msg = getattr(g, "message", None)
+            self._llm_outputs[str(run_id)] = message_dict(msg) if msg is not None else g.text
+        return super().on_llm_end(response, run_id=run_id, **kwargs)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> Any:
+        """Keep the tool's output object (a ``ToolMessage`` carries an error status)."""
+        self._tool_outputs[str(run_id)] = output
+        return super().on_tool_end(output, run_id=run_id, **kwargs)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> Any:
+        """Keep the exception object (for its type, traceback and identity)."""
+        self._exceptions[str(run_id)] = error
+        return super().on_chain_error(error, run_id=run_id, **kwargs)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> Any:
+        """Keep the exception object."""
+        self._exceptions[str(run_id)] = error
+        return super().on_llm_error(error, run_id=run_id, **kwargs)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> Any:
+        """Keep the exception object."""
+        self._exceptions[str(run_id)] = error
+        return super().on_tool_error(error, run_id=run_id, **kwargs)
+
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> Any:
+        """Keep the exception object."""
+        self._exceptions[str(run_id)] = error
+        return super().on_retriever_error(error, run_id=run_id, **kwargs)
+
+    # -- conversion -------------------------------------------------------------------
+
+    def _persist_run(self, run: LCRun) -> None:
+        converted = self._convert(run)
+        with self._lock:
+            self.runs.append(converted)
+        self._save(converted)
+
+    def to_run(self) -> Run:
+        """The trajdebug run of the most recent top-level LangChain call.
+
+        Raises:
+            LookupError: no top-level call has finished yet.
+        """
+        if not self.runs:
+            raise LookupError("no LangChain run has finished under this tracer yet")
+        return self.runs[-1]
+
+    def _save(self, run: Run) -> None:
+        if self._store is not None:
+            from trajdebug.store import Store
+
+            if isinstance(self._store, Store):
+                self._store.save_run(run)
+            else:
+                with Store(self._store) as st:
+                    st.save_run(run)
+        if self._path is not None:
+            from trajdebug._encode import dumps_str
+            from trajdebug.format import run_to_records
+
+            with self._lock, self._path.open("a", encoding="utf-8") as fh:
+                for rec in run_to_records(run):
+                    fh.write(dumps_str(rec) + "\n")
+
+    def _convert(self, root: LCRun) -> Run:
+        order: list[LCRun] = []
+        stack = [root]
+        while stack:  # pre-order: parents before children
+            r = stack.pop()
+            order.append(r)
+            stack.extend(
+                sorted(r.child_runs, key=lambda c: (c.start_time, c.dotted_order or ""), reverse=True)
+            )
+        steps: dict[str, Step] = {}
+        for r in order:
+            steps[str(r.id)] = self._step(r)
+        self._sequence_edges(order, steps)
+        self._tool_call_edges(order, steps)
+        errors = self._errors(order, steps)
+        self._retry_links(order, steps, errors)
+        root_step = steps[str(root.id)]
+        failed = root_step.status == "error" and not root_step.attributes.get("handled_error")
+        for key in [str(r.id) for r in order]:
+            self._exceptions.pop(key, None)
+            self._chat_inputs.pop(key, None)
+            self._llm_outputs.pop(key, None)
+            self._tool_outputs.pop(key, None)
+        ordered = sorted(steps.values(), key=lambda s: s.start_ns)
+        run = Run(
+            run_id=root.id.hex,
+            name=root.name,
+            start_ns=root_step.start_ns,
+            end_ns=root_step.end_ns,
+            outcome="failure" if failed else ("success" if root_step.end_ns is not None else "incomplete"),
+            failure_reason=root_step.error.message if failed and root_step.error else None,
+            metadata={
+                "source_format": "langchain",
+                **({"tags": list(root.tags)} if root.tags else {}),
+                **self._metadata,
+            },
+            steps=tuple(ordered),
+            errors=tuple(sorted(errors.values(), key=lambda e: e.stages[0].time_ns)),
+        )
+        return finish_run(run, infer=self._infer)
+
+    def _step(self, r: LCRun) -> Step:
+        key = str(r.id)
+        kind = _KIND.get(r.run_type, "other")
+        if r.run_type == "chain":
+            kind = "parse" if r.name.endswith("Parser") else ("agent" if r.child_runs else "other")
+        inp: Any = self._chat_inputs.get(key)
+        if inp is not None and len(inp) == 1:
+            inp = inp[0]
+        if inp is None:
+            inp = plain(r.inputs)
+            if isinstance(inp, dict) and len(inp) == 1 and r.run_type in ("llm", "chain") and "input" in inp:
+                inp = inp["input"]
+        out: Any = self._llm_outputs.get(key) if r.run_type in ("llm", "chat_model") else None
+        attrs: dict[str, Any] = {"langchain.run_type": r.run_type}
+        if r.tags:
+            attrs["tags"] = list(r.tags)
+        if (r.extra or {}).get("tool_call_id"):
+            attrs["tool_call_id"] = r.extra["tool_call_id"]
+        params = (r.extra or {}).get("invocation_params") or {}
+        model = (
+            params.get("model")
+            or params.get("model_name")
+            or (r.extra or {}).get("metadata", {}).get("ls_model_name")
+        )
+        if model:
+            attrs["model"] = str(model)
+        status, err = "ok", None
+        exc = self._exceptions.get(key)
+        if r.run_type == "tool" and key in self._tool_outputs:
+            tool_out = self._tool_outputs[key]
+            out = plain(getattr(tool_out, "content", tool_out))
+            if getattr(tool_out, "status", None) == "error":
+                status = "error"
+                err = ErrorInfo(type="ToolError", message=str(out))
+                attrs["handled_error"] = True
+        elif out is None and r.outputs is not None:
+            out = plain(r.outputs)
+            if isinstance(out, dict) and len(out) == 1 and next(iter(out)) in ("output", "documents"):
+                out = next(iter(out.values()))
+        if isinstance(out, dict) and out.get("tool_calls"):
+            attrs["tool_call_ids"] = [c["id"] for c in out["tool_calls"] if c.get("id")]
+        if exc is not None and is_control_flow(exc):
+            attrs["control_flow"] = type(exc).__name__
+        elif exc is not None or r.error:
+            status = "error"
+            err = ErrorInfo(
+                type=type(exc).__name__ if exc is not None else "Error",
+                message=str(exc) if exc is not None else str(r.error).strip().splitlines()[0],
+                traceback="".join(traceback.format_exception(exc))
+                if exc is not None and exc.__traceback__
+                else r.error,
+            )
+        retries = [e for e in r.events if e.get("name") == "retry"]
+        if retries:
+            attrs["retries"] = len(retries)
+        attempt = next((int(t.rsplit(":", 1)[1]) for t in r.tags or () if t.startswith("retry:attempt:")), 1)
+        start = _ns(r.start_time) or 0
+        return Step(
+            step_id=key,
+            name=r.name,
+            kind=kind,  # type: ignore[arg-type]
+            parent_id=str(r.parent_run_id) if r.parent_run_id else None,
+            input=inp,
+            output=out,
+            status=status,  # type: ignore[arg-type]
+            error=err,
+            start_ns=start,
+            end_ns=_ns(r.end_time),
+            attempt=attempt,
+            attributes=attrs,
+        )
+
+    @staticmethod
+    def _sequence_edges(order: Sequence[LCRun], steps: dict[str, Step]) -> None:
+        """A RunnableSequence feeds each child's output to the next child (declared data edges)."""
+        for r in order:
+            ser_id = (r.serialized or {}).get("id") or []
+            if r.name != "RunnableSequence" and ser_id[-1:] != ["RunnableSequence"]:
+                continue
+            kids = sorted(r.child_runs, key=lambda c: (c.start_time, c.dotted_order or ""))
+            for a, b in itertools.pairwise(kids):
+                s = steps[str(b.id)]
+                steps[str(b.id)] = _with_deps(s, [declared(str(a.id))])
+
+    @staticmethod
+    def _tool_call_edges(order: Sequence[LCRun], steps: dict[str, Step]) -> None:
+        """LLM -> tool -> LLM by tool-call id (declared data edges)."""
+        issued: dict[str, str] = {}
+        ran: dict[str, str] = {}
+        for r in order:
+            s = steps[str(r.id)]
+            for c in s.attributes.get("tool_call_ids", ()):
+                issued[c] = s.step_id
+            if s.kind == "tool" and s.attributes.get("tool_call_id"):
+                ran[str(s.attributes["tool_call_id"])] = s.step_id
+        for sid, s in list(steps.items()):
+            new: list[Dependency] = []
+            if s.kind == "tool" and s.attributes.get("tool_call_id") in issued:
+                new.append(declared(issued[s.attributes["tool_call_id"]]))
+            if s.kind == "llm" and isinstance(s.input, list):
+                for m in s.input:
+                    if isinstance(m, dict) and m.get("tool_call_id") in ran:
+                        new.append(declared(ran[m["tool_call_id"]]))
+            if new:
+                steps[sid] = _with_deps(s, new)
+
+    def _errors(self, order: Sequence[LCRun], steps: dict[str, Step]) -> dict[str, ErrorEvent]:
+        """One error event per exception object: occurred at the innermost step, propagated outwards."""
+        events: dict[str, ErrorEvent] = {}
+        by_exc: dict[int, str] = {}
+        depth = {str(r.id): 0 for r in order}
+        for r in order:
+            for c in r.child_runs:
+                depth[str(c.id)] = depth[str(r.id)] + 1
+        for r in sorted(order, key=lambda x: -depth[str(x.id)]):
+            key = str(r.id)
+            s = steps[key]
+            if s.error is None:
+                continue
+            t = s.end_ns or s.start_ns
+            exc = self._exceptions.get(key)
+            eid = by_exc.get(id(exc)) if exc is not None else None
+            if eid is not None:
+                e = events[eid]
+                events[eid] = _add_stage(e, StageChange("propagated", key, t))
+            else:
+                eid = f"{key}.0"
+                stages = [StageChange("occurred", key, t)]
+                if s.attributes.get("handled_error"):
+                    stages.append(
+                        StageChange(
+                            "recovered", key, t, "handled by the tool: the error text went back to the model"
+                        )
+                    )
+                cause = exc.__cause__ or exc.__context__ if exc is not None else None
+                parent_error = by_exc.get(id(cause)) if cause is not None else None
+                events[eid] = ErrorEvent(
+                    eid, key, s.error.type, s.error.message, parent_error, tuple(stages), s.attempt
+                )
+                if exc is not None:
+                    by_exc[id(exc)] = eid
+            steps[key] = _replace(s, error=_replace(s.error, error_id=eid))
+            if r.parent_run_id is None and events[eid].stage != "recovered":
+                events[eid] = _add_stage(
+                    events[eid], StageChange("failed", key, t, "the error reached the top-level run")
+                )
+        for r in order:  # failed attempts inside one LLM call (tenacity, on_retry)
+            for n, ev in enumerate(e for e in r.events if e.get("name") == "retry"):
+                kw = ev.get("kwargs") or {}
+                if kw.get("outcome") != "failed":
+                    continue
+                key = str(r.id)
+                t = _ns(ev.get("time")) or steps[key].start_ns
+                eid = f"{key}.retry{n + 1}"
+                attempt = int(kw.get("attempt", n + 1))
+                events[eid] = ErrorEvent(
+                    eid,
+                    key,
+                    str(kw.get("exception_type", "Error")),
+                    str(kw.get("exception", "")),
+                    None,
+                    (
+                        StageChange("occurred", key, t),
+                        StageChange("recovered", key, t, f"retried (attempt {attempt + 1})"),
+                    ),
+                    attempt,
+                    {"retry": True},
+                )
+        return events
+
+    @staticmethod
+    def _retry_links(order: Sequence[LCRun], steps: dict[str, Step], errors: dict[str, ErrorEvent]) -> None:
+        """RunnableRetry attempts: each retries the previous sibling attempt, whose error it recovers."""
+        for r in order:
+            attempts = sorted(
+                (
+                    c
+                    for c in r.child_runs
+                    if steps[str(c.id)].attempt > 1 or any(t.startswith("retry:") for t in c.tags or ())
+                ),
+                key=lambda c: steps[str(c.id)].attempt,
+            )
+            if not attempts:
+                continue
+            first = [c for c in r.child_runs if c not in attempts and c.name == attempts[0].name]
+            chain = sorted(first, key=lambda c: c.start_time)[-1:] + attempts
+            for prev, cur in itertools.pairwise(chain):
+                p, c = steps[str(prev.id)], steps[str(cur.id)]
+                steps[str(cur.id)] = _replace(c, retry_of=p.step_id)
+                if p.error is not None and p.error.error_id in errors:
+                    e = errors[p.error.error_id]
+                    if e.stage == "occurred":
+                        errors[e.error_id] = _add_stage(
+                            e,
+                            StageChange("recovered", c.step_id, c.start_ns, f"retried (attempt {c.attempt})"),
+                        )
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    from trajdebug.model import replace
+
+    return replace(obj, **changes)
+
+
+def _with_deps(step: Step, new: list[Dependency]) -> Step:
+    out: Step = _replace(step, deps=add_deps(step.deps, new, step.step_id))
+    return out
+
+
+def _add_stage(e: ErrorEvent, change: StageChange) -> ErrorEvent:
+    out: ErrorEvent = _replace(e, stages=(*e.stages, change))
+    return out
+
+
+__all__ = ["CONTROL_FLOW_EXCEPTIONS", "TrajdebugTracer", "is_control_flow", "message_dict", "plain"]

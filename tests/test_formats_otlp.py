@@ -1,0 +1,547 @@
+"""Tests for the OTLP/JSON importer, on real OpenTelemetry SDK output."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trajdebug.format import FormatError
+from trajdebug.formats import import_path, sniff
+from trajdebug.formats.otlp import any_value, hex_id, read_otlp, runs_from_otlp
+from trajdebug.model import Run
+
+
+otel_sdk = pytest.importorskip(
+    "opentelemetry.sdk.trace", reason="opentelemetry-sdk is needed for real SDK output"
+)
+
+from opentelemetry import trace  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+
+# -- encoding real SDK spans as OTLP/JSON ------------------------------------------
+
+
+def _any(v: Any) -> dict[str, Any]:
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    if isinstance(v, float):
+        return {"doubleValue": v}
+    if isinstance(v, (list, tuple)):
+        return {"arrayValue": {"values": [_any(x) for x in v]}}
+    return {"stringValue": str(v)}
+
+
+def _kvs(attrs: Any) -> list[dict[str, Any]]:
+    return [{"key": k, "value": _any(v)} for k, v in (attrs or {}).items()]
+
+
+def encode_hex(spans: tuple[ReadableSpan, ...]) -> dict[str, Any]:
+    """The OTLP/JSON encoding of SDK spans as the spec writes it: hex ids, integer enums, int64 as strings."""
+    by_resource: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+    for s in spans:
+        ctx = s.get_span_context()
+        out: dict[str, Any] = {
+            "traceId": f"{ctx.trace_id:032x}",
+            "spanId": f"{ctx.span_id:016x}",
+            "name": s.name,
+            "kind": s.kind.value + 1,  # the SDK's SpanKind starts at INTERNAL=0; OTLP has UNSPECIFIED=0
+            "startTimeUnixNano": str(s.start_time),
+            "endTimeUnixNano": str(s.end_time),
+            "attributes": _kvs(s.attributes),
+            "events": [
+                {"timeUnixNano": str(e.timestamp), "name": e.name, "attributes": _kvs(e.attributes)}
+                for e in s.events
+            ],
+            "links": [
+                {
+                    "traceId": f"{ln.context.trace_id:032x}",
+                    "spanId": f"{ln.context.span_id:016x}",
+                    "attributes": _kvs(ln.attributes),
+                }
+                for ln in s.links
+            ],
+            "status": {"code": s.status.status_code.value, "message": s.status.description or ""},
+        }
+        if s.parent is not None:
+            out["parentSpanId"] = f"{s.parent.span_id:016x}"
+        by_resource.setdefault(id(s.resource), (s.resource, []))[1].append(out)
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _kvs(r.attributes)},
+                "scopeSpans": [{"scope": {"name": "test"}, "spans": sp}],
+            }
+            for r, sp in by_resource.values()
+        ]
+    }
+
+
+def encode_proto_json(spans: tuple[ReadableSpan, ...]) -> dict[str, Any]:
+    """The protobuf-JSON encoding the OTLP exporter's own encoder gives (base64 ids, enum names)."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    doc: dict[str, Any] = MessageToDict(encode_spans(spans))
+    return doc
+
+
+def _base64_ids(doc: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite a hex-id document with base64 ids (what protobuf JSON exporters emit)."""
+    text = json.dumps(doc)
+    out = json.loads(text)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k in ("traceId", "spanId", "parentSpanId"):
+                if isinstance(node.get(k), str):
+                    node[k] = base64.b64encode(bytes.fromhex(node[k])).decode()
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(out)
+    return out
+
+
+HAVE_PROTO = importlib.util.find_spec("opentelemetry.exporter.otlp.proto.common") is not None
+
+
+@pytest.fixture
+def tracer() -> Iterator[tuple[trace.Tracer, InMemorySpanExporter]]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield provider.get_tracer("agent-under-test"), exporter
+    provider.shutdown()
+
+
+# -- an instrumented agent ------------------------------------------------------------
+
+
+def support_agent(tracer: trace.Tracer, *, bad_lookup: bool = False) -> None:
+    """A small tool-calling agent instrumented with OpenInference and GenAI attributes.
+
+    The first tool fails and the agent recovers; the refund tool then fails and
+    the error escapes to the root span (the run fails).
+    """
+    with tracer.start_as_current_span(
+        "support-agent", attributes={"openinference.span.kind": "AGENT", "agent.name": "support"}
+    ):
+        with tracer.start_as_current_span(
+            "chat gpt-4o",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "llm.input_messages.0.message.role": "user",
+                "llm.input_messages.0.message.content": "refund order W1 for ana",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_1",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "lookup",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"user": "ana"}',
+            },
+        ) as llm1:
+            pass
+        try:
+            with tracer.start_as_current_span(
+                "execute_tool lookup",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.call.id": "call_1",
+                    "input.value": '{"user": "ana"}',
+                },
+            ) as tool:
+                if not bad_lookup:
+                    raise TimeoutError("lookup timed out")
+                tool.set_attribute("output.value", '{"user_id": "u-999", "orders": []}')
+        except TimeoutError:
+            pass
+        with tracer.start_as_current_span(
+            "chat gpt-4o",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "gpt-4o",
+                "llm.input_messages.0.message.role": "tool",
+                "llm.input_messages.0.message.tool_call_id": "call_1",
+                "llm.input_messages.0.message.content": "lookup timed out",
+                "output.value": "refund W1",
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "refund",
+            links=[trace.Link(llm1.get_span_context(), {"reason": "uses the plan"})],
+            attributes={"traceloop.span.kind": "tool"},
+        ):
+            raise PermissionError("refund not allowed")
+
+
+def _run(
+    tracer_fixture: tuple[trace.Tracer, InMemorySpanExporter], program: Callable[[trace.Tracer], None]
+) -> tuple[ReadableSpan, ...]:
+    tr, exporter = tracer_fixture
+    with pytest.raises(PermissionError):
+        program(tr)
+    return exporter.get_finished_spans()
+
+
+def _graph(run: Run) -> tuple[Any, ...]:
+    return tuple(
+        (
+            s.step_id,
+            s.name,
+            s.kind,
+            s.parent_id,
+            s.status,
+            sorted((d.step_id, d.kind, d.origin) for d in s.deps if d.origin != "inferred"),
+        )
+        for s in run.steps
+    )
+
+
+class TestRealSdkOutput:
+    """Spans from the OpenTelemetry SDK import with the right kinds, errors and edges."""
+
+    def test_kinds_parents_and_ids(self, tracer: Any) -> None:
+        """Each span is one step, its id the span id in lowercase hex, with the kind its attributes declare."""
+        spans = _run(tracer, support_agent)
+        [run] = runs_from_otlp([encode_hex(spans)]).runs
+        by_name = {}
+        for s in run.steps:
+            by_name.setdefault(s.name, []).append(s)
+        root = by_name["support-agent"][0]
+        assert run.run_id == f"{spans[0].context.trace_id:032x}"
+        assert {s.step_id for s in run.steps} == {f"{s.context.span_id:016x}" for s in spans}
+        assert root.kind == "agent"
+        assert root.parent_id is None
+        assert [s.kind for s in by_name["chat gpt-4o"]] == ["llm", "llm"]
+        assert by_name["execute_tool lookup"][0].kind == "tool"
+        assert by_name["refund"][0].kind == "tool"
+        assert all(s.parent_id == root.step_id for s in run.steps if s is not root)
+        assert all(s.agent == "support" for s in run.steps)
+        # source_index maps each step back to its span in the source document
+        assert all(
+            f"{spans[s.source_index].context.span_id:016x}" == s.step_id
+            for s in run.steps
+            if s.source_index is not None
+        )
+        assert sorted(s.source_index for s in run.steps if s.source_index is not None) == list(
+            range(len(spans))
+        )
+
+    def test_errors_dedupe_propagation_and_outcome(self, tracer: Any) -> None:
+        """An exception recorded at the tool and again at the root is one error that propagated and failed the run."""
+        spans = _run(tracer, support_agent)
+        [run] = runs_from_otlp([encode_hex(spans)]).runs
+        steps = {s.name: s for s in run.steps}
+        assert run.outcome == "failure"
+        assert run.failure_reason == "refund not allowed"
+        assert len(run.errors) == 2
+        timeout, refused = run.errors
+        assert (timeout.type, timeout.message) == ("TimeoutError", "lookup timed out")
+        assert [c.stage for c in timeout.stages] == ["occurred"]
+        assert refused.step_id == steps["refund"].step_id
+        assert [c.stage for c in refused.stages] == ["occurred", "propagated", "failed"]
+        assert refused.stages[1].step_id == steps["support-agent"].step_id
+        assert steps["refund"].error is not None
+        assert steps["refund"].error.traceback
+        assert steps["support-agent"].error is not None
+        assert steps["support-agent"].error.error_id == refused.error_id == steps["refund"].error.error_id
+
+    def test_tool_call_ids_and_links_become_edges(self, tracer: Any) -> None:
+        """LLM -> tool -> LLM by tool-call id, and a span link, are declared dependencies."""
+        spans = _run(tracer, support_agent)
+        [run] = runs_from_otlp([encode_hex(spans)]).runs
+        llm1, llm2 = (s for s in run.steps if s.kind == "llm")
+        tool = next(s for s in run.steps if s.name == "execute_tool lookup")
+        refund = next(s for s in run.steps if s.name == "refund")
+        assert ("declared", "data") in {(d.origin, d.kind) for d in tool.deps if d.step_id == llm1.step_id}
+        assert any(d.step_id == tool.step_id and d.origin == "declared" for d in llm2.deps)
+        assert any(d.step_id == llm1.step_id and d.origin == "declared" for d in refund.deps)
+        assert llm1.attributes["tool_call_ids"] == ["call_1"]
+        assert tool.attributes["tool_call_id"] == "call_1"
+        assert llm1.input == [{"role": "user", "content": "refund order W1 for ana"}]
+        assert llm1.output[0]["tool_calls"] == [
+            {"id": "call_1", "name": "lookup", "arguments": {"user": "ana"}}
+        ]
+        assert llm2.output == "refund W1"
+
+    def test_hex_and_base64_encodings_give_the_same_run(self, tracer: Any) -> None:
+        """The same spans with hex ids and with base64 ids import to the same graph."""
+        spans = _run(tracer, support_agent)
+        doc = encode_hex(spans)
+        [a] = runs_from_otlp([doc]).runs
+        [b] = runs_from_otlp([_base64_ids(doc)]).runs
+        assert _graph(a) == _graph(b)
+        assert a.errors == b.errors
+
+    @pytest.mark.skipif(not HAVE_PROTO, reason="opentelemetry-exporter-otlp-proto-common is not installed")
+    def test_exporter_encoder_output(self, tracer: Any) -> None:
+        """The OTLP exporter's own protobuf-JSON encoding (base64 ids, enum names) imports like the spec encoding."""
+        spans = _run(tracer, support_agent)
+        [a] = runs_from_otlp([encode_hex(spans)]).runs
+        [b] = runs_from_otlp([encode_proto_json(spans)]).runs
+        assert _graph(a) == _graph(b)
+        assert [(e.type, e.message, [c.stage for c in e.stages]) for e in a.errors] == [
+            (e.type, e.message, [c.stage for c in e.stages]) for e in b.errors
+        ]
+
+    def test_injected_root_cause_is_found(self, tracer: Any) -> None:
+        """A user id hallucinated by the LLM (the injected fault) is the top root cause after import; the clean run succeeds."""
+        pipeline = pytest.importorskip(
+            "trajdebug.analysis.pipeline", reason="the analysis pipeline is not installed yet"
+        )
+        tr, exporter = tracer
+        refund_agent(tr, decided_user="u-123")
+        [clean] = runs_from_otlp([encode_hex(exporter.get_finished_spans())]).runs
+        exporter.clear()
+        with pytest.raises(PermissionError):
+            refund_agent(tr, decided_user="u-999")
+        [run] = runs_from_otlp([encode_hex(exporter.get_finished_spans())]).runs
+        assert clean.outcome == "success"
+        assert run.outcome == "failure"
+        report = pipeline.analyze(run, top=3).to_dict()
+        decide = next(s for s in run.steps if s.name == "decide")
+        assert report["root_causes"][0]["step_id"] == decide.step_id
+        assert report["root_causes"][0]["source_index"] == decide.source_index
+
+
+def refund_agent(tracer: trace.Tracer, *, decided_user: str) -> None:
+    """Look a user up, then refund their order as the LLM decides; the refund fails for the wrong user."""
+    with tracer.start_as_current_span("refund-agent", attributes={"openinference.span.kind": "AGENT"}):
+        with tracer.start_as_current_span(
+            "plan",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "input.value": "refund order W1 for ana",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c1",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "lookup",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"name": "ana"}',
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "execute_tool lookup",
+            attributes={"openinference.span.kind": "TOOL", "tool.id": "c1", "input.value": '{"name": "ana"}'},
+        ) as lookup:
+            lookup.set_attribute("output.value", json.dumps({"user_id": "u-123", "name": "ana"}))
+        args = json.dumps({"user_id": decided_user, "order": "W1"})
+        with tracer.start_as_current_span(
+            "decide",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.input_messages.0.message.role": "user",
+                "llm.input_messages.0.message.content": "refund order W1 for ana",
+                "llm.input_messages.1.message.role": "tool",
+                "llm.input_messages.1.message.tool_call_id": "c1",
+                "llm.input_messages.1.message.content": json.dumps({"user_id": "u-123", "name": "ana"}),
+                "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c2",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "refund",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": args,
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "execute_tool refund",
+            attributes={"openinference.span.kind": "TOOL", "tool.id": "c2", "input.value": args},
+        ) as refund:
+            if decided_user != "u-123":
+                raise PermissionError(f"order W1 does not belong to {decided_user}")
+            refund.set_attribute("output.value", "refunded")
+
+
+class TestFiles:
+    """Files as exporters and the collector write them."""
+
+    def test_one_envelope_per_line_and_a_trace_over_several_files(self, tracer: Any, tmp_path: Path) -> None:
+        """A trace split across lines and files, read from a directory, is one run; sniffing says otlp."""
+        spans = _run(tracer, support_agent)
+        halves = (spans[: len(spans) // 2], spans[len(spans) // 2 :])
+        d = tmp_path / "spans"
+        d.mkdir()
+        (d / "a.jsonl").write_text(
+            json.dumps(encode_hex(halves[0][:1])) + "\n" + json.dumps(encode_hex(halves[0][1:])) + "\n"
+        )
+        (d / "b.json").write_text(json.dumps(_base64_ids(encode_hex(halves[1])), indent=2))
+        assert sniff(d) == "otlp"
+        assert sniff(d / "b.json") == "otlp"
+        result = import_path(d)
+        [whole] = runs_from_otlp([encode_hex(spans)]).runs
+        assert result.problems == []
+        [run] = result.runs
+        assert _graph(run) == _graph(whole)
+
+    def test_malformed_record_is_reported_and_the_rest_loads(self, tracer: Any, tmp_path: Path) -> None:
+        """A bad line and a span with a bad id are problems naming the file and record; valid spans still load."""
+        spans = _run(tracer, support_agent)
+        doc = encode_hex(spans)
+        broken = json.loads(json.dumps(doc))
+        broken["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"] = "not-an-id"
+        f = tmp_path / "spans.jsonl"
+        f.write_text(json.dumps(doc) + "\n{not json\n" + json.dumps(broken) + "\n")
+        result = read_otlp(f)
+        assert len(result.runs) == 1
+        assert len(result.runs[0].steps) == len(spans)
+        messages = [str(p) for p in result.problems]
+        assert messages[0].startswith(f"{f}:2: not valid JSON")
+        assert messages[1].startswith(f"{f}:3: resourceSpans[0].scopeSpans[0].spans[0]:")
+        assert "'not-an-id'" in messages[1]
+
+    def test_nothing_readable_raises(self, tmp_path: Path) -> None:
+        """A JSON file with no OTLP envelope raises a FormatError naming the file."""
+        f = tmp_path / "x.json"
+        f.write_text('{"spans": []}')
+        with pytest.raises(FormatError, match=r"x\.json.*not an OTLP envelope"):
+            read_otlp(f)
+
+    def test_unfinished_span_makes_the_run_incomplete(self, tmp_path: Path) -> None:
+        """A span without an end time is unfinished, and so is its run."""
+        doc = {
+            "resourceSpans": [
+                {
+                    "scopeSpans": [
+                        {
+                            "spans": [
+                                {
+                                    "traceId": "ab" * 16,
+                                    "spanId": "cd" * 8,
+                                    "name": "agent",
+                                    "startTimeUnixNano": "5",
+                                    "kind": "SPAN_KIND_INTERNAL",
+                                }
+                            ]
+                        }
+                    ]
+                }
+            ]
+        }
+        [run] = runs_from_otlp([doc]).runs
+        assert run.outcome == "incomplete"
+        assert run.steps[0].end_ns is None
+        assert run.steps[0].kind == "other"
+
+
+class TestConventions:
+    """Attribute conventions and encodings."""
+
+    def test_any_value_forms(self) -> None:
+        """Every AnyValue form decodes to the plain value."""
+        assert any_value({"stringValue": "a"}) == "a"
+        assert any_value({"intValue": "12"}) == 12
+        assert any_value({"int_value": 3}) == 3
+        assert any_value({"doubleValue": 1.5}) == 1.5
+        assert any_value({"boolValue": True}) is True
+        assert any_value({"arrayValue": {"values": [{"intValue": "1"}, {"stringValue": "x"}]}}) == [1, "x"]
+        assert any_value({"kvlistValue": {"values": [{"key": "k", "value": {"boolValue": False}}]}}) == {
+            "k": False
+        }
+        assert any_value({}) is None
+
+    def test_hex_id_accepts_both_encodings(self) -> None:
+        """Ids decode from hex or base64 to lowercase hex; zero ids mean no id."""
+        assert hex_id("ABCDEF0123456789", 8) == "abcdef0123456789"
+        assert hex_id(base64.b64encode(bytes.fromhex("abcdef0123456789")).decode(), 8) == "abcdef0123456789"
+        assert hex_id("0" * 16, 8) is None
+        assert hex_id("", 16) is None
+        with pytest.raises(ValueError, match="neither 32 hex digits nor base64 of 16 bytes"):
+            hex_id("abc", 16)
+
+    def test_genai_messages_deprecated_names_and_traceloop(self) -> None:
+        """GenAI JSON messages, OpenLLMetry indexed prompts and traceloop kinds map to steps and edges."""
+        tid = "11" * 16
+        spans = [
+            {
+                "traceId": tid,
+                "spanId": "01" * 8,
+                "name": "workflow",
+                "startTimeUnixNano": "1",
+                "endTimeUnixNano": "9",
+                "attributes": _kvs({"traceloop.span.kind": "workflow", "traceloop.entity.name": "wf"}),
+            },
+            {
+                "traceId": tid,
+                "spanId": "02" * 8,
+                "parentSpanId": "01" * 8,
+                "name": "openai.chat",
+                "startTimeUnixNano": "2",
+                "endTimeUnixNano": "3",
+                "attributes": _kvs(
+                    {
+                        "gen_ai.system": "openai",
+                        "llm.request.type": "chat",
+                        "gen_ai.prompt.0.role": "user",
+                        "gen_ai.prompt.0.content": "weather?",
+                        "gen_ai.completion.0.role": "assistant",
+                        "gen_ai.completion.0.tool_calls.0.id": "c9",
+                        "gen_ai.completion.0.tool_calls.0.name": "weather",
+                        "gen_ai.completion.0.tool_calls.0.arguments": '{"city": "Oslo"}',
+                    }
+                ),
+            },
+            {
+                "traceId": tid,
+                "spanId": "03" * 8,
+                "parentSpanId": "01" * 8,
+                "name": "weather.tool",
+                "startTimeUnixNano": "4",
+                "endTimeUnixNano": "5",
+                "attributes": _kvs(
+                    {
+                        "traceloop.span.kind": "tool",
+                        "gen_ai.tool.call.id": "c9",
+                        "traceloop.entity.output": '{"t": 3}',
+                    }
+                ),
+                "status": {"code": "STATUS_CODE_ERROR", "message": "Error running tool (non-fatal)"},
+            },
+            {
+                "traceId": tid,
+                "spanId": "04" * 8,
+                "parentSpanId": "01" * 8,
+                "name": "chat",
+                "startTimeUnixNano": "6",
+                "endTimeUnixNano": "7",
+                "attributes": _kvs(
+                    {
+                        "gen_ai.operation.name": "chat",
+                        "gen_ai.input.messages": json.dumps(
+                            [
+                                {
+                                    "role": "tool",
+                                    "parts": [{"type": "tool_call_response", "id": "c9", "response": "3C"}],
+                                }
+                            ]
+                        ),
+                        "gen_ai.output.messages": json.dumps(
+                            [{"role": "assistant", "parts": [{"type": "text", "content": "3 degrees"}]}]
+                        ),
+                    }
+                ),
+            },
+        ]
+        [run] = runs_from_otlp([{"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}]).runs
+        wf, llm, tool, llm2 = run.steps
+        assert (wf.kind, llm.kind, tool.kind, llm2.kind) == ("agent", "llm", "tool", "llm")
+        assert llm.input == [{"role": "user", "content": "weather?"}]
+        assert any(d.step_id == llm.step_id for d in tool.deps)
+        assert any(d.step_id == tool.step_id for d in llm2.deps)
+        assert tool.output == {"t": 3}
+        assert llm2.output == [{"role": "assistant", "content": "3 degrees"}]
+        [err] = run.errors
+        assert [c.stage for c in err.stages] == ["occurred", "recovered"]
+        assert err.stages[1].step_id == wf.step_id
+        assert run.outcome == "success"
+        assert "gen_ai.prompt.0.role" not in llm.attributes
+        assert llm.attributes["gen_ai.system"] == "openai"

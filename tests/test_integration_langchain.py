@@ -1,0 +1,252 @@
+"""Tests for the LangChain tracer, on real langchain-core runnables and its fake chat models (no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+pytest.importorskip("langchain_core", reason="langchain-core is not installed")
+
+from langchain_core.language_models.fake import FakeListLLM
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.tools import ToolException, tool
+
+from trajdebug.format import read_jsonl
+from trajdebug.integrations.langchain import TrajdebugTracer, is_control_flow
+
+
+@tool
+def lookup(name: str) -> str:
+    """Find a user's id by name."""
+    if name != "ana":
+        raise ToolException(f"no user named {name}")
+    return "u-123"
+
+
+lookup.handle_tool_error = True
+
+
+def _by_name(run: Any, name: str) -> Any:
+    return next(s for s in run.steps if s.name == name)
+
+
+class TestPipelines:
+    """Chains, chat models, tools and parsers become steps with edges."""
+
+    def test_sequence_steps_and_edges(self, tmp_path: Path) -> None:
+        """prompt | chat model | parser: three steps under the sequence, each fed by the previous one."""
+        tracer = TrajdebugTracer(path=tmp_path / "runs.jsonl")
+        model = FakeMessagesListChatModel(responses=[AIMessage(content="Paris")])
+        chain = (
+            ChatPromptTemplate.from_messages([("human", "Capital of {country}?")]) | model | StrOutputParser()
+        )
+        assert chain.invoke({"country": "France"}, config={"callbacks": [tracer]}) == "Paris"
+        run = tracer.to_run()
+        seq = _by_name(run, "RunnableSequence")
+        prompt, llm, parser = (
+            _by_name(run, n) for n in ("ChatPromptTemplate", "FakeMessagesListChatModel", "StrOutputParser")
+        )
+        assert (seq.kind, llm.kind, parser.kind) == ("agent", "llm", "parse")
+        assert {prompt.parent_id, llm.parent_id, parser.parent_id} == {seq.step_id}
+        assert any(d.step_id == prompt.step_id and d.origin == "declared" for d in llm.deps)
+        assert any(d.step_id == llm.step_id and d.origin == "declared" for d in parser.deps)
+        assert llm.input == [{"role": "user", "content": "Capital of France?"}]
+        assert llm.output == {"role": "assistant", "content": "Paris"}
+        assert run.outcome == "success"
+        assert run.run_id == seq.step_id.replace("-", "")
+        [saved] = read_jsonl(tmp_path / "runs.jsonl").runs
+        assert saved.steps == run.steps
+
+    def test_tool_call_ids_link_llm_tool_llm(self) -> None:
+        """A tool call id links the model that asked, the tool that ran, and the model that read the result."""
+        tracer = TrajdebugTracer()
+        model = FakeMessagesListChatModel(
+            responses=[
+                AIMessage(
+                    content="", tool_calls=[{"name": "lookup", "args": {"name": "ana"}, "id": "call_1"}]
+                ),
+                AIMessage(content="ana is u-123"),
+            ]
+        )
+
+        def agent(question: str, config: RunnableConfig) -> str:
+            history: list[Any] = [HumanMessage(question)]
+            ai = model.invoke(history, config)
+            history += [ai, lookup.invoke(ai.tool_calls[0], config)]
+            return str(model.invoke(history, config).content)
+
+        RunnableLambda(agent).invoke("who is ana?", config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        first, second = (s for s in run.steps if s.kind == "llm")
+        tool_step = _by_name(run, "lookup")
+        assert tool_step.kind == "tool"
+        assert tool_step.attributes["tool_call_id"] == "call_1"
+        assert tool_step.output == "u-123"
+        assert any(d.step_id == first.step_id and d.origin == "declared" for d in tool_step.deps)
+        assert any(d.step_id == tool_step.step_id and d.origin == "declared" for d in second.deps)
+
+
+class TestErrors:
+    """Errors counted once, handled tool errors, control flow, retries."""
+
+    def test_exception_is_one_error_that_propagates(self) -> None:
+        """An exception raised in a step is one error: occurred there, propagated through the sequence, failed the run."""
+        tracer = TrajdebugTracer()
+
+        def boom(x: str) -> str:
+            raise ValueError(f"bad input {x}")
+
+        chain = RunnableLambda(lambda x: x.upper()) | RunnableLambda(boom)
+        with pytest.raises(ValueError, match="bad input"):
+            chain.invoke("a", config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        [err] = run.errors
+        failing = _by_name(run, "boom")
+        assert err.step_id == failing.step_id
+        assert (err.type, err.message) == ("ValueError", "bad input A")
+        assert [c.stage for c in err.stages] == ["occurred", "propagated", "failed"]
+        assert run.outcome == "failure"
+        assert run.failure_reason == "bad input A"
+        assert failing.error is not None
+        assert "Traceback" in (failing.error.traceback or "")
+        assert all(s.error is None or s.error.error_id == err.error_id for s in run.steps)
+
+    def test_handled_tool_error_reported_through_on_tool_end(self) -> None:
+        """A tool error turned into a ToolMessage(status='error') is an error, recovered, and the run succeeds."""
+        tracer = TrajdebugTracer()
+        out = lookup.invoke(
+            {"name": "lookup", "args": {"name": "bob"}, "id": "call_9", "type": "tool_call"},
+            config={"callbacks": [tracer]},
+        )
+        assert isinstance(out, ToolMessage)
+        assert out.status == "error"
+        run = tracer.to_run()
+        [step] = run.steps
+        [err] = run.errors
+        assert step.status == "error"
+        assert step.error is not None
+        assert step.error.type == "ToolError"
+        assert err.message == "no user named bob"
+        assert [c.stage for c in err.stages] == ["occurred", "recovered"]
+        assert run.outcome == "success"
+
+    def test_graph_control_flow_is_not_an_error(self) -> None:
+        """An exception of LangGraph's GraphBubbleUp family (an interrupt) is control flow, not an error."""
+
+        class GraphBubbleUp(Exception):  # the names langgraph.errors uses; langgraph itself is not needed
+            pass
+
+        class GraphInterrupt(GraphBubbleUp):
+            pass
+
+        def ask_human(x: str) -> str:
+            raise GraphInterrupt("waiting for approval")
+
+        tracer = TrajdebugTracer()
+        with pytest.raises(GraphInterrupt):
+            (RunnableLambda(lambda x: x) | RunnableLambda(ask_human)).invoke(
+                "go", config={"callbacks": [tracer]}
+            )
+        run = tracer.to_run()
+        assert is_control_flow(GraphInterrupt())
+        assert not is_control_flow(ValueError())
+        assert run.errors == ()
+        assert all(s.status == "ok" for s in run.steps)
+        assert _by_name(run, "ask_human").attributes["control_flow"] == "GraphInterrupt"
+
+    def test_runnable_retry_attempts(self) -> None:
+        """with_retry: each attempt is a step retrying the previous one, whose error the retry recovers."""
+        calls = {"n": 0}
+
+        def flaky(x: str) -> str:
+            calls["n"] += 1
+            if calls["n"] < 3:
+                raise ConnectionError(f"attempt {calls['n']} failed")
+            return x
+
+        tracer = TrajdebugTracer()
+        RunnableLambda(flaky).with_retry(stop_after_attempt=3, wait_exponential_jitter=False).invoke(
+            "x", config={"callbacks": [tracer]}
+        )
+        run = tracer.to_run()
+        attempts = [
+            s for s in run.steps if s.name == "flaky" and s.parent_id is not None
+        ]  # under the RunnableRetry
+        assert [s.attempt for s in attempts] == [1, 2, 3]
+        assert [s.retry_of for s in attempts] == [None, attempts[0].step_id, attempts[1].step_id]
+        assert [[c.stage for c in e.stages] for e in run.errors] == [["occurred", "recovered"]] * 2
+        assert [e.stages[1].step_id for e in run.errors] == [attempts[1].step_id, attempts[2].step_id]
+        assert run.outcome == "success"
+
+    def test_on_retry_events_inside_an_llm_call(self) -> None:
+        """Failed attempts an LLM retries internally (reported through on_retry) are errors recovered by the retry."""
+        from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_none
+
+        class FlakyLLM(FakeListLLM):
+            failures: int = 2
+
+            def _call(self, prompt: str, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> str:
+                def attempt() -> str:
+                    if self.failures:
+                        self.failures -= 1
+                        raise TimeoutError("provider timed out")
+                    return super(FlakyLLM, self)._call(prompt, stop, run_manager, **kwargs)
+
+                retrying = Retrying(
+                    stop=stop_after_attempt(3),
+                    wait=wait_none(),
+                    retry=retry_if_exception_type(TimeoutError),
+                    before_sleep=run_manager.on_retry if run_manager else None,
+                    reraise=True,
+                )
+                return retrying(attempt)
+
+        tracer = TrajdebugTracer()
+        assert FlakyLLM(responses=["ok"]).invoke("hi", config={"callbacks": [tracer]}) == "ok"
+        run = tracer.to_run()
+        [step] = run.steps
+        assert step.kind == "llm"
+        assert step.status == "ok"
+        assert step.attributes["retries"] == 2
+        assert [(e.type, e.attempt, e.stage) for e in run.errors] == [
+            ("TimeoutError", 1, "recovered"),
+            ("TimeoutError", 2, "recovered"),
+        ]
+
+
+class TestRetrievers:
+    """Retrievers are retrieval steps whose documents feed what reads them."""
+
+    def test_retriever_step_and_documents(self) -> None:
+        """A retriever in a chain is a retrieval step with its documents as output, feeding the next step."""
+        from langchain_core.documents import Document
+        from langchain_core.retrievers import BaseRetriever
+
+        class KeywordRetriever(BaseRetriever):
+            docs: list[str]
+
+            def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+                words = set(query.lower().split())
+                return [Document(page_content=d) for d in self.docs if words & set(d.lower().split())]
+
+        retriever = KeywordRetriever(docs=["Refunds take 5 days.", "Shipping is free over $50."])
+        tracer = TrajdebugTracer()
+
+        def first_text(docs: list[Document]) -> str:
+            return docs[0].page_content
+
+        chain = retriever | RunnableLambda(first_text)
+        answer = chain.invoke("is shipping free", config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        step = next(s for s in run.steps if s.kind == "retrieval")
+        assert step.input == {"query": "is shipping free"}
+        assert [d["page_content"] for d in step.output] == [answer]
+        reader = next(s for s in run.steps if s.name == "first_text")
+        assert any(d.step_id == step.step_id and d.origin == "declared" for d in reader.deps)
