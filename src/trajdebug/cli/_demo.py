@@ -79,6 +79,12 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
     con.print("[bold]trajdebug demo[/]: a SQL reporting agent (its LLM is a scripted stand-in)")
     con.print(f"recorded into {target.path}\n", style="dim")
     render_run(run, con)
+    if run.errors:
+        from trajdebug.analysis.lifecycle import analyze_errors
+        from trajdebug.report.errors import render_errors
+
+        con.print()
+        render_errors(analyze_errors(run), con, run=run)
     if analysis is not None:
         from trajdebug.report.analysis import render_analysis
 

@@ -174,7 +174,6 @@ class StepHandle:
             # The first step started inside a retry attempt is that attempt.
             self.attempt, self.retry_of, reason = att
             _ATTEMPT.set(None)
-            run._last_attempt = self.id
             if reason:
                 self.set("retry_reason", reason)
 

@@ -72,7 +72,6 @@ class RunHandle:
         self._tracker: Any = None
         self._state: Any = None
         self._env_step: str | None = None
-        self._last_attempt: str | None = None
         self._tokens: list[Any] = []
         self._active = False
         self.start_ns = 0

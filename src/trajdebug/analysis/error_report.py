@@ -1,0 +1,190 @@
+"""The result of the error lifecycle analysis: each error's lifecycle, the error chains, the report.
+
+Produced by `trajdebug.analysis.lifecycle.analyze_errors`; rendered by
+`trajdebug.report.errors` and logged by `trajdebug.record.logging`.  Plain
+frozen dataclasses; ``to_dict`` gives their JSON form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trajdebug.analysis.severity import LinkKind, RuleHit
+from trajdebug.model import Outcome, Severity, Stage, StageChange
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorLifecycle:
+    """One error with its complete lifecycle, influence and severity."""
+
+    error_id: str
+    """The error's id."""
+    step_id: str
+    """The step where it occurred."""
+    step_name: str
+    """That step's name ("" when the step is not in the run)."""
+    type: str
+    """The exception class name or reported error kind."""
+    message: str
+    """The error message."""
+    parent_error_id: str | None
+    """The error that led to this one (recorded cause, or found by the analysis: see `link`)."""
+    link: LinkKind | None
+    """How the parent was found: ``cause``, ``retry``, ``nested`` or ``data``."""
+    stage: Stage
+    """The final stage."""
+    stages: tuple[StageChange, ...]
+    """The full history, oldest first (analysis-added entries have reasons starting ``analysis:``)."""
+    severity: Severity
+    """``WARN``, ``ERROR`` or ``CRITICAL``."""
+    silently_propagated: bool
+    """Left open in a failed run while its step's output was consumed downstream."""
+    blast_radius: tuple[str, ...]
+    """Steps downstream of its effect steps in the dependency graph (its own step excluded), in run
+    order: for a recovered or ignored error, the consumers of the value that replaced it count too."""
+    blast_truncated: bool
+    """Whether the blast radius was cut at `trajdebug.analysis.lifecycle.MAX_BLAST` steps (the nearest are kept)."""
+    touched_state: bool
+    """Whether its effect steps or its (whole) blast radius include a step that wrote shared state."""
+    state_keys: tuple[str, ...]
+    """The shared-state keys (or declared resources) written in the listed steps."""
+    reasons: tuple[str, ...]
+    """Why it has its severity and final stage."""
+    path: tuple[str, ...]
+    """Its propagation path: the step where it occurred, then each enclosing step it left."""
+    attempt: int = 1
+    """The attempt number of the step it occurred in."""
+    agent: str | None = None
+    """The agent of the step it occurred in."""
+    retry_reason: str | None = None
+    """Why its operation was retried (policy or model decision), when it was."""
+    time_ns: int = 0
+    """When it occurred."""
+    reported: bool = False
+    """Reported without raising (``s.error``, a tool's error payload)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "error_id": self.error_id,
+            "step_id": self.step_id,
+            "step_name": self.step_name,
+            "type": self.type,
+            "message": self.message,
+            "parent_error_id": self.parent_error_id,
+            "link": self.link,
+            "stage": self.stage,
+            "stages": [
+                {"stage": c.stage, "step_id": c.step_id, "time_ns": c.time_ns, "reason": c.reason}
+                for c in self.stages
+            ],
+            "severity": self.severity,
+            "silently_propagated": self.silently_propagated,
+            "blast_radius": list(self.blast_radius),
+            "blast_truncated": self.blast_truncated,
+            "touched_state": self.touched_state,
+            "state_keys": list(self.state_keys),
+            "reasons": list(self.reasons),
+            "path": list(self.path),
+            "attempt": self.attempt,
+            "agent": self.agent,
+            "retry_reason": self.retry_reason,
+            "time_ns": self.time_ns,
+            "reported": self.reported,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorChain:
+    """A chain of linked errors, origin first."""
+
+    chain_id: str
+    """``c1``, ``c2``, ... in report order (critical chains first)."""
+    error_ids: tuple[str, ...]
+    """The errors, from the origin to the last."""
+    links: tuple[LinkKind, ...]
+    """``links[i]`` is how ``error_ids[i + 1]`` is linked to ``error_ids[i]``."""
+    critical: bool
+    """Whether the chain ends in the run's failure (a Critical Failure)."""
+    score: int
+    """The sum of the weights of the rules that fired."""
+    reasons: tuple[RuleHit, ...]
+    """Every rule that fired, with its evidence."""
+    origin_step: str
+    """The step where the chain began."""
+    final_step: str
+    """The step where its last error occurred."""
+    step_ids: tuple[str, ...] = ()
+    """The steps where its errors occurred, in chain order (repeats removed)."""
+    summary: str = ""
+    """One line for humans: the errors, their steps and links, the final stage, the rules."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "chain_id": self.chain_id,
+            "summary": self.summary,
+            "step_ids": list(self.step_ids),
+            "error_ids": list(self.error_ids),
+            "links": list(self.links),
+            "critical": self.critical,
+            "score": self.score,
+            "reasons": [r.to_dict() for r in self.reasons],
+            "origin_step": self.origin_step,
+            "final_step": self.final_step,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReport:
+    """The lifecycle analysis of one run."""
+
+    run_id: str
+    """The run."""
+    outcome: Outcome
+    """The run's outcome."""
+    errors: tuple[ErrorLifecycle, ...]
+    """Every error, in order of occurrence."""
+    chains: tuple[ErrorChain, ...]
+    """Every chain: critical ones first, then by score."""
+    failure_steps: tuple[str, ...] = ()
+    """The steps where the run's failure surfaced (empty unless the run failed)."""
+
+    def critical_chains(self) -> list[ErrorChain]:
+        """The chains that end in the run's failure."""
+        return [c for c in self.chains if c.critical]
+
+    def error(self, error_id: str) -> ErrorLifecycle:
+        """The error with this id.
+
+        Raises:
+            KeyError: no such error.
+        """
+        for e in self.errors:
+            if e.error_id == error_id:
+                return e
+        raise KeyError(f"run {self.run_id} has no error {error_id!r}")
+
+    def lineage(self, error_id: str) -> list[ErrorLifecycle]:
+        """The error and its ancestors, origin first."""
+        by_id = {e.error_id: e for e in self.errors}
+        out: list[ErrorLifecycle] = []
+        cur: ErrorLifecycle | None = self.error(error_id)
+        while cur is not None and cur not in out:
+            out.append(cur)
+            cur = by_id.get(cur.parent_error_id) if cur.parent_error_id else None
+        return out[::-1]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form: ``{"errors": [...], "chains": [...]}`` plus the run id, outcome and failure steps."""
+        return {
+            "run_id": self.run_id,
+            "outcome": self.outcome,
+            "failure_steps": list(self.failure_steps),
+            "errors": [e.to_dict() for e in self.errors],
+            "chains": [c.to_dict() for c in self.chains],
+        }
+
+
+__all__ = ["ErrorChain", "ErrorLifecycle", "ErrorReport"]

@@ -1,0 +1,545 @@
+"""Error lifecycle analysis: every error from occurrence through propagation to its end.
+
+The recorder (`trajdebug.record.errors`) writes what it sees at run time: one
+error event per exception, its ``propagated`` stages up the step tree, its
+cause, ``recovered`` when a retry succeeded, ``ignored`` for a fallback,
+``failed`` when it escaped the run.  This module completes the picture with
+what only hindsight and the dependency graph show:
+
+1. **Links.**  Each error gets at most one parent error, found in this order:
+   the recorded cause (``cause``); the previous attempt's error when the error
+   is in a retry attempt (``retry``); the latest earlier unhandled error inside
+   its step (the step itself or its sub-steps, e.g. a sub-agent that joined
+   from another process: ``nested``); else the latest earlier error whose *effect* reaches its step
+   along data or state edges (``data``), so that a retry which "succeeded"
+   with bad data stays in the lineage of the step that later fails.  An
+   error's effect is its propagation path plus the steps whose value replaced
+   it (the successful attempt, the fallback).  Parents are always earlier
+   errors, so the links form a forest.
+2. **Final stages** for errors the runtime left open: ``recovered`` when a
+   later attempt of its step succeeded (payload errors, imported runs);
+   ``failed`` when the run failed and its step's output reached the failure
+   (a dynamic backward slice from the failing step, Korel & Laski 1988), or
+   when a later error in its chain failed.  Recovered and ignored errors stay
+   so.  Each change is added to the stage history with the step and time, its
+   reason prefixed ``analysis:``.
+3. **Silent propagation**: an error still open in a failed run whose step's
+   output was consumed outside the steps that enclose it.
+4. **Influence**: the blast radius (forward slice of its effect steps) and
+   whether it reached a step that wrote shared state.
+5. **Chains and severity** (`trajdebug.analysis.severity`): root-to-leaf
+   paths of the forest, scored by stated rules; critical chains first.
+
+Forward and backward reach for all errors at once is computed with one pass
+over a topological order carrying a bitset of error indexes per step
+(O((V + E) * errors / 64) word operations), not one slice per error.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from trajdebug.analysis.error_report import ErrorChain, ErrorLifecycle, ErrorReport
+from trajdebug.analysis.graph import DependencyGraph
+from trajdebug.analysis.severity import ErrorFacts, LinkKind, RuleHit, grade, score_chain
+from trajdebug.model import ErrorEvent, Run, Stage, StageChange, Step
+
+
+TERMINAL: frozenset[str] = frozenset({"recovered", "ignored", "failed"})
+"""Stages that end an error's lifecycle."""
+
+ANALYSIS_PREFIX = "analysis: "
+"""Prefix of the reason of every stage the analysis (not the recorder) added."""
+
+_DATA_KINDS = frozenset({"data", "state"})
+
+MAX_BLAST = 500
+"""At most this many steps are listed in an error's blast radius (nearest first; see ``blast_truncated``)."""
+
+
+# -- working state -----------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class _Err:
+    """Mutable per-error state while the analysis runs."""
+
+    ev: ErrorEvent
+    time: int
+    path: list[str]
+    runtime_stage: Stage
+    ended: list[str]
+    index: int = 0
+    parent: _Err | None = None
+    link: LinkKind | None = None
+    children: list[_Err] = field(default_factory=list)
+    stage: Stage = "occurred"
+    added: list[StageChange] = field(default_factory=list)
+    silent: bool = False
+    blast: list[str] = field(default_factory=list)
+    state_keys: list[str] = field(default_factory=list)
+    touched: bool = False
+    truncated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def open(self) -> bool:
+        return self.stage not in TERMINAL
+
+    def end(self, stage: Stage, step_id: str | None, time_ns: int, reason: str) -> None:
+        self.stage = stage
+        self.added.append(StageChange(stage, step_id, time_ns, ANALYSIS_PREFIX + reason))
+        self.notes.append(reason)
+
+
+def _prepare(run: Run, steps: dict[str, Step]) -> list[_Err]:
+    work: list[_Err] = []
+    seen: set[str] = set()
+    for i, ev in enumerate(run.errors):
+        if ev.error_id in seen:
+            continue
+        seen.add(ev.error_id)
+        step = steps.get(ev.step_id)
+        t = 0
+        if ev.stages:
+            t = ev.stages[0].time_ns
+        elif step is not None:
+            t = step.end_ns or step.start_ns
+        path = [ev.step_id] if step is not None else []
+        ended: list[str] = []
+        last: Stage = "occurred"
+        for c in ev.stages:
+            if c.stage == "propagated":
+                if c.step_id in steps and c.step_id not in path:
+                    path.append(c.step_id)
+                if last not in TERMINAL:
+                    last = "propagated"
+            elif c.stage in TERMINAL:
+                last = c.stage
+                if c.stage != "failed" and c.step_id in steps:
+                    ended.append(c.step_id)
+        w = _Err(ev, t, path, last, ended, index=i)
+        w.stage = last
+        work.append(w)
+    work.sort(key=lambda w: (w.time, w.index))
+    for i, w in enumerate(work):
+        w.index = i
+    return work
+
+
+def _ancestors(steps: dict[str, Step], step_id: str) -> Iterator[str]:
+    """The enclosing steps of a step, innermost first."""
+    seen = {step_id}
+    cur = steps.get(step_id)
+    while cur is not None and cur.parent_id is not None and cur.parent_id not in seen:
+        seen.add(cur.parent_id)
+        yield cur.parent_id
+        cur = steps.get(cur.parent_id)
+
+
+def _bits(mask: int) -> Iterator[int]:
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+# -- 2a. recoveries the runtime could not see ------------------------------------
+
+
+def _retried_by(run: Run, steps: dict[str, Step]) -> dict[str, list[Step]]:
+    """For each step that was retried, the attempts that retried it."""
+    out: dict[str, list[Step]] = {}
+    for s in run.steps:
+        if s.retry_of is not None and s.retry_of in steps:
+            out.setdefault(s.retry_of, []).append(s)
+    return out
+
+
+def _recover_by_retry(
+    work: Sequence[_Err], retried_by: dict[str, list[Step]], steps: dict[str, Step]
+) -> None:
+    """Open errors whose step (or an enclosing attempt) was retried by a later attempt that succeeded end ``recovered``."""
+    if not retried_by:
+        return
+    for w in work:
+        if not w.open:
+            continue
+        # The attempt may be the error's step, a step it left, or a step enclosing them.
+        scope = dict.fromkeys([*w.path, *(a for sid in w.path for a in _ancestors(steps, sid))])
+        stack = [t for sid in scope for t in retried_by.get(sid, ())]
+        seen: set[str] = set()
+        while stack:
+            t = stack.pop()
+            if t.step_id in seen:
+                continue
+            seen.add(t.step_id)
+            if t.status == "ok":
+                w.end(
+                    "recovered",
+                    t.step_id,
+                    t.end_ns or t.start_ns,
+                    f"attempt {t.attempt} ({t.name}#{t.step_id[-6:]}) succeeded",
+                )
+                w.ended.append(t.step_id)
+                break
+            stack.extend(retried_by.get(t.step_id, ()))
+
+
+# -- 1. links ------------------------------------------------------------------------
+
+
+def _reach(graph: DependencyGraph, seeds: dict[str, int], kinds: frozenset[str] | None) -> dict[str, int]:
+    """For each step, the bitset of errors whose seed steps reach it (seeds included)."""
+    reach: dict[str, int] = {}
+    for sid in graph.topological_order():
+        r = seeds.get(sid, 0)
+        for d in graph.parents(sid):
+            if kinds is None or d.kind in kinds:
+                r |= reach.get(d.step_id, 0)
+        if r:
+            reach[sid] = r
+    return reach
+
+
+def _effects(work: Sequence[_Err]) -> dict[str, int]:
+    seeds: dict[str, int] = {}
+    for w in work:
+        for sid in {*w.path, *w.ended}:
+            seeds[sid] = seeds.get(sid, 0) | (1 << w.index)
+    return seeds
+
+
+def _link(work: list[_Err], graph: DependencyGraph, steps: dict[str, Step]) -> None:
+    by_id = {w.ev.error_id: w for w in work}
+    by_step: dict[str, list[_Err]] = {}
+    under: dict[str, list[_Err]] = {}
+    for w in work:
+        for sid in w.path:
+            by_step.setdefault(sid, []).append(w)
+        # Indexed under its own step and every enclosing step: "inside" them.
+        for a in (w.ev.step_id, *_ancestors(steps, w.ev.step_id)):
+            under.setdefault(a, []).append(w)
+    inside = {a: sum(1 << c.index for c in errs) for a, errs in under.items()}
+    seeds = _effects(work)
+    upstream = _reach(graph, seeds, _DATA_KINDS)
+
+    def attach(w: _Err, parent: _Err, kind: LinkKind) -> None:
+        w.parent, w.link = parent, kind
+        parent.children.append(w)
+
+    for w in work:
+        origin = w.ev.step_id
+        pid = w.ev.parent_error_id
+        cause = by_id.get(pid) if pid is not None else None
+        prev = _previous_attempt_error(w, steps, by_id, by_step)
+        if cause is not None and cause is not w and not _is_ancestor(w, cause):
+            # A cause that is the previous attempt's error (the same exception
+            # object raised again by the next attempt) is a retry.
+            attach(w, cause, "retry" if cause is prev else "cause")
+            continue
+        if prev is not None:
+            attach(w, prev, "retry")
+            continue
+        nested = [
+            c
+            for c in under.get(origin, ())
+            if c.index < w.index and c.runtime_stage not in ("recovered", "ignored")
+        ]
+        if nested:
+            attach(w, nested[-1], "nested")
+            continue
+        if origin not in steps:
+            continue
+        mask = seeds.get(origin, 0) & ~(1 << w.index)
+        for d in graph.parents(origin):
+            if d.kind in _DATA_KINDS:
+                mask |= upstream.get(d.step_id, 0)
+        # Errors inside the step are the nested rule's business: a recovered
+        # one there says nothing about data the step consumed.
+        mask &= ((1 << w.index) - 1) & ~inside.get(origin, 0)
+        if mask:
+            attach(w, work[mask.bit_length() - 1], "data")
+
+
+def _is_ancestor(w: _Err, candidate: _Err) -> bool:
+    """Whether linking ``w`` under ``candidate`` would close a cycle."""
+    cur: _Err | None = candidate
+    hops = 0
+    while cur is not None and hops <= 100_000:
+        if cur is w:
+            return True
+        cur, hops = cur.parent, hops + 1
+    return False
+
+
+def _previous_attempt_error(
+    w: _Err, steps: dict[str, Step], by_id: dict[str, _Err], by_step: dict[str, list[_Err]]
+) -> _Err | None:
+    """The error of the attempt that the attempt containing ``w``'s step retried."""
+    for sid in w.path:
+        s = steps[sid]
+        if s.retry_of is None or s.retry_of not in steps:
+            continue
+        prev_step = steps[s.retry_of]
+        cand = by_id.get(prev_step.error.error_id) if prev_step.error and prev_step.error.error_id else None
+        if cand is None:
+            earlier = [c for c in by_step.get(prev_step.step_id, ()) if c.index < w.index]
+            cand = earlier[-1] if earlier else None
+        if cand is not None and cand.index < w.index:
+            return cand
+    return None
+
+
+# -- 2b. failures ----------------------------------------------------------------------
+
+
+def _failure_steps(run: Run, work: Sequence[_Err], steps: dict[str, Step]) -> list[str]:
+    """Where the run's failure surfaced: the origin of each error that escaped the run, else the final step.
+
+    A run failed by ``run.fail(...)`` (a wrong answer, a failed check) failed
+    at its final output (`trajdebug.analysis.detect.final_step`).
+    """
+    if run.outcome != "failure":
+        return []
+    escaped = [w.ev.step_id for w in work if w.runtime_stage == "failed" and w.ev.step_id in steps]
+    if escaped:
+        return list(dict.fromkeys(escaped))
+    from trajdebug.analysis.detect import final_step
+
+    final = final_step(run)
+    return [final.step_id] if final is not None else []
+
+
+def _decide_failures(run: Run, work: Sequence[_Err], graph: DependencyGraph, failure: Sequence[str]) -> None:
+    if run.outcome != "failure":
+        return
+    end = run.end_ns or max((s.end_ns or s.start_ns for s in run.steps), default=0)
+    if failure:
+        reached = graph.backward_slice(failure)
+        where = ", ".join(f"{graph.steps[f].name}#{f[-6:]}" for f in failure)
+        for w in work:
+            if w.open and any(sid in reached for sid in w.path):
+                w.end("failed", failure[-1], end, f"its step's output reached the run's failure at {where}")
+    # A chain that ends failed takes its open ancestors with it.
+    for w in reversed(work):
+        if w.stage != "failed":
+            continue
+        cur = w.parent
+        while cur is not None:
+            if cur.open:
+                cur.end(
+                    "failed", w.ev.step_id, end, f"its chain ends in the run's failure (via {w.ev.error_id})"
+                )
+            cur = cur.parent
+
+
+# -- 3, 4. silent propagation and influence --------------------------------------------
+
+
+def _forward(graph: DependencyGraph, seeds: Sequence[str], limit: int) -> tuple[list[str], bool]:
+    """Steps downstream of ``seeds`` in breadth-first order (nearest first), at most ``limit``."""
+    seen = set(seeds)
+    out: list[str] = []
+    queue = deque(seeds)
+    while queue:
+        for c, _ in graph.children(queue.popleft()):
+            if c not in seen:
+                if len(out) >= limit:
+                    return out, True
+                seen.add(c)
+                out.append(c)
+                queue.append(c)
+    return out, False
+
+
+def _influence(run: Run, work: Sequence[_Err], graph: DependencyGraph, steps: dict[str, Step]) -> None:
+    pos = {s.step_id: i for i, s in enumerate(run.steps)}
+    writers = [s for s in run.steps if s.kind == "state" or s.attributes.get("state_writes")]
+    touched_bits = 0
+    if writers:
+        # Exact even when a blast radius is cut: one bitset pass over the graph.
+        down = _reach(graph, _effects(work), None)
+        for s in writers:
+            touched_bits |= down.get(s.step_id, 0)
+    for w in work:
+        seeds = list(dict.fromkeys([*w.path, *w.ended]))
+        near, w.truncated = _forward(graph, seeds, MAX_BLAST)
+        reach = [sid for sid in dict.fromkeys([*seeds, *near]) if sid != w.ev.step_id]
+        reach.sort(key=lambda sid: pos.get(sid, 0))
+        w.blast = reach
+        w.touched = bool(touched_bits >> w.index & 1)
+        keys: set[str] = set()
+        for sid in (*seeds, *reach):
+            writes = steps[sid].attributes.get("state_writes")
+            if isinstance(writes, list):
+                keys.update(str(k) for k in writes)
+        w.state_keys = sorted(keys)
+        if run.outcome == "failure" and w.runtime_stage not in TERMINAL and w.stage != "recovered":
+            loud = any(c.link in ("cause", "retry", "nested") for c in w.children)
+            enclosing = {a for sid in w.path for a in _ancestors(steps, sid)}
+            consumers = [sid for sid in near if sid not in enclosing and sid not in w.path]
+            if consumers and not loud:
+                w.silent = True
+                first = steps[consumers[0]]
+                w.notes.append(
+                    f"left open while {first.name}#{first.step_id[-6:]} consumed its step's output"
+                )
+
+
+# -- 5. chains --------------------------------------------------------------------------
+
+
+def _facts(w: _Err) -> ErrorFacts:
+    propagated = any(c.stage == "propagated" for c in w.ev.stages)
+    return ErrorFacts(w.ev.error_id, w.ev.step_id, w.stage, propagated, w.touched, w.silent)
+
+
+def _paths(work: Sequence[_Err]) -> list[list[_Err]]:
+    out: list[list[_Err]] = []
+    for root in work:
+        if root.parent is not None:
+            continue
+        stack: list[list[_Err]] = [[root]]
+        while stack:
+            p = stack.pop()
+            kids = p[-1].children
+            if not kids:
+                out.append(p)
+            else:
+                stack.extend([*p, k] for k in reversed(kids))
+    return out
+
+
+def _summary(cid: str, p: Sequence[_Err], hits: Sequence[RuleHit], steps: dict[str, Step]) -> str:
+    parts: list[str] = []
+    for w in p:
+        s = steps.get(w.ev.step_id)
+        where = f"{s.name}#{s.step_id[-6:]}" if s is not None else f"#{w.ev.step_id[-6:]}"
+        link = f"({w.link}) " if w.link is not None and parts else ""
+        parts.append(f"{link}{w.ev.type} at {where}")
+    head = f"{cid} {'Critical Failure' if p[-1].stage == 'failed' else 'chain'}: "
+    rules = f" [{', '.join(h.rule for h in hits)}]" if hits else ""
+    return head + " → ".join(parts) + f" → {p[-1].stage}" + rules
+
+
+def _retry_reason(w: _Err, steps: dict[str, Step], retried_by: dict[str, list[Step]]) -> str | None:
+    """Why the operation that failed with ``w`` was retried (the attempt after it), or why its own attempt was."""
+    for sid in w.path:
+        for t in retried_by.get(sid, ()):
+            r = t.attributes.get("retry_reason")
+            if r:
+                return str(r)
+    for sid in w.path:
+        r = steps[sid].attributes.get("retry_reason")
+        if r:
+            return str(r)
+    return None
+
+
+def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorReport:
+    """Analyze the lifecycle of every error of a run.
+
+    Args:
+        run: The run.
+        graph: Its dependency graph, if already built (built here otherwise).
+
+    Returns:
+        The report: each error's final stage, history, severity, blast radius
+        and reasons, and the scored error chains (critical ones first).
+
+    Raises:
+        trajdebug.analysis.graph.GraphError: the run's dependencies are not a
+            graph (a cycle, or an edge to a missing step).
+    """
+    if graph is None:
+        graph = DependencyGraph(run)
+    steps = graph.steps
+    work = _prepare(run, steps)
+    retried_by = _retried_by(run, steps)
+    _recover_by_retry(work, retried_by, steps)
+    _link(work, graph, steps)
+    failure = _failure_steps(run, work, steps)
+    _decide_failures(run, work, graph, failure)
+    _influence(run, work, graph, steps)
+
+    facts = {w.index: _facts(w) for w in work}
+    scored: list[tuple[list[_Err], list[RuleHit]]] = []
+    for p in _paths(work):
+        links: list[LinkKind] = [k.link for k in p[1:] if k.link is not None]
+        scored.append((p, score_chain([facts[w.index] for w in p], links)))
+    scored.sort(
+        key=lambda c: (
+            c[0][-1].stage != "failed",
+            -sum(h.weight for h in c[1]),
+            c[0][0].index,
+            c[0][-1].index,
+        )
+    )
+
+    chains: list[ErrorChain] = []
+    origin_of: dict[int, list[str]] = {}
+    failed_below: dict[int, str] = {}
+    for n, (p, hits) in enumerate(scored, 1):
+        cid = f"c{n}"
+        critical = p[-1].stage == "failed"
+        if critical:
+            origin_of.setdefault(p[0].index, []).append(cid)
+            for w in p[:-1]:
+                failed_below.setdefault(w.index, p[-1].ev.error_id)
+        chains.append(
+            ErrorChain(
+                chain_id=cid,
+                error_ids=tuple(w.ev.error_id for w in p),
+                links=tuple(w.link for w in p[1:] if w.link is not None),
+                critical=critical,
+                score=sum(h.weight for h in hits),
+                reasons=tuple(hits),
+                origin_step=p[0].ev.step_id,
+                final_step=p[-1].ev.step_id,
+                step_ids=tuple(dict.fromkeys(w.ev.step_id for w in p)),
+                summary=_summary(cid, p, hits, steps),
+            )
+        )
+
+    errors: list[ErrorLifecycle] = []
+    for w in work:
+        severity, why = grade(
+            facts[w.index],
+            critical_chains=origin_of.get(w.index, ()),
+            failed_downstream=failed_below.get(w.index),
+        )
+        step = steps.get(w.ev.step_id)
+        retry_reason = _retry_reason(w, steps, retried_by)
+        errors.append(
+            ErrorLifecycle(
+                error_id=w.ev.error_id,
+                step_id=w.ev.step_id,
+                step_name=step.name if step is not None else "",
+                type=w.ev.type,
+                message=w.ev.message,
+                parent_error_id=w.parent.ev.error_id if w.parent is not None else None,
+                link=w.link,
+                stage=w.stage,
+                stages=(*w.ev.stages, *w.added),
+                severity=severity,
+                silently_propagated=w.silent,
+                blast_radius=tuple(w.blast),
+                blast_truncated=w.truncated,
+                touched_state=w.touched,
+                state_keys=tuple(w.state_keys),
+                reasons=tuple(why + w.notes),
+                path=tuple(w.path),
+                attempt=w.ev.attempt,
+                agent=step.agent if step is not None else None,
+                retry_reason=retry_reason,
+                time_ns=w.time,
+                reported=bool(w.ev.attributes.get("reported")),
+            )
+        )
+    return ErrorReport(run.run_id, run.outcome, tuple(errors), tuple(chains), tuple(failure))
+
+
+__all__ = ["ANALYSIS_PREFIX", "MAX_BLAST", "TERMINAL", "ErrorChain", "ErrorLifecycle", "ErrorReport", "analyze_errors"]

@@ -1,0 +1,750 @@
+"""Error lifecycle: occurrence, propagation, retries, stages, influence, chains and severity."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import trajdebug
+from trajdebug.analysis.lifecycle import ANALYSIS_PREFIX, ErrorReport, analyze_errors
+from trajdebug.analysis.severity import RULE_BY_NAME
+from trajdebug.model import Dependency, ErrorEvent, Run, StageChange, Step, StepKind
+from trajdebug.testing import capture_runs, deterministic
+
+
+def record(body: Callable[[Any], Any], name: str = "t") -> Run:
+    """Run ``body(run_handle)`` inside a recorded run (swallowing its exception) and return the run."""
+    with deterministic(), capture_runs() as runs:
+        try:
+            with trajdebug.run(name) as h:
+                body(h)
+        except Exception:  # noqa: BLE001 - the failure is what the test is about
+            pass
+    assert len(runs) == 1
+    return runs[0]
+
+
+def by_name(run: Run, name: str) -> list[Step]:
+    return [s for s in run.steps if s.name == name]
+
+
+def rules(report: ErrorReport, chain: int = 0) -> set[str]:
+    return {h.rule for h in report.chains[chain].reasons}
+
+
+class TestOccurrence:
+    def test_four_nested_steps_are_one_error_with_a_propagation_path(self) -> None:
+        """An exception passing through four nested steps is one error whose path names the four steps."""
+
+        @trajdebug.step
+        def l4() -> None:
+            raise ValueError("deep")
+
+        @trajdebug.step
+        def l3() -> None:
+            l4()
+
+        @trajdebug.step
+        def l2() -> None:
+            l3()
+
+        @trajdebug.step
+        def l1() -> None:
+            l2()
+
+        run = record(lambda h: l1())
+        assert len(run.errors) == 1
+        err = run.errors[0]
+        ids = {n: by_name(run, n)[0].step_id for n in ("l1", "l2", "l3", "l4")}
+        assert err.step_id == ids["l4"]
+        assert [c.stage for c in err.stages] == [
+            "occurred",
+            "propagated",
+            "propagated",
+            "propagated",
+            "failed",
+        ]
+        assert [c.step_id for c in err.stages[1:4]] == [ids["l3"], ids["l2"], ids["l1"]]
+        assert {s.error.error_id for s in run.steps if s.error} == {err.error_id}
+        report = analyze_errors(run)
+        assert len(report.errors) == 1
+        assert report.errors[0].path == (ids["l4"], ids["l3"], ids["l2"], ids["l1"])
+        assert report.errors[0].stage == "failed"
+        assert len(report.chains) == 1 and report.chains[0].critical
+
+    def test_three_raise_from_wraps_are_one_chain_of_three(self) -> None:
+        """Wrapping an exception three times with ``raise ... from`` gives one chain: root, two wrappers, in order."""
+
+        @trajdebug.step
+        def fetch() -> None:
+            raise KeyError("id")
+
+        @trajdebug.step
+        def load() -> None:
+            try:
+                fetch()
+            except KeyError as e:
+                raise LookupError("record missing") from e
+
+        @trajdebug.step
+        def serve() -> None:
+            try:
+                load()
+            except LookupError as e:
+                raise RuntimeError("cannot serve") from e
+
+        run = record(lambda h: serve())
+        report = analyze_errors(run)
+        assert [e.type for e in report.errors] == ["KeyError", "LookupError", "RuntimeError"]
+        assert len(report.chains) == 1
+        chain = report.chains[0]
+        assert chain.error_ids == tuple(e.error_id for e in report.errors)
+        assert chain.links == ("cause", "cause")
+        assert chain.critical
+        assert chain.origin_step == by_name(run, "fetch")[0].step_id
+        assert report.errors[0].severity == "CRITICAL"
+        assert {e.severity for e in report.errors[1:]} == {"ERROR"}
+        assert "origin-differs-from-final" in rules(report)
+
+    def test_raised_while_handling_links_the_context(self) -> None:
+        """An exception raised inside an ``except`` block without ``from`` has the handled error as parent."""
+
+        @trajdebug.step
+        def parse() -> None:
+            raise ValueError("bad json")
+
+        @trajdebug.step
+        def step2() -> None:
+            try:
+                parse()
+            except ValueError:
+                raise TypeError("no config") from None
+
+        run = record(lambda h: step2())
+        first, second = run.errors
+        assert second.parent_error_id == first.error_id
+
+    def test_a_saved_exception_raised_again_elsewhere_is_a_new_error(self) -> None:
+        """The same exception object raised in an unrelated later step is a new error caused by the first."""
+        saved: list[Exception] = []
+
+        @trajdebug.step
+        def a() -> None:
+            raise ValueError("once")
+
+        @trajdebug.step
+        def b() -> None:
+            raise saved[0]
+
+        def body(h: Any) -> None:
+            try:
+                a()
+            except ValueError as e:
+                saved.append(e)
+            b()
+
+        run = record(body)
+        first, second = run.errors
+        assert first.step_id == by_name(run, "a")[0].step_id
+        assert second.step_id == by_name(run, "b")[0].step_id
+        assert second.parent_error_id == first.error_id
+        assert second.attributes.get("reraised") is True
+        assert "propagated" not in [c.stage for c in first.stages]
+
+    def test_reported_errors_and_tool_error_payloads_count(self) -> None:
+        """``s.error(...)`` and a tool result flagged as an error are errors, though nothing was raised."""
+
+        @trajdebug.step(kind="tool")
+        def api() -> dict[str, Any]:
+            return {"is_error": True, "error": "quota exceeded"}
+
+        def body(h: Any) -> None:
+            with trajdebug.step("check") as s:
+                s.error("total is negative", type="CheckFailed")
+            api()
+
+        run = record(body)
+        assert run.outcome == "success"
+        kinds = {e.type: e for e in run.errors}
+        assert set(kinds) == {"CheckFailed", "ToolErrorPayload"}
+        assert kinds["CheckFailed"].attributes.get("reported") is True
+        assert kinds["ToolErrorPayload"].message == "quota exceeded"
+        report = analyze_errors(run)
+        assert all(e.reported for e in report.errors)
+        assert all(e.severity == "WARN" for e in report.errors)
+
+    def test_fallback_records_an_exception_handled_inside_the_step_as_ignored(self) -> None:
+        """An exception caught in the step's own body and replaced by ``s.fallback`` is one ignored error."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("parse") as s:
+                try:
+                    json.loads("{not json")
+                except ValueError:
+                    s.fallback({}, "empty config")
+
+        run = record(body)
+        (err,) = run.errors
+        assert err.type == "JSONDecodeError"
+        assert [c.stage for c in err.stages] == ["occurred", "ignored"]
+        assert err.stages[-1].reason == "empty config"
+        report = analyze_errors(run)
+        assert report.errors[0].stage == "ignored" and report.errors[0].severity == "WARN"
+
+    def test_fallback_after_a_child_error_ignores_only_open_errors(self) -> None:
+        """A fallback ignores the child's error but leaves an error already recovered by a retry alone."""
+        calls = {"n": 0}
+
+        @trajdebug.retry(attempts=2)
+        @trajdebug.step(kind="tool")
+        def flaky() -> int:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise TimeoutError("slow")
+            return 1
+
+        @trajdebug.step
+        def broken() -> None:
+            raise ValueError("broken")
+
+        def body(h: Any) -> None:
+            with trajdebug.step("parent") as s:
+                flaky()
+                try:
+                    broken()
+                except ValueError:
+                    s.fallback(0)
+
+        run = record(body)
+        stages = {e.type: [c.stage for c in e.stages] for e in run.errors}
+        assert stages == {"TimeoutError": ["occurred", "recovered"], "ValueError": ["occurred", "ignored"]}
+
+
+class TestRetries:
+    def test_two_failed_attempts_and_a_success_are_two_recovered_errors_and_no_failure(self) -> None:
+        """Two failures then a success: two recovered WARN errors, no failure, the retry reason kept."""
+        calls = {"n": 0}
+
+        @trajdebug.retry(attempts=3, reason="policy: retry timeouts")
+        @trajdebug.step(kind="tool")
+        def fetch() -> str:
+            calls["n"] += 1
+            if calls["n"] < 3:
+                raise TimeoutError(f"timeout {calls['n']}")
+            return "ok"
+
+        run = record(lambda h: fetch())
+        assert run.outcome == "success"
+        attempts = by_name(run, "fetch")
+        assert [s.attempt for s in attempts] == [1, 2, 3]
+        assert [s.retry_of for s in attempts] == [None, attempts[0].step_id, attempts[1].step_id]
+        report = analyze_errors(run)
+        assert [e.stage for e in report.errors] == ["recovered", "recovered"]
+        assert {e.severity for e in report.errors} == {"WARN"}
+        assert all(e.retry_reason == "policy: retry timeouts" for e in report.errors)
+        assert not report.critical_chains()
+        assert all(
+            c.step_id == attempts[2].step_id
+            for e in report.errors
+            for c in e.stages
+            if c.stage == "recovered"
+        )
+
+    def test_all_attempts_failing_end_failed_with_retries_exhausted(self) -> None:
+        """When every attempt fails, every attempt's error is failed, ERROR or CRITICAL, in one critical chain."""
+
+        @trajdebug.retry(attempts=3)
+        @trajdebug.step(kind="tool")
+        def fetch() -> str:
+            raise ConnectionError("down")
+
+        run = record(lambda h: fetch())
+        assert run.outcome == "failure"
+        report = analyze_errors(run)
+        assert len(report.errors) == 3
+        assert {e.stage for e in report.errors} == {"failed"}
+        assert {e.severity for e in report.errors} <= {"ERROR", "CRITICAL"}
+        assert report.errors[0].severity == "CRITICAL"
+        (chain,) = report.chains
+        assert chain.critical and chain.links == ("retry", "retry")
+        assert {"terminal-failed", "retries-exhausted"} <= rules(report)
+        assert chain.score == sum(h.weight for h in chain.reasons)
+        analysed = [c for c in report.errors[0].stages if c.reason and c.reason.startswith(ANALYSIS_PREFIX)]
+        assert [c.stage for c in analysed] == ["failed"]
+
+    def test_concurrent_retried_calls_chain_their_own_attempts(self) -> None:
+        """Retried calls gathered in asyncio never take each other's attempts as the one they retry."""
+        calls: dict[str, int] = {}
+
+        @trajdebug.retry(attempts=3)
+        @trajdebug.step(kind="tool")
+        async def fetch(key: str, delay: float) -> str:
+            calls[key] = calls.get(key, 0) + 1
+            await asyncio.sleep(delay)
+            if calls[key] < 2:
+                raise TimeoutError(key)
+            return key
+
+        async def main(h: Any) -> None:
+            await asyncio.gather(fetch("a", 0.002), fetch("b", 0.006))
+
+        run = record(lambda h: asyncio.run(main(h)))
+        steps = run.step_map()
+        for s in by_name(run, "fetch"):
+            if s.retry_of is not None:
+                assert steps[s.retry_of].input == {**s.input}
+        assert [e.stage for e in analyze_errors(run).errors] == ["recovered", "recovered"]
+
+    def test_hand_written_loop_keeps_the_models_reason(self) -> None:
+        """``attempt=`` / ``retry_of=`` steps recover the earlier attempt's error and keep the stated reason."""
+
+        def body(h: Any) -> None:
+            prev = None
+            for n in (1, 2):
+                attrs = {"retry_reason": "model: the answer was not valid JSON"} if n > 1 else None
+                with trajdebug.step("ask", kind="llm", attempt=n, retry_of=prev, attributes=attrs) as s:
+                    if n == 1:
+                        s.error("not JSON", type="ParseError")
+                    s.output = "{}"
+                prev = s
+
+        run = record(body)
+        report = analyze_errors(run)
+        (err,) = report.errors
+        assert err.stage == "recovered"
+        assert err.retry_reason == "model: the answer was not valid JSON"
+
+    def test_payload_error_inside_a_retried_attempt_is_recovered_by_the_analysis(self) -> None:
+        """A tool error payload inside an attempt that a later attempt retried successfully ends recovered."""
+
+        @trajdebug.step(kind="tool")
+        def api(n: int) -> dict[str, Any]:
+            return {"ok": False, "error": "busy"} if n == 1 else {"ok": True, "result": 4}
+
+        def body(h: Any) -> None:
+            with trajdebug.step("try1", attempt=1) as a1:
+                api(1)
+            with trajdebug.step("try2", attempt=2, retry_of=a1):
+                api(2)
+
+        run = record(body)
+        # The payload error sits on the inner tool step; the attempts enclose it.
+        (err,) = analyze_errors(run).errors
+        assert err.type == "ToolErrorPayload"
+        assert err.step_id == by_name(run, "api")[0].step_id
+        assert err.stage == "recovered"
+        assert err.stages[-1].step_id == by_name(run, "try2")[0].step_id
+        assert err.stages[-1].reason is not None and err.stages[-1].reason.startswith(ANALYSIS_PREFIX)
+
+    def test_retry_step_marks_payload_error_recovered(self) -> None:
+        """When the attempts are the tool steps themselves, a later ok attempt recovers the payload error."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("api", kind="tool", attempt=1) as a1:
+                a1.output = {"status": "error", "message": "rate limited"}
+            with trajdebug.step("api", kind="tool", attempt=2, retry_of=a1) as a2:
+                a2.output = {"status": "done", "result": 1}
+
+        run = record(body)
+        (err,) = analyze_errors(run).errors
+        assert err.stage == "recovered"
+        assert err.stages[-1].reason is not None and err.stages[-1].reason.startswith(ANALYSIS_PREFIX)
+        assert err.stages[-1].step_id == by_name(run, "api")[1].step_id
+
+    def test_recovered_error_inside_a_failed_outer_attempt_is_not_its_cause(self) -> None:
+        """Retries nested in a retried agent: the inner recovered error is not linked to the outer attempt's error."""
+        calls = {"inner": 0, "outer": 0}
+
+        @trajdebug.retry(attempts=2)
+        @trajdebug.step(kind="tool")
+        def inner() -> int:
+            calls["inner"] += 1
+            if calls["inner"] == 1:
+                raise TimeoutError("inner slow")
+            return 1
+
+        @trajdebug.retry(attempts=2)
+        @trajdebug.step(kind="agent")
+        def outer() -> int:
+            calls["outer"] += 1
+            inner()
+            if calls["outer"] == 1:
+                raise ValueError("outer check failed")
+            return 2
+
+        run = record(lambda h: outer())
+        report = analyze_errors(run)
+        assert [(e.type, e.stage, e.parent_error_id) for e in report.errors] == [
+            ("TimeoutError", "recovered", None),
+            ("ValueError", "recovered", None),
+        ]
+        assert [o.attempt for o in by_name(run, "outer")] == [1, 2]
+
+    def test_reported_then_raised_in_one_step_is_one_chain(self) -> None:
+        """A step that reports an error and then raises gives a chain: the report, then the exception."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("validate") as s:
+                s.error("total is negative", type="CheckFailed")
+                raise ValueError("cannot continue")
+
+        report = analyze_errors(record(body))
+        reported, raised = report.errors
+        assert (raised.parent_error_id, raised.link) == (reported.error_id, "nested")
+        assert report.chains[0].error_ids == (reported.error_id, raised.error_id)
+
+    def test_recovered_retry_with_bad_data_stays_in_the_lineage_of_a_later_failure(self) -> None:
+        """A retry that "succeeds" with bad data and a failure five steps later: the chain reaches the recovered error."""
+        calls = {"n": 0}
+
+        @trajdebug.retry(attempts=2)
+        @trajdebug.step(kind="tool")
+        def fetch() -> dict[str, Any]:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise TimeoutError("slow")
+            return {"rows": [], "note": "partial result after a timeout"}
+
+        @trajdebug.step(kind="parse")
+        def parse(res: dict[str, Any]) -> list[Any]:
+            return [*res["rows"], {"total": 0}]
+
+        @trajdebug.step
+        def s3(rows: list[Any]) -> dict[str, Any]:
+            return {"rows": rows}
+
+        @trajdebug.step
+        def s4(d: dict[str, Any]) -> list[Any]:
+            return [d]
+
+        @trajdebug.step
+        def s5(items: list[Any]) -> dict[str, Any]:
+            return {"items": items}
+
+        @trajdebug.step
+        def report_step(d: dict[str, Any]) -> str:
+            raise ValueError("no data to report")
+
+        @trajdebug.step(kind="agent")
+        def agent() -> str:
+            return report_step(s5(s4(s3(parse(fetch())))))
+
+        run = record(lambda h: agent())
+        report = analyze_errors(run)
+        recovered, failure = report.errors
+        assert recovered.stage == "recovered"
+        assert failure.stage == "failed"
+        lineage = report.lineage(failure.error_id)
+        assert lineage[0].step_id == by_name(run, "fetch")[0].step_id
+        assert failure.link == "data"
+        (chain,) = report.critical_chains()
+        assert chain.error_ids == (recovered.error_id, failure.error_id)
+        assert "degraded-value-flowed" in {h.rule for h in chain.reasons}
+        assert recovered.severity == "CRITICAL"
+        assert by_name(run, "report_step")[0].step_id in recovered.blast_radius
+
+
+class TestStages:
+    def test_history_records_the_step_and_time_of_each_transition(self) -> None:
+        """Each stage names its step and comes later than the previous one."""
+
+        @trajdebug.step
+        def inner() -> None:
+            raise OSError("disk")
+
+        @trajdebug.step
+        def outer() -> None:
+            inner()
+
+        run = record(lambda h: outer())
+        (err,) = analyze_errors(run).errors
+        times = [c.time_ns for c in err.stages]
+        assert times == sorted(times) and len(set(times)) == len(times)
+        assert [c.step_id for c in err.stages[:2]] == [
+            by_name(run, "inner")[0].step_id,
+            by_name(run, "outer")[0].step_id,
+        ]
+
+    def test_open_error_consumed_downstream_in_a_failed_run_is_silently_propagated(self) -> None:
+        """An error caught and papered over, whose result fed a later step of a failed run, is flagged."""
+
+        @trajdebug.step(kind="tool")
+        def tool() -> None:
+            raise ConnectionError("down")
+
+        @trajdebug.step(kind="agent")
+        def sub() -> dict[str, str]:
+            try:
+                tool()
+            except ConnectionError:
+                pass
+            return {"data": "stale cached data from yesterday"}
+
+        @trajdebug.step
+        def use(d: dict[str, str]) -> str:
+            return d["data"] + "!"
+
+        def body(h: Any) -> None:
+            with trajdebug.step("main", kind="agent"):
+                use(sub())
+            h.fail("the answer used stale data")
+
+        run = record(body)
+        (err,) = analyze_errors(run).errors
+        assert err.silently_propagated
+        assert err.stage == "failed"
+        assert by_name(run, "use")[0].step_id in err.blast_radius
+        assert any("consumed" in r for r in err.reasons)
+
+    def test_caught_error_in_a_successful_run_stays_open_and_warns(self) -> None:
+        """A handled error in a run that succeeded keeps its runtime stage and is only a warning."""
+
+        @trajdebug.step
+        def probe() -> None:
+            raise FileNotFoundError("cache miss")
+
+        def body(h: Any) -> None:
+            try:
+                probe()
+            except FileNotFoundError:
+                pass
+
+        run = record(body)
+        (err,) = analyze_errors(run).errors
+        assert err.stage == "occurred"
+        assert err.severity == "WARN"
+        assert not err.silently_propagated
+
+    def test_unrecorded_wrapper_escaping_the_run_fails_its_recorded_cause(self) -> None:
+        """Wrapping a recorded error outside any step and letting it escape ends the recorded one failed."""
+
+        @trajdebug.step
+        def work() -> None:
+            raise KeyError("k")
+
+        def body(h: Any) -> None:
+            try:
+                work()
+            except KeyError as e:
+                raise RuntimeError("agent crashed") from e
+
+        run = record(body)
+        (err,) = run.errors
+        assert err.stages[-1].stage == "failed"
+        assert err.stages[-1].reason is not None and "RuntimeError" in err.stages[-1].reason
+
+    def test_error_in_a_gathered_asyncio_task_is_one_error_propagating_to_the_parent(self) -> None:
+        """An error in a task gathered by the parent step is one error propagated to the parent, then failed."""
+
+        @trajdebug.step(kind="tool")
+        async def child(i: int) -> int:
+            await asyncio.sleep(0)
+            if i == 1:
+                raise ValueError("task failed")
+            return i
+
+        @trajdebug.step(kind="agent")
+        async def parent() -> list[int]:
+            return list(await asyncio.gather(child(0), child(1), child(2)))
+
+        run = record(lambda h: asyncio.run(parent()))
+        (err,) = run.errors
+        failing = [s for s in by_name(run, "child") if s.status == "error"]
+        assert [s.input for s in failing] == [{"i": 1}]
+        assert err.step_id == failing[0].step_id
+        assert [c.stage for c in err.stages] == ["occurred", "propagated", "failed"]
+        assert err.stages[1].step_id == by_name(run, "parent")[0].step_id
+        report = analyze_errors(run)
+        assert report.errors[0].severity == "CRITICAL"
+
+
+class TestInfluence:
+    def test_blast_radius_is_the_forward_slice_of_the_error(self) -> None:
+        """The steps downstream of a reported error's step are its blast radius; unrelated steps are not."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("a") as a:
+                a.error("suspicious value")
+                a.output = "x"
+            with trajdebug.step("b", deps=[a]) as b:
+                b.output = "y"
+            with trajdebug.step("c", deps=[b]) as c:
+                c.output = "z"
+            with trajdebug.step("unrelated") as u:
+                u.output = "w"
+
+        run = record(body)
+        (err,) = analyze_errors(run).errors
+        assert err.blast_radius == (by_name(run, "b")[0].step_id, by_name(run, "c")[0].step_id)
+        assert not err.touched_state
+
+    def test_a_huge_blast_radius_is_cut_to_the_nearest_steps(self) -> None:
+        """Past MAX_BLAST steps the radius keeps the nearest ones and says it was cut; state is still seen."""
+        from trajdebug.analysis.lifecycle import MAX_BLAST
+
+        n = MAX_BLAST + 20
+        steps = [Step("s0000", "src", start_ns=1, end_ns=2, status="error")]
+        for i in range(1, n):
+            kind: StepKind = "state" if i == n - 1 else "other"
+            steps.append(
+                Step(
+                    f"s{i:04d}",
+                    "f",
+                    kind=kind,
+                    start_ns=2 * i + 1,
+                    end_ns=2 * i + 2,
+                    deps=(Dependency(f"s{i - 1:04d}"),),
+                )
+            )
+        run = Run(
+            "r",
+            "long",
+            outcome="success",
+            steps=tuple(steps),
+            errors=(ErrorEvent("e1", "s0000", "Bad", "x"),),
+        )
+        (err,) = analyze_errors(run).errors
+        assert err.blast_truncated
+        assert err.blast_radius == tuple(f"s{i:04d}" for i in range(1, MAX_BLAST + 1))
+        assert err.touched_state
+
+    def test_error_reaching_a_state_write_touched_shared_state(self) -> None:
+        """An error whose value is written to shared state downstream touched it, and names the key."""
+
+        @trajdebug.step(kind="tool")
+        def lookup() -> dict[str, Any]:
+            return {"error": "not found"}
+
+        @trajdebug.step(kind="state")
+        def remember(v: dict[str, Any], state: Any) -> None:
+            state["last_lookup"] = v
+
+        def body(h: Any) -> None:
+            remember(lookup(), h.state)
+
+        run = record(body)
+        (err,) = analyze_errors(run).errors
+        assert err.touched_state
+        assert err.state_keys == ("last_lookup",)
+
+    def test_polluted_state_fires_for_a_failing_chain_through_a_state_write(self) -> None:
+        """A chain whose error reached a state write, then failed, gets the polluted-state rule."""
+
+        @trajdebug.step(kind="tool")
+        def lookup() -> dict[str, Any]:
+            return {"error": "not found"}
+
+        @trajdebug.step(kind="state")
+        def remember(v: dict[str, Any], state: Any) -> None:
+            state["last"] = v
+
+        @trajdebug.step
+        def answer(state: Any) -> str:
+            raise ValueError(f"cannot answer from {state['last']}")
+
+        def body(h: Any) -> None:
+            remember(lookup(), h.state)
+            answer(h.state)
+
+        run = record(body)
+        report = analyze_errors(run)
+        (chain,) = report.critical_chains()
+        assert len(chain.error_ids) == 2
+        assert "polluted-state" in {h.rule for h in chain.reasons}
+
+
+class TestReport:
+    def test_critical_chains_come_first(self) -> None:
+        """Chains ending in the failure are listed before the others, whatever their order of occurrence."""
+
+        @trajdebug.step
+        def early() -> None:
+            raise FileNotFoundError("cache miss")
+
+        @trajdebug.step
+        def late() -> None:
+            raise RuntimeError("fatal")
+
+        def body(h: Any) -> None:
+            try:
+                early()
+            except FileNotFoundError:
+                pass
+            late()
+
+        run = record(body)
+        report = analyze_errors(run)
+        assert [c.critical for c in report.chains] == [True, False]
+        assert report.chains[0].chain_id == "c1"
+        assert report.error(report.chains[0].error_ids[0]).type == "RuntimeError"
+
+    def test_to_dict_is_json_and_carries_every_field(self) -> None:
+        """The report's dict survives JSON and has the contracted keys for errors and chains."""
+
+        @trajdebug.step
+        def boom() -> None:
+            raise ValueError("x")
+
+        report = analyze_errors(record(lambda h: boom()))
+        data = json.loads(json.dumps(report.to_dict()))
+        assert set(data) >= {"errors", "chains"}
+        assert set(data["errors"][0]) >= {
+            "error_id",
+            "step_id",
+            "type",
+            "message",
+            "parent_error_id",
+            "stage",
+            "stages",
+            "severity",
+            "silently_propagated",
+            "blast_radius",
+            "touched_state",
+            "reasons",
+        }
+        assert set(data["chains"][0]) >= {"error_ids", "critical", "score", "reasons", "origin_step"}
+        assert all(r["rule"] in RULE_BY_NAME for r in data["chains"][0]["reasons"])
+
+    def test_imported_run_without_stages_or_known_steps_is_analysed(self) -> None:
+        """Errors with no stage history, unknown steps and a cyclic parent pair still give a report."""
+        steps = (Step("s1", "tool", kind="tool", start_ns=1, end_ns=2, status="error"),)
+        errors = (
+            ErrorEvent("e1", "s1", "Timeout", "slow", parent_error_id="e2"),
+            ErrorEvent(
+                "e2",
+                "gone",
+                "Oops",
+                "lost",
+                parent_error_id="e1",
+                stages=(StageChange("occurred", "gone", 5),),
+            ),
+        )
+        run = Run("r", "imported", outcome="failure", steps=steps, errors=errors)
+        report = analyze_errors(run)
+        assert {e.error_id for e in report.errors} == {"e1", "e2"}
+        linked = [e for e in report.errors if e.parent_error_id is not None]
+        assert len(linked) == 1
+        assert sum(len(c.error_ids) for c in report.chains) == 2
+
+    def test_a_run_without_errors_gives_an_empty_report(self) -> None:
+        """No errors, no chains."""
+        report = analyze_errors(record(lambda h: None))
+        assert report.errors == () and report.chains == ()
+
+
+@pytest.mark.parametrize("fault", ["wrong-column", "bad-sql-filter"])
+def test_demo_faults_have_one_critical_chain(fault: str) -> None:
+    """Each demo fault's run has exactly one critical chain ending in a failed error."""
+    from trajdebug.demo import run_demo
+    from trajdebug.record.sinks import MemorySink
+
+    run = run_demo(fault, sinks=[MemorySink()])
+    report = analyze_errors(run)
+    (chain,) = report.critical_chains()
+    assert report.error(chain.error_ids[-1]).stage == "failed"
+    if fault == "wrong-column":
+        assert "retries-exhausted" in {h.rule for h in chain.reasons}
