@@ -60,10 +60,10 @@ def __getattr__(name: str) -> Any:
         from importlib.metadata import version
 
         return version("trajdebug")
-    if name == "check":
-        from trajdebug.record.contracts import check
+    if name in ("check", "contract", "ContractError"):
+        from trajdebug.record import contracts
 
-        return check
+        return getattr(contracts, name)
     if name == "analyze":
         from trajdebug.analysis.pipeline import analyze
 
@@ -77,6 +77,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ContextThreadPoolExecutor",
+    "ContractError",
     "Dependency",
     "ErrorEvent",
     "ErrorInfo",
@@ -93,6 +94,7 @@ __all__ = [
     "branch",
     "check",
     "configure",
+    "contract",
     "current_run",
     "current_step",
     "extract",

@@ -14,6 +14,7 @@ from typing import Any
 from trajdebug.model import REPR_KEY, TRUNCATED_KEY
 
 
+_orjson: Any
 try:  # orjson is a dependency, but the recorder must work without it.
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised only without orjson
@@ -55,7 +56,8 @@ if _orjson is not None:
     def dumps(obj: Any) -> bytes:
         """Encode to compact JSON bytes (never raises for odd values)."""
         try:
-            return _orjson.dumps(obj, default=_default, option=_OPTS)
+            data: bytes = _orjson.dumps(obj, default=_default, option=_OPTS)
+            return data
         except (TypeError, _orjson.JSONEncodeError):
             return json.dumps(obj, default=_default, separators=(",", ":"), ensure_ascii=False).encode()
 

@@ -293,7 +293,8 @@ class Store:
         limit: int | None = None,
     ) -> list[RunSummary]:
         """List runs, newest first, filtered by outcome, name (SQL LIKE pattern) and start time."""
-        where, args = [], []  # type: ignore[var-annotated]
+        where: list[str] = []
+        args: list[str | int] = []
         if outcome is not None:
             where.append("outcome = ?")
             args.append(outcome)

@@ -542,4 +542,12 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
     return ErrorReport(run.run_id, run.outcome, tuple(errors), tuple(chains), tuple(failure))
 
 
-__all__ = ["ANALYSIS_PREFIX", "MAX_BLAST", "TERMINAL", "ErrorChain", "ErrorLifecycle", "ErrorReport", "analyze_errors"]
+__all__ = [
+    "ANALYSIS_PREFIX",
+    "MAX_BLAST",
+    "TERMINAL",
+    "ErrorChain",
+    "ErrorLifecycle",
+    "ErrorReport",
+    "analyze_errors",
+]

@@ -83,18 +83,8 @@ def importers() -> dict[str, Importer]:
 
 
 def _entry_points() -> list[tuple[str, Importer]]:
-    try:
-        from trajdebug.plugins import entry_point_callables
-    except ImportError:
-        from importlib.metadata import entry_points
+    from trajdebug.plugins import entry_point_callables
 
-        found: list[tuple[str, Importer]] = []
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                found.append((ep.name, ep.load()))
-            except Exception:  # noqa: BLE001 - a broken plugin must not break the built-in formats
-                continue
-        return found
     return list(entry_point_callables(ENTRY_POINT_GROUP))
 
 

@@ -1,0 +1,407 @@
+"""Content inspection of recorded values: JSON, SQL, HTTP status, error text, emptiness.
+
+The failure detectors and the diagnosers look inside the values a run
+recorded.  Those values are untrusted data (LLM and tool output): they are
+parsed, never evaluated; SQL is only ``EXPLAIN``-ed on an in-memory SQLite
+database that holds nothing but the given schema.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from trajdebug.model import REPR_KEY, TRUNCATED_KEY
+
+
+TEXT_LIMIT = 20_000
+"""How much of a value's text the content checks read (they rank, so a prefix is enough)."""
+
+
+def text_of(value: Any, limit: int = TEXT_LIMIT) -> str:
+    """A value as text: strings as they are, anything else as compact JSON, cut at ``limit``."""
+    if isinstance(value, str):
+        return value[:limit]
+    if value is None:
+        return ""
+    try:
+        s = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        s = str(value)
+    return s[:limit]
+
+
+_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.S)
+
+
+def strip_fence(s: str) -> str:
+    """Remove a surrounding Markdown code fence (```json ... ```), if any."""
+    m = _FENCE.match(s)
+    return m.group(1) if m else s.strip()
+
+
+def is_marker(value: Any) -> bool:
+    """True for the recorder's truncation / repr markers (the value itself was not kept)."""
+    return isinstance(value, Mapping) and (TRUNCATED_KEY in value or REPR_KEY in value)
+
+
+def looks_like_json(s: str) -> bool:
+    """True when a string is meant to be JSON (an object or array, possibly fenced)."""
+    t = strip_fence(s)
+    return t[:1] in ("{", "[")
+
+
+def json_problem(s: str) -> str | None:
+    """Why a string is not valid JSON (None when it is)."""
+    try:
+        json.loads(strip_fence(s))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def parse_json(s: str) -> Any:
+    """The parsed JSON value of a (possibly fenced) string, or None when it does not parse."""
+    try:
+        return json.loads(strip_fence(s))
+    except ValueError:
+        return None
+
+
+# -- SQL --------------------------------------------------------------------
+
+# Queries and data changes; DDL (CREATE, DROP, ...) describes a schema rather than
+# asking it something, and is not checked.
+_SQL_START = re.compile(r"^\s*(select|with|insert|update|delete|replace)\b", re.I)
+SQL_KEYS = frozenset({"sql", "query", "statement", "sql_query"})
+"""Argument names under which a tool receives SQL."""
+
+
+def looks_like_sql(s: str) -> bool:
+    """True when a string (possibly fenced) starts like an SQL query or data change."""
+    return bool(_SQL_START.match(strip_fence(s)))
+
+
+def sql_of(value: Any) -> str | None:
+    """The SQL a value carries: the value itself, or its ``sql``/``query`` field."""
+    if isinstance(value, str):
+        return strip_fence(value) if looks_like_sql(value) else None
+    if isinstance(value, Mapping):
+        for k in SQL_KEYS:
+            v = value.get(k)
+            if isinstance(v, str) and looks_like_sql(v):
+                return strip_fence(v)
+    return None
+
+
+@lru_cache(maxsize=16)
+def _schema_db(schema: str) -> sqlite3.Connection:
+    con = sqlite3.connect(":memory:", check_same_thread=False)
+    con.executescript(schema)
+    return con
+
+
+def schema_from_db(path: str | Path) -> str:
+    """The DDL of a SQLite database file, read without modifying it.
+
+    Raises:
+        ValueError: the file cannot be opened as a SQLite database.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{p}: no such SQLite database")
+    try:
+        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+        try:
+            rows = con.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{p}: not a SQLite database ({exc})") from None
+    return ";\n".join(r[0] for r in rows) + (";" if rows else "")
+
+
+def sql_problem(sql: str, schema: str | None = None) -> tuple[str, str] | None:
+    """Check an SQL statement with SQLite's ``EXPLAIN`` (the statement is never run).
+
+    Args:
+        sql: The statement.
+        schema: DDL of the database it targets.  Without a schema only syntax
+            errors count (an unknown table says nothing).
+
+    Returns:
+        ``("syntax", message)`` or ``("schema", message)``, or None when it checks out.
+    """
+    text = sql.strip().rstrip(";").strip()
+    if not text:
+        return ("syntax", "empty statement")
+    try:
+        con = _schema_db(schema or "")
+    except sqlite3.Error as exc:
+        raise ValueError(f"the SQL schema does not load: {exc}") from None
+    try:
+        con.execute("EXPLAIN " + text).fetchall()
+    except sqlite3.ProgrammingError as exc:  # several statements, wrong bindings
+        return ("syntax", str(exc))
+    except sqlite3.Error as exc:
+        msg = str(exc)
+        if "syntax error" in msg or "incomplete input" in msg or "unrecognized token" in msg:
+            return ("syntax", msg)
+        if schema:
+            return ("schema", msg)
+        return None
+    return None
+
+
+RERUN_ROW_LIMIT = 10_000
+RERUN_STEP_LIMIT = 2_000_000
+"""Bounds on re-running a recorded query: rows fetched, SQLite VM steps (then it is abandoned)."""
+
+
+def rerun_query(db: str | Path, sql: str) -> list[tuple[Any, ...]] | None:
+    """Re-run a read-only query on a SQLite file; None when that is not possible.
+
+    The file is opened read-only (``mode=ro``), only one statement runs, and the
+    query is abandoned after `RERUN_STEP_LIMIT` VM steps or `RERUN_ROW_LIMIT` rows.
+    """
+    p = Path(db)
+    if not p.is_file():
+        return None
+    try:
+        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    budget = [RERUN_STEP_LIMIT // 1000]
+
+    def tick() -> int:
+        budget[0] -= 1
+        return 1 if budget[0] < 0 else 0
+
+    con.set_progress_handler(tick, 1000)
+    try:
+        return con.execute(sql.strip().rstrip(";")).fetchmany(RERUN_ROW_LIMIT)
+    except (sqlite3.Error, ValueError):
+        return None
+    finally:
+        con.close()
+
+
+# -- HTTP status, error text, emptiness ---------------------------------------
+
+_STATUS_KEYS = ("status_code", "status", "http_status", "statusCode", "code")
+_STATUS_TEXT = re.compile(r"\b(?:HTTP/\d(?:\.\d)?\s+|status(?:\s+code)?[:=\s]+)([1-5]\d\d)\b", re.I)
+
+
+def http_status(value: Any) -> int | None:
+    """The HTTP status a tool result reports, if it reports one."""
+    if isinstance(value, Mapping):
+        for k in _STATUS_KEYS:
+            v = value.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599:
+                return v
+            if k != "code" and isinstance(v, str) and v[:3].isdigit() and 100 <= int(v[:3]) <= 599:
+                return int(v[:3])
+        return None
+    if isinstance(value, str):
+        m = _STATUS_TEXT.search(value[:2000])
+        return int(m.group(1)) if m else None
+    return None
+
+
+_TRACEBACK = "Traceback (most recent call last)"
+_ERROR_LINE = re.compile(r"(?m)^\s*(?:[A-Z][A-Za-z0-9_.]*)?(?:Error|Exception|ERROR|FATAL|Fatal)\s*:\s*\S.*$")
+_EXIT = re.compile(r"(?:exit(?:ed)?\s+(?:code|status)|non-zero exit status|returncode)[:=\s]+(-?\d+)", re.I)
+_EXIT_KEYS = ("exit_code", "returncode", "exitCode", "exit_status")
+_ERROR_KEYS = ("error", "errors", "exception", "error_message")
+
+
+def error_text(value: Any) -> str | None:
+    """The error a tool result carries in its content, as a short description (None if none)."""
+    if isinstance(value, Mapping):
+        if is_marker(value):
+            return None
+        for k in _EXIT_KEYS:
+            v = value.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v != 0:
+                return f"non-zero exit code {v}"
+        for k in _ERROR_KEYS:
+            v = value.get(k)
+            if v:
+                return f"{k}: {text_of(v, 200)}"
+        for v in value.values():
+            if isinstance(v, str) and (found := _text_error(v)):
+                return found
+        return None
+    if isinstance(value, str):
+        return _text_error(value)
+    return None
+
+
+def _text_error(s: str) -> str | None:
+    s = s[:TEXT_LIMIT]
+    if _TRACEBACK in s:
+        last = [ln for ln in s.strip().splitlines() if ln.strip()][-1].strip()
+        return f"traceback: {last[:200]}"
+    m = _EXIT.search(s)
+    if m and int(m.group(1)) != 0:
+        return f"non-zero exit code {m.group(1)}"
+    m = _ERROR_LINE.search(s)
+    if m:
+        return m.group(0).strip()[:200]
+    return None
+
+
+_DATA_KEYS = ("rows", "results", "data", "items", "records", "hits", "documents", "matches", "result")
+
+
+def is_empty(value: Any) -> bool:
+    """True for a result that carries no data: None, empty text or containers, ``{"rows": []}``."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        t = value.strip()
+        return t in ("", "[]", "{}", "null", "None") or t.lower() in (
+            "no results",
+            "no results found",
+            "not found",
+        )
+    if isinstance(value, Mapping):
+        if not value:
+            return True
+        if is_marker(value):
+            return False
+        present = [k for k in _DATA_KEYS if k in value]
+        return bool(present) and all(is_empty(value[k]) for k in present)
+    if isinstance(value, (list, tuple)):
+        return len(value) == 0
+    return False
+
+
+# -- values ------------------------------------------------------------------
+
+
+def leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """The scalar leaves of a JSON value with their dotted paths (bounded depth)."""
+    if depth > 6:
+        return
+    if isinstance(value, Mapping):
+        if is_marker(value):
+            return
+        for k, v in value.items():
+            yield from leaves(v, f"{path}.{k}" if path else str(k), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value[:200]):
+            yield from leaves(v, f"{path}[{i}]", depth + 1)
+    else:
+        yield path, value
+
+
+def keyed_values(value: Any) -> dict[str, Any]:
+    """The scalar leaves of a value keyed by their last field name (the first one seen wins)."""
+    out: dict[str, Any] = {}
+    for p, v in leaves(value):
+        key = p.rsplit(".", 1)[-1]
+        if "[" in key or not key:
+            continue
+        out.setdefault(key.lower(), v)
+    return out
+
+
+_NUMBER = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w.])")
+
+
+def numbers_in(text: str) -> set[str]:
+    """The numbers written in a text, normalized (``3.50`` -> ``3.5``, ``5,118`` -> ``5118``), skipping -10..10."""
+    out: set[str] = set()
+    for m in _NUMBER.finditer(text):
+        n = norm_number(m.group(0))
+        if n is not None:
+            out.add(n)
+    return out
+
+
+def norm_number(s: str) -> str | None:
+    """A number's canonical text, or None for small integers (counts and indices say little)."""
+    try:
+        f = float(s.replace(",", ""))
+    except ValueError:
+        return None
+    if f.is_integer() and -10 <= f <= 10:
+        return None
+    return repr(int(f)) if f.is_integer() else repr(f)
+
+
+def number_forms(text: str) -> set[str]:
+    """Every way a number of the text may be restated: as is, rounded to 0-2 decimals, as a percentage.
+
+    ``5118.450000000001`` is also ``5118.45``, ``5118.5`` and ``5118``; ``0.0226`` is
+    also ``2.26``, ``2.3`` and ``2`` (per cent).  Used to tell a value an LLM
+    restated from one it made up.
+    """
+    out: set[str] = set()
+    for m in _NUMBER.finditer(text):
+        try:
+            f = float(m.group(0).replace(",", ""))
+        except ValueError:
+            continue
+        out.add(repr(int(f)) if f.is_integer() else repr(f))
+        for x in (f, f * 100.0):
+            for d in (0, 1, 2):
+                r = round(x, d)
+                out.add(repr(int(r)) if float(r).is_integer() else repr(r))
+    return out
+
+
+def stated_numbers(text: str) -> list[str]:
+    """The numbers a text states (normalized), skipping -10..10."""
+    return [n for m in _NUMBER.finditer(text) if (n := norm_number(m.group(0))) is not None]
+
+
+def largest_list(value: Any, depth: int = 0) -> list[Any] | None:
+    """The longest list inside a value (the payload of a tool result or a parse), if any."""
+    if depth > 4:
+        return None
+    if isinstance(value, list):
+        return value
+    if isinstance(value, str) and looks_like_json(value):
+        return largest_list(parse_json(value), depth + 1)
+    if isinstance(value, Mapping):
+        best: list[Any] | None = None
+        for v in value.values():
+            lst = largest_list(v, depth + 1)
+            if lst is not None and (best is None or len(lst) > len(best)):
+                best = lst
+        return best
+    return None
+
+
+__all__ = [
+    "SQL_KEYS",
+    "TEXT_LIMIT",
+    "error_text",
+    "http_status",
+    "is_empty",
+    "is_marker",
+    "json_problem",
+    "keyed_values",
+    "largest_list",
+    "leaves",
+    "looks_like_json",
+    "looks_like_sql",
+    "norm_number",
+    "number_forms",
+    "numbers_in",
+    "stated_numbers",
+    "parse_json",
+    "rerun_query",
+    "schema_from_db",
+    "sql_of",
+    "sql_problem",
+    "strip_fence",
+    "text_of",
+]

@@ -1,0 +1,372 @@
+"""Failure detectors: where did this run observably go wrong?
+
+A detector is a plain callable ``(run, ctx) -> Iterable[Failure]``.  The
+built-in ones look for the failure signs listed in `BUILTIN_DETECTORS`; more
+can be registered under the entry-point group ``trajdebug.detectors``.
+
+Content detectors (JSON, SQL, HTTP status, empty result, error text) run on
+the run's *final output* and on its *checkpoints*: steps marked
+``attributes["checkpoint"]``, steps that declare an expected output
+(``attributes["expect"]``), and every tool or retrieval result (an observation
+of the outside world, which an agent is supposed to check).  Each `Failure`
+says where it fired (``where``).  Detectors report failures (Zeller's
+*infection* made visible); finding the defect behind them is the localizer's
+job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from trajdebug.analysis import content
+from trajdebug.model import Run, Step
+
+
+Where = Literal["final", "checkpoint", "step", "pre", "post", "run"]
+"""Where a detector fired: the final output, a checkpoint, a step's status, the
+step's input (``pre``: a pre-condition, SQL a tool was given) or its output
+(``post``), or the run as a whole."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One observed failure."""
+
+    step_id: str
+    """The step where the failure shows."""
+    detector: str
+    """The detector that fired."""
+    message: str
+    """What was observed, in words."""
+    signature: str
+    """The failure's kind, used to focus the search: ``json``, ``sql``, ``http``,
+    ``empty``, ``error-text``, ``contract``, ``exception:<Type>``, ``run-failure``."""
+    where: Where = "step"
+    """Where it fired."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The failure as JSON data."""
+        return {
+            "step_id": self.step_id,
+            "detector": self.detector,
+            "message": self.message,
+            "signature": self.signature,
+            "where": self.where,
+        }
+
+
+@dataclass(slots=True)
+class DetectContext:
+    """What detectors share: the step map, the final step, the checkpoints, the SQL schema."""
+
+    run: Run
+    """The run under inspection."""
+    sql_schema: str | None = None
+    """DDL of the SQLite database the run's SQL targets (also read from run metadata
+    ``sql_schema``/``sqlite_schema``, or from the database file ``sqlite_db``)."""
+    steps: dict[str, Step] = field(default_factory=dict)
+    """The run's steps by id."""
+    final: Step | None = None
+    """The step producing the run's final output (see `final_step`)."""
+    recovered: set[str] = field(default_factory=set)
+    """Ids of steps whose error was recovered (a later attempt succeeded, or the lifecycle says so)."""
+    _targets: list[tuple[Step, Where]] | None = None
+    _consumed: set[str] | None = None
+
+    @classmethod
+    def build(cls, run: Run, *, sql_schema: str | None = None) -> DetectContext:
+        """Prepare the context of a run."""
+        schema = sql_schema or _schema_from_metadata(run.metadata)
+        steps = run.step_map()
+        recovered = {s.retry_of for s in run.steps if s.retry_of is not None and s.status == "ok"}
+        for e in run.errors:
+            if e.stage in ("recovered", "ignored") and e.step_id in steps:
+                recovered.add(e.step_id)
+        return cls(run, schema, steps, final_step(run), {r for r in recovered if r})
+
+    def targets(self) -> list[tuple[Step, Where]]:
+        """The final output step and the checkpoints, each once."""
+        if self._targets is None:
+            out: list[tuple[Step, Where]] = []
+            if self.final is not None:
+                out.append((self.final, "final"))
+            for s in self.run.steps:
+                if s is not self.final and (
+                    s.kind in ("tool", "retrieval")
+                    or s.attributes.get("checkpoint")
+                    or s.attributes.get("expect")
+                ):
+                    out.append((s, "checkpoint"))
+            self._targets = out
+        return self._targets
+
+    def consumed(self, step_id: str) -> bool:
+        """Whether another step of the run consumed this step's output along a data edge."""
+        if self._consumed is None:
+            rid = self.run.run_id
+            self._consumed = {
+                d.step_id
+                for s in self.run.steps
+                for d in s.deps
+                if d.kind == "data" and d.run_id in (None, rid)
+            }
+        return step_id in self._consumed
+
+
+def _schema_from_metadata(meta: Mapping[str, Any]) -> str | None:
+    for key in ("sql_schema", "sqlite_schema"):
+        schema = meta.get(key)
+        if isinstance(schema, str) and schema.strip():
+            return schema
+    db = meta.get("sqlite_db")
+    if isinstance(db, str) and db:
+        try:
+            return content.schema_from_db(db)
+        except ValueError:
+            return None
+    return None
+
+
+def final_step(run: Run) -> Step | None:
+    """The step that produced the run's final output.
+
+    In order: a step marked ``attributes["final"]``; the last ``output`` step; the
+    single top-level step (the root agent); the last top-level step to finish.
+    """
+    if not run.steps:
+        return None
+    output: Step | None = None
+    for s in reversed(run.steps):
+        if s.attributes and s.attributes.get("final"):
+            return s
+        if output is None and s.kind == "output":
+            output = s
+    if output is not None:
+        return output
+    top = [s for s in run.steps if s.parent_id is None]
+    if len(top) == 1:
+        return top[0]
+    best, best_key = None, None
+    for i, s in enumerate(top or run.steps):
+        key = (s.end_ns if s.end_ns is not None else s.start_ns, i)
+        if best_key is None or key > best_key:
+            best, best_key = s, key
+    return best
+
+
+class Detector(Protocol):
+    """A failure detector: a plain callable."""
+
+    def __call__(self, run: Run, ctx: DetectContext, /) -> Iterable[Failure]: ...
+
+
+# -- built-in detectors ------------------------------------------------------
+
+
+def run_failure(run: Run, ctx: DetectContext) -> Iterable[Failure]:
+    """The run failed: point at the step whose error ended it, else at the final output."""
+    if run.outcome != "failure":
+        return
+    reason = run.failure_reason or "the run failed"
+    step = _failing_step(run, ctx)
+    if step is not None:
+        yield Failure(step.step_id, "run-failure", reason, "run-failure", "run")
+
+
+def _failing_step(run: Run, ctx: DetectContext) -> Step | None:
+    # The innermost step that raised the error the run ended with.
+    for e in reversed(run.errors):
+        if e.stage == "failed" and e.step_id in ctx.steps:
+            return ctx.steps[e.step_id]
+    errored = [s for s in run.steps if s.status == "error" and s.step_id not in ctx.recovered]
+    if errored:
+        last = errored[-1]
+        # Walk into the children that raised the same error.
+        while True:
+            inner = [c for c in errored if c.parent_id == last.step_id]
+            if not inner:
+                return last
+            last = inner[-1]
+    return ctx.final
+
+
+def step_error(run: Run, ctx: DetectContext) -> Iterable[Failure]:
+    """Steps that ended with an error nobody recovered from (reported once, where it occurred)."""
+    errored = {s.step_id: s for s in run.steps if s.status == "error" and s.step_id not in ctx.recovered}
+    # An error propagating up the hierarchy marks every enclosing step; report
+    # the innermost one (where the error occurred).
+    outer = {s.parent_id for s in errored.values() if s.parent_id in errored}
+    for sid, s in errored.items():
+        if sid in outer:
+            continue
+        etype = s.error.type if s.error else "Error"
+        msg = s.error.message if s.error else "step ended with an error"
+        yield Failure(sid, "step-error", f"{etype}: {msg}"[:300], f"exception:{etype}", "step")
+
+
+def contracts(run: Run, ctx: DetectContext) -> Iterable[Failure]:
+    """Declared contracts (``trajdebug.check``, pre/post-conditions) that did not hold."""
+    for s in run.steps:
+        checks = s.attributes.get("checks")
+        if not isinstance(checks, list):
+            continue
+        for c in checks:
+            if isinstance(c, Mapping) and c.get("passed") is False:
+                when = c.get("when", "checkpoint")
+                where: Where = when if when in ("pre", "post") else "checkpoint"
+                text = f"check {c.get('name', '?')!s} failed" + (
+                    f": {c['message']}" if c.get("message") else ""
+                )
+                yield Failure(s.step_id, "contract", text, "contract", where)
+
+
+def json_output(run: Run, ctx: DetectContext) -> Iterable[Failure]:
+    """Output that should be JSON and is not (declared ``expect: json``, or JSON-looking text that does not parse)."""
+    for s, where in ctx.targets():
+        out = s.output
+        declared = s.attributes.get("expect") == "json"
+        if isinstance(out, str) and (declared or content.looks_like_json(out)):
+            problem = content.json_problem(out)
+            if problem:
+                yield Failure(s.step_id, "json", f"output is not valid JSON: {problem}", "json", where)
+        elif declared and (out is None or not isinstance(out, (dict, list))):
+            yield Failure(s.step_id, "json", f"expected JSON output, got {type(out).__name__}", "json", where)
+
+
+def sql(run: Run, ctx: DetectContext) -> Iterable[Failure]:
+    """SQL that does not parse, or fails ``EXPLAIN`` on the run's SQLite schema."""
+    for s, where in ctx.targets():
+        seen: set[str] = set()
+        # A tool's SQL argument is judged where the tool received it ("pre"):
+        # the failure is in what it was given, not in what it returned.
+        checked: tuple[tuple[Any, Where], ...] = (
+            (s.input if s.kind == "tool" else None, "pre"),
+            (s.output, where),
+        )
+        for value, at in checked:
+            stmt = content.sql_of(value)
+            if stmt is None or stmt in seen:
+                continue
+            seen.add(stmt)
+            problem = content.sql_problem(stmt, ctx.sql_schema)
+            if problem:
+                kind, msg = problem
+                what = "does not parse" if kind == "syntax" else "fails EXPLAIN on the schema"
+                yield Failure(s.step_id, "sql", f"SQL {what}: {msg}", "sql", at)
+
+
+def http_error(run: Run, ctx: DetectContext) -> Iterable[Failure]:
+    """A tool result with HTTP status 400 or above."""
+    for s, where in ctx.targets():
+        if s.step_id in ctx.recovered:
+            continue
+        code = content.http_status(s.output)
+        if code is not None and code >= 400:
+            yield Failure(s.step_id, "http", f"HTTP status {code}", "http", where)
+
+
+def empty_result(run: Run, ctx: DetectContext) -> Iterable[Failure]:
+    """An empty result where data was expected (a consumed tool/retrieval result, a declared expectation, the final output)."""
+    for s, where in ctx.targets():
+        if s.status == "error" or not content.is_empty(s.output):
+            continue
+        expected = s.attributes.get("expect") in ("data", "nonempty", "json") or (
+            s.kind in ("tool", "retrieval") and ctx.consumed(s.step_id)
+        )
+        if where == "final" or expected:
+            yield Failure(s.step_id, "empty", "empty result where data was expected", "empty", where)
+
+
+def error_in_result(run: Run, ctx: DetectContext) -> Iterable[Failure]:
+    """Error text in a result: a traceback, ``Error: ...``, a non-zero exit code, an ``error`` field."""
+    for s, where in ctx.targets():
+        if s.status == "error" or s.step_id in ctx.recovered:
+            continue
+        if content.http_status(s.output) is not None and (content.http_status(s.output) or 0) >= 400:
+            continue  # reported by the HTTP detector
+        found = content.error_text(s.output)
+        if found:
+            yield Failure(s.step_id, "error-text", f"result carries an error: {found}", "error-text", where)
+
+
+BUILTIN_DETECTORS: dict[str, Detector] = {
+    "run-failure": run_failure,
+    "step-error": step_error,
+    "contract": contracts,
+    "json": json_output,
+    "sql": sql,
+    "http": http_error,
+    "empty": empty_result,
+    "error-text": error_in_result,
+}
+"""The built-in detectors by name."""
+
+
+def plugin_callables(group: str) -> list[tuple[str, Callable[..., Any]]]:
+    """Callables registered under an entry-point group."""
+    from trajdebug.plugins import entry_point_callables
+
+    return entry_point_callables(group)
+
+
+def registered_detectors() -> dict[str, Detector]:
+    """The built-in detectors plus those registered under ``trajdebug.detectors``."""
+    found: dict[str, Detector] = dict(BUILTIN_DETECTORS)
+    for name, fn in plugin_callables("trajdebug.detectors"):
+        found.setdefault(name, fn)
+    return found
+
+
+def detect(
+    run: Run,
+    detectors: Mapping[str, Detector] | Sequence[Detector] | None = None,
+    *,
+    sql_schema: str | None = None,
+) -> list[Failure]:
+    """Run the detectors on a run.
+
+    Args:
+        run: The run.
+        detectors: The detectors to run (None: the built-in and registered ones).
+        sql_schema: DDL of the SQLite database the run's SQL targets.
+
+    Returns:
+        The failures, deduplicated, in step order.
+    """
+    ctx = DetectContext.build(run, sql_schema=sql_schema)
+    if detectors is None:
+        chosen: Iterable[Detector] = registered_detectors().values()
+    elif isinstance(detectors, Mapping):
+        chosen = detectors.values()
+    else:
+        chosen = detectors
+    seen: set[tuple[str, str, str]] = set()
+    out: list[Failure] = []
+    for det in chosen:
+        for f in det(run, ctx):
+            k = (f.step_id, f.detector, f.message)
+            if k not in seen and f.step_id in ctx.steps:
+                seen.add(k)
+                out.append(f)
+    # The run's failure shown where a step already failed says nothing new.
+    flagged = {f.step_id for f in out if f.detector != "run-failure"}
+    out = [f for f in out if f.detector != "run-failure" or f.step_id not in flagged]
+    if len(out) > 1:
+        wanted = {f.step_id for f in out}
+        pos = {s.step_id: i for i, s in enumerate(run.steps) if s.step_id in wanted}
+        out.sort(key=lambda f: pos[f.step_id])
+    return out
+
+
+__all__ = [
+    "BUILTIN_DETECTORS",
+    "DetectContext",
+    "Detector",
+    "Failure",
+    "Where",
+    "detect",
+    "final_step",
+    "registered_detectors",
+]

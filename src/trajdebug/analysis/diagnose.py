@@ -1,0 +1,397 @@
+"""Diagnosers: is this step's output wrong, and why do we think so?
+
+A diagnoser is a plain callable ``(step, ctx) -> Iterable[Evidence]``.  Each
+piece of evidence carries a suspicion contribution in [0, 1] and a reason a
+person can read; ``sound=True`` evidence says an aspect of the step checked
+out.  Diagnosers are rules, not oracles: they rank, they do not prove.
+
+`DiagnoseContext.verdict` folds the evidence of a step into one local
+suspicion (a noisy-OR of the contributions, damped when some aspect checked
+out) and a faulty / sound call at `FAULTY_THRESHOLD`.  That call is what the
+localizer's stopping rule uses: a step diagnosed faulty whose inputs are all
+diagnosed sound is a root-cause candidate (Zeller, *Why Programs Fail*,
+"Tracking Failure Origins").
+
+The built-in diagnosers live in `trajdebug.analysis.evidence`; more can be
+registered under the entry-point group ``trajdebug.diagnosers``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from trajdebug.analysis import content
+from trajdebug.analysis.graph import DependencyGraph
+from trajdebug.model import Run, Step
+
+
+if TYPE_CHECKING:
+    from trajdebug.analysis.detect import Failure
+
+
+FAULTY_THRESHOLD = 0.3
+"""Local suspicion at or above which a step is diagnosed faulty."""
+
+SOUND_DAMPING = 0.7
+"""The factor applied to a step's suspicion when all of its other evidence is sound (see `fold`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One diagnoser finding about one step."""
+
+    step_id: str
+    """The step the finding is about."""
+    suspicion: float
+    """Contribution to the step's suspicion, in [0, 1] (for sound evidence: what suspicion remains)."""
+    reason: str
+    """Why, in words a person can check."""
+    diagnoser: str
+    """The diagnoser that found it."""
+    sound: bool = False
+    """True when the finding says an aspect of the step checked out."""
+    correction: Any = None
+    """A suggested corrected output, when the diagnoser can tell (replay uses it to verify candidates)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A step's evidence folded into one call."""
+
+    step_id: str
+    """The step."""
+    suspicion: float
+    """Local suspicion in [0, 1]."""
+    faulty: bool
+    """True when the suspicion reaches `FAULTY_THRESHOLD`."""
+    evidence: tuple[Evidence, ...]
+    """The evidence, strongest first."""
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """The reasons of the suspicious evidence, strongest first."""
+        return tuple(e.reason for e in self.evidence if not e.sound)
+
+    @property
+    def correction(self) -> Any:
+        """The strongest suggested correction, if any."""
+        return next((e.correction for e in self.evidence if e.correction is not None), None)
+
+
+def fold(step_id: str, evidence: Iterable[Evidence], threshold: float = FAULTY_THRESHOLD) -> Verdict:
+    """Fold evidence about one step into a verdict.
+
+    The suspicious contributions combine by noisy-OR; sound evidence multiplies
+    the result by ``1 - (1 - SOUND_DAMPING) * share``, ``share`` being the
+    fraction of the evidence that is sound (all sound: `SOUND_DAMPING`).
+    """
+    ev = sorted(evidence, key=lambda e: (e.sound, -e.suspicion))
+    keep = 1.0
+    n_sound = n_faulty = 0
+    for e in ev:
+        if e.sound:
+            n_sound += 1
+        else:
+            n_faulty += 1
+            keep *= 1.0 - min(max(e.suspicion, 0.0), 1.0)
+    susp = 1.0 - keep
+    if n_sound:
+        # Aspects that checked out temper, in proportion, the ones that did not.
+        susp *= 1.0 - (1.0 - SOUND_DAMPING) * n_sound / (n_sound + n_faulty)
+    return Verdict(step_id, susp, susp >= threshold, tuple(ev))
+
+
+class Diagnoser(Protocol):
+    """A step diagnoser: a plain callable."""
+
+    def __call__(self, step: Step, ctx: DiagnoseContext, /) -> Iterable[Evidence]: ...
+
+
+@dataclass(slots=True)
+class DiagnoseContext:
+    """What diagnosers share: the run, its graph, the SQL schema, caches.
+
+    Args:
+        run: The run.
+        graph: Its dependency graph.
+        diagnosers: The diagnosers to run (None: built-in and registered).
+        sql_schema: DDL of the SQLite database the run's SQL targets.
+        extra: Evidence found elsewhere (failures, the error lifecycle), by step id.
+        failures: The run's failures (diagnosers trace the values they name).
+    """
+
+    run: Run
+    graph: DependencyGraph
+    diagnosers: Sequence[tuple[str, Diagnoser]] = ()
+    sql_schema: str | None = None
+    extra: Mapping[str, Sequence[Evidence]] = field(default_factory=dict)
+    failures: Sequence[Failure] = ()
+    diagnosed: int = 0
+    """How many steps have been diagnosed so far (each counted once)."""
+    _verdicts: dict[str, Verdict] = field(default_factory=dict)
+    _texts: dict[str, str] = field(default_factory=dict)
+    _flags: dict[str, bool] = field(default_factory=dict)
+    _values: list[tuple[str, bool, str]] | None = None
+    _errored_consumers: dict[str, list[tuple[str, Any]]] | None = None
+
+    @classmethod
+    def build(
+        cls,
+        run: Run,
+        graph: DependencyGraph | None = None,
+        *,
+        diagnosers: Mapping[str, Diagnoser] | Sequence[Diagnoser] | None = None,
+        sql_schema: str | None = None,
+        extra: Iterable[Evidence] = (),
+        failures: Sequence[Failure] = (),
+    ) -> DiagnoseContext:
+        """Prepare a context (the graph is built when not given)."""
+        from trajdebug.analysis.detect import _schema_from_metadata
+
+        g = graph if graph is not None else DependencyGraph(run)
+        if diagnosers is None:
+            chosen = list(registered_diagnosers().items())
+        elif isinstance(diagnosers, Mapping):
+            chosen = list(diagnosers.items())
+        else:
+            chosen = [(getattr(d, "__name__", type(d).__name__), d) for d in diagnosers]
+        by_step: dict[str, list[Evidence]] = {}
+        for e in extra:
+            by_step.setdefault(e.step_id, []).append(e)
+        schema = sql_schema or _schema_from_metadata(run.metadata)
+        return cls(run, g, chosen, schema, by_step, tuple(failures))
+
+    def step(self, step_id: str) -> Step:
+        """The step with this id."""
+        return self.graph.steps[step_id]
+
+    def verdict(self, step_id: str) -> Verdict:
+        """Diagnose a step (once; later calls return the cached verdict)."""
+        v = self._verdicts.get(step_id)
+        if v is None:
+            self.diagnosed += 1
+            step = self.graph.steps[step_id]
+            found: list[Evidence] = list(self.extra.get(step_id, ()))
+            for name, fn in self.diagnosers:
+                for e in fn(step, self):
+                    found.append(e if e.diagnoser else _named(e, name))
+            v = self._verdicts[step_id] = fold(step_id, found)
+        return v
+
+    def known(self, step_id: str) -> Verdict | None:
+        """The verdict of a step if it has been diagnosed already (no new work)."""
+        return self._verdicts.get(step_id)
+
+    def has_state_edges(self) -> bool:
+        """Whether any step of the run consumed shared state (lets diagnosers skip consumer lookups)."""
+        f = self._flags.get("state")
+        if f is None:
+            f = self._flags["state"] = "state" in self.graph.edge_kinds()
+        return f
+
+    def has_errors(self) -> bool:
+        """Whether any step of the run ended with an error."""
+        f = self._flags.get("errors")
+        if f is None:
+            f = self._flags["errors"] = any(s.status == "error" for s in self.run.steps)
+        return f
+
+    def errored_consumers(self, step_id: str) -> list[tuple[str, Any]]:
+        """The consumers of a step that ended with an error, as ``(consumer_id, edge)``.
+
+        Indexed from the errored steps alone, so a run with few errors never
+        pays for the full children map.
+        """
+        if self._errored_consumers is None:
+            idx: dict[str, list[tuple[str, Any]]] = {}
+            for s in self.run.steps:
+                if s.status == "error":
+                    for d in self.graph.parents(s.step_id):
+                        idx.setdefault(d.step_id, []).append((s.step_id, d))
+            self._errored_consumers = idx
+        return self._errored_consumers.get(step_id, [])
+
+    def recorded_edges(self) -> bool:
+        """Whether the run's edges were recorded (tracked or declared), not only inferred."""
+        f = self._flags.get("recorded")
+        if f is None:
+            f = self._flags["recorded"] = any(d.origin != "inferred" for s in self.run.steps for d in s.deps)
+        return f
+
+    def failure_values(self) -> list[tuple[str, bool, str]]:
+        """The values the failures name, as ``(value, quoted, where)``.
+
+        Quoted values (``KeyError: '2025-Q2'``) and the words of a failure message
+        that also occur in the run's task (``"does not answer with revenue"``):
+        what the failure misses, to be traced back to where it was lost.
+        """
+        if self._values is None:
+            self._values = _failure_values(self.run, self.failures, self.graph.steps)
+        return self._values
+
+    def has_checks(self) -> bool:
+        """Whether any step of the run recorded contract checks."""
+        f = self._flags.get("checks")
+        if f is None:
+            f = self._flags["checks"] = any("checks" in s.attributes for s in self.run.steps)
+        return f
+
+    def text(self, step_id: str) -> str:
+        """A step's output as lower-case text (cached)."""
+        t = self._texts.get(step_id)
+        if t is None:
+            t = self._texts[step_id] = content.text_of(self.graph.steps[step_id].output).lower()
+        return t
+
+    def upstream_text(self, step: Step, *, own_input: bool = True) -> str:
+        """Lower-case text of what a step could have taken its values from.
+
+        Its own input (optional), the outputs of the steps it depends on, and the
+        run's task metadata.  Also the outputs of the steps that ran just before it:
+        up to 200 for an LLM step whose prompt was not kept (a chat log: the model
+        saw the conversation so far), up to 20 for a step with no edges at all in a
+        run without recorded edges (an imported trace).
+        """
+        parts: list[str] = []
+        if own_input:
+            parts.append(content.text_of(step.input).lower())
+        parents = self.graph.parents(step.step_id)
+        for d in parents:
+            parts.append(self.text(d.step_id))
+        window = 0
+        if step.kind == "llm" and step.input is None:
+            # The prompt was not kept (a chat log): the model saw the conversation so far.
+            window = 200
+        elif not parents and not step.deps and not self.recorded_edges():
+            window = 20
+        if window:
+            pos = self.graph.position(step.step_id)
+            for s in self.run.steps[max(0, pos - window) : pos]:
+                if s.kind != "agent":
+                    parts.append(self.text(s.step_id))
+        for key in ("task", "input", "question", "instruction"):
+            if key in self.run.metadata:
+                parts.append(content.text_of(self.run.metadata[key]).lower())
+        return "\n".join(parts)
+
+
+_QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"")
+_WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
+_STOPWORDS = frozenset(
+    [
+        "what",
+        "which",
+        "with",
+        "from",
+        "that",
+        "this",
+        "have",
+        "were",
+        "does",
+        "there",
+        "their",
+        "about",
+        "into",
+        "when",
+        "where",
+        "than",
+        "then",
+        "they",
+        "them",
+        "most",
+        "more",
+        "some",
+        "each",
+        "only",
+        "also",
+        "many",
+        "much",
+        "been",
+        "being",
+        "very",
+        "will",
+        "would",
+        "should",
+        "could",
+        "answer",
+        "check",
+        "checks",
+        "failed",
+        "failure",
+        "error",
+        "errors",
+        "none",
+        "null",
+        "true",
+        "false",
+        "value",
+        "values",
+        "step",
+        "steps",
+    ]
+)
+
+
+def _failure_values(
+    run: Run, failures: Sequence[Failure], steps: Mapping[str, Step]
+) -> list[tuple[str, bool, str]]:
+    task = " ".join(
+        content.text_of(run.metadata[k]).lower()
+        for k in ("task", "question", "input", "instruction")
+        if k in run.metadata
+    )
+    task_words = set(_WORD.findall(task))
+    out: dict[str, tuple[str, bool, str]] = {}
+    for f in failures:
+        where = steps[f.step_id].name if f.step_id in steps else f.step_id
+        for m in _QUOTED.finditer(f.message):
+            v = (m.group(1) or m.group(2) or "").strip()
+            if v and v.lower() not in out:
+                out[v.lower()] = (v, True, where)
+        for w in _WORD.findall(f.message.lower()):
+            if w in task_words and w not in _STOPWORDS and w not in out:
+                out[w] = (w, False, where)
+    return list(out.values())
+
+
+def _named(e: Evidence, name: str) -> Evidence:
+    return Evidence(e.step_id, e.suspicion, e.reason, name, e.sound, e.correction)
+
+
+def registered_diagnosers() -> dict[str, Diagnoser]:
+    """The built-in diagnosers plus those registered under ``trajdebug.diagnosers``."""
+    from trajdebug.analysis.detect import plugin_callables
+    from trajdebug.analysis.evidence import BUILTIN_DIAGNOSERS
+
+    found: dict[str, Diagnoser] = dict(BUILTIN_DIAGNOSERS)
+    for name, fn in plugin_callables("trajdebug.diagnosers"):
+        found.setdefault(name, fn)
+    return found
+
+
+def diagnose(
+    run: Run,
+    step_ids: Iterable[str] | None = None,
+    *,
+    diagnosers: Mapping[str, Diagnoser] | Sequence[Diagnoser] | None = None,
+    graph: DependencyGraph | None = None,
+) -> dict[str, Verdict]:
+    """Diagnose some steps of a run (all when ``step_ids`` is None)."""
+    ctx = DiagnoseContext.build(run, graph, diagnosers=diagnosers)
+    ids = list(step_ids) if step_ids is not None else [s.step_id for s in run.steps]
+    return {sid: ctx.verdict(sid) for sid in ids}
+
+
+__all__ = [
+    "FAULTY_THRESHOLD",
+    "DiagnoseContext",
+    "Diagnoser",
+    "Evidence",
+    "Verdict",
+    "diagnose",
+    "fold",
+    "registered_diagnosers",
+]

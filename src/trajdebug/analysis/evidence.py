@@ -1,0 +1,533 @@
+"""The built-in diagnosers, one per sign of a faulty step.
+
+Each is a plain callable ``(step, ctx) -> Iterable[Evidence]`` (see
+`trajdebug.analysis.diagnose`).  Suspicion values are ranks, not
+probabilities: about 0.7 for a step that is wrong on its face (malformed SQL,
+a failed post-condition), about 0.5 for one that visibly misbehaved (an error,
+dropped items, a contradiction), 0.2-0.4 for weak signs (values with no
+visible source, a failure that its arguments probably caused).
+
+The data-flow diagnosers (lost values, parse steps, state writes, retries)
+live in `trajdebug.analysis.dataflow`; `BUILTIN_DIAGNOSERS` registers both.
+
+Evidence is *pulled*: a diagnoser reports about the step it is given, also
+from what its consumers saw (a consumer's failed pre-condition, a reader that
+found a state write invalid), so one verdict per step holds everything known
+about it.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from trajdebug.analysis import content
+from trajdebug.analysis.dataflow import dropped_value, parse_dropped, retry_divergence, state_write
+from trajdebug.analysis.diagnose import _QUOTED, DiagnoseContext, Diagnoser, Evidence
+from trajdebug.analysis.graph import CHILD_KEY
+from trajdebug.model import ErrorInfo, Step
+
+
+# -- errors --------------------------------------------------------------------
+
+_INPUT_CAUSED = re.compile(
+    r"syntax|invalid|malformed|not found|no such|unknown|missing|required|unexpected|bad request|"
+    r"does not exist|cannot parse|could not parse|validation|unprocessable|check failed|expected",
+    re.I,
+)
+_INPUT_ERROR_TYPES = frozenset(
+    [
+        "KeyError",
+        "IndexError",
+        "LookupError",
+        "ValueError",
+        "TypeError",
+        "AssertionError",
+        "JSONDecodeError",
+        "ValidationError",
+        "UnicodeDecodeError",
+        "ZeroDivisionError",
+    ]
+)
+
+
+def _quotes_argument(message: str, given: Any) -> bool:
+    """Whether an error message names one of the values a step was given (``... does not belong to u-999``)."""
+    text = message.lower()
+    for _, v in content.leaves(given):
+        if isinstance(v, str) and 3 <= len(v) <= 100 and v.lower() in text:
+            return True
+    return False
+
+
+def input_caused(err: ErrorInfo, given: Any = None) -> bool:
+    """Whether an error says more about what a step was given than about the step.
+
+    A ``KeyError`` or a failed validation is raised by a step *on* its input, and
+    so is an error that names one of its argument values: the step is where the
+    infection showed, its input is where to look next.
+    """
+    return (
+        err.type.rsplit(".", 1)[-1] in _INPUT_ERROR_TYPES
+        or bool(_INPUT_CAUSED.search(err.message))
+        or _quotes_argument(err.message, given)
+    )
+
+
+def _own_error(step: Step, ctx: DiagnoseContext) -> ErrorInfo | None:
+    """The step's error when it raised it itself (not passed up from a child)."""
+    err = step.error
+    if step.status != "error" or err is None:
+        return None
+    if err.error_id is not None and step.kind == "agent":
+        for c in ctx.run.children(step.step_id):
+            if c.error is not None and c.error.error_id == err.error_id:
+                return None
+    return err
+
+
+def step_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A step that ended with an error: weak when raised on its input or passed up from a child."""
+    if step.status != "error" or step.kind in ("tool", "retrieval"):
+        return  # tool errors are judged by tool_result
+    err = _own_error(step, ctx)
+    if err is None:
+        text = f"{step.error.type}: {step.error.message}" if step.error else "an error"
+        yield Evidence(step.step_id, 0.15, f"passed up {text[:160]} from a step inside it", "step-error")
+    elif input_caused(err):
+        yield Evidence(
+            step.step_id, 0.2, f"raised {err.type} on its input: {err.message[:160]}", "step-error"
+        )
+    else:
+        yield Evidence(step.step_id, 0.5, f"ended with {err.type}: {err.message[:160]}", "step-error")
+
+
+def consumer_rejection(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A step whose output made a consumer fail on its input (a ``KeyError``, a failed validation)."""
+    mine: str | None = None
+    for cid, d in ctx.errored_consumers(step.step_id):
+        if d.kind not in ("data", "state") or d.key == CHILD_KEY:
+            continue
+        c = ctx.step(cid)
+        err = _own_error(c, ctx)
+        if err is None or not input_caused(err, c.input):
+            continue
+        quoted = [m.group(1) or m.group(2) for m in _QUOTED.finditer(err.message)]
+        if quoted:
+            if mine is None:
+                mine = (content.text_of(step.input) + "\n" + ctx.text(step.step_id)).lower()
+            if not any(q.lower() in mine for q in quoted):
+                # What the consumer misses never reached this step: not its doing.
+                yield Evidence(
+                    step.step_id,
+                    0.1,
+                    f"{c.name} failed on {quoted[0]!r}, which never reached it",
+                    "consumer-rejection",
+                )
+                return
+        yield Evidence(
+            step.step_id,
+            0.25,
+            f"its output made {c.name} fail: {err.type}: {err.message[:120]}",
+            "consumer-rejection",
+        )
+        return
+
+
+def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A tool or retrieval result carrying an error, an HTTP error status, or nothing."""
+    if step.kind not in ("tool", "retrieval"):
+        return
+    out = step.output
+    problem: str | None = None
+    code = content.http_status(out)
+    if code is not None and code >= 400:
+        problem = f"HTTP status {code}"
+        text = content.text_of(out, 400)
+        caused = (400 <= code < 500 and code not in (408, 429)) or bool(_INPUT_CAUSED.search(text))
+    elif step.status == "error" and step.error is not None:
+        problem = f"{step.error.type}: {step.error.message}"
+        caused = not _ENVIRONMENT.search(problem)
+    elif found := content.error_text(out):
+        problem = found
+        caused = not _ENVIRONMENT.search(problem)
+    elif (
+        content.is_empty(out) and step.status == "ok" and any(True for _ in ctx.graph.children(step.step_id))
+    ):
+        # An empty answer says more about the question asked than about the tool.
+        yield Evidence(
+            step.step_id, 0.15, "returned an empty result that later steps consumed", "tool-result"
+        )
+        return
+    else:
+        return
+    if caused:
+        # A 4xx or "invalid argument" says more about the caller's arguments
+        # than about the tool: keep the tool suspect but let the search go on.
+        yield Evidence(
+            step.step_id,
+            0.35,
+            f"result carries an error ({problem[:160]}), likely caused by its arguments",
+            "tool-result",
+        )
+    else:
+        yield Evidence(step.step_id, 0.7, f"tool or its environment failed: {problem[:160]}", "tool-result")
+
+
+_ENVIRONMENT = re.compile(
+    r"time(?:d)? ?out|timeout|connection|unavailable|unreachable|rate.?limit|too many requests|quota|overload|"
+    r"internal (?:server )?error|temporar|refused|reset by peer|\b5\d\d\b|service|network|dns|ssl|broken pipe",
+    re.I,
+)
+"""Errors of the tool or its environment; any other tool error is taken as a rejection of its arguments."""
+
+_QUERY = re.compile(r"^\s*(select|with)\b", re.I)
+
+
+def sql_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A SQL tool whose recorded rows differ from re-running its (read-only) query on the run's database.
+
+    Only when the run names its SQLite file (metadata ``sqlite_db``) and the
+    query is a ``SELECT``; the file is opened read-only and the query is cut off
+    after a bounded amount of work.  A database changed since the run also
+    shows here, so this ranks, it does not prove.
+    """
+    if step.kind != "tool" or step.status != "ok":
+        return
+    db = ctx.run.metadata.get("sqlite_db")
+    stmt = content.sql_of(step.input)
+    if not isinstance(db, str) or stmt is None or not _QUERY.match(stmt):
+        return
+    rows = content.largest_list(step.output)
+    if rows is None:
+        return
+    fresh = content.rerun_query(db, stmt)
+    if fresh is None:
+        return
+    if len(rows) < len(fresh):
+        yield Evidence(
+            step.step_id,
+            0.6,
+            f"returned {len(rows)} rows; its query yields {len(fresh)} on the database",
+            "sql-result",
+            correction=fresh,
+        )
+    elif len(rows) > len(fresh):
+        yield Evidence(
+            step.step_id,
+            0.4,
+            f"returned {len(rows)} rows; its query yields only {len(fresh)} on the database",
+            "sql-result",
+            correction=fresh,
+        )
+    else:
+        yield Evidence(step.step_id, 0.0, "its rows match re-running its query", "sql-result", sound=True)
+
+
+# -- arguments and stated values ---------------------------------------------------
+
+
+def _present(value: Any, haystack: str, forms: set[str]) -> bool | None:
+    """Whether a scalar shows up in a text (None: the value says too little to tell)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        n = content.norm_number(repr(value))
+        if n is None:
+            return None
+        return n in forms
+    if isinstance(value, str):
+        v = value.strip().lower()
+        # Identifiers and short values are claims; prose and expressions are not.
+        if len(v) < 3 or len(v) > 60 or len(v.split()) > 3 or content.looks_like_sql(v):
+            return None
+        return v in haystack
+    return None
+
+
+def _contradictions(produced: Any, upstream: list[Any], context: str = "") -> list[tuple[str, Any, Any]]:
+    """Fields a value shares with upstream outputs but with a different scalar value found nowhere upstream.
+
+    A value that differs from one upstream field but appears elsewhere upstream
+    (a user's other order, another row) is a choice among given values, not a
+    contradiction.
+    """
+    mine = content.keyed_values(produced)
+    if not mine:
+        return []
+    out: list[tuple[str, Any, Any]] = []
+    everywhere: str | None = None
+    for up in upstream:
+        theirs = content.keyed_values(up)
+        for k, v in mine.items():
+            if k in theirs and k not in ("id", "name", "role", "type", "content", "status"):
+                w = theirs[k]
+                if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
+                    if everywhere is None:
+                        everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
+                    if str(v).lower() not in everywhere:
+                        out.append((k, v, w))
+    return out
+
+
+def _upstream_outputs(step: Step, ctx: DiagnoseContext) -> list[Any]:
+    return [
+        ctx.step(d.step_id).output
+        for d in ctx.graph.parents(step.step_id)
+        if d.kind in ("data", "state") and d.key != CHILD_KEY
+    ]
+
+
+def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """Tool arguments that come from no upstream output, or contradict one."""
+    if step.kind != "tool" or not isinstance(step.input, Mapping):
+        return
+    if not step.deps and ctx.recorded_edges():
+        return  # recorded, and fed by nothing: its arguments are constants of the agent's code
+    ups = _upstream_outputs(step, ctx)
+    bad = _contradictions(step.input, ups, ctx.upstream_text(step, own_input=False))
+    if bad:
+        k, v, w = bad[0]
+        yield Evidence(
+            step.step_id, 0.6, f"argument {k}={v!r} contradicts the upstream value {w!r}", "tool-arguments"
+        )
+        return
+    hay = ctx.upstream_text(step, own_input=False)
+    if not hay.strip():
+        return
+    forms = content.number_forms(hay)
+    checked, missing = 0, []
+    for path, v in content.leaves(step.input):
+        seen = _present(v, hay, forms)
+        if seen is None:
+            continue
+        checked += 1
+        if not seen:
+            missing.append(f"{path}={v!r}"[:60])
+    if missing:
+        frac = len(missing) / checked
+        plural = len(missing) > 1
+        yield Evidence(
+            step.step_id,
+            0.1 + 0.25 * frac,
+            f"argument{'s' if plural else ''} {', '.join(missing[:3])} come{'' if plural else 's'} from no upstream output",
+            "tool-arguments",
+        )
+    elif checked:
+        yield Evidence(
+            step.step_id, 0.0, "its arguments all come from upstream outputs", "tool-arguments", sound=True
+        )
+
+
+def _replace_key(value: Any, key: str, new: Any) -> Any:
+    out = copy.deepcopy(value)
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            for k in list(v):
+                if str(k).lower() == key:
+                    v[k] = new
+                else:
+                    walk(v[k])
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(out)
+    return out
+
+
+_SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'")
+
+
+def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """Output that is malformed on its face: JSON that does not parse, SQL that fails ``EXPLAIN``, tool-call arguments that are not JSON."""
+    if step.kind in ("tool", "retrieval", "input"):
+        return  # results of the outside world are judged by tool_result
+    out = step.output
+    stmt = content.sql_of(out)
+    if stmt is not None:
+        problem = content.sql_problem(stmt, ctx.sql_schema)
+        if problem:
+            what = "does not parse" if problem[0] == "syntax" else "fails EXPLAIN on the schema"
+            yield Evidence(
+                step.step_id, 0.7, f"produced SQL that {what}: {problem[1][:120]}", "malformed-output"
+            )
+        return
+    if isinstance(out, str) and (content.looks_like_json(out) or step.attributes.get("expect") == "json"):
+        problem_j = content.json_problem(out)
+        if problem_j:
+            yield Evidence(
+                step.step_id, 0.65, f"produced malformed JSON: {problem_j[:120]}", "malformed-output"
+            )
+        return
+    if step.kind != "llm" or not isinstance(out, (Mapping, list)):
+        return
+    for path, v in content.leaves(out):
+        if path.endswith("arguments") and isinstance(v, str) and content.looks_like_json(v):
+            problem_a = content.json_problem(v)
+            if problem_a:
+                yield Evidence(
+                    step.step_id,
+                    0.6,
+                    f"tool-call arguments are not valid JSON: {problem_a[:100]}",
+                    "malformed-output",
+                )
+                return
+
+
+# Fields that name or identify rather than claim: call ids the model mints,
+# tool names it picks from its tool list, message roles and types.
+_IDENTIFIER_PATH = re.compile(r"(?:^|\.)(?:id|call_id|tool_call_id|name|type|role)$")
+
+
+def _stated(out: Any) -> list[Any]:
+    """The values an output states: SQL literals, JSON leaves, or the numbers of a text."""
+    stmt = content.sql_of(out)
+    if stmt is not None:
+        # The literals of generated SQL are the values it claims from the question.
+        lits: list[Any] = [m.group(1).replace("''", "'") for m in _SQL_LITERAL.finditer(stmt)]
+        return lits + [float(n) for n in content.stated_numbers(_SQL_LITERAL.sub("", stmt))]
+    if isinstance(out, (Mapping, list)):
+        return [v for p, v in content.leaves(out) if not _IDENTIFIER_PATH.search(p)]
+    if isinstance(out, str):
+        parsed = content.parse_json(out) if content.looks_like_json(out) else None
+        if parsed is not None:
+            return [v for p, v in content.leaves(parsed) if not _IDENTIFIER_PATH.search(p)]
+        return [float(n) for n in content.stated_numbers(out)]
+    return []
+
+
+def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """An LLM output that is empty, or states values absent from or contradicting its inputs."""
+    if step.kind != "llm" or step.status == "error":
+        return
+    out = step.output
+    if content.is_empty(out):
+        yield Evidence(step.step_id, 0.5, "the model returned nothing", "llm-output")
+        return
+    bad = _contradictions(out, [step.input, *_upstream_outputs(step, ctx)], ctx.upstream_text(step))
+    if bad:
+        k, v, w = bad[0]
+        yield Evidence(
+            step.step_id,
+            0.55,
+            f"states {k}={v!r} but its input says {w!r}",
+            "llm-output",
+            correction=_replace_key(out, k, w),
+        )
+        return
+    hay = ctx.upstream_text(step)
+    if not hay.strip():
+        return
+    forms = content.number_forms(hay)
+    checked, missing = 0, []
+    for v in _stated(out):
+        seen = _present(v, hay, forms)
+        if seen is None:
+            continue
+        checked += 1
+        if not seen:
+            missing.append(repr(v)[:40])
+    if missing:
+        frac = len(missing) / checked
+        yield Evidence(
+            step.step_id,
+            0.15 + 0.4 * frac,
+            f"states {', '.join(missing[:3])}, found in none of its inputs",
+            "llm-output",
+        )
+    elif checked:
+        yield Evidence(
+            step.step_id, 0.0, "the values it states appear in its inputs", "llm-output", sound=True
+        )
+
+
+# -- contracts and inputs ------------------------------------------------------------
+
+
+def contracts(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """Declared contracts: the step's own checks, and its consumers' pre-conditions on its output."""
+    checks = step.attributes.get("checks")
+    own = [c for c in checks if isinstance(c, Mapping)] if isinstance(checks, list) else []
+    for c in own:
+        if c.get("when") == "pre":
+            continue  # a pre-condition judges the step's inputs (pulled by the producers below)
+        name = c.get("name", "?")
+        if c.get("passed") is False:
+            msg = f": {c['message']}" if c.get("message") else ""
+            yield Evidence(step.step_id, 0.75, f"its check {name} failed{msg}", "contract")
+        elif c.get("passed") is True:
+            yield Evidence(step.step_id, 0.0, f"its check {name} passed", "contract", sound=True)
+    if not ctx.has_checks():
+        return
+    for consumer_id, d in ctx.graph.children(step.step_id):
+        if d.kind not in ("data", "state"):
+            continue
+        consumer = ctx.step(consumer_id)
+        cchecks = consumer.attributes.get("checks")
+        if not isinstance(cchecks, list):
+            continue
+        for c in cchecks:
+            if isinstance(c, Mapping) and c.get("when") == "pre":
+                name = c.get("name", "?")
+                if c.get("passed") is False:
+                    yield Evidence(
+                        step.step_id,
+                        0.6,
+                        f"its output failed pre-condition {name} of {consumer.name}",
+                        "contract",
+                    )
+                elif c.get("passed") is True:
+                    yield Evidence(
+                        step.step_id,
+                        0.0,
+                        f"its output passed pre-condition {name} of {consumer.name}",
+                        "contract",
+                        sound=True,
+                    )
+
+
+def external_input(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """Inputs given to the run are taken as given (they are where the search ends)."""
+    if step.kind == "input":
+        yield Evidence(step.step_id, 0.0, "input given to the run", "external-input", sound=True)
+
+
+BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
+    "step-error": step_error,
+    "consumer-rejection": consumer_rejection,
+    "tool-result": tool_result,
+    "sql-result": sql_result,
+    "dropped-value": dropped_value,
+    "tool-arguments": tool_arguments,
+    "malformed-output": malformed_output,
+    "llm-output": llm_output,
+    "parse-dropped": parse_dropped,
+    "state-write": state_write,
+    "retry-divergence": retry_divergence,
+    "contract": contracts,
+    "external-input": external_input,
+}
+"""The built-in diagnosers by name."""
+
+
+__all__ = [
+    "BUILTIN_DIAGNOSERS",
+    "consumer_rejection",
+    "contracts",
+    "dropped_value",
+    "input_caused",
+    "external_input",
+    "llm_output",
+    "malformed_output",
+    "parse_dropped",
+    "retry_divergence",
+    "sql_result",
+    "state_write",
+    "step_error",
+    "tool_arguments",
+    "tool_result",
+]

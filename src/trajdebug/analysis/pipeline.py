@@ -1,0 +1,205 @@
+"""One call from a run to its analysis: failures, error lifecycle, ranked root causes.
+
+`analyze` chains the pieces: it declares the outcome when the source did not
+carry one, infers data dependencies when the run has none (imported traces),
+builds the dependency graph, runs the failure detectors, summarizes the error
+lifecycle, and localizes the root cause.  `Analysis.to_dict` is the JSON of
+``trajdebug analyze --json`` (documented in ``docs/analysis.md``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trajdebug.analysis.detect import Detector, Failure, detect, final_step
+from trajdebug.analysis.diagnose import Diagnoser, Evidence
+from trajdebug.analysis.graph import DependencyGraph
+from trajdebug.analysis.localize import Candidate, Localization, localize
+from trajdebug.model import Outcome, Run, replace
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """What trajdebug found in one run."""
+
+    run: Run
+    """The run analyzed (with its declared outcome and inferred edges, if any)."""
+    failures: tuple[Failure, ...]
+    """The failures the detectors found."""
+    localization: Localization
+    """The ranked root-cause candidates and the search statistics."""
+    error_report: Any = None
+    """The error-lifecycle report (`trajdebug.analysis.lifecycle`), when available."""
+    inferred: bool = False
+    """True when the run's data dependencies were inferred from content."""
+
+    @property
+    def outcome(self) -> Outcome:
+        """The run's outcome."""
+        return self.run.outcome
+
+    @property
+    def root_causes(self) -> list[Candidate]:
+        """The ranked root-cause candidates, best first."""
+        return self.localization.candidates
+
+    def error_chains(self) -> list[Any]:
+        """The error chains of the lifecycle report (empty when there is none)."""
+        if self.error_report is None:
+            return []
+        return list(self.error_report.to_dict().get("chains", []))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The analysis as JSON data (one element of ``{"runs": [...]}``)."""
+        steps = {s.step_id: s for s in self.run.steps}
+        names = {sid: s.name for sid, s in steps.items()}
+        causes = []
+        for c in self.root_causes:
+            s = steps[c.step_id]
+            causes.append(
+                {
+                    "step_id": c.step_id,
+                    "source_index": s.source_index,
+                    "name": s.name,
+                    "kind": s.kind,
+                    "agent": s.agent,
+                    "score": c.score,
+                    "reasons": list(c.reasons),
+                    "path": list(c.path),
+                    "structural": c.root,
+                    "inferred": [{"step_id": sid, "confidence": conf} for sid, conf in c.inferred],
+                }
+            )
+        return {
+            "run_id": self.run.run_id,
+            "outcome": self.run.outcome,
+            "failures": [{**f.to_dict(), "name": names.get(f.step_id)} for f in self.failures],
+            "root_causes": causes,
+            "error_chains": self.error_chains(),
+            "dependencies_inferred": self.inferred,
+            "stats": self.localization.stats.to_dict(),
+        }
+
+
+def analyses_to_dict(analyses: Sequence[Analysis]) -> dict[str, Any]:
+    """The JSON document of several analyses: ``{"runs": [...]}``."""
+    return {"runs": [a.to_dict() for a in analyses]}
+
+
+def _has_data_edges(run: Run) -> bool:
+    return any(d.kind == "data" for s in run.steps for d in s.deps)
+
+
+def _error_origins(run: Run) -> list[Evidence]:
+    """Evidence from the error lifecycle: the step where the error chain that failed the run began."""
+    by_id = {e.error_id: e for e in run.errors}
+    out: list[Evidence] = []
+    seen: set[str] = set()
+    for e in run.errors:
+        if e.stage != "failed":
+            continue
+        root, hops = e, 0
+        while root.parent_error_id is not None and root.parent_error_id in by_id and hops < 50:
+            root, hops = by_id[root.parent_error_id], hops + 1
+        if root.step_id not in seen:
+            seen.add(root.step_id)
+            out.append(
+                Evidence(
+                    root.step_id,
+                    0.1,
+                    f"origin of the error chain that failed the run ({root.type})",
+                    "error-lifecycle",
+                )
+            )
+    return out
+
+
+def _chain_origins(chains: Sequence[Any], graph: DependencyGraph) -> list[Evidence]:
+    """Evidence from the lifecycle report: the origin step of each critical error chain."""
+    out: list[Evidence] = []
+    for ch in chains:
+        if not isinstance(ch, Mapping) or not ch.get("critical"):
+            continue
+        origin = ch.get("origin_step")
+        if isinstance(origin, str) and origin in graph:
+            name = f" {ch['chain_id']}" if ch.get("chain_id") else ""
+            out.append(Evidence(origin, 0.1, f"origin of the critical error chain{name}", "error-lifecycle"))
+    return out
+
+
+def analyze(
+    run: Run,
+    *,
+    top: int = 5,
+    outcome: Outcome | None = None,
+    detectors: Mapping[str, Detector] | Sequence[Detector] | None = None,
+    diagnosers: Mapping[str, Diagnoser] | Sequence[Diagnoser] | None = None,
+    weights: Mapping[str, float] | None = None,
+    sql_schema: str | None = None,
+    infer: bool | None = None,
+) -> Analysis:
+    """Analyze one run: detect its failures, summarize its errors, localize the root cause.
+
+    Args:
+        run: The run.
+        top: How many root-cause candidates to keep.
+        outcome: The run's outcome when the source did not record one
+            (an ``incomplete`` run); ignored when the run has one.
+        detectors: Failure detectors (None: built-in and registered).
+        diagnosers: Step diagnosers (None: built-in and registered).
+        weights: Search weight overrides (see `trajdebug.analysis.localize.DEFAULT_WEIGHTS`).
+        sql_schema: DDL of the SQLite database the run's SQL targets.
+        infer: Infer data dependencies from content: None (default) when the
+            run has no data edges at all, or always / never.
+
+    Raises:
+        GraphError: the run's dependencies form a cycle or name a missing step.
+    """
+    if outcome is not None and run.outcome == "incomplete":
+        run = replace(run, outcome=outcome)
+    inferred = False
+    want_infer = (not _has_data_edges(run)) if infer is None else infer
+    if want_infer and len(run.steps) > 1 and importlib.util.find_spec("trajdebug.analysis.infer") is not None:
+        from trajdebug.analysis.infer import infer_dependencies
+
+        run = infer_dependencies(run)
+        inferred = True
+    graph = DependencyGraph(run)
+    failures = detect(run, detectors, sql_schema=sql_schema)
+    if run.outcome == "failure" and not failures:
+        # A failed run where no detector fired: the final output is the failure node.
+        last = final_step(run)
+        if last is not None:
+            failures = [
+                Failure(
+                    last.step_id, "outcome", run.failure_reason or "the run failed", "run-failure", "final"
+                )
+            ]
+    seeds = failures
+    if run.outcome == "success":
+        # A run that succeeded: only failures that contradict the success start a search.
+        seeds = [f for f in failures if f.where in ("final", "post") or f.detector == "contract"]
+    error_report = None
+    origins = _error_origins(run)
+    if run.errors and importlib.util.find_spec("trajdebug.analysis.lifecycle") is not None:
+        from trajdebug.analysis import lifecycle
+
+        error_report = lifecycle.analyze_errors(run, graph=graph)
+        origins = _chain_origins(error_report.to_dict().get("chains", []), graph) or origins
+    loc = localize(
+        run,
+        failures=seeds,
+        top=top,
+        weights=weights,
+        graph=graph,
+        diagnosers=diagnosers,
+        extra_evidence=origins,
+        sql_schema=sql_schema,
+    )
+    return Analysis(run, tuple(failures), loc, error_report, inferred)
+
+
+__all__ = ["Analysis", "analyses_to_dict", "analyze"]

@@ -1,0 +1,124 @@
+"""``trajdebug analyze``: failures, ranked root causes and error chains of runs."""
+
+from __future__ import annotations
+
+import click
+
+from trajdebug.cli._common import (
+    console,
+    emit_json,
+    fmt_option,
+    json_option,
+    load_source,
+    run_option,
+    source_argument,
+)
+from trajdebug.cli._replay import add_verify_option, verify_analyses
+from trajdebug.model import Outcome
+
+
+@click.command(name="analyze")
+@source_argument
+@run_option
+@fmt_option
+@click.option(
+    "--top",
+    "top",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="How many root-cause candidates.",
+)
+@click.option(
+    "--outcome",
+    type=click.Choice(["failure", "success"]),
+    help="The runs' outcome, when the source does not record one (imported traces).",
+)
+@click.option("--markdown", is_flag=True, help="Print Markdown instead of text.")
+@add_verify_option
+@json_option
+def analyze_cmd(
+    source: str | None,
+    run_id: str | None,
+    fmt: str | None,
+    top: int,
+    outcome: str | None,
+    markdown: bool,
+    verify_entry: str | None,
+    fixer: str | None,
+    verify_samples: int,
+    as_json: bool,
+) -> None:
+    """Find where runs failed and rank the steps most likely to have caused it.
+
+    For each run: the failures the detectors found, the root-cause candidates
+    (best first, each with its evidence and the dependency path from it to the
+    failure), the error chains, and what the search examined.  SOURCE is a
+    store, a trajdebug JSONL file or a foreign trace (default: the default
+    store).  The JSON output is described in docs/analysis.md.
+
+    With --verify MODULE:FUNCTION (the agent's entry point), the top
+    candidates are verified by counterfactual replay: each is patched with a
+    correction (from --fixer, the same step of a passing run in SOURCE, or a
+    diagnoser's suggestion) and reported verified, refuted or unresolved.
+
+    \b
+    Example:
+        trajdebug analyze trajdebug.db --run 4bf92f35 --top 3
+        trajdebug analyze conversation.json --from openai --outcome failure --json
+        trajdebug analyze trajdebug.db --verify trajdebug.demo:demo_agent
+    """
+    from trajdebug.analysis.graph import GraphError
+    from trajdebug.analysis.pipeline import analyses_to_dict, analyze
+
+    runs = load_source(source, run_id, fmt)
+    declared: Outcome | None = None if outcome is None else ("failure" if outcome == "failure" else "success")
+    analyses = []
+    for run in runs:
+        try:
+            analyses.append(analyze(run, top=top, outcome=declared))
+        except GraphError as exc:
+            raise click.ClickException(f"{source or 'store'}: {exc}") from None
+    verifications = verify_analyses(
+        analyses,
+        source=source,
+        fmt=fmt,
+        entry=verify_entry,
+        fixer=fixer,
+        samples=verify_samples,
+        top=min(top, 3),
+    )
+    if as_json:
+        data = analyses_to_dict(analyses)
+        for entry, v in zip(data["runs"], verifications, strict=False):
+            entry["verification"] = None if v is None else v.to_dict()
+        emit_json(data)
+        return
+    if markdown:
+        from trajdebug.report.analysis import analysis_markdown
+
+        parts = []
+        for i, a in enumerate(analyses):
+            part = analysis_markdown(a)
+            v = verifications[i] if i < len(verifications) else None
+            if v is not None:
+                part += "\n" + v.summary() + "\n"
+            parts.append(part)
+        click.echo("\n".join(parts), nl=False)
+        return
+    from trajdebug.report.analysis import render_analysis
+
+    con = console()
+    for i, a in enumerate(analyses):
+        if i:
+            con.print()
+        render_analysis(a, con, run=a.run)
+        v = verifications[i] if i < len(verifications) else None
+        if v is not None:
+            con.print()
+            con.print(v.summary())
+
+
+def register(cli: click.Group) -> None:
+    """Add ``analyze``."""
+    cli.add_command(analyze_cmd)

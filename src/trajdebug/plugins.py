@@ -1,0 +1,66 @@
+"""Plugins: detectors, diagnosers and importers registered by entry points.
+
+A third-party package adds a plain callable under one of the groups below in
+its ``pyproject.toml``; trajdebug finds it through `importlib.metadata`:
+
+```toml
+[project.entry-points."trajdebug.diagnosers"]
+policy = "my_pkg.diagnosers:policy_violation"
+```
+
+| group | callable |
+|---|---|
+| ``trajdebug.detectors`` | ``(run, ctx) -> Iterable[Failure]`` (`trajdebug.analysis.detect.Detector`) |
+| ``trajdebug.diagnosers`` | ``(step, ctx) -> Iterable[Evidence]`` (`trajdebug.analysis.diagnose.Diagnoser`) |
+| ``trajdebug.importers`` | ``(path) -> ReadResult`` (`trajdebug.formats.Importer`) |
+
+A plugin that fails to load is skipped with a warning naming it; it never
+breaks the built-in ones.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+
+log = logging.getLogger("trajdebug")
+
+GROUPS = ("trajdebug.detectors", "trajdebug.diagnosers", "trajdebug.importers")
+
+_cache: dict[str, list[tuple[str, Callable[..., Any]]]] = {}
+
+
+def entry_point_callables(group: str, *, refresh: bool = False) -> list[tuple[str, Callable[..., Any]]]:
+    """The ``(name, callable)`` pairs registered under ``group``, loaded once and cached.
+
+    Args:
+        group: The entry-point group, e.g. ``"trajdebug.diagnosers"``.
+        refresh: Look the entry points up again (after installing a plugin at run time).
+    """
+    if refresh or group not in _cache:
+        found: list[tuple[str, Callable[..., Any]]] = []
+        for ep in entry_points(group=group):
+            try:
+                obj = ep.load()
+            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the built-ins
+                log.warning(
+                    "trajdebug: plugin %s = %s (group %s) failed to load: %s", ep.name, ep.value, group, exc
+                )
+                continue
+            if not callable(obj):
+                log.warning("trajdebug: plugin %s = %s (group %s) is not callable", ep.name, ep.value, group)
+                continue
+            found.append((ep.name, obj))
+        _cache[group] = found
+    return list(_cache[group])
+
+
+def plugins() -> dict[str, list[str]]:
+    """The names of the registered plugins per group (for listings)."""
+    return {group: [name for name, _ in entry_point_callables(group)] for group in GROUPS}
+
+
+__all__ = ["GROUPS", "entry_point_callables", "plugins"]

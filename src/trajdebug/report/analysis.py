@@ -1,0 +1,215 @@
+"""Rendering of an `Analysis`: failures, ranked root causes with evidence and path, error chains.
+
+Three forms of the same content: rich output for a terminal (`render_analysis`),
+plain text lines for 80 columns (`analysis_lines`), and Markdown
+(`analysis_markdown`) for issues and pull requests.  Untrusted text (step
+names, messages, reasons quoting outputs) is escaped for rich markup and for
+Markdown.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from trajdebug.model import Run, Step
+
+
+if TYPE_CHECKING:
+    from trajdebug.analysis.localize import Candidate
+    from trajdebug.analysis.pipeline import Analysis
+
+
+WIDTH = 80
+MAX_REASONS = 4
+OUTCOME_STYLE = {"success": "green", "failure": "red", "incomplete": "yellow"}
+
+
+def _short(step_id: str) -> str:
+    return step_id[-6:]
+
+
+def _label(step: Step | None, step_id: str) -> str:
+    return f"{step.name}#{_short(step_id)}" if step is not None else f"?#{_short(step_id)}"
+
+
+def _path(c: Candidate, steps: Mapping[str, Step]) -> str:
+    return " → ".join(steps[s].name if s in steps else _short(s) for s in c.path)
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def chain_summary(chain: Any, steps: Mapping[str, Step]) -> str:
+    """One line for an error chain of the lifecycle report, whatever fields it carries."""
+    if isinstance(chain, Mapping):
+        for key in ("summary", "text", "description"):
+            if isinstance(chain.get(key), str):
+                return str(chain[key])
+        ids = chain.get("steps") or chain.get("step_ids")
+        if isinstance(ids, list) and ids:
+            names = [steps[i].name if isinstance(i, str) and i in steps else str(i) for i in ids]
+            stage = chain.get("stage") or chain.get("final_stage")
+            return " → ".join(names) + (f" ({stage})" if stage else "")
+    from trajdebug.analysis.content import text_of
+
+    return text_of(chain, 160)
+
+
+def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
+    """The analysis as a sequence of typed pieces the three renderers format alike."""
+    run = a.run
+    steps = {s.step_id: s for s in run.steps}
+    reason = f": {run.failure_reason}" if run.failure_reason else ""
+    yield "title", (run, f"{run.outcome}{reason}")
+    if a.inferred:
+        yield "note", "no recorded data edges: dependencies were inferred from content"
+    yield "heading", f"Failures ({len(a.failures)})"
+    if not a.failures:
+        yield "note", "no failure detected"
+    for f in a.failures:
+        yield "failure", (_label(steps.get(f.step_id), f.step_id), f.detector, f.where, f.message)
+    yield (
+        "heading",
+        "Root causes" + ("" if a.root_causes else " (none: nothing failed)" if not a.failures else ""),
+    )
+    for i, c in enumerate(a.root_causes, 1):
+        s = steps.get(c.step_id)
+        kind = s.kind if s is not None else "?"
+        agent = f", agent {s.agent}" if s is not None and s.agent else ""
+        tag = "root" if c.root else "suspect"
+        yield (
+            "cause",
+            (
+                i,
+                _label(s, c.step_id),
+                f"{kind}{agent}",
+                c.score,
+                tag,
+                c.reasons[:MAX_REASONS],
+                _path(c, steps),
+            ),
+        )
+    chains = a.error_chains()
+    if chains:
+        yield "heading", f"Error chains ({len(chains)})"
+        for ch in chains[:5]:
+            yield "chain", chain_summary(ch, steps)
+    st = a.localization.stats
+    yield "stats", f"examined {st.steps_examined} of {st.steps} steps in {_seconds(st.seconds)}"
+
+
+def analysis_lines(a: Analysis, width: int = WIDTH) -> list[str]:
+    """The analysis as plain text lines, wrapped to ``width`` columns."""
+    out: list[str] = []
+
+    def wrap(text: str, indent: str, first: str | None = None) -> None:
+        out.extend(
+            textwrap.wrap(
+                text, width, initial_indent=first if first is not None else indent, subsequent_indent=indent
+            )
+            or [indent.rstrip()]
+        )
+
+    for kind, value in _sections(a):
+        if kind == "title":
+            run, status = value
+            wrap(f"run {run.run_id[:12]} ({run.name}): {status}", "  ")
+        elif kind == "heading":
+            out.extend(["", value])
+        elif kind == "note":
+            wrap(value, "  ")
+        elif kind == "failure":
+            label, det, where, msg = value
+            wrap(f"✗ {label} [{det}, {where}] {msg}", "    ", "  ")
+        elif kind == "cause":
+            i, label, kind_s, score, tag, reasons, path = value
+            wrap(f"{i}. {label} ({kind_s}) score {score:.3f} [{tag}]", "     ", "  ")
+            for r in reasons:
+                wrap(r, "       ", "     · ")
+            if " → " in path:
+                wrap(f"path: {path}", "       ", "     ")
+        elif kind == "chain":
+            wrap(value, "    ", "  ")
+        elif kind == "stats":
+            out.extend(["", value])
+    return out
+
+
+def render_analysis(a: Analysis, console: Any, *, run: Run | None = None) -> None:
+    """Print an analysis on a rich console (``run`` is accepted for symmetry with the other renderers)."""
+    from rich.markup import escape
+    from rich.padding import Padding
+    from rich.text import Text
+
+    def indented(markup: str, indent: int, style: str = "") -> None:
+        # Padding keeps wrapped continuation lines under the first one.
+        console.print(Padding(Text.from_markup(markup, style=style), (0, 0, 0, indent), expand=False))
+
+    for kind, value in _sections(a):
+        if kind == "title":
+            r, status = value
+            style = OUTCOME_STYLE.get(r.outcome, "white")
+            console.print(
+                f"[bold]Analysis[/] of run {escape(r.run_id[:12])} ({escape(r.name)}): [{style}]{escape(status)}[/]"
+            )
+        elif kind == "heading":
+            console.print(f"\n[bold]{escape(value)}[/]")
+        elif kind == "note":
+            indented(escape(value), 2, "dim")
+        elif kind == "failure":
+            label, det, where, msg = value
+            indented(f"[red]✗[/] {escape(label)} [dim]\\[{escape(det)}, {escape(where)}][/] {escape(msg)}", 2)
+        elif kind == "cause":
+            i, label, kind_s, score, tag, reasons, path = value
+            tag_style = "bold red" if tag == "root" else "yellow"
+            indented(
+                f"[bold]{i}. {escape(label)}[/] ({escape(kind_s)}) score {score:.3f} [{tag_style}]{tag}[/]", 2
+            )
+            for r in reasons:
+                indented(f"· {escape(r)}", 5)
+            if " → " in path:
+                indented(f"path: {escape(path)}", 5, "dim")
+        elif kind == "chain":
+            indented(escape(value), 2)
+        elif kind == "stats":
+            console.print(f"\n{escape(value)}", style="dim")
+
+
+def _md(text: str) -> str:
+    out = text.replace("\\", "\\\\")
+    for ch in "`*_[]<>|#":
+        out = out.replace(ch, "\\" + ch)
+    return out.replace("\n", " ")
+
+
+def analysis_markdown(a: Analysis) -> str:
+    """The analysis as Markdown."""
+    lines: list[str] = []
+    for kind, value in _sections(a):
+        if kind == "title":
+            r, status = value
+            lines.append(f"## Analysis of run `{r.run_id[:12]}` ({_md(r.name)}): {_md(status)}")
+        elif kind == "heading":
+            lines.extend(["", f"### {_md(value)}", ""])
+        elif kind == "note":
+            lines.append(f"_{_md(value)}_")
+        elif kind == "failure":
+            label, det, where, msg = value
+            lines.append(f"- **{_md(label)}** ({_md(det)}, {_md(where)}): {_md(msg)}")
+        elif kind == "cause":
+            i, label, kind_s, score, tag, reasons, path = value
+            lines.append(f"{i}. **{_md(label)}** ({_md(kind_s)}), score {score:.3f}, {tag}")
+            lines.extend(f"   - {_md(r)}" for r in reasons)
+            if " → " in path:
+                lines.append(f"   - path: {_md(path)}")
+        elif kind == "chain":
+            lines.append(f"- {_md(value)}")
+        elif kind == "stats":
+            lines.extend(["", f"_{_md(value)}_"])
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["analysis_lines", "analysis_markdown", "chain_summary", "render_analysis"]

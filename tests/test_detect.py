@@ -1,0 +1,293 @@
+"""Failure detectors: what they flag, where they say it fired, and what they leave alone."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trajdebug
+from trajdebug.analysis.detect import (
+    BUILTIN_DETECTORS,
+    DetectContext,
+    Failure,
+    detect,
+    final_step,
+    registered_detectors,
+)
+from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.record.contracts import ContractError, check, contract
+from trajdebug.testing import capture_runs, deterministic
+
+
+def _run(*steps: Step, outcome: str = "success", **kw: Any) -> Run:
+    return Run("r", "test", steps=steps, outcome=outcome, **kw)  # type: ignore[arg-type]
+
+
+def _by(failures: Iterable[Failure], detector: str) -> list[Failure]:
+    return [f for f in failures if f.detector == detector]
+
+
+@pytest.fixture
+def sales_db(tmp_path: Path) -> Path:
+    """A real SQLite database with one table."""
+    path = tmp_path / "sales.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, region TEXT, amount REAL)")
+    con.executemany("INSERT INTO orders (region, amount) VALUES (?, ?)", [("east", 1.5), ("west", 2.5)])
+    con.commit()
+    con.close()
+    return path
+
+
+class TestContentDetectors:
+    def test_malformed_json_at_the_final_output(self) -> None:
+        """A final output that looks like JSON but does not parse fires at the final step."""
+        run = _run(
+            Step("a", "ask", "llm", output="fine"), Step("b", "answer", "output", output='{"total": 3,')
+        )
+        [f] = _by(detect(run), "json")
+        assert (f.step_id, f.where, f.signature) == ("b", "final", "json")
+
+    def test_valid_json_and_prose_are_left_alone(self) -> None:
+        """Valid JSON and ordinary prose do not fire the JSON detector."""
+        run = _run(
+            Step("a", "tool", "tool", output='{"ok": [1, 2]}'),
+            Step("b", "answer", "output", output="All good."),
+        )
+        assert _by(detect(run), "json") == []
+
+    def test_declared_json_expectation(self) -> None:
+        """A checkpoint declaring ``expect: json`` fires when its output is prose."""
+        run = _run(
+            Step("a", "extract", "llm", output="Sure! Here it is", attributes={"expect": "json"}),
+            Step("b", "out", "output", output="x"),
+        )
+        [f] = _by(detect(run), "json")
+        assert (f.step_id, f.where) == ("a", "checkpoint")
+
+    def test_sql_failing_explain_on_a_real_database_schema(self, sales_db: Path) -> None:
+        """SQL naming an unknown column fails EXPLAIN on the schema read from the run's SQLite file."""
+        run = _run(
+            Step(
+                "q",
+                "run_sql",
+                "tool",
+                input={"sql": "SELECT region, SUM(price) FROM orders GROUP BY region"},
+                output=[],
+            ),
+            Step("o", "out", "output", output="done"),
+            metadata={"sqlite_db": str(sales_db)},
+        )
+        [f] = _by(detect(run), "sql")
+        assert f.step_id == "q"
+        assert "price" in f.message
+
+    def test_sql_syntax_error_without_a_schema(self) -> None:
+        """Without a schema only syntax errors count; an unknown table does not."""
+        bad = _run(Step("q", "run_sql", "tool", input={"sql": "SELECT region, FROM orders WHERE"}, output=[]))
+        unknown_table = _run(
+            Step("q", "run_sql", "tool", input={"sql": "SELECT region FROM orders"}, output=[])
+        )
+        assert len(_by(detect(bad), "sql")) == 1
+        assert _by(detect(unknown_table), "sql") == []
+
+    def test_valid_sql_and_ddl_pass(self, sales_db: Path) -> None:
+        """A valid query, and DDL describing the schema, do not fire."""
+        run = _run(
+            Step(
+                "s",
+                "get_schema",
+                "tool",
+                input={"table": "orders"},
+                output="CREATE TABLE orders (id INTEGER)",
+            ),
+            Step(
+                "q",
+                "run_sql",
+                "tool",
+                input={"sql": "SELECT region FROM orders"},
+                output=[{"region": "east"}],
+            ),
+            metadata={"sqlite_db": str(sales_db)},
+        )
+        assert _by(detect(run), "sql") == []
+
+    def test_http_error_status_in_a_tool_result(self) -> None:
+        """A tool result with status 404 fires; status 200 does not."""
+        run = _run(
+            Step("a", "fetch", "tool", output={"status_code": 404, "body": "not here"}),
+            Step("b", "fetch2", "tool", output={"status_code": 200, "body": "ok"}),
+            Step("c", "out", "output", output="x"),
+        )
+        [f] = _by(detect(run), "http")
+        assert (f.step_id, f.message) == ("a", "HTTP status 404")
+
+    def test_http_error_recovered_by_a_retry_is_not_a_failure(self) -> None:
+        """A failed attempt that a later attempt recovered is not reported."""
+        run = _run(
+            Step("a", "fetch", "tool", output={"status": 503}),
+            Step("b", "fetch", "tool", output={"status": 200}, attempt=2, retry_of="a"),
+        )
+        assert _by(detect(run), "http") == []
+
+    def test_empty_result_where_data_was_expected(self) -> None:
+        """An empty tool result that a later step consumed fires; an unconsumed one does not."""
+        run = _run(
+            Step("a", "search", "tool", output={"results": []}),
+            Step("b", "probe", "tool", output=[]),
+            Step("c", "answer", "llm", output="nothing found", deps=(Dependency("a"),)),
+        )
+        assert [f.step_id for f in _by(detect(run), "empty")] == ["a"]
+
+    @pytest.mark.parametrize(
+        "output",
+        [
+            'Traceback (most recent call last):\n  File "x.py", line 1\nZeroDivisionError: division by zero',
+            "Error: permission denied",
+            {"stdout": "", "exit_code": 2},
+            "command failed with exit code 127",
+        ],
+    )
+    def test_error_text_in_a_tool_result(self, output: Any) -> None:
+        """Tracebacks, ``Error:`` lines and non-zero exit codes in a tool result fire."""
+        run = _run(Step("a", "shell", "tool", output=output), Step("b", "out", "output", output="x"))
+        assert [f.step_id for f in _by(detect(run), "error-text")] == ["a"]
+
+    def test_clean_exit_is_not_error_text(self) -> None:
+        """Exit code 0 and ordinary text are not errors."""
+        run = _run(Step("a", "shell", "tool", output={"stdout": "3 files", "exit_code": 0}))
+        assert _by(detect(run), "error-text") == []
+
+
+class TestStepAndRunFailures:
+    def test_error_is_reported_where_it_occurred(self) -> None:
+        """An error passed up through an agent step is reported once, at the innermost step."""
+        err = ErrorInfo("KeyError", "'x'", error_id="e1")
+        run = _run(
+            Step("ag", "agent", "agent", status="error", error=err),
+            Step("c", "compute", parent_id="ag", status="error", error=err),
+            outcome="failure",
+        )
+        [f] = _by(detect(run), "step-error")
+        assert (f.step_id, f.signature) == ("c", "exception:KeyError")
+
+    def test_recovered_errors_are_not_failures(self) -> None:
+        """An error whose lifecycle ended recovered is not a failure."""
+        ev = ErrorEvent(
+            "e1",
+            "a",
+            "Timeout",
+            "slow",
+            stages=(StageChange("occurred", "a", 1), StageChange("recovered", "b", 2)),
+        )
+        run = _run(
+            Step("a", "call", status="error", error=ErrorInfo("Timeout", "slow", "e1")),
+            Step("b", "call"),
+            errors=(ev,),
+        )
+        assert _by(detect(run), "step-error") == []
+
+    def test_failed_run_without_errors_points_at_the_final_output(self) -> None:
+        """A run that failed with no errored step is a failure of its final output step."""
+        run = _run(
+            Step("a", "plan", "llm"),
+            Step("b", "answer", "output", output="42"),
+            outcome="failure",
+            failure_reason="wrong answer",
+        )
+        [f] = _by(detect(run), "run-failure")
+        assert (f.step_id, f.message, f.where) == ("b", "wrong answer", "run")
+
+    def test_run_failure_is_not_repeated_where_a_step_failed(self) -> None:
+        """The run's failure adds nothing where the failing step already has a step-error failure."""
+        run = _run(
+            Step("a", "compute", status="error", error=ErrorInfo("ValueError", "bad")), outcome="failure"
+        )
+        assert [f.detector for f in detect(run)] == ["step-error"]
+
+    def test_final_step_prefers_marked_then_output_then_root(self) -> None:
+        """The final step is the marked one, else the last output step, else the single root."""
+
+        def final_id(run: Run) -> str | None:
+            s = final_step(run)
+            return None if s is None else s.step_id
+
+        assert final_id(_run(Step("a", "x", "output"), Step("b", "y", attributes={"final": True}))) == "b"
+        assert final_id(_run(Step("a", "x", "output"), Step("b", "y"))) == "a"
+        assert final_id(_run(Step("r", "root", "agent"), Step("c", "child", parent_id="r"))) == "r"
+        assert final_step(_run()) is None
+
+
+class TestContracts:
+    def test_recorded_checks_become_failures_with_their_moment(self) -> None:
+        """Checks recorded by check() and contract() on a real recorded step fire where they failed."""
+
+        @trajdebug.step(kind="tool")
+        @contract(
+            pre={"is a select": lambda sql: sql.upper().startswith("SELECT")},
+            post={"has rows": lambda rows: len(rows) > 0},
+        )
+        def run_sql(sql: str) -> list[Any]:
+            check("connection open", True)
+            return []
+
+        with deterministic(), capture_runs() as runs, trajdebug.run("contracts"):
+            run_sql("DELETE FROM orders")
+        [step] = runs[0].steps
+        checks = step.attributes["checks"]
+        assert [(c["name"], c["passed"], c["when"]) for c in checks] == [
+            ("is a select", False, "pre"),
+            ("connection open", True, "checkpoint"),
+            ("has rows", False, "post"),
+        ]
+        failures = _by(detect(runs[0]), "contract")
+        assert [(f.where, f.step_id) for f in failures] == [("pre", step.step_id), ("post", step.step_id)]
+
+    def test_strict_check_raises_and_crashing_condition_fails(self) -> None:
+        """strict=True raises ContractError; a condition that raises is a failed check, even outside a step."""
+        assert check("fine", lambda: True) is True
+        assert check("crashes", lambda: 1 / 0) is False
+        with pytest.raises(ContractError, match="must hold"):
+            check("must hold", False, strict=True)
+        with pytest.raises(ValueError, match="when"):
+            check("x", True, when="later")  # type: ignore[arg-type]
+
+    def test_strict_contract_stops_before_the_call(self) -> None:
+        """A strict pre-condition raises before the wrapped function runs."""
+        calls: list[int] = []
+
+        @contract(pre=lambda n: n > 0, strict=True)
+        def f(n: int) -> int:
+            calls.append(n)
+            return n
+
+        with pytest.raises(ContractError):
+            f(-1)
+        assert f(2) == 2
+        assert calls == [2]
+
+
+class TestRegistry:
+    def test_builtin_detectors_are_registered(self) -> None:
+        """Every built-in detector is available by name."""
+        assert set(BUILTIN_DETECTORS) <= set(registered_detectors())
+        assert {"run-failure", "step-error", "contract", "json", "sql", "http", "empty", "error-text"} == set(
+            BUILTIN_DETECTORS
+        )
+
+    def test_custom_detectors_replace_the_defaults(self) -> None:
+        """A plain callable passed as a detector runs instead of the built-ins."""
+
+        def long_output(run: Run, ctx: DetectContext) -> Iterable[Failure]:
+            for s in run.steps:
+                if isinstance(s.output, str) and len(s.output) > 10:
+                    yield Failure(s.step_id, "long", "output too long", "long")
+
+        run = _run(
+            Step("a", "x", output="short"), Step("b", "y", output="far too long for this"), outcome="failure"
+        )
+        assert [(f.step_id, f.detector) for f in detect(run, [long_output])] == [("b", "long")]

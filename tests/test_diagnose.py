@@ -1,0 +1,344 @@
+"""Diagnosers: the evidence each finds on a faulty step, and the sound verdict on a correct one."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trajdebug.analysis.detect import Failure
+from trajdebug.analysis.diagnose import FAULTY_THRESHOLD, DiagnoseContext, Evidence, Verdict, diagnose, fold
+from trajdebug.analysis.evidence import BUILTIN_DIAGNOSERS
+from trajdebug.model import Dependency, ErrorInfo, Run, Step
+
+
+def _run(*steps: Step, **kw: Any) -> Run:
+    return Run("r", "test", steps=steps, **kw)
+
+
+def _verdict(run: Run, step_id: str, failures: Iterable[Failure] = ()) -> Verdict:
+    return DiagnoseContext.build(run, failures=tuple(failures)).verdict(step_id)
+
+
+def _from(v: Verdict, diagnoser: str) -> list[Evidence]:
+    return [e for e in v.evidence if e.diagnoser == diagnoser]
+
+
+D = Dependency
+
+
+class TestFold:
+    def test_noisy_or_and_sound_damping(self) -> None:
+        """Contributions combine by noisy-OR; sound evidence damps the result in proportion to its share."""
+        ev = [Evidence("s", 0.5, "a", "x"), Evidence("s", 0.5, "b", "y")]
+        assert fold("s", ev).suspicion == pytest.approx(0.75)
+        damped = fold("s", [*ev, Evidence("s", 0.0, "ok", "z", sound=True)])
+        assert damped.suspicion == pytest.approx(0.75 * (1 - 0.3 / 3))
+        assert fold("s", [Evidence("s", 0.0, "ok", "z", sound=True)]).suspicion == 0.0
+        assert fold("s", []).faulty is False
+        assert fold("s", [Evidence("s", FAULTY_THRESHOLD, "r", "x")]).faulty is True
+
+    def test_reasons_are_strongest_first(self) -> None:
+        """A verdict lists the reasons of its suspicious evidence, strongest first, without the sound ones."""
+        v = fold(
+            "s",
+            [
+                Evidence("s", 0.2, "weak", "x"),
+                Evidence("s", 0.7, "strong", "y"),
+                Evidence("s", 0.0, "fine", "z", sound=True),
+            ],
+        )
+        assert v.reasons == ("strong", "weak")
+
+
+class TestToolCalls:
+    def test_argument_contradicting_upstream_output(self) -> None:
+        """A tool argument with the same field as an upstream output but another value is suspect."""
+        run = _run(
+            Step("u", "lookup_user", "tool", output={"user_id": 42, "name": "Ada"}),
+            Step("t", "cancel_order", "tool", input={"user_id": 43}, deps=(D("u"),)),
+        )
+        [e] = _from(_verdict(run, "t"), "tool-arguments")
+        assert e.suspicion >= 0.5
+        assert "user_id=43" in e.reason and "42" in e.reason
+
+    def test_arguments_from_nowhere_in_an_imported_trace(self) -> None:
+        """In a run with only inferred edges, an argument found in no earlier output is suspect."""
+        run = _run(
+            Step("a", "llm", "llm", output="Look up order #W2378156 for the user."),
+            Step("t", "get_order", "tool", input={"order_id": "#W9999999"}),
+        )
+        [e] = _from(_verdict(run, "t"), "tool-arguments")
+        assert not e.sound and "#W9999999" in e.reason
+
+    def test_arguments_that_come_from_upstream_are_sound(self) -> None:
+        """Arguments copied from an upstream output are sound evidence."""
+        run = _run(
+            Step("a", "llm", "llm", output="Look up order #W2378156 for the user."),
+            Step("t", "get_order", "tool", input={"order_id": "#W2378156"}, deps=(D("a"),)),
+        )
+        [e] = _from(_verdict(run, "t"), "tool-arguments")
+        assert e.sound
+
+    def test_server_error_blames_the_tool_client_error_its_arguments(self) -> None:
+        """A 5xx marks the tool strongly; a 4xx only mildly (its arguments are the likelier cause)."""
+        run = _run(
+            Step("a", "api", "tool", output={"status": 503}), Step("b", "api", "tool", output={"status": 404})
+        )
+        [five] = _from(_verdict(run, "a"), "tool-result")
+        [four] = _from(_verdict(run, "b"), "tool-result")
+        assert five.suspicion > four.suspicion
+        assert "arguments" in four.reason
+
+    def test_tool_error_text_tells_environment_from_arguments(self) -> None:
+        """A timeout blames the tool; a business-rule rejection blames the arguments."""
+        run = _run(
+            Step("a", "api", "tool", status="error", error=ErrorInfo("ToolError", "connection timed out")),
+            Step(
+                "b",
+                "api",
+                "tool",
+                status="error",
+                error=ErrorInfo("ToolError", "non-delivered order cannot be exchanged"),
+            ),
+        )
+        [env] = _from(_verdict(run, "a"), "tool-result")
+        [args] = _from(_verdict(run, "b"), "tool-result")
+        assert env.suspicion > args.suspicion and "arguments" in args.reason
+
+    def test_choosing_another_given_value_is_not_a_contradiction(self) -> None:
+        """An argument differing from one upstream field but present elsewhere upstream is a choice, not a contradiction."""
+        run = _run(
+            Step("u", "orders", "tool", output={"orders": [{"order_id": "#W1"}, {"order_id": "#W2"}]}),
+            Step("t", "cancel", "tool", input={"order_id": "#W2"}, deps=(D("u"),)),
+        )
+        assert all(e.sound for e in _from(_verdict(run, "t"), "tool-arguments"))
+
+    def test_sql_tool_rows_checked_against_the_real_database(self, tmp_path: Path) -> None:
+        """Recorded rows fewer than re-running the query on the SQLite file yields are suspect; equal rows are sound."""
+        db = tmp_path / "s.db"
+        con = sqlite3.connect(db)
+        con.execute("CREATE TABLE t (x INTEGER)")
+        con.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(5)])
+        con.commit()
+        con.close()
+        sql = {"sql": "SELECT x FROM t ORDER BY x"}
+        run = _run(
+            Step("short", "run_sql", "tool", input=sql, output=[{"x": 0}, {"x": 1}]),
+            Step("full", "run_sql", "tool", input=sql, output=[{"x": i} for i in range(5)]),
+            metadata={"sqlite_db": str(db)},
+        )
+        [bad] = _from(_verdict(run, "short"), "sql-result")
+        [good] = _from(_verdict(run, "full"), "sql-result")
+        assert "2 rows" in bad.reason and "5" in bad.reason and not bad.sound
+        assert good.sound
+
+
+class TestLLMOutputs:
+    def test_sql_failing_explain_on_the_schema(self) -> None:
+        """Generated SQL naming a column the schema lacks is malformed output."""
+        run = _run(
+            Step("w", "write_sql", "llm", output="SELECT SUM(price) FROM orders"),
+            metadata={"sql_schema": "CREATE TABLE orders (amount REAL);"},
+        )
+        [e] = _from(_verdict(run, "w"), "malformed-output")
+        assert e.suspicion >= 0.6 and "price" in e.reason
+
+    def test_malformed_json(self) -> None:
+        """A JSON-looking output that does not parse is malformed."""
+        run = _run(Step("w", "extract", "llm", output='```json\n{"a": 1,\n```'))
+        assert _from(_verdict(run, "w"), "malformed-output")
+
+    def test_stated_values_absent_from_inputs(self) -> None:
+        """Numbers an LLM states that none of its inputs hold are suspect; restated ones (rounded, as %) are not."""
+        inp = {"totals": {"east": 5118.450000000001}, "growth": 0.0226}
+        made_up = _run(Step("r", "report", "llm", input=inp, output="East: 5,118.45 (+2.3%), west: 9,999.00"))
+        faithful = _run(Step("r", "report", "llm", input=inp, output="East: 5,118.45 (+2.3%)"))
+        [e] = _from(_verdict(made_up, "r"), "llm-output")
+        assert "9999" in e.reason and not e.sound
+        assert all(e.sound for e in _from(_verdict(faithful, "r"), "llm-output"))
+
+    def test_contradiction_comes_with_a_correction(self) -> None:
+        """An LLM output contradicting its input on a field proposes the input's value as a correction."""
+        run = _run(
+            Step(
+                "p",
+                "plan",
+                "llm",
+                input={"metric": "revenue"},
+                output={"metric": "units", "group_by": "region"},
+            )
+        )
+        v = _verdict(run, "p")
+        assert v.faulty
+        assert v.correction == {"metric": "revenue", "group_by": "region"}
+
+    def test_lost_value_named_by_the_failure(self) -> None:
+        """A step whose input holds the value a failure misses, and whose output lacks it, lost it."""
+        run = _run(
+            Step(
+                "w",
+                "write_sql",
+                "llm",
+                input={"plan": "quarters 2025-Q2 and 2025-Q3"},
+                output="SELECT * FROM t WHERE q IN ('2025-Q3')",
+            ),
+            Step(
+                "c",
+                "compute",
+                input={"rows": []},
+                status="error",
+                error=ErrorInfo("KeyError", "'2025-Q2'"),
+                deps=(D("w"),),
+            ),
+        )
+        failures = [Failure("c", "step-error", "KeyError: '2025-Q2'", "exception:KeyError")]
+        [e] = _from(_verdict(run, "w", failures), "dropped-value")
+        assert "2025-Q2" in e.reason
+
+
+class TestDataSteps:
+    def test_parse_dropping_items(self) -> None:
+        """A parse step returning fewer items than it was given dropped them."""
+        run = _run(
+            Step("p", "parse", "parse", input={"text": '[{"a": 1}, {"a": 2}, {"a": 3}]'}, output=[{"a": 1}])
+        )
+        [e] = _from(_verdict(run, "p"), "parse-dropped")
+        assert "dropped 2 of 3" in e.reason
+
+    def test_parse_reshaping_without_loss_is_sound(self) -> None:
+        """Reshaping rows into a nested mapping keeps every value: sound."""
+        rows = [
+            {"region": "east", "quarter": "Q2", "total": 4108.89},
+            {"region": "east", "quarter": "Q3", "total": 5118.45},
+        ]
+        run = _run(
+            Step("p", "parse", "parse", input={"rows": rows}, output={"east": {"Q2": 4108.89, "Q3": 5118.45}})
+        )
+        assert all(e.sound for e in _from(_verdict(run, "p"), "parse-dropped"))
+        assert not _verdict(run, "p").faulty
+
+    def test_state_write_that_readers_never_saw(self) -> None:
+        """A state write whose readers see none of some values it was given lost them."""
+        run = _run(
+            Step("w", "save", "state", input={"totals": {"Q2": 4108.89, "Q3": 5118.45}}, output=2),
+            Step("r", "read", input={"state": "{'Q2': 4108.89, 'Q3': 4108.89}"}, deps=(D("w", "state"),)),
+        )
+        [e] = _from(_verdict(run, "w"), "state-write")
+        assert "5118.45" in e.reason and not e.sound
+
+    def test_state_write_rejected_by_a_reader_precondition(self) -> None:
+        """A reader's failed pre-condition on shared state makes the writer suspect."""
+        run = _run(
+            Step("w", "save", "state", input={"x": 1}, output=1),
+            Step(
+                "r",
+                "read",
+                deps=(D("w", "state"),),
+                attributes={"checks": [{"name": "fresh", "passed": False, "when": "pre"}]},
+            ),
+        )
+        assert any("rejected" in e.reason for e in _from(_verdict(run, "w"), "state-write"))
+
+    def test_retry_returning_different_data(self) -> None:
+        """A successful retry whose data differs from the earlier attempt's is suspect."""
+        run = _run(
+            Step(
+                "a1",
+                "fetch",
+                "tool",
+                output={"price": 10},
+                status="error",
+                error=ErrorInfo("Timeout", "slow"),
+            ),
+            Step("a2", "fetch", "tool", output={"price": 12}, attempt=2, retry_of="a1"),
+        )
+        [e] = _from(_verdict(run, "a2"), "retry-divergence")
+        assert "attempt 2" in e.reason
+
+
+class TestErrorsAndContracts:
+    def test_error_on_input_is_weaker_than_own_error(self) -> None:
+        """A KeyError raised on the input is weaker evidence than a step's own RuntimeError."""
+        run = _run(
+            Step("a", "x", status="error", error=ErrorInfo("KeyError", "'k'")),
+            Step("b", "y", status="error", error=ErrorInfo("RuntimeError", "boom")),
+        )
+        assert _verdict(run, "a").suspicion < _verdict(run, "b").suspicion
+
+    def test_consumer_failing_on_the_output_implicates_the_producer(self) -> None:
+        """A producer whose output made its consumer raise on it gets evidence naming the consumer."""
+        run = _run(
+            Step("p", "produce", output={"k": 1}),
+            Step(
+                "c",
+                "consume",
+                input={"k": 1},
+                status="error",
+                error=ErrorInfo("ValueError", "bad k"),
+                deps=(D("p"),),
+            ),
+        )
+        [e] = _from(_verdict(run, "p"), "consumer-rejection")
+        assert "consume" in e.reason
+
+    def test_contracts_post_and_consumer_pre(self) -> None:
+        """A failed post-condition marks the step; a consumer's failed pre-condition marks its producer."""
+        run = _run(
+            Step(
+                "p",
+                "produce",
+                output=[],
+                attributes={"checks": [{"name": "non-empty", "passed": False, "when": "post"}]},
+            ),
+            Step(
+                "c",
+                "consume",
+                deps=(D("p"),),
+                attributes={"checks": [{"name": "has rows", "passed": False, "when": "pre"}]},
+            ),
+        )
+        reasons = [e.reason for e in _from(_verdict(run, "p"), "contract")]
+        assert any("non-empty failed" in r for r in reasons)
+        assert any("pre-condition has rows of consume" in r for r in reasons)
+
+    def test_passed_checks_are_sound(self) -> None:
+        """A step whose checks all passed is not faulty."""
+        run = _run(
+            Step("p", "produce", attributes={"checks": [{"name": "ok", "passed": True, "when": "post"}]})
+        )
+        v = _verdict(run, "p")
+        assert not v.faulty and any(e.sound for e in v.evidence)
+
+
+class TestRegistry:
+    def test_custom_diagnoser(self) -> None:
+        """A plain callable diagnoser is run and its evidence named after it."""
+
+        def shouting(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+            if isinstance(step.output, str) and step.output.isupper():
+                yield Evidence(step.step_id, 0.4, "shouts", "")
+
+        run = _run(Step("a", "x", output="HELLO"), Step("b", "y", output="hello"))
+        verdicts = diagnose(run, diagnosers=[shouting])
+        assert verdicts["a"].faulty and not verdicts["b"].faulty
+        assert verdicts["a"].evidence[0].diagnoser == "shouting"
+
+    def test_each_step_is_diagnosed_once(self) -> None:
+        """The context counts each diagnosed step once, however often it is asked."""
+        ctx = DiagnoseContext.build(_run(Step("a", "x"), Step("b", "y")))
+        ctx.verdict("a")
+        ctx.verdict("a")
+        assert ctx.diagnosed == 1
+        assert ctx.known("b") is None
+        assert set(BUILTIN_DIAGNOSERS) >= {
+            "tool-arguments",
+            "tool-result",
+            "llm-output",
+            "parse-dropped",
+            "state-write",
+            "retry-divergence",
+        }

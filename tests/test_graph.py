@@ -1,0 +1,187 @@
+"""The dependency graph: typed edges, slices, hierarchy, topological order, input errors."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajdebug.analysis.graph import CHILD_KEY, DependencyGraph, GraphError
+from trajdebug.model import Dependency, Run, Step
+
+
+def _run(*steps: Step) -> Run:
+    return Run("r", "test", steps=steps)
+
+
+def _diamond() -> Run:
+    # a -> b (data), a -> c (control), b, c -> d; e stands apart.
+    return _run(
+        Step("a", "a", start_ns=1, end_ns=2),
+        Step("b", "b", deps=(Dependency("a", "data"),), start_ns=3, end_ns=4),
+        Step("c", "c", deps=(Dependency("a", "control"),), start_ns=5, end_ns=6),
+        Step("d", "d", deps=(Dependency("b", "data"), Dependency("c", "state")), start_ns=7, end_ns=8),
+        Step("e", "e", start_ns=9, end_ns=10),
+    )
+
+
+class TestEdges:
+    def test_parents_and_children_mirror_each_other(self) -> None:
+        """Every parent edge shows up as a child edge of the producer."""
+        g = DependencyGraph(_diamond())
+        assert [d.step_id for d in g.parents("d")] == ["b", "c"]
+        assert sorted(c for c, _ in g.children("a")) == ["b", "c"]
+        assert g.children("d") == ()
+        assert g.parents("a") == ()
+        assert g.edge_count() == 4
+
+    def test_edges_to_other_runs_are_external(self) -> None:
+        """A context edge into another run is kept apart, not treated as a missing step."""
+        run = _run(Step("a", "a", deps=(Dependency("x", "context", run_id="earlier"),)))
+        g = DependencyGraph(run)
+        assert g.parents("a") == ()
+        assert [d.run_id for d in g.external("a")] == ["earlier"]
+
+    def test_roots_and_sinks(self) -> None:
+        """Roots have no parents, sinks no consumers, both in start order."""
+        g = DependencyGraph(_diamond())
+        assert g.roots() == ["a", "e"]
+        assert g.sinks() == ["d", "e"]
+
+
+class TestSlices:
+    def test_backward_slice_is_the_ancestors_and_the_criterion(self) -> None:
+        """The backward slice of d holds everything that could affect it, d included."""
+        assert DependencyGraph(_diamond()).backward_slice(["d"]) == {"a", "b", "c", "d"}
+
+    def test_thin_slice_follows_only_chosen_kinds(self) -> None:
+        """Restricting to data edges drops the step reached only through state and control edges (thin slicing)."""
+        assert DependencyGraph(_diamond()).backward_slice(["d"], kinds=["data"]) == {"a", "b", "d"}
+
+    def test_forward_slice_is_the_blast_radius(self) -> None:
+        """The forward slice of a holds every step it could have affected."""
+        g = DependencyGraph(_diamond())
+        assert g.forward_slice(["a"]) == {"a", "b", "c", "d"}
+        assert g.forward_slice(["a"], kinds=["control"]) == {"a", "c"}
+
+    def test_unknown_criterion_is_an_error_naming_it(self) -> None:
+        """Slicing from a step that does not exist raises GraphError naming the id."""
+        with pytest.raises(GraphError, match="nope") as info:
+            DependencyGraph(_diamond()).backward_slice(["nope"])
+        assert info.value.steps == ("nope",)
+
+
+class TestHierarchy:
+    def _agent_run(self) -> Run:
+        return _run(
+            Step("ag", "agent", "agent", start_ns=1, end_ns=100),
+            Step("c1", "child1", parent_id="ag", start_ns=2, end_ns=3),
+            Step("c2", "child2", parent_id="ag", deps=(Dependency("c1"),), start_ns=4, end_ns=5),
+            Step("out", "out", deps=(Dependency("ag"),), start_ns=101, end_ns=102),
+        )
+
+    def test_children_feed_their_agent(self) -> None:
+        """With hierarchy on, an agent step depends on its children through implicit edges."""
+        g = DependencyGraph(self._agent_run())
+        implicit = [d for d in g.parents("ag") if d.key == CHILD_KEY]
+        assert sorted(d.step_id for d in implicit) == ["c1", "c2"]
+        assert g.backward_slice(["out"]) == {"out", "ag", "c1", "c2"}
+        assert "out" in g.forward_slice(["c1"])
+
+    def test_hierarchy_edges_can_be_turned_off(self) -> None:
+        """With hierarchy off, the agent's backward slice stops at the agent."""
+        g = DependencyGraph(self._agent_run(), hierarchy=False)
+        assert g.parents("ag") == ()
+        assert g.backward_slice(["out"]) == {"out", "ag"}
+
+
+class TestInputErrors:
+    def test_dependency_on_a_missing_step_names_both(self) -> None:
+        """A dangling edge raises GraphError naming the consumer and the missing producer."""
+        run = _run(Step("a", "alpha", deps=(Dependency("ghost"),)))
+        with pytest.raises(GraphError, match=r"a \(alpha\) -> ghost") as info:
+            DependencyGraph(run)
+        assert info.value.steps == ("a",)
+
+    def test_cycle_names_its_steps(self) -> None:
+        """A dependency cycle raises GraphError listing the steps on it, not a recursion error."""
+        run = _run(
+            Step("a", "a", deps=(Dependency("c"),)),
+            Step("b", "b", deps=(Dependency("a"),)),
+            Step("c", "c", deps=(Dependency("b"),)),
+            Step("d", "d", deps=(Dependency("c"),)),
+        )
+        with pytest.raises(GraphError, match="cycle") as info:
+            DependencyGraph(run)
+        assert set(info.value.steps) == {"a", "b", "c"}
+
+    def test_self_dependency_is_a_cycle(self) -> None:
+        """A step that depends on itself is reported as a one-step cycle."""
+        with pytest.raises(GraphError, match="cycle") as info:
+            DependencyGraph(_run(Step("a", "a", deps=(Dependency("a"),))))
+        assert set(info.value.steps) == {"a"}
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> Run:
+    """Random DAGs whose step order and timestamps may disagree with the edges."""
+    n = draw(st.integers(1, 25))
+    seed = draw(st.integers(0, 10_000))
+    timestamps = draw(st.sampled_from(["ordered", "zero", "shuffled"]))
+    rng = random.Random(seed)
+    topo = list(range(n))
+    steps = []
+    for i in topo:
+        k = rng.randint(0, min(i, 3))
+        deps = tuple(
+            Dependency(f"s{p}", rng.choice(["data", "control", "state"])) for p in rng.sample(range(i), k)
+        )
+        end = i * 10 + 5 if timestamps == "ordered" else 0
+        steps.append(Step(f"s{i}", f"n{i}", deps=deps, start_ns=end - 5 if end else 0, end_ns=end))
+    if timestamps == "shuffled":
+        rng.shuffle(steps)
+    return _run(*steps)
+
+
+def _closure(run: Run, start: str) -> set[str]:
+    by_id = run.step_map()
+    seen = {start}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for sid in frontier:
+            for d in by_id[sid].deps:
+                if d.step_id not in seen:
+                    seen.add(d.step_id)
+                    nxt.append(d.step_id)
+        frontier = nxt
+    return seen
+
+
+class TestProperties:
+    @settings(max_examples=60, deadline=None)
+    @given(dags())
+    def test_topological_order_puts_producers_first(self, run: Run) -> None:
+        """Whatever the recorded order, every producer comes before its consumers."""
+        g = DependencyGraph(run)
+        order = g.topological_order()
+        assert sorted(order) == sorted(s.step_id for s in run.steps)
+        pos = {sid: i for i, sid in enumerate(order)}
+        for s in run.steps:
+            for d in g.parents(s.step_id):
+                assert pos[d.step_id] < pos[s.step_id]
+
+    @settings(max_examples=60, deadline=None)
+    @given(dags())
+    def test_slices_match_a_naive_closure_and_are_dual(self, run: Run) -> None:
+        """The backward slice equals the transitive closure; b is downstream of a iff a is upstream of b."""
+        g = DependencyGraph(run)
+        ids = [s.step_id for s in run.steps]
+        for sid in ids:
+            assert g.backward_slice([sid]) == _closure(run, sid)
+        a = ids[0]
+        fwd = g.forward_slice([a])
+        for b in ids:
+            assert (b in fwd) == (a in g.backward_slice([b]))

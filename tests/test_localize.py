@@ -1,0 +1,371 @@
+"""The best-first root-cause search: ranking, stopping rule, pruning, focus, paths, invariants."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajdebug.analysis.baselines import synthetic_run
+from trajdebug.analysis.detect import Failure, detect
+from trajdebug.analysis.graph import DependencyGraph
+from trajdebug.analysis.localize import Localization, localize
+from trajdebug.model import Dependency, ErrorInfo, Run, Step
+
+
+D = Dependency
+QUESTION = "What were total sales in the west region?"
+
+
+def sql_agent_run(tmp_path: Path, *, region_literal: str = "wets") -> Run:
+    """A SQL agent run executed against a real SQLite file: plan -> write_sql -> run_sql -> parse -> compute -> report.
+
+    With the default ``region_literal`` the LLM misspells the region in its SQL:
+    the query matches nothing, and the failure only shows in the report.
+    """
+    db = tmp_path / "sales.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, region TEXT, amount REAL)")
+    con.executemany(
+        "INSERT INTO orders (region, amount) VALUES (?, ?)",
+        [("west", 120.5), ("west", 80.25), ("east", 99.0)],
+    )
+    con.commit()
+    plan = json.dumps({"region": "west", "metric": "amount"})
+    sql = f"SELECT region, SUM(amount) AS total FROM orders WHERE region = '{region_literal}' GROUP BY region"
+    rows = [dict(zip(("region", "total"), r)) for r in con.execute(sql).fetchall()]
+    con.close()
+    totals = {r["region"]: r["total"] for r in rows}
+    total = sum(totals.values())
+    report = f"Total west sales: {total:.2f}"
+    ok = total > 0
+    steps = (
+        Step("q", "receive_question", "input", output=QUESTION, start_ns=1, end_ns=2),
+        Step(
+            "p",
+            "plan",
+            "llm",
+            input={"question": QUESTION},
+            output=plan,
+            deps=(D("q", key="question"),),
+            start_ns=3,
+            end_ns=4,
+        ),
+        Step(
+            "w",
+            "write_sql",
+            "llm",
+            input={"plan": plan},
+            output=sql,
+            deps=(D("p", key="plan"),),
+            start_ns=5,
+            end_ns=6,
+        ),
+        Step(
+            "r",
+            "run_sql",
+            "tool",
+            input={"sql": sql},
+            output=rows,
+            deps=(D("w", key="sql"),),
+            start_ns=7,
+            end_ns=8,
+        ),
+        Step(
+            "x",
+            "parse_rows",
+            "parse",
+            input={"rows": rows},
+            output=totals,
+            deps=(D("r", key="rows"),),
+            start_ns=9,
+            end_ns=10,
+        ),
+        Step(
+            "c",
+            "compute_total",
+            "other",
+            input={"totals": totals},
+            output=total,
+            deps=(D("x", key="totals"),),
+            start_ns=11,
+            end_ns=12,
+        ),
+        Step(
+            "o",
+            "report",
+            "output",
+            input={"total": total},
+            output=report,
+            deps=(D("c", key="total"),),
+            start_ns=13,
+            end_ns=14,
+        ),
+    )
+    return Run(
+        "sql-agent",
+        "sql-agent",
+        outcome="success" if ok else "failure",
+        failure_reason=None if ok else "the report says there were no west sales",
+        metadata={"task": QUESTION, "sqlite_db": str(db)},
+        steps=steps,
+    )
+
+
+def _llm(sid: str, output: Any, *deps: Dependency, start: int) -> Step:
+    return Step(
+        sid,
+        f"llm_{sid}",
+        "llm",
+        input={"task": "compute the figure"},
+        output=output,
+        deps=deps,
+        start_ns=start,
+        end_ns=start + 1,
+    )
+
+
+def _fail(sid: str, *deps: Dependency, start: int) -> Step:
+    err = ErrorInfo("ValueError", "figure rejected")
+    return Step(
+        sid, f"check_{sid}", "other", status="error", error=err, deps=deps, start_ns=start, end_ns=start + 1
+    )
+
+
+def _ids(loc: Localization) -> list[str]:
+    return [c.step_id for c in loc.candidates]
+
+
+class TestSQLAgent:
+    def test_fault_in_generated_sql_is_ranked_first(self, tmp_path: Path) -> None:
+        """The misspelled SQL literal is found from a failure that shows three steps later, with its path."""
+        run = sql_agent_run(tmp_path)
+        loc = localize(run)
+        top = loc.candidates[0]
+        assert top.step_id == "w"
+        assert top.root
+        assert any("'wets'" in r for r in top.reasons)
+        assert top.path[0] == "w" and top.path[-1] == "o"
+        assert loc.stats.steps == 7 and 1 <= loc.stats.steps_examined <= 7
+        assert loc.stats.seconds >= 0
+
+    def test_correct_run_has_no_candidates(self, tmp_path: Path) -> None:
+        """A run where nothing failed yields no candidates."""
+        run = sql_agent_run(tmp_path, region_literal="west")
+        assert run.outcome == "success"
+        assert detect(run) == []
+        assert localize(run).candidates == []
+
+
+class TestRanking:
+    def test_suspicion_accumulates_over_failure_paths(self) -> None:
+        """Of two equally suspect steps, the one on the paths to both failures ranks first."""
+        run = Run(
+            "r",
+            "t",
+            outcome="failure",
+            steps=(
+                _llm("t", "figure 7321", start=1),
+                _llm("s", "figure 9999", start=3),
+                _fail("f1", D("s"), D("t"), start=5),
+                _fail("f2", D("s"), start=7),
+            ),
+        )
+        assert _ids(localize(run))[:2] == ["s", "t"]
+
+    def test_output_that_fed_verified_good_results_is_less_suspect(self) -> None:
+        """A step whose output also fed a consumer with passing checks ranks below an equal one that did not."""
+        good = Step(
+            "g",
+            "verified",
+            deps=(D("a"),),
+            attributes={"checks": [{"name": "ok", "passed": True, "when": "post"}]},
+            start_ns=5,
+            end_ns=6,
+        )
+        run = Run(
+            "r",
+            "t",
+            outcome="failure",
+            steps=(
+                _llm("a", "figure 9999", start=1),
+                _llm("b", "figure 7321", start=3),
+                good,
+                _fail("f", D("a"), D("b"), start=7),
+            ),
+        )
+        loc = localize(run)
+        assert _ids(loc)[:2] == ["b", "a"]
+        assert any("verified-good" in r for r in loc.candidates[1].reasons)
+
+    def test_json_failure_looks_first_at_json_producers(self) -> None:
+        """With a JSON failure, the JSON-producing step outranks an equally suspect prose step."""
+        final = Step(
+            "f", "answer", "output", output='{"x": 9999,', deps=(D("a"), D("b")), start_ns=9, end_ns=10
+        )
+        run = Run(
+            "r",
+            "t",
+            outcome="failure",
+            steps=(
+                _llm("a", '{"x": 9999}', start=1),
+                _llm("b", "x is 7321", start=3),
+                final,
+            ),
+        )
+        loc = localize(run)
+        ids = _ids(loc)
+        assert ids.index("a") < ids.index("b")
+        assert any("produces what failed" in r for r in loc.candidates[ids.index("a")].reasons)
+
+    def test_recency_breaks_ties(self) -> None:
+        """Of two identical candidates, the later (nearer the failure) ranks first."""
+        run = Run(
+            "r",
+            "t",
+            outcome="failure",
+            steps=(
+                _llm("early", "figure 9999", start=1),
+                _llm("late", "figure 9999", start=3),
+                _fail("f", D("early"), D("late"), start=5),
+            ),
+        )
+        assert _ids(localize(run))[:2] == ["late", "early"]
+
+    def test_faulty_step_with_faulty_input_is_not_a_root(self) -> None:
+        """A faulty step fed by a faulty step is ranked after the structural root (Zeller's stopping rule)."""
+        run = Run(
+            "r",
+            "t",
+            outcome="failure",
+            steps=(
+                _llm("a", "figure 9999", start=1),
+                Step(
+                    "b",
+                    "restate",
+                    "llm",
+                    input={"v": "figure 9999"},
+                    output="total 5555 and 9999",
+                    deps=(D("a"),),
+                    start_ns=3,
+                    end_ns=4,
+                ),
+                _fail("f", D("b"), start=5),
+            ),
+        )
+        loc = localize(run)
+        assert loc.candidates[0].step_id == "a" and loc.candidates[0].root
+        assert [c.root for c in loc.candidates if c.step_id == "b"] == [False]
+
+    def test_inferred_edge_is_reported_with_its_confidence(self) -> None:
+        """A candidate whose path hangs on an inferred edge says so, with the edge's confidence."""
+        run = Run(
+            "r",
+            "t",
+            outcome="failure",
+            steps=(
+                _llm("a", "figure 9999", start=1),
+                _fail("f", D("a", "data", "inferred", 0.8), start=3),
+            ),
+        )
+        top = localize(run).candidates[0]
+        assert top.step_id == "a"
+        assert top.inferred == (("a", 0.8),)
+        assert any("inferred edge" in r and "0.80" in r for r in top.reasons)
+
+    def test_edge_weights_are_tunable(self) -> None:
+        """With control edges weighted zero, a step reached only through one is never ranked."""
+        run = Run(
+            "r",
+            "t",
+            outcome="failure",
+            steps=(
+                _llm("c", "figure 9999", start=1),
+                _llm("d", "figure 7321", start=3),
+                _fail("f", D("c", "control"), D("d"), start=5),
+            ),
+        )
+        assert "c" in _ids(localize(run))
+        assert "c" not in _ids(localize(run, weights={"control": 0.0}))
+
+    def test_no_failures_no_search(self) -> None:
+        """Given no failures, nothing is examined and nothing ranked."""
+        run = Run("r", "t", steps=(_llm("a", "figure 9999", start=1),))
+        loc = localize(run, failures=[])
+        assert loc.candidates == [] and loc.stats.steps_examined == 0
+
+
+@st.composite
+def faulty_runs(draw: st.DrawFn) -> tuple[Run, list[Failure]]:
+    """Random DAGs of LLM and code steps, some with made-up figures or errors, and random failure steps."""
+    n = draw(st.integers(2, 30))
+    rng = random.Random(draw(st.integers(0, 100_000)))
+    steps = []
+    for i in range(n):
+        deps = tuple(
+            D(f"s{p}", rng.choice(["data", "data", "state", "control"]))
+            for p in rng.sample(range(i), min(i, rng.randint(0, 3)))
+        )
+        roll = rng.random()
+        if roll < 0.2:
+            steps.append(_llm(f"s{i}", f"figure {rng.randint(100, 999)}", *deps, start=i * 2))
+        elif roll < 0.3:
+            steps.append(_fail(f"s{i}", *deps, start=i * 2))
+        else:
+            steps.append(
+                Step(
+                    f"s{i}",
+                    f"step{i}",
+                    input={"v": i},
+                    output={"v": i},
+                    deps=deps,
+                    start_ns=i * 2,
+                    end_ns=i * 2 + 1,
+                )
+            )
+    run = Run("r", "t", outcome="failure", steps=tuple(steps))
+    picks = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3))
+    return run, [Failure(f"s{i}", "test", "failed", "run-failure") for i in picks]
+
+
+class TestInvariants:
+    @settings(max_examples=60, deadline=None)
+    @given(faulty_runs(), st.integers(1, 6))
+    def test_candidates_lie_in_the_backward_slice_with_valid_paths(
+        self, case: tuple[Run, list[Failure]], top: int
+    ) -> None:
+        """Candidates are within the failures' backward slice, at most ``top``, roots first, each path a real dependency chain to a failure."""
+        run, failures = case
+        g = DependencyGraph(run)
+        loc = localize(run, failures=failures, top=top, graph=g)
+        sliced = g.backward_slice([f.step_id for f in failures])
+        failed = {f.step_id for f in failures}
+        assert len(loc.candidates) <= top
+        assert {c.step_id for c in loc.candidates} <= sliced
+        roots = [c.root for c in loc.candidates]
+        assert roots == sorted(roots, reverse=True)
+        for c in loc.candidates:
+            assert c.path[0] == c.step_id and c.path[-1] in failed
+            for up, down in zip(c.path, c.path[1:], strict=False):
+                assert up in {d.step_id for d in g.parents(down)}
+        assert 0 <= loc.stats.steps_examined <= len(run.steps)
+
+
+class TestScale:
+    def test_planted_fault_in_a_synthetic_dag(self) -> None:
+        """In a 3,000-step random DAG the planted fault is ranked first."""
+        run = synthetic_run(3000, seed=7)
+        loc = localize(run)
+        assert loc.candidates[0].step_id == run.metadata["fault"]["step_id"]
+        assert loc.stats.steps_examined < len(run.steps)
+
+    def test_synthetic_run_rejects_tiny_sizes(self) -> None:
+        """A synthetic run needs at least two steps."""
+        with pytest.raises(ValueError, match="at least 2"):
+            synthetic_run(1)

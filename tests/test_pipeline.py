@@ -1,0 +1,210 @@
+"""analyze(): the demo's faults, the JSON document, declared outcomes, inference, the CLI and the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from trajdebug.analysis.pipeline import Analysis, analyses_to_dict, analyze
+from trajdebug.cli import cli
+from trajdebug.demo import FAULTS, run_demo
+from trajdebug.format import write_jsonl
+from trajdebug.model import Dependency, Run, Step
+from trajdebug.report.analysis import analysis_lines, analysis_markdown
+from trajdebug.store import Store
+
+
+QUESTION = "What is the balance of account 88213?"
+TOOL_OUT = '{"account": "88213", "balance": 1520.75, "currency": "EUR"}'
+ANSWER = "Your balance on account 88213 is 1250.75 EUR."
+
+
+def imported_run(outcome: str = "incomplete") -> Run:
+    """An imported chat trace without edges: the assistant misquotes the balance the tool returned."""
+    return Run(
+        "imported-1",
+        "bank",
+        outcome=outcome,  # type: ignore[arg-type]
+        steps=(
+            Step("u", "user", "input", output=QUESTION, start_ns=1, end_ns=2, source_index=0),
+            Step(
+                "t",
+                "get_balance",
+                "tool",
+                input={"account": "88213"},
+                output=json.loads(TOOL_OUT),
+                start_ns=3,
+                end_ns=4,
+                source_index=1,
+            ),
+            Step(
+                "a",
+                "assistant",
+                "llm",
+                input={"messages": [QUESTION, TOOL_OUT]},
+                output=ANSWER,
+                start_ns=5,
+                end_ns=6,
+                source_index=2,
+            ),
+            Step(
+                "o",
+                "final",
+                "output",
+                input={"text": ANSWER},
+                output=ANSWER,
+                start_ns=7,
+                end_ns=8,
+                source_index=3,
+            ),
+        ),
+    )
+
+
+class TestDemoFaults:
+    @pytest.mark.parametrize("fault", list(FAULTS))
+    def test_top_ranked_cause_is_the_injected_step(self, fault: str, tmp_path: Path) -> None:
+        """For every demo fault, the top-ranked root cause is the step where it was injected."""
+        run = run_demo(fault, store=Store(tmp_path / "demo.db"), workdir=tmp_path)
+        assert run.outcome == "failure"
+        analysis = analyze(run)
+        truth = run.metadata["fault"]["step_id"]
+        assert truth is not None
+        assert analysis.root_causes[0].step_id == truth, [
+            (c.step_id, c.reasons) for c in analysis.root_causes
+        ]
+        assert analysis.root_causes[0].root
+
+    def test_clean_run_has_nothing_to_localize(self, tmp_path: Path) -> None:
+        """The demo without a fault succeeds, with no failure and no root cause."""
+        run = run_demo(None, store=Store(tmp_path / "demo.db"), workdir=tmp_path)
+        analysis = analyze(run)
+        assert (run.outcome, analysis.failures, analysis.root_causes) == ("success", (), [])
+
+
+class TestAnalysis:
+    def test_json_document_shape(self) -> None:
+        """to_dict gives the documented fields, JSON-serializable, with source indexes from the importer."""
+        analysis = analyze(imported_run(), outcome="failure")
+        doc = json.loads(json.dumps(analyses_to_dict([analysis])))
+        [r] = doc["runs"]
+        assert set(r) >= {"run_id", "outcome", "failures", "root_causes", "error_chains", "stats"}
+        assert set(r["stats"]) == {"steps", "steps_examined", "seconds"}
+        top = r["root_causes"][0]
+        assert set(top) >= {"step_id", "source_index", "name", "kind", "agent", "score", "reasons", "path"}
+        assert (top["step_id"], top["source_index"], top["kind"]) == ("a", 2, "llm")
+        assert top["path"] == ["a", "o"]
+
+    def test_dependencies_are_inferred_for_edgeless_traces(self) -> None:
+        """A trace with no data edges gets inferred ones, and the candidate's path says it hangs on one."""
+        analysis = analyze(imported_run(), outcome="failure")
+        assert analysis.inferred
+        top = analysis.root_causes[0]
+        assert top.inferred and top.inferred[0][0] == "a" and 0 < top.inferred[0][1] <= 1
+        assert any("inferred edge" in r for r in top.reasons)
+
+    def test_outcome_is_declared_only_when_missing(self) -> None:
+        """--outcome fills in an incomplete run's outcome and never overrides a recorded one."""
+        assert analyze(imported_run(), outcome="failure").outcome == "failure"
+        assert analyze(imported_run("success"), outcome="failure").outcome == "success"
+        assert analyze(imported_run()).outcome == "incomplete"
+
+    def test_failed_run_with_no_detector_firing_fails_at_the_final_output(self) -> None:
+        """When no detector fires in a failed run, the final output step is the failure node."""
+        analysis = analyze(imported_run("failure"), detectors=[])
+        [f] = analysis.failures
+        assert (f.step_id, f.detector, f.where) == ("o", "outcome", "final")
+        assert analysis.root_causes[0].step_id == "a"
+
+    def test_successful_run_ignores_intermediate_checkpoints(self) -> None:
+        """In a run that succeeded, a recovered-looking tool error is reported but starts no search."""
+        run = Run(
+            "ok",
+            "t",
+            outcome="success",
+            steps=(
+                Step("t", "probe", "tool", output={"status": 404}),
+                Step("o", "answer", "output", output="found it elsewhere", deps=(Dependency("t"),)),
+            ),
+        )
+        analysis = analyze(run)
+        assert [f.detector for f in analysis.failures] == ["http"]
+        assert analysis.root_causes == []
+
+
+class TestReport:
+    def test_text_fits_eighty_columns_and_names_the_cause(self) -> None:
+        """The plain-text report wraps at 80 columns and shows failures, causes with reasons, and stats."""
+        analysis = analyze(imported_run(), outcome="failure")
+        lines = analysis_lines(analysis)
+        assert all(len(line) <= 80 for line in lines)
+        text = "\n".join(lines)
+        assert (
+            "Root causes" in text
+            and "assistant#" in text
+            and "1250.75" in text
+            and "examined 4 of 4 steps" in text
+        )
+
+    def test_markdown_escapes_untrusted_text(self) -> None:
+        """Markdown output escapes markup characters from step names and reasons."""
+        run = imported_run()
+        steps = list(run.steps)
+        steps[2] = Step(
+            "a", "assistant_*bold*", "llm", input=steps[2].input, output=ANSWER, start_ns=5, end_ns=6
+        )
+        md = analysis_markdown(analyze(Run(run.run_id, run.name, steps=tuple(steps)), outcome="failure"))
+        assert "assistant\\_\\*bold\\*" in md and md.startswith("## Analysis")
+
+
+class TestCommand:
+    def _file(self, tmp_path: Path, *runs: Run) -> Path:
+        path = tmp_path / "runs.jsonl"
+        write_jsonl(list(runs), path)
+        return path
+
+    def test_json_output(self, tmp_path: Path) -> None:
+        """``analyze --json --outcome failure --top 1`` prints one run with one ranked cause."""
+        path = self._file(tmp_path, imported_run())
+        res = CliRunner().invoke(cli, ["analyze", str(path), "--json", "--outcome", "failure", "--top", "1"])
+        assert res.exit_code == 0, res.output
+        doc = json.loads(res.output)
+        [r] = doc["runs"]
+        assert r["outcome"] == "failure"
+        assert [c["step_id"] for c in r["root_causes"]] == ["a"]
+
+    def test_text_and_markdown_output(self, tmp_path: Path) -> None:
+        """The text and Markdown forms both show the ranked cause."""
+        path = self._file(tmp_path, imported_run("failure"))
+        text = CliRunner().invoke(cli, ["analyze", str(path)])
+        md = CliRunner().invoke(cli, ["analyze", str(path), "--markdown"])
+        assert text.exit_code == 0 and "Root causes" in text.output and "assistant" in text.output
+        assert md.exit_code == 0 and md.output.startswith("## Analysis")
+
+    def test_cycle_is_a_clear_error(self, tmp_path: Path) -> None:
+        """A run whose dependencies form a cycle fails with a message naming the steps, not a traceback."""
+        run = Run(
+            "cyc",
+            "t",
+            outcome="failure",
+            steps=(
+                Step("a", "alpha", deps=(Dependency("b"),)),
+                Step("b", "beta", deps=(Dependency("a"),)),
+            ),
+        )
+        res = CliRunner().invoke(cli, ["analyze", str(self._file(tmp_path, run))])
+        assert res.exit_code == 1
+        assert "cycle" in res.output and "alpha" in res.output and "beta" in res.output
+
+    def test_missing_source_is_a_clear_error(self, tmp_path: Path) -> None:
+        """A source that does not exist is reported by name."""
+        res = CliRunner().invoke(cli, ["analyze", str(tmp_path / "nope.jsonl")])
+        assert res.exit_code != 0 and "nope.jsonl" in res.output
+
+
+def test_analysis_is_exported() -> None:
+    """The pipeline's entry point and result type are importable from the package."""
+    assert callable(analyze) and Analysis.__name__ == "Analysis"
