@@ -110,7 +110,7 @@ class TestPlugins:
         log.write_text("search,found 3\nrefund,ok\n")
         (run,) = load_runs(log)
         assert ["search", "refund"] == [s.name for s in run.steps]
-        assert ["csvlog"] == [n for n in plugins.plugins()["trajdebug.importers"]]
+        assert ["csvlog"] == plugins.plugins()["trajdebug.importers"]
 
     def test_listing_without_plugins_is_empty(self) -> None:
         """With no plugin installed, every group is empty."""
