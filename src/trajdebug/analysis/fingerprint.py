@@ -517,6 +517,7 @@ __all__ = [
     "number_weight",
     "probe_input",
     "token_id",
+    "token_ids",
     "tokenize",
     "value_key",
     "value_weight",

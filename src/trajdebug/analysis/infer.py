@@ -266,17 +266,18 @@ class ContentIndex:
 def _describe(
     probe: InputProbe, shingles: int, values: int, best: int, pos: int, n: int, coverage: float
 ) -> str:
+    # The example shown is the heaviest atom found: the text of a shingle, a value or a number.
     parts: list[str] = []
     if shingles:
-        parts.append(f"{shingles} shared text shingle{'s' if shingles > 1 else ''}")
+        example = f" (e.g. {' '.join(probe.tokens[pos : pos + SHINGLE])!r})" if n < 0 else ""
+        parts.append(f"{shingles} shared text shingle{'s' if shingles > 1 else ''}{example}")
     if values:
+        example = ""
         if n == 0:
-            shown = probe.numbers[best][0]
+            example = f" (e.g. {probe.numbers[best][0]})"
         elif n > 0:
-            shown = repr(" ".join(probe.tokens[pos : pos + n]))
-        else:  # the best atom was a shingle: show the text it covers
-            shown = repr(" ".join(probe.tokens[pos : pos + SHINGLE]))
-        parts.append(f"{values} shared value{'s' if values > 1 else ''} (e.g. {shown})")
+            example = f" (e.g. {' '.join(probe.tokens[pos : pos + n])!r})"
+        parts.append(f"{values} shared value{'s' if values > 1 else ''}{example}")
     parts.append(f"{coverage:.0%} of its output")
     return ", ".join(parts)
 

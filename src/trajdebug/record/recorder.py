@@ -209,51 +209,18 @@ class StepHandle:
 
     def __enter__(self) -> StepHandle:
         run = _RUN.get()
-        if run is None or not CONFIG.enabled:
-            return self
-        if self.name is None:
-            self.name = "step"
-        # _start, inlined for the common case (no branch, no retry attempt).
-        self._run = run
-        parent = _STEP.get()
-        if parent is not None and (parent.__class__ is RemoteParent or parent._run is run):  # type: ignore[union-attr]
-            self.parent = parent
-            if self.agent is None and parent.__class__ is StepHandle:
-                self.agent = parent.agent
-        self.seq = _next_seq()
-        if _BRANCH.get() or _ATTEMPT.get() is not None:
-            self._start_slow(run)
-        self._token = _STEP.set(self)
-        self.t0 = _now()
+        if run is not None and CONFIG.enabled:
+            if self.name is None:
+                self.name = "step"
+            self._start(run)
         return self
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        run = self._run
-        if run is None or self.t1 is not None:
-            return
-        try:
-            if exc is not None or self.retry_of is not None:
-                self._finish(exc)
-                return
-            # _finish, inlined for a step that ends normally.
-            self.t1 = _now()
+        if self._run is not None and self.t1 is None:
             try:
-                _STEP.reset(self._token)
-            except ValueError:
-                _STEP.set(self.parent)
-            self._live_in = inp = self.input
-            if inp.__class__ not in _SCALARS:
-                self.input = _snap(inp)
-            self._live_out = out = self.output
-            if out.__class__ not in _SCALARS:
-                self.output = _snap(out)
-            q = run._queue
-            if len(q) < CONFIG.max_buffer:
-                q.append(self)
-            else:
-                run._drop()
-        except Exception:  # noqa: BLE001 - the recorder never breaks the agent
-            run._internal_error("step exit")
+                self._finish(exc)
+            except Exception:  # noqa: BLE001 - the recorder never breaks the agent
+                self._run._internal_error("step exit")
 
     # -- user API inside a step ------------------------------------------------
 
