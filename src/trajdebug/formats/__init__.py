@@ -58,7 +58,7 @@ def _transcript(path: Path) -> ReadResult:
 
 
 IMPORTERS: dict[str, Importer] = {"otlp": _otlp, "openai": _openai, "transcript": _transcript}
-"""Built-in importers by format name (entry points are added on first use)."""
+"""Built-in importers by format name (see `importers` for the plugins too)."""
 
 ALIASES = {
     "otel": "otlp",
@@ -69,23 +69,18 @@ ALIASES = {
 }
 """Other names accepted for ``fmt``."""
 
-_plugins_loaded = False
-
-
 def importers() -> dict[str, Importer]:
-    """All importers: the built-in ones and those registered under ``trajdebug.importers``."""
-    global _plugins_loaded
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        for name, fn in _entry_points():
-            IMPORTERS.setdefault(name, fn)
-    return IMPORTERS
+    """All importers: the built-in ones and those registered under ``trajdebug.importers``.
 
-
-def _entry_points() -> list[tuple[str, Importer]]:
+    Built-in names win over a plugin of the same name.
+    """
     from trajdebug.plugins import entry_point_callables
 
-    return list(entry_point_callables(ENTRY_POINT_GROUP))
+    found: dict[str, Importer] = {}
+    for name, fn in entry_point_callables(ENTRY_POINT_GROUP):
+        found[name] = fn
+    found.update(IMPORTERS)
+    return found
 
 
 def format_names() -> list[str]:

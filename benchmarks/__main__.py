@@ -1,0 +1,77 @@
+"""``python -m benchmarks``: run the benchmarks and rewrite ``docs/benchmarks.md``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import report
+
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results.json"
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen sections, store their results, render the document."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="a smaller run (under two minutes)")
+    p.add_argument(
+        "--only",
+        choices=("quality", "speed", "tau"),
+        action="append",
+        help="run only this section (repeatable)",
+    )
+    p.add_argument(
+        "--out", default="docs/benchmarks.md", help="the document to write (default: docs/benchmarks.md)"
+    )
+    p.add_argument("--results", default=str(RESULTS), help="where the raw results are kept (JSON)")
+    a = p.parse_args(argv)
+    sections = a.only or ["quality", "tau", "speed"]
+    results_path = Path(a.results)
+    data: dict[str, Any] = {}
+    if results_path.exists():
+        try:
+            data = json.loads(results_path.read_text())
+        except ValueError:
+            _say(f"{results_path}: unreadable, starting afresh")
+    t0 = time.perf_counter()
+    if "quality" in sections:
+        from benchmarks.quality import run_suite
+
+        data["quality"] = report.quality_data(run_suite(quick=a.quick, progress=_say), quick=a.quick)
+    if "tau" in sections:
+        from benchmarks.tau import run_tau
+
+        _say("tau: analysing the AgentRx tau-bench runs")
+        data["tau"] = report.tau_data(run_tau())
+    if "speed" in sections:
+        from benchmarks.speed import run_speed
+
+        data["speed"] = report.speed_data(run_speed(quick=a.quick, progress=_say), quick=a.quick)
+    data["machine"] = report.machine()
+    results_path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    cmd = (
+        "python -m benchmarks"
+        + (" --quick" if a.quick else "")
+        + "".join(f" --only {s}" for s in a.only or ())
+    )
+    out = Path(a.out)
+    if not out.is_absolute():
+        out = ROOT / out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report.render(data, cmd))
+    _say(f"wrote {out} ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,639 @@
+"""Turn benchmark results into plain data, and plain data into ``docs/benchmarks.md``.
+
+Results are kept as JSON (``benchmarks/results.json``) section by section, so
+``--only speed`` refreshes the speed section and keeps the others from their
+last run (each section states when and how it was produced).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import re
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from benchmarks.faults import FAULT_TYPES
+from benchmarks.metrics import Summary
+from benchmarks.quality import INFER_METHOD, TOP, SuiteResult
+from benchmarks.speed import SpeedResult
+from benchmarks.tau import TauResult
+
+
+GOALS = {
+    "top1": 0.90,
+    "top3": 0.98,
+    "examined_ratio": 0.2,
+    "record_us": 1.5,
+    "otel_factor": 10.0,
+    "localize_100k_s": 1.0,
+}
+"""The issue's goals (reported against, never asserted)."""
+
+
+# -- machine ---------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    """The machine and software the numbers come from."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = None
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("MemTotal"):
+                    mem = round(int(line.split()[1]) / 1024 / 1024, 1)
+                    break
+    except OSError:
+        pass
+    from importlib.metadata import PackageNotFoundError, version
+
+    pkgs = {}
+    for p in ("trajdebug", "opentelemetry-sdk", "orjson"):
+        try:
+            pkgs[p] = version(p)
+        except PackageNotFoundError:
+            pkgs[p] = "not installed"
+    import sqlite3
+
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": mem,
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+        "sqlite": sqlite3.sqlite_version,
+        "packages": pkgs,
+    }
+
+
+# -- results as plain data ------------------------------------------------------------------
+
+
+def _summary(s: Summary) -> dict[str, Any]:
+    return {
+        "cases": s.cases,
+        "top1": s.top1,
+        "top3": s.top3,
+        "mrr": s.mrr,
+        "exam": s.exam,
+        "examined": s.examined,
+        "linear": s.linear,
+        "ratio": s.examined_ratio,
+        "ms": s.ms,
+    }
+
+
+def quality_data(res: SuiteResult, *, quick: bool) -> dict[str, Any]:
+    """The suite's results as JSON data."""
+    recs = res.records
+    misses: dict[str, Counter[str]] = {}
+    reach: dict[str, list[bool]] = {}
+    at_failure: dict[str, list[bool]] = {}
+    for r in recs:
+        f = str(r.case.fault)
+        reach.setdefault(f, []).append(r.reachable)
+        if r.blamed is not None:
+            misses.setdefault(f, Counter())[f"{r.truth_name or '(earlier turn)'} -> {r.blamed}"] += 1
+            at_failure.setdefault(f, []).append(r.blamed_failure)
+    return {
+        "quick": quick,
+        "date": machine()["date"],
+        "seconds": res.seconds,
+        "cases": len(recs),
+        "workflows": sorted({r.case.workflow for r in recs}),
+        "steps_mean": sum(r.steps for r in recs) / max(len(recs), 1),
+        "steps_max": max((r.steps for r in recs), default=0),
+        "failed": sum(r.failed for r in recs),
+        "truth_in_run": sum(r.truth_in_run for r in recs),
+        "reachable": sum(r.reachable for r in recs),
+        "with_distractors": sum(1 for r in recs if r.case.distractors),
+        "record_ms": 1000 * sum(r.record_seconds for r in recs) / max(len(recs), 1),
+        "overall": {m: _summary(s) for m, s in res.summary().items()},
+        "by_workflow": {w: {m: _summary(s) for m, s in g.items()} for w, g in res.groups("workflow").items()},
+        "by_fault": {f: {m: _summary(s) for m, s in g.items()} for f, g in res.groups("fault").items()},
+        "reachable_by_fault": {f: sum(v) / len(v) for f, v in reach.items()},
+        "misses_by_fault": {f: dict(c.most_common(3)) for f, c in misses.items()},
+        "misses_at_failure": {f: sum(v) / len(v) for f, v in at_failure.items()},
+        "misses": sum(1 for r in recs if r.blamed is not None),
+        "misses_blaming_failure": sum(1 for r in recs if r.blamed_failure),
+    }
+
+
+def speed_data(res: SpeedResult, *, quick: bool) -> dict[str, Any]:
+    """The speed section's results as JSON data."""
+    return {
+        "quick": quick,
+        "date": machine()["date"],
+        "seconds": res.seconds,
+        "recording": [{k: getattr(t, k) for k in t.__slots__} for t in res.recording],
+        "scaling": res.scaling,
+        "inference": res.inference,
+        "otlp": res.otlp,
+        "store": res.store,
+    }
+
+
+def tau_data(res: TauResult) -> dict[str, Any]:
+    """The real-data section's results as JSON data."""
+    return {
+        "date": machine()["date"],
+        "runs": len(res.cases),
+        "unmatched": res.unmatched,
+        "import_seconds": res.import_seconds,
+        "steps": res.steps,
+        "rows": res.rows(),
+        "cases": [
+            {
+                "task_id": c.task_id,
+                "root": c.root,
+                "failures": list(c.failures),
+                "trajdebug": c.rankings.get("trajdebug", [])[:3],
+            }
+            for c in res.cases
+        ],
+    }
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f} %"
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def _goals(data: Mapping[str, Any]) -> list[str]:
+    rows = []
+    q = data.get("quality")
+    if q:
+        td = q["overall"]["trajdebug"]
+        best_base = max(
+            (s["top1"] for m, s in q["overall"].items() if not m.startswith("trajdebug")), default=0.0
+        )
+        rows.append(
+            ["suite top-1 (trajdebug)", "≥ 90 %", _pct(td["top1"]), _met(td["top1"] >= GOALS["top1"])]
+        )
+        rows.append(
+            ["suite top-3 (trajdebug)", "≥ 98 %", _pct(td["top3"]), _met(td["top3"] >= GOALS["top3"])]
+        )
+        rows.append(
+            [
+                "steps examined / linear backward scan",
+                "≤ 1/5 (20 %)",
+                _pct(td["ratio"]),
+                _met(td["ratio"] <= GOALS["examined_ratio"]),
+            ]
+        )
+        rows.append(
+            [
+                "every baseline clearly below (top-1)",
+                "below trajdebug",
+                f"best baseline {_pct(best_base)}",
+                _met(best_base + 0.1 <= td["top1"]),
+            ]
+        )
+    s = data.get("speed")
+    if s:
+        rec = {r["name"]: r["median_us"] for r in s["recording"]}
+        ours = next(
+            (v for k, v in rec.items() if k.startswith("trajdebug step, context manager") and "off" not in k),
+            math.nan,
+        )
+        otel = next((v for k, v in rec.items() if "BatchSpanProcessor" in k), math.nan)
+        rows.append(
+            ["recording cost per step", "< 1.5 µs", f"{_num(ours, 2)} µs", _met(ours < GOALS["record_us"])]
+        )
+        rows.append(
+            [
+                "cheaper than the OTel SDK",
+                "≥ 10×",
+                f"{_num(otel / ours, 1)}×",
+                _met(otel / ours >= GOALS["otel_factor"]),
+            ]
+        )
+        big = next((r for r in s["scaling"] if r["steps"] == 100_000), None)
+        if big:
+            rows.append(
+                [
+                    "100,000-step run localized",
+                    "< 1 s",
+                    f"{_num(big['total_s'], 3)} s",
+                    _met(big["total_s"] < GOALS["localize_100k_s"]),
+                ]
+            )
+    return _table(["goal", "target", "measured", "status"], rows) if rows else ["(no section was run)"]
+
+
+def _method_rows(block: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
+    return [
+        [
+            f"**{m}**" if m.startswith("trajdebug") else m,
+            _pct(s["top1"]),
+            _pct(s["top3"]),
+            _num(s["mrr"], 3),
+            _pct(s["exam"]),
+            _num(s["examined"]),
+            _num(s["linear"]),
+            _pct(s["ratio"]),
+            _num(s["ms"], 2),
+        ]
+        for m, s in block.items()
+    ]
+
+
+def _quality(q: Mapping[str, Any]) -> list[str]:
+    methods = list(q["overall"])
+    out = [
+        "## 1. Fault-injection suite",
+        "",
+        f"Run {q['date']}{' (quick mode: 3 seeds per workflow and fault)' if q['quick'] else ''}; "
+        f"{q['cases']} cases over {len(q['workflows'])} workflows ({', '.join(q['workflows'])}), "
+        f"{q['steps_mean']:.0f} steps per analysed run on average (longest {q['steps_max']}); "
+        f"{q['with_distractors']} cases carry distractors. Suite wall time {q['seconds']:.1f} s "
+        f"(recording a case takes {q['record_ms']:.1f} ms on average).",
+        "",
+        f"Sanity: {q['failed']}/{q['cases']} faulted runs failed; the injected step is in the analysed run in "
+        f"{q['truth_in_run']}/{q['cases']} cases (the rest are `stale-fact` cases, whose fault lies in the earlier "
+        f"conversation turn); it lies in the failures' backward slice over the recorded (and, for trajdebug's "
+        f"default analysis, inferred) edges in {q['reachable']}/{q['cases']} (the implicit child -> enclosing-agent "
+        "edges of the dependency graph left out: through them every step of an agent reaches the agent).",
+        "",
+        "### Overall",
+        "",
+        *_table(
+            [
+                "method",
+                "top-1",
+                "top-3",
+                "MRR",
+                "EXAM",
+                "steps examined",
+                "linear scan",
+                "examined / linear",
+                "ms per run",
+            ],
+            _method_rows(q["overall"]),
+        ),
+        "",
+        f"`trajdebug` is `trajdebug.analysis.pipeline.analyze(run, top={TOP})` as `trajdebug analyze` runs it (on a "
+        f"recorded run it infers content edges only when the run has no data edges at all); `{INFER_METHOD}` is the "
+        "same with `infer=True` (content-inferred edges added to the tracked ones). The baselines get the run and "
+        "the failures `analyze` detected. trajdebug's time is its whole analysis (detection, graph, error "
+        "lifecycle, inference when on, search); a baseline's is its own call.",
+        "",
+        "### Top-1 / top-3 by fault type",
+        "",
+    ]
+    rows = []
+    for f, block in q["by_fault"].items():
+        n = next(iter(block.values()))["cases"]
+        rows.append(
+            [f"`{f}`", str(n), _pct(q["reachable_by_fault"].get(f))]
+            + [f"{_pct(block[m]['top1'])} / {_pct(block[m]['top3'])}" for m in methods]
+        )
+    out += _table(["fault", "cases", "root in data slice", *methods], rows)
+    if q.get("misses_by_fault"):
+        out += [
+            "",
+            "### What trajdebug blamed instead (its first candidate, when wrong)",
+            "",
+            f"{q['misses_blaming_failure']} of {q['misses']} wrong first candidates are a step where a failure "
+            "detector fired: the symptom rather than its cause.",
+            "",
+        ]
+        out += _table(
+            ["fault", "wrong first candidate at a failure", "most frequent (root -> blamed)"],
+            [
+                [f"`{f}`", _pct(q["misses_at_failure"].get(f)), "; ".join(f"{k} ×{v}" for k, v in c.items())]
+                for f, c in sorted(q["misses_by_fault"].items())
+            ],
+        )
+    out += ["", "### Top-1 / top-3 by workflow", ""]
+    rows = []
+    for w, block in q["by_workflow"].items():
+        n = next(iter(block.values()))["cases"]
+        rows.append(
+            [f"`{w}`", str(n)] + [f"{_pct(block[m]['top1'])} / {_pct(block[m]['top3'])}" for m in methods]
+        )
+    out += _table(["workflow", "cases", *methods], rows)
+    out += ["", "### EXAM and search cost by fault type (trajdebug)", ""]
+    rows = []
+    for f, block in q["by_fault"].items():
+        s = block["trajdebug"]
+        lin = block.get("linear-scan", s)
+        rows.append(
+            [
+                f"`{f}`",
+                _num(s["mrr"], 3),
+                _pct(s["exam"]),
+                _num(s["examined"]),
+                _num(s["linear"]),
+                _pct(s["ratio"]),
+                _num(lin["examined"]),
+            ]
+        )
+    out += _table(
+        [
+            "fault",
+            "MRR",
+            "EXAM",
+            "steps examined",
+            "linear scan to root",
+            "examined / linear",
+            "linear-scan baseline examined",
+        ],
+        rows,
+    )
+    out += [
+        "",
+        "Fault types: " + "; ".join(f"`{k}`: {v}" for k, v in FAULT_TYPES.items()) + ".",
+        "",
+    ]
+    return out
+
+
+def _tau(t: Mapping[str, Any]) -> list[str]:
+    out = [
+        "## 2. Real data: AgentRx tau-bench failures",
+        "",
+        f"Run {t['date']}: {t['runs']} annotated failed runs imported with the message-log importer "
+        f"({t['steps']} steps, import {t['import_seconds'] * 1000:.0f} ms){'; unmatched annotations: ' + str(t['unmatched']) if t['unmatched'] else ''}. "
+        "Annotated step s (1-based over `traj`) is the imported step with `source_index` s-1; a ranking is "
+        "read as a ranking of messages. *Any failure* counts a prediction that hits any annotated failure, not "
+        "only the root cause.",
+        "",
+        *_table(
+            [
+                "method",
+                "root top-1",
+                "root top-3",
+                "MRR",
+                "any failure top-1",
+                "any failure top-3",
+                "ms per run",
+            ],
+            [
+                [
+                    f"**{r['method']}**" if r["method"].startswith("trajdebug") else r["method"],
+                    _pct(r["top1"]),
+                    _pct(r["top3"]),
+                    _num(r["mrr"], 3),
+                    _pct(r["any_failure_top1"]),
+                    _pct(r["any_failure_top3"]),
+                    _num(r["ms"], 2),
+                ]
+                for r in t["rows"]
+            ],
+        ),
+        "",
+    ]
+    return out
+
+
+def _speed(s: Mapping[str, Any]) -> list[str]:
+    out = [
+        "## 3. Speed",
+        "",
+        f"Run {s['date']}{' (quick mode: fewer operations and repeats)' if s['quick'] else ''}; section wall time {s['seconds']:.1f} s.",
+        "",
+        "### Recording cost per step",
+        "",
+        "Each configuration runs in its own subprocess; a loop of N steps (spans), one warm-up of N/10, timed "
+        "repeats with `gc.collect()` before each, GC on, loop overhead included (perf-anchors.md method). "
+        "trajdebug records into a sink that counts and drops records (the analogue of OTel's dropping exporter); "
+        "its writer thread encodes them in the background as the batch processor's worker does.",
+        "",
+        *_table(
+            ["case", "min µs", "median µs", "max µs", "repeats × N", "note"],
+            [
+                [
+                    r["name"],
+                    _num(r["min_us"], 3),
+                    f"**{_num(r['median_us'], 3)}**",
+                    _num(r["max_us"], 3),
+                    f"{r['repeats']}×{r['n']:,}",
+                    r["note"],
+                ]
+                for r in s["recording"]
+            ],
+        ),
+        "",
+        "### Localization time against run length",
+        "",
+        "Synthetic runs (`trajdebug.analysis.baselines.synthetic_run`: each step consumes 1–5 earlier steps, "
+        "one planted fault); median of the repeats.",
+        "",
+        *_table(
+            ["steps", "edges", "detect s", "localize s", "total s", "steps examined", "rank of the fault"],
+            [
+                [
+                    f"{r['steps']:,}",
+                    f"{r['edges']:,}",
+                    _num(r["detect_s"], 4),
+                    _num(r["localize_s"], 4),
+                    f"**{_num(r['total_s'], 4)}**",
+                    str(r["examined"]),
+                    str(r["rank"]),
+                ]
+                for r in s["scaling"]
+            ],
+        ),
+        "",
+    ]
+    sc = s["scaling"]
+    if len(sc) >= 2 and sc[0]["total_s"] > 0:
+        growth = (sc[-1]["total_s"] / sc[0]["total_s"]) / (sc[-1]["steps"] / sc[0]["steps"])
+        out += [
+            f"From {sc[0]['steps']:,} to {sc[-1]['steps']:,} steps the time grows {sc[-1]['total_s'] / sc[0]['total_s']:,.0f}× for {sc[-1]['steps'] / sc[0]['steps']:,.0f}× the steps ({growth:.2f} of linear).",
+            "",
+        ]
+    inf = s["inference"]
+    out += [
+        "### Dependency inference",
+        "",
+        f"`infer_dependencies` on {inf['steps']:,} steps with {inf['output_bytes']:,}-byte text outputs, each step "
+        f"quoting a 200-byte passage of an earlier output: **{_num(inf['seconds'], 2)} s**; "
+        f"{inf['steps_with_inferred_edges']:,} of {inf['steps_quoting']:,} quoting steps got an inferred edge.",
+        "",
+        "### OTLP import and store writes",
+        "",
+        *_table(
+            ["OTLP/JSON file", "MB", "seconds", "MB/s", "steps", "problems"],
+            [
+                [
+                    r["file"],
+                    _num(r["mb"], 2),
+                    _num(r["seconds"], 3),
+                    f"**{_num(r['mb_per_s'], 1)}**",
+                    f"{r['steps']:,}",
+                    str(r["problems"]),
+                ]
+                for r in s["otlp"]
+            ],
+        ),
+        "",
+        *_table(
+            ["store write", "steps", "seconds", "steps/s"],
+            [
+                [r["how"], f"{r['steps']:,}", _num(r["seconds"], 3), f"**{r['steps_per_s']:,.0f}**"]
+                for r in s["store"]
+            ],
+        ),
+        "",
+    ]
+    return out
+
+
+def _missed(data: Mapping[str, Any]) -> list[str]:
+    """Where a goal is missed, say so and why (from what the numbers show)."""
+    out: list[str] = []
+    q = data.get("quality")
+    if q:
+        td = q["overall"]["trajdebug"]
+        if td["top1"] < GOALS["top1"] or td["top3"] < GOALS["top3"]:
+            weak = sorted(q["by_fault"].items(), key=lambda kv: kv[1]["trajdebug"]["top1"])
+            out.append(
+                f"- **Localization quality** (top-1 {_pct(td['top1'])}, top-3 {_pct(td['top3'])}) is below the goal. "
+                "Weakest fault types (trajdebug top-1, share of cases whose root lies in the failures' data slice): "
+                + "; ".join(
+                    f"`{f}` {_pct(b['trajdebug']['top1'])} (slice {_pct(q['reachable_by_fault'].get(f))})"
+                    for f, b in weak[:5]
+                )
+                + ". A root outside the data slice is reached only through the implicit enclosing-agent edges, "
+                "with nothing to say it matters: the dependency the fault travelled along was not recorded or inferred (short strings and numbers are not "
+                "identity-tracked; values re-derived by a model carry no identity; `stale-fact` roots live in the "
+                "previous turn's run, which `analyze` does not search). Where the root is in the slice but ranked "
+                "low, no diagnoser recognized the root step's output as wrong (a plausible-looking wrong value: a "
+                "wrong branch, a stale cached page, a misremembered fact), so the search blamed the step where the "
+                "error became visible."
+            )
+        if td["ratio"] > GOALS["examined_ratio"]:
+            out.append(
+                f"- **Search cost**: trajdebug diagnosed {_num(td['examined'])} steps per case against "
+                f"{_num(td['linear'])} for a linear backward scan to the root ({_pct(td['ratio'])}); the best-first "
+                "search keeps expanding while candidates could still outscore the ones found."
+            )
+    s = data.get("speed")
+    if s:
+        rec = {r["name"]: r["median_us"] for r in s["recording"]}
+        ours = next(
+            (v for k, v in rec.items() if k.startswith("trajdebug step, context manager") and "off" not in k),
+            math.nan,
+        )
+        otel = next((v for k, v in rec.items() if "BatchSpanProcessor" in k), math.nan)
+        if ours >= GOALS["record_us"] or otel / ours < GOALS["otel_factor"]:
+            note = next(
+                (
+                    r["note"]
+                    for r in s["recording"]
+                    if r["name"].startswith("trajdebug step, context manager") and "off" not in r["name"]
+                ),
+                "",
+            )
+            writer = re.search(r"writer thread ≈ ([\d.]+) µs", note)
+            w = float(writer.group(1)) if writer else math.nan
+            out.append(
+                f"- **Recording cost** ({_num(ours, 2)} µs per step on the agent's thread, {_num(otel / ours, 1)}× "
+                f"cheaper than the OTel SDK's {_num(otel, 1)} µs) misses the 1.5 µs goal. The caller's hot path "
+                "(context-variable set/reset, two clock reads, the id counter, orjson snapshots of the input and "
+                "output, one deque append) is what the loop measures; perf-anchors.md's minimal sketch does the "
+                "same in ~0.9–1.1 µs. The writer thread's work per step (record building, dependency tracking, "
+                f"redaction) comes on top, off the agent's thread: ≈ {_num(w, 2)} µs per step, so the total CPU per "
+                f"step is ≈ {_num(ours + w, 1)} µs, {_num(otel / (ours + w), 1)}× below the OTel SDK's on-thread "
+                "cost. Compare ratios measured in the same run rather than absolute numbers: other processes shared "
+                "this 2-core machine."
+            )
+        big = next((r for r in s["scaling"] if r["steps"] == 100_000), None)
+        if big and big["total_s"] >= GOALS["localize_100k_s"]:
+            out.append(
+                f"- **Localization of a 100,000-step run** takes {_num(big['total_s'], 2)} s (goal < 1 s)."
+            )
+    return ["## Goals missed, and why", "", *out, ""] if out else []
+
+
+def render(data: Mapping[str, Any], command: str) -> str:
+    """The Markdown document."""
+    m = data.get("machine") or machine()
+    pk = ", ".join(f"{k} {v}" for k, v in m["packages"].items())
+    lines = [
+        "# Benchmarks",
+        "",
+        "Generated by `python -m benchmarks` (do not edit by hand). Numbers from one machine on one day: compare "
+        "ratios, not absolutes.",
+        "",
+        f"- Date: {m['date']}",
+        f"- Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB RAM; {m['os']}",
+        f"- Software: CPython {m['python']}, SQLite {m['sqlite']}; {pk}",
+        f"- Command: `{command}`",
+        "",
+        "## Reproduce",
+        "",
+        "```sh",
+        ". .venv/bin/activate",
+        "python -m benchmarks                 # everything (2–5 min on 2 cores); rewrites this file",
+        "python -m benchmarks --quick         # under two minutes",
+        "python -m benchmarks --only quality  # or speed, or tau; other sections keep their last results",
+        "```",
+        "",
+        "Raw numbers of the last run of each section: `benchmarks/results.json`.",
+        "",
+        "## Goals",
+        "",
+        *_goals(data),
+        "",
+        *_missed(data),
+    ]
+    if data.get("quality"):
+        lines += _quality(data["quality"])
+    if data.get("tau"):
+        lines += _tau(data["tau"])
+    if data.get("speed"):
+        lines += _speed(data["speed"])
+    lines += [
+        "## Method notes",
+        "",
+        "- Ground truth: each workflow asks the fault injector at every place a fault of some type could happen; "
+        "the injector answers yes once per case and records the id of the step being recorded "
+        '(`trajdebug.current_step().id`) in `run.metadata["fault"] = {"type", "step_id"}`.',
+        "- Rank: position of the ground-truth step in the method's candidates (first 10); absent = not found "
+        "(0 in MRR, a miss in top-k).",
+        "- EXAM (Wong et al.): share of the run's steps read in rank order up to and including the root, ties at "
+        "their average position; a root missing from the list sits in the middle of the unranked rest.",
+        "- Steps examined: the method's own count of steps it diagnosed. Linear scan to root: steps from the latest "
+        "failing step back to the root, inclusive, in time order.",
+        '- The workflows\' "LLMs" are deterministic scripted stand-ins that derive their replies from their '
+        "prompts (no network, no model); tools run for real where they can (SQLite), else against seeded "
+        "simulations.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+__all__ = ["GOALS", "machine", "quality_data", "render", "speed_data", "tau_data"]

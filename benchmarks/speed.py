@@ -1,0 +1,536 @@
+"""Speed: recording cost against the OpenTelemetry SDK, no-op cost, localization scaling,
+dependency inference, OTLP import throughput, store write rate.
+
+Method (perf-anchors.md): each micro-benchmark is a loop of N operations, one
+warm-up run of N/10, then timed repeats with ``gc.collect()`` before each and
+the GC left on; per-operation time = loop time / N, loop overhead included.
+Every tracer configuration runs in its own subprocess
+(``python -m benchmarks.speed --child NAME``), so OpenTelemetry providers and
+trajdebug's configuration do not mix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+IN, OUT = "i" * 200, "o" * 200
+"""The two ~200-byte attribute values of perf-anchors.md §1."""
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """A micro-benchmark's result, per operation."""
+
+    name: str
+    """What was measured."""
+    min_us: float
+    """Fastest repeat, µs per operation."""
+    median_us: float
+    """Median repeat, µs per operation."""
+    max_us: float
+    """Slowest repeat, µs per operation."""
+    n: int
+    """Operations per repeat."""
+    repeats: int
+    """Timed repeats."""
+    note: str = ""
+    """Anything worth knowing (records dropped, spans exported)."""
+
+
+def _loop_timing(
+    name: str,
+    body: Callable[[int], Any],
+    n: int,
+    repeats: int,
+    setup: Callable[[], Any] | None = None,
+    after: Callable[[], str] | None = None,
+) -> Timing:
+    if setup is not None:
+        setup()
+    body(max(n // 10, 1))
+    times = []
+    for _ in range(repeats):
+        if setup is not None:
+            setup()
+        gc.collect()
+        t0 = time.perf_counter_ns()
+        body(n)
+        times.append((time.perf_counter_ns() - t0) / n / 1000)
+    note = after() if after is not None else ""
+    return Timing(name, min(times), statistics.median(times), max(times), n, repeats, note)
+
+
+# -- children: one configuration per subprocess ---------------------------------------
+
+
+def _child_otel(processor: str, n: int, repeats: int) -> Timing:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
+
+    class DropExporter:
+        """Counts and drops spans (perf-anchors.md §1 (c))."""
+
+        def __init__(self) -> None:
+            self.count = 0
+
+        def export(self, spans: Any) -> Any:
+            self.count += len(spans)
+            return SpanExportResult.SUCCESS
+
+        def shutdown(self) -> None:
+            pass
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return True
+
+    tp = TracerProvider()
+    exporter = DropExporter()
+    if processor == "batch":
+        tp.add_span_processor(BatchSpanProcessor(exporter))  # type: ignore[arg-type]
+    tracer = tp.get_tracer("bench")
+
+    def flat(k: int) -> None:
+        for _ in range(k):
+            with tracer.start_as_current_span("x") as s:
+                s.set_attribute("input.value", IN)
+                s.set_attribute("output.value", OUT)
+
+    def after() -> str:
+        tp.force_flush()
+        tp.shutdown()
+        return f"{exporter.count:,} spans reached the exporter" if processor == "batch" else ""
+
+    label = (
+        "OpenTelemetry SDK span, BatchSpanProcessor + dropping exporter"
+        if processor == "batch"
+        else "OpenTelemetry SDK span, no processor"
+    )
+    return _loop_timing(label, flat, n, repeats, after=after)
+
+
+class DropSink:
+    """A trajdebug sink that counts and drops records (the analogue of the dropping exporter)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def write(self, records: Any) -> None:
+        """Count the batch."""
+        self.count += len(records)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def _child_trajdebug(form: str, enabled: bool, n: int, repeats: int) -> Timing:
+    import trajdebug
+
+    trajdebug.configure(enabled=enabled)
+    sink = DropSink()
+    state: dict[str, Any] = {"run": None, "dropped": 0}
+
+    def setup() -> None:
+        if state["run"] is not None:
+            state["run"].__exit__(None, None, None)
+            state["dropped"] += state["run"].dropped if enabled else 0
+        h = trajdebug.run("bench", sinks=[sink])
+        h.__enter__()
+        state["run"] = h
+
+    step = trajdebug.step
+
+    def cm(k: int) -> None:
+        for _ in range(k):
+            with step("x", kind="tool", input=IN) as s:
+                s.output = OUT
+
+    @trajdebug.step(kind="tool")
+    def tool(query: str) -> str:
+        return OUT
+
+    def deco(k: int) -> None:
+        for _ in range(k):
+            tool(IN)
+
+    def plain_fn(query: str) -> str:
+        return OUT
+
+    def plain(k: int) -> None:
+        for _ in range(k):
+            plain_fn(IN)
+
+    def after() -> str:
+        setup()
+        state["run"].__exit__(None, None, None)
+        if not enabled:
+            return "recording off"
+        note = f"{sink.count:,} records written, {state['dropped']} dropped"
+        if form != "plain":
+            note += f"; writer thread ≈ {_writer_cost(body, n):.2f} µs per step"
+        return note
+
+    body = {"cm": cm, "deco": deco, "plain": plain}[form]
+    what = {
+        "cm": "trajdebug step, context manager (200-B input and output)",
+        "deco": "trajdebug step, decorated function (200-B argument and return)",
+        "plain": "plain function call, undecorated (reference)",
+    }[form]
+    if not enabled and form != "plain":
+        what += ", recording off"
+    return _loop_timing(what, body, n, repeats, setup=setup, after=after)
+
+
+def _writer_cost(body: Callable[[int], Any], n: int) -> float:
+    """The writer's work per step (record building, dependency tracking, redaction, sink write).
+
+    The writer is held off while ``n`` steps are recorded, then the run is closed,
+    which drains everything: close time / n.  In a real agent this work runs on the
+    writer thread while the agent waits on models and tools; a tight loop of empty
+    steps mostly leaves it until after the timed loop.
+    """
+    import trajdebug
+    from trajdebug.record.sinks import WRITER
+
+    h = trajdebug.run("bench-writer", sinks=[DropSink()])
+    h.__enter__()
+    gc.collect()
+    with WRITER._cond:  # the writer thread cannot take its lock: nothing drains during the loop
+        body(n)
+    t0 = time.perf_counter_ns()
+    h.__exit__(None, None, None)
+    return (time.perf_counter_ns() - t0) / n / 1000
+
+
+CHILDREN: dict[str, Callable[[int, int], Timing]] = {
+    "otel-batch": lambda n, r: _child_otel("batch", n, r),
+    "otel-none": lambda n, r: _child_otel("none", n, r),
+    "trajdebug-cm": lambda n, r: _child_trajdebug("cm", True, n, r),
+    "trajdebug-deco": lambda n, r: _child_trajdebug("deco", True, n, r),
+    "off-cm": lambda n, r: _child_trajdebug("cm", False, n, r),
+    "off-deco": lambda n, r: _child_trajdebug("deco", False, n, r),
+    "plain": lambda n, r: _child_trajdebug("plain", False, n, r),
+}
+"""The subprocess configurations by name."""
+
+
+def run_child(name: str, n: int, repeats: int) -> Timing:
+    """Run one configuration in a fresh interpreter and return its timing.
+
+    Raises:
+        RuntimeError: the child failed (its stderr is in the message).
+    """
+    env = dict(os.environ)
+    env.pop("TRAJDEBUG", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.speed",
+        "--child",
+        name,
+        "--n",
+        str(n),
+        "--repeats",
+        str(repeats),
+    ]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"speed child {name!r} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return Timing(**json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+# -- in-process measurements ----------------------------------------------------------
+
+
+def _median_seconds(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    times, out = [], None
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def localization_scaling(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
+    """Localization time on synthetic runs of growing length (`trajdebug.analysis.baselines.synthetic_run`)."""
+    from trajdebug.analysis.baselines import synthetic_run
+    from trajdebug.analysis.detect import detect
+    from trajdebug.analysis.localize import localize
+
+    rows = []
+    for n in sizes:
+        run = synthetic_run(n, seed=1234)
+        truth = run.metadata["fault"]["step_id"]
+        t_detect, failures = _median_seconds(functools.partial(detect, run), repeats)
+        t_loc, loc = _median_seconds(functools.partial(localize, run, failures=failures, top=5), repeats)
+        ids = [c.step_id for c in loc.candidates]
+        rows.append(
+            {
+                "steps": n,
+                "edges": sum(len(s.deps) for s in run.steps),
+                "detect_s": t_detect,
+                "localize_s": t_loc,
+                "total_s": t_detect + t_loc,
+                "examined": loc.stats.steps_examined,
+                "rank": ids.index(truth) + 1 if truth in ids else None,
+            }
+        )
+    return rows
+
+
+_WORDS = [
+    "invoice",
+    "customer",
+    "region",
+    "total",
+    "shipping",
+    "refund",
+    "policy",
+    "order",
+    "payment",
+    "account",
+    "balance",
+    "report",
+    "quarter",
+    "revenue",
+    "deploy",
+    "service",
+    "latency",
+    "error",
+    "timeout",
+    "retry",
+    "cache",
+    "index",
+    "query",
+    "result",
+    "document",
+    "summary",
+    "market",
+    "growth",
+]
+
+
+def inference_run(n: int = 10_000, output_bytes: int = 2048, seed: int = 7) -> Any:
+    """A run of ``n`` steps with ~2 KB text outputs; each step quotes a passage of an earlier step's output."""
+    from trajdebug.model import Run, Step
+
+    rng = random.Random(seed)
+    steps: list[Step] = []
+    for i in range(n):
+        words: list[str] = []
+        while sum(len(w) + 1 for w in words) < output_bytes:
+            words.append(f"{rng.choice(_WORDS)}{rng.randint(0, 99999)}")
+        text = " ".join(words)[:output_bytes]
+        inp: dict[str, Any] = {"task": f"step {i}"}
+        if i:
+            j = rng.randrange(max(0, i - 200), i)
+            src = steps[j].output
+            k = rng.randrange(0, len(src) - 200)
+            inp["context"] = src[k : k + 200]
+        steps.append(
+            Step(
+                f"s{i:06d}",
+                f"step{i % 17}",
+                "tool" if i % 3 else "llm",
+                input=inp,
+                output=text,
+                start_ns=i * 1000,
+                end_ns=i * 1000 + 500,
+            )
+        )
+    return Run("inference-bench", "inference-bench", 0, n * 1000, "success", steps=tuple(steps))
+
+
+def inference_cost(n: int, repeats: int) -> dict[str, Any]:
+    """Time `trajdebug.analysis.infer.infer_dependencies` on `inference_run`."""
+    from trajdebug.analysis.infer import infer_dependencies
+
+    run = inference_run(n)
+    t, out = _median_seconds(lambda: infer_dependencies(run), repeats)
+    truth = {s.step_id for s in run.steps[1:]}
+    found = sum(1 for s in out.steps if any(d.origin == "inferred" for d in s.deps))
+    return {
+        "steps": n,
+        "output_bytes": 2048,
+        "seconds": t,
+        "steps_with_inferred_edges": found,
+        "steps_quoting": len(truth),
+    }
+
+
+def _recorded_runs(count: int) -> list[Any]:
+    from benchmarks.faults import Case
+    from benchmarks.workflows import WORKFLOWS
+
+    names = list(WORKFLOWS)
+    runs = []
+    for i in range(count):
+        res = WORKFLOWS[names[i % len(names)]].run(Case(names[i % len(names)], None, 1000 + i))
+        runs.extend([*res.previous, res.run])
+    return runs
+
+
+def _strip_own(obj: Any) -> Any:
+    """Drop trajdebug's own attributes from an OTLP document (it then reads as a foreign trace)."""
+    if isinstance(obj, dict):
+        if "key" in obj and str(obj.get("key", "")).startswith("trajdebug."):
+            return None
+        return {k: _strip_own(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [x for x in (_strip_own(v) for v in obj) if x is not None]
+    return obj
+
+
+def otlp_throughput(runs: list[Any], repeats: int) -> list[dict[str, Any]]:
+    """Import throughput of OTLP/JSON files: trajdebug's own export, and the same stripped of its own attributes."""
+    from trajdebug._encode import dumps
+    from trajdebug.formats import import_path
+    from trajdebug.formats.export import export_otlp
+
+    doc = export_otlp(runs)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="trajdebug-bench-") as tmp:
+        for label, payload in (
+            ("trajdebug export (round trip)", doc),
+            ("foreign OTLP (no trajdebug attributes; inference on)", _strip_own(doc)),
+        ):
+            path = Path(tmp) / "trace.json"
+            path.write_bytes(dumps(payload))
+            size = path.stat().st_size
+            t, res = _median_seconds(functools.partial(import_path, path, "otlp"), repeats)
+            steps = sum(len(r.steps) for r in res.runs)
+            rows.append(
+                {
+                    "file": label,
+                    "mb": size / 1e6,
+                    "seconds": t,
+                    "mb_per_s": size / 1e6 / t,
+                    "steps": steps,
+                    "problems": len(res.problems),
+                }
+            )
+    return rows
+
+
+def store_rate(steps: int, runs: list[Any]) -> list[dict[str, Any]]:
+    """Store write rate: recording straight into a SQLite store, and bulk `Store.write_records`."""
+    import trajdebug
+    from trajdebug.format import run_to_records
+    from trajdebug.store import Store
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="trajdebug-bench-") as tmp:
+        store = Store(Path(tmp) / "rec.db")
+        t0 = time.perf_counter()
+        with trajdebug.run("store-bench", store=store):
+            for _ in range(steps):
+                with trajdebug.step("x", kind="tool", input=IN) as s:
+                    s.output = OUT
+        dt = time.perf_counter() - t0
+        loaded = store.load_run(store.run_ids()[0])
+        rows.append(
+            {
+                "how": "recording into a store (run start to close)",
+                "steps": len(loaded.steps),
+                "seconds": dt,
+                "steps_per_s": len(loaded.steps) / dt,
+            }
+        )
+        store.close()
+        records = [r for run in runs for r in run_to_records(run)]
+        n_steps = sum(1 for r in records if r.get("t") == "step")
+        store2 = Store(Path(tmp) / "bulk.db")
+        t0 = time.perf_counter()
+        for i in range(0, len(records), 1000):
+            store2.write_records(records[i : i + 1000])
+        dt = time.perf_counter() - t0
+        store2.close()
+        rows.append(
+            {
+                "how": "Store.write_records of recorded workflow runs (batches of 1,000 records)",
+                "steps": n_steps,
+                "seconds": dt,
+                "steps_per_s": n_steps / dt,
+            }
+        )
+    return rows
+
+
+@dataclass(slots=True)
+class SpeedResult:
+    """Everything the speed section measured."""
+
+    recording: list[Timing] = field(default_factory=list)
+    scaling: list[dict[str, Any]] = field(default_factory=list)
+    inference: dict[str, Any] = field(default_factory=dict)
+    otlp: list[dict[str, Any]] = field(default_factory=list)
+    store: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def run_speed(*, quick: bool = False, progress: Callable[[str], None] | None = None) -> SpeedResult:
+    """Run the speed section (``quick``: fewer operations and repeats)."""
+    say = progress or (lambda s: None)
+    t0 = time.perf_counter()
+    res = SpeedResult()
+    n, rep = (10_000, 5) if quick else (20_000, 7)
+    for name in ("plain", "off-cm", "off-deco", "trajdebug-cm", "trajdebug-deco", "otel-none", "otel-batch"):
+        say(f"speed: recording {name}")
+        res.recording.append(run_child(name, n, rep))
+    say("speed: localization scaling")
+    res.scaling = localization_scaling((100, 1_000, 10_000, 100_000), 1 if quick else 3)
+    say("speed: dependency inference")
+    res.inference = inference_cost(10_000, 1 if quick else 3)
+    say("speed: OTLP import and store")
+    runs = _recorded_runs(12 if quick else 40)
+    res.otlp = otlp_throughput(runs, 1 if quick else 3)
+    res.store = store_rate(20_000 if quick else 100_000, runs)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description="One speed-benchmark configuration, in its own process.")
+    p.add_argument("--child", required=True, choices=sorted(CHILDREN))
+    p.add_argument("--n", type=int, default=20_000)
+    p.add_argument("--repeats", type=int, default=7)
+    a = p.parse_args(argv)
+    t = CHILDREN[a.child](a.n, a.repeats)
+    print(json.dumps({k: getattr(t, k) for k in Timing.__slots__}))
+
+
+if __name__ == "__main__":
+    _main()
+
+
+__all__ = [
+    "CHILDREN",
+    "DropSink",
+    "SpeedResult",
+    "Timing",
+    "inference_cost",
+    "inference_run",
+    "localization_scaling",
+    "otlp_throughput",
+    "run_child",
+    "run_speed",
+    "store_rate",
+]
