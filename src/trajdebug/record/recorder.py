@@ -46,6 +46,7 @@ recorded exception) and ``after(handle, value) -> None``; it decides, per
 step, whether to serve the recorded response or let the function run live."""
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_new_handle = object.__new__
 
 
 def _snap(value: Any) -> Any:
@@ -142,10 +143,16 @@ class StepHandle:
 
     # -- identity ------------------------------------------------------------
 
+    _sid: str | None = None
+
     @property
     def id(self) -> str:
         """The step id (16 hex digits), valid once the step has started."""
-        return f"{_config._prefix}{self.seq:08x}"
+        sid = self._sid
+        if sid is None and self.seq:
+            # Formatted on first use (usually on the writer thread), then kept.
+            sid = self._sid = f"{_config._prefix}{self.seq:08x}"
+        return sid or f"{_config._prefix}{self.seq:08x}"
 
     def __repr__(self) -> str:
         return f"<step {self.name!r} kind={self.kind} id={self.id if self.seq else '-'}>"
@@ -209,7 +216,7 @@ class StepHandle:
 
     def __enter__(self) -> StepHandle:
         run = _RUN.get()
-        if run is not None and CONFIG.enabled:
+        if run is not None:
             if self.name is None:
                 self.name = "step"
             self._start(run)
@@ -339,7 +346,11 @@ def step(
         from trajdebug.record.decorate import decorate
 
         return decorate(StepHandle(None, kind), name)
-    h = StepHandle(name, kind)
+    # Built without __init__: a step with no extras needs only two attribute
+    # writes here (the rest are class defaults), which matters on the hot path.
+    h = _new_handle(StepHandle)
+    h.name = name
+    h.kind = kind
     if input is not None:
         h.input = input
     if deps or agent is not None or attempt is not None or retry_of is not None or attributes:
