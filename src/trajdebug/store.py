@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS runs (
     outcome TEXT NOT NULL DEFAULT 'incomplete',
     failure_reason TEXT,
     steps INTEGER NOT NULL DEFAULT 0,
-    errors INTEGER NOT NULL DEFAULT 0
+    errors INTEGER NOT NULL DEFAULT 0,
+    note TEXT
 );
 CREATE TABLE IF NOT EXISTS records (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -60,6 +61,18 @@ class StoreError(RuntimeError):
 def default_store_path() -> Path:
     """The default store: ``$TRAJDEBUG_STORE`` or ``./trajdebug.db``."""
     return Path(os.environ.get("TRAJDEBUG_STORE") or DEFAULT_STORE)
+
+
+def run_note(metadata: Mapping[str, Any]) -> str | None:
+    """A short note on what a run is, from its metadata (shown by ``trajdebug runs``)."""
+    if metadata.get("replay_of"):
+        return f"replay of {str(metadata['replay_of'])[:8]}"
+    if metadata.get("reference_for"):
+        return f"reference for {str(metadata['reference_for'])[:8]}"
+    fault = metadata.get("fault")
+    if isinstance(fault, Mapping) and fault.get("name"):
+        return f"fault: {fault['name']}"
+    return None
 
 
 def is_store(path: str | Path) -> bool:
@@ -91,6 +104,8 @@ class RunSummary:
     """Number of finished steps."""
     errors: int
     """Number of error events."""
+    note: str | None = None
+    """What the run is, when it is special: a replay, a reference run, an injected fault."""
 
     def to_dict(self) -> dict[str, Any]:
         """As a JSON-able dict."""
@@ -103,6 +118,7 @@ class RunSummary:
             "failure_reason": self.failure_reason,
             "steps": self.steps,
             "errors": self.errors,
+            "note": self.note,
         }
 
 
@@ -258,10 +274,18 @@ class Store:
         rid = str(r["run_id"])
         if t == "run":
             conn.execute(
-                "INSERT INTO runs (run_id, name, start_ns) VALUES (?, ?, ?) "
-                "ON CONFLICT(run_id) DO UPDATE SET name=excluded.name, start_ns=excluded.start_ns",
-                (rid, r.get("name", ""), r.get("start_ns")),
+                "INSERT INTO runs (run_id, name, start_ns, note) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(run_id) DO UPDATE SET name=excluded.name, start_ns=excluded.start_ns, "
+                "note=coalesce(excluded.note, runs.note)",
+                (rid, r.get("name", ""), r.get("start_ns"), run_note(r.get("metadata") or {})),
             )
+        elif t == "meta":
+            note = run_note(r.get("metadata") or {})
+            if note:
+                conn.execute(
+                    "INSERT INTO runs (run_id, note) VALUES (?, ?) ON CONFLICT(run_id) DO UPDATE SET note=excluded.note",
+                    (rid, note),
+                )
         elif t == "end":
             conn.execute(
                 "INSERT INTO runs (run_id, end_ns, outcome, failure_reason) VALUES (?, ?, ?, ?) "
@@ -307,7 +331,7 @@ class Store:
         if until_ns is not None:
             where.append("start_ns <= ?")
             args.append(until_ns)
-        sql = "SELECT run_id, name, start_ns, end_ns, outcome, failure_reason, steps, errors FROM runs"
+        sql = "SELECT run_id, name, start_ns, end_ns, outcome, failure_reason, steps, errors, note FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY start_ns DESC, rowid DESC"

@@ -50,13 +50,14 @@ def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: in
     if as_json:
         emit_json({"store": path, "runs": [r.to_dict() for r in rows]})
         return
+    from rich.markup import escape
     from rich.table import Table
 
     from trajdebug.report.text import fmt_duration
 
     table = Table(box=None, pad_edge=False)
-    for col in ("run", "name", "outcome", "steps", "errors", "time"):
-        table.add_column(col, no_wrap=col != "name", overflow="ellipsis")
+    for col in ("run", "name", "outcome", "steps", "errors", "time", "note"):
+        table.add_column(col, no_wrap=col not in ("name", "note"), overflow="ellipsis")
     style = {"success": "green", "failure": "red", "incomplete": "yellow"}
     for r in rows:
         dur = None if r.end_ns is None or r.start_ns is None else r.end_ns - r.start_ns
@@ -67,6 +68,7 @@ def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: in
             str(r.steps),
             str(r.errors),
             fmt_duration(dur),
+            escape(r.note or ""),
         )
     out = console()
     out.print(table)
