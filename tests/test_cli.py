@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,26 @@ class TestRunsAndShow:
         assert "(data, tracked via data)" in out
         for line in out.splitlines():
             assert len(line) <= 100
+
+    def test_show_infer_marks_inferred_edges_with_confidence(self, tmp_path: Path) -> None:
+        """`trajdebug show --infer` adds content-inferred edges, marked inferred with a confidence."""
+        path = tmp_path / "r.jsonl"
+
+        @trajdebug.step(kind="tool")
+        def lookup(city: str) -> str:
+            return "Weather in Lisbon: sunny, 24 degrees, light wind from the north west"
+
+        @trajdebug.step(kind="llm")
+        def answer(prompt: str) -> str:
+            return "ok"
+
+        with trajdebug.run("weather", path=path):
+            report = lookup("Lisbon")
+            answer(f"Summarize for the user. Tool said: {report.upper().lower()}")
+        plain = invoke("show", str(path))
+        assert "(data, inferred" not in plain
+        out = invoke("show", str(path), "--infer")
+        assert re.search(r"← lookup#\w+ \(data, inferred 0\.\d\d", out)
 
     def test_show_json_has_every_step(self, tmp_path: Path) -> None:
         """`trajdebug show --json` gives the run with steps, deps and errors."""

@@ -19,7 +19,6 @@ COMMAND_MODULES = (
     "trajdebug.cli._errors",
     "trajdebug.cli._io",
     "trajdebug.cli._replay",
-    "trajdebug.cli._bench",
 )
 
 
@@ -30,13 +29,7 @@ def cli() -> None:
 
 
 for _name in COMMAND_MODULES:
-    try:
-        _mod = importlib.import_module(_name)
-    except ModuleNotFoundError as _exc:  # a command module not written yet in this checkout
-        if _exc.name != _name:
-            raise
-        continue
-    _mod.register(cli)
+    importlib.import_module(_name).register(cli)
 
 
 def main() -> None:

@@ -83,6 +83,9 @@ def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: in
 @json_option
 @click.option("--no-deps", is_flag=True, help="Hide each step's dependencies.")
 @click.option("--max-steps", type=int, default=None, help="Show at most this many steps per run.")
+@click.option(
+    "--infer", is_flag=True, help="Also infer dependencies from content (marked inferred, with confidence)."
+)
 def show_cmd(
     source: str | None,
     run_id: str | None,
@@ -90,6 +93,7 @@ def show_cmd(
     as_json: bool,
     no_deps: bool,
     max_steps: int | None,
+    infer: bool,
 ) -> None:
     """Show runs as step trees: kind, name, duration, status and dependencies.
 
@@ -101,9 +105,14 @@ def show_cmd(
     Example:
         trajdebug show runs.jsonl --run 3f2a
     """
-    runs = load_source(source, run_id, fmt)
-    if source is None and run_id is None:
-        runs = runs[-1:]
+    everything = load_source(source, run_id, fmt)
+    runs = everything[-1:] if source is None and run_id is None else everything
+    if infer:
+        from trajdebug.analysis.infer import infer_dependencies, previous_turns
+
+        if run_id is not None:
+            everything = load_source(source, None, fmt)
+        runs = [infer_dependencies(r, previous=previous_turns(r, everything)) for r in runs]
     if as_json:
         from trajdebug.report.json import run_to_dict
 
