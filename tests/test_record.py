@@ -384,6 +384,25 @@ class TestProcesses:
             assert agent.end_ns is None
             assert all(s.parent_id == agent.step_id for s in run.steps if s.name == "work")
 
+    def test_run_left_open_is_flushed_at_interpreter_exit(self, tmp_path: Path) -> None:
+        """A script that exits without closing its run still leaves every step on disk (incomplete run)."""
+        code = textwrap.dedent(
+            """
+            import sys, trajdebug
+            trajdebug.configure(flush_interval=3600)  # nothing flushes before exit
+            h = trajdebug.run("left-open", path=sys.argv[1])
+            h.__enter__()
+            for i in range(50):
+                with trajdebug.step("s") as s:
+                    s.output = i
+            """
+        )
+        path = tmp_path / "r.jsonl"
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+        (run,) = read_jsonl(path).runs
+        assert "incomplete" == run.outcome
+        assert list(range(50)) == [s.output for s in run.steps]
+
     def test_two_processes_writing_one_store_lose_nothing(self, tmp_path: Path) -> None:
         """Three processes recording into one new store at once: every run and step is there, no warning."""
         db = tmp_path / "shared.db"
