@@ -250,3 +250,24 @@ class TestRetrievers:
         assert [d["page_content"] for d in step.output] == [answer]
         reader = next(s for s in run.steps if s.name == "first_text")
         assert any(d.step_id == step.step_id and d.origin == "declared" for d in reader.deps)
+
+
+class TestJoinsTheActiveRun:
+    def test_chain_inside_a_trajdebug_run_joins_it(self) -> None:
+        """With no store or path, a chain traced inside `trajdebug.run` adds its steps to that run."""
+        import trajdebug
+        from trajdebug.record import MemorySink
+
+        tracer = TrajdebugTracer()
+        model = FakeMessagesListChatModel(responses=[AIMessage(content="Paris")])
+        chain = (
+            ChatPromptTemplate.from_messages([("human", "Capital of {country}?")]) | model | StrOutputParser()
+        )
+        with trajdebug.run("agent", sinks=[MemorySink()]) as h, trajdebug.step("answer", kind="agent") as outer:
+            outer.output = chain.invoke({"country": "France"}, config={"callbacks": [tracer]})
+        run = h.load()
+        answer = _by_name(run, "answer")
+        seq = _by_name(run, "RunnableSequence")
+        assert answer.step_id == seq.parent_id
+        assert "llm" == _by_name(run, "FakeMessagesListChatModel").kind
+        assert "Paris" == answer.output

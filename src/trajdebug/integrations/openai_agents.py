@@ -167,21 +167,9 @@ class TrajdebugProcessor(TracingProcessor):
         run = convert_trace(trace_id, meta, spans, ended=ended, infer=self._infer)
         with self._lock:
             self.runs.append(run)
-        if self._store is not None:
-            from trajdebug.store import Store
+        from trajdebug.integrations._deliver import deliver
 
-            if isinstance(self._store, Store):
-                self._store.save_run(run)
-            else:
-                with Store(self._store) as st:
-                    st.save_run(run)
-        if self._path is not None:
-            from trajdebug._encode import dumps_str
-            from trajdebug.format import run_to_records
-
-            with self._lock, self._path.open("a", encoding="utf-8") as fh:
-                for rec in run_to_records(run):
-                    fh.write(dumps_str(rec) + "\n")
+        deliver(run, store=self._store, path=self._path, lock=self._lock)
 
 
 # -- conversion -------------------------------------------------------------------------

@@ -221,6 +221,25 @@ class RunHandle:
         record["run_id"] = self.run_id
         self._push(record)
 
+    def merge(self, run: Any) -> None:
+        """Add the steps and errors of another `trajdebug.model.Run` to this run.
+
+        Used by the framework integrations: a LangChain or OpenAI Agents trace
+        converted to the model joins the trajdebug run active where it ran, its
+        top-level steps nested under the current step.
+        """
+        from trajdebug.format import run_to_records
+
+        cur = _STEP.get()
+        parent = cur.id if cur is not None else None
+        for rec in run_to_records(run):
+            if rec["t"] in ("run", "end"):
+                continue
+            rec["run_id"] = self.run_id
+            if rec["t"] == "step" and rec.get("parent_id") is None and parent is not None:
+                rec["parent_id"] = parent
+            self._push(rec)
+
     def flush(self) -> None:
         """Write everything recorded so far to the sinks now (normally the writer thread does it)."""
         self.drain()
