@@ -24,7 +24,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import content
-from trajdebug.analysis.dataflow import dropped_value, parse_dropped, retry_divergence, state_write
+from trajdebug.analysis.chat_rules import CONVERSATION_DIAGNOSERS
+from trajdebug.analysis.dataflow import (
+    dropped_value,
+    parse_dropped,
+    retry_divergence,
+    scaled_value,
+    state_values,
+    state_write,
+)
+from trajdebug.analysis.decisions import decision, delegated_result, lost_update
+from trajdebug.analysis.observations import environment_read, stale_retry, truncated_output
 from trajdebug.analysis.diagnose import _QUOTED, DiagnoseContext, Diagnoser, Evidence
 from trajdebug.analysis.graph import CHILD_KEY
 from trajdebug.model import ErrorInfo, Step
@@ -76,6 +86,30 @@ def input_caused(err: ErrorInfo, given: Any = None) -> bool:
     )
 
 
+_CHECK_TEXT = re.compile(
+    r"\bcheck(?:s)? failed|\bfailed (?:the )?check|\bverif(?:y|ication) failed|\breview failed|assert|"
+    r"does not match|doesn't match|mismatch|\bexpected\b|\bshould (?:be|have)\b|\bis missing\b|\bare missing\b",
+    re.I,
+)
+_CHECK_TYPES = re.compile(r"check|assert|validation|verif|mismatch", re.I)
+
+
+def is_check(step: Step, err: ErrorInfo | None = None) -> bool:
+    """Whether a step's error is a check it ran on its input: a validator, a test, a fact check.
+
+    Such an error is raised *on* what the step was given (an assertion, a failed
+    validation, a "does not match" verdict), so it is a symptom: the failure is
+    where the infection became visible, not where it began.
+    """
+    err = err if err is not None else step.error
+    if err is None:
+        return False
+    name = err.type.rsplit(".", 1)[-1]
+    if step.kind in ("tool", "retrieval", "llm"):
+        return False  # a tool or a model failing is judged by its own diagnosers
+    return bool(_CHECK_TYPES.search(name)) or bool(_CHECK_TEXT.search(err.message[:500]))
+
+
 def _own_error(step: Step, ctx: DiagnoseContext) -> ErrorInfo | None:
     """The step's error when it raised it itself (not passed up from a child)."""
     err = step.error
@@ -96,6 +130,15 @@ def step_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if err is None:
         text = f"{step.error.type}: {step.error.message}" if step.error else "an error"
         yield Evidence(step.step_id, 0.15, f"passed up {text[:160]} from a step inside it", "step-error")
+    elif is_check(step, err):
+        # Zeller's infection chain: a check is where the infection became
+        # visible.  It judged what it was given; blame flows to its inputs.
+        yield Evidence(
+            step.step_id,
+            0.05,
+            f"a check that rejected its input ({err.type}: {err.message[:140]}): where the failure shows, not its cause",
+            "step-error",
+        )
     elif input_caused(err):
         yield Evidence(
             step.step_id, 0.2, f"raised {err.type} on its input: {err.message[:160]}", "step-error"
@@ -115,25 +158,55 @@ def consumer_rejection(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         if err is None or not input_caused(err, c.input):
             continue
         quoted = [m.group(1) or m.group(2) for m in _QUOTED.finditer(err.message)]
+        carried = False
         if quoted:
             if mine is None:
                 mine = (content.text_of(step.input) + "\n" + ctx.text(step.step_id)).lower()
-            if not any(q.lower() in mine for q in quoted):
+            carried = any(q.lower() in mine for q in quoted)
+            if not carried:
                 # What the consumer misses never reached this step: not its doing.
                 yield Evidence(
                     step.step_id,
-                    0.1,
+                    0.0,
                     f"{c.name} failed on {quoted[0]!r}, which never reached it",
                     "consumer-rejection",
+                    sound=True,
                 )
                 return
+        # A check that names no culprit implicates each of its inputs a little;
+        # one that quotes a value this step carried implicates it more.
+        weight = 0.3 if carried else (0.15 if is_check(c, err) else 0.25)
         yield Evidence(
             step.step_id,
-            0.25,
+            weight,
             f"its output made {c.name} fail: {err.type}: {err.message[:120]}",
             "consumer-rejection",
         )
         return
+
+
+def starved_consumer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A step whose output a tool or retrieval consumed and returned nothing for (what it asked was wrong?)."""
+    flags = ctx._flags
+    if "empty-observations" not in flags:
+        flags["empty-observations"] = any(
+            s.kind in ("tool", "retrieval") and s.status == "ok" and content.is_empty(s.output)
+            for s in ctx.run.steps
+        )
+    if not flags["empty-observations"]:
+        return
+    for cid, d in ctx.graph.children(step.step_id):
+        if d.kind not in ("data", "state") or d.key == CHILD_KEY:
+            continue
+        c = ctx.step(cid)
+        if c.kind in ("tool", "retrieval") and c.status == "ok" and content.is_empty(c.output):
+            yield Evidence(
+                step.step_id,
+                0.2,
+                f"{c.name} returned nothing for what this step gave it",
+                "starved-consumer",
+            )
+            return
 
 
 def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
@@ -379,8 +452,8 @@ def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 # Fields that name or identify rather than claim: call ids the model mints,
-# tool names it picks from its tool list, message roles and types.
-_IDENTIFIER_PATH = re.compile(r"(?:^|\.)(?:id|call_id|tool_call_id|name|type|role)$")
+# tool (or sub-agent) names it picks from its tool list, message roles and types.
+_IDENTIFIER_PATH = re.compile(r"(?:^|\.|\])(?:id|call_id|tool_call_id|name|type|role|tool|tool_name|agent)$")
 
 
 def _stated(out: Any) -> list[Any]:
@@ -499,6 +572,7 @@ def external_input(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "step-error": step_error,
     "consumer-rejection": consumer_rejection,
+    "starved-consumer": starved_consumer,
     "tool-result": tool_result,
     "sql-result": sql_result,
     "dropped-value": dropped_value,
@@ -508,10 +582,20 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "parse-dropped": parse_dropped,
     "state-write": state_write,
     "retry-divergence": retry_divergence,
+    "scaled-value": scaled_value,
+    "state-values": state_values,
+    "truncated-output": truncated_output,
+    "stale-retry": stale_retry,
+    "environment": environment_read,
+    "decision": decision,
+    "race": lost_update,
+    "sub-agent": delegated_result,
     "contract": contracts,
     "external-input": external_input,
+    **CONVERSATION_DIAGNOSERS,
 }
-"""The built-in diagnosers by name."""
+"""The built-in diagnosers by name (with the tool-calling conversation rules of
+`trajdebug.analysis.chat_rules`)."""
 
 
 __all__ = [
@@ -520,12 +604,14 @@ __all__ = [
     "contracts",
     "dropped_value",
     "input_caused",
+    "is_check",
     "external_input",
     "llm_output",
     "malformed_output",
     "parse_dropped",
     "retry_divergence",
     "sql_result",
+    "starved_consumer",
     "state_write",
     "step_error",
     "tool_arguments",
