@@ -12,8 +12,8 @@ Each entry is keyed by the step's *name path* (the names of its enclosing
 steps and its own), its *ordinal* among the steps with that path, and a
 *fingerprint* of its request (its bound arguments).  Lookup follows vcrpy's
 playback semantics: the first not-yet-played entry with the same path and
-fingerprint, preferring the one at the same ordinal, so identical requests
-replay their responses in recorded order.  A miss reports the closest recorded
+fingerprint (the replayed run's first), so identical requests replay their
+responses in recorded order, however concurrency orders the calls.  A miss reports the closest recorded
 request and the arguments that differ (vcrpy's
 ``find_requests_with_most_matches``).
 """
@@ -194,9 +194,15 @@ class Cassette:
     def lookup(self, path: Path, ordinal: int, fp: str) -> Entry | None:
         """The entry to serve for a request, marked played; None when nothing matches.
 
+        Identical requests get their responses in recorded order, the replayed
+        run's before a passing run's.  The call order is not consulted: calls of
+        one path started from concurrent workers interleave differently on every
+        run, and a retried request's failed attempt must still come before its
+        successful one.
+
         Args:
             path: The request's name path.
-            ordinal: Its call order among requests with that path.
+            ordinal: Its call order among requests with that path (unused for matching).
             fp: Its fingerprint.
         """
         first_run = self.entries[0].run_id if self.entries else None
@@ -206,7 +212,7 @@ class Cassette:
                 continue
             e = self.entries[i]
             if e.fingerprint == fp:
-                if e.ordinal == ordinal and e.run_id == first_run:
+                if e.run_id == first_run:
                     best = i
                     break
                 if best is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -212,19 +212,37 @@ class Controller:
         forward: Iterable[str] = (),
         must_run: Iterable[str] = (),
         mode: Mode = "recorded",
+        requests: Mapping[str, str] | None = None,
+        state_edges: Iterable[tuple[str, str]] = (),
+        slicer: Callable[[Iterable[str]], Iterable[str]] | None = None,
     ) -> None:
         self.cassette = cassette
         self.keys = dict(keys or {})
         self.patch = dict(patch or {})
-        self.forward = frozenset(forward)
+        self.forward = set(forward)
         self.must_run = frozenset(must_run)
         self.mode = mode
         self.kinds = cassette.kinds if cassette is not None else BOUNDARY_KINDS
+        self.requests = dict(requests or {})
+        self.slicer = slicer
         self.calls: list[Call] = []
         self.divergences: list[Divergence] = []
         self.applied: set[str] = set()
         self._counts: dict[Path, int] = {}
         self._lock = threading.RLock()
+        # Recorded steps by (path, request fingerprint), in call order, to align calls
+        # that concurrency started in another order than recorded.
+        self._by_request: dict[tuple[Path, str], list[str]] = {}
+        for (path, _), sid in sorted(self.keys.items(), key=lambda kv: kv[0][1]):
+            fp = self.requests.get(sid)
+            if fp is not None:
+                self._by_request.setdefault((path, fp), []).append(sid)
+        self._claimed: set[str] = set()
+        self._reads: dict[str, set[str]] = {}
+        self._writes: dict[str, set[str]] = {}
+        for writer, reader in state_edges:
+            self._reads.setdefault(reader, set()).add(writer)
+            self._writes.setdefault(writer, set()).add(reader)
 
     @staticmethod
     def _path(h: Any) -> Path:
@@ -249,7 +267,9 @@ class Controller:
         path = self._path(h)
         ordinal = self._counts.get(path, 0)
         self._counts[path] = ordinal + 1
-        orig = self.keys.get((path, ordinal))
+        request = _request(h.input)
+        fp = fingerprint(request)
+        orig = self._align(path, ordinal, fp)
         if orig is not None and orig in self.patch:
             corr = self.patch[orig]
             self.applied.add(orig)
@@ -257,27 +277,54 @@ class Controller:
             self._write_state(h, corr.state)
             self.calls.append(Call(h.id, h.name, orig, "patched"))
             return True, copy.deepcopy(corr.output)
+        in_slice = orig is None or orig in self.forward
+        missed = not in_slice and orig is not None and self.requests.get(orig, fp) != fp
+        if missed:
+            # The patch cannot have changed this step's input, yet it changed: the
+            # recording missed a dependency (or the agent is nondeterministic off the
+            # boundary).  The step is downstream after all, and so is every step its
+            # output reaches: serving them their old responses would falsify the
+            # counterfactual.
+            assert orig is not None
+            self._extend(orig)
+            in_slice = True
         if not is_boundary(h.kind, h.attrs, self.kinds):
             self.calls.append(Call(h.id, h.name, orig, "rerun"))
             return False, None
-        in_slice = orig is None or orig in self.forward
+        if missed:
+            self.divergences.append(
+                Divergence(
+                    h.id,
+                    h.name,
+                    path,
+                    ordinal,
+                    "request differs from the recording outside the patch's forward slice (a missed dependency?)",
+                    self.cassette.closest(path, request),
+                )
+            )
         if orig is not None and orig in self.must_run:
             return self._live(h, orig, "encloses a patched step")
         if self.mode == "live" and in_slice:
             return self._live(h, orig, "live mode, downstream of the patch")
-        request = _request(h.input)
-        fp = fingerprint(request)
+        if in_slice and orig is not None and self._reads_changed_state(orig):
+            # The fingerprint covers the arguments only: a step that reads state written
+            # downstream of the patch (or writes state such a step reads) has an input the
+            # recorded request does not show, so no recorded response can stand for it.
+            reason = "reads or writes state that the patch changed"
+            if self.mode == "strict":
+                div = Divergence(h.id, h.name, path, ordinal, reason)
+                self.divergences.append(div)
+                raise ReplayDivergence(div)
+            return self._live(h, orig, reason)
         entry = self.cassette.lookup(path, ordinal, fp)
         if entry is None:
             reason = "request not recorded"
-            if not in_slice:
-                # The patch cannot have changed this request, yet it changed: the
-                # recording missed a dependency (or the agent is nondeterministic
-                # off the boundary).  Serving the old response would falsify the
-                # counterfactual, so the call is treated as downstream.
-                reason = "request differs from the recording outside the patch's forward slice (a missed dependency?)"
-            div = Divergence(h.id, h.name, path, ordinal, reason, self.cassette.closest(path, request))
-            self.divergences.append(div)
+            if missed:
+                div = self.divergences[-1]
+                reason = div.reason
+            else:
+                div = Divergence(h.id, h.name, path, ordinal, reason, self.cassette.closest(path, request))
+                self.divergences.append(div)
             if self.mode == "strict":
                 raise ReplayDivergence(div)
             return self._live(h, orig, reason)
@@ -294,6 +341,37 @@ class Controller:
                 )
             return self._live(h, orig, "recorded response is truncated or not JSON")
         return self._serve(h, orig, entry)
+
+    def _align(self, path: Path, ordinal: int, fp: str) -> str | None:
+        """The recorded step this call replays: by call order, unless the request says otherwise.
+
+        Concurrent calls of one path may start in another order than recorded; a
+        call whose request is not the one recorded at its call order, but is the
+        request of another (not yet replayed) recorded call of that path, is that call.
+        """
+        by_order = self.keys.get((path, ordinal))
+        if by_order is not None and self.requests.get(by_order, fp) == fp and by_order not in self._claimed:
+            self._claimed.add(by_order)
+            return by_order
+        for sid in self._by_request.get((path, fp), ()):
+            if sid not in self._claimed:
+                self._claimed.add(sid)
+                return sid
+        if by_order is not None:
+            self._claimed.add(by_order)
+        return by_order
+
+    def _extend(self, step_id: str) -> None:
+        """Add a step, and what its output reaches, to the patch's forward slice."""
+        self.forward.add(step_id)
+        if self.slicer is not None:
+            self.forward.update(self.slicer([step_id]))
+
+    def _reads_changed_state(self, step_id: str) -> bool:
+        """Whether the step reads state an in-slice step wrote, or writes state an in-slice step reads."""
+        ups = self._reads.get(step_id, ())
+        downs = self._writes.get(step_id, ())
+        return any(u in self.forward for u in ups) or any(d in self.forward for d in downs)
 
     def _live(self, h: Any, orig: str | None, reason: str) -> tuple[bool, Any]:
         h.set("replay", "live")

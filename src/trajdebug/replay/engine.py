@@ -30,7 +30,7 @@ from typing import Any
 from trajdebug import model
 from trajdebug._encode import to_jsonable
 from trajdebug.model import Run
-from trajdebug.replay.cassette import BOUNDARY_KINDS, Cassette, step_paths
+from trajdebug.replay.cassette import BOUNDARY_KINDS, Cassette, fingerprint, step_paths
 from trajdebug.replay.controller import (
     Call,
     CallMode,
@@ -198,6 +198,13 @@ def forward_slice(run: Run, step_ids: Iterable[str]) -> set[str]:
                     seen.add(c)
                     stack.append(c)
         return seen
+
+
+def state_edges(run: Run) -> list[tuple[str, str]]:
+    """The run's ``state`` dependencies as ``(writer, reader)`` pairs (shared state, declared resources)."""
+    return [
+        (d.step_id, s.step_id) for s in run.steps for d in s.deps if d.kind == "state" and d.run_id is None
+    ]
 
 
 def ancestors(run: Run, step_ids: Iterable[str]) -> set[str]:
@@ -375,6 +382,9 @@ def replay(
         forward=forward_slice(run, corrections),
         must_run=ancestors(run, corrections),
         mode=mode,
+        requests={s.step_id: fingerprint(s.input) for s in run.steps},
+        state_edges=state_edges(run),
+        slicer=lambda ids: forward_slice(run, ids),
     )
     md: dict[str, Any] = {
         k: v
@@ -430,4 +440,5 @@ __all__ = [
     "forward_slice",
     "record",
     "replay",
+    "state_edges",
 ]

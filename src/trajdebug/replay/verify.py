@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trajdebug.model import Run, Step
-from trajdebug.replay.cassette import STATE_VALUES_ATTR, canonical, step_paths
+from trajdebug.replay.cassette import STATE_VALUES_ATTR, canonical, fingerprint, step_paths
 from trajdebug.replay.engine import (
     Correction,
     Mode,
@@ -108,6 +108,30 @@ class Trial:
         }
 
 
+class _PassingIndex:
+    """A passing run's steps by name path and call order, and by name path and request."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.paths = step_paths(run)
+        self.by_key = {key: sid for sid, key in self.paths.items()}
+        self.by_request: dict[tuple[tuple[str, ...], str], list[str]] = {}
+        for s in run.steps:
+            self.by_request.setdefault((self.paths[s.step_id][0], fingerprint(s.input)), []).append(s.step_id)
+
+    def same(self, key: tuple[tuple[str, ...], int], request: str) -> str | None:
+        """The step matching ``key``: at the same call order when its request is the same,
+        else the one with the same path and request nearest in call order (concurrent
+        calls start in any order), else at the same call order."""
+        at = self.by_key.get(key)
+        if at is not None and fingerprint(self.run.step(at).input) == request:
+            return at
+        same = self.by_request.get((key[0], request))
+        if same:
+            return min(same, key=lambda sid: abs(self.paths[sid][1] - key[1]))
+        return at
+
+
 class Verifier:
     """Runs and caches the replays of one failing run under different patches.
 
@@ -161,7 +185,7 @@ class Verifier:
         self._found: dict[str, Correction | None] = {}
         self._trials: dict[frozenset[str], Trial] = {}
         self._keys = step_paths(run)
-        self._passing_index = [({key: sid for sid, key in step_paths(p).items()}, p) for p in self.passing]
+        self._passing_index = [_PassingIndex(p) for p in self.passing]
 
     # -- corrections -----------------------------------------------------------
 
@@ -187,13 +211,15 @@ class Verifier:
 
     def _from_passing(self, step_id: str) -> list[Correction]:
         key = self._keys[step_id]
+        request = fingerprint(self.steps[step_id].input)
         out = []
-        for index, p in self._passing_index:
-            sid = index.get(key)
+        for index in self._passing_index:
+            sid = index.same(key, request)
             if sid is None:
                 continue
+            p = index.run
             s = p.step(sid)
-            if s.status != "ok":
+            if not _returned(s, p):
                 continue
             out.append(
                 Correction(s.output, s.attributes.get(STATE_VALUES_ATTR), "passing-run", f"{p.run_id}/{sid}")
@@ -250,6 +276,17 @@ class Verifier:
     def flips(self, step_id: str) -> bool:
         """True when correcting this one step turns the failure into success in every replay."""
         return self.trial([step_id]).outcome == "pass"
+
+
+def _returned(step: Step, run: Run) -> bool:
+    """Whether the step returned its output: it ended ok, or its only error was one it
+    reported and went on from (a warning, a handled fallback), not one it raised."""
+    if step.status == "ok":
+        return True
+    if step.error is None:
+        return False
+    reported = {e.error_id for e in run.errors if e.attributes.get("reported")}
+    return step.error.error_id in reported
 
 
 def _differs(c: Correction, step: Step) -> bool:
