@@ -19,6 +19,7 @@ from trajdebug.analysis.fingerprint import (
     probe_input,
     token_id,
     tokenize,
+    value_key,
     value_weight,
     winnow,
 )
@@ -514,3 +515,87 @@ class TestInferDependencies:
         """No inferred edge has a confidence below min_confidence."""
         out = infer_dependencies(chain_run(), min_confidence=min_confidence)
         assert all(d.confidence >= min_confidence for s in out.steps for d in s.deps)
+
+
+class TestFastPaths:
+    """The shortcuts that make inference fast compute the same atoms and edges as the plain paths."""
+
+    def test_identifier_atoms_have_the_weight_of_single_token_values(self) -> None:
+        """Identifiers added in bulk (ASCII, underscores, non-ASCII) weigh what value_weight gives them."""
+        tokens = ["w2378156", "yusuf_rossi_9620", "café12345", "ab_cd_ef", "zq001x7", "sku12"]
+        fp = fingerprint_output("order " + " and ".join(tokens) + " shipped today to the customer")
+        for tok in tokens:
+            weight, first, n = fp.values[value_key([token_id(tok)])]
+            assert (weight, first, n) == (value_weight([tok]), token_id(tok), 1)
+
+    def test_relevant_tokens_leave_out_atoms_but_keep_the_weight(self) -> None:
+        """With the inputs' tokens known, value atoms starting elsewhere are left out; the weight is unchanged."""
+        full = fingerprint_output(USER_DETAILS)
+        relevant = set(tokenize(normalize("refund w2378156 please 19122")))
+        part = fingerprint_output(USER_DETAILS, relevant=relevant)
+        assert part.shingles == full.shingles
+        assert part.weight() == pytest.approx(full.weight())
+        assert value_key([token_id("w2378156")]) in part.values
+        assert len(part.values) < len(full.values)
+        kept = {k: v for k, v in full.values.items() if v[2] == 0 or v[1] in {token_id(t) for t in relevant}}
+        assert part.values == kept
+
+    def test_numbers_in_text_skip_glued_digits_and_versions(self) -> None:
+        """Only free-standing numbers are number atoms, with or without the digit-token shortcut."""
+        probe = probe_input("v2 build 1.2.3 for rossi7301: total 1,234.50 USD and 98,765.4321 more")
+        assert sorted(canon for canon, _pos in probe.numbers.values()) == ["1234.5", "98765.4321"]
+        assert probe_input("no digits here at all, only words").numbers == {}
+
+    def test_repeated_input_strings_give_equal_independent_probes(self) -> None:
+        """An input string seen before (memoized) gives the same probe, and changing one probe changes no other."""
+        history = [{"role": "tool", "content": f"{PARAGRAPH} {USER_DETAILS}"}]
+        first = probe_input({"messages": history})
+        first.tokens.append("tampered")
+        again = probe_input({"messages": [*history, {"role": "user", "content": "thanks"}]})
+        assert "tampered" not in again.tokens
+        fresh = probe_input({"messages": history})
+        assert fresh.tokens == first.tokens[:-1]
+        assert (fresh.ids, fresh.hashes, fresh.numbers) == (first.ids, first.hashes, first.numbers)
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(data=st.data())
+    def test_infer_dependencies_agrees_with_the_incremental_index(self, data: st.DataObject) -> None:
+        """Edges of an untimed run equal those found by matching each input, then adding each output, in order."""
+        ident = st.from_regex(r"[a-z]{2,5}_?[0-9]{3,7}", fullmatch=True)
+        texts: list[str] = []
+        steps: list[Step] = []
+        for i in range(data.draw(st.integers(2, 7))):
+            words = data.draw(st.lists(st.one_of(WORDS, ident), min_size=3, max_size=40))
+            if texts and data.draw(st.booleans()):  # paste part of an earlier output
+                src = data.draw(st.sampled_from(texts)).split()
+                a = data.draw(st.integers(0, len(src) - 1))
+                words = [*words[:5], *src[a : a + data.draw(st.integers(1, 30))], *words[5:]]
+            inp = data.draw(st.sampled_from(["text", "args", "none"]))
+            value: object = None
+            if inp == "text":
+                value = sentence(words)
+            elif inp == "args":
+                value = {"q": words[0], "body": sentence(words[1:])}
+            out = sentence(data.draw(st.lists(st.one_of(WORDS, ident), min_size=1, max_size=60)))
+            texts.append(out)
+            steps.append(step(f"s{i}", input=value, output=out))
+        run = Run(run_id="r", name="r", steps=tuple(steps))
+        got = infer_dependencies(run, min_confidence=0.2, max_edges_per_step=3)
+        index = ContentIndex()
+        for s, g in zip(steps, got.steps, strict=True):
+            want: list[tuple[str, float, str | None]] = []
+            if s.input is not None:
+                found = index.match(s.input, min_confidence=0.2, limit=3)
+                want = [(m.step_id, m.confidence, m.key) for m in found]
+            assert [(d.step_id, d.confidence, d.key) for d in g.deps] == want
+            index.add_output(s.step_id, s.output, consumed=s.input)
+
+    def test_runs_past_the_probe_budget_get_the_same_edges(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A run whose inputs exceed the look-ahead budget is matched unfiltered, with the same edges."""
+        import trajdebug.analysis.infer as infer_module
+
+        run = chain_run()
+        expected = infer_dependencies(run)
+        monkeypatch.setattr(infer_module, "_PROBE_BUDGET", 3)
+        assert infer_dependencies(run) == expected
+        assert any(s.deps for s in expected.steps)

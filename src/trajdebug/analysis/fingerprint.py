@@ -37,9 +37,9 @@ from __future__ import annotations
 import hashlib
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import filterfalse
+from itertools import filterfalse, repeat
 from typing import Any
 
 from trajdebug.model import REPR_KEY, TRUNCATED_KEY
@@ -72,10 +72,10 @@ _NON_WORD = str.maketrans(
 # \uXXXX becomes its character, the others a separator.
 _ESCAPE = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|[nrtbf])?")
 # Numbers as written in text: thousands separators allowed, not glued to words
-# ("rossi7301", "v2" and "1.2.3" hold no numbers).  The separator before the
-# number is consumed rather than looked behind at (twice as fast); the text is
-# searched with a space in front.
-_NUMBER = re.compile(r"[^\w.](\d+(?:,\d{3})*)(?:\.(\d+))?(?!\w|\.\d)")
+# ("rossi7301", "v2" and "1.2.3" hold no numbers).  The pattern starts with a
+# digit so the regex engine skips to the next digit in C; what precedes that
+# digit is then looked behind at (neither a word character nor a dot).
+_NUMBER = re.compile(r"(\d(?<![\w.]\d)\d*(?:,\d{3})*)(?:\.(\d+))?(?!\w|\.\d)")
 _NUMBER_ONLY = re.compile(r"[-+$€£]?\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\s*%?")
 
 _TOKEN_IDS: dict[str, int] = {}
@@ -103,12 +103,24 @@ def token_id(token: str) -> int:
     return tid
 
 
-def token_ids(tokens: list[str]) -> list[int]:
+def _new_token_ids(tokens: Iterable[str]) -> None:
+    # token_id for many new tokens at once (one BLAKE2b object per token is most of the cost).
+    if len(_TOKEN_IDS) >= _TOKEN_IDS_MAX:
+        _TOKEN_IDS.clear()
+    blake2b, from_bytes, cache = hashlib.blake2b, int.from_bytes, _TOKEN_IDS
+    for token in tokens:
+        data = token.encode("utf-8", "surrogatepass")
+        if len(data) <= 7:
+            cache[token] = from_bytes(data, "big") or 1
+        else:
+            cache[token] = (from_bytes(blake2b(data, digest_size=8).digest(), "big") >> 2) | (1 << 62)
+
+
+def token_ids(tokens: Sequence[str]) -> list[int]:
     """Return the stable ids of tokens (cache lookups run in C; only new tokens are hashed)."""
     ids: list[int | None] = list(map(_TOKEN_IDS.get, tokens))
     if None in ids:
-        for token in set(tokens).difference(_TOKEN_IDS):
-            token_id(token)
+        _new_token_ids(set(tokens).difference(_TOKEN_IDS))
         ids = list(map(_TOKEN_IDS.get, tokens))
         if None in ids:  # the cache was cleared midway: look up one by one
             ids = [token_id(t) for t in tokens]
@@ -184,13 +196,13 @@ def value_weight(tokens: list[str]) -> float:
     return weight
 
 
-_VALUE_TAG = 0x5A17_0F_C0DE_D00D
+VALUE_TAG = 0x5A17_0F_C0DE_D00D
 """XORed into value-atom keys so a 5-token value never shares a key with a shingle."""
 
 
 def value_key(ids: Sequence[int]) -> int:
     """The atom key of a whole token sequence (a short value or an identifier)."""
-    return hash(tuple(ids)) ^ _VALUE_TAG
+    return hash(tuple(ids)) ^ VALUE_TAG
 
 
 def kgram_hashes(ids: Sequence[int], k: int = SHINGLE) -> list[int]:
@@ -204,6 +216,12 @@ def winnow(hashes: list[int], window: int = WINDOW) -> set[int]:
     """Keep the minimum hash of every window of ``window`` hashes (Schleimer et al. 2003)."""
     if len(hashes) <= window:
         return {min(hashes)} if hashes else set()
+    if window == WINDOW:  # 6 = 3 + 3: minima of 3 (inline comparisons), then two of them
+        m3 = [
+            (a if a < c else c) if a < b else (b if b < c else c)
+            for a, b, c in zip(hashes, hashes[1:], hashes[2:])
+        ]
+        return {a if a < b else b for a, b in zip(m3, m3[3:])}
     # Sliding minimum by doubling (a sparse table): after the loop, level[i] is the
     # minimum of hashes[i : i + span].  Two overlapping spans then cover each window.
     # Inline comparisons run three times faster than calls to min().
@@ -286,9 +304,16 @@ def _number_atom(whole: str, frac: str) -> tuple[str, int, float]:
     return atom
 
 
-def _numbers_in(text: str) -> list[tuple[str, int, float]]:
-    # The number atoms written in a text.
-    return [_number_atom(w, f) for w, f in _NUMBER.findall(" " + text)]
+def _numbers_in(text: str, tokens: Iterable[str] | None = None) -> list[tuple[str, int, float]]:
+    """The number atoms written in a text.
+
+    ``tokens``, the text's tokens if known, let texts without numbers skip the regex
+    search: the first digit run of a number is a whole token of digits.
+    """
+    if tokens is not None and not any(map(str.isdigit, tokens)):
+        return []
+    cache = _NUMBER_ATOMS
+    return [cache.get(m) or _number_atom(*m) for m in _NUMBER.findall(text)]
 
 
 @dataclass(slots=True)
@@ -299,25 +324,81 @@ class OutputPrint:
     """Winnowed shingle hashes of the output's token stream."""
     values: dict[int, tuple[float, int, int]] = field(default_factory=dict)
     """Value atoms: key -> (weight, first token id, token count); token count 0 for numbers."""
+    unlisted: float = 0.0
+    """Weight of value atoms left out of ``values`` because no known input can hold them (see
+    `fingerprint_output`); they still count in the output's weight."""
 
     def weight(self) -> float:
         """Total weight of the output's atoms (the denominator of coverage)."""
-        return len(self.shingles) * SHINGLE_WEIGHT + sum(w for w, _, _ in self.values.values())
+        return (
+            len(self.shingles) * SHINGLE_WEIGHT + sum(w for w, _, _ in self.values.values()) + self.unlisted
+        )
 
 
-def _add_value(values: dict[int, tuple[float, int, int]], tokens: list[str]) -> None:
+@dataclass(slots=True)
+class _Atoms:
+    """The value atoms of an output being collected."""
+
+    values: dict[int, tuple[float, int, int]]
+    relevant: set[str] | frozenset[str] | None
+    """Tokens of the inputs to be matched, if known: a value atom whose first token is not
+    one of them can never be found, so only its weight is kept."""
+    unlisted: dict[str | tuple[str, ...], float] = field(default_factory=dict)
+    """Weights of the atoms left out, by their tokens (a value counts once, like a key of ``values``)."""
+
+
+def _add_value(atoms: _Atoms, tokens: list[str]) -> None:
     if not tokens:
         return
     weight = value_weight(tokens)
     if weight >= MIN_WEIGHT:
+        if atoms.relevant is not None and tokens[0] not in atoms.relevant:
+            atoms.unlisted[tokens[0] if len(tokens) == 1 else tuple(tokens)] = weight
+            return
         ids = token_ids(tokens)
-        values[value_key(ids)] = (weight, ids[0], len(ids))
+        atoms.values[value_key(ids)] = (weight, ids[0], len(ids))
 
 
-def _add_numbers(values: dict[int, tuple[float, int, int]], text: str) -> None:
-    for _canon, key, weight in _numbers_in(text):
+class _IdentWeights(dict[int, float]):
+    """Weight of an identifier that holds a digit, by its length in characters (filled on demand)."""
+
+    def __missing__(self, length: int) -> float:
+        weight = self[length] = value_weight(["a" * (length - 1) + "1"])
+        return weight
+
+
+_IDENT_WEIGHTS = _IdentWeights()
+
+
+def _add_identifiers(atoms: _Atoms, idents: list[str]) -> None:
+    """Add one-token value atoms for identifier-like tokens (neither all letters nor all digits).
+
+    The same atoms as ``_add_value(atoms, [tok])`` for each, computed in bulk: these
+    are most of the atoms of id-heavy outputs.
+    """
+    joined = "".join(idents)
+    if joined.isascii() and "_" not in joined:
+        # Lowercase ASCII, not all letters or digits, no underscore: each holds a digit,
+        # so its weight depends on its length only (at least 0.3: all are indexed).
+        if atoms.relevant is not None:
+            listed = atoms.relevant.intersection(idents)
+            if len(listed) < len(idents):
+                unlisted = set(idents).difference(listed)
+                atoms.unlisted.update(zip(unlisted, map(_IDENT_WEIGHTS.__getitem__, map(len, unlisted))))
+                idents = list(listed)
+        ids = token_ids(idents)
+        keys = [h ^ VALUE_TAG for h in map(hash, zip(ids))]
+        weights = map(_IDENT_WEIGHTS.__getitem__, map(len, idents))
+        atoms.values.update(zip(keys, zip(weights, ids, repeat(1))))
+        return
+    for tok in idents:
+        _add_value(atoms, [tok])
+
+
+def _add_numbers(atoms: _Atoms, found: list[tuple[str, int, float]]) -> None:
+    for _canon, key, weight in found:
         if weight >= MIN_WEIGHT:
-            values[key] = (weight, 0, 0)
+            atoms.values[key] = (weight, 0, 0)
 
 
 def _maybe_json(text: str) -> Any:
@@ -336,78 +417,122 @@ def _maybe_json(text: str) -> Any:
     return parsed if isinstance(parsed, (dict, list)) else None
 
 
-def _text_atoms(values: dict[int, tuple[float, int, int]], text: str, tokens: list[str]) -> None:
+def _text_atoms(atoms: _Atoms, text: str, tokens: list[str]) -> None:
     """Collect the atoms of one normalized string leaf: its numbers, and itself or its identifiers."""
-    _add_numbers(values, text)
-    if _NUMBER_ONLY.fullmatch(text.strip()):
-        return
+    # Tokens that are not all letters: numbers and identifiers are among them
+    # (filtered in C, since long texts are most of the volume).
+    other = list(filterfalse(str.isalpha, set(tokens)))
+    if other and any(map(str.isdigit, other)):  # a number's first digit run is a token of digits
+        _add_numbers(atoms, _numbers_in(text))
+        if _NUMBER_ONLY.fullmatch(text.strip()):
+            return
     if len(tokens) <= SHORT_MAX:
-        _add_value(values, tokens)
+        _add_value(atoms, tokens)
         if len(tokens) == 1:
             return
     # Identifier-like tokens (letters mixed with digits or underscores) are values
-    # of their own: "order #W2378156 shipped" names W2378156.  Filtered in C,
-    # since long texts are most of the volume.
-    for tok in filterfalse(str.isdigit, filterfalse(str.isalpha, set(tokens))):
-        if len(tok) >= 5:
-            _add_value(values, [tok])
+    # of their own: "order #W2378156 shipped" names W2378156.
+    idents = [tok for tok in other if len(tok) >= 5 and not tok.isdigit()]
+    if idents:
+        _add_identifiers(atoms, idents)
 
 
-def _value_atoms(values: dict[int, tuple[float, int, int]], value: Any) -> None:
-    """Collect the value and number atoms of a value, parsing JSON held in strings."""
+def _has_digit(key: str) -> bool:
+    return not key.isalpha() and any(c.isdigit() for c in key)
+
+
+def _leaves(value: Any) -> Iterator[tuple[str | None, Any]]:
+    """`_walk` without the paths (outputs need none): ``(key, leaf)`` in serialization order."""
+    stack: list[tuple[str | None, Any]] = [(None, value)]
+    while stack:
+        key, v = stack.pop()
+        if isinstance(v, dict):
+            text = _marker_text(v)
+            if text is not None:
+                yield key, text
+                continue
+            if key is not None:
+                yield key, _ENTER
+            stack.extend([(str(k), x) for k, x in reversed(v.items())])
+        elif isinstance(v, (list, tuple)):
+            if key is not None:
+                yield key, _ENTER
+            stack.extend([(None, x) for x in reversed(v)])
+        else:
+            yield key, v
+
+
+def _value_atoms(atoms: _Atoms, value: Any, tokens: list[str] | None) -> None:
+    """Collect the value and number atoms of a value, parsing JSON held in strings.
+
+    With ``tokens``, also append the token stream of ``value`` itself (not of the JSON
+    parsed out of its strings): one walk for both.
+    """
     pending = [value]
+    stream = tokens
     while pending:
-        for _path, key, leaf in _walk(pending.pop()):
-            if key is not None and any(c.isdigit() for c in key):
-                # A dict keyed by data (item ids -> item): the key is content.
-                text = normalize(key)
-                _text_atoms(values, text, tokenize(text))
+        for key, leaf in _leaves(pending.pop()):
+            if key is not None:
+                ktext = normalize(key)
+                ktokens = tokenize(ktext)
+                if stream is not None:
+                    stream.extend(ktokens)
+                if _has_digit(key):
+                    # A dict keyed by data (item ids -> item): the key is content.
+                    _text_atoms(atoms, ktext, ktokens)
             if isinstance(leaf, str):
+                text = normalize(leaf)
+                ltokens = tokenize(text)
+                if stream is not None:
+                    stream.extend(ltokens)
                 parsed = _maybe_json(leaf)
                 if parsed is not None:
                     pending.append(parsed)
                 else:
-                    text = normalize(leaf)
-                    _text_atoms(values, text, tokenize(text))
+                    _text_atoms(atoms, text, ltokens)
+            elif leaf is _ENTER:
+                continue
             elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
                 canon = canonical_number(leaf)
+                if stream is not None:
+                    stream.extend(tokenize(canon or ""))
                 if canon is not None and number_weight(canon) >= MIN_WEIGHT:
-                    values[number_key(canon)] = (number_weight(canon), 0, 0)
+                    atoms.values[number_key(canon)] = (number_weight(canon), 0, 0)
+            elif stream is not None:
+                leaf_text = _leaf_text(leaf)
+                if leaf_text:
+                    stream.extend(tokenize(leaf_text))
+        stream = None  # JSON parsed out of strings adds values, not tokens
 
 
-def _token_stream(value: Any) -> tuple[list[str], list[int], list[Path]]:
-    """Flatten a value to tokens, with the token offset and path of each leaf."""
-    if isinstance(value, str):  # the common case: one text
-        return tokenize(normalize(value)), [0], [()]
-    tokens: list[str] = []
-    starts: list[int] = []
-    paths: list[Path] = []
-    for path, key, leaf in _walk(value):
-        if key is not None:
-            tokens.extend(tokenize(normalize(key)))
-        text = _leaf_text(leaf)
-        if text is not None:
-            starts.append(len(tokens))
-            paths.append(path)
-            tokens.extend(tokenize(text))
-    return tokens, starts, paths
+def fingerprint_output(value: Any, *, relevant: set[str] | frozenset[str] | None = None) -> OutputPrint:
+    """Fingerprint a step's output: winnowed shingles of its token stream plus its value atoms.
 
-
-def fingerprint_output(value: Any) -> OutputPrint:
-    """Fingerprint a step's output: winnowed shingles of its token stream plus its value atoms."""
-    values: dict[int, tuple[float, int, int]] = {}
+    Args:
+        value: the output.
+        relevant: the tokens of all the inputs it will be matched against, if known: value
+            atoms that start with another token are left out of ``values`` (their weight is
+            kept in ``unlisted``).  Id-heavy outputs hold hundreds of identifiers that no
+            input mentions.
+    """
+    atoms = _Atoms({}, relevant)
+    tokens: list[str]
     if isinstance(value, str):  # one text (perhaps JSON): tokenize it once
         text = normalize(value)
         tokens = tokenize(text)
         parsed = _maybe_json(value)
         if parsed is None:
-            _text_atoms(values, text, tokens)
+            _text_atoms(atoms, text, tokens)
         else:
-            _value_atoms(values, parsed)
+            _value_atoms(atoms, parsed, None)
     else:
-        tokens = _token_stream(value)[0]
-        _value_atoms(values, value)
-    return OutputPrint(shingles=winnow(kgram_hashes(token_ids(tokens))), values=values)
+        tokens = []
+        _value_atoms(atoms, value, tokens)
+    return OutputPrint(
+        shingles=winnow(kgram_hashes(token_ids(tokens))),
+        values=atoms.values,
+        unlisted=sum(atoms.unlisted.values()),
+    )
 
 
 @dataclass(slots=True)
@@ -432,7 +557,7 @@ class InputProbe:
         """The value-atom keys of all ``n``-token sequences of the input (cached)."""
         keys = self._ngrams.get(n)
         if keys is None:
-            keys = {h ^ _VALUE_TAG for h in kgram_hashes(self.ids, n)}
+            keys = {h ^ VALUE_TAG for h in kgram_hashes(self.ids, n)}
             self._ngrams[n] = keys
         return keys
 
@@ -442,43 +567,81 @@ class InputProbe:
         return self.paths[i] if i >= 0 else ()
 
 
+_Leaf = tuple[list[str], list[int], list[tuple[str, int, float]]]
+_LEAF_MEMO: dict[str, _Leaf] = {}
+_LEAF_MEMO_MIN = 64
+"""Input strings at least this long are memoized (shorter ones cost less than the lookup saves)."""
+_LEAF_MEMO_TOKENS = 1 << 18
+"""The memo is dropped when it holds this many tokens (a few tens of MB at most)."""
+_leaf_memo_size = [0]
+
+
+def _input_leaf(text: str) -> _Leaf:
+    """Tokens, token ids and numbers of one input string, memoized per distinct long string.
+
+    Agents resend the conversation so far with every LLM call: the same message
+    strings come back in input after input, and are read once.
+    """
+    if len(text) < _LEAF_MEMO_MIN:
+        norm = normalize(text)
+        tokens = tokenize(norm)
+        return tokens, token_ids(tokens), _numbers_in(norm, tokens)
+    leaf = _LEAF_MEMO.get(text)
+    if leaf is None:
+        norm = normalize(text)
+        tokens = tokenize(norm)
+        leaf = (tokens, token_ids(tokens), _numbers_in(norm, tokens))
+        if _leaf_memo_size[0] + len(tokens) > _LEAF_MEMO_TOKENS:
+            _LEAF_MEMO.clear()
+            _leaf_memo_size[0] = 0
+        _LEAF_MEMO[text] = leaf
+        _leaf_memo_size[0] += len(tokens)
+    return leaf
+
+
 def probe_input(value: Any) -> InputProbe:
     """Prepare a step's input for matching against earlier outputs."""
     numbers: dict[int, tuple[str, int]] = {}
-
-    def note_numbers(found: list[tuple[str, int, float]], pos: int) -> None:
-        for canon, key, weight in found:
-            if weight >= MIN_WEIGHT:
-                numbers.setdefault(key, (canon, pos))
-
     tokens: list[str]
-    starts: list[int] = []
-    paths: list[Path] = []
+    ids: list[int]
+    starts: list[int] = [0]
+    paths: list[Path] = [()]
     if isinstance(value, str):  # the common case: one prompt or one argument
-        text = normalize(value)
-        tokens = tokenize(text)
-        starts.append(0)
-        paths.append(())
-        note_numbers(_numbers_in(text), 0)
+        leaf_tokens, leaf_ids, found = _input_leaf(value)
+        tokens, ids = list(leaf_tokens), leaf_ids
+        for canon, nkey, weight in found:
+            if weight >= MIN_WEIGHT:
+                numbers.setdefault(nkey, (canon, 0))
     else:
-        tokens = []
+        tokens, ids, starts, paths = [], [], [], []
         for path, key, leaf in _walk(value):
             if key is not None:
-                tokens.extend(tokenize(normalize(key)))
-            leaf_text = _leaf_text(leaf)
-            if leaf_text is None:
-                continue
-            starts.append(len(tokens))
-            paths.append(path)
+                ktokens = tokenize(normalize(key))
+                tokens.extend(ktokens)
+                ids.extend(token_ids(ktokens))
+            pos = len(tokens)
             if isinstance(leaf, str):
-                note_numbers(_numbers_in(leaf_text), len(tokens))
-            elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool) and leaf_text:
-                note_numbers([(leaf_text, number_key(leaf_text), number_weight(leaf_text))], len(tokens))
-            tokens.extend(tokenize(leaf_text))
-    ids = tuple(token_ids(tokens))
+                leaf_tokens, leaf_ids, found = _input_leaf(leaf)
+                for canon, nkey, weight in found:
+                    if weight >= MIN_WEIGHT:
+                        numbers.setdefault(nkey, (canon, pos))
+            else:
+                leaf_text = _leaf_text(leaf)
+                if leaf_text is None:
+                    continue
+                if isinstance(leaf, (int, float)) and not isinstance(leaf, bool) and leaf_text:
+                    weight = number_weight(leaf_text)
+                    if weight >= MIN_WEIGHT:
+                        numbers.setdefault(number_key(leaf_text), (leaf_text, pos))
+                leaf_tokens = tokenize(leaf_text)
+                leaf_ids = token_ids(leaf_tokens)
+            starts.append(pos)
+            paths.append(path)
+            tokens.extend(leaf_tokens)
+            ids.extend(leaf_ids)
     return InputProbe(
         tokens=tokens,
-        ids=ids,
+        ids=tuple(ids),
         hashes=kgram_hashes(ids),
         numbers=numbers,
         starts=starts,
@@ -504,6 +667,7 @@ __all__ = [
     "SHINGLE",
     "SHINGLE_WEIGHT",
     "SHORT_MAX",
+    "VALUE_TAG",
     "WINDOW",
     "InputProbe",
     "OutputPrint",

@@ -29,14 +29,16 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import filterfalse
+from operator import itemgetter
 from typing import Any
 
 from trajdebug.analysis.fingerprint import (
     SHINGLE,
     SHINGLE_WEIGHT,
+    VALUE_TAG,
     InputProbe,
     fingerprint_output,
     format_path,
@@ -91,7 +93,15 @@ class ContentIndex:
         self._postings: dict[int, int | list[int]] = {}
         self._common: set[int] = set()
         self._weights: dict[int, float] = {}  # value and number atoms; shingles weigh SHINGLE_WEIGHT
-        self._first: dict[int, int] = {}  # first token id -> bit mask of value lengths starting with it
+        # Where value atoms can start in an input: first token ids of indexed values.  One-token
+        # values (identifiers, most of them) are a set, probed in bulk; longer ones map the first
+        # token id to a bit mask of the lengths indexed for it.
+        self._singles: set[int] = set()
+        self._first: dict[int, int] = {}
+        # When every input to be matched is known in advance (`infer_dependencies`): the atom
+        # keys (shingles, numbers) and token ids of those inputs.  Atoms no input holds are
+        # never looked up, so they are left out of the index: most atoms of most outputs.
+        self._relevant: tuple[set[int], set[str]] | None = None
 
     def __len__(self) -> int:
         """The number of outputs added."""
@@ -124,23 +134,32 @@ class ContentIndex:
     ) -> int | None:
         if value is None:
             return None
-        fp = fingerprint_output(value)
+        fp = fingerprint_output(value, relevant=None if self._relevant is None else self._relevant[1])
         pid = len(self._producers)
         self._producers.append(_Producer(step_id, run_id, pid if order is None else order, fp.weight()))
         self._by_step.setdefault(step_id, []).append(pid)
+        shingles, values = fp.shingles, fp.values
+        if self._relevant is not None:
+            keys = self._relevant[0]
+            shingles = shingles & keys
+            if values:  # value atoms are filtered by their first token already, numbers here
+                values = {k: v for k, v in values.items() if v[2] or k in keys}
         echoed: set[int] = set()
         if consumed is not None:
             probe = consumed if isinstance(consumed, InputProbe) else probe_input(consumed)
-            echoed = fp.shingles.intersection(probe.hashes)
-            for key, (_w, _first, n) in fp.values.items():
-                if key in probe.numbers if n == 0 else key in probe.value_keys(n):
-                    echoed.add(key)
-        atoms: dict[int, float] = dict.fromkeys(fp.shingles, SHINGLE_WEIGHT)
-        for key, (weight, first, n) in fp.values.items():
-            atoms[key] = weight
-            self._weights[key] = weight
-            if n:
-                self._first[first] = self._first.get(first, 0) | (1 << n)
+            echoed = shingles.intersection(probe.hashes)
+            if values:
+                echoed |= _echoed_values(values, probe)
+        atoms = shingles.union(values)
+        if values:  # in bulk, in C: id-heavy outputs hold hundreds of value atoms
+            self._weights.update(zip(values, map(itemgetter(0), values.values())))
+            # Number atoms add first token id 0, which no token has: harmless.
+            self._singles.update(map(itemgetter(1), values.values()))
+            if max(map(itemgetter(2), values.values())) > 1:
+                first = self._first
+                for _w, tok, n in values.values():
+                    if n > 1:
+                        first[tok] = first.get(tok, 0) | (1 << n)
         postings, common, cap = self._postings, self._common, self._max_postings
         # Most atoms of a new output are new to the index: insert those in bulk (in C;
         # set algebra with the index's key view would copy the whole index).
@@ -185,8 +204,10 @@ class ContentIndex:
         """
         probe = value if isinstance(value, InputProbe) else probe_input(value)
         excluded = {p for sid in exclude for p in self._by_step.get(sid, ())}
-        matches = [m for m in self._match(probe, excluded) if m.confidence >= min_confidence]
-        return matches if limit is None else matches[:limit]
+        scored = self._score(probe, excluded, min_confidence)
+        if limit is not None:
+            scored = scored[:limit]
+        return [self._to_match(probe, s) for s in scored]
 
     def _found(self, probe: InputProbe) -> dict[int, tuple[int, int]]:
         """Atom keys of the probe present in the index -> (token position, length; -1 shingle, 0 number)."""
@@ -198,25 +219,43 @@ class ContentIndex:
             if key in postings:
                 found.setdefault(key, (pos, 0))
         # Value atoms can start at any token: probe only where an indexed value starts,
-        # with the lengths indexed for that first token.
-        first, ids = self._first, probe.ids
-        starts = first.keys() & set(ids)
+        # with the lengths indexed for that first token.  Hits are added in token order
+        # (then by length), so the first occurrence of a value gives its position.
+        ids = probe.ids
+        hits: list[tuple[int, int, int]] = []
+        singles = self._singles.intersection(ids)
+        if singles:
+            index: Callable[[int], int] = ids.index
+            if len(singles) > 8:  # one pass for the first position of every token
+                index = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1))).__getitem__
+            for tok in singles:
+                key = hash((tok,)) ^ VALUE_TAG
+                if key in postings:
+                    hits.append((index(tok), 1, key))
+        first = self._first
+        starts = first.keys() & set(ids) if first else ()
         if starts:
             total = len(ids)
             for i, tok in enumerate(ids):
                 if tok not in starts:
                     continue
-                mask, n = first[tok] >> 1, 1
+                mask, n = first[tok] >> 2, 2
                 while mask and i + n <= total:
                     if mask & 1:
                         key = value_key(ids[i : i + n])
-                        if key in postings and key not in found:
-                            found[key] = (i, n)
+                        if key in postings:
+                            hits.append((i, n, key))
                     mask >>= 1
                     n += 1
+        if hits:
+            hits.sort()
+            for i, n, key in hits:
+                if key not in found:
+                    found[key] = (i, n)
         return found
 
-    def _match(self, probe: InputProbe, excluded: Collection[int]) -> list[Match]:
+    def _score(self, probe: InputProbe, excluded: Collection[int], min_confidence: float) -> list[_Scored]:
+        """The producers whose atoms were found, with confidence, most confident first (no evidence text)."""
         postings, weights = self._postings, self._weights
         # Per producer: evidence S, matched weight, shingles, values, best weight, best key, pos, length.
         acc: dict[int, list[Any]] = {}
@@ -242,25 +281,51 @@ class ContentIndex:
                     a[3] += 1
                 if weight > a[4]:
                     a[4], a[5], a[6], a[7] = weight, key, pos, n
-        out: list[Match] = []
-        for p, (evidence, matched, shingles, values, _bw, best, pos, n) in acc.items():
-            if pos < 0:
-                pos = probe.hashes.index(best)
-            prod = self._producers[p]
+        out: list[_Scored] = []
+        producers = self._producers
+        for rank, (p, (evidence, matched, shingles, values, _bw, best, pos, n)) in enumerate(acc.items()):
+            prod = producers[p]
             coverage = min(1.0, matched / prod.weight) if prod.weight > 0 else 0.0
-            confidence = 1.0 - math.exp(-evidence * (1.0 + coverage))
-            out.append(
-                Match(
-                    step_id=prod.step_id,
-                    run_id=prod.run_id,
-                    confidence=round(confidence, 4),
-                    evidence=_describe(probe, shingles, values, best, pos, n, coverage),
-                    key=format_path(probe.path_at(pos)),
-                    order=prod.order,
-                )
-            )
-        out.sort(key=lambda m: (-m.confidence, -m.order))
+            confidence = round(1.0 - math.exp(-evidence * (1.0 + coverage)), 4)
+            if confidence >= min_confidence:
+                out.append((-confidence, -prod.order, rank, p, shingles, values, best, pos, n, coverage))
+        out.sort()
         return out
+
+    def _to_match(self, probe: InputProbe, scored: _Scored, *, evidence: bool = True) -> Match:
+        """The `Match` of a scored producer; ``evidence=False`` leaves its text out (edges need none)."""
+        neg_conf, _neg_order, _rank, p, shingles, values, best, pos, n, coverage = scored
+        if pos < 0:
+            pos = probe.hashes.index(best)
+        prod = self._producers[p]
+        return Match(
+            step_id=prod.step_id,
+            run_id=prod.run_id,
+            confidence=-neg_conf,
+            evidence=_describe(probe, shingles, values, best, pos, n, coverage) if evidence else "",
+            key=format_path(probe.path_at(pos)),
+            order=prod.order,
+        )
+
+
+_Scored = tuple[float, int, int, int, int, int, int, int, int, float]
+"""A scored producer: (-confidence, -order, rank, producer, shingles, values, best key, position,
+length, coverage); sorted, the most confident come first, ties to the most recent, then the first
+found."""
+
+
+def _echoed_values(values: dict[int, tuple[float, int, int]], probe: InputProbe) -> set[int]:
+    """The value and number atoms of an output that are also in its step's input."""
+    lengths = set(map(itemgetter(2), values.values()))
+    pool: set[int] = set()
+    for n in lengths:
+        pool.update(probe.numbers if n == 0 else probe.value_keys(n))
+    out: set[int] = set()
+    for key in pool.intersection(values):  # a key of another length could only collide
+        n = values[key][2]
+        if key in probe.numbers if n == 0 else key in probe.value_keys(n):
+            out.add(key)
+    return out
 
 
 def _describe(
@@ -280,6 +345,10 @@ def _describe(
         parts.append(f"{values} shared value{'s' if values > 1 else ''}{example}")
     parts.append(f"{coverage:.0%} of its output")
     return ", ".join(parts)
+
+
+_PROBE_BUDGET = 400_000
+"""Input tokens `infer_dependencies` probes ahead of the sweep (about 40 MB of probes at most)."""
 
 
 def _timed(step: Step) -> bool:
@@ -310,7 +379,27 @@ def infer_dependencies(
         min_confidence: the least confidence for an edge.
         max_edges_per_step: the most inferred edges per step (the most confident).
     """
+    # Inputs are probed first, so the index can keep only the atoms some input holds (most
+    # atoms of id-heavy outputs are in no input).  Probes are kept for the sweep, up to a
+    # budget; past it, the rest are probed during the sweep and nothing is filtered.
+    probes: list[InputProbe | None] = [None] * len(run.steps)
+    keys: set[int] = set()
+    tokens: set[str] = set()
+    budget = _PROBE_BUDGET
+    for i, s in enumerate(run.steps):
+        if s.input is None:
+            continue
+        ahead = probes[i] = probe_input(s.input)
+        budget -= len(ahead.tokens)
+        if budget < 0:
+            break
+        keys.update(ahead.hashes)
+        keys.update(ahead.numbers)
+        tokens.update(ahead.tokens)
     index = ContentIndex()
+    if budget >= 0:
+        index._relevant = (keys, tokens)
+    del keys, tokens
     order = 0
     for prev in previous:
         if prev.run_id == run.run_id:
@@ -324,8 +413,13 @@ def infer_dependencies(
     still_running: set[int] = set()
     new_steps: list[Step] = []
     changed = False
-    for s in run.steps:
-        probe = probe_input(s.input) if s.input is not None else None
+    # Outputs of the steps from the last one with an input on are never read: not indexed.
+    last_reader = max((i for i, s in enumerate(run.steps) if s.input is not None), default=-1)
+    for i, s in enumerate(run.steps):
+        probe = probes[i]
+        if probe is None and s.input is not None:
+            probe = probe_input(s.input)
+        probes[i] = None  # dropped as the sweep goes
         added: list[Dependency] = []
         if probe is not None and (probe.hashes or probe.ids or probe.numbers):
             timed = s.start_ns > 0
@@ -340,12 +434,17 @@ def infer_dependencies(
                     excluded.add(pids[parent])
                 up = by_id.get(parent)
                 parent = up.parent_id if up is not None else None
-            added = _edges(run, s, index._match(probe, excluded), by_id, min_confidence, max_edges_per_step)
+            scored = index._score(probe, excluded, min_confidence)
+            # Matches are made lazily, without evidence text: most steps keep only a few.
+            matches = (index._to_match(probe, m, evidence=False) for m in scored)
+            added = _edges(run, s, matches, by_id, min_confidence, max_edges_per_step)
         if added:
             changed = True
             new_steps.append(replace(s, deps=(*s.deps, *added)))
         else:
             new_steps.append(s)
+        if i >= last_reader:
+            continue
         pid = index._add(s.step_id, s.output, run_id=None, order=order, consumed=probe)
         order += 1
         if pid is not None:
