@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a smaller run (under two minutes)")
     p.add_argument(
         "--only",
-        choices=("quality", "speed", "tau"),
+        choices=("quality", "verification", "speed", "tau"),
         action="append",
         help="run only this section (repeatable)",
     )
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--results", default=str(RESULTS), help="where the raw results are kept (JSON)")
     a = p.parse_args(argv)
-    sections = a.only or ["quality", "tau", "speed"]
+    sections = a.only or ["quality", "verification", "tau", "speed"]
     results_path = Path(a.results)
     data: dict[str, Any] = {}
     if results_path.exists():
@@ -48,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.quality import run_suite
 
         data["quality"] = report.quality_data(run_suite(quick=a.quick, progress=_say), quick=a.quick)
+    if "verification" in sections:
+        from benchmarks.verification import run_verification, verification_data
+
+        data["verification"] = verification_data(
+            run_verification(quick=a.quick, progress=_say), quick=a.quick
+        )
     if "tau" in sections:
         from benchmarks.tau import run_tau
 

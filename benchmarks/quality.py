@@ -77,10 +77,14 @@ def _baselines() -> dict[str, Callable[[Run, list[Any]], Any]]:
     return {name: functools.partial(cast(Any, fn), top=TOP) for name, fn in BASELINES.items()}
 
 
-def analyse(run: Run, *, infer: bool | None = None) -> tuple[Run, list[Any], Any]:
+def analyse(
+    run: Run, *, infer: bool | None = None, previous: Sequence[Run] = ()
+) -> tuple[Run, list[Any], Any]:
     """trajdebug's analysis as ``trajdebug analyze`` runs it: the prepared run, its failures, the localization.
 
     ``infer=True`` adds content-inferred edges even though the recorded run has tracked ones.
+    ``previous`` are the earlier conversation turns (`Result.previous`), which
+    ``trajdebug analyze`` finds in the same source (`trajdebug.analysis.infer.previous_turns`).
     """
     try:
         from trajdebug.analysis.pipeline import analyze
@@ -90,7 +94,10 @@ def analyse(run: Run, *, infer: bool | None = None) -> tuple[Run, list[Any], Any
 
         failures = list(detect(run))
         return run, failures, localize(run, failures=failures, top=TOP)
-    a = analyze(run, top=TOP, infer=infer)
+    try:
+        a = analyze(run, top=TOP, infer=infer, previous=previous)
+    except TypeError:  # a pipeline without conversation turns
+        a = analyze(run, top=TOP, infer=infer)
     return a.run, list(a.failures), a.localization
 
 
@@ -149,7 +156,7 @@ def run_case(case: Case, baselines: dict[str, Callable[[Run, list[Any]], Any]]) 
     t0 = time.perf_counter()
     res = WORKFLOWS[case.workflow].run(case)
     t1 = time.perf_counter()
-    run, failures, loc = analyse(res.run)
+    run, failures, loc = analyse(res.run, previous=res.previous)
     t2 = time.perf_counter()
     truth = res.fault.get("step_id")
     n = len(run.steps)
@@ -157,7 +164,8 @@ def run_case(case: Case, baselines: dict[str, Callable[[Run, list[Any]], Any]]) 
         case, n, run.outcome == "failure", truth in {s.step_id for s in run.steps}, t1 - t0, t2 - t1
     )
     rec.reachable = reachable(run, failures, truth)
-    steps = run.step_map()
+    steps = {s.step_id: s for r in res.previous for s in r.steps}
+    steps.update(run.step_map())
     rec.truth_name = steps[truth].name if truth in steps else None
     if loc.candidates and loc.candidates[0].step_id != truth:
         top = steps[loc.candidates[0].step_id]
@@ -166,7 +174,7 @@ def run_case(case: Case, baselines: dict[str, Callable[[Run, list[Any]], Any]]) 
     lin = linear_cost(run, failures, truth)
     rec.outcomes["trajdebug"] = _outcome("trajdebug", loc, truth, n, lin, t2 - t1)
     t3 = time.perf_counter()
-    _, _, loc_inf = analyse(res.run, infer=True)
+    _, _, loc_inf = analyse(res.run, infer=True, previous=res.previous)
     rec.outcomes[INFER_METHOD] = _outcome(INFER_METHOD, loc_inf, truth, n, lin, time.perf_counter() - t3)
     for name, method in baselines.items():
         s0 = time.perf_counter()

@@ -578,6 +578,74 @@ def _missed(data: Mapping[str, Any]) -> list[str]:
     return ["## Goals missed, and why", "", *out, ""] if out else []
 
 
+def _verification(v: Mapping[str, Any]) -> list[str]:
+    header = [
+        "",
+        "cases",
+        "injected step verified",
+        "top-1 = injected",
+        "top-1 verified",
+        "top-1 refuted",
+        "top-1 unresolved",
+        "top-1 verified, not injected",
+        "injected top-1 refuted",
+        "replays / case",
+        "ms / case",
+    ]
+
+    def row(name: str, s: Mapping[str, Any]) -> list[str]:
+        return [
+            name,
+            str(s["cases"]),
+            f"{_pct(s['truth_verified'])} of {s['truth_in_run']}",
+            _pct(s["top1_is_truth"]),
+            f"**{_pct(s['top1_verified'])}**",
+            _pct(s["top1_refuted"]),
+            _pct(s["top1_unresolved"]),
+            _pct(s["top1_verified_not_truth"]),
+            _pct(s["top1_truth_refuted"]),
+            _num(s["replays_mean"], 1),
+            _num(s["ms_mean"], 0),
+        ]
+
+    out = [
+        "## 4. Verification by counterfactual replay",
+        "",
+        f"Run {v['date']}{' (quick mode)' if v['quick'] else ''}; {v['seeds']} seeds of every workflow × fault "
+        f"pair; section wall time {v['seconds']:.1f} s.",
+        "",
+        f"For each case, trajdebug's top {v['top']} candidates and the injected step are checked with "
+        "`trajdebug.replay.verify`: the candidate's output is replaced by the same step's output in the case's "
+        "fault-free twin (same seed, data and task, fault injector disarmed), and the agent is re-executed through "
+        "its recorded entry point, boundary calls outside the patch's forward slice served from the recording. "
+        "*Verified*: the failure goes away and no correction upstream already removes it; *refuted*: it stays, an "
+        "upstream correction already removes it, or the twin produced the same output; *unresolved*: no correction "
+        "could be applied (a `with trajdebug.step(...)` decision, a retry whose attempts differ between the runs). "
+        "One replay per patch: the scripted models are deterministic.",
+        "",
+        "### By workflow",
+        "",
+        *_table(header, [row(w, s) for w, s in v["by_workflow"].items()] + [row("**all**", v["overall"])]),
+        "",
+        "### By fault type",
+        "",
+        *_table(header, [row(f, s) for f, s in v["by_fault"].items()]),
+        "",
+        "The injected step is the reference. Where it cannot be confirmed (a `wrong-branch` decision recorded "
+        "as a `with trajdebug.step(...)` block, which replay re-executes but cannot patch; a `race` whose twin "
+        "races too; a `stale-fact` planted in an earlier turn), a candidate downstream of it can still come out "
+        "*verified* (its correction removes the failure, and the one step upstream that would too cannot be "
+        "patched): the column *top-1 verified, not injected* counts those. `ops-runbook` and `coding-loop` tools "
+        "change a simulated world (a restart heals a service, a patch fixes a file) that later tools read "
+        "without it showing in their arguments: a served call skips its effect, so a correct patch upstream can "
+        "still fail the replay (refuted).",
+        "",
+    ]
+    if v.get("problems"):
+        out += ["Cases that could not be verified: " + "; ".join(v["problems"]) + ".", ""]
+    return out
+
+
 def render(data: Mapping[str, Any], command: str) -> str:
     """The Markdown document."""
     m = data.get("machine") or machine()
@@ -599,7 +667,7 @@ def render(data: Mapping[str, Any], command: str) -> str:
         ". .venv/bin/activate",
         "python -m benchmarks                 # everything (2–5 min on 2 cores); rewrites this file",
         "python -m benchmarks --quick         # under two minutes",
-        "python -m benchmarks --only quality  # or speed, or tau; other sections keep their last results",
+        "python -m benchmarks --only quality  # or verification, speed, tau; other sections keep their last results",
         "```",
         "",
         "Raw numbers of the last run of each section: `benchmarks/results.json`.",
@@ -616,6 +684,8 @@ def render(data: Mapping[str, Any], command: str) -> str:
         lines += _tau(data["tau"])
     if data.get("speed"):
         lines += _speed(data["speed"])
+    if data.get("verification"):
+        lines += _verification(data["verification"])
     lines += [
         "## Method notes",
         "",

@@ -291,3 +291,52 @@ class TestRegistry:
             Step("a", "x", output="short"), Step("b", "y", output="far too long for this"), outcome="failure"
         )
         assert [(f.step_id, f.detector) for f in detect(run, [long_output])] == [("b", "long")]
+
+
+class TestHandledErrors:
+    def test_error_the_agent_fixed_by_calling_again_is_not_a_failure(self) -> None:
+        """A tool error followed, in the same scope, by a clean call on the same target is handled."""
+        err = ErrorInfo("ToolErrorPayload", "AssertionError: f() returned the wrong value")
+        test = {"test_id": "tests/test_x.py::test_f"}
+        run = _run(
+            Step("a", "run_test", "tool", input=test, status="error", error=err, start_ns=1, end_ns=2),
+            Step(
+                "p",
+                "write_patch",
+                "llm",
+                input={"error": err.message},
+                output="--- patch",
+                start_ns=3,
+                end_ns=4,
+            ),
+            Step("b", "run_test", "tool", input=test, output={"status": "passed"}, start_ns=5, end_ns=6),
+            outcome="failure",
+        )
+        assert _by(detect(run), "step-error") == []
+
+    def test_error_on_another_target_still_counts(self) -> None:
+        """A clean call on a different target does not handle the error."""
+        err = ErrorInfo("ToolErrorPayload", "AssertionError: f() returned the wrong value")
+        run = _run(
+            Step(
+                "a",
+                "run_test",
+                "tool",
+                input={"test_id": "tests/test_x.py::test_f"},
+                status="error",
+                error=err,
+                start_ns=1,
+                end_ns=2,
+            ),
+            Step(
+                "b",
+                "run_test",
+                "tool",
+                input={"test_id": "tests/test_y.py::test_g"},
+                output={"status": "passed"},
+                start_ns=3,
+                end_ns=4,
+            ),
+            outcome="failure",
+        )
+        assert [f.step_id for f in _by(detect(run), "step-error")] == ["a"]

@@ -342,3 +342,249 @@ class TestRegistry:
             "state-write",
             "retry-divergence",
         }
+
+
+def _t(sid: str, name: str, kind: str, start: int, **kw: Any) -> Step:
+    """A timed step (start..start+1)."""
+    return Step(sid, name, kind, start_ns=start, end_ns=kw.pop("end", start + 1), **kw)  # type: ignore[arg-type]
+
+
+class TestObservations:
+    def test_output_marked_as_truncated(self) -> None:
+        """A tool result ending in a truncation marker is suspect; an intact one is not."""
+        cut = _t("t", "run_suite", "tool", 1, output="FAILED a - x\nFAILED b - y\n[output truncated]")
+        whole = _t("u", "run_suite", "tool", 3, output="FAILED a - x\n2 failed, 10 passed")
+        run = _run(cut, whole)
+        assert _from(_verdict(run, "t"), "truncated-output")[0].suspicion >= 0.5
+        assert _from(_verdict(run, "u"), "truncated-output") == []
+
+    def test_ragged_last_group_of_records(self) -> None:
+        """Records grouped by a field whose last group is shorter than all others look cut at a page limit."""
+        rows = [{"cat": c, "month": m, "total": 1.0} for c in ("a", "b", "c") for m in ("01", "02", "03")]
+        run = _run(
+            _t("q", "run_sql", "tool", 1, output=rows[:-2]), _t("r", "run_sql", "tool", 3, output=rows)
+        )
+        ev = _from(_verdict(run, "q"), "truncated-output")
+        assert ev and "last group has only 1" in ev[0].reason
+        assert _from(_verdict(run, "r"), "truncated-output") == []
+
+    def test_result_lacking_the_tail_every_sibling_has(self) -> None:
+        """A text result shorter than every other result of the same tool, missing their closing sentences."""
+
+        def page(name: str, cut: bool) -> str:
+            text = f"{name} annual report. Revenue was 12.5 million dollars this year. "
+            tail = "The company employed many people at year end. Forward looking statements follow here."
+            return text if cut else text + tail
+
+        run = _run(
+            _t("a", "fetch", "tool", 1, output=page("Acme", False)),
+            _t("b", "fetch", "tool", 3, output=page("Globex", False)),
+            _t("c", "fetch", "tool", 5, output=page("Initech", True)),
+        )
+        assert _from(_verdict(run, "c"), "truncated-output")
+        assert _from(_verdict(run, "a"), "truncated-output") == []
+
+    def test_retry_serving_cached_data_after_a_timeout(self) -> None:
+        """The attempt after a timeout that returns data flagged as cached is suspect."""
+        err = ErrorInfo("TimeoutError", "timed out after 5 s")
+        run = _run(
+            _t("a", "check", "tool", 1, input={"svc": "x"}, status="error", error=err),
+            _t(
+                "b",
+                "check",
+                "tool",
+                3,
+                input={"svc": "x"},
+                output={"status": "ok", "cached": "true"},
+                attempt=2,
+                retry_of="a",
+            ),
+        )
+        ev = _from(_verdict(run, "b"), "stale-retry")
+        assert ev and "cached" in ev[0].reason
+
+    def test_retry_returning_another_period_than_asked(self) -> None:
+        """A retry asked for 2025 that returns a 2024 document is suspect; a fresh one is not."""
+        err = ErrorInfo("TimeoutError", "read timed out")
+        url = {"url": "https://x.example/ir/2025"}
+        stale = _run(
+            _t("a", "fetch", "tool", 1, input=url, status="error", error=err),
+            _t("b", "fetch", "tool", 3, input=url, output="Annual report 2024.", attempt=2, retry_of="a"),
+        )
+        fresh = _run(
+            _t("a", "fetch", "tool", 1, input=url, status="error", error=err),
+            _t("b", "fetch", "tool", 3, input=url, output="Annual report 2025.", attempt=2, retry_of="a"),
+        )
+        assert _from(_verdict(stale, "b"), "stale-retry")
+        assert _from(_verdict(fresh, "b"), "stale-retry") == []
+
+    def test_environment_value_changed_since_an_earlier_read(self) -> None:
+        """An environment read that differs from an earlier read of the same key is suspect."""
+        run = _run(
+            _t("a", "open_index", "tool", 1, attributes={"env_reads": {"config:INDEX": "v2"}}),
+            _t("b", "open_index", "tool", 3, attributes={"env_reads": {"config:INDEX": "v1"}}),
+        )
+        ev = _from(_verdict(run, "b"), "environment")
+        assert ev and "'v1'" in ev[0].reason and "'v2'" in ev[0].reason
+        assert _from(_verdict(run, "a"), "environment") == []
+
+    def test_environment_value_named_by_the_failure(self) -> None:
+        """A failure message naming a value a step read from the environment implicates that step."""
+        reader = _t("e", "load_env", "tool", 1, attributes={"env_reads": {"config:TZ": "Pacific/Kiritimati"}})
+        run = _run(reader)
+        failure = Failure("e", "step-error", "off by one day (TZ=Pacific/Kiritimati)", "exception:X")
+        assert _from(_verdict(run, "e", [failure]), "environment")
+
+
+class TestDecisionsAndState:
+    def _decisions(self, choice: str) -> Run:
+        alike = [
+            _t(
+                f"d{i}",
+                "classify",
+                "condition",
+                2 * i,
+                input={"error": f"AssertionError: f{i}() returned the wrong value"},
+                output="code",
+            )
+            for i in range(4)
+        ]
+        odd = _t(
+            "x",
+            "classify",
+            "condition",
+            20,
+            input={"error": "AssertionError: g() returned the wrong value"},
+            output=choice,
+        )
+        return _run(*alike, odd)
+
+    def test_decision_unlike_alike_decisions(self) -> None:
+        """A decision that went the other way from most decisions on alike inputs is suspect."""
+        ev = _from(_verdict(self._decisions("flaky"), "x"), "decision")
+        assert ev and not ev[0].sound and "'code'" in ev[0].reason
+        assert all(e.sound for e in _from(_verdict(self._decisions("code"), "x"), "decision"))
+
+    def test_choice_not_grounded_in_its_input(self) -> None:
+        """A choice its input never mentions is suspect; one its input names is sound."""
+        q = {"question": "Revenue per month for books in 2025-Q3"}
+        wrong = _run(_t("c", "granularity", "condition", 1, input=q, output="quarterly"))
+        right = _run(_t("c", "granularity", "condition", 1, input=q, output="monthly"))
+        assert not _from(_verdict(wrong, "c"), "decision")[0].sound
+        assert _from(_verdict(right, "c"), "decision")[0].sound
+
+    def test_lost_update_between_parallel_writers(self) -> None:
+        """Of two overlapping read-modify-writes of one key, the later write that dropped the other's value is blamed."""
+        a = _t(
+            "a",
+            "register",
+            "state",
+            1,
+            end=5,
+            attributes={
+                "state_reads": ["sources"],
+                "state_writes": ["sources"],
+                "state_values": {"sources": ["https://a.example"]},
+            },
+        )
+        b = _t(
+            "b",
+            "register",
+            "state",
+            2,
+            end=6,
+            attributes={
+                "state_reads": ["sources"],
+                "state_writes": ["sources"],
+                "state_values": {"sources": ["https://b.example"]},
+            },
+        )
+        run = _run(a, b)
+        ev = _from(_verdict(run, "b"), "race")
+        assert ev and "https://a.example" in ev[0].reason
+        assert _from(_verdict(run, "a"), "race") == []
+
+    def test_sub_agent_contradicting_its_child(self) -> None:
+        """An agent step returning a value its own child step produced differently is suspect."""
+        run = _run(
+            _t("g", "researcher", "agent", 1, end=9, output={"market": "wind", "growth": 1.2}),
+            _t("n", "take_notes", "llm", 2, parent_id="g", output={"market": "wind", "growth": 12.0}),
+        )
+        assert _from(_verdict(run, "g"), "sub-agent")
+
+    def test_value_scaled_by_a_power_of_ten(self) -> None:
+        """A number written as an input number times 100 (cents for dollars) is a scale slip; a percentage is not."""
+        slip = _run(
+            _t(
+                "s",
+                "save",
+                "state",
+                1,
+                input={"total": 6768.47},
+                attributes={"state_values": {"t": 676847.0}},
+            )
+        )
+        pct = _run(_t("p", "note", "llm", 1, input={"rate": 0.226}, output={"rate_pct": 22.6}))
+        assert _from(_verdict(slip, "s"), "scaled-value")
+        assert _from(_verdict(pct, "p"), "scaled-value") == []
+
+    def test_value_the_failure_names_is_traced_to_where_it_appeared(self) -> None:
+        """The step whose output first holds a value the failure names, absent from its inputs, is suspect."""
+        run = _run(
+            _t("r", "read_config", "tool", 1, output={"requires": ">=3.11"}),
+            _t(
+                "w",
+                "detect",
+                "other",
+                3,
+                input={"cfg": {"requires": ">=3.11"}},
+                output={"python": "3.8"},
+                deps=(D("r"),),
+            ),
+            _t(
+                "b",
+                "build",
+                "other",
+                5,
+                input={"settings": {"python": "3.8"}},
+                output="wheel-cp38",
+                deps=(D("w"),),
+            ),
+        )
+        failure = Failure("b", "step-error", "the wheel targets Python 3.8, the project requires 3.11", "x")
+        assert _from(_verdict(run, "w", [failure]), "value-origin")
+        assert _from(_verdict(run, "b", [failure]), "value-origin") == []
+
+
+class TestSymptoms:
+    def test_check_rejecting_its_input_is_a_symptom(self) -> None:
+        """A step whose error is a failed check on what it was given gets little suspicion of its own."""
+        err = ErrorInfo("CheckFailed", "report check failed: total 12.0 does not match the database (14.0)")
+        own = ErrorInfo("RuntimeError", "worker crashed")
+        check = _run(_t("c", "check_report", "output", 1, status="error", error=err))
+        crash = _run(_t("c", "check_report", "output", 1, status="error", error=own))
+        assert _verdict(check, "c").suspicion < 0.1 < _verdict(crash, "c").suspicion
+
+    def test_error_handled_by_a_later_call_is_weak(self) -> None:
+        """A tool error followed by a clean call of the same tool on the same target is handled, not a cause."""
+        err = ErrorInfo("ToolErrorPayload", "AssertionError: f() returned the wrong value")
+        run = _run(
+            _t(
+                "a",
+                "run_test",
+                "tool",
+                1,
+                input={"test": "tests/test_x.py::test_f"},
+                status="error",
+                error=err,
+            ),
+            _t(
+                "b",
+                "run_test",
+                "tool",
+                3,
+                input={"test": "tests/test_x.py::test_f"},
+                output={"status": "passed"},
+            ),
+        )
+        assert _verdict(run, "a").suspicion < 0.1

@@ -263,6 +263,43 @@ class TestRanking:
         assert loc.candidates[0].step_id == "a" and loc.candidates[0].root
         assert [c.root for c in loc.candidates if c.step_id == "b"] == [False]
 
+    def test_root_explained_through_sound_relays_is_demoted(self) -> None:
+        """A faulty step whose infection chain, through sound-looking steps, reaches a more suspect step is not a root."""
+        run = Run(
+            "r",
+            "t",
+            outcome="failure",
+            steps=(
+                Step("u", "ask", "input", output={"region": "ap-south"}, start_ns=1, end_ns=2),
+                Step(
+                    "p",
+                    "plan",
+                    "llm",
+                    input={"alert": {"region": "ap-south"}},
+                    output={"region": "eu-west"},
+                    deps=(D("u"),),
+                    start_ns=3,
+                    end_ns=4,
+                ),
+                Step(
+                    "t",
+                    "check_health",
+                    "tool",
+                    input={"region": "eu-west"},
+                    output={"status": "healthy"},
+                    deps=(D("p"),),
+                    start_ns=5,
+                    end_ns=6,
+                ),
+                _llm("d", "cause none, 44 minutes", D("t"), start=7),
+                _fail("f", D("d"), start=9),
+            ),
+        )
+        loc = localize(run)
+        assert loc.candidates[0].step_id == "p" and loc.candidates[0].root
+        [d] = [c for c in loc.candidates if c.step_id == "d"]
+        assert not d.root and any("further up" in r for r in d.reasons)
+
     def test_inferred_edge_is_reported_with_its_confidence(self) -> None:
         """A candidate whose path hangs on an inferred edge says so, with the edge's confidence."""
         run = Run(

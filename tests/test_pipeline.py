@@ -8,11 +8,20 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from trajdebug.analysis.pipeline import Analysis, analyses_to_dict, analyze
+from trajdebug.analysis.detect import detect
+from trajdebug.analysis.pipeline import (
+    NAMED_KEY,
+    Analysis,
+    analyses_to_dict,
+    analyze,
+    named_edges,
+    structural_edges,
+    thin_inferred,
+)
 from trajdebug.cli import cli
 from trajdebug.demo import FAULTS, run_demo
 from trajdebug.format import write_jsonl
-from trajdebug.model import Dependency, Run, Step
+from trajdebug.model import Dependency, ErrorInfo, Run, Step
 from trajdebug.report.analysis import analysis_lines, analysis_markdown
 from trajdebug.store import Store
 
@@ -133,6 +142,181 @@ class TestAnalysis:
         analysis = analyze(run)
         assert [f.detector for f in analysis.failures] == ["http"]
         assert analysis.root_causes == []
+
+
+def _turns() -> tuple[Run, Run]:
+    """Two conversation turns: the first misremembers the customer's tier, the second answers from it."""
+    profile = {"id": "C-4821", "tier": "gold", "region": "EU"}
+    facts = '{"customer": "C-4821", "tier": "silver", "region": "EU"}'
+    policy = "Shipping: silver members pay 4.99 USD per order; gold members pay 2.99 USD per order."
+    answer = "Silver members pay 4.99 USD for shipping."
+    first = Run(
+        "turn-1",
+        "support",
+        outcome="success",
+        steps=(
+            Step("p", "load_profile", "tool", output=profile, start_ns=1, end_ns=2),
+            Step(
+                "m",
+                "remember",
+                "llm",
+                input={"profile": profile},
+                output=facts,
+                deps=(Dependency("p"),),
+                start_ns=3,
+                end_ns=4,
+            ),
+        ),
+    )
+    second = Run(
+        "turn-2",
+        "support",
+        outcome="failure",
+        continues="turn-1",
+        steps=(
+            Step(
+                "k",
+                "retrieve",
+                "retrieval",
+                input={"query": "shipping"},
+                output=policy,
+                start_ns=10,
+                end_ns=11,
+            ),
+            Step(
+                "q",
+                "ask",
+                "llm",
+                input={"memory": facts, "policy": policy},
+                output=answer,
+                deps=(Dependency("k"),),
+                start_ns=12,
+                end_ns=13,
+            ),
+            Step(
+                "c",
+                "check",
+                "output",
+                input={"answer": answer},
+                status="error",
+                error=ErrorInfo(
+                    "CheckFailed", "answer check failed: said '4.99 USD', the policy says '2.99 USD'"
+                ),
+                deps=(Dependency("q"),),
+                start_ns=14,
+                end_ns=15,
+            ),
+        ),
+    )
+    return first, second
+
+
+class TestConversationTurns:
+    def test_fault_in_an_earlier_turn_is_found_with_its_run(self) -> None:
+        """Given the earlier turn, the search follows context edges into it and names that run."""
+        first, second = _turns()
+        analysis = analyze(second, previous=[first])
+        top = analysis.root_causes[0]
+        assert (top.step_id, top.run_id) == ("m", "turn-1")
+        doc = analysis.to_dict()["root_causes"][0]
+        assert (doc["run_id"], doc["name"]) == ("turn-1", "remember")
+        assert all(c.run_id is None for c in analyze(second).root_causes)
+
+    def test_cli_passes_earlier_turns_from_the_same_source(self, tmp_path: Path) -> None:
+        """trajdebug analyze finds the turn a run continues in the same file."""
+        first, second = _turns()
+        path = tmp_path / "turns.jsonl"
+        write_jsonl([first, second], path)
+        out = CliRunner().invoke(cli, ["analyze", str(path), "--run", "turn-2", "--json"])
+        assert out.exit_code == 0, out.output
+        [r] = json.loads(out.output)["runs"]
+        assert r["root_causes"][0]["run_id"] == "turn-1"
+
+
+class TestEdges:
+    def test_failure_linked_to_the_step_that_produced_a_quoted_value(self) -> None:
+        """A failure quoting a short value gets an edge to the latest step whose output is that value."""
+        run = Run(
+            "r",
+            "t",
+            outcome="failure",
+            steps=(
+                Step(
+                    "d",
+                    "decide",
+                    "condition",
+                    input={"cause": "deploy"},
+                    output="restart",
+                    start_ns=1,
+                    end_ns=2,
+                ),
+                Step("v", "verify", "tool", output={"status": "degraded"}, start_ns=3, end_ns=4),
+                Step(
+                    "c",
+                    "close",
+                    "output",
+                    status="error",
+                    error=ErrorInfo("CheckFailed", "still degraded after 'restart'"),
+                    deps=(Dependency("v"),),
+                    start_ns=5,
+                    end_ns=6,
+                ),
+            ),
+        )
+        linked = named_edges(run, detect(run))
+        assert [d.step_id for d in linked.step("c").deps if d.key == NAMED_KEY] == ["d"]
+
+    def test_structurally_equal_argument_links_its_producer(self) -> None:
+        """A dict parsed from a model's JSON reply and passed on links the consumer to that model step."""
+        reply = '{"cause": "deploy", "age_min": 39, "evidence": "NullPointerException"}'
+        run = Run(
+            "r",
+            "t",
+            steps=(
+                Step("m", "diagnose", "llm", output=reply, start_ns=1, end_ns=2),
+                Step(
+                    "d",
+                    "decide",
+                    "condition",
+                    input={"diagnosis": json.loads(reply)},
+                    output="rollback",
+                    start_ns=3,
+                    end_ns=4,
+                ),
+            ),
+        )
+        [edge] = structural_edges(run).step("d").deps
+        assert (edge.step_id, edge.origin, edge.key) == ("m", "inferred", "diagnosis")
+
+    def test_inferred_edge_skipping_a_relay_is_dropped(self) -> None:
+        """An inferred edge to a step already reachable through another input is redundant and removed."""
+        run = Run(
+            "r",
+            "t",
+            steps=(
+                Step("a", "plan", "llm", output="x", start_ns=1, end_ns=2),
+                Step("b", "parse", "parse", deps=(Dependency("a"),), start_ns=3, end_ns=4),
+                Step(
+                    "c",
+                    "use",
+                    "other",
+                    deps=(Dependency("b"), Dependency("a", origin="inferred", confidence=0.9)),
+                    start_ns=5,
+                    end_ns=6,
+                ),
+                Step(
+                    "e",
+                    "other",
+                    "other",
+                    deps=(Dependency("a", origin="inferred", confidence=0.9),),
+                    start_ns=7,
+                    end_ns=8,
+                ),
+            ),
+        )
+        thin = thin_inferred(run)
+        assert [d.step_id for d in thin.step("c").deps] == ["b"]
+        assert [d.step_id for d in thin.step("e").deps] == ["a"]
 
 
 class TestReport:

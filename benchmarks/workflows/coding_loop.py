@@ -98,6 +98,9 @@ class Coder:
         self.inj, self.repo, self.config, self.llm = inj, repo, config, ScriptedModel(inj, repo)
         self.runs: dict[str, int] = {}
         self.stale_done = False
+        self.fixes = 0
+        """Failures taken on so far; counted here, not in the model, because a replay serves
+        the model's calls without running them and must still land the fault on the same one."""
 
     @trajdebug.step(kind="input")
     def receive_task(self, task: str) -> str:
@@ -198,6 +201,7 @@ class Coder:
 
     @trajdebug.step(kind="agent")
     def fix_one(self, failure: dict[str, str], env: dict[str, str], state: Any) -> str:
+        self.fixes += 1
         call = self.parse_call(self.plan_fix(failure["test"], failure["error"]))
         with trajdebug.step("classify_failure", kind="condition", input={"failure": failure}) as decision:
             kind = (
@@ -205,7 +209,7 @@ class Coder:
                 if "timed out" in failure["error"] or "ConnectionError" in failure["error"]
                 else "code"
             )
-            if self.llm.calls == self.llm.fault_at and self.inj.on("wrong-branch"):
+            if self.fixes == self.llm.fault_at and self.inj.on("wrong-branch"):
                 kind = "flaky"  # a real bug taken for a flaky test
             decision.output = kind
         with trajdebug.branch(decision):

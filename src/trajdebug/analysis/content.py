@@ -36,6 +36,23 @@ def text_of(value: Any, limit: int = TEXT_LIMIT) -> str:
     return s[:limit]
 
 
+def without_markers(value: Any, depth: int = 0) -> Any:
+    """A value with the recorder's truncation / repr markers left out (their text is not the value's content).
+
+    A ``repr`` marker snapshots an object (a state store, a client) as it was
+    when the step ended, so it may show values the step itself wrote.
+    """
+    if depth > 8:
+        return None
+    if isinstance(value, Mapping):
+        if is_marker(value):
+            return None
+        return {k: without_markers(v, depth + 1) for k, v in value.items() if not is_marker(v)}
+    if isinstance(value, (list, tuple)):
+        return [without_markers(v, depth + 1) for v in value if not is_marker(v)]
+    return value
+
+
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.S)
 
 
@@ -336,6 +353,20 @@ def norm_number(s: str) -> str | None:
     return repr(int(f)) if f.is_integer() else repr(f)
 
 
+def plain_number_forms(text: str) -> set[str]:
+    """The numbers of a text as is and rounded to 0-2 decimals (`number_forms` without percentages)."""
+    out: set[str] = set()
+    for m in _NUMBER.finditer(text):
+        try:
+            f = float(m.group(0).replace(",", ""))
+        except ValueError:
+            continue
+        for d in (0, 1, 2, 6):
+            r = round(f, d)
+            out.add(repr(int(r)) if float(r).is_integer() else repr(r))
+    return out
+
+
 def number_forms(text: str) -> set[str]:
     """Every way a number of the text may be restated: as is, rounded to 0-2 decimals, as a percentage.
 
@@ -354,6 +385,40 @@ def number_forms(text: str) -> set[str]:
             for d in (0, 1, 2):
                 r = round(x, d)
                 out.add(repr(int(r)) if float(r).is_integer() else repr(r))
+    return out
+
+
+def aggregate_forms(values: list[Any], limit: int = 2000) -> set[str]:
+    """The sums of the numbers grouped in each list or object of some values, in every restated form.
+
+    A total an LLM states from a table (a row's or a group's sum) then counts
+    as restated rather than made up.  JSON-looking strings are parsed; at most
+    ``limit`` containers are summed.
+    """
+    out: set[str] = set()
+    budget = [limit]
+
+    def walk(v: Any, depth: int) -> None:
+        if depth > 6 or budget[0] <= 0:
+            return
+        if isinstance(v, str):
+            if depth == 0 and looks_like_json(v):
+                walk(parse_json(v), depth + 1)
+            return
+        items = (
+            list(v.values()) if isinstance(v, Mapping) else list(v) if isinstance(v, (list, tuple)) else None
+        )
+        if items is None or is_marker(v):
+            return
+        budget[0] -= 1
+        nums = [float(x) for x in items if isinstance(x, (int, float)) and not isinstance(x, bool)]
+        if len(nums) >= 2:
+            out.update(number_forms(repr(round(sum(nums), 6))))
+        for x in items[:200]:
+            walk(x, depth + 1)
+
+    for value in values:
+        walk(value, 0)
     return out
 
 
@@ -382,6 +447,7 @@ def largest_list(value: Any, depth: int = 0) -> list[Any] | None:
 
 __all__ = [
     "SQL_KEYS",
+    "aggregate_forms",
     "TEXT_LIMIT",
     "error_text",
     "http_status",
@@ -396,6 +462,7 @@ __all__ = [
     "norm_number",
     "number_forms",
     "numbers_in",
+    "plain_number_forms",
     "stated_numbers",
     "parse_json",
     "rerun_query",
@@ -404,4 +471,5 @@ __all__ = [
     "sql_problem",
     "strip_fence",
     "text_of",
+    "without_markers",
 ]

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import content
-from trajdebug.analysis.diagnose import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnose import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.model import Step
 
 
@@ -36,31 +36,81 @@ def dropped_value(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     src = content.text_of(step.input).lower()
     dst = ctx.text(step.step_id)
+    # Quoted values the step both received and passed on: when it passed on one
+    # and not another, it chose between given values rather than lost one.
+    quoted_all = [
+        (m.group(1) or m.group(2) or "").strip().lower()
+        for f in ctx.failures
+        for m in _QUOTED.finditer(f.message)
+    ]
+    kept = [v for v in quoted_all if v and v in src and v in dst]
     for v, quoted, where in values:
         lv = v.lower()
         if quoted:
             lost = lv in src and lv not in dst
-        elif step.kind != "llm":
-            continue
+        elif step.kind != "llm" or not _given_task(step, ctx, src):
+            continue  # a task word is traced only through a model that was given the task itself
         else:
             pat = re.compile(rf"\b{re.escape(lv)}\b")
             lost = bool(pat.search(src)) and not pat.search(dst)
-        if lost:
-            # A quoted value is what the failure misses; a task word only may be.
+        if lost and quoted and kept:
             yield Evidence(
                 step.step_id,
-                0.5 if quoted else 0.35,
-                f"lost {v!r}: in its input but not in its output (the failure at {where} misses it)",
+                0.1,
+                f"passed on {kept[0]!r} rather than {v!r}, both in its input (the failure at {where} names both)",
+                "dropped-value",
+            )
+            return
+        if lost:
+            # A quoted value is what the failure misses; a task word only may be
+            # (a model that plans or rephrases leaves most task words behind),
+            # unless the step put another word of its own in its place.
+            instead = None if quoted else _substitute(out, src)
+            yield Evidence(
+                step.step_id,
+                0.5 if quoted else (0.35 if instead else 0.1),
+                f"lost {v!r}: in its input but not in its output (the failure at {where} misses it)"
+                + (f"; it says {instead!r} instead, a word none of its inputs has" if instead else ""),
                 "dropped-value",
             )
             return
 
 
-def _values_of(value: Any) -> list[Any]:
-    """The telling scalar values inside a value (strings of 2+ characters, numbers outside -10..10)."""
+def _given_task(step: Step, ctx: DiagnoseContext, src: str) -> bool:
+    """Whether a step's input holds the run's task text (a planner, a model answering the question)."""
+    for key in ("task", "question", "input", "instruction"):
+        task = ctx.run.metadata.get(key)
+        if isinstance(task, str) and task.strip() and task.strip().lower()[:200] in src:
+            return True
+    return False
+
+
+def _substitute(out: Any, src: str) -> str | None:
+    """A one-word value of an output found nowhere in the step's input (a word put in place of another)."""
+    value = content.parse_json(out) if isinstance(out, str) and content.looks_like_json(out) else out
+    if isinstance(value, str):
+        return None  # prose: any word may be new
+    for path, v in content.leaves(value):
+        if _NAMING.search(path):
+            continue  # a tool or agent it picks, an id or a type: names, not content
+        if isinstance(v, str) and re.fullmatch(r"[a-z]{3,20}", v) and not re.search(rf"\b{v}\b", src):
+            return v
+    return None
+
+
+_NAMING = re.compile(r"(?:^|\.|\])(?:id|name|type|role|tool|tool_name|agent|function|kind)$")
+
+
+def _values_of(value: Any, *, content_only: bool = False) -> list[Any]:
+    """The telling scalar values inside a value (strings of 2+ characters, numbers outside -10..10).
+
+    ``content_only`` leaves out naming fields (a tool or agent name, an id, a type).
+    """
     out: list[Any] = []
     seen: set[str] = set()
-    for _, v in content.leaves(value):
+    for path, v in content.leaves(value):
+        if content_only and _NAMING.search(path):
+            continue
         if isinstance(v, bool) or v is None:
             continue
         if isinstance(v, str):
@@ -109,8 +159,9 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             step.step_id, 0.55, f"dropped {len(lin) - len(lout)} of {len(lin)} items", "parse-dropped"
         )
         return
-    if isinstance(src, (Mapping, list)):
-        values = _values_of(src)
+    if isinstance(src, (Mapping, list)) and isinstance(out, (Mapping, list)):
+        # (A parse step returning one scalar extracts a field: it keeps what it was asked for.)
+        values = _values_of(src, content_only=True)
         lost = _lost(values, ctx.text(step.step_id))
         if lost:
             frac = len(lost) / len(values)
@@ -151,10 +202,24 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 "state-write",
             )
             return
-    values = _values_of(step.input)
+    # Values, not prose: a writer that derives a figure from a sentence keeps no word of it.
+    values = [
+        v
+        for v in _values_of(content.without_markers(step.input))
+        if not (isinstance(v, str) and (len(v) > 60 or len(v.split()) > 6))
+    ]
     if not values:
         return
-    seen = "\n".join(content.text_of(r.input).lower() for r in readers)
+    written = step.attributes.get("state_values")
+    if isinstance(written, Mapping) and written:
+        yield from _stored_values(step, values, written)
+        return
+    # No record of what was written: what its readers were given or got back
+    # (a reader of a database returns what was stored).
+    seen = "\n".join(
+        content.text_of(content.without_markers(r.input)).lower() + "\n" + ctx.text(r.step_id)
+        for r in readers
+    )
     lost = _lost(values, seen)
     if lost:
         frac = len(lost) / len(values)
@@ -168,6 +233,39 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     else:
         yield Evidence(
             step.step_id, 0.0, "its readers saw every value it was given", "state-write", sound=True
+        )
+
+
+def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) -> Iterable[Evidence]:
+    """Compare what a writer was given with what it wrote (``attributes["state_values"]``).
+
+    A writer that stores what it was given (at least three values written, three
+    quarters of them copied from its input) should not lose any of it; one that
+    derives new values (an id, a severity) may rightly leave its input behind.
+    """
+    stored = _values_of(written)
+    src = content.text_of(content.without_markers(step.input)).lower()
+    copied = len(stored) - len(_lost(stored, src))
+    storing = len(stored) >= 3 and copied >= 0.75 * len(stored)
+    lost = _lost(values, content.text_of(written).lower())
+    if not lost:
+        yield Evidence(step.step_id, 0.0, "it stored every value it was given", "state-write", sound=True)
+        return
+    frac = len(lost) / len(values)
+    shown = ", ".join(repr(v)[:30] for v in lost[:3])
+    if storing:
+        yield Evidence(
+            step.step_id,
+            0.2 + 0.4 * frac,
+            f"it stores what it is given, but {len(lost)} of the {len(values)} values it was given are not in what it wrote (e.g. {shown})",
+            "state-write",
+        )
+    else:
+        yield Evidence(
+            step.step_id,
+            0.05 + 0.1 * frac,
+            f"what it wrote leaves out {len(lost)} of the {len(values)} values it was given (e.g. {shown})",
+            "state-write",
         )
 
 
@@ -190,4 +288,222 @@ def retry_divergence(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         prev_id, hops = prev.retry_of, hops + 1
 
 
-__all__ = ["dropped_value", "parse_dropped", "retry_divergence", "state_write"]
+_NAMED_NUMBER = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
+_WORDLIKE = re.compile(r"^[a-z]+$")
+_NAMED_IDENT = re.compile(r"[A-Za-z0-9][\w./:-]{5,}[A-Za-z0-9]")
+
+
+def _named_values(ctx: DiagnoseContext) -> list[tuple[str, str]]:
+    """What the failures name, as ``(kind, value)``: quoted values, identifiers, decimal or long numbers."""
+
+    def compute() -> list[tuple[str, str]]:
+        out: dict[tuple[str, str], None] = {}
+        for f in ctx.failures:
+            for m in _QUOTED.finditer(f.message):
+                v = (m.group(1) or m.group(2) or "").strip().lower()
+                # Values, not prose: a sentence a model wrote is always its own.
+                if len(v) >= 2 and len(v.split()) <= 3:
+                    out[("label" if _WORDLIKE.match(v) else "text", v)] = None
+            for m in _NAMED_IDENT.finditer(f.message):
+                v = m.group(0).lower()
+                if re.search(r"[_/:.]", v) and re.search(r"[a-z]", v) and not v.endswith("error"):
+                    out[("text", v)] = None
+            for m in _NAMED_NUMBER.finditer(f.message):
+                raw = m.group(0)
+                n = content.norm_number(raw)
+                if n is not None and ("." in raw or _significant(float(n)) >= 3):
+                    out[("number", n)] = None
+        return list(out)
+
+    found: list[tuple[str, str]] = ctx.memo("named-values", compute)
+    return found
+
+
+def value_origin(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A step that introduced a value the failure names: it is in what the step produced, in none of its inputs.
+
+    Zeller's origin tracking: the failure shows a wrong value; the step where
+    it first appears, from inputs that do not hold it, is where the infection
+    began.  Results of the outside world (tools, retrievals, inputs) report
+    values rather than make them up and are judged by their own diagnosers;
+    a check that rejected its input names values it was given.
+    """
+    if step.kind in ("tool", "retrieval", "input", "agent") or step.status != "ok":
+        return
+    named = _named_values(ctx)
+    if not named:
+        return
+    written = step.attributes.get("state_values")
+    produced = (
+        ctx.text(step.step_id)
+        + "\n"
+        + (content.text_of(written).lower() if isinstance(written, Mapping) else "")
+    )
+    made = content.number_forms(produced)
+    upstream: str | None = None
+    up_forms: set[str] = set()
+    for kind, v in named:
+        here = (v in made) if kind == "number" else (v in produced)
+        if not here:
+            continue
+        if upstream is None:
+            upstream = (
+                ctx.upstream_text(step)
+                + "\n"
+                + "\n".join(
+                    content.text_of(ctx.step(d.step_id).attributes.get("state_values")).lower()
+                    for d in ctx.graph.parents(step.step_id)
+                    if d.kind == "state"
+                )
+            )
+            parents = [ctx.step(d.step_id).output for d in ctx.graph.parents(step.step_id)]
+            up_forms = content.number_forms(upstream) | content.aggregate_forms([step.input, *parents])
+        seen = (v in up_forms) if kind == "number" else (v in upstream)
+        if not seen:
+            # A one-word label ("none", "restart") may be the step's rightful
+            # verdict on what it was given: weaker than a number or an id.
+            yield Evidence(
+                step.step_id,
+                0.2 if kind == "label" else 0.45,
+                f"introduced {v!r}, which the failure names: it is in what this step produced and in none of its inputs",
+                "value-origin",
+            )
+            return
+
+
+def _significant(n: float) -> int:
+    """Significant digits of a number (``7.5``: 2, ``676847.0``: 6, ``1200``: 2)."""
+    digits = f"{abs(n):.10g}".replace(".", "").lstrip("0").rstrip("0")
+    return len(digits)
+
+
+def _numbers(value: Any) -> list[float]:
+    out: list[float] = []
+    for _, v in content.leaves(value):
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append(float(v))
+        elif isinstance(v, str):
+            out.extend(float(n) for n in content.stated_numbers(v))
+    return out
+
+
+def _restated(x: float, forms: set[str]) -> bool:
+    for d in (0, 1, 2):
+        r = round(x, d)
+        if (repr(int(r)) if float(r).is_integer() else repr(r)) in forms:
+            return True
+    return False
+
+
+def _scaling(x: float, given: list[float]) -> tuple[float, int] | None:
+    """An input number ``y`` with ``x == y * 10**k`` (k in +-1..3), that is not a fraction/percent conversion."""
+    for y in given:
+        if y == 0:
+            continue
+        for k in (1, 2, 3, -1, -2, -3):
+            z = y * 10.0**k
+            if abs(z - x) <= 1e-6 * max(abs(x), 1.0) or round(z, 2) == round(x, 2) != 0:
+                # A fraction restated as a percentage (0.226 -> 22.6) and back is no slip.
+                if (k == 2 and abs(y) <= 1.0) or (k == -2 and abs(x) <= 1.0):
+                    continue
+                return y, k
+    return None
+
+
+def scaled_value(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A produced number that is an input number times a power of ten: a unit or scale slip (cents for dollars, 12.3 % read as 1.23).
+
+    Looks at the step's output and at the values it wrote to shared state
+    (``attributes["state_values"]``); results of the outside world (tools,
+    retrievals) and inputs given to the run are not judged here.
+    """
+    if step.kind in ("tool", "retrieval", "input", "agent") or step.status != "ok":
+        return
+    written = step.attributes.get("state_values")
+    produced = [*_numbers(step.output), *(_numbers(written) if isinstance(written, Mapping) else [])]
+    if not produced:
+        return
+    produced = [x for x in produced if _significant(x) >= 2 or abs(x) >= 10]
+    if not produced:
+        return
+    src = content.text_of(content.without_markers(step.input))
+    # Input numbers telling enough to be scaled by mistake: two significant digits,
+    # or written as a decimal ("at least 7.0 billion").
+    given = [
+        float(m.group(0).replace(",", ""))
+        for m in _NAMED_NUMBER.finditer(src)
+        if "." in m.group(0) or _significant(float(m.group(0).replace(",", ""))) >= 2
+    ]
+    if not given:
+        return
+    # Restated as is or rounded (x100 is what is being looked for: no percent forms).
+    forms = {
+        repr(int(r)) if float(r).is_integer() else repr(r)
+        for y in given
+        for r in (round(y, d) for d in (0, 1, 2, 6))
+    }
+    for x in produced:
+        if _restated(x, forms):
+            continue
+        found = _scaling(x, given)
+        if found is not None:
+            y, k = found
+            factor = f"x{10**k}" if k > 0 else f"/{10**-k}"
+            yield Evidence(
+                step.step_id,
+                0.55,
+                f"produced {x:g} where its input has {y:g} ({factor}): a unit or scale slip",
+                "scaled-value",
+            )
+            return
+
+
+def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A state write storing values found in none of its inputs (where a wrong shared value is born)."""
+    written = step.attributes.get("state_values")
+    if not isinstance(written, Mapping) or not written or step.status != "ok":
+        return
+    hay = content.text_of(content.without_markers(step.input)).lower()
+    forms = content.plain_number_forms(hay)  # stored values are not restated as percentages
+    checked, missing = 0, []
+    for path, v in content.leaves(dict(written)):
+        if isinstance(v, bool) or v is None:
+            continue
+        if isinstance(v, (int, float)):
+            n = content.norm_number(repr(v))
+            if n is None:
+                continue
+            seen = n in forms
+        elif isinstance(v, str):
+            t = v.strip().lower()
+            if not 2 <= len(t) <= 60 or len(t.split()) > 3:
+                continue
+            seen = t in hay
+        else:
+            continue
+        checked += 1
+        if not seen:
+            missing.append(f"{path}={v!r}"[:50])
+    if missing:
+        frac = len(missing) / checked
+        yield Evidence(
+            step.step_id,
+            0.05 + 0.2 * frac,
+            f"wrote {', '.join(missing[:3])}, found in none of its inputs",
+            "state-values",
+        )
+    elif checked:
+        yield Evidence(
+            step.step_id, 0.0, "the values it wrote all come from its inputs", "state-values", sound=True
+        )
+
+
+__all__ = [
+    "dropped_value",
+    "parse_dropped",
+    "retry_divergence",
+    "scaled_value",
+    "state_values",
+    "state_write",
+    "value_origin",
+]

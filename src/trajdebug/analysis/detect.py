@@ -84,6 +84,7 @@ class DetectContext:
         for e in run.errors:
             if e.stage in ("recovered", "ignored") and e.step_id in steps:
                 recovered.add(e.step_id)
+        recovered |= superseded(run)
         return cls(run, schema, steps, final_step(run), {r for r in recovered if r})
 
     def targets(self) -> list[tuple[Step, Where]]:
@@ -127,6 +128,51 @@ def _schema_from_metadata(meta: Mapping[str, Any]) -> str | None:
         except ValueError:
             return None
     return None
+
+
+def _targets_of(value: Any) -> set[str]:
+    """The string arguments of a call that name what it acts on (a test id, a URL, a path)."""
+    out: set[str] = set()
+    for _, v in content.leaves(value):
+        if isinstance(v, str) and 3 <= len(v) <= 200:
+            out.add(v)
+    return out
+
+
+def superseded(run: Run) -> set[str]:
+    """Errored steps whose operation the agent ran again, in the same scope, and got a clean result.
+
+    An agent that reads a tool's error and calls the tool again (a test re-run
+    after a patch, a query re-issued after fixing it) has handled that error:
+    it is part of the work, not the failure.  "Again" means a later step of the
+    same name under the same parent that acts on one of the same targets (a
+    string argument in common, or no string arguments on either side), ended
+    ``ok`` and carries no error in its output.  Retries (``retry_of``) are
+    handled the same way by the caller.
+    """
+    scopes = {(s.parent_id, s.name) for s in run.steps if s.status == "error"}
+    if not scopes:
+        return set()
+    by_scope: dict[tuple[str | None, str], list[Step]] = {}
+    for s in run.steps:
+        if (s.parent_id, s.name) in scopes:
+            by_scope.setdefault((s.parent_id, s.name), []).append(s)
+    out: set[str] = set()
+    for group in by_scope.values():
+        if len(group) < 2 or not any(s.status == "error" for s in group):
+            continue
+        clean = [
+            (i, _targets_of(s.input))
+            for i, s in enumerate(group)
+            if s.status == "ok" and content.error_text(s.output) is None
+        ]
+        for i, s in enumerate(group):
+            if s.status != "error":
+                continue
+            mine = _targets_of(s.input)
+            if any(j > i and (mine & theirs or not (mine or theirs)) for j, theirs in clean):
+                out.add(s.step_id)
+    return out
 
 
 def final_step(run: Run) -> Step | None:

@@ -19,7 +19,7 @@ registered under the entry-point group ``trajdebug.diagnosers``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -136,6 +136,7 @@ class DiagnoseContext:
     _flags: dict[str, bool] = field(default_factory=dict)
     _values: list[tuple[str, bool, str]] | None = None
     _errored_consumers: dict[str, list[tuple[str, Any]]] | None = None
+    _memo: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -180,6 +181,12 @@ class DiagnoseContext:
                     found.append(e if e.diagnoser else _named(e, name))
             v = self._verdicts[step_id] = fold(step_id, found)
         return v
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """A run-wide fact computed once and shared by the diagnosers (``compute()`` on first use)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def known(self, step_id: str) -> Verdict | None:
         """The verdict of a step if it has been diagnosed already (no new work)."""
@@ -257,7 +264,8 @@ class DiagnoseContext:
         """
         parts: list[str] = []
         if own_input:
-            parts.append(content.text_of(step.input).lower())
+            # (A repr marker snapshots an object as it was at the step's end: not an input.)
+            parts.append(content.text_of(content.without_markers(step.input)).lower())
         parents = self.graph.parents(step.step_id)
         for d in parents:
             parts.append(self.text(d.step_id))
@@ -347,8 +355,11 @@ def _failure_values(
     out: dict[str, tuple[str, bool, str]] = {}
     for f in failures:
         where = steps[f.step_id].name if f.step_id in steps else f.step_id
+        given = content.text_of(steps[f.step_id].input).lower() if f.step_id in steps else ""
         for m in _QUOTED.finditer(f.message):
             v = (m.group(1) or m.group(2) or "").strip()
+            if given and v.lower() in given:
+                continue  # the failing step had it: the failure names it, it does not miss it
             if v and v.lower() not in out:
                 out[v.lower()] = (v, True, where)
         for w in _WORD.findall(f.message.lower()):

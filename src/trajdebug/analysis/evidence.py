@@ -19,6 +19,7 @@ about it.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -32,11 +33,12 @@ from trajdebug.analysis.dataflow import (
     scaled_value,
     state_values,
     state_write,
+    value_origin,
 )
 from trajdebug.analysis.decisions import decision, delegated_result, lost_update
-from trajdebug.analysis.observations import environment_read, stale_retry, truncated_output
 from trajdebug.analysis.diagnose import _QUOTED, DiagnoseContext, Diagnoser, Evidence
 from trajdebug.analysis.graph import CHILD_KEY
+from trajdebug.analysis.observations import environment_read, stale_retry, truncated_output
 from trajdebug.model import ErrorInfo, Step
 
 
@@ -127,6 +129,15 @@ def step_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if step.status != "error" or step.kind in ("tool", "retrieval"):
         return  # tool errors are judged by tool_result
     err = _own_error(step, ctx)
+    if step.step_id in _handled(ctx):
+        text = f"{step.error.type}: {step.error.message}" if step.error else "an error"
+        yield Evidence(
+            step.step_id,
+            0.05,
+            f"reported {text[:140]}, which was handled (ignored or recovered)",
+            "step-error",
+        )
+        return
     if err is None:
         text = f"{step.error.type}: {step.error.message}" if step.error else "an error"
         yield Evidence(step.step_id, 0.15, f"passed up {text[:160]} from a step inside it", "step-error")
@@ -151,8 +162,8 @@ def consumer_rejection(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A step whose output made a consumer fail on its input (a ``KeyError``, a failed validation)."""
     mine: str | None = None
     for cid, d in ctx.errored_consumers(step.step_id):
-        if d.kind not in ("data", "state") or d.key == CHILD_KEY:
-            continue
+        if d.kind not in ("data", "state") or d.key == CHILD_KEY or cid in _handled(ctx):
+            continue  # (an error the agent handled made nothing fail)
         c = ctx.step(cid)
         err = _own_error(c, ctx)
         if err is None or not input_caused(err, c.input):
@@ -175,7 +186,7 @@ def consumer_rejection(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 return
         # A check that names no culprit implicates each of its inputs a little;
         # one that quotes a value this step carried implicates it more.
-        weight = 0.3 if carried else (0.15 if is_check(c, err) else 0.25)
+        weight = 0.2 if carried else (0.15 if is_check(c, err) else 0.25)
         yield Evidence(
             step.step_id,
             weight,
@@ -209,6 +220,20 @@ def starved_consumer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             return
 
 
+def _handled(ctx: DiagnoseContext) -> set[str]:
+    """Steps whose error a later attempt or a repeated call recovered (`trajdebug.analysis.detect.superseded`)."""
+
+    def compute() -> set[str]:
+        from trajdebug.analysis.detect import superseded
+
+        ids = {s.retry_of for s in ctx.run.steps if s.retry_of is not None and s.status == "ok"}
+        ids |= {e.step_id for e in ctx.run.errors if e.stage in ("recovered", "ignored")}
+        return {i for i in ids if i} | superseded(ctx.run)
+
+    found: set[str] = ctx.memo("handled", compute)
+    return found
+
+
 def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool or retrieval result carrying an error, an HTTP error status, or nothing."""
     if step.kind not in ("tool", "retrieval"):
@@ -235,6 +260,26 @@ def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         )
         return
     else:
+        return
+    if step.step_id in _handled(ctx):
+        # A later attempt (or the same call made again) succeeded: the error
+        # was handled, and its (absent) output fed nothing.
+        yield Evidence(
+            step.step_id,
+            0.05,
+            f"its error ({problem[:120]}) was handled: recovered by a later attempt, or reported and ignored",
+            "tool-result",
+        )
+        return
+    if caused and _CHECK_TEXT.search(problem[:500]):
+        # A test run or a validator failing is a check on what the tool was
+        # given (a patch, a record): the infection shows here, it began upstream.
+        yield Evidence(
+            step.step_id,
+            0.15,
+            f"a check it ran failed on what it was given ({problem[:140]})",
+            "tool-result",
+        )
         return
     if caused:
         # A 4xx or "invalid argument" says more about the caller's arguments
@@ -316,7 +361,11 @@ def _present(value: Any, haystack: str, forms: set[str]) -> bool | None:
         # Identifiers and short values are claims; prose and expressions are not.
         if len(v) < 3 or len(v) > 60 or len(v.split()) > 3 or content.looks_like_sql(v):
             return None
-        return v in haystack
+        if v in haystack:
+            return True
+        # A few words composed from words of the input ("acme annual report") are no claim either.
+        words = v.split()
+        return len(words) > 1 and all(w in haystack for w in words)
     return None
 
 
@@ -357,8 +406,11 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Tool arguments that come from no upstream output, or contradict one."""
     if step.kind != "tool" or not isinstance(step.input, Mapping):
         return
-    if not step.deps and ctx.recorded_edges():
-        return  # recorded, and fed by nothing: its arguments are constants of the agent's code
+    if (
+        not any(d.kind in ("data", "state") and d.origin != "inferred" for d in step.deps)
+        and ctx.recorded_edges()
+    ):
+        return  # recorded, and fed no tracked value: its arguments are constants or computed by the agent's code
     ups = _upstream_outputs(step, ctx)
     bad = _contradictions(step.input, ups, ctx.upstream_text(step, own_input=False))
     if bad:
@@ -452,8 +504,11 @@ def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 # Fields that name or identify rather than claim: call ids the model mints,
-# tool (or sub-agent) names it picks from its tool list, message roles and types.
-_IDENTIFIER_PATH = re.compile(r"(?:^|\.|\])(?:id|call_id|tool_call_id|name|type|role|tool|tool_name|agent)$")
+# tool (or sub-agent) names it picks from its tool list, message roles and
+# types, and free text it composes (a search query, a prompt, a message).
+_IDENTIFIER_PATH = re.compile(
+    r"(?:^|\.|\])(?:id|call_id|tool_call_id|name|type|role|tool|tool_name|agent|query|q|search|prompt|text|message)$"
+)
 
 
 def _stated(out: Any) -> list[Any]:
@@ -473,6 +528,9 @@ def _stated(out: Any) -> list[Any]:
     return []
 
 
+_LABEL = re.compile(r"^[a-z]+$")
+
+
 def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An LLM output that is empty, or states values absent from or contradicting its inputs."""
     if step.kind != "llm" or step.status == "error":
@@ -481,7 +539,12 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if content.is_empty(out):
         yield Evidence(step.step_id, 0.5, "the model returned nothing", "llm-output")
         return
-    bad = _contradictions(out, [step.input, *_upstream_outputs(step, ctx)], ctx.upstream_text(step))
+    claimed = content.parse_json(out) if isinstance(out, str) and content.looks_like_json(out) else out
+    bad = _contradictions(
+        claimed if claimed is not None else out,
+        [step.input, *_upstream_outputs(step, ctx)],
+        ctx.upstream_text(step),
+    )
     if bad:
         k, v, w = bad[0]
         yield Evidence(
@@ -489,30 +552,47 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             0.55,
             f"states {k}={v!r} but its input says {w!r}",
             "llm-output",
-            correction=_replace_key(out, k, w),
+            correction=(
+                json.dumps(_replace_key(claimed, k, w)) if claimed is not out else _replace_key(out, k, w)
+            ),
         )
         return
     hay = ctx.upstream_text(step)
     if not hay.strip():
         return
-    forms = content.number_forms(hay)
+    # Totals restated from a table (the sum of a row or a group) are derived, not made up.
+    forms = content.number_forms(hay) | content.aggregate_forms([step.input, *_upstream_outputs(step, ctx)])
     checked, missing = 0, []
+    # The literals of generated SQL are values it claims, whatever they look like.
+    labels = content.sql_of(out) is None
+    unsure = False
+    computed = 0
+    arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2
     for v in _stated(out):
         seen = _present(v, hay, forms)
         if seen is None:
             continue
+        if labels and not seen and isinstance(v, str) and _LABEL.match(v.strip()):
+            unsure = True  # a one-word label ("none", "deploy") may be a choice among options, not a claim
+            continue
         checked += 1
-        if not seen:
+        if not seen and repr(v)[:40] not in missing:
             missing.append(repr(v)[:40])
+            # A whole number (a count, an age in minutes) is often computed from
+            # the inputs rather than made up: it counts half when small, or when
+            # the inputs hold numbers to compute it from.
+            if isinstance(v, (int, float)) and float(v).is_integer() and (abs(v) < 1000 or arithmetic):
+                computed += 1
     if missing:
-        frac = len(missing) / checked
+        frac = min(1.0, (len(missing) - 0.5 * computed) / checked)
+        # One unexplained value among few says little (a computed age, a count).
         yield Evidence(
             step.step_id,
             0.15 + 0.4 * frac,
             f"states {', '.join(missing[:3])}, found in none of its inputs",
             "llm-output",
         )
-    elif checked:
+    elif checked and not unsure:
         yield Evidence(
             step.step_id, 0.0, "the values it states appear in its inputs", "llm-output", sound=True
         )
@@ -583,6 +663,7 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "state-write": state_write,
     "retry-divergence": retry_divergence,
     "scaled-value": scaled_value,
+    "value-origin": value_origin,
     "state-values": state_values,
     "truncated-output": truncated_output,
     "stale-retry": stale_retry,

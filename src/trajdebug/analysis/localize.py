@@ -25,10 +25,14 @@ Fail*): a step diagnosed faulty whose inputs are all diagnosed sound is a
 root-cause candidate.  Diagnosers rank rather than prove, so one refinement:
 a faulty input blocks a step only if it is at least as suspect as the step (a
 less suspect input cannot account for a more suspect step, and both stay
-candidates, ranked by score).  A candidate's score is its blame times its local
-suspicion; the search stops once `top` candidates are found and no step left
-in the queue could outscore them (its priority bounds its score), or when the
-queue is empty.  Every step diagnosed counts in ``steps_examined``.
+candidates, ranked by score).  Diagnosers judge what a step did, not whether
+what it was given was already infected, so a root whose chain, through steps
+that look sound, reaches a faulty step at least as suspect is explained by it
+and demoted.  A candidate's score is its blame times its local suspicion; the
+search stops once it holds `EXACT` roots and no step left in the queue could
+outscore the last of them (its priority bounds its score: an admissible
+bound), or when the queue is empty.  Every step diagnosed counts in
+``steps_examined``.
 """
 
 from __future__ import annotations
@@ -53,14 +57,19 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "context": 0.35,
     "env": 0.25,
     "child": 0.9,  # implicit child -> enclosing-agent edges
-    "hop": 0.9,  # decay per edge, whatever its kind
-    "absorb": 0.5,  # share of its blame a faulty-looking step keeps (explaining away)
+    "hop": 0.95,  # decay per edge, whatever its kind
+    "absorb": 0.8,  # share of its blame a faulty-looking step keeps (explaining away)
     "focus": 1.3,  # boost of steps matching a failure's signature
     "prune": 0.5,  # how much verified-good consumers exonerate a step
     "min_confidence": 0.5,  # edges below this do not keep a step from being a root
-    "proximity": 0.5,  # exponent of blame in the score: 1 favours steps near the failure, 0 ignores distance
+    "proximity": 0.3,  # exponent of blame in the score: 1 favours steps near the failure, 0 ignores distance
 }
 """Search weights; override any of them with ``localize(weights=...)``."""
+
+EXACT = 3
+"""How many structural roots the search ranks exactly: it stops once it holds this many and no
+step left in its queue could outscore the last of them (the queue priority bounds a step's score
+whatever its diagnosis).  Candidates after them come from the steps examined on the way."""
 
 FAILURE_SUSPICION: dict[str, float] = {
     "json": 0.45,
@@ -93,6 +102,8 @@ class Candidate:
     """True when the stopping rule holds (faulty, with all inputs sound); False for fill-ins."""
     correction: Any = None
     """A suggested corrected output, when a diagnoser proposed one."""
+    run_id: str | None = None
+    """The run holding the step when it is not the analyzed run (an earlier conversation turn)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +256,7 @@ class _Search:
         budget: int | None,
     ) -> None:
         self.run, self.g, self.ctx, self.w, self.top, self.budget = run, g, ctx, w, max(top, 1), budget
+        self.k = max(1, min(self.top, int(w.get("exact", EXACT))))
         self.failures = [f for f in failures if f.step_id in g]
         self.families = _families(self.failures)
         self.good = _verified_good(run)
@@ -254,6 +266,7 @@ class _Search:
         self.popped: list[str] = []
         self.done: set[str] = set()
         self.roots: dict[str, float] = {}
+        self.upstream: dict[str, str] = {}
         self._factor: dict[str, float] = {}
 
     def factor(self, sid: str) -> float:
@@ -307,11 +320,8 @@ class _Search:
             negp, _, sid = heapq.heappop(heap)
             if sid in self.done or -negp < prio.get(sid, 0.0) - 1e-12:
                 continue  # examined already, or a stale entry (a newer, higher one exists)
-            if (
-                len(self.roots) >= self.top
-                and -negp < sorted(self.roots.values(), reverse=True)[self.top - 1]
-            ):
-                break  # nothing left in the queue can outscore the candidates found
+            if len(self.roots) >= self.k and -negp < sorted(self.roots.values(), reverse=True)[self.k - 1]:
+                break  # nothing left in the queue can outscore the k-th candidate found
             if self.budget is not None and self.ctx.diagnosed >= self.budget:
                 break
             self.done.add(sid)
@@ -342,6 +352,13 @@ class _Search:
         # Blame may have grown after a step was examined (a later path reached
         # it); final scores use the accumulated value.
         pos = self.g.position
+        self.upstream = {}
+        for sid in list(self.roots):
+            up = self.upstream_root(sid)
+            if up is not None:
+                # Explained by a root further up the infection chain.
+                del self.roots[sid]
+                self.upstream[sid] = up
         roots = sorted(self.roots, key=lambda s: (-self.score(s), -pos(s)))
         out = [self.candidate(s, True) for s in roots[: self.top]]
         if len(out) < self.top:
@@ -350,6 +367,40 @@ class _Search:
             rest.sort(key=lambda s: (-self.score(s), -pos(s)))
             out += [self.candidate(s, False) for s in rest[: self.top - len(out)]]
         return out
+
+    def upstream_root(self, sid: str, depth: int = 8) -> str | None:
+        """A faulty step at least as suspect as ``sid``, upstream through diagnosed-sound steps only.
+
+        Diagnosers judge what a step did, not whether what it was given was
+        already infected: a tool that faithfully ran a wrong request looks
+        sound.  A root whose infection chain, through such sound relays, leads
+        to a step that is itself faulty (and at least as suspect) is explained
+        by it (Zeller's chain, with sound relays transparent).  Only verdicts
+        already known count: this adds no diagnosis.
+        """
+        own = self.ctx.verdict(sid).suspicion
+        seen = {sid}
+        frontier = [sid]
+        for _ in range(depth):
+            nxt = []
+            for cur in frontier:
+                for d in self.g.parents(cur):
+                    p = d.step_id
+                    if p in seen or d.key == CHILD_KEY:
+                        continue  # (any edge: an upstream step must be at least as suspect to count)
+                    seen.add(p)
+                    v = self.ctx.known(p)
+                    if v is None:
+                        continue
+                    if v.faulty:
+                        if cur != sid and v.suspicion >= own and p in self.roots:
+                            return p
+                        continue
+                    nxt.append(p)
+            frontier = nxt
+            if not frontier:
+                break
+        return None
 
     def path(self, sid: str) -> tuple[tuple[str, ...], tuple[tuple[str, float], ...]]:
         path = [sid]
@@ -378,6 +429,11 @@ class _Search:
                 reasons.append("its inputs were all diagnosed sound")
         else:
             bad = [d.step_id for d in self.g.parents(sid) if self.explains(d.step_id, sid)]
+            up = self.upstream.get(sid)
+            if up is not None and not bad:
+                reasons.append(
+                    f"not a structural root: {self.g.steps[up].name}, further up through steps that look sound, is at least as suspect"
+                )
             if bad:
                 names = ", ".join(self.g.steps[b].name for b in bad[:3])
                 reasons.append(f"not a structural root: its input from {names} is also suspect")

@@ -69,14 +69,20 @@ def analyze_cmd(
         trajdebug analyze trajdebug.db --verify trajdebug.demo:demo_agent
     """
     from trajdebug.analysis.graph import GraphError
+    from trajdebug.analysis.infer import previous_turns
     from trajdebug.analysis.pipeline import analyses_to_dict, analyze
 
     runs = load_source(source, run_id, fmt)
+    # Earlier turns of a conversation live in the same source: a run that
+    # continues another is analyzed with them (context edges into the turns
+    # before it).  With --run, the source is read again for them.
+    pool = runs if run_id is None or not any(r.continues for r in runs) else load_source(source, None, fmt)
     declared: Outcome | None = None if outcome is None else ("failure" if outcome == "failure" else "success")
     analyses = []
     for run in runs:
         try:
-            analyses.append(analyze(run, top=top, outcome=declared))
+            earlier = previous_turns(run, pool) if run.continues else ()
+            analyses.append(analyze(run, top=top, outcome=declared, previous=earlier))
         except GraphError as exc:
             raise click.ClickException(f"{source or 'store'}: {exc}") from None
     verifications = verify_analyses(

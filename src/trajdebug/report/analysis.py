@@ -62,10 +62,13 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     """The analysis as a sequence of typed pieces the three renderers format alike."""
     run = a.run
     steps = {s.step_id: s for s in run.steps}
+    earlier = {(r.run_id, s.step_id): s for r in getattr(a, "previous", ()) for s in r.steps}
+    for (_, sid), st in earlier.items():
+        steps.setdefault(sid, st)
     reason = f": {run.failure_reason}" if run.failure_reason else ""
     yield "title", (run, f"{run.outcome}{reason}")
     if a.inferred:
-        yield "note", "no recorded data edges: dependencies were inferred from content"
+        yield "note", "some dependencies were inferred from content (candidates say which)"
     yield "heading", f"Failures ({len(a.failures)})"
     if not a.failures:
         yield "note", "no failure detected"
@@ -76,9 +79,12 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         "Root causes" + ("" if a.root_causes else " (none: nothing failed)" if not a.failures else ""),
     )
     for i, c in enumerate(a.root_causes, 1):
-        s = steps.get(c.step_id)
+        run_id = getattr(c, "run_id", None)
+        s = earlier.get((run_id, c.step_id)) if run_id is not None else steps.get(c.step_id)
         kind = s.kind if s is not None else "?"
         agent = f", agent {s.agent}" if s is not None and s.agent else ""
+        if run_id is not None:
+            agent += f", earlier turn {run_id[:12]}"
         tag = "root" if c.root else "suspect"
         yield (
             "cause",
