@@ -1,0 +1,311 @@
+"""Diagnosers of observations: what a tool, a retrieval or the environment handed the agent.
+
+An agent takes what the outside world returns as given.  Three ways that
+goes wrong without any error being raised, each read off the recorded run:
+
+* **Truncated output** (`truncated_output`): a result cut short, by an
+  explicit marker (``[truncated]``, a trailing ``...``), by text that stops
+  mid-word, by fewer items than the result itself announces, by a last group
+  of records smaller than every other group (a page limit cut the tail), or
+  by lacking a part that every other result of the same tool has.
+* **A retry that masked a failure with stale data** (`stale_retry`): the
+  attempt after a failed one succeeded with a cached or aged value, or with
+  data for another period than the one asked for.
+* **Environment drift** (`environment_read`): a value read from the
+  environment (``attributes["env_reads"]``) that differs from the same read
+  in an earlier turn of the conversation or from the run's environment
+  snapshot, or that the failure itself names.
+
+Like every diagnoser they rank, they do not prove (`trajdebug.analysis.diagnose`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from trajdebug.analysis import content
+from trajdebug.analysis.diagnose import DiagnoseContext, Evidence
+from trajdebug.model import Step
+
+
+_OBSERVERS = ("tool", "retrieval")
+
+# -- truncation --------------------------------------------------------------------
+
+_MARKER = re.compile(
+    r"\[(?:output |response |text )?(?:truncated|cut|clipped|omitted)[^\]]{0,40}\]|\(truncated\)|"
+    r"<truncated>|\btruncated (?:at|after) \d+|(?:\.\.\.|…)\s*$",
+    re.I,
+)
+_COUNT = re.compile(
+    r"\b(\d{1,6})\s+(?:results?|items?|rows?|records?|matches|hits|lines?|failed|entries)\b", re.I
+)
+_TERMINAL = frozenset(".!?;:)]}\"'`>|")
+
+
+def _texts(value: Any) -> list[tuple[str, str]]:
+    """The text leaves of a value with their paths (a string value is its own leaf)."""
+    if isinstance(value, str):
+        return [("", value)]
+    return [(p, v) for p, v in content.leaves(value) if isinstance(v, str)]
+
+
+def _cut_mid_word(text: str) -> bool:
+    """Whether a longer text stops in the middle of a word (no closing punctuation, last word glued to the end)."""
+    t = text.rstrip("\n")
+    if len(t) < 60 or t != t.rstrip() or t[-1:] in _TERMINAL or "\n" in t[-40:]:
+        return False
+    # Prose ends with punctuation; a line-oriented output (logs, code) does not.
+    return t.count(". ") >= 2 and t[-1].isalnum()
+
+
+def _ragged_tail(rows: list[Any]) -> tuple[str, int, int] | None:
+    """A list of records grouped by a field whose last group is smaller than every other group."""
+    if len(rows) < 4 or not all(isinstance(r, Mapping) for r in rows):
+        return None
+    keys = [k for k, v in rows[0].items() if isinstance(v, str)]
+    for k in keys:
+        groups: list[tuple[Any, int]] = []
+        for r in rows:
+            v = r.get(k)
+            if groups and groups[-1][0] == v:
+                groups[-1] = (v, groups[-1][1] + 1)
+            else:
+                groups.append((v, 1))
+        values = [g for g, _ in groups]
+        if len(groups) < 3 or len(set(values)) != len(values):
+            continue  # not grouped by this field
+        sizes = [n for _, n in groups[:-1]]
+        if len(set(sizes)) == 1 and sizes[0] > 1 and groups[-1][1] < sizes[0]:
+            return str(k), groups[-1][1], sizes[0]
+    return None
+
+
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
+_WORDS = re.compile(r"[a-z]{3,}")
+
+
+def _skeletons(text: str) -> list[frozenset[str]]:
+    """Each sentence of a text as its set of plain words (numbers and names vary between results)."""
+    out = []
+    for m in _SENTENCE.finditer(text):
+        words = frozenset(_WORDS.findall(m.group(0).lower()))
+        if len(words) >= 3:
+            out.append(words)
+    return out
+
+
+def _missing_part(step: Step, ctx: DiagnoseContext) -> str | None:
+    """A sentence every other text result of the same tool has (by its words), and this one lacks."""
+    if not isinstance(step.output, str):
+        return None
+    siblings = [
+        s
+        for s in ctx.run.steps
+        if s.name == step.name
+        and s.step_id != step.step_id
+        and isinstance(s.output, str)
+        and s.status == "ok"
+    ]
+    if len(siblings) < 2 or any(len(s.output) <= len(step.output) for s in siblings):
+        return None
+    mine = _skeletons(step.output)
+    theirs = [_skeletons(s.output) for s in siblings]
+    missing = []
+    for sent in theirs[0]:
+        common = [next((o for o in other if len(sent & o) >= 0.8 * len(sent)), None) for other in theirs[1:]]
+        if all(c is not None for c in common) and not any(len(sent & m) >= 0.8 * len(sent) for m in mine):
+            missing.append(" ".join(sorted(sent))[:60])
+    # One missing sentence may be a variant of the document; a cut tail loses several.
+    return missing[0] if len(missing) >= 2 else None
+
+
+def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A tool or retrieval result that was cut short (a marker, text stopping mid-word, a ragged last group...)."""
+    if step.kind not in _OBSERVERS or step.status != "ok" or step.output is None:
+        return
+    if content.is_marker(step.output):
+        return  # the recorder's own truncation of a large value is not the tool's
+    for path, text in _texts(step.output):
+        m = _MARKER.search(text[-200:])
+        if m:
+            where = f" in {path}" if path else ""
+            yield Evidence(
+                step.step_id,
+                0.55,
+                f"its output{where} is marked as cut short ({m.group(0).strip()!r}): the agent saw part of the result",
+                "truncated-output",
+            )
+            return
+    for path, text in _texts(step.output):
+        if _cut_mid_word(text):
+            where = f" {path}" if path else ""
+            yield Evidence(
+                step.step_id,
+                0.4,
+                f"its output{where} stops mid-sentence ({text[-30:]!r}): the result looks cut short",
+                "truncated-output",
+            )
+            return
+    text = content.text_of(step.output)
+    rows = content.largest_list(step.output)
+    for m in _COUNT.finditer(text):
+        n = int(m.group(1))
+        listed = len(rows) if rows is not None else None
+        if (
+            listed is not None
+            and 0 < listed < n
+            and m.group(0)
+            .split()[-1]
+            .lower()
+            .startswith(("result", "item", "row", "record", "match", "hit", "entr"))
+        ):
+            yield Evidence(
+                step.step_id,
+                0.45,
+                f"its output announces {m.group(0)!r} but lists {listed}: the result looks cut short",
+                "truncated-output",
+            )
+            return
+    if rows is not None:
+        tail = _ragged_tail(rows)
+        if tail is not None:
+            k, last, size = tail
+            yield Evidence(
+                step.step_id,
+                0.4,
+                f"its records come in groups of {size} by {k!r}, but the last group has only {last}: "
+                "the tail looks cut off (a page or size limit)",
+                "truncated-output",
+            )
+            return
+    part = _missing_part(step, ctx)
+    if part is not None:
+        yield Evidence(
+            step.step_id,
+            0.45,
+            f"shorter than every other result of {step.name}, and lacks the part they all have ({part!r}): cut short?",
+            "truncated-output",
+        )
+
+
+# -- retries that masked a failure --------------------------------------------------
+
+_STALE_KEYS = re.compile(
+    r"^(?:cached|from_cache|cache_hit|cache|stale|is_stale|age|age_s|age_sec(?:onds)?|cached_at|as_of|last_updated|fallback)$",
+    re.I,
+)
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+def _stale_marker(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if _STALE_KEYS.match(str(k)) and v not in (None, False, "false", "False", 0, ""):
+                return f"{k}={v!r}"
+    return None
+
+
+def stale_retry(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A retry, after a failed attempt, that succeeded with cached or aged data, or data for another period.
+
+    A retry policy that falls back to a cache turns an outage into a wrong
+    value nobody sees: the error is "recovered" and the stale result flows on.
+    """
+    if step.retry_of is None or step.status != "ok" or step.retry_of not in ctx.graph.steps:
+        return
+    prev = ctx.step(step.retry_of)
+    if prev.status != "error":
+        return
+    why = f"{prev.error.type}" if prev.error is not None else "an error"
+    marker = _stale_marker(step.output)
+    if marker is not None:
+        yield Evidence(
+            step.step_id,
+            0.65,
+            f"attempt {step.attempt} after {why} returned cached or aged data ({marker}): the failure was masked with a stale value",
+            "stale-retry",
+        )
+        return
+    asked = set(_YEAR.findall(content.text_of(step.input)))
+    got = set(_YEAR.findall(content.text_of(step.output)))
+    if asked and got and not asked & got:
+        yield Evidence(
+            step.step_id,
+            0.55,
+            f"attempt {step.attempt} after {why} returned data for {', '.join(sorted(got))} when asked for "
+            f"{', '.join(sorted(asked))}: a stale copy served by the retry?",
+            "stale-retry",
+        )
+
+
+# -- environment reads ---------------------------------------------------------------
+
+
+def _snapshot_value(snapshot: Any, key: str) -> Any:
+    """The value the run's environment snapshot holds for a read key (``config:X``, ``env:X``, ``X``), if any."""
+    if not isinstance(snapshot, Mapping):
+        return None
+    name = key.split(":", 1)[-1]
+    for where in (snapshot, snapshot.get("env"), snapshot.get("config")):
+        if isinstance(where, Mapping):
+            for k in (key, name):
+                if k in where and not isinstance(where[k], Mapping):
+                    return where[k]
+    return None
+
+
+def _earlier_reads(ctx: DiagnoseContext, key: str, step: Step) -> list[Any]:
+    """The values earlier steps read for the same key (this run's, and earlier turns' when the search spans them)."""
+    out = []
+    for s in ctx.run.steps:
+        if s.step_id == step.step_id:
+            break
+        reads = s.attributes.get("env_reads")
+        if isinstance(reads, Mapping) and key in reads:
+            out.append(reads[key])
+    return out
+
+
+def environment_read(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """An environment read whose value changed since an earlier turn, differs from the snapshot, or is named by the failure."""
+    reads = step.attributes.get("env_reads")
+    if not isinstance(reads, Mapping) or not reads:
+        return
+    env_steps = [ctx.step(d.step_id) for d in ctx.graph.parents(step.step_id) if d.kind == "env"]
+    snapshot = env_steps[0].output if env_steps else ctx.run.metadata.get("env")
+    failures = " ".join(f.message for f in ctx.failures).lower()
+    for key, value in reads.items():
+        shown = content.text_of(value, 60)
+        before = [v for v in _earlier_reads(ctx, str(key), step) if v != value]
+        if before:
+            yield Evidence(
+                step.step_id,
+                0.6,
+                f"read {key}={shown!r}, but an earlier read (this run or an earlier turn) got {content.text_of(before[-1], 60)!r}: the environment changed",
+                "environment",
+            )
+            return
+        snap = _snapshot_value(snapshot, str(key))
+        if snap is not None and str(snap) != str(value):
+            yield Evidence(
+                step.step_id,
+                0.55,
+                f"read {key}={shown!r}, but the run's environment snapshot has {content.text_of(snap, 60)!r}",
+                "environment",
+            )
+            return
+        text = str(value).lower()
+        if len(text) >= 4 and text in failures:
+            yield Evidence(
+                step.step_id,
+                0.5,
+                f"the failure names {shown!r}, a value this step read from the environment ({key})",
+                "environment",
+            )
+            return
+
+
+__all__ = ["environment_read", "stale_retry", "truncated_output"]
