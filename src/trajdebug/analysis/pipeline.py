@@ -10,19 +10,17 @@ lifecycle, and localizes the root cause.  `Analysis.to_dict` is the JSON of
 from __future__ import annotations
 
 import importlib.util
-import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from trajdebug.analysis import content
 from trajdebug.analysis.detect import Detector, Failure, detect, final_step, superseded
 from trajdebug.analysis.diagnose import Diagnoser, Evidence
+from trajdebug.analysis.edges import NAMED_KEY, named_edges, structural_edges, thin_inferred, with_context
 from trajdebug.analysis.evidence import is_check
 from trajdebug.analysis.graph import DependencyGraph
 from trajdebug.analysis.localize import Candidate, Localization, localize
-from trajdebug.model import Dependency, Outcome, Run, Step
+from trajdebug.model import Outcome, Run
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,303 +93,6 @@ class Analysis:
 def analyses_to_dict(analyses: Sequence[Analysis]) -> dict[str, Any]:
     """The JSON document of several analyses: ``{"runs": [...]}``."""
     return {"runs": [a.to_dict() for a in analyses]}
-
-
-def thin_inferred(run: Run, *, limit: int = 512) -> Run:
-    """Drop inferred edges that skip over a path the run already has.
-
-    Content inference finds a value in every later input that repeats it, so a
-    step gets edges both to the step it read the value from and to the step
-    that produced it first (a plan's categories show up in the SQL, the rows,
-    the report).  An inferred edge ``c -> p`` is redundant when ``p`` is
-    reachable from another of ``c``'s inputs: the value travelled that way, and
-    the direct edge would let the search skip the relays where it may have been
-    corrupted (transitive reduction, as in thin slicing).  The walk from the
-    other inputs stops at steps that started before ``p`` (edges go back in
-    time) and after ``limit`` steps, keeping the edge when in doubt.
-    """
-    pos = {s.step_id: i for i, s in enumerate(run.steps)}
-    deps_of = {s.step_id: s.deps for s in run.steps}
-    rid = run.run_id
-    changed = False
-    out: list[Step] = []
-    for st in run.steps:
-        inferred = [d for d in st.deps if d.origin == "inferred" and d.run_id in (None, rid)]
-        if not inferred or len(st.deps) < 2:
-            out.append(st)
-            continue
-        drop: set[int] = set()
-        for i, d in enumerate(st.deps):
-            if d.origin != "inferred" or d.run_id not in (None, rid) or d.step_id not in pos:
-                continue
-            floor = pos[d.step_id]
-            stack = [
-                o.step_id
-                for j, o in enumerate(st.deps)
-                if j != i and j not in drop and o.run_id in (None, rid) and pos.get(o.step_id, -1) > floor
-            ]
-            seen = set(stack)
-            found = False
-            while stack and not found and len(seen) <= limit:
-                for o in deps_of.get(stack.pop(), ()):
-                    q = o.step_id
-                    if q == d.step_id:
-                        found = True
-                        break
-                    if q not in seen and o.run_id in (None, rid) and pos.get(q, -1) > floor:
-                        seen.add(q)
-                        stack.append(q)
-            if found:
-                drop.add(i)
-        if drop:
-            changed = True
-            out.append(replace(st, deps=tuple(d for i, d in enumerate(st.deps) if i not in drop)))
-        else:
-            out.append(st)
-    return replace(run, steps=tuple(out)) if changed else run
-
-
-def _canonical(value: Any) -> str | None:
-    """A structured value's canonical JSON, when it is telling enough to identify a flow (20+ characters)."""
-    if not isinstance(value, (Mapping, list)) or len(value) < 2 or content.is_marker(value):
-        return None
-    try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return None
-    return text if len(text) >= 20 else None
-
-
-def _sub_values(value: Any, path: str = "", depth: int = 0) -> Iterable[tuple[str, Any]]:
-    if depth > 3 or content.is_marker(value):
-        return
-    if isinstance(value, Mapping):
-        if depth:
-            yield path, value
-        for k, v in value.items():
-            yield from _sub_values(v, f"{path}.{k}" if path else str(k), depth + 1)
-    elif isinstance(value, list):
-        if depth:
-            yield path, value
-        for i, v in enumerate(value[:50]):
-            yield from _sub_values(v, f"{path}[{i}]", depth + 1)
-
-
-def structural_edges(run: Run, *, confidence: float = 0.9) -> Run:
-    """Edges from a step to an earlier one whose whole (parsed) output is an argument of it, by equal content.
-
-    ``json.loads`` of a model's reply, a dict rebuilt field by field, a list
-    copied: the value is new (no identity to track) but equal to an earlier
-    output, object for object.  Content inference credits such a value's
-    parts to where each part began; this edge names the step that assembled it.
-    """
-    latest: dict[str, Step] = {}
-    by_id = {s.step_id: s for s in run.steps}
-    added: dict[str, list[Dependency]] = {}
-    pending: list[tuple[int, Step, list[str]]] = []
-    for st in run.steps:
-        # Outputs of steps that ended before this one started become sources.
-        keep = []
-        for end, done, keys in pending:
-            if end <= st.start_ns or not st.start_ns or not end:
-                for k in keys:
-                    latest[k] = done
-            else:
-                keep.append((end, done, keys))
-        pending = keep
-        anc: set[str] = set()
-        cur = st.parent_id
-        while cur is not None and cur in by_id and cur not in anc:
-            anc.add(cur)
-            cur = by_id[cur].parent_id
-        have = {d.step_id for d in st.deps}
-        for path, sub in _sub_values(st.input):
-            found = _canonical(sub)
-            prod = latest.get(found) if found is not None else None
-            if prod is None or prod.step_id in have or prod.step_id in anc or prod.step_id == st.step_id:
-                continue
-            have.add(prod.step_id)
-            added.setdefault(st.step_id, []).append(
-                Dependency(prod.step_id, "data", "inferred", confidence, path)
-            )
-        out = st.output
-        keys = [k for k in (_canonical(out),) if k]
-        if isinstance(out, str) and content.looks_like_json(out):
-            parsed = _canonical(content.parse_json(out))
-            if parsed:
-                keys.append(parsed)
-        if keys and st.kind != "agent":
-            pending.append((st.end_ns or 0, st, keys))
-    if not added:
-        return run
-    return replace(
-        run,
-        steps=tuple(
-            replace(s, deps=(*s.deps, *added[s.step_id])) if s.step_id in added else s for s in run.steps
-        ),
-    )
-
-
-NAMED_KEY = "(named by the failure)"
-
-_IDENT = re.compile(r"(?<![\w./:-])(?=[\w./:-]*[_/:.])(?=[\w./:-]*[a-zA-Z])[\w./:-]{8,200}(?<![.:,])")
-"""Identifiers in a failure message: a path, a test id, a URL, a file name (8+ characters, with ``_ / : .``)."""
-
-_QUOTED_TEXT = re.compile(r"^[\d.,:/-]+$")
-_SEPARATOR = re.compile(r"[_/:.]")
-_NUMBER_TEXT = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
-"""The ``key`` of an edge from a failure to the step that produced a value its message quotes."""
-
-
-def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.6) -> Run:
-    """Link each failure to the step that produced a value its message quotes.
-
-    A failure that says ``still degraded after 'rollback'`` names a value; the
-    latest earlier step whose output *is* that value (or, for a longer value,
-    contains it) produced it, whether or not the value's flow was recorded
-    (short strings are not tracked by identity and too short to infer from
-    content).  Origin tracking from the failure message, as a debugger reads
-    an assertion's message to find who set the bad value.
-    """
-    from trajdebug.analysis.diagnose import _QUOTED
-
-    pos = {s.step_id: i for i, s in enumerate(run.steps)}
-    added: dict[str, list[Dependency]] = {}
-    for f in failures:
-        if f.step_id not in pos:
-            continue
-        fstep = run.steps[pos[f.step_id]]
-        have = {d.step_id for d in fstep.deps} | {d.step_id for d in added.get(f.step_id, [])}
-        ancestors: set[str] = set()
-        cur = fstep.parent_id
-        while cur is not None and cur in pos and cur not in ancestors:
-            ancestors.add(cur)
-            cur = run.steps[pos[cur]].parent_id
-        for m in _QUOTED.finditer(f.message):
-            v = (m.group(1) or m.group(2) or "").strip().lower()
-            if len(v) < 2:
-                continue
-            for st in reversed(run.steps[: pos[f.step_id]]):
-                if st.step_id in ancestors or st.kind == "agent" or st.output is None:
-                    continue
-                out = st.output
-                text = out.strip().lower() if isinstance(out, str) else None
-                hit = text == v or (len(v) >= 8 and v in content.text_of(out).lower())
-                if hit:
-                    if st.step_id not in have:
-                        have.add(st.step_id)
-                        added.setdefault(f.step_id, []).append(
-                            Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY)
-                        )
-                    break
-        # An identifier the message names (a test id, a file, a URL): the
-        # steps that acted on it, the latest of each kind of step, are linked,
-        # more weakly; the diagnosers tell which of them went wrong.
-        per_failure = 0
-        for ident in dict.fromkeys(m.group(0).lower() for m in _IDENT.finditer(f.message)):
-            if _QUOTED_TEXT.search(ident) or not _SEPARATOR.search(ident):
-                continue
-            names: set[str] = set()
-            for st in reversed(run.steps[: pos[f.step_id]]):
-                if per_failure >= 12:
-                    break
-                if st.step_id in ancestors or st.kind == "agent" or st.name in names:
-                    continue
-                if ident in content.text_of(st.input).lower() or ident in content.text_of(st.output).lower():
-                    names.add(st.name)
-                    if st.step_id not in have:
-                        have.add(st.step_id)
-                        per_failure += 1
-                        added.setdefault(f.step_id, []).append(
-                            Dependency(st.step_id, "data", "inferred", confidence * 0.8, NAMED_KEY)
-                        )
-        # Where each value the message names was born: the earliest steps whose
-        # output holds it while their own input does not (origin tracking).
-        for value in _named(f.message):
-            births = 0
-            for st in run.steps[: pos[f.step_id]]:
-                if births >= 2:
-                    break
-                if st.step_id in ancestors or st.kind in ("agent", "input") or st.output is None:
-                    continue
-                if _holds(st.output, value) and not _holds(content.without_markers(st.input), value):
-                    births += 1
-                    if st.step_id not in have:
-                        have.add(st.step_id)
-                        added.setdefault(f.step_id, []).append(
-                            Dependency(st.step_id, "data", "inferred", confidence * 0.8, NAMED_KEY)
-                        )
-    if not added:
-        return run
-    return replace(
-        run,
-        steps=tuple(
-            replace(s, deps=(*s.deps, *added[s.step_id])) if s.step_id in added else s for s in run.steps
-        ),
-    )
-
-
-def _named(message: str) -> list[str]:
-    """Telling values a failure message names: decimals and long numbers (normalized), and identifiers."""
-    out: dict[str, None] = {}
-    for m in _NUMBER_TEXT.finditer(message):
-        n = content.norm_number(m.group(0))
-        if n is not None and ("." in m.group(0) or len(n.strip("-").replace(".", "")) >= 4):
-            out[n] = None
-    for m in _IDENT.finditer(message):
-        v = m.group(0).lower()
-        if _SEPARATOR.search(v) and not _QUOTED_TEXT.search(v):
-            out[v] = None
-    return list(out)
-
-
-def _holds(value: Any, named: str) -> bool:
-    text = content.text_of(value).lower()
-    if named in text:
-        return True
-    return content.norm_number(named) is not None and named in content.number_forms(text)
-
-
-def _with_context(run: Run, previous: Sequence[Run]) -> tuple[Run, dict[str, tuple[str, str]]]:
-    """The run with the steps of its earlier turns in front, for the search to follow ``context`` edges.
-
-    Diagnosers see the earlier turns too (an environment read that changed
-    since the previous turn, a decision unlike the earlier ones).
-
-    Edges into an earlier turn become edges of the combined run (their kind,
-    ``context``, is kept: it carries its own weight in the search).  A step id
-    an earlier turn shares with a later one is relabelled ``<run>:<id>``.
-    Returns the combined run and, for each step of an earlier turn, its
-    ``(run_id, step_id)``.
-    """
-    earlier = [r for r in previous if r.run_id != run.run_id]
-    if not earlier:
-        return run, {}
-    origin: dict[str, tuple[str, str]] = {}
-    label: dict[tuple[str, str], str] = {}
-    taken = {s.step_id for s in run.steps}
-    for r in earlier:
-        for st in r.steps:
-            new_id = st.step_id if st.step_id not in taken else f"{r.run_id[:12]}:{st.step_id}"
-            taken.add(new_id)
-            label[(r.run_id, st.step_id)] = new_id
-            origin[new_id] = (r.run_id, st.step_id)
-
-    def relink(st: Step, own: str) -> Step:
-        deps = []
-        for d in st.deps:
-            rid = own if d.run_id is None else d.run_id
-            new_id = label.get((rid, d.step_id)) if rid != run.run_id else d.step_id
-            if new_id is not None:
-                deps.append(replace(d, step_id=new_id, run_id=None))
-        parent = st.parent_id if own == run.run_id else label.get((own, st.parent_id or ""))
-        return replace(
-            st, step_id=label.get((own, st.step_id), st.step_id), deps=tuple(deps), parent_id=parent
-        )
-
-    steps = [relink(st, r.run_id) for r in earlier for st in r.steps]
-    steps += [relink(st, run.run_id) for st in run.steps]
-    return replace(run, steps=tuple(steps)), origin
 
 
 def _error_origins(run: Run) -> list[Evidence]:
@@ -518,7 +219,7 @@ def analyze(
             e.step_id for e in error_report.errors if e.stage in ("recovered", "ignored")
         ) | frozenset(superseded(run))
         origins = _chain_origins(error_report.to_dict().get("chains", []), graph, handled) or origins
-    searched, origin = _with_context(run, previous)
+    searched, origin = with_context(run, previous)
     loc = localize(
         searched,
         failures=seeds,
@@ -544,4 +245,12 @@ def _home(c: Candidate, origin: Mapping[str, tuple[str, str]]) -> Candidate:
     return replace(c, step_id=where[1], run_id=where[0], path=path, inferred=inferred)
 
 
-__all__ = ["Analysis", "analyses_to_dict", "analyze"]
+__all__ = [
+    "NAMED_KEY",
+    "Analysis",
+    "analyses_to_dict",
+    "analyze",
+    "named_edges",
+    "structural_edges",
+    "thin_inferred",
+]
