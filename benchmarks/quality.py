@@ -23,8 +23,6 @@ from trajdebug.model import Run
 TOP = 10
 """Candidates asked of every method (top-k and MRR need only the first few; EXAM benefits from more)."""
 
-INFER_METHOD = "trajdebug+infer"
-"""trajdebug with content inference forced on (``analyze(run, infer=True)``)."""
 
 SEEDS_FULL = 15
 SEEDS_QUICK = 3
@@ -77,27 +75,15 @@ def _baselines() -> dict[str, Callable[[Run, list[Any]], Any]]:
     return {name: functools.partial(cast(Any, fn), top=TOP) for name, fn in BASELINES.items()}
 
 
-def analyse(
-    run: Run, *, infer: bool | None = None, previous: Sequence[Run] = ()
-) -> tuple[Run, list[Any], Any]:
+def analyse(run: Run, *, previous: Sequence[Run] = ()) -> tuple[Run, list[Any], Any]:
     """trajdebug's analysis as ``trajdebug analyze`` runs it: the prepared run, its failures, the localization.
 
-    ``infer=True`` adds content-inferred edges even though the recorded run has tracked ones.
     ``previous`` are the earlier conversation turns (`Result.previous`), which
     ``trajdebug analyze`` finds in the same source (`trajdebug.analysis.infer.previous_turns`).
     """
-    try:
-        from trajdebug.analysis.pipeline import analyze
-    except ImportError:  # the pipeline not built yet: detect and localize directly
-        from trajdebug.analysis.detect import detect
-        from trajdebug.analysis.localize import localize
+    from trajdebug.analysis.pipeline import analyze
 
-        failures = list(detect(run))
-        return run, failures, localize(run, failures=failures, top=TOP)
-    try:
-        a = analyze(run, top=TOP, infer=infer, previous=previous)
-    except TypeError:  # a pipeline without conversation turns
-        a = analyze(run, top=TOP, infer=infer)
+    a = analyze(run, top=TOP, previous=previous)
     return a.run, list(a.failures), a.localization
 
 
@@ -173,9 +159,6 @@ def run_case(case: Case, baselines: dict[str, Callable[[Run, list[Any]], Any]]) 
         rec.blamed_failure = top.step_id in {f.step_id for f in failures}
     lin = linear_cost(run, failures, truth)
     rec.outcomes["trajdebug"] = _outcome("trajdebug", loc, truth, n, lin, t2 - t1)
-    t3 = time.perf_counter()
-    _, _, loc_inf = analyse(res.run, infer=True, previous=res.previous)
-    rec.outcomes[INFER_METHOD] = _outcome(INFER_METHOD, loc_inf, truth, n, lin, time.perf_counter() - t3)
     for name, method in baselines.items():
         s0 = time.perf_counter()
         bl = method(run, failures)
@@ -232,7 +215,6 @@ def run_suite(
 
 
 __all__ = [
-    "INFER_METHOD",
     "TOP",
     "CaseRecord",
     "SuiteResult",

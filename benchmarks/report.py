@@ -19,7 +19,7 @@ from typing import Any
 
 from benchmarks.faults import FAULT_TYPES
 from benchmarks.metrics import Summary
-from benchmarks.quality import INFER_METHOD, TOP, SuiteResult
+from benchmarks.quality import TOP, SuiteResult
 from benchmarks.speed import SpeedResult
 from benchmarks.tau import TauResult
 
@@ -302,11 +302,11 @@ def _quality(q: Mapping[str, Any]) -> list[str]:
             _method_rows(q["overall"]),
         ),
         "",
-        f"`trajdebug` is `trajdebug.analysis.pipeline.analyze(run, top={TOP})` as `trajdebug analyze` runs it (on a "
-        f"recorded run it infers content edges only when the run has no data edges at all); `{INFER_METHOD}` is the "
-        "same with `infer=True` (content-inferred edges added to the tracked ones). The baselines get the run and "
-        "the failures `analyze` detected. trajdebug's time is its whole analysis (detection, graph, error "
-        "lifecycle, inference when on, search); a baseline's is its own call.",
+        f"`trajdebug` is `trajdebug.analysis.pipeline.analyze(run, top={TOP}, previous=...)` as `trajdebug analyze` "
+        "runs it: recorded edges merged with content-inferred ones, earlier conversation turns of the same source "
+        "searched too. The baselines get the same run and the failures `analyze` detected, and share its "
+        "diagnosers where they rank steps. trajdebug's time is its whole analysis (detection, inference, graph, "
+        "error lifecycle, search); a baseline's is its own call.",
         "",
         "### Top-1 / top-3 by fault type",
         "",
@@ -526,19 +526,19 @@ def _missed(data: Mapping[str, Any]) -> list[str]:
                     f"`{f}` {_pct(b['trajdebug']['top1'])} (slice {_pct(q['reachable_by_fault'].get(f))})"
                     for f, b in weak[:5]
                 )
-                + ". A root outside the data slice is reached only through the implicit enclosing-agent edges, "
-                "with nothing to say it matters: the dependency the fault travelled along was not recorded or inferred (short strings and numbers are not "
-                "identity-tracked; values re-derived by a model carry no identity; `stale-fact` roots live in the "
-                "previous turn's run, which `analyze` does not search). Where the root is in the slice but ranked "
-                "low, no diagnoser recognized the root step's output as wrong (a plausible-looking wrong value: a "
-                "wrong branch, a stale cached page, a misremembered fact), so the search blamed the step where the "
-                "error became visible."
+                + ". What the misses have in common: nothing inside the run says the root's output was wrong. "
+                "An environment change (a configuration that silently returns another currency, a clock that "
+                "jumps) reads like any other read when the run's snapshot does not hold that value and no earlier "
+                "turn read it differently; a log tail cut without a marker returns fewer lines than asked, which "
+                "clean runs do too. Those cases cap top-3 below the goal; catching them needs the environment "
+                "snapshot to hold the values steps read (or a passing run to compare with: `trajdebug diff`)."
             )
         if td["ratio"] > GOALS["examined_ratio"]:
             out.append(
                 f"- **Search cost**: trajdebug diagnosed {_num(td['examined'])} steps per case against "
-                f"{_num(td['linear'])} for a linear backward scan to the root ({_pct(td['ratio'])}); the best-first "
-                "search keeps expanding while candidates could still outscore the ones found."
+                f"{_num(td['linear'])} for a linear backward scan to the root ({_pct(td['ratio'])}). The search stops "
+                "once nothing queued can outscore its third root, but that bound is loose: a step's score falls "
+                "little with its distance from the failure, so most of the backward slice stays in reach."
             )
     s = data.get("speed")
     if s:

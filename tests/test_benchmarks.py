@@ -137,7 +137,7 @@ class TestSuiteAndReport:
         """Scoring two cases gives every method an outcome, and the document shows the tables."""
         bl = quality._baselines()
         recs = [quality.run_case(Case("sql-report", f, 0), bl) for f in ("json-repair-drop", "wrong-branch")]
-        assert set(recs[0].outcomes) == {"trajdebug", quality.INFER_METHOD, *bl}
+        assert set(recs[0].outcomes) == {"trajdebug", *bl}
         for r in recs:
             assert r.failed and r.truth_in_run
             for o in r.outcomes.values():
