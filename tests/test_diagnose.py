@@ -343,6 +343,20 @@ class TestRegistry:
             "retry-divergence",
         }
 
+    def test_tool_diagnosers_registered_and_reexported(self) -> None:
+        """The tool diagnosers of `analysis.tools` are registered by name and still importable from `analysis.evidence`."""
+        from trajdebug.analysis import evidence, tools
+
+        assert all(hasattr(evidence, name) for name in evidence.__all__)
+        for name, fn in {
+            "starved-consumer": tools.starved_consumer,
+            "tool-result": tools.tool_result,
+            "sql-result": tools.sql_result,
+            "tool-arguments": tools.tool_arguments,
+        }.items():
+            assert BUILTIN_DIAGNOSERS[name] is fn
+            assert getattr(evidence, fn.__name__) is fn
+
 
 def _t(sid: str, name: str, kind: str, start: int, **kw: Any) -> Step:
     """A timed step (start..start+1)."""

@@ -1,0 +1,309 @@
+"""Diagnosers of tool calls: their results, their errors, and the arguments they were given.
+
+Each is a plain callable ``(step, ctx) -> Iterable[Evidence]`` (see
+`trajdebug.analysis.diagnose`), registered in
+`trajdebug.analysis.evidence.BUILTIN_DIAGNOSERS`.  A tool's result is the
+outside world's answer: an error says either that the tool (or its
+environment) failed or that what it was asked was wrong, and the wording of
+the error tells which (a 4xx or "invalid argument" points upstream, at the
+arguments; a timeout at the tool).  An empty answer says more about the
+question asked than about the tool, so it also implicates the step that asked.
+
+The value checks (`present`, `contradictions`, `upstream_outputs`) and the
+error wording (`handled`, which errors blame the input) are shared with the
+error and LLM-output diagnosers of `trajdebug.analysis.evidence`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from trajdebug.analysis import content
+from trajdebug.analysis.diagnose import DiagnoseContext, Evidence
+from trajdebug.analysis.graph import CHILD_KEY
+from trajdebug.model import Step
+
+
+# -- error wording ----------------------------------------------------------------
+
+
+_INPUT_CAUSED = re.compile(
+    r"syntax|invalid|malformed|not found|no such|unknown|missing|required|unexpected|bad request|"
+    r"does not exist|cannot parse|could not parse|validation|unprocessable|check failed|expected",
+    re.I,
+)
+
+
+_CHECK_TEXT = re.compile(
+    r"\bcheck(?:s)? failed|\bfailed (?:the )?check|\bverif(?:y|ication) failed|\breview failed|assert|"
+    r"does not match|doesn't match|mismatch|\bexpected\b|\bshould (?:be|have)\b|\bis missing\b|\bare missing\b",
+    re.I,
+)
+
+
+# -- results ------------------------------------------------------------------------
+
+
+def starved_consumer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A step whose output a tool or retrieval consumed and returned nothing for (what it asked was wrong?)."""
+    flags = ctx._flags
+    if "empty-observations" not in flags:
+        flags["empty-observations"] = any(
+            s.kind in ("tool", "retrieval") and s.status == "ok" and content.is_empty(s.output)
+            for s in ctx.run.steps
+        )
+    if not flags["empty-observations"]:
+        return
+    for cid, d in ctx.graph.children(step.step_id):
+        if d.kind not in ("data", "state") or d.key == CHILD_KEY:
+            continue
+        c = ctx.step(cid)
+        if c.kind in ("tool", "retrieval") and c.status == "ok" and content.is_empty(c.output):
+            yield Evidence(
+                step.step_id,
+                0.2,
+                f"{c.name} returned nothing for what this step gave it",
+                "starved-consumer",
+            )
+            return
+
+
+def handled(ctx: DiagnoseContext) -> set[str]:
+    """Steps whose error a later attempt or a repeated call recovered (`trajdebug.analysis.detect.superseded`)."""
+
+    def compute() -> set[str]:
+        from trajdebug.analysis.detect import superseded
+
+        ids = {s.retry_of for s in ctx.run.steps if s.retry_of is not None and s.status == "ok"}
+        ids |= {e.step_id for e in ctx.run.errors if e.stage in ("recovered", "ignored")}
+        return {i for i in ids if i} | superseded(ctx.run)
+
+    found: set[str] = ctx.memo("handled", compute)
+    return found
+
+
+def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A tool or retrieval result carrying an error, an HTTP error status, or nothing."""
+    if step.kind not in ("tool", "retrieval"):
+        return
+    out = step.output
+    problem: str | None = None
+    code = content.http_status(out)
+    if code is not None and code >= 400:
+        problem = f"HTTP status {code}"
+        text = content.text_of(out, 400)
+        caused = (400 <= code < 500 and code not in (408, 429)) or bool(_INPUT_CAUSED.search(text))
+    elif step.status == "error" and step.error is not None:
+        problem = f"{step.error.type}: {step.error.message}"
+        caused = not _ENVIRONMENT.search(problem)
+    elif found := content.error_text(out):
+        problem = found
+        caused = not _ENVIRONMENT.search(problem)
+    elif (
+        content.is_empty(out) and step.status == "ok" and any(True for _ in ctx.graph.children(step.step_id))
+    ):
+        # An empty answer says more about the question asked than about the tool.
+        yield Evidence(
+            step.step_id, 0.15, "returned an empty result that later steps consumed", "tool-result"
+        )
+        return
+    else:
+        return
+    if step.step_id in handled(ctx):
+        # A later attempt (or the same call made again) succeeded: the error
+        # was handled, and its (absent) output fed nothing.
+        yield Evidence(
+            step.step_id,
+            0.05,
+            f"its error ({problem[:120]}) was handled: recovered by a later attempt, or reported and ignored",
+            "tool-result",
+        )
+        return
+    if caused and _CHECK_TEXT.search(problem[:500]):
+        # A test run or a validator failing is a check on what the tool was
+        # given (a patch, a record): the infection shows here, it began upstream.
+        yield Evidence(
+            step.step_id,
+            0.15,
+            f"a check it ran failed on what it was given ({problem[:140]})",
+            "tool-result",
+        )
+        return
+    if caused:
+        # A 4xx or "invalid argument" says more about the caller's arguments
+        # than about the tool: keep the tool suspect but let the search go on.
+        yield Evidence(
+            step.step_id,
+            0.35,
+            f"result carries an error ({problem[:160]}), likely caused by its arguments",
+            "tool-result",
+        )
+    else:
+        yield Evidence(step.step_id, 0.7, f"tool or its environment failed: {problem[:160]}", "tool-result")
+
+
+_ENVIRONMENT = re.compile(
+    r"time(?:d)? ?out|timeout|connection|unavailable|unreachable|rate.?limit|too many requests|quota|overload|"
+    r"internal (?:server )?error|temporar|refused|reset by peer|\b5\d\d\b|service|network|dns|ssl|broken pipe",
+    re.I,
+)
+"""Errors of the tool or its environment; any other tool error is taken as a rejection of its arguments."""
+
+_QUERY = re.compile(r"^\s*(select|with)\b", re.I)
+
+
+def sql_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A SQL tool whose recorded rows differ from re-running its (read-only) query on the run's database.
+
+    Only when the run names its SQLite file (metadata ``sqlite_db``) and the
+    query is a ``SELECT``; the file is opened read-only and the query is cut off
+    after a bounded amount of work.  A database changed since the run also
+    shows here, so this ranks, it does not prove.
+    """
+    if step.kind != "tool" or step.status != "ok":
+        return
+    db = ctx.run.metadata.get("sqlite_db")
+    stmt = content.sql_of(step.input)
+    if not isinstance(db, str) or stmt is None or not _QUERY.match(stmt):
+        return
+    rows = content.largest_list(step.output)
+    if rows is None:
+        return
+    fresh = content.rerun_query(db, stmt)
+    if fresh is None:
+        return
+    if len(rows) < len(fresh):
+        yield Evidence(
+            step.step_id,
+            0.6,
+            f"returned {len(rows)} rows; its query yields {len(fresh)} on the database",
+            "sql-result",
+            correction=fresh,
+        )
+    elif len(rows) > len(fresh):
+        yield Evidence(
+            step.step_id,
+            0.4,
+            f"returned {len(rows)} rows; its query yields only {len(fresh)} on the database",
+            "sql-result",
+            correction=fresh,
+        )
+    else:
+        yield Evidence(step.step_id, 0.0, "its rows match re-running its query", "sql-result", sound=True)
+
+
+# -- arguments ----------------------------------------------------------------------
+
+
+def present(value: Any, haystack: str, forms: set[str]) -> bool | None:
+    """Whether a scalar shows up in a text (None: the value says too little to tell)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        n = content.norm_number(repr(value))
+        if n is None:
+            return None
+        return n in forms
+    if isinstance(value, str):
+        v = value.strip().lower()
+        # Identifiers and short values are claims; prose and expressions are not.
+        if len(v) < 3 or len(v) > 60 or len(v.split()) > 3 or content.looks_like_sql(v):
+            return None
+        if v in haystack:
+            return True
+        # A few words composed from words of the input ("acme annual report") are no claim either.
+        words = v.split()
+        return len(words) > 1 and all(w in haystack for w in words)
+    return None
+
+
+def contradictions(produced: Any, upstream: list[Any], context: str = "") -> list[tuple[str, Any, Any]]:
+    """Fields a value shares with upstream outputs but with a different scalar value found nowhere upstream.
+
+    A value that differs from one upstream field but appears elsewhere upstream
+    (a user's other order, another row) is a choice among given values, not a
+    contradiction.
+    """
+    mine = content.keyed_values(produced)
+    if not mine:
+        return []
+    out: list[tuple[str, Any, Any]] = []
+    everywhere: str | None = None
+    for up in upstream:
+        theirs = content.keyed_values(up)
+        for k, v in mine.items():
+            if k in theirs and k not in ("id", "name", "role", "type", "content", "status"):
+                w = theirs[k]
+                if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
+                    if everywhere is None:
+                        everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
+                    if str(v).lower() not in everywhere:
+                        out.append((k, v, w))
+    return out
+
+
+def upstream_outputs(step: Step, ctx: DiagnoseContext) -> list[Any]:
+    """The outputs of the steps a step took data or state from (not its children)."""
+    return [
+        ctx.step(d.step_id).output
+        for d in ctx.graph.parents(step.step_id)
+        if d.kind in ("data", "state") and d.key != CHILD_KEY
+    ]
+
+
+def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """Tool arguments that come from no upstream output, or contradict one."""
+    if step.kind != "tool" or not isinstance(step.input, Mapping):
+        return
+    if (
+        not any(d.kind in ("data", "state") and d.origin != "inferred" for d in step.deps)
+        and ctx.recorded_edges()
+    ):
+        return  # recorded, and fed no tracked value: its arguments are constants or computed by the agent's code
+    ups = upstream_outputs(step, ctx)
+    bad = contradictions(step.input, ups, ctx.upstream_text(step, own_input=False))
+    if bad:
+        k, v, w = bad[0]
+        yield Evidence(
+            step.step_id, 0.6, f"argument {k}={v!r} contradicts the upstream value {w!r}", "tool-arguments"
+        )
+        return
+    hay = ctx.upstream_text(step, own_input=False)
+    if not hay.strip():
+        return
+    forms = content.number_forms(hay)
+    checked, missing = 0, []
+    for path, v in content.leaves(step.input):
+        seen = present(v, hay, forms)
+        if seen is None:
+            continue
+        checked += 1
+        if not seen:
+            missing.append(f"{path}={v!r}"[:60])
+    if missing:
+        frac = len(missing) / checked
+        plural = len(missing) > 1
+        yield Evidence(
+            step.step_id,
+            0.1 + 0.25 * frac,
+            f"argument{'s' if plural else ''} {', '.join(missing[:3])} come{'' if plural else 's'} from no upstream output",
+            "tool-arguments",
+        )
+    elif checked:
+        yield Evidence(
+            step.step_id, 0.0, "its arguments all come from upstream outputs", "tool-arguments", sound=True
+        )
+
+
+__all__ = [
+    "contradictions",
+    "handled",
+    "present",
+    "sql_result",
+    "starved_consumer",
+    "tool_arguments",
+    "tool_result",
+    "upstream_outputs",
+]
