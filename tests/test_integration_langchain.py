@@ -263,7 +263,10 @@ class TestJoinsTheActiveRun:
         chain = (
             ChatPromptTemplate.from_messages([("human", "Capital of {country}?")]) | model | StrOutputParser()
         )
-        with trajdebug.run("agent", sinks=[MemorySink()]) as h, trajdebug.step("answer", kind="agent") as outer:
+        with (
+            trajdebug.run("agent", sinks=[MemorySink()]) as h,
+            trajdebug.step("answer", kind="agent") as outer,
+        ):
             outer.output = chain.invoke({"country": "France"}, config={"callbacks": [tracer]})
         run = h.load()
         answer = _by_name(run, "answer")

@@ -69,6 +69,7 @@ ALIASES = {
 }
 """Other names accepted for ``fmt``."""
 
+
 def importers() -> dict[str, Importer]:
     """All importers: the built-in ones and those registered under ``trajdebug.importers``.
 

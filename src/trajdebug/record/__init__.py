@@ -55,12 +55,14 @@ class branch:
         from trajdebug.record import recorder as rec
 
         self._token = rec._BRANCH.set((*rec._BRANCH.get(), self._id))
+        rec.scope_opened()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         from trajdebug.record import recorder as rec
 
         rec._BRANCH.reset(self._token)
+        rec.scope_closed()
 
 
 __all__ = [

@@ -68,7 +68,7 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
             h = tpl._spawn()
             h.input = _bind(spec, args, kwargs)
             items: list[Any] = []
-            h._start(run)
+            h.__enter__()
             agen = fn(*args, **kwargs)
             _STEP.reset(h._token)
             try:
@@ -85,11 +85,11 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
             except BaseException as exc:
                 h.output = items
                 h._token = _STEP.set(h)
-                h._finish(exc)
+                h.__exit__(type(exc), exc, exc.__traceback__)
                 raise
             h.output = items
             h._token = _STEP.set(h)
-            h._finish(None)
+            h.__exit__(None, None, None)
 
         return agen_wrapper
 
@@ -105,7 +105,7 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
             items: list[Any] = []
             # The step is current only while the generator body runs, not
             # while the consumer holds a yielded item.
-            h._start(run)
+            h.__enter__()
             gen = fn(*args, **kwargs)
             _STEP.reset(h._token)
             result = None
@@ -127,11 +127,11 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
             except BaseException as exc:
                 h.output = items
                 h._token = _STEP.set(h)
-                h._finish(exc)
+                h.__exit__(type(exc), exc, exc.__traceback__)
                 raise
             h.output = items if result is None else {"items": items, "return": result}
             h._token = _STEP.set(h)
-            h._finish(None)
+            h.__exit__(None, None, None)
             return result
 
         return gen_wrapper
@@ -145,7 +145,7 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
                 return await fn(*args, **kwargs)
             h = tpl._spawn()
             h.input = _bind(spec, args, kwargs)
-            h._start(run)
+            h.__enter__()
             try:
                 ctl = _REPLAY.get()
                 if ctl is None:
@@ -157,9 +157,9 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
                         ctl.after(h, out)
                 h.output = out
             except BaseException as exc:
-                h._finish(exc)
+                h.__exit__(type(exc), exc, exc.__traceback__)
                 raise
-            h._finish(None)
+            h.__exit__(None, None, None)
             return out
 
         return async_wrapper
@@ -171,7 +171,7 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
             return fn(*args, **kwargs)
         h = tpl._spawn()
         h.input = _bind(spec, args, kwargs)
-        h._start(run)
+        h.__enter__()
         try:
             ctl = _REPLAY.get()
             if ctl is None:
@@ -183,9 +183,9 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
                     ctl.after(h, out)
             h.output = out
         except BaseException as exc:
-            h._finish(exc)
+            h.__exit__(type(exc), exc, exc.__traceback__)
             raise
-        h._finish(None)
+        h.__exit__(None, None, None)
         return out
 
     return wrapper

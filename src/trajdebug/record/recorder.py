@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
@@ -39,6 +40,29 @@ _ATTEMPT: ContextVar[tuple[int, str | None, str | None] | None] = ContextVar(
     "trajdebug_attempt", default=None
 )
 _REPLAY: ContextVar[Any] = ContextVar("trajdebug_replay", default=None)
+
+# How many branch or retry-attempt scopes are open anywhere in the process.
+# While none is, starting a step skips reading their two context variables:
+# a process-wide hint read on every step, counted under a lock because the
+# scopes that change it are rare.
+_scopes = 0
+_scopes_lock = threading.Lock()
+
+
+def scope_opened() -> None:
+    """A `branch` or retry attempt scope was entered (see `_scopes`)."""
+    global _scopes
+    with _scopes_lock:
+        _scopes += 1
+
+
+def scope_closed() -> None:
+    """A `branch` or retry attempt scope was left."""
+    global _scopes
+    with _scopes_lock:
+        _scopes -= 1
+
+
 """The active replay controller (`trajdebug.replay`), consulted by decorated steps.
 
 A controller has ``before(handle) -> (served: bool, value)`` (it may raise a
@@ -159,7 +183,12 @@ class StepHandle:
 
     # -- lifecycle -----------------------------------------------------------
 
-    def _start(self, run: RunHandle) -> None:
+    def __enter__(self) -> StepHandle:
+        run = _RUN.get()
+        if run is None:
+            return self
+        if self.name is None:
+            self.name = "step"
         self._run = run
         parent = _STEP.get()
         if parent is not None and (parent.__class__ is RemoteParent or parent._run is run):  # type: ignore[union-attr]
@@ -167,10 +196,11 @@ class StepHandle:
             if self.agent is None and parent.__class__ is StepHandle:
                 self.agent = parent.agent
         self.seq = _next_seq()
-        if _BRANCH.get() or _ATTEMPT.get() is not None:
+        if _scopes and (_BRANCH.get() or _ATTEMPT.get() is not None):
             self._start_slow(run)
         self._token = _STEP.set(self)
         self.t0 = _now()
+        return self
 
     def _start_slow(self, run: RunHandle) -> None:
         branch = _BRANCH.get()
@@ -184,50 +214,44 @@ class StepHandle:
             if reason:
                 self.set("retry_reason", reason)
 
-    def _finish(self, exc: BaseException | None) -> None:
-        self.t1 = _now()
-        try:
-            _STEP.reset(self._token)
-        except ValueError:
-            # Reset from another context (a generator resumed elsewhere): fall back to the parent.
-            _STEP.set(self.parent)
-        run = self._run
-        if run is None:
-            return
-        if exc is not None:
-            from trajdebug.record.errors import on_exception
-
-            on_exception(run, self, exc)
-        elif self.retry_of is not None:
-            from trajdebug.record.errors import on_retry_success
-
-            on_retry_success(run, self)
-        self._live_in = inp = self.input
-        if inp.__class__ not in _SCALARS:
-            self.input = _snap(inp)
-        self._live_out = out = self.output
-        if out.__class__ not in _SCALARS:
-            self.output = _snap(out)
-        q = run._queue
-        if len(q) < CONFIG.max_buffer:
-            q.append(self)
-        else:
-            run._drop()
-
-    def __enter__(self) -> StepHandle:
-        run = _RUN.get()
-        if run is not None:
-            if self.name is None:
-                self.name = "step"
-            self._start(run)
-        return self
-
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        if self._run is not None and self.t1 is None:
+        # The decorator form calls this too, so that a step ends the same way
+        # in both forms, and a failure inside the recorder never reaches the agent.
+        run = self._run
+        if run is None or self.t1 is not None:
+            return
+        try:
+            self.t1 = _now()
             try:
-                self._finish(exc)
-            except Exception:  # noqa: BLE001 - the recorder never breaks the agent
-                self._run._internal_error("step exit")
+                _STEP.reset(self._token)
+            except ValueError:
+                # Reset from another context (a generator resumed elsewhere): fall back to the parent.
+                _STEP.set(self.parent)
+            if exc is not None:
+                from trajdebug.record.errors import on_exception
+
+                on_exception(run, self, exc)
+            elif self.retry_of is not None:
+                from trajdebug.record.errors import on_retry_success
+
+                on_retry_success(run, self)
+            # Scalars are immutable and kept as they are; anything else is frozen
+            # as JSON now, with the live object kept for identity tracking.
+            inp = self.input
+            if inp.__class__ not in _SCALARS:
+                self._live_in = inp
+                self.input = _snap(inp)
+            out = self.output
+            if out.__class__ not in _SCALARS:
+                self._live_out = out
+                self.output = _snap(out)
+            q = run._queue
+            if len(q) < run._max_buffer:
+                q.append(self)
+            else:
+                run._drop()
+        except Exception:  # noqa: BLE001 - the recorder never breaks the agent
+            run._internal_error("step exit")
 
     # -- user API inside a step ------------------------------------------------
 

@@ -47,9 +47,10 @@ class _Attempts:
 
     def begin(self, n: int) -> None:
         # The first step started inside the attempt becomes the attempt
-        # (`StepHandle._start` consumes this marker).
+        # (`StepHandle.__enter__` consumes this marker).
         self.n = n
         self.token = rec._ATTEMPT.set((n, self.prev, None if n == 1 else self.reason))
+        rec.scope_opened()
 
     def failed(self, exc: BaseException) -> None:
         run = rec.current_run()
@@ -61,6 +62,7 @@ class _Attempts:
 
     def end(self) -> None:
         rec._ATTEMPT.reset(self.token)
+        rec.scope_closed()
 
 
 def retry(

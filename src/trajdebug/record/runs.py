@@ -55,6 +55,7 @@ class RunHandle:
         self._joined = joined
         self._remote_parent = RemoteParent(parent) if parent else None
         self._queue: deque[Any] = deque()
+        self._max_buffer = CONFIG.max_buffer
         self._lock = threading.RLock()
         self._sinks: list[Sink] = list(sinks)
         targets = [t for t in (store, path) if t is not None]
@@ -204,7 +205,7 @@ class RunHandle:
 
     def _push(self, item: Any) -> None:
         q = self._queue
-        if len(q) >= CONFIG.max_buffer:
+        if len(q) >= self._max_buffer:
             self._drop()
             return
         q.append(item)

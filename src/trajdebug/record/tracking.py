@@ -155,14 +155,17 @@ class Tracker:
             out.append(rec)
 
         deps: list[Dependency] = list(h.deps)
-        if h._live_in is not None:
-            deps.extend(self._find(h, h._live_in))
+        # Scalars were not snapshotted: the step's own input is the live object.
+        live_in = h._live_in if h._live_in is not None else h.input
+        if live_in is not None and type(live_in) is not bytes:
+            deps.extend(self._find(h, live_in))
         for decision in h.branch:
             deps.append(Dependency(step_id=decision, kind="control", origin="declared"))
         h._live_in = None
-        if h._live_out is not None:
-            self._register(h, h._live_out)
-            h._live_out = None
+        live_out = h._live_out if h._live_out is not None else h.output
+        if live_out is not None and type(live_out) is not bytes:
+            self._register(h, live_out)
+        h._live_out = None
 
         sid = h.id
         output = self._value(h.output)
