@@ -13,7 +13,8 @@ import pytest
 
 from trajdebug.format import FormatError
 from trajdebug.formats import import_path, sniff
-from trajdebug.formats.otlp import any_value, hex_id, read_otlp, runs_from_otlp
+from trajdebug.formats.otlp import read_otlp, runs_from_otlp
+from trajdebug.formats.otlp_json import any_value, hex_id
 from trajdebug.model import Run
 
 

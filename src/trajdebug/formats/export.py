@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from trajdebug.formats import otlp as o
+from trajdebug.formats import otlp_json as o
 from trajdebug.model import Run, Step
 
 
