@@ -44,6 +44,9 @@ def _plugin_pkg(tmp_path: Path) -> Iterator[Path]:
                 return ReadResult([Run("csv-1", "csv", steps=steps, outcome="failure")], [])
             read_csv_log.sniff = lambda p: str(p).endswith(".csvlog")
 
+            def csv_renderer(analyses):
+                return "".join(f"{a.run.run_id},{a.root_causes[0].step_id}\\n" for a in analyses)
+
             broken = None
             """
         )
@@ -54,7 +57,8 @@ def _plugin_pkg(tmp_path: Path) -> Iterator[Path]:
     (dist / "entry_points.txt").write_text(
         "[trajdebug.detectors]\nrefund-limit = myplug:refund_detector\n\n"
         "[trajdebug.diagnosers]\npolicy = myplug:refund_diagnoser\n\n"
-        "[trajdebug.importers]\ncsvlog = myplug:read_csv_log\nbroken = myplug:missing_name\n"
+        "[trajdebug.importers]\ncsvlog = myplug:read_csv_log\nbroken = myplug:missing_name\n\n"
+        "[trajdebug.renderers]\ncsv = myplug:csv_renderer\n"
     )
     sys.path.insert(0, str(site))
     for group in plugins.GROUPS:
@@ -111,6 +115,22 @@ class TestPlugins:
         (run,) = load_runs(log)
         assert ["search", "refund"] == [s.name for s in run.steps]
         assert ["csvlog"] == plugins.plugins()["trajdebug.importers"]
+
+    def test_registered_renderer_formats_analyze_output(self, plugin_pkg: Path, tmp_path: Path) -> None:
+        """`trajdebug analyze --format NAME` uses a renderer plugin; an unknown name lists the registered ones."""
+        from click.testing import CliRunner
+
+        from trajdebug.cli import cli
+        from trajdebug.format import write_jsonl
+
+        path = tmp_path / "r.jsonl"
+        write_jsonl([refund_run()], path)
+        result = CliRunner().invoke(cli, ["analyze", str(path), "--format", "csv"])
+        assert 0 == result.exit_code, result.output
+        assert "r,a\n" == result.output
+        bad = CliRunner().invoke(cli, ["analyze", str(path), "--format", "xml"])
+        assert 1 == bad.exit_code
+        assert "registered: csv" in bad.output
 
     def test_listing_without_plugins_is_empty(self) -> None:
         """With no plugin installed, every group is empty."""

@@ -13,6 +13,7 @@ policy = "my_pkg.diagnosers:policy_violation"
 | ``trajdebug.detectors`` | ``(run, ctx) -> Iterable[Failure]`` (`trajdebug.analysis.detect.Detector`) |
 | ``trajdebug.diagnosers`` | ``(step, ctx) -> Iterable[Evidence]`` (`trajdebug.analysis.diagnose.Diagnoser`) |
 | ``trajdebug.importers`` | ``(path) -> ReadResult`` (`trajdebug.formats.Importer`) |
+| ``trajdebug.renderers`` | ``(analyses) -> str`` (`trajdebug.plugins.Renderer`; ``trajdebug analyze --format NAME``) |
 
 A plugin that fails to load is skipped with a warning naming it; it never
 breaks the built-in ones.
@@ -21,14 +22,21 @@ breaks the built-in ones.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Protocol
 
 
 log = logging.getLogger("trajdebug")
 
-GROUPS = ("trajdebug.detectors", "trajdebug.diagnosers", "trajdebug.importers")
+GROUPS = ("trajdebug.detectors", "trajdebug.diagnosers", "trajdebug.importers", "trajdebug.renderers")
+
+
+class Renderer(Protocol):
+    """**Protocol:** renders analyses (`trajdebug.analysis.pipeline.Analysis`) as text."""
+
+    def __call__(self, analyses: Sequence[Any], /) -> str: ...
+
 
 _cache: dict[str, list[tuple[str, Callable[..., Any]]]] = {}
 
@@ -63,4 +71,4 @@ def plugins() -> dict[str, list[str]]:
     return {group: [name for name, _ in entry_point_callables(group)] for group in GROUPS}
 
 
-__all__ = ["GROUPS", "entry_point_callables", "plugins"]
+__all__ = ["GROUPS", "Renderer", "entry_point_callables", "plugins"]

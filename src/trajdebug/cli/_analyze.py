@@ -35,6 +35,12 @@ from trajdebug.model import Outcome
     help="The runs' outcome, when the source does not record one (imported traces).",
 )
 @click.option("--markdown", is_flag=True, help="Print Markdown instead of text.")
+@click.option(
+    "--format",
+    "renderer",
+    metavar="NAME",
+    help="Render with a renderer registered under the 'trajdebug.renderers' entry point group.",
+)
 @add_verify_option
 @json_option
 def analyze_cmd(
@@ -44,6 +50,7 @@ def analyze_cmd(
     top: int,
     outcome: str | None,
     markdown: bool,
+    renderer: str | None,
     verify_entry: str | None,
     fixer: str | None,
     verify_samples: int,
@@ -94,6 +101,15 @@ def analyze_cmd(
         samples=verify_samples,
         top=min(top, 3),
     )
+    if renderer is not None:
+        from trajdebug.plugins import entry_point_callables
+
+        found = dict(entry_point_callables("trajdebug.renderers"))
+        if renderer not in found:
+            known = ", ".join(sorted(found)) or "none installed"
+            raise click.ClickException(f"no renderer {renderer!r} (registered: {known})")
+        click.echo(found[renderer](analyses), nl=False)
+        return
     if as_json:
         data = analyses_to_dict(analyses)
         for entry, v in zip(data["runs"], verifications, strict=False):
