@@ -9,7 +9,6 @@ lifecycle, and localizes the root cause.  `Analysis.to_dict` is the JSON of
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -183,11 +182,7 @@ def analyze(
     inferred = False
     previous = tuple(previous)
     want_infer = True if infer is None else infer
-    if (
-        want_infer
-        and (len(run.steps) > 1 or previous)
-        and importlib.util.find_spec("trajdebug.analysis.infer") is not None
-    ):
+    if want_infer and (len(run.steps) > 1 or previous):
         from trajdebug.analysis.infer import infer_dependencies
 
         annotated = structural_edges(infer_dependencies(run, previous=previous))
@@ -211,7 +206,7 @@ def analyze(
         seeds = [f for f in failures if f.where in ("final", "post") or f.detector == "contract"]
     error_report = None
     origins = _error_origins(run)
-    if run.errors and importlib.util.find_spec("trajdebug.analysis.lifecycle") is not None:
+    if run.errors:
         from trajdebug.analysis import lifecycle
 
         error_report = lifecycle.analyze_errors(run, graph=graph)

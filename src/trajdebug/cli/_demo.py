@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import click
 
 from trajdebug.cli._common import console, emit_json
@@ -48,27 +46,23 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
     target = Store(store or default_store_path())
     run = run_demo(None if clean else fault, store=target)
     fault_info = run.metadata.get("fault") or {}
-    analysis = None
-    if importlib.util.find_spec("trajdebug.analysis.pipeline") is not None:
-        from trajdebug.analysis.pipeline import analyze
+    from trajdebug.analysis.pipeline import analyze
 
-        analysis = analyze(run)
+    analysis = analyze(run)
     verification = None
-    if (
-        verify
-        and analysis is not None
-        and run.outcome == "failure"
-        and importlib.util.find_spec("trajdebug.replay")
-    ):
+    if verify and run.outcome == "failure":
         from trajdebug.replay import verify_demo
 
         verification = verify_demo(run, analysis, store=target)
     if as_json:
         from trajdebug.report.json import run_to_dict
 
-        out = {"store": str(target.path), "run": run_to_dict(run), "fault": fault_info}
-        if analysis is not None:
-            out["analysis"] = analysis.to_dict()
+        out = {
+            "store": str(target.path),
+            "run": run_to_dict(run),
+            "fault": fault_info,
+            "analysis": analysis.to_dict(),
+        }
         if verification is not None:
             out["verification"] = verification.to_dict()
         emit_json(out)
@@ -85,16 +79,15 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
 
         con.print()
         render_errors(analyze_errors(run), con, run=run)
-    if analysis is not None:
-        from trajdebug.report.analysis import render_analysis
+    from trajdebug.report.analysis import render_analysis
 
-        con.print()
-        render_analysis(analysis, con, run=run)
+    con.print()
+    render_analysis(analysis, con, run=run)
     if verification is not None:
         con.print()
         con.print(verification.summary())
     if fault_info.get("name"):
-        top = analysis.root_causes[0].step_id if analysis is not None and analysis.root_causes else None
+        top = analysis.root_causes[0].step_id if analysis.root_causes else None
         hit = "matches" if top == fault_info.get("step_id") else "does not match"
         con.print(
             f"\nground truth: fault {fault_info['name']!r} was injected at #{str(fault_info.get('step_id'))[-6:]}"

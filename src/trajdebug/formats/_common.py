@@ -9,8 +9,6 @@ module is installed).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -81,16 +79,12 @@ def sniff_head(path: Path, size: int = 64 * 1024) -> str:
 
 
 def finish_run(run: Run, *, infer: bool = True) -> Run:
-    """Add content-matched dependencies to an imported run, when inference is installed.
-
-    The inference module is owned elsewhere and may be absent in a partial
-    install; the import is looked up each time so a late install is picked up.
-    """
-    if not infer or importlib.util.find_spec("trajdebug.analysis.infer") is None:
+    """Add content-matched dependencies to an imported run (`trajdebug.analysis.infer`)."""
+    if not infer:
         return run
-    module = importlib.import_module("trajdebug.analysis.infer")
-    result: Run = module.infer_dependencies(run)
-    return result
+    from trajdebug.analysis.infer import infer_dependencies
+
+    return infer_dependencies(run)
 
 
 # -- dependencies and errors ------------------------------------------------

@@ -22,7 +22,6 @@ The replayed run is recorded like any run, with metadata ``replay_of``,
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -153,9 +152,7 @@ def _label(run: Run, step_id: str) -> str:
 
 
 def detect_failures(run: Run) -> list[Any]:
-    """The failure detectors' findings on a run (none when the analysis layer is absent)."""
-    if importlib.util.find_spec("trajdebug.analysis.detect") is None:
-        return []
+    """The failure detectors' findings on a run."""
     from trajdebug.analysis.detect import detect
 
     try:
