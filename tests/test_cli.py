@@ -49,6 +49,29 @@ class TestRunsAndShow:
             (r["run_id"], r["name"], r["outcome"], r["steps"]) for r in data["runs"]
         ]
 
+    def test_runs_prints_markup_in_names_literally(self) -> None:
+        """A run named with rich markup is shown as text, not interpreted (and does not crash)."""
+        with trajdebug.run("evil [/] [bold]x[/bold]"):
+            pass
+        assert "evil [/] [bold]x[/bold]" in invoke("runs")
+
+    def test_analyze_skips_a_broken_run_and_names_it(self, tmp_path: Path) -> None:
+        """A run with an edge to a missing step is skipped with a warning; the other runs are analyzed."""
+        from trajdebug.format import write_jsonl
+        from trajdebug.model import Dependency, Run, Step
+
+        good = Run(
+            "good", "g", outcome="failure", steps=(Step("a", "a", status="error", start_ns=1, end_ns=2),)
+        )
+        bad = Run("bad", "b", outcome="failure", steps=(Step("x", "x", deps=(Dependency("ghost"),)),))
+        path = tmp_path / "r.jsonl"
+        write_jsonl([good, bad], path)
+        result = CliRunner().invoke(cli, ["analyze", str(path), "--json"])
+        assert 0 == result.exit_code, result.output
+        assert "skipped" in result.stderr
+        assert "ghost" in result.stderr
+        assert ["good"] == [r["run_id"] for r in json.loads(result.stdout)["runs"]]
+
     def test_runs_without_a_store_says_so(self) -> None:
         """`trajdebug runs` on a fresh directory explains that there is no store yet."""
         result = CliRunner().invoke(cli, ["runs"])

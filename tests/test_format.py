@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,6 +148,45 @@ class TestPartialAndBadInput:
         result = read_lines(['{"v": 1, "t": "step", "run_id": "r"}'], source="x.jsonl")
         assert "step_id" in str(result.problems[0])
         assert "x.jsonl:1" in str(result.problems[0])
+
+    @pytest.mark.parametrize(
+        ("record", "field"),
+        [
+            ({"start_ns": "soon"}, "start_ns"),
+            ({"end_ns": "later"}, "end_ns"),
+            ({"attempt": "two"}, "attempt"),
+            ({"deps": "s1"}, "deps"),
+            ({"deps": [{"kind": "data"}]}, "deps[0]"),
+            ({"deps": [{"step_id": "a", "origin": "weird"}]}, "origin"),
+            ({"error": "boom"}, "error"),
+            ({"attributes": [1]}, "attributes"),
+            ({"kind": "robot"}, "kind"),
+        ],
+    )
+    def test_wrong_typed_field_is_a_problem_naming_field_and_line(
+        self, record: dict[str, Any], field: str
+    ) -> None:
+        """A step record with a field of the wrong type is reported at its line, naming the field; others load."""
+        good = {
+            "v": 1,
+            "t": "step",
+            "run_id": "r",
+            "step_id": "ok",
+            "name": "fine",
+            "start_ns": 1,
+            "end_ns": 2,
+        }
+        bad = {**good, "step_id": "bad", **record}
+        result = read_lines([json.dumps(good), json.dumps(bad)], source="x.jsonl")
+        assert 1 == len(result.problems)
+        assert "x.jsonl:2:" in str(result.problems[0])
+        assert field in str(result.problems[0])
+        assert ["ok"] == [s.step_id for s in result.runs[0].steps]
+
+    def test_unknown_stage_is_a_problem(self) -> None:
+        """A stage record with a stage name outside the lifecycle is reported."""
+        result = read_lines(['{"v": 1, "t": "stage", "run_id": "r", "error_id": "e", "stage": "exploded"}'])
+        assert "stage" in str(result.problems[0])
 
     def test_unknown_version_is_a_clear_error(self) -> None:
         """A record from a newer format version raises, naming the version and what we read."""

@@ -288,6 +288,81 @@ class TestValues:
         assert f"use token {REDACTED} please" == s.input["prompt"]
 
 
+class TestHostileValues:
+    def test_lone_surrogates_and_huge_ints_do_not_lose_the_run(self, tmp_path: Path) -> None:
+        """Values UTF-8 or JSON cannot carry are stored (escaped or as a marker); every other step still lands."""
+
+        @trajdebug.step
+        def echo(x: Any) -> Any:
+            return x
+
+        path = tmp_path / "r.jsonl"
+        with trajdebug.run("hostile", path=path) as h:
+            echo("\udcff")
+            echo(10**5000)
+            echo("next")
+        assert {"dropped": 0, "sink_failures": 0, "internal_errors": 0} == h.stats
+        (run,) = read_jsonl(path).runs
+        assert 3 == len(run.steps)
+        assert "\udcff" == run.steps[0].output
+        assert REPR_KEY in run.steps[1].output
+        assert "next" == run.steps[2].output
+
+    def test_exception_with_a_broken_str_is_still_recorded(self) -> None:
+        """A step whose exception cannot be printed is kept, with a placeholder message."""
+
+        class Opaque(Exception):
+            def __str__(self) -> str:
+                raise RuntimeError("no")
+
+        @trajdebug.step
+        def boom() -> None:
+            raise Opaque()
+
+        def body(h: Any) -> None:
+            with pytest.raises(Opaque):
+                boom()
+
+        (s,) = record(body).steps
+        assert "error" == s.status
+        assert "<unprintable Opaque>" == s.error.message  # type: ignore[union-attr]
+
+    def test_secrets_in_metadata_errors_and_reasons_are_redacted(self, tmp_path: Path) -> None:
+        """Run metadata, task, failure reason, error messages, tracebacks and stages are redacted too."""
+        key = "sk-ABCDEFGHIJKLMNOPQRSTUVWX1234"
+
+        @trajdebug.step
+        def call() -> None:
+            raise ValueError(f"bad key {key}")
+
+        path = tmp_path / "r.jsonl"
+        with trajdebug.run(
+            "secret", path=path, metadata={"api_key": key, "note": f"uses {key}"}, task=key
+        ) as h:
+            with pytest.raises(ValueError):
+                call()
+            h.fail(f"failed with {key}")
+        assert key not in path.read_text()
+        run = read_jsonl(path).runs[0]
+        assert REDACTED == run.metadata["api_key"]
+        assert f"failed with {REDACTED}" == run.failure_reason
+
+    def test_branch_and_traced_ignore_what_is_not_a_step(self) -> None:
+        """A decision value instead of a step (or an object with a broken repr) adds no edge and never raises."""
+
+        class Loud:
+            def __repr__(self) -> str:
+                raise RuntimeError("no repr")
+
+        def body(h: Any) -> None:
+            trajdebug.traced({"a": 1}, source=Loud())
+            with trajdebug.branch(Loud()), trajdebug.step("under") as s:
+                s.output = 1
+
+        run = record(body)
+        assert () == run.steps[0].deps
+
+
 class TestRobustness:
     def test_off_switch_records_nothing(self, tmp_path: Path) -> None:
         """configure(enabled=False) makes runs and steps no-ops: no file, no store."""

@@ -45,27 +45,39 @@ def _default(obj: Any) -> Any:
 def _safe_repr(obj: Any, limit: int = 2000) -> str:
     try:
         r = repr(obj)
-    except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not break recording
+    except Exception as exc:  # noqa: BLE001 - a broken __repr__ (or an int too long to print) must not break recording
         r = f"<unrepresentable {type(obj).__qualname__}: {type(exc).__name__}>"
-    return r if len(r) <= limit else r[:limit] + "..."
+    r = r if len(r) <= limit else r[:limit] + "..."
+    # Lone surrogates cannot be written as UTF-8: keep them visible, escaped.
+    return r.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _dumps_stdlib(obj: Any) -> bytes:
+    # ensure_ascii=True escapes what UTF-8 cannot carry (lone surrogates); a
+    # value even this cannot encode (an int of 5,000 digits) becomes its marker.
+    try:
+        return json.dumps(obj, default=_default, separators=(",", ":"), ensure_ascii=True).encode()
+    except (TypeError, ValueError, RecursionError):
+        marker = {REPR_KEY: _safe_repr(obj, 200), "type": type(obj).__qualname__}
+        return json.dumps(marker, separators=(",", ":"), ensure_ascii=True).encode()
 
 
 if _orjson is not None:
     _OPTS = _orjson.OPT_NON_STR_KEYS | _orjson.OPT_SERIALIZE_NUMPY
 
     def dumps(obj: Any) -> bytes:
-        """Encode to compact JSON bytes (never raises for odd values)."""
+        """Encode to compact JSON bytes (never raises: what cannot be encoded becomes a marker)."""
         try:
             data: bytes = _orjson.dumps(obj, default=_default, option=_OPTS)
             return data
-        except (TypeError, _orjson.JSONEncodeError):
-            return json.dumps(obj, default=_default, separators=(",", ":"), ensure_ascii=False).encode()
+        except (TypeError, ValueError, RecursionError):  # JSONEncodeError is a TypeError
+            return _dumps_stdlib(obj)
 
 else:  # pragma: no cover
 
     def dumps(obj: Any) -> bytes:
-        """Encode to compact JSON bytes (never raises for odd values)."""
-        return json.dumps(obj, default=_default, separators=(",", ":"), ensure_ascii=False).encode()
+        """Encode to compact JSON bytes (never raises: what cannot be encoded becomes a marker)."""
+        return _dumps_stdlib(obj)
 
 
 def dumps_str(obj: Any) -> str:
@@ -74,10 +86,16 @@ def dumps_str(obj: Any) -> str:
 
 
 def loads(data: bytes | str) -> Any:
-    """Decode JSON."""
-    if _orjson is not None:
+    """Decode JSON (falling back to the standard library, which accepts escaped lone surrogates)."""
+    if _orjson is None:  # pragma: no cover
+        return json.loads(data)
+    try:
         return _orjson.loads(data)
-    return json.loads(data)  # pragma: no cover
+    except ValueError as exc:
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError):
+            raise exc from None
 
 
 def to_jsonable(value: Any, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
@@ -88,6 +106,9 @@ def to_jsonable(value: Any, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
     if type(value) in _SCALARS:
         if type(value) is str and len(value) > max_bytes:
             return {TRUNCATED_KEY: len(value), "head": value[:max_bytes]}
+        if type(value) is int and not -(2**63) <= value < 2**64:
+            # Beyond 64 bits JSON readers disagree, and past 4,300 digits Python will not print it.
+            return {REPR_KEY: f"<int of {value.bit_length()} bits>", "type": "int"}
         if type(value) is float and value != value:  # NaN is not JSON
             return {REPR_KEY: "nan", "type": "float"}
         return value

@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 from trajdebug.model import (
+    DEP_KINDS,
+    DEP_ORIGINS,
+    STAGES,
+    STEP_KINDS,
     Dependency,
     ErrorEvent,
     ErrorInfo,
@@ -74,15 +78,12 @@ def dep_to_dict(d: Dependency) -> dict[str, Any]:
 
 
 def dep_from_dict(d: Mapping[str, Any]) -> Dependency:
-    """Decode a dependency."""
-    return Dependency(
-        step_id=str(d["step_id"]),
-        kind=d.get("kind", "data"),
-        origin=d.get("origin", "declared"),
-        confidence=float(d.get("confidence", 1.0)),
-        key=d.get("key"),
-        run_id=d.get("run_id"),
-    )
+    """Decode a dependency, checking its fields.
+
+    Raises:
+        ValueError: a field has the wrong type or value (the message names it).
+    """
+    return _dep(d, "dependency")
 
 
 def step_to_record(run_id: str, s: Step) -> dict[str, Any]:
@@ -190,6 +191,110 @@ def run_to_records(run: Run) -> list[dict[str, Any]]:
 # -- records -> model ------------------------------------------------------
 
 
+class _FieldError(ValueError):
+    """A field of a record has the wrong type or value (the message names the field)."""
+
+
+def _int(r: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
+    v = r.get(key, default)
+    if v is None or (type(v) is int):
+        return v
+    raise _FieldError(f"field {key!r} must be an integer, got {v!r}")
+
+
+def _req_int(r: Mapping[str, Any], key: str, default: int) -> int:
+    v = _int(r, key, default)
+    return default if v is None else v
+
+
+def _opt_str(r: Mapping[str, Any], key: str) -> str | None:
+    v = r.get(key)
+    if v is None or isinstance(v, str):
+        return v
+    raise _FieldError(f"field {key!r} must be a string, got {v!r}")
+
+
+def _mapping(r: Mapping[str, Any], key: str) -> dict[str, Any]:
+    v = r.get(key)
+    if v is None:
+        return {}
+    if isinstance(v, Mapping):
+        return dict(v)
+    raise _FieldError(f"field {key!r} must be an object, got {v!r}")
+
+
+def _choice(r: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str) -> Any:
+    v = r.get(key, default)
+    if v in allowed:
+        return v
+    raise _FieldError(f"field {key!r} must be one of {', '.join(allowed)}, got {v!r}")
+
+
+def _deps(r: Mapping[str, Any], key: str = "deps") -> list[Dependency]:
+    v = r.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise _FieldError(f"field {key!r} must be a list, got {v!r}")
+    return [_dep(d, f"{key}[{i}]") for i, d in enumerate(v)]
+
+
+def _dep(d: Any, where: str) -> Dependency:
+    if not isinstance(d, Mapping):
+        raise _FieldError(f"{where} must be an object, got {d!r}")
+    sid = d.get("step_id")
+    if not isinstance(sid, str) or not sid:
+        raise _FieldError(f"{where} lacks a string 'step_id'")
+    conf = d.get("confidence", 1.0)
+    if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
+        raise _FieldError(f"{where}.confidence must be a number in [0, 1], got {conf!r}")
+    return Dependency(
+        step_id=sid,
+        kind=_choice(d, "kind", DEP_KINDS, "data"),
+        origin=_choice(d, "origin", DEP_ORIGINS, "declared"),
+        confidence=float(conf),
+        key=_opt_str(d, "key"),
+        run_id=_opt_str(d, "run_id"),
+    )
+
+
+def _error_info(r: Mapping[str, Any]) -> ErrorInfo | None:
+    err = r.get("error")
+    if not err:
+        return None
+    if not isinstance(err, Mapping):
+        raise _FieldError(f"field 'error' must be an object, got {err!r}")
+    return ErrorInfo(
+        type=str(err.get("type", "Error")),
+        message=str(err.get("message", "")),
+        error_id=_opt_str(err, "error_id"),
+        traceback=_opt_str(err, "traceback"),
+    )
+
+
+def _step(sid: str, r: Mapping[str, Any], *, unfinished: bool = False) -> Step:
+    """A step from a ``step`` (or, unfinished, an ``open``) record, every field checked."""
+    end_ns = None if unfinished else _int(r, "end_ns")
+    return Step(
+        step_id=sid,
+        name=str(r.get("name", "")),
+        kind=_choice(r, "kind", STEP_KINDS, "other"),
+        parent_id=_opt_str(r, "parent_id"),
+        agent=_opt_str(r, "agent"),
+        input=None if unfinished else r.get("input"),
+        output=None if unfinished else r.get("output"),
+        status="ok" if unfinished else _choice(r, "status", ("ok", "error"), "ok"),
+        error=None if unfinished else _error_info(r),
+        start_ns=_req_int(r, "start_ns", 0),
+        end_ns=end_ns,
+        attempt=_req_int(r, "attempt", 1),
+        retry_of=_opt_str(r, "retry_of"),
+        deps=tuple(_dedupe(_deps(r))),
+        attributes={"unfinished": True} if unfinished else _mapping(r, "attributes"),
+        source_index=_int(r, "source_index"),
+    )
+
+
 @dataclass
 class _RunParts:
     run_id: str
@@ -200,18 +305,20 @@ class _RunParts:
     failure_reason: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     continues: str | None = None
-    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
-    opened: dict[str, dict[str, Any]] = field(default_factory=dict)
-    late_deps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    errors: dict[str, dict[str, Any]] = field(default_factory=dict)
-    stages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    steps: dict[str, Step] = field(default_factory=dict)
+    opened: dict[str, Step] = field(default_factory=dict)
+    late_deps: dict[str, list[Dependency]] = field(default_factory=dict)
+    errors: dict[str, ErrorEvent] = field(default_factory=dict)
+    stages: dict[str, list[StageChange]] = field(default_factory=dict)
 
 
 class RunBuilder:
     """Assemble runs from records in any order they were appended.
 
     Feed records with `add`; `runs()` returns the runs seen so far, so it can be
-    called on a prefix of a file that is still being written.
+    called on a prefix of a file that is still being written.  Each record is
+    checked field by field when it is added, so a bad record is reported with
+    its line and the rest still load.
     """
 
     def __init__(self, source: str | None = None) -> None:
@@ -229,7 +336,8 @@ class RunBuilder:
 
         Raises:
             UnsupportedVersionError: the record's ``v`` is not a known version.
-            FormatError: the record is not a trajdebug record or lacks a field.
+            FormatError: the record is not a trajdebug record, lacks a field, or has
+                a field of the wrong type (the message names it).
         """
         if not isinstance(rec, Mapping):
             raise FormatError("record is not a JSON object", source=self.source, line=line)
@@ -246,28 +354,49 @@ class RunBuilder:
         t = rec.get("t")
         try:
             run_id = str(rec["run_id"])
-            p = self._parts(run_id)
             if t == "step":
-                p.steps[str(rec["step_id"])] = dict(rec)
+                sid = str(rec["step_id"])
+                self._parts(run_id).steps[sid] = _step(sid, rec)
             elif t == "open":
-                p.opened[str(rec["step_id"])] = dict(rec)
+                sid = str(rec["step_id"])
+                self._parts(run_id).opened[sid] = _step(sid, rec, unfinished=True)
             elif t == "run":
+                start = _req_int(rec, "start_ns", 0)
+                metadata = _mapping(rec, "metadata")
+                p = self._parts(run_id)
                 p.name = str(rec.get("name", ""))
-                p.start_ns = int(rec["start_ns"])
-                p.metadata.update(rec.get("metadata") or {})
-                p.continues = rec.get("continues")
+                p.start_ns = start
+                p.metadata.update(metadata)
+                p.continues = _opt_str(rec, "continues")
             elif t == "end":
-                p.end_ns = rec.get("end_ns")
-                p.outcome = str(rec["outcome"])
-                p.failure_reason = rec.get("failure_reason")
+                end = _int(rec, "end_ns")
+                outcome = _choice(rec, "outcome", ("success", "failure", "incomplete"), "incomplete")
+                p = self._parts(run_id)
+                p.end_ns, p.outcome, p.failure_reason = end, outcome, _opt_str(rec, "failure_reason")
             elif t == "error":
-                p.errors[str(rec["error_id"])] = dict(rec)
+                eid = str(rec["error_id"])
+                self._parts(run_id).errors[eid] = ErrorEvent(
+                    error_id=eid,
+                    step_id=str(rec["step_id"]),
+                    type=str(rec.get("type", "Error")),
+                    message=str(rec.get("message", "")),
+                    parent_error_id=_opt_str(rec, "parent_error_id"),
+                    attempt=_req_int(rec, "attempt", 1),
+                    attributes=_mapping(rec, "attributes"),
+                )
             elif t == "stage":
-                p.stages.setdefault(str(rec["error_id"]), []).append(dict(rec))
+                change = StageChange(
+                    stage=_choice(rec, "stage", STAGES, "occurred"),
+                    step_id=_opt_str(rec, "step_id"),
+                    time_ns=_req_int(rec, "time_ns", 0),
+                    reason=_opt_str(rec, "reason"),
+                )
+                self._parts(run_id).stages.setdefault(str(rec["error_id"]), []).append(change)
             elif t == "dep":
-                p.late_deps.setdefault(str(rec["step_id"]), []).append(dict(rec["dep"]))
+                dep = _dep(rec["dep"], "dep")
+                self._parts(run_id).late_deps.setdefault(str(rec["step_id"]), []).append(dep)
             elif t == "meta":
-                p.metadata.update(rec.get("metadata") or {})
+                self._parts(run_id).metadata.update(_mapping(rec, "metadata"))
             else:
                 raise FormatError(f"unknown record type {t!r}", source=self.source, line=line)
         except KeyError as exc:
@@ -286,80 +415,13 @@ class RunBuilder:
 
 def _build(p: _RunParts) -> Run:
     steps: list[Step] = []
-    for sid, r in p.steps.items():
-        deps = [dep_from_dict(d) for d in r.get("deps") or ()]
-        deps += [dep_from_dict(d) for d in p.late_deps.get(sid, ())]
-        err = r.get("error")
-        steps.append(
-            Step(
-                step_id=sid,
-                name=str(r.get("name", "")),
-                kind=r.get("kind", "other"),
-                parent_id=r.get("parent_id"),
-                agent=r.get("agent"),
-                input=r.get("input"),
-                output=r.get("output"),
-                status=r.get("status", "ok"),
-                error=None
-                if not err
-                else ErrorInfo(
-                    type=str(err.get("type", "Error")),
-                    message=str(err.get("message", "")),
-                    error_id=err.get("error_id"),
-                    traceback=err.get("traceback"),
-                ),
-                start_ns=int(r.get("start_ns") or 0),
-                end_ns=r.get("end_ns"),
-                attempt=int(r.get("attempt", 1)),
-                retry_of=r.get("retry_of"),
-                deps=tuple(_dedupe(deps)),
-                attributes=r.get("attributes") or {},
-                source_index=r.get("source_index"),
-            )
-        )
+    for sid, st in p.steps.items():
+        late = p.late_deps.get(sid)
+        steps.append(st if not late else replace(st, deps=tuple(_dedupe([*st.deps, *late]))))
     # Steps that started but never finished (the process died inside them).
-    for sid, r in p.opened.items():
-        if sid in p.steps:
-            continue
-        steps.append(
-            Step(
-                step_id=sid,
-                name=str(r.get("name", "")),
-                kind=r.get("kind", "other"),
-                parent_id=r.get("parent_id"),
-                agent=r.get("agent"),
-                start_ns=int(r.get("start_ns") or 0),
-                end_ns=None,
-                attempt=int(r.get("attempt", 1)),
-                retry_of=r.get("retry_of"),
-                deps=tuple(_dedupe([dep_from_dict(d) for d in r.get("deps") or ()])),
-                attributes={"unfinished": True},
-            )
-        )
+    steps.extend(st for sid, st in p.opened.items() if sid not in p.steps)
     steps.sort(key=lambda s: (s.start_ns, s.step_id))
-    errors = []
-    for eid, r in p.errors.items():
-        stages = [
-            StageChange(
-                stage=s["stage"],
-                step_id=s.get("step_id"),
-                time_ns=int(s.get("time_ns") or 0),
-                reason=s.get("reason"),
-            )
-            for s in p.stages.get(eid, ())
-        ]
-        errors.append(
-            ErrorEvent(
-                error_id=eid,
-                step_id=str(r["step_id"]),
-                type=str(r.get("type", "Error")),
-                message=str(r.get("message", "")),
-                parent_error_id=r.get("parent_error_id"),
-                stages=tuple(stages),
-                attempt=int(r.get("attempt", 1)),
-                attributes=r.get("attributes") or {},
-            )
-        )
+    errors = [replace(e, stages=tuple(p.stages.get(eid, ()))) for eid, e in p.errors.items()]
     errors.sort(key=lambda e: e.stages[0].time_ns if e.stages else 0)
     start = p.start_ns
     if start is None:

@@ -139,16 +139,6 @@ def _ancestors(steps: dict[str, Step], step_id: str) -> Iterator[str]:
         cur = steps.get(cur.parent_id)
 
 
-def _bits(mask: int) -> Iterator[int]:
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
-
-
-# -- 2a. recoveries the runtime could not see ------------------------------------
-
-
 def _retried_by(run: Run, steps: dict[str, Step]) -> dict[str, list[Step]]:
     """For each step that was retried, the attempts that retried it."""
     out: dict[str, list[Step]] = {}

@@ -91,7 +91,11 @@ def analyze_cmd(
             earlier = previous_turns(run, pool) if run.continues else ()
             analyses.append(analyze(run, top=top, outcome=declared, previous=earlier))
         except GraphError as exc:
-            raise click.ClickException(f"{source or 'store'}: {exc}") from None
+            # One broken run (a cycle, an edge to a step that is not there) must not
+            # hide the analysis of the others: name it and go on.
+            click.echo(f"warning: {source or 'store'}: skipped: {exc}", err=True)
+    if not analyses:
+        raise click.ClickException(f"{source or 'store'}: no run could be analyzed")
     verifications = verify_analyses(
         analyses,
         source=source,

@@ -67,10 +67,14 @@ def errors_cmd(
         try:
             rep = analyze_errors(r)
         except GraphError as exc:
-            raise click.ClickException(f"run {r.run_id}: {exc}") from None
+            # The message already names the run; the other runs still get their report.
+            click.echo(f"warning: {source or 'store'}: skipped: {exc}", err=True)
+            continue
         if critical_only:
             rep = replace(rep, chains=tuple(rep.critical_chains()))
         reports.append((r, rep))
+    if not reports:
+        raise click.ClickException(f"{source or 'store'}: no run could be analyzed")
     if as_json:
         emit_json({"runs": [rep.to_dict() for _, rep in reports]})
         return

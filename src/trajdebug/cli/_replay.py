@@ -90,9 +90,27 @@ def _passing_runs(source: str | None, fmt: str | None, run: Run) -> list[Run]:
         return []
     agent = run.metadata.get("agent")
     same = [
-        r for r in runs if r.run_id != run.run_id and r.name == run.name and r.metadata.get("agent") == agent
+        r
+        for r in runs
+        if r.run_id != run.run_id
+        and r.name == run.name
+        and r.metadata.get("agent") == agent
+        and is_original(r, run)
     ]
     return sorted(same, key=lambda r: r.start_ns, reverse=True)
+
+
+def is_original(candidate: Run, of: Run | None = None) -> bool:
+    """Whether a run is a real run of the agent: not a replay, nor a reference recorded for another run.
+
+    A replay (``replay_of``) already carries a patch; taking it as "the passing run"
+    would verify the patch against itself.
+    """
+    md = candidate.metadata
+    if md.get("replay_of"):
+        return False
+    ref = md.get("reference_for")
+    return not ref or (of is not None and ref == of.run_id)
 
 
 def verify_analyses(
@@ -163,7 +181,8 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> Run:
         raise click.ClickException(f"{path}: no runs found")
     if len(runs) > 1:
         # Several runs: the newest with the outcome this side needs.
-        fitting = [r for r in runs if r.outcome == want] or runs
+        originals = [r for r in runs if is_original(r)] or runs
+        fitting = [r for r in originals if r.outcome == want] or originals
         return max(fitting, key=lambda r: r.start_ns)
     return runs[0]
 
@@ -192,7 +211,7 @@ def _render_diff(al: Any, iso: Any) -> None:
     con = console()
     good, bad = al.good, al.bad
     con.print(
-        f"[bold]diff[/] good {good.run_id[:12]} ({good.outcome}) vs bad {bad.run_id[:12]} ({bad.outcome}): "
+        f"[bold]diff[/] good {escape(good.run_id[:12])} ({good.outcome}) vs bad {escape(bad.run_id[:12])} ({bad.outcome}): "
         f"{len(al.pairs)} aligned steps, {len(al.differences)} differ"
     )
     first = al.first_divergence
@@ -201,7 +220,8 @@ def _render_diff(al: Any, iso: Any) -> None:
     else:
         step = first.bad or first.good
         con.print(
-            f"first divergence: [bold]{escape(step.name)}#{step.step_id[-6:]}[/] ({step.kind}): {_WORDS[first.status]}"
+            f"first divergence: [bold]{escape(step.name)}#{escape(step.step_id[-6:])}[/] ({escape(step.kind)}): "
+            f"{_WORDS[first.status]}"
         )
         if first.good is not None:
             con.print(f"  good: {escape(_short(first.good.output))}")
@@ -219,7 +239,8 @@ def _render_diff(al: Any, iso: Any) -> None:
         s = p.bad or p.good
         style = {"same": "dim", "output": "red", "input": "yellow"}.get(p.status, "magenta")
         con.print(
-            f"  [{style}]{_MARK[p.status]}  {s.kind:<9} {escape(s.name)}#{s.step_id[-6:]}[/]  {_WORDS[p.status]}"
+            f"  [{style}]{_MARK[p.status]}  {escape(f'{s.kind:<9}')} {escape(s.name)}#{escape(s.step_id[-6:])}[/]  "
+            f"{_WORDS[p.status]}"
         )
         if p.status in ("output", "input") and p.output_differs and p.good is not None and p.bad is not None:
             con.print(f"       good: {escape(_short(p.good.output, 120))}", style="dim")

@@ -24,7 +24,9 @@ from trajdebug.cli._common import (
     "--outcome", type=click.Choice(["success", "failure", "incomplete"]), help="Only runs with this outcome."
 )
 @click.option("--name", metavar="PATTERN", help="Only runs whose name matches (SQL LIKE: % and _).")
-@click.option("--limit", type=int, default=50, show_default=True, help="At most this many runs.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many runs."
+)
 @json_option
 def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: int, as_json: bool) -> None:
     """List the runs in a store, newest first.
@@ -62,8 +64,8 @@ def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: in
     for r in rows:
         dur = None if r.end_ns is None or r.start_ns is None else r.end_ns - r.start_ns
         table.add_row(
-            r.run_id[:12],
-            r.name,
+            escape(r.run_id[:12]),
+            escape(r.name),
             f"[{style.get(r.outcome, 'white')}]{r.outcome}[/]",
             str(r.steps),
             str(r.errors),
@@ -82,7 +84,9 @@ def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: in
 @fmt_option
 @json_option
 @click.option("--no-deps", is_flag=True, help="Hide each step's dependencies.")
-@click.option("--max-steps", type=int, default=None, help="Show at most this many steps per run.")
+@click.option(
+    "--max-steps", type=click.IntRange(min=1), default=None, help="Show at most this many steps per run."
+)
 @click.option(
     "--infer", is_flag=True, help="Also infer dependencies from content (marked inferred, with confidence)."
 )

@@ -184,16 +184,44 @@ def spans_from_envelope(
         return [], [FormatError(f"not an OTLP envelope ({kind})", source=source, line=line)]
     spans: list[Span] = []
     problems: list[FormatError] = []
-    for i, rs in enumerate(_get(env, "resourceSpans") or ()):
-        resource = attributes(((rs or {}).get("resource") or {}).get("attributes"))
-        scope_spans = _get(rs, "scopeSpans") or _get(rs, "instrumentationLibrarySpans") or ()
+
+    def bad(where: str, what: str, got: Any) -> None:
+        problems.append(
+            FormatError(f"{where}: expected {what}, got {type(got).__name__}", source=source, line=line)
+        )
+
+    resource_spans = _get(env, "resourceSpans")
+    if not isinstance(resource_spans, list):
+        bad("resourceSpans", "a list", resource_spans)
+        return spans, problems
+    for i, rs in enumerate(resource_spans):
+        if not isinstance(rs, Mapping):
+            bad(f"resourceSpans[{i}]", "an object", rs)
+            continue
+        res = rs.get("resource") or {}
+        resource = attributes(res.get("attributes") if isinstance(res, Mapping) else None)
+        scope_spans = _get(rs, "scopeSpans") or _get(rs, "instrumentationLibrarySpans") or []
+        if not isinstance(scope_spans, list):
+            bad(f"resourceSpans[{i}].scopeSpans", "a list", scope_spans)
+            continue
         for j, ss in enumerate(scope_spans):
-            scope = (ss.get("scope") or ss.get("instrumentationLibrary") or {}).get("name", "")
-            for k, raw in enumerate(ss.get("spans") or ()):
+            if not isinstance(ss, Mapping):
+                bad(f"resourceSpans[{i}].scopeSpans[{j}]", "an object", ss)
+                continue
+            sc = ss.get("scope") or ss.get("instrumentationLibrary") or {}
+            scope = str(sc.get("name", "")) if isinstance(sc, Mapping) else ""
+            raw_spans = ss.get("spans") or []
+            if not isinstance(raw_spans, list):
+                bad(f"resourceSpans[{i}].scopeSpans[{j}].spans", "a list", raw_spans)
+                continue
+            for k, raw in enumerate(raw_spans):
                 where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                if not isinstance(raw, Mapping):
+                    bad(where, "an object", raw)
+                    continue
                 try:
                     spans.append(_span(raw, resource, scope, first_index + len(spans)))
-                except (KeyError, TypeError, ValueError) as exc:
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
                     msg = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
                     problems.append(FormatError(f"{where}: {msg}", source=source, line=line))
     return spans, problems

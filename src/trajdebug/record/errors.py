@@ -69,6 +69,14 @@ def _new_error_id() -> str:
     return f"e{id_prefix()}{next(_counter):07x}"
 
 
+def safe_str(exc: BaseException) -> str:
+    """``str(exc)``, or a placeholder when the exception's ``__str__`` itself fails."""
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - the step that raised it is exactly the one to keep
+        return f"<unprintable {type(exc).__name__}>"
+
+
 def _tag(exc: BaseException) -> _Tag | None:
     tag = getattr(exc, _ATTR, None)
     return tag if isinstance(tag, _Tag) else None
@@ -192,7 +200,7 @@ def _record_exception(
         attrs["reraised"] = True
     else:
         parent = _find_cause(run, exc)
-    eid = _new_error(run, h, type(exc).__name__, str(exc), parent, attrs)
+    eid = _new_error(run, h, type(exc).__name__, safe_str(exc), parent, attrs)
     _set_tag(exc, _Tag(run.run_id, eid))
     return eid
 
@@ -200,7 +208,7 @@ def _record_exception(
 def on_exception(run: RunHandle, h: StepHandle, exc: BaseException) -> None:
     """A step ends with an exception: record the error once, or its propagation."""
     h.status = "error"
-    message = str(exc)
+    message = safe_str(exc)
     if not isinstance(exc, Exception):
         # KeyboardInterrupt, SystemExit, CancelledError, GeneratorExit: the step
         # was interrupted; that is not an error of the agent.

@@ -40,6 +40,10 @@ _ATTEMPT: ContextVar[tuple[int, str | None, str | None] | None] = ContextVar(
     "trajdebug_attempt", default=None
 )
 _REPLAY: ContextVar[Any] = ContextVar("trajdebug_replay", default=None)
+# The active replay controller (`trajdebug.replay`), consulted by decorated
+# steps: ``before(handle) -> (served, value)`` (it may raise a recorded
+# exception) and ``after(handle, value)``; it decides, per step, whether to
+# serve the recorded response or let the function run live.
 
 # How many branch or retry-attempt scopes are open anywhere in the process.
 # While none is, starting a step skips reading their two context variables:
@@ -63,12 +67,6 @@ def scope_closed() -> None:
         _scopes -= 1
 
 
-"""The active replay controller (`trajdebug.replay`), consulted by decorated steps.
-
-A controller has ``before(handle) -> (served: bool, value)`` (it may raise a
-recorded exception) and ``after(handle, value) -> None``; it decides, per
-step, whether to serve the recorded response or let the function run live."""
-
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _new_handle = object.__new__
 
@@ -77,10 +75,7 @@ def _snap(value: Any) -> Any:
     """Freeze a value at the step boundary: scalars as they are, the rest as JSON bytes."""
     if type(value) in _SCALARS:
         return value
-    try:
-        return dumps(value)
-    except Exception:  # noqa: BLE001 - a value never breaks recording
-        return dumps(repr(value))
+    return dumps(value)  # never raises: unencodable values become markers
 
 
 class RemoteParent:

@@ -261,7 +261,9 @@ class RunHandle:
                     elif type(item) is tuple:
                         tracker.handle(item)
                     else:
-                        records.append(item)
+                        # Run, end, error, stage and merged records carry user text too
+                        # (metadata, failure reasons, error messages): redact them as well.
+                        records.append(tracker.redact(item))
                 except Exception:  # noqa: BLE001
                     self._internal_error("encode")
             if not records:

@@ -44,6 +44,13 @@ class Tracker:
 
             self._redactor = Redactor(CONFIG.redact_keys)
 
+    def redact(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A record with its secrets redacted (when redaction is on); ids and times are left alone."""
+        if self._redactor is None:
+            return record
+        redacted: dict[str, Any] = self._redactor(record)
+        return redacted
+
     def release(self) -> None:
         """Drop the strong references at the run's end."""
         self.registry.clear()
@@ -118,7 +125,7 @@ class Tracker:
             except ValueError:
                 return to_jsonable(snap)
             return self._redactor(snap) if needs_redaction else snap
-        if type(snap) is str and len(snap) > CONFIG.max_value_bytes:
+        if (type(snap) is str and len(snap) > CONFIG.max_value_bytes) or type(snap) is int:
             snap = to_jsonable(snap, CONFIG.max_value_bytes)
         if self._redactor is not None:
             snap = self._redactor(snap)
@@ -194,7 +201,7 @@ class Tracker:
                 err["error_id"] = h.error_id
             if h.err[2]:
                 err["traceback"] = h.err[2]
-            rec["error"] = err
+            rec["error"] = self._value(err)
         if h.attempt is not None and h.attempt != 1:
             rec["attempt"] = h.attempt
         if h.retry_of is not None:

@@ -85,16 +85,18 @@ def render_run(run: Run, console: Any, *, show_deps: bool = True, max_steps: int
     head.append(run.name or "(unnamed)")
     head.append("  ")
     head.append(run.outcome, style=outcome_style)
-    head.append(f"  {len(run.steps)} steps, {len(run.errors)} errors, {fmt_duration(run.duration_ns)}")
+    n_steps, n_errors = len(run.steps), len(run.errors)
+    head.append(
+        f"  {n_steps} step{'s' if n_steps != 1 else ''}, {n_errors} error{'s' if n_errors != 1 else ''}, "
+        f"{fmt_duration(run.duration_ns)}"
+    )
     console.print(head)
     if run.failure_reason:
         console.print(f"  reason: {escape(run.failure_reason)}", style="red")
     fault = run.metadata.get("fault") if isinstance(run.metadata, dict) else None
     if isinstance(fault, dict) and fault.get("name"):
-        console.print(
-            f"  injected fault: {escape(str(fault.get('name')))} at #{short(str(fault.get('step_id', '')))}",
-            style="dim",
-        )
+        where = f" at #{escape(short(str(fault['step_id'])))}" if fault.get("step_id") else ""
+        console.print(f"  injected fault: {escape(str(fault.get('name')))}{where}", style="dim")
     for n, (depth, s) in enumerate(tree_lines(run)):
         if max_steps is not None and n >= max_steps:
             console.print(f"  ... {len(run.steps) - max_steps} more steps (use --json for all)", style="dim")
