@@ -72,6 +72,18 @@ class TestRunsAndShow:
         assert "ghost" in result.stderr
         assert ["good"] == [r["run_id"] for r in json.loads(result.stdout)["runs"]]
 
+    def test_import_copies_trajdebug_jsonl_into_a_store(self, tmp_path: Path) -> None:
+        """`trajdebug import FILE.jsonl -o X.db` moves our own runs into a store, unchanged."""
+        from trajdebug.format import read_jsonl
+        from trajdebug.store import Store
+
+        path = tmp_path / "r.jsonl"
+        with trajdebug.run("moved", path=path), trajdebug.step("s") as s:
+            s.output = {"n": 1}
+        invoke("import", str(path), "-o", str(tmp_path / "x.db"))
+        (original,) = read_jsonl(path).runs
+        assert original == Store(tmp_path / "x.db").load_run(original.run_id)
+
     def test_runs_without_a_store_says_so(self) -> None:
         """`trajdebug runs` on a fresh directory explains that there is no store yet."""
         result = CliRunner().invoke(cli, ["runs"])

@@ -254,9 +254,8 @@ def demo_agent(question: str = QUESTION, *, db: str, fault: str | None = None) -
     try:
         return str(agent.answer(question, run.state))
     finally:
-        run.metadata["fault"]["step_id"] = agent.injected_at
         # The fault's step is known only once it ran: record it for the readers.
-        run._emit({"t": "meta", "metadata": {"fault": {"name": fault, "step_id": agent.injected_at}}})
+        run.add_metadata(fault={"name": fault, "step_id": agent.injected_at})
 
 
 def run_demo(

@@ -480,7 +480,14 @@ def read_lines(lines: Iterable[str | bytes], source: str | None = None) -> ReadR
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw)
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as exc:
+            problems.append(
+                FormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source, line=n)
+            )
+            continue
+        try:
+            rec = json.loads(text)
         except ValueError as exc:
             problems.append(FormatError(f"not valid JSON ({exc})", source=source, line=n))
             continue

@@ -19,7 +19,7 @@ _STORE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
     "--from",
     "fmt",
     metavar="FORMAT",
-    help="Format of SOURCE: otlp, openai, transcript, or a plugin's (auto-detected by default).",
+    help="Format of SOURCE: otlp, openai, transcript, trajdebug, store, or a plugin's (auto-detected by default).",
 )
 @click.option(
     "-o",
@@ -32,7 +32,8 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     """Import a foreign trace into trajdebug runs.
 
     SOURCE is an OTLP/JSON file (or a directory of them), an OpenAI-style
-    message log, or a multi-agent transcript.  Malformed records are reported
+    message log, a multi-agent transcript, or trajdebug's own JSONL or store
+    (to copy runs between files and stores).  Malformed records are reported
     as warnings naming the file and record; the valid ones are imported.
 
     \b
@@ -40,14 +41,20 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         trajdebug import spans.json --from otlp -o run.jsonl
         trajdebug import tau_dataset_failed.json        # into ./trajdebug.db
     """
-    from trajdebug.format import FormatError, write_jsonl
-    from trajdebug.formats import import_path, sniff
+    from trajdebug.format import write_jsonl
+    from trajdebug.formats import sniff
+    from trajdebug.source import SourceError, read_source
+
+    # Any source works, trajdebug's own JSONL and stores included (to move runs
+    # between files and stores).
+    from trajdebug.store import is_store
 
     fmt_used = fmt or sniff(source)
     try:
-        result = import_path(source, fmt_used)
-    except FormatError as exc:
+        result = read_source(source, fmt=fmt_used)
+    except SourceError as exc:
         raise click.ClickException(str(exc)) from None
+    fmt_used = fmt_used or ("store" if is_store(source) else "trajdebug")
     for problem in result.problems:
         click.echo(f"warning: {problem}", err=True)
     if output is None:

@@ -222,6 +222,12 @@ class RunHandle:
         record["run_id"] = self.run_id
         self._push(record)
 
+    def add_metadata(self, **metadata: Any) -> None:
+        """Add metadata known only during the run (e.g. where a fault was injected); readers merge it in."""
+        self.metadata.update(metadata)
+        if self._active:
+            self._emit({"t": "meta", "metadata": metadata})
+
     def merge(self, run: Any) -> None:
         """Add the steps and errors of another `trajdebug.model.Run` to this run.
 
