@@ -84,6 +84,16 @@ class TestRunsAndShow:
         (original,) = read_jsonl(path).runs
         assert original == Store(tmp_path / "x.db").load_run(original.run_id)
 
+    def test_analyze_format_markdown_matches_errors_spelling(self) -> None:
+        """`analyze --format markdown` is the same as `--markdown`, as `errors --format markdown` is."""
+        invoke("demo", "--no-verify")
+
+        def untimed(text: str) -> str:  # the analysis reports its own duration
+            return re.sub(r"in [\d.]+ ms", "in _ ms", text)
+
+        assert untimed(invoke("analyze", "--format", "markdown")) == untimed(invoke("analyze", "--markdown"))
+        assert invoke("analyze", "--format", "markdown").lstrip().startswith("#")
+
     def test_runs_without_a_store_says_so(self) -> None:
         """`trajdebug runs` on a fresh directory explains that there is no store yet."""
         result = CliRunner().invoke(cli, ["runs"])

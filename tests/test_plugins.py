@@ -130,7 +130,7 @@ class TestPlugins:
         assert "r,a\n" == result.output
         bad = CliRunner().invoke(cli, ["analyze", str(path), "--format", "xml"])
         assert 1 == bad.exit_code
-        assert "registered: csv" in bad.output
+        assert "available: text, markdown, csv" in bad.output
 
     def test_listing_without_plugins_is_empty(self) -> None:
         """With no plugin installed, every group is empty."""

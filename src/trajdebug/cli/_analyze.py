@@ -39,7 +39,8 @@ from trajdebug.model import Outcome
     "--format",
     "renderer",
     metavar="NAME",
-    help="Render with a renderer registered under the 'trajdebug.renderers' entry point group.",
+    help="text, markdown (as in `trajdebug errors`), or a renderer registered under the "
+    "'trajdebug.renderers' entry point group.",
 )
 @add_verify_option
 @json_option
@@ -105,13 +106,16 @@ def analyze_cmd(
         samples=verify_samples,
         top=min(top, 3),
     )
+    if renderer in ("text", "markdown"):
+        markdown = markdown or renderer == "markdown"
+        renderer = None
     if renderer is not None:
         from trajdebug.plugins import entry_point_callables
 
         found = dict(entry_point_callables("trajdebug.renderers"))
         if renderer not in found:
-            known = ", ".join(sorted(found)) or "none installed"
-            raise click.ClickException(f"no renderer {renderer!r} (registered: {known})")
+            known = ", ".join(["text", "markdown", *sorted(found)])
+            raise click.ClickException(f"no renderer {renderer!r} (available: {known})")
         click.echo(found[renderer](analyses), nl=False)
         return
     if as_json:

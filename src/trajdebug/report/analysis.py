@@ -76,7 +76,13 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         yield "failure", (_label(steps.get(f.step_id), f.step_id), f.detector, f.where, f.message)
     yield (
         "heading",
-        "Root causes" + ("" if a.root_causes else " (none: nothing failed)" if not a.failures else ""),
+        "Root causes"
+        + (
+            " (roots first, then suspects by score)"
+            if any(c.root for c in a.root_causes) and not all(c.root for c in a.root_causes)
+            else ""
+        )
+        + ("" if a.root_causes else " (none: nothing failed)" if not a.failures else ""),
     )
     for i, c in enumerate(a.root_causes, 1):
         run_id = getattr(c, "run_id", None)
