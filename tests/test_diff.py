@@ -78,6 +78,21 @@ class TestDiffCommand:
         assert data["first_divergence"]["bad"] == bad.metadata["fault"]["step_id"]
         assert data["impact"]
 
+    def test_a_state_step_shows_the_state_it_wrote(self, tmp_path: Path) -> None:
+        """When a state step returns the same value in both runs, diff shows the differing state writes."""
+        store = Store(tmp_path / "s.db")
+        good = run_demo(None, store=store)
+        bad = run_demo("stale-state", store=store)
+        res = CliRunner().invoke(
+            cli,
+            ["diff", f"{tmp_path / 's.db'}@{good.run_id[:10]}", f"{tmp_path / 's.db'}@{bad.run_id[:10]}"],
+            env={"COLUMNS": "200"},
+        )
+        assert 0 == res.exit_code, res.output
+        first = res.output.split("first divergence:", 1)[1]
+        assert "save_totals" in first.splitlines()[0]
+        assert '"state written"' in first
+
     def test_diff_text_with_isolation(self, tmp_path: Path) -> None:
         """With --isolate, the text names the failure-inducing difference found by replay."""
         store = Store(tmp_path / "s.db")

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from trajdebug.cli._common import console, emit_json, fmt_option, json_option, store_path
-from trajdebug.model import Run
+from trajdebug.model import Run, Step
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -187,6 +187,17 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> Run:
     return runs[0]
 
 
+def _shown(step: Step, other: Step | None) -> Any:
+    """What differs about a step: its output, or the state it wrote when the outputs are equal."""
+    from trajdebug.replay.cassette import STATE_VALUES_ATTR, canonical
+
+    if other is not None and canonical(step.output) == canonical(other.output):
+        state = step.attributes.get(STATE_VALUES_ATTR)
+        if state is not None:
+            return {"state written": state}
+    return step.output
+
+
 def _short(value: Any, limit: int = 160) -> str:
     from trajdebug.replay.cassette import canonical
 
@@ -224,10 +235,10 @@ def _render_diff(al: Any, iso: Any) -> None:
             f"{_WORDS[first.status]}"
         )
         if first.good is not None:
-            con.print(f"  good: {escape(_short(first.good.output))}")
+            con.print(f"  good: {escape(_short(_shown(first.good, first.bad)))}")
         if first.bad is not None:
             err = f"  ✗ {first.bad.error.type}: {first.bad.error.message}" if first.bad.error else ""
-            con.print(f"  bad:  {escape(_short(first.bad.output))}{escape(err)}")
+            con.print(f"  bad:  {escape(_short(_shown(first.bad, first.good)))}{escape(err)}")
         impact = al.impact(first)
         if impact:
             labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact]
@@ -243,8 +254,8 @@ def _render_diff(al: Any, iso: Any) -> None:
             f"{_WORDS[p.status]}"
         )
         if p.status in ("output", "input") and p.output_differs and p.good is not None and p.bad is not None:
-            con.print(f"       good: {escape(_short(p.good.output, 120))}", style="dim")
-            con.print(f"       bad:  {escape(_short(p.bad.output, 120))}", style="dim")
+            con.print(f"       good: {escape(_short(_shown(p.good, p.bad), 120))}", style="dim")
+            con.print(f"       bad:  {escape(_short(_shown(p.bad, p.good), 120))}", style="dim")
     if iso is not None:
         con.print()
         if iso.problem:
