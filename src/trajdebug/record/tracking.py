@@ -20,10 +20,11 @@ from trajdebug._encode import loads, to_jsonable
 from trajdebug.format import dep_to_dict
 from trajdebug.model import TRUNCATED_KEY, Dependency
 from trajdebug.record.config import CONFIG
+from trajdebug.record.recorder import StepHandle
 
 
 if TYPE_CHECKING:
-    from trajdebug.record.recorder import RunHandle, StepHandle
+    from trajdebug.record.recorder import RunHandle
 
 MIN_TRACKED_STR = 24
 """Strings shorter than this are not identity-tracked (they may be interned or cached)."""
@@ -83,6 +84,12 @@ class Tracker:
     def _find(self, h: StepHandle, value: Any) -> list[Dependency]:
         """Registered objects reachable from a step's arguments (not descending into hits)."""
         registry = self.registry
+        if type(value) is str:
+            # The common case of a single text argument: one lookup, no walk.
+            hit = registry.get(id(value))
+            if hit is not None and hit[1] is value and hit[0] != h.id and hit[2] <= h.t0:
+                return [Dependency(step_id=hit[0], kind="data", origin=hit[3])]  # type: ignore[arg-type]
+            return []
         found: dict[str, Dependency] = {}
         own = h.id
         start = h.t0
@@ -135,8 +142,6 @@ class Tracker:
         """Records for a finished step: ``open`` records for newly seen parents, then the step."""
         out: list[dict[str, Any]] = []
         run = self.run
-        from trajdebug.record.recorder import StepHandle
-
         parent = h.parent
         chain: list[StepHandle] = []
         while isinstance(parent, StepHandle):
