@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.faults import Case, distractors_for
+from benchmarks.faults import Case
+from benchmarks.quality import cases as suite_cases
 from benchmarks.workflows import WORKFLOWS
 from benchmarks.workflows._base import reference, replay_case
 
@@ -56,18 +57,6 @@ class VerifyRecord:
     """Why the case could not be verified at all, or None."""
     reasons: dict[str, str] = field(default_factory=dict)
     """The verdicts' reasons, by step name (for the report's notes)."""
-
-
-def sample(seeds: int, workflows: Sequence[str] | None = None) -> list[Case]:
-    """Every (workflow, fault) pair of the suite with its first ``seeds`` seeds."""
-    out = []
-    for name, mod in WORKFLOWS.items():
-        if workflows is not None and name not in workflows:
-            continue
-        for fault in mod.FAULTS:
-            for seed in range(seeds):
-                out.append(Case(name, fault, seed, distractors_for(seed)))
-    return out
 
 
 def verify_case(case: Case, *, top: int = TOP) -> VerifyRecord:
@@ -127,7 +116,7 @@ def run_verification(
 ) -> VerificationResult:
     """Verify trajdebug's top candidates on a sample of suite cases (default: `SEEDS_QUICK` or
     `SEEDS_FULL` seeds of every workflow x fault pair)."""
-    chosen = list(cases) if cases is not None else sample(SEEDS_QUICK if quick else SEEDS_FULL)
+    chosen = list(cases) if cases is not None else suite_cases(SEEDS_QUICK if quick else SEEDS_FULL)
     t0 = time.perf_counter()
     records = []
     for i, case in enumerate(chosen, 1):
@@ -195,7 +184,6 @@ __all__ = [
     "VerificationResult",
     "VerifyRecord",
     "run_verification",
-    "sample",
     "summarize",
     "verification_data",
     "verify_case",
