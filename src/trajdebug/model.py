@@ -56,6 +56,14 @@ Severity = Literal["WARN", "ERROR", "CRITICAL"]
 """An error's severity, assigned by the lifecycle analysis."""
 
 STEP_KINDS: tuple[str, ...] = get_args(StepKind)
+BOUNDARY_KINDS: frozenset[str] = frozenset({"llm", "tool", "retrieval"})
+"""Kinds of step that cross the agent's boundary (a model or the outside world): nondeterministic, recorded for replay."""
+OBSERVATION_KINDS: frozenset[str] = frozenset({"tool", "retrieval"})
+"""Kinds of step whose output is an observation of the outside world rather than something the agent computed."""
+CONTAINER_KINDS: frozenset[str] = frozenset({"agent"})
+"""Kinds of step that enclose other steps (agents, sub-agents, loops)."""
+VALUE_DEP_KINDS: frozenset[str] = frozenset({"data", "state"})
+"""Dependency kinds along which a value flows (as opposed to a decision, the environment or context)."""
 DEP_KINDS: tuple[str, ...] = get_args(DepKind)
 DEP_ORIGINS: tuple[str, ...] = get_args(DepOrigin)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
@@ -254,14 +262,18 @@ def replace(obj: Any, /, **changes: Any) -> Any:
 
 
 __all__ = [
+    "BOUNDARY_KINDS",
+    "CONTAINER_KINDS",
     "DEP_KINDS",
     "DEP_ORIGINS",
+    "OBSERVATION_KINDS",
     "OUTCOMES",
     "REDACTED",
     "REPR_KEY",
     "STAGES",
     "STEP_KINDS",
     "TRUNCATED_KEY",
+    "VALUE_DEP_KINDS",
     "DepKind",
     "DepOrigin",
     "Dependency",

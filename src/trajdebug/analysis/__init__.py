@@ -1,0 +1,36 @@
+"""The analysis: failures, the error lifecycle, ranked root causes.
+
+This module is the public face of the analysis layer; import from here, not from
+the modules behind it (they are reorganized freely).  ``analyze(run)`` runs the
+whole pipeline on one run and returns an `Analysis`.
+"""
+
+from __future__ import annotations
+
+from trajdebug.analysis.detect import Detector, Failure, detect
+from trajdebug.analysis.diagnose import Diagnoser, Evidence
+from trajdebug.analysis.graph import DependencyGraph, GraphError
+from trajdebug.analysis.infer import infer_dependencies, previous_turns
+from trajdebug.analysis.lifecycle import ErrorReport, analyze_errors
+from trajdebug.analysis.localize import Candidate, Localization
+from trajdebug.analysis.pipeline import Analysis, analyses_to_dict, analyze
+
+
+__all__ = [
+    "Analysis",
+    "Candidate",
+    "DependencyGraph",
+    "Detector",
+    "Diagnoser",
+    "ErrorReport",
+    "Evidence",
+    "Failure",
+    "GraphError",
+    "Localization",
+    "analyses_to_dict",
+    "analyze",
+    "analyze_errors",
+    "detect",
+    "infer_dependencies",
+    "previous_turns",
+]
