@@ -69,7 +69,7 @@ class CaseRecord:
 
 
 def _baselines() -> dict[str, Callable[[Run, list[Any]], Any]]:
-    from trajdebug.analysis.baselines import BASELINES
+    from benchmarks.baselines import BASELINES
 
     # The baselines take ``top=`` beyond the `Method` protocol's two arguments.
     return {name: functools.partial(cast(Any, fn), top=TOP) for name, fn in BASELINES.items()}

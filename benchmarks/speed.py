@@ -271,7 +271,7 @@ def _median_seconds(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 def localization_scaling(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
     """Localization time on synthetic runs of growing length (`trajdebug.analysis.baselines.synthetic_run`)."""
-    from trajdebug.analysis.baselines import synthetic_run
+    from benchmarks.baselines import synthetic_run
     from trajdebug.analysis.detect import detect
     from trajdebug.analysis.localize import localize
 
@@ -361,7 +361,7 @@ def inference_run(n: int = 10_000, output_bytes: int = 2048, seed: int = 7) -> A
 
 def inference_cost(n: int, repeats: int) -> dict[str, Any]:
     """Time `trajdebug.analysis.infer.infer_dependencies` on `inference_run`."""
-    from trajdebug.analysis.infer import infer_dependencies
+    from trajdebug.analysis.inference._infer import infer_dependencies
 
     run = inference_run(n)
     t, out = _median_seconds(lambda: infer_dependencies(run), repeats)

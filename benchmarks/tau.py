@@ -97,7 +97,7 @@ def run_tau(data: Path = DATA, top: int = 10) -> TauResult:
     Raises:
         FileNotFoundError: the data set is missing.
     """
-    from trajdebug.analysis.baselines import BASELINES
+    from benchmarks.baselines import BASELINES
     from trajdebug.formats import import_path
 
     try:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from trajdebug.analysis.baselines import (
+from benchmarks.baselines import (
     BASELINES,
     METHODS,
     bfs,
@@ -14,6 +13,7 @@ from trajdebug.analysis.baselines import (
     linear_scan,
     synthetic_run,
 )
+
 from trajdebug.analysis.detect import Failure, detect
 from trajdebug.analysis.graph import DependencyGraph
 from trajdebug.model import Dependency, ErrorInfo, Run, Step

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import trajdebug
+from trajdebug.analysis._content import schema_from_db
 from trajdebug.analysis.detect import (
     BUILTIN_DETECTORS,
     DetectContext,
@@ -80,9 +81,8 @@ class TestContentDetectors:
                 output=[],
             ),
             Step("o", "out", "output", output="done"),
-            metadata={"sqlite_db": str(sales_db)},
         )
-        [f] = _by(detect(run), "sql")
+        [f] = _by(detect(run, sql_schema=schema_from_db(sales_db)), "sql")
         assert f.step_id == "q"
         assert "price" in f.message
 
@@ -112,9 +112,8 @@ class TestContentDetectors:
                 input={"sql": "SELECT region FROM orders"},
                 output=[{"region": "east"}],
             ),
-            metadata={"sqlite_db": str(sales_db)},
         )
-        assert _by(detect(run), "sql") == []
+        assert _by(detect(run, sql_schema=schema_from_db(sales_db)), "sql") == []
 
     def test_http_error_status_in_a_tool_result(self) -> None:
         """A tool result with status 404 fires; status 200 does not."""

@@ -10,8 +10,16 @@ from typing import Any
 import pytest
 
 from trajdebug.analysis.detect import Failure
-from trajdebug.analysis.diagnose import FAULTY_THRESHOLD, DiagnoseContext, Evidence, Verdict, diagnose, fold
-from trajdebug.analysis.evidence import BUILTIN_DIAGNOSERS
+from trajdebug.analysis.diagnosers import (
+    BUILTIN_DIAGNOSERS,
+    FAULTY_THRESHOLD,
+    DiagnoseContext,
+    Evidence,
+    Verdict,
+    diagnose,
+    fold,
+    registered_diagnosers,
+)
 from trajdebug.model import Dependency, ErrorInfo, Run, Step
 
 
@@ -19,8 +27,11 @@ def _run(*steps: Step, **kw: Any) -> Run:
     return Run("r", "test", steps=steps, **kw)
 
 
-def _verdict(run: Run, step_id: str, failures: Iterable[Failure] = ()) -> Verdict:
-    return DiagnoseContext.build(run, failures=tuple(failures)).verdict(step_id)
+def _verdict(run: Run, step_id: str, failures: Iterable[Failure] = (), sql_db: str | None = None) -> Verdict:
+    ctx = DiagnoseContext.build(
+        run, diagnosers=registered_diagnosers(), failures=tuple(failures), sql_db=sql_db
+    )
+    return ctx.verdict(step_id)
 
 
 def _from(v: Verdict, diagnoser: str) -> list[Evidence]:
@@ -129,10 +140,10 @@ class TestToolCalls:
         run = _run(
             Step("short", "run_sql", "tool", input=sql, output=[{"x": 0}, {"x": 1}]),
             Step("full", "run_sql", "tool", input=sql, output=[{"x": i} for i in range(5)]),
-            metadata={"sqlite_db": str(db)},
         )
-        [bad] = _from(_verdict(run, "short"), "sql-result")
-        [good] = _from(_verdict(run, "full"), "sql-result")
+        [bad] = _from(_verdict(run, "short", sql_db=str(db)), "sql-result")
+        [good] = _from(_verdict(run, "full", sql_db=str(db)), "sql-result")
+        assert _from(_verdict(run, "short"), "sql-result") == []  # the file is opened only when named
         assert "2 rows" in bad.reason and "5" in bad.reason and not bad.sound
         assert good.sound
 
@@ -343,11 +354,13 @@ class TestRegistry:
             "retry-divergence",
         }
 
-    def test_tool_diagnosers_registered_and_reexported(self) -> None:
-        """The tool diagnosers of `analysis.tools` are registered by name and still importable from `analysis.evidence`."""
-        from trajdebug.analysis import evidence, tools
+    def test_tool_diagnosers_registered(self) -> None:
+        """The tool diagnosers are registered by name, and every name a rule module exports exists."""
+        from trajdebug.analysis.diagnosers import _steps as evidence
+        from trajdebug.analysis.diagnosers import _tools as tools
 
         assert all(hasattr(evidence, name) for name in evidence.__all__)
+        assert all(hasattr(tools, name) for name in tools.__all__)
         for name, fn in {
             "starved-consumer": tools.starved_consumer,
             "tool-result": tools.tool_result,
@@ -355,7 +368,6 @@ class TestRegistry:
             "tool-arguments": tools.tool_arguments,
         }.items():
             assert BUILTIN_DIAGNOSERS[name] is fn
-            assert getattr(evidence, fn.__name__) is fn
 
 
 def _t(sid: str, name: str, kind: str, start: int, **kw: Any) -> Step:

@@ -131,7 +131,7 @@ class TestVerifyOption:
 
     def test_verify_option_verifies_the_top_candidate(self, tmp_path: Path) -> None:
         """A command decorated with add_verify_option verifies a stored failing run by replay."""
-        from trajdebug.analysis.pipeline import analyze
+        from trajdebug.analysis import analyze
 
         path = tmp_path / "s.db"
         store = Store(path)
@@ -141,7 +141,7 @@ class TestVerifyOption:
         @click.command()
         @add_verify_option
         def cmd(verify_entry: str | None, fixer: str | None, verify_samples: int) -> None:
-            a = analyze(Store(path).load_run(bad.run_id))
+            a = analyze(Store(path).load_run(bad.run_id), sql_db=bad.metadata["sqlite_db"])
             for v in verify_analyses(
                 [a], source=str(path), entry=verify_entry, fixer=fixer, samples=verify_samples
             ):

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import trajdebug
-from trajdebug.analysis.lifecycle import analyze_errors
+from trajdebug.analysis.lifecycle._analyze import analyze_errors
 from trajdebug.cli import cli
 from trajdebug.demo import run_demo
 from trajdebug.model import Run

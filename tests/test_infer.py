@@ -1,4 +1,4 @@
-"""Tests of content inference of dependencies (trajdebug.analysis.fingerprint and .infer)."""
+"""Tests of content inference of dependencies (trajdebug.analysis.inference._fingerprint and .infer)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from trajdebug.analysis.fingerprint import (
+from trajdebug.analysis.inference._fingerprint import (
     canonical_number,
     fingerprint_output,
     normalize,
@@ -23,7 +23,7 @@ from trajdebug.analysis.fingerprint import (
     value_weight,
     winnow,
 )
-from trajdebug.analysis.infer import ContentIndex, infer_dependencies, previous_turns
+from trajdebug.analysis.inference._infer import ContentIndex, infer_dependencies, previous_turns
 from trajdebug.model import REPR_KEY, TRUNCATED_KEY, Dependency, Run, Step, replace
 
 
@@ -106,7 +106,7 @@ class TestFingerprint:
         """Token ids and shingle hashes are the same under another hash seed (no salted str hash)."""
         code = textwrap.dedent(
             """
-            from trajdebug.analysis.fingerprint import fingerprint_output, token_id
+            from trajdebug.analysis.inference._fingerprint import fingerprint_output, token_id
             fp = fingerprint_output("the quick brown fox jumps over the lazy dog again and again " * 3)
             print(token_id("yusuf_rossi_9620"), sorted(fp.shingles)[:3])
             """
@@ -592,7 +592,7 @@ class TestFastPaths:
 
     def test_runs_past_the_probe_budget_get_the_same_edges(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A run whose inputs exceed the look-ahead budget is matched unfiltered, with the same edges."""
-        import trajdebug.analysis.infer as infer_module
+        import trajdebug.analysis.inference._infer as infer_module
 
         run = chain_run()
         expected = infer_dependencies(run)

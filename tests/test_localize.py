@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks.baselines import synthetic_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajdebug.analysis.baselines import synthetic_run
 from trajdebug.analysis.detect import Failure, detect
 from trajdebug.analysis.graph import DependencyGraph
 from trajdebug.analysis.localize import Localization, localize

@@ -79,7 +79,7 @@ class TestDemoFaults:
         """For every demo fault, the top-ranked root cause is the step where it was injected."""
         run = run_demo(fault, store=Store(tmp_path / "demo.db"), workdir=tmp_path)
         assert run.outcome == "failure"
-        analysis = analyze(run)
+        analysis = analyze(run, sql_db=run.metadata["sqlite_db"])
         truth = run.metadata["fault"]["step_id"]
         assert truth is not None
         assert analysis.root_causes[0].step_id == truth, [

@@ -24,7 +24,7 @@ def _plugin_pkg(tmp_path: Path) -> Iterator[Path]:
             """
             import json
             from trajdebug.analysis.detect import Failure
-            from trajdebug.analysis.diagnose import Evidence
+            from trajdebug.analysis.diagnosers._context import Evidence
             from trajdebug.format import ReadResult
             from trajdebug.model import Run, Step
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.analysis.lifecycle import analyze_errors
+from trajdebug.analysis.lifecycle._analyze import analyze_errors
 from trajdebug.format import read_jsonl
 from trajdebug.model import Run
 from trajdebug.record.propagation import SINK_HEADER, TRACEPARENT

@@ -65,7 +65,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(contracts, name)
     if name == "analyze":
-        from trajdebug.analysis.pipeline import analyze
+        from trajdebug.analysis import analyze
 
         return analyze
     if name == "replay":

@@ -7,11 +7,12 @@ whole pipeline on one run and returns an `Analysis`.
 
 from __future__ import annotations
 
+from trajdebug.analysis._content import text_of
 from trajdebug.analysis.detect import Detector, Failure, detect
-from trajdebug.analysis.diagnose import Diagnoser, Evidence
+from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
 from trajdebug.analysis.graph import DependencyGraph, GraphError
-from trajdebug.analysis.infer import infer_dependencies, previous_turns
-from trajdebug.analysis.lifecycle import ErrorReport, analyze_errors
+from trajdebug.analysis.inference import infer_dependencies, previous_turns
+from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport, analyze_errors
 from trajdebug.analysis.localize import Candidate, Localization
 from trajdebug.analysis.pipeline import Analysis, analyses_to_dict, analyze
 
@@ -22,6 +23,8 @@ __all__ = [
     "DependencyGraph",
     "Detector",
     "Diagnoser",
+    "ErrorChain",
+    "ErrorLifecycle",
     "ErrorReport",
     "Evidence",
     "Failure",
@@ -33,4 +36,5 @@ __all__ = [
     "detect",
     "infer_dependencies",
     "previous_turns",
+    "text_of",
 ]

@@ -16,12 +16,13 @@ job.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from trajdebug.analysis import content
+from trajdebug.analysis import _content as content
 from trajdebug.model import Run, Step
+from trajdebug.plugins import entry_point_callables
 
 
 Where = Literal["final", "checkpoint", "step", "pre", "post", "run"]
@@ -65,7 +66,7 @@ class DetectContext:
     """The run under inspection."""
     sql_schema: str | None = None
     """DDL of the SQLite database the run's SQL targets (also read from run metadata
-    ``sql_schema``/``sqlite_schema``, or from the database file ``sqlite_db``)."""
+    ``sql_schema``/``sqlite_schema``)."""
     steps: dict[str, Step] = field(default_factory=dict)
     """The run's steps by id."""
     final: Step | None = None
@@ -78,7 +79,7 @@ class DetectContext:
     @classmethod
     def build(cls, run: Run, *, sql_schema: str | None = None) -> DetectContext:
         """Prepare the context of a run."""
-        schema = sql_schema or _schema_from_metadata(run.metadata)
+        schema = sql_schema or content.schema_from_metadata(run.metadata)
         steps = run.step_map()
         recovered = {s.retry_of for s in run.steps if s.retry_of is not None and s.status == "ok"}
         for e in run.errors:
@@ -114,20 +115,6 @@ class DetectContext:
                 if d.kind == "data" and d.run_id in (None, rid)
             }
         return step_id in self._consumed
-
-
-def _schema_from_metadata(meta: Mapping[str, Any]) -> str | None:
-    for key in ("sql_schema", "sqlite_schema"):
-        schema = meta.get(key)
-        if isinstance(schema, str) and schema.strip():
-            return schema
-    db = meta.get("sqlite_db")
-    if isinstance(db, str) and db:
-        try:
-            return content.schema_from_db(db)
-        except ValueError:
-            return None
-    return None
 
 
 def _targets_of(value: Any) -> set[str]:
@@ -350,17 +337,10 @@ BUILTIN_DETECTORS: dict[str, Detector] = {
 """The built-in detectors by name."""
 
 
-def plugin_callables(group: str) -> list[tuple[str, Callable[..., Any]]]:
-    """Callables registered under an entry-point group."""
-    from trajdebug.plugins import entry_point_callables
-
-    return entry_point_callables(group)
-
-
 def registered_detectors() -> dict[str, Detector]:
     """The built-in detectors plus those registered under ``trajdebug.detectors``."""
     found: dict[str, Detector] = dict(BUILTIN_DETECTORS)
-    for name, fn in plugin_callables("trajdebug.detectors"):
+    for name, fn in entry_point_callables("trajdebug.detectors"):
         found.setdefault(name, fn)
     return found
 

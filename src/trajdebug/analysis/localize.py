@@ -3,7 +3,7 @@
 From the steps where failures show, the search walks the dependency graph
 backward (a dynamic slice, Korel & Laski 1988; Agrawal & Horgan 1990), most
 suspicious step first, with a priority queue.  Each step it takes is
-diagnosed (`trajdebug.analysis.diagnose`), and suspicion flows on to the
+diagnosed (`trajdebug.analysis.diagnosers._context`), and suspicion flows on to the
 steps it consumed:
 
 * **Propagated suspicion** ("blame") decays per edge kind, data > state >
@@ -43,9 +43,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajdebug.analysis import content
+from trajdebug.analysis import _content as content
 from trajdebug.analysis.detect import Failure, detect
-from trajdebug.analysis.diagnose import DiagnoseContext, Diagnoser, Evidence
+from trajdebug.analysis.diagnosers import DiagnoseContext, Diagnoser, Evidence, registered_diagnosers
 from trajdebug.analysis.graph import CHILD_KEY, DependencyGraph
 from trajdebug.model import Dependency, Run, Step
 
@@ -205,6 +205,7 @@ def localize(
     diagnosers: Mapping[str, Diagnoser] | Sequence[Diagnoser] | None = None,
     extra_evidence: Iterable[Evidence] = (),
     sql_schema: str | None = None,
+    sql_db: str | None = None,
     budget: int | None = None,
 ) -> Localization:
     """Rank the steps most likely to be the root cause of a run's failures.
@@ -218,6 +219,7 @@ def localize(
         diagnosers: The diagnosers (None: built-in and registered).
         extra_evidence: Evidence found elsewhere (e.g. error-lifecycle origins).
         sql_schema: DDL of the SQLite database the run's SQL targets.
+        sql_db: The SQLite file the run's SQL targets (read-only re-runs of its queries).
         budget: Stop after diagnosing this many steps.
 
     Returns:
@@ -230,8 +232,9 @@ def localize(
     ctx = DiagnoseContext.build(
         run,
         g,
-        diagnosers=diagnosers,
+        diagnosers=registered_diagnosers() if diagnosers is None else diagnosers,
         sql_schema=sql_schema,
+        sql_db=sql_db,
         extra=[*failure_evidence(fails), *extra_evidence],
         failures=fails,
     )

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from trajdebug.analysis import _content as content
 from trajdebug.analysis.detect import Detector, Failure, detect, final_step, superseded
-from trajdebug.analysis.diagnose import Diagnoser, Evidence
-from trajdebug.analysis.edges import NAMED_KEY, named_edges, structural_edges, thin_inferred, with_context
-from trajdebug.analysis.evidence import is_check
+from trajdebug.analysis.diagnosers import is_check
+from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
 from trajdebug.analysis.graph import DependencyGraph
+from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred, with_context
 from trajdebug.analysis.localize import Candidate, Localization, localize
 from trajdebug.model import Outcome, Run
 
@@ -33,9 +35,9 @@ class Analysis:
     localization: Localization
     """The ranked root-cause candidates and the search statistics."""
     error_report: Any = None
-    """The error-lifecycle report (`trajdebug.analysis.lifecycle`), when available."""
+    """The error-lifecycle report (`trajdebug.analysis.lifecycle._analyze`), when available."""
     inferred: bool = False
-    """True when content inference added dependencies to the run (`trajdebug.analysis.infer`)."""
+    """True when content inference added dependencies to the run (`trajdebug.analysis.inference._infer`)."""
     previous: tuple[Run, ...] = ()
     """Earlier conversation turns the analysis could follow ``context`` edges into, oldest first."""
 
@@ -152,6 +154,7 @@ def analyze(
     diagnosers: Mapping[str, Diagnoser] | Sequence[Diagnoser] | None = None,
     weights: Mapping[str, float] | None = None,
     sql_schema: str | None = None,
+    sql_db: str | Path | None = None,
     infer: bool | None = None,
     previous: Sequence[Run] = (),
 ) -> Analysis:
@@ -166,6 +169,9 @@ def analyze(
         diagnosers: Step diagnosers (None: built-in and registered).
         weights: Search weight overrides (see `trajdebug.analysis.localize.DEFAULT_WEIGHTS`).
         sql_schema: DDL of the SQLite database the run's SQL targets.
+        sql_db: The SQLite file the run's SQL targets: its schema checks the run's
+            SQL, and recorded query results are compared with read-only re-runs.
+            Analysis never opens a file a run's metadata names by itself.
         infer: Infer data dependencies from content (merged with the recorded
             ones): None (default) and True always, False never.  The recorder
             tracks values by identity, so short strings and numbers, and values a
@@ -177,13 +183,15 @@ def analyze(
     Raises:
         GraphError: the run's dependencies form a cycle or name a missing step.
     """
+    if sql_db is not None:
+        sql_schema = sql_schema or content.schema_from_db(sql_db)
     if outcome is not None and run.outcome == "incomplete":
         run = replace(run, outcome=outcome)
     inferred = False
     previous = tuple(previous)
     want_infer = True if infer is None else infer
     if want_infer and (len(run.steps) > 1 or previous):
-        from trajdebug.analysis.infer import infer_dependencies
+        from trajdebug.analysis.inference import infer_dependencies
 
         annotated = structural_edges(infer_dependencies(run, previous=previous))
         inferred = annotated is not run
@@ -207,9 +215,9 @@ def analyze(
     error_report = None
     origins = _error_origins(run)
     if run.errors:
-        from trajdebug.analysis import lifecycle
+        from trajdebug.analysis.lifecycle import analyze_errors
 
-        error_report = lifecycle.analyze_errors(run, graph=graph)
+        error_report = analyze_errors(run, graph=graph)
         handled = frozenset(
             e.step_id for e in error_report.errors if e.stage in ("recovered", "ignored")
         ) | frozenset(superseded(run))
@@ -224,6 +232,7 @@ def analyze(
         diagnosers=diagnosers,
         extra_evidence=origins,
         sql_schema=sql_schema,
+        sql_db=None if sql_db is None else str(sql_db),
     )
     if origin:
         loc = replace(loc, candidates=[_home(c, origin) for c in loc.candidates])

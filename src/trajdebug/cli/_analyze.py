@@ -34,6 +34,13 @@ from trajdebug.model import Outcome
     type=click.Choice(["failure", "success"]),
     help="The runs' outcome, when the source does not record one (imported traces).",
 )
+@click.option(
+    "--sql-db",
+    "sql_db",
+    type=click.Path(dir_okay=False, exists=True),
+    help="The SQLite file the runs' SQL targets: its schema checks their SQL, and recorded query "
+    "results are compared with read-only re-runs (analysis never opens a path a run names by itself).",
+)
 @click.option("--markdown", is_flag=True, help="Print Markdown instead of text.")
 @click.option(
     "--format",
@@ -50,6 +57,7 @@ def analyze_cmd(
     fmt: str | None,
     top: int,
     outcome: str | None,
+    sql_db: str | None,
     markdown: bool,
     renderer: str | None,
     verify_entry: str | None,
@@ -76,9 +84,7 @@ def analyze_cmd(
         trajdebug analyze conversation.json --from openai --outcome failure --json
         trajdebug analyze trajdebug.db --verify trajdebug.demo:demo_agent
     """
-    from trajdebug.analysis.graph import GraphError
-    from trajdebug.analysis.infer import previous_turns
-    from trajdebug.analysis.pipeline import analyses_to_dict, analyze
+    from trajdebug.analysis import GraphError, analyses_to_dict, analyze, previous_turns
 
     runs = load_source(source, run_id, fmt)
     # Earlier turns of a conversation live in the same source: a run that
@@ -90,7 +96,7 @@ def analyze_cmd(
     for run in runs:
         try:
             earlier = previous_turns(run, pool) if run.continues else ()
-            analyses.append(analyze(run, top=top, outcome=declared, previous=earlier))
+            analyses.append(analyze(run, top=top, outcome=declared, previous=earlier, sql_db=sql_db))
         except GraphError as exc:
             # One broken run (a cycle, an edge to a step that is not there) must not
             # hide the analysis of the others: name it and go on.

@@ -46,9 +46,9 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
     target = Store(store or default_store_path())
     run = run_demo(None if clean else fault, store=target)
     fault_info = run.metadata.get("fault") or {}
-    from trajdebug.analysis.pipeline import analyze
+    from trajdebug.analysis import analyze
 
-    analysis = analyze(run)
+    analysis = analyze(run, sql_db=run.metadata.get("sqlite_db"))
     verification = None
     if verify and run.outcome == "failure":
         from trajdebug.replay import verify_demo
@@ -74,7 +74,7 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
     con.print(f"recorded into {target.path}\n", style="dim")
     render_run(run, con)
     if run.errors:
-        from trajdebug.analysis.lifecycle import analyze_errors
+        from trajdebug.analysis import analyze_errors
         from trajdebug.report.errors import render_errors
 
         con.print()

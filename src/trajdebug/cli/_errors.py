@@ -55,8 +55,7 @@ def errors_cmd(
     Example:
         trajdebug errors runs.jsonl --run 3f2a --format markdown
     """
-    from trajdebug.analysis.graph import GraphError
-    from trajdebug.analysis.lifecycle import analyze_errors
+    from trajdebug.analysis import GraphError, analyze_errors
     from trajdebug.model import replace
 
     runs = load_source(source, run_id, fmt)

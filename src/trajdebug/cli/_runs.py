@@ -112,7 +112,7 @@ def show_cmd(
     everything = load_source(source, run_id, fmt)
     runs = everything[-1:] if source is None and run_id is None else everything
     if infer:
-        from trajdebug.analysis.infer import infer_dependencies, previous_turns
+        from trajdebug.analysis import infer_dependencies, previous_turns
 
         if run_id is not None:
             everything = load_source(source, None, fmt)

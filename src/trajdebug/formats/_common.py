@@ -79,10 +79,10 @@ def sniff_head(path: Path, size: int = 64 * 1024) -> str:
 
 
 def finish_run(run: Run, *, infer: bool = True) -> Run:
-    """Add content-matched dependencies to an imported run (`trajdebug.analysis.infer`)."""
+    """Add content-matched dependencies to an imported run (`trajdebug.analysis.inference._infer`)."""
     if not infer:
         return run
-    from trajdebug.analysis.infer import infer_dependencies
+    from trajdebug.analysis import infer_dependencies
 
     return infer_dependencies(run)
 

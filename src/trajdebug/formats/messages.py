@@ -17,7 +17,7 @@ Dependencies, all from the log's own structure:
 - turn order: an assistant turn on the previous assistant turn, a user message
   on the assistant message it answers (inferred, context, confidence 0.6);
 
-then content matching (`trajdebug.analysis.infer`) adds value edges.  A tool
+then content matching (`trajdebug.analysis.inference._infer`) adds value edges.  A tool
 result that reads as an error ("Error: user not found") is an error reported as
 data: it occurred at the tool step and was recovered when the next assistant
 turn read it, since the text went back to the model and the run went on.

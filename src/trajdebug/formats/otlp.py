@@ -16,7 +16,7 @@ Mapping:
   products.md 4.1 "gotcha 2" asks); a ``(non-fatal)`` status is *recovered*;
 - span links become declared dependencies;
 - tool-call ids link LLM -> tool -> LLM (declared data edges);
-- content matching (`trajdebug.analysis.infer`) adds inferred value edges.
+- content matching (`trajdebug.analysis.inference._infer`) adds inferred value edges.
 
 Spans written by `trajdebug.formats.export` carry ``trajdebug.*`` attributes
 and events; they restore the original run exactly (ids, kinds, edges,

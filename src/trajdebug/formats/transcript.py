@@ -16,7 +16,7 @@ Dependencies, from the conversation's own structure:
   on the latest earlier message holding a fenced code block (declared, data);
 - turn order: each message on the one before it (inferred, context, 0.5);
 
-then content matching (`trajdebug.analysis.infer`) adds value edges.  An
+then content matching (`trajdebug.analysis.inference._infer`) adds value edges.  An
 execution result that failed (non-zero exit code, a traceback) is an error
 reported as data, recovered when the next agent turn read it.
 """

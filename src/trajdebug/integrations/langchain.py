@@ -26,7 +26,7 @@ LangChain's own tree (it subclasses ``BaseTracer``):
   are steps with ``attempt`` and ``retry_of``;
 - edges: a ``RunnableSequence`` pipes each child's output into the next, and a
   tool call id links LLM -> tool -> LLM (declared data edges); content matching
-  (`trajdebug.analysis.infer`) adds the rest.
+  (`trajdebug.analysis.inference._infer`) adds the rest.
 
 The tracer is a converter with no dependency on the recorder: runs are kept in
 ``.runs`` and optionally saved to a store or appended to a JSONL file.
@@ -119,7 +119,7 @@ class TrajdebugTracer(BaseTracer):
         store: A `trajdebug.store.Store`, or a path to one, to save each run into.
         path: A JSONL file to append each run's records to.
         metadata: Metadata added to every run.
-        infer: Add content-matched dependencies (`trajdebug.analysis.infer`) to each run.
+        infer: Add content-matched dependencies (`trajdebug.analysis.inference._infer`) to each run.
     """
 
     name: str = "trajdebug"

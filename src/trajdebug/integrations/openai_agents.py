@@ -21,7 +21,7 @@ tool's failure went back to the model as its result, so that error is
 that called it (declared when the call's name and arguments match, else on
 the agent's latest model step, inferred), a model step on the tool results its
 input holds (by call id), a handoff's target agent on the handoff (control);
-content matching (`trajdebug.analysis.infer`) adds the rest.
+content matching (`trajdebug.analysis.inference._infer`) adds the rest.
 
 Processor callbacks run on the SDK's threads: they are lock-protected, never
 block on I/O beyond an optional append at trace end, and swallow their own
@@ -87,7 +87,7 @@ class TrajdebugProcessor(TracingProcessor):
     Args:
         store: A `trajdebug.store.Store`, or a path to one, to save each run into.
         path: A JSONL file to append each run's records to.
-        infer: Add content-matched dependencies (`trajdebug.analysis.infer`) to each run.
+        infer: Add content-matched dependencies (`trajdebug.analysis.inference._infer`) to each run.
     """
 
     def __init__(self, *, store: Any = None, path: str | Path | None = None, infer: bool = True) -> None:

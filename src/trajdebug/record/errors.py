@@ -1,6 +1,6 @@
 """Recording errors: each exception counted once, its path, its cause, its end.
 
-The runtime half of the error lifecycle (`trajdebug.analysis.lifecycle` is the
+The runtime half of the error lifecycle (`trajdebug.analysis.lifecycle._analyze` is the
 analysis half).  Rules:
 
 * An exception leaving a step for the first time is one error event

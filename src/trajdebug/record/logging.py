@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 
 if TYPE_CHECKING:
-    from trajdebug.analysis.lifecycle import ErrorReport
+    from trajdebug.analysis import ErrorReport
     from trajdebug.model import Run
 
 
@@ -118,7 +118,7 @@ def emit_errors(
     Returns:
         How many records were logged (records below the logger's level are not).
     """
-    from trajdebug.analysis.lifecycle import ErrorReport, analyze_errors
+    from trajdebug.analysis import ErrorReport, analyze_errors
 
     if isinstance(run_or_report, ErrorReport):
         report = run_or_report

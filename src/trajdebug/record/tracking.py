@@ -9,7 +9,7 @@ object, or a container holding it, shows up in a later step's arguments, that
 step gets a ``data`` edge (``tracked``, confidence 1).  Identity is not
 trusted for values Python shares between unrelated producers (``None``,
 booleans, numbers, short strings, which may be cached or interned): those are
-left to content inference at analysis time (`trajdebug.analysis.infer`).
+left to content inference at analysis time (`trajdebug.analysis.inference._infer`).
 """
 
 from __future__ import annotations

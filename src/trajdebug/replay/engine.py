@@ -153,7 +153,7 @@ def _label(run: Run, step_id: str) -> str:
 
 def detect_failures(run: Run) -> list[Any]:
     """The failure detectors' findings on a run."""
-    from trajdebug.analysis.detect import detect
+    from trajdebug.analysis import detect
 
     try:
         return list(detect(run))
@@ -177,7 +177,7 @@ def forward_slice(run: Run, step_ids: Iterable[str]) -> set[str]:
     """The steps a change at ``step_ids`` can reach (data, state, control edges and enclosing steps)."""
     ids = list(step_ids)
     try:
-        from trajdebug.analysis.graph import DependencyGraph
+        from trajdebug.analysis import DependencyGraph
 
         return DependencyGraph(run).forward_slice(ids)
     except Exception:  # noqa: BLE001 - a malformed graph: fall back to a plain walk

@@ -412,7 +412,7 @@ def _label(run: Run, sid: str) -> str:
 def backward_slice(run: Run, step_id: str) -> set[str]:
     """The steps whose outputs could have reached this step (itself included)."""
     try:
-        from trajdebug.analysis.graph import DependencyGraph
+        from trajdebug.analysis import DependencyGraph
 
         return DependencyGraph(run).backward_slice([step_id])
     except Exception:  # noqa: BLE001 - a malformed graph: fall back to a plain walk

@@ -17,8 +17,7 @@ from trajdebug.model import Run, Step
 
 
 if TYPE_CHECKING:
-    from trajdebug.analysis.localize import Candidate
-    from trajdebug.analysis.pipeline import Analysis
+    from trajdebug.analysis import Analysis, Candidate
 
 
 WIDTH = 80
@@ -53,7 +52,7 @@ def chain_summary(chain: Any, steps: Mapping[str, Step]) -> str:
             names = [steps[i].name if isinstance(i, str) and i in steps else str(i) for i in ids]
             stage = chain.get("stage") or chain.get("final_stage")
             return " → ".join(names) + (f" ({stage})" if stage else "")
-    from trajdebug.analysis.content import text_of
+    from trajdebug.analysis import text_of
 
     return text_of(chain, 160)
 

@@ -19,7 +19,7 @@ from trajdebug.model import Run, Step
 
 
 if TYPE_CHECKING:
-    from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport
+    from trajdebug.analysis import ErrorChain, ErrorLifecycle, ErrorReport
 
 
 SEVERITY_STYLE = {"CRITICAL": "bold red", "ERROR": "red", "WARN": "yellow"}

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from trajdebug.analysis.detect import Failure
-from trajdebug.analysis.diagnose import DiagnoseContext
+from trajdebug.analysis.diagnosers import DiagnoseContext, registered_diagnosers
 from trajdebug.analysis.graph import DependencyGraph
 from trajdebug.analysis.localize import Candidate, Localization, SearchStats, localize
 from trajdebug.model import Dependency, ErrorInfo, Run, Step
@@ -103,7 +103,9 @@ def _ctx(run: Run, failures: Sequence[Failure]) -> tuple[DependencyGraph, Diagno
     from trajdebug.analysis.localize import failure_evidence
 
     g = DependencyGraph(run)
-    return g, DiagnoseContext.build(run, g, extra=failure_evidence(failures), failures=failures)
+    return g, DiagnoseContext.build(
+        run, g, diagnosers=registered_diagnosers(), extra=failure_evidence(failures), failures=failures
+    )
 
 
 def _last_failure_index(run: Run, g: DependencyGraph, failures: Sequence[Failure]) -> int:

@@ -1,6 +1,6 @@
 """Tool-calling conversations: a user, an assistant, its tool calls and their results.
 
-The rules in `trajdebug.analysis.chat_rules` see a run as a `Conversation`:
+The rules in `trajdebug.analysis.diagnosers._chat_rules` see a run as a `Conversation`:
 the steps of an imported message log (`trajdebug.formats.messages`) or any
 run whose steps carry a chat ``role`` attribute.  A run without user turns is
 not a conversation and the rules stay silent.
@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from trajdebug.analysis import content
-from trajdebug.analysis.diagnose import DiagnoseContext
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import DiagnoseContext
 from trajdebug.model import Run, Step
 
 

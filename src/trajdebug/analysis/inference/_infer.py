@@ -4,7 +4,7 @@ Object identity is lost as soon as an agent serializes a value into a prompt,
 so the recorder's tracked edges miss most of the data flow that matters for
 LLM steps, and foreign traces have no edges at all.  This module recovers it
 from content ("value fingerprinting", algorithms.md §7, layer 4): every
-output is fingerprinted (`trajdebug.analysis.fingerprint`) into an inverted
+output is fingerprinted (`trajdebug.analysis.inference._fingerprint`) into an inverted
 index, and every input probes it.  The cost is linear in the size of the
 values, not in the number of step pairs.
 
@@ -35,7 +35,7 @@ from itertools import filterfalse
 from operator import itemgetter
 from typing import Any
 
-from trajdebug.analysis.fingerprint import (
+from trajdebug.analysis.inference._fingerprint import (
     SHINGLE,
     SHINGLE_WEIGHT,
     VALUE_TAG,

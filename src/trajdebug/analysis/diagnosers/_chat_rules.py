@@ -17,8 +17,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from trajdebug.analysis import content
-from trajdebug.analysis.conversation import (
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._conversation import (
     HANDOFF_TOOL,
     HANDOFF_WORDS,
     Call,
@@ -26,7 +27,6 @@ from trajdebug.analysis.conversation import (
     chat_turn,
     is_write,
 )
-from trajdebug.analysis.diagnose import DiagnoseContext, Evidence
 from trajdebug.model import Step
 
 

@@ -11,7 +11,7 @@
 * **Sub-agents** (`delegated_result`): an ``agent`` step whose output states
   a value that contradicts what its own children produced.
 
-They rank, they do not prove (`trajdebug.analysis.diagnose`).
+They rank, they do not prove (`trajdebug.analysis.diagnosers._context`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trajdebug.analysis import content
-from trajdebug.analysis.diagnose import DiagnoseContext, Evidence
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.model import Step
 
 

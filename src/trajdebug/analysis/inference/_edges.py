@@ -1,7 +1,7 @@
 """Edges the recorder could not see, added before the search: flows by equal content, values a failure names, earlier turns.
 
 The recorder tracks values by identity and content inference
-(`trajdebug.analysis.infer`) finds copied text and numbers.  What is still
+(`trajdebug.analysis.inference._infer`) finds copied text and numbers.  What is still
 missing, and what is too much:
 
 * `structural_edges`: an argument equal, object for object, to an earlier
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from trajdebug.analysis import content
+from trajdebug.analysis import _content as content
 from trajdebug.analysis.detect import Failure
 from trajdebug.model import Dependency, Run, Step
 
@@ -186,7 +186,7 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
     content).  Origin tracking from the failure message, as a debugger reads
     an assertion's message to find who set the bad value.
     """
-    from trajdebug.analysis.diagnose import _QUOTED
+    from trajdebug.analysis.diagnosers._context import _QUOTED
 
     pos = {s.step_id: i for i, s in enumerate(run.steps)}
     added: dict[str, list[Dependency]] = {}

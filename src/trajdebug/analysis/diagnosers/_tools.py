@@ -1,7 +1,7 @@
 """Diagnosers of tool calls: their results, their errors, and the arguments they were given.
 
 Each is a plain callable ``(step, ctx) -> Iterable[Evidence]`` (see
-`trajdebug.analysis.diagnose`), registered in
+`trajdebug.analysis.diagnosers._context`), registered in
 `trajdebug.analysis.evidence.BUILTIN_DIAGNOSERS`.  A tool's result is the
 outside world's answer: an error says either that the tool (or its
 environment) failed or that what it was asked was wrong, and the wording of
@@ -11,7 +11,7 @@ question asked than about the tool, so it also implicates the step that asked.
 
 The value checks (`present`, `contradictions`, `upstream_outputs`) and the
 error wording (`handled`, which errors blame the input) are shared with the
-error and LLM-output diagnosers of `trajdebug.analysis.evidence`.
+error and LLM-output diagnosers of `trajdebug.analysis.diagnosers._steps`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trajdebug.analysis import content
-from trajdebug.analysis.diagnose import DiagnoseContext, Evidence
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.graph import CHILD_KEY
 from trajdebug.model import Step
 
@@ -157,16 +157,16 @@ _QUERY = re.compile(r"^\s*(select|with)\b", re.I)
 def sql_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A SQL tool whose recorded rows differ from re-running its (read-only) query on the run's database.
 
-    Only when the run names its SQLite file (metadata ``sqlite_db``) and the
-    query is a ``SELECT``; the file is opened read-only and the query is cut off
+    Only when the analysis was given the run's SQLite file (``analyze(sql_db=...)``,
+    ``trajdebug analyze --sql-db``) and the query is a ``SELECT``; the file is opened read-only and the query is cut off
     after a bounded amount of work.  A database changed since the run also
     shows here, so this ranks, it does not prove.
     """
     if step.kind != "tool" or step.status != "ok":
         return
-    db = ctx.run.metadata.get("sqlite_db")
+    db = ctx.sql_db
     stmt = content.sql_of(step.input)
-    if not isinstance(db, str) or stmt is None or not _QUERY.match(stmt):
+    if db is None or stmt is None or not _QUERY.match(stmt):
         return
     rows = content.largest_list(step.output)
     if rows is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.analysis.severity import LinkKind, RuleHit
+from trajdebug.analysis.lifecycle._severity import LinkKind, RuleHit
 from trajdebug.model import Outcome, Severity, Stage, StageChange
 
 

@@ -26,7 +26,7 @@ hashed "atoms" that survive those transformations:
 Each atom has an intrinsic *weight* in [0, 1], how much one match of it says:
 long identifiers and many-digit numbers say a lot, short words and small
 integers nothing.  How common an atom is across outputs is the index's
-business (see `trajdebug.analysis.infer`).
+business (see `trajdebug.analysis.inference._infer`).
 
 Hashes are stable across processes (token ids come from BLAKE2b, not from the
 salted ``hash(str)``), so inference gives the same edges on every run.
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from itertools import filterfalse, repeat
 from typing import Any
 
-from trajdebug.analysis.tokens import (
+from trajdebug.analysis.inference._tokens import (
     _NUMBER,
     _NUMBER_ONLY,
     _TOKEN_IDS_MAX,

@@ -27,7 +27,7 @@ what only hindsight and the dependency graph show:
    output was consumed outside the steps that enclose it.
 4. **Influence**: the blast radius (forward slice of its effect steps) and
    whether it reached a step that wrote shared state.
-5. **Chains and severity** (`trajdebug.analysis.severity`): root-to-leaf
+5. **Chains and severity** (`trajdebug.analysis.lifecycle._severity`): root-to-leaf
    paths of the forest, scored by stated rules; critical chains first.
 
 Forward and backward reach for all errors at once is computed with one pass
@@ -41,9 +41,9 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from trajdebug.analysis.error_report import ErrorChain, ErrorLifecycle, ErrorReport
 from trajdebug.analysis.graph import DependencyGraph
-from trajdebug.analysis.severity import ErrorFacts, LinkKind, RuleHit, grade, score_chain
+from trajdebug.analysis.lifecycle._report import ErrorChain, ErrorLifecycle, ErrorReport
+from trajdebug.analysis.lifecycle._severity import ErrorFacts, LinkKind, RuleHit, grade, score_chain
 from trajdebug.model import ErrorEvent, Run, Stage, StageChange, Step
 
 

@@ -5,7 +5,7 @@ punctuation dropped), each token to a stable integer id (BLAKE2b, so results
 do not depend on ``PYTHONHASHSEED``), runs of ``SHINGLE`` tokens to hashes,
 and an output's hashes to a winnowed subset (Schleimer, Wilkerson and Aiken,
 "Winnowing", SIGMOD 2003).  Numbers get one canonical form whether they are
-JSON numbers or written in text.  `trajdebug.analysis.fingerprint` builds
+JSON numbers or written in text.  `trajdebug.analysis.inference._fingerprint` builds
 the atoms of whole values from these.
 """
 

@@ -1,7 +1,7 @@
 """Diagnosers of data flow: values lost on the way, parse steps, state writes, retries.
 
 Plain callables ``(step, ctx) -> Iterable[Evidence]`` like those of
-`trajdebug.analysis.evidence` (which registers them).  They compare what a
+`trajdebug.analysis.diagnosers._steps` (which registers them).  They compare what a
 step was given with what it passed on: an omission leaves no trace in a
 dynamic slice (Agrawal et al. 1993 on relevant slicing), so the value a
 failure misses is traced back to the step that received it and did not
@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trajdebug.analysis import content
-from trajdebug.analysis.diagnose import _QUOTED, DiagnoseContext, Evidence
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.model import Step
 
 

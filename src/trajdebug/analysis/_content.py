@@ -180,10 +180,21 @@ RERUN_STEP_LIMIT = 2_000_000
 """Bounds on re-running a recorded query: rows fetched, SQLite VM steps (then it is abandoned)."""
 
 
+_ALLOWED_ACTIONS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
+)
+
+
+def _read_only(action: int, *_: Any) -> int:
+    """SQLite authorizer: plain reads only."""
+    return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
+
+
 def rerun_query(db: str | Path, sql: str) -> list[tuple[Any, ...]] | None:
     """Re-run a read-only query on a SQLite file; None when that is not possible.
 
-    The file is opened read-only (``mode=ro``), only one statement runs, and the
+    The file is opened read-only (``mode=ro``) under an authorizer that allows
+    only reads (no ``ATTACH``, no ``PRAGMA``), only one statement runs, and the
     query is abandoned after `RERUN_STEP_LIMIT` VM steps or `RERUN_ROW_LIMIT` rows.
     """
     p = Path(db)
@@ -200,6 +211,10 @@ def rerun_query(db: str | Path, sql: str) -> list[tuple[Any, ...]] | None:
         return 1 if budget[0] < 0 else 0
 
     con.set_progress_handler(tick, 1000)
+    # Defence in depth beside mode=ro: the statement comes from a recorded run, so
+    # only reads are authorized (no ATTACH, which can create files even on a
+    # read-only connection, no PRAGMA, no writes).
+    con.set_authorizer(_read_only)
     try:
         return con.execute(sql.strip().rstrip(";")).fetchmany(RERUN_ROW_LIMIT)
     except (sqlite3.Error, ValueError):
@@ -445,7 +460,29 @@ def largest_list(value: Any, depth: int = 0) -> list[Any] | None:
     return None
 
 
+
+def schema_from_metadata(meta: Mapping[str, Any], *, open_files: bool = False) -> str | None:
+    """The SQL schema a run's metadata states (``sql_schema``), if any.
+
+    A ``sqlite_db`` path in the metadata is read only with ``open_files=True``:
+    a trace names whatever path its author chose, and analysis never opens files
+    an imported trace names unless the user asked for it.
+    """
+    for key in ("sql_schema", "sqlite_schema"):
+        schema = meta.get(key)
+        if isinstance(schema, str) and schema.strip():
+            return schema
+    db = meta.get("sqlite_db")
+    if open_files and isinstance(db, str) and db:
+        try:
+            return schema_from_db(db)
+        except ValueError:
+            return None
+    return None
+
+
 __all__ = [
+    "schema_from_metadata",
     "SQL_KEYS",
     "aggregate_forms",
     "TEXT_LIMIT",

@@ -1,16 +1,16 @@
 """The built-in diagnosers, one per sign of a faulty step.
 
 Each is a plain callable ``(step, ctx) -> Iterable[Evidence]`` (see
-`trajdebug.analysis.diagnose`).  Suspicion values are ranks, not
+`trajdebug.analysis.diagnosers._context`).  Suspicion values are ranks, not
 probabilities: about 0.7 for a step that is wrong on its face (malformed SQL,
 a failed post-condition), about 0.5 for one that visibly misbehaved (an error,
 dropped items, a contradiction), 0.2-0.4 for weak signs (values with no
 visible source, a failure that its arguments probably caused).
 
 The diagnosers of tool calls (results, errors, arguments) live in
-`trajdebug.analysis.tools`, the data-flow diagnosers (lost values, parse
-steps, state writes, retries) in `trajdebug.analysis.dataflow`;
-`BUILTIN_DIAGNOSERS` registers them all.
+`trajdebug.analysis.diagnosers._tools`, the data-flow diagnosers (lost values, parse
+steps, state writes, retries) in `trajdebug.analysis.diagnosers._dataflow`;
+`trajdebug.analysis.diagnosers.BUILTIN_DIAGNOSERS` registers them all.
 
 Evidence is *pulled*: a diagnoser reports about the step it is given, also
 from what its consumers saw (a consumer's failed pre-condition, a reader that
@@ -26,33 +26,17 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trajdebug.analysis import content
-from trajdebug.analysis.chat_rules import CONVERSATION_DIAGNOSERS
-from trajdebug.analysis.dataflow import (
-    dropped_value,
-    parse_dropped,
-    retry_divergence,
-    scaled_value,
-    state_values,
-    state_write,
-    value_origin,
-)
-from trajdebug.analysis.decisions import decision, delegated_result, lost_update
-from trajdebug.analysis.diagnose import _QUOTED, DiagnoseContext, Diagnoser, Evidence
-from trajdebug.analysis.graph import CHILD_KEY
-from trajdebug.analysis.observations import environment_read, stale_retry, truncated_output
-from trajdebug.analysis.tools import (
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._tools import (
     _CHECK_TEXT,
     _INPUT_CAUSED,
     contradictions,
     handled,
     present,
-    sql_result,
-    starved_consumer,
-    tool_arguments,
-    tool_result,
     upstream_outputs,
 )
+from trajdebug.analysis.graph import CHILD_KEY
 from trajdebug.model import ErrorInfo, Step
 
 
@@ -403,52 +387,13 @@ def external_input(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         yield Evidence(step.step_id, 0.0, "input given to the run", "external-input", sound=True)
 
 
-BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
-    "step-error": step_error,
-    "consumer-rejection": consumer_rejection,
-    "starved-consumer": starved_consumer,
-    "tool-result": tool_result,
-    "sql-result": sql_result,
-    "dropped-value": dropped_value,
-    "tool-arguments": tool_arguments,
-    "malformed-output": malformed_output,
-    "llm-output": llm_output,
-    "parse-dropped": parse_dropped,
-    "state-write": state_write,
-    "retry-divergence": retry_divergence,
-    "scaled-value": scaled_value,
-    "value-origin": value_origin,
-    "state-values": state_values,
-    "truncated-output": truncated_output,
-    "stale-retry": stale_retry,
-    "environment": environment_read,
-    "decision": decision,
-    "race": lost_update,
-    "sub-agent": delegated_result,
-    "contract": contracts,
-    "external-input": external_input,
-    **CONVERSATION_DIAGNOSERS,
-}
-"""The built-in diagnosers by name (with the tool-calling conversation rules of
-`trajdebug.analysis.chat_rules`)."""
-
-
 __all__ = [
-    "BUILTIN_DIAGNOSERS",
     "consumer_rejection",
     "contracts",
-    "dropped_value",
     "input_caused",
     "is_check",
     "external_input",
     "llm_output",
     "malformed_output",
-    "parse_dropped",
-    "retry_divergence",
-    "sql_result",
-    "starved_consumer",
-    "state_write",
     "step_error",
-    "tool_arguments",
-    "tool_result",
 ]

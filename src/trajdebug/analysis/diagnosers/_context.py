@@ -12,7 +12,7 @@ localizer's stopping rule uses: a step diagnosed faulty whose inputs are all
 diagnosed sound is a root-cause candidate (Zeller, *Why Programs Fail*,
 "Tracking Failure Origins").
 
-The built-in diagnosers live in `trajdebug.analysis.evidence`; more can be
+The built-in diagnosers live in `trajdebug.analysis.diagnosers._steps`; more can be
 registered under the entry-point group ``trajdebug.diagnosers``.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from trajdebug.analysis import content
+from trajdebug.analysis import _content as content
 from trajdebug.analysis.graph import DependencyGraph
 from trajdebug.model import Run, Step
 
@@ -117,7 +117,7 @@ class DiagnoseContext:
     Args:
         run: The run.
         graph: Its dependency graph.
-        diagnosers: The diagnosers to run (None: built-in and registered).
+        diagnosers: The diagnosers to run (`trajdebug.analysis.diagnosers.registered_diagnosers`).
         sql_schema: DDL of the SQLite database the run's SQL targets.
         extra: Evidence found elsewhere (failures, the error lifecycle), by step id.
         failures: The run's failures (diagnosers trace the values they name).
@@ -127,6 +127,8 @@ class DiagnoseContext:
     graph: DependencyGraph
     diagnosers: Sequence[tuple[str, Diagnoser]] = ()
     sql_schema: str | None = None
+    sql_db: str | None = None
+    """The SQLite file the run's SQL targets, when the user named it (queries are re-run read-only)."""
     extra: Mapping[str, Sequence[Evidence]] = field(default_factory=dict)
     failures: Sequence[Failure] = ()
     diagnosed: int = 0
@@ -146,15 +148,14 @@ class DiagnoseContext:
         *,
         diagnosers: Mapping[str, Diagnoser] | Sequence[Diagnoser] | None = None,
         sql_schema: str | None = None,
+        sql_db: str | None = None,
         extra: Iterable[Evidence] = (),
         failures: Sequence[Failure] = (),
     ) -> DiagnoseContext:
         """Prepare a context (the graph is built when not given)."""
-        from trajdebug.analysis.detect import _schema_from_metadata
-
         g = graph if graph is not None else DependencyGraph(run)
         if diagnosers is None:
-            chosen = list(registered_diagnosers().items())
+            chosen = []
         elif isinstance(diagnosers, Mapping):
             chosen = list(diagnosers.items())
         else:
@@ -162,8 +163,8 @@ class DiagnoseContext:
         by_step: dict[str, list[Evidence]] = {}
         for e in extra:
             by_step.setdefault(e.step_id, []).append(e)
-        schema = sql_schema or _schema_from_metadata(run.metadata)
-        return cls(run, g, chosen, schema, by_step, tuple(failures))
+        schema = sql_schema or content.schema_from_metadata(run.metadata)
+        return cls(run, g, chosen, schema, sql_db, by_step, tuple(failures))
 
     def step(self, step_id: str) -> Step:
         """The step with this id."""
@@ -372,37 +373,11 @@ def _named(e: Evidence, name: str) -> Evidence:
     return Evidence(e.step_id, e.suspicion, e.reason, name, e.sound, e.correction)
 
 
-def registered_diagnosers() -> dict[str, Diagnoser]:
-    """The built-in diagnosers plus those registered under ``trajdebug.diagnosers``."""
-    from trajdebug.analysis.detect import plugin_callables
-    from trajdebug.analysis.evidence import BUILTIN_DIAGNOSERS
-
-    found: dict[str, Diagnoser] = dict(BUILTIN_DIAGNOSERS)
-    for name, fn in plugin_callables("trajdebug.diagnosers"):
-        found.setdefault(name, fn)
-    return found
-
-
-def diagnose(
-    run: Run,
-    step_ids: Iterable[str] | None = None,
-    *,
-    diagnosers: Mapping[str, Diagnoser] | Sequence[Diagnoser] | None = None,
-    graph: DependencyGraph | None = None,
-) -> dict[str, Verdict]:
-    """Diagnose some steps of a run (all when ``step_ids`` is None)."""
-    ctx = DiagnoseContext.build(run, graph, diagnosers=diagnosers)
-    ids = list(step_ids) if step_ids is not None else [s.step_id for s in run.steps]
-    return {sid: ctx.verdict(sid) for sid in ids}
-
-
 __all__ = [
     "FAULTY_THRESHOLD",
     "DiagnoseContext",
     "Diagnoser",
     "Evidence",
     "Verdict",
-    "diagnose",
     "fold",
-    "registered_diagnosers",
 ]

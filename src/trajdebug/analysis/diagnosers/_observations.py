@@ -16,7 +16,7 @@ goes wrong without any error being raised, each read off the recorded run:
   in an earlier turn of the conversation or from the run's environment
   snapshot, or that the failure itself names.
 
-Like every diagnoser they rank, they do not prove (`trajdebug.analysis.diagnose`).
+Like every diagnoser they rank, they do not prove (`trajdebug.analysis.diagnosers._context`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trajdebug.analysis import content
-from trajdebug.analysis.diagnose import DiagnoseContext, Evidence
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.model import Step
 
 

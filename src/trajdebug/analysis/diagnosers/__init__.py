@@ -1,0 +1,115 @@
+"""Diagnosers: per-step rules that say whether a step's output looks wrong, and why.
+
+A diagnoser is a plain callable ``(step, ctx) -> Iterable[Evidence]`` (the
+`Diagnoser` protocol); `BUILTIN_DIAGNOSERS` names the built-in ones and
+`registered_diagnosers` adds those registered under the entry-point group
+``trajdebug.diagnosers``.  The modules behind this package group the rules by
+concern: steps in general, tool calls, value flow, observations, decisions,
+tool-calling conversations.
+"""
+
+from __future__ import annotations
+
+from trajdebug.analysis.diagnosers._chat_rules import CONVERSATION_DIAGNOSERS
+from trajdebug.analysis.diagnosers._context import (
+    FAULTY_THRESHOLD,
+    DiagnoseContext,
+    Diagnoser,
+    Evidence,
+    Verdict,
+    fold,
+)
+from trajdebug.analysis.diagnosers._dataflow import (
+    dropped_value,
+    parse_dropped,
+    retry_divergence,
+    scaled_value,
+    state_values,
+    state_write,
+    value_origin,
+)
+from trajdebug.analysis.diagnosers._decisions import decision, delegated_result, lost_update
+from trajdebug.analysis.diagnosers._observations import environment_read, stale_retry, truncated_output
+from trajdebug.analysis.diagnosers._steps import (
+    consumer_rejection,
+    contracts,
+    external_input,
+    input_caused,
+    is_check,
+    llm_output,
+    malformed_output,
+    step_error,
+)
+from trajdebug.analysis.diagnosers._tools import (
+    sql_result,
+    starved_consumer,
+    tool_arguments,
+    tool_result,
+)
+from trajdebug.model import Run, Step
+from trajdebug.plugins import entry_point_callables
+
+
+BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
+    "step-error": step_error,
+    "consumer-rejection": consumer_rejection,
+    "starved-consumer": starved_consumer,
+    "tool-result": tool_result,
+    "sql-result": sql_result,
+    "dropped-value": dropped_value,
+    "tool-arguments": tool_arguments,
+    "malformed-output": malformed_output,
+    "llm-output": llm_output,
+    "parse-dropped": parse_dropped,
+    "state-write": state_write,
+    "retry-divergence": retry_divergence,
+    "scaled-value": scaled_value,
+    "value-origin": value_origin,
+    "state-values": state_values,
+    "truncated-output": truncated_output,
+    "stale-retry": stale_retry,
+    "environment": environment_read,
+    "decision": decision,
+    "race": lost_update,
+    "sub-agent": delegated_result,
+    "contract": contracts,
+    "external-input": external_input,
+    **CONVERSATION_DIAGNOSERS,
+}
+"""The built-in diagnosers by name."""
+
+
+def registered_diagnosers() -> dict[str, Diagnoser]:
+    """The built-in diagnosers plus those registered under ``trajdebug.diagnosers``."""
+    found: dict[str, Diagnoser] = dict(BUILTIN_DIAGNOSERS)
+    for name, fn in entry_point_callables("trajdebug.diagnosers"):
+        found.setdefault(name, fn)
+    return found
+
+
+def diagnose(
+    run: Run,
+    step_ids: list[str] | None = None,
+    *,
+    diagnosers: dict[str, Diagnoser] | list[Diagnoser] | None = None,
+) -> dict[str, Verdict]:
+    """Diagnose some steps of a run (all when ``step_ids`` is None)."""
+    ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers() if diagnosers is None else diagnosers)
+    ids = list(step_ids) if step_ids is not None else [s.step_id for s in run.steps]
+    return {sid: ctx.verdict(sid) for sid in ids}
+
+
+__all__ = [
+    "BUILTIN_DIAGNOSERS",
+    "FAULTY_THRESHOLD",
+    "DiagnoseContext",
+    "Diagnoser",
+    "Evidence",
+    "Step",
+    "Verdict",
+    "diagnose",
+    "fold",
+    "input_caused",
+    "is_check",
+    "registered_diagnosers",
+]

@@ -1,0 +1,32 @@
+"""Content inference: the data dependencies a run's recording could not see.
+
+Identity tracking at record time misses values that were serialized into text
+(f-strings, prompt templates, ``json.dumps``), numbers parsed back out of text,
+and every flow in an imported trace.  Inference matches the content of earlier
+outputs inside later inputs and adds ``inferred`` edges with a confidence
+(value fingerprints, k-gram shingles; see `infer_dependencies`).
+"""
+
+from __future__ import annotations
+
+from trajdebug.analysis.inference._edges import (
+    NAMED_KEY,
+    named_edges,
+    structural_edges,
+    thin_inferred,
+    with_context,
+)
+from trajdebug.analysis.inference._infer import ContentIndex, Match, infer_dependencies, previous_turns
+
+
+__all__ = [
+    "NAMED_KEY",
+    "ContentIndex",
+    "Match",
+    "infer_dependencies",
+    "named_edges",
+    "previous_turns",
+    "structural_edges",
+    "thin_inferred",
+    "with_context",
+]
