@@ -24,10 +24,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from trajdebug.analysis.detect import Failure
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.analysis._localize import Candidate, Localization, SearchStats, localize
 from trajdebug.analysis.diagnosers import DiagnoseContext, registered_diagnosers
-from trajdebug.analysis.graph import DependencyGraph
-from trajdebug.analysis.localize import Candidate, Localization, SearchStats, localize
 from trajdebug.model import Dependency, ErrorInfo, Run, Step
 
 
@@ -100,7 +100,7 @@ def first_error(run: Run, failures: list[Failure], *, top: int = DEFAULT_TOP) ->
 
 
 def _ctx(run: Run, failures: Sequence[Failure]) -> tuple[DependencyGraph, DiagnoseContext]:
-    from trajdebug.analysis.localize import failure_evidence
+    from trajdebug.analysis._localize import failure_evidence
 
     g = DependencyGraph(run)
     return g, DiagnoseContext.build(

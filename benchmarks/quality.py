@@ -81,7 +81,7 @@ def analyse(run: Run, *, previous: Sequence[Run] = ()) -> tuple[Run, list[Any], 
     ``previous`` are the earlier conversation turns (`Result.previous`), which
     ``trajdebug analyze`` finds in the same source (`trajdebug.analysis.infer.previous_turns`).
     """
-    from trajdebug.analysis.pipeline import analyze
+    from trajdebug.analysis._pipeline import analyze
 
     a = analyze(run, top=TOP, previous=previous)
     return a.run, list(a.failures), a.localization
@@ -118,7 +118,7 @@ def reachable(run: Run, failures: Sequence[Any], truth: str | None) -> bool:
     The graph's implicit child -> enclosing-agent edges are left out: through them every
     step of an agent reaches the agent, whatever actually flowed.
     """
-    from trajdebug.analysis.graph import CHILD_KEY, DependencyGraph
+    from trajdebug.analysis._graph import CHILD_KEY, DependencyGraph
 
     g = DependencyGraph(run)
     if truth is None or truth not in g:

@@ -272,8 +272,8 @@ def _median_seconds(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 def localization_scaling(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
     """Localization time on synthetic runs of growing length (`trajdebug.analysis.baselines.synthetic_run`)."""
     from benchmarks.baselines import synthetic_run
-    from trajdebug.analysis.detect import detect
-    from trajdebug.analysis.localize import localize
+    from trajdebug.analysis._detect import detect
+    from trajdebug.analysis._localize import localize
 
     rows = []
     for n in sizes:

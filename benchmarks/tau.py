@@ -101,7 +101,7 @@ def run_tau(data: Path = DATA, top: int = 10) -> TauResult:
     from trajdebug.formats import import_path
 
     try:
-        from trajdebug.analysis.pipeline import analyze
+        from trajdebug.analysis._pipeline import analyze
     except ImportError:  # pragma: no cover - the pipeline is part of the analysis package
         analyze = None  # type: ignore[assignment]
     gt = json.loads((data / "tau_ground_truth.json").read_text())
@@ -129,8 +129,8 @@ def run_tau(data: Path = DATA, top: int = 10) -> TauResult:
             a = analyze(run, top=top)
             prepared, failures, loc = a.run, list(a.failures), a.localization
         else:  # pragma: no cover
-            from trajdebug.analysis.detect import detect
-            from trajdebug.analysis.localize import localize
+            from trajdebug.analysis._detect import detect
+            from trajdebug.analysis._localize import localize
 
             prepared, failures = run, list(detect(run))
             loc = localize(run, failures=failures, top=top)

@@ -1,6 +1,6 @@
 """Verification by counterfactual replay on the benchmark workflows.
 
-For a sample of suite cases, trajdebug's top candidates (`trajdebug.analysis.pipeline.analyze`)
+For a sample of suite cases, trajdebug's top candidates (`trajdebug.analysis._pipeline.analyze`)
 are checked with `trajdebug.replay.verify`: each candidate's output is replaced
 by the same step's output in the case's fault-free twin (same seed, data and
 task, injector disarmed; `benchmarks.workflows._base.reference`), the agent is
@@ -61,7 +61,7 @@ class VerifyRecord:
 
 def verify_case(case: Case, *, top: int = TOP) -> VerifyRecord:
     """Record a case, analyse it, and verify trajdebug's top candidates and the injected step."""
-    from trajdebug.analysis.pipeline import analyze
+    from trajdebug.analysis._pipeline import analyze
     from trajdebug.replay import Verification, verify
 
     res = WORKFLOWS[case.workflow].run(case)

@@ -14,8 +14,8 @@ from benchmarks.baselines import (
     synthetic_run,
 )
 
-from trajdebug.analysis.detect import Failure, detect
-from trajdebug.analysis.graph import DependencyGraph
+from trajdebug.analysis._detect import Failure, detect
+from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.model import Dependency, ErrorInfo, Run, Step
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import trajdebug
 from trajdebug.analysis._content import schema_from_db
-from trajdebug.analysis.detect import (
+from trajdebug.analysis._detect import (
     BUILTIN_DETECTORS,
     DetectContext,
     Failure,

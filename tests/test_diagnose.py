@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from trajdebug.analysis.detect import Failure
+from trajdebug.analysis._detect import Failure
 from trajdebug.analysis.diagnosers import (
     BUILTIN_DIAGNOSERS,
     FAULTY_THRESHOLD,

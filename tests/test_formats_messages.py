@@ -211,7 +211,7 @@ class TestTauBench:
     def test_runs_analyze_without_error(self, tau_runs: list[Any]) -> None:
         """Every imported tau-bench run goes through the analysis pipeline."""
         pipeline = pytest.importorskip(
-            "trajdebug.analysis.pipeline", reason="the analysis pipeline is not installed yet"
+            "trajdebug.analysis._pipeline", reason="the analysis pipeline is not installed yet"
         )
         for run in tau_runs:
             report = pipeline.analyze(run, top=3).to_dict()

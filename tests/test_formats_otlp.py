@@ -302,7 +302,7 @@ class TestRealSdkOutput:
     def test_injected_root_cause_is_found(self, tracer: Any) -> None:
         """A user id hallucinated by the LLM (the injected fault) is the top root cause after import; the clean run succeeds."""
         pipeline = pytest.importorskip(
-            "trajdebug.analysis.pipeline", reason="the analysis pipeline is not installed yet"
+            "trajdebug.analysis._pipeline", reason="the analysis pipeline is not installed yet"
         )
         tr, exporter = tracer
         refund_agent(tr, decided_user="u-123")

@@ -13,9 +13,9 @@ from benchmarks.baselines import synthetic_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajdebug.analysis.detect import Failure, detect
-from trajdebug.analysis.graph import DependencyGraph
-from trajdebug.analysis.localize import Localization, localize
+from trajdebug.analysis._detect import Failure, detect
+from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.analysis._localize import Localization, localize
 from trajdebug.model import Dependency, ErrorInfo, Run, Step
 
 

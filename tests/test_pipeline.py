@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from trajdebug.analysis.detect import detect
-from trajdebug.analysis.pipeline import (
+from trajdebug.analysis._detect import detect
+from trajdebug.analysis._pipeline import (
     NAMED_KEY,
     Analysis,
     analyses_to_dict,

@@ -23,7 +23,7 @@ def _plugin_pkg(tmp_path: Path) -> Iterator[Path]:
         textwrap.dedent(
             """
             import json
-            from trajdebug.analysis.detect import Failure
+            from trajdebug.analysis._detect import Failure
             from trajdebug.analysis.diagnosers._context import Evidence
             from trajdebug.format import ReadResult
             from trajdebug.model import Run, Step
@@ -93,14 +93,14 @@ def refund_run() -> Run:
 class TestPlugins:
     def test_registered_detector_fires(self, plugin_pkg: Path) -> None:
         """A detector from another package's entry point runs with the built-ins."""
-        from trajdebug.analysis.detect import detect
+        from trajdebug.analysis._detect import detect
 
         failures = detect(refund_run())
         assert ("b", "refund-limit") in {(f.step_id, f.detector) for f in failures}
 
     def test_registered_diagnoser_gives_evidence_to_the_search(self, plugin_pkg: Path) -> None:
         """A diagnoser plugin's evidence ranks its step first."""
-        from trajdebug.analysis.pipeline import analyze
+        from trajdebug.analysis._pipeline import analyze
 
         analysis = analyze(refund_run())
         assert "a" == analysis.root_causes[0].step_id

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.demo import FAULTS, demo_agent, run_demo
+from trajdebug.demo import FAULTS, demo_agent, run_demo, verify_demo
 from trajdebug.model import Run
 from trajdebug.record.sinks import MemorySink
 from trajdebug.replay import (
@@ -23,7 +23,6 @@ from trajdebug.replay import (
     replay,
     replayable,
     verify,
-    verify_demo,
 )
 from trajdebug.replay.cassette import step_paths
 from trajdebug.replay.engine import forward_slice
@@ -276,10 +275,10 @@ class TestReplay:
         assert replay(city_agent, plain.load(), args=["a warm day?"]).passed
 
     def test_package_is_callable_as_replay(self) -> None:
-        """``trajdebug.replay(agent, run, patch=...)`` works although trajdebug.replay is a package."""
+        """``trajdebug.replay_run(agent, run, patch=...)`` is the replay function; ``trajdebug.replay`` is the package."""
         run = record(city_agent, ["a cold day?"])
         # mypy sees the package, not the callable module it becomes at import time.
-        r = trajdebug.replay(city_agent, run, patch={_step(run, "pick_city"): "paris"})  # type: ignore[operator]
+        r = trajdebug.replay_run(city_agent, run, patch={_step(run, "pick_city"): "paris"})
         assert r.passed
 
 
@@ -311,7 +310,7 @@ class TestVerify:
 
     def test_verify_demo_with_the_analysis(self, tmp_path: Path) -> None:
         """verify_demo verifies the analysis's top candidate, stores the replays and summarizes."""
-        from trajdebug.analysis.pipeline import analyze
+        from trajdebug.analysis._pipeline import analyze
 
         store = Store(tmp_path / "demo.db")
         run = run_demo("bad-sql-filter", store=store)

@@ -68,7 +68,7 @@ def __getattr__(name: str) -> Any:
         from trajdebug.analysis import analyze
 
         return analyze
-    if name == "replay":
+    if name == "replay_run":
         from trajdebug.replay import replay
 
         return replay
@@ -102,7 +102,7 @@ __all__ = [
     "load_runs",
     "read_jsonl",
     "reads",
-    "replay",
+    "replay_run",
     "retry",
     "retry_call",
     "run",

@@ -20,11 +20,16 @@ import random
 import re
 import sqlite3
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trajdebug
 from trajdebug.model import Run
+
+
+if TYPE_CHECKING:
+    from trajdebug.replay import Verification
 
 
 QUESTION = "What was our revenue per region in 2025-Q3, and which region grew most compared with 2025-Q2?"
@@ -311,7 +316,63 @@ def run_demo(
     return recorded
 
 
+def verify_demo(
+    run: Run, analysis: Any, *, store: Any = None, top: int = 3, samples: int = 1
+) -> Verification:
+    """Verify the demo run's root-cause candidates by replay (``trajdebug demo`` calls this).
+
+    The corrections come from a passing run of the same agent: the demo agent
+    run without its fault, recorded (into ``store`` too) with the values its
+    state steps write.  The demo's LLM is a deterministic scripted stand-in, so
+    one replay per patch decides (``samples=1``).
+
+    Args:
+        run: The failing demo run.
+        analysis: Its analysis (``.root_causes``: candidates with ``.step_id``).
+        store: Where to save the passing run and the replays.
+        top: How many candidates to check.
+        samples: Replays per patch with live calls.
+    """
+    from trajdebug.replay import ENTRY_KEY, record, verify
+
+    md = run.metadata
+    entry = md.get(ENTRY_KEY)
+    if isinstance(entry, Mapping) and isinstance(entry.get("kwargs"), Mapping):
+        kwargs = dict(entry["kwargs"])
+    else:
+        db = md.get("sqlite_db")
+        if not isinstance(db, str):
+            return Verification(run.run_id, (), 0, "the run is not a demo run (no sqlite_db in its metadata)")
+        fault = md.get("fault")
+        kwargs = {
+            "question": md.get("task") or QUESTION,
+            "db": db,
+            "fault": fault.get("name") if isinstance(fault, Mapping) else None,
+        }
+    passing = record(
+        demo_agent,
+        kwargs={**kwargs, "fault": None},
+        name=run.name,
+        store=store,
+        metadata={"agent": md.get("agent"), "reference_for": run.run_id},
+    )
+    if passing.outcome != "success":
+        return Verification(run.run_id, (), 0, "the demo agent without its fault did not pass")
+    return verify(
+        demo_agent,
+        run,
+        list(getattr(analysis, "root_causes", analysis)),
+        passing=[passing],
+        top=top,
+        samples=samples,
+        store=store,
+        kwargs=kwargs,
+    )
+
+
+
 __all__ = [
+    "verify_demo",
     "DEFAULT_FAULT",
     "FAULTS",
     "QUESTION",

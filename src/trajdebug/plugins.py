@@ -10,7 +10,7 @@ policy = "my_pkg.diagnosers:policy_violation"
 
 | group | callable |
 |---|---|
-| ``trajdebug.detectors`` | ``(run, ctx) -> Iterable[Failure]`` (`trajdebug.analysis.detect.Detector`) |
+| ``trajdebug.detectors`` | ``(run, ctx) -> Iterable[Failure]`` (`trajdebug.analysis._detect.Detector`) |
 | ``trajdebug.diagnosers`` | ``(step, ctx) -> Iterable[Evidence]`` (`trajdebug.analysis.diagnose.Diagnoser`) |
 | ``trajdebug.importers`` | ``(path) -> ReadResult`` (`trajdebug.formats.Importer`) |
 | ``trajdebug.renderers`` | ``(analyses) -> str`` (`trajdebug.plugins.Renderer`; ``trajdebug analyze --format NAME``) |
@@ -33,7 +33,7 @@ GROUPS = ("trajdebug.detectors", "trajdebug.diagnosers", "trajdebug.importers", 
 
 
 class Renderer(Protocol):
-    """**Protocol:** renders analyses (`trajdebug.analysis.pipeline.Analysis`) as text."""
+    """**Protocol:** renders analyses (`trajdebug.analysis._pipeline.Analysis`) as text."""
 
     def __call__(self, analyses: Sequence[Any], /) -> str: ...
 

@@ -8,13 +8,13 @@ whole pipeline on one run and returns an `Analysis`.
 from __future__ import annotations
 
 from trajdebug.analysis._content import text_of
-from trajdebug.analysis.detect import Detector, Failure, detect
+from trajdebug.analysis._detect import Detector, Failure, detect
+from trajdebug.analysis._graph import DependencyGraph, GraphError
+from trajdebug.analysis._localize import Candidate, Localization
+from trajdebug.analysis._pipeline import Analysis, analyses_to_dict, analyze
 from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
-from trajdebug.analysis.graph import DependencyGraph, GraphError
 from trajdebug.analysis.inference import infer_dependencies, previous_turns
 from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport, analyze_errors
-from trajdebug.analysis.localize import Candidate, Localization
-from trajdebug.analysis.pipeline import Analysis, analyses_to_dict, analyze
 
 
 __all__ = [

@@ -51,7 +51,7 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
     analysis = analyze(run, sql_db=run.metadata.get("sqlite_db"))
     verification = None
     if verify and run.outcome == "failure":
-        from trajdebug.replay import verify_demo
+        from trajdebug.demo import verify_demo
 
         verification = verify_demo(run, analysis, store=target)
     if as_json:

@@ -126,7 +126,7 @@ def verify_analyses(
     """Verify each failed run's top candidates by replay; one `Verification` (or None) per analysis.
 
     Args:
-        analyses: `trajdebug.analysis.pipeline.Analysis` objects (``.run``, ``.root_causes``).
+        analyses: `trajdebug.analysis._pipeline.Analysis` objects (``.run``, ``.root_causes``).
         source: The SOURCE the runs came from (passing runs are looked up there; replays
             are saved there when it is a store).
         fmt: The source's format.

@@ -1,6 +1,6 @@
 """Counterfactual replay: verify a root cause by patching a step and re-running what depends on it.
 
-``trajdebug.replay(agent, run, patch={step_id: value})`` re-executes the
+``trajdebug.replay_run(agent, run, patch={step_id: value})`` (`trajdebug.replay.replay`) re-executes the
 agent's entry point; boundary calls (LLM, tool, declared replayable) that the
 patch cannot affect are served from the recording, the patched step returns
 the patch, and the result says whether the failure is gone and which calls
@@ -10,10 +10,6 @@ lines two runs up step by step (``trajdebug diff``).
 """
 
 from __future__ import annotations
-
-import sys
-import types
-from typing import Any
 
 from trajdebug.replay.align import Alignment, Pair, align
 from trajdebug.replay.cassette import Cassette, fingerprint, replayable
@@ -30,22 +26,9 @@ from trajdebug.replay.engine import (
     record,
     replay,
 )
-from trajdebug.replay.verify import CandidateCheck, Trial, Verification, Verifier, verify, verify_demo
+from trajdebug.replay.verifier import Trial, Verifier
+from trajdebug.replay.verify import CandidateCheck, Verification, verify
 
-
-class _CallableModule(types.ModuleType):
-    """``trajdebug.replay`` is both this package and the `replay` function.
-
-    ``trajdebug.replay(agent, run, patch=...)`` is the documented call, but once
-    the package is imported the attribute ``trajdebug.replay`` is the package
-    itself; making the package callable keeps both spellings working.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> ReplayResult:
-        return replay(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
     "ENTRY_KEY",
@@ -74,5 +57,4 @@ __all__ = [
     "replay",
     "replayable",
     "verify",
-    "verify_demo",
 ]

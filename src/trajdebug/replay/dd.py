@@ -26,7 +26,7 @@ from trajdebug.model import Run
 from trajdebug.replay.align import Alignment, align
 from trajdebug.replay.cassette import STATE_VALUES_ATTR
 from trajdebug.replay.engine import Correction, Mode
-from trajdebug.replay.verify import Verifier, backward_slice
+from trajdebug.replay.verifier import Verifier, backward_slice
 
 
 T = TypeVar("T", bound=Hashable)

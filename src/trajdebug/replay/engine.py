@@ -166,7 +166,7 @@ def default_oracle(run: Run, failures: Sequence[Any] = ()) -> bool:
 
     The run's own outcome (an exception, ``run.fail``) is the primary oracle;
     a failure detected on the final output (``where == "final"``) overrides a
-    recorded success, as in `trajdebug.analysis.detect`.
+    recorded success, as in `trajdebug.analysis._detect`.
     """
     if run.outcome != "success":
         return False
@@ -341,7 +341,7 @@ def replay(
 
     Example:
         ```python
-        result = trajdebug.replay(my_agent, run, patch={sql_step_id: "SELECT ..."})
+        result = trajdebug.replay_run(my_agent, run, patch={sql_step_id: "SELECT ..."})
         result.passed, [c.name for c in result.live_calls]
         ```
 

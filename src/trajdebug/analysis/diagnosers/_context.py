@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis.graph import DependencyGraph
+from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.model import Run, Step
 
 
 if TYPE_CHECKING:
-    from trajdebug.analysis.detect import Failure
+    from trajdebug.analysis._detect import Failure
 
 
 FAULTY_THRESHOLD = 0.3

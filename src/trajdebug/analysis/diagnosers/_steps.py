@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._graph import CHILD_KEY
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._tools import (
     _CHECK_TEXT,
@@ -36,7 +37,6 @@ from trajdebug.analysis.diagnosers._tools import (
     present,
     upstream_outputs,
 )
-from trajdebug.analysis.graph import CHILD_KEY
 from trajdebug.model import ErrorInfo, Step
 
 

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._graph import CHILD_KEY
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
-from trajdebug.analysis.graph import CHILD_KEY
 from trajdebug.model import Step
 
 
@@ -71,10 +71,10 @@ def starved_consumer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 def handled(ctx: DiagnoseContext) -> set[str]:
-    """Steps whose error a later attempt or a repeated call recovered (`trajdebug.analysis.detect.superseded`)."""
+    """Steps whose error a later attempt or a repeated call recovered (`trajdebug.analysis._detect.superseded`)."""
 
     def compute() -> set[str]:
-        from trajdebug.analysis.detect import superseded
+        from trajdebug.analysis._detect import superseded
 
         ids = {s.retry_of for s in ctx.run.steps if s.retry_of is not None and s.status == "ok"}
         ids |= {e.step_id for e in ctx.run.errors if e.stage in ("recovered", "ignored")}

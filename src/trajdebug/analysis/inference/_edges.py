@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis.detect import Failure
+from trajdebug.analysis._detect import Failure
 from trajdebug.model import Dependency, Run, Step
 
 

@@ -41,7 +41,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from trajdebug.analysis.graph import DependencyGraph
+from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis.lifecycle._report import ErrorChain, ErrorLifecycle, ErrorReport
 from trajdebug.analysis.lifecycle._severity import ErrorFacts, LinkKind, RuleHit, grade, score_chain
 from trajdebug.model import ErrorEvent, Run, Stage, StageChange, Step
@@ -290,14 +290,14 @@ def _failure_steps(run: Run, work: Sequence[_Err], steps: dict[str, Step]) -> li
     """Where the run's failure surfaced: the origin of each error that escaped the run, else the final step.
 
     A run failed by ``run.fail(...)`` (a wrong answer, a failed check) failed
-    at its final output (`trajdebug.analysis.detect.final_step`).
+    at its final output (`trajdebug.analysis._detect.final_step`).
     """
     if run.outcome != "failure":
         return []
     escaped = [w.ev.step_id for w in work if w.runtime_stage == "failed" and w.ev.step_id in steps]
     if escaped:
         return list(dict.fromkeys(escaped))
-    from trajdebug.analysis.detect import final_step
+    from trajdebug.analysis._detect import final_step
 
     final = final_step(run)
     return [final.step_id] if final is not None else []
@@ -441,7 +441,7 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
         and reasons, and the scored error chains (critical ones first).
 
     Raises:
-        trajdebug.analysis.graph.GraphError: the run's dependencies are not a
+        trajdebug.analysis._graph.GraphError: the run's dependencies are not a
             graph (a cycle, or an edge to a missing step).
     """
     if graph is None:

@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis.detect import Failure, detect
+from trajdebug.analysis._detect import Failure, detect
+from trajdebug.analysis._graph import CHILD_KEY, DependencyGraph
 from trajdebug.analysis.diagnosers import DiagnoseContext, Diagnoser, Evidence, registered_diagnosers
-from trajdebug.analysis.graph import CHILD_KEY, DependencyGraph
 from trajdebug.model import Dependency, Run, Step
 
 

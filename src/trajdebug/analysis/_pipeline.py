@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis.detect import Detector, Failure, detect, final_step, superseded
+from trajdebug.analysis._detect import Detector, Failure, detect, final_step, superseded
+from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.analysis._localize import Candidate, Localization, localize
 from trajdebug.analysis.diagnosers import is_check
 from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
-from trajdebug.analysis.graph import DependencyGraph
 from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred, with_context
-from trajdebug.analysis.localize import Candidate, Localization, localize
 from trajdebug.model import Outcome, Run
 
 
@@ -167,7 +167,7 @@ def analyze(
             (an ``incomplete`` run); ignored when the run has one.
         detectors: Failure detectors (None: built-in and registered).
         diagnosers: Step diagnosers (None: built-in and registered).
-        weights: Search weight overrides (see `trajdebug.analysis.localize.DEFAULT_WEIGHTS`).
+        weights: Search weight overrides (see `trajdebug.analysis._localize.DEFAULT_WEIGHTS`).
         sql_schema: DDL of the SQLite database the run's SQL targets.
         sql_db: The SQLite file the run's SQL targets: its schema checks the run's
             SQL, and recorded query results are compared with read-only re-runs.
