@@ -502,7 +502,7 @@ def table_agent(server: FakeModelServer) -> AgentSpec:
             cuisine="indian",
             note="anniversary",
         ),
-        form("g-ana", "Ana Ruiz", 2, "2025-11-27", "19:00", "Soho", note="Same place as last time please!"),
+        form("g-lee", "Lee Grant", 6, "2025-11-27", "20:00", "City", note="Same place as last time please!"),
         form("g-ben", "Ben Cole", 4, "2025-11-22", "13:00", "Borough", vegetarian=True),
         form("g-tom", "Tom Hale", 3, "2025-11-29", "13:00", "Borough", note="like last time"),
         form("g-ivy", "Ivy Chen", 5, "2025-11-23", "18:30", "Soho", cuisine="steak"),

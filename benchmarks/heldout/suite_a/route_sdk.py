@@ -681,8 +681,8 @@ def apartment_agent() -> AgentSpec:
     passing = [
         {
             "user": "u-kim",
-            "request": "Looking for a 2 bed in Hoboken, max $2,400, we have a cat.",
-            "income": 7000,
+            "request": "Looking for a 1 bed in Hoboken, max $2,200, we have a cat.",
+            "income": 6200,
             "day": "Tue",
         },
         {
@@ -854,6 +854,32 @@ PAYROLL_COMPANIES: dict[str, dict[str, Any]] = {
             {"id": "E703", "name": "Rue Sato", "type": "salaried", "annual": 88000, "ytd": 59000.0},
         ],
         "hours": {"E701": (80, 0), "E702": (80, 8), "E703": (80, 0)},
+    },
+    "lumen": {
+        "schedule": "biweekly",
+        "employees": [
+            {"id": "E901", "name": "Uma Patel", "type": "salaried", "annual": 112000, "ytd": 86000.0},
+            {"id": "E902", "name": "Vic Romero", "type": "hourly", "rate_cents": 3125, "ytd": 33800.0},
+            {"id": "E903", "name": "Wes Young", "type": "hourly", "rate_cents": 2680, "ytd": 29900.0},
+        ],
+        "hours": {"E901": (80, 0), "E902": (80, 4), "E903": (70, 0)},
+    },
+    "oakridge": {
+        "schedule": "monthly",
+        "employees": [
+            {"id": "E911", "name": "Xia Lin", "type": "salaried", "annual": 150000, "ytd": 125000.0},
+            {"id": "E912", "name": "Yusuf Kaya", "type": "hourly", "rate_cents": 2990, "ytd": 47000.0},
+        ],
+        "hours": {"E911": (168, 0), "E912": (160, 6)},
+    },
+    "pinecrest": {
+        "schedule": "biweekly",
+        "employees": [
+            {"id": "E921", "name": "Zoe Grant", "type": "hourly", "rate_cents": 2210, "ytd": 20100.0},
+            {"id": "E922", "name": "Abe Moss", "type": "salaried", "annual": 178500, "ytd": 170200.0},
+            {"id": "E923", "name": "Bea Nunez", "type": "hourly", "rate_cents": 3560, "ytd": 36400.0},
+        ],
+        "hours": {"E921": (80, 2.5), "E922": (80, 0), "E923": (76, 0)},
     },
     "tidewater": {
         "schedule": "biweekly",
@@ -1030,12 +1056,12 @@ def run_payroll_agent(inp: dict[str, Any], fault: str | None, out: Path, key: st
 
 def payroll_agent() -> AgentSpec:
     passing = [
-        {"company": "northwind", "memo": "Regular bi-weekly run, period ending Nov 14."},
+        {"company": "lumen", "memo": "Regular bi-weekly run, period ending Nov 14."},
         {"company": "cedarline", "memo": "Month-end payroll for October."},
-        {"company": "harborview", "memo": "Biweekly payroll, nothing unusual."},
+        {"company": "pinecrest", "memo": "Biweekly payroll, nothing unusual."},
         {"company": "quarry", "memo": "Monthly salaries and hourly wages for October."},
         {"company": "tidewater", "memo": "Bi-weekly cycle, two hourly staff."},
-        {"company": "meridian", "memo": "Biweekly payroll for period 23."},
+        {"company": "oakridge", "memo": "Monthly payroll; Yusuf has overtime."},
     ]
     cases = [
         Case(
