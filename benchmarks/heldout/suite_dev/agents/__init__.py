@@ -1,0 +1,14 @@
+"""The ten agents of the development suite (see ../README.md)."""
+
+AGENT_MODULES = [
+    "hotel",
+    "restaurant",
+    "expense",
+    "land_area",
+    "invoice",
+    "research",
+    "inventory",
+    "ledger",
+    "crm",
+    "scheduling",
+]
