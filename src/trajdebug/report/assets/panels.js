@@ -1,0 +1,209 @@
+// panels.js: the header, the root-cause panel, the step inspector and the error-chain table.
+
+function buildHeader(host) {
+  const dur = RUN.end_ns ? fmtDur(RUN.end_ns - RUN.start_ns) : "unfinished";
+  const top = el("div", { class: "h-line" },
+    el("span", { class: "brand" }, "trajdebug"),
+    el("h1", { class: "run-name", title: RUN.name }, RUN.name || "(unnamed run)"),
+    el("span", { class: "outcome o-" + RUN.outcome }, RUN.outcome),
+    el("span", { class: "meta" }, "run " + RUN.run_id + " · " + RUN.steps.length + " steps · " + RUN.errors.length + " errors · " + dur));
+  host.appendChild(top);
+  if (RUN.failure_reason) host.appendChild(el("div", { class: "h-reason" }, "reason: ", el("span", { class: "reason" }, RUN.failure_reason)));
+  const fails = ANALYSIS.failures || [];
+  if (fails.length) {
+    const list = el("div", { class: "h-failures" }, "failures: ");
+    fails.slice(0, 6).forEach((f, i) => {
+      if (i) list.appendChild(document.createTextNode(" · "));
+      list.appendChild(el("button", { type: "button", class: "linkish", "data-step": f.step_id }, (f.name || "?") + "#" + shortId(f.step_id)));
+      list.appendChild(el("span", { class: "f-msg" }, " [" + f.detector + "] " + oneLine(f.message, 120)));
+    });
+    if (fails.length > 6) list.appendChild(el("span", { class: "note" }, " and " + (fails.length - 6) + " more"));
+    host.appendChild(list);
+    list.addEventListener("click", (ev) => {
+      const b = ev.target.closest("[data-step]");
+      if (b) selectStep(b.dataset.step);
+    });
+  }
+  const V = D.verification;
+  if (V) {
+    const txt = V.verified ? "verified by replay: " + label(V.verified) + " (" + V.replays + " replays)" : "replay verified no candidate" + (V.problem ? ": " + V.problem : "");
+    host.appendChild(el("div", { class: "h-verify " + (V.verified ? "ok" : "no") }, txt));
+  }
+  if (D.source) host.appendChild(el("div", { class: "h-source" }, "source: " + D.source + " · " + (D.generator || "")));
+}
+
+const CAUSE_KNOWN = new Set(["step_id", "run_id", "source_index", "name", "kind", "agent", "score", "reasons", "path", "structural", "inferred"]);
+
+function verdictOf(stepId) {
+  const V = D.verification;
+  if (!V || !V.candidates) return null;
+  return V.candidates.find((c) => c.step_id === stepId) || null;
+}
+
+function buildCauses(host) {
+  host.appendChild(el("h2", {}, "Root causes"));
+  const causes = ANALYSIS.root_causes || [];
+  if (!causes.length) {
+    host.appendChild(el("p", { class: "note" }, RUN.outcome === "failure" ? "No candidate: nothing in the run explains the failure." : "The run did not fail; nothing to explain."));
+    return;
+  }
+  host.appendChild(el("p", { class: "note" }, "Ranked by the backward search; click one to see its path."));
+  const list = el("ol", { class: "causes" });
+  causes.forEach((c, i) => {
+    const item = el("li", { class: "cause", tabindex: "0", role: "button", "data-cause": i, "aria-pressed": "false" });
+    const head = el("div", { class: "c-head" },
+      el("span", { class: "rank" }, String(i + 1)),
+      el("span", { class: "c-name" }, c.name || "?"),
+      el("span", { class: "sid" }, "#" + shortId(c.step_id)),
+      el("span", { class: "c-kind" }, c.kind || ""),
+      el("span", { class: "badge " + (c.structural ? "b-root" : "b-suspect") }, c.structural ? "root" : "suspect"),
+      el("span", { class: "score", title: "score" }, typeof c.score === "number" ? c.score.toFixed(3) : ""));
+    item.appendChild(head);
+    if (c.run_id) item.appendChild(el("div", { class: "note" }, "in an earlier turn: run " + c.run_id));
+    const v = verdictOf(c.step_id);
+    if (v) item.appendChild(el("div", { class: "verdict v-" + v.status }, v.status + (v.reason ? ": " + oneLine(v.reason, 240) : "")));
+    if (c.reasons && c.reasons.length) item.appendChild(el("ul", { class: "reasons" }, ...c.reasons.map((r) => el("li", {}, r))));
+    if (c.path && c.path.length > 1) item.appendChild(el("div", { class: "c-path" }, "path: " + c.path.map((p) => (STEPS.get(p) || { name: "?" }).name).join(" → ")));
+    if (c.inferred && c.inferred.length) item.appendChild(el("div", { class: "note" }, "hangs on inferred edges: " + c.inferred.map((x) => label(x.step_id) + " (" + x.confidence + ")").join(", ")));
+    const extra = Object.keys(c).filter((k) => !CAUSE_KNOWN.has(k));
+    if (extra.length) {
+      const more = el("div", { class: "c-extra" });
+      for (const k of extra) more.appendChild(el("div", { class: "j-row" }, el("span", { class: "j-key" }, k + ": "), valueView(c[k], 1)));
+      item.appendChild(more);
+    }
+    list.appendChild(item);
+  });
+  host.appendChild(list);
+  const pick = (ev) => {
+    const item = ev.target.closest("[data-cause]");
+    if (item && !ev.target.closest("details, button")) selectCause(Number(item.dataset.cause));
+  };
+  list.addEventListener("click", pick);
+  list.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); pick(ev); } });
+  onChange((ev) => {
+    if (ev.type !== "cause") return;
+    for (const item of list.children) {
+      const on = Number(item.dataset.cause) === STATE.cause;
+      item.classList.toggle("active", on);
+      item.setAttribute("aria-pressed", String(on));
+    }
+  });
+}
+
+function section(title, ...body) {
+  return el("section", { class: "i-sec" }, el("h3", {}, title), ...body);
+}
+
+function depList(items, dir) {
+  if (!items.length) return el("p", { class: "note" }, dir === "in" ? "depends on no step" : "no step depends on it");
+  return el("ul", { class: "deps" }, ...items.map(({ id, d }) => {
+    const how = d.origin === "inferred" ? "inferred " + Number(d.confidence).toFixed(2) : d.origin;
+    const other = d.run_id && d.run_id !== RUN.run_id;
+    const target = other ? el("span", {}, "run " + String(d.run_id).slice(0, 8) + " #" + shortId(d.step_id))
+      : el("button", { type: "button", class: "linkish", "data-step": id }, label(id));
+    return el("li", {}, target, el("span", { class: "dep-kind k-" + d.kind }, " " + d.kind), el("span", { class: "note" }, " " + how + (d.key ? " via " + d.key : "")));
+  }));
+}
+
+function buildInspector(host) {
+  function render() {
+    clear(host);
+    const id = STATE.step;
+    const s = id && STEPS.get(id);
+    if (!s) {
+      host.appendChild(el("h2", {}, "Inspector"));
+      host.appendChild(el("p", { class: "note" }, "Click a step in the waterfall or the graph."));
+      return;
+    }
+    const chip = el("span", { class: "chip" });
+    chip.style.background = KIND_COLOR[s.kind] || KIND_COLOR.other;
+    host.appendChild(el("h2", { class: "i-title" }, chip, el("span", { class: "i-name" }, s.name)));
+    const facts = [["id", s.step_id], ["kind", s.kind], ["status", s.status], ["duration", fmtDur(s.duration_ns)]];
+    if (s.agent) facts.push(["agent", s.agent]);
+    if (s.parent_id) facts.push(["parent", label(s.parent_id)]);
+    if (s.attempt !== 1) facts.push(["attempt", String(s.attempt) + (s.retry_of ? " (retries " + label(s.retry_of) + ")" : "")]);
+    if (s.source_index !== null && s.source_index !== undefined) facts.push(["source record", String(s.source_index)]);
+    host.appendChild(el("dl", { class: "facts" }, ...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
+    if (s.error) {
+      host.appendChild(section("Error", el("div", { class: "i-error" }, el("strong", {}, s.error.type + ": "), stringView(String(s.error.message))),
+        s.error.traceback ? el("details", {}, el("summary", {}, "traceback"), el("pre", { class: "tb" }, s.error.traceback)) : null));
+    }
+    for (const e of ERR_BY_STEP.get(id) || []) {
+      const hist = (e.stages || []).map((c) => c.stage + " " + (c.step_id ? label(c.step_id) : "(run)")).join(" → ");
+      host.appendChild(section("Error lifecycle", el("div", {}, el("span", { class: "badge " + (STAGE_CLASS[e.stage] || "") }, e.stage), " ", e.severity ? el("span", { class: "sev s-" + e.severity }, e.severity) : null, " ", e.type + ": " + oneLine(e.message, 300)),
+        el("div", { class: "note" }, hist), ...(e.reasons || []).map((r) => el("div", { class: "note" }, r))));
+    }
+    host.appendChild(section("Input", valueView(s.input)));
+    host.appendChild(section("Output", valueView(s.output)));
+    const depsIn = (s.deps || []).map((d) => ({ id: d.step_id, d }));
+    const depsOut = (CONSUMERS.get(id) || []).map((c) => ({ id: c.step_id, d: c.dep }));
+    host.appendChild(section("Depends on (" + depsIn.length + ")", depList(depsIn, "in")));
+    host.appendChild(section("Used by (" + depsOut.length + ")", depList(depsOut, "out")));
+    if (s.attributes && Object.keys(s.attributes).length) host.appendChild(section("Attributes", valueView(s.attributes)));
+  }
+  host.addEventListener("click", (ev) => {
+    const b = ev.target.closest("button[data-step]");
+    if (b) selectStep(b.dataset.step);
+  });
+  onChange((ev) => { if (ev.type === "step") render(); });
+  render();
+}
+
+function buildErrors(host) {
+  const chains = LIFE.chains || [];
+  const byId = new Map((LIFE.errors || []).map((e) => [e.error_id, e]));
+  const n = (LIFE.errors || []).length;
+  const crit = chains.filter((c) => c.critical).length;
+  host.appendChild(el("p", { class: "e-head" }, n + " error" + (n === 1 ? "" : "s") + ", " + chains.length + " chain" + (chains.length === 1 ? "" : "s") + ", " + crit + " critical failure" + (crit === 1 ? "" : "s")));
+  if (!n) { host.appendChild(el("p", { class: "note" }, "No errors recorded.")); }
+  for (const c of chains) {
+    const box = el("div", { class: "chain" + (c.critical ? " critical" : "") });
+    box.appendChild(el("h3", {}, c.chain_id + (c.critical ? "  CRITICAL FAILURE" : "") + "  score " + c.score));
+    if (c.reasons && c.reasons.length) box.appendChild(el("ul", { class: "rules" }, ...c.reasons.map((h) => el("li", {}, el("code", {}, h.rule), " (+" + h.weight + "): " + h.detail))));
+    const table = el("table", { class: "etable" }, el("thead", {}, el("tr", {}, ...["error", "step", "stage", "parent error", "severity", "message"].map((h) => el("th", {}, h)))));
+    const body = el("tbody");
+    for (const eid of c.error_ids || []) {
+      const e = byId.get(eid);
+      if (!e) continue;
+      body.appendChild(el("tr", { class: "sev-" + e.severity },
+        el("td", { class: "mono" }, eid),
+        el("td", {}, el("button", { type: "button", class: "linkish", "data-step": e.step_id }, (STEPS.get(e.step_id) || { name: e.step_name || "?" }).name + "#" + shortId(e.step_id)), e.attempt !== 1 ? " a" + e.attempt : ""),
+        el("td", {}, el("span", { class: "badge " + (STAGE_CLASS[e.stage] || "") }, e.stage + (e.silently_propagated ? "*" : ""))),
+        el("td", { class: "mono" }, e.parent_error_id ? e.parent_error_id + (e.link ? " (" + e.link + ")" : "") : "—"),
+        el("td", {}, el("span", { class: "sev s-" + e.severity }, e.severity)),
+        el("td", { class: "msg" }, oneLine(e.type + ": " + e.message, 300))));
+    }
+    table.appendChild(body);
+    box.appendChild(table);
+    host.appendChild(box);
+  }
+  const critical = [...new Set(chains.filter((c) => c.critical).flatMap((c) => c.error_ids || []))].map((i) => byId.get(i)).filter(Boolean);
+  if (critical.length) {
+    host.appendChild(el("h3", {}, "Lifecycle of the errors in critical chains"));
+    const ul = el("ul", { class: "history" });
+    for (const e of critical) {
+      const li = el("li", {}, el("span", { class: "mono" }, e.error_id), ": " + (e.stages || []).map((c) => c.stage + " " + (c.step_id ? label(c.step_id) : "(run)")).join(" → "));
+      if (e.retry_reason) li.appendChild(el("div", { class: "note" }, "retried because: " + e.retry_reason));
+      for (const r of e.reasons || []) li.appendChild(el("div", { class: "note" }, r));
+      ul.appendChild(li);
+    }
+    host.appendChild(ul);
+  }
+  if ((LIFE.errors || []).some((e) => e.silently_propagated)) host.appendChild(el("p", { class: "note" }, "* silently propagated: left open while its step's output was consumed"));
+  if (D.errors_markdown) {
+    const ta = el("textarea", { class: "md", readonly: true, rows: "12", spellcheck: "false", "aria-label": "Markdown for a ticket" });
+    ta.value = D.errors_markdown;
+    const copy = el("button", { type: "button" }, "copy Markdown");
+    copy.addEventListener("click", () => {
+      ta.select();
+      const done = () => { copy.textContent = "copied"; };
+      if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(ta.value).then(done, () => document.execCommand("copy") && done());
+      else if (document.execCommand("copy")) done();
+    });
+    host.appendChild(el("details", { class: "md-box" }, el("summary", {}, "Markdown for a ticket (the same as trajdebug errors --format markdown)"), copy, ta));
+  }
+  host.addEventListener("click", (ev) => {
+    const b = ev.target.closest("button[data-step]");
+    if (b) selectStep(b.dataset.step);
+  });
+}

@@ -1,0 +1,273 @@
+"""The dependency graph as the HTML report draws it: views, collapsed groups, laid-out nodes and edges.
+
+A run of a few dozen steps is drawn whole.  A larger one stays legible by
+collapsing: the overview shows the steps down to the deepest nesting level
+that keeps it under `COLLAPSE_AT` nodes, and each step whose subtree is
+hidden becomes a *group* node (an agent, a sub-agent, a loop) with a view of
+its own one click away.  A flat run too wide even at its top level is cut into
+consecutive *chunks* of steps in start order.  Runs with several agents also
+get a view with one node per agent.  Edges between the members of two nodes
+are merged into one, keeping their kinds, how they were obtained (the
+strongest origin) and the highest confidence.  Every view is laid out by
+`trajdebug.report.layout`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trajdebug.model import Run, Step
+from trajdebug.report.layout import index_edges, layered_layout
+
+
+COLLAPSE_AT = 120
+"""A view with more nodes than this is collapsed by parent (or cut into chunks)."""
+FULL_LIMIT = 1500
+"""Runs up to this many steps also get the view of every step."""
+EXTERNAL_LIMIT = 40
+"""Most outside steps a group's view shows as boundary nodes."""
+_ORIGIN_RANK = {"tracked": 3, "declared": 2, "inferred": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    """A node of a view before layout."""
+
+    key: str
+    """Unique within the view."""
+    kind: str
+    """``step``, ``group``, ``chunk``, ``external`` or ``agent``."""
+    step: str | None
+    """The step it stands for (the group's own step), if any."""
+    label: str
+    """What the node says."""
+    members: tuple[str, ...] = ()
+    """For a chunk: its top-level steps."""
+    size: int = 1
+    """Steps it stands for."""
+
+
+class _Tree:
+    """Parents, children, depths and subtree sizes of a run's steps."""
+
+    def __init__(self, run: Run) -> None:
+        self.steps: dict[str, Step] = {s.step_id: s for s in run.steps}
+        self.children: dict[str | None, list[str]] = defaultdict(list)
+        for s in run.steps:
+            parent = s.parent_id if s.parent_id in self.steps and s.parent_id != s.step_id else None
+            self.children[parent].append(s.step_id)
+        self.size: dict[str, int] = {}
+        self.errors: dict[str, int] = {}
+        # Children start after their parent: reverse start order visits children first.
+        for s in reversed(run.steps):
+            kids = self.children.get(s.step_id, ())
+            self.size[s.step_id] = 1 + sum(self.size.get(k, 0) for k in kids)
+            self.errors[s.step_id] = (s.status == "error") + sum(self.errors.get(k, 0) for k in kids)
+
+    def descendants(self, roots: Iterable[str]) -> list[str]:
+        """The roots and everything under them, depth first."""
+        out: list[str] = []
+        stack = list(reversed(list(roots)))
+        while stack:
+            sid = stack.pop()
+            out.append(sid)
+            stack.extend(reversed(self.children.get(sid, ())))
+        return out
+
+
+def _label(s: Step) -> str:
+    return s.name
+
+
+def _scope_nodes(tree: _Tree, top: Sequence[str]) -> list[_Node]:
+    """The nodes of a view over the subtrees of ``top``: expanded as deep as `COLLAPSE_AT` allows."""
+    if len(top) > COLLAPSE_AT:
+        per = -(-len(top) // COLLAPSE_AT)
+        per = max(per, -(-len(top) // max(1, COLLAPSE_AT // 2)))
+        out = []
+        for i in range(0, len(top), per):
+            part = tuple(top[i : i + per])
+            first, last = tree.steps[part[0]], tree.steps[part[-1]]
+            size = sum(tree.size[s] for s in part)
+            label = f"{len(part)} steps: {first.name} … {last.name}" if len(part) > 1 else first.name
+            out.append(_Node(f"c:{part[0]}", "chunk", None, label, part, size))
+        return out
+    # levels[d]: the steps at relative depth d.
+    levels: list[list[str]] = [list(top)]
+    while True:
+        nxt = [k for sid in levels[-1] for k in tree.children.get(sid, ())]
+        if not nxt:
+            break
+        levels.append(nxt)
+    shown, depth = 0, 0
+    for d, lev in enumerate(levels):
+        if shown + len(lev) > COLLAPSE_AT and d > 0:
+            break
+        shown += len(lev)
+        depth = d
+    out = []
+    for d in range(depth + 1):
+        for sid in levels[d]:
+            s = tree.steps[sid]
+            if d == depth and tree.children.get(sid):
+                out.append(_Node(sid, "group", sid, _label(s), (), tree.size[sid]))
+            else:
+                out.append(_Node(sid, "step", sid, _label(s)))
+    return out
+
+
+def _edges(
+    run_id: str, tree: _Tree, members: Iterable[str], rep: Mapping[str, str]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Dependencies between the members of a view's nodes, merged per node pair."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for sid in members:
+        dst = rep.get(sid)
+        if dst is None:
+            continue
+        for d in tree.steps[sid].deps:
+            if d.run_id not in (None, run_id) or d.step_id not in tree.steps:
+                continue
+            src = rep.get(d.step_id, f"x:{d.step_id}")
+            if src == dst:
+                continue
+            e = merged.get((src, dst))
+            if e is None:
+                merged[(src, dst)] = {"kinds": [d.kind], "origin": d.origin, "conf": d.confidence, "n": 1}
+                continue
+            if d.kind not in e["kinds"]:
+                e["kinds"].append(d.kind)
+            if _ORIGIN_RANK[d.origin] > _ORIGIN_RANK[e["origin"]]:
+                e["origin"] = d.origin
+            e["conf"] = max(e["conf"], d.confidence)
+            e["n"] += 1
+    return merged
+
+
+def _laid_out(
+    view_id: str, title: str, nodes: list[_Node], edges: Mapping[tuple[str, str], dict[str, Any]], parent: str | None
+) -> dict[str, Any]:
+    keys = [n.key for n in nodes]
+    known = set(keys)
+    edges = {k: v for k, v in edges.items() if k[0] in known and k[1] in known}
+    pairs = list(edges)
+    lay = layered_layout(len(nodes), index_edges(keys, pairs))
+    out_nodes = []
+    for i, n in enumerate(nodes):
+        node: dict[str, Any] = {"id": n.key, "type": n.kind, "label": n.label, "x": round(lay.x[i], 1), "y": round(lay.y[i], 1)}
+        if n.step is not None:
+            node["step"] = n.step
+        if n.members:
+            node["members"] = list(n.members)
+        if n.size != 1:
+            node["size"] = n.size
+        out_nodes.append(node)
+    out_edges = []
+    at = {k: i for i, k in enumerate(keys)}
+    for (src, dst), e, route in zip(pairs, edges.values(), lay.routes):
+        out_edges.append(
+            {
+                "s": at[src],
+                "t": at[dst],
+                **e,
+                "conf": round(e["conf"], 2),
+                "pts": [[round(x, 1), round(y, 1)] for x, y in route.points],
+            }
+        )
+    return {
+        "id": view_id,
+        "title": title,
+        "parent": parent,
+        "nodes": out_nodes,
+        "edges": out_edges,
+        "width": round(lay.width, 1),
+        "height": round(lay.height, 1),
+        "crossings": lay.crossings,
+    }
+
+
+def _scope_view(
+    run: Run, tree: _Tree, view_id: str, title: str, top: Sequence[str], parent: str | None, views: dict[str, Any]
+) -> None:
+    """Add the view over ``top``'s subtrees, and recursively one per group or chunk in it."""
+    nodes = _scope_nodes(tree, top)
+    rep: dict[str, str] = {}
+    inside: list[str] = []
+    for n in nodes:
+        if n.kind == "step":
+            rep[n.key] = n.key
+            inside.append(n.key)
+        else:
+            roots = n.members if n.kind == "chunk" else (n.step,)
+            for sid in tree.descendants([r for r in roots if r is not None]):
+                rep[sid] = n.key
+                inside.append(sid)
+    edges = _edges(run.run_id, tree, inside, rep)
+    if view_id != "all" and parent is not None:
+        # Outside steps this scope reads from or feeds, as boundary nodes.
+        outside: dict[str, None] = {}
+        for sid in inside:
+            for d in tree.steps[sid].deps:
+                if d.step_id in tree.steps and d.step_id not in rep and d.run_id in (None, run.run_id):
+                    outside[d.step_id] = None
+        for sid in tree.steps:
+            if sid not in rep and any(d.step_id in rep for d in tree.steps[sid].deps):
+                outside[sid] = None
+        ext = list(outside)[:EXTERNAL_LIMIT]
+        for sid in ext:
+            nodes.append(_Node(f"x:{sid}", "external", sid, tree.steps[sid].name))
+            rep[sid] = f"x:{sid}"
+        keep = set(rep.values())
+        edges = {k: v for k, v in _edges(run.run_id, tree, [*inside, *ext], rep).items() if k[0] in keep}
+    # Order nodes by start time so the layout's tie-breaks follow the run.
+    order = {s.step_id: i for i, s in enumerate(run.steps)}
+    nodes.sort(key=lambda n: order.get(n.step or (n.members[0] if n.members else ""), 0))
+    views[view_id] = _laid_out(view_id, title, nodes, edges, parent)
+    for n in nodes:
+        if n.kind == "group" and n.step is not None:
+            _scope_view(run, tree, f"g:{n.step}", n.label, tree.children[n.step], view_id, views)
+        elif n.kind == "chunk":
+            _scope_view(run, tree, f"g:{n.key}", n.label, n.members, view_id, views)
+
+
+def _agent_view(run: Run, tree: _Tree) -> dict[str, Any] | None:
+    agents = list(dict.fromkeys(s.agent or "(no agent)" for s in run.steps))
+    if len(agents) < 2:
+        return None
+    rep = {s.step_id: f"a:{s.agent or '(no agent)'}" for s in run.steps}
+    counts: dict[str, int] = defaultdict(int)
+    for s in run.steps:
+        counts[rep[s.step_id]] += 1
+    nodes = [_Node(f"a:{a}", "agent", None, a, (), counts[f"a:{a}"]) for a in agents]
+    return _laid_out("agents", "by agent", nodes, _edges(run.run_id, tree, tree.steps, rep), None)
+
+
+def graph_views(run: Run) -> dict[str, Any]:
+    """Every view of the run's dependency graph, laid out, as JSON data for the report.
+
+    Returns:
+        ``{"default": view id, "views": {id: view}}``; a view has ``nodes``
+        (``id``, ``type``, ``label``, ``x``, ``y``, ``step``, ``members``, ``size``),
+        ``edges`` (``s`` and ``t`` node indexes, ``kinds``, ``origin``, ``conf``,
+        ``n`` merged dependencies, ``pts`` the route), its ``parent`` view and extent.
+    """
+    tree = _Tree(run)
+    views: dict[str, Any] = {}
+    top = tree.children.get(None, [])
+    if len(run.steps) <= FULL_LIMIT:
+        rep = {sid: sid for sid in tree.steps}
+        nodes = [_Node(s.step_id, "step", s.step_id, _label(s)) for s in run.steps]
+        views["all"] = _laid_out("all", "every step", nodes, _edges(run.run_id, tree, tree.steps, rep), None)
+    if len(run.steps) > COLLAPSE_AT or "all" not in views:
+        _scope_view(run, tree, "overview", "overview (collapsed by parent)", top, None, views)
+    agents = _agent_view(run, tree)
+    if agents is not None:
+        views["agents"] = agents
+    default = "overview" if "overview" in views else "all"
+    return {"default": default, "views": views}
+
+
+__all__ = ["COLLAPSE_AT", "FULL_LIMIT", "graph_views"]

@@ -1,0 +1,240 @@
+"""The HTML report: one self-contained file with the waterfall, the graph, the root causes and the errors.
+
+The file needs nothing but a browser: the style sheet and the script are
+inline (package data in ``report/assets/``, split by concern and joined
+here), and the run is embedded as JSON in a ``<script
+type="application/json">`` block that the script reads with ``JSON.parse``
+and renders with DOM calls and ``textContent`` only.  Nothing from a run is
+ever markup, a URL or code:
+
+* the JSON is escaped so that no value can close its ``<script>`` element
+  (``<``, ``>``, ``&`` and the JavaScript line separators become ``\\uXXXX``);
+* a Content-Security-Policy allows exactly the inline script and style by
+  their SHA-256 hashes and nothing else (no network, no other script, no
+  plugin, no form target), so even markup that slipped through would not run.
+
+`report_data` is the embedded document (the run, ``Analysis.to_dict()``, the
+error lifecycle, the verification, the graph's layouts); unknown fields the
+analysis gains later are shown generically by the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from trajdebug._encode import dumps
+from trajdebug.analysis import Analysis
+from trajdebug.model import TRUNCATED_KEY, Run, Step
+from trajdebug.report.graph import graph_views
+from trajdebug.report.json import error_to_dict, step_to_dict
+
+
+SCHEMA = 1
+"""Version of the embedded document."""
+VALUE_LIMIT = 32_768
+"""A step's input, output or attributes larger than this (as JSON) are embedded truncated."""
+SCRIPTS = ("core.js", "tree.js", "waterfall.js", "graph.js", "panels.js", "main.js")
+"""The page's script, by concern, in load order."""
+STYLES = ("report.css",)
+"""The page's style sheet."""
+
+_JSON_ESCAPES = {
+    ord("<"): "\\u003c",
+    ord(">"): "\\u003e",
+    ord("&"): "\\u0026",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def _asset(name: str) -> str:
+    return resources.files("trajdebug.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _capped(value: Any) -> Any:
+    """A value as embedded: whole up to `VALUE_LIMIT` bytes of JSON, else the recorder's truncation marker."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str) and len(value) <= VALUE_LIMIT // 4:
+        return value
+    text = dumps(value).decode("utf-8", "replace")
+    if len(text) <= VALUE_LIMIT:
+        return value
+    return {TRUNCATED_KEY: len(text), "head": text[:VALUE_LIMIT]}
+
+
+def _step(s: Step) -> dict[str, Any]:
+    d = step_to_dict(s)
+    for key in ("input", "output", "attributes"):
+        d[key] = _capped(d[key])
+    return d
+
+
+def report_data(
+    analysis: Analysis,
+    *,
+    verification: Mapping[str, Any] | None = None,
+    source: str | None = None,
+) -> dict[str, Any]:
+    """The document the report embeds: the run, its analysis, its errors and the graph views.
+
+    Args:
+        analysis: The run's analysis (``trajdebug.analysis.analyze``); its ``run``
+            (with inferred dependencies) is the run shown.
+        verification: ``Verification.to_dict()`` of the root causes, when verified by replay.
+        source: Where the run came from, for the header.
+    """
+    from trajdebug.report.errors import errors_markdown
+
+    run: Run = analysis.run
+    lifecycle = analysis.error_report
+    data: dict[str, Any] = {
+        "schema": SCHEMA,
+        "generator": _version(),
+        "source": source,
+        "run": {
+            "run_id": run.run_id,
+            "name": run.name,
+            "outcome": run.outcome,
+            "failure_reason": run.failure_reason,
+            "start_ns": run.start_ns,
+            "end_ns": run.end_ns,
+            "continues": run.continues,
+            "metadata": _capped(dict(run.metadata)),
+            "steps": [_step(s) for s in run.steps],
+            "errors": [error_to_dict(e) for e in run.errors],
+        },
+        "analysis": analysis.to_dict(),
+        "lifecycle": lifecycle.to_dict() if lifecycle is not None else None,
+        "errors_markdown": errors_markdown(lifecycle, run) if lifecycle is not None else None,
+        "verification": dict(verification) if verification is not None else None,
+        "graph": graph_views(run),
+    }
+    return data
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"trajdebug {version('trajdebug')}"
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "trajdebug"
+
+
+def embed_json(data: Any) -> str:
+    """JSON safe to place inside a ``<script type="application/json">`` element.
+
+    No value can end the element or open a comment there: every ``<``, ``>``
+    and ``&`` is written as a ``\\uXXXX`` escape (valid JSON, read back as
+    the same string by ``JSON.parse``), as are U+2028 and U+2029.
+    """
+    return dumps(data).decode("utf-8").translate(_JSON_ESCAPES)
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def page_parts() -> tuple[str, str]:
+    """The page's style sheet and script, joined from the package's assets."""
+    style = "\n".join(_asset(n) for n in STYLES)
+    body = "\n".join(_asset(n) for n in SCRIPTS)
+    script = '"use strict";\n(function () {\n' + body + "\n})();\n"
+    return style, script
+
+
+def content_security_policy(style: str, script: str) -> str:
+    """The policy of a report page: its own inline script and style (by hash), nothing else."""
+    return (
+        "default-src 'none'; "
+        f"script-src '{_sha256(script)}'; "
+        f"style-src '{_sha256(style)}'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+
+
+def report_html(
+    analysis: Analysis,
+    *,
+    verification: Mapping[str, Any] | None = None,
+    source: str | None = None,
+    nav: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The report of one run as a self-contained HTML page.
+
+    Args:
+        analysis: The run's analysis.
+        verification: ``Verification.to_dict()``, when the root causes were verified by replay.
+        source: Where the run came from (shown in the header).
+        nav: ``(label, href)`` links for the page's header (the web UI's navigation);
+            both are escaped; hrefs must be the caller's own relative URLs.
+    """
+    style, script = page_parts()
+    data = report_data(analysis, verification=verification, source=source)
+    run = analysis.run
+    title = f"trajdebug: {run.name or run.run_id} ({run.outcome})"
+    links = "".join(
+        f'<a href="{html.escape(href, quote=True)}">{html.escape(label)}</a>' for label, href in nav
+    )
+    template = _asset("report.html")
+    parts = {
+        "{{CSP}}": html.escape(content_security_policy(style, script), quote=True),
+        "{{TITLE}}": html.escape(title),
+        "{{STYLE}}": style,
+        "{{NAV}}": links,
+        "{{DATA}}": embed_json(data),
+        "{{SCRIPT}}": script,
+    }
+    # One pass over the template so a value can never be taken for a later placeholder.
+    out: list[str] = []
+    rest = template
+    while rest:
+        i = rest.find("{{")
+        if i < 0:
+            out.append(rest)
+            break
+        j = rest.find("}}", i)
+        if j < 0:
+            out.append(rest)
+            break
+        key = rest[i : j + 2]
+        out.append(rest[:i])
+        out.append(parts.get(key, key))
+        rest = rest[j + 2 :]
+    return "".join(out)
+
+
+def write_report(
+    path: str | Path,
+    analysis: Analysis,
+    *,
+    verification: Mapping[str, Any] | None = None,
+    source: str | None = None,
+) -> Path:
+    """Write the HTML report of one run (see `report_html`) and return its path.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    target = Path(path)
+    text = report_html(analysis, verification=verification, source=source)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+__all__ = [
+    "SCHEMA",
+    "content_security_policy",
+    "embed_json",
+    "page_parts",
+    "report_data",
+    "report_html",
+    "write_report",
+]
