@@ -315,10 +315,17 @@ class Store:
         since_ns: int | None = None,
         until_ns: int | None = None,
         limit: int | None = None,
+        derived: bool = True,
     ) -> list[RunSummary]:
-        """List runs, newest first, filtered by outcome, name (SQL LIKE pattern) and start time."""
+        """List runs, newest first, filtered by outcome, name (SQL LIKE pattern) and start time.
+
+        With ``derived=False``, replays and reference runs (the runs verification
+        records for another run, see `run_note`) are left out.
+        """
         where: list[str] = []
         args: list[str | int] = []
+        if not derived:
+            where.append("(note IS NULL OR (note NOT LIKE 'replay of %' AND note NOT LIKE 'reference for %'))")
         if outcome is not None:
             where.append("outcome = ?")
             args.append(outcome)

@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "trajdebug.cli._errors",
     "trajdebug.cli._io",
     "trajdebug.cli._replay",
+    "trajdebug.cli._report",
+    "trajdebug.cli._serve",
 )
 
 

@@ -66,6 +66,26 @@ def load_source(source: str | None, run_id: str | None = None, fmt: str | None =
     return runs
 
 
+def is_derived(run: Run) -> bool:
+    """Whether a run was made by trajdebug for another run: a replay or a reference run."""
+    md = run.metadata
+    return bool(md.get("replay_of") or md.get("reference_for"))
+
+
+def latest_original(runs: list[Run]) -> list[Run]:
+    """The newest run that is neither a replay nor a reference run, as a one-element list.
+
+    "The latest run" of a store means the run the user recorded last, not the
+    replays that verifying it added after it; when every run is one of those,
+    the newest of them.
+    """
+    pool = [r for r in runs if not is_derived(r)] or runs
+    if not pool:
+        return []
+    # Newest by start time; among equal starts the later in the source.
+    return [max(enumerate(pool), key=lambda p: (p[1].start_ns, p[0]))[1]]
+
+
 def emit_json(obj: Any) -> None:
     """Print JSON to stdout."""
     from trajdebug._encode import dumps

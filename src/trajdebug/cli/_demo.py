@@ -26,15 +26,33 @@ def _fault_help() -> str:
     show_default=True,
     help="Verify the root cause by counterfactual replay.",
 )
+@click.option(
+    "--report",
+    "report_path",
+    metavar="PATH",
+    default="trajdebug-report.html",
+    show_default=True,
+    help="Write the run's HTML report here.",
+)
+@click.option("--no-report", is_flag=True, help="Do not write the HTML report.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: bool) -> None:
+def demo_cmd(
+    fault: str,
+    clean: bool,
+    store: str | None,
+    verify: bool,
+    report_path: str,
+    no_report: bool,
+    as_json: bool,
+) -> None:
     """Run the bundled SQL reporting agent with an injected fault and debug it.
 
     The agent plans, writes SQL, runs it on a real SQLite database the demo
     creates, parses the rows, keeps totals in shared state, computes growth and
     writes a report.  Its LLM is a deterministic scripted stand-in.  The run is
     recorded into the store and shown, followed by the error lifecycle, the
-    root-cause analysis and its verification by replay.
+    root-cause analysis and its verification by replay; the HTML report of
+    the run is written to trajdebug-report.html.
 
     \b
     Example:
@@ -54,6 +72,19 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
         from trajdebug.demo import verify_demo
 
         verification = verify_demo(run, analysis, store=target)
+    report = None
+    if not no_report:
+        from trajdebug.report.html import write_report
+
+        try:
+            report = write_report(
+                report_path,
+                analysis,
+                verification=verification.to_dict() if verification is not None else None,
+                source=str(target.path),
+            )
+        except OSError as exc:
+            raise click.ClickException(f"{report_path}: cannot write the report ({exc.strerror or exc})") from None
     if as_json:
         from trajdebug.report.json import run_to_dict
 
@@ -65,6 +96,8 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
         }
         if verification is not None:
             out["verification"] = verification.to_dict()
+        if report is not None:
+            out["report"] = str(report)
         emit_json(out)
         return
     from trajdebug.report.text import render_run
@@ -93,6 +126,13 @@ def demo_cmd(fault: str, clean: bool, store: str | None, verify: bool, as_json: 
             f"\nground truth: fault {fault_info['name']!r} was injected at #{str(fault_info.get('step_id'))[-6:]}"
             + (f"; the top-ranked root cause {hit}" if top else ""),
             style="dim",
+        )
+    if report is not None:
+        from rich.markup import escape
+
+        con.print(
+            f"\n[bold]report[/]: {escape(str(report))}  "
+            "(the waterfall, the dependency graph and the root cause: open it in a browser)"
         )
 
 

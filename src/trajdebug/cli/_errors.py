@@ -9,6 +9,7 @@ from trajdebug.cli._common import (
     emit_json,
     fmt_option,
     json_option,
+    latest_original,
     load_source,
     run_option,
     source_argument,
@@ -60,7 +61,7 @@ def errors_cmd(
 
     runs = load_source(source, run_id, fmt)
     if source is None and run_id is None:
-        runs = runs[-1:]
+        runs = latest_original(runs)
     reports = []
     for r in runs:
         try:

@@ -9,11 +9,13 @@ from trajdebug.cli._common import (
     emit_json,
     fmt_option,
     json_option,
+    latest_original,
     load_source,
     run_option,
     source_argument,
     store_path,
 )
+from trajdebug.model import Run
 
 
 @click.command(name="runs")
@@ -27,9 +29,17 @@ from trajdebug.cli._common import (
 @click.option(
     "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many runs."
 )
+@click.option(
+    "--all", "show_all", is_flag=True, help="Also list replays and reference runs (hidden by default)."
+)
 @json_option
-def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: int, as_json: bool) -> None:
+def runs_cmd(
+    store: str | None, outcome: str | None, name: str | None, limit: int, show_all: bool, as_json: bool
+) -> None:
     """List the runs in a store, newest first.
+
+    Replays and reference runs that verification recorded are hidden unless
+    --all is given.
 
     \b
     Example:
@@ -46,11 +56,16 @@ def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: in
         if not is_store(path):
             raise click.ClickException(f"{path}: not a store; use 'trajdebug show {path}' for a file")
         with Store(path) as st:
-            rows = st.list_runs(outcome=outcome, name=name, limit=limit)
+            rows = st.list_runs(outcome=outcome, name=name, limit=limit, derived=show_all)
+            hidden = 0
+            if not show_all:
+                hidden = len(st.list_runs(outcome=outcome, name=name)) - len(
+                    st.list_runs(outcome=outcome, name=name, derived=False)
+                )
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
-        emit_json({"store": path, "runs": [r.to_dict() for r in rows]})
+        emit_json({"store": path, "runs": [r.to_dict() for r in rows], "hidden": hidden})
         return
     from rich.markup import escape
     from rich.table import Table
@@ -76,6 +91,11 @@ def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: in
     out.print(table)
     if not rows:
         out.print("no runs", style="dim")
+    if hidden:
+        out.print(
+            f"{hidden} more run{'s' if hidden != 1 else ''} hidden: replays and reference runs (--all lists them)",
+            style="dim",
+        )
 
 
 @click.command(name="show")
@@ -90,6 +110,14 @@ def runs_cmd(store: str | None, outcome: str | None, name: str | None, limit: in
 @click.option(
     "--infer", is_flag=True, help="Also infer dependencies from content (marked inferred, with confidence)."
 )
+@click.option(
+    "--step",
+    "step_sel",
+    metavar="STEP",
+    help="Show this step in full: input, output, error, attributes, dependencies in and out "
+    "(a step id, its last digits as shown, e.g. 000005, or a step name).",
+)
+@click.option("--io", "show_io", is_flag=True, help="Also print each step's input and output.")
 def show_cmd(
     source: str | None,
     run_id: str | None,
@@ -98,6 +126,8 @@ def show_cmd(
     no_deps: bool,
     max_steps: int | None,
     infer: bool,
+    step_sel: str | None,
+    show_io: bool,
 ) -> None:
     """Show runs as step trees: kind, name, duration, status and dependencies.
 
@@ -108,15 +138,19 @@ def show_cmd(
     \b
     Example:
         trajdebug show runs.jsonl --run 3f2a
+        trajdebug show --step write_sql
     """
     everything = load_source(source, run_id, fmt)
-    runs = everything[-1:] if source is None and run_id is None else everything
+    runs = latest_original(everything) if source is None and run_id is None else everything
     if infer:
         from trajdebug.analysis import infer_dependencies, previous_turns
 
         if run_id is not None:
             everything = load_source(source, None, fmt)
         runs = [infer_dependencies(r, previous=previous_turns(r, everything)) for r in runs]
+    if step_sel is not None:
+        _show_steps(runs, step_sel, as_json)
+        return
     if as_json:
         from trajdebug.report.json import run_to_dict
 
@@ -129,6 +163,30 @@ def show_cmd(
         if i:
             out.print()
         render_run(r, out, show_deps=not no_deps, max_steps=max_steps)
+        if show_io:
+            from trajdebug.report.step import IO_LIMIT, render_step
+
+            for s in r.steps[:max_steps]:
+                out.print()
+                render_step(s, r, out, limit=IO_LIMIT, io_only=True)
+
+
+def _show_steps(runs: list[Run], selector: str, as_json: bool) -> None:
+    """``show --step``: the selected steps of the runs, in full."""
+    from trajdebug.report.step import render_step, select_steps, step_to_json
+
+    picked = [(r, s) for r in runs for s in select_steps(r, selector)]
+    if not picked:
+        where = runs[0].run_id[:12] if len(runs) == 1 else f"{len(runs)} runs"
+        raise click.ClickException(f"no step {selector!r} in {where} (try a step name or the digits after #)")
+    if as_json:
+        emit_json({"steps": [{"run_id": r.run_id, **step_to_json(s, r)} for r, s in picked]})
+        return
+    out = console()
+    for i, (r, s) in enumerate(picked):
+        if i:
+            out.print()
+        render_step(s, r, out)
 
 
 def register(cli: click.Group) -> None:

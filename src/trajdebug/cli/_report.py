@@ -1,0 +1,99 @@
+"""``trajdebug report``: one run as a self-contained HTML file."""
+
+from __future__ import annotations
+
+import click
+
+from trajdebug.cli._common import (
+    emit_json,
+    fmt_option,
+    json_option,
+    latest_original,
+    load_source,
+    run_option,
+    source_argument,
+)
+from trajdebug.cli._replay import add_verify_option, verify_analyses
+
+
+DEFAULT_OUTPUT = "trajdebug-report.html"
+
+
+@click.command(name="report")
+@source_argument
+@run_option
+@fmt_option
+@click.option(
+    "-o",
+    "--output",
+    metavar="PATH",
+    default=DEFAULT_OUTPUT,
+    show_default=True,
+    help="The HTML file to write.",
+)
+@add_verify_option
+@json_option
+def report_cmd(
+    source: str | None,
+    run_id: str | None,
+    fmt: str | None,
+    output: str,
+    verify_entry: str | None,
+    fixer: str | None,
+    verify_samples: int,
+    as_json: bool,
+) -> None:
+    """Write one run as a self-contained HTML report.
+
+    The report has the waterfall of the run (steps nested by parent, errors
+    and their propagation), the dependency graph with the path from each
+    root cause to the failure, the ranked root causes with their evidence,
+    the error chains and a step inspector.  It needs no network: open it
+    offline or attach it to a ticket.  SOURCE is a store, a trajdebug JSONL
+    file or a foreign trace (default: the default store); without --run, its
+    newest run that is not a replay or reference run.
+
+    \b
+    Example:
+        trajdebug report trajdebug.db --run 3f2a -o failure.html
+        trajdebug report trace.json --from otlp
+    """
+    from trajdebug.analysis import GraphError, analyze, previous_turns
+    from trajdebug.report.html import write_report
+
+    everything = load_source(source, run_id, fmt)
+    run = everything[0] if run_id is not None else latest_original(everything)[0]
+    pool = everything if run_id is None or not run.continues else load_source(source, None, fmt)
+    try:
+        analysis = analyze(run, previous=previous_turns(run, pool) if run.continues else ())
+    except GraphError as exc:
+        raise click.ClickException(f"{source or 'store'}: {exc}") from None
+    verifications = verify_analyses(
+        [analysis], source=source, fmt=fmt, entry=verify_entry, fixer=fixer, samples=verify_samples
+    )
+    verification = verifications[0].to_dict() if verifications and verifications[0] is not None else None
+    try:
+        path = write_report(output, analysis, verification=verification, source=source)
+    except OSError as exc:
+        raise click.ClickException(f"{output}: cannot write the report ({exc.strerror or exc})") from None
+    size = path.stat().st_size
+    if as_json:
+        emit_json(
+            {
+                "report": str(path),
+                "bytes": size,
+                "run_id": run.run_id,
+                "outcome": run.outcome,
+                "steps": len(run.steps),
+            }
+        )
+        return
+    click.echo(
+        f"wrote {path} ({size / 1024:.0f} KiB): run {run.run_id[:12]}, {run.outcome}, "
+        f"{len(run.steps)} steps; open it in a browser"
+    )
+
+
+def register(cli: click.Group) -> None:
+    """Add ``report``."""
+    cli.add_command(report_cmd)

@@ -1,0 +1,295 @@
+"""The web UI as an ASGI application (Starlette): the run list, a run's report, two runs compared.
+
+Pages are rendered on the server by Jinja2 with autoescaping on, so every
+name, message and output from a run reaches the page as text; the run page
+is the HTML report (`trajdebug.report.html`), built from the source as it is
+at the request.  Every response carries a Content-Security-Policy (the
+pages' own script and style only, no inline script outside the report's
+hashed one), ``nosniff``, ``no-referrer`` and a ban on framing.
+
+Access control is the server's (see `trajdebug.serve.server`): on the
+loopback interface only requests whose ``Host`` is a loopback name are
+served (a web page elsewhere cannot reach the server through DNS
+rebinding); bound elsewhere, every request must carry the server's token,
+as ``?token=`` (then kept in an HttpOnly, SameSite=Strict cookie), the
+cookie, or an ``Authorization: Bearer`` header.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from trajdebug.analysis import GraphError
+from trajdebug.serve.catalog import Catalog, Query, RunEntry
+from trajdebug.source import SourceError
+
+
+TOKEN_COOKIE = "trajdebug_token"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+PAGE_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+
+
+class BadQuery(ValueError):
+    """A filter of the run list that cannot be read; the message names the field."""
+
+
+def _time(value: str | None, field: str, *, end: bool = False) -> int | None:
+    """An ISO date or date-time (local time unless it says otherwise) as nanoseconds since the epoch."""
+    if not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise BadQuery(f"{field}: {value!r} is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM)") from None
+    if end and len(value.strip()) == 10:
+        dt = dt.replace(hour=23, minute=59, second=59, microsecond=999_999)
+    return int(dt.astimezone().timestamp() * 1_000_000_000)
+
+
+def query_from(params: Any) -> Query:
+    """The run list's filters from a request's query parameters.
+
+    Raises:
+        BadQuery: a malformed date or outcome.
+    """
+    outcome = params.get("outcome") or None
+    if outcome not in (None, "success", "failure", "incomplete"):
+        raise BadQuery(f"outcome: {outcome!r} is not success, failure or incomplete")
+    return Query(
+        outcome=outcome,
+        name=params.get("name") or None,
+        since_ns=_time(params.get("since"), "since"),
+        until_ns=_time(params.get("until"), "until", end=True),
+        tag=params.get("tag") or None,
+        cause=params.get("cause") or None,
+        text=params.get("q") or None,
+        derived=params.get("all") in ("1", "on", "true"),
+    )
+
+
+def _when(ns: int | None) -> str:
+    if not ns:
+        return "-"
+    return datetime.fromtimestamp(ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(e: RunEntry) -> str:
+    from trajdebug.report.text import fmt_duration
+
+    return fmt_duration(None if e.end_ns is None else e.end_ns - e.start_ns)
+
+
+def _passing_for(catalog: Catalog, bad: Any, choices: list[RunEntry]) -> Any:
+    """The run to compare a failed run with: the newest passing original run of the same name,
+    else the reference run recorded for it, else the newest passing replay of it."""
+    passing = [e for e in choices if e.outcome == "success" and e.name == bad.name and e.run_id != bad.run_id]
+    for want in (None, "reference", "replay"):
+        for e in passing:
+            if e.derived != want:
+                continue
+            run = catalog.run(e.run_id)
+            md = run.metadata
+            if want is None or bad.run_id in (md.get("reference_for"), md.get("replay_of")):
+                return run
+    return None
+
+
+def _value(v: Any) -> str:
+    """A step's value as one line of text (a string as it is, anything else as JSON)."""
+    import json
+
+    if isinstance(v, str):
+        return v
+    try:
+        return json.dumps(v, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        return repr(v)
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=PackageLoader("trajdebug.serve", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
+    env.filters["when"] = _when
+    env.filters["duration"] = _duration
+    env.filters["path"] = lambda v: quote(str(v), safe="")
+    env.filters["value"] = _value
+    env.filters["short"] = lambda v: str(v)[-6:] if v else "-"
+    env.filters["clip"] = lambda v, n=160: (lambda t: t if len(t) <= n else t[: n - 1] + "…")(
+        " ".join(str(v).split())
+    )
+    return env
+
+
+class _Guard(BaseHTTPMiddleware):
+    """The token check (when the server has one) and the security headers of every response."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        super().__init__(app)
+        self.token = token
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        from_query = request.query_params.get("token")
+        if self.token is not None:
+            auth = request.headers.get("authorization", "")
+            given = from_query or request.cookies.get(TOKEN_COOKIE) or (
+                auth[7:] if auth.lower().startswith("bearer ") else ""
+            )
+            if not given or not secrets.compare_digest(given.encode(), self.token.encode()):
+                return PlainTextResponse(
+                    "401 Unauthorized: this trajdebug server needs the token it printed when it "
+                    "started (open the URL it printed, with ?token=...)\n",
+                    status_code=401,
+                )
+        response = await call_next(request)
+        if self.token is not None and from_query:
+            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+        response.headers.setdefault("Content-Security-Policy", PAGE_POLICY)
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+
+def create_app(
+    source: str | Path,
+    *,
+    fmt: str | None = None,
+    token: str | None = None,
+    allowed_hosts: list[str] | None = None,
+) -> Starlette:
+    """The web UI over one source.
+
+    Args:
+        source: A store (read live), a trajdebug JSONL file or a foreign trace.
+        fmt: The source's format (auto-detected by default).
+        token: When given, every request must carry it (see the module's doc).
+        allowed_hosts: ``Host`` header values to accept (None: the loopback names).
+    """
+    catalog = Catalog(source, fmt=fmt)
+    env = _env()
+
+    def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(source=str(source), **ctx), status_code=status)
+
+    def problem(message: str, status: int) -> HTMLResponse:
+        return page("message.html", status, title="trajdebug", message=message)
+
+    def run_list(request: Request) -> Response:
+        try:
+            q = query_from(request.query_params)
+            entries = catalog.query(q)
+        except BadQuery as exc:
+            return problem(str(exc), 400)
+        except SourceError as exc:
+            return problem(str(exc), 500)
+        params = {k: v for k, v in request.query_params.items() if k != "token"}
+        return page("runs.html", entries=entries, q=params, hidden=0 if q.derived else catalog.hidden())
+
+    def api_runs(request: Request) -> Response:
+        try:
+            q = query_from(request.query_params)
+            entries = catalog.query(q)
+        except BadQuery as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except SourceError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=500)
+        rows = []
+        for e in entries:
+            d = e.to_dict()
+            d["started"] = _when(e.start_ns)
+            d["duration"] = _duration(e)
+            rows.append(d)
+        return JSONResponse({"runs": rows, "hidden": 0 if q.derived else catalog.hidden()})
+
+    def run_page(request: Request) -> Response:
+        from trajdebug.report.html import content_security_policy, page_parts, report_html
+
+        run_id = request.path_params["run_id"]
+        try:
+            analysis = catalog.analysis(run_id)
+        except KeyError as exc:
+            return problem(str(exc.args[0]) if exc.args else f"no run {run_id!r}", 404)
+        except GraphError as exc:
+            return problem(str(exc), 422)
+        rid = analysis.run.run_id
+        nav = [("← all runs", "/")]
+        if analysis.run.outcome == "failure":
+            nav.append(("compare with a passing run", "/compare?" + urlencode({"bad": rid})))
+        body = report_html(analysis, source=str(source), nav=nav)
+        style, script = page_parts()
+        policy = content_security_policy(style, script) + "; frame-ancestors 'none'"
+        return HTMLResponse(body, headers={"Content-Security-Policy": policy})
+
+    def compare(request: Request) -> Response:
+        from trajdebug.replay import align
+
+        good_id = request.query_params.get("good") or ""
+        bad_id = request.query_params.get("bad") or ""
+        try:
+            catalog.refresh()
+            bad = catalog.run(bad_id) if bad_id else None
+            good = catalog.run(good_id) if good_id else None
+        except KeyError as exc:
+            return problem(str(exc.args[0]) if exc.args else "no such run", 404)
+        choices = catalog.query(Query(derived=True, limit=300))
+        if bad is not None and good is None:
+            good = _passing_for(catalog, bad, choices)
+        if good is None or bad is None:
+            return page("compare.html", title="compare runs", al=None, good=good, bad=bad, choices=choices)
+        if good.run_id == bad.run_id:
+            return problem("GOOD and BAD are the same run: choose two runs", 400)
+        al = align(good, bad)
+        first = al.first_divergence
+        steps = bad.step_map()
+        impact = [f"{steps[s].name}#{s[-6:]}" for s in al.impact(first)] if first else []
+        return page(
+            "compare.html",
+            title="compare runs",
+            al=al,
+            good=good,
+            bad=bad,
+            first=first,
+            impact=impact,
+            choices=choices,
+        )
+
+    static = Path(__file__).with_name("static")
+    routes = [
+        Route("/", run_list),
+        Route("/api/runs", api_runs),
+        Route("/runs/{run_id:path}", run_page),
+        Route("/compare", compare),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
+        Mount("/static", StaticFiles(directory=static), name="static"),
+    ]
+    hosts = allowed_hosts if allowed_hosts is not None else list(LOOPBACK_HOSTS)
+    middleware = [
+        Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
+        Middleware(_Guard, token=token),
+    ]
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.catalog = catalog
+    return app
+
+
+__all__ = ["LOOPBACK_HOSTS", "PAGE_POLICY", "TOKEN_COOKIE", "BadQuery", "create_app", "query_from"]

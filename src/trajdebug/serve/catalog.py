@@ -1,0 +1,323 @@
+"""The runs a web UI serves: a source read live, searchable, with each run's analysis cached.
+
+A `Catalog` watches one source.  Over a store it asks the ``runs`` table
+what changed on every query (a new run, a run that gained steps or ended)
+and loads only those runs, so runs recorded while the server is up appear
+on the next request; over a file it reloads when the file's size or
+modification time changes.  Each run is indexed once per version: its
+metadata as tags, its step names and error messages for full-text search,
+and, for a failed run, the names of its top root causes (the analysis is
+kept for the run page).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trajdebug.analysis import Analysis, GraphError, analyze, previous_turns
+from trajdebug.model import Run
+from trajdebug.source import SourceError, load_runs
+from trajdebug.store import Store, is_store
+
+
+CAUSES_INDEXED = 3
+"""Root causes per failed run that the ``cause`` filter matches."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunEntry:
+    """One run as the run list shows and filters it."""
+
+    run_id: str
+    """The run's id."""
+    name: str
+    """The run's name."""
+    outcome: str
+    """``success``, ``failure`` or ``incomplete``."""
+    start_ns: int
+    """Start time, nanoseconds since the epoch."""
+    end_ns: int | None
+    """End time, None while running."""
+    steps: int
+    """Number of steps."""
+    errors: int
+    """Number of error events."""
+    failure_reason: str | None
+    """Why it failed."""
+    derived: str | None
+    """``replay`` or ``reference`` for runs verification recorded for another run, else None."""
+    tags: tuple[str, ...]
+    """Metadata as ``key=value`` strings (scalar values) plus the items of a ``tags`` list."""
+    causes: tuple[str, ...]
+    """Names of the top root-cause steps (failed runs only)."""
+    text: str
+    """Lower-cased run name, step names, error types and messages: what full-text search reads."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON data (the text index left out)."""
+        return {
+            "run_id": self.run_id,
+            "name": self.name,
+            "outcome": self.outcome,
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "steps": self.steps,
+            "errors": self.errors,
+            "failure_reason": self.failure_reason,
+            "derived": self.derived,
+            "tags": list(self.tags),
+            "causes": list(self.causes),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """Filters of the run list; every field left None matches every run."""
+
+    outcome: str | None = None
+    """Only this outcome."""
+    name: str | None = None
+    """Run name contains this (case-insensitive)."""
+    since_ns: int | None = None
+    """Started at or after this time."""
+    until_ns: int | None = None
+    """Started at or before this time."""
+    tag: str | None = None
+    """A metadata tag: ``key=value``, a key, or an item of the ``tags`` list."""
+    cause: str | None = None
+    """A root-cause step's name contains this (case-insensitive)."""
+    text: str | None = None
+    """Every word occurs in the run's step names, error messages or name."""
+    derived: bool = False
+    """Also replays and reference runs."""
+    limit: int = 500
+    """At most this many runs, newest first."""
+
+
+def _derived(metadata: Mapping[str, Any]) -> str | None:
+    if metadata.get("replay_of"):
+        return "replay"
+    if metadata.get("reference_for"):
+        return "reference"
+    return None
+
+
+def _tags(metadata: Mapping[str, Any]) -> tuple[str, ...]:
+    out: list[str] = []
+    for key, value in metadata.items():
+        if isinstance(value, (str, int, float, bool)):
+            out.append(f"{key}={value}")
+        elif isinstance(value, Mapping) and isinstance(value.get("name"), str):
+            out.append(f"{key}={value['name']}")
+    tags = metadata.get("tags")
+    if isinstance(tags, (list, tuple)):
+        out.extend(str(t) for t in tags if isinstance(t, (str, int, float)))
+    return tuple(out)
+
+
+def _matches(e: RunEntry, q: Query) -> bool:
+    if not q.derived and e.derived:
+        return False
+    if q.outcome and e.outcome != q.outcome:
+        return False
+    if q.name and q.name.lower() not in e.name.lower():
+        return False
+    if q.since_ns is not None and e.start_ns < q.since_ns:
+        return False
+    if q.until_ns is not None and e.start_ns > q.until_ns:
+        return False
+    if q.tag:
+        want = q.tag.strip()
+        if not any(t == want or t.split("=", 1)[0] == want for t in e.tags):
+            return False
+    if q.cause and not any(q.cause.lower() in c.lower() for c in e.causes):
+        return False
+    return not q.text or all(word in e.text for word in q.text.lower().split())
+
+
+class Catalog:
+    """A live, searchable view of the runs of one source (a store, a JSONL file or a trace).
+
+    Thread-safe: the web server calls it from worker threads.
+    """
+
+    def __init__(self, source: str | Path, *, fmt: str | None = None) -> None:
+        self.source = Path(source)
+        self.fmt = fmt
+        self._lock = threading.RLock()
+        self._runs: dict[str, Run] = {}
+        self._entries: dict[str, RunEntry] = {}
+        self._versions: dict[str, Any] = {}
+        self._analyses: dict[str, Analysis] = {}
+        self._file_version: Any = None
+        self._store: Store | None = None
+
+    # -- refreshing ---------------------------------------------------------------------
+
+    def _is_store(self) -> bool:
+        return self.fmt in (None, "store") and self.source.exists() and is_store(self.source)
+
+    def refresh(self) -> None:
+        """Pick up new and changed runs.
+
+        Raises:
+            SourceError: the source cannot be read.
+        """
+        with self._lock:
+            if self._is_store():
+                self._refresh_store()
+            else:
+                self._refresh_file()
+
+    def _refresh_store(self) -> None:
+        if self._store is None:
+            self._store = Store(self.source)
+        summaries = self._store.list_runs()
+        seen = set()
+        for s in summaries:
+            seen.add(s.run_id)
+            version = (s.steps, s.errors, s.outcome, s.end_ns, s.note, s.name)
+            if self._versions.get(s.run_id) == version:
+                continue
+            try:
+                run = self._store.load_run(s.run_id)
+            except KeyError:
+                continue
+            self._put(run, version)
+        for gone in set(self._runs) - seen:
+            self._drop(gone)
+
+    def _refresh_file(self) -> None:
+        try:
+            st = self.source.stat()
+        except OSError as exc:
+            raise SourceError(f"{self.source}: cannot read ({exc.strerror or exc})") from None
+        version = (st.st_mtime_ns, st.st_size)
+        if version == self._file_version:
+            return
+        runs = load_runs(self.source, fmt=self.fmt)
+        for gone in set(self._runs) - {r.run_id for r in runs}:
+            self._drop(gone)
+        for r in runs:
+            self._put(r, None)
+        self._file_version = version
+
+    def _drop(self, run_id: str) -> None:
+        for table in (self._runs, self._entries, self._versions, self._analyses):
+            table.pop(run_id, None)  # type: ignore[attr-defined]
+
+    def _put(self, run: Run, version: Any) -> None:
+        self._runs[run.run_id] = run
+        self._versions[run.run_id] = version
+        self._analyses.pop(run.run_id, None)
+        causes: tuple[str, ...] = ()
+        if run.outcome == "failure":
+            a = self._analyze(run)
+            if a is not None:
+                causes = tuple(c["name"] for c in a.to_dict()["root_causes"][:CAUSES_INDEXED] if c.get("name"))
+        words = [run.name, run.failure_reason or ""]
+        words += [s.name for s in run.steps]
+        words += [f"{s.error.type} {s.error.message}" for s in run.steps if s.error is not None]
+        words += [f"{e.type} {e.message}" for e in run.errors]
+        self._entries[run.run_id] = RunEntry(
+            run_id=run.run_id,
+            name=run.name,
+            outcome=run.outcome,
+            start_ns=run.start_ns,
+            end_ns=run.end_ns,
+            steps=len(run.steps),
+            errors=len(run.errors),
+            failure_reason=run.failure_reason,
+            derived=_derived(run.metadata),
+            tags=_tags(run.metadata),
+            causes=causes,
+            text="\n".join(words).lower(),
+        )
+
+    def _analyze(self, run: Run) -> Analysis | None:
+        cached = self._analyses.get(run.run_id)
+        if cached is not None:
+            return cached
+        try:
+            earlier = previous_turns(run, list(self._runs.values())) if run.continues else ()
+            a = analyze(run, previous=earlier)
+        except GraphError:
+            return None
+        self._analyses[run.run_id] = a
+        return a
+
+    # -- reading -----------------------------------------------------------------------
+
+    def query(self, q: Query | None = None) -> list[RunEntry]:
+        """The runs matching ``q``, newest first (refreshes first)."""
+        q = q or Query()
+        self.refresh()
+        with self._lock:
+            entries = sorted(self._entries.values(), key=lambda e: e.start_ns, reverse=True)
+        return [e for e in entries if _matches(e, q)][: q.limit]
+
+    def hidden(self) -> int:
+        """How many replays and reference runs the default list leaves out."""
+        with self._lock:
+            return sum(1 for e in self._entries.values() if e.derived)
+
+    def resolve(self, run_id: str) -> str:
+        """The full id of a run, from its id or a unique prefix.
+
+        Raises:
+            KeyError: no run, or several, match.
+        """
+        self.refresh()
+        with self._lock:
+            if run_id in self._runs:
+                return run_id
+            found = [r for r in self._runs if r.startswith(run_id)] if run_id else []
+        if len(found) != 1:
+            raise KeyError(f"{'no' if not found else 'more than one'} run {run_id!r}")
+        return found[0]
+
+    def run(self, run_id: str) -> Run:
+        """One run (id or unique prefix), as it is now.
+
+        Raises:
+            KeyError: no run, or several, match.
+        """
+        rid = self.resolve(run_id)
+        with self._lock:
+            return self._runs[rid]
+
+    def analysis(self, run_id: str) -> Analysis:
+        """The analysis of one run (cached until the run changes).
+
+        Raises:
+            KeyError: no such run.
+            GraphError: the run's dependencies are broken.
+        """
+        run = self.run(run_id)
+        with self._lock:
+            a = self._analyze(run)
+        if a is None:
+            earlier = previous_turns(run, self.runs()) if run.continues else ()
+            return analyze(run, previous=earlier)  # raises the GraphError with its message
+        return a
+
+    def runs(self, ids: Iterable[str] | None = None) -> list[Run]:
+        """The runs (all, or these ids), oldest first."""
+        with self._lock:
+            pool: Sequence[Run] = list(self._runs.values())
+        if ids is not None:
+            wanted = set(ids)
+            pool = [r for r in pool if r.run_id in wanted]
+        return sorted(pool, key=lambda r: r.start_ns)
+
+    def close(self) -> None:
+        """Close the store connection of the calling thread."""
+        if self._store is not None:
+            self._store.close()
+
+
+__all__ = ["CAUSES_INDEXED", "Catalog", "Query", "RunEntry"]
