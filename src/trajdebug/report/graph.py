@@ -27,6 +27,8 @@ COLLAPSE_AT = 120
 """A view with more nodes than this is collapsed by parent (or cut into chunks)."""
 FULL_LIMIT = 1500
 """Runs up to this many steps also get the view of every step."""
+CHUNKS = 24
+"""Chunks a level too wide to show is cut into (each opens as a view of its own)."""
 EXTERNAL_LIMIT = 40
 """Most outside steps a group's view shows as boundary nodes."""
 _ORIGIN_RANK = {"tracked": 3, "declared": 2, "inferred": 1}
@@ -59,6 +61,11 @@ class _Tree:
         for s in run.steps:
             parent = s.parent_id if s.parent_id in self.steps and s.parent_id != s.step_id else None
             self.children[parent].append(s.step_id)
+        self.consumers: dict[str, list[str]] = defaultdict(list)
+        for s in run.steps:
+            for d in s.deps:
+                if d.run_id in (None, run.run_id):
+                    self.consumers[d.step_id].append(s.step_id)
         self.size: dict[str, int] = {}
         self.errors: dict[str, int] = {}
         # Children start after their parent: reverse start order visits children first.
@@ -85,8 +92,7 @@ def _label(s: Step) -> str:
 def _scope_nodes(tree: _Tree, top: Sequence[str]) -> list[_Node]:
     """The nodes of a view over the subtrees of ``top``: expanded as deep as `COLLAPSE_AT` allows."""
     if len(top) > COLLAPSE_AT:
-        per = -(-len(top) // COLLAPSE_AT)
-        per = max(per, -(-len(top) // max(1, COLLAPSE_AT // 2)))
+        per = -(-len(top) // CHUNKS)
         out = []
         for i in range(0, len(top), per):
             part = tuple(top[i : i + per])
@@ -213,9 +219,10 @@ def _scope_view(
             for d in tree.steps[sid].deps:
                 if d.step_id in tree.steps and d.step_id not in rep and d.run_id in (None, run.run_id):
                     outside[d.step_id] = None
-        for sid in tree.steps:
-            if sid not in rep and any(d.step_id in rep for d in tree.steps[sid].deps):
-                outside[sid] = None
+        for sid in inside:
+            for user in tree.consumers.get(sid, ()):
+                if user not in rep:
+                    outside[user] = None
         ext = list(outside)[:EXTERNAL_LIMIT]
         for sid in ext:
             nodes.append(_Node(f"x:{sid}", "external", sid, tree.steps[sid].name))

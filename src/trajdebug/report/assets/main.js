@@ -19,4 +19,5 @@ document.getElementById("tabs").addEventListener("click", (ev) => {
   if (b) showTab(b.dataset.tab);
 });
 if ((ANALYSIS.root_causes || []).length) selectCause(0);
+window.__readyAt = performance.now();
 document.body.dataset.ready = "1";
