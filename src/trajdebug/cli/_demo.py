@@ -130,10 +130,8 @@ def demo_cmd(
     if report is not None:
         from rich.markup import escape
 
-        con.print(
-            f"\n[bold]report[/]: {escape(str(report))}  "
-            "(the waterfall, the dependency graph and the root cause: open it in a browser)"
-        )
+        con.print(f"\n[bold]report[/]: {escape(str(report))}")
+        con.print("open it in a browser: the waterfall, the dependency graph, the root cause", style="dim")
 
 
 def register(cli: click.Group) -> None:

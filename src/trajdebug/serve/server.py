@@ -62,6 +62,9 @@ class Server:
         self._sock = socket.socket(family, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind((host.strip("[]"), port))
+        # Listening now lets connections queue until uvicorn accepts them, so the
+        # URL printed before `run` already answers.
+        self._sock.listen(2048)
         self.host = host
         self.port = self._sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")

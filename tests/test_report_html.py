@@ -1,0 +1,165 @@
+"""The self-contained HTML report, read by a real browser (Chromium through Playwright)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trajdebug.analysis import analyze
+from trajdebug.demo import run_demo
+from trajdebug.model import Run
+from trajdebug.report.html import embed_json, report_data, report_html, write_report
+from trajdebug.store import Store
+
+
+@pytest.fixture
+def demo_report(tmp_path: Path) -> tuple[Path, Any]:
+    """The report of the default demo run (bad-sql-filter), written to a file."""
+    run = run_demo("bad-sql-filter", store=Store(tmp_path / "demo.db"))
+    analysis = analyze(run)
+    return write_report(tmp_path / "report.html", analysis), analysis
+
+
+def _open(page: Any, path: Path) -> None:
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-ready]")
+
+
+def test_embedded_json_cannot_close_its_script_element() -> None:
+    """Every <, > and & is escaped, and JSON.parse gets the same value back."""
+    value = {"out": "</script><script>alert(1)</script><!-- & \u2028"}
+    text = embed_json(value)
+    assert not re.search(r"[<>&\u2028]", text)
+    assert json.loads(text) == value
+
+
+def test_report_data_carries_the_run_its_analysis_and_the_graph(demo_report: tuple[Path, Any]) -> None:
+    """The document holds every step, Analysis.to_dict() unchanged, the lifecycle and a laid-out graph."""
+    _, analysis = demo_report
+    data = report_data(analysis)
+    assert [s["step_id"] for s in data["run"]["steps"]] == [s.step_id for s in analysis.run.steps]
+    assert data["analysis"] == json.loads(json.dumps(analysis.to_dict()))
+    assert data["lifecycle"]["chains"][0]["critical"] is True
+    assert "| error | step |" in data["errors_markdown"]
+    view = data["graph"]["views"][data["graph"]["default"]]
+    assert len(view["nodes"]) == len(analysis.run.steps)
+
+
+def test_report_is_self_contained_and_its_policy_blocks_the_rest(page: Any, demo_report: tuple[Path, Any]) -> None:
+    """No external resource in the file; in the browser the page may not fetch nor run a script it adds."""
+    html = demo_report[0].read_text()
+    assert not re.search(r"""<(script|link|img|iframe)[^>]*\s(src|href)=""", html)
+    _open(page, demo_report[0])
+    result = page.evaluate(
+        """async () => {
+            const seen = [];
+            document.addEventListener('securitypolicyviolation', (e) => seen.push(e.effectiveDirective));
+            try { await fetch('http://127.0.0.1:9/x'); } catch (e) {}
+            const s = document.createElement('script');
+            s.textContent = 'window.__added = 1';
+            document.body.appendChild(s);
+            await new Promise((r) => setTimeout(r, 50));
+            return {seen, added: window.__added === 1};
+        }"""
+    )
+    assert "connect-src" in result["seen"] and "script-src-elem" in result["seen"]
+    assert result["added"] is False
+
+
+def test_demo_report_draws_waterfall_causes_and_chain_table(page: Any, demo_report: tuple[Path, Any]) -> None:
+    """Opened in Chromium: a row per step, the ranked causes, the chain table with its critical chain."""
+    path, analysis = demo_report
+    _open(page, path)
+    assert page.locator(".wf-row").count() == len(analysis.run.steps)
+    names = page.locator(".cause .c-name").all_text_contents()
+    assert names[0] == "write_sql"
+    page.click("#tabs [data-tab=errors]")
+    assert "CRITICAL FAILURE" in page.locator(".chain h3").first.text_content()
+    assert page.locator(".etable tbody tr").count() == 1
+    assert page.errors == []
+
+
+def test_clicking_a_step_shows_it_in_the_inspector(page: Any, demo_report: tuple[Path, Any]) -> None:
+    """A click on run_sql's row shows its name, its SQL input and its rows as output."""
+    path, analysis = demo_report
+    _open(page, path)
+    run_sql = next(s for s in analysis.run.steps if s.name == "run_sql")
+    page.click(f'.wf-row[data-step="{run_sql.step_id}"]')
+    inspector = page.locator("#inspector")
+    assert inspector.locator(".i-name").text_content() == "run_sql"
+    assert "SELECT region" in inspector.text_content()
+    assert page.locator(f'.wf-row.sel[data-step="{run_sql.step_id}"]').count() == 1
+
+
+def test_clicking_a_root_cause_highlights_its_path(page: Any, demo_report: tuple[Path, Any]) -> None:
+    """Choosing the third cause highlights exactly its path in the waterfall and in the graph."""
+    path, analysis = demo_report
+    _open(page, path)
+    cause = analysis.to_dict()["root_causes"][2]
+    page.click('.cause[data-cause="2"]')
+    on_path = page.eval_on_selector_all(".wf-row.onpath", "rows => rows.map(r => r.dataset.step)")
+    assert set(on_path) == set(cause["path"])
+    assert page.locator("#inspector .i-name").text_content() == cause["name"]
+    page.click("#tabs [data-tab=graph]")
+    page.wait_for_selector("#graph .node")
+    assert page.locator("#graph .node.onpath").count() == len(cause["path"])
+    assert page.locator("#graph .edge.onpath").count() == len(cause["path"]) - 1
+    # Back to the top cause: the highlight follows.
+    page.click('.cause[data-cause="0"]')
+    assert page.locator("#graph .node.onpath").count() == len(analysis.to_dict()["root_causes"][0]["path"])
+
+
+def test_a_large_report_opens_collapsed_and_a_group_opens_on_click(page: Any, tmp_path: Path) -> None:
+    """A 2,000-step run: the waterfall draws only the rows in view; the graph opens a group's view."""
+    from benchmarks.report_html import agent_run
+
+    run = agent_run(2_000, agents=8)
+    path = write_report(tmp_path / "big.html", analyze(run))
+    _open(page, path)
+    assert 0 < page.locator(".wf-row").count() < 200
+    page.click("#tabs [data-tab=graph]")
+    page.wait_for_selector("#graph .node.t-group")
+    page.locator("#graph .node.t-group").first.click()
+    assert "researcher-" in page.locator(".crumbs").text_content()
+    assert page.locator("#graph .node").count() > 1
+    assert page.errors == []
+
+
+def _assert_nothing_ran(page: Any) -> None:
+    assert page.evaluate("() => window.__pwned") is None
+    assert page.dialogs == []
+    assert page.locator("#planted").count() == 0
+    assert page.locator("img").count() == 0
+
+
+def test_planted_markup_in_a_run_never_executes(page: Any, tmp_path: Path, hostile_run: Run) -> None:
+    """<script>, onerror= and javascript: in an LLM output, step names and an error message stay text."""
+    path = write_report(tmp_path / "hostile.html", analyze(hostile_run))
+    _open(page, path)
+    for row in page.locator(".wf-row").all():
+        row.click()
+        for button in page.locator("#inspector .expand").all():
+            button.click()
+    for tab in ("graph", "errors", "waterfall"):
+        page.click(f"#tabs [data-tab={tab}]")
+    page.locator(".cause").first.click()
+    _assert_nothing_ran(page)
+    # The payload is shown, as text.
+    assert "<script>window.__pwned" in page.locator("#head").text_content()
+    plan = next(s for s in hostile_run.steps if s.name.startswith("plan "))
+    page.click(f'.wf-row[data-step="{plan.step_id}"]')
+    assert "Sure! <script>" in page.locator("#inspector").text_content()
+    assert page.errors == []
+
+
+def test_nav_links_are_escaped() -> None:
+    """The web UI's header links are escaped like everything else."""
+    from trajdebug.demo import run_demo as _demo
+
+    run = _demo("bad-sql-filter", store=Store("nav.db"))
+    html = report_html(analyze(run), nav=[('"><script>x</script>', '/x?a="b"')])
+    assert '<a href="/x?a=&quot;b&quot;">&quot;&gt;&lt;script&gt;x&lt;/script&gt;</a>' in html
