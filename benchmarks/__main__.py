@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a smaller run (under two minutes)")
     p.add_argument(
         "--only",
-        choices=("quality", "verification", "speed", "tau"),
+        choices=("quality", "verification", "speed", "tau", "report_html"),
         action="append",
         help="run only this section (repeatable)",
     )
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--results", default=str(RESULTS), help="where the raw results are kept (JSON)")
     a = p.parse_args(argv)
-    sections = a.only or ["quality", "verification", "tau", "speed"]
+    sections = a.only or ["quality", "verification", "tau", "speed", "report_html"]
     results_path = Path(a.results)
     data: dict[str, Any] = {}
     if results_path.exists():
@@ -63,6 +63,16 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.speed import run_speed
 
         data["speed"] = report.speed_data(run_speed(quick=a.quick, progress=_say), quick=a.quick)
+    if "report_html" in sections:
+        from benchmarks.report_html import GOAL_S, run_report_html
+
+        timings = run_report_html(quick=a.quick, progress=_say)
+        data["report_html"] = {
+            "date": report.machine()["date"],
+            "quick": a.quick,
+            "goal_s": GOAL_S,
+            "runs": [t.to_dict() for t in timings],
+        }
     data["machine"] = report.machine()
     results_path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     cmd = (

@@ -649,6 +649,48 @@ def _verification(v: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _report_html(r: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for t in r["runs"]:
+        rows.append(
+            [
+                f"{t['steps']:,}",
+                f"{t['bytes'] / 1_000_000:.1f} MB",
+                _num(t["build_s"], 2),
+                f"**{_num(t['ready_s'], 2)}**",
+                _num(t["first_paint_s"], 2),
+                _num(t["graph_s"], 2),
+                _num(t["scroll_s"], 2),
+                str(t["trials"]),
+            ]
+        )
+    largest = max(r["runs"], key=lambda t: t["steps"])
+    ok = largest["ready_s"] < r["goal_s"]
+    return [
+        "## 5. The HTML report in a browser",
+        "",
+        f"Run {r['date']}{' (quick mode)' if r['quick'] else ''}; `python -m benchmarks --only report_html`, "
+        "module `benchmarks/report_html.py`. A multi-agent run (sub-agents looping model call → search → parse, "
+        "a retried tool, a failed check) is recorded by the real recorder, analyzed, written by "
+        "`trajdebug.report.html.write_report`, and opened from disk in headless Chromium (Debian's package, "
+        "driven by Playwright). Times are medians over the page loads: *ready* is navigation start to the "
+        "waterfall, panels and inspector drawn (the script sets `body[data-ready]`), *first paint* the "
+        "browser's first contentful paint, *graph* opening the graph tab (its layout was computed at report "
+        "time), *scroll* jumping the virtual waterfall to its last row. *build* is Python: analysis, graph "
+        "layouts and writing the file.",
+        "",
+        *_table(
+            ["steps", "HTML size", "build s", "ready s", "first paint s", "graph s", "scroll s", "loads"],
+            rows,
+        ),
+        "",
+        f"Goal: a {largest['steps']:,}-step run opens in under {r['goal_s']:.0f} s: "
+        f"{_met(ok)} ({largest['ready_s']:.2f} s). Most of the file is the run itself (every step's input and "
+        "output, each capped at 32 KiB as JSON); the rest is the graph's precomputed views.",
+        "",
+    ]
+
+
 def render(data: Mapping[str, Any], command: str) -> str:
     """The Markdown document."""
     m = data.get("machine") or machine()
@@ -689,6 +731,8 @@ def render(data: Mapping[str, Any], command: str) -> str:
         lines += _speed(data["speed"])
     if data.get("verification"):
         lines += _verification(data["verification"])
+    if data.get("report_html"):
+        lines += _report_html(data["report_html"])
     lines += [
         "## Method notes",
         "",
