@@ -158,7 +158,8 @@ function buildWaterfall(host) {
       const xa = nameW + (laneW * pct(a.ta || STEPS.get(a.a).start_ns)) / 100;
       const xb = nameW + (laneW * pct(a.tb || STEPS.get(a.b).start_ns)) / 100;
       const ya = ra * ROW_H + ROW_H / 2, yb = rb * ROW_H + ROW_H / 2;
-      const bend = Math.min(120, 18 + Math.abs(rb - ra) * 6);
+      // Arcs bow left, into the bars, where the lane has room (its right edge is the run's end).
+      const bend = -Math.min(120, 18 + Math.abs(rb - ra) * 6);
       arcs.appendChild(sv("path", { class: "arc " + a.kind + (a.crit ? " crit" : ""), d: `M ${xa} ${ya} C ${xa + bend} ${ya}, ${xb + bend} ${yb}, ${xb} ${yb}` }));
     }
   }
