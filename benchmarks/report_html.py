@@ -47,39 +47,41 @@ def agent_run(steps: int = 10_000, *, agents: int = 20, seed: int = 7) -> Run:
     bad_agent = agents // 2
     with deterministic(), capture_runs() as runs:
         try:
-            with trajdebug.run("research-team", metadata={"tags": ["benchmark"], "version": "2.1"}):
-                with trajdebug.step("orchestrator", kind="agent"):
-                    with trajdebug.step("plan", kind="llm", input={"question": "market size of X"}) as plan:
-                        plan.output = "Split into %d sub-questions." % agents
-                    finals = []
-                    for a in range(agents):
-                        name = f"researcher-{a}"
-                        with trajdebug.step(name, kind="agent", agent=name, deps=[plan]):
-                            prev: Any = plan
-                            for i in range(loops):
-                                with trajdebug.step("think", kind="llm", agent=name, deps=[prev]) as think:
-                                    think.input = {"prompt": f"step {i} of sub-question {a}"}
-                                    think.output = f"search for figure {i} of region {a} " + "x" * rng.randint(20, 200)
-                                hits = [{"title": f"doc {i}.{k}", "value": rng.random()} for k in range(3)]
-                                with trajdebug.step("search", kind="tool", agent=name, deps=[think]) as search:
-                                    search.output = hits
-                                with trajdebug.step("parse", kind="parse", agent=name, deps=[search]) as parse:
-                                    values = [d["value"] for d in hits]
-                                    if a == bad_agent and i == loops - 1:
-                                        values = values[:1]  # the planted fault: drops results
-                                    parse.output = {"n": len(values), "mean": sum(values) / len(values)}
-                                prev = parse
-                            finals.append((prev, len(values)))
-                    with trajdebug.step("fetch_prices", kind="tool", attempt=1) as first:
-                        first.error("HTTP 503 from the price service", type="HTTPError")
-                    with trajdebug.step("fetch_prices", kind="tool", attempt=2, retry_of=first) as second:
-                        second.output = {"price": 12.5}
-                    counts = [n for _, n in finals]
-                    with trajdebug.step("combine", kind="llm", deps=[*(f for f, _ in finals), second]) as comb:
-                        comb.output = {"counts": counts}
-                    with trajdebug.step("check", kind="condition", deps=[comb]):
-                        if min(counts) < 3:
-                            raise ValueError(f"incomplete research: an agent returned {min(counts)} results")
+            with (
+                trajdebug.run("research-team", metadata={"tags": ["benchmark"], "version": "2.1"}),
+                trajdebug.step("orchestrator", kind="agent"),
+            ):
+                with trajdebug.step("plan", kind="llm", input={"question": "market size of X"}) as plan:
+                    plan.output = f"Split into {agents} sub-questions."
+                finals = []
+                for a in range(agents):
+                    name = f"researcher-{a}"
+                    with trajdebug.step(name, kind="agent", agent=name, deps=[plan]):
+                        prev: Any = plan
+                        for i in range(loops):
+                            with trajdebug.step("think", kind="llm", agent=name, deps=[prev]) as think:
+                                think.input = {"prompt": f"step {i} of sub-question {a}"}
+                                think.output = f"search for figure {i} of region {a} " + "x" * rng.randint(20, 200)
+                            hits = [{"title": f"doc {i}.{k}", "value": rng.random()} for k in range(3)]
+                            with trajdebug.step("search", kind="tool", agent=name, deps=[think]) as search:
+                                search.output = hits
+                            with trajdebug.step("parse", kind="parse", agent=name, deps=[search]) as parse:
+                                values = [d["value"] for d in hits]
+                                if a == bad_agent and i == loops - 1:
+                                    values = values[:1]  # the planted fault: drops results
+                                parse.output = {"n": len(values), "mean": sum(values) / len(values)}
+                            prev = parse
+                        finals.append((prev, len(values)))
+                with trajdebug.step("fetch_prices", kind="tool", attempt=1) as first:
+                    first.error("HTTP 503 from the price service", type="HTTPError")
+                with trajdebug.step("fetch_prices", kind="tool", attempt=2, retry_of=first) as second:
+                    second.output = {"price": 12.5}
+                counts = [n for _, n in finals]
+                with trajdebug.step("combine", kind="llm", deps=[*(f for f, _ in finals), second]) as comb:
+                    comb.output = {"counts": counts}
+                with trajdebug.step("check", kind="condition", deps=[comb]):
+                    if min(counts) < 3:
+                        raise ValueError(f"incomplete research: an agent returned {min(counts)} results")
         except ValueError:
             pass
     return runs[0]

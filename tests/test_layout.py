@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from trajdebug.report.layout import NODE_GAP, layered_layout
@@ -33,7 +34,7 @@ def test_nodes_of_a_layer_keep_their_distance() -> None:
         by_layer.setdefault(layer, []).append(lay.y[i])
     for ys in by_layer.values():
         ys.sort()
-        assert all(b - a >= NODE_GAP - 1e-6 for a, b in zip(ys, ys[1:]))
+        assert all(b - a >= NODE_GAP - 1e-6 for a, b in itertools.pairwise(ys))
 
 
 def test_crossing_reduction_untangles_interleaved_chains() -> None:

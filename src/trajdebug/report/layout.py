@@ -34,6 +34,7 @@ page, so a report opens at once and the layout is tested here.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -88,8 +89,7 @@ def _crossings(upper: Sequence[int], lower_pos: dict[int, int], adj: dict[int, l
     size = max(targets) + 1
     tree = [0] * (size + 1)
     count = 0
-    seen = 0
-    for t in targets:
+    for seen, t in enumerate(targets):
         # Edges seen so far that end strictly right of t cross this one.
         i, le = t + 1, 0
         while i > 0:
@@ -100,7 +100,6 @@ def _crossings(upper: Sequence[int], lower_pos: dict[int, int], adj: dict[int, l
         while i <= size:
             tree[i] += 1
             i += i & -i
-        seen += 1
     return count
 
 
@@ -127,7 +126,7 @@ def _isotonic(wish: list[float], weight: list[float], gap: float) -> list[float]
     ``z`` non-decreasing: an isotonic regression, solved by pool-adjacent-violators.
     """
     blocks: list[list[float]] = []  # [weighted sum, weight, count]
-    for i, (w, wt) in enumerate(zip(wish, weight)):
+    for i, (w, wt) in enumerate(zip(wish, weight, strict=True)):
         blocks.append([(w - i * gap) * wt, wt, 1])
         while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
             s, wt2, c = blocks.pop()
@@ -204,12 +203,12 @@ def layered_layout(
     for u, v in unique:
         if (u, v) in split:
             path = [u]
-            for lay in range(layer[u] + 1, layer[v]):
-                node_layer.append(lay)
+            for col in range(layer[u] + 1, layer[v]):
+                node_layer.append(col)
                 path.append(len(node_layer) - 1)
             path.append(v)
             chain[(u, v)] = path
-            for a, b in zip(path, path[1:]):
+            for a, b in itertools.pairwise(path):
                 adj_down.setdefault(a, []).append(b)
         elif layer[v] - layer[u] == 1:
             adj_down.setdefault(u, []).append(v)
@@ -275,12 +274,12 @@ def layered_layout(
             order = range(1, depth) if down else range(depth - 2, -1, -1)
             nbrs = adj_up if down else adj_down
             for i in order:
-                lay = layers[i]
-                wish = []
-                for v in lay:
-                    ns = nbrs.get(v, ())
-                    wish.append(sum(ypos[u] for u in ns) / len(ns) if ns else ypos[v])
-                for v, y in zip(lay, _isotonic(wish, [weight[v] for v in lay], node_gap)):
+                members = layers[i]
+                wish: list[float] = []
+                for v in members:
+                    around = nbrs.get(v)
+                    wish.append(sum(ypos[u] for u in around) / len(around) if around else ypos[v])
+                for v, y in zip(members, _isotonic(wish, [weight[v] for v in members], node_gap)):
                     ypos[v] = y
     low = min(ypos, default=0.0)
     ypos = [y - low for y in ypos]

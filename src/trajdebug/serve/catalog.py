@@ -208,7 +208,7 @@ class Catalog:
 
     def _drop(self, run_id: str) -> None:
         for table in (self._runs, self._entries, self._versions, self._analyses):
-            table.pop(run_id, None)  # type: ignore[attr-defined]
+            table.pop(run_id, None)
 
     def _put(self, run: Run, version: Any) -> None:
         self._runs[run.run_id] = run
