@@ -273,11 +273,9 @@ class TestRealSdkOutput:
         assert any(d.step_id == llm1.step_id and d.origin == "declared" for d in refund.deps)
         assert llm1.attributes["tool_call_ids"] == ["call_1"]
         assert tool.attributes["tool_call_id"] == "call_1"
-        assert llm1.input == [{"role": "user", "content": "refund order W1 for ana"}]
-        assert llm1.output[0]["tool_calls"] == [
-            {"id": "call_1", "name": "lookup", "arguments": {"user": "ana"}}
-        ]
-        assert llm2.output == "refund W1"
+        assert llm1.input == {"messages": [{"role": "user", "content": "refund order W1 for ana"}]}
+        assert llm1.output["tool_calls"] == [{"id": "call_1", "name": "lookup", "arguments": {"user": "ana"}}]
+        assert llm2.output == {"role": "assistant", "content": "refund W1", "tool_calls": []}
 
     def test_hex_and_base64_encodings_give_the_same_run(self, tracer: Any) -> None:
         """The same spans with hex ids and with base64 ids import to the same graph."""
@@ -535,11 +533,11 @@ class TestConventions:
         [run] = runs_from_otlp([{"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}]).runs
         wf, llm, tool, llm2 = run.steps
         assert (wf.kind, llm.kind, tool.kind, llm2.kind) == ("agent", "llm", "tool", "llm")
-        assert llm.input == [{"role": "user", "content": "weather?"}]
+        assert llm.input == {"messages": [{"role": "user", "content": "weather?"}]}
         assert any(d.step_id == llm.step_id for d in tool.deps)
         assert any(d.step_id == tool.step_id for d in llm2.deps)
         assert tool.output == {"t": 3}
-        assert llm2.output == [{"role": "assistant", "content": "3 degrees"}]
+        assert llm2.output == {"role": "assistant", "content": "3 degrees", "tool_calls": []}
         [err] = run.errors
         assert [c.stage for c in err.stages] == ["occurred", "recovered"]
         assert err.stages[1].step_id == wf.step_id

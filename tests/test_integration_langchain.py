@@ -57,8 +57,8 @@ class TestPipelines:
         assert {prompt.parent_id, llm.parent_id, parser.parent_id} == {seq.step_id}
         assert any(d.step_id == prompt.step_id and d.origin == "declared" for d in llm.deps)
         assert any(d.step_id == llm.step_id and d.origin == "declared" for d in parser.deps)
-        assert llm.input == [{"role": "user", "content": "Capital of France?"}]
-        assert llm.output == {"role": "assistant", "content": "Paris"}
+        assert llm.input == {"messages": [{"role": "user", "content": "Capital of France?"}]}
+        assert llm.output == {"role": "assistant", "content": "Paris", "tool_calls": []}
         assert run.outcome == "success"
         assert run.run_id == seq.step_id.replace("-", "")
         [saved] = read_jsonl(tmp_path / "runs.jsonl").runs

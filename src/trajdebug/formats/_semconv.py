@@ -5,18 +5,19 @@ them: OpenInference (``openinference.span.kind``, ``input.value``, flattened
 ``llm.input_messages.{i}.message.*``), OpenTelemetry GenAI (``gen_ai.*``, current
 and deprecated names) and OpenLLMetry (``traceloop.*``, indexed
 ``gen_ai.prompt.{i}.*``).  This module maps them onto trajdebug's step kind,
-input, output, messages and tool-call ids.  The kind is resolved in the priority
+input, output and tool-call ids; the messages themselves are read by
+`trajdebug.chat`.  The kind is resolved in the priority
 order Langfuse's OTel mapper uses (see products.md 3.10).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.formats._common import maybe_json
+from trajdebug.chat import messages_from_attributes, unflatten
+from trajdebug.formats.convert import maybe_json
 
 
 _OPENINFERENCE_KIND = {
@@ -144,179 +145,31 @@ def is_content_key(key: str) -> bool:
     return key in _CONTENT_KEYS or key in _CONTENT_PREFIXES or key.startswith(_CONTENT_DOTTED)
 
 
-# -- flattened attributes -------------------------------------------------------
-
-
-def unflatten(attrs: Mapping[str, Any], prefix: str) -> Any:
-    """Rebuild the nested value flattened under ``prefix`` (``a.0.b`` -> ``{"a": [{"b": ...}]}``).
-
-    OpenInference flattens lists as ``<prefix>.<index>.<suffix>`` with zero-based
-    indexes; some producers send the nested JSON instead, which is returned
-    decoded.  Returns None when nothing is under the prefix.
-    """
-    if prefix in attrs:
-        return maybe_json(attrs[prefix])
-    root: dict[str, Any] = {}
-    plen = len(prefix) + 1
-    found = False
-    for key, value in attrs.items():
-        if not key.startswith(prefix + "."):
-            continue
-        found = True
-        node = root
-        parts = key[plen:].split(".")
-        for part in parts[:-1]:
-            nxt = node.get(part)
-            if not isinstance(nxt, dict):
-                nxt = node[part] = {}
-            node = nxt
-        node[parts[-1]] = value
-    return _listify(root) if found else None
-
-
-def _listify(node: Any) -> Any:
-    if not isinstance(node, dict):
-        return node
-    out = {k: _listify(v) for k, v in node.items()}
-    if out and all(k.isdigit() for k in out):
-        return [out[k] for k in sorted(out, key=int)]
-    return out
-
-
 # -- messages -------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Messages:
-    """A span's conversation content, normalised to OpenAI-style message dicts."""
+    """A span's conversation content in the convention of `trajdebug.chat`."""
 
     inputs: list[dict[str, Any]] | None = None
     """The messages the model read."""
-    outputs: list[dict[str, Any]] | None = None
-    """The messages the model wrote."""
-    issued_calls: list[str] = field(default_factory=list)
-    """Tool-call ids in the output (calls the model issued)."""
-    answered_calls: list[str] = field(default_factory=list)
-    """Tool-call ids of tool results in the input (results the model read)."""
+    output: dict[str, Any] | None = None
+    """The message the model wrote (the first choice)."""
 
 
 def messages(attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]] = ()) -> Messages:
-    """Read a span's input and output messages from whichever convention it uses."""
-    m = Messages()
-    m.inputs = _first_messages(
-        "user",
-        unflatten(attrs, "llm.input_messages"),
-        _genai_messages(attrs.get("gen_ai.input.messages")),
-        unflatten(attrs, "gen_ai.prompt"),
-        _event_messages(events, inputs=True),
-    )
-    m.outputs = _first_messages(
-        "assistant",
-        unflatten(attrs, "llm.output_messages"),
-        _genai_messages(attrs.get("gen_ai.output.messages")),
-        unflatten(attrs, "gen_ai.completion"),
-        _event_messages(events, inputs=False),
-    )
-    for msg in m.outputs or ():
-        m.issued_calls += [str(c["id"]) for c in msg.get("tool_calls", ()) if c.get("id")]
-    for msg in m.inputs or ():
-        if msg.get("tool_call_id"):
-            m.answered_calls.append(str(msg["tool_call_id"]))
-    return m
+    """Read a span's input and output messages from whichever convention it uses (`trajdebug.chat`)."""
+    inputs, output = messages_from_attributes(attrs, events)
+    return Messages(inputs, output)
 
 
-def _first_messages(role: str, *candidates: Any) -> list[dict[str, Any]] | None:
-    for c in candidates:
-        if isinstance(c, str):
-            return [{"role": role, "content": c}]
-        if isinstance(c, list) and c:
-            return [_normalise(x) for x in c if isinstance(x, Mapping)]
+def tool_name(attrs: Mapping[str, Any]) -> str | None:
+    """The name of the tool a tool span ran, when its attributes say."""
+    for k in ("tool.name", "gen_ai.tool.name", "traceloop.entity.name"):
+        if isinstance(attrs.get(k), str) and attrs[k]:
+            return str(attrs[k])
     return None
-
-
-def _normalise(msg: Mapping[str, Any]) -> dict[str, Any]:
-    """One message in OpenAI shape, from OpenInference (``message.*``), GenAI parts or OpenLLMetry form."""
-    if isinstance(msg.get("message"), Mapping) and "role" not in msg:
-        msg = msg["message"]
-    out: dict[str, Any] = {}
-    if msg.get("role") is not None:
-        out["role"] = msg["role"]
-    content = msg.get("content")
-    calls: list[dict[str, Any]] = []
-    parts = msg.get("parts") if isinstance(msg.get("parts"), list) else msg.get("contents")
-    if isinstance(parts, list):
-        texts = []
-        for p in parts:
-            if not isinstance(p, Mapping):
-                continue
-            p = p.get("message_content", p)
-            t = p.get("type")
-            if t == "tool_call":
-                calls.append(
-                    {"id": p.get("id"), "name": p.get("name"), "arguments": maybe_json(p.get("arguments"))}
-                )
-            elif t == "tool_call_response":
-                out["tool_call_id"] = p.get("id")
-                content = p.get("response")
-            elif isinstance(p.get("content", p.get("text")), str):
-                texts.append(p.get("content", p.get("text")))
-        if content is None and texts:
-            content = "\n".join(texts)
-    out["content"] = maybe_json(content) if isinstance(content, str) else content
-    for key in ("name", "tool_call_id"):
-        if msg.get(key) is not None:
-            out[key] = msg[key]
-    if msg.get("id") is not None and out.get("role") == "tool":
-        out.setdefault("tool_call_id", msg["id"])
-    raw_calls = maybe_json(msg.get("tool_calls"))
-    for c in raw_calls if isinstance(raw_calls, list) else ():
-        if not isinstance(c, Mapping):
-            continue
-        c = c.get("tool_call", c)
-        fn = c.get("function") if isinstance(c.get("function"), Mapping) else c
-        calls.append(
-            {"id": c.get("id"), "name": fn.get("name"), "arguments": maybe_json(fn.get("arguments"))}
-        )
-    if msg.get("function_call_name") is not None:  # OpenInference legacy function call
-        calls.append(
-            {
-                "id": None,
-                "name": msg["function_call_name"],
-                "arguments": maybe_json(msg.get("function_call_arguments_json")),
-            }
-        )
-    if calls:
-        out["tool_calls"] = calls
-    return out
-
-
-def _genai_messages(value: Any) -> Any:
-    v = maybe_json(value)
-    return v if isinstance(v, list) else None
-
-
-_EVENT_ROLE = re.compile(r"^gen_ai\.(system|user|assistant|tool)\.message$")
-
-
-def _event_messages(
-    events: Sequence[tuple[str, int, Mapping[str, Any]]], *, inputs: bool
-) -> list[Any] | None:
-    """Messages carried by the deprecated GenAI events (``gen_ai.user.message``, ``gen_ai.choice``)."""
-    out: list[Any] = []
-    for name, _t, attrs in events:
-        m = _EVENT_ROLE.match(name)
-        if inputs and m:
-            msg = dict(attrs)
-            msg.setdefault("role", m.group(1))
-            out.append(msg)
-        elif not inputs and name == "gen_ai.choice":
-            msg = maybe_json(attrs.get("message"))
-            msg = dict(msg) if isinstance(msg, Mapping) else {"content": attrs.get("content")}
-            msg.setdefault("role", "assistant")
-            if "tool_calls" in attrs:
-                msg.setdefault("tool_calls", attrs["tool_calls"])
-            out.append(msg)
-    return out or None
 
 
 # -- input and output -------------------------------------------------------------
@@ -353,5 +206,6 @@ __all__ = [
     "model_name",
     "step_kind",
     "tool_call_id",
+    "tool_name",
     "unflatten",
 ]

@@ -15,12 +15,17 @@ Dependencies, all from the log's own structure:
 - an assistant turn depends on what it newly read since its previous turn:
   the user messages and tool results in between (declared, data);
 - turn order: an assistant turn on the previous assistant turn, a user message
-  on the assistant message it answers (inferred, context, confidence 0.6);
+  on the assistant message it answers (inferred, context, confidence 0.6).
 
-then content matching (`trajdebug.analysis.inference._infer`) adds value edges.  A tool
-result that reads as an error ("Error: user not found") is an error reported as
-data: it occurred at the tool step and was recovered when the next assistant
-turn read it, since the text went back to the model and the run went on.
+Nothing is inferred from content here; the analysis does that when it reads
+the run.  An assistant turn is an LLM step in the convention of
+`trajdebug.chat`: its output is the assistant's message, its input the
+messages it newly read since its previous turn (``{"messages": [...]}``; the
+earlier ones reach it through the turn-order edge, so a log of n messages is
+stored once, not n times).  A tool result that reads as an error ("Error: user
+not found") is an error reported as data: it occurred at the tool step and was
+recovered when the next assistant turn read it, since the text went back to the
+model and the run went on.
 """
 
 from __future__ import annotations
@@ -29,17 +34,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from trajdebug import chat
 from trajdebug.format import FormatError, ReadResult
-from trajdebug.formats._common import (
+from trajdebug.formats._common import read_message_lists
+from trajdebug.formats.convert import (
     add_deps,
     declared,
     error_event,
     error_text,
     error_type_of,
-    finish_run,
     inferred,
+    llm_content,
     maybe_json,
-    read_message_lists,
     time_ns,
 )
 from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
@@ -98,6 +104,7 @@ def messages_to_run(
     call_names: dict[str, Any] = {}
     pending_fn: dict[str, str] = {}  # legacy function_call name -> issuing step
     since_assistant: list[str] = []  # steps read by the next assistant turn
+    unread: list[Any] = []  # their messages
     last_assistant: str | None = None
     open_errors: list[int] = []  # indexes into errors awaiting the next assistant turn
     width = max(4, len(str(len(messages))))
@@ -126,9 +133,9 @@ def messages_to_run(
         if role in _ASSISTANT:
             agent = msg.get("name")
             step_name = "assistant" if agent is None else str(agent)
-            calls = _tool_calls(msg)
+            inp, out, attrs = llm_content(None, {**msg, "role": "assistant"}, attrs)
+            calls = chat.tool_calls(out)
             if calls:
-                out = {"content": content, "tool_calls": calls}
                 attrs["tool_call_ids"] = [c["id"] for c in calls if c.get("id")]
                 for c in calls:
                     if c.get("id"):
@@ -149,6 +156,7 @@ def messages_to_run(
                 )  # fmt: skip
             open_errors.clear()
             since_assistant.clear()
+            unread.clear()
             last_assistant = sid
         elif role in _TOOL:
             call_id = msg.get("tool_call_id")
@@ -174,10 +182,12 @@ def messages_to_run(
                 errors.append(error_event(eid, sid, err.type, text, start, attributes={"reported": True}))
                 open_errors.append(len(errors) - 1)
             since_assistant.append(sid)
+            unread.append(msg)
         else:
             if role in _USER and last_assistant is not None:
                 deps.append(inferred(last_assistant, "context", TURN_CONFIDENCE))
             since_assistant.append(sid)
+            unread.append(msg)
         steps.append(
             Step(
                 step_id=sid,
@@ -211,7 +221,7 @@ def messages_to_run(
         steps=tuple(steps),
         errors=tuple(errors),
     )
-    return finish_run(run), problems
+    return run, problems
 
 
 # -- messages ------------------------------------------------------------------
@@ -234,17 +244,6 @@ def _check_message(msg: Any) -> str | None:
             if not isinstance(c, Mapping):
                 return f"tool_calls[{k}] is not an object"
     return None
-
-
-def _tool_calls(msg: Mapping[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for c in msg.get("tool_calls") or ():
-        fn = c.get("function") if isinstance(c.get("function"), Mapping) else c
-        out.append({"id": c.get("id"), "name": fn.get("name"), "arguments": maybe_json(fn.get("arguments"))})
-    fc = msg.get("function_call")
-    if isinstance(fc, Mapping):
-        out.append({"id": None, "name": fc.get("name"), "arguments": maybe_json(fc.get("arguments"))})
-    return out
 
 
 __all__ = ["MESSAGE_KEYS", "messages_to_run", "read_messages"]

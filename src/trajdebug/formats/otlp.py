@@ -15,12 +15,17 @@ Mapping:
   level it escapes) is one error *propagated*, not a new one (dedupe, as
   products.md 4.1 "gotcha 2" asks); a ``(non-fatal)`` status is *recovered*;
 - span links become declared dependencies;
-- tool-call ids link LLM -> tool -> LLM (declared data edges);
-- content matching (`trajdebug.analysis.inference._infer`) adds inferred value edges.
+- LLM spans follow the convention of `trajdebug.chat`: messages in, the
+  assistant's message out, the envelope (model, usage, ids, finish reason,
+  parameters, tools) as ``llm.*`` attributes;
+- tool-call ids link LLM -> tool -> LLM (declared data edges); a tool span
+  without a call id is matched to the latest earlier call of the same tool
+  name and arguments.
 
-Spans written by `trajdebug.formats.export` carry ``trajdebug.*`` attributes
-and events; they restore the original run exactly (ids, kinds, edges,
-lifecycles), and inference is skipped for them since their edges are complete.
+Nothing is inferred from content here: the analysis does that when it reads
+the run.  Spans written by `trajdebug.formats.export` carry ``trajdebug.*``
+attributes and events; they restore the original run exactly (ids, kinds,
+edges, lifecycles).
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from trajdebug import chat
 from trajdebug.format import FormatError, ReadResult
 from trajdebug.formats import _semconv as sc
-from trajdebug.formats._common import Record, add_deps, declared, finish_run, maybe_json, read_records
+from trajdebug.formats._common import Record, read_records
+from trajdebug.formats.convert import add_deps, declared, maybe_json
 from trajdebug.formats.otlp_json import (
     DEP,
     ERROR,
@@ -159,11 +166,11 @@ def _trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, s
     own = any(RUN_ID in s.resource or RUN_ID in s.attrs for s in spans)
     ids = {s.span_id: str(s.attrs.get(STEP_ID, s.span_id)) for s in spans}
     agents = _agents(spans, by_id)
-    msgs = {s.span_id: sc.messages(s.attrs, s.events) for s in spans}
     steps: dict[str, Step] = {}
     for s in spans:
-        steps[s.span_id] = _step(s, msgs[s.span_id], ids, agents, by_id, trace_id, run_ids)
-    _tool_call_edges(spans, steps, msgs)
+        steps[s.span_id] = _step(s, ids, agents, by_id, trace_id, run_ids)
+    if not own:
+        _tool_call_edges(spans, steps)
     errors = _own_errors(spans) if own else _errors(spans, by_id, ids, steps)
     roots = [s for s in spans if s.parent_id not in by_id]
     res = spans[0].resource
@@ -197,7 +204,7 @@ def _trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, s
         errors=tuple(errors),
         continues=res.get(RUN_CONTINUES),
     )
-    return finish_run(run, infer=not own)
+    return run
 
 
 def _agents(spans: list[Span], by_id: Mapping[str, Span]) -> dict[str, str | None]:
@@ -216,7 +223,6 @@ def _agents(spans: list[Span], by_id: Mapping[str, Span]) -> dict[str, str | Non
 
 def _step(
     s: Span,
-    msgs: sc.Messages,
     ids: Mapping[str, str],
     agents: Mapping[str, str | None],
     by_id: Mapping[str, Span],
@@ -226,12 +232,15 @@ def _step(
     kind = s.attrs.get(STEP_KIND) or sc.step_kind(s.attrs) or ("agent" if s.children else "other")
     inp = sc.io_value(s.attrs, "input")
     out = sc.io_value(s.attrs, "output")
-    if inp is None and msgs.inputs is not None:
-        inp = msgs.inputs
-    if out is None and msgs.outputs is not None:
-        out = msgs.outputs
     attrs: dict[str, Any] = {}
     own = STEP_ID in s.attrs
+    if not own and kind != "llm":
+        # A non-LLM span may still carry messages (an agent span's conversation).
+        msgs = sc.messages(s.attrs, s.events)
+        if inp is None and msgs.inputs is not None:
+            inp = {"messages": msgs.inputs}
+        if out is None and msgs.output is not None:
+            out = msgs.output
     for k, v in s.attrs.items():
         if k.startswith(STEP_ATTR):
             attrs[k[len(STEP_ATTR) :]] = v
@@ -242,10 +251,12 @@ def _step(
             attrs["otel.span_kind"] = SPAN_KINDS[s.kind] if s.kind < len(SPAN_KINDS) else s.kind
         if s.scope:
             attrs["otel.scope"] = s.scope
-        if model := sc.model_name(s.attrs):
-            attrs.setdefault("model", model)
-        if msgs.issued_calls:
-            attrs["tool_call_ids"] = msgs.issued_calls
+        if kind == "llm":
+            inp, out, extra = chat.normalize_llm_step(inp, out, s.attrs, events=s.events)
+            attrs.update(extra)
+            issued = [str(c["id"]) for c in chat.tool_calls(out) if c.get("id")]
+            if issued:
+                attrs["tool_call_ids"] = issued
         if (call := sc.tool_call_id(s.attrs)) is not None:
             attrs["tool_call_id"] = call
         if s.parent_id is not None and s.parent_id not in by_id:
@@ -422,16 +433,49 @@ def _own_errors(spans: list[Span]) -> list[ErrorEvent]:
 _STAGE_ORDER = {"occurred": 0, "propagated": 1, "recovered": 2, "ignored": 2, "failed": 3}
 
 
-def _tool_call_edges(spans: list[Span], steps: dict[str, Step], msgs: Mapping[str, sc.Messages]) -> None:
-    """LLM -> tool -> LLM by tool-call id (products.md 3.10, dependency rule 1)."""
+def _tool_call_edges(spans: list[Span], steps: dict[str, Step]) -> None:
+    """LLM -> tool -> LLM by tool-call id (products.md 3.10, dependency rule 1).
+
+    A tool span that names no call id (OpenInference writes ``tool.id`` only
+    when the instrumentation knows it) is matched to a call the model issued:
+    the latest earlier LLM step with an unclaimed call of the same tool name and
+    the same parsed arguments.  The match is the source's own statement (the
+    model asked for exactly this call), so the edge is declared and the tool
+    step takes the call's id, which then links the tool to the LLM step that
+    reads its result.
+    """
+    from trajdebug.model import replace
+
     issued: dict[str, str] = {}  # call id -> span id of the LLM that issued it
     executed: dict[str, str] = {}  # call id -> span id of the tool span that ran it
+    open_calls: list[tuple[str, dict[str, Any]]] = []  # (LLM span id, call) not yet claimed, in order
+    matched: dict[str, str] = {}  # tool span id -> LLM span id, for calls that carry no id
     for s in spans:
         step = steps[s.span_id]
-        for call in step.attributes.get("tool_call_ids", ()) or ():
-            issued.setdefault(str(call), s.span_id)
+        if step.kind == "llm":
+            for c in chat.tool_calls(step.output):
+                if c.get("id"):
+                    issued.setdefault(str(c["id"]), s.span_id)
+                open_calls.append((s.span_id, c))
+        if step.kind != "tool":
+            continue
         call = step.attributes.get("tool_call_id")
-        if call is not None and step.kind == "tool":
+        if call is None:
+            name = sc.tool_name(s.attrs) or step.name
+            args = chat.parse_arguments(step.input)
+            for k in range(len(open_calls) - 1, -1, -1):
+                llm, c = open_calls[k]
+                if c.get("name") == name and c.get("arguments") == args and steps[llm].start_ns <= step.start_ns:
+                    del open_calls[k]
+                    matched[s.span_id] = llm
+                    if c.get("id"):
+                        call = str(c["id"])
+                        attrs = {**step.attributes, "tool_call_id": call}
+                        step = steps[s.span_id] = replace(step, attributes=attrs)
+                    break
+        else:
+            open_calls = [(llm, c) for llm, c in open_calls if str(c.get("id")) != str(call)]
+        if call is not None:
             executed.setdefault(str(call), s.span_id)
     for s in spans:
         step = steps[s.span_id]
@@ -439,14 +483,14 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, Step], msgs: Mapping[st
         call = step.attributes.get("tool_call_id")
         if step.kind == "tool" and call is not None and str(call) in issued:
             new.append(declared(steps[issued[str(call)]].step_id))
+        elif s.span_id in matched:
+            new.append(declared(steps[matched[s.span_id]].step_id))
         if step.kind == "llm":
-            for answered in msgs[s.span_id].answered_calls:
-                src = executed.get(answered)
+            for m in chat.input_messages(step.input):
+                src = executed.get(str(m.get("tool_call_id")))
                 if src is not None and steps[src].start_ns <= step.start_ns:
                     new.append(declared(steps[src].step_id))
         if new:
-            from trajdebug.model import replace
-
             steps[s.span_id] = replace(step, deps=add_deps(step.deps, new, step.step_id))
 
 

@@ -14,11 +14,15 @@ Dependencies, from the conversation's own structure:
 - quoting: a ``> quoted`` line copied from an earlier message (declared, data);
 - code -> execution result: an execution result ("exitcode: 0 ...") depends
   on the latest earlier message holding a fenced code block (declared, data);
-- turn order: each message on the one before it (inferred, context, 0.5);
+- turn order: each message on the one before it (inferred, context, 0.5).
 
-then content matching (`trajdebug.analysis.inference._infer`) adds value edges.  An
-execution result that failed (non-zero exit code, a traceback) is an error
-reported as data, recovered when the next agent turn read it.
+Nothing is inferred from content here; the analysis does that when it reads
+the run.  An agent's turn is an LLM step whose output is its message in the
+convention of `trajdebug.chat` (``{"role": "assistant", "content": ...,
+"name": speaker}``); its input is left empty, since a transcript does not say
+which earlier messages a speaker was shown.  An execution result that failed
+(non-zero exit code, a traceback) is an error reported as data, recovered when
+the next agent turn read it.
 """
 
 from __future__ import annotations
@@ -28,19 +32,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from trajdebug import chat
 from trajdebug.format import FormatError, ReadResult
-from trajdebug.formats._common import (
-    add_deps,
-    declared,
-    error_event,
-    finish_run,
-    inferred,
-    messages_of,
-    read_message_lists,
-    read_records,
-    text_of,
-    time_ns,
-)
+from trajdebug.formats._common import messages_of, read_message_lists, read_records
+from trajdebug.formats.convert import add_deps, declared, error_event, inferred, text_of, time_ns
 from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
 
 
@@ -211,13 +206,16 @@ def transcript_to_run(
             "role": role,
             **{k: v for k, v in msg.items() if k not in ("role", "name", "content") and v is not None},
         }
+        output: Any = msg.get("content")
+        if kind == "llm":
+            output = chat.normalize_llm_step(None, {"role": "assistant", "content": text or None, "name": speaker})[1]
         steps.append(
             Step(
                 step_id=sid,
                 name=speaker,
                 kind=kind,  # type: ignore[arg-type]
                 agent=speaker,
-                output=msg.get("content"),
+                output=output,
                 status=status,  # type: ignore[arg-type]
                 error=err,
                 start_ns=start,
@@ -242,7 +240,7 @@ def transcript_to_run(
         steps=tuple(steps),
         errors=tuple(errors),
     )
-    return finish_run(run), problems
+    return run, problems
 
 
 def _quoted(text: str, earlier: Sequence[Step]) -> list[str]:

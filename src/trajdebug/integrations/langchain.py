@@ -24,9 +24,15 @@ LangChain's own tree (it subclasses ``BaseTracer``):
 - retries: ``on_retry`` events (tenacity inside an LLM call) are failed attempts
   recovered by the next; ``RunnableRetry`` attempts (``retry:attempt:N`` tags)
   are steps with ``attempt`` and ``retry_of``;
+- LangGraph's ``ToolNode(handle_tool_errors=True)`` catches a tool's exception
+  and sends its text to the model as the tool result: the exception is an error
+  *recovered* at the model call that read that result;
+- LLM and chat-model steps follow `trajdebug.chat`: messages in, the
+  assistant's message out, the envelope (model, usage, ids, finish reason,
+  parameters, tools offered) as ``llm.*`` attributes;
 - edges: a ``RunnableSequence`` pipes each child's output into the next, and a
-  tool call id links LLM -> tool -> LLM (declared data edges); content matching
-  (`trajdebug.analysis.inference._infer`) adds the rest.
+  tool call id links LLM -> tool -> LLM (declared data edges).  Nothing is
+  inferred from content here; the analysis does that when it reads the run.
 
 The tracer is a converter with no dependency on the recorder: runs are kept in
 ``.runs`` and optionally saved to a store or appended to a JSONL file.
@@ -46,7 +52,8 @@ from uuid import UUID
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run as LCRun
 
-from trajdebug.formats._common import add_deps, declared, finish_run
+from trajdebug import chat
+from trajdebug.formats.convert import add_deps, declared
 from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 
 
@@ -95,21 +102,11 @@ def plain(value: Any, depth: int = 0) -> Any:
 
 
 def message_dict(msg: Any) -> dict[str, Any]:
-    """A LangChain message in OpenAI shape: role, content, tool calls, tool call id."""
-    role = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}.get(msg.type, msg.type)
-    out: dict[str, Any] = {"role": role, "content": plain(msg.content)}
-    calls = getattr(msg, "tool_calls", None)
-    if calls:
-        out["tool_calls"] = [
-            {"id": c.get("id"), "name": c.get("name"), "arguments": plain(c.get("args"))} for c in calls
-        ]
-    if getattr(msg, "tool_call_id", None):
-        out["tool_call_id"] = msg.tool_call_id
-    if getattr(msg, "name", None):
-        out["name"] = msg.name
-    if getattr(msg, "status", None) == "error":
-        out["status"] = "error"
-    return out
+    """A LangChain message as a message of `trajdebug.chat`: role, content, tool calls, tool call id, name."""
+    found = chat.normalize_message(msg)
+    if found is None:  # not a message after all: keep its text
+        return {"role": str(getattr(msg, "type", "user")), "content": str(getattr(msg, "content", msg))}
+    return found
 
 
 class TrajdebugTracer(BaseTracer):
@@ -119,7 +116,6 @@ class TrajdebugTracer(BaseTracer):
         store: A `trajdebug.store.Store`, or a path to one, to save each run into.
         path: A JSONL file to append each run's records to.
         metadata: Metadata added to every run.
-        infer: Add content-matched dependencies (`trajdebug.analysis.inference._infer`) to each run.
     """
 
     name: str = "trajdebug"
@@ -130,14 +126,12 @@ class TrajdebugTracer(BaseTracer):
         store: Any = None,
         path: str | Path | None = None,
         metadata: Mapping[str, Any] | None = None,
-        infer: bool = True,
     ) -> None:
         super().__init__(_schema_format="original+chat")
         self.runs: list[Run] = []
         self._store = store
         self._path = Path(path) if path is not None else None
         self._metadata = dict(metadata or {})
-        self._infer = infer
         self._lock = threading.Lock()
         self._exceptions: dict[str, BaseException] = {}
         self._chat_inputs: dict[str, Any] = {}
@@ -149,17 +143,13 @@ class TrajdebugTracer(BaseTracer):
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any
     ) -> Any:
-        """Keep the chat messages in OpenAI shape, then let BaseTracer record the run."""
-        self._chat_inputs[str(run_id)] = [[message_dict(m) for m in batch] for batch in messages]
+        """Keep the chat messages (the first prompt's), then let BaseTracer record the run."""
+        self._chat_inputs[str(run_id)] = chat.normalize_messages(messages[0] if messages else []) or []
         return super().on_chat_model_start(serialized, messages, run_id=run_id, **kwargs)
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> Any:
-        """Keep the first generation (message or text)."""
-        gens = response.generations[0] if response.generations else []
-        if gens:
-            g = gens[0]
-            msg = getattr(g, "message", None)
-            self._llm_outputs[str(run_id)] = message_dict(msg) if msg is not None else g.text
+        """Keep the response: its first generation and its envelope (``llm_output``)."""
+        self._llm_outputs[str(run_id)] = chat.plain(response)
         return super().on_llm_end(response, run_id=run_id, **kwargs)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> Any:
@@ -249,7 +239,7 @@ class TrajdebugTracer(BaseTracer):
             steps=tuple(ordered),
             errors=tuple(sorted(errors.values(), key=lambda e: e.stages[0].time_ns)),
         )
-        return finish_run(run, infer=self._infer)
+        return run
 
     def _step(self, r: LCRun) -> Step:
         key = str(r.id)
@@ -257,26 +247,20 @@ class TrajdebugTracer(BaseTracer):
         if r.run_type == "chain":
             kind = "parse" if r.name.endswith("Parser") else ("agent" if r.child_runs else "other")
         inp: Any = self._chat_inputs.get(key)
-        if inp is not None and len(inp) == 1:
-            inp = inp[0]
         if inp is None:
             inp = plain(r.inputs)
             if isinstance(inp, dict) and len(inp) == 1 and r.run_type in ("llm", "chain") and "input" in inp:
                 inp = inp["input"]
-        out: Any = self._llm_outputs.get(key) if r.run_type in ("llm", "chat_model") else None
+            if r.run_type == "llm" and isinstance(inp, dict) and isinstance(inp.get("prompts"), list):
+                inp = inp["prompts"][0] if inp["prompts"] else None  # a completion model's prompt
+        out: Any = None
         attrs: dict[str, Any] = {"langchain.run_type": r.run_type}
         if r.tags:
             attrs["tags"] = list(r.tags)
         if (r.extra or {}).get("tool_call_id"):
             attrs["tool_call_id"] = r.extra["tool_call_id"]
-        params = (r.extra or {}).get("invocation_params") or {}
-        model = (
-            params.get("model")
-            or params.get("model_name")
-            or (r.extra or {}).get("metadata", {}).get("ls_model_name")
-        )
-        if model:
-            attrs["model"] = str(model)
+        if kind == "llm":
+            inp, out, attrs = self._llm_content(r, inp, attrs)
         status, err = "ok", None
         exc = self._exceptions.get(key)
         if r.run_type == "tool" and key in self._tool_outputs:
@@ -290,8 +274,8 @@ class TrajdebugTracer(BaseTracer):
             out = plain(r.outputs)
             if isinstance(out, dict) and len(out) == 1 and next(iter(out)) in ("output", "documents"):
                 out = next(iter(out.values()))
-        if isinstance(out, dict) and out.get("tool_calls"):
-            attrs["tool_call_ids"] = [c["id"] for c in out["tool_calls"] if c.get("id")]
+        if kind == "llm" and chat.tool_calls(out):
+            attrs["tool_call_ids"] = [c["id"] for c in chat.tool_calls(out) if c.get("id")]
         if exc is not None and is_control_flow(exc):
             attrs["control_flow"] = type(exc).__name__
         elif exc is not None or r.error:
@@ -323,6 +307,24 @@ class TrajdebugTracer(BaseTracer):
             attributes=attrs,
         )
 
+    def _llm_content(self, r: LCRun, inp: Any, attrs: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+        """An LLM run's messages and envelope (`trajdebug.chat`): the request is the messages plus the
+        invocation parameters LangChain passed, the response the ``LLMResult``."""
+        extra = r.extra or {}
+        params = extra.get("invocation_params") or {}
+        meta = extra.get("metadata") or {}
+        request: Any = inp
+        if isinstance(inp, list):
+            request = {"messages": inp, **{k: v for k, v in params.items() if k != "messages"}}
+            if "model" not in request and (params.get("model_name") or meta.get("ls_model_name")):
+                request["model"] = params.get("model_name") or meta.get("ls_model_name")
+        new_in, new_out, env = chat.normalize_llm_step(request, self._llm_outputs.get(str(r.id)), attrs)
+        if new_in is request and request is not inp:
+            new_in = inp  # not recognised after all: keep what LangChain passed
+        if isinstance(meta.get("ls_provider"), str) and "llm.provider" not in env:
+            env["llm.provider"] = meta["ls_provider"]
+        return new_in, new_out, {**attrs, **env}
+
     @staticmethod
     def _sequence_edges(order: Sequence[LCRun], steps: dict[str, Step]) -> None:
         """A RunnableSequence feeds each child's output to the next child (declared data edges)."""
@@ -350,9 +352,9 @@ class TrajdebugTracer(BaseTracer):
             new: list[Dependency] = []
             if s.kind == "tool" and s.attributes.get("tool_call_id") in issued:
                 new.append(declared(issued[s.attributes["tool_call_id"]]))
-            if s.kind == "llm" and isinstance(s.input, list):
-                for m in s.input:
-                    if isinstance(m, dict) and m.get("tool_call_id") in ran:
+            if s.kind == "llm":
+                for m in chat.input_messages(s.input):
+                    if m.get("tool_call_id") in ran:
                         new.append(declared(ran[m["tool_call_id"]]))
             if new:
                 steps[sid] = _with_deps(s, new)
@@ -397,6 +399,7 @@ class TrajdebugTracer(BaseTracer):
                 events[eid] = _add_stage(
                     events[eid], StageChange("failed", key, t, "the error reached the top-level run")
                 )
+        self._handled_by_tool_node(events, steps)
         for r in order:  # failed attempts inside one LLM call (tenacity, on_retry)
             for n, ev in enumerate(e for e in r.events if e.get("name") == "retry"):
                 kw = ev.get("kwargs") or {}
@@ -420,6 +423,31 @@ class TrajdebugTracer(BaseTracer):
                     {"retry": True},
                 )
         return events
+
+    @staticmethod
+    def _handled_by_tool_node(events: dict[str, ErrorEvent], steps: Mapping[str, Step]) -> None:
+        """A tool's exception that a tool node caught and sent to the model as the tool result: recovered.
+
+        LangGraph's ``ToolNode(handle_tool_errors=True)`` reports the exception
+        through ``on_tool_error`` and then returns a ``ToolMessage`` with the
+        error text under the same tool call id; the model call that reads that
+        message is where the agent took the error in and went on.
+        """
+        readers: dict[str, Step] = {}  # tool call id -> the first LLM step whose input holds its result
+        for s in sorted(steps.values(), key=lambda x: x.start_ns):
+            if s.kind != "llm":
+                continue
+            for m in chat.input_messages(s.input):
+                if m.get("role") == "tool" and m.get("tool_call_id") is not None:
+                    readers.setdefault(str(m["tool_call_id"]), s)
+        for eid, e in list(events.items()):
+            tool = steps.get(e.step_id)
+            if e.stage != "occurred" or tool is None or tool.kind != "tool":
+                continue
+            reader = readers.get(str(tool.attributes.get("tool_call_id")))
+            if reader is not None and reader.start_ns >= (tool.end_ns or tool.start_ns):
+                reason = "caught by the tool node: the error text went back to the model as the tool result"
+                events[eid] = _add_stage(e, StageChange("recovered", reader.step_id, reader.start_ns, reason))
 
     @staticmethod
     def _retry_links(order: Sequence[LCRun], steps: dict[str, Step], errors: dict[str, ErrorEvent]) -> None:

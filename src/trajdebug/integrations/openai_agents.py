@@ -14,14 +14,28 @@ Each SDK trace becomes a run and each span a step (step id: the span id
 without its ``span_`` prefix).  Span kinds map as OpenInference maps them
 (agent -> agent, function -> tool, generation/response -> llm, guardrail ->
 condition; the SDK's task and turn spans enclose steps like agents); the
-step's agent is its enclosing agent span.  A span error is an
-error event; ``"Error running tool (non-fatal)"`` is the SDK telling that the
-tool's failure went back to the model as its result, so that error is
-*recovered* at the enclosing step (the agent's turn).  Edges: a tool depends on the model response
-that called it (declared when the call's name and arguments match, else on
-the agent's latest model step, inferred), a model step on the tool results its
-input holds (by call id), a handoff's target agent on the handoff (control);
-content matching (`trajdebug.analysis.inference._infer`) adds the rest.
+step's agent is its enclosing agent span.  Model steps follow `trajdebug.chat`:
+messages in (the agent's instructions as the system message), the assistant's
+message out, the envelope (model, usage, response id, parameters, tools) as
+``llm.*`` attributes.  Each agent span's output is the agent's final output
+(its last model message without tool calls, or the tool output that ended it),
+and the trace's top step carries the final output of the run.
+
+Errors: a span error is an error event; ``"Error running tool (non-fatal)"`` is
+the SDK telling that the tool's failure went back to the model as its result,
+so that error is *recovered* at the enclosing step (the agent's turn).  When an
+exception escapes, the SDK records it again on the agent span, re-wrapped
+("Error in agent run: ..."); that is the same error *propagating*, counted
+once.  An error that reaches an agent span is one ``Runner.run`` raised: it
+*failed* the run (the SDK's task span records no error of its own).
+
+Edges: a tool depends on the model response that called it (declared when the
+call's name and arguments match, else on its agent's latest model step,
+inferred), a model step on the tool results its input holds (by call id), a
+handoff's target agent on the handoff (control).  Model steps and calls are
+keyed by the agent *span*, so two agents with the same name are never confused.
+Nothing is inferred from content here; the analysis does that when it reads
+the run.
 
 Processor callbacks run on the SDK's threads: they are lock-protected, never
 block on I/O beyond an optional append at trace end, and swallow their own
@@ -38,7 +52,8 @@ from typing import Any
 
 from agents.tracing import Span, Trace, TracingProcessor
 
-from trajdebug.formats._common import add_deps, declared, finish_run, inferred, maybe_json, time_ns
+from trajdebug import chat
+from trajdebug.formats.convert import add_deps, declared, inferred, maybe_json, time_ns
 from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step, replace
 
 
@@ -67,34 +82,18 @@ def _strip(prefix: str, value: Any) -> str | None:
     return None if value is None else str(value).removeprefix(prefix)
 
 
-def _plain(value: Any) -> Any:
-    from trajdebug._encode import to_jsonable
-
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        try:
-            return to_jsonable(dump(exclude_none=True))
-        except Exception:  # noqa: BLE001 - a value must not break conversion
-            return to_jsonable(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return to_jsonable(value)
-
-
 class TrajdebugProcessor(TracingProcessor):
     """An Agents SDK tracing processor building one trajdebug `Run` per trace.
 
     Args:
         store: A `trajdebug.store.Store`, or a path to one, to save each run into.
         path: A JSONL file to append each run's records to.
-        infer: Add content-matched dependencies (`trajdebug.analysis.inference._infer`) to each run.
     """
 
-    def __init__(self, *, store: Any = None, path: str | Path | None = None, infer: bool = True) -> None:
+    def __init__(self, *, store: Any = None, path: str | Path | None = None) -> None:
         self.runs: list[Run] = []
         self._store = store
         self._path = Path(path) if path is not None else None
-        self._infer = infer
         self._lock = threading.Lock()
         self._traces: dict[str, dict[str, Any]] = {}
         self._spans: dict[str, list[dict[str, Any]]] = {}
@@ -127,10 +126,8 @@ class TrajdebugProcessor(TracingProcessor):
             sd = span.span_data
             extra: dict[str, Any] = {}
             if getattr(sd, "type", None) == "response":
-                extra["input"] = _plain(getattr(sd, "input", None))
-                response = getattr(sd, "response", None)
-                extra["output"] = _plain(getattr(response, "output", None)) if response is not None else None
-                extra["model"] = getattr(response, "model", None) if response is not None else None
+                extra["input"] = chat.plain(getattr(sd, "input", None))
+                extra["response"] = chat.plain(getattr(sd, "response", None))
             data["_extra"] = extra
             with self._lock:
                 self._spans.setdefault(span.trace_id, []).append(data)
@@ -164,7 +161,7 @@ class TrajdebugProcessor(TracingProcessor):
         with self._lock:
             meta = self._traces.pop(trace_id, {})
             spans = self._spans.pop(trace_id, [])
-        run = convert_trace(trace_id, meta, spans, ended=ended, infer=self._infer)
+        run = convert_trace(trace_id, meta, spans, ended=ended)
         with self._lock:
             self.runs.append(run)
         from trajdebug.integrations._deliver import deliver
@@ -181,38 +178,48 @@ def convert_trace(
     spans: list[dict[str, Any]],
     *,
     ended: bool = True,
-    infer: bool = True,
 ) -> Run:
     """Build a run from an exported trace (``Trace.export()``) and its exported spans (``Span.export()``)."""
     by_id = {str(_strip("span_", s.get("id"))): s for s in spans}
     ordered = sorted(by_id.items(), key=lambda kv: time_ns(kv[1].get("started_at")) or 0)
     agents: dict[str, str | None] = {}
+    owner: dict[str, str | None] = {}  # span -> its enclosing agent span (itself for an agent span)
     steps: dict[str, Step] = {}
+    details: dict[str, str] = {}  # span -> its error's own text (the SDK's ``data.error``)
     for sid, s in ordered:
         sd = s.get("span_data") or {}
         parent = _strip("span_", s.get("parent_id"))
+        parent = parent if parent in by_id else None
         typ = _span_type(sd)
+        owner[sid] = sid if typ == "agent" else owner.get(parent or "")
         if typ == "agent":
             agents[sid] = str(sd.get("name"))
         elif typ == "turn" and (sd.get("data") or {}).get("agent_name"):
             agents[sid] = str(sd["data"]["agent_name"])
         else:
             agents[sid] = agents.get(parent or "")
-        steps[sid] = _step(sid, parent if parent in by_id else None, s, agents[sid])
-    _edges(ordered, steps)
-    errors = _errors(ordered, steps, by_id)
-    roots = [steps[sid] for sid, s in ordered if _strip("span_", s.get("parent_id")) not in by_id]
+        steps[sid], detail = _step(sid, parent, s, agents[sid])
+        if detail:
+            details[sid] = detail
+    _edges(ordered, steps, owner)
+    errors = _errors(ordered, steps, details)
+    roots = [sid for sid, s in ordered if steps[sid].parent_id is None]
+    _final_outputs(ordered, steps, owner, roots)
     failed = [e for e in errors.values() if e.stage == "failed"]
     ends = [s.end_ns for s in steps.values() if s.end_ns is not None]
     starts = [s.start_ns for s in steps.values()]
     unfinished = not ended or any(s.end_ns is None for s in steps.values())
-    run = Run(
+    reason = None
+    if failed and not unfinished:
+        last = failed[0].stages[-2] if len(failed[0].stages) > 1 else failed[0].stages[0]
+        reason = details.get(last.step_id or "") or failed[0].message
+    return Run(
         run_id=str(_strip("trace_", trace_id)),
-        name=str(meta.get("workflow_name") or (roots[0].name if roots else "agents-trace")),
+        name=str(meta.get("workflow_name") or (steps[roots[0]].name if roots else "agents-trace")),
         start_ns=min(starts) if starts else 0,
         end_ns=None if unfinished or not ends else max(ends),
         outcome="incomplete" if unfinished else ("failure" if failed else "success"),
-        failure_reason=f"{failed[0].message}" if failed and not unfinished else None,
+        failure_reason=reason,
         metadata={
             "source_format": "openai-agents",
             **({"group_id": meta["group_id"]} if meta.get("group_id") else {}),
@@ -221,7 +228,6 @@ def convert_trace(
         steps=tuple(sorted(steps.values(), key=lambda s: s.start_ns)),
         errors=tuple(sorted(errors.values(), key=lambda e: e.stages[0].time_ns)),
     )
-    return finish_run(run, infer=infer)
 
 
 def _span_type(sd: Mapping[str, Any]) -> str:
@@ -233,7 +239,37 @@ def _span_type(sd: Mapping[str, Any]) -> str:
     return typ
 
 
-def _step(sid: str, parent: str | None, s: Mapping[str, Any], agent: str | None) -> Step:
+def _llm(typ: str, sd: Mapping[str, Any], extra: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+    """A model span's (input, output, attributes) in the convention of `trajdebug.chat`."""
+    if typ == "response":
+        response = extra.get("response") or {}
+        request: dict[str, Any] = {"input": extra.get("input") or [], "model": response.get("model")}
+        for key in (
+            "instructions",
+            "tools",
+            "temperature",
+            "top_p",
+            "max_output_tokens",
+            "tool_choice",
+            "reasoning",
+        ):
+            if response.get(key) not in (None, [], {}):
+                request[key] = response[key]
+        inp, out, attrs = chat.normalize_llm_step(request, response or None)
+        if sd.get("response_id"):
+            attrs.setdefault("llm.response_id", sd["response_id"])
+        return inp, out, attrs
+    config = {k: v for k, v in (sd.get("model_config") or {}).items() if v is not None}
+    request = {"messages": sd.get("input") or [], "model": sd.get("model"), **config}
+    inp, out, attrs = chat.normalize_llm_step(request, sd.get("output"))
+    usage = sd.get("usage")
+    if isinstance(usage, Mapping):
+        attrs.update(chat.normalize_llm_step(None, {"choices": [], "usage": usage})[2])
+    return inp, out, attrs
+
+
+def _step(sid: str, parent: str | None, s: Mapping[str, Any], agent: str | None) -> tuple[Step, str | None]:
+    """The step of one span, and its error's own text (None when it has no error)."""
     sd = dict(s.get("span_data") or {})
     extra = s.get("_extra") or {}
     typ = _span_type(sd)
@@ -243,18 +279,13 @@ def _step(sid: str, parent: str | None, s: Mapping[str, Any], agent: str | None)
     attrs: dict[str, Any] = {"agents.span_type": typ}
     if typ == "function":
         inp, out = maybe_json(sd.get("input")), maybe_json(sd.get("output"))
-    elif typ == "generation":
-        inp, out = sd.get("input"), sd.get("output")
-        name = name or f"generation {sd.get('model') or ''}".strip()
-        if sd.get("model"):
-            attrs["model"] = sd["model"]
-    elif typ == "response":
-        inp, out = extra.get("input"), extra.get("output")
-        name = name or "response"
-        if extra.get("model"):
-            attrs["model"] = extra["model"]
-        if sd.get("response_id"):
-            attrs["response_id"] = sd["response_id"]
+    elif typ in ("generation", "response"):
+        inp, out, llm_attrs = _llm(typ, sd, extra)
+        attrs.update(llm_attrs)
+        name = name or (f"generation {sd.get('model') or ''}".strip() if typ == "generation" else "response")
+        calls = chat.tool_calls(out)
+        if calls:
+            attrs["tool_call_ids"] = [c["id"] for c in calls if c.get("id")]
     elif typ == "handoff":
         name = f"handoff {sd.get('from_agent')} -> {sd.get('to_agent')}"
         out = {"from_agent": sd.get("from_agent"), "to_agent": sd.get("to_agent")}
@@ -268,20 +299,17 @@ def _step(sid: str, parent: str | None, s: Mapping[str, Any], agent: str | None)
         out = {"triggered": sd.get("triggered")}
     elif typ == "agent":
         attrs.update({k: sd[k] for k in ("tools", "handoffs", "output_type") if sd.get(k)})
-    calls = _calls(out)
-    if calls:
-        attrs["tool_call_ids"] = [c[0] for c in calls if c[0]]
-    if sd.get("usage"):
-        attrs["usage"] = sd["usage"]
     err = s.get("error")
     info = None
+    detail = None
     if err:
         data = err.get("data") or {}
-        detail = data.get("error") if isinstance(data, Mapping) else None
-        message = f"{err.get('message')}: {detail}" if detail else str(err.get("message") or "")
+        d = data.get("error") if isinstance(data, Mapping) else None
+        message = f"{err.get('message')}: {d}" if d else str(err.get("message") or "")
+        detail = str(d) if d else message
         info = ErrorInfo(type="ToolError" if typ == "function" else "AgentsSDKError", message=message)
     start = time_ns(s.get("started_at")) or 0
-    return Step(
+    step = Step(
         step_id=sid,
         name=name or typ,
         kind=_KIND.get(typ, "other"),  # type: ignore[arg-type]
@@ -295,37 +323,14 @@ def _step(sid: str, parent: str | None, s: Mapping[str, Any], agent: str | None)
         end_ns=time_ns(s.get("ended_at")),
         attributes=attrs,
     )
+    return step, detail
 
 
-def _calls(output: Any) -> list[tuple[str | None, str | None, Any]]:
-    """(call id, tool name, arguments) of the tool calls in a model output (Chat Completions or Responses items)."""
-    found: list[tuple[str | None, str | None, Any]] = []
-    for item in output if isinstance(output, list) else ():
-        if not isinstance(item, Mapping):
-            continue
-        if item.get("type") == "function_call":
-            found.append((item.get("call_id"), item.get("name"), maybe_json(item.get("arguments"))))
-        for c in item.get("tool_calls") or ():
-            fn = c.get("function") or {}
-            found.append((c.get("id"), fn.get("name"), maybe_json(fn.get("arguments"))))
-    return found
-
-
-def _answered(inp: Any) -> list[str]:
-    """Call ids of the tool results a model input holds."""
-    out = []
-    for item in inp if isinstance(inp, list) else ():
-        if isinstance(item, Mapping):
-            if item.get("type") == "function_call_output" and item.get("call_id"):
-                out.append(str(item["call_id"]))
-            elif item.get("role") == "tool" and item.get("tool_call_id"):
-                out.append(str(item["tool_call_id"]))
-    return out
-
-
-def _edges(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step]) -> None:
-    last_llm: dict[str | None, str] = {}  # agent -> its latest model step
-    pending: dict[str, list[tuple[str | None, str | None, Any]]] = {}  # model step -> unclaimed calls
+def _edges(
+    ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step], owner: Mapping[str, str | None]
+) -> None:
+    last_llm: dict[str | None, str] = {}  # agent span -> its latest model step
+    pending: dict[str, list[dict[str, Any]]] = {}  # model step -> unclaimed calls
     call_step: dict[str, str] = {}  # call id -> tool step that ran it
     handoff_to: dict[str, str] = {}  # agent name -> handoff step
     for sid, _ in ordered:
@@ -333,21 +338,24 @@ def _edges(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step]) ->
         new: list[Dependency] = []
         typ = s.attributes.get("agents.span_type")
         if s.kind == "llm":
-            new += [declared(call_step[c]) for c in _answered(s.input) if c in call_step]
-            last_llm[s.agent] = sid
-            pending[sid] = _calls(s.output)
+            answered = [str(m["tool_call_id"]) for m in chat.input_messages(s.input) if m.get("tool_call_id")]
+            new += [declared(call_step[c]) for c in answered if c in call_step]
+            last_llm[owner.get(sid)] = sid
+            pending[sid] = chat.tool_calls(s.output)
         elif typ == "function":
-            src = last_llm.get(s.agent)
+            src = last_llm.get(owner.get(sid))
             match = None
             if src is not None:
-                for i, (_cid, name, args) in enumerate(pending.get(src, ())):
-                    if name == s.name and (args == s.input or args is None):
+                for i, c in enumerate(pending.get(src, ())):
+                    if c.get("name") == s.name and (
+                        c.get("arguments") == s.input or c.get("arguments") is None
+                    ):
                         match = pending[src].pop(i)
                         break
             if src is not None and match is not None:
                 new.append(declared(src))
-                if match[0]:
-                    call_step[str(match[0])] = sid
+                if match.get("id"):
+                    call_step[str(match["id"])] = sid
             elif src is not None:
                 new.append(inferred(src, "data", TOOL_FALLBACK_CONFIDENCE))
         elif typ == "handoff" and isinstance(s.output, Mapping) and s.output.get("to_agent"):
@@ -358,59 +366,122 @@ def _edges(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step]) ->
             steps[sid] = replace(s, deps=add_deps(s.deps, new, sid))
 
 
+def _final_outputs(
+    ordered: list[tuple[str, dict[str, Any]]],
+    steps: dict[str, Step],
+    owner: Mapping[str, str | None],
+    roots: list[str],
+) -> None:
+    """Each agent span's final output, and the run's on its top step (the SDK's spans carry neither).
+
+    An agent's final output is its last model message when that message calls
+    no tool (text, or JSON for a structured ``output_type``), or the output of
+    its last tool when a tool ended the run (``tool_use_behavior``).
+    """
+    last_work: dict[str, str] = {}  # agent span -> its last finished model or tool step
+    for sid, _ in sorted(ordered, key=lambda kv: steps[kv[0]].end_ns or 0):
+        agent = owner.get(sid)
+        if agent is not None and steps[sid].kind in ("llm", "tool"):
+            last_work[agent] = sid
+    final: dict[str, Any] = {}
+    for agent, sid in last_work.items():
+        s = steps[sid]
+        if steps[agent].status == "error" or s.status == "error":
+            continue
+        if s.kind == "tool":
+            final[agent] = s.output
+        elif (
+            isinstance(s.output, Mapping)
+            and not chat.tool_calls(s.output)
+            and s.output.get("content") is not None
+        ):
+            final[agent] = maybe_json(s.output["content"])
+    for agent, value in final.items():
+        if steps[agent].output is None:
+            steps[agent] = replace(steps[agent], output=value)
+    if not final:
+        return
+    last_agent = max(final, key=lambda a: steps[a].end_ns or 0)
+    for root in roots:
+        if steps[root].output is None and steps[root].kind == "agent" and root != last_agent:
+            steps[root] = replace(steps[root], output=final[last_agent])
+
+
 def _errors(
-    ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step], by_id: Mapping[str, Any]
+    ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step], details: Mapping[str, str]
 ) -> dict[str, ErrorEvent]:
-    """One event per error; an enclosing span reporting the same message is that error propagating."""
+    """One event per error: an enclosing span reporting a descendant's error (its text within its own) is that error propagating."""
     events: dict[str, ErrorEvent] = {}
-    owner: dict[str, str] = {}  # step -> error id
     parents = {sid: steps[sid].parent_id for sid, _ in ordered}
-    depth = {}
+    depth: dict[str, int] = {}
     for sid, _ in ordered:
         p, d = parents[sid], 0
         while p is not None and d < 1000:
             p, d = parents.get(p), d + 1
         depth[sid] = d
+    open_below: dict[str, list[str]] = {}  # span -> unrecovered error ids raised in its subtree
     for sid in sorted(parents, key=lambda x: -depth[x]):
         s = steps[sid]
-        if s.error is None:
-            continue
-        t = s.end_ns or s.start_ns
-        same = [
-            owner[c]
-            for c, p in parents.items()
-            if p == sid and c in owner and events[owner[c]].message == s.error.message
-        ]
-        if same:
-            eid = same[0]
-            events[eid] = replace(
-                events[eid], stages=(*events[eid].stages, StageChange("propagated", sid, t))
-            )
-        else:
-            eid = f"{sid}.0"
-            stages = [StageChange("occurred", sid, t)]
-            if NON_FATAL in s.error.message:
-                # The SDK sent the error text to the model as the tool's result and the run went on.
-                stages.append(
-                    StageChange(
-                        "recovered",
-                        s.parent_id or sid,
-                        t,
-                        "the tool's error was returned to the model (non-fatal)",
-                    )
+        below = [eid for eid in open_below.get(sid, ()) if events[eid].stage != "recovered"]
+        if s.error is not None:
+            t = s.end_ns or s.start_ns
+            text = details.get(sid, s.error.message)
+            same = [
+                eid
+                for eid in below
+                if _same_error(details.get(events[eid].step_id, events[eid].message), text)
+            ]
+            if same:
+                eid = same[0]
+                events[eid] = replace(
+                    events[eid], stages=(*events[eid].stages, StageChange("propagated", sid, t))
                 )
-            events[eid] = ErrorEvent(eid, sid, s.error.type, s.error.message, None, tuple(stages))
-        owner[sid] = eid
-        steps[sid] = replace(s, error=replace(s.error, error_id=eid))
-        if parents[sid] is None and events[eid].stage != "recovered":
-            events[eid] = replace(
-                events[eid],
-                stages=(
-                    *events[eid].stages,
-                    StageChange("failed", sid, t, "the error reached the top-level span"),
-                ),
-            )
+            else:
+                eid = f"{sid}.0"
+                stages = [StageChange("occurred", sid, t)]
+                if NON_FATAL in s.error.message:
+                    # The SDK sent the error text to the model as the tool's result and the run went on.
+                    stages.append(
+                        StageChange(
+                            "recovered",
+                            s.parent_id or sid,
+                            t,
+                            "the tool's error was returned to the model (non-fatal)",
+                        )
+                    )
+                events[eid] = ErrorEvent(eid, sid, s.error.type, s.error.message, None, tuple(stages))
+                below.append(eid)
+            steps[sid] = replace(s, error=replace(s.error, error_id=eid))
+        if parents[sid] is not None:
+            open_below.setdefault(parents[sid], []).extend(below)  # type: ignore[arg-type]
+        else:
+            for eid in below:
+                e = events[eid]
+                reached_agent = any(
+                    steps[c.step_id].attributes.get("agents.span_type") == "agent"
+                    for c in e.stages
+                    if c.step_id
+                )
+                if e.stage == "recovered" or not (reached_agent or e.stages[-1].step_id == sid):
+                    continue
+                why = (
+                    "Runner.run raised it: the error left the agent run"
+                    if reached_agent
+                    else "the error reached the top-level span"
+                )
+                events[eid] = replace(
+                    e,
+                    stages=(
+                        *e.stages,
+                        StageChange("failed", sid, steps[sid].end_ns or e.stages[-1].time_ns, why),
+                    ),
+                )
     return events
+
+
+def _same_error(inner: str, outer: str) -> bool:
+    """Whether an enclosing span's error text re-reports an inner error's (the SDK re-wraps, never shortens)."""
+    return bool(inner) and inner in outer
 
 
 __all__ = ["NON_FATAL", "TrajdebugProcessor", "convert_trace"]
