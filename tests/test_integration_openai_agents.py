@@ -177,3 +177,174 @@ class TestSpans:
         assert run.outcome == "incomplete"
         assert [s.name for s in run.steps] == ["a"]
         t.finish()
+
+
+@function_tool
+def lookup_user(name: str) -> str:
+    """Find a user's id by name."""
+    if name == "boom":
+        raise RuntimeError("user database down")
+    return f"u-{len(name)}{name}"
+
+
+def _model(client: Any, *, chat_completions: bool = False) -> Any:
+    """The SDK's own OpenAI model classes on a real openai client."""
+    from agents import OpenAIChatCompletionsModel, OpenAIResponsesModel
+
+    if chat_completions:
+        return OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+    return OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+
+
+def _run_agent(server: Any, question: str, *, tools: Any = (), chat_completions: bool = False) -> Any:
+    """Runner.run of an agent whose model talks to the fake server; the HTTP client is closed in its own loop."""
+    from openai import AsyncOpenAI
+
+    async def go() -> Any:
+        async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+            agent = Agent(
+                name="support",
+                instructions="Help.",
+                model=_model(client, chat_completions=chat_completions),
+                tools=list(tools),
+            )
+            return await Runner.run(agent, question)
+
+    return asyncio.run(go())
+
+
+def _lookup_then_answer(request: Any) -> Any:
+    """Call lookup_user for the name in the question, then answer with what it returned."""
+    from trajdebug.testing import Reply, tool_call
+
+    items = request.body.get("input") or request.body.get("messages") or []
+    results = [i for i in items if i.get("type") == "function_call_output" or i.get("role") == "tool"]
+    if results:
+        r = results[-1]
+        return f"The id is {r.get('output', r.get('content'))}."
+    question = next(i["content"] for i in items if i.get("role") == "user")
+    return Reply(tool_calls=(tool_call("lookup_user", {"name": question.split()[-1].strip("?")}),))
+
+
+class TestAgainstAFakeModelServer:
+    """Real Runner.run with the SDK's OpenAI models, speaking the real protocol to a fake server on 127.0.0.1."""
+
+    def test_a_run_whose_runner_raised_is_a_failure_counted_once(self, processor: TrajdebugProcessor) -> None:
+        """A tool exception that escapes Runner.run: one error, occurred at the tool, propagated through the agent, failed."""
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        strict = function_tool(
+            _raise_db_down,
+            name_override="lookup_user",
+            failure_error_function=None,
+        )
+        with FakeModelServer([Reply(tool_calls=(tool_call("lookup_user", {"name": "boom"}),))]) as server:
+            with pytest.raises(Exception, match="user database down"):
+                _run_agent(server, "who is boom?", tools=[strict])
+        run = processor.to_run()
+        assert run.outcome == "failure"
+        assert "user database down" in (run.failure_reason or "")
+        [err] = run.errors
+        tool = next(s for s in run.steps if s.kind == "tool")
+        agent_step = next(s for s in run.steps if s.name == "support")
+        top = next(s for s in run.steps if s.parent_id is None)
+        assert [(c.stage, c.step_id) for c in err.stages] == [
+            ("occurred", tool.step_id),
+            ("propagated", agent_step.step_id),
+            ("failed", top.step_id),
+        ]
+        assert agent_step.error is not None and agent_step.error.error_id == err.error_id
+
+    def test_a_model_error_fails_the_run(self, processor: TrajdebugProcessor) -> None:
+        """An HTTP error from the model is one error at the model step that failed the run."""
+        from trajdebug.testing import FakeModelServer, Reply
+
+        with FakeModelServer([Reply(status=400, error="context too long")]) as server:
+            with pytest.raises(Exception, match="context too long"):
+                _run_agent(server, "hi")
+        run = processor.to_run()
+        [err] = run.errors
+        llm = next(s for s in run.steps if s.kind == "llm")
+        assert (err.step_id, err.stage, run.outcome) == (llm.step_id, "failed", "failure")
+
+    @pytest.mark.parametrize("chat_completions", [False, True], ids=["responses", "chat-completions"])
+    def test_clean_run_succeeds_with_its_final_output_and_chat_content(
+        self, processor: TrajdebugProcessor, chat_completions: bool
+    ) -> None:
+        """A clean run is a success whose top step carries the final output; model steps are messages with llm.* attributes."""
+        from trajdebug.analysis import analyze
+        from trajdebug.testing import FakeModelServer
+
+        with FakeModelServer(_lookup_then_answer) as server:
+            result = _run_agent(server, "who is ana?", tools=[lookup_user], chat_completions=chat_completions)
+        run = processor.to_run()
+        top = next(s for s in run.steps if s.parent_id is None)
+        assert result.final_output == "The id is u-3ana."
+        assert (run.outcome, top.output) == ("success", "The id is u-3ana.")
+        first, second = (s for s in run.steps if s.kind == "llm")
+        assert first.input["messages"][:2] == [
+            {"role": "system", "content": "Help."},
+            {"role": "user", "content": "who is ana?"},
+        ]
+        assert first.output["tool_calls"][0]["arguments"] == {"name": "ana"}
+        assert second.input["messages"][-1] == {
+            "role": "tool",
+            "content": "u-3ana",
+            "tool_call_id": first.output["tool_calls"][0]["id"],
+        }
+        assert first.attributes["llm.model"] == "gpt-4o"
+        assert first.attributes["llm.tools"] == ["lookup_user"]
+        assert first.attributes["llm.usage.total_tokens"] > 0
+        assert "usage" not in first.attributes and "model" not in first.attributes
+        analysis = analyze(run)
+        assert (analysis.outcome, analysis.failures) == ("success", ())
+
+    def test_ten_clean_runs_report_no_failure(self, processor: TrajdebugProcessor) -> None:
+        """Ten clean runs on different questions: every one analyzes as a success with no failure."""
+        from trajdebug.analysis import analyze
+        from trajdebug.testing import FakeModelServer
+
+        names = ["ana", "bo", "carla", "dmitri", "eve", "farid", "gus", "hana", "ivo", "jun"]
+        with FakeModelServer(_lookup_then_answer) as server:
+            for name in names:
+                _run_agent(server, f"who is {name}?", tools=[lookup_user])
+        reports = [analyze(r) for r in processor.runs]
+        assert [(a.outcome, a.failures) for a in reports] == [("success", ())] * 10
+
+    def test_same_named_agents_in_one_trace_are_not_cross_linked(self, processor: TrajdebugProcessor) -> None:
+        """Two concurrent agents both named "worker": each tool depends on its own agent's model call."""
+        from trajdebug.testing import FakeModelServer
+
+        async def both(server: Any) -> None:
+            from openai import AsyncOpenAI
+
+            async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                a = Agent(name="worker", instructions="Help.", model=_model(client), tools=[lookup_user])
+                b = Agent(name="worker", instructions="Help.", model=_model(client), tools=[lookup_user])
+                await asyncio.gather(Runner.run(a, "who is ana?"), Runner.run(b, "who is bartholomew?"))
+
+        with FakeModelServer(_lookup_then_answer) as server, trace("two workers"):
+            asyncio.run(both(server))
+        run = processor.to_run()
+        owner = {s.step_id: s.parent_id for s in run.steps}
+
+        def agent_of(step_id: str | None) -> str | None:
+            while (
+                step_id is not None
+                and run.step(step_id).kind != "agent"
+                or (step_id and run.step(step_id).name != "worker")
+            ):
+                step_id = owner.get(step_id)  # type: ignore[arg-type]
+            return step_id
+
+        tools = [s for s in run.steps if s.kind == "tool"]
+        assert len(tools) == 2
+        for tool in tools:
+            [dep] = [d for d in tool.deps if d.kind == "data"]
+            assert dep.origin == "declared"
+            assert agent_of(dep.step_id) == agent_of(tool.step_id)
+
+
+def _raise_db_down(name: str) -> str:
+    """Find a user's id by name."""
+    raise RuntimeError("user database down")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import trajdebug
 from trajdebug.testing import IncrementalClock, capture_runs, deterministic
 
@@ -60,3 +62,111 @@ class TestCaptureRuns:
             runs.refresh()
             assert "incomplete" == runs[0].outcome
             assert 1 == len(runs[0].steps)
+
+
+class TestFakeModelServer:
+    """The fake model server, driven by the real openai client over 127.0.0.1."""
+
+    def test_chat_completions_with_tool_calls_and_recorded_requests(self) -> None:
+        """A scripted tool call comes back as the SDK's tool-call objects, and the request is recorded."""
+        from openai import OpenAI
+
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        with FakeModelServer([Reply(tool_calls=(tool_call("search", {"q": "oslo"}),))]) as server:
+            with OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        [call] = r.choices[0].message.tool_calls or []
+        assert (call.function.name, call.function.arguments) == ("search", '{"q": "oslo"}')
+        assert r.choices[0].finish_reason == "tool_calls"
+        assert r.model == "m"
+        [req] = server.requests
+        assert (req.path, req.body["messages"]) == (
+            "/v1/chat/completions",
+            [{"role": "user", "content": "hi"}],
+        )
+
+    def test_chat_completions_streamed(self) -> None:
+        """With stream=True the answer arrives as SSE chunks the SDK joins, usage last when asked for."""
+        from openai import OpenAI
+
+        from trajdebug.testing import FakeModelServer
+
+        with FakeModelServer(["hello there"]) as server:
+            with OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                chunks = list(
+                    client.chat.completions.create(
+                        model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
+                        stream_options={"include_usage": True},
+                    )
+                )  # fmt: skip
+        assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "hello there"
+        assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 3
+
+    def test_responses_api_plain_and_streamed(self) -> None:
+        """The Responses API answers with output items, and the streamed form gives the same final response."""
+        from openai import OpenAI
+
+        from trajdebug.testing import FakeModelServer, Reply, tool_call
+
+        script = ["plain answer", Reply(text="look", tool_calls=(tool_call("f", {"a": 1}),))]
+        with FakeModelServer(script) as server:
+            with OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                assert client.responses.create(model="m", input="hi").output_text == "plain answer"
+                with client.responses.stream(model="m", input="hi") as stream:
+                    final = stream.get_final_response()
+        assert [item.type for item in final.output] == ["message", "function_call"]
+        assert final.output_text == "look"
+        assert [r.body["input"] for r in server.requests] == ["hi", "hi"]
+
+    def test_errors_delays_and_malformed_json_on_demand(self) -> None:
+        """An HTTP error status reaches the client as its error class; a raw body that is not JSON fails to parse."""
+        import time
+
+        import openai
+
+        from trajdebug.testing import FakeModelServer, Reply
+
+        with FakeModelServer(
+            [Reply(status=429, error="slow down"), Reply(raw="{not json"), Reply(text="late", delay=0.2)]
+        ) as server:
+            with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                msgs = [{"role": "user", "content": "hi"}]
+                with pytest.raises(openai.RateLimitError, match="slow down"):
+                    client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
+                with pytest.raises(ValueError, match="property name"):
+                    client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
+                t0 = time.monotonic()
+                assert (
+                    client.chat.completions.create(model="m", messages=msgs).choices[0].message.content
+                    == "late"
+                )  # type: ignore[arg-type]
+                assert time.monotonic() - t0 >= 0.2
+                with pytest.raises(openai.InternalServerError, match="script exhausted"):
+                    client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
+
+    def test_a_callable_script_answers_from_the_request(self) -> None:
+        """A function of the request chooses each answer."""
+        from openai import OpenAI
+
+        from trajdebug.testing import FakeModelServer, Request
+
+        def echo(request: Request) -> str:
+            return f"you said {request.body['messages'][-1]['content']}"
+
+        with FakeModelServer(echo) as server:
+            with OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                answers = [
+                    client.chat.completions.create(model="m", messages=[{"role": "user", "content": w}])
+                    .choices[0]
+                    .message.content
+                    for w in ("a", "b")
+                ]
+        assert answers == ["you said a", "you said b"]
+
+    def test_base_url_needs_a_running_server(self) -> None:
+        """Asking a stopped server for its URL says what is wrong."""
+        from trajdebug.testing import FakeModelServer
+
+        with pytest.raises(RuntimeError, match="not running"):
+            _ = FakeModelServer().base_url

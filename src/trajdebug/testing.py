@@ -206,7 +206,11 @@ class FakeModelServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="fake-model-server", daemon=True
+            # A short poll interval: stop() waits for the serving loop to notice.
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="fake-model-server",
+            daemon=True,
         )
         self._thread.start()
         return self

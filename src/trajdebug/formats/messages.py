@@ -18,11 +18,11 @@ Dependencies, all from the log's own structure:
   on the assistant message it answers (inferred, context, confidence 0.6).
 
 Nothing is inferred from content here; the analysis does that when it reads
-the run.  An assistant turn is an LLM step in the convention of
-`trajdebug.chat`: its output is the assistant's message, its input the
-messages it newly read since its previous turn (``{"messages": [...]}``; the
-earlier ones reach it through the turn-order edge, so a log of n messages is
-stored once, not n times).  A tool result that reads as an error ("Error: user
+the run.  An assistant turn is an LLM step whose output is the assistant's
+message in the convention of `trajdebug.chat`; its input is left empty,
+because the messages it read are steps of their own that it depends on
+(declared edges above): a log of n messages is stored once, not n times, and
+no message is matched against itself.  A tool result that reads as an error ("Error: user
 not found") is an error reported as data: it occurred at the tool step and was
 recovered when the next assistant turn read it, since the text went back to the
 model and the run went on.
@@ -104,7 +104,6 @@ def messages_to_run(
     call_names: dict[str, Any] = {}
     pending_fn: dict[str, str] = {}  # legacy function_call name -> issuing step
     since_assistant: list[str] = []  # steps read by the next assistant turn
-    unread: list[Any] = []  # their messages
     last_assistant: str | None = None
     open_errors: list[int] = []  # indexes into errors awaiting the next assistant turn
     width = max(4, len(str(len(messages))))
@@ -133,7 +132,7 @@ def messages_to_run(
         if role in _ASSISTANT:
             agent = msg.get("name")
             step_name = "assistant" if agent is None else str(agent)
-            inp, out, attrs = llm_content(None, {**msg, "role": "assistant"}, attrs)
+            _, out, attrs = llm_content(None, {**msg, "role": "assistant"}, attrs)
             calls = chat.tool_calls(out)
             if calls:
                 attrs["tool_call_ids"] = [c["id"] for c in calls if c.get("id")]
@@ -156,7 +155,6 @@ def messages_to_run(
                 )  # fmt: skip
             open_errors.clear()
             since_assistant.clear()
-            unread.clear()
             last_assistant = sid
         elif role in _TOOL:
             call_id = msg.get("tool_call_id")
@@ -182,12 +180,10 @@ def messages_to_run(
                 errors.append(error_event(eid, sid, err.type, text, start, attributes={"reported": True}))
                 open_errors.append(len(errors) - 1)
             since_assistant.append(sid)
-            unread.append(msg)
         else:
             if role in _USER and last_assistant is not None:
                 deps.append(inferred(last_assistant, "context", TURN_CONFIDENCE))
             since_assistant.append(sid)
-            unread.append(msg)
         steps.append(
             Step(
                 step_id=sid,
