@@ -30,7 +30,11 @@ CHAT_REQUEST = {
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": '{"city": "Oslo"}'},
+                }
             ],
         },
         {"role": "tool", "tool_call_id": "c1", "content": "4 C"},
@@ -56,7 +60,11 @@ CHAT_RESPONSE = {
 MESSAGES = [
     {"role": "system", "content": "Be brief."},
     {"role": "user", "content": "Weather in Oslo?"},
-    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "name": "weather", "arguments": {"city": "Oslo"}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "name": "weather", "arguments": {"city": "Oslo"}}],
+    },
     {"role": "tool", "content": "4 C", "tool_call_id": "c1"},
 ]
 
@@ -100,7 +108,11 @@ class TestOpenAIChatCompletions:
             {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
         ]  # fmt: skip
         _, out, attrs = normalize_llm_step(None, chunks)
-        assert out == {"role": "assistant", "content": "Looking", "tool_calls": [{"id": "k", "name": "f", "arguments": {"a": 1}}]}
+        assert out == {
+            "role": "assistant",
+            "content": "Looking",
+            "tool_calls": [{"id": "k", "name": "f", "arguments": {"a": 1}}],
+        }
         assert attrs["llm.finish_reason"] == "tool_calls"
 
     def test_arguments_that_are_not_json_stay_raw(self) -> None:
@@ -159,8 +171,21 @@ class TestResponsesAPI:
 
     def test_output_items_alone(self) -> None:
         """A bare list of output items (the Agents SDK's response output) is one assistant message."""
-        items = [{"type": "function_call", "call_id": "k", "name": "f", "arguments": "{}", "id": "x", "status": "completed"}]
-        assert normalize_llm_step(None, items)[1] == {"role": "assistant", "content": None, "tool_calls": [{"id": "k", "name": "f", "arguments": {}}]}
+        items = [
+            {
+                "type": "function_call",
+                "call_id": "k",
+                "name": "f",
+                "arguments": "{}",
+                "id": "x",
+                "status": "completed",
+            }
+        ]
+        assert normalize_llm_step(None, items)[1] == {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "k", "name": "f", "arguments": {}}],
+        }
 
 
 class TestAnthropicMessages:
@@ -212,7 +237,11 @@ class TestLangChain:
         ]
         answer = AIMessage(
             "4 C in Oslo.",
-            response_metadata={"model_name": "gpt-4o-2024", "finish_reason": "stop", "system_fingerprint": "fp"},
+            response_metadata={
+                "model_name": "gpt-4o-2024",
+                "finish_reason": "stop",
+                "system_fingerprint": "fp",
+            },
             usage_metadata={"input_tokens": 48, "output_tokens": 5, "total_tokens": 53},
             id="chatcmpl-1",
         )
@@ -245,7 +274,11 @@ class TestSpanAttributes:
         }
         inp, out, extra = normalize_llm_step(None, None, attrs)
         assert inp == {"messages": [{"role": "user", "content": "Weather in Oslo?"}]}
-        assert out == {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "name": "weather", "arguments": {"city": "Oslo"}}]}
+        assert out == {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "name": "weather", "arguments": {"city": "Oslo"}}],
+        }
         assert extra == {
             "llm.model": "gpt-4o",
             "llm.provider": "openai",
@@ -298,7 +331,11 @@ class TestSpanAttributes:
         }
         assert messages_from_attributes(attrs) == (
             [{"role": "user", "content": "hi"}],
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "name": "f", "arguments": {"x": 1}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "name": "f", "arguments": {"x": 1}}],
+            },
         )
         events = [
             ("gen_ai.system.message", 1, {"content": "Be brief."}),

@@ -238,9 +238,11 @@ class TestAgainstAFakeModelServer:
             name_override="lookup_user",
             failure_error_function=None,
         )
-        with FakeModelServer([Reply(tool_calls=(tool_call("lookup_user", {"name": "boom"}),))]) as server:
-            with pytest.raises(Exception, match="user database down"):
-                _run_agent(server, "who is boom?", tools=[strict])
+        with (
+            FakeModelServer([Reply(tool_calls=(tool_call("lookup_user", {"name": "boom"}),))]) as server,
+            pytest.raises(Exception, match="user database down"),
+        ):
+            _run_agent(server, "who is boom?", tools=[strict])
         run = processor.to_run()
         assert run.outcome == "failure"
         assert "user database down" in (run.failure_reason or "")
@@ -259,9 +261,11 @@ class TestAgainstAFakeModelServer:
         """An HTTP error from the model is one error at the model step that failed the run."""
         from trajdebug.testing import FakeModelServer, Reply
 
-        with FakeModelServer([Reply(status=400, error="context too long")]) as server:
-            with pytest.raises(Exception, match="context too long"):
-                _run_agent(server, "hi")
+        with (
+            FakeModelServer([Reply(status=400, error="context too long")]) as server,
+            pytest.raises(Exception, match="context too long"),
+        ):
+            _run_agent(server, "hi")
         run = processor.to_run()
         [err] = run.errors
         llm = next(s for s in run.steps if s.kind == "llm")
@@ -329,12 +333,9 @@ class TestAgainstAFakeModelServer:
         owner = {s.step_id: s.parent_id for s in run.steps}
 
         def agent_of(step_id: str | None) -> str | None:
-            while (
-                step_id is not None
-                and run.step(step_id).kind != "agent"
-                or (step_id and run.step(step_id).name != "worker")
-            ):
-                step_id = owner.get(step_id)  # type: ignore[arg-type]
+            """The "worker" agent span enclosing a step."""
+            while step_id is not None and run.step(step_id).name != "worker":
+                step_id = owner.get(step_id)
             return step_id
 
         tools = [s for s in run.steps if s.kind == "tool"]

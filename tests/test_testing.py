@@ -73,9 +73,11 @@ class TestFakeModelServer:
 
         from trajdebug.testing import FakeModelServer, Reply, tool_call
 
-        with FakeModelServer([Reply(tool_calls=(tool_call("search", {"q": "oslo"}),))]) as server:
-            with OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
-                r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        with (
+            FakeModelServer([Reply(tool_calls=(tool_call("search", {"q": "oslo"}),))]) as server,
+            OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+        ):
+            r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
         [call] = r.choices[0].message.tool_calls or []
         assert (call.function.name, call.function.arguments) == ("search", '{"q": "oslo"}')
         assert r.choices[0].finish_reason == "tool_calls"
@@ -92,14 +94,16 @@ class TestFakeModelServer:
 
         from trajdebug.testing import FakeModelServer
 
-        with FakeModelServer(["hello there"]) as server:
-            with OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
-                chunks = list(
-                    client.chat.completions.create(
-                        model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
-                        stream_options={"include_usage": True},
-                    )
-                )  # fmt: skip
+        with (
+            FakeModelServer(["hello there"]) as server,
+            OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+        ):
+            chunks = list(
+                client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
+                    stream_options={"include_usage": True},
+                )
+            )  # fmt: skip
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "hello there"
         assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 3
 
@@ -110,11 +114,13 @@ class TestFakeModelServer:
         from trajdebug.testing import FakeModelServer, Reply, tool_call
 
         script = ["plain answer", Reply(text="look", tool_calls=(tool_call("f", {"a": 1}),))]
-        with FakeModelServer(script) as server:
-            with OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
-                assert client.responses.create(model="m", input="hi").output_text == "plain answer"
-                with client.responses.stream(model="m", input="hi") as stream:
-                    final = stream.get_final_response()
+        with (
+            FakeModelServer(script) as server,
+            OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+        ):
+            assert client.responses.create(model="m", input="hi").output_text == "plain answer"
+            with client.responses.stream(model="m", input="hi") as stream:
+                final = stream.get_final_response()
         assert [item.type for item in final.output] == ["message", "function_call"]
         assert final.output_text == "look"
         assert [r.body["input"] for r in server.requests] == ["hi", "hi"]
@@ -127,23 +133,24 @@ class TestFakeModelServer:
 
         from trajdebug.testing import FakeModelServer, Reply
 
-        with FakeModelServer(
-            [Reply(status=429, error="slow down"), Reply(raw="{not json"), Reply(text="late", delay=0.2)]
-        ) as server:
-            with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
-                msgs = [{"role": "user", "content": "hi"}]
-                with pytest.raises(openai.RateLimitError, match="slow down"):
-                    client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
-                with pytest.raises(ValueError, match="property name"):
-                    client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
-                t0 = time.monotonic()
-                assert (
-                    client.chat.completions.create(model="m", messages=msgs).choices[0].message.content
-                    == "late"
-                )  # type: ignore[arg-type]
-                assert time.monotonic() - t0 >= 0.2
-                with pytest.raises(openai.InternalServerError, match="script exhausted"):
-                    client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
+        with (
+            FakeModelServer(
+                [Reply(status=429, error="slow down"), Reply(raw="{not json"), Reply(text="late", delay=0.2)]
+            ) as server,
+            openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+        ):
+            msgs = [{"role": "user", "content": "hi"}]
+            with pytest.raises(openai.RateLimitError, match="slow down"):
+                client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
+            with pytest.raises(ValueError, match="property name"):
+                client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
+            t0 = time.monotonic()
+            assert (
+                client.chat.completions.create(model="m", messages=msgs).choices[0].message.content == "late"
+            )  # type: ignore[arg-type]
+            assert time.monotonic() - t0 >= 0.2
+            with pytest.raises(openai.InternalServerError, match="script exhausted"):
+                client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
 
     def test_a_callable_script_answers_from_the_request(self) -> None:
         """A function of the request chooses each answer."""
@@ -154,14 +161,16 @@ class TestFakeModelServer:
         def echo(request: Request) -> str:
             return f"you said {request.body['messages'][-1]['content']}"
 
-        with FakeModelServer(echo) as server:
-            with OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
-                answers = [
-                    client.chat.completions.create(model="m", messages=[{"role": "user", "content": w}])
-                    .choices[0]
-                    .message.content
-                    for w in ("a", "b")
-                ]
+        with (
+            FakeModelServer(echo) as server,
+            OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+        ):
+            answers = [
+                client.chat.completions.create(model="m", messages=[{"role": "user", "content": w}])
+                .choices[0]
+                .message.content
+                for w in ("a", "b")
+            ]
         assert answers == ["you said a", "you said b"]
 
     def test_base_url_needs_a_running_server(self) -> None:
