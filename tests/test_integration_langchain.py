@@ -274,3 +274,119 @@ class TestJoinsTheActiveRun:
         assert answer.step_id == seq.parent_id
         assert "llm" == _by_name(run, "FakeMessagesListChatModel").kind
         assert "Paris" == answer.output
+
+
+@tool
+def find_user(name: str) -> str:
+    """Find a user's id by name."""
+    if name == "nobody":
+        raise LookupError(f"no user named {name}")
+    return f"u-{len(name)}{name}"
+
+
+def react_graph(model: Any) -> Any:
+    """A LangGraph ReAct loop as its docs build it: a model node, a ToolNode, tools_condition."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    bound = model.bind_tools([find_user])
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", call_model)
+    graph.add_node("tools", ToolNode([find_user], handle_tool_errors=True))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    graph.add_edge("tools", "agent")
+    return graph.compile()
+
+
+def _chat_openai(server: Any) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model="gpt-4o", base_url=server.base_url, api_key="test", max_retries=0)  # type: ignore[arg-type]
+
+
+def _lookup_then_answer(request: Any) -> Any:
+    """Call find_user for the last word of the question; answer with the tool's result (or its error)."""
+    from trajdebug.testing import Reply, tool_call
+
+    msgs = request.body["messages"]
+    if msgs[-1]["role"] == "tool":
+        return f"Result: {msgs[-1]['content']}"
+    return Reply(tool_calls=(tool_call("find_user", {"name": msgs[-1]["content"].split()[-1].strip("?")}),))
+
+
+class TestLangGraph:
+    """A LangGraph ReAct graph with langchain-openai's ChatOpenAI, on the fake model server (127.0.0.1)."""
+
+    def test_tool_node_error_sent_to_the_model_is_recovered(self) -> None:
+        """ToolNode(handle_tool_errors=True) turns the tool's exception into the tool result: recovered where the model read it."""
+        from trajdebug.testing import FakeModelServer
+
+        tracer = TrajdebugTracer()
+        with FakeModelServer(_lookup_then_answer) as server:
+            out = react_graph(_chat_openai(server)).invoke(
+                {"messages": [("user", "who is nobody?")]}, config={"callbacks": [tracer]}
+            )
+        assert "no user named nobody" in out["messages"][-1].content
+        run = tracer.to_run()
+        tool = next(s for s in run.steps if s.kind == "tool")
+        second = [s for s in run.steps if s.kind == "llm"][1]
+        [err] = run.errors
+        assert (err.step_id, err.type) == (tool.step_id, "LookupError")
+        assert [(c.stage, c.step_id) for c in err.stages] == [
+            ("occurred", tool.step_id),
+            ("recovered", second.step_id),
+        ]
+        assert run.outcome == "success"
+
+    def test_clean_run_is_a_success_with_chat_content(self) -> None:
+        """A clean ReAct run: model steps are messages in and a message out, the envelope in llm.* attributes; no failure."""
+        from trajdebug.analysis import analyze
+        from trajdebug.testing import FakeModelServer
+
+        tracer = TrajdebugTracer()
+        with FakeModelServer(_lookup_then_answer) as server:
+            react_graph(_chat_openai(server)).invoke(
+                {"messages": [("user", "who is ana?")]}, config={"callbacks": [tracer]}
+            )
+        run = tracer.to_run()
+        first, second = (s for s in run.steps if s.kind == "llm")
+        tool = next(s for s in run.steps if s.kind == "tool")
+        assert first.input == {"messages": [{"role": "user", "content": "who is ana?"}]}
+        [call] = first.output["tool_calls"]
+        assert call["arguments"] == {"name": "ana"}
+        assert second.input["messages"][-1] == {
+            "role": "tool",
+            "content": "u-3ana",
+            "tool_call_id": call["id"],
+            "name": "find_user",
+        }
+        assert second.output == {"role": "assistant", "content": "Result: u-3ana", "tool_calls": []}
+        assert first.attributes["llm.model"] == "gpt-4o"
+        assert first.attributes["llm.tools"] == ["find_user"]
+        assert first.attributes["llm.response_id"].startswith("chatcmpl-")
+        assert first.attributes["llm.usage.total_tokens"] > 0
+        assert first.attributes["llm.finish_reason"] == "tool_calls"
+        assert any(d.step_id == first.step_id and d.origin == "declared" for d in tool.deps)
+        assert any(d.step_id == tool.step_id and d.origin == "declared" for d in second.deps)
+        assert not any(d.origin == "inferred" for s in run.steps for d in s.deps)
+        analysis = analyze(run)
+        assert (analysis.outcome, analysis.failures) == ("success", ())
+
+    def test_ten_clean_runs_report_no_failure(self) -> None:
+        """Ten clean runs on different questions: every one analyzes as a success with no failure."""
+        from trajdebug.analysis import analyze
+        from trajdebug.testing import FakeModelServer
+
+        tracer = TrajdebugTracer()
+        names = ["ana", "bo", "carla", "dmitri", "eve", "farid", "gus", "hana", "ivo", "jun"]
+        with FakeModelServer(_lookup_then_answer) as server:
+            graph = react_graph(_chat_openai(server))
+            for name in names:
+                graph.invoke({"messages": [("user", f"who is {name}?")]}, config={"callbacks": [tracer]})
+        reports = [analyze(r) for r in tracer.runs]
+        assert [(a.outcome, a.failures) for a in reports] == [("success", ())] * 10
