@@ -544,3 +544,130 @@ class TestConventions:
         assert run.outcome == "success"
         assert "gen_ai.prompt.0.role" not in llm.attributes
         assert llm.attributes["gen_ai.system"] == "openai"
+
+
+# -- OpenInference on the real openai client -------------------------------------------
+
+
+@pytest.fixture
+def openinference() -> Iterator[tuple[trace.Tracer, InMemorySpanExporter]]:
+    """openinference-instrumentation-openai on the real openai client, exporting into an in-memory exporter."""
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    yield provider.get_tracer("agent-under-test"), exporter
+    instrumentor.uninstrument()
+    provider.shutdown()
+
+
+LOOKUP_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "find_user",
+        "parameters": {"type": "object", "properties": {"name": {"type": "string"}}},
+    },
+}
+
+
+def _lookup_then_answer(request: Any) -> Any:
+    """Call find_user for the last word of the question; answer with the tool's result."""
+    from trajdebug.testing import Reply, tool_call
+
+    msgs = request.body["messages"]
+    if msgs[-1]["role"] == "tool":
+        return f"Result: {msgs[-1]['content']}"
+    return Reply(tool_calls=(tool_call("find_user", {"name": msgs[-1]["content"].split()[-1].strip("?")}),))
+
+
+def openai_agent(tr: trace.Tracer, client: Any, question: str) -> str:
+    """A hand-written tool loop on the openai client; the tool span names the tool but not the call id."""
+    agent_attrs = {"openinference.span.kind": "AGENT", "input.value": question}
+    with tr.start_as_current_span("support-agent", attributes=agent_attrs) as agent:
+        messages: list[Any] = [{"role": "system", "content": "Help."}, {"role": "user", "content": question}]
+        while True:
+            reply = client.chat.completions.create(model="gpt-4o", messages=messages, tools=[LOOKUP_TOOL])
+            msg = reply.choices[0].message
+            if not msg.tool_calls:
+                agent.set_attribute("output.value", str(msg.content))  # as OpenInference agent spans do
+                return str(msg.content)
+            messages.append(msg.model_dump(exclude_none=True))
+            for call in msg.tool_calls:
+                attrs = {
+                    "openinference.span.kind": "TOOL",
+                    "tool.name": call.function.name,
+                    "input.value": call.function.arguments,
+                }
+                with tr.start_as_current_span(call.function.name, attributes=attrs) as span:
+                    result = f"u-{len(json.loads(call.function.arguments)['name'])}"
+                    span.set_attribute("output.value", result)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+
+
+def _otlp_file(spans: Any, path: Path) -> Path:
+    """The spans exported as OTLP/JSON the way the collector writes it: the SDK's protobuf encoder, then json_format."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    path.write_text(json.dumps(MessageToDict(encode_spans(spans))))
+    return path
+
+
+class TestOpenInferenceOpenAI:
+    """The OpenAI client under OpenInference, exported as OTLP JSON, then imported."""
+
+    def test_llm_spans_are_messages_and_tools_without_ids_are_linked(
+        self, openinference: Any, tmp_path: Path
+    ) -> None:
+        """LLM spans become messages in and out with llm.* attributes; a tool span without tool.id gets its LLM -> tool edge."""
+        from openai import OpenAI
+
+        from trajdebug.testing import FakeModelServer
+
+        tr, exporter = openinference
+        with (
+            FakeModelServer(_lookup_then_answer) as server,
+            OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+        ):
+            assert openai_agent(tr, client, "who is ana?") == "Result: u-3"
+        [run] = import_path(_otlp_file(exporter.get_finished_spans(), tmp_path / "spans.json")).runs
+        first, second = (s for s in run.steps if s.kind == "llm")
+        tool = next(s for s in run.steps if s.kind == "tool")
+        assert first.input == {
+            "messages": [{"role": "system", "content": "Help."}, {"role": "user", "content": "who is ana?"}]
+        }
+        [call] = first.output["tool_calls"]
+        assert call["arguments"] == {"name": "ana"}
+        assert "tool.id" not in tool.attributes
+        assert tool.attributes["tool_call_id"] == call["id"]
+        assert [d.step_id for d in tool.deps if d.origin == "declared"] == [first.step_id]
+        assert any(d.step_id == tool.step_id and d.origin == "declared" for d in second.deps)
+        assert first.attributes["llm.model"] == "gpt-4o"
+        assert first.attributes["llm.provider"] == "openai"
+        assert first.attributes["llm.tools"] == ["find_user"]
+        assert first.attributes["llm.usage.prompt_tokens"] > 0
+        assert first.attributes["llm.response_id"] == "chatcmpl-fake1"
+        assert second.output == {"role": "assistant", "content": "Result: u-3", "tool_calls": []}
+        assert not any(d.origin == "inferred" for s in run.steps for d in s.deps)
+
+    def test_ten_clean_runs_report_no_failure(self, openinference: Any, tmp_path: Path) -> None:
+        """Ten clean runs through OpenInference -> OTLP JSON -> import: every one analyzes as a success with no failure."""
+        from openai import OpenAI
+
+        from trajdebug.analysis import analyze
+        from trajdebug.testing import FakeModelServer
+
+        tr, exporter = openinference
+        names = ["ana", "bo", "carla", "dmitri", "eve", "farid", "gus", "hana", "ivo", "jun"]
+        with (
+            FakeModelServer(_lookup_then_answer) as server,
+            OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+        ):
+            for name in names:
+                openai_agent(tr, client, f"who is {name}?")
+        runs = import_path(_otlp_file(exporter.get_finished_spans(), tmp_path / "spans.json")).runs
+        reports = [analyze(r) for r in runs]
+        assert [(a.outcome, a.failures) for a in reports] == [("success", ())] * 10
