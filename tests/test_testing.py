@@ -179,3 +179,49 @@ class TestFakeModelServer:
 
         with pytest.raises(RuntimeError, match="not running"):
             _ = FakeModelServer().base_url
+
+
+class TestRecordingAgainstTheFakeServer:
+    """The recording SDK around an agent whose model is the fake server."""
+
+    def test_ten_clean_runs_report_no_failure(self) -> None:
+        """Ten clean recorded runs of a tool-calling agent: every one analyzes as a success with no failure."""
+        import json
+
+        from openai import OpenAI
+
+        from trajdebug.analysis import analyze
+        from trajdebug.testing import FakeModelServer, Reply, Request, tool_call
+
+        def script(request: Request) -> Reply | str:
+            msgs = request.body["messages"]
+            if msgs[-1]["role"] == "tool":
+                return f"Result: {msgs[-1]['content']}"
+            return Reply(tool_calls=(tool_call("find_user", {"name": msgs[-1]["content"].split()[-1]}),))
+
+        @trajdebug.step(kind="tool")
+        def find_user(name: str) -> str:
+            return f"u-{len(name)}{name}"
+
+        names = ["ana", "bo", "carla", "dmitri", "eve", "farid", "gus", "hana", "ivo", "jun"]
+        with (
+            FakeModelServer(script) as server,
+            OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+            capture_runs() as runs,
+        ):
+
+            @trajdebug.step(kind="llm")
+            def ask(messages: list[dict[str, object]]) -> dict[str, object]:
+                reply = client.chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[arg-type]
+                return reply.choices[0].message.model_dump(exclude_none=True)
+
+            for name in names:
+                with trajdebug.run("support", task=name):
+                    messages: list[dict[str, object]] = [{"role": "user", "content": f"who is {name}"}]
+                    answer = ask(messages)
+                    for call in answer.get("tool_calls", []):  # type: ignore[union-attr]
+                        result = find_user(**json.loads(call["function"]["arguments"]))
+                        messages += [answer, {"role": "tool", "tool_call_id": call["id"], "content": result}]
+                        answer = ask(messages)
+        reports = [analyze(r) for r in runs]
+        assert [(a.outcome, a.failures) for a in reports] == [("success", ())] * 10
