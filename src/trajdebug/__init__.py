@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from trajdebug.format import FormatError, ReadResult, read_jsonl, write_jsonl
+from trajdebug.marks import mark
 from trajdebug.model import (
     Dependency,
     ErrorEvent,
@@ -100,6 +101,7 @@ __all__ = [
     "extract",
     "inject",
     "load_runs",
+    "mark",
     "read_jsonl",
     "reads",
     "replay_run",

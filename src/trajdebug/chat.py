@@ -538,7 +538,11 @@ def _output(value: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
 
 def _as_assistant(msg: Mapping[str, Any]) -> dict[str, Any]:
     """An output message: always ``role``, ``content`` and ``tool_calls`` (empty when none), then ``name``."""
-    out = {"role": "assistant", "content": msg.get("content"), "tool_calls": list(msg.get("tool_calls") or [])}
+    out = {
+        "role": "assistant",
+        "content": msg.get("content"),
+        "tool_calls": list(msg.get("tool_calls") or []),
+    }
     if msg.get("name"):
         out["name"] = msg["name"]
     return out
@@ -740,7 +744,9 @@ def messages_from_attributes(
         _event_messages(events, inputs=True),
     )
     system = attrs.get("gen_ai.system_instructions")
-    in_msgs = normalize_messages([_default_role(i, "user") for i in inputs]) if isinstance(inputs, list) else None
+    in_msgs = (
+        normalize_messages([_default_role(i, "user") for i in inputs]) if isinstance(inputs, list) else None
+    )
     if isinstance(inputs, str):
         in_msgs = [{"role": "user", "content": inputs}]
     if system is not None and in_msgs is not None and not any(m["role"] == "system" for m in in_msgs):

@@ -10,6 +10,7 @@ version) and ``"t"`` (the record type):
 ``stage``  an error changed lifecycle stage
 ``dep``    a dependency found after its step was written
 ``end``    the run ended (outcome, reason)
+``mark``   a person's verdict after the fact (outcome, reason): overrides the recorded outcome
 
 Records are append-only and self-contained, so a file can be read while it is
 being written, a crashed writer leaves a readable prefix (the run reads as
@@ -310,6 +311,23 @@ class _RunParts:
     late_deps: dict[str, list[Dependency]] = field(default_factory=dict)
     errors: dict[str, ErrorEvent] = field(default_factory=dict)
     stages: dict[str, list[StageChange]] = field(default_factory=dict)
+    mark: dict[str, Any] | None = None
+
+
+MARK_KEY = "marked"
+"""Metadata key of a run marked after the fact: the verdict, and the outcome the run had recorded."""
+
+
+def mark_record(run_id: str, outcome: str, reason: str | None, time_ns: int) -> dict[str, Any]:
+    """A ``mark`` record: the run is to be read with this outcome (``failure`` with a reason, or ``success``)."""
+    return {
+        "v": FORMAT_VERSION,
+        "t": "mark",
+        "run_id": run_id,
+        "outcome": outcome,
+        "failure_reason": reason,
+        "time_ns": time_ns,
+    }
 
 
 class RunBuilder:
@@ -397,6 +415,17 @@ class RunBuilder:
                 self._parts(run_id).late_deps.setdefault(str(rec["step_id"]), []).append(dep)
             elif t == "meta":
                 self._parts(run_id).metadata.update(_mapping(rec, "metadata"))
+            elif t == "mark":
+                outcome = _choice(rec, "outcome", ("success", "failure"), "failure")
+                reason = _opt_str(rec, "failure_reason")
+                if outcome == "failure" and not reason:
+                    raise _FieldError("a failure mark needs a 'failure_reason'")
+                # The last mark wins, wherever it sits relative to the run's end record.
+                self._parts(run_id).mark = {
+                    "outcome": outcome,
+                    "failure_reason": reason if outcome == "failure" else None,
+                    "time_ns": _int(rec, "time_ns"),
+                }
             else:
                 raise FormatError(f"unknown record type {t!r}", source=self.source, line=line)
         except KeyError as exc:
@@ -426,14 +455,22 @@ def _build(p: _RunParts) -> Run:
     start = p.start_ns
     if start is None:
         start = steps[0].start_ns if steps else 0
+    outcome = p.outcome if p.outcome in ("success", "failure") else "incomplete"
+    reason, metadata = p.failure_reason, p.metadata
+    if p.mark is not None:
+        metadata = {
+            **metadata,
+            MARK_KEY: {**p.mark, "recorded_outcome": outcome, "recorded_failure_reason": reason},
+        }
+        outcome, reason = p.mark["outcome"], p.mark["failure_reason"]
     return Run(
         run_id=p.run_id,
         name=p.name,
         start_ns=start,
         end_ns=p.end_ns,
-        outcome=p.outcome if p.outcome in ("success", "failure") else "incomplete",  # type: ignore[arg-type]
-        failure_reason=p.failure_reason,
-        metadata=p.metadata,
+        outcome=outcome,  # type: ignore[arg-type]
+        failure_reason=reason,
+        metadata=metadata,
         steps=tuple(steps),
         errors=tuple(errors),
         continues=p.continues,
@@ -526,12 +563,14 @@ def write_jsonl(runs: Iterable[Run], path: str | Path | IO[str]) -> None:
 
 __all__ = [
     "FORMAT_VERSION",
+    "MARK_KEY",
     "FormatError",
     "ReadResult",
     "RunBuilder",
     "UnsupportedVersionError",
     "dep_from_dict",
     "dep_to_dict",
+    "mark_record",
     "read_jsonl",
     "read_lines",
     "run_to_records",

@@ -286,6 +286,11 @@ class Store:
                     "INSERT INTO runs (run_id, note) VALUES (?, ?) ON CONFLICT(run_id) DO UPDATE SET note=excluded.note",
                     (rid, note),
                 )
+        elif t == "mark":
+            conn.execute(
+                "UPDATE runs SET outcome = ?, failure_reason = ? WHERE run_id = ?",
+                (r.get("outcome", "failure"), r.get("failure_reason"), rid),
+            )
         elif t == "end":
             conn.execute(
                 "INSERT INTO runs (run_id, end_ns, outcome, failure_reason) VALUES (?, ?, ?, ?) "
@@ -300,6 +305,23 @@ class Store:
                 f"ON CONFLICT(run_id) DO UPDATE SET {col}={col}+1",
                 (rid,),
             )
+
+    def mark_run(self, run_id: str, outcome: str, reason: str | None = None) -> str:
+        """Record a verdict on a run after the fact (a ``mark`` record; the recorded outcome stays in its records).
+
+        Returns:
+            The run's full id.
+
+        Raises:
+            KeyError: no such run (a unique prefix is accepted).
+        """
+        import time
+
+        from trajdebug.format import mark_record
+
+        rid = self.resolve(run_id)
+        self.write_records([mark_record(rid, outcome, reason, time.time_ns())])
+        return rid
 
     def save_run(self, run: Run) -> None:
         """Store a whole run (an imported or replayed one)."""

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "trajdebug.cli._replay",
     "trajdebug.cli._report",
     "trajdebug.cli._serve",
+    "trajdebug.cli._mark",
 )
 
 

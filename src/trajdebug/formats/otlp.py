@@ -465,7 +465,11 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, Step]) -> None:
             args = chat.parse_arguments(step.input)
             for k in range(len(open_calls) - 1, -1, -1):
                 llm, c = open_calls[k]
-                if c.get("name") == name and c.get("arguments") == args and steps[llm].start_ns <= step.start_ns:
+                if (
+                    c.get("name") == name
+                    and c.get("arguments") == args
+                    and steps[llm].start_ns <= step.start_ns
+                ):
                     del open_calls[k]
                     matched[s.span_id] = llm
                     if c.get("id"):

@@ -208,7 +208,9 @@ def transcript_to_run(
         }
         output: Any = msg.get("content")
         if kind == "llm":
-            output = chat.normalize_llm_step(None, {"role": "assistant", "content": text or None, "name": speaker})[1]
+            output = chat.normalize_llm_step(
+                None, {"role": "assistant", "content": text or None, "name": speaker}
+            )[1]
         steps.append(
             Step(
                 step_id=sid,

@@ -203,16 +203,10 @@ def convert_trace(
             details[sid] = detail
     _edges(ordered, steps, owner)
     for sid, _ in ordered:  # the tools offered: the SDK names them on the agent span only
-        s, agent = steps[sid], owner.get(sid)
-        if (
-            s.kind == "llm"
-            and "llm.tools" not in s.attributes
-            and agent
-            and steps[agent].attributes.get("tools")
-        ):
-            steps[sid] = replace(
-                s, attributes={**s.attributes, "llm.tools": list(steps[agent].attributes["tools"])}
-            )
+        step, agent = steps[sid], owner.get(sid)
+        offered = steps[agent].attributes.get("tools") if agent else None
+        if step.kind == "llm" and "llm.tools" not in step.attributes and offered:
+            steps[sid] = replace(step, attributes={**step.attributes, "llm.tools": list(offered)})
     errors = _errors(ordered, steps, details)
     roots = [sid for sid, s in ordered if steps[sid].parent_id is None]
     _final_outputs(ordered, steps, owner, roots)
