@@ -30,15 +30,34 @@ serialized constructors), OpenInference flattened attributes
 Pydantic objects (the SDKs' types) are read through their ``model_dump``.  A
 value in no known shape passes through unchanged; nothing here raises.
 
-Standard library only: this module sits on the model floor.
+Standard library only: this module (with `trajdebug._messages`, which reads single
+messages) sits on the model floor.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from trajdebug._messages import (
+    _MESSAGE_ITEM_TYPES,
+    _as_assistant,
+    _call,
+    _convert,
+    _int,
+    _is_message,
+    _json_or_none,
+    _maybe_json,
+    _text,
+    input_messages,
+    normalize_message,
+    normalize_messages,
+    parse_arguments,
+    plain,
+    tool_calls,
+    tool_names,
+)
 
 
 ENVELOPE_KEYS: tuple[str, ...] = (
@@ -59,31 +78,6 @@ ENVELOPE_KEYS: tuple[str, ...] = (
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 """The roles of normalized messages."""
 
-_ROLE_ALIASES = {
-    "system": "system",
-    "developer": "system",
-    "user": "user",
-    "human": "user",
-    "humanmessagechunk": "user",
-    "assistant": "assistant",
-    "ai": "assistant",
-    "model": "assistant",
-    "aimessagechunk": "assistant",
-    "tool": "tool",
-    "function": "tool",
-    "ipython": "tool",
-    "toolmessagechunk": "tool",
-    "systemmessagechunk": "system",
-}
-_LC_CLASS_ROLE = {
-    "HumanMessage": "user",
-    "AIMessage": "assistant",
-    "AIMessageChunk": "assistant",
-    "SystemMessage": "system",
-    "ToolMessage": "tool",
-    "FunctionMessage": "tool",
-    "ChatMessage": None,
-}
 _INVOCATION_KEYS = frozenset(
     {
         "temperature",
@@ -110,11 +104,6 @@ _INVOCATION_KEYS = frozenset(
         "truncation",
         "text",
     }
-)
-_TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text", "refusal", "summary_text"})
-_MESSAGE_ITEM_TYPES = frozenset({"message", "function_call", "function_call_output"})
-_LC_TYPES = frozenset(
-    {"human", "ai", "system", "tool", "function", "AIMessageChunk", "HumanMessageChunk", "ToolMessageChunk"}
 )
 
 
@@ -180,235 +169,6 @@ def is_normalized(input: Any, output: Any) -> bool:
 # -- messages ---------------------------------------------------------------------
 
 
-def normalize_messages(value: Any) -> list[dict[str, Any]] | None:
-    """A list of messages in any known shape as normalized messages, or None when it is not one."""
-    value = plain(value)
-    if isinstance(value, list) and value and all(isinstance(b, list) for b in value):
-        value = value[0]  # LangChain batches: one message list per prompt; the first is the call
-    if not isinstance(value, list) or not value:
-        return None
-    if not any(_is_message(v) for v in value):
-        return None
-    out: list[dict[str, Any]] = []
-    for v in value:
-        for m in _convert(v):
-            # Consecutive Responses ``function_call`` items are one assistant turn.
-            if (
-                out
-                and m.get("role") == "assistant"
-                and m.get("content") is None
-                and m.get("tool_calls")
-                and out[-1].get("role") == "assistant"
-                and out[-1].get("tool_calls")
-            ):
-                out[-1]["tool_calls"] = [*out[-1]["tool_calls"], *m["tool_calls"]]
-            else:
-                out.append(m)
-    return out
-
-
-def normalize_message(value: Any) -> dict[str, Any] | None:
-    """One message in any known shape as a normalized message, or None when it is not one.
-
-    A source message that carries several (an Anthropic user turn holding tool
-    results) gives its first; use `normalize_messages` for lists.
-    """
-    value = plain(value)
-    if not _is_message(value):
-        return None
-    found = _convert(value)
-    return found[0] if found else None
-
-
-def _is_message(v: Any) -> bool:
-    if not isinstance(v, Mapping):
-        return False
-    if isinstance(v.get("role"), str):
-        return True
-    if isinstance(v.get("message"), Mapping) and isinstance(v["message"].get("role"), str):
-        return True  # OpenInference unflattened
-    t = v.get("type")
-    if t in _MESSAGE_ITEM_TYPES:
-        return True
-    if t in _LC_TYPES and "content" in v:
-        return True
-    return v.get("lc") == 1 and v.get("type") == "constructor" and isinstance(v.get("kwargs"), Mapping)
-
-
-def _convert(item: Any) -> list[dict[str, Any]]:
-    """One source message or item as zero or more normalized messages."""
-    item = plain(item)
-    if isinstance(item, str):
-        return [{"role": "user", "content": item}]
-    if not isinstance(item, Mapping):
-        return []
-    if isinstance(item.get("message"), Mapping) and "role" not in item:
-        item = item["message"]
-    role: Any = item.get("role")
-    if item.get("lc") == 1 and isinstance(item.get("kwargs"), Mapping):
-        ids = item.get("id") or []
-        role = _LC_CLASS_ROLE.get(str(ids[-1]) if ids else "") or item["kwargs"].get("role")
-        item = item["kwargs"]
-    t = item.get("type")
-    if t == "function_call":
-        return [
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [_call(item.get("call_id"), item.get("name"), item.get("arguments"))],
-            }
-        ]
-    if t == "function_call_output":
-        out = {"role": "tool", "content": _text(item.get("output"))}
-        if item.get("call_id") is not None:
-            out["tool_call_id"] = str(item["call_id"])
-        return [out]
-    if role is None and isinstance(t, str):
-        role = "assistant" if t == "message" else t
-    role = _ROLE_ALIASES.get(str(role).lower(), str(role)) if role is not None else "user"
-    texts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    content = item.get("content")
-    parts = content if isinstance(content, list) else item.get("parts", item.get("contents"))
-    if isinstance(content, str):
-        texts.append(content)
-    elif content is not None and not isinstance(content, list):
-        texts.append(_text(content) or "")
-    if isinstance(parts, list):
-        _read_parts(parts, texts, calls, results)
-    _read_calls(item, calls)
-    msg: dict[str, Any] = {"role": role, "content": "\n".join(texts) or None}
-    if calls:
-        msg["tool_calls"] = calls
-    tcid = item.get("tool_call_id", item.get("tool_use_id"))
-    if tcid is None and role == "tool" and item.get("id") is not None and not calls:
-        tcid = item.get("id")  # OpenLLMetry tool results carry the call id as ``id``
-    if tcid is not None:
-        msg["tool_call_id"] = str(tcid)
-    if isinstance(item.get("name"), str) and item["name"]:
-        msg["name"] = item["name"]
-    if results:
-        # Tool results a user turn carried (Anthropic) or a message of parts (GenAI): each its own message.
-        return [*results, msg] if msg["content"] is not None or calls else results
-    return [msg]
-
-
-def _read_parts(
-    parts: list[Any], texts: list[str], calls: list[dict[str, Any]], results: list[dict[str, Any]]
-) -> None:
-    for p in parts:
-        p = plain(p)
-        if isinstance(p, str):
-            texts.append(p)
-            continue
-        if not isinstance(p, Mapping):
-            continue
-        if isinstance(p.get("message_content"), Mapping):  # OpenInference ``contents``
-            p = p["message_content"]
-        t = p.get("type")
-        if t in _TEXT_PART_TYPES or (t is None and isinstance(p.get("text"), str)):
-            text = p.get("text", p.get("refusal", p.get("content")))
-            if isinstance(text, str):
-                texts.append(text)
-        elif t == "tool_use":  # Anthropic
-            calls.append(_call(p.get("id"), p.get("name"), p.get("input")))
-        elif t == "tool_call":  # GenAI parts
-            calls.append(_call(p.get("id"), p.get("name"), p.get("arguments")))
-        elif t == "function_call":
-            calls.append(_call(p.get("call_id", p.get("id")), p.get("name"), p.get("arguments")))
-        elif t == "tool_result":  # Anthropic
-            r: dict[str, Any] = {"role": "tool", "content": _text(p.get("content"))}
-            if p.get("tool_use_id") is not None:
-                r["tool_call_id"] = str(p["tool_use_id"])
-            results.append(r)
-        elif t in ("tool_call_response", "function_call_output"):  # GenAI parts, Responses
-            r = {"role": "tool", "content": _text(p.get("response", p.get("output", p.get("result"))))}
-            cid = p.get("id", p.get("call_id"))
-            if cid is not None:
-                r["tool_call_id"] = str(cid)
-            results.append(r)
-
-
-def _read_calls(item: Mapping[str, Any], calls: list[dict[str, Any]]) -> None:
-    raw = item.get("tool_calls")
-    if isinstance(raw, str):
-        raw = _json_or_none(raw)
-    for c in raw if isinstance(raw, list) else ():
-        c = plain(c)
-        if not isinstance(c, Mapping):
-            continue
-        if isinstance(c.get("tool_call"), Mapping):  # OpenInference
-            c = c["tool_call"]
-        fn = c.get("function") if isinstance(c.get("function"), Mapping) else c
-        args = fn.get("arguments", fn.get("args", c.get("args")))
-        calls.append(_call(c.get("id"), fn.get("name"), args))
-    fc = item.get("function_call")
-    if isinstance(fc, Mapping):  # OpenAI legacy function calling
-        calls.append(_call(None, fc.get("name"), fc.get("arguments")))
-    if item.get("function_call_name") is not None:  # OpenInference legacy function call
-        calls.append(_call(None, item["function_call_name"], item.get("function_call_arguments_json")))
-
-
-def _call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
-    return {
-        "id": None if call_id is None else str(call_id),
-        "name": "" if name is None else str(name),
-        "arguments": parse_arguments(arguments),
-    }
-
-
-def parse_arguments(value: Any) -> Any:
-    """Tool-call arguments as data: a JSON object or array held in a string is decoded, anything else kept.
-
-    Only objects and arrays are decoded, so a decoded value is never decoded
-    again (``"5"`` stays the string it was).
-    """
-    value = plain(value)
-    if isinstance(value, str):
-        s = value.strip()
-        if s[:1] in ("{", "[") and s[-1:] in ("}", "]"):
-            parsed = _json_or_none(s)
-            if parsed is not None:
-                return parsed
-    return value
-
-
-def _json_or_none(s: str) -> Any:
-    try:
-        return json.loads(s)
-    except ValueError:
-        return None
-
-
-def _text(value: Any) -> str | None:
-    """Message content as one string: text parts joined; other values as JSON."""
-    value = plain(value)
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        texts: list[str] = []
-        _read_parts(value, texts, [], [])
-        if texts:
-            return "\n".join(texts)
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def tool_calls(message: Any) -> list[dict[str, Any]]:
-    """The tool calls of a normalized message (empty when it has none or is not one)."""
-    calls = message.get("tool_calls") if isinstance(message, Mapping) else None
-    return [dict(c) for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
-
-
-def input_messages(input: Any) -> list[dict[str, Any]]:
-    """The messages of a normalized LLM input (empty when it is not one)."""
-    msgs = input.get("messages") if isinstance(input, Mapping) else None
-    return [dict(m) for m in msgs if isinstance(m, Mapping)] if isinstance(msgs, list) else []
-
-
 # -- requests ---------------------------------------------------------------------
 
 
@@ -448,23 +208,6 @@ def _input(value: Any) -> tuple[list[dict[str, Any]] | None, dict[str, Any]]:
     if names:
         env["llm.tools"] = names
     return msgs, env
-
-
-def tool_names(tools: Any) -> list[str]:
-    """The names of the tools offered to a model (Chat Completions, Responses, Anthropic, LangChain shapes)."""
-    out: list[str] = []
-    tools = plain(tools)
-    for raw in tools if isinstance(tools, list) else ():
-        t: Any = raw
-        if isinstance(raw, str):
-            t = _json_or_none(raw) if raw.strip().startswith("{") else {"name": raw}
-        if not isinstance(t, Mapping):
-            continue
-        fn: Mapping[str, Any] = t["function"] if isinstance(t.get("function"), Mapping) else t
-        name = fn.get("name", t.get("name"))
-        if isinstance(name, str) and name:
-            out.append(name)
-    return out
 
 
 # -- responses --------------------------------------------------------------------
@@ -534,18 +277,6 @@ def _output(value: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         found = _convert(value)
         return (_as_assistant(found[0]) if found else None), env
     return None, env
-
-
-def _as_assistant(msg: Mapping[str, Any]) -> dict[str, Any]:
-    """An output message: always ``role``, ``content`` and ``tool_calls`` (empty when none), then ``name``."""
-    out = {
-        "role": "assistant",
-        "content": msg.get("content"),
-        "tool_calls": list(msg.get("tool_calls") or []),
-    }
-    if msg.get("name"):
-        out["name"] = msg["name"]
-    return out
 
 
 def _items(items: list[Any]) -> dict[str, Any]:
@@ -637,18 +368,6 @@ def _langchain_envelope(msg: Mapping[str, Any], env: dict[str, Any]) -> None:
         and "llm.response_id" not in env
     ):
         env["llm.response_id"] = mid
-
-
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.isdigit():
-        return int(v)
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return None
 
 
 # -- span attributes (OpenInference, OpenTelemetry GenAI) ---------------------------
@@ -817,13 +536,6 @@ def _event_messages(
     return out or None
 
 
-def _maybe_json(v: Any) -> Any:
-    if isinstance(v, str) and v.strip()[:1] in ("{", "["):
-        parsed = _json_or_none(v)
-        return v if parsed is None else parsed
-    return v
-
-
 def unflatten(attrs: Mapping[str, Any], prefix: str) -> Any:
     """Rebuild the value flattened under ``prefix`` (``a.0.b`` -> ``{"a": [{"b": ...}]}``).
 
@@ -861,32 +573,6 @@ def _listify(node: Any) -> Any:
 
 
 # -- values -----------------------------------------------------------------------
-
-
-def plain(value: Any, depth: int = 0) -> Any:
-    """A value as plain data: pydantic objects through ``model_dump``, tuples as lists; never raises."""
-    if depth > 30:
-        return value
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, type):
-        try:
-            # serialize_as_any: a field declared as a base class (LangChain's ``Generation``)
-            # still dumps the subclass's fields (``ChatGeneration.message``).
-            return plain(dump(mode="json", exclude_none=True, serialize_as_any=True), depth + 1)
-        except TypeError:  # pydantic before 2.7, or a model_dump that takes no such options
-            try:
-                return plain(dump(), depth + 1)
-            except Exception:  # noqa: BLE001 - a third-party object failing to dump stays as it is
-                return value
-        except Exception:  # noqa: BLE001 - a third-party object failing to dump stays as it is
-            return value
-    if isinstance(value, Mapping):
-        return {str(k): plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v, depth + 1) for v in value]
-    return value
 
 
 __all__ = [

@@ -168,8 +168,9 @@ def _span(run: Run, trace: str, s: Step, stage_events: list[dict[str, Any]]) -> 
         **_io(s.output, "output"),
     }
     a = s.attributes
-    if s.kind == "llm" and isinstance(a.get("model"), str):
-        attrs["llm.model_name"] = a["model"]
+    model = a.get("llm.model", a.get("model"))  # the chat convention's key, or a recorder's own
+    if s.kind == "llm" and isinstance(model, str):
+        attrs["llm.model_name"] = model
     if s.kind == "tool":
         attrs["tool.name"] = s.name
         if a.get("tool_call_id") is not None:
