@@ -22,7 +22,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("trajdebug.format", "trajdebug._encode", "trajdebug.schema"),
     ("trajdebug.analysis",),
     ("trajdebug.formats", "trajdebug.report", "trajdebug.store"),
-    ("trajdebug.record", "trajdebug.source"),
+    ("trajdebug.record", "trajdebug.source", "trajdebug.marks"),
     ("trajdebug.replay",),
     ("trajdebug.integrations", "trajdebug.judge", "trajdebug.fleet", "trajdebug.serve"),
     ("trajdebug.cli", "trajdebug.demo", "trajdebug.testing", "trajdebug", "trajdebug.__main__"),

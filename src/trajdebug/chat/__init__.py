@@ -30,7 +30,7 @@ serialized constructors), OpenInference flattened attributes
 Pydantic objects (the SDKs' types) are read through their ``model_dump``.  A
 value in no known shape passes through unchanged; nothing here raises.
 
-Standard library only: this module (with `trajdebug._messages`, which reads single
+Standard library only: this package (with `_messages`, which reads single
 messages) sits on the model floor.
 """
 
@@ -40,7 +40,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trajdebug._messages import (
+from trajdebug.chat._messages import (
     _MESSAGE_ITEM_TYPES,
     _as_assistant,
     _call,
