@@ -122,6 +122,22 @@ class TestStructure:
         assert back.steps == run.steps
         assert back.errors == run.errors
 
+    def test_assistant_turns_follow_the_chat_convention_and_nothing_is_inferred(self, tmp_path: Path) -> None:
+        """Assistant turns are messages with parsed tool calls; the import states only the log's own edges."""
+        [run] = read_messages(_write(tmp_path, LOG)).runs
+        first, _, last = (s for s in run.steps if s.kind == "llm")
+        assert first.output == {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "name": "find_user", "arguments": {"name": "ana"}}],
+        }
+        assert last.output == {"role": "assistant", "content": "Done, #W1 is cancelled.", "tool_calls": []}
+        # Only declared edges and the turn-order context edges: no content-matched data edges.
+        assert {(d.origin, d.kind) for s in run.steps for d in s.deps} == {
+            ("declared", "data"),
+            ("inferred", "context"),
+        }
+
 
 class TestMalformed:
     """Malformed messages give clear errors; valid ones still load."""
