@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "trajdebug.cli._report",
     "trajdebug.cli._serve",
     "trajdebug.cli._mark",
+    "trajdebug.cli._fleet",
 )
 
 

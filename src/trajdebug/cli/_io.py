@@ -103,7 +103,12 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
 @run_option
 @fmt_option
 @click.option(
-    "--to", "to", type=click.Choice(["otlp"]), default="otlp", show_default=True, help="Output format."
+    "--to",
+    "to",
+    type=click.Choice(["otlp", "parquet"]),
+    default="otlp",
+    show_default=True,
+    help="Output format (parquet: a dataset folder, see docs/format.md).",
 )
 @click.option(
     "-o", "--output", metavar="PATH", default="-", show_default=True, help="Output file ('-': stdout)."
@@ -113,8 +118,15 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     is_flag=True,
     help="One envelope per run per line (JSON lines, as the collector's file exporter writes).",
 )
+@click.option("--analyze", "with_analyses", is_flag=True, help="parquet: also write the analyses table.")
 def export_cmd(
-    source: str | None, run_id: str | None, fmt: str | None, to: str, output: str, per_line: bool
+    source: str | None,
+    run_id: str | None,
+    fmt: str | None,
+    to: str,
+    output: str,
+    per_line: bool,
+    with_analyses: bool,
 ) -> None:
     """Export runs as OTLP/JSON spans, to open them in any OpenTelemetry backend.
 
@@ -125,7 +137,21 @@ def export_cmd(
     \b
     Example:
         trajdebug export trajdebug.db --run 4f2a --to otlp -o spans.json
+        trajdebug export trajdebug.db --to parquet -o dataset/
     """
+    if to == "parquet":
+        from trajdebug.cli._common import store_path
+        from trajdebug.fleet.parquet import export_source
+        from trajdebug.source import SourceError
+
+        if output == "-":
+            raise click.ClickException("--to parquet writes a dataset folder: give -o DIR")
+        try:
+            n = export_source(store_path(source), output, run_id=run_id, fmt=fmt, analyses=with_analyses)
+        except SourceError as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"exported {n['runs']} runs ({n['steps']} steps) as parquet to {output}", err=True)
+        return
     from trajdebug.formats.export import write_otlp
 
     runs = load_source(source, run_id, fmt)

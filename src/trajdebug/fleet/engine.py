@@ -1,0 +1,398 @@
+"""The fleet job: analyze every failed run of many sources, group the failures, rank the spectrum.
+
+Sources are split into *units* of a few dozen runs (`units`): run ids of a
+store, one part of a Parquet dataset, or runs already read from a file.  Each
+unit is processed on its own (`process_unit`: load, analyze each failed run,
+count every run's features) and returns a small `UnitResult`; results fold
+into one `GroupTable` and one `Spectrum` in any order.  The same function runs
+in a local process pool (`run_fleet`) and on a Dask cluster
+(`trajdebug.fleet.distributed`), which is why both give the same groups.
+
+Memory stays bounded for any number of stored runs: the parent holds run ids
+of one store at a time and a few units in flight; workers load their runs
+themselves; aggregates grow with groups and features, not runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trajdebug.fleet.groups import Finding, GroupTable, finding_of, verification_index
+from trajdebug.fleet.spectrum import Spectrum, Suspect, run_features
+from trajdebug.model import Run
+
+
+log = logging.getLogger("trajdebug")
+
+UNIT_SIZE = 64
+"""Runs per unit of work."""
+
+_FILE_SUFFIXES = (".jsonl", ".json", ".db", ".sqlite", ".sqlite3", ".ndjson")
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One unit of work: where its runs come from."""
+
+    kind: str
+    """``store`` (run ids of a store), ``parquet`` (one part of a dataset) or ``runs`` (runs in hand)."""
+    path: str
+    """The store, dataset or file."""
+    ids: tuple[str, ...] = ()
+    """Run ids (``store``)."""
+    part: str | None = None
+    """The part name (``parquet``)."""
+    runs: tuple[Run, ...] = ()
+    """The runs (``runs``)."""
+    tag: str | None = None
+    """A label the caller attaches (`trajdebug.fleet.compare`: which set the unit belongs to)."""
+
+
+@dataclass(slots=True)
+class UnitResult:
+    """What one unit gives back: findings of its failed runs and the spectrum of all its runs."""
+
+    findings: list[Finding] = field(default_factory=list)
+    """One per failed run analyzed."""
+    spectrum: Spectrum = field(default_factory=Spectrum)
+    """Feature counts of every run."""
+    runs: int = 0
+    """Runs read."""
+    problems: list[str] = field(default_factory=list)
+    """Runs that could not be analyzed, one line each."""
+
+
+@dataclass(slots=True)
+class FleetReport:
+    """The result of a fleet job."""
+
+    groups: GroupTable
+    """The failure groups."""
+    spectrum: Spectrum
+    """The feature counts (rank them with `suspects`)."""
+    sources: list[str]
+    """What was read."""
+    runs: int = 0
+    """Runs read (replays and reference runs excluded)."""
+    problems: list[str] = field(default_factory=list)
+    """Runs or sources that could not be read or analyzed (first 100)."""
+    seconds: float = 0.0
+    """Wall time."""
+    workers: int = 1
+    """Processes (or cluster workers) used."""
+    findings: list[Finding] | None = None
+    """Every finding, when asked for (``keep_findings``)."""
+
+    def suspects(self, top: int = 5) -> list[Suspect]:
+        """The spectrum ranking (see `trajdebug.fleet.spectrum`)."""
+        return self.spectrum.rank(top=top)
+
+    def to_dict(self, *, top: int = 5) -> dict[str, Any]:
+        """As JSON data (the ``trajdebug fleet --json`` document, described in docs/fleet.md)."""
+        return {
+            "sources": self.sources,
+            "runs": self.runs,
+            "failed": self.groups.failed,
+            "groups": [g.to_dict() for g in self.groups.ranked()],
+            "spectrum": [s.to_dict() for s in self.suspects(top)],
+            "problems": self.problems,
+            "seconds": round(self.seconds, 3),
+            "workers": self.workers,
+        }
+
+
+def _skip(md: Mapping[str, Any]) -> bool:
+    """Replays and reference runs are not runs of the fleet."""
+    return bool(md.get("replay_of") or md.get("reference_for"))
+
+
+def _lookup(md: Mapping[str, Any], dotted: str) -> Any:
+    cur: Any = md
+    for part in dotted.split("."):
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def analyze_run(run: Run, *, root_from: str | None = None) -> Finding:
+    """Analyze one failed run and return its finding.
+
+    Args:
+        run: The run.
+        root_from: Group on the step named by this run-metadata path instead of the
+            analysis's first candidate (``fault.step_id``: the benchmarks' injected step).
+
+    Raises:
+        GraphError: the run's dependencies are broken.
+    """
+    from trajdebug.analysis import analyze
+
+    analysis = analyze(run, top=3)
+    root = None
+    if root_from is not None:
+        value = _lookup(run.metadata, root_from)
+        root = str(value) if value else None
+    return finding_of(analysis, root=root)
+
+
+_STORES: dict[str, Any] = {}
+
+
+def _load(unit: Unit) -> Iterator[Run]:
+    if unit.kind == "runs":
+        yield from unit.runs
+    elif unit.kind == "store":
+        from trajdebug.store import Store
+
+        store = _STORES.get(unit.path)
+        if store is None:
+            store = _STORES[unit.path] = Store(unit.path)
+        for rid in unit.ids:
+            yield store.load_run(rid)
+    elif unit.kind == "parquet":
+        from trajdebug.fleet.parquet import read_part
+
+        yield from read_part(unit.path, str(unit.part))
+    else:  # pragma: no cover - units are built here
+        raise ValueError(f"unknown unit kind {unit.kind!r}")
+
+
+def process_unit(unit: Unit, root_from: str | None = None) -> UnitResult:
+    """Load a unit's runs, analyze each failed one, count every run's features.
+
+    A run that cannot be loaded or analyzed is named in ``problems``; the rest go on.
+    """
+    from trajdebug.analysis import GraphError
+
+    out = UnitResult()
+    runs = _load(unit)
+    while True:
+        try:
+            run = next(runs)
+        except StopIteration:
+            break
+        except Exception as exc:  # noqa: BLE001 - one unreadable run must not stop the fleet
+            out.problems.append(f"{unit.path}: {exc}")
+            break
+        if _skip(run.metadata):
+            continue
+        out.runs += 1
+        failed = run.outcome == "failure"
+        out.spectrum.add(run.name, run.metadata.get("task"), failed, run_features(run))
+        if not failed:
+            continue
+        try:
+            out.findings.append(analyze_run(run, root_from=root_from))
+        except GraphError as exc:
+            out.problems.append(f"{unit.path}: run {run.run_id}: skipped: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a crash on one run is reported, the rest go on
+            out.problems.append(f"{unit.path}: run {run.run_id}: analysis failed: {type(exc).__name__}: {exc}")
+    return out
+
+
+def _store_units(path: Path, size: int) -> tuple[list[Unit], list[Run]]:
+    """Units of a store's runs, and the store's replays (read for the verified share)."""
+    from trajdebug.store import Store
+
+    units: list[Unit] = []
+    with Store(path) as store:
+        conn = store._conn()
+        batch: list[str] = []
+        for rid, note in conn.execute("SELECT run_id, note FROM runs ORDER BY start_ns, rowid"):
+            if note and (note.startswith("replay of") or note.startswith("reference for")):
+                continue
+            batch.append(rid)
+            if len(batch) >= size:
+                units.append(Unit("store", str(path), tuple(batch)))
+                batch = []
+        if batch:
+            units.append(Unit("store", str(path), tuple(batch)))
+        replay_ids = [r for (r,) in conn.execute("SELECT run_id FROM runs WHERE note LIKE 'replay of %'")]
+        replays = [store.load_run(r) for r in replay_ids]
+    return units, replays
+
+
+def expand(sources: Iterable[str | Path]) -> list[Path]:
+    """Sources with folders replaced by the files in them (a Parquet dataset stays whole)."""
+    from trajdebug.fleet.parquet import is_dataset
+
+    out: list[Path] = []
+    for src in sources:
+        p = Path(src)
+        if p.is_dir() and not is_dataset(p):
+            out.extend(
+                f for f in sorted(p.iterdir()) if f.is_file() and f.suffix in _FILE_SUFFIXES and not f.name.startswith(".")
+            )
+        else:
+            out.append(p)
+    return out
+
+
+def units(sources: Iterable[str | Path], *, size: int = UNIT_SIZE) -> tuple[list[Unit], list[Run], list[str]]:
+    """Split sources into units of work.
+
+    Returns:
+        The units, the replay runs found (for the verified share), and the
+        sources that could not be read (one line each).
+
+    Raises:
+        SourceError: a source does not exist.
+    """
+    from trajdebug.fleet.parquet import is_dataset, parts, replay_runs
+    from trajdebug.source import SourceError, read_source
+    from trajdebug.store import is_store
+
+    out: list[Unit] = []
+    replays: list[Run] = []
+    problems: list[str] = []
+    for p in expand(sources):
+        if not p.exists():
+            raise SourceError(f"{p}: no such file")
+        if is_dataset(p):
+            out.extend(Unit("parquet", str(p.resolve()), part=part) for part in parts(p))
+            replays.extend(replay_runs(p))
+        elif is_store(p):
+            u, r = _store_units(p, size)
+            out.extend(u)
+            replays.extend(r)
+        else:
+            try:
+                result = read_source(p)
+            except SourceError as exc:
+                problems.append(str(exc))
+                continue
+            problems.extend(str(x) for x in result.problems)
+            keep = [r for r in result.runs if not _skip(r.metadata)]
+            replays.extend(r for r in result.runs if r.metadata.get("replay_of"))
+            out.extend(Unit("runs", str(p), runs=tuple(keep[i : i + size])) for i in range(0, len(keep), size))
+    return out, replays, problems
+
+
+class Aggregate:
+    """Folds unit results into a report (used by every engine)."""
+
+    def __init__(self, replays: Sequence[Run] = (), *, keep_findings: bool = False) -> None:
+        self.groups = GroupTable()
+        self.spectrum = Spectrum()
+        self.runs = 0
+        self.problems: list[str] = []
+        self.findings: list[Finding] | None = [] if keep_findings else None
+        self._verified = verification_index(replays)
+
+    def add(self, result: UnitResult) -> None:
+        """Fold one unit's result in."""
+        self.runs += result.runs
+        self.spectrum.merge(result.spectrum)
+        if len(self.problems) < 100:
+            self.problems.extend(result.problems[: 100 - len(self.problems)])
+        for f in result.findings:
+            v = self._verified.get(f.run_id)
+            if v is not None:
+                from dataclasses import replace
+
+                f = replace(f, verified=f.root_step in v[0])
+            self.groups.add(f)
+            if self.findings is not None:
+                self.findings.append(f)
+
+    def report(self, sources: Sequence[str], seconds: float, workers: int) -> FleetReport:
+        """The finished report."""
+        return FleetReport(
+            self.groups, self.spectrum, list(sources), self.runs, self.problems, seconds, workers, self.findings
+        )
+
+
+def default_workers() -> int:
+    """Processes to use by default: the cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def execute(
+    work: Sequence[Any],
+    fn: Callable[..., Any],
+    consume: Callable[[Any], None],
+    *,
+    workers: int | None = None,
+    args: tuple[Any, ...] = (),
+) -> int:
+    """Run ``fn(unit, *args)`` over the units in a process pool, handing each result to ``consume``.
+
+    Results arrive in completion order; at most three units per process are in
+    flight, so results waiting to be consumed stay few.  Returns the number of
+    processes used (1: everything ran in this process).
+    """
+    n = workers or default_workers()
+    if n <= 1 or len(work) <= 1:
+        for u in work:
+            consume(fn(u, *args))
+        return 1
+    import multiprocessing
+
+    # forkserver: the recorder's writer thread must not be forked mid-write.
+    ctx = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        pending: set[Future[Any]] = set()
+        for u in work:
+            pending.add(pool.submit(fn, u, *args))
+            while len(pending) >= 3 * n:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    consume(fut.result())
+        for fut in pending:
+            consume(fut.result())
+    return n
+
+
+def run_fleet(
+    sources: Sequence[str | Path],
+    *,
+    workers: int | None = None,
+    keep_findings: bool = False,
+    root_from: str | None = None,
+    unit_size: int = UNIT_SIZE,
+) -> FleetReport:
+    """Analyze every failed run of the sources in parallel and group the failures.
+
+    Args:
+        sources: Stores, JSONL files, foreign traces, folders of them, Parquet datasets.
+        workers: Processes (default: the usable cores); 1 runs in this process.
+        keep_findings: Keep every finding in the report (memory grows with failed runs).
+        root_from: Group on the step named by this metadata path (see `analyze_run`).
+        unit_size: Runs per unit of work.
+
+    Raises:
+        SourceError: a source does not exist.
+    """
+    t0 = time.perf_counter()
+    work, replays, problems = units(sources, size=unit_size)
+    agg = Aggregate(replays, keep_findings=keep_findings)
+    agg.problems.extend(problems)
+    n = execute(work, process_unit, agg.add, workers=workers, args=(root_from,))
+    return agg.report([str(s) for s in sources], time.perf_counter() - t0, n)
+
+
+__all__ = [
+    "UNIT_SIZE",
+    "Aggregate",
+    "FleetReport",
+    "Unit",
+    "UnitResult",
+    "analyze_run",
+    "default_workers",
+    "execute",
+    "expand",
+    "process_unit",
+    "run_fleet",
+    "units",
+]

@@ -1,0 +1,482 @@
+"""Runs as a Parquet dataset: the schema, the writer, the reader, and DuckDB queries over it.
+
+A dataset is a folder with one sub-folder per table (``runs``, ``steps``,
+``errors``, ``dependencies``, and ``analyses`` when analyses were written),
+each holding ``part-NNNNN.parquet`` files, plus ``_trajdebug.json`` naming
+the format.  Part *k* of every table holds the same runs, so one part is a
+self-contained unit of work: a worker reads part *k* of each table and
+rebuilds those runs exactly (`read_part`).  Values that are free JSON
+(inputs, outputs, attributes, metadata) are stored as JSON text columns
+(``*_json``).  The schema is documented in docs/format.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from trajdebug._encode import dumps_str, loads
+from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+
+
+FORMAT = "trajdebug-parquet"
+SCHEMA_VERSION = 1
+"""Version of the dataset layout, in ``_trajdebug.json``."""
+
+PART_SIZE = 1000
+"""Runs per part."""
+
+MANIFEST = "_trajdebug.json"
+
+# (column, pyarrow type name, nullable) per table; the order is the file's column order.
+COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "runs": (
+        ("run_id", "string"),
+        ("name", "string"),
+        ("start_ns", "int64"),
+        ("end_ns", "int64"),
+        ("outcome", "string"),
+        ("failure_reason", "string"),
+        ("continues", "string"),
+        ("task", "string"),
+        ("version", "string"),
+        ("steps", "int32"),
+        ("errors", "int32"),
+        ("metadata_json", "string"),
+    ),
+    "steps": (
+        ("run_id", "string"),
+        ("step_id", "string"),
+        ("seq", "int32"),
+        ("name", "string"),
+        ("kind", "string"),
+        ("parent_id", "string"),
+        ("agent", "string"),
+        ("status", "string"),
+        ("error_type", "string"),
+        ("error_message", "string"),
+        ("error_id", "string"),
+        ("error_traceback", "string"),
+        ("start_ns", "int64"),
+        ("end_ns", "int64"),
+        ("attempt", "int32"),
+        ("retry_of", "string"),
+        ("source_index", "int64"),
+        ("input_json", "string"),
+        ("output_json", "string"),
+        ("attributes_json", "string"),
+    ),
+    "errors": (
+        ("run_id", "string"),
+        ("error_id", "string"),
+        ("step_id", "string"),
+        ("seq", "int32"),
+        ("type", "string"),
+        ("message", "string"),
+        ("parent_error_id", "string"),
+        ("attempt", "int32"),
+        ("stage", "string"),
+        ("stages_json", "string"),
+        ("attributes_json", "string"),
+    ),
+    "dependencies": (
+        ("run_id", "string"),
+        ("step_id", "string"),
+        ("upstream_step_id", "string"),
+        ("kind", "string"),
+        ("origin", "string"),
+        ("confidence", "float64"),
+        ("key", "string"),
+        ("upstream_run_id", "string"),
+    ),
+    "analyses": (
+        ("run_id", "string"),
+        ("name", "string"),
+        ("start_ns", "int64"),
+        ("group_id", "string"),
+        ("title", "string"),
+        ("root_kind", "string"),
+        ("root_name", "string"),
+        ("root_agent", "string"),
+        ("error", "string"),
+        ("evidence", "string"),
+        ("path_shape", "string"),
+        ("root_step", "string"),
+        ("severity", "string"),
+        ("critical", "bool"),
+        ("message", "string"),
+        ("analysis_json", "string"),
+    ),
+}
+"""Every table's columns and their Parquet (Arrow) types; every column is nullable."""
+
+TABLES = ("runs", "steps", "errors", "dependencies")
+"""The tables every dataset has (``analyses`` is optional)."""
+
+
+def _schema(table: str) -> Any:
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int64": pa.int64(), "int32": pa.int32(), "float64": pa.float64(), "bool": pa.bool_()}
+    return pa.schema([pa.field(name, types[t], nullable=True) for name, t in COLUMNS[table]])
+
+
+def _json(v: Any) -> str | None:
+    return None if v is None else dumps_str(v)
+
+
+def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
+    rid = run.run_id
+    md = run.metadata
+    rows["runs"].append(
+        {
+            "run_id": rid,
+            "name": run.name,
+            "start_ns": run.start_ns,
+            "end_ns": run.end_ns,
+            "outcome": run.outcome,
+            "failure_reason": run.failure_reason,
+            "continues": run.continues,
+            "task": None if md.get("task") is None else str(md["task"]),
+            "version": None if md.get("version") is None else str(md["version"]),
+            "steps": len(run.steps),
+            "errors": len(run.errors),
+            "metadata_json": _json(dict(md)) if md else None,
+        }
+    )
+    for i, s in enumerate(run.steps):
+        e = s.error
+        rows["steps"].append(
+            {
+                "run_id": rid,
+                "step_id": s.step_id,
+                "seq": i,
+                "name": s.name,
+                "kind": s.kind,
+                "parent_id": s.parent_id,
+                "agent": s.agent,
+                "status": s.status,
+                "error_type": e.type if e else None,
+                "error_message": e.message if e else None,
+                "error_id": e.error_id if e else None,
+                "error_traceback": e.traceback if e else None,
+                "start_ns": s.start_ns,
+                "end_ns": s.end_ns,
+                "attempt": s.attempt,
+                "retry_of": s.retry_of,
+                "source_index": s.source_index,
+                "input_json": _json(s.input),
+                "output_json": _json(s.output),
+                "attributes_json": _json(dict(s.attributes)) if s.attributes else None,
+            }
+        )
+        for d in s.deps:
+            rows["dependencies"].append(
+                {
+                    "run_id": rid,
+                    "step_id": s.step_id,
+                    "upstream_step_id": d.step_id,
+                    "kind": d.kind,
+                    "origin": d.origin,
+                    "confidence": float(d.confidence),
+                    "key": d.key,
+                    "upstream_run_id": d.run_id,
+                }
+            )
+    for i, err in enumerate(run.errors):
+        rows["errors"].append(
+            {
+                "run_id": rid,
+                "error_id": err.error_id,
+                "step_id": err.step_id,
+                "seq": i,
+                "type": err.type,
+                "message": err.message,
+                "parent_error_id": err.parent_error_id,
+                "attempt": err.attempt,
+                "stage": err.stage,
+                "stages_json": _json(
+                    [{"stage": c.stage, "step_id": c.step_id, "time_ns": c.time_ns, "reason": c.reason} for c in err.stages]
+                ),
+                "attributes_json": _json(dict(err.attributes)) if err.attributes else None,
+            }
+        )
+
+
+def analysis_row(analysis: Any, finding: Any) -> dict[str, Any]:
+    """One ``analyses`` row from a run's `Analysis` and its fleet `Finding`."""
+    sig = finding.signature
+    return {
+        "run_id": finding.run_id,
+        "name": finding.name,
+        "start_ns": finding.start_ns,
+        "group_id": finding.group_id,
+        "title": sig.title(),
+        "root_kind": sig.root_kind,
+        "root_name": sig.root_name,
+        "root_agent": sig.root_agent,
+        "error": sig.error,
+        "evidence": sig.evidence,
+        "path_shape": sig.path,
+        "root_step": finding.root_step,
+        "severity": finding.severity,
+        "critical": finding.critical,
+        "message": finding.message,
+        "analysis_json": dumps_str(analysis.to_dict()),
+    }
+
+
+def _write_part(out: Path, part: int, rows: Mapping[str, list[dict[str, Any]]], tables: Iterable[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for table in tables:
+        schema = _schema(table)
+        t = pa.Table.from_pylist(list(rows.get(table, [])), schema=schema)
+        pq.write_table(t, out / table / f"part-{part:05d}.parquet", compression="zstd")
+
+
+def write_dataset(
+    runs: Iterable[Run], out: str | Path, *, part_size: int = PART_SIZE, analyses: bool = False
+) -> dict[str, int]:
+    """Write runs as a Parquet dataset, one part per ``part_size`` runs (streaming).
+
+    Args:
+        runs: The runs (any iterable: a store is read one run at a time).
+        out: The dataset folder (created; parts already there are replaced).
+        part_size: Runs per part.
+        analyses: Also analyze each failed run and write the ``analyses`` table.
+
+    Returns:
+        Rows written per table.
+    """
+    path = Path(out)
+    tables = (*TABLES, "analyses") if analyses else TABLES
+    for table in tables:
+        (path / table).mkdir(parents=True, exist_ok=True)
+        for old in (path / table).glob("part-*.parquet"):
+            old.unlink()
+    counts = dict.fromkeys(tables, 0)
+    rows: dict[str, list[dict[str, Any]]] = {t: [] for t in tables}
+    part = n = 0
+    for run in runs:
+        _run_rows(run, rows)
+        if analyses and run.outcome == "failure":
+            row = _analysis_row_of(run)
+            if row is not None:
+                rows["analyses"].append(row)
+        n += 1
+        if n == part_size:
+            _flush(path, part, rows, tables, counts)
+            part, n = part + 1, 0
+    if n or part == 0:
+        _flush(path, part, rows, tables, counts)
+        part += 1
+    (path / MANIFEST).write_text(
+        json.dumps({"format": FORMAT, "version": SCHEMA_VERSION, "parts": part, "tables": list(tables)}) + "\n"
+    )
+    return counts
+
+
+def _flush(path: Path, part: int, rows: dict[str, list[dict[str, Any]]], tables: Iterable[str], counts: dict[str, int]) -> None:
+    _write_part(path, part, rows, tables)
+    for t in tables:
+        counts[t] += len(rows[t])
+        rows[t].clear()
+
+
+def _analysis_row_of(run: Run) -> dict[str, Any] | None:
+    from trajdebug.analysis import GraphError, analyze
+    from trajdebug.fleet.groups import finding_of
+
+    try:
+        a = analyze(run, top=3)
+    except GraphError:
+        return None
+    return analysis_row(a, finding_of(a))
+
+
+def export_source(
+    source: str | Path, out: str | Path, *, run_id: str | None = None, fmt: str | None = None, analyses: bool = False
+) -> dict[str, int]:
+    """Export a source (``trajdebug export --to parquet``): a store is read one run at a time.
+
+    Raises:
+        SourceError: the source cannot be read, or holds no run.
+    """
+    from trajdebug.source import SourceError, load_runs
+    from trajdebug.store import Store, is_store
+
+    if run_id is None and fmt in (None, "store") and is_store(source):
+
+        def stream() -> Iterator[Run]:
+            with Store(source) as store:
+                for rid in store.run_ids():
+                    yield store.load_run(rid)
+
+        return write_dataset(stream(), out, analyses=analyses)
+    runs = load_runs(source, run_id=run_id, fmt=fmt)
+    if not runs:
+        raise SourceError(f"{source}: no runs found")
+    return write_dataset(runs, out, analyses=analyses)
+
+
+def is_dataset(path: str | Path) -> bool:
+    """Whether ``path`` is a trajdebug Parquet dataset folder."""
+    p = Path(path)
+    return p.is_dir() and (p / MANIFEST).is_file() and (p / "runs").is_dir()
+
+
+def parts(path: str | Path) -> list[str]:
+    """The part names of a dataset (``part-00000``, ...), in order."""
+    return sorted(f.stem for f in (Path(path) / "runs").glob("part-*.parquet"))
+
+
+def _read(path: Path, table: str, part: str) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    f = path / table / f"{part}.parquet"
+    if not f.exists():
+        return []
+    rows: list[dict[str, Any]] = pq.read_table(f).to_pylist()
+    return rows
+
+
+def _opt_json(v: str | None) -> Any:
+    return None if v is None else loads(v)
+
+
+def read_part(path: str | Path, part: str) -> list[Run]:
+    """Rebuild the runs of one part of a dataset."""
+    p = Path(path)
+    deps: dict[tuple[str, str], list[Dependency]] = {}
+    for d in _read(p, "dependencies", part):
+        deps.setdefault((d["run_id"], d["step_id"]), []).append(
+            Dependency(d["upstream_step_id"], d["kind"], d["origin"], d["confidence"], d["key"], d["upstream_run_id"])
+        )
+    steps: dict[str, list[Step]] = {}
+    for s in sorted(_read(p, "steps", part), key=lambda r: (r["run_id"], r["seq"])):
+        err = None
+        if s["error_type"] is not None:
+            err = ErrorInfo(s["error_type"], s["error_message"] or "", s["error_id"], s["error_traceback"])
+        steps.setdefault(s["run_id"], []).append(
+            Step(
+                step_id=s["step_id"],
+                name=s["name"],
+                kind=s["kind"],
+                parent_id=s["parent_id"],
+                agent=s["agent"],
+                input=_opt_json(s["input_json"]),
+                output=_opt_json(s["output_json"]),
+                status=s["status"],
+                error=err,
+                start_ns=s["start_ns"],
+                end_ns=s["end_ns"],
+                attempt=s["attempt"],
+                retry_of=s["retry_of"],
+                deps=tuple(deps.get((s["run_id"], s["step_id"]), ())),
+                attributes=_opt_json(s["attributes_json"]) or {},
+                source_index=s["source_index"],
+            )
+        )
+    errors: dict[str, list[ErrorEvent]] = {}
+    for e in sorted(_read(p, "errors", part), key=lambda r: (r["run_id"], r["seq"])):
+        stages = tuple(
+            StageChange(c["stage"], c.get("step_id"), int(c["time_ns"]), c.get("reason"))
+            for c in _opt_json(e["stages_json"]) or ()
+        )
+        errors.setdefault(e["run_id"], []).append(
+            ErrorEvent(
+                e["error_id"], e["step_id"], e["type"], e["message"], e["parent_error_id"], stages, e["attempt"],
+                _opt_json(e["attributes_json"]) or {},
+            )
+        )
+    return [
+        Run(
+            run_id=r["run_id"],
+            name=r["name"],
+            start_ns=r["start_ns"],
+            end_ns=r["end_ns"],
+            outcome=r["outcome"],
+            failure_reason=r["failure_reason"],
+            metadata=_opt_json(r["metadata_json"]) or {},
+            steps=tuple(steps.get(r["run_id"], ())),
+            errors=tuple(errors.get(r["run_id"], ())),
+            continues=r["continues"],
+        )
+        for r in _read(p, "runs", part)
+    ]
+
+
+def iter_dataset(path: str | Path) -> Iterator[Run]:
+    """Every run of a dataset, one part at a time."""
+    for part in parts(path):
+        yield from read_part(path, part)
+
+
+def replay_runs(path: str | Path) -> list[Run]:
+    """The replays in a dataset, as runs holding only outcome and metadata (for the verified share)."""
+    con = connect(path)
+    rows = con.execute(
+        "SELECT run_id, name, outcome, metadata_json FROM runs WHERE metadata_json LIKE '%\"replay_of\"%'"
+    ).fetchall()
+    return [Run(run_id=r, name=n, outcome=o, metadata=_opt_json(m) or {}) for r, n, o, m in rows]
+
+
+def connect(path: str | Path) -> Any:
+    """A DuckDB connection with one view per table of the dataset (``runs``, ``steps``, ...)."""
+    import duckdb
+
+    p = Path(path)
+    con = duckdb.connect()
+    for table in COLUMNS:
+        if any((p / table).glob("part-*.parquet")):
+            glob = str(p / table / "part-*.parquet").replace("'", "''")
+            con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{glob}')")
+    return con
+
+
+def failure_rates(path: str | Path, *, by: str = "name") -> list[dict[str, Any]]:
+    """Runs, failures and failure rate per value of a ``runs`` column (``name``, ``version``, ``task``)."""
+    if by not in {c for c, _ in COLUMNS["runs"]}:
+        raise ValueError(f"runs has no column {by!r}")
+    con = connect(path)
+    rows = con.execute(
+        f'SELECT "{by}", count(*), count(*) FILTER (WHERE outcome = \'failure\') FROM runs GROUP BY 1 ORDER BY 1'
+    ).fetchall()
+    return [{by: k, "runs": n, "failed": f, "failure_rate": f / n if n else 0.0} for k, n, f in rows]
+
+
+def group_counts(path: str | Path) -> list[dict[str, Any]]:
+    """Failure groups of a dataset's ``analyses`` table: count, critical, first and last seen, one title."""
+    con = connect(path)
+    rows = con.execute(
+        "SELECT group_id, count(*), count(*) FILTER (WHERE critical), min(start_ns), max(start_ns), min(title) "
+        "FROM analyses GROUP BY group_id ORDER BY 2 DESC, 1"
+    ).fetchall()
+    return [
+        {"group_id": g, "count": n, "critical": c, "first_seen_ns": a, "last_seen_ns": b, "title": t}
+        for g, n, c, a, b, t in rows
+    ]
+
+
+__all__ = [
+    "COLUMNS",
+    "FORMAT",
+    "PART_SIZE",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "analysis_row",
+    "connect",
+    "export_source",
+    "failure_rates",
+    "group_counts",
+    "is_dataset",
+    "iter_dataset",
+    "parts",
+    "read_part",
+    "replay_runs",
+    "write_dataset",
+]
