@@ -145,7 +145,7 @@ class Comparison:
 
     def groups(self) -> list[dict[str, Any]]:
         """Every group of either set with its rates and its change: ``new``, ``gone``, ``grew``, ``shrank``, ``same``."""
-        out = []
+        out: list[dict[str, Any]] = []
         ga, gb = self.a.groups.groups, self.b.groups.groups
         for gid in sorted(set(ga) | set(gb)):
             g: Group = gb.get(gid) or ga[gid]

@@ -70,14 +70,14 @@ def run_fleet_dask(
                     dashboard_address=None,
                     worker_dashboard_address=None,
                     scheduler_kwargs={"dashboard": False},
-                )
+                )  # type: ignore[no-untyped-call]
             )
-        client = stack.enter_context(Client(target))
+        client = stack.enter_context(Client(target))  # type: ignore[no-untyped-call]
         n = len(client.scheduler_info().get("workers", {})) or workers
         agg = Aggregate(replay_runs(path), keep_findings=keep_findings)
         units = [Unit("parquet", str(path), part=p) for p in parts(path)]
         futures = client.map(process_unit, units, root_from=root_from, pure=False)
-        for fut in as_completed(futures):
+        for fut in as_completed(futures):  # type: ignore[no-untyped-call]
             agg.add(fut.result())
             fut.release()
     return agg.report([str(dataset)], time.perf_counter() - t0, n)

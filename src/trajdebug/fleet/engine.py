@@ -207,7 +207,7 @@ def _store_units(path: Path, size: int) -> tuple[list[Unit], list[Run]]:
         conn = store._conn()
         batch: list[str] = []
         for rid, note in conn.execute("SELECT run_id, note FROM runs ORDER BY start_ns, rowid"):
-            if note and (note.startswith("replay of") or note.startswith("reference for")):
+            if note and note.startswith(("replay of", "reference for")):
                 continue
             batch.append(rid)
             if len(batch) >= size:

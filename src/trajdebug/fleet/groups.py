@@ -221,7 +221,7 @@ class Group:
     def score(self, newest_ns: int) -> float:
         """The ranking score (see the module docstring)."""
         age = max(0, newest_ns - self.last_seen_ns)
-        return self.count * (1 + 2 * self.critical / self.count) * 0.5 ** (age / _HALF_LIFE_NS)
+        return float(self.count * (1 + 2 * self.critical / self.count) * 0.5 ** (age / _HALF_LIFE_NS))
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON data."""

@@ -98,17 +98,19 @@ def plot_comparison(cmp: Any, path: str | Path, *, top: int = 12) -> Path:
     """Failure and critical rates of A and B, and each changed group's rate, with 95 % Wilson intervals."""
     plt = _pyplot()
     d = cmp.to_dict()
-    rows = [("failure rate", d["a"]["failure_rate"], d["b"]["failure_rate"]),
-            ("critical-failure rate", d["a"]["critical_rate"], d["b"]["critical_rate"])]
+    rows: list[tuple[str, dict[str, dict[str, Any]]]] = [
+        ("failure rate", {"a": d["a"]["failure_rate"], "b": d["b"]["failure_rate"]}),
+        ("critical-failure rate", {"a": d["a"]["critical_rate"], "b": d["b"]["critical_rate"]}),
+    ]
     groups = sorted(d["groups"], key=lambda g: -abs(g["b"]["rate"] - g["a"]["rate"]))[:top]
-    rows += [(f"{g['group_id'][:8]} ({g['change']})", g["a"], g["b"]) for g in groups]
+    rows += [(f"{g['group_id'][:8]} ({g['change']})", {"a": g["a"], "b": g["b"]}) for g in groups]
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.5))
     ys = list(range(len(rows)))[::-1]
-    for off, side, color in ((0.18, 1, "#7f8c8d"), (-0.18, 2, "#c0392b")):
-        vals = [r[side]["rate"] for r in rows]
-        lo = [r[side]["rate"] - r[side]["low"] for r in rows]
-        hi = [r[side]["high"] - r[side]["rate"] for r in rows]
-        label = ("A: " if side == 1 else "B: ") + str(d["a" if side == 1 else "b"]["label"])[:40]
+    for off, side, color in ((0.18, "a", "#7f8c8d"), (-0.18, "b", "#c0392b")):
+        vals = [r[1][side]["rate"] for r in rows]
+        lo = [r[1][side]["rate"] - r[1][side]["low"] for r in rows]
+        hi = [r[1][side]["high"] - r[1][side]["rate"] for r in rows]
+        label = f"{side.upper()}: {str(d[side]['label'])[:40]}"
         ax.barh([y + off for y in ys], vals, height=0.34, xerr=[lo, hi], color=color, label=label, capsize=2)
     ax.set_yticks(ys, [r[0] for r in rows], fontsize=7)
     ax.set_xlabel("share of runs (95 % Wilson interval)")

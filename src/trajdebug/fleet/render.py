@@ -86,15 +86,16 @@ def render_fleet(report: Any, console: Any, *, top: int = 20) -> None:
             style="bold",
         )
     )
-    t = Table(show_edge=False, pad_edge=False)
-    for col, just, width in (("#", "right", 2), ("group", "left", 12), ("runs", "right", 5), ("crit", "right", 5),
-                             ("last seen", "left", 16), ("verified", "left", 8)):
-        t.add_column(col, justify=just, no_wrap=True, min_width=width)  # type: ignore[arg-type]
-    t.add_column("title", no_wrap=True, overflow="ellipsis")
+    # One entry per group: a line of counts, then the title (wrapped, never squeezed out).
     for i, g in enumerate(groups[:top]):
-        t.add_row(str(i + 1), g.group_id, str(g.count), str(g.critical), _when(g.last_seen_ns), _share(g),
-                  Text(g.title()))
-    console.print(t)
+        head = Text(f"{i + 1:>2}. ", style="bold")
+        head.append(g.group_id, style="cyan")
+        head.append(
+            f"  {g.count} run{'s' * (g.count != 1)} ({g.critical} critical)"
+            f"  last seen {_when(g.last_seen_ns)}  verified {_share(g)}"
+        )
+        console.print(head)
+        console.print(Text("    " + g.title()))
     if len(groups) > top:
         console.print(Text(f"… {len(groups) - top} more groups (--top, --json)", style="dim"))
     suspects = report.suspects()
@@ -104,7 +105,7 @@ def render_fleet(report: Any, console: Any, *, top: int = 20) -> None:
         s_t = Table(show_edge=False, pad_edge=False)
         for col, width in (("agent", 12), ("Ochiai", 6), ("DStar", 6), ("failing", 7), ("passing", 7)):
             s_t.add_column(col, no_wrap=True, min_width=width)
-        s_t.add_column("feature", no_wrap=True, overflow="ellipsis")
+        s_t.add_column("feature", no_wrap=True, overflow="ellipsis", max_width=max(20, console.width - 60))
         for s in suspects:
             s_t.add_row(Text(s.agent), f"{s.ochiai:.3f}", f"{s.dstar:.1f}", f"{s.ef}/{s.failing}",
                         f"{s.ep}/{s.passing}", Text(s.description))
