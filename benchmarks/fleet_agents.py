@@ -49,6 +49,8 @@ class Fault:
     """Sites that already failed once (the transient-error distractor)."""
     flaky: bool = False
     """Whether the run carries a transient-error distractor (a retry recovers it)."""
+    version: str = "1.0"
+    """The agent's version (1.1 rewords its refund policy: an output change for the same input)."""
 
 
 _FAULT: contextvars.ContextVar[Fault] = contextvars.ContextVar("fleet_fault")
@@ -104,7 +106,10 @@ def lookup_order(order_id: str) -> dict[str, Any]:
 
 @trajdebug.step(kind="retrieval")
 def find_policy(intent: str) -> list[str]:
-    return list(_POLICIES[intent])
+    policy = list(_POLICIES[intent])
+    if intent == "refund" and _FAULT.get().version == "1.1":
+        policy = ["Refunds are issued within 30 days of return."]
+    return policy
 
 
 @trajdebug.step(kind="llm")

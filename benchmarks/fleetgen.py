@@ -60,7 +60,7 @@ def record_runs(n: int, *, seed: int = 0, fault_rate: float = 0.45) -> Iterator[
             version = "1.0" if i < n // 2 else "1.1"
             task = rng.choice(agent.tasks)
             kind = _choose_fault(agent, version, rng, fault_rate)
-            fault = Fault(kind, random.Random(rng.random()), flaky=kind is None and rng.random() < 0.15)
+            fault = Fault(kind, random.Random(rng.random()), flaky=kind is None and rng.random() < 0.15, version=version)
             sink = MemorySink()
             handle = run_agent(agent, task, fault, sinks=[sink], version=version)
             yield handle.load()
@@ -109,4 +109,33 @@ def restamp(runs: list[Run], total: int, *, seed: int = 1) -> Iterator[Run]:
         )
 
 
-__all__ = ["DAYS", "START_NS", "generate", "record_runs", "restamp", "write_store"]
+__all__ = ["DAYS", "START_NS", "generate", "main", "record_runs", "restamp", "write_store"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.fleetgen STORE N``: record N runs into STORE, one transaction per run.
+
+    ``--delay`` sleeps between runs, to play a production agent writing while
+    something else (``trajdebug watch``) reads the store.
+    """
+    import argparse
+    import time
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.fleetgen", description=main.__doc__)
+    p.add_argument("store")
+    p.add_argument("n", type=int)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--delay", type=float, default=0.0, help="seconds between runs")
+    a = p.parse_args(argv)
+    with Store(a.store) as store:
+        for run in record_runs(a.n, seed=a.seed):
+            store.save_run(run)
+            if a.delay:
+                time.sleep(a.delay)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -85,3 +85,21 @@ def hostile_run() -> Run:
         except ValueError:
             pass
     return runs[0]
+
+
+@pytest.fixture(scope="session")
+def fleet_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store of 240 recorded runs of the fleet benchmark's agents (faults and passing runs mixed).
+
+    Shared by the session: copy it before writing to it.
+    """
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from benchmarks.fleetgen import generate
+
+    path = tmp_path_factory.mktemp("fleet") / "fleet.db"
+    generate(path, 240, seed=3)
+    return path

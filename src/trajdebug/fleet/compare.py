@@ -10,8 +10,8 @@ version is ``b``).  `compare` reports:
 - failure groups that are new in B, gone from A, or grew: a group grew when the
   lower bound of its rate in B exceeds the upper bound of its rate in A;
 - steps whose output changed for the same input: the same step name and agent
-  given the same input (by content hash) returned outputs in B that it never
-  returned in A;
+  given the same input (by content hash) always returned one output in A and
+  returns others in B;
 - the evaluation metric a CI job gates on: critical failures per run in each set,
   and whether B's critical-failure rate is significantly worse.
 """
@@ -196,7 +196,9 @@ def _changed(a: _Side, b: _Side, limit: int = 50) -> list[dict[str, Any]]:
     out = []
     for key, outs_b in b.io.items():
         outs_a = a.io.get(key)
-        if outs_a and not (outs_b & outs_a):
+        # Only steps that were deterministic in A (one output for this input): a step whose
+        # output varies anyway (a live tool, a sampled model) says nothing by varying in B.
+        if outs_a and len(outs_a) == 1 and not (outs_b & outs_a):
             agent, step, _ = key
             out.append(
                 {

@@ -248,16 +248,18 @@ class Spectrum:
                 w = s.failing / weight
                 for f, (ef, ep) in s.counts().items():
                     nf = s.failing - ef
-                    a = agg.setdefault(f, [0.0, 0.0, 0, 0])
+                    a = agg.setdefault(f, [0.0, 0.0, 0, 0, 0.0])
                     a[0] += w * ochiai(ef, ep, nf)
                     a[1] += w * dstar(ef, ep, nf)
                     a[2] += ef
                     a[3] += ep
-            # Only what failing runs have *more often* than passing ones: a feature every run has,
-            # or one every passing run has (a step that failing runs never reached), scores well
-            # on Ochiai without telling failing runs apart.
+                    # How much more often failing runs of this task have it than passing ones.
+                    a[4] += w * (ef / s.failing - ep / s.passing)
+            # Only what failing runs have *more often* than passing ones of the same task: a
+            # feature every run has, or one every passing run has (a step failing runs never
+            # reached), scores well on Ochiai without telling failing runs apart.
             ranked = sorted(
-                ((f, v) for f, v in agg.items() if v[2] >= min_ef and v[2] * passing > v[3] * failing),
+                ((f, v) for f, v in agg.items() if v[2] >= min_ef and v[4] > 1e-9),
                 key=lambda fv: (-fv[1][0], -fv[1][1], fv[0]),
             )[:top]
             out.extend(

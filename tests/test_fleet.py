@@ -1,0 +1,266 @@
+"""Tests of the fleet job: signatures, groups, spectrum ranking, the local engine, reports and plots."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from trajdebug.cli import cli
+from trajdebug.fleet import GroupTable, Signature, Spectrum, dstar, normalize, ochiai, run_fleet, signature_of
+from trajdebug.fleet.groups import Finding, group_from_dict
+from trajdebug.fleet.plots import plot_group_sizes, plot_timeline
+from trajdebug.fleet.render import fleet_markdown
+from trajdebug.model import Run, Step
+from trajdebug.store import Store
+
+
+def _fault_kinds(store: Path) -> dict[str, str | None]:
+    with Store(store) as st:
+        return {rid: (st.load_run(rid).metadata.get("fault") or {}).get("type") for rid in st.run_ids()}
+
+
+def test_normalize_replaces_ids_numbers_timestamps_and_quoted_values() -> None:
+    """Ids, numbers, hashes, timestamps and quoted values become placeholders; words stay."""
+    text = "KeyError: '2025-Q2' at row 17 of run 4bf92f3577b34da6 at 2026-11-30T20:31:06Z (uuid 123e4567-e89b-12d3-a456-426614174000)"
+    assert normalize(text) == "KeyError: <v> at row <n> of run <id> at <ts> (uuid <id>)"
+    assert normalize("step_3 took 1.5e3 ms") == "step_<n> took <n> ms"
+
+
+def test_signature_ignores_ids_and_numbers_but_not_the_root() -> None:
+    """Two analyses differing only in ids and numbers share a group; another root step does not."""
+
+    def analysis(step_id: str, msg: str, root_name: str) -> dict[str, object]:
+        return {
+            "failures": [{"step_id": "f" + step_id, "detector": "step-error", "signature": "exception:KeyError", "message": msg}],
+            "root_causes": [
+                {"step_id": step_id, "name": root_name, "kind": "tool", "agent": None,
+                 "reasons": [f"returned {len(msg)} rows; its query yields 8 on the database"],
+                 "path": [step_id, "x" + step_id, "f" + step_id]}
+            ],
+        }
+
+    kinds_a = {"a1": "tool", "xa1": "parse", "fa1": "llm"}
+    kinds_b = {"b2": "tool", "xb2": "parse", "fb2": "llm"}
+    a = signature_of(analysis("a1", "KeyError: '2025-Q3'", "run_sql"), "sql-agent", kinds_a)
+    b = signature_of(analysis("b2", "KeyError: '2024-Q1' again", "run_sql"), "sql-agent", kinds_b)
+    c = signature_of(analysis("b2", "KeyError: '2024-Q1'", "fetch"), "sql-agent", kinds_b)
+    assert a == b and a.group_id == b.group_id
+    assert a.path == "tool>parse>llm" and a.evidence == "returned <n> rows"
+    assert c.group_id != a.group_id
+    assert Signature.from_dict(a.to_dict()) == a
+
+
+def test_signature_prefers_the_analysis_signals_when_present() -> None:
+    """A candidate's ``signals`` name the evidence kind, whatever its reasons say."""
+    data = {
+        "failures": [{"step_id": "s2", "signature": "json"}],
+        "root_causes": [{"step_id": "s1", "name": "plan", "kind": "llm", "signals": ["lineage", "diagnoser:json"],
+                         "reasons": ["anything at all 42"], "path": ["s1", "s2"]}],
+    }
+    sig = signature_of(data, "agent", {"s1": "llm", "s2": "parse"})
+    assert sig.evidence == "diagnoser:json+lineage"
+
+
+def test_path_shape_collapses_repeated_kinds() -> None:
+    """A loop that ran three times and one that ran once give the same path shape."""
+    base = {"failures": [{"step_id": "z", "signature": "run-failure"}]}
+    long = {**base, "root_causes": [{"step_id": "a", "name": "n", "kind": "llm", "path": ["a", "b", "c", "d", "z"]}]}
+    short = {**base, "root_causes": [{"step_id": "a", "name": "n", "kind": "llm", "path": ["a", "b", "z"]}]}
+    kinds = {"a": "llm", "b": "tool", "c": "tool", "d": "tool", "z": "output"}
+    assert signature_of(long, "x", kinds).path == signature_of(short, "x", kinds).path == "llm>tool>output"
+
+
+def _finding(run_id: str, start: int, sig: Signature, critical: bool = False) -> Finding:
+    return Finding(run_id, sig.agent, start, sig, "CRITICAL" if critical else "ERROR", critical, "s1", f"boom {start}")
+
+
+def test_group_table_counts_and_merges_in_any_order() -> None:
+    """Counts, first/last seen, critical share and examples do not depend on arrival order or partitioning."""
+    s1 = Signature("a", "tool", "fetch", "-", "exception:Timeout", "x", "tool")
+    s2 = Signature("a", "llm", "plan", "-", "json", "y", "llm>parse")
+    findings = [_finding(f"r{i}", 1000 + i, s1 if i % 3 else s2, critical=i % 2 == 0) for i in range(30)]
+    one = GroupTable()
+    one.extend(findings)
+    left, right = GroupTable(), GroupTable()
+    left.extend(findings[::-1][:13])
+    right.extend(findings[::-1][13:])
+    left.merge(right)
+    assert one.to_dict() == left.to_dict()
+    g1 = one.groups[s1.group_id]
+    assert (g1.count, g1.first_seen_ns, g1.last_seen_ns) == (20, 1001, 1029)
+    assert [r for _, r, _ in g1.examples] == ["r1", "r2", "r4"]
+    assert group_from_dict(g1.to_dict()).to_dict() == g1.to_dict()
+
+
+def test_groups_rank_recent_and_critical_before_merely_large() -> None:
+    """A smaller group of critical, recent failures outranks a larger group last seen weeks ago."""
+    old = Signature("a", "tool", "old", "-", "e", "-", "-")
+    hot = Signature("a", "tool", "hot", "-", "e", "-", "-")
+    day = 86_400 * 10**9
+    t = GroupTable()
+    t.extend(_finding(f"o{i}", i, old) for i in range(20))
+    t.extend(_finding(f"h{i}", 30 * day + i, hot, critical=True) for i in range(6))
+    assert [g.signature.root_name for g in t.ranked()] == ["hot", "old"]
+
+
+def test_ochiai_and_dstar_follow_their_formulas() -> None:
+    """Ochiai is ef/sqrt((ef+nf)(ef+ep)); DStar is ef²/(ep+nf)."""
+    assert ochiai(4, 1, 2) == pytest.approx(4 / (6 * 5) ** 0.5)
+    assert dstar(4, 1, 2) == pytest.approx(16 / 3)
+    assert ochiai(0, 3, 5) == 0.0
+
+
+def _run(run_id: str, outcome: str, task: str, output: object) -> Run:
+    steps = (
+        Step("s1", "plan", "llm", output={"query": "q"}),
+        Step("s2", "search", "tool", output=output),
+    )
+    return Run(run_id, "agent", outcome=outcome, metadata={"task": task}, steps=steps)  # type: ignore[arg-type]
+
+
+def test_spectrum_ranks_what_failing_runs_have_that_passing_runs_do_not() -> None:
+    """An empty tool result seen in failing runs only tops the ranking; steps every run has are left out."""
+    sp = Spectrum()
+    for i in range(10):
+        sp.add_run(_run(f"f{i}", "failure", "t", []), failed=True)
+        sp.add_run(_run(f"p{i}", "success", "t", ["hit"]), failed=False)
+    top = sp.rank()
+    assert top[0].description == "search returned empty"
+    assert (top[0].ef, top[0].ep, top[0].ochiai) == (10, 0, 1.0)
+    assert all(not s.feature.startswith("step:") for s in top)
+
+
+def test_spectrum_is_stratified_by_task() -> None:
+    """A step only the often-failing task runs is not blamed when, within each task, it does not predict failure."""
+    sp = Spectrum()
+    for i in range(20):
+        # task "hard" fails 3 of 4 runs and always runs step "extra"; task "easy" never runs it.
+        hard = Run(f"h{i}", "agent", outcome="failure" if i % 4 else "success", metadata={"task": "hard"},
+                   steps=(Step("s1", "extra", "tool", output="x"), Step("s2", "lookup", "tool", output=[] if i % 4 else ["y"])))
+        easy = Run(f"e{i}", "agent", outcome="failure" if i % 10 == 0 else "success", metadata={"task": "easy"},
+                   steps=(Step("s2", "lookup", "tool", output=[] if i % 10 == 0 else ["y"]),))
+        sp.add_run(hard, hard.outcome == "failure")
+        sp.add_run(easy, easy.outcome == "failure")
+    features = [s.feature for s in sp.rank(top=10)]
+    assert features[0] == "empty:lookup"
+    assert "step:-/tool/extra" not in features
+
+
+def test_spectrum_derives_lacking_keys() -> None:
+    """'Output lacks key K' counts runs that ran the step without K, from two counters."""
+    sp = Spectrum()
+    for i in range(6):
+        sp.add("a", None, True, {"step:-/parse/extract", "key:extract:title"})
+        sp.add("a", None, False, {"step:-/parse/extract", "key:extract:title", "key:extract:date"})
+    top = sp.rank()
+    assert top[0].feature == "lacks:extract:date" and (top[0].ef, top[0].ep) == (6, 0)
+
+
+def test_fleet_groups_each_injected_fault_of_the_generated_fleet(fleet_store: Path) -> None:
+    """On recorded runs of the benchmark agents, every failed run is grouped and each fault kind's largest
+    group holds most of that kind's runs; a parallel run gives the same groups."""
+    report = run_fleet([fleet_store], workers=1, keep_findings=True)
+    kinds = _fault_kinds(fleet_store)
+    assert report.runs == len(kinds)
+    failed = [rid for rid, k in kinds.items() if k]
+    assert report.groups.failed == len(report.findings or []) > 0
+    assert {f.run_id for f in report.findings or []} <= set(kinds)
+    assert not report.problems
+    by_kind: dict[str, Counter[str]] = {}
+    for f in report.findings or []:
+        by_kind.setdefault(str(kinds[f.run_id]), Counter())[f.group_id] += 1
+    assert len(by_kind) >= 6 and len(failed) >= len(report.findings or [])
+    for kind, groups in by_kind.items():
+        assert groups.most_common(1)[0][1] / sum(groups.values()) >= 0.8, kind
+    parallel = run_fleet([fleet_store], workers=2)
+    assert parallel.groups.to_dict() == report.groups.to_dict()
+    assert parallel.workers == 2
+
+
+def test_fleet_groups_on_the_injected_step_when_asked(fleet_store: Path) -> None:
+    """``root_from`` groups on the step the metadata names (the injected step), separating grouping from ranking."""
+    report = run_fleet([fleet_store], workers=1, root_from="fault.step_id")
+    names = {g.signature.root_name for g in report.groups.groups.values()}
+    assert names <= {"classify", "lookup_order", "write_sql", "run_sql", "fetch", "extract", "write_code"}
+    assert all(g.signature.evidence == "-" for g in report.groups.groups.values())
+
+
+def test_fleet_reports_the_share_verified_by_replay(tmp_path: Path, fleet_store: Path) -> None:
+    """A replay of a failed run that patched its root step and passed counts as verified; replays are not fleet runs."""
+    store = tmp_path / "s.db"
+    shutil.copy(fleet_store, store)
+    first = run_fleet([store], workers=1, keep_findings=True)
+    target = next(f for f in first.findings or [] if f.root_step)
+    with Store(store) as st:
+        original = st.load_run(target.run_id)
+        replay = Run("r" * 32, original.name, start_ns=original.start_ns + 1, outcome="success",
+                     metadata={"replay_of": target.run_id, "patch": {target.root_step: {"output": 1}}},
+                     steps=original.steps)
+        st.save_run(replay)
+    again = run_fleet([store], workers=1)
+    g = again.groups.groups[target.group_id]
+    assert (g.replayed, g.verified) == (1, 1) and g.verified_share == 1.0
+    assert again.runs == first.runs
+
+
+def test_fleet_names_unreadable_sources_and_keeps_the_rest(tmp_path: Path, fleet_store: Path) -> None:
+    """A file that is no trace is named in the problems; the store beside it is still grouped."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    shutil.copy(fleet_store, folder / "a.db")
+    (folder / "notes.json").write_text("{not json", encoding="utf-8")
+    report = run_fleet([folder], workers=1)
+    assert report.groups.failed > 0
+    assert any("notes.json" in p for p in report.problems)
+
+
+def test_fleet_command_prints_json_markdown_and_plots(tmp_path: Path, fleet_store: Path) -> None:
+    """`trajdebug fleet --json` gives ranked groups and the spectrum; markdown is one alert per group; plots are PNGs."""
+    r = CliRunner().invoke(cli, ["fleet", str(fleet_store), "--json", "--workers", "1", "--plots", str(tmp_path / "p")])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["failed"] == sum(g["count"] for g in data["groups"])
+    assert {"group_id", "title", "count", "critical", "first_seen_ns", "last_seen_ns", "examples", "verified_share"} <= set(data["groups"][0])
+    assert data["spectrum"] and {"ochiai", "dstar", "ef", "ep"} <= set(data["spectrum"][0])
+    for name in ("timeline.png", "groups.png"):
+        assert (tmp_path / "p" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = CliRunner().invoke(cli, ["fleet", str(fleet_store), "--format", "markdown", "--workers", "1"])
+    assert md.exit_code == 0
+    assert md.stdout.count("\n## #") == len(data["groups"])
+    assert "What failing runs have that passing runs don't" in md.stdout
+    text = CliRunner().invoke(cli, ["fleet", str(fleet_store), "--workers", "1"])
+    assert text.exit_code == 0 and data["groups"][0]["group_id"] in text.stdout
+
+
+def test_fleet_markdown_escapes_run_content() -> None:
+    """Names and messages from runs cannot inject Markdown (links, HTML, table breaks)."""
+    sig = Signature("evil|agent", "tool", "<script>x</script>", "-", "e", "-", "-")
+    t = GroupTable()
+    t.add(Finding("r1", "evil|agent", 1, sig, "ERROR", False, "s", "[click](http://x) `code`"))
+
+    class _Report:
+        groups = t
+        runs = 1
+
+        def suspects(self) -> list[object]:
+            return []
+
+    md = fleet_markdown(_Report())
+    assert "<script>" not in md and "[click](" not in md and "evil|agent" not in md
+    assert "\\<script\\>" in md
+
+
+def test_plots_write_svg_and_refuse_other_formats(tmp_path: Path) -> None:
+    """The suffix picks the format; anything but .png or .svg is refused with the file named."""
+    sig = Signature("a", "tool", "fetch", "-", "e", "-", "-")
+    t = GroupTable()
+    t.extend(_finding(f"r{i}", i * 3_600 * 10**9, sig) for i in range(50))
+    out = plot_timeline(list(t.groups.values()), tmp_path / "t.svg")
+    assert out.read_text(encoding="utf-8").lstrip().startswith(("<?xml", "<svg"))
+    with pytest.raises(ValueError, match=r"t\.pdf"):
+        plot_group_sizes(list(t.groups.values()), tmp_path / "t.pdf")
