@@ -1,0 +1,61 @@
+"""Tests of the Parquet export (`trajdebug export --to parquet`) and the DuckDB queries over it."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from click.testing import CliRunner
+
+from trajdebug.cli import cli
+from trajdebug.fleet import run_fleet
+from trajdebug.fleet.parquet import COLUMNS, failure_rates, group_counts, iter_dataset, parts, write_dataset
+from trajdebug.store import Store
+
+
+def test_parquet_dataset_round_trips_every_run(tmp_path: Path, fleet_store: Path) -> None:
+    """Runs written as Parquet parts read back equal to the store's, steps, errors and dependencies included."""
+    with Store(fleet_store) as st:
+        runs = [st.load_run(r) for r in st.run_ids()]
+    counts = write_dataset(runs, tmp_path / "ds", part_size=100)
+    assert parts(tmp_path / "ds") == ["part-00000", "part-00001", "part-00002"]
+    assert counts["runs"] == len(runs) and counts["steps"] == sum(len(r.steps) for r in runs)
+    assert counts["dependencies"] == sum(len(s.deps) for r in runs for s in r.steps) > 0
+    assert list(iter_dataset(tmp_path / "ds")) == runs
+
+
+def test_parquet_files_follow_the_documented_schema(tmp_path: Path, fleet_store: Path) -> None:
+    """Every table's columns and types are the ones `COLUMNS` (and docs/format.md) list."""
+    r = CliRunner().invoke(cli, ["export", str(fleet_store), "--to", "parquet", "-o", str(tmp_path / "ds"), "--analyze"])
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((tmp_path / "ds" / "_trajdebug.json").read_text())
+    assert manifest["format"] == "trajdebug-parquet" and "analyses" in manifest["tables"]
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "format.md").read_text().split("## Parquet dataset")[1]
+    for table, cols in COLUMNS.items():
+        schema = pq.read_schema(tmp_path / "ds" / table / "part-00000.parquet")
+        assert [(f.name, str(f.type)) for f in schema] == [
+            (c, {"string": "string", "int64": "int64", "int32": "int32", "float64": "double", "bool": "bool"}[t])
+            for c, t in cols
+        ]
+        for c, _ in cols:
+            assert f"`{c}`" in doc, f"docs/format.md does not document {table}.{c}"
+
+
+def test_duckdb_queries_agree_with_the_python_fleet(tmp_path: Path, fleet_store: Path) -> None:
+    """Failure rates and group counts computed by DuckDB over the dataset equal the fleet job's."""
+    CliRunner().invoke(cli, ["export", str(fleet_store), "--to", "parquet", "-o", str(tmp_path / "ds"), "--analyze"])
+    report = run_fleet([fleet_store], workers=1, keep_findings=True)
+    by_sql = {g["group_id"]: g["count"] for g in group_counts(tmp_path / "ds")}
+    assert by_sql == report.groups.counts()
+    rates = {r["name"]: r for r in failure_rates(tmp_path / "ds")}
+    names = Counter(f.name for f in report.findings or [])
+    assert {k: v["failed"] for k, v in rates.items() if v["failed"]} == dict(names)
+    assert sum(v["runs"] for v in rates.values()) == report.runs
+
+
+def test_export_to_parquet_needs_a_folder(fleet_store: Path) -> None:
+    """Parquet is a dataset folder: writing it to stdout is refused with a one-line error."""
+    r = CliRunner().invoke(cli, ["export", str(fleet_store), "--to", "parquet"])
+    assert r.exit_code != 0 and "-o DIR" in r.output
