@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a smaller run (under two minutes)")
     p.add_argument(
         "--only",
-        choices=("quality", "verification", "speed", "tau", "report_html"),
+        choices=("quality", "verification", "speed", "tau", "report_html", "fleet"),
         action="append",
         help="run only this section (repeatable)",
     )
@@ -73,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
             "goal_s": GOAL_S,
             "runs": [t.to_dict() for t in timings],
         }
+    if "fleet" in sections:
+        from benchmarks.fleet import run_fleet_bench
+
+        data["fleet"] = run_fleet_bench(quick=a.quick, progress=_say)
     data["machine"] = report.machine()
     results_path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     cmd = (

@@ -733,6 +733,10 @@ def render(data: Mapping[str, Any], command: str) -> str:
         lines += _verification(data["verification"])
     if data.get("report_html"):
         lines += _report_html(data["report_html"])
+    if data.get("fleet"):
+        from benchmarks.fleet import render_section
+
+        lines += render_section(data["fleet"])
     lines += [
         "## Method notes",
         "",
