@@ -132,7 +132,11 @@ print(json.dumps({'seconds': secs, 'runs': r.runs, 'failed': r.groups.failed, 'g
 def _scale(store: Path, workers: int) -> dict[str, Any]:
     """Group a store in a child process; its wall time and peak memory (sampled from /proc every 0.25 s)."""
     out = subprocess.run(
-        [sys.executable, "-c", _SCALE_JOB, str(store), str(workers)], capture_output=True, text=True, check=True, cwd=ROOT
+        [sys.executable, "-c", _SCALE_JOB, str(store), str(workers)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
     )
     data: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return data
@@ -143,7 +147,11 @@ def run_fleet_bench(*, quick: bool = False, progress: Callable[[str], None] = pr
     n = 600 if quick else 2400
     big = 10_000 if quick else 100_000
     cores = default_workers()
-    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": quick, "cores": cores}
+    out: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "quick": quick,
+        "cores": cores,
+    }
     with tempfile.TemporaryDirectory(prefix="trajdebug-fleet-") as tmp:
         store = Path(tmp) / "fleet.db"
         progress(f"fleet: recording {n} runs of the fleet agents")
@@ -221,7 +229,13 @@ def _pct(x: float) -> str:
 
 def render_section(d: Mapping[str, Any]) -> list[str]:
     """The fleet section of docs/benchmarks.md."""
-    q, t, s, dist, sc = d["quality_top_candidate"], d["quality_injected_step"], d["speed"], d["distributed"], d["scale"]
+    q, t, s, dist, sc = (
+        d["quality_top_candidate"],
+        d["quality_injected_step"],
+        d["speed"],
+        d["distributed"],
+        d["scale"],
+    )
     lines = [
         "## 6. Fleet: grouping failures across runs",
         "",

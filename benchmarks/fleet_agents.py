@@ -96,7 +96,11 @@ def classify(message: str) -> str:
 @trajdebug.step(kind="tool")
 def lookup_order(order_id: str) -> dict[str, Any]:
     rng = _FAULT.get().rng
-    order = {"order_id": order_id, "status": rng.choice(["shipped", "packed", "delivered"]), "eta_days": rng.randint(1, 6)}
+    order = {
+        "order_id": order_id,
+        "status": rng.choice(["shipped", "packed", "delivered"]),
+        "eta_days": rng.randint(1, 6),
+    }
     if inject("order-api-empty"):
         return {}
     if inject("stale-cache"):
@@ -152,7 +156,12 @@ def _db() -> sqlite3.Connection:
         r = random.Random(11)
         conn.executemany(
             "INSERT INTO sales VALUES (?, ?, ?, ?)",
-            [(g, y, round(r.uniform(100, 900), 2), r.randint(1, 50)) for g in _REGIONS for y in (2024, 2025) for _ in range(5)],
+            [
+                (g, y, round(r.uniform(100, 900), 2), r.randint(1, 50))
+                for g in _REGIONS
+                for y in (2024, 2025)
+                for _ in range(5)
+            ],
         )
         _DB["sales"] = conn
     return conn
@@ -170,7 +179,9 @@ def write_sql(spec: dict[str, Any]) -> str:
     column = spec["metric"]
     if inject("bad-column"):
         column = f"{column}_usd"
-    return f"SELECT region, SUM({column}) FROM sales WHERE year = {spec['year']} GROUP BY region ORDER BY region"
+    return (
+        f"SELECT region, SUM({column}) FROM sales WHERE year = {spec['year']} GROUP BY region ORDER BY region"
+    )
 
 
 @trajdebug.step(kind="tool")
@@ -183,7 +194,11 @@ def run_sql(sql: str) -> list[list[Any]]:
 
 @trajdebug.step(kind="llm")
 def summarize(rows: list[list[Any]]) -> dict[str, Any]:
-    return {"regions": len(rows), "total": round(sum(r[1] for r in rows), 2), "top": max(rows, key=lambda r: r[1])[0]}
+    return {
+        "regions": len(rows),
+        "total": round(sum(r[1] for r in rows), 2),
+        "top": max(rows, key=lambda r: r[1])[0],
+    }
 
 
 @trajdebug.step(kind="condition")
@@ -293,11 +308,21 @@ class Agent:
 
 
 AGENTS: tuple[Agent, ...] = (
-    Agent("support-bot", support_bot, ("shipping", "refund", "cancel"), ("order-api-empty", "classify-wrong"), ("stale-cache",)),
+    Agent(
+        "support-bot",
+        support_bot,
+        ("shipping", "refund", "cancel"),
+        ("order-api-empty", "classify-wrong"),
+        ("stale-cache",),
+    ),
     Agent(
         "sql-analyst",
         sql_analyst,
-        ("total amount per region in 2025", "total units per region in 2024", "total amount per region in 2024"),
+        (
+            "total amount per region in 2025",
+            "total units per region in 2024",
+            "total amount per region in 2024",
+        ),
         ("bad-column", "truncated-rows"),
     ),
     Agent(

@@ -60,7 +60,9 @@ def record_runs(n: int, *, seed: int = 0, fault_rate: float = 0.45) -> Iterator[
             version = "1.0" if i < n // 2 else "1.1"
             task = rng.choice(agent.tasks)
             kind = _choose_fault(agent, version, rng, fault_rate)
-            fault = Fault(kind, random.Random(rng.random()), flaky=kind is None and rng.random() < 0.15, version=version)
+            fault = Fault(
+                kind, random.Random(rng.random()), flaky=kind is None and rng.random() < 0.15, version=version
+            )
             sink = MemorySink()
             handle = run_agent(agent, task, fault, sinks=[sink], version=version)
             yield handle.load()
@@ -97,7 +99,9 @@ def restamp(runs: list[Run], total: int, *, seed: int = 1) -> Iterator[Run]:
         start = START_NS + i * gap
         shift = start - src.start_ns
         steps = tuple(
-            model.replace(s, start_ns=s.start_ns + shift, end_ns=None if s.end_ns is None else s.end_ns + shift)
+            model.replace(
+                s, start_ns=s.start_ns + shift, end_ns=None if s.end_ns is None else s.end_ns + shift
+            )
             for s in src.steps
         )
         yield model.replace(

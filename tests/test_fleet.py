@@ -36,11 +36,23 @@ def test_signature_ignores_ids_and_numbers_but_not_the_root() -> None:
 
     def analysis(step_id: str, msg: str, root_name: str) -> dict[str, object]:
         return {
-            "failures": [{"step_id": "f" + step_id, "detector": "step-error", "signature": "exception:KeyError", "message": msg}],
+            "failures": [
+                {
+                    "step_id": "f" + step_id,
+                    "detector": "step-error",
+                    "signature": "exception:KeyError",
+                    "message": msg,
+                }
+            ],
             "root_causes": [
-                {"step_id": step_id, "name": root_name, "kind": "tool", "agent": None,
-                 "reasons": [f"returned {len(msg)} rows; its query yields 8 on the database"],
-                 "path": [step_id, "x" + step_id, "f" + step_id]}
+                {
+                    "step_id": step_id,
+                    "name": root_name,
+                    "kind": "tool",
+                    "agent": None,
+                    "reasons": [f"returned {len(msg)} rows; its query yields 8 on the database"],
+                    "path": [step_id, "x" + step_id, "f" + step_id],
+                }
             ],
         }
 
@@ -59,8 +71,16 @@ def test_signature_prefers_the_analysis_signals_when_present() -> None:
     """A candidate's ``signals`` name the evidence kind, whatever its reasons say."""
     data = {
         "failures": [{"step_id": "s2", "signature": "json"}],
-        "root_causes": [{"step_id": "s1", "name": "plan", "kind": "llm", "signals": ["lineage", "diagnoser:json"],
-                         "reasons": ["anything at all 42"], "path": ["s1", "s2"]}],
+        "root_causes": [
+            {
+                "step_id": "s1",
+                "name": "plan",
+                "kind": "llm",
+                "signals": ["lineage", "diagnoser:json"],
+                "reasons": ["anything at all 42"],
+                "path": ["s1", "s2"],
+            }
+        ],
     }
     sig = signature_of(data, "agent", {"s1": "llm", "s2": "parse"})
     assert sig.evidence == "diagnoser:json+lineage"
@@ -69,14 +89,19 @@ def test_signature_prefers_the_analysis_signals_when_present() -> None:
 def test_path_shape_collapses_repeated_kinds() -> None:
     """A loop that ran three times and one that ran once give the same path shape."""
     base = {"failures": [{"step_id": "z", "signature": "run-failure"}]}
-    long = {**base, "root_causes": [{"step_id": "a", "name": "n", "kind": "llm", "path": ["a", "b", "c", "d", "z"]}]}
+    long = {
+        **base,
+        "root_causes": [{"step_id": "a", "name": "n", "kind": "llm", "path": ["a", "b", "c", "d", "z"]}],
+    }
     short = {**base, "root_causes": [{"step_id": "a", "name": "n", "kind": "llm", "path": ["a", "b", "z"]}]}
     kinds = {"a": "llm", "b": "tool", "c": "tool", "d": "tool", "z": "output"}
     assert signature_of(long, "x", kinds).path == signature_of(short, "x", kinds).path == "llm>tool>output"
 
 
 def _finding(run_id: str, start: int, sig: Signature, critical: bool = False) -> Finding:
-    return Finding(run_id, sig.agent, start, sig, "CRITICAL" if critical else "ERROR", critical, "s1", f"boom {start}")
+    return Finding(
+        run_id, sig.agent, start, sig, "CRITICAL" if critical else "ERROR", critical, "s1", f"boom {start}"
+    )
 
 
 def test_group_table_counts_and_merges_in_any_order() -> None:
@@ -140,10 +165,23 @@ def test_spectrum_is_stratified_by_task() -> None:
     sp = Spectrum()
     for i in range(20):
         # task "hard" fails 3 of 4 runs and always runs step "extra"; task "easy" never runs it.
-        hard = Run(f"h{i}", "agent", outcome="failure" if i % 4 else "success", metadata={"task": "hard"},
-                   steps=(Step("s1", "extra", "tool", output="x"), Step("s2", "lookup", "tool", output=[] if i % 4 else ["y"])))
-        easy = Run(f"e{i}", "agent", outcome="failure" if i % 10 == 0 else "success", metadata={"task": "easy"},
-                   steps=(Step("s2", "lookup", "tool", output=[] if i % 10 == 0 else ["y"]),))
+        hard = Run(
+            f"h{i}",
+            "agent",
+            outcome="failure" if i % 4 else "success",
+            metadata={"task": "hard"},
+            steps=(
+                Step("s1", "extra", "tool", output="x"),
+                Step("s2", "lookup", "tool", output=[] if i % 4 else ["y"]),
+            ),
+        )
+        easy = Run(
+            f"e{i}",
+            "agent",
+            outcome="failure" if i % 10 == 0 else "success",
+            metadata={"task": "easy"},
+            steps=(Step("s2", "lookup", "tool", output=[] if i % 10 == 0 else ["y"]),),
+        )
         sp.add_run(hard, hard.outcome == "failure")
         sp.add_run(easy, easy.outcome == "failure")
     features = [s.feature for s in sp.rank(top=10)]
@@ -154,7 +192,7 @@ def test_spectrum_is_stratified_by_task() -> None:
 def test_spectrum_derives_lacking_keys() -> None:
     """'Output lacks key K' counts runs that ran the step without K, from two counters."""
     sp = Spectrum()
-    for i in range(6):
+    for _ in range(6):
         sp.add("a", None, True, {"step:-/parse/extract", "key:extract:title"})
         sp.add("a", None, False, {"step:-/parse/extract", "key:extract:title", "key:extract:date"})
     top = sp.rank()
@@ -198,9 +236,14 @@ def test_fleet_reports_the_share_verified_by_replay(tmp_path: Path, fleet_store:
     target = next(f for f in first.findings or [] if f.root_step)
     with Store(store) as st:
         original = st.load_run(target.run_id)
-        replay = Run("r" * 32, original.name, start_ns=original.start_ns + 1, outcome="success",
-                     metadata={"replay_of": target.run_id, "patch": {target.root_step: {"output": 1}}},
-                     steps=original.steps)
+        replay = Run(
+            "r" * 32,
+            original.name,
+            start_ns=original.start_ns + 1,
+            outcome="success",
+            metadata={"replay_of": target.run_id, "patch": {target.root_step: {"output": 1}}},
+            steps=original.steps,
+        )
         st.save_run(replay)
     again = run_fleet([store], workers=1)
     g = again.groups.groups[target.group_id]
@@ -221,11 +264,22 @@ def test_fleet_names_unreadable_sources_and_keeps_the_rest(tmp_path: Path, fleet
 
 def test_fleet_command_prints_json_markdown_and_plots(tmp_path: Path, fleet_store: Path) -> None:
     """`trajdebug fleet --json` gives ranked groups and the spectrum; markdown is one alert per group; plots are PNGs."""
-    r = CliRunner().invoke(cli, ["fleet", str(fleet_store), "--json", "--workers", "1", "--plots", str(tmp_path / "p")])
+    r = CliRunner().invoke(
+        cli, ["fleet", str(fleet_store), "--json", "--workers", "1", "--plots", str(tmp_path / "p")]
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert data["failed"] == sum(g["count"] for g in data["groups"])
-    assert {"group_id", "title", "count", "critical", "first_seen_ns", "last_seen_ns", "examples", "verified_share"} <= set(data["groups"][0])
+    assert {
+        "group_id",
+        "title",
+        "count",
+        "critical",
+        "first_seen_ns",
+        "last_seen_ns",
+        "examples",
+        "verified_share",
+    } <= set(data["groups"][0])
     assert data["spectrum"] and {"ochiai", "dstar", "ef", "ep"} <= set(data["spectrum"][0])
     for name in ("timeline.png", "groups.png"):
         assert (tmp_path / "p" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

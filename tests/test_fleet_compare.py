@@ -55,14 +55,26 @@ def test_compare_gates_ci_on_a_critical_regression(tmp_path: Path, fleet_store: 
     metric = tmp_path / "metric.json"
     r = CliRunner().invoke(
         cli,
-        ["compare", str(baseline), str(fleet_store), "--workers", "1", "--fail-on-regression", "--metric-file", str(metric),
-         "--plot", str(tmp_path / "cmp.svg")],
+        [
+            "compare",
+            str(baseline),
+            str(fleet_store),
+            "--workers",
+            "1",
+            "--fail-on-regression",
+            "--metric-file",
+            str(metric),
+            "--plot",
+            str(tmp_path / "cmp.svg"),
+        ],
     )
     assert r.exit_code == 1, r.output
     m = json.loads(metric.read_text())
     assert m["name"] == "critical_failures_per_run" and m["a"] == 0 and m["b"] > 0 and m["regressed"] is True
     assert "<svg" in (tmp_path / "cmp.svg").read_text()
-    ok = CliRunner().invoke(cli, ["compare", str(fleet_store), str(baseline), "--workers", "1", "--fail-on-regression", "--json"])
+    ok = CliRunner().invoke(
+        cli, ["compare", str(fleet_store), str(baseline), "--workers", "1", "--fail-on-regression", "--json"]
+    )
     assert ok.exit_code == 0
     assert {g["change"] for g in json.loads(ok.stdout)["groups"]} == {"gone"}
 

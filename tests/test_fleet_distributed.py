@@ -17,13 +17,21 @@ from trajdebug.fleet.parquet import export_source
 @pytest.fixture(scope="module")
 def cluster() -> object:
     """Two single-threaded worker processes, no dashboard."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, worker_dashboard_address=None,
-                      scheduler_kwargs={"dashboard": False}) as c:  # type: ignore[no-untyped-call]
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        worker_dashboard_address=None,
+        scheduler_kwargs={"dashboard": False},
+    ) as c:  # type: ignore[no-untyped-call]
         yield c
 
 
-def test_dask_path_gives_the_same_groups_as_the_single_machine_path(tmp_path: Path, fleet_store: Path, cluster: LocalCluster) -> None:
+def test_dask_path_gives_the_same_groups_as_the_single_machine_path(
+    tmp_path: Path, fleet_store: Path, cluster: LocalCluster
+) -> None:
     """The store grouped on this machine and its Parquet export grouped on the cluster (by its address) agree."""
     export_source(fleet_store, tmp_path / "ds")
     local = run_fleet([fleet_store], workers=1)
@@ -37,10 +45,15 @@ def test_dask_path_gives_the_same_groups_as_the_single_machine_path(tmp_path: Pa
 def test_fleet_command_runs_on_the_cluster(tmp_path: Path, fleet_store: Path, cluster: LocalCluster) -> None:
     """`trajdebug fleet DATASET --engine dask --address URL --json` reports the same groups as the local engine."""
     export_source(fleet_store, tmp_path / "ds")
-    r = CliRunner().invoke(cli, ["fleet", str(tmp_path / "ds"), "--engine", "dask", "--address", cluster.scheduler_address, "--json"])
+    r = CliRunner().invoke(
+        cli,
+        ["fleet", str(tmp_path / "ds"), "--engine", "dask", "--address", cluster.scheduler_address, "--json"],
+    )
     assert r.exit_code == 0, r.output
     local = run_fleet([tmp_path / "ds"], workers=1)
-    assert [g["group_id"] for g in json.loads(r.stdout)["groups"]] == [g.group_id for g in local.groups.ranked()]
+    assert [g["group_id"] for g in json.loads(r.stdout)["groups"]] == [
+        g.group_id for g in local.groups.ranked()
+    ]
 
 
 def test_dask_path_refuses_a_source_that_is_no_dataset(fleet_store: Path) -> None:

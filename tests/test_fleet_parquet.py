@@ -28,15 +28,26 @@ def test_parquet_dataset_round_trips_every_run(tmp_path: Path, fleet_store: Path
 
 def test_parquet_files_follow_the_documented_schema(tmp_path: Path, fleet_store: Path) -> None:
     """Every table's columns and types are the ones `COLUMNS` (and docs/format.md) list."""
-    r = CliRunner().invoke(cli, ["export", str(fleet_store), "--to", "parquet", "-o", str(tmp_path / "ds"), "--analyze"])
+    r = CliRunner().invoke(
+        cli, ["export", str(fleet_store), "--to", "parquet", "-o", str(tmp_path / "ds"), "--analyze"]
+    )
     assert r.exit_code == 0, r.output
     manifest = json.loads((tmp_path / "ds" / "_trajdebug.json").read_text())
     assert manifest["format"] == "trajdebug-parquet" and "analyses" in manifest["tables"]
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "format.md").read_text().split("## Parquet dataset")[1]
+    doc = (
+        (Path(__file__).resolve().parent.parent / "docs" / "format.md")
+        .read_text()
+        .split("## Parquet dataset")[1]
+    )
     for table, cols in COLUMNS.items():
         schema = pq.read_schema(tmp_path / "ds" / table / "part-00000.parquet")
         assert [(f.name, str(f.type)) for f in schema] == [
-            (c, {"string": "string", "int64": "int64", "int32": "int32", "float64": "double", "bool": "bool"}[t])
+            (
+                c,
+                {"string": "string", "int64": "int64", "int32": "int32", "float64": "double", "bool": "bool"}[
+                    t
+                ],
+            )
             for c, t in cols
         ]
         for c, _ in cols:
@@ -45,7 +56,9 @@ def test_parquet_files_follow_the_documented_schema(tmp_path: Path, fleet_store:
 
 def test_duckdb_queries_agree_with_the_python_fleet(tmp_path: Path, fleet_store: Path) -> None:
     """Failure rates and group counts computed by DuckDB over the dataset equal the fleet job's."""
-    CliRunner().invoke(cli, ["export", str(fleet_store), "--to", "parquet", "-o", str(tmp_path / "ds"), "--analyze"])
+    CliRunner().invoke(
+        cli, ["export", str(fleet_store), "--to", "parquet", "-o", str(tmp_path / "ds"), "--analyze"]
+    )
     report = run_fleet([fleet_store], workers=1, keep_findings=True)
     by_sql = {g["group_id"]: g["count"] for g in group_counts(tmp_path / "ds")}
     assert by_sql == report.groups.counts()

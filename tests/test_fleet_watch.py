@@ -68,7 +68,17 @@ def _writer(store: Path, n: int, seed: int, delay: float = 0.01) -> subprocess.P
     """Another process recording runs of the benchmark agents into the store, one at a time."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.fleetgen", str(store), str(n), "--seed", str(seed), "--delay", str(delay)],
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.fleetgen",
+            str(store),
+            str(n),
+            "--seed",
+            str(seed),
+            "--delay",
+            str(delay),
+        ],
         env=env,
         cwd=ROOT,
     )
@@ -94,13 +104,17 @@ def _follow(w: Watcher, proc: subprocess.Popen[bytes]) -> tuple[list[str], list[
     return analyzed + [f.run_id for f in r.analyzed], alerts + list(r.alerts)
 
 
-def test_watch_analyzes_each_failed_run_once_and_never_alerts_twice_across_a_restart(tmp_path: Path, hook: _Hook) -> None:
+def test_watch_analyzes_each_failed_run_once_and_never_alerts_twice_across_a_restart(
+    tmp_path: Path, hook: _Hook
+) -> None:
     """While another process writes runs, every failed run is analyzed once; a restarted watcher analyzes
     only the new ones and sends no alert it sent before, to the file or the webhook."""
     store, state, out = tmp_path / "live.db", tmp_path / "state.json", tmp_path / "alerts.jsonl"
 
     def watcher() -> Watcher:
-        return Watcher(store, state=state, deliveries=[FileDelivery(out), WebhookDelivery(hook.url)], thresholds=(5, 20))
+        return Watcher(
+            store, state=state, deliveries=[FileDelivery(out), WebhookDelivery(hook.url)], thresholds=(5, 20)
+        )
 
     Store(store).close()
     analyzed, alerts = _follow(watcher(), _writer(store, 80, seed=11))
@@ -128,14 +142,21 @@ def test_watch_retries_an_alert_the_webhook_refused(tmp_path: Path, fleet_store:
     refusing = _Hook(refuse=100)
     try:
         out = tmp_path / "alerts.jsonl"
-        w = Watcher(fleet_store, state=tmp_path / "s.json", deliveries=[FileDelivery(out), WebhookDelivery(refusing.url)])
+        w = Watcher(
+            fleet_store,
+            state=tmp_path / "s.json",
+            deliveries=[FileDelivery(out), WebhookDelivery(refusing.url)],
+        )
         r1 = w.poll()
         assert r1.analyzed and not r1.alerts and not refusing.received
         assert any("HTTP 503" in p for p in r1.problems)
         lines = out.read_text().splitlines()
         refusing.refuse = 0
-        r2 = Watcher(fleet_store, state=tmp_path / "s.json",
-                     deliveries=[FileDelivery(out), WebhookDelivery(refusing.url)]).poll()
+        r2 = Watcher(
+            fleet_store,
+            state=tmp_path / "s.json",
+            deliveries=[FileDelivery(out), WebhookDelivery(refusing.url)],
+        ).poll()
         assert not r2.analyzed and len(r2.alerts) == len(lines)
         assert len(refusing.received) == len(lines) and out.read_text().splitlines() == lines
     finally:

@@ -18,19 +18,36 @@ def _fail(exc: Exception) -> click.ClickException:
 @click.option("--workers", type=click.IntRange(min=1), help="Processes (default: the usable cores).")
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Groups shown.")
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown"]),
+    default="text",
+    show_default=True,
     help="markdown: one ticket-ready alert per group.",
 )
-@click.option("--plots", metavar="DIR", help="Write timeline.png and groups.png (failures over time, group sizes) here.")
 @click.option(
-    "--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+    "--plots", metavar="DIR", help="Write timeline.png and groups.png (failures over time, group sizes) here."
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
     help="dask: run on a Dask cluster (SOURCE must be one Parquet dataset).",
 )
-@click.option("--address", metavar="URL", help="The Dask scheduler (tcp://host:8786); default: a local cluster.")
+@click.option(
+    "--address", metavar="URL", help="The Dask scheduler (tcp://host:8786); default: a local cluster."
+)
 @json_option
 def fleet_cmd(
-    sources: tuple[str, ...], workers: int | None, top: int, fmt: str, plots: str | None, engine: str,
-    address: str | None, as_json: bool,
+    sources: tuple[str, ...],
+    workers: int | None,
+    top: int,
+    fmt: str,
+    plots: str | None,
+    engine: str,
+    address: str | None,
+    as_json: bool,
 ) -> None:
     """Group the failed runs of SOURCES by root cause, and rank what failing runs have that passing runs don't.
 
@@ -65,7 +82,10 @@ def fleet_cmd(
         from trajdebug.fleet.plots import plot_group_sizes, plot_timeline
 
         groups = list(report.groups.groups.values())
-        written = [plot_timeline(groups, Path(plots) / "timeline.png"), plot_group_sizes(groups, Path(plots) / "groups.png")]
+        written = [
+            plot_timeline(groups, Path(plots) / "timeline.png"),
+            plot_group_sizes(groups, Path(plots) / "groups.png"),
+        ]
         click.echo("wrote " + ", ".join(map(str, written)), err=True)
     if as_json:
         emit_json(report.to_dict())
@@ -82,18 +102,37 @@ def fleet_cmd(
 @click.command(name="compare")
 @click.argument("set_a", type=click.Path(exists=True, dir_okay=True))
 @click.argument("set_b", required=False, type=click.Path(exists=True, dir_okay=True))
-@click.option("--by", metavar="KEY", help="Split SET_A by this metadata key (e.g. version) instead of giving SET_B.")
+@click.option(
+    "--by", metavar="KEY", help="Split SET_A by this metadata key (e.g. version) instead of giving SET_B."
+)
 @click.option("--a", "value_a", metavar="VALUE", help="With --by: the value of set A.")
 @click.option("--b", "value_b", metavar="VALUE", help="With --by: the value of set B.")
 @click.option("--workers", type=click.IntRange(min=1), help="Processes (default: the usable cores).")
 @click.option("--plot", metavar="PATH", help="Write the comparison plot (.png or .svg).")
-@click.option("--metric-file", metavar="PATH", help="Write the CI metric (critical failures per run) as JSON.")
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when B's critical-failure rate is significantly worse.")
-@click.option("--max-critical-rate", type=float, metavar="RATE", help="Exit 1 when B's critical failures per run exceed RATE.")
+@click.option(
+    "--metric-file", metavar="PATH", help="Write the CI metric (critical failures per run) as JSON."
+)
+@click.option(
+    "--fail-on-regression", is_flag=True, help="Exit 1 when B's critical-failure rate is significantly worse."
+)
+@click.option(
+    "--max-critical-rate",
+    type=float,
+    metavar="RATE",
+    help="Exit 1 when B's critical failures per run exceed RATE.",
+)
 @json_option
 def compare_cmd(
-    set_a: str, set_b: str | None, by: str | None, value_a: str | None, value_b: str | None, workers: int | None,
-    plot: str | None, metric_file: str | None, fail_on_regression: bool, max_critical_rate: float | None,
+    set_a: str,
+    set_b: str | None,
+    by: str | None,
+    value_a: str | None,
+    value_b: str | None,
+    workers: int | None,
+    plot: str | None,
+    metric_file: str | None,
+    fail_on_regression: bool,
+    max_critical_rate: float | None,
     as_json: bool,
 ) -> None:
     """Compare two run sets: failure rates with 95 % intervals, new/gone/grown groups, changed steps.
@@ -163,26 +202,48 @@ def _two_values(source: str, by: str, a: str | None, b: str | None) -> tuple[str
         values.discard(b)
     missing = 2 - (a is not None) - (b is not None)
     if len(values) != missing:
-        raise click.ClickException(f"{source}: give --a and --b (values of {by!r} found: {', '.join(sorted(values)) or 'none'})")
+        raise click.ClickException(
+            f"{source}: give --a and --b (values of {by!r} found: {', '.join(sorted(values)) or 'none'})"
+        )
     rest = sorted(values)
     return (a if a is not None else rest.pop(0)), (b if b is not None else rest.pop(0))
 
 
 @click.command(name="watch")
 @click.argument("source", type=click.Path(exists=True, dir_okay=True))
-@click.option("--state", metavar="PATH", help="The state file (default: SOURCE.watch.json, or .trajdebug-watch.json in a folder).")
 @click.option(
-    "--to", "targets", multiple=True, metavar="TARGET",
+    "--state",
+    metavar="PATH",
+    help="The state file (default: SOURCE.watch.json, or .trajdebug-watch.json in a folder).",
+)
+@click.option(
+    "--to",
+    "targets",
+    multiple=True,
+    metavar="TARGET",
     help="Where alerts go: '-' (stdout, JSON lines; the default), a file (JSON lines appended), or an http(s) webhook URL. Repeatable.",
 )
-@click.option("--threshold", "thresholds", multiple=True, type=click.IntRange(min=1), metavar="N",
-              help="Alert again when a group reaches N runs (default 10, 100, 1000). Repeatable.")
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Alert again when a group reaches N runs (default 10, 100, 1000). Repeatable.",
+)
 @click.option("--interval", type=float, default=2.0, show_default=True, help="Seconds between polls.")
 @click.option("--once", is_flag=True, help="Poll once and exit.")
-@click.option("--idle-exit", type=float, metavar="SECONDS", help="Exit after this long with no new failed run.")
+@click.option(
+    "--idle-exit", type=float, metavar="SECONDS", help="Exit after this long with no new failed run."
+)
 def watch_cmd(
-    source: str, state: str | None, targets: tuple[str, ...], thresholds: tuple[int, ...], interval: float,
-    once: bool, idle_exit: float | None,
+    source: str,
+    state: str | None,
+    targets: tuple[str, ...],
+    thresholds: tuple[int, ...],
+    interval: float,
+    once: bool,
+    idle_exit: float | None,
 ) -> None:
     """Follow a store or a folder: analyze each new failed run once, alert once per new group.
 
@@ -200,7 +261,11 @@ def watch_cmd(
     from trajdebug.fleet.watch import DEFAULT_THRESHOLDS, Watcher
 
     src = Path(source)
-    state_path = Path(state) if state else (src / ".trajdebug-watch.json" if src.is_dir() else src.with_name(src.name + ".watch.json"))
+    state_path = (
+        Path(state)
+        if state
+        else (src / ".trajdebug-watch.json" if src.is_dir() else src.with_name(src.name + ".watch.json"))
+    )
     try:
         deliveries = [parse_target(t) for t in (targets or ("-",))]
         w = Watcher(src, state=state_path, deliveries=deliveries, thresholds=thresholds or DEFAULT_THRESHOLDS)

@@ -70,7 +70,13 @@ class Rate:
     def to_dict(self) -> dict[str, Any]:
         """As JSON data."""
         lo, hi = self.interval
-        return {"k": self.k, "n": self.n, "rate": round(self.value, 6), "low": round(lo, 6), "high": round(hi, 6)}
+        return {
+            "k": self.k,
+            "n": self.n,
+            "rate": round(self.value, 6),
+            "low": round(lo, 6),
+            "high": round(hi, 6),
+        }
 
 
 def _digest(v: Any) -> str:
@@ -161,7 +167,9 @@ class Comparison:
                 change = "shrank"
             else:
                 change = "same"
-            out.append({"group_id": gid, "title": g.title(), "change": change, "a": ra.to_dict(), "b": rb.to_dict()})
+            out.append(
+                {"group_id": gid, "title": g.title(), "change": change, "a": ra.to_dict(), "b": rb.to_dict()}
+            )
         order = {"new": 0, "grew": 1, "gone": 2, "shrank": 3, "same": 4}
         out.sort(key=lambda d: (order[d["change"]], -d["b"]["k"], d["group_id"]))
         return out
@@ -180,10 +188,18 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """As JSON data (the ``trajdebug compare --json`` document)."""
         return {
-            "a": {"label": self.labels[0], "runs": self.a.runs, "failure_rate": self.failure_rate("a").to_dict(),
-                  "critical_rate": self.critical_rate("a").to_dict()},
-            "b": {"label": self.labels[1], "runs": self.b.runs, "failure_rate": self.failure_rate("b").to_dict(),
-                  "critical_rate": self.critical_rate("b").to_dict()},
+            "a": {
+                "label": self.labels[0],
+                "runs": self.a.runs,
+                "failure_rate": self.failure_rate("a").to_dict(),
+                "critical_rate": self.critical_rate("a").to_dict(),
+            },
+            "b": {
+                "label": self.labels[1],
+                "runs": self.b.runs,
+                "failure_rate": self.failure_rate("b").to_dict(),
+                "critical_rate": self.critical_rate("b").to_dict(),
+            },
             "groups": self.groups(),
             "changed_steps": self.changed_steps,
             "metric": self.metric(),

@@ -81,7 +81,9 @@ class WebhookDelivery:
         self.name = f"webhook:{url}"
 
     def __call__(self, alert: dict[str, Any]) -> None:
-        req = urllib.request.Request(self.url, data=dumps_str(alert).encode("utf-8"), headers=self.headers, method="POST")
+        req = urllib.request.Request(
+            self.url, data=dumps_str(alert).encode("utf-8"), headers=self.headers, method="POST"
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 status = resp.status
@@ -119,7 +121,9 @@ class WatchState:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise ValueError(f"{self.path}: unreadable watch state ({exc}); move it away to start afresh") from None
+            raise ValueError(
+                f"{self.path}: unreadable watch state ({exc}); move it away to start afresh"
+            ) from None
         if not isinstance(data, dict) or data.get("version") != self.VERSION:
             raise ValueError(f"{self.path}: not a trajdebug watch state (version {self.VERSION})")
         self.analyzed = set(data.get("analyzed") or ())

@@ -51,7 +51,9 @@ def run_fleet_dask(
 
     path = Path(dataset).resolve()
     if not is_dataset(path):
-        raise ValueError(f"{dataset}: not a trajdebug Parquet dataset (write one with `trajdebug export --to parquet`)")
+        raise ValueError(
+            f"{dataset}: not a trajdebug Parquet dataset (write one with `trajdebug export --to parquet`)"
+        )
     t0 = time.perf_counter()
     with ExitStack() as stack:
         target: Any = address
@@ -59,7 +61,13 @@ def run_fleet_dask(
             # The cluster's own progress chatter (INFO) is not the report.
             import logging
 
-            for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker", "distributed.core"):
+            for name in (
+                "distributed",
+                "distributed.scheduler",
+                "distributed.nanny",
+                "distributed.worker",
+                "distributed.core",
+            ):
                 logging.getLogger(name).setLevel(logging.WARNING)
             target = stack.enter_context(
                 LocalCluster(

@@ -194,7 +194,9 @@ def process_unit(unit: Unit, root_from: str | None = None) -> UnitResult:
         except GraphError as exc:
             out.problems.append(f"{unit.path}: run {run.run_id}: skipped: {exc}")
         except Exception as exc:  # noqa: BLE001 - a crash on one run is reported, the rest go on
-            out.problems.append(f"{unit.path}: run {run.run_id}: analysis failed: {type(exc).__name__}: {exc}")
+            out.problems.append(
+                f"{unit.path}: run {run.run_id}: analysis failed: {type(exc).__name__}: {exc}"
+            )
     return out
 
 
@@ -229,7 +231,9 @@ def expand(sources: Iterable[str | Path]) -> list[Path]:
         p = Path(src)
         if p.is_dir() and not is_dataset(p):
             out.extend(
-                f for f in sorted(p.iterdir()) if f.is_file() and f.suffix in _FILE_SUFFIXES and not f.name.startswith(".")
+                f
+                for f in sorted(p.iterdir())
+                if f.is_file() and f.suffix in _FILE_SUFFIXES and not f.name.startswith(".")
             )
         else:
             out.append(p)
@@ -272,7 +276,9 @@ def units(sources: Iterable[str | Path], *, size: int = UNIT_SIZE) -> tuple[list
             problems.extend(str(x) for x in result.problems)
             keep = [r for r in result.runs if not _skip(r.metadata)]
             replays.extend(r for r in result.runs if r.metadata.get("replay_of"))
-            out.extend(Unit("runs", str(p), runs=tuple(keep[i : i + size])) for i in range(0, len(keep), size))
+            out.extend(
+                Unit("runs", str(p), runs=tuple(keep[i : i + size])) for i in range(0, len(keep), size)
+            )
     return out, replays, problems
 
 
@@ -306,7 +312,14 @@ class Aggregate:
     def report(self, sources: Sequence[str], seconds: float, workers: int) -> FleetReport:
         """The finished report."""
         return FleetReport(
-            self.groups, self.spectrum, list(sources), self.runs, self.problems, seconds, workers, self.findings
+            self.groups,
+            self.spectrum,
+            list(sources),
+            self.runs,
+            self.problems,
+            seconds,
+            workers,
+            self.findings,
         )
 
 

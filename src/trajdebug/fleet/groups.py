@@ -253,7 +253,9 @@ def group_from_dict(d: Mapping[str, Any]) -> Group:
     g.last_seen_ns = int(d.get("last_seen_ns", 0))
     g.severities = Counter({str(k): int(v) for k, v in (d.get("severities") or {}).items()})
     g.versions = Counter({str(k): int(v) for k, v in (d.get("versions") or {}).items()})
-    g.examples = [(int(e["start_ns"]), str(e["run_id"]), str(e.get("message", ""))) for e in d.get("examples") or ()]
+    g.examples = [
+        (int(e["start_ns"]), str(e["run_id"]), str(e.get("message", ""))) for e in d.get("examples") or ()
+    ]
     g.replayed = int(d.get("replayed", 0))
     g.verified = int(d.get("verified", 0))
     g.timeline = Counter({int(k): int(v) for k, v in (d.get("timeline") or {}).items()})

@@ -119,7 +119,13 @@ TABLES = ("runs", "steps", "errors", "dependencies")
 def _schema(table: str) -> Any:
     import pyarrow as pa
 
-    types = {"string": pa.string(), "int64": pa.int64(), "int32": pa.int32(), "float64": pa.float64(), "bool": pa.bool_()}
+    types = {
+        "string": pa.string(),
+        "int64": pa.int64(),
+        "int32": pa.int32(),
+        "float64": pa.float64(),
+        "bool": pa.bool_(),
+    }
     return pa.schema([pa.field(name, types[t], nullable=True) for name, t in COLUMNS[table]])
 
 
@@ -198,7 +204,10 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
                 "attempt": err.attempt,
                 "stage": err.stage,
                 "stages_json": _json(
-                    [{"stage": c.stage, "step_id": c.step_id, "time_ns": c.time_ns, "reason": c.reason} for c in err.stages]
+                    [
+                        {"stage": c.stage, "step_id": c.step_id, "time_ns": c.time_ns, "reason": c.reason}
+                        for c in err.stages
+                    ]
                 ),
                 "attributes_json": _json(dict(err.attributes)) if err.attributes else None,
             }
@@ -228,7 +237,9 @@ def analysis_row(analysis: Any, finding: Any) -> dict[str, Any]:
     }
 
 
-def _write_part(out: Path, part: int, rows: Mapping[str, list[dict[str, Any]]], tables: Iterable[str]) -> None:
+def _write_part(
+    out: Path, part: int, rows: Mapping[str, list[dict[str, Any]]], tables: Iterable[str]
+) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -275,12 +286,19 @@ def write_dataset(
         _flush(path, part, rows, tables, counts)
         part += 1
     (path / MANIFEST).write_text(
-        json.dumps({"format": FORMAT, "version": SCHEMA_VERSION, "parts": part, "tables": list(tables)}) + "\n"
+        json.dumps({"format": FORMAT, "version": SCHEMA_VERSION, "parts": part, "tables": list(tables)})
+        + "\n"
     )
     return counts
 
 
-def _flush(path: Path, part: int, rows: dict[str, list[dict[str, Any]]], tables: Iterable[str], counts: dict[str, int]) -> None:
+def _flush(
+    path: Path,
+    part: int,
+    rows: dict[str, list[dict[str, Any]]],
+    tables: Iterable[str],
+    counts: dict[str, int],
+) -> None:
     _write_part(path, part, rows, tables)
     for t in tables:
         counts[t] += len(rows[t])
@@ -299,7 +317,12 @@ def _analysis_row_of(run: Run) -> dict[str, Any] | None:
 
 
 def export_source(
-    source: str | Path, out: str | Path, *, run_id: str | None = None, fmt: str | None = None, analyses: bool = False
+    source: str | Path,
+    out: str | Path,
+    *,
+    run_id: str | None = None,
+    fmt: str | None = None,
+    analyses: bool = False,
 ) -> dict[str, int]:
     """Export a source (``trajdebug export --to parquet``): a store is read one run at a time.
 
@@ -354,7 +377,9 @@ def read_part(path: str | Path, part: str) -> list[Run]:
     deps: dict[tuple[str, str], list[Dependency]] = {}
     for d in _read(p, "dependencies", part):
         deps.setdefault((d["run_id"], d["step_id"]), []).append(
-            Dependency(d["upstream_step_id"], d["kind"], d["origin"], d["confidence"], d["key"], d["upstream_run_id"])
+            Dependency(
+                d["upstream_step_id"], d["kind"], d["origin"], d["confidence"], d["key"], d["upstream_run_id"]
+            )
         )
     steps: dict[str, list[Step]] = {}
     for s in sorted(_read(p, "steps", part), key=lambda r: (r["run_id"], r["seq"])):
@@ -389,7 +414,13 @@ def read_part(path: str | Path, part: str) -> list[Run]:
         )
         errors.setdefault(e["run_id"], []).append(
             ErrorEvent(
-                e["error_id"], e["step_id"], e["type"], e["message"], e["parent_error_id"], stages, e["attempt"],
+                e["error_id"],
+                e["step_id"],
+                e["type"],
+                e["message"],
+                e["parent_error_id"],
+                stages,
+                e["attempt"],
                 _opt_json(e["attributes_json"]) or {},
             )
         )
@@ -444,7 +475,7 @@ def failure_rates(path: str | Path, *, by: str = "name") -> list[dict[str, Any]]
         raise ValueError(f"runs has no column {by!r}")
     con = connect(path)
     rows = con.execute(
-        f'SELECT "{by}", count(*), count(*) FILTER (WHERE outcome = \'failure\') FROM runs GROUP BY 1 ORDER BY 1'
+        f"SELECT \"{by}\", count(*), count(*) FILTER (WHERE outcome = 'failure') FROM runs GROUP BY 1 ORDER BY 1"
     ).fetchall()
     return [{by: k, "runs": n, "failed": f, "failure_rate": f / n if n else 0.0} for k, n, f in rows]
 

@@ -69,7 +69,13 @@ def plot_timeline(groups: Sequence[Group], path: str | Path, *, top: int = 8) ->
         bottom = [0] * len(xs)
         for label, c in series:
             ys = [c.get(x, 0) for x in xs]
-            ax.bar([_when(x * _DAY_H * 3_600_000_000_000)[:10] for x in xs], ys, bottom=bottom, label=label, width=0.9)
+            ax.bar(
+                [_when(x * _DAY_H * 3_600_000_000_000)[:10] for x in xs],
+                ys,
+                bottom=bottom,
+                label=label,
+                width=0.9,
+            )
             bottom = [b + y for b, y in zip(bottom, ys)]
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -85,8 +91,13 @@ def plot_group_sizes(groups: Sequence[Group], path: str | Path, *, top: int = 15
     fig, ax = plt.subplots(figsize=(9, 0.4 * len(ranked) + 1.5))
     labels = [_label(g) for g in ranked]
     ax.barh(labels, [g.count - g.critical for g in ranked], color="#8fb3d9", label="not critical")
-    ax.barh(labels, [g.critical for g in ranked], left=[g.count - g.critical for g in ranked], color="#c0392b",
-            label="critical")
+    ax.barh(
+        labels,
+        [g.critical for g in ranked],
+        left=[g.count - g.critical for g in ranked],
+        color="#c0392b",
+        label="critical",
+    )
     ax.set_xlabel("failed runs")
     ax.set_title("Failure groups by size")
     ax.tick_params(axis="y", labelsize=7)

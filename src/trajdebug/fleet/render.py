@@ -51,7 +51,9 @@ def group_markdown(g: Group, rank: int | None = None) -> str:
     if g.examples:
         lines.append("- **examples**:")
         lines.extend(f"  - `{_md(r)}` at {_when(t)}: {_md(m)}" for t, r, m in g.examples)
-    lines.append(f"\nReproduce: `trajdebug analyze SOURCE --run {g.examples[0][1][:12]}`" if g.examples else "")
+    lines.append(
+        f"\nReproduce: `trajdebug analyze SOURCE --run {g.examples[0][1][:12]}`" if g.examples else ""
+    )
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -107,8 +109,14 @@ def render_fleet(report: Any, console: Any, *, top: int = 20) -> None:
             s_t.add_column(col, no_wrap=True, min_width=width)
         s_t.add_column("feature", no_wrap=True, overflow="ellipsis", max_width=max(20, console.width - 60))
         for s in suspects:
-            s_t.add_row(Text(s.agent), f"{s.ochiai:.3f}", f"{s.dstar:.1f}", f"{s.ef}/{s.failing}",
-                        f"{s.ep}/{s.passing}", Text(s.description))
+            s_t.add_row(
+                Text(s.agent),
+                f"{s.ochiai:.3f}",
+                f"{s.dstar:.1f}",
+                f"{s.ef}/{s.failing}",
+                f"{s.ep}/{s.passing}",
+                Text(s.description),
+            )
         console.print(s_t)
     for p in report.problems[:10]:
         console.print(Text(f"warning: {p}", style="yellow"))
@@ -134,8 +142,12 @@ def render_compare(cmp: Any, console: Any) -> None:
     console.print(t)
     m = d["metric"]
     verdict = "REGRESSED" if m["regressed"] else "no significant regression"
-    console.print(Text(f"critical failures per run: {m['a']:.3f} → {m['b']:.3f} ({m['delta']:+.3f}): {verdict}",
-                       style="bold red" if m["regressed"] else "bold"))
+    console.print(
+        Text(
+            f"critical failures per run: {m['a']:.3f} → {m['b']:.3f} ({m['delta']:+.3f}): {verdict}",
+            style="bold red" if m["regressed"] else "bold",
+        )
+    )
     changed = [g for g in d["groups"] if g["change"] != "same"]
     if changed:
         console.print()

@@ -105,7 +105,15 @@ class Signature:
     def key(self) -> str:
         """The signature as one string (what the group id hashes)."""
         return "|".join(
-            (self.agent, self.root_agent, self.root_kind, self.root_name, self.error, self.evidence, self.path)
+            (
+                self.agent,
+                self.root_agent,
+                self.root_kind,
+                self.root_name,
+                self.error,
+                self.evidence,
+                self.path,
+            )
         )
 
     @property

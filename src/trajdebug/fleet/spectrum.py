@@ -42,7 +42,9 @@ _OTHER_TASK = "<other tasks>"
 
 
 def _empty(v: Any) -> bool:
-    return v is None or (isinstance(v, (str, list, dict, tuple)) and not (v.strip() if isinstance(v, str) else v))
+    return v is None or (
+        isinstance(v, (str, list, dict, tuple)) and not (v.strip() if isinstance(v, str) else v)
+    )
 
 
 def run_features(run: Run) -> set[str]:
@@ -221,7 +223,10 @@ class Spectrum:
         mine = [s for (a, _), s in self.strata.items() if a == agent]
         usable = [s for s in mine if s.failing and s.passing]
         # Stratify only when tasks repeat: strata of one or two runs each compare nothing.
-        if len(mine) > 1 and (not usable or sum(s.failing + s.passing for s in usable) < 0.5 * sum(s.failing + s.passing for s in mine)):
+        if len(mine) > 1 and (
+            not usable
+            or sum(s.failing + s.passing for s in usable) < 0.5 * sum(s.failing + s.passing for s in mine)
+        ):
             whole = _Stratum()
             for s in mine:
                 whole.merge(s)
