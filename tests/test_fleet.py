@@ -318,3 +318,25 @@ def test_plots_write_svg_and_refuse_other_formats(tmp_path: Path) -> None:
     assert out.read_text(encoding="utf-8").lstrip().startswith(("<?xml", "<svg"))
     with pytest.raises(ValueError, match=r"t\.pdf"):
         plot_group_sizes(list(t.groups.values()), tmp_path / "t.pdf")
+
+
+def test_fleet_groups_the_demo_made_fleet_with_its_replay_verifications(tmp_path: Path) -> None:
+    """Runs made by `trajdebug demo` (verified by replay) group by fault, with the verified share; the
+    demo's reference runs and replays are not counted as runs of the fleet."""
+    store = tmp_path / "demo.db"
+    for args in (
+        ["--fault", "wrong-column"],
+        ["--fault", "wrong-column"],
+        ["--fault", "truncated-rows"],
+        ["--clean"],
+    ):
+        r = CliRunner().invoke(cli, ["demo", *args, "--store", str(store), "--json"])
+        assert r.exit_code == 0, r.output
+    out = CliRunner().invoke(cli, ["fleet", str(store), "--json", "--workers", "1"])
+    data = json.loads(out.stdout)
+    assert (data["runs"], data["failed"]) == (4, 3)
+    sizes = sorted(g["count"] for g in data["groups"])
+    assert sizes == [1, 2]
+    big = next(g for g in data["groups"] if g["count"] == 2)
+    assert big["signature"]["root_name"] == "write_sql" and "OperationalError" in big["signature"]["error"]
+    assert big["replayed"] == 2 and big["verified_share"] == 1.0
