@@ -340,3 +340,16 @@ def test_fleet_groups_the_demo_made_fleet_with_its_replay_verifications(tmp_path
     big = next(g for g in data["groups"] if g["count"] == 2)
     assert big["signature"]["root_name"] == "write_sql" and "OperationalError" in big["signature"]["error"]
     assert big["replayed"] == 2 and big["verified_share"] == 1.0
+
+
+def test_fleet_reads_otlp_exports_to_the_same_groups(tmp_path: Path, fleet_store: Path) -> None:
+    """The fleet exported as OTLP/JSON (a folder holding the file) groups exactly as the store does."""
+    (tmp_path / "otlp").mkdir()
+    r = CliRunner().invoke(
+        cli, ["export", str(fleet_store), "--to", "otlp", "-o", str(tmp_path / "otlp" / "spans.json")]
+    )
+    assert r.exit_code == 0, r.output
+    from_store = run_fleet([fleet_store], workers=1)
+    from_otlp = run_fleet([tmp_path / "otlp"], workers=1)
+    assert (from_otlp.runs, from_otlp.problems) == (from_store.runs, [])
+    assert from_otlp.groups.counts() == from_store.groups.counts()
