@@ -27,7 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug._encode import dumps
-from trajdebug.fleet.engine import Aggregate, FleetReport, Unit, UnitResult, execute, process_unit, units
+from trajdebug.fleet.engine import (
+    Aggregate,
+    FleetReport,
+    Unit,
+    UnitResult,
+    close_stores,
+    execute,
+    process_unit,
+    units,
+)
 from trajdebug.fleet.groups import Group
 
 
@@ -281,7 +290,10 @@ def compare(
                     mine.io[key] = set(outs)
                     mine.examples[key] = s.examples.get(key)
 
-    n = execute(work, _compare_unit, consume, workers=workers, args=(by, a, b))
+    try:
+        n = execute(work, _compare_unit, consume, workers=workers, args=(by, a, b))
+    finally:
+        close_stores()
     secs = time.perf_counter() - t0
     ra_, rb_ = (aggs[k].report([labels[i]], secs, n) for i, k in enumerate(("a", "b")))
     ra_.problems[:0] = problems

@@ -165,6 +165,12 @@ def _load(unit: Unit) -> Iterator[Run]:
         raise ValueError(f"unknown unit kind {unit.kind!r}")
 
 
+def close_stores() -> None:
+    """Close the stores `process_unit` opened in this process."""
+    while _STORES:
+        _STORES.popitem()[1].close()
+
+
 def process_unit(unit: Unit, root_from: str | None = None) -> UnitResult:
     """Load a unit's runs, analyze each failed one, count every run's features.
 
@@ -391,7 +397,10 @@ def run_fleet(
     work, replays, problems = units(sources, size=unit_size)
     agg = Aggregate(replays, keep_findings=keep_findings)
     agg.problems.extend(problems)
-    n = execute(work, process_unit, agg.add, workers=workers, args=(root_from,))
+    try:
+        n = execute(work, process_unit, agg.add, workers=workers, args=(root_from,))
+    finally:
+        close_stores()
     return agg.report([str(s) for s in sources], time.perf_counter() - t0, n)
 
 
@@ -402,6 +411,7 @@ __all__ = [
     "Unit",
     "UnitResult",
     "analyze_run",
+    "close_stores",
     "default_workers",
     "execute",
     "expand",

@@ -206,7 +206,8 @@ class Spectrum:
 
     def add(self, agent: str, task: Any, failed: bool, features: Iterable[str]) -> None:
         """Count one run given its features."""
-        key = normalize(str(task), limit=200) if task is not None else "-"
+        # The task as written: two tasks that differ only in a number are two tasks.
+        key = str(task)[:200] if task is not None else "-"
         seen = self._tasks.setdefault(agent, set())
         if key not in seen and len(seen) >= MAX_TASKS:
             key = _OTHER_TASK
