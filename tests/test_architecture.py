@@ -18,13 +18,13 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 PKG = "trajdebug"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("trajdebug.model", "trajdebug.plugins", "trajdebug.chat", "trajdebug.escape"),
+    ("trajdebug.model", "trajdebug.plugins", "trajdebug.chat", "trajdebug.escape", "trajdebug.values"),
     ("trajdebug.format", "trajdebug._encode", "trajdebug.schema"),
     ("trajdebug.analysis",),
     ("trajdebug.formats", "trajdebug.report", "trajdebug.store"),
     ("trajdebug.record", "trajdebug.source", "trajdebug.marks"),
     ("trajdebug.replay",),
-    ("trajdebug.integrations", "trajdebug.judge", "trajdebug.fleet", "trajdebug.serve"),
+    ("trajdebug.integrations", "trajdebug.pipeline", "trajdebug.judge", "trajdebug.fleet", "trajdebug.serve"),
     ("trajdebug.cli", "trajdebug.demo", "trajdebug.testing", "trajdebug", "trajdebug.__main__"),
 )
 """Floors from the ground up: a module may import its own floor and the ones below, never above."""

@@ -55,8 +55,8 @@ class TestRunsAndShow:
             pass
         assert "evil [/] [bold]x[/bold]" in invoke("runs")
 
-    def test_analyze_skips_a_broken_run_and_names_it(self, tmp_path: Path) -> None:
-        """A run with an edge to a missing step is skipped with a warning; the other runs are analyzed."""
+    def test_analyze_names_a_broken_link_and_goes_on(self, tmp_path: Path) -> None:
+        """A run with an edge to a missing step is analyzed without it and a warning names it; the others too."""
         from trajdebug.format import write_jsonl
         from trajdebug.model import Dependency, Run, Step
 
@@ -68,9 +68,10 @@ class TestRunsAndShow:
         write_jsonl([good, bad], path)
         result = CliRunner().invoke(cli, ["analyze", str(path), "--json"])
         assert 0 == result.exit_code, result.output
-        assert "skipped" in result.stderr
-        assert "ghost" in result.stderr
-        assert ["good"] == [r["run_id"] for r in json.loads(result.stdout)["runs"]]
+        assert "ghost" in result.stderr and "left out" in result.stderr
+        runs = json.loads(result.stdout)["runs"]
+        assert ["good", "bad"] == [r["run_id"] for r in runs]
+        assert any("ghost" in p for p in runs[1]["problems"])
 
     def test_import_copies_trajdebug_jsonl_into_a_store(self, tmp_path: Path) -> None:
         """`trajdebug import FILE.jsonl -o X.db` moves our own runs into a store, unchanged."""

@@ -280,22 +280,6 @@ class TestErrorsAndContracts:
         )
         assert _verdict(run, "a").suspicion < _verdict(run, "b").suspicion
 
-    def test_consumer_failing_on_the_output_implicates_the_producer(self) -> None:
-        """A producer whose output made its consumer raise on it gets evidence naming the consumer."""
-        run = _run(
-            Step("p", "produce", output={"k": 1}),
-            Step(
-                "c",
-                "consume",
-                input={"k": 1},
-                status="error",
-                error=ErrorInfo("ValueError", "bad k"),
-                deps=(D("p"),),
-            ),
-        )
-        [e] = _from(_verdict(run, "p"), "consumer-rejection")
-        assert "consume" in e.reason
-
     def test_contracts_post_and_consumer_pre(self) -> None:
         """A failed post-condition marks the step; a consumer's failed pre-condition marks its producer."""
         run = _run(
@@ -553,33 +537,6 @@ class TestDecisionsAndState:
         pct = _run(_t("p", "note", "llm", 1, input={"rate": 0.226}, output={"rate_pct": 22.6}))
         assert _from(_verdict(slip, "s"), "scaled-value")
         assert _from(_verdict(pct, "p"), "scaled-value") == []
-
-    def test_value_the_failure_names_is_traced_to_where_it_appeared(self) -> None:
-        """The step whose output first holds a value the failure names, absent from its inputs, is suspect."""
-        run = _run(
-            _t("r", "read_config", "tool", 1, output={"requires": ">=3.11"}),
-            _t(
-                "w",
-                "detect",
-                "other",
-                3,
-                input={"cfg": {"requires": ">=3.11"}},
-                output={"python": "3.8"},
-                deps=(D("r"),),
-            ),
-            _t(
-                "b",
-                "build",
-                "other",
-                5,
-                input={"settings": {"python": "3.8"}},
-                output="wheel-cp38",
-                deps=(D("w"),),
-            ),
-        )
-        failure = Failure("b", "step-error", "the wheel targets Python 3.8, the project requires 3.11", "x")
-        assert _from(_verdict(run, "w", [failure]), "value-origin")
-        assert _from(_verdict(run, "b", [failure]), "value-origin") == []
 
 
 class TestSymptoms:

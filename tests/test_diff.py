@@ -7,11 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
 from click.testing import CliRunner
 
 from trajdebug.cli import cli
-from trajdebug.cli._replay import add_verify_option, verify_analyses
 from trajdebug.demo import run_demo
 from trajdebug.record.sinks import MemorySink
 from trajdebug.replay import align
@@ -130,27 +128,36 @@ class TestVerifyOption:
     """The ``--verify`` support that ``trajdebug analyze`` plugs in."""
 
     def test_verify_option_verifies_the_top_candidate(self, tmp_path: Path) -> None:
-        """A command decorated with add_verify_option verifies a stored failing run by replay."""
-        from trajdebug.analysis import analyze
+        """`analyze --verify` and `analyze_source(verify=...)` verify a stored failing run's top candidate by replay."""
+        from trajdebug.pipeline import analyze_source
 
         path = tmp_path / "s.db"
         store = Store(path)
         run_demo(None, store=store)
         bad = run_demo("truncated-rows", store=store)
-
-        @click.command()
-        @add_verify_option
-        def cmd(verify_entry: str | None, fixer: str | None, verify_samples: int) -> None:
-            a = analyze(Store(path).load_run(bad.run_id), sql_db=bad.metadata["sqlite_db"])
-            for v in verify_analyses(
-                [a], source=str(path), entry=verify_entry, fixer=fixer, samples=verify_samples
-            ):
-                click.echo(v.summary())
-
-        res = CliRunner().invoke(cmd, ["--verify", "trajdebug.demo:demo_agent", "--samples", "1"])
-        assert res.exit_code == 0, res.output
-        assert res.output.startswith(
+        db = bad.metadata["sqlite_db"]
+        res = analyze_source(path, bad.run_id, sql_db=db, verify="trajdebug.demo:demo_agent", samples=1)
+        [v] = res.verifications
+        assert v is not None and v.summary().startswith(
             f"verified by replay: patching run_sql#{bad.metadata['fault']['step_id'][-6:]}"
         )
-        bad_spec = CliRunner().invoke(cmd, ["--verify", "no_such_module_xyz:main"])
+        out = CliRunner().invoke(
+            cli,
+            [
+                "analyze",
+                str(path),
+                "--run",
+                bad.run_id,
+                "--sql-db",
+                db,
+                "--verify",
+                "trajdebug.demo:demo_agent",
+                "--samples",
+                "1",
+                "--json",
+            ],
+        )
+        assert out.exit_code == 0, out.output
+        assert json.loads(out.stdout)["runs"][0]["verification"]["candidates"][0]["status"] == "verified"
+        bad_spec = CliRunner().invoke(cli, ["analyze", str(path), "--verify", "no_such_module_xyz:main"])
         assert bad_spec.exit_code != 0 and "cannot import module" in bad_spec.output

@@ -76,14 +76,14 @@ def test_signature_prefers_the_analysis_signals_when_present() -> None:
                 "step_id": "s1",
                 "name": "plan",
                 "kind": "llm",
-                "signals": ["lineage", "diagnoser:json"],
+                "signals": ["lineage", "diagnoser:json"],  # strongest first
                 "reasons": ["anything at all 42"],
                 "path": ["s1", "s2"],
             }
         ],
     }
     sig = signature_of(data, "agent", {"s1": "llm", "s2": "parse"})
-    assert sig.evidence == "diagnoser:json+lineage"
+    assert sig.evidence == "lineage"  # the family of the strongest signal
 
 
 def test_path_shape_collapses_repeated_kinds() -> None:

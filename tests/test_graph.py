@@ -99,28 +99,38 @@ class TestHierarchy:
 
 class TestInputErrors:
     def test_dependency_on_a_missing_step_names_both(self) -> None:
-        """A dangling edge raises GraphError naming the consumer and the missing producer."""
-        run = _run(Step("a", "alpha", deps=(Dependency("ghost"),)))
+        """A dangling edge is left out and named in problems; strict=True raises GraphError naming both ends."""
+        run = _run(Step("a", "alpha", deps=(Dependency("ghost"),)), Step("b", "beta", deps=(Dependency("a"),)))
+        g = DependencyGraph(run)
+        assert g.parents("a") == () and g.backward_slice(["b"]) == {"a", "b"}
+        assert len(g.problems) == 1 and "a (alpha) -> ghost" in g.problems[0]
         with pytest.raises(GraphError, match=r"a \(alpha\) -> ghost") as info:
-            DependencyGraph(run)
+            DependencyGraph(run, strict=True)
         assert info.value.steps == ("a",)
 
     def test_cycle_names_its_steps(self) -> None:
-        """A dependency cycle raises GraphError listing the steps on it, not a recursion error."""
+        """A cycle is cut against start order and named in problems; strict=True raises GraphError listing it."""
         run = _run(
             Step("a", "a", deps=(Dependency("c"),)),
             Step("b", "b", deps=(Dependency("a"),)),
             Step("c", "c", deps=(Dependency("b"),)),
             Step("d", "d", deps=(Dependency("c"),)),
         )
+        g = DependencyGraph(run)
+        assert g.parents("a") == ()  # the edge a <- c points back in start order: cut
+        assert g.backward_slice(["d"]) == {"a", "b", "c", "d"}
+        assert g.topological_order() == ["a", "b", "c", "d"]
+        assert len(g.problems) == 1 and "cycle" in g.problems[0]
         with pytest.raises(GraphError, match="cycle") as info:
-            DependencyGraph(run)
+            DependencyGraph(run, strict=True)
         assert set(info.value.steps) == {"a", "b", "c"}
 
     def test_self_dependency_is_a_cycle(self) -> None:
-        """A step that depends on itself is reported as a one-step cycle."""
+        """A step that depends on itself is a one-step cycle: cut, and named."""
+        g = DependencyGraph(_run(Step("a", "a", deps=(Dependency("a"),))))
+        assert g.parents("a") == () and "cycle" in g.problems[0]
         with pytest.raises(GraphError, match="cycle") as info:
-            DependencyGraph(_run(Step("a", "a", deps=(Dependency("a"),))))
+            DependencyGraph(_run(Step("a", "a", deps=(Dependency("a"),))), strict=True)
         assert set(info.value.steps) == {"a"}
 
 

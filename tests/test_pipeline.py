@@ -100,10 +100,20 @@ class TestAnalysis:
         analysis = analyze(imported_run(), outcome="failure")
         doc = json.loads(json.dumps(analyses_to_dict([analysis])))
         [r] = doc["runs"]
-        assert set(r) >= {"run_id", "outcome", "failures", "root_causes", "error_chains", "stats"}
-        assert set(r["stats"]) == {"steps", "steps_examined", "seconds"}
+        assert set(r) >= {
+            "run_id",
+            "outcome",
+            "failures",
+            "root_causes",
+            "ranked",
+            "error_chains",
+            "references",
+            "problems",
+            "stats",
+        }
+        assert set(r["stats"]) == {"steps", "steps_examined", "seconds", "references"}
         top = r["root_causes"][0]
-        assert set(top) >= {"step_id", "source_index", "name", "kind", "agent", "score", "reasons", "path"}
+        assert set(top) >= {"step_id", "source_index", "name", "kind", "agent", "score", "reasons", "path", "signals"}
         assert (top["step_id"], top["source_index"], top["kind"]) == ("a", 2, "llm")
         assert top["path"] == ["a", "o"]
 
@@ -368,8 +378,8 @@ class TestCommand:
         assert text.exit_code == 0 and "Root causes" in text.output and "assistant" in text.output
         assert md.exit_code == 0 and md.output.startswith("## Analysis")
 
-    def test_cycle_is_a_clear_error(self, tmp_path: Path) -> None:
-        """A run whose dependencies form a cycle fails with a message naming the steps, not a traceback."""
+    def test_cycle_is_cut_and_named(self, tmp_path: Path) -> None:
+        """A run whose dependencies form a cycle is analyzed with the cycle cut, and a warning names its steps."""
         run = Run(
             "cyc",
             "t",
@@ -379,9 +389,11 @@ class TestCommand:
                 Step("b", "beta", deps=(Dependency("a"),)),
             ),
         )
-        res = CliRunner().invoke(cli, ["analyze", str(self._file(tmp_path, run))])
-        assert res.exit_code == 1
-        assert "cycle" in res.output and "alpha" in res.output and "beta" in res.output
+        res = CliRunner().invoke(cli, ["analyze", str(self._file(tmp_path, run)), "--json"])
+        assert res.exit_code == 0, res.output
+        assert "cycle" in res.stderr and "alpha" in res.stderr and "beta" in res.stderr
+        [r] = json.loads(res.stdout)["runs"]
+        assert any("cycle" in p for p in r["problems"])
 
     def test_missing_source_is_a_clear_error(self, tmp_path: Path) -> None:
         """A source that does not exist is reported by name."""

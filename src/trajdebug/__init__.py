@@ -69,6 +69,10 @@ def __getattr__(name: str) -> Any:
         from trajdebug.analysis import analyze
 
         return analyze
+    if name == "analyze_source":
+        from trajdebug.pipeline import analyze_source
+
+        return analyze_source
     if name == "replay_run":
         from trajdebug.replay import replay
 
@@ -92,6 +96,7 @@ __all__ = [
     "StepHandle",
     "Store",
     "analyze",
+    "analyze_source",
     "branch",
     "check",
     "configure",

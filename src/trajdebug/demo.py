@@ -370,7 +370,6 @@ def verify_demo(
     )
 
 
-
 __all__ = [
     "verify_demo",
     "DEFAULT_FAULT",

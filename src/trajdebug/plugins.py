@@ -71,4 +71,38 @@ def plugins() -> dict[str, list[str]]:
     return {group: [name for name, _ in entry_point_callables(group)] for group in GROUPS}
 
 
-__all__ = ["GROUPS", "Renderer", "entry_point_callables", "plugins"]
+def load_callable(spec: str, what: str = "entry point") -> Callable[..., Any]:
+    """Import ``module:function`` (a dotted attribute path after the colon).
+
+    The current directory is put on ``sys.path`` first, as ``python -m`` would,
+    so an agent module next to the user's shell resolves.
+
+    Raises:
+        ValueError: malformed spec, missing module or attribute, not callable
+            (the message names the spec and what is wrong, in one line).
+    """
+    import importlib
+    import os
+    import sys
+
+    mod_name, sep, attr = spec.partition(":")
+    if not sep or not mod_name or not attr:
+        raise ValueError(f"{spec!r}: expected MODULE:FUNCTION for the {what}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        obj: Any = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise ValueError(f"{spec!r}: cannot import module {mod_name!r} ({exc})") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"{spec!r}: module {mod_name!r} has no attribute {attr!r}") from None
+    if not callable(obj):
+        raise ValueError(f"{spec!r}: {attr!r} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+__all__ = ["load_callable", "GROUPS", "Renderer", "entry_point_callables", "plugins"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trajdebug.analysis._content import text_of
 from trajdebug.analysis._detect import Detector, Failure, detect
+from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._graph import DependencyGraph, GraphError
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._pipeline import Analysis, analyses_to_dict, analyze
@@ -18,6 +19,7 @@ from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport
 
 
 __all__ = [
+    "SIGNAL_FAMILIES",
     "Analysis",
     "Candidate",
     "DependencyGraph",
@@ -34,6 +36,7 @@ __all__ = [
     "analyze",
     "analyze_errors",
     "detect",
+    "family",
     "infer_dependencies",
     "previous_turns",
     "text_of",

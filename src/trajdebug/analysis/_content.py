@@ -181,7 +181,12 @@ RERUN_STEP_LIMIT = 2_000_000
 
 
 _ALLOWED_ACTIONS = frozenset(
-    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
+    {
+        sqlite3.SQLITE_SELECT,
+        sqlite3.SQLITE_READ,
+        sqlite3.SQLITE_FUNCTION,
+        getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+    }
 )
 
 
@@ -458,7 +463,6 @@ def largest_list(value: Any, depth: int = 0) -> list[Any] | None:
                 best = lst
         return best
     return None
-
 
 
 def schema_from_metadata(meta: Mapping[str, Any], *, open_files: bool = False) -> str | None:

@@ -24,6 +24,12 @@ its output, and such an edge would close a cycle with the child -> parent one.
 Retries (``retry_of``) are not edges either: an attempt does not consume the
 previous attempt's output.
 
+Broken links.  Partial exports routinely hold an edge to a step that is not
+there, and hand-written or merged runs may hold a cycle.  Neither is fatal: a
+dangling edge is left out, a cycle is cut at its edges that point forward in
+start order, and each is named in `DependencyGraph.problems` (``strict=True``
+raises `GraphError` instead).
+
 Cost.  Building is O(V + E).  Acyclicity is proved in O(E) when every edge goes
 from an earlier-finishing producer to a later-finishing consumer, which is the
 case for any recorded run; otherwise (hand-made or imported runs without
@@ -32,7 +38,6 @@ timestamps) Kahn's algorithm runs once and names the steps of any cycle.
 
 from __future__ import annotations
 
-import gc
 from collections import deque
 from collections.abc import Iterable, Sequence
 
@@ -65,17 +70,32 @@ class DependencyGraph:
     Args:
         run: The run.
         hierarchy: Add implicit child -> parent ``data`` edges (see the module docstring).
+        strict: Raise on a dangling edge or a cycle instead of leaving it out.
 
     Raises:
-        GraphError: a step depends on a step that is not in the run, or the
-            dependencies form a cycle.
+        GraphError: with ``strict=True``, a step depends on a step that is not
+            in the run, or the dependencies form a cycle.
     """
 
-    __slots__ = ("_children", "_external", "_order", "_parents", "_pos", "hierarchy", "run", "steps")
+    __slots__ = (
+        "_children",
+        "_external",
+        "_order",
+        "_parents",
+        "_pos",
+        "hierarchy",
+        "problems",
+        "run",
+        "steps",
+        "strict",
+    )
 
-    def __init__(self, run: Run, *, hierarchy: bool = True) -> None:
+    def __init__(self, run: Run, *, hierarchy: bool = True, strict: bool = False) -> None:
         self.run = run
         self.hierarchy = hierarchy
+        self.strict = strict
+        self.problems: list[str] = []
+        """What was left out to make a graph: dangling edges, edges that closed a cycle (one line each)."""
         self.steps: dict[str, Step] = {s.step_id: s for s in run.steps}
         """The run's steps by id."""
         self._pos: dict[str, int] = {s.step_id: i for i, s in enumerate(run.steps)}
@@ -134,10 +154,10 @@ class DependencyGraph:
                 parents[s.step_id] = deps
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-            raise GraphError(
-                f"run {run_id}: {len(missing)} dependenc{'y' if len(missing) == 1 else 'ies'} on a missing step: {shown}",
-                [m.split(" ", 1)[0] for m in missing],
-            )
+            msg = f"run {run_id}: {len(missing)} dependenc{'y' if len(missing) == 1 else 'ies'} on a missing step: {shown}"
+            if self.strict:
+                raise GraphError(msg, [m.split(" ", 1)[0] for m in missing])
+            self.problems.append(msg + " (left out)")
         if by_start:
             self._order = list(steps)
         else:
@@ -175,9 +195,28 @@ class DependencyGraph:
                 if indeg[child] == 0:
                     queue.append(child)
         if len(order) < len(self.steps):
-            cyc = self._find_cycle({sid for sid, n in indeg.items() if n > 0})
+            stuck = {sid for sid, n in indeg.items() if n > 0}
+            cyc = self._find_cycle(stuck)
             names = " -> ".join(f"{sid} ({self.steps[sid].name})" for sid in cyc)
-            raise GraphError(f"run {self.run.run_id}: dependency cycle: {names}", cyc)
+            msg = f"run {self.run.run_id}: dependency cycle: {names}"
+            if self.strict:
+                raise GraphError(msg, cyc)
+            # Cut every edge among the stuck steps that points from a later-started
+            # producer to an earlier-started consumer: what is left follows start
+            # order, so it cannot close a cycle.
+            pos = self._pos
+            cut = 0
+            for sid in stuck:
+                deps = self._parents.get(sid, _EMPTY)
+                keep = tuple(d for d in deps if not (d.step_id in stuck and pos[d.step_id] >= pos[sid]))
+                cut += len(deps) - len(keep)
+                if keep:
+                    self._parents[sid] = keep
+                else:
+                    self._parents.pop(sid, None)
+            self._children = None
+            self.problems.append(f"{msg} (cut {cut} edge{'s' if cut != 1 else ''} against start order)")
+            return self._kahn()
         return order
 
     def _find_cycle(self, stuck: set[str]) -> list[str]:
@@ -197,23 +236,15 @@ class DependencyGraph:
 
     def _children_map(self) -> dict[str, tuple[tuple[str, Dependency], ...]]:
         if self._children is None:
-            # Allocation-heavy and cycle-free: the cyclic GC only slows it down
-            # (1.5-3x on a 100k-step run, perf-anchors section 5).
-            enabled = gc.isenabled()
-            gc.disable()
-            try:
-                acc: dict[str, list[tuple[str, Dependency]]] = {}
-                for sid, deps in self._parents.items():
-                    for d in deps:
-                        lst = acc.get(d.step_id)
-                        if lst is None:
-                            acc[d.step_id] = [(sid, d)]
-                        else:
-                            lst.append((sid, d))
-                self._children = {k: tuple(v) for k, v in acc.items()}
-            finally:
-                if enabled:
-                    gc.enable()
+            acc: dict[str, list[tuple[str, Dependency]]] = {}
+            for sid, deps in self._parents.items():
+                for d in deps:
+                    lst = acc.get(d.step_id)
+                    if lst is None:
+                        acc[d.step_id] = [(sid, d)]
+                    else:
+                        lst.append((sid, d))
+            self._children = {k: tuple(v) for k, v in acc.items()}
         return self._children
 
     # -- queries --------------------------------------------------------------

@@ -1,75 +1,102 @@
-"""Root-cause localization: a dependency-guided best-first backward search.
+"""Root-cause localization: every step on the failure's backward slice, ranked by its evidence.
 
-From the steps where failures show, the search walks the dependency graph
-backward (a dynamic slice, Korel & Laski 1988; Agrawal & Horgan 1990), most
-suspicious step first, with a priority queue.  Each step it takes is
-diagnosed (`trajdebug.analysis.diagnosers._context`), and suspicion flows on to the
-steps it consumed:
+The search space is the dynamic slice of the failing steps (Korel & Laski
+1988; Agrawal & Horgan 1990) over every kind of edge the run has: recorded,
+declared, inferred from content, and the value edges of the run's lineage.
+Every step in it is ranked; evidence reorders the slice, it never gates it,
+so a silent fault with no local sign is still in the ranking.  Steps that ran
+before the failure but that no edge connects to it are ranked after, weakly
+(edges are often missing in foreign traces).
 
-* **Propagated suspicion** ("blame") decays per edge kind, data > state >
-  control > context > env (thin slicing as weights, Sridharan, Fink & Bodík,
-  PLDI 2007), and per hop.  Diagnosers judge what a step *did*, not whether
-  its output is infected: a sound step may pass an infected value along
-  unchanged, so it passes its blame on; a step that looks faulty explains part
-  of the failure itself and keeps that part (explaining away).  Contributions
-  of several failure paths through one step accumulate (noisy-OR).
-* **Confidence pruning** (Zhang, Gupta & Gupta, PLDI 2006): a step whose output
-  also fed verified-good results (consumers whose declared checks all passed)
-  is less suspect.
-* **Focus by error signature**: a JSON failure looks first at JSON-producing
-  steps, an SQL failure at SQL-producing ones, an HTTP failure at tool calls.
-* **Recency** breaks ties: the later step (nearer the failure) first.
+A step's score is its structural prior times its evidence:
 
-The stopping rule is Zeller's ("Tracking Failure Origins", *Why Programs
-Fail*): a step diagnosed faulty whose inputs are all diagnosed sound is a
-root-cause candidate.  Diagnosers rank rather than prove, so one refinement:
-a faulty input blocks a step only if it is at least as suspect as the step (a
-less suspect input cannot account for a more suspect step, and both stay
-candidates, ranked by score).  Diagnosers judge what a step did, not whether
-what it was given was already infected, so a root whose chain, through steps
-that look sound, reaches a faulty step at least as suspect is explained by it
-and demoted.  A candidate's score is its blame times its local suspicion; the
-search stops once it holds `EXACT` roots and no step left in the queue could
-outscore the last of them (its priority bounds its score: an admissible
-bound), or when the queue is empty.  Every step diagnosed counts in
-``steps_examined``.
+- **prior**: what kind of step it is (a step that computes or fetches a value
+  ahead of an enclosing agent span or the run's input) and how many
+  dependencies separate it from the failure (a mild decay, thin slicing as
+  weights: Sridharan, Fink & Bodík, PLDI 2007);
+- **evidence**, folded by noisy-OR (`trajdebug.analysis._evidence.fold`):
+  the failure's **value lineage** (the step that introduced a value the failure
+  names or was given, or dropped one it expects; a step that only computed it
+  from its inputs passes the blame to its operands: Zeller's stopping rule,
+  "faulty, with correct origins"); **local anomalies** of the step's
+  transformation (a conflicting field, a damaged number, a dropped column, an
+  ungrounded argument); **reference** deviations from the agent's passing
+  runs (likely invariants, Ernst et al. 2001; the earliest violation first,
+  Sahoo et al. 2013); the **diagnosers'** rules; the **error lifecycle**.
+
+A step that raised because of what it was given (its error names values of
+its input) is the symptom: its own evidence is damped so the producer of those
+values ranks above it.  A candidate is a structural root (``root=True``) when
+its evidence makes it faulty and no step on its path to the failure has
+stronger evidence of its own.
 """
 
 from __future__ import annotations
 
-import heapq
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis._detect import Failure, detect
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._evidence import Evidence, Verdict, fold
 from trajdebug.analysis._graph import CHILD_KEY, DependencyGraph
-from trajdebug.analysis.diagnosers import DiagnoseContext, Diagnoser, Evidence, registered_diagnosers
-from trajdebug.model import Dependency, Run, Step
+from trajdebug.analysis.diagnosers import DiagnoseContext, Diagnoser, is_check, registered_diagnosers
+from trajdebug.analysis.lineage import Lineage, anomalies
+from trajdebug.analysis.reference import Profile, producers_of, sibling_profiles, step_key, unseen, violations
+from trajdebug.model import BOUNDARY_KINDS, CONTAINER_KINDS, VALUE_DEP_KINDS, Dependency, Run, Step
+from trajdebug.values import Atom, atoms
 
 
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "data": 1.0,
+    "data": 1.0,  # blame carried per edge kind (thin slicing as weights)
     "state": 0.8,
     "control": 0.5,
     "context": 0.35,
     "env": 0.25,
-    "child": 0.9,  # implicit child -> enclosing-agent edges
+    "child": 0.9,  # implicit child -> enclosing-step edges
     "hop": 0.95,  # decay per edge, whatever its kind
     "absorb": 0.8,  # share of its blame a faulty-looking step keeps (explaining away)
-    "focus": 1.3,  # boost of steps matching a failure's signature
-    "prune": 0.5,  # how much verified-good consumers exonerate a step
-    "min_confidence": 0.5,  # edges below this do not keep a step from being a root
     "proximity": 0.3,  # exponent of blame in the score: 1 favours steps near the failure, 0 ignores distance
+    "focus": 1.3,  # boost of steps producing what failed (JSON for a JSON failure, SQL for SQL)
+    "prune": 0.5,  # how much verified-good consumers exonerate a step (Zhang, Gupta & Gupta, PLDI 2006)
+    "min_confidence": 0.5,  # edges below this do not keep a step from being a root
+    "detached": 0.2,  # reach of a step before the failure that no edge connects to it
+    "base": 0.4,  # share of the score a step with no evidence keeps (so blame orders steps with none)
+    "symptom": 0.3,  # share of its own evidence a step keeps when it raised on what it was given
+    "symptom_rank": 0.6,  # and of its reach: the failure shows there, its cause lies upstream
+    "thin": 0.3,  # boost of a step on the failure's thin slice (the origin of a value the failure involves)
+    "origin": 1.0,  # thin-slice strength: introduced a value the failure's message names
+    "origin_arg": 0.4,  # thin-slice strength: introduced a value the failing step was given
+    "dropped": 0.45,  # was given a value the failure expects and did not pass it on
+    "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
+    "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
+    "earliest": 1.15,
+    "sibling": 0.6,  # weight of a deviation from the step's other calls in the same run (vs passing runs)  # boost of the earliest step on the slice that breaks a reference invariant
 }
-"""Search weights; override any of them with ``localize(weights=...)``."""
+"""Ranking weights; override any of them with ``localize(weights=...)``."""
 
-EXACT = 3
-"""How many structural roots the search ranks exactly: it stops once it holds this many and no
-step left in its queue could outscore the last of them (the queue priority bounds a step's score
-whatever its diagnosis).  Candidates after them come from the steps examined on the way."""
+KIND_PRIOR: dict[str, float] = {"agent": 0.5}
+"""Prior of a step by kind (1 when not listed): an agent span is made of its children, which are ranked themselves."""
+
+PROGRAMMING_ERRORS = frozenset(
+    {
+        "TypeError",
+        "NameError",
+        "AttributeError",
+        "UnboundLocalError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "NotImplementedError",
+        "SyntaxError",
+        "ZeroDivisionError",
+        "RecursionError",
+        "IndexError",
+    }
+)
+"""Exception types that say the raising code itself is wrong, rather than what it was given."""
 
 FAILURE_SUSPICION: dict[str, float] = {
     "json": 0.45,
@@ -78,10 +105,7 @@ FAILURE_SUSPICION: dict[str, float] = {
     "empty": 0.4,
     "error-text": 0.45,
 }
-"""Suspicion a failure adds to the step where it shows, by detector.  Only detectors
-that judge the step's own output count: a run's failure says the final output is
-wrong (infected), not that the step producing it is the defect; step errors and
-contracts are counted by their diagnosers."""
+"""Suspicion a failure adds to the step where it shows, by detector (detectors that judge the step's own output)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +115,7 @@ class Candidate:
     step_id: str
     """The step."""
     score: float
-    """Ranking score (blame x local suspicion x focus x pruning); comparable within one run."""
+    """Ranking score (prior x evidence); comparable within one run."""
     reasons: tuple[str, ...]
     """Why it is suspected, strongest first."""
     path: tuple[str, ...]
@@ -99,27 +123,36 @@ class Candidate:
     inferred: tuple[tuple[str, float], ...] = ()
     """Inferred edges the path hangs on, as ``(upstream step id, confidence)``."""
     root: bool = True
-    """True when the stopping rule holds (faulty, with all inputs sound); False for fill-ins."""
+    """True when the step's evidence makes it faulty and nothing on its path to the failure is more so."""
     correction: Any = None
     """A suggested corrected output, when a diagnoser proposed one."""
     run_id: str | None = None
     """The run holding the step when it is not the analyzed run (an earlier conversation turn)."""
+    signals: tuple[str, ...] = ()
+    """The kinds of evidence behind it (``lineage:origin``, ``reference:ratio``, a diagnoser's name...)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SearchStats:
-    """What the search cost."""
+    """What the localization cost."""
 
     steps: int
     """Steps in the run."""
     steps_examined: int
-    """Steps diagnosed (each counted once)."""
+    """Steps ranked (each diagnosed once)."""
     seconds: float
     """Wall time of the localization."""
+    references: int = 0
+    """Passing runs of the agent the ranking compared with."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stats as JSON data."""
-        return {"steps": self.steps, "steps_examined": self.steps_examined, "seconds": round(self.seconds, 6)}
+        return {
+            "steps": self.steps,
+            "steps_examined": self.steps_examined,
+            "seconds": round(self.seconds, 6),
+            "references": self.references,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,27 +160,27 @@ class Localization:
     """The result of a localization method."""
 
     candidates: list[Candidate]
-    """Ranked candidates, best first."""
+    """Ranked candidates, best first (at most ``top``)."""
     stats: SearchStats
     """Search statistics."""
     method: str = "trajdebug"
     """The method that produced it."""
     failures: tuple[Failure, ...] = field(default=())
     """The failures it started from."""
-
-
-# -- focus by error signature ----------------------------------------------------
+    ranking: tuple[str, ...] = ()
+    """Every ranked step id, best first (the candidates are its head)."""
 
 
 def _families(failures: Iterable[Failure]) -> set[str]:
+    """What kind of output failed: JSON, SQL, an HTTP call, an empty result (focus the search on its producers)."""
     fam: set[str] = set()
     for f in failures:
         sig = f.signature.lower()
         if "json" in sig:
             fam.add("json")
-        elif sig == "sql" or "sql" in sig or "operationalerror" in sig:
+        elif "sql" in sig or "operationalerror" in sig:
             fam.add("sql")
-        elif sig == "http" or "http" in sig:
+        elif "http" in sig:
             fam.add("http")
         elif sig == "empty":
             fam.add("empty")
@@ -168,6 +201,7 @@ def _matches(step: Step, families: set[str]) -> bool:
 
 
 def _verified_good(run: Run) -> set[str]:
+    """Steps whose declared checks all passed (their outputs are verified good)."""
     good: set[str] = set()
     for s in run.steps:
         checks = s.attributes.get("checks")
@@ -178,6 +212,35 @@ def _verified_good(run: Run) -> set[str]:
         ):
             good.add(s.step_id)
     return good
+
+
+def _strongest(evidence: Iterable[Evidence]) -> list[Evidence]:
+    """One piece of evidence per signal: the strongest, a little stronger for each further finding (at most +0.1).
+
+    Many values traced to one step say one thing many times: counting each would
+    let a step that handled many values outrank one that damaged a single one.
+    """
+    best: dict[tuple[str, bool], Evidence] = {}
+    count: dict[tuple[str, bool], int] = {}
+    for e in evidence:
+        k = (e.diagnoser, e.sound)
+        count[k] = count.get(k, 0) + 1
+        if k not in best or e.suspicion > best[k].suspicion:
+            best[k] = e
+    out = []
+    for k, e in best.items():
+        n = count[k]
+        if n > 1 and not e.sound and e.suspicion > 0:
+            e = Evidence(
+                e.step_id,
+                min(1.0, e.suspicion + min(0.1, 0.03 * (n - 1))),
+                e.reason,
+                e.diagnoser,
+                e.sound,
+                e.correction,
+            )
+        out.append(e)
+    return out
 
 
 def failure_evidence(failures: Iterable[Failure]) -> list[Evidence]:
@@ -192,9 +255,6 @@ def failure_evidence(failures: Iterable[Failure]) -> list[Evidence]:
     return out
 
 
-# -- the search --------------------------------------------------------------------
-
-
 def localize(
     run: Run,
     *,
@@ -207,6 +267,8 @@ def localize(
     sql_schema: str | None = None,
     sql_db: str | None = None,
     budget: int | None = None,
+    lineage: Lineage | None = None,
+    profile: Profile | None = None,
 ) -> Localization:
     """Rank the steps most likely to be the root cause of a run's failures.
 
@@ -220,15 +282,22 @@ def localize(
         extra_evidence: Evidence found elsewhere (e.g. error-lifecycle origins).
         sql_schema: DDL of the SQLite database the run's SQL targets.
         sql_db: The SQLite file the run's SQL targets (read-only re-runs of its queries).
-        budget: Stop after diagnosing this many steps.
+        budget: Rank at most this many steps (the nearest to the failure first).
+        lineage: The run's value lineage, if already built.
+        profile: Likely invariants learned from the agent's passing runs.
 
     Returns:
-        The candidates, best first, and search statistics.  No failures: no candidates.
+        The candidates, best first, the full ranking and statistics.  No failures: no candidates.
     """
     t0 = time.perf_counter()
     g = graph if graph is not None else DependencyGraph(run)
-    fails = tuple(failures) if failures is not None else tuple(detect(run, sql_schema=sql_schema))
+    if failures is None:
+        from trajdebug.analysis._detect import detect
+
+        failures = detect(run, sql_schema=sql_schema)
+    fails = tuple(f for f in failures if f.step_id in g)
     w = {**DEFAULT_WEIGHTS, **(weights or {})}
+    lin = lineage if lineage is not None else Lineage(run)
     ctx = DiagnoseContext.build(
         run,
         g,
@@ -238,150 +307,356 @@ def localize(
         extra=[*failure_evidence(fails), *extra_evidence],
         failures=fails,
     )
-    search = _Search(run, g, ctx, fails, w, top, budget)
-    cands = search.search()
-    return Localization(
-        cands, SearchStats(len(run.steps), ctx.diagnosed, time.perf_counter() - t0), "trajdebug", fails
+    if not fails:
+        return Localization([], SearchStats(len(run.steps), 0, time.perf_counter() - t0), "trajdebug", fails)
+    r = _Ranker(run, g, ctx, lin, profile, fails, w)
+    ranked = r.rank(budget)
+    cands = [r.candidate(sid) for sid in ranked[: max(top, 1)]]
+    stats = SearchStats(
+        len(run.steps), len(ranked), time.perf_counter() - t0, len(profile.runs) if profile else 0
     )
+    return Localization(cands, stats, "trajdebug", fails, tuple(ranked))
 
 
-class _Search:
-    """State of one best-first search (kept apart so `localize` reads as the algorithm)."""
+class _Ranker:
+    """State of one ranking (kept apart so `localize` reads as the algorithm)."""
 
     def __init__(
         self,
         run: Run,
         g: DependencyGraph,
         ctx: DiagnoseContext,
+        lin: Lineage,
+        profile: Profile | None,
         failures: Sequence[Failure],
         w: Mapping[str, float],
-        top: int,
-        budget: int | None,
     ) -> None:
-        self.run, self.g, self.ctx, self.w, self.top, self.budget = run, g, ctx, w, max(top, 1), budget
-        self.k = max(1, min(self.top, int(w.get("exact", EXACT))))
-        self.failures = [f for f in failures if f.step_id in g]
-        self.families = _families(self.failures)
-        self.good = _verified_good(run)
-        self.blame: dict[str, float] = {}
+        self.run, self.g, self.ctx, self.lin, self.profile, self.w = run, g, ctx, lin, profile, w
+        self.failures = failures
+        self.fail_ids = list(dict.fromkeys(f.step_id for f in failures))
+        self.dist: dict[str, int] = {}
         self.via: dict[str, tuple[str, Dependency]] = {}
+        self.extra: dict[str, list[Evidence]] = {}
+        self.verdicts: dict[str, Verdict] = {}
+        self.scores: dict[str, float] = {}
+        self.has_children = {s.parent_id for s in run.steps if s.parent_id is not None}
+        self.blame: dict[str, float] = {}
         self.best_in: dict[str, float] = {}
-        self.popped: list[str] = []
-        self.done: set[str] = set()
-        self.roots: dict[str, float] = {}
+        self.roots: set[str] = set()
         self.upstream: dict[str, str] = {}
-        self._factor: dict[str, float] = {}
+        self.families = _families(failures)
+        self.thin: dict[str, tuple[float, str]] = {}
+        self.symptoms: set[str] = set()
+        self.good = _verified_good(run)
 
-    def factor(self, sid: str) -> float:
-        """Focus and confidence-pruning multiplier of a step (cached)."""
-        f = self._factor.get(sid)
-        if f is None:
-            f = 1.0
-            if self.families and _matches(self.g.steps[sid], self.families):
-                f *= self.w["focus"]
-            if self.good:
-                cons = [c for c, d in self.g.children(sid) if d.kind in ("data", "state")]
-                if cons:
-                    conf = sum(c in self.good for c in cons) / len(cons)
-                    f *= 1.0 - self.w["prune"] * conf
-            self._factor[sid] = f
-        return f
+    # -- the slice ----------------------------------------------------------------
+
+    def slice(self) -> None:
+        """Hop distances from the failures, backward over every edge (BFS), with the edge taken."""
+        q: deque[str] = deque()
+        for sid in self.fail_ids:
+            self.dist[sid] = 0
+            q.append(sid)
+        while q:
+            sid = q.popleft()
+            for d in self.g.parents(sid):
+                p = d.step_id
+                if p not in self.dist:
+                    self.dist[p] = self.dist[sid] + 1
+                    q.append(p)
+
+    def detached(self) -> list[str]:
+        """Steps that started before the last failure but that no edge connects to it."""
+        last = max(self.g.position(s) for s in self.fail_ids)
+        return [s.step_id for s in self.run.steps[:last] if s.step_id not in self.dist]
+
+    # -- evidence -----------------------------------------------------------------
+
+    def add(self, e: Evidence) -> None:
+        self.extra.setdefault(e.step_id, []).append(e)
+
+    def lineage_evidence(self) -> None:
+        """The failure's values, traced to the steps that introduced or dropped them."""
+        within = set(self.dist)
+        for f in self.failures:
+            step = self.g.steps[f.step_id]
+            pos = self.g.position(f.step_id)
+            view = self.lin.view(f.step_id)
+            message = f.message if f.message else (step.error.message if step.error else "")
+            named = [a for a in atoms(message) if not (a.kind == "text" and len(a.raw) <= 2)]
+            seen: set[str] = set()
+            for a in named:
+                if a.key in seen:
+                    continue
+                seen.add(a.key)
+                if view.given(a) or a.key in view.out_keys or self.lin.holders(a.key, pos):
+                    self._trace(a, pos, within, self.w["origin"], f"the failure at {step.name} names")
+                    if a.kind != "number":
+                        # It may have reached the failure by one path and been lost on another.
+                        self._dropped(a, pos, within, step.name, named, self.w["dropped_reached"])
+                else:
+                    self._dropped(a, pos, within, step.name, named)
+                    self._expected(a, pos, within, step.name)
+            args = [a for a in view.inputs if a.key not in seen][:60]
+            for a in args:
+                seen.add(a.key)
+                self._trace(
+                    a, pos, within, self.w["origin_arg"], f"{step.name}, where the run failed, was given"
+                )
+
+    def _trace(self, a: Atom, pos: int, within: set[str], weight: float, what: str, depth: int = 0) -> None:
+        """Mark the steps a failing value came from: its origin, or the origins of the numbers it was computed from.
+
+        Lineage says where to look, not what is wrong: a step that introduced a
+        value the failure involves joins the failure's thin slice (a boost of its
+        score, `thin`), and its own evidence, or the agent's passing runs, say
+        whether it erred.  A step that computed the value from its inputs passes
+        the mark to its operands' origins.
+        """
+        o = self.lin.origin(a, pos, within)
+        if o.step_id is None or depth > 2:
+            return
+        label = f"{a.field}={a.raw}" if a.field else repr(a.raw)
+        if o.derived_from:
+            self._mark(o.step_id, weight * 0.4, f"computed {label}, which {what}, from its inputs")
+            opos = self.g.position(o.step_id)
+            for op in o.derived_from:
+                name = self.g.steps[o.step_id].name
+                self._trace(op, opos, within, weight * 0.85, f"{what} (through {name})", depth + 1)
+            return
+        self._mark(o.step_id, weight * self.lin.rarity(a.key) ** 0.5, f"introduced {label}, which {what}")
+
+    def _mark(self, sid: str, strength: float, reason: str) -> None:
+        if strength > self.thin.get(sid, (0.0, ""))[0]:
+            self.thin[sid] = (strength, reason)
+
+    def _dropped(
+        self, a: Atom, pos: int, within: set[str], where: str, named: Sequence[Atom], share: float = 1.0
+    ) -> None:
+        """Steps that were given a value the failure expects and did not pass it on (an omission).
+
+        A step that passed on another value the failure names, which it was also
+        given, chose between given values rather than lost one: weak evidence.
+        """
+        cands = [sid for sid in within if self.g.position(sid) < pos]
+        lost = self.lin.droppers(a, cands)
+        for i, sid in enumerate(lost[:3]):
+            view = self.lin.view(sid)
+            chose = next(
+                (b for b in named if b.key != a.key and view.given(b) and b.key in view.out_keys), None
+            )
+            weight = share * self.w["dropped"] * (1.0 if i == 0 else 0.5) * (0.25 if chose is not None else 1.0)
+            reason = f"was given {a.raw!r}, which the failure at {where} expects, and did not pass it on"
+            if chose is not None:
+                reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
+            self.add(Evidence(sid, weight, reason, "lineage:dropped"))
+
+    def _expected(self, a: Atom, pos: int, within: set[str], where: str) -> None:
+        """A value the failure expects that no step of this run produced: who produces it in passing runs?
+
+        When the agent's passing runs have a step whose output held the value
+        (a category, an id, a date), that step, here, should have produced it.
+        """
+        if self.profile is None or a.kind == "number":
+            return
+        keys = set(producers_of(self.profile, a.key))
+        if not keys:
+            return
+        for sid in sorted(within, key=self.g.position):
+            if self.g.position(sid) < pos and step_key(self.g.steps[sid]) in keys:
+                self.add(
+                    Evidence(
+                        sid,
+                        self.w["expected"],
+                        f"the failure at {where} expects {a.raw!r}; in passing runs this step produced it, here it did not",
+                        "reference:expected",
+                    )
+                )
+
+    def reference_evidence(self, ids: Iterable[str]) -> None:
+        """Deviations from the agent's passing runs and from the step's other occurrences in this run.
+
+        The earliest violation on the slice weighs more (Sahoo et al. 2013).
+        """
+        ids = list(ids)
+        siblings = sibling_profiles(self.run, self.lin, {step_key(self.g.steps[s]) for s in ids})
+        first: str | None = None
+        for sid in sorted(ids, key=self.g.position):
+            step = self.g.steps[sid]
+            view = self.lin.view(sid)
+            found: list[Evidence] = []
+            if self.profile is not None:
+                found += violations(step, view, self.profile)
+                u = unseen(step, self.profile)
+                if u is not None:
+                    found.append(u)
+            own = siblings.get(sid)
+            if own is not None:
+                found += [
+                    Evidence(
+                        e.step_id,
+                        round(e.suspicion * self.w["sibling"], 3),
+                        e.reason.replace("passing occurrences", "other calls in this run").replace(
+                            "passing runs", "its other calls in this run"
+                        ),
+                        "sibling:" + e.diagnoser.split(":", 1)[1],
+                        e.sound,
+                    )
+                    for e in violations(step, view, own)
+                ]
+            for e in found:
+                self.add(e)
+            if first is None and any(
+                e.diagnoser.startswith("reference:") and e.diagnoser != "reference:unseen" for e in found
+            ):
+                first = sid
+        if first is not None:
+            self.extra[first] = [
+                Evidence(
+                    e.step_id, min(0.95, e.suspicion * self.w["earliest"]), e.reason, e.diagnoser, e.sound
+                )
+                if e.diagnoser.startswith("reference:")
+                else e
+                for e in self.extra[first]
+            ]
+
+    def local_evidence(self, ids: Iterable[str]) -> None:
+        for sid in ids:
+            step = self.g.steps[sid]
+            for e in anomalies(step, self.lin.view(sid), sid in self.has_children):
+                self.add(e)
+
+    # -- scoring ------------------------------------------------------------------
+
+    def symptom(self, step: Step) -> bool:
+        """Whether a failing step raised on what it was given rather than by a defect of its own.
+
+        A step of the agent's own code that raises anything but a programming
+        error (a validation, a consistency check, a domain exception) judged
+        its input; so does any step whose error names values it was given, or
+        that is a check.  A programming error (``TypeError``, ``NameError``...)
+        raised by code that was given what it always gets is its own defect.
+        """
+        err = step.error
+        if err is None:
+            return False
+        if is_check(step, err):
+            return True
+        view = self.lin.view(step.step_id)
+        named = [a for a in atoms(err.message) if a.kind != "text" or len(a.raw) > 2]
+        if any(view.given(a) for a in named):
+            return True
+        if step.kind in BOUNDARY_KINDS:
+            return False  # a tool or a model failing is judged by its own diagnosers
+        return err.type.rsplit(".", 1)[-1] not in PROGRAMMING_ERRORS
+
+    def verdict(self, sid: str) -> Verdict:
+        v = self.verdicts.get(sid)
+        if v is None:
+            base = self.ctx.verdict(sid)
+            ev = _strongest(list(base.evidence) + self.extra.get(sid, []))
+            step = self.g.steps[sid]
+            declared = all(f.detector in ("outcome", "run-failure") for f in self.failures if f.step_id == sid)
+            if sid in self.fail_ids and (self.symptom(step) or (declared and step.error is None)):
+                self.symptoms.add(sid)
+                ev = [
+                    Evidence(
+                        e.step_id,
+                        e.suspicion * self.w["symptom"],
+                        e.reason,
+                        e.diagnoser,
+                        e.sound,
+                        e.correction,
+                    )
+                    for e in ev
+                ]
+                ev.append(
+                    Evidence(
+                        sid,
+                        0.0,
+                        "raised on what it was given: where the failure showed, not where it began",
+                        "symptom",
+                    )
+                )
+            v = self.verdicts[sid] = fold(sid, ev)
+        return v
+
+    def prior(self, sid: str) -> float:
+        step = self.g.steps[sid]
+        kind = KIND_PRIOR.get(step.kind, 1.0)
+        if sid in self.has_children and step.kind not in CONTAINER_KINDS:
+            kind *= 0.7  # an enclosing span is made of its children, which are ranked themselves
+        return kind
 
     def edge_weight(self, d: Dependency) -> float:
         kind_w = self.w["child"] if d.key == CHILD_KEY else self.w.get(d.kind, 0.3)
         return kind_w * d.confidence * self.w["hop"]
 
-    def explains(self, parent: str, sid: str) -> bool:
-        """Whether a faulty input accounts for a step's fault: it must be at least as suspect."""
-        pv = self.ctx.verdict(parent)
-        return pv.faulty and pv.suspicion >= self.ctx.verdict(sid).suspicion
+    def propagate(self, ids: set[str]) -> None:
+        """Blame from the failures backward, consumers before producers (one pass, linear).
 
-    def is_root(self, sid: str) -> bool:
-        """Zeller's stopping rule: faulty, and no (confident) input that explains it."""
-        if not self.ctx.verdict(sid).faulty:
-            return False
-        floor = self.w["min_confidence"]
-        return not any(self.explains(d.step_id, sid) for d in self.g.parents(sid) if d.confidence >= floor)
-
-    def bound(self, sid: str) -> float:
-        """The best score a step could reach whatever its diagnosis: its queue priority."""
-        return float(self.blame[sid] ** self.w["proximity"]) * self.factor(sid)
-
-    def score(self, sid: str) -> float:
-        return self.bound(sid) * (0.4 + 0.6 * self.ctx.verdict(sid).suspicion)
-
-    def search(self) -> list[Candidate]:
-        heap: list[tuple[float, int, str]] = []
-        pos = self.g.position
-        for f in self.failures:
-            if f.step_id not in self.blame:
-                self.blame[f.step_id] = 1.0
-                heapq.heappush(heap, (-self.bound(f.step_id), -pos(f.step_id), f.step_id))
-        prio: dict[str, float] = {}
+        A step that looks faulty explains part of the failure itself and passes
+        less of it on (explaining away); one that looks sound may have passed an
+        infection along unchanged, so it passes its blame on.  Contributions of
+        several paths through one step accumulate (noisy-OR).
+        """
         absorb = self.w["absorb"]
-        while heap:
-            negp, _, sid = heapq.heappop(heap)
-            if sid in self.done or -negp < prio.get(sid, 0.0) - 1e-12:
-                continue  # examined already, or a stale entry (a newer, higher one exists)
-            if len(self.roots) >= self.k and -negp < sorted(self.roots.values(), reverse=True)[self.k - 1]:
-                break  # nothing left in the queue can outscore the k-th candidate found
-            if self.budget is not None and self.ctx.diagnosed >= self.budget:
-                break
-            self.done.add(sid)
-            self.popped.append(sid)
-            v = self.ctx.verdict(sid)
-            # A step that looks faulty explains part of the failure itself and
-            # passes less of it on; one that looks sound may still have passed an
-            # infection along unchanged, so it passes its blame on.
-            passed = self.blame[sid] * (1.0 - absorb * v.suspicion)
+        for sid in self.fail_ids:
+            self.blame[sid] = 1.0
+        for sid in reversed(self.g.topological_order()):
+            b = self.blame.get(sid, 0.0)
+            if b <= 0.0:
+                continue
+            passed = b * (1.0 - absorb * self.verdict(sid).suspicion) if sid in ids else b
             for d in self.g.parents(sid):
-                p = d.step_id
                 c = passed * self.edge_weight(d)
                 if c <= 0.0:
                     continue
+                p = d.step_id
                 self.blame[p] = 1.0 - (1.0 - self.blame.get(p, 0.0)) * (1.0 - c)
                 if c > self.best_in.get(p, 0.0):
                     self.best_in[p] = c
                     self.via[p] = (sid, d)
-                if p not in self.done:
-                    pr = self.bound(p)
-                    prio[p] = pr
-                    heapq.heappush(heap, (-pr, -pos(p), p))
-            if v.faulty and self.is_root(sid):
-                self.roots[sid] = self.score(sid)
-        return self.rank()
 
-    def rank(self) -> list[Candidate]:
-        # Blame may have grown after a step was examined (a later path reached
-        # it); final scores use the accumulated value.
-        pos = self.g.position
-        self.upstream = {}
-        for sid in list(self.roots):
-            up = self.upstream_root(sid)
-            if up is not None:
-                # Explained by a root further up the infection chain.
-                del self.roots[sid]
-                self.upstream[sid] = up
-        roots = sorted(self.roots, key=lambda s: (-self.score(s), -pos(s)))
-        out = [self.candidate(s, True) for s in roots[: self.top]]
-        if len(out) < self.top:
-            # Too few structural roots: fill with the most suspect examined steps.
-            rest = [s for s in self.popped if s not in self.roots and self.ctx.verdict(s).suspicion > 0.0]
-            rest.sort(key=lambda s: (-self.score(s), -pos(s)))
-            out += [self.candidate(s, False) for s in rest[: self.top - len(out)]]
-        return out
+    def factor(self, sid: str) -> float:
+        """Focus (the step produces what failed, or introduced a value the failure involves) and
+        confidence pruning (its output fed verified-good results)."""
+        f = 1.0 + self.w["thin"] * self.thin.get(sid, (0.0, ""))[0]
+        if self.families and _matches(self.g.steps[sid], self.families):
+            f *= self.w["focus"]
+        if self.good:
+            cons = [c for c, d in self.g.children(sid) if d.kind in VALUE_DEP_KINDS]
+            if cons:
+                f *= 1.0 - self.w["prune"] * sum(c in self.good for c in cons) / len(cons)
+        return f
 
-    def upstream_root(self, sid: str, depth: int = 8) -> str | None:
-        """A faulty step at least as suspect as ``sid``, upstream through diagnosed-sound steps only.
+    def score(self, sid: str) -> float:
+        blame = self.blame.get(sid, 0.0)
+        reach = blame ** self.w["proximity"] if blame > 0 else self.w["detached"]
+        if sid in self.symptoms:
+            reach *= self.w["symptom_rank"]
+        return (
+            reach
+            * self.prior(sid)
+            * self.factor(sid)
+            * (self.w["base"] + (1.0 - self.w["base"]) * self.verdict(sid).suspicion)
+        )
 
-        Diagnosers judge what a step did, not whether what it was given was
-        already infected: a tool that faithfully ran a wrong request looks
-        sound.  A root whose infection chain, through such sound relays, leads
-        to a step that is itself faulty (and at least as suspect) is explained
-        by it (Zeller's chain, with sound relays transparent).  Only verdicts
-        already known count: this adds no diagnosis.
-        """
-        own = self.ctx.verdict(sid).suspicion
+    def explains(self, parent: str, sid: str) -> bool:
+        """Whether a faulty input accounts for a step's fault: it must be at least as suspect."""
+        pv = self.verdict(parent) if parent in self.scores else None
+        return pv is not None and pv.faulty and pv.suspicion >= self.verdict(sid).suspicion
+
+    def is_root(self, sid: str) -> bool:
+        """Zeller's stopping rule: faulty, and no (confident) input that explains it."""
+        if not self.verdict(sid).faulty:
+            return False
+        floor = self.w["min_confidence"]
+        return not any(self.explains(d.step_id, sid) for d in self.g.parents(sid) if d.confidence >= floor)
+
+    def upstream_root(self, sid: str, roots: set[str], depth: int = 8) -> str | None:
+        """A root at least as suspect as ``sid`` upstream through steps that look sound (transparent relays)."""
+        own = self.verdict(sid).suspicion
         seen = {sid}
         frontier = [sid]
         for _ in range(depth):
@@ -389,14 +664,12 @@ class _Search:
             for cur in frontier:
                 for d in self.g.parents(cur):
                     p = d.step_id
-                    if p in seen or d.key == CHILD_KEY:
-                        continue  # (any edge: an upstream step must be at least as suspect to count)
-                    seen.add(p)
-                    v = self.ctx.known(p)
-                    if v is None:
+                    if p in seen or d.key == CHILD_KEY or p not in self.scores:
                         continue
+                    seen.add(p)
+                    v = self.verdict(p)
                     if v.faulty:
-                        if cur != sid and v.suspicion >= own and p in self.roots:
+                        if cur != sid and v.suspicion >= own and p in roots:
                             return p
                         continue
                     nxt.append(p)
@@ -404,6 +677,34 @@ class _Search:
             if not frontier:
                 break
         return None
+
+    def rank(self, budget: int | None) -> list[str]:
+        self.slice()
+        on_slice = sorted(self.dist, key=lambda s: (self.dist[s], -self.g.position(s)))
+        ids = on_slice + self.detached()
+        if budget is not None:
+            ids = ids[:budget]
+        self.lineage_evidence()
+        self.local_evidence(ids)
+        self.reference_evidence(ids)
+        chosen = set(ids)
+        self.propagate(chosen)
+        pos = self.g.position
+        self.scores = {sid: self.score(sid) for sid in ids}
+        roots = {sid for sid in ids if self.is_root(sid)}
+        for sid in list(roots):
+            up = self.upstream_root(sid, roots)
+            if up is not None:
+                roots.discard(sid)
+                self.upstream[sid] = up
+        self.roots = roots
+
+        def key(s: str) -> tuple[int, float, int, int]:
+            return (0 if s in roots else 1, -round(self.scores[s], 9), self.dist.get(s, 10**6), -pos(s))
+
+        return sorted(ids, key=key)
+
+    # -- candidates -----------------------------------------------------------------
 
     def path(self, sid: str) -> tuple[tuple[str, ...], tuple[tuple[str, float], ...]]:
         path = [sid]
@@ -417,50 +718,64 @@ class _Search:
             cur = nxt
         return tuple(path), tuple(inferred)
 
-    def candidate(self, sid: str, root: bool) -> Candidate:
-        v = self.ctx.verdict(sid)
-        reasons = list(v.reasons)
+    def candidate(self, sid: str) -> Candidate:
+        v = self.verdict(sid)
+        reasons = [
+            e.reason for e in v.evidence if (not e.sound and e.suspicion > 0) or e.diagnoser == "symptom"
+        ]
         path, inferred = self.path(sid)
-        if root:
-            n = sum(1 for d in self.g.parents(sid) if d.confidence >= self.w["min_confidence"])
-            weaker = any(self.ctx.verdict(d.step_id).faulty for d in self.g.parents(sid))
-            if not n:
-                reasons.append("it has no upstream steps in this run")
-            elif weaker:
-                reasons.append("its suspect inputs are less suspect than it is")
-            else:
-                reasons.append("its inputs were all diagnosed sound")
-        else:
+        root = sid in self.roots
+        up = self.upstream.get(sid)
+        if up is not None:
+            reasons.append(
+                f"not a structural root: {self.g.steps[up].name}, further up through steps that look sound, is at least as suspect"
+            )
+        elif v.faulty and not root:
             bad = [d.step_id for d in self.g.parents(sid) if self.explains(d.step_id, sid)]
-            up = self.upstream.get(sid)
-            if up is not None and not bad:
-                reasons.append(
-                    f"not a structural root: {self.g.steps[up].name}, further up through steps that look sound, is at least as suspect"
-                )
             if bad:
                 names = ", ".join(self.g.steps[b].name for b in bad[:3])
                 reasons.append(f"not a structural root: its input from {names} is also suspect")
         if len(path) > 1:
             failure = self.g.steps[path[-1]]
+            hops = len(path) - 1
             reasons.append(
-                f"reaches the failure at {failure.name} through {len(path) - 1} dependenc{'y' if len(path) == 2 else 'ies'}"
+                f"reaches the failure at {failure.name} through {hops} dependenc{'y' if hops == 1 else 'ies'}"
             )
+        elif sid not in self.dist:
+            reasons.append("ran before the failure; no recorded or inferred edge connects it")
         if self.families and _matches(self.g.steps[sid], self.families):
             reasons.append(f"produces what failed ({', '.join(sorted(self.families))})")
         if self.good:
-            cons = [c for c, d in self.g.children(sid) if d.kind in ("data", "state") and c in self.good]
+            cons = [c for c, d in self.g.children(sid) if d.kind in VALUE_DEP_KINDS and c in self.good]
             if cons:
                 reasons.append(f"less suspect: its output also fed {len(cons)} verified-good result(s)")
+        if not reasons or all(r.startswith("reaches the failure") for r in reasons):
+            reasons.insert(0, "no evidence of its own: ranked by its place in the failure's backward slice")
         for step_id, conf in inferred:
             reasons.append(
                 f"the path hangs on an inferred edge from {self.g.steps[step_id].name} (confidence {conf:.2f})"
             )
-        return Candidate(sid, round(self.score(sid), 6), tuple(reasons), path, inferred, root, v.correction)
+        signals = tuple(dict.fromkeys(e.diagnoser for e in v.evidence if not e.sound and e.suspicion > 0))
+        if sid in self.thin:
+            signals += ("lineage:origin",)
+        return Candidate(
+            sid,
+            round(self.scores.get(sid, 0.0), 6),
+            tuple(reasons),
+            path,
+            inferred,
+            root,
+            v.correction,
+            None,
+            signals,
+        )
 
 
 __all__ = [
     "DEFAULT_WEIGHTS",
     "FAILURE_SUSPICION",
+    "KIND_PRIOR",
+    "PROGRAMMING_ERRORS",
     "Candidate",
     "Localization",
     "SearchStats",

@@ -21,6 +21,8 @@ from trajdebug.analysis._localize import Candidate, Localization, localize
 from trajdebug.analysis.diagnosers import is_check
 from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
 from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred, with_context
+from trajdebug.analysis.lineage import Lineage
+from trajdebug.analysis.reference import learn
 from trajdebug.model import Outcome, Run
 
 
@@ -40,6 +42,10 @@ class Analysis:
     """True when content inference added dependencies to the run (`trajdebug.analysis.inference._infer`)."""
     previous: tuple[Run, ...] = ()
     """Earlier conversation turns the analysis could follow ``context`` edges into, oldest first."""
+    references: tuple[str, ...] = ()
+    """The passing runs of the same agent the ranking compared with (run ids, most recent first)."""
+    problems: tuple[str, ...] = ()
+    """What the analysis had to leave out to work (dangling edges, edges that closed a cycle)."""
 
     @property
     def outcome(self) -> Outcome:
@@ -78,6 +84,7 @@ class Analysis:
                     "path": list(c.path),
                     "structural": c.root,
                     "inferred": [{"step_id": sid, "confidence": conf} for sid, conf in c.inferred],
+                    "signals": list(c.signals),
                 }
             )
         return {
@@ -85,8 +92,11 @@ class Analysis:
             "outcome": self.run.outcome,
             "failures": [{**f.to_dict(), "name": names.get(f.step_id)} for f in self.failures],
             "root_causes": causes,
+            "ranked": len(self.localization.ranking),
             "error_chains": self.error_chains(),
             "dependencies_inferred": self.inferred,
+            "references": list(self.references),
+            "problems": list(self.problems),
             "stats": self.localization.stats.to_dict(),
         }
 
@@ -157,6 +167,7 @@ def analyze(
     sql_db: str | Path | None = None,
     infer: bool | None = None,
     previous: Sequence[Run] = (),
+    references: Sequence[Run] = (),
 ) -> Analysis:
     """Analyze one run: detect its failures, summarize its errors, localize the root cause.
 
@@ -179,9 +190,12 @@ def analyze(
         previous: The earlier turns of the conversation (`trajdebug.analysis.infer.previous_turns`):
             their outputs found in this run's inputs give ``context`` edges, and
             the search follows them into those runs (candidates there carry a ``run_id``).
+        references: Passing runs of the same agent (`trajdebug.analysis.reference.references`
+            picks them from a source): their likely invariants turn the failing
+            run's deviations into evidence.
 
-    Raises:
-        GraphError: the run's dependencies form a cycle or name a missing step.
+    A dangling dependency or a cycle does not stop the analysis: it is left out
+    and named in `Analysis.problems`.
     """
     if sql_db is not None:
         sql_schema = sql_schema or content.schema_from_db(sql_db)
@@ -198,7 +212,6 @@ def analyze(
         run = thin_inferred(annotated)
     failures = detect(run, detectors, sql_schema=sql_schema)
     run = named_edges(run, failures)
-    graph = DependencyGraph(run)
     if run.outcome == "failure" and not failures:
         # A failed run where no detector fired: the final output is the failure node.
         last = final_step(run)
@@ -212,31 +225,68 @@ def analyze(
     if run.outcome == "success":
         # A run that succeeded: only failures that contradict the success start a search.
         seeds = [f for f in failures if f.where in ("final", "post") or f.detector == "contract"]
+    searched, origin = with_context(run, previous)
+    lineage = Lineage(searched)
+    if want_infer:
+        # Values link steps that identity tracking and content matching could not
+        # (numbers, short strings): the lineage's value edges join the graph.
+        searched = with_value_edges(searched, lineage)
+        if not origin:
+            run = searched
+    graph = DependencyGraph(searched)
+    own_graph = graph if searched is run else DependencyGraph(run)
     error_report = None
     origins = _error_origins(run)
     if run.errors:
         from trajdebug.analysis.lifecycle import analyze_errors
 
-        error_report = analyze_errors(run, graph=graph)
+        error_report = analyze_errors(run, graph=own_graph)
         handled = frozenset(
             e.step_id for e in error_report.errors if e.stage in ("recovered", "ignored")
         ) | frozenset(superseded(run))
-        origins = _chain_origins(error_report.to_dict().get("chains", []), graph, handled) or origins
-    searched, origin = with_context(run, previous)
+        origins = _chain_origins(error_report.to_dict().get("chains", []), own_graph, handled) or origins
+    refs = tuple(r for r in references if r.run_id != run.run_id)
+    profile = learn(refs) if refs else None
     loc = localize(
         searched,
         failures=seeds,
         top=top,
         weights=weights,
-        graph=graph if searched is run else None,
+        graph=graph,
         diagnosers=diagnosers,
         extra_evidence=origins,
         sql_schema=sql_schema,
         sql_db=None if sql_db is None else str(sql_db),
+        lineage=lineage,
+        profile=profile,
     )
     if origin:
-        loc = replace(loc, candidates=[_home(c, origin) for c in loc.candidates])
-    return Analysis(run, tuple(failures), loc, error_report, inferred, previous)
+        loc = replace(
+            loc,
+            candidates=[_home(c, origin) for c in loc.candidates],
+            ranking=tuple(origin[s][1] if s in origin else s for s in loc.ranking),
+        )
+    problems = tuple(dict.fromkeys([*graph.problems, *own_graph.problems]))
+    return Analysis(
+        run, tuple(failures), loc, error_report, inferred, previous, tuple(r.run_id for r in refs), problems
+    )
+
+
+def with_value_edges(run: Run, lineage: Lineage) -> Run:
+    """The run with the lineage's value edges added where no edge joins the two steps yet."""
+    edges = lineage.value_edges()
+    if not edges:
+        return run
+    steps = []
+    for s in run.steps:
+        new = edges.get(s.step_id)
+        if new:
+            have = {d.step_id for d in s.deps}
+            add = tuple(d for d in new if d.step_id not in have and d.step_id != s.step_id)
+            if add:
+                s = replace(s, deps=(*s.deps, *add))
+        steps.append(s)
+    return replace(run, steps=tuple(steps))
 
 
 def _home(c: Candidate, origin: Mapping[str, tuple[str, str]]) -> Candidate:
@@ -257,4 +307,5 @@ __all__ = [
     "named_edges",
     "structural_edges",
     "thin_inferred",
+    "with_value_edges",
 ]

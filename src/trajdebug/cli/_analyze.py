@@ -9,11 +9,11 @@ from trajdebug.cli._common import (
     emit_json,
     fmt_option,
     json_option,
-    load_source,
     run_option,
     source_argument,
+    store_path,
 )
-from trajdebug.cli._replay import add_verify_option, verify_analyses
+from trajdebug.cli._replay import add_verify_option, load_callable
 from trajdebug.model import Outcome
 
 
@@ -41,6 +41,12 @@ from trajdebug.model import Outcome
     help="The SQLite file the runs' SQL targets: its schema checks their SQL, and recorded query "
     "results are compared with read-only re-runs (analysis never opens a path a run names by itself).",
 )
+@click.option(
+    "--no-references",
+    "no_references",
+    is_flag=True,
+    help="Do not compare with the passing runs of the same agent in SOURCE.",
+)
 @click.option("--markdown", is_flag=True, help="Print Markdown instead of text.")
 @click.option(
     "--format",
@@ -58,6 +64,7 @@ def analyze_cmd(
     top: int,
     outcome: str | None,
     sql_db: str | None,
+    no_references: bool,
     markdown: bool,
     renderer: str | None,
     verify_entry: str | None,
@@ -67,11 +74,15 @@ def analyze_cmd(
 ) -> None:
     """Find where runs failed and rank the steps most likely to have caused it.
 
-    For each run: the failures the detectors found, the root-cause candidates
-    (best first, each with its evidence and the dependency path from it to the
-    failure), the error chains, and what the search examined.  SOURCE is a
-    store, a trajdebug JSONL file or a foreign trace (default: the default
-    store).  The JSON output is described in docs/analysis.md.
+    For each run that did not succeed (or the run given with --run): the
+    failures the detectors found, every step of the failure's backward slice
+    ranked (the top candidates shown, each with its evidence and the
+    dependency path from it to the failure), the error chains, and what was
+    compared.  Passing runs of the same agent in SOURCE serve as references:
+    where the failing run breaks what they always did is evidence.  SOURCE is
+    a store, a trajdebug JSONL file or a foreign trace (default: the default
+    store).  The JSON output is described in docs/analysis.md; the same
+    analysis in Python is `trajdebug.analyze_source(SOURCE)`.
 
     With --verify MODULE:FUNCTION (the agent's entry point), the top
     candidates are verified by counterfactual replay: each is patched with a
@@ -84,34 +95,34 @@ def analyze_cmd(
         trajdebug analyze conversation.json --from openai --outcome failure --json
         trajdebug analyze trajdebug.db --verify trajdebug.demo:demo_agent
     """
-    from trajdebug.analysis import GraphError, analyses_to_dict, analyze, previous_turns
+    from trajdebug.analysis import analyses_to_dict
+    from trajdebug.pipeline import analyze_source
+    from trajdebug.source import SourceError
 
-    runs = load_source(source, run_id, fmt)
-    # Earlier turns of a conversation live in the same source: a run that
-    # continues another is analyzed with them (context edges into the turns
-    # before it).  With --run, the source is read again for them.
-    pool = runs if run_id is None or not any(r.continues for r in runs) else load_source(source, None, fmt)
     declared: Outcome | None = None if outcome is None else ("failure" if outcome == "failure" else "success")
-    analyses = []
-    for run in runs:
-        try:
-            earlier = previous_turns(run, pool) if run.continues else ()
-            analyses.append(analyze(run, top=top, outcome=declared, previous=earlier, sql_db=sql_db))
-        except GraphError as exc:
-            # One broken run (a cycle, an edge to a step that is not there) must not
-            # hide the analysis of the others: name it and go on.
-            click.echo(f"warning: {source or 'store'}: skipped: {exc}", err=True)
+    path = store_path(source)
+    try:
+        result = analyze_source(
+            path,
+            run_id,
+            fmt=fmt,
+            top=top,
+            outcome=declared,
+            use_references=not no_references,
+            sql_db=sql_db,
+            verify=load_callable(verify_entry) if verify_entry else None,
+            fixer=load_callable(fixer, "fixer") if fixer else None,
+            samples=verify_samples,
+        )
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    analyses = list(result.analyses)
     if not analyses:
-        raise click.ClickException(f"{source or 'store'}: no run could be analyzed")
-    verifications = verify_analyses(
-        analyses,
-        source=source,
-        fmt=fmt,
-        entry=verify_entry,
-        fixer=fixer,
-        samples=verify_samples,
-        top=min(top, 3),
-    )
+        raise click.ClickException(f"{path}: no runs found")
+    for a in analyses:
+        for problem in a.problems:
+            click.echo(f"warning: {path}: {problem}", err=True)
+    verifications = list(result.verifications)
     if renderer in ("text", "markdown"):
         markdown = markdown or renderer == "markdown"
         renderer = None
@@ -128,6 +139,7 @@ def analyze_cmd(
         data = analyses_to_dict(analyses)
         for entry, v in zip(data["runs"], verifications, strict=False):
             entry["verification"] = None if v is None else v.to_dict()
+        data["hints"] = list(result.hints)
         emit_json(data)
         return
     if markdown:
@@ -141,6 +153,8 @@ def analyze_cmd(
                 part += "\n" + v.summary() + "\n"
             parts.append(part)
         click.echo("\n".join(parts), nl=False)
+        for hint in result.hints:
+            click.echo(f"\nCompare with a passing run: `{hint}`")
         return
     from trajdebug.report.analysis import render_analysis
 
@@ -153,6 +167,9 @@ def analyze_cmd(
         if v is not None:
             con.print()
             con.print(v.summary())
+    for hint in result.hints:
+        con.print()
+        con.print(f"compare with a passing run: {hint}", markup=False, style="dim")
 
 
 def register(cli: click.Group) -> None:

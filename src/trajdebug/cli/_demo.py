@@ -84,7 +84,9 @@ def demo_cmd(
                 source=str(target.path),
             )
         except OSError as exc:
-            raise click.ClickException(f"{report_path}: cannot write the report ({exc.strerror or exc})") from None
+            raise click.ClickException(
+                f"{report_path}: cannot write the report ({exc.strerror or exc})"
+            ) from None
     if as_json:
         from trajdebug.report.json import run_to_dict
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from trajdebug.analysis.reference import is_original
 from trajdebug.cli._common import console, emit_json, fmt_option, json_option, store_path
 from trajdebug.model import Run, Step
 
@@ -19,32 +17,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def load_callable(spec: str, what: str = "entry point") -> Callable[..., Any]:
-    """Import ``module:function`` (a dotted attribute path after the colon).
+    """Import ``module:function`` (`trajdebug.plugins.load_callable`), as a click parameter error when it fails."""
+    from trajdebug.plugins import load_callable as load
 
-    The current directory is put on ``sys.path`` first, as ``python -m`` would,
-    so an agent module next to the user's shell resolves.
-
-    Raises:
-        click.BadParameter: malformed spec, missing module or attribute, not callable.
-    """
-    mod_name, sep, attr = spec.partition(":")
-    if not sep or not mod_name or not attr:
-        raise click.BadParameter(f"{spec!r}: expected MODULE:FUNCTION for the {what}")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
     try:
-        obj: Any = importlib.import_module(mod_name)
-    except ImportError as exc:
-        raise click.BadParameter(f"{spec!r}: cannot import module {mod_name!r} ({exc})") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise click.BadParameter(f"{spec!r}: module {mod_name!r} has no attribute {attr!r}") from None
-    if not callable(obj):
-        raise click.BadParameter(f"{spec!r}: {attr!r} is not callable")
-    return obj  # type: ignore[no-any-return]
+        return load(spec, what)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 # -- analyze --verify ----------------------------------------------------------------------
@@ -78,85 +57,6 @@ def add_verify_option(command: F) -> F:
         "(called with the arguments recorded in the run's 'entry' metadata).",
     )(command)
     return command
-
-
-def _passing_runs(source: str | None, fmt: str | None, run: Run) -> list[Run]:
-    """Passing runs of the same agent in the source, newest first."""
-    from trajdebug.source import SourceError, load_runs
-
-    try:
-        runs = load_runs(store_path(source), fmt=fmt, outcome="success")
-    except SourceError:
-        return []
-    agent = run.metadata.get("agent")
-    same = [
-        r
-        for r in runs
-        if r.run_id != run.run_id
-        and r.name == run.name
-        and r.metadata.get("agent") == agent
-        and is_original(r, run)
-    ]
-    return sorted(same, key=lambda r: r.start_ns, reverse=True)
-
-
-def is_original(candidate: Run, of: Run | None = None) -> bool:
-    """Whether a run is a real run of the agent: not a replay, nor a reference recorded for another run.
-
-    A replay (``replay_of``) already carries a patch; taking it as "the passing run"
-    would verify the patch against itself.
-    """
-    md = candidate.metadata
-    if md.get("replay_of"):
-        return False
-    ref = md.get("reference_for")
-    return not ref or (of is not None and ref == of.run_id)
-
-
-def verify_analyses(
-    analyses: Sequence[Any],
-    *,
-    source: str | None,
-    fmt: str | None = None,
-    entry: str | None,
-    fixer: str | None = None,
-    samples: int = 3,
-    top: int = 3,
-) -> list[Any]:
-    """Verify each failed run's top candidates by replay; one `Verification` (or None) per analysis.
-
-    Args:
-        analyses: `trajdebug.analysis._pipeline.Analysis` objects (``.run``, ``.root_causes``).
-        source: The SOURCE the runs came from (passing runs are looked up there; replays
-            are saved there when it is a store).
-        fmt: The source's format.
-        entry: ``MODULE:FUNCTION`` of the agent's entry point; None: nothing to do (returns []).
-        fixer: ``MODULE:FUNCTION`` of a fixer, or None.
-        samples: Replays per patch with live calls.
-        top: Candidates per run.
-    """
-    if not entry:
-        return []
-    from trajdebug.replay import verify
-    from trajdebug.store import is_store
-
-    agent = load_callable(entry)
-    fix = load_callable(fixer, "fixer") if fixer else None
-    path = store_path(source)
-    store = path if Path(path).exists() and is_store(path) else None
-    out: list[Any] = []
-    for a in analyses:
-        run = a.run
-        if run.outcome != "failure" or not a.root_causes:
-            out.append(None)
-            continue
-        passing = _passing_runs(source, fmt, run)[:1]
-        out.append(
-            verify(
-                agent, run, a.root_causes, passing=passing, fixer=fix, top=top, samples=samples, store=store
-            )
-        )
-    return out
 
 
 # -- diff ---------------------------------------------------------------------------------------
@@ -323,4 +223,4 @@ def register(cli: click.Group) -> None:
     cli.add_command(diff_cmd)
 
 
-__all__ = ["add_verify_option", "load_callable", "register", "verify_analyses"]
+__all__ = ["add_verify_option", "load_callable", "register"]

@@ -12,8 +12,9 @@ from trajdebug.cli._common import (
     load_source,
     run_option,
     source_argument,
+    store_path,
 )
-from trajdebug.cli._replay import add_verify_option, verify_analyses
+from trajdebug.cli._replay import add_verify_option, load_callable
 
 
 DEFAULT_OUTPUT = "trajdebug-report.html"
@@ -58,20 +59,25 @@ def report_cmd(
         trajdebug report trajdebug.db --run 3f2a -o failure.html
         trajdebug report trace.json --from otlp
     """
-    from trajdebug.analysis import GraphError, analyze, previous_turns
+    from trajdebug.pipeline import analyze_source
     from trajdebug.report.html import write_report
 
-    everything = load_source(source, run_id, fmt)
-    run = everything[0] if run_id is not None else latest_original(everything)[0]
-    pool = everything if run_id is None or not run.continues else load_source(source, None, fmt)
-    try:
-        analysis = analyze(run, previous=previous_turns(run, pool) if run.continues else ())
-    except GraphError as exc:
-        raise click.ClickException(f"{source or 'store'}: {exc}") from None
-    verifications = verify_analyses(
-        [analysis], source=source, fmt=fmt, entry=verify_entry, fixer=fixer, samples=verify_samples
+    pool = load_source(source, None, fmt)
+    chosen = load_source(source, run_id, fmt) if run_id is not None else latest_original(pool)
+    run = chosen[0]
+    result = analyze_source(
+        store_path(source),
+        run.run_id,
+        runs=pool,
+        verify=load_callable(verify_entry) if verify_entry else None,
+        fixer=load_callable(fixer, "fixer") if fixer else None,
+        samples=verify_samples,
     )
-    verification = verifications[0].to_dict() if verifications and verifications[0] is not None else None
+    analysis = result.analyses[0]
+    for problem in analysis.problems:
+        click.echo(f"warning: {source or 'store'}: {problem}", err=True)
+    first = result.verifications[0] if result.verifications else None
+    verification = first.to_dict() if first is not None else None
     try:
         path = write_report(output, analysis, verification=verification, source=source)
     except OSError as exc:

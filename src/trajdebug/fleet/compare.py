@@ -35,9 +35,11 @@ from trajdebug.fleet.engine import (
     close_stores,
     execute,
     process_unit,
+    reference_pool,
     units,
 )
 from trajdebug.fleet.groups import Group
+from trajdebug.model import Run
 
 
 MAX_IO_KEYS = 200_000
@@ -99,7 +101,9 @@ class _Side:
     examples: dict[tuple[str, str, str], Any] = field(default_factory=dict)
 
 
-def _compare_unit(unit: Unit, by: str | None, a: str | None, b: str | None) -> dict[str, _Side]:
+def _compare_unit(
+    unit: Unit, by: str | None, a: str | None, b: str | None, refs: Mapping[str, Sequence[Run]] | None = None
+) -> dict[str, _Side]:
     """Process a unit for both sides: findings, and the outputs of each (step, input)."""
     sides: dict[str, _Side] = {}
     side_of = unit_side = unit.tag if by is None else None
@@ -111,7 +115,7 @@ def _compare_unit(unit: Unit, by: str | None, a: str | None, b: str | None) -> d
             continue
         one = Unit("runs", unit.path, runs=(run,))
         s = sides.setdefault(side_of, _Side())
-        r = process_unit(one)
+        r = process_unit(one, None, refs)
         s.result.runs += r.runs
         s.result.findings.extend(r.findings)
         s.result.problems.extend(r.problems)
@@ -291,7 +295,8 @@ def compare(
                     mine.examples[key] = s.examples.get(key)
 
     try:
-        n = execute(work, _compare_unit, consume, workers=workers, args=(by, a, b))
+        refs = reference_pool([*set_a, *(set_b or ())])
+        n = execute(work, _compare_unit, consume, workers=workers, args=(by, a, b, refs))
     finally:
         close_stores()
     secs = time.perf_counter() - t0

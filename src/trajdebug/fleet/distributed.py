@@ -20,7 +20,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from trajdebug.fleet.engine import Aggregate, FleetReport, Unit, process_unit
+from trajdebug.fleet.engine import Aggregate, FleetReport, Unit, process_unit, reference_pool
 
 
 def run_fleet_dask(
@@ -84,7 +84,8 @@ def run_fleet_dask(
         n = len(client.scheduler_info().get("workers", {})) or workers
         agg = Aggregate(replay_runs(path), keep_findings=keep_findings)
         units = [Unit("parquet", str(path), part=p) for p in parts(path)]
-        futures = client.map(process_unit, units, root_from=root_from, pure=False)
+        refs = reference_pool([path])
+        futures = client.map(process_unit, units, root_from=root_from, references=refs, pure=False)
         for fut in as_completed(futures):  # type: ignore[no-untyped-call]
             agg.add(fut.result())
             fut.release()

@@ -31,6 +31,9 @@ from trajdebug.model import Run
 
 log = logging.getLogger("trajdebug")
 
+REFERENCES_PER_RUN = 20
+"""Passing runs of the same agent (from the run's unit) each failed run is compared with."""
+
 UNIT_SIZE = 64
 """Runs per unit of work."""
 
@@ -122,20 +125,18 @@ def _lookup(md: Mapping[str, Any], dotted: str) -> Any:
     return cur
 
 
-def analyze_run(run: Run, *, root_from: str | None = None) -> Finding:
+def analyze_run(run: Run, *, root_from: str | None = None, references: Sequence[Run] = ()) -> Finding:
     """Analyze one failed run and return its finding.
 
     Args:
         run: The run.
         root_from: Group on the step named by this run-metadata path instead of the
             analysis's first candidate (``fault.step_id``: the benchmarks' injected step).
-
-    Raises:
-        GraphError: the run's dependencies are broken.
+        references: Passing runs of the same agent (`trajdebug.analysis.reference.references`).
     """
     from trajdebug.analysis import analyze
 
-    analysis = analyze(run, top=3)
+    analysis = analyze(run, top=3, references=references)
     root = None
     if root_from is not None:
         value = _lookup(run.metadata, root_from)
@@ -171,23 +172,37 @@ def close_stores() -> None:
         _STORES.popitem()[1].close()
 
 
-def process_unit(unit: Unit, root_from: str | None = None) -> UnitResult:
+def process_unit(
+    unit: Unit, root_from: str | None = None, references: Mapping[str, Sequence[Run]] | None = None
+) -> UnitResult:
     """Load a unit's runs, analyze each failed one, count every run's features.
+
+    Args:
+        unit: The unit.
+        root_from: Group on the step named by this metadata path (see `analyze_run`).
+        references: Per agent (run name), the passing runs its failures are compared
+            with (`reference_pool`: the same whatever the units, so every engine
+            gives the same groups).
 
     A run that cannot be loaded or analyzed is named in ``problems``; the rest go on.
     """
     from trajdebug.analysis import GraphError
 
     out = UnitResult()
+    loaded: list[Run] = []
     runs = _load(unit)
     while True:
         try:
-            run = next(runs)
+            loaded.append(next(runs))
         except StopIteration:
             break
         except Exception as exc:  # noqa: BLE001 - one unreadable run must not stop the fleet
             out.problems.append(f"{unit.path}: {exc}")
             break
+    from trajdebug.analysis.reference import same_agent
+
+    pool = references or {}
+    for run in loaded:
         if _skip(run.metadata):
             continue
         out.runs += 1
@@ -196,7 +211,8 @@ def process_unit(unit: Unit, root_from: str | None = None) -> UnitResult:
         if not failed:
             continue
         try:
-            out.findings.append(analyze_run(run, root_from=root_from))
+            refs = [r for r in pool.get(run.name, ()) if r.run_id != run.run_id and same_agent(r, run)]
+            out.findings.append(analyze_run(run, root_from=root_from, references=refs))
         except GraphError as exc:
             out.problems.append(f"{unit.path}: run {run.run_id}: skipped: {exc}")
         except Exception as exc:  # noqa: BLE001 - a crash on one run is reported, the rest go on
@@ -286,6 +302,80 @@ def units(sources: Iterable[str | Path], *, size: int = UNIT_SIZE) -> tuple[list
                 Unit("runs", str(p), runs=tuple(keep[i : i + size])) for i in range(0, len(keep), size)
             )
     return out, replays, problems
+
+
+def reference_pool(sources: Iterable[str | Path], size: int = REFERENCES_PER_RUN) -> dict[str, tuple[Run, ...]]:
+    """Per agent (run name), its most recent passing original runs across all sources.
+
+    Chosen once for the whole job, so a failed run is compared with the same
+    references whatever unit or engine analyzes it.  Ties in start time go to
+    the smaller run id.
+    """
+    from trajdebug.fleet.parquet import is_dataset
+    from trajdebug.source import SourceError, read_source
+    from trajdebug.store import Store, is_store
+
+    best: dict[str, list[tuple[int, str, Any]]] = {}
+
+    def offer(name: str, start: int, rid: str, load: Any) -> None:
+        lst = best.setdefault(name, [])
+        lst.append((start, rid, load))
+        lst.sort(key=lambda t: (-t[0], t[1]))
+        del lst[size:]
+
+    for p in expand(sources):
+        if not p.exists():
+            continue
+        if is_dataset(p):
+            from trajdebug.fleet.parquet import connect, read_part
+
+            con = connect(p)
+            glob = str(p / "runs" / "part-*.parquet").replace("'", "''")
+            rows = con.execute(
+                f"SELECT name, start_ns, run_id, filename FROM read_parquet('{glob}', filename=true) "
+                "WHERE outcome = 'success' AND coalesce(metadata_json, '') NOT LIKE '%\"replay_of\"%' "
+                "AND coalesce(metadata_json, '') NOT LIKE '%\"reference_for\"%'"
+            ).fetchall()
+            for name, start, rid, fname in rows:
+                part = Path(fname).stem
+                offer(name, int(start or 0), rid, ("parquet", str(p), part))
+        elif is_store(p):
+            with Store(p) as store:
+                conn = store._conn()
+                for name, start, rid, note in conn.execute(
+                    "SELECT name, start_ns, run_id, note FROM runs WHERE outcome = 'success'"
+                ):
+                    if note and note.startswith(("replay of", "reference for")):
+                        continue
+                    offer(name, int(start or 0), rid, ("store", str(p), rid))
+        else:
+            try:
+                result = read_source(p)
+            except SourceError:
+                continue
+            for r in result.runs:
+                if r.outcome == "success" and not _skip(r.metadata):
+                    offer(r.name, r.start_ns, r.run_id, ("run", r))
+    out: dict[str, tuple[Run, ...]] = {}
+    parts_cache: dict[tuple[str, str], dict[str, Run]] = {}
+    for name, lst in best.items():
+        runs: list[Run] = []
+        for _, rid, load in lst:
+            if load[0] == "run":
+                runs.append(load[1])
+            elif load[0] == "store":
+                with Store(load[1]) as store:
+                    runs.append(store.load_run(rid))
+            else:
+                key = (load[1], load[2])
+                if key not in parts_cache:
+                    from trajdebug.fleet.parquet import read_part
+
+                    parts_cache[key] = {r.run_id: r for r in read_part(load[1], load[2])}
+                if rid in parts_cache[key]:
+                    runs.append(parts_cache[key][rid])
+        out[name] = tuple(runs)
+    return out
 
 
 class Aggregate:
@@ -395,10 +485,11 @@ def run_fleet(
     """
     t0 = time.perf_counter()
     work, replays, problems = units(sources, size=unit_size)
+    refs = reference_pool(sources)
     agg = Aggregate(replays, keep_findings=keep_findings)
     agg.problems.extend(problems)
     try:
-        n = execute(work, process_unit, agg.add, workers=workers, args=(root_from,))
+        n = execute(work, process_unit, agg.add, workers=workers, args=(root_from, refs))
     finally:
         close_stores()
     return agg.report([str(s) for s in sources], time.perf_counter() - t0, n)
@@ -410,6 +501,7 @@ __all__ = [
     "FleetReport",
     "Unit",
     "UnitResult",
+    "reference_pool",
     "analyze_run",
     "close_stores",
     "default_workers",

@@ -13,7 +13,7 @@ rebuilds those runs exactly (`read_part`).  Values that are free JSON
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +250,12 @@ def _write_part(
 
 
 def write_dataset(
-    runs: Iterable[Run], out: str | Path, *, part_size: int = PART_SIZE, analyses: bool = False
+    runs: Iterable[Run],
+    out: str | Path,
+    *,
+    part_size: int = PART_SIZE,
+    analyses: bool = False,
+    references: Mapping[str, Sequence[Run]] | None = None,
 ) -> dict[str, int]:
     """Write runs as a Parquet dataset, one part per ``part_size`` runs (streaming).
 
@@ -259,6 +264,8 @@ def write_dataset(
         out: The dataset folder (created; parts already there are replaced).
         part_size: Runs per part.
         analyses: Also analyze each failed run and write the ``analyses`` table.
+        references: Per agent, the passing runs failures are compared with
+            (`trajdebug.fleet.engine.reference_pool`; the fleet job uses the same).
 
     Returns:
         Rows written per table.
@@ -275,9 +282,7 @@ def write_dataset(
     for run in runs:
         _run_rows(run, rows)
         if analyses and run.outcome == "failure":
-            row = _analysis_row_of(run)
-            if row is not None:
-                rows["analyses"].append(row)
+            rows["analyses"].append(_analysis_row_of(run, (references or {}).get(run.name, ())))
         n += 1
         if n == part_size:
             _flush(path, part, rows, tables, counts)
@@ -305,14 +310,13 @@ def _flush(
         rows[t].clear()
 
 
-def _analysis_row_of(run: Run) -> dict[str, Any] | None:
-    from trajdebug.analysis import GraphError, analyze
+def _analysis_row_of(run: Run, pool: Sequence[Run] = ()) -> dict[str, Any]:
+    from trajdebug.analysis import analyze
+    from trajdebug.analysis.reference import same_agent
     from trajdebug.fleet.groups import finding_of
 
-    try:
-        a = analyze(run, top=3)
-    except GraphError:
-        return None
+    refs = [r for r in pool if r.run_id != run.run_id and same_agent(r, run)]
+    a = analyze(run, top=3, references=refs)
     return analysis_row(a, finding_of(a))
 
 
@@ -339,11 +343,18 @@ def export_source(
                 for rid in store.run_ids():
                     yield store.load_run(rid)
 
-        return write_dataset(stream(), out, analyses=analyses)
+        refs = _pool([source]) if analyses else None
+        return write_dataset(stream(), out, analyses=analyses, references=refs)
     runs = load_runs(source, run_id=run_id, fmt=fmt)
     if not runs:
         raise SourceError(f"{source}: no runs found")
-    return write_dataset(runs, out, analyses=analyses)
+    return write_dataset(runs, out, analyses=analyses, references=_pool([source]) if analyses else None)
+
+
+def _pool(sources: Sequence[str | Path]) -> dict[str, tuple[Run, ...]]:
+    from trajdebug.fleet.engine import reference_pool
+
+    return reference_pool(sources)
 
 
 def is_dataset(path: str | Path) -> bool:

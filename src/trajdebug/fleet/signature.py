@@ -70,10 +70,18 @@ def normalize(text: str, *, limit: int = 120) -> str:
 
 
 def evidence_kind(candidate: Mapping[str, Any]) -> str:
-    """The kind of evidence behind a candidate: its signals, else its first specific reason's kind."""
+    """The kind of evidence behind a candidate: its strongest signal's family, else its first specific reason's kind.
+
+    Only the strongest, and only its family (`trajdebug.analysis.family`: omission,
+    wrong value, inconsistent, changed answer...): which rule saw one root cause
+    varies from run to run (a value that happens to be quoted, a reference that
+    happens to hold a case) and would split one cause into many groups.
+    """
+    from trajdebug.analysis import family
+
     signals = candidate.get("signals")
     if isinstance(signals, Sequence) and not isinstance(signals, str) and signals:
-        return "+".join(sorted({normalize(str(s), limit=40) for s in signals}))
+        return normalize(family(str(signals[0])), limit=40)
     for reason in candidate.get("reasons") or ():
         text = str(reason)
         if text.startswith(_GENERIC_REASONS):

@@ -27,7 +27,7 @@ from trajdebug.replay.engine import (
     replay,
 )
 from trajdebug.replay.verifier import Trial, Verifier
-from trajdebug.replay.verify import CandidateCheck, Verification, verify
+from trajdebug.replay.verify import CandidateCheck, Verification, verify, verify_analyses
 
 
 __all__ = [
@@ -57,4 +57,5 @@ __all__ = [
     "replay",
     "replayable",
     "verify",
+    "verify_analyses",
 ]

@@ -289,13 +289,11 @@ def _differs(c: Correction, step: Step) -> bool:
     return recorded is None or canonical(c.state) != canonical(recorded)
 
 
-
 def backward_slice(run: Run, step_id: str) -> set[str]:
     """The steps whose outputs could have reached this step (itself included)."""
     from trajdebug.analysis import DependencyGraph
 
     return DependencyGraph(run).backward_slice([step_id])
-
 
 
 __all__ = ["Fixer", "Status", "Trial", "TrialOutcome", "Verifier", "backward_slice"]

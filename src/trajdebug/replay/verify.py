@@ -254,7 +254,57 @@ def verify(
     return Verification(run.run_id, checks, v.replays, None, passing[0].run_id if passing else None)
 
 
+def verify_analyses(
+    analyses: Sequence[Any],
+    pool: Sequence[Run],
+    *,
+    entry: Callable[..., Any] | str,
+    fixer: Callable[..., Any] | str | None = None,
+    samples: int = 3,
+    top: int = 3,
+    store: Any = None,
+) -> list[Verification | None]:
+    """Verify each failed run's top candidates by replay; one `Verification` (or None) per analysis.
+
+    Corrections come from the fixer, else from a passing run of the same agent
+    in ``pool`` (a run recorded as the failing run's reference first, then the
+    most recent passing run), else from the diagnosers' suggestions.
+
+    Args:
+        analyses: `trajdebug.analysis.Analysis` objects (``.run``, ``.root_causes``).
+        pool: The runs of the source (passing runs are looked up there).
+        entry: The agent's entry point, or ``"module:function"``.
+        fixer: A fixer ``fixer(step, run) -> corrected output``, or ``"module:function"``.
+        samples: Replays per patch with live calls.
+        top: Candidates per run.
+        store: Where to save the replays (a `trajdebug.Store` or a path), if anywhere.
+
+    Raises:
+        ValueError: ``entry`` or ``fixer`` is a spec that does not import.
+    """
+    from trajdebug.analysis.reference import references
+    from trajdebug.plugins import load_callable
+
+    agent = load_callable(entry) if isinstance(entry, str) else entry
+    fix = load_callable(fixer, "fixer") if isinstance(fixer, str) else fixer
+    out: list[Verification | None] = []
+    for a in analyses:
+        run = a.run
+        if run.outcome != "failure" or not a.root_causes:
+            out.append(None)
+            continue
+        own = [r for r in pool if r.metadata.get("reference_for") == run.run_id and r.outcome == "success"]
+        passing = (own or list(references(run, pool)))[:1]
+        out.append(
+            verify(
+                agent, run, a.root_causes, passing=passing, fixer=fix, top=top, samples=samples, store=store
+            )
+        )
+    return out
+
+
 __all__ = [
+    "verify_analyses",
     "CandidateCheck",
     "Verification",
     "check_candidate",

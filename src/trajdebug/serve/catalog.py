@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajdebug.analysis import Analysis, GraphError, analyze, previous_turns
+from trajdebug.analysis import Analysis
 from trajdebug.model import Run
+from trajdebug.pipeline import analyze_source
 from trajdebug.source import SourceError, load_runs
 from trajdebug.store import Store, is_store
 
@@ -217,8 +218,7 @@ class Catalog:
         causes: tuple[str, ...] = ()
         if run.outcome == "failure":
             a = self._analyze(run)
-            if a is not None:
-                causes = tuple(c["name"] for c in a.to_dict()["root_causes"][:CAUSES_INDEXED] if c.get("name"))
+            causes = tuple(c["name"] for c in a.to_dict()["root_causes"][:CAUSES_INDEXED] if c.get("name"))
         words = [run.name, run.failure_reason or ""]
         words += [s.name for s in run.steps]
         words += [f"{s.error.type} {s.error.message}" for s in run.steps if s.error is not None]
@@ -238,15 +238,11 @@ class Catalog:
             text="\n".join(words).lower(),
         )
 
-    def _analyze(self, run: Run) -> Analysis | None:
+    def _analyze(self, run: Run) -> Analysis:
         cached = self._analyses.get(run.run_id)
         if cached is not None:
             return cached
-        try:
-            earlier = previous_turns(run, list(self._runs.values())) if run.continues else ()
-            a = analyze(run, previous=earlier)
-        except GraphError:
-            return None
+        a = analyze_source(self.source, run.run_id, runs=list(self._runs.values())).analyses[0]
         self._analyses[run.run_id] = a
         return a
 
@@ -299,11 +295,7 @@ class Catalog:
         """
         run = self.run(run_id)
         with self._lock:
-            a = self._analyze(run)
-        if a is None:
-            earlier = previous_turns(run, self.runs()) if run.continues else ()
-            return analyze(run, previous=earlier)  # raises the GraphError with its message
-        return a
+            return self._analyze(run)
 
     def runs(self, ids: Iterable[str] | None = None) -> list[Run]:
         """The runs (all, or these ids), oldest first."""

@@ -26,12 +26,10 @@ from trajdebug.analysis.diagnosers._dataflow import (
     scaled_value,
     state_values,
     state_write,
-    value_origin,
 )
 from trajdebug.analysis.diagnosers._decisions import decision, delegated_result, lost_update
 from trajdebug.analysis.diagnosers._observations import environment_read, stale_retry, truncated_output
 from trajdebug.analysis.diagnosers._steps import (
-    consumer_rejection,
     contracts,
     external_input,
     input_caused,
@@ -52,7 +50,6 @@ from trajdebug.plugins import entry_point_callables
 
 BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "step-error": step_error,
-    "consumer-rejection": consumer_rejection,
     "starved-consumer": starved_consumer,
     "tool-result": tool_result,
     "sql-result": sql_result,
@@ -64,7 +61,6 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "state-write": state_write,
     "retry-divergence": retry_divergence,
     "scaled-value": scaled_value,
-    "value-origin": value_origin,
     "state-values": state_values,
     "truncated-output": truncated_output,
     "stale-retry": stale_retry,

@@ -24,84 +24,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._evidence import FAULTY_THRESHOLD, Evidence, Verdict, fold
 from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.model import Run, Step
 
 
 if TYPE_CHECKING:
     from trajdebug.analysis._detect import Failure
-
-
-FAULTY_THRESHOLD = 0.3
-"""Local suspicion at or above which a step is diagnosed faulty."""
-
-SOUND_DAMPING = 0.7
-"""The factor applied to a step's suspicion when all of its other evidence is sound (see `fold`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """One diagnoser finding about one step."""
-
-    step_id: str
-    """The step the finding is about."""
-    suspicion: float
-    """Contribution to the step's suspicion, in [0, 1] (for sound evidence: what suspicion remains)."""
-    reason: str
-    """Why, in words a person can check."""
-    diagnoser: str
-    """The diagnoser that found it."""
-    sound: bool = False
-    """True when the finding says an aspect of the step checked out."""
-    correction: Any = None
-    """A suggested corrected output, when the diagnoser can tell (replay uses it to verify candidates)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """A step's evidence folded into one call."""
-
-    step_id: str
-    """The step."""
-    suspicion: float
-    """Local suspicion in [0, 1]."""
-    faulty: bool
-    """True when the suspicion reaches `FAULTY_THRESHOLD`."""
-    evidence: tuple[Evidence, ...]
-    """The evidence, strongest first."""
-
-    @property
-    def reasons(self) -> tuple[str, ...]:
-        """The reasons of the suspicious evidence, strongest first."""
-        return tuple(e.reason for e in self.evidence if not e.sound)
-
-    @property
-    def correction(self) -> Any:
-        """The strongest suggested correction, if any."""
-        return next((e.correction for e in self.evidence if e.correction is not None), None)
-
-
-def fold(step_id: str, evidence: Iterable[Evidence], threshold: float = FAULTY_THRESHOLD) -> Verdict:
-    """Fold evidence about one step into a verdict.
-
-    The suspicious contributions combine by noisy-OR; sound evidence multiplies
-    the result by ``1 - (1 - SOUND_DAMPING) * share``, ``share`` being the
-    fraction of the evidence that is sound (all sound: `SOUND_DAMPING`).
-    """
-    ev = sorted(evidence, key=lambda e: (e.sound, -e.suspicion))
-    keep = 1.0
-    n_sound = n_faulty = 0
-    for e in ev:
-        if e.sound:
-            n_sound += 1
-        else:
-            n_faulty += 1
-            keep *= 1.0 - min(max(e.suspicion, 0.0), 1.0)
-    susp = 1.0 - keep
-    if n_sound:
-        # Aspects that checked out temper, in proportion, the ones that did not.
-        susp *= 1.0 - (1.0 - SOUND_DAMPING) * n_sound / (n_sound + n_faulty)
-    return Verdict(step_id, susp, susp >= threshold, tuple(ev))
 
 
 class Diagnoser(Protocol):

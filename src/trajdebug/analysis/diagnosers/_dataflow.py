@@ -319,58 +319,6 @@ def _named_values(ctx: DiagnoseContext) -> list[tuple[str, str]]:
     return found
 
 
-def value_origin(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """A step that introduced a value the failure names: it is in what the step produced, in none of its inputs.
-
-    Zeller's origin tracking: the failure shows a wrong value; the step where
-    it first appears, from inputs that do not hold it, is where the infection
-    began.  Results of the outside world (tools, retrievals, inputs) report
-    values rather than make them up and are judged by their own diagnosers;
-    a check that rejected its input names values it was given.
-    """
-    if step.kind in ("tool", "retrieval", "input", "agent") or step.status != "ok":
-        return
-    named = _named_values(ctx)
-    if not named:
-        return
-    written = step.attributes.get("state_values")
-    produced = (
-        ctx.text(step.step_id)
-        + "\n"
-        + (content.text_of(written).lower() if isinstance(written, Mapping) else "")
-    )
-    made = content.number_forms(produced)
-    upstream: str | None = None
-    up_forms: set[str] = set()
-    for kind, v in named:
-        here = (v in made) if kind == "number" else (v in produced)
-        if not here:
-            continue
-        if upstream is None:
-            upstream = (
-                ctx.upstream_text(step)
-                + "\n"
-                + "\n".join(
-                    content.text_of(ctx.step(d.step_id).attributes.get("state_values")).lower()
-                    for d in ctx.graph.parents(step.step_id)
-                    if d.kind == "state"
-                )
-            )
-            parents = [ctx.step(d.step_id).output for d in ctx.graph.parents(step.step_id)]
-            up_forms = content.number_forms(upstream) | content.aggregate_forms([step.input, *parents])
-        seen = (v in up_forms) if kind == "number" else (v in upstream)
-        if not seen:
-            # A one-word label ("none", "restart") may be the step's rightful
-            # verdict on what it was given: weaker than a number or an id.
-            yield Evidence(
-                step.step_id,
-                0.2 if kind == "label" else 0.45,
-                f"introduced {v!r}, which the failure names: it is in what this step produced and in none of its inputs",
-                "value-origin",
-            )
-            return
-
-
 def _significant(n: float) -> int:
     """Significant digits of a number (``7.5``: 2, ``676847.0``: 6, ``1200``: 2)."""
     digits = f"{abs(n):.10g}".replace(".", "").lstrip("0").rstrip("0")
@@ -505,5 +453,4 @@ __all__ = [
     "scaled_value",
     "state_values",
     "state_write",
-    "value_origin",
 ]

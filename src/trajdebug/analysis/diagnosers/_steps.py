@@ -27,8 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis._graph import CHILD_KEY
-from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._tools import (
     _CHECK_TEXT,
     _INPUT_CAUSED,
@@ -38,6 +37,7 @@ from trajdebug.analysis.diagnosers._tools import (
     upstream_outputs,
 )
 from trajdebug.model import ErrorInfo, Step
+from trajdebug.values import date_forms
 
 
 # -- errors --------------------------------------------------------------------
@@ -144,44 +144,6 @@ def step_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         )
     else:
         yield Evidence(step.step_id, 0.5, f"ended with {err.type}: {err.message[:160]}", "step-error")
-
-
-def consumer_rejection(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """A step whose output made a consumer fail on its input (a ``KeyError``, a failed validation)."""
-    mine: str | None = None
-    for cid, d in ctx.errored_consumers(step.step_id):
-        if d.kind not in ("data", "state") or d.key == CHILD_KEY or cid in handled(ctx):
-            continue  # (an error the agent handled made nothing fail)
-        c = ctx.step(cid)
-        err = _own_error(c, ctx)
-        if err is None or not input_caused(err, c.input):
-            continue
-        quoted = [m.group(1) or m.group(2) for m in _QUOTED.finditer(err.message)]
-        carried = False
-        if quoted:
-            if mine is None:
-                mine = (content.text_of(step.input) + "\n" + ctx.text(step.step_id)).lower()
-            carried = any(q.lower() in mine for q in quoted)
-            if not carried:
-                # What the consumer misses never reached this step: not its doing.
-                yield Evidence(
-                    step.step_id,
-                    0.0,
-                    f"{c.name} failed on {quoted[0]!r}, which never reached it",
-                    "consumer-rejection",
-                    sound=True,
-                )
-                return
-        # A check that names no culprit implicates each of its inputs a little;
-        # one that quotes a value this step carried implicates it more.
-        weight = 0.2 if carried else (0.15 if is_check(c, err) else 0.25)
-        yield Evidence(
-            step.step_id,
-            weight,
-            f"its output made {c.name} fail: {err.type}: {err.message[:120]}",
-            "consumer-rejection",
-        )
-        return
 
 
 def _replace_key(value: Any, key: str, new: Any) -> Any:
@@ -306,8 +268,9 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     unsure = False
     computed = 0
     arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2
+    dates = date_forms(hay)
     for v in _stated(out):
-        seen = present(v, hay, forms)
+        seen = present(v, hay, forms, dates)
         if seen is None:
             continue
         if labels and not seen and isinstance(v, str) and _LABEL.match(v.strip()):
@@ -388,7 +351,6 @@ def external_input(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 __all__ = [
-    "consumer_rejection",
     "contracts",
     "input_caused",
     "is_check",

@@ -24,6 +24,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._graph import CHILD_KEY
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.model import Step
+from trajdebug.values import date_forms, date_keys, is_date
 
 
 # -- error wording ----------------------------------------------------------------
@@ -197,8 +198,12 @@ def sql_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 # -- arguments ----------------------------------------------------------------------
 
 
-def present(value: Any, haystack: str, forms: set[str]) -> bool | None:
-    """Whether a scalar shows up in a text (None: the value says too little to tell)."""
+def present(value: Any, haystack: str, forms: set[str], dates: set[str] | None = None) -> bool | None:
+    """Whether a scalar shows up in a text (None: the value says too little to tell).
+
+    ``dates`` holds the haystack's dates and times (`trajdebug.values.date_forms`):
+    a date written another way ("2025-03-11" for "11 March") is present.
+    """
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
@@ -213,6 +218,8 @@ def present(value: Any, haystack: str, forms: set[str]) -> bool | None:
             return None
         if v in haystack:
             return True
+        if dates is not None and is_date(v):
+            return bool(set(date_keys(v)) & dates)
         # A few words composed from words of the input ("acme annual report") are no claim either.
         words = v.split()
         return len(words) > 1 and all(w in haystack for w in words)
@@ -231,6 +238,7 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
         return []
     out: list[tuple[str, Any, Any]] = []
     everywhere: str | None = None
+    dates: set[str] | None = None
     for up in upstream:
         theirs = content.keyed_values(up)
         for k, v in mine.items():
@@ -239,8 +247,15 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
                     if everywhere is None:
                         everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
-                    if str(v).lower() not in everywhere:
-                        out.append((k, v, w))
+                    if str(v).lower() in everywhere:
+                        continue
+                    if isinstance(v, str) and is_date(v):
+                        # A date written another way upstream ("6 Nov" for 2025-11-06) is no contradiction.
+                        if dates is None:
+                            dates = date_forms(everywhere)
+                        if set(date_keys(v)) & dates:
+                            continue
+                    out.append((k, v, w))
     return out
 
 

@@ -1,0 +1,254 @@
+"""The blind suites: root-cause localization on agents written without sight of the analysis.
+
+Each suite under ``benchmarks/heldout/<suite>/`` was written by someone who saw
+only the README, the public API and a list of fault kinds (never the analysis
+code, never the other suites), then frozen.  Its ``generate.py OUTDIR`` runs the
+agents (LangGraph with the tracer, the OpenAI Agents SDK with the processor,
+OpenInference exported as OTLP JSON, the recording SDK) against a fake model
+server on 127.0.0.1 and writes, per case, the failed run alone
+(``failed.*``), the failed run with passing runs of the same agent on other
+inputs (``with_refs.*``), and the ground truth (``truth.json``).
+
+Scoring goes through the library's one pipeline, `trajdebug.analyze_source`,
+exactly as ``trajdebug analyze SOURCE --run ID`` runs it, in two settings: the
+failed run alone, and with its agent's passing runs in the same source.  The
+truth step is found by name and occurrence in the failed run as recorded; a
+case counts as *on the dependency path* when the truth step lies in the
+failing step's backward slice over the edges the analysis used.
+
+Suites: ``suite_dev`` (a development suite: its misses are studied),
+``suite_a`` (held out when written, then studied: a development suite now),
+``suite_b`` (held out: measured, never studied).  See ``STATUS``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trajdebug.analysis import Analysis, DependencyGraph
+from trajdebug.model import Run
+from trajdebug.pipeline import analyze_source
+
+
+HERE = Path(__file__).resolve().parent / "heldout"
+
+STATUS = {
+    "suite_b": "held out",
+    "suite_a": "development (held out when written; its misses were studied)",
+    "suite_dev": "development",
+}
+"""What each suite is now: a suite whose misses were studied is no longer held out."""
+
+SETTINGS = ("alone", "with_refs")
+
+
+@dataclass(slots=True)
+class CaseResult:
+    """One case in one setting."""
+
+    case_id: str
+    agent: str
+    route: str
+    fault_kind: str
+    setting: str
+    rank: int | None
+    """1-based rank of the truth step in the full ranking, None when unranked."""
+    on_path: bool
+    """Whether the truth step lies in the failing step's backward slice."""
+    truth: str
+    top: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None
+
+
+def generate(suite: str, out: Path, progress: Callable[[str], None] = print) -> Path:
+    """Run a suite's generator into ``out/suite`` (skipped when already there)."""
+    dest = out / suite
+    if (dest / "index.json").exists():
+        return dest
+    dest.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, str(HERE / suite / "generate.py"), str(dest)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=600,
+    )
+    progress(f"{suite}: generated in {time.perf_counter() - t0:.1f} s")
+    return dest
+
+
+def _cases(root: Path) -> list[dict[str, Any]]:
+    index = json.loads((root / "index.json").read_text())
+    items = index["cases"] if isinstance(index, dict) else index
+    out = []
+    for item in items:
+        cid = item if isinstance(item, str) else item.get("case_id") or item.get("id")
+        out.append(json.loads((root / cid / "truth.json").read_text()))
+    return out
+
+
+def _source(case_dir: Path, stem: str) -> Path:
+    for ext in (".jsonl", ".json"):
+        p = case_dir / f"{stem}{ext}"
+        if p.exists():
+            return p
+    raise FileNotFoundError(f"{case_dir}: no {stem}.jsonl or {stem}.json")
+
+
+def truth_step(run: Run, root: dict[str, Any]) -> str | None:
+    """The id of the truth step: by name and occurrence, else by index among LLM steps."""
+    named = [s for s in run.steps if s.name == root.get("name")]
+    occ = int(root.get("occurrence") or 1)
+    if len(named) >= occ:
+        return named[occ - 1].step_id
+    idx = root.get("llm_index")
+    if idx:
+        llms = [s for s in run.steps if s.kind == "llm"]
+        if len(llms) >= int(idx):
+            return llms[int(idx) - 1].step_id
+    return None
+
+
+def _on_path(a: Analysis, sid: str) -> bool:
+    fails = [f.step_id for f in a.failures if f.step_id in {s.step_id for s in a.run.steps}]
+    if not fails:
+        return False
+    return sid in DependencyGraph(a.run).backward_slice(fails)
+
+
+def score_case(case_dir: Path, truth: dict[str, Any], setting: str) -> CaseResult:
+    """Analyze one case in one setting and place its truth step in the ranking."""
+    src = _source(case_dir, "failed" if setting == "alone" else "with_refs")
+    base = {
+        "case_id": truth["case_id"],
+        "agent": truth.get("agent", "?"),
+        "route": truth.get("route", "?"),
+        "fault_kind": truth.get("fault_kind", "?"),
+        "setting": setting,
+    }
+    t0 = time.perf_counter()
+    try:
+        res = analyze_source(src, truth["failed_run_id"], top=5)
+    except Exception as exc:  # noqa: BLE001 - one broken case is reported, not fatal
+        return CaseResult(**base, rank=None, on_path=False, truth="?", error=f"{type(exc).__name__}: {exc}")
+    dt = time.perf_counter() - t0
+    [a] = res.analyses
+    sid = truth_step(a.run, truth["root"])
+    names = {s.step_id: s.name for s in a.run.steps}
+    ranking = list(a.localization.ranking)
+    rank = ranking.index(sid) + 1 if sid in ranking else None
+    return CaseResult(
+        **base,
+        rank=rank,
+        on_path=sid is not None and _on_path(a, sid),
+        truth=f"{truth['root'].get('name')}#{truth['root'].get('occurrence')}",
+        top=[names.get(s, s) for s in ranking[:3]],
+        seconds=dt,
+        error=None if sid is not None else "truth step not found in the recorded run",
+    )
+
+
+def run_blind(
+    suites: Iterable[str] = ("suite_b", "suite_a", "suite_dev"),
+    *,
+    workdir: Path | None = None,
+    progress: Callable[[str], None] = print,
+) -> dict[str, list[CaseResult]]:
+    """Generate and score the suites; results per suite."""
+    import tempfile
+
+    out = workdir or Path(tempfile.mkdtemp(prefix="trajdebug-blind-"))
+    results: dict[str, list[CaseResult]] = {}
+    for suite in suites:
+        root = generate(suite, out, progress)
+        rows = []
+        for truth in _cases(root):
+            for setting in SETTINGS:
+                rows.append(score_case(root / truth["case_id"], truth, setting))
+        results[suite] = rows
+        progress(f"{suite}: {summary(rows)}")
+    return results
+
+
+def metrics(rows: list[CaseResult]) -> dict[str, Any]:
+    """Top-1, top-3, ranked at all, ranked among on-path cases, per setting."""
+    out: dict[str, Any] = {}
+    for setting in SETTINGS:
+        rs = [r for r in rows if r.setting == setting]
+        if not rs:
+            continue
+        n = len(rs)
+        on = [r for r in rs if r.on_path]
+        out[setting] = {
+            "cases": n,
+            "top1": sum(r.rank == 1 for r in rs) / n,
+            "top3": sum(r.rank is not None and r.rank <= 3 for r in rs) / n,
+            "ranked": sum(r.rank is not None for r in rs) / n,
+            "on_path": len(on),
+            "ranked_on_path": (sum(r.rank is not None for r in on) / len(on)) if on else None,
+            "mean_seconds": sum(r.seconds for r in rs) / n,
+        }
+    return out
+
+
+def breakdown(rows: list[CaseResult], key: str) -> dict[str, dict[str, Any]]:
+    """`metrics` per value of ``route``, ``fault_kind`` or ``agent``."""
+    groups: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in rows:
+        groups[str(getattr(r, key))].append(r)
+    return {k: metrics(v) for k, v in sorted(groups.items())}
+
+
+def summary(rows: list[CaseResult]) -> str:
+    """One line: top-1 / top-3 / ranked per setting."""
+    parts = []
+    for setting, m in metrics(rows).items():
+        parts.append(
+            f"{setting}: top-1 {m['top1']:.0%}, top-3 {m['top3']:.0%}, ranked {m['ranked']:.0%} ({m['cases']} cases)"
+        )
+    return "; ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.blind [SUITE...] [--misses] [--workdir DIR]``: score and print."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.blind")
+    p.add_argument("suites", nargs="*", default=["suite_dev"])
+    p.add_argument("--workdir", type=Path)
+    p.add_argument("--misses", action="store_true", help="list the misses (development suites only)")
+    p.add_argument("--by", default="fault_kind", choices=("fault_kind", "route", "agent"))
+    a = p.parse_args(argv)
+    res = run_blind(a.suites, workdir=a.workdir)
+    for suite, rows in res.items():
+        print(f"\n== {suite} ({STATUS.get(suite, '?')}): {summary(rows)}")
+        for k, m in breakdown(rows, a.by).items():
+            cells = "  ".join(
+                f"{s}: {v['top1']:.0%}/{v['top3']:.0%}/{v['ranked']:.0%}" for s, v in m.items()
+            )
+            print(f"  {k:<28} {cells}")
+        if a.misses:
+            if STATUS.get(suite) == "held out":
+                print("  (held out: misses are not listed)")
+                continue
+            for r in rows:
+                if r.rank != 1:
+                    print(
+                        f"  miss {r.setting:<9} {r.case_id:<40} truth {r.truth:<28} rank {r.rank} "
+                        f"top {r.top} {r.error or ''}"
+                    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

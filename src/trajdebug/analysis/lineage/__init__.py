@@ -1,0 +1,40 @@
+"""Value lineage: where each value of a run came from, and the steps that damaged or lost one.
+
+`Lineage` indexes every step's input and output values (`StepView`) once per
+run; `Lineage.origin` follows a value to the step that introduced it,
+`Lineage.droppers` finds the steps that were given a value and did not pass it
+on, `Lineage.value_edges` links steps through the values they share, and
+`anomalies` reads the transformations that look wrong on their face.
+"""
+
+from __future__ import annotations
+
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, anomalies
+from trajdebug.analysis.lineage._trace import (
+    MAX_PRODUCERS,
+    Derivation,
+    Lineage,
+    Origin,
+    derivation,
+    failure_atoms,
+    operands,
+)
+from trajdebug.analysis.lineage._views import ENVELOPE_KEYS, StepView, build_view, semantic, trivial
+
+
+__all__ = [
+    "ENVELOPE_KEYS",
+    "GENERIC_FIELDS",
+    "MAX_PRODUCERS",
+    "Derivation",
+    "Lineage",
+    "Origin",
+    "StepView",
+    "anomalies",
+    "build_view",
+    "derivation",
+    "failure_atoms",
+    "operands",
+    "semantic",
+    "trivial",
+]

@@ -1,0 +1,255 @@
+"""Transformations that look wrong on their face, read off one step's input and output.
+
+Each signal compares what a step was given with what it produced and needs
+nothing else (no rule about the step's purpose, no other run):
+
+- **conflict**: the output states another value for a field the input fixed
+  (asked for ``city=Paris``, answered with items whose ``city`` is ``Lyon``;
+  given ``customer_id=C-1``, returned ``customer_id=C-2``).  Text, ids and dates
+  only: numbers under one name change legitimately (a converted amount).
+- **altered**: an output number is a given number damaged in a familiar way:
+  its sign dropped, a power of ten off, or cut at a thousands separator.
+- **dropped column**: the input is a table whose header names a column that
+  the output's records lack while they keep the others.
+
+These are evidence, not proof: a step that computes a sign, converts units or
+picks a column on purpose trips them too.  They rank; the failure's value
+lineage and the agent's passing runs decide between them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis.lineage._views import StepView, semantic
+from trajdebug.model import CONTAINER_KINDS, Step
+from trajdebug.values import Atom, iter_text, mentions, number_key
+
+
+GENERIC_FIELDS = frozenset(
+    {
+        "id",
+        "name",
+        "type",
+        "kind",
+        "role",
+        "content",
+        "text",
+        "message",
+        "messages",
+        "status",
+        "result",
+        "results",
+        "value",
+        "data",
+        "output",
+        "input",
+        "description",
+        "title",
+        "summary",
+        "error",
+        "created",
+        "updated",
+        "timestamp",
+        "time",
+        "index",
+        "score",
+        "query",
+        "q",
+        "tool",
+        "arguments",
+        "args",
+        "reason",
+        "note",
+        "notes",
+        "comment",
+        "answer",
+        "response",
+        "url",
+        "source",
+    }
+)
+"""Field names too generic to say two values should agree (request and response use them differently)."""
+
+CONFLICT = 0.45
+ALTERED_SIGN = 0.5
+ALTERED_SCALE = 0.35
+ALTERED_CUT = 0.5
+DROPPED_COLUMN = 0.35
+
+
+def anomalies(step: Step, view: StepView, has_children: bool = False) -> Iterator[Evidence]:
+    """The local signals of one step (see the module docstring)."""
+    if step.kind in CONTAINER_KINDS or has_children or step.kind in ("input", "output"):
+        return
+    if step.status != "ok" or not view.outputs:
+        return
+    if step.kind != "llm":
+        # (A model's answer is judged by the llm-output diagnoser: values it states
+        # that none of its inputs hold, or that contradict them.)
+        yield from _conflicts(step, view)
+        yield from _altered(step, view)
+        yield from _dropped_columns(step, view)
+
+
+def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
+    given: dict[str, set[str]] = {}
+    raw_in: dict[str, str] = {}
+    for a in view.inputs:
+        if a.field and a.kind != "number" and a.field not in GENERIC_FIELDS:
+            given.setdefault(a.field, set()).add(a.key)
+            raw_in.setdefault(a.field, a.raw)
+    if not given:
+        return
+    got: dict[str, list[Atom]] = {}
+    for a in view.outputs:
+        if a.field in given and a.kind != "number":
+            got.setdefault(a.field, []).append(a)
+    for f, outs in got.items():
+        keys = given[f]
+        if len(keys) != 1:
+            continue  # several values given under that name: no single one the output must keep
+        other = [a for a in outs if a.key not in keys]
+        if not other or len(other) < len(outs) / 2:
+            continue
+        share = len(other) / len(outs)
+        example = other[0].raw
+        yield Evidence(
+            step.step_id,
+            CONFLICT * (1.0 if share == 1.0 else 0.6),
+            f"was given {f}={raw_in[f]!r} but its output says {f}={example!r}"
+            + (f" ({len(other)} of {len(outs)})" if len(outs) > 1 else ""),
+            "lineage:conflict",
+        )
+
+
+def _altered(step: Step, view: StepView) -> Iterator[Evidence]:
+    outs = [
+        a for a in view.outputs if a.kind == "number" and a.number is not None and a.key not in view.in_keys
+    ]
+    if not outs:
+        return
+    ins = [a for a in view.inputs if a.kind == "number" and a.number is not None and a.number != 0]
+    cut = _cut_forms(view)
+    seen: set[str] = set()
+    for y in outs:
+        if y.key in seen:
+            continue
+        seen.add(y.key)
+        yv = y.number or 0.0
+        label = f"{y.field}={y.raw}" if y.field else y.raw
+        if y.key in cut:
+            yield Evidence(
+                step.step_id,
+                ALTERED_CUT,
+                f"output {label} looks like the given {cut[y.key]!r} cut at a separator",
+                "lineage:altered",
+            )
+            continue
+        for x in ins:
+            xv = x.number or 0.0
+            if _same(yv, -xv):
+                yield Evidence(
+                    step.step_id,
+                    ALTERED_SIGN,
+                    f"output {label} is the given {x.raw} with its sign dropped"
+                    if xv < 0
+                    else f"output {label} is the given {x.raw} with its sign flipped",
+                    "lineage:altered",
+                )
+                break
+            k = _power_of_ten(yv, xv)
+            if k and (y.field is None or x.field is None or y.field == x.field or _related(y.field, x.field)):
+                yield Evidence(
+                    step.step_id,
+                    ALTERED_SCALE,
+                    f"output {label} is the given {x.raw} times 10^{k}",
+                    "lineage:altered",
+                )
+                break
+
+
+def _related(a: str, b: str) -> bool:
+    return a in b or b in a
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def _power_of_ten(y: float, x: float) -> int:
+    if x == 0 or y == 0 or (x < 0) != (y < 0):
+        return 0
+    for k in (1, 2, 3, 6, -1, -2, -3, -6):
+        if _same(y, x * 10.0**k):
+            return k
+    return 0
+
+
+_SEP = re.compile(r"[,.\u202f\u00a0 ]")
+
+
+def _cut_forms(view: StepView) -> dict[str, str]:
+    """Numbers written with separators, mapped from what their leading group alone reads as."""
+    out: dict[str, str] = {}
+    for m in mentions(view.in_text, words=False):
+        raw = m.raw.lstrip("-+−$€£¥₹₩₽ ")
+        parts = _SEP.split(raw)
+        if len(parts) >= 2 and parts[0].isdigit() and abs(m.value) >= 1000:
+            head = float(parts[0]) * (-1 if m.value < 0 else 1)
+            out.setdefault("n:" + number_key(head), m.raw)
+            out.setdefault("n:" + number_key(abs(head)), m.raw)
+    return out
+
+
+_HEADER_SPLIT = re.compile(r"\s*[,;\t|]\s*")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_ ]{0,40}$")
+
+
+def _dropped_columns(step: Step, view: StepView) -> Iterator[Evidence]:
+    out_keys = _record_keys(semantic(step, step.output))
+    if len(out_keys) < 2:
+        return
+    for text in iter_text(step.input):
+        first = text.strip().split("\n", 1)
+        if len(first) < 2:
+            continue
+        cols = [c.strip().strip("|").strip() for c in _HEADER_SPLIT.split(first[0].strip().strip("|"))]
+        cols = [c for c in cols if c]
+        if len(cols) < 3 or not all(_IDENT.match(c) for c in cols):
+            continue
+        norm = {c.lower().replace(" ", "_"): c for c in cols}
+        kept = [c for c in norm if c in out_keys]
+        lost = [norm[c] for c in norm if c not in out_keys]
+        if lost and len(kept) >= 2 and len(kept) >= len(norm) / 2:
+            yield Evidence(
+                step.step_id,
+                DROPPED_COLUMN,
+                f"its input table has column(s) {', '.join(map(repr, lost[:3]))} that its output records lack "
+                f"(they keep {len(kept)} of {len(norm)})",
+                "lineage:dropped-column",
+            )
+            return
+
+
+def _record_keys(value: Any, depth: int = 0) -> set[str]:
+    if depth > 4:
+        return set()
+    if isinstance(value, Mapping):
+        keys = {str(k).lower() for k in value}
+        for v in value.values():
+            if isinstance(v, (list, Mapping)):
+                keys |= _record_keys(v, depth + 1)
+        return keys
+    if isinstance(value, list):
+        found: set[str] = set()
+        for v in value[:20]:
+            found |= _record_keys(v, depth + 1)
+        return found
+    return set()
+
+
+__all__ = ["GENERIC_FIELDS", "anomalies"]

@@ -1,0 +1,308 @@
+"""Value lineage of one run: where each value came from, and who let one go.
+
+Dynamic taint tracking at the granularity of values (Newsome & Song, NDSS
+2005) computed after the fact from what was recorded: a value *originates* at
+the earliest step whose output holds it while its input does not ("where"
+provenance, Buneman, Khanna & Tan, ICDT 2001); every later holder only passed
+it on.  Following a failure's values to their origins is thin slicing
+(Sridharan, Fink & Bodík, PLDI 2007): only the steps that produced a value are
+followed, not every step that handled it.
+
+Two refinements keep relays transparent:
+
+- an enclosing step (an agent, a graph node) is given its children's outputs
+  as well as its own input, so it never "introduces" what a child produced;
+- a number that a step computed from the numbers it was given (a sum, a
+  difference, a product or ratio of two, a count, an extreme) is *derived*: its
+  origin is the origin of its operands (`Lineage.operands`).
+
+Value edges.  Identity tracking at record time cannot follow small values
+(numbers, short strings) and imported traces carry few edges; `value_edges`
+links each step to the latest earlier step whose output held a value its input
+holds, as an ``inferred`` data edge whose confidence grows with how rare the
+value is in the run.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from trajdebug.analysis.lineage._views import StepView, build_view
+from trajdebug.model import Dependency, Run, Step
+from trajdebug.values import Atom, atoms
+
+
+MAX_PRODUCERS = 64
+"""Above this many holders, a value is too common to say where it came from."""
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a value came from."""
+
+    step_id: str | None
+    """The step that introduced it, or None when the run was given it (a task, a user message)."""
+    atom: Atom
+    """The value as that step produced it (or as the consumer held it, when external)."""
+    derived_from: tuple[Atom, ...] = ()
+    """When the introducing step computed it from numbers it was given: those operands."""
+
+
+class Lineage:
+    """The value lineage of one run.
+
+    Args:
+        run: The run (steps in start order).
+        children: Step id -> the ids of its child steps (an enclosing step is
+            given its children's outputs).
+    """
+
+    def __init__(self, run: Run, children: dict[str, list[str]] | None = None) -> None:
+        self.run = run
+        self.pos: dict[str, int] = {s.step_id: i for i, s in enumerate(run.steps)}
+        by_id = {s.step_id: s for s in run.steps}
+        kids = children if children is not None else _children(run)
+        self.views: dict[str, StepView] = {}
+        for s in run.steps:
+            given = [by_id[c].output for c in kids.get(s.step_id, ()) if c in by_id]
+            parents = [by_id[d.step_id].output for d in s.deps if d.step_id in by_id] if not given else []
+            view = build_view(s, parents)
+            if given:
+                # What the children produced is what the enclosing step was made of.
+                extra = build_view(Step(s.step_id, s.name, "other", input=given))
+                view.in_keys |= extra.in_keys
+                view.in_text += "\n" + extra.in_text
+            self.views[s.step_id] = view
+        self.steps = run.steps
+        self._holders: dict[str, list[int]] = {}
+        for i, s in enumerate(run.steps):
+            for k in self.views[s.step_id].out_keys:
+                self._holders.setdefault(k, []).append(i)
+
+    # -- queries ----------------------------------------------------------------
+
+    def view(self, step_id: str) -> StepView:
+        """The step's input and output values."""
+        return self.views[step_id]
+
+    def holders(self, key: str, before: int | None = None) -> list[int]:
+        """Positions of the steps whose output holds the value, in start order (before ``before``)."""
+        lst = self._holders.get(key, [])
+        if before is None:
+            return lst
+        return lst[: bisect.bisect_left(lst, before)]
+
+    def rarity(self, key: str) -> float:
+        """How telling a value is: 1 when one step produced it, falling as more steps hold it."""
+        n = len(self._holders.get(key, ()))
+        return 1.0 if n <= 1 else 1.0 / math.sqrt(n)
+
+    def introduced(self, step_id: str) -> list[Atom]:
+        """The values a step produced that it was not given."""
+        v = self.views[step_id]
+        return [a for a in v.outputs if not v.given(a)]
+
+    def origin(self, atom: Atom, before: int, within: set[str] | None = None) -> Origin:
+        """Where a value a step at position ``before`` held came from.
+
+        The earliest step before it whose output holds the value and whose input
+        does not; holders inside ``within`` (the consumer's backward slice) are
+        preferred when there are any.
+        """
+        pos = self.holders(atom.key, before)
+        if not pos or len(pos) > MAX_PRODUCERS:
+            return Origin(None, atom)
+        cands = [p for p in pos if within is None or self.steps[p].step_id in within] or pos
+        for p in cands:
+            sid = self.steps[p].step_id
+            view = self.views[sid]
+            if not view.given(atom):
+                produced = next((a for a in view.outputs if a.key == atom.key), atom)
+                return Origin(sid, produced, self.operands(sid, produced))
+        return Origin(None, atom)
+
+    def operands(self, step_id: str, atom: Atom) -> tuple[Atom, ...]:
+        """The numbers a step was given that its output number is computed from (see `operands`)."""
+        return operands(self.views[step_id], atom)
+
+    def droppers(self, atom: Atom, candidates: Iterable[str]) -> list[str]:
+        """The candidate steps that were given the value and did not pass it on (earliest first)."""
+        out = []
+        for sid in candidates:
+            v = self.views.get(sid)
+            if v is None or v.given_by_parents:
+                continue
+            if v.given(atom) and atom.key not in v.out_keys and v.outputs:
+                out.append(sid)
+        out.sort(key=self.pos.__getitem__)
+        return out
+
+    def value_edges(self, min_confidence: float = 0.45, max_holders: int = 4) -> dict[str, list[Dependency]]:
+        """Inferred data edges: each step from the latest earlier step whose output held a value its input holds.
+
+        One edge per producer, with the rarest shared value's rarity as its
+        confidence; a value more than ``max_holders`` steps produced is too
+        common to say where a step took it from, and an enclosing step (which
+        holds what its children made) is not where its own children took it.
+        """
+        parent = {s.step_id: s.parent_id for s in self.steps}
+        out: dict[str, list[Dependency]] = {}
+        for i, s in enumerate(self.steps):
+            best: dict[int, tuple[float, str]] = {}
+            ancestors: set[str] = set()
+            cur = parent.get(s.step_id)
+            while cur is not None and cur not in ancestors and len(ancestors) < 64:
+                ancestors.add(cur)
+                cur = parent.get(cur)
+            for a in self.views[s.step_id].inputs:
+                pos = self.holders(a.key, i)
+                if not pos or len(self._holders.get(a.key, ())) > max_holders:
+                    continue
+                p = pos[-1]
+                if self.steps[p].step_id in ancestors:
+                    continue
+                conf = self.rarity(a.key) * (0.9 if a.field else 0.75)
+                if conf > best.get(p, (0.0, ""))[0]:
+                    best[p] = (conf, a.field or a.raw[:40])
+            deps = [
+                Dependency(self.steps[p].step_id, "data", "inferred", round(c, 3), f"value:{key}")
+                for p, (c, key) in sorted(best.items())
+                if c >= min_confidence
+            ]
+            if deps:
+                out[s.step_id] = deps
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Derivation:
+    """How a step computed an output number from the numbers it was given."""
+
+    op: str
+    """``copy``, ``sum`` (of one field), ``run-sum`` (of consecutive values), ``max``, ``min``,
+    ``add``, ``sub``, ``mul`` or ``div``."""
+    operands: tuple[Atom, ...]
+    """The given numbers it was computed from."""
+
+    @property
+    def formula(self) -> str:
+        """The shape of the computation, independent of the values: ``sub(on_hand,reserved)``."""
+        fields = [a.field or "?" for a in self.operands]
+        if self.op in ("sum", "run-sum", "max", "min", "copy"):
+            fields = sorted(set(fields))
+        return f"{self.op}({','.join(fields)})"
+
+
+def derivation(view: StepView, atom: Atom) -> Derivation | None:
+    """How an output number was computed from the step's given numbers, if a simple formula explains it.
+
+    Tried, at the precision the output was written with: a given number as is;
+    the sum of all given numbers of one field, or of a run of consecutive given
+    numbers (a total over listed items); the minimum or maximum of one field;
+    the sum, difference, product or ratio of two given numbers.  None for a
+    value no such formula explains: the step made it up (or looked it up).
+    """
+    if atom.kind != "number" or atom.number is None:
+        return None
+    y = atom.number
+    dec = _decimals(atom.raw)
+    nums = [a for a in view.inputs if a.kind == "number" and a.number is not None][:60]
+    if not nums:
+        return None
+
+    def close(x: float) -> bool:
+        return _close(x, y, dec)
+
+    for a in nums:
+        if close(a.number or 0.0) and a.key == atom.key:
+            return Derivation("copy", (a,))
+    by_field: dict[str | None, list[Atom]] = {}
+    for a in nums:
+        by_field.setdefault(a.field, []).append(a)
+    for group in by_field.values():
+        if len(group) >= 2:
+            vals = [a.number or 0.0 for a in group]
+            if close(sum(vals)):
+                return Derivation("sum", tuple(group))
+            hit = [a for a in group if close(a.number or 0.0)]
+            if hit and close(max(vals)):
+                return Derivation("max", (hit[0],))
+            if hit and close(min(vals)):
+                return Derivation("min", (hit[0],))
+    vals = [a.number or 0.0 for a in nums]
+    for size in range(2, min(12, len(vals)) + 1):
+        window = sum(vals[:size])
+        for start in range(len(vals) - size + 1):
+            if start:
+                window += vals[start + size - 1] - vals[start - 1]
+            if close(window):
+                return Derivation("run-sum", tuple(nums[start : start + size]))
+    for i, a in enumerate(nums[:40]):
+        x = a.number or 0.0
+        for b in nums[i + 1 : 40]:
+            z = b.number or 0.0
+            if close(x + z):
+                return Derivation("add", (a, b))
+            if close(x - z):
+                return Derivation("sub", (a, b))
+            if close(z - x):
+                return Derivation("sub", (b, a))
+            if close(x * z):
+                return Derivation("mul", (a, b))
+            if z != 0 and close(x / z):
+                return Derivation("div", (a, b))
+            if x != 0 and close(z / x):
+                return Derivation("div", (b, a))
+    return None
+
+
+def operands(view: StepView, atom: Atom) -> tuple[Atom, ...]:
+    """The given numbers an output number was computed from (empty when copied or unexplained)."""
+    d = derivation(view, atom)
+    return () if d is None or d.op == "copy" else d.operands
+
+
+def _close(x: float, y: float, decimals: int | None = None) -> bool:
+    """Whether a computed ``x`` is the written ``y`` (at ``y``'s precision when known, else to 1e-6)."""
+    if x == y:
+        return True
+    if decimals is not None:
+        return round(x, decimals) == round(y, decimals) and (y != 0 or abs(x) < 10.0**-decimals)
+    return abs(x - y) <= 1e-6 * max(1.0, abs(x), abs(y))
+
+
+def _decimals(raw: str) -> int | None:
+    """How many decimals a number was written with (None when it was not written as text)."""
+    t = raw.strip().rstrip("%")
+    if not t or not (t[-1].isdigit()):
+        return None
+    _, dot, tail = t.rpartition(".")
+    if dot and tail.isdigit() and len(tail) != 3:
+        return len(tail)
+    return 0 if "." not in t and "e" not in t.lower() else None
+
+
+def _children(run: Run) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for s in run.steps:
+        if s.parent_id is not None:
+            out.setdefault(s.parent_id, []).append(s.step_id)
+    return out
+
+
+def failure_atoms(step: Step, message: str | None) -> list[tuple[Atom, bool]]:
+    """The values a failure involves: those its message names (``True``), then the failing step's inputs."""
+    out: list[tuple[Atom, bool]] = []
+    seen: set[str] = set()
+    if message:
+        for a in atoms(message):
+            if a.key not in seen and not (a.kind == "text" and len(a.raw) <= 2):
+                seen.add(a.key)
+                out.append((a, True))
+    return out
+
+
+__all__ = ["MAX_PRODUCERS", "Derivation", "Lineage", "Origin", "derivation", "failure_atoms", "operands"]

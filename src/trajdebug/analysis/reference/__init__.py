@@ -1,0 +1,41 @@
+"""References: what an agent's passing runs say about a failing one.
+
+`references` picks the passing runs of the same agent from a source; `learn`
+turns them into a `Profile` of likely invariants per step; `violations` reads
+a failing step's breaches of them as evidence; `spectrum` scores the failing
+run's steps by how rarely passing runs executed them (Ochiai).
+"""
+
+from __future__ import annotations
+
+from trajdebug.analysis.reference._invariants import (
+    MIN_SUPPORT,
+    Profile,
+    StepKey,
+    learn,
+    producers_of,
+    sibling_profiles,
+    spectrum,
+    step_key,
+    unseen,
+    violations,
+)
+from trajdebug.analysis.reference._select import MAX_REFERENCES, is_original, references, same_agent
+
+
+__all__ = [
+    "MAX_REFERENCES",
+    "MIN_SUPPORT",
+    "Profile",
+    "StepKey",
+    "is_original",
+    "learn",
+    "producers_of",
+    "references",
+    "same_agent",
+    "sibling_profiles",
+    "spectrum",
+    "step_key",
+    "unseen",
+    "violations",
+]

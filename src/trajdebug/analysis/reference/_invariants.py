@@ -1,0 +1,477 @@
+"""Likely invariants of an agent's steps, learned from its passing runs, and their violations.
+
+Daikon's idea (Ernst, Cockrell, Griswold & Notkin, TSE 2001) at the grain of
+agent steps: over the passing runs of one agent, record per step what always
+held, then read a failing run's violations as evidence; the earliest violation
+on the failure's slice is the first suspect (Sahoo, Criswell, Geng & Adve,
+ASPLOS 2013, "Using likely invariants for automated software fault
+localization").  Passing runs answered other inputs, so only relations that
+survive a change of input are kept:
+
+- **grounded field**: an output field whose value the step was always given
+  (a model copying an argument from the request; a tool echoing a filter);
+- **kept field**: an output field whose value always equals the input value
+  under the same name (a search returning items in the city asked for);
+- **ratio**: an output number that is always the same multiple of an input
+  number (a converter's rate, a unit factor);
+- **magnitude**: the orders of magnitude an output field's numbers span;
+- **sign**: an output field that is never negative, or never positive;
+- **presence**: an output field that is always there;
+- **categories**: a field with a handful of values (a unit, a currency, a status);
+- **size**: the output's item count relative to the input's.
+
+Steps are matched across runs by (agent, name, kind); every occurrence of a
+step in a passing run is one observation.  An invariant needs
+`MIN_SUPPORT` observations from at least two runs, and a violation's weight
+grows with that support.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis.lineage import Lineage, StepView, derivation, semantic
+from trajdebug.model import CONTAINER_KINDS, Run, Step
+
+
+MIN_SUPPORT = 3
+"""Observations an invariant needs before a violation counts."""
+
+StepKey = tuple[str, str, str]
+"""How a step is matched across runs: (agent, name, kind)."""
+
+
+def step_key(step: Step) -> StepKey:
+    """The key that matches a step with its counterparts in other runs of the agent."""
+    return (step.agent or "", step.name, step.kind)
+
+
+@dataclass(slots=True)
+class _FieldStats:
+    n: int = 0
+    runs: set[str] = field(default_factory=set)
+    grounded: int = 0
+    kept: int = 0
+    kept_seen: int = 0
+    numbers: list[float] = field(default_factory=list)
+    values: dict[str, int] = field(default_factory=dict)
+    raws: dict[str, str] = field(default_factory=dict)
+    formulas: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _StepStats:
+    n: int = 0
+    runs: set[str] = field(default_factory=set)
+    answers: dict[str, dict[str, str]] = field(default_factory=dict)
+    fields: dict[str, _FieldStats] = field(default_factory=dict)
+    present: dict[str, int] = field(default_factory=dict)
+    ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    sizes: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """What an agent's steps did in its passing runs."""
+
+    runs: tuple[str, ...]
+    """The passing runs it was learned from."""
+    steps: Mapping[StepKey, _StepStats]
+    """Per step key, the observations."""
+
+    def knows(self, step: Step) -> bool:
+        """Whether the profile has seen this step in a passing run."""
+        return step_key(step) in self.steps
+
+
+def learn(runs: Sequence[Run]) -> Profile:
+    """Learn the likely invariants of an agent's steps from its passing runs."""
+    table: dict[StepKey, _StepStats] = {}
+    for run in runs:
+        lin = Lineage(run)
+        kids = _children(run)
+        for s in run.steps:
+            if s.kind in CONTAINER_KINDS or s.status != "ok":
+                continue
+            st = table.setdefault(step_key(s), _StepStats())
+            _observe(st, s, lin.view(s.step_id), run.run_id, bool(kids.get(s.step_id)))
+    return Profile(tuple(r.run_id for r in runs), table)
+
+
+def _children(run: Run) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for s in run.steps:
+        if s.parent_id is not None:
+            out[s.parent_id] = out.get(s.parent_id, 0) + 1
+    return out
+
+
+OUTPUT_FIELD = "(output)"
+"""The pseudo-field of a step's output when it is a bare value (a string, a number) rather than a record."""
+
+
+def _out_fields(view: StepView) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for a in view.outputs:
+        out.setdefault(a.field or OUTPUT_FIELD, []).append(a)
+    return out
+
+
+def _in_fields(view: StepView) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for a in view.inputs:
+        if a.field:
+            out.setdefault(a.field, []).append(a)
+    return out
+
+
+def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bool) -> None:
+    st.n += 1
+    st.runs.add(run_id)
+    if len(st.answers) < 500:
+        seen = st.answers.setdefault(_canon(semantic(s, s.input)), {})
+        if len(seen) < 4:
+            seen.setdefault(_canon(semantic(s, s.output)), run_id)
+    outs = _out_fields(view)
+    ins = _in_fields(view)
+    for f, atoms in outs.items():
+        fs = st.fields.setdefault(f, _FieldStats())
+        fs.n += 1
+        fs.runs.add(run_id)
+        st.present[f] = st.present.get(f, 0) + 1
+        if all(view.given(a) for a in atoms):
+            fs.grounded += 1
+        given = ins.get(f)
+        if given and len({a.key for a in given}) == 1:
+            fs.kept_seen += 1
+            if all(a.key == given[0].key for a in atoms):
+                fs.kept += 1
+        for a in [a for a in atoms if a.kind == "number"][:20]:
+            d = derivation(view, a)
+            shape = d.formula if d is not None else "given-by-no-formula"
+            fs.formulas[shape] = fs.formulas.get(shape, 0) + 1
+        for a in atoms[:50]:
+            if a.kind == "number" and a.number is not None:
+                fs.numbers.append(a.number)
+            elif a.kind != "number" and len(fs.values) < 30:
+                fs.values[a.key] = fs.values.get(a.key, 0) + 1
+                fs.raws.setdefault(a.key, a.raw)
+    # Ratios between single output numbers and single input numbers, by field.
+    out_nums = {f: a[0].number for f, a in outs.items() if len(a) == 1 and a[0].number is not None}
+    in_nums = {f: a[0].number for f, a in ins.items() if len(a) == 1 and a[0].number is not None}
+    for fo, y in out_nums.items():
+        for fi, x in in_nums.items():
+            if x and y is not None:
+                st.ratios.setdefault((fo, fi), []).append(y / x)
+    size = _size_ratio(s)
+    if size is not None:
+        st.sizes.append(size)
+
+
+def _canon(value: Any) -> str:
+    """A value as canonical JSON (sorted keys), for comparing requests and answers across runs."""
+    import json
+
+    try:
+        return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)[:20_000]
+    except (TypeError, ValueError):
+        return repr(value)[:20_000]
+
+
+def _size_ratio(s: Step) -> float | None:
+    a, b = _count(semantic(s, s.input)), _count(semantic(s, s.output))
+    if a is None or b is None or a == 0:
+        return None
+    return b / a
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(value, Mapping):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        if len(lists) == 1:
+            return len(lists[0])
+    return None
+
+
+# -- violations -------------------------------------------------------------------
+
+
+def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 2) -> Iterator[Evidence]:
+    """The likely invariants of this step that the failing run breaks, as evidence.
+
+    Args:
+        step: The step of the failing run.
+        view: Its values (`trajdebug.analysis.lineage.StepView`).
+        profile: What the agent's passing runs did.
+        min_runs: Distinct runs (or, for a profile of the failing run itself,
+            other occurrences) an invariant needs.
+    """
+    st = profile.steps.get(step_key(step))
+    if st is None or step.status != "ok":
+        return
+    if step.kind not in CONTAINER_KINDS:
+        answers = st.answers.get(_canon(semantic(step, step.input)))
+        # One answer to this request in every passing run that made it, and another one now: a
+        # function of its input that changed (stale data, a changed environment), the strongest
+        # sign a step's output is off.  Passing runs that disagree among themselves say nothing.
+        if answers is not None and len(answers) == 1 and _canon(semantic(step, step.output)) not in answers:
+            yield Evidence(
+                step.step_id,
+                0.65 if step.kind != "llm" else 0.4,
+                f"given the same input as in passing run {next(iter(answers.values()))[:12]}, it answered differently",
+                "reference:same-input",
+            )
+    if st.n < MIN_SUPPORT or len(st.runs) < min_runs:
+        return
+    outs = _out_fields(view)
+    ins = _in_fields(view)
+    sid = step.step_id
+    for f, fs in st.fields.items():
+        if fs.n < MIN_SUPPORT or len(fs.runs) < 2:
+            continue
+        atoms = outs.get(f)
+        present_share = st.present.get(f, 0) / st.n
+        if atoms is None:
+            # (A model answers in different shapes from call to call: a tool call, then prose.)
+            if present_share >= 0.99 and view.outputs and step.kind != "llm":
+                yield Evidence(
+                    sid,
+                    _w(0.45, fs.n),
+                    f"its output lacks {f!r}, present in all {st.n} passing occurrences",
+                    "reference:presence",
+                )
+            continue
+        if fs.grounded == fs.n and not all(view.given(a) for a in atoms):
+            bad = next(a for a in atoms if not view.given(a))
+            yield Evidence(
+                sid,
+                _w(0.55 if step.kind == "llm" else 0.4, fs.n),
+                f"{f}={bad.raw} is not among the values it was given; in {fs.n} passing occurrences {f} always was",
+                "reference:grounded",
+            )
+        given = ins.get(f)
+        if (
+            fs.kept_seen >= MIN_SUPPORT
+            and fs.kept == fs.kept_seen
+            and given
+            and len({a.key for a in given}) == 1
+        ):
+            moved = [a for a in atoms if a.key != given[0].key]
+            if moved:
+                yield Evidence(
+                    sid,
+                    _w(0.55, fs.kept_seen),
+                    f"{f}={moved[0].raw} differs from the {f}={given[0].raw} it was given; "
+                    f"in {fs.kept_seen} passing occurrences it was kept",
+                    "reference:kept",
+                )
+        nums = [a.number for a in atoms if a.kind == "number" and a.number is not None]
+        if nums and len(fs.numbers) >= MIN_SUPPORT:
+            yield from _number_checks(sid, f, nums, fs)
+        numbers = [a for a in atoms if a.kind == "number"][:20]
+        if numbers and fs.formulas and step.kind != "llm":
+            # The way a number is computed from the step's inputs, when passing runs
+            # almost always computed it one way (a coincidence, such as a zero
+            # operand, may make a few look like another formula).
+            usual, count = max(fs.formulas.items(), key=lambda kv: kv[1])
+            total = sum(fs.formulas.values())
+            share = count / total
+            if count >= MIN_SUPPORT and share >= 0.7 and usual != "given-by-no-formula":
+                for a in numbers:
+                    d = derivation(view, a)
+                    now = d.formula if d is not None else "given-by-no-formula"
+                    if now != usual and fs.formulas.get(now, 0) / total < 0.15:
+                        shown = now if now != "given-by-no-formula" else "no formula of its inputs"
+                        yield Evidence(
+                            sid,
+                            _w(0.55 * share, count),
+                            f"{f}={a.raw} is {shown}; {count} of {total} passing values were {usual}",
+                            "reference:formula",
+                        )
+                        break
+        cats = [a for a in atoms if a.kind == "text"]
+        text_values = {k: n for k, n in fs.values.items() if k.startswith("s:")}
+        observed = sum(text_values.values())
+        if (
+            cats
+            and step.kind != "llm"
+            and text_values
+            and len(text_values) <= 3
+            and observed >= max(MIN_SUPPORT, 2 * len(text_values))
+        ):
+            new = [a for a in cats if a.key not in text_values]
+            if new:
+                usual = ", ".join(repr(fs.raws[k]) for k in list(text_values)[:3])
+                yield Evidence(
+                    sid,
+                    _w(0.45 if len(text_values) == 1 else 0.3, observed),
+                    f"{f}={new[0].raw}, never seen in passing runs (always {usual})",
+                    "reference:category",
+                )
+    if step.kind != "llm" and st.n >= MIN_SUPPORT and len(st.runs) >= min_runs:
+        new = [f for f in outs if f not in st.fields]
+        if new:
+            yield Evidence(
+                sid,
+                _w(0.3, st.n),
+                f"its output has {new[0]!r}, a field none of {st.n} passing occurrences had",
+                "reference:new-field",
+            )
+    yield from _ratio_checks(sid, outs, ins, st)
+    size = _size_ratio(step)
+    if size is not None and len(st.sizes) >= MIN_SUPPORT:
+        lo, hi = min(st.sizes), max(st.sizes)
+        if hi - lo <= 1e-9 and abs(size - lo) > 1e-9:
+            yield Evidence(
+                sid,
+                _w(0.4, len(st.sizes)),
+                f"returned {size:g}x as many items as it was given; passing runs always {lo:g}x",
+                "reference:size",
+            )
+
+
+def _number_checks(sid: str, f: str, nums: Sequence[float], fs: _FieldStats) -> Iterator[Evidence]:
+    ref = fs.numbers
+    if all(x >= 0 for x in ref) and any(x < 0 for x in nums):
+        bad = next(x for x in nums if x < 0)
+        yield Evidence(
+            sid, _w(0.5, len(ref)), f"{f}={bad:g} is negative; it never was in passing runs", "reference:sign"
+        )
+        return
+    if all(x <= 0 for x in ref) and any(x > 0 for x in ref + list(nums)) and any(x > 0 for x in nums):
+        bad = next(x for x in nums if x > 0)
+        yield Evidence(
+            sid, _w(0.5, len(ref)), f"{f}={bad:g} is positive; it never was in passing runs", "reference:sign"
+        )
+        return
+    mags = [math.log10(abs(x)) for x in ref if x]
+    if len(mags) < MIN_SUPPORT:
+        return
+    lo, hi = min(mags), max(mags)
+    if hi - lo > 2.5:
+        return  # the field spans too many orders of magnitude to say what is odd
+    for x in nums:
+        if not x:
+            continue
+        m = math.log10(abs(x))
+        off = max(lo - m, m - hi)
+        if off >= 0.9:
+            yield Evidence(
+                sid,
+                _w(0.5 if off >= 1.5 else 0.35, len(mags)),
+                f"{f}={x:g} is about {10 ** round(off):g}x outside what passing runs had "
+                f"({10**lo:.3g} to {10**hi:.3g})",
+                "reference:magnitude",
+            )
+            return
+
+
+def _ratio_checks(
+    sid: str, outs: Mapping[str, list[Any]], ins: Mapping[str, list[Any]], st: _StepStats
+) -> Iterator[Evidence]:
+    for (fo, fi), ratios in st.ratios.items():
+        if len(ratios) < MIN_SUPPORT:
+            continue
+        o, i = outs.get(fo), ins.get(fi)
+        if not o or not i or len(o) != 1 or len(i) != 1 or o[0].number is None or not i[0].number:
+            continue
+        mean = sum(ratios) / len(ratios)
+        if mean == 0:
+            continue
+        spread = max(abs(r - mean) for r in ratios) / abs(mean)
+        if spread > 0.02:
+            continue  # not a constant factor
+        r = o[0].number / i[0].number
+        if abs(r - mean) / abs(mean) > 0.05:
+            yield Evidence(
+                sid,
+                _w(0.6, len(ratios)),
+                f"{fo}/{fi} = {r:.4g}; in {len(ratios)} passing occurrences it was always {mean:.4g}",
+                "reference:ratio",
+            )
+            return
+
+
+def _w(base: float, support: int) -> float:
+    """A violation's weight: its base, growing with the support of the invariant (3 -> 0.8x, 10+ -> 1x)."""
+    return round(base * min(1.0, 0.7 + 0.03 * support), 3)
+
+
+def producers_of(profile: Profile, key: str) -> list[StepKey]:
+    """The steps whose output held this value (a text, id or date) in the agent's passing runs."""
+    return [k for k, st in profile.steps.items() if any(key in fs.values for fs in st.fields.values())]
+
+
+def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None = None) -> dict[str, Profile]:
+    """Per step, a profile of the *other* occurrences of the same step in the same run (leave one out).
+
+    A step called several times in one run (a lookup per item, a converter per
+    line) is its own reference: an occurrence that breaks what all the others
+    did is suspect even with no passing run at hand.  Only steps with at least
+    `MIN_SUPPORT` other occurrences get one.
+    """
+    groups: dict[StepKey, list[Step]] = {}
+    for s in run.steps:
+        if s.kind in CONTAINER_KINDS or s.status != "ok":
+            continue
+        groups.setdefault(step_key(s), []).append(s)
+    wanted = None if keys is None else set(keys)
+    out: dict[str, Profile] = {}
+    for key, occ in groups.items():
+        if len(occ) <= MIN_SUPPORT or len(occ) > 200 or (wanted is not None and key not in wanted):
+            continue
+        for s in occ:
+            st = _StepStats()
+            for other in occ:
+                if other.step_id != s.step_id:
+                    _observe(st, other, lineage.view(other.step_id), other.step_id, False)
+            st.answers.clear()  # other occurrences answered other requests: no same-input check within a run
+            out[s.step_id] = Profile((run.run_id,), {key: st})
+    return out
+
+
+def unseen(step: Step, profile: Profile) -> Evidence | None:
+    """Evidence that a step never appears in the agent's passing runs (a path they never took)."""
+    if profile.knows(step) or step.kind in CONTAINER_KINDS or step.kind in ("input", "output"):
+        return None
+    n = len(profile.runs)
+    if n < 2:
+        return None
+    return Evidence(
+        step.step_id, 0.25, f"no passing run of this agent ({n}) has a step like it", "reference:unseen"
+    )
+
+
+def spectrum(failing: Iterable[Step], profile: Profile) -> dict[str, float]:
+    """Ochiai suspiciousness of each failing-run step key over one failing and the passing runs.
+
+    With one failing run, Ochiai (Abreu, Zoeteweij & van Gemund, 2007) is
+    ``1 / sqrt(1 + ep)``, ``ep`` being the passing runs that executed the step:
+    a step no passing run executed scores 1.
+    """
+    out: dict[str, float] = {}
+    for s in failing:
+        st = profile.steps.get(step_key(s))
+        ep = len(st.runs) if st is not None else 0
+        out[s.step_id] = 1.0 / math.sqrt(1 + ep)
+    return out
+
+
+__all__ = [
+    "MIN_SUPPORT",
+    "Profile",
+    "StepKey",
+    "learn",
+    "producers_of",
+    "sibling_profiles",
+    "spectrum",
+    "step_key",
+    "unseen",
+    "violations",
+]

@@ -1,0 +1,47 @@
+"""Which recorded runs can serve as references for a failing run: passing runs of the same agent.
+
+A reference is a run of the same agent (same run name, and the same ``agent``
+metadata when both runs state one) that succeeded, recorded before or after
+the failing run, that is neither a replay (``replay_of``) nor a run recorded to
+verify another (``reference_for``: it answered the failing run's own input
+with the fault removed, a luxury real users do not have).  The most recent
+come first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from trajdebug.model import Run
+
+
+MAX_REFERENCES = 50
+"""At most this many references are used (the most recent)."""
+
+
+def is_original(run: Run) -> bool:
+    """Whether a run is one the agent made (not a replay, not a run recorded to verify another)."""
+    md = run.metadata
+    return not md.get("replay_of") and not md.get("reference_for")
+
+
+def same_agent(a: Run, b: Run) -> bool:
+    """Whether two runs are runs of the same agent."""
+    if a.name != b.name:
+        return False
+    x, y = a.metadata.get("agent"), b.metadata.get("agent")
+    return x is None or y is None or x == y
+
+
+def references(run: Run, pool: Iterable[Run], limit: int = MAX_REFERENCES) -> tuple[Run, ...]:
+    """The passing runs of the same agent in ``pool`` that can stand as references for ``run``."""
+    found = [
+        r
+        for r in pool
+        if r.run_id != run.run_id and r.outcome == "success" and is_original(r) and same_agent(r, run)
+    ]
+    found.sort(key=lambda r: r.start_ns, reverse=True)
+    return tuple(found[:limit])
+
+
+__all__ = ["MAX_REFERENCES", "is_original", "references", "same_agent"]

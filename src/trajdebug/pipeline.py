@@ -1,0 +1,129 @@
+"""One call from a source to its analyses: what ``trajdebug analyze`` answers, in Python.
+
+`analyze_source` reads a source (a store, a JSONL file, a foreign trace),
+chooses the runs to analyze, gives each the context the command line gives
+it, and analyzes it (`trajdebug.analysis.analyze`):
+
+- the **earlier turns** of a conversation (``continues``), so the search can
+  follow ``context`` edges into them;
+- the **references**: the passing runs of the same agent in the same source
+  (`trajdebug.analysis.reference.references`), whose likely invariants turn the
+  failing run's deviations into evidence;
+- optionally, **verification** of the top candidates by counterfactual replay
+  (`trajdebug.replay.verify`), given the agent's entry point.
+
+The command line only translates its arguments into this call (as
+sqlite-utils' CLI does over ``Database``), so both give the same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trajdebug.analysis import Analysis, analyze, previous_turns
+from trajdebug.analysis.reference import is_original, references
+from trajdebug.model import Outcome, Run
+from trajdebug.source import load_runs
+
+
+@dataclass(frozen=True, slots=True)
+class SourceAnalysis:
+    """The analyses of a source, and what the command line prints after them."""
+
+    analyses: tuple[Analysis, ...]
+    """One analysis per run analyzed, in the source's order."""
+    hints: tuple[str, ...] = ()
+    """Next commands worth running (``trajdebug diff GOOD BAD`` when a passing run exists)."""
+    verifications: tuple[Any, ...] = ()
+    """One `trajdebug.replay.Verification` (or None) per analysis, when verification ran."""
+
+
+def targets(runs: Sequence[Run], run_id: str | None = None) -> list[Run]:
+    """The runs a command analyzes: the one asked for, else the runs that did not succeed, else all."""
+    if run_id is not None:
+        exact = [r for r in runs if r.run_id == run_id]
+        return exact or [r for r in runs if r.run_id.startswith(run_id)]
+    originals = [r for r in runs if is_original(r)] or list(runs)
+    failed = [r for r in originals if r.outcome != "success"]
+    return failed or originals
+
+
+def analyze_source(
+    source: str | Path,
+    run_id: str | None = None,
+    *,
+    fmt: str | None = None,
+    top: int = 5,
+    outcome: Outcome | None = None,
+    use_references: bool = True,
+    sql_db: str | Path | None = None,
+    weights: dict[str, float] | None = None,
+    verify: Callable[..., Any] | str | None = None,
+    fixer: Callable[..., Any] | str | None = None,
+    samples: int = 3,
+    runs: Sequence[Run] | None = None,
+) -> SourceAnalysis:
+    """Analyze the runs of a source the way ``trajdebug analyze`` does.
+
+    Args:
+        source: A store, a trajdebug JSONL file or a foreign trace.
+        run_id: Analyze only this run (a unique prefix is enough); otherwise the
+            runs that did not succeed (all runs when every one succeeded).
+        fmt: Force the source's format (``otlp``, ``openai``, ``transcript``...).
+        top: How many root-cause candidates per run.
+        outcome: The outcome of runs whose source did not record one.
+        use_references: Compare with the passing runs of the same agent in the source.
+        sql_db: The SQLite file the runs' SQL targets (opened read-only).
+        weights: Ranking weight overrides (`trajdebug.analysis` ``DEFAULT_WEIGHTS``).
+        verify: The agent's entry point (a callable or ``"module:function"``):
+            verify the top candidates of each failed run by replay.
+        fixer: A fixer for verification (a callable or ``"module:function"``).
+        samples: Replays per patch with live calls (verification).
+        runs: The source's runs when already loaded (skips reading ``source``).
+
+    Raises:
+        trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
+    """
+    pool = list(runs) if runs is not None else load_runs(source, fmt=fmt)
+    chosen = targets(pool, run_id)
+    if run_id is not None and not chosen:
+        from trajdebug.source import SourceError
+
+        raise SourceError(f"{source}: no run {run_id!r}")
+    analyses = []
+    hints: list[str] = []
+    for run in chosen:
+        earlier = previous_turns(run, pool) if run.continues else ()
+        refs = references(run, pool) if use_references else ()
+        analyses.append(
+            analyze(
+                run,
+                top=top,
+                outcome=outcome,
+                previous=earlier,
+                references=refs,
+                sql_db=sql_db,
+                weights=weights,
+            )
+        )
+        if refs and run.outcome != "success":
+            hints.append(f"trajdebug diff {source}@{refs[0].run_id[:12]} {source}@{run.run_id[:12]}")
+    verifications: tuple[Any, ...] = ()
+    if verify is not None:
+        from trajdebug.replay import verify_analyses
+        from trajdebug.store import is_store
+
+        where = Path(source)
+        store = str(where) if runs is None and where.is_file() and is_store(where) else None
+        verifications = tuple(
+            verify_analyses(
+                analyses, pool, entry=verify, fixer=fixer, samples=samples, top=min(top, 3), store=store
+            )
+        )
+    return SourceAnalysis(tuple(analyses), tuple(hints), verifications)
+
+
+__all__ = ["SourceAnalysis", "analyze_source", "targets"]

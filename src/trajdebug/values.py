@@ -1,0 +1,440 @@
+"""Values inside step inputs and outputs: numbers with their units, dates, ids, short strings.
+
+One reader of values for the whole package: the analysis traces values from
+step to step (lineage), compares them across runs (references) and reads the
+values an error names; importers and the recorder judge tool payloads with the
+same functions.  Everything here is pure, standard library only, and bounded
+(depth, breadth, text length): it runs on untrusted content.
+
+An `Atom` is one value as the analysis sees it: a number (sign kept, thousands
+separators and currency symbols read, a unit or currency next to it kept), a
+date or time, an identifier, or a short string; with the field name it sat
+under when it came from structured data.  Two atoms are the same value when
+their ``key`` is equal.  Numbers written as English words ("four nights")
+count as numbers: that one reading is English-only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+
+AtomKind = Literal["number", "date", "id", "text"]
+"""What an atom is: a number, a date or time, an identifier, or a short string."""
+
+TEXT_LIMIT = 20_000
+"""How much of a string the readers look at (they rank; a prefix is enough)."""
+
+MAX_ATOMS = 400
+"""At most this many atoms are read from one value."""
+
+MAX_DEPTH = 8
+"""Nesting depth the readers descend to."""
+
+
+@dataclass(frozen=True, slots=True)
+class Atom:
+    """One value inside a step's input or output."""
+
+    key: str
+    """Identity for matching: ``n:<number>``, ``d:<date>``, ``i:<id>``, ``s:<text>`` (case-folded)."""
+    kind: AtomKind
+    """Number, date, id or text."""
+    field: str | None = None
+    """The name of the field it was the value of (lower case), or None in free text."""
+    unit: str | None = None
+    """A unit or currency written next to a number (``km2``, ``eur``, ``%``), when there was one."""
+    raw: str = ""
+    """The value as written (for reasons shown to people)."""
+    number: float | None = None
+    """The number, for number atoms."""
+
+
+# -- numbers -------------------------------------------------------------------
+
+NUMBER_WORDS: dict[str, int] = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+}
+"""English number words read as numbers (English-only)."""
+NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "dozen": 12})
+
+_CURRENCY_SYMBOLS = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr", "₩": "krw", "₽": "rub"}
+
+# A number as people and programs write it: optional sign, optional currency symbol,
+# digits with thousands separators or plain, decimals, an exponent, a percent sign.
+_NUM = re.compile(
+    r"(?<![\w.])(?P<sign>[-+−])?(?:(?P<cur>[$€£¥₹₩₽])\s?)?"
+    r"(?P<num>\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+,\d+|\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)"
+    r"(?P<pct>%)?(?![\w])"
+)
+_UNIT = re.compile(r"\s?(?P<unit>[A-Za-z%²³][A-Za-z0-9²³/]{0,9})")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DATE = re.compile(
+    r"\b(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\d{1,2}/\d{1,2}/\d{2,4}"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?\b(?:,? \d{4})?"
+    r"|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?(?:,? \d{4})?"
+    r"|\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?"
+    r"|\d{1,2}\s?[ap]\.?m\.?)",
+    re.I,
+)
+_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[t ](\d{2}):(\d{2}))?")
+_US = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{2,4})")
+_MD = re.compile(r"([a-z]{3})[a-z]*\.? (\d{1,2})", re.I)
+_DM = re.compile(r"(\d{1,2})(?:st|nd|rd|th)? (?:of )?([a-z]{3})", re.I)
+_TIME = re.compile(r"(\d{1,2})(?::(\d{2}))?(?::\d{2})?\s?([ap])?\.?m?\.?$", re.I)
+
+
+def date_keys(raw: str) -> list[str]:
+    """Canonical keys of a date or time as written: ``d:MM-DD`` for the day, ``t:HH:MM`` for the time.
+
+    "2025-03-11T09:00", "11 Mar", "March 11, 2025" and "3/11/2025" share the day
+    key ``d:03-11``; "9am", "09:00" and "9:00 a.m." share ``t:09:00``.  The year is
+    left out so a date written with and without one still matches.  A value that
+    does not read as a date or time gives its case-folded text.
+    """
+    t = raw.strip().lower()
+    out: list[str] = []
+    m = _ISO.match(t)
+    if m:
+        out.append(f"d:{m.group(2)}-{m.group(3)}")
+        if m.group(4):
+            out.append(f"t:{m.group(4)}:{m.group(5)}")
+        return out
+    m = _US.fullmatch(t)
+    if m:
+        return [f"d:{int(m.group(1)):02d}-{int(m.group(2)):02d}"]
+    m = _MD.match(t) or None
+    if m and m.group(1) in _MONTHS:
+        return [f"d:{_MONTHS.index(m.group(1)) + 1:02d}-{int(m.group(2)):02d}"]
+    m = _DM.match(t)
+    if m and m.group(2) in _MONTHS:
+        return [f"d:{_MONTHS.index(m.group(2)) + 1:02d}-{int(m.group(1)):02d}"]
+    m = _TIME.match(t)
+    if m and (m.group(2) is not None or m.group(3)):
+        h = int(m.group(1)) % 12 + (12 if m.group(3) == "p" else 0) if m.group(3) else int(m.group(1))
+        return [f"t:{h:02d}:{m.group(2) or '00'}"]
+    return ["d:" + " ".join(t.split())]
+
+
+_ID = re.compile(
+    r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b"
+    r"|\b[A-Z]{1,5}\d{2,}\b"
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+    r"|\b[\w.+-]+@[\w-]+\.[\w.-]+\b"
+)
+_QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"|`([^`\n]{2,80})`")
+_WORDNUM = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.I)
+
+
+def parse_number(text: str) -> float | None:
+    """A number written as text, or None.
+
+    Reads signs (``-``, ``+``, the minus sign ``−``), currency symbols, thousands
+    separators (``1,250.00``, ``1 250``, ``1.250,00``), decimal commas
+    (``12,5``), exponents and a trailing percent sign (kept as the number: 12%
+    is 12).
+
+    Example:
+        >>> parse_number("-$1,250.50")
+        -1250.5
+    """
+    m = _NUM.fullmatch(text.strip())
+    return None if m is None else _number(m)
+
+
+def _number(m: re.Match[str]) -> float | None:
+    s = m.group("num")
+    for sep in ("\u202f", "\u00a0", " "):
+        s = s.replace(sep, ",")
+    if "," in s and "." in s:
+        # The separator written last is the decimal one (1,250.00 vs 1.250,00).
+        s = s.replace(".", "").replace(",", ".") if s.rfind(",") > s.rfind(".") else s.replace(",", "")
+    elif "," in s:
+        head, _, tail = s.rpartition(",")
+        s = s.replace(",", "") if len(tail) == 3 and head.replace(",", "").isdigit() else head + "." + tail
+    try:
+        f = float(s)
+    except ValueError:
+        return None
+    if not math.isfinite(f):
+        return None
+    return -f if m.group("sign") in ("-", "−") else f
+
+
+def number_key(f: float) -> str:
+    """The canonical text of a number (integers without a decimal point, 6 significant digits)."""
+    if f == int(f) and abs(f) < 1e15:
+        return str(int(f))
+    r = float(f"{f:.6g}")
+    if r == int(r) and abs(r) < 1e15:
+        return str(int(r))  # 999999.5 rounds to a whole number: written as one, as 1000000 is
+    return f"{r:.6g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A number found in text, with where it was and what stood beside it."""
+
+    value: float
+    """The number (sign kept)."""
+    start: int
+    """Offset in the text."""
+    end: int
+    """End offset in the text."""
+    unit: str | None
+    """A currency symbol, percent sign or the word right after it (lower case)."""
+    raw: str
+    """As written."""
+
+
+def mentions(text: str, *, words: bool = True) -> list[Mention]:
+    """The numbers in a text, left to right; dates, times and identifiers are not numbers.
+
+    Args:
+        text: The text (read up to `TEXT_LIMIT` characters).
+        words: Also read English number words ("four", "a dozen").
+    """
+    text = text[:TEXT_LIMIT]
+    masked = _mask(text)
+    out: list[Mention] = []
+    for m in _NUM.finditer(masked):
+        f = _number(m)
+        if f is None:
+            continue
+        unit = _CURRENCY_SYMBOLS.get(m.group("cur") or "") or ("%" if m.group("pct") else None)
+        if unit is None:
+            u = _UNIT.match(masked, m.end())
+            if u is not None:
+                unit = u.group("unit").lower()
+        out.append(Mention(f, m.start(), m.end(), unit, text[m.start() : m.end()].strip()))
+    if words:
+        for m in _WORDNUM.finditer(masked):
+            u = _UNIT.match(masked, m.end())
+            out.append(
+                Mention(
+                    float(NUMBER_WORDS[m.group(1).lower()]),
+                    m.start(),
+                    m.end(),
+                    u.group("unit").lower() if u else None,
+                    m.group(1),
+                )
+            )
+        out.sort(key=lambda x: x.start)
+    return out
+
+
+def _mask(text: str) -> str:
+    """The text with dates, times and identifiers blanked out (their digits are not numbers)."""
+
+    def blank(m: re.Match[str]) -> str:
+        return " " * (m.end() - m.start())
+
+    return _ID.sub(blank, _DATE.sub(blank, text))
+
+
+# -- atoms -----------------------------------------------------------------------
+
+
+def atoms(value: Any, *, limit: int = MAX_ATOMS) -> list[Atom]:
+    """The atoms of a value: its scalar leaves, and the numbers, dates, ids and quoted strings of its text.
+
+    JSON written as a string (a tool's arguments, a model's answer) is parsed and
+    read as structure.  A leaf keeps the name of its field; numbers in free text
+    keep the unit written next to them.
+    """
+    out: list[Atom] = []
+    _walk(value, None, 0, out, limit)
+    return out
+
+
+def _walk(value: Any, field: str | None, depth: int, out: list[Atom], limit: int) -> None:
+    if len(out) >= limit or depth > MAX_DEPTH:
+        return
+    if value is None:
+        return
+    if isinstance(value, bool):
+        if field is not None:
+            # A flag says something only under its name (cached=true).
+            raw = "true" if value else "false"
+            out.append(Atom("s:" + raw, "text", field, None, raw))
+        return
+    if isinstance(value, (int, float)):
+        f = float(value)
+        if math.isfinite(f):
+            out.append(Atom("n:" + number_key(f), "number", field, None, repr(value), f))
+        return
+    if isinstance(value, str):
+        _text(value, field, depth, out, limit)
+        return
+    if isinstance(value, Mapping):
+        for i, (k, v) in enumerate(value.items()):
+            if i >= 200 or len(out) >= limit:
+                break
+            if isinstance(k, str) and k.startswith("__trajdebug_"):
+                return  # a truncation or repr marker: not the value itself
+            _walk(v, str(k).lower(), depth + 1, out, limit)
+        return
+    if isinstance(value, (list, tuple)):
+        for v in value[:200]:
+            if len(out) >= limit:
+                break
+            _walk(v, field, depth + 1, out, limit)
+
+
+def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) -> None:
+    t = s.strip()
+    if not t:
+        return
+    if t[:1] in "{[" and len(t) < TEXT_LIMIT:
+        try:
+            parsed = json.loads(t)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, (dict, list)):
+            _walk(parsed, field, depth + 1, out, limit)
+            return
+    table = _table(t)
+    if table is not None:
+        _walk(table, field, depth + 1, out, limit)
+        return
+    n = parse_number(t)
+    if n is not None and len(t) <= 40:
+        unit = next((u for sym, u in _CURRENCY_SYMBOLS.items() if sym in t), "%" if t.endswith("%") else None)
+        out.append(Atom("n:" + number_key(n), "number", field, unit, t, n))
+        return
+    if len(t) <= 80 and "\n" not in t:
+        # A short string is a value in itself (a city, a status, a name).
+        kind: AtomKind = "date" if _DATE.fullmatch(t) else ("id" if _ID.fullmatch(t) else "text")
+        if kind == "date":
+            out.extend(Atom(k, "date", field, None, t) for k in date_keys(t))
+        else:
+            out.append(Atom(_key(kind, t), kind, field, None, t))
+        if kind != "text" or not any(c.isdigit() or c in "'\"`" for c in t):
+            return
+    t = t[:TEXT_LIMIT]
+    for m in _DATE.finditer(t):
+        out.extend(Atom(k, "date", field, None, m.group(0)) for k in date_keys(m.group(0)))
+    for m in _ID.finditer(t):
+        out.append(Atom(_key("id", m.group(0)), "id", field, None, m.group(0)))
+    for m in _QUOTED.finditer(t):
+        q = next(g for g in m.groups() if g is not None)
+        out.append(Atom(_key("text", q), "text", field, None, q))
+    for mm in mentions(t):
+        out.append(Atom("n:" + number_key(mm.value), "number", field, mm.unit, mm.raw, mm.value))
+        if len(out) >= limit:
+            return
+
+
+def _table(t: str) -> list[dict[str, str]] | None:
+    """A delimited table (CSV, TSV, pipe- or semicolon-separated, with a header row) as records, else None.
+
+    Read as records, a table's cells keep their column names (a field each), and a
+    comma between cells is not taken for a thousands separator.
+    """
+    if "\n" not in t or len(t) > TEXT_LIMIT:
+        return None
+    lines = [ln for ln in t.splitlines() if ln.strip()][:500]
+    if len(lines) < 2:
+        return None
+    for sep in (",", "\t", "|", ";"):
+        counts = {ln.strip().strip("|").count(sep) for ln in lines}
+        if len(counts) != 1 or next(iter(counts)) < 1:
+            continue
+        import csv
+
+        rows = list(csv.reader([ln.strip().strip("|") for ln in lines], delimiter=sep))
+        header = [h.strip() for h in rows[0]]
+        if not all(h and not any(c.isdigit() for c in h[:1]) for h in header):
+            return None
+        return [{h: c.strip() for h, c in zip(header, r)} for r in rows[1:]]
+    return None
+
+
+def _key(kind: AtomKind, raw: str) -> str:
+    folded = " ".join(raw.casefold().split())
+    if kind == "date":
+        return "d:" + folded
+    if kind == "id":
+        return "i:" + folded
+    return "s:" + folded
+
+
+def date_forms(text: str) -> set[str]:
+    """The keys (`date_keys`) of every date and time written in a text."""
+    return {k for m in _DATE.finditer(text[:TEXT_LIMIT]) for k in date_keys(m.group(0))}
+
+
+def is_date(text: str) -> bool:
+    """Whether a string is a date or a time (in one of the forms `date_keys` reads)."""
+    return _DATE.fullmatch(text.strip()) is not None
+
+
+def quoted(text: str) -> list[str]:
+    """The quoted strings of a text (``'…'``, ``"…"``, ```…```), 2 to 80 characters."""
+    return [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(text[:TEXT_LIMIT])]
+
+
+def iter_text(value: Any, depth: int = 0) -> Iterator[str]:
+    """The strings inside a value (keys excluded), depth-first, bounded."""
+    if depth > MAX_DEPTH:
+        return
+    if isinstance(value, str):
+        yield value[:TEXT_LIMIT]
+    elif isinstance(value, Mapping):
+        for i, v in enumerate(value.values()):
+            if i >= 200:
+                break
+            yield from iter_text(v, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value[:200]:
+            yield from iter_text(v, depth + 1)
+
+
+__all__ = [
+    "MAX_ATOMS",
+    "NUMBER_WORDS",
+    "TEXT_LIMIT",
+    "Atom",
+    "AtomKind",
+    "Mention",
+    "atoms",
+    "date_forms",
+    "date_keys",
+    "is_date",
+    "iter_text",
+    "mentions",
+    "number_key",
+    "parse_number",
+    "quoted",
+]

@@ -1,0 +1,145 @@
+"""Value lineage: origins of values, derived numbers, droppers, value edges and local anomalies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trajdebug.analysis.lineage import Lineage, anomalies, derivation
+from trajdebug.model import Dependency, Run, Step
+from trajdebug.values import atoms
+
+
+D = Dependency
+
+
+def _s(sid: str, name: str, kind: str, start: int, inp: Any, out: Any, *deps: str, **kw: Any) -> Step:
+    return Step(
+        sid,
+        name,
+        kind,  # type: ignore[arg-type]
+        input=inp,
+        output=out,
+        start_ns=start,
+        end_ns=start + 1,
+        deps=tuple(D(d) for d in deps),
+        **kw,
+    )
+
+
+def _run(*steps: Step) -> Run:
+    return Run("r", "t", outcome="failure", steps=steps)
+
+
+class TestOrigins:
+    def test_a_value_originates_where_it_first_appears_without_being_given(self) -> None:
+        """The origin of a value is the earliest step that produced it from inputs that did not hold it."""
+        run = _run(
+            _s("u", "ask", "input", 1, None, "book four nights in Lisbon"),
+            _s("l", "plan", "llm", 3, {"request": "book four nights in Lisbon"}, {"nights": 3}, "u"),
+            _s("b", "book", "tool", 5, {"nights": 3}, {"booking": "B-1", "nights": 3}, "l"),
+        )
+        lin = Lineage(run)
+        [three] = [a for a in lin.view("b").inputs if a.field == "nights"]
+        assert lin.origin(three, before=2).step_id == "l"
+        # "four" is a number the model was given: 4 is not introduced by it, 3 is.
+        assert [a.raw for a in lin.introduced("l")] == ["3"]
+
+    def test_a_value_the_run_was_given_has_no_origin_step(self) -> None:
+        """A value every holder was given (the user's own) originates outside the run's steps."""
+        run = _run(
+            _s("u", "ask", "input", 1, {"city": "Paris"}, {"city": "Paris"}),
+            _s("s", "search", "tool", 3, {"city": "Paris"}, [{"name": "Chez A", "city": "Paris"}], "u"),
+        )
+        lin = Lineage(run)
+        [paris] = [a for a in lin.view("s").outputs if a.field == "city"]
+        assert lin.origin(paris, before=2).step_id is None
+
+    def test_an_enclosing_step_does_not_introduce_what_its_children_made(self) -> None:
+        """An agent span's output holds its child's value; the child, not the agent, introduced it."""
+        run = _run(
+            _s("a", "agent", "agent", 1, {"task": "rate?"}, {"rate": 1.0905}),
+            _s("t", "get_rate", "tool", 2, {"pair": "USD/EUR"}, {"rate": 1.0905}, parent_id="a"),
+        )
+        lin = Lineage(run)
+        assert [a.raw for a in lin.introduced("a")] == []
+        assert [a.raw for a in lin.introduced("t")] == ["1.0905"]
+
+
+class TestDerivations:
+    def test_a_total_of_listed_items_is_derived_from_them(self) -> None:
+        """A number equal to the sum of a run of given numbers, at its written precision, is computed from them."""
+        run = _run(_s("s", "summarize", "other", 1, {"lines": [412.30, 38.40, 751.35]}, {"total": "1,202.05"}))
+        lin = Lineage(run)
+        [total] = lin.view("s").outputs
+        d = derivation(lin.view("s"), total)
+        assert d is not None and d.op == "sum" and len(d.operands) == 3
+
+    def test_a_rounded_ratio_is_derived(self) -> None:
+        """A density written with one decimal is the ratio of the given numbers rounded to that precision."""
+        run = _run(_s("c", "density", "other", 1, {"population": 116000, "area_km2": 854300}, {"density": "0.1"}))
+        lin = Lineage(run)
+        d = derivation(lin.view("c"), lin.view("c").outputs[0])
+        assert d is not None and d.formula == "div(population,area_km2)"
+
+    def test_a_looked_up_number_has_no_derivation(self) -> None:
+        """A number no simple formula of the inputs explains was made up or looked up."""
+        run = _run(_s("t", "get_rate", "tool", 1, {"base": "USD", "quote": "EUR"}, {"rate": 1.0905}))
+        lin = Lineage(run)
+        assert derivation(lin.view("t"), lin.view("t").outputs[0]) is None
+
+
+class TestDroppersAndEdges:
+    def test_a_step_given_a_value_that_it_did_not_pass_on_dropped_it(self) -> None:
+        """The droppers of a value are the steps whose input held it and whose output does not."""
+        run = _run(
+            _s("u", "ask", "input", 1, None, {"q": "GDP of Rome"}),
+            _s("p", "plan", "llm", 3, {"q": "GDP of Rome"}, {"query": "history of Rome"}, "u"),
+        )
+        lin = Lineage(run)
+        [gdp] = [a for a in atoms("the answer does not mention 'GDP'") if a.raw == "GDP"]
+        assert lin.droppers(gdp, ["u", "p"]) == ["p"]
+
+    def test_small_values_give_value_edges(self) -> None:
+        """A number a later step was given links it to the step that produced it, with no recorded edge."""
+        run = _run(
+            _s("a", "count_guests", "other", 1, {"text": "party of seven"}, {"guests": 7}),
+            _s("b", "book", "tool", 3, {"table_for": 7}, "ok"),
+        )
+        edges = Lineage(run).value_edges()
+        assert [(d.step_id, d.origin, d.kind) for d in edges["b"]] == [("a", "inferred", "data")]
+
+
+class TestAnomalies:
+    def _signals(self, step: Step) -> list[str]:
+        lin = Lineage(_run(step))
+        return [e.diagnoser for e in anomalies(step, lin.view(step.step_id))]
+
+    def test_an_output_field_that_contradicts_the_input_is_a_conflict(self) -> None:
+        """Items whose city is not the city the search was given are a conflict of the search."""
+        step = _s("s", "search", "tool", 1, {"city": "Paris"}, [{"name": "A", "city": "Lyon"}, {"name": "B", "city": "Lyon"}])
+        assert self._signals(step) == ["lineage:conflict"]
+
+    def test_a_dropped_sign_and_a_cut_separator_are_damaged_numbers(self) -> None:
+        """A parser that drops a minus sign, or stops at a thousands separator, altered a given number."""
+        sign = _s("p", "parse", "parse", 1, {"text": "refund -180.00"}, {"amount": 180.0})
+        cut = _s("q", "parse", "parse", 1, {"text": "Total: 1,250.00"}, {"amount": 1.0})
+        assert self._signals(sign) == ["lineage:altered"]
+        assert self._signals(cut) == ["lineage:altered"]
+
+    def test_a_column_the_output_records_lack_is_dropped(self) -> None:
+        """A table's column missing from the records a parser returned, the others kept, is a dropped column."""
+        step = _s(
+            "p",
+            "parse_stock",
+            "parse",
+            1,
+            {"csv": "warehouse,on_hand,reserved,incoming\nLIS,50,30,0\n"},
+            [{"warehouse": "LIS", "on_hand": 50, "incoming": 0}],
+        )
+        assert self._signals(step) == ["lineage:dropped-column"]
+
+    def test_faithful_transformations_raise_nothing(self) -> None:
+        """A search that kept its filter and a parser that kept its numbers give no signal."""
+        ok_search = _s("s", "search", "tool", 1, {"city": "Paris"}, [{"name": "A", "city": "Paris"}])
+        ok_parse = _s("p", "parse", "parse", 1, {"text": "refund -180.00"}, {"amount": -180.0})
+        assert self._signals(ok_search) == [] and self._signals(ok_parse) == []

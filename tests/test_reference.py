@@ -1,0 +1,114 @@
+"""References: likely invariants from an agent's passing runs, and the failing run's violations of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trajdebug.analysis import analyze
+from trajdebug.analysis.lineage import Lineage
+from trajdebug.analysis.reference import learn, references, sibling_profiles, violations
+from trajdebug.model import Dependency, ErrorInfo, Run, Step
+
+
+D = Dependency
+
+
+def _converter_run(rid: str, amount: float, rate: float, *, fail: bool = False, meta: Any = None) -> Run:
+    """An expense agent: parse an amount, convert it, check the total against a limit."""
+    converted = round(amount * rate, 2)
+    steps = [
+        Step("p", "parse_receipt", "parse", input={"text": f"Total {amount} USD"}, output={"amount": amount}, start_ns=1, end_ns=2),
+        Step(
+            "c",
+            "convert",
+            "tool",
+            input={"amount": amount, "from": "USD", "to": "EUR"},
+            output={"amount_eur": converted},
+            deps=(D("p"),),
+            start_ns=3,
+            end_ns=4,
+        ),
+        Step(
+            "k",
+            "check_limit",
+            "condition",
+            input={"total": converted},
+            output=None if fail else "ok",
+            status="error" if fail else "ok",
+            error=ErrorInfo("LimitExceeded", f"total {converted} EUR is over the limit") if fail else None,
+            deps=(D("c"),),
+            start_ns=5,
+            end_ns=6,
+        ),
+    ]
+    return Run(
+        rid,
+        "expenses",
+        start_ns=int(rid[-1]) if rid[-1].isdigit() else 0,
+        outcome="failure" if fail else "success",
+        steps=tuple(steps),
+        metadata=meta or {},
+    )
+
+
+def _passing() -> list[Run]:
+    return [_converter_run(f"ok{i}", a, 0.92) for i, a in enumerate((100.0, 250.0, 80.0, 40.0, 310.0))]
+
+
+class TestSelection:
+    def test_references_are_passing_original_runs_of_the_same_agent(self) -> None:
+        """Replays, runs recorded to verify another, failures and other agents are not references."""
+        bad = _converter_run("bad", 400.0, 1.5, fail=True)
+        pool = [
+            bad,
+            *_passing(),
+            _converter_run("replay", 400.0, 0.92, meta={"replay_of": "bad"}),
+            _converter_run("twin", 400.0, 0.92, meta={"reference_for": "bad"}),
+            Run("other", "another-agent", outcome="success"),
+        ]
+        assert sorted(r.run_id for r in references(bad, pool)) == [f"ok{i}" for i in range(5)]
+
+
+class TestInvariants:
+    def test_a_rate_that_changed_breaks_the_ratio_invariant(self) -> None:
+        """A converter whose output/input ratio was constant in passing runs and differs now violates it."""
+        bad = _converter_run("bad", 400.0, 1.5, fail=True)
+        found = list(violations(bad.steps[1], Lineage(bad).view("c"), learn(_passing())))
+        assert [e.diagnoser for e in found] == ["reference:ratio"]
+        assert "0.92" in found[0].reason
+
+    def test_the_same_request_answered_differently(self) -> None:
+        """A tool given exactly a request a passing run made, answering otherwise, is suspect."""
+        bad = _converter_run("bad", 100.0, 1.5, fail=True)
+        found = {e.diagnoser for e in violations(bad.steps[1], Lineage(bad).view("c"), learn(_passing()))}
+        assert "reference:same-input" in found
+
+    def test_a_faithful_step_breaks_nothing(self) -> None:
+        """The same converter with its usual rate, on a new amount, violates no invariant."""
+        fine = _converter_run("new", 777.0, 0.92)
+        assert list(violations(fine.steps[1], Lineage(fine).view("c"), learn(_passing()))) == []
+
+    def test_a_step_called_many_times_is_its_own_reference(self) -> None:
+        """An occurrence far outside the magnitude of the step's other calls in the same run is flagged."""
+        steps = [
+            Step(f"a{i}", "fetch_area", "tool", input={"region": r}, output={"area_km2": v}, start_ns=i, end_ns=i + 1)
+            for i, (r, v) in enumerate([("A", 5308.0), ("B", 6200.0), ("C", 854300.0), ("D", 4990.0), ("E", 7100.0)])
+        ]
+        run = Run("r", "density", outcome="failure", steps=tuple(steps))
+        lin = Lineage(run)
+        profiles = sibling_profiles(run, lin)
+        odd = list(violations(steps[2], lin.view("a2"), profiles["a2"]))
+        assert [e.diagnoser for e in odd] == ["reference:magnitude"]
+        assert list(violations(steps[0], lin.view("a0"), profiles["a0"])) == []
+
+
+class TestAnalysisWithReferences:
+    def test_references_put_the_silent_converter_first(self) -> None:
+        """With passing runs, the converter with the wrong rate ranks above the check that raised."""
+        bad = _converter_run("bad", 400.0, 1.5, fail=True)
+        alone = analyze(bad)
+        compared = analyze(bad, references=_passing())
+        assert compared.references == tuple(r.run_id for r in _passing())
+        assert compared.root_causes[0].step_id == "c"
+        assert "reference:ratio" in compared.root_causes[0].signals
+        assert alone.references == ()

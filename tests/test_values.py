@@ -1,0 +1,86 @@
+"""Reading values out of step inputs and outputs: numbers, dates, ids, tables."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trajdebug.values import atoms, date_keys, mentions, number_key, parse_number
+
+
+class TestNumbers:
+    @pytest.mark.parametrize(
+        ("text", "value"),
+        [
+            ("1,250.00", 1250.0),
+            ("1.250,00", 1250.0),
+            ("12,5", 12.5),
+            ("-42.50", -42.5),
+            ("−42.50", -42.5),
+            ("-$1,250.50", -1250.5),
+            ("3e2", 300.0),
+            ("12%", 12.0),
+            ("1 250", 1250.0),
+            ("abc", None),
+        ],
+    )
+    def test_parse_number_reads_signs_separators_and_symbols(self, text: str, value: float | None) -> None:
+        """Signs (ASCII and the minus sign), thousands separators, decimal commas and currency symbols are read."""
+        assert parse_number(text) == value
+
+    def test_a_bullet_is_not_a_minus_sign(self) -> None:
+        """A list bullet before a number ("- 24 eggs") does not make it negative; an attached minus does."""
+        assert [m.value for m in mentions("- 24 eggs, -5 C")] == [24.0, -5.0]
+
+    def test_units_and_currencies_stay_with_their_numbers(self) -> None:
+        """The word or symbol next to a number is kept as its unit."""
+        found = {m.value: m.unit for m in mentions("250 ha, €1,200 and four nights")}
+        assert found == {250.0: "ha", 1200.0: "eur", 4.0: "nights"}
+
+    def test_dates_times_and_ids_are_not_numbers(self) -> None:
+        """The digits of a date, a time or an identifier are not read as numbers."""
+        assert mentions("on 2025-03-04 at 14:30 for order ORD-7781", words=False) == []
+
+    @given(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12))
+    def test_number_key_round_trips_through_text(self, x: float) -> None:
+        """A number written with its canonical key reads back as the same key."""
+        key = number_key(x)
+        parsed = parse_number(key)
+        assert parsed is not None and number_key(parsed) == key
+
+
+class TestDates:
+    @pytest.mark.parametrize("text", ["2025-03-11T09:00:00Z", "11 Mar", "March 11, 2025", "3/11/2025", "the 11th of March"])
+    def test_one_day_written_many_ways_has_one_key(self, text: str) -> None:
+        """ISO, day-month, month-day and US forms of a day share the key d:MM-DD."""
+        assert "d:03-11" in [k for a in atoms(text) for k in [a.key]] + date_keys(text)
+
+    @pytest.mark.parametrize("text", ["9am", "09:00", "9:00 a.m."])
+    def test_one_time_written_many_ways_has_one_key(self, text: str) -> None:
+        """A time of day in 12- or 24-hour form shares the key t:HH:MM."""
+        assert date_keys(text) == ["t:09:00"]
+
+
+class TestAtoms:
+    def test_structured_leaves_keep_their_field(self) -> None:
+        """A value under a key is an atom of that field; JSON written as a string is read as structure."""
+        found = {(a.field, a.raw) for a in atoms({"city": "Paris", "args": '{"nights": 3}'})}
+        assert {("city", "Paris"), ("nights", "3")} <= found
+
+    def test_a_table_in_text_becomes_records(self) -> None:
+        """CSV text is read as records: each cell is an atom of its column, a comma is no decimal point."""
+        found = [(a.field, a.raw) for a in atoms("warehouse,on_hand,reserved\nLIS,50,30\nOPO,12,4\n")]
+        assert ("reserved", "30") in found and ("on_hand", "12") in found
+
+    def test_markers_are_not_values(self) -> None:
+        """A truncation or repr marker of the recorder is not read as the value's content."""
+        assert atoms({"x": {"__trajdebug_truncated__": 10_000, "head": "1234"}}) == []
+
+    def test_reading_is_bounded(self) -> None:
+        """A huge or deeply nested value yields at most MAX_ATOMS atoms and never recurses without end."""
+        deep: object = 1
+        for _ in range(10_000):
+            deep = [deep]
+        assert atoms(deep) == []
+        assert len(atoms(list(range(100_000)))) <= 400
