@@ -522,21 +522,6 @@ class TestDecisionsAndState:
         )
         assert _from(_verdict(run, "g"), "sub-agent")
 
-    def test_value_scaled_by_a_power_of_ten(self) -> None:
-        """A number written as an input number times 100 (cents for dollars) is a scale slip; a percentage is not."""
-        slip = _run(
-            _t(
-                "s",
-                "save",
-                "state",
-                1,
-                input={"total": 6768.47},
-                attributes={"state_values": {"t": 676847.0}},
-            )
-        )
-        pct = _run(_t("p", "note", "llm", 1, input={"rate": 0.226}, output={"rate_pct": 22.6}))
-        assert _from(_verdict(slip, "s"), "scaled-value")
-        assert _from(_verdict(pct, "p"), "scaled-value") == []
 
 
 class TestSymptoms:

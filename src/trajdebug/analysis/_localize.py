@@ -74,7 +74,8 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
     "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
     "earliest": 1.15,
-    "sibling": 0.6,  # weight of a deviation from the step's other calls in the same run (vs passing runs)  # boost of the earliest step on the slice that breaks a reference invariant
+    "sibling": 0.6,
+    "inherited": 0.5,  # share of a deviation a step keeps when its input already deviated upstream  # weight of a deviation from the step's other calls in the same run (vs passing runs)  # boost of the earliest step on the slice that breaks a reference invariant
 }
 """Ranking weights; override any of them with ``localize(weights=...)``."""
 
@@ -307,6 +308,7 @@ def localize(
         extra=[*failure_evidence(fails), *extra_evidence],
         failures=fails,
     )
+    ctx.lineage = lin
     if not fails:
         return Localization([], SearchStats(len(run.steps), 0, time.perf_counter() - t0), "trajdebug", fails)
     r = _Ranker(run, g, ctx, lin, profile, fails, w)
@@ -389,13 +391,15 @@ class _Ranker:
                 if a.key in seen:
                     continue
                 seen.add(a.key)
-                if view.given(a) or a.key in view.out_keys or self.lin.holders(a.key, pos):
+                reached = view.given(a) or view.holds(a)
+                if reached or self.lin.holders(a.key, pos):
                     self._trace(a, pos, within, self.w["origin"], f"the failure at {step.name} names")
-                    if a.kind != "number":
-                        # It may have reached the failure by one path and been lost on another.
-                        self._dropped(a, pos, within, step.name, named, self.w["dropped_reached"])
-                else:
-                    self._dropped(a, pos, within, step.name, named)
+                if a.kind == "number" and reached:
+                    continue
+                # Not given to the failing step (or, when given, perhaps lost on another path to it):
+                # the steps that were given it and did not pass it on.
+                self._dropped(a, pos, within, step.name, named, self.w["dropped_reached"] if reached else 1.0)
+                if not reached:
                     self._expected(a, pos, within, step.name)
             args = [a for a in view.inputs if a.key not in seen][:60]
             for a in args:
@@ -445,7 +449,9 @@ class _Ranker:
             chose = next(
                 (b for b in named if b.key != a.key and view.given(b) and b.key in view.out_keys), None
             )
-            weight = share * self.w["dropped"] * (1.0 if i == 0 else 0.5) * (0.25 if chose is not None else 1.0)
+            weight = (
+                share * self.w["dropped"] * (1.0 if i == 0 else 0.5) * (0.25 if chose is not None else 1.0)
+            )
             reason = f"was given {a.raw!r}, which the failure at {where} expects, and did not pass it on"
             if chose is not None:
                 reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
@@ -481,7 +487,10 @@ class _Ranker:
         ids = list(ids)
         siblings = sibling_profiles(self.run, self.lin, {step_key(self.g.steps[s]) for s in ids})
         first: str | None = None
-        for sid in sorted(ids, key=self.g.position):
+        deviates: dict[str, float] = {}
+        chosen = set(ids)
+        order = [s for s in self.g.topological_order() if s in chosen]
+        for sid in order:
             step = self.g.steps[sid]
             view = self.lin.view(sid)
             found: list[Evidence] = []
@@ -504,11 +513,31 @@ class _Ranker:
                     )
                     for e in violations(step, view, own)
                 ]
+            strength = max((e.suspicion for e in found if e.diagnoser != "reference:unseen"), default=0.0)
+            # A deviation that came in through an input already deviating is inherited (the
+            # infection propagated): the earliest deviation on a chain is the suspect.
+            came = [
+                d.step_id
+                for d in self.g.parents(sid)
+                if d.kind in VALUE_DEP_KINDS and deviates.get(d.step_id, 0.0) >= 0.9 * strength > 0
+            ]
+            if came:
+                name = self.g.steps[came[0]].name
+                found = [
+                    Evidence(
+                        e.step_id,
+                        round(e.suspicion * self.w["inherited"], 3),
+                        f"{e.reason} (its input from {name} already deviated)",
+                        e.diagnoser,
+                        e.sound,
+                    )
+                    for e in found
+                ]
+            if strength > 0:
+                deviates[sid] = strength
             for e in found:
                 self.add(e)
-            if first is None and any(
-                e.diagnoser.startswith("reference:") and e.diagnoser != "reference:unseen" for e in found
-            ):
+            if first is None and strength > 0 and not came:
                 first = sid
         if first is not None:
             self.extra[first] = [
@@ -556,7 +585,9 @@ class _Ranker:
             base = self.ctx.verdict(sid)
             ev = _strongest(list(base.evidence) + self.extra.get(sid, []))
             step = self.g.steps[sid]
-            declared = all(f.detector in ("outcome", "run-failure") for f in self.failures if f.step_id == sid)
+            declared = all(
+                f.detector in ("outcome", "run-failure") for f in self.failures if f.step_id == sid
+            )
             if sid in self.fail_ids and (self.symptom(step) or (declared and step.error is None)):
                 self.symptoms.add(sid)
                 ev = [
@@ -691,7 +722,8 @@ class _Ranker:
         self.propagate(chosen)
         pos = self.g.position
         self.scores = {sid: self.score(sid) for sid in ids}
-        roots = {sid for sid in ids if self.is_root(sid)}
+        # A root explains the failure through an edge: a step no edge connects to it may rank, never as a root.
+        roots = {sid for sid in ids if sid in self.dist and self.is_root(sid)}
         for sid in list(roots):
             up = self.upstream_root(sid, roots)
             if up is not None:

@@ -22,7 +22,7 @@ from trajdebug.analysis.diagnosers import is_check
 from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
 from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred, with_context
 from trajdebug.analysis.lineage import Lineage
-from trajdebug.analysis.reference import learn
+from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.model import Outcome, Run
 
 
@@ -211,6 +211,11 @@ def analyze(
         inferred = annotated is not run
         run = thin_inferred(annotated)
     failures = detect(run, detectors, sql_schema=sql_schema)
+    refs = tuple(r for r in references if r.run_id != run.run_id)
+    profile = learn(refs) if refs else None
+    if profile is not None:
+        # An empty result the agent's passing runs also got from that step is no failure.
+        failures = [f for f in failures if not (f.detector == "empty" and returns_empty(profile, run.step(f.step_id)))]
     run = named_edges(run, failures)
     if run.outcome == "failure" and not failures:
         # A failed run where no detector fired: the final output is the failure node.
@@ -245,8 +250,6 @@ def analyze(
             e.step_id for e in error_report.errors if e.stage in ("recovered", "ignored")
         ) | frozenset(superseded(run))
         origins = _chain_origins(error_report.to_dict().get("chains", []), own_graph, handled) or origins
-    refs = tuple(r for r in references if r.run_id != run.run_id)
-    profile = learn(refs) if refs else None
     loc = localize(
         searched,
         failures=seeds,

@@ -23,7 +23,6 @@ from trajdebug.analysis.diagnosers._dataflow import (
     dropped_value,
     parse_dropped,
     retry_divergence,
-    scaled_value,
     state_values,
     state_write,
 )
@@ -60,7 +59,6 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "parse-dropped": parse_dropped,
     "state-write": state_write,
     "retry-divergence": retry_divergence,
-    "scaled-value": scaled_value,
     "state-values": state_values,
     "truncated-output": truncated_output,
     "stale-retry": stale_retry,

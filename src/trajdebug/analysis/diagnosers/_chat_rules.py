@@ -146,9 +146,9 @@ def stated_counts(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 # -- invocations -----------------------------------------------------------------------
 
+# English-only: words of an error that says the object is in the wrong state for the call.
 _STATE_ERROR = re.compile(
-    r"non-?pending|not pending|already|no longer|cannot be (?:modified|changed|cancell?ed)|locked|"
-    r"status|state|conflict",
+    r"already|no longer|cannot be (?:modified|changed|cancell?ed)|locked|status|state|conflict",
     re.I,
 )
 
@@ -165,8 +165,8 @@ def _ids(args: Mapping[str, Any]) -> set[str]:
 def failed_calls(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An assistant turn whose tool call came back with an error (invalid invocation), or whose write blocked a later one.
 
-    A write that made a later call on the same object fail ("non-pending order
-    cannot be modified") is the misordered step when the later call was planned
+    A write that made a later call on the same object fail (an object "already
+    closed" or "locked" by the write) is the misordered step when the later call was planned
     in the same stretch of turns (no user message in between): the plan could
     have put it first.  When the user asked for the later call only after the
     write, the later call is the invalid one: it acted against state the agent

@@ -62,6 +62,8 @@ class DiagnoseContext:
     failures: Sequence[Failure] = ()
     diagnosed: int = 0
     """How many steps have been diagnosed so far (each counted once)."""
+    lineage: Any = None
+    """The run's value lineage (`trajdebug.analysis.lineage.Lineage`), when the localizer built one."""
     _verdicts: dict[str, Verdict] = field(default_factory=dict)
     _texts: dict[str, str] = field(default_factory=dict)
     _flags: dict[str, bool] = field(default_factory=dict)

@@ -17,6 +17,7 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.model import Step
+from trajdebug.values import atoms
 
 
 def dropped_value(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
@@ -164,12 +165,17 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         values = _values_of(src, content_only=True)
         lost = _lost(values, ctx.text(step.step_id))
         if lost:
+            # Selecting some values is what many parse steps are for: losing values says
+            # little unless the failure names one of them.
+            named = {a.key for f in ctx.failures for a in atoms(f.message)}
+            missed = [v for v in lost if len(str(v)) <= 80 and any(a.key in named for a in atoms(v))]
             frac = len(lost) / len(values)
-            shown = ", ".join(repr(v)[:30] for v in lost[:3])
+            shown = ", ".join(repr(v)[:30] for v in (missed or lost)[:3])
             yield Evidence(
                 step.step_id,
-                0.3 + 0.4 * frac,
-                f"dropped {len(lost)} of the {len(values)} values of its input (e.g. {shown})",
+                0.6 if missed else 0.1 + 0.2 * frac,
+                f"dropped {len(lost)} of the {len(values)} values of its input (e.g. {shown})"
+                + (", which the failure names" if missed else ""),
                 "parse-dropped",
             )
         elif values:
@@ -358,54 +364,6 @@ def _scaling(x: float, given: list[float]) -> tuple[float, int] | None:
     return None
 
 
-def scaled_value(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """A produced number that is an input number times a power of ten: a unit or scale slip (cents for dollars, 12.3 % read as 1.23).
-
-    Looks at the step's output and at the values it wrote to shared state
-    (``attributes["state_values"]``); results of the outside world (tools,
-    retrievals) and inputs given to the run are not judged here.
-    """
-    if step.kind in ("tool", "retrieval", "input", "agent") or step.status != "ok":
-        return
-    written = step.attributes.get("state_values")
-    produced = [*_numbers(step.output), *(_numbers(written) if isinstance(written, Mapping) else [])]
-    if not produced:
-        return
-    produced = [x for x in produced if _significant(x) >= 2 or abs(x) >= 10]
-    if not produced:
-        return
-    src = content.text_of(content.without_markers(step.input))
-    # Input numbers telling enough to be scaled by mistake: two significant digits,
-    # or written as a decimal ("at least 7.0 billion").
-    given = [
-        float(m.group(0).replace(",", ""))
-        for m in _NAMED_NUMBER.finditer(src)
-        if "." in m.group(0) or _significant(float(m.group(0).replace(",", ""))) >= 2
-    ]
-    if not given:
-        return
-    # Restated as is or rounded (x100 is what is being looked for: no percent forms).
-    forms = {
-        repr(int(r)) if float(r).is_integer() else repr(r)
-        for y in given
-        for r in (round(y, d) for d in (0, 1, 2, 6))
-    }
-    for x in produced:
-        if _restated(x, forms):
-            continue
-        found = _scaling(x, given)
-        if found is not None:
-            y, k = found
-            factor = f"x{10**k}" if k > 0 else f"/{10**-k}"
-            yield Evidence(
-                step.step_id,
-                0.55,
-                f"produced {x:g} where its input has {y:g} ({factor}): a unit or scale slip",
-                "scaled-value",
-            )
-            return
-
-
 def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write storing values found in none of its inputs (where a wrong shared value is born)."""
     written = step.attributes.get("state_values")
@@ -450,7 +408,6 @@ __all__ = [
     "dropped_value",
     "parse_dropped",
     "retry_divergence",
-    "scaled_value",
     "state_values",
     "state_write",
 ]

@@ -193,10 +193,9 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 # -- retries that masked a failure --------------------------------------------------
 
-_STALE_KEYS = re.compile(
-    r"^(?:cached|from_cache|cache_hit|cache|stale|is_stale|age|age_s|age_sec(?:onds)?|cached_at|as_of|last_updated|fallback)$",
-    re.I,
-)
+# Field names that say a result came from a cache (English-only).  Freshness fields such as
+# ``as_of`` or ``updated_at`` are left out: fresh results carry them too.
+_STALE_KEYS = re.compile(r"^(?:cached|from_cache|cache_hit|served_from_cache|stale|is_stale|cached_at)$", re.I)
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 

@@ -231,6 +231,18 @@ def _stated(out: Any) -> list[Any]:
 _LABEL = re.compile(r"^[a-z]+$")
 
 
+def _computed(step: Step, ctx: DiagnoseContext, value: float) -> bool:
+    """Whether a number a step states is a simple computation of numbers its input holds (the value lineage)."""
+    lin = ctx.lineage
+    if lin is None:
+        return False
+    from trajdebug.analysis.lineage import derivation
+    from trajdebug.values import Atom, number_key
+
+    atom = Atom("n:" + number_key(value), "number", None, None, repr(value), value)
+    return derivation(lin.view(step.step_id), atom) is not None
+
+
 def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An LLM output that is empty, or states values absent from or contradicting its inputs."""
     if step.kind != "llm" or step.status == "error":
@@ -276,6 +288,8 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         if labels and not seen and isinstance(v, str) and _LABEL.match(v.strip()):
             unsure = True  # a one-word label ("none", "deploy") may be a choice among options, not a claim
             continue
+        if not seen and isinstance(v, (int, float)) and _computed(step, ctx, float(v)):
+            seen = True  # a number computed from the numbers it was given (a difference, a ratio) is derived
         checked += 1
         if not seen and repr(v)[:40] not in missing:
             missing.append(repr(v)[:40])

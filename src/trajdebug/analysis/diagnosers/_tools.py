@@ -38,7 +38,7 @@ _INPUT_CAUSED = re.compile(
 
 
 _CHECK_TEXT = re.compile(
-    r"\bcheck(?:s)? failed|\bfailed (?:the )?check|\bverif(?:y|ication) failed|\breview failed|assert|"
+    r"\bcheck(?:s)? failed|\bfailed (?:the )?check|\bverif(?:y|ication) failed|assert|"
     r"does not match|doesn't match|mismatch|\bexpected\b|\bshould (?:be|have)\b|\bis missing\b|\bare missing\b",
     re.I,
 )

@@ -135,7 +135,7 @@ class Lineage:
             v = self.views.get(sid)
             if v is None or v.given_by_parents:
                 continue
-            if v.given(atom) and atom.key not in v.out_keys and v.outputs:
+            if v.given(atom) and not v.holds(atom) and (v.outputs or v.out_text):
                 out.append(sid)
         out.sort(key=self.pos.__getitem__)
         return out

@@ -98,8 +98,19 @@ class StepView:
     """The keys of its input atoms, plus the numbers its input text mentions (number words included)."""
     out_keys: set[str] = field(default_factory=set)
     """The keys of its output atoms."""
+    out_text: str = ""
+    """Its output as case-folded text (bounded)."""
     given_by_parents: bool = False
     """True when the step's input was not recorded and its parents' outputs stand in for it."""
+
+    def holds(self, atom: Atom) -> bool:
+        """Whether the step's output holds this value (as a value, or written in its text)."""
+        if atom.key in self.out_keys:
+            return True
+        if atom.kind == "number":
+            return False
+        raw = atom.raw.casefold()
+        return len(raw) >= 3 and raw in self.out_text
 
     def given(self, atom: Atom) -> bool:
         """Whether the step's input holds this value (as a value, or written in its text)."""
@@ -137,6 +148,7 @@ def build_view(step: Step, parent_outputs: Iterable[Any] = ()) -> StepView:
     ins = [a for a in atoms(content_in) if not trivial(a)]
     outs = [a for a in atoms(content_out) if not trivial(a)]
     text = "\n".join(iter_text(content_in))[:_TEXT_LIMIT]
+    out_text = "\n".join(iter_text(content_out))[:_TEXT_LIMIT]
     keys = {a.key for a in ins}
     for m in mentions(text):
         keys.add("n:" + number_key(m.value))
@@ -147,6 +159,7 @@ def build_view(step: Step, parent_outputs: Iterable[Any] = ()) -> StepView:
         text.casefold(),
         keys,
         {a.key for a in outs},
+        out_text.casefold(),
         given_by_parents,
     )
 

@@ -68,6 +68,8 @@ class _StepStats:
     n: int = 0
     runs: set[str] = field(default_factory=set)
     answers: dict[str, dict[str, str]] = field(default_factory=dict)
+    schemas: dict[frozenset[str], int] = field(default_factory=dict)
+    empty: int = 0
     fields: dict[str, _FieldStats] = field(default_factory=dict)
     present: dict[str, int] = field(default_factory=dict)
     ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
@@ -132,12 +134,17 @@ def _in_fields(view: StepView) -> dict[str, list[Any]]:
 def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bool) -> None:
     st.n += 1
     st.runs.add(run_id)
+    if _is_empty(s.output):
+        st.empty += 1
     if len(st.answers) < 500:
         seen = st.answers.setdefault(_canon(semantic(s, s.input)), {})
         if len(seen) < 4:
             seen.setdefault(_canon(semantic(s, s.output)), run_id)
     outs = _out_fields(view)
     ins = _in_fields(view)
+    schema = frozenset(outs)
+    if len(st.schemas) < 20:
+        st.schemas[schema] = st.schemas.get(schema, 0) + 1
     for f, atoms in outs.items():
         fs = st.fields.setdefault(f, _FieldStats())
         fs.n += 1
@@ -170,6 +177,22 @@ def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bo
     size = _size_ratio(s)
     if size is not None:
         st.sizes.append(size)
+
+
+def _is_empty(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return value.strip() in ("", "[]", "{}", "null")
+    if isinstance(value, (list, tuple, Mapping)):
+        return len(value) == 0
+    return False
+
+
+def returns_empty(profile: Profile, step: Step) -> bool:
+    """Whether the step returned nothing in some of the agent's passing runs (an empty result is normal for it)."""
+    st = profile.steps.get(step_key(step))
+    return st is not None and st.empty > 0
 
 
 def _canon(value: Any) -> str:
@@ -314,7 +337,9 @@ def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 
                     f"{f}={new[0].raw}, never seen in passing runs (always {usual})",
                     "reference:category",
                 )
-    if step.kind != "llm" and st.n >= MIN_SUPPORT and len(st.runs) >= min_runs:
+    # A field no passing occurrence had, when the step's output has a fixed set of fields
+    # (a record, not a mapping keyed by data such as names or dates).
+    if step.kind != "llm" and st.n >= MIN_SUPPORT and len(st.runs) >= min_runs and len(st.schemas) == 1:
         new = [f for f in outs if f not in st.fields]
         if new:
             yield Evidence(
@@ -469,6 +494,7 @@ __all__ = [
     "StepKey",
     "learn",
     "producers_of",
+    "returns_empty",
     "sibling_profiles",
     "spectrum",
     "step_key",
