@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._localize import localize
 from trajdebug.analysis.diagnosers import (
     BUILTIN_DIAGNOSERS,
     FAULTY_THRESHOLD,
@@ -207,8 +208,9 @@ class TestLLMOutputs:
             ),
         )
         failures = [Failure("c", "step-error", "KeyError: '2025-Q2'", "exception:KeyError")]
-        [e] = _from(_verdict(run, "w", failures), "dropped-value")
-        assert "2025-Q2" in e.reason
+        [w] = [c for c in localize(run, failures=failures).candidates if c.step_id == "w"]
+        assert "lineage:dropped" in w.signals
+        assert any("2025-Q2" in r and "did not pass it on" in r for r in w.reasons)
 
 
 class TestDataSteps:

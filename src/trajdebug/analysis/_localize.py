@@ -72,6 +72,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "origin_arg": 0.4,  # thin-slice strength: introduced a value the failing step was given
     "dropped": 0.45,  # was given a value the failure expects and did not pass it on
     "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
+    "llm_dropped": 0.5,  # share of that for a model step
     "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
     "earliest": 1.15,
     "sibling": 0.6,

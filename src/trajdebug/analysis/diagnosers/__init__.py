@@ -20,7 +20,6 @@ from trajdebug.analysis.diagnosers._context import (
     fold,
 )
 from trajdebug.analysis.diagnosers._dataflow import (
-    dropped_value,
     parse_dropped,
     retry_divergence,
     state_values,
@@ -52,7 +51,6 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "starved-consumer": starved_consumer,
     "tool-result": tool_result,
     "sql-result": sql_result,
-    "dropped-value": dropped_value,
     "tool-arguments": tool_arguments,
     "malformed-output": malformed_output,
     "llm-output": llm_output,

@@ -20,85 +20,6 @@ from trajdebug.model import Step
 from trajdebug.values import atoms
 
 
-def dropped_value(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """A step that received a value the failure misses and did not pass it on (where the value was lost).
-
-    Quoted values (``KeyError: '2025-Q2'``) are traced through every step; words
-    of the failure message that come from the task only through LLM steps
-    (code reshapes data and drops field names; a model drops content).
-    """
-    if step.kind in ("agent", "input", "output") or step.status != "ok":
-        return
-    out = step.output
-    if out is None or isinstance(out, (bool, int, float)):
-        return  # a count or a flag is not a transformation of the input
-    values = ctx.failure_values()
-    if not values:
-        return
-    src = content.text_of(step.input).lower()
-    dst = ctx.text(step.step_id)
-    # Quoted values the step both received and passed on: when it passed on one
-    # and not another, it chose between given values rather than lost one.
-    quoted_all = [
-        (m.group(1) or m.group(2) or "").strip().lower()
-        for f in ctx.failures
-        for m in _QUOTED.finditer(f.message)
-    ]
-    kept = [v for v in quoted_all if v and v in src and v in dst]
-    for v, quoted, where in values:
-        lv = v.lower()
-        if quoted:
-            lost = lv in src and lv not in dst
-        elif step.kind != "llm" or not _given_task(step, ctx, src):
-            continue  # a task word is traced only through a model that was given the task itself
-        else:
-            pat = re.compile(rf"\b{re.escape(lv)}\b")
-            lost = bool(pat.search(src)) and not pat.search(dst)
-        if lost and quoted and kept:
-            yield Evidence(
-                step.step_id,
-                0.1,
-                f"passed on {kept[0]!r} rather than {v!r}, both in its input (the failure at {where} names both)",
-                "dropped-value",
-            )
-            return
-        if lost:
-            # A quoted value is what the failure misses; a task word only may be
-            # (a model that plans or rephrases leaves most task words behind),
-            # unless the step put another word of its own in its place.
-            instead = None if quoted else _substitute(out, src)
-            yield Evidence(
-                step.step_id,
-                0.5 if quoted else (0.35 if instead else 0.1),
-                f"lost {v!r}: in its input but not in its output (the failure at {where} misses it)"
-                + (f"; it says {instead!r} instead, a word none of its inputs has" if instead else ""),
-                "dropped-value",
-            )
-            return
-
-
-def _given_task(step: Step, ctx: DiagnoseContext, src: str) -> bool:
-    """Whether a step's input holds the run's task text (a planner, a model answering the question)."""
-    for key in ("task", "question", "input", "instruction"):
-        task = ctx.run.metadata.get(key)
-        if isinstance(task, str) and task.strip() and task.strip().lower()[:200] in src:
-            return True
-    return False
-
-
-def _substitute(out: Any, src: str) -> str | None:
-    """A one-word value of an output found nowhere in the step's input (a word put in place of another)."""
-    value = content.parse_json(out) if isinstance(out, str) and content.looks_like_json(out) else out
-    if isinstance(value, str):
-        return None  # prose: any word may be new
-    for path, v in content.leaves(value):
-        if _NAMING.search(path):
-            continue  # a tool or agent it picks, an id or a type: names, not content
-        if isinstance(v, str) and re.fullmatch(r"[a-z]{3,20}", v) and not re.search(rf"\b{v}\b", src):
-            return v
-    return None
-
-
 _NAMING = re.compile(r"(?:^|\.|\])(?:id|name|type|role|tool|tool_name|agent|function|kind)$")
 
 
@@ -405,7 +326,6 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 __all__ = [
-    "dropped_value",
     "parse_dropped",
     "retry_divergence",
     "state_values",
