@@ -150,6 +150,7 @@ def date_keys(raw: str) -> list[str]:
 _ID = re.compile(
     r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b"
     r"|\b[A-Z]{1,5}\d{2,}\b"
+    r"|\b\d+(?:[-_][A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*)+\b"
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
     r"|\b[\w.+-]+@[\w-]+\.[\w.-]+\b"
 )
@@ -349,7 +350,11 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
         out.append(Atom(_key("id", m.group(0)), "id", field, None, m.group(0)))
     for m in _QUOTED.finditer(t):
         q = next(g for g in m.groups() if g is not None)
-        out.append(Atom(_key("text", q), "text", field, None, q))
+        qkind: AtomKind = "date" if _DATE.fullmatch(q) else ("id" if _ID.fullmatch(q) else "text")
+        if qkind == "date":
+            out.extend(Atom(k, "date", field, None, q) for k in date_keys(q))
+        else:
+            out.append(Atom(_key(qkind, q), qkind, field, None, q))
     for mm in mentions(t):
         out.append(Atom("n:" + number_key(mm.value), "number", field, mm.unit, mm.raw, mm.value))
         if len(out) >= limit:

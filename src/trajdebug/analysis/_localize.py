@@ -43,11 +43,18 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
 from trajdebug.analysis._graph import CHILD_KEY, DependencyGraph
-from trajdebug.analysis.diagnosers import DiagnoseContext, Diagnoser, is_check, registered_diagnosers
-from trajdebug.analysis.lineage import Lineage, anomalies
+from trajdebug.analysis.diagnosers import (
+    STOPWORDS,
+    DiagnoseContext,
+    Diagnoser,
+    is_check,
+    registered_diagnosers,
+)
+from trajdebug.analysis.diagnosers import WORD as _WORD
+from trajdebug.analysis.lineage import GENERIC_FIELDS, Lineage, anomalies
 from trajdebug.analysis.reference import Profile, producers_of, sibling_profiles, step_key, unseen, violations
 from trajdebug.model import BOUNDARY_KINDS, CONTAINER_KINDS, VALUE_DEP_KINDS, Dependency, Run, Step
-from trajdebug.values import Atom, atoms
+from trajdebug.values import Atom, atoms, iter_text
 
 
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -82,6 +89,9 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 
 KIND_PRIOR: dict[str, float] = {"agent": 0.5}
 """Prior of a step by kind (1 when not listed): an agent span is made of its children, which are ranked themselves."""
+
+NAMING_FIELDS = GENERIC_FIELDS | {"agent", "agent_name", "tool_name", "function", "assignee", "owner", "to", "target"}
+"""Fields whose value names who acts or what is called: a choice of actor, not a value put in place of a task word."""
 
 PROGRAMMING_ERRORS = frozenset(
     {
@@ -214,6 +224,14 @@ def _verified_good(run: Run) -> set[str]:
         ):
             good.add(s.step_id)
     return good
+
+
+def _conversation(step: Step) -> bool:
+    """Whether a step is a model call given a conversation (more than three messages) rather than one request."""
+    if step.kind != "llm":
+        return False
+    msgs = step.input.get("messages") if isinstance(step.input, Mapping) else None
+    return isinstance(msgs, list) and len(msgs) > 3
 
 
 def _strongest(evidence: Iterable[Evidence]) -> list[Evidence]:
@@ -402,12 +420,41 @@ class _Ranker:
                 self._dropped(a, pos, within, step.name, named, self.w["dropped_reached"] if reached else 1.0)
                 if not reached:
                     self._expected(a, pos, within, step.name)
+            for a in self._task_words(message):
+                # A word of the user's request that the failure says is missing: who was
+                # given it and did not carry it on (a plan, a query, a model's reading).
+                if a.key not in seen:
+                    # (The failing step may hold the task itself, to check against it: that is
+                    # no path by which the word reached it.)
+                    seen.add(a.key)
+                    self._dropped(a, pos, within, step.name, named, task_word=True)
             args = [a for a in view.inputs if a.key not in seen][:60]
             for a in args:
                 seen.add(a.key)
                 self._trace(
                     a, pos, within, self.w["origin_arg"], f"{step.name}, where the run failed, was given"
                 )
+
+    def _task_words(self, message: str) -> list[Atom]:
+        """Words of a failure message that are words of the run's task, the user's request (English stop words left out)."""
+        task = self._task_text()
+        if not task:
+            return []
+        words = set(_WORD.findall(task))
+        return [
+            Atom("s:" + w, "text", None, None, w)
+            for w in dict.fromkeys(_WORD.findall(message.lower()))
+            if w in words and w not in STOPWORDS
+        ]
+
+    def _task_text(self) -> str:
+        md = self.run.metadata
+        parts = [str(md[k]) for k in ("task", "question", "input", "instruction") if isinstance(md.get(k), str)]
+        if not parts:
+            first = next((s for s in self.run.steps if s.kind == "input"), None)
+            if first is not None:
+                parts.append(" ".join(iter_text(first.output if first.output is not None else first.input)))
+        return " ".join(parts).lower()[:20_000]
 
     def _trace(self, a: Atom, pos: int, within: set[str], weight: float, what: str, depth: int = 0) -> None:
         """Mark the steps a failing value came from: its origin, or the origins of the numbers it was computed from.
@@ -436,7 +483,15 @@ class _Ranker:
             self.thin[sid] = (strength, reason)
 
     def _dropped(
-        self, a: Atom, pos: int, within: set[str], where: str, named: Sequence[Atom], share: float = 1.0
+        self,
+        a: Atom,
+        pos: int,
+        within: set[str],
+        where: str,
+        named: Sequence[Atom],
+        share: float = 1.0,
+        *,
+        task_word: bool = False,
     ) -> None:
         """Steps that were given a value the failure expects and did not pass it on (an omission).
 
@@ -444,16 +499,48 @@ class _Ranker:
         given, chose between given values rather than lost one: weak evidence.
         """
         cands = [sid for sid in within if self.g.position(sid) < pos]
+        if task_word:
+            # A task word is traced only through a model that was given the task itself
+            # (code reshapes data and drops words; a planner told the task must keep it).
+            task = self._task_text()[:200]
+            cands = [
+                sid
+                for sid in cands
+                if self.g.steps[sid].kind == "llm" and task and task in self.lin.view(sid).in_text
+            ]
         lost = self.lin.droppers(a, cands)
-        for i, sid in enumerate(lost[:3]):
+        for sid in lost[:4]:
             view = self.lin.view(sid)
-            chose = next(
-                (b for b in named if b.key != a.key and view.given(b) and b.key in view.out_keys), None
-            )
-            weight = (
-                share * self.w["dropped"] * (1.0 if i == 0 else 0.5) * (0.25 if chose is not None else 1.0)
-            )
+            chose = next((b for b in named if b.key != a.key and view.given(b) and view.holds(b)), None)
+            weight = share * self.w["dropped"]
+            if chose is not None:
+                weight *= 0.25
             reason = f"was given {a.raw!r}, which the failure at {where} expects, and did not pass it on"
+            if task_word:
+                # A planner rephrases: losing a task word says little, unless it put a word of
+                # its own in its place.
+                instead = next(
+                    (
+                        b
+                        for b in view.outputs
+                        if b.kind == "text"
+                        and b.field
+                        and b.field not in NAMING_FIELDS
+                        and b.raw.strip().isalpha()
+                        and 3 <= len(b.raw.strip()) <= 20
+                        and not view.given(b)
+                    ),
+                    None,
+                )
+                weight *= 0.9 if instead is not None else 0.25
+                reason = f"was given {a.raw!r}, a word of the task the failure at {where} says is missing, and did not carry it on"
+                if instead is not None:
+                    reason += f"; it says {instead.field}={instead.raw!r} instead, a word none of its inputs has"
+            elif _conversation(self.g.steps[sid]):
+                # A model given a whole conversation passes on a small part of it by design:
+                # losing one value says less than a parser, a tool, or a model given one
+                # request (write this query from this plan) losing it.
+                weight *= self.w["llm_dropped"]
             if chose is not None:
                 reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
             self.add(Evidence(sid, weight, reason, "lineage:dropped"))

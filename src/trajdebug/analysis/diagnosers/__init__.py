@@ -12,6 +12,12 @@ from __future__ import annotations
 
 from trajdebug.analysis.diagnosers._chat_rules import CONVERSATION_DIAGNOSERS
 from trajdebug.analysis.diagnosers._context import (
+    _STOPWORDS as STOPWORDS,
+)
+from trajdebug.analysis.diagnosers._context import (
+    _WORD as WORD,
+)
+from trajdebug.analysis.diagnosers._context import (
     FAULTY_THRESHOLD,
     DiagnoseContext,
     Diagnoser,
@@ -94,6 +100,8 @@ def diagnose(
 __all__ = [
     "BUILTIN_DIAGNOSERS",
     "FAULTY_THRESHOLD",
+    "STOPWORDS",
+    "WORD",
     "DiagnoseContext",
     "Diagnoser",
     "Evidence",

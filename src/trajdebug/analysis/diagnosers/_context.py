@@ -220,6 +220,7 @@ class DiagnoseContext:
 
 _QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"")
 _WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
+# English-only: words too common to say what a failure misses.
 _STOPWORDS = frozenset(
     [
         "what",
