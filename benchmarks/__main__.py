@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a smaller run (under two minutes)")
     p.add_argument(
         "--only",
-        choices=("quality", "verification", "speed", "tau", "report_html", "fleet"),
+        choices=("blind", "quality", "verification", "speed", "tau", "report_html", "fleet"),
         action="append",
         help="run only this section (repeatable)",
     )
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--results", default=str(RESULTS), help="where the raw results are kept (JSON)")
     a = p.parse_args(argv)
-    sections = a.only or ["quality", "verification", "tau", "speed", "report_html"]
+    sections = a.only or ["blind", "quality", "verification", "tau", "speed", "report_html"]
     results_path = Path(a.results)
     data: dict[str, Any] = {}
     if results_path.exists():
@@ -44,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             _say(f"{results_path}: unreadable, starting afresh")
     t0 = time.perf_counter()
+    if "blind" in sections:
+        from benchmarks.blind import blind_data, run_blind
+
+        _say("blind: generating and scoring the held-out suites")
+        data["blind"] = blind_data(run_blind(progress=_say))
     if "quality" in sections:
         from benchmarks.quality import run_suite
 

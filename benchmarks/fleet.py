@@ -237,7 +237,7 @@ def render_section(d: Mapping[str, Any]) -> list[str]:
         d["scale"],
     )
     lines = [
-        "## 6. Fleet: grouping failures across runs",
+        "## 7. Fleet: grouping failures across runs",
         "",
         f"Run {d['date']}{' (quick)' if d.get('quick') else ''} with `python -m benchmarks --only fleet`. "
         f"The generator (`benchmarks/fleetgen.py`) recorded {d['generate']['runs']:,} runs of four small agents "

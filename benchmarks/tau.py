@@ -22,8 +22,8 @@ from typing import Any
 from benchmarks.metrics import mrr, rank_of, top_k
 
 
-DATA = Path("/work/shared/data/agentrx-tau")
-"""Where the data set lives (README.md there describes it)."""
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "agentrx-tau"
+"""Where the data set lives, beside the repository (``../shared/data/agentrx-tau``; README.md there describes it)."""
 
 
 @dataclass(slots=True)
@@ -38,6 +38,8 @@ class TauCase:
     """The annotated root cause: a 1-based message number."""
     failures: tuple[int, ...]
     """Every annotated failure's message number."""
+    user: str = ""
+    """The tau-bench user the task simulates (tasks of one user share phrasings: split by user, not by task)."""
     rankings: dict[str, list[int]] = field(default_factory=dict)
     """Each method's ranking of message numbers, best first."""
     seconds: dict[str, float] = field(default_factory=dict)
@@ -57,15 +59,16 @@ class TauResult:
     steps: int
     """Steps imported."""
 
-    def rows(self) -> list[dict[str, Any]]:
-        """Per-method metrics."""
-        methods = list(self.cases[0].rankings) if self.cases else []
+    def rows(self, half: str | None = None) -> list[dict[str, Any]]:
+        """Per-method metrics (``half``: only the runs of one half of the users, see `user_half`)."""
+        cases = [c for c in self.cases if half is None or user_half(c.user) == half]
+        methods = list(cases[0].rankings) if cases else []
         out = []
         for m in methods:
-            ranks = [rank_of(c.rankings[m], c.root) for c in self.cases]
-            any1 = sum(1 for c in self.cases if c.rankings[m][:1] and c.rankings[m][0] in c.failures)
-            any3 = sum(1 for c in self.cases if any(x in c.failures for x in c.rankings[m][:3]))
-            n = len(self.cases)
+            ranks = [rank_of(c.rankings[m], c.root) for c in cases]
+            any1 = sum(1 for c in cases if c.rankings[m][:1] and c.rankings[m][0] in c.failures)
+            any3 = sum(1 for c in cases if any(x in c.failures for x in c.rankings[m][:3]))
+            n = len(cases)
             out.append(
                 {
                     "method": m,
@@ -75,10 +78,32 @@ class TauResult:
                     "mrr": mrr(ranks),
                     "any_failure_top1": any1 / n if n else float("nan"),
                     "any_failure_top3": any3 / n if n else float("nan"),
-                    "ms": 1000 * sum(c.seconds[m] for c in self.cases) / n if n else float("nan"),
+                    "ms": 1000 * sum(c.seconds[m] for c in cases) / n if n else float("nan"),
                 }
             )
         return out
+
+
+def _user(metadata: Any) -> str:
+    """The simulated user's id from a tau-bench run's ``info`` (a Python-literal string or a mapping)."""
+    import ast
+
+    info = metadata.get("info") if isinstance(metadata, dict) else None
+    if isinstance(info, str):
+        try:
+            info = ast.literal_eval(info)
+        except (ValueError, SyntaxError):
+            return ""
+    task = info.get("task") if isinstance(info, dict) else None
+    user = task.get("user_id") if isinstance(task, dict) else None
+    return str(user or "")
+
+
+def user_half(user: str) -> str:
+    """Which half of the users a run belongs to (``A`` or ``B``), by a hash of the user id: no user on both sides."""
+    import hashlib
+
+    return "A" if int(hashlib.sha256(user.encode()).hexdigest(), 16) % 2 == 0 else "B"
 
 
 def _messages(candidates: Sequence[Any], index: dict[str, int | None]) -> list[int]:
@@ -122,6 +147,7 @@ def run_tau(data: Path = DATA, top: int = 10) -> TauResult:
             1 + max((s.source_index or 0) for s in run.steps),
             steps[entry["root_cause"]["failure_id"]],
             tuple(sorted(set(steps.values()))),
+            _user(run.metadata),
         )
         index = {s.step_id: s.source_index for s in run.steps}
         s0 = time.perf_counter()

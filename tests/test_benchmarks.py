@@ -148,7 +148,7 @@ class TestSuiteAndReport:
             "machine": report.machine(),
         }
         text = report.render(data, "python -m benchmarks --quick")
-        assert "## 1. Fault-injection suite" in text
+        assert "## 2. Fault-injection suite (in-distribution)" in text
         assert "`json-repair-drop`" in text and "`wrong-branch`" in text
         assert "| suite top-1 (trajdebug) |" in text
 
@@ -203,7 +203,7 @@ class TestSuiteAndReport:
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr
         text = out.read_text()
-        assert "## 2. Real data: AgentRx tau-bench failures" in text
+        assert "## 3. Real data: AgentRx tau-bench failures" in text
         assert "Command: `python -m benchmarks --only tau`" in text
         data = json.loads(results.read_text())
         assert data["kept"] == {"x": 1}

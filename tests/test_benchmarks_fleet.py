@@ -68,7 +68,7 @@ def test_fleet_section_renders_the_stored_results() -> None:
     """The section of docs/benchmarks.md renders from benchmarks/results.json, both quality rows included."""
     data = json.loads((ROOT / "benchmarks" / "results.json").read_text())["fleet"]
     text = "\n".join(render_section(data))
-    assert "## 6. Fleet" in text and "the injected step (ground truth)" in text
+    assert "## 7. Fleet" in text and "the injected step (ground truth)" in text
     assert f"{data['scale']['stored_runs']:,} stored runs" in text
 
 

@@ -16,7 +16,7 @@ from trajdebug.formats.messages import messages_to_run
 from trajdebug.model import Run, Step
 
 
-TAU = Path("/work/shared/data/agentrx-tau")
+TAU = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "agentrx-tau"
 
 
 def _u(text: str) -> dict[str, Any]:

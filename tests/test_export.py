@@ -20,7 +20,7 @@ from trajdebug.formats.otlp import runs_from_otlp
 from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 
 
-TAU_RUNS = Path("/work/shared/data/agentrx-tau/tau_dataset_failed.json")
+TAU_RUNS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "agentrx-tau" / "tau_dataset_failed.json"
 needs_tau = pytest.mark.skipif(not TAU_RUNS.exists(), reason=f"tau-bench data not found at {TAU_RUNS.parent}")
 
 LOG = [

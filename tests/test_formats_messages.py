@@ -13,7 +13,7 @@ from trajdebug.formats import import_path, sniff
 from trajdebug.formats.messages import read_messages
 
 
-TAU = Path("/work/shared/data/agentrx-tau")
+TAU = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "agentrx-tau"
 TAU_RUNS = TAU / "tau_dataset_failed.json"
 needs_tau = pytest.mark.skipif(not TAU_RUNS.exists(), reason=f"tau-bench data not found at {TAU}")
 

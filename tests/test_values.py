@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trajdebug.values import atoms, date_keys, mentions, number_key, parse_number
+from trajdebug.values import atoms, date_keys, is_year, mentions, number_key, parse_number
 
 
 class TestNumbers:
@@ -84,3 +84,12 @@ class TestAtoms:
             deep = [deep]
         assert atoms(deep) == []
         assert len(atoms(list(range(100_000)))) <= 400
+
+
+class TestYears:
+    def test_only_the_run_s_own_year_is_context(self) -> None:
+        """The year a run happened in is context; another year is a claim; without a time, any year is context."""
+        ns_2025 = 1_750_000_000 * 10**9  # June 2025
+        assert is_year(2025, ns_2025) and not is_year(2021, ns_2025)
+        assert is_year(1999) and not is_year(2025.5) and not is_year(True) and not is_year("2025")
+        assert not is_year(2025, 0)  # a run without a time proves nothing

@@ -405,6 +405,26 @@ def is_date(text: str) -> bool:
     return _DATE.fullmatch(text.strip()) is not None
 
 
+def is_year(value: object, now_ns: int | None = None) -> bool:
+    """Whether a value is a whole number that reads as a calendar year (1900 to 2100).
+
+    With ``now_ns`` (when the run happened), only that year counts: the current
+    year is context every writer knows, so a step stating it has not made a
+    value up; any other year it states is a claim (a date filter, a horizon).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if not (float(value).is_integer() and 1900 <= value <= 2100):
+        return False
+    if now_ns is None:
+        return True
+    if now_ns <= 0:
+        return False
+    import datetime
+
+    return int(value) == datetime.datetime.fromtimestamp(now_ns / 1e9, datetime.UTC).year
+
+
 def quoted(text: str) -> list[str]:
     """The quoted strings of a text (``'…'``, ``"…"``, ```…```), 2 to 80 characters."""
     return [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(text[:TEXT_LIMIT])]
@@ -437,6 +457,7 @@ __all__ = [
     "date_forms",
     "date_keys",
     "is_date",
+    "is_year",
     "iter_text",
     "mentions",
     "number_key",

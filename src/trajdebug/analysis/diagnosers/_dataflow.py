@@ -17,7 +17,7 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.model import Step
-from trajdebug.values import atoms
+from trajdebug.values import atoms, is_year
 
 
 _NAMING = re.compile(r"(?:^|\.|\])(?:id|name|type|role|tool|tool_name|agent|function|kind)$")
@@ -298,7 +298,7 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             continue
         if isinstance(v, (int, float)):
             n = content.norm_number(repr(v))
-            if n is None:
+            if n is None or is_year(v, step.start_ns):
                 continue
             seen = n in forms
         elif isinstance(v, str):

@@ -37,7 +37,7 @@ from trajdebug.analysis.diagnosers._tools import (
     upstream_outputs,
 )
 from trajdebug.model import ErrorInfo, Step
-from trajdebug.values import date_forms
+from trajdebug.values import date_forms, is_year
 
 
 # -- errors --------------------------------------------------------------------
@@ -282,6 +282,8 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2
     dates = date_forms(hay)
     for v in _stated(out):
+        if is_year(v, step.start_ns):
+            continue  # the current year is context, not a claim
         seen = present(v, hay, forms, dates)
         if seen is None:
             continue

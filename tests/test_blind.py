@@ -1,0 +1,60 @@
+"""The blind-suite scorer, and one pipeline: `trajdebug analyze` and `trajdebug.analyze_source` agree on it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from trajdebug.cli import cli
+from trajdebug.pipeline import analyze_source
+
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.blind import _cases, _source, generate, metrics, score_case, truth_step  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def dev_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The development suite's cases, generated once (about a second)."""
+    return generate("suite_dev", tmp_path_factory.mktemp("blind"), progress=lambda _: None)
+
+
+def test_every_case_finds_its_truth_step_and_is_scored(dev_suite: Path) -> None:
+    """Each generated case names a step that exists in its failed run, and is ranked in both settings."""
+    rows = []
+    for truth in _cases(dev_suite):
+        for setting in ("alone", "with_refs"):
+            r = score_case(dev_suite / truth["case_id"], truth, setting)
+            assert r.error is None, (truth["case_id"], r.error)
+            rows.append(r)
+    m = metrics(rows)
+    assert m["alone"]["cases"] == m["with_refs"]["cases"] >= 30
+    assert m["alone"]["ranked"] == m["with_refs"]["ranked"] == 1.0
+
+
+def test_the_cli_and_the_library_give_the_same_analysis(dev_suite: Path) -> None:
+    """For every case, `trajdebug analyze SOURCE --run ID --json` ranks the same root causes as analyze_source."""
+    for truth in _cases(dev_suite)[::3]:
+        src = _source(dev_suite / truth["case_id"], "with_refs")
+        lib = analyze_source(src, truth["failed_run_id"], top=5).analyses[0].to_dict()
+        out = CliRunner().invoke(cli, ["analyze", str(src), "--run", truth["failed_run_id"], "--top", "5", "--json"])
+        assert out.exit_code == 0, out.output
+        [doc] = json.loads(out.stdout)["runs"]
+        assert [c["step_id"] for c in doc["root_causes"]] == [c["step_id"] for c in lib["root_causes"]]
+        assert doc["references"] == lib["references"] and len(doc["references"]) >= 5
+
+
+def test_truth_is_found_by_name_and_occurrence_or_model_call_index(dev_suite: Path) -> None:
+    """A truth names its step by name and occurrence; an LLM step may be named by its index among model calls."""
+    truth = next(t for t in _cases(dev_suite) if t["root"].get("llm_index"))
+    res = analyze_source(_source(dev_suite / truth["case_id"], "failed"), truth["failed_run_id"])
+    run = res.analyses[0].run
+    sid = truth_step(run, truth["root"])
+    by_index = truth_step(run, {"name": "no such step", "llm_index": truth["root"]["llm_index"]})
+    assert sid is not None and sid == by_index
