@@ -315,11 +315,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(value).encode(), "application/json")
 
     def _send(self, status: int, data: bytes, ctype: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            # The client gave up first (a timeout under test): nobody is left to answer.
+            self.close_connection = True
 
     def _sse(self, events: Iterable[Mapping[str, Any]], *, done: bool = False) -> None:
         import json

@@ -15,19 +15,23 @@ a model that ignores them is overruled, and the override is shown):
    identifier of its output is in its inputs or in the earlier step's
    output), the later one ``propagates``.
 
-**Combination.**  Per step, with ``d`` its deterministic score divided by the
-top candidate's (1 for the top; 0 for a path step the search did not keep as a
-candidate) and ``p`` the model's belief that it is the decisive error
-(``0.5 + c/2`` for a decisive verdict of confidence ``c``, ``(1 - c)/2`` for
-propagates or sound):
+**Combination.**  Per step, with ``d`` its deterministic standing (its score
+divided by the top candidate's, and never above the standing of the candidate
+ranked before it, since the deterministic order puts structural roots first;
+0 for a path step the search did not keep as a candidate) and ``p`` the
+model's belief that it is the decisive error (``0.5 + c/2`` for a decisive
+verdict of confidence ``c``, ``(1 - c)/2`` for propagates or sound):
 
-    combined = (1 - w) * d + w * p          (w = JudgeConfig.weight, 0.5 by default)
+    combined = top * ((1 - w) * d + w * p)        (w = JudgeConfig.weight, 0.5 by default)
+
+where ``top`` is the top candidate's deterministic score, so the combined
+score reads in the deterministic score's units.
 
 Blame passes upstream first, as in the deterministic search: a decisive step
 takes ``d = max(d, d_later)`` from each later step on its path that
 propagates its error.  A step without a verdict (the model failed, ran out of
-budget, or was not asked) keeps ``combined = d``, so a failing model leaves
-the deterministic order exactly as it was.  Ties keep the deterministic
+budget, or was not asked) is ranked by ``top * d`` and keeps its own score, so
+a failing model leaves the deterministic order and scores exactly as they were.  Ties keep the deterministic
 order.  Every deterministic candidate stays, with all its evidence; a path
 step joins the candidates only when judged decisive.
 """
@@ -180,7 +184,7 @@ class Judged:
     deterministic_score: float | None
     """Its deterministic score (None for a path step)."""
     combined: float
-    """The combined score it is ranked by."""
+    """The combined score it is ranked by (in the deterministic score's units: its own when not judged)."""
     verdict: Verdict | None = None
     """The model's verdict (None: not judged)."""
     departs_first: bool = False
@@ -214,9 +218,15 @@ def combine(
 ) -> list[Judged]:
     """The final ranking: every deterministic candidate, plus path steps judged decisive, by combined score."""
     cands = analysis.root_causes
-    top = max((c.score for c in cands), default=0.0) or 1.0
+    unit = cands[0].score if cands and cands[0].score > 0 else 1.0
     by_key = {e.key: e for e in shortlist}
-    base: dict[tuple[str | None, str], float] = {(c.run_id, c.step_id): c.score / top for c in cands}
+    base: dict[tuple[str | None, str], float] = {}
+    level = 1.0
+    for c in cands:
+        # The deterministic order puts structural roots first, so scores may rise down the list:
+        # d follows the order and never rises, and unjudged candidates keep their order.
+        level = min(level, max(c.score, 0.0) / unit)
+        base[(c.run_id, c.step_id)] = level
     for e in shortlist:
         base.setdefault(e.key, 0.0)
     label_of = {e.key: e.label for e in shortlist}
@@ -241,7 +251,9 @@ def combine(
         cand = next((c for c in cands if (c.run_id, c.step_id) == key), None)
         if cand is None and (v is None or v.verdict != "decisive" or entry is None):
             continue
-        score = d[key] if v is None else (1 - weight) * d[key] + weight * v.belief
+        # In the deterministic score's units (times the top candidate's score).
+        combined = unit * (d[key] if v is None else (1 - weight) * d[key] + weight * v.belief)
+        score = cand.score if v is None and cand is not None else combined
         first = departure is not None and label_of.get(key) == departure
         lines = ([_line(v)] if v is not None else []) + (
             ["model: the first step whose output departs from the expected solution outline"] if first else []
@@ -266,7 +278,7 @@ def combine(
                 signals=tuple(signals),
             )
         rank = order.index(key) + 1 if key in order else None
-        out.append(Judged(new, rank, cand.score if cand is not None else None, score, v, first))
+        out.append(Judged(new, rank, cand.score if cand is not None else None, combined, v, first))
     out.sort(key=lambda j: (-j.combined, j.deterministic_rank or len(order) + 1))
     return out
 

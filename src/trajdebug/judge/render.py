@@ -71,12 +71,17 @@ def judgment_lines(j: Judgment, analysis: Any) -> list[str]:
 
 def print_judgment(j: Judgment, console: Any, analysis: Any) -> None:
     """Print the judge's part of an analysis on a rich console (no markup is read from its text)."""
+    from rich.padding import Padding
+    from rich.text import Text
+
     lines = judgment_lines(j, analysis)
     console.print()
-    console.print(lines[0], style="bold", markup=False, highlight=False)
+    console.print(Text(lines[0], style="bold"))
     for line in lines[1:]:
-        style = "yellow" if line.startswith("  problem:") else ""
-        console.print(line, style=style, markup=False, highlight=False)
+        body = line.lstrip(" ")
+        style = "yellow" if body.startswith("problem:") else ""
+        # Text, not markup: the model's words are printed as they are; Padding keeps wrapped lines indented.
+        console.print(Padding(Text(body, style=style), (0, 0, 0, len(line) - len(body)), expand=False))
 
 
 def _md(text: str) -> str:
