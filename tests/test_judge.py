@@ -513,3 +513,12 @@ class TestSources:
         assert j is not None and j.endpoint == "in-process" and j.model == "rules"
         assert causes(result)[0]["step_id"] == "m0004"
         assert j.problems[0] == "expectation: expectation: the model failed (RuntimeError: no planner here)"
+
+
+def test_the_documented_prompts_are_the_prompts_sent() -> None:
+    """docs/analysis.md shows the three system prompts exactly as the judge sends them."""
+    from trajdebug.judge.prompts import EXPECTATION_SYSTEM, EXPLANATION_SYSTEM, VERDICT_SYSTEM
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "analysis.md").read_text(encoding="utf-8")
+    for prompt in (VERDICT_SYSTEM, EXPECTATION_SYSTEM, EXPLANATION_SYSTEM):
+        assert f"```text\n{prompt}\n```" in doc
