@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from trajdebug.judge import BudgetExceeded, ChatClient, JudgeConfig, JudgeConfigError, JudgeError, load_config
-from trajdebug.judge.cache import ResponseCache
+from trajdebug.judge.client import ResponseCache
 from trajdebug.judge.config import require_config
 from trajdebug.judge.structured import REPAIR, Session, parse_json, validate
 from trajdebug.testing import FakeModelServer, Reply, Request

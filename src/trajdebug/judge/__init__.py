@@ -21,8 +21,16 @@ from trajdebug.judge.combine import Judged, Verdict
 from trajdebug.judge.config import JudgeConfig, JudgeConfigError, load_config, require_config
 from trajdebug.judge.expectation import Outline, OutlineStep
 from trajdebug.judge.explain import Explanation
-from trajdebug.judge.judgment import Judge, Judgment, judge_analysis, totals
-from trajdebug.judge.render import judgment_lines, judgment_markdown, notice, print_judgment
+from trajdebug.judge.judgment import (
+    Judge,
+    Judgment,
+    judge_analysis,
+    judgment_lines,
+    judgment_markdown,
+    notice,
+    print_judgment,
+    totals,
+)
 from trajdebug.judge.structured import BudgetExceeded
 
 

@@ -12,24 +12,31 @@ per question, with
   or 422) is asked again with ``json_object``, then with the schema in the
   prompt only, and the client remembers the level that worked;
 - **streaming** (server-sent events, usage from the last chunk) or one body;
-- the **on-disk cache** (`trajdebug.judge.cache`): a request already answered
-  is not sent again.
+- the **on-disk cache** (`ResponseCache`): a request already answered is not
+  sent again.  Its key is the SHA-256 of the request as sent (endpoint, model,
+  messages, sampling and answer-shape parameters) in canonical JSON, never the
+  API key; an entry holds the answer and its token counts, not the prompt.
+  Only answers the caller accepted (validated) are kept; writes are atomic
+  (a temporary file renamed into place) and an unreadable entry is a miss.
 
 Any other backend plugs in as a `ChatModel`: a plain callable.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import random
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from trajdebug.judge.cache import CachedAnswer, ResponseCache, request_key
 from trajdebug.judge.config import JudgeConfig, Structured
 
 
@@ -40,6 +47,99 @@ MAX_RETRY_AFTER = 30.0
 """The longest ``Retry-After`` the client waits for (seconds); a longer one fails the request."""
 
 _LOWER: dict[str, Structured] = {"json_schema": "json_object", "json_object": "none"}
+
+
+# -- the on-disk cache ---------------------------------------------------------------------
+
+CACHE_FORMAT = 1
+"""Version of a cache entry's layout; entries of another version are misses."""
+
+
+@dataclass(frozen=True, slots=True)
+class CachedAnswer:
+    """An answer read from the cache."""
+
+    text: str
+    """The model's answer (its message content)."""
+    prompt_tokens: int
+    """Tokens the request cost when it was sent."""
+    completion_tokens: int
+    """Tokens the answer cost when it was received."""
+    model: str
+    """The model that answered, as the endpoint named it."""
+
+
+def request_key(endpoint: str, body: Mapping[str, Any]) -> str:
+    """The cache key of a request: SHA-256 of the endpoint and body in canonical JSON (the key leaves out streaming)."""
+    canonical = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+    text = json.dumps([CACHE_FORMAT, endpoint, canonical], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Answers on disk under ``directory``, two hex digits of fan-out, one file per request.
+
+    Args:
+        directory: Where the entries live (created on the first write).
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+
+    def _file(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> CachedAnswer | None:
+        """The stored answer for ``key``, or None (missing, unreadable or of another layout)."""
+        try:
+            data = json.loads(self._file(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("text"), str):
+            return None
+        usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
+        return CachedAnswer(
+            data["text"],
+            _count(usage.get("prompt_tokens")),
+            _count(usage.get("completion_tokens")),
+            str(data.get("model") or ""),
+        )
+
+    def put(self, key: str, answer: CachedAnswer) -> None:
+        """Store an answer (best effort: a cache that cannot be written is skipped silently)."""
+        target = self._file(key)
+        entry = {
+            "format": CACHE_FORMAT,
+            "text": answer.text,
+            "model": answer.model,
+            "usage": {"prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens},
+        }
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(entry, fh, ensure_ascii=False)
+                os.replace(tmp, target)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            # The cache saves tokens; a read-only or full disk must not fail the analysis.
+            pass
+
+    def __len__(self) -> int:
+        """How many entries the cache holds."""
+        if not self.directory.is_dir():
+            return 0
+        return sum(1 for _ in self.directory.glob("??/*.json"))
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+# -- the client ------------------------------------------------------------------------------
 
 
 class JudgeError(RuntimeError):
@@ -345,12 +445,16 @@ def _error_message(exc: urllib.error.HTTPError) -> str:
 
 
 __all__ = [
+    "CACHE_FORMAT",
     "MAX_RETRY_AFTER",
     "RETRY_STATUS",
+    "CachedAnswer",
     "ChatClient",
     "ChatModel",
     "Completion",
     "JudgeError",
+    "ResponseCache",
     "estimate_tokens",
     "messages_tokens",
+    "request_key",
 ]
