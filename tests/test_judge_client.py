@@ -201,6 +201,20 @@ class TestStructured:
                 session.ask("second", big, SCHEMA)
         assert len(server.requests) == 1
 
+    def test_requests_that_failed_count_as_sent(self) -> None:
+        """Retried and failed requests carried the prompt all the same: they are counted as requests and tokens."""
+        with FakeModelServer([Reply(status=503), GOOD, Reply(status=500), Reply(status=500)]) as server:
+            session = Session(ChatClient(config(server, retries=1)), 10_000, 200)
+            answer = session.ask("first", ASK, SCHEMA)
+            after_first = (session.tally.requests, session.tally.tokens_sent)
+            with pytest.raises(JudgeError, match="HTTP 500"):
+                session.ask("second", ASK, SCHEMA)
+        assert answer["verdict"] == "decisive" and len(server.requests) == 4
+        server_count = len(json.dumps(ASK).split())  # what the fake server reports for the answered request
+        failed = 13  # the estimate of the failed request: 4 per message, plus 2 and 3 tokens of content
+        assert after_first == (2, server_count + failed)
+        assert session.tally.requests == 4 and session.tally.tokens_sent == after_first[1] + 2 * failed
+
     def test_json_is_read_from_fences_and_prose(self) -> None:
         """A fenced block or an object inside prose is read; text without JSON is an error."""
         assert parse_json('```json\n{"a": 1}\n```') == {"a": 1}

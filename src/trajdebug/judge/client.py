@@ -33,7 +33,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -143,7 +143,18 @@ def _count(value: Any) -> int:
 
 
 class JudgeError(RuntimeError):
-    """A question the model could not answer (the message is one line and names the endpoint)."""
+    """A question the model could not answer (the message is one line and names the endpoint).
+
+    Args:
+        message: What failed.
+        requests: HTTP requests that went out for it all the same.
+        sent: Tokens those requests carried (estimated).
+    """
+
+    def __init__(self, message: str, *, requests: int = 0, sent: int = 0) -> None:
+        super().__init__(message)
+        self.requests = requests
+        self.sent = sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +171,10 @@ class Completion:
     """True when the answer came from the on-disk cache (nothing was sent)."""
     model: str = ""
     """The model that answered, as the endpoint named it."""
+    requests: int = 1
+    """HTTP requests it took (retries and rejected answer shapes included; 0 from the cache)."""
+    retried_tokens: int = 0
+    """Tokens (estimated) the requests that failed before it carried all the same."""
 
 
 @runtime_checkable
@@ -231,21 +246,23 @@ class ChatClient:
         Raises:
             JudgeError: the endpoint failed after the retries, or answered nothing.
         """
+        spent = _Spent()
         while True:
             body = self._body(messages, schema, name, max_tokens)
             key = request_key(self.endpoint, body)
             if self._cache is not None:
                 hit = self._cache.get(key)
                 if hit is not None:
-                    return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, True, hit.model)
+                    return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, True, hit.model, 0)
             try:
-                completion = self._send(body, messages)
+                completion = self._send(body, messages, spent)
             except _Rejected:
-                if schema is None or self._mode == "none":
-                    raise JudgeError(f"{self.endpoint}: the endpoint rejected the request") from None
                 # The endpoint does not take this response_format: ask with a plainer one.
                 self._mode = _LOWER[self._mode]
                 continue
+            except JudgeError as exc:
+                raise JudgeError(str(exc), requests=spent.requests, sent=spent.tokens) from None
+            completion = replace(completion, requests=spent.requests + 1, retried_tokens=spent.tokens)
             if self._cache is not None and (accept is None or accept(completion.text)):
                 self._cache.put(
                     key,
@@ -286,8 +303,8 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         return headers
 
-    def _send(self, body: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]) -> Completion:
-        """POST the request, retrying what may succeed later."""
+    def _send(self, body: Mapping[str, Any], messages: Sequence[Mapping[str, Any]], spent: _Spent) -> Completion:
+        """POST the request, retrying what may succeed later; ``spent`` counts the requests that failed."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         attempts = self.config.retries + 1
         last = "no attempt"
@@ -297,6 +314,7 @@ class ChatClient:
                 self.requests_sent += 1
                 return self._post(data, messages)
             except urllib.error.HTTPError as exc:
+                spent.add(messages)
                 detail = _error_message(exc)
                 if exc.code in (400, 422) and "response_format" in body:
                     raise _Rejected from None
@@ -307,16 +325,21 @@ class ChatClient:
                 if wait is not None and wait > MAX_RETRY_AFTER:
                     raise JudgeError(f"{self.endpoint}: {last} (retry after {wait:.0f} s)") from None
             except TimeoutError:
+                spent.add(messages)
                 last = f"no answer within {self.config.timeout:g} s"
             except urllib.error.URLError as exc:
                 reason = exc.reason
                 if isinstance(reason, TimeoutError):
+                    spent.add(messages)
                     last = f"no answer within {self.config.timeout:g} s"
                 else:
+                    # Refused before a byte of the request went out: nothing was sent.
                     last = f"cannot connect ({reason})"
             except (ConnectionError, OSError) as exc:
+                spent.add(messages)
                 last = f"connection failed ({exc})"
             except _Malformed as exc:
+                spent.add(messages)
                 last = str(exc)
             if attempt + 1 < attempts:
                 self._sleep(wait if wait is not None else self._backoff(attempt))
@@ -392,6 +415,18 @@ class ChatClient:
             False,
             model,
         )
+
+
+class _Spent:
+    """Requests of one question that failed, and the tokens they carried (estimated)."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.tokens = 0
+
+    def add(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        self.requests += 1
+        self.tokens += messages_tokens(messages)
 
 
 class _Rejected(Exception):

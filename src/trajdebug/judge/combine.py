@@ -244,8 +244,8 @@ def combine(
                 d[e.key] = max(d[e.key], base[later.key])
     out: list[Judged] = []
     order: list[tuple[str | None, str]] = [(c.run_id, c.step_id) for c in cands]
-    extra = [e.key for e in shortlist if e.key not in base or e.candidate is None]
-    for key in order + [k for k in extra if k not in order]:
+    extra = [e.key for e in shortlist if e.key not in order]
+    for key in order + extra:
         v = verdict_of.get(key)
         entry: Entry | None = by_key.get(key)
         cand = next((c for c in cands if (c.run_id, c.step_id) == key), None)

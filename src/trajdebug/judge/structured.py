@@ -141,13 +141,13 @@ class Tally:
     """What one analysis sent to the model and got back."""
 
     requests: int = 0
-    """Questions answered by the endpoint (repairs included; retries of one request are one)."""
+    """HTTP requests that went out (retries, repairs and failed requests included)."""
     cached: int = 0
     """Questions answered from the on-disk cache (nothing sent)."""
     repairs: int = 0
     """Invalid answers sent back for one more attempt."""
     tokens_sent: int = 0
-    """Prompt tokens that went out (as the endpoint counted them, else estimated)."""
+    """Prompt tokens that went out (as the endpoint counted them; estimated for requests that failed)."""
     tokens_received: int = 0
     """Answer tokens that came back."""
     skipped: list[str] = field(default_factory=list)
@@ -158,9 +158,14 @@ class Tally:
         if c.cached:
             self.cached += 1
         else:
-            self.requests += 1
-            self.tokens_sent += c.prompt_tokens
+            self.requests += c.requests
+            self.tokens_sent += c.prompt_tokens + c.retried_tokens
             self.tokens_received += c.completion_tokens
+
+    def failed(self, e: JudgeError) -> None:
+        """Count the requests of a question that failed: they went out all the same."""
+        self.requests += e.requests
+        self.tokens_sent += e.sent
 
     def to_dict(self) -> dict[str, Any]:
         """The tally as JSON data."""
@@ -226,7 +231,8 @@ class Session:
                 answer = self.model(
                     conversation, schema=schema, name=what, max_tokens=self.max_answer_tokens, accept=accept
                 )
-            except JudgeError:
+            except JudgeError as exc:
+                self.tally.failed(exc)
                 raise
             except Exception as exc:
                 # A plugged-in model's own failure is the model failing, not the analysis.
