@@ -327,6 +327,7 @@ class TestPrivacy:
         assert len(server.requests) == 3
         assert AWS not in body and OPENAI not in body and "PLANTED0secret" not in body
         assert REDACTED in body
+        assert "ground_truth" not in body  # the run's other metadata (an answer key) stays home
 
     def test_a_secret_cut_by_truncation_is_still_redacted(self, tmp_path: Path) -> None:
         """A key straddling the cut of a long value is redacted before cutting: no prefix of it goes out."""

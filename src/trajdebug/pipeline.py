@@ -95,6 +95,7 @@ def analyze_source(
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
+        trajdebug.judge.JudgeConfigError: ``judge=True`` and no model endpoint is configured.
     """
     pool = list(runs) if runs is not None else load_runs(source, fmt=fmt)
     chosen = targets(pool, run_id)
