@@ -477,13 +477,15 @@ class TestSources:
 
         run_demo("bad-plan", store=Store(tmp_path / "demo.db"), workdir=tmp_path)
         base = causes(analyze_source(tmp_path / "demo.db"))
-        with FakeModelServer(judge_script(by("write_report", confidence=0.95))) as server:
+        with FakeModelServer(judge_script(by("plan", confidence=0.95))) as server:
             result = analyze_source(tmp_path / "demo.db", judge=config(server))
         judged = causes(result)
         assert {c["step_id"] for c in judged} == {c["step_id"] for c in base}
-        assert judged[0]["name"] == "write_report" and base[0]["name"] == "plan"
-        plan = next(c for c in judged if c["name"] == "plan")
-        assert plan["reasons"][: len(base[0]["reasons"])] == base[0]["reasons"]
+        assert judged[0]["name"] == "plan"  # the injected fault: the plan picked units instead of revenue
+        before = next(c for c in base if c["name"] == "plan")
+        assert judged[0]["reasons"][: len(before["reasons"])] == before["reasons"]
+        j = result.judgments[0]
+        assert j is not None and j.causes[0].deterministic_rank == base.index(before) + 1
         task = server.requests[0].body["messages"][1]["content"]
         assert "revenue per region in 2025-Q3" in task
 
