@@ -9,6 +9,8 @@ it, and analyzes it (`trajdebug.analysis.analyze`):
 - the **references**: the passing runs of the same agent in the same source
   (`trajdebug.analysis.reference.references`), whose likely invariants turn the
   failing run's deviations into evidence;
+- optionally, a **model on top** (`trajdebug.judge`): verdicts on the
+  shortlisted candidates re-rank them, evidence kept (off unless asked for);
 - optionally, **verification** of the top candidates by counterfactual replay
   (`trajdebug.replay.verify`), given the agent's entry point.
 
@@ -39,6 +41,8 @@ class SourceAnalysis:
     """Next commands worth running (``trajdebug diff GOOD BAD`` when a passing run exists)."""
     verifications: tuple[Any, ...] = ()
     """One `trajdebug.replay.Verification` (or None) per analysis, when verification ran."""
+    judgments: tuple[Any, ...] = ()
+    """One `trajdebug.judge.Judgment` (or None: nothing judged) per analysis, when a judge was given."""
 
 
 def targets(runs: Sequence[Run], run_id: str | None = None) -> list[Run]:
@@ -65,6 +69,7 @@ def analyze_source(
     fixer: Callable[..., Any] | str | None = None,
     samples: int = 3,
     runs: Sequence[Run] | None = None,
+    judge: Any = None,
 ) -> SourceAnalysis:
     """Analyze the runs of a source the way ``trajdebug analyze`` does.
 
@@ -83,9 +88,14 @@ def analyze_source(
         fixer: A fixer for verification (a callable or ``"module:function"``).
         samples: Replays per patch with live calls (verification).
         runs: The source's runs when already loaded (skips reading ``source``).
+        judge: A model on top of the analysis (`trajdebug.judge.Judge.of`): True
+            (the endpoint from the environment), a `trajdebug.judge.JudgeConfig`,
+            a `trajdebug.judge.Judge` or a `trajdebug.judge.ChatModel`.  None
+            (the default): nothing is sent, the analysis is the deterministic one.
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
+        trajdebug.judge.JudgeConfigError: ``judge=True`` and no model endpoint is configured.
     """
     pool = list(runs) if runs is not None else load_runs(source, fmt=fmt)
     chosen = targets(pool, run_id)
@@ -111,6 +121,14 @@ def analyze_source(
         )
         if refs and run.outcome != "success":
             hints.append(f"trajdebug diff {source}@{refs[0].run_id[:12]} {source}@{run.run_id[:12]}")
+    judgments: tuple[Any, ...] = ()
+    if judge is not None and judge is not False:
+        from trajdebug.judge import Judge
+
+        model = Judge.of(judge)
+        judged = [model.judge(a) for a in analyses]
+        analyses = [a for a, _ in judged]
+        judgments = tuple(j for _, j in judged)
     verifications: tuple[Any, ...] = ()
     if verify is not None:
         from trajdebug.replay import verify_analyses
@@ -123,7 +141,7 @@ def analyze_source(
                 analyses, pool, entry=verify, fixer=fixer, samples=samples, top=min(top, 3), store=store
             )
         )
-    return SourceAnalysis(tuple(analyses), tuple(hints), verifications)
+    return SourceAnalysis(tuple(analyses), tuple(hints), verifications, judgments)
 
 
 __all__ = ["SourceAnalysis", "analyze_source", "targets"]

@@ -315,11 +315,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(value).encode(), "application/json")
 
     def _send(self, status: int, data: bytes, ctype: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            # The client gave up first (a timeout under test): nobody is left to answer.
+            self.close_connection = True
 
     def _sse(self, events: Iterable[Mapping[str, Any]], *, done: bool = False) -> None:
         import json
@@ -560,6 +564,73 @@ def _responses_events(response: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     yield {"type": "response.completed", "sequence_number": next(seq), "response": response}
 
 
+# -- a scripted judge ---------------------------------------------------------------------
+
+JudgeVerdict = Callable[[str, str], "Mapping[str, Any] | None"]
+"""A verdict for one shortlisted step, from its label (``S3``) and name; None leaves it out."""
+
+
+def judge_script(
+    verdict: JudgeVerdict,
+    *,
+    outline: Mapping[str, Any] | str | None = None,
+    explanation: Mapping[str, Any] | str | None = None,
+) -> Callable[[Request], Reply | str]:
+    """A `FakeModelServer` script that answers the judge's three questions (`trajdebug.judge.prompts`).
+
+    The verdict question is answered with ``{"verdicts": [...]}``, one entry per
+    shortlisted step for which ``verdict(label, name)`` returns fields
+    (``verdict``, ``confidence``, ``fix_removes_failure``, ``departs``,
+    ``reason``; missing ones default to a sound verdict of confidence 0.5).
+    The expectation and explanation questions get ``outline`` and
+    ``explanation`` (dicts sent as JSON, strings as they are: malformed
+    answers on demand); without them a minimal valid answer.
+
+    Example:
+        ```python
+        script = judge_script(lambda label, name: {"verdict": "decisive"} if name == "fetch" else None)
+        with FakeModelServer(script) as server:
+            analyze_source(path, judge=JudgeConfig(server.base_url, "m", cache=None))
+        ```
+    """
+    import json
+    import re
+
+    from trajdebug.judge.prompts import EXPECTATION_SYSTEM, EXPLANATION_SYSTEM
+
+    heading = re.compile(r"^### (S\d+): (.*?) \(", re.MULTILINE)
+
+    def answer(request: Request) -> Reply | str:
+        messages = (request.body or {}).get("messages") or [{}]
+        system = str(messages[0].get("content") or "")
+        if system == EXPECTATION_SYSTEM:
+            value: Any = outline if outline is not None else {"steps": [{"step": "solve it", "key_values": []}]}
+            return value if isinstance(value, str) else json.dumps(value)
+        if system == EXPLANATION_SYSTEM:
+            value = explanation if explanation is not None else {"cause": "other", "explanation": "unclear"}
+            return value if isinstance(value, str) else json.dumps(value)
+        user = str(messages[1].get("content") or "") if len(messages) > 1 else ""
+        verdicts = []
+        for label, name in heading.findall(user):
+            fields = verdict(label, name)
+            if fields is None:
+                continue
+            verdicts.append(
+                {
+                    "step": label,
+                    "verdict": "sound",
+                    "confidence": 0.5,
+                    "fix_removes_failure": False,
+                    "departs": None,
+                    "reason": f"{name} looks fine",
+                    **fields,
+                }
+            )
+        return json.dumps({"verdicts": verdicts})
+
+    return answer
+
+
 __all__ = [
     "CapturedRuns",
     "FakeModelServer",
@@ -567,7 +638,9 @@ __all__ = [
     "Reply",
     "Request",
     "Script",
+    "JudgeVerdict",
     "capture_runs",
     "deterministic",
+    "judge_script",
     "tool_call",
 ]

@@ -13,6 +13,8 @@ from trajdebug.cli._common import (
     source_argument,
     store_path,
 )
+from trajdebug.cli._judge import add_judge_options, report_usage
+from trajdebug.cli._judge import judge_config as _judge_config
 from trajdebug.cli._replay import add_verify_option, load_callable
 from trajdebug.model import Outcome
 
@@ -56,6 +58,7 @@ from trajdebug.model import Outcome
     "'trajdebug.renderers' entry point group.",
 )
 @add_verify_option
+@add_judge_options
 @json_option
 def analyze_cmd(
     source: str | None,
@@ -70,6 +73,8 @@ def analyze_cmd(
     verify_entry: str | None,
     fixer: str | None,
     verify_samples: int,
+    use_judge: bool,
+    judge_config: str | None,
     as_json: bool,
 ) -> None:
     """Find where runs failed and rank the steps most likely to have caused it.
@@ -89,6 +94,10 @@ def analyze_cmd(
     correction (from --fixer, the same step of a passing run in SOURCE, or a
     diagnoser's suggestion) and reported verified, refuted or unresolved.
 
+    With --judge, a model (any OpenAI-compatible endpoint, configured in the
+    environment) judges the shortlisted steps and the ranking combines its
+    verdicts with the deterministic scores; every candidate keeps its evidence.
+
     \b
     Example:
         trajdebug analyze trajdebug.db --run 4bf92f35 --top 3
@@ -99,6 +108,7 @@ def analyze_cmd(
     from trajdebug.pipeline import analyze_source
     from trajdebug.source import SourceError
 
+    judge = _judge_config(use_judge, judge_config)
     declared: Outcome | None = None if outcome is None else ("failure" if outcome == "failure" else "success")
     path = store_path(source)
     try:
@@ -113,6 +123,7 @@ def analyze_cmd(
             verify=load_callable(verify_entry) if verify_entry else None,
             fixer=load_callable(fixer, "fixer") if fixer else None,
             samples=verify_samples,
+            judge=judge,
         )
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None
@@ -123,6 +134,8 @@ def analyze_cmd(
         for problem in a.problems:
             click.echo(f"warning: {path}: {problem}", err=True)
     verifications = list(result.verifications)
+    judgments = list(result.judgments) + [None] * (len(analyses) - len(result.judgments))
+    report_usage(judgments)
     if renderer in ("text", "markdown"):
         markdown = markdown or renderer == "markdown"
         renderer = None
@@ -139,6 +152,9 @@ def analyze_cmd(
         data = analyses_to_dict(analyses)
         for entry, v in zip(data["runs"], verifications, strict=False):
             entry["verification"] = None if v is None else v.to_dict()
+        for entry, j in zip(data["runs"], judgments):
+            if j is not None:
+                j.annotate(entry)
         data["hints"] = list(result.hints)
         emit_json(data)
         return
@@ -151,6 +167,10 @@ def analyze_cmd(
             v = verifications[i] if i < len(verifications) else None
             if v is not None:
                 part += "\n" + v.summary() + "\n"
+            if judgments[i] is not None:
+                from trajdebug.judge import judgment_markdown
+
+                part += judgment_markdown(judgments[i], a)
             parts.append(part)
         click.echo("\n".join(parts), nl=False)
         for hint in result.hints:
@@ -167,6 +187,10 @@ def analyze_cmd(
         if v is not None:
             con.print()
             con.print(v.summary())
+        if judgments[i] is not None:
+            from trajdebug.judge import print_judgment
+
+            print_judgment(judgments[i], con, a)
     for hint in result.hints:
         con.print()
         con.print(f"compare with a passing run: {hint}", markup=False, style="dim")

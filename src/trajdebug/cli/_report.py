@@ -14,6 +14,8 @@ from trajdebug.cli._common import (
     source_argument,
     store_path,
 )
+from trajdebug.cli._judge import add_judge_options, report_usage
+from trajdebug.cli._judge import judge_config as _judge_config
 from trajdebug.cli._replay import add_verify_option, load_callable
 
 
@@ -33,6 +35,7 @@ DEFAULT_OUTPUT = "trajdebug-report.html"
     help="The HTML file to write.",
 )
 @add_verify_option
+@add_judge_options
 @json_option
 def report_cmd(
     source: str | None,
@@ -42,6 +45,8 @@ def report_cmd(
     verify_entry: str | None,
     fixer: str | None,
     verify_samples: int,
+    use_judge: bool,
+    judge_config: str | None,
     as_json: bool,
 ) -> None:
     """Write one run as a self-contained HTML report.
@@ -62,6 +67,7 @@ def report_cmd(
     from trajdebug.pipeline import analyze_source
     from trajdebug.report.html import write_report
 
+    judge = _judge_config(use_judge, judge_config)
     pool = load_source(source, None, fmt)
     chosen = load_source(source, run_id, fmt) if run_id is not None else latest_original(pool)
     run = chosen[0]
@@ -72,7 +78,9 @@ def report_cmd(
         verify=load_callable(verify_entry) if verify_entry else None,
         fixer=load_callable(fixer, "fixer") if fixer else None,
         samples=verify_samples,
+        judge=judge,
     )
+    report_usage(result.judgments)
     analysis = result.analyses[0]
     for problem in analysis.problems:
         click.echo(f"warning: {source or 'store'}: {problem}", err=True)
