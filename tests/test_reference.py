@@ -112,3 +112,30 @@ class TestAnalysisWithReferences:
         assert compared.root_causes[0].step_id == "c"
         assert "reference:ratio" in compared.root_causes[0].signals
         assert alone.references == ()
+
+
+class TestOldAnswers:
+    def test_a_lookup_serving_another_requests_answer_is_flagged(self) -> None:
+        """A tool answering a new request with what a passing run got for another one (a cache keyed wrong)."""
+
+        def lookup_run(rid: str, claim: str, receipts: list[str], *, fail: bool = False) -> Run:
+            return Run(
+                rid,
+                "claims",
+                outcome="failure" if fail else "success",
+                steps=(
+                    Step("f", "fetch_receipts", "tool", input={"claim_id": claim}, output={"receipts": receipts}),
+                ),
+            )
+
+        jan = ["Airline 2025-01-20 TOTAL USD 310.20", "Hotel 2025-01-21 TOTAL USD 289.00"]
+        passing = [lookup_run("p1", "CLM-1", jan)] + [
+            lookup_run(f"p{i}", f"CLM-{i}", [f"Taxi 2025-03-0{i} TOTAL EUR {20 + i}.00 receipt"]) for i in range(2, 6)
+        ]
+        bad = lookup_run("bad", "CLM-9", jan, fail=True)
+        found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("f"), learn(passing))]
+        assert "reference:old-answer" in found
+        fresh = lookup_run("new", "CLM-8", ["Train 2025-04-02 TOTAL EUR 88.00 receipt"])
+        assert "reference:old-answer" not in [
+            e.diagnoser for e in violations(fresh.steps[0], Lineage(fresh).view("f"), learn(passing))
+        ]

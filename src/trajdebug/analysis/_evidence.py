@@ -109,6 +109,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "state-values": "inconsistent",
     "state-write": "inconsistent",
     "reference:same-input": "changed-answer",
+    "reference:old-answer": "changed-answer",
     "stale-retry": "changed-answer",
     "environment": "changed-answer",
     "retry-divergence": "changed-answer",

@@ -35,7 +35,7 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import Lineage, StepView, derivation, semantic
-from trajdebug.model import CONTAINER_KINDS, Run, Step
+from trajdebug.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
 
 
 MIN_SUPPORT = 3
@@ -70,6 +70,8 @@ class _StepStats:
     answers: dict[str, dict[str, str]] = field(default_factory=dict)
     schemas: dict[frozenset[str], int] = field(default_factory=dict)
     empty: int = 0
+    parts: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Large parts of its outputs (canonical text) -> the requests that got them -> the run."""
     fields: dict[str, _FieldStats] = field(default_factory=dict)
     present: dict[str, int] = field(default_factory=dict)
     ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
@@ -136,6 +138,12 @@ def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bo
     st.runs.add(run_id)
     if _is_empty(s.output):
         st.empty += 1
+    if s.kind in OBSERVATION_KINDS and len(st.parts) < 2000:
+        request = _canon(semantic(s, s.input))
+        for part in _large_parts(semantic(s, s.output)):
+            got = st.parts.setdefault(part, {})
+            if len(got) < 3:
+                got.setdefault(request, run_id)
     if len(st.answers) < 500:
         seen = st.answers.setdefault(_canon(semantic(s, s.input)), {})
         if len(seen) < 4:
@@ -177,6 +185,20 @@ def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bo
     size = _size_ratio(s)
     if size is not None:
         st.sizes.append(size)
+
+
+def _large_parts(value: Any) -> list[str]:
+    """The sizeable parts of an answer (the whole, and its top-level values of 40+ characters), canonical."""
+    out = []
+    whole = _canon(value)
+    if len(whole) >= 40:
+        out.append(whole)
+    if isinstance(value, Mapping):
+        for v in value.values():
+            c = _canon(v)
+            if len(c) >= 40:
+                out.append(c)
+    return out[:20]
 
 
 def _is_empty(value: Any) -> bool:
@@ -250,6 +272,23 @@ def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 
                 f"given the same input as in passing run {next(iter(answers.values()))[:12]}, it answered differently",
                 "reference:same-input",
             )
+        if step.kind in OBSERVATION_KINDS and st.parts:
+            # The answer (or a sizeable part of it) a passing run got for another request: a
+            # cache or a lookup that served the wrong entry.
+            request = _canon(semantic(step, step.input))
+            for part in _large_parts(semantic(step, step.output)):
+                got = st.parts.get(part)
+                # Only an answer specific to one request in the passing runs: a part several
+                # requests got alike (a static table, a policy) says nothing.
+                if got is not None and len(got) == 1 and request not in got:
+                    (other, run), = got.items()
+                    yield Evidence(
+                        step.step_id,
+                        0.5,
+                        f"answered with what passing run {run[:12]} got for another request ({other[:80]})",
+                        "reference:old-answer",
+                    )
+                    break
     if st.n < MIN_SUPPORT or len(st.runs) < min_runs:
         return
     outs = _out_fields(view)
@@ -457,6 +496,7 @@ def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None 
                 if other.step_id != s.step_id:
                     _observe(st, other, lineage.view(other.step_id), other.step_id, False)
             st.answers.clear()  # other occurrences answered other requests: no same-input check within a run
+            st.parts.clear()
             out[s.step_id] = Profile((run.run_id,), {key: st})
     return out
 
