@@ -154,6 +154,7 @@ _ID = re.compile(
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
     r"|\b[\w.+-]+@[\w-]+\.[\w.-]+\b"
 )
+_DIGIT = re.compile(r"\d")
 _QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"|`([^`\n]{2,80})`")
 _WORDNUM = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.I)
 
@@ -227,9 +228,10 @@ def mentions(text: str, *, words: bool = True) -> list[Mention]:
         words: Also read English number words ("four", "a dozen").
     """
     text = text[:TEXT_LIMIT]
-    masked = _mask(text)
     out: list[Mention] = []
-    for m in _NUM.finditer(masked):
+    has_digits = _DIGIT.search(text) is not None
+    masked = _mask(text) if has_digits else text  # no digits: nothing to mask or read
+    for m in _NUM.finditer(masked) if has_digits else ():
         f = _number(m)
         if f is None:
             continue
@@ -329,6 +331,18 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
     if table is not None:
         _walk(table, field, depth + 1, out, limit)
         return
+    if _DIGIT.search(t) is None and "@" not in t:
+        # No digit and no address: no number, date, time or id; a short string is a value,
+        # a text may still quote values or write numbers as words.
+        if len(t) <= 80 and "\n" not in t:
+            out.append(Atom(_key("text", t), "text", field, None, t))
+            if not any(c in "'\"`" for c in t):
+                return
+        t = t[:TEXT_LIMIT]
+        _quoted_atoms(t, field, out)
+        for mm in mentions(t):
+            out.append(Atom("n:" + number_key(mm.value), "number", field, mm.unit, mm.raw, mm.value))
+        return
     n = parse_number(t)
     if n is not None and len(t) <= 40:
         unit = next((u for sym, u in _CURRENCY_SYMBOLS.items() if sym in t), "%" if t.endswith("%") else None)
@@ -348,6 +362,14 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
         out.extend(Atom(k, "date", field, None, m.group(0)) for k in date_keys(m.group(0)))
     for m in _ID.finditer(t):
         out.append(Atom(_key("id", m.group(0)), "id", field, None, m.group(0)))
+    _quoted_atoms(t, field, out)
+    for mm in mentions(t):
+        out.append(Atom("n:" + number_key(mm.value), "number", field, mm.unit, mm.raw, mm.value))
+        if len(out) >= limit:
+            return
+
+
+def _quoted_atoms(t: str, field: str | None, out: list[Atom]) -> None:
     for m in _QUOTED.finditer(t):
         q = next(g for g in m.groups() if g is not None)
         qkind: AtomKind = "date" if _DATE.fullmatch(q) else ("id" if _ID.fullmatch(q) else "text")
@@ -355,10 +377,6 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
             out.extend(Atom(k, "date", field, None, q) for k in date_keys(q))
         else:
             out.append(Atom(_key(qkind, q), qkind, field, None, q))
-    for mm in mentions(t):
-        out.append(Atom("n:" + number_key(mm.value), "number", field, mm.unit, mm.raw, mm.value))
-        if len(out) >= limit:
-            return
 
 
 def _table(t: str) -> list[dict[str, str]] | None:
