@@ -224,6 +224,64 @@ class TestRanking:
         assert ids.index("a") < ids.index("b")
         assert any("produces what failed" in r for r in loc.candidates[ids.index("a")].reasons)
 
+    def test_a_value_that_reached_the_inner_failing_step_was_not_dropped(self) -> None:
+        """An agent failing with what a tool inside it raised: the id reached that tool, so the router before it lost nothing."""
+        msg = "B-2041: rate OLD-RATE-C refused"
+        steps = (
+            Step(
+                "route",
+                "route",
+                "llm",
+                input={"messages": [{"role": "user", "content": "B-2041: move my stay to Friday"}]},
+                output={"handoff": "changes"},
+                start_ns=1,
+                end_ns=2,
+            ),
+            Step(
+                "desk",
+                "changes",
+                "agent",
+                input={"request": "move my stay to Friday"},
+                status="error",
+                error=ErrorInfo("AgentError", "error in agent run: " + msg),
+                deps=(D("route"),),
+                start_ns=3,
+                end_ns=20,
+            ),
+            Step(
+                "rates",
+                "get_rates",
+                "tool",
+                parent_id="desk",
+                input={"booking": "B-2041"},
+                output={"rate": "OLD-RATE-C"},
+                start_ns=4,
+                end_ns=5,
+            ),
+            Step(
+                "mod",
+                "modify",
+                "tool",
+                parent_id="desk",
+                input={"booking": "B-2041", "rate": "OLD-RATE-C"},
+                status="error",
+                error=ErrorInfo("Refused", msg),
+                deps=(D("rates"),),
+                start_ns=6,
+                end_ns=7,
+            ),
+        )
+        run = Run("r", "desk", outcome="failure", steps=steps)
+        # Both failures, as a trace that records each span's error shows them.
+        failures = [
+            Failure("desk", "step-error", "AgentError: error in agent run: " + msg, "exception:AgentError"),
+            Failure("mod", "step-error", "Refused: " + msg, "exception:Refused"),
+        ]
+        loc = localize(run, failures=failures)
+        route = next(c for c in loc.candidates if c.step_id == "route")
+        assert not any("failure at changes expects" in r for r in route.reasons)
+        assert loc.candidates[0].step_id == "rates"
+
     def test_recency_breaks_ties(self) -> None:
         """Of two equally suspect candidates sharing no value, the later (nearer the failure) ranks first."""
         run = Run(

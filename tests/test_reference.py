@@ -6,7 +6,7 @@ from typing import Any
 
 from trajdebug.analysis import analyze
 from trajdebug.analysis.lineage import Lineage
-from trajdebug.analysis.reference import learn, references, sibling_profiles, violations
+from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, violations
 from trajdebug.model import Dependency, ErrorInfo, Run, Step
 
 
@@ -17,7 +17,15 @@ def _converter_run(rid: str, amount: float, rate: float, *, fail: bool = False, 
     """An expense agent: parse an amount, convert it, check the total against a limit."""
     converted = round(amount * rate, 2)
     steps = [
-        Step("p", "parse_receipt", "parse", input={"text": f"Total {amount} USD"}, output={"amount": amount}, start_ns=1, end_ns=2),
+        Step(
+            "p",
+            "parse_receipt",
+            "parse",
+            input={"text": f"Total {amount} USD"},
+            output={"amount": amount},
+            start_ns=1,
+            end_ns=2,
+        ),
         Step(
             "c",
             "convert",
@@ -91,8 +99,18 @@ class TestInvariants:
     def test_a_step_called_many_times_is_its_own_reference(self) -> None:
         """An occurrence far outside the magnitude of the step's other calls in the same run is flagged."""
         steps = [
-            Step(f"a{i}", "fetch_area", "tool", input={"region": r}, output={"area_km2": v}, start_ns=i, end_ns=i + 1)
-            for i, (r, v) in enumerate([("A", 5308.0), ("B", 6200.0), ("C", 854300.0), ("D", 4990.0), ("E", 7100.0)])
+            Step(
+                f"a{i}",
+                "fetch_area",
+                "tool",
+                input={"region": r},
+                output={"area_km2": v},
+                start_ns=i,
+                end_ns=i + 1,
+            )
+            for i, (r, v) in enumerate(
+                [("A", 5308.0), ("B", 6200.0), ("C", 854300.0), ("D", 4990.0), ("E", 7100.0)]
+            )
         ]
         run = Run("r", "density", outcome="failure", steps=tuple(steps))
         lin = Lineage(run)
@@ -124,13 +142,20 @@ class TestOldAnswers:
                 "claims",
                 outcome="failure" if fail else "success",
                 steps=(
-                    Step("f", "fetch_receipts", "tool", input={"claim_id": claim}, output={"receipts": receipts}),
+                    Step(
+                        "f",
+                        "fetch_receipts",
+                        "tool",
+                        input={"claim_id": claim},
+                        output={"receipts": receipts},
+                    ),
                 ),
             )
 
         jan = ["Airline 2025-01-20 TOTAL USD 310.20", "Hotel 2025-01-21 TOTAL USD 289.00"]
         passing = [lookup_run("p1", "CLM-1", jan)] + [
-            lookup_run(f"p{i}", f"CLM-{i}", [f"Taxi 2025-03-0{i} TOTAL EUR {20 + i}.00 receipt"]) for i in range(2, 6)
+            lookup_run(f"p{i}", f"CLM-{i}", [f"Taxi 2025-03-0{i} TOTAL EUR {20 + i}.00 receipt"])
+            for i in range(2, 6)
         ]
         bad = lookup_run("bad", "CLM-9", jan, fail=True)
         found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("f"), learn(passing))]
@@ -139,3 +164,57 @@ class TestOldAnswers:
         assert "reference:old-answer" not in [
             e.diagnoser for e in violations(fresh.steps[0], Lineage(fresh).view("f"), learn(passing))
         ]
+
+
+class TestExpectedProducer:
+    @staticmethod
+    def _booking(rid: str, code: str, *, fail: bool = False) -> Run:
+        """A planner asks for offers, a model picks one, a booking tool takes the picked code."""
+        steps = (
+            Step(
+                "o",
+                "get_offers",
+                "tool",
+                input={"hotel": "H-1"},
+                output={"offers": [{"code": code}]},
+                start_ns=1,
+                end_ns=2,
+            ),
+            Step(
+                "m",
+                "pick",
+                "llm",
+                input={"prompt": f"offers: {code}"},
+                output={"tool": "book", "args": {"code": code}},
+                deps=(D("o"),),
+                start_ns=3,
+                end_ns=4,
+            ),
+            Step(
+                "b",
+                "book",
+                "tool",
+                input={"code": code},
+                status="error" if fail else "ok",
+                output=None if fail else {"booked": True},
+                error=ErrorInfo("Refused", f"rate {code} is no longer offered (current DEC-RATE-A)")
+                if fail
+                else None,
+                deps=(D("m"),),
+                start_ns=5,
+                end_ns=6,
+            ),
+        )
+        return Run(rid, "booker", outcome="failure" if fail else "success", steps=steps)
+
+    def test_the_producer_of_a_value_is_the_step_that_brought_it_in(self) -> None:
+        """In passing runs, the step that brought a value in produces it; a model that repeated it does not."""
+        profile = learn([self._booking(f"ok{i}", "DEC-RATE-A") for i in range(4)])
+        assert [k[1] for k in producers_of(profile, "i:dec-rate-a")] == ["get_offers"]
+
+    def test_a_value_the_failure_expects_points_at_its_usual_producer(self) -> None:
+        """A failure naming the value passing runs had points at the step that brings it in, not at the model."""
+        bad = self._booking("bad", "OCT-RATE-C", fail=True)
+        found = analyze(bad, references=[self._booking(f"ok{i}", "DEC-RATE-A") for i in range(4)])
+        assert found.root_causes[0].step_id == "o"
+        assert "reference:expected" in found.root_causes[0].signals

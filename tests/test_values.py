@@ -42,6 +42,13 @@ class TestNumbers:
         """The digits of a date, a time or an identifier are not read as numbers."""
         assert mentions("on 2025-03-04 at 14:30 for order ORD-7781", words=False) == []
 
+    def test_a_code_in_capitals_is_an_identifier(self) -> None:
+        """A hyphenated code in capitals is an id even without a digit; followed by a number it heads a longer value."""
+        found = {(a.kind, a.raw) for a in atoms("the plan NR-SAVER replaced rate BAR-NOV-A for guest Ann-Marie")}
+        assert {("id", "NR-SAVER"), ("id", "BAR-NOV-A")} <= found
+        assert ("id", "Ann-Marie") not in found
+        assert [a.kind for a in atoms("KA-MR 482")] == ["text", "number"]
+
     @given(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12))
     def test_number_key_round_trips_through_text(self, x: float) -> None:
         """A number written with its canonical key reads back as the same key."""

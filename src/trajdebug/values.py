@@ -153,8 +153,13 @@ _ID = re.compile(
     r"|\b\d+(?:[-_][A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*)+\b"
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
     r"|\b[\w.+-]+@[\w-]+\.[\w.-]+\b"
+    # A code in capitals joined by hyphens or underscores (a rate code, a plan, a region):
+    # an identifier even without a digit (unless a number follows it: then it is the
+    # head of a longer identifier, a plate or a serial, read as text).
+    r"|\b[A-Z][A-Z0-9]+(?:[-_][A-Z0-9]+)+\b(?![ ]?\d)"
 )
 _DIGIT = re.compile(r"\d")
+_CODE = re.compile(r"[A-Z0-9][-_][A-Z0-9]")
 _QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"|`([^`\n]{2,80})`")
 _WORDNUM = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.I)
 
@@ -331,7 +336,7 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
     if table is not None:
         _walk(table, field, depth + 1, out, limit)
         return
-    if _DIGIT.search(t) is None and "@" not in t:
+    if _DIGIT.search(t) is None and "@" not in t and _CODE.search(t) is None:
         # No digit and no address: no number, date, time or id; a short string is a value,
         # a text may still quote values or write numbers as words.
         if len(t) <= 80 and "\n" not in t:
@@ -355,7 +360,7 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
             out.extend(Atom(k, "date", field, None, t) for k in date_keys(t))
         else:
             out.append(Atom(_key(kind, t), kind, field, None, t))
-        if kind != "text" or not any(c.isdigit() or c in "'\"`" for c in t):
+        if kind != "text" or not (any(c.isdigit() or c in "'\"`" for c in t) or _CODE.search(t)):
             return
     t = t[:TEXT_LIMIT]
     for m in _DATE.finditer(t):

@@ -81,9 +81,9 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
     "llm_dropped": 0.5,  # share of that for a model step
     "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
-    "earliest": 1.15,
-    "sibling": 0.6,
-    "inherited": 0.5,  # share of a deviation a step keeps when its input already deviated upstream  # weight of a deviation from the step's other calls in the same run (vs passing runs)  # boost of the earliest step on the slice that breaks a reference invariant
+    "earliest": 1.15,  # boost of the earliest step on the slice that breaks a reference invariant
+    "sibling": 0.6,  # weight of a deviation from the step's other calls in the same run (vs passing runs)
+    "inherited": 0.5,  # share of a deviation a step keeps when its input already deviated upstream
 }
 """Ranking weights; override any of them with ``localize(weights=...)``."""
 
@@ -406,11 +406,19 @@ class _Ranker:
             message = f.message if f.message else (step.error.message if step.error else "")
             named = [a for a in atoms(message) if not (a.kind == "text" and len(a.raw) <= 2)]
             seen: set[str] = set()
+            # An enclosing step (an agent, a request handler) fails with what a step inside it
+            # raised: a value that reached that inner failing step reached the failure.
+            inner = [self.lin.view(g.step_id) for g in self.failures if self._inside(g.step_id, f.step_id)]
             for a in named:
                 if a.key in seen:
                     continue
                 seen.add(a.key)
                 reached = view.given(a) or view.holds(a)
+                if not reached and any(v.given(a) for v in inner):
+                    # It reached the inner step that raised: that failure's own reading
+                    # covers the value (nothing on the way to it lost it).
+                    self._trace(a, pos, within, self.w["origin"], f"the failure at {step.name} names")
+                    continue
                 if reached or self.lin.holders(a.key, pos):
                     self._trace(a, pos, within, self.w["origin"], f"the failure at {step.name} names")
                 if a.kind == "number" and reached:
@@ -434,6 +442,18 @@ class _Ranker:
                 self._trace(
                     a, pos, within, self.w["origin_arg"], f"{step.name}, where the run failed, was given"
                 )
+
+    def _inside(self, sid: str, outer: str) -> bool:
+        """Whether step `sid` runs inside step `outer` (a descendant in the step tree)."""
+        seen = 0
+        parent = self.g.steps[sid].parent_id
+        while parent is not None and seen < 10_000:
+            if parent == outer:
+                return True
+            step = self.g.steps.get(parent)
+            parent = step.parent_id if step is not None else None
+            seen += 1
+        return False
 
     def _task_words(self, message: str) -> list[Atom]:
         """Words of a failure message that are words of the run's task, the user's request (English stop words left out)."""

@@ -76,6 +76,8 @@ class _StepStats:
     present: dict[str, int] = field(default_factory=dict)
     ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     sizes: list[float] = field(default_factory=list)
+    introduced: set[str] = field(default_factory=set)
+    """Values (texts, ids, dates) its output held that its input did not: values it brought into the run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +172,8 @@ def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bo
             shape = d.formula if d is not None else "given-by-no-formula"
             fs.formulas[shape] = fs.formulas.get(shape, 0) + 1
         for a in atoms[:50]:
+            if a.kind != "number" and len(st.introduced) < 5000 and not view.given(a):
+                st.introduced.add(a.key)
             if a.kind == "number" and a.number is not None:
                 fs.numbers.append(a.number)
             elif a.kind != "number" and len(fs.values) < 30:
@@ -468,8 +472,12 @@ def _w(base: float, support: int) -> float:
 
 
 def producers_of(profile: Profile, key: str) -> list[StepKey]:
-    """The steps whose output held this value (a text, id or date) in the agent's passing runs."""
-    return [k for k, st in profile.steps.items() if any(key in fs.values for fs in st.fields.values())]
+    """The steps that brought this value (a text, id or date) into the agent's passing runs.
+
+    A step that only passed on a value it was given (a model repeating an id into a
+    tool call) is not its producer.
+    """
+    return [k for k, st in profile.steps.items() if key in st.introduced]
 
 
 def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None = None) -> dict[str, Profile]:
