@@ -15,13 +15,11 @@ import os
 import platform
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from trajdebug.model import Dependency
+from trajdebug.record import recorder as rec
 from trajdebug.record.config import CONFIG
-
-
-if TYPE_CHECKING:
-    from trajdebug.record.recorder import RunHandle
 
 
 def _package_versions(names: tuple[str, ...]) -> dict[str, str]:
@@ -56,10 +54,8 @@ def environment_snapshot(metadata: dict[str, Any] | None = None) -> dict[str, An
     return snap
 
 
-def record_environment_step(run: RunHandle) -> str:
+def record_environment_step(run: Any) -> str:
     """Create the run's ``environment`` step and return its id."""
-    from trajdebug.record import recorder as rec
-
     h = rec.StepHandle("environment", "input")
     h._run = run
     h.seq = rec._next_seq()
@@ -77,8 +73,6 @@ def uses_env(key: str, value: Any = None) -> None:
 
     The step gets an ``env`` dependency on the run's environment step.
     """
-    from trajdebug.record import recorder as rec
-
     h = rec.current_step()
     run = rec.current_run()
     if h is None or run is None:
@@ -87,8 +81,6 @@ def uses_env(key: str, value: Any = None) -> None:
         env_id = run.env_step_id()
         if env_id is None:
             return
-        from trajdebug.model import Dependency
-
         h.deps = (*h.deps, Dependency(step_id=env_id, kind="env", origin="declared", key=key))
         reads = h.attrs.get("env_reads") if h.attrs else None
         if reads is None:
