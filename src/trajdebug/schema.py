@@ -413,6 +413,65 @@ def run_to_records(run: Run, *, redact: bool | None = None) -> list[dict[str, An
     return recs
 
 
+def redact_run(run: Run, redactor: Any = None) -> Run:
+    """A copy of a run with its secrets redacted (names, values, messages, metadata), for writers
+    that start from the model rather than records (the OTLP exporter).
+
+    Args:
+        run: The run.
+        redactor: A `trajdebug.redaction.Redactor`; None: the process policy's (nothing is
+            changed when redaction is off).
+    """
+    import dataclasses
+
+    if redactor is None:
+        from trajdebug import redaction
+
+        redactor = redaction.redactor()
+        if redactor is None:
+            return run
+    red = redactor
+    steps = tuple(
+        dataclasses.replace(
+            s,
+            name=red.text(s.name),
+            agent=None if s.agent is None else red.text(s.agent),
+            input=red(s.input),
+            output=red(s.output),
+            error=None
+            if s.error is None
+            else dataclasses.replace(
+                s.error,
+                type=red.text(s.error.type),
+                message=red.text(s.error.message),
+                traceback=None if s.error.traceback is None else red.text(s.error.traceback),
+            ),
+            attributes=red(dict(s.attributes)),
+        )
+        for s in run.steps
+    )
+    errors = tuple(
+        dataclasses.replace(
+            e,
+            type=red.text(e.type),
+            message=red.text(e.message),
+            attributes=red(dict(e.attributes)),
+            stages=tuple(
+                dataclasses.replace(c, reason=None if c.reason is None else red.text(c.reason)) for c in e.stages
+            ),
+        )
+        for e in run.errors
+    )
+    return dataclasses.replace(
+        run,
+        name=red.text(run.name),
+        failure_reason=None if run.failure_reason is None else red.text(run.failure_reason),
+        metadata=red(dict(run.metadata)),
+        steps=steps,
+        errors=errors,
+    )
+
+
 def step_to_dict(s: Step) -> dict[str, Any]:
     """A step as JSON data for reports (every field, defaults included, with its duration)."""
     return {
@@ -751,6 +810,7 @@ __all__ = [
     "meta_record",
     "open_record",
     "read_kind",
+    "redact_run",
     "run_record",
     "run_to_dict",
     "run_to_records",

@@ -429,21 +429,10 @@ class Store:
 
     # -- reading -----------------------------------------------------------
 
-    def list_runs(
-        self,
-        *,
-        outcome: str | None = None,
-        name: str | None = None,
-        since_ns: int | None = None,
-        until_ns: int | None = None,
-        limit: int | None = None,
-        derived: bool = True,
-    ) -> list[RunSummary]:
-        """List runs, newest first, filtered by outcome, name (SQL LIKE pattern) and start time.
-
-        Each summary says how many records the recorder lost for the run (read
-        from its end record).
-        """
+    @staticmethod
+    def _where(
+        outcome: str | None, name: str | None, since_ns: int | None, until_ns: int | None, derived: bool
+    ) -> tuple[str, list[str | int]]:
         where: list[str] = []
         args: list[str | int] = []
         if not derived:
@@ -460,9 +449,34 @@ class Store:
         if until_ns is not None:
             where.append("start_ns <= ?")
             args.append(until_ns)
-        sql = "SELECT run_id, name, start_ns, end_ns, outcome, failure_reason, steps, errors, note FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        return (" WHERE " + " AND ".join(where)) if where else "", args
+
+    def count_runs(self, *, outcome: str | None = None, name: str | None = None, derived: bool = True) -> int:
+        """How many runs `list_runs` would list with these filters and no limit."""
+        where, args = self._where(outcome, name, None, None, derived)
+        try:
+            return int(self._conn().execute("SELECT count(*) FROM runs" + where, args).fetchone()[0])
+        except sqlite3.DatabaseError:
+            return len(self.list_runs(outcome=outcome, name=name, derived=derived))
+
+    def list_runs(
+        self,
+        *,
+        outcome: str | None = None,
+        name: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        limit: int | None = None,
+        derived: bool = True,
+    ) -> list[RunSummary]:
+        """List runs, newest first, filtered by outcome, name (SQL LIKE pattern) and start time.
+
+        With ``derived=False``, replays and reference runs (the runs verification
+        records for another run, see `run_note`) are left out.  Each summary says
+        how many records the recorder lost for the run (read from its end record).
+        """
+        where, args = self._where(outcome, name, since_ns, until_ns, derived)
+        sql = "SELECT run_id, name, start_ns, end_ns, outcome, failure_reason, steps, errors, note FROM runs" + where
         sql += " ORDER BY start_ns DESC, rowid DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
