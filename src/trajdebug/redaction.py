@@ -174,13 +174,20 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
-_CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2[2-7]|3[47]|6(?:011|5|4[4-9])|3(?:0[0-5]|[68])|35)")
-"""Issuer prefixes of Visa, Mastercard, American Express, Discover, Diners Club and JCB."""
+_CARD_BRANDS: tuple[tuple[re.Pattern[str], frozenset[int]], ...] = (
+    (re.compile(r"4"), frozenset({13, 16, 19})),  # Visa
+    (re.compile(r"5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)"), frozenset({16})),  # Mastercard
+    (re.compile(r"3[47]"), frozenset({15})),  # American Express
+    (re.compile(r"6(?:011|5|4[4-9])"), frozenset({16, 17, 18, 19})),  # Discover
+    (re.compile(r"3(?:0[0-5]|[68])"), frozenset({14})),  # Diners Club
+    (re.compile(r"35(?:2[89]|[3-8]\d)"), frozenset({16, 17, 18, 19})),  # JCB
+)
+"""Issuer prefixes and lengths of the major card brands (ISO/IEC 7812 issuer identification)."""
 
 
 def _is_card(text: str) -> bool:
     digits = re.sub(r"[ -]", "", text)
-    return 13 <= len(digits) <= 19 and _CARD_PREFIX.match(digits) is not None and _luhn(digits)
+    return any(p.match(digits) and len(digits) in lengths for p, lengths in _CARD_BRANDS) and _luhn(digits)
 
 
 def _is_basic(token: str) -> bool:
@@ -256,7 +263,7 @@ RULES: tuple[Rule, ...] = (
         group=1,
         lower_gate=("pass", "pwd", "secret", "token", "key", "dsn", "credential"),
     ),
-    Rule("card_number", r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])", check=_is_card),
+    Rule("card_number", r"(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-])", check=_is_card),
     Rule(
         "email",
         r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
