@@ -345,8 +345,7 @@ def _compiled(extra_keys: tuple[str, ...], pii: tuple[str, ...]) -> tuple[Any, .
     case = re.compile(_CASE_LITERALS + ("|@" if "email" in pii else ""))
     lower = re.compile(_LOWER_WORDS)
     extra = tuple(re.compile(k, re.IGNORECASE) for k in extra_keys)
-    extra_hint = b"|".join(b"(?:" + k.lower().encode() + b")" for k in extra_keys)
-    byte_hint = re.compile(_KEY_WORDS + (b"|@" if "email" in pii else b"") + (b"|" + extra_hint if extra_hint else b""))
+    byte_hint = re.compile(_KEY_WORDS + (b"|@" if "email" in pii else b""))
     return rules, case, lower, byte_hint, extra
 
 
@@ -374,7 +373,7 @@ class Redactor:
 
     def needed(self, encoded: bytes) -> bool:
         """Whether a value, given as its JSON text, may hold a secret under a key or in a string."""
-        if self._bytes_hint.search(encoded.lower()) is not None:
+        if self._extra or self._bytes_hint.search(encoded.lower()) is not None:
             return True
         return len(encoded) >= 13 and len(encoded.translate(None, _NOT_DIGITS)) >= 13
 
