@@ -293,6 +293,7 @@ class TestSinks:
             for i in range(5):
                 with trajdebug.step("s") as s:
                     s.output = i
+        assert h.flush() is True  # leaving the run did not wait for the retry; flush does
         assert 0 == h.stats["lost"]
         assert [0, 1, 2, 3, 4] == [s.output for s in read_jsonl(tmp_path / "f.jsonl").runs[0].steps]
 
