@@ -235,6 +235,9 @@ class Store:
         """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        # Made by hand first (a private name): a folder that cannot be written then says
+        # why (read-only file system, permission denied) instead of SQLite's "unable to open".
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         try:
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
@@ -481,19 +484,55 @@ class Store:
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         conn = self._conn()
+        try:
+            rows = conn.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            log.warning("%s: the run list cannot be read (%s); listing from the records instead", self.path, _reason(exc))
+            return self._list_from_records(outcome, name, since_ns, until_ns, limit)
         out = []
-        for row in conn.execute(sql, args).fetchall():
+        for row in rows:
             rid, name_, start, end, outcome_, reason, steps, errors, note = row
             out.append(
                 RunSummary(rid, name_, start, end, outcome_, reason, steps, errors, note, self._lost(conn, str(rid)))
             )
         return out
 
+    def _list_from_records(
+        self, outcome: str | None, name: str | None, since_ns: int | None, until_ns: int | None, limit: int | None
+    ) -> list[RunSummary]:
+        """`list_runs` for a store whose ``runs`` table is damaged: summaries of the runs that can be read."""
+        import re
+
+        result = self.read()
+        for p in result.problems:
+            log.warning("%s", p)
+        pattern = None
+        if name is not None:
+            pattern = re.compile("".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in name), re.IGNORECASE | re.DOTALL)
+        out = []
+        for r in sorted(result.runs, key=lambda r: r.start_ns, reverse=True):
+            if outcome is not None and r.outcome != outcome:
+                continue
+            if pattern is not None and not pattern.fullmatch(r.name):
+                continue
+            if (since_ns is not None and r.start_ns < since_ns) or (until_ns is not None and r.start_ns > until_ns):
+                continue
+            out.append(
+                RunSummary(
+                    r.run_id, r.name, r.start_ns, r.end_ns, r.outcome, r.failure_reason, len(r.steps), len(r.errors),
+                    run_note(r.metadata), lost_in(r.metadata.get(RECORDER_KEY)),
+                )
+            )
+        return out[:limit] if limit is not None else out
+
     @staticmethod
     def _lost(conn: sqlite3.Connection, run_id: str) -> int:
-        row = conn.execute(
-            "SELECT body FROM records WHERE run_id = ? AND type = 'end' ORDER BY seq DESC LIMIT 1", (run_id,)
-        ).fetchone()
+        try:
+            row = conn.execute(
+                "SELECT body FROM records WHERE run_id = ? AND type = 'end' ORDER BY seq DESC LIMIT 1", (run_id,)
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            return 0  # the account cannot be read; the run's own reading will say why
         if row is None or RECORDER_KEY not in row[0]:
             return 0
         try:
@@ -507,7 +546,13 @@ class Store:
         try:
             return [str(r[0]) for r in conn.execute("SELECT run_id FROM runs ORDER BY start_ns, rowid")]
         except sqlite3.DatabaseError:
-            return [str(r[0]) for r in conn.execute("SELECT DISTINCT run_id FROM records ORDER BY seq")]
+            seen: dict[str, None] = {}
+            try:
+                for (rid,) in conn.execute("SELECT run_id FROM records ORDER BY seq"):
+                    seen.setdefault(str(rid), None)
+            except sqlite3.DatabaseError:
+                pass  # as many as could be read
+            return list(seen)
 
     def read(self, run_ids: Iterable[str] | None = None) -> ReadResult:
         """Read runs (all of them by default, oldest first) with what could not be read.
