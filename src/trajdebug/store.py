@@ -429,6 +429,41 @@ class Store:
         self.write_records([mark_record(rid, outcome, reason, time.time_ns())])
         return rid
 
+    def save_run(self, run: Run) -> Literal["added", "replaced", "unchanged"]:
+        """Store a whole run (an imported, merged or replayed one), replacing an earlier copy.
+
+        Secrets are redacted per the process policy.  A run already stored with
+        the same records is left alone, so importing a file twice does not
+        duplicate it.
+
+        Returns:
+            ``added``, ``replaced`` (the store held another version of the run)
+            or ``unchanged``.
+        """
+        records = run_to_records(run)
+        bodies = [dumps_str(r) for r in records]
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            old = [b for (b,) in conn.execute("SELECT body FROM records WHERE run_id = ? ORDER BY seq", (run.run_id,))]
+            if old == bodies:
+                conn.execute("COMMIT")
+                return "unchanged"
+            if old:
+                conn.execute("DELETE FROM records WHERE run_id = ?", (run.run_id,))
+            conn.execute("DELETE FROM runs WHERE run_id = ?", (run.run_id,))
+            conn.executemany(
+                "INSERT INTO records (run_id, type, body) VALUES (?, ?, ?)",
+                [(run.run_id, str(r["t"]), body) for r, body in zip(records, bodies)],
+            )
+            for r in records:
+                self._update_summary(conn, r)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return "replaced" if old else "added"
 
     # -- reading -----------------------------------------------------------
 
@@ -488,7 +523,7 @@ class Store:
             rows = conn.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
             log.warning("%s: the run list cannot be read (%s); listing from the records instead", self.path, _reason(exc))
-            return self._list_from_records(outcome, name, since_ns, until_ns, limit)
+            return self._list_from_records(outcome, name, since_ns, until_ns, limit, derived)
         out = []
         for row in rows:
             rid, name_, start, end, outcome_, reason, steps, errors, note = row
@@ -498,7 +533,13 @@ class Store:
         return out
 
     def _list_from_records(
-        self, outcome: str | None, name: str | None, since_ns: int | None, until_ns: int | None, limit: int | None
+        self,
+        outcome: str | None,
+        name: str | None,
+        since_ns: int | None,
+        until_ns: int | None,
+        limit: int | None,
+        derived: bool = True,
     ) -> list[RunSummary]:
         """`list_runs` for a store whose ``runs`` table is damaged: summaries of the runs that can be read."""
         import re
@@ -517,10 +558,13 @@ class Store:
                 continue
             if (since_ns is not None and r.start_ns < since_ns) or (until_ns is not None and r.start_ns > until_ns):
                 continue
+            note = run_note(r.metadata)
+            if not derived and note is not None and note.startswith(("replay of", "reference for")):
+                continue
             out.append(
                 RunSummary(
                     r.run_id, r.name, r.start_ns, r.end_ns, r.outcome, r.failure_reason, len(r.steps), len(r.errors),
-                    run_note(r.metadata), lost_in(r.metadata.get(RECORDER_KEY)),
+                    note, lost_in(r.metadata.get(RECORDER_KEY)),
                 )
             )
         return out[:limit] if limit is not None else out

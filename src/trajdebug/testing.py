@@ -24,8 +24,8 @@ from typing import Any
 
 from trajdebug.format import RunBuilder
 from trajdebug.model import Run
-from trajdebug.record import _context as _ctx
 from trajdebug.record import config as _config
+from trajdebug.record import context as _ctx
 from trajdebug.record import recorder as _rec
 from trajdebug.record import runs as _runs
 from trajdebug.record.sinks import MemorySink

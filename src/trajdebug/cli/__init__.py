@@ -48,16 +48,20 @@ def user_error(exc: BaseException) -> str | None:
 
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
+        from trajdebug.escape import one_line
+
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        except click.ClickException as exc:
+            # Messages quote file names, run ids and reasons: never let them drive the terminal.
+            setattr(exc, "message", one_line(exc.message))  # noqa: B010 - Final only to type checkers
+            raise
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except (OSError, sqlite3.Error, ValueError, RuntimeError) as exc:
             message = user_error(exc)
             if message is None:
                 raise
-            from trajdebug.report.escape import one_line
-
             raise click.ClickException(one_line(message)) from None
 
 
@@ -75,7 +79,7 @@ class _VisibleFormatter(logging.Formatter):
     """Log lines on stderr with control characters shown as escapes (messages quote untrusted names)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from trajdebug.report.escape import visible
+        from trajdebug.escape import visible
 
         return visible(super().format(record))
 

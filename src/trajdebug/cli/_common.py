@@ -1,6 +1,6 @@
 """Options and helpers shared by the commands: SOURCE, --run, --json, --from, output and progress.
 
-Everything a command prints goes through `trajdebug.report.escape`: the console
+Everything a command prints goes through `trajdebug.escape`: the console
 carries a render hook that shows control characters as visible escapes,
 `emit_json` writes JSON that cannot drive a terminal, and `fail` and `warn`
 escape their messages.  Progress bars appear only on a terminal (stderr), so
@@ -61,14 +61,14 @@ def store_path(source: str | None) -> str:
 
 def fail(message: str) -> click.ClickException:
     """A one-line error for the user (control characters in it shown as escapes)."""
-    from trajdebug.report.escape import one_line
+    from trajdebug.escape import one_line
 
     return click.ClickException(one_line(message))
 
 
 def warn(message: str) -> None:
     """A warning on stderr, one line."""
-    from trajdebug.report.escape import one_line
+    from trajdebug.escape import one_line
 
     click.echo(f"warning: {one_line(message)}", err=True)
 
@@ -110,7 +110,7 @@ def latest_original(runs: list[Run]) -> list[Run]:
 def emit_json(obj: Any) -> None:
     """Print JSON to stdout (valid JSON; controls a terminal would obey are written as ``\\u`` escapes)."""
     from trajdebug._encode import dumps
-    from trajdebug.report.escape import json_text
+    from trajdebug.escape import json_text
 
     sys.stdout.write(json_text(dumps(obj).decode("utf-8")) + "\n")
 
@@ -119,7 +119,7 @@ def console() -> Any:
     """A rich console on stdout (colour only on a terminal); what it prints goes through `visible`."""
     from rich.console import Console
 
-    from trajdebug.report.escape import render_hook
+    from trajdebug.escape import render_hook
 
     out = Console(highlight=False, soft_wrap=False)
     out.push_render_hook(render_hook())
@@ -150,7 +150,7 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn
             from rich.progress import Progress as Bar
 
-            from trajdebug.report.escape import visible
+            from trajdebug.escape import visible
 
             self._bar = Bar(
                 SpinnerColumn(),

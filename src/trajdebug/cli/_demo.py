@@ -102,7 +102,7 @@ def demo_cmd(
             out["report"] = str(report)
         emit_json(out)
         return
-    from trajdebug.report.escape import markup
+    from trajdebug.escape import markup
     from trajdebug.report.text import render_run
 
     con = console()

@@ -112,7 +112,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     steps = sum(len(r.steps) for r in result.runs)
     errors = sum(len(r.errors) for r in result.runs)
     n = len(result.runs)
-    from trajdebug.report.escape import visible
+    from trajdebug.escape import visible
 
     already = outcome["unchanged"] + outcome["replaced"]
     click.echo(
@@ -188,7 +188,7 @@ def export_cmd(
     if output == "-":
         import io
 
-        from trajdebug.report.escape import json_text
+        from trajdebug.escape import json_text
 
         buf = io.StringIO()
         write_otlp(runs, buf, per_line=per_line)
@@ -196,7 +196,7 @@ def export_cmd(
         return
     write_otlp(runs, output, per_line=per_line)
     spans = sum(len(r.steps) for r in runs)
-    from trajdebug.report.escape import visible
+    from trajdebug.escape import visible
 
     click.echo(
         visible(f"exported {len(runs)} run{'s' * (len(runs) != 1)} ({spans} spans) as {to} to {output}"), err=True

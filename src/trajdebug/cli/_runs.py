@@ -73,7 +73,7 @@ def runs_cmd(
         return
     from rich.table import Table
 
-    from trajdebug.report.escape import markup as escape
+    from trajdebug.escape import markup as escape
     from trajdebug.report.text import fmt_duration
 
     table = Table(box=None, pad_edge=False)

@@ -4,7 +4,7 @@ Everything here is re-exported at the top of the package (``trajdebug.run``,
 ``trajdebug.step``, ...).
 
 Layout (each module imports only those above it in this list, so there is
-no import cycle): ``config``, ``_context`` (context variables, the active
+no import cycle): ``config``, ``context`` (context variables, the active
 runs), ``errorlog``, ``errors``, ``decorate``, ``recorder`` (steps),
 ``edges``, ``retry``, ``contracts``, ``state``, ``env``, ``tracking``
 (writer-side encoding), ``sinks``, ``writer`` (the background thread),

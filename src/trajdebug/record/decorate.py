@@ -15,9 +15,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from trajdebug.record import _context as _ctx
-from trajdebug.record._context import _REPLAY, _RUN, _STEP
+from trajdebug.record import context as _ctx
 from trajdebug.record.config import CONFIG
+from trajdebug.record.context import _REPLAY, _RUN, _STEP
 
 
 # The step handle is duck-typed: its module imports this one.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from trajdebug.record import recorder as rec
-from trajdebug.record._context import _BRANCH
+from trajdebug.record.context import _BRANCH
 
 
 def _step_id(ref: Any) -> str | None:

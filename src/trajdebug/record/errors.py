@@ -34,7 +34,7 @@ import sys
 import traceback
 from typing import Any
 
-from trajdebug.record import _context as _ctx
+from trajdebug.record import context as _ctx
 from trajdebug.record import errorlog as _live
 from trajdebug.record.config import CONFIG, id_prefix
 from trajdebug.schema import error_record, stage_record

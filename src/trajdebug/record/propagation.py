@@ -4,7 +4,7 @@ Threads started by hand and ``ThreadPoolExecutor`` workers do not inherit
 context variables (asyncio tasks do), so steps recorded there would lose
 their run and parent.  `wrap` and `ContextThreadPoolExecutor` bind the
 caller's context.  (A step that still ends up without a context joins the
-active run, marked ``context_lost``: see `trajdebug.record._context.orphan_run`.)
+active run, marked ``context_lost``: see `trajdebug.record.context.orphan_run`.)
 
 Across processes and services, `inject` writes the run and the parent step
 into a W3C ``traceparent`` header, and `extract` in the callee joins that run:
@@ -33,10 +33,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from trajdebug.record import _context as _ctx
+from trajdebug.record import context as _ctx
 from trajdebug.record import recorder as rec
-from trajdebug.record._context import _STEP
 from trajdebug.record.config import CONFIG
+from trajdebug.record.context import _STEP
 from trajdebug.record.runs import RunHandle, _NoopRun
 from trajdebug.record.sinks import JsonlSink, StoreSink
 

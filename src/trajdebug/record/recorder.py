@@ -18,11 +18,11 @@ from typing import Any, TypeVar, overload
 
 from trajdebug._encode import dumps
 from trajdebug.model import STEP_KINDS, Dependency
-from trajdebug.record import _context as _ctx
 from trajdebug.record import config as _config
+from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
-from trajdebug.record._context import _ATTEMPT, _BRANCH, _RUN, _STEP, RemoteParent
 from trajdebug.record.config import CONFIG
+from trajdebug.record.context import _ATTEMPT, _BRANCH, _RUN, _STEP, RemoteParent
 from trajdebug.record.decorate import decorate
 from trajdebug.schema import check_kind
 
@@ -31,7 +31,7 @@ log = logging.getLogger("trajdebug")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# Module-global aliases of the clock and the step counter (`trajdebug.record._context`),
+# Module-global aliases of the clock and the step counter (`trajdebug.record.context`),
 # read on the hot path without an attribute lookup; `trajdebug.testing.deterministic`
 # swaps both places together.
 _now: Callable[[], int] = _ctx._now
@@ -206,7 +206,7 @@ class StepHandle:
 
         The step joins the one active run of the process, or the most recent of
         several, marked ``context_lost`` (``True``, or ``"ambiguous"``) and counted
-        in the run's account; never dropped silently.  See `_context.orphan_run`.
+        in the run's account; never dropped silently.  See `trajdebug.record.context.orphan_run`.
         """
         if not _ctx.ACTIVE or not CONFIG.enabled:
             return None

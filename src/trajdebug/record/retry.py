@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from trajdebug.record import recorder as rec
-from trajdebug.record._context import _ATTEMPT
+from trajdebug.record.context import _ATTEMPT
 from trajdebug.record.errors import attempt_step
 
 

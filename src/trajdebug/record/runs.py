@@ -26,12 +26,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from trajdebug.record import _context as _ctx
 from trajdebug.record import config as _config
+from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
 from trajdebug.record import recorder as _rec
-from trajdebug.record._context import _RUN, _STEP, RemoteParent
 from trajdebug.record.config import CONFIG
+from trajdebug.record.context import _RUN, _STEP, RemoteParent
 from trajdebug.record.env import environment_snapshot, record_environment_step
 from trajdebug.record.recorder import StepHandle
 from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink, describe, make_sink
