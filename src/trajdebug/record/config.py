@@ -49,9 +49,10 @@ class Config:
     the agent did not join) are still written, marked ``after_run_end``; later ones are counted."""
     store_busy_timeout: float = 0.05
     """Seconds one write attempt waits for a locked store before the writer moves on and retries."""
-    track_budget_bytes: int = 64 * 1024 * 1024
-    """Approximate bytes of produced values a run keeps for identity tracking; past this the oldest
-    are released (their consumers fall back to content inference at analysis time)."""
+    track_budget_bytes: int = 32 * 1024 * 1024
+    """Approximate bytes a run keeps for identity tracking (produced values and their entries); past
+    this the oldest are released (their consumers fall back to content inference at analysis time),
+    so memory per step stays bounded however long the run."""
     redact: bool = True
     """Redact secrets (by key name and by value pattern) before anything reaches disk, on every write
     path (`trajdebug.redaction`)."""

@@ -40,6 +40,8 @@ MAX_NAME = 1024
 """Step, agent and error-type names longer than this are cut (with an ellipsis)."""
 
 _MAX_WALK = 512
+_ENTRY_BYTES = 250
+"""What a registry entry costs beyond its value (the tuple, the dict slot, the step id, the time)."""
 _UNTRACKED = (type(None), bool, int, float, complex, bytes)
 _ID_FIELDS = frozenset(
     {"v", "t", "run_id", "step_id", "error_id", "parent_id", "parent_error_id", "retry_of", "stage", "kind",
@@ -182,7 +184,7 @@ class Tracker:
         if item[0] == "trace":
             _, value, step_id, t = item
             if not isinstance(value, _UNTRACKED):
-                self._keep(id(value), (step_id, value, t, "declared", 64))
+                self._keep(id(value), (step_id, value, t, "declared", _ENTRY_BYTES + 64))
 
     # -- tracking ----------------------------------------------------------------------
 
@@ -203,7 +205,7 @@ class Tracker:
     def _register(self, h: StepHandle, value: Any, size: int, depth: int = 1) -> None:
         if isinstance(value, _UNTRACKED) or (type(value) is str and len(value) < MIN_TRACKED_STR):
             return
-        self._keep(id(value), (h.id, value, h.t1 or 0, "tracked", size))
+        self._keep(id(value), (h.id, value, h.t1 or 0, "tracked", _ENTRY_BYTES + size))
         # The items of a returned list/tuple/dict are that step's outputs too.
         if depth > 0 and type(value) in (list, tuple):
             for item in value[:64]:
