@@ -72,6 +72,12 @@ class StoreError(RuntimeError):
     """The store file cannot be used (wrong schema version, not a trajdebug store)."""
 
 
+class StoreBusyError(StoreError):
+    """The store is locked by another connection right now (it may pass: retry later)."""
+
+    transient = True
+
+
 def default_store_path() -> Path:
     """The default store: ``$TRAJDEBUG_STORE`` or ``./trajdebug.db``."""
     return Path(os.environ.get("TRAJDEBUG_STORE") or DEFAULT_STORE)
@@ -173,7 +179,9 @@ class Store:
         try:
             self._init()
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: {_reason(exc)}") from None
+            text = str(exc).lower()
+            cls = StoreBusyError if "locked" in text or "busy" in text else StoreError
+            raise cls(f"{self.path}: {_reason(exc)}") from None
         except OSError as exc:
             raise StoreError(f"{self.path}: {exc.strerror or exc}") from None
 
@@ -201,12 +209,12 @@ class Store:
                         break
                     # Another connection holds a lock: the mode did not change yet.
                     if time.monotonic() > deadline:
-                        raise StoreError(f"{self.path}: cannot switch to WAL mode (journal mode is {mode})")
-                    time.sleep(0.02)
+                        raise StoreBusyError(f"{self.path}: cannot switch to WAL mode yet (journal mode is {mode})")
+                    time.sleep(min(0.02, max(self._timeout / 4, 0.001)))
                 except sqlite3.OperationalError:
                     if time.monotonic() > deadline:
                         raise
-                    time.sleep(0.02)
+                    time.sleep(min(0.02, max(self._timeout / 4, 0.001)))
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
@@ -305,6 +313,11 @@ class Store:
                 f"(this trajdebug uses version {SCHEMA_VERSION})"
             )
 
+    def set_busy_timeout(self, seconds: float | None) -> None:
+        """How long this thread's connection waits for another writer's lock (None: the store's timeout)."""
+        wait = self._timeout if seconds is None else seconds
+        self._conn().execute(f"PRAGMA busy_timeout={int(wait * 1000)}")
+
     def close(self) -> None:
         """Close this thread's connection."""
         conn = getattr(self._local, "conn", None)
@@ -351,14 +364,30 @@ class Store:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany("INSERT INTO records (run_id, type, body) VALUES (?, ?, ?)", rows)
-            for r in kept:
-                self._update_summary(conn, r)
+            self._update_summaries(conn, kept)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
         return len(records) - len(kept)
+
+    @classmethod
+    def _update_summaries(cls, conn: sqlite3.Connection, records: Sequence[Mapping[str, Any]]) -> None:
+        """Keep the ``runs`` table in step with a batch: step and error counts once per run, the rest per record."""
+        counts: dict[tuple[str, str], int] = {}
+        for r in records:
+            t = r["t"]
+            if t == "step" or t == "error":
+                key = (str(r["run_id"]), "steps" if t == "step" else "errors")
+                counts[key] = counts.get(key, 0) + 1
+            else:
+                cls._update_summary(conn, r)
+        for (rid, col), n in counts.items():
+            conn.execute(
+                f"INSERT INTO runs (run_id, {col}) VALUES (?, ?) ON CONFLICT(run_id) DO UPDATE SET {col}={col}+?",
+                (rid, n, n),
+            )
 
     @staticmethod
     def _update_summary(conn: sqlite3.Connection, r: Mapping[str, Any]) -> None:
@@ -456,8 +485,7 @@ class Store:
                 "INSERT INTO records (run_id, type, body) VALUES (?, ?, ?)",
                 [(run.run_id, str(r["t"]), body) for r, body in zip(records, bodies)],
             )
-            for r in records:
-                self._update_summary(conn, r)
+            self._update_summaries(conn, records)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -704,4 +732,4 @@ def _reason(exc: BaseException) -> str:
     return text
 
 
-__all__ = ["SCHEMA_VERSION", "RunSummary", "Store", "StoreError", "default_store_path", "is_store"]
+__all__ = ["SCHEMA_VERSION", "RunSummary", "Store", "StoreBusyError", "StoreError", "default_store_path", "is_store"]

@@ -47,8 +47,9 @@ class Config:
     late_grace: float = 1.0
     """Seconds a run's sinks stay open after its end record: steps that finish in that time (a thread
     the agent did not join) are still written, marked ``after_run_end``; later ones are counted."""
-    store_busy_timeout: float = 0.05
-    """Seconds one write attempt waits for a locked store before the writer moves on and retries."""
+    store_busy_timeout: float = 0.005
+    """Seconds one write attempt waits (inside SQLite) for a locked store before the writer moves on
+    and retries on its next round (10 ms later); nobody else waits for it."""
     track_budget_bytes: int = 32 * 1024 * 1024
     """Approximate bytes a run keeps for identity tracking (produced values and their entries); past
     this the oldest are released (their consumers fall back to content inference at analysis time),

@@ -60,6 +60,15 @@ class _End:
         self.flush = Flush()
 
 
+class _RunStart:
+    """The run's first record, queued; the writer adds the environment snapshot to its metadata."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+
+
 class RunHandle:
     """A run being recorded; ``with trajdebug.run(...) as run`` gives you one."""
 
@@ -145,8 +154,9 @@ class RunHandle:
         _ctx.run_started(self)
         WRITER.register(self)
         if not self._joined:
-            self.metadata.setdefault("env", environment_snapshot(self.metadata))
-            self._queue.append(run_record(self.run_id, self.name, self.start_ns, self.metadata, self.continues))
+            # The environment snapshot is taken by the writer when it writes this record
+            # (it reads package metadata and the interpreter's binary: file work).
+            self._queue.append(_RunStart(run_record(self.run_id, self.name, self.start_ns, self.metadata, self.continues)))
         self._tokens.append((_RUN.set(self), _STEP.set(self._remote_parent)))
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
@@ -201,9 +211,15 @@ class RunHandle:
                     break
             return marker.wait(0)
         WRITER.wake()
-        if not busy_ok and any(s.stalled for s in self._slots):
-            return False
-        return marker.wait(timeout)
+        if busy_ok:
+            return marker.wait(timeout)
+        # Leaving the run waits for encoding, never for storage: a sink found busy
+        # (a locked store) ends the wait at once, and the writer retries on its own.
+        deadline = time.monotonic() + timeout
+        while not marker.event.wait(0.002):
+            if any(s.stalled for s in self._slots) or time.monotonic() > deadline:
+                return False
+        return marker.clean
 
     # -- outcome -------------------------------------------------------------------
 
@@ -363,9 +379,14 @@ class RunHandle:
         records: list[dict[str, Any]] = []
         reached: list[Any] = []
         limit = CONFIG.max_batch
+        # A batch is also bounded in time (a quarter of the flush interval), so that under
+        # GIL contention with a busy agent a write still happens at least every interval.
+        deadline = time.monotonic() + CONFIG.flush_interval / 4
         done_bytes = 0
         n = 0
         while q and n < limit:
+            if not n & 127 and n and time.monotonic() > deadline:
+                break
             item = q.popleft()
             n += 1
             cls = item.__class__
@@ -377,6 +398,11 @@ class RunHandle:
                 records.extend(tracker.encode_safe(item, self._ended is not None))
             elif cls is dict:
                 records.append(tracker.record(item))
+            elif cls is _RunStart:
+                md = item.record["metadata"]
+                if "env" not in md:
+                    md["env"] = environment_snapshot(md, time_ns=self.start_ns)
+                records.append(tracker.record(item.record))
             elif cls is tuple:
                 tracker.handle(item)
             elif cls is _End:

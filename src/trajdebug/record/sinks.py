@@ -53,6 +53,8 @@ _TRANSIENT_ERRNO = frozenset({errno.ENOSPC, errno.EAGAIN, errno.EINTR, errno.EBU
 
 def is_transient(exc: BaseException) -> bool:
     """Whether a sink error may pass by itself (a locked store, a full disk): then the batch is retried."""
+    if getattr(exc, "transient", False) is True:
+        return True
     if isinstance(exc, sqlite3.OperationalError):
         text = str(exc).lower()
         return "locked" in text or "busy" in text
@@ -147,8 +149,11 @@ class JsonlSink:
 class StoreSink:
     """Write records to a `trajdebug.store.Store` (opened on first write, on the writer thread).
 
-    Each write attempt waits at most `trajdebug.configure`'s ``store_busy_timeout``
-    for a locked store; the writer retries later instead of waiting longer.
+    The connection waits inside SQLite for a lock at most
+    `trajdebug.configure`'s ``store_busy_timeout``; a store still locked is
+    reported at once through `on_busy` (the writer uses it to stop anyone
+    waiting for this write: the agent never waits on storage), and the writer
+    moves on and tries again on its next round.
     """
 
     def __init__(self, store: Any) -> None:
@@ -156,6 +161,9 @@ class StoreSink:
 
         self.path = Path(store.path) if isinstance(store, Store) else Path(store)
         self._store: Any = None
+        self._locked = False
+        self.on_busy: Any = None
+        """Called when the store is found locked (set by the writer)."""
 
     @property
     def store(self) -> Any:
@@ -169,7 +177,19 @@ class StoreSink:
 
     def write(self, records: Sequence[Mapping[str, Any]]) -> int:
         """Insert the batch in one transaction; returns how many records could not be stored."""
-        skipped: int = self.store.write_records(records, redacted=True)
+        try:
+            store = self.store
+            # While the store is known to be locked, a retry only looks (no wait inside
+            # SQLite): other runs' writes must not queue behind this one.
+            store.set_busy_timeout(0.0 if self._locked else None)
+            skipped: int = store.write_records(records, redacted=True)
+        except (sqlite3.OperationalError, OSError, RuntimeError) as exc:
+            if is_transient(exc):
+                self._locked = True
+                if self.on_busy is not None:
+                    self.on_busy()
+            raise
+        self._locked = False
         return skipped
 
     def close(self) -> None:

@@ -70,6 +70,7 @@ class Tracker:
         self._registry_bytes = 0
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
+        self._names: dict[str, str] = {}
 
     def release(self) -> None:
         """Drop the strong references at the run's end."""
@@ -133,8 +134,20 @@ class Tracker:
         return v  # type: ignore[no-any-return]
 
     def name(self, v: Any) -> str | None:
-        """A step, agent or error-type name (None stays None)."""
-        return None if v is None else self.text(v, MAX_NAME)
+        """A step, agent or error-type name (None stays None).
+
+        Names repeat (a function's name on every call): each distinct one is redacted once.
+        """
+        if v is None:
+            return None
+        if v.__class__ is str:
+            done = self._names.get(v)
+            if done is None:
+                done = self.text(v, MAX_NAME)
+                if len(self._names) < 4096:
+                    self._names[v] = done
+            return done
+        return self.text(v, MAX_NAME)
 
     def attributes(self, attrs: Any) -> Any:
         """Attributes or metadata, each value capped on its own (one huge value never costs the others)."""

@@ -69,6 +69,12 @@ class Slot:
         self.pending: list[Any] = []
         self.dead = False
         self.stalled = False
+        if hasattr(sink, "on_busy"):
+            sink.on_busy = self._busy
+
+    def _busy(self) -> None:
+        # The store is locked: whoever waits for this write (a run's end) stops waiting now.
+        self.stalled = True
 
     def write(self, run: Any, records: list[Any]) -> None:
         """Queue a batch for this sink and try to write everything it holds."""
@@ -182,21 +188,49 @@ class Writer:
     # -- the loop ------------------------------------------------------------------------
 
     def _loop(self) -> None:
+        self._warm_up()
+        state = 0
         while True:
             with self._cond:
                 if not self._kick:
-                    timeout = CONFIG.flush_interval / 2 if self._runs else (1.0 if self._sweep else None)
+                    if state == 2:
+                        timeout: float | None = min(0.01, CONFIG.flush_interval / 2)  # a busy sink: retry soon
+                    elif self._runs:
+                        timeout = CONFIG.flush_interval / 2
+                    else:
+                        timeout = 1.0 if self._sweep else None
                     self._cond.wait(timeout)
                 self._kick = False
                 runs = list(self._runs)
-            self._kick = self.round(runs) or self._kick
+            state = self.round(runs)
+            if state == 1:
+                self._kick = True
 
-    def round(self, runs: list[Any]) -> bool:
-        """Service each run once (a bounded batch each); True when some run has more waiting."""
-        busy = False
+    @staticmethod
+    def _warm_up() -> None:
+        # What every first run needs and reads files for (package versions, the platform,
+        # the redaction patterns), done while the agent runs its first steps.
+        try:
+            from trajdebug import redaction
+            from trajdebug.record.env import environment_snapshot
+
+            environment_snapshot()
+            redaction.redactor()
+        except Exception:
+            log.debug("trajdebug: writer warm-up failed", exc_info=True)
+
+    def round(self, runs: list[Any]) -> int:
+        """Service each run once (a bounded batch each).
+
+        Returns:
+            1 when some run has more queued, else 2 when some sink holds records for a
+            retry, else 0.
+        """
+        busy = 0
         for run in runs:
             try:
-                busy |= bool(run._service())
+                got = run._service()
+                busy = 1 if 1 in (busy, got) else max(busy, got)
             except BaseException:  # noqa: BLE001 - the writer thread never dies
                 try:
                     run._internal_error("writer")
@@ -226,7 +260,7 @@ class Writer:
         markers = [run._mark() for run in runs]
         if self.on_writer_thread() or not self.alive():
             for _ in range(1000):
-                if not self.round(runs):
+                if self.round(runs) != 1:
                     break
         else:
             self.wake()
