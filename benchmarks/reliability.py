@@ -357,7 +357,7 @@ def render_section(d: dict[str, Any]) -> list[str]:
     """The reliability section of docs/benchmarks.md."""
     ld, mem, lk = d["load"], d["memory"], d["locked"]
     lines = [
-        "## 7. Reliability: what a crash loses, what load costs",
+        "## 8. Reliability: what a crash loses, what load costs",
         "",
         f"Run {d['date']}{' (quick)' if d.get('quick') else ''} with `python -m benchmarks --only reliability` "
         f"({d['seconds']:.0f} s); `benchmarks/reliability.py` describes the method. Settings: `flush_interval` "
