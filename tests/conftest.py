@@ -35,8 +35,13 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     monkeypatch.delenv("TRAJDEBUG_SINK", raising=False)
     saved = {k: getattr(trajdebug.record.CONFIG, k) for k in trajdebug.record.Config.__slots__ if k != "extra"}
     yield
+    from trajdebug.record import context
+
+    leaked = [r.name for r in context.ACTIVE]
+    context.ACTIVE.clear()
     trajdebug.record.flush(5)
     trajdebug.configure(**saved)
+    assert not leaked, f"runs left recording after the test: {leaked}"
 
 
 CliRun = Callable[..., subprocess.CompletedProcess[bytes]]

@@ -17,8 +17,13 @@ from typing import Any
 
 from trajdebug.record import context as _ctx
 from trajdebug.record.config import CONFIG
-from trajdebug.record.context import _REPLAY, _RUN, _STEP
 
+
+# Bound by assignment, not imported by name, so that ``_RUN.get()`` compiles to a method
+# call (see the same lines in `trajdebug.record.recorder`).
+_RUN = _ctx._RUN
+_STEP = _ctx._STEP
+_REPLAY = _ctx._REPLAY
 
 # The step handle is duck-typed: its module imports this one.
 StepHandle = Any

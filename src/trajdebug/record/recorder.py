@@ -22,7 +22,6 @@ from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
 from trajdebug.record.config import CONFIG
-from trajdebug.record.context import _ATTEMPT, _BRANCH, _RUN, _STEP, RemoteParent
 from trajdebug.record.decorate import decorate
 from trajdebug.schema import check_kind
 
@@ -30,6 +29,16 @@ from trajdebug.schema import check_kind
 log = logging.getLogger("trajdebug")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# The context variables, bound by assignment rather than imported by name: CPython 3.11
+# compiles ``name.get()`` on an imported name as an attribute load plus a call (it
+# takes the name for a module), ~30 ns slower than the method call it uses otherwise,
+# and the hot path makes four such calls per step.
+_RUN = _ctx._RUN
+_STEP = _ctx._STEP
+_BRANCH = _ctx._BRANCH
+_ATTEMPT = _ctx._ATTEMPT
+RemoteParent = _ctx.RemoteParent
 
 # Module-global aliases of the clock and the step counter (`trajdebug.record.context`),
 # read on the hot path without an attribute lookup; `trajdebug.testing.deterministic`
@@ -250,18 +259,22 @@ class StepHandle:
                 _errors.on_retry_success(run, self)
             # Scalars are immutable and kept as they are; anything else is frozen
             # as JSON now, with the live object kept for identity tracking.
+            # Snapshot bytes count against the run's byte budget (only when there are any).
+            big = False
             inp = self.input
             if inp.__class__ not in _SCALARS:
                 self._live_in = inp
                 self.input = snap = _snap(inp)
                 run._bytes += len(snap)
+                big = True
             out = self.output
             if out.__class__ not in _SCALARS:
                 self._live_out = out
                 self.output = snap = _snap(out)
                 run._bytes += len(snap)
+                big = True
             q = run._queue
-            if len(q) < run._max_buffer and run._bytes < run._max_bytes:
+            if len(q) < run._max_buffer and (big is False or run._bytes < run._max_bytes):
                 q.append(self)
             else:
                 run._full(self)

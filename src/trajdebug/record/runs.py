@@ -48,6 +48,26 @@ LOST_KINDS = ("dropped", "unwritable", "unencodable", "after_end")
 encoded at all; the step finished after the run had been written."""
 
 
+class _Account:
+    """What went wrong inside the recorder for one run (kept apart from the hot attributes of the run).
+
+    CPython keeps up to 30 attributes of an instance in its compact layout, which the
+    interpreter reads fastest; the step's exit reads the run's queue and limits on
+    every step, so the run's rarely used counters live here.
+    """
+
+    __slots__ = ("context_lost", "internal_errors", "lock", "lost", "sink_failures", "waiting", "warned")
+
+    def __init__(self) -> None:
+        self.lost = dict.fromkeys(LOST_KINDS, 0)
+        self.context_lost = [0, 0]
+        self.lock = threading.Lock()
+        self.warned = False
+        self.sink_failures = 0
+        self.internal_errors = 0
+        self.waiting: list[Flush] = []
+
+
 class _End:
     """The run's end, queued behind its last steps (the writer builds the ``end`` record from it)."""
 
@@ -91,12 +111,7 @@ class RunHandle:
         self.continues = continues
         self.outcome: str | None = None
         self.failure_reason: str | None = None
-        self.sink_failures = 0
-        self.internal_errors = 0
-        self._lost_counts = dict.fromkeys(LOST_KINDS, 0)
-        self._context_lost = [0, 0]
-        self._count_lock = threading.Lock()
-        self._warned = False
+        self._acct = _Account()
         self._joined = joined
         self._remote_parent = RemoteParent(parent) if parent else None
         self._queue: deque[Any] = deque()
@@ -123,7 +138,6 @@ class RunHandle:
         self._active = False
         self._ended: float | None = None
         self._final = False
-        self._waiting: list[Flush] = []
         self.start_ns = 0
         self.end_ns: int | None = None
 
@@ -134,7 +148,17 @@ class RunHandle:
     @property
     def dropped(self) -> int:
         """Records dropped because the queue was full."""
-        return self._lost_counts["dropped"]
+        return self._acct.lost["dropped"]
+
+    @property
+    def sink_failures(self) -> int:
+        """How many sinks failed for good."""
+        return self._acct.sink_failures
+
+    @property
+    def internal_errors(self) -> int:
+        """How many times the recorder itself failed (never raised into the agent)."""
+        return self._acct.internal_errors
 
     # -- context -----------------------------------------------------------------
 
@@ -291,9 +315,9 @@ class RunHandle:
 
     def _adopted(self, ambiguous: bool) -> None:
         """A step that lost its context (a plain thread pool) joined this run."""
-        with self._count_lock:
-            self._context_lost[1 if ambiguous else 0] += 1
-            first = sum(self._context_lost) == 1
+        with self._acct.lock:
+            self._acct.context_lost[1 if ambiguous else 0] += 1
+            first = sum(self._acct.context_lost) == 1
         if first:
             how = "the most recent of several active runs" if ambiguous else "the only active run"
             log.warning(
@@ -429,11 +453,11 @@ class RunHandle:
             elif clean:
                 m.done(True)
             else:
-                self._waiting.append(m)
-        if clean and self._waiting:
-            for m in self._waiting:
+                self._acct.waiting.append(m)
+        if clean and self._acct.waiting:
+            for m in self._acct.waiting:
                 m.done(True)
-            self._waiting.clear()
+            self._acct.waiting.clear()
         if q:
             return 1
         if not clean:
@@ -450,16 +474,16 @@ class RunHandle:
         """The recorder's account of this run so far: records lost by cause, steps that lost their
         context, secrets redacted per rule (what goes into the ``end`` record's ``recorder`` field)."""
         out: dict[str, Any] = {}
-        lost = {k: v for k, v in self._lost_counts.items() if v}
+        lost = {k: v for k, v in self._acct.lost.items() if v}
         if lost:
             out["lost"] = lost
-        if any(self._context_lost):
-            out["context_lost"] = {"steps": self._context_lost[0] + self._context_lost[1], "ambiguous": self._context_lost[1]}
+        if any(self._acct.context_lost):
+            out["context_lost"] = {"steps": self._acct.context_lost[0] + self._acct.context_lost[1], "ambiguous": self._acct.context_lost[1]}
         red = self._tracker.redactor if self._tracker is not None else None
         if red is not None and red.counts:
             out["redacted"] = dict(red.counts)
-        if self.internal_errors:
-            out["internal_errors"] = self.internal_errors
+        if self._acct.internal_errors:
+            out["internal_errors"] = self._acct.internal_errors
         return out
 
     def _finalize(self) -> None:
@@ -492,36 +516,36 @@ class RunHandle:
     # -- counting what went wrong ---------------------------------------------------------------
 
     def _lost(self, why: str, n: int) -> None:
-        with self._count_lock:
-            self._lost_counts[why] += n
+        with self._acct.lock:
+            self._acct.lost[why] += n
 
     def _sink_failed(self, sink: Any, exc: BaseException | None, lost: int) -> None:
-        self.sink_failures += 1
+        self._acct.sink_failures += 1
         if lost:
             self._lost("unwritable", lost)
         reason = f"{type(exc).__name__}: {exc}" if exc is not None else "failed"
         self._warn_once(f"trajdebug: cannot write run {self.run_id} to {describe(sink)} ({reason}); its records there are lost")
 
     def _internal_error(self, where: str) -> None:
-        self.internal_errors += 1
+        self._acct.internal_errors += 1
         self._warn_once(f"trajdebug: internal error in {where}; the agent was not affected")
         log.debug("trajdebug internal error in %s", where, exc_info=True)
 
     def _warn_once(self, message: str) -> None:
-        if not self._warned:
-            self._warned = True
+        if not self._acct.warned:
+            self._acct.warned = True
             log.warning(message)
 
     @property
     def stats(self) -> dict[str, int]:
         """Counters of what went wrong inside the recorder (records lost by cause, sink failures)."""
         return {
-            "dropped": self._lost_counts["dropped"],
-            "lost": sum(self._lost_counts.values()),
-            "after_end": self._lost_counts["after_end"],
-            "context_lost": sum(self._context_lost),
-            "sink_failures": self.sink_failures,
-            "internal_errors": self.internal_errors,
+            "dropped": self._acct.lost["dropped"],
+            "lost": sum(self._acct.lost.values()),
+            "after_end": self._acct.lost["after_end"],
+            "context_lost": sum(self._acct.context_lost),
+            "sink_failures": self._acct.sink_failures,
+            "internal_errors": self._acct.internal_errors,
         }
 
     def load(self) -> Any:
@@ -618,6 +642,7 @@ class _NoopRun(RunHandle):
         self._final = True
         self._state = None
         self._slots = []
+        self._acct = _Account()
 
     def __enter__(self) -> RunHandle:
         return self
