@@ -321,3 +321,27 @@ class TestImport:
         proc = cli_run("import", str(src), "-o", str(tmp_path / "x.db"), check=True)
         assert b"" == proc.stderr
         assert b"imported 1 run" in proc.stdout
+
+
+class TestForeignReaders:
+    def test_otlp_spans_with_impossible_values_are_named_and_the_rest_shown(self, tmp_path: Path, cli_run: Any) -> None:
+        """An OTLP span with `intValue: "abc"` and one starting at time 1e400 are each one line naming the span;
+        the other span of the trace is shown."""
+        doc = (
+            '{"resourceSpans":[{"resource":{"attributes":[]},"scopeSpans":[{"scope":{"name":"x"},"spans":['
+            '{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"a",'
+            '"startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{"key":"n","value":{"intValue":"abc"}}]},'
+            '{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203332","name":"b",'
+            '"startTimeUnixNano":1e400,"endTimeUnixNano":"3"},'
+            '{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203333","name":"kept",'
+            '"startTimeUnixNano":"4","endTimeUnixNano":"5"}]}]}]}'
+        )
+        path = tmp_path / "spans.json"
+        path.write_bytes(b"\xef\xbb\xbf" + doc.encode())
+        proc = cli_run("show", str(path), "--json")
+        assert 0 == proc.returncode, proc.stderr
+        err = proc.stderr.decode().splitlines()
+        assert 2 == len(err)
+        for i, line in enumerate(err):
+            assert line.startswith(f"{path}: resourceSpans[0].scopeSpans[0].spans[{i}]: ")
+        assert ["kept"] == [s["name"] for s in json.loads(proc.stdout)["runs"][0]["steps"]]
