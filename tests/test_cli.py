@@ -315,6 +315,35 @@ class TestImport:
         assert dict(counts)["step"] == 2
         assert "1 already there" in cli_run("import", str(log), "-o", str(db), check=True).stdout.decode()
 
+    def test_import_shows_progress_on_a_terminal(self, tmp_path: Path) -> None:
+        """With stderr on a terminal, `import` draws a progress bar there (rich), naming what it does."""
+        import os
+        import pty
+        import select
+
+        src = _a_run(tmp_path / "r.jsonl")
+        master, slave = pty.openpty()
+        env = {**os.environ, "TERM": "xterm", "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "trajdebug", "import", str(src), "-o", str(tmp_path / "x.db")],
+            stdout=subprocess.PIPE, stderr=slave, env=env, cwd=tmp_path,
+        )
+        os.close(slave)
+        drawn = b""
+        while select.select([master], [], [], 30)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        out, _ = proc.communicate(timeout=60)
+        os.close(master)
+        assert 0 == proc.returncode
+        assert b"reading" in drawn and b"importing into" in drawn
+        assert b"imported 1 run" in out
+
     def test_import_is_quiet_on_stderr_when_piped(self, tmp_path: Path, cli_run: Any) -> None:
         """Progress is drawn only on a terminal: a piped import writes nothing to stderr but problems."""
         src = _a_run(tmp_path / "r.jsonl")
