@@ -211,9 +211,13 @@ class Store:
                     if time.monotonic() > deadline:
                         raise StoreBusyError(f"{self.path}: cannot switch to WAL mode yet (journal mode is {mode})")
                     time.sleep(min(0.02, max(self._timeout / 4, 0.001)))
-                except sqlite3.OperationalError:
+                except sqlite3.OperationalError as exc:
                     if time.monotonic() > deadline:
-                        raise
+                        text = str(exc).lower()
+                        if "readonly" in text or "read-only" in text or "unable to open" in text:
+                            raise
+                        # BUSY, or an I/O error while another process creates the file: it passes.
+                        raise StoreBusyError(f"{self.path}: not ready yet ({exc})") from None
                     time.sleep(min(0.02, max(self._timeout / 4, 0.001)))
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
