@@ -97,7 +97,7 @@ _LOAD_CHILD = textwrap.dedent(
         hwm = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM"))
     gaps.sort()
     pct = lambda q: gaps[min(len(gaps) - 1, int(q * len(gaps)))] if gaps else None
-    print(json.dumps({"loop_s": loop_s, "total_s": total_s, "dropped": h.stats["dropped"], "lost": h.stats["lost"],
+    print(json.dumps({"loop_s": loop_s, "total_s": total_s, "dropped": h.stats["dropped"], "lost": h.losses["lost"],
                       "peak_rss_kib": hwm, "max_write_gap_s": max(gaps) if gaps else None,
                       "p50_write_gap_s": pct(0.5), "p99_write_gap_s": pct(0.99), "writes": len(gaps) + 1,
                       "run_id": h.run_id}))

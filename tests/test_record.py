@@ -304,7 +304,7 @@ class TestHostileValues:
             echo("\udcff")
             echo(10**5000)
             echo("next")
-        assert 0 == h.stats["lost"] == h.stats["sink_failures"] == h.stats["internal_errors"]
+        assert 0 == h.losses["lost"] == h.stats["sink_failures"] == h.stats["internal_errors"]
         (run,) = read_jsonl(path).runs
         assert 3 == len(run.steps)
         assert "\\udcff" == run.steps[0].output
@@ -721,7 +721,7 @@ class TestHostileMatrix:
             "store": {"store": tmp_path / "h.db"},
         }[sink]
         h, made = _record_everywhere(HOSTILE[value], **kwargs)
-        assert 0 == h.stats["lost"] == h.stats["sink_failures"]
+        assert 0 == h.losses["lost"] == h.stats["sink_failures"]
         if sink == "jsonl":
             result = read_jsonl(tmp_path / "h.jsonl")
             assert [] == result.problems

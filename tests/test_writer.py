@@ -113,7 +113,7 @@ class TestLoad:
             for i in range(20_000):
                 with trajdebug.step("s") as s:
                     s.output = i
-        assert 0 == h.stats["lost"]
+        assert 0 == h.losses["lost"]
         assert 20_000 == len(h.load().steps)
 
     def test_snapshot_bytes_waiting_for_the_writer_are_bounded(self) -> None:
@@ -222,7 +222,7 @@ class TestLateSteps:
             time.sleep(0.01)
         release.set()
         t.join()
-        assert 1 == h.stats["after_end"]
+        assert 1 == h.losses["after_end"]
         assert any("finished after the run had been written" in r.message for r in caplog.records)
         assert "too-late" not in [s.name for s in h.load().steps]
 
@@ -294,7 +294,7 @@ class TestSinks:
                 with trajdebug.step("s") as s:
                     s.output = i
         assert h.flush() is True  # leaving the run did not wait for the retry; flush does
-        assert 0 == h.stats["lost"]
+        assert 0 == h.losses["lost"]
         assert [0, 1, 2, 3, 4] == [s.output for s in read_jsonl(tmp_path / "f.jsonl").runs[0].steps]
 
     def test_flush_writes_what_is_queued_and_says_so(self) -> None:

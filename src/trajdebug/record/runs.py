@@ -538,14 +538,22 @@ class RunHandle:
 
     @property
     def stats(self) -> dict[str, int]:
-        """Counters of what went wrong inside the recorder (records lost by cause, sink failures)."""
+        """Counters of what went wrong inside the recorder: records dropped (queue full), sinks that
+        failed, internal errors (see `losses` for every cause)."""
         return {
             "dropped": self._acct.lost["dropped"],
-            "lost": sum(self._acct.lost.values()),
-            "after_end": self._acct.lost["after_end"],
-            "context_lost": sum(self._acct.context_lost),
             "sink_failures": self._acct.sink_failures,
             "internal_errors": self._acct.internal_errors,
+        }
+
+    @property
+    def losses(self) -> dict[str, int]:
+        """Records lost so far by cause (`LOST_KINDS`), their total (``lost``), and the steps that
+        joined this run without its context (``context_lost``)."""
+        return {
+            **self._acct.lost,
+            "lost": sum(self._acct.lost.values()),
+            "context_lost": sum(self._acct.context_lost),
         }
 
     def load(self) -> Any:
