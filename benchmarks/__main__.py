@@ -1,4 +1,9 @@
-"""``python -m benchmarks``: run the benchmarks and rewrite ``docs/benchmarks.md``."""
+"""``python -m benchmarks``: run the benchmarks and rewrite ``docs/benchmarks.md``.
+
+``--quick`` writes beside the committed results (``docs/benchmarks.quick.md``,
+``benchmarks/results.quick.json``) unless ``--replace`` is given.  Progress is
+printed only when stderr is a terminal.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +19,15 @@ from benchmarks import report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results.json"
+QUICK_RESULTS = Path(__file__).resolve().parent / "results.quick.json"
+DOCUMENT = "docs/benchmarks.md"
+QUICK_DOCUMENT = "docs/benchmarks.quick.md"
 
 
 def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    # Progress on a terminal only: piped output (CI logs, files) stays quiet.
+    if sys.stderr.isatty():
+        print(msg, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,18 +36,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a smaller run (under two minutes)")
     p.add_argument(
         "--only",
-        choices=("blind", "quality", "verification", "speed", "tau", "report_html", "fleet"),
+        choices=("blind", "quality", "verification", "speed", "tau", "report_html", "fleet", "reliability"),
         action="append",
         help="run only this section (repeatable)",
     )
     p.add_argument(
-        "--out", default="docs/benchmarks.md", help="the document to write (default: docs/benchmarks.md)"
+        "--out",
+        help=f"the document to write (default: {DOCUMENT}; with --quick, {QUICK_DOCUMENT} unless --replace)",
     )
-    p.add_argument("--results", default=str(RESULTS), help="where the raw results are kept (JSON)")
+    p.add_argument("--results", help="where the raw results are kept (JSON; with --quick, results.quick.json)")
+    p.add_argument(
+        "--replace", action="store_true", help="with --quick, write the committed document and results anyway"
+    )
     a = p.parse_args(argv)
+    beside = a.quick and not a.replace
+    a.out = a.out or (QUICK_DOCUMENT if beside else DOCUMENT)
+    a.results = a.results or str(QUICK_RESULTS if beside else RESULTS)
     sections = a.only or ["blind", "quality", "verification", "tau", "speed", "report_html"]
     results_path = Path(a.results)
     data: dict[str, Any] = {}
+    if beside and not results_path.exists() and RESULTS.exists():
+        # The quick document shows the other sections as last committed.
+        results_path.write_text(RESULTS.read_text())
     if results_path.exists():
         try:
             data = json.loads(results_path.read_text())
@@ -82,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.fleet import run_fleet_bench
 
         data["fleet"] = run_fleet_bench(quick=a.quick, progress=_say)
+    if "reliability" in sections:
+        from benchmarks.reliability import run_reliability
+
+        data["reliability"] = {"date": report.machine()["date"], **run_reliability(quick=a.quick, progress=_say)}
     data["machine"] = report.machine()
     results_path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     cmd = (
@@ -94,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         out = ROOT / out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report.render(data, cmd))
-    _say(f"wrote {out} ({time.perf_counter() - t0:.1f} s)")
+    print(f"wrote {out} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
     return 0
 
 

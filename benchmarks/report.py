@@ -766,8 +766,8 @@ def render(data: Mapping[str, Any], command: str) -> str:
         "```sh",
         ". .venv/bin/activate",
         "python -m benchmarks                 # everything (2–5 min on 2 cores); rewrites this file",
-        "python -m benchmarks --quick         # under two minutes",
-        "python -m benchmarks --only quality  # or verification, speed, tau; other sections keep their last results",
+        "python -m benchmarks --quick         # under two minutes; writes docs/benchmarks.quick.md (--replace: this file)",
+        "python -m benchmarks --only quality  # or verification, speed, tau, fleet, reliability; other sections keep their last results",
         "```",
         "",
         "Raw numbers of the last run of each section: `benchmarks/results.json`.",
@@ -798,6 +798,10 @@ def render(data: Mapping[str, Any], command: str) -> str:
         from benchmarks.fleet import render_section
 
         lines += render_section(data["fleet"])
+    if data.get("reliability"):
+        from benchmarks.reliability import render_section as reliability_section
+
+        lines += reliability_section(data["reliability"])
     lines += [
         "## Method notes",
         "",

@@ -206,7 +206,7 @@ def _writer_cost(body: Callable[[int], Any], n: int) -> float:
     steps mostly leaves it until after the timed loop.
     """
     import trajdebug
-    from trajdebug.record.sinks import WRITER
+    from trajdebug.record.writer import WRITER
 
     h = trajdebug.run("bench-writer", sinks=[DropSink()])
     h.__enter__()

@@ -22,8 +22,17 @@ from typing import Any
 from benchmarks.metrics import mrr, rank_of, top_k
 
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "agentrx-tau"
-"""Where the data set lives, beside the repository (``../shared/data/agentrx-tau``; README.md there describes it)."""
+def _data_dir() -> Path:
+    root = Path(__file__).resolve().parent.parent
+    # ../shared/data beside the repository (or beside the folder of its worktrees).
+    for base in (root.parent, root.parent.parent):
+        if (base / "shared" / "data" / "agentrx-tau").exists():
+            return base / "shared" / "data" / "agentrx-tau"
+    return root.parent / "shared" / "data" / "agentrx-tau"
+
+
+DATA = _data_dir()
+"""Where the data set lives (``../shared/data/agentrx-tau`` from the repository; README.md there describes it)."""
 
 
 @dataclass(slots=True)

@@ -1,22 +1,123 @@
-"""Shared fixtures: every test runs in its own directory with its own default store."""
+"""Shared fixtures: every test runs in its own directory with its own default store.
+
+Also the builders several test modules share: running the real command line
+in a subprocess (`cli_run`), a real read-only file system for a command
+(`readonly`), and the data sets under ``../shared/data`` next to the
+repository (`shared_data`); a real headless browser (`browser`, `page`) and hostile runs
+for the HTML report; a recorded fleet (`fleet_store`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import trajdebug
 from trajdebug.model import Run
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test gets a fresh cwd and default store, so nothing leaks between tests."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TRAJDEBUG_STORE", str(tmp_path / "trajdebug.db"))
     monkeypatch.delenv("TRAJDEBUG", raising=False)
+    monkeypatch.delenv("TRAJDEBUG_SINK", raising=False)
+    saved = {k: getattr(trajdebug.record.CONFIG, k) for k in trajdebug.record.Config.__slots__ if k != "extra"}
+    yield
+    from trajdebug.record import context
+
+    leaked = [r.name for r in context.ACTIVE]
+    context.ACTIVE.clear()
+    trajdebug.record.flush(5)
+    trajdebug.configure(**saved)
+    assert not leaked, f"runs left recording after the test: {leaked}"
+
+
+CliRun = Callable[..., subprocess.CompletedProcess[bytes]]
+
+
+@pytest.fixture
+def cli_run(tmp_path: Path) -> CliRun:
+    """Run ``python -m trajdebug ARGS`` in a real subprocess (output piped, as bytes).
+
+    Keyword ``wrap`` prefixes the command (e.g. with `readonly`); ``env`` adds variables.
+    """
+
+    def run(*args: str, wrap: Sequence[str] = (), env: dict[str, str] | None = None, check: bool = False) -> subprocess.CompletedProcess[bytes]:
+        full = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+        return subprocess.run(
+            [*wrap, sys.executable, "-m", "trajdebug", *args],
+            cwd=tmp_path,
+            env=full,
+            capture_output=True,
+            timeout=120,
+            check=check,
+        )
+
+    return run
+
+
+def _unshare_works() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+@pytest.fixture
+def readonly() -> Callable[[Path], list[str]]:
+    """A command prefix that runs a command with ``folder`` on a read-only file system.
+
+    The folder is bind-mounted read-only in a private mount namespace
+    (``unshare``), so writes fail with EROFS as on a read-only mount; where
+    namespaces are not available and the tests do not run as root, the folder
+    is made read-only with its permissions instead.
+    """
+    can_unshare = _unshare_works()
+
+    def prefix(folder: Path) -> list[str]:
+        folder.mkdir(parents=True, exist_ok=True)
+        if can_unshare:
+            script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
+            return ["unshare", "-rm", "sh", "-c", script, str(folder)]
+        if os.geteuid() != 0:
+            folder.chmod(0o555)
+            return []
+        pytest.skip("no way to make a read-only folder here (no user namespaces, running as root)")
+
+    return prefix
+
+
+def shared_data(name: str) -> Path:
+    """A data set from ``../shared/data/NAME`` beside the repository (or beside its worktree parent).
+
+    In CI (``$CI`` set) a missing data set fails the test loudly; elsewhere it skips.
+    """
+    for base in (ROOT.parent, ROOT.parent.parent):
+        candidate = base / "shared" / "data" / name
+        if candidate.exists():
+            return candidate
+    message = f"data set {name!r} not found at ../shared/data/{name} (relative to {ROOT})"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def tau_dir() -> Path:
+    """The AgentRx tau-bench data set (``../shared/data/agentrx-tau``)."""
+    return shared_data("agentrx-tau")
 
 
 # -- real browser (Chromium from the system's packages, driven by Playwright) ----------------

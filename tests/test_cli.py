@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -196,3 +197,180 @@ class TestDemo:
         """`trajdebug demo --clean` records a passing run."""
         data = json.loads(invoke("demo", "--clean", "--no-verify", "--json"))
         assert data["run"]["outcome"] == "success"
+
+
+def _one_line_error(proc: Any) -> str:
+    """The error a failed command printed: exactly one line, no traceback."""
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert 1 == len(lines), err
+    return lines[0]
+
+
+def _a_run(path: Path) -> Path:
+    with trajdebug.run("kept", path=path), trajdebug.step("s") as s:
+        s.output = 1
+    return path
+
+
+class TestUserErrors:
+    @pytest.mark.parametrize(
+        ("args", "target"),
+        [
+            (["demo", "--no-verify", "--store", "{ro}/x.db"], "x.db"),
+            (["import", "{src}", "-o", "{ro}/x.jsonl"], "x.jsonl"),
+            (["import", "{src}", "-o", "{ro}/x.db"], "x.db"),
+            (["export", "{src}", "-o", "{ro}/x.json"], "x.json"),
+        ],
+    )
+    def test_writing_to_a_read_only_location_is_one_line_naming_it(
+        self, args: list[str], target: str, tmp_path: Path, cli_run: Any, readonly: Any
+    ) -> None:
+        """A command that must write onto a read-only file system ends with one line naming the file."""
+        src = _a_run(tmp_path / "src.jsonl")
+        ro = tmp_path / "ro"
+        argv = [a.format(ro=ro, src=src) for a in args]
+        line = _one_line_error(cli_run(*argv, wrap=readonly(ro)))
+        assert target in line
+        assert "read-only" in line.lower() or "readonly" in line.lower() or "cannot write" in line.lower()
+
+    def test_reading_commands_read_a_store_on_a_read_only_mount(self, tmp_path: Path, cli_run: Any, readonly: Any) -> None:
+        """`runs`, `show`, `analyze` and `errors` open the store read-only, so a read-only mount can be read."""
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        db = ro / "s.db"
+        with trajdebug.run("mounted", store=db) as h, trajdebug.step("s", kind="tool") as s:
+            s.output = "x"
+        trajdebug.record.flush()
+        wrap = readonly(ro)
+        listed = json.loads(cli_run("runs", "--store", str(db), "--json", wrap=wrap, check=True).stdout)
+        assert [h.run_id] == [r["run_id"] for r in listed["runs"]]
+        for cmd in (["show", str(db)], ["analyze", str(db), "--json"], ["errors", str(db), "--json"]):
+            proc = cli_run(*cmd, wrap=wrap)
+            assert 0 == proc.returncode, proc.stderr
+
+    @pytest.mark.parametrize(
+        ("make", "says"),
+        [
+            (lambda p: p.write_bytes(b""), "empty file"),
+            (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64)), "PNG image"),
+            (lambda p: p.write_text('{"data": [\n  1,\n  2,,\n]}'), "broken JSON at line 3, column"),
+            (lambda p: p.write_text('{"hello": "world"}'), "its keys: hello"),
+            (lambda p: p.mkdir(), "empty folder"),
+        ],
+        ids=["empty", "png", "broken-json", "unknown-json", "empty-folder"],
+    )
+    def test_an_unreadable_source_says_what_is_wrong_with_it(self, make: Any, says: str, tmp_path: Path, cli_run: Any) -> None:
+        """`show` and `import` on an empty file, an image, broken JSON, unknown JSON or an empty folder say
+        what is wrong, in one line, not only that the format is unknown."""
+        target = tmp_path / "thing.json"
+        make(target)
+        for cmd in ("show", "import"):
+            line = _one_line_error(cli_run(cmd, str(target)))
+            assert says in line and str(target) in line
+
+    def test_a_corrupt_store_names_what_it_cannot_read_and_shows_the_rest(self, tmp_path: Path, cli_run: Any) -> None:
+        """A row that is not JSON and a run listed without records are warnings naming the store; the other
+        runs are still shown."""
+        import sqlite3
+
+        db = tmp_path / "c.db"
+        ids = []
+        for name in ("one", "two", "three"):
+            with trajdebug.run(name, store=db) as h, trajdebug.step("s") as s:
+                s.output = name
+            ids.append(h.run_id)
+        trajdebug.record.flush()
+        with sqlite3.connect(db) as conn:
+            seq = conn.execute("SELECT seq FROM records WHERE run_id = ? AND type = 'step'", (ids[0],)).fetchone()[0]
+            conn.execute("UPDATE records SET body = '{broken' WHERE seq = ?", (seq,))
+            conn.execute("INSERT INTO runs (run_id, name) VALUES ('ghost', 'ghost')")
+        proc = cli_run("show", str(db), "--json")
+        assert 0 == proc.returncode
+        err = proc.stderr.decode()
+        assert f"{db} (run {ids[0]}):{seq}: row is not valid JSON" in err
+        assert "(run ghost): listed, but no record of it could be read" in err
+        shown = {r["run_id"]: r for r in json.loads(proc.stdout)["runs"]}
+        assert set(ids) == set(shown)
+        assert 0 == shown[ids[0]]["step_count"] and 1 == shown[ids[1]]["step_count"]
+
+
+class TestImport:
+    def test_importing_the_same_file_twice_does_not_duplicate_its_runs(self, tmp_path: Path, cli_run: Any) -> None:
+        """The second import of a file into a store finds its runs already there and adds nothing."""
+        import sqlite3
+
+        log = tmp_path / "chat.json"
+        log.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+        db = tmp_path / "i.db"
+        first = json.loads(cli_run("import", str(log), "-o", str(db), "--json", check=True).stdout)
+        second = json.loads(cli_run("import", str(log), "-o", str(db), "--json", check=True).stdout)
+        assert (1, 0) == (first["added"], first["unchanged"])
+        assert (0, 1) == (second["added"], second["unchanged"])
+        with sqlite3.connect(db) as conn:
+            assert 1 == conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+            counts = conn.execute("SELECT type, count(*) FROM records GROUP BY type").fetchall()
+        assert dict(counts)["step"] == 2
+        assert "1 already there" in cli_run("import", str(log), "-o", str(db), check=True).stdout.decode()
+
+    def test_import_shows_progress_on_a_terminal(self, tmp_path: Path) -> None:
+        """With stderr on a terminal, `import` draws a progress bar there (rich), naming what it does."""
+        import os
+        import pty
+        import select
+
+        src = _a_run(tmp_path / "r.jsonl")
+        master, slave = pty.openpty()
+        env = {**os.environ, "TERM": "xterm", "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "trajdebug", "import", str(src), "-o", str(tmp_path / "x.db")],
+            stdout=subprocess.PIPE, stderr=slave, env=env, cwd=tmp_path,
+        )
+        os.close(slave)
+        drawn = b""
+        while select.select([master], [], [], 30)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        out, _ = proc.communicate(timeout=60)
+        os.close(master)
+        assert 0 == proc.returncode
+        assert b"reading" in drawn and b"importing into" in drawn
+        assert b"imported 1 run" in out
+
+    def test_import_is_quiet_on_stderr_when_piped(self, tmp_path: Path, cli_run: Any) -> None:
+        """Progress is drawn only on a terminal: a piped import writes nothing to stderr but problems."""
+        src = _a_run(tmp_path / "r.jsonl")
+        proc = cli_run("import", str(src), "-o", str(tmp_path / "x.db"), check=True)
+        assert b"" == proc.stderr
+        assert b"imported 1 run" in proc.stdout
+
+
+class TestForeignReaders:
+    def test_otlp_spans_with_impossible_values_are_named_and_the_rest_shown(self, tmp_path: Path, cli_run: Any) -> None:
+        """An OTLP span with `intValue: "abc"` and one starting at time 1e400 are each one line naming the span;
+        the other span of the trace is shown."""
+        doc = (
+            '{"resourceSpans":[{"resource":{"attributes":[]},"scopeSpans":[{"scope":{"name":"x"},"spans":['
+            '{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"a",'
+            '"startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{"key":"n","value":{"intValue":"abc"}}]},'
+            '{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203332","name":"b",'
+            '"startTimeUnixNano":1e400,"endTimeUnixNano":"3"},'
+            '{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203333","name":"kept",'
+            '"startTimeUnixNano":"4","endTimeUnixNano":"5"}]}]}]}'
+        )
+        path = tmp_path / "spans.json"
+        path.write_bytes(b"\xef\xbb\xbf" + doc.encode())
+        proc = cli_run("show", str(path), "--json")
+        assert 0 == proc.returncode, proc.stderr
+        err = proc.stderr.decode().splitlines()
+        assert 2 == len(err)
+        for i, line in enumerate(err):
+            assert line.startswith(f"{path}: resourceSpans[0].scopeSpans[0].spans[{i}]: ")
+        assert ["kept"] == [s["name"] for s in json.loads(proc.stdout)["runs"][0]["steps"]]

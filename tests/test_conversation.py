@@ -6,17 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from trajdebug.analysis._pipeline import analyze
 from trajdebug.analysis.diagnosers._chat_rules import CONVERSATION_DIAGNOSERS, plan_mismatch
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import conversation, is_write
 from trajdebug.formats.messages import messages_to_run
 from trajdebug.model import Run, Step
-
-
-TAU = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "agentrx-tau"
 
 
 def _u(text: str) -> dict[str, Any]:
@@ -375,16 +370,13 @@ class TestScope:
         assert any("3 available" in r for r in top.reasons)
 
 
-@pytest.mark.skipif(
-    not (TAU / "tau_dataset_failed.json").exists(), reason="the AgentRx tau-bench data is not here"
-)
 class TestTauBench:
-    def test_real_failures_rank_the_annotated_root_in_the_top_three(self) -> None:
+    def test_real_failures_rank_the_annotated_root_in_the_top_three(self, tau_dir: Path) -> None:
         """All 29 real failed tau-bench conversations analyze, and the annotated root is in the top 3 in at least 14."""
         from trajdebug.formats import import_path
 
-        truth = json.loads((TAU / "tau_ground_truth.json").read_text())
-        runs = {r.run_id: r for r in import_path(TAU / "tau_dataset_failed.json", "openai").runs}
+        truth = json.loads((tau_dir / "tau_ground_truth.json").read_text())
+        runs = {r.run_id: r for r in import_path(tau_dir / "tau_dataset_failed.json", "openai").runs}
         top3 = 0
         for g in truth:
             run = runs[f"tau-{g['trajectory_id']}"]

@@ -17,7 +17,7 @@ from trajdebug.analysis.lifecycle._analyze import analyze_errors
 from trajdebug.cli import cli
 from trajdebug.demo import run_demo
 from trajdebug.model import Run
-from trajdebug.record.logging import FIELDS, JsonFormatter, LiveErrorLog, emit_errors
+from trajdebug.record.errorlog import FIELDS, JsonFormatter, LiveErrorLog, emit_errors
 from trajdebug.report.errors import errors_markdown, render_errors
 
 

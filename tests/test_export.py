@@ -20,9 +20,6 @@ from trajdebug.formats.otlp import runs_from_otlp
 from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 
 
-TAU_RUNS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "agentrx-tau" / "tau_dataset_failed.json"
-needs_tau = pytest.mark.skipif(not TAU_RUNS.exists(), reason=f"tau-bench data not found at {TAU_RUNS.parent}")
-
 LOG = [
     {"role": "user", "content": "Cancel order #W1 for ana."},
     {
@@ -76,10 +73,9 @@ class TestRoundTrip:
         assert runs[0].errors[0].stage == "recovered"
         assert _round_trip(runs) == runs
 
-    @needs_tau
-    def test_tau_bench_runs(self) -> None:
+    def test_tau_bench_runs(self, tau_dir: Path) -> None:
         """All 29 tau-bench runs survive export and import unchanged."""
-        runs = import_path(TAU_RUNS).runs
+        runs = import_path(tau_dir / "tau_dataset_failed.json").runs
         assert _round_trip(runs) == runs
 
 

@@ -13,10 +13,6 @@ from trajdebug.formats import import_path, sniff
 from trajdebug.formats.messages import read_messages
 
 
-TAU = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "agentrx-tau"
-TAU_RUNS = TAU / "tau_dataset_failed.json"
-needs_tau = pytest.mark.skipif(not TAU_RUNS.exists(), reason=f"tau-bench data not found at {TAU}")
-
 LOG = [
     {"role": "system", "content": "You are a retail agent."},
     {"role": "user", "content": "Cancel order #W1, I am ana."},
@@ -177,20 +173,20 @@ class TestMalformed:
 
 
 @pytest.fixture(scope="module")
-def tau_runs() -> list[Any]:
-    """The tau-bench runs, imported once for the module."""
-    return import_path(TAU_RUNS).runs
+def tau_runs(tau_dir: Path) -> list[Any]:
+    """The tau-bench runs (``../shared/data/agentrx-tau``), imported once for the module."""
+    return import_path(tau_dir / "tau_dataset_failed.json").runs
 
 
-@needs_tau
 class TestTauBench:
     """The 29 real failed tau-bench retail runs."""
 
-    def test_all_runs_import_as_failures(self) -> None:
+    def test_all_runs_import_as_failures(self, tau_dir: Path) -> None:
         """Every run imports, named tau-<task_id>, outcome failure (reward 0), one step per message."""
-        raw = json.loads(TAU_RUNS.read_text())
-        assert sniff(TAU_RUNS) == "openai"
-        result = import_path(TAU_RUNS)
+        tau_runs_file = tau_dir / "tau_dataset_failed.json"
+        raw = json.loads(tau_runs_file.read_text())
+        assert sniff(tau_runs_file) == "openai"
+        result = import_path(tau_runs_file)
         assert result.problems == []
         assert [r.run_id for r in result.runs] == [f"tau-{x['task_id']}" for x in raw]
         for run, x in zip(result.runs, raw, strict=True):
@@ -202,9 +198,9 @@ class TestTauBench:
                 s.source_index is not None and s.source_index + 1 == s.attributes["index"] for s in run.steps
             )
 
-    def test_annotated_steps_are_found_by_source_index(self, tau_runs: list[Any]) -> None:
+    def test_annotated_steps_are_found_by_source_index(self, tau_runs: list[Any], tau_dir: Path) -> None:
         """Every annotated failure step maps to an imported step of the annotated run."""
-        truth = json.loads((TAU / "tau_ground_truth.json").read_text())
+        truth = json.loads((tau_dir / "tau_ground_truth.json").read_text())
         runs = {r.run_id: r for r in tau_runs}
         for entry in truth:
             run = runs[f"tau-{entry['trajectory_id']}"]
@@ -225,13 +221,15 @@ class TestTauBench:
                 assert s.attributes["tool_call_id"] in owners[0].attributes["tool_call_ids"]
 
     def test_runs_analyze_without_error(self, tau_runs: list[Any]) -> None:
-        """Every imported tau-bench run goes through the analysis pipeline."""
-        pipeline = pytest.importorskip(
-            "trajdebug.analysis._pipeline", reason="the analysis pipeline is not installed yet"
-        )
+        """Every imported tau-bench run goes through the analysis pipeline, and its report is JSON that reads
+        back to the same run, with a failure and at least one ranked candidate."""
+        from trajdebug.analysis import analyze
+
         for run in tau_runs:
-            report = pipeline.analyze(run, top=3).to_dict()
-            assert json.dumps(report)
+            report = json.loads(json.dumps(analyze(run, top=3).to_dict()))
+            assert report["run_id"] == run.run_id
+            assert report["failures"]
+            assert 1 <= len(report["root_causes"]) <= 3
 
 
 class TestRegistry:

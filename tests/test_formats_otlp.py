@@ -299,9 +299,8 @@ class TestRealSdkOutput:
 
     def test_injected_root_cause_is_found(self, tracer: Any) -> None:
         """A user id hallucinated by the LLM (the injected fault) is the top root cause after import; the clean run succeeds."""
-        pipeline = pytest.importorskip(
-            "trajdebug.analysis._pipeline", reason="the analysis pipeline is not installed yet"
-        )
+        from trajdebug.analysis import analyze
+
         tr, exporter = tracer
         refund_agent(tr, decided_user="u-123")
         [clean] = runs_from_otlp([encode_hex(exporter.get_finished_spans())]).runs
@@ -311,7 +310,7 @@ class TestRealSdkOutput:
         [run] = runs_from_otlp([encode_hex(exporter.get_finished_spans())]).runs
         assert clean.outcome == "success"
         assert run.outcome == "failure"
-        report = pipeline.analyze(run, top=3).to_dict()
+        report = analyze(run, top=3).to_dict()
         decide = next(s for s in run.steps if s.name == "decide")
         assert report["root_causes"][0]["step_id"] == decide.step_id
         assert report["root_causes"][0]["source_index"] == decide.source_index

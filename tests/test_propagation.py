@@ -111,16 +111,47 @@ class TestSubprocess:
 
 
 class TestHeaders:
-    def test_inject_writes_a_w3c_traceparent_and_the_sink(self, tmp_path: Path) -> None:
-        """Inside a step, the header names the run and the step, and where the child should write."""
+    def test_inject_writes_a_w3c_traceparent_and_no_path(self, tmp_path: Path) -> None:
+        """Inside a step, the header names the run and the step and carries no local path; the environment
+        form (for a child process the agent starts) also names the sink."""
         path = tmp_path / "r.jsonl"
         with trajdebug.run("x", path=path) as h, trajdebug.step("call") as s:
             headers = trajdebug.inject()
             env = trajdebug.inject(env=True)
-        assert headers[TRACEPARENT] == f"00-{h.run_id}-{s.id}-01"
-        assert headers[SINK_HEADER] == f"jsonl:{path.resolve()}"
+        assert {TRACEPARENT: f"00-{h.run_id}-{s.id}-01"} == dict(headers)
+        assert str(tmp_path) not in "".join(headers.values())
         assert env["TRACEPARENT"] == headers[TRACEPARENT]
-        assert env["TRAJDEBUG_SINK"] == headers[SINK_HEADER]
+        assert env["TRAJDEBUG_SINK"] == f"jsonl:{path.resolve()}"
+
+    def test_inject_outside_a_step_sends_a_valid_non_zero_parent(self, tmp_path: Path) -> None:
+        """With no current step the parent id is the run's root id (W3C forbids zeros), read back as no parent."""
+        with trajdebug.run("x", path=tmp_path / "r.jsonl") as h:
+            tp = trajdebug.inject()[TRACEPARENT]
+        version, trace, parent, flags = tp.split("-")
+        assert (version, trace, flags) == ("00", h.run_id, "01")
+        assert parent != "0" * 16 and len(parent) == 16
+        with trajdebug.run("parent", path=tmp_path / "p.jsonl") as p:
+            headers = dict(trajdebug.inject())
+            with trajdebug.extract(headers) as joined, trajdebug.step("child") as c:
+                c.output = 1
+        assert joined._remote_parent is None
+        assert [None] == [s.parent_id for s in p.load().steps if s.name == "child"]
+
+    def test_a_sink_header_is_ignored_unless_allowed(self, tmp_path: Path) -> None:
+        """A `trajdebug-sink` header from a caller writes nothing where it points, unless `allow_sinks` names it."""
+        evil = tmp_path / "evil.jsonl"
+        allowed = tmp_path / "ok" / "runs.jsonl"
+        tp = f"00-{'ab' * 16}-{'cd' * 8}-01"
+        with trajdebug.extract({TRACEPARENT: tp, SINK_HEADER: f"jsonl:{evil}"}), trajdebug.step("s"):
+            pass
+        assert not evil.exists()
+        with (
+            trajdebug.extract({TRACEPARENT: tp, SINK_HEADER: f"jsonl:{allowed}"}, allow_sinks=[str(tmp_path / "ok" / "*")]),
+            trajdebug.step("s"),
+        ):
+            pass
+        trajdebug.record.flush()
+        assert ["s"] == [s.name for s in read_jsonl(allowed).runs[0].steps]
 
     def test_inject_outside_a_run_leaves_headers_alone(self) -> None:
         """No run, no headers added."""
@@ -133,13 +164,20 @@ class TestHeaders:
         assert h.run_id == ""
         assert not (tmp_path / "trajdebug.db").exists()
 
-    def test_malformed_traceparent_is_a_clear_error(self) -> None:
-        """A traceparent that is not W3C-shaped raises ValueError quoting it."""
-        with (
-            pytest.raises(ValueError, match="malformed traceparent header 'nonsense'"),
-            trajdebug.extract({"traceparent": "nonsense"}),
-        ):
+    @pytest.mark.parametrize(
+        "header",
+        ["nonsense", f"00-{'0' * 32}-{'cd' * 8}-01", f"00-{'ab' * 16}-{'0' * 16}-01", f"ff-{'ab' * 16}-{'cd' * 8}-01"],
+    )
+    def test_an_invalid_traceparent_is_a_warning_and_the_block_runs_unrecorded(
+        self, header: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A traceparent that is not valid W3C Trace Context (shape, zero ids, version ff) never raises into
+        the callee: one warning quoting it, and nothing is recorded."""
+        with trajdebug.extract({"traceparent": header}) as h, trajdebug.step("s"):
             pass
+        assert "" == h.run_id
+        assert any("malformed traceparent" in r.message and header[:20] in r.message for r in caplog.records)
+        assert not (tmp_path / "trajdebug.db").exists()
 
 
 class TestThreads:

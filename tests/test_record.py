@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -301,10 +304,10 @@ class TestHostileValues:
             echo("\udcff")
             echo(10**5000)
             echo("next")
-        assert {"dropped": 0, "sink_failures": 0, "internal_errors": 0} == h.stats
+        assert 0 == h.losses["lost"] == h.stats["sink_failures"] == h.stats["internal_errors"]
         (run,) = read_jsonl(path).runs
         assert 3 == len(run.steps)
-        assert "\udcff" == run.steps[0].output
+        assert "\\udcff" == run.steps[0].output
         assert REPR_KEY in run.steps[1].output
         assert "next" == run.steps[2].output
 
@@ -405,7 +408,9 @@ class TestRobustness:
         with trajdebug.run("t", sinks=[Broken(), good]) as h:
             assert add(1, 2) == 3
         assert h.stats["sink_failures"] >= 1
-        assert sum("sink Broken failed" in r.message for r in caplog.records) == 1
+        warned = [r.message for r in caplog.records if "sink Broken" in r.message]
+        assert 1 == len(warned)
+        assert "disk full" in warned[0] and h.run_id in warned[0]
         assert len(h.load().steps) == 1
 
     def test_full_buffer_drops_and_counts(self) -> None:
@@ -507,3 +512,226 @@ class TestProcesses:
         assert {"success"} == {s.outcome for s in summaries}
         for s in summaries:
             assert len(store.load_run(s.run_id).steps) == 300
+
+
+class TestKinds:
+    def test_a_typo_of_a_kind_warns_where_the_step_is_declared(self) -> None:
+        """`kind="tools"` warns at decoration time, naming the close built-in kind; the step still records."""
+        from trajdebug.schema import KindWarning
+
+        with pytest.warns(KindWarning, match="'tools' is not a built-in kind; did you mean 'tool'"):
+
+            @trajdebug.step(kind="tools")
+            def search(q: str) -> str:
+                return q
+
+        (s,) = record(lambda h: search("x")).steps
+        assert ("other", "tools") == (s.kind, s.attributes["recorded_kind"])
+
+    @pytest.mark.parametrize("kind", ["embedding", "chain", "reranker", "LLM"])
+    def test_other_span_kinds_are_stored_as_given_and_never_brick_the_store(self, kind: str, tmp_path: Path, cli_run: Any) -> None:
+        """A kind outside the built-ins is recorded as given; every command on the store still works, for
+        that run and for the others."""
+        db = tmp_path / "k.db"
+        with trajdebug.run("odd", store=db) as odd, trajdebug.step("embed", kind=kind):
+            pass
+        with trajdebug.run("plain", store=db) as plain, trajdebug.step("s", kind="tool"):
+            pass
+        trajdebug.record.flush()
+        with sqlite3.connect(db) as conn:
+            bodies = [b for (b,) in conn.execute("SELECT body FROM records WHERE type = 'step'")]
+        assert any(f'"kind":"{kind}"' in b for b in bodies)
+        for run_id in (odd.run_id, plain.run_id):
+            shown = cli_run("show", str(db), "--run", run_id, "--json", check=True)
+            assert json.loads(shown.stdout)["runs"][0]["run_id"] == run_id
+        (step,) = Store(db).load_run(odd.run_id).steps
+        assert step.attributes["recorded_kind"] == kind
+        assert step.kind == ("llm" if kind == "LLM" else "other")
+
+
+class TestLostContext:
+    def test_a_plain_thread_pool_step_joins_the_only_active_run(self, caplog: pytest.LogCaptureFixture) -> None:
+        """A step in a plain ThreadPoolExecutor (no context) is recorded in the one active run, marked
+        context_lost, counted in the run's account, and warned about once."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def body(h: Any) -> None:
+            with ThreadPoolExecutor(2) as pool:
+                list(pool.map(lambda i: add(i), range(4)))
+
+        run = record(body)
+        pooled = [s for s in run.steps if s.name == "add"]
+        assert 4 == len(pooled)
+        assert {True} == {s.attributes["context_lost"] for s in pooled}
+        assert {"steps": 4, "ambiguous": 0} == run.metadata["recorder"]["context_lost"]
+        assert 1 == sum("without the run's context" in r.message for r in caplog.records)
+
+    def test_run_in_executor_steps_are_not_dropped(self) -> None:
+        """Steps run through `loop.run_in_executor` (which copies no context) land in the run."""
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(None, add, i) for i in range(3)))
+
+        run = record(lambda h: asyncio.run(main()))
+        assert 3 == sum(s.name == "add" and s.attributes.get("context_lost") is True for s in run.steps)
+
+    def test_with_two_active_runs_the_step_is_recorded_as_ambiguous(self) -> None:
+        """With two runs active, a context-less step goes to the most recent one, marked ambiguous."""
+        first, second = MemorySink(), MemorySink()
+        with trajdebug.run("a", sinks=[first]) as a, trajdebug.run("b", sinks=[second]) as b:
+            t = threading.Thread(target=add, args=(1,))
+            t.start()
+            t.join()
+        assert [] == [s for s in a.load().steps if s.name == "add"]
+        (s,) = [s for s in b.load().steps if s.name == "add"]
+        assert "ambiguous" == s.attributes["context_lost"]
+        assert 1 == b.load().metadata["recorder"]["context_lost"]["ambiguous"]
+
+    def test_no_active_run_means_no_recording(self, tmp_path: Path) -> None:
+        """Outside any run a step in a thread records nothing and writes no store."""
+        t = threading.Thread(target=add, args=(1,))
+        t.start()
+        t.join()
+        assert not (tmp_path / "trajdebug.db").exists()
+
+
+class TestRunArguments:
+    def test_metadata_and_tags_are_documented_and_kept(self) -> None:
+        """`trajdebug.run(metadata=..., tags=...)` keeps the metadata and the tags, sorted, without duplicates."""
+        assert "tags" in (trajdebug.run.__doc__ or "") and "metadata" in (trajdebug.run.__doc__ or "")
+        run = record(lambda h: None, metadata={"customer": "c-42", "tags": ["eu"]}, tags=["nightly", "eu"])
+        assert "c-42" == run.metadata["customer"]
+        assert ["eu", "nightly"] == run.metadata["tags"]
+
+    def test_a_bad_deps_entry_warns_and_is_ignored(self) -> None:
+        """`deps=[object()]` never raises into the agent: a RecorderWarning, and the other entries are kept."""
+        from trajdebug.record import RecorderWarning
+
+        def body(h: Any) -> None:
+            with trajdebug.step("first") as first:
+                pass
+            with pytest.warns(RecorderWarning, match="not object"), trajdebug.step("second", deps=[object(), first]):
+                pass
+
+        run = record(body)
+        assert [run.steps[0].step_id] == [d.step_id for d in run.steps[1].deps]
+
+
+class _Detached:
+    """An ORM object whose session is gone: every attribute access raises."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in ("__class__", "__dict__"):
+            return object.__getattribute__(self, name)
+        raise RuntimeError(f"DetachedInstanceError: {name}")
+
+
+class _BadModel:
+    def model_dump(self) -> Any:
+        raise RuntimeError("lazy load outside a session")
+
+
+class _BadRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def _recursive() -> Any:
+    loop: list[Any] = [1]
+    loop.append(loop)
+    return loop
+
+
+def _deep(n: int) -> Any:
+    v: Any = 0
+    for _ in range(n):
+        v = [v]
+    return v
+
+
+HOSTILE: dict[str, Callable[[], Any]] = {
+    "detached-orm": _Detached,
+    "model_dump-raises": _BadModel,
+    "repr-raises": _BadRepr,
+    "recursive": _recursive,
+    "tuple-keys": lambda: {(1, 2): "a", ("x",): {"y": 1}},
+    "100k-deep": lambda: _deep(100_000),
+    "huge-int": lambda: 10**5000,
+    "nan-inf": lambda: [float("nan"), float("inf")],
+    "lone-surrogate": lambda: "\udcff and more",
+    "bytes": lambda: b"\xff\xfe binary",
+    "set": lambda: {3, 1, 2},
+    "generator": lambda: (i for i in range(3)),
+    "20MB-string": lambda: "m" * 20_000_000,
+    "escape-name": lambda: "\x1b]0;pwned\x07\x1b[2J",
+}
+
+PLACES = ("input", "output", "attribute", "argument", "return", "error-message", "metadata", "state", "traced", "reported")
+
+
+def _record_everywhere(value_of: Callable[[], Any], **sink: Any) -> tuple[Any, int]:
+    """Record one run using a hostile value in every recording place; return (handle, steps made)."""
+    made = 0
+
+    @trajdebug.step(kind="tool")
+    def takes(arg: Any) -> Any:
+        return value_of()
+
+    class Boom(Exception):
+        pass
+
+    with trajdebug.run("hostile", metadata={"v": value_of()}, **sink) as h:
+        h.add_metadata(extra=value_of())
+        for place in PLACES:
+            with trajdebug.step(f"at-{place}", kind="tool", input=value_of() if place == "input" else None) as s:
+                if place == "output":
+                    s.output = value_of()
+                elif place == "attribute":
+                    s.set("attr", value_of())
+                elif place == "state":
+                    h.state["k"] = value_of()
+                elif place == "traced":
+                    trajdebug.traced(value_of(), source=s)
+                elif place == "reported":
+                    s.error("reported", detail=value_of())
+            made += 1
+            if place in ("argument", "return"):
+                takes(value_of())
+                made += 1
+            if place == "error-message":
+                try:
+                    with trajdebug.step("raises") as s:
+                        made += 1
+                        raise Boom(value_of())
+                except Boom:
+                    pass
+    return h, made
+
+
+class TestHostileMatrix:
+    @pytest.mark.parametrize("sink", ["memory", "jsonl", "store"])
+    @pytest.mark.parametrize("value", sorted(HOSTILE))
+    def test_no_hostile_value_escapes_or_loses_a_step(self, value: str, sink: str, tmp_path: Path) -> None:
+        """Each hostile value, used in every place a value reaches the recorder, raises nothing into the agent;
+        every step lands, every record is well-formed, and the store loads the run."""
+        kwargs: dict[str, Any] = {
+            "memory": {"sinks": [MemorySink()]},
+            "jsonl": {"path": tmp_path / "h.jsonl"},
+            "store": {"store": tmp_path / "h.db"},
+        }[sink]
+        h, made = _record_everywhere(HOSTILE[value], **kwargs)
+        assert 0 == h.losses["lost"] == h.stats["sink_failures"]
+        if sink == "jsonl":
+            result = read_jsonl(tmp_path / "h.jsonl")
+            assert [] == result.problems
+            (run,) = result.runs
+        elif sink == "store":
+            with Store(tmp_path / "h.db", readonly=True) as st:
+                result = st.read()
+            assert [] == result.problems
+            (run,) = result.runs
+        else:
+            run = h.load()
+        assert made == len(run.steps)
+        assert "success" == run.outcome

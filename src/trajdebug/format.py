@@ -1,49 +1,58 @@
-"""The trajdebug record format: versioned JSON records, one per line.
+"""The trajdebug JSONL format: runs as versioned JSON records, one per line.
 
-A run is a stream of records, each a JSON object with ``"v"`` (the format
-version) and ``"t"`` (the record type):
-
-``run``    the run started (id, name, start time, metadata, the run it continues)
-``step``   a step finished (all of its fields; written when it ends)
-``open``   a step started (id, name, kind, parent, start): lets a crashed run show what was in flight
-``error``  an error occurred (id, step, type, message, cause)
-``stage``  an error changed lifecycle stage
-``dep``    a dependency found after its step was written
-``end``    the run ended (outcome, reason)
-``mark``   a person's verdict after the fact (outcome, reason): overrides the recorded outcome
+The records themselves (types, fields, how each is built and decoded) are
+defined in `trajdebug.schema`; this module assembles runs from records
+(`RunBuilder`), reads and writes JSON Lines files, and names what could not be
+read (`FormatError`: the source, the line and the field).
 
 Records are append-only and self-contained, so a file can be read while it is
 being written, a crashed writer leaves a readable prefix (the run reads as
-``incomplete``), and several runs may interleave in one file.  The same records
-are what the SQLite store keeps.  See ``docs/format.md``.
+``incomplete``), and several runs may interleave in one file.  The same
+records are what the SQLite store keeps.  See ``docs/format.md``.
+
+Reading never gives up on a file for one record: a line that is not JSON, a
+record that is not a trajdebug record, or a record of a newer format version
+is skipped with a one-line problem naming the file and line; a field of the
+wrong type is read as its default, also with a problem; duplicate step or
+error ids keep the first record and are reported; dependencies on steps that
+are not in the run and parent cycles are reported (the analysis ignores
+them).  Every other record still loads.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from trajdebug.model import (
-    DEP_KINDS,
-    DEP_ORIGINS,
-    STAGES,
-    STEP_KINDS,
-    Dependency,
-    ErrorEvent,
-    ErrorInfo,
-    Run,
-    StageChange,
-    Step,
+from trajdebug._encode import loads
+from trajdebug.model import Dependency, ErrorEvent, Run, StageChange, Step
+from trajdebug.schema import (
+    FORMAT_VERSION,
+    MARK_KEY,
+    RECORDER_KEY,
+    SUPPORTED_VERSIONS,
+    Problems,
+    choice_field,
+    decode_dep,
+    decode_error,
+    decode_outcome,
+    decode_stage,
+    decode_step,
+    dedupe,
+    dep_from_dict,
+    dep_to_dict,
+    error_info_to_dict,
+    int_field,
+    mapping_field,
+    mark_record,
+    run_to_records,
+    step_to_record,
+    str_field,
+    text_field,
+    version_of,
 )
-
-
-FORMAT_VERSION = 1
-"""The version written into every record."""
-
-SUPPORTED_VERSIONS = frozenset({1})
 
 
 class FormatError(ValueError):
@@ -60,240 +69,7 @@ class FormatError(ValueError):
 
 
 class UnsupportedVersionError(FormatError):
-    """A record written by a format version this trajdebug does not know."""
-
-
-# -- model -> records ------------------------------------------------------
-
-
-def dep_to_dict(d: Dependency) -> dict[str, Any]:
-    """Encode a dependency compactly (defaults omitted)."""
-    out: dict[str, Any] = {"step_id": d.step_id, "kind": d.kind, "origin": d.origin}
-    if d.confidence != 1.0:
-        out["confidence"] = round(d.confidence, 4)
-    if d.key is not None:
-        out["key"] = d.key
-    if d.run_id is not None:
-        out["run_id"] = d.run_id
-    return out
-
-
-def dep_from_dict(d: Mapping[str, Any]) -> Dependency:
-    """Decode a dependency, checking its fields.
-
-    Raises:
-        ValueError: a field has the wrong type or value (the message names it).
-    """
-    return _dep(d, "dependency")
-
-
-def step_to_record(run_id: str, s: Step) -> dict[str, Any]:
-    """Encode a step as a ``step`` record."""
-    rec: dict[str, Any] = {
-        "v": FORMAT_VERSION,
-        "t": "step",
-        "run_id": run_id,
-        "step_id": s.step_id,
-        "name": s.name,
-        "kind": s.kind,
-        "start_ns": s.start_ns,
-        "end_ns": s.end_ns,
-        "status": s.status,
-    }
-    if s.parent_id is not None:
-        rec["parent_id"] = s.parent_id
-    if s.agent is not None:
-        rec["agent"] = s.agent
-    if s.input is not None:
-        rec["input"] = s.input
-    if s.output is not None:
-        rec["output"] = s.output
-    if s.error is not None:
-        rec["error"] = error_info_to_dict(s.error)
-    if s.attempt != 1:
-        rec["attempt"] = s.attempt
-    if s.retry_of is not None:
-        rec["retry_of"] = s.retry_of
-    if s.deps:
-        rec["deps"] = [dep_to_dict(d) for d in s.deps]
-    if s.attributes:
-        rec["attributes"] = dict(s.attributes)
-    if s.source_index is not None:
-        rec["source_index"] = s.source_index
-    return rec
-
-
-def error_info_to_dict(e: ErrorInfo) -> dict[str, Any]:
-    """Encode a step's error info."""
-    out: dict[str, Any] = {"type": e.type, "message": e.message}
-    if e.error_id is not None:
-        out["error_id"] = e.error_id
-    if e.traceback is not None:
-        out["traceback"] = e.traceback
-    return out
-
-
-def run_to_records(run: Run) -> list[dict[str, Any]]:
-    """Encode a whole run as the records a recorder would have written."""
-    recs: list[dict[str, Any]] = [
-        {
-            "v": FORMAT_VERSION,
-            "t": "run",
-            "run_id": run.run_id,
-            "name": run.name,
-            "start_ns": run.start_ns,
-            "metadata": dict(run.metadata),
-            **({"continues": run.continues} if run.continues else {}),
-        }
-    ]
-    recs.extend(step_to_record(run.run_id, s) for s in run.steps)
-    for e in run.errors:
-        recs.append(
-            {
-                "v": FORMAT_VERSION,
-                "t": "error",
-                "run_id": run.run_id,
-                "error_id": e.error_id,
-                "step_id": e.step_id,
-                "type": e.type,
-                "message": e.message,
-                "parent_error_id": e.parent_error_id,
-                "attempt": e.attempt,
-                "attributes": dict(e.attributes),
-            }
-        )
-        recs.extend(
-            {
-                "v": FORMAT_VERSION,
-                "t": "stage",
-                "run_id": run.run_id,
-                "error_id": e.error_id,
-                "stage": c.stage,
-                "step_id": c.step_id,
-                "time_ns": c.time_ns,
-                "reason": c.reason,
-            }
-            for c in e.stages
-        )
-    if run.outcome != "incomplete":
-        recs.append(
-            {
-                "v": FORMAT_VERSION,
-                "t": "end",
-                "run_id": run.run_id,
-                "end_ns": run.end_ns,
-                "outcome": run.outcome,
-                "failure_reason": run.failure_reason,
-            }
-        )
-    return recs
-
-
-# -- records -> model ------------------------------------------------------
-
-
-class _FieldError(ValueError):
-    """A field of a record has the wrong type or value (the message names the field)."""
-
-
-def _int(r: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
-    v = r.get(key, default)
-    if v is None or (type(v) is int):
-        return v
-    raise _FieldError(f"field {key!r} must be an integer, got {v!r}")
-
-
-def _req_int(r: Mapping[str, Any], key: str, default: int) -> int:
-    v = _int(r, key, default)
-    return default if v is None else v
-
-
-def _opt_str(r: Mapping[str, Any], key: str) -> str | None:
-    v = r.get(key)
-    if v is None or isinstance(v, str):
-        return v
-    raise _FieldError(f"field {key!r} must be a string, got {v!r}")
-
-
-def _mapping(r: Mapping[str, Any], key: str) -> dict[str, Any]:
-    v = r.get(key)
-    if v is None:
-        return {}
-    if isinstance(v, Mapping):
-        return dict(v)
-    raise _FieldError(f"field {key!r} must be an object, got {v!r}")
-
-
-def _choice(r: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str) -> Any:
-    v = r.get(key, default)
-    if v in allowed:
-        return v
-    raise _FieldError(f"field {key!r} must be one of {', '.join(allowed)}, got {v!r}")
-
-
-def _deps(r: Mapping[str, Any], key: str = "deps") -> list[Dependency]:
-    v = r.get(key)
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        raise _FieldError(f"field {key!r} must be a list, got {v!r}")
-    return [_dep(d, f"{key}[{i}]") for i, d in enumerate(v)]
-
-
-def _dep(d: Any, where: str) -> Dependency:
-    if not isinstance(d, Mapping):
-        raise _FieldError(f"{where} must be an object, got {d!r}")
-    sid = d.get("step_id")
-    if not isinstance(sid, str) or not sid:
-        raise _FieldError(f"{where} lacks a string 'step_id'")
-    conf = d.get("confidence", 1.0)
-    if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
-        raise _FieldError(f"{where}.confidence must be a number in [0, 1], got {conf!r}")
-    return Dependency(
-        step_id=sid,
-        kind=_choice(d, "kind", DEP_KINDS, "data"),
-        origin=_choice(d, "origin", DEP_ORIGINS, "declared"),
-        confidence=float(conf),
-        key=_opt_str(d, "key"),
-        run_id=_opt_str(d, "run_id"),
-    )
-
-
-def _error_info(r: Mapping[str, Any]) -> ErrorInfo | None:
-    err = r.get("error")
-    if not err:
-        return None
-    if not isinstance(err, Mapping):
-        raise _FieldError(f"field 'error' must be an object, got {err!r}")
-    return ErrorInfo(
-        type=str(err.get("type", "Error")),
-        message=str(err.get("message", "")),
-        error_id=_opt_str(err, "error_id"),
-        traceback=_opt_str(err, "traceback"),
-    )
-
-
-def _step(sid: str, r: Mapping[str, Any], *, unfinished: bool = False) -> Step:
-    """A step from a ``step`` (or, unfinished, an ``open``) record, every field checked."""
-    end_ns = None if unfinished else _int(r, "end_ns")
-    return Step(
-        step_id=sid,
-        name=str(r.get("name", "")),
-        kind=_choice(r, "kind", STEP_KINDS, "other"),
-        parent_id=_opt_str(r, "parent_id"),
-        agent=_opt_str(r, "agent"),
-        input=None if unfinished else r.get("input"),
-        output=None if unfinished else r.get("output"),
-        status="ok" if unfinished else _choice(r, "status", ("ok", "error"), "ok"),
-        error=None if unfinished else _error_info(r),
-        start_ns=_req_int(r, "start_ns", 0),
-        end_ns=end_ns,
-        attempt=_req_int(r, "attempt", 1),
-        retry_of=_opt_str(r, "retry_of"),
-        deps=tuple(_dedupe(_deps(r))),
-        attributes={"unfinished": True} if unfinished else _mapping(r, "attributes"),
-        source_index=_int(r, "source_index"),
-    )
+    """A record written by a format version this trajdebug does not know (the record is skipped)."""
 
 
 @dataclass
@@ -307,6 +83,7 @@ class _RunParts:
     metadata: dict[str, Any] = field(default_factory=dict)
     continues: str | None = None
     steps: dict[str, Step] = field(default_factory=dict)
+    step_lines: dict[str, int | None] = field(default_factory=dict)
     opened: dict[str, Step] = field(default_factory=dict)
     late_deps: dict[str, list[Dependency]] = field(default_factory=dict)
     errors: dict[str, ErrorEvent] = field(default_factory=dict)
@@ -314,34 +91,23 @@ class _RunParts:
     mark: dict[str, Any] | None = None
 
 
-MARK_KEY = "marked"
-"""Metadata key of a run marked after the fact: the verdict, and the outcome the run had recorded."""
-
-
-def mark_record(run_id: str, outcome: str, reason: str | None, time_ns: int) -> dict[str, Any]:
-    """A ``mark`` record: the run is to be read with this outcome (``failure`` with a reason, or ``success``)."""
-    return {
-        "v": FORMAT_VERSION,
-        "t": "mark",
-        "run_id": run_id,
-        "outcome": outcome,
-        "failure_reason": reason,
-        "time_ns": time_ns,
-    }
-
-
 class RunBuilder:
     """Assemble runs from records in any order they were appended.
 
     Feed records with `add`; `runs()` returns the runs seen so far, so it can be
     called on a prefix of a file that is still being written.  Each record is
-    checked field by field when it is added, so a bad record is reported with
-    its line and the rest still load.
+    checked field by field when it is added; what is wrong is collected in
+    `problems` (each naming the source, the line and the field) and the rest of
+    the record, and every other record, still loads.
     """
 
     def __init__(self, source: str | None = None) -> None:
         self.source = source
+        self.problems: list[FormatError] = []
+        """What could not be read, in the order it was found."""
         self._runs: dict[str, _RunParts] = {}
+        self._newer = 0
+        self._reported: set[str] = set()
 
     def _parts(self, run_id: str) -> _RunParts:
         parts = self._runs.get(run_id)
@@ -349,104 +115,153 @@ class RunBuilder:
             parts = self._runs[run_id] = _RunParts(run_id)
         return parts
 
-    def add(self, rec: Mapping[str, Any], line: int | None = None) -> None:
-        """Add one record.
+    def _problem(self, message: str, line: int | None, cls: type[FormatError] = FormatError) -> None:
+        self.problems.append(cls(message, source=self.source, line=line))
 
-        Raises:
-            UnsupportedVersionError: the record's ``v`` is not a known version.
-            FormatError: the record is not a trajdebug record, lacks a field, or has
-                a field of the wrong type (the message names it).
+    def add(self, rec: Any, line: int | None = None) -> bool:
+        """Add one record; returns whether it was used.
+
+        A record that cannot be used (not an object, no ``v``, a newer format
+        version, an unknown type, no run or step id) is skipped with a problem;
+        a field of the wrong type is read as its default with a problem.
         """
         if not isinstance(rec, Mapping):
-            raise FormatError("record is not a JSON object", source=self.source, line=line)
-        v = rec.get("v")
+            self._problem("record is not a JSON object", line)
+            return False
+        raw_v = rec.get("v")
+        v = version_of(raw_v)
         if v not in SUPPORTED_VERSIONS:
-            if v is None:
-                raise FormatError('record has no "v" (format version) field', source=self.source, line=line)
-            raise UnsupportedVersionError(
-                f"format version {v!r} is not supported (this trajdebug reads {sorted(SUPPORTED_VERSIONS)});"
-                " upgrade trajdebug to read this file",
-                source=self.source,
-                line=line,
-            )
-        t = rec.get("t")
-        try:
-            run_id = str(rec["run_id"])
-            if t == "step":
-                sid = str(rec["step_id"])
-                self._parts(run_id).steps[sid] = _step(sid, rec)
-            elif t == "open":
-                sid = str(rec["step_id"])
-                self._parts(run_id).opened[sid] = _step(sid, rec, unfinished=True)
-            elif t == "run":
-                start = _req_int(rec, "start_ns", 0)
-                metadata = _mapping(rec, "metadata")
-                p = self._parts(run_id)
-                p.name = str(rec.get("name", ""))
-                p.start_ns = start
-                p.metadata.update(metadata)
-                p.continues = _opt_str(rec, "continues")
-            elif t == "end":
-                end = _int(rec, "end_ns")
-                outcome = _choice(rec, "outcome", ("success", "failure", "incomplete"), "incomplete")
-                p = self._parts(run_id)
-                p.end_ns, p.outcome, p.failure_reason = end, outcome, _opt_str(rec, "failure_reason")
-            elif t == "error":
-                eid = str(rec["error_id"])
-                self._parts(run_id).errors[eid] = ErrorEvent(
-                    error_id=eid,
-                    step_id=str(rec["step_id"]),
-                    type=str(rec.get("type", "Error")),
-                    message=str(rec.get("message", "")),
-                    parent_error_id=_opt_str(rec, "parent_error_id"),
-                    attempt=_req_int(rec, "attempt", 1),
-                    attributes=_mapping(rec, "attributes"),
-                )
-            elif t == "stage":
-                change = StageChange(
-                    stage=_choice(rec, "stage", STAGES, "occurred"),
-                    step_id=_opt_str(rec, "step_id"),
-                    time_ns=_req_int(rec, "time_ns", 0),
-                    reason=_opt_str(rec, "reason"),
-                )
-                self._parts(run_id).stages.setdefault(str(rec["error_id"]), []).append(change)
-            elif t == "dep":
-                dep = _dep(rec["dep"], "dep")
-                self._parts(run_id).late_deps.setdefault(str(rec["step_id"]), []).append(dep)
-            elif t == "meta":
-                self._parts(run_id).metadata.update(_mapping(rec, "metadata"))
-            elif t == "mark":
-                outcome = _choice(rec, "outcome", ("success", "failure"), "failure")
-                reason = _opt_str(rec, "failure_reason")
-                if outcome == "failure" and not reason:
-                    raise _FieldError("a failure mark needs a 'failure_reason'")
-                # The last mark wins, wherever it sits relative to the run's end record.
-                self._parts(run_id).mark = {
-                    "outcome": outcome,
-                    "failure_reason": reason if outcome == "failure" else None,
-                    "time_ns": _int(rec, "time_ns"),
-                }
+            if raw_v is None:
+                self._problem('record has no "v" (format version) field', line)
+            elif v is not None and v > max(SUPPORTED_VERSIONS):
+                self._newer += 1
+                if self._newer == 1:
+                    self._problem(
+                        f"format version {v} is newer than this trajdebug reads ({sorted(SUPPORTED_VERSIONS)});"
+                        " the record is skipped (upgrade trajdebug to read it)",
+                        line,
+                        UnsupportedVersionError,
+                    )
             else:
-                raise FormatError(f"unknown record type {t!r}", source=self.source, line=line)
-        except KeyError as exc:
-            raise FormatError(
-                f"{t or 'record'} record lacks field {exc.args[0]!r}", source=self.source, line=line
-            ) from None
-        except (TypeError, ValueError) as exc:
-            if isinstance(exc, FormatError):
-                raise
-            raise FormatError(f"bad {t} record: {exc}", source=self.source, line=line) from None
+                self._problem(f"format version {raw_v!r} is not a trajdebug format version", line)
+            return False
+        t = rec.get("t")
+        run_id = rec.get("run_id")
+        if not isinstance(run_id, (str, int)) or isinstance(run_id, bool) or run_id == "":
+            self._problem(f"{t or 'record'} record lacks field 'run_id'", line)
+            return False
+        run_id = str(run_id)
+        problems = Problems()
+        try:
+            used = self._add(t, run_id, rec, line, problems)
+        except RecursionError:  # pragma: no cover - values are never decoded recursively here
+            self._problem(f"{t} record is nested too deeply", line)
+            return False
+        for p in problems:
+            self._problem(f"{t} record: {p}", line)
+        return used
+
+    def _need(self, rec: Mapping[str, Any], key: str, t: Any, line: int | None) -> str | None:
+        value = rec.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "":
+            return str(value)
+        self._problem(f"{t} record lacks field {key!r}", line)
+        return None
+
+    def _add(self, t: Any, run_id: str, rec: Mapping[str, Any], line: int | None, problems: Problems) -> bool:
+        if t == "step" or t == "open":
+            sid = self._need(rec, "step_id", t, line)
+            if sid is None:
+                return False
+            step = decode_step(sid, rec, problems, unfinished=t == "open")
+            p = self._parts(run_id)
+            if t == "open":
+                p.opened.setdefault(sid, step)
+                return True
+            if sid in p.steps:
+                first = p.step_lines.get(sid)
+                at = f" (first at line {first})" if first is not None else ""
+                problems.append(f"duplicate step id {sid!r}{at}; this record is ignored")
+                return False
+            p.steps[sid] = step
+            p.step_lines[sid] = line
+        elif t == "run":
+            p = self._parts(run_id)
+            p.name = text_field(rec, "name")
+            p.start_ns = int_field(rec, "start_ns", 0, problems)
+            p.metadata.update(mapping_field(rec, "metadata", problems))
+            p.continues = str_field(rec, "continues", problems)
+        elif t == "end":
+            p = self._parts(run_id)
+            p.end_ns = int_field(rec, "end_ns", None, problems)
+            p.outcome = decode_outcome(rec, problems)
+            p.failure_reason = str_field(rec, "failure_reason", problems)
+            account = rec.get(RECORDER_KEY)
+            if isinstance(account, Mapping):
+                p.metadata[RECORDER_KEY] = dict(account)
+        elif t == "error":
+            eid = self._need(rec, "error_id", t, line)
+            if eid is None:
+                return False
+            p = self._parts(run_id)
+            if eid in p.errors:
+                problems.append(f"duplicate error id {eid!r}; this record is ignored")
+                return False
+            p.errors[eid] = decode_error(eid, rec, problems)
+        elif t == "stage":
+            eid = self._need(rec, "error_id", t, line)
+            if eid is None:
+                return False
+            self._parts(run_id).stages.setdefault(eid, []).append(decode_stage(rec, problems))
+        elif t == "dep":
+            sid = self._need(rec, "step_id", t, line)
+            if sid is None:
+                return False
+            dep = decode_dep(rec.get("dep"), "dep", problems)
+            if dep is None:
+                return False
+            self._parts(run_id).late_deps.setdefault(sid, []).append(dep)
+        elif t == "meta":
+            self._parts(run_id).metadata.update(mapping_field(rec, "metadata", problems))
+        elif t == "mark":
+            outcome = choice_field(rec, "outcome", ("success", "failure"), "failure", problems)
+            reason = str_field(rec, "failure_reason", problems)
+            if outcome == "failure" and not reason:
+                problems.append("a failure mark needs a 'failure_reason'; ignored")
+                return False
+            # The last mark wins, wherever it sits relative to the run's end record.
+            self._parts(run_id).mark = {
+                "outcome": outcome,
+                "failure_reason": reason if outcome == "failure" else None,
+                "time_ns": int_field(rec, "time_ns", None, problems),
+            }
+        else:
+            problems.append(f"unknown record type {t!r}; skipped")
+            return False
+        return True
 
     def runs(self) -> list[Run]:
-        """The runs assembled so far, in the order they were first seen."""
-        return [_build(p) for p in self._runs.values()]
+        """The runs assembled so far, in the order they were first seen.
+
+        Dependencies on steps that are not in the run, and parent cycles, are
+        added to `problems` (once per run; the runs keep them as recorded).
+        """
+        out = []
+        for p in self._runs.values():
+            run = _build(p)
+            for message in _integrity(run):
+                if message not in self._reported:
+                    self._reported.add(message)
+                    self._problem(message, None)
+            out.append(run)
+        return out
 
 
 def _build(p: _RunParts) -> Run:
     steps: list[Step] = []
     for sid, st in p.steps.items():
         late = p.late_deps.get(sid)
-        steps.append(st if not late else replace(st, deps=tuple(_dedupe([*st.deps, *late]))))
+        steps.append(st if not late else replace(st, deps=tuple(dedupe([*st.deps, *late]))))
     # Steps that started but never finished (the process died inside them).
     steps.extend(st for sid, st in p.opened.items() if sid not in p.steps)
     steps.sort(key=lambda s: (s.start_ns, s.step_id))
@@ -477,16 +292,40 @@ def _build(p: _RunParts) -> Run:
     )
 
 
-def _dedupe(deps: list[Dependency]) -> Iterator[Dependency]:
-    """Keep one edge per (step, kind, run), preferring the most certain origin."""
-    rank = {"tracked": 0, "declared": 1, "inferred": 2}
-    best: dict[tuple[str, str, str | None], Dependency] = {}
-    for d in deps:
-        k = (d.step_id, d.kind, d.run_id)
-        cur = best.get(k)
-        if cur is None or (rank[d.origin], -d.confidence) < (rank[cur.origin], -cur.confidence):
-            best[k] = d
-    return iter(best.values())
+def _integrity(run: Run) -> list[str]:
+    """Dangling dependencies and parent cycles of a run, summarized in at most two messages."""
+    ids = {s.step_id for s in run.steps}
+    dangling = [
+        (s.step_id, d.step_id) for s in run.steps for d in s.deps if d.run_id is None and d.step_id not in ids
+    ]
+    out = []
+    if dangling:
+        sid, missing = dangling[0]
+        more = f" (and {len(dangling) - 1} more)" if len(dangling) > 1 else ""
+        out.append(
+            f"run {run.run_id}: step {sid!r} depends on step {missing!r}, which is not in the run{more};"
+            " kept as recorded, ignored by the analysis"
+        )
+    parent = {s.step_id: s.parent_id for s in run.steps}
+    cyclic: list[str] = []
+    state: dict[str, int] = {}
+    for start in parent:
+        path: list[str] = []
+        cur: str | None = start
+        while cur is not None and cur in parent and state.get(cur, 0) == 0:
+            state[cur] = 1
+            path.append(cur)
+            cur = parent[cur]
+        if cur is not None and state.get(cur) == 1:
+            cyclic.append(cur)
+        for sid in path:
+            state[sid] = 2
+    if cyclic:
+        out.append(
+            f"run {run.run_id}: steps {', '.join(repr(c) for c in cyclic[:3])} are their own ancestors"
+            " (a parent cycle); shown at the top level"
+        )
+    return out
 
 
 # -- files -------------------------------------------------------------------
@@ -503,38 +342,33 @@ class ReadResult:
 def read_lines(lines: Iterable[str | bytes], source: str | None = None) -> ReadResult:
     """Read records from lines of JSON.
 
-    A line that is not valid JSON or not a valid record becomes a problem naming
-    the source and line; every other record still loads.  A truncated last line
-    (a writer killed mid-write) is reported the same way.
-
-    Raises:
-        UnsupportedVersionError: a record has a format version this trajdebug
-            does not know; reading further would misread the file.
+    A line that is not valid JSON, not UTF-8, nested too deeply, or not a valid
+    record becomes a problem naming the source and line; every other record
+    still loads.  A truncated last line (a writer killed mid-write) is reported
+    the same way.  A UTF-8 byte order mark at the start is ignored.
     """
     builder = RunBuilder(source)
-    problems: list[FormatError] = []
     for n, raw in enumerate(lines, start=1):
+        if n == 1:
+            raw = raw.removeprefix(b"\xef\xbb\xbf") if isinstance(raw, bytes) else raw.removeprefix("\ufeff")
         if not raw.strip():
             continue
         try:
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         except UnicodeDecodeError as exc:
-            problems.append(
+            builder.problems.append(
                 FormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source, line=n)
             )
             continue
         try:
-            rec = json.loads(text)
+            rec = loads(text)
         except ValueError as exc:
-            problems.append(FormatError(f"not valid JSON ({exc})", source=source, line=n))
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            builder.problems.append(FormatError(f"not valid JSON ({reason})", source=source, line=n))
             continue
-        try:
-            builder.add(rec, line=n)
-        except UnsupportedVersionError:
-            raise
-        except FormatError as exc:
-            problems.append(exc)
-    return ReadResult(builder.runs(), problems)
+        builder.add(rec, line=n)
+    runs = builder.runs()
+    return ReadResult(runs, builder.problems)
 
 
 def read_jsonl(path: str | Path) -> ReadResult:
@@ -544,13 +378,16 @@ def read_jsonl(path: str | Path) -> ReadResult:
         return read_lines(fh, source=str(p))
 
 
-def write_jsonl(runs: Iterable[Run], path: str | Path | IO[str]) -> None:
-    """Write runs as records to a JSONL file (or an open text stream)."""
+def write_jsonl(runs: Iterable[Run], path: str | Path | IO[str], *, redact: bool | None = None) -> None:
+    """Write runs as records to a JSONL file (or an open text stream).
+
+    Secrets are redacted per the process policy (see `trajdebug.schema.run_to_records`).
+    """
     from trajdebug._encode import dumps_str
 
     def _write(fh: IO[str]) -> None:
         for run in runs:
-            for rec in run_to_records(run):
+            for rec in run_to_records(run, redact=redact):
                 fh.write(dumps_str(rec))
                 fh.write("\n")
 
@@ -570,6 +407,7 @@ __all__ = [
     "UnsupportedVersionError",
     "dep_from_dict",
     "dep_to_dict",
+    "error_info_to_dict",
     "mark_record",
     "read_jsonl",
     "read_lines",

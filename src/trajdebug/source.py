@@ -1,11 +1,15 @@
 """Where runs come from: a store, a trajdebug JSONL file, or a foreign trace.
 
 Every command that reads runs takes a SOURCE and goes through `load_runs`, so
-the store, our own files and every importer behave the same.
+the store, our own files and every importer behave the same.  Stores are
+opened read-only.  A source that cannot be read at all gets a one-line
+`SourceError` saying what is wrong with it (an empty file, an image, JSON
+broken at a given line, an empty folder), never a traceback.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -21,11 +25,73 @@ class SourceError(ValueError):
     """A source that cannot be read: the message names the file and what is wrong."""
 
 
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF", "a PDF document"),
+    (b"PK\x03\x04", "a ZIP archive"),
+    (b"\x1f\x8b", "a gzip archive (decompress it first)"),
+    (b"\x7fELF", "an executable"),
+    (b"SQLite format 3\x00", "an SQLite file that is not a trajdebug store"),
+)
+
+
+def describe_unreadable(path: Path) -> str:
+    """What is wrong with a file or folder no reader recognised, in a few words."""
+    if path.is_dir():
+        entries = [p for p in path.iterdir() if not p.name.startswith(".")]
+        if not entries:
+            return "empty folder: no trace files in it"
+        traces = [p for p in entries if p.is_file() and p.suffix in (".json", ".jsonl")]
+        if not traces:
+            return f"folder without .json or .jsonl files ({len(entries)} other entries)"
+        return "folder of files that are not all OTLP/JSON traces; import them one by one to see which"
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64 * 1024)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not head.strip(b" \t\r\n\xef\xbb\xbf"):
+        return "empty file"
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            return f"this is {what}, not a trace"
+    if b"\x00" in head:
+        return "binary file, not a trace"
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte {exc.start})"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    stripped = text.lstrip()
+    if stripped[:1] not in ("{", "["):
+        return "not JSON (a trace is JSON or JSON Lines)"
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        return "JSON nested too deeply to read"
+    except json.JSONDecodeError as exc:
+        first = stripped.split("\n", 1)[0]
+        try:
+            json.loads(first)
+        except (json.JSONDecodeError, RecursionError):
+            return f"broken JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        return "JSON Lines whose records are not in a known trace format"
+    if isinstance(doc, dict):
+        keys = ", ".join(sorted(str(k) for k in doc)[:6]) or "none"
+        return f"JSON object in no known trace format (its keys: {keys})"
+    if isinstance(doc, list):
+        return "JSON list in no known trace format" if doc else "empty JSON list"
+    return "JSON value in no known trace format"
+
+
 def _is_trajdebug_jsonl(path: Path) -> bool:
     try:
         with path.open("rb") as fh:
             for raw in fh:
-                line = raw.strip()
+                line = raw.strip().removeprefix(b"\xef\xbb\xbf")
                 if line:
                     return line.startswith(b"{") and b'"v"' in line and b'"t"' in line and b'"run_id"' in line
     except OSError:
@@ -37,34 +103,50 @@ def read_source(source: str | Path, *, fmt: str | None = None) -> ReadResult:
     """Read every run in a source, with the records that could not be read.
 
     Args:
-        source: A store (SQLite file), a trajdebug JSONL file, or a foreign trace file.
+        source: A store (SQLite file, opened read-only), a trajdebug JSONL file,
+            or a foreign trace file or folder.
         fmt: Force a format: ``trajdebug``, ``store``, or an importer's name (``otlp``,
             ``openai``, ``transcript``); auto-detected when None.
 
     Raises:
-        SourceError: the source does not exist or is in no format we can read.
+        SourceError: the source does not exist or is in no format we can read
+            (the message says what is wrong with it).
     """
     path = Path(source)
     if not path.exists():
-        raise SourceError(f"{path}: no such file")
+        raise SourceError(f"{path}: no such file or folder")
     if fmt in (None, "store") and is_store(path):
         try:
-            with Store(path) as store:
-                return ReadResult(store.load_runs(), [])
-        except (StoreError, KeyError) as exc:
+            with Store(path, readonly=True) as store:
+                return store.read()
+        except StoreError as exc:
             raise SourceError(str(exc)) from None
     if fmt == "store":
-        raise SourceError(f"{path}: not a trajdebug store (SQLite file)")
+        raise SourceError(f"{path}: not a trajdebug store (SQLite file); {describe_unreadable(path)}")
     try:
         if fmt in (None, "trajdebug", "jsonl") and (fmt is not None or _is_trajdebug_jsonl(path)):
+            if path.is_dir():
+                raise SourceError(f"{path}: a folder, not a trajdebug JSONL file")
             return read_jsonl(path)
-        from trajdebug.formats import import_path
+        from trajdebug.formats import import_path, sniff
 
+        if fmt is None and sniff(path) is None:
+            raise SourceError(
+                f"{path}: cannot tell the format: {describe_unreadable(path)}"
+                " (pass --from otlp|openai|transcript|trajdebug to force one)"
+            )
         return import_path(path, fmt)
     except FormatError as exc:
-        raise SourceError(str(exc)) from None
-    except ImportError as exc:  # pragma: no cover - importers ship with the package
-        raise SourceError(f"{path}: cannot import this format ({exc})") from None
+        raise SourceError(str(exc).splitlines()[0] if str(exc) else f"{path}: cannot be read") from None
+    except SourceError:
+        raise
+    except (OSError, UnicodeError) as exc:
+        raise SourceError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    except Exception as exc:
+        log.debug("trajdebug: importer failed on %s", path, exc_info=True)
+        raise SourceError(
+            f"{path}: could not be imported ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no message'})"
+        ) from None
 
 
 def load_runs(
@@ -101,4 +183,4 @@ def load_runs(
     return runs
 
 
-__all__ = ["SourceError", "load_runs", "read_source"]
+__all__ = ["SourceError", "describe_unreadable", "load_runs", "read_source"]

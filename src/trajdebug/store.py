@@ -8,10 +8,20 @@ a run reads the same from either.
 Several processes may write one store at once: each batch is one short
 ``BEGIN IMMEDIATE`` transaction, WAL mode lets readers run beside the writer,
 and a busy timeout makes writers queue instead of failing.
+
+Reading is read-only (``Store(path, readonly=True)``, what every reporting
+command uses), so a store on a read-only mount can be read, and tolerant: a
+row that cannot be decoded, a corrupt page, a run listed without records are
+each a one-line problem naming the store and the row, and every other run
+still loads (`Store.read`).  Writing a whole run (`Store.save_run`: ``import``,
+integrations, merges between stores) replaces the run's earlier copy, so
+importing a file twice does not duplicate it, and redacts secrets per the
+process policy, like every write path.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -19,11 +29,15 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from trajdebug._encode import dumps_str, loads
-from trajdebug.format import RunBuilder, run_to_records
+from trajdebug.format import FormatError, ReadResult, RunBuilder
 from trajdebug.model import Run
+from trajdebug.schema import RECORDER_KEY, lost_in, run_to_records
+
+
+log = logging.getLogger("trajdebug")
 
 
 SCHEMA_VERSION = 1
@@ -56,6 +70,12 @@ CREATE INDEX IF NOT EXISTS runs_start ON runs (start_ns);
 
 class StoreError(RuntimeError):
     """The store file cannot be used (wrong schema version, not a trajdebug store)."""
+
+
+class StoreBusyError(StoreError):
+    """The store is locked by another connection right now (it may pass: retry later)."""
+
+    transient = True
 
 
 def default_store_path() -> Path:
@@ -106,6 +126,8 @@ class RunSummary:
     """Number of error events."""
     note: str | None = None
     """What the run is, when it is special: a replay, a reference run, an injected fault."""
+    lost: int = 0
+    """Records the recorder lost for this run (from its end record); a lossy run is never plain success."""
 
     def to_dict(self) -> dict[str, Any]:
         """As a JSON-able dict."""
@@ -119,6 +141,7 @@ class RunSummary:
             "steps": self.steps,
             "errors": self.errors,
             "note": self.note,
+            "lost": self.lost,
         }
 
 
@@ -133,17 +156,43 @@ class Store:
         ```
     """
 
-    def __init__(self, path: str | Path | None = None, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, timeout: float = 30.0, readonly: bool = False
+    ) -> None:
+        """Open (and, unless ``readonly``, create) a store.
+
+        Args:
+            path: The store file (default: ``$TRAJDEBUG_STORE`` or ``./trajdebug.db``).
+            timeout: Seconds a write waits for another writer's lock.
+            readonly: Open for reading only: nothing is created or changed, and a
+                store on a read-only file system can be read.
+
+        Raises:
+            StoreError: the file is not a trajdebug store, has another schema
+                version, or (read-only) does not exist; the message is one line
+                naming the file.
+        """
         self.path = Path(path) if path is not None else default_store_path()
         self._timeout = timeout
+        self.readonly = readonly
         self._local = threading.local()
-        self._init()
+        try:
+            self._init()
+        except sqlite3.Error as exc:
+            text = str(exc).lower()
+            cls = StoreBusyError if "locked" in text or "busy" in text else StoreError
+            raise cls(f"{self.path}: {_reason(exc)}") from None
+        except OSError as exc:
+            raise StoreError(f"{self.path}: {exc.strerror or exc}") from None
 
     # Each thread gets its own connection: sqlite3 connections must not be
     # shared across threads without a lock, and a connection per thread keeps
     # the recorder's writer thread independent of readers.
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None and self.readonly:
+            conn = self._readonly_conn()
+            self._local.conn = conn
         if conn is None:
             conn = sqlite3.connect(
                 self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
@@ -160,15 +209,33 @@ class Store:
                         break
                     # Another connection holds a lock: the mode did not change yet.
                     if time.monotonic() > deadline:
-                        raise StoreError(f"{self.path}: cannot switch to WAL mode (journal mode is {mode})")
-                    time.sleep(0.02)
-                except sqlite3.OperationalError:
+                        raise StoreBusyError(f"{self.path}: cannot switch to WAL mode yet (journal mode is {mode})")
+                    time.sleep(min(0.02, max(self._timeout / 4, 0.001)))
+                except sqlite3.OperationalError as exc:
                     if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.02)
+                        text = str(exc).lower()
+                        if "readonly" in text or "read-only" in text or "unable to open" in text:
+                            raise
+                        # BUSY, or an I/O error while another process creates the file: it passes.
+                        raise StoreBusyError(f"{self.path}: not ready yet ({exc})") from None
+                    time.sleep(min(0.02, max(self._timeout / 4, 0.001)))
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
+
+    def _readonly_conn(self) -> sqlite3.Connection:
+        uri = self.path.resolve().as_uri()
+        try:
+            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=self._timeout, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA user_version").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            # A WAL store on a read-only file system: SQLite cannot create the
+            # shared-memory file; nobody can write there either, so it may read
+            # the file as immutable.
+            conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA user_version").fetchone()
+            return conn
 
     def _create(self) -> None:
         """Create a new store atomically: build it aside, then link it into place.
@@ -180,6 +247,9 @@ class Store:
         """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        # Made by hand first (a private name): a folder that cannot be written then says
+        # why (read-only file system, permission denied) instead of SQLite's "unable to open".
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         try:
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
@@ -197,10 +267,11 @@ class Store:
             except FileExistsError:
                 pass
         finally:
+            # Clean-up must never hide the reason the store could not be made.
             for suffix in ("", "-wal", "-shm"):
                 try:
                     os.unlink(f"{tmp}{suffix}")
-                except FileNotFoundError:
+                except OSError:
                     pass
 
     def _init(self) -> None:
@@ -209,6 +280,8 @@ class Store:
         # SQLite's, which silently loses other connections' writes.  SQLite
         # itself tells us when a file is not a database.
         if not self.path.exists():
+            if self.readonly:
+                raise StoreError(f"{self.path}: no such store")
             self._create()
         try:
             conn = self._conn()
@@ -222,6 +295,8 @@ class Store:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from None
+        if version == 0 and self.readonly:
+            raise StoreError(f"{self.path}: not a trajdebug store (an SQLite file without its tables)")
         if version == 0:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -242,6 +317,11 @@ class Store:
                 f"(this trajdebug uses version {SCHEMA_VERSION})"
             )
 
+    def set_busy_timeout(self, seconds: float | None) -> None:
+        """How long this thread's connection waits for another writer's lock (None: the store's timeout)."""
+        wait = self._timeout if seconds is None else seconds
+        self._conn().execute(f"PRAGMA busy_timeout={int(wait * 1000)}")
+
     def close(self) -> None:
         """Close this thread's connection."""
         conn = getattr(self._local, "conn", None)
@@ -251,52 +331,111 @@ class Store:
 
     # -- writing -----------------------------------------------------------
 
-    def write_records(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Append records (as written by the recorder) in one transaction."""
+    def write_records(self, records: Sequence[Mapping[str, Any]], *, redacted: bool = False) -> int:
+        """Append records (as written by the recorder) in one transaction.
+
+        Args:
+            records: The records.
+            redacted: The records were redacted already (the recorder's writer
+                thread does it); otherwise secrets are redacted here per the
+                process policy.
+
+        Returns:
+            How many records were skipped because they could not be stored (they
+            lack a run id or type); every other record of the batch is written.
+
+        Raises:
+            sqlite3.OperationalError: the store is locked beyond the timeout, or
+                cannot be written (nothing of the batch was written).
+        """
         if not records:
-            return
-        rows = [(str(r["run_id"]), str(r["t"]), dumps_str(r)) for r in records]
+            return 0
+        if not redacted:
+            from trajdebug import redaction
+
+            red = redaction.redactor()
+            if red is not None:
+                records = [red(dict(r)) for r in records]
+        rows = []
+        kept = []
+        for r in records:
+            try:
+                rows.append((str(r["run_id"]), str(r["t"]), dumps_str(r)))
+                kept.append(r)
+            except (KeyError, TypeError):
+                continue
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany("INSERT INTO records (run_id, type, body) VALUES (?, ?, ?)", rows)
-            for r in records:
-                self._update_summary(conn, r)
+            self._update_summaries(conn, kept)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        return len(records) - len(kept)
+
+    @classmethod
+    def _update_summaries(cls, conn: sqlite3.Connection, records: Sequence[Mapping[str, Any]]) -> None:
+        """Keep the ``runs`` table in step with a batch: step and error counts once per run, the rest per record."""
+        counts: dict[tuple[str, str], int] = {}
+        for r in records:
+            t = r["t"]
+            if t == "step" or t == "error":
+                key = (str(r["run_id"]), "steps" if t == "step" else "errors")
+                counts[key] = counts.get(key, 0) + 1
+            else:
+                cls._update_summary(conn, r)
+        for (rid, col), n in counts.items():
+            conn.execute(
+                f"INSERT INTO runs (run_id, {col}) VALUES (?, ?) ON CONFLICT(run_id) DO UPDATE SET {col}={col}+?",
+                (rid, n, n),
+            )
 
     @staticmethod
     def _update_summary(conn: sqlite3.Connection, r: Mapping[str, Any]) -> None:
         t = r["t"]
         rid = str(r["run_id"])
+        metadata = r.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
         if t == "run":
+            name = r.get("name")
+            start = r.get("start_ns")
             conn.execute(
                 "INSERT INTO runs (run_id, name, start_ns, note) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(run_id) DO UPDATE SET name=excluded.name, start_ns=excluded.start_ns, "
                 "note=coalesce(excluded.note, runs.note)",
-                (rid, r.get("name", ""), r.get("start_ns"), run_note(r.get("metadata") or {})),
+                (rid, name if isinstance(name, str) else "", start if type(start) is int else None, run_note(metadata)),
             )
         elif t == "meta":
-            note = run_note(r.get("metadata") or {})
+            note = run_note(metadata)
             if note:
                 conn.execute(
                     "INSERT INTO runs (run_id, note) VALUES (?, ?) ON CONFLICT(run_id) DO UPDATE SET note=excluded.note",
                     (rid, note),
                 )
         elif t == "mark":
+            marked = r.get("outcome")
+            reason = r.get("failure_reason")
             conn.execute(
                 "UPDATE runs SET outcome = ?, failure_reason = ? WHERE run_id = ?",
-                (r.get("outcome", "failure"), r.get("failure_reason"), rid),
+                (marked if marked in ("success", "failure") else "failure", reason if isinstance(reason, str) else None, rid),
             )
         elif t == "end":
+            end = r.get("end_ns")
+            outcome = r.get("outcome")
+            reason = r.get("failure_reason")
             conn.execute(
                 "INSERT INTO runs (run_id, end_ns, outcome, failure_reason) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(run_id) DO UPDATE SET end_ns=excluded.end_ns, outcome=excluded.outcome, "
                 "failure_reason=excluded.failure_reason",
-                (rid, r.get("end_ns"), r.get("outcome", "incomplete"), r.get("failure_reason")),
+                (
+                    rid,
+                    end if type(end) is int else None,
+                    outcome if outcome in ("success", "failure", "incomplete") else "incomplete",
+                    reason if isinstance(reason, str) else None,
+                ),
             )
         elif t in ("step", "error"):
             col = "steps" if t == "step" else "errors"
@@ -317,33 +456,53 @@ class Store:
         """
         import time
 
-        from trajdebug.format import mark_record
+        from trajdebug.schema import mark_record
 
         rid = self.resolve(run_id)
         self.write_records([mark_record(rid, outcome, reason, time.time_ns())])
         return rid
 
-    def save_run(self, run: Run) -> None:
-        """Store a whole run (an imported or replayed one)."""
-        self.write_records(run_to_records(run))
+    def save_run(self, run: Run) -> Literal["added", "replaced", "unchanged"]:
+        """Store a whole run (an imported, merged or replayed one), replacing an earlier copy.
+
+        Secrets are redacted per the process policy.  A run already stored with
+        the same records is left alone, so importing a file twice does not
+        duplicate it.
+
+        Returns:
+            ``added``, ``replaced`` (the store held another version of the run)
+            or ``unchanged``.
+        """
+        records = run_to_records(run)
+        bodies = [dumps_str(r) for r in records]
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            old = [b for (b,) in conn.execute("SELECT body FROM records WHERE run_id = ? ORDER BY seq", (run.run_id,))]
+            if old == bodies:
+                conn.execute("COMMIT")
+                return "unchanged"
+            if old:
+                conn.execute("DELETE FROM records WHERE run_id = ?", (run.run_id,))
+            conn.execute("DELETE FROM runs WHERE run_id = ?", (run.run_id,))
+            conn.executemany(
+                "INSERT INTO records (run_id, type, body) VALUES (?, ?, ?)",
+                [(run.run_id, str(r["t"]), body) for r, body in zip(records, bodies)],
+            )
+            self._update_summaries(conn, records)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return "replaced" if old else "added"
 
     # -- reading -----------------------------------------------------------
 
-    def list_runs(
-        self,
-        *,
-        outcome: str | None = None,
-        name: str | None = None,
-        since_ns: int | None = None,
-        until_ns: int | None = None,
-        limit: int | None = None,
-        derived: bool = True,
-    ) -> list[RunSummary]:
-        """List runs, newest first, filtered by outcome, name (SQL LIKE pattern) and start time.
-
-        With ``derived=False``, replays and reference runs (the runs verification
-        records for another run, see `run_note`) are left out.
-        """
+    @staticmethod
+    def _where(
+        outcome: str | None, name: str | None, since_ns: int | None, until_ns: int | None, derived: bool
+    ) -> tuple[str, list[str | int]]:
         where: list[str] = []
         args: list[str | int] = []
         if not derived:
@@ -360,36 +519,183 @@ class Store:
         if until_ns is not None:
             where.append("start_ns <= ?")
             args.append(until_ns)
-        sql = "SELECT run_id, name, start_ns, end_ns, outcome, failure_reason, steps, errors, note FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        return (" WHERE " + " AND ".join(where)) if where else "", args
+
+    def count_runs(self, *, outcome: str | None = None, name: str | None = None, derived: bool = True) -> int:
+        """How many runs `list_runs` would list with these filters and no limit."""
+        where, args = self._where(outcome, name, None, None, derived)
+        try:
+            return int(self._conn().execute("SELECT count(*) FROM runs" + where, args).fetchone()[0])
+        except sqlite3.DatabaseError:
+            return len(self.list_runs(outcome=outcome, name=name, derived=derived))
+
+    def list_runs(
+        self,
+        *,
+        outcome: str | None = None,
+        name: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        limit: int | None = None,
+        derived: bool = True,
+    ) -> list[RunSummary]:
+        """List runs, newest first, filtered by outcome, name (SQL LIKE pattern) and start time.
+
+        With ``derived=False``, replays and reference runs (the runs verification
+        records for another run, see `run_note`) are left out.  Each summary says
+        how many records the recorder lost for the run (read from its end record).
+        """
+        where, args = self._where(outcome, name, since_ns, until_ns, derived)
+        sql = "SELECT run_id, name, start_ns, end_ns, outcome, failure_reason, steps, errors, note FROM runs" + where
         sql += " ORDER BY start_ns DESC, rowid DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [RunSummary(*row) for row in self._conn().execute(sql, args)]
+        conn = self._conn()
+        try:
+            rows = conn.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            log.warning("%s: the run list cannot be read (%s); listing from the records instead", self.path, _reason(exc))
+            return self._list_from_records(outcome, name, since_ns, until_ns, limit, derived)
+        out = []
+        for row in rows:
+            rid, name_, start, end, outcome_, reason, steps, errors, note = row
+            out.append(
+                RunSummary(rid, name_, start, end, outcome_, reason, steps, errors, note, self._lost(conn, str(rid)))
+            )
+        return out
+
+    def _list_from_records(
+        self,
+        outcome: str | None,
+        name: str | None,
+        since_ns: int | None,
+        until_ns: int | None,
+        limit: int | None,
+        derived: bool = True,
+    ) -> list[RunSummary]:
+        """`list_runs` for a store whose ``runs`` table is damaged: summaries of the runs that can be read."""
+        import re
+
+        result = self.read()
+        for p in result.problems:
+            log.warning("%s", p)
+        pattern = None
+        if name is not None:
+            pattern = re.compile("".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in name), re.IGNORECASE | re.DOTALL)
+        out = []
+        for r in sorted(result.runs, key=lambda r: r.start_ns, reverse=True):
+            if outcome is not None and r.outcome != outcome:
+                continue
+            if pattern is not None and not pattern.fullmatch(r.name):
+                continue
+            if (since_ns is not None and r.start_ns < since_ns) or (until_ns is not None and r.start_ns > until_ns):
+                continue
+            note = run_note(r.metadata)
+            if not derived and note is not None and note.startswith(("replay of", "reference for")):
+                continue
+            out.append(
+                RunSummary(
+                    r.run_id, r.name, r.start_ns, r.end_ns, r.outcome, r.failure_reason, len(r.steps), len(r.errors),
+                    note, lost_in(r.metadata.get(RECORDER_KEY)),
+                )
+            )
+        return out[:limit] if limit is not None else out
+
+    @staticmethod
+    def _lost(conn: sqlite3.Connection, run_id: str) -> int:
+        try:
+            row = conn.execute(
+                "SELECT body FROM records WHERE run_id = ? AND type = 'end' ORDER BY seq DESC LIMIT 1", (run_id,)
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            return 0  # the account cannot be read; the run's own reading will say why
+        if row is None or RECORDER_KEY not in row[0]:
+            return 0
+        try:
+            return lost_in(loads(row[0]).get(RECORDER_KEY))
+        except (ValueError, AttributeError):
+            return 0
 
     def run_ids(self) -> list[str]:
-        """All run ids, oldest first."""
-        return [r[0] for r in self._conn().execute("SELECT run_id FROM runs ORDER BY start_ns, rowid")]
+        """All run ids, oldest first (from the runs table, or from the records when that cannot be read)."""
+        conn = self._conn()
+        try:
+            return [str(r[0]) for r in conn.execute("SELECT run_id FROM runs ORDER BY start_ns, rowid")]
+        except sqlite3.DatabaseError:
+            seen: dict[str, None] = {}
+            try:
+                for (rid,) in conn.execute("SELECT run_id FROM records ORDER BY seq"):
+                    seen.setdefault(str(rid), None)
+            except sqlite3.DatabaseError:
+                pass  # as many as could be read
+            return list(seen)
 
-    def load_run(self, run_id: str) -> Run:
-        """Load one run.
+    def read(self, run_ids: Iterable[str] | None = None) -> ReadResult:
+        """Read runs (all of them by default, oldest first) with what could not be read.
+
+        A row that is not JSON or not a valid record, a corrupt page, or a run
+        listed without records is a problem naming the store, the run and the
+        row; the rest of that run (what could be read of it) and every other run
+        still load.
 
         Raises:
-            KeyError: no such run; a unique prefix of a run id is accepted.
+            StoreError: not even the list of runs can be read.
+        """
+        problems: list[FormatError] = []
+        try:
+            ids = list(run_ids) if run_ids is not None else self.run_ids()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot list runs: {_reason(exc)}") from None
+        runs = []
+        for rid in ids:
+            run, found = self._read_run(rid)
+            problems.extend(found)
+            if run is not None:
+                runs.append(run)
+        return ReadResult(runs, problems)
+
+    def _read_run(self, rid: str) -> tuple[Run | None, list[FormatError]]:
+        source = f"{self.path} (run {rid})"
+        builder = RunBuilder(source)
+        try:
+            cur = self._conn().execute("SELECT seq, body FROM records WHERE run_id = ? ORDER BY seq", (rid,))
+            for seq, body in cur:
+                try:
+                    rec = loads(body)
+                except (ValueError, TypeError) as exc:
+                    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    builder.problems.append(FormatError(f"row is not valid JSON ({reason})", source=source, line=seq))
+                    continue
+                builder.add(rec, line=seq)
+        except sqlite3.DatabaseError as exc:
+            builder.problems.append(FormatError(f"cannot read the rest of this run: {_reason(exc)}", source=source))
+        runs = builder.runs()
+        if not runs:
+            builder.problems.append(FormatError("listed, but no record of it could be read", source=source))
+            return None, builder.problems
+        return runs[0], builder.problems
+
+    def load_run(self, run_id: str) -> Run:
+        """Load one run (what could not be read of it is logged as a warning).
+
+        Raises:
+            KeyError: no such run (a unique prefix of a run id is accepted), or
+                none of its records could be read.
         """
         rid = self.resolve(run_id)
-        builder = RunBuilder(f"{self.path} (run {rid})")
-        rows = self._conn().execute("SELECT seq, body FROM records WHERE run_id = ? ORDER BY seq", (rid,))
-        for seq, body in rows:
-            builder.add(loads(body), line=seq)
-        runs = builder.runs()
-        return runs[0]
+        run, problems = self._read_run(rid)
+        for p in problems:
+            log.warning("%s", p)
+        if run is None:
+            raise KeyError(f"{self.path}: run {rid!r} has no readable record")
+        return run
 
     def load_runs(self, run_ids: Iterable[str] | None = None) -> list[Run]:
-        """Load several runs (all of them by default), oldest first."""
-        ids = list(run_ids) if run_ids is not None else self.run_ids()
-        return [self.load_run(r) for r in ids]
+        """Load several runs (all of them by default), oldest first; problems are logged as warnings."""
+        result = self.read(run_ids)
+        for p in result.problems:
+            log.warning("%s", p)
+        return result.runs
 
     def resolve(self, run_id: str) -> str:
         """Return the full run id for an id or a unique prefix of one.
@@ -417,4 +723,17 @@ class Store:
         self.close()
 
 
-__all__ = ["SCHEMA_VERSION", "RunSummary", "Store", "StoreError", "default_store_path", "is_store"]
+def _reason(exc: BaseException) -> str:
+    """An SQLite error in words a user can act on."""
+    text = str(exc)
+    low = text.lower()
+    if "readonly" in low or "read-only" in low:
+        return f"cannot write here ({text})"
+    if "unable to open" in low:
+        return f"cannot open the file ({text}; does its folder exist and may it be written?)"
+    if "malformed" in low or "not a database" in low:
+        return f"the file is damaged ({text})"
+    return text
+
+
+__all__ = ["SCHEMA_VERSION", "RunSummary", "Store", "StoreBusyError", "StoreError", "default_store_path", "is_store"]

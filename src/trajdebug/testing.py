@@ -25,7 +25,9 @@ from typing import Any
 from trajdebug.format import RunBuilder
 from trajdebug.model import Run
 from trajdebug.record import config as _config
+from trajdebug.record import context as _ctx
 from trajdebug.record import recorder as _rec
+from trajdebug.record import runs as _runs
 from trajdebug.record.sinks import MemorySink
 
 
@@ -51,14 +53,15 @@ def deterministic(
     timestamp read advances the clock by 1 ms.  Restores the real ones after.
     """
     clock = clock or IncrementalClock()
-    saved = (_rec._now, _rec._next_seq, _config._prefix)
-    _rec._now = clock
-    _rec._next_seq = itertools.count(1).__next__
+    saved = (_rec._now, _rec._next_seq, _ctx._now, _ctx._next_seq, _config._prefix)
+    seq = itertools.count(1).__next__
+    _rec._now = _ctx._now = clock
+    _rec._next_seq = _ctx._next_seq = seq
     _config._prefix = prefix
     try:
         yield clock
     finally:
-        _rec._now, _rec._next_seq, _config._prefix = saved
+        _rec._now, _rec._next_seq, _ctx._now, _ctx._next_seq, _config._prefix = saved
 
 
 class CapturedRuns(list[Run]):
@@ -70,9 +73,9 @@ class CapturedRuns(list[Run]):
 
     def refresh(self) -> CapturedRuns:
         """Rebuild the list from the records captured so far (runs still open read as incomplete)."""
-        from trajdebug.record.sinks import WRITER
+        from trajdebug.record.writer import flush
 
-        WRITER.flush_all()
+        flush()
         builder = RunBuilder("capture_runs")
         for rec in self.sink.records:
             builder.add(rec)
@@ -87,18 +90,18 @@ def capture_runs() -> Iterator[CapturedRuns]:
     Runs that name their own ``store=``/``path=`` still write there too.
     """
     captured = CapturedRuns()
-    saved = _rec.RunHandle.__init__
+    saved = _runs.RunHandle.__init__
 
     def patched(self: Any, name: str, **kwargs: Any) -> None:
         sinks = list(kwargs.pop("sinks", ()) or ())
         sinks.append(captured.sink)
         saved(self, name, sinks=sinks, **kwargs)
 
-    _rec.RunHandle.__init__ = patched  # type: ignore[method-assign]
+    _runs.RunHandle.__init__ = patched  # type: ignore[method-assign]
     try:
         yield captured
     finally:
-        _rec.RunHandle.__init__ = saved  # type: ignore[method-assign]
+        _runs.RunHandle.__init__ = saved  # type: ignore[method-assign]
         captured.refresh()
 
 

@@ -102,11 +102,12 @@ def demo_cmd(
             out["report"] = str(report)
         emit_json(out)
         return
+    from trajdebug.escape import markup
     from trajdebug.report.text import render_run
 
     con = console()
     con.print("[bold]trajdebug demo[/]: a SQL reporting agent (its LLM is a scripted stand-in)")
-    con.print(f"recorded into {target.path}\n", style="dim")
+    con.print(f"recorded into {markup(str(target.path))}\n", style="dim")
     render_run(run, con)
     if run.errors:
         from trajdebug.analysis import analyze_errors

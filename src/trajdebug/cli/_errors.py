@@ -7,12 +7,14 @@ import click
 from trajdebug.cli._common import (
     console,
     emit_json,
+    fail,
     fmt_option,
     json_option,
     latest_original,
     load_source,
     run_option,
     source_argument,
+    warn,
 )
 
 
@@ -68,13 +70,13 @@ def errors_cmd(
             rep = analyze_errors(r)
         except GraphError as exc:
             # The message already names the run; the other runs still get their report.
-            click.echo(f"warning: {source or 'store'}: skipped: {exc}", err=True)
+            warn(f"{source or 'store'}: skipped: {exc}")
             continue
         if critical_only:
             rep = replace(rep, chains=tuple(rep.critical_chains()))
         reports.append((r, rep))
     if not reports:
-        raise click.ClickException(f"{source or 'store'}: no run could be analyzed")
+        raise fail(f"{source or 'store'}: no run could be analyzed")
     if as_json:
         emit_json({"runs": [rep.to_dict() for _, rep in reports]})
         return

@@ -90,9 +90,10 @@ def fleet_cmd(
     if as_json:
         emit_json(report.to_dict())
     elif fmt == "markdown":
+        from trajdebug.escape import visible
         from trajdebug.fleet.render import fleet_markdown
 
-        click.echo(fleet_markdown(report, top=top), nl=False)
+        click.echo(visible(fleet_markdown(report, top=top)), nl=False)
     else:
         from trajdebug.fleet.render import render_fleet
 

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import click
 
-from trajdebug.cli._common import emit_json, fmt_option, json_option, load_source, run_option, source_argument
+from trajdebug.cli._common import (
+    Progress,
+    emit_json,
+    fail,
+    fmt_option,
+    json_option,
+    load_source,
+    run_option,
+    source_argument,
+    warn,
+)
 
 
 _STORE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
@@ -35,6 +45,9 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     message log, a multi-agent transcript, or trajdebug's own JSONL or store
     (to copy runs between files and stores).  Malformed records are reported
     as warnings naming the file and record; the valid ones are imported.
+    Importing into a store replaces an earlier copy of each run, so importing
+    the same file twice does not duplicate it.  Secrets are redacted on the way
+    in, as when recording.
 
     \b
     Examples:
@@ -51,24 +64,28 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
 
     fmt_used = fmt or sniff(source)
     try:
-        result = read_source(source, fmt=fmt_used)
+        with Progress(f"reading {source}"):
+            result = read_source(source, fmt=fmt_used)
     except SourceError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise fail(str(exc)) from None
     fmt_used = fmt_used or ("store" if is_store(source) else "trajdebug")
     for problem in result.problems:
-        click.echo(f"warning: {problem}", err=True)
+        warn(str(problem))
     if output is None:
         from trajdebug.store import default_store_path
 
         output = str(default_store_path())
+    outcome: dict[str, int] = {"added": 0, "replaced": 0, "unchanged": 0}
     if output.endswith(_STORE_SUFFIXES):
         from trajdebug.store import Store
 
-        with Store(output) as store:
+        with Store(output) as store, Progress(f"importing into {output}", total=len(result.runs)) as bar:
             for run in result.runs:
-                store.save_run(run)
+                outcome[store.save_run(run)] += 1
+                bar.advance()
     else:
         write_jsonl(result.runs, output)
+        outcome["added"] = len(result.runs)
     if as_json:
         emit_json(
             {
@@ -86,15 +103,28 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
                     for r in result.runs
                 ],
                 "problems": [str(p) for p in result.problems],
+                "added": outcome["added"],
+                "replaced": outcome["replaced"],
+                "unchanged": outcome["unchanged"],
             }
         )
         return
     steps = sum(len(r.steps) for r in result.runs)
     errors = sum(len(r.errors) for r in result.runs)
     n = len(result.runs)
+    from trajdebug.escape import visible
+
+    already = outcome["unchanged"] + outcome["replaced"]
     click.echo(
-        f"imported {n} run{'s' * (n != 1)} ({steps} steps, {errors} errors) from {source} ({fmt_used}) into {output}"
-        + (f"; {len(result.problems)} malformed record(s) skipped" if result.problems else "")
+        visible(
+            f"imported {n} run{'s' * (n != 1)} ({steps} steps, {errors} errors) from {source} ({fmt_used}) into {output}"
+            + (
+                f" ({outcome['added']} new, {outcome['unchanged']} already there, {outcome['replaced']} updated)"
+                if already
+                else ""
+            )
+            + (f"; {len(result.problems)} malformed record(s) skipped" if result.problems else "")
+        )
     )
 
 
@@ -156,12 +186,20 @@ def export_cmd(
 
     runs = load_source(source, run_id, fmt)
     if output == "-":
-        write_otlp(runs, sys.stdout, per_line=per_line)
+        import io
+
+        from trajdebug.escape import json_text
+
+        buf = io.StringIO()
+        write_otlp(runs, buf, per_line=per_line)
+        sys.stdout.write(json_text(buf.getvalue()))
         return
     write_otlp(runs, output, per_line=per_line)
     spans = sum(len(r.steps) for r in runs)
+    from trajdebug.escape import visible
+
     click.echo(
-        f"exported {len(runs)} run{'s' * (len(runs) != 1)} ({spans} spans) as {to} to {output}", err=True
+        visible(f"exported {len(runs)} run{'s' * (len(runs) != 1)} ({spans} spans) as {to} to {output}"), err=True
     )
 
 

@@ -117,7 +117,7 @@ _WORDS = {
 
 
 def _render_diff(al: Any, iso: Any) -> None:
-    from rich.markup import escape
+    from trajdebug.escape import markup as escape
 
     con = console()
     good, bad = al.good, al.bad

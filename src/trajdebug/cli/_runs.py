@@ -7,6 +7,7 @@ import click
 from trajdebug.cli._common import (
     console,
     emit_json,
+    fail,
     fmt_option,
     json_option,
     latest_original,
@@ -39,37 +40,40 @@ def runs_cmd(
     """List the runs in a store, newest first.
 
     Replays and reference runs that verification recorded are hidden unless
-    --all is given.
+    --all is given.  A run the recorder lost records of (dropped under load,
+    unwritable, finished after the run ended) shows how many next to its outcome.
 
     \b
     Example:
         trajdebug runs --outcome failure
     """
+    from pathlib import Path
+
     from trajdebug.store import Store, StoreError, is_store
 
     path = store_path(store)
+    if not Path(path).exists():
+        raise fail(f"{path}: no store here yet (record a run, or try: trajdebug demo)")
+    if Path(path).is_dir():
+        raise fail(f"{path}: a folder, not a store")
+    if not is_store(path):
+        raise fail(f"{path}: not a store; use 'trajdebug show {path}' for a file")
     try:
-        from pathlib import Path
-
-        if not Path(path).exists():
-            raise click.ClickException(f"{path}: no store here yet (record a run, or try: trajdebug demo)")
-        if not is_store(path):
-            raise click.ClickException(f"{path}: not a store; use 'trajdebug show {path}' for a file")
-        with Store(path) as st:
+        with Store(path, readonly=True) as st:
             rows = st.list_runs(outcome=outcome, name=name, limit=limit, derived=show_all)
             hidden = 0
             if not show_all:
-                hidden = len(st.list_runs(outcome=outcome, name=name)) - len(
-                    st.list_runs(outcome=outcome, name=name, derived=False)
+                hidden = st.count_runs(outcome=outcome, name=name) - st.count_runs(
+                    outcome=outcome, name=name, derived=False
                 )
     except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise fail(str(exc)) from None
     if as_json:
         emit_json({"store": path, "runs": [r.to_dict() for r in rows], "hidden": hidden})
         return
-    from rich.markup import escape
     from rich.table import Table
 
+    from trajdebug.escape import markup as escape
     from trajdebug.report.text import fmt_duration
 
     table = Table(box=None, pad_edge=False)
@@ -81,7 +85,9 @@ def runs_cmd(
         table.add_row(
             escape(r.run_id[:12]),
             escape(r.name),
-            f"[{style.get(r.outcome, 'white')}]{r.outcome}[/]",
+            f"[{'yellow' if r.lost else style.get(r.outcome, 'white')}]{escape(r.outcome)}"
+            + (f", {r.lost:,} lost" if r.lost else "")
+            + "[/]",
             str(r.steps),
             str(r.errors),
             fmt_duration(dur),

@@ -64,8 +64,10 @@ class StdoutDelivery:
         self.stream = stream
 
     def __call__(self, alert: dict[str, Any]) -> None:
+        from trajdebug.escape import json_text
+
         out = self.stream or sys.stdout
-        out.write(dumps_str(alert) + "\n")
+        out.write(json_text(dumps_str(alert)) + "\n")
         out.flush()
 
 

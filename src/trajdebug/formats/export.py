@@ -231,8 +231,10 @@ def _span(run: Run, trace: str, s: Step, stage_events: list[dict[str, Any]]) -> 
 def write_otlp(runs: Iterable[Run], path: str | Path | IO[str], *, per_line: bool = False) -> None:
     """Write runs as OTLP/JSON: one envelope, or (``per_line``) one envelope per run per line, as the collector's file exporter does."""
     from trajdebug._encode import dumps_str
+    from trajdebug.schema import redact_run
 
-    runs = list(runs)
+    # A write path like any other: secrets are redacted per the process policy.
+    runs = [redact_run(r) for r in runs]
     text = (
         "".join(dumps_str(export_otlp([r])) + "\n" for r in runs)
         if per_line

@@ -221,7 +221,7 @@ def spans_from_envelope(
                     continue
                 try:
                     spans.append(_span(raw, resource, scope, first_index + len(spans)))
-                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
                     msg = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
                     problems.append(FormatError(f"{where}: {msg}", source=source, line=line))
     return spans, problems

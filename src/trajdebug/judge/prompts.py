@@ -30,7 +30,7 @@ from typing import Any
 from trajdebug.analysis import text_of
 from trajdebug.judge.shortlist import Entry, Shortlist
 from trajdebug.model import REDACTED
-from trajdebug.record.redact import Redactor
+from trajdebug.redaction import Redactor
 
 
 VERDICTS = ("decisive", "propagates", "sound")

@@ -2,6 +2,13 @@
 
 Everything here is re-exported at the top of the package (``trajdebug.run``,
 ``trajdebug.step``, ...).
+
+Layout (each module imports only those above it in this list, so there is
+no import cycle): ``config``, ``context`` (context variables, the active
+runs), ``errorlog``, ``errors``, ``decorate``, ``recorder`` (steps),
+``edges``, ``retry``, ``contracts``, ``state``, ``env``, ``tracking``
+(writer-side encoding), ``sinks``, ``writer`` (the background thread),
+``runs`` (runs), ``propagation``.
 """
 
 from __future__ import annotations
@@ -10,17 +17,13 @@ from trajdebug.record.config import CONFIG, Config, configure
 from trajdebug.record.edges import branch, traced
 from trajdebug.record.env import environment_snapshot, uses_env
 from trajdebug.record.propagation import ContextThreadPoolExecutor, extract, inject, wrap
-from trajdebug.record.recorder import (
-    RunHandle,
-    StepHandle,
-    current_run,
-    current_step,
-    run,
-    step,
-)
+from trajdebug.record.recorder import RecorderWarning, StepHandle, current_run, current_step, step
 from trajdebug.record.retry import retry, retry_call
+from trajdebug.record.runs import RunHandle, run
 from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink
 from trajdebug.record.state import RunState, reads, writes
+from trajdebug.record.writer import flush
+from trajdebug.schema import KindWarning
 
 
 __all__ = [
@@ -28,7 +31,9 @@ __all__ = [
     "Config",
     "ContextThreadPoolExecutor",
     "JsonlSink",
+    "KindWarning",
     "MemorySink",
+    "RecorderWarning",
     "RunHandle",
     "RunState",
     "Sink",
@@ -40,6 +45,7 @@ __all__ = [
     "current_step",
     "environment_snapshot",
     "extract",
+    "flush",
     "inject",
     "reads",
     "retry",

@@ -1,4 +1,4 @@
-"""Recorder configuration: the on/off switch, default sinks, limits, redaction."""
+"""Recorder configuration: the on/off switch, default sinks, limits, durability, redaction."""
 
 from __future__ import annotations
 
@@ -21,15 +21,46 @@ class Config:
     path: str | Path | None = None
     """Default JSONL file for runs that name no sink (used instead of the store when set)."""
     max_value_bytes: int = 64 * 1024
-    """Inputs and outputs larger than this are stored truncated, with a marker."""
+    """Inputs, outputs, attribute values and messages larger than this are stored truncated, with a
+    marker (after redaction, so a secret beyond the cut is scrubbed too)."""
     max_buffer: int = 100_000
-    """Records waiting for the writer beyond this are dropped and counted (never raised)."""
-    flush_interval: float = 0.2
-    """Seconds between background flushes."""
+    """Records of one run waiting for the writer; past this the ``backpressure`` policy applies."""
+    max_buffer_bytes: int = 64 * 1024 * 1024
+    """Bytes of snapshotted inputs and outputs of one run waiting for the writer; past this the
+    ``backpressure`` policy applies (so memory per waiting step is bounded)."""
+    backpressure: str = "drop"
+    """What a full buffer does to a new record: ``drop`` it and count it (the agent never waits), or
+    ``block`` the agent until the writer makes room, for at most ``block_timeout`` (then drop and count)."""
+    block_timeout: float = 1.0
+    """Seconds a step may wait for room under ``backpressure="block"``."""
+    flush_interval: float = 0.1
+    """The longest a finished step waits before the writer writes it, while the writer keeps up.
+    The writer wakes twice per interval and writes batches of at most ``max_batch`` records, so under
+    any load a write happens at least this often (see docs/format.md, "Durability")."""
+    max_batch: int = 2048
+    """Records per write at most (bounds the time between writes under load)."""
+    close_timeout: float = 5.0
+    """Seconds leaving a run's block waits for its records to be written.  It never waits on a
+    locked or unreachable store (the writer retries that in the background); 0: never wait."""
+    exit_timeout: float = 5.0
+    """Seconds the interpreter's exit waits for records still queued."""
+    late_grace: float = 1.0
+    """Seconds a run's sinks stay open after its end record: steps that finish in that time (a thread
+    the agent did not join) are still written, marked ``after_run_end``; later ones are counted."""
+    store_busy_timeout: float = 0.005
+    """Seconds one write attempt waits (inside SQLite) for a locked store before the writer moves on
+    and retries on its next round (10 ms later); nobody else waits for it."""
+    track_budget_bytes: int = 32 * 1024 * 1024
+    """Approximate bytes a run keeps for identity tracking (produced values and their entries); past
+    this the oldest are released (their consumers fall back to content inference at analysis time),
+    so memory per step stays bounded however long the run."""
     redact: bool = True
-    """Redact secrets (by key name and by value pattern) before anything reaches a sink."""
+    """Redact secrets (by key name and by value pattern) before anything reaches disk, on every write
+    path (`trajdebug.redaction`)."""
     redact_keys: tuple[str, ...] = ()
     """Extra key-name patterns (regular expressions) to redact."""
+    redact_pii: tuple[str, ...] = ()
+    """Opt-in classes of personal data to redact too (``("email",)``)."""
     env_allow: tuple[str, ...] = ("TRAJDEBUG_*", "MODEL*", "*_MODEL", "OPENAI_BASE_URL", "LANG", "TZ")
     """Environment variables recorded in the run's environment snapshot (fnmatch patterns)."""
     packages: tuple[str, ...] = ("trajdebug", "openai", "anthropic", "langchain-core", "openai-agents")
@@ -43,6 +74,9 @@ CONFIG = Config(enabled=os.environ.get("TRAJDEBUG", "").strip().lower() not in (
 
 _lock = threading.Lock()
 
+_CHOICES = {"backpressure": ("drop", "block")}
+_REDACTION = ("redact", "redact_keys", "redact_pii")
+
 
 def configure(**settings: Any) -> Config:
     """Change recorder settings; returns the configuration.
@@ -51,16 +85,30 @@ def configure(**settings: Any) -> Config:
         ```python
         trajdebug.configure(enabled=False)          # every call becomes a no-op
         trajdebug.configure(path="runs.jsonl")      # default sink for new runs
+        trajdebug.configure(backpressure="block", block_timeout=0.5)
+        trajdebug.configure(redact_pii=("email",))  # scrub e-mail addresses too
         ```
 
     Raises:
         TypeError: an unknown setting name.
+        ValueError: a setting with a value it cannot take.
     """
+    from trajdebug import redaction
+
     with _lock:
         for key, value in settings.items():
             if not hasattr(CONFIG, key) or key == "extra":
                 raise TypeError(f"configure() got an unknown setting {key!r}")
-            setattr(CONFIG, key, value)
+            if key in _CHOICES and value not in _CHOICES[key]:
+                raise ValueError(f"configure({key}={value!r}): expected one of {', '.join(_CHOICES[key])}")
+        if any(k in settings for k in _REDACTION):
+            redaction.set_policy(
+                enabled=settings.get("redact", CONFIG.redact),
+                extra_keys=settings.get("redact_keys", CONFIG.redact_keys),
+                pii=settings.get("redact_pii", CONFIG.redact_pii),
+            )
+        for key, value in settings.items():
+            setattr(CONFIG, key, tuple(value) if key in ("redact_keys", "redact_pii") else value)
     return CONFIG
 
 
@@ -86,5 +134,5 @@ def id_prefix() -> str:
 
 
 def new_run_id() -> str:
-    """A 32-hex-digit run id (an OpenTelemetry-compatible trace id)."""
-    return f"{random.getrandbits(128):032x}"
+    """A 32-hex-digit run id (an OpenTelemetry-compatible trace id, never all zeros)."""
+    return f"{random.getrandbits(128) | 1:032x}"

@@ -45,7 +45,7 @@ class ContractError(AssertionError):
 
 
 def _record(name: str, passed: bool, message: str | None, when: When) -> None:
-    from trajdebug.record import current_step
+    from trajdebug.record.recorder import current_step
 
     handle = current_step()
     if handle is None:

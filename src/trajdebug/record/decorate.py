@@ -15,8 +15,24 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from trajdebug.record import context as _ctx
 from trajdebug.record.config import CONFIG
-from trajdebug.record.recorder import _REPLAY, _RUN, _STEP, StepHandle
+
+
+# Bound by assignment, not imported by name, so that ``_RUN.get()`` compiles to a method
+# call (see the same lines in `trajdebug.record.recorder`).
+_RUN = _ctx._RUN
+_STEP = _ctx._STEP
+_REPLAY = _ctx._REPLAY
+
+# The step handle is duck-typed: its module imports this one.
+StepHandle = Any
+"""A `trajdebug.record.recorder.StepHandle` (used as the template of each call's step)."""
+
+
+def _unrecorded(run: Any) -> bool:
+    """Whether a call finds nothing to record into: no run in its context and none active anywhere."""
+    return run is None and (not CONFIG.enabled or not _ctx.ACTIVE)
 
 
 def _param_spec(fn: Callable[..., Any]) -> tuple[list[str], str | None, bool]:
@@ -61,14 +77,16 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
         @functools.wraps(fn)
         async def agen_wrapper(*args: Any, **kwargs: Any) -> Any:
             run = _RUN.get() if CONFIG.enabled else None
-            if run is None:
+            h = None
+            if not _unrecorded(run):
+                h = tpl._spawn()
+                h.input = _bind(spec, args, kwargs)
+                h.__enter__()
+            if h is None or h._token is None:
                 async for item in fn(*args, **kwargs):
                     yield item
                 return
-            h = tpl._spawn()
-            h.input = _bind(spec, args, kwargs)
             items: list[Any] = []
-            h.__enter__()
             agen = fn(*args, **kwargs)
             _STEP.reset(h._token)
             try:
@@ -98,14 +116,16 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
         @functools.wraps(fn)
         def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
             run = _RUN.get() if CONFIG.enabled else None
-            if run is None:
+            h = None
+            if not _unrecorded(run):
+                h = tpl._spawn()
+                h.input = _bind(spec, args, kwargs)
+                # The step is current only while the generator body runs, not
+                # while the consumer holds a yielded item.
+                h.__enter__()
+            if h is None or h._token is None:
                 return (yield from fn(*args, **kwargs))
-            h = tpl._spawn()
-            h.input = _bind(spec, args, kwargs)
             items: list[Any] = []
-            # The step is current only while the generator body runs, not
-            # while the consumer holds a yielded item.
-            h.__enter__()
             gen = fn(*args, **kwargs)
             _STEP.reset(h._token)
             result = None
@@ -141,7 +161,7 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             run = _RUN.get() if CONFIG.enabled else None
-            if run is None:
+            if run is None and _unrecorded(run):
                 return await fn(*args, **kwargs)
             h = tpl._spawn()
             h.input = _bind(spec, args, kwargs)
@@ -167,7 +187,7 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         run = _RUN.get() if CONFIG.enabled else None
-        if run is None:
+        if run is None and _unrecorded(run):
             return fn(*args, **kwargs)
         h = tpl._spawn()
         h.input = _bind(spec, args, kwargs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from trajdebug.record import recorder as rec
+from trajdebug.record.context import _BRANCH
 
 
 def _step_id(ref: Any) -> str | None:
@@ -50,13 +51,13 @@ class branch:
 
     def __enter__(self) -> branch:
         if self._id is not None:
-            self._token = rec._BRANCH.set((*rec._BRANCH.get(), self._id))
+            self._token = _BRANCH.set((*_BRANCH.get(), self._id))
             rec.scope_opened()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if self._token is not None:
-            rec._BRANCH.reset(self._token)
+            _BRANCH.reset(self._token)
             self._token = None
             rec.scope_closed()
 

@@ -11,20 +11,22 @@ dependency on it, so the root-cause search can blame an environment change.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import platform
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from trajdebug.model import Dependency
+from trajdebug.record import recorder as rec
 from trajdebug.record.config import CONFIG
 
 
-if TYPE_CHECKING:
-    from trajdebug.record.recorder import RunHandle
-
-
+@functools.lru_cache(maxsize=8)
 def _package_versions(names: tuple[str, ...]) -> dict[str, str]:
+    # Read once per process: installed versions do not change under a running agent, and
+    # reading package metadata is file-system work the agent's thread should not repeat.
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
@@ -36,18 +38,28 @@ def _package_versions(names: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def environment_snapshot(metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+@functools.lru_cache(maxsize=1)
+def _platform() -> str:
+    # platform.platform() reads the interpreter's binary to find the C library: once per process.
+    return platform.platform()
+
+
+def environment_snapshot(metadata: dict[str, Any] | None = None, *, time_ns: int | None = None) -> dict[str, Any]:
     """Time, Python, platform, package versions, allowed environment variables, and the
-    model names and seeds found in the run's metadata."""
+    model names and seeds found in the run's metadata.
+
+    The recorder takes it on the writer thread when it writes the run's first
+    record (the parts that read files are read once per process).
+    """
     md = metadata or {}
     env_vars = {
         k: v for k, v in os.environ.items() if any(fnmatch.fnmatchcase(k, pat) for pat in CONFIG.env_allow)
     }
     snap: dict[str, Any] = {
-        "time_ns": time.time_ns(),
+        "time_ns": time.time_ns() if time_ns is None else time_ns,
         "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "packages": _package_versions(CONFIG.packages),
+        "platform": _platform(),
+        "packages": dict(_package_versions(tuple(CONFIG.packages))),
         "env": env_vars,
     }
     for key in ("model", "models", "seed", "seeds", "config"):
@@ -56,16 +68,17 @@ def environment_snapshot(metadata: dict[str, Any] | None = None) -> dict[str, An
     return snap
 
 
-def record_environment_step(run: RunHandle) -> str:
+def record_environment_step(run: Any) -> str:
     """Create the run's ``environment`` step and return its id."""
-    from trajdebug.record import recorder as rec
-
     h = rec.StepHandle("environment", "input")
     h._run = run
     h.seq = rec._next_seq()
     h.t0 = run.start_ns
     h.t1 = run.start_ns
-    h.output = rec._snap(run.metadata.get("env", {}))
+    env = run.metadata.get("env")
+    if env is None:  # asked for before the writer took the snapshot
+        env = run.metadata.setdefault("env", environment_snapshot(run.metadata, time_ns=run.start_ns))
+    h.output = rec._snap(env)
     h.input = None
     run._push(h)
     return h.id
@@ -77,8 +90,6 @@ def uses_env(key: str, value: Any = None) -> None:
 
     The step gets an ``env`` dependency on the run's environment step.
     """
-    from trajdebug.record import recorder as rec
-
     h = rec.current_step()
     run = rec.current_run()
     if h is None or run is None:
@@ -87,8 +98,6 @@ def uses_env(key: str, value: Any = None) -> None:
         env_id = run.env_step_id()
         if env_id is None:
             return
-        from trajdebug.model import Dependency
-
         h.deps = (*h.deps, Dependency(step_id=env_id, kind="env", origin="declared", key=key))
         reads = h.attrs.get("env_reads") if h.attrs else None
         if reads is None:

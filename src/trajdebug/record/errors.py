@@ -32,16 +32,20 @@ from __future__ import annotations
 
 import sys
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from trajdebug.record import logging as _live
-from trajdebug.record import recorder as _rec
+from trajdebug.record import context as _ctx
+from trajdebug.record import errorlog as _live
 from trajdebug.record.config import CONFIG, id_prefix
+from trajdebug.schema import error_record, stage_record
 
 
-if TYPE_CHECKING:
-    from trajdebug.record.recorder import StepHandle
-    from trajdebug.record.runs import RunHandle
+# The handles are duck-typed here: the step handle's module imports this one,
+# so importing it back (even for type checking) would close a cycle.
+StepHandle = Any
+"""A `trajdebug.record.recorder.StepHandle`."""
+RunHandle = Any
+"""A `trajdebug.record.runs.RunHandle`."""
 
 _ATTR = "__trajdebug_error__"
 _OPEN = "open"
@@ -65,7 +69,7 @@ class _Tag:
         """The last step handle it left that was a retry attempt (``attempt`` set)."""
 
 
-def _new_error_id() -> str:
+def new_error_id() -> str:
     return f"e{id_prefix()}{next(_counter):07x}"
 
 
@@ -136,15 +140,8 @@ def _is_open(run: RunHandle, error_id: str) -> bool:
 def _stage(run: RunHandle, error_id: str, stage: str, step_id: str | None, reason: str | None = None) -> None:
     if stage in ("recovered", "ignored", "failed"):
         run._errors[error_id] = stage
-    rec = {
-        "t": "stage",
-        "error_id": error_id,
-        "stage": stage,
-        "step_id": step_id,
-        "time_ns": _rec._now(),
-        "reason": reason,
-    }
-    run._emit(rec)
+    rec = stage_record(run.run_id, error_id, stage, step_id, _ctx.now(), reason)
+    run._push(rec)
     if _live._listeners:
         _live._notify(rec, None)
 
@@ -155,7 +152,7 @@ def _on_step(run: RunHandle, h: StepHandle, eid: str) -> None:
     if h.retry_of is not None:
         run._retry_of[h.id] = h.retry_of
     parent = h.parent
-    if parent is not None and type(parent) is _rec.StepHandle:
+    if parent is not None and parent.__class__ is not _ctx.RemoteParent:
         if parent._child_errors is None:
             parent._child_errors = []
         parent._child_errors.append(eid)
@@ -169,18 +166,9 @@ def _new_error(
     parent: str | None,
     attributes: dict[str, Any] | None = None,
 ) -> str:
-    eid = _new_error_id()
-    rec = {
-        "t": "error",
-        "error_id": eid,
-        "step_id": h.id,
-        "type": type_name,
-        "message": message,
-        "parent_error_id": parent,
-        "attempt": h.attempt or 1,
-        "attributes": attributes or {},
-    }
-    run._emit(rec)
+    eid = new_error_id()
+    rec = error_record(run.run_id, eid, h.id, type_name, message, parent, h.attempt or 1, attributes)
+    run._push(rec)
     if _live._listeners:
         _live._notify(rec, h.agent)
     run._errors[eid] = _OPEN

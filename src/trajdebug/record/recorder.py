@@ -10,40 +10,45 @@ writer thread (`trajdebug.record.sinks.Writer`).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
-import time
+import warnings
 from collections.abc import Callable, Iterable
-from contextvars import ContextVar
 from typing import Any, TypeVar, overload
 
 from trajdebug._encode import dumps
-from trajdebug.model import Dependency
+from trajdebug.model import STEP_KINDS, Dependency
 from trajdebug.record import config as _config
+from trajdebug.record import context as _ctx
+from trajdebug.record import errors as _errors
 from trajdebug.record.config import CONFIG
+from trajdebug.record.decorate import decorate
+from trajdebug.schema import check_kind
 
 
 log = logging.getLogger("trajdebug")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The clock and the step counter are module globals so that
-# `trajdebug.testing` can swap in deterministic ones.
-_now: Callable[[], int] = time.time_ns
-_next_seq: Callable[[], int] = itertools.count(1).__next__
+# The context variables, bound by assignment rather than imported by name: CPython 3.11
+# compiles ``name.get()`` on an imported name as an attribute load plus a call (it
+# takes the name for a module), ~30 ns slower than the method call it uses otherwise,
+# and the hot path makes four such calls per step.
+_RUN = _ctx._RUN
+_STEP = _ctx._STEP
+_BRANCH = _ctx._BRANCH
+_ATTEMPT = _ctx._ATTEMPT
+RemoteParent = _ctx.RemoteParent
 
-_RUN: ContextVar[RunHandle | None] = ContextVar("trajdebug_run", default=None)
-_STEP: ContextVar[StepHandle | RemoteParent | None] = ContextVar("trajdebug_step", default=None)
-_BRANCH: ContextVar[tuple[str, ...]] = ContextVar("trajdebug_branch", default=())
-_ATTEMPT: ContextVar[tuple[int, str | None, str | None] | None] = ContextVar(
-    "trajdebug_attempt", default=None
-)
-_REPLAY: ContextVar[Any] = ContextVar("trajdebug_replay", default=None)
-# The active replay controller (`trajdebug.replay`), consulted by decorated
-# steps: ``before(handle) -> (served, value)`` (it may raise a recorded
-# exception) and ``after(handle, value)``; it decides, per step, whether to
-# serve the recorded response or let the function run live.
+# Module-global aliases of the clock and the step counter (`trajdebug.record.context`),
+# read on the hot path without an attribute lookup; `trajdebug.testing.deterministic`
+# swaps both places together.
+_now: Callable[[], int] = _ctx._now
+_next_seq: Callable[[], int] = _ctx._next_seq
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_KINDS = frozenset(STEP_KINDS)
+_new_handle = object.__new__
 
 # How many branch or retry-attempt scopes are open anywhere in the process.
 # While none is, starting a step skips reading their two context variables:
@@ -67,10 +72,6 @@ def scope_closed() -> None:
         _scopes -= 1
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-_new_handle = object.__new__
-
-
 def _snap(value: Any) -> Any:
     """Freeze a value at the step boundary: scalars as they are, the rest as JSON bytes."""
     if type(value) in _SCALARS:
@@ -78,23 +79,33 @@ def _snap(value: Any) -> Any:
     return dumps(value)  # never raises: unencodable values become markers
 
 
-class RemoteParent:
-    """A parent step in another thread or process (from `trajdebug.extract`)."""
-
-    __slots__ = ("id",)
-
-    def __init__(self, step_id: str) -> None:
-        self.id = step_id
+class RecorderWarning(UserWarning):
+    """Something given to the recorder that it ignored rather than break the agent (a bad ``deps=`` entry)."""
 
 
-def _dep(d: Any, kind: str = "data") -> Dependency:
+def _dep(d: Any, kind: str = "data") -> Dependency | None:
     if isinstance(d, Dependency):
         return d
     if isinstance(d, (StepHandle, RemoteParent)):
         return Dependency(step_id=d.id, kind=kind, origin="declared")  # type: ignore[arg-type]
-    if isinstance(d, str):
+    if isinstance(d, str) and d:
         return Dependency(step_id=d, kind=kind, origin="declared")  # type: ignore[arg-type]
-    raise TypeError(f"deps= takes step handles, step ids or Dependency objects, not {type(d).__name__}")
+    warnings.warn(
+        f"trajdebug: deps= takes step handles, step ids or Dependency objects, not {type(d).__name__};"
+        " this entry is ignored",
+        RecorderWarning,
+        stacklevel=4,
+    )
+    return None
+
+
+def _deps(items: Iterable[Any], kind: str = "data") -> tuple[Dependency, ...]:
+    try:
+        found = [_dep(d, kind) for d in items]
+    except TypeError:
+        warnings.warn("trajdebug: deps= must be an iterable; ignored", RecorderWarning, stacklevel=3)
+        return ()
+    return tuple(d for d in found if d is not None)
 
 
 class StepHandle:
@@ -126,7 +137,7 @@ class StepHandle:
     seq: int = 0
     t0: int = 0
     t1: int | None = None
-    _run: RunHandle | None = None
+    _run: Any = None
     _token: Any = None
     _child_errors: list[str] | None = None
     _live_in: Any = None
@@ -146,9 +157,9 @@ class StepHandle:
         attributes: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
-        self.kind = kind
+        self.kind = check_kind(kind)
         if deps:
-            self.deps = tuple(_dep(d) for d in deps)
+            self.deps = _deps(deps)
         if agent is not None:
             self.agent = agent
         if input is not None:
@@ -181,12 +192,14 @@ class StepHandle:
     def __enter__(self) -> StepHandle:
         run = _RUN.get()
         if run is None:
-            return self
+            run = self._adopt()
+            if run is None:
+                return self
         if self.name is None:
             self.name = "step"
         self._run = run
         parent = _STEP.get()
-        if parent is not None and (parent.__class__ is RemoteParent or parent._run is run):  # type: ignore[union-attr]
+        if parent is not None and (parent.__class__ is RemoteParent or parent._run is run):
             self.parent = parent
             if self.agent is None and parent.__class__ is StepHandle:
                 self.agent = parent.agent
@@ -197,7 +210,25 @@ class StepHandle:
         self.t0 = _now()
         return self
 
-    def _start_slow(self, run: RunHandle) -> None:
+    def _adopt(self) -> Any:
+        """The run of a step started where the context holds none (a plain thread pool), or None.
+
+        The step joins the one active run of the process, or the most recent of
+        several, marked ``context_lost`` (``True``, or ``"ambiguous"``) and counted
+        in the run's account; never dropped silently.  See `trajdebug.record.context.orphan_run`.
+        """
+        if not _ctx.ACTIVE or not CONFIG.enabled:
+            return None
+        found = _ctx.orphan_run()
+        if found is None:
+            return None
+        run, ambiguous = found
+        if ambiguous is not None:
+            self.set("context_lost", "ambiguous" if ambiguous else True)
+            run._adopted(ambiguous)
+        return run
+
+    def _start_slow(self, run: Any) -> None:
         branch = _BRANCH.get()
         if branch:
             self.branch = branch
@@ -223,28 +254,30 @@ class StepHandle:
                 # Reset from another context (a generator resumed elsewhere): fall back to the parent.
                 _STEP.set(self.parent)
             if exc is not None:
-                from trajdebug.record.errors import on_exception
-
-                on_exception(run, self, exc)
+                _errors.on_exception(run, self, exc)
             elif self.retry_of is not None:
-                from trajdebug.record.errors import on_retry_success
-
-                on_retry_success(run, self)
+                _errors.on_retry_success(run, self)
             # Scalars are immutable and kept as they are; anything else is frozen
             # as JSON now, with the live object kept for identity tracking.
+            # Snapshot bytes count against the run's byte budget (only when there are any).
+            big = False
             inp = self.input
             if inp.__class__ not in _SCALARS:
                 self._live_in = inp
-                self.input = _snap(inp)
+                self.input = snap = _snap(inp)
+                run._bytes += len(snap)
+                big = True
             out = self.output
             if out.__class__ not in _SCALARS:
                 self._live_out = out
-                self.output = _snap(out)
+                self.output = snap = _snap(out)
+                run._bytes += len(snap)
+                big = True
             q = run._queue
-            if len(q) < run._max_buffer:
+            if len(q) < run._max_buffer and (big is False or run._bytes < run._max_bytes):
                 q.append(self)
             else:
-                run._drop()
+                run._full(self)
         except Exception:  # noqa: BLE001 - the recorder never breaks the agent
             run._internal_error("step exit")
 
@@ -258,7 +291,7 @@ class StepHandle:
 
     def uses(self, *deps: Any, kind: str = "data") -> None:
         """Declare dependencies found inside the step (step handles, ids or `Dependency`)."""
-        self.deps = self.deps + tuple(_dep(d, kind) for d in deps)
+        self.deps = self.deps + _deps(deps, kind)
 
     def error(self, message: str, *, type: str = "ReportedError", **attributes: Any) -> str | None:
         """Report an error without raising (a tool returned an error payload, a check failed).
@@ -268,18 +301,21 @@ class StepHandle:
         """
         if self._run is None:
             return None
-        from trajdebug.record.errors import report_error
-
-        return report_error(self._run, self, type, message, attributes)
+        try:
+            return _errors.report_error(self._run, self, type, message, attributes)
+        except Exception:  # noqa: BLE001 - the recorder never breaks the agent
+            self._run._internal_error("error report")
+            return None
 
     def fallback(self, value: Any, reason: str = "fallback value used") -> None:
         """Use a degraded value after an error: the error ends ``ignored``; ``value`` is the output."""
         self.output = value
         self.set("fallback", reason)
         if self._run is not None:
-            from trajdebug.record.errors import on_fallback
-
-            on_fallback(self._run, self, reason)
+            try:
+                _errors.on_fallback(self._run, self, reason)
+            except Exception:  # noqa: BLE001 - the recorder never breaks the agent
+                self._run._internal_error("fallback")
 
     # -- decorator ---------------------------------------------------------------
 
@@ -289,8 +325,6 @@ class StepHandle:
     def __call__(self, fn: Any) -> Any: ...
     def __call__(self, fn: Any) -> Any:
         """Decorate a function, coroutine function, generator or async generator."""
-        from trajdebug.record.decorate import decorate
-
         return decorate(self, fn)
 
     def _spawn(self) -> StepHandle:
@@ -362,14 +396,14 @@ def step(
     if not CONFIG.enabled:
         return _NOOP_STEP
     if name is not None and name.__class__ is not str and callable(name):
-        from trajdebug.record.decorate import decorate
-
         return decorate(StepHandle(None, kind), name)
     # Built without __init__: a step with no extras needs only two attribute
     # writes here (the rest are class defaults), which matters on the hot path.
+    # The kind is checked here, where the step is declared (`check_kind`: one
+    # set lookup for a built-in kind).
     h = _new_handle(StepHandle)
     h.name = name
-    h.kind = kind
+    h.kind = kind if kind in _KINDS else check_kind(kind)
     if input is not None:
         h.input = input
     if deps or agent is not None or attempt is not None or retry_of is not None or attributes:
@@ -392,8 +426,8 @@ def current_step() -> StepHandle | None:
     return s if type(s) is StepHandle else None
 
 
-def current_run() -> RunHandle | None:
-    """The run being recorded in this context, or None."""
+def current_run() -> Any:
+    """The run being recorded in this context (a `trajdebug.record.runs.RunHandle`), or None."""
     return _RUN.get()
 
 
@@ -425,16 +459,13 @@ class _NoopStep(StepHandle):
 _NOOP_STEP = _NoopStep("noop")
 
 
-# RunHandle lives in runs.py; re-exported here because the two are used together.
-from trajdebug.record.runs import RunHandle, run  # noqa: E402
-
-
 __all__ = [
+    "RecorderWarning",
     "RemoteParent",
-    "RunHandle",
     "StepHandle",
     "current_run",
     "current_step",
-    "run",
+    "scope_closed",
+    "scope_opened",
     "step",
 ]

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from trajdebug.record import recorder as rec
+from trajdebug.record.context import _ATTEMPT
 from trajdebug.record.errors import attempt_step
 
 
@@ -49,7 +50,7 @@ class _Attempts:
         # The first step started inside the attempt becomes the attempt
         # (`StepHandle.__enter__` consumes this marker).
         self.n = n
-        self.token = rec._ATTEMPT.set((n, self.prev, None if n == 1 else self.reason))
+        self.token = _ATTEMPT.set((n, self.prev, None if n == 1 else self.reason))
         rec.scope_opened()
 
     def failed(self, exc: BaseException) -> None:
@@ -61,7 +62,7 @@ class _Attempts:
             self.prev = sid
 
     def end(self) -> None:
-        rec._ATTEMPT.reset(self.token)
+        _ATTEMPT.reset(self.token)
         rec.scope_closed()
 
 

@@ -1,29 +1,92 @@
 """Recording a run: ``with trajdebug.run("name") as run``.
 
-A `RunHandle` owns the run's buffer and sinks.  The agent's threads push
-finished step handles onto its deque; the writer thread (or the run's end)
-drains it into records (`trajdebug.record.tracking`) and hands them to the
-sinks.  Recorder failures are counted in `RunHandle.stats` and reported once
-as a warning; they never raise into the agent.
+A `RunHandle` owns the run's queue and sinks.  The agent's threads push
+finished step handles onto its deque; the writer thread
+(`trajdebug.record.writer`) turns them into records (`trajdebug.record.tracking`)
+and hands them to the sinks.  Nothing here waits on storage on the agent's
+thread: sinks are opened by the writer, and leaving the run's block waits
+only until the writer has reached the run's end (bounded by
+``close_timeout``, and not at all for a store that is locked).
+
+What the recorder could not keep is counted and written into the run's
+``end`` record (``recorder.lost``): records dropped because the queue was full,
+records a sink could not take, values that could not be encoded, steps that
+finished after the run was written.  A lossy run reads back with those counts
+and is never shown as plain ``success``.  Recorder failures never raise into
+the agent; they are counted in `RunHandle.stats` and reported once as a warning.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from trajdebug.record import config as _config
+from trajdebug.record import context as _ctx
+from trajdebug.record import errors as _errors
 from trajdebug.record import recorder as _rec
 from trajdebug.record.config import CONFIG
-from trajdebug.record.recorder import _RUN, _STEP, RemoteParent, StepHandle
-from trajdebug.record.sinks import WRITER, Sink, make_sink
+from trajdebug.record.context import _RUN, _STEP, RemoteParent
+from trajdebug.record.env import environment_snapshot, record_environment_step
+from trajdebug.record.recorder import StepHandle
+from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink, describe, make_sink
+from trajdebug.record.state import RunState
+from trajdebug.record.tracking import Tracker
+from trajdebug.record.writer import WRITER, Flush, Slot
+from trajdebug.schema import RECORDER_KEY, end_record, meta_record, run_record, run_to_records
 
 
 log = logging.getLogger("trajdebug")
+
+LOST_KINDS = ("dropped", "unwritable", "unencodable", "after_end")
+"""Why records were lost: the queue was full; a sink could not take them; a value could not be
+encoded at all; the step finished after the run had been written."""
+
+
+class _Account:
+    """What went wrong inside the recorder for one run (kept apart from the hot attributes of the run).
+
+    CPython keeps up to 30 attributes of an instance in its compact layout, which the
+    interpreter reads fastest; the step's exit reads the run's queue and limits on
+    every step, so the run's rarely used counters live here.
+    """
+
+    __slots__ = ("context_lost", "internal_errors", "lock", "lost", "sink_failures", "waiting", "warned")
+
+    def __init__(self) -> None:
+        self.lost = dict.fromkeys(LOST_KINDS, 0)
+        self.context_lost = [0, 0]
+        self.lock = threading.Lock()
+        self.warned = False
+        self.sink_failures = 0
+        self.internal_errors = 0
+        self.waiting: list[Flush] = []
+
+
+class _End:
+    """The run's end, queued behind its last steps (the writer builds the ``end`` record from it)."""
+
+    __slots__ = ("end_ns", "flush", "outcome", "reason")
+
+    def __init__(self, end_ns: int | None, outcome: str | None, reason: str | None) -> None:
+        self.end_ns = end_ns
+        self.outcome = outcome
+        self.reason = reason
+        self.flush = Flush()
+
+
+class _RunStart:
+    """The run's first record, queued; the writer adds the environment snapshot to its metadata."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
 
 
 class RunHandle:
@@ -36,7 +99,7 @@ class RunHandle:
         store: Any = None,
         path: str | Path | None = None,
         sinks: Iterable[Sink] = (),
-        metadata: dict[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
         continues: str | None = None,
         run_id: str | None = None,
         parent: str | None = None,
@@ -48,25 +111,23 @@ class RunHandle:
         self.continues = continues
         self.outcome: str | None = None
         self.failure_reason: str | None = None
-        self.dropped = 0
-        self.sink_failures = 0
-        self.internal_errors = 0
-        self._warned = False
+        self._acct = _Account()
         self._joined = joined
         self._remote_parent = RemoteParent(parent) if parent else None
         self._queue: deque[Any] = deque()
         self._max_buffer = CONFIG.max_buffer
+        self._bytes = 0
+        self._max_bytes = CONFIG.max_buffer_bytes
         self._lock = threading.RLock()
-        self._sinks: list[Sink] = list(sinks)
+        self._slots: list[Slot] = [Slot(s) for s in sinks]
         targets = [t for t in (store, path) if t is not None]
-        if not targets and not self._sinks:
+        if not targets and not self._slots:
             targets.append(CONFIG.path if CONFIG.path is not None else (CONFIG.store or _default_store()))
         for target in targets:
             try:
-                self._sinks.append(make_sink(target))
-            except Exception:
-                self._sink_failed(target)
-                log.debug("trajdebug: cannot open sink %r", target, exc_info=True)
+                self._slots.append(Slot(make_sink(target)))
+            except Exception as exc:  # noqa: BLE001 - a bad target costs its records, not the agent
+                self._sink_failed(target, exc, 0)
         self._errors: dict[str, Any] = {}
         self._errors_by_step: dict[str, list[str]] = {}
         self._retry_of: dict[str, str] = {}
@@ -75,8 +136,29 @@ class RunHandle:
         self._env_step: str | None = None
         self._tokens: list[Any] = []
         self._active = False
+        self._ended: float | None = None
+        self._final = False
         self.start_ns = 0
         self.end_ns: int | None = None
+
+    @property
+    def _sinks(self) -> list[Any]:
+        return [slot.sink for slot in self._slots]
+
+    @property
+    def dropped(self) -> int:
+        """Records dropped because the queue was full."""
+        return self._acct.lost["dropped"]
+
+    @property
+    def sink_failures(self) -> int:
+        """How many sinks failed for good."""
+        return self._acct.sink_failures
+
+    @property
+    def internal_errors(self) -> int:
+        """How many times the recorder itself failed (never raised into the agent)."""
+        return self._acct.internal_errors
 
     # -- context -----------------------------------------------------------------
 
@@ -90,28 +172,15 @@ class RunHandle:
         return self
 
     def _begin(self) -> None:
-        from trajdebug.record.tracking import Tracker
-
         self._tracker = Tracker(self)
         self.start_ns = _rec._now()
         self._active = True
+        _ctx.run_started(self)
         WRITER.register(self)
         if not self._joined:
-            from trajdebug.record.env import environment_snapshot
-
-            env = environment_snapshot(self.metadata)
-            self.metadata.setdefault("env", env)
-            rec: dict[str, Any] = {
-                "v": 1,
-                "t": "run",
-                "run_id": self.run_id,
-                "name": self.name,
-                "start_ns": self.start_ns,
-                "metadata": self.metadata,
-            }
-            if self.continues:
-                rec["continues"] = self.continues
-            self._queue.append(rec)
+            # The environment snapshot is taken by the writer when it writes this record
+            # (it reads package metadata and the interpreter's binary: file work).
+            self._queue.append(_RunStart(run_record(self.run_id, self.name, self.start_ns, self.metadata, self.continues)))
         self._tokens.append((_RUN.set(self), _STEP.set(self._remote_parent)))
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
@@ -119,12 +188,10 @@ class RunHandle:
             return
         try:
             if exc is not None and isinstance(exc, Exception):
-                from trajdebug.record.errors import on_run_exception
-
-                on_run_exception(self, exc)
+                _errors.on_run_exception(self, exc)
                 if self.outcome is None:
                     self.outcome = "failure"
-                    self.failure_reason = f"{type(exc).__name__}: {exc}"
+                    self.failure_reason = f"{type(exc).__name__}: {_errors.safe_str(exc)}"
             self.close()
         except Exception:  # noqa: BLE001
             self._internal_error("run end")
@@ -138,37 +205,45 @@ class RunHandle:
                 _STEP.set(None)
 
     def close(self) -> None:
-        """End the run: write its end record, flush and close the sinks."""
+        """End the run: queue its end record and wait (bounded) until the writer has written it.
+
+        Waits at most ``close_timeout`` seconds, and not at all for a sink that is
+        busy (a locked store): the writer keeps retrying in the background, and
+        the interpreter's exit waits for it (``exit_timeout``).
+        """
         if not self._active:
             return
         self._active = False
+        _ctx.run_ended(self)
         self.end_ns = _rec._now()
+        outcome = None
         if not self._joined:
             outcome = self.outcome or "success"
             self.outcome = outcome
             if outcome == "failure":
-                from trajdebug.record.errors import on_run_failure
+                _errors.on_run_failure(self)
+        end = _End(self.end_ns, outcome, self.failure_reason)
+        self._queue.append(end)
+        self._wait(end.flush, CONFIG.close_timeout, busy_ok=False)
 
-                on_run_failure(self)
-            self._queue.append(
-                {
-                    "v": 1,
-                    "t": "end",
-                    "run_id": self.run_id,
-                    "end_ns": self.end_ns,
-                    "outcome": outcome,
-                    "failure_reason": self.failure_reason,
-                }
-            )
-        self.drain()
-        WRITER.unregister(self)
-        for sink in self._sinks:
-            try:
-                sink.close()
-            except Exception:  # noqa: BLE001
-                self._sink_failed(sink)
-        if self._tracker is not None:
-            self._tracker.release()
+    def _wait(self, marker: Flush, timeout: float, *, busy_ok: bool = True) -> bool:
+        """Wait for the writer to reach ``marker``; with ``busy_ok`` False, not at all while a sink is busy."""
+        if WRITER.on_writer_thread() or not WRITER.alive():
+            # No thread to wait for (interpreter exit): write here.
+            for _ in range(10_000):
+                if not self._service() or marker.event.is_set():
+                    break
+            return marker.wait(0)
+        WRITER.wake()
+        if busy_ok:
+            return marker.wait(timeout)
+        # Leaving the run waits for encoding, never for storage: a sink found busy
+        # (a locked store) ends the wait at once, and the writer retries on its own.
+        deadline = time.monotonic() + timeout
+        while not marker.event.wait(0.002):
+            if any(s.stalled for s in self._slots) or time.monotonic() > deadline:
+                return False
+        return marker.clean
 
     # -- outcome -------------------------------------------------------------------
 
@@ -188,33 +263,70 @@ class RunHandle:
     def state(self) -> Any:
         """Shared state: a dict whose writes and reads become ``state`` dependencies."""
         if self._state is None:
-            from trajdebug.record.state import RunState
-
             self._state = RunState(self)
         return self._state
 
     def env_step_id(self) -> str | None:
         """The id of the run's ``environment`` step (created on first use)."""
         if self._env_step is None and self._active:
-            from trajdebug.record.env import record_environment_step
-
             self._env_step = record_environment_step(self)
         return self._env_step
 
-    # -- plumbing ------------------------------------------------------------------------
+    # -- the agent's side of the queue -----------------------------------------------------
 
     def _push(self, item: Any) -> None:
         q = self._queue
-        if len(q) >= self._max_buffer:
-            self._drop()
-            return
-        q.append(item)
+        if len(q) < self._max_buffer:
+            q.append(item)
+        else:
+            self._full(item)
 
-    def _drop(self) -> None:
-        self.dropped += 1
-        self._warn_once(f"trajdebug: buffer full, dropping records of run {self.run_id}")
+    def _full(self, item: Any) -> None:
+        """The queue is full (or the run was written already): block, drop or count, per the settings."""
+        if self._final:
+            self._after_end(1)
+            return
+        if CONFIG.backpressure == "block" and not WRITER.on_writer_thread():
+            WRITER.wake()
+            deadline = time.monotonic() + CONFIG.block_timeout
+            while time.monotonic() < deadline:
+                time.sleep(0.0005)
+                if len(self._queue) < self._max_buffer and self._bytes < self._max_bytes:
+                    self._queue.append(item)
+                    return
+                if self._final:
+                    self._after_end(1)
+                    return
+        self._lost("dropped", 1)
+        self._warn_once(
+            f"trajdebug: buffer full, dropping records of run {self.run_id} (counted in its end record;"
+            " see trajdebug.configure(backpressure=...))"
+        )
         # Ask the writer to catch up; it was probably asleep between flushes.
         WRITER.wake()
+
+    def _after_end(self, n: int) -> None:
+        self._lost("after_end", n)
+        log.warning(
+            "trajdebug: a step of run %s finished after the run had been written; it was not recorded "
+            "(join the threads of a run before leaving its block)",
+            self.run_id,
+        )
+
+    def _adopted(self, ambiguous: bool) -> None:
+        """A step that lost its context (a plain thread pool) joined this run."""
+        with self._acct.lock:
+            self._acct.context_lost[1 if ambiguous else 0] += 1
+            first = sum(self._acct.context_lost) == 1
+        if first:
+            how = "the most recent of several active runs" if ambiguous else "the only active run"
+            log.warning(
+                "trajdebug: a step ran in a thread without the run's context (a plain ThreadPoolExecutor or "
+                "run_in_executor?); it was recorded in %s, %s, marked context_lost (use "
+                "trajdebug.ContextThreadPoolExecutor or trajdebug.wrap to keep its parent)",
+                how,
+                self.run_id,
+            )
 
     def _emit(self, record: dict[str, Any]) -> None:
         """Queue a ready-made record (error, stage, dep)."""
@@ -226,91 +338,229 @@ class RunHandle:
         """Add metadata known only during the run (e.g. where a fault was injected); readers merge it in."""
         self.metadata.update(metadata)
         if self._active:
-            self._emit({"t": "meta", "metadata": metadata})
+            self._push(meta_record(self.run_id, metadata))
 
     def merge(self, run: Any) -> None:
         """Add the steps and errors of another `trajdebug.model.Run` to this run.
 
         Used by the framework integrations: a LangChain or OpenAI Agents trace
         converted to the model joins the trajdebug run active where it ran, its
-        top-level steps nested under the current step.
+        top-level steps nested under the current step.  The writer redacts them
+        like every other record.
         """
-        from trajdebug.format import run_to_records
-
         cur = _STEP.get()
         parent = cur.id if cur is not None else None
-        for rec in run_to_records(run):
-            if rec["t"] in ("run", "end"):
+        for rec in run_to_records(run, redact=False):
+            if rec["t"] in ("run", "end", "meta"):
                 continue
             rec["run_id"] = self.run_id
             if rec["t"] == "step" and rec.get("parent_id") is None and parent is not None:
                 rec["parent_id"] = parent
             self._push(rec)
 
-    def flush(self) -> None:
-        """Write everything recorded so far to the sinks now (normally the writer thread does it)."""
-        self.drain()
+    def flush(self, timeout: float | None = None) -> bool:
+        """Write everything recorded so far now and wait for it (normally the writer does it within
+        ``flush_interval``).
+
+        Args:
+            timeout: Seconds to wait at most (None: ``close_timeout``).
+
+        Returns:
+            Whether everything was written (False: a sink is busy and the writer is
+            still retrying, or time ran out).
+        """
+        if not self._active and self._final:
+            return True
+        return self._wait(self._mark(), CONFIG.close_timeout if timeout is None else timeout)
+
+    def _mark(self) -> Flush:
+        marker = Flush()
+        self._queue.append(marker)
+        return marker
 
     def drain(self) -> None:
-        """Turn queued handles into records and write them to the sinks (writer thread, or at run end)."""
-        with self._lock:
-            q = self._queue
-            if not q:
-                return
-            records: list[dict[str, Any]] = []
-            tracker = self._tracker
-            while q:
-                item = q.popleft()
-                try:
-                    if type(item) is StepHandle:
-                        records.extend(tracker.encode(item))
-                    elif type(item) is tuple:
-                        tracker.handle(item)
-                    else:
-                        # Run, end, error, stage and merged records carry user text too
-                        # (metadata, failure reasons, error messages): redact them as well.
-                        records.append(tracker.redact(item))
-                except Exception:  # noqa: BLE001
-                    self._internal_error("encode")
-            if not records:
-                return
-            for sink in self._sinks:
-                try:
-                    sink.write(records)
-                except Exception:  # noqa: BLE001
-                    self._sink_failed(sink)
+        """Write what is queued now (an alias of `flush`, kept for callers of the old name)."""
+        self.flush()
 
-    def _sink_failed(self, sink: Any) -> None:
-        self.sink_failures += 1
-        self._warn_once(
-            f"trajdebug: sink {type(sink).__name__} failed; records of run {self.run_id} were lost"
-        )
+    # -- the writer's side ------------------------------------------------------------------
+
+    def _service(self) -> int:
+        """Writer thread: encode up to ``max_batch`` queued items and write them.
+
+        Returns:
+            0 when idle, 1 when more is queued, 2 when a sink holds records for a retry.
+        """
+        if not self._lock.acquire(blocking=False):
+            return 1
+        try:
+            return self._service_locked()
+        finally:
+            self._lock.release()
+
+    def _service_locked(self) -> int:
+        q = self._queue
+        tracker = self._tracker
+        records: list[dict[str, Any]] = []
+        reached: list[Any] = []
+        limit = CONFIG.max_batch
+        # A batch is also bounded in time (a quarter of the flush interval), so that under
+        # GIL contention with a busy agent a write still happens at least every interval.
+        deadline = time.monotonic() + CONFIG.flush_interval / 4
+        done_bytes = 0
+        n = 0
+        while q and n < limit:
+            if not n & 127 and n and time.monotonic() > deadline:
+                break
+            item = q.popleft()
+            n += 1
+            cls = item.__class__
+            if cls is StepHandle:
+                if item.input.__class__ is bytes:
+                    done_bytes += len(item.input)
+                if item.output.__class__ is bytes:
+                    done_bytes += len(item.output)
+                records.extend(tracker.encode_safe(item, self._ended is not None))
+            elif cls is dict:
+                records.append(tracker.record(item))
+            elif cls is _RunStart:
+                md = item.record["metadata"]
+                if "env" not in md:
+                    md["env"] = environment_snapshot(md, time_ns=self.start_ns)
+                records.append(tracker.record(item.record))
+            elif cls is tuple:
+                tracker.handle(item)
+            elif cls is _End:
+                if not self._joined:
+                    records.append(self._end_record(item))
+                reached.append(item)
+            elif cls is Flush:
+                reached.append(item)
+        if done_bytes:
+            # Only this thread writes _max_bytes: the agent's check stays "queued bytes < budget".
+            self._max_bytes += done_bytes
+        slots = self._slots
+        if records:
+            for slot in slots:
+                slot.write(self, records)
+        else:
+            for slot in slots:
+                slot.flush(self)
+        clean = not any(slot.pending for slot in slots)
+        for m in reached:
+            if m.__class__ is _End:
+                self._ended = time.monotonic()
+                m.flush.done(clean)
+            elif clean:
+                m.done(True)
+            else:
+                self._acct.waiting.append(m)
+        if clean and self._acct.waiting:
+            for m in self._acct.waiting:
+                m.done(True)
+            self._acct.waiting.clear()
+        if q:
+            return 1
+        if not clean:
+            return 2
+        if self._ended is not None and time.monotonic() - self._ended >= CONFIG.late_grace:
+            self._finalize()
+        return 0
+
+    def _end_record(self, end: _End) -> dict[str, Any]:
+        reason = None if end.reason is None else self._tracker.text(end.reason)
+        return end_record(self.run_id, end.end_ns, end.outcome or "success", reason, self.account())
+
+    def account(self) -> dict[str, Any]:
+        """The recorder's account of this run so far: records lost by cause, steps that lost their
+        context, secrets redacted per rule (what goes into the ``end`` record's ``recorder`` field)."""
+        out: dict[str, Any] = {}
+        lost = {k: v for k, v in self._acct.lost.items() if v}
+        if lost:
+            out["lost"] = lost
+        if any(self._acct.context_lost):
+            out["context_lost"] = {"steps": self._acct.context_lost[0] + self._acct.context_lost[1], "ambiguous": self._acct.context_lost[1]}
+        red = self._tracker.redactor if self._tracker is not None else None
+        if red is not None and red.counts:
+            out["redacted"] = dict(red.counts)
+        if self._acct.internal_errors:
+            out["internal_errors"] = self._acct.internal_errors
+        return out
+
+    def _finalize(self) -> None:
+        """Close the sinks and release what the run held; later steps are counted as lost."""
+        self._final = True
+        self._max_buffer = -1  # every later append goes through _full, which counts it
+        WRITER.unregister(self)
+        for slot in self._slots:
+            slot.close(self)
+        if self._tracker is not None:
+            self._tracker.release()
+        self._sweep_late()
+
+    def _sweep_late(self) -> None:
+        """Count steps that reached the queue after the run was written (a race with `_finalize`)."""
+        q = self._queue
+        n = 0
+        while q:
+            if q.popleft().__class__ is StepHandle:
+                n += 1
+        if n:
+            self._after_end(n)
+
+    def _forked(self) -> None:
+        """In a forked child: the parent writes what was queued; the child starts empty."""
+        self._queue.clear()
+        for slot in self._slots:
+            slot.pending.clear()
+
+    # -- counting what went wrong ---------------------------------------------------------------
+
+    def _lost(self, why: str, n: int) -> None:
+        with self._acct.lock:
+            self._acct.lost[why] += n
+
+    def _sink_failed(self, sink: Any, exc: BaseException | None, lost: int) -> None:
+        self._acct.sink_failures += 1
+        if lost:
+            self._lost("unwritable", lost)
+        reason = f"{type(exc).__name__}: {exc}" if exc is not None else "failed"
+        self._warn_once(f"trajdebug: cannot write run {self.run_id} to {describe(sink)} ({reason}); its records there are lost")
 
     def _internal_error(self, where: str) -> None:
-        self.internal_errors += 1
+        self._acct.internal_errors += 1
         self._warn_once(f"trajdebug: internal error in {where}; the agent was not affected")
         log.debug("trajdebug internal error in %s", where, exc_info=True)
 
     def _warn_once(self, message: str) -> None:
-        if not self._warned:
-            self._warned = True
+        if not self._acct.warned:
+            self._acct.warned = True
             log.warning(message)
 
     @property
     def stats(self) -> dict[str, int]:
-        """Counters of what went wrong inside the recorder (dropped records, sink failures)."""
+        """Counters of what went wrong inside the recorder: records dropped (queue full), sinks that
+        failed, internal errors (see `losses` for every cause)."""
         return {
-            "dropped": self.dropped,
-            "sink_failures": self.sink_failures,
-            "internal_errors": self.internal_errors,
+            "dropped": self._acct.lost["dropped"],
+            "sink_failures": self._acct.sink_failures,
+            "internal_errors": self._acct.internal_errors,
+        }
+
+    @property
+    def losses(self) -> dict[str, int]:
+        """Records lost so far by cause (`LOST_KINDS`), their total (``lost``), and the steps that
+        joined this run without its context (``context_lost``)."""
+        return {
+            **self._acct.lost,
+            "lost": sum(self._acct.lost.values()),
+            "context_lost": sum(self._acct.context_lost),
         }
 
     def load(self) -> Any:
-        """Read this run back from its first readable sink (a `trajdebug.model.Run`)."""
+        """Read this run back from its first readable sink (a `trajdebug.model.Run`), after a flush."""
         from trajdebug.format import RunBuilder, read_jsonl
-        from trajdebug.record.sinks import JsonlSink, MemorySink, StoreSink
 
-        self.drain()
+        self.flush()
         for sink in self._sinks:
             if isinstance(sink, MemorySink):
                 b = RunBuilder("memory")
@@ -319,9 +569,15 @@ class RunHandle:
                         b.add(r)
                 return b.runs()[0]
             if isinstance(sink, StoreSink):
-                return sink.store.load_run(self.run_id)
+                from trajdebug.store import Store
+
+                with Store(sink.path, readonly=True) as st:
+                    return st.load_run(self.run_id)
             if isinstance(sink, JsonlSink):
-                return next(r for r in read_jsonl(sink.path).runs if r.run_id == self.run_id)
+                for found in read_jsonl(sink.path).runs:
+                    if found.run_id == self.run_id:
+                        return found
+                raise LookupError(f"{sink.path}: run {self.run_id} is not there (yet)")
         raise LookupError("this run has no readable sink")
 
 
@@ -337,7 +593,8 @@ def run(
     store: Any = None,
     path: str | Path | None = None,
     sinks: Iterable[Sink] = (),
-    metadata: dict[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    tags: Iterable[str] = (),
     continues: str | None = None,
     task: str | None = None,
     agent: str | None = None,
@@ -345,12 +602,20 @@ def run(
 ) -> RunHandle:
     """Record a run: ``with trajdebug.run("name") as run: ...``.
 
+    Example:
+        ```python
+        with trajdebug.run("support", metadata={"customer": "c-42"}, tags=["nightly", "eu"]) as run:
+            ...
+        ```
+
     Args:
         name: The run's name.
         store: A store (path or `trajdebug.store.Store`) to write to.
         path: A JSONL file to append to.
         sinks: Extra sinks.
-        metadata: Free metadata.
+        metadata: Free metadata (any JSON-able values; what cannot be encoded is kept as a
+            marker, secrets are redacted).  Add more during the run with ``run.add_metadata(...)``.
+        tags: Labels for the run, kept sorted and without duplicates in ``metadata["tags"]``.
         continues: The run id this run continues (an earlier conversation turn).
         task: The task (recorded in metadata).
         agent: The agent's name (recorded in metadata).
@@ -363,6 +628,11 @@ def run(
     for key, value in (("task", task), ("agent", agent), ("version", version)):
         if value is not None:
             md[key] = value
+    if tags:
+        given = [tags] if isinstance(tags, str) else list(tags)
+        had = md.get("tags")
+        had = list(had) if isinstance(had, (list, tuple, set, frozenset)) else ([] if had is None else [had])
+        md["tags"] = sorted({str(t) for t in [*had, *given]})
     if not CONFIG.enabled:
         return _NoopRun(name)
     return RunHandle(name, store=store, path=path, sinks=sinks, metadata=md, continues=continues)
@@ -377,7 +647,10 @@ class _NoopRun(RunHandle):
         self.outcome = None
         self.failure_reason = None
         self._active = False
+        self._final = True
         self._state = None
+        self._slots = []
+        self._acct = _Account()
 
     def __enter__(self) -> RunHandle:
         return self
@@ -385,8 +658,14 @@ class _NoopRun(RunHandle):
     def __exit__(self, *exc: Any) -> None:
         return None
 
+    def flush(self, timeout: float | None = None) -> bool:
+        return True
+
     @property
     def state(self) -> Any:
         if self._state is None:
             self._state = {}
         return self._state
+
+
+__all__ = ["LOST_KINDS", "RECORDER_KEY", "RunHandle", "run"]

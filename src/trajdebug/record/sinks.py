@@ -1,86 +1,201 @@
-"""Sinks (where records go) and the background writer that feeds them.
+"""Sinks: where records go.
 
-The agent's threads only append finished step handles to a per-run deque (an
-atomic, lock-free operation in CPython); one daemon thread turns them into
-records and hands batches to the sinks.  A sink that raises is counted and
-reported once as a warning; it never raises into the agent.
+A sink is anything with ``write(records)`` and ``close()`` (`Sink`).  The
+writer thread (`trajdebug.record.writer`) is the only caller: sinks are
+opened there, on first write, so that opening a store, waiting for its lock
+or finding the file system read-only never happens on the agent's thread.
+
+A sink tells the writer what went wrong by what it raises: an error that may
+pass (a locked store, a full disk: `is_transient`) keeps the batch for a
+later retry; any other error marks the sink failed and its records lost (and
+counted).  An exception may carry ``written``, the number of leading records
+of the batch that did reach the sink; those are not retried.
 """
 
 from __future__ import annotations
 
-import atexit
-import logging
+import errno
 import os
-import threading
-import weakref
+import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from trajdebug._encode import dumps
-
-
-if TYPE_CHECKING:
-    from trajdebug.record.runs import RunHandle as ActiveRun
-
-log = logging.getLogger("trajdebug")
 
 
 @runtime_checkable
 class Sink(Protocol):
     """**Protocol:** somewhere to write records."""
 
-    def write(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Write a batch of records (called from the writer thread)."""
+    def write(self, records: Sequence[Mapping[str, Any]]) -> Any:
+        """Write a batch of records (called from the writer thread).
+
+        May return the number of records it had to skip (counted as lost);
+        anything else means all were written.
+        """
 
     def close(self) -> None:
         """Flush and release resources at the end of the run."""
+
+
+class PartialWrite(OSError):
+    """A write that failed after its first ``written`` records reached the sink."""
+
+    def __init__(self, cause: OSError, written: int) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause))
+        self.cause = cause
+        self.written = written
+
+
+_TRANSIENT_ERRNO = frozenset({errno.ENOSPC, errno.EAGAIN, errno.EINTR, errno.EBUSY, getattr(errno, "EDQUOT", -1)})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a sink error may pass by itself (a locked store, a full disk): then the batch is retried."""
+    if getattr(exc, "transient", False) is True:
+        return True
+    if isinstance(exc, sqlite3.OperationalError):
+        text = str(exc).lower()
+        return "locked" in text or "busy" in text
+    if isinstance(exc, OSError):
+        return exc.errno in _TRANSIENT_ERRNO
+    return False
+
+
+def describe(sink: Any) -> str:
+    """What a sink writes to, for messages: its path when it has one."""
+    path = getattr(sink, "path", None)
+    if path is not None:
+        return str(path)
+    return f"sink {type(sink).__name__}"
 
 
 class JsonlSink:
     """Append records to a JSON Lines file.
 
     Each batch is one ``write`` on a file opened with ``O_APPEND``, so several
-    processes may append to one file without interleaving inside a line.
+    processes may append to one file without interleaving inside a line.  When
+    a write stops part-way (a full disk), the unwritten rest of the record it
+    cut is kept and written first next time, so the line is completed rather
+    than glued to the next record; the records after it are retried by the
+    writer.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._fd: int | None = None
+        self._tail = b""
+
+    def _write_all(self, data: bytes) -> int:
+        view = memoryview(data)
+        done = 0
+        while done < len(data):
+            n = os.write(self._fd, view[done:])  # type: ignore[arg-type]
+            if n <= 0:  # pragma: no cover - os.write raises instead on POSIX
+                raise OSError(errno.EIO, "short write")
+            done += n
+        return done
 
     def write(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Append the batch."""
+        """Append the batch.
+
+        Raises:
+            PartialWrite: the file stopped taking data part-way (``written``: the
+                records that are complete or whose rest is kept for the next write).
+            OSError: the file cannot be opened.
+        """
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        data = b"".join(dumps(r) + b"\n" for r in records)
+        if self._tail:
+            try:
+                n = self._write_all(self._tail)
+            except OSError as exc:
+                raise PartialWrite(exc, 0) from exc
+            self._tail = self._tail[n:]
+        chunks = [dumps(r) + b"\n" for r in records]
+        data = b"".join(chunks)
         view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+        done = 0
+        try:
+            while done < len(data):
+                done += os.write(self._fd, view[done:])
+        except OSError as exc:
+            whole, acc = 0, 0
+            for c in chunks:
+                if acc + len(c) > done:
+                    break
+                acc += len(c)
+                whole += 1
+            if acc < done:
+                # The record cut in the middle: its rest goes first next time.
+                self._tail = chunks[whole][done - acc :]
+                whole += 1
+            raise PartialWrite(exc, whole) from exc
 
     def close(self) -> None:
-        """Close the file."""
+        """Write what is left of a cut record, then close the file."""
         if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+            try:
+                if self._tail:
+                    self._write_all(self._tail)
+                    self._tail = b""
+            finally:
+                os.close(self._fd)
+                self._fd = None
 
 
 class StoreSink:
-    """Write records to a `trajdebug.store.Store`."""
+    """Write records to a `trajdebug.store.Store` (opened on first write, on the writer thread).
+
+    The connection waits inside SQLite for a lock at most
+    `trajdebug.configure`'s ``store_busy_timeout``; a store still locked is
+    reported at once through `on_busy` (the writer uses it to stop anyone
+    waiting for this write: the agent never waits on storage), and the writer
+    moves on and tries again on its next round.
+    """
 
     def __init__(self, store: Any) -> None:
         from trajdebug.store import Store
 
-        self.store = store if isinstance(store, Store) else Store(store)
+        self.path = Path(store.path) if isinstance(store, Store) else Path(store)
+        self._store: Any = None
+        self._locked = False
+        self.on_busy: Any = None
+        """Called when the store is found locked (set by the writer)."""
 
-    def write(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Insert the batch in one transaction."""
-        self.store.write_records(records)
+    @property
+    def store(self) -> Any:
+        """The store (opened now if it was not yet)."""
+        if self._store is None:
+            from trajdebug.record.config import CONFIG
+            from trajdebug.store import Store
+
+            self._store = Store(self.path, timeout=CONFIG.store_busy_timeout)
+        return self._store
+
+    def write(self, records: Sequence[Mapping[str, Any]]) -> int:
+        """Insert the batch in one transaction; returns how many records could not be stored."""
+        try:
+            store = self.store
+            # While the store is known to be locked, a retry only looks (no wait inside
+            # SQLite): other runs' writes must not queue behind this one.
+            store.set_busy_timeout(0.0 if self._locked else None)
+            skipped: int = store.write_records(records, redacted=True)
+        except (sqlite3.OperationalError, OSError, RuntimeError) as exc:
+            if is_transient(exc):
+                self._locked = True
+                if self.on_busy is not None:
+                    self.on_busy()
+            raise
+        self._locked = False
+        return skipped
 
     def close(self) -> None:
         """Close the writer thread's connection."""
-        self.store.close()
+        if self._store is not None:
+            self._store.close()
 
 
 class MemorySink:
@@ -98,7 +213,7 @@ class MemorySink:
 
 
 def make_sink(target: Any) -> Sink:
-    """Turn a store object, a sink, or a path (``.jsonl`` -> JSONL, else SQLite) into a sink."""
+    """Turn a store object, a sink, or a path (``.jsonl`` -> JSONL, else SQLite) into a sink (nothing is opened)."""
     if isinstance(target, Sink):
         return target
     from trajdebug.store import Store
@@ -111,58 +226,13 @@ def make_sink(target: Any) -> Sink:
     return StoreSink(p)
 
 
-class Writer:
-    """The one background thread that drains every active run's buffer."""
-
-    def __init__(self) -> None:
-        self._runs: weakref.WeakSet[ActiveRun] = weakref.WeakSet()
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._pid = os.getpid()
-
-    def register(self, run: ActiveRun) -> None:
-        """Start servicing a run (starts the thread on first use, and again after a fork)."""
-        with self._cond:
-            self._runs.add(run)
-            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
-                self._pid = os.getpid()
-                self._thread = threading.Thread(target=self._loop, name="trajdebug-writer", daemon=True)
-                self._thread.start()
-
-    def unregister(self, run: ActiveRun) -> None:
-        """Stop servicing a run (after its final flush)."""
-        with self._cond:
-            self._runs.discard(run)
-
-    def wake(self) -> None:
-        """Ask for an early flush (a buffer is filling up)."""
-        with self._cond:
-            self._cond.notify()
-
-    def _loop(self) -> None:
-        from trajdebug.record.config import CONFIG
-
-        while True:
-            with self._cond:
-                self._cond.wait(CONFIG.flush_interval)
-                runs = list(self._runs)
-            for run in runs:
-                run.drain()
-
-    def flush_all(self) -> None:
-        """Drain every active run now (interpreter exit)."""
-        for run in list(self._runs):
-            run.drain()
-
-
-WRITER = Writer()
-
-
-@atexit.register
-def _flush_at_exit() -> None:
-    # Runs still open at exit (a script that never closed its run) keep what
-    # they recorded; they read back as incomplete.
-    try:
-        WRITER.flush_all()
-    except Exception:
-        log.debug("trajdebug: flush at exit failed", exc_info=True)
+__all__ = [
+    "JsonlSink",
+    "MemorySink",
+    "PartialWrite",
+    "Sink",
+    "StoreSink",
+    "describe",
+    "is_transient",
+    "make_sink",
+]

@@ -10,25 +10,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from trajdebug._encode import to_jsonable
 from trajdebug.model import Dependency
-
-
-if TYPE_CHECKING:
-    from trajdebug.record.recorder import RunHandle, StepHandle
+from trajdebug.record.recorder import StepHandle, current_step
 
 
 def _current() -> StepHandle | None:
-    from trajdebug.record.recorder import current_step
-
     return current_step()
 
 
 class RunState(MutableMapping[str, Any]):
     """A dict whose writes and reads are recorded as ``state`` dependencies."""
 
-    def __init__(self, run: RunHandle) -> None:
+    def __init__(self, run: Any) -> None:
         self._run = run
         self._data: dict[str, Any] = {}
         self._writers: dict[str, str] = {}
@@ -51,8 +47,6 @@ class RunState(MutableMapping[str, Any]):
         if values is None:
             values = {}
             h.set("state_values", values)
-        from trajdebug._encode import to_jsonable
-
         values[key] = to_jsonable(self._data.get(key), 4096)
 
     def _note_read(self, key: str) -> None:

@@ -1,7 +1,7 @@
 """The replay controller: per step, serve the recording, the patch, or run live.
 
 The recorder consults it before every decorated step
-(`trajdebug.record.recorder._REPLAY`: ``before(handle) -> (served, value)``,
+(`trajdebug.record.context._REPLAY`: ``before(handle) -> (served, value)``,
 which may raise, and ``after(handle, value)`` once a live step returned).  The
 rules are described in `trajdebug.replay.engine`.
 """
@@ -154,9 +154,11 @@ def _request(value: Any) -> Any:
 
     data = to_jsonable(value, CONFIG.max_value_bytes)
     if CONFIG.redact:
-        from trajdebug.record.redact import Redactor
+        from trajdebug import redaction
 
-        data = Redactor(CONFIG.redact_keys)(data)
+        red = redaction.redactor()
+        if red is not None:
+            data = red(data)
     return data
 
 
@@ -197,7 +199,7 @@ class RecordedError(Exception):
 
 
 class Controller:
-    """The replay controller the recorder consults (see `trajdebug.record.recorder._REPLAY`).
+    """The replay controller the recorder consults (see `trajdebug.record.context._REPLAY`).
 
     With no cassette it only captures the values of ``run.state`` writes, so
     that a run recorded under it can later supply corrections for state steps.

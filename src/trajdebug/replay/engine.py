@@ -1,6 +1,6 @@
 """Counterfactual replay: re-execute an agent with one step's output patched.
 
-The engine plugs a controller into the recorder (`trajdebug.record.recorder._REPLAY`);
+The engine plugs a controller into the recorder (`trajdebug.record.context._REPLAY`);
 every decorated step asks it, before running, whether to serve a value.  The
 rules follow rr's split (record the nondeterministic inputs, recompute the
 rest; O'Callahan et al. 2017) and vcrpy's record modes:
@@ -264,16 +264,16 @@ def _execute(
     kwargs: Mapping[str, Any],
 ) -> tuple[Run, str | None]:
     """Run the agent under a controller in a fresh in-memory run; return the run and why it stopped."""
-    from trajdebug.record import recorder
+    from trajdebug.record import context, runs
     from trajdebug.record.sinks import MemorySink
 
     sink = MemorySink()
-    handle = recorder.run(name, sinks=[sink], metadata=metadata)
-    if type(handle) is not recorder.RunHandle:
+    handle = runs.run(name, sinks=[sink], metadata=metadata)
+    if type(handle) is not runs.RunHandle:
         raise ReplayError(
             "recording is disabled (trajdebug.configure(enabled=False) or TRAJDEBUG=off): nothing to replay into"
         )
-    token = recorder._REPLAY.set(controller)
+    token = context._REPLAY.set(controller)
     stopped: str | None = None
     result: Any = None
     try:
@@ -284,7 +284,7 @@ def _execute(
     except Exception:  # noqa: BLE001 - the agent's failure is recorded in the run: it is the point
         pass
     finally:
-        recorder._REPLAY.reset(token)
+        context._REPLAY.reset(token)
     run: Run = result if isinstance(result, Run) else handle.load()
     if stopped is not None:
         run = model.replace(run, outcome="incomplete", failure_reason=f"replay stopped: {stopped}")

@@ -13,6 +13,7 @@ import textwrap
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from trajdebug.escape import markdown, md_code, visible
 from trajdebug.model import Run, Step
 
 
@@ -146,14 +147,15 @@ def analysis_lines(a: Analysis, width: int = WIDTH) -> list[str]:
             wrap(value, "    ", "  ")
         elif kind == "stats":
             out.extend(["", value])
-    return out
+    return [visible(line) for line in out]
 
 
 def render_analysis(a: Analysis, console: Any, *, run: Run | None = None) -> None:
     """Print an analysis on a rich console (``run`` is accepted for symmetry with the other renderers)."""
-    from rich.markup import escape
     from rich.padding import Padding
     from rich.text import Text
+
+    from trajdebug.escape import markup as escape
 
     def indented(markup: str, indent: int, style: str = "") -> None:
         # Padding keeps wrapped continuation lines under the first one.
@@ -190,10 +192,7 @@ def render_analysis(a: Analysis, console: Any, *, run: Run | None = None) -> Non
 
 
 def _md(text: str) -> str:
-    out = text.replace("\\", "\\\\")
-    for ch in "`*_[]<>|#":
-        out = out.replace(ch, "\\" + ch)
-    return out.replace("\n", " ")
+    return markdown(text)
 
 
 def analysis_markdown(a: Analysis) -> str:
@@ -202,7 +201,7 @@ def analysis_markdown(a: Analysis) -> str:
     for kind, value in _sections(a):
         if kind == "title":
             r, status = value
-            lines.append(f"## Analysis of run `{r.run_id[:12]}` ({_md(r.name)}): {_md(status)}")
+            lines.append(f"## Analysis of run {md_code(r.run_id[:12])} ({_md(r.name)}): {_md(status)}")
         elif kind == "heading":
             lines.extend(["", f"### {_md(value)}", ""])
         elif kind == "note":

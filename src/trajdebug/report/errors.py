@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from trajdebug.escape import markdown, md_code, one_line, visible
 from trajdebug.model import Run, Step
 
 
@@ -54,7 +55,7 @@ class _Ids:
 
 
 def _one_line(text: str, limit: int = MAX_MESSAGE) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(visible(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -62,7 +63,7 @@ def _step_label(steps: Mapping[str, Step], step_id: str | None, short: _Ids, nam
     if step_id is None:
         return "(run)"
     s = steps.get(step_id)
-    return f"{s.name if s is not None else name or '?'}#{short(step_id)}"
+    return one_line(f"{s.name if s is not None else name or '?'}#{short(step_id)}")
 
 
 def _headline(report: ErrorReport) -> str:
@@ -117,7 +118,7 @@ def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, 
         ]
     )
     head = Text()
-    head.append(f"errors of run {report.run_id[:12]}  ", style="bold")
+    head.append(f"errors of run {one_line(report.run_id[:12])}  ", style="bold")
     head.append(report.outcome, style=OUTCOME_STYLE.get(report.outcome, "white"))
     head.append(f"  {_headline(report)}")
     console.print(head)
@@ -127,14 +128,14 @@ def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, 
     for chain in report.chains:
         console.print()
         title = Text("  ")
-        title.append(chain.chain_id, style="bold")
+        title.append(one_line(chain.chain_id), style="bold")
         if chain.critical:
             title.append("  CRITICAL FAILURE", style="bold red")
         title.append(f"  score {chain.score}")
         console.print(title)
         if chain.reasons:
             console.print(
-                Text("    rules: " + ", ".join(h.rule for h in chain.reasons), style="dim"), overflow="fold"
+                Text("    rules: " + one_line(", ".join(h.rule for h in chain.reasons)), style="dim"), overflow="fold"
             )
         console.print(Text("    " + "".join(_cell(name, w) for name, w in _COLUMNS).rstrip(), style="dim"))
         for eid in chain.error_ids:
@@ -145,10 +146,10 @@ def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, 
             stage = e.stage + ("*" if e.silently_propagated else "")
             attempt = f" a{e.attempt}" if e.attempt != 1 else ""
             line = Text("    ")
-            line.append(_cell(err_id(e.error_id), 9))
+            line.append(_cell(one_line(err_id(e.error_id)), 9))
             line.append(_cell(_step_label(steps, e.step_id, step_id, e.step_name) + attempt, 23))
             line.append(_cell(stage, 10), style=STAGE_STYLE.get(e.stage, "white"))
-            line.append(_cell(parent, 17))
+            line.append(_cell(one_line(parent), 17))
             line.append(e.severity, style=SEVERITY_STYLE.get(e.severity, "white"))
             console.print(line, no_wrap=True, overflow="ellipsis")
             console.print(
@@ -180,27 +181,24 @@ def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, 
 
 def _md(text: str) -> str:
     """Escape text for a Markdown table cell."""
-    out = _one_line(text).replace("\\", "\\\\").replace("|", "\\|")
-    for ch in ("`", "*", "_", "<", ">", "[", "]"):
-        out = out.replace(ch, "\\" + ch)
-    return out
+    return markdown(_one_line(text))
 
 
 def _md_chain(chain: ErrorChain, by_id: Mapping[str, ErrorLifecycle], steps: Mapping[str, Step]) -> list[str]:
     kind = "Critical Failure" if chain.critical else "chain"
-    lines = [f"**{chain.chain_id}** ({kind}), score {chain.score}"]
+    lines = [f"**{_md(chain.chain_id)}** ({kind}), score {chain.score}"]
     for h in chain.reasons:
-        lines.append(f"- `{h.rule}` (+{h.weight}): {_md(h.detail)}")
+        lines.append(f"- {md_code(h.rule)} (+{h.weight}): {_md(h.detail)}")
     lines += ["", "| error | step | stage | parent error | severity | message |", "|---|---|---|---|---|---|"]
     for eid in chain.error_ids:
         e = by_id[eid]
         s = steps.get(e.step_id)
         name = s.name if s is not None else e.step_name or "?"
-        parent = f"`{e.parent_error_id}` ({e.link})" if e.parent_error_id else "—"
+        parent = f"{md_code(e.parent_error_id)} ({_md(str(e.link))})" if e.parent_error_id else "—"
         sev = f"**{e.severity}**" if e.severity == "CRITICAL" else e.severity
         stage = e.stage + (" (silently propagated)" if e.silently_propagated else "")
         lines.append(
-            f"| `{e.error_id}` | {_md(name)} `{e.step_id}` | {stage} | {parent} | {sev} | {_md(f'{e.type}: {e.message}')} |"
+            f"| {md_code(e.error_id)} | {_md(name)} {md_code(e.step_id)} | {stage} | {parent} | {sev} | {_md(f'{e.type}: {e.message}')} |"
         )
     return lines
 
@@ -215,7 +213,7 @@ def errors_markdown(report: ErrorReport, run: Run | None = None, *, history: boo
     """
     steps = run.step_map() if run is not None else {}
     name = f" ({_md(run.name)})" if run is not None and run.name else ""
-    lines = [f"### Errors of run `{report.run_id}`{name}: {report.outcome}", "", _headline(report) + "."]
+    lines = [f"### Errors of run {md_code(report.run_id)}{name}: {report.outcome}", "", _headline(report) + "."]
     if run is not None and run.failure_reason:
         lines += ["", f"Failure reason: {_md(run.failure_reason)}"]
     by_id = {e.error_id: e for e in report.errors}
@@ -227,7 +225,7 @@ def errors_markdown(report: ErrorReport, run: Run | None = None, *, history: boo
             lines += ["", "**Lifecycle of the errors in critical chains**", ""]
             short = _Ids(list(steps))
             for e in shown:
-                lines.append(f"- `{e.error_id}`: {_md(_history(e, steps, short))}")
+                lines.append(f"- {md_code(e.error_id)}: {_md(_history(e, steps, short))}")
                 if e.retry_reason:
                     lines.append(f"  - retried because: {_md(e.retry_reason)}")
                 lines.extend(f"  - {_md(r)}" for r in e.reasons)

@@ -2,7 +2,8 @@
 
 Written for an 80-column terminal: one line per step, dependencies on an
 indented line below it.  Colour comes from rich when the output is a terminal;
-untrusted text (step names, messages) is escaped so it cannot inject markup.
+untrusted text (step names, messages, ids) goes through `trajdebug.escape`,
+so it can inject neither markup nor terminal control sequences.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from trajdebug.escape import markup, one_line, visible
 from trajdebug.model import Dependency, Run, Step
+from trajdebug.schema import lost_records
 
 
 KIND_STYLE = {
@@ -26,6 +29,12 @@ KIND_STYLE = {
     "output": "bright_white",
     "other": "white",
 }
+
+
+def outcome_label(run: Run) -> str:
+    """A run's outcome as shown: a run the recorder lost records of says so (never plain ``success``)."""
+    lost = lost_records(run)
+    return f"{run.outcome}, {lost:,} record{'s' if lost != 1 else ''} lost" if lost else run.outcome
 
 
 def fmt_duration(ns: int | None) -> str:
@@ -52,7 +61,7 @@ def describe_dep(d: Dependency, steps: dict[str, Step]) -> str:
     name = src.name if src is not None else (f"run {d.run_id[:8]}" if d.run_id else "?")
     how = d.origin if d.origin != "inferred" else f"inferred {d.confidence:.2f}"
     key = f" via {d.key}" if d.key else ""
-    return f"{name}#{short(d.step_id)} ({d.kind}, {how}{key})"
+    return visible(f"{name}#{short(d.step_id)} ({d.kind}, {how}{key})")
 
 
 def tree_lines(run: Run) -> Iterable[tuple[int, Step]]:
@@ -60,31 +69,36 @@ def tree_lines(run: Run) -> Iterable[tuple[int, Step]]:
     ids = {s.step_id for s in run.steps}
     kids: dict[str | None, list[Step]] = defaultdict(list)
     for s in run.steps:
-        parent = s.parent_id if s.parent_id in ids else None
+        parent = s.parent_id if s.parent_id in ids and s.parent_id != s.step_id else None
         kids[parent].append(s)
-    stack: list[tuple[int, Step]] = [(0, s) for s in reversed(kids[None])]
     seen: set[str] = set()
-    while stack:
-        depth, s = stack.pop()
-        if s.step_id in seen:
+    # Steps caught in a parent cycle are reachable from no top-level step: they
+    # are shown at the top level too, never left out.
+    for root in [*kids[None], *run.steps]:
+        if root.step_id in seen:
             continue
-        seen.add(s.step_id)
-        yield depth, s
-        stack.extend((depth + 1, c) for c in reversed(kids.get(s.step_id, ())))
+        stack: list[tuple[int, Step]] = [(0, root)]
+        while stack:
+            depth, s = stack.pop()
+            if s.step_id in seen:
+                continue
+            seen.add(s.step_id)
+            yield depth, s
+            stack.extend((depth + 1, c) for c in reversed(kids.get(s.step_id, ())))
 
 
 def render_run(run: Run, console: Any, *, show_deps: bool = True, max_steps: int | None = None) -> None:
     """Print a run as a tree on a rich console."""
-    from rich.markup import escape
     from rich.text import Text
 
+    escape = markup
     steps = run.step_map()
-    outcome_style = {"success": "green", "failure": "bold red", "incomplete": "yellow"}[run.outcome]
+    outcome_style = {"success": "green", "failure": "bold red", "incomplete": "yellow"}.get(run.outcome, "white")
     head = Text()
-    head.append(f"run {run.run_id[:12]}  ", style="bold")
-    head.append(run.name or "(unnamed)")
+    head.append(f"run {visible(run.run_id[:12])}  ", style="bold")
+    head.append(visible(run.name or "(unnamed)"))
     head.append("  ")
-    head.append(run.outcome, style=outcome_style)
+    head.append(outcome_label(run), style=outcome_style if not lost_records(run) else "yellow")
     n_steps, n_errors = len(run.steps), len(run.errors)
     head.append(
         f"  {n_steps} step{'s' if n_steps != 1 else ''}, {n_errors} error{'s' if n_errors != 1 else ''}, "
@@ -103,14 +117,14 @@ def render_run(run: Run, console: Any, *, show_deps: bool = True, max_steps: int
             break
         line = Text("  " + "  " * depth)
         line.append(f"{s.kind:<9}", style=KIND_STYLE.get(s.kind, "white"))
-        line.append(s.name)
-        line.append(f"#{short(s.step_id)}", style="dim")
+        line.append(one_line(s.name))
+        line.append(f"#{visible(short(s.step_id))}", style="dim")
         if s.attempt != 1:
             line.append(f" attempt {s.attempt}", style="yellow")
         line.append(f"  {fmt_duration(s.duration_ns)}", style="dim")
         if s.status == "error":
             msg = s.error.type if s.error else "error"
-            line.append(f"  ✗ {msg}", style="red")
+            line.append(f"  ✗ {one_line(msg)}", style="red")
         elif s.end_ns is None:
             line.append("  … unfinished", style="yellow")
         console.print(line, overflow="ellipsis", no_wrap=True)

@@ -1,5 +1,8 @@
 """Error lifecycles as `logging` records with one set of fields, for log pipelines.
 
+(Named ``errorlog`` rather than ``logging`` so that it never shadows the
+standard module.)
+
 Every record carries the unified fields (`FIELDS`): ``timestamp`` (ISO 8601,
 UTC), ``trace_id`` (the run id), ``step_id``, ``error_id``,
 ``parent_error_id``, ``stage``, ``severity``, ``message`` and ``agent_id``.
@@ -118,13 +121,17 @@ def emit_errors(
     Returns:
         How many records were logged (records below the logger's level are not).
     """
-    from trajdebug.analysis import ErrorReport, analyze_errors
+    from trajdebug.model import Run
 
-    if isinstance(run_or_report, ErrorReport):
-        report = run_or_report
-    else:
+    if isinstance(run_or_report, Run):
+        # The one place the recording layer reaches the analysis: a finished run is
+        # analysed here, lazily and through the facade, only when asked to.
+        from trajdebug.analysis import analyze_errors
+
         run = run_or_report
         report = analyze_errors(run)
+    else:
+        report = run_or_report
     log = logger or logging.getLogger(LOGGER_NAME)
     n = 0
     for fields in error_fields(report, run):
@@ -183,7 +190,7 @@ class LiveErrorLog:
     Example:
         ```python
         logging.basicConfig(level=logging.WARNING)
-        with trajdebug.record.logging.LiveErrorLog():
+        with trajdebug.record.errorlog.LiveErrorLog():
             with trajdebug.run("agent"):
                 ...
         ```

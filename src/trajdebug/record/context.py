@@ -1,0 +1,114 @@
+"""The recorder's context: which run and step are current, the clock, the step counter.
+
+The bottom of the recording SDK: every other module of `trajdebug.record`
+may import this one, and it imports none of them, so the step handle
+(`trajdebug.record.recorder`), the run handle (`trajdebug.record.runs`),
+the error lifecycle (`trajdebug.record.errors`) and the decorator
+(`trajdebug.record.decorate`) share state without importing each other in a
+circle.
+
+It also keeps the process-wide list of active runs.  A step started in a
+thread that did not inherit the caller's context (a plain
+``ThreadPoolExecutor`` worker, ``loop.run_in_executor``) finds no run in its
+context variables; rather than dropping it silently, the recorder attaches it
+to the one active run (or, when several are active, to the most recent one),
+marks it and counts it (`orphan_run`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+
+_RUN: ContextVar[Any] = ContextVar("trajdebug_run", default=None)
+"""The run being recorded in this context (a `trajdebug.record.runs.RunHandle`)."""
+_STEP: ContextVar[Any] = ContextVar("trajdebug_step", default=None)
+"""The step being recorded in this context (a step handle or a `RemoteParent`)."""
+_BRANCH: ContextVar[tuple[str, ...]] = ContextVar("trajdebug_branch", default=())
+"""The decision steps of the `trajdebug.branch` scopes open in this context."""
+_ATTEMPT: ContextVar[tuple[int, str | None, str | None] | None] = ContextVar("trajdebug_attempt", default=None)
+"""The retry attempt about to start: (number, the attempt it retries, why)."""
+_REPLAY: ContextVar[Any] = ContextVar("trajdebug_replay", default=None)
+"""The active replay controller (`trajdebug.replay`), consulted by decorated steps:
+``before(handle) -> (served, value)`` (it may raise a recorded exception) and
+``after(handle, value)``; it decides, per step, whether to serve the recorded
+response or let the function run live."""
+
+# The clock and the step counter.  `trajdebug.record.recorder` keeps
+# module-global aliases of both for its hot path; `trajdebug.testing.deterministic`
+# swaps the two together.
+_now: Callable[[], int] = time.time_ns
+_next_seq: Callable[[], int] = itertools.count(1).__next__
+
+
+def now() -> int:
+    """The recorder's clock (nanoseconds since the epoch)."""
+    return _now()
+
+
+class RemoteParent:
+    """A parent step in another thread or process (from `trajdebug.extract`)."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, step_id: str) -> None:
+        self.id = step_id
+
+
+# -- active runs (for steps that lost their context) --------------------------------
+
+ACTIVE: list[Any] = []
+"""The runs being recorded in this process, oldest first (empty most of the time)."""
+_active_lock = threading.Lock()
+
+
+def run_started(run: Any) -> None:
+    """A run began recording in this process."""
+    with _active_lock:
+        ACTIVE.append(run)
+
+
+def run_ended(run: Any) -> None:
+    """A run stopped recording in this process."""
+    with _active_lock:
+        try:
+            ACTIVE.remove(run)
+        except ValueError:
+            pass
+
+
+def orphan_run() -> tuple[Any, bool | None] | None:
+    """The run a step without a run in its context should join, and whether that choice was ambiguous.
+
+    A step whose context holds no run but whose enclosing step (in the same
+    context) belongs to an active run joins that run, unmarked (``None``: the
+    context was not lost, it merely lacks the run variable).  Otherwise, with
+    exactly one active run in the process, that run (``False``: unambiguous);
+    with several, the most recently started one (``True``: ambiguous).  None
+    when no run is active.
+    """
+    if not ACTIVE:
+        return None
+    parent = _STEP.get()
+    run = getattr(parent, "_run", None)
+    if run is not None and getattr(run, "_active", False):
+        return run, None
+    with _active_lock:
+        if not ACTIVE:
+            return None
+        return ACTIVE[-1], len(ACTIVE) > 1
+
+
+__all__ = [
+    "ACTIVE",
+    "RemoteParent",
+    "now",
+    "orphan_run",
+    "run_ended",
+    "run_started",
+]

@@ -1,0 +1,316 @@
+"""The background writer: one daemon thread that turns queued steps into records and writes them.
+
+The agent's threads only append finished step handles (and ready-made
+records) to a per-run deque, a lock-free operation in CPython.  Everything
+that costs time or may wait happens here: building records, dependency
+tracking, redaction, opening sinks, waiting for a locked store.
+
+Durability, as a rule the tests and ``benchmarks/`` check:
+
+* The thread wakes twice per ``flush_interval`` (0.1 s) and writes in batches
+  of at most ``max_batch`` records, so while it keeps up a finished step is on
+  disk (in the OS, safe from the process being killed) within the interval,
+  and under any load a write happens at least that often.  When the agent
+  produces faster than the thread can encode, the queue grows up to
+  ``max_buffer`` and what waits there is what a SIGKILL can lose.
+* A write that fails for a reason that may pass (a locked store, a full disk)
+  keeps its batch and is retried on the next round; the agent is never made
+  to wait for it.  Any other failure marks that sink failed: its records are
+  counted as lost and named in one warning (with the path and the reason).
+* `Flush` markers let a caller wait until everything queued before it was
+  written (`trajdebug.record.runs.RunHandle.flush`, a run's end, the
+  interpreter's exit), each with a bound.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+from trajdebug.record.config import CONFIG
+from trajdebug.record.sinks import describe, is_transient
+
+
+log = logging.getLogger("trajdebug")
+
+
+class Flush:
+    """A marker in a run's queue: set once everything queued before it was handed to the sinks."""
+
+    __slots__ = ("clean", "event")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        """Set when the writer reached the marker."""
+        self.clean = False
+        """Whether every sink had written everything by then (False: some is still being retried)."""
+
+    def done(self, clean: bool) -> None:
+        """The writer reached the marker."""
+        self.clean = clean
+        self.event.set()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait for the writer; True when it reached the marker with nothing left to retry."""
+        return self.event.wait(timeout) and self.clean
+
+
+class Slot:
+    """One sink of one run as the writer sees it: records waiting for a retry, and whether it failed."""
+
+    __slots__ = ("dead", "pending", "sink", "stalled")
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self.pending: list[Any] = []
+        self.dead = False
+        self.stalled = False
+        if hasattr(sink, "on_busy"):
+            sink.on_busy = self._busy
+
+    def _busy(self) -> None:
+        # The store is locked: whoever waits for this write (a run's end) stops waiting now.
+        self.stalled = True
+
+    def write(self, run: Any, records: list[Any]) -> None:
+        """Queue a batch for this sink and try to write everything it holds."""
+        if self.dead:
+            run._lost("unwritable", len(records))
+            return
+        self.pending.extend(records)
+        self.flush(run)
+
+    def flush(self, run: Any) -> bool:
+        """Try to write the pending records; True when nothing is left to retry."""
+        if self.dead or not self.pending:
+            return True
+        try:
+            skipped = self.sink.write(self.pending)
+        except BaseException as exc:  # noqa: BLE001 - a sink raising SystemExit must not kill the writer
+            written = getattr(exc, "written", 0)
+            if isinstance(written, int) and written > 0:
+                del self.pending[:written]
+            if is_transient(exc):
+                overflow = len(self.pending) - CONFIG.max_buffer
+                if overflow > 0:
+                    run._lost("unwritable", overflow)
+                    del self.pending[:overflow]
+                if not self.stalled:
+                    self.stalled = True
+                    log.info("trajdebug: %s is busy (%s); retrying run %s in the background", describe(self.sink), exc, run.run_id)
+                return False
+            self.dead = True
+            lost = len(self.pending)
+            self.pending.clear()
+            run._sink_failed(self.sink, exc, lost)
+            return True
+        self.stalled = False
+        if isinstance(skipped, int) and not isinstance(skipped, bool) and skipped > 0:
+            run._lost("unencodable", skipped)
+        self.pending.clear()
+        return True
+
+    def close(self, run: Any) -> None:
+        """Release the sink (records still pending are counted as lost)."""
+        if self.pending:
+            run._lost("unwritable", len(self.pending))
+            run._warn_once(
+                f"trajdebug: {describe(self.sink)} stayed unavailable; records of run {run.run_id} were lost"
+            )
+            self.pending.clear()
+        try:
+            self.sink.close()
+        except BaseException as exc:  # noqa: BLE001
+            if not self.dead:
+                run._sink_failed(self.sink, exc, 0)
+
+
+class Writer:
+    """The one background thread that services every run being written."""
+
+    def __init__(self) -> None:
+        self._runs: list[Any] = []
+        self._sweep: list[tuple[float, Any]] = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+        self._kick = False
+
+    # -- registration ------------------------------------------------------------------
+
+    def register(self, run: Any) -> None:
+        """Start servicing a run (starts the thread on first use, and again after a fork)."""
+        with self._cond:
+            if run not in self._runs:
+                self._runs.append(run)
+            self._ensure()
+
+    def _ensure(self) -> bool:
+        # Caller holds the condition.
+        if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+            self._pid = os.getpid()
+            try:
+                self._thread = threading.Thread(target=self._loop, name="trajdebug-writer", daemon=True)
+                self._thread.start()
+            except RuntimeError:  # interpreter shutting down: callers service inline
+                self._thread = None
+                return False
+        return True
+
+    def unregister(self, run: Any) -> None:
+        """Stop servicing a run (after its final write); late steps are still watched for a while."""
+        with self._cond:
+            try:
+                self._runs.remove(run)
+            except ValueError:
+                pass
+            self._sweep.append((time.monotonic() + 2.0, run))
+
+    def wake(self) -> None:
+        """Ask for a round now (a buffer is filling up, someone waits for a flush)."""
+        with self._cond:
+            self._kick = True
+            self._cond.notify()
+
+    def on_writer_thread(self) -> bool:
+        """Whether the caller is the writer thread itself."""
+        return threading.current_thread() is self._thread
+
+    def alive(self) -> bool:
+        """Whether the thread runs (it may not, at interpreter exit); restarts it after a fork."""
+        with self._cond:
+            return self._ensure()
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        self._warm_up()
+        state = 0
+        while True:
+            with self._cond:
+                if not self._kick:
+                    if state == 2:
+                        timeout: float | None = min(0.01, CONFIG.flush_interval / 2)  # a busy sink: retry soon
+                    elif self._runs:
+                        timeout = CONFIG.flush_interval / 2
+                    else:
+                        timeout = 1.0 if self._sweep else None
+                    self._cond.wait(timeout)
+                self._kick = False
+                runs = list(self._runs)
+            state = self.round(runs)
+            if state == 1:
+                self._kick = True
+
+    @staticmethod
+    def _warm_up() -> None:
+        # What every first run needs and reads files for (package versions, the platform,
+        # the redaction patterns), done while the agent runs its first steps.
+        try:
+            from trajdebug import redaction
+            from trajdebug.record.env import environment_snapshot
+
+            environment_snapshot()
+            redaction.redactor()
+        except Exception:
+            log.debug("trajdebug: writer warm-up failed", exc_info=True)
+
+    def round(self, runs: list[Any]) -> int:
+        """Service each run once (a bounded batch each).
+
+        Returns:
+            1 when some run has more queued, else 2 when some sink holds records for a
+            retry, else 0.
+        """
+        busy = 0
+        for run in runs:
+            try:
+                got = run._service()
+                busy = 1 if 1 in (busy, got) else max(busy, got)
+            except BaseException:  # noqa: BLE001 - the writer thread never dies
+                try:
+                    run._internal_error("writer")
+                except BaseException:  # noqa: BLE001  # pragma: no cover
+                    pass
+        if self._sweep:
+            now = time.monotonic()
+            with self._cond:
+                sweep, self._sweep = self._sweep, [(t, r) for t, r in self._sweep if t > now]
+            for _, run in sweep:
+                try:
+                    run._sweep_late()
+                except BaseException:  # noqa: BLE001  # pragma: no cover
+                    pass
+        return busy
+
+    def flush_all(self, timeout: float | None = None) -> bool:
+        """Write everything queued by every run now, waiting at most ``timeout`` seconds in all.
+
+        Returns:
+            Whether everything was written (False: a sink is still being retried, or time ran out).
+        """
+        with self._cond:
+            runs = list(self._runs)
+        if not runs:
+            return True
+        markers = [run._mark() for run in runs]
+        if self.on_writer_thread() or not self.alive():
+            for _ in range(1000):
+                if self.round(runs) != 1:
+                    break
+        else:
+            self.wake()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        ok = True
+        for m in markers:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ok &= m.wait(left)
+        return ok
+
+
+WRITER = Writer()
+"""The process's writer."""
+
+
+def flush(timeout: float | None = None) -> bool:
+    """Write every run's queued records now, waiting at most ``timeout`` seconds (None: as long as it takes).
+
+    Normally the writer thread writes within ``flush_interval``; call this before
+    reading runs back in the same process, or before a fork or ``os._exit``.
+
+    Returns:
+        Whether everything queued was written (False: a store is locked or a sink
+        is failing and the writer is still retrying, or time ran out).
+    """
+    return WRITER.flush_all(timeout)
+
+
+def _reset_after_fork() -> None:
+    # The child inherits the parent's queues: the parent writes those.  Runs
+    # stay registered (steps the child records inside them are its own).
+    for run in list(WRITER._runs):
+        try:
+            run._forked()
+        except Exception:  # noqa: BLE001  # pragma: no cover
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    # Runs still open at exit (a script that never closed its run) keep what
+    # they recorded; they read back as incomplete.
+    try:
+        WRITER.flush_all(CONFIG.exit_timeout)
+    except Exception:
+        log.debug("trajdebug: flush at exit failed", exc_info=True)
+
+
+__all__ = ["WRITER", "Flush", "Slot", "Writer", "flush"]

@@ -1,0 +1,471 @@
+"""Redaction of secrets before anything reaches disk, on every write path.
+
+Two kinds of rule, as in logfire's scrubbing and Langfuse's ``mask``:
+
+* **key rules**: a value whose key names a secret (``password``, ``api_key``,
+  ``Authorization``, ``auth_token``, ``dsn``...) is replaced whole.  Keys are
+  compared word by word (``apiKey``, ``x-api-key`` and ``OPENAI_API_KEY`` are
+  all ``api key``), so ``classname`` and ``businessname`` never match ``ssn``,
+  ``prompt_tokens`` never matches ``token``, and a key ending in a counting
+  word (``token_count``, ``password_length``) is left alone.
+* **value rules**: a string that holds a credential of a known shape is
+  redacted wherever it appears (values, names, error messages, dict keys):
+  provider keys (OpenAI/Anthropic ``sk-``, Stripe ``sk_live_``, GitHub
+  ``ghp_``/``github_pat_``, AWS ``AKIA``, Google ``AIza``, Hugging Face ``hf_``,
+  Slack ``xox?-``), Azure account keys and SAS signatures, bearer and Basic
+  authorization (any case), JWTs, PEM private keys, the password in a URL,
+  ``password=...``-style assignments in text, card numbers (checked with
+  Luhn's algorithm and the issuer's prefix), and, as an opt-in PII class,
+  e-mail addresses.
+
+The placeholder is OpenInference's ``__REDACTED__``.  Each `Redactor` counts
+what it scrubbed per rule (`Redactor.counts`), never the value, so a run can
+say what was removed.  Values are walked to any depth; a value nested deeper
+than `MAX_DEPTH` is replaced whole rather than written unscanned.
+
+The process-wide policy (`POLICY`, changed through `trajdebug.configure`) is
+read by every write path: the recorder's writer thread, `trajdebug.store.Store`
+and the JSONL writer, so ``import``, integrations and store merges are
+redacted the same way as recorded runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from trajdebug.model import REDACTED
+
+
+MAX_DEPTH = 300
+"""Values nested deeper than this are replaced whole (no recorded value is that deep)."""
+
+# -- key rules ------------------------------------------------------------------------
+
+SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "secret",
+        "secrets",
+        "token",
+        "apikey",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "cookie",
+        "cookies",
+        "csrf",
+        "xsrf",
+        "jwt",
+        "ssn",
+        "dsn",
+        "bearer",
+        "privatekey",
+        "accesskey",
+        "secretkey",
+        "sessionid",
+        "cvv",
+        "cvc",
+    }
+)
+"""Single words that make a key secret (compared with the key's words, not as substrings)."""
+
+SECRET_PHRASES: tuple[tuple[str, ...], ...] = (
+    ("api", "key"),
+    ("access", "key"),
+    ("private", "key"),
+    ("secret", "key"),
+    ("account", "key"),
+    ("session", "id"),
+    ("session", "key"),
+    ("client", "secret"),
+    ("credit", "card"),
+    ("card", "number"),
+    ("connection", "string"),
+    ("set", "cookie"),
+)
+"""Consecutive words that make a key secret (``api_key``, ``apiKey``, ``x-api-key``)."""
+
+COUNTING_WORDS = frozenset(
+    {
+        "count",
+        "counts",
+        "limit",
+        "limits",
+        "length",
+        "len",
+        "size",
+        "usage",
+        "type",
+        "types",
+        "expires",
+        "expiry",
+        "expiration",
+        "ttl",
+        "remaining",
+        "used",
+        "estimate",
+        "budget",
+        "url",
+        "uri",
+        "endpoint",
+        "name",
+        "names",
+        "set",
+        "present",
+        "required",
+        "enabled",
+    }
+)
+"""A key whose last word is one of these describes a secret without holding it (``token_count``)."""
+
+
+def key_words(key: str) -> tuple[str, ...]:
+    """A key's words, lowercased: ``"OPENAI_API_KEY"``, ``"apiKey"`` -> ``("openai", "api", "key")``, ``("api", "key")``."""
+    k = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
+    k = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", k)
+    return tuple(w for w in re.split(r"[^A-Za-z0-9]+", k.lower()) if w)
+
+
+def _secret_words(words: tuple[str, ...], extra: tuple[re.Pattern[str], ...], key: str) -> bool:
+    if not words:
+        return False
+    ends_on_secret = False
+    hit = False
+    last = len(words) - 1
+    for i, w in enumerate(words):
+        if w in SECRET_WORDS:
+            hit = True
+            ends_on_secret |= i == last
+    for phrase in SECRET_PHRASES:
+        n = len(phrase)
+        for i in range(len(words) - n + 1):
+            if words[i : i + n] == phrase:
+                hit = True
+                ends_on_secret |= i + n - 1 == last
+    if not hit and any(p.search(key) for p in extra):
+        return True
+    return hit and (ends_on_secret or words[-1] not in COUNTING_WORDS)
+
+
+# -- value rules ---------------------------------------------------------------------
+
+
+def _luhn(digits: str) -> bool:
+    """Luhn's checksum (ISO/IEC 7812-1): doubling every second digit from the right."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+_CARD_BRANDS: tuple[tuple[re.Pattern[str], frozenset[int]], ...] = (
+    (re.compile(r"4"), frozenset({13, 16, 19})),  # Visa
+    (re.compile(r"5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)"), frozenset({16})),  # Mastercard
+    (re.compile(r"3[47]"), frozenset({15})),  # American Express
+    (re.compile(r"6(?:011|5|4[4-9])"), frozenset({16, 17, 18, 19})),  # Discover
+    (re.compile(r"3(?:0[0-5]|[68])"), frozenset({14})),  # Diners Club
+    (re.compile(r"35(?:2[89]|[3-8]\d)"), frozenset({16, 17, 18, 19})),  # JCB
+)
+"""Issuer prefixes and lengths of the major card brands (ISO/IEC 7812 issuer identification)."""
+
+
+def _is_card(text: str) -> bool:
+    digits = re.sub(r"[ -]", "", text)
+    return any(p.match(digits) and len(digits) in lengths for p, lengths in _CARD_BRANDS) and _luhn(digits)
+
+
+def _is_basic(token: str) -> bool:
+    """Whether ``token`` is base64 of ``user:password`` (a Basic authorization credential)."""
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in raw and all(32 <= b < 127 for b in raw)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One value rule: a named pattern whose match (or one group of it) is replaced."""
+
+    name: str
+    """The rule's name, as counted in `Redactor.counts`."""
+    pattern: str
+    """The regular expression (without the outer named group)."""
+    group: int = 0
+    """The group of the match to replace (0: the whole match)."""
+    check: Callable[[str], bool] | None = None
+    """A validator of the text to replace (Luhn for card numbers); None: always replace."""
+    pii: bool = False
+    """Personal data rather than a credential: applied only when its class is enabled."""
+    gate: tuple[str, ...] = ()
+    """Literals one of which every match contains (searched as they are); empty: see ``lower_gate``."""
+    lower_gate: tuple[str, ...] = ()
+    """Literals one of which every match contains, searched in the lowercased text."""
+
+
+_ASSIGNED = (
+    r"password|passwd|pwd|passphrase|secret|token|api[_\-]?key|access[_\-]?key|secret[_\-]?key"
+    r"|private[_\-]?key|client[_\-]?secret|dsn|credentials?"
+)
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "private_key",
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+        gate=("PRIVATE KEY",),
+    ),
+    Rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", gate=("eyJ",)),
+    Rule("openai_key", r"\bsk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{16,}", gate=("sk-",)),
+    Rule("stripe_key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", gate=("k_live_", "k_test_")),
+    Rule(
+        "github_token",
+        r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}",
+        gate=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    Rule("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", gate=("AKIA", "ASIA")),
+    Rule(
+        "aws_secret_key",
+        r"(?i:aws[_\- ]?secret[_\- ]?(?:access[_\- ]?)?key)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})",
+        group=1,
+        lower_gate=("aws",),
+    ),
+    Rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", gate=("AIza",)),
+    Rule("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}", gate=("hf_",)),
+    Rule(
+        "azure_key",
+        r"(?i:AccountKey|SharedAccessKey|SharedAccessSignature|[?&]sig)=([A-Za-z0-9%+/=]{20,})",
+        group=1,
+        lower_gate=("accountkey", "sharedaccess", "sig="),
+    ),
+    Rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", gate=("xox",)),
+    Rule("bearer", r"(?i:\bbearer)\s+([A-Za-z0-9._~+/\-]{16,}=*)", group=1, lower_gate=("bearer",)),
+    Rule("basic_auth", r"(?i:\bbasic)\s+([A-Za-z0-9+/]{6,}={0,2})", group=1, check=_is_basic, lower_gate=("basic",)),
+    Rule("url_credentials", r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@\"']*:([^/\s@\"']+)@", group=1, gate=("://",)),
+    Rule(
+        "assignment",
+        r"(?i:(?:" + _ASSIGNED + r"))\b[\"']?\s*[:=]\s*[\"']?([^\s\"',;&}\])]+)",
+        group=1,
+        lower_gate=("pass", "pwd", "secret", "token", "key", "dsn", "credential"),
+    ),
+    Rule("card_number", r"(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-])", check=_is_card),
+    Rule(
+        "email",
+        r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
+        gate=("@",),
+        pii=True,
+    ),
+)
+"""The maintained value rules, in the order they are tried at one position."""
+
+PII_CLASSES = frozenset(r.name for r in RULES if r.pii)
+"""Opt-in classes of personal data (``trajdebug.configure(redact_pii=("email",))``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The process-wide redaction settings (see `trajdebug.configure`)."""
+
+    enabled: bool = True
+    """Redact at all."""
+    extra_keys: tuple[str, ...] = ()
+    """Extra key-name patterns (regular expressions, searched case-insensitively)."""
+    pii: tuple[str, ...] = ()
+    """Enabled PII classes (`PII_CLASSES`)."""
+
+
+POLICY = Policy()
+"""The current policy; `set_policy` replaces it."""
+
+
+def set_policy(*, enabled: bool | None = None, extra_keys: Iterable[str] | None = None, pii: Iterable[str] | None = None) -> Policy:
+    """Change the process-wide policy (called by `trajdebug.configure`).
+
+    Raises:
+        ValueError: an unknown PII class.
+    """
+    global POLICY
+    cur = POLICY
+    classes = tuple(pii) if pii is not None else cur.pii
+    unknown = set(classes) - PII_CLASSES
+    if unknown:
+        raise ValueError(f"unknown PII class {sorted(unknown)[0]!r} (known: {', '.join(sorted(PII_CLASSES))})")
+    POLICY = Policy(
+        enabled=cur.enabled if enabled is None else bool(enabled),
+        extra_keys=cur.extra_keys if extra_keys is None else tuple(extra_keys),
+        pii=classes,
+    )
+    return POLICY
+
+
+def redactor() -> Redactor | None:
+    """A fresh `Redactor` for the current policy (its own counts), or None when redaction is off."""
+    p = POLICY
+    return Redactor(p.extra_keys, p.pii) if p.enabled else None
+
+
+# The prefilter: cheap tests that every match of every rule passes, so the
+# patterns run only on the few strings that may hold a secret.  Python's
+# regular expressions try each alternative at each position, so the literals are
+# split by case: provider-key shapes are searched as they are (case-sensitive),
+# the words of the case-insensitive rules in a lowercased copy, and only when
+# the string has a separator those rules need (a space, "=" or ":").  Each rule
+# then runs only when one of its own literals is present (`Rule.gate`).
+_CASE_LITERALS = r"sk-|k_live_|k_test_|gh[pousr]_|github_pat_|AKIA|ASIA|AIza|hf_|xox|eyJ|PRIVATE KEY|://"
+_LOWER_WORDS = r"aws|bearer|basic|pass|pwd|secret|token|key|dsn|credential|accountkey|sharedaccess|sig="
+_KEY_WORDS = (
+    rb"pass|pwd|secret|token|key|auth|credential|cookie|csrf|xsrf|jwt|ssn|dsn|bearer|session|card|cvv|cvc|string"
+    rb"|aws|basic|sk-|k_live_|k_test_|gh[pousr]_|github_pat_|akia|asia|aiza|hf_|xox|eyj|private key|://|sig="
+)
+_NOT_DIGITS = bytes(b for b in range(256) if not 48 <= b <= 57)
+
+
+def _digit_count(s: str) -> int:
+    return len(s.encode("utf-8", "surrogatepass").translate(None, _NOT_DIGITS))
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(extra_keys: tuple[str, ...], pii: tuple[str, ...]) -> tuple[Any, ...]:
+    rules = tuple((r, re.compile(r.pattern)) for r in RULES if not r.pii or r.name in pii)
+    case = re.compile(_CASE_LITERALS + ("|@" if "email" in pii else ""))
+    lower = re.compile(_LOWER_WORDS)
+    extra = tuple(re.compile(k, re.IGNORECASE) for k in extra_keys)
+    byte_hint = re.compile(_KEY_WORDS + (b"|@" if "email" in pii else b""))
+    return rules, case, lower, byte_hint, extra
+
+
+class Redactor:
+    """Replace secrets in JSON data (returns new values; never mutates) and count what it replaced.
+
+    Example:
+        ```python
+        r = Redactor()
+        r({"api_key": "x", "note": "uses sk-abcdefghijklmnopqrstu"})
+        # {'api_key': '__REDACTED__', 'note': 'uses __REDACTED__'}
+        r.counts   # Counter({'key_name': 1, 'openai_key': 1})
+        ```
+    """
+
+    def __init__(self, extra_keys: Iterable[str] = (), pii: Iterable[str] = ()) -> None:
+        self._rules, self._case, self._lower, self._bytes_hint, self._extra = _compiled(
+            tuple(extra_keys), tuple(sorted(pii))
+        )
+        self._keys: dict[str, bool] = {}
+        self.counts: Counter[str] = Counter()
+        """How many values each rule replaced (``key_name`` for key rules)."""
+
+    # -- tests -----------------------------------------------------------------------
+
+    def needed(self, encoded: bytes) -> bool:
+        """Whether a value, given as its JSON text, may hold a secret under a key or in a string."""
+        if self._extra or self._bytes_hint.search(encoded.lower()) is not None:
+            return True
+        return len(encoded) >= 13 and len(encoded.translate(None, _NOT_DIGITS)) >= 13
+
+    def secret_key(self, key: str) -> bool:
+        """Whether a value under this key is a secret (cached per key)."""
+        hit = self._keys.get(key)
+        if hit is None:
+            hit = _secret_words(key_words(key), self._extra, key)
+            if len(self._keys) < 4096:
+                self._keys[key] = hit
+        return hit
+
+    # -- replacing ---------------------------------------------------------------------
+
+    def may_hold(self, value: str) -> bool:
+        """The prefilter: whether a string may hold a secret (False is certain, True is a maybe)."""
+        if len(value) < 6:
+            return False
+        if self._case.search(value) is not None:
+            return True
+        if (" " in value or "=" in value or ":" in value) and self._lower.search(value.lower()) is not None:
+            return True
+        return len(value) >= 13 and _digit_count(value) >= 13
+
+    def text(self, value: str) -> str:
+        """A string with every secret-shaped part replaced."""
+        if not self.may_hold(value):
+            return value
+        low = value.lower()
+        digits = _digit_count(value) >= 13
+        for rule, pattern in self._rules:
+            if rule.gate:
+                if not any(g in value for g in rule.gate):
+                    continue
+            elif rule.lower_gate:
+                if not any(g in low for g in rule.lower_gate):
+                    continue
+            elif not digits:
+                continue
+            value = pattern.sub(functools.partial(self._replace, rule), value)
+        return value
+
+    def _replace(self, rule: Rule, m: re.Match[str]) -> str:
+        g = rule.group
+        part = m.group(g)
+        if part is None or (rule.check is not None and not rule.check(part)):
+            return m.group(0)
+        self.counts[rule.name] += 1
+        if not g:
+            return REDACTED
+        whole = m.group(0)
+        start, end = m.start(g) - m.start(0), m.end(g) - m.start(0)
+        return whole[:start] + REDACTED + whole[end:]
+
+    def __call__(self, value: Any, depth: int = 0) -> Any:
+        """``value`` with its secrets replaced (dicts and lists are copied, to any depth)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            if depth >= MAX_DEPTH:
+                self.counts["too_deep"] += 1
+                return REDACTED
+            out = {}
+            for k, v in value.items():
+                if isinstance(k, str):
+                    if self.secret_key(k) and v is not None and not isinstance(v, bool):
+                        self.counts["key_name"] += 1
+                        out[self.text(k)] = REDACTED
+                        continue
+                    k = self.text(k)
+                out[k] = self(v, depth + 1)
+            return out
+        if isinstance(value, (list, tuple)):
+            if depth >= MAX_DEPTH:
+                self.counts["too_deep"] += 1
+                return REDACTED
+            return [self(v, depth + 1) for v in value]
+        return value
+
+
+__all__ = [
+    "COUNTING_WORDS",
+    "MAX_DEPTH",
+    "PII_CLASSES",
+    "POLICY",
+    "RULES",
+    "SECRET_PHRASES",
+    "SECRET_WORDS",
+    "Policy",
+    "Redactor",
+    "Rule",
+    "key_words",
+    "redactor",
+    "set_policy",
+]

@@ -1,0 +1,276 @@
+"""Redaction: each rule with its false positives, keys word by word, depth, before truncation, names, and a
+planted-secret scan over every byte every write path leaves on disk."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trajdebug
+from trajdebug.model import REDACTED, TRUNCATED_KEY, Run, Step
+from trajdebug.redaction import MAX_DEPTH, Redactor, key_words
+
+
+# (rule, text holding the secret, the secret part that must disappear)
+SECRETS: list[tuple[str, str, str]] = [
+    ("openai_key", "use sk-proj-Abc123Def456Ghi789Jkl012 for this", "sk-proj-Abc123Def456Ghi789Jkl012"),
+    ("stripe_key", "charge with sk_live_51HabcdefghijklmnopQRS", "sk_live_51HabcdefghijklmnopQRS"),
+    ("github_token", "git clone with ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("github_token", "GH=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv"),
+    ("aws_access_key_id", "key id AKIAIOSFODNN7EXAMPLE in env", "AKIAIOSFODNN7EXAMPLE"),
+    ("aws_secret_key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("google_api_key", "maps key AIzaSyD-1234567890abcdefghijklmnopqrstu ok", "AIzaSyD-1234567890abcdefghijklmnopqrstu"),
+    ("huggingface_token", "HF hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"),
+    (
+        "azure_key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8=;EndpointSuffix=core.windows.net",
+        "Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8=",
+    ),
+    ("slack_token", "post via xoxb-1234567890-abcdefghijkl now", "xoxb-1234567890-abcdefghijkl"),
+    ("bearer", "Authorization: BEARER abcdefghijklmnop1234567890", "abcdefghijklmnop1234567890"),
+    ("bearer", "authorization: bearer abcdefghijklmnop1234567890", "abcdefghijklmnop1234567890"),
+    ("basic_auth", "Authorization: Basic " + base64.b64encode(b"admin:s3cretpass").decode(), base64.b64encode(b"admin:s3cretpass").decode()),
+    ("jwt", "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"),
+    ("private_key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7zq\n-----END RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEA7zq"),
+    ("url_credentials", "connect to postgres://app:Pa55w0rdXyz@db.internal:5432/sales", "Pa55w0rdXyz"),
+    ("assignment", "retrying login with password=hunter2hunter2 failed", "hunter2hunter2"),
+    ("assignment", "{'client_secret': 'cs-9876543210zyx', 'n': 1}", "cs-9876543210zyx"),
+    ("card_number", "paid with 4111 1111 1111 1111, thanks", "4111 1111 1111 1111"),
+    ("card_number", "amex 378282246310005 on file", "378282246310005"),
+]
+
+BENIGN = [
+    "a basic understanding of the problem",
+    "the bearer of bad news",
+    "prompt tokens: 85, max_tokens=100, token_count=5",
+    "commit e83c5163316f89bfbde7d9ab23ca2e25604af290",
+    "step d347011200000249 at 1700000000000000000 ns",
+    "order 1234567890123456 shipped",
+    "uuid 123e4567-e89b-12d3-a456-426614174000",
+    "https://example.com/path?q=1",
+    "ana@example.com asked about her order",
+    "the key to success is patience",
+]
+
+
+class TestValueRules:
+    @pytest.mark.parametrize(("rule", "text", "secret"), SECRETS, ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(SECRETS)])
+    def test_each_secret_shape_is_replaced_and_counted(self, rule: str, text: str, secret: str) -> None:
+        """A string holding a known credential shape keeps its text but not the credential; the rule is counted."""
+        r = Redactor()
+        out = r.text(text)
+        assert secret not in out
+        assert REDACTED in out
+        assert r.counts[rule] >= 1
+
+    @pytest.mark.parametrize("text", BENIGN)
+    def test_innocent_text_is_left_alone(self, text: str) -> None:
+        """Ids, hashes, timestamps, order numbers, prose and (without opt-in) e-mail are not redacted."""
+        r = Redactor()
+        assert text == r.text(text)
+        assert not r.counts
+
+    def test_email_is_an_opt_in_pii_class(self) -> None:
+        """E-mail addresses are kept by default and redacted once the class is enabled."""
+        text = "ana@example.com asked"
+        assert text == Redactor().text(text)
+        r = Redactor(pii=("email",))
+        assert f"{REDACTED} asked" == r.text(text)
+        assert {"email": 1} == dict(r.counts)
+
+    def test_configure_turns_on_pii_classes_and_refuses_unknown_ones(self) -> None:
+        """`configure(redact_pii=...)` reaches every write path's redactor; an unknown class is an error."""
+        from trajdebug import redaction
+
+        trajdebug.configure(redact_pii=("email",))
+        assert "email" in redaction.POLICY.pii
+        with pytest.raises(ValueError, match="unknown PII class 'phone'"):
+            trajdebug.configure(redact_pii=("phone",))
+
+
+class TestKeyRules:
+    @pytest.mark.parametrize(
+        "key",
+        ["password", "pwd", "token", "auth_token", "dsn", "apiKey", "x-api-key", "OPENAI_API_KEY", "Authorization",
+         "session_id", "client_secret", "credit_card", "aws_secret_access_key", "Set-Cookie", "passphrase"],
+    )
+    def test_secret_keys_are_redacted_whole(self, key: str) -> None:
+        """A value under a key naming a secret is replaced, whatever its shape (a number, a dict)."""
+        r = Redactor()
+        assert {key: REDACTED, "n": 1} == r({key: {"nested": "value"}, "n": 1})
+        assert 1 == r.counts["key_name"]
+
+    @pytest.mark.parametrize(
+        "key",
+        ["classname", "businessname", "prompt_tokens", "token_count", "max_tokens", "author", "authors",
+         "keyboard", "monkey", "password_length", "secret_name", "tokenizer"],
+    )
+    def test_keys_that_only_look_like_secrets_are_kept(self, key: str) -> None:
+        """Keys are compared word by word: no `ssn` in classname, no `token` in prompt_tokens, and a key ending
+        in a counting word describes a secret without holding it."""
+        r = Redactor()
+        assert {key: "kept"} == r({key: "kept"})
+
+    def test_key_words_split_every_spelling(self) -> None:
+        """camelCase, kebab-case, SCREAMING_SNAKE and dotted keys split into the same words."""
+        assert ("api", "key") == key_words("apiKey") == key_words("api-key") == key_words("API_KEY") == key_words("api.key")
+
+    def test_extra_key_patterns_are_honoured(self) -> None:
+        """`configure(redact_keys=...)` adds key patterns of the user's own."""
+        trajdebug.configure(redact_keys=("^internal_ref$",))
+        sink = trajdebug.record.MemorySink()
+        with trajdebug.run("k", sinks=[sink]) as h, trajdebug.step("s") as s:
+            s.output = {"internal_ref": "R-1", "other": "x"}
+        assert {"internal_ref": REDACTED, "other": "x"} == h.load().steps[0].output
+
+
+class TestDepthSizeAndNames:
+    def test_a_secret_at_any_depth_is_redacted(self) -> None:
+        """A secret 40 levels deep is scrubbed; a value deeper than the walk goes is replaced whole."""
+        deep: Any = {"password": "hunter2"}
+        for _ in range(40):
+            deep = {"d": deep}
+        out = Redactor()(deep)
+        for _ in range(40):
+            out = out["d"]
+        assert {"password": REDACTED} == out
+        deeper: Any = "sk-proj-Abc123Def456Ghi789Jkl012"
+        for _ in range(MAX_DEPTH + 5):
+            deeper = [deeper]
+        assert "sk-proj" not in json.dumps(Redactor()(deeper))
+
+    def test_a_large_value_is_redacted_before_it_is_cut(self, tmp_path: Path) -> None:
+        """A 200 KiB output is stored truncated, and the secrets in the part that is kept are scrubbed first
+        (the head of the stored JSON never holds them)."""
+        path = tmp_path / "big.jsonl"
+        big = {"password": "hunter2hunter2", "note": "uses sk-proj-Abc123Def456Ghi789Jkl012", "blob": "x" * 200_000}
+        with trajdebug.run("big", path=path), trajdebug.step("s") as s:
+            s.output = big
+        text = path.read_text()
+        assert "hunter2hunter2" not in text and "sk-proj-Abc123" not in text
+        (run,) = trajdebug.read_jsonl(path).runs
+        assert TRUNCATED_KEY in run.steps[0].output
+
+    def test_names_messages_and_run_fields_are_redacted(self, tmp_path: Path) -> None:
+        """Step, agent and run names, error messages and failure reasons are scrubbed like values."""
+        key = "sk-proj-Abc123Def456Ghi789Jkl012"
+        path = tmp_path / "n.jsonl"
+        with trajdebug.run(f"run {key}", path=path) as h:
+            with trajdebug.step(f"call {key}", agent=f"agent {key}"):
+                pass
+            h.fail(f"because {key}")
+        assert key not in path.read_text()
+
+    def test_what_was_scrubbed_is_counted_in_the_end_record_never_the_value(self, tmp_path: Path) -> None:
+        """The run's end record says how many values each rule replaced."""
+        path = tmp_path / "c.jsonl"
+        with trajdebug.run("c", path=path), trajdebug.step("s", input={"token": "t-1234567"}) as s:
+            s.output = "key AKIAIOSFODNN7EXAMPLE"
+        (run,) = trajdebug.read_jsonl(path).runs
+        assert {"key_name": 1, "aws_access_key_id": 1} == run.metadata["recorder"]["redacted"]
+        assert "t-1234567" not in path.read_text()
+
+
+def _planted() -> tuple[dict[str, Any], list[str]]:
+    """A value holding every planted secret (in strings, under secret keys, as a key, deep, past the size cut)."""
+    texts = {f"v{i}": text for i, (_, text, _) in enumerate(SECRETS)}
+    deep: Any = {"api_key": "deep-key-value-0001"}
+    for _ in range(35):
+        deep = {"level": deep}
+    value = {
+        **texts,
+        "token": "plain-token-value-0002",
+        "pwd": "plain-pwd-value-0003",
+        "dsn": "plain-dsn-value-0004",
+        "auth_token": "plain-auth-value-0005",
+        "sk-proj-KeyAsAKeyAbcdefghij123456": "key as a key",
+        "deep": deep,
+        "huge": "y" * 70_000 + " password=far-past-the-cut-0006",
+    }
+    secrets = [s for _, _, s in SECRETS] + [
+        "deep-key-value-0001",
+        "plain-token-value-0002",
+        "plain-pwd-value-0003",
+        "plain-dsn-value-0004",
+        "plain-auth-value-0005",
+        "sk-proj-KeyAsAKeyAbcdefghij123456",
+        "far-past-the-cut-0006",
+    ]
+    return value, secrets
+
+
+def _scan(folder: Path, secrets: list[str], skip: set[Path]) -> list[tuple[str, str]]:
+    found = []
+    for f in folder.rglob("*"):
+        if f.is_file() and f not in skip:
+            data = f.read_bytes()
+            found += [(f.name, s) for s in secrets if s.encode() in data]
+    return found
+
+
+class TestEveryWritePath:
+    def test_no_planted_secret_reaches_disk_on_any_write_path(self, tmp_path: Path, cli_run: Any) -> None:
+        """Secrets planted in values, keys, names, metadata, errors, deep nesting and past the size cut are
+        absent from every byte written by: the recorder (JSONL, store and its WAL), an integration delivering
+        to a store and a file, `import` of a message log into a store and a file, a store-to-store import,
+        `export`, and write_jsonl."""
+        from trajdebug.format import write_jsonl
+        from trajdebug.integrations._deliver import deliver
+
+        value, secrets = _planted()
+        out = tmp_path / "out"
+        out.mkdir()
+        key = SECRETS[0][2]
+
+        @trajdebug.step(kind="tool")
+        def leaky(arg: Any) -> Any:
+            raise ValueError(f"failed with {key} and {SECRETS[5][1]}")
+
+        with trajdebug.run(f"recorded {key}", store=out / "rec.db", path=out / "rec.jsonl", metadata={"cfg": value}) as h:
+            with trajdebug.step(f"step {key}", kind="tool", input=value, attributes={"attr": value}) as s:
+                s.output = value
+                s.error(f"reported {SECRETS[10][1]}", detail=value)
+            try:
+                leaky(value)
+            except ValueError:
+                pass
+            h.fail(f"reason {SECRETS[16][1]}")
+        trajdebug.record.flush(10)
+
+        foreign = Run(
+            "foreign-1",
+            f"integration {key}",
+            outcome="success",
+            metadata={"cfg": value},
+            steps=(Step("s1", f"tool {key}", "tool", input=value, output=value, start_ns=1, end_ns=2, attributes={"a": value}),),
+        )
+        deliver(foreign, store=out / "integration.db", path=out / "integration.jsonl")
+        write_jsonl([foreign], out / "written.jsonl")
+
+        inputs = tmp_path / "in"
+        inputs.mkdir()
+        log = inputs / "chat.json"
+        log.write_text(
+            json.dumps(
+                [
+                    {"role": "user", "content": f"my card is {SECRETS[18][1]} and {SECRETS[3][1]}"},
+                    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "login", "arguments": json.dumps(value)}}]},
+                    {"role": "tool", "tool_call_id": "c1", "content": json.dumps(value)},
+                    {"role": "assistant", "content": f"done, {SECRETS[11][1]}"},
+                ]
+            )
+        )
+        cli_run("import", str(log), "--from", "openai", "-o", str(out / "imported.db"), check=True)
+        cli_run("import", str(log), "--from", "openai", "-o", str(out / "imported.jsonl"), check=True)
+        cli_run("import", str(out / "integration.db"), "-o", str(out / "merged.db"), check=True)
+        cli_run("export", str(log), "--from", "openai", "-o", str(out / "spans.json"), check=True)
+        written = {f.name for f in out.iterdir() if f.stat().st_size > 0}
+        assert {"rec.db", "rec.jsonl", "integration.db", "integration.jsonl", "written.jsonl", "imported.db",
+                "imported.jsonl", "merged.db", "spans.json"} <= written
+        assert len(_scan(inputs, secrets, set())) > 10  # the scan finds what is there
+        assert [] == _scan(out, secrets, set())
+        assert h.load().metadata["recorder"]["redacted"]
