@@ -181,7 +181,8 @@ def run_fleet_bench(*, quick: bool = False, progress: Callable[[str], None] = pr
 
         progress("fleet: exporting Parquet and grouping on a local Dask cluster")
         from trajdebug.fleet.distributed import run_fleet_dask
-        from trajdebug.fleet.parquet import export_source, group_counts
+        from trajdebug.fleet.engine import export_source
+        from trajdebug.fleet.parquet import group_counts
 
         t0 = time.perf_counter()
         export_source(store, Path(tmp) / "ds", analyses=True)

@@ -133,11 +133,6 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-@pytest.mark.xfail(
-    reason="fleet/: engine <-> parquet (parquet imports engine.reference_pool lazily) is the one cycle left; "
-    "the record/ cycle is gone (reliability branch): drop this marker once fleet's is",
-    strict=True,
-)
 def test_no_import_cycles_lazy_imports_included() -> None:
     """No two modules of the package import each other, directly or through others, even inside functions."""
     assert _cycles(_graph()) == []

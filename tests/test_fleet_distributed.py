@@ -11,7 +11,7 @@ from distributed import LocalCluster
 
 from trajdebug.cli import cli
 from trajdebug.fleet import run_fleet, run_fleet_dask
-from trajdebug.fleet.parquet import export_source
+from trajdebug.fleet.engine import export_source
 
 
 @pytest.fixture(scope="module")

@@ -171,7 +171,7 @@ def export_cmd(
     """
     if to == "parquet":
         from trajdebug.cli._common import store_path
-        from trajdebug.fleet.parquet import export_source
+        from trajdebug.fleet.engine import export_source
         from trajdebug.source import SourceError
 
         if output == "-":

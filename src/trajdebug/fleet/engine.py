@@ -495,12 +495,45 @@ def run_fleet(
     return agg.report([str(s) for s in sources], time.perf_counter() - t0, n)
 
 
+def export_source(
+    source: str | Path,
+    out: str | Path,
+    *,
+    run_id: str | None = None,
+    fmt: str | None = None,
+    analyses: bool = False,
+) -> dict[str, int]:
+    """Export a source (``trajdebug export --to parquet``): a store is read one run at a time.
+
+    Raises:
+        SourceError: the source cannot be read, or holds no run.
+    """
+    from trajdebug.fleet.parquet import write_dataset
+    from trajdebug.source import SourceError, load_runs
+    from trajdebug.store import Store, is_store
+
+    if run_id is None and fmt in (None, "store") and is_store(source):
+
+        def stream() -> Iterator[Run]:
+            with Store(source) as store:
+                for rid in store.run_ids():
+                    yield store.load_run(rid)
+
+        refs = reference_pool([source]) if analyses else None
+        return write_dataset(stream(), out, analyses=analyses, references=refs)
+    runs = load_runs(source, run_id=run_id, fmt=fmt)
+    if not runs:
+        raise SourceError(f"{source}: no runs found")
+    return write_dataset(runs, out, analyses=analyses, references=reference_pool([source]) if analyses else None)
+
+
 __all__ = [
     "UNIT_SIZE",
     "Aggregate",
     "FleetReport",
     "Unit",
     "UnitResult",
+    "export_source",
     "reference_pool",
     "analyze_run",
     "close_stores",

@@ -265,7 +265,7 @@ def write_dataset(
         part_size: Runs per part.
         analyses: Also analyze each failed run and write the ``analyses`` table.
         references: Per agent, the passing runs failures are compared with
-            (`trajdebug.fleet.engine.reference_pool`; the fleet job uses the same).
+            (`trajdebug.fleet.engine.reference_pool`, as the fleet job).
 
     Returns:
         Rows written per table.
@@ -318,43 +318,6 @@ def _analysis_row_of(run: Run, pool: Sequence[Run] = ()) -> dict[str, Any]:
     refs = [r for r in pool if r.run_id != run.run_id and same_agent(r, run)]
     a = analyze(run, top=3, references=refs)
     return analysis_row(a, finding_of(a))
-
-
-def export_source(
-    source: str | Path,
-    out: str | Path,
-    *,
-    run_id: str | None = None,
-    fmt: str | None = None,
-    analyses: bool = False,
-) -> dict[str, int]:
-    """Export a source (``trajdebug export --to parquet``): a store is read one run at a time.
-
-    Raises:
-        SourceError: the source cannot be read, or holds no run.
-    """
-    from trajdebug.source import SourceError, load_runs
-    from trajdebug.store import Store, is_store
-
-    if run_id is None and fmt in (None, "store") and is_store(source):
-
-        def stream() -> Iterator[Run]:
-            with Store(source) as store:
-                for rid in store.run_ids():
-                    yield store.load_run(rid)
-
-        refs = _pool([source]) if analyses else None
-        return write_dataset(stream(), out, analyses=analyses, references=refs)
-    runs = load_runs(source, run_id=run_id, fmt=fmt)
-    if not runs:
-        raise SourceError(f"{source}: no runs found")
-    return write_dataset(runs, out, analyses=analyses, references=_pool([source]) if analyses else None)
-
-
-def _pool(sources: Sequence[str | Path]) -> dict[str, tuple[Run, ...]]:
-    from trajdebug.fleet.engine import reference_pool
-
-    return reference_pool(sources)
 
 
 def is_dataset(path: str | Path) -> bool:
@@ -512,7 +475,6 @@ __all__ = [
     "TABLES",
     "analysis_row",
     "connect",
-    "export_source",
     "failure_rates",
     "group_counts",
     "is_dataset",

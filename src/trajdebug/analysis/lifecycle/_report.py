@@ -1,7 +1,7 @@
 """The result of the error lifecycle analysis: each error's lifecycle, the error chains, the report.
 
 Produced by `trajdebug.analysis.lifecycle.analyze_errors`; rendered by
-`trajdebug.report.errors` and logged by `trajdebug.record.logging`.  Plain
+`trajdebug.report.errors` and logged by `trajdebug.record.errorlog`.  Plain
 frozen dataclasses; ``to_dict`` gives their JSON form.
 """
 
