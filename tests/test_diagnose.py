@@ -173,6 +173,19 @@ class TestLLMOutputs:
         assert "9999" in e.reason and not e.sound
         assert all(e.sound for e in _from(_verdict(faithful, "r"), "llm-output"))
 
+    def test_a_label_is_a_choice_not_a_claim(self) -> None:
+        """A classifier's label ("how-to", "on_hold") found in none of its inputs is a choice among options, not a made-up value."""
+        run = _run(
+            Step(
+                "c",
+                "classify",
+                "llm",
+                input={"ticket": "How do I change my avatar?"},
+                output={"category": "how-to", "urgency": "normal", "queue": "self_service"},
+            )
+        )
+        assert not [e for e in _from(_verdict(run, "c"), "llm-output") if not e.sound]
+
     def test_contradiction_comes_with_a_correction(self) -> None:
         """An LLM output contradicting its input on a field proposes the input's value as a correction."""
         run = _run(
@@ -221,6 +234,20 @@ class TestDataSteps:
         )
         [e] = _from(_verdict(run, "p"), "parse-dropped")
         assert "dropped 2 of 3" in e.reason
+
+    def test_parsing_json_a_chat_message_holds_loses_nothing(self) -> None:
+        """A parser of a model's message whose content is JSON keeps every value: its input is read as the JSON, not as one string."""
+        content = '{"attendees": ["Ana", "Raj"], "day": "Tuesday", "earliest": "10:00"}'
+        run = _run(
+            Step(
+                "p",
+                "JsonOutputParser",
+                "parse",
+                input={"input": {"role": "assistant", "content": content}},
+                output={"attendees": ["Ana", "Raj"], "day": "Tuesday", "earliest": "10:00"},
+            )
+        )
+        assert all(e.sound for e in _from(_verdict(run, "p"), "parse-dropped"))
 
     def test_parse_reshaping_without_loss_is_sound(self) -> None:
         """Reshaping rows into a nested mapping keeps every value: sound."""
@@ -523,7 +550,6 @@ class TestDecisionsAndState:
             _t("n", "take_notes", "llm", 2, parent_id="g", output={"market": "wind", "growth": 12.0}),
         )
         assert _from(_verdict(run, "g"), "sub-agent")
-
 
 
 class TestSymptoms:

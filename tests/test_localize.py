@@ -280,7 +280,51 @@ class TestRanking:
         loc = localize(run, failures=failures)
         route = next(c for c in loc.candidates if c.step_id == "route")
         assert not any("failure at changes expects" in r for r in route.reasons)
-        assert loc.candidates[0].step_id == "rates"
+
+    def test_a_lookup_need_not_repeat_its_key_unless_it_answers_about_another(self) -> None:
+        """A tool given an id that answers without it lost nothing; one that answers about another id of the same shape did."""
+
+        def run_of(account: str) -> Run:
+            steps = (
+                Step(
+                    "u",
+                    "read_request",
+                    "input",
+                    output={"customer": "C-2201", "ask": "upgrade"},
+                    start_ns=1,
+                    end_ns=2,
+                ),
+                Step(
+                    "l",
+                    "lookup_customer",
+                    "tool",
+                    input={"customer_id": "C-2201"},
+                    output={"account": account, "tier": "free"},
+                    deps=(D("u"),),
+                    start_ns=3,
+                    end_ns=4,
+                ),
+                Step(
+                    "a",
+                    "audit",
+                    "other",
+                    input={"tier": "free"},
+                    status="error",
+                    error=ErrorInfo("SLAViolation", "customer C-2201 is enterprise, routed as free"),
+                    deps=(D("l"),),
+                    start_ns=5,
+                    end_ns=6,
+                ),
+            )
+            return Run("r", "triage", outcome="failure", steps=steps)
+
+        def lookup(run: Run) -> Any:
+            return next(c for c in localize(run, top=10).candidates if c.step_id == "l")
+
+        assert "lineage:dropped" not in lookup(run_of("anonymous")).signals
+        other = lookup(run_of("C-2107"))
+        assert "lineage:dropped" in other.signals
+        assert any("its answer is about 'C-2107' instead" in r for r in other.reasons)
 
     def test_recency_breaks_ties(self) -> None:
         """Of two equally suspect candidates sharing no value, the later (nearer the failure) ranks first."""

@@ -218,3 +218,31 @@ class TestExpectedProducer:
         found = analyze(bad, references=[self._booking(f"ok{i}", "DEC-RATE-A") for i in range(4)])
         assert found.root_causes[0].step_id == "o"
         assert "reference:expected" in found.root_causes[0].signals
+
+
+class TestCategories:
+    @staticmethod
+    def _router(rid: str, queue: str) -> Run:
+        return Run(
+            rid,
+            "router",
+            outcome="success",
+            steps=(Step("q", "route", "condition", input={"tier": "pro"}, output={"queue": queue}),),
+        )
+
+    def test_a_category_unseen_in_few_observations_says_little(self) -> None:
+        """A label never seen in 3 passing observations weighs nothing (the rule of three); in 30 it weighs."""
+        bad = self._router("bad", "billing")
+        few = learn([self._router(f"p{i}", "standard") for i in range(3)])
+        many = learn([self._router(f"p{i}", "standard") for i in range(30)])
+
+        def weight(profile: Any) -> float:
+            found = [
+                e
+                for e in violations(bad.steps[0], Lineage(bad).view("q"), profile)
+                if e.diagnoser == "reference:category"
+            ]
+            return max((e.suspicion for e in found), default=0.0)
+
+        assert weight(few) == 0.0
+        assert weight(many) > 0.3

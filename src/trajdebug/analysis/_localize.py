@@ -33,6 +33,7 @@ stronger evidence of its own.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -90,7 +91,16 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 KIND_PRIOR: dict[str, float] = {"agent": 0.5}
 """Prior of a step by kind (1 when not listed): an agent span is made of its children, which are ranked themselves."""
 
-NAMING_FIELDS = GENERIC_FIELDS | {"agent", "agent_name", "tool_name", "function", "assignee", "owner", "to", "target"}
+NAMING_FIELDS = GENERIC_FIELDS | {
+    "agent",
+    "agent_name",
+    "tool_name",
+    "function",
+    "assignee",
+    "owner",
+    "to",
+    "target",
+}
 """Fields whose value names who acts or what is called: a choice of actor, not a value put in place of a task word."""
 
 PROGRAMMING_ERRORS = frozenset(
@@ -224,6 +234,11 @@ def _verified_good(run: Run) -> set[str]:
         ):
             good.add(s.step_id)
     return good
+
+
+def _shape(raw: str) -> str:
+    """The shape of an identifier or a date: its letters as ``A``, its digits as ``9``."""
+    return re.sub(r"[A-Za-z]", "A", re.sub(r"\d", "9", raw.strip()))
 
 
 def _conversation(step: Step) -> bool:
@@ -469,7 +484,9 @@ class _Ranker:
 
     def _task_text(self) -> str:
         md = self.run.metadata
-        parts = [str(md[k]) for k in ("task", "question", "input", "instruction") if isinstance(md.get(k), str)]
+        parts = [
+            str(md[k]) for k in ("task", "question", "input", "instruction") if isinstance(md.get(k), str)
+        ]
         if not parts:
             first = next((s for s in self.run.steps if s.kind == "input"), None)
             if first is not None:
@@ -529,6 +546,29 @@ class _Ranker:
                 if self.g.steps[sid].kind == "llm" and task and task in self.lin.view(sid).in_text
             ]
         lost = self.lin.droppers(a, cands)
+        substitute: dict[str, Atom] = {}
+        if a.kind in ("id", "date"):
+            # A lookup is given a key (an id, a date) to find a record by: its answer need
+            # not repeat the key, so not repeating it is no loss, unless the answer is about
+            # another key of the same shape (another customer's record, another day's slots).
+            keep = []
+            for sid in lost:
+                if self.g.steps[sid].kind != "tool":
+                    keep.append(sid)
+                    continue
+                view = self.lin.view(sid)
+                other = next(
+                    (
+                        b
+                        for b in view.outputs
+                        if b.kind == a.kind and _shape(b.raw) == _shape(a.raw) and not view.given(b)
+                    ),
+                    None,
+                )
+                if other is not None:
+                    keep.append(sid)
+                    substitute[sid] = other
+            lost = keep
         for sid in lost[:4]:
             view = self.lin.view(sid)
             chose = next((b for b in named if b.key != a.key and view.given(b) and view.holds(b)), None)
@@ -536,6 +576,8 @@ class _Ranker:
             if chose is not None:
                 weight *= 0.25
             reason = f"was given {a.raw!r}, which the failure at {where} expects, and did not pass it on"
+            if sid in substitute:
+                reason += f"; its answer is about {substitute[sid].raw!r} instead"
             if task_word:
                 # A planner rephrases: losing a task word says little, unless it put a word of
                 # its own in its place.
@@ -555,7 +597,9 @@ class _Ranker:
                 weight *= 0.9 if instead is not None else 0.25
                 reason = f"was given {a.raw!r}, a word of the task the failure at {where} says is missing, and did not carry it on"
                 if instead is not None:
-                    reason += f"; it says {instead.field}={instead.raw!r} instead, a word none of its inputs has"
+                    reason += (
+                        f"; it says {instead.field}={instead.raw!r} instead, a word none of its inputs has"
+                    )
             elif _conversation(self.g.steps[sid]):
                 # A model given a whole conversation passes on a small part of it by design:
                 # losing one value says less than a parser, a tool, or a model given one

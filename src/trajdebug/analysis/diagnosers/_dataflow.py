@@ -60,6 +60,23 @@ def _lost(values: list[Any], text: str) -> list[Any]:
     return lost
 
 
+def _with_json_read(value: Any, depth: int = 0) -> Any:
+    """The value with JSON written in its strings read (a chat message whose content is JSON, a field holding a record)."""
+    if depth > 4:
+        return value
+    if isinstance(value, str):
+        if content.looks_like_json(value):
+            parsed = content.parse_json(value)
+            if parsed is not None:
+                return _with_json_read(parsed, depth + 1)
+        return value
+    if isinstance(value, Mapping):
+        return {k: _with_json_read(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_json_read(v, depth + 1) for v in value[:500]]
+    return value
+
+
 def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A parse step that dropped items, fields or values of its input."""
     if step.kind != "parse" or step.status == "error":
@@ -67,8 +84,7 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     src: Any = step.input
     if isinstance(src, Mapping) and len(src) == 1:
         src = next(iter(src.values()))
-    if isinstance(src, str) and content.looks_like_json(src):
-        src = content.parse_json(src)
+    src = _with_json_read(src)
     if src is None:
         return
     out = step.output

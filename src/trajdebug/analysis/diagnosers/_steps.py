@@ -228,7 +228,8 @@ def _stated(out: Any) -> list[Any]:
     return []
 
 
-_LABEL = re.compile(r"^[a-z]+$")
+_LABEL = re.compile(r"^[a-z]+(?:[-_][a-z]+){0,2}$")
+"""A label: a lowercase word, or up to three joined by hyphens or underscores (``how-to``, ``on_hold``)."""
 
 
 def _computed(step: Step, ctx: DiagnoseContext, value: float) -> bool:
@@ -288,7 +289,7 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         if seen is None:
             continue
         if labels and not seen and isinstance(v, str) and _LABEL.match(v.strip()):
-            unsure = True  # a one-word label ("none", "deploy") may be a choice among options, not a claim
+            unsure = True  # a label ("none", "how-to") may be a choice among options, not a claim
             continue
         if not seen and isinstance(v, (int, float)) and _computed(step, ctx, float(v)):
             seen = True  # a number computed from the numbers it was given (a difference, a ratio) is derived

@@ -374,9 +374,12 @@ def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 
             new = [a for a in cats if a.key not in text_values]
             if new:
                 usual = ", ".join(repr(fs.raws[k]) for k in list(text_values)[:3])
+                # A value unseen in n observations may still have a share up to 3/n (the rule
+                # of three, Hanley & Lippman-Hand 1983): few observations say little about a
+                # category, unlike a structural invariant (a value always copied).
                 yield Evidence(
                     sid,
-                    _w(0.45 if len(text_values) == 1 else 0.3, observed),
+                    round((0.45 if len(text_values) == 1 else 0.3) * max(0.0, 1.0 - 3.0 / observed), 3),
                     f"{f}={new[0].raw}, never seen in passing runs (always {usual})",
                     "reference:category",
                 )
