@@ -326,6 +326,51 @@ class TestRanking:
         assert "lineage:dropped" in other.signals
         assert any("its answer is about 'C-2107' instead" in r for r in other.reasons)
 
+    def test_a_failure_stating_another_value_points_at_the_step_that_said_it(self) -> None:
+        """A refusal stating the true quantity ("has 2 paid days left") points at the lookup that said 7, not at the steps carrying it."""
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step(
+                    "b",
+                    "get_balance",
+                    "tool",
+                    input={"employee": "E-1"},
+                    output={"paid_days_left": 7},
+                    start_ns=1,
+                    end_ns=2,
+                ),
+                Step(
+                    "p",
+                    "plan",
+                    "llm",
+                    input={"balance": 7},
+                    output={"book": 5, "type": "paid"},
+                    deps=(D("b"),),
+                    start_ns=3,
+                    end_ns=4,
+                ),
+                Step(
+                    "s",
+                    "submit",
+                    "tool",
+                    input={"book": 5, "type": "paid"},
+                    status="error",
+                    error=ErrorInfo("Rejected", message),
+                    deps=(D("p"),),
+                    start_ns=5,
+                    end_ns=6,
+                ),
+            )
+            return Run("r", "leave", outcome="failure", steps=steps)
+
+        loc = localize(run_of("E-1 has 2 paid days left; cannot book 5"))
+        assert loc.candidates[0].step_id == "b"
+        assert "lineage:contradicted" in loc.candidates[0].signals
+        # A message that states the step's own value compares it with a limit: no contradiction.
+        same = localize(run_of("7 paid days left is under the 8 required"))
+        assert all("lineage:contradicted" not in c.signals for c in same.candidates)
+
     def test_recency_breaks_ties(self) -> None:
         """Of two equally suspect candidates sharing no value, the later (nearer the failure) ranks first."""
         run = Run(

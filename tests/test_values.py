@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trajdebug.values import atoms, date_keys, is_year, mentions, number_key, parse_number
+from trajdebug.values import atoms, date_forms, date_keys, is_year, mentions, number_key, parse_number
 
 
 class TestNumbers:
@@ -42,9 +42,17 @@ class TestNumbers:
         """The digits of a date, a time or an identifier are not read as numbers."""
         assert mentions("on 2025-03-04 at 14:30 for order ORD-7781", words=False) == []
 
+    def test_a_range_within_one_month_holds_both_days(self) -> None:
+        """ "3 to 7 November" and "Nov 3-7" hold both days; a range across months is not misread."""
+        assert {"d:11-03", "d:11-07"} <= date_forms("leave from 3 to 7 November 2025")
+        assert {"d:11-03", "d:11-07"} <= date_forms("Nov 3-7, 2025")
+        assert date_forms("from March 30th through 2 April") == {"d:03-30", "d:04-02"}
+
     def test_a_code_in_capitals_is_an_identifier(self) -> None:
         """A hyphenated code in capitals is an id even without a digit; followed by a number it heads a longer value."""
-        found = {(a.kind, a.raw) for a in atoms("the plan NR-SAVER replaced rate BAR-NOV-A for guest Ann-Marie")}
+        found = {
+            (a.kind, a.raw) for a in atoms("the plan NR-SAVER replaced rate BAR-NOV-A for guest Ann-Marie")
+        }
         assert {("id", "NR-SAVER"), ("id", "BAR-NOV-A")} <= found
         assert ("id", "Ann-Marie") not in found
         assert [a.kind for a in atoms("KA-MR 482")] == ["text", "number"]
@@ -58,7 +66,9 @@ class TestNumbers:
 
 
 class TestDates:
-    @pytest.mark.parametrize("text", ["2025-03-11T09:00:00Z", "11 Mar", "March 11, 2025", "3/11/2025", "the 11th of March"])
+    @pytest.mark.parametrize(
+        "text", ["2025-03-11T09:00:00Z", "11 Mar", "March 11, 2025", "3/11/2025", "the 11th of March"]
+    )
     def test_one_day_written_many_ways_has_one_key(self, text: str) -> None:
         """ISO, day-month, month-day and US forms of a day share the key d:MM-DD."""
         assert "d:03-11" in [k for a in atoms(text) for k in [a.key]] + date_keys(text)

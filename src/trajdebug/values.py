@@ -418,9 +418,33 @@ def _key(kind: AtomKind, raw: str) -> str:
     return "s:" + folded
 
 
+_MONTH_WORD = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_RANGE_DM = re.compile(
+    r"\b(\d{1,2})(?:st|nd|rd|th)?\s*(?:-|–|to|until|through|till)\s*\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH_WORD,
+    re.I,
+)
+_RANGE_MD = re.compile(
+    r"\b" + _MONTH_WORD + r"\s+\d{1,2}(?:st|nd|rd|th)?\s*(?:-|–|to|until|through|till)\s*(\d{1,2})(?:st|nd|rd|th)?\b", re.I
+)
+
+_MONTH_BEFORE = re.compile(_MONTH_WORD + r"\s+$", re.I)
+_MONTH_AFTER = re.compile(r"\s+(?:of\s+)?" + _MONTH_WORD, re.I)
+
+
 def date_forms(text: str) -> set[str]:
-    """The keys (`date_keys`) of every date and time written in a text."""
-    return {k for m in _DATE.finditer(text[:TEXT_LIMIT]) for k in date_keys(m.group(0))}
+    """The keys (`date_keys`) of every date and time written in a text.
+
+    A range written with one month ("3 to 7 November", "Nov 3-7") holds both of its days.
+    """
+    text = text[:TEXT_LIMIT]
+    keys = {k for m in _DATE.finditer(text) for k in date_keys(m.group(0))}
+    for m in _RANGE_DM.finditer(text):
+        if not _MONTH_BEFORE.search(text[max(0, m.start() - 12) : m.start()]):  # not "March 30 to 2 April"
+            keys.update(date_keys(f"{m.group(1)} {m.group(2)}"))
+    for m in _RANGE_MD.finditer(text):
+        if not _MONTH_AFTER.match(text, m.end()):
+            keys.update(date_keys(f"{m.group(2)} {m.group(1)}"))
+    return keys
 
 
 def is_date(text: str) -> bool:

@@ -94,6 +94,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "parse-dropped": "omission",
     "starved-consumer": "omission",
     "lineage:altered": "wrong-value",
+    "lineage:contradicted": "wrong-value",
     "reference:magnitude": "wrong-value",
     "reference:sign": "wrong-value",
     "reference:ratio": "wrong-value",

@@ -55,7 +55,7 @@ from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lineage import GENERIC_FIELDS, Lineage, anomalies
 from trajdebug.analysis.reference import Profile, producers_of, sibling_profiles, step_key, unseen, violations
 from trajdebug.model import BOUNDARY_KINDS, CONTAINER_KINDS, VALUE_DEP_KINDS, Dependency, Run, Step
-from trajdebug.values import Atom, atoms, iter_text
+from trajdebug.values import Atom, Mention, atoms, iter_text, mentions
 
 
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -82,6 +82,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
     "llm_dropped": 0.5,  # share of that for a model step
     "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
+    "contradicted": 0.5,  # introduced a number for a quantity the failure states another value of
     "earliest": 1.15,  # boost of the earliest step on the slice that breaks a reference invariant
     "sibling": 0.6,  # weight of a deviation from the step's other calls in the same run (vs passing runs)
     "inherited": 0.5,  # share of a deviation a step keeps when its input already deviated upstream
@@ -234,6 +235,21 @@ def _verified_good(run: Run) -> set[str]:
         ):
             good.add(s.step_id)
     return good
+
+
+def _field_words(field: str) -> list[str]:
+    """The words of a field name (``paid_days_left`` -> paid, days, left), English stop words left out."""
+    return [w for w in _WORD.findall(field.lower().replace("_", " ")) if w not in STOPWORDS] or ["\0"]
+
+
+def _written_as(x: float, m: Mention) -> bool:
+    """Whether a number is the one a text mentions, as written there (rounded to its digits; a percent as a share)."""
+    raw = m.raw.strip().rstrip("%")
+    decimals = len(raw.rsplit(".", 1)[1]) if "." in raw else 0
+    tol = 0.5 * 10.0**-decimals + 1e-9
+    if abs(x - m.value) <= tol:
+        return True
+    return m.unit == "%" and abs(x * 100 - m.value) <= tol
 
 
 def _shape(raw: str) -> str:
@@ -443,6 +459,7 @@ class _Ranker:
                 self._dropped(a, pos, within, step.name, named, self.w["dropped_reached"] if reached else 1.0)
                 if not reached:
                     self._expected(a, pos, within, step.name)
+            self._contradicted(message, pos, within, step.name)
             for a in self._task_words(message):
                 # A word of the user's request that the failure says is missing: who was
                 # given it and did not carry it on (a plan, a query, a model's reading).
@@ -456,6 +473,65 @@ class _Ranker:
                 seen.add(a.key)
                 self._trace(
                     a, pos, within, self.w["origin_arg"], f"{step.name}, where the run failed, was given"
+                )
+
+    def _contradicted(self, message: str, pos: int, within: set[str], where: str) -> None:
+        """Steps whose output a failure contradicts: it states another value for the quantity they named.
+
+        An environment that refuses an action often says what is true ("has 2 days
+        left", "the re-price says 111.08"): a number next to the words of a field
+        some step introduced with another value (``paid_days_left=7``) points at
+        that step (a stale cache, a wrong conversion), not at the steps that
+        merely carried its value on.
+        """
+        nums = mentions(message, words=False)
+        # Each word of the message belongs to the number nearest to it (a message may
+        # state several quantities: "total 1,224 exceeds budget 1,200").
+        near: dict[int, set[str]] = {}
+        for w in _WORD.finditer(message.lower()):
+            if nums:
+                mid = (w.start() + w.end()) / 2
+                i = min(range(len(nums)), key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
+                if min(abs(mid - nums[i].start), abs(mid - nums[i].end)) <= 48:
+                    near.setdefault(i, set()).add(w.group(0))
+        for i, m in enumerate(nums):
+            window = near.get(i, set())
+            window |= {w[:-1] for w in window if w.endswith("s")}
+            found: list[tuple[str, Atom]] = []
+            held = False
+            for sid in sorted(within, key=self.g.position):
+                if self.g.position(sid) >= pos or self.g.steps[sid].kind in CONTAINER_KINDS:
+                    continue
+                view = self.lin.view(sid)
+                named = [
+                    a
+                    for a in view.outputs
+                    if a.kind == "number"
+                    and a.number is not None
+                    and a.field
+                    and all(w in window or w.rstrip("s") in window for w in _field_words(a.field))
+                ]
+                if any(_written_as(a.number, m) for a in named if a.number is not None):
+                    held = True  # the run had the value the failure states: it restates, not corrects
+                    break
+                named = [a for a in named if not view.given(a)]
+                if len({a.key for a in named}) != 1:
+                    continue  # none, or a table of them (which row the failure means is unknown)
+                if any(_written_as(a.number, x) for a in named for x in nums if a.number is not None):
+                    # The failure states this value too: it compares it with another
+                    # (a limit, a second source), it does not correct it.
+                    continue
+                found.append((sid, named[0]))
+            if held or not found or len(found) > 2:
+                continue  # restated, no step, or a quantity too common to tell which step it means
+            for sid, a in found:
+                self.add(
+                    Evidence(
+                        sid,
+                        self.w["contradicted"],
+                        f"the failure at {where} says {m.raw.strip()} where it said {a.field}={a.raw}",
+                        "lineage:contradicted",
+                    )
                 )
 
     def _inside(self, sid: str, outer: str) -> bool:
