@@ -371,6 +371,60 @@ class TestRanking:
         same = localize(run_of("7 paid days left is under the 8 required"))
         assert all("lineage:contradicted" not in c.signals for c in same.candidates)
 
+    def test_a_check_consulting_its_own_source_blames_the_source_the_run_acted_on(self) -> None:
+        """A check comparing the run's record with a source it consulted itself points at the run's source when they disagree."""
+        steps = (
+            Step(
+                "l",
+                "lookup",
+                "tool",
+                input={"id": "C-7"},
+                output={"id": "C-7", "tier": "silver"},
+                start_ns=1,
+                end_ns=2,
+            ),
+            Step(
+                "p",
+                "price",
+                "other",
+                input={"customer": {"id": "C-7", "tier": "silver"}},
+                output={"id": "C-7", "tier": "silver", "price": 900.0},
+                deps=(D("l"),),
+                start_ns=3,
+                end_ns=4,
+            ),
+            Step(
+                "b",
+                "billing",
+                "tool",
+                input={"id": "C-7"},
+                output={"id": "C-7", "tier": "gold"},
+                start_ns=5,
+                end_ns=6,
+            ),
+            Step(
+                "a",
+                "audit",
+                "condition",
+                input={
+                    "quote": {"id": "C-7", "tier": "silver", "price": 900.0},
+                    "billing": {"id": "C-7", "tier": "gold"},
+                },
+                status="error",
+                error=ErrorInfo(
+                    "AuditFailed",
+                    "quote for C-7 priced as silver (900.00); billing lists the account as gold",
+                ),
+                deps=(D("p"), D("b")),
+                start_ns=7,
+                end_ns=8,
+            ),
+        )
+        loc = localize(Run("r", "renewals", outcome="failure", steps=steps))
+        assert loc.candidates[0].step_id == "l"
+        assert "lineage:disagrees" in loc.candidates[0].signals
+        assert all("lineage:disagrees" not in c.signals for c in loc.candidates if c.step_id == "b")
+
     def test_recency_breaks_ties(self) -> None:
         """Of two equally suspect candidates sharing no value, the later (nearer the failure) ranks first."""
         run = Run(

@@ -101,6 +101,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "reference:formula": "wrong-value",
     "reference:size": "wrong-value",
     "lineage:conflict": "inconsistent",
+    "lineage:disagrees": "inconsistent",
     "reference:kept": "inconsistent",
     "reference:grounded": "inconsistent",
     "reference:category": "inconsistent",

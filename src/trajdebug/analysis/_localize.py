@@ -83,6 +83,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "llm_dropped": 0.5,  # share of that for a model step
     "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
     "contradicted": 0.5,  # introduced a number for a quantity the failure states another value of
+    "disagrees": 0.45,  # gave a value the failing check's own source contradicts (same field, same entity)
     "earliest": 1.15,  # boost of the earliest step on the slice that breaks a reference invariant
     "sibling": 0.6,  # weight of a deviation from the step's other calls in the same run (vs passing runs)
     "inherited": 0.5,  # share of a deviation a step keeps when its input already deviated upstream
@@ -460,6 +461,7 @@ class _Ranker:
                 if not reached:
                     self._expected(a, pos, within, step.name)
             self._contradicted(message, pos, within, step.name)
+            self._disagreeing_sources(f.step_id, message, pos, within, step.name)
             for a in self._task_words(message):
                 # A word of the user's request that the failure says is missing: who was
                 # given it and did not carry it on (a plan, a query, a model's reading).
@@ -533,6 +535,49 @@ class _Ranker:
                         "lineage:contradicted",
                     )
                 )
+
+    def _disagreeing_sources(self, fid: str, message: str, pos: int, within: set[str], where: str) -> None:
+        """Two sources giving the failing check different values of one field for one entity.
+
+        A check that cross-checks what the run acted on against a source it
+        consults for itself (a billing record, a re-price) fails when they
+        disagree; the source the run acted on, not the check's own witness,
+        is the suspect (a stale cache, a wrong lookup).
+        """
+        view = self.lin.view(fid)
+        said = message.casefold()
+        by_field: dict[str, dict[str, Atom]] = {}
+        for a in view.inputs:
+            if a.field and a.kind in ("text", "id", "date") and a.field not in NAMING_FIELDS:
+                by_field.setdefault(a.field, {}).setdefault(a.key, a)
+        for fld, vals in by_field.items():
+            if len(vals) != 2 or not any(len(a.raw) >= 2 and a.raw.casefold() in said for a in vals.values()):
+                continue  # not two values, or not what the check complains about
+            origins = [self.lin.origin(a, pos, within) for a in vals.values()]
+            if any(o.step_id is None for o in origins) or origins[0].step_id == origins[1].step_id:
+                continue
+            ids = [o.step_id for o in origins if o.step_id is not None]
+            outs = [{b.key for b in self.lin.view(sid).outputs if b.kind == "id"} for sid in ids]
+            if not outs[0] & outs[1]:
+                continue  # not the same entity
+            witness = [self._feeds_only(sid, fid) for sid in ids]
+            if witness.count(True) != 1:
+                continue
+            acted, told = (0, 1) if witness[1] else (1, 0)
+            self.add(
+                Evidence(
+                    ids[acted],
+                    self.w["disagrees"],
+                    f"says {fld}={origins[acted].atom.raw} where {self.g.steps[ids[told]].name}, "
+                    f"which the check at {where} consulted, says {origins[told].atom.raw}",
+                    "lineage:disagrees",
+                )
+            )
+
+    def _feeds_only(self, sid: str, fid: str) -> bool:
+        """Whether everything that consumed a step's output is the failing step (or encloses it)."""
+        users = [c for c, _ in self.g.children(sid) if c != sid]
+        return bool(users) and all(c == fid or self._inside(fid, c) for c in users)
 
     def _inside(self, sid: str, outer: str) -> bool:
         """Whether step `sid` runs inside step `outer` (a descendant in the step tree)."""
