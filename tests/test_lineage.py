@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trajdebug.analysis.lineage import Lineage, anomalies, derivation
+from trajdebug.analysis.lineage import Lineage, anomalies, derivation, slips
 from trajdebug.model import Dependency, Run, Step
 from trajdebug.values import atoms
 
@@ -68,7 +68,9 @@ class TestOrigins:
 class TestDerivations:
     def test_a_total_of_listed_items_is_derived_from_them(self) -> None:
         """A number equal to the sum of a run of given numbers, at its written precision, is computed from them."""
-        run = _run(_s("s", "summarize", "other", 1, {"lines": [412.30, 38.40, 751.35]}, {"total": "1,202.05"}))
+        run = _run(
+            _s("s", "summarize", "other", 1, {"lines": [412.30, 38.40, 751.35]}, {"total": "1,202.05"})
+        )
         lin = Lineage(run)
         [total] = lin.view("s").outputs
         d = derivation(lin.view("s"), total)
@@ -76,7 +78,9 @@ class TestDerivations:
 
     def test_a_rounded_ratio_is_derived(self) -> None:
         """A density written with one decimal is the ratio of the given numbers rounded to that precision."""
-        run = _run(_s("c", "density", "other", 1, {"population": 116000, "area_km2": 854300}, {"density": "0.1"}))
+        run = _run(
+            _s("c", "density", "other", 1, {"population": 116000, "area_km2": 854300}, {"density": "0.1"})
+        )
         lin = Lineage(run)
         d = derivation(lin.view("c"), lin.view("c").outputs[0])
         assert d is not None and d.formula == "div(population,area_km2)"
@@ -116,7 +120,14 @@ class TestAnomalies:
 
     def test_an_output_field_that_contradicts_the_input_is_a_conflict(self) -> None:
         """Items whose city is not the city the search was given are a conflict of the search."""
-        step = _s("s", "search", "tool", 1, {"city": "Paris"}, [{"name": "A", "city": "Lyon"}, {"name": "B", "city": "Lyon"}])
+        step = _s(
+            "s",
+            "search",
+            "tool",
+            1,
+            {"city": "Paris"},
+            [{"name": "A", "city": "Lyon"}, {"name": "B", "city": "Lyon"}],
+        )
         assert self._signals(step) == ["lineage:conflict"]
 
     def test_a_dropped_sign_and_a_cut_separator_are_damaged_numbers(self) -> None:
@@ -143,3 +154,73 @@ class TestAnomalies:
         ok_search = _s("s", "search", "tool", 1, {"city": "Paris"}, [{"name": "A", "city": "Paris"}])
         ok_parse = _s("p", "parse", "parse", 1, {"text": "refund -180.00"}, {"amount": -180.0})
         assert self._signals(ok_search) == [] and self._signals(ok_parse) == []
+
+
+def _expense(rate: float, *, per_line_slip: float = 1.0) -> Run:
+    """Receipts converted line by line (an amount times a looked-up rate), then totalled."""
+    steps = [
+        _s(
+            "r",
+            "load_receipts",
+            "tool",
+            1,
+            {"id": "x"},
+            [{"amount": 412.3, "currency": "EUR"}, {"amount": 689.0, "currency": "USD"}],
+        ),
+        _s("fx", "get_fx_rate", "tool", 2, {"base": "USD"}, {"rate": rate}),
+        _s(
+            "c",
+            "convert_line",
+            "other",
+            3,
+            {"amount": 689.0, "rate": rate},
+            {"amount_eur": round(689.0 * rate, 2)},
+            "r",
+            "fx",
+        ),
+        _s(
+            "t",
+            "summarize",
+            "other",
+            4,
+            {"lines": [{"amount_eur": 412.3}, {"amount_eur": round(689.0 * rate, 2)}]},
+            {"total_eur": round(412.3 + round(689.0 * rate, 2), 2)},
+            "c",
+        ),
+    ]
+    return _run(*steps)
+
+
+class TestWhatIf:
+    def test_an_inverted_rate_is_found_by_replaying_the_total(self) -> None:
+        """The total the failure expected comes back when the looked-up rate is inverted: the lookup (and the product) are named."""
+        run = _expense(1.0905)
+        lin = Lineage(run)
+        total = next(a for a in lin.view("t").outputs if a.field == "total_eur")
+        found = slips(lin, total, len(run.steps), round(412.3 + 689.0 / 1.0905, 2), "1,044.12")
+        assert {(s.step_id, s.what) for s in found} == {
+            ("fx", "inverted"),
+            ("c", "computed by mul where div fits"),
+        }
+
+    def test_no_slip_explains_an_unrelated_number(self) -> None:
+        """A number no single slip reaches names nothing."""
+        run = _expense(0.917)
+        lin = Lineage(run)
+        total = next(a for a in lin.view("t").outputs if a.field == "total_eur")
+        assert slips(lin, total, len(run.steps), 777.77, "777.77") == []
+
+    def test_a_slip_repeated_in_every_call_of_a_step_is_found(self) -> None:
+        """A converter 100x off in each of its calls is found as one slip repeated, at each call."""
+        steps = [
+            _s(f"f{i}", "fx_convert", "tool", i, {"amount": a}, a * 67.0)
+            for i, a in enumerate((98.0, 28.6, 325.0))
+        ]
+        total = sum(a * 67.0 for a in (98.0, 28.6, 325.0))
+        steps.append(_s("k", "reconcile", "tool", 9, {"lines": [{"usd": s.output} for s in steps]}, None))
+        run = _run(*steps)
+        lin = Lineage(run)
+        [mine] = [a for a in atoms(f"receipts add up to {total:.2f}") if a.kind == "number"]
+        found = slips(lin, mine, 3, total / 100, f"{total / 100:.2f}")
+        assert {s.step_id for s in found} == {"f0", "f1", "f2"}
+        assert {s.what for s in found} == {"100x too large"}

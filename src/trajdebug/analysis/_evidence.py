@@ -95,6 +95,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "starved-consumer": "omission",
     "lineage:altered": "wrong-value",
     "lineage:contradicted": "wrong-value",
+    "lineage:whatif": "wrong-value",
     "reference:magnitude": "wrong-value",
     "reference:sign": "wrong-value",
     "reference:ratio": "wrong-value",

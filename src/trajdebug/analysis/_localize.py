@@ -52,7 +52,7 @@ from trajdebug.analysis.diagnosers import (
     registered_diagnosers,
 )
 from trajdebug.analysis.diagnosers import WORD as _WORD
-from trajdebug.analysis.lineage import GENERIC_FIELDS, Lineage, anomalies
+from trajdebug.analysis.lineage import GENERIC_FIELDS, Lineage, anomalies, derivation, slips
 from trajdebug.analysis.reference import Profile, producers_of, sibling_profiles, step_key, unseen, violations
 from trajdebug.model import BOUNDARY_KINDS, CONTAINER_KINDS, VALUE_DEP_KINDS, Dependency, Run, Step
 from trajdebug.values import Atom, Mention, atoms, iter_text, mentions
@@ -83,6 +83,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "llm_dropped": 0.5,  # share of that for a model step
     "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
     "contradicted": 0.5,  # introduced a number for a quantity the failure states another value of
+    "whatif": 0.6,  # one numeric slip in its number turns the run's number into the one the failure expects
     "disagrees": 0.45,  # gave a value the failing check's own source contradicts (same field, same entity)
     "earliest": 1.15,  # boost of the earliest step on the slice that breaks a reference invariant
     "sibling": 0.6,  # weight of a deviation from the step's other calls in the same run (vs passing runs)
@@ -241,6 +242,11 @@ def _verified_good(run: Run) -> set[str]:
 def _field_words(field: str) -> list[str]:
     """The words of a field name (``paid_days_left`` -> paid, days, left), English stop words left out."""
     return [w for w in _WORD.findall(field.lower().replace("_", " ")) if w not in STOPWORDS] or ["\0"]
+
+
+def _short(x: float) -> str:
+    """A number as a reason shows it (four significant digits)."""
+    return f"{x:.4g}"
 
 
 def _written_as(x: float, m: Mention) -> bool:
@@ -461,6 +467,7 @@ class _Ranker:
                 if not reached:
                     self._expected(a, pos, within, step.name)
             self._contradicted(message, pos, within, step.name)
+            self._whatif(message, named, pos, within, step.name)
             self._disagreeing_sources(f.step_id, message, pos, within, step.name)
             for a in self._task_words(message):
                 # A word of the user's request that the failure says is missing: who was
@@ -535,6 +542,40 @@ class _Ranker:
                         "lineage:contradicted",
                     )
                 )
+
+    def _whatif(self, message: str, named: Sequence[Atom], pos: int, within: set[str], where: str) -> None:
+        """The one numeric slip upstream that turns the run's number into the one the failure expected."""
+        fview = self.lin.view(self.run.steps[pos].step_id) if pos < len(self.run.steps) else None
+        ours = [
+            a
+            for a in named
+            if a.kind == "number"
+            and a.number is not None
+            and (self.lin.holders(a.key, pos) or (fview is not None and derivation(fview, a) is not None))
+        ]
+        if not ours:
+            return
+        for t in mentions(message, words=False):
+            for a in ours:
+                if a.number is None or _written_as(a.number, t):
+                    continue  # the run's own number
+                found = slips(self.lin, a, pos, t.value, t.raw, within)
+                # (One slip repeated in every call of one step counts once.)
+                ways = len({self.g.steps[sl.step_id].name for sl in found})
+                if not found or ways > 3:
+                    continue  # none, or too many ways to get there to say which
+                for sl in found:
+                    label = f"{sl.atom.field}={sl.atom.raw}" if sl.atom.field else sl.atom.raw
+                    self.add(
+                        Evidence(
+                            sl.step_id,
+                            self.w["whatif"] / ways**0.5,
+                            f"its {label} looks {sl.what}: at {_short(sl.fixed)}, the run's {a.raw.strip()} "
+                            f"would be the {t.raw.strip()} the failure at {where} expects",
+                            "lineage:whatif",
+                        )
+                    )
+                return
 
     def _disagreeing_sources(self, fid: str, message: str, pos: int, within: set[str], where: str) -> None:
         """Two sources giving the failing check different values of one field for one entity.

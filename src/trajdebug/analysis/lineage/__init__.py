@@ -4,7 +4,9 @@
 run; `Lineage.origin` follows a value to the step that introduced it,
 `Lineage.droppers` finds the steps that were given a value and did not pass it
 on, `Lineage.value_edges` links steps through the values they share, and
-`anomalies` reads the transformations that look wrong on their face.
+`anomalies` reads the transformations that look wrong on their face, and
+`slips` finds the one numeric slip that turns a run's number into the one a
+failure expected.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from trajdebug.analysis.lineage._trace import (
     operands,
 )
 from trajdebug.analysis.lineage._views import ENVELOPE_KEYS, StepView, build_view, semantic, trivial
+from trajdebug.analysis.lineage._whatif import Slip, slips
 
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "Derivation",
     "Lineage",
     "Origin",
+    "Slip",
     "StepView",
     "anomalies",
     "build_view",
@@ -36,5 +40,6 @@ __all__ = [
     "failure_atoms",
     "operands",
     "semantic",
+    "slips",
     "trivial",
 ]
