@@ -224,3 +224,16 @@ class TestWhatIf:
         found = slips(lin, mine, 3, total / 100, f"{total / 100:.2f}")
         assert {s.step_id for s in found} == {"f0", "f1", "f2"}
         assert {s.what for s in found} == {"100x too large"}
+
+
+class TestWrittenValues:
+    def test_a_word_a_model_wrote_in_a_sentence_is_its_value(self) -> None:
+        """A tool given 'monthly' took it from the model that answered "Schedule: monthly. ...": its origin and a value edge."""
+        run = _run(
+            _s("m", "choose_schedule", "llm", 1, {"memo": "Bi-weekly payroll"}, "Schedule: monthly. Reason: the memo."),
+            _s("g", "compute_gross", "tool", 2, {"salary": 104000, "schedule": "monthly"}, {"gross": 8666.67}),
+        )
+        lin = Lineage(run)
+        word = next(a for a in lin.view("g").inputs if a.field == "schedule")
+        assert lin.origin(word, 1).step_id == "m"
+        assert [d.step_id for d in lin.value_edges().get("g", [])] == ["m"]

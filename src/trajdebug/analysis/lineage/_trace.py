@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -49,6 +50,8 @@ class Origin:
     """The value as that step produced it (or as the consumer held it, when external)."""
     derived_from: tuple[Atom, ...] = ()
     """When the introducing step computed it from numbers it was given: those operands."""
+
+_WORDS = re.compile(r"[\w][\w-]*")
 
 
 class Lineage:
@@ -77,6 +80,7 @@ class Lineage:
                 view.in_text += "\n" + extra.in_text
             self.views[s.step_id] = view
         self.steps = run.steps
+        self._words: dict[str, list[int]] | None = None
         self._holders: dict[str, list[int]] = {}
         for i, s in enumerate(run.steps):
             for k in self.views[s.step_id].out_keys:
@@ -113,6 +117,8 @@ class Lineage:
         preferred when there are any.
         """
         pos = self.holders(atom.key, before)
+        if not pos and atom.kind == "text":
+            pos = self._writers(atom, before)
         if not pos or len(pos) > MAX_PRODUCERS:
             return Origin(None, atom)
         cands = [p for p in pos if within is None or self.steps[p].step_id in within] or pos
@@ -123,6 +129,31 @@ class Lineage:
                 produced = next((a for a in view.outputs if a.key == atom.key), atom)
                 return Origin(sid, produced, self.operands(sid, produced))
         return Origin(None, atom)
+
+    def _writers(self, atom: Atom, before: int) -> list[int]:
+        """Positions of the steps whose output *writes* a short text value inside a longer text.
+
+        A model that answers "Schedule: monthly. Reason: ..." produced the value
+        ``monthly`` a later tool is given, though no output atom is that word.
+        """
+        raw = atom.raw.strip().casefold()
+        if not 3 <= len(raw) <= 40:
+            return []
+        first = _WORDS.search(raw)
+        if first is None:
+            return []
+        if self._words is None:
+            # Built once, on first need: word -> positions of the steps whose output text has it.
+            self._words = {}
+            for i, s in enumerate(self.steps):
+                for w in set(_WORDS.findall(self.views[s.step_id].out_text)):
+                    self._words.setdefault(w, []).append(i)
+        cands = self._words.get(first.group(0), [])
+        cands = cands[: bisect.bisect_left(cands, before)]
+        if len(cands) > 4 * MAX_PRODUCERS:
+            return []  # a common word: no telling who wrote it
+        word = re.compile(r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])")
+        return [i for i in cands if word.search(self.views[self.steps[i].step_id].out_text)][: MAX_PRODUCERS + 1]
 
     def operands(self, step_id: str, atom: Atom) -> tuple[Atom, ...]:
         """The numbers a step was given that its output number is computed from (see `operands`)."""
@@ -159,12 +190,17 @@ class Lineage:
                 cur = parent.get(cur)
             for a in self.views[s.step_id].inputs:
                 pos = self.holders(a.key, i)
-                if not pos or len(self._holders.get(a.key, ())) > max_holders:
+                written = False
+                if not pos and a.kind == "text" and a.field and not self._holders.get(a.key):
+                    # A value a step wrote inside a longer text ("Schedule: monthly. ...").
+                    pos, written = self._writers(a, i), True
+                if not pos or len(pos if written else self._holders.get(a.key, ())) > max_holders:
                     continue
                 p = pos[-1]
                 if self.steps[p].step_id in ancestors:
                     continue
-                conf = self.rarity(a.key) * (0.9 if a.field else 0.75)
+                n = len(pos) if written else len(self._holders.get(a.key, ()))
+                conf = (1.0 / math.sqrt(n) if n > 1 else 1.0) * (0.9 if a.field else 0.75) * (0.8 if written else 1.0)
                 if conf > best.get(p, (0.0, ""))[0]:
                     best[p] = (conf, a.field or a.raw[:40])
             deps = [
