@@ -151,3 +151,15 @@ def test_analyze_source_refuses_an_ambiguous_prefix(twins: Path) -> None:
     """The library answers as the command line: an ambiguous prefix is a SourceError, not every match."""
     with pytest.raises(trajdebug.SourceError, match="ambiguous: 3 runs match"):
         trajdebug.analyze_source(twins, "0a1b2c3d")
+
+
+def test_show_separates_a_long_kind_from_the_step_name(tmp_path: Path) -> None:
+    """A nine-letter kind (`condition`, `retrieval`) is followed by a space before the step's name."""
+    path = tmp_path / "r.jsonl"
+    with trajdebug.run("t", path=path):
+        with trajdebug.step("route_ticket", kind="condition") as s:
+            s.output = "priority"
+        with trajdebug.step("find_docs", kind="retrieval") as d:
+            d.output = ["doc"]
+    out = invoke("show", str(path))
+    assert "condition route_ticket#" in out and "retrieval find_docs#" in out

@@ -106,6 +106,9 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+IMPACT_SHOWN = 8
+"""Steps named on the "downstream impact" line of ``diff`` (the JSON lists all)."""
+
 _MARK = {"same": "=", "output": "≠", "input": "~", "only-good": "-", "only-bad": "+"}
 _WORDS = {
     "same": "",
@@ -141,9 +144,11 @@ def _render_diff(al: Any, iso: Any) -> None:
             con.print(f"  bad:  {escape(_short(_shown(first.bad, first.good)))}{escape(err)}")
         impact = al.impact(first)
         if impact:
-            labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact]
+            labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact[:IMPACT_SHOWN]]
+            if len(impact) > IMPACT_SHOWN:
+                labels.append(f"and {len(impact) - IMPACT_SHOWN} more (--json lists them)")
             con.print(
-                f"downstream impact: {len(labels)} step{'s' if len(labels) != 1 else ''}: {escape(', '.join(labels))}"
+                f"downstream impact: {len(impact)} step{'s' if len(impact) != 1 else ''}: {escape(', '.join(labels))}"
             )
     con.print()
     for p in al.pairs:
