@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -200,7 +201,7 @@ def _graph_run(day: int, off_by_one: bool) -> object:
     for name, fn in order:
         g.add_node(name, fn)
     g.add_edge(START, "resolve")
-    for (a, _), (b, _) in zip(order, order[1:]):
+    for (a, _), (b, _) in itertools.pairwise(order):
         g.add_edge(a, b)
     g.add_edge("verify", END)
     tracer = TrajdebugTracer(name="scheduler")
