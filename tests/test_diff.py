@@ -129,14 +129,22 @@ class TestVerifyOption:
     """The ``--verify`` support that ``trajdebug analyze`` plugs in."""
 
     def test_verify_option_verifies_the_top_candidate(self, tmp_path: Path) -> None:
-        """`analyze --verify` and `analyze_source(verify=...)` verify a stored failing run's top candidate by replay."""
+        """`analyze --verify` and `analyze_source(verify=...)` verify a stored failing run's top candidate by
+        replay, with corrections from a passing run of its own input (not from the clean run of another)."""
+        from trajdebug.analysis import analyze
+        from trajdebug.demo import verify_demo
         from trajdebug.pipeline import analyze_source
 
         path = tmp_path / "s.db"
         store = Store(path)
-        run_demo(None, store=store)
+        run_demo(None, store=store)  # passes, with other entry arguments (its own database, no fault)
         bad = run_demo("truncated-rows", store=store)
         db = bad.metadata["sqlite_db"]
+        res = analyze_source(path, bad.run_id, sql_db=db, verify="trajdebug.demo:demo_agent", samples=1)
+        [v] = res.verifications
+        assert v is not None and v.verified is None and v.passing_run is None
+        assert "could not verify: no passing run of the same input" in v.summary()
+        verify_demo(bad, analyze(bad), store=store)  # records the fault-free run of bad's own input
         res = analyze_source(path, bad.run_id, sql_db=db, verify="trajdebug.demo:demo_agent", samples=1)
         [v] = res.verifications
         assert v is not None and v.summary().startswith(

@@ -503,3 +503,68 @@ class TestHiddenInputs:
         assert good.outcome == "success" and good.step(pick).status == "error"
         v = verify(noisy_agent, bad, [_step(bad, "noisy_pick")], passing=[good], samples=1)
         assert v.checks[0].status == "verified", v.checks[0].reason
+
+
+# -- corrections come from a passing run of the same input ------------------------------------
+
+FX_BUG = {"on": True}
+HOTELS = {"new york": ("Brooklyn Loft", 185.0, "USD"), "lisbon": ("Alfama House", 98.0, "EUR")}
+
+
+@trajdebug.step(kind="llm")
+def extract_trip(request: str) -> dict[str, Any]:
+    return {"city": request, "nights": 4, "budget": 1200.0}
+
+
+@trajdebug.step(kind="tool")
+def find_hotel(city: str) -> dict[str, Any]:
+    name, price, currency = HOTELS[city]
+    return {"name": name, "price": price, "currency": currency}
+
+
+@trajdebug.step(kind="other")
+def convert_price(hotel: dict[str, Any], eur_per_unit: float) -> dict[str, Any]:
+    price = hotel["price"] / eur_per_unit if FX_BUG["on"] else hotel["price"] * eur_per_unit  # planted
+    return {**hotel, "price": round(price, 2), "currency": "EUR"}
+
+
+@trajdebug.step(kind="other")
+def trip_total(hotel: dict[str, Any], nights: int) -> float:
+    return round(hotel["price"] * nights + 420.0, 2)
+
+
+@trajdebug.step(kind="output")
+def check_budget(total: float, budget: float) -> bool:
+    if total > budget:
+        raise ValueError(f"total {total:.2f} EUR exceeds budget {budget:.2f} EUR")
+    return True
+
+
+def plan_trip(request: str) -> bool:
+    trip = extract_trip(request)
+    hotel = find_hotel(trip["city"])
+    rate = 0.92 if hotel["currency"] == "USD" else 1.0
+    return check_budget(trip_total(convert_price(hotel, rate), trip["nights"]), trip["budget"])
+
+
+def test_verify_takes_corrections_only_from_a_passing_run_of_the_same_input(tmp_path: Path) -> None:
+    """A passing run of another request cannot refute the cause; one of the same request verifies it."""
+    from trajdebug.pipeline import analyze_source
+
+    db = tmp_path / "trip.db"
+    bad = record(plan_trip, ["new york"], store=db)
+    other = record(plan_trip, ["lisbon"], store=db)
+    assert (bad.outcome, other.outcome) == ("failure", "success")
+    [v] = analyze_source(db, bad.run_id, verify=plan_trip, samples=1).verifications
+    convert = next(c for c in v.checks if c.name == "convert_price")
+    assert convert.status == "unresolved" and "no passing run of the same input" in convert.reason
+    assert all(c.status != "refuted" for c in v.checks)
+    assert v.passing_run is None
+    FX_BUG["on"] = False
+    try:
+        fixed = record(plan_trip, ["new york"], store=db)
+    finally:
+        FX_BUG["on"] = True
+    [v] = analyze_source(db, bad.run_id, verify=plan_trip, samples=1).verifications
+    assert v.passing_run == fixed.run_id
+    assert v.verified is not None and v.verified.name == "convert_price"
