@@ -568,3 +568,62 @@ def test_verify_takes_corrections_only_from_a_passing_run_of_the_same_input(tmp_
     [v] = analyze_source(db, bad.run_id, verify=plan_trip, samples=1).verifications
     assert v.passing_run == fixed.run_id
     assert v.verified is not None and v.verified.name == "convert_price"
+
+
+# -- record() of an entry point that opens its own run ----------------------------------------
+
+
+def own_run_trip(request: str) -> bool:
+    """An agent as users write it: it opens its own named run, with a task and a store of its own."""
+    with trajdebug.run("trip-planner", task=request, store="agent-own.db") as run:
+        run.state["request"] = request
+        return plan_trip(request)
+
+
+def own_run_quiet(request: str) -> str:
+    """An entry point that catches its run's failure after the run's block (a CLI's main)."""
+    try:
+        own_run_trip(request)
+    except ValueError as exc:
+        return f"FAILED: {exc}"
+    return "ok"
+
+
+def test_record_of_an_agent_with_its_own_run_stores_the_run_it_returns(tmp_path: Path) -> None:
+    """The agent's trajdebug.run joins the recorded run: one stored run, the one returned, with the agent's
+    name and task, the entry arguments, every step, and nothing written to the agent's or the default store."""
+    db = tmp_path / "trip.db"
+    run = record(own_run_trip, ["new york"], store=db)
+    with Store(db) as st:
+        [stored] = [st.load_run(s.run_id) for s in st.list_runs()]
+    assert stored.run_id == run.run_id and run.outcome == stored.outcome == "failure"
+    assert (stored.name, stored.metadata["task"]) == ("trip-planner", "new york")
+    assert stored.metadata["entry"]["args"] == ["new york"]
+    assert [s.name for s in stored.steps][:2] == ["extract_trip", "find_hotel"] and len(stored.steps) == 5
+    assert not (tmp_path / "agent-own.db").exists() and not (tmp_path / "trajdebug.db").exists()
+    [error] = stored.errors
+    assert [c.stage for c in error.stages] == ["occurred", "failed"]
+
+
+def test_record_name_and_task_win_over_the_agents_own(tmp_path: Path) -> None:
+    """record(name=, task=) name the run and give its task even when the agent's run says otherwise."""
+    run = record(own_run_trip, ["lisbon"], name="trips", task="a weekend in Lisbon")
+    assert (run.name, run.metadata["task"], run.outcome) == ("trips", "a weekend in Lisbon", "success")
+
+
+def test_a_failure_caught_after_the_agents_run_block_still_fails_the_recorded_run() -> None:
+    """The entry point catches the exception its own run ended with: the recorded run failed all the same."""
+    run = record(own_run_quiet, ["new york"])
+    assert run.outcome == "failure" and "exceeds budget" in (run.failure_reason or "")
+    [error] = run.errors
+    assert [c.stage for c in error.stages] == ["occurred", "failed"]
+
+
+def test_replay_of_an_agent_with_its_own_run_patches_and_passes(tmp_path: Path) -> None:
+    """Replaying such a run re-executes it into the replay run (not the agent's store) and the patch holds."""
+    run = record(own_run_trip, ["new york"])
+    convert = _step(run, "convert_price")
+    fixed = {"name": "Brooklyn Loft", "price": 170.2, "currency": "EUR"}
+    r = trajdebug.replay_run(own_run_trip, run, patch={convert: fixed})
+    assert r.passed and r.run.name == "trip-planner" and len(r.run.steps) == len(run.steps)
+    assert not (tmp_path / "agent-own.db").exists()
