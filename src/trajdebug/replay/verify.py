@@ -112,14 +112,21 @@ class Verification:
                 f"verified by replay: patching {v.label} with {_SOURCE_WORDS.get(v.correction.source, 'a correction')} "
                 f"turns the failure into success ({n} replay{'s' if n != 1 else ''}: {first.counts()})"
             )
+            named = [v]
         elif self.checks:
             top = self.checks[0]
-            line = f"not verified by replay: {top.label} {top.status}: {top.reason}"
+            named = [c for c in self.checks if (c.status, c.reason) == (top.status, top.reason)]
+            line = f"not verified by replay: {', '.join(c.label for c in named)} {top.status}: {top.reason}"
         else:
             return "not verified by replay: no candidates"
-        others = [c for c in self.checks if c is not v]
-        if others:
-            line += "\n  " + "; ".join(f"{c.label} {c.status}: {c.reason}" for c in others)
+        # Candidates with the same verdict and reason are named together (a missing passing run
+        # of the same input is one reason for all of them).
+        groups: dict[tuple[str, str], list[str]] = {}
+        for c in self.checks:
+            if not any(c is n for n in named):
+                groups.setdefault((c.status, c.reason), []).append(c.label)
+        if groups:
+            line += "\n  " + "; ".join(f"{', '.join(labels)} {st}: {why}" for (st, why), labels in groups.items())
         return line
 
     def to_dict(self) -> dict[str, Any]:
