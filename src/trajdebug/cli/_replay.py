@@ -8,8 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from trajdebug.analysis.reference import is_original
-from trajdebug.cli._common import console, emit_json, fmt_option, json_option, store_path
+from trajdebug.cli._common import console, emit_json, fmt_option, is_derived, json_option, store_path
 from trajdebug.model import Run, Step
 
 
@@ -81,7 +80,7 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> Run:
         raise click.ClickException(f"{path}: no runs found")
     if len(runs) > 1:
         # Several runs: the newest with the outcome this side needs.
-        originals = [r for r in runs if is_original(r)] or runs
+        originals = [r for r in runs if not is_derived(r)] or runs
         fitting = [r for r in originals if r.outcome == want] or originals
         return max(fitting, key=lambda r: r.start_ns)
     return runs[0]
