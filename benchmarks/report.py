@@ -339,7 +339,7 @@ def _quality(q: Mapping[str, Any]) -> list[str]:
             _method_rows(q["overall"]),
         ),
         "",
-        f"`trajdebug` is `trajdebug.analysis._pipeline.analyze(run, top={TOP}, previous=...)` as `trajdebug analyze` "
+        f"`trajdebug` is `trajdebug.analysis.analyze(run, top={TOP}, previous=...)` as `trajdebug analyze` "
         "runs it: recorded edges merged with content-inferred ones, earlier conversation turns of the same source "
         "searched too. The baselines get the same run and the failures `analyze` detected, and share its "
         "diagnosers where they rank steps. trajdebug's time is its whole analysis (detection, inference, graph, "

@@ -162,6 +162,32 @@ class TestState:
         assert read.deps[0].key == "plan"
         assert read.attributes["state_reads"] == ["plan"]
 
+    def test_a_value_read_in_the_run_body_depends_on_its_writer_where_it_is_used(self) -> None:
+        """run.state read outside any step, then passed to a step: that step depends on the key's writer."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("plan", kind="llm"):
+                h.state["plan"] = {"steps": ["search the archive", "summarize the findings"]}
+            with trajdebug.step("unrelated", kind="tool") as u:
+                u.output = "x" * 40
+            plan = h.state["plan"]  # in the run's body: no step reads it here
+            with trajdebug.step("execute", kind="tool", input=plan):
+                pass
+
+        assert {("plan", "data", "declared")} == edges(record(body), "execute")
+
+    def test_state_written_in_the_run_body_has_no_writer_step(self) -> None:
+        """A write outside every step starts no edge: the body is not a step (docs/recording.md)."""
+
+        def body(h: Any) -> None:
+            h.state["queue"] = {"T-1": "priority"}
+            with trajdebug.step("audit", kind="tool") as s:
+                s.output = h.state["queue"]
+
+        run = record(body)
+        audit = next(s for s in run.steps if s.name == "audit")
+        assert audit.deps == () and audit.attributes["state_reads"] == ["queue"]
+
     def test_external_state_declared_reads_and_writes(self) -> None:
         """writes()/reads() of an external resource give a declared state edge."""
 

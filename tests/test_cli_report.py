@@ -24,8 +24,24 @@ def test_demo_writes_its_report_and_says_where(tmp_path: Path) -> None:
     out = invoke("demo", "--no-verify")
     report = tmp_path / "trajdebug-report.html"
     assert report.exists()
-    assert "report: trajdebug-report.html" in out.strip().splitlines()[-2]
+    assert f"report: {report}\n" in out
     assert '"name":"write_sql"' in report.read_text()
+
+
+def test_demo_writes_its_report_beside_the_store_not_in_the_working_directory(tmp_path: Path) -> None:
+    """With the store elsewhere, the report goes beside it and the working directory stays clean."""
+    store = tmp_path / "elsewhere" / "demo.db"
+    store.parent.mkdir()
+    (tmp_path / "work").mkdir()
+    import os
+
+    os.chdir(tmp_path / "work")
+    out = invoke("demo", "--no-verify", "--store", str(store))
+    assert (store.parent / "trajdebug-report.html").exists()
+    assert list((tmp_path / "work").iterdir()) == []
+    assert f"report: {store.parent / 'trajdebug-report.html'}\n" in out
+    invoke("demo", "--no-verify", "--no-report", "--report", "x.html")
+    assert not (tmp_path / "work" / "x.html").exists()
 
 
 def test_report_writes_the_latest_original_run(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import trajdebug
@@ -72,3 +73,93 @@ def test_show_io_prints_every_input_and_output_with_controls_escaped(tmp_path: P
     out = invoke("show", str(path), "--io")
     assert '"url": "u"' in out
     assert "page \\x1b[31mred" in out and "\x1b[31m" not in out
+
+
+def test_runs_takes_a_source_like_every_other_command(tmp_path: Path) -> None:
+    """`trajdebug runs meeting.db` lists that store, `runs file.jsonl` that file; --store still works."""
+    db, jsonl = tmp_path / "meeting.db", tmp_path / "runs.jsonl"
+    for target in (db, jsonl):
+        for name, ok in (("sched", True), ("sched", False)):
+            with trajdebug.run(name, **({"store": target} if target == db else {"path": target})) as r:
+                with trajdebug.step("book", kind="tool") as s:
+                    s.output = "BK-1"
+                if not ok:
+                    r.fail("booked the wrong day")
+    from_db = json.loads(invoke("runs", str(db), "--json"))["runs"]
+    assert [r["outcome"] for r in from_db] == ["failure", "success"]
+    assert json.loads(invoke("runs", "--store", str(db), "--json"))["runs"] == from_db
+    from_file = json.loads(invoke("runs", str(jsonl), "--outcome", "failure", "--json"))["runs"]
+    assert [(r["name"], r["steps"], r["outcome"]) for r in from_file] == [("sched", 1, "failure")]
+    assert "sched" in invoke("runs", str(jsonl))
+
+
+@pytest.fixture
+def twins(tmp_path: Path) -> Path:
+    """A store of four runs, three of whose ids share the prefix ``0a1b2c3d`` (one failed)."""
+    src = tmp_path / "rec.jsonl"
+    for i in range(4):
+        with trajdebug.run("sched", path=src) as r:
+            with trajdebug.step("book", kind="tool") as s:
+                s.output = f"BK-{i}"
+            if i == 2:
+                r.fail("booked the wrong day")
+    ids = []
+    for line in src.read_text().splitlines():
+        rid = json.loads(line)["run_id"]
+        if rid not in ids:
+            ids.append(rid)
+    text = src.read_text()
+    for i, rid in enumerate(ids):
+        text = text.replace(rid, f"0a1b2c3d{i:04x}{rid[12:]}" if i < 3 else f"ff{rid[2:]}")
+    src.write_text(text)
+    db = tmp_path / "twins.db"
+    invoke("import", str(src), "-o", str(db))
+    return db
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["analyze", "{db}"],
+        ["show", "{db}"],
+        ["errors", "{db}"],
+        ["report", "{db}", "-o", "{tmp}/r.html"],
+        ["export", "{db}", "-o", "{tmp}/s.json"],
+        ["mark", "{db}", "--failed", "wrong"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_an_ambiguous_run_prefix_is_a_one_line_error_listing_matches(
+    command: list[str], twins: Path, tmp_path: Path
+) -> None:
+    """`--run PREFIX` that several runs share is a one-line error naming how many and a few of them."""
+    args = [a.format(db=twins, tmp=tmp_path) for a in command]
+    out = invoke(*args, "--run", "0a1b2c3d", code=1)
+    assert len(out.strip().splitlines()) == 1, out
+    assert "'0a1b2c3d' is ambiguous: 3 runs match" in out
+    assert "0a1b2c3d0000" in out and "0a1b2c3d0002" in out and "ff" not in out.split("match", 1)[1]
+    invoke(*args, "--run", "0a1b2c3d0002")
+
+
+def test_diff_with_an_ambiguous_run_prefix_is_a_one_line_error(twins: Path) -> None:
+    """`diff PREFIX OTHER` names the ambiguous prefix instead of picking one of its runs."""
+    out = invoke("diff", "--store", str(twins), "0a1b2c3d", "ff", code=1)
+    assert len(out.strip().splitlines()) == 1 and "is ambiguous: 3 runs match" in out
+
+
+def test_analyze_source_refuses_an_ambiguous_prefix(twins: Path) -> None:
+    """The library answers as the command line: an ambiguous prefix is a SourceError, not every match."""
+    with pytest.raises(trajdebug.SourceError, match="ambiguous: 3 runs match"):
+        trajdebug.analyze_source(twins, "0a1b2c3d")
+
+
+def test_show_separates_a_long_kind_from_the_step_name(tmp_path: Path) -> None:
+    """A nine-letter kind (`condition`, `retrieval`) is followed by a space before the step's name."""
+    path = tmp_path / "r.jsonl"
+    with trajdebug.run("t", path=path):
+        with trajdebug.step("route_ticket", kind="condition") as s:
+            s.output = "priority"
+        with trajdebug.step("find_docs", kind="retrieval") as d:
+            d.output = ["doc"]
+    out = invoke("show", str(path))
+    assert "condition route_ticket#" in out and "retrieval find_docs#" in out

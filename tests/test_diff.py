@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -128,14 +129,22 @@ class TestVerifyOption:
     """The ``--verify`` support that ``trajdebug analyze`` plugs in."""
 
     def test_verify_option_verifies_the_top_candidate(self, tmp_path: Path) -> None:
-        """`analyze --verify` and `analyze_source(verify=...)` verify a stored failing run's top candidate by replay."""
+        """`analyze --verify` and `analyze_source(verify=...)` verify a stored failing run's top candidate by
+        replay, with corrections from a passing run of its own input (not from the clean run of another)."""
+        from trajdebug.analysis import analyze
+        from trajdebug.demo import verify_demo
         from trajdebug.pipeline import analyze_source
 
         path = tmp_path / "s.db"
         store = Store(path)
-        run_demo(None, store=store)
+        run_demo(None, store=store)  # passes, with other entry arguments (its own database, no fault)
         bad = run_demo("truncated-rows", store=store)
         db = bad.metadata["sqlite_db"]
+        res = analyze_source(path, bad.run_id, sql_db=db, verify="trajdebug.demo:demo_agent", samples=1)
+        [v] = res.verifications
+        assert v is not None and v.verified is None and v.passing_run is None
+        assert "could not verify: no passing run of the same input" in v.summary()
+        verify_demo(bad, analyze(bad), store=store)  # records the fault-free run of bad's own input
         res = analyze_source(path, bad.run_id, sql_db=db, verify="trajdebug.demo:demo_agent", samples=1)
         [v] = res.verifications
         assert v is not None and v.summary().startswith(
@@ -161,3 +170,86 @@ class TestVerifyOption:
         assert json.loads(out.stdout)["runs"][0]["verification"]["candidates"][0]["status"] == "verified"
         bad_spec = CliRunner().invoke(cli, ["analyze", str(path), "--verify", "no_such_module_xyz:main"])
         assert bad_spec.exit_code != 0 and "cannot import module" in bad_spec.output
+
+
+def _graph_run(day: int, off_by_one: bool) -> object:
+    """A real LangGraph pipeline (resolve a date, book it, confirm, verify), traced by TrajdebugTracer.
+
+    Nodes pass values through the graph's state, so the trace records which node encloses which
+    but no data edge between nodes.
+    """
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from trajdebug.integrations.langchain import TrajdebugTracer
+
+    class S(TypedDict, total=False):
+        day: int
+        date: str
+        booking: str
+        message: str
+
+    def resolve(state: S) -> S:
+        return {"date": f"2025-04-{state['day'] + (1 if off_by_one else 0):02d}"}
+
+    def book(state: S) -> S:
+        return {"booking": f"BK-{state['date']}"}
+
+    def confirm(state: S) -> S:
+        return {"message": f"booked {state['booking']}"}
+
+    def verify(state: S) -> S:
+        if not state["booking"].endswith(f"-{state['day']:02d}"):
+            raise ValueError(f"booked {state['booking']}, asked for day {state['day']}")
+        return {}
+
+    g = StateGraph(S)
+    order = [("resolve", resolve), ("book", book), ("confirm", confirm), ("verify", verify)]
+    for name, fn in order:
+        g.add_node(name, fn)
+    g.add_edge(START, "resolve")
+    for (a, _), (b, _) in itertools.pairwise(order):
+        g.add_edge(a, b)
+    g.add_edge("verify", END)
+    tracer = TrajdebugTracer(name="scheduler")
+    try:
+        g.compile().invoke({"day": day}, config={"callbacks": [tracer]})
+    except ValueError:
+        pass
+    return tracer.to_run()
+
+
+def test_downstream_impact_of_a_graph_node_lists_the_nodes_after_it() -> None:
+    """In a LangGraph trace, the impact of the first divergence is the nodes that read its value, not the graph."""
+    good, bad = _graph_run(1, False), _graph_run(1, True)
+    al = align(good, bad)  # type: ignore[arg-type]
+    first = al.first_divergence
+    assert first is not None and first.name.endswith("resolve")
+    names = [bad.step(s).name for s in al.impact(first)]  # type: ignore[attr-defined]
+    assert {"book", "confirm", "verify"} <= set(names)
+    assert "LangGraph" not in names and "resolve" not in names
+
+
+def test_diff_caps_the_impact_it_names(tmp_path: Path) -> None:
+    """The terminal names at most eight impacted steps and says how many more the JSON lists."""
+    import trajdebug
+    from trajdebug.cli._replay import IMPACT_SHOWN
+
+    path = tmp_path / "runs.jsonl"
+    for bad in (False, True):
+        with trajdebug.run("chain", path=path) as r:
+            with trajdebug.step("source", kind="tool") as s:
+                s.output = {"value": "x-bad-value-long-enough" if bad else "x-good-value-long-enough"}
+            value = s.output
+            for i in range(12):
+                with trajdebug.step(f"use{i}", kind="other", input=value, deps=[s]) as u:
+                    u.output = i
+            if bad:
+                r.fail("wrong value")
+    out = " ".join(CliRunner().invoke(cli, ["diff", str(path), str(path)]).output.split())
+    line = out.split("downstream impact: ", 1)[1].split(" more", 1)[0]
+    assert line.startswith("12 steps") and line.endswith(f"and {12 - IMPACT_SHOWN}")
+    assert line.count("use") == IMPACT_SHOWN
+    data = json.loads(CliRunner().invoke(cli, ["diff", str(path), str(path), "--json"]).output)
+    assert len(data["impact"]) == 12

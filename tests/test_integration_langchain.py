@@ -60,7 +60,7 @@ class TestPipelines:
         assert llm.input == {"messages": [{"role": "user", "content": "Capital of France?"}]}
         assert llm.output == {"role": "assistant", "content": "Paris", "tool_calls": []}
         assert run.outcome == "success"
-        assert run.run_id == seq.step_id.replace("-", "")
+        assert run.metadata["langchain_run_id"] == seq.step_id
         [saved] = read_jsonl(tmp_path / "runs.jsonl").runs
         assert saved.steps == run.steps
 
@@ -390,3 +390,40 @@ class TestLangGraph:
                 graph.invoke({"messages": [("user", f"who is {name}?")]}, config={"callbacks": [tracer]})
         reports = [analyze(r) for r in tracer.runs]
         assert [(a.outcome, a.failures) for a in reports] == [("success", ())] * 10
+
+
+class TestNamingRuns:
+    """A fleet tells its agents apart: the tracer names runs and records their task."""
+
+    def test_name_and_task_given_to_the_tracer_are_the_runs(self, tmp_path: Path) -> None:
+        """TrajdebugTracer(store=PATH, name=, task=) saves the run under that name with that task."""
+        from trajdebug.store import Store
+
+        db = tmp_path / "meeting.db"
+        chain = RunnableLambda(lambda x: x * 2) | RunnableLambda(lambda x: x + 1)
+        tracer = TrajdebugTracer(store=str(db), name="meeting-scheduler", task="book the Q2 review")
+        assert chain.invoke(3, config={"callbacks": [tracer]}) == 7
+        with Store(db) as st:
+            [saved] = [st.load_run(s.run_id) for s in st.list_runs()]
+        assert (saved.name, saved.metadata["task"]) == ("meeting-scheduler", "book the Q2 review")
+
+    def test_without_a_name_the_call_config_names_the_run_and_gives_its_task(self) -> None:
+        """Without name=/task=, config run_name names the run and config metadata's task is its task."""
+        tracer = TrajdebugTracer()
+        chain = RunnableLambda(lambda x: x * 2) | RunnableLambda(lambda x: x + 1)
+        chain.invoke(3, config={"callbacks": [tracer], "run_name": "doubler", "metadata": {"task": "double 3"}})
+        chain.invoke(4, config={"callbacks": [tracer]})
+        first, second = tracer.runs
+        assert (first.name, first.metadata["task"]) == ("doubler", "double 3")
+        assert second.name == "RunnableSequence" and "task" not in second.metadata
+
+    def test_run_ids_of_back_to_back_calls_share_no_long_prefix(self) -> None:
+        """LangChain's run ids are time-ordered; the runs' ids are random, so an 8-digit prefix names one run."""
+        tracer = TrajdebugTracer()
+        chain = RunnableLambda(lambda x: x + 1)
+        for i in range(20):
+            chain.invoke(i, config={"callbacks": [tracer]})
+        ids = [r.run_id for r in tracer.runs]
+        lc_ids = [r.metadata["langchain_run_id"].replace("-", "") for r in tracer.runs]
+        assert len({i[:8] for i in ids}) == 20
+        assert len({i[:6] for i in lc_ids}) < 20  # what the ids would have shared (UUID v7: time first)

@@ -349,3 +349,43 @@ class TestAgainstAFakeModelServer:
 def _raise_db_down(name: str) -> str:
     """Find a user's id by name."""
     raise RuntimeError("user database down")
+
+
+class TestNamingRuns:
+    """A fleet tells its agents apart: the processor names runs and records their task."""
+
+    def test_name_and_task_given_to_the_processor_are_the_runs(self, tmp_path: Path) -> None:
+        """TrajdebugProcessor(store=PATH, name=, task=): the saved run has that name and task."""
+        from trajdebug.store import Store
+        from trajdebug.testing import FakeModelServer
+
+        provider: Any = get_trace_provider()
+        saved = list(provider._multi_processor._processors)
+        db = tmp_path / "support.db"
+        p = TrajdebugProcessor(store=str(db), name="support-bot", task="find user ids")
+        set_trace_processors([p])
+        try:
+            with FakeModelServer(_lookup_then_answer) as server:
+                _run_agent(server, "who is ana?", tools=[lookup_user])
+        finally:
+            set_trace_processors(saved)
+        with Store(db) as st:
+            [run] = [st.load_run(s.run_id) for s in st.list_runs()]
+        assert (run.name, run.metadata["task"]) == ("support-bot", "find user ids")
+
+    def test_a_trace_task_beats_the_processor_default(self) -> None:
+        """The trace's own metadata task wins over the processor's default task; the workflow name names the run."""
+        provider: Any = get_trace_provider()
+        saved = list(provider._multi_processor._processors)
+        p = TrajdebugProcessor(task="default task")
+        set_trace_processors([p])
+        try:
+            with trace("triage", metadata={"task": "triage T-1"}), agent_span(name="a"):
+                pass
+            with trace("triage"), agent_span(name="a"):
+                pass
+        finally:
+            set_trace_processors(saved)
+        given, default = p.runs
+        assert (given.name, given.metadata["task"]) == ("triage", "triage T-1")
+        assert default.metadata["task"] == "default task"

@@ -503,3 +503,127 @@ class TestHiddenInputs:
         assert good.outcome == "success" and good.step(pick).status == "error"
         v = verify(noisy_agent, bad, [_step(bad, "noisy_pick")], passing=[good], samples=1)
         assert v.checks[0].status == "verified", v.checks[0].reason
+
+
+# -- corrections come from a passing run of the same input ------------------------------------
+
+FX_BUG = {"on": True}
+HOTELS = {"new york": ("Brooklyn Loft", 185.0, "USD"), "lisbon": ("Alfama House", 98.0, "EUR")}
+
+
+@trajdebug.step(kind="llm")
+def extract_trip(request: str) -> dict[str, Any]:
+    return {"city": request, "nights": 4, "budget": 1200.0}
+
+
+@trajdebug.step(kind="tool")
+def find_hotel(city: str) -> dict[str, Any]:
+    name, price, currency = HOTELS[city]
+    return {"name": name, "price": price, "currency": currency}
+
+
+@trajdebug.step(kind="other")
+def convert_price(hotel: dict[str, Any], eur_per_unit: float) -> dict[str, Any]:
+    price = hotel["price"] / eur_per_unit if FX_BUG["on"] else hotel["price"] * eur_per_unit  # planted
+    return {**hotel, "price": round(price, 2), "currency": "EUR"}
+
+
+@trajdebug.step(kind="other")
+def trip_total(hotel: dict[str, Any], nights: int) -> float:
+    return round(hotel["price"] * nights + 420.0, 2)
+
+
+@trajdebug.step(kind="output")
+def check_budget(total: float, budget: float) -> bool:
+    if total > budget:
+        raise ValueError(f"total {total:.2f} EUR exceeds budget {budget:.2f} EUR")
+    return True
+
+
+def plan_trip(request: str) -> bool:
+    trip = extract_trip(request)
+    hotel = find_hotel(trip["city"])
+    rate = 0.92 if hotel["currency"] == "USD" else 1.0
+    return check_budget(trip_total(convert_price(hotel, rate), trip["nights"]), trip["budget"])
+
+
+def test_verify_takes_corrections_only_from_a_passing_run_of_the_same_input(tmp_path: Path) -> None:
+    """A passing run of another request cannot refute the cause; one of the same request verifies it."""
+    from trajdebug.pipeline import analyze_source
+
+    db = tmp_path / "trip.db"
+    bad = record(plan_trip, ["new york"], store=db)
+    other = record(plan_trip, ["lisbon"], store=db)
+    assert (bad.outcome, other.outcome) == ("failure", "success")
+    [v] = analyze_source(db, bad.run_id, verify=plan_trip, samples=1).verifications
+    convert = next(c for c in v.checks if c.name == "convert_price")
+    assert convert.status == "unresolved" and "no passing run of the same input" in convert.reason
+    assert all(c.status != "refuted" for c in v.checks)
+    assert v.passing_run is None
+    FX_BUG["on"] = False
+    try:
+        fixed = record(plan_trip, ["new york"], store=db)
+    finally:
+        FX_BUG["on"] = True
+    [v] = analyze_source(db, bad.run_id, verify=plan_trip, samples=1).verifications
+    assert v.passing_run == fixed.run_id
+    assert v.verified is not None and v.verified.name == "convert_price"
+
+
+# -- record() of an entry point that opens its own run ----------------------------------------
+
+
+def own_run_trip(request: str) -> bool:
+    """An agent as users write it: it opens its own named run, with a task and a store of its own."""
+    with trajdebug.run("trip-planner", task=request, store="agent-own.db") as run:
+        run.state["request"] = request
+        return plan_trip(request)
+
+
+def own_run_quiet(request: str) -> str:
+    """An entry point that catches its run's failure after the run's block (a CLI's main)."""
+    try:
+        own_run_trip(request)
+    except ValueError as exc:
+        return f"FAILED: {exc}"
+    return "ok"
+
+
+def test_record_of_an_agent_with_its_own_run_stores_the_run_it_returns(tmp_path: Path) -> None:
+    """The agent's trajdebug.run joins the recorded run: one stored run, the one returned, with the agent's
+    name and task, the entry arguments, every step, and nothing written to the agent's or the default store."""
+    db = tmp_path / "trip.db"
+    run = record(own_run_trip, ["new york"], store=db)
+    with Store(db) as st:
+        [stored] = [st.load_run(s.run_id) for s in st.list_runs()]
+    assert stored.run_id == run.run_id and run.outcome == stored.outcome == "failure"
+    assert (stored.name, stored.metadata["task"]) == ("trip-planner", "new york")
+    assert stored.metadata["entry"]["args"] == ["new york"]
+    assert [s.name for s in stored.steps][:2] == ["extract_trip", "find_hotel"] and len(stored.steps) == 5
+    assert not (tmp_path / "agent-own.db").exists() and not (tmp_path / "trajdebug.db").exists()
+    [error] = stored.errors
+    assert [c.stage for c in error.stages] == ["occurred", "failed"]
+
+
+def test_record_name_and_task_win_over_the_agents_own(tmp_path: Path) -> None:
+    """record(name=, task=) name the run and give its task even when the agent's run says otherwise."""
+    run = record(own_run_trip, ["lisbon"], name="trips", task="a weekend in Lisbon")
+    assert (run.name, run.metadata["task"], run.outcome) == ("trips", "a weekend in Lisbon", "success")
+
+
+def test_a_failure_caught_after_the_agents_run_block_still_fails_the_recorded_run() -> None:
+    """The entry point catches the exception its own run ended with: the recorded run failed all the same."""
+    run = record(own_run_quiet, ["new york"])
+    assert run.outcome == "failure" and "exceeds budget" in (run.failure_reason or "")
+    [error] = run.errors
+    assert [c.stage for c in error.stages] == ["occurred", "failed"]
+
+
+def test_replay_of_an_agent_with_its_own_run_patches_and_passes(tmp_path: Path) -> None:
+    """Replaying such a run re-executes it into the replay run (not the agent's store) and the patch holds."""
+    run = record(own_run_trip, ["new york"])
+    convert = _step(run, "convert_price")
+    fixed = {"name": "Brooklyn Loft", "price": 170.2, "currency": "EUR"}
+    r = trajdebug.replay_run(own_run_trip, run, patch={convert: fixed})
+    assert r.passed and r.run.name == "trip-planner" and len(r.run.steps) == len(run.steps)
+    assert not (tmp_path / "agent-own.db").exists()

@@ -186,3 +186,97 @@ def test_planted_markup_never_executes_in_the_web_ui(page: Any, tmp_path: Path, 
         assert page.evaluate("() => window.__pwned") is None
         assert page.dialogs == [] and page.errors == []
         assert page.locator("#planted").count() == 0
+
+
+# -- one pipeline: the web UI, `report` and `analyze` answer alike ----------------------------
+
+_TIERS = {"C-1": "free", "C-2": "enterprise", "C-3": "pro", "C-4": "free", "C-5": "enterprise"}
+
+
+@trajdebug.step(kind="tool")
+def _fetch(batch: list[str]) -> list[dict[str, str]]:
+    return [{"ticket": f"T-{i}", "customer_id": c} for i, c in enumerate(batch)]
+
+
+@trajdebug.step(kind="tool")
+def _lookup_customer(customer_id: str, cached: str | None) -> dict[str, str]:
+    account = cached or customer_id  # planted: a cache hit returns the previous customer's record
+    return {"account": account, "tier": _TIERS[account]}
+
+
+@trajdebug.step(kind="condition")
+def _route(tier: str) -> str:
+    return "priority" if tier == "enterprise" else "standard"
+
+
+@trajdebug.step(kind="tool")
+def _assign(ticket: str, queue: str) -> dict[str, str]:
+    return {"ticket": ticket, "queue": queue}
+
+
+def _triage(store: Path, batch: list[str], stale_for: str | None = None) -> str:
+    with trajdebug.run("triage", store=str(store)) as run:
+        last = None
+        for t in _fetch(batch):
+            customer = _lookup_customer(t["customer_id"], last if t["customer_id"] == stale_for else None)
+            last = t["customer_id"]
+            _assign(t["ticket"], _route(customer["tier"]))
+        return run.run_id
+
+
+def test_web_ui_report_and_analyze_rank_a_marked_run_alike(tmp_path: Path) -> None:
+    """A run marked failed after five passing runs: the run page, the run list and `report` give `analyze`'s ranking."""
+    import json
+    import re
+
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    db = tmp_path / "triage.db"
+    for batch in (["C-1", "C-2"], ["C-3", "C-4"], ["C-5", "C-1"], ["C-2", "C-3"], ["C-4", "C-5"]):
+        _triage(db, batch)
+    bad = _triage(db, ["C-2", "C-1"], stale_for="C-1")  # recorded as a success: the check missed it
+    CliRunner().invoke(cli, ["mark", str(db), "--run", bad, "--failed", "free customer C-1 got priority"])
+
+    def causes(analysis: dict[str, Any]) -> list[tuple[str, float]]:
+        return [(c["step_id"], c["score"]) for c in analysis["root_causes"]]
+
+    cli_out = CliRunner().invoke(cli, ["analyze", str(db), "--run", bad[:12], "--json"]).output
+    [expected] = [causes(r) for r in json.loads(cli_out)["runs"]]
+    alone = json.loads(CliRunner().invoke(cli, ["analyze", str(db), "--run", bad, "--json", "--no-references"]).output)
+    assert causes(alone["runs"][0]) != expected  # the comparison below can tell references from none
+
+    embedded = re.compile(r'<script type="application/json" id="trajdebug-data">(.*?)</script>', re.S)
+    CliRunner().invoke(cli, ["report", str(db), "--run", bad, "-o", str(tmp_path / "r.html")])
+    report = json.loads(embedded.search((tmp_path / "r.html").read_text()).group(1))
+    assert causes(report["analysis"]) == expected
+    with Server(db, port=0) as srv:
+        status, listing, _ = _get(f"{srv.url}api/runs")
+        status_page, body, _ = _get(f"{srv.url}runs/{bad}")
+    assert status == status_page == 200
+    [row] = [r for r in json.loads(listing)["runs"] if r["run_id"] == bad]
+    page_data = json.loads(embedded.search(body).group(1))
+    assert causes(page_data["analysis"]) == expected
+    names = {c["step_id"]: c["name"] for c in page_data["analysis"]["root_causes"]}
+    assert row["causes"] == [names[sid] for sid, _ in expected[:3]]
+
+
+def test_catalog_reanalyzes_a_failure_when_its_agent_gains_a_passing_run(tmp_path: Path) -> None:
+    """A passing run recorded while the UI is up changes the failed run's references: the UI follows `analyze`."""
+    from trajdebug.pipeline import analyze_source
+
+    db = tmp_path / "triage.db"
+    _triage(db, ["C-1", "C-2"])
+    bad = _triage(db, ["C-2", "C-1"], stale_for="C-1")
+    trajdebug.mark(db, bad, failed="free customer C-1 got priority")
+    cat = Catalog(db)
+    before = cat.analysis(bad).to_dict()["root_causes"]
+    assert before == analyze_source(db, bad).analyses[0].to_dict()["root_causes"]
+    for batch in (["C-3", "C-4"], ["C-5", "C-1"], ["C-2", "C-3"], ["C-4", "C-5"]):
+        _triage(db, batch)
+    listed = {e.run_id: e for e in cat.query()}
+    after = cat.analysis(bad).to_dict()["root_causes"]
+    expected = analyze_source(db, bad).analyses[0].to_dict()["root_causes"]
+    assert after == expected != before
+    assert list(listed[bad].causes) == [c["name"] for c in expected[:3]]

@@ -99,7 +99,9 @@ def _resolve(path: Path, ids: list[str], run_id: str) -> str:
         return found[0]
     if not found:
         raise SourceError(f"{path}: no run {run_id!r}")
-    raise SourceError(f"{path}: run id prefix {run_id!r} is ambiguous ({len(found)} runs)")
+    from trajdebug.store import ambiguous_prefix
+
+    raise SourceError(ambiguous_prefix(path, run_id, found))
 
 
 __all__ = ["mark"]

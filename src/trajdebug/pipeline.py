@@ -48,8 +48,12 @@ class SourceAnalysis:
 def targets(runs: Sequence[Run], run_id: str | None = None) -> list[Run]:
     """The runs a command analyzes: the one asked for, else the runs that did not succeed, else all."""
     if run_id is not None:
-        exact = [r for r in runs if r.run_id == run_id]
-        return exact or [r for r in runs if r.run_id.startswith(run_id)]
+        from trajdebug.source import SourceError, select_run
+
+        try:
+            return select_run("source", runs, run_id)
+        except SourceError:
+            return []
     originals = [r for r in runs if is_original(r)] or list(runs)
     failed = [r for r in originals if r.outcome != "success"]
     return failed or originals
@@ -75,7 +79,8 @@ def analyze_source(
 
     Args:
         source: A store, a trajdebug JSONL file or a foreign trace.
-        run_id: Analyze only this run (a unique prefix is enough); otherwise the
+        run_id: Analyze only this run (a unique prefix is enough: an ambiguous one is a
+            `trajdebug.SourceError` listing a few matches); otherwise the
             runs that did not succeed (all runs when every one succeeded).
         fmt: Force the source's format (``otlp``, ``openai``, ``transcript``...).
         top: How many root-cause candidates per run.
@@ -98,11 +103,12 @@ def analyze_source(
         trajdebug.judge.JudgeConfigError: ``judge=True`` and no model endpoint is configured.
     """
     pool = list(runs) if runs is not None else load_runs(source, fmt=fmt)
-    chosen = targets(pool, run_id)
-    if run_id is not None and not chosen:
-        from trajdebug.source import SourceError
+    if run_id is not None:
+        from trajdebug.source import select_run
 
-        raise SourceError(f"{source}: no run {run_id!r}")
+        chosen = select_run(source, pool, run_id)  # no run, or an ambiguous prefix: SourceError
+    else:
+        chosen = targets(pool)
     analyses = []
     hints: list[str] = []
     for run in chosen:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from trajdebug.format import FormatError, ReadResult, read_jsonl
 from trajdebug.model import Run
-from trajdebug.store import Store, StoreError, is_store
+from trajdebug.store import Store, StoreError, ambiguous_prefix, is_store
 
 
 log = logging.getLogger("trajdebug")
@@ -149,6 +150,25 @@ def read_source(source: str | Path, *, fmt: str | None = None) -> ReadResult:
         ) from None
 
 
+def select_run(source: str | Path, runs: Sequence[Run], run_id: str) -> list[Run]:
+    """The run ``--run ID`` names among ``runs``: the one with that id, else the one whose id starts
+    with it, as a one-element list.
+
+    Raises:
+        SourceError: no run matches, or the prefix is ambiguous (the message lists a few of the matches).
+    """
+    exact = [r for r in runs if r.run_id == run_id]
+    if exact:
+        return exact[:1]
+    found = [r for r in runs if r.run_id.startswith(run_id)] if run_id else []
+    if not found:
+        raise SourceError(f"{source}: no run {run_id!r}")
+    if len({r.run_id for r in found}) > 1:
+        newest = sorted(found, key=lambda r: r.start_ns, reverse=True)
+        raise SourceError(ambiguous_prefix(source, run_id, [r.run_id for r in newest]))
+    return found[:1]
+
+
 def load_runs(
     source: str | Path,
     *,
@@ -172,15 +192,10 @@ def load_runs(
         log.warning("%s", problem)
     runs = result.runs
     if run_id is not None:
-        exact = [r for r in runs if r.run_id == run_id]
-        runs = exact or [r for r in runs if r.run_id.startswith(run_id)]
-        if not runs:
-            raise SourceError(f"{source}: no run {run_id!r}")
-        if len(runs) > 1:
-            raise SourceError(f"{source}: run id prefix {run_id!r} is ambiguous ({len(runs)} runs)")
+        runs = select_run(source, runs, run_id)
     if outcome is not None:
         runs = [r for r in runs if r.outcome == outcome]
     return runs
 
 
-__all__ = ["SourceError", "describe_unreadable", "load_runs", "read_source"]
+__all__ = ["SourceError", "describe_unreadable", "load_runs", "read_source", "select_run"]

@@ -83,6 +83,23 @@ def default_store_path() -> Path:
     return Path(os.environ.get("TRAJDEBUG_STORE") or DEFAULT_STORE)
 
 
+def ambiguous_prefix(where: Any, prefix: str, ids: Sequence[str], shown: int = 4) -> str:
+    """The one-line error for a run id prefix that several runs share, listing a few of them.
+
+    Each listed id is cut to the shortest length (at least 12) that still tells the listed ones apart,
+    so the user can copy one back.
+    """
+    listed = list(dict.fromkeys(ids))[:shown]
+    width = 12
+    while width < 64 and len({i[:width] for i in listed}) < len(listed):
+        width += 4
+    more = f", and {len(set(ids)) - len(listed)} more" if len(set(ids)) > len(listed) else ""
+    return (
+        f"{where}: run id prefix {prefix!r} is ambiguous: {len(set(ids))} runs match "
+        f"({', '.join(i[:width] for i in listed)}{more}); give more of the id"
+    )
+
+
 def run_note(metadata: Mapping[str, Any]) -> str | None:
     """A short note on what a run is, from its metadata (shown by ``trajdebug runs``)."""
     if metadata.get("replay_of"):
@@ -708,13 +725,13 @@ class Store:
             return run_id
         like = run_id.replace("%", r"\%").replace("_", r"\_") + "%"
         rows = conn.execute(
-            r"SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\' LIMIT 2", (like,)
+            r"SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\' ORDER BY start_ns DESC", (like,)
         ).fetchall()
         if len(rows) == 1:
             return str(rows[0][0])
         if not rows:
             raise KeyError(f"{self.path}: no run {run_id!r}")
-        raise KeyError(f"{self.path}: run id prefix {run_id!r} is ambiguous")
+        raise KeyError(ambiguous_prefix(self.path, run_id, [str(r[0]) for r in rows]))
 
     def __enter__(self) -> Store:
         return self
@@ -736,4 +753,13 @@ def _reason(exc: BaseException) -> str:
     return text
 
 
-__all__ = ["SCHEMA_VERSION", "RunSummary", "Store", "StoreBusyError", "StoreError", "default_store_path", "is_store"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "RunSummary",
+    "Store",
+    "StoreBusyError",
+    "StoreError",
+    "ambiguous_prefix",
+    "default_store_path",
+    "is_store",
+]

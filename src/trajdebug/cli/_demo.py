@@ -8,6 +8,10 @@ from trajdebug.cli._common import console, emit_json
 from trajdebug.demo import DEFAULT_FAULT, FAULTS
 
 
+REPORT_NAME = "trajdebug-report.html"
+"""The demo's report file, written beside the store unless ``--report`` says otherwise."""
+
+
 def _fault_help() -> str:
     return "Fault to inject: " + "; ".join(f"{k}: {v}" for k, v in FAULTS.items())
 
@@ -30,9 +34,7 @@ def _fault_help() -> str:
     "--report",
     "report_path",
     metavar="PATH",
-    default="trajdebug-report.html",
-    show_default=True,
-    help="Write the run's HTML report here.",
+    help=f"Write the run's HTML report here (default: {REPORT_NAME} beside the store).",
 )
 @click.option("--no-report", is_flag=True, help="Do not write the HTML report.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
@@ -41,7 +43,7 @@ def demo_cmd(
     clean: bool,
     store: str | None,
     verify: bool,
-    report_path: str,
+    report_path: str | None,
     no_report: bool,
     as_json: bool,
 ) -> None:
@@ -52,7 +54,7 @@ def demo_cmd(
     writes a report.  Its LLM is a deterministic scripted stand-in.  The run is
     recorded into the store and shown, followed by the error lifecycle, the
     root-cause analysis and its verification by replay; the HTML report of
-    the run is written to trajdebug-report.html.
+    the run is written beside the store (./trajdebug-report.html by default).
 
     \b
     Example:
@@ -74,8 +76,11 @@ def demo_cmd(
         verification = verify_demo(run, analysis, store=target)
     report = None
     if not no_report:
+        from pathlib import Path
+
         from trajdebug.report.html import write_report
 
+        report_path = report_path or str(Path(target.path).parent / REPORT_NAME)
         try:
             report = write_report(
                 report_path,
@@ -107,7 +112,7 @@ def demo_cmd(
 
     con = console()
     con.print("[bold]trajdebug demo[/]: a SQL reporting agent (its LLM is a scripted stand-in)")
-    con.print(f"recorded into {markup(str(target.path))}\n", style="dim")
+    con.print(f"recorded into {markup(str(target.path))}\n", style="dim", soft_wrap=True)
     render_run(run, con)
     if run.errors:
         from trajdebug.analysis import analyze_errors
@@ -133,7 +138,7 @@ def demo_cmd(
     if report is not None:
         from rich.markup import escape
 
-        con.print(f"\n[bold]report[/]: {escape(str(report))}")
+        con.print(f"\n[bold]report[/]: {escape(str(report))}", soft_wrap=True)  # a path to copy: never wrapped
         con.print("open it in a browser: the waterfall, the dependency graph, the root cause", style="dim")
 
 

@@ -8,8 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from trajdebug.analysis.reference import is_original
-from trajdebug.cli._common import console, emit_json, fmt_option, json_option, store_path
+from trajdebug.cli._common import console, emit_json, fmt_option, is_derived, json_option, store_path
 from trajdebug.model import Run, Step
 
 
@@ -81,7 +80,7 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> Run:
         raise click.ClickException(f"{path}: no runs found")
     if len(runs) > 1:
         # Several runs: the newest with the outcome this side needs.
-        originals = [r for r in runs if is_original(r)] or runs
+        originals = [r for r in runs if not is_derived(r)] or runs
         fitting = [r for r in originals if r.outcome == want] or originals
         return max(fitting, key=lambda r: r.start_ns)
     return runs[0]
@@ -105,6 +104,9 @@ def _short(value: Any, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
+
+IMPACT_SHOWN = 8
+"""Steps named on the "downstream impact" line of ``diff`` (the JSON lists all)."""
 
 _MARK = {"same": "=", "output": "≠", "input": "~", "only-good": "-", "only-bad": "+"}
 _WORDS = {
@@ -141,9 +143,11 @@ def _render_diff(al: Any, iso: Any) -> None:
             con.print(f"  bad:  {escape(_short(_shown(first.bad, first.good)))}{escape(err)}")
         impact = al.impact(first)
         if impact:
-            labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact]
+            labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact[:IMPACT_SHOWN]]
+            if len(impact) > IMPACT_SHOWN:
+                labels.append(f"and {len(impact) - IMPACT_SHOWN} more (--json lists them)")
             con.print(
-                f"downstream impact: {len(labels)} step{'s' if len(labels) != 1 else ''}: {escape(', '.join(labels))}"
+                f"downstream impact: {len(impact)} step{'s' if len(impact) != 1 else ''}: {escape(', '.join(labels))}"
             )
     con.print()
     for p in al.pairs:

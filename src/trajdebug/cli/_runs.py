@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from trajdebug.cli._common import (
@@ -9,6 +11,7 @@ from trajdebug.cli._common import (
     emit_json,
     fail,
     fmt_option,
+    is_derived,
     json_option,
     latest_original,
     load_source,
@@ -20,9 +23,11 @@ from trajdebug.model import Run
 
 
 @click.command(name="runs")
+@source_argument
 @click.option(
-    "--store", "store", metavar="PATH", help="The store (default: $TRAJDEBUG_STORE or ./trajdebug.db)."
+    "--store", "store", metavar="PATH", help="The store (same as SOURCE; default: $TRAJDEBUG_STORE or ./trajdebug.db)."
 )
+@fmt_option
 @click.option(
     "--outcome", type=click.Choice(["success", "failure", "incomplete"]), help="Only runs with this outcome."
 )
@@ -35,39 +40,52 @@ from trajdebug.model import Run
 )
 @json_option
 def runs_cmd(
-    store: str | None, outcome: str | None, name: str | None, limit: int, show_all: bool, as_json: bool
+    source: str | None,
+    store: str | None,
+    fmt: str | None,
+    outcome: str | None,
+    name: str | None,
+    limit: int,
+    show_all: bool,
+    as_json: bool,
 ) -> None:
-    """List the runs in a store, newest first.
+    """List the runs of SOURCE, newest first.
 
-    Replays and reference runs that verification recorded are hidden unless
-    --all is given.  A run the recorder lost records of (dropped under load,
-    unwritable, finished after the run ended) shows how many next to its outcome.
+    SOURCE is a store, a trajdebug JSONL file or a foreign trace, as for every
+    other command (default: $TRAJDEBUG_STORE or ./trajdebug.db; --store is the
+    same).  Replays and reference runs that verification recorded are hidden
+    unless --all is given.  A run the recorder lost records of (dropped under
+    load, unwritable, finished after the run ended) shows how many next to its
+    outcome.
 
     \b
     Example:
-        trajdebug runs --outcome failure
+        trajdebug runs meeting.db --outcome failure
     """
     from pathlib import Path
 
     from trajdebug.store import Store, StoreError, is_store
 
-    path = store_path(store)
+    if source and store and Path(source) != Path(store):
+        raise fail(f"two sources given: {source} and --store {store}; give one")
+    path = store_path(source or store)
     if not Path(path).exists():
         raise fail(f"{path}: no store here yet (record a run, or try: trajdebug demo)")
-    if Path(path).is_dir():
-        raise fail(f"{path}: a folder, not a store")
-    if not is_store(path):
-        raise fail(f"{path}: not a store; use 'trajdebug show {path}' for a file")
-    try:
-        with Store(path, readonly=True) as st:
-            rows = st.list_runs(outcome=outcome, name=name, limit=limit, derived=show_all)
-            hidden = 0
-            if not show_all:
-                hidden = st.count_runs(outcome=outcome, name=name) - st.count_runs(
-                    outcome=outcome, name=name, derived=False
-                )
-    except StoreError as exc:
-        raise fail(str(exc)) from None
+    if fmt not in (None, "store") or not is_store(path):
+        if fmt == "store":
+            raise fail(f"{path}: not a trajdebug store")
+        rows, hidden = _summaries(load_source(path, None, fmt), outcome, name, limit, show_all)
+    else:
+        try:
+            with Store(path, readonly=True) as st:
+                rows = st.list_runs(outcome=outcome, name=name, limit=limit, derived=show_all)
+                hidden = 0
+                if not show_all:
+                    hidden = st.count_runs(outcome=outcome, name=name) - st.count_runs(
+                        outcome=outcome, name=name, derived=False
+                    )
+        except StoreError as exc:
+            raise fail(str(exc)) from None
     if as_json:
         emit_json({"store": path, "runs": [r.to_dict() for r in rows], "hidden": hidden})
         return
@@ -102,6 +120,46 @@ def runs_cmd(
             f"{hidden} more run{'s' if hidden != 1 else ''} hidden: replays and reference runs (--all lists them)",
             style="dim",
         )
+
+
+def _summaries(
+    runs: list[Run], outcome: str | None, name: str | None, limit: int, show_all: bool
+) -> tuple[list[Any], int]:
+    """`Store.list_runs` for a file: the runs' summaries, newest first, filtered the same way, and how
+    many replays and reference runs were left out."""
+    import re
+
+    from trajdebug.schema import RECORDER_KEY, lost_in
+    from trajdebug.store import RunSummary, run_note
+
+    pattern = None
+    if name is not None:
+        # SQL LIKE, as the store reads --name: % any run of characters, _ one character, no case.
+        like = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in name)
+        pattern = re.compile(like, re.IGNORECASE | re.DOTALL)
+    picked = [
+        r
+        for r in runs
+        if (outcome is None or r.outcome == outcome) and (pattern is None or pattern.fullmatch(r.name))
+    ]
+    shown = picked if show_all else [r for r in picked if not is_derived(r)]
+    shown.sort(key=lambda r: r.start_ns, reverse=True)
+    rows = [
+        RunSummary(
+            r.run_id,
+            r.name,
+            r.start_ns,
+            r.end_ns,
+            r.outcome,
+            r.failure_reason,
+            len(r.steps),
+            len(r.errors),
+            run_note(r.metadata),
+            lost_in(r.metadata.get(RECORDER_KEY)),
+        )
+        for r in shown[:limit]
+    ]
+    return rows, len(picked) - len(shown)
 
 
 @click.command(name="show")

@@ -4,7 +4,7 @@ Usage::
 
     from trajdebug.integrations.langchain import TrajdebugTracer
 
-    tracer = TrajdebugTracer(path="runs.jsonl")   # or store=Store(...), or neither
+    tracer = TrajdebugTracer(path="runs.jsonl", name="my-agent", task="...")   # or store="trajdebug.db"
     chain.invoke(inputs, config={"callbacks": [tracer]})
     run = tracer.to_run()                         # the trajdebug Run of the last top-level call
 
@@ -47,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run as LCRun
@@ -112,9 +112,26 @@ def message_dict(msg: Any) -> dict[str, Any]:
 class TrajdebugTracer(BaseTracer):
     """A LangChain tracer that turns each top-level LangChain run into a trajdebug `Run`.
 
+    Where each run goes: ``store`` and ``path`` may be given together.  With
+    neither, a run started inside ``with trajdebug.run(...)`` joins that run
+    (under the current step); otherwise it is kept in memory only
+    (`runs`, `to_run`).
+
+    Example:
+        ```python
+        tracer = TrajdebugTracer(store="meeting.db", name="meeting-scheduler", task=request)
+        graph.invoke(inputs, config={"callbacks": [tracer]})
+        ```
+
     Args:
-        store: A `trajdebug.store.Store`, or a path to one, to save each run into.
-        path: A JSONL file to append each run's records to.
+        store: A `trajdebug.Store`, or the path of a store file (SQLite, created when
+            missing; ``"trajdebug.db"``, ``os.environ["TRAJDEBUG_STORE"]``): each run is saved into it.
+        path: A JSONL file (created when missing) each run's records are appended to.
+        name: The runs' name (default: the name of LangChain's top-level run, ``"LangGraph"``
+            for a compiled graph, set per call with ``config={"run_name": ...}``).  Runs with
+            the same name are runs of the same agent: they are each other's references.
+        task: The task, recorded as the run's ``task`` metadata (default: the ``task`` key
+            of the call's ``config={"metadata": {...}}``, if any).
         metadata: Metadata added to every run.
     """
 
@@ -125,13 +142,18 @@ class TrajdebugTracer(BaseTracer):
         *,
         store: Any = None,
         path: str | Path | None = None,
+        name: str | None = None,
+        task: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(_schema_format="original+chat")
         self.runs: list[Run] = []
         self._store = store
         self._path = Path(path) if path is not None else None
+        self._run_name = name
         self._metadata = dict(metadata or {})
+        if task is not None:
+            self._metadata["task"] = task
         self._lock = threading.Lock()
         self._exceptions: dict[str, BaseException] = {}
         self._chat_inputs: dict[str, Any] = {}
@@ -224,16 +246,22 @@ class TrajdebugTracer(BaseTracer):
             self._llm_outputs.pop(key, None)
             self._tool_outputs.pop(key, None)
         ordered = sorted(steps.values(), key=lambda s: s.start_ns)
+        call_md = (root.extra or {}).get("metadata") or {}
         run = Run(
-            run_id=root.id.hex,
-            name=root.name,
+            # LangChain's run ids are time-ordered (UUID v7): runs recorded in one session would
+            # share long prefixes, and `--run PREFIX` would name several.  The run's own id is
+            # random; LangChain's id stays in the metadata (to find the run in LangSmith).
+            run_id=uuid4().hex,
+            name=self._run_name or root.name,
             start_ns=root_step.start_ns,
             end_ns=root_step.end_ns,
             outcome="failure" if failed else ("success" if root_step.end_ns is not None else "incomplete"),
             failure_reason=root_step.error.message if failed and root_step.error else None,
             metadata={
                 "source_format": "langchain",
+                "langchain_run_id": str(root.id),
                 **({"tags": list(root.tags)} if root.tags else {}),
+                **({"task": call_md["task"]} if isinstance(call_md, Mapping) and call_md.get("task") is not None else {}),
                 **self._metadata,
             },
             steps=tuple(ordered),

@@ -5,7 +5,7 @@ Usage::
     from agents.tracing import add_trace_processor
     from trajdebug.integrations.openai_agents import TrajdebugProcessor
 
-    processor = TrajdebugProcessor(path="runs.jsonl")   # or store=..., or neither
+    processor = TrajdebugProcessor(path="runs.jsonl", name="support-bot")   # or store="trajdebug.db"
     add_trace_processor(processor)
     Runner.run_sync(agent, "question")
     run = processor.to_run()
@@ -85,15 +85,37 @@ def _strip(prefix: str, value: Any) -> str | None:
 class TrajdebugProcessor(TracingProcessor):
     """An Agents SDK tracing processor building one trajdebug `Run` per trace.
 
+    Where each run goes: ``store`` and ``path`` may be given together.  With
+    neither, a trace that ends inside ``with trajdebug.run(...)`` joins that
+    run; otherwise it is kept in memory only (`runs`, `to_run`).
+
     Args:
-        store: A `trajdebug.store.Store`, or a path to one, to save each run into.
-        path: A JSONL file to append each run's records to.
+        store: A `trajdebug.Store`, or the path of a store file (SQLite, created when
+            missing): each run is saved into it.
+        path: A JSONL file (created when missing) each run's records are appended to.
+        name: The runs' name (default: the trace's workflow name, set per run with
+            ``RunConfig(workflow_name=...)`` or ``trace("name")``; the SDK's default is
+            ``"Agent workflow"``).  Runs with the same name are runs of the same agent.
+        task: The task, recorded as the run's ``task`` metadata when the trace's own
+            metadata has no ``task`` (``trace("name", metadata={"task": ...})`` sets it per run).
+        metadata: Metadata added to every run.
     """
 
-    def __init__(self, *, store: Any = None, path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        store: Any = None,
+        path: str | Path | None = None,
+        name: str | None = None,
+        task: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
         self.runs: list[Run] = []
         self._store = store
         self._path = Path(path) if path is not None else None
+        self._run_name = name
+        self._task = task
+        self._metadata = dict(metadata or {})
         self._lock = threading.Lock()
         self._traces: dict[str, dict[str, Any]] = {}
         self._spans: dict[str, list[dict[str, Any]]] = {}
@@ -162,6 +184,11 @@ class TrajdebugProcessor(TracingProcessor):
             meta = self._traces.pop(trace_id, {})
             spans = self._spans.pop(trace_id, [])
         run = convert_trace(trace_id, meta, spans, ended=ended)
+        extra = dict(self._metadata)
+        if self._task is not None and run.metadata.get("task") is None:
+            extra["task"] = self._task
+        if extra or self._run_name:
+            run = replace(run, name=self._run_name or run.name, metadata={**run.metadata, **extra})
         with self._lock:
             self.runs.append(run)
         from trajdebug.integrations._deliver import deliver

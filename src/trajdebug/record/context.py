@@ -38,6 +38,9 @@ _REPLAY: ContextVar[Any] = ContextVar("trajdebug_replay", default=None)
 ``before(handle) -> (served, value)`` (it may raise a recorded exception) and
 ``after(handle, value)``; it decides, per step, whether to serve the recorded
 response or let the function run live."""
+_HOST: ContextVar[Any] = ContextVar("trajdebug_host", default=None)
+"""The run `trajdebug.replay` records or replays an entry point into, as ``(run handle, whether a
+joining run names it)``: a ``trajdebug.run(...)`` the entry point opens joins it (`trajdebug.record.runs`)."""
 
 # The clock and the step counter.  `trajdebug.record.recorder` keeps
 # module-global aliases of both for its hot path; `trajdebug.testing.deterministic`

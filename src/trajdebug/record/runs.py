@@ -56,9 +56,10 @@ class _Account:
     every step, so the run's rarely used counters live here.
     """
 
-    __slots__ = ("context_lost", "internal_errors", "lock", "lost", "sink_failures", "waiting", "warned")
+    __slots__ = ("context_lost", "escaped", "internal_errors", "lock", "lost", "sink_failures", "waiting", "warned")
 
     def __init__(self) -> None:
+        self.escaped: BaseException | None = None
         self.lost = dict.fromkeys(LOST_KINDS, 0)
         self.context_lost = [0, 0]
         self.lock = threading.Lock()
@@ -187,7 +188,7 @@ class RunHandle:
         if not self._active:
             return
         try:
-            if exc is not None and isinstance(exc, Exception):
+            if exc is not None and isinstance(exc, Exception) and exc is not self._acct.escaped:
                 _errors.on_run_exception(self, exc)
                 if self.outcome is None:
                     self.outcome = "failure"
@@ -623,6 +624,9 @@ def run(
 
     Without ``store``, ``path`` or ``sinks`` the run goes to the configured default:
     ``trajdebug.configure(path=...)`` or ``store=...``, else ``$TRAJDEBUG_STORE`` or ``./trajdebug.db``.
+
+    Inside `trajdebug.replay.record` or a replay, the run joins the run being recorded
+    there (its name and metadata go to that run; ``store``, ``path`` and ``sinks`` are not used).
     """
     md = dict(metadata or {})
     for key, value in (("task", task), ("agent", agent), ("version", version)):
@@ -635,7 +639,58 @@ def run(
         md["tags"] = sorted({str(t) for t in [*had, *given]})
     if not CONFIG.enabled:
         return _NoopRun(name)
+    host = _ctx._HOST.get()
+    if host is not None and host[0]._active:
+        return _JoinedRun(host[0], name if host[1] else None, md)  # type: ignore[return-value]
     return RunHandle(name, store=store, path=path, sinks=sinks, metadata=md, continues=continues)
+
+
+class _JoinedRun:
+    """``trajdebug.run(...)`` opened by an entry point that `trajdebug.replay` records or replays.
+
+    It starts no run of its own (its store and sinks are not used): entering it
+    names the host run (when the host lets it) and adds the metadata the host
+    does not already have, and gives the host's handle, so ``run.state``,
+    ``run.fail(...)`` and the steps all land in the one recorded run.  An
+    exception leaving its block fails the host there, as it would have failed
+    a run of its own, even when the caller catches it afterwards.
+    """
+
+    __slots__ = ("_host", "_metadata", "_name")
+
+    def __init__(self, host: RunHandle, name: str | None, metadata: dict[str, Any]) -> None:
+        self._host = host
+        self._name = name
+        self._metadata = metadata
+
+    def __enter__(self) -> RunHandle:
+        host = self._host
+        if self._name is not None:
+            host.name = self._name
+        new = {k: v for k, v in self._metadata.items() if k not in host.metadata}
+        if new:
+            host.add_metadata(**new)
+        return host
+
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        host = self._host
+        if exc is None or not isinstance(exc, Exception) or not host._active or exc is host._acct.escaped:
+            return
+        try:
+            _errors.on_run_exception(host, exc)
+            host._acct.escaped = exc
+            if host.outcome is None:
+                host.outcome = "failure"
+                host.failure_reason = f"{type(exc).__name__}: {_errors.safe_str(exc)}"
+        except Exception:  # noqa: BLE001
+            host._internal_error("joined run end")
+
+    def close(self) -> None:
+        """Nothing to end: the host run ends where it was opened."""
+
+    def __getattr__(self, attr: str) -> Any:
+        # Used without ``with`` (``r = trajdebug.run(...); r.state[...]``): the host's handle answers.
+        return getattr(self._host, attr)
 
 
 class _NoopRun(RunHandle):

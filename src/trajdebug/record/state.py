@@ -4,6 +4,12 @@ A write records its writer step; a read adds a ``state`` edge from the last
 writer of that key, so a wrong value written early and read much later is one
 hop away from its reader in the dependency graph.  State outside the process
 (a database row, a file, a cache key) is declared with `writes` and `reads`.
+
+Edges join steps: a write in the run's own body (outside every step) has no
+writer to start an edge, and a read there has no reader to end one.  A value
+read in the body from a key a step wrote is marked as coming from that step
+(as `trajdebug.traced` does), so the step it is passed to depends on the
+writer (a declared ``data`` edge).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 from trajdebug._encode import to_jsonable
 from trajdebug.model import Dependency
+from trajdebug.record.edges import traced
 from trajdebug.record.recorder import StepHandle, current_step
 
 
@@ -49,9 +56,12 @@ class RunState(MutableMapping[str, Any]):
             h.set("state_values", values)
         values[key] = to_jsonable(self._data.get(key), 4096)
 
-    def _note_read(self, key: str) -> None:
+    def _note_read(self, key: str, value: Any) -> None:
         h = _current()
         if h is None:
+            writer = self._writers.get(key)
+            if writer is not None:
+                traced(value, source=writer)  # read in the run's body: the step it goes to depends on the writer
             return
         writer = self._writers.get(key)
         reads = h.attrs.get("state_reads") if h.attrs else None
@@ -69,7 +79,7 @@ class RunState(MutableMapping[str, Any]):
 
     def __getitem__(self, key: str) -> Any:
         value = self._data[key]
-        self._note_read(key)
+        self._note_read(key, value)
         return value
 
     def __delitem__(self, key: str) -> None:

@@ -113,13 +113,29 @@ class Alignment:
         return [p for p in self.pairs if p.status == "output" and not p.enclosing]
 
     def impact(self, pair: Pair) -> list[str]:
-        """Steps of the failing run downstream of a difference (its forward slice, itself excluded)."""
+        """Steps of the failing run downstream of a difference, in execution order.
+
+        Its forward slice over the recorded dependencies and those inferred from
+        content (`trajdebug.analysis.infer_dependencies`): a framework trace
+        (LangGraph) records which node encloses which, not which node read
+        another's output, so the recorded edges alone reach only the enclosing
+        steps.  The step itself and the steps enclosing it are left out: they
+        differ because they contain it, not downstream of it.
+        """
         if pair.bad is None:
             return []
-        from trajdebug.replay.engine import forward_slice
+        from trajdebug.replay.engine import ancestors, forward_slice
 
-        fwd = forward_slice(self.bad, [pair.bad.step_id])
-        return [s.step_id for s in self.bad.steps if s.step_id in fwd and s.step_id != pair.bad.step_id]
+        run = self.bad
+        try:
+            from trajdebug.analysis import infer_dependencies
+
+            run = infer_dependencies(run)
+        except Exception:  # noqa: BLE001 - no inference (a malformed run): the recorded edges still count
+            pass
+        sid = pair.bad.step_id
+        fwd = forward_slice(run, [sid]) - ancestors(run, [sid])
+        return [s.step_id for s in self.bad.steps if s.step_id in fwd and s.step_id != sid]
 
     def to_dict(self) -> dict[str, Any]:
         """The alignment as JSON data."""

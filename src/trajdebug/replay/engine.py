@@ -262,18 +262,30 @@ def _execute(
     metadata: dict[str, Any],
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
+    *,
+    named_by_agent: bool = False,
 ) -> tuple[Run, str | None]:
-    """Run the agent under a controller in a fresh in-memory run; return the run and why it stopped."""
+    """Run the agent under a controller in a fresh in-memory run; return the run and why it stopped.
+
+    A ``trajdebug.run(...)`` the agent opens joins that run (`trajdebug.record.runs`):
+    its steps, state and outcome are the run's, its metadata is added, and with
+    ``named_by_agent`` its name becomes the run's.
+    """
     from trajdebug.record import context, runs
     from trajdebug.record.sinks import MemorySink
 
     sink = MemorySink()
-    handle = runs.run(name, sinks=[sink], metadata=metadata)
+    host_token = context._HOST.set(None)  # this run is a run of its own, even inside another's host
+    try:
+        handle = runs.run(name, sinks=[sink], metadata=metadata)
+    finally:
+        context._HOST.reset(host_token)
     if type(handle) is not runs.RunHandle:
         raise ReplayError(
             "recording is disabled (trajdebug.configure(enabled=False) or TRAJDEBUG=off): nothing to replay into"
         )
     token = context._REPLAY.set(controller)
+    host_token = context._HOST.set((handle, named_by_agent))
     stopped: str | None = None
     result: Any = None
     try:
@@ -284,8 +296,11 @@ def _execute(
     except Exception:  # noqa: BLE001 - the agent's failure is recorded in the run: it is the point
         pass
     finally:
+        context._HOST.reset(host_token)
         context._REPLAY.reset(token)
     run: Run = result if isinstance(result, Run) else handle.load()
+    if run.run_id == handle.run_id and run.name != handle.name:
+        run = model.replace(run, name=handle.name)  # named by the agent's own trajdebug.run(...)
     if stopped is not None:
         run = model.replace(run, outcome="incomplete", failure_reason=f"replay stopped: {stopped}")
     return run, stopped
@@ -297,6 +312,7 @@ def record(
     kwargs: Mapping[str, Any] | None = None,
     *,
     name: str | None = None,
+    task: str | None = None,
     store: Any = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> Run:
@@ -306,18 +322,36 @@ def record(
     each state-writing step keeps the values it wrote (``state_values``), so the
     run can later supply corrections for any of its steps.
 
+    An entry point that opens its own ``with trajdebug.run("name", task=...)``
+    records into this run: that block names the run (unless ``name`` is given)
+    and adds its metadata (``task``, ``agent``, ...; what is given here wins),
+    and its store and sinks are not used.  The run returned is the run stored.
+
+    Example:
+        ```python
+        run = trajdebug.replay.record(plan_trip, ["4 nights in New York"], task="NY trip", store="trip.db")
+        run.run_id, run.outcome   # the stored run: trajdebug analyze trip.db --verify trip_planner:plan_trip
+        ```
+
     Args:
         agent: The entry point; it is called inside the run as ``agent(*args, **kwargs)``.
-        args: Positional arguments (JSON data).
+        args: Positional arguments (JSON data: they are recorded, and replays call the agent with them).
         kwargs: Keyword arguments (JSON data).
-        name: The run's name (default: the function's name).
-        store: A store (object or path) to save the run in; None keeps it in memory only.
+        name: The run's name (default: the name of the ``trajdebug.run`` the agent opens,
+            else the function's name).  Runs of one agent share a name: that is how the
+            analysis finds the passing runs to compare a failing one with.
+        task: The task, recorded as the run's ``task`` metadata.
+        store: Where to save the run: a `trajdebug.Store` or the path of a store file
+            (SQLite, created when missing); None keeps it in memory only (the returned run).
         metadata: More run metadata.
     """
     kw = dict(kwargs or {})
     md = dict(metadata or {})
+    if task is not None:
+        md["task"] = task
     md[ENTRY_KEY] = {"target": _target(agent), "args": to_jsonable(list(args)), "kwargs": to_jsonable(kw)}
-    run, _ = _execute(agent, Controller(), name or str(getattr(agent, "__name__", "run")), md, list(args), kw)
+    default = str(getattr(agent, "__name__", "run"))
+    run, _ = _execute(agent, Controller(), name or default, md, list(args), kw, named_by_agent=name is None)
     target = _open_store(store)
     if target is not None:
         target.save_run(run)

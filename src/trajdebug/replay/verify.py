@@ -9,8 +9,10 @@ defect onwards and not before it, so the earliest fixing step is found by
 binary search (`trajdebug.replay.dd.earliest`).
 
 Corrections come, in order of preference, from a user-supplied fixer, from
-the same step in a recorded passing run of the same agent, or from a
-diagnoser's suggested correction.  Each test is a `Trial`: one replay when the
+the same step in a recorded passing run of the same agent (`verify_analyses`,
+what ``trajdebug analyze --verify`` runs, takes only one of the same input:
+the same recorded entry arguments), or from a diagnoser's suggested
+correction.  Each test is a `Trial`: one replay when the
 replay is deterministic (every boundary call served), else K replays; a
 mixed result is ``unresolved``, with the counts (the third outcome of delta
 debugging).
@@ -19,12 +21,13 @@ debugging).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trajdebug.model import Run
+from trajdebug.replay.cassette import canonical
 from trajdebug.replay.dd import earliest
-from trajdebug.replay.engine import Correction, Mode, ReplayError
+from trajdebug.replay.engine import ENTRY_KEY, Correction, Mode, ReplayError
 from trajdebug.replay.verifier import Fixer, Status, Trial, Verifier, backward_slice
 
 
@@ -109,14 +112,21 @@ class Verification:
                 f"verified by replay: patching {v.label} with {_SOURCE_WORDS.get(v.correction.source, 'a correction')} "
                 f"turns the failure into success ({n} replay{'s' if n != 1 else ''}: {first.counts()})"
             )
+            named = [v]
         elif self.checks:
             top = self.checks[0]
-            line = f"not verified by replay: {top.label} {top.status}: {top.reason}"
+            named = [c for c in self.checks if (c.status, c.reason) == (top.status, top.reason)]
+            line = f"not verified by replay: {', '.join(c.label for c in named)} {top.status}: {top.reason}"
         else:
             return "not verified by replay: no candidates"
-        others = [c for c in self.checks if c is not v]
-        if others:
-            line += "\n  " + "; ".join(f"{c.label} {c.status}: {c.reason}" for c in others)
+        # Candidates with the same verdict and reason are named together (a missing passing run
+        # of the same input is one reason for all of them).
+        groups: dict[tuple[str, str], list[str]] = {}
+        for c in self.checks:
+            if not any(c is n for n in named):
+                groups.setdefault((c.status, c.reason), []).append(c.label)
+        if groups:
+            line += "\n  " + "; ".join(f"{', '.join(labels)} {st}: {why}" for (st, why), labels in groups.items())
         return line
 
     def to_dict(self) -> dict[str, Any]:
@@ -267,8 +277,14 @@ def verify_analyses(
     """Verify each failed run's top candidates by replay; one `Verification` (or None) per analysis.
 
     Corrections come from the fixer, else from a passing run of the same agent
-    in ``pool`` (a run recorded as the failing run's reference first, then the
-    most recent passing run), else from the diagnosers' suggestions.
+    *on the same input* in ``pool`` (a run recorded as the failing run's
+    reference first, then the most recent passing run whose recorded entry
+    arguments equal the failing run's), else from the diagnosers' suggestions.
+    A passing run of another input took another path for another question: its
+    outputs are no corrections of this run (its first model answer "fixes" any
+    failure, and would refute the true cause downstream).  Without a passing run
+    of the same input, a candidate no fixer or suggestion covers is
+    ``unresolved``, its reason saying so, never refuted.
 
     Args:
         analyses: `trajdebug.analysis.Analysis` objects (``.run``, ``.root_causes``).
@@ -294,17 +310,41 @@ def verify_analyses(
             out.append(None)
             continue
         own = [r for r in pool if r.metadata.get("reference_for") == run.run_id and r.outcome == "success"]
-        passing = (own or list(references(run, pool)))[:1]
-        out.append(
-            verify(
-                agent, run, a.root_causes, passing=passing, fixer=fix, top=top, samples=samples, store=store
-            )
-        )
+        others = list(references(run, pool))
+        key = entry_key(run)
+        same = [r for r in others if key is not None and entry_key(r) == key]
+        passing = (own or same)[:1]
+        v = verify(agent, run, a.root_causes, passing=passing, fixer=fix, top=top, samples=samples, store=store)
+        if not passing and others:
+            v = _no_same_input(v, len(others))
+        out.append(v)
     return out
+
+
+def entry_key(run: Run) -> str | None:
+    """A run's recorded entry arguments (metadata ``entry``) as one comparable string; None without them."""
+    entry = run.metadata.get(ENTRY_KEY)
+    if not isinstance(entry, Mapping):
+        return None
+    return canonical({"args": entry.get("args") or [], "kwargs": entry.get("kwargs") or {}})
+
+
+def _no_same_input(v: Verification, others: int) -> Verification:
+    """The verdicts when passing runs exist but none of the same input: each candidate that had no
+    other correction says it could not be verified, and why."""
+    why = (
+        f"could not verify: no passing run of the same input ({others} passing run{'s' if others != 1 else ''}"
+        " of other entry arguments; record a passing run of the same arguments, e.g. the fixed agent)"
+    )
+    checks = tuple(
+        replace(c, reason=why) if c.status == "unresolved" and c.correction is None else c for c in v.checks
+    )
+    return replace(v, checks=checks)
 
 
 __all__ = [
     "verify_analyses",
+    "entry_key",
     "CandidateCheck",
     "Verification",
     "check_candidate",

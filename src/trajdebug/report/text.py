@@ -116,7 +116,7 @@ def render_run(run: Run, console: Any, *, show_deps: bool = True, max_steps: int
             console.print(f"  ... {len(run.steps) - max_steps} more steps (use --json for all)", style="dim")
             break
         line = Text("  " + "  " * depth)
-        line.append(f"{s.kind:<9}", style=KIND_STYLE.get(s.kind, "white"))
+        line.append(f"{s.kind:<9} ", style=KIND_STYLE.get(s.kind, "white"))
         line.append(one_line(s.name))
         line.append(f"#{visible(short(s.step_id))}", style="dim")
         if s.attempt != 1:

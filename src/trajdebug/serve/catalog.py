@@ -8,13 +8,20 @@ modification time changes.  Each run is indexed once per version: its
 metadata as tags, its step names and error messages for full-text search,
 and, for a failed run, the names of its top root causes (the analysis is
 kept for the run page).
+
+A run's analysis is the one ``trajdebug analyze SOURCE --run ID`` prints
+(`trajdebug.pipeline.analyze_source` over the same runs): it compares the run
+with the passing runs of the same agent, so it is computed only once every
+changed run is loaded, and it goes stale when a run of the same agent
+arrives, changes or goes.  Stale analyses are recomputed when they are next
+needed: for the run page, and for the runs a list shows or filters by cause.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +161,8 @@ class Catalog:
         self._entries: dict[str, RunEntry] = {}
         self._versions: dict[str, Any] = {}
         self._analyses: dict[str, Analysis] = {}
+        self._stale: set[str] = set()
+        """Failed runs whose indexed causes predate a change among their agent's runs."""
         self._file_version: Any = None
         self._store: Store | None = None
 
@@ -179,6 +188,7 @@ class Catalog:
             self._store = Store(self.source)
         summaries = self._store.list_runs()
         seen = set()
+        changed: list[Run] = []
         for s in summaries:
             seen.add(s.run_id)
             version = (s.steps, s.errors, s.outcome, s.end_ns, s.note, s.name)
@@ -188,9 +198,10 @@ class Catalog:
                 run = self._store.load_run(s.run_id)
             except KeyError:
                 continue
-            self._put(run, version)
-        for gone in set(self._runs) - seen:
-            self._drop(gone)
+            self._runs[run.run_id] = run
+            self._versions[run.run_id] = version
+            changed.append(run)
+        self._changed(changed, [self._drop(gone) for gone in set(self._runs) - seen])
 
     def _refresh_file(self) -> None:
         try:
@@ -201,29 +212,44 @@ class Catalog:
         if version == self._file_version:
             return
         runs = load_runs(self.source, fmt=self.fmt)
-        for gone in set(self._runs) - {r.run_id for r in runs}:
-            self._drop(gone)
+        gone = [self._drop(rid) for rid in set(self._runs) - {r.run_id for r in runs}]
         for r in runs:
-            self._put(r, None)
+            self._runs[r.run_id] = r
+            self._versions[r.run_id] = None
+        self._changed(runs, gone)
         self._file_version = version
 
-    def _drop(self, run_id: str) -> None:
+    def _drop(self, run_id: str) -> Run | None:
+        run = self._runs.get(run_id)
         for table in (self._runs, self._entries, self._versions, self._analyses):
             table.pop(run_id, None)
+        self._stale.discard(run_id)
+        return run
 
-    def _put(self, run: Run, version: Any) -> None:
-        self._runs[run.run_id] = run
-        self._versions[run.run_id] = version
-        self._analyses.pop(run.run_id, None)
+    def _changed(self, changed: Sequence[Run], gone: Sequence[Run | None]) -> None:
+        """Index the changed runs, once all of them are loaded, and mark the analyses they outdate."""
+        # An analysis reads the other runs of its agent (references: runs with the same name) and
+        # the turns its run continues: a change among those outdates it.
+        agents = {r.name for r in [*changed, *gone] if r is not None}
+        touched = {r.run_id for r in [*changed, *gone] if r is not None}
+        for rid, run in self._runs.items():
+            if run.name in agents or (run.continues is not None and run.continues in touched):
+                self._analyses.pop(rid, None)
+                if run.outcome == "failure" and rid in self._entries:
+                    self._stale.add(rid)
+        for run in changed:
+            self._stale.discard(run.run_id)
+            self._entries[run.run_id] = self._entry(run)
+
+    def _entry(self, run: Run) -> RunEntry:
         causes: tuple[str, ...] = ()
         if run.outcome == "failure":
-            a = self._analyze(run)
-            causes = tuple(c["name"] for c in a.to_dict()["root_causes"][:CAUSES_INDEXED] if c.get("name"))
+            causes = self._causes(self._analyze(run))
         words = [run.name, run.failure_reason or ""]
         words += [s.name for s in run.steps]
         words += [f"{s.error.type} {s.error.message}" for s in run.steps if s.error is not None]
         words += [f"{e.type} {e.message}" for e in run.errors]
-        self._entries[run.run_id] = RunEntry(
+        return RunEntry(
             run_id=run.run_id,
             name=run.name,
             outcome=run.outcome,
@@ -237,6 +263,19 @@ class Catalog:
             causes=causes,
             text="\n".join(words).lower(),
         )
+
+    @staticmethod
+    def _causes(a: Analysis) -> tuple[str, ...]:
+        return tuple(c["name"] for c in a.to_dict()["root_causes"][:CAUSES_INDEXED] if c.get("name"))
+
+    def _fresh(self, entry: RunEntry) -> RunEntry:
+        """The entry with its causes recomputed when they are stale."""
+        if entry.run_id not in self._stale:
+            return entry
+        self._stale.discard(entry.run_id)
+        fresh = replace(entry, causes=self._causes(self._analyze(self._runs[entry.run_id])))
+        self._entries[entry.run_id] = fresh
+        return fresh
 
     def _analyze(self, run: Run) -> Analysis:
         cached = self._analyses.get(run.run_id)
@@ -254,7 +293,11 @@ class Catalog:
         self.refresh()
         with self._lock:
             entries = sorted(self._entries.values(), key=lambda e: e.start_ns, reverse=True)
-        return [e for e in entries if _matches(e, q)][: q.limit]
+            if q.cause:
+                # The cause filter reads every candidate's causes: bring the stale ones up to date.
+                entries = [self._fresh(e) if _matches(e, replace(q, cause=None)) else e for e in entries]
+                return [e for e in entries if _matches(e, q)][: q.limit]
+            return [self._fresh(e) for e in [e for e in entries if _matches(e, q)][: q.limit]]
 
     def hidden(self) -> int:
         """How many replays and reference runs the default list leaves out."""
