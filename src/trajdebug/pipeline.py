@@ -7,7 +7,7 @@ it, and analyzes it (`trajdebug.analysis.analyze`):
 - the **earlier turns** of a conversation (``continues``), so the search can
   follow ``context`` edges into them;
 - the **references**: the passing runs of the same agent in the same source
-  (`trajdebug.analysis.reference.references`), whose likely invariants turn the
+  (`trajdebug.analysis.references`), whose likely invariants turn the
   failing run's deviations into evidence;
 - optionally, a **model on top** (`trajdebug.judge`): verdicts on the
   shortlisted candidates re-rank them, evidence kept (off unless asked for);
@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajdebug.analysis import Analysis, analyze, previous_turns
-from trajdebug.analysis.reference import is_original, references
+from trajdebug.analysis import Analysis, analyze, is_original, previous_turns, references
 from trajdebug.model import Outcome, Run
 from trajdebug.source import load_runs
 

@@ -16,6 +16,7 @@ from trajdebug.analysis._pipeline import Analysis, analyses_to_dict, analyze
 from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
 from trajdebug.analysis.inference import infer_dependencies, previous_turns
 from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport, analyze_errors
+from trajdebug.analysis.reference import is_original, references, same_agent
 
 
 __all__ = [
@@ -38,6 +39,9 @@ __all__ = [
     "detect",
     "family",
     "infer_dependencies",
+    "is_original",
     "previous_turns",
+    "references",
+    "same_agent",
     "text_of",
 ]

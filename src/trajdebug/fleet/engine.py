@@ -132,7 +132,7 @@ def analyze_run(run: Run, *, root_from: str | None = None, references: Sequence[
         run: The run.
         root_from: Group on the step named by this run-metadata path instead of the
             analysis's first candidate (``fault.step_id``: the benchmarks' injected step).
-        references: Passing runs of the same agent (`trajdebug.analysis.reference.references`).
+        references: Passing runs of the same agent (`trajdebug.analysis.references`).
     """
     from trajdebug.analysis import analyze
 
@@ -199,7 +199,7 @@ def process_unit(
         except Exception as exc:  # noqa: BLE001 - one unreadable run must not stop the fleet
             out.problems.append(f"{unit.path}: {exc}")
             break
-    from trajdebug.analysis.reference import same_agent
+    from trajdebug.analysis import same_agent
 
     pool = references or {}
     for run in loaded:

@@ -311,8 +311,7 @@ def _flush(
 
 
 def _analysis_row_of(run: Run, pool: Sequence[Run] = ()) -> dict[str, Any]:
-    from trajdebug.analysis import analyze
-    from trajdebug.analysis.reference import same_agent
+    from trajdebug.analysis import analyze, same_agent
     from trajdebug.fleet.groups import finding_of
 
     refs = [r for r in pool if r.run_id != run.run_id and same_agent(r, run)]

@@ -298,7 +298,7 @@ def verify_analyses(
     Raises:
         ValueError: ``entry`` or ``fixer`` is a spec that does not import.
     """
-    from trajdebug.analysis.reference import references
+    from trajdebug.analysis import references
     from trajdebug.plugins import load_callable
 
     agent = load_callable(entry) if isinstance(entry, str) else entry
