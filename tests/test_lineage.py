@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from trajdebug.analysis.lineage import Lineage, anomalies, derivation, slips
@@ -130,6 +131,32 @@ class TestAnomalies:
         )
         assert self._signals(step) == ["lineage:conflict"]
 
+    def test_picking_a_record_another_matches_better_is_a_wrong_record(self) -> None:
+        """A model picking the return of another order, when the list holds the one for the order asked about, picked the wrong record."""
+        returns = json.dumps(
+            [
+                {"rma": "RMA-1", "order": "A-2", "sku": "GLV-L"},
+                {"rma": "RMA-9", "order": "A-7", "sku": "JKT-M"},
+            ]
+        )
+
+        def pick(rma: str) -> Step:
+            msgs = [
+                {"role": "user", "content": "Has the return for order A-7, item JKT-M, arrived?"},
+                {"role": "tool", "content": returns},
+            ]
+            return _s(
+                "m",
+                "chat",
+                "llm",
+                1,
+                {"messages": msgs},
+                {"tool_calls": [{"name": "inspect", "arguments": {"rma": rma}}]},
+            )
+
+        assert self._signals(pick("RMA-1")) == ["lineage:wrong-record"]
+        assert self._signals(pick("RMA-9")) == []
+
     def test_a_dropped_sign_and_a_cut_separator_are_damaged_numbers(self) -> None:
         """A parser that drops a minus sign, or stops at a thousands separator, altered a given number."""
         sign = _s("p", "parse", "parse", 1, {"text": "refund -180.00"}, {"amount": 180.0})
@@ -230,8 +257,17 @@ class TestWrittenValues:
     def test_a_word_a_model_wrote_in_a_sentence_is_its_value(self) -> None:
         """A tool given 'monthly' took it from the model that answered "Schedule: monthly. ...": its origin and a value edge."""
         run = _run(
-            _s("m", "choose_schedule", "llm", 1, {"memo": "Bi-weekly payroll"}, "Schedule: monthly. Reason: the memo."),
-            _s("g", "compute_gross", "tool", 2, {"salary": 104000, "schedule": "monthly"}, {"gross": 8666.67}),
+            _s(
+                "m",
+                "choose_schedule",
+                "llm",
+                1,
+                {"memo": "Bi-weekly payroll"},
+                "Schedule: monthly. Reason: the memo.",
+            ),
+            _s(
+                "g", "compute_gross", "tool", 2, {"salary": 104000, "schedule": "monthly"}, {"gross": 8666.67}
+            ),
         )
         lin = Lineage(run)
         word = next(a for a in lin.view("g").inputs if a.field == "schedule")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from trajdebug.analysis import analyze
@@ -211,6 +212,16 @@ class TestExpectedProducer:
         """In passing runs, the step that brought a value in produces it; a model that repeated it does not."""
         profile = learn([self._booking(f"ok{i}", "DEC-RATE-A") for i in range(4)])
         assert [k[1] for k in producers_of(profile, "i:dec-rate-a")] == ["get_offers"]
+
+    def test_a_producer_that_produced_the_value_this_time_is_not_blamed_for_its_absence(self) -> None:
+        """When the usual producer did produce the expected value this time (another step lost it), it gets no 'expected' evidence."""
+        bad = self._booking("bad", "OCT-RATE-C", fail=True)
+        offers = {"offers": [{"code": "OCT-RATE-C"}, {"code": "DEC-RATE-A"}]}
+        steps = (dataclasses.replace(bad.steps[0], output=offers), *bad.steps[1:])
+        bad = Run("bad", "booker", outcome="failure", steps=steps)
+        found = analyze(bad, references=[self._booking(f"ok{i}", "DEC-RATE-A") for i in range(4)])
+        offers_step = next(c for c in found.root_causes if c.step_id == "o")
+        assert "reference:expected" not in offers_step.signals
 
     def test_a_value_the_failure_expects_points_at_its_usual_producer(self) -> None:
         """A failure naming the value passing runs had points at the step that brings it in, not at the model."""

@@ -102,6 +102,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "reference:formula": "wrong-value",
     "reference:size": "wrong-value",
     "lineage:conflict": "inconsistent",
+    "lineage:wrong-record": "inconsistent",
     "lineage:disagrees": "inconsistent",
     "reference:kept": "inconsistent",
     "reference:grounded": "inconsistent",

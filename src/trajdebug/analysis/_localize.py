@@ -783,7 +783,7 @@ class _Ranker:
         if not keys:
             return
         for sid in sorted(within, key=self.g.position):
-            if self.g.position(sid) < pos and step_key(self.g.steps[sid]) in keys:
+            if self.g.position(sid) < pos and step_key(self.g.steps[sid]) in keys and not self.lin.view(sid).holds(a):
                 self.add(
                     Evidence(
                         sid,

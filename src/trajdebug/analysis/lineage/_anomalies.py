@@ -11,6 +11,10 @@ nothing else (no rule about the step's purpose, no other run):
   its sign dropped, a power of ten off, or cut at a thousands separator.
 - **dropped column**: the input is a table whose header names a column that
   the output's records lack while they keep the others.
+- **wrong record**: the step picked one record of a list it was given (its
+  output names that record's id) while another record of the list matches
+  more of the values the rest of its input asks about (the order, the item):
+  the wrong entity chosen.
 
 These are evidence, not proof: a step that computes a sign, converts units or
 picks a column on purpose trips them too.  They rank; the failure's value
@@ -19,6 +23,7 @@ lineage and the agent's passing runs decide between them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -26,7 +31,7 @@ from typing import Any
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage._views import StepView, semantic
 from trajdebug.model import CONTAINER_KINDS, Step
-from trajdebug.values import Atom, iter_text, mentions, number_key
+from trajdebug.values import Atom, atoms, iter_text, mentions, number_key
 
 
 GENERIC_FIELDS = frozenset(
@@ -79,6 +84,7 @@ ALTERED_SIGN = 0.5
 ALTERED_SCALE = 0.35
 ALTERED_CUT = 0.5
 DROPPED_COLUMN = 0.35
+WRONG_RECORD = 0.5
 
 
 def anomalies(step: Step, view: StepView, has_children: bool = False) -> Iterator[Evidence]:
@@ -93,6 +99,7 @@ def anomalies(step: Step, view: StepView, has_children: bool = False) -> Iterato
         yield from _conflicts(step, view)
         yield from _altered(step, view)
         yield from _dropped_columns(step, view)
+    yield from _wrong_record(step, view)
 
 
 def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
@@ -253,3 +260,81 @@ def _record_keys(value: Any, depth: int = 0) -> set[str]:
 
 
 __all__ = ["GENERIC_FIELDS", "anomalies"]
+
+
+def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
+    out_ids = {a.key: a for a in view.outputs if a.kind == "id"}
+    if not out_ids:
+        return
+    for records in _record_lists(semantic(step, step.input)):
+        keyed = [{a.key: a for a in atoms(r) if a.kind in ("id", "text", "date")} for r in records]
+        picked = [i for i, r in enumerate(keyed) if set(r) & set(out_ids) and any(a.kind == "id" for a in r.values())]
+        if len(picked) != 1:
+            continue
+        i = picked[0]
+        # The values the rest of the input asks about: the input's values outside the records
+        # (written more often in the whole input than in the records themselves).
+        listed = set().union(*keyed)
+        inside = json.dumps(records, default=str).casefold()
+        asked = {
+            a.key
+            for a in view.inputs
+            if a.kind in ("id", "text", "date") and a.key not in out_ids and a.key not in listed
+        }
+        asked |= {k for k in _mentioned(view.in_text, listed) if _count(view.in_text, k) > _count(inside, k)}
+
+        scores = [sum(1 for k in r if k in asked and k not in out_ids) for r in keyed]
+        best = max(range(len(keyed)), key=lambda j: (scores[j], -j))
+        if best == i or scores[best] <= scores[i]:
+            continue
+        chosen = next(a for a in keyed[i].values() if a.key in out_ids)
+        other = next((a for a in keyed[best].values() if a.kind == "id" and a.key not in asked), None)
+        matches = [a.raw for a in keyed[best].values() if a.key in asked][:2]
+        yield Evidence(
+            step.step_id,
+            WRONG_RECORD,
+            f"picked {chosen.raw} from the {len(records)} records it was given, where "
+            f"{other.raw if other else 'another'} matches the {', '.join(matches)} its input asks about",
+            "lineage:wrong-record",
+        )
+        return
+
+
+def _count(text: str, key: str) -> int:
+    raw = key.split(":", 1)[-1]
+    return len(re.findall(r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])", text))
+
+
+def _mentioned(text: str, keys: set[str]) -> set[str]:
+    """The record values (keys) the input's text writes out, inside longer text (a question, a request)."""
+    out = set()
+    for k in keys:
+        raw = k.split(":", 1)[-1]
+        if len(raw) >= 3 and raw in text and re.search(r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])", text):
+            out.add(k)
+    return out
+
+
+def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]]:
+    """Lists of 2 to 50 records (mappings) inside a value, JSON written in strings read."""
+    if depth > 6:
+        return
+    if isinstance(value, str):
+        t = value.strip()
+        if t[:1] in "[{" and len(t) < 200_000:
+            try:
+                parsed = json.loads(t)
+            except ValueError:
+                return
+            yield from _record_lists(parsed, depth + 1)
+        return
+    if isinstance(value, Mapping):
+        for v in list(value.values())[:200]:
+            yield from _record_lists(v, depth + 1)
+        return
+    if isinstance(value, list):
+        recs = [v for v in value if isinstance(v, Mapping)]
+        if 2 <= len(recs) <= 50 and len(recs) == len(value):
+            yield recs
+        for v in value[:200]:
+            yield from _record_lists(v, depth + 1)
