@@ -18,7 +18,7 @@ failing step's backward slice over the edges the analysis used.
 
 Suites: ``suite_dev`` (a development suite: its misses are studied),
 ``suite_a`` (held out when written, then studied: a development suite now),
-``suite_b`` (held out: measured, never studied).  See ``STATUS``.
+``suite_b`` and ``suite_c`` (held out: measured, never studied).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from trajdebug.pipeline import analyze_source
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
+    "suite_c": "held out",
     "suite_b": "held out",
     "suite_a": "development (held out when written; its misses were studied)",
     "suite_dev": "development",
@@ -159,7 +160,7 @@ def score_case(case_dir: Path, truth: dict[str, Any], setting: str) -> CaseResul
 
 
 def run_blind(
-    suites: Iterable[str] = ("suite_b", "suite_a", "suite_dev"),
+    suites: Iterable[str] = ("suite_c", "suite_b", "suite_a", "suite_dev"),
     *,
     workdir: Path | None = None,
     progress: Callable[[str], None] = print,
@@ -243,6 +244,17 @@ def blind_data(results: dict[str, list[CaseResult]]) -> dict[str, Any]:
             "by_fault": breakdown(rows, "fault_kind"),
             "errors": [f"{r.case_id} ({r.setting}): {r.error}" for r in rows if r.error][:20],
         }
+    held = [r for suite, rows in results.items() if STATUS.get(suite) == "held out" for r in rows]
+    if held:
+        # The goals are read on every held-out case at once (the suites pooled).
+        names = [suite for suite in results if STATUS.get(suite) == "held out"]
+        out["held_out"] = {
+            "suites": names,
+            "cases": len({(r.agent, r.case_id) for r in held}),
+            "overall": metrics(held),
+            "by_route": breakdown(held, "route"),
+            "by_fault": breakdown(held, "fault_kind"),
+        }
     return out
 
 
@@ -275,8 +287,15 @@ def render_section(data: dict[str, Any]) -> list[str]:
             f"| `{name}` | {s['status']} | {s['cases']} | {_p(a.get('top1'))} | {_p(a.get('top3'))} | "
             f"{_p(w.get('top1'))} | {_p(w.get('top3'))} | {_p(ranked)} |"
         )
-    held = suites.get("suite_b")
+    held = data.get("held_out")
     if held:
+        lines += ["", f"All held-out cases pooled ({' + '.join(f'`{n}`' for n in held['suites'])}, {held['cases']} cases):", ""]
+        o = held["overall"]
+        a, w = o.get("alone", {}), o.get("with_refs", {})
+        lines.append(
+            f"alone top-1 {_p(a.get('top1'))}, top-3 {_p(a.get('top3'))}; with references top-1 "
+            f"{_p(w.get('top1'))}, top-3 {_p(w.get('top3'))}."
+        )
         o = held["overall"]
         a, w = o.get("alone", {}), o.get("with_refs", {})
         checks = [
@@ -292,7 +311,7 @@ def render_section(data: dict[str, Any]) -> list[str]:
         ]
         lines += [
             "",
-            "Goals (issue 11) on the held-out suite:",
+            "Goals (issue 11) on the held-out cases (pooled):",
             "",
             "| goal | target | measured | status |",
             "|---|---|---|---|",
@@ -300,7 +319,7 @@ def render_section(data: dict[str, Any]) -> list[str]:
         for label, got, want in checks:
             ok = got is not None and got >= want
             lines.append(f"| {label} | >= {_p(want)} | {_p(got)} | {'met' if ok else '**missed**'} |")
-        lines += ["", "Held-out suite by recording route (alone / with references, top-1 and top-3):", ""]
+        lines += ["", "Held-out cases by recording route (alone / with references, top-1 and top-3):", ""]
         lines += ["| route | alone | with references |", "|---|---|---|"]
         for route, m in held["by_route"].items():
             lines.append(
@@ -309,7 +328,7 @@ def render_section(data: dict[str, Any]) -> list[str]:
             )
         lines += [
             "",
-            "Held-out suite by fault kind:",
+            "Held-out cases by fault kind:",
             "",
             "| fault kind | alone | with references |",
             "|---|---|---|",
