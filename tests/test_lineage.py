@@ -157,6 +157,19 @@ class TestAnomalies:
         assert self._signals(pick("RMA-1")) == ["lineage:wrong-record"]
         assert self._signals(pick("RMA-9")) == []
 
+    def test_a_record_let_through_a_filter_the_input_fixes_is_admitted(self) -> None:
+        """A context builder listing a remembered Jersey City unit among Hoboken ones, for a Hoboken request, admitted it."""
+        given = {
+            "criteria": {"city": "Hoboken", "beds": 2},
+            "memory": [{"id": "JC-244", "city": "Jersey City"}],
+            "found": [{"id": "HB-101", "city": "Hoboken"}, {"id": "HB-114", "city": "Hoboken"}],
+        }
+        listed = given["found"] + given["memory"]  # type: ignore[operator]
+        mixed = _s("c", "assemble", "other", 1, given, "RANK\n" + json.dumps({"candidates": listed}))
+        clean = _s("c", "assemble", "other", 1, given, "RANK\n" + json.dumps({"candidates": given["found"]}))
+        assert self._signals(mixed) == ["lineage:admitted"]
+        assert self._signals(clean) == []
+
     def test_a_dropped_sign_and_a_cut_separator_are_damaged_numbers(self) -> None:
         """A parser that drops a minus sign, or stops at a thousands separator, altered a given number."""
         sign = _s("p", "parse", "parse", 1, {"text": "refund -180.00"}, {"amount": 180.0})

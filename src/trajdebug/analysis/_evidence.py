@@ -103,6 +103,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "reference:size": "wrong-value",
     "lineage:conflict": "inconsistent",
     "lineage:wrong-record": "inconsistent",
+    "lineage:admitted": "inconsistent",
     "lineage:disagrees": "inconsistent",
     "reference:kept": "inconsistent",
     "reference:grounded": "inconsistent",

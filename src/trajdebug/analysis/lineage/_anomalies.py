@@ -11,6 +11,10 @@ nothing else (no rule about the step's purpose, no other run):
   its sign dropped, a power of ten off, or cut at a thousands separator.
 - **dropped column**: the input is a table whose header names a column that
   the output's records lack while they keep the others.
+- **admitted**: the step's output lists records, most of which agree with a
+  value its input fixes outside any list (``city=Hoboken``), and one does not
+  (``city=Jersey City``): a record let through a filter it should not have
+  passed (a search ignoring an argument, a context mixing in a stale item).
 - **wrong record**: the step picked one record of a list it was given (its
   output names that record's id) while another record of the list matches
   more of the values the rest of its input asks about (the order, the item):
@@ -85,6 +89,8 @@ ALTERED_SCALE = 0.35
 ALTERED_CUT = 0.5
 DROPPED_COLUMN = 0.35
 WRONG_RECORD = 0.5
+ADMITTED = 0.45
+_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "none", "null"})
 
 
 def anomalies(step: Step, view: StepView, has_children: bool = False) -> Iterator[Evidence]:
@@ -99,6 +105,7 @@ def anomalies(step: Step, view: StepView, has_children: bool = False) -> Iterato
         yield from _conflicts(step, view)
         yield from _altered(step, view)
         yield from _dropped_columns(step, view)
+        yield from _admitted(step)
     yield from _wrong_record(step, view)
 
 
@@ -279,9 +286,16 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
         asked = {
             a.key
             for a in view.inputs
-            if a.kind in ("id", "text", "date") and a.key not in out_ids and a.key not in listed
+            if a.kind in ("id", "text", "date")
+            and a.key not in out_ids
+            and a.key not in listed
+            and a.raw.casefold() not in _BOOLEAN_WORDS
         }
-        asked |= {k for k in _mentioned(view.in_text, listed) if _count(view.in_text, k) > _count(inside, k)}
+        asked |= {
+            k
+            for k in _mentioned(view.in_text, listed)
+            if _count(view.in_text, k) > _count(inside, k) and k.split(":", 1)[-1] not in _BOOLEAN_WORDS
+        }
 
         scores = [sum(1 for k in r if k in asked and k not in out_ids) for r in keyed]
         best = max(range(len(keyed)), key=lambda j: (scores[j], -j))
@@ -298,6 +312,58 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
             "lineage:wrong-record",
         )
         return
+
+
+def _admitted(step: Step) -> Iterator[Evidence]:
+    fixed = _constraints(step.input)
+    if not fixed:
+        return
+    for records in _record_lists(step.output):
+        for fld, want in fixed.items():
+            vals = [r.get(fld) for r in records]
+            if not all(isinstance(v, str) for v in vals):
+                continue
+            agree = [v for v in vals if isinstance(v, str) and v.casefold() == want.casefold()]
+            odd = [r for r in records if isinstance(r.get(fld), str) and str(r.get(fld)).casefold() != want.casefold()]
+            if len(agree) >= 1 and len(odd) == 1 and len(agree) >= len(odd):
+                bad = odd[0]
+                label = next((str(bad[k]) for k in bad if k in ("id", "sku", "code", "ref") or k.endswith("_id")), None)
+                yield Evidence(
+                    step.step_id,
+                    ADMITTED,
+                    f"let {label + ' ' if label else 'a record '}with {fld}={bad.get(fld)!s} through among records "
+                    f"with the {fld}={want} its input fixes",
+                    "lineage:admitted",
+                )
+                return
+
+
+def _constraints(value: Any, depth: int = 0, out: dict[str, str] | None = None) -> dict[str, str]:
+    """Text fields the input fixes outside any list of records (a request's ``city``), by name; a field
+    with two different values is no constraint."""
+    out = {} if out is None else out
+    if depth > 4:
+        return out
+    if isinstance(value, str):
+        t = value.strip()
+        if t[:1] == "{" and len(t) < 100_000:
+            try:
+                value = json.loads(t)
+            except ValueError:
+                return out
+        else:
+            return out
+    if isinstance(value, Mapping):
+        for k, v in list(value.items())[:100]:
+            key = str(k).lower()
+            if isinstance(v, str) and 2 <= len(v) <= 60 and key not in GENERIC_FIELDS and v.casefold() not in _BOOLEAN_WORDS:
+                if key in out and out[key].casefold() != v.casefold():
+                    out[key] = ""  # two values: not a constraint
+                else:
+                    out.setdefault(key, v)
+            elif isinstance(v, Mapping):
+                _constraints(v, depth + 1, out)
+    return {k: v for k, v in out.items() if v} if depth == 0 else out
 
 
 def _count(text: str, key: str) -> int:
@@ -321,12 +387,17 @@ def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]
         return
     if isinstance(value, str):
         t = value.strip()
-        if t[:1] in "[{" and len(t) < 200_000:
-            try:
-                parsed = json.loads(t)
-            except ValueError:
-                return
-            yield from _record_lists(parsed, depth + 1)
+        if len(t) >= 200_000:
+            return
+        # JSON as the whole string, or after a short heading ("RANK\n{...}").
+        start = min((i for i in (t.find("{"), t.find("[")) if 0 <= i <= 200), default=-1)
+        if start < 0:
+            return
+        try:
+            parsed, _ = json.JSONDecoder().raw_decode(t[start:])
+        except ValueError:
+            return
+        yield from _record_lists(parsed, depth + 1)
         return
     if isinstance(value, Mapping):
         for v in list(value.values())[:200]:
