@@ -249,6 +249,20 @@ class TestDataSteps:
         )
         assert all(e.sound for e in _from(_verdict(run, "p"), "parse-dropped"))
 
+    def test_a_lenient_parser_of_json_after_a_lead_in_loses_nothing(self) -> None:
+        """A parser reading "Here is the profile: {..., }" (a trailing comma) into the record keeps every value."""
+        raw = 'Here is the profile:\n{\n  "applicant": "Ivan Petrov",\n  "price": 480000,\n}'
+        run = _run(
+            Step(
+                "p",
+                "LenientJsonParser",
+                "parse",
+                input={"input": {"role": "assistant", "content": raw}},
+                output={"applicant": "Ivan Petrov", "price": 480000},
+            )
+        )
+        assert all(e.sound for e in _from(_verdict(run, "p"), "parse-dropped"))
+
     def test_parse_reshaping_without_loss_is_sound(self) -> None:
         """Reshaping rows into a nested mapping keeps every value: sound."""
         rows = [
@@ -550,6 +564,49 @@ class TestDecisionsAndState:
             _t("n", "take_notes", "llm", 2, parent_id="g", output={"market": "wind", "growth": 12.0}),
         )
         assert _from(_verdict(run, "g"), "sub-agent")
+
+    def test_a_sub_agent_agreeing_with_its_last_answer_is_not_contradicting_its_prompt(self) -> None:
+        """An agent whose answer is its model's answer does not contradict the prompt template before it (envelope fields are not values)."""
+        run = _run(
+            _t("g", "router", "agent", 1, end=9, output={"role": "assistant", "content": "TRACK: refinance"}),
+            _t(
+                "p",
+                "ChatPromptTemplate",
+                "other",
+                2,
+                parent_id="g",
+                output={"role": "system", "content": "Choose the track."},
+            ),
+            _t(
+                "m",
+                "ChatOpenAI",
+                "llm",
+                3,
+                parent_id="g",
+                output={"role": "assistant", "content": "TRACK: refinance"},
+            ),
+        )
+        assert _from(_verdict(run, "g"), "sub-agent") == []
+
+    def test_a_model_choosing_the_option_its_data_contradicts(self) -> None:
+        """A router told to choose "purchase or refinance" that says refinance for a profile whose purpose is purchase is suspect."""
+        profile = '{"applicant": "I. P.", "purpose": "purchase", "price": 480000}'
+
+        def router(answer: str) -> Run:
+            msgs = [
+                {
+                    "role": "system",
+                    "content": "You are a loan officer. Choose the track: purchase or refinance.",
+                },
+                {"role": "user", "content": "PROFILE: " + profile},
+            ]
+            return _run(
+                _t("r", "route", "llm", 1, input={"messages": msgs}, output={"content": f"TRACK: {answer}"})
+            )
+
+        [e] = _from(_verdict(router("refinance"), "r"), "option-choice")
+        assert "purpose='purchase'" in e.reason
+        assert _from(_verdict(router("purchase"), "r"), "option-choice") == []
 
 
 class TestSymptoms:

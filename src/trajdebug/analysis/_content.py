@@ -90,6 +90,31 @@ def parse_json(s: str) -> Any:
         return None
 
 
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+def embedded_json(text: str) -> Any:
+    """The JSON object or array a text holds whole, or after a short lead-in ("Here is the profile:"),
+    read leniently (trailing commas allowed, as lenient parsers do); None when there is none."""
+    if looks_like_json(text):
+        parsed = parse_json(text)
+        if parsed is not None:
+            return parsed
+    starts = [i for i in (text.find("{"), text.find("[")) if 0 <= i <= 200]
+    if not starts:
+        return None
+    body = text[min(starts) :]
+    for candidate in (body, _TRAILING_COMMA.sub(r"\1", body)):
+        try:
+            parsed, _ = json.JSONDecoder().raw_decode(candidate)
+        except ValueError:
+            continue
+        if isinstance(parsed, (dict, list)):
+            return parsed
+    return None
+
+
+
 # -- SQL --------------------------------------------------------------------
 
 # Queries and data changes; DDL (CREATE, DROP, ...) describes a schema rather than

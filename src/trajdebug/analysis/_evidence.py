@@ -120,6 +120,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "retry-divergence": "changed-answer",
     "reference:unseen": "unusual-path",
     "decision": "unusual-path",
+    "option-choice": "inconsistent",
     "step-error": "error",
     "tool-result": "error",
     "error-lifecycle": "error",

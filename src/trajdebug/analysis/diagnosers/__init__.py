@@ -31,7 +31,7 @@ from trajdebug.analysis.diagnosers._dataflow import (
     state_values,
     state_write,
 )
-from trajdebug.analysis.diagnosers._decisions import decision, delegated_result, lost_update
+from trajdebug.analysis.diagnosers._decisions import decision, delegated_result, lost_update, option_choice
 from trajdebug.analysis.diagnosers._observations import environment_read, stale_retry, truncated_output
 from trajdebug.analysis.diagnosers._steps import (
     contracts,
@@ -68,6 +68,7 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "stale-retry": stale_retry,
     "environment": environment_read,
     "decision": decision,
+    "option-choice": option_choice,
     "race": lost_update,
     "sub-agent": delegated_result,
     "contract": contracts,

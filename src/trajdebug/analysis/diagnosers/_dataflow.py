@@ -65,11 +65,8 @@ def _with_json_read(value: Any, depth: int = 0) -> Any:
     if depth > 4:
         return value
     if isinstance(value, str):
-        if content.looks_like_json(value):
-            parsed = content.parse_json(value)
-            if parsed is not None:
-                return _with_json_read(parsed, depth + 1)
-        return value
+        parsed = content.embedded_json(value)
+        return value if parsed is None else _with_json_read(parsed, depth + 1)
     if isinstance(value, Mapping):
         return {k: _with_json_read(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):

@@ -22,6 +22,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.lineage import GENERIC_FIELDS
 from trajdebug.model import Step
 
 
@@ -164,6 +165,56 @@ def lost_update(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             return
 
 
+# -- choices among listed options (English) -------------------------------------------------
+
+_OPTIONS = re.compile(
+    r"\b(?:choose|chose|pick|select|classify|route|decide|answer with|reply with|one of|either)\b[^.\n]{0,60}?"
+    r"((?:[a-z][\w-]*,\s*)*[a-z][\w-]*,?\s+or\s+[a-z][\w-]*)\b",
+    re.I,
+)
+
+
+def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A model told to choose among listed options ("choose the track: purchase or refinance") whose
+    choice is one option while its input's data names another as a value (``purpose=purchase``).
+
+    English-only: the list is read from "choose / pick / route ... A, B or C".
+    """
+    if step.kind != "llm" or step.status != "ok" or step.output is None:
+        return
+    text = content.text_of(step.input)
+    said = content.text_of(step.output).casefold()
+    for m in _OPTIONS.finditer(text[:20_000]):
+        options = [o.casefold() for o in re.split(r",\s*|\s+or\s+", m.group(1)) if o]
+        if len(set(options)) < 2:
+            continue
+        chosen = [o for o in options if re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", said)]
+        if len(chosen) != 1:
+            continue
+        for field, v in _data_values(step.input):
+            if v.casefold() == chosen[0] or v.casefold() not in options:
+                continue
+            yield Evidence(
+                step.step_id,
+                0.5,
+                f"chose {chosen[0]!r} of {m.group(1).strip()!r} where its input says {field}={v!r}",
+                "option-choice",
+            )
+            return
+
+
+def _data_values(value: Any, depth: int = 0) -> Iterable[tuple[str, str]]:
+    """(field, text) pairs of the data a value holds, JSON written in its strings read."""
+    for path, v in content.leaves(value):
+        if not isinstance(v, str):
+            continue
+        parsed = content.embedded_json(v) if depth < 3 and ("{" in v or "[" in v) else None
+        if parsed is not None:
+            yield from _data_values(parsed, depth + 1)
+        elif len(v) <= 60:
+            yield path.rsplit(".", 1)[-1], v
+
+
 # -- sub-agents ---------------------------------------------------------------------------
 
 
@@ -175,24 +226,20 @@ def delegated_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if not kids:
         return
     mine = content.keyed_values(step.output)
-    for c in reversed(kids):
-        theirs = content.keyed_values(c.output)
-        for k, v in mine.items():
-            w = theirs.get(k)
-            if (
-                w is not None
-                and type(v) is type(w)
-                and not isinstance(v, bool)
-                and v != w
-                and k not in ("id", "name", "type", "role", "status")
-            ):
-                yield Evidence(
-                    step.step_id,
-                    0.5,
-                    f"returned {k}={v!r}, but its own step {c.name} produced {w!r}",
-                    "sub-agent",
-                )
-                return
+    latest = [(c, content.keyed_values(c.output)) for c in reversed(kids)]
+    for k, v in mine.items():
+        if isinstance(v, bool) or k in GENERIC_FIELDS:
+            continue  # (an envelope's content, a status: not a value a child worked out)
+        # The child that worked the value out last is the one to agree with.
+        c, w = next(((c, t[k]) for c, t in latest if k in t), (None, None))
+        if c is not None and w is not None and type(v) is type(w) and v != w:
+            yield Evidence(
+                step.step_id,
+                0.5,
+                f"returned {k}={v!r}, but its own step {c.name} produced {w!r}",
+                "sub-agent",
+            )
+            return
 
 
-__all__ = ["decision", "delegated_result", "lost_update"]
+__all__ = ["decision", "delegated_result", "lost_update", "option_choice"]
