@@ -142,6 +142,14 @@ class TestContentDetectors:
         )
         assert [f.step_id for f in _by(detect(run), "empty")] == ["a"]
 
+    def test_an_empty_lookup_beside_an_error_is_an_observation(self) -> None:
+        """Beside a step that raised, an empty lookup consumed later is not a failure of its own; a declared expectation still is."""
+        boom = Step("c", "book", "tool", status="error", error=ErrorInfo("Refused", "no"), deps=(Dependency("a"),))
+        plain = _run(Step("a", "load_memory", "retrieval", output=[]), boom)
+        declared = _run(Step("a", "load_memory", "retrieval", output=[], attributes={"expect": "data"}), boom)
+        assert _by(detect(plain), "empty") == []
+        assert [f.step_id for f in _by(detect(declared), "empty")] == ["a"]
+
     @pytest.mark.parametrize(
         "output",
         [

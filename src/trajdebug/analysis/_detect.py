@@ -376,6 +376,16 @@ def detect(
             if k not in seen and f.step_id in ctx.steps:
                 seen.add(k)
                 out.append(f)
+    # An empty lookup consumed later is a failure only when nothing else failed: beside an
+    # error it is an observation (a new user with no memory, a search with no hits), which
+    # the diagnosers still weigh; one the step declared (``expect=``) or the run's final
+    # output stays a failure.
+    if any(f.detector not in ("empty", "run-failure") for f in out):
+        out = [
+            f
+            for f in out
+            if f.detector != "empty" or f.where == "final" or ctx.steps[f.step_id].attributes.get("expect")
+        ]
     # The run's failure shown where a step already failed says nothing new.
     flagged = {f.step_id for f in out if f.detector != "run-failure"}
     out = [f for f in out if f.detector != "run-failure" or f.step_id not in flagged]
