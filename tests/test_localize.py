@@ -224,6 +224,22 @@ class TestRanking:
         assert ids.index("a") < ids.index("b")
         assert any("produces what failed" in r for r in loc.candidates[ids.index("a")].reasons)
 
+    def test_scores_read_from_zero_to_one_whatever_the_boosts(self) -> None:
+        """Boosts multiply; scores are scaled by the top one when it passes 1, so they read from 0 to 1."""
+        final = Step(
+            "f", "answer", "output", output='{"x": 9999,', deps=(D("a"), D("b")), start_ns=9, end_ns=10
+        )
+        run = Run(
+            "r",
+            "t",
+            outcome="failure",
+            steps=(_llm("a", '{"x": 9999}', start=1), _llm("b", "x is 7321", start=3), final),
+        )
+        boosted = localize(run, weights={"focus": 6.0})
+        scores = [c.score for c in boosted.candidates]
+        assert max(scores) == 1.0
+        assert all(0.0 <= x <= 1.0 for x in scores)
+
     def test_a_value_that_reached_the_inner_failing_step_was_not_dropped(self) -> None:
         """An agent failing with what a tool inside it raised: the id reached that tool, so the router before it lost nothing."""
         msg = "B-2041: rate OLD-RATE-C refused"
@@ -581,8 +597,8 @@ class TestInvariants:
     def test_candidates_lie_in_the_backward_slice_with_valid_paths(
         self, case: tuple[Run, list[Failure]], top: int
     ) -> None:
-        """Every slice step is ranked; candidates are at most ``top``, roots first, each in the backward slice
-        with a real dependency chain to a failure, or run before the last failure with no edge to it."""
+        """Every slice step is ranked; candidates are at most ``top``, roots first, scored within [0, 1], each in
+        the backward slice with a real dependency chain to a failure, or run before the last failure with no edge to it."""
         run, failures = case
         g = DependencyGraph(run)
         loc = localize(run, failures=failures, top=top, graph=g)
@@ -593,6 +609,7 @@ class TestInvariants:
         assert sliced <= set(loc.ranking)
         roots = [c.root for c in loc.candidates]
         assert roots == sorted(roots, reverse=True)
+        assert all(0.0 <= c.score <= 1.0 for c in loc.candidates)
         for c in loc.candidates:
             if c.step_id in sliced:
                 assert c.path[0] == c.step_id and c.path[-1] in failed

@@ -1036,6 +1036,11 @@ class _Ranker:
         self.propagate(chosen)
         pos = self.g.position
         self.scores = {sid: self.score(sid) for sid in ids}
+        # Boosts multiply (thin slice, focus), so a score may pass 1: scale all by the top one
+        # when it does, so scores read from 0 to 1 and keep their order and ratios.
+        top = max(self.scores.values(), default=0.0)
+        if top > 1.0:
+            self.scores = {sid: v / top for sid, v in self.scores.items()}
         # A root explains the failure through an edge: a step no edge connects to it may rank, never as a root.
         roots = {sid for sid in ids if sid in self.dist and self.is_root(sid)}
         for sid in list(roots):
