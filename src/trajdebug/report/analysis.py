@@ -78,7 +78,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         "heading",
         "Root causes"
         + (
-            " (roots first: suspects that no suspect input explains; then the others, by score)"
+            " (roots first: no suspect input explains them; then by score)"
             if any(c.root for c in a.root_causes) and not all(c.root for c in a.root_causes)
             else ""
         )
