@@ -18,7 +18,8 @@ failing step's backward slice over the edges the analysis used.
 
 Suites: ``suite_dev`` (a development suite: its misses are studied),
 ``suite_a`` (held out when written, then studied: a development suite now),
-``suite_b`` and ``suite_c`` (held out: measured, never studied).  See ``STATUS``.
+``suite_b`` and ``suite_c`` (held out: measured, never studied), ``suite_d``
+(written blind like the held-out suites, for study: a development suite).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ STATUS = {
     "suite_b": "held out",
     "suite_a": "development (held out when written; its misses were studied)",
     "suite_dev": "development",
+    "suite_d": "development (written blind, for study)",
 }
 """What each suite is now: a suite whose misses were studied is no longer held out."""
 
