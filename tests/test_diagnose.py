@@ -121,6 +121,25 @@ class TestToolCalls:
         [args] = _from(_verdict(run, "b"), "tool-result")
         assert env.suspicion > args.suspicion and "arguments" in args.reason
 
+    @pytest.mark.parametrize(
+        ("message", "environment"),
+        [
+            ("connection refused by 10.0.0.7:443", True),
+            ("upstream returned status 503", True),
+            ("billing service is down", True),
+            ("refund refused: the order is not on this account", False),
+            ("no service plan named premium-plus", False),
+            ("quantity 502 exceeds the stock", False),
+        ],
+    )
+    def test_only_a_refused_connection_or_a_5xx_speaks_of_the_environment(
+        self, message: str, environment: bool
+    ) -> None:
+        """A refusal of what the tool was given is a rejection; a refused connection, a 5xx or a service said to be down is the environment."""
+        from trajdebug.analysis.diagnosers import environmental
+
+        assert environmental(f"ToolError: {message}") is environment
+
     def test_choosing_another_given_value_is_not_a_contradiction(self) -> None:
         """An argument differing from one upstream field but present elsewhere upstream is a choice, not a contradiction."""
         run = _run(

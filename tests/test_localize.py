@@ -387,6 +387,41 @@ class TestRanking:
         same = localize(run_of("7 paid days left is under the 8 required"))
         assert all("lineage:contradicted" not in c.signals for c in same.candidates)
 
+    def test_a_tool_refusing_its_arguments_is_a_symptom_and_a_tool_timing_out_is_a_cause(self) -> None:
+        """A tool rejecting what it was given shows the failure (an earlier step ranks first); a tool that timed out is ranked first itself."""
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step("q", "quote", "tool", input={"sku": "S-4"}, output={"unit_price": 40}, start_ns=1, end_ns=2),
+                Step(
+                    "p",
+                    "plan",
+                    "llm",
+                    input={"unit_price": 40, "budget": 300},
+                    output={"quantity": 12},
+                    deps=(D("q"),),
+                    start_ns=3,
+                    end_ns=4,
+                ),
+                Step(
+                    "o",
+                    "order",
+                    "tool",
+                    input={"sku": "S-4", "quantity": 12},
+                    status="error",
+                    error=ErrorInfo("ToolError", message),
+                    deps=(D("p"),),
+                    start_ns=5,
+                    end_ns=6,
+                ),
+            )
+            return Run("r", "buyer", outcome="failure", steps=steps)
+
+        refused = localize(run_of("order refused: total exceeds the approved budget"))
+        assert refused.candidates[0].step_id != "o"
+        timed_out = localize(run_of("order service timed out after 30 s"))
+        assert timed_out.candidates[0].step_id == "o"
+
     def test_a_check_consulting_its_own_source_blames_the_source_the_run_acted_on(self) -> None:
         """A check comparing the run's record with a source it consulted itself points at the run's source when they disagree."""
         steps = (

@@ -48,6 +48,7 @@ from trajdebug.analysis.diagnosers import (
     STOPWORDS,
     DiagnoseContext,
     Diagnoser,
+    environmental,
     is_check,
     registered_diagnosers,
 )
@@ -783,7 +784,11 @@ class _Ranker:
         if not keys:
             return
         for sid in sorted(within, key=self.g.position):
-            if self.g.position(sid) < pos and step_key(self.g.steps[sid]) in keys and not self.lin.view(sid).holds(a):
+            if (
+                self.g.position(sid) < pos
+                and step_key(self.g.steps[sid]) in keys
+                and not self.lin.view(sid).holds(a)
+            ):
                 self.add(
                     Evidence(
                         sid,
@@ -889,9 +894,14 @@ class _Ranker:
         named = [a for a in atoms(err.message) if a.kind != "text" or len(a.raw) > 2]
         if any(view.given(a) for a in named):
             return True
+        own = err.type.rsplit(".", 1)[-1] in PROGRAMMING_ERRORS
+        if step.kind in ("tool", "retrieval"):
+            # A tool refusing what it was given (a business rule, a validation on its side)
+            # shows the failure; a tool timing out or crashing is its own (or its service's).
+            return not own and not environmental(f"{err.type}: {err.message}")
         if step.kind in BOUNDARY_KINDS:
-            return False  # a tool or a model failing is judged by its own diagnosers
-        return err.type.rsplit(".", 1)[-1] not in PROGRAMMING_ERRORS
+            return False  # a model failing is judged by its own diagnosers
+        return not own
 
     def verdict(self, sid: str) -> Verdict:
         v = self.verdicts.get(sid)

@@ -43,6 +43,7 @@ from trajdebug.analysis.diagnosers._steps import (
     step_error,
 )
 from trajdebug.analysis.diagnosers._tools import (
+    environmental,
     sql_result,
     starved_consumer,
     tool_arguments,
@@ -109,6 +110,7 @@ __all__ = [
     "Step",
     "Verdict",
     "diagnose",
+    "environmental",
     "fold",
     "input_caused",
     "is_check",

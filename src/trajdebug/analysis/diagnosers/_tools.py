@@ -147,10 +147,21 @@ def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 _ENVIRONMENT = re.compile(
     r"time(?:d)? ?out|timeout|connection|unavailable|unreachable|rate.?limit|too many requests|quota|overload|"
-    r"internal (?:server )?error|temporar|refused|reset by peer|\b5\d\d\b|service|network|dns|ssl|broken pipe",
+    r"internal (?:server )?error|temporar|connection refused|reset by peer|"
+    r"(?:status|http|code|error)[ :=]*5\d\d\b|\b5\d\d (?:error|internal|bad gateway|service)|bad gateway|"
+    r"service (?:is )?(?:down|unavailable|error)|network|dns|ssl|broken pipe",
     re.I,
 )
-"""Errors of the tool or its environment; any other tool error is taken as a rejection of its arguments."""
+"""Errors of the tool or its environment (*English*); any other tool error is taken as a rejection of
+its arguments.  A refusal ("refund refused", "not on this account") is a rejection: only a refused
+connection, a 5xx status or a service said to be down speaks of the environment."""
+
+
+def environmental(error: str) -> bool:
+    """Whether a tool's error speaks of the tool or its environment (a timeout, a 5xx, a refused
+    connection) rather than rejecting what it was given (*English*)."""
+    return bool(_ENVIRONMENT.search(error))
+
 
 _QUERY = re.compile(r"^\s*(select|with)\b", re.I)
 
