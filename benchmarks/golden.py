@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import pickle
 import re
 import sys
 import tempfile
@@ -48,10 +49,20 @@ def collect(workdir: Path, *, full: bool = False) -> dict[str, Any]:
                 src = _source(root / truth["case_id"], "failed" if setting == "alone" else "with_refs")
                 a = analyze_source(src, truth["failed_run_id"], top=5).analyses[0]
                 out[f"{suite}/{truth['case_id']}/{setting}"] = _names(a.run, [c.step_id for c in a.root_causes])
-    for case in cases(2):
-        res = WORKFLOWS[case.workflow].run(Case(case.workflow, case.fault, case.seed, distractors_for(case.seed)))
-        run, _, loc = analyse(res.run, previous=res.previous)
-        steps = {s.step_id: s for r in res.previous for s in r.steps}
+    # The fault suite's runs are recorded once per workdir and reused: its parallel workflows record
+    # different runs each time, so comparing two analyses needs the same runs.
+    frozen = workdir / "fault-runs.pickle"
+    if frozen.exists():
+        recorded = pickle.loads(frozen.read_bytes())
+    else:
+        recorded = []
+        for case in cases(2):
+            res = WORKFLOWS[case.workflow].run(Case(case.workflow, case.fault, case.seed, distractors_for(case.seed)))
+            recorded.append((case, res.run, list(res.previous)))
+        frozen.write_bytes(pickle.dumps(recorded))
+    for case, recorded_run, previous in recorded:
+        run, _, loc = analyse(recorded_run, previous=previous)
+        steps = {s.step_id: s for r in previous for s in r.steps}
         steps.update(run.step_map())
         out[f"fault/{case.workflow}/{case.fault}/{case.seed}"] = [steps[c.step_id].name for c in loc.candidates[:5]]
     for c in run_tau().cases:
@@ -107,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.golden")
     p.add_argument("out", nargs="?")
     p.add_argument("--compare", nargs=2, metavar=("A", "B"))
-    p.add_argument("--workdir", type=Path)
+    p.add_argument(
+        "--workdir", type=Path, help="where the suites are generated and the fault runs recorded (reused if there)"
+    )
     p.add_argument("--full", action="store_true", help="also keep every analysis's whole document")
     a = p.parse_args(argv)
     if a.compare:
