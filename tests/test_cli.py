@@ -9,12 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
 import trajdebug
-from trajdebug.cli import cli
+from trajdebug.cli import COMMANDS, cli
 from trajdebug.demo import FAULTS
+
+
+NAMES = cli.list_commands(click.Context(cli))
 
 
 def invoke(*args: str) -> str:
@@ -24,14 +28,36 @@ def invoke(*args: str) -> str:
 
 
 class TestHelp:
-    @pytest.mark.parametrize("command", sorted(cli.commands))
+    @pytest.mark.parametrize("command", NAMES)
     def test_every_command_has_help(self, command: str) -> None:
         """Each command documents itself in --help."""
         out = invoke(command, "--help")
         assert "Usage:" in out
-        assert len(cli.commands[command].help or "") > 20
+        real = cli.get_command(click.Context(cli), command)
+        assert real is not None and len(real.help or "") > 20
 
-    @pytest.mark.parametrize("command", sorted(cli.commands))
+    @pytest.mark.parametrize("command", NAMES)
+    def test_the_command_list_shows_each_commands_own_summary(self, command: str) -> None:
+        """`trajdebug --help` lists a command with the summary its own help gives, at any width."""
+        real = cli.get_command(click.Context(cli), command)
+        assert real is not None and real.name == command
+        listed = click.Command(command, help=COMMANDS[command][1])
+        for width in (20, 45, 80, 200):
+            assert listed.get_short_help_str(width) == real.get_short_help_str(width)
+
+    def test_the_command_list_loads_no_command(self) -> None:
+        """`trajdebug --help` lists every command without importing any command's module or the analysis."""
+        code = (
+            "import sys\nfrom click.testing import CliRunner\nfrom trajdebug.cli import cli\n"
+            "out = CliRunner().invoke(cli, ['--help']).output\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('trajdebug.cli.', 'trajdebug.analysis'))))\n"
+            "print(out)"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.splitlines()[0] == "[]"
+        assert all(f"  {name} " in out for name in NAMES)
+
+    @pytest.mark.parametrize("command", NAMES)
     def test_every_command_is_in_the_readme(self, command: str) -> None:
         """The README's CLI section names every command."""
         readme = (Path(__file__).parents[1] / "README.md").read_text()
