@@ -178,6 +178,35 @@ class TestRunsAndShow:
         (run,) = data["runs"]
         assert [(s["name"], s["kind"], s["output"]) for s in run["steps"]] == [("only", "parse", {"a": 1})]
 
+    def test_show_caps_a_large_run_and_says_how_many_steps_it_left_out(self, tmp_path: Path) -> None:
+        """A run of more than 1,000 steps shows its first 900 and last 100, and one line counting the rest;
+        --all shows every step."""
+        path = tmp_path / "big.jsonl"
+        with trajdebug.run("big", path=path):
+            for i in range(1_500):
+                with trajdebug.step(f"s{i:04d}", kind="tool"):
+                    pass
+            with trajdebug.step("last", kind="condition") as last:
+                last.error("the totals do not add up")
+        out = invoke("show", str(path))
+        names = re.findall(r"\b(s\d{4}|last)#", out)
+        assert names == [f"s{i:04d}" for i in range(900)] + [f"s{i:04d}" for i in range(1_401, 1_500)] + ["last"]
+        assert "... 501 more steps not shown (--all shows every step)" in out
+        everything = invoke("show", str(path), "--all")
+        assert len(re.findall(r"\b(s\d{4}|last)#", everything)) == 1_501
+        assert "not shown" not in everything
+
+    def test_show_max_steps_shows_the_first_steps_and_counts_the_rest(self, tmp_path: Path) -> None:
+        """--max-steps N shows the first N steps and says how many more there are."""
+        path = tmp_path / "r.jsonl"
+        with trajdebug.run("few", path=path):
+            for i in range(5):
+                with trajdebug.step(f"s{i}"):
+                    pass
+        out = invoke("show", str(path), "--max-steps", "2")
+        assert re.findall(r"\b(s\d)#", out) == ["s0", "s1"]
+        assert "... 3 more steps not shown" in out
+
     def test_show_reports_a_corrupt_line_and_still_shows(self, tmp_path: Path) -> None:
         """A corrupt line is named on stderr while the rest of the file still shows."""
         path = tmp_path / "r.jsonl"
