@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from trajdebug.analysis.lineage import Lineage, anomalies, derivation, slips
 from trajdebug.model import Dependency, Run, Step
 from trajdebug.values import atoms
@@ -286,3 +289,17 @@ class TestWrittenValues:
         word = next(a for a in lin.view("g").inputs if a.field == "schedule")
         assert lin.origin(word, 1).step_id == "m"
         assert [d.step_id for d in lin.value_edges().get("g", [])] == ["m"]
+
+class TestScaleCheck:
+    @given(
+        st.floats(-1e9, 1e9, allow_nan=False) | st.sampled_from([1e-12, -3e-10, 0.5, 2.0, 1234.5]),
+        st.sampled_from([1, 2, 3, 6, -1, -2, -3, -6, 0, 4]),
+        st.sampled_from([0.0, 1e-10, 5e-10, 1e-9, 2e-9, 1e-7]),
+    )
+    def test_a_power_of_ten_is_found_as_trying_every_power_finds_it(self, x: float, k: int, off: float) -> None:
+        """The scale check's shortcut (for outputs of 1 or more) answers as trying each power in turn."""
+        from trajdebug.analysis.lineage import _anomalies
+
+        y = x * 10.0**k * (1 + off)
+        want = next((p for p in _anomalies._POWERS if x and y and (x < 0) == (y < 0) and _anomalies._same(y, x * 10.0**p)), 0)
+        assert _anomalies._power_of_ten(y, x) == want

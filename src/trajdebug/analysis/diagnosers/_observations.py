@@ -128,7 +128,8 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     if content.is_marker(step.output):
         return  # the recorder's own truncation of a large value is not the tool's
-    for path, text in _texts(step.output):
+    texts = _texts(step.output)
+    for path, text in texts:
         m = _MARKER.search(text[-200:])
         if m:
             where = f" in {path}" if path else ""
@@ -139,7 +140,7 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 "truncated-output",
             )
             return
-    for path, text in _texts(step.output):
+    for path, text in texts:
         if _cut_mid_word(text):
             where = f" {path}" if path else ""
             yield Evidence(

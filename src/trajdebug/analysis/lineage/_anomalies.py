@@ -28,6 +28,7 @@ lineage and the agent's passing runs decide between them.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -194,10 +195,18 @@ def _same(a: float, b: float) -> bool:
     return a == b or abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
+_POWERS = (1, 2, 3, 6, -1, -2, -3, -6)
+
+
 def _power_of_ten(y: float, x: float) -> int:
     if x == 0 or y == 0 or (x < 0) != (y < 0):
         return 0
-    for k in (1, 2, 3, 6, -1, -2, -3, -6):
+    if abs(y) >= 1.0 and math.isfinite(x) and math.isfinite(y):
+        # Then `_same` is a relative test (within 1e-9), so y / x must be within about 1e-9 of 10**k:
+        # only a k that close to log10(y / x) can pass (1e-6 leaves room for rounding).
+        q = math.log10(abs(y)) - math.log10(abs(x))
+        return next((k for k in _POWERS if abs(q - k) < 1e-6 and _same(y, x * 10.0**k)), 0)
+    for k in _POWERS:
         if _same(y, x * 10.0**k):
             return k
     return 0
