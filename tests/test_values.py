@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trajdebug import values
-from trajdebug.values import NUMBER_WORDS, atoms, date_forms, date_keys, is_year, mentions, number_key, parse_number
+from trajdebug.values import (
+    NUMBER_WORDS,
+    atoms,
+    date_forms,
+    date_keys,
+    is_year,
+    mentions,
+    number_key,
+    parse_number,
+)
 
 
 class TestNumbers:
