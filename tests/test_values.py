@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -160,3 +161,24 @@ class TestReaderPatterns:
         got = [(a.key, a.unit, a.raw) for a in atoms(text) if a.kind == "number"]
         want = [("n:" + number_key(m.value), m.unit, m.raw) for m in mentions(text)]
         assert got == want
+
+
+class TestReadingOnce:
+    @settings(max_examples=200)
+    @given(st.integers(0, 9), st.sampled_from(["a", "b"]), st.integers(0, 12))
+    def test_a_string_read_before_gives_the_atoms_a_fresh_reading_gives(self, nest: int, field: str, at: int) -> None:
+        """A string read again (under the same field, at another depth) gives what reading it afresh gives,
+        JSON nested near the depth limit included."""
+        inner: object = {"amount": "EUR 1,250.50 due 2025-03-11", "id": "KB-3471", "flag": True}
+        for _ in range(nest):
+            inner = [json.dumps(inner)]
+        text = json.dumps(inner)
+        value: object = text
+        for _ in range(at):
+            value = {field: value} if at % 2 else [value]
+        values._TEXT_MEMO.clear()
+        fresh = [(a.key, a.field, a.unit, a.raw) for a in atoms(value)]
+        values._TEXT_MEMO.clear()
+        atoms([{field: text}, [text]])  # the same string read at other depths first
+        again = [(a.key, a.field, a.unit, a.raw) for a in atoms(value)]
+        assert again == fresh

@@ -370,35 +370,37 @@ def _walk(value: Any, field: str | None, depth: int, out: list[Atom], limit: int
             _walk(v, field, depth + 1, out, limit)
 
 
-_TEXT_MEMO: dict[tuple[str, str | None, int], tuple[Atom, ...]] = {}
-"""The atoms of strings read before, by (string, field, depth): a run repeats its values from step to
-step (a tool's result is the next step's input), and reading a string is most of reading a value."""
+_TEXT_MEMO: dict[tuple[str, str | None], tuple[tuple[Atom, ...], int]] = {}
+"""The atoms of strings read before, by (string, field), with the depth they were read at (-1: any
+depth gives them, the string held no structure): a run repeats its values from step to step (a tool's
+result is the next step's input), and reading strings is most of reading a value."""
 _TEXT_MEMO_CHARS = 1 << 23
 """The memo is dropped when its strings hold this many characters (a few tens of MB at most)."""
 _text_memo_chars = [0]
 
 
 def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) -> None:
-    key = (s, field, depth)
+    key = (s, field)
     hit = _TEXT_MEMO.get(key)
-    if hit is not None and len(out) + len(hit) < limit:
-        out.extend(hit)
+    if hit is not None and hit[1] in (-1, depth) and len(out) + len(hit[0]) < limit:
+        out.extend(hit[0])
         return
     start = len(out)
-    _read_text(s, field, depth, out, limit)
-    if hit is None and len(out) < limit:
+    nested = _read_text(s, field, depth, out, limit)
+    if len(out) < limit:
         # The limit never cut the reading short: these are the string's own atoms, whatever came before.
         if _text_memo_chars[0] + len(s) > _TEXT_MEMO_CHARS:
             _TEXT_MEMO.clear()
             _text_memo_chars[0] = 0
-        _TEXT_MEMO[key] = tuple(out[start:])
+        _TEXT_MEMO[key] = (tuple(out[start:]), depth if nested else -1)
         _text_memo_chars[0] += len(s)
 
 
-def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) -> None:
+def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) -> bool:
+    """Read one string's atoms into ``out``; True when it held structure (JSON, a table) read one level deeper."""
     t = s.strip()
     if not t:
-        return
+        return False
     if t[:1] in "{[" and len(t) < TEXT_LIMIT:
         try:
             parsed = json.loads(t)
@@ -406,28 +408,28 @@ def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: in
             parsed = None
         if isinstance(parsed, (dict, list)):
             _walk(parsed, field, depth + 1, out, limit)
-            return
+            return True
     table = _table(t)
     if table is not None:
         _walk(table, field, depth + 1, out, limit)
-        return
+        return True
     if _DIGIT.search(t) is None and "@" not in t and _CODE.search(t) is None:
         # No digit and no address: no number, date, time or id; a short string is a value,
         # a text may still quote values or write numbers as words.
         if len(t) <= 80 and "\n" not in t:
             out.append(Atom(_key("text", t), "text", field, None, t))
             if not any(c in "'\"`" for c in t):
-                return
+                return False
         t = t[:TEXT_LIMIT]
         _quoted_atoms(t, field, out)
         for mm in mentions(t):
             out.append(Atom("n:" + number_key(mm.value), "number", field, mm.unit, mm.raw, mm.value))
-        return
+        return False
     n = parse_number(t)
     if n is not None and len(t) <= 40:
         unit = next((u for sym, u in _CURRENCY_SYMBOLS.items() if sym in t), "%" if t.endswith("%") else None)
         out.append(Atom("n:" + number_key(n), "number", field, unit, t, n))
-        return
+        return False
     if len(t) <= 80 and "\n" not in t:
         # A short string is a value in itself (a city, a status, a name).
         kind: AtomKind = "date" if _DATE.fullmatch(t) else ("id" if _ID.fullmatch(t) else "text")
@@ -436,7 +438,7 @@ def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: in
         else:
             out.append(Atom(_key(kind, t), kind, field, None, t))
         if kind != "text" or not (any(c.isdigit() or c in "'\"`" for c in t) or _CODE.search(t)):
-            return
+            return False
     t = t[:TEXT_LIMIT]
     dates = list(_DATE.finditer(t))
     for m in dates:
@@ -456,7 +458,8 @@ def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: in
     for mm in _mentions(t, masked, has_digits, True):
         out.append(Atom("n:" + number_key(mm.value), "number", field, mm.unit, mm.raw, mm.value))
         if len(out) >= limit:
-            return
+            return False
+    return False
 
 
 def _quoted_atoms(t: str, field: str | None, out: list[Atom]) -> None:
