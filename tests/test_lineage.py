@@ -303,3 +303,20 @@ class TestScaleCheck:
         y = x * 10.0**k * (1 + off)
         want = next((p for p in _anomalies._POWERS if x and y and (x < 0) == (y < 0) and _anomalies._same(y, x * 10.0**p)), 0)
         assert _anomalies._power_of_ten(y, x) == want
+
+
+class TestWholeWords:
+    @given(
+        st.text(st.sampled_from(["a", "b", "-", "_", " ", "1", "é", "٣", "²", ".", "\n", "K"]), max_size=25),
+        st.text(st.sampled_from(["a", "b", "-", "_", "1", "é", "."]), max_size=4),
+    )
+    def test_a_value_is_found_as_a_whole_word_as_the_pattern_finds_it(self, text: str, raw: str) -> None:
+        """Counting and finding a record's value in the input's text agrees with the whole-word pattern."""
+        import re
+
+        from trajdebug.analysis.lineage import _anomalies
+
+        pattern = r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])"
+        assert _anomalies._count(text, "s:" + raw) == len(re.findall(pattern, text))
+        found = len(raw) >= 3 and re.search(pattern, text) is not None
+        assert _anomalies._mentioned(text, {"s:" + raw}) == ({"s:" + raw} if found else set())

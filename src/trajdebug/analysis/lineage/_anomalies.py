@@ -376,8 +376,26 @@ def _constraints(value: Any, depth: int = 0, out: dict[str, str] | None = None) 
 
 
 def _count(text: str, key: str) -> int:
+    """How often a value is written as a whole word (``(?<![\\w-])value(?![\\w-])``, non-overlapping)."""
     raw = key.split(":", 1)[-1]
-    return len(re.findall(r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])", text))
+    if not raw:
+        return len(re.findall(r"(?<![\w-])(?![\w-])", text))
+    n, at = 0, text.find(raw)
+    while at >= 0:
+        if _whole(text, at, at + len(raw)):
+            n += 1
+            at = text.find(raw, at + len(raw))
+        else:
+            at = text.find(raw, at + 1)
+    return n
+
+
+def _whole(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] stands alone: neither side touches a word character or a hyphen."""
+    # (As the regex \w reads it: letters, digits, numerals of any script, and "_".)
+    before = text[start - 1] if start else ""
+    after = text[end] if end < len(text) else ""
+    return not (before and (before.isalnum() or before in "_-")) and not (after and (after.isalnum() or after in "_-"))
 
 
 def _mentioned(text: str, keys: set[str]) -> set[str]:
@@ -385,8 +403,12 @@ def _mentioned(text: str, keys: set[str]) -> set[str]:
     out = set()
     for k in keys:
         raw = k.split(":", 1)[-1]
-        if len(raw) >= 3 and raw in text and re.search(r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])", text):
-            out.add(k)
+        if len(raw) >= 3:
+            at = text.find(raw)
+            while at >= 0 and not _whole(text, at, at + len(raw)):
+                at = text.find(raw, at + 1)
+            if at >= 0:
+                out.add(k)
     return out
 
 
