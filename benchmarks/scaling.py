@@ -10,8 +10,8 @@ shared machine CPU time is the steadier of the two).
   wrapping the stage functions the pipeline calls: content inference (`infer_dependencies`,
   structural edges, thinning), lineage (value lineage and value edges), and localization (detection,
   named edges, graph, error lifecycle, diagnosers, ranking: the rest).  The growth exponent of a stage
-  is the least-squares slope of log(time) on log(steps); 1 is linear.  Memory: the growth of the
-  process's peak resident set during the analysis, per step.
+  is the least-squares slope of log(time) on log(steps); 1 is linear.  Memory: the peak of what the
+  analysis allocates beyond the loaded run (tracemalloc), per step, in a process of its own.
 - **show**: ``trajdebug show FILE`` of the 10,000-step run (and with ``--all``).
 - **import**: an OTLP/JSON Lines file of foreign spans (trajdebug's export of recorded workflow
   runs, stripped of its own attributes, one trace per line) generated at the sizes asked for;
@@ -124,11 +124,9 @@ def _analysis_child(n: int) -> dict[str, Any]:
         runs = load_runs(path)
         load = (time.perf_counter() - w, time.process_time() - c)
     steps = len(runs[0].steps)
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     w, c = time.perf_counter(), time.process_time()
     res = analyze_source(str(path), runs=runs)
     total = (time.perf_counter() - w, time.process_time() - c)
-    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     inf, lin = spent.get("inference", [0.0, 0.0]), spent.get("lineage", [0.0, 0.0])
     return {
         "size": n,
@@ -148,9 +146,34 @@ def _analysis_child(n: int) -> dict[str, Any]:
             "localize": total[1] - inf[1] - lin[1],
             "total": total[1],
         },
-        "peak_growth_bytes": (rss1 - rss0) * 1024,
         "top": res.analyses[0].root_causes[0].step_id if res.analyses[0].root_causes else None,
     }
+
+
+def _memory_child(n: int) -> dict[str, Any]:
+    """Peak memory the analysis allocates beyond the loaded run (tracemalloc; a process of its own, memos cold)."""
+    import gc
+    import tracemalloc
+
+    from benchmarks.agentrun import record
+    from trajdebug.format import write_jsonl
+    from trajdebug.pipeline import analyze_source
+    from trajdebug.source import load_runs
+
+    with tempfile.TemporaryDirectory(prefix="trajdebug-bench-") as tmp:
+        path = Path(tmp) / "run.jsonl"
+        write_jsonl([record(n)], path)
+        size = path.stat().st_size
+        gc.collect()
+        tracemalloc.start()
+        runs = load_runs(path)
+        loaded = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        analyze_source(str(path), runs=runs)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    steps = len(runs[0].steps)
+    return {"size": n, "steps": steps, "file_bytes": size, "run_bytes": loaded, "peak_bytes": peak - loaded}
 
 
 def _write_show_file(n: int, path: str) -> dict[str, Any]:
@@ -202,6 +225,7 @@ def _parse_child(path: str) -> dict[str, Any]:
 
 CHILDREN: dict[str, Callable[..., dict[str, Any]]] = {
     "analysis": lambda n: _analysis_child(int(n)),
+    "memory": lambda n: _memory_child(int(n)),
     "show-file": lambda n, path: _write_show_file(int(n), path),
     "otlp-file": lambda mb, path: _otlp_file(float(mb), path),
     "parse": _parse_child,
@@ -211,12 +235,14 @@ CHILDREN: dict[str, Callable[..., dict[str, Any]]] = {
 # -- the section --------------------------------------------------------------------------
 
 
-def analysis_growth(sizes: Sequence[int]) -> dict[str, Any]:
-    """End-to-end analysis of the recorded agent run at each size, and each stage's growth exponent."""
+def analysis_growth(sizes: Sequence[int], memory_sizes: Sequence[int] = ()) -> dict[str, Any]:
+    """End-to-end analysis of the recorded agent run at each size, each stage's growth exponent, and the
+    memory the analysis allocates at ``memory_sizes`` (traced allocations slow it: measured apart)."""
     rows = [_child("analysis", str(n)) for n in sizes]
     steps = [r["steps"] for r in rows]
     return {
         "rows": rows,
+        "memory": [_child("memory", str(n)) for n in memory_sizes],
         "exponents": {
             clock: {st: exponent(steps, [r[clock][st] for r in rows]) for st in STAGES} for clock in ("wall", "cpu")
         },
@@ -284,11 +310,11 @@ def run_scaling(*, quick: bool = False, progress: Callable[[str], None] | None =
     say = progress or (lambda s: None)
     sizes = (1_000, 3_000, 10_000) if quick else (1_000, 3_000, 10_000, 30_000, 100_000)
     say(f"speed: analysis end to end at {', '.join(f'{n:,}' for n in sizes)}")
-    res: dict[str, Any] = {"analysis": analysis_growth(sizes)}
+    res: dict[str, Any] = {"analysis": analysis_growth(sizes, sizes[:3])}
     say("speed: show")
     res["show"] = show_cost(15_000)
     say("speed: import")
-    res["import"] = import_cost((30, 100) if quick else (100, 1000))
+    res["import"] = import_cost((70, 140) if quick else (100, 1000))
     say("speed: start-up")
     res["startup"] = startup()
     return res
