@@ -90,8 +90,7 @@ def _analysis_child(n: int) -> dict[str, Any]:
     from benchmarks.agentrun import record
     from trajdebug.analysis import _pipeline
     from trajdebug.format import write_jsonl
-    from trajdebug.pipeline import analyze_source
-    from trajdebug.source import load_runs
+    from trajdebug.pipeline import _load, analyze_source
 
     spent: dict[str, list[float]] = {}
 
@@ -121,7 +120,7 @@ def _analysis_child(n: int) -> dict[str, Any]:
         write_jsonl([record(n)], path)
         size = path.stat().st_size
         w, c = time.perf_counter(), time.process_time()
-        runs = load_runs(path)
+        runs = _load(path, None)  # as analyze_source loads a source (collector paused)
         load = (time.perf_counter() - w, time.process_time() - c)
     steps = len(runs[0].steps)
     w, c = time.perf_counter(), time.process_time()

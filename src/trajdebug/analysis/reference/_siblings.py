@@ -24,7 +24,7 @@ checks that against the direct construction.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from trajdebug.analysis.lineage import Lineage
@@ -221,7 +221,30 @@ class _Occurrences:
         return st
 
 
-def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None = None) -> dict[str, Profile]:
+class SiblingProfiles(Mapping[str, Profile]):
+    """Step id -> the profile of that step's other occurrences, made when asked for (`sibling_profiles`).
+
+    Each profile holds its k - 1 occurrences' values, so holding all k of them at
+    once would take memory quadratic in k; each is derived from the totals on
+    access instead (not kept: read each once).
+    """
+
+    def __init__(self, run_id: str, where: dict[str, tuple[StepKey, _Occurrences, int]]) -> None:
+        self._run_id = run_id
+        self._where = where
+
+    def __getitem__(self, step_id: str) -> Profile:
+        key, all_of, i = self._where[step_id]
+        return Profile((self._run_id,), {key: all_of.without(i)})
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+
+def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None = None) -> SiblingProfiles:
     """Per step, a profile of the *other* occurrences of the same step in the same run (leave one out).
 
     A step called several times in one run (a lookup per item, a converter per
@@ -237,15 +260,15 @@ def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None 
             continue
         groups.setdefault(step_key(s), []).append(s)
     wanted = None if keys is None else set(keys)
-    out: dict[str, Profile] = {}
+    where: dict[str, tuple[StepKey, _Occurrences, int]] = {}
     for key, occ in groups.items():
         if len(occ) <= MIN_SUPPORT or len(occ) > MAX_OCCURRENCES or (wanted is not None and key not in wanted):
             continue
         # Each occurrence counts as a run of its own (its step id), so an invariant needs two of them.
         all_of = _Occurrences([_record(s, lineage.view(s.step_id), s.step_id) for s in occ])
         for i, s in enumerate(occ):
-            out[s.step_id] = Profile((run.run_id,), {key: all_of.without(i)})
-    return out
+            where[s.step_id] = (key, all_of, i)
+    return SiblingProfiles(run.run_id, where)
 
 
-__all__ = ["MAX_OCCURRENCES", "sibling_profiles"]
+__all__ = ["MAX_OCCURRENCES", "SiblingProfiles", "sibling_profiles"]
