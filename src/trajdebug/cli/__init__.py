@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("trajdebug.cli._io", "Import a foreign trace into trajdebug runs."),
     "mark": ("trajdebug.cli._mark", "Mark a run failed (or successful) after the fact, so analyze treats it so."),
     "report": ("trajdebug.cli._report", "Write one run as a self-contained HTML report."),
-    "runs": ("trajdebug.cli._runs", "List the runs in a store, newest first."),
+    "runs": ("trajdebug.cli._runs", "List the runs of SOURCE, newest first."),
     "serve": (
         "trajdebug.cli._serve",
         "Browse runs in a local web UI: the run list, each run's report, two runs compared.",
