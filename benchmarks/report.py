@@ -165,6 +165,7 @@ def speed_data(res: SpeedResult, *, quick: bool) -> dict[str, Any]:
         "inference": res.inference,
         "otlp": res.otlp,
         "store": res.store,
+        "e2e": res.e2e,
     }
 
 
@@ -563,7 +564,153 @@ def _speed(s: Mapping[str, Any]) -> list[str]:
         ),
         "",
     ]
+    if s.get("e2e"):
+        out += _e2e(s["e2e"])
     return out
+
+
+E2E_GOALS = {"analyze_10k_s": 1.0, "analyze_100k_s": 10.0, "bytes_per_step": 1024, "show_s": 0.5, "import_ratio": 0.5, "startup_s": 0.150}
+"""Issue 14's goals for the analysis, show, import and start-up."""
+
+
+def _e2e(e: Mapping[str, Any]) -> list[str]:
+    """Issue 14's measurements: analysis end to end per stage with growth exponents, show, import, start-up."""
+    rows = e["analysis"]["rows"]
+    out = [
+        "### Analysis end to end (recorded agent runs)",
+        "",
+        "The tool-heavy ticket-triage agent of `benchmarks/agentrun.py` recorded with the SDK at each size "
+        "(`record(n)`: about 2n/3 steps), written to JSONL, loaded (`load_runs`) and analyzed "
+        "(`trajdebug.analyze_source`, as `trajdebug analyze` runs it); each size in a fresh process "
+        "(`benchmarks/scaling.py`). Inference: content inference of dependencies; lineage: value lineage "
+        "and its edges; localize: the rest (detection, named edges, error lifecycle, diagnosers, ranking). "
+        "Seconds of wall time (CPU time in parentheses).",
+        "",
+        *_table(
+            ["steps", *STAGE_HEADS],
+            [
+                [f"{r['steps']:,}"]
+                + [
+                    (f"**{_num(r['wall'][st], 2)}**" if st == "total" else _num(r["wall"][st], 2))
+                    + f" ({_num(r['cpu'][st], 2)})"
+                    for st in STAGE_KEYS
+                ]
+                for r in rows
+            ],
+        ),
+        "",
+        "Memory: the peak of what the analysis allocates beyond the loaded run (`tracemalloc`, a process of "
+        "its own), per step; the JSONL file and the loaded run for comparison.",
+        "",
+        *_table(
+            ["steps", "JSONL bytes / step", "loaded run / step", "analysis peak / step"],
+            [
+                [
+                    f"{m['steps']:,}",
+                    f"{m['file_bytes'] / m['steps']:,.0f} B",
+                    f"{m['run_bytes'] / m['steps'] / 1024:,.1f} KB",
+                    f"**{m['peak_bytes'] / m['steps'] / 1024:,.1f} KB**",
+                ]
+                for m in e["analysis"].get("memory", [])
+            ],
+        ),
+        "",
+        "Growth exponent per stage (least-squares slope of log time on log steps; 1 is linear), wall (CPU): "
+        + ", ".join(
+            f"{head} {_num(e['analysis']['exponents']['wall'][st], 2)} ({_num(e['analysis']['exponents']['cpu'][st], 2)})"
+            for head, st in zip(STAGE_HEADS, STAGE_KEYS)
+        )
+        + ".",
+        "",
+    ]
+    sh = e["show"]
+    out += [
+        "### show",
+        "",
+        f"`trajdebug show` of a recorded run of {sh['steps']:,} steps (a new process each time, loading the JSONL "
+        "file included; best of 3). A run of more than 1,000 steps shows its first 900 and last 100 steps and a "
+        "line counting the rest; `--all` shows every step.",
+        "",
+        *_table(
+            ["command", "seconds", "CPU seconds"],
+            [[f"`trajdebug {r['args']}`", f"**{_num(r['wall'], 2)}**", _num(r["cpu"], 2)] for r in sh["rows"]],
+        ),
+        "",
+        "### import",
+        "",
+        "OTLP/JSON Lines files of foreign spans (trajdebug's export of recorded workflow runs without its own "
+        "attributes, one trace per line, about 1 KB per span) generated at each size. Parse floor: "
+        "`orjson.loads` of every line (collector on). Read: the runs (`trajdebug.formats.otlp.iter_otlp`). "
+        "Import: `trajdebug import FILE -o out.jsonl` (reading, redaction, writing), with its peak resident set.",
+        "",
+        *_table(
+            ["file MB", "spans", "orjson MB/s", "read MB/s", "read / orjson", "import s", "import MB/s", "import peak MB"],
+            [
+                [
+                    _num(r["mb"], 0),
+                    f"{r['steps']:,}",
+                    _num(r["mb"] / r["parse_s"], 0),
+                    _num(r["mb"] / r["read_s"], 1),
+                    f"**{_num(r['parse_s'] / r['read_s'], 2)}**",
+                    _num(r["import_s"], 1),
+                    _num(r["mb"] / r["import_s"], 1),
+                    f"**{_num(r['import_peak_mb'], 0)}**",
+                ]
+                for r in e["import"]
+            ],
+        ),
+        "",
+        "### Start-up",
+        "",
+        "Best of 15 runs of each command in a new process.",
+        "",
+        *_table(
+            ["command", "ms", "CPU ms"],
+            [[f"`{r['what']}`", f"**{_num(1000 * r['wall'], 0)}**", _num(1000 * r["cpu"], 0)] for r in e["startup"]],
+        ),
+        "",
+        *_e2e_goals(e),
+    ]
+    return out
+
+
+STAGE_KEYS = ("load", "inference", "lineage", "localize", "total")
+STAGE_HEADS = ("load s", "inference s", "lineage s", "localize s", "total analyze s")
+
+
+def _e2e_goals(e: Mapping[str, Any]) -> list[str]:
+    rows = e["analysis"]["rows"]
+
+    def near(steps: int) -> Mapping[str, Any] | None:
+        # The recorded run of size n has about 2n/3 steps: the "10,000-step run" is record(10_000).
+        return next((r for r in rows if r["size"] == steps), None)
+
+    g = E2E_GOALS
+    table: list[list[str]] = []
+    for size, goal in ((10_000, g["analyze_10k_s"]), (100_000, g["analyze_100k_s"])):
+        r = near(size)
+        if r is not None:
+            t = r["wall"]["total"]
+            table.append([f"`analyze`, recorded run `record({size:,})` ({r['steps']:,} steps)", f"≤ {goal:g} s", f"{_num(t, 2)} s", _met(t <= goal)])
+    exps = e["analysis"]["exponents"]["cpu"]
+    worst = max(exps.values())
+    table.append(["`analyze` linear: growth exponent of every stage, load included (CPU)", "≈ 1", f"at most {_num(worst, 2)}", _met(worst <= 1.15)])
+    mems = e["analysis"].get("memory", [])
+    if mems:
+        mem = max(m["peak_bytes"] / m["steps"] for m in mems)
+        content = max(m["file_bytes"] / m["steps"] for m in mems)
+        table.append(["memory per step (analysis peak)", f"≤ 1 KB + content ({content / 1024:,.1f} KB)", f"{mem / 1024:,.1f} KB", _met(mem <= g["bytes_per_step"] + content)])
+    sh = e["show"]["rows"][0]
+    table.append([f"`trajdebug show` of {e['show']['steps']:,} steps", f"≤ {g['show_s']:g} s", f"{_num(sh['wall'], 2)} s", _met(sh["wall"] <= g["show_s"])])
+    ratios = [r["parse_s"] / r["read_s"] for r in e["import"]]
+    table.append(["import speed / `orjson.loads` speed", "≥ 0.5", f"{_num(min(ratios), 2)}", _met(min(ratios) >= g["import_ratio"])])
+    big = [r for r in e["import"] if r["mb"] >= 64]  # (files of 64 MB or more stream)
+    if len(big) >= 2:
+        a, b = big[0], big[-1]
+        table.append([f"import memory bounded ({_num(a['mb'], 0)} MB vs {_num(b['mb'], 0)} MB file)", "flat", f"{_num(a['import_peak_mb'], 0)} MB vs {_num(b['import_peak_mb'], 0)} MB", _met(b["import_peak_mb"] <= 1.5 * a["import_peak_mb"] + 50)])
+    help_row = next(r for r in e["startup"] if r["what"] == "trajdebug --help")
+    table.append(["`trajdebug --help`", "≤ 150 ms", f"{_num(1000 * help_row['wall'], 0)} ms", _met(help_row["wall"] <= g["startup_s"])])
+    return ["### Goals of issue 14 (analysis, show, import, start-up)", "", *_table(["goal", "target", "measured", "status"], table), ""]
 
 
 def _missed(data: Mapping[str, Any]) -> list[str]:

@@ -483,6 +483,8 @@ class SpeedResult:
     inference: dict[str, Any] = field(default_factory=dict)
     otlp: list[dict[str, Any]] = field(default_factory=list)
     store: list[dict[str, Any]] = field(default_factory=list)
+    e2e: dict[str, Any] = field(default_factory=dict)
+    """Analysis end to end, show, import and start-up (`benchmarks.scaling.run_scaling`)."""
     seconds: float = 0.0
 
 
@@ -503,6 +505,9 @@ def run_speed(*, quick: bool = False, progress: Callable[[str], None] | None = N
     runs = _recorded_runs(12 if quick else 40)
     res.otlp = otlp_throughput(runs, 1 if quick else 3)
     res.store = store_rate(20_000 if quick else 100_000, runs)
+    from benchmarks.scaling import run_scaling
+
+    res.e2e = run_scaling(quick=quick, progress=say)
     res.seconds = time.perf_counter() - t0
     return res
 

@@ -9,12 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
 import trajdebug
-from trajdebug.cli import cli
+from trajdebug.cli import COMMANDS, cli
 from trajdebug.demo import FAULTS
+
+
+NAMES = cli.list_commands(click.Context(cli))
 
 
 def invoke(*args: str) -> str:
@@ -24,14 +28,36 @@ def invoke(*args: str) -> str:
 
 
 class TestHelp:
-    @pytest.mark.parametrize("command", sorted(cli.commands))
+    @pytest.mark.parametrize("command", NAMES)
     def test_every_command_has_help(self, command: str) -> None:
         """Each command documents itself in --help."""
         out = invoke(command, "--help")
         assert "Usage:" in out
-        assert len(cli.commands[command].help or "") > 20
+        real = cli.get_command(click.Context(cli), command)
+        assert real is not None and len(real.help or "") > 20
 
-    @pytest.mark.parametrize("command", sorted(cli.commands))
+    @pytest.mark.parametrize("command", NAMES)
+    def test_the_command_list_shows_each_commands_own_summary(self, command: str) -> None:
+        """`trajdebug --help` lists a command with the summary its own help gives, at any width."""
+        real = cli.get_command(click.Context(cli), command)
+        assert real is not None and real.name == command
+        listed = click.Command(command, help=COMMANDS[command][1])
+        for width in (20, 45, 80, 200):
+            assert listed.get_short_help_str(width) == real.get_short_help_str(width)
+
+    def test_the_command_list_loads_no_command(self) -> None:
+        """`trajdebug --help` lists every command without importing any command's module or the analysis."""
+        code = (
+            "import sys\nfrom click.testing import CliRunner\nfrom trajdebug.cli import cli\n"
+            "out = CliRunner().invoke(cli, ['--help']).output\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('trajdebug.cli.', 'trajdebug.analysis'))))\n"
+            "print(out)"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.splitlines()[0] == "[]"
+        assert all(f"  {name} " in out for name in NAMES)
+
+    @pytest.mark.parametrize("command", NAMES)
     def test_every_command_is_in_the_readme(self, command: str) -> None:
         """The README's CLI section names every command."""
         readme = (Path(__file__).parents[1] / "README.md").read_text()
@@ -151,6 +177,35 @@ class TestRunsAndShow:
         data = json.loads(invoke("show", str(path), "--json"))
         (run,) = data["runs"]
         assert [(s["name"], s["kind"], s["output"]) for s in run["steps"]] == [("only", "parse", {"a": 1})]
+
+    def test_show_caps_a_large_run_and_says_how_many_steps_it_left_out(self, tmp_path: Path) -> None:
+        """A run of more than 1,000 steps shows its first 900 and last 100, and one line counting the rest;
+        --all shows every step."""
+        path = tmp_path / "big.jsonl"
+        with trajdebug.run("big", path=path):
+            for i in range(1_500):
+                with trajdebug.step(f"s{i:04d}", kind="tool"):
+                    pass
+            with trajdebug.step("last", kind="condition") as last:
+                last.error("the totals do not add up")
+        out = invoke("show", str(path))
+        names = re.findall(r"\b(s\d{4}|last)#", out)
+        assert names == [f"s{i:04d}" for i in range(900)] + [f"s{i:04d}" for i in range(1_401, 1_500)] + ["last"]
+        assert "... 501 more steps not shown (--all shows every step)" in out
+        everything = invoke("show", str(path), "--all")
+        assert len(re.findall(r"\b(s\d{4}|last)#", everything)) == 1_501
+        assert "not shown" not in everything
+
+    def test_show_max_steps_shows_the_first_steps_and_counts_the_rest(self, tmp_path: Path) -> None:
+        """--max-steps N shows the first N steps and says how many more there are."""
+        path = tmp_path / "r.jsonl"
+        with trajdebug.run("few", path=path):
+            for i in range(5):
+                with trajdebug.step(f"s{i}"):
+                    pass
+        out = invoke("show", str(path), "--max-steps", "2")
+        assert re.findall(r"\b(s\d)#", out) == ["s0", "s1"]
+        assert "... 3 more steps not shown" in out
 
     def test_show_reports_a_corrupt_line_and_still_shows(self, tmp_path: Path) -> None:
         """A corrupt line is named on stderr while the rest of the file still shows."""

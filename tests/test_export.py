@@ -285,4 +285,4 @@ class TestCommands:
         """The trajdebug command line has import and export."""
         from trajdebug.cli import cli as main
 
-        assert {"import", "export"} <= set(main.commands)
+        assert {"import", "export"} <= set(main.list_commands(click.Context(main)))

@@ -397,6 +397,32 @@ class TestFiles:
         assert messages[1].startswith(f"{f}:3: resourceSpans[0].scopeSpans[0].spans[0]:")
         assert "'not-an-id'" in messages[1]
 
+    def test_a_large_file_streams_and_spills_to_the_same_runs(
+        self, tracer: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Read a line at a time with spans spilled to disk (as a file past the streaming size is), three
+        interleaved traces and a bad line give the same runs and problems as reading the file whole."""
+        from trajdebug.formats import otlp
+
+        traces = [_run(tracer, support_agent)]
+        for _ in range(2):
+            tracer[1].clear()
+            traces.append(_run(tracer, support_agent))
+        lines = [
+            json.dumps(encode_hex(t[i : i + 2])) for i in range(0, max(map(len, traces)), 2) for t in traces if t[i : i + 2]
+        ]
+        lines.insert(3, "{not json")
+        f = tmp_path / "spans.jsonl"
+        f.write_text("\n".join(lines) + "\n")
+        whole = read_otlp(f)
+        monkeypatch.setattr(otlp, "STREAM_FROM", 0)
+        monkeypatch.setattr(otlp, "SPILL_SPANS", 3)
+        problems: list[FormatError] = []
+        streamed = list(otlp.iter_otlp(f, problems))
+        assert len(whole.runs) == 3 and streamed == whole.runs
+        assert [str(x) for x in problems] == [str(x) for x in whole.problems]
+        assert len(problems) == 1 and str(problems[0]).startswith(f"{f}:4: not valid JSON")
+
     def test_nothing_readable_raises(self, tmp_path: Path) -> None:
         """A JSON file with no OTLP envelope raises a FormatError naming the file."""
         f = tmp_path / "x.json"

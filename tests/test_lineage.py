@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from trajdebug.analysis.lineage import Lineage, anomalies, derivation, slips
 from trajdebug.model import Dependency, Run, Step
 from trajdebug.values import atoms
@@ -286,3 +289,34 @@ class TestWrittenValues:
         word = next(a for a in lin.view("g").inputs if a.field == "schedule")
         assert lin.origin(word, 1).step_id == "m"
         assert [d.step_id for d in lin.value_edges().get("g", [])] == ["m"]
+
+class TestScaleCheck:
+    @given(
+        st.floats(-1e9, 1e9, allow_nan=False) | st.sampled_from([1e-12, -3e-10, 0.5, 2.0, 1234.5]),
+        st.sampled_from([1, 2, 3, 6, -1, -2, -3, -6, 0, 4]),
+        st.sampled_from([0.0, 1e-10, 5e-10, 1e-9, 2e-9, 1e-7]),
+    )
+    def test_a_power_of_ten_is_found_as_trying_every_power_finds_it(self, x: float, k: int, off: float) -> None:
+        """The scale check's shortcut (for outputs of 1 or more) answers as trying each power in turn."""
+        from trajdebug.analysis.lineage import _anomalies
+
+        y = x * 10.0**k * (1 + off)
+        want = next((p for p in _anomalies._POWERS if x and y and (x < 0) == (y < 0) and _anomalies._same(y, x * 10.0**p)), 0)
+        assert _anomalies._power_of_ten(y, x) == want
+
+
+class TestWholeWords:
+    @given(
+        st.text(st.sampled_from(["a", "b", "-", "_", " ", "1", "é", "٣", "²", ".", "\n", "K"]), max_size=25),
+        st.text(st.sampled_from(["a", "b", "-", "_", "1", "é", "."]), max_size=4),
+    )
+    def test_a_value_is_found_as_a_whole_word_as_the_pattern_finds_it(self, text: str, raw: str) -> None:
+        """Counting and finding a record's value in the input's text agrees with the whole-word pattern."""
+        import re
+
+        from trajdebug.analysis.lineage import _anomalies
+
+        pattern = r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])"
+        assert _anomalies._count(text, "s:" + raw) == len(re.findall(pattern, text))
+        found = len(raw) >= 3 and re.search(pattern, text) is not None
+        assert _anomalies._mentioned(text, {"s:" + raw}) == ({"s:" + raw} if found else set())

@@ -5,9 +5,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from trajdebug.analysis import analyze
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, violations
+from trajdebug.analysis.reference._invariants import _apply, _FieldObs, _Obs, _record, _StepStats
+from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.model import Dependency, ErrorInfo, Run, Step
 
 
@@ -119,6 +124,84 @@ class TestInvariants:
         odd = list(violations(steps[2], lin.view("a2"), profiles["a2"]))
         assert [e.diagnoser for e in odd] == ["reference:magnitude"]
         assert list(violations(steps[0], lin.view("a0"), profiles["a0"])) == []
+
+
+def _observed(obs: list[_Obs]) -> _StepStats:
+    """The stats of observing these occurrences one by one (the definition leave-one-out must match)."""
+    stats = _StepStats()
+    for ob in obs:
+        _apply(stats, ob)
+    return stats
+
+
+def _same_stats(a: _StepStats, b: _StepStats) -> None:
+    """Equal, and every dict in the same (first-seen) order: `violations` reads them in that order."""
+    assert a == b
+    assert list(a.fields) == list(b.fields) and list(a.present) == list(b.present)
+    assert list(a.schemas) == list(b.schemas) and list(a.ratios) == list(b.ratios)
+    for f in a.fields:
+        x, y = a.fields[f], b.fields[f]
+        assert list(x.values) == list(y.values) and list(x.formulas) == list(y.formulas)
+
+
+# Small alphabets, so keys repeat across occurrences and the caps (30 values, 20 shapes) fill.
+_field_obs = st.builds(
+    _FieldObs,
+    st.sampled_from("abcd"),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.lists(st.sampled_from(["copy(x)", "sum(y)", "given-by-no-formula"]), max_size=3).map(tuple),
+    st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=3).map(tuple),
+    st.lists(st.integers(0, 40).map(lambda n: (f"s:v{n}", f"V{n}")), max_size=8).map(tuple),
+    st.lists(st.integers(0, 40).map(lambda n: f"s:v{n}"), max_size=4).map(tuple),
+)
+_obs = st.builds(
+    _Obs,
+    st.text("pqrs", min_size=1, max_size=2),
+    st.booleans(),
+    st.frozensets(st.sampled_from("abcdefgh"), max_size=3),
+    st.lists(_field_obs, max_size=4).map(lambda fs: tuple({f.name: f for f in fs}.values())),
+    st.lists(
+        st.tuples(st.tuples(st.sampled_from("ab"), st.sampled_from("xy")), st.floats(-10, 10, allow_nan=False)),
+        max_size=3,
+    ).map(lambda rs: tuple(dict(rs).items())),
+    st.none() | st.floats(0, 5, allow_nan=False),
+)
+
+
+class TestSiblingProfiles:
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(_obs, min_size=1, max_size=30))
+    def test_leaving_one_out_equals_observing_the_others(self, obs: list[_Obs]) -> None:
+        """Each leave-one-out profile equals observing the other occurrences one by one, dict order included."""
+        every = _Occurrences(obs)
+        for i in range(len(obs)):
+            _same_stats(every.without(i), _observed(obs[:i] + obs[i + 1 :]))
+
+    def test_a_field_with_many_values_fills_its_tally_as_direct_counting_does(self) -> None:
+        """With more distinct values than the tally keeps, leaving out an early occurrence admits a later value."""
+        obs = [
+            _Obs(f"o{i}", False, frozenset("a"), (_FieldObs("a", True, False, False, (), (), ((f"s:{i}", str(i)), ("s:x", "x")), (f"s:{i}",)),), (), None)
+            for i in range(40)
+        ]
+        every = _Occurrences(obs)
+        for i in (0, 5, 28, 29, 39):
+            _same_stats(every.without(i), _observed(obs[:i] + obs[i + 1 :]))
+
+    def test_profiles_of_a_recorded_step_match_its_other_calls(self) -> None:
+        """Each occurrence's profile is what observing the step's other calls in the run gives."""
+        steps = [
+            Step(f"a{i}", "lookup", "tool", input={"sku": f"SKU-{i % 7}", "qty": i}, output={"sku": f"SKU-{i % 7}", "price": 1.5 * i, "unit": "eur" if i % 5 else "usd"}, start_ns=i, end_ns=i + 1)
+            for i in range(12)
+        ]
+        run = Run("r", "shop", outcome="failure", steps=tuple(steps))
+        lin = Lineage(run)
+        profiles = sibling_profiles(run, lin)
+        obs = [_record(s, lin.view(s.step_id), s.step_id) for s in steps]
+        for i, s in enumerate(steps):
+            (got,) = profiles[s.step_id].steps.values()
+            _same_stats(got, _observed(obs[:i] + obs[i + 1 :]))
 
 
 class TestAnalysisWithReferences:

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajdebug.values import atoms, date_forms, date_keys, is_year, mentions, number_key, parse_number
+from trajdebug import values
+from trajdebug.values import (
+    NUMBER_WORDS,
+    atoms,
+    date_forms,
+    date_keys,
+    is_year,
+    mentions,
+    number_key,
+    parse_number,
+)
 
 
 class TestNumbers:
@@ -110,3 +123,62 @@ class TestYears:
         assert is_year(2025, ns_2025) and not is_year(2021, ns_2025)
         assert is_year(1999) and not is_year(2025.5) and not is_year(True) and not is_year("2025")
         assert not is_year(2025, 0)  # a run without a time proves nothing
+
+
+# The patterns as first written (plain alternations, no lookahead): the readers' faster forms must match alike.
+_PLAIN_NUM = re.compile(values._NUM.pattern.replace(r"(?=[-+−$€£¥₹₩₽\d])", ""))
+_PLAIN_DATE = re.compile(values._DATE.pattern.replace(r"(?=[\dajfmsond])", ""), re.I)
+_PLAIN_WORDNUM = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.I)
+
+# Texts made of the pieces the patterns care about, with the characters re.IGNORECASE folds
+# onto ASCII letters (ſ, İ, ı, K) and separators that could join pieces.
+_PIECES = st.sampled_from(
+    [
+        *NUMBER_WORDS, "FOUR", "Fifteen", "ſix", "nİne", "thırty", "Sept", "mar", "March", "11th", "of",
+        "2025-03-11T09:00Z", "3/11/2025", "9:00", "a.m.", "pm", "KB-3471", "W2378156", "user@x.io",
+        "$", "€", "-", "−", "+", "%", "1,250.50", "1.250,00", "12,5", "3e2", "42", "7", "0.395", "km2",
+        " ", "  ", "\n", ".", ",", "'", '"', "_", "/", ":", "a", "x1",
+    ]
+)
+_TEXTS = st.lists(_PIECES, max_size=40).map("".join)
+
+
+class TestReaderPatterns:
+    @settings(max_examples=500)
+    @given(_TEXTS)
+    def test_numbers_dates_and_number_words_are_found_as_the_plain_patterns_find_them(self, text: str) -> None:
+        """The readers' patterns find the same spans and groups as their plain alternations."""
+        for fast, plain in ((values._NUM, _PLAIN_NUM), (values._DATE, _PLAIN_DATE), (values._WORDNUM, _PLAIN_WORDNUM)):
+            assert [(m.span(), m.groups()) for m in fast.finditer(text)] == [
+                (m.span(), m.groups()) for m in plain.finditer(text)
+            ]
+
+    @settings(max_examples=300)
+    @given(_TEXTS)
+    def test_a_text_read_for_atoms_has_the_numbers_mentions_finds(self, text: str) -> None:
+        """Reading a long text for atoms gives its numbers exactly as `mentions` reads them."""
+        text = "Notes:\n" + text  # long-text reading (a newline), not a short value
+        got = [(a.key, a.unit, a.raw) for a in atoms(text) if a.kind == "number"]
+        want = [("n:" + number_key(m.value), m.unit, m.raw) for m in mentions(text)]
+        assert got == want
+
+
+class TestReadingOnce:
+    @settings(max_examples=200)
+    @given(st.integers(0, 9), st.sampled_from(["a", "b"]), st.integers(0, 12))
+    def test_a_string_read_before_gives_the_atoms_a_fresh_reading_gives(self, nest: int, field: str, at: int) -> None:
+        """A string read again (under the same field, at another depth) gives what reading it afresh gives,
+        JSON nested near the depth limit included."""
+        inner: object = {"amount": "EUR 1,250.50 due 2025-03-11", "id": "KB-3471", "flag": True}
+        for _ in range(nest):
+            inner = [json.dumps(inner)]
+        text = json.dumps(inner)
+        value: object = text
+        for _ in range(at):
+            value = {field: value} if at % 2 else [value]
+        values._TEXT_MEMO.clear()
+        fresh = [(a.key, a.field, a.unit, a.raw) for a in atoms(value)]
+        values._TEXT_MEMO.clear()
+        atoms([{field: text}, [text]])  # the same string read at other depths first
+        again = [(a.key, a.field, a.unit, a.raw) for a in atoms(value)]
+        assert again == fresh

@@ -20,6 +20,7 @@ sqlite-utils' CLI does over ``Database``), so both give the same answer.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,7 +102,7 @@ def analyze_source(
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
         trajdebug.judge.JudgeConfigError: ``judge=True`` and no model endpoint is configured.
     """
-    pool = list(runs) if runs is not None else load_runs(source, fmt=fmt)
+    pool = list(runs) if runs is not None else _load(source, fmt)
     if run_id is not None:
         from trajdebug.source import select_run
 
@@ -147,6 +148,18 @@ def analyze_source(
             )
         )
     return SourceAnalysis(tuple(analyses), tuple(hints), verifications, judgments)
+
+
+def _load(source: str | Path, fmt: str | None) -> list[Run]:
+    """`load_runs` with the cyclic collector paused: the loaded runs are millions of small objects that
+    all stay alive, which every collection during the load would traverse again (as in the analysis)."""
+    if not gc.isenabled():
+        return load_runs(source, fmt=fmt)
+    gc.disable()
+    try:
+        return load_runs(source, fmt=fmt)
+    finally:
+        gc.enable()
 
 
 __all__ = ["SourceAnalysis", "analyze_source", "targets"]

@@ -92,15 +92,17 @@ _CURRENCY_SYMBOLS = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": 
 
 # A number as people and programs write it: optional sign, optional currency symbol,
 # digits with thousands separators or plain, decimals, an exponent, a percent sign.
+# (Each pattern below starts with a lookahead on the characters its alternatives can start with: the
+# same matches, found without trying every alternative at every position.)
 _NUM = re.compile(
-    r"(?<![\w.])(?P<sign>[-+−])?(?:(?P<cur>[$€£¥₹₩₽])\s?)?"
+    r"(?<![\w.])(?=[-+−$€£¥₹₩₽\d])(?P<sign>[-+−])?(?:(?P<cur>[$€£¥₹₩₽])\s?)?"
     r"(?P<num>\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+,\d+|\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)"
     r"(?P<pct>%)?(?![\w])"
 )
 _UNIT = re.compile(r"\s?(?P<unit>[A-Za-z%²³][A-Za-z0-9²³/]{0,9})")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DATE = re.compile(
-    r"\b(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"\b(?=[\dajfmsond])(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
     r"|\d{1,2}/\d{1,2}/\d{2,4}"
     r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?\b(?:,? \d{4})?"
     r"|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?(?:,? \d{4})?"
@@ -161,7 +163,29 @@ _ID = re.compile(
 _DIGIT = re.compile(r"\d")
 _CODE = re.compile(r"[A-Z0-9][-_][A-Z0-9]")
 _QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"|`([^`\n]{2,80})`")
-_WORDNUM = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.I)
+
+
+def _trie(words: list[str]) -> str:
+    """A regex alternation of words as a prefix tree (``t(?:en|wo)``): the same words, matched without
+    trying each one in turn."""
+    tree: dict[str, Any] = {}
+    for w in words:
+        node = tree
+        for c in w:
+            node = node.setdefault(c, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        alts = [re.escape(c) + emit(node[c]) for c in sorted(node) if c]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 and "" not in node else "(?:" + "|".join(alts) + ")"
+        return body + ("?" if "" in node else "")
+
+    return emit(tree)
+
+
+_WORDNUM = re.compile(r"\b(" + _trie(list(NUMBER_WORDS)) + r")\b", re.I)
 
 
 def parse_number(text: str) -> float | None:
@@ -233,9 +257,14 @@ def mentions(text: str, *, words: bool = True) -> list[Mention]:
         words: Also read English number words ("four", "a dozen").
     """
     text = text[:TEXT_LIMIT]
-    out: list[Mention] = []
     has_digits = _DIGIT.search(text) is not None
-    masked = _mask(text) if has_digits else text  # no digits: nothing to mask or read
+    # No digits: nothing to mask or read.
+    return _mentions(text, _mask(text) if has_digits else text, has_digits, words)
+
+
+def _mentions(text: str, masked: str, has_digits: bool, words: bool) -> list[Mention]:
+    """`mentions` of a text whose dates, times and identifiers are blanked out in ``masked``."""
+    out: list[Mention] = []
     for m in _NUM.finditer(masked) if has_digits else ():
         f = _number(m)
         if f is None:
@@ -251,7 +280,7 @@ def mentions(text: str, *, words: bool = True) -> list[Mention]:
             u = _UNIT.match(masked, m.end())
             out.append(
                 Mention(
-                    float(NUMBER_WORDS[m.group(1).lower()]),
+                    float(_number_word(m.group(1))),
                     m.start(),
                     m.end(),
                     u.group("unit").lower() if u else None,
@@ -262,13 +291,34 @@ def mentions(text: str, *, words: bool = True) -> list[Mention]:
     return out
 
 
+def _number_word(word: str) -> int:
+    """The number a number word names, however its letters are cased (``ſix`` is six, as the pattern reads it)."""
+    n = NUMBER_WORDS.get(word.lower())
+    if n is None:  # a letter that case-folds onto an ASCII one (ſ, ı, İ): as rare as it is hostile
+        n = next(v for w, v in NUMBER_WORDS.items() if re.fullmatch(w, word, re.I))
+    return n
+
+
 def _mask(text: str) -> str:
     """The text with dates, times and identifiers blanked out (their digits are not numbers)."""
 
-    def blank(m: re.Match[str]) -> str:
-        return " " * (m.end() - m.start())
+    return _ID.sub(_blank, _DATE.sub(_blank, text))
 
-    return _ID.sub(blank, _DATE.sub(blank, text))
+
+def _blank(m: re.Match[str]) -> str:
+    return " " * (m.end() - m.start())
+
+
+def _blanked(text: str, found: list[re.Match[str]]) -> str:
+    """The text with these matches of it blanked out (as ``pattern.sub(_blank, text)`` gives)."""
+    parts: list[str] = []
+    at = 0
+    for m in found:
+        parts.append(text[at : m.start()])
+        parts.append(" " * (m.end() - m.start()))
+        at = m.end()
+    parts.append(text[at:])
+    return "".join(parts)
 
 
 # -- atoms -----------------------------------------------------------------------
@@ -320,10 +370,37 @@ def _walk(value: Any, field: str | None, depth: int, out: list[Atom], limit: int
             _walk(v, field, depth + 1, out, limit)
 
 
+_TEXT_MEMO: dict[tuple[str, str | None], tuple[tuple[Atom, ...], int]] = {}
+"""The atoms of strings read before, by (string, field), with the depth they were read at (-1: any
+depth gives them, the string held no structure): a run repeats its values from step to step (a tool's
+result is the next step's input), and reading strings is most of reading a value."""
+_TEXT_MEMO_CHARS = 1 << 23
+"""The memo is dropped when its strings hold this many characters (a few tens of MB at most)."""
+_text_memo_chars = [0]
+
+
 def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) -> None:
+    key = (s, field)
+    hit = _TEXT_MEMO.get(key)
+    if hit is not None and hit[1] in (-1, depth) and len(out) + len(hit[0]) < limit:
+        out.extend(hit[0])
+        return
+    start = len(out)
+    nested = _read_text(s, field, depth, out, limit)
+    if len(out) < limit:
+        # The limit never cut the reading short: these are the string's own atoms, whatever came before.
+        if _text_memo_chars[0] + len(s) > _TEXT_MEMO_CHARS:
+            _TEXT_MEMO.clear()
+            _text_memo_chars[0] = 0
+        _TEXT_MEMO[key] = (tuple(out[start:]), depth if nested else -1)
+        _text_memo_chars[0] += len(s)
+
+
+def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) -> bool:
+    """Read one string's atoms into ``out``; True when it held structure (JSON, a table) read one level deeper."""
     t = s.strip()
     if not t:
-        return
+        return False
     if t[:1] in "{[" and len(t) < TEXT_LIMIT:
         try:
             parsed = json.loads(t)
@@ -331,28 +408,28 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
             parsed = None
         if isinstance(parsed, (dict, list)):
             _walk(parsed, field, depth + 1, out, limit)
-            return
+            return True
     table = _table(t)
     if table is not None:
         _walk(table, field, depth + 1, out, limit)
-        return
+        return True
     if _DIGIT.search(t) is None and "@" not in t and _CODE.search(t) is None:
         # No digit and no address: no number, date, time or id; a short string is a value,
         # a text may still quote values or write numbers as words.
         if len(t) <= 80 and "\n" not in t:
             out.append(Atom(_key("text", t), "text", field, None, t))
             if not any(c in "'\"`" for c in t):
-                return
+                return False
         t = t[:TEXT_LIMIT]
         _quoted_atoms(t, field, out)
         for mm in mentions(t):
             out.append(Atom("n:" + number_key(mm.value), "number", field, mm.unit, mm.raw, mm.value))
-        return
+        return False
     n = parse_number(t)
     if n is not None and len(t) <= 40:
         unit = next((u for sym, u in _CURRENCY_SYMBOLS.items() if sym in t), "%" if t.endswith("%") else None)
         out.append(Atom("n:" + number_key(n), "number", field, unit, t, n))
-        return
+        return False
     if len(t) <= 80 and "\n" not in t:
         # A short string is a value in itself (a city, a status, a name).
         kind: AtomKind = "date" if _DATE.fullmatch(t) else ("id" if _ID.fullmatch(t) else "text")
@@ -361,17 +438,28 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
         else:
             out.append(Atom(_key(kind, t), kind, field, None, t))
         if kind != "text" or not (any(c.isdigit() or c in "'\"`" for c in t) or _CODE.search(t)):
-            return
+            return False
     t = t[:TEXT_LIMIT]
-    for m in _DATE.finditer(t):
+    dates = list(_DATE.finditer(t))
+    for m in dates:
         out.extend(Atom(k, "date", field, None, m.group(0)) for k in date_keys(m.group(0)))
-    for m in _ID.finditer(t):
+    ids = list(_ID.finditer(t))
+    for m in ids:
         out.append(Atom(_key("id", m.group(0)), "id", field, None, m.group(0)))
     _quoted_atoms(t, field, out)
-    for mm in mentions(t):
+    # The number mask reuses the matches just found (identifiers are sought after dates are blanked).
+    has_digits = _DIGIT.search(t) is not None
+    if not has_digits:
+        masked = t
+    elif dates:
+        masked = _ID.sub(_blank, _blanked(t, dates))
+    else:
+        masked = _blanked(t, ids)
+    for mm in _mentions(t, masked, has_digits, True):
         out.append(Atom("n:" + number_key(mm.value), "number", field, mm.unit, mm.raw, mm.value))
         if len(out) >= limit:
-            return
+            return False
+    return False
 
 
 def _quoted_atoms(t: str, field: str | None, out: list[Atom]) -> None:

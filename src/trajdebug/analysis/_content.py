@@ -398,17 +398,44 @@ def norm_number(s: str) -> str | None:
     return repr(int(f)) if f.is_integer() else repr(f)
 
 
+_FORMS_MEMO_SIZE = 1 << 16
+"""Numbers whose restated forms are kept (a run restates the same prices and totals again and again)."""
+_FORMS: dict[str, tuple[str, ...]] = {}
+_PLAIN_FORMS: dict[str, tuple[str, ...]] = {}
+
+
+def _forms(number: str, *, percent: bool) -> tuple[str, ...]:
+    """The restated forms of one number as written (`number_forms` of it alone), memoized."""
+    memo = _FORMS if percent else _PLAIN_FORMS
+    hit = memo.get(number)
+    if hit is not None:
+        return hit
+    try:
+        f = float(number.replace(",", ""))
+    except ValueError:
+        return ()
+    out: dict[str, None] = {}
+    if percent:
+        out[repr(int(f)) if f.is_integer() else repr(f)] = None
+        for x in (f, f * 100.0):
+            for d in (0, 1, 2):
+                r = round(x, d)
+                out[repr(int(r)) if float(r).is_integer() else repr(r)] = None
+    else:
+        for d in (0, 1, 2, 6):
+            r = round(f, d)
+            out[repr(int(r)) if float(r).is_integer() else repr(r)] = None
+    if len(memo) >= _FORMS_MEMO_SIZE:
+        memo.clear()
+    hit = memo[number] = tuple(out)
+    return hit
+
+
 def plain_number_forms(text: str) -> set[str]:
     """The numbers of a text as is and rounded to 0-2 decimals (`number_forms` without percentages)."""
     out: set[str] = set()
-    for m in _NUMBER.finditer(text):
-        try:
-            f = float(m.group(0).replace(",", ""))
-        except ValueError:
-            continue
-        for d in (0, 1, 2, 6):
-            r = round(f, d)
-            out.add(repr(int(r)) if float(r).is_integer() else repr(r))
+    for number in _NUMBER.findall(text):
+        out.update(_forms(number, percent=False))
     return out
 
 
@@ -420,16 +447,8 @@ def number_forms(text: str) -> set[str]:
     restated from one it made up.
     """
     out: set[str] = set()
-    for m in _NUMBER.finditer(text):
-        try:
-            f = float(m.group(0).replace(",", ""))
-        except ValueError:
-            continue
-        out.add(repr(int(f)) if f.is_integer() else repr(f))
-        for x in (f, f * 100.0):
-            for d in (0, 1, 2):
-                r = round(x, d)
-                out.add(repr(int(r)) if float(r).is_integer() else repr(r))
+    for number in _NUMBER.findall(text):
+        out.update(_FORMS.get(number) or _forms(number, percent=True))
     return out
 
 

@@ -17,18 +17,44 @@ from typing import Any
 import click
 
 
-COMMAND_MODULES = (
-    "trajdebug.cli._runs",
-    "trajdebug.cli._demo",
-    "trajdebug.cli._analyze",
-    "trajdebug.cli._errors",
-    "trajdebug.cli._io",
-    "trajdebug.cli._replay",
-    "trajdebug.cli._report",
-    "trajdebug.cli._serve",
-    "trajdebug.cli._mark",
-    "trajdebug.cli._fleet",
-)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "analyze": ("trajdebug.cli._analyze", "Find where runs failed and rank the steps most likely to have caused it."),
+    "compare": (
+        "trajdebug.cli._fleet",
+        "Compare two run sets: failure rates with 95 % intervals, new/gone/grown groups, changed steps.",
+    ),
+    "demo": ("trajdebug.cli._demo", "Run the bundled SQL reporting agent with an injected fault and debug it."),
+    "diff": ("trajdebug.cli._replay", "Align a passing and a failing run step by step and show where they diverge."),
+    "errors": (
+        "trajdebug.cli._errors",
+        "Show each error's lifecycle: where it occurred, how it propagated, how it ended.",
+    ),
+    "export": ("trajdebug.cli._io", "Export runs as OTLP/JSON spans, to open them in any OpenTelemetry backend."),
+    "fleet": (
+        "trajdebug.cli._fleet",
+        "Group the failed runs of SOURCES by root cause, and rank what failing runs have that passing runs don't.",
+    ),
+    "import": ("trajdebug.cli._io", "Import a foreign trace into trajdebug runs."),
+    "mark": ("trajdebug.cli._mark", "Mark a run failed (or successful) after the fact, so analyze treats it so."),
+    "report": ("trajdebug.cli._report", "Write one run as a self-contained HTML report."),
+    "runs": ("trajdebug.cli._runs", "List the runs of SOURCE, newest first."),
+    "serve": (
+        "trajdebug.cli._serve",
+        "Browse runs in a local web UI: the run list, each run's report, two runs compared.",
+    ),
+    "show": ("trajdebug.cli._runs", "Show runs as step trees: kind, name, duration, status and dependencies."),
+    "watch": (
+        "trajdebug.cli._fleet",
+        "Follow a store or a folder: analyze each new failed run once, alert once per new group.",
+    ),
+}
+"""Each command: the module that defines it (as ``<name>_cmd``) and the first line of its help.
+
+A command's module is imported only when the command runs (or shows its own
+help), so ``trajdebug --help`` and every command start without loading the
+analysis, the report or the servers they do not use.  The summaries are what
+``trajdebug --help`` lists; tests/test_cli.py checks them against the commands.
+"""
 
 
 def user_error(exc: BaseException) -> str | None:
@@ -47,6 +73,25 @@ def user_error(exc: BaseException) -> str | None:
 
 
 class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = self.commands.get(cmd_name)
+        if cmd is None and cmd_name in COMMANDS:
+            cmd = getattr(importlib.import_module(COMMANDS[cmd_name][0]), f"{cmd_name.replace('-', '_')}_cmd")
+            self.add_command(cmd, cmd_name)
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # As click.Group.format_commands, from the summaries: listing the commands imports none of them.
+        listed = {n: self.commands.get(n) or click.Command(n, help=COMMANDS[n][1]) for n in self.list_commands(ctx)}
+        shown = [(n, c) for n, c in listed.items() if not c.hidden]
+        if shown:
+            limit = formatter.width - 6 - max(len(n) for n, _ in shown)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in shown])
+
     def invoke(self, ctx: click.Context) -> Any:
         from trajdebug.escape import one_line
 
@@ -71,10 +116,6 @@ def cli() -> None:
     """Debug LLM-agent runs: record, find the root cause of a failure, verify it."""
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(cli)
-
-
 class _VisibleFormatter(logging.Formatter):
     """Log lines on stderr with control characters shown as escapes (messages quote untrusted names)."""
 
@@ -92,4 +133,4 @@ def main() -> None:
     cli()
 
 
-__all__ = ["cli", "main", "user_error"]
+__all__ = ["COMMANDS", "cli", "main", "user_error"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -55,7 +58,8 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         trajdebug import tau_dataset_failed.json        # into ./trajdebug.db
     """
     from trajdebug.format import write_jsonl
-    from trajdebug.formats import sniff
+    from trajdebug.formats import ALIASES, sniff
+    from trajdebug.model import Run
     from trajdebug.source import SourceError, read_source
 
     # Any source works, trajdebug's own JSONL and stores included (to move runs
@@ -63,55 +67,76 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     from trajdebug.store import is_store
 
     fmt_used = fmt or sniff(source)
-    try:
-        with Progress(f"reading {source}"):
-            result = read_source(source, fmt=fmt_used)
-    except SourceError as exc:
-        raise fail(str(exc)) from None
-    fmt_used = fmt_used or ("store" if is_store(source) else "trajdebug")
-    for problem in result.problems:
-        warn(str(problem))
     if output is None:
         from trajdebug.store import default_store_path
 
         output = str(default_store_path())
+    runs: Iterable[Run]
+    problems: list[Any]
+    if fmt_used is not None and ALIASES.get(fmt_used.lower(), fmt_used.lower()) == "otlp":
+        # OTLP streams: each run is written as soon as its trace is read, so a file of any
+        # size imports in bounded memory.
+        from trajdebug.format import FormatError
+        from trajdebug.formats.otlp import iter_otlp
+
+        problems = []
+        stream = iter_otlp(source, problems)
+        try:
+            first = next(stream, None)
+        except FormatError as exc:
+            raise fail(str(exc)) from None
+        runs = itertools.chain([first] if first is not None else [], stream)
+    else:
+        try:
+            with Progress(f"reading {source}"):
+                result = read_source(source, fmt=fmt_used)
+        except SourceError as exc:
+            raise fail(str(exc)) from None
+        runs, problems = result.runs, result.problems
+        for problem in problems:
+            warn(str(problem))
+    fmt_used = fmt_used or ("store" if is_store(source) else "trajdebug")
     outcome: dict[str, int] = {"added": 0, "replaced": 0, "unchanged": 0}
+    imported: list[dict[str, Any]] = []  # what the summary says of each run (not the run: it may be large)
+
+    def counted(runs: Iterable[Run]) -> Iterator[Run]:
+        for r in runs:
+            imported.append(
+                {"run_id": r.run_id, "name": r.name, "outcome": r.outcome, "steps": len(r.steps), "errors": len(r.errors)}
+            )
+            yield r
+
     if output.endswith(_STORE_SUFFIXES):
         from trajdebug.store import Store
 
-        with Store(output) as store, Progress(f"importing into {output}", total=len(result.runs)) as bar:
-            for run in result.runs:
+        total = len(runs) if isinstance(runs, list) else None
+        with Store(output) as store, Progress(f"importing into {output}", total=total) as bar:
+            for run in counted(runs):
                 outcome[store.save_run(run)] += 1
                 bar.advance()
     else:
-        write_jsonl(result.runs, output)
-        outcome["added"] = len(result.runs)
+        write_jsonl(counted(runs), output)
+        outcome["added"] = len(imported)
+    if not isinstance(runs, list):
+        for problem in problems:
+            warn(str(problem))
     if as_json:
         emit_json(
             {
                 "source": str(source),
                 "format": fmt_used,
                 "output": output,
-                "runs": [
-                    {
-                        "run_id": r.run_id,
-                        "name": r.name,
-                        "outcome": r.outcome,
-                        "steps": len(r.steps),
-                        "errors": len(r.errors),
-                    }
-                    for r in result.runs
-                ],
-                "problems": [str(p) for p in result.problems],
+                "runs": imported,
+                "problems": [str(p) for p in problems],
                 "added": outcome["added"],
                 "replaced": outcome["replaced"],
                 "unchanged": outcome["unchanged"],
             }
         )
         return
-    steps = sum(len(r.steps) for r in result.runs)
-    errors = sum(len(r.errors) for r in result.runs)
-    n = len(result.runs)
+    steps = sum(r["steps"] for r in imported)
+    errors = sum(r["errors"] for r in imported)
+    n = len(imported)
     from trajdebug.escape import visible
 
     already = outcome["unchanged"] + outcome["replaced"]
@@ -123,7 +148,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
                 if already
                 else ""
             )
-            + (f"; {len(result.problems)} malformed record(s) skipped" if result.problems else "")
+            + (f"; {len(problems)} malformed record(s) skipped" if problems else "")
         )
     )
 

@@ -172,6 +172,13 @@ def _summaries(
     "--max-steps", type=click.IntRange(min=1), default=None, help="Show at most this many steps per run."
 )
 @click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Show every step of a large run (by default a run of more than 1,000 steps shows its first 900 "
+    "and last 100, and says how many it left out).",
+)
+@click.option(
     "--infer", is_flag=True, help="Also infer dependencies from content (marked inferred, with confidence)."
 )
 @click.option(
@@ -192,6 +199,7 @@ def show_cmd(
     infer: bool,
     step_sel: str | None,
     show_io: bool,
+    show_all: bool,
 ) -> None:
     """Show runs as step trees: kind, name, duration, status and dependencies.
 
@@ -226,11 +234,11 @@ def show_cmd(
     for i, r in enumerate(runs):
         if i:
             out.print()
-        render_run(r, out, show_deps=not no_deps, max_steps=max_steps)
+        shown = render_run(r, out, show_deps=not no_deps, max_steps=max_steps, everything=show_all)
         if show_io:
             from trajdebug.report.step import IO_LIMIT, render_step
 
-            for s in r.steps[:max_steps]:
+            for s in shown:
                 out.print()
                 render_step(s, r, out, limit=IO_LIMIT, io_only=True)
 

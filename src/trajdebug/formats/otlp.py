@@ -30,7 +30,12 @@ edges, lifecycles).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+import gc
+import pickle
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +77,38 @@ from trajdebug.model import STEP_KINDS, Dependency, ErrorEvent, ErrorInfo, Run, 
 
 # -- reading --------------------------------------------------------------------
 
+STREAM_FROM = 64 << 20
+"""Files at least this large (bytes) are streamed: JSON lines are read one at a time, and spans past
+`SPILL_SPANS` wait on disk for their trace's turn instead of in memory."""
+
+SPILL_SPANS = 50_000
+"""Spans held in memory at most while a large file is read; the rest are spilled to a temporary file."""
+
 
 def read_otlp(path: str | Path) -> ReadResult:
     """Import every trace in an OTLP/JSON file, or in all ``*.json``/``*.jsonl`` files of a directory.
 
     Raises:
         FormatError: nothing at all could be read.
+    """
+    problems: list[FormatError] = []
+    runs = list(iter_otlp(path, problems))
+    return ReadResult(runs, problems)
+
+
+def iter_otlp(path: str | Path, problems: list[FormatError]) -> Iterator[Run]:
+    """The runs of an OTLP/JSON file (or directory), one trace at a time, in order of first appearance.
+
+    Memory stays bounded on files of any size: a file of `STREAM_FROM` bytes or
+    more that holds one envelope per line (as the collector's file exporter
+    writes) is read a line at a time, and past `SPILL_SPANS` spans the decoded
+    spans wait in a temporary SQLite file until every span of their trace has
+    been read (a trace may be spread over the whole file).  A large file that is
+    one JSON document is read whole.  Malformed records and spans are appended
+    to ``problems`` (file and line named) and the rest is read.
+
+    Raises:
+        FormatError: nothing at all could be read (raised before any run is yielded).
     """
     p = Path(path)
     files = (
@@ -87,26 +118,141 @@ def read_otlp(path: str | Path) -> ReadResult:
     )
     if not files:
         raise FormatError("directory holds no .json or .jsonl files", source=str(p))
-    spans: list[Span] = []
-    problems: list[FormatError] = []
-    for f in files:
-        try:
-            records, bad = read_records(f)
-        except FormatError as exc:
-            problems.append(exc)
-            continue
+    with _paused_collector(), _Traces() as traces:
+        for f in files:
+            bad_json: list[FormatError] = []
+            bad_spans: list[FormatError] = []
+            try:
+                for rec in _records(f, bad_json):
+                    for env in rec.value if isinstance(rec.value, list) else [rec.value]:
+                        spans, bad = spans_from_envelope(env, source=str(f), line=rec.line, first_index=traces.count)
+                        traces.add(spans)
+                        bad_spans += bad
+            except FormatError as exc:
+                problems.append(exc)
+                continue
+            problems += bad_json + bad_spans
+        if not traces.count:
+            first = problems[0].reason if problems else "no spans"
+            raise FormatError(
+                f"no span could be read ({first})", source=str(p), line=problems[0].line if problems else None
+            )
+        yield from traces.runs()
+
+
+def _records(path: Path, problems: list[FormatError]) -> Iterator[Record]:
+    """The JSON values of a file: whole (`read_records`), or a line at a time when large and line-delimited."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise FormatError(f"cannot read file: {exc.strerror or exc}", source=str(path)) from None
+    if size < STREAM_FROM or not _line_delimited(path):
+        records, bad = read_records(path)
         problems += bad
-        s, bad = _spans_of_records(records, str(f), len(spans))
-        spans += s
-        problems += bad
-    if not spans:
-        first = problems[0].reason if problems else "no spans"
-        raise FormatError(
-            f"no span could be read ({first})", source=str(p), line=problems[0].line if problems else None
+        yield from records
+        return
+    from trajdebug._encode import loads
+
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = loads(raw)
+            except ValueError as exc:
+                problems.append(FormatError(f"not valid JSON ({exc})", source=str(path), line=n))
+                continue
+            yield Record(value, n)
+
+
+def _line_delimited(path: Path) -> bool:
+    """Whether a file's first non-blank line is a whole JSON object or array (JSON lines)."""
+    from trajdebug._encode import loads
+
+    with path.open("rb") as fh:
+        for raw in fh:
+            if raw.strip():
+                try:
+                    return isinstance(loads(raw), (dict, list))
+                except ValueError:
+                    return False
+    return False
+
+
+@contextlib.contextmanager
+def _paused_collector() -> Iterator[None]:
+    # Decoding allocates millions of small containers that stay alive until the runs are built;
+    # each collection would re-traverse them all (as `trajdebug.analysis` does while analyzing).
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+class _Traces:
+    """Decoded spans grouped by trace, in memory up to `SPILL_SPANS` spans, then on disk."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.order: dict[str, int] = {}
+        self.memory: dict[str, list[Span]] = {}
+        self.held = 0
+        self.db: sqlite3.Connection | None = None
+        self.dir: tempfile.TemporaryDirectory[str] | None = None
+
+    def __enter__(self) -> _Traces:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.db is not None:
+            self.db.close()
+        if self.dir is not None:
+            self.dir.cleanup()
+
+    def add(self, spans: list[Span]) -> None:
+        for s in spans:
+            self.order.setdefault(s.trace_id, len(self.order))
+            self.memory.setdefault(s.trace_id, []).append(s)
+        self.count += len(spans)
+        self.held += len(spans)
+        if self.held >= SPILL_SPANS:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self.db is None:
+            self.dir = tempfile.TemporaryDirectory(prefix="trajdebug-import-")
+            self.db = sqlite3.connect(Path(self.dir.name) / "spans.db")
+            self.db.execute("PRAGMA journal_mode=OFF")
+            self.db.execute("PRAGMA synchronous=OFF")
+            self.db.execute("CREATE TABLE spans (trace INTEGER, data BLOB)")
+        self.db.executemany(
+            "INSERT INTO spans VALUES (?, ?)",
+            ((self.order[t], pickle.dumps(s, pickle.HIGHEST_PROTOCOL)) for t, ss in self.memory.items() for s in ss),
         )
-    result = runs_from_spans(spans)
-    result.problems[:0] = problems
-    return result
+        self.memory.clear()
+        self.held = 0
+
+    def _spans(self, trace: str) -> list[Span]:
+        if self.db is None:
+            return self.memory.pop(trace)
+        rows = self.db.execute("SELECT data FROM spans WHERE trace = ? ORDER BY rowid", (self.order[trace],))
+        return [pickle.loads(r[0]) for r in rows]
+
+    def runs(self) -> Iterator[Run]:
+        """One run per trace, in order of first appearance (`runs_from_spans`)."""
+        if self.db is not None:
+            self._spill()
+            self.db.execute("CREATE INDEX spans_trace ON spans (trace)")
+            # A span's links name other traces' runs: every trace's run id first, one trace at a time.
+            run_ids = {t: _run_id_of(list(_dedupe(self._spans(t)).values())) for t in self.order}
+        else:
+            run_ids = {t: _run_id_of(list(_dedupe(ss).values())) for t, ss in self.memory.items()}
+        for t in list(self.order):
+            yield _trace_to_run(t, _dedupe(self._spans(t)), run_ids)
 
 
 def _spans_of_records(
@@ -136,15 +282,23 @@ def runs_from_otlp(envelopes: Iterable[Mapping[str, Any]], *, source: str | None
 
 def runs_from_spans(spans: Iterable[Span]) -> ReadResult:
     """Group spans by trace and build one run per trace, in order of first appearance."""
-    traces: dict[str, dict[str, Span]] = {}
+    grouped: dict[str, list[Span]] = {}
     for s in spans:
-        by_id = traces.setdefault(s.trace_id, {})
-        old = by_id.get(s.span_id)
-        # A span exported twice (a retrying exporter, overlapping files): keep the finished copy.
-        if old is None or (old.end_ns is None and s.end_ns is not None):
-            by_id[s.span_id] = s
+        grouped.setdefault(s.trace_id, []).append(s)
+    traces = {t: _dedupe(ss) for t, ss in grouped.items()}
     run_ids = {t: _run_id_of(list(by_id.values())) for t, by_id in traces.items()}
     return ReadResult([_trace_to_run(t, by_id, run_ids) for t, by_id in traces.items()], [])
+
+
+def _dedupe(spans: Iterable[Span]) -> dict[str, Span]:
+    """A trace's spans by span id; a span exported twice (a retrying exporter, overlapping files) keeps
+    its finished copy."""
+    by_id: dict[str, Span] = {}
+    for s in spans:
+        old = by_id.get(s.span_id)
+        if old is None or (old.end_ns is None and s.end_ns is not None):
+            by_id[s.span_id] = s
+    return by_id
 
 
 def _run_id_of(spans: list[Span]) -> str:
@@ -499,10 +653,13 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, Step]) -> None:
 
 
 __all__ = [
+    "SPILL_SPANS",
+    "STREAM_FROM",
     "Span",
     "any_value",
     "attributes",
     "hex_id",
+    "iter_otlp",
     "read_otlp",
     "runs_from_otlp",
     "runs_from_spans",

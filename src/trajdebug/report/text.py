@@ -87,8 +87,42 @@ def tree_lines(run: Run) -> Iterable[tuple[int, Step]]:
             stack.extend((depth + 1, c) for c in reversed(kids.get(s.step_id, ())))
 
 
-def render_run(run: Run, console: Any, *, show_deps: bool = True, max_steps: int | None = None) -> None:
-    """Print a run as a tree on a rich console."""
+SHOW_LIMIT = 1_000
+"""Steps `render_run` shows of a larger run unless asked for all: the first ones and the last `SHOW_TAIL`."""
+SHOW_TAIL = 100
+"""Of the steps shown of a capped run, how many are its last ones (where a failure usually shows)."""
+
+
+def shown_steps(
+    run: Run, *, max_steps: int | None = None, everything: bool = False
+) -> list[tuple[int, Step] | int]:
+    """The steps `render_run` shows, in tree order with their depth; a stretch left out is its step count.
+
+    ``max_steps``: the first that many.  Otherwise a run of more than `SHOW_LIMIT`
+    steps shows its first and its last ones (`SHOW_TAIL` of them), unless ``everything``.
+    """
+    lines: list[tuple[int, Step] | int] = list(tree_lines(run))
+    if max_steps is not None:
+        head, tail = max_steps, 0
+    elif everything or len(lines) <= SHOW_LIMIT:
+        return lines
+    else:
+        head, tail = SHOW_LIMIT - SHOW_TAIL, SHOW_TAIL
+    if len(lines) <= head + tail:
+        return lines
+    return [*lines[:head], len(lines) - head - tail, *(lines[len(lines) - tail :] if tail else [])]
+
+
+def render_run(
+    run: Run, console: Any, *, show_deps: bool = True, max_steps: int | None = None, everything: bool = False
+) -> list[Step]:
+    """Print a run as a tree on a rich console; return the steps shown.
+
+    A run of more than `SHOW_LIMIT` steps shows its first and last steps and
+    says how many it left out, unless ``everything`` (``trajdebug show --all``);
+    ``max_steps`` shows only the first that many.  Lines are printed in batches
+    (rich's cost is per call).
+    """
     from rich.text import Text
 
     escape = markup
@@ -111,10 +145,22 @@ def render_run(run: Run, console: Any, *, show_deps: bool = True, max_steps: int
     if isinstance(fault, dict) and fault.get("name"):
         where = f" at #{escape(short(str(fault['step_id'])))}" if fault.get("step_id") else ""
         console.print(f"  injected fault: {escape(str(fault.get('name')))}{where}", style="dim")
-    for n, (depth, s) in enumerate(tree_lines(run)):
-        if max_steps is not None and n >= max_steps:
-            console.print(f"  ... {len(run.steps) - max_steps} more steps (use --json for all)", style="dim")
-            break
+    shown: list[Step] = []
+    batch: list[Any] = []
+
+    def flush() -> None:
+        if batch:
+            console.print(Text("\n").join(batch), overflow="ellipsis", no_wrap=True)
+            batch.clear()
+
+    for item in shown_steps(run, max_steps=max_steps, everything=everything):
+        if isinstance(item, int):
+            batch.append(
+                Text(f"  ... {item:,} more step{'s' if item != 1 else ''} not shown (--all shows every step)", style="dim")
+            )
+            continue
+        depth, s = item
+        shown.append(s)
         line = Text("  " + "  " * depth)
         line.append(f"{s.kind:<9} ", style=KIND_STYLE.get(s.kind, "white"))
         line.append(one_line(s.name))
@@ -127,10 +173,12 @@ def render_run(run: Run, console: Any, *, show_deps: bool = True, max_steps: int
             line.append(f"  ✗ {one_line(msg)}", style="red")
         elif s.end_ns is None:
             line.append("  … unfinished", style="yellow")
-        console.print(line, overflow="ellipsis", no_wrap=True)
+        batch.append(line)
         if show_deps and s.deps:
             pad = "  " + "  " * depth + " " * 9
             for d in s.deps:
-                console.print(
-                    Text(pad + "← " + describe_dep(d, steps), style="dim"), overflow="ellipsis", no_wrap=True
-                )
+                batch.append(Text(pad + "← " + describe_dep(d, steps), style="dim"))
+        if len(batch) >= 200:
+            flush()
+    flush()
+    return shown

@@ -120,6 +120,11 @@ class DiagnoseContext:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def children(self, step_id: str) -> list[Step]:
+        """The steps whose parent is this step, in run order (`Run.children`, from an index made once per run)."""
+        index: dict[str | None, list[Step]] = self.memo("children", lambda: _children_index(self.run))
+        return index.get(step_id, [])
+
     def known(self, step_id: str) -> Verdict | None:
         """The verdict of a step if it has been diagnosed already (no new work)."""
         return self._verdicts.get(step_id)
@@ -299,6 +304,13 @@ def _failure_values(
             if w in task_words and w not in _STOPWORDS and w not in out:
                 out[w] = (w, False, where)
     return list(out.values())
+
+
+def _children_index(run: Run) -> dict[str | None, list[Step]]:
+    index: dict[str | None, list[Step]] = {}
+    for s in run.steps:
+        index.setdefault(s.parent_id, []).append(s)
+    return index
 
 
 def _named(e: Evidence, name: str) -> Evidence:

@@ -101,7 +101,7 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         if lost:
             # Selecting some values is what many parse steps are for: losing values says
             # little unless the failure names one of them.
-            named = {a.key for f in ctx.failures for a in atoms(f.message)}
+            named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
             missed = [v for v in lost if len(str(v)) <= 80 and any(a.key in named for a in atoms(v))]
             frac = len(lost) / len(values)
             shown = ", ".join(repr(v)[:30] for v in (missed or lost)[:3])

@@ -23,7 +23,7 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lineage import GENERIC_FIELDS
-from trajdebug.model import Step
+from trajdebug.model import Run, Step
 
 
 _TOKEN = re.compile(r"[a-z]{3,}")
@@ -44,6 +44,16 @@ def _words(text: str) -> set[str]:
     return set(_TOKEN.findall(text.lower()))
 
 
+def _decisions(run: Run) -> dict[str, list[tuple[Step, set[str]]]]:
+    """The run's decisions that chose (ok, with a choice) by name, in run order, with their input's words
+    (read once per run, not once per decision compared)."""
+    out: dict[str, list[tuple[Step, set[str]]]] = {}
+    for s in run.steps:
+        if s.kind == "condition" and s.status == "ok" and _choice(s) is not None:
+            out.setdefault(s.name, []).append((s, _words(content.text_of(s.input))))
+    return out
+
+
 def _similar(a: set[str], b: set[str]) -> bool:
     return bool(a and b) and len(a & b) / len(a | b) >= 0.6
 
@@ -56,16 +66,8 @@ def decision(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if choice is None:
         return
     mine = _words(content.text_of(step.input))
-    alike = [
-        s
-        for s in ctx.run.steps
-        if s.kind == "condition"
-        and s.name == step.name
-        and s.step_id != step.step_id
-        and s.status == "ok"
-        and _choice(s) is not None
-        and _similar(mine, _words(content.text_of(s.input)))
-    ]
+    decisions: dict[str, list[tuple[Step, set[str]]]] = ctx.memo("decisions", lambda: _decisions(ctx.run))
+    alike = [s for s, words in decisions.get(step.name, ()) if s.step_id != step.step_id and _similar(mine, words)]
     if alike:
         others = [_choice(s) for s in alike]
         differ = [c for c in others if c != choice]
@@ -222,7 +224,7 @@ def delegated_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A sub-agent (``agent`` step) whose output states a value that contradicts its own children's outputs."""
     if step.kind != "agent" or step.status != "ok" or not isinstance(step.output, (Mapping, list)):
         return
-    kids = [c for c in ctx.run.children(step.step_id) if c.status == "ok" and c.output is not None]
+    kids = [c for c in ctx.children(step.step_id) if c.status == "ok" and c.output is not None]
     if not kids:
         return
     mine = content.keyed_values(step.output)

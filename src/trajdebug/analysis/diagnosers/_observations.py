@@ -27,7 +27,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
-from trajdebug.model import Step
+from trajdebug.model import Run, Step
 
 
 _OBSERVERS = ("tool", "retrieval")
@@ -97,20 +97,33 @@ def _skeletons(text: str) -> list[frozenset[str]]:
     return out
 
 
+def _text_results(run: Run) -> dict[str, tuple[list[Step], list[tuple[int, str]], dict[str, int]]]:
+    """Per step name: its text results (ok, string output) in run order, their lengths shortest first,
+    and how many carry each step id."""
+    out: dict[str, tuple[list[Step], list[tuple[int, str]], dict[str, int]]] = {}
+    for s in run.steps:
+        if isinstance(s.output, str) and s.status == "ok":
+            steps, _, ids = out.setdefault(s.name, ([], [], {}))
+            steps.append(s)
+            ids[s.step_id] = ids.get(s.step_id, 0) + 1
+    for steps, lengths, _ in out.values():
+        lengths.extend(sorted((len(s.output), s.step_id) for s in steps))
+    return out
+
+
 def _missing_part(step: Step, ctx: DiagnoseContext) -> str | None:
     """A sentence every other text result of the same tool has (by its words), and this one lacks."""
     if not isinstance(step.output, str):
         return None
-    siblings = [
-        s
-        for s in ctx.run.steps
-        if s.name == step.name
-        and s.step_id != step.step_id
-        and isinstance(s.output, str)
-        and s.status == "ok"
-    ]
-    if len(siblings) < 2 or any(len(s.output) <= len(step.output) for s in siblings):
+    # Only a result shorter than every other result of the same step can lack their part: the
+    # step's results by length, indexed once per run, tell without reading them all.
+    steps, lengths, ids = ctx.memo("text-results", lambda: _text_results(ctx.run)).get(step.name, ([], [], {}))
+    if len(lengths) - ids.get(step.step_id, 0) < 2:
         return None
+    shortest = next(n for n, sid in lengths if sid != step.step_id)
+    if shortest <= len(step.output):
+        return None
+    siblings = [s for s in steps if s.step_id != step.step_id]
     mine = _skeletons(step.output)
     theirs = [_skeletons(s.output) for s in siblings]
     missing = []
@@ -128,7 +141,8 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     if content.is_marker(step.output):
         return  # the recorder's own truncation of a large value is not the tool's
-    for path, text in _texts(step.output):
+    texts = _texts(step.output)
+    for path, text in texts:
         m = _MARKER.search(text[-200:])
         if m:
             where = f" in {path}" if path else ""
@@ -139,7 +153,7 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 "truncated-output",
             )
             return
-    for path, text in _texts(step.output):
+    for path, text in texts:
         if _cut_mid_word(text):
             where = f" {path}" if path else ""
             yield Evidence(

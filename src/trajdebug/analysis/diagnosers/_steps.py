@@ -106,7 +106,7 @@ def _own_error(step: Step, ctx: DiagnoseContext) -> ErrorInfo | None:
     if step.status != "error" or err is None:
         return None
     if err.error_id is not None and step.kind == "agent":
-        for c in ctx.run.children(step.step_id):
+        for c in ctx.children(step.step_id):
             if c.error is not None and c.error.error_id == err.error_id:
                 return None
     return err

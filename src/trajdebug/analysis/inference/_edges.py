@@ -190,6 +190,7 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
 
     pos = {s.step_id: i for i, s in enumerate(run.steps)}
     added: dict[str, list[Dependency]] = {}
+    texts = _Texts()
     for f in failures:
         if f.step_id not in pos:
             continue
@@ -242,12 +243,12 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
         # output holds it while their own input does not (origin tracking).
         for value in _named(f.message):
             births = 0
-            for st in run.steps[: pos[f.step_id]]:
+            for i, st in enumerate(run.steps[: pos[f.step_id]]):
                 if births >= 2:
                     break
                 if st.step_id in ancestors or st.kind in ("agent", "input") or st.output is None:
                     continue
-                if _holds(st.output, value) and not _holds(content.without_markers(st.input), value):
+                if _holds(texts.of(i, st.output), value) and not _holds(texts.of(~i, st.input), value):
                     births += 1
                     if st.step_id not in have:
                         have.add(st.step_id)
@@ -278,8 +279,18 @@ def _named(message: str) -> list[str]:
     return list(out)
 
 
-def _holds(value: Any, named: str) -> bool:
-    text = content.text_of(value).lower()
+class _Texts(dict[int, str]):
+    """Lower-case texts of the steps' outputs (key ``i``) and inputs without markers (key ``~i``), each made once."""
+
+    def of(self, key: int, value: Any) -> str:
+        text = self.get(key)
+        if text is None:
+            text = self[key] = content.text_of(value if key >= 0 else content.without_markers(value)).lower()
+        return text
+
+
+def _holds(text: str, named: str) -> bool:
+    """Whether a (lower-case) text holds a value, numbers in any restated form."""
     if named in text:
         return True
     return content.norm_number(named) is not None and named in content.number_forms(text)

@@ -28,6 +28,7 @@ lineage and the agent's passing runs decide between them.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -194,10 +195,18 @@ def _same(a: float, b: float) -> bool:
     return a == b or abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
+_POWERS = (1, 2, 3, 6, -1, -2, -3, -6)
+
+
 def _power_of_ten(y: float, x: float) -> int:
     if x == 0 or y == 0 or (x < 0) != (y < 0):
         return 0
-    for k in (1, 2, 3, 6, -1, -2, -3, -6):
+    if abs(y) >= 1.0 and math.isfinite(x) and math.isfinite(y):
+        # Then `_same` is a relative test (within 1e-9), so y / x must be within about 1e-9 of 10**k:
+        # only a k that close to log10(y / x) can pass (1e-6 leaves room for rounding).
+        q = math.log10(abs(y)) - math.log10(abs(x))
+        return next((k for k in _POWERS if abs(q - k) < 1e-6 and _same(y, x * 10.0**k)), 0)
+    for k in _POWERS:
         if _same(y, x * 10.0**k):
             return k
     return 0
@@ -367,8 +376,26 @@ def _constraints(value: Any, depth: int = 0, out: dict[str, str] | None = None) 
 
 
 def _count(text: str, key: str) -> int:
+    """How often a value is written as a whole word (``(?<![\\w-])value(?![\\w-])``, non-overlapping)."""
     raw = key.split(":", 1)[-1]
-    return len(re.findall(r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])", text))
+    if not raw:
+        return len(re.findall(r"(?<![\w-])(?![\w-])", text))
+    n, at = 0, text.find(raw)
+    while at >= 0:
+        if _whole(text, at, at + len(raw)):
+            n += 1
+            at = text.find(raw, at + len(raw))
+        else:
+            at = text.find(raw, at + 1)
+    return n
+
+
+def _whole(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] stands alone: neither side touches a word character or a hyphen."""
+    # (As the regex \w reads it: letters, digits, numerals of any script, and "_".)
+    before = text[start - 1] if start else ""
+    after = text[end] if end < len(text) else ""
+    return not (before and (before.isalnum() or before in "_-")) and not (after and (after.isalnum() or after in "_-"))
 
 
 def _mentioned(text: str, keys: set[str]) -> set[str]:
@@ -376,8 +403,12 @@ def _mentioned(text: str, keys: set[str]) -> set[str]:
     out = set()
     for k in keys:
         raw = k.split(":", 1)[-1]
-        if len(raw) >= 3 and raw in text and re.search(r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])", text):
-            out.add(k)
+        if len(raw) >= 3:
+            at = text.find(raw)
+            while at >= 0 and not _whole(text, at, at + len(raw)):
+                at = text.find(raw, at + 1)
+            if at >= 0:
+                out.add(k)
     return out
 
 

@@ -15,13 +15,13 @@ from trajdebug.analysis.reference._invariants import (
     learn,
     producers_of,
     returns_empty,
-    sibling_profiles,
     spectrum,
     step_key,
     unseen,
     violations,
 )
 from trajdebug.analysis.reference._select import MAX_REFERENCES, is_original, references, same_agent
+from trajdebug.analysis.reference._siblings import sibling_profiles
 
 
 __all__ = [

@@ -135,11 +135,57 @@ def _in_fields(view: StepView) -> dict[str, list[Any]]:
     return out
 
 
+VALUES_CAP = 30
+"""A field's distinct non-number values counted at most (the first ones seen; then counting stops)."""
+
+SCHEMAS_CAP = 20
+"""Distinct output shapes counted at most per step (the first ones seen)."""
+
+INTRODUCED_CAP = 5000
+"""Values a step brought in kept at most per step (the first ones seen)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FieldObs:
+    """What one occurrence of a step contributes to the stats of one of its output fields."""
+
+    name: str
+    """The field."""
+    grounded: bool
+    """Every value of the field was given to the step."""
+    kept_seen: bool
+    """The step was given one value under the same name."""
+    kept: bool
+    """... and the field kept it."""
+    formulas: tuple[str, ...]
+    """How each of its (first 20) numbers was computed from the step's inputs (`Derivation.formula`)."""
+    numbers: tuple[float, ...]
+    """Its numbers (among its first 50 values)."""
+    values: tuple[tuple[str, str], ...]
+    """(key, raw) of its non-number values (among its first 50), in order."""
+    introduced: tuple[str, ...]
+    """Keys of those it was not given (values the step brought in), in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Obs:
+    """What one occurrence of a step contributes to its `_StepStats` (requests and answers aside)."""
+
+    run_id: str
+    """The run it was seen in (for a step's other occurrences in one run: its own id)."""
+    empty: bool
+    """It returned nothing."""
+    schema: frozenset[str]
+    """The fields of its output."""
+    fields: tuple[_FieldObs, ...]
+    """Per output field, in the output's order."""
+    ratios: tuple[tuple[tuple[str, str], float], ...]
+    """(output field, input field) -> output number / input number, for single numbers."""
+    size: float | None
+    """Items out per item in, when both are counts."""
+
+
 def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bool) -> None:
-    st.n += 1
-    st.runs.add(run_id)
-    if _is_empty(s.output):
-        st.empty += 1
     if s.kind in OBSERVATION_KINDS and len(st.parts) < 2000:
         request = _canon(semantic(s, s.input))
         for part in _large_parts(semantic(s, s.output)):
@@ -150,45 +196,77 @@ def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bo
         seen = st.answers.setdefault(_canon(semantic(s, s.input)), {})
         if len(seen) < 4:
             seen.setdefault(_canon(semantic(s, s.output)), run_id)
+    _apply(st, _record(s, view, run_id))
+
+
+def _record(s: Step, view: StepView, run_id: str) -> _Obs:
+    """One occurrence's contribution: everything `_apply` adds to the stats, read from its values."""
     outs = _out_fields(view)
     ins = _in_fields(view)
-    schema = frozenset(outs)
-    if len(st.schemas) < 20:
-        st.schemas[schema] = st.schemas.get(schema, 0) + 1
+    fields = []
     for f, atoms in outs.items():
-        fs = st.fields.setdefault(f, _FieldStats())
-        fs.n += 1
-        fs.runs.add(run_id)
-        st.present[f] = st.present.get(f, 0) + 1
-        if all(view.given(a) for a in atoms):
-            fs.grounded += 1
-        given = ins.get(f)
-        if given and len({a.key for a in given}) == 1:
-            fs.kept_seen += 1
-            if all(a.key == given[0].key for a in atoms):
-                fs.kept += 1
+        given = ins.get(f) or []
+        kept_seen = bool(given) and len({a.key for a in given}) == 1
+        formulas = []
         for a in [a for a in atoms if a.kind == "number"][:20]:
             d = derivation(view, a)
-            shape = d.formula if d is not None else "given-by-no-formula"
-            fs.formulas[shape] = fs.formulas.get(shape, 0) + 1
-        for a in atoms[:50]:
-            if a.kind != "number" and len(st.introduced) < 5000 and not view.given(a):
-                st.introduced.add(a.key)
-            if a.kind == "number" and a.number is not None:
-                fs.numbers.append(a.number)
-            elif a.kind != "number" and len(fs.values) < 30:
-                fs.values[a.key] = fs.values.get(a.key, 0) + 1
-                fs.raws.setdefault(a.key, a.raw)
+            formulas.append(d.formula if d is not None else "given-by-no-formula")
+        head = atoms[:50]
+        fields.append(
+            _FieldObs(
+                f,
+                all(view.given(a) for a in atoms),
+                kept_seen,
+                kept_seen and all(a.key == given[0].key for a in atoms),
+                tuple(formulas),
+                tuple(a.number for a in head if a.kind == "number" and a.number is not None),
+                tuple((a.key, a.raw) for a in head if a.kind != "number"),
+                tuple(a.key for a in head if a.kind != "number" and not view.given(a)),
+            )
+        )
     # Ratios between single output numbers and single input numbers, by field.
     out_nums = {f: a[0].number for f, a in outs.items() if len(a) == 1 and a[0].number is not None}
     in_nums = {f: a[0].number for f, a in ins.items() if len(a) == 1 and a[0].number is not None}
-    for fo, y in out_nums.items():
-        for fi, x in in_nums.items():
-            if x and y is not None:
-                st.ratios.setdefault((fo, fi), []).append(y / x)
-    size = _size_ratio(s)
-    if size is not None:
-        st.sizes.append(size)
+    ratios = tuple(
+        ((fo, fi), y / x) for fo, y in out_nums.items() for fi, x in in_nums.items() if x and y is not None
+    )
+    return _Obs(run_id, _is_empty(s.output), frozenset(outs), tuple(fields), ratios, _size_ratio(s))
+
+
+def _apply(st: _StepStats, ob: _Obs) -> None:
+    """Add one occurrence's contribution to a step's stats."""
+    st.n += 1
+    st.runs.add(ob.run_id)
+    if ob.empty:
+        st.empty += 1
+    if len(st.schemas) < SCHEMAS_CAP:
+        st.schemas[ob.schema] = st.schemas.get(ob.schema, 0) + 1
+    for fo in ob.fields:
+        f = fo.name
+        fs = st.fields.setdefault(f, _FieldStats())
+        fs.n += 1
+        fs.runs.add(ob.run_id)
+        st.present[f] = st.present.get(f, 0) + 1
+        if fo.grounded:
+            fs.grounded += 1
+        if fo.kept_seen:
+            fs.kept_seen += 1
+            if fo.kept:
+                fs.kept += 1
+        for shape in fo.formulas:
+            fs.formulas[shape] = fs.formulas.get(shape, 0) + 1
+        fs.numbers.extend(fo.numbers)
+        for key, raw in fo.values:
+            if len(fs.values) < VALUES_CAP:
+                fs.values[key] = fs.values.get(key, 0) + 1
+                fs.raws.setdefault(key, raw)
+        for key in fo.introduced:
+            if len(st.introduced) < INTRODUCED_CAP:
+                st.introduced.add(key)
+    for pair, r in ob.ratios:
+        st.ratios.setdefault(pair, []).append(r)
+    if ob.size is not None:
+        st.sizes.append(ob.size)
 
 
 def _large_parts(value: Any) -> list[str]:
@@ -483,35 +561,6 @@ def producers_of(profile: Profile, key: str) -> list[StepKey]:
     return [k for k, st in profile.steps.items() if key in st.introduced]
 
 
-def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None = None) -> dict[str, Profile]:
-    """Per step, a profile of the *other* occurrences of the same step in the same run (leave one out).
-
-    A step called several times in one run (a lookup per item, a converter per
-    line) is its own reference: an occurrence that breaks what all the others
-    did is suspect even with no passing run at hand.  Only steps with at least
-    `MIN_SUPPORT` other occurrences get one.
-    """
-    groups: dict[StepKey, list[Step]] = {}
-    for s in run.steps:
-        if s.kind in CONTAINER_KINDS or s.status != "ok":
-            continue
-        groups.setdefault(step_key(s), []).append(s)
-    wanted = None if keys is None else set(keys)
-    out: dict[str, Profile] = {}
-    for key, occ in groups.items():
-        if len(occ) <= MIN_SUPPORT or len(occ) > 200 or (wanted is not None and key not in wanted):
-            continue
-        for s in occ:
-            st = _StepStats()
-            for other in occ:
-                if other.step_id != s.step_id:
-                    _observe(st, other, lineage.view(other.step_id), other.step_id, False)
-            st.answers.clear()  # other occurrences answered other requests: no same-input check within a run
-            st.parts.clear()
-            out[s.step_id] = Profile((run.run_id,), {key: st})
-    return out
-
-
 def unseen(step: Step, profile: Profile) -> Evidence | None:
     """Evidence that a step never appears in the agent's passing runs (a path they never took)."""
     if profile.knows(step) or step.kind in CONTAINER_KINDS or step.kind in ("input", "output"):
@@ -546,7 +595,6 @@ __all__ = [
     "learn",
     "producers_of",
     "returns_empty",
-    "sibling_profiles",
     "spectrum",
     "step_key",
     "unseen",
