@@ -387,12 +387,12 @@ def _words_before_separator(low: str) -> bool:
     seen = 0
     for sep in ":=":
         i = low.find(sep)
-        while i > 0:
+        while i >= 0:
             seen += 1
             if seen > _MAX_SEPARATORS:
                 return True
             j = i
-            if low[j - 1].isspace():
+            if j and low[j - 1].isspace():
                 j = len(low[:j].rstrip())
             if j and low[j - 1] in "'\"":
                 j -= 1
