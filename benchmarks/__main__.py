@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a smaller run (under two minutes)")
     p.add_argument(
         "--only",
-        choices=("blind", "quality", "verification", "speed", "tau", "report_html", "fleet", "reliability"),
+        choices=("blind", "quality", "verification", "speed", "recording", "tau", "report_html", "fleet", "reliability"),
         action="append",
         help="run only this section (repeatable)",
     )
@@ -84,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
 
         _say("tau: analysing the AgentRx tau-bench runs")
         data["tau"] = report.tau_data(run_tau())
+    if "speed" in sections or "recording" in sections:
+        from benchmarks.recording import run_recording
+
+        data["recording"] = run_recording(quick=a.quick, progress=_say)
     if "speed" in sections:
         from benchmarks.speed import run_speed
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 import platform
-import re
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -28,8 +27,6 @@ GOALS = {
     "top1": 0.90,
     "top3": 0.98,
     "examined_ratio": 0.2,
-    "record_us": 1.5,
-    "otel_factor": 10.0,
     "localize_100k_s": 1.0,
 }
 """The issue's goals (reported against, never asserted)."""
@@ -160,7 +157,6 @@ def speed_data(res: SpeedResult, *, quick: bool) -> dict[str, Any]:
         "quick": quick,
         "date": machine()["date"],
         "seconds": res.seconds,
-        "recording": [{k: getattr(t, k) for k in t.__slots__} for t in res.recording],
         "scaling": res.scaling,
         "inference": res.inference,
         "otlp": res.otlp,
@@ -244,25 +240,12 @@ def _goals(data: Mapping[str, Any]) -> list[str]:
                 _met(best_base + 0.1 <= td["top1"]),
             ]
         )
+    if data.get("recording"):
+        from benchmarks.recording import goal_rows
+
+        rows += goal_rows(data["recording"])
     s = data.get("speed")
     if s:
-        rec = {r["name"]: r["median_us"] for r in s["recording"]}
-        ours = next(
-            (v for k, v in rec.items() if k.startswith("trajdebug step, context manager") and "off" not in k),
-            math.nan,
-        )
-        otel = next((v for k, v in rec.items() if "BatchSpanProcessor" in k), math.nan)
-        rows.append(
-            ["recording cost per step", "< 1.5 µs", f"{_num(ours, 2)} µs", _met(ours < GOALS["record_us"])]
-        )
-        rows.append(
-            [
-                "cheaper than the OTel SDK",
-                "≥ 10×",
-                f"{_num(otel / ours, 1)}×",
-                _met(otel / ours >= GOALS["otel_factor"]),
-            ]
-        )
         big = next((r for r in s["scaling"] if r["steps"] == 100_000), None)
         if big:
             rows.append(
@@ -478,28 +461,6 @@ def _speed(s: Mapping[str, Any]) -> list[str]:
         "## 4. Speed",
         "",
         f"Run {s['date']}{' (quick mode: fewer operations and repeats)' if s['quick'] else ''}; section wall time {s['seconds']:.1f} s.",
-        "",
-        "### Recording cost per step",
-        "",
-        "Each configuration runs in its own subprocess; a loop of N steps (spans), one warm-up of N/10, timed "
-        "repeats with `gc.collect()` before each, GC on, loop overhead included (perf-anchors.md method). "
-        "trajdebug records into a sink that counts and drops records (the analogue of OTel's dropping exporter); "
-        "its writer thread encodes them in the background as the batch processor's worker does.",
-        "",
-        *_table(
-            ["case", "min µs", "median µs", "max µs", "repeats × N", "note"],
-            [
-                [
-                    r["name"],
-                    _num(r["min_us"], 3),
-                    f"**{_num(r['median_us'], 3)}**",
-                    _num(r["max_us"], 3),
-                    f"{r['repeats']}×{r['n']:,}",
-                    r["note"],
-                ]
-                for r in s["recording"]
-            ],
-        ),
         "",
         "### Localization time against run length",
         "",
@@ -745,36 +706,12 @@ def _missed(data: Mapping[str, Any]) -> list[str]:
                 "(measured with an oracle stop), so reaching 20 % needs a different expansion order, not a "
                 "tighter bound. `weights={'exact': 1}` stops after the first root (37 %, same top-1)."
             )
+    if data.get("recording"):
+        from benchmarks.recording import missed
+
+        out += missed(data["recording"])
     s = data.get("speed")
     if s:
-        rec = {r["name"]: r["median_us"] for r in s["recording"]}
-        ours = next(
-            (v for k, v in rec.items() if k.startswith("trajdebug step, context manager") and "off" not in k),
-            math.nan,
-        )
-        otel = next((v for k, v in rec.items() if "BatchSpanProcessor" in k), math.nan)
-        if ours >= GOALS["record_us"] or otel / ours < GOALS["otel_factor"]:
-            note = next(
-                (
-                    r["note"]
-                    for r in s["recording"]
-                    if r["name"].startswith("trajdebug step, context manager") and "off" not in r["name"]
-                ),
-                "",
-            )
-            writer = re.search(r"writer thread ≈ ([\d.]+) µs", note)
-            w = float(writer.group(1)) if writer else math.nan
-            out.append(
-                f"- **Recording cost** ({_num(ours, 2)} µs per step on the agent's thread, {_num(otel / ours, 1)}× "
-                f"cheaper than the OTel SDK's {_num(otel, 1)} µs) misses the 1.5 µs goal. The caller's hot path "
-                "(context-variable set/reset, two clock reads, the id counter, orjson snapshots of the input and "
-                "output, one deque append) is what the loop measures; perf-anchors.md's minimal sketch does the "
-                "same in ~0.9–1.1 µs. The writer thread's work per step (record building, dependency tracking, "
-                f"redaction) comes on top, off the agent's thread: ≈ {_num(w, 2)} µs per step, so the total CPU per "
-                f"step is ≈ {_num(ours + w, 1)} µs, {_num(otel / (ours + w), 1)}× below the OTel SDK's on-thread "
-                "cost. Compare ratios measured in the same run rather than absolute numbers: other processes shared "
-                "this 2-core machine."
-            )
         big = next((r for r in s["scaling"] if r["steps"] == 100_000), None)
         if big and big["total_s"] >= GOALS["localize_100k_s"]:
             out.append(
@@ -914,7 +851,7 @@ def render(data: Mapping[str, Any], command: str) -> str:
         ". .venv/bin/activate",
         "python -m benchmarks                 # everything (2–5 min on 2 cores); rewrites this file",
         "python -m benchmarks --quick         # under two minutes; writes docs/benchmarks.quick.md (--replace: this file)",
-        "python -m benchmarks --only quality  # or verification, speed, tau, fleet, reliability; other sections keep their last results",
+        "python -m benchmarks --only quality  # or verification, speed, recording, tau, fleet, reliability; other sections keep their last results",
         "```",
         "",
         "Raw numbers of the last run of each section: `benchmarks/results.json`.",
@@ -937,6 +874,10 @@ def render(data: Mapping[str, Any], command: str) -> str:
         lines += _tau(data["tau"])
     if data.get("speed"):
         lines += _speed(data["speed"])
+    if data.get("recording"):
+        from benchmarks.recording import render_section as recording_section
+
+        lines += recording_section(data["recording"])
     if data.get("verification"):
         lines += _verification(data["verification"])
     if data.get("report_html"):

@@ -1,25 +1,16 @@
-"""Speed: recording cost against the OpenTelemetry SDK, no-op cost, localization scaling,
-dependency inference, OTLP import throughput, store write rate.
+"""Speed: localization scaling, dependency inference, OTLP import throughput, store write rate.
 
-Method (perf-anchors.md): each micro-benchmark is a loop of N operations, one
-warm-up run of N/10, then timed repeats with ``gc.collect()`` before each and
-the GC left on; per-operation time = loop time / N, loop overhead included.
-Every tracer configuration runs in its own subprocess
-(``python -m benchmarks.speed --child NAME``), so OpenTelemetry providers and
-trajdebug's configuration do not mix.
+What recording a step costs (total CPU per step, side by side with the
+OpenTelemetry SDK) is measured in `benchmarks.recording`, which ``--only speed``
+runs too.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import gc
-import json
-import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -75,185 +66,6 @@ def _loop_timing(
         times.append((time.perf_counter_ns() - t0) / n / 1000)
     note = after() if after is not None else ""
     return Timing(name, min(times), statistics.median(times), max(times), n, repeats, note)
-
-
-# -- children: one configuration per subprocess ---------------------------------------
-
-
-def _child_otel(processor: str, n: int, repeats: int) -> Timing:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
-
-    class DropExporter:
-        """Counts and drops spans (perf-anchors.md §1 (c))."""
-
-        def __init__(self) -> None:
-            self.count = 0
-
-        def export(self, spans: Any) -> Any:
-            self.count += len(spans)
-            return SpanExportResult.SUCCESS
-
-        def shutdown(self) -> None:
-            pass
-
-        def force_flush(self, timeout_millis: int = 30000) -> bool:
-            return True
-
-    tp = TracerProvider()
-    exporter = DropExporter()
-    if processor == "batch":
-        tp.add_span_processor(BatchSpanProcessor(exporter))  # type: ignore[arg-type]
-    tracer = tp.get_tracer("bench")
-
-    def flat(k: int) -> None:
-        for _ in range(k):
-            with tracer.start_as_current_span("x") as s:
-                s.set_attribute("input.value", IN)
-                s.set_attribute("output.value", OUT)
-
-    def after() -> str:
-        tp.force_flush()
-        tp.shutdown()
-        return f"{exporter.count:,} spans reached the exporter" if processor == "batch" else ""
-
-    label = (
-        "OpenTelemetry SDK span, BatchSpanProcessor + dropping exporter"
-        if processor == "batch"
-        else "OpenTelemetry SDK span, no processor"
-    )
-    return _loop_timing(label, flat, n, repeats, after=after)
-
-
-class DropSink:
-    """A trajdebug sink that counts and drops records (the analogue of the dropping exporter)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def write(self, records: Any) -> None:
-        """Count the batch."""
-        self.count += len(records)
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-
-def _child_trajdebug(form: str, enabled: bool, n: int, repeats: int) -> Timing:
-    import trajdebug
-
-    trajdebug.configure(enabled=enabled)
-    sink = DropSink()
-    state: dict[str, Any] = {"run": None, "dropped": 0}
-
-    def setup() -> None:
-        if state["run"] is not None:
-            state["run"].__exit__(None, None, None)
-            state["dropped"] += state["run"].dropped if enabled else 0
-        h = trajdebug.run("bench", sinks=[sink])
-        h.__enter__()
-        state["run"] = h
-
-    step = trajdebug.step
-
-    def cm(k: int) -> None:
-        for _ in range(k):
-            with step("x", kind="tool", input=IN) as s:
-                s.output = OUT
-
-    @trajdebug.step(kind="tool")
-    def tool(query: str) -> str:
-        return OUT
-
-    def deco(k: int) -> None:
-        for _ in range(k):
-            tool(IN)
-
-    def plain_fn(query: str) -> str:
-        return OUT
-
-    def plain(k: int) -> None:
-        for _ in range(k):
-            plain_fn(IN)
-
-    def after() -> str:
-        setup()
-        state["run"].__exit__(None, None, None)
-        if not enabled:
-            return "recording off"
-        note = f"{sink.count:,} records written, {state['dropped']} dropped"
-        if form != "plain":
-            note += f"; writer thread ≈ {_writer_cost(body, n):.2f} µs per step"
-        return note
-
-    body = {"cm": cm, "deco": deco, "plain": plain}[form]
-    what = {
-        "cm": "trajdebug step, context manager (200-B input and output)",
-        "deco": "trajdebug step, decorated function (200-B argument and return)",
-        "plain": "plain function call, undecorated (reference)",
-    }[form]
-    if not enabled and form != "plain":
-        what += ", recording off"
-    return _loop_timing(what, body, n, repeats, setup=setup, after=after)
-
-
-def _writer_cost(body: Callable[[int], Any], n: int) -> float:
-    """The writer's work per step (record building, dependency tracking, redaction, sink write).
-
-    The writer is held off while ``n`` steps are recorded, then the run is closed,
-    which drains everything: close time / n.  In a real agent this work runs on the
-    writer thread while the agent waits on models and tools; a tight loop of empty
-    steps mostly leaves it until after the timed loop.
-    """
-    import trajdebug
-    from trajdebug.record.writer import WRITER
-
-    h = trajdebug.run("bench-writer", sinks=[DropSink()])
-    h.__enter__()
-    gc.collect()
-    with WRITER._cond:  # the writer thread cannot take its lock: nothing drains during the loop
-        body(n)
-    t0 = time.perf_counter_ns()
-    h.__exit__(None, None, None)
-    return (time.perf_counter_ns() - t0) / n / 1000
-
-
-CHILDREN: dict[str, Callable[[int, int], Timing]] = {
-    "otel-batch": lambda n, r: _child_otel("batch", n, r),
-    "otel-none": lambda n, r: _child_otel("none", n, r),
-    "trajdebug-cm": lambda n, r: _child_trajdebug("cm", True, n, r),
-    "trajdebug-deco": lambda n, r: _child_trajdebug("deco", True, n, r),
-    "off-cm": lambda n, r: _child_trajdebug("cm", False, n, r),
-    "off-deco": lambda n, r: _child_trajdebug("deco", False, n, r),
-    "plain": lambda n, r: _child_trajdebug("plain", False, n, r),
-}
-"""The subprocess configurations by name."""
-
-
-def run_child(name: str, n: int, repeats: int) -> Timing:
-    """Run one configuration in a fresh interpreter and return its timing.
-
-    Raises:
-        RuntimeError: the child failed (its stderr is in the message).
-    """
-    env = dict(os.environ)
-    env.pop("TRAJDEBUG", None)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    cmd = [
-        sys.executable,
-        "-m",
-        "benchmarks.speed",
-        "--child",
-        name,
-        "--n",
-        str(n),
-        "--repeats",
-        str(repeats),
-    ]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"speed child {name!r} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-    return Timing(**json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 # -- in-process measurements ----------------------------------------------------------
@@ -478,7 +290,6 @@ def store_rate(steps: int, runs: list[Any]) -> list[dict[str, Any]]:
 class SpeedResult:
     """Everything the speed section measured."""
 
-    recording: list[Timing] = field(default_factory=list)
     scaling: list[dict[str, Any]] = field(default_factory=list)
     inference: dict[str, Any] = field(default_factory=dict)
     otlp: list[dict[str, Any]] = field(default_factory=list)
@@ -493,10 +304,6 @@ def run_speed(*, quick: bool = False, progress: Callable[[str], None] | None = N
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
     res = SpeedResult()
-    n, rep = (10_000, 5) if quick else (20_000, 7)
-    for name in ("plain", "off-cm", "off-deco", "trajdebug-cm", "trajdebug-deco", "otel-none", "otel-batch"):
-        say(f"speed: recording {name}")
-        res.recording.append(run_child(name, n, rep))
     say("speed: localization scaling")
     res.scaling = localization_scaling((100, 1_000, 10_000, 100_000), 1 if quick else 3)
     say("speed: dependency inference")
@@ -512,30 +319,13 @@ def run_speed(*, quick: bool = False, progress: Callable[[str], None] | None = N
     return res
 
 
-def _main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description="One speed-benchmark configuration, in its own process.")
-    p.add_argument("--child", required=True, choices=sorted(CHILDREN))
-    p.add_argument("--n", type=int, default=20_000)
-    p.add_argument("--repeats", type=int, default=7)
-    a = p.parse_args(argv)
-    t = CHILDREN[a.child](a.n, a.repeats)
-    print(json.dumps({k: getattr(t, k) for k in Timing.__slots__}))
-
-
-if __name__ == "__main__":
-    _main()
-
-
 __all__ = [
-    "CHILDREN",
-    "DropSink",
     "SpeedResult",
     "Timing",
     "inference_cost",
     "inference_run",
     "localization_scaling",
     "otlp_throughput",
-    "run_child",
     "run_speed",
     "store_rate",
 ]

@@ -168,13 +168,17 @@ class TestSuiteAndReport:
         assert {r["method"] for r in res.rows()} >= {"trajdebug", "linear-scan"}
 
     @pytest.mark.slow
-    def test_speed_child_runs_in_its_own_process(self) -> None:
-        """A recording configuration runs in a subprocess and reports a positive per-step time."""
-        from benchmarks.speed import run_child
+    def test_a_recording_case_runs_in_its_own_process_and_renders(self) -> None:
+        """A recording configuration runs in a subprocess into a real store: every step on disk, nothing
+        dropped, the process's CPU per step above its agent thread's; the section renders its row."""
+        from benchmarks.recording import render_section, run_case
 
-        t = run_child("trajdebug-cm", 200, 1)
-        assert t.n == 200 and t.median_us > 0
-        assert "0 dropped" in t.note
+        r = run_case("cm-store", 2000, 1)
+        assert (r["n"], r["dropped"]) == (2000, 0)
+        assert r["total_us"] > r["agent_us"] > 0
+        assert r["bytes_per_step"] > 400  # two 200-byte values per step, on disk
+        lines = render_section({"date": "d", "seconds": 1.0, "n": 2000, "repeats": 1, "total": [r]})
+        assert any(line.startswith("| `with trajdebug.step(...)` → SQLite store | **") for line in lines)
 
     @pytest.mark.slow
     def test_main_writes_the_document_and_keeps_other_sections(self, tmp_path: Path) -> None:

@@ -339,13 +339,21 @@ class TestUserErrors:
             ids.append(h.run_id)
         trajdebug.record.flush()
         with sqlite3.connect(db) as conn:
-            seq = conn.execute("SELECT seq FROM records WHERE run_id = ? AND type = 'step'", (ids[0],)).fetchone()[0]
-            conn.execute("UPDATE records SET body = '{broken' WHERE seq = ?", (seq,))
+            # The run's step record (its n-th record) becomes a line that is not JSON.
+            key = conn.execute("SELECT key FROM runs WHERE run_id = ?", (ids[0],)).fetchone()[0]
+            n = bad = 0
+            for cid, body in conn.execute("SELECT id, body FROM chunks WHERE run = ? ORDER BY id", (key,)).fetchall():
+                lines = bytes(body).splitlines(keepends=True)
+                for i, line in enumerate(lines):
+                    n += 1
+                    if b'"t":"step"' in line:
+                        lines[i], bad = b"{broken\n", n
+                conn.execute("UPDATE chunks SET body = ? WHERE id = ?", (b"".join(lines), cid))
             conn.execute("INSERT INTO runs (run_id, name) VALUES ('ghost', 'ghost')")
         proc = cli_run("show", str(db), "--json")
         assert 0 == proc.returncode
         err = proc.stderr.decode()
-        assert f"{db} (run {ids[0]}):{seq}: row is not valid JSON" in err
+        assert f"{db} (run {ids[0]}):{bad}: record is not valid JSON" in err
         assert "(run ghost): listed, but no record of it could be read" in err
         shown = {r["run_id"]: r for r in json.loads(proc.stdout)["runs"]}
         assert set(ids) == set(shown)
@@ -365,9 +373,9 @@ class TestImport:
         assert (1, 0) == (first["added"], first["unchanged"])
         assert (0, 1) == (second["added"], second["unchanged"])
         with sqlite3.connect(db) as conn:
-            assert 1 == conn.execute("SELECT count(*) FROM runs").fetchone()[0]
-            counts = conn.execute("SELECT type, count(*) FROM records GROUP BY type").fetchall()
-        assert dict(counts)["step"] == 2
+            assert [2] == [n for (n,) in conn.execute("SELECT steps FROM runs")]
+            stored = b"".join(bytes(b) for (b,) in conn.execute("SELECT body FROM chunks"))
+        assert 2 == stored.count(b'"t":"step"')
         assert "1 already there" in cli_run("import", str(log), "-o", str(db), check=True).stdout.decode()
 
     def test_import_shows_progress_on_a_terminal(self, tmp_path: Path) -> None:

@@ -539,7 +539,7 @@ class TestKinds:
             pass
         trajdebug.record.flush()
         with sqlite3.connect(db) as conn:
-            bodies = [b for (b,) in conn.execute("SELECT body FROM records WHERE type = 'step'")]
+            bodies = [bytes(b).decode() for (b,) in conn.execute("SELECT body FROM chunks")]
         assert any(f'"kind":"{kind}"' in b for b in bodies)
         for run_id in (odd.run_id, plain.run_id):
             shown = cli_run("show", str(db), "--run", run_id, "--json", check=True)

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import trajdebug
 from trajdebug.model import REDACTED, TRUNCATED_KEY, Run, Step
-from trajdebug.redaction import MAX_DEPTH, Redactor, key_words
+from trajdebug.redaction import MAX_DEPTH, RULES, Redactor, key_words
 
 
 # (rule, text holding the secret, the secret part that must disappear)
@@ -90,6 +92,53 @@ class TestValueRules:
         assert "email" in redaction.POLICY.pii
         with pytest.raises(ValueError, match="unknown PII class 'phone'"):
             trajdebug.configure(redact_pii=("phone",))
+
+
+def _every_rule(text: str, pii: tuple[str, ...] = ()) -> str:
+    """The value rules run on ``text`` one after another with no prefilter and no gate at all."""
+    import functools
+    import re
+
+    r = Redactor(pii=pii)
+    for rule in RULES:
+        if not rule.pii or rule.name in pii:
+            text = re.compile(rule.pattern).sub(functools.partial(r._replace, rule), text)
+    return text
+
+
+# Pieces that make strings near and on every rule's edge: secrets, their words in odd cases and with the
+# Unicode letters `re` equates with ASCII ones, separators, quotes, digit groups.
+_PIECES = [
+    *(t for _, t, _ in SECRETS), *BENIGN,
+    "password", "PassWord", "pa\u017fsword", "TOKEN", "api-key", "client_secret", "credent\u0131al", "cred\u0130ntial",
+    "Bearer", "bEaReR", "BASIC", "ba\u017fic", "aws_secret_access_key", "AccountKey", "sig", "AKIA", "AIza", "eyJ",
+    "sk-", "xoxb-", "ghp_", "hf_", "://", "@", ":", "=", "'", '"', " ", "  ", "\t", "\n", "4111", "1111", "3782",
+    "8224", "-", "_", "abcdefghijklmnop", "QWxhZGRpbjpvcGVuIHNlc2FtZQ==", "0123456789", "\u00e9t\u00e9", "\u212aey",
+]
+
+
+class TestPrefilter:
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8), st.booleans())
+    def test_the_prefilter_never_skips_what_a_rule_would_change(self, pieces: list[str], email: bool) -> None:
+        """Whatever the rules would replace when every one runs on every string, the redactor (its
+        single-character prefilter and each rule's gates) replaces too, with e-mail on and off."""
+        text = "".join(pieces)
+        pii = ("email",) if email else ()
+        expected = _every_rule(text, pii)
+        r = Redactor(pii=pii)
+        assert expected == r.text(text)
+        if expected != text:
+            assert r.may_hold(text)
+            assert not r.clean({"k": [text]})
+
+    @pytest.mark.parametrize("text", ["i" * 200, "The quarterly report: the key accounts, a token budget, pass it on."])
+    def test_ordinary_text_is_clean_for_the_cheap_test(self, text: str) -> None:
+        """A value without any character a secret needs is clean for `clean` (nothing is copied); English with a
+        ":" is not, and `text` still leaves it as it is."""
+        r = Redactor()
+        assert r.clean({"query": text, "n": [1, 2.5, True, None]}) is ("i" * 200 == text)
+        assert text == r.text(text)
 
 
 class TestKeyRules:

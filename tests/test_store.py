@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 import trajdebug
+from trajdebug.model import Run, Step
+from trajdebug.schema import run_to_records
 from trajdebug.source import SourceError, load_runs
-from trajdebug.store import SCHEMA_VERSION, Store, StoreError
+from trajdebug.store import SCHEMA_VERSION, WAL_SIZE_LIMIT, Store, StoreError
 
 
 def make_runs(db: Path) -> list[str]:
@@ -75,6 +79,120 @@ class TestStore:
         other = Store(tmp_path / "t.db")
         other.save_run(run)
         assert run == other.load_run(run.run_id)
+
+
+# The schema of version 1, as trajdebug created it before chunks: one row per record.
+_V1_SCHEMA = """
+CREATE TABLE runs (run_id TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '', start_ns INTEGER, end_ns INTEGER,
+    outcome TEXT NOT NULL DEFAULT 'incomplete', failure_reason TEXT, steps INTEGER NOT NULL DEFAULT 0,
+    errors INTEGER NOT NULL DEFAULT 0, note TEXT);
+CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL);
+CREATE INDEX records_run ON records (run_id, seq);
+CREATE INDEX runs_start ON runs (start_ns);
+"""
+
+
+def _v1_store(db: Path, runs: list[Run]) -> None:
+    """A store of schema version 1 holding ``runs``, written the way version 1 wrote them."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript(_V1_SCHEMA)
+    conn.execute("PRAGMA user_version=1")
+    for run in runs:
+        for r in run_to_records(run, redact=False):
+            conn.execute("INSERT INTO records (run_id, type, body) VALUES (?, ?, ?)", (run.run_id, r["t"], json.dumps(r, separators=(",", ":"))))
+        conn.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            (run.run_id, run.name, run.start_ns, run.end_ns, run.outcome, run.failure_reason, len(run.steps), 0),
+        )
+    conn.close()
+
+
+def _old_runs() -> list[Run]:
+    steps = tuple(Step(f"s{i}", "fetch", "tool", input={"i": i}, output=f"row {i}", start_ns=10 + i, end_ns=11 + i) for i in range(3))
+    lossy = {"recorder": {"lost": {"dropped": 7}}}
+    return [
+        Run("old-one", "agent", 10, 20, "success", steps=steps, metadata=lossy),
+        Run("old-two", "agent", 30, 40, "failure", failure_reason="bad", steps=steps[:1]),
+    ]
+
+
+class TestLayout:
+    def test_a_batch_is_one_row_holding_the_same_lines_a_jsonl_file_holds(self, tmp_path: Path) -> None:
+        """A run recorded to a store and a JSONL file at once: the store holds far fewer rows than records,
+        its rows hold the very lines of the file (encoded once), and the run's row counts its steps."""
+        db, jl = tmp_path / "s.db", tmp_path / "r.jsonl"
+        with trajdebug.run("both", store=db, path=jl) as h:
+            for i in range(3000):
+                with trajdebug.step("s", kind="tool", input=f"question {i}") as s:
+                    s.output = {"answer": i}
+        conn = sqlite3.connect(db)
+        rows = conn.execute("SELECT n, body FROM chunks ORDER BY id").fetchall()
+        assert len(rows) < 100
+        assert jl.read_bytes() == b"".join(bytes(body) for _, body in rows)
+        assert 3002 == sum(n for n, _ in rows)
+        assert [(h.run_id, 3000)] == conn.execute("SELECT run_id, steps FROM runs").fetchall()
+        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'records'").fetchone() is None
+
+    def test_records_of_several_runs_in_one_write_go_to_their_runs(self, tmp_path: Path) -> None:
+        """`write_records` with records of two runs (one id holding quotes and a backslash) stores each
+        under its own run, counted, and both load back."""
+        odd = 'run "7" \\ x'
+        a = Run("plain", "a", 1, 2, "success", steps=(Step("s1", "x", "tool", start_ns=1, end_ns=2),))
+        b = Run(odd, "b", 3, 4, "failure", failure_reason="no", steps=(Step("t1", "y", "llm", start_ns=3, end_ns=4),))
+        recs = [r for pair in zip(run_to_records(a), run_to_records(b)) for r in pair]
+        store = Store(tmp_path / "m.db")
+        assert 0 == store.write_records(recs)
+        assert {("plain", 1, "success"), (odd, 1, "failure")} == {(r.run_id, r.steps, r.outcome) for r in store.list_runs()}
+        assert a == store.load_run("plain")
+        assert b == store.load_run(odd)
+
+    def test_the_write_ahead_log_stays_bounded(self, tmp_path: Path) -> None:
+        """Writing three times the log's size limit in bounded batches leaves a log no larger than the limit
+        (checkpoints run between batches and the log is cut back after them)."""
+        store = Store(tmp_path / "w.db")
+        line = b'{"v":1,"t":"step","run_id":"r","step_id":"%d","name":"x","kind":"tool","start_ns":1,"end_ns":2,"status":"ok","output":"' + b"z" * 16_000 + b'"}\n'
+        for batch in range(3 * WAL_SIZE_LIMIT // (64 * len(line)) + 1):
+            store.write_lines([line.replace(b"%d", str(batch * 64 + i).encode()) for i in range(64)])
+        assert (tmp_path / "w.db-wal").stat().st_size <= WAL_SIZE_LIMIT
+        assert store.list_runs()[0].steps >= 3 * WAL_SIZE_LIMIT // len(line)
+
+
+class TestVersion1:
+    def test_a_version_1_store_reads_as_it_is_when_opened_read_only(self, tmp_path: Path) -> None:
+        """A store written by schema version 1 lists (with the records its runs lost) and loads read-only,
+        and is left at version 1."""
+        db = tmp_path / "old.db"
+        runs = _old_runs()
+        _v1_store(db, runs)
+        with Store(db, readonly=True) as st:
+            listed = {r.run_id: (r.steps, r.outcome, r.lost) for r in st.list_runs()}
+            assert {"old-one": (3, "success", 7), "old-two": (1, "failure", 0)} == listed
+            assert runs == st.read().runs
+        assert 1 == sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0]
+
+    def test_a_version_1_store_is_upgraded_when_written_and_keeps_its_runs(self, tmp_path: Path, cli_run: object) -> None:
+        """Opened for writing, a version-1 store becomes version 2: its runs keep their records (read before
+        new ones), a mark and a new run land in chunks, importing an old run again changes nothing, importing
+        another version of it replaces it, and `show` reads it."""
+        db = tmp_path / "old.db"
+        runs = _old_runs()
+        _v1_store(db, runs)
+        store = Store(db)
+        assert SCHEMA_VERSION == sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0]
+        assert "unchanged" == store.save_run(runs[0])
+        store.mark_run("old-one", "failure", "wrong total")
+        with trajdebug.run("new", store=db) as h, trajdebug.step("s"):
+            pass
+        marked = store.load_run("old-one")
+        assert (marked.outcome, marked.failure_reason, marked.steps) == ("failure", "wrong total", runs[0].steps)
+        listed = {r.run_id: (r.outcome, r.lost) for r in store.list_runs()}
+        assert {"old-one": ("failure", 7), "old-two": ("failure", 0), h.run_id: ("success", 0)} == listed
+        changed = dataclasses.replace(runs[1], failure_reason="worse")
+        assert "replaced" == store.save_run(changed)
+        assert changed == store.load_run("old-two")
+        shown = json.loads(cli_run("show", str(db), "--json", check=True).stdout)
+        assert {"old-one", "old-two", h.run_id} == {r["run_id"] for r in shown["runs"]}
 
 
 class TestSource:

@@ -26,6 +26,24 @@ try:  # orjson is a dependency, but the recorder must work without it.
 except ImportError:  # pragma: no cover - exercised only without orjson
     _orjson = None
 
+_FRAGMENT: Any = getattr(_orjson, "Fragment", None)
+
+
+class Encoded:
+    """A value already encoded as JSON: embedded as it is wherever a value holding it is encoded (`dumps`,
+    `dumps_line`), neither decoded nor encoded again (with orjson's ``Fragment``; decoded where orjson
+    lacks it).  The recorder puts a snapshot with nothing to redact into its record this way."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        """The JSON text (bytes), valid JSON."""
+
+    def value(self) -> Any:
+        """The value, decoded."""
+        return loads(self.data)
+
 DEFAULT_MAX_BYTES = 64 * 1024
 """Values larger than this (encoded) are stored truncated."""
 
@@ -37,6 +55,13 @@ MAX_ITEMS = 100_000
 
 _SCALARS = (str, int, float, bool, type(None))
 _INT_RANGE = (-(2**63), 2**64)
+
+
+def _embedded(obj: Encoded) -> Any:
+    try:
+        return obj.value()
+    except ValueError:
+        return marker(None, "<undecodable snapshot>")
 
 
 def marker(obj: Any, why: str | None = None) -> dict[str, Any]:
@@ -103,6 +128,8 @@ def _convert(obj: Any) -> Any:
 
 def _default(obj: Any) -> Any:
     # orjson calls this for what it cannot encode; it must never raise.
+    if obj.__class__ is Encoded:
+        return _FRAGMENT(obj.data) if _FRAGMENT is not None else _embedded(obj)
     try:
         return _convert(obj)
     except Exception:  # noqa: BLE001 - a model_dump or property that raises costs only this value
@@ -131,6 +158,8 @@ def sanitize(obj: Any, depth: int = 0, _stack: set[int] | None = None) -> Any:
             return f if f == f and f not in (float("inf"), float("-inf")) else marker(obj, repr(f))
         if isinstance(obj, str):
             return _text(str(obj))
+        if t is Encoded:
+            return sanitize(_embedded(obj), depth, _stack)
         if depth >= MAX_DEPTH:
             return marker(obj, f"<nested deeper than {MAX_DEPTH} levels>")
         stack = _stack if _stack is not None else set()
@@ -200,6 +229,26 @@ else:  # pragma: no cover
         return _dumps_stdlib(obj)
 
 
+if _orjson is not None:
+    # Without OPT_NON_STR_KEYS (and numpy), which cost orjson a third more on every record: a record's
+    # keys are strings; a record with a key that is not goes the way of `dumps`.
+    _LINE_OPTS = _orjson.OPT_APPEND_NEWLINE
+
+    def dumps_line(obj: Any) -> bytes:
+        """Encode to one line of compact JSON, newline included (never raises, like `dumps`)."""
+        try:
+            data: bytes = _orjson.dumps(obj, default=_default, option=_LINE_OPTS)
+            return data
+        except Exception:  # noqa: BLE001 - `dumps` rebuilds what cannot be encoded
+            return dumps(obj) + b"\n"
+
+else:  # pragma: no cover
+
+    def dumps_line(obj: Any) -> bytes:
+        """Encode to one line of compact JSON, newline included (never raises, like `dumps`)."""
+        return dumps(obj) + b"\n"
+
+
 def dumps_str(obj: Any) -> str:
     """Encode to a compact JSON string."""
     return dumps(obj).decode("utf-8")
@@ -259,7 +308,9 @@ def to_jsonable(value: Any, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "Encoded",
     "dumps",
+    "dumps_line",
     "dumps_str",
     "loads",
     "marker",

@@ -43,6 +43,9 @@ from typing import Any
 from trajdebug.model import REDACTED
 
 
+_ATOMS = frozenset({int, float, bool})
+
+
 MAX_DEPTH = 300
 """Values nested deeper than this are replaced whole (no recorded value is that deep)."""
 
@@ -217,6 +220,9 @@ class Rule:
     """Literals one of which every match contains (searched as they are); empty: see ``lower_gate``."""
     lower_gate: tuple[str, ...] = ()
     """Literals one of which every match contains, searched in the lowercased text."""
+    needs: str = ""
+    """Characters one of which every match contains (each found with one ``memchr``: the cheapest test,
+    tried first); empty: the rule needs none of `RARE` (the bearer and Basic words, card digits)."""
 
 
 _ASSIGNED = (
@@ -229,45 +235,51 @@ RULES: tuple[Rule, ...] = (
         "private_key",
         r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
         gate=("PRIVATE KEY",),
+        needs="-",
     ),
-    Rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", gate=("eyJ",)),
-    Rule("openai_key", r"\bsk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{16,}", gate=("sk-",)),
-    Rule("stripe_key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", gate=("k_live_", "k_test_")),
+    Rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", gate=("eyJ",), needs="J"),
+    Rule("openai_key", r"\bsk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{16,}", gate=("sk-",), needs="-"),
+    Rule("stripe_key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", gate=("k_live_", "k_test_"), needs="_"),
     Rule(
         "github_token",
         r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}",
         gate=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        needs="_",
     ),
-    Rule("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", gate=("AKIA", "ASIA")),
+    Rule("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", gate=("AKIA", "ASIA"), needs="A"),
     Rule(
         "aws_secret_key",
         r"(?i:aws[_\- ]?secret[_\- ]?(?:access[_\- ]?)?key)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})",
         group=1,
         lower_gate=("aws",),
+        needs=":=",
     ),
-    Rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", gate=("AIza",)),
-    Rule("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}", gate=("hf_",)),
+    Rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", gate=("AIza",), needs="A"),
+    Rule("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}", gate=("hf_",), needs="_"),
     Rule(
         "azure_key",
         r"(?i:AccountKey|SharedAccessKey|SharedAccessSignature|[?&]sig)=([A-Za-z0-9%+/=]{20,})",
         group=1,
         lower_gate=("accountkey", "sharedaccess", "sig="),
+        needs="=",
     ),
-    Rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", gate=("xox",)),
+    Rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", gate=("xox",), needs="-"),
     Rule("bearer", r"(?i:\bbearer)\s+([A-Za-z0-9._~+/\-]{16,}=*)", group=1, lower_gate=("bearer",)),
     Rule("basic_auth", r"(?i:\bbasic)\s+([A-Za-z0-9+/]{6,}={0,2})", group=1, check=_is_basic, lower_gate=("basic",)),
-    Rule("url_credentials", r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@\"']*:([^/\s@\"']+)@", group=1, gate=("://",)),
+    Rule("url_credentials", r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@\"']*:([^/\s@\"']+)@", group=1, gate=("://",), needs="@"),
     Rule(
         "assignment",
         r"(?i:(?:" + _ASSIGNED + r"))\b[\"']?\s*[:=]\s*[\"']?([^\s\"',;&}\])]+)",
         group=1,
         lower_gate=("pass", "pwd", "secret", "token", "key", "dsn", "credential"),
+        needs=":=",
     ),
     Rule("card_number", r"(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-])", check=_is_card),
     Rule(
         "email",
         r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b",
         gate=("@",),
+        needs="@",
         pii=True,
     ),
 )
@@ -319,34 +331,82 @@ def redactor() -> Redactor | None:
     return Redactor(p.extra_keys, p.pii) if p.enabled else None
 
 
-# The prefilter: cheap tests that every match of every rule passes, so the
-# patterns run only on the few strings that may hold a secret.  Python's
-# regular expressions try each alternative at each position, so the literals are
-# split by case: provider-key shapes are searched as they are (case-sensitive),
-# the words of the case-insensitive rules in a lowercased copy, and only when
-# the string has a separator those rules need (a space, "=" or ":").  Each rule
-# then runs only when one of its own literals is present (`Rule.gate`).
-_CASE_LITERALS = r"sk-|k_live_|k_test_|gh[pousr]_|github_pat_|AKIA|ASIA|AIza|hf_|xox|eyJ|PRIVATE KEY|://"
-_LOWER_WORDS = r"aws|bearer|basic|pass|pwd|secret|token|key|dsn|credential|accountkey|sharedaccess|sig="
-_KEY_WORDS = (
-    rb"pass|pwd|secret|token|key|auth|credential|cookie|csrf|xsrf|jwt|ssn|dsn|bearer|session|card|cvv|cvc|string"
-    rb"|aws|basic|sk-|k_live_|k_test_|gh[pousr]_|github_pat_|akia|asia|aiza|hf_|xox|eyj|private key|://|sig="
-)
+# The prefilter.  A string is scanned by the rules only when it may hold a match,
+# and that test has to cost next to nothing on the ordinary text an agent records.
+# Python's regular expressions scan a few nanoseconds per character and try every
+# alternative at every candidate position, and ordinary English is full of the
+# words a naive hint list holds ("key", "token", "pass"), so the test is built
+# from single-character searches instead (``c in s`` is one ``memchr``): every
+# match of every rule holds one of a few characters that are rare in prose
+# (`Rule.needs`: ``-`` in ``sk-``, ``_`` in ``ghp_``, ``J`` in ``eyJ``, ``A`` in
+# ``AKIA``, ``:`` or ``=`` in an assignment, ``@`` in URL credentials), or the
+# word ``bearer`` or ``basic`` (in any case), or at least 13 digits (a card).  A
+# string with none of them is clean for certain.  A string with some of them is
+# scanned only by the rules whose own literals it holds (`Rule.gate`,
+# `Rule.lower_gate`); the assignment rule, whose words are ordinary English,
+# first checks that one of its words stands right before a ``:`` or ``=``.
+RARE = "-_:=JA"
+"""The characters one of which a match of a value rule holds, unless it is a bearer or Basic credential or a
+card number (``@`` joins them when e-mail redaction is on)."""
+
 _NOT_DIGITS = bytes(b for b in range(256) if not 48 <= b <= 57)
+
+# Case-insensitive matching in `re` equates these with ASCII letters ("\u017f" with "s",
+# "\u212a" with "k", dotted and dotless "i" with "i"), which ``str.lower`` does not.
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+_ASSIGNED_WORDS = (
+    "password", "passwd", "pwd", "passphrase", "secret", "token", "key", "dsn", "credential", "credentials",
+)
+"""The last word of every keyword of the assignment rule (``api_key``, ``client-secret`` end in one)."""
+
+_MAX_SEPARATORS = 16
+"""Past this many ``:`` and ``=``, the assignment rule's words are not looked up one by one (it just runs)."""
+
+
+def _lowered(s: str) -> str:
+    """``s`` lowercased as `re` compares it case-insensitively."""
+    return s.lower() if s.isascii() else s.translate(_FOLD).lower()
 
 
 def _digit_count(s: str) -> int:
     return len(s.encode("utf-8", "surrogatepass").translate(None, _NOT_DIGITS))
 
 
+def _has_13_digits(s: str) -> bool:
+    """Whether ``s`` may hold a card number: at least 13 ASCII digits, one of them a 2, 3, 4, 5 or 6 (every
+    issuer's number starts with one of those, `_CARD_BRANDS`)."""
+    if not ("4" in s or "5" in s or "3" in s or "6" in s or "2" in s):
+        return False
+    return _digit_count(s) >= 13
+
+
+def _words_before_separator(low: str) -> bool:
+    """Whether an assignment keyword stands right before a ``:`` or ``=`` (the rule's own condition:
+    the word, an optional quote, optional spaces, the separator), in lowercased text."""
+    seen = 0
+    for sep in ":=":
+        i = low.find(sep)
+        while i >= 0:
+            seen += 1
+            if seen > _MAX_SEPARATORS:
+                return True
+            j = i
+            if j and low[j - 1].isspace():
+                j = len(low[:j].rstrip())
+            if j and low[j - 1] in "'\"":
+                j -= 1
+            if low.endswith(_ASSIGNED_WORDS, 0, j):
+                return True
+            i = low.find(sep, i + 1)
+    return False
+
+
 @functools.lru_cache(maxsize=16)
 def _compiled(extra_keys: tuple[str, ...], pii: tuple[str, ...]) -> tuple[Any, ...]:
     rules = tuple((r, re.compile(r.pattern)) for r in RULES if not r.pii or r.name in pii)
-    case = re.compile(_CASE_LITERALS + ("|@" if "email" in pii else ""))
-    lower = re.compile(_LOWER_WORDS)
     extra = tuple(re.compile(k, re.IGNORECASE) for k in extra_keys)
-    byte_hint = re.compile(_KEY_WORDS + (b"|@" if "email" in pii else b""))
-    return rules, case, lower, byte_hint, extra
+    return rules, extra
 
 
 class Redactor:
@@ -362,9 +422,21 @@ class Redactor:
     """
 
     def __init__(self, extra_keys: Iterable[str] = (), pii: Iterable[str] = ()) -> None:
-        self._rules, self._case, self._lower, self._bytes_hint, self._extra = _compiled(
-            tuple(extra_keys), tuple(sorted(pii))
-        )
+        self._rules, self._extra = _compiled(tuple(extra_keys), tuple(sorted(pii)))
+        self._at = "email" in pii
+        # Bit i stands for self._rules[i]: which rules each rare character lets run, which the
+        # bearer/Basic words do, which 13 digits do.
+        by_char: dict[str, int] = {}
+        self._words = self._digits = 0
+        for i, (rule, _) in enumerate(self._rules):
+            for c in rule.needs:
+                by_char[c] = by_char.get(c, 0) | 1 << i
+            if not rule.needs:
+                if rule.lower_gate:
+                    self._words |= 1 << i
+                else:
+                    self._digits |= 1 << i
+        self._by_char = tuple(by_char.items())
         self._keys: dict[str, bool] = {}
         self.counts: Counter[str] = Counter()
         """How many values each rule replaced (``key_name`` for key rules)."""
@@ -373,9 +445,38 @@ class Redactor:
 
     def needed(self, encoded: bytes) -> bool:
         """Whether a value, given as its JSON text, may hold a secret under a key or in a string."""
-        if self._extra or self._bytes_hint.search(encoded.lower()) is not None:
+        from trajdebug._encode import loads
+
+        try:
+            return not self.clean(loads(encoded))
+        except ValueError:
             return True
-        return len(encoded) >= 13 and len(encoded.translate(None, _NOT_DIGITS)) >= 13
+
+    def clean(self, value: Any, depth: int = 0) -> bool:
+        """Whether `__call__` would leave ``value`` as it is, for certain (a walk that copies nothing).
+
+        False is a maybe: a string passed the prefilter, a key names a secret, or the value is
+        nested deeper than `MAX_DEPTH`.
+        """
+        if value.__class__ is str:
+            return len(value) < 6 or not self.may_hold(value)
+        if isinstance(value, dict):
+            if depth >= MAX_DEPTH:
+                return False
+            for k, v in value.items():
+                if isinstance(k, str) and (self.may_hold(k) or self.secret_key(k)):
+                    return False
+                if v is not None and v.__class__ not in _ATOMS and not self.clean(v, depth + 1):
+                    return False
+            return True
+        if isinstance(value, (list, tuple)):
+            if depth >= MAX_DEPTH:
+                return False
+            for v in value:
+                if v is not None and v.__class__ not in _ATOMS and not self.clean(v, depth + 1):
+                    return False
+            return True
+        return not isinstance(value, str) or self.clean(str(value), depth)
 
     def secret_key(self, key: str) -> bool:
         """Whether a value under this key is a secret (cached per key)."""
@@ -389,31 +490,72 @@ class Redactor:
     # -- replacing ---------------------------------------------------------------------
 
     def may_hold(self, value: str) -> bool:
-        """The prefilter: whether a string may hold a secret (False is certain, True is a maybe)."""
+        """The prefilter: whether a string may hold a secret (False is certain, True is a maybe).
+
+        One ``memchr`` per character of `RARE`, then (only when a ``b`` is there) the words of the
+        bearer and Basic rules, then (only when a digit is there) the digits of a card number.
+        """
         if len(value) < 6:
             return False
-        if self._case.search(value) is not None:
+        if (
+            "-" in value
+            or "_" in value
+            or ":" in value
+            or "=" in value
+            or "J" in value
+            or "A" in value
+            or (self._at and "@" in value)
+        ):
             return True
-        if (" " in value or "=" in value or ":" in value) and self._lower.search(value.lower()) is not None:
-            return True
-        return len(value) >= 13 and _digit_count(value) >= 13
+        if "b" in value or "B" in value or not value.isascii():
+            low = _lowered(value)
+            if "bearer" in low or "basic" in low:
+                return True
+        return len(value) >= 13 and _has_13_digits(value)
 
     def text(self, value: str) -> str:
         """A string with every secret-shaped part replaced."""
-        if not self.may_hold(value):
+        if len(value) < 6:
             return value
-        low = value.lower()
-        digits = _digit_count(value) >= 13
-        for rule, pattern in self._rules:
+        # The rules whose characters the string holds (`Rule.needs`), in the order of `RULES`.
+        found = 0
+        for c, mask in self._by_char:
+            if c in value:
+                found |= mask
+        low: str | None = None
+        if "b" in value or "B" in value or not value.isascii():
+            low = _lowered(value)
+            if "bearer" in low or "basic" in low:
+                found |= self._words
+        if self._digits and len(value) >= 13 and _has_13_digits(value):
+            found |= self._digits
+        rules = self._rules
+        while found:
+            low_bit = found & -found
+            found ^= low_bit
+            rule, pattern = rules[low_bit.bit_length() - 1]
             if rule.gate:
-                if not any(g in value for g in rule.gate):
+                for g in rule.gate:
+                    if g in value:
+                        break
+                else:
                     continue
             elif rule.lower_gate:
-                if not any(g in low for g in rule.lower_gate):
-                    continue
-            elif not digits:
-                continue
-            value = pattern.sub(functools.partial(self._replace, rule), value)
+                if low is None:
+                    low = _lowered(value)
+                if rule.name == "assignment":
+                    # Its words are ordinary English: look only right before each separator.
+                    if not _words_before_separator(low):
+                        continue
+                else:
+                    for g in rule.lower_gate:
+                        if g in low:
+                            break
+                    else:
+                        continue
+            new = pattern.sub(functools.partial(self._replace, rule), value)
+            if new is not value and new != value:
+                value, low = new, None
         return value
 
     def _replace(self, rule: Rule, m: re.Match[str]) -> str:
@@ -456,6 +598,7 @@ class Redactor:
 
 __all__ = [
     "COUNTING_WORDS",
+    "RARE",
     "MAX_DEPTH",
     "PII_CLASSES",
     "POLICY",

@@ -256,6 +256,41 @@ def step_record(
     return rec
 
 
+def plain_step_record(
+    run_id: str,
+    step_id: str,
+    name: str | None,
+    kind: str,
+    start_ns: int,
+    end_ns: int | None,
+    status: str,
+    parent_id: str | None,
+    input: Any,
+    output: Any,
+) -> dict[str, Any]:
+    """`step_record` for a step with none of the rarer fields (agent, error, attempt, retry, deps,
+    attributes): the same record, built without keyword arguments (the recorder's writer builds one per
+    step, and a call with ten keywords costs as much as the record itself)."""
+    rec: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "t": "step",
+        "run_id": run_id,
+        "step_id": step_id,
+        "name": name,
+        "kind": kind,
+        "start_ns": start_ns,
+        "end_ns": end_ns,
+        "status": status,
+    }
+    if parent_id is not None:
+        rec["parent_id"] = parent_id
+    if input is not None:
+        rec["input"] = input
+    if output is not None:
+        rec["output"] = output
+    return rec
+
+
 def error_record(
     run_id: str,
     error_id: str,
@@ -809,6 +844,7 @@ __all__ = [
     "mapping_field",
     "meta_record",
     "open_record",
+    "plain_step_record",
     "read_kind",
     "redact_run",
     "run_record",

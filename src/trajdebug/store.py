@@ -1,22 +1,37 @@
 """The embedded run store: one SQLite file in WAL mode.
 
-The store keeps the same records as the JSONL format (see `trajdebug.format`),
-one row per record, plus a ``runs`` table for listing and filtering.  Loading a
-run replays its records through the same `RunBuilder` the JSONL reader uses, so
-a run reads the same from either.
+The store keeps the same records as the JSONL format (see `trajdebug.format`):
+each batch the recorder writes is one row of the ``chunks`` table holding its
+records as JSON lines, exactly the bytes a JSONL file would hold, under the
+run's integer key; a ``runs`` table keeps one row per run for listing and
+filtering (name, times, outcome, counts, records lost).  Loading a run replays
+its records through the same `RunBuilder` the JSONL reader uses, so a run reads
+the same from either.
+
+Why chunks (schema version 2, measured in ``benchmarks/recording.py``): a row
+per record cost about 4.5 µs of SQLite work per step (the row, its index
+entries, a 32-hex run id repeated in each), as much as everything else the
+recorder does; a row per batch costs the bytes alone.  The records are encoded
+once, on the recorder's writer thread, and those bytes go straight into the
+row; the ``runs`` row is updated once per batch, not once per record.  Stores
+of schema version 1 (a row per record in ``records``) are read as they are and,
+when opened for writing, upgraded in place: the ``runs`` table gets its keys,
+the old rows stay where they are and are read before a run's chunks.
 
 Several processes may write one store at once: each batch is one short
 ``BEGIN IMMEDIATE`` transaction, WAL mode lets readers run beside the writer,
-and a busy timeout makes writers queue instead of failing.
+and a busy timeout makes writers queue instead of failing.  The write-ahead log
+is checkpointed by SQLite as it grows and truncated back to
+`WAL_SIZE_LIMIT` after each checkpoint, so it never stays as large as the data.
 
 Reading is read-only (``Store(path, readonly=True)``, what every reporting
 command uses), so a store on a read-only mount can be read, and tolerant: a
-row that cannot be decoded, a corrupt page, a run listed without records are
-each a one-line problem naming the store and the row, and every other run
-still loads (`Store.read`).  Writing a whole run (`Store.save_run`: ``import``,
-integrations, merges between stores) replaces the run's earlier copy, so
-importing a file twice does not duplicate it, and redacts secrets per the
-process policy, like every write path.
+record that cannot be decoded, a corrupt page, a run listed without records are
+each a one-line problem naming the store, the run and the record, and every
+other run still loads (`Store.read`).  Writing a whole run (`Store.save_run`:
+``import``, integrations, merges between stores) replaces the run's earlier
+copy, so importing a file twice does not duplicate it, and redacts secrets per
+the process policy, like every write path.
 """
 
 from __future__ import annotations
@@ -26,12 +41,12 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from trajdebug._encode import dumps_str, loads
+from trajdebug._encode import dumps_line, loads
 from trajdebug.format import FormatError, ReadResult, RunBuilder
 from trajdebug.model import Run
 from trajdebug.schema import RECORDER_KEY, lost_in, run_to_records
@@ -40,14 +55,25 @@ from trajdebug.schema import RECORDER_KEY, lost_in, run_to_records
 log = logging.getLogger("trajdebug")
 
 
-SCHEMA_VERSION = 1
-"""The store's schema version, kept in ``PRAGMA user_version``."""
+SCHEMA_VERSION = 2
+"""The store's schema version, kept in ``PRAGMA user_version`` (1: a row per record, read and upgraded)."""
 
 DEFAULT_STORE = "trajdebug.db"
 
+PAGE_SIZE = 16384
+"""The page size of a new store: a batch of records spans fewer pages (fewer writes to the log and
+the file) than with SQLite's 4,096, while a small commit still writes little."""
+
+WAL_SIZE_LIMIT = 32 * 1024 * 1024
+"""Bytes the write-ahead log is truncated back to after a checkpoint (``journal_size_limit``)."""
+
+CHUNK_BYTES = 1 << 20
+"""A batch longer than this is split over several rows (a row stays far below SQLite's limit)."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
+    key INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
     name TEXT NOT NULL DEFAULT '',
     start_ns INTEGER,
     end_ns INTEGER,
@@ -55,17 +81,26 @@ CREATE TABLE IF NOT EXISTS runs (
     failure_reason TEXT,
     steps INTEGER NOT NULL DEFAULT 0,
     errors INTEGER NOT NULL DEFAULT 0,
-    note TEXT
+    note TEXT,
+    lost INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS records (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL,
-    type TEXT NOT NULL,
-    body TEXT NOT NULL
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    run INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    body BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS records_run ON records (run_id, seq);
+CREATE INDEX IF NOT EXISTS chunks_run ON chunks (run, id);
 CREATE INDEX IF NOT EXISTS runs_start ON runs (start_ns);
 """
+
+_RUN_COLUMNS = "run_id, name, start_ns, end_ns, outcome, failure_reason, steps, errors, note"
+
+# The head of a record line as the recorder and `write_records` encode it (``v``, ``t``,
+# ``run_id`` first): read without decoding the line; any other line is decoded.
+_HEAD = b'{"v":1,"t":"'
+_RUN_ID = b',"run_id":"'
+_SUMMARY_TYPES = frozenset({"run", "meta", "mark", "end"})
 
 
 class StoreError(RuntimeError):
@@ -237,6 +272,7 @@ class Store:
                         raise StoreBusyError(f"{self.path}: not ready yet ({exc})") from None
                     time.sleep(min(0.02, max(self._timeout / 4, 0.001)))
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             self._local.conn = conn
         return conn
 
@@ -270,6 +306,7 @@ class Store:
         try:
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
+                conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("BEGIN")
                 for stmt in _SCHEMA.split(";"):
@@ -315,24 +352,40 @@ class Store:
         if version == 0 and self.readonly:
             raise StoreError(f"{self.path}: not a trajdebug store (an SQLite file without its tables)")
         if version == 0:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                # Re-check under the write lock: another process may have created it.
-                if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
-                    for stmt in _SCHEMA.split(";"):
-                        if stmt.strip():
-                            conn.execute(stmt)
-                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        elif version != SCHEMA_VERSION:
+            self._write_schema(conn, 0)
+        elif version == 1 and not self.readonly:
+            self._write_schema(conn, 1)
+        elif version not in (1, SCHEMA_VERSION):
             raise StoreError(
                 f"{self.path}: store schema version {version} is not supported "
                 f"(this trajdebug uses version {SCHEMA_VERSION})"
             )
+        try:
+            self._version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            self._legacy = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'"
+            ).fetchone() is not None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: {exc}") from None
+
+    def _write_schema(self, conn: sqlite3.Connection, found: int) -> None:
+        """Create the tables of an empty store, or upgrade one of schema version 1, under the write lock."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-check under the write lock: another process may have done it.
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == found == 1:
+                _upgrade_v1(conn)
+            elif version == found == 0:
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        conn.execute(stmt)
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     def set_busy_timeout(self, seconds: float | None) -> None:
         """How long this thread's connection waits for another writer's lock (None: the store's timeout)."""
@@ -352,7 +405,7 @@ class Store:
         """Append records (as written by the recorder) in one transaction.
 
         Args:
-            records: The records.
+            records: The records, of any runs.
             redacted: The records were redacted already (the recorder's writer
                 thread does it); otherwise secrets are redacted here per the
                 process policy.
@@ -373,94 +426,62 @@ class Store:
             red = redaction.redactor()
             if red is not None:
                 records = [red(dict(r)) for r in records]
-        rows = []
-        kept = []
-        for r in records:
-            try:
-                rows.append((str(r["run_id"]), str(r["t"]), dumps_str(r)))
-                kept.append(r)
-            except (KeyError, TypeError):
-                continue
+        return self.write_lines([dumps_line(r) for r in records])
+
+    def write_lines(self, lines: Sequence[bytes]) -> int:
+        """Append records given as JSON lines (redacted already: the recorder's writer thread encodes
+        each record once and hands the same bytes to every sink) in one transaction.
+
+        Returns:
+            How many lines were skipped (not a JSON object with a run id and a type).
+
+        Raises:
+            sqlite3.OperationalError: the store is locked beyond the timeout, or
+                cannot be written (nothing of the batch was written).
+        """
+        if not lines:
+            return 0
+        groups, skipped = _group(lines)
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany("INSERT INTO records (run_id, type, body) VALUES (?, ?, ?)", rows)
-            self._update_summaries(conn, kept)
+            for rid, group in groups.items():
+                self._append(conn, self._key(conn, rid), group)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        return len(records) - len(kept)
-
-    @classmethod
-    def _update_summaries(cls, conn: sqlite3.Connection, records: Sequence[Mapping[str, Any]]) -> None:
-        """Keep the ``runs`` table in step with a batch: step and error counts once per run, the rest per record."""
-        counts: dict[tuple[str, str], int] = {}
-        for r in records:
-            t = r["t"]
-            if t == "step" or t == "error":
-                key = (str(r["run_id"]), "steps" if t == "step" else "errors")
-                counts[key] = counts.get(key, 0) + 1
-            else:
-                cls._update_summary(conn, r)
-        for (rid, col), n in counts.items():
-            conn.execute(
-                f"INSERT INTO runs (run_id, {col}) VALUES (?, ?) ON CONFLICT(run_id) DO UPDATE SET {col}={col}+?",
-                (rid, n, n),
-            )
+        return skipped
 
     @staticmethod
-    def _update_summary(conn: sqlite3.Connection, r: Mapping[str, Any]) -> None:
-        t = r["t"]
-        rid = str(r["run_id"])
-        metadata = r.get("metadata")
-        metadata = metadata if isinstance(metadata, Mapping) else {}
-        if t == "run":
-            name = r.get("name")
-            start = r.get("start_ns")
+    def _key(conn: sqlite3.Connection, run_id: str) -> int:
+        """The run's integer key (its row in ``runs``, made now if there is none); inside a transaction."""
+        row = conn.execute("SELECT key FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return int(conn.execute("INSERT INTO runs (run_id) VALUES (?)", (run_id,)).lastrowid or 0)
+        return int(row[0])
+
+    @staticmethod
+    def _append(conn: sqlite3.Connection, key: int, group: _Group) -> None:
+        """Write one run's lines as rows of at most `CHUNK_BYTES`, then its summary: one statement for the
+        counts, one per run, meta, mark or end record."""
+        rows = []
+        start, size = 0, 0
+        lines = group.lines
+        for i, line in enumerate(lines):
+            size += len(line)
+            if size > CHUNK_BYTES and i > start:
+                rows.append((key, i - start, b"".join(lines[start:i])))
+                start, size = i, len(line)
+        rows.append((key, len(lines) - start, b"".join(lines[start:])))
+        conn.executemany("INSERT INTO chunks (run, n, body) VALUES (?, ?, ?)", rows)
+        if group.steps or group.errors:
             conn.execute(
-                "INSERT INTO runs (run_id, name, start_ns, note) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(run_id) DO UPDATE SET name=excluded.name, start_ns=excluded.start_ns, "
-                "note=coalesce(excluded.note, runs.note)",
-                (rid, name if isinstance(name, str) else "", start if type(start) is int else None, run_note(metadata)),
+                "UPDATE runs SET steps = steps + ?, errors = errors + ? WHERE key = ?", (group.steps, group.errors, key)
             )
-        elif t == "meta":
-            note = run_note(metadata)
-            if note:
-                conn.execute(
-                    "INSERT INTO runs (run_id, note) VALUES (?, ?) ON CONFLICT(run_id) DO UPDATE SET note=excluded.note",
-                    (rid, note),
-                )
-        elif t == "mark":
-            marked = r.get("outcome")
-            reason = r.get("failure_reason")
-            conn.execute(
-                "UPDATE runs SET outcome = ?, failure_reason = ? WHERE run_id = ?",
-                (marked if marked in ("success", "failure") else "failure", reason if isinstance(reason, str) else None, rid),
-            )
-        elif t == "end":
-            end = r.get("end_ns")
-            outcome = r.get("outcome")
-            reason = r.get("failure_reason")
-            conn.execute(
-                "INSERT INTO runs (run_id, end_ns, outcome, failure_reason) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(run_id) DO UPDATE SET end_ns=excluded.end_ns, outcome=excluded.outcome, "
-                "failure_reason=excluded.failure_reason",
-                (
-                    rid,
-                    end if type(end) is int else None,
-                    outcome if outcome in ("success", "failure", "incomplete") else "incomplete",
-                    reason if isinstance(reason, str) else None,
-                ),
-            )
-        elif t in ("step", "error"):
-            col = "steps" if t == "step" else "errors"
-            conn.execute(
-                f"INSERT INTO runs (run_id, {col}) VALUES (?, 1) "
-                f"ON CONFLICT(run_id) DO UPDATE SET {col}={col}+1",
-                (rid,),
-            )
+        for r in group.summary:
+            _summarize(conn, key, r)
 
     def mark_run(self, run_id: str, outcome: str, reason: str | None = None) -> str:
         """Record a verdict on a run after the fact (a ``mark`` record; the recorded outcome stays in its records).
@@ -484,29 +505,32 @@ class Store:
 
         Secrets are redacted per the process policy.  A run already stored with
         the same records is left alone, so importing a file twice does not
-        duplicate it.
+        duplicate it.  The run keeps its key when replaced.
 
         Returns:
             ``added``, ``replaced`` (the store held another version of the run)
             or ``unchanged``.
         """
-        records = run_to_records(run)
-        bodies = [dumps_str(r) for r in records]
+        lines = [dumps_line(r) for r in run_to_records(run)]
+        groups, _ = _group(lines)
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            old = [b for (b,) in conn.execute("SELECT body FROM records WHERE run_id = ? ORDER BY seq", (run.run_id,))]
-            if old == bodies:
+            old = [line for _, line in self._lines(conn, run.run_id)]
+            if old == lines:
                 conn.execute("COMMIT")
                 return "unchanged"
-            if old:
+            key = self._key(conn, run.run_id)
+            if self._legacy:
                 conn.execute("DELETE FROM records WHERE run_id = ?", (run.run_id,))
-            conn.execute("DELETE FROM runs WHERE run_id = ?", (run.run_id,))
-            conn.executemany(
-                "INSERT INTO records (run_id, type, body) VALUES (?, ?, ?)",
-                [(run.run_id, str(r["t"]), body) for r, body in zip(records, bodies)],
+            conn.execute("DELETE FROM chunks WHERE run = ?", (key,))
+            conn.execute(
+                "UPDATE runs SET name = '', start_ns = NULL, end_ns = NULL, outcome = 'incomplete', "
+                "failure_reason = NULL, steps = 0, errors = 0, note = NULL, lost = 0 WHERE key = ?",
+                (key,),
             )
-            self._update_summaries(conn, records)
+            for group in groups.values():
+                self._append(conn, key, group)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -563,7 +587,8 @@ class Store:
         how many records the recorder lost for the run (read from its end record).
         """
         where, args = self._where(outcome, name, since_ns, until_ns, derived)
-        sql = "SELECT run_id, name, start_ns, end_ns, outcome, failure_reason, steps, errors, note FROM runs" + where
+        lost = ", lost" if self._version >= 2 else ""
+        sql = f"SELECT {_RUN_COLUMNS}{lost} FROM runs" + where
         sql += " ORDER BY start_ns DESC, rowid DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -575,10 +600,9 @@ class Store:
             return self._list_from_records(outcome, name, since_ns, until_ns, limit, derived)
         out = []
         for row in rows:
-            rid, name_, start, end, outcome_, reason, steps, errors, note = row
-            out.append(
-                RunSummary(rid, name_, start, end, outcome_, reason, steps, errors, note, self._lost(conn, str(rid)))
-            )
+            rid, name_, start, end, outcome_, reason, steps, errors, note = row[:9]
+            n_lost = row[9] if lost else self._lost(conn, str(rid))
+            out.append(RunSummary(rid, name_, start, end, outcome_, reason, steps, errors, note, n_lost))
         return out
 
     def _list_from_records(
@@ -620,6 +644,7 @@ class Store:
 
     @staticmethod
     def _lost(conn: sqlite3.Connection, run_id: str) -> int:
+        """Records lost, from the run's last end record (a version-1 store keeps no count in ``runs``)."""
         try:
             row = conn.execute(
                 "SELECT body FROM records WHERE run_id = ? AND type = 'end' ORDER BY seq DESC LIMIT 1", (run_id,)
@@ -641,11 +666,30 @@ class Store:
         except sqlite3.DatabaseError:
             seen: dict[str, None] = {}
             try:
-                for (rid,) in conn.execute("SELECT run_id FROM records ORDER BY seq"):
-                    seen.setdefault(str(rid), None)
+                if self._legacy:
+                    for (rid,) in conn.execute("SELECT run_id FROM records ORDER BY seq"):
+                        seen.setdefault(str(rid), None)
+                if self._version >= 2:
+                    for rid in self._scan_keys():
+                        seen.setdefault(rid, None)
             except sqlite3.DatabaseError:
                 pass  # as many as could be read
             return list(seen)
+
+    def _scan_keys(self) -> dict[str, int]:
+        """Run ids and keys read from the chunks themselves (each line names its run): for a store whose
+        ``runs`` table cannot be read."""
+        found: dict[str, int] = {}
+        conn = self._conn()
+        for key, body in conn.execute("SELECT run, body FROM chunks WHERE id IN (SELECT min(id) FROM chunks GROUP BY run)"):
+            head = bytes(body[: body.find(b"\n")])
+            try:
+                rid = loads(head).get("run_id")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(rid, str):
+                found.setdefault(rid, int(key))
+        return found
 
     def read(self, run_ids: Iterable[str] | None = None) -> ReadResult:
         """Read runs (all of them by default, oldest first) with what could not be read.
@@ -671,19 +715,49 @@ class Store:
                 runs.append(run)
         return ReadResult(runs, problems)
 
+    def _lines(self, conn: sqlite3.Connection, rid: str) -> Iterator[tuple[int, bytes]]:
+        """A run's records as JSON lines, numbered from 1 in the order they were written: the rows of a
+        version-1 store first, then the chunks.
+
+        Raises:
+            sqlite3.DatabaseError: a page cannot be read (what came before it was yielded).
+        """
+        n = 0
+        if self._legacy:
+            for (body,) in conn.execute("SELECT body FROM records WHERE run_id = ? ORDER BY seq", (rid,)):
+                n += 1
+                yield n, (body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body)) + b"\n"
+        if self._version < 2:
+            return
+        try:
+            row = conn.execute("SELECT key FROM runs WHERE run_id = ?", (rid,)).fetchone()
+            key = None if row is None else row[0]
+        except sqlite3.DatabaseError:
+            key = self._scan_keys().get(rid)
+        if key is None:
+            return
+        for (body,) in conn.execute("SELECT body FROM chunks WHERE run = ? ORDER BY id", (key,)):
+            data = bytes(body) if not isinstance(body, bytes) else body
+            start = 0
+            while start < len(data):
+                end = data.find(b"\n", start)
+                end = len(data) if end < 0 else end + 1
+                n += 1
+                yield n, data[start:end]
+                start = end
+
     def _read_run(self, rid: str) -> tuple[Run | None, list[FormatError]]:
         source = f"{self.path} (run {rid})"
         builder = RunBuilder(source)
         try:
-            cur = self._conn().execute("SELECT seq, body FROM records WHERE run_id = ? ORDER BY seq", (rid,))
-            for seq, body in cur:
+            for n, line in self._lines(self._conn(), rid):
                 try:
-                    rec = loads(body)
+                    rec = loads(line)
                 except (ValueError, TypeError) as exc:
                     reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                    builder.problems.append(FormatError(f"row is not valid JSON ({reason})", source=source, line=seq))
+                    builder.problems.append(FormatError(f"record is not valid JSON ({reason})", source=source, line=n))
                     continue
-                builder.add(rec, line=seq)
+                builder.add(rec, line=n)
         except sqlite3.DatabaseError as exc:
             builder.problems.append(FormatError(f"cannot read the rest of this run: {_reason(exc)}", source=source))
         runs = builder.runs()
@@ -738,6 +812,132 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Group:
+    """The lines of one run in a batch, with what its ``runs`` row needs to know of them."""
+
+    __slots__ = ("errors", "lines", "steps", "summary")
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self.steps = 0
+        self.errors = 0
+        self.summary: list[Mapping[str, Any]] = []
+        """The run, meta, mark and end records, decoded, in order."""
+
+
+def _group(lines: Sequence[bytes]) -> tuple[dict[str, _Group], int]:
+    """Lines grouped by run, and how many were skipped (not a record with a run id and a type).
+
+    A line as the recorder writes it (``{"v":1,"t":"step","run_id":"...",``) is read by its head
+    alone: a step or error line only counts; the rest are decoded.
+    """
+    groups: dict[str, _Group] = {}
+    skipped = 0
+    # The head of a step line of the last run a step was seen of: most lines of a batch match it.
+    step_head = b"\x00"
+    step_group = _Group()
+    for line in lines:
+        if line.startswith(step_head):
+            step_group.lines.append(line)
+            step_group.steps += 1
+            continue
+        t = rid = None
+        rec: Any = None
+        if line.startswith(_HEAD):
+            end = line.find(b'"', 12)
+            if line.startswith(_RUN_ID, end + 1):
+                q = line.find(b'"', end + 12)
+                raw = line[end + 12 : q]
+                if q > 0 and b"\\" not in raw:
+                    t, rid = line[12:end].decode("utf-8", "replace"), raw.decode("utf-8", "replace")
+        if t is None or t in _SUMMARY_TYPES:
+            try:
+                rec = loads(line)
+                t, rid = rec["t"], rec["run_id"]
+            except (ValueError, TypeError, KeyError):
+                skipped += 1
+                continue
+            if t is None or rid is None or not isinstance(rec, Mapping):
+                skipped += 1
+                continue
+            t, rid = str(t), str(rid)
+        group = groups.get(rid) or groups.setdefault(rid, _Group())
+        group.lines.append(line)
+        if t == "step":
+            group.steps += 1
+            step_head, step_group = b'{"v":1,"t":"step","run_id":"' + rid.encode() + b'"', group
+        elif t == "error":
+            group.errors += 1
+        elif t in _SUMMARY_TYPES and rec is not None:
+            group.summary.append(rec)
+    return groups, skipped
+
+
+def _summarize(conn: sqlite3.Connection, key: int, r: Mapping[str, Any]) -> None:
+    """Bring a run's row up to date with one of its run, meta, mark or end records."""
+    t = r.get("t")
+    metadata = r.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    if t == "run":
+        name = r.get("name")
+        start = r.get("start_ns")
+        conn.execute(
+            "UPDATE runs SET name = ?, start_ns = ?, note = coalesce(?, note) WHERE key = ?",
+            (name if isinstance(name, str) else "", start if type(start) is int else None, run_note(metadata), key),
+        )
+    elif t == "meta":
+        note = run_note(metadata)
+        if note:
+            conn.execute("UPDATE runs SET note = ? WHERE key = ?", (note, key))
+    elif t == "mark":
+        marked = r.get("outcome")
+        reason = r.get("failure_reason")
+        conn.execute(
+            "UPDATE runs SET outcome = ?, failure_reason = ? WHERE key = ?",
+            (marked if marked in ("success", "failure") else "failure", reason if isinstance(reason, str) else None, key),
+        )
+    elif t == "end":
+        end = r.get("end_ns")
+        outcome = r.get("outcome")
+        reason = r.get("failure_reason")
+        conn.execute(
+            "UPDATE runs SET end_ns = ?, outcome = ?, failure_reason = ?, lost = ? WHERE key = ?",
+            (
+                end if type(end) is int else None,
+                outcome if outcome in ("success", "failure", "incomplete") else "incomplete",
+                reason if isinstance(reason, str) else None,
+                lost_in(r.get(RECORDER_KEY)),
+                key,
+            ),
+        )
+
+
+def _upgrade_v1(conn: sqlite3.Connection) -> None:
+    """Upgrade a store of schema version 1 in place (inside the caller's write transaction).
+
+    The ``runs`` table is rebuilt with an integer key per run and the records each run lost; the
+    ``records`` rows stay as they are and are read before the run's chunks.
+    """
+    runs, *rest = _SCHEMA.split(";")
+    conn.execute(runs.replace("runs (", "runs_v2 (", 1))
+    conn.execute(f"INSERT INTO runs_v2 ({_RUN_COLUMNS}) SELECT {_RUN_COLUMNS} FROM runs ORDER BY rowid")
+    for rid, body in conn.execute(
+        "SELECT run_id, body FROM records WHERE seq IN (SELECT max(seq) FROM records WHERE type = 'end' GROUP BY run_id)"
+    ).fetchall():
+        if RECORDER_KEY in body:
+            try:
+                n = lost_in(loads(body).get(RECORDER_KEY))
+            except (ValueError, AttributeError):
+                continue
+            conn.execute("UPDATE runs_v2 SET lost = ? WHERE run_id = ?", (n, rid))
+    conn.execute("DROP TABLE runs")
+    conn.execute("ALTER TABLE runs_v2 RENAME TO runs")
+    for stmt in rest:
+        if stmt.strip():
+            conn.execute(stmt)
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
 def _reason(exc: BaseException) -> str:

@@ -2,7 +2,12 @@
 
 A decorated function records one step per call: its arguments bound to
 parameter names are the input, its return value the output, an exception the
-error.  Generators are steps that span the whole iteration, current only while
+error.  The parameters are read once, when the function is decorated; a call
+keeps its arguments as they came (the tuple and the keyword dict Python made
+anyway), and they are bound to names on the writer thread.  Arguments that are
+immutable scalars (strings, numbers, None) are not snapshotted at all; any
+other argument freezes the bound input as JSON once, when the step ends (see
+`trajdebug.record.recorder.StepHandle.__exit__`).  Generators are steps that span the whole iteration, current only while
 their body runs (not while the consumer holds an item).  When a replay
 controller is active (`trajdebug.replay`), it may serve a recorded response
 instead of running the function.
@@ -35,7 +40,12 @@ def _unrecorded(run: Any) -> bool:
     return run is None and (not CONFIG.enabled or not _ctx.ACTIVE)
 
 
-def _param_spec(fn: Callable[..., Any]) -> tuple[list[str], str | None, bool]:
+Spec = tuple[list[str], str | None, bool]
+"""A function's parameters as the decorator reads them once: positional names, the ``*args`` name,
+whether the first (``self``/``cls``) is left out."""
+
+
+def _param_spec(fn: Callable[..., Any]) -> Spec:
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -51,16 +61,18 @@ def _param_spec(fn: Callable[..., Any]) -> tuple[list[str], str | None, bool]:
     return names, varargs, skip_first
 
 
-def _bind(
-    spec: tuple[list[str], str | None, bool], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> dict[str, Any]:
+def bind(spec: Spec, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """A call's arguments by parameter name (the step's input)."""
     names, varargs, skip_first = spec
     if skip_first and args:
         args = args[1:]
         names = names[1:]
-    inp = dict(zip(names, args, strict=False))
-    if len(args) > len(names) and varargs:
-        inp[varargs] = args[len(names) :]
+    if len(args) == 1 and names:
+        inp = {names[0]: args[0]}
+    else:
+        inp = dict(zip(names, args))  # zip stops at the shorter: extra positionals go to *args below
+        if varargs and len(args) > len(names):
+            inp[varargs] = args[len(names) :]
     if kwargs:
         inp.update(kwargs)
     return inp
@@ -71,6 +83,7 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
     if tpl.name is None:
         tpl.name = getattr(fn, "__name__", "step")
     spec = _param_spec(fn)
+    spawn = tpl._spawner(spec)
 
     if inspect.isasyncgenfunction(fn):
 
@@ -79,8 +92,7 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
             run = _RUN.get() if CONFIG.enabled else None
             h = None
             if not _unrecorded(run):
-                h = tpl._spawn()
-                h.input = _bind(spec, args, kwargs)
+                h = spawn(args, kwargs)
                 h.__enter__()
             if h is None or h._token is None:
                 async for item in fn(*args, **kwargs):
@@ -118,8 +130,7 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
             run = _RUN.get() if CONFIG.enabled else None
             h = None
             if not _unrecorded(run):
-                h = tpl._spawn()
-                h.input = _bind(spec, args, kwargs)
+                h = spawn(args, kwargs)
                 # The step is current only while the generator body runs, not
                 # while the consumer holds a yielded item.
                 h.__enter__()
@@ -163,14 +174,14 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
             run = _RUN.get() if CONFIG.enabled else None
             if run is None and _unrecorded(run):
                 return await fn(*args, **kwargs)
-            h = tpl._spawn()
-            h.input = _bind(spec, args, kwargs)
+            h = spawn(args, kwargs)
             h.__enter__()
             try:
                 ctl = _REPLAY.get()
                 if ctl is None:
                     out = await fn(*args, **kwargs)
                 else:
+                    h.bound_input()
                     served, out = ctl.before(h)
                     if not served:
                         out = await fn(*args, **kwargs)
@@ -189,14 +200,14 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
         run = _RUN.get() if CONFIG.enabled else None
         if run is None and _unrecorded(run):
             return fn(*args, **kwargs)
-        h = tpl._spawn()
-        h.input = _bind(spec, args, kwargs)
+        h = spawn(args, kwargs)
         h.__enter__()
         try:
             ctl = _REPLAY.get()
             if ctl is None:
                 out = fn(*args, **kwargs)
             else:
+                h.bound_input()
                 served, out = ctl.before(h)
                 if not served:
                     out = fn(*args, **kwargs)

@@ -166,6 +166,7 @@ class _Borrowed:
     def __init__(self, sink: Any) -> None:
         self.sink = sink
         self.path = getattr(sink, "path", None)
+        self.takes_lines = getattr(sink, "takes_lines", False) is True
 
     def write(self, records: Any) -> Any:
         return self.sink.write(records)

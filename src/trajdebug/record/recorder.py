@@ -22,7 +22,7 @@ from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
 from trajdebug.record.config import CONFIG
-from trajdebug.record.decorate import decorate
+from trajdebug.record.decorate import bind, decorate
 from trajdebug.schema import check_kind
 
 
@@ -143,6 +143,10 @@ class StepHandle:
     _live_in: Any = None
     _live_out: Any = None
     _announced: bool = False
+    _spec: Any = None
+    """Set while ``input`` holds a decorated call's arguments as they came (the positional tuple; the
+    keywords in ``_kw``), not yet bound to parameter names: the parameters (`decorate.Spec`)."""
+    _kw: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -263,10 +267,27 @@ class StepHandle:
             big = False
             inp = self.input
             if inp.__class__ not in _SCALARS:
-                self._live_in = inp
-                self.input = snap = _snap(inp)
-                run._bytes += len(snap)
-                big = True
+                spec = self._spec
+                if spec is not None:
+                    # A decorated call: arguments that are all immutable scalars stay as they came
+                    # (bound on the writer thread); anything else is bound and frozen now.
+                    args = iter(inp)
+                    if spec[2]:
+                        next(args, None)  # self or cls: not part of the input
+                    for a in args:
+                        if a.__class__ not in _SCALARS:
+                            break
+                    else:
+                        kw = self._kw
+                        if kw is None or all(v.__class__ in _SCALARS for v in kw.values()):
+                            inp = None
+                    if inp is not None:
+                        inp = self.bound_input()
+                if inp is not None:
+                    self._live_in = inp
+                    self.input = snap = _snap(inp)
+                    run._bytes += len(snap)
+                    big = True
             out = self.output
             if out.__class__ not in _SCALARS:
                 self._live_out = out
@@ -326,6 +347,42 @@ class StepHandle:
     def __call__(self, fn: Any) -> Any:
         """Decorate a function, coroutine function, generator or async generator."""
         return decorate(self, fn)
+
+    def bound_input(self) -> Any:
+        """The step's input; a decorated call's arguments are bound to their parameter names now (and kept so)."""
+        spec = self._spec
+        if spec is not None:
+            self.input = bind(spec, self.input, self._kw)
+            self._spec = self._kw = None
+        return self.input
+
+    def _spawner(self, spec: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], StepHandle]:
+        """The function that makes each call's step from this template (decoration time): the step keeps
+        the call's arguments unbound (`bound_input`)."""
+        name, kind = self.name, self.kind
+        if self.deps or self.agent is not None or self.attempt is not None or self.retry_of is not None or self.attrs:
+
+            def spawn_full(args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepHandle:
+                h = self._spawn()
+                h.input = args
+                h._spec = spec
+                if kwargs:
+                    h._kw = kwargs
+                return h
+
+            return spawn_full
+
+        def spawn(args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepHandle:
+            h = _new_handle(StepHandle)
+            h.name = name
+            h.kind = kind
+            h.input = args
+            h._spec = spec
+            if kwargs:
+                h._kw = kwargs
+            return h
+
+        return spawn
 
     def _spawn(self) -> StepHandle:
         h = StepHandle.__new__(StepHandle)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from trajdebug._encode import dumps_line
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
@@ -409,6 +410,8 @@ class RunHandle:
         deadline = time.monotonic() + CONFIG.flush_interval / 4
         done_bytes = 0
         n = 0
+        encode = tracker.encode
+        after_end = self._ended is not None
         while q and n < limit:
             if not n & 127 and n and time.monotonic() > deadline:
                 break
@@ -420,7 +423,10 @@ class RunHandle:
                     done_bytes += len(item.input)
                 if item.output.__class__ is bytes:
                     done_bytes += len(item.output)
-                records.extend(tracker.encode_safe(item, self._ended is not None))
+                try:
+                    records += encode(item, after_end)
+                except Exception as exc:  # noqa: BLE001 - a step is never lost for a field
+                    records += tracker.unencodable(item, exc)
             elif cls is dict:
                 records.append(tracker.record(item))
             elif cls is _RunStart:
@@ -441,8 +447,10 @@ class RunHandle:
             self._max_bytes += done_bytes
         slots = self._slots
         if records:
+            # Each record is encoded once; every sink gets the same bytes.
+            lines = [dumps_line(r) for r in records]
             for slot in slots:
-                slot.write(self, records)
+                slot.write(self, lines)
         else:
             for slot in slots:
                 slot.flush(self)

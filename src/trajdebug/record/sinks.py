@@ -5,6 +5,11 @@ writer thread (`trajdebug.record.writer`) is the only caller: sinks are
 opened there, on first write, so that opening a store, waiting for its lock
 or finding the file system read-only never happens on the agent's thread.
 
+The writer encodes each record once, to one line of JSON (bytes); a sink
+whose class sets ``takes_lines = True`` (`JsonlSink`, `StoreSink`) gets those
+lines and writes the bytes as they are; any other sink gets the records as
+mappings (`Lines`: decoded from the same bytes when it reads them).
+
 A sink tells the writer what went wrong by what it raises: an error that may
 pass (a locked store, a full disk: `is_transient`) keeps the batch for a
 later retry; any other error marks the sink failed and its records lost (and
@@ -17,11 +22,11 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
-from trajdebug._encode import dumps
+from trajdebug._encode import dumps_line, loads
 
 
 @runtime_checkable
@@ -37,6 +42,36 @@ class Sink(Protocol):
 
     def close(self) -> None:
         """Flush and release resources at the end of the run."""
+
+
+class Lines(Sequence[Mapping[str, Any]]):
+    """A batch of records given as JSON lines, read as mappings (each line decoded when it is read).
+
+    What a sink without ``takes_lines`` receives: it reads dicts, and the writer
+    never decodes for a sink that only counts or forwards the batch.
+    """
+
+    __slots__ = ("lines",)
+
+    def __init__(self, lines: Sequence[bytes]) -> None:
+        self.lines = lines
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @overload
+    def __getitem__(self, i: int) -> Mapping[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Lines: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return Lines(self.lines[i])
+        decoded: Mapping[str, Any] = loads(self.lines[i])
+        return decoded
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        for line in self.lines:
+            yield loads(line)
 
 
 class PartialWrite(OSError):
@@ -82,6 +117,9 @@ class JsonlSink:
     writer.
     """
 
+    takes_lines = True
+    """The writer hands it records as encoded lines (bytes), written as they are."""
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._fd: int | None = None
@@ -97,8 +135,8 @@ class JsonlSink:
             done += n
         return done
 
-    def write(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Append the batch.
+    def write(self, records: Sequence[Mapping[str, Any] | bytes]) -> None:
+        """Append the batch: records, or records encoded as JSON lines (written as they are).
 
         Raises:
             PartialWrite: the file stopped taking data part-way (``written``: the
@@ -114,7 +152,7 @@ class JsonlSink:
             except OSError as exc:
                 raise PartialWrite(exc, 0) from exc
             self._tail = self._tail[n:]
-        chunks = [dumps(r) + b"\n" for r in records]
+        chunks = [r if r.__class__ is bytes else dumps_line(r) for r in records]
         data = b"".join(chunks)
         view = memoryview(data)
         done = 0
@@ -156,6 +194,9 @@ class StoreSink:
     moves on and tries again on its next round.
     """
 
+    takes_lines = True
+    """The writer hands it records as encoded lines (bytes): they go into the store as they are."""
+
     def __init__(self, store: Any) -> None:
         from trajdebug.store import Store
 
@@ -175,14 +216,19 @@ class StoreSink:
             self._store = Store(self.path, timeout=CONFIG.store_busy_timeout)
         return self._store
 
-    def write(self, records: Sequence[Mapping[str, Any]]) -> int:
-        """Insert the batch in one transaction; returns how many records could not be stored."""
+    def write(self, records: Sequence[Mapping[str, Any] | bytes]) -> int:
+        """Insert the batch (redacted records, or their JSON lines) in one transaction; returns how many
+        records could not be stored."""
         try:
             store = self.store
             # While the store is known to be locked, a retry only looks (no wait inside
             # SQLite): other runs' writes must not queue behind this one.
             store.set_busy_timeout(0.0 if self._locked else None)
-            skipped: int = store.write_records(records, redacted=True)
+            skipped: int
+            if records and all(r.__class__ is bytes for r in records):
+                skipped = store.write_lines(records)
+            else:
+                skipped = store.write_records([loads(r) if r.__class__ is bytes else r for r in records], redacted=True)
         except (sqlite3.OperationalError, OSError, RuntimeError) as exc:
             if is_transient(exc):
                 self._locked = True
@@ -228,6 +274,7 @@ def make_sink(target: Any) -> Sink:
 
 __all__ = [
     "JsonlSink",
+    "Lines",
     "MemorySink",
     "PartialWrite",
     "Sink",

@@ -18,9 +18,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from trajdebug import redaction
-from trajdebug._encode import dumps, loads, marker, safe_repr, to_jsonable, truncated
+from trajdebug._encode import Encoded, dumps, loads, marker, safe_repr, to_jsonable, truncated
 from trajdebug.model import REDACTED, TRUNCATED_KEY, Dependency
 from trajdebug.record.config import CONFIG
+from trajdebug.record.decorate import bind
 from trajdebug.record.errors import new_error_id
 from trajdebug.record.recorder import StepHandle
 from trajdebug.schema import (
@@ -28,6 +29,7 @@ from trajdebug.schema import (
     dep_to_dict,
     error_record,
     open_record,
+    plain_step_record,
     stage_record,
     step_record,
 )
@@ -43,6 +45,7 @@ _MAX_WALK = 512
 _ENTRY_BYTES = 250
 """What a registry entry costs beyond its value (the tuple, the dict slot, the step id, the time)."""
 _UNTRACKED = (type(None), bool, int, float, complex, bytes)
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 _ID_FIELDS = frozenset(
     {"v", "t", "run_id", "step_id", "error_id", "parent_id", "parent_error_id", "retry_of", "stage", "kind",
      "status", "outcome", "continues", "start_ns", "end_ns", "time_ns", "attempt", "source_index"}
@@ -68,6 +71,7 @@ class Tracker:
         self.run = run
         self.registry: dict[int, tuple[str, Any, int, str, int]] = {}
         self._registry_bytes = 0
+        self._budget = CONFIG.track_budget_bytes
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
         self._names: dict[str, str] = {}
@@ -80,22 +84,30 @@ class Tracker:
     # -- values ------------------------------------------------------------------------
 
     def _from_json(self, data: bytes) -> Any:
-        """A value given as JSON bytes: redacted (whole), then cut to the size limit."""
+        """A value given as JSON bytes (a snapshot): redacted (whole), then cut to the size limit.
+
+        A snapshot with nothing to redact goes into the record as the very bytes it was
+        snapshotted to (`Encoded`): it is neither rebuilt nor encoded again.
+        """
         red = self.redactor
-        if red is not None and red.needed(data):
+        if len(data) <= self._max:
+            if red is None:
+                return Encoded(data)
             try:
-                obj = red(loads(data))
+                obj = loads(data)
             except ValueError:
                 return marker(None, "<undecodable snapshot>")
-            if len(data) <= self._max:
-                return obj
-            data = dumps(obj)
-        if len(data) > self._max:
-            return truncated(data, self._max)
-        try:
-            return loads(data)
-        except ValueError:
-            return marker(None, "<undecodable snapshot>")
+            return Encoded(data) if red.clean(obj) else red(obj)
+        if red is not None:
+            try:
+                obj = loads(data)
+            except ValueError:
+                return marker(None, "<undecodable snapshot>")
+            if not red.clean(obj):
+                data = dumps(red(obj))
+                if len(data) <= self._max:
+                    return loads(data)
+        return truncated(data, self._max)
 
     def _str(self, s: str) -> Any:
         red = self.redactor
@@ -170,6 +182,47 @@ class Tracker:
             out[key] = self.value(v)
         return out
 
+    def arguments(self, args: dict[str, Any], output: Any = None) -> tuple[Any, Any]:
+        """A decorated call's arguments bound to their names (the live values: scalars, which were not
+        snapshotted, so nothing is encoded to be decoded again), redacted and capped as one value, and
+        the call's output.  When the output is text too, the texts pass one redaction prefilter."""
+        texts: list[str] = []
+        size = 0
+        for v in args.values():
+            c = v.__class__
+            if c is str:
+                texts.append(v)
+                size += len(v)
+            elif c not in _SCALAR_TYPES:
+                return self.value(args), (None if output is None else self.value(output))
+        if size > self._max:
+            return self.value(args), (None if output is None else self.value(output))
+        red = self.redactor
+        clean = red is None
+        if not clean and output.__class__ is str:
+            texts.append(output)
+            clean = not red.may_hold("".join(texts))  # type: ignore[union-attr]
+            if clean:
+                cap = self._max
+                if len(output) > cap:
+                    output = {TRUNCATED_KEY: len(output), "head": output[:cap]}
+            else:
+                output = self._str(output)
+        elif output is not None:
+            output = self.value(output)
+        names = self._names
+        out: dict[str, Any] = {}
+        for k, v in args.items():
+            key = names.get(k) or self.name(k)
+            if red is not None and red.secret_key(k) and v is not None and v.__class__ is not bool:
+                red.counts["key_name"] += 1
+                out[key] = REDACTED
+            elif v.__class__ is str:
+                out[key] = v if clean else red.text(v)  # type: ignore[union-attr]
+            else:
+                out[key] = self.value(v)
+        return out, output
+
     def record(self, rec: Mapping[str, Any]) -> dict[str, Any]:
         """A ready-made record (run, error, stage, meta, merged steps) made JSON-safe, redacted and capped."""
         out: dict[str, Any] = {}
@@ -204,43 +257,65 @@ class Tracker:
     def _keep(self, key: int, entry: tuple[str, Any, int, str, int]) -> None:
         registry = self.registry
         old = registry.pop(key, None)
+        size = self._registry_bytes + entry[4]
         if old is not None:
-            self._registry_bytes -= old[4]
+            size -= old[4]
         registry[key] = entry
-        self._registry_bytes += entry[4]
-        if self._registry_bytes > CONFIG.track_budget_bytes:
+        self._registry_bytes = size
+        if size > self._budget:
             # Release the oldest values first (dicts keep insertion order).
-            target = CONFIG.track_budget_bytes * 0.9
+            target = self._budget * 0.9
             while registry and self._registry_bytes > target:
                 oldest = next(iter(registry))
                 self._registry_bytes -= registry.pop(oldest)[4]
 
-    def _register(self, h: StepHandle, value: Any, size: int, depth: int = 1) -> None:
-        if isinstance(value, _UNTRACKED) or (type(value) is str and len(value) < MIN_TRACKED_STR):
+    def _register(self, sid: str, t1: int, value: Any, size: int, depth: int = 1) -> None:
+        if isinstance(value, _UNTRACKED) or (value.__class__ is str and len(value) < MIN_TRACKED_STR):
             return
-        self._keep(id(value), (h.id, value, h.t1 or 0, "tracked", _ENTRY_BYTES + size))
+        self._keep(id(value), (sid, value, t1, "tracked", _ENTRY_BYTES + size))
         # The items of a returned list/tuple/dict are that step's outputs too.
         if depth > 0 and type(value) in (list, tuple):
             for item in value[:64]:
                 if id(item) not in self.registry:
-                    self._register(h, item, 64, depth - 1)
+                    self._register(sid, t1, item, 64, depth - 1)
         elif depth > 0 and type(value) is dict:
             for item in list(value.values())[:64]:
                 if id(item) not in self.registry:
-                    self._register(h, item, 64, depth - 1)
+                    self._register(sid, t1, item, 64, depth - 1)
 
-    def _find(self, h: StepHandle, value: Any) -> list[Dependency]:
+    def _find(self, own: str, start: int, value: Any) -> list[Dependency]:
         """Registered objects reachable from a step's arguments (not descending into hits)."""
         registry = self.registry
-        if type(value) is str:
+        cls = value.__class__
+        if cls is str:
             # The common case of a single text argument: one lookup, no walk.
             hit = registry.get(id(value))
-            if hit is not None and hit[1] is value and hit[0] != h.id and hit[2] <= h.t0:
+            if hit is not None and hit[1] is value and hit[0] != own and hit[2] <= start:
                 return [Dependency(step_id=hit[0], kind="data", origin=hit[3])]  # type: ignore[arg-type]
             return []
+        if cls is dict:
+            # A decorated call's arguments, most often scalars: one lookup per text, no walk.  Keys
+            # are taken last to first, as the walk below takes them.
+            hits: list[tuple[Any, Any]] | None = None
+            for k, v in value.items():
+                c = v.__class__
+                if c is str:
+                    hit = registry.get(id(v))
+                    if hit is not None and hit[1] is v and hit[0] != own and hit[2] <= start:
+                        if hits is None:
+                            hits = []
+                        hits.append((k, hit))
+                elif c not in _SCALAR_TYPES:
+                    break
+            else:
+                if hits is None:
+                    return []
+                first: dict[str, Dependency] = {}
+                for k, hit in reversed(hits):
+                    if hit[0] not in first:
+                        first[hit[0]] = Dependency(step_id=hit[0], kind="data", origin=hit[3], key=str(k))
+                return list(first.values())
         found: dict[str, Dependency] = {}
-        own = h.id
-        start = h.t0
         budget = _MAX_WALK
         stack: list[tuple[Any, str | None, int]] = [(value, None, 3)]
         top = type(value) is dict
@@ -272,36 +347,166 @@ class Tracker:
         try:
             return self.encode(h, after_end)
         except Exception as exc:  # noqa: BLE001 - a step is never lost for a field
-            self.run._internal_error("encode")
-            try:
-                name = self.name(h.name) or "step"
-            except Exception:  # noqa: BLE001  # pragma: no cover
-                name = "step"
-            return [
-                step_record(
-                    self.run.run_id,
-                    h.id,
-                    name,
-                    h.kind if h.kind.__class__ is str else "other",
-                    h.t0 if h.t0.__class__ is int else 0,
-                    h.t1 if h.t1.__class__ is int else None,
-                    "error" if h.status == "error" else "ok",
-                    parent_id=h.parent.id if h.parent is not None else None,
-                    attributes={"unencodable": f"{type(exc).__name__}: the step's fields could not be recorded"},
-                )
-            ]
+            return self.unencodable(h, exc)
+
+    def unencodable(self, h: StepHandle, exc: Exception) -> list[dict[str, Any]]:
+        """The minimal record of a step whose fields could not be encoded (`encode` raised ``exc``)."""
+        self.run._internal_error("encode")
+        try:
+            name = self.name(h.name) or "step"
+        except Exception:  # noqa: BLE001  # pragma: no cover
+            name = "step"
+        return [
+            step_record(
+                self.run.run_id,
+                h.id,
+                name,
+                h.kind if h.kind.__class__ is str else "other",
+                h.t0 if h.t0.__class__ is int else 0,
+                h.t1 if h.t1.__class__ is int else None,
+                "error" if h.status == "error" else "ok",
+                parent_id=h.parent.id if h.parent is not None else None,
+                attributes={"unencodable": f"{type(exc).__name__}: the step's fields could not be recorded"},
+            )
+        ]
 
     def encode(self, h: StepHandle, after_end: bool = False) -> list[dict[str, Any]]:
-        """Records for a finished step: ``open`` records for newly seen parents, then the step."""
+        """Records for a finished step: ``open`` records for newly seen parents, then the step.
+
+        Written for the common step (text or scalar input and output, no extras): its attributes are
+        read once each, its name comes from a cache, and its two texts pass one redaction prefilter.
+        """
         out: list[dict[str, Any]] = []
         run_id = self.run.run_id
         parent = h.parent
+        if parent is not None and parent.__class__ is StepHandle and not parent._announced and parent.t1 is None:
+            self._announce(parent, run_id, out)
+        sid = h._sid or h.id
+        t1 = h.t1
+
+        # Identity tracking: scalars were not snapshotted (the step's own input is the live object).
+        deps: list[Dependency] | None = None
+        inp, outp = h.input, h.output
+        if h._spec is not None:
+            # A decorated call's scalar arguments, bound here rather than on the agent's thread.
+            inp = bind(h._spec, inp, h._kw)
+        live = h._live_in
+        if live is None:
+            live = inp
+        else:
+            h._live_in = None
+        if live is not None and live.__class__ is not bytes:
+            found = self._find(sid, h.t0, live)
+            if found:
+                deps = found
+        live = h._live_out
+        if live is None:
+            live = outp
+        else:
+            h._live_out = None
+        if live.__class__ is str:
+            if len(live) >= MIN_TRACKED_STR:
+                self._keep(id(live), (sid, live, t1 or 0, "tracked", _ENTRY_BYTES + len(live)))
+        elif live is not None and live.__class__ is not bytes:
+            self._register(sid, t1 or 0, live, len(outp) if outp.__class__ is bytes else 64)
+
+        red = self.redactor
+        if inp.__class__ is str and outp.__class__ is str and red is not None:
+            # Both texts pass one prefilter together (what either holds, the two hold).
+            if red.may_hold(inp + outp):
+                inp, outp = self._str(inp), self._str(outp)
+            else:
+                cap = self._max
+                if len(inp) > cap:
+                    inp = {TRUNCATED_KEY: len(inp), "head": inp[:cap]}
+                if len(outp) > cap:
+                    outp = {TRUNCATED_KEY: len(outp), "head": outp[:cap]}
+        elif inp.__class__ is dict:
+            inp, outp = self.arguments(inp, outp)
+        else:
+            if inp is not None:
+                inp = self.value(inp)
+            if outp is not None:
+                outp = self.value(outp)
+        name = self._names.get(h.name) or self.name(h.name)
+        err = h.err
+        if (
+            deps is None
+            and err is None
+            and not h.branch
+            and not h.deps
+            and not h.attrs
+            and not after_end
+            and h.agent is None
+            and h.attempt is None
+            and h.retry_of is None
+        ):
+            rec = plain_step_record(
+                run_id, sid, name, h.kind, h.t0, t1, h.status, parent.id if parent is not None else None, inp, outp
+            )
+        else:
+            rec = self._full_record(h, run_id, sid, name, inp, outp, deps or [], after_end)
+        if outp is not None and outp.__class__ is not str and h.kind == "tool" and h.status == "ok":
+            payload_error = error_payload(outp.value() if outp.__class__ is Encoded else outp)
+            if payload_error is not None:
+                self._payload_error(h, rec, self.text(payload_error), out)
+        out.append(rec)
+        return out
+
+    def _full_record(
+        self, h: StepHandle, run_id: str, sid: str, name: Any, inp: Any, outp: Any, found: list[Dependency], after_end: bool
+    ) -> dict[str, Any]:
+        """The step record of a step with extras: an error, dependencies, attributes, an agent, a retry."""
+        deps = list(h.deps) + found if h.deps else found
+        if h.branch:
+            deps.extend(Dependency(step_id=d, kind="control", origin="declared") for d in h.branch)
+        error = None
+        err = h.err
+        if err is not None:
+            error = {"type": self.name(err[0]), "message": self.text(err[1])}
+            if h.error_id is not None:
+                error["error_id"] = h.error_id
+            if err[2]:
+                error["traceback"] = self.text(err[2])
+        uniq = []
+        if deps:
+            seen: set[tuple[str, str]] = set()
+            for d in deps:
+                k = (d.step_id, d.kind)
+                if k not in seen and d.step_id != sid:
+                    seen.add(k)
+                    uniq.append(dep_to_dict(d))
+        attrs = self.attributes(h.attrs) if h.attrs else None
+        if after_end:
+            attrs = {**(attrs or {}), "after_run_end": True}
+        return step_record(
+            run_id,
+            sid,
+            name,
+            h.kind,
+            h.t0,
+            h.t1,
+            h.status,
+            parent_id=h.parent.id if h.parent is not None else None,
+            agent=self.name(h.agent),
+            input=inp,
+            output=outp,
+            error=error,
+            attempt=h.attempt,
+            retry_of=h.retry_of,
+            deps=uniq,
+            attributes=attrs,
+        )
+
+    def _announce(self, parent: StepHandle, run_id: str, out: list[dict[str, Any]]) -> None:
+        """``open`` records for the unfinished ancestors not announced yet, outermost first."""
         chain: list[StepHandle] = []
-        while isinstance(parent, StepHandle):
-            if parent._announced or parent.t1 is not None:
+        p: Any = parent
+        while isinstance(p, StepHandle):
+            if p._announced or p.t1 is not None:
                 break
-            chain.append(parent)
-            parent = parent.parent
+            chain.append(p)
+            p = p.parent
         for p in reversed(chain):
             p._announced = True
             out.append(
@@ -315,65 +520,6 @@ class Tracker:
                     self.name(p.agent),
                 )
             )
-
-        deps: list[Dependency] = list(h.deps)
-        # Scalars were not snapshotted: the step's own input is the live object.
-        live_in = h._live_in if h._live_in is not None else h.input
-        if live_in is not None and type(live_in) is not bytes:
-            deps.extend(self._find(h, live_in))
-        for decision in h.branch:
-            deps.append(Dependency(step_id=decision, kind="control", origin="declared"))
-        h._live_in = None
-        live_out = h._live_out if h._live_out is not None else h.output
-        if live_out is not None and type(live_out) is not bytes:
-            snap = h.output
-            self._register(h, live_out, len(snap) if snap.__class__ in (bytes, str) else 64)
-        h._live_out = None
-
-        sid = h.id
-        output = self.value(h.output) if h.output is not None else None
-        error = None
-        if h.err is not None:
-            error = {"type": self.name(h.err[0]), "message": self.text(h.err[1])}
-            if h.error_id is not None:
-                error["error_id"] = h.error_id
-            if h.err[2]:
-                error["traceback"] = self.text(h.err[2])
-        uniq = []
-        if deps:
-            seen: set[tuple[str, str]] = set()
-            for d in deps:
-                k = (d.step_id, d.kind)
-                if k not in seen and d.step_id != sid:
-                    seen.add(k)
-                    uniq.append(dep_to_dict(d))
-        attrs = self.attributes(h.attrs) if h.attrs else None
-        if after_end:
-            attrs = {**(attrs or {}), "after_run_end": True}
-        rec = step_record(
-            run_id,
-            sid,
-            self.name(h.name),
-            h.kind,
-            h.t0,
-            h.t1,
-            h.status,
-            parent_id=h.parent.id if h.parent is not None else None,
-            agent=self.name(h.agent),
-            input=self.value(h.input) if h.input is not None else None,
-            output=output,
-            error=error,
-            attempt=h.attempt,
-            retry_of=h.retry_of,
-            deps=uniq,
-            attributes=attrs,
-        )
-        if h.kind == "tool" and h.status == "ok":
-            payload_error = error_payload(output)
-            if payload_error is not None:
-                self._payload_error(h, rec, self.text(payload_error), out)
-        out.append(rec)
-        return out
 
     def _payload_error(
         self, h: StepHandle, rec: dict[str, Any], message: str, out: list[dict[str, Any]]

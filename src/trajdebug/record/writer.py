@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from trajdebug.record.config import CONFIG
-from trajdebug.record.sinks import describe, is_transient
+from trajdebug.record.sinks import Lines, describe, is_transient
 
 
 log = logging.getLogger("trajdebug")
@@ -60,13 +60,16 @@ class Flush:
 
 
 class Slot:
-    """One sink of one run as the writer sees it: records waiting for a retry, and whether it failed."""
+    """One sink of one run as the writer sees it: records (encoded lines) waiting for a retry, and whether
+    it failed."""
 
-    __slots__ = ("dead", "pending", "sink", "stalled")
+    __slots__ = ("dead", "lines", "pending", "sink", "stalled")
 
     def __init__(self, sink: Any) -> None:
         self.sink = sink
-        self.pending: list[Any] = []
+        self.lines = getattr(sink, "takes_lines", False) is True
+        """The sink takes the encoded lines; others get them as mappings (`Lines`)."""
+        self.pending: list[bytes] = []
         self.dead = False
         self.stalled = False
         if hasattr(sink, "on_busy"):
@@ -76,8 +79,8 @@ class Slot:
         # The store is locked: whoever waits for this write (a run's end) stops waiting now.
         self.stalled = True
 
-    def write(self, run: Any, records: list[Any]) -> None:
-        """Queue a batch for this sink and try to write everything it holds."""
+    def write(self, run: Any, records: list[bytes]) -> None:
+        """Queue a batch (records encoded as JSON lines) for this sink and try to write everything it holds."""
         if self.dead:
             run._lost("unwritable", len(records))
             return
@@ -89,7 +92,7 @@ class Slot:
         if self.dead or not self.pending:
             return True
         try:
-            skipped = self.sink.write(self.pending)
+            skipped = self.sink.write(self.pending if self.lines else Lines(self.pending))
         except BaseException as exc:  # noqa: BLE001 - a sink raising SystemExit must not kill the writer
             written = getattr(exc, "written", 0)
             if isinstance(written, int) and written > 0:
