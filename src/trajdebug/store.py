@@ -863,6 +863,9 @@ def _group(lines: Sequence[bytes]) -> tuple[dict[str, _Group], int]:
                 skipped += 1
                 continue
             t, rid = str(t), str(rid)
+        if rid is None:  # not reached: the header read sets both or neither (for the type checker)
+            skipped += 1
+            continue
         group = groups.get(rid) or groups.setdefault(rid, _Group())
         group.lines.append(line)
         if t == "step":

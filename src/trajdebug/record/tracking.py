@@ -213,7 +213,7 @@ class Tracker:
         names = self._names
         out: dict[str, Any] = {}
         for k, v in args.items():
-            key = names.get(k) or self.name(k)
+            key = names.get(k) or self.name(k) or str(k)
             if red is not None and red.secret_key(k) and v is not None and v.__class__ is not bool:
                 red.counts["key_name"] += 1
                 out[key] = REDACTED
@@ -428,7 +428,7 @@ class Tracker:
                 inp = self.value(inp)
             if outp is not None:
                 outp = self.value(outp)
-        name = self._names.get(h.name) or self.name(h.name)
+        name = self._names.get(h.name or "") or self.name(h.name)
         err = h.err
         if (
             deps is None
