@@ -150,6 +150,16 @@ class TestContentDetectors:
         assert _by(detect(plain), "empty") == []
         assert [f.step_id for f in _by(detect(declared), "empty")] == ["a"]
 
+    def test_an_empty_final_output_of_a_run_that_raised_is_no_second_failure(self) -> None:
+        """The root agent of a run that raised returns nothing: that is the raise's consequence; an empty final answer of a run that did not raise is a failure."""
+        raised = _run(
+            Step("r", "agent", "agent", output=None),
+            Step("t", "close", "tool", parent_id="r", status="error", error=ErrorInfo("ToolError", "cannot close")),
+        )
+        silent = _run(Step("r", "agent", "agent", output=None), Step("t", "close", "tool", parent_id="r", output="ok"))
+        assert _by(detect(raised), "empty") == []
+        assert [f.step_id for f in _by(detect(silent), "empty")] == ["r"]
+
     @pytest.mark.parametrize(
         "output",
         [

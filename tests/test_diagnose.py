@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -139,6 +140,34 @@ class TestToolCalls:
         from trajdebug.analysis.diagnosers import environmental
 
         assert environmental(f"ToolError: {message}") is environment
+
+    def test_the_next_item_of_a_given_list_in_a_sentence_is_no_contradiction(self) -> None:
+        """A model asking about the second account of a listed team ("Analyse acct-2") after the first does not contradict "Analyse acct-1"; another amount in the same sentence does."""
+        from trajdebug.analysis.diagnosers._tools import contradictions
+
+        team = {"accounts": ["acct-1", "acct-2"]}
+        before = {"input": "Analyse acct-1 for May, budget 300"}
+        assert contradictions({"input": "Analyse acct-2 for May, budget 300"}, [team, before]) == []
+        assert contradictions({"input": "Analyse acct-1 for May, budget 900"}, [team, before]) != []
+
+    def test_a_total_worked_out_from_the_inputs_is_no_contradiction(self) -> None:
+        """A model summing two receipts into amount=84700 where one receipt said amount=18500 restates its inputs."""
+        receipts = [{"id": "R1", "amount": 18500}, {"id": "R3", "amount": 66200}]
+        chat = {"messages": [{"role": "tool", "content": json.dumps(receipts)}]}
+        run = _run(
+            Step("s", "search", "tool", output=receipts),
+            Step("m", "plan", "llm", input=chat, output={"amount": 84700}, deps=(D("s"),)),
+        )
+        from dataclasses import replace
+
+        from trajdebug.analysis.lineage import Lineage
+
+        ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers())
+        alone = _from(ctx.verdict("m"), "llm-output")
+        assert [e.reason for e in alone if not e.sound] == ["states amount=84700 but its input says 18500"]
+        # With the run's value lineage (as the localizer gives it) the sum is seen for what it is.
+        fresh = replace(DiagnoseContext.build(run, diagnosers=registered_diagnosers()), lineage=Lineage(run))
+        assert all(e.sound for e in _from(fresh.verdict("m"), "llm-output"))
 
     def test_choosing_another_given_value_is_not_a_contradiction(self) -> None:
         """An argument differing from one upstream field but present elsewhere upstream is a choice, not a contradiction."""

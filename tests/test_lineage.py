@@ -116,6 +116,18 @@ class TestDroppersAndEdges:
         edges = Lineage(run).value_edges()
         assert [(d.step_id, d.origin, d.kind) for d in edges["b"]] == [("a", "inferred", "data")]
 
+    def test_a_value_made_inside_a_wrapper_of_a_wrapper_originates_inside(self) -> None:
+        """A tool that runs a sub-agent (whose own span returned nothing) did not introduce what the sub-agent's tool computed."""
+        run = _run(
+            _s("w", "analyst", "tool", 1, {"input": "price it"}, {"saving": 17993.04}),
+            _s("a", "analyst", "agent", 2, None, None, parent_id="w"),
+            _s("c", "monthly_cost", "tool", 3, {"hourly": 2.054}, {"monthly": 17993.04}, parent_id="a"),
+        )
+        lin = Lineage(run)
+        assert [a.raw for a in lin.introduced("w")] == []
+        [saving] = [a for a in lin.view("w").outputs if a.field == "saving"]
+        assert lin.origin(saving, before=10).step_id == "c"
+
 
 class TestAnomalies:
     def _signals(self, step: Step) -> list[str]:
@@ -159,6 +171,42 @@ class TestAnomalies:
 
         assert self._signals(pick("RMA-1")) == ["lineage:wrong-record"]
         assert self._signals(pick("RMA-9")) == []
+
+    def test_walking_a_list_in_a_conversation_picks_no_wrong_record(self) -> None:
+        """A model taking the next line of an order, after its own calls for the first, picked nothing wrong: what is asked is what the user said."""
+        lines = json.dumps({"lines": [{"sku": "BAG-1", "qty": 10}, {"sku": "BOT-7", "qty": 8}]})
+        msgs = [
+            {"role": "user", "content": "Pick order SO-4 in this wave."},
+            {"role": "assistant", "tool_calls": [{"name": "get_order", "arguments": {"order_id": "SO-4"}}]},
+            {"role": "tool", "content": lines},
+            {"role": "assistant", "tool_calls": [{"name": "locate", "arguments": {"sku": "BAG-1"}}]},
+            {"role": "tool", "content": json.dumps([{"bin": "E-1", "on_hand": 25}])},
+            {
+                "role": "assistant",
+                "tool_calls": [{"name": "reserve", "arguments": {"sku": "BAG-1", "bin": "E-1"}}],
+            },
+        ]
+        step = _s(
+            "m",
+            "chat",
+            "llm",
+            1,
+            {"messages": msgs},
+            {"tool_calls": [{"name": "locate", "arguments": {"sku": "BOT-7"}}]},
+        )
+        assert self._signals(step) == []
+
+    def test_passing_on_an_earlier_pick_is_no_second_wrong_record(self) -> None:
+        """The turn that reports the inspection of the record an earlier turn picked passes that pick on; only the picking turn is flagged."""
+        returns = json.dumps([{"rma": "RMA-1", "order": "A-2"}, {"rma": "RMA-9", "order": "A-7"}])
+        msgs = [
+            {"role": "user", "content": "Has the return for order A-7 arrived?"},
+            {"role": "tool", "content": returns},
+            {"role": "assistant", "tool_calls": [{"name": "inspect", "arguments": {"rma": "RMA-1"}}]},
+            {"role": "tool", "content": json.dumps({"rma": "RMA-1", "condition": "unopened"})},
+        ]
+        step = _s("m", "chat", "llm", 1, {"messages": msgs}, {"content": "Return RMA-1 received, unopened."})
+        assert self._signals(step) == []
 
     def test_a_record_let_through_a_filter_the_input_fixes_is_admitted(self) -> None:
         """A context builder listing a remembered Jersey City unit among Hoboken ones, for a Hoboken request, admitted it."""
@@ -290,18 +338,28 @@ class TestWrittenValues:
         assert lin.origin(word, 1).step_id == "m"
         assert [d.step_id for d in lin.value_edges().get("g", [])] == ["m"]
 
+
 class TestScaleCheck:
     @given(
         st.floats(-1e9, 1e9, allow_nan=False) | st.sampled_from([1e-12, -3e-10, 0.5, 2.0, 1234.5]),
         st.sampled_from([1, 2, 3, 6, -1, -2, -3, -6, 0, 4]),
         st.sampled_from([0.0, 1e-10, 5e-10, 1e-9, 2e-9, 1e-7]),
     )
-    def test_a_power_of_ten_is_found_as_trying_every_power_finds_it(self, x: float, k: int, off: float) -> None:
+    def test_a_power_of_ten_is_found_as_trying_every_power_finds_it(
+        self, x: float, k: int, off: float
+    ) -> None:
         """The scale check's shortcut (for outputs of 1 or more) answers as trying each power in turn."""
         from trajdebug.analysis.lineage import _anomalies
 
         y = x * 10.0**k * (1 + off)
-        want = next((p for p in _anomalies._POWERS if x and y and (x < 0) == (y < 0) and _anomalies._same(y, x * 10.0**p)), 0)
+        want = next(
+            (
+                p
+                for p in _anomalies._POWERS
+                if x and y and (x < 0) == (y < 0) and _anomalies._same(y, x * 10.0**p)
+            ),
+            0,
+        )
         assert _anomalies._power_of_ten(y, x) == want
 
 

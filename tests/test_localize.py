@@ -422,6 +422,37 @@ class TestRanking:
         timed_out = localize(run_of("order service timed out after 30 s"))
         assert timed_out.candidates[0].step_id == "o"
 
+    def test_an_empty_answer_about_another_listed_item_is_less_suspect(self) -> None:
+        """An agent walking a team's accounts: the empty lookup for the account that went fine ranks below the tool that computed the failing account's number."""
+
+        def step(sid: str, name: str, kind: str, t: int, inp: Any, out: Any, *deps: str) -> Step:
+            return Step(sid, name, kind, input=inp, output=out, deps=tuple(D(d) for d in deps), start_ns=t, end_ns=t + 1)
+
+        steps = (
+            step("t", "get_team", "tool", 1, {"team": "draco"}, {"accounts": ["acct-api", "acct-ml"]}),
+            step("e", "get_rightsizing", "tool", 3, {"account_id": "acct-api"}, [], "t"),
+            step("r", "get_rightsizing", "tool", 5, {"account_id": "acct-ml"}, [{"hourly_delta": 2.054}], "t"),
+            step("c", "monthly_cost", "tool", 7, {"hourly": 2.054}, {"monthly": 17993.04}, "r"),
+            Step(
+                "k",
+                "create_ticket",
+                "tool",
+                input={"account_id": "acct-ml", "est_saving": 17993.04},
+                status="error",
+                error=ErrorInfo("ToolError", "the estimated saving is implausible for this account"),
+                deps=(D("t"), D("c"), D("e")),
+                start_ns=9,
+                end_ns=10,
+            ),
+        )
+        loc = localize(Run("r", "finops", outcome="failure", steps=steps), top=10)
+        order = [c.step_id for c in loc.candidates]
+        assert order.index("c") < order.index("e")
+        [empty] = [c for c in loc.candidates if c.step_id == "e"]
+        assert any("another listed item" in r for r in empty.reasons)
+        [cost] = [c for c in loc.candidates if c.step_id == "c"]
+        assert any("the failure speaks of its field" in r for r in cost.reasons)
+
     def test_a_check_consulting_its_own_source_blames_the_source_the_run_acted_on(self) -> None:
         """A check comparing the run's record with a source it consulted itself points at the run's source when they disagree."""
         steps = (

@@ -380,11 +380,16 @@ def detect(
     # error it is an observation (a new user with no memory, a search with no hits), which
     # the diagnosers still weigh; one the step declared (``expect=``) or the run's final
     # output stays a failure.
+    # An empty final output beside a step that raised is the raise's consequence (the run
+    # stopped before it answered), not a second failure.
+    raised = any(f.detector == "step-error" for f in out)
     if any(f.detector not in ("empty", "run-failure") for f in out):
         out = [
             f
             for f in out
-            if f.detector != "empty" or f.where == "final" or ctx.steps[f.step_id].attributes.get("expect")
+            if f.detector != "empty"
+            or (f.where == "final" and not raised)
+            or ctx.steps[f.step_id].attributes.get("expect")
         ]
     # The run's failure shown where a step already failed says nothing new.
     flagged = {f.step_id for f in out if f.detector != "run-failure"}

@@ -33,6 +33,7 @@ stronger evidence of its own.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections import deque
@@ -53,7 +54,7 @@ from trajdebug.analysis.diagnosers import (
     registered_diagnosers,
 )
 from trajdebug.analysis.diagnosers import WORD as _WORD
-from trajdebug.analysis.lineage import GENERIC_FIELDS, Lineage, anomalies, derivation, slips
+from trajdebug.analysis.lineage import GENERIC_FIELDS, PROTOCOL_FIELDS, Lineage, anomalies, derivation, slips
 from trajdebug.analysis.reference import Profile, producers_of, sibling_profiles, step_key, unseen, violations
 from trajdebug.model import BOUNDARY_KINDS, CONTAINER_KINDS, VALUE_DEP_KINDS, Dependency, Run, Step
 from trajdebug.values import Atom, Mention, atoms, iter_text, mentions
@@ -79,6 +80,9 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "thin": 0.3,  # boost of a step on the failure's thin slice (the origin of a value the failure involves)
     "origin": 1.0,  # thin-slice strength: introduced a value the failure's message names
     "origin_arg": 0.4,  # thin-slice strength: introduced a value the failing step was given
+    "elsewhere": 0.6,  # share of its score a step keeps when it was about another listed item than the failure
+    "origin_spoken": 0.25,  # thin-slice strength: introduced a value of a field the failure's message speaks of
+    "origin_named_arg": 0.7,  # and the failure's message speaks of that value's field
     "dropped": 0.45,  # was given a value the failure expects and did not pass it on
     "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
     "llm_dropped": 0.5,  # share of that for a model step
@@ -240,9 +244,13 @@ def _verified_good(run: Run) -> set[str]:
     return good
 
 
+_TERM = re.compile(r"[a-z][a-z0-9]{2,}")
+"""A word of a field name or of a message that may name one (``bin``, ``qty``, ``fee``: three letters or more)."""
+
+
 def _field_words(field: str) -> list[str]:
     """The words of a field name (``paid_days_left`` -> paid, days, left), English stop words left out."""
-    return [w for w in _WORD.findall(field.lower().replace("_", " ")) if w not in STOPWORDS] or ["\0"]
+    return [w for w in _TERM.findall(field.lower().replace("_", " ")) if w not in STOPWORDS] or ["\0"]
 
 
 def _short(x: float) -> str:
@@ -407,6 +415,7 @@ class _Ranker:
         self.families = _families(failures)
         self.thin: dict[str, tuple[float, str]] = {}
         self.symptoms: set[str] = set()
+        self.elsewhere: dict[str, str] = {}
         self.good = _verified_good(run)
 
     # -- the slice ----------------------------------------------------------------
@@ -478,11 +487,47 @@ class _Ranker:
                     # no path by which the word reached it.)
                     seen.add(a.key)
                     self._dropped(a, pos, within, step.name, named, task_word=True)
-            args = [a for a in view.inputs if a.key not in seen][:60]
+            args = [a for a in view.inputs if a.key not in seen and a.field not in PROTOCOL_FIELDS][:60]
+            # An argument whose field the message speaks of ("the estimated saving is
+            # implausible" for est_monthly_savings_usd) is the one the failure is about.
+            said = {w.rstrip("s") for w in _TERM.findall(message.lower()) if w not in STOPWORDS}
+            self._spoken_fields(said, pos, within, step.name)
             for a in args:
                 seen.add(a.key)
+                spoken = a.field is not None and any(w.rstrip("s") in said for w in _field_words(a.field))
                 self._trace(
-                    a, pos, within, self.w["origin_arg"], f"{step.name}, where the run failed, was given"
+                    a,
+                    pos,
+                    within,
+                    self.w["origin_named_arg" if spoken else "origin_arg"],
+                    f"{step.name}, where the run failed, was given"
+                    + (" (the failure speaks of its field)" if spoken else ""),
+                )
+
+    def _spoken_fields(self, said: set[str], pos: int, within: set[str], where: str) -> None:
+        """Steps that introduced the values of a field the failure speaks of ("a reservation points
+        at a bin outside ..."): where those values came from is where to look, weakly, and more
+        weakly the more steps wrote that field (a field everyone wrote says little)."""
+        by_field: dict[str, dict[str, Atom]] = {}
+        for sid in within:
+            if self.g.position(sid) >= pos or self.g.steps[sid].kind in CONTAINER_KINDS:
+                continue
+            for a in self.lin.introduced(sid):
+                if (
+                    a.kind in ("id", "text")
+                    and a.field
+                    and a.field.lower() not in NAMING_FIELDS
+                    and all(w.rstrip("s") in said for w in _field_words(a.field))
+                ):
+                    by_field.setdefault(a.field.lower(), {}).setdefault(sid, a)
+        for steps in by_field.values():
+            if len(steps) > 3:
+                continue
+            for sid, a in steps.items():
+                self._mark(
+                    sid,
+                    self.w["origin_spoken"] / math.sqrt(len(steps)),
+                    f"introduced {a.field}={a.raw}, a field the failure at {where} speaks of",
                 )
 
     def _contradicted(self, message: str, pos: int, within: set[str], where: str) -> None:
@@ -498,7 +543,7 @@ class _Ranker:
         # Each word of the message belongs to the number nearest to it (a message may
         # state several quantities: "total 1,224 exceeds budget 1,200").
         near: dict[int, set[str]] = {}
-        for w in _WORD.finditer(message.lower()):
+        for w in _TERM.finditer(message.lower()):
             if nums:
                 mid = (w.start() + w.end()) / 2
                 i = min(range(len(nums)), key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
@@ -709,6 +754,10 @@ class _Ranker:
                 if self.g.steps[sid].kind == "llm" and task and task in self.lin.view(sid).in_text
             ]
         lost = self.lin.droppers(a, cands)
+        if task_word and len(lost) > 2:
+            # Every turn of a conversation is given the task and rewords it: a loss shared by
+            # that many models tells none of them apart.
+            return
         substitute: dict[str, Atom] = {}
         if a.kind in ("id", "date"):
             # A lookup is given a key (an id, a date) to find a record by: its answer need
@@ -973,10 +1022,49 @@ class _Ranker:
                     self.best_in[p] = c
                     self.via[p] = (sid, d)
 
+    def other_entities(self, ids: Sequence[str]) -> None:
+        """Steps about another item of a list the run went through than the one the failure is about.
+
+        An agent that walks a list (accounts of a team, orders of a customer) and fails on
+        one item: a step asked about another listed item (``account_id`` acct-2 where the
+        failing step was given acct-1, both listed by one earlier step), whose own output
+        never reached the failing step, did its part for another item.  An empty answer
+        there is no starvation of the failure.
+        """
+        subject: dict[str, str] = {}
+        for f in self.failures:
+            if self.g.steps[f.step_id].kind in CONTAINER_KINDS:
+                continue
+            byfield: dict[str, set[str]] = {}
+            for a in self.lin.view(f.step_id).inputs:
+                if a.field and a.kind in ("id", "text") and a.field.lower() not in NAMING_FIELDS and len(a.raw) <= 60:
+                    byfield.setdefault(a.field, set()).add(a.key)
+            subject.update({fld: next(iter(keys)) for fld, keys in byfield.items() if len(keys) == 1})
+        if not subject:
+            return
+        failing = [self.lin.view(f.step_id) for f in self.failures]
+        for sid in ids:
+            if sid in self.fail_ids:
+                continue
+            view = self.lin.view(sid)
+            for fld, want in subject.items():
+                mine = {a.key: a.raw for a in (*view.inputs, *view.outputs) if a.field == fld}
+                if not mine or want in mine:
+                    continue
+                listed = set(self.lin.holders(want))
+                if not any(listed & set(self.lin.holders(k)) for k in mine):
+                    continue  # not an item listed beside the failing one (a typo, an invented id)
+                if any(v.given(a) for a in self.lin.introduced(sid) for v in failing):
+                    continue  # its own output reached the failure
+                self.elsewhere[sid] = f"about {fld}={next(iter(mine.values()))}, another listed item than the failure's"
+                break
+
     def factor(self, sid: str) -> float:
         """Focus (the step produces what failed, or introduced a value the failure involves) and
         confidence pruning (its output fed verified-good results)."""
         f = 1.0 + self.w["thin"] * self.thin.get(sid, (0.0, ""))[0]
+        if sid in self.elsewhere:
+            f *= self.w["elsewhere"]
         if self.families and _matches(self.g.steps[sid], self.families):
             f *= self.w["focus"]
         if self.good:
@@ -1042,6 +1130,7 @@ class _Ranker:
         self.lineage_evidence()
         self.local_evidence(ids)
         self.reference_evidence(ids)
+        self.other_entities(ids)
         chosen = set(ids)
         self.propagate(chosen)
         pos = self.g.position
@@ -1084,6 +1173,8 @@ class _Ranker:
         reasons = [
             e.reason for e in v.evidence if (not e.sound and e.suspicion > 0) or e.diagnoser == "symptom"
         ]
+        if sid in self.thin:
+            reasons.append(self.thin[sid][1])  # why lineage put it on the failure's thin slice
         path, inferred = self.path(sid)
         root = sid in self.roots
         up = self.upstream.get(sid)
@@ -1106,6 +1197,8 @@ class _Ranker:
             reasons.append("ran before the failure; no recorded or inferred edge connects it")
         if self.families and _matches(self.g.steps[sid], self.families):
             reasons.append(f"produces what failed ({', '.join(sorted(self.families))})")
+        if sid in self.elsewhere:
+            reasons.append(f"less suspect: {self.elsewhere[sid]}")
         if self.good:
             cons = [c for c, d in self.g.children(sid) if d.kind in VALUE_DEP_KINDS and c in self.good]
             if cons:

@@ -258,6 +258,12 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         [step.input, *upstream_outputs(step, ctx)],
         ctx.upstream_text(step),
     )
+    # A number worked out from its inputs (a sum of receipts, a product) restates them.
+    bad = [
+        b
+        for b in bad
+        if not (isinstance(b[1], (int, float)) and not isinstance(b[1], bool) and _computed(step, ctx, float(b[1])))
+    ]
     if bad:
         k, v, w = bad[0]
         yield Evidence(

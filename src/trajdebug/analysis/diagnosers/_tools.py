@@ -258,7 +258,7 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
                     if everywhere is None:
                         everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
-                    if str(v).lower() in everywhere:
+                    if str(v).lower() in everywhere or _recomposed(v, w, everywhere):
                         continue
                     if isinstance(v, str) and is_date(v):
                         # A date written another way upstream ("6 Nov" for 2025-11-06) is no contradiction.
@@ -268,6 +268,26 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                             continue
                     out.append((k, v, w))
     return out
+
+
+_WORD = re.compile(r"[^\W_][\w-]*")
+_AMOUNT = re.compile(r"[\d.,]+")
+
+
+def _recomposed(v: Any, w: Any, everywhere: str) -> bool:
+    """Whether a sentence differs from the upstream one only by words given elsewhere upstream.
+
+    ("Analyse acct-2 for May" after "Analyse acct-1 for May", with acct-2 in a listed team): the next
+    item of a given list, not a contradiction.  Amounts must match: a sentence stating another number
+    still contradicts.
+    """
+    if not (isinstance(v, str) and isinstance(w, str) and " " in v.strip()):
+        return False
+    new = set(_WORD.findall(v.lower())) - set(_WORD.findall(w.lower()))
+    return bool(new) and all(
+        not _AMOUNT.fullmatch(word) and re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", everywhere)
+        for word in new
+    )
 
 
 def upstream_outputs(step: Step, ctx: DiagnoseContext) -> list[Any]:

@@ -11,7 +11,7 @@ failure expected.
 
 from __future__ import annotations
 
-from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, anomalies
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies
 from trajdebug.analysis.lineage._trace import (
     MAX_PRODUCERS,
     Derivation,
@@ -28,6 +28,7 @@ from trajdebug.analysis.lineage._whatif import Slip, slips
 __all__ = [
     "ENVELOPE_KEYS",
     "GENERIC_FIELDS",
+    "PROTOCOL_FIELDS",
     "MAX_PRODUCERS",
     "Derivation",
     "Lineage",

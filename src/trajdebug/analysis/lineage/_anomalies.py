@@ -80,9 +80,14 @@ GENERIC_FIELDS = frozenset(
         "response",
         "url",
         "source",
+        "tool_call_id",
+        "call_id",
     }
 )
 """Field names too generic to say two values should agree (request and response use them differently)."""
+
+PROTOCOL_FIELDS = frozenset({"role", "type", "tool_call_id", "call_id"})
+"""Fields of a message protocol's envelope (who speaks, a minted call id): never a value a step got wrong."""
 
 CONFLICT = 0.45
 ALTERED_SIGN = 0.5
@@ -282,7 +287,10 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
     out_ids = {a.key: a for a in view.outputs if a.kind == "id"}
     if not out_ids:
         return
-    for records in _record_lists(semantic(step, step.input)):
+    msgs = _messages(step.input)
+    # A conversation is no list of records to pick from: the records are inside its messages.
+    parts = [semantic(step, m) for m in msgs] if msgs is not None else [semantic(step, step.input)]
+    for records in (r for part in parts for r in _record_lists(part)):
         keyed = [{a.key: a for a in atoms(r) if a.kind in ("id", "text", "date")} for r in records]
         picked = [i for i, r in enumerate(keyed) if set(r) & set(out_ids) and any(a.kind == "id" for a in r.values())]
         if len(picked) != 1:
@@ -292,6 +300,10 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
         # (written more often in the whole input than in the records themselves).
         listed = set().union(*keyed)
         inside = json.dumps(records, default=str).casefold()
+        # In a conversation, what is asked is what the user (or the instructions) said: the
+        # model's own earlier calls walk the records one by one and ask about none of them.
+        asking = _asking_text(step.input)
+        text = view.in_text if asking is None else asking
         asked = {
             a.key
             for a in view.inputs
@@ -299,11 +311,14 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
             and a.key not in out_ids
             and a.key not in listed
             and a.raw.casefold() not in _BOOLEAN_WORDS
+            and (asking is None or a.raw.casefold() in asking)
         }
         asked |= {
             k
-            for k in _mentioned(view.in_text, listed)
-            if _count(view.in_text, k) > _count(inside, k) and k.split(":", 1)[-1] not in _BOOLEAN_WORDS
+            for k in _mentioned(text, listed)
+            # (The user's words hold no records: any mention there is a question.)
+            if (asking is not None or _count(text, k) > _count(inside, k))
+            and k.split(":", 1)[-1] not in _BOOLEAN_WORDS
         }
 
         scores = [sum(1 for k in r if k in asked and k not in out_ids) for r in keyed]
@@ -311,6 +326,8 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
         if best == i or scores[best] <= scores[i]:
             continue
         chosen = next(a for a in keyed[i].values() if a.key in out_ids)
+        if _count(view.in_text, chosen.key) > _count(inside, chosen.key):
+            continue  # chosen before it (its input already acts on that record): it passes the choice on
         other = next((a for a in keyed[best].values() if a.kind == "id" and a.key not in asked), None)
         matches = [a.raw for a in keyed[best].values() if a.key in asked][:2]
         yield Evidence(
@@ -321,6 +338,28 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
             "lineage:wrong-record",
         )
         return
+
+
+_ASKING_ROLES = frozenset({"user", "human", "system", "developer"})
+
+
+def _messages(value: Any) -> list[Mapping[str, Any]] | None:
+    """The messages of a conversation (a list of role-tagged messages, bare or under ``messages``)."""
+    msgs = value.get("messages") if isinstance(value, Mapping) else value
+    if not isinstance(msgs, list) or not msgs or not all(isinstance(m, Mapping) and "role" in m for m in msgs):
+        return None
+    return msgs
+
+
+def _asking_text(value: Any) -> str | None:
+    """The text of the user's and the instructions' messages of a conversation (None: not a conversation)."""
+    msgs = _messages(value)
+    if msgs is None:
+        return None
+    parts = [
+        t for m in msgs if str(m.get("role", "")).lower() in _ASKING_ROLES for t in iter_text(m.get("content"))
+    ]
+    return "\n".join(parts).casefold()
 
 
 def _admitted(step: Step) -> Iterator[Evidence]:

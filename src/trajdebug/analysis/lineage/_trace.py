@@ -30,6 +30,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from trajdebug.analysis.lineage._views import StepView, build_view
 from trajdebug.model import Dependency, Run, Step
@@ -38,6 +39,23 @@ from trajdebug.values import Atom, atoms
 
 MAX_PRODUCERS = 64
 """Above this many holders, a value is too common to say where it came from."""
+
+
+def _made_of(step_id: str, kids: dict[str, list[str]], by_id: dict[str, Step]) -> list[Any]:
+    """The outputs an enclosing step was made of: its children's, or, for a child that returned
+    nothing itself (a wrapper, a framework's agent span), that child's own children's."""
+    out: list[Any] = []
+    stack = [c for c in reversed(kids.get(step_id, ())) if c in by_id]
+    seen = 0
+    while stack and seen < 256:
+        c = stack.pop()
+        seen += 1
+        child = by_id[c]
+        if child.output is not None:
+            out.append(child.output)
+        else:
+            stack.extend(g for g in reversed(kids.get(c, ())) if g in by_id)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +88,7 @@ class Lineage:
         kids = children if children is not None else _children(run)
         self.views: dict[str, StepView] = {}
         for s in run.steps:
-            given = [by_id[c].output for c in kids.get(s.step_id, ()) if c in by_id]
+            given = _made_of(s.step_id, kids, by_id)
             parents = [by_id[d.step_id].output for d in s.deps if d.step_id in by_id] if not given else []
             view = build_view(s, parents)
             if given:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.lineage import Lineage, StepView, derivation, semantic
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, Lineage, StepView, derivation, semantic
 from trajdebug.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
 
 
@@ -377,13 +377,14 @@ def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 
     ins = _in_fields(view)
     sid = step.step_id
     for f, fs in st.fields.items():
-        if fs.n < MIN_SUPPORT or len(fs.runs) < 2:
+        if fs.n < MIN_SUPPORT or len(fs.runs) < 2 or f in PROTOCOL_FIELDS:
             continue
         atoms = outs.get(f)
         present_share = st.present.get(f, 0) / st.n
         if atoms is None:
-            # (A model answers in different shapes from call to call: a tool call, then prose.)
-            if present_share >= 0.99 and view.outputs and step.kind != "llm":
+            # (A model answers in different shapes from call to call: a tool call, then prose;
+            # so does any step passing a model's message on, which says who speaks in `role`.)
+            if present_share >= 0.99 and view.outputs and step.kind != "llm" and "role" not in outs:
                 yield Evidence(
                     sid,
                     _w(0.45, fs.n),
