@@ -169,6 +169,18 @@ class TestToolCalls:
         fresh = replace(DiagnoseContext.build(run, diagnosers=registered_diagnosers()), lineage=Lineage(run))
         assert all(e.sound for e in _from(fresh.verdict("m"), "llm-output"))
 
+    def test_an_argument_the_enclosing_step_was_given_comes_from_upstream(self) -> None:
+        """A tool inside an agent called with the client id the agent was given took it from upstream; an id nobody gave is flagged."""
+
+        def run_of(client: str) -> Run:
+            return _run(
+                Step("a", "coach", "agent", input={"client": "CL-303", "date": "2025-04-10"}),
+                Step("t", "get_profile", "tool", parent_id="a", input={"client_id": client}, output={"target": 1800}),
+            )
+
+        assert all(e.sound for e in _from(_verdict(run_of("CL-303"), "t"), "tool-arguments"))
+        assert any(not e.sound for e in _from(_verdict(run_of("CL-909"), "t"), "tool-arguments"))
+
     def test_choosing_another_given_value_is_not_a_contradiction(self) -> None:
         """An argument differing from one upstream field but present elsewhere upstream is a choice, not a contradiction."""
         run = _run(

@@ -221,6 +221,17 @@ class TestAnomalies:
         assert self._signals(mixed) == ["lineage:admitted"]
         assert self._signals(clean) == []
 
+    def test_a_result_breaking_the_bound_its_request_set_is_admitted(self) -> None:
+        """A room lookup asked for min_capacity 30 that returns a room of 24 seats let it through; 32 seats is fine."""
+
+        def lookup(seats: int) -> Step:
+            return _s("r", "room_lookup", "tool", 1, {"subject": "Chemistry", "min_capacity": 30}, {"room": "LAB-2", "capacity": seats})
+
+        assert self._signals(lookup(24)) == ["lineage:admitted"]
+        assert self._signals(lookup(32)) == []
+        priced = _s("s", "search", "tool", 1, {"price_max": 100}, [{"id": "A", "price": 80}, {"id": "B", "price": 140}])
+        assert self._signals(priced) == ["lineage:admitted"]
+
     def test_a_dropped_sign_and_a_cut_separator_are_damaged_numbers(self) -> None:
         """A parser that drops a minus sign, or stops at a thousands separator, altered a given number."""
         sign = _s("p", "parse", "parse", 1, {"text": "refund -180.00"}, {"amount": 180.0})

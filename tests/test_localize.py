@@ -453,6 +453,53 @@ class TestRanking:
         [cost] = [c for c in loc.candidates if c.step_id == "c"]
         assert any("the failure speaks of its field" in r for r in cost.reasons)
 
+    def test_a_total_beside_its_items_passes_the_mark_to_where_the_items_came_from(self) -> None:
+        """A day log's total is made of the entries it lists: the step that computed an entry is on the failure's thin slice through the total."""
+        steps = (
+            Step("p", "portion", "other", input={"qty": 1, "unit": "cup"}, output={"grams": 240.0, "kcal": 1130.4}, start_ns=1, end_ns=2),
+            Step("w", "log_meal", "tool", input={"kcal": 1130.4}, output={"ok": True}, deps=(D("p"),), start_ns=3, end_ns=4),
+            Step(
+                "l",
+                "load_log",
+                "tool",
+                input={"day": "Tue"},
+                output={"entries": [{"kcal": 1130.4}, {"kcal": 489.0}], "total_kcal": 1619.4},
+                start_ns=5,
+                end_ns=6,
+            ),
+            Step(
+                "c",
+                "check",
+                "other",
+                input={"left": 180.6},
+                status="error",
+                error=ErrorInfo("Rejected", "total_kcal 1619.4 leaves no room for dinner"),
+                deps=(D("l"),),
+                start_ns=7,
+                end_ns=8,
+            ),
+        )
+        loc = localize(Run("r", "coach", outcome="failure", steps=steps), top=10)
+        [portion] = [c for c in loc.candidates if c.step_id == "p"]
+        assert "lineage:origin" in portion.signals
+        assert any("load_log's total" in r for r in portion.reasons)
+
+    def test_the_bounds_of_a_range_a_failure_checks_against_are_not_values_it_expects(self) -> None:
+        """A guardrail saying "not an adequate dinner (300-900 kcal)" does not make the model that was told 300 a dropper of 300."""
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step("m", "pick", "llm", input={"rule": "between 300 and 900 kcal"}, output={"recipe": "broth", "kcal": 90}, start_ns=1, end_ns=2),
+                Step("g", "guard", "other", input={"kcal": 90}, status="error", error=ErrorInfo("Guardrail", message), deps=(D("m"),), start_ns=3, end_ns=4),
+            )
+            return Run("r", "coach", outcome="failure", steps=steps)
+
+        def dropped(run: Run) -> bool:
+            return any("lineage:dropped" in c.signals for c in localize(run, top=5).candidates)
+
+        assert not dropped(run_of("not an adequate dinner (300-900 kcal)"))
+        assert dropped(run_of("a dinner needs 300 kcal"))
+
     def test_a_check_consulting_its_own_source_blames_the_source_the_run_acted_on(self) -> None:
         """A check comparing the run's record with a source it consulted itself points at the run's source when they disagree."""
         steps = (

@@ -244,6 +244,9 @@ def _verified_good(run: Run) -> set[str]:
     return good
 
 
+_RANGE = re.compile(r"(?<![\w.-])(\d[\d,]*(?:\.\d+)?)\s*(?:-|–|to)\s*(\d[\d,]*(?:\.\d+)?)(?![\w.]|-\d)")
+"""A range of numbers in a message ("300-900", "5 to 10"): the bounds of a check."""
+
 _TERM = re.compile(r"[a-z][a-z0-9]{2,}")
 """A word of a field name or of a message that may name one (``bin``, ``qty``, ``fee``: three letters or more)."""
 
@@ -457,10 +460,13 @@ class _Ranker:
             # An enclosing step (an agent, a request handler) fails with what a step inside it
             # raised: a value that reached that inner failing step reached the failure.
             inner = [self.lin.view(g.step_id) for g in self.failures if self._inside(g.step_id, f.step_id)]
+            bounds = {float(x.replace(",", "")) for m in _RANGE.finditer(message) for x in m.groups()}
             for a in named:
                 if a.key in seen:
                     continue
                 seen.add(a.key)
+                if a.kind == "number" and a.number in bounds:
+                    continue  # a range the failure checks against ("300-900 kcal"): a limit, not a value
                 reached = view.given(a) or view.holds(a)
                 if not reached and any(v.given(a) for v in inner):
                     # It reached the inner step that raised: that failure's own reading
@@ -714,6 +720,16 @@ class _Ranker:
         if o.step_id is None or depth > 2:
             return
         label = f"{a.field}={a.raw}" if a.field else repr(a.raw)
+        items = self._total_of_own_items(o.step_id, o.atom) if not o.derived_from else []
+        if items:
+            # A total a step wrote beside the items it adds up (a day's log and its total):
+            # the items came from elsewhere; where they came from is where to look.
+            self._mark(o.step_id, weight * 0.4, f"totals {label}, which {what}, from the items it lists")
+            opos = self.g.position(o.step_id)
+            name = self.g.steps[o.step_id].name
+            for op in items:
+                self._trace(op, opos, within, weight * 0.85, f"{what} (through {name}'s total)", depth + 1)
+            return
         if o.derived_from:
             self._mark(o.step_id, weight * 0.4, f"computed {label}, which {what}, from its inputs")
             opos = self.g.position(o.step_id)
@@ -722,6 +738,21 @@ class _Ranker:
                 self._trace(op, opos, within, weight * 0.85, f"{what} (through {name})", depth + 1)
             return
         self._mark(o.step_id, weight * self.lin.rarity(a.key) ** 0.5, f"introduced {label}, which {what}")
+
+    def _total_of_own_items(self, sid: str, total: Atom) -> list[Atom]:
+        """The numbers of one field a step's output lists whose sum is another number of that output."""
+        if total.kind != "number" or total.number is None:
+            return []
+        raw = total.raw.strip()
+        tol = 0.5 * 10.0 ** -(len(raw.rsplit(".", 1)[1]) if "." in raw else 0) + 1e-9
+        groups: dict[str, list[Atom]] = {}
+        for b in self.lin.view(sid).outputs:
+            if b.kind == "number" and b.number is not None and b.field and b.key != total.key:
+                groups.setdefault(b.field, []).append(b)
+        for name, parts in groups.items():
+            if len(parts) >= 2 and name != total.field and abs(sum(p.number or 0.0 for p in parts) - total.number) <= tol * len(parts):
+                return parts
+        return []
 
     def _mark(self, sid: str, strength: float, reason: str) -> None:
         if strength > self.thin.get(sid, (0.0, ""))[0]:

@@ -194,7 +194,7 @@ class DiagnoseContext:
         """Lower-case text of what a step could have taken its values from.
 
         Its own input (optional), the outputs of the steps it depends on, and the
-        run's task metadata.  Also the outputs of the steps that ran just before it:
+        run's task metadata, and the inputs of the steps enclosing it.  Also the outputs of the steps that ran just before it:
         up to 200 for an LLM step whose prompt was not kept (a chat log: the model
         saw the conversation so far), up to 20 for a step with no edges at all in a
         run without recorded edges (an imported trace).
@@ -217,6 +217,18 @@ class DiagnoseContext:
             for s in self.run.steps[max(0, pos - window) : pos]:
                 if s.kind != "agent":
                     parts.append(self.text(s.step_id))
+        # What an enclosing step (an agent, a request handler) was given, everything inside it
+        # was given: its client id, its date, its request.
+        parent, hops = step.parent_id, 0
+        while parent is not None and hops < 32:
+            outer = self.graph.steps.get(parent)
+            if outer is None:
+                break
+            t = self._texts.get("\0in:" + parent)
+            if t is None:
+                t = self._texts["\0in:" + parent] = content.text_of(content.without_markers(outer.input)).lower()
+            parts.append(t)
+            parent, hops = outer.parent_id, hops + 1
         for key in ("task", "input", "question", "instruction"):
             if key in self.run.metadata:
                 parts.append(content.text_of(self.run.metadata[key]).lower())

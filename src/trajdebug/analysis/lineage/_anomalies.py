@@ -112,6 +112,7 @@ def anomalies(step: Step, view: StepView, has_children: bool = False) -> Iterato
         yield from _altered(step, view)
         yield from _dropped_columns(step, view)
         yield from _admitted(step)
+        yield from _out_of_bounds(step)
     yield from _wrong_record(step, view)
 
 
@@ -381,6 +382,46 @@ def _admitted(step: Step) -> Iterator[Evidence]:
                     ADMITTED,
                     f"let {label + ' ' if label else 'a record '}with {fld}={bad.get(fld)!s} through among records "
                     f"with the {fld}={want} its input fixes",
+                    "lineage:admitted",
+                )
+                return
+
+
+_BOUND = re.compile(r"^(?:(min|max)(?:imum)?_?(\w+?)|(\w+?)_?(min|max)(?:imum)?)$", re.I)
+
+
+def _bounds(value: Any) -> dict[str, tuple[str, float]]:
+    """Numeric bounds a request's top-level fields set by name (``min_capacity``, ``price_max``): field -> (min|max, bound)."""
+    out: dict[str, tuple[str, float]] = {}
+    if not isinstance(value, Mapping):
+        return out
+    for k, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        m = _BOUND.match(str(k))
+        if m:
+            side, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+            out[name.lower().strip("_")] = (side.lower(), float(v))
+    return out
+
+
+def _out_of_bounds(step: Step) -> Iterator[Evidence]:
+    """A result whose field breaks the bound its own request set (``capacity`` 24 for ``min_capacity`` 30)."""
+    bounds = _bounds(step.input)
+    if not bounds:
+        return
+    out = step.output
+    records = [out] if isinstance(out, Mapping) else [r for r in out if isinstance(r, Mapping)] if isinstance(out, list) else []
+    for r in records[:200]:
+        for fld, (side, bound) in bounds.items():
+            got = r.get(fld)
+            if isinstance(got, bool) or not isinstance(got, (int, float)):
+                continue
+            if (side == "min" and got < bound) or (side == "max" and got > bound):
+                yield Evidence(
+                    step.step_id,
+                    ADMITTED,
+                    f"returned {fld}={got:g} for a request with {side} {fld} {bound:g}",
                     "lineage:admitted",
                 )
                 return

@@ -466,7 +466,9 @@ def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 
     # (a record, not a mapping keyed by data such as names or dates).
     if step.kind != "llm" and st.n >= MIN_SUPPORT and len(st.runs) >= min_runs and len(st.schemas) == 1:
         new = [f for f in outs if f not in st.fields]
-        if new:
+        # (A bare value where the others returned a structure, or the reverse, is a change of
+        # shape, as a router's last call ending a loop, not a new field.)
+        if new and new[0] != OUTPUT_FIELD and OUTPUT_FIELD not in st.fields:
             yield Evidence(
                 sid,
                 _w(0.3, st.n),
