@@ -31,6 +31,8 @@ from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
 from trajdebug.record import recorder as _rec
+from trajdebug.record import rollout as _rollout
+from trajdebug.record import sampling as _sampling
 from trajdebug.record.config import CONFIG
 from trajdebug.record.context import _RUN, _STEP, RemoteParent
 from trajdebug.record.env import environment_snapshot, record_environment_step
@@ -142,6 +144,44 @@ class RunHandle:
         self._final = False
         self.start_ns = 0
         self.end_ns: int | None = None
+        self._plan: Any = None
+        self._hold: Any = None
+        self._summary: Any = None
+        self._void = False
+        if _rollout.configured():
+            self._apply_plan()
+
+    def _apply_plan(self) -> None:
+        """The rollout's plan for this run (`trajdebug.record.rollout`): off or not chosen by head
+        sampling (the run records into nothing), summary rules, a tail-sampling hold."""
+        plan = _rollout.plan_for(str(self.metadata.get("agent") or self.name))
+        if plan.plain:
+            return
+        self._plan = plan
+        if plan.mode == "off" or not _sampling.head_keeps(self.run_id, plan.head_rate):
+            self._void = True
+            return
+        if not self._joined:
+            self.metadata["recording"] = plan.to_dict()
+        if plan.summary:
+            from trajdebug.record.summary import Policy
+
+            try:
+                self._summary = Policy.compile(plan.summary, CONFIG.summary_key, CONFIG.summary_numbers)
+            except ValueError as exc:
+                # A bad rule must not record content the user asked to keep out: everything is summarized.
+                log.warning("trajdebug: %s; summarizing every input and output", exc)
+                self._summary = Policy.compile(("*",), CONFIG.summary_key, CONFIG.summary_numbers)
+        if plan.sample_rate < 1.0:
+            self._hold = _sampling.Hold(self.run_id, plan.sample_rate, plan.head_rate)
+        elif plan.head_rate < 1.0 and not self._joined:
+            self.metadata[_sampling.SAMPLING_KEY] = {
+                "decision": "kept",
+                "why": "head",
+                "sample_rate": 1.0,
+                "head_rate": plan.head_rate,
+                "weight": _sampling.weight("head", 1.0, plan.head_rate),
+            }
 
     @property
     def _sinks(self) -> list[Any]:
@@ -167,6 +207,11 @@ class RunHandle:
     def __enter__(self) -> RunHandle:
         if not CONFIG.enabled:
             return self
+        if self._void:
+            # Off, or not chosen by head sampling: steps record into a queue that keeps nothing.
+            self._queue = deque(maxlen=0)
+            self._tokens.append((_RUN.set(self), _STEP.set(None)))
+            return self
         try:
             self._begin()
         except Exception:  # noqa: BLE001
@@ -187,6 +232,14 @@ class RunHandle:
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         if not self._active:
+            if self._void and self._tokens:
+                tok_run, tok_step = self._tokens.pop()
+                try:
+                    _RUN.reset(tok_run)
+                    _STEP.reset(tok_step)
+                except ValueError:
+                    _RUN.set(None)
+                    _STEP.set(None)
             return
         try:
             if exc is not None and isinstance(exc, Exception) and exc is not self._acct.escaped:
@@ -437,6 +490,8 @@ class RunHandle:
             elif cls is tuple:
                 tracker.handle(item)
             elif cls is _End:
+                if self._hold is not None and not self._hold.decided:
+                    self._decide(item, records)
                 if not self._joined:
                     records.append(self._end_record(item))
                 reached.append(item)
@@ -446,12 +501,21 @@ class RunHandle:
             # Only this thread writes _max_bytes: the agent's check stays "queued bytes < budget".
             self._max_bytes += done_bytes
         slots = self._slots
-        if records:
+        if records and self._hold is not None:
+            # Tail sampling: the lines are held until the run's end decides; then written in bounded batches.
+            wrote = False
+            for batch in self._hold.take([dumps_line(r) for r in records]):
+                wrote = True
+                for slot in slots:
+                    slot.write(self, batch)
+            if not wrote:
+                records = []
+        elif records:
             # Each record is encoded once; every sink gets the same bytes.
             lines = [dumps_line(r) for r in records]
             for slot in slots:
                 slot.write(self, lines)
-        else:
+        if not records:
             for slot in slots:
                 slot.flush(self)
         clean = not any(slot.pending for slot in slots)
@@ -477,7 +541,25 @@ class RunHandle:
 
     def _end_record(self, end: _End) -> dict[str, Any]:
         reason = None if end.reason is None else self._tracker.text(end.reason)
-        return end_record(self.run_id, end.end_ns, end.outcome or "success", reason, self.account())
+        rec = end_record(self.run_id, end.end_ns, end.outcome or "success", reason, self.account())
+        return rec if self._summary is None else self._summary.apply(rec)
+
+    def _decide(self, end: _End, records: list[dict[str, Any]]) -> None:
+        """Tail sampling: decide the run at its end (the decision is written only when it is kept)."""
+        meta = self._hold.decide(
+            None if self._joined else (end.outcome or "success"),
+            self.account(),
+            joined=self._joined,
+            errors=len(self._errors),
+        )
+        if self._hold.keep:
+            records.append(self._tracker.record(meta))
+
+    def _incomplete_at_exit(self) -> None:
+        """The interpreter exits with this tail-sampled run still open: keep it, as incomplete."""
+        with self._lock:
+            if self._hold is not None and not self._hold.decided:
+                self._queue.append(self._hold.decide_incomplete())
 
     def account(self) -> dict[str, Any]:
         """The recorder's account of this run so far: records lost by cause, steps that lost their

@@ -75,6 +75,8 @@ class Tracker:
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
         self._names: dict[str, str] = {}
+        self.summary: Any = getattr(run, "_summary", None)
+        """Summary mode's policy for this run (`trajdebug.record.summary.Policy`), or None."""
 
     def release(self) -> None:
         """Drop the strong references at the run's end."""
@@ -241,6 +243,8 @@ class Tracker:
                 out[k] = to_jsonable(v, 1 << 30)
             else:
                 out[k] = self.value(v)
+        if self.summary is not None:
+            self.summary.apply(out)
         return out
 
     # -- explicit provenance ---------------------------------------------------------
@@ -450,6 +454,10 @@ class Tracker:
             payload_error = error_payload(outp.value() if outp.__class__ is Encoded else outp)
             if payload_error is not None:
                 self._payload_error(h, rec, self.text(payload_error), out)
+        if self.summary is not None:
+            for r in out:
+                self.summary.apply(r)
+            self.summary.apply(rec)
         out.append(rec)
         return out
 
