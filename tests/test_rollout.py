@@ -14,9 +14,8 @@ from trajdebug.testing import capture_runs
 
 
 def _record(name: str, agent: str | None = None) -> None:
-    with trajdebug.run(name, agent=agent):
-        with trajdebug.step("fetch", kind="tool", input="what the agent read") as s:
-            s.output = "what the tool said"
+    with trajdebug.run(name, agent=agent), trajdebug.step("fetch", kind="tool", input="what the agent read") as s:
+        s.output = "what the tool said"
 
 
 def _write(path: Path, text: str) -> None:

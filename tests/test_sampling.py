@@ -90,11 +90,10 @@ def test_kept_runs_say_how_they_were_chosen() -> None:
 def test_a_lossy_run_is_kept_even_when_its_id_is_not_chosen() -> None:
     """A run that lost records (full queue) is kept whatever its id says."""
     trajdebug.configure(sample_rate=0.0, max_buffer=5)
-    with capture_runs() as runs:
-        with trajdebug.run("agent") as r:
-            for _ in range(50):
-                with trajdebug.step("x"):
-                    pass
+    with capture_runs() as runs, trajdebug.run("agent") as r:
+        for _ in range(50):
+            with trajdebug.step("x"):
+                pass
     assert r.dropped > 0
     assert ["lossy"] == [x.metadata["sampling"]["why"] for x in runs]
 
@@ -103,15 +102,24 @@ def test_a_run_held_past_its_budget_spills_and_is_written_whole(tmp_path: Path) 
     """Past sample_buffer_bytes the held records go to a temporary file; a kept run reads back complete."""
     trajdebug.configure(sample_rate=0.0, sample_buffer_bytes=4096)
     store = tmp_path / "runs.db"
-    with pytest.raises(ValueError), trajdebug.run("agent", store=store) as r:
-        for i in range(300):
-            with trajdebug.step("x", kind="tool", input="p" * 200) as s:
-                s.output = i
-        assert r._hold is not None
-        r.flush()
-        assert r._hold.spilled > 0 and r._hold.bytes <= 4096 + 2048
-        raise ValueError("failed")
-    run = trajdebug.Store(store, readonly=True).load_run(r.run_id)
+    holds: list[tuple[int, int]] = []
+
+    def failing() -> None:
+        with trajdebug.run("agent", store=store) as r:
+            for i in range(300):
+                with trajdebug.step("x", kind="tool", input="p" * 200) as s:
+                    s.output = i
+            r.flush()
+            holds.append((r._hold.spilled, r._hold.bytes))
+            raw.append(r.run_id)
+            raise ValueError("failed")
+
+    raw: list[str] = []
+    with pytest.raises(ValueError):
+        failing()
+    [(spilled, held)] = holds
+    assert spilled > 0 and held <= 4096 + 2048
+    run = trajdebug.Store(store, readonly=True).load_run(raw[0])
     assert 300 == len(run.steps)
     assert list(range(300)) == [s.output for s in run.steps]
 
@@ -120,9 +128,8 @@ def test_a_dropped_run_never_reaches_its_sink(tmp_path: Path) -> None:
     """A successful run not chosen by tail sampling writes nothing, not even its start."""
     trajdebug.configure(sample_rate=0.0)
     path = tmp_path / "runs.jsonl"
-    with trajdebug.run("agent", path=path):
-        with trajdebug.step("x", input="secret-free content") as s:
-            s.output = "done"
+    with trajdebug.run("agent", path=path), trajdebug.step("x", input="secret-free content") as s:
+        s.output = "done"
     trajdebug.flush(5)
     assert not path.exists()
 
@@ -139,10 +146,8 @@ def test_head_sampling_records_only_the_chosen_share() -> None:
 def test_steps_of_a_run_not_chosen_do_not_join_another_run() -> None:
     """A step inside a head-sampled-out run is not adopted by another active run."""
     trajdebug.configure(head_rate=0.0)
-    with capture_runs() as runs:
-        with trajdebug.run("outer-void"):
-            with trajdebug.step("inner"):
-                pass
+    with capture_runs() as runs, trajdebug.run("outer-void"), trajdebug.step("inner"):
+        pass
     assert [] == list(runs)
 
 

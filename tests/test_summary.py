@@ -112,9 +112,8 @@ def test_rules_choose_kinds_and_fields() -> None:
 def test_error_messages_are_summarized_when_asked() -> None:
     """With ``*.error`` the step's error, the error event, and the run's failure reason keep their type, not their text."""
     trajdebug.configure(summary=("*", "*.error"))
-    with pytest.raises(KeyError), trajdebug.run("museum", path="r.jsonl") as r:
-        with trajdebug.step("fetch", kind="tool"):
-            raise KeyError("Zanzibarville")
+    with pytest.raises(KeyError), trajdebug.run("museum", path="r.jsonl") as r, trajdebug.step("fetch", kind="tool"):
+        raise KeyError("Zanzibarville")
     run = r.load()
     assert "Zanzibarville" not in Path("r.jsonl").read_text()
     assert "KeyError" == run.steps[0].error.type and run.steps[0].error.message.startswith("[summary ")
@@ -124,9 +123,8 @@ def test_error_messages_are_summarized_when_asked() -> None:
 def test_a_bad_rule_summarizes_everything_rather_than_leak(caplog: pytest.LogCaptureFixture) -> None:
     """A rule naming an unknown field is a warning, and every input and output is summarized."""
     trajdebug.configure(summary=("tool.outputs",))
-    with trajdebug.run("museum", path="r.jsonl") as r:
-        with trajdebug.step("say", kind="llm", input="Quetzalcoatlus"):
-            pass
+    with trajdebug.run("museum", path="r.jsonl") as r, trajdebug.step("say", kind="llm", input="Quetzalcoatlus"):
+        pass
     assert is_summary(r.load().steps[0].input)
     assert any("tool.outputs" in rec.getMessage() for rec in caplog.records)
 
@@ -146,11 +144,16 @@ def test_summarize_run_matches_what_the_recorder_writes() -> None:
 def test_summaries_are_analyzed_without_error() -> None:
     """A failed run recorded in summary mode is analyzed and localized (the analysis reads summaries)."""
     trajdebug.configure(summary=True)
-    with pytest.raises(ValueError), trajdebug.run("museum", path="r.jsonl") as r:
-        _agent()
-        with trajdebug.step("check", kind="condition"):
-            raise ValueError("the order is wrong")
-    a = trajdebug.analyze(r.load())
+    def failing() -> None:
+        with trajdebug.run("museum", path="r.jsonl"):
+            _agent()
+            with trajdebug.step("check", kind="condition"):
+                raise ValueError("the order is wrong")
+
+    with pytest.raises(ValueError):
+        failing()
+    [run] = trajdebug.read_jsonl("r.jsonl").runs
+    a = trajdebug.analyze(run)
     assert a.localization.candidates
 
 
