@@ -8,7 +8,8 @@ no import cycle): ``config``, ``context`` (context variables, the active
 runs), ``errorlog``, ``errors``, ``decorate``, ``recorder`` (steps),
 ``edges``, ``retry``, ``contracts``, ``state``, ``env``, ``tracking``
 (writer-side encoding), ``sinks``, ``writer`` (the background thread),
-``runs`` (runs), ``propagation``.
+``runs`` (runs), ``propagation``; production recording: ``rollout``, ``sampling``,
+``summary``, ``payloads``, ``timeouts``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from trajdebug.record.retry import retry, retry_call
 from trajdebug.record.runs import RunHandle, run
 from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink
 from trajdebug.record.state import RunState, reads, writes
+from trajdebug.record.timeouts import ToolTimeout
 from trajdebug.record.writer import flush
 from trajdebug.schema import KindWarning
 
@@ -39,6 +41,7 @@ __all__ = [
     "Sink",
     "StepHandle",
     "StoreSink",
+    "ToolTimeout",
     "branch",
     "configure",
     "current_run",

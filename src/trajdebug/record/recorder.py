@@ -23,6 +23,7 @@ from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind, decorate
+from trajdebug.record.timeouts import timed
 from trajdebug.schema import check_kind
 
 
@@ -147,6 +148,7 @@ class StepHandle:
     """Set while ``input`` holds a decorated call's arguments as they came (the positional tuple; the
     keywords in ``_kw``), not yet bound to parameter names: the parameters (`decorate.Spec`)."""
     _kw: dict[str, Any] | None = None
+    timeout: float | None = None
 
     def __init__(
         self,
@@ -159,6 +161,7 @@ class StepHandle:
         attempt: int | None = None,
         retry_of: Any = None,
         attributes: dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.name = name
         self.kind = check_kind(kind)
@@ -174,6 +177,10 @@ class StepHandle:
             self.retry_of = retry_of.id if isinstance(retry_of, (StepHandle, RemoteParent)) else retry_of
         if attributes:
             self.attrs = dict(attributes)
+        if timeout is not None:
+            # Kept as an attribute too: the writer finds overruns by it, `trajdebug lint` finds tools without one.
+            self.timeout = float(timeout)
+            self.set("timeout", self.timeout)
 
     # -- identity ------------------------------------------------------------
 
@@ -346,6 +353,8 @@ class StepHandle:
     def __call__(self, fn: Any) -> Any: ...
     def __call__(self, fn: Any) -> Any:
         """Decorate a function, coroutine function, generator or async generator."""
+        if self.timeout is not None:
+            return timed(self, fn)
         return decorate(self, fn)
 
     def bound_input(self) -> Any:
@@ -398,6 +407,8 @@ class StepHandle:
             h.retry_of = self.retry_of
         if self.attrs:
             h.attrs = dict(self.attrs)
+        if self.timeout is not None:
+            h.timeout = self.timeout
         return h
 
 
@@ -415,6 +426,7 @@ def step(
     attempt: int | None = None,
     retry_of: Any = None,
     attributes: dict[str, Any] | None = None,
+    timeout: float | None = None,
 ) -> StepHandle: ...
 def step(
     name: Any = None,
@@ -427,6 +439,7 @@ def step(
     attempt: int | None = None,
     retry_of: Any = None,
     attributes: dict[str, Any] | None = None,
+    timeout: float | None = None,
 ) -> Any:
     """Record a step: a decorator (sync, async, generators) or a context manager.
 
@@ -448,7 +461,10 @@ def step(
         input: The step's input (context-manager form; the decorator binds the arguments).
         attempt: The attempt number, for hand-written retry loops.
         retry_of: The step (handle or id) this attempt retries.
-        attributes: Free attributes.
+        attributes: Free attributes (``service``: the target service a tool's errors name).
+        timeout: Seconds a call may take (`trajdebug.record.timeouts`): a decorated function past it
+            raises `trajdebug.ToolTimeout`, recorded as a standard timeout error; a block
+            (context-manager form) that overran is recorded so, without raising.
     """
     if not CONFIG.enabled:
         return _NOOP_STEP
@@ -463,7 +479,7 @@ def step(
     h.kind = kind if kind in _KINDS else check_kind(kind)
     if input is not None:
         h.input = input
-    if deps or agent is not None or attempt is not None or retry_of is not None or attributes:
+    if deps or agent is not None or attempt is not None or retry_of is not None or attributes or timeout is not None:
         h.__init__(  # type: ignore[misc]
             name,
             kind,
@@ -473,6 +489,7 @@ def step(
             attempt=attempt,
             retry_of=retry_of,
             attributes=attributes,
+            timeout=timeout,
         )
     return h
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from trajdebug._encode import Encoded, dumps, loads
 from trajdebug.model import Run, Step
-from trajdebug.record.tracking import error_payload
+from trajdebug.record.payloads import error_payload
 from trajdebug.values import SUMMARY_KEY, atoms
 
 
