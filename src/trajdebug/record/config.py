@@ -86,6 +86,9 @@ class Config:
     sample_buffer_bytes: int = 8 * 1024 * 1024
     """Bytes of encoded records a tail-sampled run holds in memory while its fate is open; past this
     they spill to a temporary file.  ``$TRAJDEBUG_SAMPLE_BUFFER_BYTES``."""
+    sinks: tuple[Any, ...] = ()
+    """Sinks every run writes to besides its own target (a live exporter,
+    `trajdebug.integrations.otlp_exporter.OtlpExporter`)."""
     rollout_file: str | Path | None = None
     """A rollout file (TOML or JSON) with a recording mode per agent, re-read at each run start
     (`trajdebug.record.rollout`).  ``$TRAJDEBUG_ROLLOUT_FILE``."""
@@ -135,7 +138,7 @@ def configure(**settings: Any) -> Config:
         for key, value in settings.items():
             if key == "summary":
                 value = _summary_rules(value)
-            setattr(CONFIG, key, tuple(value) if key in ("redact_keys", "redact_pii") else value)
+            setattr(CONFIG, key, tuple(value) if key in ("redact_keys", "redact_pii", "sinks") else value)
     return CONFIG
 
 

@@ -46,9 +46,10 @@ from trajdebug.schema import RECORDER_KEY, end_record, meta_record, run_record, 
 
 log = logging.getLogger("trajdebug")
 
-LOST_KINDS = ("dropped", "unwritable", "unencodable", "after_end")
+LOST_KINDS = ("dropped", "unwritable", "unencodable", "after_end", "export_dropped")
 """Why records were lost: the queue was full; a sink could not take them; a value could not be
-encoded at all; the step finished after the run had been written."""
+encoded at all; the step finished after the run had been written; a live exporter's queue was full
+(`trajdebug.integrations.otlp_exporter`)."""
 
 
 class _Account:
@@ -132,6 +133,9 @@ class RunHandle:
                 self._slots.append(Slot(make_sink(target)))
             except Exception as exc:  # noqa: BLE001 - a bad target costs its records, not the agent
                 self._sink_failed(target, exc, 0)
+        for extra in CONFIG.sinks:
+            # Sinks every run writes to besides its own (a live exporter).
+            self._slots.append(Slot(extra))
         self._errors: dict[str, Any] = {}
         self._errors_by_step: dict[str, list[str]] = {}
         self._retry_of: dict[str, str] = {}
@@ -608,7 +612,7 @@ class RunHandle:
 
     def _lost(self, why: str, n: int) -> None:
         with self._acct.lock:
-            self._acct.lost[why] += n
+            self._acct.lost[why if why in self._acct.lost else "unencodable"] += n
 
     def _sink_failed(self, sink: Any, exc: BaseException | None, lost: int) -> None:
         self._acct.sink_failures += 1
