@@ -32,8 +32,10 @@ from trajdebug.model import (
 )
 from trajdebug.record import (
     ContextThreadPoolExecutor,
+    CriticalError,
     RunHandle,
     StepHandle,
+    StopRun,
     ToolTimeout,
     branch,
     configure,
@@ -42,6 +44,7 @@ from trajdebug.record import (
     extract,
     flush,
     inject,
+    on_critical,
     reads,
     retry,
     retry_call,
@@ -85,6 +88,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ContextThreadPoolExecutor",
     "ContractError",
+    "CriticalError",
     "Dependency",
     "ErrorEvent",
     "ErrorInfo",
@@ -96,6 +100,7 @@ __all__ = [
     "StageChange",
     "Step",
     "StepHandle",
+    "StopRun",
     "Store",
     "ToolTimeout",
     "analyze",
@@ -111,6 +116,7 @@ __all__ = [
     "inject",
     "load_runs",
     "mark",
+    "on_critical",
     "read_jsonl",
     "reads",
     "replay_run",

@@ -9,7 +9,7 @@ runs), ``errorlog``, ``errors``, ``decorate``, ``recorder`` (steps),
 ``edges``, ``retry``, ``contracts``, ``state``, ``env``, ``tracking``
 (writer-side encoding), ``sinks``, ``writer`` (the background thread),
 ``runs`` (runs), ``propagation``; production recording: ``rollout``, ``sampling``,
-``summary``, ``payloads``, ``timeouts``.
+``summary``, ``payloads``, ``timeouts``, ``hooks``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from __future__ import annotations
 from trajdebug.record.config import CONFIG, Config, configure
 from trajdebug.record.edges import branch, traced
 from trajdebug.record.env import environment_snapshot, uses_env
+from trajdebug.record.hooks import CriticalError, Hook, on_critical
 from trajdebug.record.propagation import ContextThreadPoolExecutor, extract, inject, wrap
-from trajdebug.record.recorder import RecorderWarning, StepHandle, current_run, current_step, step
+from trajdebug.record.recorder import RecorderWarning, StepHandle, StopRun, current_run, current_step, step
 from trajdebug.record.retry import retry, retry_call
 from trajdebug.record.runs import RunHandle, run
 from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink
@@ -32,6 +33,8 @@ __all__ = [
     "CONFIG",
     "Config",
     "ContextThreadPoolExecutor",
+    "CriticalError",
+    "Hook",
     "JsonlSink",
     "KindWarning",
     "MemorySink",
@@ -40,6 +43,7 @@ __all__ = [
     "RunState",
     "Sink",
     "StepHandle",
+    "StopRun",
     "StoreSink",
     "ToolTimeout",
     "branch",
@@ -50,6 +54,7 @@ __all__ = [
     "extract",
     "flush",
     "inject",
+    "on_critical",
     "reads",
     "retry",
     "retry_call",

@@ -73,6 +73,38 @@ def scope_closed() -> None:
         _scopes -= 1
 
 
+class StopRun(Exception):
+    """Raised at the start of the next step of a run a live hook asked to stop
+    (`trajdebug.on_critical(..., stop=True)`); the agent may catch it."""
+
+    def __init__(self, event: Any) -> None:
+        super().__init__(f"stopped by a live hook: {getattr(event, 'summary', event)}")
+        self.event = event
+        """The critical chain that stopped the run (`trajdebug.record.hooks.CriticalError`)."""
+
+
+def request_stop(run: Any, event: Any) -> None:
+    """Ask a run to stop: its next step raises `StopRun`.  While a stop is pending anywhere, starting a
+    step takes its slow path (counted in `_scopes`), so nothing is added to the hot path otherwise."""
+    global _scopes
+    with _scopes_lock:
+        if run._stop is None and getattr(run, "_active", False):
+            run._stop = event
+            _scopes += 1
+
+
+def take_stop(run: Any) -> Any:
+    """A run's pending stop, taken (at a step's start, or the run's end), or None."""
+    global _scopes
+    with _scopes_lock:
+        event = run._stop
+        if event is None:
+            return None
+        run._stop = None
+        _scopes -= 1
+        return event
+
+
 def _snap(value: Any) -> Any:
     """Freeze a value at the step boundary: scalars as they are, the rest as JSON bytes."""
     if type(value) in _SCALARS:
@@ -215,7 +247,7 @@ class StepHandle:
             if self.agent is None and parent.__class__ is StepHandle:
                 self.agent = parent.agent
         self.seq = _next_seq()
-        if _scopes and (_BRANCH.get() or _ATTEMPT.get() is not None):
+        if _scopes and (run._stop is not None or _BRANCH.get() or _ATTEMPT.get() is not None):
             self._start_slow(run)
         self._token = _STEP.set(self)
         self.t0 = _now()
@@ -240,6 +272,10 @@ class StepHandle:
         return run
 
     def _start_slow(self, run: Any) -> None:
+        if run._stop is not None:
+            event = take_stop(run)
+            if event is not None:
+                raise StopRun(event)
         branch = _BRANCH.get()
         if branch:
             self.branch = branch
@@ -537,6 +573,7 @@ __all__ = [
     "RecorderWarning",
     "RemoteParent",
     "StepHandle",
+    "StopRun",
     "current_run",
     "current_step",
     "scope_closed",

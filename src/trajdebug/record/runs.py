@@ -30,6 +30,7 @@ from trajdebug._encode import dumps_line
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
+from trajdebug.record import hooks as _hooks
 from trajdebug.record import recorder as _rec
 from trajdebug.record import rollout as _rollout
 from trajdebug.record import sampling as _sampling
@@ -96,6 +97,9 @@ class _RunStart:
 
 class RunHandle:
     """A run being recorded; ``with trajdebug.run(...) as run`` gives you one."""
+
+    _stop: Any = None
+    """A live hook's request to stop the run (`trajdebug.record.hooks`), pending until the next step starts."""
 
     def __init__(
         self,
@@ -274,6 +278,8 @@ class RunHandle:
             return
         self._active = False
         _ctx.run_ended(self)
+        if self._stop is not None:
+            _rec.take_stop(self)  # a stop nobody took: the run is over anyway
         self.end_ns = _rec._now()
         outcome = None
         if not self._joined:
@@ -501,6 +507,8 @@ class RunHandle:
                 reached.append(item)
             elif cls is Flush:
                 reached.append(item)
+        if records and _hooks.HOOKS:
+            _hooks.feed(self, records)
         if done_bytes:
             # Only this thread writes _max_bytes: the agent's check stays "queued bytes < budget".
             self._max_bytes += done_bytes
