@@ -23,9 +23,11 @@ What it promises:
   ``Retry-After`` is honoured), for as long as it takes: a collector that
   restarts loses nothing.  Another status (400: the collector cannot read it)
   drops the batch, counted and logged once.
-- **A bounded queue**: at most ``max_queue`` spans wait.  A batch of records
-  that would overflow it is refused whole and counted in the run's account
-  (``recorder.lost.export_dropped``) and in `stats`.
+- **A bounded queue**: at most ``max_queue`` records and spans wait (records
+  are turned into spans on the exporter's thread, so the writer thread only
+  appends).  A batch of records that would overflow it is refused whole and
+  counted in the run's account (``recorder.lost.export_dropped``; the batch
+  that carries the run's end is counted in `stats` only) and in `stats`.
 - Spans of steps that failed, and of top-level steps, wait for the run's end
   (their error's later stages become their events, and the run's outcome
   rides on the trace's root); the others leave as soon as they are written.
@@ -168,7 +170,7 @@ class OtlpExporter:
         endpoint: The collector's traces URL (``http://127.0.0.1:4318/v1/traces`` by default).
         encoding: ``protobuf`` or ``json``.
         headers: Extra request headers (an API key for a hosted backend).
-        max_queue: Spans that may wait at most.
+        max_queue: Records and spans that may wait at most.
         max_batch: Spans per request at most.
         interval: Seconds a span waits at most before its batch is sent (while the collector answers).
         timeout: Seconds one request may take.
@@ -216,7 +218,9 @@ class OtlpExporter:
         self.stats = ExportStats()
         self._runs: dict[str, _RunState] = {}
         self._queue: deque[tuple[str, list[dict[str, Any]], dict[str, Any]]] = deque()
+        self._inbox: deque[list[Mapping[str, Any]]] = deque()
         self._queued = 0
+        """Records waiting to be converted plus spans waiting to be sent."""
         self._in_flight = 0
         self._cond = threading.Condition()
         self._stopping = False
@@ -227,26 +231,32 @@ class OtlpExporter:
     # -- the sink (writer thread) -------------------------------------------------------------
 
     def write(self, records: Sequence[Mapping[str, Any]]) -> int:
-        """Turn a batch of records into spans and queue them; returns how many records were refused
-        (the queue is full: the whole batch is refused and counted)."""
-        spans: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
-        for rec in records:
-            try:
-                spans.extend(self._on_record(rec))
-            except Exception as exc:  # noqa: BLE001 - one odd record costs its span, not the batch
-                self._warn("record", f"trajdebug: a record could not be exported ({type(exc).__name__}: {exc})")
-        if not spans:
+        """Queue a batch of records (the exporter's thread turns them into spans); returns how many were
+        refused (the queue is full: the whole batch is refused and counted)."""
+        n = len(records)
+        if not n:
             return 0
         with self._cond:
-            if self._stopping or self._queued + len(spans) > self.max_queue:
-                self.stats.dropped_queue_full += len(records)
-                self._warn("full", f"trajdebug: OTLP export queue full ({self.max_queue} spans; {self.endpoint} down?): records dropped, counted")
-                return len(records)
-            for run_id, span, resource in spans:
-                self._append(run_id, span, resource)
+            if self._stopping or self._queued + n > self.max_queue:
+                self.stats.dropped_queue_full += n
+                self._warn("full", f"trajdebug: OTLP export queue full ({self.max_queue}; {self.endpoint} down?): records dropped, counted")
+                return n
+            self._inbox.append(list(records))
+            self._queued += n
             self._ensure()
             self._cond.notify()
         return 0
+
+    def _convert(self, batches: list[list[Mapping[str, Any]]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+        """Exporter thread: records to spans (the run's state kept between batches)."""
+        spans: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        for records in batches:
+            for rec in records:
+                try:
+                    spans.extend(self._on_record(rec))
+                except Exception as exc:  # noqa: BLE001 - one odd record costs its span, not the batch
+                    self._warn("record", f"trajdebug: a record could not be exported ({type(exc).__name__}: {exc})")
+        return spans
 
     def close(self) -> None:
         """A run's sinks close: nothing to release (the exporter serves every run; see `shutdown`)."""
@@ -258,7 +268,6 @@ class OtlpExporter:
             self._queue[-1][1].append(span)
         else:
             self._queue.append((run_id, [span], resource))
-        self._queued += 1
 
     def _resource(self, state: _RunState) -> dict[str, Any]:
         # Built once per change of the run's identity, metadata or outcome (shared by its spans).
@@ -366,16 +375,29 @@ class OtlpExporter:
         first_wait: float | None = None
         while True:
             with self._cond:
-                while not self._queue and not self._stopping:
+                while not self._queue and not self._inbox and not self._stopping:
                     self._cond.wait()
                     first_wait = None
+                batches = list(self._inbox)
+                self._inbox.clear()
+            if batches:
+                spans = self._convert(batches)
+                with self._cond:
+                    for run_id, span, resource in spans:
+                        self._append(run_id, span, resource)
+                    self._queued += len(spans) - sum(len(b) for b in batches)
+                    self._cond.notify_all()
+            with self._cond:
                 if not self._queue:
-                    return
+                    if self._stopping and not self._inbox:
+                        return
+                    continue
                 if first_wait is None:
                     first_wait = time.monotonic()
                 left = first_wait + self.interval - time.monotonic()
                 if self._queued < self.max_batch and left > 0 and not self._stopping and not self._urgent:
-                    self._cond.wait(left)
+                    if not self._inbox:
+                        self._cond.wait(left)
                     continue
                 batch = self._take()
                 if not self._queue:
@@ -483,6 +505,7 @@ class OtlpExporter:
             self._deadline = time.monotonic()
             self.stats.dropped_at_shutdown += self._queued - self._in_flight
             self._queue.clear()
+            self._inbox.clear()
             self._queued = self._in_flight
             self._cond.notify_all()
         return ok
