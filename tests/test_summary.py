@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import trajdebug
-from trajdebug.model import Run, Step
+from trajdebug.model import Dependency, ErrorInfo, Run, Step
 from trajdebug.record.summary import Policy, is_summary, summarize_run
 from trajdebug.values import SUMMARY_KEY, atoms
 
@@ -31,7 +31,12 @@ def write(offer: dict) -> str:
 def _agent() -> None:
     with trajdebug.step("plan", kind="llm", input={"goal": "furnish the Zanzibarville museum"}) as s:
         s.output = "look up Zanzibarville suppliers"
-    write(lookup("Zanzibarville"))
+    offer = lookup("Zanzibarville")
+    run = trajdebug.current_run()
+    if run is not None:
+        with trajdebug.step("remember", kind="state"):
+            run.state["supplier"] = offer["supplier"]
+    write(offer)
 
 
 @pytest.mark.parametrize("target", ["runs.jsonl", "runs.db"])
@@ -42,11 +47,11 @@ def test_summary_mode_writes_no_step_content(tmp_path: Path, target: str) -> Non
     with trajdebug.run("museum", **({"path": where} if target.endswith(".jsonl") else {"store": where})) as r:
         _agent()
     run = r.load()
-    assert 3 == len(run.steps)
+    assert 4 == len(run.steps)
     trajdebug.flush(5)
     blob = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("runs."))
     assert [] == [w for w in CONTENT if w.encode() in blob]
-    assert all(is_summary(s.output) for s in run.steps)
+    assert all(is_summary(s.output) for s in run.steps if s.output is not None)
 
 
 def test_a_summary_has_the_documented_features() -> None:
@@ -54,11 +59,11 @@ def test_a_summary_has_the_documented_features() -> None:
     p = Policy.compile(("*",), key="k")
     s = p.summarize('{"status": 503, "rows": [1, 2, 3], "detail": "upstream down"}')
     assert s[SUMMARY_KEY] == 1 and len(s["hash"]) == 32
-    assert (s["bytes"], s["type"], s["json"], s["keys"], s["rows"], s["error"]) == (
+    assert (s["bytes"], s["type"], s["json"], s["keys"], s["rows"], s["error_code"]) == (
         len('{"status": 503, "rows": [1, 2, 3], "detail": "upstream down"}'), "text", True, ["status", "rows", "detail"], 3, 503
     )
     assert [503, 1, 2, 3] == s["numbers"]
-    assert "E_QUOTA" == p.summarize({"ok": False, "code": "E_QUOTA", "message": "quota"})["error"]
+    assert "E_QUOTA" == p.summarize({"ok": False, "code": "E_QUOTA", "message": "quota"})["error_code"]
     assert 2 == p.summarize("region,total\nnorth,1\nsouth,2")["rows"]
     assert "numbers" not in Policy.compile(("*",), numbers=False).summarize("costs 12 EUR")
 
@@ -163,3 +168,22 @@ def test_summarize_run_leaves_structure_alone() -> None:
     out = summarize_run(run)
     assert (out.steps[0].step_id, out.steps[0].name, out.steps[0].kind) == ("a", "fetch", "tool")
     assert is_summary(out.steps[0].input) and is_summary(out.steps[0].output)
+
+
+def test_diagnosers_that_read_content_step_aside_on_summaries() -> None:
+    """An LLM step that contradicts its input is flagged in full; summarized, only content-free rules judge it."""
+    from trajdebug.analysis import SUMMARY_SAFE, analyze
+
+    steps = (
+        Step("t", "lookup", "tool", input={"sku": "A-1"}, output={"price": 12.5, "currency": "EUR"}, start_ns=1, end_ns=2),
+        Step("l", "quote", "llm", input={"price": 12.5, "currency": "EUR"}, output={"price": 15.0, "currency": "EUR"},
+             start_ns=3, end_ns=4, deps=(Dependency("t"),)),
+        Step("c", "check", "condition", status="error", error=ErrorInfo("ValueError", "price wrong"), start_ns=5, end_ns=6,
+             deps=(Dependency("l"),)),
+    )
+    run = Run("r1", "shop", 0, 7, "failure", "price wrong", steps=steps)
+    full = {c.step_id: c.signals for c in analyze(run).localization.candidates}
+    summ = {c.step_id: c.signals for c in analyze(summarize_run(run)).localization.candidates}
+    assert "llm-output" in full["l"]
+    assert "llm-output" not in summ.get("l", ())
+    assert {"step-error", "contract"} <= SUMMARY_SAFE

@@ -5,7 +5,7 @@ agent's ``summary`` mode in the rollout) the writer thread replaces the chosen
 fields of each step, after redaction, with a summary::
 
     {"__trajdebug_summary__": 1, "hash": "9f2c...", "bytes": 1834, "type": "text",
-     "json": true, "keys": ["region", "total"], "rows": 12, "error": "E_TIMEOUT",
+     "json": true, "keys": ["region", "total"], "rows": 12, "error_code": "E_TIMEOUT",
      "numbers": [1250.5, 12], "atoms": [["n", "41d0...", "total", 1250.5, "eur"], ["s", "7be1...", "region"]]}
 
 - ``hash``: keyed BLAKE2b-128 of the value (its UTF-8 text, or its JSON), with
@@ -16,7 +16,7 @@ fields of each step, after redaction, with a summary::
   top-level keys (names, not values: up to 32); ``rows``: the length of a list
   (of the value, of a JSON array in text, of a table in text, or of a
   ``rows``/``results``/``data``/``items`` list in it);
-- ``error``: the error code the value carries (``{"code": "E42"}`` in an error
+- ``error_code``: the error code the value carries (``{"code": "E42"}`` in an error
   payload, an HTTP status of 400 or more), or true for an error payload or
   text that reads as an error;
 - ``numbers``: up to 16 numbers it contains (``summary_numbers=False`` keeps
@@ -27,11 +27,13 @@ fields of each step, after redaction, with a summary::
   reads a summary as atoms keyed by hashes of the original values, and value
   lineage connects a producer and a consumer that saw the same value.
 
-Rules choose what is summarized: ``*`` (every input and output), a kind
-(``tool``: its input and output), a field (``*.output``, ``llm.input``), or
-``*.attributes`` (each attribute holding text or structure; numbers and flags
-the recorder sets stay) and ``*.error`` (error messages: step errors, error
-events, stage reasons, the run's failure reason; tracebacks are dropped).
+Rules choose what is summarized: ``*`` (every step's input, output and
+attributes), a kind (``tool``: its input, output and attributes), a field
+(``*.output``, ``llm.input``, ``*.attributes``), and ``*.error`` (error
+messages: step errors, error events, stage reasons, the run's failure reason;
+tracebacks are dropped).  In attributes, each value holding text or structure
+is summarized; numbers, flags and the attributes the recorder sets itself
+(``timeout``, ``service``, ``fallback``, ``retry_reason``, ...) stay.
 Names (steps, agents, error types, keys), ids, times, statuses and
 dependencies are structure and are always kept.
 """
@@ -100,7 +102,7 @@ class Policy:
             kind, _, field = rule.strip().partition(".")
             kind = kind or "*"
             if not field:
-                chosen = {"input", "output"}
+                chosen = {"input", "output", "attributes"}
             elif field == "*":
                 chosen = set(FIELDS)
             elif field in FIELDS:
@@ -154,7 +156,7 @@ class Policy:
             out["rows"] = rows
         err = _error(value, parsed)
         if err is not None:
-            out["error"] = err
+            out["error_code"] = err
         found = atoms(value)
         nums = [a.number for a in found if a.kind == "number" and a.number is not None]
         if nums and self.numbers:
