@@ -168,3 +168,14 @@ def test_an_open_run_is_kept_as_incomplete_at_exit(tmp_path: Path) -> None:
     assert "incomplete" == run.outcome
     assert "incomplete" == run.metadata["sampling"]["why"]
     assert 1 == len(run.steps)
+
+
+def test_a_run_not_chosen_flushes_at_once() -> None:
+    """flush() on a head-sampled-out run returns True without waiting (there is nothing to write)."""
+    import time
+
+    trajdebug.configure(head_rate=0.0)
+    with trajdebug.run("agent") as r:
+        t0 = time.perf_counter()
+        assert r.flush()
+        assert time.perf_counter() - t0 < 1.0

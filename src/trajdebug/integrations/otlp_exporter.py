@@ -203,6 +203,14 @@ class OtlpExporter:
             raise ValueError(f"OtlpExporter(encoding={encoding!r}): expected 'protobuf' or 'json'")
         if compression not in (None, "gzip"):
             raise ValueError(f"OtlpExporter(compression={compression!r}): expected 'gzip' or None")
+        if encoding == "protobuf":
+            try:
+                from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: F401
+            except ImportError as exc:
+                raise ImportError(
+                    "OtlpExporter(encoding='protobuf') needs opentelemetry-proto (pip install 'trajdebug[otlp]'), "
+                    "or use encoding='json'"
+                ) from exc
         self.endpoint = endpoint
         self.path = endpoint
         self.encoding = encoding
@@ -403,7 +411,12 @@ class OtlpExporter:
                 if not self._queue:
                     self._urgent = False
             first_wait = None
-            sent = self._send_until_done(batch)
+            try:
+                sent = self._send_until_done(batch)
+            except Exception as exc:  # noqa: BLE001 - the exporter's thread never dies for one batch
+                sent = False
+                self.stats.dropped_rejected += self._in_flight
+                self._warn("encode", f"trajdebug: a batch could not be exported ({type(exc).__name__}: {exc}); dropped, counted")
             with self._cond:
                 self._queued -= self._in_flight
                 self._in_flight = 0

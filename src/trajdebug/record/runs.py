@@ -434,7 +434,7 @@ class RunHandle:
             Whether everything was written (False: a sink is busy and the writer is
             still retrying, or time ran out).
         """
-        if not self._active and self._final:
+        if (not self._active and self._final) or self._void:
             return True
         return self._wait(self._mark(), CONFIG.close_timeout if timeout is None else timeout)
 
