@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import httpx
 import pytest
@@ -90,7 +90,7 @@ def test_httpx_client_timeouts_are_timeout_errors(server: str) -> None:
     assert ("timeout", "timeout", 0.2) == tuple(runs[0].errors[0].attributes[k] for k in ("error.kind", "code", "timeout_s"))
 
 
-def test_async_httpx_records_steps(server: str) -> None:
+def test_async_httpx_records_steps(server: str, run_async: Any) -> None:
     """The asyncio transport records each request as a tool step too."""
 
     async def main() -> int:
@@ -98,7 +98,7 @@ def test_async_httpx_records_steps(server: str) -> None:
             return (await c.get(f"{server}/down")).status_code
 
     with capture_runs() as runs, trajdebug.run("client"):
-        assert 503 == asyncio.run(main())
+        assert 503 == run_async(main)
     assert "HttpStatusError" == runs[0].errors[0].type
 
 
