@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from trajdebug.record import sampling as _sampling
 from trajdebug.record.config import CONFIG
 
 
@@ -291,6 +292,39 @@ def plan_for(agent: str) -> Plan:
     return Plan("sampled", tuple(c.summary), rate, float(c.head_rate), source)
 
 
+def apply(run: Any) -> None:
+    """Set up a new run (`trajdebug.record.runs.RunHandle`) by its plan: off or not chosen by head sampling
+    (the run records into nothing), summary rules, a tail-sampling hold; the plan into its metadata."""
+    plan = plan_for(str(run.metadata.get("agent") or run.name))
+    if plan.plain:
+        return
+    run._plan = plan
+    if plan.mode == "off" or not _sampling.head_keeps(run.run_id, plan.head_rate):
+        run._void = True
+        return
+    if not run._joined:
+        run.metadata["recording"] = plan.to_dict()
+    if plan.summary:
+        from trajdebug.record.summary import Policy
+
+        try:
+            run._summary = Policy.compile(plan.summary, CONFIG.summary_key, CONFIG.summary_numbers)
+        except ValueError as exc:
+            # A bad rule must not record content the user asked to keep out: everything is summarized.
+            log.warning("trajdebug: %s; summarizing every input and output", exc)
+            run._summary = Policy.compile(("*",), CONFIG.summary_key, CONFIG.summary_numbers)
+    if plan.sample_rate < 1.0:
+        run._hold = _sampling.Hold(run.run_id, plan.sample_rate, plan.head_rate)
+    elif plan.head_rate < 1.0 and not run._joined:
+        run.metadata[_sampling.SAMPLING_KEY] = {
+            "decision": "kept",
+            "why": "head",
+            "sample_rate": 1.0,
+            "head_rate": plan.head_rate,
+            "weight": _sampling.weight("head", 1.0, plan.head_rate),
+        }
+
+
 __all__ = [
     "ENV_ROLLOUT",
     "MODES",
@@ -298,6 +332,7 @@ __all__ = [
     "Entry",
     "Mode",
     "Plan",
+    "apply",
     "configured",
     "entry_for",
     "parse_entry",

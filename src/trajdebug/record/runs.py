@@ -33,7 +33,6 @@ from trajdebug.record import errors as _errors
 from trajdebug.record import hooks as _hooks
 from trajdebug.record import recorder as _rec
 from trajdebug.record import rollout as _rollout
-from trajdebug.record import sampling as _sampling
 from trajdebug.record.config import CONFIG
 from trajdebug.record.context import _RUN, _STEP, RemoteParent
 from trajdebug.record.env import environment_snapshot, record_environment_step
@@ -157,39 +156,7 @@ class RunHandle:
         self._summary: Any = None
         self._void = False
         if _rollout.configured():
-            self._apply_plan()
-
-    def _apply_plan(self) -> None:
-        """The rollout's plan for this run (`trajdebug.record.rollout`): off or not chosen by head
-        sampling (the run records into nothing), summary rules, a tail-sampling hold."""
-        plan = _rollout.plan_for(str(self.metadata.get("agent") or self.name))
-        if plan.plain:
-            return
-        self._plan = plan
-        if plan.mode == "off" or not _sampling.head_keeps(self.run_id, plan.head_rate):
-            self._void = True
-            return
-        if not self._joined:
-            self.metadata["recording"] = plan.to_dict()
-        if plan.summary:
-            from trajdebug.record.summary import Policy
-
-            try:
-                self._summary = Policy.compile(plan.summary, CONFIG.summary_key, CONFIG.summary_numbers)
-            except ValueError as exc:
-                # A bad rule must not record content the user asked to keep out: everything is summarized.
-                log.warning("trajdebug: %s; summarizing every input and output", exc)
-                self._summary = Policy.compile(("*",), CONFIG.summary_key, CONFIG.summary_numbers)
-        if plan.sample_rate < 1.0:
-            self._hold = _sampling.Hold(self.run_id, plan.sample_rate, plan.head_rate)
-        elif plan.head_rate < 1.0 and not self._joined:
-            self.metadata[_sampling.SAMPLING_KEY] = {
-                "decision": "kept",
-                "why": "head",
-                "sample_rate": 1.0,
-                "head_rate": plan.head_rate,
-                "weight": _sampling.weight("head", 1.0, plan.head_rate),
-            }
+            _rollout.apply(self)
 
     @property
     def _sinks(self) -> list[Any]:
