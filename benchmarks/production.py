@@ -386,7 +386,7 @@ def run_production(*, quick: bool = False, progress: Callable[[str], None] | Non
     """Every measure of this section."""
     say = progress or (lambda s: None)
     n, rep = (10_000, 3) if quick else (20_000, 5)
-    data: dict[str, Any] = {"cost": [], "latency": []}
+    data: dict[str, Any] = {"cost": [], "latency": [], "load_before": os.getloadavg()[0], "cores": os.cpu_count()}
     say("production: cost per step")
     data["cost"] = [_timing_dict(speed_child(name, n, rep)) for name in ("plain", "off-cm", "otel-none", "otel-batch")]
     data["cost"] += [_timing_dict(run_child(mode, n, rep)) for mode in MODES]
@@ -402,6 +402,7 @@ def run_production(*, quick: bool = False, progress: Callable[[str], None] | Non
     data["summary_quality"] = summary_quality(2 if quick else 5, say)
     say("production: summary mode, blind suites")
     data["summary_blind"] = summary_blind(workdir or Path(tempfile.mkdtemp(prefix="trajdebug-blind-")), say)
+    data["load_after"] = os.getloadavg()[0]
     return data
 
 
@@ -421,6 +422,16 @@ def render_section(data: dict[str, Any]) -> list[str]:
         f"Measured {data.get('date', '?')} (`python -m benchmarks --only production`; settings and modes in "
         "[production.md](production.md)).",
         "",
+    ]
+    if "load_before" in data:
+        out += [
+            f"The machine's load average was {data['load_before']:.1f} when the section started and "
+            f"{data.get('load_after', 0.0):.1f} when it ended, on {data.get('cores', '?')} cores: other jobs shared it, "
+            "so the microsecond figures (and the tails of the timings) are noisier than the ratios between rows, "
+            "which were measured side by side.",
+            "",
+        ]
+    out += [
         "### Cost per step in each mode, beside the OpenTelemetry SDK",
         "",
         "A step with a 200-byte input and output, in a tight loop, each configuration in its own interpreter. "
