@@ -32,7 +32,7 @@ from benchmarks.speed import run_child as speed_child
 
 MODES: dict[str, tuple[str, dict[str, Any]]] = {
     "full": ("full recording", {}),
-    "summary": ("summary mode (every input and output summarized)", {"summary": True}),
+    "summary": ("summary mode (every input, output and attribute summarized)", {"summary": True}),
     "tail-dropped": ("tail-sampled, run not kept (sample_rate=0, successful runs)", {"sample_rate": 0.0}),
     "head-out": ("head-sampled out (head_rate=0: the run records into nothing)", {"head_rate": 0.0}),
     "export-down": ("full + live OTLP exporter, collector down", {}),
@@ -493,8 +493,8 @@ def render_section(data: dict[str, Any]) -> list[str]:
             "",
             "### What summary mode costs the analysis",
             "",
-            "The fault-injection suite recorded in full and in summary mode (every input and output a hash, a "
-            "length and features; lineage on hashes of values):",
+            "The fault-injection suite recorded in full and in summary mode (every input, output and attribute a "
+            "hash, a length and features; lineage on hashes of values; diagnosers that read content step aside):",
             "",
             "| recording | cases | top-1 | top-3 | found |",
             "|---|---:|---:|---:|---:|",
