@@ -73,14 +73,14 @@ class _Call:
         self.host, self.endpoint = _endpoint(self.method, url)
         attrs: dict[str, Any] = {"service": self.host, "endpoint": self.endpoint}
         self.timeout = timeout
+        if timeout is not None:
+            attrs["timeout"] = timeout
         self.step = _step(
             f"HTTP {self.method} {self.host}",
             kind="tool",
             input={"method": self.method, "url": url},
             attributes=attrs,
         )
-        if timeout is not None:
-            self.step.set("timeout", timeout)
         self.t0 = 0.0
 
     def __enter__(self) -> _Call:
@@ -106,6 +106,8 @@ class _Call:
 
     def answered(self, status: int, size: int | None) -> None:
         """The response's status (and size, when known); 400 or more is an error of the step."""
+        if self.step._run is None:
+            return  # not recorded (the shared handle of recording off is left alone)
         out: dict[str, Any] = {"status": status}
         if size is not None:
             out["bytes"] = size

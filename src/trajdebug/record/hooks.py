@@ -167,7 +167,8 @@ class _Thread:
         while True:
             with self.cond:
                 if not self.inbox:
-                    self.cond.wait(INTERVAL)
+                    # Runs waiting for their next judgement wake the thread; otherwise it sleeps.
+                    self.cond.wait(INTERVAL if self.runs else None)
                 items = list(self.inbox)
                 self.inbox.clear()
             for run, records in items:
