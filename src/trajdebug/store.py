@@ -843,7 +843,8 @@ def _group(lines: Sequence[bytes]) -> tuple[dict[str, _Group], int]:
             step_group.lines.append(line)
             step_group.steps += 1
             continue
-        t = rid = None
+        t: str | None = None
+        rid = ""  # set with t below (read only once t is)
         rec: Any = None
         if line.startswith(_HEAD):
             end = line.find(b'"', 12)

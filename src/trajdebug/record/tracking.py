@@ -76,7 +76,7 @@ class Tracker:
         self._budget = CONFIG.track_budget_bytes
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
-        self._names: dict[str, str] = {}
+        self._names: dict[Any, str] = {}
         self.summary: Any = getattr(run, "_summary", None)
         """Summary mode's policy for this run (`trajdebug.record.summary.Policy`), or None."""
 
@@ -217,7 +217,7 @@ class Tracker:
         names = self._names
         out: dict[str, Any] = {}
         for k, v in args.items():
-            key = names.get(k) or self.name(k)
+            key = names.get(k) or self.name(k) or ""
             if red is not None and red.secret_key(k) and v is not None and v.__class__ is not bool:
                 red.counts["key_name"] += 1
                 out[key] = REDACTED
