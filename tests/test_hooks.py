@@ -132,3 +132,23 @@ def test_a_removed_hook_is_not_called() -> None:
         fetch_prices("A-1")
     trajdebug.flush(5)
     assert [] == seen
+
+
+def test_a_hook_reads_the_standard_fields_of_a_timed_out_tool() -> None:
+    """The hook thread decodes the writer's encoded lines: a tool past its timeout reaches the callback
+    with its error's standard fields (kind, service, code, the bound; the request only as a summary)."""
+    import time
+
+    @trajdebug.step(kind="tool", timeout=0.05, attributes={"service": "billing"})
+    def charge(card: str) -> str:
+        time.sleep(0.5)
+        return "charged"
+
+    seen, fired = _collect()
+    with pytest.raises(trajdebug.ToolTimeout), trajdebug.run("shop"):
+        charge("4111-1111-1111-1111")
+    assert fired.wait(5)
+    [event] = seen
+    attrs = event.errors[0].attributes
+    assert ("timeout", "billing", "timeout", 0.05) == (attrs["error.kind"], attrs["service"], attrs["code"], attrs["timeout_s"])
+    assert "4111" not in str(attrs["request"]) and attrs["request"]["type"] == "object"

@@ -161,3 +161,34 @@ def test_the_receiver_refuses_what_it_cannot_read(receiver: OtlpReceiver) -> Non
     assert 415 == post("/v1/traces", "text/plain", b"x")
     assert 404 == post("/v1/logs", "application/json", b"{}")
     assert [] == receiver.envelopes
+
+
+def _thirty_steps_then_fail(path: Path) -> None:
+    with trajdebug.run("agent", path=path):
+        for i in range(30):
+            with trajdebug.step("fetch", kind="tool", input={"q": i}) as s:
+                s.output = {"row": i}
+        raise RuntimeError("wrong answer")
+
+
+def test_the_exporter_takes_the_writers_lines_and_tail_sampling_holds_them(receiver: OtlpReceiver, tmp_path: Path) -> None:
+    """The exporter gets the writer's encoded lines (takes_lines) beside a JSONL file: a successful run
+    dropped by tail sampling sends no span and writes no line; a failed run sends every span, the same
+    steps as the file holds."""
+    exporter = OtlpExporter(receiver.endpoint, encoding="json", interval=0.02)
+    trajdebug.configure(sinks=(exporter,), sample_rate=0.0, sample_buffer_bytes=2048)
+    path = tmp_path / "runs.jsonl"
+    with trajdebug.run("agent", path=path):
+        for i in range(30):
+            with trajdebug.step("fetch", kind="tool", input={"q": i}) as s:
+                s.output = {"row": i}
+    assert exporter.force_flush(5)
+    assert 0 == receiver.span_count() and not path.exists()
+    with pytest.raises(RuntimeError):
+        _thirty_steps_then_fail(path)
+    assert exporter.force_flush(5)
+    [live] = receiver.runs().runs
+    [stored] = trajdebug.load_runs(path)
+    assert exporter.takes_lines is True
+    assert ("failure", 30) == (live.outcome, len(live.steps))
+    assert [(s.step_id, s.name) for s in stored.steps] == [(s.step_id, s.name) for s in live.steps]

@@ -187,3 +187,18 @@ def test_diagnosers_that_read_content_step_aside_on_summaries() -> None:
     assert "llm-output" in full["l"]
     assert "llm-output" not in summ.get("l", ())
     assert {"step-error", "contract"} <= SUMMARY_SAFE
+
+
+def test_a_snapshot_kept_as_its_json_bytes_is_summarized_from_its_value(tmp_path: Path) -> None:
+    """A dict input the writer embeds as its encoded bytes is summarized as an object with its own keys
+    and atoms (the store, schema 2, holds the summary, not the bytes)."""
+    trajdebug.configure(summary=True)
+    store = tmp_path / "runs.db"
+    with trajdebug.run("museum", store=store) as r, trajdebug.step("plan", kind="llm", input={"goal": "Zanzibarville", "budget": 1250.5}) as s:
+        s.output = ["Marmalade", "Pangolin"]
+    run = trajdebug.Store(store, readonly=True).load_run(r.run_id)
+    [step] = run.steps
+    assert (step.input["type"], step.input["keys"], step.input["numbers"]) == ("object", ["goal", "budget"], [1250.5])
+    assert ("array", 2) == (step.output["type"], step.output["rows"])
+    plain = Policy.compile(("*",)).summarize({"goal": "Zanzibarville", "budget": 1250.5})
+    assert {a.key for a in atoms(plain)} == {a.key for a in atoms(step.input)}

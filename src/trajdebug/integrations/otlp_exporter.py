@@ -2,7 +2,9 @@
 
 `OtlpExporter` is a sink (`trajdebug.record.Sink`): the recorder's writer
 thread hands it each batch of records (already redacted, summarized when
-summary mode is on), it turns them into spans with the mapping of
+summary mode is on) as the JSON lines it encoded once (``takes_lines``: the
+writer thread neither decodes nor copies them for the exporter), and the
+exporter's own thread decodes them and turns them into spans with the mapping of
 ``trajdebug export --to otlp`` (`trajdebug.formats.export`: a run is a trace,
 a step a span, dependencies span links, an error an ``exception`` event, each
 lifecycle stage a ``trajdebug.error.<stage>`` event on the step where it
@@ -58,6 +60,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajdebug._encode import loads
 from trajdebug.formats.export import resource_attributes, stage_event, step_span
 from trajdebug.model import ErrorEvent, Run, StageChange
 from trajdebug.schema import Problems, decode_step
@@ -183,6 +186,8 @@ class OtlpExporter:
 
     loss_kind = "export_dropped"
     """How the run's account counts records this sink refused (`trajdebug.record.writer.Slot`)."""
+    takes_lines = True
+    """The writer hands over its encoded lines; they are decoded on the exporter's thread."""
 
     def __init__(
         self,
@@ -226,7 +231,7 @@ class OtlpExporter:
         self.stats = ExportStats()
         self._runs: dict[str, _RunState] = {}
         self._queue: deque[tuple[str, list[dict[str, Any]], dict[str, Any]]] = deque()
-        self._inbox: deque[list[Mapping[str, Any]]] = deque()
+        self._inbox: deque[list[Mapping[str, Any] | bytes]] = deque()
         self._queued = 0
         """Records waiting to be converted plus spans waiting to be sent."""
         self._in_flight = 0
@@ -238,9 +243,10 @@ class OtlpExporter:
 
     # -- the sink (writer thread) -------------------------------------------------------------
 
-    def write(self, records: Sequence[Mapping[str, Any]]) -> int:
-        """Queue a batch of records (the exporter's thread turns them into spans); returns how many were
-        refused (the queue is full: the whole batch is refused and counted)."""
+    def write(self, records: Sequence[Mapping[str, Any] | bytes]) -> int:
+        """Queue a batch of records, as mappings or JSON lines (the exporter's thread decodes them and turns
+        them into spans); returns how many were refused (the queue is full: the whole batch is refused and
+        counted)."""
         n = len(records)
         if not n:
             return 0
@@ -255,13 +261,13 @@ class OtlpExporter:
             self._cond.notify()
         return 0
 
-    def _convert(self, batches: list[list[Mapping[str, Any]]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-        """Exporter thread: records to spans (the run's state kept between batches)."""
+    def _convert(self, batches: list[list[Mapping[str, Any] | bytes]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+        """Exporter thread: records (or their JSON lines) to spans (the run's state kept between batches)."""
         spans: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
         for records in batches:
             for rec in records:
                 try:
-                    spans.extend(self._on_record(rec))
+                    spans.extend(self._on_record(loads(rec) if rec.__class__ is bytes else rec))  # type: ignore[arg-type]
                 except Exception as exc:  # noqa: BLE001 - one odd record costs its span, not the batch
                     self._warn("record", f"trajdebug: a record could not be exported ({type(exc).__name__}: {exc})")
         return spans

@@ -18,8 +18,9 @@ Use it to report at once (a page, a ticket, a log line), or, with
 critical chain, and only because the user asked for it).  The run then ends
 ``failure`` with the reason ``StopRun: ...`` unless the agent handles it.
 
-Where it runs: the recorder's writer thread hands each batch of records to
-one hook thread (nothing is added to the agent's path), which keeps the
+Where it runs: the recorder's writer thread hands each batch of records (the
+JSON lines it encoded once) to one hook thread (nothing is added to the
+agent's path), which decodes them and keeps the
 run's skeleton (no inputs or outputs) and re-judges it when errors or stages
 arrive, at most every ``interval`` seconds and at the run's end.  A callback
 that raises is logged and ignored; a slow one delays only later events.
@@ -35,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajdebug._encode import loads
 from trajdebug.model import ErrorEvent
 from trajdebug.record.recorder import StopRun, request_stop
 
@@ -151,11 +153,11 @@ class _Skeleton:
 class _Thread:
     def __init__(self) -> None:
         self.cond = threading.Condition()
-        self.inbox: deque[tuple[Any, Sequence[Mapping[str, Any]]]] = deque()
+        self.inbox: deque[tuple[Any, Sequence[Mapping[str, Any] | bytes]]] = deque()
         self.runs: dict[str, _Skeleton] = {}
         self.thread: threading.Thread | None = None
 
-    def feed(self, run: Any, records: Sequence[Mapping[str, Any]]) -> None:
+    def feed(self, run: Any, records: Sequence[Mapping[str, Any] | bytes]) -> None:
         with self.cond:
             self.inbox.append((run, records))
             if self.thread is None or not self.thread.is_alive():
@@ -187,12 +189,15 @@ class _Thread:
                     for hook in list(HOOKS):
                         hook.fired = {k for k in hook.fired if k[0] != rid}
 
-    def _take(self, run: Any, records: Sequence[Mapping[str, Any]]) -> None:
+    def _take(self, run: Any, records: Sequence[Mapping[str, Any] | bytes]) -> None:
         rid = str(run.run_id)
         sk = self.runs.get(rid)
         if sk is None:
             sk = self.runs[rid] = _Skeleton(run)
-        for r in records:
+        for line in records:
+            r = loads(line) if line.__class__ is bytes else line
+            if not isinstance(r, Mapping):
+                continue
             t = r.get("t")
             if t not in _KEEP_TYPES:
                 continue
@@ -244,8 +249,9 @@ class _Thread:
 _THREAD = _Thread()
 
 
-def feed(run: Any, records: Sequence[Mapping[str, Any]]) -> None:
-    """Writer thread: hand a batch of a run's records to the hook thread (called only while hooks exist)."""
+def feed(run: Any, records: Sequence[Mapping[str, Any] | bytes]) -> None:
+    """Writer thread: hand a batch of a run's records (mappings or their JSON lines) to the hook thread
+    (called only while hooks exist)."""
     _THREAD.feed(run, records)
 
 

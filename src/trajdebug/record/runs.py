@@ -474,26 +474,27 @@ class RunHandle:
                 reached.append(item)
             elif cls is Flush:
                 reached.append(item)
-        if records and _hooks.HOOKS:
-            _hooks.feed(self, records)
         if done_bytes:
             # Only this thread writes _max_bytes: the agent's check stays "queued bytes < budget".
             self._max_bytes += done_bytes
         slots = self._slots
-        if records and self._hold is not None:
-            # Tail sampling: the lines are held until the run's end decides; then written in bounded batches.
-            wrote = False
-            for batch in self._hold.take([dumps_line(r) for r in records]):
-                wrote = True
-                for slot in slots:
-                    slot.write(self, batch)
-            if not wrote:
-                records = []
-        elif records:
-            # Each record is encoded once; every sink gets the same bytes.
+        if records:
+            # Each record is encoded once; every sink (and the hook thread) gets the same bytes.
             lines = [dumps_line(r) for r in records]
-            for slot in slots:
-                slot.write(self, lines)
+            if _hooks.HOOKS:
+                _hooks.feed(self, lines)
+            if self._hold is None:
+                for slot in slots:
+                    slot.write(self, lines)
+            else:
+                # Tail sampling: the lines are held until the run's end decides; then written in bounded batches.
+                wrote = False
+                for batch in self._hold.take(lines):
+                    wrote = True
+                    for slot in slots:
+                        slot.write(self, batch)
+                if not wrote:
+                    records = []
         if not records:
             for slot in slots:
                 slot.flush(self)
