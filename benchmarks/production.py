@@ -4,7 +4,7 @@ the analysis.
 
 ``python -m benchmarks --only production`` runs it and rewrites its section of ``docs/benchmarks.md``;
 ``python -m benchmarks.production --child MODE`` is one cost configuration in its own interpreter (as in
-`benchmarks.speed`, so settings and OpenTelemetry providers do not mix).
+`benchmarks.recording`, so settings and OpenTelemetry providers do not mix).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.speed import IN, OUT, ROOT, DropSink, Timing, _loop_timing, _writer_cost
-from benchmarks.speed import run_child as speed_child
+from benchmarks.recording import IN, OUT, ROOT, _bodies
+from benchmarks.recording import run_case as recording_case
 
 
 MODES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -39,6 +39,24 @@ MODES: dict[str, tuple[str, dict[str, Any]]] = {
 }
 """The recording modes measured, with their settings."""
 
+KEPT = frozenset({"full", "summary", "export-down"})
+"""The modes whose runs reach the file (the others must leave nothing on disk)."""
+
+
+class _DropSink:
+    """Counts the lines it is given and keeps nothing (the runs of the timing benchmarks)."""
+
+    takes_lines = True
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def write(self, records: Any) -> None:
+        self.count += len(records)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
 
 def _closed_port() -> int:
     s = socket.socket()
@@ -48,51 +66,78 @@ def _closed_port() -> int:
     return port
 
 
-def _configure(mode: str) -> Any:
+def _configure(mode: str, **extra: Any) -> Any:
     import trajdebug
 
     exporter = None
-    settings = dict(MODES[mode][1])
+    settings = {**MODES[mode][1], **extra}
     if mode == "export-down":
         from trajdebug.integrations.otlp_exporter import OtlpExporter
 
-        exporter = OtlpExporter(f"http://127.0.0.1:{_closed_port()}/v1/traces", max_queue=1_000_000)
+        exporter = OtlpExporter(f"http://127.0.0.1:{_closed_port()}/v1/traces", max_queue=1 << 40)
         settings["sinks"] = (exporter,)
     trajdebug.configure(**settings)
     return exporter
 
 
-def _child(mode: str, n: int, repeats: int) -> Timing:
-    """One mode: a step with 200-byte input and output in a tight loop (context-manager form)."""
+def _converted(exporter: Any, timeout: float = 60.0) -> None:
+    """Wait until the exporter's thread has turned every record handed to it into spans (its CPU is the
+    mode's cost too); the spans then wait for a collector that is down."""
+    deadline = time.monotonic() + timeout
+    while exporter._inbox and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _child(mode: str, n: int, repeats: int) -> dict[str, Any]:
+    """One mode, measured as `benchmarks.recording` measures full recording: a loop of ``n`` steps with a
+    200-byte input and output (context-manager form) into a JSONL file; the process's CPU (every thread)
+    from before the run until everything is written, per step, and the agent's thread apart.  The queue
+    is sized so that nothing drops; the file is checked (every step for a kept mode, nothing otherwise)."""
     import trajdebug
 
-    exporter = _configure(mode)
-    sink = DropSink()
-    state: dict[str, Any] = {"run": None}
-
-    def setup() -> None:
-        if state["run"] is not None:
-            state["run"].__exit__(None, None, None)
-        h = trajdebug.run("bench", sinks=[sink])
-        h.__enter__()
-        state["run"] = h
-
-    step = trajdebug.step
-
-    def body(k: int) -> None:
-        for _ in range(k):
-            with step("x", kind="tool", input=IN) as s:
-                s.output = OUT
-
-    def after() -> str:
-        setup()
-        state["run"].__exit__(None, None, None)
-        note = f"{sink.count:,} records reached the sink; writer thread ≈ {_writer_cost(body, n):.2f} µs per step"
+    body = _bodies("cm")
+    tmp = Path(tempfile.mkdtemp(prefix="trajdebug-prod-"))
+    exporter = _configure(mode, max_buffer=n + 1000, max_buffer_bytes=1 << 40)
+    with trajdebug.run("warm-up", path=tmp / "warm.jsonl"):
+        body(max(n // 20, 1000))
+    trajdebug.flush()
+    if exporter is not None:
+        _converted(exporter)
+    totals, agents, sizes = [], [], []
+    lost = 0
+    for i in range(repeats):
+        gc.collect()
+        p = tmp / f"r{i}.jsonl"
+        p0 = time.process_time()
+        with trajdebug.run("bench", path=p) as h:
+            a0 = time.thread_time()
+            body(n)
+            agents.append((time.thread_time() - a0) / n * 1e6)
+        trajdebug.flush()
         if exporter is not None:
-            note += f"; exporter: {exporter.stats.retries} retries, {exporter.pending():,} spans queued"
-        return note
-
-    return _loop_timing(MODES[mode][0], body, n, repeats, setup=setup, after=after)
+            _converted(exporter)
+        totals.append((time.process_time() - p0) / n * 1e6)
+        lost += h.losses["lost"] + h.losses["dropped"]
+        sizes.append(p.stat().st_size / n if p.exists() else 0.0)
+        if i == 0:
+            on_disk = sum(len(r.steps) for r in trajdebug.read_jsonl(p).runs) if p.exists() else 0
+            if on_disk != (n if mode in KEPT else 0):
+                raise RuntimeError(f"{mode}: {p}: {on_disk} of {n} steps on disk")
+    out: dict[str, Any] = {
+        "case": mode,
+        "name": MODES[mode][0],
+        "n": n,
+        "repeats": repeats,
+        "total_us": min(totals),
+        "total_median_us": statistics.median(totals),
+        "agent_us": min(agents),
+        "agent_median_us": statistics.median(agents),
+        "bytes_per_step": statistics.median(sizes),
+        "lost": lost,
+    }
+    if exporter is not None:
+        out["exporter"] = {"retries": exporter.stats.retries, "spans_queued": exporter.pending()}
+    return out
 
 
 def _latency_child(mode: str, n: int) -> dict[str, Any]:
@@ -102,7 +147,7 @@ def _latency_child(mode: str, n: int) -> dict[str, Any]:
     exporter = _configure("export-down") if mode == "export-down" else None
     times: list[int] = []
     clock = time.perf_counter_ns
-    with trajdebug.run("latency", sinks=[DropSink()]):
+    with trajdebug.run("latency", sinks=[_DropSink()]):
         for i in range(n):
             t0 = clock()
             with trajdebug.step("x", kind="tool", input=IN) as s:
@@ -129,18 +174,18 @@ def _latency_child(mode: str, n: int) -> dict[str, Any]:
     return out
 
 
-def run_child(name: str, n: int, repeats: int) -> Any:
+def run_child(name: str, n: int, repeats: int) -> dict[str, Any]:
     """Run one configuration in a fresh interpreter (``latency:MODE`` for the latency child)."""
     env = dict(os.environ)
     for k in ("TRAJDEBUG", "TRAJDEBUG_SUMMARY", "TRAJDEBUG_SAMPLE_RATE", "TRAJDEBUG_HEAD_RATE", "TRAJDEBUG_ROLLOUT"):
         env.pop(k, None)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), str(ROOT / "src"), env.get("PYTHONPATH", "")) if p)
     cmd = [sys.executable, "-m", "benchmarks.production", "--child", name, "--n", str(n), "--repeats", str(repeats)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"production child {name!r} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
-    return data if name.startswith("latency:") else Timing(**data)
+    data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return data
 
 
 # -- sampling ------------------------------------------------------------------------------
@@ -235,7 +280,7 @@ def export_restart_bench(runs: int = 120, steps: int = 10) -> dict[str, Any]:
             if i == 2 * down_at:
                 time.sleep(max(0.0, 1.0 - (time.perf_counter() - t_down)))
                 rx.start()
-            with trajdebug.run("exported", sinks=[DropSink()]), trajdebug.step("agent", kind="agent"):
+            with trajdebug.run("exported", sinks=[_DropSink()]), trajdebug.step("agent", kind="agent"):
                 for j in range(steps):
                     with trajdebug.step("fetch", kind="tool", input=f"q{i}.{j}") as s:
                         s.output = j
@@ -282,7 +327,7 @@ def timeout_bench(bound: float = 0.1, calls: int = 20) -> dict[str, Any]:
         return time.perf_counter() - t0
 
     rows: dict[str, list[float]] = {"sync": [], "async": [], "threads": []}
-    with trajdebug.run("timeouts", sinks=[DropSink()]):
+    with trajdebug.run("timeouts", sinks=[_DropSink()]):
         for _ in range(calls):
             rows["sync"].append(one(slow_sync))
             rows["async"].append(one(lambda: asyncio.run(slow_async())))
@@ -385,11 +430,13 @@ def summary_blind(workdir: Path, progress: Callable[[str], None]) -> dict[str, A
 def run_production(*, quick: bool = False, progress: Callable[[str], None] | None = None, workdir: Path | None = None) -> dict[str, Any]:
     """Every measure of this section."""
     say = progress or (lambda s: None)
-    n, rep = (10_000, 3) if quick else (20_000, 5)
+    n, rep = (20_000, 3) if quick else (100_000, 5)
     data: dict[str, Any] = {"cost": [], "latency": [], "load_before": os.getloadavg()[0], "cores": os.cpu_count()}
     say("production: cost per step")
-    data["cost"] = [_timing_dict(speed_child(name, n, rep)) for name in ("plain", "off-cm", "otel-none", "otel-batch")]
-    data["cost"] += [_timing_dict(run_child(mode, n, rep)) for mode in MODES]
+    data["n"], data["repeats"] = n, rep
+    data["cost"] = [run_child(mode, n, rep) for mode in MODES]
+    otel = recording_case("otel-batch", n, rep)
+    data["cost"].append({**otel, "name": "OpenTelemetry SDK span, BatchSpanProcessor, dropping exporter"})
     say("production: per-step latency, collector down")
     data["latency"] = [run_child(f"latency:{m}", 20_000 if quick else 50_000, 1) for m in ("full", "export-down")]
     say("production: sampling")
@@ -404,10 +451,6 @@ def run_production(*, quick: bool = False, progress: Callable[[str], None] | Non
     data["summary_blind"] = summary_blind(workdir or Path(tempfile.mkdtemp(prefix="trajdebug-blind-")), say)
     data["load_after"] = os.getloadavg()[0]
     return data
-
-
-def _timing_dict(t: Timing) -> dict[str, Any]:
-    return {k: getattr(t, k) for k in Timing.__slots__}
 
 
 def _pct(x: float) -> str:
@@ -434,15 +477,32 @@ def render_section(data: dict[str, Any]) -> list[str]:
     out += [
         "### Cost per step in each mode, beside the OpenTelemetry SDK",
         "",
-        "A step with a 200-byte input and output, in a tight loop, each configuration in its own interpreter. "
-        "*Agent* is what the agent's thread pays; *writer* is the background thread's work per step "
-        "(record building, redaction, summaries, holding), done while the agent waits on models and tools.",
+        f"A loop of {data.get('n', 0):,} steps with a 200-byte input and output (`with trajdebug.step(...)`) into a "
+        "JSONL file, each mode in its own interpreter, measured as the recording section measures full recording "
+        "(`benchmarks/recording.py`): *total* is the process's CPU (the agent's thread, the writer's, the "
+        "exporter's) from before the run until everything is written, per step; *agent* is the agent's thread "
+        "alone.  The queue is sized so that nothing drops, and the file is checked: every step for a kept mode, "
+        "nothing for a run sampled out.  The OpenTelemetry SDK row is a span with the same two 200-byte "
+        f"attributes through its BatchSpanProcessor to an exporter that drops them.  Min of {data.get('repeats', 0)} "
+        "repeats (median beside it).",
         "",
-        "| configuration | agent µs/step (median) | min | max | notes |",
-        "|---|---:|---:|---:|---|",
+        "| configuration | total CPU µs/step | median | agent µs/step | bytes/step on disk | notes |",
+        "|---|---:|---:|---:|---:|---|",
     ]
+    otel = next((t for t in data.get("cost", []) if t.get("case") == "otel-batch"), None)
     for t in data.get("cost", []):
-        out.append(f"| {t['name']} | {t['median_us']:.2f} | {t['min_us']:.2f} | {t['max_us']:.2f} | {t['note']} |")
+        notes = []
+        if otel is not None and t is not otel and t["total_us"] > 0:
+            notes.append(f"the OTel SDK costs {otel['total_us'] / t['total_us']:.1f}× this")
+        if t.get("exporter"):
+            notes.append(f"exporter: {t['exporter']['retries']} retries, {t['exporter']['spans_queued']:,} spans waiting")
+        if t.get("lost"):
+            notes.append(f"{t['lost']:,} records lost")
+        size = f"{t['bytes_per_step']:.0f}" if "bytes_per_step" in t else "–"
+        out.append(
+            f"| {t['name']} | {t['total_us']:.2f} | {t['total_median_us']:.2f} | {t['agent_us']:.2f} | {size} | "
+            f"{'; '.join(notes)} |"
+        )
     lat = data.get("latency", [])
     if lat:
         out += [
@@ -530,8 +590,7 @@ def _main(argv: list[str] | None = None) -> None:
     if a.child.startswith("latency:"):
         print(json.dumps(_latency_child(a.child.split(":", 1)[1], a.n)))
         return
-    t = _child(a.child, a.n, a.repeats)
-    print(json.dumps({k: getattr(t, k) for k in Timing.__slots__}))
+    print(json.dumps(_child(a.child, a.n, a.repeats)))
 
 
 if __name__ == "__main__":

@@ -41,17 +41,27 @@ def test_timeout_bench_measures_each_form() -> None:
     assert all(r["calls"] >= 2 and r["median_over_pct"] >= 0 for r in t["rows"].values())
 
 
-def test_a_cost_child_reports_the_agent_and_the_writer() -> None:
-    """A mode's child runs in its own interpreter and says what reached the sink and the writer's cost."""
-    t = run_child("summary", 500, 1)
-    assert t.median_us > 0 and "writer thread" in t.note
+def test_a_cost_child_measures_a_mode_and_checks_the_file() -> None:
+    """A mode's child runs in its own interpreter: total and agent CPU per step, the bytes a kept run
+    wrote; a run sampled out leaves no file (the child checks the steps on disk and fails otherwise)."""
+    kept = run_child("summary", 2000, 1)
+    assert kept["total_us"] >= kept["agent_us"] > 0 and kept["bytes_per_step"] > 0 and 0 == kept["lost"]
+    dropped = run_child("tail-dropped", 2000, 1)
+    assert dropped["agent_us"] > 0 and 0 == dropped["bytes_per_step"]
 
 
 def test_the_section_renders_every_measure() -> None:
     """Every part of the results appears in the Markdown section."""
     data = {
         "date": "2026-01-01",
-        "cost": [{"name": "full recording", "min_us": 1.0, "median_us": 1.5, "max_us": 2.0, "n": 10, "repeats": 1, "note": "n"}],
+        "n": 10,
+        "repeats": 1,
+        "cost": [
+            {"case": "full", "name": "full recording", "total_us": 2.0, "total_median_us": 2.5, "agent_us": 1.0,
+             "bytes_per_step": 500.0, "lost": 0},
+            {"case": "otel-batch", "name": "OpenTelemetry SDK span", "total_us": 16.0, "total_median_us": 17.0,
+             "agent_us": 9.0},
+        ],
         "latency": [{"mode": "export-down", "p50_us": 1, "p99_us": 2, "p999_us": 3, "max_us": 400, "over_1ms": 0}],
         "sampling": {"runs": 10, "rate": 0.1, "failures": 3, "failures_kept": 3, "successes": 7, "successes_kept": 1,
                      "expected": 0.7, "sigma": 0.8, "z": 0.4, "why": {}, "seconds": 1.0},
@@ -62,6 +72,6 @@ def test_the_section_renders_every_measure() -> None:
                                       "summary": {"alone": {"cases": 2, "top1": 0.0, "top3": 0.5}}}},
     }
     text = "\n".join(render_section(data))
-    for needle in ("full recording", "collector down", "3 of 3 failures kept", "8 of 8 spans received", "| sync |",
+    for needle in ("| full recording | 2.00 | 2.50 | 1.00 | 500 | the OTel SDK costs 8.0× this |", "collector down", "3 of 3 failures kept", "8 of 8 spans received", "| sync |",
                    "| full | 4 | 50 %", "| suite_b | alone | 50 % | 0 % |"):
         assert needle in text
