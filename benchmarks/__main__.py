@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a smaller run (under two minutes)")
     p.add_argument(
         "--only",
-        choices=("blind", "quality", "verification", "speed", "recording", "tau", "report_html", "fleet", "reliability"),
+        choices=("blind", "quality", "verification", "speed", "recording", "tau", "report_html", "fleet", "reliability", "production"),
         action="append",
         help="run only this section (repeatable)",
     )
@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--replace", action="store_true", help="with --quick, write the committed document and results anyway"
     )
+    p.add_argument("--workdir", type=Path, help="where generated suites are cached (the production section's blind suites)")
     a = p.parse_args(argv)
     beside = a.quick and not a.replace
     a.out = a.out or (QUICK_DOCUMENT if beside else DOCUMENT)
@@ -110,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.reliability import run_reliability
 
         data["reliability"] = {"date": report.machine()["date"], **run_reliability(quick=a.quick, progress=_say)}
+    if "production" in sections:
+        from benchmarks.production import run_production
+
+        data["production"] = {"date": report.machine()["date"], **run_production(quick=a.quick, progress=_say, workdir=a.workdir)}
     data["machine"] = report.machine()
     results_path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     cmd = (

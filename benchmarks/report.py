@@ -851,7 +851,7 @@ def render(data: Mapping[str, Any], command: str) -> str:
         ". .venv/bin/activate",
         "python -m benchmarks                 # everything (2–5 min on 2 cores); rewrites this file",
         "python -m benchmarks --quick         # under two minutes; writes docs/benchmarks.quick.md (--replace: this file)",
-        "python -m benchmarks --only quality  # or verification, speed, recording, tau, fleet, reliability; other sections keep their last results",
+        "python -m benchmarks --only quality  # or verification, speed, recording, tau, fleet, reliability, production; other sections keep their last results",
         "```",
         "",
         "Raw numbers of the last run of each section: `benchmarks/results.json`.",
@@ -890,6 +890,10 @@ def render(data: Mapping[str, Any], command: str) -> str:
         from benchmarks.reliability import render_section as reliability_section
 
         lines += reliability_section(data["reliability"])
+    if data.get("production"):
+        from benchmarks.production import render_section as production_section
+
+        lines += production_section(data["production"])
     lines += [
         "## Method notes",
         "",

@@ -204,3 +204,32 @@ def fleet_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("fleet") / "fleet.db"
     generate(path, 240, seed=3)
     return path
+
+
+@pytest.fixture
+def run_async() -> Callable[[Callable[[], Any]], Any]:
+    """Run a coroutine to completion on a fresh thread with its own event loop, and return its result.
+
+    A test may run while a session-wide browser (Playwright's sync API) keeps an event loop
+    marked running on the main thread, where ``asyncio.run`` refuses to start.
+    """
+    import asyncio
+    import threading
+
+    def run(make: Callable[[], Any]) -> Any:
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = asyncio.run(make())
+            except BaseException as exc:  # noqa: BLE001 - handed to the test
+                box["error"] = exc
+
+        t = threading.Thread(target=trajdebug.wrap(target))
+        t.start()
+        t.join()
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+    return run

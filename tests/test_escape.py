@@ -137,6 +137,7 @@ def _invocations(src: Path, db: Path) -> dict[str, list[list[str]]]:
         "fleet": [["fleet", d], ["fleet", d, "--format", "markdown"], ["fleet", d, "--json"]],
         "compare": [["compare", d, "--by", "version", "--a", "1", "--b", "2"]],
         "watch": [["watch", d, "--once", "--to", "-", "--state", str(db.with_name("watch.json"))]],
+        "lint": [["lint", s, "--exit-zero"], ["lint", s, "--json", "--exit-zero"], ["lint", d, "--exit-zero"]],
     }
 
 

@@ -45,6 +45,8 @@ FAULTS: dict[str, str] = {
     "bad-plan": "plan (LLM) picks units instead of revenue; every later step is consistent but the answer is wrong",
 }
 DEFAULT_FAULT = "bad-sql-filter"
+TOOL_TIMEOUT = 30.0
+"""Seconds a database call may take (a bounded tool step, as production agents declare them)."""
 
 
 class ScriptedLLM:
@@ -144,7 +146,7 @@ class SalesAgent:
         self._mark("bad-plan")
         return self.llm.plan(question)
 
-    @trajdebug.step(kind="tool")
+    @trajdebug.step(kind="tool", timeout=TOOL_TIMEOUT)
     def get_schema(self, table: str) -> str:
         conn = sqlite3.connect(self.db_path)
         try:
@@ -162,7 +164,7 @@ class SalesAgent:
     @trajdebug.retry(
         attempts=2, on=(sqlite3.OperationalError,), reason="policy: retry transient database errors"
     )
-    @trajdebug.step(kind="tool")
+    @trajdebug.step(kind="tool", timeout=TOOL_TIMEOUT)
     def run_sql(self, sql: str) -> list[dict[str, Any]]:
         self._mark("truncated-rows")
         conn = sqlite3.connect(self.db_path)

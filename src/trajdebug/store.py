@@ -843,7 +843,8 @@ def _group(lines: Sequence[bytes]) -> tuple[dict[str, _Group], int]:
             step_group.lines.append(line)
             step_group.steps += 1
             continue
-        t = rid = None
+        t: str | None = None
+        rid = ""  # set with t below (read only once t is)
         rec: Any = None
         if line.startswith(_HEAD):
             end = line.find(b'"', 12)
@@ -863,9 +864,6 @@ def _group(lines: Sequence[bytes]) -> tuple[dict[str, _Group], int]:
                 skipped += 1
                 continue
             t, rid = str(t), str(rid)
-        if rid is None:  # not reached: the header read sets both or neither (for the type checker)
-            skipped += 1
-            continue
         group = groups.get(rid) or groups.setdefault(rid, _Group())
         group.lines.append(line)
         if t == "step":

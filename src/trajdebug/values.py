@@ -360,6 +360,8 @@ def _walk(value: Any, field: str | None, depth: int, out: list[Atom], limit: int
             if i >= 200 or len(out) >= limit:
                 break
             if isinstance(k, str) and k.startswith("__trajdebug_"):
+                if k == SUMMARY_KEY and i == 0:
+                    _summary_atoms(value, field, out, limit)
                 return  # a truncation or repr marker: not the value itself
             _walk(v, str(k).lower(), depth + 1, out, limit)
         return
@@ -368,6 +370,36 @@ def _walk(value: Any, field: str | None, depth: int, out: list[Atom], limit: int
             if len(out) >= limit:
                 break
             _walk(v, field, depth + 1, out, limit)
+
+
+SUMMARY_KEY = "__trajdebug_summary__"
+"""First key of a value recorded in summary mode (`trajdebug.record.summary`): a hash, a length and
+features instead of the content, and under ``atoms`` the atoms of the original value as
+``[kind, hash, field, number, unit]`` (kind ``n``, ``d``, ``i`` or ``s``; the hash of the atom's key)."""
+
+_SUMMARY_KINDS: dict[str, AtomKind] = {"n": "number", "d": "date", "i": "id", "s": "text"}
+
+
+def _summary_atoms(value: Mapping[Any, Any], field: str | None, out: list[Atom], limit: int) -> None:
+    """The atoms a summary kept: keyed by the hash of the original atom's key, so two summaries of one
+    value share them (value lineage on hashes).  Malformed entries are skipped: this is read from files."""
+    items = value.get("atoms")
+    if not isinstance(items, list):
+        return
+    for item in items[:MAX_ATOMS]:
+        if len(out) >= limit:
+            return
+        if not isinstance(item, list) or len(item) < 2:
+            continue
+        kind = _SUMMARY_KINDS.get(item[0]) if isinstance(item[0], str) else None
+        digest = item[1]
+        if kind is None or not isinstance(digest, str) or not digest:
+            continue
+        own = item[2] if len(item) > 2 and isinstance(item[2], str) else None
+        num = item[3] if len(item) > 3 and isinstance(item[3], (int, float)) and not isinstance(item[3], bool) else None
+        unit = item[4] if len(item) > 4 and isinstance(item[4], str) else None
+        number = float(num) if num is not None and math.isfinite(float(num)) else None
+        out.append(Atom("h:" + digest, kind, own if own is not None else field, unit, "#" + digest[:8], number))
 
 
 _TEXT_MEMO: dict[tuple[str, str | None], tuple[tuple[Atom, ...], int]] = {}
@@ -584,6 +616,7 @@ def iter_text(value: Any, depth: int = 0) -> Iterator[str]:
 __all__ = [
     "MAX_ATOMS",
     "NUMBER_WORDS",
+    "SUMMARY_KEY",
     "TEXT_LIMIT",
     "Atom",
     "AtomKind",

@@ -13,7 +13,7 @@ from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._graph import DependencyGraph, GraphError
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._pipeline import Analysis, analyses_to_dict, analyze
-from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
+from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evidence
 from trajdebug.analysis.inference import infer_dependencies, previous_turns
 from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport, analyze_errors
 from trajdebug.analysis.reference import is_original, references, same_agent
@@ -21,6 +21,7 @@ from trajdebug.analysis.reference import is_original, references, same_agent
 
 __all__ = [
     "SIGNAL_FAMILIES",
+    "SUMMARY_SAFE",
     "Analysis",
     "Candidate",
     "DependencyGraph",

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Group the failed runs of SOURCES by root cause, and rank what failing runs have that passing runs don't.",
     ),
     "import": ("trajdebug.cli._io", "Import a foreign trace into trajdebug runs."),
+    "lint": ("trajdebug.cli._lint", "Check how an agent is instrumented, from its recorded runs."),
     "mark": ("trajdebug.cli._mark", "Mark a run failed (or successful) after the fact, so analyze treats it so."),
     "report": ("trajdebug.cli._report", "Write one run as a self-contained HTML report."),
     "runs": ("trajdebug.cli._runs", "List the runs of SOURCE, newest first."),

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from trajdebug.formats import otlp_json as o
-from trajdebug.model import Run, Step
+from trajdebug.model import ErrorEvent, Run, StageChange, Step
 
 
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
@@ -104,24 +104,11 @@ def export_otlp(runs: Iterable[Run]) -> dict[str, Any]:
 
 
 def _resource_spans(run: Run, scope: Mapping[str, Any]) -> dict[str, Any]:
-    from trajdebug._encode import dumps_str
-
-    resource = {
-        "service.name": str(run.metadata.get("service.name", "trajdebug")),
-        o.RUN_ID: run.run_id,
-        o.RUN_NAME: run.name,
-        o.RUN_OUTCOME: run.outcome,
-        o.RUN_FAILURE: run.failure_reason,
-        o.RUN_METADATA: dumps_str(dict(run.metadata)) if run.metadata else None,
-        o.RUN_CONTINUES: run.continues,
-        o.RUN_START: run.start_ns,
-        o.RUN_END: run.end_ns,
-    }
     trace = trace_id_for(run.run_id)
     stage_events = _stage_events(run)
     spans = [_span(run, trace, s, stage_events.get(s.step_id, [])) for s in run.steps]
     return {
-        "resource": {"attributes": _attrs(resource)},
+        "resource": {"attributes": resource_attributes(run)},
         "scopeSpans": [{"scope": dict(scope), "spans": spans}],
     }
 
@@ -132,25 +119,50 @@ def _stage_events(run: Run) -> dict[str, list[dict[str, Any]]]:
     for e in run.errors:
         for c in e.stages:
             at = c.step_id if c.step_id is not None else e.step_id
-            attrs = {
-                o.ERROR + "id": e.error_id,
-                o.ERROR + "step_id": e.step_id,
-                o.ERROR + "type": e.type,
-                o.ERROR + "message": e.message,
-                o.ERROR + "parent_id": e.parent_error_id,
-                o.ERROR + "attempt": e.attempt if e.attempt != 1 else None,
-                o.ERROR + "reason": c.reason,
-                o.ERROR + "stage_step_id": c.step_id,
-                o.ERROR + "attributes": dict(e.attributes) if e.attributes else None,
-            }
-            out.setdefault(at, []).append(
-                {
-                    "timeUnixNano": str(c.time_ns),
-                    "name": o.ERROR_STAGE_EVENT + c.stage,
-                    "attributes": _attrs(attrs),
-                }
-            )
+            out.setdefault(at, []).append(stage_event(e, c))
     return out
+
+
+def stage_event(e: ErrorEvent, c: StageChange) -> dict[str, Any]:
+    """One lifecycle stage of an error as an OTLP span event (``trajdebug.error.<stage>``); it belongs on the
+    span of ``c.step_id``, or of the error's step when the stage names none (the live exporter uses this too)."""
+    attrs = {
+        o.ERROR + "id": e.error_id,
+        o.ERROR + "step_id": e.step_id,
+        o.ERROR + "type": e.type,
+        o.ERROR + "message": e.message,
+        o.ERROR + "parent_id": e.parent_error_id,
+        o.ERROR + "attempt": e.attempt if e.attempt != 1 else None,
+        o.ERROR + "reason": c.reason,
+        o.ERROR + "stage_step_id": c.step_id,
+        o.ERROR + "attributes": dict(e.attributes) if e.attributes else None,
+    }
+    return {"timeUnixNano": str(c.time_ns), "name": o.ERROR_STAGE_EVENT + c.stage, "attributes": _attrs(attrs)}
+
+
+def step_span(run: Run, s: Step, stage_events: list[dict[str, Any]]) -> dict[str, Any]:
+    """One step as an OTLP/JSON span: dependencies as links, its error as an ``exception`` event, the given
+    stage events (`stage_event`) after it (the live exporter builds its spans with this)."""
+    return _span(run, trace_id_for(run.run_id), s, stage_events)
+
+
+def resource_attributes(run: Run) -> list[dict[str, Any]]:
+    """A run's identity, outcome and metadata as OTLP resource attributes."""
+    from trajdebug._encode import dumps_str
+
+    return _attrs(
+        {
+            "service.name": str(run.metadata.get("service.name", "trajdebug")),
+            o.RUN_ID: run.run_id,
+            o.RUN_NAME: run.name,
+            o.RUN_OUTCOME: run.outcome,
+            o.RUN_FAILURE: run.failure_reason,
+            o.RUN_METADATA: dumps_str(dict(run.metadata)) if run.metadata else None,
+            o.RUN_CONTINUES: run.continues,
+            o.RUN_START: run.start_ns,
+            o.RUN_END: run.end_ns,
+        }
+    )
 
 
 def _span(run: Run, trace: str, s: Step, stage_events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -246,4 +258,13 @@ def write_otlp(runs: Iterable[Run], path: str | Path | IO[str], *, per_line: boo
         path.write(text)
 
 
-__all__ = ["any_value_of", "export_otlp", "span_id_for", "trace_id_for", "write_otlp"]
+__all__ = [
+    "any_value_of",
+    "export_otlp",
+    "resource_attributes",
+    "span_id_for",
+    "stage_event",
+    "step_span",
+    "trace_id_for",
+    "write_otlp",
+]

@@ -8,7 +8,8 @@ no import cycle): ``config``, ``context`` (context variables, the active
 runs), ``errorlog``, ``errors``, ``decorate``, ``recorder`` (steps),
 ``edges``, ``retry``, ``contracts``, ``state``, ``env``, ``tracking``
 (writer-side encoding), ``sinks``, ``writer`` (the background thread),
-``runs`` (runs), ``propagation``.
+``runs`` (runs), ``propagation``; production recording: ``rollout``, ``sampling``,
+``summary``, ``payloads``, ``timeouts``, ``hooks``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from __future__ import annotations
 from trajdebug.record.config import CONFIG, Config, configure
 from trajdebug.record.edges import branch, traced
 from trajdebug.record.env import environment_snapshot, uses_env
+from trajdebug.record.hooks import CriticalError, Hook, on_critical
 from trajdebug.record.propagation import ContextThreadPoolExecutor, extract, inject, wrap
-from trajdebug.record.recorder import RecorderWarning, StepHandle, current_run, current_step, step
+from trajdebug.record.recorder import RecorderWarning, StepHandle, StopRun, current_run, current_step, step
 from trajdebug.record.retry import retry, retry_call
 from trajdebug.record.runs import RunHandle, run
 from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink
 from trajdebug.record.state import RunState, reads, writes
+from trajdebug.record.timeouts import ToolTimeout
 from trajdebug.record.writer import flush
 from trajdebug.schema import KindWarning
 
@@ -30,6 +33,8 @@ __all__ = [
     "CONFIG",
     "Config",
     "ContextThreadPoolExecutor",
+    "CriticalError",
+    "Hook",
     "JsonlSink",
     "KindWarning",
     "MemorySink",
@@ -38,7 +43,9 @@ __all__ = [
     "RunState",
     "Sink",
     "StepHandle",
+    "StopRun",
     "StoreSink",
+    "ToolTimeout",
     "branch",
     "configure",
     "current_run",
@@ -47,6 +54,7 @@ __all__ = [
     "extract",
     "flush",
     "inject",
+    "on_critical",
     "reads",
     "retry",
     "retry_call",

@@ -67,6 +67,31 @@ class Config:
     """Packages whose versions go into the environment snapshot when installed."""
     capture_tracebacks: bool = True
     """Store a formatted traceback with each error."""
+    summary: tuple[str, ...] = ()
+    """Summary mode (`trajdebug.record.summary`): which step fields are stored as a hash, a length and
+    features instead of their content: ``("*",)`` every input and output, a kind (``"tool"``), a field
+    (``"*.output"``, ``"llm.input"``, ``"*.attributes"``, ``"*.error"``).  ``$TRAJDEBUG_SUMMARY``."""
+    summary_key: str | None = None
+    """Key of the keyed hash (BLAKE2b) of summarized values, so a short value cannot be found by
+    hashing guesses; runs compared with each other must share it.  ``$TRAJDEBUG_SUMMARY_KEY``."""
+    summary_numbers: bool = True
+    """Keep the numbers a summarized value contains (up to 16) in the clear; False keeps only their
+    hashes."""
+    sample_rate: float = 1.0
+    """Tail sampling (`trajdebug.record.sampling`): the share of successful runs kept, decided at the
+    run's end by its id; failed, incomplete and lossy runs are always kept.  ``$TRAJDEBUG_SAMPLE_RATE``."""
+    head_rate: float = 1.0
+    """Head sampling: the share of runs recorded at all, decided at the run's start by its id (failures
+    of runs not chosen are not kept).  ``$TRAJDEBUG_HEAD_RATE``."""
+    sample_buffer_bytes: int = 8 * 1024 * 1024
+    """Bytes of encoded records a tail-sampled run holds in memory while its fate is open; past this
+    they spill to a temporary file.  ``$TRAJDEBUG_SAMPLE_BUFFER_BYTES``."""
+    sinks: tuple[Any, ...] = ()
+    """Sinks every run writes to besides its own target (a live exporter,
+    `trajdebug.integrations.otlp_exporter.OtlpExporter`)."""
+    rollout_file: str | Path | None = None
+    """A rollout file (TOML or JSON) with a recording mode per agent, re-read at each run start
+    (`trajdebug.record.rollout`).  ``$TRAJDEBUG_ROLLOUT_FILE``."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -75,6 +100,7 @@ CONFIG = Config(enabled=os.environ.get("TRAJDEBUG", "").strip().lower() not in (
 _lock = threading.Lock()
 
 _CHOICES = {"backpressure": ("drop", "block")}
+_RATES = ("sample_rate", "head_rate")
 _REDACTION = ("redact", "redact_keys", "redact_pii")
 
 
@@ -101,6 +127,8 @@ def configure(**settings: Any) -> Config:
                 raise TypeError(f"configure() got an unknown setting {key!r}")
             if key in _CHOICES and value not in _CHOICES[key]:
                 raise ValueError(f"configure({key}={value!r}): expected one of {', '.join(_CHOICES[key])}")
+            if key in _RATES and not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+                raise ValueError(f"configure({key}={value!r}): expected a number from 0 to 1")
         if any(k in settings for k in _REDACTION):
             redaction.set_policy(
                 enabled=settings.get("redact", CONFIG.redact),
@@ -108,8 +136,54 @@ def configure(**settings: Any) -> Config:
                 pii=settings.get("redact_pii", CONFIG.redact_pii),
             )
         for key, value in settings.items():
-            setattr(CONFIG, key, tuple(value) if key in ("redact_keys", "redact_pii") else value)
+            if key == "summary":
+                value = _summary_rules(value)
+            setattr(CONFIG, key, tuple(value) if key in ("redact_keys", "redact_pii", "sinks") else value)
     return CONFIG
+
+
+def _summary_rules(value: Any) -> tuple[str, ...]:
+    """``summary=True`` is every input and output; a string is comma-separated rules."""
+    if value is True:
+        return ("*",)
+    if not value:
+        return ()
+    if isinstance(value, str):
+        return tuple(r.strip() for r in value.split(",") if r.strip())
+    return tuple(str(r) for r in value)
+
+
+def _from_environment(config: Config) -> None:
+    """The production settings given by environment variables (a bad value is one warning naming it)."""
+    import logging
+
+    env = os.environ
+    for key, name, kind in (
+        ("sample_rate", "TRAJDEBUG_SAMPLE_RATE", float),
+        ("head_rate", "TRAJDEBUG_HEAD_RATE", float),
+        ("sample_buffer_bytes", "TRAJDEBUG_SAMPLE_BUFFER_BYTES", int),
+    ):
+        raw = env.get(name)
+        if raw is None or not raw.strip():
+            continue
+        try:
+            value = kind(raw)
+            if key in _RATES and not 0.0 <= value <= 1.0:
+                raise ValueError("not between 0 and 1")
+        except ValueError as exc:
+            logging.getLogger("trajdebug").warning("trajdebug: %s=%r ignored (%s)", name, raw, exc)
+            continue
+        setattr(config, key, value)
+    if env.get("TRAJDEBUG_SUMMARY", "").strip():
+        raw = env["TRAJDEBUG_SUMMARY"].strip()
+        config.summary = ("*",) if raw.lower() in ("1", "on", "true", "yes") else _summary_rules(raw)
+    if env.get("TRAJDEBUG_SUMMARY_KEY"):
+        config.summary_key = env["TRAJDEBUG_SUMMARY_KEY"]
+    if env.get("TRAJDEBUG_ROLLOUT_FILE", "").strip():
+        config.rollout_file = env["TRAJDEBUG_ROLLOUT_FILE"].strip()
+
+
+_from_environment(CONFIG)
 
 
 # -- ids -------------------------------------------------------------------

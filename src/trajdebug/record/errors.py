@@ -182,6 +182,10 @@ def _record_exception(
     """Record ``exc`` as a new error at ``h`` (its cause found through the exception chain)."""
     old = _tag(exc)
     attrs = dict(attributes or {})
+    carried = getattr(exc, "__trajdebug_attributes__", None)
+    if isinstance(carried, dict):
+        # Standard fields a tool call attached (`trajdebug.record.timeouts.tag`): timeout, transport, status.
+        attrs.update(carried)
     if old is not None and old.run_id == run.run_id:
         # The same object raised again outside the steps it already left.
         parent: str | None = old.error_id

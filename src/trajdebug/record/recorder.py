@@ -23,6 +23,7 @@ from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind, decorate
+from trajdebug.record.timeouts import timed
 from trajdebug.schema import check_kind
 
 
@@ -70,6 +71,38 @@ def scope_closed() -> None:
     global _scopes
     with _scopes_lock:
         _scopes -= 1
+
+
+class StopRun(Exception):
+    """Raised at the start of the next step of a run a live hook asked to stop
+    (`trajdebug.on_critical(..., stop=True)`); the agent may catch it."""
+
+    def __init__(self, event: Any) -> None:
+        super().__init__(f"stopped by a live hook: {getattr(event, 'summary', event)}")
+        self.event = event
+        """The critical chain that stopped the run (`trajdebug.record.hooks.CriticalError`)."""
+
+
+def request_stop(run: Any, event: Any) -> None:
+    """Ask a run to stop: its next step raises `StopRun`.  While a stop is pending anywhere, starting a
+    step takes its slow path (counted in `_scopes`), so nothing is added to the hot path otherwise."""
+    global _scopes
+    with _scopes_lock:
+        if run._stop is None and getattr(run, "_active", False):
+            run._stop = event
+            _scopes += 1
+
+
+def take_stop(run: Any) -> Any:
+    """A run's pending stop, taken (at a step's start, or the run's end), or None."""
+    global _scopes
+    with _scopes_lock:
+        event = run._stop
+        if event is None:
+            return None
+        run._stop = None
+        _scopes -= 1
+        return event
 
 
 def _snap(value: Any) -> Any:
@@ -147,6 +180,7 @@ class StepHandle:
     """Set while ``input`` holds a decorated call's arguments as they came (the positional tuple; the
     keywords in ``_kw``), not yet bound to parameter names: the parameters (`decorate.Spec`)."""
     _kw: dict[str, Any] | None = None
+    timeout: float | None = None
 
     def __init__(
         self,
@@ -159,6 +193,7 @@ class StepHandle:
         attempt: int | None = None,
         retry_of: Any = None,
         attributes: dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.name = name
         self.kind = check_kind(kind)
@@ -174,6 +209,10 @@ class StepHandle:
             self.retry_of = retry_of.id if isinstance(retry_of, (StepHandle, RemoteParent)) else retry_of
         if attributes:
             self.attrs = dict(attributes)
+        if timeout is not None:
+            # Kept as an attribute too: the writer finds overruns by it, `trajdebug lint` finds tools without one.
+            self.timeout = float(timeout)
+            self.set("timeout", self.timeout)
 
     # -- identity ------------------------------------------------------------
 
@@ -208,7 +247,7 @@ class StepHandle:
             if self.agent is None and parent.__class__ is StepHandle:
                 self.agent = parent.agent
         self.seq = _next_seq()
-        if _scopes and (_BRANCH.get() or _ATTEMPT.get() is not None):
+        if _scopes and (run._stop is not None or _BRANCH.get() or _ATTEMPT.get() is not None):
             self._start_slow(run)
         self._token = _STEP.set(self)
         self.t0 = _now()
@@ -233,6 +272,10 @@ class StepHandle:
         return run
 
     def _start_slow(self, run: Any) -> None:
+        if run._stop is not None:
+            event = take_stop(run)
+            if event is not None:
+                raise StopRun(event)
         branch = _BRANCH.get()
         if branch:
             self.branch = branch
@@ -346,6 +389,8 @@ class StepHandle:
     def __call__(self, fn: Any) -> Any: ...
     def __call__(self, fn: Any) -> Any:
         """Decorate a function, coroutine function, generator or async generator."""
+        if self.timeout is not None:
+            return timed(self, fn)
         return decorate(self, fn)
 
     def bound_input(self) -> Any:
@@ -398,6 +443,8 @@ class StepHandle:
             h.retry_of = self.retry_of
         if self.attrs:
             h.attrs = dict(self.attrs)
+        if self.timeout is not None:
+            h.timeout = self.timeout
         return h
 
 
@@ -415,6 +462,7 @@ def step(
     attempt: int | None = None,
     retry_of: Any = None,
     attributes: dict[str, Any] | None = None,
+    timeout: float | None = None,
 ) -> StepHandle: ...
 def step(
     name: Any = None,
@@ -427,6 +475,7 @@ def step(
     attempt: int | None = None,
     retry_of: Any = None,
     attributes: dict[str, Any] | None = None,
+    timeout: float | None = None,
 ) -> Any:
     """Record a step: a decorator (sync, async, generators) or a context manager.
 
@@ -448,7 +497,10 @@ def step(
         input: The step's input (context-manager form; the decorator binds the arguments).
         attempt: The attempt number, for hand-written retry loops.
         retry_of: The step (handle or id) this attempt retries.
-        attributes: Free attributes.
+        attributes: Free attributes (``service``: the target service a tool's errors name).
+        timeout: Seconds a call may take (`trajdebug.record.timeouts`): a decorated function past it
+            raises `trajdebug.ToolTimeout`, recorded as a standard timeout error; a block
+            (context-manager form) that overran is recorded so, without raising.
     """
     if not CONFIG.enabled:
         return _NOOP_STEP
@@ -463,7 +515,7 @@ def step(
     h.kind = kind if kind in _KINDS else check_kind(kind)
     if input is not None:
         h.input = input
-    if deps or agent is not None or attempt is not None or retry_of is not None or attributes:
+    if deps or agent is not None or attempt is not None or retry_of is not None or attributes or timeout is not None:
         h.__init__(  # type: ignore[misc]
             name,
             kind,
@@ -473,6 +525,7 @@ def step(
             attempt=attempt,
             retry_of=retry_of,
             attributes=attributes,
+            timeout=timeout,
         )
     return h
 
@@ -520,6 +573,7 @@ __all__ = [
     "RecorderWarning",
     "RemoteParent",
     "StepHandle",
+    "StopRun",
     "current_run",
     "current_step",
     "scope_closed",

@@ -30,7 +30,9 @@ from trajdebug._encode import dumps_line
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
+from trajdebug.record import hooks as _hooks
 from trajdebug.record import recorder as _rec
+from trajdebug.record import rollout as _rollout
 from trajdebug.record.config import CONFIG
 from trajdebug.record.context import _RUN, _STEP, RemoteParent
 from trajdebug.record.env import environment_snapshot, record_environment_step
@@ -44,9 +46,10 @@ from trajdebug.schema import RECORDER_KEY, end_record, meta_record, run_record, 
 
 log = logging.getLogger("trajdebug")
 
-LOST_KINDS = ("dropped", "unwritable", "unencodable", "after_end")
+LOST_KINDS = ("dropped", "unwritable", "unencodable", "after_end", "export_dropped")
 """Why records were lost: the queue was full; a sink could not take them; a value could not be
-encoded at all; the step finished after the run had been written."""
+encoded at all; the step finished after the run had been written; a live exporter's queue was full
+(`trajdebug.integrations.otlp_exporter`)."""
 
 
 class _Account:
@@ -94,6 +97,9 @@ class _RunStart:
 class RunHandle:
     """A run being recorded; ``with trajdebug.run(...) as run`` gives you one."""
 
+    _stop: Any = None
+    """A live hook's request to stop the run (`trajdebug.record.hooks`), pending until the next step starts."""
+
     def __init__(
         self,
         name: str,
@@ -130,6 +136,9 @@ class RunHandle:
                 self._slots.append(Slot(make_sink(target)))
             except Exception as exc:  # noqa: BLE001 - a bad target costs its records, not the agent
                 self._sink_failed(target, exc, 0)
+        for extra in CONFIG.sinks:
+            # Sinks every run writes to besides its own (a live exporter).
+            self._slots.append(Slot(extra))
         self._errors: dict[str, Any] = {}
         self._errors_by_step: dict[str, list[str]] = {}
         self._retry_of: dict[str, str] = {}
@@ -142,6 +151,12 @@ class RunHandle:
         self._final = False
         self.start_ns = 0
         self.end_ns: int | None = None
+        self._plan: Any = None
+        self._hold: Any = None
+        self._summary: Any = None
+        self._void = False
+        if _rollout.configured():
+            _rollout.apply(self)
 
     @property
     def _sinks(self) -> list[Any]:
@@ -167,6 +182,11 @@ class RunHandle:
     def __enter__(self) -> RunHandle:
         if not CONFIG.enabled:
             return self
+        if self._void:
+            # Off, or not chosen by head sampling: steps record into a queue that keeps nothing.
+            self._queue = deque(maxlen=0)
+            self._tokens.append((_RUN.set(self), _STEP.set(None)))
+            return self
         try:
             self._begin()
         except Exception:  # noqa: BLE001
@@ -187,6 +207,14 @@ class RunHandle:
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         if not self._active:
+            if self._void and self._tokens:
+                tok_run, tok_step = self._tokens.pop()
+                try:
+                    _RUN.reset(tok_run)
+                    _STEP.reset(tok_step)
+                except ValueError:
+                    _RUN.set(None)
+                    _STEP.set(None)
             return
         try:
             if exc is not None and isinstance(exc, Exception) and exc is not self._acct.escaped:
@@ -217,6 +245,8 @@ class RunHandle:
             return
         self._active = False
         _ctx.run_ended(self)
+        if self._stop is not None:
+            _rec.take_stop(self)  # a stop nobody took: the run is over anyway
         self.end_ns = _rec._now()
         outcome = None
         if not self._joined:
@@ -371,7 +401,7 @@ class RunHandle:
             Whether everything was written (False: a sink is busy and the writer is
             still retrying, or time ran out).
         """
-        if not self._active and self._final:
+        if (not self._active and self._final) or self._void:
             return True
         return self._wait(self._mark(), CONFIG.close_timeout if timeout is None else timeout)
 
@@ -437,6 +467,8 @@ class RunHandle:
             elif cls is tuple:
                 tracker.handle(item)
             elif cls is _End:
+                if self._hold is not None and not self._hold.decided:
+                    self._decide(item, records)
                 if not self._joined:
                     records.append(self._end_record(item))
                 reached.append(item)
@@ -447,11 +479,23 @@ class RunHandle:
             self._max_bytes += done_bytes
         slots = self._slots
         if records:
-            # Each record is encoded once; every sink gets the same bytes.
+            # Each record is encoded once; every sink (and the hook thread) gets the same bytes.
             lines = [dumps_line(r) for r in records]
-            for slot in slots:
-                slot.write(self, lines)
-        else:
+            if _hooks.HOOKS:
+                _hooks.feed(self, lines)
+            if self._hold is None:
+                for slot in slots:
+                    slot.write(self, lines)
+            else:
+                # Tail sampling: the lines are held until the run's end decides; then written in bounded batches.
+                wrote = False
+                for batch in self._hold.take(lines):
+                    wrote = True
+                    for slot in slots:
+                        slot.write(self, batch)
+                if not wrote:
+                    records = []
+        if not records:
             for slot in slots:
                 slot.flush(self)
         clean = not any(slot.pending for slot in slots)
@@ -477,7 +521,25 @@ class RunHandle:
 
     def _end_record(self, end: _End) -> dict[str, Any]:
         reason = None if end.reason is None else self._tracker.text(end.reason)
-        return end_record(self.run_id, end.end_ns, end.outcome or "success", reason, self.account())
+        rec = end_record(self.run_id, end.end_ns, end.outcome or "success", reason, self.account())
+        return rec if self._summary is None else self._summary.apply(rec)
+
+    def _decide(self, end: _End, records: list[dict[str, Any]]) -> None:
+        """Tail sampling: decide the run at its end (the decision is written only when it is kept)."""
+        meta = self._hold.decide(
+            None if self._joined else (end.outcome or "success"),
+            self.account(),
+            joined=self._joined,
+            errors=len(self._errors),
+        )
+        if self._hold.keep:
+            records.append(self._tracker.record(meta))
+
+    def _incomplete_at_exit(self) -> None:
+        """The interpreter exits with this tail-sampled run still open: keep it, as incomplete."""
+        with self._lock:
+            if self._hold is not None and not self._hold.decided:
+                self._queue.append(self._hold.decide_incomplete())
 
     def account(self) -> dict[str, Any]:
         """The recorder's account of this run so far: records lost by cause, steps that lost their
@@ -526,7 +588,7 @@ class RunHandle:
 
     def _lost(self, why: str, n: int) -> None:
         with self._acct.lock:
-            self._acct.lost[why] += n
+            self._acct.lost[why if why in self._acct.lost else "unencodable"] += n
 
     def _sink_failed(self, sink: Any, exc: BaseException | None, lost: int) -> None:
         self._acct.sink_failures += 1

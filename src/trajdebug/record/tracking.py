@@ -23,7 +23,9 @@ from trajdebug.model import REDACTED, TRUNCATED_KEY, Dependency
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind
 from trajdebug.record.errors import new_error_id
+from trajdebug.record.payloads import error_payload
 from trajdebug.record.recorder import StepHandle
+from trajdebug.record.timeouts import overrun
 from trajdebug.schema import (
     RECORDER_KEY,
     dep_to_dict,
@@ -74,7 +76,9 @@ class Tracker:
         self._budget = CONFIG.track_budget_bytes
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
-        self._names: dict[str, str] = {}
+        self._names: dict[Any, str] = {}
+        self.summary: Any = getattr(run, "_summary", None)
+        """Summary mode's policy for this run (`trajdebug.record.summary.Policy`), or None."""
 
     def release(self) -> None:
         """Drop the strong references at the run's end."""
@@ -241,6 +245,8 @@ class Tracker:
                 out[k] = to_jsonable(v, 1 << 30)
             else:
                 out[k] = self.value(v)
+        if self.summary is not None:
+            self.summary.apply(out)
         return out
 
     # -- explicit provenance ---------------------------------------------------------
@@ -450,6 +456,14 @@ class Tracker:
             payload_error = error_payload(outp.value() if outp.__class__ is Encoded else outp)
             if payload_error is not None:
                 self._payload_error(h, rec, self.text(payload_error), out)
+        if h.timeout is not None and h.status == "ok":
+            fields = overrun(h, h.attrs or {})
+            if fields is not None:
+                self._payload_error(h, rec, f"{h.name} ran {fields['elapsed_s']:g} s, past its timeout of {h.timeout:g} s", out, "ToolTimeout", fields)
+        if self.summary is not None:
+            for r in out:
+                self.summary.apply(r)
+            self.summary.apply(rec)
         out.append(rec)
         return out
 
@@ -522,45 +536,21 @@ class Tracker:
             )
 
     def _payload_error(
-        self, h: StepHandle, rec: dict[str, Any], message: str, out: list[dict[str, Any]]
+        self,
+        h: StepHandle,
+        rec: dict[str, Any],
+        message: str,
+        out: list[dict[str, Any]],
+        kind: str = "ToolErrorPayload",
+        fields: dict[str, Any] | None = None,
     ) -> None:
-        """A tool returned an error as data: that is an error too (it stays green elsewhere)."""
+        """A tool returned an error as data (or a bounded block overran): that is an error too (it stays
+        green elsewhere)."""
         eid = new_error_id()
         run_id = self.run.run_id
         rec["status"] = "error"
-        rec["error"] = {"type": "ToolErrorPayload", "message": message, "error_id": eid}
-        out.append(
-            error_record(
-                run_id, eid, h.id, "ToolErrorPayload", message, None, h.attempt or 1, {"reported": True, "payload": True}
-            )
-        )
-        out.append(stage_record(run_id, eid, "occurred", h.id, h.t1 or 0, "tool result flagged as an error"))
-
-
-def error_payload(output: Any) -> str | None:
-    """The error message of a tool result that flags itself as an error, else None.
-
-    Recognized: ``{"is_error": true}``, ``{"isError": true}`` (MCP), ``{"success": false|0}``,
-    ``{"ok": false}``, ``{"status": "error"|"failed"}`` with an ``error``/``message`` field,
-    ``{"error": "..."}`` with no result.
-    """
-    if not isinstance(output, dict):
-        return None
-    msg = output.get("error") or output.get("message") or output.get("detail")
-    text = msg if isinstance(msg, str) else (str(msg) if msg else "tool reported an error")
-    if output.get("is_error") is True or output.get("isError") is True:
-        return text
-    if "success" in output and output["success"] in (False, 0):
-        return text
-    if output.get("ok") is False:
-        return text
-    status = output.get("status")
-    if isinstance(status, str) and status.lower() in ("error", "failed", "failure"):
-        return text
-    if (
-        isinstance(output.get("error"), (str, dict))
-        and output.get("error")
-        and not any(k in output for k in ("result", "results", "data", "rows", "output"))
-    ):
-        return text
-    return None
+        rec["error"] = {"type": kind, "message": message, "error_id": eid}
+        attrs = {"reported": True, "payload": True} if fields is None else {"reported": True, **self.attributes(fields)}
+        out.append(error_record(run_id, eid, h.id, kind, message, None, h.attempt or 1, attrs))
+        why = "tool result flagged as an error" if fields is None else "ran past its timeout"
+        out.append(stage_record(run_id, eid, "occurred", h.id, h.t1 or 0, why))

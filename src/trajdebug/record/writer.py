@@ -113,7 +113,8 @@ class Slot:
             return True
         self.stalled = False
         if isinstance(skipped, int) and not isinstance(skipped, bool) and skipped > 0:
-            run._lost("unencodable", skipped)
+            # A sink may name its own cause (an exporter's full queue: "export_dropped").
+            run._lost(getattr(self.sink, "loss_kind", "unencodable"), skipped)
         self.pending.clear()
         return True
 

@@ -27,6 +27,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import FAULTY_THRESHOLD, Evidence, Verdict, fold
 from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.model import Run, Step
+from trajdebug.values import SUMMARY_KEY
 
 
 if TYPE_CHECKING:
@@ -37,6 +38,17 @@ class Diagnoser(Protocol):
     """A step diagnoser: a plain callable."""
 
     def __call__(self, step: Step, ctx: DiagnoseContext, /) -> Iterable[Evidence]: ...
+
+
+SUMMARY_SAFE: frozenset[str] = frozenset({"step-error", "contract", "external-input", "race", "retry-divergence"})
+"""Diagnosers that read no content (statuses, errors, timing, state keys, equality of outputs), so they also
+judge steps recorded in summary mode (`trajdebug.record.summary`); the others step aside on such steps.
+A plugin diagnoser that reads summaries says so with an attribute ``reads_summaries = True``."""
+
+
+def _summarized(value: Any) -> bool:
+    # A summary's first key is the marker (`trajdebug.values.SUMMARY_KEY`).
+    return isinstance(value, Mapping) and bool(value) and next(iter(value)) == SUMMARY_KEY
 
 
 @dataclass(slots=True)
@@ -108,7 +120,10 @@ class DiagnoseContext:
             self.diagnosed += 1
             step = self.graph.steps[step_id]
             found: list[Evidence] = list(self.extra.get(step_id, ()))
+            summarized = _summarized(step.input) or _summarized(step.output)
             for name, fn in self.diagnosers:
+                if summarized and name not in SUMMARY_SAFE and not getattr(fn, "reads_summaries", False):
+                    continue  # recorded in summary mode: a rule that reads content has nothing to read
                 for e in fn(step, self):
                     found.append(e if e.diagnoser else _named(e, name))
             v = self._verdicts[step_id] = fold(step_id, found)

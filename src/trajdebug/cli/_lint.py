@@ -1,0 +1,85 @@
+"""``trajdebug lint``: instrumentation health from the recorded data (for CI)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from trajdebug.cli._common import (
+    emit_json,
+    fmt_option,
+    json_option,
+    load_source,
+    run_option,
+    source_argument,
+    store_path,
+)
+
+
+@click.command(name="lint")
+@source_argument
+@run_option
+@fmt_option
+@json_option
+@click.option("--ignore", "ignore", multiple=True, metavar="CODE", help="Leave out findings with this code (repeatable).")
+@click.option("--no-infer", is_flag=True, help="Skip the content-inference check (missing-dependency): faster.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when something was found.")
+def lint_cmd(
+    source: str | None,
+    run_id: str | None,
+    fmt: str | None,
+    as_json: bool,
+    ignore: tuple[str, ...],
+    no_infer: bool,
+    exit_zero: bool,
+) -> None:
+    """Check how an agent is instrumented, from its recorded runs.
+
+    Finds exceptions swallowed without fallback(), broken error chains, steps
+    and runs left open, steps with no dependency where content says data
+    flowed, sub-agents that lost the trace context, steps that ran in threads
+    outside the run, and tool steps without a timeout; each with the step and
+    a one-line fix.  Exits 1 when it found anything (0 with --exit-zero), so a
+    CI job fails on new instrumentation problems.
+
+    \b
+    Examples:
+        trajdebug lint runs.db
+        trajdebug lint runs.jsonl --json --ignore no-timeout
+    """
+    from trajdebug.lint import CODES, lint, summary_line
+
+    unknown = [c for c in ignore if c not in CODES]
+    if unknown:
+        raise click.UsageError(f"unknown code(s) for --ignore: {', '.join(unknown)} (known: {', '.join(CODES)})")
+    runs = load_source(source, run_id, fmt)
+    findings = [f for f in lint(runs, infer=not no_infer) if f.code not in ignore]
+    if as_json:
+        emit_json(
+            {
+                "source": store_path(source),
+                "runs": len(runs),
+                "findings": [f.to_dict() for f in findings],
+                "summary": summary_line(findings, len(runs)),
+            }
+        )
+    else:
+        from rich.markup import escape
+
+        from trajdebug.cli._common import console
+
+        out = console()
+        for f in findings:
+            where = f"step {f.step_name} ({f.step_id})" if f.step_id else "run"
+            out.print(f"[bold]{escape(f.code)}[/bold]  run {escape(f.run_id[:12])}  {escape(where)}")
+            out.print(f"    {escape(f.message)}")
+            out.print(f"    fix: {escape(f.fix)}")
+        out.print(escape(summary_line(findings, len(runs))))
+    if findings and not exit_zero:
+        sys.exit(1)
+
+
+def register(cli: click.Group) -> None:
+    """Add ``lint`` to the command group."""
+    cli.add_command(lint_cmd)

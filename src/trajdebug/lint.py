@@ -1,0 +1,321 @@
+"""Instrumentation health: what the recorded data says about how an agent is instrumented.
+
+`lint(runs)` reads recorded runs (no re-execution) and returns one `Finding`
+per problem, each with the step, what is wrong and a one-line fix:
+
+| code | what it finds |
+|---|---|
+| ``swallowed-exception`` | an exception left a step and nothing recorded its handling: no retry recovered it, no ``fallback()`` ignored it, it did not fail the run |
+| ``broken-chain`` | an error names a cause, a step or a propagation step that is not in the run, or propagates through a step that does not enclose it |
+| ``open-stage`` | a step that never finished in a run that ended; a run that never ended |
+| ``missing-dependency`` | a step with no recorded dependency whose input content says data flowed from an earlier step (content inference found it) |
+| ``lost-context`` | a step whose parent is not in the run (a sub-agent joined with a parent nobody recorded); a run recorded separately inside a step of another run with no children (a sub-agent that did not join the trace) |
+| ``outside-run`` | steps that ran in threads outside the run's context (``context_lost``) or finished after the run (``after_run_end``) |
+| ``no-timeout`` | tool steps recorded without a ``timeout`` |
+
+``trajdebug lint SOURCE`` prints them (``--json`` for machines) and exits 1
+when it found anything, for CI.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trajdebug.model import Run, Step
+
+
+CODES: dict[str, str] = {
+    "swallowed-exception": "an exception was caught and nothing recorded how it was handled",
+    "broken-chain": "an error chain points at errors or steps that are not there",
+    "open-stage": "a step or a run was left open",
+    "missing-dependency": "a step's input came from an earlier step, but no dependency was recorded",
+    "lost-context": "a sub-agent lost the trace context",
+    "outside-run": "a step ran outside the run's context",
+    "no-timeout": "a tool step has no timeout",
+}
+"""Every finding code and what it means."""
+
+INFERRED_CONFIDENCE = 0.8
+"""An inferred data edge at least this confident counts as content saying data flowed."""
+
+_TERMINAL = frozenset({"recovered", "ignored", "failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One instrumentation problem."""
+
+    code: str
+    """One of `CODES`."""
+    run_id: str
+    """The run."""
+    step_id: str | None
+    """The step it is about (None: the run as a whole)."""
+    step_name: str | None
+    """That step's name."""
+    message: str
+    """What is wrong, in one line."""
+    fix: str
+    """How to fix it, in one line."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "code": self.code,
+            "run_id": self.run_id,
+            "step_id": self.step_id,
+            "step": self.step_name,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+def lint(runs: Sequence[Run], *, infer: bool = True) -> list[Finding]:
+    """Every instrumentation finding of the runs, run by run, in step order.
+
+    Args:
+        runs: Recorded runs (one source: overlapping runs are compared for lost sub-agents).
+        infer: Run content inference for ``missing-dependency`` (the costly check).
+    """
+    out: list[Finding] = []
+    for run in runs:
+        out.extend(_run_findings(run, infer))
+    out.extend(_separate_subagents(runs))
+    order = {r.run_id: i for i, r in enumerate(runs)}
+    pos = {(r.run_id, s.step_id): i for r in runs for i, s in enumerate(r.steps)}
+    out.sort(key=lambda f: (order.get(f.run_id, 0), pos.get((f.run_id, f.step_id or ""), -1)))
+    return out
+
+
+def _run_findings(run: Run, infer: bool) -> Iterable[Finding]:
+    steps = run.step_map()
+    yield from _swallowed(run, steps)
+    yield from _broken_chains(run, steps)
+    yield from _open(run)
+    if infer:
+        yield from _missing_dependencies(run)
+    yield from _lost_parents(run, steps)
+    yield from _outside(run)
+    yield from _no_timeouts(run)
+
+
+def _f(code: str, run: Run, step: Step | None, message: str, fix: str) -> Finding:
+    return Finding(code, run.run_id, step.step_id if step else None, step.name if step else None, message, fix)
+
+
+def _swallowed(run: Run, steps: dict[str, Step]) -> Iterable[Finding]:
+    if run.outcome == "incomplete":
+        return
+    retried = {s.retry_of for s in run.steps if s.retry_of is not None}
+    for e in run.errors:
+        if e.attributes.get("reported") or e.attributes.get("handled"):
+            continue  # reported on purpose (s.error, an error payload), or handled with fallback()
+        if e.step_id in retried:
+            continue  # handled by a retry: the later attempt carries it on
+        recorded = [c for c in e.stages if not (c.reason or "").startswith("analysis: ")]
+        if any(c.stage in _TERMINAL for c in recorded):
+            continue
+        if any((c.reason or "") == "left the sub-agent" for c in recorded):
+            continue  # the calling process decides
+        last = next((c.step_id for c in reversed(recorded) if c.step_id), e.step_id)
+        step = steps.get(last) or steps.get(e.step_id)
+        yield _f(
+            "swallowed-exception",
+            run,
+            step,
+            f"{e.type} from step {e.step_id} was caught and its handling was not recorded",
+            "where it is caught, call s.fallback(value, reason) on the step (or re-raise it)",
+        )
+
+
+def _encloses(steps: dict[str, Step], outer: str, inner: str) -> bool:
+    cur: str | None = inner
+    for _ in range(10_000):
+        if cur is None:
+            return False
+        if cur == outer:
+            return True
+        s = steps.get(cur)
+        cur = s.parent_id if s is not None else None
+    return False
+
+
+def _broken_chains(run: Run, steps: dict[str, Step]) -> Iterable[Finding]:
+    ids = {e.error_id for e in run.errors}
+    for e in run.errors:
+        here = steps.get(e.step_id)
+        if e.parent_error_id is not None and e.parent_error_id not in ids:
+            yield _f(
+                "broken-chain",
+                run,
+                here,
+                f"error {e.error_id} names a cause {e.parent_error_id} that was not recorded in this run",
+                "record the cause inside the run (raise ... from it in a recorded step)",
+            )
+        if here is None:
+            yield _f(
+                "broken-chain",
+                run,
+                None,
+                f"error {e.error_id} occurred in step {e.step_id}, which is not in the run",
+                "report errors from inside a recorded step (s.error(...) on its handle)",
+            )
+            continue
+        for c in e.stages:
+            if c.stage != "propagated" or c.step_id is None or (c.reason or "").startswith("analysis: "):
+                continue
+            if c.step_id not in steps:
+                yield _f(
+                    "broken-chain",
+                    run,
+                    here,
+                    f"error {e.error_id} propagated to step {c.step_id}, which is not in the run",
+                    "join sub-agents with trajdebug.extract(headers) so the calling step is in the run",
+                )
+            elif not _encloses(steps, c.step_id, e.step_id) and (c.reason or "") != "left the sub-agent":
+                yield _f(
+                    "broken-chain",
+                    run,
+                    steps[c.step_id],
+                    f"error {e.error_id} propagated through step {c.step_id}, which does not enclose step {e.step_id}",
+                    "do not re-raise a saved exception object from another step; raise a new one from it",
+                )
+
+
+def _open(run: Run) -> Iterable[Finding]:
+    if run.outcome == "incomplete":
+        yield _f(
+            "open-stage",
+            run,
+            None,
+            "the run never ended (no end record): the process died, or the run was never closed",
+            "record the run in a with-block (or call run.close()) so that it ends",
+        )
+        return
+    for s in run.steps:
+        if s.end_ns is None:
+            yield _f(
+                "open-stage",
+                run,
+                s,
+                f"step {s.name} started but never finished before the run ended",
+                "end the step before its run (leave its with-block; join the thread that runs it)",
+            )
+
+
+def _missing_dependencies(run: Run) -> Iterable[Finding]:
+    from trajdebug.analysis import infer_dependencies
+
+    candidates = [s for s in run.steps if not s.deps and s.kind not in ("input", "agent") and s.input not in (None, {}, "", [])]
+    if not candidates:
+        return
+    inferred = infer_dependencies(run).step_map()
+    for s in candidates:
+        got = inferred.get(s.step_id)
+        if got is None:
+            continue
+        edges = [
+            d
+            for d in got.deps
+            if d.origin == "inferred" and d.kind == "data" and d.confidence >= INFERRED_CONFIDENCE and d.run_id is None
+        ]
+        if edges:
+            src = ", ".join(sorted({d.step_id for d in edges})[:3])
+            yield _f(
+                "missing-dependency",
+                run,
+                s,
+                f"step {s.name} has no recorded dependency, but its input holds output of {src}",
+                "pass the upstream step's returned object itself (not a copy or a formatted string), or declare deps=[...]",
+            )
+
+
+def _lost_parents(run: Run, steps: dict[str, Step]) -> Iterable[Finding]:
+    for s in run.steps:
+        if s.parent_id is not None and s.parent_id not in steps:
+            yield _f(
+                "lost-context",
+                run,
+                s,
+                f"step {s.name} names a parent {s.parent_id} that is not in the run",
+                "record the calling step too, and pass trajdebug.inject() from inside it to the sub-agent",
+            )
+
+
+def _outside(run: Run) -> Iterable[Finding]:
+    lost = [s for s in run.steps if s.attributes.get("context_lost")]
+    late = [s for s in run.steps if s.attributes.get("after_run_end")]
+    if lost:
+        yield _f(
+            "outside-run",
+            run,
+            lost[0],
+            f"{len(lost)} step(s) ran in threads without the run's context (first: {lost[0].name})",
+            "submit work with trajdebug.ContextThreadPoolExecutor or wrap callables with trajdebug.wrap",
+        )
+    if late:
+        yield _f(
+            "outside-run",
+            run,
+            late[0],
+            f"{len(late)} step(s) finished after the run had ended (first: {late[0].name})",
+            "join the threads and tasks a run starts before leaving its block",
+        )
+
+
+def _no_timeouts(run: Run) -> Iterable[Finding]:
+    by_name: dict[str, list[Step]] = defaultdict(list)
+    for s in run.steps:
+        if s.kind == "tool" and s.attributes.get("timeout") is None:
+            by_name[s.name].append(s)
+    for name, found in by_name.items():
+        yield _f(
+            "no-timeout",
+            run,
+            found[0],
+            f"tool step {name} has no timeout ({len(found)} call(s))",
+            f"declare one: @trajdebug.step(kind=\"tool\", timeout=SECONDS) on {name}",
+        )
+
+
+def _separate_subagents(runs: Sequence[Run]) -> Iterable[Finding]:
+    """A run recorded entirely inside a childless agent or tool step of another run: a sub-agent that did
+    not join the caller's trace."""
+    callers: list[tuple[Run, Step]] = []
+    for run in runs:
+        parents = {s.parent_id for s in run.steps if s.parent_id is not None}
+        for s in run.steps:
+            if s.kind in ("agent", "tool") and s.step_id not in parents and s.end_ns is not None:
+                callers.append((run, s))
+    if not callers:
+        return
+    for sub in runs:
+        if sub.end_ns is None or sub.continues is not None:
+            continue
+        for run, s in callers:
+            if run.run_id != sub.run_id and s.start_ns <= sub.start_ns and sub.end_ns <= (s.end_ns or 0):
+                yield _f(
+                    "lost-context",
+                    run,
+                    s,
+                    f"run {sub.run_id[:12]} ({sub.name}) was recorded separately while step {s.name} ran, which has no sub-steps",
+                    "pass trajdebug.inject() from the calling step and join with trajdebug.extract(headers) in the sub-agent",
+                )
+                break
+
+
+def summary_line(findings: Sequence[Finding], runs: int) -> str:
+    """``3 findings in 2 runs (no-timeout 2, swallowed-exception 1)``, or that nothing was found."""
+    if not findings:
+        return f"no findings in {runs} run{'s' if runs != 1 else ''}"
+    counts: dict[str, int] = defaultdict(int)
+    for f in findings:
+        counts[f.code] += 1
+    parts = ", ".join(f"{c} {n}" for c, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+    return f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {runs} run{'s' if runs != 1 else ''} ({parts})"
+
+
+__all__ = ["CODES", "INFERRED_CONFIDENCE", "Finding", "lint", "summary_line"]

@@ -1,0 +1,142 @@
+"""trajdebug lint: every planted instrumentation defect of a test agent is found, with its step and a fix;
+the demo's runs (every fault) have none."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trajdebug
+from trajdebug.demo import FAULTS, run_demo
+from trajdebug.lint import CODES, lint
+from trajdebug.model import ErrorEvent, Run, StageChange, Step
+
+
+REPORT = (
+    "The quarterly revenue for the northern region reached 1,234,567 EUR in 2025-Q3, driven by the "
+    "Oslo and Bergen stores, while the southern region stayed flat at 987,654 EUR."
+)
+
+
+@trajdebug.step(kind="tool", timeout=5.0)
+def read_report(quarter: str) -> str:
+    return REPORT
+
+
+@trajdebug.step(kind="tool")
+def send_mail(to: str) -> str:  # planted: a tool without a timeout
+    return "sent"
+
+
+@trajdebug.step(kind="tool", timeout=5.0)
+def flaky(x: int) -> int:
+    raise ValueError("upstream returned garbage")
+
+
+def _leave_open() -> None:
+    dangling = trajdebug.step("never_closed", kind="other")
+    dangling.__enter__()
+    with trajdebug.step("child"):
+        pass
+
+
+def _buggy_agent(store: Path) -> None:
+    """A test agent with one planted defect of each kind."""
+    with trajdebug.run("buggy", store=store) as run:
+        report = read_report("2025-Q3")
+        # missing-dependency: the report is passed on as a new string, not the object the tool returned.
+        with trajdebug.step("summarize", kind="llm", input={"prompt": f"Summarize this: {report}"}) as s:
+            s.output = "Revenue up in the north."
+        # swallowed-exception: caught, no fallback().
+        with trajdebug.step("answer", kind="agent"):
+            try:
+                flaky(1)
+            except ValueError:
+                pass
+        send_mail("cfo@example.com")
+        # outside-run: a plain thread pool loses the run's context.
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(lambda: trajdebug.step("background", kind="other").__enter__().__exit__(None, None, None)).result()
+        # open-stage: a step entered and never left (its child finished, so it was announced).
+        contextvars.copy_context().run(_leave_open)
+        # lost-context (a): a sub-agent joined with a parent step nobody recorded.
+        with trajdebug.extract({"traceparent": f"00-{run.run_id}-00000000deadbeef-01"}), trajdebug.step("sub_step"):
+            pass
+        # lost-context (b): a sub-agent recorded as a run of its own inside a step with no sub-steps.
+        with trajdebug.step("delegate", kind="agent"), trajdebug.run("sub-agent", store=store), trajdebug.step("sub_work"):
+            pass
+        # broken-chain: an integration merged an error whose cause was never recorded.
+        lost = Run(
+            "x", "x",
+            steps=(Step("m1", "merged_tool", "other", status="error", start_ns=1, end_ns=2, attributes={"timeout": 1}),),
+            errors=(ErrorEvent("em1", "m1", "KeyError", "k", parent_error_id="e-missing", stages=(StageChange("occurred", "m1", 1), StageChange("ignored", "m1", 2))),),
+        )
+        run.merge(lost)
+
+
+@pytest.fixture
+def buggy(tmp_path: Path) -> Path:
+    """A store with the buggy agent's runs."""
+    store = tmp_path / "buggy.db"
+    _buggy_agent(store)
+    trajdebug.flush(5)
+    return store
+
+
+def test_every_planted_defect_is_found_at_its_step(buggy: Path) -> None:
+    """Each code is found, at the step where the defect was planted, with a one-line fix."""
+    runs = trajdebug.load_runs(buggy)
+    found = {(f.code, f.step_name) for f in lint(runs)}
+    expected = {
+        ("missing-dependency", "summarize"),
+        ("swallowed-exception", "flaky"),
+        ("no-timeout", "send_mail"),
+        ("outside-run", "background"),
+        ("open-stage", "never_closed"),
+        ("lost-context", "sub_step"),
+        ("lost-context", "delegate"),
+        ("broken-chain", "merged_tool"),
+    }
+    assert expected <= found
+    assert set(CODES) == {code for code, _ in found}
+    assert all("\n" not in f.fix and f.fix for f in lint(runs))
+
+
+def test_the_demo_has_no_findings(tmp_path: Path) -> None:
+    """The bundled demo's run, clean and with each fault, is well instrumented."""
+    store = tmp_path / "demo.db"
+    for fault in [None, *FAULTS]:
+        run_demo(fault, store=store, workdir=tmp_path)
+    runs = trajdebug.load_runs(store)
+    assert 1 + len(FAULTS) <= len(runs)
+    assert [] == lint(runs)
+
+
+def test_the_command_exits_one_on_findings_and_prints_json(buggy: Path, cli_run: Any) -> None:
+    """`trajdebug lint --json` lists the findings with their fixes and exits 1; --exit-zero exits 0; --ignore drops a code."""
+    out = cli_run("lint", str(buggy), "--json")
+    assert 1 == out.returncode
+    doc = json.loads(out.stdout)
+    assert {"code", "run_id", "step_id", "step", "message", "fix"} == set(doc["findings"][0])
+    assert cli_run("lint", str(buggy), "--exit-zero").returncode == 0
+    ignored = json.loads(cli_run("lint", str(buggy), "--json", "--ignore", "no-timeout").stdout)
+    assert "no-timeout" not in {f["code"] for f in ignored["findings"]}
+
+
+def test_the_command_exits_zero_on_the_demo(tmp_path: Path, cli_run: Any) -> None:
+    """`trajdebug demo` then `trajdebug lint` finds nothing and exits 0."""
+    assert 0 == cli_run("demo", "--no-verify").returncode
+    out = cli_run("lint")
+    assert 0 == out.returncode, out.stdout
+    assert b"no findings" in out.stdout
+
+
+def test_an_unknown_code_is_a_usage_error(buggy: Path, cli_run: Any) -> None:
+    """--ignore with a code that does not exist is refused with the known codes."""
+    out = cli_run("lint", str(buggy), "--ignore", "no-such")
+    assert 2 == out.returncode and b"no-timeout" in out.stderr
