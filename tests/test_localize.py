@@ -500,6 +500,35 @@ class TestRanking:
         assert not dropped(run_of("not an adequate dinner (300-900 kcal)"))
         assert dropped(run_of("a dinner needs 300 kcal"))
 
+    def test_a_label_the_failure_uses_as_a_word_marks_the_model_that_chose_it(self) -> None:
+        """A vendor refusing an RMA because "no hardware fault" was found puts the triage model that filed category=hardware on the thin slice, though hardware was one of its options."""
+        steps = (
+            Step(
+                "m",
+                "triage",
+                "llm",
+                input={"messages": [{"role": "system", "content": "File as hardware, network or software."}, {"role": "user", "content": "VPN drops"}]},
+                output={"category": "hardware", "summary": "VPN drops"},
+                start_ns=1,
+                end_ns=2,
+            ),
+            Step("r", "route", "other", input={"category": "hardware"}, output="hardware_desk", deps=(D("m"),), start_ns=3, end_ns=4),
+            Step(
+                "t",
+                "create_rma",
+                "tool",
+                input={"summary": "VPN drops"},
+                status="error",
+                error=ErrorInfo("Refused", "diagnostics passed, no hardware fault found"),
+                deps=(D("r"), D("m")),
+                start_ns=5,
+                end_ns=6,
+            ),
+        )
+        loc = localize(Run("r", "helpdesk", outcome="failure", steps=steps), top=5)
+        [model] = [c for c in loc.candidates if c.step_id == "m"]
+        assert any("first stated category=hardware" in r for r in model.reasons)
+
     def test_a_check_consulting_its_own_source_blames_the_source_the_run_acted_on(self) -> None:
         """A check comparing the run's record with a source it consulted itself points at the run's source when they disagree."""
         steps = (

@@ -498,6 +498,7 @@ class _Ranker:
             # implausible" for est_monthly_savings_usd) is the one the failure is about.
             said = {w.rstrip("s") for w in _TERM.findall(message.lower()) if w not in STOPWORDS}
             self._spoken_fields(said, pos, within, step.name)
+            self._spoken_labels(message, pos, within, step.name)
             for a in args:
                 seen.add(a.key)
                 spoken = a.field is not None and any(w.rstrip("s") in said for w in _field_words(a.field))
@@ -534,6 +535,38 @@ class _Ranker:
                     sid,
                     self.w["origin_spoken"] / math.sqrt(len(steps)),
                     f"introduced {a.field}={a.raw}, a field the failure at {where} speaks of",
+                )
+
+    def _spoken_labels(self, message: str, pos: int, within: set[str], where: str) -> None:
+        """The step that first stated a label the failure's message uses as a word ("no hardware
+        fault found" after a model filed ``category=hardware``): the decision the failure speaks
+        of.  A label is often one of the options a model was given, so the first step whose
+        output states it is taken when it introduced it or is a model choosing it."""
+        words = {w for w in _TERM.findall(message.lower()) if w not in STOPWORDS}
+        first: dict[str, tuple[int, str, Atom]] = {}
+        for sid in within:
+            p = self.g.position(sid)
+            if p >= pos or self.g.steps[sid].kind in CONTAINER_KINDS:
+                continue
+            for a in self.lin.view(sid).outputs:
+                label = a.raw.strip().casefold()
+                if (
+                    a.kind == "text"
+                    and a.field
+                    and a.field.lower() not in NAMING_FIELDS
+                    and 3 <= len(label) <= 30
+                    and label.replace("_", "").replace("-", "").isalpha()
+                    and label in words
+                    and (label not in first or p < first[label][0])
+                ):
+                    first[label] = (p, sid, a)
+        for _, sid, a in first.values():
+            view = self.lin.view(sid)
+            if self.g.steps[sid].kind == "llm" or not view.given(a):
+                self._mark(
+                    sid,
+                    self.w["origin_spoken"],
+                    f"first stated {a.field}={a.raw}, a word the failure at {where} uses",
                 )
 
     def _contradicted(self, message: str, pos: int, within: set[str], where: str) -> None:
