@@ -89,6 +89,19 @@ class TestDerivations:
         d = derivation(lin.view("c"), lin.view("c").outputs[0])
         assert d is not None and d.formula == "div(population,area_km2)"
 
+    def test_a_date_a_given_number_of_days_after_a_given_date_is_derived(self) -> None:
+        """A check-out four nights after the check-in is computed from both; a date no given count reaches is not."""
+        run = _run(
+            _s("r", "reserve", "tool", 1, {"check_in": "2025-06-03", "nights": 4}, {"check_out": "2025-06-07"}),
+            _s("q", "reserve", "tool", 3, {"check_in": "2025-06-03", "nights": 4}, {"check_out": "2025-06-20"}),
+        )
+        lin = Lineage(run)
+        [out] = lin.view("r").outputs
+        d = derivation(lin.view("r"), out)
+        assert d is not None and d.op == "date+days" and {a.field for a in d.operands} == {"check_in", "nights"}
+        [other] = lin.view("q").outputs
+        assert derivation(lin.view("q"), other) is None
+
     def test_a_looked_up_number_has_no_derivation(self) -> None:
         """A number no simple formula of the inputs explains was made up or looked up."""
         run = _run(_s("t", "get_rate", "tool", 1, {"base": "USD", "quote": "EUR"}, {"rate": 1.0905}))
@@ -304,6 +317,17 @@ class TestWhatIf:
             ("fx", "inverted"),
             ("c", "computed by mul where div fits"),
         }
+
+    def test_a_slip_that_only_makes_its_number_vanish_is_no_slip(self) -> None:
+        """A difference of a small posted amount and a large approved one is not explained by inverting the large one (which only makes it vanish)."""
+        run = _run(
+            _s("p", "post", "tool", 1, {"invoice": "AP-1"}, {"posted": 324.23}),
+            _s("o", "get_po", "tool", 3, {"po": "PO-1"}, {"approved": 6469.31}),
+            _s("d", "diff", "other", 5, {"posted": 324.23, "approved": 6469.31}, {"difference": -6145.08}, "p", "o"),
+        )
+        lin = Lineage(run)
+        [diff] = lin.view("d").outputs
+        assert slips(lin, diff, 3, 324.23, "324.23") == []
 
     def test_no_slip_explains_an_unrelated_number(self) -> None:
         """A number no single slip reaches names nothing."""

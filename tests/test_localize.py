@@ -529,6 +529,42 @@ class TestRanking:
         [model] = [c for c in loc.candidates if c.step_id == "m"]
         assert any("first stated category=hardware" in r for r in model.reasons)
 
+    def test_an_id_named_beside_dates_identifies_the_record_the_dates_are_wrong_in(self) -> None:
+        """'reservation R-1 runs 2025-06-03 to 2025-06-07 but the guest stays until 2025-06-08': the id is what was checked, so the tool that minted it gains less than the dates' origin."""
+        steps = (
+            Step("u", "understand", "llm", input={"request": "Five nights in Porto from 3 June"}, output={"check_in": "2025-06-03", "nights": 4}, start_ns=1, end_ns=2),
+            Step(
+                "b",
+                "reserve",
+                "tool",
+                input={"check_in": "2025-06-03", "nights": 4},
+                output={"reservation": "R-1", "check_out": "2025-06-07"},
+                deps=(D("u"),),
+                start_ns=3,
+                end_ns=4,
+            ),
+            Step(
+                "c",
+                "check",
+                "other",
+                input={"reservation": "R-1", "check_out": "2025-06-07"},
+                status="error",
+                error=ErrorInfo("Mismatch", "reservation R-1 runs 2025-06-03 to 2025-06-07 but the guest stays until 2025-06-08"),
+                deps=(D("b"),),
+                start_ns=5,
+                end_ns=6,
+            ),
+        )
+        run = Run("r", "hotel", outcome="failure", steps=steps)
+
+        def lead_of_tool(**weights: float) -> float:
+            scores = {c.step_id: c.score for c in localize(run, top=5, weights=weights or None).candidates}
+            return scores["b"] / scores["u"]
+
+        # The id R-1 names the record; the dates say what is wrong: tracing the id at full
+        # strength would favour the tool that minted it.
+        assert lead_of_tool() < lead_of_tool(subject_id=1.0)
+
     def test_a_check_consulting_its_own_source_blames_the_source_the_run_acted_on(self) -> None:
         """A check comparing the run's record with a source it consulted itself points at the run's source when they disagree."""
         steps = (

@@ -79,6 +79,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "symptom_rank": 0.6,  # and of its reach: the failure shows there, its cause lies upstream
     "thin": 0.3,  # boost of a step on the failure's thin slice (the origin of a value the failure involves)
     "origin": 1.0,  # thin-slice strength: introduced a value the failure's message names
+    "subject_id": 0.6,  # share of "origin" for an id a failure names beside numbers or dates (what it checked)
     "origin_arg": 0.4,  # thin-slice strength: introduced a value the failing step was given
     "elsewhere": 0.6,  # share of its score a step keeps when it was about another listed item than the failure
     "origin_spoken": 0.25,  # thin-slice strength: introduced a value of a field the failure's message speaks of
@@ -249,6 +250,11 @@ _RANGE = re.compile(r"(?<![\w.-])(\d[\d,]*(?:\.\d+)?)\s*(?:-|–|to)\s*(\d[\d,]*
 
 _TERM = re.compile(r"[a-z][a-z0-9]{2,}")
 """A word of a field name or of a message that may name one (``bin``, ``qty``, ``fee``: three letters or more)."""
+
+
+def _trivial_number(a: Atom) -> bool:
+    """A small count without a name (1 to 10): too common to say what is wrong."""
+    return a.kind == "number" and a.number is not None and a.field is None and a.unit is None and a.number == int(a.number) and -10 <= a.number <= 10
 
 
 def _field_words(field: str) -> list[str]:
@@ -461,6 +467,7 @@ class _Ranker:
             # raised: a value that reached that inner failing step reached the failure.
             inner = [self.lin.view(g.step_id) for g in self.failures if self._inside(g.step_id, f.step_id)]
             bounds = {float(x.replace(",", "")) for m in _RANGE.finditer(message) for x in m.groups()}
+            quantities = any(a.kind in ("number", "date") and not _trivial_number(a) for a in named)
             for a in named:
                 if a.key in seen:
                     continue
@@ -468,13 +475,16 @@ class _Ranker:
                 if a.kind == "number" and a.number in bounds:
                     continue  # a range the failure checks against ("300-900 kcal"): a limit, not a value
                 reached = view.given(a) or view.holds(a)
+                # A message naming an id beside numbers or dates ("reservation R-1 runs 3 to 7
+                # June (4 nights)") names what it checked by the id and what is wrong by the rest.
+                strength = self.w["origin"] * (self.w["subject_id"] if a.kind == "id" and quantities else 1.0)
                 if not reached and any(v.given(a) for v in inner):
                     # It reached the inner step that raised: that failure's own reading
                     # covers the value (nothing on the way to it lost it).
-                    self._trace(a, pos, within, self.w["origin"], f"the failure at {step.name} names")
+                    self._trace(a, pos, within, strength, f"the failure at {step.name} names")
                     continue
                 if reached or self.lin.holders(a.key, pos):
-                    self._trace(a, pos, within, self.w["origin"], f"the failure at {step.name} names")
+                    self._trace(a, pos, within, strength, f"the failure at {step.name} names")
                 if a.kind == "number" and reached:
                     continue
                 # Not given to the failing step (or, when given, perhaps lost on another path to it):

@@ -26,6 +26,7 @@ value is in the run.
 from __future__ import annotations
 
 import bisect
+import datetime
 import math
 import re
 from collections.abc import Iterable
@@ -237,7 +238,7 @@ class Derivation:
 
     op: str
     """``copy``, ``sum`` (of one field), ``run-sum`` (of consecutive values), ``max``, ``min``,
-    ``add``, ``sub``, ``mul`` or ``div``."""
+    ``add``, ``sub``, ``mul`` or ``div``; for a date, ``date+days`` or ``date-days``."""
     operands: tuple[Atom, ...]
     """The given numbers it was computed from."""
 
@@ -259,6 +260,8 @@ def derivation(view: StepView, atom: Atom) -> Derivation | None:
     the sum, difference, product or ratio of two given numbers.  None for a
     value no such formula explains: the step made it up (or looked it up).
     """
+    if atom.kind == "date":
+        return _date_derivation(view, atom)
     if atom.kind != "number" or atom.number is None:
         return None
     y = atom.number
@@ -310,6 +313,31 @@ def derivation(view: StepView, atom: Atom) -> Derivation | None:
                 return Derivation("div", (a, b))
             if x != 0 and close(z / x):
                 return Derivation("div", (b, a))
+    return None
+
+
+def _iso(raw: str) -> datetime.date | None:
+    try:
+        return datetime.date.fromisoformat(raw.strip()[:10])
+    except ValueError:
+        return None
+
+
+def _date_derivation(view: StepView, atom: Atom) -> Derivation | None:
+    """A date a step computed as a given date plus or minus a given whole number of days (a
+    check-out from a check-in and a number of nights, a due date from a term)."""
+    want = _iso(atom.raw)
+    if want is None:
+        return None
+    dates = [(d, a) for a in view.inputs if a.kind == "date" and a.key != atom.key and (d := _iso(a.raw)) is not None]
+    days = [a for a in view.inputs if a.kind == "number" and a.number is not None and a.number == int(a.number) and 0 < abs(a.number) <= 3660]
+    for d, a in dates[:20]:
+        for n in days[:40]:
+            step = datetime.timedelta(days=int(n.number or 0))
+            if d + step == want:
+                return Derivation("date+days", (a, n))
+            if d - step == want:
+                return Derivation("date-days", (a, n))
     return None
 
 

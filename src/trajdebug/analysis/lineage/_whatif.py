@@ -101,6 +101,11 @@ def slips(
     for node, alt in _variants(root):
         got = _eval(root, {id(node): alt[1]})
         if got is not None and abs(got - target) <= tol and node.step_id is not None:
+            # A slip that works by making its number vanish (a large amount inverted to almost
+            # nothing) says only that the other terms already give the target: no slip found.
+            gone = _eval(root, {id(node): 0.0})
+            if gone is not None and abs(gone - target) <= tol:
+                continue
             out.append(Slip(node.step_id, node.atom, alt[0], alt[1]))
     if out:
         return out
