@@ -176,9 +176,33 @@ class TestReadingOnce:
         value: object = text
         for _ in range(at):
             value = {field: value} if at % 2 else [value]
-        values._TEXT_MEMO.clear()
+        _forget()
         fresh = [(a.key, a.field, a.unit, a.raw) for a in atoms(value)]
-        values._TEXT_MEMO.clear()
+        _forget()
         atoms([{field: text}, [text]])  # the same string read at other depths first
         again = [(a.key, a.field, a.unit, a.raw) for a in atoms(value)]
         assert again == fresh
+
+    @settings(max_examples=300)
+    @given(_TEXTS, st.sampled_from(["query", "title", None]), st.sampled_from(["customer", None]))
+    def test_a_string_read_under_another_field_gives_the_atoms_a_fresh_reading_gives(
+        self, text: str, before: str | None, field: str | None
+    ) -> None:
+        """A string read under one field and then under another (or none) gives, the second time, what
+        reading it afresh under that field gives."""
+
+        def under(name: str | None) -> object:
+            return text if name is None else {name: text}
+
+        _forget()
+        fresh = [(a.key, a.kind, a.field, a.unit, a.raw, a.number) for a in atoms(under(field))]
+        _forget()
+        atoms(under(before))
+        again = [(a.key, a.kind, a.field, a.unit, a.raw, a.number) for a in atoms(under(field))]
+        assert again == fresh
+
+
+def _forget() -> None:
+    """Drop what the readers memoized, so the next reading is a fresh one."""
+    values._TEXT_MEMO.clear()
+    values._PLAIN_MEMO.clear()

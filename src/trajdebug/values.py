@@ -206,6 +206,11 @@ def parse_number(text: str) -> float | None:
 
 def _number(m: re.Match[str]) -> float | None:
     s = m.group("num")
+    if s.isdigit():  # no separator, no decimal point (most numbers): as written
+        f = float(s)
+        if not math.isfinite(f):
+            return None
+        return -f if m.group("sign") in ("-", "−") else f
     for sep in ("\u202f", "\u00a0", " "):
         s = s.replace(sep, ",")
     if "," in s and "." in s:
@@ -406,8 +411,12 @@ _TEXT_MEMO: dict[tuple[str, str | None], tuple[tuple[Atom, ...], int]] = {}
 """The atoms of strings read before, by (string, field), with the depth they were read at (-1: any
 depth gives them, the string held no structure): a run repeats its values from step to step (a tool's
 result is the next step's input), and reading strings is most of reading a value."""
+_PLAIN_MEMO: dict[str, tuple[Atom, ...]] = {}
+"""The atoms of strings read before that held no structure, under whatever field they were read: such a
+string's atoms all carry the field it was read under and are otherwise the same under any field (the
+same text is a tool's ``query`` argument, then a record's ``title``, then a dropped value of no field)."""
 _TEXT_MEMO_CHARS = 1 << 23
-"""The memo is dropped when its strings hold this many characters (a few tens of MB at most)."""
+"""The memos are dropped when their strings hold this many characters (a few tens of MB at most)."""
 _text_memo_chars = [0]
 
 
@@ -417,14 +426,25 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
     if hit is not None and hit[1] in (-1, depth) and len(out) + len(hit[0]) < limit:
         out.extend(hit[0])
         return
+    plain = _PLAIN_MEMO.get(s)
+    if plain is not None and len(out) + len(plain) < limit:
+        if plain and plain[0].field != field:
+            plain = tuple(Atom(a.key, a.kind, field, a.unit, a.raw, a.number) for a in plain)
+        out.extend(plain)
+        _TEXT_MEMO[key] = (plain, -1)
+        return
     start = len(out)
     nested = _read_text(s, field, depth, out, limit)
     if len(out) < limit:
         # The limit never cut the reading short: these are the string's own atoms, whatever came before.
         if _text_memo_chars[0] + len(s) > _TEXT_MEMO_CHARS:
             _TEXT_MEMO.clear()
+            _PLAIN_MEMO.clear()
             _text_memo_chars[0] = 0
-        _TEXT_MEMO[key] = (tuple(out[start:]), depth if nested else -1)
+        found = tuple(out[start:])
+        _TEXT_MEMO[key] = (found, depth if nested else -1)
+        if not nested:
+            _PLAIN_MEMO[s] = found
         _text_memo_chars[0] += len(s)
 
 
@@ -445,7 +465,8 @@ def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: in
     if table is not None:
         _walk(table, field, depth + 1, out, limit)
         return True
-    if _DIGIT.search(t) is None and "@" not in t and _CODE.search(t) is None:
+    digit = _DIGIT.search(t) is not None
+    if not digit and "@" not in t and _CODE.search(t) is None:
         # No digit and no address: no number, date, time or id; a short string is a value,
         # a text may still quote values or write numbers as words.
         if len(t) <= 80 and "\n" not in t:
@@ -469,7 +490,8 @@ def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: in
             out.extend(Atom(k, "date", field, None, t) for k in date_keys(t))
         else:
             out.append(Atom(_key(kind, t), kind, field, None, t))
-        if kind != "text" or not (any(c.isdigit() or c in "'\"`" for c in t) or _CODE.search(t)):
+        # (A decimal digit ``\d`` finds is a digit to ``str.isdigit``: the scan is for other digits and quotes.)
+        if kind != "text" or not (digit or any(c.isdigit() or c in "'\"`" for c in t) or _CODE.search(t)):
             return False
     t = t[:TEXT_LIMIT]
     dates = list(_DATE.finditer(t))
