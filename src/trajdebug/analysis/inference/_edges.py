@@ -248,7 +248,7 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
                     break
                 if st.step_id in ancestors or st.kind in ("agent", "input") or st.output is None:
                     continue
-                if _holds(texts.of(i, st.output), value) and not _holds(texts.of(~i, st.input), value):
+                if texts.holds(i, st.output, value) and not texts.holds(~i, st.input, value):
                     births += 1
                     if st.step_id not in have:
                         have.add(st.step_id)
@@ -282,18 +282,29 @@ def _named(message: str) -> list[str]:
 class _Texts(dict[int, str]):
     """Lower-case texts of the steps' outputs (key ``i``) and inputs without markers (key ``~i``), each made once."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: dict[int, set[str]] = {}
+        """The restated numbers (`content.number_forms`) of each text, made once: a failure naming
+        several numbers asks each text for each of them."""
+
     def of(self, key: int, value: Any) -> str:
         text = self.get(key)
         if text is None:
             text = self[key] = content.text_of(value if key >= 0 else content.without_markers(value)).lower()
         return text
 
-
-def _holds(text: str, named: str) -> bool:
-    """Whether a (lower-case) text holds a value, numbers in any restated form."""
-    if named in text:
-        return True
-    return content.norm_number(named) is not None and named in content.number_forms(text)
+    def holds(self, key: int, value: Any, named: str) -> bool:
+        """Whether the text of ``key`` holds a (lower-case) value, numbers in any restated form."""
+        text = self.of(key, value)
+        if named in text:
+            return True
+        if content.norm_number(named) is None:
+            return False
+        forms = self.forms.get(key)
+        if forms is None:
+            forms = self.forms[key] = content.number_forms(text)
+        return named in forms
 
 
 def with_context(run: Run, previous: Sequence[Run]) -> tuple[Run, dict[str, tuple[str, str]]]:
