@@ -78,6 +78,33 @@ class TestRoundTrip:
         runs = import_path(tau_dir / "tau_dataset_failed.json").runs
         assert _round_trip(runs) == runs
 
+    def test_tau_bench_runs_streamed_and_spilled(
+        self, tau_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Runs named by their own run ids, each exported over several lines interleaved with the others'
+        and read a line at a time with spans spilled to disk, come back unchanged."""
+        from trajdebug.formats import otlp
+
+        runs = import_path(tau_dir / "tau_dataset_failed.json").runs[:6]
+        assert all(r.run_id != trace_id_for(r.run_id) for r in runs)
+        chunks: list[list[dict[str, Any]]] = []
+        for r in runs:
+            [rs] = json.loads(json.dumps(export_otlp([r])))["resourceSpans"]
+            spans = rs["scopeSpans"][0]["spans"]
+            chunks.append(
+                [
+                    {"resourceSpans": [{**rs, "scopeSpans": [{**rs["scopeSpans"][0], "spans": spans[i : i + 3]}]}]}
+                    for i in range(0, len(spans), 3)
+                ]
+            )
+        f = tmp_path / "spans.jsonl"
+        f.write_text("".join(json.dumps(c[i]) + "\n" for i in range(max(map(len, chunks))) for c in chunks if i < len(c)))
+        monkeypatch.setattr(otlp, "STREAM_FROM", 0)
+        monkeypatch.setattr(otlp, "SPILL_SPANS", 4)
+        problems: list[Any] = []
+        assert list(otlp.iter_otlp(f, problems)) == runs
+        assert problems == []
+
 
 json_values = st.recursive(
     st.none()

@@ -201,6 +201,8 @@ class _Traces:
         self.order: dict[str, int] = {}
         self.memory: dict[str, list[Span]] = {}
         self.held = 0
+        self.named: set[str] = set()
+        """Traces with a span that carries a run id (the rest are named by their trace id)."""
         self.db: sqlite3.Connection | None = None
         self.dir: tempfile.TemporaryDirectory[str] | None = None
 
@@ -217,6 +219,8 @@ class _Traces:
         for s in spans:
             self.order.setdefault(s.trace_id, len(self.order))
             self.memory.setdefault(s.trace_id, []).append(s)
+            if RUN_ID in s.resource or RUN_ID in s.attrs:
+                self.named.add(s.trace_id)
         self.count += len(spans)
         self.held += len(spans)
         if self.held >= SPILL_SPANS:
@@ -229,9 +233,10 @@ class _Traces:
             self.db.execute("PRAGMA journal_mode=OFF")
             self.db.execute("PRAGMA synchronous=OFF")
             self.db.execute("CREATE TABLE spans (trace INTEGER, data BLOB)")
+        # One row per trace and spill (its spans in order): a pickle per span cost as much as decoding it.
         self.db.executemany(
             "INSERT INTO spans VALUES (?, ?)",
-            ((self.order[t], pickle.dumps(s, pickle.HIGHEST_PROTOCOL)) for t, ss in self.memory.items() for s in ss),
+            ((self.order[t], pickle.dumps(ss, pickle.HIGHEST_PROTOCOL)) for t, ss in self.memory.items()),
         )
         self.memory.clear()
         self.held = 0
@@ -240,15 +245,18 @@ class _Traces:
         if self.db is None:
             return self.memory.pop(trace)
         rows = self.db.execute("SELECT data FROM spans WHERE trace = ? ORDER BY rowid", (self.order[trace],))
-        return [pickle.loads(r[0]) for r in rows]
+        return [s for r in rows for s in pickle.loads(r[0])]
 
     def runs(self) -> Iterator[Run]:
         """One run per trace, in order of first appearance (`runs_from_spans`)."""
         if self.db is not None:
             self._spill()
             self.db.execute("CREATE INDEX spans_trace ON spans (trace)")
-            # A span's links name other traces' runs: every trace's run id first, one trace at a time.
-            run_ids = {t: _run_id_of(list(_dedupe(self._spans(t)).values())) for t in self.order}
+            # A span's links name other traces' runs: every trace's run id first, one trace at a time
+            # (read back only for a trace with a span that carries a run id: the rest are their trace id).
+            run_ids = {
+                t: _run_id_of(list(_dedupe(self._spans(t)).values())) if t in self.named else t for t in self.order
+            }
         else:
             run_ids = {t: _run_id_of(list(_dedupe(ss).values())) for t, ss in self.memory.items()}
         for t in list(self.order):
