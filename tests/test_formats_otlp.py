@@ -423,6 +423,25 @@ class TestFiles:
         assert [str(x) for x in problems] == [str(x) for x in whole.problems]
         assert len(problems) == 1 and str(problems[0]).startswith(f"{f}:4: not valid JSON")
 
+    def test_spilled_spans_come_back_equal_whatever_they_hold(self) -> None:
+        """Spans written to the spill file come back equal, in order: decoded JSON, and a value only
+        pickle can write."""
+        from fractions import Fraction
+
+        from trajdebug.formats.otlp import _pack, _unpack
+        from trajdebug.formats.otlp_json import Span
+
+        def span(i: int, value: Any) -> Span:
+            return Span(
+                "ab" * 16, f"{i:016x}", None, "s", 1, i, i + 1, {"v": value, "l": [1, 2.5]},
+                [("ev", i, {"k": True})], [("cd" * 16, "ef" * 8, {})], 0, "", {"service.name": "x"}, "scope", i,
+            )
+
+        plain = [span(i, "text") for i in range(3)]
+        odd = [span(0, "text"), span(1, Fraction(1, 3))]
+        assert _pack(plain)[:1] == b"m" and _unpack(_pack(plain)) == plain
+        assert _pack(odd)[:1] == b"p" and _unpack(_pack(odd)) == odd
+
     def test_nothing_readable_raises(self, tmp_path: Path) -> None:
         """A JSON file with no OTLP envelope raises a FormatError naming the file."""
         f = tmp_path / "x.json"

@@ -31,7 +31,10 @@ edges, lifecycles).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
+import marshal
+import operator
 import pickle
 import sqlite3
 import tempfile
@@ -235,8 +238,7 @@ class _Traces:
             self.db.execute("CREATE TABLE spans (trace INTEGER, data BLOB)")
         # One row per trace and spill (its spans in order): a pickle per span cost as much as decoding it.
         self.db.executemany(
-            "INSERT INTO spans VALUES (?, ?)",
-            ((self.order[t], pickle.dumps(ss, pickle.HIGHEST_PROTOCOL)) for t, ss in self.memory.items()),
+            "INSERT INTO spans VALUES (?, ?)", ((self.order[t], _pack(ss)) for t, ss in self.memory.items())
         )
         self.memory.clear()
         self.held = 0
@@ -245,7 +247,7 @@ class _Traces:
         if self.db is None:
             return self.memory.pop(trace)
         rows = self.db.execute("SELECT data FROM spans WHERE trace = ? ORDER BY rowid", (self.order[trace],))
-        return [s for r in rows for s in pickle.loads(r[0])]
+        return [s for r in rows for s in _unpack(r[0])]
 
     def runs(self) -> Iterator[Run]:
         """One run per trace, in order of first appearance (`runs_from_spans`)."""
@@ -261,6 +263,26 @@ class _Traces:
             run_ids = {t: _run_id_of(list(_dedupe(ss).values())) for t, ss in self.memory.items()}
         for t in list(self.order):
             yield _trace_to_run(t, _dedupe(self._spans(t)), run_ids)
+
+
+_SPAN_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(Span) if f.name != "children"))
+"""A span's fields but its children (none yet while its trace is being read), as a tuple."""
+
+
+def _pack(spans: list[Span]) -> bytes:
+    """Spans as bytes: their fields marshalled (decoded JSON is all built-in values), else pickled."""
+    try:
+        return b"m" + marshal.dumps([_SPAN_FIELDS(s) for s in spans])
+    except ValueError:  # a value marshal cannot write: pickle writes anything the decoder made
+        return b"p" + pickle.dumps(spans, pickle.HIGHEST_PROTOCOL)
+
+
+def _unpack(data: bytes) -> list[Span]:
+    """The spans `_pack` wrote."""
+    if data[:1] == b"m":
+        return [Span(*fields) for fields in marshal.loads(data[1:])]
+    spans: list[Span] = pickle.loads(data[1:])
+    return spans
 
 
 def _spans_of_records(
