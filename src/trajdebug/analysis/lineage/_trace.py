@@ -168,9 +168,10 @@ class Lineage:
                 for w in set(_WORDS.findall(self.views[s.step_id].out_text)):
                     self._words.setdefault(w, []).append(i)
         cands = self._words.get(first.group(0), [])
-        cands = cands[: bisect.bisect_left(cands, before)]
-        if len(cands) > 4 * MAX_PRODUCERS:
+        k = bisect.bisect_left(cands, before)
+        if k > 4 * MAX_PRODUCERS:
             return []  # a common word: no telling who wrote it
+        cands = cands[:k]
         word = re.compile(r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])")
         return [i for i in cands if word.search(self.views[self.steps[i].step_id].out_text)][: MAX_PRODUCERS + 1]
 
@@ -208,17 +209,23 @@ class Lineage:
                 ancestors.add(cur)
                 cur = parent.get(cur)
             for a in self.views[s.step_id].inputs:
-                pos = self.holders(a.key, i)
-                written = False
-                if not pos and a.kind == "text" and a.field and not self._holders.get(a.key):
+                # The holders before this step are a prefix of the value's holders: only its length
+                # and last position are needed (a copy of it per input value was quadratic).
+                lst = self._holders.get(a.key, ())
+                k = bisect.bisect_left(lst, i)
+                written = k == 0 and a.kind == "text" and bool(a.field) and not lst
+                if written:
                     # A value a step wrote inside a longer text ("Schedule: monthly. ...").
-                    pos, written = self._writers(a, i), True
-                if not pos or len(pos if written else self._holders.get(a.key, ())) > max_holders:
-                    continue
-                p = pos[-1]
+                    pos = self._writers(a, i)
+                    if not pos or len(pos) > max_holders:
+                        continue
+                    p, n = pos[-1], len(pos)
+                else:
+                    if k == 0 or len(lst) > max_holders:
+                        continue
+                    p, n = lst[k - 1], len(lst)
                 if self.steps[p].step_id in ancestors:
                     continue
-                n = len(pos) if written else len(self._holders.get(a.key, ()))
                 conf = (1.0 / math.sqrt(n) if n > 1 else 1.0) * (0.9 if a.field else 0.75) * (0.8 if written else 1.0)
                 if conf > best.get(p, (0.0, ""))[0]:
                     best[p] = (conf, a.field or a.raw[:40])
