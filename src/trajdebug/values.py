@@ -329,6 +329,10 @@ def _blanked(text: str, found: list[re.Match[str]]) -> str:
 # -- atoms -----------------------------------------------------------------------
 
 
+_NOT_MAPPINGS = frozenset({list, tuple, int, float, bool, type(None)})
+"""Built-in types that are no mapping: the walks ask the (slower) ``Mapping`` check of other types only."""
+
+
 def atoms(value: Any, *, limit: int = MAX_ATOMS) -> list[Atom]:
     """The atoms of a value: its scalar leaves, and the numbers, dates, ids and quoted strings of its text.
 
@@ -360,7 +364,7 @@ def _walk(value: Any, field: str | None, depth: int, out: list[Atom], limit: int
     if isinstance(value, str):
         _text(value, field, depth, out, limit)
         return
-    if isinstance(value, Mapping):
+    if isinstance(value, dict) or (type(value) not in _NOT_MAPPINGS and isinstance(value, Mapping)):
         for i, (k, v) in enumerate(value.items()):
             if i >= 200 or len(out) >= limit:
                 break
@@ -625,7 +629,7 @@ def iter_text(value: Any, depth: int = 0) -> Iterator[str]:
         return
     if isinstance(value, str):
         yield value[:TEXT_LIMIT]
-    elif isinstance(value, Mapping):
+    elif isinstance(value, dict) or (type(value) not in _NOT_MAPPINGS and isinstance(value, Mapping)):
         for i, v in enumerate(value.values()):
             if i >= 200:
                 break

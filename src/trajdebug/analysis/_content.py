@@ -62,9 +62,15 @@ def strip_fence(s: str) -> str:
     return m.group(1) if m else s.strip()
 
 
+_NOT_MAPPINGS = frozenset({str, list, tuple, int, float, bool, type(None)})
+"""Built-in types that are no mapping: the ``Mapping`` check (slower) is asked of other types only."""
+
+
 def is_marker(value: Any) -> bool:
     """True for the recorder's truncation / repr markers (the value itself was not kept)."""
-    return isinstance(value, Mapping) and (TRUNCATED_KEY in value or REPR_KEY in value)
+    return (
+        isinstance(value, dict) or (type(value) not in _NOT_MAPPINGS and isinstance(value, Mapping))
+    ) and (TRUNCATED_KEY in value or REPR_KEY in value)
 
 
 def looks_like_json(s: str) -> bool:
@@ -351,7 +357,7 @@ def leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, An
     """The scalar leaves of a JSON value with their dotted paths (bounded depth)."""
     if depth > 6:
         return
-    if isinstance(value, Mapping):
+    if isinstance(value, dict) or (type(value) not in _NOT_MAPPINGS and isinstance(value, Mapping)):
         if is_marker(value):
             return
         for k, v in value.items():
