@@ -501,6 +501,15 @@ class TestConventions:
         with pytest.raises(ValueError, match="neither 32 hex digits nor base64 of 16 bytes"):
             hex_id("abc", 16)
 
+    def test_an_id_read_again_reads_as_it_did_for_its_size(self) -> None:
+        """An id decoded before decodes the same again, as an id of the size asked for: 16 hex digits
+        are a span id, and no trace id however often they were read."""
+        for _ in range(2):
+            assert hex_id("ABCDEF0123456789", 8) == "abcdef0123456789"
+            with pytest.raises(ValueError, match="neither 32 hex digits"):
+                hex_id("ABCDEF0123456789", 16)
+            assert hex_id("0" * 32, 16) is None
+
     def test_genai_messages_deprecated_names_and_traceloop(self) -> None:
         """GenAI JSON messages, OpenLLMetry indexed prompts and traceloop kinds map to steps and edges."""
         tid = "11" * 16

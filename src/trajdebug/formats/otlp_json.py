@@ -77,14 +77,24 @@ class Span:
 # -- decoding -------------------------------------------------------------------
 
 
+_VALUE_KEYS = {
+    k: k.replace("_", "").lower()
+    for k in (
+        *("stringValue", "boolValue", "intValue", "doubleValue", "bytesValue", "arrayValue", "kvlistValue"),
+        *("string_value", "bool_value", "int_value", "double_value", "bytes_value", "array_value", "kvlist_value"),
+    )
+}
+"""The keys of an ``AnyValue`` as the spec and protobuf's JSON write them, folded (others are folded as read)."""
+
+
 def any_value(v: Any) -> Any:
     """Decode an OTLP ``AnyValue`` (camelCase or snake_case keys; plain values pass through)."""
-    if not isinstance(v, Mapping):
+    if not isinstance(v, (dict, Mapping)):
         return v
     if not v:
         return None
     for key, value in v.items():
-        k = key.replace("_", "").lower()
+        k = _VALUE_KEYS.get(key) or key.replace("_", "").lower()
         if k == "stringvalue":
             return value
         if k == "boolvalue":
@@ -106,7 +116,7 @@ def attributes(kvs: Any) -> dict[str, Any]:
     """Decode a list of ``{key, value}`` into a dict."""
     out: dict[str, Any] = {}
     for kv in kvs or ():
-        if isinstance(kv, Mapping) and "key" in kv:
+        if isinstance(kv, (dict, Mapping)) and "key" in kv:
             out[str(kv["key"])] = any_value(kv.get("value"))
     return out
 
@@ -125,6 +135,22 @@ def hex_id(value: Any, nbytes: int) -> str | None:
         return None
     if not isinstance(value, str):
         raise ValueError(f"id {value!r} is not a string")
+    key = (value, nbytes)
+    if key in _HEX_IDS:
+        return _HEX_IDS[key]
+    if len(_HEX_IDS) >= _HEX_IDS_MAX:
+        _HEX_IDS.clear()
+    out = _HEX_IDS[key] = _hex_id(value, nbytes)
+    return out
+
+
+_HEX_IDS: dict[tuple[str, int], str | None] = {}
+"""Ids decoded before: a trace's id comes with each of its spans, a parent's with each child."""
+_HEX_IDS_MAX = 1 << 16
+
+
+def _hex_id(value: str, nbytes: int) -> str | None:
+    """`hex_id` of a non-empty string, not memoized."""
     out: str | None = None
     if len(value) == 2 * nbytes:
         try:
