@@ -501,6 +501,30 @@ class TestConventions:
         with pytest.raises(ValueError, match="neither 32 hex digits nor base64 of 16 bytes"):
             hex_id("abc", 16)
 
+    @pytest.mark.parametrize(
+        ("attrs", "events"),
+        [
+            ({"llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "hi"}, []),
+            ({"llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "ok"}, []),
+            ({"gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}])}, []),
+            ({"gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}])}, []),
+            ({"gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "hi", "gen_ai.completion.0.content": "ok"}, []),
+            ({"gen_ai.system": "openai"}, [("gen_ai.user.message", 1, {"content": "hi"}), ("gen_ai.choice", 2, {"message": '{"content": "ok"}'})]),
+            ({"gen_ai.system": "openai", "tool.name": "search", "input.value": "q"}, []),
+        ],
+    )
+    def test_messages_are_read_whichever_convention_carries_them(
+        self, attrs: dict[str, Any], events: list[tuple[str, int, dict[str, Any]]]
+    ) -> None:
+        """A span's messages are what the chat convention reader finds, whichever convention (or none)
+        carries them."""
+        from trajdebug.chat import messages_from_attributes
+        from trajdebug.formats import _semconv
+
+        got = _semconv.messages(attrs, events)
+        assert (got.inputs, got.output) == messages_from_attributes(attrs, events)
+        assert (got.inputs is None and got.output is None) == ("input.value" in attrs)
+
     def test_an_id_read_again_reads_as_it_did_for_its_size(self) -> None:
         """An id decoded before decodes the same again, as an id of the size asked for: 16 hex digits
         are a span id, and no trace id however often they were read."""

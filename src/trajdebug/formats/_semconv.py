@@ -158,8 +158,23 @@ class Messages:
     """The message the model wrote (the first choice)."""
 
 
+_MESSAGE_KEYS = (
+    "llm.input_messages",
+    "llm.output_messages",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.prompt",
+    "gen_ai.completion",
+)
+"""How the names of the attributes `messages_from_attributes` reads messages from begin (the rest of
+what it reads is events); keep in step with it."""
+
+
 def messages(attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]] = ()) -> Messages:
     """Read a span's input and output messages from whichever convention it uses (`trajdebug.chat`)."""
+    if not events and not any(k.startswith(_MESSAGE_KEYS) for k in attrs):
+        # Most spans of a trace carry no message: told in one pass over their attribute names.
+        return Messages(None, None)
     inputs, output = messages_from_attributes(attrs, events)
     return Messages(inputs, output)
 
