@@ -428,7 +428,7 @@ class TestFiles:
         pickle can write."""
         from fractions import Fraction
 
-        from trajdebug.formats.otlp import _pack, _unpack
+        from trajdebug.formats._stream import pack, unpack
         from trajdebug.formats.otlp_json import Span
 
         def span(i: int, value: Any) -> Span:
@@ -439,8 +439,8 @@ class TestFiles:
 
         plain = [span(i, "text") for i in range(3)]
         odd = [span(0, "text"), span(1, Fraction(1, 3))]
-        assert _pack(plain)[:1] == b"m" and _unpack(_pack(plain)) == plain
-        assert _pack(odd)[:1] == b"p" and _unpack(_pack(odd)) == odd
+        assert pack(plain)[:1] == b"m" and unpack(pack(plain)) == plain
+        assert pack(odd)[:1] == b"p" and unpack(pack(odd)) == odd
 
     def test_nothing_readable_raises(self, tmp_path: Path) -> None:
         """A JSON file with no OTLP envelope raises a FormatError naming the file."""

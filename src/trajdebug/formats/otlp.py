@@ -30,14 +30,6 @@ edges, lifecycles).
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import gc
-import marshal
-import operator
-import pickle
-import sqlite3
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,7 +37,8 @@ from typing import Any
 from trajdebug import chat
 from trajdebug.format import FormatError, ReadResult
 from trajdebug.formats import _semconv as sc
-from trajdebug.formats._common import Record, read_records
+from trajdebug.formats._common import Record
+from trajdebug.formats._stream import SpanSpill, paused_collector, records
 from trajdebug.formats.convert import add_deps, declared, maybe_json
 from trajdebug.formats.otlp_json import (
     DEP,
@@ -121,15 +114,15 @@ def iter_otlp(path: str | Path, problems: list[FormatError]) -> Iterator[Run]:
     )
     if not files:
         raise FormatError("directory holds no .json or .jsonl files", source=str(p))
-    with _paused_collector(), _Traces() as traces:
+    with paused_collector(), SpanSpill() as traces:
         for f in files:
             bad_json: list[FormatError] = []
             bad_spans: list[FormatError] = []
             try:
-                for rec in _records(f, bad_json):
+                for rec in records(f, bad_json, stream_from=STREAM_FROM):
                     for env in rec.value if isinstance(rec.value, list) else [rec.value]:
                         spans, bad = spans_from_envelope(env, source=str(f), line=rec.line, first_index=traces.count)
-                        traces.add(spans)
+                        traces.add(spans, SPILL_SPANS)
                         bad_spans += bad
             except FormatError as exc:
                 problems.append(exc)
@@ -140,149 +133,22 @@ def iter_otlp(path: str | Path, problems: list[FormatError]) -> Iterator[Run]:
             raise FormatError(
                 f"no span could be read ({first})", source=str(p), line=problems[0].line if problems else None
             )
-        yield from traces.runs()
+        yield from _runs(traces)
 
 
-def _records(path: Path, problems: list[FormatError]) -> Iterator[Record]:
-    """The JSON values of a file: whole (`read_records`), or a line at a time when large and line-delimited."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise FormatError(f"cannot read file: {exc.strerror or exc}", source=str(path)) from None
-    if size < STREAM_FROM or not _line_delimited(path):
-        records, bad = read_records(path)
-        problems += bad
-        yield from records
-        return
-    from trajdebug._encode import loads
-
-    with path.open("rb") as fh:
-        for n, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                value = loads(raw)
-            except ValueError as exc:
-                problems.append(FormatError(f"not valid JSON ({exc})", source=str(path), line=n))
-                continue
-            yield Record(value, n)
-
-
-def _line_delimited(path: Path) -> bool:
-    """Whether a file's first non-blank line is a whole JSON object or array (JSON lines)."""
-    from trajdebug._encode import loads
-
-    with path.open("rb") as fh:
-        for raw in fh:
-            if raw.strip():
-                try:
-                    return isinstance(loads(raw), (dict, list))
-                except ValueError:
-                    return False
-    return False
-
-
-@contextlib.contextmanager
-def _paused_collector() -> Iterator[None]:
-    # Decoding allocates millions of small containers that stay alive until the runs are built;
-    # each collection would re-traverse them all (as `trajdebug.analysis` does while analyzing).
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-class _Traces:
-    """Decoded spans grouped by trace, in memory up to `SPILL_SPANS` spans, then on disk."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.order: dict[str, int] = {}
-        self.memory: dict[str, list[Span]] = {}
-        self.held = 0
-        self.named: set[str] = set()
-        """Traces with a span that carries a run id (the rest are named by their trace id)."""
-        self.db: sqlite3.Connection | None = None
-        self.dir: tempfile.TemporaryDirectory[str] | None = None
-
-    def __enter__(self) -> _Traces:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.db is not None:
-            self.db.close()
-        if self.dir is not None:
-            self.dir.cleanup()
-
-    def add(self, spans: list[Span]) -> None:
-        for s in spans:
-            self.order.setdefault(s.trace_id, len(self.order))
-            self.memory.setdefault(s.trace_id, []).append(s)
-            if RUN_ID in s.resource or RUN_ID in s.attrs:
-                self.named.add(s.trace_id)
-        self.count += len(spans)
-        self.held += len(spans)
-        if self.held >= SPILL_SPANS:
-            self._spill()
-
-    def _spill(self) -> None:
-        if self.db is None:
-            self.dir = tempfile.TemporaryDirectory(prefix="trajdebug-import-")
-            self.db = sqlite3.connect(Path(self.dir.name) / "spans.db")
-            self.db.execute("PRAGMA journal_mode=OFF")
-            self.db.execute("PRAGMA synchronous=OFF")
-            self.db.execute("CREATE TABLE spans (trace INTEGER, data BLOB)")
-        # One row per trace and spill (its spans in order): a pickle per span cost as much as decoding it.
-        self.db.executemany(
-            "INSERT INTO spans VALUES (?, ?)", ((self.order[t], _pack(ss)) for t, ss in self.memory.items())
-        )
-        self.memory.clear()
-        self.held = 0
-
-    def _spans(self, trace: str) -> list[Span]:
-        if self.db is None:
-            return self.memory.pop(trace)
-        rows = self.db.execute("SELECT data FROM spans WHERE trace = ? ORDER BY rowid", (self.order[trace],))
-        return [s for r in rows for s in _unpack(r[0])]
-
-    def runs(self) -> Iterator[Run]:
-        """One run per trace, in order of first appearance (`runs_from_spans`)."""
-        if self.db is not None:
-            self._spill()
-            self.db.execute("CREATE INDEX spans_trace ON spans (trace)")
-            # A span's links name other traces' runs: every trace's run id first, one trace at a time
-            # (read back only for a trace with a span that carries a run id: the rest are their trace id).
-            run_ids = {
-                t: _run_id_of(list(_dedupe(self._spans(t)).values())) if t in self.named else t for t in self.order
-            }
-        else:
-            run_ids = {t: _run_id_of(list(_dedupe(ss).values())) for t, ss in self.memory.items()}
-        for t in list(self.order):
-            yield _trace_to_run(t, _dedupe(self._spans(t)), run_ids)
-
-
-_SPAN_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(Span) if f.name != "children"))
-"""A span's fields but its children (none yet while its trace is being read), as a tuple."""
-
-
-def _pack(spans: list[Span]) -> bytes:
-    """Spans as bytes: their fields marshalled (decoded JSON is all built-in values), else pickled."""
-    try:
-        return b"m" + marshal.dumps([_SPAN_FIELDS(s) for s in spans])
-    except ValueError:  # a value marshal cannot write: pickle writes anything the decoder made
-        return b"p" + pickle.dumps(spans, pickle.HIGHEST_PROTOCOL)
-
-
-def _unpack(data: bytes) -> list[Span]:
-    """The spans `_pack` wrote."""
-    if data[:1] == b"m":
-        return [Span(*fields) for fields in marshal.loads(data[1:])]
-    spans: list[Span] = pickle.loads(data[1:])
-    return spans
+def _runs(traces: SpanSpill) -> Iterator[Run]:
+    """One run per trace, in order of first appearance (`runs_from_spans`)."""
+    traces.finish()
+    if traces.spilled:
+        # A span's links name other traces' runs: every trace's run id first, one trace at a time
+        # (read back only for a trace with a span that carries a run id: the rest are their trace id).
+        run_ids = {
+            t: _run_id_of(list(_dedupe(traces.spans(t)).values())) if t in traces.named else t for t in traces.order
+        }
+    else:
+        run_ids = {t: _run_id_of(list(_dedupe(ss).values())) for t, ss in traces.memory.items()}
+    for t in list(traces.order):
+        yield _trace_to_run(t, _dedupe(traces.spans(t)), run_ids)
 
 
 def _spans_of_records(
