@@ -14,7 +14,7 @@ from agents import Agent as SdkAgent
 from agents import OpenAIChatCompletionsModel, RunConfig, RunContextWrapper, Runner, function_tool, set_trace_processors
 from agents.exceptions import AgentsException
 from common import Agent, Case
-from fakellm import ScriptedModel, Turn, call, calls_made, first_user, last_result, say, system_text
+from fakellm import ScriptedModel, Turn, call, first_user, last_result, say, system_text
 from openai import AsyncOpenAI
 
 from trajdebug.integrations.openai_agents import TrajdebugProcessor

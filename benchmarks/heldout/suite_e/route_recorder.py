@@ -6,7 +6,6 @@ import json
 import re
 import zlib
 from pathlib import Path
-from typing import Any
 
 import trajdebug
 from common import Agent, Case
