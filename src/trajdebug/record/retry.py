@@ -18,7 +18,6 @@ asyncio tasks or threads never chain into each other's attempts.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import time
@@ -111,6 +110,8 @@ def retry(
                     finally:
                         chain.end()
                     if backoff:
+                        import asyncio  # here: `import trajdebug` stays free of asyncio's start-up
+
                         await asyncio.sleep(backoff * n)
                 raise AssertionError("unreachable")
 
