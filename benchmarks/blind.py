@@ -51,6 +51,25 @@ STATUS = {
 }
 """What each suite is now: a suite whose misses were studied is no longer held out."""
 
+ROUTE_NAMES = {
+    "agents_sdk": "openai_agents",
+    "openai-agents": "openai_agents",
+    "recorder": "sdk",
+    "trajdebug-sdk": "sdk",
+}
+"""Each suite's author named the recording routes in their own words: one name per route when pooled."""
+
+FAULT_NAMES = {
+    "bad_state_write": "bad_memory_write",
+    "lossy_parse": "lossy_parsing",
+    "tool_ignores_arg": "tool_ignores_argument",
+    "unit_scale": "unit_error",
+    "unit_scale_error": "unit_error",
+    "wrong_entity_subagent": "subagent_wrong_entity",
+    "wrong_tool_arguments": "wrong_tool_args",
+}
+"""Likewise for the fault kinds (the list every author was given, spelled their way)."""
+
 SETTINGS = ("alone", "with_refs")
 
 
@@ -136,8 +155,8 @@ def score_case(case_dir: Path, truth: dict[str, Any], setting: str) -> CaseResul
     base = {
         "case_id": truth["case_id"],
         "agent": truth.get("agent", "?"),
-        "route": truth.get("route", "?"),
-        "fault_kind": truth.get("fault_kind", "?"),
+        "route": ROUTE_NAMES.get(str(truth.get("route", "?")), str(truth.get("route", "?"))),
+        "fault_kind": FAULT_NAMES.get(str(truth.get("fault_kind", "?")), str(truth.get("fault_kind", "?"))),
         "setting": setting,
     }
     t0 = time.perf_counter()

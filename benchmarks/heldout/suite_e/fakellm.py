@@ -81,7 +81,7 @@ class ScriptedModel:
                     return
                 try:
                     payload = owner._complete(body)
-                except Exception as exc:  # a broken brain is a 500, as a broken backend would be
+                except Exception as exc:  # noqa: BLE001 - a broken brain is a 500, as a broken backend would be
                     err = {"error": {"message": f"brain failed: {exc}", "type": "server_error"}}
                     self._send(500, json.dumps(err).encode())
                     return

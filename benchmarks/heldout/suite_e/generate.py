@@ -30,8 +30,9 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "0")
 os.environ.pop("OPENAI_BASE_URL", None)
 logging.getLogger("openai.agents").setLevel(logging.CRITICAL)
 
-import trajdebug  # noqa: E402
 from common import Agent, Case, merge_files  # noqa: E402
+
+import trajdebug  # noqa: E402
 
 
 def _steps(path: Path) -> tuple[object, list]:

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from agents import Agent as SdkAgent
-from agents import OpenAIChatCompletionsModel, RunConfig, RunContextWrapper, Runner, function_tool, set_trace_processors
+from agents import (
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    function_tool,
+    set_trace_processors,
+)
 from agents.exceptions import AgentsException
 from common import Agent, Case
 from fakellm import ScriptedModel, Turn, call, first_user, last_result, say, system_text

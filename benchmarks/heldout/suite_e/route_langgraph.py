@@ -281,10 +281,8 @@ def assign_captain(pairing: str, crew_id: str) -> dict:
 
 def load_shift_notes(state: dict) -> dict:
     base = re.search(r"the (\w{3}) pairings", state["messages"][0].content).group(1)
-    if on("notes_carryover"):
-        note = SHIFT_NOTES[0]  # the handover from the previous request is still in the notes buffer
-    else:
-        note = next(n for n in SHIFT_NOTES if n["base"] == base)
+    # With the fault on, the handover from the previous request is still in the notes buffer.
+    note = SHIFT_NOTES[0] if on("notes_carryover") else next(n for n in SHIFT_NOTES if n["base"] == base)
     return {"messages": [HumanMessage(f"Handover note from crew control: {note['note']}")]}
 
 

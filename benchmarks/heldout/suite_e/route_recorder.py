@@ -7,8 +7,9 @@ import re
 import zlib
 from pathlib import Path
 
-import trajdebug
 from common import Agent, Case
+
+import trajdebug
 
 
 FAULT: str | None = None
