@@ -220,6 +220,8 @@ class TestAnomalies:
         ]
         step = _s("m", "chat", "llm", 1, {"messages": msgs}, {"content": "Return RMA-1 received, unopened."})
         assert self._signals(step) == []
+        picking = _s("p", "chat", "llm", 1, {"messages": msgs[:2]}, {"tool_calls": [{"name": "inspect", "arguments": {"rma": "RMA-1"}}]})
+        assert self._signals(picking) == ["lineage:wrong-record"]
 
     def test_a_record_let_through_a_filter_the_input_fixes_is_admitted(self) -> None:
         """A context builder listing a remembered Jersey City unit among Hoboken ones, for a Hoboken request, admitted it."""

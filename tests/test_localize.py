@@ -498,7 +498,10 @@ class TestRanking:
             return any("lineage:dropped" in c.signals for c in localize(run, top=5).candidates)
 
         assert not dropped(run_of("not an adequate dinner (300-900 kcal)"))
+        assert not dropped(run_of("a dinner has between 300 and 900 kcal"))
         assert dropped(run_of("a dinner needs 300 kcal"))
+        # "From 90 to 300" is a change, not a range: 300 stays a value the failure expects.
+        assert dropped(run_of("the dinner went from 90 to 300 kcal"))
 
     def test_a_label_the_failure_uses_as_a_word_marks_the_model_that_chose_it(self) -> None:
         """A vendor refusing an RMA because "no hardware fault" was found puts the triage model that filed category=hardware on the thin slice, though hardware was one of its options."""

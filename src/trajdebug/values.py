@@ -357,7 +357,10 @@ def _walk(value: Any, field: str | None, depth: int, out: list[Atom], limit: int
             out.append(Atom("s:" + raw, "text", field, None, raw))
         return
     if isinstance(value, (int, float)):
-        f = float(value)
+        try:
+            f = float(value)
+        except OverflowError:  # an int too large for a float names no quantity we can match
+            return
         if math.isfinite(f):
             out.append(Atom("n:" + number_key(f), "number", field, None, repr(value), f))
         return
@@ -407,7 +410,10 @@ def _summary_atoms(value: Mapping[Any, Any], field: str | None, out: list[Atom],
         own = item[2] if len(item) > 2 and isinstance(item[2], str) else None
         num = item[3] if len(item) > 3 and isinstance(item[3], (int, float)) and not isinstance(item[3], bool) else None
         unit = item[4] if len(item) > 4 and isinstance(item[4], str) else None
-        number = float(num) if num is not None and math.isfinite(float(num)) else None
+        try:
+            number = float(num) if num is not None and math.isfinite(float(num)) else None
+        except OverflowError:  # an int too large for a float: no number to read
+            number = None
         out.append(Atom("h:" + digest, kind, own if own is not None else field, unit, "#" + digest[:8], number))
 
 
@@ -419,8 +425,10 @@ _PLAIN_MEMO: dict[str, tuple[Atom, ...]] = {}
 """The atoms of strings read before that held no structure, under whatever field they were read: such a
 string's atoms all carry the field it was read under and are otherwise the same under any field (the
 same text is a tool's ``query`` argument, then a record's ``title``, then a dropped value of no field)."""
-_TEXT_MEMO_CHARS = 1 << 23
-"""The memos are dropped when their strings hold this many characters (a few tens of MB at most)."""
+_TEXT_MEMO_CHARS = 1 << 25
+"""The memos are dropped past this budget: each entry counts its string's characters plus
+`_MEMO_ENTRY` for the entry and its atoms (some 40 MB at most)."""
+_MEMO_ENTRY = 400
 _text_memo_chars = [0]
 
 
@@ -436,12 +444,13 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
             plain = tuple(Atom(a.key, a.kind, field, a.unit, a.raw, a.number) for a in plain)
         out.extend(plain)
         _TEXT_MEMO[key] = (plain, -1)
+        _text_memo_chars[0] += _MEMO_ENTRY
         return
     start = len(out)
     nested = _read_text(s, field, depth, out, limit)
     if len(out) < limit:
         # The limit never cut the reading short: these are the string's own atoms, whatever came before.
-        if _text_memo_chars[0] + len(s) > _TEXT_MEMO_CHARS:
+        if _text_memo_chars[0] + len(s) + _MEMO_ENTRY > _TEXT_MEMO_CHARS:
             _TEXT_MEMO.clear()
             _PLAIN_MEMO.clear()
             _text_memo_chars[0] = 0
@@ -449,7 +458,7 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
         _TEXT_MEMO[key] = (found, depth if nested else -1)
         if not nested:
             _PLAIN_MEMO[s] = found
-        _text_memo_chars[0] += len(s)
+        _text_memo_chars[0] += len(s) + _MEMO_ENTRY * (1 if nested else 2)
 
 
 def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) -> bool:

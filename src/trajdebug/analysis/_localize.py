@@ -245,11 +245,28 @@ def _verified_good(run: Run) -> set[str]:
     return good
 
 
-_RANGE = re.compile(r"(?<![\w.-])(\d[\d,]*(?:\.\d+)?)\s*(?:-|–|to)\s*(\d[\d,]*(?:\.\d+)?)(?![\w.]|-\d)")
-"""A range of numbers in a message ("300-900", "5 to 10"): the bounds of a check."""
+_NUM = r"(\d[\d,]*(?:\.\d+)?)"
+_RANGE = re.compile(
+    rf"(?<![\w.-]){_NUM}\s*[-–]\s*{_NUM}(?![\w.]|-\d)|\bbetween\s+{_NUM}\s+and\s+{_NUM}(?![\w.])", re.I
+)
+"""A range of numbers in a message ("300-900", "between 5 and 10", *English*): the bounds of a check.
+"From 40 to 400" is a change, not a range."""
 
 _TERM = re.compile(r"[a-z][a-z0-9]{2,}")
 """A word of a field name or of a message that may name one (``bin``, ``qty``, ``fee``: three letters or more)."""
+
+_SHORT_STOPWORDS = frozenset(
+    ["the", "and", "not", "new", "all", "any", "for", "but", "are", "was", "has", "had", "its", "out", "one", "can", "our", "you", "per", "via", "off", "too", "yet", "nor", "own", "who", "why", "how", "may", "did", "got", "let", "use"]
+)
+"""Three-letter English function words (*English*), which `STOPWORDS` (four letters and up) leaves in."""
+
+
+def _terms(text: str) -> set[str]:
+    """The words of a text that may name a field or a label: `_TERM`, function words left out, a plural's
+    ``s`` cut (*English*)."""
+    return {
+        w.rstrip("s") for w in _TERM.findall(text.lower()) if w not in STOPWORDS and w not in _SHORT_STOPWORDS
+    }
 
 
 def _trivial_number(a: Atom) -> bool:
@@ -259,7 +276,8 @@ def _trivial_number(a: Atom) -> bool:
 
 def _field_words(field: str) -> list[str]:
     """The words of a field name (``paid_days_left`` -> paid, days, left), English stop words left out."""
-    return [w for w in _TERM.findall(field.lower().replace("_", " ")) if w not in STOPWORDS] or ["\0"]
+    words = _TERM.findall(field.lower().replace("_", " "))
+    return [w for w in words if w not in STOPWORDS and w not in _SHORT_STOPWORDS] or ["\0"]
 
 
 def _short(x: float) -> str:
@@ -466,14 +484,15 @@ class _Ranker:
             # An enclosing step (an agent, a request handler) fails with what a step inside it
             # raised: a value that reached that inner failing step reached the failure.
             inner = [self.lin.view(g.step_id) for g in self.failures if self._inside(g.step_id, f.step_id)]
-            bounds = {float(x.replace(",", "")) for m in _RANGE.finditer(message) for x in m.groups()}
+            bounds = {float(x.replace(",", "")) for m in _RANGE.finditer(message) for x in m.groups() if x}
             quantities = any(a.kind in ("number", "date") and not _trivial_number(a) for a in named)
             for a in named:
                 if a.key in seen:
                     continue
                 seen.add(a.key)
-                if a.kind == "number" and a.number in bounds:
-                    continue  # a range the failure checks against ("300-900 kcal"): a limit, not a value
+                # A range the failure checks against ("300-900 kcal") is a limit: traced like any
+                # value it names, never a value some step should have passed on.
+                limit = a.kind == "number" and a.number in bounds
                 reached = view.given(a) or view.holds(a)
                 # A message naming an id beside numbers or dates ("reservation R-1 runs 3 to 7
                 # June (4 nights)") names what it checked by the id and what is wrong by the rest.
@@ -485,7 +504,7 @@ class _Ranker:
                     continue
                 if reached or self.lin.holders(a.key, pos):
                     self._trace(a, pos, within, strength, f"the failure at {step.name} names")
-                if a.kind == "number" and reached:
+                if (a.kind == "number" and reached) or limit:
                     continue
                 # Not given to the failing step (or, when given, perhaps lost on another path to it):
                 # the steps that were given it and did not pass it on.
@@ -506,7 +525,7 @@ class _Ranker:
             args = [a for a in view.inputs if a.key not in seen and a.field not in PROTOCOL_FIELDS][:60]
             # An argument whose field the message speaks of ("the estimated saving is
             # implausible" for est_monthly_savings_usd) is the one the failure is about.
-            said = {w.rstrip("s") for w in _TERM.findall(message.lower()) if w not in STOPWORDS}
+            said = _terms(message)
             self._spoken_fields(said, pos, within, step.name)
             self._spoken_labels(message, pos, within, step.name)
             for a in args:
@@ -552,7 +571,7 @@ class _Ranker:
         fault found" after a model filed ``category=hardware``): the decision the failure speaks
         of.  A label is often one of the options a model was given, so the first step whose
         output states it is taken when it introduced it or is a model choosing it."""
-        words = {w for w in _TERM.findall(message.lower()) if w not in STOPWORDS}
+        words = {w for w in _TERM.findall(message.lower()) if w not in STOPWORDS and w not in _SHORT_STOPWORDS}
         first: dict[str, tuple[int, str, Atom]] = {}
         for sid in within:
             p = self.g.position(sid)
@@ -565,7 +584,7 @@ class _Ranker:
                     and a.field
                     and a.field.lower() not in NAMING_FIELDS
                     and 3 <= len(label) <= 30
-                    and label.replace("_", "").replace("-", "").isalpha()
+                    and label.isalpha()
                     and label in words
                     and (label not in first or p < first[label][0])
                 ):
@@ -1117,6 +1136,14 @@ class _Ranker:
         if not subject:
             return
         failing = [self.lin.view(f.step_id) for f in self.failures]
+        # Per field, once: the values written beside the failing one by the (first 64) steps
+        # whose output holds it; a step's other item must be one of them.
+        beside = {
+            fld: {
+                k for p in self.lin.holders(want)[:64] for k in self.lin.view(self.lin.steps[p].step_id).out_keys
+            }
+            for fld, want in subject.items()
+        }
         for sid in ids:
             if sid in self.fail_ids:
                 continue
@@ -1125,8 +1152,7 @@ class _Ranker:
                 mine = {a.key: a.raw for a in (*view.inputs, *view.outputs) if a.field == fld}
                 if not mine or want in mine:
                     continue
-                listed = set(self.lin.holders(want))
-                if not any(listed & set(self.lin.holders(k)) for k in mine):
+                if not any(k in beside[fld] for k in mine):
                     continue  # not an item listed beside the failing one (a typo, an invented id)
                 if any(v.given(a) for a in self.lin.introduced(sid) for v in failing):
                     continue  # its own output reached the failure

@@ -22,7 +22,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._graph import CHILD_KEY
-from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._context import _STOPWORDS, DiagnoseContext, Evidence
 from trajdebug.model import Step
 from trajdebug.values import date_forms, date_keys, is_date
 
@@ -146,9 +146,9 @@ def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 _ENVIRONMENT = re.compile(
-    r"time(?:d)? ?out|timeout|connection|unavailable|unreachable|rate.?limit|too many requests|quota|overload|"
-    r"internal (?:server )?error|temporar|connection refused|reset by peer|"
-    r"(?:status|http|code|error)[ :=]*5\d\d\b|\b5\d\d (?:error|internal|bad gateway|service)|bad gateway|"
+    r"time(?:d)? ?out|timeout|unavailable|unreachable|rate.?limit|too many requests|quota|overload|"
+    r"internal (?:server )?error|temporar|connection (?:refused|reset|error|closed|aborted|lost|failed)|reset by peer|"
+    r"(?:status|http(?:/[\d.]+)?|code|error|returned)[ :=]*5\d\d\b|\b5\d\d (?:error|internal|bad gateway|service)|bad gateway|"
     r"service (?:is )?(?:down|unavailable|error)|network|dns|ssl|broken pipe",
     re.I,
 )
@@ -249,6 +249,7 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
         return []
     out: list[tuple[str, Any, Any]] = []
     everywhere: str | None = None
+    vocabulary: set[str] | None = None
     dates: set[str] | None = None
     for up in upstream:
         theirs = content.keyed_values(up)
@@ -258,8 +259,13 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
                     if everywhere is None:
                         everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
-                    if str(v).lower() in everywhere or _recomposed(v, w, everywhere):
+                    if str(v).lower() in everywhere:
                         continue
+                    if isinstance(v, str) and " " in v.strip():
+                        if vocabulary is None:
+                            vocabulary = set(_WORD.findall(everywhere))
+                        if _recomposed(v, w, vocabulary):
+                            continue
                     if isinstance(v, str) and is_date(v):
                         # A date written another way upstream ("6 Nov" for 2025-11-06) is no contradiction.
                         if dates is None:
@@ -274,18 +280,20 @@ _WORD = re.compile(r"[^\W_][\w-]*")
 _AMOUNT = re.compile(r"[\d.,]+")
 
 
-def _recomposed(v: Any, w: Any, everywhere: str) -> bool:
-    """Whether a sentence differs from the upstream one only by words given elsewhere upstream.
+def _recomposed(v: Any, w: Any, vocabulary: set[str]) -> bool:
+    """Whether a sentence differs from the upstream one only by names given elsewhere upstream.
 
     ("Analyse acct-2 for May" after "Analyse acct-1 for May", with acct-2 in a listed team): the next
-    item of a given list, not a contradiction.  Amounts must match: a sentence stating another number
-    still contradicts.
+    item of a given list, not a contradiction.  Only names count (a word with a digit or a hyphen, or
+    of four letters or more that is no common word): "not", "no" or another amount still contradict.
     """
     if not (isinstance(v, str) and isinstance(w, str) and " " in v.strip()):
         return False
     new = set(_WORD.findall(v.lower())) - set(_WORD.findall(w.lower()))
     return bool(new) and all(
-        not _AMOUNT.fullmatch(word) and re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", everywhere)
+        not _AMOUNT.fullmatch(word)
+        and (any(c.isdigit() or c == "-" for c in word) or (len(word) >= 4 and word not in _STOPWORDS))
+        and word in vocabulary
         for word in new
     )
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage._views import StepView, semantic
+from trajdebug.chat import normalize_messages
 from trajdebug.model import CONTAINER_KINDS, Step
 from trajdebug.values import Atom, atoms, iter_text, mentions, number_key
 
@@ -86,7 +87,7 @@ GENERIC_FIELDS = frozenset(
 )
 """Field names too generic to say two values should agree (request and response use them differently)."""
 
-PROTOCOL_FIELDS = frozenset({"role", "type", "tool_call_id", "call_id"})
+PROTOCOL_FIELDS = frozenset({"role", "tool_call_id", "call_id"})
 """Fields of a message protocol's envelope (who speaks, a minted call id): never a value a step got wrong."""
 
 CONFLICT = 0.45
@@ -312,7 +313,7 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
             and a.key not in out_ids
             and a.key not in listed
             and a.raw.casefold() not in _BOOLEAN_WORDS
-            and (asking is None or a.raw.casefold() in asking)
+            and (asking is None or _count(asking, a.key) > 0)
         }
         asked |= {
             k
@@ -344,12 +345,10 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
 _ASKING_ROLES = frozenset({"user", "human", "system", "developer"})
 
 
-def _messages(value: Any) -> list[Mapping[str, Any]] | None:
-    """The messages of a conversation (a list of role-tagged messages, bare or under ``messages``)."""
-    msgs = value.get("messages") if isinstance(value, Mapping) else value
-    if not isinstance(msgs, list) or not msgs or not all(isinstance(m, Mapping) and "role" in m for m in msgs):
-        return None
-    return msgs
+def _messages(value: Any) -> list[dict[str, Any]] | None:
+    """The messages of a conversation, bare or under ``messages``, in any shape `trajdebug.chat` reads
+    (None: not a conversation)."""
+    return normalize_messages(value.get("messages") if isinstance(value, Mapping) else value)
 
 
 def _asking_text(value: Any) -> str | None:
@@ -387,22 +386,41 @@ def _admitted(step: Step) -> Iterator[Evidence]:
                 return
 
 
-_BOUND = re.compile(r"^(?:(min|max)(?:imum)?_?(\w+?)|(\w+?)_?(min|max)(?:imum)?)$", re.I)
+_BOUND = re.compile(
+    r"^(?:(min|max)(?:imum)?_([a-z]\w*)|([a-z]\w*?)_(min|max)(?:imum)?"
+    r"|(min|max)(?:imum)?([A-Z]\w*)|([a-z]\w*?)(Min|Max)(?:imum)?)$"
+)
+"""A bound by its name: ``min_capacity``, ``price_max``, ``minPrice``, ``priceMax`` (*English* ``min``/``max``;
+a separator or a capital is required: ``minutes`` and ``admin`` bound nothing)."""
 
 
-def _bounds(value: Any) -> dict[str, tuple[str, float]]:
-    """Numeric bounds a request's top-level fields set by name (``min_capacity``, ``price_max``): field -> (min|max, bound)."""
-    out: dict[str, tuple[str, float]] = {}
+def _bounds(value: Any) -> list[tuple[str, str, float]]:
+    """Numeric bounds a request's top-level fields set by name (``min_capacity``, ``price_max``): (field,
+    min|max, bound)."""
+    out: list[tuple[str, str, float]] = []
     if not isinstance(value, Mapping):
         return out
     for k, v in value.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
+        bound = _finite(v)
+        if bound is None:
             continue
         m = _BOUND.match(str(k))
         if m:
-            side, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
-            out[name.lower().strip("_")] = (side.lower(), float(v))
+            g = m.groups()
+            side, name = next((g[i], g[i + 1]) if i % 4 == 0 else (g[i + 1], g[i]) for i in (0, 2, 4, 6) if g[i])
+            out.append((name.lower().strip("_"), side.lower(), bound))
     return out
+
+
+def _finite(v: Any) -> float | None:
+    """A number as a finite float (None for anything else: a bool, text, an int too large for a float, NaN)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        x = float(v)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
 
 
 def _out_of_bounds(step: Step) -> Iterator[Evidence]:
@@ -413,9 +431,9 @@ def _out_of_bounds(step: Step) -> Iterator[Evidence]:
     out = step.output
     records = [out] if isinstance(out, Mapping) else [r for r in out if isinstance(r, Mapping)] if isinstance(out, list) else []
     for r in records[:200]:
-        for fld, (side, bound) in bounds.items():
-            got = r.get(fld)
-            if isinstance(got, bool) or not isinstance(got, (int, float)):
+        for fld, side, bound in bounds:
+            got = _finite(r.get(fld))
+            if got is None:
                 continue
             if (side == "min" and got < bound) or (side == "max" and got > bound):
                 yield Evidence(

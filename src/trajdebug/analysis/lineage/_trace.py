@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.analysis.lineage._views import StepView, build_view
+from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view
 from trajdebug.model import Dependency, Run, Step
 from trajdebug.values import Atom, atoms
 
@@ -47,15 +47,14 @@ def _made_of(step_id: str, kids: dict[str, list[str]], by_id: dict[str, Step]) -
     nothing itself (a wrapper, a framework's agent span), that child's own children's."""
     out: list[Any] = []
     stack = [c for c in reversed(kids.get(step_id, ())) if c in by_id]
-    seen = 0
-    while stack and seen < 256:
-        c = stack.pop()
-        seen += 1
-        child = by_id[c]
+    descents = 0  # (only the walk through children that returned nothing is bounded)
+    while stack:
+        child = by_id[stack.pop()]
         if child.output is not None:
             out.append(child.output)
-        else:
-            stack.extend(g for g in reversed(kids.get(c, ())) if g in by_id)
+        elif descents < 256:
+            descents += 1
+            stack.extend(g for g in reversed(kids.get(child.step_id, ())) if g in by_id)
     return out
 
 
@@ -92,11 +91,13 @@ class Lineage:
             given = _made_of(s.step_id, kids, by_id)
             parents = [by_id[d.step_id].output for d in s.deps if d.step_id in by_id] if not given else []
             view = build_view(s, parents)
-            if given:
-                # What the children produced is what the enclosing step was made of.
-                extra = build_view(Step(s.step_id, s.name, "other", input=given))
+            # What the children produced is what the enclosing step was made of (read 50 at a
+            # time: one reading of them all would stop at the atom cap, losing the last children).
+            for i in range(0, len(given), 50):
+                extra = build_view(Step(s.step_id, s.name, "other", input=given[i : i + 50]))
                 view.in_keys |= extra.in_keys
-                view.in_text += "\n" + extra.in_text
+                if len(view.in_text) < _TEXT_LIMIT:
+                    view.in_text += "\n" + extra.in_text
             self.views[s.step_id] = view
         self.steps = run.steps
         self._words: dict[str, list[int]] | None = None
@@ -341,10 +342,13 @@ def _date_derivation(view: StepView, atom: Atom) -> Derivation | None:
     for d, a in dates[:20]:
         for n in days[:40]:
             step = datetime.timedelta(days=int(n.number or 0))
-            if d + step == want:
-                return Derivation("date+days", (a, n))
-            if d - step == want:
-                return Derivation("date-days", (a, n))
+            try:
+                if d + step == want:
+                    return Derivation("date+days", (a, n))
+                if d - step == want:
+                    return Derivation("date-days", (a, n))
+            except OverflowError:
+                continue  # a sentinel date (9999-12-31, 0001-01-01) a count of days pushes off the calendar
     return None
 
 
