@@ -247,6 +247,22 @@ class TestAnomalies:
         priced = _s("s", "search", "tool", 1, {"price_max": 100}, [{"id": "A", "price": 80}, {"id": "B", "price": 140}])
         assert self._signals(priced) == ["lineage:admitted"]
 
+    def test_only_named_bounds_bound_and_both_sides_of_a_range_count(self) -> None:
+        """min_/max_ fields (or minX/xMax) bound a result, both sides of one range at once; "minutes" or "admin" bound nothing; a huge int is no bound and no crash."""
+        both = {"min_price": 50, "price_max": 100}
+        assert self._signals(_s("s", "search", "tool", 1, both, [{"id": "A", "price": 40}])) == ["lineage:admitted"]
+        assert self._signals(_s("s", "search", "tool", 1, both, [{"id": "A", "price": 140}])) == ["lineage:admitted"]
+        assert self._signals(_s("s", "search", "tool", 1, both, [{"id": "A", "price": 80}])) == []
+        words = {"minutes": 30, "admin": 1, "max_size": 10**400}
+        assert self._signals(_s("s", "search", "tool", 1, words, [{"id": "A", "utes": 5, "size": 10**401}])) == []
+
+    def test_a_sentinel_date_is_no_crash(self) -> None:
+        """A "valid until 9999-12-31" beside a count of days is read, not pushed off the calendar."""
+        run = _run(_s("r", "renew", "tool", 1, {"valid_until": "9999-12-31", "days": 30}, {"renewed": "2025-06-07"}))
+        lin = Lineage(run)
+        [out] = lin.view("r").outputs
+        assert derivation(lin.view("r"), out) is None
+
     def test_a_dropped_sign_and_a_cut_separator_are_damaged_numbers(self) -> None:
         """A parser that drops a minus sign, or stops at a thousands separator, altered a given number."""
         sign = _s("p", "parse", "parse", 1, {"text": "refund -180.00"}, {"amount": 180.0})
