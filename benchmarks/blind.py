@@ -70,6 +70,21 @@ FAULT_NAMES = {
 }
 """Likewise for the fault kinds (the list every author was given, spelled their way)."""
 
+WHY_MISSED = {
+    "context_pollution": "an earlier item carried into a later prompt reads like any other context",
+    "bad_memory_write": "a value written to memory or state is read back later as any other value, "
+    "and the write itself looks like a faithful copy of something plausible",
+    "subagent_wrong_entity": "a sub-agent's answer about the wrong entity is internally consistent, "
+    "and the entity it should have been about is often named nowhere the analysis can compare",
+    "wrong_routing": "a model choosing one of the options it was given (a route, a category) that the "
+    "failure never names",
+    "stale_data": "a stale record that no other step contradicts",
+    "unit_error": "a unit factor that is no simple slip (hours a year for hours a month)",
+    "tool_ignores_argument": "a tool whose answer does not show the argument it ignored",
+}
+"""What development-suite misses of each fault kind had in common (read from their misses, never from
+held-out ones): the explanation the section prints beside the weakest held-out kinds."""
+
 SETTINGS = ("alone", "with_refs")
 
 
@@ -360,6 +375,21 @@ def render_section(data: dict[str, Any]) -> list[str]:
                 f"| {kind} | {_p(m.get('alone', {}).get('top1'))} / {_p(m.get('alone', {}).get('top3'))} | "
                 f"{_p(m.get('with_refs', {}).get('top1'))} / {_p(m.get('with_refs', {}).get('top3'))} |"
             )
+        weakest = sorted(
+            held["by_fault"].items(), key=lambda kv: (kv[1].get("with_refs", {}).get("top3") or 0.0, kv[0])
+        )[:3]
+        lines += [
+            "",
+            "Weakest on the held-out cases (with references, top-3): "
+            + "; ".join(f"{k} {_p(m.get('with_refs', {}).get('top3'))}" for k, m in weakest)
+            + ". Held-out misses are not studied (that would make the suites development suites). What the "
+            "development suites' misses of these kinds share is that nothing inside the run says the root's "
+            "output was wrong: "
+            + "; ".join(WHY_MISSED[k] for k, _ in weakest if k in WHY_MISSED)
+            + ". A passing run of the same agent (`trajdebug diff`) or a model on top (`--judge`) is what sees "
+            "those. Suites recorded through the frameworks mint new ids at each generation, so a case may move "
+            "by a rank between two runs of this section (a point or two on a suite).",
+        ]
     lines += [
         "",
         "`suite_a` was held out when written and measured blind once (alone 28 % / 52 %, with references "
