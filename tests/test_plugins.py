@@ -136,3 +136,31 @@ class TestPlugins:
         """With no plugin installed, every group is empty."""
         assert {g: [] for g in plugins.GROUPS} == plugins.plugins()
         assert {g: [] for g in plugins.GROUPS} == json.loads(json.dumps(plugins.plugins()))
+
+
+class TestLoadCallable:
+    def test_resolves_an_agent_module_in_the_working_directory_and_leaves_sys_path_as_it_was(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """MODULE:FUNCTION resolves a module beside the user's shell; the directory is not left on sys.path."""
+        (tmp_path / "my_agent_lc.py").write_text("class Agent:\n    @staticmethod\n    def entry(x):\n        return x\n")
+        monkeypatch.chdir(tmp_path)
+        before = list(sys.path)
+        fn = plugins.load_callable("my_agent_lc:Agent.entry")
+        assert 3 == fn(3)
+        assert before == sys.path
+
+    @pytest.mark.parametrize(
+        ("spec", "message"),
+        [
+            ("no_colon", "expected MODULE:FUNCTION"),
+            ("no_such_module_xyz:f", "cannot import module 'no_such_module_xyz'"),
+            ("json:no_such_attr", "has no attribute 'no_such_attr'"),
+            ("json:__name__", "is not callable"),
+        ],
+    )
+    def test_a_bad_spec_is_one_line_naming_it(self, spec: str, message: str) -> None:
+        """A malformed spec, a missing module or attribute, or a non-callable is one ValueError naming the spec."""
+        with pytest.raises(ValueError) as info:
+            plugins.load_callable(spec)
+        assert message in str(info.value) and spec in str(info.value) and "\n" not in str(info.value)

@@ -72,34 +72,42 @@ def plugins() -> dict[str, list[str]]:
 
 
 def load_callable(spec: str, what: str = "entry point") -> Callable[..., Any]:
-    """Import ``module:function`` (a dotted attribute path after the colon).
+    """Import ``module:function`` (a dotted attribute path after the colon) with `pkgutil.resolve_name`.
 
-    The current directory is put on ``sys.path`` first, as ``python -m`` would,
-    so an agent module next to the user's shell resolves.
+    The current directory is on ``sys.path`` while the module is imported, as
+    ``python -m`` would have it, so an agent module next to the user's shell
+    resolves; it is taken off again afterwards, so the caller's import path is
+    left as it was.
 
     Raises:
         ValueError: malformed spec, missing module or attribute, not callable
             (the message names the spec and what is wrong, in one line).
     """
-    import importlib
     import os
+    import pkgutil
     import sys
 
     mod_name, sep, attr = spec.partition(":")
     if not sep or not mod_name or not attr:
         raise ValueError(f"{spec!r}: expected MODULE:FUNCTION for the {what}")
     cwd = os.getcwd()
-    if cwd not in sys.path:
+    added = cwd not in sys.path
+    if added:
         sys.path.insert(0, cwd)
     try:
-        obj: Any = importlib.import_module(mod_name)
+        obj: Any = pkgutil.resolve_name(spec)
     except ImportError as exc:
         raise ValueError(f"{spec!r}: cannot import module {mod_name!r} ({exc})") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ValueError(f"{spec!r}: module {mod_name!r} has no attribute {attr!r}") from None
+    except AttributeError:
+        raise ValueError(f"{spec!r}: module {mod_name!r} has no attribute {attr!r}") from None
+    except ValueError as exc:
+        raise ValueError(f"{spec!r}: {exc}") from None
+    finally:
+        if added:
+            try:
+                sys.path.remove(cwd)
+            except ValueError:
+                pass
     if not callable(obj):
         raise ValueError(f"{spec!r}: {attr!r} is not callable")
     return obj  # type: ignore[no-any-return]
