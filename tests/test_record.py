@@ -800,9 +800,8 @@ class TestHostileObjects:
             raise exc_type("x")
 
         path = tmp_path / "r.jsonl"
-        with trajdebug.run("hostile", path=path):
-            with pytest.raises(exc_type), trajdebug.step("outer"):
-                inner()
+        with trajdebug.run("hostile", path=path), pytest.raises(exc_type), trajdebug.step("outer"):
+            inner()
         run = read_jsonl(path).runs[0]
         assert sorted(s.name for s in run.steps) == ["inner", "outer"]
         assert all(s.status == "error" for s in run.steps)
