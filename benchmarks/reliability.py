@@ -178,6 +178,20 @@ _LOCK_AGENT = textwrap.dedent(
 )
 
 
+_SEEDED_CHILD = textwrap.dedent(
+    """
+    import random, sys
+    random.seed(0)
+    import trajdebug
+    random.seed(0)  # as an evaluation harness does before each episode
+    with trajdebug.run("seeded", store=sys.argv[1], path=sys.argv[2]):
+        for i in range(3):
+            with trajdebug.step("s", kind="tool") as s:
+                s.output = i
+    """
+)
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("TRAJDEBUG", None)
@@ -334,6 +348,37 @@ def locked(hold_s: float, progress: Callable[[str], None]) -> dict[str, Any]:
     }
 
 
+def seeded(n: int, progress: Callable[[str], None], parallel: int = 5) -> dict[str, Any]:
+    """``n`` processes that call ``random.seed(0)`` record one run of 3 steps each into one store and one
+    JSONL file (``parallel`` at a time): runs found in each, and how many were merged into another."""
+    from trajdebug.format import read_jsonl
+    from trajdebug.store import Store
+
+    progress(f"reliability: {n} processes that seed random")
+    with tempfile.TemporaryDirectory(prefix="trajdebug-seeded-") as tmp:
+        db, jl = Path(tmp) / "s.db", Path(tmp) / "r.jsonl"
+        for start in range(0, n, parallel):
+            procs = [
+                subprocess.Popen([sys.executable, "-c", _SEEDED_CHILD, str(db), str(jl)], env=_env())
+                for _ in range(min(parallel, n - start))
+            ]
+            for p in procs:
+                p.wait(120)
+        with Store(db, readonly=True) as st:
+            in_store = st.read().runs
+        in_file = read_jsonl(jl)
+    return {
+        "processes": n,
+        "store_runs": len(in_store),
+        "store_merged": n - len(in_store),
+        "store_steps_max": max((len(r.steps) for r in in_store), default=0),
+        "store_renamed": sum(1 for r in in_store if "renamed_from" in r.metadata.get("recorder", {})),
+        "jsonl_runs": len(in_file.runs),
+        "jsonl_merged": n - len(in_file.runs),
+        "jsonl_split": sum(1 for p in in_file.problems if "starts again" in str(p)),
+    }
+
+
 def run_reliability(*, quick: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the section (``quick``: 5 kills per configuration, 100,000 steps under load)."""
     say = progress or (lambda s: None)
@@ -348,6 +393,7 @@ def run_reliability(*, quick: bool = False, progress: Callable[[str], None] | No
         "load": load(100_000 if quick else 1_000_000, say),
         "memory": memory(100_000 if quick else 400_000, say),
         "locked": locked(2.0, say),
+        "seeded": seeded(50, say),
     }
     data["seconds"] = time.perf_counter() - t0
     return data
@@ -423,7 +469,23 @@ def render_section(d: dict[str, Any]) -> list[str]:
         "once per process.)",
         "",
     ]
+    sd = d.get("seeded")
+    if sd:
+        lines += [
+            "### Agents that seed `random`",
+            "",
+            f"{sd['processes']} processes each call `random.seed(0)` (as evaluation harnesses do) and record a run of "
+            "3 steps into one store and one JSONL file. Ids come from the OS (`os.urandom`), never from the "
+            "generator the agent seeds; a run start under an id the store holds already gets a new id, and the "
+            "JSONL reader reads a second run record of one id as a separate run.",
+            "",
+            "| sink | runs found | merged runs | largest run |",
+            "|---|---|---|---|",
+            f"| store | {sd['store_runs']} | **{sd['store_merged']}** | {sd['store_steps_max']} steps |",
+            f"| JSONL | {sd['jsonl_runs']} | **{sd['jsonl_merged']}** | |",
+            "",
+        ]
     return lines
 
 
-__all__ = ["kill_trial", "load", "locked", "memory", "render_section", "run_reliability", "sigkill"]
+__all__ = ["kill_trial", "load", "locked", "memory", "render_section", "run_reliability", "seeded", "sigkill"]

@@ -735,3 +735,74 @@ class TestHostileMatrix:
             run = h.load()
         assert made == len(run.steps)
         assert "success" == run.outcome
+
+
+class _LazyProxy:
+    """An unbound lazy proxy (like werkzeug's LocalProxy outside a request): every attribute raises."""
+
+    def __getattribute__(self, name: str) -> Any:
+        raise RuntimeError("working outside of request context")
+
+
+class _FrozenError(Exception):
+    """An exception whose __setattr__ raises (a frozen exception type)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise RuntimeError("frozen")
+
+
+class _GuardedError(Exception):
+    """An exception whose __getattribute__ raises for names it does not know."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("__trajdebug"):
+            raise RuntimeError("guarded")
+        return super().__getattribute__(name)
+
+
+class TestHostileObjects:
+    @pytest.mark.parametrize("where", ["input", "output", "argument", "return", "detail", "metadata"])
+    def test_lazy_proxy_costs_only_its_own_value(self, tmp_path: Path, where: str) -> None:
+        """A value whose __class__ and attributes raise is stored as a marker; its step, the run record and the
+        rest of the batch are kept."""
+        proxy = _LazyProxy()
+
+        @trajdebug.step(kind="tool")
+        def tool(x: Any) -> Any:
+            return proxy if where == "return" else 1
+
+        path = tmp_path / "r.jsonl"
+        with trajdebug.run("hostile", path=path, metadata={"m": proxy} if where == "metadata" else None):
+            with trajdebug.step("before"):
+                pass
+            with trajdebug.step("it", input=proxy if where == "input" else None) as s:
+                if where == "output":
+                    s.output = proxy
+                if where == "detail":
+                    s.error("bad", detail=proxy)
+            tool(proxy if where == "argument" else 1)
+            with trajdebug.step("after"):
+                pass
+        got = read_jsonl(path)
+        run = got.runs[0]
+        assert [s.name for s in run.steps] == ["before", "it", "tool", "after"]
+        assert run.name == "hostile"
+        assert run.metadata.get("recorder", {}).get("internal_errors", 0) == 0
+        if where == "metadata":
+            assert run.metadata["m"][REPR_KEY].startswith("<")
+
+    @pytest.mark.parametrize("exc_type", [_FrozenError, _GuardedError])
+    def test_exception_that_refuses_attributes_keeps_its_steps(self, tmp_path: Path, exc_type: type) -> None:
+        """An exception whose __setattr__ or __getattribute__ raises is recorded at every step it leaves."""
+
+        @trajdebug.step
+        def inner() -> None:
+            raise exc_type("x")
+
+        path = tmp_path / "r.jsonl"
+        with trajdebug.run("hostile", path=path), pytest.raises(exc_type), trajdebug.step("outer"):
+            inner()
+        run = read_jsonl(path).runs[0]
+        assert sorted(s.name for s in run.steps) == ["inner", "outer"]
+        assert all(s.status == "error" for s in run.steps)
+        assert run.errors and run.errors[0].type == exc_type.__name__

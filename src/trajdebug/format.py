@@ -101,13 +101,22 @@ class RunBuilder:
     the record, and every other record, still loads.
     """
 
-    def __init__(self, source: str | None = None) -> None:
+    def __init__(self, source: str | None = None, *, split: bool = True) -> None:
+        """``split``: a second ``run`` record of a run id starts a separate run (see `_route`); False
+        keeps one run per id (the store, which gives a clashing run a new id when it is written) and
+        only reports the clash."""
         self.source = source
         self.problems: list[FormatError] = []
         """What could not be read, in the order it was found."""
         self._runs: dict[str, _RunParts] = {}
         self._newer = 0
         self._reported: set[str] = set()
+        self._split = split
+        self._started: set[str] = set()
+        self._instances: dict[str, list[str]] = {}
+        """Run id -> the ids of the runs that started under it (only ids that started twice)."""
+        self._prefixes: dict[str, set[str]] = {}
+        """Id of a split run -> the id prefixes (the writing process's) of its steps and errors."""
 
     def _parts(self, run_id: str) -> _RunParts:
         parts = self._runs.get(run_id)
@@ -151,6 +160,8 @@ class RunBuilder:
             self._problem(f"{t or 'record'} record lacks field 'run_id'", line)
             return False
         run_id = str(run_id)
+        if t == "run" or run_id in self._instances:
+            run_id = self._route(t, run_id, rec, line)
         problems = Problems()
         try:
             used = self._add(t, run_id, rec, line, problems)
@@ -160,6 +171,49 @@ class RunBuilder:
         for p in problems:
             self._problem(f"{t} record: {p}", line)
         return used
+
+    def _route(self, t: Any, run_id: str, rec: Mapping[str, Any], line: int | None) -> str:
+        """The run a record of ``run_id`` belongs to when several runs started under that id.
+
+        Two runs that started under one id (ids drawn from a generator the agent seeded, writers
+        appending to one file) are never merged: each later ``run`` record starts a new run, whose
+        id is derived from the clashing id and the line (the same on every read), with a problem.
+        A step, error or stage goes to the run whose steps share its id prefix (the writing
+        process's, `trajdebug.record.config.id_prefix`), else to the latest; an end record to the
+        first of them that has not ended.
+        """
+        if t == "run":
+            if run_id not in self._started:
+                self._started.add(run_id)
+                return run_id
+            if not self._split:
+                self._problem(f"run {run_id} starts again here (another run with the same id); read as one run", line)
+                return run_id
+            import hashlib
+
+            new = hashlib.blake2b(f"{run_id}:{line}:{len(self._instances.get(run_id, ()))}".encode(), digest_size=16).hexdigest()
+            ids = self._instances.setdefault(run_id, [run_id])
+            if len(ids) == 1:
+                first = self._runs.get(run_id)
+                self._prefixes[run_id] = {_id_prefix(k) for k in (first.steps if first else ())}
+            ids.append(new)
+            self._prefixes[new] = set()
+            self._problem(
+                f"run {run_id} starts again here (another run with the same id); read as a separate run {new}", line
+            )
+            return new
+        ids = self._instances[run_id]
+        if t == "end":
+            return next((i for i in ids if i not in self._runs or self._runs[i].end_ns is None), ids[-1])
+        key = rec.get("step_id") if t in ("step", "open", "dep") else rec.get("error_id")
+        if not isinstance(key, str):
+            return ids[-1]
+        prefix = _id_prefix(key[1:] if t in ("error", "stage") else key)
+        for i in reversed(ids):
+            if prefix in self._prefixes[i]:
+                return i
+        self._prefixes[ids[-1]].add(prefix)
+        return ids[-1]
 
     def _need(self, rec: Mapping[str, Any], key: str, t: Any, line: int | None) -> str | None:
         value = rec.get(key)
@@ -255,6 +309,11 @@ class RunBuilder:
                     self._problem(message, None)
             out.append(run)
         return out
+
+
+def _id_prefix(key: str) -> str:
+    """The writing process's part of a step id (`trajdebug.record.config.id_prefix`, 8 hex digits)."""
+    return key[:8]
 
 
 def _build(p: _RunParts) -> Run:

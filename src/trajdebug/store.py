@@ -49,7 +49,7 @@ from typing import Any, Literal
 from trajdebug._encode import dumps_line, loads
 from trajdebug.format import FormatError, ReadResult, RunBuilder
 from trajdebug.model import Run
-from trajdebug.schema import RECORDER_KEY, lost_in, run_to_records
+from trajdebug.schema import RECORDER_KEY, lost_in, meta_record, run_to_records
 
 
 log = logging.getLogger("trajdebug")
@@ -228,6 +228,11 @@ class Store:
         self._timeout = timeout
         self.readonly = readonly
         self._local = threading.local()
+        self._renamed: dict[str, str] = {}
+        """Run ids this writer's records are stored under instead (a run start that clashed with a
+        run already in the store, see `write_lines`)."""
+        self.renamed_runs = 0
+        """How many incoming runs this store object gave a new id because theirs was taken."""
         try:
             self._init()
         except sqlite3.Error as exc:
@@ -443,15 +448,29 @@ class Store:
             return 0
         groups, skipped = _group(lines)
         conn = self._conn()
+        renamed: dict[str, str] = {}
         conn.execute("BEGIN IMMEDIATE")
         try:
             for rid, group in groups.items():
-                self._append(conn, self._key(conn, rid), group)
+                target = self._renamed.get(rid, rid)
+                if group.starts and _started(conn, target):
+                    # A second run start under an id the store holds already (ids drawn from a seeded
+                    # generator, a run id passed twice): never merge it into that run.
+                    new = _fresh_id(conn)
+                    log.warning("%s: run id %s is taken by another run; this run is stored as %s", self.path, rid, new)
+                    group = _renamed_group(group, rid, new, clash=target)
+                    renamed[rid] = target = new
+                elif target != rid:
+                    group = _renamed_group(group, rid, target)
+                self._append(conn, self._key(conn, target), group)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        # Only once committed: a batch that is retried decides again.
+        self._renamed.update(renamed)
+        self.renamed_runs += len(renamed)
         return skipped
 
     @staticmethod
@@ -748,7 +767,7 @@ class Store:
 
     def _read_run(self, rid: str) -> tuple[Run | None, list[FormatError]]:
         source = f"{self.path} (run {rid})"
-        builder = RunBuilder(source)
+        builder = RunBuilder(source, split=False)
         try:
             for n, line in self._lines(self._conn(), rid):
                 try:
@@ -817,14 +836,57 @@ class Store:
 class _Group:
     """The lines of one run in a batch, with what its ``runs`` row needs to know of them."""
 
-    __slots__ = ("errors", "lines", "steps", "summary")
+    __slots__ = ("errors", "lines", "starts", "steps", "summary")
 
     def __init__(self) -> None:
         self.lines: list[bytes] = []
         self.steps = 0
         self.errors = 0
+        self.starts = False
+        """The batch holds the run's ``run`` record (its start)."""
         self.summary: list[Mapping[str, Any]] = []
         """The run, meta, mark and end records, decoded, in order."""
+
+
+def _started(conn: sqlite3.Connection, run_id: str) -> bool:
+    """The store holds a run start (a ``run`` record) under this id already."""
+    row = conn.execute("SELECT start_ns, name FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return row is not None and (row[0] is not None or bool(row[1]))
+
+
+def _fresh_id(conn: sqlite3.Connection) -> str:
+    """A run id from the OS's random source that the store does not hold."""
+    while True:
+        rid = f"{int.from_bytes(os.urandom(16), 'big') | 1:032x}"
+        if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (rid,)).fetchone() is None:
+            return rid
+
+
+def _renamed_group(group: _Group, old: str, new: str, clash: str | None = None) -> _Group:
+    """The group's lines under run id ``new``; ``clash``: the id was taken by another run (the run's
+    recorder account says so, in a ``meta`` record now and in its ``end`` record)."""
+    out = _Group()
+    out.steps, out.errors, out.starts = group.steps, group.errors, group.starts
+    needle = b'"run_id":"' + old.encode() + b'"'
+    into = b'"run_id":"' + new.encode() + b'"'
+    note = {"renamed_from": old, "warnings": [f"run id {old} was taken by another run in this store; stored as {new}"]}
+    for line in group.lines:
+        if line.startswith(_HEAD) and needle in line[:80] and b'"t":"end"' not in line[:20]:
+            out.lines.append(line.replace(needle, into, 1))
+            continue
+        try:
+            rec = dict(loads(line))
+        except (ValueError, TypeError):
+            continue
+        rec["run_id"] = new
+        if rec.get("t") == "end":
+            account = rec.get(RECORDER_KEY)
+            rec[RECORDER_KEY] = {**(account if isinstance(account, Mapping) else {}), **note}
+        out.lines.append(dumps_line(rec))
+        if rec.get("t") == "run" and clash is not None:
+            out.lines.append(dumps_line(meta_record(new, {RECORDER_KEY: note})))
+    out.summary = [{**r, "run_id": new} for r in group.summary]
+    return out
 
 
 def _group(lines: Sequence[bytes]) -> tuple[dict[str, _Group], int]:
@@ -873,6 +935,7 @@ def _group(lines: Sequence[bytes]) -> tuple[dict[str, _Group], int]:
             group.errors += 1
         elif t in _SUMMARY_TYPES and rec is not None:
             group.summary.append(rec)
+            group.starts = group.starts or t == "run"
     return groups, skipped
 
 

@@ -148,7 +148,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
                 if already
                 else ""
             )
-            + (f"; {len(problems)} malformed record(s) skipped" if problems else "")
+            + (f"; {len(problems)} problem(s) reported above" if problems else "")
         )
     )
 

@@ -9,6 +9,7 @@ The helpers that build model objects (edges, error events, times) are public in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,8 +61,56 @@ def read_records(path: str | Path) -> tuple[list[Record], list[FormatError]]:
         except ValueError as exc:
             problems.append(FormatError(f"not valid JSON ({exc})", source=str(p), line=n))
     if not records:
-        raise FormatError(f"not valid JSON ({first_error})", source=str(p))
+        salvaged = _salvage(data)
+        if salvaged is None:
+            raise FormatError(f"not valid JSON ({first_error})", source=str(p))
+        value, kept = salvaged
+        return [Record(value, None)], [
+            FormatError(
+                f"truncated or damaged JSON ({first_error}); read the first {kept:,} of {len(data):,} bytes,"
+                " whose last item may be incomplete",
+                source=str(p),
+            )
+        ]
     return records, problems
+
+
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|"|[\[\]{},]')
+_CLOSE = {ord("["): b"]", ord("{"): b"}"}
+
+
+def _salvage(data: bytes, tries: int = 8) -> tuple[Any, int] | None:
+    """The readable prefix of a JSON document cut short (a writer killed mid-write, a truncated
+    copy): cut after the last complete item (at a comma) and close what is open.  Tries the last
+    ``tries`` commas; None when none gives JSON.  The scan skips strings with one regular
+    expression, so it costs one pass over the bytes."""
+    from trajdebug._encode import loads
+
+    stack: list[int] = []
+    cuts: list[tuple[int, bytes]] = []
+    for m in _TOKENS.finditer(data):
+        tok = m.group()
+        c = tok[0]
+        if tok == b'"':
+            break  # an unterminated string: the cut is inside it
+        if c == ord('"'):
+            continue
+        if c in _CLOSE:
+            stack.append(c)
+        elif c in (ord("]"), ord("}")):
+            if not stack:
+                return None
+            stack.pop()
+        elif stack:  # a comma: everything before it is complete
+            cuts.append((m.start(), b"".join(_CLOSE[o] for o in reversed(stack))))
+            if len(cuts) > tries:
+                del cuts[0]
+    for pos, closers in reversed(cuts):
+        try:
+            return loads(data[:pos] + closers), pos
+        except ValueError:
+            continue
+    return None
 
 
 def sniff_head(path: Path, size: int = 64 * 1024) -> str:
@@ -134,20 +183,36 @@ def runs_from_message_lists(
     """Turn decoded JSON values into runs, one per message list (see `read_message_lists`)."""
     stem = Path(source).stem if source else "messages"
     units: list[tuple[Any, int | None]]  # (run object or message list, record number)
+    named: dict[int, str] = {}
     if len(records) == 1 and records[0].line is None:
         doc = records[0].value
         units = (
             [(item, n) for n, item in enumerate(doc, start=1)] if is_run_list(doc, keys) else [(doc, None)]
         )
+        if isinstance(doc, list) and not is_run_list(doc, keys) and any(
+            isinstance(x, Mapping) and messages_of(x, keys) is not None for x in doc
+        ):
+            # Run objects mixed with other values: each item its own unit, the bad ones reported.
+            units = [(item, n) for n, item in enumerate(doc, start=1)]
+        elif _looks_like_message(doc, keys):
+            units = [([doc], None)]  # one message alone: a run of one step
+        elif isinstance(doc, Mapping) and messages_of(doc, keys) is None and _is_run_map(doc, keys):
+            # Runs keyed by their id ({"run-1": [...messages], "run-2": {"messages": [...]}}).
+            units = [(v, n) for n, v in enumerate(doc.values(), start=1)]
+            named = {n: str(k) for n, k in enumerate(doc, start=1)}
     elif records and all(_looks_like_message(r.value, keys) for r in records):
         units = [([r.value for r in records], None)]  # JSON lines of messages: one run
     else:
         units = [(r.value, r.line) for r in records]
     runs: list[Run] = []
     problems: list[FormatError] = []
-    ids = list(unique_ids(_run_id(u, n, stem, len(units)) for u, n in units))
+    ids = list(unique_ids(named.get(n or 0) or _run_id(u, n, stem, len(units)) for u, n in units))
     for (unit, n), rid in zip(units, ids, strict=True):
         where = f"run {n}: " if n is not None else ""
+        found = messages_of(unit, keys) if isinstance(unit, Mapping) else None
+        if found is not None and _message_map(found[1]):
+            # Messages keyed by their position ({"0": {...}, "1": {...}}): their values, in order.
+            found = (found[0], list(found[1].values()))
         if isinstance(unit, list):
             run, bad = build(unit, run_id=rid, name=stem, source=source, record=n)
         elif not isinstance(unit, Mapping):
@@ -159,7 +224,7 @@ def runs_from_message_lists(
                 )
             )
             continue
-        elif (found := messages_of(unit, keys)) is None:
+        elif found is None:
             problems.append(
                 FormatError(f"{where}object has none of the keys {', '.join(keys)}", source=source, line=n)
             )
@@ -185,6 +250,19 @@ def runs_from_message_lists(
 
 def _looks_like_message(v: Any, keys: Sequence[str]) -> bool:
     return isinstance(v, Mapping) and "role" in v and not any(k in v for k in keys)
+
+
+def _message_map(v: Any) -> bool:
+    return isinstance(v, Mapping) and bool(v) and all(isinstance(m, Mapping) and "role" in m for m in v.values())
+
+
+def _is_run_map(doc: Mapping[str, Any], keys: Sequence[str]) -> bool:
+    """Whether an object's values are runs: message lists or objects holding one."""
+    return bool(doc) and all(
+        (isinstance(v, list) and any(isinstance(m, Mapping) and "role" in m for m in v))
+        or (isinstance(v, Mapping) and messages_of(v, keys) is not None)
+        for v in doc.values()
+    )
 
 
 def is_run_list(doc: Any, keys: Sequence[str]) -> bool:

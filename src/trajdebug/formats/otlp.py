@@ -133,10 +133,10 @@ def iter_otlp(path: str | Path, problems: list[FormatError]) -> Iterator[Run]:
             raise FormatError(
                 f"no span could be read ({first})", source=str(p), line=problems[0].line if problems else None
             )
-        yield from _runs(traces)
+        yield from _runs(traces, problems, str(p))
 
 
-def _runs(traces: SpanSpill) -> Iterator[Run]:
+def _runs(traces: SpanSpill, problems: list[FormatError] | None = None, source: str | None = None) -> Iterator[Run]:
     """One run per trace, in order of first appearance (`runs_from_spans`)."""
     traces.finish()
     if traces.spilled:
@@ -148,7 +148,12 @@ def _runs(traces: SpanSpill) -> Iterator[Run]:
     else:
         run_ids = {t: _run_id_of(list(_dedupe(ss).values())) for t, ss in traces.memory.items()}
     for t in list(traces.order):
-        yield _trace_to_run(t, _dedupe(traces.spans(t)), run_ids)
+        try:
+            yield _trace_to_run(t, _dedupe(traces.spans(t)), run_ids)
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
+            # A trace whose spans decode but do not assemble: that trace is lost, never the file.
+            if problems is not None:
+                problems.append(FormatError(f"trace {t}: cannot be assembled ({exc}); skipped", source=source))
 
 
 def _spans_of_records(
@@ -245,7 +250,7 @@ def _trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, s
         name=str(res[RUN_NAME])
         if RUN_NAME in res
         else str(roots[0].name if roots else res.get("service.name", trace_id)),
-        start_ns=int(res.get(RUN_START, spans[0].start_ns)),
+        start_ns=int(_number(res.get(RUN_START), spans[0].start_ns)),
         end_ns=res.get(RUN_END) if own else (max(ends) if ends and outcome != "incomplete" else None),
         outcome=outcome if outcome in ("success", "failure", "incomplete") else "incomplete",  # type: ignore[arg-type]
         failure_reason=reason,
@@ -319,7 +324,7 @@ def _step(
                 step_id=str(la.get(DEP + "step_id", ids.get(ls, ls) if same else ls)),
                 kind=str(la.get(DEP + "kind", "data")),  # type: ignore[arg-type]
                 origin=str(la.get(DEP + "origin", "declared")),  # type: ignore[arg-type]
-                confidence=float(la.get(DEP + "confidence", 1.0)),
+                confidence=_number(la.get(DEP + "confidence"), 1.0),
                 key=la.get(DEP + "key"),
                 run_id=None if same else str(la.get(DEP + "run_id", run_ids.get(lt, lt))),
             )
@@ -338,7 +343,7 @@ def _step(
         error=err,
         start_ns=s.start_ns,
         end_ns=(None if s.attrs.get(STEP_UNFINISHED) else s.end_ns or 0) if own else s.end_ns,
-        attempt=int(s.attrs.get(STEP_ATTEMPT, 1)),
+        attempt=int(_number(s.attrs.get(STEP_ATTEMPT), 1)),
         retry_of=None if retry_of is None else str(retry_of),
         deps=add_deps((), deps, ids[s.span_id]),
         attributes=attrs,
@@ -348,7 +353,21 @@ def _step(
 
 
 def _source_index(value: Any) -> int | None:
-    return None if value is None else int(value)
+    return None if value is None else int(_number(value, 0))
+
+
+def _number(value: Any, default: float) -> Any:
+    """A number from an attribute written as one (or as its text); ``default`` when it is not one
+    (a foreign or damaged file: the span is still read)."""
+    if value is None or isinstance(value, bool):
+        return default
+    try:
+        n = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    if n != n or n in (float("inf"), float("-inf")):
+        return default
+    return int(n) if n == int(n) and type(default) is int else n
 
 
 def _exceptions(s: Span) -> list[tuple[str, int, dict[str, Any]]]:
@@ -473,7 +492,7 @@ def _own_errors(spans: list[Span]) -> list[ErrorEvent]:
                 message=str(a.get(ERROR + "message", "")),
                 parent_error_id=a.get(ERROR + "parent_id"),
                 stages=tuple(sorted(e["stages"], key=lambda c: (c.time_ns, _STAGE_ORDER.get(c.stage, 9)))),
-                attempt=int(a.get(ERROR + "attempt", 1)),
+                attempt=int(_number(a.get(ERROR + "attempt"), 1)),
                 attributes=a.get(ERROR + "attributes") or {},
             )
         )

@@ -87,37 +87,88 @@ _VALUE_KEYS = {
 """The keys of an ``AnyValue`` as the spec and protobuf's JSON write them, folded (others are folded as read)."""
 
 
-def any_value(v: Any) -> Any:
-    """Decode an OTLP ``AnyValue`` (camelCase or snake_case keys; plain values pass through)."""
+Bad = list[str]
+"""What could not be decoded, each naming its field (``attributes[3].value.intValue: 'abc' is not an integer``)."""
+
+
+def any_value(v: Any, bad: Bad | None = None, where: str = "value") -> Any:
+    """Decode an OTLP ``AnyValue`` (camelCase or snake_case keys; plain values pass through).
+
+    Never raises: a value that does not decode as its key says (``intValue: "abc"``, a
+    ``doubleValue`` that is an object, an ``arrayValue`` that is a list) is kept as given, and
+    what was wrong is appended to ``bad`` naming the field (``where``).
+    """
     if not isinstance(v, (dict, Mapping)):
         return v
     if not v:
         return None
     for key, value in v.items():
-        k = _VALUE_KEYS.get(key) or key.replace("_", "").lower()
-        if k == "stringvalue":
-            return value
-        if k == "boolvalue":
-            return bool(value)
-        if k == "intvalue":
-            return int(value)
-        if k == "doublevalue":
-            return float(value)
-        if k == "bytesvalue":
-            return value
-        if k == "arrayvalue":
-            return [any_value(x) for x in (value or {}).get("values", ())]
-        if k == "kvlistvalue":
-            return attributes((value or {}).get("values", ()))
+        k = _VALUE_KEYS.get(key) or str(key).replace("_", "").lower()
+        try:
+            if k == "stringvalue":
+                return value
+            if k == "boolvalue":
+                return bool(value)
+            if k == "intvalue":
+                return int(value) if type(value) is not float else _whole(value)
+            if k == "doublevalue":
+                return float(value)
+            if k == "bytesvalue":
+                return value
+            if k == "arrayvalue":
+                return [any_value(x, bad, f"{where}.arrayValue.values[{i}]") for i, x in enumerate(_values(value))]
+            if k == "kvlistvalue":
+                return attributes(_values(value), bad, f"{where}.kvlistValue.values")
+        except (TypeError, ValueError, OverflowError):
+            if bad is not None:
+                bad.append(f"{where}.{key}: {_short(value)} is not {_WHAT.get(k, 'valid')}; kept as given")
+            return value if isinstance(value, (str, int, float, bool)) or value is None else repr(value)[:200]
     return dict(v)
 
 
-def attributes(kvs: Any) -> dict[str, Any]:
-    """Decode a list of ``{key, value}`` into a dict."""
+_WHAT = {
+    "intvalue": "an integer",
+    "doublevalue": "a number",
+    "arrayvalue": "an object holding a list of values",
+    "kvlistvalue": "an object holding a list of values",
+}
+
+
+def _whole(value: float) -> int:
+    if value != int(value):
+        raise ValueError(value)
+    return int(value)
+
+
+def _values(value: Any) -> Any:
+    """The ``values`` of an ``arrayValue`` or ``kvlistValue`` (TypeError: not an object holding a list)."""
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping) or not isinstance(value.get("values", ()), (list, tuple)):
+        raise TypeError(type(value).__name__)
+    return value.get("values") or ()
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def attributes(kvs: Any, bad: Bad | None = None, where: str = "attributes") -> dict[str, Any]:
+    """Decode a list of ``{key, value}`` into a dict; what cannot be decoded is kept as given and
+    appended to ``bad`` (see `any_value`)."""
     out: dict[str, Any] = {}
-    for kv in kvs or ():
+    if kvs is None:
+        return out
+    if not isinstance(kvs, (list, tuple)):
+        if bad is not None:
+            bad.append(f"{where}: expected a list, got {type(kvs).__name__}; ignored")
+        return out
+    for i, kv in enumerate(kvs):
         if isinstance(kv, (dict, Mapping)) and "key" in kv:
-            out[str(kv["key"])] = any_value(kv.get("value"))
+            out[str(kv["key"])] = any_value(kv.get("value"), bad, f"{where}[{i}].value")
+        elif bad is not None:
+            bad.append(f"{where}[{i}]: expected an object with a key, got {type(kv).__name__}; ignored")
     return out
 
 
@@ -225,7 +276,9 @@ def spans_from_envelope(
             bad(f"resourceSpans[{i}]", "an object", rs)
             continue
         res = rs.get("resource") or {}
-        resource = attributes(res.get("attributes") if isinstance(res, Mapping) else None)
+        found: Bad = []
+        resource = attributes(res.get("attributes") if isinstance(res, Mapping) else None, found, f"resourceSpans[{i}].resource.attributes")
+        problems.extend(FormatError(f, source=source, line=line) for f in found)
         scope_spans = _get(rs, "scopeSpans") or _get(rs, "instrumentationLibrarySpans") or []
         if not isinstance(scope_spans, list):
             bad(f"resourceSpans[{i}].scopeSpans", "a list", scope_spans)
@@ -245,44 +298,86 @@ def spans_from_envelope(
                 if not isinstance(raw, Mapping):
                     bad(where, "an object", raw)
                     continue
+                found = []
                 try:
-                    spans.append(_span(raw, resource, scope, first_index + len(spans)))
+                    spans.append(_span(raw, resource, scope, first_index + len(spans), found))
                 except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
                     msg = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
-                    problems.append(FormatError(f"{where}: {msg}", source=source, line=line))
+                    problems.append(FormatError(f"{where}: {msg}; span skipped", source=source, line=line))
+                # The span is kept; each field that could not be read is one problem naming it.
+                problems.extend(FormatError(f"{where}.{f}", source=source, line=line) for f in found)
     return spans, problems
 
 
-def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str, index: int) -> Span:
+def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str, index: int, bad: Bad) -> Span:
+    """One span; only its ids are required (ValueError/KeyError), every other field that cannot be
+    read is left at its default with a problem appended to ``bad``."""
     trace_id = hex_id(raw["traceId" if "traceId" in raw else "trace_id"], 16)
     span_id = hex_id(raw["spanId" if "spanId" in raw else "span_id"], 8)
     if trace_id is None or span_id is None:
         raise ValueError("traceId and spanId must not be empty or zero")
     status = raw.get("status") or {}
-    events = [
-        (str(e.get("name", "")), _ns(_get(e, "timeUnixNano")) or 0, attributes(e.get("attributes")))
-        for e in raw.get("events") or ()
-    ]
-    links = []
-    for ln in raw.get("links") or ():
-        lt, ls = hex_id(_get(ln, "traceId"), 16), hex_id(_get(ln, "spanId"), 8)
-        if lt and ls:
-            links.append((lt, ls, attributes(ln.get("attributes"))))
-    start = _ns(_get(raw, "startTimeUnixNano")) or 0
+    if not isinstance(status, Mapping):
+        bad.append(f"status: expected an object, got {type(status).__name__}; ignored")
+        status = {}
     return Span(
         trace_id=trace_id,
         span_id=span_id,
-        parent_id=hex_id(_get(raw, "parentSpanId"), 8),
+        parent_id=_field(bad, "parentSpanId", lambda: hex_id(_get(raw, "parentSpanId"), 8), None),
         name=str(raw.get("name", "")),
-        kind=_enum(raw.get("kind", 0), SPAN_KINDS, "SPAN_KIND_"),
-        start_ns=start,
-        end_ns=_ns(_get(raw, "endTimeUnixNano")),
-        attrs=attributes(raw.get("attributes")),
-        events=events,
-        links=links,
-        status_code=_enum(status.get("code", 0), _STATUS_CODES),
+        kind=_field(bad, "kind", lambda: _enum(raw.get("kind", 0), SPAN_KINDS, "SPAN_KIND_"), 0),
+        start_ns=_field(bad, "startTimeUnixNano", lambda: _ns(_get(raw, "startTimeUnixNano")) or 0, 0),
+        end_ns=_field(bad, "endTimeUnixNano", lambda: _ns(_get(raw, "endTimeUnixNano")), None),
+        attrs=attributes(raw.get("attributes"), bad),
+        events=_events(raw.get("events"), bad),
+        links=_links(raw.get("links"), bad),
+        status_code=_field(bad, "status.code", lambda: _enum(status.get("code", 0), _STATUS_CODES), 0),
         status_message=str(status.get("message") or ""),
         resource=resource,
         scope=str(scope),
         index=index,
     )
+
+
+def _field(bad: Bad, name: str, read: Any, default: Any) -> Any:
+    try:
+        return read()
+    except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+        bad.append(f"{name}: {exc}; read as {default!r}")
+        return default
+
+
+def _events(raw: Any, bad: Bad) -> list[tuple[str, int, dict[str, Any]]]:
+    """A span's events; an event that is not an object is skipped with a problem, the others kept."""
+    if not raw:
+        return []
+    if not isinstance(raw, (list, tuple)):
+        bad.append(f"events: expected a list, got {type(raw).__name__}; ignored")
+        return []
+    out = []
+    for i, e in enumerate(raw):
+        if not isinstance(e, Mapping):
+            bad.append(f"events[{i}]: expected an object, got {type(e).__name__}; skipped")
+            continue
+        t = _field(bad, f"events[{i}].timeUnixNano", lambda e=e: _ns(_get(e, "timeUnixNano")) or 0, 0)
+        out.append((str(e.get("name", "")), t, attributes(e.get("attributes"), bad, f"events[{i}].attributes")))
+    return out
+
+
+def _links(raw: Any, bad: Bad) -> list[tuple[str, str, dict[str, Any]]]:
+    """A span's links; a link that cannot be read is skipped with a problem, the others kept."""
+    if not raw:
+        return []
+    if not isinstance(raw, (list, tuple)):
+        bad.append(f"links: expected a list, got {type(raw).__name__}; ignored")
+        return []
+    out = []
+    for i, ln in enumerate(raw):
+        try:
+            lt, ls = hex_id(_get(ln, "traceId"), 16), hex_id(_get(ln, "spanId"), 8)
+        except (TypeError, ValueError, AttributeError) as exc:
+            bad.append(f"links[{i}]: {exc}; skipped")
+            continue
+        if lt and ls:
+            out.append((lt, ls, attributes(ln.get("attributes"), bad, f"links[{i}].attributes")))
+    return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import random
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,13 +188,22 @@ _from_environment(CONFIG)
 # -- ids -------------------------------------------------------------------
 # uuid4 costs ~1.7 µs (perf-anchors §3); a per-process random prefix plus a
 # counter is ~0.1 µs and still unique across processes writing one store.
+# Every random bit comes from the OS (os.urandom), never from the `random`
+# module: an agent that calls ``random.seed(0)`` (common in evaluations) would
+# otherwise get the same ids in every process, and its runs would merge.
 
-_prefix = f"{random.getrandbits(32):08x}"
+
+def _draw_prefix() -> str:
+    return os.urandom(4).hex()
+
+
+_prefix = _draw_prefix()
 
 
 def _reseed_after_fork() -> None:
+    # A forked child shares the parent's prefix and counter: draw its own.
     global _prefix
-    _prefix = f"{random.getrandbits(32):08x}"
+    _prefix = _draw_prefix()
 
 
 if hasattr(os, "register_at_fork"):
@@ -203,10 +211,11 @@ if hasattr(os, "register_at_fork"):
 
 
 def id_prefix() -> str:
-    """This process's id prefix (8 hex digits)."""
+    """This process's id prefix (8 hex digits, from the OS's random source)."""
     return _prefix
 
 
 def new_run_id() -> str:
-    """A 32-hex-digit run id (an OpenTelemetry-compatible trace id, never all zeros)."""
-    return f"{random.getrandbits(128) | 1:032x}"
+    """A 32-hex-digit run id from the OS's random source (an OpenTelemetry-compatible trace id,
+    never all zeros)."""
+    return f"{int.from_bytes(os.urandom(16), 'big') | 1:032x}"

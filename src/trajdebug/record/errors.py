@@ -82,15 +82,18 @@ def safe_str(exc: BaseException) -> str:
 
 
 def _tag(exc: BaseException) -> _Tag | None:
-    tag = getattr(exc, _ATTR, None)
-    return tag if isinstance(tag, _Tag) else None
+    try:
+        tag = getattr(exc, _ATTR, None)
+    except Exception:  # noqa: BLE001 - an exception whose __getattribute__ raises: no tag
+        return None
+    return tag if type(tag) is _Tag else None
 
 
 def _set_tag(exc: BaseException, tag: _Tag) -> None:
     try:
         setattr(exc, _ATTR, tag)
-    except (AttributeError, TypeError):
-        pass  # an exception type without __dict__: identity is lost, the error still counts
+    except Exception:  # noqa: BLE001 - no __dict__, or a __setattr__ that raises: identity is lost, the error still counts
+        pass
 
 
 def attempt_step(exc: BaseException, run_id: str, attempt: int, retry_of: str | None) -> str | None:
@@ -123,13 +126,16 @@ def _encloses(h: StepHandle, inner: Any) -> bool:
 def _find_cause(run: RunHandle, exc: BaseException) -> str | None:
     """The recorded error this exception was raised from or while handling."""
     seen = 0
-    cur: BaseException | None = exc.__cause__ or exc.__context__
-    while cur is not None and seen < 32:
-        tag = _tag(cur)
-        if tag is not None and tag.run_id == run.run_id:
-            return tag.error_id
-        cur = cur.__cause__ or cur.__context__
-        seen += 1
+    try:
+        cur: BaseException | None = exc.__cause__ or exc.__context__
+        while cur is not None and seen < 32:
+            tag = _tag(cur)
+            if tag is not None and tag.run_id == run.run_id:
+                return tag.error_id
+            cur = cur.__cause__ or cur.__context__
+            seen += 1
+    except Exception:  # noqa: BLE001 - an exception whose attributes raise: no known cause
+        return None
     return None
 
 
@@ -182,8 +188,11 @@ def _record_exception(
     """Record ``exc`` as a new error at ``h`` (its cause found through the exception chain)."""
     old = _tag(exc)
     attrs = dict(attributes or {})
-    carried = getattr(exc, "__trajdebug_attributes__", None)
-    if isinstance(carried, dict):
+    try:
+        carried = getattr(exc, "__trajdebug_attributes__", None)
+    except Exception:  # noqa: BLE001 - a hostile __getattribute__ carries nothing
+        carried = None
+    if type(carried) is dict:
         # Standard fields a tool call attached (`trajdebug.record.timeouts.tag`): timeout, transport, status.
         attrs.update(carried)
     if old is not None and old.run_id == run.run_id:

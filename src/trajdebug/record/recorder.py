@@ -309,7 +309,7 @@ class StepHandle:
             # Snapshot bytes count against the run's byte budget (only when there are any).
             big = False
             inp = self.input
-            if inp.__class__ not in _SCALARS:
+            if type(inp) not in _SCALARS:
                 spec = self._spec
                 if spec is not None:
                     # A decorated call: arguments that are all immutable scalars stay as they came
@@ -318,11 +318,11 @@ class StepHandle:
                     if spec[2]:
                         next(args, None)  # self or cls: not part of the input
                     for a in args:
-                        if a.__class__ not in _SCALARS:
+                        if type(a) not in _SCALARS:
                             break
                     else:
                         kw = self._kw
-                        if kw is None or all(v.__class__ in _SCALARS for v in kw.values()):
+                        if kw is None or all(type(v) in _SCALARS for v in kw.values()):
                             inp = None
                     if inp is not None:
                         inp = self.bound_input()
@@ -332,7 +332,7 @@ class StepHandle:
                     run._bytes += len(snap)
                     big = True
             out = self.output
-            if out.__class__ not in _SCALARS:
+            if type(out) not in _SCALARS:
                 self._live_out = out
                 self.output = snap = _snap(out)
                 run._bytes += len(snap)

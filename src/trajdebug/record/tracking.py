@@ -123,7 +123,7 @@ class Tracker:
 
     def value(self, v: Any) -> Any:
         """Any recorded value (a snapshot, a scalar, a live object) as JSON data, redacted, then capped."""
-        t = v.__class__
+        t = type(v)
         if t is bytes:
             return self._from_json(v)
         if t is str:
@@ -136,7 +136,7 @@ class Tracker:
 
     def text(self, v: Any, limit: int | None = None) -> str:
         """A message, reason or name as text: redacted, then cut to ``limit`` (default ``max_value_bytes``)."""
-        if v.__class__ is not str:
+        if type(v) is not str:
             try:
                 v = str(v)
             except Exception:  # noqa: BLE001 - a hostile __str__ costs only this text
@@ -156,7 +156,7 @@ class Tracker:
         """
         if v is None:
             return None
-        if v.__class__ is str:
+        if type(v) is str:
             done = self._names.get(v)
             if done is None:
                 done = self.text(v, MAX_NAME)
@@ -167,8 +167,11 @@ class Tracker:
 
     def attributes(self, attrs: Any) -> Any:
         """Attributes or metadata, each value capped on its own (one huge value never costs the others)."""
-        if not isinstance(attrs, Mapping):
-            return self.value(attrs)
+        try:
+            if not isinstance(attrs, Mapping):
+                return self.value(attrs)
+        except Exception:  # noqa: BLE001 - a lazy proxy whose __class__ raises: a marker, not the record
+            return marker(attrs)
         red = self.redactor
         out: dict[str, Any] = {}
         try:
@@ -176,14 +179,17 @@ class Tracker:
         except Exception:  # noqa: BLE001 - a mapping whose items() raises
             return marker(attrs)
         for k, v in items:
-            key = k if k.__class__ is str else safe_repr(k, 200)
+            key = k if type(k) is str else safe_repr(k, 200)
             if red is not None:
-                if red.secret_key(key) and v is not None and v.__class__ is not bool:
+                if red.secret_key(key) and v is not None and type(v) is not bool:
                     red.counts["key_name"] += 1
                     out[red.text(key)] = REDACTED
                     continue
                 key = red.text(key)
-            out[key] = self.value(v)
+            try:
+                out[key] = self.value(v)
+            except Exception:  # noqa: BLE001 - one hostile value costs only itself
+                out[key] = marker(v)
         return out
 
     def arguments(self, args: dict[str, Any], output: Any = None) -> tuple[Any, Any]:
@@ -193,7 +199,7 @@ class Tracker:
         texts: list[str] = []
         size = 0
         for v in args.values():
-            c = v.__class__
+            c = type(v)
             if c is str:
                 texts.append(v)
                 size += len(v)
@@ -203,7 +209,7 @@ class Tracker:
             return self.value(args), (None if output is None else self.value(output))
         red = self.redactor
         clean = red is None
-        if not clean and output.__class__ is str:
+        if not clean and type(output) is str:
             texts.append(output)
             clean = not red.may_hold("".join(texts))  # type: ignore[union-attr]
             if clean:
@@ -218,10 +224,10 @@ class Tracker:
         out: dict[str, Any] = {}
         for k, v in args.items():
             key = names.get(k) or self.name(k) or str(k)
-            if red is not None and red.secret_key(k) and v is not None and v.__class__ is not bool:
+            if red is not None and red.secret_key(k) and v is not None and type(v) is not bool:
                 red.counts["key_name"] += 1
                 out[key] = REDACTED
-            elif v.__class__ is str:
+            elif type(v) is str:
                 out[key] = v if clean else red.text(v)  # type: ignore[union-attr]
             else:
                 out[key] = self.value(v)
@@ -231,23 +237,29 @@ class Tracker:
         """A ready-made record (run, error, stage, meta, merged steps) made JSON-safe, redacted and capped."""
         out: dict[str, Any] = {}
         for k, v in rec.items():
-            if k in _ID_FIELDS and (v is None or v.__class__ in (str, int)):
-                out[k] = v
-            elif k in _TEXT_FIELDS:
-                out[k] = None if v is None else self.text(v)
-            elif k in _NAME_FIELDS:
-                out[k] = self.name(v)
-            elif k in _OBJECT_FIELDS:
-                out[k] = self.attributes(v)
-            elif k == "error" and isinstance(v, Mapping):
-                out[k] = self.record(v)
-            elif k in ("deps", "dep", RECORDER_KEY):
-                out[k] = to_jsonable(v, 1 << 30)
-            else:
-                out[k] = self.value(v)
+            try:
+                out[k] = self._field(k, v)
+            except Exception:  # noqa: BLE001 - one hostile value costs only itself, never the record
+                out[k] = marker(v)
         if self.summary is not None:
             self.summary.apply(out)
         return out
+
+    def _field(self, k: str, v: Any) -> Any:
+        """One field of a ready-made record, JSON-safe, redacted and capped."""
+        if k in _ID_FIELDS and (v is None or type(v) in (str, int)):
+            return v
+        if k in _TEXT_FIELDS:
+            return None if v is None else self.text(v)
+        if k in _NAME_FIELDS:
+            return self.name(v)
+        if k in _OBJECT_FIELDS:
+            return self.attributes(v)
+        if k == "error" and isinstance(v, Mapping):
+            return self.record(v)
+        if k in ("deps", "dep", RECORDER_KEY):
+            return to_jsonable(v, 1 << 30)
+        return self.value(v)
 
     # -- explicit provenance ---------------------------------------------------------
 
@@ -255,7 +267,7 @@ class Tracker:
         """Handle a control message from the agent threads (``("trace", value, step_id, end_ns)``)."""
         if item[0] == "trace":
             _, value, step_id, t = item
-            if not isinstance(value, _UNTRACKED):
+            if not issubclass(type(value), _UNTRACKED):
                 self._keep(id(value), (step_id, value, t, "declared", _ENTRY_BYTES + 64))
 
     # -- tracking ----------------------------------------------------------------------
@@ -276,7 +288,7 @@ class Tracker:
                 self._registry_bytes -= registry.pop(oldest)[4]
 
     def _register(self, sid: str, t1: int, value: Any, size: int, depth: int = 1) -> None:
-        if isinstance(value, _UNTRACKED) or (value.__class__ is str and len(value) < MIN_TRACKED_STR):
+        if issubclass(type(value), _UNTRACKED) or (type(value) is str and len(value) < MIN_TRACKED_STR):
             return
         self._keep(id(value), (sid, value, t1, "tracked", _ENTRY_BYTES + size))
         # The items of a returned list/tuple/dict are that step's outputs too.
@@ -292,7 +304,7 @@ class Tracker:
     def _find(self, own: str, start: int, value: Any) -> list[Dependency]:
         """Registered objects reachable from a step's arguments (not descending into hits)."""
         registry = self.registry
-        cls = value.__class__
+        cls = type(value)
         if cls is str:
             # The common case of a single text argument: one lookup, no walk.
             hit = registry.get(id(value))
@@ -304,7 +316,7 @@ class Tracker:
             # are taken last to first, as the walk below takes them.
             hits: list[tuple[Any, Any]] | None = None
             for k, v in value.items():
-                c = v.__class__
+                c = type(v)
                 if c is str:
                     hit = registry.get(id(v))
                     if hit is not None and hit[1] is v and hit[0] != own and hit[2] <= start:
@@ -338,11 +350,11 @@ class Tracker:
             t = type(obj)
             if t is dict:
                 for k, v in list(obj.items())[:128]:
-                    if not isinstance(v, _UNTRACKED):
+                    if not issubclass(type(v), _UNTRACKED):
                         stack.append((v, str(k) if key is None and top and obj is value else key, depth - 1))
             elif t in (list, tuple, set, frozenset):
                 for v in list(obj)[:128]:
-                    if not isinstance(v, _UNTRACKED):
+                    if not issubclass(type(v), _UNTRACKED):
                         stack.append((v, key, depth - 1))
         return list(found.values())
 
@@ -367,7 +379,7 @@ class Tracker:
                 self.run.run_id,
                 h.id,
                 name,
-                h.kind if h.kind.__class__ is str else "other",
+                h.kind if type(h.kind) is str else "other",
                 h.t0 if h.t0.__class__ is int else 0,
                 h.t1 if h.t1.__class__ is int else None,
                 "error" if h.status == "error" else "ok",
@@ -385,7 +397,7 @@ class Tracker:
         out: list[dict[str, Any]] = []
         run_id = self.run.run_id
         parent = h.parent
-        if parent is not None and parent.__class__ is StepHandle and not parent._announced and parent.t1 is None:
+        if parent is not None and type(parent) is StepHandle and not parent._announced and parent.t1 is None:
             self._announce(parent, run_id, out)
         sid = h._sid or h.id
         t1 = h.t1
@@ -401,7 +413,7 @@ class Tracker:
             live = inp
         else:
             h._live_in = None
-        if live is not None and live.__class__ is not bytes:
+        if live is not None and type(live) is not bytes:
             found = self._find(sid, h.t0, live)
             if found:
                 deps = found
@@ -410,14 +422,14 @@ class Tracker:
             live = outp
         else:
             h._live_out = None
-        if live.__class__ is str:
+        if type(live) is str:
             if len(live) >= MIN_TRACKED_STR:
                 self._keep(id(live), (sid, live, t1 or 0, "tracked", _ENTRY_BYTES + len(live)))
-        elif live is not None and live.__class__ is not bytes:
-            self._register(sid, t1 or 0, live, len(outp) if outp.__class__ is bytes else 64)
+        elif live is not None and type(live) is not bytes:
+            self._register(sid, t1 or 0, live, len(outp) if type(outp) is bytes else 64)
 
         red = self.redactor
-        if inp.__class__ is str and outp.__class__ is str and red is not None:
+        if type(inp) is str and type(outp) is str and red is not None:
             # Both texts pass one prefilter together (what either holds, the two hold).
             if red.may_hold(inp + outp):
                 inp, outp = self._str(inp), self._str(outp)
@@ -427,7 +439,7 @@ class Tracker:
                     inp = {TRUNCATED_KEY: len(inp), "head": inp[:cap]}
                 if len(outp) > cap:
                     outp = {TRUNCATED_KEY: len(outp), "head": outp[:cap]}
-        elif inp.__class__ is dict:
+        elif type(inp) is dict:
             inp, outp = self.arguments(inp, outp)
         else:
             if inp is not None:
@@ -452,8 +464,8 @@ class Tracker:
             )
         else:
             rec = self._full_record(h, run_id, sid, name, inp, outp, deps or [], after_end)
-        if outp is not None and outp.__class__ is not str and h.kind == "tool" and h.status == "ok":
-            payload_error = error_payload(outp.value() if outp.__class__ is Encoded else outp)
+        if outp is not None and type(outp) is not str and h.kind == "tool" and h.status == "ok":
+            payload_error = error_payload(outp.value() if type(outp) is Encoded else outp)
             if payload_error is not None:
                 self._payload_error(h, rec, self.text(payload_error), out)
         if h.timeout is not None and h.status == "ok":
