@@ -1,0 +1,1 @@
+AGENTS: list = []
