@@ -214,4 +214,240 @@ INVOICE_AGENT = Agent(
              "the FX service times out and fx_rate silently returns a rate of 1.0"),
     ],
 )
-AGENTS = [INVOICE_AGENT]
+
+
+# ======================================================================================
+# lineup-builder: a fantasy-football manager setting a weekly lineup
+# ======================================================================================
+
+import datetime as _dt  # noqa: E402
+
+SEASON_START = _dt.date(2026, 9, 8)  # Tuesday of week 1
+ROSTERS: dict[str, list[tuple[str, str, str, float]]] = {  # name, position, NFL team, projection
+    "T-04": [("Jalen Hurts", "QB", "PHI", 22.1), ("Dak Prescott", "QB", "DAL", 18.4),
+             ("Bijan Robinson", "RB", "ATL", 17.9), ("Kyren Williams", "RB", "LAR", 15.2),
+             ("Tony Pollard", "RB", "TEN", 11.0), ("Keenan Allen", "WR", "CHI", 14.6),
+             ("Amon-Ra St. Brown", "WR", "DET", 16.8), ("DJ Moore", "WR", "CHI", 12.9),
+             ("Jerry Jeudy", "WR", "CLE", 10.1), ("Sam LaPorta", "TE", "DET", 10.8),
+             ("Cole Kmet", "TE", "CHI", 6.9),
+             ("Jaylen Warren", "RB", "PIT", 9.5), ("Rashid Shaheed", "WR", "NO", 8.2)],
+    "T-09": [("Lamar Jackson", "QB", "BAL", 23.5), ("Jared Goff", "QB", "DET", 17.6),
+             ("Saquon Barkley", "RB", "PHI", 18.8), ("James Cook", "RB", "BUF", 14.9),
+             ("Chuba Hubbard", "RB", "CAR", 12.2), ("Puka Nacua", "WR", "LAR", 16.1),
+             ("Garrett Wilson", "WR", "NYJ", 13.7), ("Tee Higgins", "WR", "CIN", 13.3),
+             ("Rome Odunze", "WR", "CHI", 9.8), ("Trey McBride", "TE", "ARI", 11.9),
+             ("Dalton Kincaid", "TE", "BUF", 8.0),
+             ("Rhamondre Stevenson", "RB", "NE", 10.4), ("Jaylen Waddle", "WR", "MIA", 12.5)],
+}
+BYES = {7: {"DET", "LAR"}, 8: {"CHI", "BUF"}, 9: {"PHI", "ARI"}, 10: {"ATL", "CIN"}}
+INJURIES = {  # week -> player -> status
+    6: {"Tony Pollard": "OUT"},
+    7: {"Bijan Robinson": "OUT", "Keenan Allen": "QUESTIONABLE", "Garrett Wilson": "QUESTIONABLE"},
+    8: {"Saquon Barkley": "OUT", "Rome Odunze": "QUESTIONABLE"},
+    9: {"Puka Nacua": "QUESTIONABLE", "Jared Goff": "OUT"},
+    10: {"Keenan Allen": "QUESTIONABLE"},
+}
+FINAL_INACTIVE = {7: {"Bijan Robinson", "Keenan Allen"}, 8: {"Saquon Barkley"}, 9: {"Jared Goff"},
+                  10: set()}
+SCOUT_NEWS = {
+    "Keenan Allen": {7: "did not practice all week (hamstring); expected to be inactive",
+                     10: "full participant on Friday; expected to play"},
+    "Garrett Wilson": {7: "limited Wednesday, full Friday; expected to play"},
+    "Rome Odunze": {8: "full participant on Friday; expected to play"},
+    "Puka Nacua": {9: "full participant on Friday; expected to play"},
+    "Josh Allen": {w: "full participant all week; no injury designation" for w in range(6, 11)},
+}
+LEAGUE_RULES = {
+    "L-ROOKIE": "League L-ROOKIE scoring: half-PPR. Lineup: 1 QB, 2 RB, 2 WR, 1 TE, 1 FLEX (RB/WR/TE). qb_slots=1",
+    "L-SUPER": "League L-SUPER scoring: full PPR. Superflex lineup: 1 QB, 2 RB, 2 WR, 1 TE, 1 SUPERFLEX "
+               "(QB/RB/WR/TE). qb_slots=2",
+}
+TEAM_LEAGUE = {"T-04": "L-ROOKIE", "T-09": "L-ROOKIE"}
+
+
+def _week_of(day: _dt.date) -> int:
+    return (day - SEASON_START).days // 7 + 1
+
+
+@trajdebug.step(kind="other")
+def current_week(date: str) -> dict[str, Any]:
+    day = _dt.date.fromisoformat(date)
+    days = (day - SEASON_START).days
+    if active("lineup.week"):
+        days += 1  # counts the lock day inclusively
+    return {"date": date, "week": days // 7 + 1}
+
+
+@trajdebug.step(kind="tool")
+def fetch_roster(team_id: str) -> list[dict[str, Any]]:
+    return [{"name": n, "pos": p, "team": t, "proj": pr} for n, p, t, pr in ROSTERS[team_id]]
+
+
+@trajdebug.step(kind="tool")
+def injury_report(week: int) -> dict[str, Any]:
+    as_of = week - 1 if active("lineup.stale") else week  # the cached report from last week
+    return {"as_of_week": as_of, "statuses": dict(INJURIES.get(as_of, {}))}
+
+
+@trajdebug.step(kind="tool")
+def bye_teams(week: int) -> dict[str, Any]:
+    return {"week": week, "bye": sorted(BYES.get(week, set()))}
+
+
+@trajdebug.step(kind="retrieval")
+def league_rules(league_id: str) -> dict[str, Any]:
+    doc = "L-SUPER" if active("lineup.rules") else league_id  # last opened league's rules from the cache
+    return {"doc": doc, "text": LEAGUE_RULES[doc]}
+
+
+def _plan_brain(request: Any, msgs: list[dict[str, Any]]) -> str:
+    data = json.loads(msgs[-1]["content"])
+    names = [p for p, st in data["statuses"].items() if st == "QUESTIONABLE"
+             and any(r["name"] == p for r in data["roster"])]
+    if active("lineup.scout"):
+        names = ["Josh Allen" if n == "Keenan Allen" else n for n in names]
+    return json.dumps({"scout": names})
+
+
+def _scout_brain(request: Any, msgs: list[dict[str, Any]]) -> str:
+    data = json.loads(msgs[-1]["content"])
+    return f"{data['player']}: {data['news']}"
+
+
+def _lineup_brain(request: Any, msgs: list[dict[str, Any]]) -> str:
+    data = json.loads(msgs[-1]["content"])
+    qb_slots = int(re.search(r"qb_slots=(\d)", data["rules"]).group(1))
+    def cleared(name: str) -> bool:  # a scouting note on this player (matched by surname) says he plays
+        for note in data["scouting"]:
+            who, news = note.split(": ", 1)
+            if who.split()[-1] == name.split()[-1]:
+                return "expected to play" in news or "no injury designation" in news
+        return False
+
+    ok = []
+    for p in data["roster"]:
+        st = data["statuses"].get(p["name"], "ACTIVE")
+        if st == "OUT" or p["team"] in data["bye"]:
+            continue
+        if st == "QUESTIONABLE" and not cleared(p["name"]):
+            continue
+        ok.append(p)
+    ok.sort(key=lambda p: -p["proj"])
+    need = {"QB": 1, "RB": 2, "WR": 2, "TE": 1}
+    picked: list[dict[str, Any]] = []
+    for p in ok:
+        if need.get(p["pos"], 0) > 0:
+            need[p["pos"]] -= 1
+            picked.append(p)
+    flex_pos = ("QB", "RB", "WR", "TE") if qb_slots == 2 else ("RB", "WR", "TE")
+    flex = next(p for p in ok if p not in picked and p["pos"] in flex_pos)
+    lineup = [{"slot": p["pos"], "name": p["name"]} for p in picked]
+    lineup.append({"slot": "FLEX", "name": flex["name"]})
+    return "Lineup:\n" + "\n".join(f"{x['slot']}: {x['name']}" for x in lineup)
+
+
+BRAINS["plan_scouting"] = _plan_brain
+BRAINS["scout_report"] = _scout_brain
+BRAINS["pick_lineup"] = _lineup_brain
+
+
+@trajdebug.step(kind="llm")
+def plan_scouting(messages: list[dict[str, str]]) -> dict[str, Any]:
+    return complete("plan_scouting", messages[-1]["content"], messages[0]["content"])
+
+
+@trajdebug.step(kind="tool")
+def player_news(player: str, week: int) -> dict[str, Any]:
+    news = SCOUT_NEWS.get(player, {}).get(week, "no news this week")
+    return {"player": player, "week": week, "news": news}
+
+
+@trajdebug.step(kind="llm")
+def scout_report(messages: list[dict[str, str]]) -> dict[str, Any]:
+    return complete("scout_report", messages[-1]["content"], messages[0]["content"])
+
+
+@trajdebug.step(kind="agent")
+def scout(player: str, week: int) -> str:
+    news = player_news(player, week)
+    reply = scout_report([{"role": "system", "content": "Summarize the player's availability in one line."},
+                          {"role": "user", "content": json.dumps(news)}])
+    return reply["content"]
+
+
+@trajdebug.step(kind="llm")
+def pick_lineup(messages: list[dict[str, str]]) -> dict[str, Any]:
+    return complete("pick_lineup", messages[-1]["content"], messages[0]["content"])
+
+
+@trajdebug.step(kind="parse")
+def parse_lineup(reply: dict[str, Any]) -> list[dict[str, str]]:
+    rows = [line.split(": ", 1) for line in reply["content"].splitlines()[1:]]
+    return [{"slot": a, "name": b} for a, b in rows]
+
+
+@trajdebug.step(kind="tool")
+def submit_lineup(team_id: str, date: str, lineup: list[dict[str, str]]) -> dict[str, Any]:
+    week = _week_of(_dt.date.fromisoformat(date))
+    by_name = {n: (p, t) for n, p, t, _ in ROSTERS[team_id]}
+    qbs = sum(1 for x in lineup if by_name[x["name"]][0] == "QB")
+    if qbs > 1:
+        raise ValueError(f"league {TEAM_LEAGUE[team_id]} allows 1 QB, lineup has {qbs}")
+    for x in lineup:
+        pos, team = by_name[x["name"]]
+        if team in BYES.get(week, set()):
+            raise ValueError(f"{x['name']} ({team}) is on a bye in week {week}")
+        if x["name"] in FINAL_INACTIVE.get(week, set()):
+            raise ValueError(f"{x['name']} is inactive for week {week}")
+    return {"team": team_id, "week": week, "status": "locked"}
+
+
+def record_lineup(inp: dict[str, Any], path: Path) -> None:
+    team, date = inp["team_id"], inp["date"]
+    try:
+        with trajdebug.run("lineup-builder", path=str(path), task=f"set the lineup of {team} for {date}"):
+            with trajdebug.step("receive_request", kind="input", input=inp) as s:
+                s.output = dict(inp)
+            wk = current_week(date)
+            roster = fetch_roster(team)
+            inj = injury_report(wk["week"])
+            byes = bye_teams(wk["week"])
+            rules = league_rules(TEAM_LEAGUE[team])
+            plan = plan_scouting([{"role": "system", "content": "Name the questionable players on this roster "
+                                   "to scout, as JSON {\"scout\": [...]}."},
+                                  {"role": "user", "content": json.dumps({"roster": roster,
+                                                                          "statuses": inj["statuses"]})}])
+            notes = [scout(p, wk["week"]) for p in json.loads(plan["content"])["scout"]]
+            reply = pick_lineup([{"role": "system", "content": "Pick the highest-projected legal lineup."},
+                                 {"role": "user", "content": json.dumps({
+                                     "roster": roster, "statuses": inj["statuses"], "bye": byes["bye"],
+                                     "rules": rules["text"], "scouting": notes})}])
+            lineup = parse_lineup(reply)
+            submit_lineup(team, date, lineup)
+    except ValueError:
+        pass
+
+
+LINEUP_AGENT = Agent(
+    name="lineup-builder", route="sdk", domain="fantasy sports", ext="jsonl",
+    description="works out the week, reads injuries, byes and league rules, scouts questionable players "
+                "through a sub-agent, and has a model pick the lineup",
+    ref_inputs=[{"team_id": "T-09", "date": "2026-10-21"}, {"team_id": "T-04", "date": "2026-10-28"},
+                {"team_id": "T-09", "date": "2026-11-04"}, {"team_id": "T-04", "date": "2026-11-11"}],
+    record=record_lineup,
+    cases=[
+        Case("lineup_week_off_by_one", "lineup-builder", {"team_id": "T-04", "date": "2026-10-26"},
+             "off_by_one", "lineup.week", "current_week", "other", '"week": 8}',
+             "the week number counts the lock day inclusively, giving week 8 on the last day of week 7"),
+        Case("lineup_stale_injuries", "lineup-builder", {"team_id": "T-04", "date": "2026-10-20"},
+             "stale_data", "lineup.stale", "injury_report", "tool", '"as_of_week": 6',
+             "the injury report comes from last week's cache and misses a player ruled out this week"),
+        Case("lineup_scout_wrong_player", "lineup-builder", {"team_id": "T-04", "date": "2026-10-22"},
+             "wrong_entity_subagent", "lineup.scout", "plan_scouting", "llm", "Josh Allen",
+             "the planner sends the scouting sub-agent to Josh Allen instead of Keenan Allen"),
+        Case("lineup_other_league_rules", "lineup-builder", {"team_id": "T-09", "date": "2026-10-27"},
+             "context_pollution", "lineup.rules", "league_rules", "retrieval", "SUPERFLEX",
+             "another league's superflex rules are put into the lineup prompt, so two QBs are started"),
+    ],
+)
+AGENTS = [INVOICE_AGENT, LINEUP_AGENT]
