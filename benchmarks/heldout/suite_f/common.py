@@ -114,7 +114,7 @@ def _leaves(value: Any) -> Iterator[str]:
 
 def _text(value: Any) -> str:
     """A step's output as searchable text: its JSON and its leaf values (strings unescaped)."""
-    return json.dumps(value, default=str) + "\n" + "\n".join(_leaves(value))
+    return json.dumps(value, default=str) + "\n" + "".join(leaf + "\n" for leaf in _leaves(value))
 
 
 def locate_truth(case: Case, agent: Agent, failed_path: Path, control_path: Path) -> dict[str, Any]:
