@@ -246,4 +246,258 @@ MEAL_AGENT = Agent(
     ],
 )
 
-AGENTS = [MEAL_AGENT]
+
+
+# ======================================================================================
+# flight-rebooking: an airline disruption desk
+# ======================================================================================
+
+BOOKINGS = {
+    "PNR-Q7K2LM": {"passenger": "Mara Olsen", "flight": "LH 1830", "date": "2026-12-03", "from": "MUC",
+                   "to": "LIS", "latest_arrival": "18:00"},
+    "PNR-B4XW9T": {"passenger": "Jonas Pereira", "flight": "LH 1832", "date": "2026-12-04", "from": "MUC",
+                   "to": "LIS", "latest_arrival": "20:00"},
+    "PNR-H2ND5R": {"passenger": "Aiko Tanaka", "flight": "LH 2480", "date": "2026-12-05", "from": "FRA",
+                   "to": "OPO", "latest_arrival": "17:00"},
+    "PNR-T9PC3E": {"passenger": "Lena Brandt", "flight": "LH 1190", "date": "2026-12-06", "from": "FRA",
+                   "to": "BCN", "latest_arrival": "15:00"},
+    "PNR-K8FV2A": {"passenger": "Tomas Ruiz", "flight": "LH 1840", "date": "2026-12-07", "from": "MUC",
+                   "to": "LIS", "latest_arrival": "19:00"},
+    "PNR-M3ZQ7D": {"passenger": "Priya Nair", "flight": "LH 2490", "date": "2026-12-08", "from": "FRA",
+                   "to": "OPO", "latest_arrival": "21:00"},
+    "PNR-W5JH1S": {"passenger": "Elif Kaya", "flight": "LH 1196", "date": "2026-12-09", "from": "FRA",
+                   "to": "BCN", "latest_arrival": "23:00"},
+    "PNR-C6LT4G": {"passenger": "Noah Fischer", "flight": "LH 1832", "date": "2026-12-04", "from": "MUC",
+                   "to": "LIS", "latest_arrival": "13:00"},
+}
+TIERS = {"Lena Brandt": "gold", "Noah Fischer": "gold"}
+STATUS = {"LH 1830": ("DELAYED", 40), "LH 1832": ("CANCELLED", None), "LH 2480": ("CANCELLED", None),
+          "LH 1190": ("CANCELLED", None), "LH 1840": ("DELAYED", 25), "LH 2490": ("CANCELLED", None),
+          "LH 1196": ("CANCELLED", None)}
+OPTIONS = {  # (from, to, date) -> flight, carrier, dep, arr, live seats
+    ("MUC", "LIS", "2026-12-03"): [("LH 1834", "LH", "13:20", "16:05", 5)],
+    ("MUC", "LIS", "2026-12-04"): [("TP 555", "TP", "08:00", "10:45", 2), ("LH 1834", "LH", "09:10", "11:55", 0),
+                                   ("LH 1836", "LH", "13:20", "16:05", 4), ("LH 1838", "LH", "19:30", "22:15", 9)],
+    ("FRA", "OPO", "2026-12-05"): [("LH 2482", "LH", "07:00", "09:25", 0), ("LH 2484", "LH", "12:40", "15:05", 3),
+                                   ("LH 2486", "LH", "18:00", "20:25", 5)],
+    ("FRA", "BCN", "2026-12-06"): [("IB 3211", "IB", "08:15", "10:20", 4), ("LH 1192", "LH", "16:30", "18:45", 6),
+                                   ("LH 1194", "LH", "20:10", "22:25", 8)],
+    ("FRA", "OPO", "2026-12-08"): [("LH 2492", "LH", "10:00", "12:25", 6), ("LH 2494", "LH", "15:00", "17:25", 2)],
+    ("FRA", "BCN", "2026-12-09"): [("LH 1198", "LH", "11:00", "13:15", 3)],
+}
+STALE_SEATS = {"LH 2482": 2}  # this morning's cached search still shows seats on the first flight
+
+
+class LoyaltyUnavailable(Exception):
+    pass
+
+
+@tool
+def get_booking(pnr: str) -> dict[str, Any]:
+    """The booking behind a record locator."""
+    return {"pnr": pnr, **BOOKINGS[pnr]}
+
+
+def _loyalty_api(passenger: str) -> str:
+    if active("fly.loyalty"):
+        raise LoyaltyUnavailable("loyalty: 503 Service Unavailable")
+    return TIERS.get(passenger, "none")
+
+
+@tool
+def loyalty_status(passenger: str) -> dict[str, Any]:
+    """The passenger's frequent-flyer tier."""
+    try:
+        tier = _loyalty_api(passenger)
+    except LoyaltyUnavailable:
+        tier = "none"
+    return {"passenger": passenger, "tier": tier}
+
+
+@tool
+def flight_status(flight: str, date: str) -> dict[str, Any]:
+    """Operational status of a flight."""
+    status, delay = STATUS[flight]
+    return {"flight": flight, "date": date, "status": status, "delay_min": delay}
+
+
+@tool
+def find_alternatives(origin: str, dest: str, date: str, include_partners: bool) -> dict[str, Any]:
+    """Bookable alternatives on a route and date."""
+    stale = active("fly.stale")
+    opts = []
+    for f, carrier, dep, arr, seats in OPTIONS.get((origin, dest, date), []):
+        if carrier != "LH" and not include_partners:
+            continue
+        opts.append({"flight": f, "dep": dep, "arr": arr, "seats": STALE_SEATS.get(f, seats) if stale else seats})
+    as_of = "2026-12-02T06:05Z" if stale else "2026-12-02T09:42Z"
+    return {"route": f"{origin}-{dest}", "date": date, "as_of": as_of, "options": opts}
+
+
+@tool
+def confirm_rebooking(pnr: str, flight: str) -> dict[str, Any]:
+    """Rebook a passenger; the reservation system checks eligibility, seats and arrival."""
+    b = BOOKINGS[pnr]
+    status, delay = STATUS[b["flight"]]
+    if status != "CANCELLED":
+        raise ValueError(f"{pnr}: {b['flight']} operates ({status.lower()} {delay} min); involuntary rebooking "
+                         "not permitted")
+    row = next(o for o in OPTIONS[(b["from"], b["to"], b["date"])] if o[0] == flight)
+    if row[1] != "LH" and TIERS.get(b["passenger"]) != "gold":
+        raise ValueError(f"{pnr}: partner flight {flight} needs gold status")
+    if row[4] <= 0:
+        raise ValueError(f"{pnr}: {flight} is sold out")
+    if row[3] > b["latest_arrival"]:
+        raise ValueError(f"{pnr}: {flight} arrives {row[3]}, after the passenger's latest arrival "
+                         f"{b['latest_arrival']}")
+    return {"pnr": pnr, "flight": flight, "status": "rebooked"}
+
+
+@tool
+def send_notice(pnr: str, text: str) -> dict[str, Any]:
+    """Send the passenger a message."""
+    return {"pnr": pnr, "sent": True}
+
+
+@tool
+def issue_refund(pnr: str) -> dict[str, Any]:
+    """Refund a cancelled booking."""
+    if STATUS[BOOKINGS[pnr]["flight"]][0] != "CANCELLED":
+        raise ValueError(f"{pnr}: flight operates; not refundable")
+    return {"pnr": pnr, "refund": "issued"}
+
+
+def _triage_brain(request: Any, msgs: list[dict[str, Any]]) -> str:
+    data = json.loads(msgs[-1]["content"])
+    st = data["status"]
+    if st["status"] == "CANCELLED":
+        path = "refund" if "refund" in data["message"].lower() else "rebook"
+    else:
+        path = "wait"
+        if active("fly.route"):
+            path = "rebook"  # "my flight is late, I will miss my meeting" read as a rebooking request
+    return json.dumps({"path": path})
+
+
+def _choose_brain(request: Any, msgs: list[dict[str, Any]]) -> str:
+    data = json.loads(msgs[-1]["content"])
+    opts = data["options"]
+    fits = [i for i, o in enumerate(opts) if o["seats"] > 0 and o["arr"] <= data["latest_arrival"]]
+    pool = fits or [i for i, o in enumerate(opts) if o["seats"] > 0]
+    best = min(pool, key=lambda i: opts[i]["arr"])
+    return f"Option {best + 1}: {opts[best]['flight']} arrives {opts[best]['arr']}."
+
+
+BRAINS["rebook_triage"] = _triage_brain
+BRAINS["rebook_choose"] = _choose_brain
+
+
+class FlyState(TypedDict, total=False):
+    pnr: str
+    message: str
+    booking: dict[str, Any]
+    tier: str
+    status: dict[str, Any]
+    path: str
+    search: dict[str, Any]
+    choice_text: str
+    selected: dict[str, Any]
+    result: dict[str, Any]
+
+
+def build_fly_graph() -> Any:
+    llm = _llm()
+
+    def load(state: FlyState) -> dict[str, Any]:
+        b = get_booking.invoke({"pnr": state["pnr"]})
+        tier = loyalty_status.invoke({"passenger": b["passenger"]})
+        st = flight_status.invoke({"flight": b["flight"], "date": b["date"]})
+        return {"booking": b, "tier": tier["tier"], "status": st}
+
+    def triage(state: FlyState) -> dict[str, Any]:
+        reply = llm.invoke([SystemMessage("[rebook_triage] Decide: rebook, wait or refund. Answer JSON "
+                                          "{\"path\": ...}."),
+                            HumanMessage(json.dumps({"status": state["status"], "message": state["message"]}))])
+        return {"path": json.loads(reply.content)["path"]}
+
+    def search(state: FlyState) -> dict[str, Any]:
+        b = state["booking"]
+        return {"search": find_alternatives.invoke({"origin": b["from"], "dest": b["to"], "date": b["date"],
+                                                    "include_partners": state["tier"] == "gold"})}
+
+    def choose(state: FlyState) -> dict[str, Any]:
+        reply = llm.invoke([SystemMessage("[rebook_choose] Pick the best option for the passenger. Answer "
+                                          "'Option N: ...'."),
+                            HumanMessage(json.dumps({"options": state["search"]["options"],
+                                                     "latest_arrival": state["booking"]["latest_arrival"]}))])
+        return {"choice_text": reply.content}
+
+    def pick_option(state: FlyState) -> dict[str, Any]:
+        n = int(re.match(r"Option (\d+)", state["choice_text"]).group(1))
+        opts = state["search"]["options"]
+        chosen = opts[n] if active("fly.index") else opts[n - 1]  # the model's options are numbered from 1
+        return {"selected": {"flight": chosen["flight"], "arr": chosen["arr"]}}
+
+    def confirm(state: FlyState) -> dict[str, Any]:
+        return {"result": confirm_rebooking.invoke({"pnr": state["pnr"], "flight": state["selected"]["flight"]})}
+
+    def notify(state: FlyState) -> dict[str, Any]:
+        return {"result": send_notice.invoke({"pnr": state["pnr"], "text": "Your flight is delayed; please "
+                                              "check the new departure time."})}
+
+    def refund(state: FlyState) -> dict[str, Any]:
+        return {"result": issue_refund.invoke({"pnr": state["pnr"]})}
+
+    g = StateGraph(FlyState)
+    for name, fn in [("load", load), ("triage", triage), ("search", search), ("choose", choose),
+                     ("pick_option", pick_option), ("confirm", confirm), ("notify", notify), ("refund", refund)]:
+        g.add_node(name, fn)
+    g.add_edge(START, "load")
+    g.add_edge("load", "triage")
+    g.add_conditional_edges("triage", lambda s: {"rebook": "search", "wait": "notify", "refund": "refund"}[s["path"]])
+    g.add_edge("search", "choose")
+    g.add_edge("choose", "pick_option")
+    g.add_edge("pick_option", "confirm")
+    for end in ("confirm", "notify", "refund"):
+        g.add_edge(end, END)
+    return g.compile()
+
+
+def record_fly(inp: dict[str, Any], path: Path) -> None:
+    graph = _GRAPHS.setdefault("fly", build_fly_graph())
+    _record(graph, "flight-rebooking", f"{inp['pnr']}: {inp['message']}",
+            {"pnr": inp["pnr"], "message": inp["message"]}, path)
+
+
+FLY_AGENT = Agent(
+    name="flight-rebooking", route="langgraph", domain="airline disruption desk", ext="jsonl",
+    description="loads booking, loyalty tier and flight status; a model routes to rebook / wait / refund; "
+                "the rebook branch searches alternatives, a model picks one, the reservation system confirms",
+    ref_inputs=[
+        {"pnr": "PNR-K8FV2A", "message": "Is my flight on time?"},
+        {"pnr": "PNR-M3ZQ7D", "message": "My flight was cancelled, please get me there today."},
+        {"pnr": "PNR-W5JH1S", "message": "Cancelled again. I just want a refund."},
+        {"pnr": "PNR-C6LT4G", "message": "Flight cancelled - I need to be in Lisbon by lunchtime."},
+    ],
+    record=record_fly,
+    cases=[
+        Case("fly_delay_routed_to_rebook", "flight-rebooking",
+             {"pnr": "PNR-Q7K2LM", "message": "My flight is late and I will miss my 18:00 meeting!"},
+             "wrong_routing", "fly.route", "ChatOpenAI", "llm", '"path": "rebook"',
+             "the triage model routes a 40-minute delay to the rebooking branch"),
+        Case("fly_option_index", "flight-rebooking",
+             {"pnr": "PNR-B4XW9T", "message": "They cancelled LH 1832. Rebook me please."},
+             "off_by_one", "fly.index", "pick_option", "other", '"selected": {"flight": "LH 1838"',
+             "pick_option indexes the model's 1-based 'Option 2' as a 0-based index"),
+        Case("fly_cached_seats", "flight-rebooking",
+             {"pnr": "PNR-H2ND5R", "message": "My Porto flight is cancelled, what now?"},
+             "stale_data", "fly.stale", "find_alternatives", "tool", '"as_of": "2026-12-02T06:05Z"',
+             "find_alternatives serves this morning's cached search, showing seats on a sold-out flight"),
+        Case("fly_loyalty_default", "flight-rebooking",
+             {"pnr": "PNR-T9PC3E", "message": "Cancelled! I must be in Barcelona before 15:00."},
+             "swallowed_error", "fly.loyalty", "loyalty_status", "tool", '"tier": "none"',
+             "the loyalty API fails and loyalty_status silently reports tier 'none', hiding partner flights"),
+    ],
+)
+
+AGENTS = [MEAL_AGENT, FLY_AGENT]
