@@ -250,4 +250,191 @@ CUSTOMS_AGENT = Agent(
     ],
 )
 
-AGENTS = [CUSTOMS_AGENT]
+
+
+# ======================================================================================
+# payroll-clerk: a monthly payroll run, with a benefits sub-agent called as a tool
+# ======================================================================================
+
+STAFF = {  # name, team, contract rate text, minutes clocked in 2026-11
+    "E-1024": ("Ines Duarte", "Warehouse", "EUR 24,80 per hour", 9480),
+    "E-1031": ("Karl Weber", "Warehouse", "EUR 22,50 per hour", 9000),
+    "E-1090": ("Lea Brun", "Front office", "EUR 21,90 per hour", 9000),
+    "E-1095": ("Tariq Haddad", "Warehouse", "EUR 22,50 per hour", 9150),
+    "E-1042": ("Sofia Marin", "Front office", "EUR 27,00 per hour", 8400),
+    "E-1055": ("Oskar Lind", "Drivers", "EUR 23,00 per hour", 9900),
+    "E-1060": ("Mehmet Aydin", "Warehouse", "EUR 24,00 per hour", 8760),
+    "E-1068": ("Julia Novak", "Front office", "EUR 26,40 per hour", 7200),
+    "E-1077": ("Arno Visser", "Drivers", "EUR 23,00 per hour", 10200),
+    "E-1083": ("Hana Kim", "Drivers", "EUR 25,10 per hour", 9600),
+}
+ENROLMENT = {  # pension %, flat monthly deductions (EUR)
+    "E-1024": (4.0, 49.0), "E-1031": (3.0, 0.0), "E-1042": (6.0, 120.0), "E-1055": (4.0, 49.0),
+    "E-1060": (5.0, 15.0), "E-1068": (4.0, 0.0), "E-1077": (3.0, 49.0), "E-1083": (5.0, 0.0),
+    "E-1090": (4.0, 25.0), "E-1095": (3.0, 0.0),
+}
+NOTES = [  # (employee, note)
+    ("E-1077", "approved overtime 12h (night shifts, week 46)"),
+    ("E-1083", "approved overtime 6h (holiday cover)"),
+    ("E-1060", "approved overtime 4h (inventory count)"),
+    ("E-1031", "new bank account from 2026-12"),
+]
+
+
+def _rate_of(emp: str) -> float:
+    return float(STAFF[emp][2].split()[1].replace(",", "."))
+
+
+def _overtime_of(emp: str) -> float:
+    return sum(float(re.search(r"overtime (\d+)h", n).group(1)) for e, n in NOTES if e == emp and "overtime" in n)
+
+
+def _true_pay(emp: str) -> tuple[float, float, float]:
+    hours = round(STAFF[emp][3] / 60, 2)
+    rate, ot = _rate_of(emp), _overtime_of(emp)
+    gross = round(hours * rate + ot * rate * 1.5, 2)
+    pension, flat = ENROLMENT[emp]
+    return hours, gross, round(gross * pension / 100 + flat, 2)
+
+
+def payroll_tools() -> dict[str, Any]:
+    from agents import function_tool
+
+    @function_tool
+    def get_timesheet(employee_id: str, period: str) -> dict[str, Any]:
+        """Hours clocked by an employee in a period."""
+        minutes = STAFF[employee_id][3]
+        if active("pay.units"):
+            hours = minutes // 60 + (minutes % 60) / 100  # hours.minutes read as decimal hours
+        else:
+            hours = round(minutes / 60, 2)
+        return {"employee_id": employee_id, "period": period, "hours": hours}
+
+    @function_tool
+    def read_contract(employee_id: str) -> dict[str, Any]:
+        """The employee's contract rate."""
+        text = STAFF[employee_id][2]
+        num = text.split()[1]
+        rate = float(num.split(",")[0]) if active("pay.rate") else float(num.replace(",", "."))
+        return {"employee_id": employee_id, "rate_text": text, "hourly_rate": rate}
+
+    @function_tool
+    def hr_notes(employee_id: str) -> list[dict[str, str]]:
+        """HR notes that concern an employee this period."""
+        team = STAFF[employee_id][1]
+        if active("pay.notes"):  # filtered by team instead of by employee
+            return [{"employee_id": e, "note": n} for e, n in NOTES if STAFF[e][1] == team]
+        return [{"employee_id": e, "note": n} for e, n in NOTES if e == employee_id]
+
+    @function_tool
+    def get_enrolment(employee_id: str) -> dict[str, Any]:
+        """Benefit enrolment: pension percentage and flat monthly deductions."""
+        pension, flat = ENROLMENT[employee_id]
+        return {"employee_id": employee_id, "pension_pct": pension, "flat_eur": flat}
+
+    @function_tool(failure_error_function=None)
+    def submit_payroll(employee_id: str, period: str, hours: float, overtime_hours: float, gross_eur: float,
+                       deductions_eur: float) -> dict[str, Any]:
+        """Submit one payslip; the payroll ledger checks it against the time clock, HR and benefits."""
+        t_hours, t_gross, t_ded = _true_pay(employee_id)
+        if abs(hours - t_hours) > 0.01:
+            raise ValueError(f"{employee_id}: {hours} h submitted, the time clock has {t_hours} h")
+        if abs(overtime_hours - _overtime_of(employee_id)) > 0.01:
+            raise ValueError(f"{employee_id}: overtime {overtime_hours} h is not approved "
+                             f"(approved: {_overtime_of(employee_id)} h)")
+        if abs(gross_eur - t_gross) > 0.01:
+            raise ValueError(f"{employee_id}: gross {gross_eur:.2f} EUR, ledger computes {t_gross:.2f} EUR")
+        if abs(deductions_eur - t_ded) > 0.01:
+            raise ValueError(f"{employee_id}: deductions {deductions_eur:.2f} EUR do not match the enrolment "
+                             f"({t_ded:.2f} EUR)")
+        return {"employee_id": employee_id, "period": period, "status": "payslip issued"}
+
+    return {f.name: f for f in (get_timesheet, read_contract, hr_notes, get_enrolment, submit_payroll)}
+
+
+def _payroll_main(request: Any, msgs: list[dict[str, Any]]) -> Any:
+    calls = _calls(msgs)
+    user = next(m["content"] for m in msgs if m["role"] == "user")
+    emp = re.search(r"E-\d+", user).group(0)
+    period = re.search(r"\d{4}-\d{2}", user).group(0)
+    ts = _last(calls, "get_timesheet")
+    if ts is None:
+        return Reply(tool_calls=(tool_call("get_timesheet", {"employee_id": emp, "period": period}),
+                                 tool_call("read_contract", {"employee_id": emp}),
+                                 tool_call("hr_notes", {"employee_id": emp})))
+    ben = _last(calls, "benefits_specialist")
+    if ben is None:
+        who = "E-1042" if active("pay.entity") else emp  # digits transposed
+        return Reply(tool_calls=(tool_call("benefits_specialist",
+                                           {"input": f"Monthly deductions for employee {who}, period {period}"}),))
+    done = _last(calls, "submit_payroll")
+    if done is None:
+        rate = _last(calls, "read_contract")["hourly_rate"]
+        notes = _last(calls, "hr_notes")
+        ot = sum(float(m.group(1)) for n in notes if (m := re.search(r"overtime (\d+)h", n["note"])))
+        gross = round(ts["hours"] * rate + ot * rate * 1.5, 2)
+        b = ben if isinstance(ben, dict) else json.loads(ben)
+        ded = round(gross * b["pension_pct"] / 100 + b["flat_eur"], 2)
+        return Reply(tool_calls=(tool_call("submit_payroll", {
+            "employee_id": emp, "period": period, "hours": ts["hours"], "overtime_hours": ot, "gross_eur": gross,
+            "deductions_eur": ded}),))
+    return f"Payslip for {emp} ({period}) issued."
+
+
+def _payroll_benefits(request: Any, msgs: list[dict[str, Any]]) -> Any:
+    calls = _calls(msgs)
+    enr = _last(calls, "get_enrolment")
+    if enr is None:
+        emp = re.search(r"E-\d+", next(m["content"] for m in msgs if m["role"] == "user")).group(0)
+        return Reply(tool_calls=(tool_call("get_enrolment", {"employee_id": emp}),))
+    return json.dumps({"employee_id": enr["employee_id"], "pension_pct": enr["pension_pct"],
+                       "flat_eur": enr["flat_eur"]})
+
+
+BRAINS["payroll_main"] = _payroll_main
+BRAINS["payroll_benefits"] = _payroll_benefits
+
+
+def payroll_agent(client: Any) -> Any:
+    from agents import Agent as SdkAgent
+
+    t = payroll_tools()
+    benefits = SdkAgent(name="Benefits specialist", model=_model(client), tools=[t["get_enrolment"]],
+                        instructions="[payroll_benefits] Report the employee's pension percentage and flat "
+                                     "deductions as JSON.")
+    return SdkAgent(name="Payroll clerk", model=_model(client),
+                    tools=[t["get_timesheet"], t["read_contract"], t["hr_notes"],
+                           benefits.as_tool(tool_name="benefits_specialist",
+                                            tool_description="Ask the benefits specialist about deductions."),
+                           t["submit_payroll"]],
+                    instructions="[payroll_main] Prepare and submit the employee's payslip.")
+
+
+def record_payroll(inp: dict[str, Any], path: Path) -> None:
+    _run(payroll_agent, "payroll-clerk", f"payslip {inp['employee']} {inp['period']}",
+         f"Run payroll for {inp['employee']}, period {inp['period']}.", path)
+
+
+PAYROLL_AGENT = Agent(
+    name="payroll-clerk", route="openai_agents", domain="payroll", ext="jsonl",
+    description="a payroll agent reads the timesheet, contract and HR notes, asks a benefits sub-agent (agent as "
+                "tool) for deductions, and submits the payslip to a ledger that validates it",
+    ref_inputs=[{"employee": e, "period": "2026-11"} for e in ("E-1031", "E-1060", "E-1068", "E-1083")],
+    record=record_payroll,
+    cases=[
+        Case("payroll_hours_minutes", "payroll-clerk", {"employee": "E-1095", "period": "2026-11"}, "unit_error",
+             "pay.units", "get_timesheet", "tool", "'hours': 152.3",
+             "get_timesheet turns 9,150 minutes into 152.30 h (hours.minutes) instead of 152.5 h"),
+        Case("payroll_benefits_wrong_employee", "payroll-clerk", {"employee": "E-1024", "period": "2026-11"},
+             "wrong_entity_subagent", "pay.entity", "generation fake-model", "llm", "E-1042",
+             "the clerk asks the benefits sub-agent about E-1042 instead of E-1024"),
+        Case("payroll_team_notes", "payroll-clerk", {"employee": "E-1055", "period": "2026-11"},
+             "context_pollution", "pay.notes", "hr_notes", "tool", "E-1077",
+             "hr_notes returns the whole team's notes, so another driver's approved overtime enters the context"),
+        Case("payroll_rate_cents_dropped", "payroll-clerk", {"employee": "E-1090", "period": "2026-11"},
+             "lossy_parse", "pay.rate", "read_contract", "tool", "'hourly_rate': 21.0",
+             "read_contract parses 'EUR 21,90 per hour' as 21.0, dropping the decimal part after the comma"),
+    ],
+)
+
+AGENTS = [CUSTOMS_AGENT, PAYROLL_AGENT]
