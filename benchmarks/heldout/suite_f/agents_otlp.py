@@ -262,4 +262,151 @@ CLINIC_AGENT = Agent(
     ],
 )
 
-AGENTS = [CLINIC_AGENT]
+
+
+# ======================================================================================
+# tenant-screening: rental applications for a property manager
+# ======================================================================================
+
+LISTINGS = {("Linden Court", "4D"): 1450, ("Linden Court", "4B"): 1090, ("Harbor View", "2A"): 980,
+            ("Harbor View", "7C"): 1720, ("Elm Yard", "1F"): 860, ("Elm Yard", "3E"): 1240}
+APPLICATIONS = {  # applicant, building, unit, gross monthly income, credit score, monthly debts
+    "APP-501": ("Marta Silva", "Linden Court", "4D", 3600, 700, [("car loan", 210)]),
+    "APP-502": ("Daniel Okafor", "Harbor View", "7C", 4700, 690, [("credit card", 150)]),
+    "APP-503": ("Yuki Sato", "Elm Yard", "3E", 4100, 590, [("car loan", 200)]),
+    "APP-504": ("Pavel Novak", "Harbor View", "2A", 3300, 705,
+                [("car loan", 310), ("student loan", 240), ("credit card", 180), ("personal loan", 260)]),
+    "APP-511": ("Lena Hoffmann", "Elm Yard", "1F", 3900, 745, [("credit card", 150)]),
+    "APP-512": ("Omar Haddad", "Linden Court", "4B", 3500, 688, [("car loan", 400)]),
+    "APP-513": ("Chloe Martin", "Harbor View", "7C", 4300, 720, []),
+    "APP-514": ("Ravi Iyer", "Elm Yard", "3E", 5200, 702, [("car loan", 350), ("credit card", 120)]),
+}
+CACHED_SCORES = {"APP-503": (712, "2025-03-02")}
+WRONG_UNIT = {"4D": "4B"}
+SUMMARY_LIMIT = 38
+
+
+def _listing_doc(building: str, unit: str) -> dict[str, Any]:
+    rent = LISTINGS[(building, unit)]
+    return {"id": f"listing-{''.join(w[0] for w in building.split())}-{unit}",
+            "content": f"{building}, Unit {unit}: rent EUR {rent:,} per month, deposit 3 months."}
+
+
+def _summary(app: str) -> str:
+    debts = APPLICATIONS[app][5]
+    return "Monthly debts: " + ("; ".join(f"{n} {a}" for n, a in debts) if debts else "none") + "."
+
+
+def _ratio(rent: float, income: float) -> float:
+    value = rent / income
+    return round(value, 3) if active("rent.ratio") else round(100 * value, 1)  # a fraction, not a percent
+
+
+def _summarize_brain(request: Any, msgs: list[dict[str, Any]]) -> Any:
+    app = re.search(r"APP-\d+", msgs[-1]["content"]).group(0)
+    text = _summary(app)
+    if active("rent.truncated"):
+        return Reply(text=text[:SUMMARY_LIMIT], finish_reason="length")  # cut by the max_tokens limit
+    return text
+
+
+def _decide_brain(request: Any, msgs: list[dict[str, Any]]) -> str:
+    d = json.loads(msgs[-1]["content"])
+    reasons = []
+    if d["rent_to_income_pct"] > 35:
+        reasons.append(f"rent is {d['rent_to_income_pct']} % of income (max 35 %)")
+    if d["debt_to_income_pct"] > 50:
+        reasons.append(f"debts and rent are {d['debt_to_income_pct']} % of income (max 50 %)")
+    if d["credit_score"] < 620:
+        reasons.append(f"credit score {d['credit_score']} (min 620)")
+    return "DECLINE: " + "; ".join(reasons) if reasons else "APPROVE"
+
+
+BRAINS["rent_summarize"] = _summarize_brain
+BRAINS["rent_decide"] = _decide_brain
+
+
+def _issue_lease(app: str) -> dict[str, Any]:
+    name, building, unit, income, score, debts = APPLICATIONS[app]
+    rent = LISTINGS[(building, unit)]
+    rti = round(100 * rent / income, 1)
+    dti = round(100 * (rent + sum(a for _, a in debts)) / income, 1)
+    if rti > 35:
+        raise ValueError(f"{app}: underwriting rejects the lease: rent-to-income {rti} % for {building} {unit}")
+    if dti > 50:
+        raise ValueError(f"{app}: underwriting rejects the lease: debt-to-income {dti} %")
+    if score < 620:
+        raise ValueError(f"{app}: underwriting rejects the lease: credit score {score} below 620")
+    return {"application": app, "lease": f"L-{app[-3:]}-{unit}", "status": "issued"}
+
+
+def rental_body(inp: dict[str, Any]) -> Any:
+    def body() -> Any:
+        app = inp["application"]
+        with span("load_application", "TOOL", {"application": app}) as s:
+            name, building, unit, income, score, _ = APPLICATIONS[app]
+            rec = s.out({"application": app, "applicant": name, "building": building, "unit": unit})
+        with span("find_listing", "RETRIEVER", {"query": f"{building} unit {unit} listing"}) as s:
+            shown = WRONG_UNIT.get(unit, unit) if active("rent.listing") else unit
+            listing = s.out({"documents": [_listing_doc(building, shown)]})
+        with span("credit_report", "TOOL", {"application": app}) as s:
+            sc, date = CACHED_SCORES[app] if active("rent.stale") else (score, "2026-11-28")
+            credit = s.out({"application": app, "score": sc, "report_date": date})
+        with span("income_check", "TOOL", {"application": app}) as s:
+            inc = s.out({"application": app, "gross_monthly_eur": income})
+        summary = _chat("rent_summarize", "Summarize the applicant's recurring monthly debts as "
+                        "'Monthly debts: name amount; ...'.", f"Bank statements of {app} (3 months) attached.")
+        text = summary.choices[0].message.content
+        with span("parse_debts", "CHAIN", text) as s:
+            items = re.findall(r"([a-z ]+?) (\d+)(?:;|\.|$)", text.split(":", 1)[1])
+            debts = s.out({"debts": [{"name": n.strip(), "eur": int(a)} for n, a in items],
+                           "monthly_debts_eur": sum(int(a) for _, a in items)})
+        with span("affordability", "CHAIN", {"listing": listing, "income": inc, "debts": debts}) as s:
+            rent = int(re.search(r"rent EUR ([\d,]+)", listing["documents"][0]["content"]).group(1).replace(",", ""))
+            income_eur = inc["gross_monthly_eur"]
+            aff = s.out({"rent_eur": rent, "rent_to_income_pct": _ratio(rent, income_eur),
+                         "debt_to_income_pct": round(100 * (rent + debts["monthly_debts_eur"]) / income_eur, 1),
+                         "credit_score": credit["score"]})
+        decision = _chat("rent_decide", "Apply the screening policy; answer APPROVE or DECLINE: reasons.",
+                         json.dumps(aff)).choices[0].message.content
+        if decision.startswith("APPROVE"):
+            with span("issue_lease", "TOOL", {"application": app, "unit": unit}) as s:
+                return s.out(_issue_lease(app))
+        with span("send_decline", "TOOL", {"application": app, "reason": decision}) as s:
+            return s.out({"application": rec["application"], "status": "declined", "letter": decision})
+
+    return body
+
+
+def record_rental(inp: dict[str, Any], path: Path) -> None:
+    _record("tenant-screening", f"screen rental application {inp['application']}", rental_body(inp), path)
+
+
+def _rent_marker_ratio(app: str) -> str:
+    _, building, unit, income, _, _ = APPLICATIONS[app]
+    return f'"rent_to_income_pct": {round(LISTINGS[(building, unit)] / income, 3)}'
+
+
+RENTAL_AGENT = Agent(
+    name="tenant-screening", route="otlp", domain="property management", ext="json",
+    description="spans load the application, retrieve the listing, pull credit and income; a model summarizes "
+                "debts; spans parse them and compute affordability; a model decides; a lease is issued or declined",
+    ref_inputs=[{"application": a} for a in ("APP-511", "APP-512", "APP-513", "APP-514")],
+    record=record_rental, setup=setup, teardown=teardown,
+    cases=[
+        Case("rent_ratio_fraction", "tenant-screening", {"application": "APP-502"}, "unit_error", "rent.ratio",
+             "affordability", "other", _rent_marker_ratio("APP-502"),
+             "affordability reports rent-to-income as a fraction (0.366) where the policy reads a percentage"),
+        Case("rent_neighbouring_unit", "tenant-screening", {"application": "APP-501"}, "wrong_retrieval",
+             "rent.listing", "find_listing", "retrieval", "listing-LC-4B",
+             "the listing retriever returns unit 4B's listing (lower rent) for an application on unit 4D"),
+        Case("rent_cached_credit", "tenant-screening", {"application": "APP-503"}, "stale_data", "rent.stale",
+             "credit_report", "tool", '"report_date": "2025-03-02"',
+             "credit_report serves a cached 2025 report (score 712) instead of today's (590)"),
+        Case("rent_debt_summary_cut", "tenant-screening", {"application": "APP-504"}, "truncated_result",
+             "rent.truncated", "ChatCompletion", "llm", _summary("APP-504")[:SUMMARY_LIMIT] + "\n",
+             "the debt summary stops at the token limit after the first loan, hiding three debts"),
+    ],
+)
+
+AGENTS = [CLINIC_AGENT, RENTAL_AGENT]
