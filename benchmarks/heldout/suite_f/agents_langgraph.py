@@ -500,4 +500,258 @@ FLY_AGENT = Agent(
     ],
 )
 
-AGENTS = [MEAL_AGENT, FLY_AGENT]
+
+
+# ======================================================================================
+# claims-assessor: travel-insurance claims, with a fraud-screening subgraph
+# ======================================================================================
+
+import operator  # noqa: E402
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+
+CLAIM_FX = {"EUR": 1.0, "USD": 0.92, "GBP": 1.17, "JPY": 0.0062, "CNY": 0.128}
+PLANS = {  # plan -> category sublimits (EUR), deductible
+    "TRV-BASIC": ({"baggage delay": 300, "medical": 1000, "trip delay": 400}, 50),
+    "TRV-FAMILY": ({"baggage delay": 600, "medical": 3000, "trip delay": 800}, 50),
+    "TRV-PREMIUM": ({"baggage delay": 1000, "medical": 5000, "trip delay": 1500}, 0),
+}
+CLAIMS = {  # traveller, policy holder, plan, category, receipts as printed
+    "CLM-801": ("Kenji Mori", "Kenji Mori", "TRV-BASIC", "baggage delay", ["¥18,400", "¥9,600"]),
+    "CLM-802": ("Ana Berg", "Ana Berg", "TRV-BASIC", "medical", ["EUR 1,850.00"]),
+    "CLM-803": ("Lukas Berg", "Ana Berg", "TRV-FAMILY", "baggage delay", ["EUR 140.00", "EUR 62.50"]),
+    "CLM-804": ("Sam Carter", "Sam Carter", "TRV-BASIC", "trip delay", ["$120.00", "$85.00"]),
+    "CLM-811": ("Ines Vidal", "Ines Vidal", "TRV-BASIC", "baggage delay", ["EUR 96.00", "EUR 44.00"]),
+    "CLM-812": ("Tom Reid", "Clara Reid", "TRV-FAMILY", "medical", ["£640.00"]),
+    "CLM-813": ("Priya Shah", "Priya Shah", "TRV-PREMIUM", "trip delay", ["$310.00"]),
+    "CLM-814": ("Ola Nilsen", "Ola Nilsen", "TRV-BASIC", "medical", ["EUR 420.00"]),
+}
+OPEN_CLAIMS = {"Lukas Berg": 3, "Ola Nilsen": 4, "Ana Berg": 0}
+WRONG_PLAN = {"TRV-BASIC": "TRV-PREMIUM"}
+_CCY = {"¥": "JPY", "$": "USD", "£": "GBP", "EUR": "EUR"}
+
+
+def _amount(text: str) -> float:
+    return float(re.sub(r"[^\d.]", "", text))
+
+
+def _ccy(text: str) -> str:
+    return next(c for sym, c in _CCY.items() if text.startswith(sym))
+
+
+def _claim_truth(cid: str) -> tuple[float, float, int]:
+    trav, _, plan, cat, receipts = CLAIMS[cid]
+    documented = round(sum(_amount(r) for r in receipts) * CLAIM_FX[_ccy(receipts[0])], 2)
+    limits, ded = PLANS[plan]
+    return documented, round(min(documented, limits[cat]) - ded, 2), OPEN_CLAIMS.get(trav, 0)
+
+
+@tool
+def get_claim(claim_id: str) -> dict[str, Any]:
+    """The claim as filed."""
+    trav, holder, plan, cat, receipts = CLAIMS[claim_id]
+    return {"claim_id": claim_id, "traveller": trav, "policy_holder": holder, "policy": plan, "category": cat,
+            "receipts": receipts}
+
+
+@tool
+def prior_claims(name: str) -> dict[str, Any]:
+    """Open claims of a person across all policies."""
+    return {"name": name, "open_claims": OPEN_CLAIMS.get(name, 0)}
+
+
+@tool
+def claim_fx(currency: str) -> dict[str, Any]:
+    """Today's claims-settlement exchange rate to EUR."""
+    return {"currency": currency, "to_eur": CLAIM_FX[currency]}
+
+
+@tool
+def settle_claim(claim_id: str, total_eur: float) -> dict[str, Any]:
+    """Pay a claim; the payment system audits it against the documents and the policy."""
+    documented, due, open_claims = _claim_truth(claim_id)
+    trav, _, plan, cat, _ = CLAIMS[claim_id]
+    if open_claims >= 3:
+        raise ValueError(f"{claim_id}: {trav} has {open_claims} open claims; auto-settlement blocked")
+    limits, ded = PLANS[plan]
+    if total_eur > documented - ded + 0.01:
+        raise ValueError(f"{claim_id}: settlement {total_eur:.2f} EUR exceeds the documented loss "
+                         f"({documented:.2f} EUR less {ded} EUR deductible)")
+    if total_eur > limits[cat] - ded + 0.01:
+        raise ValueError(f"{claim_id}: settlement {total_eur:.2f} EUR exceeds the {cat} sublimit of {plan} "
+                         f"({limits[cat]} EUR)")
+    return {"claim_id": claim_id, "paid_eur": total_eur, "status": "paid"}
+
+
+@tool
+def queue_for_review(claim_id: str, reason: str) -> dict[str, Any]:
+    """Send a claim to a human adjuster."""
+    return {"claim_id": claim_id, "queue": "special investigations", "reason": reason}
+
+
+def _policy_text(plan: str) -> str:
+    limits, ded = PLANS[plan]
+    rows = "; ".join(f"{k}: up to EUR {v}" for k, v in limits.items())
+    return f"Policy wording {plan} (2026 edition). Sublimits per claim - {rows}. Deductible: EUR {ded} per claim."
+
+
+class PolicyRetriever(BaseRetriever):
+    """Policy wordings by plan code."""
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        plan = re.search(r"TRV-[A-Z]+", query).group(0)
+        if active("claim.policy"):
+            plan = WRONG_PLAN.get(plan, plan)  # the index returns the better-matching premium wording
+        return [Document(page_content=_policy_text(plan), metadata={"doc_id": f"{plan}-2026"})]
+
+
+def _claim_extract_brain(request: Any, msgs: list[dict[str, Any]]) -> str:
+    claim = json.loads(msgs[-1]["content"])
+    ccy = _ccy(claim["receipts"][0])
+    if active("claim.currency") and ccy == "JPY":
+        ccy = "CNY"  # the yen sign read as yuan
+    return json.dumps({"currency": ccy, "receipts": [_amount(r) for r in claim["receipts"]]})
+
+
+def _claim_fraud_brain(request: Any, msgs: list[dict[str, Any]]) -> str:
+    data = json.loads(msgs[-1]["content"])
+    verdict = "review" if data["open_claims"] >= 3 else "clear"
+    return json.dumps({"subject": data["name"], "verdict": verdict})
+
+
+BRAINS["claim_extract"] = _claim_extract_brain
+BRAINS["claim_fraud"] = _claim_fraud_brain
+
+
+class FraudState(TypedDict, total=False):
+    fraud_subject: str
+    fraud_history: dict[str, Any]
+    fraud: dict[str, Any]
+
+
+class ClaimState(TypedDict, total=False):
+    claim_id: str
+    claim: dict[str, Any]
+    extracted: dict[str, Any]
+    policy: dict[str, Any]
+    fraud_subject: str
+    fraud: dict[str, Any]
+    fx: dict[str, Any]
+    payouts: Annotated[list[dict[str, Any]], operator.add]
+    result: dict[str, Any]
+
+
+def build_claim_graph() -> Any:
+    llm = _llm()
+    retriever = PolicyRetriever()
+
+    def lookup(state: FraudState) -> dict[str, Any]:
+        return {"fraud_history": prior_claims.invoke({"name": state["fraud_subject"]})}
+
+    def judge(state: FraudState) -> dict[str, Any]:
+        reply = llm.invoke([SystemMessage("[claim_fraud] Screen the person; answer JSON {subject, verdict}."),
+                            HumanMessage(json.dumps(state["fraud_history"]))])
+        return {"fraud": json.loads(reply.content)}
+
+    sub = StateGraph(FraudState)
+    sub.add_node("lookup", lookup)
+    sub.add_node("judge", judge)
+    sub.add_edge(START, "lookup")
+    sub.add_edge("lookup", "judge")
+    sub.add_edge("judge", END)
+    fraud_screen = sub.compile()
+
+    def intake(state: ClaimState) -> dict[str, Any]:
+        return {"claim": get_claim.invoke({"claim_id": state["claim_id"]})}
+
+    def extract(state: ClaimState) -> dict[str, Any]:
+        reply = llm.invoke([SystemMessage("[claim_extract] Extract the receipts' currency (ISO code) and amounts "
+                                          "as JSON."), HumanMessage(json.dumps(state["claim"]))])
+        return {"extracted": json.loads(reply.content)}
+
+    def policy(state: ClaimState) -> dict[str, Any]:
+        docs = retriever.invoke(f"policy wording {state['claim']['policy']}")
+        text = docs[0].page_content
+        cat = state["claim"]["category"]
+        limit = int(re.search(rf"{cat}: up to EUR (\d+)", text).group(1))
+        ded = int(re.search(r"Deductible: EUR (\d+)", text).group(1))
+        return {"policy": {"doc": docs[0].metadata["doc_id"], "sublimit_eur": limit, "deductible_eur": ded}}
+
+    def delegate(state: ClaimState) -> dict[str, Any]:
+        c = state["claim"]
+        subject = c["policy_holder"] if active("claim.subject") else c["traveller"]
+        return {"fraud_subject": subject}
+
+    def fx(state: ClaimState) -> dict[str, Any]:
+        return {"fx": claim_fx.invoke({"currency": state["extracted"]["currency"]})}
+
+    def assess_receipts(state: ClaimState) -> dict[str, Any]:
+        rate = state["fx"]["to_eur"]
+        return {"payouts": [{"item": f"receipt {i + 1}", "eur": round(a * rate, 2)}
+                            for i, a in enumerate(state["extracted"]["receipts"])]}
+
+    def add_deductible(state: ClaimState) -> dict[str, Any]:
+        item = {"item": "deductible", "eur": -state["policy"]["deductible_eur"]}
+        if active("claim.state"):
+            return {"payouts": [*state["payouts"], item]}  # the whole list returned to an additive reducer
+        return {"payouts": [item]}
+
+    def settle(state: ClaimState) -> dict[str, Any]:
+        receipts = sum(x["eur"] for x in state["payouts"] if x["item"].startswith("receipt"))
+        other = sum(x["eur"] for x in state["payouts"] if not x["item"].startswith("receipt"))
+        total = round(min(receipts, state["policy"]["sublimit_eur"]) + other, 2)
+        return {"result": settle_claim.invoke({"claim_id": state["claim_id"], "total_eur": total})}
+
+    def review(state: ClaimState) -> dict[str, Any]:
+        return {"result": queue_for_review.invoke({"claim_id": state["claim_id"],
+                                                   "reason": f"{state['fraud']['subject']}: open claims"})}
+
+    g = StateGraph(ClaimState)
+    for name, fn in [("intake", intake), ("extract", extract), ("policy", policy), ("delegate", delegate),
+                     ("fraud_screen", fraud_screen), ("fx", fx), ("assess_receipts", assess_receipts),
+                     ("add_deductible", add_deductible), ("settle", settle), ("review", review)]:
+        g.add_node(name, fn)
+    g.add_edge(START, "intake")
+    g.add_edge("intake", "extract")
+    g.add_edge("extract", "policy")
+    g.add_edge("policy", "delegate")
+    g.add_edge("delegate", "fraud_screen")
+    g.add_conditional_edges("fraud_screen", lambda s: "review" if s["fraud"]["verdict"] == "review" else "fx")
+    g.add_edge("fx", "assess_receipts")
+    g.add_edge("assess_receipts", "add_deductible")
+    g.add_edge("add_deductible", "settle")
+    g.add_edge("settle", END)
+    g.add_edge("review", END)
+    return g.compile()
+
+
+def record_claim(inp: dict[str, Any], path: Path) -> None:
+    graph = _GRAPHS.setdefault("claim", build_claim_graph())
+    _record(graph, "claims-assessor", f"assess and settle {inp['claim_id']}", {"claim_id": inp["claim_id"]}, path)
+
+
+CLAIM_AGENT = Agent(
+    name="claims-assessor", route="langgraph", domain="travel insurance claims", ext="jsonl",
+    description="reads the claim, a model extracts currency and amounts, a retriever finds the policy wording, a "
+                "fraud-screening subgraph checks the claimant, nodes convert and assess, the claim is settled",
+    ref_inputs=[{"claim_id": c} for c in ("CLM-811", "CLM-812", "CLM-813", "CLM-814")],
+    record=record_claim,
+    cases=[
+        Case("claim_yen_as_yuan", "claims-assessor", {"claim_id": "CLM-801"}, "currency_mixup", "claim.currency",
+             "ChatOpenAI", "llm", '"currency": "CNY"',
+             "the model reads the ¥ receipts as Chinese yuan instead of Japanese yen"),
+        Case("claim_premium_wording", "claims-assessor", {"claim_id": "CLM-802"}, "wrong_retrieval",
+             "claim.policy", "PolicyRetriever", "retrieval", "TRV-PREMIUM-2026",
+             "the policy retriever returns the premium plan's wording for a basic-plan claim"),
+        Case("claim_screen_policy_holder", "claims-assessor", {"claim_id": "CLM-803"}, "wrong_entity_subagent",
+             "claim.subject", "delegate", "other", '"fraud_subject": "Ana Berg"',
+             "the fraud-screening subgraph is sent the policy holder instead of the travelling claimant"),
+        Case("claim_payouts_duplicated", "claims-assessor", {"claim_id": "CLM-804"}, "bad_state_write",
+             "claim.state", "add_deductible", "other", '"item": "receipt 1"',
+             "add_deductible returns the whole payouts list to an additive reducer, duplicating the receipts"),
+    ],
+)
+
+AGENTS = [MEAL_AGENT, FLY_AGENT, CLAIM_AGENT]
