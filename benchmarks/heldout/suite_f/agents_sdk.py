@@ -450,4 +450,180 @@ LINEUP_AGENT = Agent(
              "another league's superflex rules are put into the lineup prompt, so two QBs are started"),
     ],
 )
-AGENTS = [INVOICE_AGENT, LINEUP_AGENT]
+
+
+# ======================================================================================
+# energy-switch-advisor: household electricity tariff switching
+# ======================================================================================
+
+HOMES = {  # region, heat pump on record, heating note, electricity kWh/year, gas m3/year, survey answers
+    "H-31": ("south", False, "electric storage heaters", 3800, None, {}),
+    "H-32": ("north", False, "heat pump installed October 2026", 9500, None, {"heat_pump": True}),
+    "H-33": ("south", False, "gas boiler", 4200, 900, {}),
+    "H-34": ("north", False, "gas boiler", 5200, 1100, {}),
+    "H-41": ("north", False, "gas boiler", 3100, 800, {}),
+    "H-42": ("south", True, "air-source heat pump", 8800, None, {}),
+    "H-43": ("north", True, "ground-source heat pump", 10400, None, {}),
+    "H-44": ("south", False, "district heating", 2600, None, {}),
+}
+TARIFFS = {  # (region, track) -> name, EUR/kWh, standing EUR/year
+    ("north", "standard"): [("Basic Saver", 0.36, 90), ("FlexFix", 0.31, 220)],
+    ("south", "standard"): [("SunFix", 0.33, 150), ("Coast Basic", 0.38, 80)],
+    ("north", "heat_pump"): [("HeatWise", 0.26, 260)],
+    ("south", "heat_pump"): [("HeatWise South", 0.27, 250)],
+}
+STANDARD_CAP_KWH = 6000
+DEFAULT_REGION = "north"
+
+
+def _monthly(total: float) -> list[float]:
+    shape = [1.3, 1.2, 1.1, 0.9, 0.8, 0.7, 0.7, 0.8, 0.9, 1.1, 1.2, 1.3]
+    return [round(total * w / 12, 1) for w in shape]
+
+
+@trajdebug.step(kind="tool")
+def load_household(household_id: str) -> dict[str, Any]:
+    region, hp, note, _, gas, _ = HOMES[household_id]
+    rec = {"household": household_id, "region": region, "heat_pump": hp, "heating": note,
+           "electricity_meter": f"MTR-E-{household_id[2:]}01"}
+    if gas is not None:
+        rec["gas_meter"] = f"MTR-G-{household_id[2:]}01"
+    trajdebug.current_run().state["household"] = rec
+    return rec
+
+
+@trajdebug.step(kind="state")
+def update_household(answers: dict[str, Any]) -> dict[str, Any]:
+    state = trajdebug.current_run().state
+    old = state["household"]
+    merged = {**answers, **old} if active("energy.state") else {**old, **answers}  # stale record wins the merge
+    state["household"] = merged
+    return merged
+
+
+def _plan_brain(request: Any, msgs: list[dict[str, Any]]) -> str:
+    rec = json.loads(msgs[-1]["content"])
+    meter = rec["electricity_meter"]
+    if active("energy.meter") and "gas_meter" in rec:
+        meter = rec["gas_meter"]
+    return json.dumps({"tool": "meter_readings", "args": {"meter_id": meter, "months": 12}})
+
+
+def _track_brain(request: Any, msgs: list[dict[str, Any]]) -> str:
+    rec = json.loads(msgs[-1]["content"])["household"]
+    track = "heat_pump" if rec["heat_pump"] else "standard"
+    if active("energy.route") and "electric" in rec["heating"]:
+        track = "heat_pump"  # electric storage heating taken for a heat pump
+    return json.dumps({"track": track})
+
+
+BRAINS["energy_plan"] = _plan_brain
+BRAINS["energy_track"] = _track_brain
+
+
+@trajdebug.step(kind="llm")
+def plan_lookup(messages: list[dict[str, str]]) -> dict[str, Any]:
+    return complete("energy_plan", messages[-1]["content"], messages[0]["content"])
+
+
+@trajdebug.step(kind="tool")
+def meter_readings(meter_id: str, months: int) -> dict[str, Any]:
+    hid = "H-" + meter_id.split("-")[2][:2]
+    _, _, _, kwh, gas, _ = HOMES[hid]
+    total = gas if meter_id.startswith("MTR-G") else kwh
+    return {"meter_id": meter_id, "months": months, "readings": _monthly(total)[-months:]}
+
+
+@trajdebug.step(kind="parse")
+def summarize_usage(readings: dict[str, Any]) -> dict[str, Any]:
+    return {"meter_id": readings["meter_id"], "annual_kwh": round(sum(readings["readings"]))}
+
+
+@trajdebug.step(kind="llm")
+def choose_track(messages: list[dict[str, str]]) -> dict[str, Any]:
+    return complete("energy_track", messages[-1]["content"], messages[0]["content"])
+
+
+@trajdebug.step(kind="tool")
+def list_tariffs(track: str, region: str) -> dict[str, Any]:
+    used = DEFAULT_REGION if active("energy.region") else region  # the region filter is not passed on
+    return {"region": used, "track": track,
+            "tariffs": [{"name": n, "eur_per_kwh": u, "standing_eur": s} for n, u, s in TARIFFS[(used, track)]]}
+
+
+@trajdebug.step(kind="other")
+def compare_tariffs(catalogue: dict[str, Any], usage: dict[str, Any]) -> dict[str, Any]:
+    costs = [{"name": t["name"], "annual_eur": round(usage["annual_kwh"] * t["eur_per_kwh"] + t["standing_eur"], 2)}
+             for t in catalogue["tariffs"]]
+    return min(costs, key=lambda c: c["annual_eur"])
+
+
+@trajdebug.step(kind="tool")
+def request_switch(household_id: str, tariff: str, quoted_eur: float) -> dict[str, Any]:
+    region, hp, _, kwh, _, answers = HOMES[household_id]
+    hp = answers.get("heat_pump", hp)
+    offered = {n: (track, u, s) for (r, track), rows in TARIFFS.items() if r == region for n, u, s in rows}
+    if tariff not in offered:
+        raise ValueError(f"{household_id}: tariff {tariff} is not offered in region {region}")
+    track, unit, standing = offered[tariff]
+    if track == "heat_pump" and not hp:
+        raise ValueError(f"{household_id}: no registered heat pump; {tariff} is not available")
+    if track == "standard" and kwh > STANDARD_CAP_KWH:
+        raise ValueError(f"{household_id}: {kwh} kWh/year exceeds the {STANDARD_CAP_KWH} kWh fair-use cap of "
+                         f"{tariff}")
+    estimate = round(kwh * unit + standing, 2)
+    if abs(quoted_eur - estimate) > 0.15 * estimate:
+        raise ValueError(f"{household_id}: quoted {quoted_eur:.2f} EUR/year, the supplier estimates "
+                         f"{estimate:.2f} EUR/year")
+    return {"household": household_id, "tariff": tariff, "status": "switch requested"}
+
+
+def record_energy(inp: dict[str, Any], path: Path) -> None:
+    hid = inp["household_id"]
+    try:
+        with trajdebug.run("energy-switch-advisor", path=str(path), task=f"find a cheaper tariff for {hid}") as run:
+            with trajdebug.step("receive_request", kind="input", input=inp) as s:
+                s.output = {"household_id": hid, "answers": dict(HOMES[hid][5])}
+            load_household(hid)
+            update_household(dict(HOMES[hid][5]))
+            rec = run.state["household"]
+            plan = plan_lookup([{"role": "system", "content": "Choose the meter readings to fetch, as JSON "
+                                 "{tool, args}."}, {"role": "user", "content": json.dumps(rec)}])
+            args = json.loads(plan["content"])["args"]
+            usage = summarize_usage(meter_readings(args["meter_id"], args["months"]))
+            reply = choose_track([{"role": "system", "content": "Pick the tariff track: standard or heat_pump."},
+                                  {"role": "user", "content": json.dumps({"household": rec, "usage": usage})}])
+            with trajdebug.step("route_track", kind="condition", input=reply) as decision:
+                track = json.loads(reply["content"])["track"]
+                decision.output = track
+            with trajdebug.branch(decision):
+                catalogue = list_tariffs(track, rec["region"])
+                best = compare_tariffs(catalogue, usage)
+                request_switch(hid, best["name"], best["annual_eur"])
+    except ValueError:
+        pass
+
+
+ENERGY_AGENT = Agent(
+    name="energy-switch-advisor", route="sdk", domain="household energy", ext="jsonl",
+    description="loads the household into run.state, merges survey answers, a model picks the meter to read, "
+                "a model picks the tariff track, tariffs are listed and compared, and a switch is requested",
+    ref_inputs=[{"household_id": h} for h in ("H-41", "H-42", "H-43", "H-44")],
+    record=record_energy,
+    cases=[
+        Case("energy_storage_heaters_routed_hp", "energy-switch-advisor", {"household_id": "H-31"},
+             "wrong_routing", "energy.route", "choose_track", "llm", '"track": "heat_pump"',
+             "the track model routes a home with electric storage heaters to heat-pump tariffs"),
+        Case("energy_survey_merge", "energy-switch-advisor", {"household_id": "H-32"}, "bad_state_write",
+             "energy.state", "update_household", "state", '"heat_pump": false',
+             "update_household merges the stored record over the new survey answer, so heat_pump stays false"),
+        Case("energy_region_dropped", "energy-switch-advisor", {"household_id": "H-33"}, "tool_ignores_arg",
+             "energy.region", "list_tariffs", "tool", '"region": "north"',
+             "list_tariffs ignores its region argument and lists the default region's tariffs"),
+        Case("energy_gas_meter_read", "energy-switch-advisor", {"household_id": "H-34"}, "wrong_tool_args",
+             "energy.meter", "plan_lookup", "llm", "MTR-G-",
+             "the planning model asks for the gas meter's readings instead of the electricity meter's"),
+    ],
+)
+
+AGENTS = [INVOICE_AGENT, LINEUP_AGENT, ENERGY_AGENT]
