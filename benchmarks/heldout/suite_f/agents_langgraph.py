@@ -512,6 +512,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E40
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 
+
 CLAIM_FX = {"EUR": 1.0, "USD": 0.92, "GBP": 1.17, "JPY": 0.0062, "CNY": 0.128}
 PLANS = {  # plan -> category sublimits (EUR), deductible
     "TRV-BASIC": ({"baggage delay": 300, "medical": 1000, "trip delay": 400}, 50),
@@ -571,7 +572,7 @@ def claim_fx(currency: str) -> dict[str, Any]:
 @tool
 def settle_claim(claim_id: str, total_eur: float) -> dict[str, Any]:
     """Pay a claim; the payment system audits it against the documents and the policy."""
-    documented, due, open_claims = _claim_truth(claim_id)
+    documented, _due, open_claims = _claim_truth(claim_id)
     trav, _, plan, cat, _ = CLAIMS[claim_id]
     if open_claims >= 3:
         raise ValueError(f"{claim_id}: {trav} has {open_claims} open claims; auto-settlement blocked")

@@ -14,7 +14,7 @@ from .common import BRAINS, Agent, Case, Model, active
 
 
 def _run(agent_factory: Any, name: str, task: str, text: str, path: Path) -> None:
-    from agents import Runner, RunConfig, set_trace_processors
+    from agents import RunConfig, Runner, set_trace_processors
     from agents.exceptions import AgentsException
     from openai import AsyncOpenAI
 
@@ -98,7 +98,7 @@ def _hs_text(desk: str, query: str) -> str:
 
 
 def _true_duty(shp: str) -> tuple[float, float]:
-    goods, total, ccy, origin, code = SHIPMENTS[shp]
+    _goods, total, ccy, origin, code = SHIPMENTS[shp]
     value = round(total * FX[ccy], 2)
     rate = HS[code][3].get(origin, HS[code][2])
     return value, round(value * rate / 100, 2)
@@ -122,7 +122,7 @@ def customs_tools() -> dict[str, Any]:
     @function_tool
     def duty_rate(hs_code: str, origin: str) -> dict[str, Any]:
         """The duty rate of a tariff code for goods of an origin (preferential where an agreement applies)."""
-        desc, _, mfn, pref = HS[hs_code]
+        _desc, _, mfn, pref = HS[hs_code]
         applied = "ERGA OMNES" if active("customs.origin") else origin  # the origin filter is dropped
         rate = pref.get(applied, mfn)
         return {"hs_code": hs_code, "origin_applied": applied, "rate_pct": rate}
@@ -135,7 +135,7 @@ def customs_tools() -> dict[str, Any]:
     @function_tool(failure_error_function=None)
     def file_declaration(shipment_id: str, hs_code: str, customs_value_eur: float, duty_eur: float) -> dict[str, Any]:
         """File the import declaration; customs validates the code, value and duty."""
-        goods, _, _, origin, code = SHIPMENTS[shipment_id]
+        goods, _, _, _origin, code = SHIPMENTS[shipment_id]
         if hs_code != code:
             raise ValueError(f"{shipment_id}: HS {hs_code} does not cover '{goods}' (expected heading {code[:4]})")
         value, duty = _true_duty(shipment_id)
@@ -304,10 +304,8 @@ def payroll_tools() -> dict[str, Any]:
     def get_timesheet(employee_id: str, period: str) -> dict[str, Any]:
         """Hours clocked by an employee in a period."""
         minutes = STAFF[employee_id][3]
-        if active("pay.units"):
-            hours = minutes // 60 + (minutes % 60) / 100  # hours.minutes read as decimal hours
-        else:
-            hours = round(minutes / 60, 2)
+        # with the fault: hours.minutes read as decimal hours
+        hours = minutes // 60 + (minutes % 60) / 100 if active("pay.units") else round(minutes / 60, 2)
         return {"employee_id": employee_id, "period": period, "hours": hours}
 
     @function_tool

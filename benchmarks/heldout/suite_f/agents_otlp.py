@@ -199,7 +199,7 @@ def clinic_body(inp: dict[str, Any]) -> Any:
         args = json.loads(first.choices[0].message.tool_calls[0].function.arguments)
         pid = args["patient_id"]
         with span("patient_record", "TOOL", {"patient_id": pid}) as s:
-            spec, clinic, valid, avail = PATIENTS[pid]
+            spec, clinic, valid, _avail = PATIENTS[pid]
             rec = s.out({"patient_id": pid, "referral": spec, "clinic": clinic, "referral_valid_until": valid})
         with span("find_protocol", "RETRIEVER", {"query": f"booking protocol {args['specialty']}"}) as s:
             name = WRONG_PROTOCOL.get(args["specialty"], args["specialty"]) if active("clinic.protocol") \
@@ -327,7 +327,7 @@ BRAINS["rent_decide"] = _decide_brain
 
 
 def _issue_lease(app: str) -> dict[str, Any]:
-    name, building, unit, income, score, debts = APPLICATIONS[app]
+    _name, building, unit, income, score, debts = APPLICATIONS[app]
     rent = LISTINGS[(building, unit)]
     rti = round(100 * rent / income, 1)
     dti = round(100 * (rent + sum(a for _, a in debts)) / income, 1)

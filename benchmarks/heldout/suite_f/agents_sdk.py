@@ -11,6 +11,7 @@ import trajdebug
 
 from .common import BRAINS, Agent, Case, active, complete
 
+
 # ======================================================================================
 # invoice-reconciler: accounts payable, an invoice matched to its purchase order
 # ======================================================================================
@@ -222,6 +223,7 @@ INVOICE_AGENT = Agent(
 
 import datetime as _dt  # noqa: E402
 
+
 SEASON_START = _dt.date(2026, 9, 8)  # Tuesday of week 1
 ROSTERS: dict[str, list[tuple[str, str, str, float]]] = {  # name, position, NFL team, projection
     "T-04": [("Jalen Hurts", "QB", "PHI", 22.1), ("Dak Prescott", "QB", "DAL", 18.4),
@@ -255,7 +257,7 @@ SCOUT_NEWS = {
     "Garrett Wilson": {7: "limited Wednesday, full Friday; expected to play"},
     "Rome Odunze": {8: "full participant on Friday; expected to play"},
     "Puka Nacua": {9: "full participant on Friday; expected to play"},
-    "Josh Allen": {w: "full participant all week; no injury designation" for w in range(6, 11)},
+    "Josh Allen": dict.fromkeys(range(6, 11), "full participant all week; no injury designation"),
 }
 LEAGUE_RULES = {
     "L-ROOKIE": "League L-ROOKIE scoring: half-PPR. Lineup: 1 QB, 2 RB, 2 WR, 1 TE, 1 FLEX (RB/WR/TE). qb_slots=1",
@@ -394,7 +396,7 @@ def submit_lineup(team_id: str, date: str, lineup: list[dict[str, str]]) -> dict
     if qbs > 1:
         raise ValueError(f"league {TEAM_LEAGUE[team_id]} allows 1 QB, lineup has {qbs}")
     for x in lineup:
-        pos, team = by_name[x["name"]]
+        _pos, team = by_name[x["name"]]
         if team in BYES.get(week, set()):
             raise ValueError(f"{x['name']} ({team}) is on a bye in week {week}")
         if x["name"] in FINAL_INACTIVE.get(week, set()):

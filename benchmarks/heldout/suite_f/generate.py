@@ -14,11 +14,25 @@ import sys
 import time
 from pathlib import Path
 
+
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     __package__ = "benchmarks.heldout.suite_f"
 
-from .common import Agent, Model, brain, fresh, load_single, locate_truth, merge_files, planted  # noqa: E402
+from .common import Agent, Model, brain, fresh, load_single, locate_truth, merge_files, planted
+
+
+def check_with_refs(path: Path, agent: Agent, expected: int) -> None:
+    """The merged file reads back as the failed run plus the references, all runs of this agent."""
+    import trajdebug
+    from trajdebug.formats import import_path
+
+    result = trajdebug.read_jsonl(path) if agent.ext == "jsonl" else import_path(path, "otlp")
+    runs = list(result.runs)
+    assert len(runs) == expected, f"{path}: {len(runs)} runs, expected {expected}"
+    assert {r.name for r in runs} == {agent.name}, f"{path}: run names {sorted({r.name for r in runs})}"
+    outcomes = sorted(r.outcome for r in runs)
+    assert outcomes == ["failure"] + ["success"] * (expected - 1), f"{path}: outcomes {outcomes}"
 
 
 def all_agents() -> list[Agent]:
@@ -79,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                         agent.record(case.input, control)
                     merge_files([failed, *refs], fresh(cdir / f"with_refs.{agent.ext}"), agent.ext)
                     truth = locate_truth(case, agent, failed, control)
+                    check_with_refs(cdir / f"with_refs.{agent.ext}", agent, 1 + len(refs))
                     (cdir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
                     index.append({"case": case.case, "agent": agent.name, "route": agent.route,
                                   "fault_kind": case.fault_kind, "files": {
