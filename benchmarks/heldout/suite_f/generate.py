@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("outdir", type=Path)
     ap.add_argument("--only", nargs="+", metavar="CASE", help="generate only these cases")
+    ap.add_argument("--verify-show", action="store_true",
+                    help="also check each truth against `python -m trajdebug show FILE --json` (slower)")
     args = ap.parse_args(argv)
     out: Path = args.outdir
     out.mkdir(parents=True, exist_ok=True)
@@ -111,7 +113,33 @@ def main(argv: list[str] | None = None) -> int:
     (out / "index.json").write_text(json.dumps({"suite": "suite_f", "cases": index,
                                                 "generation_seconds": seconds}, indent=2) + "\n")
     print(f"{len(index)} cases in {seconds} s -> {out}")
+    if args.verify_show:
+        verify_show(out, {c.case: c for a in agents for c in a.cases})
     return 0
+
+
+def verify_show(out: Path, cases: dict) -> None:
+    """Each truth's root, found again in `trajdebug show --json`: same name, occurrence, kind and marker."""
+    import subprocess
+
+    from .common import _text
+
+    index = json.loads((out / "index.json").read_text())
+    for entry in index["cases"]:
+        truth = json.loads((out / entry["files"]["truth"]).read_text())
+        src = out / entry["files"]["failed"]
+        fmt = ["--from", "otlp"] if src.suffix == ".json" else []
+        shown = subprocess.run([sys.executable, "-m", "trajdebug", "show", str(src), "--json", "--no-deps", *fmt],
+                               capture_output=True, text=True, check=True).stdout
+        steps = json.loads(shown)["runs"][0]["steps"]
+        named = [s for s in steps if s["name"] == truth["root"]["name"]]
+        root = named[truth["root"]["occurrence"] - 1]
+        first = next(s for s in named if cases[entry["case"]].marker in _text(s["output"]))
+        assert first["step_id"] == root["step_id"] and root["kind"] == truth["root"]["kind"], entry["case"]
+        assert root["status"] == "ok", entry["case"]
+        if truth["llm_index"]:
+            assert [s for s in steps if s["kind"] == "llm"][truth["llm_index"] - 1]["step_id"] == root["step_id"]
+    print(f"show --json agrees on {len(index['cases'])} truths")
 
 
 if __name__ == "__main__":
