@@ -19,10 +19,10 @@ PKG = "trajdebug"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("trajdebug.model", "trajdebug.plugins", "trajdebug.chat", "trajdebug.escape", "trajdebug.values"),
-    ("trajdebug.format", "trajdebug._encode", "trajdebug.schema", "trajdebug.redaction"),
+    ("trajdebug.format", "trajdebug._encode", "trajdebug.schema", "trajdebug.redaction", "trajdebug.sidefile"),
     ("trajdebug.analysis",),
     ("trajdebug.formats", "trajdebug.report", "trajdebug.store"),
-    ("trajdebug.record", "trajdebug.source", "trajdebug.marks"),
+    ("trajdebug.record", "trajdebug.source", "trajdebug.marks", "trajdebug.answers"),
     ("trajdebug.replay",),
     ("trajdebug.integrations", "trajdebug.pipeline", "trajdebug.judge", "trajdebug.fleet", "trajdebug.serve", "trajdebug.lint"),
     ("trajdebug.cli", "trajdebug.demo", "trajdebug.testing", "trajdebug", "trajdebug.__main__"),

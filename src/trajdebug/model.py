@@ -196,6 +196,24 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
+class Answer:
+    """A judgement of one step's output given its inputs: correct, wrong, or not known."""
+
+    step_id: str
+    """The step judged."""
+    correct: bool | None
+    """True: the output is right given its inputs; False: wrong; None: don't know."""
+    by: str
+    """Who answered: ``person``, ``check:<name>``, ``model:<m>``, ``reference:<run_id>``, ``oracle:<mod:fn>``."""
+    at_ns: int = 0
+    """When (nanoseconds since the epoch)."""
+    reason: str | None = None
+    """Why, when the answerer said."""
+    run_id: str | None = None
+    """The run the answer was given on, when known."""
+
+
+@dataclass(frozen=True, slots=True)
 class Run:
     """One agent run (one trace): its steps in start order and its errors."""
 
@@ -219,6 +237,8 @@ class Run:
     """The error events, ordered by occurrence."""
     continues: str | None = None
     """The run this one continues (the earlier turn of a conversation), if any."""
+    answers: tuple[Answer, ...] = ()
+    """Judgements of steps stored with the run (the latest per step and answerer), oldest first."""
 
     def step(self, step_id: str) -> Step:
         """Return the step with this id.
@@ -262,6 +282,7 @@ def replace(obj: Any, /, **changes: Any) -> Any:
 
 
 __all__ = [
+    "Answer",
     "BOUNDARY_KINDS",
     "CONTAINER_KINDS",
     "DEP_KINDS",
