@@ -23,6 +23,7 @@ from typing import Any
 from trajdebug.format import FormatError, ReadResult, read_jsonl, write_jsonl
 from trajdebug.marks import mark
 from trajdebug.model import (
+    Answer,
     Dependency,
     ErrorEvent,
     ErrorInfo,
@@ -86,6 +87,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Answer",
     "ContextThreadPoolExecutor",
     "ContractError",
     "CriticalError",
