@@ -537,7 +537,7 @@ class _Caller:
         def call() -> None:
             try:
                 box.append(("ok", self.oracle(step, run)))
-            except Exception as e:  # an oracle's own bug is don't-know, never the search's crash
+            except Exception as e:  # noqa: BLE001 - an oracle's own bug is don't-know, never a crash
                 box.append(("err", f"{type(e).__name__}: {e}"))
 
         if self.timeout is None:
