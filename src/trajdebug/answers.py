@@ -86,7 +86,7 @@ class AnswerLog:
         Raises:
             SourceError: the file cannot be written (the message names it and why).
         """
-        stored = _redacted(dataclasses.replace(answer, at_ns=answer.at_ns or time.time_ns(), run_id=self.run_id))
+        stored = _redacted(dataclasses.replace(answer, at_ns=answer.at_ns or time.time_ns()))
         record = answer_record(self.run_id, stored)
         try:
             if self.kind == "store":

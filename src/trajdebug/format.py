@@ -239,7 +239,7 @@ class RunBuilder:
                 "time_ns": int_field(rec, "time_ns", None, problems),
             }
         elif t == "answer":
-            answer = decode_answer(rec, problems, run_id)
+            answer = decode_answer(rec, problems)
             if answer is None:
                 return False
             self._parts(run_id).answers.append(answer)

@@ -197,20 +197,25 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A judgement of one step's output given its inputs: correct, wrong, or not known."""
+    """An oracle's answer about one step: is its output correct, given its inputs?
+
+    The guided search (`trajdebug.analysis.GuidedSearch`) asks these questions
+    (Shapiro's algorithmic debugging); answers are data, kept with the run.
+    """
 
     step_id: str
-    """The step judged."""
+    """The step asked about."""
     correct: bool | None
-    """True: the output is right given its inputs; False: wrong; None: don't know."""
+    """True: the output is correct given the inputs; False: wrong; None: don't know."""
     by: str
-    """Who answered: ``person``, ``check:<name>``, ``model:<m>``, ``reference:<run_id>``, ``oracle:<mod:fn>``."""
+    """Who answered: ``person``, ``check:<name>``, ``model:<model>``, ``reference:<run_id>``,
+    ``oracle:<module:function>`` (trust in that order: person first, model last)."""
     at_ns: int = 0
-    """When (nanoseconds since the epoch)."""
+    """When, in nanoseconds since the epoch (0: unknown)."""
     reason: str | None = None
-    """Why, when the answerer said."""
+    """Why, in words (a model's reason, a check's message)."""
     run_id: str | None = None
-    """The run the answer was given on, when known."""
+    """The run of the step when it is an earlier run (a conversation turn)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +243,7 @@ class Run:
     continues: str | None = None
     """The run this one continues (the earlier turn of a conversation), if any."""
     answers: tuple[Answer, ...] = ()
-    """Judgements of steps stored with the run (the latest per step and answerer), oldest first."""
+    """Answers about its steps' outputs (a person, a check, a model, a passing run), oldest first."""
 
     def step(self, step_id: str) -> Step:
         """Return the step with this id.
@@ -282,7 +287,6 @@ def replace(obj: Any, /, **changes: Any) -> Any:
 
 
 __all__ = [
-    "Answer",
     "BOUNDARY_KINDS",
     "CONTAINER_KINDS",
     "DEP_KINDS",
@@ -295,6 +299,7 @@ __all__ = [
     "STEP_KINDS",
     "TRUNCATED_KEY",
     "VALUE_DEP_KINDS",
+    "Answer",
     "DepKind",
     "DepOrigin",
     "Dependency",

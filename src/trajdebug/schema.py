@@ -358,12 +358,16 @@ def answer_record(run_id: str, a: Answer) -> dict[str, Any]:
         "by": a.by,
         "at_ns": a.at_ns,
         "reason": a.reason,
+        "step_run_id": a.run_id,
     }
 
 
 def answer_to_dict(a: Answer) -> dict[str, Any]:
     """An answer as JSON data for reports (the record's fields, without the record's framing)."""
-    return {"step_id": a.step_id, "correct": a.correct, "by": a.by, "at_ns": a.at_ns, "reason": a.reason}
+    out = {"step_id": a.step_id, "correct": a.correct, "by": a.by, "at_ns": a.at_ns, "reason": a.reason}
+    if a.run_id is not None:
+        out["step_run_id"] = a.run_id
+    return out
 
 
 def meta_record(run_id: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
@@ -819,7 +823,7 @@ def decode_stage(r: Mapping[str, Any], problems: Problems) -> StageChange:
     )
 
 
-def decode_answer(r: Mapping[str, Any], problems: Problems, run_id: str | None = None) -> Answer | None:
+def decode_answer(r: Mapping[str, Any], problems: Problems) -> Answer | None:
     """An ``answer`` record as an `Answer`, or None when it names no step or no answerer.
 
     ``correct`` is true, false or null; the strings ``yes``/``no``/``true``/``false`` (any case)
@@ -848,7 +852,7 @@ def decode_answer(r: Mapping[str, Any], problems: Problems, run_id: str | None =
         by=by.strip(),
         at_ns=int_field(r, "at_ns", 0, problems) or 0,
         reason=str_field(r, "reason", problems),
-        run_id=run_id,
+        run_id=str_field(r, "step_run_id", problems),
     )
 
 
@@ -858,9 +862,9 @@ _ANSWER_WORDS: dict[str, bool | None] = {"true": True, "yes": True, "false": Fal
 def latest_answers(answers: Iterable[Answer]) -> tuple[Answer, ...]:
     """One answer per (step, answerer): the one given last wins (a later record, or on a tie of
     order the later ``at_ns``), oldest first."""
-    best: dict[tuple[str, str], tuple[int, Answer]] = {}
+    best: dict[tuple[str, str | None, str], tuple[int, Answer]] = {}
     for i, a in enumerate(answers):
-        key = (a.step_id, a.by)
+        key = (a.step_id, a.run_id, a.by)
         cur = best.get(key)
         if cur is None or not (a.at_ns and cur[1].at_ns) or a.at_ns >= cur[1].at_ns:
             best[key] = (i, a)

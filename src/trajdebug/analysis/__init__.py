@@ -11,6 +11,7 @@ from trajdebug.analysis._content import text_of
 from trajdebug.analysis._detect import Detector, Failure, detect
 from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._graph import DependencyGraph, GraphError
+from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._pipeline import Analysis, analyses_to_dict, analyze
 from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evidence
@@ -21,6 +22,7 @@ from trajdebug.analysis.reference import is_original, references, same_agent
 
 __all__ = [
     "SIGNAL_FAMILIES",
+    "STRATEGIES",
     "SUMMARY_SAFE",
     "Analysis",
     "Candidate",
@@ -33,12 +35,16 @@ __all__ = [
     "Evidence",
     "Failure",
     "GraphError",
+    "Guided",
+    "GuidedSearch",
     "Localization",
+    "Oracle",
     "analyses_to_dict",
     "analyze",
     "analyze_errors",
     "detect",
     "family",
+    "guided_search",
     "infer_dependencies",
     "is_original",
     "previous_turns",
