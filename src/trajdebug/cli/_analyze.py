@@ -57,6 +57,13 @@ from trajdebug.model import Outcome
     help="text, markdown (as in `trajdebug errors`), or a renderer registered under the "
     "'trajdebug.renderers' entry point group.",
 )
+@click.option(
+    "--ask",
+    "ask",
+    is_flag=True,
+    help="Find the cause by asking you: one step at a time, is its output correct given its input? "
+    "(keys y / n / ? / e / q; answers are stored with the run, and a second --ask resumes).",
+)
 @add_verify_option
 @add_judge_options
 @json_option
@@ -76,6 +83,7 @@ def analyze_cmd(
     use_judge: bool,
     judge_config: str | None,
     as_json: bool,
+    ask: bool,
 ) -> None:
     """Find where runs failed and rank the steps most likely to have caused it.
 
@@ -133,6 +141,9 @@ def analyze_cmd(
     for a in analyses:
         for problem in a.problems:
             click.echo(f"warning: {path}: {problem}", err=True)
+    if ask:
+        _ask(path, analyses, as_json)
+        return
     verifications = list(result.verifications)
     judgments = list(result.judgments) + [None] * (len(analyses) - len(result.judgments))
     report_usage(judgments)
@@ -194,6 +205,21 @@ def analyze_cmd(
     for hint in result.hints:
         con.print()
         con.print(f"compare with a passing run: {hint}", markup=False, style="dim")
+
+
+def _ask(path: str, analyses: list, as_json: bool) -> None:  # type: ignore[type-arg]
+    """``--ask``: the terminal session (`trajdebug.ask`); --json prints each run's guided result after it."""
+    from trajdebug.ask import ask_in_terminal
+    from trajdebug.source import SourceError
+
+    try:
+        asked = ask_in_terminal(path, analyses, console())
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not asked:
+        click.echo("nothing to ask: no failed run", err=True)
+    if as_json:
+        emit_json({"runs": [{"run_id": a.run_id, "guided": a.guided.to_dict(), "given": a.given} for a in asked]})
 
 
 def register(cli: click.Group) -> None:

@@ -1,0 +1,135 @@
+"""``trajdebug analyze SOURCE --ask`` driven for real through a pseudo-terminal (pexpect), keys and all."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from trajdebug.demo import run_demo
+from trajdebug.model import Run
+from trajdebug.source import load_runs
+
+
+pexpect = pytest.importorskip("pexpect")
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+HEADER = re.compile(r"question \d+: \S+ .*?#(\w{6})\s+\(step")
+PROMPT = r"\[q\] quit"
+
+
+def descendants(run: Run, root: str) -> set[str]:
+    """The root and every step that consumed, directly or not, what it produced."""
+    out = {root}
+    changed = True
+    while changed:
+        changed = False
+        for s in run.steps:
+            if s.step_id not in out and any(d.step_id in out for d in s.deps):
+                out.add(s.step_id)
+                changed = True
+    return out
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> tuple[Path, Run]:
+    path = tmp_path / "demo.jsonl"
+    run = run_demo(path=path, workdir=tmp_path)
+    return path, run
+
+
+def spawn(path: Path) -> object:
+    env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "220", "NO_COLOR": "1", "TERM": "xterm"}
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "trajdebug", "analyze", str(path), "--ask"],
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 220),
+    )
+
+
+def question(child: object) -> str:
+    """Wait for the next prompt and return the short id of the step asked about."""
+    child.expect(PROMPT)  # type: ignore[attr-defined]
+    text = ANSI.sub("", child.before)  # type: ignore[attr-defined]
+    found = HEADER.findall(text)
+    assert found, text[-2000:]
+    return found[-1]
+
+
+def truthful_key(run: Run, short_id: str, wrong: set[str]) -> str:
+    [sid] = [s.step_id for s in run.steps if s.step_id.endswith(short_id)]
+    return "n" if sid in wrong else "y"
+
+
+def test_a_person_finds_the_planted_root_and_resumes_after_ctrl_c(demo: tuple[Path, Run]) -> None:
+    """Ctrl-C after one answer keeps it; a second --ask does not ask that step again and, answered
+    truthfully, ends at the demo's planted root, certain, with the proof and the path."""
+    path, run = demo
+    root = run.metadata["fault"]["step_id"]
+    wrong = descendants(run, root)
+
+    child = spawn(path)
+    first = question(child)
+    child.send(truthful_key(run, first, wrong))  # type: ignore[attr-defined]
+    question(child)
+    child.sendintr()  # type: ignore[attr-defined]
+    child.expect(r"stopped: 1 answer\(s\) given and stored")  # type: ignore[attr-defined]
+    child.expect(pexpect.EOF)  # type: ignore[attr-defined]
+    [stored] = load_runs(path, run_id=run.run_id)
+    assert [(a.step_id[-6:], a.by) for a in stored.answers] == [(first, "person")]
+
+    child = spawn(path)
+    child.expect(r"1 stored answer")  # type: ignore[attr-defined]
+    asked = []
+    for _ in range(len(run.steps)):
+        i = child.expect([PROMPT, r"root: "])  # type: ignore[attr-defined]
+        if i == 1:
+            break
+        text = ANSI.sub("", child.before)  # type: ignore[attr-defined]
+        short_id = HEADER.findall(text)[-1]
+        asked.append(short_id)
+        child.send(truthful_key(run, short_id, wrong))  # type: ignore[attr-defined]
+    child.expect(pexpect.EOF)  # type: ignore[attr-defined]
+    end = ANSI.sub("", child.before)  # type: ignore[attr-defined]
+    assert first not in asked
+    assert end.lstrip().startswith(f"{run.step(root).name} #{root[-6:]}") and "certain" in end
+    assert "the answers that prove it" in end and "path to the failure" in end
+    [after] = load_runs(path, run_id=run.run_id)
+    assert len(after.answers) == 1 + len(asked)
+
+
+def test_e_expands_a_folded_value_and_q_stops_keeping_nothing_unanswered(tmp_path: Path) -> None:
+    """A long output is folded with a count of what is hidden; e prints it whole; q ends without storing."""
+    import trajdebug
+
+    path = tmp_path / "long.jsonl"
+    tail = "END-OF-THE-LONG-VALUE"
+
+    @trajdebug.step(kind="tool")
+    def fetch() -> str:
+        return "x" * 5000 + tail
+
+    @trajdebug.step(kind="output")
+    def report(text: str) -> str:
+        raise ValueError("report cannot use it")
+
+    with pytest.raises(ValueError), trajdebug.run("long", path=path):
+        report(fetch())
+    child = spawn(path)
+    child.expect(r"more characters \(e expands\)")  # type: ignore[attr-defined]
+    child.expect(PROMPT)  # type: ignore[attr-defined]
+    assert tail not in child.before  # type: ignore[attr-defined]
+    child.send("e")  # type: ignore[attr-defined]
+    child.expect(tail)  # type: ignore[attr-defined]
+    child.expect(PROMPT)  # type: ignore[attr-defined]
+    child.send("q")  # type: ignore[attr-defined]
+    child.expect(r"stopped: 0 answer\(s\)")  # type: ignore[attr-defined]
+    child.expect(pexpect.EOF)  # type: ignore[attr-defined]
+    assert load_runs(path)[0].answers == ()
