@@ -13,6 +13,7 @@ from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._graph import DependencyGraph, GraphError
 from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
 from trajdebug.analysis._localize import Candidate, Localization
+from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
 from trajdebug.analysis._pipeline import Analysis, analyses_to_dict, analyze
 from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evidence
 from trajdebug.analysis.inference import infer_dependencies, previous_turns
@@ -32,6 +33,7 @@ __all__ = [
     "ErrorChain",
     "ErrorLifecycle",
     "ErrorReport",
+    "ExpectationOracle",
     "Evidence",
     "Failure",
     "GraphError",
@@ -39,6 +41,7 @@ __all__ = [
     "GuidedSearch",
     "Localization",
     "Oracle",
+    "ReferenceOracle",
     "analyses_to_dict",
     "analyze",
     "analyze_errors",

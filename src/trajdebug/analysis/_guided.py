@@ -43,13 +43,12 @@ over a model's; the more trusted answer overrides.
 from __future__ import annotations
 
 import math
-import threading
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.analysis._oracles import Caller, ask
 from trajdebug.model import Answer, Run, Step
 
 
@@ -506,76 +505,6 @@ def _entropy(p: float) -> float:
     return -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
 
 
-# -- oracles ---------------------------------------------------------------------
-
-
-def oracle_name(oracle: Any) -> str:
-    """The ``by`` of an oracle's answers: its ``by`` attribute, else ``oracle:<module:qualname>``."""
-    by = getattr(oracle, "by", None)
-    if isinstance(by, str) and by:
-        return by
-    mod = getattr(oracle, "__module__", None) or "?"
-    name = getattr(oracle, "__qualname__", None) or type(oracle).__qualname__
-    return f"oracle:{mod}:{name}"
-
-
-class _Caller:
-    """Calls one oracle safely: in a worker thread bounded by a timeout, anything but a verdict is don't-know."""
-
-    def __init__(self, oracle: Any, timeout: float | None) -> None:
-        self.oracle = oracle
-        self.by = oracle_name(oracle)
-        self.timeout = None if getattr(oracle, "interactive", False) else timeout
-        self.dead = False
-
-    def __call__(self, step: Step, run: Run, problems: list[str]) -> Answer:
-        now = time.time_ns()
-        if self.dead:
-            return Answer(step.step_id, None, self.by, now)
-        box: list[Any] = []
-
-        def call() -> None:
-            try:
-                box.append(("ok", self.oracle(step, run)))
-            except Exception as e:  # noqa: BLE001 - an oracle's own bug is don't-know, never a crash
-                box.append(("err", f"{type(e).__name__}: {e}"))
-
-        if self.timeout is None:
-            call()
-        else:
-            t = threading.Thread(target=call, name="trajdebug-oracle", daemon=True)
-            t.start()
-            t.join(self.timeout)
-            if not box:
-                # A hung oracle is left behind (threads cannot be killed) and not asked again.
-                self.dead = True
-                problems.append(f"{self.by} did not answer within {self.timeout:g} s (not asked again)")
-                return Answer(step.step_id, None, self.by, now)
-        kind, value = box[0]
-        if kind == "err":
-            problems.append(f"{self.by} raised on {step.name} ({step.step_id}): {value}")
-            return Answer(step.step_id, None, self.by, now)
-        if isinstance(value, Answer):
-            return Answer(step.step_id, value.correct, value.by or self.by, value.at_ns or now, value.reason)
-        if value is None or isinstance(value, bool):
-            return Answer(step.step_id, value, self.by, now)
-        problems.append(
-            f"{self.by} returned {type(value).__name__} on {step.name} ({step.step_id}), not True/False/None"
-        )
-        return Answer(step.step_id, None, self.by, now)
-
-
-def ask(callers: Sequence[_Caller], step: Step, run: Run, problems: list[str]) -> Answer:
-    """Ask the oracles in order of trust; the first that knows answers (a more trusted one overrides)."""
-    last: Answer | None = None
-    for c in callers:
-        a = c(step, run, problems)
-        if a.correct is not None:
-            return a
-        last = last or a
-    return last or Answer(step.step_id, None, "oracle:none", time.time_ns())
-
-
 def guided_search(
     analysis: Analysis,
     oracle: Oracle | Sequence[Oracle],
@@ -594,7 +523,7 @@ def guided_search(
     named in `Guided.problems`.
     """
     oracles = list(oracle) if isinstance(oracle, Sequence) else [oracle]
-    callers = sorted((_Caller(o, timeout) for o in oracles), key=lambda c: -trust(c.by))
+    callers = sorted((Caller(o, timeout) for o in oracles), key=lambda c: -trust(c.by))
     search = GuidedSearch(analysis, answers, strategy=strategy, max_questions=max_questions, recheck=recheck)
     run = analysis.run
     while (sid := search.next_question()) is not None:
