@@ -26,7 +26,7 @@ from trajdebug.report.text import ANSWER_WORD, short
 
 
 if TYPE_CHECKING:
-    from trajdebug.analysis import Guided
+    from trajdebug.analysis import Analysis, Guided
 
 FOLD = 600
 """Characters of a value shown before it is folded (``e`` in the terminal, a button in the page, expands it)."""
@@ -180,6 +180,39 @@ def render_question(q: Question, console: Any, *, expanded: bool = False) -> boo
     return folded
 
 
+def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
+    """What the report's "find the cause" panel needs to run the guided search in the page.
+
+    The failure's slice in topological order (``ids``), each step's producers in
+    it (``parents``, indices), the prior (``prior``), the stored answers' standing
+    verdicts (``verdict``) and which steps were answered at all (``answered``, a
+    step is never asked twice), and for each slice step where it sits and its
+    producers; the page reads the values from the run it embeds.  With an
+    ``endpoint`` (``trajdebug serve``) the page asks the server instead, which runs
+    the same search in Python and stores each answer.
+    """
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.schema import answer_to_dict
+
+    search = GuidedSearch(analysis, analysis.run.answers)
+    run = analysis.run
+    questions = {}
+    for sid in search.ids:
+        q = question_for(run, sid)
+        questions[sid] = {"where": where(q), "producers": [p.step_id for p in q.producers]}
+    return {
+        "failure": search.failure,
+        "ids": search.ids,
+        "parents": search.parents,
+        "prior": [round(m, 6) for m in search.mass],
+        "verdict": [search.verdict(i) for i in range(len(search.ids))],
+        "answered": [i in search.votes for i in range(len(search.ids))],
+        "questions": questions,
+        "answers": [answer_to_dict(a) for a in run.answers],
+        "endpoint": endpoint,
+    }
+
+
 def proving(guided: Guided, run: Run) -> list[Answer]:
     """The answers that prove the root: the root's own, and those about the steps that produced its inputs."""
     if guided.root is None:
@@ -232,6 +265,7 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
 
 __all__ = [
     "FOLD",
+    "ask_data",
     "FOLD_LINES",
     "Producer",
     "Question",

@@ -1,0 +1,125 @@
+"""The "find the cause" panel in real Chromium: in a report file (the search runs in the page) and
+under ``trajdebug serve`` (the search runs on the server, which stores each answer)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from trajdebug.analysis import analyze
+from trajdebug.answers import import_answers
+from trajdebug.demo import run_demo
+from trajdebug.model import Run
+from trajdebug.report.html import write_report
+from trajdebug.serve import Server
+from trajdebug.source import load_runs
+
+
+def wrong_steps(run: Run) -> set[str]:
+    """The truth about the demo run: its planted root and every step downstream of it are wrong."""
+    out = {run.metadata["fault"]["step_id"]}
+    changed = True
+    while changed:
+        changed = False
+        for s in run.steps:
+            if s.step_id not in out and any(d.step_id in out for d in s.deps):
+                out.add(s.step_id)
+                changed = True
+    return out
+
+
+def answer_until_root(page: Any, run: Run, *, stop_after: int | None = None) -> list[str]:
+    """Answer the panel's questions truthfully until it shows the root (or ``stop_after`` answers)."""
+    wrong = wrong_steps(run)
+    asked: list[str] = []
+    for _ in range(len(run.steps) + 1):
+        page.wait_for_selector("#ask-question, #ask-result")
+        if page.query_selector("#ask-result") is not None or (stop_after is not None and len(asked) >= stop_after):
+            return asked
+        sid = page.get_attribute("#ask-question", "data-step")
+        asked.append(sid)
+        page.click(f'#ask-question button[data-answer="{"wrong" if sid in wrong else "correct"}"]')
+        page.wait_for_function(
+            "sid => !document.querySelector('#ask-question') || document.querySelector('#ask-question').dataset.step !== sid",
+            arg=sid,
+        )
+    raise AssertionError("the panel never reached a root")
+
+
+def test_the_report_file_finds_the_planted_root_in_the_page_and_offers_the_answers(
+    page: Any, tmp_path: Path
+) -> None:
+    """Answered truthfully, the static report's panel ends at the demo's planted root, certain; its
+    download is accepted by `trajdebug answers import` and stores every answer with the run."""
+    src = tmp_path / "demo.jsonl"
+    run = run_demo(path=src, workdir=tmp_path)
+    report = write_report(tmp_path / "report.html", analyze(load_runs(src)[0]))
+    page.goto(report.as_uri())
+    page.click('#tabs [data-tab="ask"]')
+    asked = answer_until_root(page, run)
+    root = run.metadata["fault"]["step_id"]
+    assert page.get_attribute("#ask-result", "data-root") == root
+    assert page.get_attribute("#ask-result", "data-certain") == "true"
+    assert "Path to the failure" in page.text_content("#ask-result")
+    with page.expect_download() as info:
+        page.click("#ask-download")
+    download = tmp_path / "answers.jsonl"
+    info.value.save_as(download)
+    stored = import_answers(src, download)
+    assert [a.step_id for a in stored] == asked
+    assert {a.step_id for a in load_runs(src)[0].answers} == set(asked)
+    assert page.errors == []
+
+
+def test_serve_stores_each_answer_and_resumes_after_a_restart(page: Any, tmp_path: Path) -> None:
+    """Under serve each answer is posted and stored; after serve restarts the panel goes on from the
+    stored answers (never asking one again) and reaches the planted root."""
+    db = tmp_path / "runs.db"
+    run = run_demo(store=db, workdir=tmp_path)
+    root = run.metadata["fault"]["step_id"]
+    with Server(db, port=0) as srv:
+        page.goto(f"{srv.url}runs/{run.run_id}")
+        page.click('#tabs [data-tab="ask"]')
+        first = answer_until_root(page, run, stop_after=1)
+    assert [a.step_id for a in load_runs(db, run_id=run.run_id)[0].answers] == first
+    with Server(db, port=0) as srv:
+        page.goto(f"{srv.url}runs/{run.run_id}")
+        page.click('#tabs [data-tab="ask"]')
+        rest = answer_until_root(page, run)
+    assert not set(first) & set(rest)
+    assert page.get_attribute("#ask-result", "data-root") == root
+    assert page.get_attribute("#ask-result", "data-certain") == "true"
+    assert len(load_runs(db, run_id=run.run_id)[0].answers) == len(first) + len(rest)
+    assert page.errors == []
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, Any]:
+    req = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as res:
+            return res.status, json.loads(res.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_serve_refuses_an_answer_that_is_not_json_from_its_own_page(tmp_path: Path) -> None:
+    """A form post (not JSON), another site's Origin, an unknown word or step: 400, nothing stored."""
+    db = tmp_path / "runs.db"
+    run = run_demo(store=db, workdir=tmp_path)
+    sid = run.steps[2].step_id
+    good = json.dumps({"step_id": sid, "answer": "wrong"}).encode()
+    with Server(db, port=0) as srv:
+        url = f"{srv.url}api/runs/{run.run_id}/ask"
+        host = f"127.0.0.1:{srv.port}"
+        assert _post(url, b"step_id=x&answer=wrong", {"Content-Type": "application/x-www-form-urlencoded"})[0] == 400
+        assert _post(url, good, {"Content-Type": "application/json", "Origin": "http://evil.example"})[0] == 400
+        bad_word = json.dumps({"step_id": sid, "answer": "maybe"}).encode()
+        assert _post(url, bad_word, {"Content-Type": "application/json"})[0] == 400
+        no_step = json.dumps({"step_id": "nope", "answer": "wrong"}).encode()
+        assert _post(url, no_step, {"Content-Type": "application/json"})[0] == 400
+        assert load_runs(db, run_id=run.run_id)[0].answers == ()
+        status, state = _post(url, good, {"Content-Type": "application/json", "Origin": f"http://{host}"})
+    assert status == 200 and [a["step_id"] for a in state["answers"]] == [sid]
