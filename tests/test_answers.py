@@ -147,3 +147,20 @@ def test_show_lists_the_answers_in_text_and_json(tmp_path: Path) -> None:
     assert "answers (1)" in text and "wrong" in text and "the rate was never applied" in text
     data = json.loads(CliRunner().invoke(cli, ["show", str(src), "--run", rid, "--json"]).output)
     assert data["runs"][0]["answers"][0]["correct"] is False
+
+
+def test_the_answers_command_imports_a_download_and_lists_it(tmp_path: Path) -> None:
+    """`trajdebug answers import SOURCE FILE` stores the records; `answers list --json` shows them."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    sid = step_ids(src, rid)[0]
+    download = tmp_path / "answers.jsonl"
+    download.write_text(json.dumps(answer_record(rid, Answer(sid, True, "person", at_ns=7))) + "\n")
+    res = CliRunner().invoke(cli, ["answers", "import", str(src), str(download)])
+    assert res.exit_code == 0 and "1 answer(s) stored" in res.output
+    data = json.loads(CliRunner().invoke(cli, ["answers", "list", str(src), "--json"]).output)
+    assert [(a["step_id"], a["correct"]) for a in data["runs"][0]["answers"]] == [(sid, True)]
