@@ -27,8 +27,8 @@ def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
     if g.failure is None:
         return [*out, f"{bullet}no failure to search from"]
     if g.conflict:
-        a, b = g.conflict
-        out.append(f"{bullet}the answers admit no single root: {name(a)} or {name(b)} (answer again to decide)")
+        one, other = g.conflict
+        out.append(f"{bullet}the answers admit no single root: {name(one)} or {name(other)} (answer again to decide)")
     elif g.root is not None and g.certain:
         out.append(f"{bullet}root: {name(g.root)} ({g.root}), proved by {len(g.questions)} answer(s)")
     elif g.root is not None:
