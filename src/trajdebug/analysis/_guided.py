@@ -64,6 +64,8 @@ _FLOOR = 0.02
 """Prior share of a slice step the ranker did not rank, relative to the mean (the Hat-Delta floor)."""
 _MAX_ASKS = 3
 """No step is asked more than this many times (a recheck and a tie-break)."""
+_LEAD = 0.5
+"""Share of the candidates' mass above which the prior strategy proves or refutes the leader directly."""
 _POOL = 200
 """Questions scored per turn at most on very large slices (the likeliest and the deepest wrong step's inputs)."""
 
@@ -381,11 +383,14 @@ class GuidedSearch:
         inputs = [p for p in self.parents[focus] if p in set(open_)]
         if self.strategy == "top-down":
             return max(inputs) if inputs else max(open_)
+        reach = self._reaches()
+        total = self._mass(cand) or 1.0
+        lead = self._leader(cand, total, set(open_), reach)
+        if lead is not None:
+            return lead
         if len(open_) > _POOL:
             likely = sorted(open_, key=lambda i: -self.mass[i])[:_POOL]
             open_ = sorted(set(likely) | set(inputs))
-        reach = self._reaches()
-        total = self._mass(cand) or 1.0
         best, key = open_[-1], (-1.0, 0.0, 0)
         for i in open_:
             p = min(1.0, self._mass(reach[i] & cand) / total)
@@ -394,6 +399,22 @@ class GuidedSearch:
             if k > key:
                 best, key = i, k
         return best
+
+    def _leader(self, cand: int, total: float, open_: set[int], reach: list[int]) -> int | None:
+        """Hat-Delta's shortcut: when one candidate holds most of the mass, prove or refute it directly.
+
+        Ask the candidate itself, then its open inputs, the likeliest wrong first
+        (a wrong input moves the search; correct ones complete the proof).
+        """
+        best = max(_bits(cand), key=lambda i: (self.mass[i], i), default=None)
+        if best is None or self.mass[best] < _LEAD * total:
+            return None
+        if best in open_:
+            return best
+        inputs = [p for p in self.parents[best] if p in open_]
+        if not inputs:
+            return None
+        return max(inputs, key=lambda p: (self._mass(reach[p] & cand), p))
 
     # -- the result ------------------------------------------------------------
 
