@@ -64,6 +64,8 @@ _FLOOR = 0.02
 """Prior share of a slice step the ranker did not rank, relative to the mean (the Hat-Delta floor)."""
 _MAX_ASKS = 3
 """No step is asked more than this many times (a recheck and a tie-break)."""
+_DECAY = 0.5
+"""Weight kept per rank down the ranking (Hat-Delta-style prior from the ranker's order)."""
 _LEAD = 0.5
 """Share of the candidates' mass above which the prior strategy proves or refutes the leader directly."""
 _POOL = 200
@@ -156,26 +158,30 @@ def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:
 def priors(analysis: Analysis, slice_ids: Iterable[str]) -> dict[str, float]:
     """The prior of each slice step being the root, from the ranker's suspicion.
 
-    Ranked candidates weigh by ``confidence`` when the ranking carries one,
-    else by score; the rest of the ranking decays from the last candidate's
-    weight; unranked slice steps get a small floor.  Sums to 1.
+    A ranked candidate's ``confidence`` (a calibrated probability) is its
+    weight when the ranking carries one; otherwise its score, discounted by
+    half per rank (scores are comparable within a run but flat at the head,
+    while the order is what the ranker is surest of).  The rest of the ranking
+    decays on from the last candidate's weight; unranked slice steps get a
+    small floor.  Sums to 1 over the slice.
     """
     ids = list(slice_ids)
     raw: dict[str, float] = {}
     last = 1.0
+    rank = 0
     for c in analysis.localization.candidates:
-        if c.run_id is not None:
+        if c.run_id is not None or c.step_id in raw:
             continue
-        w = getattr(c, "confidence", None)
-        w = float(c.score if w is None else w)
+        conf = getattr(c, "confidence", None)
+        w = float(conf) if conf is not None else float(c.score) * _DECAY**rank
         if w > 0 and math.isfinite(w):
-            raw[c.step_id] = max(raw.get(c.step_id, 0.0), w)
-            last = min(last, w) if raw else w
-    k = 0
+            raw[c.step_id] = w
+            last = w
+            rank += 1
     for sid in analysis.localization.ranking:
         if sid not in raw:
-            k += 1
-            raw[sid] = last * 0.8**k
+            last *= _DECAY
+            raw[sid] = last
     inside = {s: raw.get(s, 0.0) for s in ids}
     mean = (sum(inside.values()) / len(ids)) if ids else 0.0
     floor = _FLOOR * mean if mean > 0 else 1.0
