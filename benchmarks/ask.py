@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import random
 import statistics
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchmarks.faults import Case
@@ -105,20 +107,56 @@ def run_case(case: Case) -> AskCase:
         return out
     a: Analysis = analyze(run, top=10, previous=res.previous)
     out.steps = len(a.run.steps)
+    _search(out, a, twin, truth, case.case_id)
+    return out
+
+
+def heldout_case(case_dir: Path, truth: dict[str, Any]) -> AskCase:
+    """One case of a blind suite: its failed run analysed alone, the oracle from ``control.*`` beside it."""
+    from benchmarks.blind import _source, truth_step
+    from trajdebug.pipeline import analyze_source
+    from trajdebug.source import load_runs
+
+    out = AskCase(str(truth.get("case_id")), 0, False)
+    try:
+        control_path = _source(case_dir, "control")
+    except FileNotFoundError:
+        out.skipped = "no control run written beside the case"
+        return out
+    [a] = analyze_source(_source(case_dir, "failed"), truth["failed_run_id"], top=10).analyses
+    controls = [r for r in load_runs(control_path) if r.outcome == "success"]
+    sid = truth_step(a.run, truth["root"])
+    out.steps = len(a.run.steps)
+    if sid is None or not controls:
+        out.skipped = "truth step not in the recorded run, or no passing control"
+        return out
+    _search(out, a, controls[-1], sid, str(truth.get("case_id")))
+    return out
+
+
+def _search(out: AskCase, a: Analysis, twin: Run, truth: str, seed: str) -> None:
     out.on_graph = truth in GuidedSearch(a).index
     for strategy in STRATEGIES:
         g = guided_search(a, control_oracle(a.run, twin, truth), strategy=strategy, timeout=None)
         out.questions[strategy] = g.asked
         out.found[strategy] = g.certain and g.root == truth
     for i in range(NOISY_REPEATS):
-        seed = f"{case.case_id}:{i}"
-        g = guided_search(a, control_oracle(a.run, twin, truth, flip=FLIP, rng=random.Random(seed)), timeout=None)
+        g = guided_search(
+            a, control_oracle(a.run, twin, truth, flip=FLIP, rng=random.Random(f"{seed}:{i}")), timeout=None
+        )
         out.noisy.append(g.certain and g.root == truth)
-        oracle = control_oracle(a.run, twin, truth, flip=FLIP, rng=random.Random(seed))
+        oracle = control_oracle(a.run, twin, truth, flip=FLIP, rng=random.Random(f"{seed}:{i}"))
         g = guided_search(a, oracle, timeout=None, recheck=True)
         out.noisy_recheck.append(g.certain and g.root == truth)
         out.noisy_recheck_questions.append(g.asked)
-    return out
+
+
+def run_heldout(suite: str, workdir: Path, progress: Callable[[str], None] = print) -> list[AskCase]:
+    """A blind suite generated afresh (its generator writes ``control.*``) and searched case by case."""
+    from benchmarks.blind import _cases, generate
+
+    root = generate(suite, workdir, progress)
+    return [heldout_case(root / str(t["case_id"]), t) for t in _cases(root)]
 
 
 def _pct(xs: list[bool]) -> float | None:
@@ -129,7 +167,7 @@ def _p90(xs: list[int]) -> float | None:
     if not xs:
         return None
     s = sorted(xs)
-    return float(s[min(len(s) - 1, int(round(0.9 * (len(s) - 1))))])
+    return float(s[min(len(s) - 1, round(0.9 * (len(s) - 1)))])
 
 
 def summarize(rows: list[AskCase], lo: int = 0, hi: int = 10**9) -> dict[str, Any]:
@@ -151,8 +189,36 @@ def summarize(rows: list[AskCase], lo: int = 0, hi: int = 10**9) -> dict[str, An
     return out
 
 
-def run_ask(*, quick: bool = False, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    """The section's data: per-suite summaries (all sizes and 10–60 steps) and the skipped cases."""
+HELDOUT = ("suite_e", "suite_c", "suite_b", "suite_a", "suite_d", "suite_dev")
+"""The blind suites, held out first (`benchmarks.blind.STATUS`)."""
+
+
+def _suite(rows: list[AskCase]) -> dict[str, Any]:
+    done = [r for r in rows if r.skipped is None]
+    return {
+        "recorded": len(rows),
+        "with_control": len(done),
+        "on_graph": sum(1 for r in done if r.on_graph),
+        "all": summarize(rows),
+        "10-60 steps": summarize(rows, 10, 60),
+        "steps_median": statistics.median([r.steps for r in done]) if done else None,
+        "skipped": sorted({r.skipped for r in rows if r.skipped}),
+    }
+
+
+def run_ask(
+    *,
+    quick: bool = False,
+    progress: Callable[[str], None] = print,
+    heldout: Sequence[str] = HELDOUT,
+    workdir: Path | None = None,
+) -> dict[str, Any]:
+    """The section's data: per-suite summaries (all sizes and 10–60 steps) and the skipped cases.
+
+    Held-out suites are measured, never studied: only their totals are kept
+    (no list of their missed cases).
+    """
+    from benchmarks.blind import STATUS
     from benchmarks.report import machine
 
     t0 = time.perf_counter()
@@ -162,22 +228,21 @@ def run_ask(*, quick: bool = False, progress: Callable[[str], None] = print) -> 
         rows.append(run_case(c))
         if i % 20 == 0:
             progress(f"ask: {i + 1}/{len(todo)} cases")
+    suites = {"fault-injection (benchmarks/workflows, development)": _suite(rows)}
+    where = workdir or Path(tempfile.mkdtemp(prefix="trajdebug-ask-"))
+    for name in heldout:
+        try:
+            found = run_heldout(name, where, progress)
+        except Exception as exc:  # noqa: BLE001 - a suite that cannot be generated is reported, not fatal
+            suites[f"{name} ({STATUS.get(name, '?')})"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            continue
+        suites[f"{name} ({STATUS.get(name, '?')})"] = _suite(found)
     done = [r for r in rows if r.skipped is None]
     return {
         "date": machine()["date"],
         "quick": quick,
         "seconds": round(time.perf_counter() - t0, 1),
-        "suites": {
-            "fault-injection (benchmarks/workflows)": {
-                "recorded": len(rows),
-                "with_control": len(done),
-                "on_graph": sum(1 for r in done if r.on_graph),
-                "all": summarize(rows),
-                "10-60 steps": summarize(rows, 10, 60),
-                "steps_median": statistics.median([r.steps for r in done]) if done else None,
-            }
-        },
-        "skipped": sorted({r.skipped for r in rows if r.skipped}),
+        "suites": suites,
         "missed": [r.case_id for r in done if r.on_graph and not r.found.get("prior")][:20],
     }
 
@@ -197,6 +262,12 @@ def render_section(data: dict[str, Any]) -> list[str]:
         "",
     ]
     for suite, s in data["suites"].items():
+        if "error" in s:
+            lines += [f"### {suite}", "", f"not measured: {s['error']}", ""]
+            continue
+        if not s["on_graph"]:
+            lines += [f"### {suite}", "", f"{s['recorded']} cases; none measurable ({', '.join(s['skipped'])}).", ""]
+            continue
         lines += [
             f"### {suite}",
             "",
@@ -227,11 +298,12 @@ def render_section(data: dict[str, Any]) -> list[str]:
         lines.append("")
     lines += [
         "Goals (issue 22): truthful root found 100 % of the cases on the graph; questions median ≤ 3 and "
-        "p90 ≤ 6 on 10–60-step runs; noisy root found ≥ 85 %. Held-out suites: not measured yet (their generators "
-        "do not write the fault-free twin beside `failed.*`).",
+        "p90 ≤ 6 on 10–60-step runs; noisy root found ≥ 85 %. The blind suites' generators write their fault-free "
+        "twin beside each case as `control.*`; their failed run is analysed alone (the prior from the ranking "
+        "without references).",
         "",
     ]
     return lines
 
 
-__all__ = ["AskCase", "control_oracle", "render_section", "run_ask", "run_case", "summarize"]
+__all__ = ["HELDOUT", "AskCase", "control_oracle", "heldout_case", "render_section", "run_ask", "run_case", "run_heldout", "summarize"]
