@@ -105,9 +105,17 @@ def _ask_run(
     max_questions: int | None,
 ) -> Asked:
     run = analysis.run
-    search = GuidedSearch(analysis, run.answers, strategy=strategy, max_questions=max_questions)
-    console.print(f"run {run.run_id[:12]}: {len(run.answers)} stored answer(s)", markup=False, highlight=False)
     log: AnswerLog | None = None
+    known = list(run.answers)
+    # What the oracles of this analysis (--oracle, checks, a passing run, --judge) answered is data
+    # too: stored with the run beside the person's answers, and never asked of the person again.
+    seen = {(a.step_id, a.run_id, a.by) for a in known}
+    found = [a for a in (analysis.guided.questions if analysis.guided else ()) if (a.step_id, a.run_id, a.by) not in seen]
+    if found:
+        log = AnswerLog(source, run.run_id, known=[run.run_id])
+        known.extend(log.save(a) for a in found)
+    search = GuidedSearch(analysis, known, strategy=strategy, max_questions=max_questions)
+    console.print(f"run {run.run_id[:12]}: {len(run.answers)} stored answer(s)", markup=False, highlight=False)
     given, stopped = 0, False
     try:
         while (sid := search.next_question()) is not None:

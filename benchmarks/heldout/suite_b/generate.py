@@ -209,6 +209,7 @@ def generate(outdir: Path, only: set[str] | None = None) -> list[dict[str, Any]]
                 if case_dir.exists():
                     shutil.rmtree(case_dir)
                 case_dir.mkdir(parents=True)
+                shutil.copyfile(clean_path, case_dir / f"control.{ext}")  # the fault-free twin (benchmarks/ask.py)
                 failed_path = case_dir / f"failed.{ext}"
                 bad = Recording(mod, case.task, case.fault, failed_path)
                 if bad.error is None:

@@ -64,6 +64,10 @@ _FLOOR = 0.02
 """Prior share of a slice step the ranker did not rank, relative to the mean (the Hat-Delta floor)."""
 _MAX_ASKS = 3
 """No step is asked more than this many times (a recheck and a tie-break)."""
+_DECAY = 0.5
+"""Weight kept per rank down the ranking (Hat-Delta-style prior from the ranker's order)."""
+_LEAD = 0.5
+"""Share of the candidates' mass above which the prior strategy proves or refutes the leader directly."""
 _POOL = 200
 """Questions scored per turn at most on very large slices (the likeliest and the deepest wrong step's inputs)."""
 
@@ -154,26 +158,30 @@ def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:
 def priors(analysis: Analysis, slice_ids: Iterable[str]) -> dict[str, float]:
     """The prior of each slice step being the root, from the ranker's suspicion.
 
-    Ranked candidates weigh by ``confidence`` when the ranking carries one,
-    else by score; the rest of the ranking decays from the last candidate's
-    weight; unranked slice steps get a small floor.  Sums to 1.
+    A ranked candidate's ``confidence`` (a calibrated probability) is its
+    weight when the ranking carries one; otherwise its score, discounted by
+    half per rank (scores are comparable within a run but flat at the head,
+    while the order is what the ranker is surest of).  The rest of the ranking
+    decays on from the last candidate's weight; unranked slice steps get a
+    small floor.  Sums to 1 over the slice.
     """
     ids = list(slice_ids)
     raw: dict[str, float] = {}
     last = 1.0
+    rank = 0
     for c in analysis.localization.candidates:
-        if c.run_id is not None:
+        if c.run_id is not None or c.step_id in raw:
             continue
-        w = getattr(c, "confidence", None)
-        w = float(c.score if w is None else w)
+        conf = getattr(c, "confidence", None)
+        w = float(conf) if conf is not None else float(c.score) * _DECAY**rank
         if w > 0 and math.isfinite(w):
-            raw[c.step_id] = max(raw.get(c.step_id, 0.0), w)
-            last = min(last, w) if raw else w
-    k = 0
+            raw[c.step_id] = w
+            last = w
+            rank += 1
     for sid in analysis.localization.ranking:
         if sid not in raw:
-            k += 1
-            raw[sid] = last * 0.8**k
+            last *= _DECAY
+            raw[sid] = last
     inside = {s: raw.get(s, 0.0) for s in ids}
     mean = (sum(inside.values()) / len(ids)) if ids else 0.0
     floor = _FLOOR * mean if mean > 0 else 1.0
@@ -381,11 +389,14 @@ class GuidedSearch:
         inputs = [p for p in self.parents[focus] if p in set(open_)]
         if self.strategy == "top-down":
             return max(inputs) if inputs else max(open_)
+        reach = self._reaches()
+        total = self._mass(cand) or 1.0
+        lead = self._leader(cand, total, set(open_), reach)
+        if lead is not None:
+            return lead
         if len(open_) > _POOL:
             likely = sorted(open_, key=lambda i: -self.mass[i])[:_POOL]
             open_ = sorted(set(likely) | set(inputs))
-        reach = self._reaches()
-        total = self._mass(cand) or 1.0
         best, key = open_[-1], (-1.0, 0.0, 0)
         for i in open_:
             p = min(1.0, self._mass(reach[i] & cand) / total)
@@ -394,6 +405,22 @@ class GuidedSearch:
             if k > key:
                 best, key = i, k
         return best
+
+    def _leader(self, cand: int, total: float, open_: set[int], reach: list[int]) -> int | None:
+        """Hat-Delta's shortcut: when one candidate holds most of the mass, prove or refute it directly.
+
+        Ask the candidate itself, then its open inputs, the likeliest wrong first
+        (a wrong input moves the search; correct ones complete the proof).
+        """
+        best = max(_bits(cand), key=lambda i: (self.mass[i], i), default=None)
+        if best is None or self.mass[best] < _LEAD * total:
+            return None
+        if best in open_:
+            return best
+        inputs = [p for p in self.parents[best] if p in open_]
+        if not inputs:
+            return None
+        return max(inputs, key=lambda p: (self._mass(reach[p] & cand), p))
 
     # -- the result ------------------------------------------------------------
 

@@ -117,6 +117,12 @@ def same_output(a: Any, b: Any) -> bool:
         return False
 
 
+def effect(step: Step) -> Any:
+    """What a step produced: its output, and the values it wrote to shared state (``state_values``) if any."""
+    written = step.attributes.get("state_values") if isinstance(step.attributes, Mapping) else None
+    return step.output if written is None else (step.output, written)
+
+
 class ReferenceOracle:
     """A passing run of the same input as oracle: the same step's output there is the expected one."""
 
@@ -136,7 +142,7 @@ class ReferenceOracle:
             return None
         if (twin.status == "error") != (step.status == "error"):
             return False
-        return same_output(step.output, twin.output)
+        return same_output(effect(step), effect(twin))
 
 
 class ExpectationOracle:
@@ -168,4 +174,4 @@ class ExpectationOracle:
         return any(s.name in self.checks for s in run.steps)
 
 
-__all__ = ["Caller", "ExpectationOracle", "ReferenceOracle", "ask", "occurrences", "oracle_name", "same_output"]
+__all__ = ["Caller", "ExpectationOracle", "ReferenceOracle", "ask", "effect", "occurrences", "oracle_name", "same_output"]
