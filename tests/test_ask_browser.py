@@ -123,3 +123,64 @@ def test_serve_refuses_an_answer_that_is_not_json_from_its_own_page(tmp_path: Pa
         assert load_runs(db, run_id=run.run_id)[0].answers == ()
         status, state = _post(url, good, {"Content-Type": "application/json", "Origin": f"http://{host}"})
     assert status == 200 and [a["step_id"] for a in state["answers"]] == [sid]
+
+
+def test_the_page_asks_what_the_python_search_asks_on_every_demo_fault(page: Any, tmp_path: Path) -> None:
+    """The page's port of the selection rule asks the same steps in the same order as GuidedSearch
+    (prior strategy) and ends at the same root, on each of the demo's faults, answered truthfully."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.demo import FAULTS
+    from trajdebug.model import Answer
+
+    for fault in FAULTS:
+        src = tmp_path / f"{fault}.jsonl"
+        (tmp_path / fault).mkdir()
+        run = run_demo(fault, path=src, workdir=tmp_path / fault)
+        analysis = analyze(load_runs(src)[0])
+        wrong = wrong_steps(run)
+        search = GuidedSearch(analysis)
+        python: list[str] = []
+        while (sid := search.next_question()) is not None:
+            python.append(sid)
+            search.answer(Answer(sid, sid not in wrong, "person"))
+        expected = search.result()
+        page.goto(write_report(tmp_path / f"{fault}.html", analysis).as_uri())
+        page.click('#tabs [data-tab="ask"]')
+        if expected.failure is None:
+            assert page.query_selector("#ask-question") is None, fault
+            continue
+        assert answer_until_root(page, run) == python, fault
+        assert page.get_attribute("#ask-result", "data-root") == (expected.root or ""), fault
+        assert page.get_attribute("#ask-result", "data-certain") == str(expected.certain).lower(), fault
+
+
+def test_planted_markup_in_a_question_stays_text(page: Any, tmp_path: Path, hostile_run: Run) -> None:
+    """<script>, onerror= and javascript: in a questioned step's name, input and output, and in its
+    producers, are shown as text by the panel, in the report file and under serve; nothing runs."""
+    from trajdebug.store import Store
+
+    planted = "<script>window.__pwned"
+
+    report = write_report(tmp_path / "hostile.html", analyze(hostile_run))
+    db = tmp_path / "hostile.db"
+    Store(db).save_run(hostile_run)
+    with Server(db, port=0) as srv:
+        for url in (report.as_uri(), f"{srv.url}runs/{hostile_run.run_id}"):
+            page.goto(url)
+            page.click('#tabs [data-tab="ask"]')
+            shown = 0
+            for _ in range(len(hostile_run.steps)):
+                page.wait_for_selector("#ask-question, #ask-result")
+                if page.query_selector("#ask-question") is None:
+                    break
+                shown += 1
+                assert planted in (page.text_content("#ask-question") or "")
+                sid = page.get_attribute("#ask-question", "data-step")
+                page.click('#ask-question button[data-answer="correct"]')
+                page.wait_for_function(
+                    "sid => !document.querySelector('#ask-question') || document.querySelector('#ask-question').dataset.step !== sid",
+                    arg=sid,
+                )
+            assert shown >= 1 and page.evaluate("window.__pwned") is None
+            assert page.locator("#ask img").count() == 0 and page.locator("#ask script").count() == 0
+    assert page.errors == [] and page.dialogs == []

@@ -204,7 +204,7 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "failure": search.failure,
         "ids": search.ids,
         "parents": search.parents,
-        "prior": [round(m, 6) for m in search.mass],
+        "prior": list(search.mass),
         "verdict": [search.verdict(i) for i in range(len(search.ids))],
         "answered": [i in search.votes for i in range(len(search.ids))],
         "questions": questions,

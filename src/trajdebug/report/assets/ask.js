@@ -5,6 +5,7 @@
 // Under `trajdebug serve` (D.ask.endpoint) the server runs the search and stores each answer.
 
 const ASK = D.ask || null;
+const LEAD = 0.5;  // trajdebug.analysis._guided._LEAD: the mass share that makes a candidate the leader
 
 // -- the search (Shapiro's algorithmic debugging over the failure's slice) ---------------------
 function guidedEngine(A) {
@@ -53,6 +54,8 @@ function guidedEngine(A) {
     const open = [...cand].filter((i) => i !== F && !answered[i]).sort((a, b) => a - b);
     if (!open.length) return null;
     const total = mass(cand) || 1;
+    const lead = leader(cand, total, new Set(open), r);
+    if (lead !== null) return A.ids[lead];
     let best = open[open.length - 1], key = [-1, 0, 0];
     for (const i of open) {
       const h = Math.round(entropy(Math.min(1, mass(inter(r[i], cand)) / total)) * 1e9) / 1e9;
@@ -60,6 +63,21 @@ function guidedEngine(A) {
       if (k[0] > key[0] || (k[0] === key[0] && (k[1] > key[1] || (k[1] === key[1] && k[2] > key[2])))) { best = i; key = k; }
     }
     return A.ids[best];
+  }
+  // Hat-Delta's shortcut: one candidate holding most of the mass is proven or refuted directly
+  // (itself, then its open inputs, the likeliest wrong first).
+  function leader(cand, total, open, r) {
+    let best = null;
+    for (const i of cand) if (best === null || A.prior[i] > A.prior[best] || (A.prior[i] === A.prior[best] && i > best)) best = i;
+    if (best === null || A.prior[best] < LEAD * total) return null;
+    if (open.has(best)) return best;
+    let pick = null, pickKey = null;
+    for (const p of A.parents[best]) {
+      if (!open.has(p)) continue;
+      const k = mass(inter(r[p], cand));
+      if (pick === null || k > pickKey || (k === pickKey && p > pick)) { pick = p; pickKey = k; }
+    }
+    return pick;
   }
   function ranked(cand) {
     const w = new Map();
