@@ -164,3 +164,25 @@ def test_the_answers_command_imports_a_download_and_lists_it(tmp_path: Path) -> 
     assert res.exit_code == 0 and "1 answer(s) stored" in res.output
     data = json.loads(CliRunner().invoke(cli, ["answers", "list", str(src), "--json"]).output)
     assert [(a["step_id"], a["correct"]) for a in data["runs"][0]["answers"]] == [(sid, True)]
+
+
+def test_answers_survive_an_otlp_export_and_import(tmp_path: Path) -> None:
+    """`trajdebug export --to otlp` writes each answer as a trajdebug.answer event on its step's span;
+    importing the export gives the run its answers back."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    sid = step_ids(src, rid)[-1]
+    trajdebug.save_answer(src, rid, Answer(sid, False, "person", reason="rate never applied"))
+    trajdebug.save_answer(src, rid, Answer(sid, None, "model:fake"))
+    out = tmp_path / "spans.json"
+    res = CliRunner().invoke(cli, ["export", str(src), "--to", "otlp", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    [back] = load_runs(out)
+    assert sorted(((a.by, a.step_id, a.correct, a.reason) for a in back.answers), key=str) == [
+        ("model:fake", sid, None, None),
+        ("person", sid, False, "rate never applied"),
+    ]
