@@ -189,6 +189,52 @@ def summarize(rows: list[AskCase], lo: int = 0, hi: int = 10**9) -> dict[str, An
     return out
 
 
+def judge_cost(n: int = 12) -> dict[str, Any]:
+    """The model as oracle, end to end against `trajdebug.testing.FakeModelServer`: requests and tokens per question.
+
+    The fake server answers from the fault-free twin by the step name in the prompt (wrong when a step
+    of that name is wrong), so this measures the plumbing and its cost, not a model's judgment.
+    """
+    import json
+    import re
+
+    from benchmarks.workflows import WORKFLOWS
+    from benchmarks.workflows._base import reference
+    from trajdebug.judge import JudgeConfig, JudgeOracle
+    from trajdebug.testing import FakeModelServer
+
+    asked = tokens = found = runs = 0
+    for c in cases(1)[:n]:
+        res = WORKFLOWS[c.workflow].run(c)
+        truth = res.fault.get("step_id")
+        if res.run.outcome != "failure" or truth not in res.run.step_map():
+            continue
+        twin = reference(c)
+        a = analyze(res.run, top=10, previous=res.previous)
+        oracle = control_oracle(a.run, twin, truth)
+        wrong_names = {s.name for s in a.run.steps if not oracle(s, a.run)}
+
+        def script(req: Any, wrong: set[str] = wrong_names) -> str:
+            text = json.dumps(req.body)
+            m = re.search(r"named <data>(.*?)</data>", text)
+            bad = m is not None and m.group(1) in wrong
+            return json.dumps({"correct": not bad, "reason": "differs from the expected value" if bad else "ok"})
+
+        with FakeModelServer(script) as server:
+            judge = JudgeOracle.of(JudgeConfig(base_url=server.base_url, model="fake", cache=None, backoff=0.001))
+            g = guided_search(a, judge, timeout=30.0)
+        runs += 1
+        asked += g.asked
+        tokens += judge.tokens
+        found += g.certain and g.root == truth
+    return {
+        "runs": runs,
+        "questions": asked,
+        "tokens_per_question": round(tokens / asked) if asked else None,
+        "found_pct": round(100 * found / runs, 1) if runs else None,
+    }
+
+
 HELDOUT = ("suite_e", "suite_c", "suite_b", "suite_a", "suite_d", "suite_dev")
 """The blind suites, held out first (`benchmarks.blind.STATUS`)."""
 
@@ -238,7 +284,9 @@ def run_ask(
             continue
         suites[f"{name} ({STATUS.get(name, '?')})"] = _suite(found)
     done = [r for r in rows if r.skipped is None]
+    progress("ask: the judge as oracle against the fake model server")
     return {
+        "judge": judge_cost(),
         "date": machine()["date"],
         "quick": quick,
         "seconds": round(time.perf_counter() - t0, 1),
@@ -296,6 +344,15 @@ def render_section(data: dict[str, Any]) -> list[str]:
                 f"{b['noisy_recheck_median']} / {b['noisy_recheck_p90']} |"
             )
         lines.append("")
+    j = data.get("judge")
+    if j:
+        lines += [
+            f"**The model as oracle** (plumbing and cost): `trajdebug.judge.JudgeOracle` against "
+            f"`trajdebug.testing.FakeModelServer` answering by step name from the twin, on {j['runs']} runs: "
+            f"{j['questions']} questions, {j['tokens_per_question']} tokens per question (prompt and answer), "
+            f"root found {j['found_pct']} %.",
+            "",
+        ]
     lines += [
         "Goals (issue 22): truthful root found 100 % of the cases on the graph; questions median ≤ 3 and "
         "p90 ≤ 6 on 10–60-step runs; noisy root found ≥ 85 %. The blind suites' generators write their fault-free "

@@ -261,3 +261,30 @@ def test_to_dict_names_the_root_the_answers_and_the_path() -> None:
     assert d["path"] == ["c2", "c3", "c4", "c5"]
     assert {q["answer"] for q in d["questions"]} <= {"correct", "wrong"}
     assert {"step", "name", "answer", "by", "reason"} <= set(d["questions"][0])
+
+
+def test_two_wrong_steps_no_single_root_explains_are_asked_again_then_reported_as_a_conflict() -> None:
+    steps = (
+        Step("a", "a", output=1, start_ns=1, end_ns=2),
+        Step("b", "b", output=2, start_ns=3, end_ns=4),
+        Step("c", "c", output=3, deps=(Dependency("a"), Dependency("b")), start_ns=5, end_ns=6),
+    )
+    run = Run("run1", "fork", 0, 9, "failure", steps=steps)
+    loc = Localization([], SearchStats(3, 3, 0.0), failures=(Failure("c", "outcome", "x", "x", "final"),))
+    analysis = Analysis(run, loc.failures, loc)
+    asked: list[str] = []
+
+    def stubborn(step: Step, run: Run) -> bool:
+        asked.append(step.step_id)
+        return False
+
+    given_ = [Answer("a", False, "model:m"), Answer("b", False, "model:m")]
+    g = guided_search(analysis, stubborn, answers=given_)
+    assert sorted(asked) == ["a", "b"], "each side of the conflict is asked once more"
+    assert sorted(g.conflict) == ["a", "b"] and g.root is None and not g.certain
+
+    def relents(step: Step, run: Run) -> bool:
+        return step.step_id == "a"  # a second (and third) look finds a correct: the conflict resolves
+
+    g = guided_search(analysis, relents, answers=given_)
+    assert not g.conflict

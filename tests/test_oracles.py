@@ -66,6 +66,13 @@ def test_the_reference_oracle_aligns_steps_by_name_and_occurrence() -> None:
     assert [oracle(s, bad) for s in bad.steps] == [True, False, None]
 
 
+def test_the_reference_oracle_counts_a_state_write_as_part_of_the_output() -> None:
+    good = Run("g", "a", steps=(Step("1", "save", output="ok", attributes={"state_values": {"k": 1}}),))
+    bad = Run("b", "a", steps=(Step("2", "save", output="ok", attributes={"state_values": {"k": 100}}),))
+    assert ReferenceOracle(good)(bad.steps[0], bad) is False
+    assert ReferenceOracle(good)(good.steps[0], good) is True
+
+
 def test_expectations_registered_in_the_agent_answer_with_their_message(no_checks: None) -> None:
     trajdebug.expect("extract", lambda out: out["currency"] == "EUR")
 
