@@ -184,3 +184,29 @@ def test_planted_markup_in_a_question_stays_text(page: Any, tmp_path: Path, host
             assert shown >= 1 and page.evaluate("window.__pwned") is None
             assert page.locator("#ask img").count() == 0 and page.locator("#ask script").count() == 0
     assert page.errors == [] and page.dialogs == []
+
+
+def test_a_report_written_after_some_answers_starts_from_them(page: Any, tmp_path: Path) -> None:
+    """A report of a run with a stored answer never asks that step; its questions are the rest of
+    what the Python search asks from the same answers, and it ends at the planted root."""
+    import trajdebug
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.model import Answer
+
+    src = tmp_path / "demo.jsonl"
+    run = run_demo(path=src, workdir=tmp_path)
+    wrong = wrong_steps(run)
+    first = GuidedSearch(analyze(load_runs(src)[0])).next_question()
+    assert first is not None
+    trajdebug.save_answer(src, run.run_id, Answer(first, first not in wrong, "person"))
+    analysis = analyze(load_runs(src)[0])
+    search = GuidedSearch(analysis, analysis.run.answers)
+    python = []
+    while (sid := search.next_question()) is not None:
+        python.append(sid)
+        search.answer(Answer(sid, sid not in wrong, "person"))
+    page.goto(write_report(tmp_path / "report.html", analysis).as_uri())
+    page.click('#tabs [data-tab="ask"]')
+    asked = answer_until_root(page, run)
+    assert first not in asked and asked == python
+    assert page.get_attribute("#ask-result", "data-root") == run.metadata["fault"]["step_id"]

@@ -133,3 +133,33 @@ def test_e_expands_a_folded_value_and_q_stops_keeping_nothing_unanswered(tmp_pat
     child.expect(r"stopped: 0 answer\(s\)")  # type: ignore[attr-defined]
     child.expect(pexpect.EOF)  # type: ignore[attr-defined]
     assert load_runs(path)[0].answers == ()
+
+
+def test_ask_with_json_answers_from_a_pipe_and_prints_only_json_on_stdout(demo: tuple[Path, Run]) -> None:
+    """On a pipe each line's first character is the key; with --json the questions go to stderr and
+    stdout is the guided document, ending at the planted root."""
+    import json
+    import subprocess
+
+    from trajdebug.analysis import GuidedSearch, analyze
+
+    path, run = demo
+    wrong = descendants(run, run.metadata["fault"]["step_id"])
+    search = GuidedSearch(analyze(load_runs(path)[0]))
+    keys = []
+    while (sid := search.next_question()) is not None:
+        keys.append("n" if sid in wrong else "y")
+        from trajdebug.model import Answer
+
+        search.answer(Answer(sid, sid not in wrong, "person"))
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    res = subprocess.run(
+        [sys.executable, "-m", "trajdebug", "analyze", str(path), "--ask", "--json"],
+        input="\n".join(keys) + "\n", capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    [entry] = json.loads(res.stdout)["runs"]
+    assert (entry["guided"]["root"], entry["guided"]["certain"], entry["given"]) == (
+        run.metadata["fault"]["step_id"], True, len(keys)
+    )
+    assert "question 1:" in res.stderr

@@ -270,13 +270,26 @@ def _ask(path: str, analyses: list, as_json: bool, max_questions: int | None, st
     from trajdebug.source import SourceError
 
     try:
-        asked = ask_in_terminal(path, analyses, console(), strategy=strategy, max_questions=max_questions)
+        # With --json the session talks on stderr, so stdout holds only the JSON document.
+        asked = ask_in_terminal(
+            path, analyses, _stderr_console() if as_json else console(), strategy=strategy, max_questions=max_questions
+        )
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None
     if not asked:
         click.echo("nothing to ask: no failed run", err=True)
     if as_json:
         emit_json({"runs": [{"run_id": a.run_id, "guided": a.guided.to_dict(), "given": a.given} for a in asked]})
+
+
+def _stderr_console() -> object:
+    from rich.console import Console
+
+    from trajdebug.escape import render_hook
+
+    out = Console(highlight=False, soft_wrap=False, stderr=True)
+    out.push_render_hook(render_hook())
+    return out
 
 
 def register(cli: click.Group) -> None:
