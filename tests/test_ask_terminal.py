@@ -163,3 +163,36 @@ def test_ask_with_json_answers_from_a_pipe_and_prints_only_json_on_stdout(demo: 
         run.metadata["fault"]["step_id"], True, len(keys)
     )
     assert "question 1:" in res.stderr
+
+
+def test_a_terminal_oracle_answers_analyze_source_and_stores_each_answer(demo: tuple[Path, Run]) -> None:
+    """analyze_source(ask=TerminalOracle(source)) shows each question, reads its key, stores the
+    answer with the run and ends at the planted root; q leaves the rest don't-know, shown no more."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.ask import TerminalOracle
+    from trajdebug.pipeline import analyze_source
+
+    path, run = demo
+    root = run.metadata["fault"]["step_id"]
+    wrong = descendants(run, root)
+    shown = io.StringIO()
+    keys: list[str] = []
+
+    def key() -> str:
+        text = ANSI.sub("", shown.getvalue())
+        short_id = HEADER.findall(text)[-1]
+        keys.append(truthful_key(run, short_id, wrong))
+        return keys[-1]
+
+    quitter = TerminalOracle(None, console=Console(file=io.StringIO()), read_key=lambda: "q")
+    other = analyze_source(path, run.run_id, ask=quitter).analyses[0].guided
+    assert quitter.stopped and quitter.given == 0 and other is not None and not other.certain
+
+    oracle = TerminalOracle(path, console=Console(file=shown, width=220), read_key=key)
+    guided = analyze_source(path, run.run_id, ask=oracle).analyses[0].guided
+    assert guided is not None and (guided.root, guided.certain) == (root, True)
+    assert len(load_runs(path, run_id=run.run_id)[0].answers) == len(keys) == oracle.given
+

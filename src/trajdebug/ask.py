@@ -24,7 +24,7 @@ from typing import Any
 
 from trajdebug.analysis import Analysis, Guided, GuidedSearch
 from trajdebug.answers import AnswerLog
-from trajdebug.model import Answer
+from trajdebug.model import Answer, Run, Step
 from trajdebug.report.question import question_for, render_guided, render_question
 
 
@@ -160,4 +160,64 @@ def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> bool | str
                 console.print("(nothing is folded)", markup=False, highlight=False, style="dim")
 
 
-__all__ = ["KEYS", "PROMPT", "Asked", "ask_in_terminal", "read_key_default"]
+class TerminalOracle:
+    """A person at the terminal as an oracle of `trajdebug.analyze_source` (``ask=``): each question shown
+    as ``--ask`` shows it, each answer stored with the run when a source is given.
+
+    ``q``, Ctrl-C or the end of input stop the asking: every later question is answered "don't know"
+    without being shown, so the analysis still finishes (with the candidates left ranked).
+
+    Example:
+        ```python
+        import trajdebug
+        from trajdebug.ask import TerminalOracle
+
+        result = trajdebug.analyze_source("trajdebug.db", "4f2a", ask=TerminalOracle("trajdebug.db"))
+        print(result.analyses[0].guided.root)
+        ```
+    """
+
+    by = "person"
+    interactive = True
+    """Asked on the calling thread without a timeout (a person takes their time)."""
+
+    def __init__(
+        self,
+        source: str | Path | None = None,
+        *,
+        console: Any = None,
+        read_key: Callable[[], str] = read_key_default,
+    ) -> None:
+        if console is None:
+            from rich.console import Console
+
+            console = Console(highlight=False, soft_wrap=False)
+        self.source = source
+        self.console = console
+        self.read_key = read_key
+        self.given = 0
+        self.stopped = False
+        self._logs: dict[str, AnswerLog] = {}
+
+    def __call__(self, step: Step, run: Run) -> Answer | None:
+        if self.stopped:
+            return None
+        try:
+            correct = _one_answer(question_for(run, step.step_id, self.given + 1), self.console, self.read_key)
+        except (KeyboardInterrupt, EOFError):
+            correct = "quit"
+        if isinstance(correct, str):
+            self.stopped = True
+            self.console.print(f"\nstopped: {self.given} answer(s) given", markup=False, highlight=False)
+            return None
+        answer = Answer(step.step_id, correct, self.by, time.time_ns())
+        if self.source is not None:
+            log = self._logs.get(run.run_id)
+            if log is None:
+                log = self._logs[run.run_id] = AnswerLog(self.source, run.run_id, known=[run.run_id])
+            answer = log.save(answer)
+        self.given += 1
+        return answer
+
+
+__all__ = ["KEYS", "PROMPT", "Asked", "TerminalOracle", "ask_in_terminal", "read_key_default"]
