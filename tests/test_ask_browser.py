@@ -210,3 +210,48 @@ def test_a_report_written_after_some_answers_starts_from_them(page: Any, tmp_pat
     asked = answer_until_root(page, run)
     assert first not in asked and asked == python
     assert page.get_attribute("#ask-result", "data-root") == run.metadata["fault"]["step_id"]
+
+
+def test_on_a_2000_step_run_the_page_asks_what_python_asks_and_answers_quickly(page: Any, tmp_path: Path) -> None:
+    """On a 2,000-step run (a root planted mid-slice, answered truthfully) the page asks the Python
+    search's questions in its order, each next question within a second."""
+    import time
+
+    from benchmarks.report_html import agent_run
+
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.model import Answer
+
+    run = agent_run(2_000, agents=8)
+    analysis = analyze(run)
+    search = GuidedSearch(analysis)
+    assert len(search.ids) > 1000
+    planted = search.ids[len(search.ids) // 2]
+    wrong = {planted}
+    for sid in search.ids:  # topological order: a step is wrong when a producer of it is
+        if any(search.ids[p] in wrong for p in search.parents[search.index[sid]]):
+            wrong.add(sid)
+    python: list[str] = []
+    while (sid := search.next_question()) is not None:
+        python.append(sid)
+        search.answer(Answer(sid, sid not in wrong, "person"))
+    page.goto(write_report(tmp_path / "big.html", analysis).as_uri())
+    page.click('#tabs [data-tab="ask"]')
+    asked: list[str] = []
+    slowest = 0.0
+    for _ in range(len(python) + 1):
+        page.wait_for_selector("#ask-question, #ask-result")
+        if page.query_selector("#ask-result") is not None:
+            break
+        sid = page.get_attribute("#ask-question", "data-step")
+        asked.append(sid)
+        start = time.perf_counter()
+        page.click(f'#ask-question button[data-answer="{"wrong" if sid in wrong else "correct"}"]')
+        page.wait_for_function(
+            "sid => !document.querySelector('#ask-question') || document.querySelector('#ask-question').dataset.step !== sid",
+            arg=sid,
+        )
+        slowest = max(slowest, time.perf_counter() - start)
+    assert asked == python
+    assert page.get_attribute("#ask-result", "data-root") == search.result().root == planted
+    assert slowest < 1.0, slowest

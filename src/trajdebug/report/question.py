@@ -73,8 +73,13 @@ def question_for(run: Run, step_id: str, number: int = 1) -> Question:
         KeyError: the run has no such step.
     """
     steps = run.step_map()
-    step: Step = steps[step_id]
-    index = next(i for i, s in enumerate(run.steps, start=1) if s.step_id == step_id)
+    position = {s.step_id: i for i, s in enumerate(run.steps, start=1)}
+    return _question(run, steps, position, step_id, number)
+
+
+def _question(run: Run, steps: dict[str, Step], position: dict[str, int], step_id: str, number: int) -> Question:
+    step = steps[step_id]
+    index = position[step_id]
     parent = steps.get(step.parent_id) if step.parent_id else None
     seen: set[str] = set()
     producers = []
@@ -196,9 +201,11 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
 
     search = GuidedSearch(analysis, analysis.run.answers)
     run = analysis.run
+    steps = run.step_map()
+    position = {s.step_id: i for i, s in enumerate(run.steps, start=1)}
     questions = {}
     for sid in search.ids:
-        q = question_for(run, sid)
+        q = _question(run, steps, position, sid, 1)
         questions[sid] = {"where": where(q), "producers": [p.step_id for p in q.producers]}
     return {
         "failure": search.failure,

@@ -6,8 +6,25 @@
 
 const ASK = D.ask || null;
 const LEAD = 0.5;  // trajdebug.analysis._guided._LEAD: the mass share that makes a candidate the leader
+const POOL = 200;  // trajdebug.analysis._guided._POOL: questions scored per turn at most on large slices
 
 // -- the search (Shapiro's algorithmic debugging over the failure's slice) ---------------------
+// Sets of slice steps are bit sets (Uint32Array words), as the Python search uses integers: a
+// 10,000-step slice costs 1.25 MB per 1,000 reaches, not a Set per step.
+function bitset(n) { return new Uint32Array((n + 31) >>> 5); }
+function hasBit(b, i) { return (b[i >>> 5] >>> (i & 31)) & 1; }
+function setBit(b, i) { b[i >>> 5] |= 1 << (i & 31); }
+function bitsOf(b) {
+  const out = [];
+  for (let w = 0; w < b.length; w++) {
+    let x = b[w];
+    while (x) { const t = x & -x; out.push((w << 5) + 31 - Math.clz32(t)); x ^= t; }
+  }
+  return out;
+}
+function andOf(a, b) { const o = new Uint32Array(a.length); let any = false; for (let w = 0; w < a.length; w++) { o[w] = a[w] & b[w]; if (o[w]) any = true; } return any ? o : null; }
+function popcount(b) { let c = 0; for (let w = 0; w < b.length; w++) { let x = b[w] - ((b[w] >>> 1) & 0x55555555); x = (x & 0x33333333) + ((x >>> 2) & 0x33333333); c += (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24; } return c; }
+
 function guidedEngine(A) {
   const n = A.ids.length;
   const F = A.ids.indexOf(A.failure);
@@ -17,71 +34,80 @@ function guidedEngine(A) {
   const given = [];
   const children = A.ids.map(() => []);
   A.parents.forEach((ps, i) => { for (const p of ps) children[p].push(i); });
-  const mass = (set) => { let t = 0; for (const i of set) t += A.prior[i]; return t; };
-  const inter = (a, b) => { const o = new Set(); for (const x of a) if (b.has(x)) o.add(x); return o; };
+  const mass = (b) => { let t = 0; if (b) for (const i of bitsOf(b)) t += A.prior[i]; return t; };
   // Each step's backward reach avoiding correct-marked steps (ids are in topological order).
   function reaches() {
     const r = new Array(n);
     for (let i = 0; i < n; i++) {
-      if (i !== F && verdict[i] === true) { r[i] = new Set(); continue; }
-      const s = new Set([i]);
-      for (const p of A.parents[i]) for (const x of r[p]) s.add(x);
-      r[i] = s;
+      const b = bitset(n);
+      r[i] = b;
+      if (i !== F && verdict[i] === true) continue;
+      setBit(b, i);
+      for (const p of A.parents[i]) { const q = r[p]; for (let w = 0; w < b.length; w++) b[w] |= q[w]; }
     }
     return r;
   }
   // The candidates: every wrong step's reach intersected, deepest first; a disjoint one is a conflict.
   function compute() {
     const r = reaches();
+    const size = r.map(popcount);
     let cand = r[F], focus = F, conflict = null;
     const wrong = [];
-    for (let i = 0; i < n; i++) if ((i === F || verdict[i] === false) && r[F].has(i)) wrong.push(i);
-    wrong.sort((a, b) => r[a].size - r[b].size || b - a);
+    for (let i = 0; i < n; i++) if ((i === F || verdict[i] === false) && hasBit(r[F], i)) wrong.push(i);
+    wrong.sort((a, b) => size[a] - size[b] || b - a);
     for (const i of wrong) {
-      const both = inter(cand, r[i]);
-      if (!both.size) { conflict = [focus, i]; break; }
+      const both = andOf(cand, r[i]);
+      if (!both) { conflict = [focus, i]; break; }
       cand = both;
-      if (r[i].size <= r[focus].size) focus = i;
+      if (size[i] <= size[focus]) focus = i;
     }
     return { r, cand, focus, conflict };
   }
   const entropy = (p) => (p <= 0 || p >= 1 ? 0 : -(p * Math.log2(p) + (1 - p) * Math.log2(1 - p)));
+  const better = (k, key) => k[0] > key[0] || (k[0] === key[0] && (k[1] > key[1] || (k[1] === key[1] && k[2] > key[2])));
   function next() {
     if (F < 0) return null;
     const { r, cand, focus, conflict } = compute();
-    if (conflict) return null;
-    if (cand.size === 1 && cand.has(focus)) return null;
-    const open = [...cand].filter((i) => i !== F && !answered[i]).sort((a, b) => a - b);
+    if (conflict) return null;  // the page does not re-ask: it names both sides
+    const members = bitsOf(cand);
+    if (members.length === 1 && members[0] === focus) return null;
+    let open = members.filter((i) => i !== F && !answered[i]);
     if (!open.length) return null;
     const total = mass(cand) || 1;
-    const lead = leader(cand, total, new Set(open), r);
+    const openSet = new Set(open);
+    const lead = leader(members, cand, total, openSet, r);
     if (lead !== null) return A.ids[lead];
+    if (open.length > POOL) {
+      const inputs = A.parents[focus].filter((p) => openSet.has(p));
+      const likely = open.slice().sort((a, b) => A.prior[b] - A.prior[a]).slice(0, POOL);
+      open = [...new Set([...likely, ...inputs])].sort((a, b) => a - b);
+    }
     let best = open[open.length - 1], key = [-1, 0, 0];
     for (const i of open) {
-      const h = Math.round(entropy(Math.min(1, mass(inter(r[i], cand)) / total)) * 1e9) / 1e9;
+      const h = Math.round(entropy(Math.min(1, mass(andOf(r[i], cand)) / total)) * 1e9) / 1e9;
       const k = [h, A.prior[i], i];
-      if (k[0] > key[0] || (k[0] === key[0] && (k[1] > key[1] || (k[1] === key[1] && k[2] > key[2])))) { best = i; key = k; }
+      if (better(k, key)) { best = i; key = k; }
     }
     return A.ids[best];
   }
   // Hat-Delta's shortcut: one candidate holding most of the mass is proven or refuted directly
   // (itself, then its open inputs, the likeliest wrong first).
-  function leader(cand, total, open, r) {
+  function leader(members, cand, total, open, r) {
     let best = null;
-    for (const i of cand) if (best === null || A.prior[i] > A.prior[best] || (A.prior[i] === A.prior[best] && i > best)) best = i;
+    for (const i of members) if (best === null || A.prior[i] > A.prior[best] || (A.prior[i] === A.prior[best] && i > best)) best = i;
     if (best === null || A.prior[best] < LEAD * total) return null;
     if (open.has(best)) return best;
     let pick = null, pickKey = null;
     for (const p of A.parents[best]) {
       if (!open.has(p)) continue;
-      const k = mass(inter(r[p], cand));
+      const k = mass(andOf(r[p], cand));
       if (pick === null || k > pickKey || (k === pickKey && p > pick)) { pick = p; pickKey = k; }
     }
     return pick;
   }
-  function ranked(cand) {
+  function ranked(members) {
     const w = new Map();
-    for (const i of cand) {
+    for (const i of members) {
       let x = A.prior[i];
       if (A.parents[i].every((p) => verdict[p] === true)) x *= 4;
       if (verdict[i] === false) x *= 2;
@@ -90,14 +116,20 @@ function guidedEngine(A) {
     const total = [...w.values()].reduce((a, b) => a + b, 0) || 1;
     return [...w.keys()].sort((a, b) => w.get(b) - w.get(a) || b - a).map((i) => [A.ids[i], w.get(i) / total]);
   }
+  // Breadth-first from the root to the failure, through wrong-marked steps first (as _path does).
   function path(root) {
     const from = new Map([[root, null]]);
-    const q = [root];
-    while (q.length && !from.has(F)) {
-      const i = q.shift();
-      for (const c of children[i]) if (!from.has(c)) { from.set(c, i); q.push(c); }
+    let frontier = [root];
+    while (frontier.length && !from.has(F)) {
+      const nextFrontier = [];
+      for (const i of frontier) {
+        const kids = children[i].filter((c) => !from.has(c));
+        kids.sort((a, b) => (verdict[a] !== false) - (verdict[b] !== false) || a - b);
+        for (const c of kids) if (!from.has(c)) { from.set(c, i); nextFrontier.push(c); }
+      }
+      frontier = nextFrontier;
     }
-    if (!from.has(F)) return [];
+    if (!from.has(F)) return [A.ids[root]];
     const out = [];
     for (let i = F; i !== null; i = from.get(i)) out.unshift(A.ids[i]);
     return out;
@@ -105,8 +137,9 @@ function guidedEngine(A) {
   function result() {
     const { cand, focus, conflict } = compute();
     if (conflict) return { root: null, certain: false, conflict: conflict.map((i) => A.ids[i]), path: [], candidates: [] };
-    const certain = cand.size === 1 && cand.has(focus) && verdict[focus] === false;
-    const cands = ranked(cand);
+    const members = bitsOf(cand);
+    const certain = members.length === 1 && members[0] === focus && verdict[focus] === false;
+    const cands = ranked(members);
     const root = certain ? A.ids[focus] : (cands.length ? cands[0][0] : null);
     return { root, certain, conflict: [], path: root ? path(A.ids.indexOf(root)) : [], candidates: cands };
   }
