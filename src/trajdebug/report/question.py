@@ -191,8 +191,8 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
     The failure's slice in topological order (``ids``), each step's producers in
     it (``parents``, indices), the prior (``prior``), the stored answers' standing
     verdicts (``verdict``) and which steps were answered at all (``answered``, a
-    step is never asked twice), and for each slice step where it sits and its
-    producers; the page reads the values from the run it embeds.  With an
+    step is never asked twice); the page reads each question's step, place,
+    values and producers from the run it embeds.  With an
     ``endpoint`` (``trajdebug serve``) the page asks the server instead, which runs
     the same search in Python and stores each answer.
     """
@@ -200,13 +200,6 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
     from trajdebug.schema import answer_to_dict
 
     search = GuidedSearch(analysis, analysis.run.answers)
-    run = analysis.run
-    steps = run.step_map()
-    position = {s.step_id: i for i, s in enumerate(run.steps, start=1)}
-    questions = {}
-    for sid in search.ids:
-        q = _question(run, steps, position, sid, 1)
-        questions[sid] = {"where": where(q), "producers": [p.step_id for p in q.producers]}
     return {
         "failure": search.failure,
         "ids": search.ids,
@@ -214,8 +207,7 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "prior": list(search.mass),
         "verdict": [search.verdict(i) for i in range(len(search.ids))],
         "answered": [i in search.votes for i in range(len(search.ids))],
-        "questions": questions,
-        "answers": [answer_to_dict(a) for a in run.answers],
+        "answers": [answer_to_dict(a) for a in analysis.run.answers],
         "endpoint": endpoint,
     }
 

@@ -159,14 +159,22 @@ function guidedEngine(A) {
 const ANSWER_WORDS = [["correct", true, "y"], ["wrong", false, "n"], ["don't know", null, "?"]];
 function answerWord(c) { return c === true ? "correct" : c === false ? "wrong" : "don't know"; }
 
+const POSITION = new Map(RUN.steps.map((s, i) => [s.step_id, i + 1]));
+// The question about one step, from the embedded run (what trajdebug.report.question.question_for gives).
 function questionFromRun(sid, number) {
   const s = STEPS.get(sid) || {};
-  const meta = (ASK.questions || {})[sid] || { where: "", producers: [] };
-  return {
-    step_id: sid, name: s.name, kind: s.kind, where: meta.where, number,
-    input: s.input, output: s.output,
-    producers: meta.producers.map((p) => { const ps = STEPS.get(p) || {}; return { step_id: p, name: ps.name, kind: ps.kind, output: ps.output }; }),
-  };
+  const parts = ["step " + POSITION.get(sid) + " of " + RUN.steps.length];
+  if (s.parent_id && STEPS.has(s.parent_id)) parts.push("inside '" + STEPS.get(s.parent_id).name + "'");
+  if (s.agent) parts.push("agent '" + s.agent + "'");
+  const seen = new Set();
+  const producers = [];
+  for (const d of s.deps || []) {
+    if (!STEPS.has(d.step_id) || (d.run_id && d.run_id !== RUN.run_id) || seen.has(d.step_id)) continue;
+    seen.add(d.step_id);
+    const p = STEPS.get(d.step_id);
+    producers.push({ step_id: p.step_id, name: p.name, kind: p.kind, output: p.output });
+  }
+  return { step_id: sid, name: s.name, kind: s.kind, where: parts.join(", "), number, input: s.input, output: s.output, producers };
 }
 
 function questionView(q, onAnswer) {
