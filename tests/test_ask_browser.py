@@ -255,3 +255,23 @@ def test_on_a_2000_step_run_the_page_asks_what_python_asks_and_answers_quickly(p
     assert asked == python
     assert page.get_attribute("#ask-result", "data-root") == search.result().root == planted
     assert slowest < 1.0, slowest
+
+
+def test_serve_with_a_token_stores_an_answer_only_with_the_token(tmp_path: Path) -> None:
+    """A server with a token refuses an answer without it (401) and stores one that carries it."""
+    db = tmp_path / "runs.db"
+    run = run_demo(store=db, workdir=tmp_path)
+    sid = run.steps[2].step_id
+    body = json.dumps({"step_id": sid, "answer": "correct"}).encode()
+    with Server(db, port=0, token="s3cret-token") as srv:
+        url = f"http://127.0.0.1:{srv.port}/api/runs/{run.run_id}/ask"
+        req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            urllib.request.urlopen(req, timeout=10)
+            status = 200
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        assert status == 401
+        assert load_runs(db, run_id=run.run_id)[0].answers == ()
+        ok, _ = _post(url, body, {"Content-Type": "application/json", "Authorization": "Bearer s3cret-token"})
+    assert ok == 200 and [a.step_id for a in load_runs(db, run_id=run.run_id)[0].answers] == [sid]
