@@ -309,6 +309,31 @@ def render_section(data: dict[str, Any]) -> list[str]:
         "that prove a root a second time (a third on a tie).",
         "",
     ]
+    lines += [
+        "| suite | cases on the graph | truthful: found (prior) | questions median / p90 (prior) | "
+        "top-down median / p90 | linear median / p90 | noisy: found (prior + recheck) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for suite, s in data["suites"].items():
+        if "error" in s or not s.get("on_graph"):
+            continue
+        b = s["all"]
+        lines.append(
+            f"| {suite} | {b['cases']} | {b['prior']['found_pct']} % | {b['prior']['median']} / {b['prior']['p90']} | "
+            f"{b['top-down']['median']} / {b['top-down']['p90']} | {b['linear']['median']} / {b['linear']['p90']} | "
+            f"{b['noisy_recheck_found_pct']} % |"
+        )
+    lines += [
+        "",
+        "Why the truthful oracle misses some roots: the simulated oracle calls *wrong* every step after the "
+        "root whose output differs from the twin's, and a step whose recorded inputs do not carry the wrong "
+        "value (a tool that observes a world the agent changed, an edge the recording missed) then looks like "
+        "a root: wrong, with all its recorded inputs correct. The `prior` strategy asks the ranking's "
+        "suspects first and proves the true root before it meets such a step more often than the "
+        "structure-only strategies do; `top-down` and `linear` coincide on these runs (the deepest wrong "
+        "step's latest input is the latest open step).",
+        "",
+    ]
     for suite, s in data["suites"].items():
         if "error" in s:
             lines += [f"### {suite}", "", f"not measured: {s['error']}", ""]
