@@ -31,8 +31,9 @@ def wrong_steps(run: Run) -> set[str]:
     return out
 
 
-def answer_until_root(page: Any, run: Run, *, stop_after: int | None = None) -> list[str]:
-    """Answer the panel's questions truthfully until it shows the root (or ``stop_after`` answers)."""
+def answer_until_root(page: Any, run: Run, *, stop_after: int | None = None, keys: bool = False) -> list[str]:
+    """Answer the panel's questions truthfully until it shows the root (or ``stop_after`` answers),
+    with the buttons or (``keys``) the terminal's keys y and n."""
     wrong = wrong_steps(run)
     asked: list[str] = []
     for _ in range(len(run.steps) + 1):
@@ -41,7 +42,10 @@ def answer_until_root(page: Any, run: Run, *, stop_after: int | None = None) -> 
             return asked
         sid = page.get_attribute("#ask-question", "data-step")
         asked.append(sid)
-        page.click(f'#ask-question button[data-answer="{"wrong" if sid in wrong else "correct"}"]')
+        if keys:
+            page.keyboard.press("n" if sid in wrong else "y")
+        else:
+            page.click(f'#ask-question button[data-answer="{"wrong" if sid in wrong else "correct"}"]')
         page.wait_for_function(
             "sid => !document.querySelector('#ask-question') || document.querySelector('#ask-question').dataset.step !== sid",
             arg=sid,
@@ -187,8 +191,9 @@ def test_planted_markup_in_a_question_stays_text(page: Any, tmp_path: Path, host
 
 
 def test_a_report_written_after_some_answers_starts_from_them(page: Any, tmp_path: Path) -> None:
-    """A report of a run with a stored answer never asks that step; its questions are the rest of
-    what the Python search asks from the same answers, and it ends at the planted root."""
+    """A report of a run with a stored answer never asks that step; its questions (answered with the
+    keys y and n) are the rest of what the Python search asks from the same answers, and it ends at
+    the planted root."""
     import trajdebug
     from trajdebug.analysis import GuidedSearch
     from trajdebug.model import Answer
@@ -207,7 +212,7 @@ def test_a_report_written_after_some_answers_starts_from_them(page: Any, tmp_pat
         search.answer(Answer(sid, sid not in wrong, "person"))
     page.goto(write_report(tmp_path / "report.html", analysis).as_uri())
     page.click('#tabs [data-tab="ask"]')
-    asked = answer_until_root(page, run)
+    asked = answer_until_root(page, run, keys=True)
     assert first not in asked and asked == python
     assert page.get_attribute("#ask-result", "data-root") == run.metadata["fault"]["step_id"]
 

@@ -234,6 +234,16 @@ function downloadLink(given) {
   return el("p", {}, a, el("span", { class: "note" }, " store them with the run: trajdebug answers import SOURCE FILE"));
 }
 
+// The terminal's keys work in the page too while the panel is shown: y correct, n wrong, ? don't know.
+document.addEventListener("keydown", (ev) => {
+  const panel = document.getElementById("ask");
+  if (!panel || panel.hidden || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (ev.target && /^(INPUT|TEXTAREA|SELECT)$/.test(ev.target.tagName)) return;
+  const word = { y: "correct", n: "wrong", "?": "don't know" }[ev.key];
+  const b = word && panel.querySelector('#ask-question .ask-buttons button[data-answer="' + word + '"]');
+  if (b && !b.disabled) { ev.preventDefault(); b.click(); }
+});
+
 function buildAsk(host) {
   clear(host);
   host.appendChild(el("h2", {}, "Find the cause"));
@@ -262,9 +272,9 @@ function serveAsk(body) {
     const answers = state.answers || [];
     if (state.question) {
       const q = state.question;
-      body.appendChild(questionView({ ...q, input: q.input, output: q.output }, send));
+      body.appendChild(questionView(q, send));
     } else {
-      body.appendChild(resultView({ ...state.guided, root: state.guided.root }, answers));
+      body.appendChild(resultView(state.guided, answers));
     }
     add(body, answersView(answers));
   }
