@@ -348,7 +348,9 @@ class GuidedSearch:
         cand, focus, wrong, conflict = self._compute()
         if conflict is not None:
             return self._reask_conflict(conflict, wrong)
-        disputed = [i for i in _bits(cand) if self._disputed(i) and len(self.votes.get(i, ())) < _MAX_ASKS]
+        # A tie anywhere in the slice is settled first: a step that turns out wrong may
+        # contradict the root found so far (better a conflict reported than a false proof).
+        disputed = [i for i in self.votes if self._disputed(i) and len(self.votes[i]) < _MAX_ASKS]
         if disputed:
             return self.ids[max(disputed)]
         if cand == 1 << focus:
