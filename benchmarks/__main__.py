@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a smaller run (under two minutes)")
     p.add_argument(
         "--only",
-        choices=("blind", "quality", "verification", "speed", "recording", "tau", "report_html", "fleet", "reliability", "production"),
+        choices=("ask", "blind", "quality", "verification", "speed", "recording", "tau", "report_html", "fleet", "reliability", "production"),
         action="append",
         help="run only this section (repeatable)",
     )
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     beside = a.quick and not a.replace
     a.out = a.out or (QUICK_DOCUMENT if beside else DOCUMENT)
     a.results = a.results or str(QUICK_RESULTS if beside else RESULTS)
-    sections = a.only or ["blind", "quality", "verification", "tau", "speed", "report_html"]
+    sections = a.only or ["ask", "blind", "quality", "verification", "tau", "speed", "report_html"]
     results_path = Path(a.results)
     data: dict[str, Any] = {}
     if beside and not results_path.exists() and RESULTS.exists():
@@ -65,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             _say(f"{results_path}: unreadable, starting afresh")
     t0 = time.perf_counter()
+    if "ask" in sections:
+        from benchmarks.ask import run_ask
+
+        _say("ask: the guided search with an oracle simulated from fault-free twins")
+        data["ask"] = run_ask(quick=a.quick, progress=_say, workdir=a.workdir)
     if "blind" in sections:
         from benchmarks.blind import blind_data, run_blind
 

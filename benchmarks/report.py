@@ -851,12 +851,16 @@ def render(data: Mapping[str, Any], command: str) -> str:
         ". .venv/bin/activate",
         "python -m benchmarks                 # everything (2–5 min on 2 cores); rewrites this file",
         "python -m benchmarks --quick         # under two minutes; writes docs/benchmarks.quick.md (--replace: this file)",
-        "python -m benchmarks --only quality  # or verification, speed, recording, tau, fleet, reliability, production; other sections keep their last results",
+        "python -m benchmarks --only quality  # or ask, verification, speed, recording, tau, fleet, reliability, production; other sections keep their last results",
         "```",
         "",
         "Raw numbers of the last run of each section: `benchmarks/results.json`.",
         "",
     ]
+    if data.get("ask"):
+        from benchmarks.ask import render_section as ask_section
+
+        lines += ask_section(data["ask"])
     if data.get("blind"):
         from benchmarks.blind import render_section as blind_section
 

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from trajdebug.answers import save_answer
 from trajdebug.format import FormatError, ReadResult, read_jsonl, write_jsonl
 from trajdebug.marks import mark
 from trajdebug.model import (
+    Answer,
     Dependency,
     ErrorEvent,
     ErrorInfo,
@@ -41,6 +43,7 @@ from trajdebug.record import (
     configure,
     current_run,
     current_step,
+    expect,
     extract,
     flush,
     inject,
@@ -86,6 +89,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Answer",
     "ContextThreadPoolExecutor",
     "ContractError",
     "CriticalError",
@@ -111,6 +115,7 @@ __all__ = [
     "contract",
     "current_run",
     "current_step",
+    "expect",
     "extract",
     "flush",
     "inject",
@@ -123,6 +128,7 @@ __all__ = [
     "retry",
     "retry_call",
     "run",
+    "save_answer",
     "step",
     "traced",
     "uses_env",

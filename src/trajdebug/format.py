@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from trajdebug._encode import loads
-from trajdebug.model import Dependency, ErrorEvent, Run, StageChange, Step
+from trajdebug.model import Answer, Dependency, ErrorEvent, Run, StageChange, Step
 from trajdebug.schema import (
     FORMAT_VERSION,
     MARK_KEY,
@@ -35,6 +35,7 @@ from trajdebug.schema import (
     SUPPORTED_VERSIONS,
     Problems,
     choice_field,
+    decode_answer,
     decode_dep,
     decode_error,
     decode_outcome,
@@ -45,6 +46,7 @@ from trajdebug.schema import (
     dep_to_dict,
     error_info_to_dict,
     int_field,
+    latest_answers,
     mapping_field,
     mark_record,
     run_to_records,
@@ -89,6 +91,7 @@ class _RunParts:
     errors: dict[str, ErrorEvent] = field(default_factory=dict)
     stages: dict[str, list[StageChange]] = field(default_factory=dict)
     mark: dict[str, Any] | None = None
+    answers: list[Answer] = field(default_factory=list)
 
 
 class RunBuilder:
@@ -289,6 +292,11 @@ class RunBuilder:
                 "failure_reason": reason if outcome == "failure" else None,
                 "time_ns": int_field(rec, "time_ns", None, problems),
             }
+        elif t == "answer":
+            answer = decode_answer(rec, problems)
+            if answer is None:
+                return False
+            self._parts(run_id).answers.append(answer)
         else:
             problems.append(f"unknown record type {t!r}; skipped")
             return False
@@ -348,6 +356,7 @@ def _build(p: _RunParts) -> Run:
         steps=tuple(steps),
         errors=tuple(errors),
         continues=p.continues,
+        answers=latest_answers(p.answers),
     )
 
 

@@ -196,6 +196,29 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
+class Answer:
+    """An oracle's answer about one step: is its output correct, given its inputs?
+
+    The guided search (`trajdebug.analysis.GuidedSearch`) asks these questions
+    (Shapiro's algorithmic debugging); answers are data, kept with the run.
+    """
+
+    step_id: str
+    """The step asked about."""
+    correct: bool | None
+    """True: the output is correct given the inputs; False: wrong; None: don't know."""
+    by: str
+    """Who answered: ``person``, ``check:<name>``, ``model:<model>``, ``reference:<run_id>``,
+    ``oracle:<module:function>`` (trust in that order: person first, model last)."""
+    at_ns: int = 0
+    """When, in nanoseconds since the epoch (0: unknown)."""
+    reason: str | None = None
+    """Why, in words (a model's reason, a check's message)."""
+    run_id: str | None = None
+    """The run of the step when it is an earlier run (a conversation turn)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Run:
     """One agent run (one trace): its steps in start order and its errors."""
 
@@ -219,6 +242,8 @@ class Run:
     """The error events, ordered by occurrence."""
     continues: str | None = None
     """The run this one continues (the earlier turn of a conversation), if any."""
+    answers: tuple[Answer, ...] = ()
+    """Answers about its steps' outputs (a person, a check, a model, a passing run), oldest first."""
 
     def step(self, step_id: str) -> Step:
         """Return the step with this id.
@@ -274,6 +299,7 @@ __all__ = [
     "STEP_KINDS",
     "TRUNCATED_KEY",
     "VALUE_DEP_KINDS",
+    "Answer",
     "DepKind",
     "DepOrigin",
     "Dependency",

@@ -12,7 +12,12 @@ it, and analyzes it (`trajdebug.analysis.analyze`):
 - optionally, a **model on top** (`trajdebug.judge`): verdicts on the
   shortlisted candidates re-rank them, evidence kept (off unless asked for);
 - optionally, **verification** of the top candidates by counterfactual replay
-  (`trajdebug.replay.verify`), given the agent's entry point.
+  (`trajdebug.replay.verify`), given the agent's entry point;
+- optionally, the **guided search** (`trajdebug.analysis.guided_search`):
+  oracles answer whether a step's output is correct, and Shapiro's search
+  converges on the root (a function oracle, a person through ``ask``, the
+  expectations registered in this process, a passing run of the same input,
+  the model); the answers stored with the run are never asked again.
 
 The command line only translates its arguments into this call (as
 sqlite-utils' CLI does over ``Database``), so both give the same answer.
@@ -74,6 +79,12 @@ def analyze_source(
     samples: int = 3,
     runs: Sequence[Run] | None = None,
     judge: Any = None,
+    oracle: Any = None,
+    max_questions: int | None = None,
+    strategy: str = "prior",
+    ask: Any = None,
+    guided: bool | None = None,
+    oracle_timeout: float | None = 10.0,
 ) -> SourceAnalysis:
     """Analyze the runs of a source the way ``trajdebug analyze`` does.
 
@@ -97,6 +108,18 @@ def analyze_source(
             (the endpoint from the environment), a `trajdebug.judge.JudgeConfig`,
             a `trajdebug.judge.Judge` or a `trajdebug.judge.ChatModel`.  None
             (the default): nothing is sent, the analysis is the deterministic one.
+            With the guided search on, the model also answers its questions (trusted last).
+        oracle: A function oracle for the guided search: ``fn(step, run)`` returning
+            True (output correct), False (wrong) or None (don't know), a
+            ``"module:function"`` string naming one, or a sequence of them.
+        max_questions: Stop the guided search after this many questions (candidates ranked).
+        strategy: The guided search's question order: ``prior``, ``top-down`` or ``linear``.
+        ask: An interactive oracle (a person at a terminal or a browser): asked first,
+            on the calling thread, with no timeout.
+        guided: Run the guided search: None (default) when an oracle or ``ask`` is given
+            or expectations registered in this process cover a step of the run; True
+            with only the checks and the passing runs of the same input; False never.
+        oracle_timeout: Seconds an oracle may take per question (then: don't know, reported).
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
@@ -147,7 +170,107 @@ def analyze_source(
                 analyses, pool, entry=verify, fixer=fixer, samples=samples, top=min(top, 3), store=store
             )
         )
+    if guided is not False:
+        analyses = [
+            _guide(a, pool, oracle, ask, judge, guided, max_questions, strategy, oracle_timeout) for a in analyses
+        ]
     return SourceAnalysis(tuple(analyses), tuple(hints), verifications, judgments)
+
+
+def _guide(
+    analysis: Analysis,
+    pool: Sequence[Run],
+    oracle: Any,
+    ask: Any,
+    judge: Any,
+    guided: bool | None,
+    max_questions: int | None,
+    strategy: str,
+    timeout: float | None,
+) -> Analysis:
+    """The analysis with its guided search's result, when there is a failure to search from and an oracle."""
+    from dataclasses import replace
+
+    from trajdebug.analysis import ExpectationOracle, ReferenceOracle, guided_search
+    from trajdebug.record.expectations import expectations
+
+    run = analysis.run
+    if run.outcome == "success" or not analysis.failures:
+        return analysis
+    oracles: list[Any] = []
+    if ask is not None:
+        oracles.append(ask)
+    oracles.extend(_oracles(oracle))
+    checks = ExpectationOracle(expectations())
+    if checks.covers(run):
+        oracles.append(checks)
+    if not oracles and not guided:
+        return analysis
+    twin = same_input(run, pool)
+    if twin is not None:
+        oracles.append(ReferenceOracle(twin))
+    if judge is not None and judge is not False:
+        from trajdebug.judge import JudgeOracle
+
+        oracles.append(JudgeOracle.of(judge))
+    if not oracles:
+        return analysis
+    result = guided_search(
+        analysis, oracles, answers=run.answers, strategy=strategy, max_questions=max_questions, timeout=timeout
+    )
+    return replace(analysis, guided=result)
+
+
+def _oracles(oracle: Any) -> list[Any]:
+    """Function oracles as given: callables, or ``"module:function"`` names resolved (`pkgutil.resolve_name`)."""
+    import pkgutil
+
+    if oracle is None:
+        return []
+    items = [oracle] if isinstance(oracle, str) or callable(oracle) else list(oracle)
+    out = []
+    for o in items:
+        if isinstance(o, str):
+            fn = pkgutil.resolve_name(o)
+            if not callable(fn):
+                raise TypeError(f"oracle {o!r} is not callable")
+            out.append(fn)
+        else:
+            out.append(o)
+    return out
+
+
+def same_input(run: Run, pool: Sequence[Run]) -> Run | None:
+    """The latest passing run of the same agent given the same input (task, entry arguments), if any.
+
+    The same input is the same ``task`` (or ``input``) in the runs' metadata, or, when neither
+    says, the same input of the first step.
+    """
+    import json
+
+    from trajdebug.analysis import same_agent
+
+    def same(a: Any, b: Any) -> bool:
+        return bool(a == b) or json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+    def given(r: Run) -> Any:
+        for key in ("task", "task_id", "input", "args"):
+            if r.metadata.get(key) is not None:
+                return (key, r.metadata[key])
+        return ("first", r.steps[0].input) if r.steps else None
+
+    mine = given(run)
+    if mine is None:
+        return None
+    best = None
+    for r in pool:
+        if r.run_id == run.run_id or r.outcome != "success" or not same_agent(r, run):
+            continue
+        theirs = given(r)
+        matches = theirs is not None and theirs[0] == mine[0] and same(theirs[1], mine[1])
+        if matches and (best is None or r.start_ns >= best.start_ns):
+            best = r
+    return best
 
 
 def _load(source: str | Path, fmt: str | None) -> list[Run]:
@@ -162,4 +285,4 @@ def _load(source: str | Path, fmt: str | None) -> list[Run]:
         gc.enable()
 
 
-__all__ = ["SourceAnalysis", "analyze_source", "targets"]
+__all__ = ["SourceAnalysis", "analyze_source", "same_input", "targets"]

@@ -12,6 +12,7 @@ object with ``"v"`` (the format version) and ``"t"`` (the record type):
 ``meta``   metadata known only during the run
 ``end``    the run ended (outcome, reason, and what the recorder lost or redacted)
 ``mark``   a person's verdict after the fact (outcome, reason): overrides the recorded outcome
+``answer`` a judgement of one step's output (correct, wrong, don't know), who gave it, when, why
 
 Everything that writes records builds them here (the recorder's writer
 thread, `run_to_records` for the store, the JSONL writer, imports and
@@ -43,6 +44,7 @@ from trajdebug.model import (
     OUTCOMES,
     STAGES,
     STEP_KINDS,
+    Answer,
     Dependency,
     ErrorEvent,
     ErrorInfo,
@@ -58,7 +60,7 @@ FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
 """Versions this trajdebug reads."""
 
-RECORD_TYPES: tuple[str, ...] = ("run", "step", "open", "error", "stage", "dep", "meta", "end", "mark")
+RECORD_TYPES: tuple[str, ...] = ("run", "step", "open", "error", "stage", "dep", "meta", "end", "mark", "answer")
 """Every record type, in the order a run usually writes them."""
 
 KIND_ATTRIBUTE = "recorded_kind"
@@ -344,6 +346,30 @@ def mark_record(run_id: str, outcome: str, reason: str | None, time_ns: int) -> 
     }
 
 
+def answer_record(run_id: str, a: Answer) -> dict[str, Any]:
+    """An ``answer`` record: a judgement of one step's output given its inputs (``correct`` is
+    true, false or null for don't know), who gave it (``by``), when, and why."""
+    return {
+        "v": FORMAT_VERSION,
+        "t": "answer",
+        "run_id": run_id,
+        "step_id": a.step_id,
+        "correct": a.correct,
+        "by": a.by,
+        "at_ns": a.at_ns,
+        "reason": a.reason,
+        "step_run_id": a.run_id,
+    }
+
+
+def answer_to_dict(a: Answer) -> dict[str, Any]:
+    """An answer as JSON data for reports (the record's fields, without the record's framing)."""
+    out = {"step_id": a.step_id, "correct": a.correct, "by": a.by, "at_ns": a.at_ns, "reason": a.reason}
+    if a.run_id is not None:
+        out["step_run_id"] = a.run_id
+    return out
+
+
 def meta_record(run_id: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
     """A ``meta`` record: metadata known only during the run (readers merge it in)."""
     return {"v": FORMAT_VERSION, "t": "meta", "run_id": run_id, "metadata": dict(metadata)}
@@ -430,6 +456,7 @@ def run_to_records(run: Run, *, redact: bool | None = None) -> list[dict[str, An
             )
         )
         recs.extend(stage_record(run.run_id, e.error_id, c.stage, c.step_id, c.time_ns, c.reason) for c in e.stages)
+    recs.extend(answer_record(run.run_id, a) for a in run.answers)
     if redact is None or redact:
         from trajdebug import redaction
 
@@ -578,6 +605,8 @@ def run_to_dict(run: Run, *, steps: bool = True) -> dict[str, Any]:
         "error_count": len(run.errors),
         "lost": lost_records(run),
     }
+    if run.answers:
+        out["answers"] = [answer_to_dict(a) for a in run.answers]
     if steps:
         out["steps"] = [step_to_dict(s) for s in run.steps]
         out["errors"] = [error_to_dict(e) for e in run.errors]
@@ -794,6 +823,54 @@ def decode_stage(r: Mapping[str, Any], problems: Problems) -> StageChange:
     )
 
 
+def decode_answer(r: Mapping[str, Any], problems: Problems) -> Answer | None:
+    """An ``answer`` record as an `Answer`, or None when it names no step or no answerer.
+
+    ``correct`` is true, false or null; the strings ``yes``/``no``/``true``/``false`` (any case)
+    are read as the booleans, anything else as don't know, with a problem.
+    """
+    sid = r.get("step_id")
+    if not isinstance(sid, (str, int)) or isinstance(sid, bool) or sid == "":
+        problems.append("lacks field 'step_id'; ignored")
+        return None
+    by = r.get("by")
+    if not isinstance(by, str) or not by.strip():
+        problems.append(f"field 'by' must name who answered, got {_short(by)}; ignored")
+        return None
+    raw = r.get("correct")
+    correct: bool | None
+    if raw is None or isinstance(raw, bool):
+        correct = raw
+    elif isinstance(raw, str) and raw.strip().lower() in _ANSWER_WORDS:
+        correct = _ANSWER_WORDS[raw.strip().lower()]
+    else:
+        problems.append(f"field 'correct' must be true, false or null, got {_short(raw)}; read as null")
+        correct = None
+    return Answer(
+        step_id=str(sid),
+        correct=correct,
+        by=by.strip(),
+        at_ns=int_field(r, "at_ns", 0, problems) or 0,
+        reason=str_field(r, "reason", problems),
+        run_id=str_field(r, "step_run_id", problems),
+    )
+
+
+_ANSWER_WORDS: dict[str, bool | None] = {"true": True, "yes": True, "false": False, "no": False}
+
+
+def latest_answers(answers: Iterable[Answer]) -> tuple[Answer, ...]:
+    """One answer per (step, answerer): the one given last wins (a later record, or on a tie of
+    order the later ``at_ns``), oldest first."""
+    best: dict[tuple[str, str | None, str], tuple[int, Answer]] = {}
+    for i, a in enumerate(answers):
+        key = (a.step_id, a.run_id, a.by)
+        cur = best.get(key)
+        if cur is None or not (a.at_ns and cur[1].at_ns) or a.at_ns >= cur[1].at_ns:
+            best[key] = (i, a)
+    return tuple(a for _, a in sorted(best.values(), key=lambda p: (p[1].at_ns, p[0])))
+
+
 def decode_outcome(r: Mapping[str, Any], problems: Problems) -> str:
     """A run's outcome from an ``end`` record."""
     return str(choice_field(r, "outcome", OUTCOMES, "incomplete", problems))
@@ -819,6 +896,10 @@ __all__ = [
     "RECORD_TYPES",
     "STATUS_ATTRIBUTE",
     "SUPPORTED_VERSIONS",
+    "answer_record",
+    "answer_to_dict",
+    "decode_answer",
+    "latest_answers",
     "KindWarning",
     "Problems",
     "check_kind",

@@ -136,7 +136,9 @@ def read_source(source: str | Path, *, fmt: str | None = None) -> ReadResult:
                 f"{path}: cannot tell the format: {describe_unreadable(path)}"
                 " (pass --from otlp|openai|transcript|trajdebug to force one)"
             )
-        return import_path(path, fmt)
+        from trajdebug.sidefile import with_side_answers
+
+        return with_side_answers(path, import_path(path, fmt))
     except FormatError as exc:
         raise SourceError(str(exc).splitlines()[0] if str(exc) else f"{path}: cannot be read") from None
     except SourceError:

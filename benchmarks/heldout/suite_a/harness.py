@@ -122,6 +122,7 @@ def generate_agent(
             ) from exc
         if _load_single(twin).outcome != "success":
             raise CaseError(f"{case_id}: the clean twin was not recorded as a success")
+        shutil.copyfile(twin, cdir / f"control.{agent.ext}")  # the fault-free twin (benchmarks/ask.py)
         # 3. the faulty run must fail
         failed = cdir / f"failed.{agent.ext}"
         exc = run_agent(agent, case.input, case.fault, failed, f"{case_id}/failed")

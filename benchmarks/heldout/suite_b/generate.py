@@ -209,6 +209,11 @@ def generate(outdir: Path, only: set[str] | None = None) -> list[dict[str, Any]]
                 if case_dir.exists():
                     shutil.rmtree(case_dir)
                 case_dir.mkdir(parents=True)
+                # The fault-free twin beside the case (benchmarks/ask.py); OTLP routes keep it as spans.
+                if mod.ROUTE == "otlp":
+                    write_otlp(clean.spans, case_dir / f"control.{ext}")
+                else:
+                    shutil.copyfile(clean_path, case_dir / f"control.{ext}")
                 failed_path = case_dir / f"failed.{ext}"
                 bad = Recording(mod, case.task, case.fault, failed_path)
                 if bad.error is None:

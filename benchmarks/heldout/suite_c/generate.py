@@ -230,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                 if cdir.exists():
                     shutil.rmtree(cdir)
                 cdir.mkdir(parents=True)
+                shutil.copyfile(clean, cdir / f"control.{ext}")  # the fault-free twin (benchmarks/ask.py)
                 failed = cdir / f"failed.{ext}"
                 _, err, fired = run_once(spec, case.input, failed, f"{case_id}/failed", case.fault)
                 if err is None:

@@ -196,6 +196,7 @@ def generate(outdir: Path, only: list[str] | None = None) -> list[dict[str, Any]
                     exc2 = record(case.input, str(clean))
                     assert exc2 is None, f"{case.case_id}: with the fault off, the run raised {exc2!r}"
                     assert load_one(clean).outcome == "success", f"{case.case_id}: the clean twin did not succeed"
+                    shutil.copyfile(clean, case_dir / f"control.{ext}")  # the fault-free twin (benchmarks/ask.py)
                     run = load_one(failed)
                     assert run.outcome == "failure", f"{case.case_id}: recorded as {run.outcome}"
                     truth = truth_for(agent, case, run)

@@ -150,6 +150,7 @@ def main(argv: list[str]) -> int:
                 shutil.rmtree(cdir)
             cdir.mkdir(parents=True)
             write_lines(cdir / "failed.jsonl", [bad])
+            write_lines(cdir / "control.jsonl", [clean])  # the fault-free twin (benchmarks/ask.py)
             write_lines(cdir / "with_refs.jsonl", [bad, *passing])
             refs = trajdebug.read_jsonl(cdir / "with_refs.jsonl")
             outcomes = sorted(r.outcome for r in refs.runs)

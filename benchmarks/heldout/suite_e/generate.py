@@ -88,6 +88,7 @@ def build_agent(agent: Agent, outdir: Path, tmp: Path, only: set[str]) -> list[d
         agent.record(case.inp, None, twin)
         twin_run, twin_steps = _steps(twin)
         assert twin_run.outcome == "success", f"{case.cid}: the clean twin failed: {twin_run.failure_reason}"
+        shutil.copyfile(twin, cdir / f"control.{agent.ext}")  # the fault-free twin (benchmarks/ask.py)
 
         occ, root = _locate_root(case, steps, twin_steps)
         assert root.kind == case.root_kind, f"{case.cid}: root {case.root} is {root.kind}, expected {case.root_kind}"

@@ -11,7 +11,9 @@ from trajdebug.analysis._content import text_of
 from trajdebug.analysis._detect import Detector, Failure, detect
 from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._graph import DependencyGraph, GraphError
+from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
 from trajdebug.analysis._localize import Candidate, Localization
+from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
 from trajdebug.analysis._pipeline import Analysis, analyses_to_dict, analyze
 from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evidence
 from trajdebug.analysis.inference import infer_dependencies, previous_turns
@@ -21,6 +23,7 @@ from trajdebug.analysis.reference import is_original, references, same_agent
 
 __all__ = [
     "SIGNAL_FAMILIES",
+    "STRATEGIES",
     "SUMMARY_SAFE",
     "Analysis",
     "Candidate",
@@ -30,15 +33,21 @@ __all__ = [
     "ErrorChain",
     "ErrorLifecycle",
     "ErrorReport",
+    "ExpectationOracle",
     "Evidence",
     "Failure",
     "GraphError",
+    "Guided",
+    "GuidedSearch",
     "Localization",
+    "Oracle",
+    "ReferenceOracle",
     "analyses_to_dict",
     "analyze",
     "analyze_errors",
     "detect",
     "family",
+    "guided_search",
     "infer_dependencies",
     "is_original",
     "previous_turns",

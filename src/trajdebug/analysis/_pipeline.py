@@ -20,6 +20,7 @@ from typing import Any, ParamSpec, TypeVar
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Detector, Failure, detect, final_step, superseded
 from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.analysis._guided import Guided
 from trajdebug.analysis._localize import Candidate, Localization, localize
 from trajdebug.analysis.diagnosers import is_check
 from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
@@ -49,6 +50,8 @@ class Analysis:
     """The passing runs of the same agent the ranking compared with (run ids, most recent first)."""
     problems: tuple[str, ...] = ()
     """What the analysis had to leave out to work (dangling edges, edges that closed a cycle)."""
+    guided: Guided | None = None
+    """The guided search's result, when oracles were asked (`trajdebug.analysis.guided_search`)."""
 
     @property
     def outcome(self) -> Outcome:
@@ -101,6 +104,7 @@ class Analysis:
             "references": list(self.references),
             "problems": list(self.problems),
             "stats": self.localization.stats.to_dict(),
+            "guided": None if self.guided is None else self.guided.to_dict(),
         }
 
 

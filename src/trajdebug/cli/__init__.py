@@ -19,6 +19,10 @@ import click
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("trajdebug.cli._analyze", "Find where runs failed and rank the steps most likely to have caused it."),
+    "answers": (
+        "trajdebug.cli._answers",
+        "List the answers stored with runs, or import a file of them (the HTML report's download).",
+    ),
     "compare": (
         "trajdebug.cli._fleet",
         "Compare two run sets: failure rates with 95 % intervals, new/gone/grown groups, changed steps.",

@@ -57,6 +57,34 @@ from trajdebug.model import Outcome
     help="text, markdown (as in `trajdebug errors`), or a renderer registered under the "
     "'trajdebug.renderers' entry point group.",
 )
+@click.option(
+    "--ask",
+    "ask",
+    is_flag=True,
+    help="Find the cause by asking you: one step at a time, is its output correct given its input? "
+    "(keys y / n / ? / e / q; answers are stored with the run, and a second --ask resumes).",
+)
+@click.option(
+    "--oracle",
+    "oracles",
+    metavar="MODULE:FUNCTION",
+    multiple=True,
+    help="Find the root by asking this function whether a step's output is correct "
+    "(fn(step, run) -> True, False or None); repeatable.",
+)
+@click.option(
+    "--max-questions",
+    "max_questions",
+    type=click.IntRange(min=0),
+    help="Stop the guided search after this many questions (the candidates left ranked).",
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(["prior", "top-down", "linear"]),
+    default="prior",
+    show_default=True,
+    help="The guided search's question order.",
+)
 @add_verify_option
 @add_judge_options
 @json_option
@@ -76,6 +104,11 @@ def analyze_cmd(
     use_judge: bool,
     judge_config: str | None,
     as_json: bool,
+    ask: bool = False,
+    oracles: tuple[str, ...] = (),
+    max_questions: int | None = None,
+    strategy: str = "prior",
+    ask_person: object = None,
 ) -> None:
     """Find where runs failed and rank the steps most likely to have caused it.
 
@@ -98,11 +131,25 @@ def analyze_cmd(
     environment) judges the shortlisted steps and the ranking combines its
     verdicts with the deterministic scores; every candidate keeps its evidence.
 
+    With --oracle MODULE:FUNCTION (or expectations registered with
+    trajdebug.expect), a guided search asks whether single steps' outputs are
+    correct and converges on the root: a wrong step whose inputs are all
+    correct (docs/analysis.md, "Guided search").  A passing run of the same
+    input in SOURCE answers too, and with --judge the model does, trusted last.
+
+    With --ask, you answer: one step at a time (its input, its output and the
+    steps that produced its input), is its output correct?  Keys y / n / ? (don't
+    know) / e (expand) / q (stop).  Each answer is stored with the run as it is
+    given (a foreign trace's in SOURCE.answers.jsonl), with what the oracles
+    above answered; a second --ask resumes (docs/analysis.md, "Asking").
+
     \b
     Example:
         trajdebug analyze trajdebug.db --run 4bf92f35 --top 3
         trajdebug analyze conversation.json --from openai --outcome failure --json
         trajdebug analyze trajdebug.db --verify trajdebug.demo:demo_agent
+        trajdebug analyze trajdebug.db --oracle checks:is_right --max-questions 5
+        trajdebug analyze trajdebug.db --run 4bf92f35 --ask
     """
     from trajdebug.analysis import analyses_to_dict
     from trajdebug.pipeline import analyze_source
@@ -124,15 +171,26 @@ def analyze_cmd(
             fixer=load_callable(fixer, "fixer") if fixer else None,
             samples=verify_samples,
             judge=judge,
+            oracle=list(oracles) or None,
+            max_questions=max_questions,
+            strategy=strategy,
+            ask=ask_person,
         )
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:
+        if not oracles:
+            raise
+        raise click.ClickException(f"--oracle: {exc}") from None
     analyses = list(result.analyses)
     if not analyses:
         raise click.ClickException(f"{path}: no runs found")
     for a in analyses:
         for problem in a.problems:
             click.echo(f"warning: {path}: {problem}", err=True)
+    if ask:
+        _ask(path, analyses, as_json, max_questions, strategy)
+        return
     verifications = list(result.verifications)
     judgments = list(result.judgments) + [None] * (len(analyses) - len(result.judgments))
     report_usage(judgments)
@@ -171,6 +229,10 @@ def analyze_cmd(
                 from trajdebug.judge import judgment_markdown
 
                 part += judgment_markdown(judgments[i], a)
+            if a.guided is not None:
+                from trajdebug.report.guided import guided_lines
+
+                part += "\n" + "\n".join(guided_lines(a.guided, markdown=True)) + "\n"
             parts.append(part)
         click.echo("\n".join(parts), nl=False)
         for hint in result.hints:
@@ -191,9 +253,43 @@ def analyze_cmd(
             from trajdebug.judge import print_judgment
 
             print_judgment(judgments[i], con, a)
+        if a.guided is not None:
+            from trajdebug.report.guided import guided_lines
+
+            con.print()
+            for line in guided_lines(a.guided):
+                con.print(line, markup=False, highlight=False)
     for hint in result.hints:
         con.print()
         con.print(f"compare with a passing run: {hint}", markup=False, style="dim")
+
+
+def _ask(path: str, analyses: list, as_json: bool, max_questions: int | None, strategy: str) -> None:  # type: ignore[type-arg]
+    """``--ask``: the terminal session (`trajdebug.ask`); --json prints each run's guided result after it."""
+    from trajdebug.ask import ask_in_terminal
+    from trajdebug.source import SourceError
+
+    try:
+        # With --json the session talks on stderr, so stdout holds only the JSON document.
+        asked = ask_in_terminal(
+            path, analyses, _stderr_console() if as_json else console(), strategy=strategy, max_questions=max_questions
+        )
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not asked:
+        click.echo("nothing to ask: no failed run", err=True)
+    if as_json:
+        emit_json({"runs": [{"run_id": a.run_id, "guided": a.guided.to_dict(), "given": a.given} for a in asked]})
+
+
+def _stderr_console() -> object:
+    from rich.console import Console
+
+    from trajdebug.escape import render_hook
+
+    out = Console(highlight=False, soft_wrap=False, stderr=True)
+    out.push_render_hook(render_hook())
+    return out
 
 
 def register(cli: click.Group) -> None:

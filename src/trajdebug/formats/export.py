@@ -106,6 +106,8 @@ def export_otlp(runs: Iterable[Run]) -> dict[str, Any]:
 def _resource_spans(run: Run, scope: Mapping[str, Any]) -> dict[str, Any]:
     trace = trace_id_for(run.run_id)
     stage_events = _stage_events(run)
+    for sid, events in _answer_events(run).items():
+        stage_events.setdefault(sid, []).extend(events)
     spans = [_span(run, trace, s, stage_events.get(s.step_id, [])) for s in run.steps]
     return {
         "resource": {"attributes": resource_attributes(run)},
@@ -120,6 +122,21 @@ def _stage_events(run: Run) -> dict[str, list[dict[str, Any]]]:
         for c in e.stages:
             at = c.step_id if c.step_id is not None else e.step_id
             out.setdefault(at, []).append(stage_event(e, c))
+    return out
+
+
+def _answer_events(run: Run) -> dict[str, list[dict[str, Any]]]:
+    """The answers stored with the run as ``trajdebug.answer`` events on their steps' spans (read back
+    by `trajdebug.formats.otlp`); an answer about a step of an earlier turn goes nowhere."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for a in run.answers:
+        if a.run_id not in (None, run.run_id):
+            continue
+        word = "unknown" if a.correct is None else "correct" if a.correct else "wrong"
+        attrs = {o.ANSWER + "correct": word, o.ANSWER + "by": a.by, o.ANSWER + "reason": a.reason}
+        out.setdefault(a.step_id, []).append(
+            {"timeUnixNano": str(a.at_ns), "name": o.ANSWER_EVENT, "attributes": _attrs(attrs)}
+        )
     return out
 
 

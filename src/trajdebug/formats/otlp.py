@@ -41,6 +41,8 @@ from trajdebug.formats._common import Record
 from trajdebug.formats._stream import SpanSpill, paused_collector, records
 from trajdebug.formats.convert import add_deps, declared, maybe_json
 from trajdebug.formats.otlp_json import (
+    ANSWER,
+    ANSWER_EVENT,
     DEP,
     ERROR,
     ERROR_STAGE_EVENT,
@@ -68,7 +70,8 @@ from trajdebug.formats.otlp_json import (
     hex_id,
     spans_from_envelope,
 )
-from trajdebug.model import STEP_KINDS, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.model import STEP_KINDS, Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.schema import latest_answers
 
 
 # -- reading --------------------------------------------------------------------
@@ -258,8 +261,23 @@ def _trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, s
         steps=tuple(steps[s.span_id] for s in spans),
         errors=tuple(errors),
         continues=res.get(RUN_CONTINUES),
+        answers=_own_answers(spans, ids) if own else (),
     )
     return run
+
+
+def _own_answers(spans: list[Span], ids: Mapping[str, str]) -> tuple[Answer, ...]:
+    """The answers trajdebug's exporter wrote as ``trajdebug.answer`` events (the latest per step and answerer)."""
+    words: dict[Any, bool | None] = {"correct": True, "wrong": False}
+    found = []
+    for s in spans:
+        for name, t, a in s.events:
+            by = a.get(ANSWER + "by")
+            if name != ANSWER_EVENT or not isinstance(by, str) or not by:
+                continue
+            reason = a.get(ANSWER + "reason")
+            found.append(Answer(ids[s.span_id], words.get(a.get(ANSWER + "correct")), by, t, reason if isinstance(reason, str) else None))
+    return latest_answers(found)
 
 
 def _agents(spans: list[Span], by_id: Mapping[str, Span]) -> dict[str, str | None]:

@@ -39,6 +39,9 @@ STEP_ATTR = "trajdebug.attr."
 DEP = "trajdebug.dep."
 ERROR = "trajdebug.error."
 ERROR_STAGE_EVENT = "trajdebug.error."  # + stage name
+ANSWER_EVENT = "trajdebug.answer"
+"""A span event: an answer stored with the run about this span's step (``trajdebug.answer.*`` attributes)."""
+ANSWER = "trajdebug.answer."
 
 _STATUS_CODES = {
     "STATUS_CODE_UNSET": 0,

@@ -31,6 +31,7 @@ from trajdebug.judge.judgment import (
     print_judgment,
     totals,
 )
+from trajdebug.judge.oracle import JudgeOracle
 from trajdebug.judge.structured import BudgetExceeded
 
 
@@ -55,6 +56,7 @@ __all__ = [
     "OutlineStep",
     "Explanation",
     "judge_analysis",
+    "JudgeOracle",
     "totals",
     # reporting
     "judgment_lines",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from trajdebug.record.config import CONFIG, Config, configure
 from trajdebug.record.edges import branch, traced
 from trajdebug.record.env import environment_snapshot, uses_env
+from trajdebug.record.expectations import expect
 from trajdebug.record.hooks import CriticalError, Hook, on_critical
 from trajdebug.record.propagation import ContextThreadPoolExecutor, extract, inject, wrap
 from trajdebug.record.recorder import RecorderWarning, StepHandle, StopRun, current_run, current_step, step
@@ -51,6 +52,7 @@ __all__ = [
     "current_run",
     "current_step",
     "environment_snapshot",
+    "expect",
     "extract",
     "flush",
     "inject",

@@ -463,6 +463,7 @@ def step(
     retry_of: Any = None,
     attributes: dict[str, Any] | None = None,
     timeout: float | None = None,
+    expect: Callable[[Any], Any] | None = None,
 ) -> StepHandle: ...
 def step(
     name: Any = None,
@@ -476,6 +477,7 @@ def step(
     retry_of: Any = None,
     attributes: dict[str, Any] | None = None,
     timeout: float | None = None,
+    expect: Callable[[Any], Any] | None = None,
 ) -> Any:
     """Record a step: a decorator (sync, async, generators) or a context manager.
 
@@ -501,7 +503,12 @@ def step(
         timeout: Seconds a call may take (`trajdebug.record.timeouts`): a decorated function past it
             raises `trajdebug.ToolTimeout`, recorded as a standard timeout error; a block
             (context-manager form) that overran is recorded so, without raising.
+        expect: A check on the step's output, run at analysis time by the guided search
+            (`trajdebug.record.expectations`; registered in this process for the step's name,
+            nothing but the name is recorded).
     """
+    if expect is not None:
+        return _expecting(name, expect, kind, deps, agent, input, attempt, retry_of, attributes, timeout)
     if not CONFIG.enabled:
         return _NOOP_STEP
     if name is not None and name.__class__ is not str and callable(name):
@@ -528,6 +535,29 @@ def step(
             timeout=timeout,
         )
     return h
+
+
+def _expecting(name: Any, check: Callable[[Any], Any], kind: str, *rest: Any) -> Any:
+    """`step` with ``expect=``: the check registered under the step's name (the function's, decorating)."""
+    from trajdebug.record.expectations import expect
+
+    deps, agent, input, attempt, retry_of, attributes, timeout = rest
+    if name is not None and name.__class__ is not str and callable(name):
+        expect(getattr(name, "__name__", "step"), check)
+        return step(kind=kind)(name)
+    h = step(
+        name, kind, deps=deps, agent=agent, input=input, attempt=attempt, retry_of=retry_of,
+        attributes=attributes, timeout=timeout,
+    )
+    if isinstance(name, str):
+        expect(name, check)
+        return h
+
+    def decorator(fn: Any) -> Any:
+        expect(getattr(fn, "__name__", "step"), check)
+        return h(fn)
+
+    return decorator
 
 
 def current_step() -> StepHandle | None:

@@ -39,7 +39,7 @@ SCHEMA = 1
 """Version of the embedded document."""
 VALUE_LIMIT = 32_768
 """A step's input, output or attributes larger than this (as JSON) are embedded truncated."""
-SCRIPTS = ("core.js", "tree.js", "waterfall.js", "graph.js", "panels.js", "main.js")
+SCRIPTS = ("core.js", "tree.js", "waterfall.js", "graph.js", "panels.js", "ask.js", "main.js")
 """The page's script, by concern, in load order."""
 STYLES = ("report.css",)
 """The page's style sheet."""
@@ -81,16 +81,21 @@ def report_data(
     *,
     verification: Mapping[str, Any] | None = None,
     source: str | None = None,
+    ask_endpoint: str | None = None,
 ) -> dict[str, Any]:
-    """The document the report embeds: the run, its analysis, its errors and the graph views.
+    """The document the report embeds: the run, its analysis, its errors, the graph views and
+    what the "find the cause" panel needs (`trajdebug.report.question.ask_data`).
 
     Args:
         analysis: The run's analysis (``trajdebug.analysis.analyze``); its ``run``
             (with inferred dependencies) is the run shown.
         verification: ``Verification.to_dict()`` of the root causes, when verified by replay.
         source: Where the run came from, for the header.
+        ask_endpoint: The URL the panel posts answers to (``trajdebug serve``); None: the page
+            runs the search itself and offers the answers as a download.
     """
     from trajdebug.report.errors import errors_markdown
+    from trajdebug.report.question import ask_data
 
     run: Run = analysis.run
     lifecycle = analysis.error_report
@@ -115,6 +120,7 @@ def report_data(
         "errors_markdown": errors_markdown(lifecycle, run) if lifecycle is not None else None,
         "verification": dict(verification) if verification is not None else None,
         "graph": graph_views(run),
+        "ask": ask_data(analysis, ask_endpoint) if run.outcome != "success" else None,
     }
     return data
 
@@ -150,10 +156,12 @@ def page_parts() -> tuple[str, str]:
     return style, script
 
 
-def content_security_policy(style: str, script: str) -> str:
-    """The policy of a report page: its own inline script and style (by hash), nothing else."""
+def content_security_policy(style: str, script: str, *, connect: bool = False) -> str:
+    """The policy of a report page: its own inline script and style (by hash), nothing else; with
+    ``connect``, requests to the page's own server too (the "find the cause" panel of ``trajdebug serve``)."""
+    connect_src = "connect-src 'self'; " if connect else ""
     return (
-        "default-src 'none'; "
+        f"default-src 'none'; {connect_src}"
         f"script-src '{_sha256(script)}'; "
         f"style-src '{_sha256(style)}'; "
         "img-src data:; base-uri 'none'; form-action 'none'"
@@ -166,6 +174,7 @@ def report_html(
     verification: Mapping[str, Any] | None = None,
     source: str | None = None,
     nav: Sequence[tuple[str, str]] = (),
+    ask_endpoint: str | None = None,
 ) -> str:
     """The report of one run as a self-contained HTML page.
 
@@ -175,9 +184,10 @@ def report_html(
         source: Where the run came from (shown in the header).
         nav: ``(label, href)`` links for the page's header (the web UI's navigation);
             both are escaped; hrefs must be the caller's own relative URLs.
+        ask_endpoint: Where the "find the cause" panel posts answers (``trajdebug serve``).
     """
     style, script = page_parts()
-    data = report_data(analysis, verification=verification, source=source)
+    data = report_data(analysis, verification=verification, source=source, ask_endpoint=ask_endpoint)
     run = analysis.run
     title = f"trajdebug: {run.name or run.run_id} ({run.outcome})"
     links = "".join(
@@ -185,7 +195,7 @@ def report_html(
     )
     template = _asset("report.html")
     parts = {
-        "{{CSP}}": html.escape(content_security_policy(style, script), quote=True),
+        "{{CSP}}": html.escape(content_security_policy(style, script, connect=ask_endpoint is not None), quote=True),
         "{{TITLE}}": html.escape(title),
         "{{STYLE}}": style,
         "{{NAV}}": links,

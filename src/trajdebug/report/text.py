@@ -181,4 +181,29 @@ def render_run(
         if len(batch) >= 200:
             flush()
     flush()
+    if run.answers:
+        render_answers(run, console)
     return shown
+
+
+ANSWER_WORD: dict[bool | None, str] = {True: "correct", False: "wrong", None: "don't know"}
+"""How an answer's ``correct`` reads in the terminal and the reports."""
+
+
+def render_answers(run: Run, console: Any) -> None:
+    """Print the answers stored with a run: the step, the judgement, who gave it and why."""
+    from rich.text import Text
+
+    steps = run.step_map()
+    console.print(Text(f"  answers ({len(run.answers)}):", style="bold"))
+    for a in run.answers:
+        step = steps.get(a.step_id)
+        line = Text("    ")
+        style = "yellow" if a.correct is None else "green" if a.correct else "red"
+        line.append(f"{ANSWER_WORD[a.correct]:<10} ", style=style)
+        line.append(one_line(step.name) if step else "(no such step)")
+        line.append(f"#{visible(short(a.step_id))}", style="dim")
+        line.append(f"  by {visible(a.by)}", style="dim")
+        if a.reason:
+            line.append(f": {one_line(a.reason)}")
+        console.print(line, overflow="ellipsis", no_wrap=True)

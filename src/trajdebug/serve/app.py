@@ -235,9 +235,11 @@ def create_app(
         nav = [("← all runs", "/")]
         if analysis.run.outcome == "failure":
             nav.append(("compare with a passing run", "/compare?" + urlencode({"bad": rid})))
-        body = report_html(analysis, source=str(source), nav=nav)
+        endpoint = "/api/runs/" + quote(rid, safe="") + "/ask"
+        body = report_html(analysis, source=str(source), nav=nav, ask_endpoint=endpoint)
         style, script = page_parts()
-        policy = content_security_policy(style, script) + "; frame-ancestors 'none'"
+        # connect-src: the "find the cause" panel talks to this server (serve/ask.py).
+        policy = content_security_policy(style, script) + "; connect-src 'self'; frame-ancestors 'none'"
         return HTMLResponse(body, headers={"Content-Security-Policy": policy})
 
     def compare(request: Request) -> Response:
@@ -273,10 +275,39 @@ def create_app(
             choices=choices,
         )
 
+    async def api_ask(request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+
+        body = await request.body() if request.method == "POST" else b""
+        # The analysis and the store are synchronous: off the event loop, like the other routes.
+        return await run_in_threadpool(_ask, request, body)
+
+    def _ask(request: Request, body: bytes) -> Response:
+        from trajdebug.serve.ask import BadAnswer, ask_state, parse_answer, store_answer, stored_answers
+
+        run_id = request.path_params["run_id"]
+        try:
+            analysis = catalog.analysis(run_id)
+            if request.method == "POST":
+                answer = parse_answer(
+                    body, request.headers.get("content-type", ""), request.headers.get("origin"),
+                    request.headers.get("host"),
+                )
+                store_answer(source, analysis, answer)
+            state = ask_state(analysis, stored_answers(source, analysis.run.run_id, fmt))
+        except KeyError as exc:
+            return JSONResponse({"error": str(exc.args[0]) if exc.args else f"no run {run_id!r}"}, status_code=404)
+        except BadAnswer as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except (GraphError, SourceError) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=500)
+        return JSONResponse(state)
+
     static = Path(__file__).with_name("static")
     routes = [
         Route("/", run_list),
         Route("/api/runs", api_runs),
+        Route("/api/runs/{run_id:path}/ask", api_ask, methods=["GET", "POST"]),
         Route("/runs/{run_id:path}", run_page),
         Route("/compare", compare),
         Route("/favicon.ico", lambda request: Response(status_code=204)),

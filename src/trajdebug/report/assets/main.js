@@ -5,7 +5,7 @@ buildCauses(document.getElementById("causes"));
 buildInspector(document.getElementById("inspector"));
 const WATERFALL = buildWaterfall(document.getElementById("waterfall"));
 const BUILT = { waterfall: true };
-const BUILDERS = { graph: buildGraph, errors: buildErrors };
+const BUILDERS = { graph: buildGraph, errors: buildErrors, ask: buildAsk };
 
 function showTab(name) {
   for (const b of document.querySelectorAll("#tabs [data-tab]")) b.setAttribute("aria-selected", String(b.dataset.tab === name));

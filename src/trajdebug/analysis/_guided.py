@@ -1,0 +1,563 @@
+"""Ask, don't guess: algorithmic debugging over the failure's backward slice.
+
+Shapiro's algorithmic (declarative) debugging (*Algorithmic Program
+Debugging*, 1983) finds a buggy computation by asking an oracle, one node at a
+time, whether a node's result is correct given its inputs.  Here the nodes are
+the steps of the failure's backward slice in the dependency graph
+(`DependencyGraph`), the failure step is wrong by definition, and
+
+- a **root** is a step whose output is wrong while every input it consumed is
+  right (or has no recorded producer);
+- **"correct"** clears the step and every step that reaches the failure only
+  through it (a wrong value that passed through a correct output stopped there);
+- **"wrong"** moves the search into that step's ancestors: its root lies in
+  its own non-cleared backward reach.
+
+The candidates are the steps every wrong-marked step reaches backward without
+crossing a correct-marked one: the intersection of those reaches (one root
+explains every wrong output; see *noise* below).  The root is *certain* when
+the candidates are one wrong-marked step: its inputs are all proven correct.
+
+Question order (Silva, *A survey on algorithmic debugging strategies*, 2011):
+``prior`` is divide and query weighted by probability mass, as Hat-Delta
+weights nodes by earlier evidence: the ranker's suspicion is the prior of each
+step being the root, a step is wrong with the probability that the root lies
+in its reach, and the next question is the one whose answer is least
+predictable (the largest binary entropy, i.e. the mass split nearest half);
+``top-down`` asks the inputs of the deepest wrong step, latest first;
+``linear`` scans backward from the failure in start order.
+
+Noise.  Answers from models and people are sometimes wrong.  Two wrong-marked
+steps whose reaches share no step admit no single root: the search re-asks
+the wrong-marked step whose reach holds less prior mass (the cheaper doubt),
+once, and when the answer stands it reports the best candidate of each side
+in `Guided.conflict`.  With ``recheck=True`` every answer that proves a root
+is asked a second time before the root is called certain (a third time when
+the two disagree; the majority stands).
+
+Trust.  Answers about the same step from different sources combine by trust:
+a person's over a check's (and a function oracle's), over a passing run's,
+over a model's; the more trusted answer overrides.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.analysis._oracles import Caller, ask
+from trajdebug.model import Answer, Run, Step
+
+
+if TYPE_CHECKING:
+    from trajdebug.analysis._pipeline import Analysis
+
+
+STRATEGIES = ("prior", "top-down", "linear")
+"""The question orders `GuidedSearch` knows."""
+
+_TRUST = {"person": 5, "check": 4, "oracle": 4, "reference": 3, "model": 2}
+_FLOOR = 0.02
+"""Prior share of a slice step the ranker did not rank, relative to the mean (the Hat-Delta floor)."""
+_MAX_ASKS = 3
+"""No step is asked more than this many times (a recheck and a tie-break)."""
+_DECAY = 0.5
+"""Weight kept per rank down the ranking (Hat-Delta-style prior from the ranker's order)."""
+_LEAD = 0.5
+"""Share of the candidates' mass above which the prior strategy proves or refutes the leader directly."""
+_POOL = 200
+"""Questions scored per turn at most on very large slices (the likeliest and the deepest wrong step's inputs)."""
+
+
+def trust(by: str) -> int:
+    """How much an answer's source is trusted (person 5, check and function oracle 4, reference 3, model 2)."""
+    return _TRUST.get(by.split(":", 1)[0], 1)
+
+
+class Oracle(Protocol):
+    """Answers one question: is this step's output correct, given its inputs?
+
+    Returns True (correct), False (wrong) or None (don't know).  An oracle may
+    also return an `Answer` (to give a reason), and may carry a ``by``
+    attribute naming it (``check:...``, ``model:...``); an ``interactive``
+    attribute set true runs it on the calling thread without a timeout.
+    """
+
+    def __call__(self, step: Step, run: Run) -> bool | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Guided:
+    """What the guided search found: the root, the answers that prove it, what is left."""
+
+    root: str | None
+    """The root's step id (the likeliest candidate when not certain; None on a conflict or no failure)."""
+    certain: bool
+    """True when the answers prove it: wrong, and every input it consumed answered correct."""
+    questions: tuple[Answer, ...]
+    """The answers used, in the order given or asked."""
+    candidates: tuple[tuple[str, float], ...]
+    """The remaining suspects with their probability of being the root, best first."""
+    path: tuple[str, ...]
+    """The dependency path from the root to the failure (step ids, root first)."""
+    conflict: tuple[str, ...] = ()
+    """Two candidates, when the answers admit no single root."""
+    failure: str | None = None
+    """The failing step the search started from."""
+    asked: int = 0
+    """Questions put to the oracles in this search (answers given beforehand not counted)."""
+    problems: tuple[str, ...] = ()
+    """Oracles that raised, hung or returned something else (counted as don't know)."""
+    names: tuple[tuple[str, str], ...] = ()
+    """Step names of the ids above, for rendering without the run."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON data (the ``guided`` member of an analysis)."""
+        names = dict(self.names)
+        return {
+            "root": self.root,
+            "root_name": names.get(self.root) if self.root else None,
+            "certain": self.certain,
+            "failure": self.failure,
+            "questions": [
+                {
+                    "step": a.step_id,
+                    "name": names.get(a.step_id),
+                    "answer": _word(a.correct),
+                    "by": a.by,
+                    "reason": a.reason,
+                }
+                for a in self.questions
+            ],
+            "asked": self.asked,
+            "candidates": [{"step": s, "name": names.get(s), "probability": round(p, 4)} for s, p in self.candidates],
+            "path": list(self.path),
+            "conflict": list(self.conflict),
+            "problems": list(self.problems),
+        }
+
+
+def _word(correct: bool | None) -> str:
+    return "unknown" if correct is None else ("correct" if correct else "wrong")
+
+
+def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:
+    """The failing step the search starts from: the top candidate's failure, else the first failure found."""
+    for c in analysis.localization.candidates:
+        if c.run_id is None and c.path and c.path[-1] in graph:
+            return c.path[-1]
+    for f in (*analysis.localization.failures, *analysis.failures):
+        if f.step_id in graph:
+            return f.step_id
+    return None
+
+
+def priors(analysis: Analysis, slice_ids: Iterable[str]) -> dict[str, float]:
+    """The prior of each slice step being the root, from the ranker's suspicion.
+
+    A ranked candidate's ``confidence`` (a calibrated probability) is its
+    weight when the ranking carries one; otherwise its score, discounted by
+    half per rank (scores are comparable within a run but flat at the head,
+    while the order is what the ranker is surest of).  The rest of the ranking
+    decays on from the last candidate's weight; unranked slice steps get a
+    small floor.  Sums to 1 over the slice.
+    """
+    ids = list(slice_ids)
+    raw: dict[str, float] = {}
+    last = 1.0
+    rank = 0
+    for c in analysis.localization.candidates:
+        if c.run_id is not None or c.step_id in raw:
+            continue
+        conf = getattr(c, "confidence", None)
+        w = float(conf) if conf is not None else float(c.score) * _DECAY**rank
+        if w > 0 and math.isfinite(w):
+            raw[c.step_id] = w
+            last = w
+            rank += 1
+    for sid in analysis.localization.ranking:
+        if sid not in raw:
+            last *= _DECAY
+            raw[sid] = last
+    inside = {s: raw.get(s, 0.0) for s in ids}
+    mean = (sum(inside.values()) / len(ids)) if ids else 0.0
+    floor = _FLOOR * mean if mean > 0 else 1.0
+    weights = {s: max(w, floor) for s, w in inside.items()}
+    total = sum(weights.values()) or 1.0
+    return {s: w / total for s, w in weights.items()}
+
+
+class GuidedSearch:
+    """Shapiro's search, one question at a time (see the module docstring).
+
+    Args:
+        analysis: The analysis of a failed run (its graph, failure and ranking).
+        answers: Answers known beforehand (stored with the run, or from checks).
+        strategy: ``prior``, ``top-down`` or ``linear``.
+        max_questions: Stop after asking this many (None: until done).
+        recheck: Ask each answer that proves a root a second time (noisy oracles).
+    """
+
+    def __init__(
+        self,
+        analysis: Analysis,
+        answers: Sequence[Answer] = (),
+        *,
+        strategy: str = "prior",
+        max_questions: int | None = None,
+        recheck: bool = False,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
+        self.analysis = analysis
+        self.strategy = strategy
+        self.max_questions = max_questions
+        self.recheck = recheck
+        self.asked = 0
+        self.problems: list[str] = []
+        graph = DependencyGraph(analysis.run)
+        self.graph = graph
+        self.failure = failure_step(analysis, graph)
+        order = graph.topological_order()
+        inside = graph.backward_slice([self.failure]) if self.failure is not None else set()
+        self.ids: list[str] = [s for s in order if s in inside]
+        self.index = {s: i for i, s in enumerate(self.ids)}
+        self.parents: list[list[int]] = [
+            sorted({self.index[d.step_id] for d in graph.parents(s) if d.step_id in self.index}) for s in self.ids
+        ]
+        self.prior = priors(analysis, self.ids)
+        self.mass = [self.prior[s] for s in self.ids]
+        self.log: list[Answer] = []
+        self.votes: dict[int, list[Answer]] = {}
+        self.rechecked: set[int] = set()
+        self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
+        for a in answers:
+            self._take(a, given=True)
+
+    # -- answers ----------------------------------------------------------------
+
+    def _take(self, a: Answer, *, given: bool) -> None:
+        if a.run_id is not None and a.run_id != self.analysis.run.run_id:
+            return  # an earlier turn's step: not a node of this search
+        i = self.index.get(a.step_id)
+        if i is None:
+            if given:
+                return  # outside the failure's slice: it cannot be the cause
+            self.problems.append(f"answer about {a.step_id}, not a step of the failure's slice (left out)")
+            return
+        self.votes.setdefault(i, []).append(a)
+        self.log.append(a)
+        self._state = None
+
+    def answer(self, a: Answer) -> None:
+        """Record an answer (asked by `next_question`, or volunteered)."""
+        self.asked += 1
+        self._take(a, given=False)
+
+    def verdict(self, i: int) -> bool | None:
+        """The answer that stands for step ``i``: the most trusted source's majority (a tie: unknown)."""
+        if self.failure is not None and i == self.index[self.failure]:
+            return False  # the failure is wrong by definition
+        votes = [a for a in self.votes.get(i, ()) if a.correct is not None]
+        if not votes:
+            return None
+        top = max(trust(a.by) for a in votes)
+        said = [a.correct for a in votes if trust(a.by) == top]
+        yes = sum(1 for c in said if c)
+        no = len(said) - yes
+        return None if yes == no else yes > no
+
+    def _disputed(self, i: int) -> bool:
+        votes = [a for a in self.votes.get(i, ()) if a.correct is not None]
+        if not votes:
+            return False
+        top = max(trust(a.by) for a in votes)
+        said = [a.correct for a in votes if trust(a.by) == top]
+        return 0 < sum(1 for c in said if c) * 2 == len(said)
+
+    # -- the candidate set -----------------------------------------------------
+
+    def _reaches(self) -> list[int]:
+        """Each step's backward reach that avoids correct-marked steps, as a bit set (empty for those)."""
+        reach = [0] * len(self.ids)
+        for i in range(len(self.ids)):
+            if self.verdict(i) is True:
+                continue
+            r = 1 << i
+            for p in self.parents[i]:
+                r |= reach[p]
+            reach[i] = r
+        return reach
+
+    def _compute(self) -> tuple[int, int, dict[int, int], tuple[int, int] | None]:
+        """(candidates, the deepest wrong step, the reaches of the wrong steps, a conflicting pair)."""
+        if self._state is not None:
+            return self._state
+        reach = self._reaches()
+        if self.failure is None:
+            self._state = (0, -1, {}, None)
+            return self._state
+        f = self.index[self.failure]
+        cand = reach[f]
+        wrong = {i: reach[i] for i in range(len(self.ids)) if self.verdict(i) is False and reach[f] >> i & 1}
+        conflict: tuple[int, int] | None = None
+        focus = f
+        # The deepest wrong steps first (smallest reach): one root must lie in every wrong step's reach.
+        for i in sorted(wrong, key=lambda j: (_popcount(wrong[j]), -j)):
+            if cand & wrong[i]:
+                cand &= wrong[i]
+                if _popcount(wrong[i]) <= _popcount(wrong[focus]):
+                    focus = i
+            else:
+                conflict = (focus, i)
+                break
+        self._state = (cand, focus, wrong, conflict)
+        return self._state
+
+    def _mass(self, bits: int) -> float:
+        total = 0.0
+        m = self.mass
+        while bits:
+            low = bits & -bits
+            total += m[low.bit_length() - 1]
+            bits ^= low
+        return total
+
+    # -- questions -------------------------------------------------------------
+
+    def _open(self, cand: int) -> list[int]:
+        """Candidates worth asking: not answered yet (unknown answers are not asked again), or disputed."""
+        out = []
+        for i in _bits(cand):
+            votes = self.votes.get(i)
+            if self.failure is not None and i == self.index[self.failure]:
+                continue
+            if not votes or (self._disputed(i) and len(votes) < _MAX_ASKS):
+                out.append(i)
+        return out
+
+    def next_question(self) -> str | None:
+        """The step id to ask about next; None when the search is done."""
+        if self.failure is None:
+            return None
+        if self.max_questions is not None and self.asked >= self.max_questions:
+            return None
+        cand, focus, wrong, conflict = self._compute()
+        if conflict is not None:
+            return self._reask_conflict(conflict, wrong)
+        # A tie anywhere in the slice is settled first: a step that turns out wrong may
+        # contradict the root found so far (better a conflict reported than a false proof).
+        disputed = [i for i in self.votes if self._disputed(i) and len(self.votes[i]) < _MAX_ASKS]
+        if disputed:
+            return self.ids[max(disputed)]
+        if cand == 1 << focus:
+            return self._recheck_proof(focus)
+        open_ = self._open(cand)
+        if not open_:
+            return None
+        return self.ids[self._choose(open_, cand, focus)]
+
+    def _reask_conflict(self, pair: tuple[int, int], wrong: dict[int, int]) -> str | None:
+        # The cheaper doubt: of the two wrong-marked steps whose reaches are
+        # disjoint, re-ask the one whose reach holds less prior mass (it is the
+        # less likely to hold the root), then the other; never the failure.
+        sides = sorted(pair, key=lambda i: self._mass(wrong.get(i, 1 << i)))
+        for i in sides:
+            if self.failure is not None and i == self.index[self.failure]:
+                continue
+            if i not in self.rechecked and len(self.votes.get(i, ())) < _MAX_ASKS:
+                self.rechecked.add(i)
+                return self.ids[i]
+        return None
+
+    def _recheck_proof(self, focus: int) -> str | None:
+        if not self.recheck:
+            return None
+        proof = [focus, *self.parents[focus]]
+        for i in proof:
+            if self.failure is not None and i == self.index[self.failure]:
+                continue
+            if i not in self.rechecked and len(self.votes.get(i, ())) < _MAX_ASKS:
+                self.rechecked.add(i)
+                return self.ids[i]
+        return None
+
+    def _choose(self, open_: list[int], cand: int, focus: int) -> int:
+        if self.strategy == "linear":
+            return max(open_)  # the latest-started step: a backward scan from the failure
+        inputs = [p for p in self.parents[focus] if p in set(open_)]
+        if self.strategy == "top-down":
+            return max(inputs) if inputs else max(open_)
+        reach = self._reaches()
+        total = self._mass(cand) or 1.0
+        lead = self._leader(cand, total, set(open_), reach)
+        if lead is not None:
+            return lead
+        if len(open_) > _POOL:
+            likely = sorted(open_, key=lambda i: -self.mass[i])[:_POOL]
+            open_ = sorted(set(likely) | set(inputs))
+        best, key = open_[-1], (-1.0, 0.0, 0)
+        for i in open_:
+            p = min(1.0, self._mass(reach[i] & cand) / total)
+            h = _entropy(p)
+            k = (round(h, 9), self.mass[i], i)
+            if k > key:
+                best, key = i, k
+        return best
+
+    def _leader(self, cand: int, total: float, open_: set[int], reach: list[int]) -> int | None:
+        """Hat-Delta's shortcut: when one candidate holds most of the mass, prove or refute it directly.
+
+        Ask the candidate itself, then its open inputs, the likeliest wrong first
+        (a wrong input moves the search; correct ones complete the proof).
+        """
+        best = max(_bits(cand), key=lambda i: (self.mass[i], i), default=None)
+        if best is None or self.mass[best] < _LEAD * total:
+            return None
+        if best in open_:
+            return best
+        inputs = [p for p in self.parents[best] if p in open_]
+        if not inputs:
+            return None
+        return max(inputs, key=lambda p: (self._mass(reach[p] & cand), p))
+
+    # -- the result ------------------------------------------------------------
+
+    def done(self) -> bool:
+        """True when no question is left to ask."""
+        return self.next_question() is None
+
+    def result(self) -> Guided:
+        """The root (certain or likeliest), the answers, the remaining candidates and the path."""
+        names = {s: self.graph.steps[s].name for s in self.ids}
+        if self.failure is None:
+            return Guided(None, False, tuple(self.log), (), (), asked=self.asked, problems=tuple(self.problems))
+        cand, focus, wrong, conflict = self._compute()
+        if conflict is not None:
+            sides = [self._best(cand if i == focus else wrong.get(i, 1 << i)) for i in conflict]
+            both = cand | wrong.get(conflict[1], 0)
+            ranked = self._ranked(both)
+            return Guided(
+                None,
+                False,
+                tuple(self.log),
+                ranked,
+                (),
+                tuple(self.ids[i] for i in sides),
+                self.failure,
+                self.asked,
+                tuple(self.problems),
+                tuple(names.items()),
+            )
+        certain = cand == 1 << focus and self.verdict(focus) is False
+        ranked = self._ranked(cand)
+        root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
+        path = self._path(root) if root is not None else ()
+        return Guided(
+            root,
+            certain,
+            tuple(self.log),
+            ranked,
+            path,
+            (),
+            self.failure,
+            self.asked,
+            tuple(self.problems),
+            tuple(names.items()),
+        )
+
+    def _best(self, bits: int) -> int:
+        ranked = self._ranked(bits)
+        return self.index[ranked[0][0]] if ranked else -1
+
+    def _ranked(self, cand: int) -> tuple[tuple[str, float], ...]:
+        # A candidate whose inputs are all proven correct is the root if it is
+        # wrong at all; otherwise its prior stands.  Renormalized over the set.
+        weights: dict[int, float] = {}
+        for i in _bits(cand):
+            w = self.mass[i]
+            if all(self.verdict(p) is True for p in self.parents[i]):
+                w *= 4.0
+            if self.verdict(i) is False:
+                w *= 2.0
+            weights[i] = w
+        total = sum(weights.values()) or 1.0
+        order = sorted(weights, key=lambda i: (-weights[i], -i))
+        return tuple((self.ids[i], weights[i] / total) for i in order)
+
+    def _path(self, root: str) -> tuple[str, ...]:
+        # Breadth-first from the root forward to the failure inside the slice,
+        # through wrong-marked steps first where there is a choice.
+        if self.failure is None or root not in self.index:
+            return ()
+        prev: dict[str, str | None] = {root: None}
+        frontier = [root]
+        while frontier and self.failure not in prev:
+            nxt: list[str] = []
+            for sid in frontier:
+                kids = [c for c, _ in self.graph.children(sid) if c in self.index and c not in prev]
+                kids.sort(key=lambda c: (self.verdict(self.index[c]) is not False, self.index[c]))
+                for c in kids:
+                    if c not in prev:
+                        prev[c] = sid
+                        nxt.append(c)
+            frontier = nxt
+        if self.failure not in prev:
+            return (root,)
+        out: list[str] = []
+        at: str | None = self.failure
+        while at is not None:
+            out.append(at)
+            at = prev[at]
+        return tuple(reversed(out))
+
+
+def _bits(bits: int) -> list[int]:
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(low.bit_length() - 1)
+        bits ^= low
+    return out
+
+
+def _popcount(bits: int) -> int:
+    return bin(bits).count("1")
+
+
+def _entropy(p: float) -> float:
+    if p <= 0.0 or p >= 1.0:
+        return 0.0
+    return -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
+
+
+def guided_search(
+    analysis: Analysis,
+    oracle: Oracle | Sequence[Oracle],
+    *,
+    answers: Sequence[Answer] = (),
+    strategy: str = "prior",
+    max_questions: int | None = None,
+    timeout: float | None = 10.0,
+    recheck: bool = False,
+) -> Guided:
+    """Run the guided search to its end with these oracles (see `GuidedSearch`).
+
+    Several oracles are asked in order of trust (person, check, passing run,
+    model); an oracle that raises, hangs past ``timeout`` seconds or returns
+    anything but True, False, None or an `Answer` counts as don't know and is
+    named in `Guided.problems`.
+    """
+    oracles = list(oracle) if isinstance(oracle, Sequence) else [oracle]
+    callers = sorted((Caller(o, timeout) for o in oracles), key=lambda c: -trust(c.by))
+    search = GuidedSearch(analysis, answers, strategy=strategy, max_questions=max_questions, recheck=recheck)
+    run = analysis.run
+    while (sid := search.next_question()) is not None:
+        search.answer(ask(callers, search.graph.steps[sid], run, search.problems))
+    return search.result()
+
+
+__all__ = ["STRATEGIES", "Guided", "GuidedSearch", "Oracle", "failure_step", "guided_search", "priors", "trust"]

@@ -1,0 +1,177 @@
+"""Oracles for the guided search: how one is called safely, a passing run, the checks written in the agent.
+
+An oracle answers whether a step's output is correct given its inputs
+(`trajdebug.analysis.Oracle`).  `Caller` calls any oracle so that a bug in it
+is never the search's crash: one that raises, hangs past a timeout (it runs in
+a worker thread) or returns anything but True, False, None or an `Answer`
+counts as don't know, and the search reports it.
+
+Two oracles need nothing but recorded data and the process:
+
+- `ReferenceOracle`: a passing run of the same input.  Steps are aligned by
+  name and occurrence (the k-th call of ``extract`` with the k-th); an output
+  equal to the aligned step's is correct, a different one wrong, a step with
+  no counterpart unknown.
+- `ExpectationOracle`: the checks the agent registered in this process
+  (``trajdebug.expect(name, check)``, ``expect=`` on ``trajdebug.step``),
+  looked up by the step's name and run on its recorded output.  Recorded data
+  only names the step: no code it names is ever imported or run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from trajdebug.model import Answer, Run, Step
+
+
+def oracle_name(oracle: Any) -> str:
+    """The ``by`` of an oracle's answers: its ``by`` attribute, else ``oracle:<module:qualname>``."""
+    by = getattr(oracle, "by", None)
+    if isinstance(by, str) and by:
+        return by
+    mod = getattr(oracle, "__module__", None) or "?"
+    name = getattr(oracle, "__qualname__", None) or type(oracle).__qualname__
+    return f"oracle:{mod}:{name}"
+
+
+class Caller:
+    """Calls one oracle safely: in a worker thread bounded by a timeout, anything but a verdict is don't-know."""
+
+    def __init__(self, oracle: Any, timeout: float | None) -> None:
+        self.oracle = oracle
+        self.by = oracle_name(oracle)
+        self.timeout = None if getattr(oracle, "interactive", False) else timeout
+        self.dead = False
+
+    def __call__(self, step: Step, run: Run, problems: list[str]) -> Answer:
+        now = time.time_ns()
+        if self.dead:
+            return Answer(step.step_id, None, self.by, now)
+        box: list[Any] = []
+
+        def call() -> None:
+            try:
+                box.append(("ok", self.oracle(step, run)))
+            except Exception as e:  # noqa: BLE001 - an oracle's own bug is don't-know, never a crash
+                box.append(("err", f"{type(e).__name__}: {e}"))
+
+        if self.timeout is None:
+            call()
+        else:
+            t = threading.Thread(target=call, name="trajdebug-oracle", daemon=True)
+            t.start()
+            t.join(self.timeout)
+            if not box:
+                # A hung oracle is left behind (threads cannot be killed) and not asked again.
+                self.dead = True
+                problems.append(f"{self.by} did not answer within {self.timeout:g} s (not asked again)")
+                return Answer(step.step_id, None, self.by, now)
+        kind, value = box[0]
+        if kind == "err":
+            problems.append(f"{self.by} raised on {step.name} ({step.step_id}): {value}")
+            return Answer(step.step_id, None, self.by, now)
+        if isinstance(value, Answer):
+            return Answer(step.step_id, value.correct, value.by or self.by, value.at_ns or now, value.reason)
+        if value is None or isinstance(value, bool):
+            return Answer(step.step_id, value, self.by, now)
+        problems.append(
+            f"{self.by} returned {type(value).__name__} on {step.name} ({step.step_id}), not True/False/None"
+        )
+        return Answer(step.step_id, None, self.by, now)
+
+
+def ask(callers: Sequence[Caller], step: Step, run: Run, problems: list[str]) -> Answer:
+    """Ask the oracles in order of trust; the first that knows answers (a more trusted one overrides)."""
+    last: Answer | None = None
+    for c in callers:
+        a = c(step, run, problems)
+        if a.correct is not None:
+            return a
+        last = last or a
+    return last or Answer(step.step_id, None, "oracle:none", time.time_ns())
+
+
+def occurrences(run: Run) -> dict[str, tuple[str, int]]:
+    """Each step's ``(name, k)``: its name and how many steps of that name started before it."""
+    seen: dict[str, int] = {}
+    out: dict[str, tuple[str, int]] = {}
+    for s in run.steps:
+        k = seen.get(s.name, 0)
+        seen[s.name] = k + 1
+        out[s.step_id] = (s.name, k)
+    return out
+
+
+def same_output(a: Any, b: Any) -> bool:
+    """Outputs equal as JSON values (key order ignored)."""
+    if a == b:
+        return True
+    try:
+        return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return False
+
+
+def effect(step: Step) -> Any:
+    """What a step produced: its output, and the values it wrote to shared state (``state_values``) if any."""
+    written = step.attributes.get("state_values") if isinstance(step.attributes, Mapping) else None
+    return step.output if written is None else (step.output, written)
+
+
+class ReferenceOracle:
+    """A passing run of the same input as oracle: the same step's output there is the expected one."""
+
+    def __init__(self, reference: Run) -> None:
+        self.reference = reference
+        self.by = f"reference:{reference.run_id}"
+        self._steps = {key: reference.step(sid) for sid, key in occurrences(reference).items()}
+        self._keys: dict[str, dict[str, tuple[str, int]]] = {}
+
+    def __call__(self, step: Step, run: Run) -> bool | None:
+        keys = self._keys.get(run.run_id)
+        if keys is None:
+            keys = self._keys[run.run_id] = occurrences(run)
+        key = keys.get(step.step_id)
+        twin = None if key is None else self._steps.get(key)
+        if twin is None:
+            return None
+        if (twin.status == "error") != (step.status == "error"):
+            return False
+        return same_output(effect(step), effect(twin))
+
+
+class ExpectationOracle:
+    """The in-process checks registered for step names, run on a step's recorded output.
+
+    A check returns True (as expected), False (not), None (cannot tell); an
+    `AssertionError` it raises is False with its message as the reason.
+    """
+
+    def __init__(self, checks: Mapping[str, Callable[[Any], Any]]) -> None:
+        self.checks = dict(checks)
+        self.by = "check:expect"
+
+    def __call__(self, step: Step, run: Run) -> Answer | None:
+        check = self.checks.get(step.name)
+        if check is None:
+            return None
+        by = f"check:{step.name}"
+        try:
+            verdict = check(step.output)
+        except AssertionError as e:
+            return Answer(step.step_id, False, by, time.time_ns(), str(e) or "expectation failed")
+        if verdict is None or isinstance(verdict, bool):
+            return Answer(step.step_id, verdict, by, time.time_ns())
+        return Answer(step.step_id, bool(verdict), by, time.time_ns())
+
+    def covers(self, run: Run) -> bool:
+        """True when some step of the run has a check."""
+        return any(s.name in self.checks for s in run.steps)
+
+
+__all__ = ["Caller", "ExpectationOracle", "ReferenceOracle", "ask", "effect", "occurrences", "oracle_name", "same_output"]

@@ -1,0 +1,223 @@
+"""A person as the oracle, in the terminal: ``trajdebug analyze SOURCE --ask``.
+
+The guided search (`trajdebug.analysis.GuidedSearch`) picks one step at a
+time; `ask_in_terminal` shows it (`trajdebug.report.question`) and reads one
+key: ``y`` the output is correct given the input, ``n`` it is wrong, ``?``
+don't know, ``e`` expand the folded values, ``q`` stop.  Each answer is
+stored with the run as soon as it is given (`trajdebug.answers.AnswerLog`,
+``by="person"``), so stopping, Ctrl-C or a crash keeps every answer given,
+and a second ``--ask`` starts from the stored answers: no step is asked twice.
+It ends with the root, the answers that prove it and the path to the failure.
+
+Keys come from ``click.getchar`` on a terminal (one key, no Enter) and from
+lines on a pipe (the first character of each line), so a script can answer too.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trajdebug.analysis import Analysis, Guided, GuidedSearch
+from trajdebug.answers import AnswerLog
+from trajdebug.model import Answer, Run, Step
+from trajdebug.report.question import question_for, render_guided, render_question
+
+
+KEYS = {"y": True, "n": False, "?": None}
+"""The answer keys: correct, wrong, don't know."""
+
+PROMPT = "Is this output correct, given its input?  [y] yes  [n] no  [?] don't know  [e] expand  [q] quit"
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What one ``--ask`` session did to one run."""
+
+    run_id: str
+    guided: Guided
+    given: int
+    """Answers given in this session (each stored)."""
+    stopped: bool
+    """The person stopped (``q`` or Ctrl-C) before the search was done."""
+
+
+def read_key_default() -> str:
+    """One key from the terminal, or the first character of a line when stdin is not a terminal.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C.
+        EOFError: stdin ended.
+    """
+    if sys.stdin.isatty():
+        import click
+
+        return click.getchar()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.strip()[:1] or "\n"
+
+
+def ask_in_terminal(
+    source: str | Path,
+    analyses: Sequence[Analysis],
+    console: Any,
+    *,
+    read_key: Callable[[], str] = read_key_default,
+    strategy: str = "prior",
+    max_questions: int | None = None,
+) -> list[Asked]:
+    """Ask a person about the failed runs' steps until each root is found; store each answer with its run.
+
+    Args:
+        source: Where the runs live (answers are appended there, or to a foreign source's side file).
+        analyses: The analyses; runs with no failing step are skipped with a line saying so.
+        console: A ``rich.console.Console``.
+        read_key: Reads one key (`read_key_default`).
+        strategy: The question order (`trajdebug.analysis.STRATEGIES`).
+        max_questions: Ask at most this many per run.
+
+    Raises:
+        trajdebug.source.SourceError: an answer cannot be stored (the message names the file).
+    """
+    out: list[Asked] = []
+    for analysis in analyses:
+        if analysis.run.outcome == "success":
+            continue
+        asked = _ask_run(source, analysis, console, read_key, strategy, max_questions)
+        out.append(asked)
+        if asked.stopped:
+            break
+    return out
+
+
+def _ask_run(
+    source: str | Path,
+    analysis: Analysis,
+    console: Any,
+    read_key: Callable[[], str],
+    strategy: str,
+    max_questions: int | None,
+) -> Asked:
+    run = analysis.run
+    log: AnswerLog | None = None
+    known = list(run.answers)
+    # What the oracles of this analysis (--oracle, checks, a passing run, --judge) answered is data
+    # too: stored with the run beside the person's answers, and never asked of the person again.
+    seen = {(a.step_id, a.run_id, a.by) for a in known}
+    found = [a for a in (analysis.guided.questions if analysis.guided else ()) if (a.step_id, a.run_id, a.by) not in seen]
+    if found:
+        log = AnswerLog(source, run.run_id, known=[run.run_id])
+        known.extend(log.save(a) for a in found)
+    search = GuidedSearch(analysis, known, strategy=strategy, max_questions=max_questions)
+    console.print(f"run {run.run_id[:12]}: {len(run.answers)} stored answer(s)", markup=False, highlight=False)
+    given, stopped = 0, False
+    try:
+        while (sid := search.next_question()) is not None:
+            q = question_for(run, sid, given + 1)
+            correct = _one_answer(q, console, read_key)
+            if isinstance(correct, str):
+                stopped = True
+                break
+            if log is None:
+                log = AnswerLog(source, run.run_id, known=[run.run_id])
+            stored = log.save(Answer(sid, correct, "person", time.time_ns()))
+            search.answer(stored)
+            given += 1
+    except (KeyboardInterrupt, EOFError):
+        stopped = True
+    if stopped:
+        console.print(
+            f"\nstopped: {given} answer(s) given and stored; ask again to resume", markup=False, highlight=False
+        )
+    guided = search.result()
+    console.print()
+    render_guided(guided, run, console)
+    return Asked(run.run_id, guided, given, stopped)
+
+
+def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> bool | str | None:
+    """Show the question and read keys until an answer (True, False, None) or ``"quit"``."""
+    console.print()
+    folded = render_question(q, console)
+    while True:
+        console.print(PROMPT, markup=False, highlight=False, style="bold")
+        key = read_key().lower()
+        if key in KEYS:
+            return KEYS[key]
+        if key == "q":
+            return "quit"
+        if key == "e":
+            if folded:
+                console.print()
+                render_question(q, console, expanded=True)
+            else:
+                console.print("(nothing is folded)", markup=False, highlight=False, style="dim")
+
+
+class TerminalOracle:
+    """A person at the terminal as an oracle of `trajdebug.analyze_source` (``ask=``): each question shown
+    as ``--ask`` shows it, each answer stored with the run when a source is given.
+
+    ``q``, Ctrl-C or the end of input stop the asking: every later question is answered "don't know"
+    without being shown, so the analysis still finishes (with the candidates left ranked).
+
+    Example:
+        ```python
+        import trajdebug
+        from trajdebug.ask import TerminalOracle
+
+        result = trajdebug.analyze_source("trajdebug.db", "4f2a", ask=TerminalOracle("trajdebug.db"))
+        print(result.analyses[0].guided.root)
+        ```
+    """
+
+    by = "person"
+    interactive = True
+    """Asked on the calling thread without a timeout (a person takes their time)."""
+
+    def __init__(
+        self,
+        source: str | Path | None = None,
+        *,
+        console: Any = None,
+        read_key: Callable[[], str] = read_key_default,
+    ) -> None:
+        if console is None:
+            from rich.console import Console
+
+            console = Console(highlight=False, soft_wrap=False)
+        self.source = source
+        self.console = console
+        self.read_key = read_key
+        self.given = 0
+        self.stopped = False
+        self._logs: dict[str, AnswerLog] = {}
+
+    def __call__(self, step: Step, run: Run) -> Answer | None:
+        if self.stopped:
+            return None
+        try:
+            correct = _one_answer(question_for(run, step.step_id, self.given + 1), self.console, self.read_key)
+        except (KeyboardInterrupt, EOFError):
+            correct = "quit"
+        if isinstance(correct, str):
+            self.stopped = True
+            self.console.print(f"\nstopped: {self.given} answer(s) given", markup=False, highlight=False)
+            return None
+        answer = Answer(step.step_id, correct, self.by, time.time_ns())
+        if self.source is not None:
+            log = self._logs.get(run.run_id)
+            if log is None:
+                log = self._logs[run.run_id] = AnswerLog(self.source, run.run_id, known=[run.run_id])
+            answer = log.save(answer)
+        self.given += 1
+        return answer
+
+
+__all__ = ["KEYS", "PROMPT", "Asked", "TerminalOracle", "ask_in_terminal", "read_key_default"]

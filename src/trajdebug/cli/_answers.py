@@ -1,0 +1,80 @@
+"""``trajdebug answers``: the answers stored with runs (who judged which step, when, why)."""
+
+from __future__ import annotations
+
+import click
+
+from trajdebug.cli._common import console, emit_json, json_option, run_option, source_argument, store_path
+
+
+@click.group(name="answers")
+def answers_cmd() -> None:
+    """List the answers stored with runs, or import a file of them (the HTML report's download).
+
+    An answer says whether one step's output was correct given its input, who
+    said so (person, check:NAME, model:M, reference:RUN, oracle:MOD:FN), when
+    and why.  `trajdebug analyze --ask`, the report's "find the cause" panel and
+    `trajdebug serve` give them; a store or a trajdebug JSONL file keeps them
+    with the run, a foreign trace in SOURCE.answers.jsonl beside it.
+
+    \b
+    Examples:
+        trajdebug answers list trajdebug.db --run 4f2a
+        trajdebug answers import trajdebug.db answers-4f2a.jsonl
+    """
+
+
+@answers_cmd.command(name="list")
+@source_argument
+@run_option
+@json_option
+def list_cmd(source: str | None, run_id: str | None, as_json: bool) -> None:
+    """List the answers stored with the runs of SOURCE (or one run)."""
+    from trajdebug.schema import answer_to_dict
+    from trajdebug.source import SourceError, load_runs
+
+    path = store_path(source)
+    try:
+        runs = [r for r in load_runs(path, run_id=run_id) if r.answers]
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json({"runs": [{"run_id": r.run_id, "answers": [answer_to_dict(a) for a in r.answers]} for r in runs]})
+        return
+    from trajdebug.escape import visible
+    from trajdebug.report.text import render_answers
+
+    out = console()
+    if not runs:
+        out.print("no answers stored", markup=False)
+    for r in runs:
+        out.print(f"run {visible(r.run_id[:12])}  {visible(r.name)}", markup=False, style="bold")
+        render_answers(r, out)
+
+
+@answers_cmd.command(name="import")
+@click.argument("source", type=click.Path(dir_okay=True))
+@click.argument("answers_file", metavar="FILE", type=click.Path(dir_okay=False, exists=True))
+@run_option
+@json_option
+def import_cmd(source: str, answers_file: str, run_id: str | None, as_json: bool) -> None:
+    """Store the answer records of FILE (JSON lines, as the HTML report downloads them) with the runs of SOURCE.
+
+    Each record names its run; --run stores them all with this run instead.
+    """
+    from trajdebug.answers import import_answers
+    from trajdebug.source import SourceError
+
+    try:
+        stored = import_answers(source, answers_file, run_id=run_id)
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json({"source": source, "stored": len(stored)})
+        return
+    click.echo(f"{len(stored)} answer(s) stored with the runs of {source}")
+
+
+def register(cli: click.Group) -> None:
+    """Add ``answers``."""
+    cli.add_command(answers_cmd)

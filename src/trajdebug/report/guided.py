@@ -1,0 +1,46 @@
+"""The guided search's result as text: the root, the answers that prove it, the path to the failure.
+
+Shared by ``trajdebug analyze`` (text and Markdown) and anything else that
+prints a `trajdebug.analysis.Guided`; every name and reason is untrusted run
+or model content, shown through `trajdebug.escape.one_line`.
+"""
+
+from __future__ import annotations
+
+from trajdebug.analysis import Guided
+from trajdebug.escape import one_line
+
+
+_WORD = {True: "correct", False: "wrong", None: "don't know"}
+
+
+def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
+    """The result as lines of text (Markdown bullets with ``markdown=True``)."""
+    names = dict(g.names)
+
+    def name(sid: str) -> str:
+        label = one_line(names.get(sid, sid))
+        return f"`{label}`" if markdown else label
+
+    bullet = "- " if markdown else "  "
+    out = ["### Guided search" if markdown else "Guided search"]
+    if g.failure is None:
+        return [*out, f"{bullet}no failure to search from"]
+    if g.conflict:
+        one, other = g.conflict
+        out.append(f"{bullet}the answers admit no single root: {name(one)} or {name(other)} (answer again to decide)")
+    elif g.root is not None and g.certain:
+        out.append(f"{bullet}root: {name(g.root)} ({g.root}), proved by {len(g.questions)} answer(s)")
+    elif g.root is not None:
+        left = ", ".join(f"{name(s)} {p:.0%}" for s, p in g.candidates[:5])
+        out.append(f"{bullet}not proved yet; likeliest root: {name(g.root)}; candidates: {left}")
+    for a in g.questions:
+        why = f": {one_line(a.reason)}" if a.reason else ""
+        out.append(f"{bullet}  {name(a.step_id)} -> {_WORD[a.correct]} (by {one_line(a.by)}){why}")
+    if g.path:
+        out.append(f"{bullet}path to the failure: " + " -> ".join(name(s) for s in g.path))
+    out.extend(f"{bullet}problem: {one_line(p)}" for p in g.problems)
+    return out
+
+
+__all__ = ["guided_lines"]

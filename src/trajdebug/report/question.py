@@ -1,0 +1,278 @@
+"""One question of the guided search, as a person sees it, and what the answers found.
+
+The guided search (`trajdebug.analysis.GuidedSearch`) asks about one step at a
+time: is its output correct, given its input?  A person needs the step (its
+kind, its name, where it sits: its place in the run, the step it runs inside,
+its agent), what it received, what it returned, and the steps that produced
+what it received.  `question_for` gathers that from the run; the terminal
+(`render_question`), the HTML report and ``trajdebug serve`` (`question_to_dict`)
+show the same.  `render_guided` prints the end: the root, the answers that
+prove it and the path from it to the failure.
+
+Every value shown comes from the run (model and tool output, names), so it is
+escaped (`trajdebug.escape.visible`) and never read as rich markup; a long value
+is folded to `FOLD` characters until the person expands it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from trajdebug.escape import one_line, visible
+from trajdebug.model import Answer, Run, Step
+from trajdebug.report.step import value_text
+from trajdebug.report.text import ANSWER_WORD, short
+
+
+if TYPE_CHECKING:
+    from trajdebug.analysis import Analysis, Guided
+
+FOLD = 600
+"""Characters of a value shown before it is folded (``e`` in the terminal, a button in the page, expands it)."""
+
+FOLD_LINES = 12
+"""Lines of a value shown before it is folded."""
+
+
+@dataclass(frozen=True, slots=True)
+class Producer:
+    """A step that produced something the questioned step received."""
+
+    step_id: str
+    name: str
+    kind: str
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What a person needs to judge one step: the step, where it sits, its input, output and producers."""
+
+    step_id: str
+    name: str
+    kind: str
+    index: int
+    """The step's place in the run, from 1 (start order)."""
+    total: int
+    """How many steps the run has."""
+    parent: str | None
+    """The name of the step it runs inside, if any."""
+    agent: str | None
+    input: Any
+    output: Any
+    producers: tuple[Producer, ...]
+    number: int = 1
+    """Which question this is (1 for the first asked in this session)."""
+
+
+def question_for(run: Run, step_id: str, number: int = 1) -> Question:
+    """The question about one step of a run.
+
+    Raises:
+        KeyError: the run has no such step.
+    """
+    steps = run.step_map()
+    position = {s.step_id: i for i, s in enumerate(run.steps, start=1)}
+    return _question(run, steps, position, step_id, number)
+
+
+def _question(run: Run, steps: dict[str, Step], position: dict[str, int], step_id: str, number: int) -> Question:
+    step = steps[step_id]
+    index = position[step_id]
+    parent = steps.get(step.parent_id) if step.parent_id else None
+    seen: set[str] = set()
+    producers = []
+    for d in step.deps:
+        p = steps.get(d.step_id)
+        if p is None or d.run_id not in (None, run.run_id) or p.step_id in seen:
+            continue
+        seen.add(p.step_id)
+        producers.append(Producer(p.step_id, p.name, p.kind, p.output))
+    return Question(
+        step_id=step.step_id,
+        name=step.name,
+        kind=step.kind,
+        index=index,
+        total=len(run.steps),
+        parent=parent.name if parent is not None else None,
+        agent=step.agent,
+        input=step.input,
+        output=step.output,
+        producers=tuple(producers),
+        number=number,
+    )
+
+
+def fold(value: Any, expanded: bool = False) -> tuple[str, int]:
+    """A value as visible text, and how many characters were folded away (0 when shown whole)."""
+    text = visible(value_text(value))
+    if expanded:
+        return text, 0
+    lines = text.splitlines()
+    cut = "\n".join(lines[:FOLD_LINES]) if len(lines) > FOLD_LINES else text
+    cut = cut[:FOLD]
+    return cut, len(text) - len(cut)
+
+
+def where(q: Question) -> str:
+    """Where the step sits, in words: ``step 5 of 12, inside 'agent', agent 'sales'``."""
+    parts = [f"step {q.index} of {q.total}"]
+    if q.parent:
+        parts.append(f"inside {one_line(q.parent)!r}")
+    if q.agent:
+        parts.append(f"agent {one_line(q.agent)!r}")
+    return ", ".join(parts)
+
+
+def question_to_dict(q: Question) -> dict[str, Any]:
+    """The question as JSON data for the report and serve; values as visible text, whole (the page folds them)."""
+    return {
+        "step_id": q.step_id,
+        "short": short(q.step_id),
+        "name": visible(q.name),
+        "kind": q.kind,
+        "where": where(q),
+        "number": q.number,
+        "input": visible(value_text(q.input)),
+        "output": visible(value_text(q.output)),
+        "producers": [
+            {
+                "step_id": p.step_id,
+                "short": short(p.step_id),
+                "name": visible(p.name),
+                "kind": p.kind,
+                "output": visible(value_text(p.output)),
+            }
+            for p in q.producers
+        ],
+    }
+
+
+def render_question(q: Question, console: Any, *, expanded: bool = False) -> bool:
+    """Print a question; return whether anything was folded (so ``e`` has something to expand)."""
+    from rich.text import Text
+
+    head = Text(f"question {q.number}: ", style="bold")
+    head.append(f"{q.kind} ", style="cyan")
+    head.append(one_line(q.name), style="bold")
+    head.append(f" #{short(q.step_id)}", style="dim")
+    head.append(f"  ({where(q)})", style="dim")
+    console.print(head, overflow="fold")
+    folded = False
+    for title, value in (("input", q.input), ("output", q.output)):
+        text, cut = fold(value, expanded)
+        folded = folded or cut > 0
+        console.print(Text(f"  {title}", style="cyan"))
+        for line in text.splitlines() or [""]:
+            console.print(Text("    " + line), overflow="fold")
+        if cut:
+            console.print(Text(f"    … {cut} more characters (e expands)", style="dim"))
+    if q.producers:
+        console.print(Text("  its inputs came from", style="cyan"))
+        for p in q.producers:
+            text, cut = fold(p.output, expanded)
+            first = one_line(text.splitlines()[0] if text else "")[:120]
+            more = " …" if cut or "\n" in text or len(first) >= 120 else ""
+            row = Text(f"    ← {p.kind} ")
+            row.append(one_line(p.name), style="bold")
+            row.append(f" #{short(p.step_id)}", style="dim")
+            row.append(f": {first}{more}")
+            console.print(row, overflow="fold")
+            folded = folded or bool(more)
+    else:
+        console.print(Text("  its inputs have no recorded producer", style="dim"))
+    return folded
+
+
+def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
+    """What the report's "find the cause" panel needs to run the guided search in the page.
+
+    The failure's slice in topological order (``ids``), each step's producers in
+    it (``parents``, indices), the prior (``prior``), the stored answers' standing
+    verdicts (``verdict``) and which steps were answered at all (``answered``, a
+    step is never asked twice); the page reads each question's step, place,
+    values and producers from the run it embeds.  With an
+    ``endpoint`` (``trajdebug serve``) the page asks the server instead, which runs
+    the same search in Python and stores each answer.
+    """
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.schema import answer_to_dict
+
+    search = GuidedSearch(analysis, analysis.run.answers)
+    return {
+        "failure": search.failure,
+        "ids": search.ids,
+        "parents": search.parents,
+        "prior": list(search.mass),
+        "verdict": [search.verdict(i) for i in range(len(search.ids))],
+        "answered": [i in search.votes for i in range(len(search.ids))],
+        "answers": [answer_to_dict(a) for a in analysis.run.answers],
+        "endpoint": endpoint,
+    }
+
+
+def proving(guided: Guided, run: Run) -> list[Answer]:
+    """The answers that prove the root: the root's own, and those about the steps that produced its inputs."""
+    if guided.root is None:
+        return []
+    steps = run.step_map()
+    root = steps.get(guided.root)
+    inputs = {d.step_id for d in root.deps} if root is not None else set()
+    return [a for a in guided.questions if a.step_id == guided.root or a.step_id in inputs]
+
+
+def render_guided(guided: Guided, run: Run, console: Any) -> None:
+    """Print the search's end: the root (certain or likeliest), the answers that prove it, the path to the failure."""
+    from rich.text import Text
+
+    steps = run.step_map()
+
+    def label(sid: str) -> str:
+        s = steps.get(sid)
+        return f"{one_line(s.name) if s else '?'} #{short(sid)}"
+
+    if guided.failure is None:
+        console.print(Text("nothing to ask: no failing step found in this run", style="yellow"))
+        return
+    if guided.conflict:
+        one, other = guided.conflict[:2]
+        console.print(Text(f"the answers admit no single root: {label(one)} or {label(other)}", style="yellow"))
+        return
+    if guided.root is None:
+        console.print(Text("no root found", style="yellow"))
+        return
+    head = Text("root: ", style="bold")
+    head.append(label(guided.root), style="bold red")
+    if guided.certain:
+        head.append("  (certain: its output is wrong and every input it consumed is correct)")
+    else:
+        p = dict(guided.candidates).get(guided.root)
+        head.append(f"  (likeliest so far{f', p={p:.2f}' if p is not None else ''}; not proven by the answers)")
+    console.print(head, overflow="fold")
+    proof = proving(guided, run)
+    if proof:
+        console.print(Text("  the answers that prove it:", style="cyan"))
+        for a in proof:
+            console.print(Text(f"    {ANSWER_WORD[a.correct]:<10} {label(a.step_id)}  by {visible(a.by)}"), overflow="fold")
+    if guided.path:
+        console.print(Text("  path to the failure: " + " → ".join(label(s) for s in guided.path)), overflow="fold")
+    if not guided.certain and len(guided.candidates) > 1:
+        rest = ", ".join(f"{label(s)} {p:.2f}" for s, p in guided.candidates[:5])
+        console.print(Text(f"  candidates: {rest}", style="dim"), overflow="fold")
+
+
+__all__ = [
+    "FOLD",
+    "ask_data",
+    "FOLD_LINES",
+    "Producer",
+    "Question",
+    "fold",
+    "proving",
+    "question_for",
+    "question_to_dict",
+    "render_guided",
+    "render_question",
+    "where",
+]

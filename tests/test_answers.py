@@ -1,0 +1,188 @@
+"""Answers stored with a run: `trajdebug.save_answer` on real stores, JSONL files and foreign traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import trajdebug
+from trajdebug.answers import import_answers
+from trajdebug.format import RunBuilder, read_jsonl, write_jsonl
+from trajdebug.formats.export import export_otlp
+from trajdebug.model import Answer
+from trajdebug.schema import answer_record
+from trajdebug.sidefile import side_file
+from trajdebug.source import SourceError, load_runs
+
+
+@trajdebug.step(kind="tool")
+def convert(amount: float) -> float:
+    return amount * 1.0
+
+
+@trajdebug.step(kind="output")
+def reply(value: float) -> str:
+    return f"{value:.2f} EUR"
+
+
+def record(**where: object) -> str:
+    with trajdebug.run("price", **where) as h:  # type: ignore[arg-type]
+        reply(convert(100.0))
+    return h.run_id
+
+
+def step_ids(source: Path, rid: str) -> list[str]:
+    return [s.step_id for s in load_runs(source, run_id=rid)[0].steps]
+
+
+@pytest.mark.parametrize("kind", ["store", "jsonl"])
+def test_an_answer_saved_to_a_store_or_file_reads_back_with_the_run(tmp_path: Path, kind: str) -> None:
+    """save_answer appends to the run's own store or JSONL file; the reader fills Run.answers."""
+    src = tmp_path / ("runs.db" if kind == "store" else "runs.jsonl")
+    rid = record(**({"store": src} if kind == "store" else {"path": src}))
+    first = step_ids(src, rid)[0]
+    stored = trajdebug.save_answer(src, rid[:8], Answer(first, False, "person", reason="rate never applied"))
+    [run] = load_runs(src, run_id=rid)
+    assert [(a.step_id, a.correct, a.by, a.reason) for a in run.answers] == [
+        (first, False, "person", "rate never applied")
+    ]
+    assert stored.at_ns > 0 and run.answers[0].at_ns == stored.at_ns
+
+
+def test_the_latest_answer_per_step_and_answerer_wins(tmp_path: Path) -> None:
+    """A second answer by the same answerer replaces the first; another answerer's is kept beside it."""
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    sid = step_ids(src, rid)[0]
+    trajdebug.save_answer(src, rid, Answer(sid, True, "person"))
+    trajdebug.save_answer(src, rid, Answer(sid, None, "model:fake"))
+    trajdebug.save_answer(src, rid, Answer(sid, False, "person"))
+    [run] = load_runs(src, run_id=rid)
+    assert sorted((a.by, a.correct) for a in run.answers) == [("model:fake", None), ("person", False)]
+
+
+def test_a_foreign_trace_gets_a_side_file_and_is_never_rewritten(tmp_path: Path) -> None:
+    """Answers to a run of an OTLP file go to SOURCE.answers.jsonl; reading the OTLP file applies them."""
+    jsonl = tmp_path / "runs.jsonl"
+    record(path=jsonl)
+    otlp = tmp_path / "trace.json"
+    otlp.write_text(json.dumps(export_otlp(read_jsonl(jsonl).runs)))
+    before = otlp.read_bytes()
+    [run] = load_runs(otlp)
+    sid = run.steps[-1].step_id
+    trajdebug.save_answer(otlp, run.run_id, Answer(sid, True, "person"))
+    assert otlp.read_bytes() == before and side_file(otlp).is_file()
+    [again] = load_runs(otlp)
+    assert [(a.step_id, a.correct) for a in again.answers] == [(sid, True)]
+
+
+def test_a_reason_is_redacted_before_it_is_written(tmp_path: Path) -> None:
+    """A secret in an answer's reason never reaches the file."""
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    secret = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
+    trajdebug.save_answer(src, rid, Answer(step_ids(src, rid)[0], False, "person", reason=f"it leaked {secret}"))
+    assert secret not in src.read_text()
+    assert "it leaked" in load_runs(src, run_id=rid)[0].answers[0].reason  # type: ignore[operator]
+
+
+def test_answers_are_exported_with_the_run(tmp_path: Path) -> None:
+    """Writing a run (export, import into a store) carries its answers."""
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    trajdebug.save_answer(src, rid, Answer(step_ids(src, rid)[0], False, "check:rate"))
+    out = tmp_path / "out.jsonl"
+    write_jsonl(load_runs(src), out)
+    assert [a.by for a in read_jsonl(out).runs[0].answers] == ["check:rate"]
+
+
+def test_a_bad_answer_field_is_named_and_the_rest_reads() -> None:
+    """An answer record with a wrong 'correct' reads as don't know with a problem naming the field;
+    one without 'by' is skipped with a problem."""
+    b = RunBuilder("mem")
+    rec = answer_record("r1", Answer("s1", None, "person"))
+    b.add({**rec, "correct": 3}, line=1)
+    b.add({**rec, "by": ""}, line=2)
+    b.add({**rec, "step_id": "s2", "correct": "no"}, line=3)
+    [run] = b.runs()
+    assert sorted((a.step_id, a.correct) for a in run.answers) == [("s1", None), ("s2", False)]
+    messages = [str(p) for p in b.problems]
+    assert any("'correct'" in m and "mem:1:" in m for m in messages)
+    assert any("'by'" in m and "mem:2:" in m for m in messages)
+
+
+def test_an_unknown_run_is_a_one_line_error(tmp_path: Path) -> None:
+    """save_answer names the source and the run when the run is not there."""
+    src = tmp_path / "runs.jsonl"
+    record(path=src)
+    with pytest.raises(SourceError, match="no run 'zzz'"):
+        trajdebug.save_answer(src, "zzz", Answer("s", True, "person"))
+
+
+def test_a_downloaded_answers_file_is_imported_into_the_source(tmp_path: Path) -> None:
+    """import_answers stores the answer records of a file (the report's download) with the runs."""
+    db = tmp_path / "runs.db"
+    rid = record(store=db)
+    sid = step_ids(db, rid)[0]
+    download = tmp_path / "answers.jsonl"
+    download.write_text(json.dumps(answer_record(rid, Answer(sid, False, "person", at_ns=5))) + "\n")
+    stored = import_answers(db, download)
+    assert [(a.step_id, a.correct) for a in stored] == [(sid, False)]
+    assert [a.correct for a in load_runs(db, run_id=rid)[0].answers] == [False]
+
+
+def test_show_lists_the_answers_in_text_and_json(tmp_path: Path) -> None:
+    """`trajdebug show` prints each answer (judgement, step, who, why); --json carries them."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    sid = step_ids(src, rid)[0]
+    trajdebug.save_answer(src, rid, Answer(sid, False, "person", reason="the rate was never applied"))
+    text = CliRunner().invoke(cli, ["show", str(src), "--run", rid]).output
+    assert "answers (1)" in text and "wrong" in text and "the rate was never applied" in text
+    data = json.loads(CliRunner().invoke(cli, ["show", str(src), "--run", rid, "--json"]).output)
+    assert data["runs"][0]["answers"][0]["correct"] is False
+
+
+def test_the_answers_command_imports_a_download_and_lists_it(tmp_path: Path) -> None:
+    """`trajdebug answers import SOURCE FILE` stores the records; `answers list --json` shows them."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    sid = step_ids(src, rid)[0]
+    download = tmp_path / "answers.jsonl"
+    download.write_text(json.dumps(answer_record(rid, Answer(sid, True, "person", at_ns=7))) + "\n")
+    res = CliRunner().invoke(cli, ["answers", "import", str(src), str(download)])
+    assert res.exit_code == 0 and "1 answer(s) stored" in res.output
+    data = json.loads(CliRunner().invoke(cli, ["answers", "list", str(src), "--json"]).output)
+    assert [(a["step_id"], a["correct"]) for a in data["runs"][0]["answers"]] == [(sid, True)]
+
+
+def test_answers_survive_an_otlp_export_and_import(tmp_path: Path) -> None:
+    """`trajdebug export --to otlp` writes each answer as a trajdebug.answer event on its step's span;
+    importing the export gives the run its answers back."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    sid = step_ids(src, rid)[-1]
+    trajdebug.save_answer(src, rid, Answer(sid, False, "person", reason="rate never applied"))
+    trajdebug.save_answer(src, rid, Answer(sid, None, "model:fake"))
+    out = tmp_path / "spans.json"
+    res = CliRunner().invoke(cli, ["export", str(src), "--to", "otlp", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    [back] = load_runs(out)
+    assert sorted(((a.by, a.step_id, a.correct, a.reason) for a in back.answers), key=str) == [
+        ("model:fake", sid, None, None),
+        ("person", sid, False, "rate never applied"),
+    ]

@@ -1,0 +1,198 @@
+"""``trajdebug analyze SOURCE --ask`` driven for real through a pseudo-terminal (pexpect), keys and all."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from trajdebug.demo import run_demo
+from trajdebug.model import Run
+from trajdebug.source import load_runs
+
+
+pexpect = pytest.importorskip("pexpect")
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+HEADER = re.compile(r"question \d+: \S+ .*?#(\w{6})\s+\(step")
+PROMPT = r"\[q\] quit"
+
+
+def descendants(run: Run, root: str) -> set[str]:
+    """The root and every step that consumed, directly or not, what it produced."""
+    out = {root}
+    changed = True
+    while changed:
+        changed = False
+        for s in run.steps:
+            if s.step_id not in out and any(d.step_id in out for d in s.deps):
+                out.add(s.step_id)
+                changed = True
+    return out
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> tuple[Path, Run]:
+    path = tmp_path / "demo.jsonl"
+    run = run_demo(path=path, workdir=tmp_path)
+    return path, run
+
+
+def spawn(path: Path) -> object:
+    env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "220", "NO_COLOR": "1", "TERM": "xterm"}
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "trajdebug", "analyze", str(path), "--ask"],
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 220),
+    )
+
+
+def question(child: object) -> str:
+    """Wait for the next prompt and return the short id of the step asked about."""
+    child.expect(PROMPT)  # type: ignore[attr-defined]
+    text = ANSI.sub("", child.before)  # type: ignore[attr-defined]
+    found = HEADER.findall(text)
+    assert found, text[-2000:]
+    return found[-1]
+
+
+def truthful_key(run: Run, short_id: str, wrong: set[str]) -> str:
+    [sid] = [s.step_id for s in run.steps if s.step_id.endswith(short_id)]
+    return "n" if sid in wrong else "y"
+
+
+def test_a_person_finds_the_planted_root_and_resumes_after_ctrl_c(demo: tuple[Path, Run]) -> None:
+    """Ctrl-C after one answer keeps it; a second --ask does not ask that step again and, answered
+    truthfully, ends at the demo's planted root, certain, with the proof and the path."""
+    path, run = demo
+    root = run.metadata["fault"]["step_id"]
+    wrong = descendants(run, root)
+
+    child = spawn(path)
+    first = question(child)
+    child.send(truthful_key(run, first, wrong))  # type: ignore[attr-defined]
+    question(child)
+    child.sendintr()  # type: ignore[attr-defined]
+    child.expect(r"stopped: 1 answer\(s\) given and stored")  # type: ignore[attr-defined]
+    child.expect(pexpect.EOF)  # type: ignore[attr-defined]
+    [stored] = load_runs(path, run_id=run.run_id)
+    assert [(a.step_id[-6:], a.by) for a in stored.answers] == [(first, "person")]
+
+    child = spawn(path)
+    child.expect(r"1 stored answer")  # type: ignore[attr-defined]
+    asked = []
+    for _ in range(len(run.steps)):
+        i = child.expect([PROMPT, r"root: "])  # type: ignore[attr-defined]
+        if i == 1:
+            break
+        text = ANSI.sub("", child.before)  # type: ignore[attr-defined]
+        short_id = HEADER.findall(text)[-1]
+        asked.append(short_id)
+        child.send(truthful_key(run, short_id, wrong))  # type: ignore[attr-defined]
+    child.expect(pexpect.EOF)  # type: ignore[attr-defined]
+    end = ANSI.sub("", child.before)  # type: ignore[attr-defined]
+    assert first not in asked
+    assert end.lstrip().startswith(f"{run.step(root).name} #{root[-6:]}") and "certain" in end
+    assert "the answers that prove it" in end and "path to the failure" in end
+    [after] = load_runs(path, run_id=run.run_id)
+    assert len(after.answers) == 1 + len(asked)
+
+
+def test_e_expands_a_folded_value_and_q_stops_keeping_nothing_unanswered(tmp_path: Path) -> None:
+    """A long output is folded with a count of what is hidden; e prints it whole; q ends without storing."""
+    import trajdebug
+
+    path = tmp_path / "long.jsonl"
+    tail = "END-OF-THE-LONG-VALUE"
+
+    @trajdebug.step(kind="tool")
+    def fetch() -> str:
+        return "x" * 5000 + tail
+
+    @trajdebug.step(kind="output")
+    def report(text: str) -> str:
+        raise ValueError("report cannot use it")
+
+    with pytest.raises(ValueError), trajdebug.run("long", path=path):
+        report(fetch())
+    child = spawn(path)
+    child.expect(r"more characters \(e expands\)")  # type: ignore[attr-defined]
+    child.expect(PROMPT)  # type: ignore[attr-defined]
+    assert tail not in child.before  # type: ignore[attr-defined]
+    child.send("e")  # type: ignore[attr-defined]
+    child.expect(tail)  # type: ignore[attr-defined]
+    child.expect(PROMPT)  # type: ignore[attr-defined]
+    child.send("q")  # type: ignore[attr-defined]
+    child.expect(r"stopped: 0 answer\(s\)")  # type: ignore[attr-defined]
+    child.expect(pexpect.EOF)  # type: ignore[attr-defined]
+    assert load_runs(path)[0].answers == ()
+
+
+def test_ask_with_json_answers_from_a_pipe_and_prints_only_json_on_stdout(demo: tuple[Path, Run]) -> None:
+    """On a pipe each line's first character is the key; with --json the questions go to stderr and
+    stdout is the guided document, ending at the planted root."""
+    import json
+    import subprocess
+
+    from trajdebug.analysis import GuidedSearch, analyze
+
+    path, run = demo
+    wrong = descendants(run, run.metadata["fault"]["step_id"])
+    search = GuidedSearch(analyze(load_runs(path)[0]))
+    keys = []
+    while (sid := search.next_question()) is not None:
+        keys.append("n" if sid in wrong else "y")
+        from trajdebug.model import Answer
+
+        search.answer(Answer(sid, sid not in wrong, "person"))
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    res = subprocess.run(
+        [sys.executable, "-m", "trajdebug", "analyze", str(path), "--ask", "--json"],
+        input="\n".join(keys) + "\n", capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    [entry] = json.loads(res.stdout)["runs"]
+    assert (entry["guided"]["root"], entry["guided"]["certain"], entry["given"]) == (
+        run.metadata["fault"]["step_id"], True, len(keys)
+    )
+    assert "question 1:" in res.stderr
+
+
+def test_a_terminal_oracle_answers_analyze_source_and_stores_each_answer(demo: tuple[Path, Run]) -> None:
+    """analyze_source(ask=TerminalOracle(source)) shows each question, reads its key, stores the
+    answer with the run and ends at the planted root; q leaves the rest don't-know, shown no more."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.ask import TerminalOracle
+    from trajdebug.pipeline import analyze_source
+
+    path, run = demo
+    root = run.metadata["fault"]["step_id"]
+    wrong = descendants(run, root)
+    shown = io.StringIO()
+    keys: list[str] = []
+
+    def key() -> str:
+        text = ANSI.sub("", shown.getvalue())
+        short_id = HEADER.findall(text)[-1]
+        keys.append(truthful_key(run, short_id, wrong))
+        return keys[-1]
+
+    quitter = TerminalOracle(None, console=Console(file=io.StringIO()), read_key=lambda: "q")
+    other = analyze_source(path, run.run_id, ask=quitter).analyses[0].guided
+    assert quitter.stopped and quitter.given == 0 and other is not None and not other.certain
+
+    oracle = TerminalOracle(path, console=Console(file=shown, width=220), read_key=key)
+    guided = analyze_source(path, run.run_id, ask=oracle).analyses[0].guided
+    assert guided is not None and (guided.root, guided.certain) == (root, True)
+    assert len(load_runs(path, run_id=run.run_id)[0].answers) == len(keys) == oracle.given
+

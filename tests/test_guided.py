@@ -1,0 +1,290 @@
+"""The guided search: Shapiro's algorithmic debugging over the failure's slice, proved on random DAGs."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trajdebug.analysis import Analysis, GuidedSearch, guided_search
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._localize import Candidate, Localization, SearchStats
+from trajdebug.model import Answer, Dependency, Run, Step
+
+
+STRATS = ("prior", "top-down", "linear")
+
+
+def _world(seed: int, n: int) -> tuple[Analysis, str, set[str]]:
+    """A random DAG run ending in a failure, a planted root, and the truthful set of wrong steps.
+
+    Wrong steps: the root, then steps downstream of it that consumed a wrong
+    input (some masked: a wrong input does not always give a wrong output),
+    with one fully wrong path forced from the root to the failure.
+    """
+    rng = random.Random(seed)
+    ids = [f"s{i:02d}" for i in range(n)]
+    parents: dict[str, list[str]] = {ids[0]: []}
+    for i in range(1, n):
+        k = rng.randint(1, min(3, i))
+        parents[ids[i]] = sorted(rng.sample(ids[:i], k))
+    fail = ids[-1]
+    # the failure's backward slice, to plant the root inside it
+    inside = {fail}
+    stack = [fail]
+    while stack:
+        for p in parents[stack.pop()]:
+            if p not in inside:
+                inside.add(p)
+                stack.append(p)
+    root = rng.choice(sorted(inside))
+    # a forced path root -> failure
+    forward: dict[str, list[str]] = {s: [] for s in ids}
+    for c, ps in parents.items():
+        for p in ps:
+            forward[p].append(c)
+    path = _any_path(root, fail, forward)
+    wrong = {root}
+    for s in ids:
+        if s == root:
+            continue
+        if (s in path or rng.random() < 0.7) and any(p in wrong for p in parents[s]):
+            wrong.add(s)
+    steps = tuple(
+        Step(s, f"step{s[1:]}", "other", output=i, deps=tuple(Dependency(p) for p in parents[s]), start_ns=2 * i,
+             end_ns=2 * i + 1)
+        for i, s in enumerate(ids)
+    )
+    run = Run("run1", "random", 0, 2 * n, "failure", "wrong", steps=steps)
+    cands = [Candidate(s, rng.random(), (), ()) for s in rng.sample(sorted(inside), min(5, len(inside)))]
+    cands.sort(key=lambda c: -c.score)
+    loc = Localization(cands, SearchStats(n, n, 0.0), failures=(Failure(fail, "outcome", "wrong", "x", "final"),),
+                       ranking=tuple(c.step_id for c in cands))
+    return Analysis(run, loc.failures, loc), root, wrong
+
+
+def _any_path(a: str, b: str, forward: dict[str, list[str]]) -> list[str]:
+    prev: dict[str, str | None] = {a: None}
+    todo = [a]
+    while todo:
+        x = todo.pop()
+        for c in forward[x]:
+            if c not in prev:
+                prev[c] = x
+                todo.append(c)
+    out: list[str] = []
+    at: str | None = b
+    while at is not None:
+        out.append(at)
+        at = prev[at]
+    return out
+
+
+def _truthful(wrong: set[str]):  # type: ignore[no-untyped-def]
+    def oracle(step: Step, run: Run) -> bool:
+        return step.step_id not in wrong
+
+    return oracle
+
+
+worlds = st.tuples(st.integers(0, 10**6), st.integers(2, 40))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds, st.sampled_from(STRATS))
+def test_a_truthful_oracle_finds_the_planted_root_with_certainty(w: tuple[int, int], strategy: str) -> None:
+    analysis, root, wrong = _world(*w)
+    g = guided_search(analysis, _truthful(wrong), strategy=strategy)
+    assert g.root == root
+    assert g.certain
+    assert g.path[0] == root and g.path[-1] == analysis.failures[0].step_id
+
+
+@settings(max_examples=60, deadline=None)
+@given(worlds, st.sampled_from(STRATS))
+def test_correct_clears_what_reaches_the_failure_only_through_it_and_wrong_moves_into_its_ancestors(
+    w: tuple[int, int], strategy: str
+) -> None:
+    analysis, root, wrong = _world(*w)
+    search = GuidedSearch(analysis, strategy=strategy)
+    oracle = _truthful(wrong)
+    steps = analysis.run.step_map()
+    while (sid := search.next_question()) is not None:
+        cand_before = {s for s, _ in search.result().candidates}
+        assert sid in cand_before, "only a remaining candidate is asked"
+        ok = oracle(steps[sid], analysis.run)
+        search.answer(Answer(sid, ok, "check:truth"))
+        cand_after = {s for s, _ in search.result().candidates}
+        assert root in cand_after, "exact pruning never drops the true root"
+        if ok:
+            assert sid not in cand_after
+        else:
+            ancestors = search.graph.backward_slice([sid])
+            assert cand_after <= ancestors
+
+
+@settings(max_examples=60, deadline=None)
+@given(worlds, st.integers(0, 4), st.sampled_from(STRATS))
+def test_max_questions_is_respected_and_the_root_stays_among_the_ranked_candidates(
+    w: tuple[int, int], cap: int, strategy: str
+) -> None:
+    analysis, root, wrong = _world(*w)
+    g = guided_search(analysis, _truthful(wrong), strategy=strategy, max_questions=cap)
+    assert g.asked <= cap
+    assert root in {s for s, _ in g.candidates}
+    probs = [p for _, p in g.candidates]
+    assert probs == sorted(probs, reverse=True)
+    if g.certain:
+        assert g.root == root
+
+
+@settings(max_examples=80, deadline=None)
+@given(worlds, st.integers(0, 10**6), st.booleans())
+def test_a_noisy_oracle_ends_with_a_root_its_answers_prove_or_a_conflict_reported(
+    w: tuple[int, int], noise_seed: int, recheck: bool
+) -> None:
+    analysis, _root, wrong = _world(*w)
+    rng = random.Random(noise_seed)
+
+    def noisy(step: Step, run: Run) -> bool:
+        truth = step.step_id not in wrong
+        return (not truth) if rng.random() < 0.25 else truth
+
+    search = GuidedSearch(analysis, recheck=recheck)
+    while (sid := search.next_question()) is not None:
+        search.answer(Answer(sid, noisy(search.graph.steps[sid], analysis.run), "model:noisy"))
+    g = search.result()
+    if g.certain:
+        i = search.index[g.root]  # type: ignore[index]
+        assert search.verdict(i) is False
+        assert all(search.verdict(p) is True for p in search.parents[i])
+        assert not g.conflict
+    else:
+        assert g.conflict or g.candidates
+        if g.conflict:
+            assert len(g.conflict) == 2 and g.root is None
+
+
+def _chain() -> tuple[Analysis, set[str]]:
+    steps = tuple(
+        Step(f"c{i}", f"c{i}", "other", output=i, deps=(Dependency(f"c{i - 1}"),) if i else (), start_ns=i, end_ns=i)
+        for i in range(6)
+    )
+    run = Run("run1", "chain", 0, 9, "failure", steps=steps)
+    loc = Localization([], SearchStats(6, 6, 0.0), failures=(Failure("c5", "outcome", "x", "x", "final"),))
+    return Analysis(run, loc.failures, loc), {"c2", "c3", "c4", "c5"}
+
+
+def test_the_answer_of_a_more_trusted_source_overrides_a_less_trusted_one() -> None:
+    analysis, _ = _chain()
+    given_ = [Answer("c2", True, "model:m"), Answer("c2", False, "person")]
+    search = GuidedSearch(analysis, given_)
+    assert search.verdict(search.index["c2"]) is False
+
+
+def test_answers_given_beforehand_are_not_asked_again() -> None:
+    analysis, wrong = _chain()
+    asked: list[str] = []
+
+    def oracle(step: Step, run: Run) -> bool:
+        asked.append(step.step_id)
+        return step.step_id not in wrong
+
+    g = guided_search(analysis, oracle, answers=[Answer("c1", True, "person"), Answer("c2", False, "person")])
+    assert g.root == "c2" and g.certain
+    assert asked == []
+
+
+def test_an_oracle_that_raises_hangs_or_returns_a_string_counts_as_unknown_and_is_reported() -> None:
+    analysis, _ = _chain()
+    release = threading.Event()
+
+    def boom(step: Step, run: Run) -> bool:
+        raise RuntimeError("no")
+
+    def hang(step: Step, run: Run) -> bool:
+        release.wait(5)
+        return True
+
+    def word(step: Step, run: Run) -> str:
+        return "yes"
+
+    for oracle, said in ((boom, "raised"), (word, "returned str"), (hang, "did not answer")):
+        t0 = time.perf_counter()
+        g = guided_search(analysis, oracle, timeout=0.2)  # type: ignore[arg-type]
+        assert any(said in p for p in g.problems), g.problems
+        assert not g.certain
+        assert all(a.correct is None for a in g.questions)
+        if oracle is hang:
+            assert time.perf_counter() - t0 < 2.0, "a hung oracle is given up on once, not per question"
+    release.set()
+
+
+def test_a_check_answers_before_a_model_when_both_are_given() -> None:
+    analysis, wrong = _chain()
+    calls: list[str] = []
+
+    class Model:
+        by = "model:fake"
+
+        def __call__(self, step: Step, run: Run) -> bool:
+            calls.append("model")
+            return True
+
+    class Check:
+        by = "check:truth"
+
+        def __call__(self, step: Step, run: Run) -> bool:
+            calls.append("check")
+            return step.step_id not in wrong
+
+    g = guided_search(analysis, [Model(), Check()])
+    assert g.root == "c2" and g.certain
+    assert set(calls) == {"check"}
+    assert {a.by for a in g.questions} == {"check:truth"}
+
+
+def test_an_unknown_strategy_is_refused() -> None:
+    analysis, _ = _chain()
+    with pytest.raises(ValueError, match="strategy"):
+        GuidedSearch(analysis, strategy="random")
+
+
+def test_to_dict_names_the_root_the_answers_and_the_path() -> None:
+    analysis, wrong = _chain()
+    d = guided_search(analysis, _truthful(wrong)).to_dict()
+    assert d["root"] == "c2" and d["certain"] is True
+    assert d["path"] == ["c2", "c3", "c4", "c5"]
+    assert {q["answer"] for q in d["questions"]} <= {"correct", "wrong"}
+    assert {"step", "name", "answer", "by", "reason"} <= set(d["questions"][0])
+
+
+def test_two_wrong_steps_no_single_root_explains_are_asked_again_then_reported_as_a_conflict() -> None:
+    steps = (
+        Step("a", "a", output=1, start_ns=1, end_ns=2),
+        Step("b", "b", output=2, start_ns=3, end_ns=4),
+        Step("c", "c", output=3, deps=(Dependency("a"), Dependency("b")), start_ns=5, end_ns=6),
+    )
+    run = Run("run1", "fork", 0, 9, "failure", steps=steps)
+    loc = Localization([], SearchStats(3, 3, 0.0), failures=(Failure("c", "outcome", "x", "x", "final"),))
+    analysis = Analysis(run, loc.failures, loc)
+    asked: list[str] = []
+
+    def stubborn(step: Step, run: Run) -> bool:
+        asked.append(step.step_id)
+        return False
+
+    given_ = [Answer("a", False, "model:m"), Answer("b", False, "model:m")]
+    g = guided_search(analysis, stubborn, answers=given_)
+    assert sorted(asked) == ["a", "b"], "each side of the conflict is asked once more"
+    assert sorted(g.conflict) == ["a", "b"] and g.root is None and not g.certain
+
+    def relents(step: Step, run: Run) -> bool:
+        return step.step_id == "a"  # a second (and third) look finds a correct: the conflict resolves
+
+    g = guided_search(analysis, relents, answers=given_)
+    assert not g.conflict

@@ -1,0 +1,186 @@
+"""Oracles of the guided search: a passing run, expectations in the agent, a function, the model; CLI and API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trajdebug
+from trajdebug.analysis import ExpectationOracle, ReferenceOracle
+from trajdebug.demo import run_demo
+from trajdebug.judge import JudgeConfig, JudgeOracle
+from trajdebug.model import Run, Step
+from trajdebug.pipeline import analyze_source
+from trajdebug.record.expectations import forget
+from trajdebug.testing import FakeModelServer, Reply
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clean demo run and one whose parse step silently drops rows, same task, one file."""
+    wd = tmp_path_factory.mktemp("demo")
+    path = wd / "runs.jsonl"
+    run_demo(None, path=path, workdir=wd)
+    run_demo("parse-drops-items", path=path, workdir=wd)
+    return path
+
+
+@pytest.fixture
+def no_checks() -> Iterator[None]:
+    forget()
+    yield
+    forget()
+
+
+def _name(result: Any, sid: str | None) -> str | None:
+    a = result.analyses[0]
+    return None if sid is None else a.run.step(sid).name
+
+
+def test_a_passing_run_of_the_same_input_finds_the_silent_bug_with_certainty(demo: Path) -> None:
+    result = analyze_source(demo, guided=True)
+    g = result.analyses[0].guided
+    assert g is not None and g.certain
+    assert _name(result, g.root) == "parse_rows"
+    assert g.asked <= 3
+    assert all(a.by.startswith("reference:") for a in g.questions)
+
+
+def test_without_an_oracle_or_a_request_no_guided_search_runs(demo: Path, no_checks: None) -> None:
+    result = analyze_source(demo)
+    assert result.analyses[0].guided is None
+    assert result.analyses[0].to_dict()["guided"] is None
+
+
+def test_the_reference_oracle_aligns_steps_by_name_and_occurrence() -> None:
+    good = Run("g", "a", steps=(Step("1", "x", output=1), Step("2", "x", output=2), Step("3", "y", output={"a": 1})))
+    bad = Run("b", "a", steps=(Step("4", "x", output=1), Step("5", "x", output=3), Step("6", "z", output=0)))
+    oracle = ReferenceOracle(good)
+    assert [oracle(s, bad) for s in bad.steps] == [True, False, None]
+
+
+def test_the_reference_oracle_counts_a_state_write_as_part_of_the_output() -> None:
+    good = Run("g", "a", steps=(Step("1", "save", output="ok", attributes={"state_values": {"k": 1}}),))
+    bad = Run("b", "a", steps=(Step("2", "save", output="ok", attributes={"state_values": {"k": 100}}),))
+    assert ReferenceOracle(good)(bad.steps[0], bad) is False
+    assert ReferenceOracle(good)(good.steps[0], good) is True
+
+
+def test_expectations_registered_in_the_agent_answer_with_their_message(no_checks: None) -> None:
+    trajdebug.expect("extract", lambda out: out["currency"] == "EUR")
+
+    def positive(out: Any) -> bool:
+        assert out > 0, "the total must be positive"
+        return True
+
+    trajdebug.expect("total", positive)
+    run = Run("r", "a", steps=(Step("1", "extract", output={"currency": "USD"}), Step("2", "total", output=-1)))
+    oracle = ExpectationOracle(trajdebug.record.expectations.expectations())
+    first, second = (oracle(s, run) for s in run.steps)
+    assert first is not None and first.correct is False and first.by == "check:extract"
+    assert second is not None and second.correct is False and (second.reason or "").startswith("the total must be positive")
+
+
+def _agent(path: Path) -> None:
+    """A small agent with a silent bug: the extraction reads the wrong currency."""
+
+    @trajdebug.step(kind="tool", expect=lambda out: "price" in out)
+    def fetch(query: str) -> dict[str, Any]:
+        return {"price": "12.50", "currency": "EUR", "query": query}
+
+    @trajdebug.step(kind="parse", expect=lambda out: out["currency"] == "EUR")
+    def extract(doc: dict[str, Any]) -> dict[str, Any]:
+        return {"amount": float(doc["price"]), "currency": "USD"}
+
+    @trajdebug.step(expect=lambda out: out["eur"] >= 12.5)
+    def convert(price: dict[str, Any]) -> dict[str, Any]:
+        rate = 1.0 if price["currency"] == "EUR" else 0.9
+        return {"eur": price["amount"] * rate}
+
+    @trajdebug.step(kind="output")
+    def answer(total: dict[str, Any]) -> str:
+        if total["eur"] < 12.5:
+            raise ValueError("the quoted price is below the listed price")
+        return f"{total['eur']:.2f} EUR"
+
+    with pytest.raises(ValueError), trajdebug.run("shop", path=path, task="price of item 7"):
+        answer(convert(extract(fetch("item 7"))))
+
+
+def test_expectations_find_the_root_with_no_person_present(tmp_path: Path, no_checks: None) -> None:
+    path = tmp_path / "shop.jsonl"
+    _agent(path)
+    result = analyze_source(path)
+    g = result.analyses[0].guided
+    assert g is not None, "registered expectations turn the guided search on"
+    assert g.certain and _name(result, g.root) == "extract"
+    assert any(a.by == "check:extract" and a.correct is False for a in g.questions)
+
+
+def test_the_model_answers_with_its_reason_through_the_fake_server(tmp_path: Path, no_checks: None) -> None:
+    path = tmp_path / "shop.jsonl"
+    _agent(path)
+    forget()  # the model alone
+
+    def script(req: Any) -> Reply | str:
+        text = json.dumps(req.body)
+        wrong = "named <data>extract" in text or "named <data>convert" in text or "named <data>answer" in text
+        return json.dumps({"correct": not wrong, "reason": "the currency is USD, the page says EUR" if wrong else "ok"})
+
+    with FakeModelServer(script) as server:
+        cfg = JudgeConfig(base_url=server.base_url, model="judge-m", cache=None, backoff=0.001)
+        oracle = JudgeOracle.of(cfg)
+        result = analyze_source(path, oracle=oracle)
+        sent = [json.dumps(r.body) for r in server.requests]
+    g = result.analyses[0].guided
+    assert g is not None and g.certain and _name(result, g.root) == "extract"
+    assert all(a.by == "model:judge-m" for a in g.questions)
+    assert any(a.reason and "USD" in a.reason for a in g.questions)
+    assert len(sent) == g.asked
+    assert oracle.tokens > 0
+
+
+def test_cli_oracle_and_max_questions_give_guided_json(demo: Path, tmp_path: Path) -> None:
+    (tmp_path / "myoracle.py").write_text(
+        "def never_sure(step, run):\n    return None\n"
+        "def boom(step, run):\n    raise RuntimeError('broken oracle')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+
+    def cli(*args: str) -> dict[str, Any]:
+        out = subprocess.run(
+            [sys.executable, "-m", "trajdebug", "analyze", str(demo), *args, "--json"],
+            capture_output=True, text=True, env=env, timeout=120, check=True,
+        )
+        return json.loads(out.stdout)
+
+    capped = cli("--oracle", "myoracle:never_sure", "--max-questions", "0", "--no-references")
+    g = capped["runs"][0]["guided"]
+    assert g["asked"] == 0 and g["certain"] is False and g["candidates"]
+    broken = cli("--oracle", "myoracle:boom", "--no-references")
+    g = broken["runs"][0]["guided"]
+    assert any("broken oracle" in p for p in g["problems"])
+    assert g["certain"] is True, "the passing run of the same input still answers"
+    bad = subprocess.run(
+        [sys.executable, "-m", "trajdebug", "analyze", str(demo), "--oracle", "nosuchmodule:fn"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )
+    assert bad.returncode != 0 and "--oracle" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_text_view_ends_with_the_root_its_answers_and_the_path(demo: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "trajdebug", "analyze", str(demo), "--oracle", "os.path:exists"],
+        capture_output=True, text=True, timeout=120, check=True, env={**os.environ, "COLUMNS": "200"},
+    ).stdout
+    tail = out[out.index("Guided search") :]
+    assert "root: parse_rows" in tail
+    assert "parse_rows -> wrong" in tail
+    assert "path to the failure: parse_rows ->" in tail
