@@ -146,6 +146,7 @@ def map_home(state: AnalysisState) -> AnalysisState:
         loc,
         candidates=[_home(c, origin) for c in loc.candidates],
         ranking=tuple(origin[s][1] if s in origin else s for s in loc.ranking),
+        ranked_all=tuple(_home(c, origin) for c in loc.ranked_all),
     )
     return replace(state, localization=home)
 
