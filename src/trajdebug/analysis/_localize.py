@@ -194,6 +194,7 @@ def localize(
         sql_db=sql_db,
         extra=[*failure_evidence(fails), *extra_evidence],
         failures=fails,
+        lexicon=lexicon,
     )
     ctx.lineage = lin
     if not fails:

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._graph import DependencyGraph
-from trajdebug.analysis.diagnosers import STOPWORDS
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import (
@@ -112,7 +111,7 @@ def _terms(text: str, lexicon: Lexicon = ENGLISH) -> set[str]:
     return {
         w.rstrip("s")
         for w in _TERM.findall(text.lower())
-        if w not in STOPWORDS and w not in lexicon.short_stopwords
+        if w not in lexicon.stopwords and w not in lexicon.short_stopwords
     }
 
 
@@ -124,7 +123,7 @@ def _trivial_number(a: Atom) -> bool:
 def _field_words(field: str, lexicon: Lexicon = ENGLISH) -> list[str]:
     """The words of a field name (``paid_days_left`` -> paid, days, left), English stop words left out."""
     words = _TERM.findall(field.lower().replace("_", " "))
-    return [w for w in words if w not in STOPWORDS and w not in lexicon.short_stopwords] or ["\0"]
+    return [w for w in words if w not in lexicon.stopwords and w not in lexicon.short_stopwords] or ["\0"]
 
 
 def _short(x: float) -> str:
@@ -281,7 +280,7 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
     of.  A label is often one of the options a model was given, so the first step whose
     output states it is taken when it introduced it or is a model choosing it."""
     out: list[Found] = []
-    words = {w for w in _TERM.findall(message.lower()) if w not in STOPWORDS and w not in sl.lexicon.short_stopwords}
+    words = {w for w in _TERM.findall(message.lower()) if w not in sl.lexicon.stopwords and w not in sl.lexicon.short_stopwords}
     first: dict[str, tuple[int, str, Atom]] = {}
     for sid in within:
         p = sl.g.position(sid)
@@ -472,7 +471,7 @@ def _task_words(sl: Slice, message: str) -> list[Atom]:
     return [
         Atom("s:" + w, "text", None, None, w)
         for w in dict.fromkeys(_WORD.findall(message.lower()))
-        if w in words and w not in STOPWORDS
+        if w in words and w not in sl.lexicon.stopwords
     ]
 
 def _task_text(sl: Slice) -> str:

@@ -133,6 +133,7 @@ def rank(state: AnalysisState) -> AnalysisState:
         sql_db=None if opts.sql_db is None else str(opts.sql_db),
         lineage=state.lineage,
         profile=state.profile,
+        lexicon=opts.lexicon,
     )
     return replace(state, localization=loc)
 
