@@ -14,6 +14,7 @@ from trajdebug.analysis import lexicon
 from trajdebug.analysis.diagnosers._tools import environmental
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 
+
 ANALYSIS = Path(lexicon.__file__).resolve().parent
 
 NOT_ENGLISH = {
