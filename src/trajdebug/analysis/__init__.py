@@ -2,7 +2,8 @@
 
 This module is the public face of the analysis layer; import from here, not from
 the modules behind it (they are reorganized freely).  ``analyze(run)`` runs the
-whole pipeline on one run and returns an `Analysis`.
+whole pipeline on one run and returns an `Analysis`: the stages of `STAGES`
+over one `AnalysisState` (insert one with `insert_stage`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from trajdebug.analysis._detect import Detector, Failure, detect
 from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._graph import DependencyGraph, GraphError
 from trajdebug.analysis._localize import Candidate, Localization
-from trajdebug.analysis._pipeline import Analysis, analyses_to_dict, analyze
+from trajdebug.analysis._pipeline import STAGES, Analysis, analyses_to_dict, analyze, insert_stage, run_stages
+from trajdebug.analysis._state import AnalysisState, Options, Stage
 from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evidence
 from trajdebug.analysis.inference import infer_dependencies, previous_turns
 from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport, analyze_errors
@@ -21,8 +23,10 @@ from trajdebug.analysis.reference import is_original, references, same_agent
 
 __all__ = [
     "SIGNAL_FAMILIES",
+    "STAGES",
     "SUMMARY_SAFE",
     "Analysis",
+    "AnalysisState",
     "Candidate",
     "DependencyGraph",
     "Detector",
@@ -34,15 +38,19 @@ __all__ = [
     "Failure",
     "GraphError",
     "Localization",
+    "Options",
+    "Stage",
     "analyses_to_dict",
     "analyze",
     "analyze_errors",
     "detect",
     "family",
     "infer_dependencies",
+    "insert_stage",
     "is_original",
     "previous_turns",
     "references",
+    "run_stages",
     "same_agent",
     "text_of",
 ]
