@@ -32,14 +32,8 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
 from trajdebug.analysis._graph import CHILD_KEY, DependencyGraph
-from trajdebug.analysis._sources import (
-    Mark,
-    Slice,
-    lineage_evidence,
-    local_evidence,
-    other_entities,
-    reference_evidence,
-)
+from trajdebug.analysis._sources import Mark, Slice, local_evidence, other_entities, reference_evidence
+from trajdebug.analysis._value_sources import lineage_evidence
 from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_check
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
