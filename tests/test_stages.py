@@ -14,7 +14,7 @@ from trajdebug.analysis._state import AnalysisState, Options
 
 
 def test_the_stages_run_in_the_documented_order() -> None:
-    """STAGES names the analysis from declaring the outcome to mapping candidates home."""
+    """STAGES names the analysis from declaring the outcome to mapping candidates home, evidence before ranking."""
     assert [s.__name__ for s in STAGES] == [
         "declare_outcome",
         "infer_edges",
@@ -24,6 +24,7 @@ def test_the_stages_run_in_the_documented_order() -> None:
         "trace_values",
         "build_graph",
         "lifecycle",
+        "collect_evidence",
         "rank",
         "map_home",
         "finish",

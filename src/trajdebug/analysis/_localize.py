@@ -178,6 +178,40 @@ def localize(
         The candidates, best first, the full ranking and statistics.  No failures: no candidates.
     """
     t0 = time.perf_counter()
+    ranking = collect_evidence(
+        run,
+        failures=failures,
+        weights=weights,
+        graph=graph,
+        diagnosers=diagnosers,
+        extra_evidence=extra_evidence,
+        sql_schema=sql_schema,
+        sql_db=sql_db,
+        budget=budget,
+        lineage=lineage,
+        profile=profile,
+        lexicon=lexicon,
+    )
+    return rank_steps(ranking, top=top, started=t0)
+
+
+def collect_evidence(
+    run: Run,
+    *,
+    failures: Sequence[Failure] | None = None,
+    weights: Mapping[str, float] | None = None,
+    graph: DependencyGraph | None = None,
+    diagnosers: Mapping[str, Diagnoser] | Sequence[Diagnoser] | None = None,
+    extra_evidence: Iterable[Evidence] = (),
+    sql_schema: str | None = None,
+    sql_db: str | None = None,
+    budget: int | None = None,
+    lineage: Lineage | None = None,
+    profile: Profile | None = None,
+    lexicon: Lexicon = ENGLISH,
+) -> Ranking:
+    """The evidence half of `localize` (same arguments): the failures' backward slice and the findings of
+    every evidence source about its steps, ready for `rank_steps` (no failures: nothing collected)."""
     g = graph if graph is not None else DependencyGraph(run)
     if failures is None:
         from trajdebug.analysis._detect import detect
@@ -197,14 +231,24 @@ def localize(
         lexicon=lexicon,
     )
     ctx.lineage = lin
+    r = Ranking(run, g, ctx, lin, profile, fails, w, lexicon)
+    if fails:
+        r.collect(budget)
+    return r
+
+
+def rank_steps(r: Ranking, *, top: int = 5, started: float | None = None) -> Localization:
+    """The ranking half of `localize`: the collected findings combined into scores, every ranked step a
+    candidate with its features (``started``: when the localization began, for its statistics)."""
+    t0 = time.perf_counter() if started is None else started
+    run, fails = r.run, tuple(r.failures)
     if not fails:
         return Localization([], SearchStats(len(run.steps), 0, time.perf_counter() - t0), "trajdebug", fails)
-    r = Ranking(run, g, ctx, lin, profile, fails, w, lexicon)
-    ranked = r.rank(budget)
+    ranked = r.combine()
     every = tuple(_candidate(r, sid) for sid in ranked)
     cands = list(every[: max(top, 1)])
     stats = SearchStats(
-        len(run.steps), len(ranked), time.perf_counter() - t0, len(profile.runs) if profile else 0
+        len(run.steps), len(ranked), time.perf_counter() - t0, len(r.profile.runs) if r.profile else 0
     )
     return Localization(cands, stats, "trajdebug", fails, tuple(ranked), every)
 
@@ -279,6 +323,8 @@ __all__ = [
     "Candidate",
     "Localization",
     "SearchStats",
+    "collect_evidence",
     "failure_evidence",
     "localize",
+    "rank_steps",
 ]

@@ -23,6 +23,7 @@ from trajdebug.analysis._detect import Detector, Failure
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._stages import (
     build_graph,
+    collect_evidence,
     declare_outcome,
     detect_failures,
     finish,
@@ -218,6 +219,7 @@ STAGES: tuple[Stage, ...] = (
     trace_values,
     build_graph,
     lifecycle,
+    collect_evidence,
     rank,
     map_home,
     finish,

@@ -251,6 +251,7 @@ class Ranking:
         self.elsewhere: dict[str, str] = {}
         self.good = _verified_good(run)
         self.lexicon = lexicon
+        self.ids: list[str] = []
 
     # -- the slice ----------------------------------------------------------------
 
@@ -478,12 +479,25 @@ class Ranking:
         return None
 
     def rank(self, budget: int | None) -> list[str]:
+        """Every step of the slice (at most ``budget``), best first: `collect`, then `combine`."""
+        self.collect(budget)
+        return self.combine()
+
+    def collect(self, budget: int | None) -> list[str]:
+        """The steps to rank (the slice, nearest the failure first, then the detached steps) and the
+        findings of every evidence source about them."""
         self.slice()
         on_slice = sorted(self.dist, key=lambda s: (self.dist[s], -self.g.position(s)))
         ids = on_slice + self.detached()
         if budget is not None:
             ids = ids[:budget]
         self.gather(ids)
+        self.ids = ids
+        return ids
+
+    def combine(self) -> list[str]:
+        """The collected steps ranked: blame propagated, scores, structural roots first."""
+        ids = self.ids
         chosen = set(ids)
         self.propagate(chosen)
         pos = self.g.position

@@ -14,7 +14,8 @@ from typing import Any
 
 from trajdebug.analysis._detect import Failure, detect, final_step, superseded
 from trajdebug.analysis._graph import DependencyGraph
-from trajdebug.analysis._localize import Candidate, Localization, localize
+from trajdebug.analysis._localize import Candidate, Localization, rank_steps
+from trajdebug.analysis._localize import collect_evidence as _collect
 from trajdebug.analysis._state import AnalysisState, need
 from trajdebug.analysis.diagnosers import is_check
 from trajdebug.analysis.diagnosers._context import Evidence
@@ -118,13 +119,13 @@ def lifecycle(state: AnalysisState) -> AnalysisState:
     return replace(state, error_report=report, origins=tuple(origins))
 
 
-def rank(state: AnalysisState) -> AnalysisState:
-    """Every step of the failures' backward slice, ranked by its evidence (`trajdebug.analysis._localize`)."""
+def collect_evidence(state: AnalysisState) -> AnalysisState:
+    """The failures' backward slice and what every evidence source found about its steps
+    (`trajdebug.analysis._sources`, `trajdebug.analysis._value_sources`, the diagnosers)."""
     opts = state.options
-    loc = localize(
+    ranking = _collect(
         need(state.searched, "searched"),
         failures=list(state.seeds),
-        top=opts.top,
         weights=opts.weights,
         graph=state.graph,
         diagnosers=opts.diagnosers,
@@ -135,7 +136,14 @@ def rank(state: AnalysisState) -> AnalysisState:
         profile=state.profile,
         lexicon=opts.lexicon,
     )
-    return replace(state, localization=loc)
+    return replace(state, ranking=ranking)
+
+
+def rank(state: AnalysisState) -> AnalysisState:
+    """The findings combined with the hand weights (`trajdebug.analysis._ranking`): every step of the slice
+    ranked, each a candidate with its features."""
+    ranking = need(state.ranking, "ranking")
+    return replace(state, localization=rank_steps(ranking, top=state.options.top, started=time.perf_counter()))
 
 
 def map_home(state: AnalysisState) -> AnalysisState:
@@ -238,6 +246,7 @@ def _home(c: Candidate, origin: Mapping[str, tuple[str, str]]) -> Candidate:
 __all__ = [
     "Localization",
     "build_graph",
+    "collect_evidence",
     "declare_outcome",
     "detect_failures",
     "finish",

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from trajdebug.analysis._detect import Detector, Failure
 from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._localize import Localization
+from trajdebug.analysis._ranking import Ranking
 from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
@@ -99,6 +100,8 @@ class AnalysisState:
     """The error-lifecycle report, when the run has errors."""
     origins: tuple[Evidence, ...] = ()
     """Evidence from the error lifecycle: where the chains that failed the run began."""
+    ranking: Ranking | None = None
+    """The slice and the evidence sources' findings, collected for ``rank`` (the combination's own memo)."""
     localization: Localization | None = None
     """The ranked candidates (ids of ``searched`` until ``map_home``, then of their own runs)."""
     extras: Mapping[str, Any] = field(default_factory=dict)
