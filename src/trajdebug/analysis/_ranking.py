@@ -24,6 +24,7 @@ features (`Ranking.features`) name every value used here, for a learned model.
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -252,6 +253,7 @@ class Ranking:
         self.good = _verified_good(run)
         self.lexicon = lexicon
         self.ids: list[str] = []
+        self._fail_pos: list[int] = []
 
     # -- the slice ----------------------------------------------------------------
 
@@ -554,10 +556,13 @@ class Ranking:
         out: dict[str, float] = {f"kind:{step.kind}": 1.0, "position": pos / n}
         out["on_slice"] = float(sid in self.dist)
         out["depth"] = float(self.dist.get(sid, -1))
-        later = [self.g.position(f) - pos for f in self.fail_ids if self.g.position(f) >= pos]
-        out["distance"] = (min(later) if later else n) / n
+        if not self._fail_pos:
+            self._fail_pos = sorted(self.g.position(f) for f in self.fail_ids)
+        i = bisect.bisect_left(self._fail_pos, pos)
+        out["distance"] = (self._fail_pos[i] - pos if i < len(self._fail_pos) else n) / n
+        kids = self.g.children(sid)
         out["fan_in"] = float(len(self.g.parents(sid)))
-        out["fan_out"] = float(len(self.g.children(sid)))
+        out["fan_out"] = float(len(kids))
         prev = self.run.steps[pos - 1] if 0 < pos <= len(self.run.steps) else None
         out["agent_change"] = float(prev is not None and prev.agent != step.agent)
         for e in v.evidence:
@@ -573,7 +578,7 @@ class Ranking:
         out["thin"] = self.thin.get(sid, (0.0, ""))[0]
         out["elsewhere"] = float(sid in self.elsewhere)
         out["focus"] = float(bool(self.families) and _matches(step, self.families))
-        cons = [c for c, d in self.g.children(sid) if d.kind in VALUE_DEP_KINDS]
+        cons = [c for c, d in kids if d.kind in VALUE_DEP_KINDS] if self.good else []
         out["verified_consumers"] = sum(c in self.good for c in cons) / len(cons) if cons and self.good else 0.0
         out["factor"] = self.factor(sid)
         out["score"] = self.scores.get(sid, 0.0)
