@@ -7,6 +7,7 @@ import ast
 import re
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +111,20 @@ def test_no_function_of_the_analysis_runs_over_80_lines(path: Path) -> None:
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 80
     ]
     assert long == []
+
+
+def test_analyze_passes_its_lexicon_to_the_rules(tmp_path: Path) -> None:
+    """The lexicon given to `analyze` is the one every diagnoser reads (through its context)."""
+    from tests.test_localize import sql_agent_run
+
+    from trajdebug.analysis import analyze
+
+    seen: list[Lexicon] = []
+
+    def probe(step: Any, ctx: Any) -> list[Any]:
+        seen.append(ctx.lexicon)
+        return []
+
+    german = replace(ENGLISH, yes=re.compile(r"\bja\b", re.I))
+    analyze(sql_agent_run(tmp_path), diagnosers=[probe], lexicon=german)
+    assert seen and all(lex is german for lex in seen)

@@ -39,6 +39,7 @@ from trajdebug.analysis._stages import (
 from trajdebug.analysis._state import AnalysisState, Options, Stage, need
 from trajdebug.analysis.diagnosers._context import Diagnoser
 from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import Outcome, Run
 
 
@@ -165,6 +166,7 @@ def analyze(
     previous: Sequence[Run] = (),
     references: Sequence[Run] = (),
     stages: Sequence[Stage] | None = None,
+    lexicon: Lexicon = ENGLISH,
 ) -> Analysis:
     """Analyze one run: detect its failures, summarize its errors, localize the root cause.
 
@@ -191,6 +193,7 @@ def analyze(
             picks them from a source): their likely invariants turn the failing
             run's deviations into evidence.
         stages: The stages to run (None: `STAGES`), e.g. ``insert_stage(mine, after="rank")``.
+        lexicon: The words and phrases the analysis reads (`trajdebug.analysis.lexicon.ENGLISH`).
 
     A dangling dependency or a cycle does not stop the analysis: it is left out
     and named in `Analysis.problems`.
@@ -198,7 +201,7 @@ def analyze(
     started = time.perf_counter()
     schema = (sql_schema or content.schema_from_db(sql_db)) if sql_db is not None else sql_schema
     options = Options(
-        top, outcome, detectors, diagnosers, weights, schema, sql_db, True if infer is None else infer
+        top, outcome, detectors, diagnosers, weights, schema, sql_db, True if infer is None else infer, lexicon
     )
     state = AnalysisState(
         run,
