@@ -2,7 +2,8 @@
 
 This module is the public face of the analysis layer; import from here, not from
 the modules behind it (they are reorganized freely).  ``analyze(run)`` runs the
-whole pipeline on one run and returns an `Analysis`.
+whole pipeline on one run and returns an `Analysis`: the stages of `STAGES`
+over one `AnalysisState` (insert one with `insert_stage`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from trajdebug.analysis._graph import DependencyGraph, GraphError
 from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
-from trajdebug.analysis._pipeline import Analysis, analyses_to_dict, analyze
+from trajdebug.analysis._pipeline import STAGES, Analysis, analyses_to_dict, analyze, insert_stage, run_stages
+from trajdebug.analysis._state import AnalysisState, Options, Stage
 from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evidence
 from trajdebug.analysis.inference import infer_dependencies, previous_turns
 from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport, analyze_errors
@@ -23,9 +25,11 @@ from trajdebug.analysis.reference import is_original, references, same_agent
 
 __all__ = [
     "SIGNAL_FAMILIES",
+    "STAGES",
     "STRATEGIES",
     "SUMMARY_SAFE",
     "Analysis",
+    "AnalysisState",
     "Candidate",
     "DependencyGraph",
     "Detector",
@@ -40,8 +44,10 @@ __all__ = [
     "Guided",
     "GuidedSearch",
     "Localization",
+    "Options",
     "Oracle",
     "ReferenceOracle",
+    "Stage",
     "analyses_to_dict",
     "analyze",
     "analyze_errors",
@@ -49,9 +55,11 @@ __all__ = [
     "family",
     "guided_search",
     "infer_dependencies",
+    "insert_stage",
     "is_original",
     "previous_turns",
     "references",
+    "run_stages",
     "same_agent",
     "text_of",
 ]

@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import REPR_KEY, TRUNCATED_KEY
 
 
@@ -262,10 +263,9 @@ def rerun_query(db: str | Path, sql: str) -> list[tuple[Any, ...]] | None:
 # -- HTTP status, error text, emptiness ---------------------------------------
 
 _STATUS_KEYS = ("status_code", "status", "http_status", "statusCode", "code")
-_STATUS_TEXT = re.compile(r"\b(?:HTTP/\d(?:\.\d)?\s+|status(?:\s+code)?[:=\s]+)([1-5]\d\d)\b", re.I)
 
 
-def http_status(value: Any) -> int | None:
+def http_status(value: Any, *, lexicon: Lexicon = ENGLISH) -> int | None:
     """The HTTP status a tool result reports, if it reports one."""
     if isinstance(value, Mapping):
         for k in _STATUS_KEYS:
@@ -276,14 +276,12 @@ def http_status(value: Any) -> int | None:
                 return int(v[:3])
         return None
     if isinstance(value, str):
-        m = _STATUS_TEXT.search(value[:2000])
+        m = lexicon.status_text.search(value[:2000])
         return int(m.group(1)) if m else None
     return None
 
 
 _TRACEBACK = "Traceback (most recent call last)"
-_ERROR_LINE = re.compile(r"(?m)^\s*(?:[A-Z][A-Za-z0-9_.]*)?(?:Error|Exception|ERROR|FATAL|Fatal)\s*:\s*\S.*$")
-_EXIT = re.compile(r"(?:exit(?:ed)?\s+(?:code|status)|non-zero exit status|returncode)[:=\s]+(-?\d+)", re.I)
 _EXIT_KEYS = ("exit_code", "returncode", "exitCode", "exit_status")
 _ERROR_KEYS = ("error", "errors", "exception", "error_message")
 
@@ -310,15 +308,15 @@ def error_text(value: Any) -> str | None:
     return None
 
 
-def _text_error(s: str) -> str | None:
+def _text_error(s: str, *, lexicon: Lexicon = ENGLISH) -> str | None:
     s = s[:TEXT_LIMIT]
     if _TRACEBACK in s:
         last = [ln for ln in s.strip().splitlines() if ln.strip()][-1].strip()
         return f"traceback: {last[:200]}"
-    m = _EXIT.search(s)
+    m = lexicon.exit_status.search(s)
     if m and int(m.group(1)) != 0:
         return f"non-zero exit code {m.group(1)}"
-    m = _ERROR_LINE.search(s)
+    m = lexicon.error_line.search(s)
     if m:
         return m.group(0).strip()[:200]
     return None

@@ -1,9 +1,10 @@
 """One call from a run to its analysis: failures, error lifecycle, ranked root causes.
 
-`analyze` chains the pieces: it declares the outcome when the source did not
-carry one, infers data dependencies when the run has none (imported traces),
-builds the dependency graph, runs the failure detectors, summarizes the error
-lifecycle, and localizes the root cause.  `Analysis.to_dict` is the JSON of
+`analyze` runs `STAGES` in order over one `AnalysisState`: it declares the
+outcome when the source did not carry one, infers data dependencies (imported
+traces), runs the failure detectors, learns the references, traces the values,
+builds the dependency graphs, summarizes the error lifecycle, ranks the slice,
+and gives candidates of earlier turns their own ids.  `Analysis.to_dict` is the JSON of
 ``trajdebug analyze --json`` (documented in ``docs/analysis.md``).
 """
 
@@ -13,20 +14,33 @@ import functools
 import gc
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis._detect import Detector, Failure, detect, final_step, superseded
-from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.analysis._detect import Detector, Failure
 from trajdebug.analysis._guided import Guided
-from trajdebug.analysis._localize import Candidate, Localization, localize
-from trajdebug.analysis.diagnosers import is_check
-from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
-from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred, with_context
-from trajdebug.analysis.lineage import Lineage
-from trajdebug.analysis.reference import learn, returns_empty
+from trajdebug.analysis._localize import Candidate, Localization
+from trajdebug.analysis._stages import (
+    build_graph,
+    collect_evidence,
+    declare_outcome,
+    detect_failures,
+    finish,
+    infer_edges,
+    learn_references,
+    lifecycle,
+    map_home,
+    rank,
+    settle_failures,
+    trace_values,
+    with_value_edges,
+)
+from trajdebug.analysis._state import AnalysisState, Options, Stage, need
+from trajdebug.analysis.diagnosers._context import Diagnoser
+from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import Outcome, Run
 
 
@@ -113,55 +127,6 @@ def analyses_to_dict(analyses: Sequence[Analysis]) -> dict[str, Any]:
     return {"runs": [a.to_dict() for a in analyses]}
 
 
-def _error_origins(run: Run) -> list[Evidence]:
-    """Evidence from the error lifecycle: the step where the error chain that failed the run began."""
-    by_id = {e.error_id: e for e in run.errors}
-    out: list[Evidence] = []
-    seen: set[str] = set()
-    for e in run.errors:
-        if e.stage != "failed":
-            continue
-        root, hops = e, 0
-        while root.parent_error_id is not None and root.parent_error_id in by_id and hops < 50:
-            root, hops = by_id[root.parent_error_id], hops + 1
-        if root.step_id not in seen and not any(s.step_id == root.step_id and is_check(s) for s in run.steps):
-            seen.add(root.step_id)
-            out.append(
-                Evidence(
-                    root.step_id,
-                    0.1,
-                    f"origin of the error chain that failed the run ({root.type})",
-                    "error-lifecycle",
-                )
-            )
-    return out
-
-
-def _chain_origins(
-    chains: Sequence[Any], graph: DependencyGraph, handled: frozenset[str] = frozenset()
-) -> list[Evidence]:
-    """Evidence from the lifecycle report: the origin step of each critical error chain.
-
-    Not when that step is a check that rejected its input (the chain begins
-    where the failure showed, and the cause lies upstream), nor when its error
-    was handled (``handled``: a later attempt of the same call succeeded).
-    """
-    out: list[Evidence] = []
-    for ch in chains:
-        if not isinstance(ch, Mapping) or not ch.get("critical"):
-            continue
-        origin = ch.get("origin_step")
-        if (
-            isinstance(origin, str)
-            and origin in graph
-            and origin not in handled
-            and not is_check(graph.steps[origin])
-        ):
-            name = f" {ch['chain_id']}" if ch.get("chain_id") else ""
-            out.append(Evidence(origin, 0.1, f"origin of the critical error chain{name}", "error-lifecycle"))
-    return out
-
-
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -204,6 +169,8 @@ def analyze(
     infer: bool | None = None,
     previous: Sequence[Run] = (),
     references: Sequence[Run] = (),
+    stages: Sequence[Stage] | None = None,
+    lexicon: Lexicon = ENGLISH,
 ) -> Analysis:
     """Analyze one run: detect its failures, summarize its errors, localize the root cause.
 
@@ -229,123 +196,87 @@ def analyze(
         references: Passing runs of the same agent (`trajdebug.analysis.reference.references`
             picks them from a source): their likely invariants turn the failing
             run's deviations into evidence.
+        stages: The stages to run (None: `STAGES`), e.g. ``insert_stage(mine, after="rank")``.
+        lexicon: The words and phrases the analysis reads (`trajdebug.analysis.lexicon.ENGLISH`).
 
     A dangling dependency or a cycle does not stop the analysis: it is left out
     and named in `Analysis.problems`.
     """
-    t0 = time.perf_counter()
-    if sql_db is not None:
-        sql_schema = sql_schema or content.schema_from_db(sql_db)
-    if outcome is not None and run.outcome == "incomplete":
-        run = replace(run, outcome=outcome)
-    inferred = False
-    previous = tuple(previous)
-    want_infer = True if infer is None else infer
-    if want_infer and (len(run.steps) > 1 or previous):
-        from trajdebug.analysis.inference import infer_dependencies
-
-        annotated = structural_edges(infer_dependencies(run, previous=previous))
-        inferred = annotated is not run
-        run = thin_inferred(annotated)
-    failures = detect(run, detectors, sql_schema=sql_schema)
-    refs = tuple(r for r in references if r.run_id != run.run_id)
-    profile = learn(refs) if refs else None
-    if profile is not None:
-        # An empty result the agent's passing runs also got from that step is no failure.
-        failures = [f for f in failures if not (f.detector == "empty" and returns_empty(profile, run.step(f.step_id)))]
-    run = named_edges(run, failures)
-    if run.outcome == "failure" and not failures:
-        # A failed run where no detector fired: the final output is the failure node.
-        last = final_step(run)
-        if last is not None:
-            failures = [
-                Failure(
-                    last.step_id, "outcome", run.failure_reason or "the run failed", "run-failure", "final"
-                )
-            ]
-    seeds = failures
-    if run.outcome == "success":
-        # A run that succeeded: only failures that contradict the success start a search.
-        seeds = [f for f in failures if f.where in ("final", "post") or f.detector == "contract"]
-    searched, origin = with_context(run, previous)
-    lineage = Lineage(searched)
-    if want_infer:
-        # Values link steps that identity tracking and content matching could not
-        # (numbers, short strings): the lineage's value edges join the graph.
-        searched = with_value_edges(searched, lineage)
-        if not origin:
-            run = searched
-    graph = DependencyGraph(searched)
-    own_graph = graph if searched is run else DependencyGraph(run)
-    error_report = None
-    origins = _error_origins(run)
-    if run.errors:
-        from trajdebug.analysis.lifecycle import analyze_errors
-
-        error_report = analyze_errors(run, graph=own_graph)
-        handled = frozenset(
-            e.step_id for e in error_report.errors if e.stage in ("recovered", "ignored")
-        ) | frozenset(superseded(run))
-        origins = _chain_origins(error_report.to_dict().get("chains", []), own_graph, handled) or origins
-    loc = localize(
-        searched,
-        failures=seeds,
-        top=top,
-        weights=weights,
-        graph=graph,
-        diagnosers=diagnosers,
-        extra_evidence=origins,
-        sql_schema=sql_schema,
-        sql_db=None if sql_db is None else str(sql_db),
-        lineage=lineage,
-        profile=profile,
+    started = time.perf_counter()
+    schema = (sql_schema or content.schema_from_db(sql_db)) if sql_db is not None else sql_schema
+    options = Options(
+        top, outcome, detectors, diagnosers, weights, schema, sql_db, True if infer is None else infer, lexicon
     )
-    if origin:
-        loc = replace(
-            loc,
-            candidates=[_home(c, origin) for c in loc.candidates],
-            ranking=tuple(origin[s][1] if s in origin else s for s in loc.ranking),
-        )
+    state = AnalysisState(
+        run,
+        options,
+        previous=tuple(previous),
+        references=tuple(r for r in references if r.run_id != run.run_id),
+        started=started,
+    )
+    return result(run_stages(state, STAGES if stages is None else stages))
+
+
+STAGES: tuple[Stage, ...] = (
+    declare_outcome,
+    infer_edges,
+    detect_failures,
+    learn_references,
+    settle_failures,
+    trace_values,
+    build_graph,
+    lifecycle,
+    collect_evidence,
+    rank,
+    map_home,
+    finish,
+)
+"""The analysis, stage by stage (`trajdebug.analysis._stages`); insert a stage with `insert_stage`
+or by adding it to this tuple (docs/architecture.md, "The analysis as stages")."""
+
+
+def run_stages(state: AnalysisState, stages: Sequence[Stage]) -> AnalysisState:
+    """Each stage on the state the one before it returned."""
+    for stage in stages:
+        state = stage(state)
+    return state
+
+
+def insert_stage(stage: Stage, *, after: str, stages: Sequence[Stage] = STAGES) -> tuple[Stage, ...]:
+    """The stages with ``stage`` inserted after the one named ``after`` (a function name, e.g. ``"rank"``)."""
+    names = [s.__name__ for s in stages]
+    if after not in names:
+        raise ValueError(f"no analysis stage named {after!r} (stages: {', '.join(names)})")
+    i = names.index(after) + 1
+    return (*stages[:i], stage, *stages[i:])
+
+
+def result(state: AnalysisState) -> Analysis:
+    """The `Analysis` of a state every stage has run on."""
+    graph, own_graph = need(state.graph, "graph"), need(state.own_graph, "own_graph")
     problems = tuple(dict.fromkeys([*graph.problems, *own_graph.problems]))
-    # The analysis's true elapsed time: inference, lineage, detection, lifecycle and ranking.
-    loc = replace(loc, stats=replace(loc.stats, seconds=time.perf_counter() - t0))
     return Analysis(
-        run, tuple(failures), loc, error_report, inferred, previous, tuple(r.run_id for r in refs), problems
+        need(state.own, "own"),
+        state.failures,
+        need(state.localization, "localization"),
+        state.error_report,
+        state.inferred,
+        state.previous,
+        tuple(r.run_id for r in state.references),
+        problems,
     )
-
-
-def with_value_edges(run: Run, lineage: Lineage) -> Run:
-    """The run with the lineage's value edges added where no edge joins the two steps yet."""
-    edges = lineage.value_edges()
-    if not edges:
-        return run
-    steps = []
-    for s in run.steps:
-        new = edges.get(s.step_id)
-        if new:
-            have = {d.step_id for d in s.deps}
-            add = tuple(d for d in new if d.step_id not in have and d.step_id != s.step_id)
-            if add:
-                s = replace(s, deps=(*s.deps, *add))
-        steps.append(s)
-    return replace(run, steps=tuple(steps))
-
-
-def _home(c: Candidate, origin: Mapping[str, tuple[str, str]]) -> Candidate:
-    """A candidate of the combined run, with the ids of its own run (and that run's id when earlier)."""
-    where = origin.get(c.step_id)
-    path = tuple(origin[s][1] if s in origin else s for s in c.path)
-    inferred = tuple((origin[s][1] if s in origin else s, conf) for s, conf in c.inferred)
-    if where is None:
-        return replace(c, path=path, inferred=inferred)
-    return replace(c, step_id=where[1], run_id=where[0], path=path, inferred=inferred)
 
 
 __all__ = [
     "NAMED_KEY",
+    "STAGES",
     "Analysis",
+    "AnalysisState",
     "analyses_to_dict",
     "analyze",
+    "insert_stage",
+    "result",
+    "run_stages",
     "named_edges",
     "structural_edges",
     "thin_inferred",

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 from trajdebug.analysis.diagnosers._chat_rules import CONVERSATION_DIAGNOSERS
 from trajdebug.analysis.diagnosers._context import (
-    _STOPWORDS as STOPWORDS,
-)
-from trajdebug.analysis.diagnosers._context import (
     _WORD as WORD,
 )
 from trajdebug.analysis.diagnosers._context import (
@@ -102,7 +99,6 @@ def diagnose(
 __all__ = [
     "BUILTIN_DIAGNOSERS",
     "FAULTY_THRESHOLD",
-    "STOPWORDS",
     "WORD",
     "DiagnoseContext",
     "Diagnoser",

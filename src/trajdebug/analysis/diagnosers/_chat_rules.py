@@ -20,24 +20,17 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import (
-    HANDOFF_TOOL,
-    HANDOFF_WORDS,
     Call,
     Conversation,
     chat_turn,
     is_write,
 )
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import Step
 
 
 # -- misinterpretation of tool output ---------------------------------------------------
 
-_COUNT = re.compile(
-    r"\b(\d{1,4})\s+(?:(?:different|distinct|available|total|unique|matching|such|in[- ]stock)\s+)*"
-    r"(?:[A-Za-z-]+\s+){0,2}?(options|variants|items|products|orders|choices|models|types|kinds|versions|results)\b",
-    re.I,
-)
-_AVAILABLE_WORD = re.compile(r"available|in[- ]stock", re.I)
 _AVAILABLE_KEYS = ("available", "in_stock", "instock", "is_available", "availability")
 
 
@@ -75,8 +68,6 @@ def _counts(value: Any) -> tuple[set[int], set[int]]:
 
 
 _PRICE = re.compile(r"\$\s?(\d{1,3}(?:,\d{3})*(?:\.\d{1,2})?|\d+(?:\.\d{1,2})?)")
-_LOWEST = re.compile(r"\b(cheapest|lowest[- ]priced|least expensive|lowest price|most affordable)\b", re.I)
-_HIGHEST = re.compile(r"\b(most expensive|highest[- ]priced|priciest|highest price)\b", re.I)
 
 
 def _prices(recs: list[Mapping[str, Any]], only_available: bool) -> list[float]:
@@ -113,10 +104,10 @@ def stated_counts(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         sizes |= s
         flagged |= f
     if flagged:
-        for m in _COUNT.finditer(turn.text):
+        for m in ctx.lexicon.option_count.finditer(turn.text):
             n = int(m.group(1))
             # "N available ..." counts the flagged records; a bare count may also be a collection's size.
-            allowed = flagged if _AVAILABLE_WORD.search(m.group(0)) else flagged | sizes
+            allowed = flagged if ctx.lexicon.available.search(m.group(0)) else flagged | sizes
             if n not in allowed:
                 yield Evidence(
                     step.step_id,
@@ -126,7 +117,7 @@ def stated_counts(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 )
                 return
     recs = [rec for r in results for rec in _records(r)]
-    for pat, pick, word in ((_LOWEST, min, "lowest"), (_HIGHEST, max, "highest")):
+    for pat, pick, word in ((ctx.lexicon.lowest, min, "lowest"), (ctx.lexicon.highest, max, "highest")):
         sup = pat.search(turn.text)
         if sup is None:
             continue
@@ -145,12 +136,6 @@ def stated_counts(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 # -- invocations -----------------------------------------------------------------------
-
-# English-only: words of an error that says the object is in the wrong state for the call.
-_STATE_ERROR = re.compile(
-    r"already|no longer|cannot be (?:modified|changed|cancell?ed)|locked|status|state|conflict",
-    re.I,
-)
 
 
 def _ids(args: Mapping[str, Any]) -> set[str]:
@@ -193,7 +178,7 @@ def failed_calls(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 if (
                     not user_between
                     and later.error
-                    and _STATE_ERROR.search(later.error)
+                    and ctx.lexicon.state_error.search(later.error)
                     and mine & _ids(later.arguments)
                 ):
                     yield Evidence(
@@ -229,13 +214,13 @@ def failed_calls(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
 
 
-def _earlier_write(conv: Conversation, step_id: str, call: Call) -> tuple[str, bool] | None:
+def _earlier_write(conv: Conversation, step_id: str, call: Call, *, lexicon: Lexicon = ENGLISH) -> tuple[str, bool] | None:
     """An earlier successful write on the same object, when the call failed on state.
 
     Returns its name and whether it was made in the same stretch of turns (no
     user message between it and this call).
     """
-    if call.error is None or not _STATE_ERROR.search(call.error):
+    if call.error is None or not lexicon.state_error.search(call.error):
         return None
     mine = _ids(call.arguments)
     same_stretch = True
@@ -250,16 +235,9 @@ def _earlier_write(conv: Conversation, step_id: str, call: Call) -> tuple[str, b
 
 # -- confirmation, plans and hand-offs -------------------------------------------------
 
-_YES = re.compile(
-    r"\b(yes|yeah|yep|sure|confirm(?:ed)?|go ahead|proceed|please do|do it|sounds (?:good|perfect|great)|"
-    r"that works|works for me|let'?s do|correct|ok(?:ay)?|perfect)\b",
-    re.I,
-)
-_NO = re.compile(r"\b(no|not yet|don'?t|do not|wait|hold on|instead|actually|rather)\b", re.I)
 
-
-def _confirmed(text: str) -> bool:
-    return bool(_YES.search(text))
+def _confirmed(text: str, *, lexicon: Lexicon = ENGLISH) -> bool:
+    return bool(lexicon.yes.search(text))
 
 
 def unconfirmed_writes(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
@@ -273,7 +251,7 @@ def unconfirmed_writes(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if found is None:
         return
     conv, turn = found
-    writes = [c for c in turn.calls if is_write(c.name, ctx.run) and not HANDOFF_TOOL.search(c.name)]
+    writes = [c for c in turn.calls if is_write(c.name, ctx.run) and not ctx.lexicon.handoff_tool.search(c.name)]
     if turn.role != "assistant" or not writes:
         return
     user = conv.last_user(step.step_id)
@@ -315,15 +293,15 @@ def abandoned_requests(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if found is None:
         return
     conv, turn = found
-    if turn.role != "assistant" or not any(HANDOFF_TOOL.search(c.name) for c in turn.calls):
+    if turn.role != "assistant" or not any(ctx.lexicon.handoff_tool.search(c.name) for c in turn.calls):
         return
     pending = False
     for t in conv.before(step.step_id):
         if t.role == "assistant" and any(is_write(c.name, ctx.run) and c.error is None for c in t.calls):
             pending = False
-        elif t.role == "user" and _confirmed(t.text) and not _NO.search(t.text[:40]):
+        elif t.role == "user" and _confirmed(t.text) and not ctx.lexicon.no.search(t.text[:40]):
             # A yes to the hand-off itself is not a yes to an action left undone.
-            pending = not HANDOFF_WORDS.search(t.text)
+            pending = not ctx.lexicon.handoff_words.search(t.text)
     if pending:
         yield Evidence(
             step.step_id,
@@ -331,12 +309,6 @@ def abandoned_requests(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             "handed the user off although they had confirmed an action that was never carried out",
             "abandoned-requests",
         )
-
-
-_CANT = re.compile(
-    r"\b(?:i|we)\s+(?:can ?not|can'?t|am unable to|are unable to|am not able to|'m unable to|'m not able to|do not have|don'?t have)\b",
-    re.I,
-)
 
 
 def unverified_refusals(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
@@ -349,7 +321,7 @@ def unverified_refusals(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if found is None:
         return
     conv, turn = found
-    if turn.role != "assistant" or turn.calls or not _CANT.search(turn.text):
+    if turn.role != "assistant" or turn.calls or not ctx.lexicon.cannot.search(turn.text):
         return
     since = []
     for t in reversed(conv.before(step.step_id)):
@@ -466,11 +438,6 @@ def plan_mismatch(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 # -- claims of completion --------------------------------------------------------------------
 
-_ALL_DONE = re.compile(
-    r"\b(?:all|both|every|everything)\b[^.\n]{0,80}?\b(?:updated|completed|done|processed|modified|"
-    r"cancell?ed|changed|returned|exchanged)\b",
-    re.I,
-)
 _ID_KEY = re.compile(r"(?:^|_)id$")
 
 
@@ -493,7 +460,7 @@ def completion_claims(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if found is None:
         return
     conv, turn = found
-    if turn.role != "assistant" or not _ALL_DONE.search(turn.text):
+    if turn.role != "assistant" or not ctx.lexicon.all_done.search(turn.text):
         return
     first_seen: dict[str, tuple[str, str]] = {}  # id -> (id key, status when first read)
     written: set[str] = set()
@@ -502,7 +469,7 @@ def completion_claims(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             for key, oid, status in _objects(t.result):
                 first_seen.setdefault(oid, (key, status))
         for c in t.calls:
-            if c.error is None and is_write(c.name, ctx.run) and not HANDOFF_TOOL.search(c.name):
+            if c.error is None and is_write(c.name, ctx.run) and not ctx.lexicon.handoff_tool.search(c.name):
                 written |= {str(v) for _, v in content.leaves(c.arguments) if isinstance(v, str)}
     done = {first_seen[w] for w in written if w in first_seen}
     if not done:
@@ -520,11 +487,6 @@ def completion_claims(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 # -- the user's side: under-specified intent ------------------------------------------------
 
 _OPTION_LINE = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*•])\s+\S")
-_REVERSAL = re.compile(
-    r"\b(actually|instead|no need|never ?mind|leave (?:it|them|the \w+|that)|not (?:just )?yet|forget|"
-    r"changed my mind|on second thought|rather)\b",
-    re.I,
-)
 
 
 def user_decisions(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
@@ -548,11 +510,11 @@ def user_decisions(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if prev is None:
         return
     acted = any(
-        is_write(c.name, ctx.run) and not HANDOFF_TOOL.search(c.name)
+        is_write(c.name, ctx.run) and not ctx.lexicon.handoff_tool.search(c.name)
         for t in conv.after(step.step_id)
         for c in t.calls
     )
-    if _REVERSAL.search(turn.text):
+    if ctx.lexicon.reversal.search(turn.text):
         yield Evidence(step.step_id, 0.3, "changes or withdraws what the user asked for", "user-decisions")
     elif len(_OPTION_LINE.findall(prev.text)) >= 2 and acted and not _plain_yes(turn.text):
         yield Evidence(
@@ -563,8 +525,8 @@ def user_decisions(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         )
 
 
-def _plain_yes(text: str) -> bool:
-    return bool(_YES.match(text.strip())) and len(text.split()) <= 8
+def _plain_yes(text: str, *, lexicon: Lexicon = ENGLISH) -> bool:
+    return bool(lexicon.yes.match(text.strip())) and len(text.split()) <= 8
 
 
 CONVERSATION_DIAGNOSERS = {

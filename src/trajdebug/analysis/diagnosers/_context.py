@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import FAULTY_THRESHOLD, Evidence, Verdict, fold
 from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import Run, Step
 from trajdebug.values import SUMMARY_KEY
 
@@ -76,6 +77,8 @@ class DiagnoseContext:
     """How many steps have been diagnosed so far (each counted once)."""
     lineage: Any = None
     """The run's value lineage (`trajdebug.analysis.lineage.Lineage`), when the localizer built one."""
+    lexicon: Lexicon = ENGLISH
+    """The words and phrases the diagnosers read (`trajdebug.analysis.lexicon`)."""
     _verdicts: dict[str, Verdict] = field(default_factory=dict)
     _texts: dict[str, str] = field(default_factory=dict)
     _flags: dict[str, bool] = field(default_factory=dict)
@@ -94,6 +97,7 @@ class DiagnoseContext:
         sql_db: str | None = None,
         extra: Iterable[Evidence] = (),
         failures: Sequence[Failure] = (),
+        lexicon: Lexicon = ENGLISH,
     ) -> DiagnoseContext:
         """Prepare a context (the graph is built when not given)."""
         g = graph if graph is not None else DependencyGraph(run)
@@ -107,7 +111,7 @@ class DiagnoseContext:
         for e in extra:
             by_step.setdefault(e.step_id, []).append(e)
         schema = sql_schema or content.schema_from_metadata(run.metadata)
-        return cls(run, g, chosen, schema, sql_db, by_step, tuple(failures))
+        return cls(run, g, chosen, schema, sql_db, by_step, tuple(failures), lexicon=lexicon)
 
     def step(self, step_id: str) -> Step:
         """The step with this id."""
@@ -188,7 +192,7 @@ class DiagnoseContext:
         what the failure misses, to be traced back to where it was lost.
         """
         if self._values is None:
-            self._values = _failure_values(self.run, self.failures, self.graph.steps)
+            self._values = _failure_values(self.run, self.failures, self.graph.steps, lexicon=self.lexicon)
         return self._values
 
     def has_checks(self) -> bool:
@@ -252,64 +256,10 @@ class DiagnoseContext:
 
 _QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"")
 _WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
-# English-only: words too common to say what a failure misses.
-_STOPWORDS = frozenset(
-    [
-        "what",
-        "which",
-        "with",
-        "from",
-        "that",
-        "this",
-        "have",
-        "were",
-        "does",
-        "there",
-        "their",
-        "about",
-        "into",
-        "when",
-        "where",
-        "than",
-        "then",
-        "they",
-        "them",
-        "most",
-        "more",
-        "some",
-        "each",
-        "only",
-        "also",
-        "many",
-        "much",
-        "been",
-        "being",
-        "very",
-        "will",
-        "would",
-        "should",
-        "could",
-        "answer",
-        "check",
-        "checks",
-        "failed",
-        "failure",
-        "error",
-        "errors",
-        "none",
-        "null",
-        "true",
-        "false",
-        "value",
-        "values",
-        "step",
-        "steps",
-    ]
-)
 
 
 def _failure_values(
-    run: Run, failures: Sequence[Failure], steps: Mapping[str, Step]
+    run: Run, failures: Sequence[Failure], steps: Mapping[str, Step], *, lexicon: Lexicon = ENGLISH
 ) -> list[tuple[str, bool, str]]:
     task = " ".join(
         content.text_of(run.metadata[k]).lower()
@@ -328,7 +278,7 @@ def _failure_values(
             if v and v.lower() not in out:
                 out[v.lower()] = (v, True, where)
         for w in _WORD.findall(f.message.lower()):
-            if w in task_words and w not in _STOPWORDS and w not in out:
+            if w in task_words and w not in lexicon.stopwords and w not in out:
                 out[w] = (w, False, where)
     return list(out.values())
 

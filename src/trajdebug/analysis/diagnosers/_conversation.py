@@ -8,13 +8,13 @@ not a conversation and the rules stay silent.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import Run, Step
 
 
@@ -192,19 +192,8 @@ def chat_turn(step: Step, ctx: DiagnoseContext) -> tuple[Conversation, Turn] | N
 
 # -- tool kinds --------------------------------------------------------------------
 
-_READ_TOOL = re.compile(
-    r"^(?:get|find|list|search|read|lookup|look_up|fetch|query|calculate|compute|think|check|view|show)", re.I
-)
-_WRITE_TOOL = re.compile(
-    r"modify|cancel|return|exchange|update|transfer|delete|remove|create|place|book|refund|send|pay|"
-    r"charge|submit|write|insert|add|set|change|escalate|handoff|hand_off",
-    re.I,
-)
-HANDOFF_WORDS = re.compile(r"\b(human|agent|representative|transfer|escalat\w*|supervisor|manager)\b", re.I)
-HANDOFF_TOOL = re.compile(r"transfer_to|escalat|handoff|hand_off|human", re.I)
 
-
-def is_write(name: str, run: Run | None = None) -> bool:
+def is_write(name: str, run: Run | None = None, *, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a tool changes the world (a consequential call) rather than reads it.
 
     The run's metadata may say so (``tools``: a list of ``{"name", "read_only"}``
@@ -217,14 +206,12 @@ def is_write(name: str, run: Run | None = None) -> bool:
                 ro = t.get("read_only", (t.get("annotations") or {}).get("readOnlyHint"))
                 if isinstance(ro, bool):
                     return not ro
-    if _READ_TOOL.match(name):
+    if lexicon.read_tool.match(name):
         return False
-    return bool(_WRITE_TOOL.search(name))
+    return bool(lexicon.write_tool.search(name))
 
 
 __all__ = [
-    "HANDOFF_TOOL",
-    "HANDOFF_WORDS",
     "Call",
     "Conversation",
     "Role",

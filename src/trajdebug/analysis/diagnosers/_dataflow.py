@@ -16,14 +16,12 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import Step
 from trajdebug.values import atoms, is_year
 
 
-_NAMING = re.compile(r"(?:^|\.|\])(?:id|name|type|role|tool|tool_name|agent|function|kind)$")
-
-
-def _values_of(value: Any, *, content_only: bool = False) -> list[Any]:
+def _values_of(value: Any, *, content_only: bool = False, lexicon: Lexicon = ENGLISH) -> list[Any]:
     """The telling scalar values inside a value (strings of 2+ characters, numbers outside -10..10).
 
     ``content_only`` leaves out naming fields (a tool or agent name, an id, a type).
@@ -31,7 +29,7 @@ def _values_of(value: Any, *, content_only: bool = False) -> list[Any]:
     out: list[Any] = []
     seen: set[str] = set()
     for path, v in content.leaves(value):
-        if content_only and _NAMING.search(path):
+        if content_only and lexicon.naming_path.search(path):
             continue
         if isinstance(v, bool) or v is None:
             continue

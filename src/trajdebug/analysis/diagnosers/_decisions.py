@@ -169,11 +169,6 @@ def lost_update(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 # -- choices among listed options (English) -------------------------------------------------
 
-_OPTIONS = re.compile(
-    r"\b(?:choose|chose|pick|select|classify|route|decide|answer with|reply with|one of|either)\b[^.\n]{0,60}?"
-    r"((?:[a-z][\w-]*,\s*)*[a-z][\w-]*,?\s+or\s+[a-z][\w-]*)\b",
-    re.I,
-)
 
 
 def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
@@ -186,7 +181,7 @@ def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     text = content.text_of(step.input)
     said = content.text_of(step.output).casefold()
-    for m in _OPTIONS.finditer(text[:20_000]):
+    for m in ctx.lexicon.options.finditer(text[:20_000]):
         options = [o.casefold() for o in re.split(r",\s*|\s+or\s+", m.group(1)) if o]
         if len(set(options)) < 2:
             continue

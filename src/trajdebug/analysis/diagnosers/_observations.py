@@ -27,6 +27,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import Run, Step
 
 
@@ -34,14 +35,6 @@ _OBSERVERS = ("tool", "retrieval")
 
 # -- truncation --------------------------------------------------------------------
 
-_MARKER = re.compile(
-    r"\[(?:output |response |text )?(?:truncated|cut|clipped|omitted)[^\]]{0,40}\]|\(truncated\)|"
-    r"<truncated>|\btruncated (?:at|after) \d+|(?:\.\.\.|…)\s*$",
-    re.I,
-)
-_COUNT = re.compile(
-    r"\b(\d{1,6})\s+(?:results?|items?|rows?|records?|matches|hits|lines?|failed|entries)\b", re.I
-)
 _TERMINAL = frozenset(".!?;:)]}\"'`>|")
 
 
@@ -143,7 +136,7 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return  # the recorder's own truncation of a large value is not the tool's
     texts = _texts(step.output)
     for path, text in texts:
-        m = _MARKER.search(text[-200:])
+        m = ctx.lexicon.truncation.search(text[-200:])
         if m:
             where = f" in {path}" if path else ""
             yield Evidence(
@@ -165,7 +158,7 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             return
     text = content.text_of(step.output)
     rows = content.largest_list(step.output)
-    for m in _COUNT.finditer(text):
+    for m in ctx.lexicon.result_count.finditer(text):
         n = int(m.group(1))
         listed = len(rows) if rows is not None else None
         if (
@@ -207,16 +200,13 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 # -- retries that masked a failure --------------------------------------------------
 
-# Field names that say a result came from a cache (English-only).  Freshness fields such as
-# ``as_of`` or ``updated_at`` are left out: fresh results carry them too.
-_STALE_KEYS = re.compile(r"^(?:cached|from_cache|cache_hit|served_from_cache|stale|is_stale|cached_at)$", re.I)
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 
-def _stale_marker(value: Any) -> str | None:
+def _stale_marker(value: Any, *, lexicon: Lexicon = ENGLISH) -> str | None:
     if isinstance(value, Mapping):
         for k, v in value.items():
-            if _STALE_KEYS.match(str(k)) and v not in (None, False, "false", "False", 0, ""):
+            if lexicon.stale_keys.match(str(k)) and v not in (None, False, "false", "False", 0, ""):
                 return f"{k}={v!r}"
     return None
 

@@ -29,13 +29,12 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._tools import (
-    _CHECK_TEXT,
-    _INPUT_CAUSED,
     contradictions,
     handled,
     present,
     upstream_outputs,
 )
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import ErrorInfo, Step
 from trajdebug.values import date_forms, is_year
 
@@ -67,7 +66,7 @@ def _quotes_argument(message: str, given: Any) -> bool:
     return False
 
 
-def input_caused(err: ErrorInfo, given: Any = None) -> bool:
+def input_caused(err: ErrorInfo, given: Any = None, *, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether an error says more about what a step was given than about the step.
 
     A ``KeyError`` or a failed validation is raised by a step *on* its input, and
@@ -76,15 +75,14 @@ def input_caused(err: ErrorInfo, given: Any = None) -> bool:
     """
     return (
         err.type.rsplit(".", 1)[-1] in _INPUT_ERROR_TYPES
-        or bool(_INPUT_CAUSED.search(err.message))
+        or bool(lexicon.input_caused.search(err.message))
         or _quotes_argument(err.message, given)
     )
 
 
-_CHECK_TYPES = re.compile(r"check|assert|validation|verif|mismatch", re.I)
 
 
-def is_check(step: Step, err: ErrorInfo | None = None) -> bool:
+def is_check(step: Step, err: ErrorInfo | None = None, *, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a step's error is a check it ran on its input: a validator, a test, a fact check.
 
     Such an error is raised *on* what the step was given (an assertion, a failed
@@ -97,7 +95,7 @@ def is_check(step: Step, err: ErrorInfo | None = None) -> bool:
     name = err.type.rsplit(".", 1)[-1]
     if step.kind in ("tool", "retrieval", "llm"):
         return False  # a tool or a model failing is judged by its own diagnosers
-    return bool(_CHECK_TYPES.search(name)) or bool(_CHECK_TEXT.search(err.message[:500]))
+    return bool(lexicon.check_types.search(name)) or bool(lexicon.check_text.search(err.message[:500]))
 
 
 def _own_error(step: Step, ctx: DiagnoseContext) -> ErrorInfo | None:
@@ -203,15 +201,9 @@ def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 return
 
 
-# Fields that name or identify rather than claim: call ids the model mints,
-# tool (or sub-agent) names it picks from its tool list, message roles and
-# types, and free text it composes (a search query, a prompt, a message).
-_IDENTIFIER_PATH = re.compile(
-    r"(?:^|\.|\])(?:id|call_id|tool_call_id|name|type|role|tool|tool_name|agent|query|q|search|prompt|text|message)$"
-)
 
 
-def _stated(out: Any) -> list[Any]:
+def _stated(out: Any, *, lexicon: Lexicon = ENGLISH) -> list[Any]:
     """The values an output states: SQL literals, JSON leaves, or the numbers of a text."""
     stmt = content.sql_of(out)
     if stmt is not None:
@@ -219,11 +211,11 @@ def _stated(out: Any) -> list[Any]:
         lits: list[Any] = [m.group(1).replace("''", "'") for m in _SQL_LITERAL.finditer(stmt)]
         return lits + [float(n) for n in content.stated_numbers(_SQL_LITERAL.sub("", stmt))]
     if isinstance(out, (Mapping, list)):
-        return [v for p, v in content.leaves(out) if not _IDENTIFIER_PATH.search(p)]
+        return [v for p, v in content.leaves(out) if not lexicon.identifier_path.search(p)]
     if isinstance(out, str):
         parsed = content.parse_json(out) if content.looks_like_json(out) else None
         if parsed is not None:
-            return [v for p, v in content.leaves(parsed) if not _IDENTIFIER_PATH.search(p)]
+            return [v for p, v in content.leaves(parsed) if not lexicon.identifier_path.search(p)]
         return [float(n) for n in content.stated_numbers(out)]
     return []
 

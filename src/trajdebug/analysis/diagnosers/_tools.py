@@ -22,26 +22,13 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._graph import CHILD_KEY
-from trajdebug.analysis.diagnosers._context import _STOPWORDS, DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import Step
 from trajdebug.values import date_forms, date_keys, is_date
 
 
 # -- error wording ----------------------------------------------------------------
-
-
-_INPUT_CAUSED = re.compile(
-    r"syntax|invalid|malformed|not found|no such|unknown|missing|required|unexpected|bad request|"
-    r"does not exist|cannot parse|could not parse|validation|unprocessable|check failed|expected",
-    re.I,
-)
-
-
-_CHECK_TEXT = re.compile(
-    r"\bcheck(?:s)? failed|\bfailed (?:the )?check|\bverif(?:y|ication) failed|assert|"
-    r"does not match|doesn't match|mismatch|\bexpected\b|\bshould (?:be|have)\b|\bis missing\b|\bare missing\b",
-    re.I,
-)
 
 
 # -- results ------------------------------------------------------------------------
@@ -95,13 +82,13 @@ def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if code is not None and code >= 400:
         problem = f"HTTP status {code}"
         text = content.text_of(out, 400)
-        caused = (400 <= code < 500 and code not in (408, 429)) or bool(_INPUT_CAUSED.search(text))
+        caused = (400 <= code < 500 and code not in (408, 429)) or bool(ctx.lexicon.input_caused.search(text))
     elif step.status == "error" and step.error is not None:
         problem = f"{step.error.type}: {step.error.message}"
-        caused = not _ENVIRONMENT.search(problem)
+        caused = not ctx.lexicon.environment.search(problem)
     elif found := content.error_text(out):
         problem = found
-        caused = not _ENVIRONMENT.search(problem)
+        caused = not ctx.lexicon.environment.search(problem)
     elif (
         content.is_empty(out) and step.status == "ok" and any(True for _ in ctx.graph.children(step.step_id))
     ):
@@ -122,7 +109,7 @@ def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             "tool-result",
         )
         return
-    if caused and _CHECK_TEXT.search(problem[:500]):
+    if caused and ctx.lexicon.check_text.search(problem[:500]):
         # A test run or a validator failing is a check on what the tool was
         # given (a patch, a record): the infection shows here, it began upstream.
         yield Evidence(
@@ -145,22 +132,10 @@ def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         yield Evidence(step.step_id, 0.7, f"tool or its environment failed: {problem[:160]}", "tool-result")
 
 
-_ENVIRONMENT = re.compile(
-    r"time(?:d)? ?out|timeout|unavailable|unreachable|rate.?limit|too many requests|quota|overload|"
-    r"internal (?:server )?error|temporar|connection (?:refused|reset|error|closed|aborted|lost|failed)|reset by peer|"
-    r"(?:status|http(?:/[\d.]+)?|code|error|returned)[ :=]*5\d\d\b|\b5\d\d (?:error|internal|bad gateway|service)|bad gateway|"
-    r"service (?:is )?(?:down|unavailable|error)|network|dns|ssl|broken pipe",
-    re.I,
-)
-"""Errors of the tool or its environment (*English*); any other tool error is taken as a rejection of
-its arguments.  A refusal ("refund refused", "not on this account") is a rejection: only a refused
-connection, a 5xx status or a service said to be down speaks of the environment."""
-
-
-def environmental(error: str) -> bool:
+def environmental(error: str, *, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a tool's error speaks of the tool or its environment (a timeout, a 5xx, a refused
     connection) rather than rejecting what it was given (*English*)."""
-    return bool(_ENVIRONMENT.search(error))
+    return bool(lexicon.environment.search(error))
 
 
 _QUERY = re.compile(r"^\s*(select|with)\b", re.I)
@@ -280,7 +255,7 @@ _WORD = re.compile(r"[^\W_][\w-]*")
 _AMOUNT = re.compile(r"[\d.,]+")
 
 
-def _recomposed(v: Any, w: Any, vocabulary: set[str]) -> bool:
+def _recomposed(v: Any, w: Any, vocabulary: set[str], *, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a sentence differs from the upstream one only by names given elsewhere upstream.
 
     ("Analyse acct-2 for May" after "Analyse acct-1 for May", with acct-2 in a listed team): the next
@@ -292,7 +267,7 @@ def _recomposed(v: Any, w: Any, vocabulary: set[str]) -> bool:
     new = set(_WORD.findall(v.lower())) - set(_WORD.findall(w.lower()))
     return bool(new) and all(
         not _AMOUNT.fullmatch(word)
-        and (any(c.isdigit() or c == "-" for c in word) or (len(word) >= 4 and word not in _STOPWORDS))
+        and (any(c.isdigit() or c == "-" for c in word) or (len(word) >= 4 and word not in lexicon.stopwords))
         and word in vocabulary
         for word in new
     )

@@ -186,8 +186,6 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
     content).  Origin tracking from the failure message, as a debugger reads
     an assertion's message to find who set the bad value.
     """
-    from trajdebug.analysis.diagnosers._context import _QUOTED
-
     pos = {s.step_id: i for i, s in enumerate(run.steps)}
     added: dict[str, list[Dependency]] = {}
     texts = _Texts()
@@ -201,60 +199,12 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
         while cur is not None and cur in pos and cur not in ancestors:
             ancestors.add(cur)
             cur = run.steps[pos[cur]].parent_id
-        for m in _QUOTED.finditer(f.message):
-            v = (m.group(1) or m.group(2) or "").strip().lower()
-            if len(v) < 2:
-                continue
-            for st in reversed(run.steps[: pos[f.step_id]]):
-                if st.step_id in ancestors or st.kind == "agent" or st.output is None:
-                    continue
-                out = st.output
-                text = out.strip().lower() if isinstance(out, str) else None
-                hit = text == v or (len(v) >= 8 and v in content.text_of(out).lower())
-                if hit:
-                    if st.step_id not in have:
-                        have.add(st.step_id)
-                        added.setdefault(f.step_id, []).append(
-                            Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY)
-                        )
-                    break
-        # An identifier the message names (a test id, a file, a URL): the
-        # steps that acted on it, the latest of each kind of step, are linked,
-        # more weakly; the diagnosers tell which of them went wrong.
-        per_failure = 0
-        for ident in dict.fromkeys(m.group(0).lower() for m in _IDENT.finditer(f.message)):
-            if _QUOTED_TEXT.search(ident) or not _SEPARATOR.search(ident):
-                continue
-            names: set[str] = set()
-            for st in reversed(run.steps[: pos[f.step_id]]):
-                if per_failure >= 12:
-                    break
-                if st.step_id in ancestors or st.kind == "agent" or st.name in names:
-                    continue
-                if ident in content.text_of(st.input).lower() or ident in content.text_of(st.output).lower():
-                    names.add(st.name)
-                    if st.step_id not in have:
-                        have.add(st.step_id)
-                        per_failure += 1
-                        added.setdefault(f.step_id, []).append(
-                            Dependency(st.step_id, "data", "inferred", confidence * 0.8, NAMED_KEY)
-                        )
-        # Where each value the message names was born: the earliest steps whose
-        # output holds it while their own input does not (origin tracking).
-        for value in _named(f.message):
-            births = 0
-            for i, st in enumerate(run.steps[: pos[f.step_id]]):
-                if births >= 2:
-                    break
-                if st.step_id in ancestors or st.kind in ("agent", "input") or st.output is None:
-                    continue
-                if texts.holds(i, st.output, value) and not texts.holds(~i, st.input, value):
-                    births += 1
-                    if st.step_id not in have:
-                        have.add(st.step_id)
-                        added.setdefault(f.step_id, []).append(
-                            Dependency(st.step_id, "data", "inferred", confidence * 0.8, NAMED_KEY)
-                        )
+        before = run.steps[: pos[f.step_id]]
+        new = _quoted_producers(f.message, before, ancestors, have, confidence)
+        new += _identifier_users(f.message, before, ancestors, have, confidence * 0.8)
+        new += _births(f.message, before, ancestors, have, confidence * 0.8, texts)
+        if new:
+            added.setdefault(f.step_id, []).extend(new)
     if not added:
         return run
     return replace(
@@ -263,6 +213,75 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
             replace(s, deps=(*s.deps, *added[s.step_id])) if s.step_id in added else s for s in run.steps
         ),
     )
+
+
+def _quoted_producers(
+    message: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float
+) -> list[Dependency]:
+    """The latest earlier step whose output is (or, for a longer value, contains) each value the message quotes."""
+    from trajdebug.analysis.diagnosers._context import _QUOTED
+
+    out: list[Dependency] = []
+    for m in _QUOTED.finditer(message):
+        v = (m.group(1) or m.group(2) or "").strip().lower()
+        if len(v) < 2:
+            continue
+        for st in reversed(before):
+            if st.step_id in ancestors or st.kind == "agent" or st.output is None:
+                continue
+            o = st.output
+            text = o.strip().lower() if isinstance(o, str) else None
+            hit = text == v or (len(v) >= 8 and v in content.text_of(o).lower())
+            if hit:
+                if st.step_id not in have:
+                    have.add(st.step_id)
+                    out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
+                break
+    return out
+
+
+def _identifier_users(
+    message: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float
+) -> list[Dependency]:
+    """An identifier the message names (a test id, a file, a URL): the steps that acted on it, the latest of
+    each kind of step, linked more weakly; the diagnosers tell which of them went wrong."""
+    out: list[Dependency] = []
+    for ident in dict.fromkeys(m.group(0).lower() for m in _IDENT.finditer(message)):
+        if _QUOTED_TEXT.search(ident) or not _SEPARATOR.search(ident):
+            continue
+        names: set[str] = set()
+        for st in reversed(before):
+            if len(out) >= 12:
+                break
+            if st.step_id in ancestors or st.kind == "agent" or st.name in names:
+                continue
+            if ident in content.text_of(st.input).lower() or ident in content.text_of(st.output).lower():
+                names.add(st.name)
+                if st.step_id not in have:
+                    have.add(st.step_id)
+                    out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
+    return out
+
+
+def _births(
+    message: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float, texts: _Texts
+) -> list[Dependency]:
+    """Where each value the message names was born: the earliest steps whose output holds it while their own
+    input does not (origin tracking)."""
+    out: list[Dependency] = []
+    for value in _named(message):
+        births = 0
+        for i, st in enumerate(before):
+            if births >= 2:
+                break
+            if st.step_id in ancestors or st.kind in ("agent", "input") or st.output is None:
+                continue
+            if texts.holds(i, st.output, value) and not texts.holds(~i, st.input, value):
+                births += 1
+                if st.step_id not in have:
+                    have.add(st.step_id)
+                    out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
+    return out
 
 
 def _named(message: str) -> list[str]:

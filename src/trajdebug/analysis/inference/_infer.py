@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import filterfalse
 from operator import itemgetter
@@ -379,6 +379,52 @@ def infer_dependencies(
         min_confidence: the least confidence for an edge.
         max_edges_per_step: the most inferred edges per step (the most confident).
     """
+    probes, index, order = _prepared_index(run, previous)
+    by_id = {s.step_id: s for s in run.steps}
+    pids: dict[str, int] = {}
+    running: list[tuple[int, int]] = []  # (end_ns, producer) of timed steps that may still run
+    still_running: set[int] = set()
+    new_steps: list[Step] = []
+    changed = False
+    # Outputs of the steps from the last one with an input on are never read: not indexed.
+    last_reader = max((i for i, s in enumerate(run.steps) if s.input is not None), default=-1)
+    for i, s in enumerate(run.steps):
+        probe = probes[i]
+        if probe is None and s.input is not None:
+            probe = probe_input(s.input)
+        probes[i] = None  # dropped as the sweep goes
+        added: list[Dependency] = []
+        if probe is not None and (probe.hashes or probe.ids or probe.numbers):
+            timed = s.start_ns > 0
+            if timed:
+                while running and running[0][0] <= s.start_ns:
+                    still_running.discard(heapq.heappop(running)[1])
+            excluded = set(still_running) if timed else set()
+            excluded |= _ancestor_producers(s, by_id, pids)
+            scored = index._score(probe, excluded, min_confidence)
+            # Matches are made lazily, without evidence text: most steps keep only a few.
+            matches = (index._to_match(probe, m, evidence=False) for m in scored)
+            added = _edges(run, s, matches, by_id, min_confidence, max_edges_per_step)
+        if added:
+            changed = True
+            new_steps.append(replace(s, deps=(*s.deps, *added)))
+        else:
+            new_steps.append(s)
+        if i >= last_reader:
+            continue
+        pid = index._add(s.step_id, s.output, run_id=None, order=order, consumed=probe)
+        order += 1
+        if pid is not None:
+            pids[s.step_id] = pid
+            if s.end_ns is not None and s.end_ns > 0:
+                heapq.heappush(running, (s.end_ns, pid))
+                still_running.add(pid)
+    return replace(run, steps=tuple(new_steps)) if changed else run
+
+
+def _prepared_index(run: Run, previous: Sequence[Run]) -> tuple[list[InputProbe | None], ContentIndex, int]:
+    """Every input probed, the index restricted to what some input holds, the earlier turns' outputs in it;
+    and the order the run's own outputs continue from."""
     # Inputs are probed first, so the index can keep only the atoms some input holds (most
     # atoms of id-heavy outputs are in no input).  Probes are kept for the sweep, up to a
     # budget; past it, the rest are probed during the sweep and nothing is filtered.
@@ -407,52 +453,20 @@ def infer_dependencies(
         for s in prev.steps:
             index._add(s.step_id, s.output, run_id=prev.run_id, order=order, consumed=s.input)
             order += 1
-    by_id = {s.step_id: s for s in run.steps}
-    pids: dict[str, int] = {}
-    running: list[tuple[int, int]] = []  # (end_ns, producer) of timed steps that may still run
-    still_running: set[int] = set()
-    new_steps: list[Step] = []
-    changed = False
-    # Outputs of the steps from the last one with an input on are never read: not indexed.
-    last_reader = max((i for i, s in enumerate(run.steps) if s.input is not None), default=-1)
-    for i, s in enumerate(run.steps):
-        probe = probes[i]
-        if probe is None and s.input is not None:
-            probe = probe_input(s.input)
-        probes[i] = None  # dropped as the sweep goes
-        added: list[Dependency] = []
-        if probe is not None and (probe.hashes or probe.ids or probe.numbers):
-            timed = s.start_ns > 0
-            if timed:
-                while running and running[0][0] <= s.start_ns:
-                    still_running.discard(heapq.heappop(running)[1])
-            excluded = set(still_running) if timed else set()
-            parent, seen = s.parent_id, {s.step_id}
-            while parent is not None and parent not in seen:  # ancestors (cycle-safe)
-                seen.add(parent)
-                if parent in pids:
-                    excluded.add(pids[parent])
-                up = by_id.get(parent)
-                parent = up.parent_id if up is not None else None
-            scored = index._score(probe, excluded, min_confidence)
-            # Matches are made lazily, without evidence text: most steps keep only a few.
-            matches = (index._to_match(probe, m, evidence=False) for m in scored)
-            added = _edges(run, s, matches, by_id, min_confidence, max_edges_per_step)
-        if added:
-            changed = True
-            new_steps.append(replace(s, deps=(*s.deps, *added)))
-        else:
-            new_steps.append(s)
-        if i >= last_reader:
-            continue
-        pid = index._add(s.step_id, s.output, run_id=None, order=order, consumed=probe)
-        order += 1
-        if pid is not None:
-            pids[s.step_id] = pid
-            if s.end_ns is not None and s.end_ns > 0:
-                heapq.heappush(running, (s.end_ns, pid))
-                still_running.add(pid)
-    return replace(run, steps=tuple(new_steps)) if changed else run
+    return probes, index, order
+
+
+def _ancestor_producers(s: Step, by_id: Mapping[str, Step], pids: Mapping[str, int]) -> set[int]:
+    """The producer ids of a step's ancestors (cycle-safe): an enclosing step is no data source for its children."""
+    out: set[int] = set()
+    parent, seen = s.parent_id, {s.step_id}
+    while parent is not None and parent not in seen:
+        seen.add(parent)
+        if parent in pids:
+            out.add(pids[parent])
+        up = by_id.get(parent)
+        parent = up.parent_id if up is not None else None
+    return out
 
 
 def _edges(

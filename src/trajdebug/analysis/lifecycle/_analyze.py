@@ -456,6 +456,16 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
     _influence(run, work, graph, steps)
 
     facts = {w.index: _facts(w) for w in work}
+    chains, origin_of, failed_below = _chains(work, facts, steps)
+    errors = [_lifecycle(w, facts[w.index], steps, retried_by, origin_of, failed_below) for w in work]
+    return ErrorReport(run.run_id, run.outcome, tuple(errors), tuple(chains), tuple(failure))
+
+
+def _chains(
+    work: Sequence[_Err], facts: dict[int, ErrorFacts], steps: dict[str, Step]
+) -> tuple[list[ErrorChain], dict[int, list[str]], dict[int, str]]:
+    """The scored error chains, critical ones first; the critical chains each error begins; the failed
+    error below each error of a critical chain."""
     scored: list[tuple[list[_Err], list[RuleHit]]] = []
     for p in _paths(work):
         links: list[LinkKind] = [k.link for k in p[1:] if k.link is not None]
@@ -468,7 +478,6 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
             c[0][-1].index,
         )
     )
-
     chains: list[ErrorChain] = []
     origin_of: dict[int, list[str]] = {}
     failed_below: dict[int, str] = {}
@@ -493,43 +502,48 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
                 summary=_summary(cid, p, hits, steps),
             )
         )
+    return chains, origin_of, failed_below
 
-    errors: list[ErrorLifecycle] = []
-    for w in work:
-        severity, why = grade(
-            facts[w.index],
-            critical_chains=origin_of.get(w.index, ()),
-            failed_downstream=failed_below.get(w.index),
-        )
-        step = steps.get(w.ev.step_id)
-        retry_reason = _retry_reason(w, steps, retried_by)
-        errors.append(
-            ErrorLifecycle(
-                error_id=w.ev.error_id,
-                step_id=w.ev.step_id,
-                step_name=step.name if step is not None else "",
-                type=w.ev.type,
-                message=w.ev.message,
-                parent_error_id=w.parent.ev.error_id if w.parent is not None else None,
-                link=w.link,
-                stage=w.stage,
-                stages=(*w.ev.stages, *w.added),
-                severity=severity,
-                silently_propagated=w.silent,
-                blast_radius=tuple(w.blast),
-                blast_truncated=w.truncated,
-                touched_state=w.touched,
-                state_keys=tuple(w.state_keys),
-                reasons=tuple(why + w.notes),
-                path=tuple(w.path),
-                attempt=w.ev.attempt,
-                agent=step.agent if step is not None else None,
-                retry_reason=retry_reason,
-                time_ns=w.time,
-                reported=bool(w.ev.attributes.get("reported")),
-            )
-        )
-    return ErrorReport(run.run_id, run.outcome, tuple(errors), tuple(chains), tuple(failure))
+
+def _lifecycle(
+    w: _Err,
+    facts: ErrorFacts,
+    steps: dict[str, Step],
+    retried_by: dict[str, list[Step]],
+    origin_of: dict[int, list[str]],
+    failed_below: dict[int, str],
+) -> ErrorLifecycle:
+    """One error's lifecycle as reported: its stages, severity, blast radius and reasons."""
+    severity, why = grade(
+        facts,
+        critical_chains=origin_of.get(w.index, ()),
+        failed_downstream=failed_below.get(w.index),
+    )
+    step = steps.get(w.ev.step_id)
+    return ErrorLifecycle(
+        error_id=w.ev.error_id,
+        step_id=w.ev.step_id,
+        step_name=step.name if step is not None else "",
+        type=w.ev.type,
+        message=w.ev.message,
+        parent_error_id=w.parent.ev.error_id if w.parent is not None else None,
+        link=w.link,
+        stage=w.stage,
+        stages=(*w.ev.stages, *w.added),
+        severity=severity,
+        silently_propagated=w.silent,
+        blast_radius=tuple(w.blast),
+        blast_truncated=w.truncated,
+        touched_state=w.touched,
+        state_keys=tuple(w.state_keys),
+        reasons=tuple(why + w.notes),
+        path=tuple(w.path),
+        attempt=w.ev.attempt,
+        agent=step.agent if step is not None else None,
+        retry_reason=_retry_reason(w, steps, retried_by),
+        time_ns=w.time,
+        reported=bool(w.ev.attributes.get("reported")),
+    )
 
 
 __all__ = [

@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage._views import StepView, semantic
 from trajdebug.chat import normalize_messages
 from trajdebug.model import CONTAINER_KINDS, Step
@@ -97,7 +98,6 @@ ALTERED_CUT = 0.5
 DROPPED_COLUMN = 0.35
 WRONG_RECORD = 0.5
 ADMITTED = 0.45
-_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "none", "null"})
 
 
 def anomalies(step: Step, view: StepView, has_children: bool = False) -> Iterator[Evidence]:
@@ -285,7 +285,7 @@ def _record_keys(value: Any, depth: int = 0) -> set[str]:
 __all__ = ["GENERIC_FIELDS", "anomalies"]
 
 
-def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
+def _wrong_record(step: Step, view: StepView, *, lexicon: Lexicon = ENGLISH) -> Iterator[Evidence]:
     out_ids = {a.key: a for a in view.outputs if a.kind == "id"}
     if not out_ids:
         return
@@ -312,7 +312,7 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
             if a.kind in ("id", "text", "date")
             and a.key not in out_ids
             and a.key not in listed
-            and a.raw.casefold() not in _BOOLEAN_WORDS
+            and a.raw.casefold() not in lexicon.boolean_words
             and (asking is None or _count(asking, a.key) > 0)
         }
         asked |= {
@@ -320,7 +320,7 @@ def _wrong_record(step: Step, view: StepView) -> Iterator[Evidence]:
             for k in _mentioned(text, listed)
             # (The user's words hold no records: any mention there is a question.)
             if (asking is not None or _count(text, k) > _count(inside, k))
-            and k.split(":", 1)[-1] not in _BOOLEAN_WORDS
+            and k.split(":", 1)[-1] not in lexicon.boolean_words
         }
 
         scores = [sum(1 for k in r if k in asked and k not in out_ids) for r in keyed]
@@ -386,15 +386,9 @@ def _admitted(step: Step) -> Iterator[Evidence]:
                 return
 
 
-_BOUND = re.compile(
-    r"^(?:(min|max)(?:imum)?_([a-z]\w*)|([a-z]\w*?)_(min|max)(?:imum)?"
-    r"|(min|max)(?:imum)?([A-Z]\w*)|([a-z]\w*?)(Min|Max)(?:imum)?)$"
-)
-"""A bound by its name: ``min_capacity``, ``price_max``, ``minPrice``, ``priceMax`` (*English* ``min``/``max``;
-a separator or a capital is required: ``minutes`` and ``admin`` bound nothing)."""
 
 
-def _bounds(value: Any) -> list[tuple[str, str, float]]:
+def _bounds(value: Any, *, lexicon: Lexicon = ENGLISH) -> list[tuple[str, str, float]]:
     """Numeric bounds a request's top-level fields set by name (``min_capacity``, ``price_max``): (field,
     min|max, bound)."""
     out: list[tuple[str, str, float]] = []
@@ -404,7 +398,7 @@ def _bounds(value: Any) -> list[tuple[str, str, float]]:
         bound = _finite(v)
         if bound is None:
             continue
-        m = _BOUND.match(str(k))
+        m = lexicon.bound_field.match(str(k))
         if m:
             g = m.groups()
             side, name = next((g[i], g[i + 1]) if i % 4 == 0 else (g[i + 1], g[i]) for i in (0, 2, 4, 6) if g[i])
@@ -445,7 +439,7 @@ def _out_of_bounds(step: Step) -> Iterator[Evidence]:
                 return
 
 
-def _constraints(value: Any, depth: int = 0, out: dict[str, str] | None = None) -> dict[str, str]:
+def _constraints(value: Any, depth: int = 0, out: dict[str, str] | None = None, *, lexicon: Lexicon = ENGLISH) -> dict[str, str]:
     """Text fields the input fixes outside any list of records (a request's ``city``), by name; a field
     with two different values is no constraint."""
     out = {} if out is None else out
@@ -463,7 +457,7 @@ def _constraints(value: Any, depth: int = 0, out: dict[str, str] | None = None) 
     if isinstance(value, Mapping):
         for k, v in list(value.items())[:100]:
             key = str(k).lower()
-            if isinstance(v, str) and 2 <= len(v) <= 60 and key not in GENERIC_FIELDS and v.casefold() not in _BOOLEAN_WORDS:
+            if isinstance(v, str) and 2 <= len(v) <= 60 and key not in GENERIC_FIELDS and v.casefold() not in lexicon.boolean_words:
                 if key in out and out[key].casefold() != v.casefold():
                     out[key] = ""  # two values: not a constraint
                 else:

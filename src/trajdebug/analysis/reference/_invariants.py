@@ -343,127 +343,172 @@ def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 
     if st is None or step.status != "ok":
         return
     if step.kind not in CONTAINER_KINDS:
-        answers = st.answers.get(_canon(semantic(step, step.input)))
-        # One answer to this request in every passing run that made it, and another one now: a
-        # function of its input that changed (stale data, a changed environment), the strongest
-        # sign a step's output is off.  Passing runs that disagree among themselves say nothing.
-        if answers is not None and len(answers) == 1 and _canon(semantic(step, step.output)) not in answers:
-            yield Evidence(
-                step.step_id,
-                0.65 if step.kind != "llm" else 0.4,
-                f"given the same input as in passing run {next(iter(answers.values()))[:12]}, it answered differently",
-                "reference:same-input",
-            )
-        if step.kind in OBSERVATION_KINDS and st.parts:
-            # The answer (or a sizeable part of it) a passing run got for another request: a
-            # cache or a lookup that served the wrong entry.
-            request = _canon(semantic(step, step.input))
-            for part in _large_parts(semantic(step, step.output)):
-                got = st.parts.get(part)
-                # Only an answer specific to one request in the passing runs: a part several
-                # requests got alike (a static table, a policy) says nothing.
-                if got is not None and len(got) == 1 and request not in got:
-                    (other, run), = got.items()
-                    yield Evidence(
-                        step.step_id,
-                        0.5,
-                        f"answered with what passing run {run[:12]} got for another request ({other[:80]})",
-                        "reference:old-answer",
-                    )
-                    break
+        yield from _answer_checks(step, st)
     if st.n < MIN_SUPPORT or len(st.runs) < min_runs:
         return
     outs = _out_fields(view)
     ins = _in_fields(view)
-    sid = step.step_id
     for f, fs in st.fields.items():
         if fs.n < MIN_SUPPORT or len(fs.runs) < 2 or f in PROTOCOL_FIELDS:
             continue
-        atoms = outs.get(f)
-        present_share = st.present.get(f, 0) / st.n
-        if atoms is None:
-            # (A model answers in different shapes from call to call: a tool call, then prose;
-            # so does any step passing a model's message on, which says who speaks in `role`.)
-            if present_share >= 0.99 and view.outputs and step.kind != "llm" and "role" not in outs:
+        yield from _field_checks(step, view, st, f, fs, outs, ins)
+    yield from _shape_checks(step, st, outs, min_runs)
+    yield from _ratio_checks(step.step_id, outs, ins, st)
+    size = _size_ratio(step)
+    if size is not None and len(st.sizes) >= MIN_SUPPORT:
+        lo, hi = min(st.sizes), max(st.sizes)
+        if hi - lo <= 1e-9 and abs(size - lo) > 1e-9:
+            yield Evidence(
+                step.step_id,
+                _w(0.4, len(st.sizes)),
+                f"returned {size:g}x as many items as it was given; passing runs always {lo:g}x",
+                "reference:size",
+            )
+
+
+def _answer_checks(step: Step, st: _StepStats) -> Iterator[Evidence]:
+    """A request answered otherwise than in every passing run; an answer passing runs got for another request."""
+    answers = st.answers.get(_canon(semantic(step, step.input)))
+    # One answer to this request in every passing run that made it, and another one now: a
+    # function of its input that changed (stale data, a changed environment), the strongest
+    # sign a step's output is off.  Passing runs that disagree among themselves say nothing.
+    if answers is not None and len(answers) == 1 and _canon(semantic(step, step.output)) not in answers:
+        yield Evidence(
+            step.step_id,
+            0.65 if step.kind != "llm" else 0.4,
+            f"given the same input as in passing run {next(iter(answers.values()))[:12]}, it answered differently",
+            "reference:same-input",
+        )
+    if step.kind in OBSERVATION_KINDS and st.parts:
+        # The answer (or a sizeable part of it) a passing run got for another request: a
+        # cache or a lookup that served the wrong entry.
+        request = _canon(semantic(step, step.input))
+        for part in _large_parts(semantic(step, step.output)):
+            got = st.parts.get(part)
+            # Only an answer specific to one request in the passing runs: a part several
+            # requests got alike (a static table, a policy) says nothing.
+            if got is not None and len(got) == 1 and request not in got:
+                (other, run), = got.items()
                 yield Evidence(
-                    sid,
-                    _w(0.45, fs.n),
-                    f"its output lacks {f!r}, present in all {st.n} passing occurrences",
-                    "reference:presence",
+                    step.step_id,
+                    0.5,
+                    f"answered with what passing run {run[:12]} got for another request ({other[:80]})",
+                    "reference:old-answer",
                 )
-            continue
-        if fs.grounded == fs.n and not all(view.given(a) for a in atoms):
-            bad = next(a for a in atoms if not view.given(a))
+                break
+
+
+def _field_checks(
+    step: Step,
+    view: StepView,
+    st: _StepStats,
+    f: str,
+    fs: _FieldStats,
+    outs: Mapping[str, list[Any]],
+    ins: Mapping[str, list[Any]],
+) -> Iterator[Evidence]:
+    """One output field against its invariants: presence, grounding, kept values, numbers, formulas, categories."""
+    sid = step.step_id
+    atoms = outs.get(f)
+    present_share = st.present.get(f, 0) / st.n
+    if atoms is None:
+        # (A model answers in different shapes from call to call: a tool call, then prose;
+        # so does any step passing a model's message on, which says who speaks in `role`.)
+        if present_share >= 0.99 and view.outputs and step.kind != "llm" and "role" not in outs:
             yield Evidence(
                 sid,
-                _w(0.55 if step.kind == "llm" else 0.4, fs.n),
-                f"{f}={bad.raw} is not among the values it was given; in {fs.n} passing occurrences {f} always was",
-                "reference:grounded",
+                _w(0.45, fs.n),
+                f"its output lacks {f!r}, present in all {st.n} passing occurrences",
+                "reference:presence",
             )
-        given = ins.get(f)
-        if (
-            fs.kept_seen >= MIN_SUPPORT
-            and fs.kept == fs.kept_seen
-            and given
-            and len({a.key for a in given}) == 1
-        ):
-            moved = [a for a in atoms if a.key != given[0].key]
-            if moved:
+        return
+    if fs.grounded == fs.n and not all(view.given(a) for a in atoms):
+        bad = next(a for a in atoms if not view.given(a))
+        yield Evidence(
+            sid,
+            _w(0.55 if step.kind == "llm" else 0.4, fs.n),
+            f"{f}={bad.raw} is not among the values it was given; in {fs.n} passing occurrences {f} always was",
+            "reference:grounded",
+        )
+    given = ins.get(f)
+    if (
+        fs.kept_seen >= MIN_SUPPORT
+        and fs.kept == fs.kept_seen
+        and given
+        and len({a.key for a in given}) == 1
+    ):
+        moved = [a for a in atoms if a.key != given[0].key]
+        if moved:
+            yield Evidence(
+                sid,
+                _w(0.55, fs.kept_seen),
+                f"{f}={moved[0].raw} differs from the {f}={given[0].raw} it was given; "
+                f"in {fs.kept_seen} passing occurrences it was kept",
+                "reference:kept",
+            )
+    nums = [a.number for a in atoms if a.kind == "number" and a.number is not None]
+    if nums and len(fs.numbers) >= MIN_SUPPORT:
+        yield from _number_checks(sid, f, nums, fs)
+    numbers = [a for a in atoms if a.kind == "number"][:20]
+    if numbers and fs.formulas and step.kind != "llm":
+        yield from _formula_checks(sid, view, f, fs, numbers)
+    yield from _category_checks(step, f, fs, atoms)
+
+
+def _formula_checks(
+    sid: str, view: StepView, f: str, fs: _FieldStats, numbers: Sequence[Any]
+) -> Iterator[Evidence]:
+    """The way a number is computed from the step's inputs, when passing runs almost always computed it one
+    way (a coincidence, such as a zero operand, may make a few look like another formula)."""
+    usual, count = max(fs.formulas.items(), key=lambda kv: kv[1])
+    total = sum(fs.formulas.values())
+    share = count / total
+    if count >= MIN_SUPPORT and share >= 0.7 and usual != "given-by-no-formula":
+        for a in numbers:
+            d = derivation(view, a)
+            now = d.formula if d is not None else "given-by-no-formula"
+            if now != usual and fs.formulas.get(now, 0) / total < 0.15:
+                shown = now if now != "given-by-no-formula" else "no formula of its inputs"
                 yield Evidence(
                     sid,
-                    _w(0.55, fs.kept_seen),
-                    f"{f}={moved[0].raw} differs from the {f}={given[0].raw} it was given; "
-                    f"in {fs.kept_seen} passing occurrences it was kept",
-                    "reference:kept",
+                    _w(0.55 * share, count),
+                    f"{f}={a.raw} is {shown}; {count} of {total} passing values were {usual}",
+                    "reference:formula",
                 )
-        nums = [a.number for a in atoms if a.kind == "number" and a.number is not None]
-        if nums and len(fs.numbers) >= MIN_SUPPORT:
-            yield from _number_checks(sid, f, nums, fs)
-        numbers = [a for a in atoms if a.kind == "number"][:20]
-        if numbers and fs.formulas and step.kind != "llm":
-            # The way a number is computed from the step's inputs, when passing runs
-            # almost always computed it one way (a coincidence, such as a zero
-            # operand, may make a few look like another formula).
-            usual, count = max(fs.formulas.items(), key=lambda kv: kv[1])
-            total = sum(fs.formulas.values())
-            share = count / total
-            if count >= MIN_SUPPORT and share >= 0.7 and usual != "given-by-no-formula":
-                for a in numbers:
-                    d = derivation(view, a)
-                    now = d.formula if d is not None else "given-by-no-formula"
-                    if now != usual and fs.formulas.get(now, 0) / total < 0.15:
-                        shown = now if now != "given-by-no-formula" else "no formula of its inputs"
-                        yield Evidence(
-                            sid,
-                            _w(0.55 * share, count),
-                            f"{f}={a.raw} is {shown}; {count} of {total} passing values were {usual}",
-                            "reference:formula",
-                        )
-                        break
-        cats = [a for a in atoms if a.kind == "text"]
-        text_values = {k: n for k, n in fs.values.items() if k.startswith("s:")}
-        observed = sum(text_values.values())
-        if (
-            cats
-            and step.kind != "llm"
-            and text_values
-            and len(text_values) <= 3
-            and observed >= max(MIN_SUPPORT, 2 * len(text_values))
-        ):
-            new = [a for a in cats if a.key not in text_values]
-            if new:
-                usual = ", ".join(repr(fs.raws[k]) for k in list(text_values)[:3])
-                # A value unseen in n observations may still have a share up to 3/n (the rule
-                # of three, Hanley & Lippman-Hand 1983): few observations say little about a
-                # category, unlike a structural invariant (a value always copied).
-                yield Evidence(
-                    sid,
-                    round((0.45 if len(text_values) == 1 else 0.3) * max(0.0, 1.0 - 3.0 / observed), 3),
-                    f"{f}={new[0].raw}, never seen in passing runs (always {usual})",
-                    "reference:category",
-                )
-    # A field no passing occurrence had, when the step's output has a fixed set of fields
-    # (a record, not a mapping keyed by data such as names or dates).
+                break
+
+
+def _category_checks(step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any]) -> Iterator[Evidence]:
+    """A text value never seen in passing runs, where they always had one of a few."""
+    sid = step.step_id
+    cats = [a for a in atoms if a.kind == "text"]
+    text_values = {k: n for k, n in fs.values.items() if k.startswith("s:")}
+    observed = sum(text_values.values())
+    if (
+        cats
+        and step.kind != "llm"
+        and text_values
+        and len(text_values) <= 3
+        and observed >= max(MIN_SUPPORT, 2 * len(text_values))
+    ):
+        new = [a for a in cats if a.key not in text_values]
+        if new:
+            usual = ", ".join(repr(fs.raws[k]) for k in list(text_values)[:3])
+            # A value unseen in n observations may still have a share up to 3/n (the rule
+            # of three, Hanley & Lippman-Hand 1983): few observations say little about a
+            # category, unlike a structural invariant (a value always copied).
+            yield Evidence(
+                sid,
+                round((0.45 if len(text_values) == 1 else 0.3) * max(0.0, 1.0 - 3.0 / observed), 3),
+                f"{f}={new[0].raw}, never seen in passing runs (always {usual})",
+                "reference:category",
+            )
+
+
+def _shape_checks(step: Step, st: _StepStats, outs: Mapping[str, list[Any]], min_runs: int) -> Iterator[Evidence]:
+    """A field no passing occurrence had, when the step's output has a fixed set of fields
+    (a record, not a mapping keyed by data such as names or dates)."""
+    sid = step.step_id
     if step.kind != "llm" and st.n >= MIN_SUPPORT and len(st.runs) >= min_runs and len(st.schemas) == 1:
         new = [f for f in outs if f not in st.fields]
         # (A bare value where the others returned a structure, or the reverse, is a change of
@@ -474,17 +519,6 @@ def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 
                 _w(0.3, st.n),
                 f"its output has {new[0]!r}, a field none of {st.n} passing occurrences had",
                 "reference:new-field",
-            )
-    yield from _ratio_checks(sid, outs, ins, st)
-    size = _size_ratio(step)
-    if size is not None and len(st.sizes) >= MIN_SUPPORT:
-        lo, hi = min(st.sizes), max(st.sizes)
-        if hi - lo <= 1e-9 and abs(size - lo) > 1e-9:
-            yield Evidence(
-                sid,
-                _w(0.4, len(st.sizes)),
-                f"returned {size:g}x as many items as it was given; passing runs always {lo:g}x",
-                "reference:size",
             )
 
 

@@ -1,0 +1,597 @@
+"""The combination of the ranking: how the evidence sources' findings become one score per step.
+
+A step's score is its structural prior times its evidence, scaled by how much
+of the failure's blame reaches it:
+
+- **blame** is propagated backward from the failures, consumers before
+  producers (one linear pass); a step that looks faulty keeps part of it
+  (explaining away), one that looks sound passes it on; per edge kind a weight
+  (thin slicing as weights: Sridharan, Fink & Bodík, PLDI 2007);
+- **prior**: what kind of step it is (an enclosing span is made of its
+  children, which are ranked themselves);
+- **evidence**: a step's findings folded by noisy-OR
+  (`trajdebug.analysis._evidence.fold`) into a suspicion; a failing step that
+  raised on what it was given keeps a share of it (the symptom);
+- **factors**: the failure's thin slice (it introduced a value the failure
+  involves), focus (it produces what failed), another listed item, consumers
+  verified good (Zhang, Gupta & Gupta, PLDI 2006).
+
+A candidate is a structural root when its evidence makes it faulty and no
+step on its path to the failure has stronger evidence of its own (Zeller's
+stopping rule).  The hand weights are `DEFAULT_WEIGHTS`.  Each ranked step's
+features (`Ranking.features`) name every value used here, for a learned model.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from trajdebug.analysis import _content as content
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._evidence import Evidence, Verdict, fold
+from trajdebug.analysis._graph import CHILD_KEY, DependencyGraph
+from trajdebug.analysis._sources import Mark, Slice, local_evidence, other_entities, reference_evidence
+from trajdebug.analysis._value_sources import lineage_evidence
+from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_check
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.analysis.lineage import Lineage
+from trajdebug.analysis.reference import Profile
+from trajdebug.model import BOUNDARY_KINDS, CONTAINER_KINDS, VALUE_DEP_KINDS, Dependency, Run, Step
+from trajdebug.values import atoms
+
+
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "data": 1.0,  # blame carried per edge kind (thin slicing as weights)
+    "state": 0.8,
+    "control": 0.5,
+    "context": 0.35,
+    "env": 0.25,
+    "child": 0.9,  # implicit child -> enclosing-step edges
+    "hop": 0.95,  # decay per edge, whatever its kind
+    "absorb": 0.8,  # share of its blame a faulty-looking step keeps (explaining away)
+    "proximity": 0.3,  # exponent of blame in the score: 1 favours steps near the failure, 0 ignores distance
+    "focus": 1.3,  # boost of steps producing what failed (JSON for a JSON failure, SQL for SQL)
+    "prune": 0.5,  # how much verified-good consumers exonerate a step (Zhang, Gupta & Gupta, PLDI 2006)
+    "min_confidence": 0.5,  # edges below this do not keep a step from being a root
+    "detached": 0.2,  # reach of a step before the failure that no edge connects to it
+    "base": 0.4,  # share of the score a step with no evidence keeps (so blame orders steps with none)
+    "symptom": 0.3,  # share of its own evidence a step keeps when it raised on what it was given
+    "symptom_rank": 0.6,  # and of its reach: the failure shows there, its cause lies upstream
+    "thin": 0.3,  # boost of a step on the failure's thin slice (the origin of a value the failure involves)
+    "origin": 1.0,  # thin-slice strength: introduced a value the failure's message names
+    "subject_id": 0.6,  # share of "origin" for an id a failure names beside numbers or dates (what it checked)
+    "origin_arg": 0.4,  # thin-slice strength: introduced a value the failing step was given
+    "elsewhere": 0.6,  # share of its score a step keeps when it was about another listed item than the failure
+    "origin_spoken": 0.25,  # thin-slice strength: introduced a value of a field the failure's message speaks of
+    "origin_named_arg": 0.7,  # and the failure's message speaks of that value's field
+    "dropped": 0.45,  # was given a value the failure expects and did not pass it on
+    "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
+    "llm_dropped": 0.5,  # share of that for a model step
+    "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
+    "contradicted": 0.5,  # introduced a number for a quantity the failure states another value of
+    "whatif": 0.6,  # one numeric slip in its number turns the run's number into the one the failure expects
+    "disagrees": 0.45,  # gave a value the failing check's own source contradicts (same field, same entity)
+    "earliest": 1.15,  # boost of the earliest step on the slice that breaks a reference invariant
+    "sibling": 0.6,  # weight of a deviation from the step's other calls in the same run (vs passing runs)
+    "inherited": 0.5,  # share of a deviation a step keeps when its input already deviated upstream
+}
+"""Ranking weights; override any of them with ``localize(weights=...)``."""
+
+KIND_PRIOR: dict[str, float] = {"agent": 0.5}
+"""Prior of a step by kind (1 when not listed): an agent span is made of its children, which are ranked themselves."""
+
+
+PROGRAMMING_ERRORS = frozenset(
+    {
+        "TypeError",
+        "NameError",
+        "AttributeError",
+        "UnboundLocalError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "NotImplementedError",
+        "SyntaxError",
+        "ZeroDivisionError",
+        "RecursionError",
+        "IndexError",
+    }
+)
+"""Exception types that say the raising code itself is wrong, rather than what it was given."""
+
+FAILURE_SUSPICION: dict[str, float] = {
+    "json": 0.45,
+    "sql": 0.45,
+    "http": 0.4,
+    "empty": 0.4,
+    "error-text": 0.45,
+}
+"""Suspicion a failure adds to the step where it shows, by detector (detectors that judge the step's own output)."""
+
+
+
+class FrozenMap(Mapping[str, float]):
+    """A read-only mapping of names to numbers (picklable and hashable, unlike a mapping proxy)."""
+
+    __slots__ = ("_d",)
+
+    def __init__(self, items: Mapping[str, float] | Iterable[tuple[str, float]] = ()) -> None:
+        self._d: dict[str, float] = dict(items)
+
+    def __getitem__(self, key: str) -> float:
+        return self._d[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._d.items()))
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._d!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenMap, (self._d,))
+
+
+def _families(failures: Iterable[Failure]) -> set[str]:
+    """What kind of output failed: JSON, SQL, an HTTP call, an empty result (focus the search on its producers)."""
+    fam: set[str] = set()
+    for f in failures:
+        sig = f.signature.lower()
+        if "json" in sig:
+            fam.add("json")
+        elif "sql" in sig or "operationalerror" in sig:
+            fam.add("sql")
+        elif "http" in sig:
+            fam.add("http")
+        elif sig == "empty":
+            fam.add("empty")
+    return fam
+
+
+def _matches(step: Step, families: set[str]) -> bool:
+    out = step.output
+    if "json" in families and (
+        step.attributes.get("expect") == "json" or (isinstance(out, str) and content.looks_like_json(out))
+    ):
+        return True
+    if "sql" in families and content.sql_of(out) is not None:
+        return True
+    if "http" in families and step.kind in ("tool", "llm"):
+        return True
+    return "empty" in families and step.kind in ("retrieval", "tool", "parse")
+
+
+def _verified_good(run: Run) -> set[str]:
+    """Steps whose declared checks all passed (their outputs are verified good)."""
+    good: set[str] = set()
+    for s in run.steps:
+        checks = s.attributes.get("checks")
+        if (
+            isinstance(checks, list)
+            and checks
+            and all(isinstance(c, Mapping) and c.get("passed") is True for c in checks)
+        ):
+            good.add(s.step_id)
+    return good
+
+
+
+def _strongest(evidence: Iterable[Evidence]) -> list[Evidence]:
+    """One piece of evidence per signal: the strongest, a little stronger for each further finding (at most +0.1).
+
+    Many values traced to one step say one thing many times: counting each would
+    let a step that handled many values outrank one that damaged a single one.
+    """
+    best: dict[tuple[str, bool], Evidence] = {}
+    count: dict[tuple[str, bool], int] = {}
+    for e in evidence:
+        k = (e.diagnoser, e.sound)
+        count[k] = count.get(k, 0) + 1
+        if k not in best or e.suspicion > best[k].suspicion:
+            best[k] = e
+    out = []
+    for k, e in best.items():
+        n = count[k]
+        if n > 1 and not e.sound and e.suspicion > 0:
+            e = Evidence(
+                e.step_id,
+                min(1.0, e.suspicion + min(0.1, 0.03 * (n - 1))),
+                e.reason,
+                e.diagnoser,
+                e.sound,
+                e.correction,
+            )
+        out.append(e)
+    return out
+
+
+
+class Ranking:
+    """One ranking: the slice, the findings of the evidence sources, and their combination.
+
+    The evidence sources (`trajdebug.analysis._sources`) return findings; this
+    class only combines them: verdicts (noisy-OR), blame propagated backward
+    (explaining away), the prior, the score factors, Zeller's stopping rule.
+    The maps it keeps are its own memo of that combination.
+    """
+
+    def __init__(
+        self,
+        run: Run,
+        g: DependencyGraph,
+        ctx: DiagnoseContext,
+        lin: Lineage,
+        profile: Profile | None,
+        failures: Sequence[Failure],
+        w: Mapping[str, float],
+        lexicon: Lexicon = ENGLISH,
+    ) -> None:
+        self.run, self.g, self.ctx, self.lin, self.profile, self.w = run, g, ctx, lin, profile, w
+        self.failures = failures
+        self.fail_ids = list(dict.fromkeys(f.step_id for f in failures))
+        self.dist: dict[str, int] = {}
+        self.via: dict[str, tuple[str, Dependency]] = {}
+        self.extra: dict[str, list[Evidence]] = {}
+        self.verdicts: dict[str, Verdict] = {}
+        self.scores: dict[str, float] = {}
+        self.has_children = {s.parent_id for s in run.steps if s.parent_id is not None}
+        self.blame: dict[str, float] = {}
+        self.best_in: dict[str, float] = {}
+        self.roots: set[str] = set()
+        self.upstream: dict[str, str] = {}
+        self.families = _families(failures)
+        self.thin: dict[str, tuple[float, str]] = {}
+        self.symptoms: set[str] = set()
+        self.elsewhere: dict[str, str] = {}
+        self.good = _verified_good(run)
+        self.lexicon = lexicon
+        self.ids: list[str] = []
+        self._fail_pos: list[int] = []
+
+    # -- the slice ----------------------------------------------------------------
+
+    def slice(self) -> None:
+        """Hop distances from the failures, backward over every edge (BFS), with the edge taken."""
+        q: deque[str] = deque()
+        for sid in self.fail_ids:
+            self.dist[sid] = 0
+            q.append(sid)
+        while q:
+            sid = q.popleft()
+            for d in self.g.parents(sid):
+                p = d.step_id
+                if p not in self.dist:
+                    self.dist[p] = self.dist[sid] + 1
+                    q.append(p)
+
+    def detached(self) -> list[str]:
+        """Steps that started before the last failure but that no edge connects to it."""
+        last = max(self.g.position(s) for s in self.fail_ids)
+        return [s.step_id for s in self.run.steps[:last] if s.step_id not in self.dist]
+
+    # -- evidence -----------------------------------------------------------------
+
+    def gather(self, ids: Sequence[str]) -> None:
+        """The findings of every evidence source about the ranked steps, grouped per step.
+
+        Order matters where findings tie (the first of equal marks is kept, as
+        is the first of equal evidence of one signal): the sources run in one
+        fixed order.
+        """
+        sl = Slice(
+            self.run,
+            self.g,
+            self.lin,
+            self.profile,
+            self.failures,
+            self.fail_ids,
+            self.w,
+            self.dist,
+            frozenset(self.has_children),
+            self.lexicon,
+        )
+        found = [*lineage_evidence(sl), *local_evidence(sl, ids)]
+        ref, first = reference_evidence(sl, ids)
+        found += ref
+        found += other_entities(sl, ids)
+        for x in found:
+            if isinstance(x, Mark):
+                if x.name == "elsewhere":
+                    self.elsewhere[x.step_id] = x.sentence
+                elif x.value > self.thin.get(x.step_id, (0.0, ""))[0]:
+                    self.thin[x.step_id] = (x.value, x.sentence)
+            else:
+                self.extra.setdefault(x.step_id, []).append(x)
+        if first is not None:
+            # The earliest deviation on the slice weighs more (Sahoo et al. 2013).
+            self.extra[first] = [
+                Evidence(e.step_id, min(0.95, e.suspicion * self.w["earliest"]), e.reason, e.diagnoser, e.sound)
+                if e.diagnoser.startswith("reference:")
+                else e
+                for e in self.extra[first]
+            ]
+
+    # -- scoring ------------------------------------------------------------------
+
+    def symptom(self, step: Step) -> bool:
+        """Whether a failing step raised on what it was given rather than by a defect of its own.
+
+        A step of the agent's own code that raises anything but a programming
+        error (a validation, a consistency check, a domain exception) judged
+        its input; so does any step whose error names values it was given, or
+        that is a check.  A programming error (``TypeError``, ``NameError``...)
+        raised by code that was given what it always gets is its own defect.
+        """
+        err = step.error
+        if err is None:
+            return False
+        if is_check(step, err):
+            return True
+        view = self.lin.view(step.step_id)
+        named = [a for a in atoms(err.message) if a.kind != "text" or len(a.raw) > 2]
+        if any(view.given(a) for a in named):
+            return True
+        own = err.type.rsplit(".", 1)[-1] in PROGRAMMING_ERRORS
+        if step.kind in ("tool", "retrieval"):
+            # A tool refusing what it was given (a business rule, a validation on its side)
+            # shows the failure; a tool timing out or crashing is its own (or its service's).
+            return not own and not environmental(f"{err.type}: {err.message}")
+        if step.kind in BOUNDARY_KINDS:
+            return False  # a model failing is judged by its own diagnosers
+        return not own
+
+    def verdict(self, sid: str) -> Verdict:
+        v = self.verdicts.get(sid)
+        if v is None:
+            base = self.ctx.verdict(sid)
+            ev = _strongest(list(base.evidence) + self.extra.get(sid, []))
+            step = self.g.steps[sid]
+            declared = all(
+                f.detector in ("outcome", "run-failure") for f in self.failures if f.step_id == sid
+            )
+            if sid in self.fail_ids and (self.symptom(step) or (declared and step.error is None)):
+                self.symptoms.add(sid)
+                ev = [
+                    Evidence(
+                        e.step_id,
+                        e.suspicion * self.w["symptom"],
+                        e.reason,
+                        e.diagnoser,
+                        e.sound,
+                        e.correction,
+                    )
+                    for e in ev
+                ]
+                ev.append(
+                    Evidence(
+                        sid,
+                        0.0,
+                        "raised on what it was given: where the failure showed, not where it began",
+                        "symptom",
+                    )
+                )
+            v = self.verdicts[sid] = fold(sid, ev)
+        return v
+
+    def prior(self, sid: str) -> float:
+        step = self.g.steps[sid]
+        kind = KIND_PRIOR.get(step.kind, 1.0)
+        if sid in self.has_children and step.kind not in CONTAINER_KINDS:
+            kind *= 0.7  # an enclosing span is made of its children, which are ranked themselves
+        return kind
+
+    def edge_weight(self, d: Dependency) -> float:
+        kind_w = self.w["child"] if d.key == CHILD_KEY else self.w.get(d.kind, 0.3)
+        return kind_w * d.confidence * self.w["hop"]
+
+    def propagate(self, ids: set[str]) -> None:
+        """Blame from the failures backward, consumers before producers (one pass, linear).
+
+        A step that looks faulty explains part of the failure itself and passes
+        less of it on (explaining away); one that looks sound may have passed an
+        infection along unchanged, so it passes its blame on.  Contributions of
+        several paths through one step accumulate (noisy-OR).
+        """
+        absorb = self.w["absorb"]
+        for sid in self.fail_ids:
+            self.blame[sid] = 1.0
+        for sid in reversed(self.g.topological_order()):
+            b = self.blame.get(sid, 0.0)
+            if b <= 0.0:
+                continue
+            passed = b * (1.0 - absorb * self.verdict(sid).suspicion) if sid in ids else b
+            for d in self.g.parents(sid):
+                c = passed * self.edge_weight(d)
+                if c <= 0.0:
+                    continue
+                p = d.step_id
+                self.blame[p] = 1.0 - (1.0 - self.blame.get(p, 0.0)) * (1.0 - c)
+                if c > self.best_in.get(p, 0.0):
+                    self.best_in[p] = c
+                    self.via[p] = (sid, d)
+
+
+    def factor(self, sid: str) -> float:
+        """Focus (the step produces what failed, or introduced a value the failure involves) and
+        confidence pruning (its output fed verified-good results)."""
+        f = 1.0 + self.w["thin"] * self.thin.get(sid, (0.0, ""))[0]
+        if sid in self.elsewhere:
+            f *= self.w["elsewhere"]
+        if self.families and _matches(self.g.steps[sid], self.families):
+            f *= self.w["focus"]
+        if self.good:
+            cons = [c for c, d in self.g.children(sid) if d.kind in VALUE_DEP_KINDS]
+            if cons:
+                f *= 1.0 - self.w["prune"] * sum(c in self.good for c in cons) / len(cons)
+        return f
+
+    def score(self, sid: str) -> float:
+        blame = self.blame.get(sid, 0.0)
+        reach = blame ** self.w["proximity"] if blame > 0 else self.w["detached"]
+        if sid in self.symptoms:
+            reach *= self.w["symptom_rank"]
+        return (
+            reach
+            * self.prior(sid)
+            * self.factor(sid)
+            * (self.w["base"] + (1.0 - self.w["base"]) * self.verdict(sid).suspicion)
+        )
+
+    def explains(self, parent: str, sid: str) -> bool:
+        """Whether a faulty input accounts for a step's fault: it must be at least as suspect."""
+        pv = self.verdict(parent) if parent in self.scores else None
+        return pv is not None and pv.faulty and pv.suspicion >= self.verdict(sid).suspicion
+
+    def is_root(self, sid: str) -> bool:
+        """Zeller's stopping rule: faulty, and no (confident) input that explains it."""
+        if not self.verdict(sid).faulty:
+            return False
+        floor = self.w["min_confidence"]
+        return not any(self.explains(d.step_id, sid) for d in self.g.parents(sid) if d.confidence >= floor)
+
+    def upstream_root(self, sid: str, roots: set[str], depth: int = 8) -> str | None:
+        """A root at least as suspect as ``sid`` upstream through steps that look sound (transparent relays)."""
+        own = self.verdict(sid).suspicion
+        seen = {sid}
+        frontier = [sid]
+        for _ in range(depth):
+            nxt = []
+            for cur in frontier:
+                for d in self.g.parents(cur):
+                    p = d.step_id
+                    if p in seen or d.key == CHILD_KEY or p not in self.scores:
+                        continue
+                    seen.add(p)
+                    v = self.verdict(p)
+                    if v.faulty:
+                        if cur != sid and v.suspicion >= own and p in roots:
+                            return p
+                        continue
+                    nxt.append(p)
+            frontier = nxt
+            if not frontier:
+                break
+        return None
+
+    def rank(self, budget: int | None) -> list[str]:
+        """Every step of the slice (at most ``budget``), best first: `collect`, then `combine`."""
+        self.collect(budget)
+        return self.combine()
+
+    def collect(self, budget: int | None) -> list[str]:
+        """The steps to rank (the slice, nearest the failure first, then the detached steps) and the
+        findings of every evidence source about them."""
+        self.slice()
+        on_slice = sorted(self.dist, key=lambda s: (self.dist[s], -self.g.position(s)))
+        ids = on_slice + self.detached()
+        if budget is not None:
+            ids = ids[:budget]
+        self.gather(ids)
+        self.ids = ids
+        return ids
+
+    def combine(self) -> list[str]:
+        """The collected steps ranked: blame propagated, scores, structural roots first."""
+        ids = self.ids
+        chosen = set(ids)
+        self.propagate(chosen)
+        pos = self.g.position
+        self.scores = {sid: self.score(sid) for sid in ids}
+        # Boosts multiply (thin slice, focus), so a score may pass 1: scale all by the top one
+        # when it does, so scores read from 0 to 1 and keep their order and ratios.
+        top = max(self.scores.values(), default=0.0)
+        if top > 1.0:
+            self.scores = {sid: v / top for sid, v in self.scores.items()}
+        # A root explains the failure through an edge: a step no edge connects to it may rank, never as a root.
+        roots = {sid for sid in ids if sid in self.dist and self.is_root(sid)}
+        for sid in list(roots):
+            up = self.upstream_root(sid, roots)
+            if up is not None:
+                roots.discard(sid)
+                self.upstream[sid] = up
+        self.roots = roots
+
+        def key(s: str) -> tuple[int, float, int, int]:
+            return (0 if s in roots else 1, -round(self.scores[s], 9), self.dist.get(s, 10**6), -pos(s))
+
+        return sorted(ids, key=key)
+
+    def path(self, sid: str) -> tuple[tuple[str, ...], tuple[tuple[str, float], ...]]:
+        path = [sid]
+        inferred: list[tuple[str, float]] = []
+        cur = sid
+        while cur in self.via and len(path) <= len(self.g):
+            nxt, d = self.via[cur]
+            if d.origin == "inferred":
+                inferred.append((cur, round(d.confidence, 3)))
+            path.append(nxt)
+            cur = nxt
+        return tuple(path), tuple(inferred)
+
+
+    # -- features -------------------------------------------------------------------
+
+    def features(self, sid: str) -> FrozenMap:
+        """Every value the ranking used about a step, by name (what a learned model reads).
+
+        Its kind (``kind:<kind>`` = 1), position in the run (index / length),
+        depth on the slice (hops to the failure; -1 off the slice) and distance
+        to the failure (positions / length), fan-in and fan-out, whether its
+        agent differs from the step before it; each signal's strongest evidence
+        (``evidence:<signal>``, ``sound:<signal>``); and the combination's
+        terms: suspicion, blame, reach, prior, factor and its parts, score,
+        structural root.
+        """
+        step = self.g.steps[sid]
+        n = max(len(self.run.steps), 1)
+        pos = self.g.position(sid)
+        v = self.verdict(sid)
+        out: dict[str, float] = {f"kind:{step.kind}": 1.0, "position": pos / n}
+        out["on_slice"] = float(sid in self.dist)
+        out["depth"] = float(self.dist.get(sid, -1))
+        if not self._fail_pos:
+            self._fail_pos = sorted(self.g.position(f) for f in self.fail_ids)
+        i = bisect.bisect_left(self._fail_pos, pos)
+        out["distance"] = (self._fail_pos[i] - pos if i < len(self._fail_pos) else n) / n
+        kids = self.g.children(sid)
+        out["fan_in"] = float(len(self.g.parents(sid)))
+        out["fan_out"] = float(len(kids))
+        prev = self.run.steps[pos - 1] if 0 < pos <= len(self.run.steps) else None
+        out["agent_change"] = float(prev is not None and prev.agent != step.agent)
+        for e in v.evidence:
+            name = ("sound:" if e.sound else "evidence:") + e.diagnoser
+            out[name] = max(out.get(name, 0.0), e.suspicion)
+        blame = self.blame.get(sid, 0.0)
+        out["suspicion"] = v.suspicion
+        out["faulty"] = float(v.faulty)
+        out["blame"] = blame
+        out["reach"] = blame ** self.w["proximity"] if blame > 0 else self.w["detached"]
+        out["symptom"] = float(sid in self.symptoms)
+        out["prior"] = self.prior(sid)
+        out["thin"] = self.thin.get(sid, (0.0, ""))[0]
+        out["elsewhere"] = float(sid in self.elsewhere)
+        out["focus"] = float(bool(self.families) and _matches(step, self.families))
+        cons = [c for c, d in kids if d.kind in VALUE_DEP_KINDS] if self.good else []
+        out["verified_consumers"] = sum(c in self.good for c in cons) / len(cons) if cons and self.good else 0.0
+        out["factor"] = self.factor(sid)
+        out["score"] = self.scores.get(sid, 0.0)
+        out["root"] = float(sid in self.roots)
+        out["relay"] = float(sid in self.upstream)
+        return FrozenMap(out)
+
+
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "FAILURE_SUSPICION",
+    "KIND_PRIOR",
+    "PROGRAMMING_ERRORS",
+    "FrozenMap",
+    "Ranking",
+]

@@ -1,0 +1,278 @@
+"""The evidence sources of the ranking: functions that return what they found about the slice's steps.
+
+Each source reads the failures' backward slice (`Slice`, read-only) and
+returns a list of findings: `Evidence` for a step's verdict (the suspicion it
+adds, a sentence a person can check, the signal's name), or a `Mark` for a
+score factor that is no suspicion (``thin``: the step introduced a value the
+failure involves; ``elsewhere``: it was about another listed item than the
+failure).  No source writes into shared state: `trajdebug.analysis._ranking`
+gathers the findings and combines them with the hand weights.
+
+The sources (in the order the ranking gathers them):
+
+- `trajdebug.analysis._value_sources.lineage_evidence`: the failures' **value
+  lineage** (where a value the failure names or was given came from, who
+  dropped one it expects, whose number it contradicts);
+- `local_evidence`: **local anomalies** of a step's own transformation;
+- `reference_evidence`: deviations from the agent's **passing runs** (likely
+  invariants, Ernst et al. 2001) and from the step's other calls in the run;
+- `other_entities`: steps about **another listed item** than the failure's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.analysis.lineage import (
+    GENERIC_FIELDS,
+    Lineage,
+    anomalies,
+)
+from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
+from trajdebug.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
+from trajdebug.values import Atom, Mention
+
+
+NAMING_FIELDS = GENERIC_FIELDS | {
+    "agent",
+    "agent_name",
+    "tool_name",
+    "function",
+    "assignee",
+    "owner",
+    "to",
+    "target",
+}
+"""Fields whose value names who acts or what is called: a choice of actor, not a value put in place of a task word."""
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """What every evidence source reads: the run, its graph and lineage, the failures and their backward slice."""
+
+    run: Run
+    g: DependencyGraph
+    lin: Lineage
+    profile: Profile | None
+    failures: Sequence[Failure]
+    fail_ids: Sequence[str]
+    w: Mapping[str, float]
+    """The ranking weights (`trajdebug.analysis._ranking.DEFAULT_WEIGHTS` and the caller's overrides)."""
+    dist: Mapping[str, int]
+    """Hops from each step of the backward slice to the nearest failure."""
+    has_children: frozenset[str | None]
+    """Steps that enclose others."""
+    lexicon: Lexicon = ENGLISH
+    """The words the sources read in messages."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A finding that scales a step's score rather than adding suspicion (``thin``, ``elsewhere``)."""
+
+    step_id: str
+    name: str
+    value: float
+    sentence: str
+
+
+Found = Evidence | Mark
+"""What a source returns for one step."""
+
+
+def _thin(sid: str, strength: float, reason: str) -> list[Found]:
+    """The step joins the failure's thin slice with this strength (it introduced a value the failure involves)."""
+    return [Mark(sid, "thin", strength, reason)]
+
+
+_TERM = re.compile(r"[a-z][a-z0-9]{2,}")
+"""A word of a field name or of a message that may name one (``bin``, ``qty``, ``fee``: three letters or more)."""
+
+
+def _terms(text: str, lexicon: Lexicon = ENGLISH) -> set[str]:
+    """The words of a text that may name a field or a label: `_TERM`, function words left out, a plural's
+    ``s`` cut (*English*)."""
+    return {
+        w.rstrip("s")
+        for w in _TERM.findall(text.lower())
+        if w not in lexicon.stopwords and w not in lexicon.short_stopwords
+    }
+
+
+def _trivial_number(a: Atom) -> bool:
+    """A small count without a name (1 to 10): too common to say what is wrong."""
+    return a.kind == "number" and a.number is not None and a.field is None and a.unit is None and a.number == int(a.number) and -10 <= a.number <= 10
+
+
+def _field_words(field: str, lexicon: Lexicon = ENGLISH) -> list[str]:
+    """The words of a field name (``paid_days_left`` -> paid, days, left), English stop words left out."""
+    words = _TERM.findall(field.lower().replace("_", " "))
+    return [w for w in words if w not in lexicon.stopwords and w not in lexicon.short_stopwords] or ["\0"]
+
+
+def _short(x: float) -> str:
+    """A number as a reason shows it (four significant digits)."""
+    return f"{x:.4g}"
+
+
+def _written_as(x: float, m: Mention) -> bool:
+    """Whether a number is the one a text mentions, as written there (rounded to its digits; a percent as a share)."""
+    raw = m.raw.strip().rstrip("%")
+    decimals = len(raw.rsplit(".", 1)[1]) if "." in raw else 0
+    tol = 0.5 * 10.0**-decimals + 1e-9
+    if abs(x - m.value) <= tol:
+        return True
+    return m.unit == "%" and abs(x * 100 - m.value) <= tol
+
+
+def _shape(raw: str) -> str:
+    """The shape of an identifier or a date: its letters as ``A``, its digits as ``9``."""
+    return re.sub(r"[A-Za-z]", "A", re.sub(r"\d", "9", raw.strip()))
+
+
+def _conversation(step: Step) -> bool:
+    """Whether a step is a model call given a conversation (more than three messages) rather than one request."""
+    if step.kind != "llm":
+        return False
+    msgs = step.input.get("messages") if isinstance(step.input, Mapping) else None
+    return isinstance(msgs, list) and len(msgs) > 3
+
+
+def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], str | None]:
+    """Deviations from the agent's passing runs and from the step's other occurrences in this run.
+
+    Also the earliest step on the slice whose deviation it did not inherit, which
+    weighs more (Sahoo et al. 2013; `earliest`).
+    """
+    out: list[Evidence] = []
+    ids = list(ids)
+    siblings = sibling_profiles(sl.run, sl.lin, {step_key(sl.g.steps[s]) for s in ids})
+    first: str | None = None
+    deviates: dict[str, float] = {}
+    chosen = set(ids)
+    order = [s for s in sl.g.topological_order() if s in chosen]
+    for sid in order:
+        step = sl.g.steps[sid]
+        view = sl.lin.view(sid)
+        found: list[Evidence] = []
+        if sl.profile is not None:
+            found += violations(step, view, sl.profile)
+            u = unseen(step, sl.profile)
+            if u is not None:
+                found.append(u)
+        own = siblings.get(sid)
+        if own is not None:
+            found += [
+                Evidence(
+                    e.step_id,
+                    round(e.suspicion * sl.w["sibling"], 3),
+                    e.reason.replace("passing occurrences", "other calls in this run").replace(
+                        "passing runs", "its other calls in this run"
+                    ),
+                    "sibling:" + e.diagnoser.split(":", 1)[1],
+                    e.sound,
+                )
+                for e in violations(step, view, own)
+            ]
+        strength = max((e.suspicion for e in found if e.diagnoser != "reference:unseen"), default=0.0)
+        # A deviation that came in through an input already deviating is inherited (the
+        # infection propagated): the earliest deviation on a chain is the suspect.
+        came = [
+            d.step_id
+            for d in sl.g.parents(sid)
+            if d.kind in VALUE_DEP_KINDS and deviates.get(d.step_id, 0.0) >= 0.9 * strength > 0
+        ]
+        if came:
+            name = sl.g.steps[came[0]].name
+            found = [
+                Evidence(
+                    e.step_id,
+                    round(e.suspicion * sl.w["inherited"], 3),
+                    f"{e.reason} (its input from {name} already deviated)",
+                    e.diagnoser,
+                    e.sound,
+                )
+                for e in found
+            ]
+        if strength > 0:
+            deviates[sid] = strength
+        for e in found:
+            out.append(e)
+        if first is None and strength > 0 and not came:
+            first = sid
+    return out, first
+
+
+def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
+    """Local anomalies of each step's own transformation (`trajdebug.analysis.lineage.anomalies`)."""
+    out: list[Found] = []
+    for sid in ids:
+        step = sl.g.steps[sid]
+        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children):
+            out.append(e)
+    return out
+
+def other_entities(sl: Slice, ids: Sequence[str]) -> list[Found]:
+    """Steps about another item of a list the run went through than the one the failure is about.
+
+    An agent that walks a list (accounts of a team, orders of a customer) and fails on
+    one item: a step asked about another listed item (``account_id`` acct-2 where the
+    failing step was given acct-1, both listed by one earlier step), whose own output
+    never reached the failing step, did its part for another item.  An empty answer
+    there is no starvation of the failure.
+    """
+    out: list[Found] = []
+    subject: dict[str, str] = {}
+    for f in sl.failures:
+        if sl.g.steps[f.step_id].kind in CONTAINER_KINDS:
+            continue
+        byfield: dict[str, set[str]] = {}
+        for a in sl.lin.view(f.step_id).inputs:
+            if a.field and a.kind in ("id", "text") and a.field.lower() not in NAMING_FIELDS and len(a.raw) <= 60:
+                byfield.setdefault(a.field, set()).add(a.key)
+        subject.update({fld: next(iter(keys)) for fld, keys in byfield.items() if len(keys) == 1})
+    if not subject:
+        return out
+    failing = [sl.lin.view(f.step_id) for f in sl.failures]
+    # Per field, once: the values written beside the failing one by the (first 64) steps
+    # whose output holds it; a step's other item must be one of them.
+    beside = {
+        fld: {
+            k for p in sl.lin.holders(want)[:64] for k in sl.lin.view(sl.lin.steps[p].step_id).out_keys
+        }
+        for fld, want in subject.items()
+    }
+    for sid in ids:
+        if sid in sl.fail_ids:
+            continue
+        view = sl.lin.view(sid)
+        for fld, want in subject.items():
+            mine = {a.key: a.raw for a in (*view.inputs, *view.outputs) if a.field == fld}
+            if not mine or want in mine:
+                continue
+            if not any(k in beside[fld] for k in mine):
+                continue  # not an item listed beside the failing one (a typo, an invented id)
+            if any(v.given(a) for a in sl.lin.introduced(sid) for v in failing):
+                continue  # its own output reached the failure
+            reason = f"about {fld}={next(iter(mine.values()))}, another listed item than the failure's"
+            out.append(Mark(sid, "elsewhere", 1.0, reason))
+            break
+    return out
+
+
+
+__all__ = [
+    "NAMING_FIELDS",
+    "Found",
+    "Mark",
+    "Slice",
+    "local_evidence",
+    "other_entities",
+    "reference_evidence",
+]

@@ -1,0 +1,261 @@
+"""The stages of the analysis, each a small function ``stage(state) -> state``.
+
+`trajdebug.analysis._pipeline.STAGES` chains them in order; each reads the
+fields earlier stages filled (`trajdebug.analysis._state.AnalysisState`) and
+returns a new state with its own filled.  No stage mutates what it was given.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from trajdebug.analysis._detect import Failure, detect, final_step, superseded
+from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.analysis._localize import Candidate, Localization, rank_steps
+from trajdebug.analysis._localize import collect_evidence as _collect
+from trajdebug.analysis._state import AnalysisState, need
+from trajdebug.analysis.diagnosers import is_check
+from trajdebug.analysis.diagnosers._context import Evidence
+from trajdebug.analysis.inference import named_edges, structural_edges, thin_inferred, with_context
+from trajdebug.analysis.lineage import Lineage
+from trajdebug.analysis.reference import learn, returns_empty
+from trajdebug.model import Run
+
+
+def declare_outcome(state: AnalysisState) -> AnalysisState:
+    """The caller's outcome for a run whose source did not record one (an ``incomplete`` run)."""
+    run, outcome = state.recorded, state.options.outcome
+    if outcome is not None and run.outcome == "incomplete":
+        return replace(state, recorded=replace(run, outcome=outcome))
+    return state
+
+
+def infer_edges(state: AnalysisState) -> AnalysisState:
+    """Dependencies found by content where identity tracking could not see the flow, thinned."""
+    run = state.recorded
+    if not (state.options.infer and (len(run.steps) > 1 or state.previous)):
+        return replace(state, annotated=run)
+    from trajdebug.analysis.inference import infer_dependencies
+
+    annotated = structural_edges(infer_dependencies(run, previous=state.previous))
+    return replace(state, annotated=thin_inferred(annotated), inferred=annotated is not run)
+
+
+def detect_failures(state: AnalysisState) -> AnalysisState:
+    """Where the run went wrong, by the failure detectors."""
+    opts = state.options
+    run = need(state.annotated, "annotated")
+    return replace(state, failures=tuple(detect(run, opts.detectors, sql_schema=opts.sql_schema)))
+
+
+def learn_references(state: AnalysisState) -> AnalysisState:
+    """Likely invariants of the agent's passing runs; an empty result they also got is no failure."""
+    if not state.references:
+        return state
+    profile = learn(state.references)
+    run = need(state.annotated, "annotated")
+    failures = tuple(
+        f for f in state.failures if not (f.detector == "empty" and returns_empty(profile, run.step(f.step_id)))
+    )
+    return replace(state, profile=profile, failures=failures)
+
+
+def settle_failures(state: AnalysisState) -> AnalysisState:
+    """Edges to the values the failures name; the final step of a failed run no detector explained;
+    the failures the search starts from."""
+    run = named_edges(need(state.annotated, "annotated"), list(state.failures))
+    failures = state.failures
+    if run.outcome == "failure" and not failures:
+        # A failed run where no detector fired: the final output is the failure node.
+        last = final_step(run)
+        if last is not None:
+            reason = run.failure_reason or "the run failed"
+            failures = (Failure(last.step_id, "outcome", reason, "run-failure", "final"),)
+    seeds = failures
+    if run.outcome == "success":
+        # A run that succeeded: only failures that contradict the success start a search.
+        seeds = tuple(f for f in failures if f.where in ("final", "post") or f.detector == "contract")
+    return replace(state, annotated=run, failures=failures, seeds=seeds)
+
+
+def trace_values(state: AnalysisState) -> AnalysisState:
+    """The run joined with its earlier turns, its value lineage, and the lineage's value edges."""
+    run = need(state.annotated, "annotated")
+    searched, origin = with_context(run, state.previous)
+    lineage = Lineage(searched)
+    own = run
+    if state.options.infer:
+        # Values link steps that identity tracking and content matching could not
+        # (numbers, short strings): the lineage's value edges join the graph.
+        searched = with_value_edges(searched, lineage)
+        if not origin:
+            own = searched
+    return replace(state, searched=searched, origin=origin, own=own, lineage=lineage)
+
+
+def build_graph(state: AnalysisState) -> AnalysisState:
+    """The dependency graphs of the searched run and of the analyzed run (one graph when they are one run)."""
+    searched, own = need(state.searched, "searched"), need(state.own, "own")
+    graph = DependencyGraph(searched)
+    return replace(state, graph=graph, own_graph=graph if searched is own else DependencyGraph(own))
+
+
+def lifecycle(state: AnalysisState) -> AnalysisState:
+    """The error lifecycle of the analyzed run and the evidence of where its failing chains began."""
+    run, own_graph = need(state.own, "own"), need(state.own_graph, "own_graph")
+    origins = _error_origins(run)
+    if not run.errors:
+        return replace(state, origins=tuple(origins))
+    from trajdebug.analysis.lifecycle import analyze_errors
+
+    report = analyze_errors(run, graph=own_graph)
+    handled = frozenset(e.step_id for e in report.errors if e.stage in ("recovered", "ignored")) | frozenset(
+        superseded(run)
+    )
+    origins = _chain_origins(report.to_dict().get("chains", []), own_graph, handled) or origins
+    return replace(state, error_report=report, origins=tuple(origins))
+
+
+def collect_evidence(state: AnalysisState) -> AnalysisState:
+    """The failures' backward slice and what every evidence source found about its steps
+    (`trajdebug.analysis._sources`, `trajdebug.analysis._value_sources`, the diagnosers)."""
+    opts = state.options
+    ranking = _collect(
+        need(state.searched, "searched"),
+        failures=list(state.seeds),
+        weights=opts.weights,
+        graph=state.graph,
+        diagnosers=opts.diagnosers,
+        extra_evidence=state.origins,
+        sql_schema=opts.sql_schema,
+        sql_db=None if opts.sql_db is None else str(opts.sql_db),
+        lineage=state.lineage,
+        profile=state.profile,
+        lexicon=opts.lexicon,
+    )
+    return replace(state, ranking=ranking)
+
+
+def rank(state: AnalysisState) -> AnalysisState:
+    """The findings combined with the hand weights (`trajdebug.analysis._ranking`): every step of the slice
+    ranked, each a candidate with its features."""
+    ranking = need(state.ranking, "ranking")
+    return replace(state, localization=rank_steps(ranking, top=state.options.top, started=time.perf_counter()))
+
+
+def map_home(state: AnalysisState) -> AnalysisState:
+    """Candidates of the combined run given the ids of their own runs (an earlier turn's id when earlier)."""
+    loc, origin = need(state.localization, "localization"), state.origin
+    if not origin:
+        return state
+    home = replace(
+        loc,
+        candidates=[_home(c, origin) for c in loc.candidates],
+        ranking=tuple(origin[s][1] if s in origin else s for s in loc.ranking),
+        ranked_all=tuple(_home(c, origin) for c in loc.ranked_all),
+    )
+    return replace(state, localization=home)
+
+
+def finish(state: AnalysisState) -> AnalysisState:
+    """The analysis's true elapsed time: inference, lineage, detection, lifecycle and ranking."""
+    loc = need(state.localization, "localization")
+    seconds = time.perf_counter() - state.started
+    return replace(state, localization=replace(loc, stats=replace(loc.stats, seconds=seconds)))
+
+
+def _error_origins(run: Run) -> list[Evidence]:
+    """Evidence from the error lifecycle: the step where the error chain that failed the run began."""
+    by_id = {e.error_id: e for e in run.errors}
+    out: list[Evidence] = []
+    seen: set[str] = set()
+    for e in run.errors:
+        if e.stage != "failed":
+            continue
+        root, hops = e, 0
+        while root.parent_error_id is not None and root.parent_error_id in by_id and hops < 50:
+            root, hops = by_id[root.parent_error_id], hops + 1
+        if root.step_id not in seen and not any(s.step_id == root.step_id and is_check(s) for s in run.steps):
+            seen.add(root.step_id)
+            out.append(
+                Evidence(
+                    root.step_id,
+                    0.1,
+                    f"origin of the error chain that failed the run ({root.type})",
+                    "error-lifecycle",
+                )
+            )
+    return out
+
+
+def _chain_origins(
+    chains: Sequence[Any], graph: DependencyGraph, handled: frozenset[str] = frozenset()
+) -> list[Evidence]:
+    """Evidence from the lifecycle report: the origin step of each critical error chain.
+
+    Not when that step is a check that rejected its input (the chain begins
+    where the failure showed, and the cause lies upstream), nor when its error
+    was handled (``handled``: a later attempt of the same call succeeded).
+    """
+    out: list[Evidence] = []
+    for ch in chains:
+        if not isinstance(ch, Mapping) or not ch.get("critical"):
+            continue
+        origin = ch.get("origin_step")
+        if (
+            isinstance(origin, str)
+            and origin in graph
+            and origin not in handled
+            and not is_check(graph.steps[origin])
+        ):
+            name = f" {ch['chain_id']}" if ch.get("chain_id") else ""
+            out.append(Evidence(origin, 0.1, f"origin of the critical error chain{name}", "error-lifecycle"))
+    return out
+
+
+def with_value_edges(run: Run, lineage: Lineage) -> Run:
+    """The run with the lineage's value edges added where no edge joins the two steps yet."""
+    edges = lineage.value_edges()
+    if not edges:
+        return run
+    steps = []
+    for s in run.steps:
+        new = edges.get(s.step_id)
+        if new:
+            have = {d.step_id for d in s.deps}
+            add = tuple(d for d in new if d.step_id not in have and d.step_id != s.step_id)
+            if add:
+                s = replace(s, deps=(*s.deps, *add))
+        steps.append(s)
+    return replace(run, steps=tuple(steps))
+
+
+def _home(c: Candidate, origin: Mapping[str, tuple[str, str]]) -> Candidate:
+    """A candidate of the combined run, with the ids of its own run (and that run's id when earlier)."""
+    where = origin.get(c.step_id)
+    path = tuple(origin[s][1] if s in origin else s for s in c.path)
+    inferred = tuple((origin[s][1] if s in origin else s, conf) for s, conf in c.inferred)
+    if where is None:
+        return replace(c, path=path, inferred=inferred)
+    return replace(c, step_id=where[1], run_id=where[0], path=path, inferred=inferred)
+
+
+__all__ = [
+    "Localization",
+    "build_graph",
+    "collect_evidence",
+    "declare_outcome",
+    "detect_failures",
+    "finish",
+    "infer_edges",
+    "learn_references",
+    "lifecycle",
+    "map_home",
+    "rank",
+    "settle_failures",
+    "trace_values",
+    "with_value_edges",
+]

@@ -1,0 +1,563 @@
+"""The evidence sources of the failures' value lineage: where the values a failure names came from.
+
+A failure names values ("expected 120, got 95", "no slot on 2024-06-03"), and
+its step was given others.  These functions (`trajdebug.analysis._sources`
+has the slice they read and the findings they return) trace them:
+
+- the step that **introduced** a value the failure involves joins its thin
+  slice; a step that only computed it from its inputs passes the mark to its
+  operands' origins (Zeller's stopping rule, "faulty, with correct origins");
+- a step that was **given** a value the failure expects and **did not pass
+  it on** (an omission), or a word of the user's task;
+- the step that produced a value **in passing runs** where no step did here;
+- the step whose number the failure **contradicts**, the **one-digit slip**
+  that turns the run's number into the one expected, the **source that
+  disagrees** with the one the failing check consulted;
+- the steps that introduced the values of a **field** or a **label** the
+  failure's message speaks of.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._sources import (
+    _TERM,
+    NAMING_FIELDS,
+    Found,
+    Slice,
+    _conversation,
+    _field_words,
+    _shape,
+    _short,
+    _terms,
+    _thin,
+    _trivial_number,
+    _written_as,
+)
+from trajdebug.analysis.diagnosers import WORD as _WORD
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, slips
+from trajdebug.analysis.reference import producers_of, step_key
+from trajdebug.model import CONTAINER_KINDS
+from trajdebug.values import Atom, atoms, iter_text, mentions
+
+
+def lineage_evidence(sl: Slice) -> list[Found]:
+    """The failures' values, traced to the steps that introduced or dropped them."""
+    within = set(sl.dist)
+    out: list[Found] = []
+    for f in sl.failures:
+        out += _failure_values(sl, f, within)
+    return out
+
+
+def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
+    """One failure's values: those its message names, the task words it misses, what its step was given."""
+    step = sl.g.steps[f.step_id]
+    pos = sl.g.position(f.step_id)
+    message = f.message if f.message else (step.error.message if step.error else "")
+    named = [a for a in atoms(message) if not (a.kind == "text" and len(a.raw) <= 2)]
+    seen: set[str] = set()
+    out = _named_values(sl, f, message, named, seen, within)
+    out += _contradicted(sl, message, pos, within, step.name)
+    out += _whatif(sl, message, named, pos, within, step.name)
+    out += _disagreeing_sources(sl, f.step_id, message, pos, within, step.name)
+    for a in _task_words(sl, message):
+        # A word of the user's request that the failure says is missing: who was
+        # given it and did not carry it on (a plan, a query, a model's reading).
+        if a.key not in seen:
+            # (The failing step may hold the task itself, to check against it: that is
+            # no path by which the word reached it.)
+            seen.add(a.key)
+            out += _dropped(sl, a, pos, within, step.name, named, task_word=True)
+    args = [a for a in sl.lin.view(f.step_id).inputs if a.key not in seen and a.field not in PROTOCOL_FIELDS][:60]
+    # An argument whose field the message speaks of ("the estimated saving is
+    # implausible" for est_monthly_savings_usd) is the one the failure is about.
+    said = _terms(message, sl.lexicon)
+    out += _spoken_fields(sl, said, pos, within, step.name)
+    out += _spoken_labels(sl, message, pos, within, step.name)
+    for a in args:
+        seen.add(a.key)
+        spoken = a.field is not None and any(w.rstrip("s") in said for w in _field_words(a.field, sl.lexicon))
+        out += _trace(
+            sl,
+            a,
+            pos,
+            within,
+            sl.w["origin_named_arg" if spoken else "origin_arg"],
+            f"{step.name}, where the run failed, was given" + (" (the failure speaks of its field)" if spoken else ""),
+        )
+    return out
+
+
+def _named_values(
+    sl: Slice, f: Failure, message: str, named: Sequence[Atom], seen: set[str], within: set[str]
+) -> list[Found]:
+    """The values a failure's message names: their origins, who dropped them, who produces them in passing runs.
+
+    ``seen`` collects the keys of the values handled (the caller skips them later).
+    """
+    out: list[Found] = []
+    step = sl.g.steps[f.step_id]
+    pos = sl.g.position(f.step_id)
+    view = sl.lin.view(f.step_id)
+    # An enclosing step (an agent, a request handler) fails with what a step inside it
+    # raised: a value that reached that inner failing step reached the failure.
+    inner = [sl.lin.view(g.step_id) for g in sl.failures if _inside(sl, g.step_id, f.step_id)]
+    bounds = {float(x.replace(",", "")) for m in sl.lexicon.range_.finditer(message) for x in m.groups() if x}
+    quantities = any(a.kind in ("number", "date") and not _trivial_number(a) for a in named)
+    for a in named:
+        if a.key in seen:
+            continue
+        seen.add(a.key)
+        # A range the failure checks against ("300-900 kcal") is a limit: traced like any
+        # value it names, never a value some step should have passed on.
+        limit = a.kind == "number" and a.number in bounds
+        reached = view.given(a) or view.holds(a)
+        # A message naming an id beside numbers or dates ("reservation R-1 runs 3 to 7
+        # June (4 nights)") names what it checked by the id and what is wrong by the rest.
+        strength = sl.w["origin"] * (sl.w["subject_id"] if a.kind == "id" and quantities else 1.0)
+        if not reached and any(v.given(a) for v in inner):
+            # It reached the inner step that raised: that failure's own reading
+            # covers the value (nothing on the way to it lost it).
+            out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
+            continue
+        if reached or sl.lin.holders(a.key, pos):
+            out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
+        if (a.kind == "number" and reached) or limit:
+            continue
+        # Not given to the failing step (or, when given, perhaps lost on another path to it):
+        # the steps that were given it and did not pass it on.
+        out += _dropped(sl, a, pos, within, step.name, named, sl.w["dropped_reached"] if reached else 1.0)
+        if not reached:
+            out += _expected(sl, a, pos, within, step.name)
+    return out
+
+
+def _spoken_fields(sl: Slice, said: set[str], pos: int, within: set[str], where: str) -> list[Found]:
+    """Steps that introduced the values of a field the failure speaks of ("a reservation points
+    at a bin outside ..."): where those values came from is where to look, weakly, and more
+    weakly the more steps wrote that field (a field everyone wrote says little)."""
+    out: list[Found] = []
+    by_field: dict[str, dict[str, Atom]] = {}
+    for sid in within:
+        if sl.g.position(sid) >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
+            continue
+        for a in sl.lin.introduced(sid):
+            if (
+                a.kind in ("id", "text")
+                and a.field
+                and a.field.lower() not in NAMING_FIELDS
+                and all(w.rstrip("s") in said for w in _field_words(a.field, sl.lexicon))
+            ):
+                by_field.setdefault(a.field.lower(), {}).setdefault(sid, a)
+    for steps in by_field.values():
+        if len(steps) > 3:
+            continue
+        for sid, a in steps.items():
+            out += _thin(
+                sid,
+                sl.w["origin_spoken"] / math.sqrt(len(steps)),
+                f"introduced {a.field}={a.raw}, a field the failure at {where} speaks of",
+            )
+    return out
+
+def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
+    """The step that first stated a label the failure's message uses as a word ("no hardware
+    fault found" after a model filed ``category=hardware``): the decision the failure speaks
+    of.  A label is often one of the options a model was given, so the first step whose
+    output states it is taken when it introduced it or is a model choosing it."""
+    out: list[Found] = []
+    words = {w for w in _TERM.findall(message.lower()) if w not in sl.lexicon.stopwords and w not in sl.lexicon.short_stopwords}
+    first: dict[str, tuple[int, str, Atom]] = {}
+    for sid in within:
+        p = sl.g.position(sid)
+        if p >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
+            continue
+        for a in sl.lin.view(sid).outputs:
+            label = a.raw.strip().casefold()
+            if (
+                a.kind == "text"
+                and a.field
+                and a.field.lower() not in NAMING_FIELDS
+                and 3 <= len(label) <= 30
+                and label.isalpha()
+                and label in words
+                and (label not in first or p < first[label][0])
+            ):
+                first[label] = (p, sid, a)
+    for _, sid, a in first.values():
+        view = sl.lin.view(sid)
+        if sl.g.steps[sid].kind == "llm" or not view.given(a):
+            out += _thin(
+                sid,
+                sl.w["origin_spoken"],
+                f"first stated {a.field}={a.raw}, a word the failure at {where} uses",
+            )
+    return out
+
+def _contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
+    """Steps whose output a failure contradicts: it states another value for the quantity they named.
+
+    An environment that refuses an action often says what is true ("has 2 days
+    left", "the re-price says 111.08"): a number next to the words of a field
+    some step introduced with another value (``paid_days_left=7``) points at
+    that step (a stale cache, a wrong conversion), not at the steps that
+    merely carried its value on.
+    """
+    out: list[Found] = []
+    nums = mentions(message, words=False)
+    # Each word of the message belongs to the number nearest to it (a message may
+    # state several quantities: "total 1,224 exceeds budget 1,200").
+    near: dict[int, set[str]] = {}
+    for w in _TERM.finditer(message.lower()):
+        if nums:
+            mid = (w.start() + w.end()) / 2
+            i = min(range(len(nums)), key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
+            if min(abs(mid - nums[i].start), abs(mid - nums[i].end)) <= 48:
+                near.setdefault(i, set()).add(w.group(0))
+    for i, m in enumerate(nums):
+        window = near.get(i, set())
+        window |= {w[:-1] for w in window if w.endswith("s")}
+        found: list[tuple[str, Atom]] = []
+        held = False
+        for sid in sorted(within, key=sl.g.position):
+            if sl.g.position(sid) >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
+                continue
+            view = sl.lin.view(sid)
+            named = [
+                a
+                for a in view.outputs
+                if a.kind == "number"
+                and a.number is not None
+                and a.field
+                and all(w in window or w.rstrip("s") in window for w in _field_words(a.field, sl.lexicon))
+            ]
+            if any(_written_as(a.number, m) for a in named if a.number is not None):
+                held = True  # the run had the value the failure states: it restates, not corrects
+                break
+            named = [a for a in named if not view.given(a)]
+            if len({a.key for a in named}) != 1:
+                continue  # none, or a table of them (which row the failure means is unknown)
+            if any(_written_as(a.number, x) for a in named for x in nums if a.number is not None):
+                # The failure states this value too: it compares it with another
+                # (a limit, a second source), it does not correct it.
+                continue
+            found.append((sid, named[0]))
+        if held or not found or len(found) > 2:
+            continue  # restated, no step, or a quantity too common to tell which step it means
+        for sid, a in found:
+            out.append(
+                Evidence(
+                    sid,
+                    sl.w["contradicted"],
+                    f"the failure at {where} says {m.raw.strip()} where it said {a.field}={a.raw}",
+                    "lineage:contradicted",
+                )
+            )
+    return out
+
+def _whatif(sl: Slice, message: str, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
+    """The one numeric slip upstream that turns the run's number into the one the failure expected."""
+    out: list[Found] = []
+    fview = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
+    ours = [
+        a
+        for a in named
+        if a.kind == "number"
+        and a.number is not None
+        and (sl.lin.holders(a.key, pos) or (fview is not None and derivation(fview, a) is not None))
+    ]
+    if not ours:
+        return out
+    for t in mentions(message, words=False):
+        for a in ours:
+            if a.number is None or _written_as(a.number, t):
+                continue  # the run's own number
+            found = slips(sl.lin, a, pos, t.value, t.raw, within)
+            # (One slip repeated in every call of one step counts once.)
+            ways = len({sl.g.steps[slip.step_id].name for slip in found})
+            if not found or ways > 3:
+                continue  # none, or too many ways to get there to say which
+            for slip in found:
+                label = f"{slip.atom.field}={slip.atom.raw}" if slip.atom.field else slip.atom.raw
+                out.append(
+                    Evidence(
+                        slip.step_id,
+                        sl.w["whatif"] / ways**0.5,
+                        f"its {label} looks {slip.what}: at {_short(slip.fixed)}, the run's {a.raw.strip()} "
+                        f"would be the {t.raw.strip()} the failure at {where} expects",
+                        "lineage:whatif",
+                    )
+                )
+            return out
+    return out
+
+def _disagreeing_sources(sl: Slice, fid: str, message: str, pos: int, within: set[str], where: str) -> list[Found]:
+    """Two sources giving the failing check different values of one field for one entity.
+
+    A check that cross-checks what the run acted on against a source it
+    consults for itself (a billing record, a re-price) fails when they
+    disagree; the source the run acted on, not the check's own witness,
+    is the suspect (a stale cache, a wrong lookup).
+    """
+    out: list[Found] = []
+    view = sl.lin.view(fid)
+    said = message.casefold()
+    by_field: dict[str, dict[str, Atom]] = {}
+    for a in view.inputs:
+        if a.field and a.kind in ("text", "id", "date") and a.field not in NAMING_FIELDS:
+            by_field.setdefault(a.field, {}).setdefault(a.key, a)
+    for fld, vals in by_field.items():
+        if len(vals) != 2 or not any(len(a.raw) >= 2 and a.raw.casefold() in said for a in vals.values()):
+            continue  # not two values, or not what the check complains about
+        origins = [sl.lin.origin(a, pos, within) for a in vals.values()]
+        if any(o.step_id is None for o in origins) or origins[0].step_id == origins[1].step_id:
+            continue
+        ids = [o.step_id for o in origins if o.step_id is not None]
+        outs = [{b.key for b in sl.lin.view(sid).outputs if b.kind == "id"} for sid in ids]
+        if not outs[0] & outs[1]:
+            continue  # not the same entity
+        witness = [_feeds_only(sl, sid, fid) for sid in ids]
+        if witness.count(True) != 1:
+            continue
+        acted, told = (0, 1) if witness[1] else (1, 0)
+        out.append(
+            Evidence(
+                ids[acted],
+                sl.w["disagrees"],
+                f"says {fld}={origins[acted].atom.raw} where {sl.g.steps[ids[told]].name}, "
+                f"which the check at {where} consulted, says {origins[told].atom.raw}",
+                "lineage:disagrees",
+            )
+        )
+    return out
+
+def _feeds_only(sl: Slice, sid: str, fid: str) -> bool:
+    """Whether everything that consumed a step's output is the failing step (or encloses it)."""
+    users = [c for c, _ in sl.g.children(sid) if c != sid]
+    return bool(users) and all(c == fid or _inside(sl, fid, c) for c in users)
+
+def _inside(sl: Slice, sid: str, outer: str) -> bool:
+    """Whether step `sid` runs inside step `outer` (a descendant in the step tree)."""
+    seen = 0
+    parent = sl.g.steps[sid].parent_id
+    while parent is not None and seen < 10_000:
+        if parent == outer:
+            return True
+        step = sl.g.steps.get(parent)
+        parent = step.parent_id if step is not None else None
+        seen += 1
+    return False
+
+def _task_words(sl: Slice, message: str) -> list[Atom]:
+    """Words of a failure message that are words of the run's task, the user's request (English stop words left out)."""
+    task = _task_text(sl)
+    if not task:
+        return []
+    words = set(_WORD.findall(task))
+    return [
+        Atom("s:" + w, "text", None, None, w)
+        for w in dict.fromkeys(_WORD.findall(message.lower()))
+        if w in words and w not in sl.lexicon.stopwords
+    ]
+
+def _task_text(sl: Slice) -> str:
+    md = sl.run.metadata
+    parts = [
+        str(md[k]) for k in ("task", "question", "input", "instruction") if isinstance(md.get(k), str)
+    ]
+    if not parts:
+        first = next((s for s in sl.run.steps if s.kind == "input"), None)
+        if first is not None:
+            parts.append(" ".join(iter_text(first.output if first.output is not None else first.input)))
+    return " ".join(parts).lower()[:20_000]
+
+def _trace(sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: str, depth: int = 0) -> list[Found]:
+    """Mark the steps a failing value came from: its origin, or the origins of the numbers it was computed from.
+
+    Lineage says where to look, not what is wrong: a step that introduced a
+    value the failure involves joins the failure's thin slice (a boost of its
+    score, `thin`), and its own evidence, or the agent's passing runs, say
+    whether it erred.  A step that computed the value from its inputs passes
+    the mark to its operands' origins.
+    """
+    out: list[Found] = []
+    o = sl.lin.origin(a, pos, within)
+    if o.step_id is None or depth > 2:
+        return out
+    label = f"{a.field}={a.raw}" if a.field else repr(a.raw)
+    items = _total_of_own_items(sl, o.step_id, o.atom) if not o.derived_from else []
+    if items:
+        # A total a step wrote beside the items it adds up (a day's log and its total):
+        # the items came from elsewhere; where they came from is where to look.
+        out += _thin(o.step_id, weight * 0.4, f"totals {label}, which {what}, from the items it lists")
+        opos = sl.g.position(o.step_id)
+        name = sl.g.steps[o.step_id].name
+        for op in items:
+            out += _trace(sl, op, opos, within, weight * 0.85, f"{what} (through {name}'s total)", depth + 1)
+        return out
+    if o.derived_from:
+        out += _thin(o.step_id, weight * 0.4, f"computed {label}, which {what}, from its inputs")
+        opos = sl.g.position(o.step_id)
+        for op in o.derived_from:
+            name = sl.g.steps[o.step_id].name
+            out += _trace(sl, op, opos, within, weight * 0.85, f"{what} (through {name})", depth + 1)
+        return out
+    out += _thin(o.step_id, weight * sl.lin.rarity(a.key) ** 0.5, f"introduced {label}, which {what}")
+    return out
+
+def _total_of_own_items(sl: Slice, sid: str, total: Atom) -> list[Atom]:
+    """The numbers of one field a step's output lists whose sum is another number of that output."""
+    if total.kind != "number" or total.number is None:
+        return []
+    raw = total.raw.strip()
+    tol = 0.5 * 10.0 ** -(len(raw.rsplit(".", 1)[1]) if "." in raw else 0) + 1e-9
+    groups: dict[str, list[Atom]] = {}
+    for b in sl.lin.view(sid).outputs:
+        if b.kind == "number" and b.number is not None and b.field and b.key != total.key:
+            groups.setdefault(b.field, []).append(b)
+    for name, parts in groups.items():
+        if len(parts) >= 2 and name != total.field and abs(sum(p.number or 0.0 for p in parts) - total.number) <= tol * len(parts):
+            return parts
+    return []
+
+
+def _about_another_key(sl: Slice, a: Atom, lost: list[str]) -> tuple[list[str], dict[str, Atom]]:
+    """The droppers of a key (an id, a date) that did lose it, and what a lookup's answer is about instead.
+
+    A lookup is given a key to find a record by: its answer need not repeat the
+    key, so not repeating it is no loss, unless the answer is about another key
+    of the same shape (another customer's record, another day's slots).
+    """
+    keep: list[str] = []
+    substitute: dict[str, Atom] = {}
+    for sid in lost:
+        if sl.g.steps[sid].kind != "tool":
+            keep.append(sid)
+            continue
+        view = sl.lin.view(sid)
+        other = next(
+            (b for b in view.outputs if b.kind == a.kind and _shape(b.raw) == _shape(a.raw) and not view.given(b)),
+            None,
+        )
+        if other is not None:
+            keep.append(sid)
+            substitute[sid] = other
+    return keep, substitute
+
+
+def _own_word(view: StepView) -> Atom | None:
+    """A word a step wrote into a field that none of its inputs has (a planner's word in place of the task's)."""
+    return next(
+        (
+            b
+            for b in view.outputs
+            if b.kind == "text"
+            and b.field
+            and b.field not in NAMING_FIELDS
+            and b.raw.strip().isalpha()
+            and 3 <= len(b.raw.strip()) <= 20
+            and not view.given(b)
+        ),
+        None,
+    )
+
+
+def _dropped(
+    sl: Slice,
+    a: Atom,
+    pos: int,
+    within: set[str],
+    where: str,
+    named: Sequence[Atom],
+    share: float = 1.0,
+    *,
+    task_word: bool = False,
+) -> list[Found]:
+    """Steps that were given a value the failure expects and did not pass it on (an omission).
+
+    A step that passed on another value the failure names, which it was also
+    given, chose between given values rather than lost one: weak evidence.
+    """
+    out: list[Found] = []
+    cands = [sid for sid in within if sl.g.position(sid) < pos]
+    if task_word:
+        # A task word is traced only through a model that was given the task itself
+        # (code reshapes data and drops words; a planner told the task must keep it).
+        task = _task_text(sl)[:200]
+        cands = [
+            sid
+            for sid in cands
+            if sl.g.steps[sid].kind == "llm" and task and task in sl.lin.view(sid).in_text
+        ]
+    lost = sl.lin.droppers(a, cands)
+    if task_word and len(lost) > 2:
+        # Every turn of a conversation is given the task and rewords it: a loss shared by
+        # that many models tells none of them apart.
+        return out
+    substitute: dict[str, Atom] = {}
+    if a.kind in ("id", "date"):
+        lost, substitute = _about_another_key(sl, a, lost)
+    for sid in lost[:4]:
+        view = sl.lin.view(sid)
+        chose = next((b for b in named if b.key != a.key and view.given(b) and view.holds(b)), None)
+        weight = share * sl.w["dropped"]
+        if chose is not None:
+            weight *= 0.25
+        reason = f"was given {a.raw!r}, which the failure at {where} expects, and did not pass it on"
+        if sid in substitute:
+            reason += f"; its answer is about {substitute[sid].raw!r} instead"
+        if task_word:
+            # A planner rephrases: losing a task word says little, unless it put a word of
+            # its own in its place.
+            instead = _own_word(view)
+            weight *= 0.9 if instead is not None else 0.25
+            reason = f"was given {a.raw!r}, a word of the task the failure at {where} says is missing, and did not carry it on"
+            if instead is not None:
+                reason += (
+                    f"; it says {instead.field}={instead.raw!r} instead, a word none of its inputs has"
+                )
+        elif _conversation(sl.g.steps[sid]):
+            # A model given a whole conversation passes on a small part of it by design:
+            # losing one value says less than a parser, a tool, or a model given one
+            # request (write this query from this plan) losing it.
+            weight *= sl.w["llm_dropped"]
+        if chose is not None:
+            reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
+        out.append(Evidence(sid, weight, reason, "lineage:dropped"))
+    return out
+
+def _expected(sl: Slice, a: Atom, pos: int, within: set[str], where: str) -> list[Found]:
+    """A value the failure expects that no step of this run produced: who produces it in passing runs?
+
+    When the agent's passing runs have a step whose output held the value
+    (a category, an id, a date), that step, here, should have produced it.
+    """
+    out: list[Found] = []
+    if sl.profile is None or a.kind == "number":
+        return out
+    keys = set(producers_of(sl.profile, a.key))
+    if not keys:
+        return out
+    for sid in sorted(within, key=sl.g.position):
+        if (
+            sl.g.position(sid) < pos
+            and step_key(sl.g.steps[sid]) in keys
+            and not sl.lin.view(sid).holds(a)
+        ):
+            out.append(
+                Evidence(
+                    sid,
+                    sl.w["expected"],
+                    f"the failure at {where} expects {a.raw!r}; in passing runs this step produced it, here it did not",
+                    "reference:expected",
+                )
+            )
+    return out
+
+
+__all__ = ["lineage_evidence"]

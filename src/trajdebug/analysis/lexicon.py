@@ -1,0 +1,270 @@
+"""Every English word list and phrase pattern the analysis reads, as data, in one place.
+
+The analysis reads values (numbers, dates, ids) the same in every language; a
+few of its rules also read words: a range written "between 5 and 10", a tool
+error that blames its input ("not found", "invalid"), a user saying "yes, go
+ahead".  Those words live here, in one `Lexicon`, so the language boundary of
+the analysis is one module and the count of its phrases is visible
+(`Lexicon.count`).  The stages pass `ENGLISH` along (`Options.lexicon`); the
+modules that read words take it as a default argument.
+
+No other module under ``trajdebug/analysis`` may compile a pattern of English
+words (``tests/test_lexicon.py`` scans for them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+
+
+_NUM = r"(\d[\d,]*(?:\.\d+)?)"
+
+
+@dataclass(frozen=True, slots=True)
+class Lexicon:
+    """The words and phrases of one language the analysis reads (a pattern or a set of words per rule)."""
+
+    # -- Messages: how a failure, an error or a tool result is worded
+
+    range_: re.Pattern[str]
+    """A range of numbers in a message ("300-900", "between 5 and 10"): the bounds of a check. "From 40 to
+    400" is a change, not a range."""
+
+    stopwords: frozenset[str]
+    """Words too common to say what a failure misses (four letters and up)."""
+
+    short_stopwords: frozenset[str]
+    """Three-letter function words, which ``stopwords`` (four letters and up) leaves in."""
+
+    boolean_words: frozenset[str]
+    """Words that are a yes/no or an empty value, never a record's identity."""
+
+    status_text: re.Pattern[str]
+    """An HTTP status written in text ("HTTP/1.1 503", "status code: 404")."""
+
+    exit_status: re.Pattern[str]
+    """A process exit status written in text ("exited with code 2", "returncode=1")."""
+
+    error_line: re.Pattern[str]
+    """A line of text that reports an error ("ValueError: ...", "FATAL: ...")."""
+
+    input_caused: re.Pattern[str]
+    """Words of a tool error that blame what it was given ("not found", "invalid", "missing")."""
+
+    check_text: re.Pattern[str]
+    """Words of an error raised by a check that judged its input ("check failed", "expected", "mismatch")."""
+
+    check_types: re.Pattern[str]
+    """Words of an exception type raised by a check (``ValidationError``, ``AssertionError``)."""
+
+    environment: re.Pattern[str]
+    """Errors of the tool or its environment; any other tool error is taken as a rejection of its arguments.
+    A refusal ("refund refused", "not on this account") is a rejection: only a refused connection, a 5xx
+    status or a service said to be down speaks of the environment."""
+
+    state_error: re.Pattern[str]
+    """Words of an error that says the object is in the wrong state for the call ("already", "no longer")."""
+
+    truncation: re.Pattern[str]
+    """A marker that a tool's output was cut ("[truncated]", a trailing ellipsis)."""
+
+    result_count: re.Pattern[str]
+    """A count of results a tool's output states ("12 results", "3 rows")."""
+
+    # -- Conversations: what a user or an assistant says
+
+    options: re.Pattern[str]
+    """A prompt that lists the options a model must choose from ("classify as billing, shipping or other")."""
+
+    option_count: re.Pattern[str]
+    """A count of options an assistant states ("3 available models")."""
+
+    available: re.Pattern[str]
+    """Words that restrict a count to what is available."""
+
+    lowest: re.Pattern[str]
+    """Words that claim the cheapest option."""
+
+    highest: re.Pattern[str]
+    """Words that claim the most expensive option."""
+
+    yes: re.Pattern[str]
+    """A user's confirmation ("yes", "go ahead", "sounds good")."""
+
+    no: re.Pattern[str]
+    """Words that take a confirmation back or hold it ("not yet", "wait", "instead")."""
+
+    cannot: re.Pattern[str]
+    """An assistant saying it cannot do something ("I can't", "we are unable to")."""
+
+    all_done: re.Pattern[str]
+    """An assistant claiming every item was handled ("all of them were updated")."""
+
+    reversal: re.Pattern[str]
+    """A user changing their mind ("actually", "never mind", "on second thought")."""
+
+    handoff_words: re.Pattern[str]
+    """A user asking for a person ("a human", "your supervisor")."""
+
+    # -- Names: English words in tool names and keys
+
+    read_tool: re.Pattern[str]
+    """Tool names that read rather than change (``get_order``, ``search_flights``)."""
+
+    write_tool: re.Pattern[str]
+    """Tool names that change something (``cancel_order``, ``update_address``)."""
+
+    handoff_tool: re.Pattern[str]
+    """Tool names that hand the conversation to a person (``transfer_to_human``)."""
+
+    identifier_path: re.Pattern[str]
+    """Fields that name or identify rather than claim: call ids the model mints, tool (or sub-agent) names
+    it picks from its tool list, message roles and types, and free text it composes (a search query, a
+    prompt, a message)."""
+
+    naming_path: re.Pattern[str]
+    """Fields whose values name things (ids, names, roles) rather than carry content."""
+
+    stale_keys: re.Pattern[str]
+    """Field names that say a result came from a cache.  Freshness fields such as ``as_of`` or
+    ``updated_at`` are left out: fresh results carry them too."""
+
+    bound_field: re.Pattern[str]
+    """A bound by its name: ``min_capacity``, ``price_max``, ``minPrice``, ``priceMax`` (``min``/``max``; a
+    separator or a capital is required: ``minutes`` and ``admin`` bound nothing)."""
+
+    def count(self) -> dict[str, int]:
+        """How many phrases each field holds (a pattern, its alternatives at any depth; a set, its words)."""
+        out: dict[str, int] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, re.Pattern):
+                out[f.name] = _alternatives(v.pattern)
+            elif isinstance(v, (frozenset, tuple)):
+                out[f.name] = len(v)
+        return out
+
+
+def _alternatives(pattern: str) -> int:
+    """The alternatives of a regular expression, at any depth (``\\b(yes|ok)\\b|sure`` -> 3), classes left out."""
+    n, i, in_class = 1, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            in_class = True
+        elif c == "]":
+            in_class = False
+        elif c == "|" and not in_class:
+            n += 1
+        i += 1
+    return n
+
+
+ENGLISH = Lexicon(
+    # -- Messages: how a failure, an error or a tool result is worded
+    range_=re.compile(
+        rf"(?<![\w.-]){_NUM}\s*[-–]\s*{_NUM}(?![\w.]|-\d)|\bbetween\s+{_NUM}\s+and\s+{_NUM}(?![\w.])", re.I
+    ),
+    stopwords=frozenset(
+        ["what", "which", "with", "from", "that", "this", "have", "were", "does", "there", "their", "about", "into", "when", "where", "than", "then", "they", "them", "most", "more", "some", "each", "only", "also", "many", "much", "been", "being", "very", "will", "would", "should", "could", "answer", "check", "checks", "failed", "failure", "error", "errors", "none", "null", "true", "false", "value", "values", "step", "steps"]
+    ),
+    short_stopwords=frozenset(
+        ["the", "and", "not", "new", "all", "any", "for", "but", "are", "was", "has", "had", "its", "out", "one", "can", "our", "you", "per", "via", "off", "too", "yet", "nor", "own", "who", "why", "how", "may", "did", "got", "let", "use"]
+    ),
+    boolean_words=frozenset({"true", "false", "yes", "no", "none", "null"}),
+    status_text=re.compile(r"\b(?:HTTP/\d(?:\.\d)?\s+|status(?:\s+code)?[:=\s]+)([1-5]\d\d)\b", re.I),
+    exit_status=re.compile(r"(?:exit(?:ed)?\s+(?:code|status)|non-zero exit status|returncode)[:=\s]+(-?\d+)", re.I),
+    error_line=re.compile(r"(?m)^\s*(?:[A-Z][A-Za-z0-9_.]*)?(?:Error|Exception|ERROR|FATAL|Fatal)\s*:\s*\S.*$"),
+    input_caused=re.compile(
+        r"syntax|invalid|malformed|not found|no such|unknown|missing|required|unexpected|bad request|"
+        r"does not exist|cannot parse|could not parse|validation|unprocessable|check failed|expected",
+        re.I,
+    ),
+    check_text=re.compile(
+        r"\bcheck(?:s)? failed|\bfailed (?:the )?check|\bverif(?:y|ication) failed|assert|"
+        r"does not match|doesn't match|mismatch|\bexpected\b|\bshould (?:be|have)\b|\bis missing\b|\bare missing\b",
+        re.I,
+    ),
+    check_types=re.compile(r"check|assert|validation|verif|mismatch", re.I),
+    environment=re.compile(
+        r"time(?:d)? ?out|timeout|unavailable|unreachable|rate.?limit|too many requests|quota|overload|"
+        r"internal (?:server )?error|temporar|connection (?:refused|reset|error|closed|aborted|lost|failed)|reset by peer|"
+        r"(?:status|http(?:/[\d.]+)?|code|error|returned)[ :=]*5\d\d\b|\b5\d\d (?:error|internal|bad gateway|service)|bad gateway|"
+        r"service (?:is )?(?:down|unavailable|error)|network|dns|ssl|broken pipe",
+        re.I,
+    ),
+    state_error=re.compile(
+        r"already|no longer|cannot be (?:modified|changed|cancell?ed)|locked|status|state|conflict",
+        re.I,
+    ),
+    truncation=re.compile(
+        r"\[(?:output |response |text )?(?:truncated|cut|clipped|omitted)[^\]]{0,40}\]|\(truncated\)|"
+        r"<truncated>|\btruncated (?:at|after) \d+|(?:\.\.\.|…)\s*$",
+        re.I,
+    ),
+    result_count=re.compile(
+        r"\b(\d{1,6})\s+(?:results?|items?|rows?|records?|matches|hits|lines?|failed|entries)\b", re.I
+    ),
+    # -- Conversations: what a user or an assistant says
+    options=re.compile(
+        r"\b(?:choose|chose|pick|select|classify|route|decide|answer with|reply with|one of|either)\b[^.\n]{0,60}?"
+        r"((?:[a-z][\w-]*,\s*)*[a-z][\w-]*,?\s+or\s+[a-z][\w-]*)\b",
+        re.I,
+    ),
+    option_count=re.compile(
+        r"\b(\d{1,4})\s+(?:(?:different|distinct|available|total|unique|matching|such|in[- ]stock)\s+)*"
+        r"(?:[A-Za-z-]+\s+){0,2}?(options|variants|items|products|orders|choices|models|types|kinds|versions|results)\b",
+        re.I,
+    ),
+    available=re.compile(r"available|in[- ]stock", re.I),
+    lowest=re.compile(r"\b(cheapest|lowest[- ]priced|least expensive|lowest price|most affordable)\b", re.I),
+    highest=re.compile(r"\b(most expensive|highest[- ]priced|priciest|highest price)\b", re.I),
+    yes=re.compile(
+        r"\b(yes|yeah|yep|sure|confirm(?:ed)?|go ahead|proceed|please do|do it|sounds (?:good|perfect|great)|"
+        r"that works|works for me|let'?s do|correct|ok(?:ay)?|perfect)\b",
+        re.I,
+    ),
+    no=re.compile(r"\b(no|not yet|don'?t|do not|wait|hold on|instead|actually|rather)\b", re.I),
+    cannot=re.compile(
+        r"\b(?:i|we)\s+(?:can ?not|can'?t|am unable to|are unable to|am not able to|'m unable to|'m not able to|do not have|don'?t have)\b",
+        re.I,
+    ),
+    all_done=re.compile(
+        r"\b(?:all|both|every|everything)\b[^.\n]{0,80}?\b(?:updated|completed|done|processed|modified|"
+        r"cancell?ed|changed|returned|exchanged)\b",
+        re.I,
+    ),
+    reversal=re.compile(
+        r"\b(actually|instead|no need|never ?mind|leave (?:it|them|the \w+|that)|not (?:just )?yet|forget|"
+        r"changed my mind|on second thought|rather)\b",
+        re.I,
+    ),
+    handoff_words=re.compile(r"\b(human|agent|representative|transfer|escalat\w*|supervisor|manager)\b", re.I),
+    # -- Names: English words in tool names and keys
+    read_tool=re.compile(
+        r"^(?:get|find|list|search|read|lookup|look_up|fetch|query|calculate|compute|think|check|view|show)", re.I
+    ),
+    write_tool=re.compile(
+        r"modify|cancel|return|exchange|update|transfer|delete|remove|create|place|book|refund|send|pay|"
+        r"charge|submit|write|insert|add|set|change|escalate|handoff|hand_off",
+        re.I,
+    ),
+    handoff_tool=re.compile(r"transfer_to|escalat|handoff|hand_off|human", re.I),
+    identifier_path=re.compile(
+        r"(?:^|\.|\])(?:id|call_id|tool_call_id|name|type|role|tool|tool_name|agent|query|q|search|prompt|text|message)$"
+    ),
+    naming_path=re.compile(r"(?:^|\.|\])(?:id|name|type|role|tool|tool_name|agent|function|kind)$"),
+    stale_keys=re.compile(r"^(?:cached|from_cache|cache_hit|served_from_cache|stale|is_stale|cached_at)$", re.I),
+    bound_field=re.compile(
+        r"^(?:(min|max)(?:imum)?_([a-z]\w*)|([a-z]\w*?)_(min|max)(?:imum)?"
+        r"|(min|max)(?:imum)?([A-Z]\w*)|([a-z]\w*?)(Min|Max)(?:imum)?)$"
+    ),
+)
+"""The English the analysis reads (the only lexicon today)."""
+
+
+__all__ = ["ENGLISH", "Lexicon"]

@@ -1,0 +1,68 @@
+"""The ranking's features: every ranked step as a candidate, with the values the ranking used, read-only."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+from benchmarks.baselines import synthetic_run
+from tests.test_localize import sql_agent_run
+
+from trajdebug.analysis import analyze
+from trajdebug.analysis._detect import detect
+from trajdebug.analysis._localize import localize
+from trajdebug.analysis._ranking import FrozenMap
+
+
+def test_every_ranked_step_is_a_candidate_with_features(tmp_path: Path) -> None:
+    """`ranked_all` holds one candidate per ranked step, in ranking order, its head the top candidates."""
+    loc = localize(sql_agent_run(tmp_path), top=2)
+    assert [c.step_id for c in loc.ranked_all] == list(loc.ranking)
+    assert len(loc.ranked_all) > len(loc.candidates) == 2
+    assert loc.ranked_all[:2] == tuple(loc.candidates)
+    assert all(c.features for c in loc.ranked_all)
+
+
+def test_features_say_kind_position_depth_distance_and_fan(tmp_path: Path) -> None:
+    """A step's features name its kind, where it sits in the run and on the slice, and its edges."""
+    run = sql_agent_run(tmp_path)
+    loc = localize(run)
+    by_id = {c.step_id: c.features for c in loc.ranked_all}
+    steps = run.step_map()
+    ids = [s.step_id for s in run.steps]
+    for sid, f in by_id.items():
+        assert f[f"kind:{steps[sid].kind}"] == 1.0
+        assert f["position"] == ids.index(sid) / len(ids)
+        assert f["fan_in"] >= 0 and f["fan_out"] >= 0
+    failing = loc.failures[0].step_id
+    assert by_id[failing]["depth"] == 0 and by_id[failing]["distance"] == 0
+    assert by_id["w"]["depth"] > 0 and by_id["w"]["distance"] > 0
+
+
+def test_features_carry_the_evidence_and_the_score(tmp_path: Path) -> None:
+    """The top candidate's features hold each signal behind it and the score it was ranked by."""
+    top = localize(sql_agent_run(tmp_path)).candidates[0]
+    for signal in top.signals:
+        if signal != "lineage:origin":
+            assert top.features[f"evidence:{signal}"] > 0
+    assert top.features["score"] == pytest.approx(top.score, abs=1e-6)
+    assert top.features["root"] == float(top.root)
+    assert 0 < top.features["suspicion"] <= 1
+
+
+def test_features_cannot_be_changed() -> None:
+    """A candidate's features are read-only, and survive pickling (analyses cross process pools)."""
+    run = synthetic_run(60, seed=3)
+    loc = localize(run, failures=detect(run))
+    f = loc.ranked_all[-1].features
+    assert isinstance(f, FrozenMap)
+    with pytest.raises(TypeError):
+        f["score"] = 1.0  # type: ignore[index]
+    assert pickle.loads(pickle.dumps(f)) == f and hash(f) == hash(FrozenMap(dict(f)))
+
+
+def test_analysis_keeps_every_ranked_step_with_the_ids_of_its_own_run(tmp_path: Path) -> None:
+    """`analyze` keeps `ranked_all` beside `ranking`, the same steps in the same order."""
+    a = analyze(sql_agent_run(tmp_path))
+    assert [c.step_id for c in a.localization.ranked_all] == list(a.localization.ranking)
