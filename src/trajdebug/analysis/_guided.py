@@ -22,8 +22,11 @@ Question order (Silva, *A survey on algorithmic debugging strategies*, 2011):
 ``prior`` is divide and query weighted by probability mass, as Hat-Delta
 weights nodes by earlier evidence: the ranker's suspicion is the prior of each
 step being the root, a step is wrong with the probability that the root lies
-in its reach, and the next question is the one whose answer is least
-predictable (the largest binary entropy, i.e. the mass split nearest half);
+in its reach, and the next question is the one that leaves the least
+probability mass expected: a wrong answer keeps the step's reach, a correct
+one removes the steps whose every path to the deepest wrong step runs through
+it (its region of the post-dominator tree, Cooper, Harvey & Kennedy 2001);
+on a tree this is Shapiro's divide and query (the split nearest half);
 ``top-down`` asks the inputs of the deepest wrong step, latest first;
 ``linear`` scans backward from the failure in start order.
 
@@ -69,7 +72,7 @@ _DECAY = 0.5
 _LEAD = 0.5
 """Share of the candidates' mass above which the prior strategy proves or refutes the leader directly."""
 _POOL = 200
-"""Questions scored per turn at most on very large slices (the likeliest and the deepest wrong step's inputs)."""
+"""Questions scored per turn at most on very large slices (the likeliest, a spread, the deepest wrong step's inputs)."""
 
 
 def trust(by: str) -> int:
@@ -228,6 +231,10 @@ class GuidedSearch:
         self.parents: list[list[int]] = [
             sorted({self.index[d.step_id] for d in graph.parents(s) if d.step_id in self.index}) for s in self.ids
         ]
+        self.kids: list[list[int]] = [[] for _ in self.ids]
+        for i, ps in enumerate(self.parents):
+            for q in ps:
+                self.kids[q].append(i)
         self.prior = priors(analysis, self.ids)
         self.mass = [self.prior[s] for s in self.ids]
         self.log: list[Answer] = []
@@ -397,16 +404,57 @@ class GuidedSearch:
         if lead is not None:
             return lead
         if len(open_) > _POOL:
-            likely = sorted(open_, key=lambda i: -self.mass[i])[:_POOL]
-            open_ = sorted(set(likely) | set(inputs))
-        best, key = open_[-1], (-1.0, 0.0, 0)
+            # The likeliest steps, and steps spread evenly in topological order (a
+            # flat prior ranks none: the split points must still cover the slice).
+            likely = sorted(open_, key=lambda i: -self.mass[i])[: _POOL // 2]
+            spread = open_[:: max(1, len(open_) // (_POOL // 2))]
+            open_ = sorted(set(likely) | set(spread) | set(inputs))
+        cleared = self._dominated(cand, focus)
+        best, key = open_[-1], (math.inf, 0.0, 0)
         for i in open_:
-            p = min(1.0, self._mass(reach[i] & cand) / total)
-            h = _entropy(p)
-            k = (round(h, 9), self.mass[i], i)
-            if k > key:
+            wrong = self._mass(reach[i] & cand)
+            p = min(1.0, wrong / total)
+            # Expected mass left: a wrong answer keeps the step's reach, a correct one
+            # removes what reaches the focus only through the step (its post-dominated
+            # region; without the dominator tree, the step alone).
+            left = p * wrong + (1 - p) * (total - cleared.get(i, self.mass[i]))
+            k = (round(left, 12), -self.mass[i], -i)
+            if k < key:
                 best, key = i, k
         return best
+
+    def _dominated(self, cand: int, focus: int) -> dict[int, float]:
+        """The mass each candidate clears when answered correct: the steps whose every path to the focus runs
+        through it (the candidate's subtree in the post-dominator tree toward the focus; Cooper, Harvey &
+        Kennedy's iterative dominators, one pass since the slice is a DAG in topological order)."""
+        if not cand >> focus & 1:
+            return {}
+        order = sorted(_bits(cand), reverse=True)  # consumers before producers: the focus first
+        po = {v: k for k, v in enumerate(order)}
+        idom: dict[int, int] = {focus: focus}
+        for v in order[1:]:
+            new: int | None = None
+            for c in self.kids[v]:
+                if c not in idom:
+                    continue
+                if new is None:
+                    new = c
+                    continue
+                a, b = c, new
+                while a != b:
+                    while po[a] > po[b]:
+                        a = idom[a]
+                    while po[b] > po[a]:
+                        b = idom[b]
+                new = a
+            if new is not None:
+                idom[v] = new
+        sub = dict.fromkeys(order, 0.0)
+        for v in reversed(order):
+            sub[v] += self.mass[v]
+            if v != focus and v in idom:
+                sub[idom[v]] += sub[v]
+        return sub
 
     def _leader(self, cand: int, total: float, open_: set[int], reach: list[int]) -> int | None:
         """Hat-Delta's shortcut: when one candidate holds most of the mass, prove or refute it directly.
