@@ -894,6 +894,9 @@ def render(data: Mapping[str, Any], command: str) -> str:
         from benchmarks.production import render_section as production_section
 
         lines += production_section(data["production"])
+    from benchmarks.model_card import learned_section
+
+    lines += learned_section()
     lines += [
         "## Method notes",
         "",

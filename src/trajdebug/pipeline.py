@@ -74,6 +74,7 @@ def analyze_source(
     samples: int = 3,
     runs: Sequence[Run] | None = None,
     judge: Any = None,
+    model: Any = None,
 ) -> SourceAnalysis:
     """Analyze the runs of a source the way ``trajdebug analyze`` does.
 
@@ -97,6 +98,8 @@ def analyze_source(
             (the endpoint from the environment), a `trajdebug.judge.JudgeConfig`,
             a `trajdebug.judge.Judge` or a `trajdebug.judge.ChatModel`.  None
             (the default): nothing is sent, the analysis is the deterministic one.
+        model: The learned ranker (`trajdebug.analysis.learned`): None (the hand
+            ranking), ``"default"`` (the shipped model) or a model file's path.
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
@@ -123,6 +126,7 @@ def analyze_source(
                 references=refs,
                 sql_db=sql_db,
                 weights=weights,
+                model=model,
             )
         )
         if refs and run.outcome != "success":

@@ -161,6 +161,8 @@ class Candidate:
     """The run holding the step when it is not the analyzed run (an earlier conversation turn)."""
     signals: tuple[str, ...] = ()
     """The kinds of evidence behind it (``lineage:origin``, ``reference:ratio``, a diagnoser's name...)."""
+    confidence: float | None = None
+    """The learned ranker's calibrated probability that this is the root (None: the hand ranking alone)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis import learned as _learned
 from trajdebug.analysis._detect import Detector, Failure, detect, final_step, superseded
 from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._localize import Candidate, Localization, localize
@@ -49,6 +50,8 @@ class Analysis:
     """The passing runs of the same agent the ranking compared with (run ids, most recent first)."""
     problems: tuple[str, ...] = ()
     """What the analysis had to leave out to work (dangling edges, edges that closed a cycle)."""
+    verdict: str | None = None
+    """The learned ranker's verdict on its best candidate: ``confident``, ``likely``, ``unsure`` (None: no model)."""
 
     @property
     def outcome(self) -> Outcome:
@@ -88,6 +91,7 @@ class Analysis:
                     "structural": c.root,
                     "inferred": [{"step_id": sid, "confidence": conf} for sid, conf in c.inferred],
                     "signals": list(c.signals),
+                    "confidence": c.confidence,
                 }
             )
         return {
@@ -100,6 +104,7 @@ class Analysis:
             "dependencies_inferred": self.inferred,
             "references": list(self.references),
             "problems": list(self.problems),
+            "verdict": self.verdict,
             "stats": self.localization.stats.to_dict(),
         }
 
@@ -200,6 +205,7 @@ def analyze(
     infer: bool | None = None,
     previous: Sequence[Run] = (),
     references: Sequence[Run] = (),
+    model: Any = None,
 ) -> Analysis:
     """Analyze one run: detect its failures, summarize its errors, localize the root cause.
 
@@ -286,7 +292,7 @@ def analyze(
     loc = localize(
         searched,
         failures=seeds,
-        top=top,
+        top=top if model is None else max(top, 100_000),
         weights=weights,
         graph=graph,
         diagnosers=diagnosers,
@@ -305,9 +311,10 @@ def analyze(
     problems = tuple(dict.fromkeys([*graph.problems, *own_graph.problems]))
     # The analysis's true elapsed time: inference, lineage, detection, lifecycle and ranking.
     loc = replace(loc, stats=replace(loc.stats, seconds=time.perf_counter() - t0))
-    return Analysis(
+    result = Analysis(
         run, tuple(failures), loc, error_report, inferred, previous, tuple(r.run_id for r in refs), problems
     )
+    return result if model is None else _learned.rerank(result, model, top)
 
 
 def with_value_edges(run: Run, lineage: Lineage) -> Run:
