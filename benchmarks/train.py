@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
@@ -62,6 +63,30 @@ def calibrate(rows: Sequence[dict[str, Any]]) -> list[float]:
         for i, r in enumerate(rows):
             if r["fold"] == f:
                 out[i] = float(iso.predict([r["top_p"]])[0])
+    return out
+
+
+def _platt_x(r: dict[str, Any]) -> list[float]:
+    p = min(max(r["top_p"], 1e-9), 1 - 1e-9)
+    return [math.log(p / (1 - p)), math.log1p(len(r["case"].rows))]
+
+
+def _platt(rows: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    lr = LogisticRegression(C=100.0)
+    lr.fit([_platt_x(r) for r in rows], [int(r["top_ok"]) for r in rows])
+    return (float(lr.intercept_[0]), float(lr.coef_[0][0]), float(lr.coef_[0][1]))
+
+
+def calibrate_platt(rows: Sequence[dict[str, Any]]) -> list[float]:
+    """Cross-fitted Platt-scaled confidences of each row's best candidate."""
+    out = [0.0] * len(rows)
+    for f in sorted({r["fold"] for r in rows}):
+        m = Model((), 0.0, 1.0, (), platt=_platt([r for r in rows if r["fold"] != f]))
+        for i, r in enumerate(rows):
+            if r["fold"] == f:
+                out[i] = m.calibrate(r["top_p"], len(r["case"].rows))
     return out
 
 
@@ -131,8 +156,11 @@ def evaluate(cases: list[Case], progress: Any = print) -> dict[str, Any]:
     res["kfold"] = L.table(k5, lambda r: r["case"].suite)
     res["kfold_fault"] = L.table(k5, lambda r: r["case"].fault)
     progress("cv: five folds by agent done")
-    conf = calibrate(k5)
     ok = [bool(r["top_ok"]) for r in k5]
+    iso, platt = calibrate(k5), calibrate_platt(k5)
+    e_iso, e_platt = ece(iso, ok)[0], ece(platt, ok)[0]
+    method = "platt" if e_platt <= e_iso else "isotonic"
+    conf = platt if method == "platt" else iso
     e, bins = ece(conf, ok)
     t = threshold(conf, ok)
     prec, cov = at(conf, ok, t)
@@ -142,6 +170,7 @@ def evaluate(cases: list[Case], progress: Any = print) -> dict[str, Any]:
         "precision_confident": prec, "coverage_confident": cov,
         "precision_likely": lprec, "coverage_likely": lcov,
         "raw_ece": ece([r["top_p"] for r in k5], ok)[0],
+        "method": method, "isotonic_ece": e_iso, "platt_ece": e_platt,
     }
     res["_oof"] = k5
     return res
@@ -155,7 +184,10 @@ def final(cases: list[Case], oof: Sequence[dict[str, Any]], cal: dict[str, Any],
     iso = _isotonic([r["top_p"] for r in oof], [int(r["top_ok"]) for r in oof])
     xs = tuple(round(float(x), 6) for x in iso.X_thresholds_)
     ys = tuple(round(float(y), 6) for y in iso.y_thresholds_)
-    return replace(model, calibration=(xs, ys), confident=round(cal["confident"], 6), likely=cal["likely"], meta=meta)
+    platt = _platt(oof) if cal["method"] == "platt" else None
+    return replace(
+        model, calibration=(xs, ys), platt=platt, confident=round(cal["confident"], 6), likely=cal["likely"], meta=meta
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

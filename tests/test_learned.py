@@ -146,3 +146,25 @@ def test_shipped_model_is_small_and_used_by_analyze(run: Run) -> None:
     assert all(c.confidence is not None and 0.0 <= c.confidence <= 1.0 for c in a.root_causes)
     assert a.verdict in ("confident", "likely", "unsure")
     assert analyze(run, top=2).verdict is None
+
+
+def test_unsure_text_says_what_would_settle_it(run: Run) -> None:
+    """When the verdict is unsure, the text names a passing run of the same input and --judge."""
+    from dataclasses import replace
+
+    from trajdebug.report.analysis import analysis_lines, analysis_markdown
+
+    a = analyze(run, top=100_000)
+    never_sure = replace(_stump("hand_top", 0.5, 0.0, 1.0), likely=1.5, confident=2.0)
+    text = "\n".join(analysis_lines(rerank(a, never_sure, top=3)))
+    assert "verdict: unsure" in text and "passing run of the same input" in text and "--judge" in text
+    sure = replace(_stump("hand_top", 0.5, 0.0, 1.0), likely=0.0, confident=0.0)
+    md = analysis_markdown(rerank(a, sure, top=3))
+    assert "verdict: confident" in md and "--judge" not in md
+
+
+def test_platt_calibration_is_monotone_in_the_probability() -> None:
+    """With Platt scaling, a higher normalized score never gets a lower confidence."""
+    m = Model((), 0.0, 1.0, (), platt=(0.2, 1.3, -0.4))
+    confs = [m.calibrate(p, 10) for p in (0.01, 0.2, 0.5, 0.9, 0.999)]
+    assert confs == sorted(confs) and all(0.0 < c < 1.0 for c in confs)

@@ -6,7 +6,8 @@ it): regression trees of a pointwise gradient-boosted classifier (Friedman
 2001) whose summed output is the log-odds that a ranked step is the root
 cause.  Within one run the log-odds are normalized by a softmax (one root per
 failure), then mapped through an isotonic calibration fitted on held-out
-cross-validation folds (Zadrozny & Elkan 2002), so a candidate's
+cross-validation folds (isotonic, Zadrozny & Elkan 2002, or Platt scaling on the
+probability and the number of ranked steps, Platt 1999: whichever erred less out of fold), so a candidate's
 ``confidence`` reads as the probability that it is the root.
 
 The verdict of an analysis comes from its best candidate's confidence:
@@ -63,6 +64,9 @@ class Model:
     """Best-candidate confidence at or above which the verdict is ``likely``."""
     meta: Mapping[str, Any] | None = None
     """What the model was trained on (free data, kept from the file)."""
+    platt: tuple[float, float, float] | None = None
+    """Platt scaling ``(a, b, c)``: ``sigmoid(a + b logit(p) + c log(1 + n))`` for a run of ``n`` ranked
+    steps; used instead of the isotonic knots when set."""
 
     def raw(self, f: Mapping[str, float]) -> float:
         """The ensemble's log-odds for one feature mapping."""
@@ -78,8 +82,13 @@ class Model:
                 i = left if x[feat] <= thr else right
         return total
 
-    def calibrate(self, p: float) -> float:
-        """The calibrated probability of a normalized score ``p``."""
+    def calibrate(self, p: float, n: int = 1) -> float:
+        """The calibrated probability of a normalized score ``p`` among ``n`` ranked steps."""
+        if self.platt is not None:
+            a, b, c = self.platt
+            q = min(max(p, 1e-9), 1 - 1e-9)
+            z = a + b * math.log(q / (1 - q)) + c * math.log1p(n)
+            return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
         xs, ys = self.calibration
         if p <= xs[0]:
             return ys[0]
@@ -104,6 +113,7 @@ class Model:
             "rate": self.rate,
             "trees": [[list(n) for n in t] for t in self.trees],
             "calibration": {"x": list(self.calibration[0]), "y": list(self.calibration[1])},
+            "platt": None if self.platt is None else list(self.platt),
             "thresholds": {"confident": self.confident, "likely": self.likely},
             "meta": dict(self.meta or {}),
         }
@@ -122,6 +132,7 @@ def model_from_dict(data: Mapping[str, Any]) -> Model:
         float(th.get("confident", 0.9)),
         float(th.get("likely", 0.5)),
         data.get("meta"),
+        None if not data.get("platt") else (float(data["platt"][0]), float(data["platt"][1]), float(data["platt"][2])),
     )
 
 
@@ -154,7 +165,7 @@ def scores(analysis: Analysis, model: Model) -> dict[Key, float]:
     feats = features(analysis)
     keys = list(feats)
     probs = softmax([model.raw(feats[k]) for k in keys])
-    return {k: model.calibrate(p) for k, p in zip(keys, probs, strict=True)}
+    return {k: model.calibrate(p, len(keys)) for k, p in zip(keys, probs, strict=True)}
 
 
 def _key(c: Candidate) -> Key:
