@@ -134,6 +134,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
     cal = res["calibration"]
     lo, ro = res["loso"]["all"], res["loro"]["all"]
     ww = res["kfold"].get("whowhen", {})
+    k5 = res["kfold"]["all"]
     return [
         START,
         "## The learned ranker (cross-validated; `python -m benchmarks.train`)",
@@ -161,7 +162,13 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         f"Who&When AG, always the first step: {_p(ww.get('first_top1', float('nan')))}.",
         "",
-        "Calibration of the best candidate's confidence (five folds by agent, cross-fitted isotonic):",
+        "Not the default: on held-out suites and held-out routes the hand ranking is better (above), so",
+        "`analyze` keeps it and the model is behind `model=\"default\"` / `--model default`. In",
+        f"distribution (five folds by agent) top-1 is {_p(k5['learned_top1'])} against {_p(k5['hand_top1'])}"
+        f" and top-3 {_p(k5['learned_top3'])} against {_p(k5['hand_top3'])}; per suite (docs/model-card.md)",
+        "it loses on some (the fault suite, tau) and wins on Who&When.",
+        "",
+        f"Calibration of the best candidate's confidence (five folds by agent, cross-fitted {cal.get('method', 'isotonic')}):",
         f"expected calibration error **{cal['ece']:.3f}** (goal <= 0.05; the softmax before calibration:",
         f"{cal['raw_ece']:.3f}); at `confident` (confidence >= {cal['confident']:.2f}) precision",
         f"**{_p(cal['precision_confident'])}** with coverage **{_p(cal['coverage_confident'])}** (goal >= 90 % at >= 30 %);",
@@ -169,9 +176,34 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "![reliability diagram of the learned ranker](reliability.png)",
         "",
+        *_curve_lines(),
         END,
         "",
     ]
+
+
+CURVE = Path(__file__).resolve().parent / "label_curve_results.json"
+
+
+def _curve_lines() -> list[str]:
+    """How many labels of one agent `trajdebug fit` needs (benchmarks/label_curve.py), when measured."""
+    if not CURVE.exists():
+        return []
+    data = json.loads(CURVE.read_text())
+    sizes = sorted({int(n) for row in data.values() for n in row})
+    out = [
+        "Learning from one's own labels (`python -m benchmarks.label_curve`): for each fault-suite workflow,",
+        "a model trained without the fault suite stands for the shipped one; `trajdebug fit` boosts on from it",
+        "with n labelled runs of that workflow (three seeded draws), and both rank the workflow's other runs.",
+        "Top-1, shipped -> fitted:",
+        "",
+        "| workflow | " + " | ".join(f"n={n}" for n in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
+    for agent, row in data.items():
+        cells = [f"{100 * row[str(n)]['shipped']:.0f} -> {100 * row[str(n)]['fitted']:.0f}" for n in sizes]
+        out.append(f"| {agent} | " + " | ".join(cells) + " |")
+    return [*out, ""]
 
 
 def splice(doc: str, section: list[str]) -> str:

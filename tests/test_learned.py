@@ -168,3 +168,13 @@ def test_platt_calibration_is_monotone_in_the_probability() -> None:
     m = Model((), 0.0, 1.0, (), platt=(0.2, 1.3, -0.4))
     confs = [m.calibrate(p, 10) for p in (0.01, 0.2, 0.5, 0.9, 0.999)]
     assert confs == sorted(confs) and all(0.0 < c < 1.0 for c in confs)
+
+
+def test_nothing_ranked_means_no_verdict(tmp_path: Path) -> None:
+    """A run where nothing failed has no candidates and no verdict, with a model too."""
+    path = tmp_path / "ok.jsonl"
+    with trajdebug.run("fine", path=path):
+        plan("rome")
+    [ok] = load_runs(path)
+    a = analyze(ok, model="default")
+    assert (a.root_causes, a.verdict) == ([], None)

@@ -14,7 +14,9 @@ from trajdebug.analysis._graph import DependencyGraph, GraphError
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._pipeline import Analysis, analyses_to_dict, analyze
 from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evidence
+from trajdebug.analysis.features import features
 from trajdebug.analysis.inference import infer_dependencies, previous_turns
+from trajdebug.analysis.learned import Model, load_model, rerank
 from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport, analyze_errors
 from trajdebug.analysis.reference import is_original, references, same_agent
 
@@ -34,15 +36,19 @@ __all__ = [
     "Failure",
     "GraphError",
     "Localization",
+    "Model",
     "analyses_to_dict",
     "analyze",
     "analyze_errors",
     "detect",
     "family",
+    "features",
     "infer_dependencies",
     "is_original",
+    "load_model",
     "previous_turns",
     "references",
+    "rerank",
     "same_agent",
     "text_of",
 ]

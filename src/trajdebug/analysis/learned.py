@@ -175,7 +175,8 @@ def _key(c: Candidate) -> Key:
 def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top: int | None = None) -> Analysis:
     """The analysis re-ordered by the model: candidates by confidence, the ranking likewise, a verdict.
 
-    Ties (and steps the model scores equally) keep the hand ranker's order.
+    Ties (and steps the model scores equally) keep the hand ranker's order.  With
+    nothing ranked (nothing failed) there is no verdict.
     ``top`` keeps that many candidates (None: as many as the analysis had).
     """
     m = load_model(model)
@@ -193,7 +194,7 @@ def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top
     return replace(
         analysis,
         localization=replace(loc, candidates=cands[:keep], ranking=ranking + rest, method="trajdebug+learned"),
-        verdict=m.verdict(best),
+        verdict=m.verdict(best) if cands else None,
     )
 
 
