@@ -188,7 +188,8 @@ def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top
     cands = sorted(loc.candidates, key=lambda c: (-conf.get(_key(c), 0.0), order.get(_key(c), 0)))
     cands = [replace(c, confidence=conf.get(_key(c))) for c in cands]
     ranking = tuple(dict.fromkeys(sid for _, sid in sorted(conf, key=lambda k: (-conf[k], order[k]))))
-    rest = tuple(s for s in loc.ranking if s not in set(ranking))
+    placed = set(ranking)
+    rest = tuple(s for s in loc.ranking if s not in placed)
     keep = len(loc.candidates) if top is None else top
     best = cands[0].confidence if cands else None
     return replace(
