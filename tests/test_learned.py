@@ -178,3 +178,21 @@ def test_nothing_ranked_means_no_verdict(tmp_path: Path) -> None:
     [ok] = load_runs(path)
     a = analyze(ok, model="default")
     assert (a.root_causes, a.verdict) == ([], None)
+
+
+def test_a_candidates_own_features_are_merged(run: Run) -> None:
+    """A candidate carrying a `features` mapping (the evidence stages) has it merged into its row."""
+    from collections.abc import Mapping
+    from dataclasses import dataclass, field, replace
+
+    from trajdebug.analysis import Candidate
+
+    @dataclass(frozen=True, slots=True)
+    class WithFeatures(Candidate):
+        features: Mapping[str, float] = field(default_factory=dict)
+
+    a = analyze(run, top=100_000)
+    c0 = a.root_causes[0]
+    own = WithFeatures(c0.step_id, c0.score, c0.reasons, c0.path, features={"evidence:own": 0.25})
+    b = replace(a, localization=replace(a.localization, candidates=[own, *a.root_causes[1:]]))
+    assert features(b)[(None, c0.step_id)]["evidence:own"] == 0.25
