@@ -117,6 +117,27 @@ def cross_validate(cases: Sequence[Case], split: Split, only: Callable[[Case], b
     return out
 
 
+def tells(cases: Sequence[Case], source: str = "quality") -> dict[str, dict[str, float]]:
+    """Trained on the injected faults alone, scored on every written source, beside chance and the hand ranking.
+
+    Injected faults can leave tells (a shape only injection produces) a model learns
+    instead of the fault; such a model falls to chance on runs nobody injected into.
+    Chance is the expected top-1 of a random order: the mean of 1/(ranked steps) x truth steps.
+    """
+    model = fit([c for c in cases if c.suite == source])
+    groups: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        if c.suite != source:
+            groups[c.suite].append(c)
+    out: dict[str, dict[str, float]] = {}
+    for g, cs in sorted(groups.items()):
+        learned = [rank(learned_order(probabilities(model, c)), c.labels()) for c in cs]
+        hand = [rank(range(len(c.rows)), c.labels()) for c in cs]
+        chance = sum(min(sum(c.labels()), len(c.rows)) / max(len(c.rows), 1) for c in cs) / len(cs)
+        out[g] = {"n": float(len(cs)), "learned_top1": top_k(learned, 1), "hand_top1": top_k(hand, 1), "chance_top1": chance}
+    return out
+
+
 def top_k(ranks: Iterable[int | None], k: int) -> float:
     """Share of ranks within the first ``k``."""
     rs = list(ranks)
@@ -138,4 +159,4 @@ def table(rows: Sequence[dict[str, Any]], key: Callable[[dict[str, Any]], str]) 
     return out
 
 
-__all__ = ["PARAMS", "SEED", "by_route", "by_suite", "cross_validate", "fit", "kfold", "table", "vocabulary"]
+__all__ = ["PARAMS", "SEED", "by_route", "by_suite", "cross_validate", "fit", "kfold", "table", "tells", "vocabulary"]

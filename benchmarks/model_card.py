@@ -42,6 +42,25 @@ def _table(rows: Mapping[str, Mapping[str, float]], label: str) -> list[str]:
     return out
 
 
+def _tells(rows: Mapping[str, Mapping[str, float]] | None) -> list[str]:
+    """The no-tells check: trained on injected faults alone, scored on the written sources."""
+    if not rows:
+        return []
+    out = [
+        "## No tells: trained on injected faults alone",
+        "",
+        "A model trained only on the fault-injection suite, scored on every source nobody injected into,",
+        "beside a random order (chance) and the hand ranking. Below chance would mean it learned the",
+        "injection's shape instead of the fault.",
+        "",
+        "| source | cases | learned top-1 | chance top-1 | hand top-1 |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for g, v in rows.items():
+        out.append(f"| {g} | {int(v['n'])} | {_p(v['learned_top1'])} | {_p(v['chance_top1'])} | {_p(v['hand_top1'])} |")
+    return [*out, ""]
+
+
 def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str:
     """The model card as Markdown."""
     cal = res["calibration"]
@@ -108,6 +127,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         "it is chosen on the same out-of-fold predictions it is reported on, so its precision is",
         "slightly optimistic. ![reliability diagram](reliability.png)",
         "",
+        *_tells(res.get("tells")),
         "## Limits",
         "",
         "- The features see structure and the hand ranker's verdict, not content: the model cannot find a",

@@ -16,7 +16,8 @@ Steps, all seeded (`benchmarks.learning.SEED`):
    docs/reliability.png.
 
 ``--corpus FILE`` reuses (or writes, when missing) a corpus cache;
-``--out`` writes the model elsewhere.
+``--out`` writes the model elsewhere; ``--render-only`` re-renders the docs
+from benchmarks/train_results.json and the model without fitting.
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ from typing import Any
 from benchmarks import corpus as corpus_mod
 from benchmarks import learning as L
 from benchmarks.corpus import Case
-from trajdebug.analysis.learned import DEFAULT_PATH, Model
+from trajdebug.analysis.learned import DEFAULT_PATH, Model, load_model
 
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "train_results.json"
+"""Every cross-validation number, as the docs are rendered from."""
 BINS = 10
 """Equal-width bins of the reliability diagram and the expected calibration error."""
 TARGET_PRECISION = 0.9
@@ -173,6 +176,7 @@ def evaluate(cases: list[Case], progress: Any = print) -> dict[str, Any]:
         "method": method, "isotonic_ece": e_iso, "platt_ece": e_platt,
     }
     res["_oof"] = k5
+    res["tells"] = L.tells(cases)
     return res
 
 
@@ -190,13 +194,28 @@ def final(cases: list[Case], oof: Sequence[dict[str, Any]], cal: dict[str, Any],
     )
 
 
+def _render_docs(card: Path, res: dict[str, Any], model: Model | None) -> int:
+    """docs/model-card.md and the section of docs/benchmarks.md, from the results and the model."""
+    from benchmarks.model_card import learned_section, render, splice
+
+    assert model is not None
+    card.write_text(render(res, res["meta"], model))
+    bench = card.parent / "benchmarks.md"
+    if bench.exists():
+        bench.write_text(splice(bench.read_text(), learned_section(res)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.train", description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, help="corpus cache (JSON lines): read when present, else written")
     ap.add_argument("--workdir", type=Path, help="where the blind suites are generated")
     ap.add_argument("--out", type=Path, default=DEFAULT_PATH)
     ap.add_argument("--card", type=Path, default=ROOT / "docs" / "model-card.md")
+    ap.add_argument("--render-only", action="store_true", help="re-render the docs from the saved results and model")
     args = ap.parse_args(argv)
+    if args.render_only:
+        return _render_docs(args.card, json.loads(RESULTS.read_text()), load_model(args.out))
     if args.corpus is not None and args.corpus.exists():
         cases = corpus_mod.load(args.corpus)
     else:
@@ -212,13 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(model.to_dict(), separators=(",", ":")) + "\n")
     diagram(res["calibration"]["bins"], args.card.parent / "reliability.png",
             f"Reliability, five folds by agent (ECE {res['calibration']['ece']:.3f})")
-    (ROOT / "benchmarks" / "train_results.json").write_text(json.dumps({**res, "meta": meta}, indent=1) + "\n")
-    from benchmarks.model_card import learned_section, render, splice
-
-    args.card.write_text(render(res, meta, model))
-    bench = args.card.parent / "benchmarks.md"
-    if bench.exists():
-        bench.write_text(splice(bench.read_text(), learned_section(res)))
+    RESULTS.write_text(json.dumps({**res, "meta": meta}, indent=1) + "\n")
+    _render_docs(args.card, {**res, "meta": meta}, model)
     print(f"model: {args.out} ({args.out.stat().st_size // 1024} KB, {len(model.trees)} trees, {len(model.feature_names)} features)")
     return 0
 
