@@ -852,6 +852,8 @@ def render(data: Mapping[str, Any], command: str) -> str:
         "python -m benchmarks                 # everything (2–5 min on 2 cores); rewrites this file",
         "python -m benchmarks --quick         # under two minutes; writes docs/benchmarks.quick.md (--replace: this file)",
         "python -m benchmarks --only quality  # or ask, verification, speed, recording, tau, fleet, reliability, production; other sections keep their last results",
+        "python -m benchmarks.train          # the learned ranker: corpus, cross-validation, model.json, docs/model-card.md (train extra; ~15 min)",
+        "python -m benchmarks.label_curve --corpus FILE  # labels of one agent until `trajdebug fit` beats the shipped model",
         "```",
         "",
         "Raw numbers of the last run of each section: `benchmarks/results.json`.",
@@ -898,6 +900,9 @@ def render(data: Mapping[str, Any], command: str) -> str:
         from benchmarks.production import render_section as production_section
 
         lines += production_section(data["production"])
+    from benchmarks.model_card import learned_section
+
+    lines += learned_section()
     lines += [
         "## Method notes",
         "",

@@ -21,10 +21,11 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("trajdebug.model", "trajdebug.plugins", "trajdebug.chat", "trajdebug.escape", "trajdebug.values"),
     ("trajdebug.format", "trajdebug._encode", "trajdebug.schema", "trajdebug.redaction", "trajdebug.sidefile"),
     ("trajdebug.analysis",),
-    ("trajdebug.formats", "trajdebug.report", "trajdebug.store"),
+    ("trajdebug.formats", "trajdebug.report", "trajdebug.store", "trajdebug.training"),
     ("trajdebug.record", "trajdebug.source", "trajdebug.marks", "trajdebug.answers"),
     ("trajdebug.replay",),
     ("trajdebug.integrations", "trajdebug.pipeline", "trajdebug.judge", "trajdebug.fleet", "trajdebug.serve", "trajdebug.lint", "trajdebug.ask"),
+    ("trajdebug.labels",),
     ("trajdebug.cli", "trajdebug.demo", "trajdebug.testing", "trajdebug", "trajdebug.__main__"),
 )
 """Floors from the ground up: a module may import its own floor and the ones below, never above."""

@@ -14,7 +14,7 @@ from trajdebug.analysis._state import AnalysisState, Options
 
 
 def test_the_stages_run_in_the_documented_order() -> None:
-    """STAGES names the analysis from declaring the outcome to mapping candidates home, evidence before ranking."""
+    """STAGES names the analysis from declaring the outcome to mapping candidates home and the learned re-ranking, evidence before ranking."""
     assert [s.__name__ for s in STAGES] == [
         "declare_outcome",
         "infer_edges",
@@ -27,6 +27,7 @@ def test_the_stages_run_in_the_documented_order() -> None:
         "collect_evidence",
         "rank",
         "map_home",
+        "learned_rank",
         "finish",
     ]
 

@@ -85,6 +85,7 @@ def analyze_source(
     ask: Any = None,
     guided: bool | None = None,
     oracle_timeout: float | None = 10.0,
+    model: Any = None,
 ) -> SourceAnalysis:
     """Analyze the runs of a source the way ``trajdebug analyze`` does.
 
@@ -120,6 +121,8 @@ def analyze_source(
             or expectations registered in this process cover a step of the run; True
             with only the checks and the passing runs of the same input; False never.
         oracle_timeout: Seconds an oracle may take per question (then: don't know, reported).
+        model: The learned ranker (`trajdebug.analysis.learned`): None (the hand
+            ranking), ``"default"`` (the shipped model) or a model file's path.
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
@@ -146,6 +149,7 @@ def analyze_source(
                 references=refs,
                 sql_db=sql_db,
                 weights=weights,
+                model=model,
             )
         )
         if refs and run.outcome != "success":

@@ -18,7 +18,9 @@ from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
 from trajdebug.analysis._pipeline import STAGES, Analysis, analyses_to_dict, analyze, insert_stage, run_stages
 from trajdebug.analysis._state import AnalysisState, Options, Stage
 from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evidence
+from trajdebug.analysis.features import features
 from trajdebug.analysis.inference import infer_dependencies, previous_turns
+from trajdebug.analysis.learned import Model, load_model, rerank
 from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport, analyze_errors
 from trajdebug.analysis.reference import is_original, references, same_agent
 
@@ -48,18 +50,22 @@ __all__ = [
     "Oracle",
     "ReferenceOracle",
     "Stage",
+    "Model",
     "analyses_to_dict",
     "analyze",
     "analyze_errors",
     "detect",
     "family",
     "guided_search",
+    "features",
     "infer_dependencies",
     "insert_stage",
     "is_original",
+    "load_model",
     "previous_turns",
     "references",
     "run_stages",
+    "rerank",
     "same_agent",
     "text_of",
 ]

@@ -86,6 +86,8 @@ class Candidate:
     """The kinds of evidence behind it (``lineage:origin``, ``reference:ratio``, a diagnoser's name...)."""
     features: Mapping[str, float] = field(default_factory=FrozenMap)
     """Every value the ranking used about the step, by name (read-only; `trajdebug.analysis._ranking.Ranking.features`)."""
+    confidence: float | None = None
+    """The learned ranker's calibrated probability that this is the root (None: the hand ranking alone)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ import functools
 import gc
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -40,6 +40,7 @@ from trajdebug.analysis._stages import (
 from trajdebug.analysis._state import AnalysisState, Options, Stage, need
 from trajdebug.analysis.diagnosers._context import Diagnoser
 from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred
+from trajdebug.analysis.learned import rerank
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.model import Outcome, Run
 
@@ -64,6 +65,8 @@ class Analysis:
     """The passing runs of the same agent the ranking compared with (run ids, most recent first)."""
     problems: tuple[str, ...] = ()
     """What the analysis had to leave out to work (dangling edges, edges that closed a cycle)."""
+    verdict: str | None = None
+    """The learned ranker's verdict on its best candidate: ``confident``, ``likely``, ``unsure`` (None: no model)."""
     guided: Guided | None = None
     """The guided search's result, when oracles were asked (`trajdebug.analysis.guided_search`)."""
 
@@ -105,6 +108,7 @@ class Analysis:
                     "structural": c.root,
                     "inferred": [{"step_id": sid, "confidence": conf} for sid, conf in c.inferred],
                     "signals": list(c.signals),
+                    "confidence": c.confidence,
                 }
             )
         return {
@@ -118,6 +122,7 @@ class Analysis:
             "references": list(self.references),
             "problems": list(self.problems),
             "stats": self.localization.stats.to_dict(),
+            "verdict": self.verdict,
             "guided": None if self.guided is None else self.guided.to_dict(),
         }
 
@@ -171,6 +176,7 @@ def analyze(
     references: Sequence[Run] = (),
     stages: Sequence[Stage] | None = None,
     lexicon: Lexicon = ENGLISH,
+    model: Any = None,
 ) -> Analysis:
     """Analyze one run: detect its failures, summarize its errors, localize the root cause.
 
@@ -198,6 +204,9 @@ def analyze(
             run's deviations into evidence.
         stages: The stages to run (None: `STAGES`), e.g. ``insert_stage(mine, after="rank")``.
         lexicon: The words and phrases the analysis reads (`trajdebug.analysis.lexicon.ENGLISH`).
+        model: The learned ranker that re-orders the candidates and gives each a calibrated
+            ``confidence`` and the analysis a ``verdict`` (``"default"``: the shipped model, a path,
+            a `trajdebug.analysis.learned.Model`; None: the hand ranking alone).
 
     A dangling dependency or a cycle does not stop the analysis: it is left out
     and named in `Analysis.problems`.
@@ -205,7 +214,7 @@ def analyze(
     started = time.perf_counter()
     schema = (sql_schema or content.schema_from_db(sql_db)) if sql_db is not None else sql_schema
     options = Options(
-        top, outcome, detectors, diagnosers, weights, schema, sql_db, True if infer is None else infer, lexicon
+        top, outcome, detectors, diagnosers, weights, schema, sql_db, True if infer is None else infer, lexicon, model
     )
     state = AnalysisState(
         run,
@@ -215,6 +224,15 @@ def analyze(
         started=started,
     )
     return result(run_stages(state, STAGES if stages is None else stages))
+
+
+def learned_rank(state: AnalysisState) -> AnalysisState:
+    """With a learned model (``Options.model``): every ranked step re-ordered by its calibrated probability
+    of being the root, and a verdict on the best (`trajdebug.analysis.learned.rerank`)."""
+    if state.options.model is None:
+        return state
+    ranked = rerank(result(state), state.options.model, state.options.top)
+    return replace(state, localization=ranked.localization, verdict=ranked.verdict)
 
 
 STAGES: tuple[Stage, ...] = (
@@ -229,6 +247,7 @@ STAGES: tuple[Stage, ...] = (
     collect_evidence,
     rank,
     map_home,
+    learned_rank,
     finish,
 )
 """The analysis, stage by stage (`trajdebug.analysis._stages`); insert a stage with `insert_stage`
@@ -264,6 +283,7 @@ def result(state: AnalysisState) -> Analysis:
         state.previous,
         tuple(r.run_id for r in state.references),
         problems,
+        verdict=state.verdict,
     )
 
 
@@ -275,6 +295,7 @@ __all__ = [
     "analyses_to_dict",
     "analyze",
     "insert_stage",
+    "learned_rank",
     "result",
     "run_stages",
     "named_edges",

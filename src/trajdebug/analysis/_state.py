@@ -58,6 +58,9 @@ class Options:
     """Infer data dependencies (and value edges) from content."""
     lexicon: Lexicon = ENGLISH
     """The words and phrases of the language the analysis reads (`trajdebug.analysis.lexicon`)."""
+    model: Any = None
+    """The learned ranker (`trajdebug.analysis.learned`): None (the hand ranking alone), ``"default"``
+    (the shipped model), a path or a `trajdebug.analysis.learned.Model`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,8 @@ class AnalysisState:
     """The slice and the evidence sources' findings, collected for ``rank`` (the combination's own memo)."""
     localization: Localization | None = None
     """The ranked candidates (ids of ``searched`` until ``map_home``, then of their own runs)."""
+    verdict: str | None = None
+    """The learned ranker's verdict on its best candidate (``learned_rank``; None without a model)."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Room for stages added by a caller (a learned re-ranking, an oracle search) to leave what they found."""
 

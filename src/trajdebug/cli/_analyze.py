@@ -85,6 +85,13 @@ from trajdebug.model import Outcome
     show_default=True,
     help="The guided search's question order.",
 )
+@click.option(
+    "--model",
+    "model",
+    metavar="FILE|default",
+    help="Re-rank with a learned model (`default`: the shipped one; a file from `trajdebug fit`): "
+    "each candidate gets a calibrated confidence and the run a verdict (confident, likely, unsure).",
+)
 @add_verify_option
 @add_judge_options
 @json_option
@@ -98,6 +105,7 @@ def analyze_cmd(
     no_references: bool,
     markdown: bool,
     renderer: str | None,
+    model: str | None,
     verify_entry: str | None,
     fixer: str | None,
     verify_samples: int,
@@ -156,6 +164,13 @@ def analyze_cmd(
     from trajdebug.source import SourceError
 
     judge = _judge_config(use_judge, judge_config)
+    if model is not None and model != "default":
+        from trajdebug.analysis.learned import load_model
+
+        try:
+            load_model(model)
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            raise click.ClickException(f"--model {model}: not a model file ({type(exc).__name__}: {exc})") from None
     declared: Outcome | None = None if outcome is None else ("failure" if outcome == "failure" else "success")
     path = store_path(source)
     try:
@@ -175,6 +190,7 @@ def analyze_cmd(
             max_questions=max_questions,
             strategy=strategy,
             ask=ask_person,
+            model=model,
         )
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None

@@ -58,6 +58,26 @@ def chain_summary(chain: Any, steps: Mapping[str, Step]) -> str:
     return text_of(chain, 160)
 
 
+SETTLE = (
+    "what would settle it: a passing run of the same input in the source (then `trajdebug diff` "
+    "shows where they part), `--judge` (a model reviews the shortlisted steps), or replaying the "
+    "top candidates with `--verify`"
+)
+"""What the text says when the learned ranker is unsure."""
+
+
+def verdict_note(a: Analysis) -> str | None:
+    """The learned ranker's verdict as a sentence (None when no model ranked the run)."""
+    verdict = getattr(a, "verdict", None)
+    if verdict is None:
+        return None
+    best = a.root_causes[0].confidence if a.root_causes else None
+    conf = "" if best is None else f" (the best candidate's calibrated confidence is {best:.0%})"
+    if verdict == "unsure":
+        return f"verdict: unsure{conf}; {SETTLE}"
+    return f"verdict: {verdict}{conf}"
+
+
 def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     """The analysis as a sequence of typed pieces the three renderers format alike."""
     run = a.run
@@ -92,6 +112,9 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         if run_id is not None:
             agent += f", earlier turn {run_id[:12]}"
         tag = "root" if c.root else "suspect"
+        conf = getattr(c, "confidence", None)
+        if conf is not None:
+            tag += f", confidence {conf:.0%}"
         yield (
             "cause",
             (
@@ -104,6 +127,9 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
                 _path(c, steps),
             ),
         )
+    note = verdict_note(a)
+    if note:
+        yield "note", note
     chains = a.error_chains()
     if chains:
         yield "heading", f"Error chains ({len(chains)})"
@@ -177,7 +203,7 @@ def render_analysis(a: Analysis, console: Any, *, run: Run | None = None) -> Non
             indented(f"[red]✗[/] {escape(label)} [dim]\\[{escape(det)}, {escape(where)}][/] {escape(msg)}", 2)
         elif kind == "cause":
             i, label, kind_s, score, tag, reasons, path = value
-            tag_style = "bold red" if tag == "root" else "yellow"
+            tag_style = "bold red" if tag.startswith("root") else "yellow"
             indented(
                 f"[bold]{i}. {escape(label)}[/] ({escape(kind_s)}) score {score:.3f} [{tag_style}]{tag}[/]", 2
             )
@@ -222,4 +248,4 @@ def analysis_markdown(a: Analysis) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["analysis_lines", "analysis_markdown", "chain_summary", "render_analysis"]
+__all__ = ["SETTLE", "verdict_note", "analysis_lines", "analysis_markdown", "chain_summary", "render_analysis"]

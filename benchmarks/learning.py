@@ -1,0 +1,162 @@
+"""Fitting, exporting and cross-validating the learned ranker (needs the ``train`` extra: scikit-learn).
+
+A pointwise gradient-boosted classifier (Friedman 2001) over the features of
+every ranked step; its trees are exported to the plain-Python format of
+`trajdebug.analysis.learned`, scored per run with a softmax and calibrated by
+isotonic regression fitted on out-of-fold predictions (Zadrozny & Elkan
+2002).  Cross-validation is group-aware: a fold holds out a whole suite, a
+whole recording route, or (Who&When) a fifth of its logs, and no case is
+ever scored by a model that saw it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from benchmarks.corpus import Case
+from trajdebug import training
+from trajdebug.analysis.learned import Model, softmax
+
+
+SEED = 20261202
+"""The one seed of every random choice (folds, boosting subsamples)."""
+
+PARAMS: dict[str, Any] = dict(training.PARAMS)
+"""Gradient-boosting hyper-parameters (`trajdebug.training.PARAMS`; not tuned on held-out folds)."""
+
+
+def vocabulary(cases: Iterable[Case]) -> list[str]:
+    """Every feature name seen, sorted."""
+    return sorted({name for c in cases for row in c.rows for name in row})
+
+
+def fit(cases: Sequence[Case], seed: int = SEED, params: dict[str, Any] | None = None) -> Model:
+    """Fit the ranker on ``cases`` (uncalibrated)."""
+    return training.fit([(c.rows, c.labels()) for c in cases], seed=seed, params=params or PARAMS)
+
+
+def probabilities(model: Model, case: Case) -> list[float]:
+    """The model's softmax-normalized probabilities of a case's ranked steps (uncalibrated)."""
+    return softmax([model.raw(r) for r in case.rows])
+
+
+def rank(order: Sequence[int], labels: Sequence[int]) -> int | None:
+    """1-based rank of the first truth step in ``order`` (indices into the case's steps)."""
+    for r, i in enumerate(order, 1):
+        if labels[i]:
+            return r
+    return None
+
+
+def learned_order(probs: Sequence[float]) -> list[int]:
+    """Steps by probability, ties in the hand ranker's order."""
+    return sorted(range(len(probs)), key=lambda i: (-probs[i], i))
+
+
+def first_step_order(case: Case) -> list[int]:
+    """The baseline "always the first step": steps by position in the run."""
+    return sorted(range(len(case.rows)), key=lambda i: (case.rows[i].get("pos_from_start", 2.0), i))
+
+
+Split = Callable[[Case], str]
+
+
+def by_suite(c: Case) -> str:
+    """Leave one suite out."""
+    return c.suite
+
+
+def by_route(c: Case) -> str:
+    """Leave one recording route out."""
+    return c.route
+
+
+def kfold(k: int, seed: int = SEED) -> Split:
+    """K folds by agent (all cases of one agent or task in one fold), assigned at random with the seed."""
+    cache: dict[str, str] = {}
+
+    def split(c: Case) -> str:
+        key = f"{c.suite}/{c.agent}"
+        if key not in cache:
+            cache[key] = str(random.Random(f"{seed}/{key}").randrange(k))
+        return cache[key]
+
+    return split
+
+
+def cross_validate(cases: Sequence[Case], split: Split, only: Callable[[Case], bool] | None = None) -> list[dict[str, Any]]:
+    """Out-of-fold predictions: for every case (``only``: those selected), the model fitted without its fold."""
+    folds: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        folds[split(c)].append(c)
+    out: list[dict[str, Any]] = []
+    for name in sorted(folds):
+        test = [c for c in folds[name] if only is None or only(c)]
+        if not test:
+            continue
+        model = fit([c for c in cases if split(c) != name])
+        for c in test:
+            probs = probabilities(model, c)
+            labels = c.labels()
+            order = learned_order(probs)
+            out.append(
+                {
+                    "case": c,
+                    "fold": name,
+                    "probs": probs,
+                    "learned": rank(order, labels),
+                    "hand": rank(range(len(labels)), labels),
+                    "first": rank(first_step_order(c), labels),
+                    "top_p": probs[order[0]] if order else 0.0,
+                    "top_ok": bool(order) and labels[order[0]] == 1,
+                }
+            )
+    return out
+
+
+def tells(cases: Sequence[Case], source: str = "quality") -> dict[str, dict[str, float]]:
+    """Trained on the injected faults alone, scored on every written source, beside chance and the hand ranking.
+
+    Injected faults can leave tells (a shape only injection produces) a model learns
+    instead of the fault; such a model falls to chance on runs nobody injected into.
+    Chance is the expected top-1 of a random order: the mean of 1/(ranked steps) x truth steps.
+    """
+    model = fit([c for c in cases if c.suite == source])
+    groups: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        if c.suite != source:
+            groups[c.suite].append(c)
+    out: dict[str, dict[str, float]] = {}
+    for g, cs in sorted(groups.items()):
+        learned = [rank(learned_order(probabilities(model, c)), c.labels()) for c in cs]
+        hand = [rank(range(len(c.rows)), c.labels()) for c in cs]
+        chance = sum(min(sum(c.labels()), len(c.rows)) / max(len(c.rows), 1) for c in cs) / len(cs)
+        out[g] = {"n": float(len(cs)), "learned_top1": top_k(learned, 1), "hand_top1": top_k(hand, 1), "chance_top1": chance}
+    return out
+
+
+def top_k(ranks: Iterable[int | None], k: int) -> float:
+    """Share of ranks within the first ``k``."""
+    rs = list(ranks)
+    return sum(1 for r in rs if r is not None and r <= k) / len(rs) if rs else float("nan")
+
+
+def table(rows: Sequence[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> dict[str, dict[str, float]]:
+    """Top-1/top-3 of the learned and the hand ranking (and the first step) per group."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[key(r)].append(r)
+        groups["all"].append(r)
+    out = {}
+    for g, rs in sorted(groups.items()):
+        out[g] = {"n": float(len(rs))}
+        for m in ("learned", "hand", "first"):
+            out[g][f"{m}_top1"] = top_k((r[m] for r in rs), 1)
+            out[g][f"{m}_top3"] = top_k((r[m] for r in rs), 3)
+    return out
+
+
+__all__ = ["PARAMS", "SEED", "by_route", "by_suite", "cross_validate", "fit", "kfold", "table", "tells", "vocabulary"]

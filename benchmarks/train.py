@@ -1,0 +1,241 @@
+"""Rebuild the shipped learned ranker: ``python -m benchmarks.train`` (needs the ``train`` extra).
+
+Steps, all seeded (`benchmarks.learning.SEED`):
+
+1. the corpus (`benchmarks.corpus`): the fault-injection suite, tau, Who&When
+   Algorithm-Generated, the development blind suites (never suite_b/c/e);
+2. cross-validation: leave one suite out, leave one recording route out, and
+   five folds by agent (Who&When scored only on folds it was not trained on);
+   the hand ranking and "always the first step" scored on the same cases;
+3. calibration: isotonic regression of the best candidate's softmax
+   probability on whether it was right, fitted on out-of-fold predictions;
+   its error and the precision/coverage at ``confident`` are measured
+   cross-fitted (each fold's calibrator fitted on the other folds);
+4. the final model on every case, written to
+   ``src/trajdebug/analysis/model.json``, with docs/model-card.md and
+   docs/reliability.png.
+
+``--corpus FILE`` reuses (or writes, when missing) a corpus cache;
+``--out`` writes the model elsewhere; ``--render-only`` re-renders the docs
+from benchmarks/train_results.json and the model without fitting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import tempfile
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks import corpus as corpus_mod
+from benchmarks import learning as L
+from benchmarks.corpus import Case
+from trajdebug.analysis.learned import DEFAULT_PATH, Model, load_model
+
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "train_results.json"
+"""Every cross-validation number, as the docs are rendered from."""
+BINS = 10
+"""Equal-width bins of the reliability diagram and the expected calibration error."""
+TARGET_PRECISION = 0.9
+"""Precision the ``confident`` threshold is chosen for."""
+LIKELY = 0.5
+"""The ``likely`` threshold: the best candidate is more probably right than wrong."""
+
+
+def _isotonic(xs: Sequence[float], ys: Sequence[int]) -> Any:
+    from sklearn.isotonic import IsotonicRegression
+
+    iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+    iso.fit(list(xs), list(ys))
+    return iso
+
+
+def calibrate(rows: Sequence[dict[str, Any]]) -> list[float]:
+    """Cross-fitted calibrated confidences of each row's best candidate (fold-wise isotonic)."""
+    out = [0.0] * len(rows)
+    folds = sorted({r["fold"] for r in rows})
+    for f in folds:
+        train = [r for r in rows if r["fold"] != f]
+        iso = _isotonic([r["top_p"] for r in train], [int(r["top_ok"]) for r in train])
+        for i, r in enumerate(rows):
+            if r["fold"] == f:
+                out[i] = float(iso.predict([r["top_p"]])[0])
+    return out
+
+
+def _platt_x(r: dict[str, Any]) -> list[float]:
+    p = min(max(r["top_p"], 1e-9), 1 - 1e-9)
+    return [math.log(p / (1 - p)), math.log1p(len(r["case"].rows))]
+
+
+def _platt(rows: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    lr = LogisticRegression(C=100.0)
+    lr.fit([_platt_x(r) for r in rows], [int(r["top_ok"]) for r in rows])
+    return (float(lr.intercept_[0]), float(lr.coef_[0][0]), float(lr.coef_[0][1]))
+
+
+def calibrate_platt(rows: Sequence[dict[str, Any]]) -> list[float]:
+    """Cross-fitted Platt-scaled confidences of each row's best candidate."""
+    out = [0.0] * len(rows)
+    for f in sorted({r["fold"] for r in rows}):
+        m = Model((), 0.0, 1.0, (), platt=_platt([r for r in rows if r["fold"] != f]))
+        for i, r in enumerate(rows):
+            if r["fold"] == f:
+                out[i] = m.calibrate(r["top_p"], len(r["case"].rows))
+    return out
+
+
+def ece(conf: Sequence[float], ok: Sequence[bool], bins: int = BINS) -> tuple[float, list[tuple[float, float, int]]]:
+    """Expected calibration error (Naeini et al. 2015) and the bins: (mean confidence, accuracy, count)."""
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, c in enumerate(conf):
+        groups[min(int(c * bins), bins - 1)].append(i)
+    total, table = 0.0, []
+    for b in sorted(groups):
+        idx = groups[b]
+        mc = sum(conf[i] for i in idx) / len(idx)
+        acc = sum(1 for i in idx if ok[i]) / len(idx)
+        total += len(idx) / len(conf) * abs(mc - acc)
+        table.append((mc, acc, len(idx)))
+    return total, table
+
+
+def threshold(conf: Sequence[float], ok: Sequence[bool], target: float = TARGET_PRECISION) -> float:
+    """The lowest confidence at or above which the best candidate is right at least ``target`` of the time."""
+    best = 1.01
+    for t in sorted(set(conf), reverse=True):
+        sel = [o for c, o in zip(conf, ok, strict=True) if c >= t]
+        if sum(sel) / len(sel) >= target:
+            best = t
+    return best
+
+
+def at(conf: Sequence[float], ok: Sequence[bool], t: float) -> tuple[float, float]:
+    """Precision and coverage at confidence >= ``t``."""
+    sel = [o for c, o in zip(conf, ok, strict=True) if c >= t]
+    return (sum(sel) / len(sel) if sel else float("nan")), len(sel) / len(conf)
+
+
+def diagram(table: Sequence[tuple[float, float, int]], path: Path, title: str) -> None:
+    """A reliability diagram (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.5, 4.5), dpi=100)
+    ax.plot([0, 1], [0, 1], "--", color="grey", label="perfectly calibrated")
+    ax.plot([m for m, _, _ in table], [a for _, a, _ in table], "o-", label="learned ranker (held out)")
+    for m, a, n in table:
+        ax.annotate(str(n), (m, a), textcoords="offset points", xytext=(4, -10), fontsize=7)
+    ax.set_xlabel("confidence of the best candidate")
+    ax.set_ylabel("share right")
+    ax.set_title(title, fontsize=9)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+
+
+def evaluate(cases: list[Case], progress: Any = print) -> dict[str, Any]:
+    """Every cross-validation the model card reports."""
+    res: dict[str, Any] = {}
+    loso = L.cross_validate(cases, L.by_suite)
+    res["loso"] = L.table(loso, lambda r: r["case"].suite)
+    res["loso_fault"] = L.table(loso, lambda r: f"{r['case'].suite}/{r['case'].fault}")
+    progress("cv: leave one suite out done")
+    loro = L.cross_validate(cases, L.by_route)
+    res["loro"] = L.table(loro, lambda r: r["case"].route)
+    progress("cv: leave one route out done")
+    k5 = L.cross_validate(cases, L.kfold(5))
+    res["kfold"] = L.table(k5, lambda r: r["case"].suite)
+    res["kfold_fault"] = L.table(k5, lambda r: r["case"].fault)
+    progress("cv: five folds by agent done")
+    ok = [bool(r["top_ok"]) for r in k5]
+    iso, platt = calibrate(k5), calibrate_platt(k5)
+    e_iso, e_platt = ece(iso, ok)[0], ece(platt, ok)[0]
+    method = "platt" if e_platt <= e_iso else "isotonic"
+    conf = platt if method == "platt" else iso
+    e, bins = ece(conf, ok)
+    t = threshold(conf, ok)
+    prec, cov = at(conf, ok, t)
+    lprec, lcov = at(conf, ok, LIKELY)
+    res["calibration"] = {
+        "ece": e, "bins": bins, "confident": t, "likely": LIKELY,
+        "precision_confident": prec, "coverage_confident": cov,
+        "precision_likely": lprec, "coverage_likely": lcov,
+        "raw_ece": ece([r["top_p"] for r in k5], ok)[0],
+        "method": method, "isotonic_ece": e_iso, "platt_ece": e_platt,
+    }
+    res["_oof"] = k5
+    res["tells"] = L.tells(cases)
+    return res
+
+
+def final(cases: list[Case], oof: Sequence[dict[str, Any]], cal: dict[str, Any], meta: dict[str, Any]) -> Model:
+    """The model on every case, calibrated on the out-of-fold predictions."""
+    from dataclasses import replace
+
+    model = L.fit(cases)
+    iso = _isotonic([r["top_p"] for r in oof], [int(r["top_ok"]) for r in oof])
+    xs = tuple(round(float(x), 6) for x in iso.X_thresholds_)
+    ys = tuple(round(float(y), 6) for y in iso.y_thresholds_)
+    platt = _platt(oof) if cal["method"] == "platt" else None
+    return replace(
+        model, calibration=(xs, ys), platt=platt, confident=round(cal["confident"], 6), likely=cal["likely"], meta=meta
+    )
+
+
+def _render_docs(card: Path, res: dict[str, Any], model: Model | None) -> int:
+    """docs/model-card.md and the section of docs/benchmarks.md, from the results and the model."""
+    from benchmarks.model_card import learned_section, render, splice
+
+    assert model is not None
+    card.write_text(render(res, res["meta"], model))
+    bench = card.parent / "benchmarks.md"
+    if bench.exists():
+        bench.write_text(splice(bench.read_text(), learned_section(res)))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.train", description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", type=Path, help="corpus cache (JSON lines): read when present, else written")
+    ap.add_argument("--workdir", type=Path, help="where the blind suites are generated")
+    ap.add_argument("--out", type=Path, default=DEFAULT_PATH)
+    ap.add_argument("--card", type=Path, default=ROOT / "docs" / "model-card.md")
+    ap.add_argument("--render-only", action="store_true", help="re-render the docs from the saved results and model")
+    args = ap.parse_args(argv)
+    if args.render_only:
+        return _render_docs(args.card, json.loads(RESULTS.read_text()), load_model(args.out))
+    if args.corpus is not None and args.corpus.exists():
+        cases = corpus_mod.load(args.corpus)
+    else:
+        cases = corpus_mod.build(args.workdir or Path(tempfile.mkdtemp(prefix="trajdebug-train-")))
+        if args.corpus is not None:
+            corpus_mod.save(cases, args.corpus)
+    res = evaluate(cases)
+    counts: dict[str, int] = defaultdict(int)
+    for c in cases:
+        counts[c.suite] += 1
+    meta = {"seed": L.SEED, "params": L.PARAMS, "cases": dict(counts), "steps": sum(len(c.rows) for c in cases)}
+    model = final(cases, res.pop("_oof"), res["calibration"], meta)
+    args.out.write_text(json.dumps(model.to_dict(), separators=(",", ":")) + "\n")
+    diagram(res["calibration"]["bins"], args.card.parent / "reliability.png",
+            f"Reliability, five folds by agent (ECE {res['calibration']['ece']:.3f})")
+    RESULTS.write_text(json.dumps({**res, "meta": meta}, indent=1) + "\n")
+    _render_docs(args.card, {**res, "meta": meta}, model)
+    print(f"model: {args.out} ({args.out.stat().st_size // 1024} KB, {len(model.trees)} trees, {len(model.feature_names)} features)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

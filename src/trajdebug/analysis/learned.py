@@ -1,0 +1,205 @@
+"""The learned ranker: a gradient-boosted model over step features, evaluated in plain Python.
+
+The model is a JSON file (``model.json`` beside this module is the shipped
+one; ``python -m benchmarks.train`` rebuilds it, docs/model-card.md describes
+it): regression trees of a pointwise gradient-boosted classifier (Friedman
+2001) whose summed output is the log-odds that a ranked step is the root
+cause.  Within one run the log-odds are normalized by a softmax (one root per
+failure), then mapped through an isotonic calibration fitted on held-out
+cross-validation folds (isotonic, Zadrozny & Elkan 2002, or Platt scaling on the
+probability and the number of ranked steps, Platt 1999: whichever erred less out of fold), so a candidate's
+``confidence`` reads as the probability that it is the root.
+
+The verdict of an analysis comes from its best candidate's confidence:
+``confident`` at or above the model's ``confident`` threshold (chosen on
+held-out folds for precision >= 90 %), ``likely`` at or above ``likely``, else
+``unsure``.  No runtime dependency: scoring is a tree walk.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from trajdebug.analysis._localize import Candidate
+from trajdebug.analysis.features import Key, features
+
+
+if TYPE_CHECKING:
+    from trajdebug.analysis._pipeline import Analysis
+
+
+Verdict = Literal["confident", "likely", "unsure"]
+"""How sure the analysis is of its best candidate."""
+
+DEFAULT_PATH = Path(__file__).resolve().parent / "model.json"
+"""The shipped model."""
+
+Node = tuple[int, float, int, int, float]
+"""One tree node: ``(feature index or -1 for a leaf, threshold, left child, right child, leaf value)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """A gradient-boosted tree ensemble with its calibration and verdict thresholds."""
+
+    feature_names: tuple[str, ...]
+    """The features the trees index (others are ignored; a missing one reads 0)."""
+    init: float
+    """The ensemble's starting log-odds."""
+    rate: float
+    """The learning rate each tree's output is scaled by."""
+    trees: tuple[tuple[Node, ...], ...]
+    """The trees, root node first."""
+    calibration: tuple[tuple[float, ...], tuple[float, ...]] = ((0.0, 1.0), (0.0, 1.0))
+    """Isotonic calibration as increasing ``(x, y)`` knots, linearly interpolated."""
+    confident: float = 0.9
+    """Best-candidate confidence at or above which the verdict is ``confident``."""
+    likely: float = 0.5
+    """Best-candidate confidence at or above which the verdict is ``likely``."""
+    meta: Mapping[str, Any] | None = None
+    """What the model was trained on (free data, kept from the file)."""
+    platt: tuple[float, float, float] | None = None
+    """Platt scaling ``(a, b, c)``: ``sigmoid(a + b logit(p) + c log(1 + n))`` for a run of ``n`` ranked
+    steps; used instead of the isotonic knots when set."""
+
+    def raw(self, f: Mapping[str, float]) -> float:
+        """The ensemble's log-odds for one feature mapping."""
+        x = [float(f.get(name, 0.0)) for name in self.feature_names]
+        total = self.init
+        for tree in self.trees:
+            i = 0
+            while True:
+                feat, thr, left, right, value = tree[i]
+                if feat < 0:
+                    total += self.rate * value
+                    break
+                i = left if x[feat] <= thr else right
+        return total
+
+    def calibrate(self, p: float, n: int = 1) -> float:
+        """The calibrated probability of a normalized score ``p`` among ``n`` ranked steps."""
+        if self.platt is not None:
+            a, b, c = self.platt
+            q = min(max(p, 1e-9), 1 - 1e-9)
+            z = a + b * math.log(q / (1 - q)) + c * math.log1p(n)
+            return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
+        xs, ys = self.calibration
+        if p <= xs[0]:
+            return ys[0]
+        if p >= xs[-1]:
+            return ys[-1]
+        j = bisect.bisect_right(xs, p)
+        x0, x1, y0, y1 = xs[j - 1], xs[j], ys[j - 1], ys[j]
+        return y0 if x1 == x0 else y0 + (y1 - y0) * (p - x0) / (x1 - x0)
+
+    def verdict(self, confidence: float | None) -> Verdict:
+        """The verdict for a best candidate of this confidence."""
+        if confidence is None or confidence < self.likely:
+            return "unsure"
+        return "confident" if confidence >= self.confident else "likely"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The model as JSON data (the file format `load_model` reads)."""
+        return {
+            "format": "trajdebug-gbm/1",
+            "features": list(self.feature_names),
+            "init": self.init,
+            "rate": self.rate,
+            "trees": [[list(n) for n in t] for t in self.trees],
+            "calibration": {"x": list(self.calibration[0]), "y": list(self.calibration[1])},
+            "platt": None if self.platt is None else list(self.platt),
+            "thresholds": {"confident": self.confident, "likely": self.likely},
+            "meta": dict(self.meta or {}),
+        }
+
+
+def model_from_dict(data: Mapping[str, Any]) -> Model:
+    """A model from its JSON data."""
+    cal = data.get("calibration") or {"x": [0.0, 1.0], "y": [0.0, 1.0]}
+    th = data.get("thresholds") or {}
+    return Model(
+        tuple(str(n) for n in data["features"]),
+        float(data["init"]),
+        float(data["rate"]),
+        tuple(tuple((int(n[0]), float(n[1]), int(n[2]), int(n[3]), float(n[4])) for n in t) for t in data["trees"]),
+        (tuple(float(v) for v in cal["x"]), tuple(float(v) for v in cal["y"])),
+        float(th.get("confident", 0.9)),
+        float(th.get("likely", 0.5)),
+        data.get("meta"),
+        None if not data.get("platt") else (float(data["platt"][0]), float(data["platt"][1]), float(data["platt"][2])),
+    )
+
+
+_CACHE: dict[str, Model] = {}
+
+
+def load_model(spec: Model | str | Path | None = "default") -> Model | None:
+    """The model named by ``spec``: a `Model`, ``"default"`` (the shipped one), a path, or None."""
+    if spec is None or isinstance(spec, Model):
+        return spec
+    path = DEFAULT_PATH if spec == "default" else Path(spec)
+    key = str(path.resolve())
+    if key not in _CACHE:
+        _CACHE[key] = model_from_dict(json.loads(path.read_text(encoding="utf-8")))
+    return _CACHE[key]
+
+
+def softmax(raw: Sequence[float]) -> list[float]:
+    """Normalized probabilities of log-odds within one run (one root per failure)."""
+    if not raw:
+        return []
+    top = max(raw)
+    exps = [math.exp(r - top) for r in raw]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def scores(analysis: Analysis, model: Model) -> dict[Key, float]:
+    """Each ranked step's calibrated probability of being the root cause."""
+    feats = features(analysis)
+    keys = list(feats)
+    probs = softmax([model.raw(feats[k]) for k in keys])
+    return {k: model.calibrate(p, len(keys)) for k, p in zip(keys, probs, strict=True)}
+
+
+def _key(c: Candidate) -> Key:
+    return (c.run_id, c.step_id)
+
+
+def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top: int | None = None) -> Analysis:
+    """The analysis re-ordered by the model: candidates by confidence, the ranking likewise, a verdict.
+
+    Ties (and steps the model scores equally) keep the hand ranker's order.  With
+    nothing ranked (nothing failed) there is no verdict.
+    ``top`` keeps that many candidates (None: as many as the analysis had).
+    """
+    m = load_model(model)
+    if m is None:
+        return analysis
+    loc = analysis.localization
+    conf = scores(analysis, m)
+    order = {k: i for i, k in enumerate(conf)}
+    pool = loc.ranked_all or loc.candidates
+    cands = sorted(pool, key=lambda c: (-conf.get(_key(c), 0.0), order.get(_key(c), 0)))
+    cands = [replace(c, confidence=conf.get(_key(c))) for c in cands]
+    ranking = tuple(dict.fromkeys(sid for _, sid in sorted(conf, key=lambda k: (-conf[k], order[k]))))
+    placed = set(ranking)
+    rest = tuple(s for s in loc.ranking if s not in placed)
+    keep = len(loc.candidates) if top is None else top
+    best = cands[0].confidence if cands else None
+    return replace(
+        analysis,
+        localization=replace(
+            loc, candidates=cands[:keep], ranking=ranking + rest, ranked_all=tuple(cands), method="trajdebug+learned"
+        ),
+        verdict=m.verdict(best) if cands else None,
+    )
+
+
+__all__ = ["DEFAULT_PATH", "Model", "Verdict", "load_model", "model_from_dict", "rerank", "scores", "softmax"]

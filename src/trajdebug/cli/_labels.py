@@ -1,0 +1,110 @@
+"""``trajdebug label``, ``eval`` and ``fit``: root-cause labels on your own runs, and learning from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from trajdebug.cli._common import emit_json, json_option, source_argument, store_path
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f} %"
+
+
+@click.command(name="label")
+@source_argument
+@click.option("--run", "run_id", metavar="ID", required=True, help="The failed run (a unique id prefix is enough).")
+@click.option("--root", "root", metavar="STEP", required=True, help="Its root-cause step: an id, id prefix or unique name.")
+@json_option
+def label_cmd(source: str | None, run_id: str, root: str, as_json: bool) -> None:
+    """Record which step caused a run's failure (stored in SOURCE.labels.jsonl beside SOURCE).
+
+    Labelled runs are what `trajdebug eval` measures the analysis on and
+    what `trajdebug fit` learns from.
+
+    \b
+    Example:
+        trajdebug label runs.jsonl --run 4f2a --root lookup_customer
+    """
+    from trajdebug.labels import label, sidecar
+    from trajdebug.source import SourceError
+
+    path = store_path(source)
+    try:
+        rid, sid = label(path, run_id, root)
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json({"source": path, "run_id": rid, "step_id": sid, "labels": str(sidecar(path))})
+        return
+    click.echo(f"run {rid[:12]}: root {sid} (labels in {sidecar(path)})")
+
+
+@click.command(name="eval")
+@source_argument
+@click.option("--model", "model", metavar="FILE|default", help="Measure a learned model too (`default`: the shipped one).")
+@json_option
+def eval_cmd(source: str | None, model: str | None, as_json: bool) -> None:
+    """Measure the analysis on SOURCE's labelled runs: top-1, top-3 and (with --model) calibration.
+
+    \b
+    Example:
+        trajdebug eval runs.jsonl --model default --json
+    """
+    from trajdebug.labels import evaluate
+
+    path = store_path(source)
+    ev = evaluate(path, model)
+    if as_json:
+        emit_json(ev.to_dict())
+        return
+    if not ev.results:
+        click.echo(f"{path}: no labelled run (label some with `trajdebug label`)")
+        return
+    how = "hand ranking" if model is None else f"model {model}"
+    click.echo(f"{len(ev.results)} labelled runs, {how}: top-1 {_pct(ev.top(1))}, top-3 {_pct(ev.top(3))}")
+    if ev.calibration_error() is not None:
+        click.echo(f"mean |confidence - right| of the best candidate: {ev.calibration_error():.3f}")
+
+
+@click.command(name="fit")
+@source_argument
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), required=True, help="The model file to write.")
+@click.option("--prior", default="default", show_default=True, metavar="FILE|default", help="The model to start from.")
+@json_option
+def fit_cmd(source: str | None, output: str, prior: str, as_json: bool) -> None:
+    """Fit a ranking model on SOURCE's labelled runs, starting from the shipped model (needs the `train` extra).
+
+    Use it with `trajdebug analyze --model FILE`.
+
+    \b
+    Example:
+        trajdebug fit runs.jsonl -o model.json && trajdebug analyze runs.jsonl --model model.json
+    """
+    import json
+
+    from trajdebug.labels import cases, fit
+    from trajdebug.source import SourceError
+
+    path = store_path(source)
+    try:
+        model = fit(path, prior)
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    except ImportError:
+        raise click.ClickException("fitting needs scikit-learn: pip install 'trajdebug[train]'") from None
+    Path(output).write_text(json.dumps(model.to_dict(), separators=(",", ":")) + "\n", encoding="utf-8")
+    n = len(cases(path)) if as_json else None
+    if as_json:
+        emit_json({"source": path, "model": output, "labelled": n, "trees": len(model.trees), "prior": prior})
+        return
+    click.echo(f"{output}: {len(model.trees)} trees (prior {prior})")
+
+
+def register(cli: click.Group) -> None:
+    """Add ``label``, ``eval`` and ``fit``."""
+    cli.add_command(label_cmd)
+    cli.add_command(eval_cmd)
+    cli.add_command(fit_cmd)

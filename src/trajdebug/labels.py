@@ -1,0 +1,182 @@
+"""Root-cause labels on a user's own runs: store them, measure the analysis on them, fit a model to them.
+
+A label says "the root cause of this failed run is that step".  `label`
+appends one record to ``SOURCE.labels.jsonl`` beside the source (a sidecar,
+so any source can be labelled, foreign traces included, and the source
+itself is never rewritten); the latest label of a run wins, as the latest
+``mark`` does.  A record::
+
+    {"t": "label", "run_id": "...", "step_id": "...", "time_ns": 1733100000000000000}
+
+`evaluate` reports how ``analyze`` does on the labelled runs (top-1, top-3,
+and with a learned model its calibration); `fit` fits a model on them with
+the shipped model as the prior (`trajdebug.training.fit`, a warm start), so
+a handful of labels of one agent adjusts the ranking to it without
+forgetting the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trajdebug.analysis.features import features
+from trajdebug.analysis.learned import Model, load_model
+from trajdebug.model import Run
+from trajdebug.pipeline import analyze_source
+from trajdebug.source import SourceError, load_runs, select_run
+
+
+ALL = 100_000
+"""``top`` that keeps every ranked step."""
+
+
+def sidecar(source: str | Path) -> Path:
+    """Where a source's labels live: ``SOURCE.labels.jsonl`` beside it."""
+    p = Path(source)
+    return p.with_name(p.name + ".labels.jsonl")
+
+
+def _step(run: Run, step: str) -> str:
+    """The step named by ``step``: its id, a unique id prefix, or a unique step name."""
+    ids = [s.step_id for s in run.steps]
+    if step in ids:
+        return step
+    hits = [i for i in ids if i.startswith(step)] or [s.step_id for s in run.steps if s.name == step]
+    if len(hits) == 1:
+        return hits[0]
+    what = "matches several steps" if hits else "matches no step"
+    raise SourceError(f"run {run.run_id[:12]}: {step!r} {what} (give a step id)")
+
+
+def label(source: str | Path, run_id: str, step: str) -> tuple[str, str]:
+    """Record that ``step`` is the root cause of run ``run_id`` in ``source``; returns ``(run id, step id)``.
+
+    Raises:
+        SourceError: no such source, run or step (or the step is ambiguous).
+    """
+    runs = load_runs(source)
+    [run] = select_run(source, runs, run_id)
+    sid = _step(run, step)
+    rec = {"t": "label", "run_id": run.run_id, "step_id": sid, "time_ns": time.time_ns()}
+    with sidecar(source).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(rec) + "\n")
+    return run.run_id, sid
+
+
+def labels(source: str | Path) -> dict[str, str]:
+    """Each labelled run's root step (the latest label of a run wins); empty without a sidecar."""
+    path = sidecar(source)
+    out: dict[str, str] = {}
+    if not path.exists():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("t") == "label":
+            out[str(rec["run_id"])] = str(rec["step_id"])
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class LabelResult:
+    """How the analysis ranked one labelled run's root."""
+
+    run_id: str
+    step_id: str
+    rank: int | None
+    """1-based rank of the labelled step (None: not ranked)."""
+    confidence: float | None = None
+    """The learned model's confidence in its best candidate (None: no model)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The analysis on a source's labelled runs."""
+
+    results: tuple[LabelResult, ...]
+    model: str | None = None
+    missing: tuple[str, ...] = field(default=())
+    """Labelled runs no longer in the source."""
+
+    def top(self, k: int) -> float | None:
+        """Share of labelled runs whose root is in the first ``k`` (None: no labelled run)."""
+        rs = self.results
+        return sum(1 for r in rs if r.rank is not None and r.rank <= k) / len(rs) if rs else None
+
+    def calibration_error(self) -> float | None:
+        """Mean |confidence - right| of the best candidate (a Brier-like gap; None without a model)."""
+        rs = [r for r in self.results if r.confidence is not None]
+        if not rs:
+            return None
+        return sum(abs(r.confidence - (r.rank == 1)) for r in rs if r.confidence is not None) / len(rs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON data (``trajdebug eval --json``)."""
+        return {
+            "labelled": len(self.results),
+            "model": self.model,
+            "top1": self.top(1),
+            "top3": self.top(3),
+            "calibration_error": self.calibration_error(),
+            "missing": list(self.missing),
+            "runs": [
+                {"run_id": r.run_id, "step_id": r.step_id, "rank": r.rank, "confidence": r.confidence}
+                for r in self.results
+            ],
+        }
+
+
+def evaluate(source: str | Path, model: str | Path | Model | None = None) -> Evaluation:
+    """Analyze every labelled run of ``source`` (with ``model``, if any) and place its labelled root."""
+    runs = load_runs(source)
+    have = {r.run_id for r in runs}
+    marked = labels(source)
+    out = []
+    for run_id, sid in marked.items():
+        if run_id not in have:
+            continue
+        [a] = analyze_source(source, run_id, top=ALL, runs=runs, model=model).analyses
+        ranking = list(a.localization.ranking)
+        conf = a.root_causes[0].confidence if a.root_causes else None
+        out.append(LabelResult(run_id, sid, ranking.index(sid) + 1 if sid in ranking else None, conf))
+    name = None if model is None else str(model) if not isinstance(model, Model) else "model"
+    return Evaluation(tuple(out), name, tuple(r for r in marked if r not in have))
+
+
+def cases(source: str | Path) -> list[tuple[list[dict[str, float]], list[int]]]:
+    """The labelled runs as training cases: each ranked step's features, 1 for the labelled step."""
+    runs = load_runs(source)
+    out = []
+    for run_id, sid in labels(source).items():
+        if run_id not in {r.run_id for r in runs}:
+            continue
+        [a] = analyze_source(source, run_id, top=ALL, runs=runs).analyses
+        feats = features(a)
+        keys = list(feats)
+        ys = [int(k == (None, sid)) for k in keys]
+        if any(ys):
+            out.append(([feats[k] for k in keys], ys))
+    return out
+
+
+def fit(source: str | Path, prior: str | Path | Model | None = "default", *, seed: int = 0) -> Model:
+    """A model fitted on ``source``'s labelled runs, boosting on from ``prior`` (needs the ``train`` extra).
+
+    Raises:
+        SourceError: no labelled run of the source is ranked.
+    """
+    from trajdebug.training import fit as fit_trees
+
+    data = cases(source)
+    if not data:
+        raise SourceError(f"{source}: no labelled run whose root the analysis ranks (label some with `trajdebug label`)")
+    return fit_trees(data, seed=seed, prior=load_model(prior))
+
+
+__all__ = ["Evaluation", "LabelResult", "evaluate", "fit", "label", "labels", "sidecar"]

@@ -1,0 +1,114 @@
+"""Root-cause labels on one's own runs: `trajdebug label`, `eval` and `fit`, on real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import trajdebug
+from trajdebug.cli import cli
+from trajdebug.labels import evaluate, label, labels, sidecar
+from trajdebug.source import SourceError, load_runs
+
+
+@trajdebug.step(kind="tool")
+def fetch_rate(city: str) -> float:
+    return 0.0 if city == "paris" else 120.0  # the planted fault: Paris has no rate
+
+
+@trajdebug.step(kind="tool")
+def total(rate: float, nights: int) -> float:
+    return rate * nights
+
+
+@trajdebug.step(kind="output")
+def confirm(amount: float) -> float:
+    if amount <= 0:
+        raise ValueError(f"amount {amount} is not positive")
+    return amount
+
+
+def _source(tmp_path: Path, cities: tuple[str, ...] = ("paris", "rome", "paris")) -> Path:
+    path = tmp_path / "runs.jsonl"
+    for city in cities:
+        try:
+            with trajdebug.run("booking", path=path):
+                confirm(total(fetch_rate(city), 2))
+        except ValueError:
+            pass
+    return path
+
+
+def _failed(path: Path) -> list[str]:
+    return [r.run_id for r in load_runs(path) if r.outcome == "failure"]
+
+
+def test_label_is_stored_beside_the_source_and_the_latest_wins(tmp_path: Path) -> None:
+    """label() appends to SOURCE.labels.jsonl; labelling a run again replaces its root."""
+    src = _source(tmp_path)
+    rid = _failed(src)[0]
+    label(src, rid[:10], "total")
+    _, sid = label(src, rid, "fetch_rate")
+    assert sidecar(src).exists() and len(sidecar(src).read_text().splitlines()) == 2
+    assert labels(src) == {rid: sid}
+
+
+def test_an_unknown_step_is_refused(tmp_path: Path) -> None:
+    """A root that names no step of the run is a SourceError naming the run."""
+    src = _source(tmp_path)
+    with pytest.raises(SourceError, match="no step"):
+        label(src, _failed(src)[0], "nowhere")
+
+
+def test_eval_places_each_labelled_root(tmp_path: Path) -> None:
+    """evaluate() reports one result per labelled run, with the labelled step's rank."""
+    src = _source(tmp_path)
+    for rid in _failed(src):
+        label(src, rid, "fetch_rate")
+    ev = evaluate(src)
+    assert len(ev.results) == len(_failed(src)) == 2
+    assert all(r.rank is not None for r in ev.results)
+    d = ev.to_dict()
+    assert d["labelled"] == 2 and d["top3"] == ev.top(3)
+
+
+def test_eval_with_a_model_reports_confidence(tmp_path: Path) -> None:
+    """With a model, each labelled run carries the best candidate's confidence."""
+    src = _source(tmp_path)
+    label(src, _failed(src)[0], "fetch_rate")
+    ev = evaluate(src, "default")
+    assert ev.results[0].confidence is not None and ev.calibration_error() is not None
+
+
+def test_cli_label_and_eval_json(tmp_path: Path) -> None:
+    """`trajdebug label --json` names the stored label; `trajdebug eval --json` counts it."""
+    src = _source(tmp_path)
+    rid = _failed(src)[0]
+    out = CliRunner().invoke(cli, ["label", str(src), "--run", rid[:8], "--root", "fetch_rate", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["run_id"] == rid
+    ev = CliRunner().invoke(cli, ["eval", str(src), "--json"])
+    assert ev.exit_code == 0, ev.output
+    assert json.loads(ev.output)["labelled"] == 1
+
+
+def test_fit_adds_trees_to_the_prior_and_analyze_uses_the_file(tmp_path: Path) -> None:
+    """`trajdebug fit -o` writes a model with the prior's trees and more; `analyze --model FILE` reads it."""
+    pytest.importorskip("sklearn")
+    from trajdebug.analysis.learned import load_model
+
+    src = _source(tmp_path)
+    for rid in _failed(src):
+        label(src, rid, "fetch_rate")
+    model = tmp_path / "model.json"
+    out = CliRunner().invoke(cli, ["fit", str(src), "-o", str(model)])
+    assert out.exit_code == 0, out.output
+    prior = load_model("default")
+    fitted = load_model(model)
+    assert prior is not None and fitted is not None and len(fitted.trees) >= len(prior.trees)
+    res = CliRunner().invoke(cli, ["analyze", str(src), "--run", _failed(src)[0], "--model", str(model), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["runs"][0]["verdict"] in ("confident", "likely", "unsure")

@@ -1,0 +1,193 @@
+"""The learned ranker: features of ranked steps, the plain-Python model, calibration, verdicts, re-ranking."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import trajdebug
+from trajdebug.analysis import analyze
+from trajdebug.analysis.features import features, ranked_keys
+from trajdebug.analysis.learned import DEFAULT_PATH, Model, load_model, model_from_dict, rerank, softmax
+from trajdebug.model import Run, Step
+from trajdebug.source import load_runs
+
+
+@trajdebug.step(kind="tool")
+def lookup(city: str) -> dict[str, object]:
+    return {"city": city, "rate": 0.0}  # the planted fault: a zero rate
+
+
+@trajdebug.step(kind="llm")
+def plan(city: str) -> str:
+    return city.upper()
+
+
+@trajdebug.step(kind="tool")
+def price(info: dict[str, object], nights: int) -> float:
+    return float(info["rate"]) * nights  # type: ignore[arg-type]
+
+
+@trajdebug.step(kind="output")
+def check(total: float) -> float:
+    if total <= 0:
+        raise ValueError(f"total {total} is not positive")
+    return total
+
+
+def _record(path: Path) -> Run:
+    with pytest.raises(ValueError), trajdebug.run("booking", path=path):
+        check(price(lookup(plan("paris")), 3))
+    [run] = load_runs(path)
+    return run
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return _record(tmp_path_factory.mktemp("learned") / "runs.jsonl")
+
+
+def _stump(feature: str, threshold: float, left: float, right: float) -> Model:
+    """A one-split model: ``left`` when the feature is at most ``threshold``, else ``right``."""
+    return Model((feature,), 0.0, 1.0, (((0, threshold, 1, 2, 0.0), (-1, 0.0, -1, -1, left), (-1, 0.0, -1, -1, right)),))
+
+
+def test_every_ranked_step_gets_features_in_hand_order(run: Run) -> None:
+    """features() has one mapping per ranked step; the hand ranker's first step has rank feature 1."""
+    a = analyze(run, top=100_000)
+    f = features(a)
+    assert list(f) == ranked_keys(a)
+    assert len(f) == len(a.localization.ranking)
+    first = next(iter(f.values()))
+    assert first["hand_rank_inv"] == 1.0 and first["hand_top"] == 1.0
+
+
+def test_position_and_kind_features_follow_the_run(run: Run) -> None:
+    """The run's first step is flagged first, with position 0 and its kind one-hot."""
+    a = analyze(run, top=100_000)
+    f = features(a)
+    firsts = [(k, v) for k, v in f.items() if v.get("is_first")]
+    for (_, sid), v in firsts:
+        assert sid == a.run.steps[0].step_id
+        assert v["pos_from_start"] == 0.0
+        assert v[f"kind:{a.run.steps[0].kind}"] == 1.0
+
+
+def test_speaker_change_is_seen() -> None:
+    """A step whose agent differs from the previous step's has agent_change 1; the same agent's has 0."""
+    steps = (
+        Step("a", "ask", kind="llm", agent="planner", output="find the rate"),
+        Step("b", "answer", kind="llm", agent="coder", output="rate is 0", deps=()),
+        Step("c", "final", kind="output", agent="coder", output="0", status="error"),
+    )
+    run = Run("r", "chat", outcome="failure", steps=steps)
+    f = features(analyze(run, top=100_000))
+    by_sid = {sid: v for (_, sid), v in f.items()}
+    if "b" in by_sid:
+        assert by_sid["b"]["agent_change"] == 1.0
+    if "c" in by_sid:
+        assert by_sid["c"]["agent_change"] == 0.0
+    assert by_sid, "nothing ranked"
+
+
+def test_a_tree_walks_left_at_or_below_the_threshold() -> None:
+    """raw() adds rate x the leaf value the features lead to (missing features read 0)."""
+    m = _stump("x", 0.5, -1.0, 2.0)
+    assert (m.raw({"x": 0.5}), m.raw({"x": 0.6}), m.raw({})) == (-1.0, 2.0, -1.0)
+
+
+def test_calibration_interpolates_and_clips() -> None:
+    """Calibration is piecewise linear between its knots and flat beyond them."""
+    m = Model((), 0.0, 1.0, (), calibration=((0.2, 0.6), (0.1, 0.9)))
+    assert m.calibrate(0.0) == 0.1 and m.calibrate(1.0) == 0.9
+    assert m.calibrate(0.4) == pytest.approx(0.5)
+
+
+def test_verdict_thresholds() -> None:
+    """At or above `confident`: confident; at or above `likely`: likely; else (or no confidence): unsure."""
+    m = Model((), 0.0, 1.0, (), confident=0.8, likely=0.5)
+    assert [m.verdict(c) for c in (0.8, 0.79, 0.5, 0.49, None)] == ["confident", "likely", "likely", "unsure", "unsure"]
+
+
+def test_softmax_sums_to_one_and_keeps_order() -> None:
+    """Within a run, probabilities sum to 1 and follow the log-odds."""
+    p = softmax([1.0, 3.0, -2.0])
+    assert sum(p) == pytest.approx(1.0) and p[1] > p[0] > p[2]
+
+
+def test_model_round_trips_through_json() -> None:
+    """model_from_dict(to_dict(m)) scores as m does."""
+    m = _stump("x", 1.0, 0.3, -0.4)
+    back = model_from_dict(json.loads(json.dumps(m.to_dict())))
+    assert back.raw({"x": 2.0}) == m.raw({"x": 2.0}) and back.feature_names == m.feature_names
+
+
+def test_rerank_orders_by_the_model_and_sets_confidence_and_verdict(run: Run) -> None:
+    """A model that prefers the last-ranked step puts it first; every candidate gets a confidence."""
+    a = analyze(run, top=100_000)
+    assert len(a.root_causes) >= 2
+    m = _stump("hand_rank_rel", 0.999, 0.0, 5.0)
+    b = rerank(a, m)
+    assert b.root_causes[0].step_id == a.root_causes[-1].step_id
+    assert all(c.confidence is not None for c in b.root_causes)
+    assert b.verdict in ("confident", "likely", "unsure")
+    d = b.to_dict()
+    assert d["verdict"] == b.verdict and d["root_causes"][0]["confidence"] == b.root_causes[0].confidence
+
+
+def test_shipped_model_is_small_and_used_by_analyze(run: Run) -> None:
+    """The shipped model is under 300 KB; analyze(model="default") keeps `top` candidates with confidences."""
+    assert DEFAULT_PATH.stat().st_size < 300_000
+    assert load_model("default") is load_model(DEFAULT_PATH)
+    a = analyze(run, top=2, model="default")
+    assert len(a.root_causes) <= 2
+    assert all(c.confidence is not None and 0.0 <= c.confidence <= 1.0 for c in a.root_causes)
+    assert a.verdict in ("confident", "likely", "unsure")
+    assert analyze(run, top=2).verdict is None
+
+
+def test_unsure_text_says_what_would_settle_it(run: Run) -> None:
+    """When the verdict is unsure, the text names a passing run of the same input and --judge."""
+    from dataclasses import replace
+
+    from trajdebug.report.analysis import analysis_lines, analysis_markdown
+
+    a = analyze(run, top=100_000)
+    never_sure = replace(_stump("hand_top", 0.5, 0.0, 1.0), likely=1.5, confident=2.0)
+    text = "\n".join(analysis_lines(rerank(a, never_sure, top=3)))
+    assert "verdict: unsure" in text and "passing run of the same input" in text and "--judge" in text
+    sure = replace(_stump("hand_top", 0.5, 0.0, 1.0), likely=0.0, confident=0.0)
+    md = analysis_markdown(rerank(a, sure, top=3))
+    assert "verdict: confident" in md and "--judge" not in md
+
+
+def test_platt_calibration_is_monotone_in_the_probability() -> None:
+    """With Platt scaling, a higher normalized score never gets a lower confidence."""
+    m = Model((), 0.0, 1.0, (), platt=(0.2, 1.3, -0.4))
+    confs = [m.calibrate(p, 10) for p in (0.01, 0.2, 0.5, 0.9, 0.999)]
+    assert confs == sorted(confs) and all(0.0 < c < 1.0 for c in confs)
+
+
+def test_nothing_ranked_means_no_verdict(tmp_path: Path) -> None:
+    """A run where nothing failed has no candidates and no verdict, with a model too."""
+    path = tmp_path / "ok.jsonl"
+    with trajdebug.run("fine", path=path):
+        plan("rome")
+    [ok] = load_runs(path)
+    a = analyze(ok, model="default")
+    assert (a.root_causes, a.verdict) == ([], None)
+
+
+def test_a_candidates_own_features_are_merged_under_ranker_names(run: Run) -> None:
+    """Every ranked step's own `features` (the evidence stages) join its row under ``ranker:`` names,
+    so a same-named feature of this module keeps its own scale."""
+    a = analyze(run)
+    every = a.localization.ranked_all
+    assert len(every) >= len(a.root_causes) > 0
+    rows = features(a)
+    for c in every:
+        row = rows[(c.run_id, c.step_id)]
+        assert {f"ranker:{k}" for k in c.features} <= set(row)
+        assert all(row[f"ranker:{k}"] == float(v) for k, v in c.features.items())

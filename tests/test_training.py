@@ -1,0 +1,55 @@
+"""Fitting the learned ranker: trees exported to plain Python, warm starts, and a corpus that refuses held-out suites."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trajdebug.analysis.learned import Model, softmax
+
+
+pytest.importorskip("sklearn")
+
+from trajdebug import training
+
+
+def _cases(feature: str, n: int = 12) -> list[tuple[list[dict[str, float]], list[int]]]:
+    """Runs of three steps where the root is the one step with ``feature`` set."""
+    return [([{feature: 0.0, "noise": i % 3}, {feature: 1.0, "noise": (i + 1) % 3}, {"noise": 2.0}], [0, 1, 0]) for i in range(n)]
+
+
+def test_a_fitted_model_ranks_the_separating_feature_first() -> None:
+    """Fitted on runs whose root has feature x, the plain-Python model puts the x step first in a new run."""
+    m = training.fit(_cases("x"), seed=1, params={"n_estimators": 10, "max_depth": 2, "min_samples_leaf": 1})
+    probs = softmax([m.raw(r) for r in [{"x": 0.0}, {"x": 1.0}, {}]])
+    assert max(range(3), key=probs.__getitem__) == 1
+    assert "x" in m.feature_names
+
+
+def test_warm_start_keeps_the_prior_and_learns_the_new_agent() -> None:
+    """Boosting on from a prior keeps its trees first and learns what the prior did not know."""
+    prior = training.fit(_cases("x"), seed=1, params={"n_estimators": 5, "max_depth": 2, "min_samples_leaf": 1})
+    prior = Model(prior.feature_names, prior.init, prior.rate, prior.trees, confident=0.7)
+    fitted = training.fit(_cases("y"), seed=1, prior=prior)
+    assert len(fitted.trees) > len(prior.trees) and fitted.confident == 0.7
+    assert fitted.raw({"y": 1.0}) > fitted.raw({"y": 0.0})
+    assert fitted.trees[: len(prior.trees)] == tuple(
+        tuple((fitted.feature_names.index(prior.feature_names[f]) if f >= 0 else -1, th, lo, hi, v) for f, th, lo, hi, v in t)
+        for t in prior.trees
+    )
+
+
+def test_a_prior_without_positives_to_learn_from_is_returned_as_it_is() -> None:
+    """No labelled root among the cases: the prior comes back unchanged."""
+    prior = Model(("x",), 0.0, 1.0, ())
+    assert training.fit([([{"x": 1.0}], [0])], prior=prior) is prior
+
+
+def test_the_corpus_refuses_held_out_suites(tmp_path: Path) -> None:
+    """benchmarks.corpus.suite never reads suite_b, suite_c or suite_e."""
+    from benchmarks.corpus import suite
+
+    for name in ("suite_b", "suite_c", "suite_e"):
+        with pytest.raises(ValueError, match="held out"):
+            next(suite(name, tmp_path))
