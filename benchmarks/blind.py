@@ -131,9 +131,24 @@ def _cases(root: Path) -> list[dict[str, Any]]:
     items = index["cases"] if isinstance(index, dict) else index
     out = []
     for item in items:
-        cid = item if isinstance(item, str) else item.get("case_id") or item.get("id")
-        out.append(json.loads((root / cid / "truth.json").read_text()))
+        cid = item if isinstance(item, str) else item.get("case_id") or item.get("id") or item.get("case")
+        truth = json.loads((root / cid / "truth.json").read_text())
+        out.append(_normalized(root / cid, truth))
     return out
+
+
+def _normalized(case_dir: Path, truth: dict[str, Any]) -> dict[str, Any]:
+    """A truth file in the runner's terms: each suite's writer named the case and the failed run in their
+    own words (``case`` for ``case_id``; no run id when ``failed.*`` holds the failed run alone)."""
+    truth = dict(truth)
+    truth.setdefault("case_id", truth.get("case") or case_dir.name)
+    if "failed_run_id" not in truth:
+        from trajdebug.source import load_runs
+
+        runs = load_runs(_source(case_dir, "failed"))
+        failed = [r for r in runs if r.outcome != "success"] or runs
+        truth["failed_run_id"] = failed[0].run_id
+    return truth
 
 
 def _source(case_dir: Path, stem: str) -> Path:
@@ -198,7 +213,7 @@ def score_case(case_dir: Path, truth: dict[str, Any], setting: str) -> CaseResul
 
 
 def run_blind(
-    suites: Iterable[str] = ("suite_e", "suite_c", "suite_b", "suite_a", "suite_d", "suite_dev"),
+    suites: Iterable[str] = ("suite_f", "suite_e", "suite_c", "suite_b", "suite_a", "suite_d", "suite_dev"),
     *,
     workdir: Path | None = None,
     progress: Callable[[str], None] = print,

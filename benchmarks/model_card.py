@@ -88,7 +88,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         lines.append(f"| {name} | {what} | {route} | {lic} | {meta['cases'].get(name, 0)} |")
     lines += [
         "",
-        f"{meta['steps']} ranked steps in all. Never used: the held-out suites suite_b, suite_c, suite_e",
+        f"{meta['steps']} ranked steps in all. Never used: the held-out suites suite_b, suite_c, suite_e, suite_f",
         "(`benchmarks.corpus` refuses them). A case is a failed run whose root-cause step is known; each",
         "blind-suite case counts twice (alone, and with its agent's passing runs as references).",
         "Who&When's truth is the step of its `mistake_step` message; tau's is every step of the annotated",
@@ -161,7 +161,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A gradient-boosted model over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites (never suite_b, suite_c, suite_e). Every number is on cases the scoring model never saw;",
+        "suites (never suite_b, suite_c, suite_e, suite_f). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
