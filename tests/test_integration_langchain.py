@@ -427,3 +427,22 @@ class TestNamingRuns:
         lc_ids = [r.metadata["langchain_run_id"].replace("-", "") for r in tracer.runs]
         assert len({i[:8] for i in ids}) == 20
         assert len({i[:6] for i in lc_ids}) < 20  # what the ids would have shared (UUID v7: time first)
+
+
+class TestLangChainUsage:
+    def test_token_counts_of_chat_openai_match_the_server(self) -> None:
+        """ChatOpenAI's usage (llm_output / usage_metadata) becomes each LLM step's tokens, equal to the server's."""
+        from trajdebug.testing import FakeModelServer
+        from trajdebug.usage import run_usage
+
+        tracer = TrajdebugTracer()
+        with FakeModelServer(["short", "a somewhat longer answer"]) as server:
+            model = _chat_openai(server)
+            replies: list[Any] = []
+            both = RunnableLambda(lambda qs: [replies.append(model.invoke(q)) for q in qs])
+            both.invoke(["hi?", "and then what?"], config={"callbacks": [tracer]})
+        u = run_usage(tracer.to_run())
+        assert u.calls == 2
+        assert u.prompt_tokens == sum(r.usage_metadata["input_tokens"] for r in replies)
+        assert u.completion_tokens == sum(r.usage_metadata["output_tokens"] for r in replies)
+        assert u.models and u.models[0].startswith("gpt-4o") and u.cost is not None

@@ -78,6 +78,10 @@ def __getattr__(name: str) -> Any:
         from trajdebug.pipeline import analyze_source
 
         return analyze_source
+    if name in ("Usage", "run_usage", "step_usage", "load_prices"):
+        from trajdebug import usage
+
+        return getattr(usage, name)
     if name == "replay_run":
         from trajdebug.replay import replay
 
@@ -103,6 +107,7 @@ __all__ = [
     "StopRun",
     "Store",
     "ToolTimeout",
+    "Usage",
     "analyze",
     "analyze_source",
     "branch",
@@ -114,6 +119,7 @@ __all__ = [
     "extract",
     "flush",
     "inject",
+    "load_prices",
     "load_runs",
     "mark",
     "on_critical",
@@ -123,7 +129,9 @@ __all__ = [
     "retry",
     "retry_call",
     "run",
+    "run_usage",
     "step",
+    "step_usage",
     "traced",
     "uses_env",
     "wrap",
