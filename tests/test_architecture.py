@@ -19,7 +19,7 @@ PKG = "trajdebug"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("trajdebug.model", "trajdebug.plugins", "trajdebug.chat", "trajdebug.escape", "trajdebug.values"),
-    ("trajdebug.format", "trajdebug._encode", "trajdebug.schema", "trajdebug.redaction", "trajdebug.usage"),
+    ("trajdebug.format", "trajdebug._encode", "trajdebug.schema", "trajdebug.redaction", "trajdebug.usage", "trajdebug.sessions"),
     ("trajdebug.analysis",),
     ("trajdebug.formats", "trajdebug.report", "trajdebug.store"),
     ("trajdebug.record", "trajdebug.source", "trajdebug.marks"),

@@ -163,3 +163,56 @@ def test_nav_links_are_escaped() -> None:
     run = _demo("bad-sql-filter", store=Store("nav.db"))
     html = report_html(analyze(run), nav=[('"><script>x</script>', '/x?a="b"')])
     assert '<a href="/x?a=&quot;b&quot;">&quot;&gt;&lt;script&gt;x&lt;/script&gt;</a>' in html
+
+
+def _usage_run() -> Run:
+    """A failed run of two LLM calls with model and tokens, one error."""
+    import trajdebug
+    from trajdebug.testing import capture_runs
+
+    with capture_runs() as cap, trajdebug.run("priced"):
+        for i, (p, c) in enumerate(((1000, 200), (3000, 100))):
+            with trajdebug.step(f"ask{i}", kind="llm") as s:
+                s.usage(model="gpt-4o", prompt_tokens=p, completion_tokens=c)
+                s.output = {"role": "assistant", "content": "x"}
+        with pytest.raises(ValueError), trajdebug.step("parse"):
+            raise ValueError("bad answer")
+    [run] = cap
+    return run
+
+
+def test_report_shows_tokens_and_cost_per_run_and_step(page: Any, tmp_path: Path) -> None:
+    """The header carries the run's tokens and cost, a step's inspector its model, tokens and cost; counts of one are singular."""
+    from trajdebug.usage import format_cost, run_usage
+
+    run = _usage_run()
+    total = run_usage(run)
+    path = write_report(tmp_path / "r.html", analyze(run))
+    _open(page, path)
+    head = page.locator("#head").text_content() or ""
+    assert f"{total.total_tokens:,} tokens" in head and format_cost(total.cost) in head
+    assert "1 error " in head and "1 errors" not in head
+    ask = next(s for s in run.steps if s.name == "ask1")
+    page.click(f'.wf-row[data-step="{ask.step_id}"]')
+    facts = page.locator("#inspector .facts").text_content() or ""
+    assert "3000 in, 100 out" in facts and "gpt-4o" in facts
+    assert page.errors == []
+
+
+def test_header_counts_the_verified_candidates_own_replays(page: Any, tmp_path: Path) -> None:
+    """The header counts the replays of the verified candidate (as its card does), naming the total only when it differs."""
+    run = _usage_run()
+    analysis = analyze(run)
+    sid = run.steps[0].step_id
+    verification = {
+        "run_id": run.run_id,
+        "verified": sid,
+        "replays": 3,
+        "problem": None,
+        "passing_run": None,
+        "candidates": [{"step_id": sid, "name": "ask0", "status": "verified", "reason": "ok", "trial": {"replays": 1}}],
+    }
+    path = write_report(tmp_path / "r.html", analysis, verification=verification)
+    _open(page, path)
+    text = page.locator(".h-verify").text_content() or ""
+    assert "(1 replay of 3 in all)" in text

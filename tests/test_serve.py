@@ -280,3 +280,53 @@ def test_catalog_reanalyzes_a_failure_when_its_agent_gains_a_passing_run(tmp_pat
     expected = analyze_source(db, bad).analyses[0].to_dict()["root_causes"]
     assert after == expected != before
     assert list(listed[bad].causes) == [c["name"] for c in expected[:3]]
+
+
+@pytest.fixture
+def session_store(tmp_path: Path) -> Path:
+    """Three runs of one session (one failed, with tokens) and one run of no session."""
+    path = tmp_path / "sessions.db"
+    for i, (tokens, fail) in enumerate(((100, False), (5000, True), (20, False))):
+        with trajdebug.run("chat", store=path, session="s-1") as r:
+            with trajdebug.step("ask", kind="llm") as s:
+                s.usage(model="gpt-4o", prompt_tokens=tokens, completion_tokens=i + 1)
+            if fail:
+                r.fail("bad answer")
+    with trajdebug.run("chat", store=path) as r:
+        pass
+    trajdebug.flush()
+    return path
+
+
+def test_run_list_sorts_by_cost_and_shows_tokens(page: Any, session_store: Path) -> None:
+    """The cost column links sort the run list by cost, most expensive first, then cheapest first."""
+    with Server(session_store, port=0) as srv:
+        page.goto(srv.url)
+        page.click("a.sort[data-sort=cost]")
+        page.wait_for_url("**sort=cost**")
+        costs = page.locator("#runs tbody td.cost").all_text_contents()
+        priced = [float(c.strip("$")) for c in costs if c]
+        assert len(priced) == 3 and priced == sorted(priced, reverse=True)
+        assert "5,002" in page.locator("#runs tbody td.tokens").all_text_contents()
+        page.click("a.sort[data-sort=cost]")
+        page.wait_for_url("**order=asc**")
+        costs = [float(c.strip("$")) for c in page.locator("#runs tbody td.cost").all_text_contents() if c]
+        assert costs == sorted(costs)
+        assert page.errors == []
+
+
+def test_sessions_page_lists_a_session_and_its_runs_in_order(page: Any, session_store: Path) -> None:
+    """/sessions lists the session with its run and failure counts; its page shows its runs oldest first."""
+    runs = [r for r in Store(session_store).load_runs() if r.metadata.get("session") == "s-1"]
+    with Server(session_store, port=0) as srv:
+        page.goto(srv.url + "sessions")
+        row = page.locator("#sessions tbody tr")
+        assert row.count() == 1
+        cells = row.locator("td").all_text_contents()
+        assert cells[:3] == ["s-1", "3", "1"]
+        row.locator("a").click()
+        page.wait_for_url("**/sessions/s-1")
+        assert _rows(page) == [r.run_id for r in sorted(runs, key=lambda r: r.start_ns)]
+        page.wait_for_timeout(2500)  # the live list's poll keeps the session's order
+        assert _rows(page) == [r.run_id for r in sorted(runs, key=lambda r: r.start_ns)]
+        assert page.errors == []

@@ -670,6 +670,7 @@ def run(
     task: str | None = None,
     agent: str | None = None,
     version: str | None = None,
+    session: str | None = None,
 ) -> RunHandle:
     """Record a run: ``with trajdebug.run("name") as run: ...``.
 
@@ -691,6 +692,8 @@ def run(
         task: The task (recorded in metadata).
         agent: The agent's name (recorded in metadata).
         version: The agent's version (recorded in metadata).
+        session: The conversation or user session the run belongs to (``metadata["session"]``):
+            `trajdebug serve` lists sessions, ``analyze --session`` searches its earlier runs.
 
     Without ``store``, ``path`` or ``sinks`` the run goes to the configured default:
     ``trajdebug.configure(path=...)`` or ``store=...``, else ``$TRAJDEBUG_STORE`` or ``./trajdebug.db``.
@@ -699,7 +702,7 @@ def run(
     there (its name and metadata go to that run; ``store``, ``path`` and ``sinks`` are not used).
     """
     md = dict(metadata or {})
-    for key, value in (("task", task), ("agent", agent), ("version", version)):
+    for key, value in (("task", task), ("agent", agent), ("version", version), ("session", session)):
         if value is not None:
             md[key] = value
     if tags:

@@ -115,8 +115,21 @@ def report_data(
         "errors_markdown": errors_markdown(lifecycle, run) if lifecycle is not None else None,
         "verification": dict(verification) if verification is not None else None,
         "graph": graph_views(run),
+        "usage": _usage(run),
     }
     return data
+
+
+def _usage(run: Run) -> dict[str, Any]:
+    """Model, tokens and cost of the run and of each LLM step that states them (`trajdebug.usage`)."""
+    from trajdebug.usage import default_prices, step_usage, total_usage
+
+    prices = default_prices()
+    steps = {s.step_id: step_usage(s, prices) for s in run.steps}
+    return {
+        "run": total_usage(steps.values()).to_dict(),
+        "steps": {k: u.to_dict() for k, u in steps.items() if u is not None},
+    }
 
 
 def _version() -> str:
