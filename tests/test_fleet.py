@@ -353,3 +353,38 @@ def test_fleet_reads_otlp_exports_to_the_same_groups(tmp_path: Path, fleet_store
     from_otlp = run_fleet([tmp_path / "otlp"], workers=1)
     assert (from_otlp.runs, from_otlp.problems) == (from_store.runs, [])
     assert from_otlp.groups.counts() == from_store.groups.counts()
+
+
+def _priced_store(path: Path) -> tuple[float, float]:
+    """Six runs in three sessions, two failing the same way; returns (cost of all, cost of the failed)."""
+    import trajdebug
+    from trajdebug.usage import run_usage
+
+    for i in range(6):
+        with trajdebug.run("priced", store=path, session=f"s{i % 3}") as r:
+            with trajdebug.step("ask", kind="llm") as s:
+                s.usage(model="gpt-4o", prompt_tokens=1000 * (i + 1), completion_tokens=10)
+                s.output = "42" if i % 3 else "forty-two"
+            if i % 3 == 0:
+                with pytest.raises(ValueError), trajdebug.step("parse", kind="parse"):
+                    raise ValueError("not a number")
+                r.fail("parse failed")
+    trajdebug.flush()
+    runs = Store(path).load_runs()
+    return sum(run_usage(r).cost or 0 for r in runs), sum(
+        run_usage(r).cost or 0 for r in runs if r.outcome == "failure"
+    )
+
+
+def test_fleet_reports_cost_of_failure_groups_and_counts_sessions(tmp_path: Path) -> None:
+    """Each group carries its members' LLM cost and sessions; the fleet its total cost and failed sessions."""
+    total, failed = _priced_store(tmp_path / "p.db")
+    report = run_fleet([tmp_path / "p.db"], workers=1)
+    [group] = report.groups.ranked()
+    assert group.cost == pytest.approx(failed) and len(group.sessions) == 1
+    d = report.to_dict()
+    assert d["cost"] == pytest.approx(total, rel=1e-5) and d["failed_cost"] == pytest.approx(failed, rel=1e-5)
+    assert d["sessions"] == {"sessions": 3, "failed": 1}
+    assert d["groups"][0]["sessions"] == 1
+    md = fleet_markdown(report)
+    assert "LLM cost" in md and "3 sessions, 1 with a failed run" in md

@@ -72,3 +72,29 @@ def test_export_to_parquet_needs_a_folder(fleet_store: Path) -> None:
     """Parquet is a dataset folder: writing it to stdout is refused with a one-line error."""
     r = CliRunner().invoke(cli, ["export", str(fleet_store), "--to", "parquet"])
     assert r.exit_code != 0 and "-o DIR" in r.output
+
+
+def test_parquet_carries_session_tokens_and_cost(tmp_path: Path) -> None:
+    """Runs have their session and summed tokens and cost; LLM steps their own model, tokens and cost."""
+    import trajdebug
+    from trajdebug.fleet.parquet import connect
+    from trajdebug.usage import run_usage
+
+    path = tmp_path / "u.db"
+    with trajdebug.run("agent", store=path, session="s-9"):
+        for p in (100, 300):
+            with trajdebug.step("ask", kind="llm") as s:
+                s.usage(model="gpt-4o-mini", prompt_tokens=p, completion_tokens=7)
+        with trajdebug.step("tool", kind="tool"):
+            pass
+    trajdebug.flush()
+    [run] = Store(path).load_runs()
+    write_dataset([run], tmp_path / "ds")
+    con = connect(tmp_path / "ds")
+    assert con.execute("SELECT session, total_tokens, cost FROM runs").fetchone() == (
+        "s-9",
+        414,
+        run_usage(run).cost,
+    )
+    steps = con.execute("SELECT kind, prompt_tokens, model FROM steps ORDER BY seq").fetchall()
+    assert steps == [("llm", 100, "gpt-4o-mini"), ("llm", 300, "gpt-4o-mini"), ("tool", None, None)]

@@ -27,6 +27,8 @@ from typing import Any
 from trajdebug.fleet.groups import Finding, GroupTable, finding_of, verification_index
 from trajdebug.fleet.spectrum import Spectrum, Suspect, run_features
 from trajdebug.model import Run
+from trajdebug.sessions import session_of
+from trajdebug.usage import run_usage
 
 
 log = logging.getLogger("trajdebug")
@@ -70,6 +72,12 @@ class UnitResult:
     """Runs read."""
     problems: list[str] = field(default_factory=list)
     """Runs that could not be analyzed, one line each."""
+    cost: float = 0.0
+    """What every run's LLM calls cost (US dollars)."""
+    tokens: int = 0
+    """Tokens of every run's LLM calls."""
+    sessions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per session: runs and failed runs."""
 
 
 @dataclass(slots=True)
@@ -92,6 +100,16 @@ class FleetReport:
     """Processes (or cluster workers) used."""
     findings: list[Finding] | None = None
     """Every finding, when asked for (``keep_findings``)."""
+    cost: float = 0.0
+    """What every run's LLM calls cost (US dollars; `trajdebug.usage`)."""
+    tokens: int = 0
+    """Tokens of every run's LLM calls."""
+    sessions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per session (`trajdebug.sessions`): runs and failed runs."""
+
+    def session_counts(self) -> dict[str, int]:
+        """Sessions in all, and those with a failed run."""
+        return {"sessions": len(self.sessions), "failed": sum(1 for _, f in self.sessions.values() if f)}
 
     def suspects(self, top: int = 5) -> list[Suspect]:
         """The spectrum ranking (see `trajdebug.fleet.spectrum`)."""
@@ -108,6 +126,10 @@ class FleetReport:
             "problems": self.problems,
             "seconds": round(self.seconds, 3),
             "workers": self.workers,
+            "cost": round(self.cost, 6),
+            "failed_cost": round(sum(g.cost for g in self.groups.groups.values()), 6),
+            "tokens": self.tokens,
+            "sessions": self.session_counts(),
         }
 
 
@@ -207,6 +229,13 @@ def process_unit(
             continue
         out.runs += 1
         failed = run.outcome == "failure"
+        usage = run_usage(run)
+        out.cost += usage.cost or 0.0
+        out.tokens += usage.total_tokens or 0
+        sid = session_of(run)
+        if sid is not None:
+            n, f = out.sessions.get(sid, (0, 0))
+            out.sessions[sid] = (n + 1, f + failed)
         out.spectrum.add(run.name, run.metadata.get("task"), failed, run_features(run))
         if not failed:
             continue
@@ -387,12 +416,20 @@ class Aggregate:
         self.runs = 0
         self.problems: list[str] = []
         self.findings: list[Finding] | None = [] if keep_findings else None
+        self.cost = 0.0
+        self.tokens = 0
+        self.sessions: dict[str, tuple[int, int]] = {}
         self._verified = verification_index(replays)
 
     def add(self, result: UnitResult) -> None:
         """Fold one unit's result in."""
         self.runs += result.runs
         self.spectrum.merge(result.spectrum)
+        self.cost += result.cost
+        self.tokens += result.tokens
+        for sid, (n, f) in result.sessions.items():
+            had = self.sessions.get(sid, (0, 0))
+            self.sessions[sid] = (had[0] + n, had[1] + f)
         if len(self.problems) < 100:
             self.problems.extend(result.problems[: 100 - len(self.problems)])
         for f in result.findings:
@@ -416,6 +453,9 @@ class Aggregate:
             seconds,
             workers,
             self.findings,
+            self.cost,
+            self.tokens,
+            self.sessions,
         )
 
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajdebug.fleet.signature import Signature, normalize, signature_of
+from trajdebug.sessions import session_of
+from trajdebug.usage import run_usage
 
 
 SEVERITY_ORDER = {"WARN": 0, "ERROR": 1, "CRITICAL": 2}
@@ -58,6 +60,12 @@ class Finding:
     verified: bool | None = None
     """True when a replay patching the root step made the failure go away, False when replays
     of the run exist and none did, None when the run was never replayed."""
+    tokens: int | None = None
+    """Tokens of the run's LLM calls (`trajdebug.usage`), None when none are stated."""
+    cost: float | None = None
+    """Cost of the run's LLM calls in US dollars, None when unknown."""
+    session: str | None = None
+    """The run's session (`trajdebug.sessions`)."""
 
     @property
     def group_id(self) -> str:
@@ -79,6 +87,9 @@ class Finding:
             "task": self.task,
             "version": self.version,
             "verified": self.verified,
+            "tokens": self.tokens,
+            "cost": self.cost,
+            "session": self.session,
         }
 
 
@@ -117,6 +128,7 @@ def finding_of(analysis: Any, *, root: str | None = None) -> Finding:
     causes = data.get("root_causes") or []
     root_step = root if root is not None else (str(causes[0]["step_id"]) if causes else None)
     md = run.metadata
+    usage = run_usage(run)
     return Finding(
         run_id=run.run_id,
         name=run.name,
@@ -128,6 +140,9 @@ def finding_of(analysis: Any, *, root: str | None = None) -> Finding:
         message=message[:200],
         task=None if md.get("task") is None else str(md["task"])[:200],
         version=None if md.get("version") is None else str(md["version"]),
+        tokens=usage.total_tokens,
+        cost=usage.cost,
+        session=session_of(run),
     )
 
 
@@ -157,6 +172,12 @@ class Group:
     """Members that were replayed at all (verified or not)."""
     timeline: Counter[int] = field(default_factory=Counter)
     """Members by the hour they started in (hours since the epoch)."""
+    cost: float = 0.0
+    """What the members' LLM calls cost (US dollars; runs with no known cost count 0)."""
+    tokens: int = 0
+    """Tokens of the members' LLM calls."""
+    sessions: set[str] = field(default_factory=set)
+    """The sessions the members belong to."""
 
     @property
     def group_id(self) -> str:
@@ -192,6 +213,10 @@ class Group:
             self.first_seen_ns = f.start_ns
         self.last_seen_ns = max(self.last_seen_ns, f.start_ns)
         self.timeline[f.start_ns // _HOUR_NS] += 1
+        self.cost += f.cost or 0.0
+        self.tokens += f.tokens or 0
+        if f.session is not None:
+            self.sessions.add(f.session)
         self._example(f.start_ns, f.run_id, f.message)
 
     def _example(self, start_ns: int, run_id: str, message: str) -> None:
@@ -215,6 +240,9 @@ class Group:
         self.replayed += other.replayed
         self.last_seen_ns = max(self.last_seen_ns, other.last_seen_ns)
         self.timeline.update(other.timeline)
+        self.cost += other.cost
+        self.tokens += other.tokens
+        self.sessions |= other.sessions
         for e in other.examples:
             self._example(*e)
 
@@ -241,6 +269,9 @@ class Group:
             "verified": self.verified,
             "verified_share": self.verified_share,
             "timeline": {str(h): n for h, n in sorted(self.timeline.items())},
+            "cost": round(self.cost, 6),
+            "tokens": self.tokens,
+            "sessions": len(self.sessions),
         }
 
 
@@ -259,6 +290,8 @@ def group_from_dict(d: Mapping[str, Any]) -> Group:
     g.replayed = int(d.get("replayed", 0))
     g.verified = int(d.get("verified", 0))
     g.timeline = Counter({int(k): int(v) for k, v in (d.get("timeline") or {}).items()})
+    g.cost = float(d.get("cost") or 0.0)
+    g.tokens = int(d.get("tokens") or 0)
     return g
 
 

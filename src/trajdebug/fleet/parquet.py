@@ -7,7 +7,9 @@ the format.  Part *k* of every table holds the same runs, so one part is a
 self-contained unit of work: a worker reads part *k* of each table and
 rebuilds those runs exactly (`read_part`).  Values that are free JSON
 (inputs, outputs, attributes, metadata) are stored as JSON text columns
-(``*_json``).  The schema is documented in docs/format.md.
+(``*_json``).  Model, tokens and cost (`trajdebug.usage`) are columns of
+``runs`` (the sum over the run) and ``steps``, the session (`trajdebug.sessions`)
+a column of ``runs``.  The schema is documented in docs/format.md.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 from trajdebug._encode import dumps_str, loads
 from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.sessions import session_of
+from trajdebug.usage import Usage, default_prices, step_usage, total_usage
 
 
 FORMAT = "trajdebug-parquet"
@@ -45,6 +49,12 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("steps", "int32"),
         ("errors", "int32"),
         ("metadata_json", "string"),
+        ("session", "string"),
+        ("model", "string"),
+        ("prompt_tokens", "int64"),
+        ("completion_tokens", "int64"),
+        ("total_tokens", "int64"),
+        ("cost", "float64"),
     ),
     "steps": (
         ("run_id", "string"),
@@ -67,6 +77,11 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("input_json", "string"),
         ("output_json", "string"),
         ("attributes_json", "string"),
+        ("model", "string"),
+        ("prompt_tokens", "int64"),
+        ("completion_tokens", "int64"),
+        ("total_tokens", "int64"),
+        ("cost", "float64"),
     ),
     "errors": (
         ("run_id", "string"),
@@ -133,9 +148,24 @@ def _json(v: Any) -> str | None:
     return None if v is None else dumps_str(v)
 
 
+def _usage_cols(u: Usage | None) -> dict[str, Any]:
+    if u is None:
+        return {}
+    return {
+        "model": u.model,
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.total_tokens,
+        "cost": u.cost,
+    }
+
+
 def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
     rid = run.run_id
     md = run.metadata
+    prices = default_prices()
+    usages = [step_usage(s, prices) for s in run.steps]
+    total = total_usage(usages)
     rows["runs"].append(
         {
             "run_id": rid,
@@ -150,6 +180,8 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
             "steps": len(run.steps),
             "errors": len(run.errors),
             "metadata_json": _json(dict(md)) if md else None,
+            "session": session_of(run),
+            **(_usage_cols(total) if total.calls else {}),
         }
     )
     for i, s in enumerate(run.steps):
@@ -176,6 +208,7 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
                 "input_json": _json(s.input),
                 "output_json": _json(s.output),
                 "attributes_json": _json(dict(s.attributes)) if s.attributes else None,
+                **_usage_cols(usages[i]),
             }
         )
         for d in s.deps:
