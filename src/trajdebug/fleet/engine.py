@@ -427,9 +427,9 @@ class Aggregate:
         self.spectrum.merge(result.spectrum)
         self.cost += result.cost
         self.tokens += result.tokens
-        for sid, (n, f) in result.sessions.items():
+        for sid, (n_runs, n_failed) in result.sessions.items():
             had = self.sessions.get(sid, (0, 0))
-            self.sessions[sid] = (had[0] + n, had[1] + f)
+            self.sessions[sid] = (had[0] + n_runs, had[1] + n_failed)
         if len(self.problems) < 100:
             self.problems.extend(result.problems[: 100 - len(self.problems)])
         for f in result.findings:
