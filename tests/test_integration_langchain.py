@@ -446,3 +446,18 @@ class TestLangChainUsage:
         assert u.prompt_tokens == sum(r.usage_metadata["input_tokens"] for r in replies)
         assert u.completion_tokens == sum(r.usage_metadata["output_tokens"] for r in replies)
         assert u.models and u.models[0].startswith("gpt-4o") and u.cost is not None
+
+
+class TestLangGraphThread:
+    def test_thread_id_of_the_config_is_the_run_session(self) -> None:
+        """A LangGraph call with configurable thread_id is recorded as a run of that session."""
+        from trajdebug.sessions import session_of
+        from trajdebug.testing import FakeModelServer
+
+        tracer = TrajdebugTracer()
+        with FakeModelServer(_lookup_then_answer) as server:
+            react_graph(_chat_openai(server)).invoke(
+                {"messages": [("user", "who is ana?")]},
+                config={"callbacks": [tracer], "configurable": {"thread_id": "thread-7"}},
+            )
+        assert session_of(tracer.to_run()) == "thread-7"

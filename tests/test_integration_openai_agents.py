@@ -150,6 +150,7 @@ class TestSpans:
         run = processor.to_run()
         assert run.name == "billing-flow"
         assert run.metadata["group_id"] == "conv-7"
+        assert run.metadata["session"] == "conv-7"  # the group is the run's session
         _triage, handoff, billing_step, refund_step = run.steps
         assert handoff.name == "handoff triage -> billing"
         assert handoff.agent == "triage"

@@ -74,6 +74,7 @@ def analyze_source(
     samples: int = 3,
     runs: Sequence[Run] | None = None,
     judge: Any = None,
+    session: bool = False,
 ) -> SourceAnalysis:
     """Analyze the runs of a source the way ``trajdebug analyze`` does.
 
@@ -97,6 +98,8 @@ def analyze_source(
             (the endpoint from the environment), a `trajdebug.judge.JudgeConfig`,
             a `trajdebug.judge.Judge` or a `trajdebug.judge.ChatModel`.  None
             (the default): nothing is sent, the analysis is the deterministic one.
+        session: Also search the earlier runs of the run's session (`trajdebug.sessions`,
+            the last `SESSION_TURNS`) for the root, as earlier conversation turns.
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
@@ -112,7 +115,7 @@ def analyze_source(
     analyses = []
     hints: list[str] = []
     for run in chosen:
-        earlier = previous_turns(run, pool) if run.continues else ()
+        earlier = _earlier(run, pool, session)
         refs = references(run, pool) if use_references else ()
         analyses.append(
             analyze(
@@ -150,6 +153,22 @@ def analyze_source(
     return SourceAnalysis(tuple(analyses), tuple(hints), verifications, judgments)
 
 
+SESSION_TURNS = 5
+"""Earlier runs of a session that ``session=True`` joins to a run (the most recent ones)."""
+
+
+def _earlier(run: Run, pool: Sequence[Run], session: bool) -> tuple[Run, ...]:
+    """The turns before ``run``: its ``continues`` chain and, when asked, the earlier runs of its session."""
+    earlier = previous_turns(run, pool) if run.continues else ()
+    if not session:
+        return earlier
+    from trajdebug.sessions import earlier_in_session
+
+    have = {r.run_id for r in earlier}
+    more = [r for r in earlier_in_session(run, pool) if is_original(r) and r.run_id not in have]
+    return tuple(sorted([*earlier, *more[-SESSION_TURNS:]], key=lambda r: (r.start_ns, r.run_id)))
+
+
 def _load(source: str | Path, fmt: str | None) -> list[Run]:
     """`load_runs` with the cyclic collector paused: the loaded runs are millions of small objects that
     all stay alive, which every collection during the load would traverse again (as in the analysis)."""
@@ -162,4 +181,4 @@ def _load(source: str | Path, fmt: str | None) -> list[Run]:
         gc.enable()
 
 
-__all__ = ["SourceAnalysis", "analyze_source", "targets"]
+__all__ = ["SESSION_TURNS", "SourceAnalysis", "analyze_source", "targets"]

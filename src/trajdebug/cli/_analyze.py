@@ -49,6 +49,13 @@ from trajdebug.model import Outcome
     is_flag=True,
     help="Do not compare with the passing runs of the same agent in SOURCE.",
 )
+@click.option(
+    "--session",
+    "use_session",
+    is_flag=True,
+    help="Also search the earlier runs of the run's session (metadata 'session') for the root, "
+    "as earlier turns of one conversation.",
+)
 @click.option("--markdown", is_flag=True, help="Print Markdown instead of text.")
 @click.option(
     "--format",
@@ -68,6 +75,7 @@ def analyze_cmd(
     outcome: str | None,
     sql_db: str | None,
     no_references: bool,
+    use_session: bool,
     markdown: bool,
     renderer: str | None,
     verify_entry: str | None,
@@ -124,6 +132,7 @@ def analyze_cmd(
             fixer=load_callable(fixer, "fixer") if fixer else None,
             samples=verify_samples,
             judge=judge,
+            session=use_session,
         )
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None

@@ -109,6 +109,22 @@ def message_dict(msg: Any) -> dict[str, Any]:
     return found
 
 
+# The call metadata keys that name a conversation: LangGraph's ``thread_id`` (LangChain copies
+# ``config["configurable"]`` scalars into the metadata), LangSmith's ``session_id`` and ``conversation_id``.
+_THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
+
+
+def _session(call_md: Any) -> dict[str, str]:
+    """``{"session": ...}`` from a call's metadata when it names a thread, else empty."""
+    if not isinstance(call_md, Mapping):
+        return {}
+    for key in _THREAD_KEYS:
+        v = call_md.get(key)
+        if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
+            return {"session": str(v)}
+    return {}
+
+
 class TrajdebugTracer(BaseTracer):
     """A LangChain tracer that turns each top-level LangChain run into a trajdebug `Run`.
 
@@ -262,6 +278,7 @@ class TrajdebugTracer(BaseTracer):
                 "langchain_run_id": str(root.id),
                 **({"tags": list(root.tags)} if root.tags else {}),
                 **({"task": call_md["task"]} if isinstance(call_md, Mapping) and call_md.get("task") is not None else {}),
+                **_session(call_md),
                 **self._metadata,
             },
             steps=tuple(ordered),
