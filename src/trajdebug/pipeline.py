@@ -75,6 +75,7 @@ def analyze_source(
     runs: Sequence[Run] | None = None,
     judge: Any = None,
     session: bool = False,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> SourceAnalysis:
     """Analyze the runs of a source the way ``trajdebug analyze`` does.
 
@@ -100,6 +101,7 @@ def analyze_source(
             (the default): nothing is sent, the analysis is the deterministic one.
         session: Also search the earlier runs of the run's session (`trajdebug.sessions`,
             the last `SESSION_TURNS`) for the root, as earlier conversation turns.
+        progress: Called as ``progress(runs_analyzed, runs)`` after each run.
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
@@ -130,6 +132,8 @@ def analyze_source(
         )
         if refs and run.outcome != "success":
             hints.append(f"trajdebug diff {source}@{refs[0].run_id[:12]} {source}@{run.run_id[:12]}")
+        if progress is not None:
+            progress(len(analyses), len(chosen))
     judgments: tuple[Any, ...] = ()
     if judge is not None and judge is not False:
         from trajdebug.judge import Judge

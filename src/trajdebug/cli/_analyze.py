@@ -119,21 +119,25 @@ def analyze_cmd(
     judge = _judge_config(use_judge, judge_config)
     declared: Outcome | None = None if outcome is None else ("failure" if outcome == "failure" else "success")
     path = store_path(source)
+    from trajdebug.cli._common import Progress
+
     try:
-        result = analyze_source(
-            path,
-            run_id,
-            fmt=fmt,
-            top=top,
-            outcome=declared,
-            use_references=not no_references,
-            sql_db=sql_db,
-            verify=load_callable(verify_entry) if verify_entry else None,
-            fixer=load_callable(fixer, "fixer") if fixer else None,
-            samples=verify_samples,
-            judge=judge,
-            session=use_session,
-        )
+        with Progress("analyzing", enabled=not as_json) as bar:
+            result = analyze_source(
+                path,
+                run_id,
+                fmt=fmt,
+                top=top,
+                outcome=declared,
+                use_references=not no_references,
+                sql_db=sql_db,
+                verify=load_callable(verify_entry) if verify_entry else None,
+                fixer=load_callable(fixer, "fixer") if fixer else None,
+                samples=verify_samples,
+                judge=judge,
+                session=use_session,
+                progress=bar.update,
+            )
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None
     analyses = list(result.analyses)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -63,19 +64,12 @@ def fleet_cmd(
         trajdebug fleet runs/ --format markdown > alerts.md
         trajdebug fleet dataset/ --engine dask --address tcp://10.0.0.5:8786 --json
     """
+    from trajdebug.cli._common import Progress
     from trajdebug.source import SourceError
 
     try:
-        if engine == "dask":
-            from trajdebug.fleet.distributed import run_fleet_dask
-
-            if len(sources) != 1:
-                raise click.ClickException("--engine dask takes one Parquet dataset")
-            report = run_fleet_dask(sources[0], address=address, workers=workers or 2)
-        else:
-            from trajdebug.fleet.engine import run_fleet
-
-            report = run_fleet(sources, workers=workers)
+        with Progress("grouping failures", enabled=not as_json) as bar:
+            report = _fleet(sources, engine, address, workers, bar)
     except (SourceError, ValueError, OSError) as exc:
         raise _fail(exc) from None
     if plots:
@@ -98,6 +92,18 @@ def fleet_cmd(
         from trajdebug.fleet.render import render_fleet
 
         render_fleet(report, console(), top=top)
+
+
+def _fleet(sources: tuple[str, ...], engine: str, address: str | None, workers: int | None, bar: Any) -> Any:
+    if engine == "dask":
+        from trajdebug.fleet.distributed import run_fleet_dask
+
+        if len(sources) != 1:
+            raise click.ClickException("--engine dask takes one Parquet dataset")
+        return run_fleet_dask(sources[0], address=address, workers=workers or 2, progress=bar.update)
+    from trajdebug.fleet.engine import run_fleet
+
+    return run_fleet(sources, workers=workers, progress=bar.update)
 
 
 @click.command(name="compare")
@@ -153,8 +159,13 @@ def compare_cmd(
 
     if by is not None and (value_a is None or value_b is None):
         value_a, value_b = _two_values(set_a, by, value_a, value_b)
+    from trajdebug.cli._common import Progress
+
     try:
-        cmp = compare([set_a], [set_b] if set_b else [], by=by, a=value_a, b=value_b, workers=workers)
+        with Progress("comparing", enabled=not as_json) as bar:
+            cmp = compare(
+                [set_a], [set_b] if set_b else [], by=by, a=value_a, b=value_b, workers=workers, progress=bar.update
+            )
     except (SourceError, ValueError) as exc:
         raise _fail(exc) from None
     metric = cmp.metric()

@@ -30,6 +30,7 @@ def run_fleet_dask(
     workers: int = 2,
     keep_findings: bool = False,
     root_from: str | None = None,
+    progress: Any = None,
 ) -> FleetReport:
     """Group the failures of a Parquet dataset on a Dask cluster.
 
@@ -41,6 +42,7 @@ def run_fleet_dask(
         workers: Processes of the local cluster (ignored with ``address``).
         keep_findings: Keep every finding in the report.
         root_from: Group on the step named by this metadata path (see `trajdebug.fleet.engine.analyze_run`).
+        progress: Called as ``progress(parts_done, parts)`` after each part.
 
     Raises:
         ValueError: ``dataset`` is not a Parquet dataset.
@@ -86,9 +88,11 @@ def run_fleet_dask(
         units = [Unit("parquet", str(path), part=p) for p in parts(path)]
         refs = reference_pool([path])
         futures = client.map(process_unit, units, root_from=root_from, references=refs, pure=False)
-        for fut in as_completed(futures):  # type: ignore[no-untyped-call]
+        for done, fut in enumerate(as_completed(futures), 1):  # type: ignore[no-untyped-call]
             agg.add(fut.result())
             fut.release()
+            if progress is not None:
+                progress(done, len(units))
     return agg.report([str(dataset)], time.perf_counter() - t0, n)
 
 

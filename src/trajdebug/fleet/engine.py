@@ -474,17 +474,28 @@ def execute(
     *,
     workers: int | None = None,
     args: tuple[Any, ...] = (),
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> int:
     """Run ``fn(unit, *args)`` over the units in a process pool, handing each result to ``consume``.
 
     Results arrive in completion order; at most three units per process are in
     flight, so results waiting to be consumed stay few.  Returns the number of
-    processes used (1: everything ran in this process).
+    processes used (1: everything ran in this process).  ``progress(done, total)``
+    is called with the units done after each one.
     """
     n = workers or default_workers()
+    done = 0
+
+    def take(result: Any) -> None:
+        nonlocal done
+        consume(result)
+        done += 1
+        if progress is not None:
+            progress(done, len(work))
+
     if n <= 1 or len(work) <= 1:
         for u in work:
-            consume(fn(u, *args))
+            take(fn(u, *args))
         return 1
     import multiprocessing
 
@@ -495,11 +506,11 @@ def execute(
         for u in work:
             pending.add(pool.submit(fn, u, *args))
             while len(pending) >= 3 * n:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    consume(fut.result())
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    take(fut.result())
         for fut in pending:
-            consume(fut.result())
+            take(fut.result())
     return n
 
 
@@ -510,6 +521,7 @@ def run_fleet(
     keep_findings: bool = False,
     root_from: str | None = None,
     unit_size: int = UNIT_SIZE,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> FleetReport:
     """Analyze every failed run of the sources in parallel and group the failures.
 
@@ -519,6 +531,7 @@ def run_fleet(
         keep_findings: Keep every finding in the report (memory grows with failed runs).
         root_from: Group on the step named by this metadata path (see `analyze_run`).
         unit_size: Runs per unit of work.
+        progress: Called as ``progress(units_done, units)`` after each unit.
 
     Raises:
         SourceError: a source does not exist.
@@ -529,7 +542,7 @@ def run_fleet(
     agg = Aggregate(replays, keep_findings=keep_findings)
     agg.problems.extend(problems)
     try:
-        n = execute(work, process_unit, agg.add, workers=workers, args=(root_from, refs))
+        n = execute(work, process_unit, agg.add, workers=workers, args=(root_from, refs), progress=progress)
     finally:
         close_stores()
     return agg.report([str(s) for s in sources], time.perf_counter() - t0, n)
@@ -542,8 +555,11 @@ def export_source(
     run_id: str | None = None,
     fmt: str | None = None,
     analyses: bool = False,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> dict[str, int]:
     """Export a source (``trajdebug export --to parquet``): a store is read one run at a time.
+
+    ``progress(runs_done, runs)`` is called after each run written.
 
     Raises:
         SourceError: the source cannot be read, or holds no run.
@@ -556,15 +572,27 @@ def export_source(
 
         def stream() -> Iterator[Run]:
             with Store(source) as store:
-                for rid in store.run_ids():
+                ids = store.run_ids()
+                for i, rid in enumerate(ids):
                     yield store.load_run(rid)
+                    if progress is not None:
+                        progress(i + 1, len(ids))
 
         refs = reference_pool([source]) if analyses else None
         return write_dataset(stream(), out, analyses=analyses, references=refs)
     runs = load_runs(source, run_id=run_id, fmt=fmt)
     if not runs:
         raise SourceError(f"{source}: no runs found")
-    return write_dataset(runs, out, analyses=analyses, references=reference_pool([source]) if analyses else None)
+
+    def counted() -> Iterator[Run]:
+        for i, r in enumerate(runs):
+            yield r
+            if progress is not None:
+                progress(i + 1, len(runs))
+
+    return write_dataset(
+        counted(), out, analyses=analyses, references=reference_pool([source]) if analyses else None
+    )
 
 
 __all__ = [
