@@ -330,3 +330,26 @@ def test_sessions_page_lists_a_session_and_its_runs_in_order(page: Any, session_
         page.wait_for_timeout(2500)  # the live list's poll keeps the session's order
         assert _rows(page) == [r.run_id for r in sorted(runs, key=lambda r: r.start_ns)]
         assert page.errors == []
+
+
+def test_another_loopback_address_gets_a_token_and_serves_with_it(store: Path) -> None:
+    """--host 127.0.0.2 issues a token; requests with it are served (not refused by the Host check), without it 401."""
+    with Server(store, host="127.0.0.2", port=0) as srv:
+        assert srv.token
+        assert _get(srv.url)[0] == 200
+        assert _get(srv.url.split("?")[0])[0] == 401
+
+
+def test_compare_page_offers_only_passing_runs_as_good(server: Server, store: Path) -> None:
+    """The good list holds passing runs that are not replays; the bad list the failing original runs."""
+    import re
+
+    runs = {r.run_id: r for r in Store(store).load_runs()}
+    _, body, _ = _get(server.url + "compare")
+    good_html, bad_html = body.split('name="bad"')
+    good_ids = [rid for rid in re.findall(r'<option value="([^"]+)"', good_html)]
+    bad_ids = [rid for rid in re.findall(r'<option value="([^"]+)"', bad_html)]
+    assert good_ids and bad_ids
+    assert all(runs[r].outcome == "success" and not runs[r].metadata.get("replay_of") for r in good_ids)
+    assert all(runs[r].outcome != "success" and not runs[r].metadata.get("replay_of") for r in bad_ids)
+    assert any(r.metadata.get("replay_of") and r.outcome == "success" for r in runs.values())

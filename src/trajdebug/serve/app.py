@@ -321,8 +321,22 @@ def create_app(
         choices = catalog.query(Query(derived=True, limit=300))
         if bad is not None and good is None:
             good = _passing_for(catalog, bad, choices)
+        # Offered as good: passing runs that are not replays (a reference run is a passing run of
+        # the same input); as bad: the failing and unfinished original runs.  A run named in the
+        # URL stays selectable whatever it is.
+        chosen = {r.run_id for r in (good, bad) if r is not None}
+        good_choices = [e for e in choices if (e.outcome == "success" and e.derived != "replay") or e.run_id in chosen]
+        bad_choices = [e for e in choices if (e.outcome != "success" and not e.derived) or e.run_id in chosen]
         if good is None or bad is None:
-            return page("compare.html", title="compare runs", al=None, good=good, bad=bad, choices=choices)
+            return page(
+                "compare.html",
+                title="compare runs",
+                al=None,
+                good=good,
+                bad=bad,
+                good_choices=good_choices,
+                bad_choices=bad_choices,
+            )
         if good.run_id == bad.run_id:
             return problem("GOOD and BAD are the same run: choose two runs", 400)
         al = align(good, bad)
@@ -337,7 +351,8 @@ def create_app(
             bad=bad,
             first=first,
             impact=impact,
-            choices=choices,
+            good_choices=good_choices,
+            bad_choices=bad_choices,
         )
 
     static = Path(__file__).with_name("static")
