@@ -388,3 +388,47 @@ def test_fleet_reports_cost_of_failure_groups_and_counts_sessions(tmp_path: Path
     assert d["groups"][0]["sessions"] == 1
     md = fleet_markdown(report)
     assert "LLM cost" in md and "3 sessions, 1 with a failed run" in md
+
+
+def test_timeline_bucket_follows_the_time_span() -> None:
+    """An hour of failures is bucketed by the minute, a day by the hour... and a quarter by the week."""
+    from trajdebug.fleet.plots import timeline_bucket
+
+    base = 29_000_000  # minutes since the epoch
+    assert timeline_bucket([base, base + 59]) == (1, "minute")
+    assert timeline_bucket([base, base + 24 * 60 - 1])[1] == "hour"
+    assert timeline_bucket([base, base + 30 * 1440])[1] == "day"
+    assert timeline_bucket([base, base + 90 * 1440])[1] == "week"
+
+
+def test_two_hundred_runs_in_an_hour_plot_as_many_bars(tmp_path: Path) -> None:
+    """200 failures within one hour are drawn per minute (many bars), not as one bar for the day."""
+    sig = Signature("a", "tool", "fetch", "-", "e", "-", "-")
+    t = GroupTable()
+    t.extend(_finding(f"r{i}", 1_789_999_980 * 10**9 + i * 18 * 10**9, sig) for i in range(200))
+    [g] = t.groups.values()
+    assert len(g.timeline) == 60 and sum(g.hourly().values()) == 200
+    from trajdebug.fleet.plots import timeline_bucket
+
+    assert timeline_bucket(list(g.timeline)) == (1, "minute")
+    assert plot_timeline([g], tmp_path / "t.png").stat().st_size > 0
+
+
+def test_spectrum_table_keeps_the_whole_feature_on_a_narrow_terminal() -> None:
+    """On an 80-column terminal, a long spectrum feature is wrapped, not cut to ~20 characters."""
+    import re as _re
+
+    from rich.console import Console
+
+    from trajdebug.fleet.engine import FleetReport
+    from trajdebug.fleet.render import render_fleet
+
+    spectrum = Spectrum()
+    long = "returned:lookup_customer_account_history:empty-result-after-retry"
+    for i in range(10):
+        spectrum.add("agent", None, i < 5, {long} if i < 5 else set())
+    report = FleetReport(GroupTable(), spectrum, ["x"], runs=10)
+    out = Console(width=80, record=True, force_terminal=False)
+    render_fleet(report, out)
+    text = _re.sub(r"[\s│|]+", "", out.export_text())
+    assert [s.description for s in report.suspects()][0].replace(" ", "") in text

@@ -29,7 +29,8 @@ SEVERITY_ORDER = {"WARN": 0, "ERROR": 1, "CRITICAL": 2}
 EXAMPLES = 3
 """Example runs kept per group."""
 
-_HOUR_NS = 3600 * 1_000_000_000
+_MINUTE_NS = 60 * 1_000_000_000
+_HOUR_NS = 60 * _MINUTE_NS
 _HALF_LIFE_NS = 7 * 24 * _HOUR_NS
 
 
@@ -171,7 +172,8 @@ class Group:
     replayed: int = 0
     """Members that were replayed at all (verified or not)."""
     timeline: Counter[int] = field(default_factory=Counter)
-    """Members by the hour they started in (hours since the epoch)."""
+    """Members by the minute they started in (minutes since the epoch; at most one entry per member).
+    The JSON gives hours (`hourly`); the plots choose their bucket from the span."""
     cost: float = 0.0
     """What the members' LLM calls cost (US dollars; runs with no known cost count 0)."""
     tokens: int = 0
@@ -212,7 +214,7 @@ class Group:
         if self.count == 1 or f.start_ns < self.first_seen_ns:
             self.first_seen_ns = f.start_ns
         self.last_seen_ns = max(self.last_seen_ns, f.start_ns)
-        self.timeline[f.start_ns // _HOUR_NS] += 1
+        self.timeline[f.start_ns // _MINUTE_NS] += 1
         self.cost += f.cost or 0.0
         self.tokens += f.tokens or 0
         if f.session is not None:
@@ -246,6 +248,13 @@ class Group:
         for e in other.examples:
             self._example(*e)
 
+    def hourly(self) -> Counter[int]:
+        """Members by the hour they started in (hours since the epoch)."""
+        out: Counter[int] = Counter()
+        for minute, n in self.timeline.items():
+            out[minute // 60] += n
+        return out
+
     def score(self, newest_ns: int) -> float:
         """The ranking score (see the module docstring)."""
         age = max(0, newest_ns - self.last_seen_ns)
@@ -268,7 +277,7 @@ class Group:
             "replayed": self.replayed,
             "verified": self.verified,
             "verified_share": self.verified_share,
-            "timeline": {str(h): n for h, n in sorted(self.timeline.items())},
+            "timeline": {str(h): n for h, n in sorted(self.hourly().items())},
             "cost": round(self.cost, 6),
             "tokens": self.tokens,
             "sessions": len(self.sessions),
@@ -289,7 +298,8 @@ def group_from_dict(d: Mapping[str, Any]) -> Group:
     ]
     g.replayed = int(d.get("replayed", 0))
     g.verified = int(d.get("verified", 0))
-    g.timeline = Counter({int(k): int(v) for k, v in (d.get("timeline") or {}).items()})
+    # The JSON's timeline is hourly: each hour's members are put at its first minute.
+    g.timeline = Counter({int(k) * 60: int(v) for k, v in (d.get("timeline") or {}).items()})
     g.cost = float(d.get("cost") or 0.0)
     g.tokens = int(d.get("tokens") or 0)
     return g

@@ -135,7 +135,8 @@ def render_fleet(report: Any, console: Any, *, top: int = 20) -> None:
         s_t = Table(show_edge=False, pad_edge=False)
         for col, width in (("agent", 12), ("Ochiai", 6), ("DStar", 6), ("failing", 7), ("passing", 7)):
             s_t.add_column(col, no_wrap=True, min_width=width)
-        s_t.add_column("feature", no_wrap=True, overflow="ellipsis", max_width=max(20, console.width - 60))
+        # The feature is the key: wrapped, never cut (a narrow terminal used to leave ~20 characters of it).
+        s_t.add_column("feature", no_wrap=False, overflow="fold", min_width=20)
         for s in suspects:
             s_t.add_row(
                 Text(s.agent),
