@@ -248,6 +248,12 @@ def _two_values(source: str, by: str, a: str | None, b: str | None) -> tuple[str
 @click.option(
     "--idle-exit", type=float, metavar="SECONDS", help="Exit after this long with no new failed run."
 )
+@click.option(
+    "--alert-existing",
+    is_flag=True,
+    help="On a first start, also alert on the groups of the failed runs already in SOURCE "
+    "(by default they are the baseline: counted, not announced).",
+)
 def watch_cmd(
     source: str,
     state: str | None,
@@ -256,6 +262,7 @@ def watch_cmd(
     interval: float,
     once: bool,
     idle_exit: float | None,
+    alert_existing: bool,
 ) -> None:
     """Follow a store or a folder: analyze each new failed run once, alert once per new group.
 
@@ -280,10 +287,29 @@ def watch_cmd(
     )
     try:
         deliveries = [parse_target(t) for t in (targets or ("-",))]
-        w = Watcher(src, state=state_path, deliveries=deliveries, thresholds=thresholds or DEFAULT_THRESHOLDS)
+        w = Watcher(
+            src,
+            state=state_path,
+            deliveries=deliveries,
+            thresholds=thresholds or DEFAULT_THRESHOLDS,
+            alert_existing=alert_existing,
+        )
     except (ValueError, OSError) as exc:
         raise _fail(exc) from None
     try:
+        if not w.state.path.exists():
+            first = w.poll()
+            for p in first.problems:
+                click.echo(f"warning: {p}", err=True)
+            if w.baseline:
+                groups = len({f.group_id for f in first.analyzed})
+                click.echo(
+                    f"baseline: {w.baseline} failed run{'s' * (w.baseline != 1)} already in {source} "
+                    f"({groups} group{'s' * (groups != 1)}) counted without an alert (--alert-existing alerts on them)",
+                    err=True,
+                )
+            if once:
+                return
         w.run(interval=interval, polls=1 if once else None, idle_exit=idle_exit)
     except KeyboardInterrupt:
         w.state.save()
