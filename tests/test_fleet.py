@@ -431,4 +431,4 @@ def test_spectrum_table_keeps_the_whole_feature_on_a_narrow_terminal() -> None:
     out = Console(width=80, record=True, force_terminal=False)
     render_fleet(report, out)
     text = _re.sub(r"[\s│|]+", "", out.export_text())
-    assert [s.description for s in report.suspects()][0].replace(" ", "") in text
+    assert next(s.description for s in report.suspects()).replace(" ", "") in text

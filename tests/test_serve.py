@@ -347,8 +347,8 @@ def test_compare_page_offers_only_passing_runs_as_good(server: Server, store: Pa
     runs = {r.run_id: r for r in Store(store).load_runs()}
     _, body, _ = _get(server.url + "compare")
     good_html, bad_html = body.split('name="bad"')
-    good_ids = [rid for rid in re.findall(r'<option value="([^"]+)"', good_html)]
-    bad_ids = [rid for rid in re.findall(r'<option value="([^"]+)"', bad_html)]
+    good_ids = list(re.findall(r'<option value="([^"]+)"', good_html))
+    bad_ids = list(re.findall(r'<option value="([^"]+)"', bad_html))
     assert good_ids and bad_ids
     assert all(runs[r].outcome == "success" and not runs[r].metadata.get("replay_of") for r in good_ids)
     assert all(runs[r].outcome != "success" and not runs[r].metadata.get("replay_of") for r in bad_ids)
