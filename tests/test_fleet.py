@@ -24,6 +24,38 @@ def _fault_kinds(store: Path) -> dict[str, str | None]:
         return {rid: (st.load_run(rid).metadata.get("fault") or {}).get("type") for rid in st.run_ids()}
 
 
+def _injected_names(store: Path) -> dict[str, set[str]]:
+    """Per fault kind, the names of the steps it was injected into."""
+    out: dict[str, set[str]] = {}
+    with Store(store) as st:
+        for rid in st.run_ids():
+            run = st.load_run(rid)
+            fault = run.metadata.get("fault") or {}
+            steps = run.step_map()
+            if fault.get("step_id") in steps:
+                out.setdefault(str(fault.get("type")), set()).add(steps[fault["step_id"]].name)
+    return out
+
+
+def test_group_is_named_after_the_cause_leading_through_a_failure_step() -> None:
+    """A failing step ranked first yields the name to an upstream candidate whose path runs through it
+    (or through another call of the same step); a failing step nothing leads through stays the root."""
+    from trajdebug.fleet.signature import root_candidate
+
+    failures = [{"step_id": "t1"}, {"step_id": "t2"}]
+    top = {"step_id": "t2", "name": "run_tests", "path": ["t2", "end"]}
+    other = {"step_id": "t1", "name": "run_tests", "path": ["t1", "end"]}
+    writer = {"step_id": "w", "name": "write_code", "path": ["w", "t1", "end"]}
+    names = {"t1": "run_tests", "t2": "run_tests", "w": "write_code"}
+    doc = {"failures": failures, "root_causes": [top, other, writer]}
+    assert root_candidate(doc, names) is writer
+    assert root_candidate(doc) is top  # without names, t1 is another step
+    through = {"step_id": "w", "name": "write_code", "path": ["w", "t2", "end"]}
+    assert root_candidate({"failures": failures, "root_causes": [top, through]}) is through
+    alone = {"step_id": "s", "name": "search", "path": ["s", "x"]}
+    assert root_candidate({"failures": failures, "root_causes": [top, alone]}) is top
+
+
 def test_normalize_replaces_ids_numbers_timestamps_and_quoted_values() -> None:
     """Ids, numbers, hashes, timestamps and quoted values become placeholders; words stay."""
     text = "KeyError: '2025-Q2' at row 17 of run 4bf92f3577b34da6 at 2026-11-30T20:31:06Z (uuid 123e4567-e89b-12d3-a456-426614174000)"
@@ -218,6 +250,12 @@ def test_fleet_groups_each_injected_fault_of_the_generated_fleet(fleet_store: Pa
     parallel = run_fleet([fleet_store], workers=2)
     assert parallel.groups.to_dict() == report.groups.to_dict()
     assert parallel.workers == 2
+    # Titles name the root, not where the failure showed: the main group of all but at most one
+    # fault kind is named after the step the fault was injected into.
+    injected = _injected_names(fleet_store)
+    titled = {g.group_id: g.signature.root_name for g in report.groups.groups.values()}
+    named = [kind for kind, groups in by_kind.items() if titled[groups.most_common(1)[0][0]] in injected[kind]]
+    assert len(named) >= len(by_kind) - 1, (named, by_kind.keys())
 
 
 def test_fleet_groups_on_the_injected_step_when_asked(fleet_store: Path) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajdebug.fleet.signature import Signature, normalize, signature_of
+from trajdebug.fleet.signature import Signature, normalize, root_candidate, signature_of
 from trajdebug.sessions import session_of
 from trajdebug.usage import run_usage
 
@@ -121,13 +121,13 @@ def finding_of(analysis: Any, *, root: str | None = None) -> Finding:
     run = analysis.run
     data = analysis.to_dict()
     kinds = {s.step_id: s.kind for s in run.steps}
-    names = {s.step_id: s.name for s in run.steps} if root is not None else None
+    names = {s.step_id: s.name for s in run.steps}
     sig = signature_of(data, run.name, kinds, root=root, names=names)
     severity, critical = run_severity(analysis.error_report)
     failures = data.get("failures") or []
     message = str(failures[0].get("message", "")) if failures else str(run.failure_reason or "")
-    causes = data.get("root_causes") or []
-    root_step = root if root is not None else (str(causes[0]["step_id"]) if causes else None)
+    named = root_candidate(data, names)
+    root_step = root if root is not None else (str(named["step_id"]) if named else None)
     md = run.metadata
     usage = run_usage(run)
     return Finding(
