@@ -1,4 +1,4 @@
-"""The fleet job on a Dask cluster: one task per Parquet part, groups folded on the client.
+"""The fleet job on a Dask cluster: one task per Parquet part (parts sliced by run when too few), groups folded on the client.
 
 Why Dask distributed rather than Ray: the unit of work here is a plain Python
 function over one Parquet part (`trajdebug.fleet.engine.process_unit`) that
@@ -21,6 +21,27 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.fleet.engine import Aggregate, FleetReport, Unit, process_unit, reference_pool
+
+
+def split_parts(path: Path, tasks: int) -> list[Unit]:
+    """The units of a dataset: one per part, and when there are fewer parts than ``tasks``, each part cut
+    into slices of its runs (read with a Parquet filter) so every worker gets work.
+
+    Twice as many tasks as workers evens out parts of unequal cost (failed runs are analyzed,
+    passing ones only counted), as a work queue would.
+    """
+    from trajdebug.fleet.parquet import part_run_ids, parts
+
+    names = parts(path)
+    if len(names) >= tasks:
+        return [Unit("parquet", str(path), part=p) for p in names]
+    per = -(-tasks // max(1, len(names)))  # slices per part, rounded up
+    out = []
+    for p in names:
+        ids = part_run_ids(path, p)
+        size = max(1, -(-len(ids) // per))
+        out.extend(Unit("parquet", str(path), ids=tuple(ids[i : i + size]), part=p) for i in range(0, len(ids), size))
+    return out
 
 
 def run_fleet_dask(
@@ -49,7 +70,7 @@ def run_fleet_dask(
     """
     from distributed import Client, LocalCluster, as_completed
 
-    from trajdebug.fleet.parquet import is_dataset, parts, replay_runs
+    from trajdebug.fleet.parquet import is_dataset, replay_runs
 
     path = Path(dataset).resolve()
     if not is_dataset(path):
@@ -85,7 +106,7 @@ def run_fleet_dask(
         client = stack.enter_context(Client(target))  # type: ignore[no-untyped-call]
         n = len(client.scheduler_info().get("workers", {})) or workers
         agg = Aggregate(replay_runs(path), keep_findings=keep_findings)
-        units = [Unit("parquet", str(path), part=p) for p in parts(path)]
+        units = split_parts(path, 2 * n)
         refs = reference_pool([path])
         futures = client.map(process_unit, units, root_from=root_from, references=refs, pure=False)
         for done, fut in enumerate(as_completed(futures), 1):  # type: ignore[no-untyped-call]
@@ -96,4 +117,4 @@ def run_fleet_dask(
     return agg.report([str(dataset)], time.perf_counter() - t0, n)
 
 
-__all__ = ["run_fleet_dask"]
+__all__ = ["run_fleet_dask", "split_parts"]

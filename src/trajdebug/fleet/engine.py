@@ -51,7 +51,7 @@ class Unit:
     path: str
     """The store, dataset or file."""
     ids: tuple[str, ...] = ()
-    """Run ids (``store``)."""
+    """Run ids (``store``; ``parquet``: a slice of the part, empty for all of it)."""
     part: str | None = None
     """The part name (``parquet``)."""
     runs: tuple[Run, ...] = ()
@@ -183,7 +183,7 @@ def _load(unit: Unit) -> Iterator[Run]:
     elif unit.kind == "parquet":
         from trajdebug.fleet.parquet import read_part
 
-        yield from read_part(unit.path, str(unit.part))
+        yield from read_part(unit.path, str(unit.part), unit.ids or None)
     else:  # pragma: no cover - units are built here
         raise ValueError(f"unknown unit kind {unit.kind!r}")
 

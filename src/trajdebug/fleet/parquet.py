@@ -29,8 +29,12 @@ FORMAT = "trajdebug-parquet"
 SCHEMA_VERSION = 1
 """Version of the dataset layout, in ``_trajdebug.json``."""
 
-PART_SIZE = 1000
-"""Runs per part."""
+PART_SIZE = 250
+"""Runs per part, at most (a part is one unit of work: several parts let a cluster share the work)."""
+
+PART_ROWS = 50_000
+"""Step rows per part, at most: a part closes at `PART_SIZE` runs or this many steps, whichever
+comes first (never inside a run), so a dataset of long runs still splits into bounded parts."""
 
 MANIFEST = "_trajdebug.json"
 
@@ -289,13 +293,16 @@ def write_dataset(
     part_size: int = PART_SIZE,
     analyses: bool = False,
     references: Mapping[str, Sequence[Run]] | None = None,
+    part_rows: int = PART_ROWS,
 ) -> dict[str, int]:
-    """Write runs as a Parquet dataset, one part per ``part_size`` runs (streaming).
+    """Write runs as a Parquet dataset partitioned by run, ``part_size`` runs or ``part_rows`` steps per part (streaming).
 
     Args:
         runs: The runs (any iterable: a store is read one run at a time).
         out: The dataset folder (created; parts already there are replaced).
-        part_size: Runs per part.
+        part_size: Runs per part, at most.
+        part_rows: Step rows per part, at most (a run is never split; a run longer than this
+            is a part of its own).
         analyses: Also analyze each failed run and write the ``analyses`` table.
         references: Per agent, the passing runs failures are compared with
             (`trajdebug.fleet.engine.reference_pool`, as the fleet job).
@@ -317,7 +324,7 @@ def write_dataset(
         if analyses and run.outcome == "failure":
             rows["analyses"].append(_analysis_row_of(run, (references or {}).get(run.name, ())))
         n += 1
-        if n == part_size:
+        if n == part_size or len(rows["steps"]) >= part_rows:
             _flush(path, part, rows, tables, counts)
             part, n = part + 1, 0
     if n or part == 0:
@@ -363,32 +370,43 @@ def parts(path: str | Path) -> list[str]:
     return sorted(f.stem for f in (Path(path) / "runs").glob("part-*.parquet"))
 
 
-def _read(path: Path, table: str, part: str) -> list[dict[str, Any]]:
+def _read(path: Path, table: str, part: str, run_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     f = path / table / f"{part}.parquet"
     if not f.exists():
         return []
-    rows: list[dict[str, Any]] = pq.read_table(f).to_pylist()
+    filters = None if run_ids is None else [("run_id", "in", list(run_ids))]
+    rows: list[dict[str, Any]] = pq.read_table(f, filters=filters).to_pylist()
     return rows
+
+
+def part_run_ids(path: str | Path, part: str) -> list[str]:
+    """The run ids of one part, in order (reads one column)."""
+    import pyarrow.parquet as pq
+
+    f = Path(path) / "runs" / f"{part}.parquet"
+    return [str(r) for r in pq.read_table(f, columns=["run_id"]).column("run_id").to_pylist()]
 
 
 def _opt_json(v: str | None) -> Any:
     return None if v is None else loads(v)
 
 
-def read_part(path: str | Path, part: str) -> list[Run]:
-    """Rebuild the runs of one part of a dataset."""
+def read_part(path: str | Path, part: str, run_ids: Sequence[str] | None = None) -> list[Run]:
+    """Rebuild the runs of one part of a dataset (only ``run_ids`` when given: a slice of the part,
+    read with a Parquet filter, so a part can be shared by several tasks)."""
     p = Path(path)
+    want = None if run_ids is None else list(run_ids)
     deps: dict[tuple[str, str], list[Dependency]] = {}
-    for d in _read(p, "dependencies", part):
+    for d in _read(p, "dependencies", part, want):
         deps.setdefault((d["run_id"], d["step_id"]), []).append(
             Dependency(
                 d["upstream_step_id"], d["kind"], d["origin"], d["confidence"], d["key"], d["upstream_run_id"]
             )
         )
     steps: dict[str, list[Step]] = {}
-    for s in sorted(_read(p, "steps", part), key=lambda r: (r["run_id"], r["seq"])):
+    for s in sorted(_read(p, "steps", part, want), key=lambda r: (r["run_id"], r["seq"])):
         err = None
         if s["error_type"] is not None:
             err = ErrorInfo(s["error_type"], s["error_message"] or "", s["error_id"], s["error_traceback"])
@@ -413,7 +431,7 @@ def read_part(path: str | Path, part: str) -> list[Run]:
             )
         )
     errors: dict[str, list[ErrorEvent]] = {}
-    for e in sorted(_read(p, "errors", part), key=lambda r: (r["run_id"], r["seq"])):
+    for e in sorted(_read(p, "errors", part, want), key=lambda r: (r["run_id"], r["seq"])):
         stages = tuple(
             StageChange(c["stage"], c.get("step_id"), int(c["time_ns"]), c.get("reason"))
             for c in _opt_json(e["stages_json"]) or ()
@@ -443,7 +461,7 @@ def read_part(path: str | Path, part: str) -> list[Run]:
             errors=tuple(errors.get(r["run_id"], ())),
             continues=r["continues"],
         )
-        for r in _read(p, "runs", part)
+        for r in _read(p, "runs", part, want)
     ]
 
 
@@ -502,6 +520,7 @@ def group_counts(path: str | Path) -> list[dict[str, Any]]:
 __all__ = [
     "COLUMNS",
     "FORMAT",
+    "PART_ROWS",
     "PART_SIZE",
     "SCHEMA_VERSION",
     "TABLES",
@@ -511,6 +530,7 @@ __all__ = [
     "group_counts",
     "is_dataset",
     "iter_dataset",
+    "part_run_ids",
     "parts",
     "read_part",
     "replay_runs",
