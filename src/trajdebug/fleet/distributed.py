@@ -36,7 +36,7 @@ def split_parts(path: Path, tasks: int) -> list[Unit]:
     if len(names) >= tasks:
         return [Unit("parquet", str(path), part=p) for p in names]
     per = -(-tasks // max(1, len(names)))  # slices per part, rounded up
-    out = []
+    out: list[Unit] = []
     for p in names:
         ids = part_run_ids(path, p)
         size = max(1, -(-len(ids) // per))
