@@ -59,6 +59,10 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("completion_tokens", "int64"),
         ("total_tokens", "int64"),
         ("cost", "float64"),
+        ("start_time", "timestamp"),
+        ("end_time", "timestamp"),
+        ("metadata", "map"),
+        ("tags", "list"),
     ),
     "steps": (
         ("run_id", "string"),
@@ -86,6 +90,8 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("completion_tokens", "int64"),
         ("total_tokens", "int64"),
         ("cost", "float64"),
+        ("start_time", "timestamp"),
+        ("end_time", "timestamp"),
     ),
     "errors": (
         ("run_id", "string"),
@@ -144,6 +150,9 @@ def _schema(table: str) -> Any:
         "int32": pa.int32(),
         "float64": pa.float64(),
         "bool": pa.bool_(),
+        "timestamp": pa.timestamp("ns", tz="UTC"),
+        "map": pa.map_(pa.string(), pa.string()),
+        "list": pa.list_(pa.string()),
     }
     return pa.schema([pa.field(name, types[t], nullable=True) for name, t in COLUMNS[table]])
 
@@ -162,6 +171,23 @@ def _usage_cols(u: Usage | None) -> dict[str, Any]:
         "total_tokens": u.total_tokens,
         "cost": u.cost,
     }
+
+
+def _flat_metadata(md: Mapping[str, Any]) -> dict[str, str] | None:
+    """Metadata as a string map (queryable as ``metadata['task']``): text as it is, other values as JSON."""
+    if not md:
+        return None
+    return {str(k): v if isinstance(v, str) else dumps_str(v) for k, v in md.items()}
+
+
+def _tags(md: Mapping[str, Any]) -> list[str] | None:
+    """The run's tags: the items of a ``tags`` list, ``key=value`` for a ``tags`` mapping."""
+    tags = md.get("tags")
+    if isinstance(tags, Mapping):
+        return [f"{k}={v}" for k, v in tags.items()]
+    if isinstance(tags, (list, tuple)):
+        return [str(t) for t in tags]
+    return None if tags is None else [str(tags)]
 
 
 def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
@@ -185,6 +211,10 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
             "errors": len(run.errors),
             "metadata_json": _json(dict(md)) if md else None,
             "session": session_of(run),
+            "start_time": run.start_ns or None,
+            "end_time": run.end_ns,
+            "metadata": _flat_metadata(md),
+            "tags": _tags(md),
             **(_usage_cols(total) if total.calls else {}),
         }
     )
@@ -213,6 +243,8 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
                 "output_json": _json(s.output),
                 "attributes_json": _json(dict(s.attributes)) if s.attributes else None,
                 **_usage_cols(usages[i]),
+                "start_time": s.start_ns or None,
+                "end_time": s.end_ns,
             }
         )
         for d in s.deps:
@@ -377,7 +409,11 @@ def _read(path: Path, table: str, part: str, run_ids: Sequence[str] | None = Non
     if not f.exists():
         return []
     filters = None if run_ids is None else [("run_id", "in", list(run_ids))]
-    rows: list[dict[str, Any]] = pq.read_table(f, filters=filters).to_pylist()
+    # The typed views (timestamps, the metadata map, tags) are for query engines; runs are
+    # rebuilt from the exact columns (integer nanoseconds, JSON).
+    exact = [c for c, t in COLUMNS[table] if t not in ("timestamp", "map", "list")]
+    names = set(pq.read_schema(f).names)
+    rows: list[dict[str, Any]] = pq.read_table(f, columns=[c for c in exact if c in names], filters=filters).to_pylist()
     return rows
 
 
