@@ -114,9 +114,8 @@ def test_times_are_timestamps_metadata_a_map_and_key_value_tags_kept_whole(tmp_p
     from trajdebug.fleet.parquet import connect
 
     path = tmp_path / "t.db"
-    with trajdebug.run("agent", store=path, tags={"team": "search", "tier": 2}, task="find it"):
-        with trajdebug.step("s"):
-            pass
+    with trajdebug.run("agent", store=path, tags={"team": "search", "tier": 2}, task="find it"), trajdebug.step("s"):
+        pass
     trajdebug.flush()
     [run] = Store(path).load_runs()
     assert run.metadata["tags"] == {"team": "search", "tier": 2}
