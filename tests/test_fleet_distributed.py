@@ -47,7 +47,7 @@ def test_fleet_command_runs_on_the_cluster(tmp_path: Path, fleet_store: Path, cl
     export_source(fleet_store, tmp_path / "ds")
     r = CliRunner().invoke(
         cli,
-        ["fleet", str(tmp_path / "ds"), "--engine", "dask", "--address", cluster.scheduler_address, "--json"],
+        ["fleet", str(tmp_path / "ds"), "--engine", "dask", "--scheduler", cluster.scheduler_address, "--json"],
     )
     assert r.exit_code == 0, r.output
     local = run_fleet([tmp_path / "ds"], workers=1)

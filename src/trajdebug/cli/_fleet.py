@@ -37,7 +37,11 @@ def _fail(exc: Exception) -> click.ClickException:
     help="dask: run on a Dask cluster (SOURCE must be one Parquet dataset).",
 )
 @click.option(
-    "--address", metavar="URL", help="The Dask scheduler (tcp://host:8786); default: a local cluster."
+    "--address",
+    "--scheduler",
+    "address",
+    metavar="URL",
+    help="The Dask scheduler (tcp://host:8786); default: a local cluster.",
 )
 @json_option
 def fleet_cmd(

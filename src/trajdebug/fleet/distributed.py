@@ -52,6 +52,7 @@ def run_fleet_dask(
     keep_findings: bool = False,
     root_from: str | None = None,
     progress: Any = None,
+    split: bool = True,
 ) -> FleetReport:
     """Group the failures of a Parquet dataset on a Dask cluster.
 
@@ -64,6 +65,8 @@ def run_fleet_dask(
         keep_findings: Keep every finding in the report.
         root_from: Group on the step named by this metadata path (see `trajdebug.fleet.engine.analyze_run`).
         progress: Called as ``progress(parts_done, parts)`` after each part.
+        split: Slice parts by run when there are fewer than twice the workers (`split_parts`);
+            False: one task per part, as written.
 
     Raises:
         ValueError: ``dataset`` is not a Parquet dataset.
@@ -106,7 +109,7 @@ def run_fleet_dask(
         client = stack.enter_context(Client(target))  # type: ignore[no-untyped-call]
         n = len(client.scheduler_info().get("workers", {})) or workers
         agg = Aggregate(replay_runs(path), keep_findings=keep_findings)
-        units = split_parts(path, 2 * n)
+        units = split_parts(path, 2 * n if split else 0)
         refs = reference_pool([path])
         futures = client.map(process_unit, units, root_from=root_from, references=refs, pure=False)
         for done, fut in enumerate(as_completed(futures), 1):  # type: ignore[no-untyped-call]
