@@ -122,6 +122,7 @@ def test_a_large_report_opens_collapsed_and_a_group_opens_on_click(page: Any, tm
     _open(page, path)
     assert 0 < page.locator(".wf-row").count() < 200
     page.click("#tabs [data-tab=graph]")
+    page.select_option("#graph select", "overview")  # it opens on the failure's slice
     page.wait_for_selector("#graph .node.t-group")
     page.locator("#graph .node.t-group").first.click()
     assert "researcher-" in page.locator(".crumbs").text_content()
@@ -216,3 +217,32 @@ def test_header_counts_the_verified_candidates_own_replays(page: Any, tmp_path: 
     _open(page, path)
     text = page.locator(".h-verify").text_content() or ""
     assert "(1 replay of 3 in all)" in text
+
+
+def test_a_large_failed_run_opens_on_the_failure_slice_and_finds_steps_by_name(page: Any, tmp_path: Path) -> None:
+    """A 2,000-step failed run's graph opens on the failure's slice (its steps shown, the rest collapsed into
+    few groups); typing a step's name marks its node, Enter selects it in the inspector."""
+    from benchmarks.report_html import agent_run
+
+    run = agent_run(2_000, agents=8)
+    analysis = analyze(run)
+    data = report_data(analysis)
+    if run.outcome != "failure" or not analysis.root_causes:
+        pytest.fail("the benchmark's large run should fail with candidates")
+    assert data["graph"]["default"] == "slice"
+    view = data["graph"]["views"]["slice"]
+    shown = {n["step"] for n in view["nodes"] if n["type"] == "step"}
+    top = analysis.root_causes[0]
+    assert top.step_id in shown and all(f.step_id in shown for f in analysis.failures)
+    assert len(view["nodes"]) <= 120 < len(run.steps)
+    path = write_report(tmp_path / "big.html", analysis)
+    _open(page, path)
+    page.click("#tabs [data-tab=graph]")
+    page.wait_for_selector("#graph .node")
+    assert page.locator("#graph select").input_value() == "slice"
+    name = run.step(top.step_id).name
+    page.fill("#graph .g-search", name)
+    assert page.locator("#graph .node.match").count() >= 1
+    page.press("#graph .g-search", "Enter")
+    assert page.locator("#inspector .i-name").text_content() == next(s.name for s in run.steps if name in s.name)
+    assert page.errors == []

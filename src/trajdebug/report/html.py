@@ -114,10 +114,27 @@ def report_data(
         "lifecycle": lifecycle.to_dict() if lifecycle is not None else None,
         "errors_markdown": errors_markdown(lifecycle, run) if lifecycle is not None else None,
         "verification": dict(verification) if verification is not None else None,
-        "graph": graph_views(run),
+        "graph": graph_views(run, focus=_slice(analysis)),
         "usage": _usage(run),
     }
     return data
+
+
+SLICE_PATH = 24
+"""Steps of one candidate's path the slice view shows: its first 8 and last 16 (a longer path's middle
+is collapsed with the rest of the run)."""
+
+
+def _slice(analysis: Analysis, top: int = 3) -> list[str]:
+    """The failure's slice as the graph opens on it: the paths of the top candidates and the failing steps."""
+    doc = analysis.to_dict()
+    out: list[str] = []
+    for c in (doc.get("root_causes") or [])[:top]:
+        if not c.get("run_id"):
+            path = [str(s) for s in c.get("path") or [c.get("step_id")] if s]
+            out += path if len(path) <= SLICE_PATH else [*path[:8], *path[-(SLICE_PATH - 8) :]]
+    out += [str(f["step_id"]) for f in doc.get("failures") or [] if f.get("step_id")]
+    return list(dict.fromkeys(out))
 
 
 def _usage(run: Run) -> dict[str, Any]:
