@@ -94,6 +94,7 @@ def report_data(
 
     run: Run = analysis.run
     lifecycle = analysis.error_report
+    doc = analysis.to_dict()
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "generator": _version(),
@@ -110,11 +111,11 @@ def report_data(
             "steps": [_step(s) for s in run.steps],
             "errors": [error_to_dict(e) for e in run.errors],
         },
-        "analysis": analysis.to_dict(),
+        "analysis": doc,
         "lifecycle": lifecycle.to_dict() if lifecycle is not None else None,
         "errors_markdown": errors_markdown(lifecycle, run) if lifecycle is not None else None,
         "verification": dict(verification) if verification is not None else None,
-        "graph": graph_views(run, focus=_slice(analysis)),
+        "graph": graph_views(run, focus=_slice(doc)),
         "usage": _usage(run),
     }
     return data
@@ -125,9 +126,9 @@ SLICE_PATH = 24
 is collapsed with the rest of the run)."""
 
 
-def _slice(analysis: Analysis, top: int = 3) -> list[str]:
-    """The failure's slice as the graph opens on it: the paths of the top candidates and the failing steps."""
-    doc = analysis.to_dict()
+def _slice(doc: Mapping[str, Any], top: int = 3) -> list[str]:
+    """The failure's slice as the graph opens on it (from ``Analysis.to_dict()``): the paths of the top
+    candidates and the failing steps."""
     out: list[str] = []
     for c in (doc.get("root_causes") or [])[:top]:
         if not c.get("run_id"):
