@@ -142,6 +142,89 @@ def _scale(store: Path, workers: int) -> dict[str, Any]:
     return data
 
 
+def parallel_bench(
+    runs: int = 10_000,
+    part_counts: tuple[int, ...] = (1, 2, 4, 8),
+    *,
+    recorded: int = 400,
+    progress: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Dask with 2 workers against the local engine on ``runs`` runs, and the scaling with the number of parts.
+
+    ``recorded`` runs of the fleet agents are recorded, restamped into ``runs`` runs, stored and
+    exported as Parquet datasets of each part count.  One `LocalCluster` of two single-threaded
+    worker processes (no dashboard) serves every measurement, so its start (reported apart) is not
+    in the times.  Each dataset is grouped with one task per part (``split=False``) and with the
+    engine's split (parts sliced by run to twice the workers); the local engine groups the store
+    on two processes.
+    """
+    from distributed import LocalCluster
+
+    from trajdebug.fleet.distributed import run_fleet_dask
+    from trajdebug.fleet.parquet import iter_dataset, write_dataset
+
+    out: dict[str, Any] = {"runs": runs, "recorded": recorded, "workers": 2}
+    with tempfile.TemporaryDirectory(prefix="trajdebug-parallel-") as tmp:
+        base = Path(tmp) / "base.db"
+        progress(f"parallel: recording {recorded} runs, restamped into {runs:,}")
+        generate(base, recorded)
+        with Store(base) as st:
+            rec = [st.load_run(r) for r in st.run_ids()]
+        store = Path(tmp) / "fleet.db"
+        write_store(restamp(rec, runs), store, batch=500)
+        progress("parallel: local engine, 2 processes")
+        local = run_fleet([store], workers=2)
+        out["local_seconds"] = round(local.seconds, 2)
+        out["failed"] = local.groups.failed
+        t0 = time.perf_counter()
+        cluster = LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            worker_dashboard_address=None,
+            scheduler_kwargs={"dashboard": False},
+        )  # type: ignore[no-untyped-call]
+        out["cluster_start_seconds"] = round(time.perf_counter() - t0, 2)
+        rows = []
+        try:
+            dumped = Path(tmp) / "all"
+            write_dataset((r for r in iter_store(store)), dumped, part_size=runs, part_rows=10**12)
+            every = list(iter_dataset(dumped))
+            for parts in part_counts:
+                ds = Path(tmp) / f"ds{parts}"
+                write_dataset(every, ds, part_size=-(-runs // parts), part_rows=10**12)
+                for split in (False, True):
+                    progress(f"parallel: dask, {parts} part(s), split={split}")
+                    rep = run_fleet_dask(ds, address=cluster.scheduler_address, split=split)
+                    rows.append(
+                        {
+                            "parts": parts,
+                            "split": split,
+                            "seconds": round(rep.seconds, 2),
+                            "speedup_vs_local": round(local.seconds / rep.seconds, 2),
+                            "same_groups": rep.groups.to_dict() == local.groups.to_dict(),
+                        }
+                    )
+        finally:
+            cluster.close()  # type: ignore[no-untyped-call]
+        out["dask"] = rows
+        # Measured again last: the cluster's workers stay warm between its measurements (imports,
+        # caches), the local engine starts a fresh pool each time; the machine's load drifts too.
+        progress("parallel: local engine again, 2 processes")
+        again = run_fleet([store], workers=2)
+        out["local_seconds_after"] = round(again.seconds, 2)
+    return out
+
+
+def iter_store(path: Path) -> Any:
+    """The runs of a store, one at a time."""
+    with Store(path) as st:
+        for rid in st.run_ids():
+            yield st.load_run(rid)
+
+
 def run_fleet_bench(*, quick: bool = False, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the fleet benchmark (see the module docstring); returns its results."""
     n = 600 if quick else 2400
@@ -222,6 +305,25 @@ def run_fleet_bench(*, quick: bool = False, progress: Callable[[str], None] = pr
         out["scale"] = {k: round(v, 2) if isinstance(v, float) else v for k, v in scale.items()}
     out["bench_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return out
+
+
+def render_parallel(d: Mapping[str, Any]) -> list[str]:
+    """The parallel measurement as a Markdown table."""
+    lines = [
+        f"{d['runs']:,} runs ({d['failed']:,} failed; {d['recorded']} recorded runs restamped), local engine on "
+        f"2 processes: {d['local_seconds']} s first, {d.get('local_seconds_after', '-')} s measured again last "
+        f"(speedups below are against the first). Dask `LocalCluster`, 2 single-threaded workers (started once in "
+        f"{d['cluster_start_seconds']} s, not included; warm after the first measurement):",
+        "",
+        "| parts | tasks | seconds | speedup vs local | same groups |",
+        "|---|---|---|---|---|",
+    ]
+    for r in d["dask"]:
+        tasks = "one per part" if not r["split"] else "split to 4+"
+        lines.append(
+            f"| {r['parts']} | {tasks} | {r['seconds']} | {r['speedup_vs_local']}× | {'yes' if r['same_groups'] else '**no**'} |"
+        )
+    return lines
 
 
 def _pct(x: float) -> str:
@@ -310,3 +412,15 @@ def render_section(d: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = ["purity", "render_section", "run_fleet_bench"]
+
+
+if __name__ == "__main__":  # python -m benchmarks.fleet --parallel RUNS
+    import argparse
+
+    ap = argparse.ArgumentParser(description="The fleet's parallel measurement (Dask vs the local engine).")
+    ap.add_argument("--parallel", type=int, default=2_000, metavar="RUNS", help="Runs (up to 10,000).")
+    ap.add_argument("--parts", default="1,2,4,8", help="Part counts, comma-separated.")
+    a = ap.parse_args()
+    result = parallel_bench(min(a.parallel, 10_000), tuple(int(x) for x in a.parts.split(",")))
+    print(json.dumps(result, indent=1))
+    print("\n".join(render_parallel(result)))

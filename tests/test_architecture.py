@@ -19,7 +19,7 @@ PKG = "trajdebug"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("trajdebug.model", "trajdebug.plugins", "trajdebug.chat", "trajdebug.escape", "trajdebug.values"),
-    ("trajdebug.format", "trajdebug._encode", "trajdebug.schema", "trajdebug.redaction", "trajdebug.sidefile"),
+    ("trajdebug.format", "trajdebug._encode", "trajdebug.schema", "trajdebug.redaction", "trajdebug.sidefile", "trajdebug.usage", "trajdebug.sessions"),
     ("trajdebug.analysis",),
     ("trajdebug.formats", "trajdebug.report", "trajdebug.store", "trajdebug.training"),
     ("trajdebug.record", "trajdebug.source", "trajdebug.marks", "trajdebug.answers"),

@@ -386,7 +386,7 @@ class TestImport:
 
         src = _a_run(tmp_path / "r.jsonl")
         master, slave = pty.openpty()
-        env = {**os.environ, "TERM": "xterm", "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+        env = {**os.environ, "TERM": "xterm", "TRAJDEBUG_PROGRESS_DELAY": "0", "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
         proc = subprocess.Popen(
             [sys.executable, "-m", "trajdebug", "import", str(src), "-o", str(tmp_path / "x.db")],
             stdout=subprocess.PIPE, stderr=slave, env=env, cwd=tmp_path,
@@ -437,3 +437,74 @@ class TestForeignReaders:
         for i, line in enumerate(err):
             assert line.startswith(f"{path}: resourceSpans[0].scopeSpans[0].spans[{i}]: ")
         assert ["kept"] == [s["name"] for s in json.loads(proc.stdout)["runs"][0]["steps"]]
+
+
+def _on_a_terminal(args: list[str], cwd: Path, delay: str) -> tuple[int, bytes, bytes]:
+    """Run ``python -m trajdebug ARGS`` with stderr on a pseudo-terminal; return (code, stdout, what stderr drew)."""
+    import os
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    env = {
+        **os.environ,
+        "TERM": "xterm",
+        "TRAJDEBUG_PROGRESS_DELAY": delay,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trajdebug", *args], stdout=subprocess.PIPE, stderr=slave, env=env, cwd=cwd
+    )
+    os.close(slave)
+    drawn = b""
+    while select.select([master], [], [], 60)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    out, _ = proc.communicate(timeout=120)
+    os.close(master)
+    return proc.returncode, out, drawn
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with the demo's failed run."""
+    from trajdebug.demo import run_demo
+    from trajdebug.store import Store
+
+    path = tmp_path_factory.mktemp("progress") / "demo.db"
+    run_demo("bad-sql-filter", store=Store(path))
+    return path
+
+
+class TestProgress:
+    def test_long_work_on_a_terminal_draws_a_bar(self, demo_store: Path, tmp_path: Path) -> None:
+        """On a terminal, once the work outlasts the delay (0 here), analyze, fleet and export draw their bar."""
+        for args, label in (
+            (["analyze", str(demo_store)], b"analyzing"),
+            (["fleet", str(demo_store), "--workers", "1"], b"grouping failures"),
+            (["export", str(demo_store), "--to", "parquet", "-o", str(tmp_path / "ds")], b"exporting to"),
+        ):
+            code, _, drawn = _on_a_terminal(args, tmp_path, "0")
+            assert code == 0 and label in drawn, (args, drawn[-300:])
+
+    def test_json_and_quick_work_draw_nothing(self, demo_store: Path, tmp_path: Path) -> None:
+        """With --json, or when the work ends within the delay, the terminal gets no bar."""
+        code, out, drawn = _on_a_terminal(["analyze", str(demo_store), "--json"], tmp_path, "0")
+        assert code == 0 and b"analyzing" not in drawn and json.loads(out)["runs"]
+        code, _, drawn = _on_a_terminal(["fleet", str(demo_store), "--workers", "1"], tmp_path, "60")
+        assert code == 0 and b"grouping failures" not in drawn
+
+    def test_a_pipe_gets_no_progress(self, demo_store: Path, cli_run: Any) -> None:
+        """Piped, analyze, fleet and compare write nothing on stderr even with no delay."""
+        for args in (
+            ["analyze", str(demo_store)],
+            ["fleet", str(demo_store), "--workers", "1"],
+            ["compare", str(demo_store), str(demo_store), "--workers", "1"],
+        ):
+            proc = cli_run(*args, env={"TRAJDEBUG_PROGRESS_DELAY": "0"})
+            assert proc.returncode == 0 and proc.stderr == b"", (args, proc.stderr[-300:])

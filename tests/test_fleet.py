@@ -24,6 +24,38 @@ def _fault_kinds(store: Path) -> dict[str, str | None]:
         return {rid: (st.load_run(rid).metadata.get("fault") or {}).get("type") for rid in st.run_ids()}
 
 
+def _injected_names(store: Path) -> dict[str, set[str]]:
+    """Per fault kind, the names of the steps it was injected into."""
+    out: dict[str, set[str]] = {}
+    with Store(store) as st:
+        for rid in st.run_ids():
+            run = st.load_run(rid)
+            fault = run.metadata.get("fault") or {}
+            steps = run.step_map()
+            if fault.get("step_id") in steps:
+                out.setdefault(str(fault.get("type")), set()).add(steps[fault["step_id"]].name)
+    return out
+
+
+def test_group_is_named_after_the_cause_leading_through_a_failure_step() -> None:
+    """A failing step ranked first yields the name to an upstream candidate whose path runs through it
+    (or through another call of the same step); a failing step nothing leads through stays the root."""
+    from trajdebug.fleet.signature import root_candidate
+
+    failures = [{"step_id": "t1"}, {"step_id": "t2"}]
+    top = {"step_id": "t2", "name": "run_tests", "path": ["t2", "end"]}
+    other = {"step_id": "t1", "name": "run_tests", "path": ["t1", "end"]}
+    writer = {"step_id": "w", "name": "write_code", "path": ["w", "t1", "end"]}
+    names = {"t1": "run_tests", "t2": "run_tests", "w": "write_code"}
+    doc = {"failures": failures, "root_causes": [top, other, writer]}
+    assert root_candidate(doc, names) is writer
+    assert root_candidate(doc) is top  # without names, t1 is another step
+    through = {"step_id": "w", "name": "write_code", "path": ["w", "t2", "end"]}
+    assert root_candidate({"failures": failures, "root_causes": [top, through]}) is through
+    alone = {"step_id": "s", "name": "search", "path": ["s", "x"]}
+    assert root_candidate({"failures": failures, "root_causes": [top, alone]}) is top
+
+
 def test_normalize_replaces_ids_numbers_timestamps_and_quoted_values() -> None:
     """Ids, numbers, hashes, timestamps and quoted values become placeholders; words stay."""
     text = "KeyError: '2025-Q2' at row 17 of run 4bf92f3577b34da6 at 2026-11-30T20:31:06Z (uuid 123e4567-e89b-12d3-a456-426614174000)"
@@ -218,6 +250,12 @@ def test_fleet_groups_each_injected_fault_of_the_generated_fleet(fleet_store: Pa
     parallel = run_fleet([fleet_store], workers=2)
     assert parallel.groups.to_dict() == report.groups.to_dict()
     assert parallel.workers == 2
+    # Titles name the root, not where the failure showed: the main group of all but at most one
+    # fault kind is named after the step the fault was injected into.
+    injected = _injected_names(fleet_store)
+    titled = {g.group_id: g.signature.root_name for g in report.groups.groups.values()}
+    named = [kind for kind, groups in by_kind.items() if titled[groups.most_common(1)[0][0]] in injected[kind]]
+    assert len(named) >= len(by_kind) - 1, (named, by_kind.keys())
 
 
 def test_fleet_groups_on_the_injected_step_when_asked(fleet_store: Path) -> None:
@@ -353,3 +391,82 @@ def test_fleet_reads_otlp_exports_to_the_same_groups(tmp_path: Path, fleet_store
     from_otlp = run_fleet([tmp_path / "otlp"], workers=1)
     assert (from_otlp.runs, from_otlp.problems) == (from_store.runs, [])
     assert from_otlp.groups.counts() == from_store.groups.counts()
+
+
+def _priced_store(path: Path) -> tuple[float, float]:
+    """Six runs in three sessions, two failing the same way; returns (cost of all, cost of the failed)."""
+    import trajdebug
+    from trajdebug.usage import run_usage
+
+    for i in range(6):
+        with trajdebug.run("priced", store=path, session=f"s{i % 3}") as r:
+            with trajdebug.step("ask", kind="llm") as s:
+                s.usage(model="gpt-4o", prompt_tokens=1000 * (i + 1), completion_tokens=10)
+                s.output = "42" if i % 3 else "forty-two"
+            if i % 3 == 0:
+                with pytest.raises(ValueError), trajdebug.step("parse", kind="parse"):
+                    raise ValueError("not a number")
+                r.fail("parse failed")
+    trajdebug.flush()
+    runs = Store(path).load_runs()
+    return sum(run_usage(r).cost or 0 for r in runs), sum(
+        run_usage(r).cost or 0 for r in runs if r.outcome == "failure"
+    )
+
+
+def test_fleet_reports_cost_of_failure_groups_and_counts_sessions(tmp_path: Path) -> None:
+    """Each group carries its members' LLM cost and sessions; the fleet its total cost and failed sessions."""
+    total, failed = _priced_store(tmp_path / "p.db")
+    report = run_fleet([tmp_path / "p.db"], workers=1)
+    [group] = report.groups.ranked()
+    assert group.cost == pytest.approx(failed) and len(group.sessions) == 1
+    d = report.to_dict()
+    assert d["cost"] == pytest.approx(total, rel=1e-5) and d["failed_cost"] == pytest.approx(failed, rel=1e-5)
+    assert d["sessions"] == {"sessions": 3, "failed": 1}
+    assert d["groups"][0]["sessions"] == 1
+    md = fleet_markdown(report)
+    assert "LLM cost" in md and "3 sessions, 1 with a failed run" in md
+
+
+def test_timeline_bucket_follows_the_time_span() -> None:
+    """An hour of failures is bucketed by the minute, a day by the hour... and a quarter by the week."""
+    from trajdebug.fleet.plots import timeline_bucket
+
+    base = 29_000_000  # minutes since the epoch
+    assert timeline_bucket([base, base + 59]) == (1, "minute")
+    assert timeline_bucket([base, base + 24 * 60 - 1])[1] == "hour"
+    assert timeline_bucket([base, base + 30 * 1440])[1] == "day"
+    assert timeline_bucket([base, base + 90 * 1440])[1] == "week"
+
+
+def test_two_hundred_runs_in_an_hour_plot_as_many_bars(tmp_path: Path) -> None:
+    """200 failures within one hour are drawn per minute (many bars), not as one bar for the day."""
+    sig = Signature("a", "tool", "fetch", "-", "e", "-", "-")
+    t = GroupTable()
+    t.extend(_finding(f"r{i}", 1_789_999_980 * 10**9 + i * 18 * 10**9, sig) for i in range(200))
+    [g] = t.groups.values()
+    assert len(g.timeline) == 60 and sum(g.hourly().values()) == 200
+    from trajdebug.fleet.plots import timeline_bucket
+
+    assert timeline_bucket(list(g.timeline)) == (1, "minute")
+    assert plot_timeline([g], tmp_path / "t.png").stat().st_size > 0
+
+
+def test_spectrum_table_keeps_the_whole_feature_on_a_narrow_terminal() -> None:
+    """On an 80-column terminal, a long spectrum feature is wrapped, not cut to ~20 characters."""
+    import re as _re
+
+    from rich.console import Console
+
+    from trajdebug.fleet.engine import FleetReport
+    from trajdebug.fleet.render import render_fleet
+
+    spectrum = Spectrum()
+    long = "returned:lookup_customer_account_history:empty-result-after-retry"
+    for i in range(10):
+        spectrum.add("agent", None, i < 5, {long} if i < 5 else set())
+    report = FleetReport(GroupTable(), spectrum, ["x"], runs=10)
+    out = Console(width=80, record=True, force_terminal=False)
+    render_fleet(report, out)
+    text = _re.sub(r"[\s│|]+", "", out.export_text())
+    assert next(s.description for s in report.suspects()).replace(" ", "") in text

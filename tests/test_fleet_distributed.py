@@ -47,7 +47,7 @@ def test_fleet_command_runs_on_the_cluster(tmp_path: Path, fleet_store: Path, cl
     export_source(fleet_store, tmp_path / "ds")
     r = CliRunner().invoke(
         cli,
-        ["fleet", str(tmp_path / "ds"), "--engine", "dask", "--address", cluster.scheduler_address, "--json"],
+        ["fleet", str(tmp_path / "ds"), "--engine", "dask", "--scheduler", cluster.scheduler_address, "--json"],
     )
     assert r.exit_code == 0, r.output
     local = run_fleet([tmp_path / "ds"], workers=1)
@@ -60,3 +60,53 @@ def test_dask_path_refuses_a_source_that_is_no_dataset(fleet_store: Path) -> Non
     """The cluster reads Parquet datasets only; a store is refused before any cluster is started."""
     with pytest.raises(ValueError, match="not a trajdebug Parquet dataset"):
         run_fleet_dask(fleet_store)
+
+
+def test_a_dataset_of_one_part_is_split_across_the_workers(tmp_path: Path, fleet_store: Path) -> None:
+    """A one-part dataset is cut into slices of its runs, one task each, that together hold every run once."""
+    from trajdebug.fleet.distributed import split_parts
+    from trajdebug.fleet.parquet import iter_dataset, parts, read_part
+
+    export_source(fleet_store, tmp_path / "ds")
+    from trajdebug.fleet.parquet import write_dataset
+
+    runs = list(iter_dataset(tmp_path / "ds"))
+    write_dataset(runs, tmp_path / "one", part_size=10_000, part_rows=10**9)
+    assert parts(tmp_path / "one") == ["part-00000"]
+    units = split_parts(tmp_path / "one", 4)
+    assert len(units) == 4
+    sliced = [r for u in units for r in read_part(u.path, str(u.part), u.ids)]
+    assert sorted(r.run_id for r in sliced) == sorted(r.run_id for r in runs)
+    assert {r.run_id: r for r in sliced} == {r.run_id: r for r in runs}
+
+
+def test_parts_are_bounded_by_runs_and_by_step_rows(tmp_path: Path, fleet_store: Path) -> None:
+    """A part closes at its run limit or its step-row limit, never inside a run."""
+    from trajdebug.fleet.parquet import connect, iter_dataset, parts, write_dataset
+
+    export_source(fleet_store, tmp_path / "ds")
+    runs = list(iter_dataset(tmp_path / "ds"))
+    write_dataset(runs, tmp_path / "rows", part_size=10_000, part_rows=500)
+    con = connect(tmp_path / "rows")
+    per_part = con.execute(
+        "SELECT filename, count(*) FROM read_parquet(?, filename=true) GROUP BY 1",
+        [str(tmp_path / "rows" / "steps" / "part-*.parquet")],
+    ).fetchall()
+    longest = max(len(r.steps) for r in runs)
+    assert len(parts(tmp_path / "rows")) > 1 and all(n < 500 + longest for _, n in per_part)
+    assert list(iter_dataset(tmp_path / "rows")) == runs
+
+
+def test_dask_with_two_workers_splits_a_small_dataset(tmp_path: Path, fleet_store: Path, cluster: LocalCluster) -> None:
+    """On a one-part dataset, both workers get tasks and the groups equal the local engine's."""
+    from distributed import Client
+
+    from trajdebug.fleet.parquet import iter_dataset, write_dataset
+
+    export_source(fleet_store, tmp_path / "ds")
+    write_dataset(list(iter_dataset(tmp_path / "ds")), tmp_path / "one", part_size=10_000, part_rows=10**9)
+    report = run_fleet_dask(tmp_path / "one", address=cluster.scheduler_address)
+    assert report.groups.to_dict() == run_fleet([tmp_path / "one"], workers=1).groups.to_dict()
+    with Client(cluster.scheduler_address) as client:  # type: ignore[no-untyped-call]
+        done = client.run(lambda dask_worker: len(dask_worker.data) + dask_worker.state.transition_counter)
+    assert len(done) == 2 and all(v > 0 for v in done.values())

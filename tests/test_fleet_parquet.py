@@ -41,12 +41,20 @@ def test_parquet_files_follow_the_documented_schema(tmp_path: Path, fleet_store:
     )
     for table, cols in COLUMNS.items():
         schema = pq.read_schema(tmp_path / "ds" / table / "part-00000.parquet")
-        assert [(f.name, str(f.type)) for f in schema] == [
+        # A map's type names its field once read back ("map<string, string ('metadata')>").
+        assert [(f.name, str(f.type).replace(f" ('{f.name}')", "")) for f in schema] == [
             (
                 c,
-                {"string": "string", "int64": "int64", "int32": "int32", "float64": "double", "bool": "bool"}[
-                    t
-                ],
+                {
+                    "string": "string",
+                    "int64": "int64",
+                    "int32": "int32",
+                    "float64": "double",
+                    "bool": "bool",
+                    "timestamp": "timestamp[ns, tz=UTC]",
+                    "map": "map<string, string>",
+                    "list": "list<element: string>",
+                }[t],
             )
             for c, t in cols
         ]
@@ -72,3 +80,52 @@ def test_export_to_parquet_needs_a_folder(fleet_store: Path) -> None:
     """Parquet is a dataset folder: writing it to stdout is refused with a one-line error."""
     r = CliRunner().invoke(cli, ["export", str(fleet_store), "--to", "parquet"])
     assert r.exit_code != 0 and "-o DIR" in r.output
+
+
+def test_parquet_carries_session_tokens_and_cost(tmp_path: Path) -> None:
+    """Runs have their session and summed tokens and cost; LLM steps their own model, tokens and cost."""
+    import trajdebug
+    from trajdebug.fleet.parquet import connect
+    from trajdebug.usage import run_usage
+
+    path = tmp_path / "u.db"
+    with trajdebug.run("agent", store=path, session="s-9"):
+        for p in (100, 300):
+            with trajdebug.step("ask", kind="llm") as s:
+                s.usage(model="gpt-4o-mini", prompt_tokens=p, completion_tokens=7)
+        with trajdebug.step("tool", kind="tool"):
+            pass
+    trajdebug.flush()
+    [run] = Store(path).load_runs()
+    write_dataset([run], tmp_path / "ds")
+    con = connect(tmp_path / "ds")
+    assert con.execute("SELECT session, total_tokens, cost FROM runs").fetchone() == (
+        "s-9",
+        414,
+        run_usage(run).cost,
+    )
+    steps = con.execute("SELECT kind, prompt_tokens, model FROM steps ORDER BY seq").fetchall()
+    assert steps == [("llm", 100, "gpt-4o-mini"), ("llm", 300, "gpt-4o-mini"), ("tool", None, None)]
+
+
+def test_times_are_timestamps_metadata_a_map_and_key_value_tags_kept_whole(tmp_path: Path) -> None:
+    """Runs and steps carry timestamp columns, metadata is a string map and tags={"k": "v"} survive whole."""
+    import trajdebug
+    from trajdebug.fleet.parquet import connect
+
+    path = tmp_path / "t.db"
+    with trajdebug.run("agent", store=path, tags={"team": "search", "tier": 2}, task="find it"), trajdebug.step("s"):
+        pass
+    trajdebug.flush()
+    [run] = Store(path).load_runs()
+    assert run.metadata["tags"] == {"team": "search", "tier": 2}
+    write_dataset([run], tmp_path / "ds")
+    schema = pq.read_schema(tmp_path / "ds" / "runs" / "part-00000.parquet")
+    assert str(schema.field("start_time").type) == "timestamp[ns, tz=UTC]"
+    con = connect(tmp_path / "ds")
+    got = con.execute(
+        "SELECT epoch_ns(start_time), metadata['task'], tags FROM runs"
+    ).fetchone()
+    assert got[0] == run.start_ns and got[1] in ("find it", ["find it"]) and sorted(got[2]) == ["team=search", "tier=2"]
+    assert con.execute("SELECT epoch_ns(end_time) FROM steps").fetchone()[0] == run.steps[0].end_ns
+    assert list(iter_dataset(tmp_path / "ds")) == [run]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -146,6 +147,7 @@ def test_watch_retries_an_alert_the_webhook_refused(tmp_path: Path, fleet_store:
             fleet_store,
             state=tmp_path / "s.json",
             deliveries=[FileDelivery(out), WebhookDelivery(refusing.url)],
+            alert_existing=True,
         )
         r1 = w.poll()
         assert r1.analyzed and not r1.alerts and not refusing.received
@@ -172,7 +174,7 @@ def test_watch_follows_a_folder_of_jsonl_files(tmp_path: Path, fleet_store: Path
     folder = tmp_path / "runs"
     folder.mkdir()
     write_jsonl(runs[:30], folder / "a.jsonl")
-    r = CliRunner().invoke(cli, ["watch", str(folder), "--once"])
+    r = CliRunner().invoke(cli, ["watch", str(folder), "--once", "--alert-existing"])
     assert r.exit_code == 0, r.output
     first = [json.loads(line) for line in r.stdout.splitlines()]
     assert first and all(a["alert"] == "new-group" for a in first)
@@ -196,3 +198,25 @@ def test_webhook_refuses_urls_that_are_not_http(tmp_path: Path) -> None:
     """Only http(s) webhooks: a file:// URL is refused when the watcher is set up."""
     with pytest.raises(ValueError, match="only http"):
         WebhookDelivery("file:///etc/passwd")
+
+
+def test_first_start_over_an_existing_store_announces_no_known_group(tmp_path: Path, fleet_store: Path) -> None:
+    """A new watcher counts the failed runs already there as its baseline (no alert); a later failure of a
+    group it has not seen is announced."""
+    import trajdebug
+
+    store = tmp_path / "busy.db"
+    shutil.copy(fleet_store, store)
+    out = tmp_path / "alerts.jsonl"
+    w = Watcher(store, state=tmp_path / "s.json", deliveries=[FileDelivery(out)])
+    first = w.poll()
+    assert first.analyzed and not first.alerts and w.baseline == len(first.analyzed)
+    assert WatchState(tmp_path / "s.json").groups  # the groups are known, just not announced
+    with trajdebug.run("brand-new-agent", store=store) as r:
+        with pytest.raises(KeyError), trajdebug.step("lookup", kind="tool"):
+            raise KeyError("missing")
+        r.fail("lookup failed")
+    trajdebug.flush()
+    second = w.poll()
+    assert [a["alert"] for a in second.alerts] == ["new-group"]
+    assert second.alerts[0]["group_id"] == second.analyzed[0].group_id

@@ -748,3 +748,29 @@ class TestOpenInferenceOpenAI:
         runs = import_path(_otlp_file(exporter.get_finished_spans(), tmp_path / "spans.json")).runs
         reports = [analyze(r) for r in runs]
         assert [(a.outcome, a.failures) for a in reports] == [("success", ())] * 10
+
+
+class TestOpenInferenceUsage:
+    def test_token_counts_of_llm_spans_match_the_server(self, openinference: Any, tmp_path: Path) -> None:
+        """OpenInference llm.token_count.* on real spans are the run's tokens, equal to what the server answered."""
+        from openai import OpenAI
+
+        from trajdebug.testing import FakeModelServer
+        from trajdebug.usage import run_usage
+
+        tr, exporter = openinference
+        replies = []
+        with (
+            FakeModelServer(["first answer", "a second, longer answer"]) as server,
+            OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+            tr.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT"}),
+        ):
+            for q in ("one?", "two and more?"):
+                msgs = [{"role": "user", "content": q}]
+                replies.append(client.chat.completions.create(model="gpt-4o", messages=msgs))  # type: ignore[arg-type]
+        [run] = import_path(_otlp_file(exporter.get_finished_spans(), tmp_path / "spans.json")).runs
+        u = run_usage(run)
+        assert u.calls == 2 and u.models == ("gpt-4o",)
+        assert u.prompt_tokens == sum(r.usage.prompt_tokens for r in replies)
+        assert u.completion_tokens == sum(r.usage.completion_tokens for r in replies)
+        assert u.cost is not None and u.cost > 0

@@ -427,3 +427,89 @@ class TestNamingRuns:
         lc_ids = [r.metadata["langchain_run_id"].replace("-", "") for r in tracer.runs]
         assert len({i[:8] for i in ids}) == 20
         assert len({i[:6] for i in lc_ids}) < 20  # what the ids would have shared (UUID v7: time first)
+
+
+class TestLangChainUsage:
+    def test_token_counts_of_chat_openai_match_the_server(self) -> None:
+        """ChatOpenAI's usage (llm_output / usage_metadata) becomes each LLM step's tokens, equal to the server's."""
+        from trajdebug.testing import FakeModelServer
+        from trajdebug.usage import run_usage
+
+        tracer = TrajdebugTracer()
+        with FakeModelServer(["short", "a somewhat longer answer"]) as server:
+            model = _chat_openai(server)
+            replies: list[Any] = []
+            both = RunnableLambda(lambda qs: [replies.append(model.invoke(q)) for q in qs])
+            both.invoke(["hi?", "and then what?"], config={"callbacks": [tracer]})
+        u = run_usage(tracer.to_run())
+        assert u.calls == 2
+        assert u.prompt_tokens == sum(r.usage_metadata["input_tokens"] for r in replies)
+        assert u.completion_tokens == sum(r.usage_metadata["output_tokens"] for r in replies)
+        assert u.models and u.models[0].startswith("gpt-4o") and u.cost is not None
+
+
+class TestLangGraphThread:
+    def test_thread_id_of_the_config_is_the_run_session(self) -> None:
+        """A LangGraph call with configurable thread_id is recorded as a run of that session."""
+        from trajdebug.sessions import session_of
+        from trajdebug.testing import FakeModelServer
+
+        tracer = TrajdebugTracer()
+        with FakeModelServer(_lookup_then_answer) as server:
+            react_graph(_chat_openai(server)).invoke(
+                {"messages": [("user", "who is ana?")]},
+                config={"callbacks": [tracer], "configurable": {"thread_id": "thread-7"}},
+            )
+        assert session_of(tracer.to_run()) == "thread-7"
+
+
+def _support_state() -> Any:
+    """A LangGraph state: messages (appended), a customer and notes (built at run time: the
+    annotations must resolve in this module)."""
+    from typing import Annotated, TypedDict
+
+    from langchain_core.messages import AnyMessage
+    from langgraph.graph.message import add_messages
+
+    return TypedDict(
+        "State", {"messages": Annotated[list[AnyMessage], add_messages], "customer": str, "notes": str}
+    )
+
+
+class TestLangGraphNodes:
+    def test_a_node_input_is_the_state_keys_its_model_read_and_its_output_the_update(self) -> None:
+        """A node whose model call reads the messages records only `messages` as its input (the rest of the
+        state listed in attributes), and the update it returned as its output."""
+        from langgraph.graph import END, START, StateGraph
+
+        from trajdebug.testing import FakeModelServer
+
+        State = _support_state()
+        with FakeModelServer(["hello ana"]) as server:
+            model = _chat_openai(server)
+
+            def answer(state: State) -> dict[str, Any]:
+                return {"messages": [model.invoke(state["messages"])]}
+
+            def note(state: State) -> dict[str, Any]:
+                return {"notes": "done"}
+
+            graph = StateGraph(State)
+            graph.add_node("answer", answer)
+            graph.add_node("note", note)
+            graph.add_edge(START, "answer")
+            graph.add_edge("answer", "note")
+            graph.add_edge("note", END)
+            tracer = TrajdebugTracer()
+            graph.compile().invoke(
+                {"messages": [("user", "hi")], "customer": "ana", "notes": ""}, config={"callbacks": [tracer]}
+            )
+        run = tracer.to_run()
+        node = next(s for s in run.steps if s.name == "answer")
+        assert list(node.input) == ["messages"]
+        assert node.attributes["state_reads"] == ["messages"]
+        assert node.attributes["langgraph.state_keys"] == ["customer", "messages", "notes"]
+        assert list(node.output) == ["messages"]
+        plain_node = next(s for s in run.steps if s.name == "note")
+        assert set(plain_node.input) == {"messages", "customer", "notes"}  # reads unknown: the whole state
+        assert plain_node.output == {"notes": "done"}

@@ -150,6 +150,7 @@ class TestSpans:
         run = processor.to_run()
         assert run.name == "billing-flow"
         assert run.metadata["group_id"] == "conv-7"
+        assert run.metadata["session"] == "conv-7"  # the group is the run's session
         _triage, handoff, billing_step, refund_step = run.steps
         assert handoff.name == "handoff triage -> billing"
         assert handoff.agent == "triage"
@@ -300,6 +301,16 @@ class TestAgainstAFakeModelServer:
         assert first.attributes["llm.tools"] == ["lookup_user"]
         assert first.attributes["llm.usage.total_tokens"] > 0
         assert "usage" not in first.attributes and "model" not in first.attributes
+        from trajdebug.usage import run_usage
+
+        sdk = result.context_wrapper.usage  # what the SDK counted from the server's responses
+        usage = run_usage(run)
+        assert (usage.calls, usage.prompt_tokens, usage.completion_tokens) == (
+            2,
+            sdk.input_tokens,
+            sdk.output_tokens,
+        )
+        assert usage.cost is not None and usage.cost > 0
         analysis = analyze(run)
         assert (analysis.outcome, analysis.failures) == ("success", ())
 

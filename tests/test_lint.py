@@ -140,3 +140,46 @@ def test_an_unknown_code_is_a_usage_error(buggy: Path, cli_run: Any) -> None:
     """--ignore with a code that does not exist is refused with the known codes."""
     out = cli_run("lint", str(buggy), "--ignore", "no-such")
     assert 2 == out.returncode and b"no-timeout" in out.stderr
+
+
+def test_the_same_problem_in_many_runs_is_one_line_with_its_run_count(tmp_path: Path, cli_run: Any) -> None:
+    """Five runs with the same tool lacking a timeout print one no-timeout line counting 5 runs."""
+    store = tmp_path / "many.db"
+    for _ in range(5):
+        with trajdebug.run("mailer", store=store):
+            send_mail("a@example.com")
+    trajdebug.flush(5)
+    out = cli_run("lint", str(store))
+    text = out.stdout.decode()
+    assert text.count("no-timeout") == 2  # the group line and the summary
+    assert "step send_mail  5 runs" in text
+    doc = json.loads(cli_run("lint", str(store), "--json").stdout)
+    assert [(g["code"], g["step"], g["runs"]) for g in doc["groups"]] == [("no-timeout", "send_mail", 5)]
+
+
+@trajdebug.step(kind="parse")
+def validate(report: str) -> str:
+    return report  # a pass-through: returns its own argument
+
+
+def test_a_step_returning_its_own_argument_gets_the_advice_to_declare_the_dependency(tmp_path: Path) -> None:
+    """When the upstream step returned its own argument, the fix says so and asks to declare the dependency
+    (passing the returned object, which the agent already does, would change nothing)."""
+    from trajdebug.testing import capture_runs
+
+    with capture_runs() as cap, trajdebug.run("checker"):
+        checked = validate(read_report("2025-Q3"))
+        with trajdebug.step("summarize", kind="llm", input={"prompt": f"Summarize this: {checked}"}) as s:
+            s.output = "ok"
+    [run] = cap
+    [found] = [f for f in lint([run]) if f.code == "missing-dependency" and f.step_name == "summarize"]
+    assert "validate returns its own argument" in found.fix and "declare the dependency on validate" in found.fix
+    plain = [f for f in lint(trajdebug.load_runs(_planted(tmp_path))) if f.code == "missing-dependency"]
+    assert plain and all("returned object itself" in f.fix for f in plain)
+
+
+def _planted(tmp_path: Path) -> Path:
+    store = tmp_path / "b.db"
+    _buggy_agent(store)
+    trajdebug.flush(5)
+    return store

@@ -243,6 +243,24 @@ class TestConversationTurns:
         assert r["root_causes"][0]["run_id"] == "turn-1"
 
 
+class TestSessionTurns:
+    def test_analyze_session_searches_the_earlier_runs_of_the_session(self, tmp_path: Path) -> None:
+        """Without `continues`, --session joins the earlier runs of the run's session and finds the root there."""
+        from dataclasses import replace
+
+        first, second = _turns()
+        first = replace(first, metadata={"session": "s-7"}, start_ns=1)
+        second = replace(second, continues=None, metadata={"session": "s-7"}, start_ns=10)
+        path = tmp_path / "session.jsonl"
+        write_jsonl([first, second], path)
+        plain = CliRunner().invoke(cli, ["analyze", str(path), "--run", "turn-2", "--json"])
+        assert plain.exit_code == 0, plain.output
+        assert all(c.get("run_id") is None for c in json.loads(plain.output)["runs"][0]["root_causes"])
+        out = CliRunner().invoke(cli, ["analyze", str(path), "--run", "turn-2", "--session", "--json"])
+        assert out.exit_code == 0, out.output
+        assert json.loads(out.output)["runs"][0]["root_causes"][0]["run_id"] == "turn-1"
+
+
 class TestEdges:
     def test_failure_linked_to_the_step_that_produced_a_quoted_value(self) -> None:
         """A failure quoting a short value gets an edge to the latest step whose output is that value."""

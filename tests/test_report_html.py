@@ -122,6 +122,7 @@ def test_a_large_report_opens_collapsed_and_a_group_opens_on_click(page: Any, tm
     _open(page, path)
     assert 0 < page.locator(".wf-row").count() < 200
     page.click("#tabs [data-tab=graph]")
+    page.select_option("#graph select", "overview")  # it opens on the failure's slice
     page.wait_for_selector("#graph .node.t-group")
     page.locator("#graph .node.t-group").first.click()
     assert "researcher-" in page.locator(".crumbs").text_content()
@@ -163,3 +164,85 @@ def test_nav_links_are_escaped() -> None:
     run = _demo("bad-sql-filter", store=Store("nav.db"))
     html = report_html(analyze(run), nav=[('"><script>x</script>', '/x?a="b"')])
     assert '<a href="/x?a=&quot;b&quot;">&quot;&gt;&lt;script&gt;x&lt;/script&gt;</a>' in html
+
+
+def _usage_run() -> Run:
+    """A failed run of two LLM calls with model and tokens, one error."""
+    import trajdebug
+    from trajdebug.testing import capture_runs
+
+    with capture_runs() as cap, trajdebug.run("priced"):
+        for i, (p, c) in enumerate(((1000, 200), (3000, 100))):
+            with trajdebug.step(f"ask{i}", kind="llm") as s:
+                s.usage(model="gpt-4o", prompt_tokens=p, completion_tokens=c)
+                s.output = {"role": "assistant", "content": "x"}
+        with pytest.raises(ValueError), trajdebug.step("parse"):
+            raise ValueError("bad answer")
+    [run] = cap
+    return run
+
+
+def test_report_shows_tokens_and_cost_per_run_and_step(page: Any, tmp_path: Path) -> None:
+    """The header carries the run's tokens and cost, a step's inspector its model, tokens and cost; counts of one are singular."""
+    from trajdebug.usage import format_cost, run_usage
+
+    run = _usage_run()
+    total = run_usage(run)
+    path = write_report(tmp_path / "r.html", analyze(run))
+    _open(page, path)
+    head = page.locator("#head").text_content() or ""
+    assert f"{total.total_tokens:,} tokens" in head and format_cost(total.cost) in head
+    assert "1 error " in head and "1 errors" not in head
+    ask = next(s for s in run.steps if s.name == "ask1")
+    page.click(f'.wf-row[data-step="{ask.step_id}"]')
+    facts = page.locator("#inspector .facts").text_content() or ""
+    assert "3000 in, 100 out" in facts and "gpt-4o" in facts
+    assert page.errors == []
+
+
+def test_header_counts_the_verified_candidates_own_replays(page: Any, tmp_path: Path) -> None:
+    """The header counts the replays of the verified candidate (as its card does), naming the total only when it differs."""
+    run = _usage_run()
+    analysis = analyze(run)
+    sid = run.steps[0].step_id
+    verification = {
+        "run_id": run.run_id,
+        "verified": sid,
+        "replays": 3,
+        "problem": None,
+        "passing_run": None,
+        "candidates": [{"step_id": sid, "name": "ask0", "status": "verified", "reason": "ok", "trial": {"replays": 1}}],
+    }
+    path = write_report(tmp_path / "r.html", analysis, verification=verification)
+    _open(page, path)
+    text = page.locator(".h-verify").text_content() or ""
+    assert "(1 replay of 3 in all)" in text
+
+
+def test_a_large_failed_run_opens_on_the_failure_slice_and_finds_steps_by_name(page: Any, tmp_path: Path) -> None:
+    """A 2,000-step failed run's graph opens on the failure's slice (its steps shown, the rest collapsed into
+    few groups); typing a step's name marks its node, Enter selects it in the inspector."""
+    from benchmarks.report_html import agent_run
+
+    run = agent_run(2_000, agents=8)
+    analysis = analyze(run)
+    data = report_data(analysis)
+    if run.outcome != "failure" or not analysis.root_causes:
+        pytest.fail("the benchmark's large run should fail with candidates")
+    assert data["graph"]["default"] == "slice"
+    view = data["graph"]["views"]["slice"]
+    shown = {n["step"] for n in view["nodes"] if n["type"] == "step"}
+    top = analysis.root_causes[0]
+    assert top.step_id in shown and all(f.step_id in shown for f in analysis.failures)
+    assert len(view["nodes"]) <= 120 < len(run.steps)
+    path = write_report(tmp_path / "big.html", analysis)
+    _open(page, path)
+    page.click("#tabs [data-tab=graph]")
+    page.wait_for_selector("#graph .node")
+    assert page.locator("#graph select").input_value() == "slice"
+    name = run.step(top.step_id).name
+    page.fill("#graph .g-search", name)
+    assert page.locator("#graph .node.match").count() >= 1
+    page.press("#graph .g-search", "Enter")
+    assert page.locator("#inspector .i-name").text_content() == next(s.name for s in run.steps if name in s.name)
+    assert page.errors == []

@@ -280,3 +280,76 @@ def test_catalog_reanalyzes_a_failure_when_its_agent_gains_a_passing_run(tmp_pat
     expected = analyze_source(db, bad).analyses[0].to_dict()["root_causes"]
     assert after == expected != before
     assert list(listed[bad].causes) == [c["name"] for c in expected[:3]]
+
+
+@pytest.fixture
+def session_store(tmp_path: Path) -> Path:
+    """Three runs of one session (one failed, with tokens) and one run of no session."""
+    path = tmp_path / "sessions.db"
+    for i, (tokens, fail) in enumerate(((100, False), (5000, True), (20, False))):
+        with trajdebug.run("chat", store=path, session="s-1") as r:
+            with trajdebug.step("ask", kind="llm") as s:
+                s.usage(model="gpt-4o", prompt_tokens=tokens, completion_tokens=i + 1)
+            if fail:
+                r.fail("bad answer")
+    with trajdebug.run("chat", store=path) as r:
+        pass
+    trajdebug.flush()
+    return path
+
+
+def test_run_list_sorts_by_cost_and_shows_tokens(page: Any, session_store: Path) -> None:
+    """The cost column links sort the run list by cost, most expensive first, then cheapest first."""
+    with Server(session_store, port=0) as srv:
+        page.goto(srv.url)
+        page.click("a.sort[data-sort=cost]")
+        page.wait_for_url("**sort=cost**")
+        costs = page.locator("#runs tbody td.cost").all_text_contents()
+        priced = [float(c.strip("$")) for c in costs if c]
+        assert len(priced) == 3 and priced == sorted(priced, reverse=True)
+        assert "5,002" in page.locator("#runs tbody td.tokens").all_text_contents()
+        page.click("a.sort[data-sort=cost]")
+        page.wait_for_url("**order=asc**")
+        costs = [float(c.strip("$")) for c in page.locator("#runs tbody td.cost").all_text_contents() if c]
+        assert costs == sorted(costs)
+        assert page.errors == []
+
+
+def test_sessions_page_lists_a_session_and_its_runs_in_order(page: Any, session_store: Path) -> None:
+    """/sessions lists the session with its run and failure counts; its page shows its runs oldest first."""
+    runs = [r for r in Store(session_store).load_runs() if r.metadata.get("session") == "s-1"]
+    with Server(session_store, port=0) as srv:
+        page.goto(srv.url + "sessions")
+        row = page.locator("#sessions tbody tr")
+        assert row.count() == 1
+        cells = row.locator("td").all_text_contents()
+        assert cells[:3] == ["s-1", "3", "1"]
+        row.locator("a").click()
+        page.wait_for_url("**/sessions/s-1")
+        assert _rows(page) == [r.run_id for r in sorted(runs, key=lambda r: r.start_ns)]
+        page.wait_for_timeout(2500)  # the live list's poll keeps the session's order
+        assert _rows(page) == [r.run_id for r in sorted(runs, key=lambda r: r.start_ns)]
+        assert page.errors == []
+
+
+def test_another_loopback_address_gets_a_token_and_serves_with_it(store: Path) -> None:
+    """--host 127.0.0.2 issues a token; requests with it are served (not refused by the Host check), without it 401."""
+    with Server(store, host="127.0.0.2", port=0) as srv:
+        assert srv.token
+        assert _get(srv.url)[0] == 200
+        assert _get(srv.url.split("?")[0])[0] == 401
+
+
+def test_compare_page_offers_only_passing_runs_as_good(server: Server, store: Path) -> None:
+    """The good list holds passing runs that are not replays; the bad list the failing original runs."""
+    import re
+
+    runs = {r.run_id: r for r in Store(store).load_runs()}
+    _, body, _ = _get(server.url + "compare")
+    good_html, bad_html = body.split('name="bad"')
+    good_ids = list(re.findall(r'<option value="([^"]+)"', good_html))
+    bad_ids = list(re.findall(r'<option value="([^"]+)"', bad_html))
+    assert good_ids and bad_ids
+    assert all(runs[r].outcome == "success" and not runs[r].metadata.get("replay_of") for r in good_ids)
+    assert all(runs[r].outcome != "success" and not runs[r].metadata.get("replay_of") for r in bad_ids)
+    assert any(r.metadata.get("replay_of") and r.outcome == "success" for r in runs.values())

@@ -81,6 +81,10 @@ def __getattr__(name: str) -> Any:
         from trajdebug.pipeline import analyze_source
 
         return analyze_source
+    if name in ("Usage", "run_usage", "step_usage", "load_prices"):
+        from trajdebug import usage
+
+        return getattr(usage, name)
     if name == "replay_run":
         from trajdebug.replay import replay
 
@@ -107,6 +111,7 @@ __all__ = [
     "StopRun",
     "Store",
     "ToolTimeout",
+    "Usage",
     "analyze",
     "analyze_source",
     "branch",
@@ -119,6 +124,7 @@ __all__ = [
     "extract",
     "flush",
     "inject",
+    "load_prices",
     "load_runs",
     "mark",
     "on_critical",
@@ -129,7 +135,9 @@ __all__ = [
     "retry_call",
     "run",
     "save_answer",
+    "run_usage",
     "step",
+    "step_usage",
     "traced",
     "uses_env",
     "wrap",

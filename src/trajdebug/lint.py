@@ -209,6 +209,7 @@ def _open(run: Run) -> Iterable[Finding]:
 def _missing_dependencies(run: Run) -> Iterable[Finding]:
     from trajdebug.analysis import infer_dependencies
 
+    steps = run.step_map()
     candidates = [s for s in run.steps if not s.deps and s.kind not in ("input", "agent") and s.input not in (None, {}, "", [])]
     if not candidates:
         return
@@ -223,14 +224,54 @@ def _missing_dependencies(run: Run) -> Iterable[Finding]:
             if d.origin == "inferred" and d.kind == "data" and d.confidence >= INFERRED_CONFIDENCE and d.run_id is None
         ]
         if edges:
-            src = ", ".join(sorted({d.step_id for d in edges})[:3])
+            ids = sorted({d.step_id for d in edges})
+            src = ", ".join(ids[:3])
+            sources = [steps[i] for i in ids if i in steps]
+            fix = "pass the upstream step's returned object itself (not a copy or a formatted string), or declare deps=[...]"
+            relays = _relays(run, sources, s)
+            if relays:
+                # Passing the returned object would not help: a step that returns its own argument
+                # makes nothing new, so identity tracking credits the object to the step that made it.
+                names = ", ".join(sorted({u.name for u in relays}))
+                fix = (
+                    f"{names} returns its own argument, so passing on what it returned credits the step that made it: "
+                    f"declare the dependency on {names} (deps=[...] or s.uses(...) in {s.name})"
+                )
             yield _f(
                 "missing-dependency",
                 run,
                 s,
                 f"step {s.name} has no recorded dependency, but its input holds output of {src}",
-                "pass the upstream step's returned object itself (not a copy or a formatted string), or declare deps=[...]",
+                fix,
             )
+
+
+def _returns_its_argument(step: Step) -> bool:
+    """Whether a step's output is one of its arguments, unchanged (a pass-through such as a validator)."""
+    out, inp = step.output, step.input
+    if out is None or inp is None:
+        return False
+    if out == inp:
+        return True
+    args = inp.get("args") if isinstance(inp, dict) and isinstance(inp.get("args"), list) else None
+    values = list(inp.values()) if isinstance(inp, dict) else list(inp) if isinstance(inp, (list, tuple)) else []
+    return any(v == out for v in [*(args or ()), *values])
+
+
+def _relays(run: Run, sources: Sequence[Step], step: Step) -> list[Step]:
+    """Steps between a source and ``step`` that returned their own argument holding the source's output
+    (or the sources themselves when they did): the steps ``step`` may really depend on."""
+    out = [u for u in sources if _returns_its_argument(u)]
+    for u in sources:
+        if u.output is None:
+            continue
+        out += [
+            p
+            for p in run.steps
+            if u.start_ns <= p.start_ns <= step.start_ns and p is not u and p is not step
+            and p.output == u.output and _returns_its_argument(p)
+        ]
+    return out
 
 
 def _lost_parents(run: Run, steps: dict[str, Step]) -> Iterable[Finding]:
@@ -307,6 +348,48 @@ def _separate_subagents(runs: Sequence[Run]) -> Iterable[Finding]:
                 break
 
 
+@dataclass(frozen=True, slots=True)
+class FindingGroup:
+    """The findings of one problem across runs: the same code, step and fix."""
+
+    code: str
+    """One of `CODES`."""
+    step_name: str | None
+    """The step's name (None: runs as a whole)."""
+    fix: str
+    """The fix, in one line."""
+    findings: tuple[Finding, ...]
+    """Every finding of the group, in lint order."""
+
+    @property
+    def runs(self) -> int:
+        """Distinct runs the problem shows in."""
+        return len({f.run_id for f in self.findings})
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (the first finding as the example)."""
+        first = self.findings[0]
+        return {
+            "code": self.code,
+            "step": self.step_name,
+            "runs": self.runs,
+            "findings": len(self.findings),
+            "message": first.message,
+            "example_run_id": first.run_id,
+            "fix": self.fix,
+        }
+
+
+def group_findings(findings: Sequence[Finding]) -> list[FindingGroup]:
+    """Findings folded by problem (code, step name, fix), the most widespread first: one line per problem
+    instead of one per run."""
+    by: dict[tuple[str, str | None, str], list[Finding]] = defaultdict(list)
+    for f in findings:
+        by[(f.code, f.step_name, f.fix)].append(f)
+    groups = [FindingGroup(c, n, fix, tuple(fs)) for (c, n, fix), fs in by.items()]
+    return sorted(groups, key=lambda g: (-g.runs, g.code, g.step_name or ""))
+
+
 def summary_line(findings: Sequence[Finding], runs: int) -> str:
     """``3 findings in 2 runs (no-timeout 2, swallowed-exception 1)``, or that nothing was found."""
     if not findings:
@@ -318,4 +401,4 @@ def summary_line(findings: Sequence[Finding], runs: int) -> str:
     return f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {runs} run{'s' if runs != 1 else ''} ({parts})"
 
 
-__all__ = ["CODES", "INFERRED_CONFIDENCE", "Finding", "lint", "summary_line"]
+__all__ = ["CODES", "INFERRED_CONFIDENCE", "Finding", "FindingGroup", "group_findings", "lint", "summary_line"]

@@ -86,6 +86,8 @@ def analyze_source(
     guided: bool | None = None,
     oracle_timeout: float | None = 10.0,
     model: Any = None,
+    session: bool = False,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> SourceAnalysis:
     """Analyze the runs of a source the way ``trajdebug analyze`` does.
 
@@ -123,6 +125,9 @@ def analyze_source(
         oracle_timeout: Seconds an oracle may take per question (then: don't know, reported).
         model: The learned ranker (`trajdebug.analysis.learned`): None (the hand
             ranking), ``"default"`` (the shipped model) or a model file's path.
+        session: Also search the earlier runs of the run's session (`trajdebug.sessions`,
+            the last `SESSION_TURNS`) for the root, as earlier conversation turns.
+        progress: Called as ``progress(runs_analyzed, runs)`` after each run.
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
@@ -138,7 +143,7 @@ def analyze_source(
     analyses = []
     hints: list[str] = []
     for run in chosen:
-        earlier = previous_turns(run, pool) if run.continues else ()
+        earlier = _earlier(run, pool, session)
         refs = references(run, pool) if use_references else ()
         analyses.append(
             analyze(
@@ -152,14 +157,18 @@ def analyze_source(
                 model=model,
             )
         )
-        if refs and run.outcome != "success":
-            hints.append(f"trajdebug diff {source}@{refs[0].run_id[:12]} {source}@{run.run_id[:12]}")
+        twin = same_input(run, pool) if run.outcome != "success" else None
+        if twin is not None:
+            # Only a passing run of the same input is worth a diff: on another input every value differs.
+            hints.append(f"trajdebug diff {source}@{twin.run_id[:12]} {source}@{run.run_id[:12]}")
+        if progress is not None:
+            progress(len(analyses), len(chosen))
     judgments: tuple[Any, ...] = ()
     if judge is not None and judge is not False:
         from trajdebug.judge import Judge
 
-        model = Judge.of(judge)
-        judged = [model.judge(a) for a in analyses]
+        judging = Judge.of(judge)
+        judged = [judging.judge(a) for a in analyses]
         analyses = [a for a, _ in judged]
         judgments = tuple(j for _, j in judged)
     verifications: tuple[Any, ...] = ()
@@ -275,6 +284,20 @@ def same_input(run: Run, pool: Sequence[Run]) -> Run | None:
         if matches and (best is None or r.start_ns >= best.start_ns):
             best = r
     return best
+SESSION_TURNS = 5
+"""Earlier runs of a session that ``session=True`` joins to a run (the most recent ones)."""
+
+
+def _earlier(run: Run, pool: Sequence[Run], session: bool) -> tuple[Run, ...]:
+    """The turns before ``run``: its ``continues`` chain and, when asked, the earlier runs of its session."""
+    earlier = previous_turns(run, pool) if run.continues else ()
+    if not session:
+        return earlier
+    from trajdebug.sessions import earlier_in_session
+
+    have = {r.run_id for r in earlier}
+    more = [r for r in earlier_in_session(run, pool) if is_original(r) and r.run_id not in have]
+    return tuple(sorted([*earlier, *more[-SESSION_TURNS:]], key=lambda r: (r.start_ns, r.run_id)))
 
 
 def _load(source: str | Path, fmt: str | None) -> list[Run]:
@@ -289,4 +312,4 @@ def _load(source: str | Path, fmt: str | None) -> list[Run]:
         gc.enable()
 
 
-__all__ = ["SourceAnalysis", "analyze_source", "same_input", "targets"]
+__all__ = ["SESSION_TURNS", "SourceAnalysis", "analyze_source", "same_input", "targets"]

@@ -66,6 +66,7 @@ ENVELOPE_KEYS: tuple[str, ...] = (
     "llm.usage.prompt_tokens",
     "llm.usage.completion_tokens",
     "llm.usage.total_tokens",
+    "llm.usage.cost",
     "llm.response_id",
     "llm.created",
     "llm.finish_reason",
@@ -350,6 +351,17 @@ def _usage(usage: Mapping[str, Any], env: dict[str, Any]) -> None:
             env[f"llm.usage.{key}"] = v
 
 
+def _cost(v: Any) -> float | None:
+    """A stated cost (OpenInference ``llm.cost.total``, ``gen_ai.usage.cost``): a finite, non-negative number."""
+    if isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if 0 <= f < float("inf") else None
+
+
 def _langchain_envelope(msg: Mapping[str, Any], env: dict[str, Any]) -> None:
     meta = msg.get("response_metadata")
     if isinstance(meta, Mapping):
@@ -391,6 +403,7 @@ _SPAN_KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "llm.usage.total_tokens",
         ("llm.token_count.total", "gen_ai.usage.total_tokens", "llm.usage.total_tokens"),
     ),
+    ("llm.usage.cost", ("llm.cost.total", "gen_ai.usage.cost", "llm.usage.cost")),
     ("llm.response_id", ("gen_ai.response.id",)),
     ("llm.finish_reason", ("gen_ai.response.finish_reasons", "llm.finish_reason")),
     (
@@ -409,7 +422,11 @@ def span_envelope(attrs: Mapping[str, Any]) -> dict[str, Any]:
             v = attrs.get(k)
             if v is None or v == "":
                 continue
-            if target.startswith("llm.usage."):
+            if target == "llm.usage.cost":
+                v = _cost(v)
+                if v is None:
+                    continue
+            elif target.startswith("llm.usage."):
                 v = _int(v)
                 if v is None:
                     continue

@@ -49,6 +49,13 @@ from trajdebug.model import Outcome
     is_flag=True,
     help="Do not compare with the passing runs of the same agent in SOURCE.",
 )
+@click.option(
+    "--session",
+    "use_session",
+    is_flag=True,
+    help="Also search the earlier runs of the run's session (metadata 'session') for the root, "
+    "as earlier turns of one conversation.",
+)
 @click.option("--markdown", is_flag=True, help="Print Markdown instead of text.")
 @click.option(
     "--format",
@@ -103,6 +110,7 @@ def analyze_cmd(
     outcome: str | None,
     sql_db: str | None,
     no_references: bool,
+    use_session: bool,
     markdown: bool,
     renderer: str | None,
     model: str | None,
@@ -173,25 +181,30 @@ def analyze_cmd(
             raise click.ClickException(f"--model {model}: not a model file ({type(exc).__name__}: {exc})") from None
     declared: Outcome | None = None if outcome is None else ("failure" if outcome == "failure" else "success")
     path = store_path(source)
+    from trajdebug.cli._common import Progress
+
     try:
-        result = analyze_source(
-            path,
-            run_id,
-            fmt=fmt,
-            top=top,
-            outcome=declared,
-            use_references=not no_references,
-            sql_db=sql_db,
-            verify=load_callable(verify_entry) if verify_entry else None,
-            fixer=load_callable(fixer, "fixer") if fixer else None,
-            samples=verify_samples,
-            judge=judge,
-            oracle=list(oracles) or None,
-            max_questions=max_questions,
-            strategy=strategy,
-            ask=ask_person,
-            model=model,
-        )
+        with Progress("analyzing", enabled=not as_json) as bar:
+            result = analyze_source(
+                path,
+                run_id,
+                fmt=fmt,
+                top=top,
+                outcome=declared,
+                use_references=not no_references,
+                sql_db=sql_db,
+                verify=load_callable(verify_entry) if verify_entry else None,
+                fixer=load_callable(fixer, "fixer") if fixer else None,
+                samples=verify_samples,
+                judge=judge,
+                oracle=list(oracles) or None,
+                max_questions=max_questions,
+                strategy=strategy,
+                ask=ask_person,
+                model=model,
+                session=use_session,
+                progress=bar.update,
+            )
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None
     except (ImportError, AttributeError, ValueError, TypeError) as exc:

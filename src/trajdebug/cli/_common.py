@@ -126,49 +126,105 @@ def console() -> Any:
     return out
 
 
+PROGRESS_DELAY = 1.0
+"""Seconds of work before a progress bar appears (``$TRAJDEBUG_PROGRESS_DELAY`` overrides it)."""
+
+
 class Progress:
-    """A progress bar on stderr while a long command works, only when stderr is a terminal.
+    """A progress bar on stderr while a long command works: only on a terminal, never with ``--json``,
+    and only once the work has taken more than `PROGRESS_DELAY` seconds (quick commands draw nothing).
 
     Example:
         ```python
-        with Progress("importing", total=len(runs)) as bar:
+        with Progress("importing", total=len(runs), enabled=not as_json) as bar:
             for run in runs:
                 ...
                 bar.advance()
         ```
+
+    The library reports progress through callbacks (``progress=bar.advance``), so the bar
+    stays in the command line.
     """
 
-    def __init__(self, label: str, total: int | None = None) -> None:
+    def __init__(self, label: str, total: int | None = None, *, enabled: bool = True) -> None:
         self.label = label
         self.total = total
+        self.enabled = enabled
+        self.done = 0
         self._bar: Any = None
         self._task: Any = None
+        self._timer: Any = None
+        self._closed = False
+        import threading
+
+        self._lock = threading.Lock()
 
     def __enter__(self) -> Progress:
-        if sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn
-            from rich.progress import Progress as Bar
+        if self.enabled and sys.stderr.isatty():
+            import os
+            import threading
 
-            from trajdebug.escape import visible
+            try:
+                delay = float(os.environ.get("TRAJDEBUG_PROGRESS_DELAY", PROGRESS_DELAY))
+            except ValueError:
+                delay = PROGRESS_DELAY
+            if delay <= 0:
+                self._show()
+            else:
+                self._timer = threading.Timer(delay, self._show)
+                self._timer.daemon = True
+                self._timer.start()
+        return self
 
-            self._bar = Bar(
+    def _show(self) -> None:
+        """Draw the bar (from the timer thread once the delay has passed)."""
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bar
+
+        from trajdebug.escape import visible
+
+        with self._lock:
+            if self._closed or self._bar is not None:
+                return
+            bar = Bar(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
+                TimeElapsedColumn(),
                 console=Console(stderr=True),
                 transient=True,
             )
-            self._bar.__enter__()
-            self._task = self._bar.add_task(visible(self.label), total=self.total)
-        return self
+            bar.__enter__()
+            self._task = bar.add_task(visible(self.label), total=self.total, completed=self.done)
+            self._bar = bar
+
+    def set_total(self, total: int | None) -> None:
+        """Say how many items there are, once known."""
+        with self._lock:
+            self.total = total
+            if self._bar is not None:
+                self._bar.update(self._task, total=total)
+
+    def update(self, done: int, total: int | None = None) -> None:
+        """Set how many items are done (and how many there are): the library's ``progress(done, total)`` hook."""
+        with self._lock:
+            self.done, self.total = done, total if total is not None else self.total
+            if self._bar is not None:
+                self._bar.update(self._task, completed=done, total=self.total)
 
     def advance(self, n: int = 1) -> None:
         """Count ``n`` more items done."""
-        if self._bar is not None:
-            self._bar.advance(self._task, n)
+        with self._lock:
+            self.done += n
+            if self._bar is not None:
+                self._bar.advance(self._task, n)
 
     def __exit__(self, *exc: Any) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(*exc)
+        with self._lock:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+            if self._bar is not None:
+                self._bar.__exit__(*exc)

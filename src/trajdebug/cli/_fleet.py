@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -36,7 +37,11 @@ def _fail(exc: Exception) -> click.ClickException:
     help="dask: run on a Dask cluster (SOURCE must be one Parquet dataset).",
 )
 @click.option(
-    "--address", metavar="URL", help="The Dask scheduler (tcp://host:8786); default: a local cluster."
+    "--address",
+    "--scheduler",
+    "address",
+    metavar="URL",
+    help="The Dask scheduler (tcp://host:8786); default: a local cluster.",
 )
 @json_option
 def fleet_cmd(
@@ -63,19 +68,12 @@ def fleet_cmd(
         trajdebug fleet runs/ --format markdown > alerts.md
         trajdebug fleet dataset/ --engine dask --address tcp://10.0.0.5:8786 --json
     """
+    from trajdebug.cli._common import Progress
     from trajdebug.source import SourceError
 
     try:
-        if engine == "dask":
-            from trajdebug.fleet.distributed import run_fleet_dask
-
-            if len(sources) != 1:
-                raise click.ClickException("--engine dask takes one Parquet dataset")
-            report = run_fleet_dask(sources[0], address=address, workers=workers or 2)
-        else:
-            from trajdebug.fleet.engine import run_fleet
-
-            report = run_fleet(sources, workers=workers)
+        with Progress("grouping failures", enabled=not as_json) as bar:
+            report = _fleet(sources, engine, address, workers, bar)
     except (SourceError, ValueError, OSError) as exc:
         raise _fail(exc) from None
     if plots:
@@ -98,6 +96,18 @@ def fleet_cmd(
         from trajdebug.fleet.render import render_fleet
 
         render_fleet(report, console(), top=top)
+
+
+def _fleet(sources: tuple[str, ...], engine: str, address: str | None, workers: int | None, bar: Any) -> Any:
+    if engine == "dask":
+        from trajdebug.fleet.distributed import run_fleet_dask
+
+        if len(sources) != 1:
+            raise click.ClickException("--engine dask takes one Parquet dataset")
+        return run_fleet_dask(sources[0], address=address, workers=workers or 2, progress=bar.update)
+    from trajdebug.fleet.engine import run_fleet
+
+    return run_fleet(sources, workers=workers, progress=bar.update)
 
 
 @click.command(name="compare")
@@ -153,8 +163,13 @@ def compare_cmd(
 
     if by is not None and (value_a is None or value_b is None):
         value_a, value_b = _two_values(set_a, by, value_a, value_b)
+    from trajdebug.cli._common import Progress
+
     try:
-        cmp = compare([set_a], [set_b] if set_b else [], by=by, a=value_a, b=value_b, workers=workers)
+        with Progress("comparing", enabled=not as_json) as bar:
+            cmp = compare(
+                [set_a], [set_b] if set_b else [], by=by, a=value_a, b=value_b, workers=workers, progress=bar.update
+            )
     except (SourceError, ValueError) as exc:
         raise _fail(exc) from None
     metric = cmp.metric()
@@ -237,6 +252,12 @@ def _two_values(source: str, by: str, a: str | None, b: str | None) -> tuple[str
 @click.option(
     "--idle-exit", type=float, metavar="SECONDS", help="Exit after this long with no new failed run."
 )
+@click.option(
+    "--alert-existing",
+    is_flag=True,
+    help="On a first start, also alert on the groups of the failed runs already in SOURCE "
+    "(by default they are the baseline: counted, not announced).",
+)
 def watch_cmd(
     source: str,
     state: str | None,
@@ -245,6 +266,7 @@ def watch_cmd(
     interval: float,
     once: bool,
     idle_exit: float | None,
+    alert_existing: bool,
 ) -> None:
     """Follow a store or a folder: analyze each new failed run once, alert once per new group.
 
@@ -269,10 +291,29 @@ def watch_cmd(
     )
     try:
         deliveries = [parse_target(t) for t in (targets or ("-",))]
-        w = Watcher(src, state=state_path, deliveries=deliveries, thresholds=thresholds or DEFAULT_THRESHOLDS)
+        w = Watcher(
+            src,
+            state=state_path,
+            deliveries=deliveries,
+            thresholds=thresholds or DEFAULT_THRESHOLDS,
+            alert_existing=alert_existing,
+        )
     except (ValueError, OSError) as exc:
         raise _fail(exc) from None
     try:
+        if not w.state.path.exists():
+            first = w.poll()
+            for p in first.problems:
+                click.echo(f"warning: {p}", err=True)
+            if w.baseline:
+                groups = len({f.group_id for f in first.analyzed})
+                click.echo(
+                    f"baseline: {w.baseline} failed run{'s' * (w.baseline != 1)} already in {source} "
+                    f"({groups} group{'s' * (groups != 1)}) counted without an alert (--alert-existing alerts on them)",
+                    err=True,
+                )
+            if once:
+                return
         w.run(interval=interval, polls=1 if once else None, idle_exit=idle_exit)
     except KeyboardInterrupt:
         w.state.save()

@@ -88,7 +88,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         runs = itertools.chain([first] if first is not None else [], stream)
     else:
         try:
-            with Progress(f"reading {source}"):
+            with Progress(f"reading {source}", enabled=not as_json):
                 result = read_source(source, fmt=fmt_used)
         except SourceError as exc:
             raise fail(str(exc)) from None
@@ -110,7 +110,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         from trajdebug.store import Store
 
         total = len(runs) if isinstance(runs, list) else None
-        with Store(output) as store, Progress(f"importing into {output}", total=total) as bar:
+        with Store(output) as store, Progress(f"importing into {output}", total=total, enabled=not as_json) as bar:
             for run in counted(runs):
                 outcome[store.save_run(run)] += 1
                 bar.advance()
@@ -202,7 +202,10 @@ def export_cmd(
         if output == "-":
             raise click.ClickException("--to parquet writes a dataset folder: give -o DIR")
         try:
-            n = export_source(store_path(source), output, run_id=run_id, fmt=fmt, analyses=with_analyses)
+            with Progress(f"exporting to {output}") as bar:
+                n = export_source(
+                    store_path(source), output, run_id=run_id, fmt=fmt, analyses=with_analyses, progress=bar.update
+                )
         except SourceError as exc:
             raise click.ClickException(str(exc)) from None
         click.echo(f"exported {n['runs']} runs ({n['steps']} steps) as parquet to {output}", err=True)
@@ -219,7 +222,8 @@ def export_cmd(
         write_otlp(runs, buf, per_line=per_line)
         sys.stdout.write(json_text(buf.getvalue()))
         return
-    write_otlp(runs, output, per_line=per_line)
+    with Progress(f"exporting to {output}"):
+        write_otlp(runs, output, per_line=per_line)
     spans = sum(len(r.steps) for r in runs)
     from trajdebug.escape import visible
 

@@ -48,7 +48,7 @@ def lint_cmd(
         trajdebug lint runs.db
         trajdebug lint runs.jsonl --json --ignore no-timeout
     """
-    from trajdebug.lint import CODES, lint, summary_line
+    from trajdebug.lint import CODES, group_findings, lint, summary_line
 
     unknown = [c for c in ignore if c not in CODES]
     if unknown:
@@ -61,6 +61,7 @@ def lint_cmd(
                 "source": store_path(source),
                 "runs": len(runs),
                 "findings": [f.to_dict() for f in findings],
+                "groups": [g.to_dict() for g in group_findings(findings)],
                 "summary": summary_line(findings, len(runs)),
             }
         )
@@ -70,11 +71,16 @@ def lint_cmd(
         from trajdebug.cli._common import console
 
         out = console()
-        for f in findings:
-            where = f"step {f.step_name} ({f.step_id})" if f.step_id else "run"
-            out.print(f"[bold]{escape(f.code)}[/bold]  run {escape(f.run_id[:12])}  {escape(where)}")
-            out.print(f"    {escape(f.message)}")
-            out.print(f"    fix: {escape(f.fix)}")
+        # One entry per problem (code, step, fix), with the runs it shows in: 210 runs with the
+        # same missing timeout are one line, not 210.
+        for g in group_findings(findings):
+            first = g.findings[0]
+            where = f"step {g.step_name}" if g.step_name else "run"
+            count = f"{g.runs} run{'s' * (g.runs != 1)}"
+            example = f" (e.g. run {first.run_id[:12]})" if g.runs > 1 else f" (run {first.run_id[:12]})"
+            out.print(f"[bold]{escape(g.code)}[/bold]  {escape(where)}  {count}{escape(example)}")
+            out.print(f"    {escape(first.message)}")
+            out.print(f"    fix: {escape(g.fix)}")
         out.print(escape(summary_line(findings, len(runs))))
     if findings and not exit_zero:
         sys.exit(1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from trajdebug.cli._common import (
+    Progress,
     emit_json,
     fmt_option,
     json_option,
@@ -71,15 +72,16 @@ def report_cmd(
     pool = load_source(source, None, fmt)
     chosen = load_source(source, run_id, fmt) if run_id is not None else latest_original(pool)
     run = chosen[0]
-    result = analyze_source(
-        store_path(source),
-        run.run_id,
-        runs=pool,
-        verify=load_callable(verify_entry) if verify_entry else None,
-        fixer=load_callable(fixer, "fixer") if fixer else None,
-        samples=verify_samples,
-        judge=judge,
-    )
+    with Progress(f"analyzing {run.name}", enabled=not as_json):
+        result = analyze_source(
+            store_path(source),
+            run.run_id,
+            runs=pool,
+            verify=load_callable(verify_entry) if verify_entry else None,
+            fixer=load_callable(fixer, "fixer") if fixer else None,
+            samples=verify_samples,
+            judge=judge,
+        )
     report_usage(result.judgments)
     analysis = result.analyses[0]
     for problem in analysis.problems:

@@ -225,8 +225,10 @@ def show_cmd(
         return
     if as_json:
         from trajdebug.report.json import run_to_dict
+        from trajdebug.usage import default_prices, run_usage
 
-        emit_json({"runs": [run_to_dict(r) for r in runs]})
+        prices = default_prices()
+        emit_json({"runs": [{**run_to_dict(r), "usage": run_usage(r, prices).to_dict()} for r in runs]})
         return
     from trajdebug.report.text import render_run
 

@@ -250,6 +250,7 @@ def compare(
     a: str | None = None,
     b: str | None = None,
     workers: int | None = None,
+    progress: Any = None,
 ) -> Comparison:
     """Compare two run sets.
 
@@ -260,6 +261,7 @@ def compare(
         a: The value of ``by`` that makes set A.
         b: The value of ``by`` that makes set B.
         workers: Processes (default: the usable cores).
+        progress: Called as ``progress(units_done, units)`` after each unit of work.
 
     Raises:
         ValueError: ``by`` without both values, or neither ``set_b`` nor ``by``.
@@ -296,7 +298,7 @@ def compare(
 
     try:
         refs = reference_pool([*set_a, *(set_b or ())])
-        n = execute(work, _compare_unit, consume, workers=workers, args=(by, a, b, refs))
+        n = execute(work, _compare_unit, consume, workers=workers, args=(by, a, b, refs), progress=progress)
     finally:
         close_stores()
     secs = time.perf_counter() - t0

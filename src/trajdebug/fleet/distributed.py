@@ -1,4 +1,4 @@
-"""The fleet job on a Dask cluster: one task per Parquet part, groups folded on the client.
+"""The fleet job on a Dask cluster: one task per Parquet part (parts sliced by run when too few), groups folded on the client.
 
 Why Dask distributed rather than Ray: the unit of work here is a plain Python
 function over one Parquet part (`trajdebug.fleet.engine.process_unit`) that
@@ -23,6 +23,27 @@ from typing import Any
 from trajdebug.fleet.engine import Aggregate, FleetReport, Unit, process_unit, reference_pool
 
 
+def split_parts(path: Path, tasks: int) -> list[Unit]:
+    """The units of a dataset: one per part, and when there are fewer parts than ``tasks``, each part cut
+    into slices of its runs (read with a Parquet filter) so every worker gets work.
+
+    Twice as many tasks as workers evens out parts of unequal cost (failed runs are analyzed,
+    passing ones only counted), as a work queue would.
+    """
+    from trajdebug.fleet.parquet import part_run_ids, parts
+
+    names = parts(path)
+    if len(names) >= tasks:
+        return [Unit("parquet", str(path), part=p) for p in names]
+    per = -(-tasks // max(1, len(names)))  # slices per part, rounded up
+    out: list[Unit] = []
+    for p in names:
+        ids = part_run_ids(path, p)
+        size = max(1, -(-len(ids) // per))
+        out.extend(Unit("parquet", str(path), ids=tuple(ids[i : i + size]), part=p) for i in range(0, len(ids), size))
+    return out
+
+
 def run_fleet_dask(
     dataset: str | Path,
     *,
@@ -30,6 +51,8 @@ def run_fleet_dask(
     workers: int = 2,
     keep_findings: bool = False,
     root_from: str | None = None,
+    progress: Any = None,
+    split: bool = True,
 ) -> FleetReport:
     """Group the failures of a Parquet dataset on a Dask cluster.
 
@@ -41,13 +64,16 @@ def run_fleet_dask(
         workers: Processes of the local cluster (ignored with ``address``).
         keep_findings: Keep every finding in the report.
         root_from: Group on the step named by this metadata path (see `trajdebug.fleet.engine.analyze_run`).
+        progress: Called as ``progress(parts_done, parts)`` after each part.
+        split: Slice parts by run when there are fewer than twice the workers (`split_parts`);
+            False: one task per part, as written.
 
     Raises:
         ValueError: ``dataset`` is not a Parquet dataset.
     """
     from distributed import Client, LocalCluster, as_completed
 
-    from trajdebug.fleet.parquet import is_dataset, parts, replay_runs
+    from trajdebug.fleet.parquet import is_dataset, replay_runs
 
     path = Path(dataset).resolve()
     if not is_dataset(path):
@@ -83,13 +109,15 @@ def run_fleet_dask(
         client = stack.enter_context(Client(target))  # type: ignore[no-untyped-call]
         n = len(client.scheduler_info().get("workers", {})) or workers
         agg = Aggregate(replay_runs(path), keep_findings=keep_findings)
-        units = [Unit("parquet", str(path), part=p) for p in parts(path)]
+        units = split_parts(path, 2 * n if split else 0)
         refs = reference_pool([path])
         futures = client.map(process_unit, units, root_from=root_from, references=refs, pure=False)
-        for fut in as_completed(futures):  # type: ignore[no-untyped-call]
+        for done, fut in enumerate(as_completed(futures), 1):  # type: ignore[no-untyped-call]
             agg.add(fut.result())
             fut.release()
+            if progress is not None:
+                progress(done, len(units))
     return agg.report([str(dataset)], time.perf_counter() - t0, n)
 
 
-__all__ = ["run_fleet_dask"]
+__all__ = ["run_fleet_dask", "split_parts"]

@@ -27,6 +27,8 @@ from typing import Any
 from trajdebug.fleet.groups import Finding, GroupTable, finding_of, verification_index
 from trajdebug.fleet.spectrum import Spectrum, Suspect, run_features
 from trajdebug.model import Run
+from trajdebug.sessions import session_of
+from trajdebug.usage import run_usage
 
 
 log = logging.getLogger("trajdebug")
@@ -49,7 +51,7 @@ class Unit:
     path: str
     """The store, dataset or file."""
     ids: tuple[str, ...] = ()
-    """Run ids (``store``)."""
+    """Run ids (``store``; ``parquet``: a slice of the part, empty for all of it)."""
     part: str | None = None
     """The part name (``parquet``)."""
     runs: tuple[Run, ...] = ()
@@ -70,6 +72,12 @@ class UnitResult:
     """Runs read."""
     problems: list[str] = field(default_factory=list)
     """Runs that could not be analyzed, one line each."""
+    cost: float = 0.0
+    """What every run's LLM calls cost (US dollars)."""
+    tokens: int = 0
+    """Tokens of every run's LLM calls."""
+    sessions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per session: runs and failed runs."""
 
 
 @dataclass(slots=True)
@@ -92,6 +100,16 @@ class FleetReport:
     """Processes (or cluster workers) used."""
     findings: list[Finding] | None = None
     """Every finding, when asked for (``keep_findings``)."""
+    cost: float = 0.0
+    """What every run's LLM calls cost (US dollars; `trajdebug.usage`)."""
+    tokens: int = 0
+    """Tokens of every run's LLM calls."""
+    sessions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per session (`trajdebug.sessions`): runs and failed runs."""
+
+    def session_counts(self) -> dict[str, int]:
+        """Sessions in all, and those with a failed run."""
+        return {"sessions": len(self.sessions), "failed": sum(1 for _, f in self.sessions.values() if f)}
 
     def suspects(self, top: int = 5) -> list[Suspect]:
         """The spectrum ranking (see `trajdebug.fleet.spectrum`)."""
@@ -108,6 +126,10 @@ class FleetReport:
             "problems": self.problems,
             "seconds": round(self.seconds, 3),
             "workers": self.workers,
+            "cost": round(self.cost, 6),
+            "failed_cost": round(sum(g.cost for g in self.groups.groups.values()), 6),
+            "tokens": self.tokens,
+            "sessions": self.session_counts(),
         }
 
 
@@ -161,7 +183,7 @@ def _load(unit: Unit) -> Iterator[Run]:
     elif unit.kind == "parquet":
         from trajdebug.fleet.parquet import read_part
 
-        yield from read_part(unit.path, str(unit.part))
+        yield from read_part(unit.path, str(unit.part), unit.ids or None)
     else:  # pragma: no cover - units are built here
         raise ValueError(f"unknown unit kind {unit.kind!r}")
 
@@ -207,6 +229,13 @@ def process_unit(
             continue
         out.runs += 1
         failed = run.outcome == "failure"
+        usage = run_usage(run)
+        out.cost += usage.cost or 0.0
+        out.tokens += usage.total_tokens or 0
+        sid = session_of(run)
+        if sid is not None:
+            n, f = out.sessions.get(sid, (0, 0))
+            out.sessions[sid] = (n + 1, f + failed)
         out.spectrum.add(run.name, run.metadata.get("task"), failed, run_features(run))
         if not failed:
             continue
@@ -387,12 +416,20 @@ class Aggregate:
         self.runs = 0
         self.problems: list[str] = []
         self.findings: list[Finding] | None = [] if keep_findings else None
+        self.cost = 0.0
+        self.tokens = 0
+        self.sessions: dict[str, tuple[int, int]] = {}
         self._verified = verification_index(replays)
 
     def add(self, result: UnitResult) -> None:
         """Fold one unit's result in."""
         self.runs += result.runs
         self.spectrum.merge(result.spectrum)
+        self.cost += result.cost
+        self.tokens += result.tokens
+        for sid, (n_runs, n_failed) in result.sessions.items():
+            had = self.sessions.get(sid, (0, 0))
+            self.sessions[sid] = (had[0] + n_runs, had[1] + n_failed)
         if len(self.problems) < 100:
             self.problems.extend(result.problems[: 100 - len(self.problems)])
         for f in result.findings:
@@ -416,6 +453,9 @@ class Aggregate:
             seconds,
             workers,
             self.findings,
+            self.cost,
+            self.tokens,
+            self.sessions,
         )
 
 
@@ -434,17 +474,28 @@ def execute(
     *,
     workers: int | None = None,
     args: tuple[Any, ...] = (),
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> int:
     """Run ``fn(unit, *args)`` over the units in a process pool, handing each result to ``consume``.
 
     Results arrive in completion order; at most three units per process are in
     flight, so results waiting to be consumed stay few.  Returns the number of
-    processes used (1: everything ran in this process).
+    processes used (1: everything ran in this process).  ``progress(done, total)``
+    is called with the units done after each one.
     """
     n = workers or default_workers()
+    done = 0
+
+    def take(result: Any) -> None:
+        nonlocal done
+        consume(result)
+        done += 1
+        if progress is not None:
+            progress(done, len(work))
+
     if n <= 1 or len(work) <= 1:
         for u in work:
-            consume(fn(u, *args))
+            take(fn(u, *args))
         return 1
     import multiprocessing
 
@@ -455,11 +506,11 @@ def execute(
         for u in work:
             pending.add(pool.submit(fn, u, *args))
             while len(pending) >= 3 * n:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    consume(fut.result())
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    take(fut.result())
         for fut in pending:
-            consume(fut.result())
+            take(fut.result())
     return n
 
 
@@ -470,6 +521,7 @@ def run_fleet(
     keep_findings: bool = False,
     root_from: str | None = None,
     unit_size: int = UNIT_SIZE,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> FleetReport:
     """Analyze every failed run of the sources in parallel and group the failures.
 
@@ -479,6 +531,7 @@ def run_fleet(
         keep_findings: Keep every finding in the report (memory grows with failed runs).
         root_from: Group on the step named by this metadata path (see `analyze_run`).
         unit_size: Runs per unit of work.
+        progress: Called as ``progress(units_done, units)`` after each unit.
 
     Raises:
         SourceError: a source does not exist.
@@ -489,7 +542,7 @@ def run_fleet(
     agg = Aggregate(replays, keep_findings=keep_findings)
     agg.problems.extend(problems)
     try:
-        n = execute(work, process_unit, agg.add, workers=workers, args=(root_from, refs))
+        n = execute(work, process_unit, agg.add, workers=workers, args=(root_from, refs), progress=progress)
     finally:
         close_stores()
     return agg.report([str(s) for s in sources], time.perf_counter() - t0, n)
@@ -502,8 +555,11 @@ def export_source(
     run_id: str | None = None,
     fmt: str | None = None,
     analyses: bool = False,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> dict[str, int]:
     """Export a source (``trajdebug export --to parquet``): a store is read one run at a time.
+
+    ``progress(runs_done, runs)`` is called after each run written.
 
     Raises:
         SourceError: the source cannot be read, or holds no run.
@@ -516,15 +572,27 @@ def export_source(
 
         def stream() -> Iterator[Run]:
             with Store(source) as store:
-                for rid in store.run_ids():
+                ids = store.run_ids()
+                for i, rid in enumerate(ids):
                     yield store.load_run(rid)
+                    if progress is not None:
+                        progress(i + 1, len(ids))
 
         refs = reference_pool([source]) if analyses else None
         return write_dataset(stream(), out, analyses=analyses, references=refs)
     runs = load_runs(source, run_id=run_id, fmt=fmt)
     if not runs:
         raise SourceError(f"{source}: no runs found")
-    return write_dataset(runs, out, analyses=analyses, references=reference_pool([source]) if analyses else None)
+
+    def counted() -> Iterator[Run]:
+        for i, r in enumerate(runs):
+            yield r
+            if progress is not None:
+                progress(i + 1, len(runs))
+
+    return write_dataset(
+        counted(), out, analyses=analyses, references=reference_pool([source]) if analyses else None
+    )
 
 
 __all__ = [

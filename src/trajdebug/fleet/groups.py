@@ -18,7 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajdebug.fleet.signature import Signature, normalize, signature_of
+from trajdebug.fleet.signature import Signature, normalize, root_candidate, signature_of
+from trajdebug.sessions import session_of
+from trajdebug.usage import run_usage
 
 
 SEVERITY_ORDER = {"WARN": 0, "ERROR": 1, "CRITICAL": 2}
@@ -27,7 +29,8 @@ SEVERITY_ORDER = {"WARN": 0, "ERROR": 1, "CRITICAL": 2}
 EXAMPLES = 3
 """Example runs kept per group."""
 
-_HOUR_NS = 3600 * 1_000_000_000
+_MINUTE_NS = 60 * 1_000_000_000
+_HOUR_NS = 60 * _MINUTE_NS
 _HALF_LIFE_NS = 7 * 24 * _HOUR_NS
 
 
@@ -58,6 +61,12 @@ class Finding:
     verified: bool | None = None
     """True when a replay patching the root step made the failure go away, False when replays
     of the run exist and none did, None when the run was never replayed."""
+    tokens: int | None = None
+    """Tokens of the run's LLM calls (`trajdebug.usage`), None when none are stated."""
+    cost: float | None = None
+    """Cost of the run's LLM calls in US dollars, None when unknown."""
+    session: str | None = None
+    """The run's session (`trajdebug.sessions`)."""
 
     @property
     def group_id(self) -> str:
@@ -79,6 +88,9 @@ class Finding:
             "task": self.task,
             "version": self.version,
             "verified": self.verified,
+            "tokens": self.tokens,
+            "cost": self.cost,
+            "session": self.session,
         }
 
 
@@ -109,14 +121,15 @@ def finding_of(analysis: Any, *, root: str | None = None) -> Finding:
     run = analysis.run
     data = analysis.to_dict()
     kinds = {s.step_id: s.kind for s in run.steps}
-    names = {s.step_id: s.name for s in run.steps} if root is not None else None
+    names = {s.step_id: s.name for s in run.steps}
     sig = signature_of(data, run.name, kinds, root=root, names=names)
     severity, critical = run_severity(analysis.error_report)
     failures = data.get("failures") or []
     message = str(failures[0].get("message", "")) if failures else str(run.failure_reason or "")
-    causes = data.get("root_causes") or []
-    root_step = root if root is not None else (str(causes[0]["step_id"]) if causes else None)
+    named = root_candidate(data, names)
+    root_step = root if root is not None else (str(named["step_id"]) if named else None)
     md = run.metadata
+    usage = run_usage(run)
     return Finding(
         run_id=run.run_id,
         name=run.name,
@@ -128,6 +141,9 @@ def finding_of(analysis: Any, *, root: str | None = None) -> Finding:
         message=message[:200],
         task=None if md.get("task") is None else str(md["task"])[:200],
         version=None if md.get("version") is None else str(md["version"]),
+        tokens=usage.total_tokens,
+        cost=usage.cost,
+        session=session_of(run),
     )
 
 
@@ -156,7 +172,14 @@ class Group:
     replayed: int = 0
     """Members that were replayed at all (verified or not)."""
     timeline: Counter[int] = field(default_factory=Counter)
-    """Members by the hour they started in (hours since the epoch)."""
+    """Members by the minute they started in (minutes since the epoch; at most one entry per member).
+    The JSON gives hours (`hourly`); the plots choose their bucket from the span."""
+    cost: float = 0.0
+    """What the members' LLM calls cost (US dollars; runs with no known cost count 0)."""
+    tokens: int = 0
+    """Tokens of the members' LLM calls."""
+    sessions: set[str] = field(default_factory=set)
+    """The sessions the members belong to."""
 
     @property
     def group_id(self) -> str:
@@ -191,7 +214,11 @@ class Group:
         if self.count == 1 or f.start_ns < self.first_seen_ns:
             self.first_seen_ns = f.start_ns
         self.last_seen_ns = max(self.last_seen_ns, f.start_ns)
-        self.timeline[f.start_ns // _HOUR_NS] += 1
+        self.timeline[f.start_ns // _MINUTE_NS] += 1
+        self.cost += f.cost or 0.0
+        self.tokens += f.tokens or 0
+        if f.session is not None:
+            self.sessions.add(f.session)
         self._example(f.start_ns, f.run_id, f.message)
 
     def _example(self, start_ns: int, run_id: str, message: str) -> None:
@@ -215,8 +242,18 @@ class Group:
         self.replayed += other.replayed
         self.last_seen_ns = max(self.last_seen_ns, other.last_seen_ns)
         self.timeline.update(other.timeline)
+        self.cost += other.cost
+        self.tokens += other.tokens
+        self.sessions |= other.sessions
         for e in other.examples:
             self._example(*e)
+
+    def hourly(self) -> Counter[int]:
+        """Members by the hour they started in (hours since the epoch)."""
+        out: Counter[int] = Counter()
+        for minute, n in self.timeline.items():
+            out[minute // 60] += n
+        return out
 
     def score(self, newest_ns: int) -> float:
         """The ranking score (see the module docstring)."""
@@ -240,7 +277,10 @@ class Group:
             "replayed": self.replayed,
             "verified": self.verified,
             "verified_share": self.verified_share,
-            "timeline": {str(h): n for h, n in sorted(self.timeline.items())},
+            "timeline": {str(h): n for h, n in sorted(self.hourly().items())},
+            "cost": round(self.cost, 6),
+            "tokens": self.tokens,
+            "sessions": len(self.sessions),
         }
 
 
@@ -258,7 +298,10 @@ def group_from_dict(d: Mapping[str, Any]) -> Group:
     ]
     g.replayed = int(d.get("replayed", 0))
     g.verified = int(d.get("verified", 0))
-    g.timeline = Counter({int(k): int(v) for k, v in (d.get("timeline") or {}).items()})
+    # The JSON's timeline is hourly: each hour's members are put at its first minute.
+    g.timeline = Counter({int(k) * 60: int(v) for k, v in (d.get("timeline") or {}).items()})
+    g.cost = float(d.get("cost") or 0.0)
+    g.tokens = int(d.get("tokens") or 0)
     return g
 
 

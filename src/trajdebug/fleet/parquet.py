@@ -7,7 +7,9 @@ the format.  Part *k* of every table holds the same runs, so one part is a
 self-contained unit of work: a worker reads part *k* of each table and
 rebuilds those runs exactly (`read_part`).  Values that are free JSON
 (inputs, outputs, attributes, metadata) are stored as JSON text columns
-(``*_json``).  The schema is documented in docs/format.md.
+(``*_json``).  Model, tokens and cost (`trajdebug.usage`) are columns of
+``runs`` (the sum over the run) and ``steps``, the session (`trajdebug.sessions`)
+a column of ``runs``.  The schema is documented in docs/format.md.
 """
 
 from __future__ import annotations
@@ -19,14 +21,20 @@ from typing import Any
 
 from trajdebug._encode import dumps_str, loads
 from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.sessions import session_of
+from trajdebug.usage import Usage, default_prices, step_usage, total_usage
 
 
 FORMAT = "trajdebug-parquet"
 SCHEMA_VERSION = 1
 """Version of the dataset layout, in ``_trajdebug.json``."""
 
-PART_SIZE = 1000
-"""Runs per part."""
+PART_SIZE = 250
+"""Runs per part, at most (a part is one unit of work: several parts let a cluster share the work)."""
+
+PART_ROWS = 50_000
+"""Step rows per part, at most: a part closes at `PART_SIZE` runs or this many steps, whichever
+comes first (never inside a run), so a dataset of long runs still splits into bounded parts."""
 
 MANIFEST = "_trajdebug.json"
 
@@ -45,6 +53,16 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("steps", "int32"),
         ("errors", "int32"),
         ("metadata_json", "string"),
+        ("session", "string"),
+        ("model", "string"),
+        ("prompt_tokens", "int64"),
+        ("completion_tokens", "int64"),
+        ("total_tokens", "int64"),
+        ("cost", "float64"),
+        ("start_time", "timestamp"),
+        ("end_time", "timestamp"),
+        ("metadata", "map"),
+        ("tags", "list"),
     ),
     "steps": (
         ("run_id", "string"),
@@ -67,6 +85,13 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("input_json", "string"),
         ("output_json", "string"),
         ("attributes_json", "string"),
+        ("model", "string"),
+        ("prompt_tokens", "int64"),
+        ("completion_tokens", "int64"),
+        ("total_tokens", "int64"),
+        ("cost", "float64"),
+        ("start_time", "timestamp"),
+        ("end_time", "timestamp"),
     ),
     "errors": (
         ("run_id", "string"),
@@ -125,6 +150,9 @@ def _schema(table: str) -> Any:
         "int32": pa.int32(),
         "float64": pa.float64(),
         "bool": pa.bool_(),
+        "timestamp": pa.timestamp("ns", tz="UTC"),
+        "map": pa.map_(pa.string(), pa.string()),
+        "list": pa.list_(pa.string()),
     }
     return pa.schema([pa.field(name, types[t], nullable=True) for name, t in COLUMNS[table]])
 
@@ -133,9 +161,41 @@ def _json(v: Any) -> str | None:
     return None if v is None else dumps_str(v)
 
 
+def _usage_cols(u: Usage | None) -> dict[str, Any]:
+    if u is None:
+        return {}
+    return {
+        "model": u.model,
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.total_tokens,
+        "cost": u.cost,
+    }
+
+
+def _flat_metadata(md: Mapping[str, Any]) -> dict[str, str] | None:
+    """Metadata as a string map (queryable as ``metadata['task']``): text as it is, other values as JSON."""
+    if not md:
+        return None
+    return {str(k): v if isinstance(v, str) else dumps_str(v) for k, v in md.items()}
+
+
+def _tags(md: Mapping[str, Any]) -> list[str] | None:
+    """The run's tags: the items of a ``tags`` list, ``key=value`` for a ``tags`` mapping."""
+    tags = md.get("tags")
+    if isinstance(tags, Mapping):
+        return [f"{k}={v}" for k, v in tags.items()]
+    if isinstance(tags, (list, tuple)):
+        return [str(t) for t in tags]
+    return None if tags is None else [str(tags)]
+
+
 def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
     rid = run.run_id
     md = run.metadata
+    prices = default_prices()
+    usages = [step_usage(s, prices) for s in run.steps]
+    total = total_usage(usages)
     rows["runs"].append(
         {
             "run_id": rid,
@@ -150,6 +210,12 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
             "steps": len(run.steps),
             "errors": len(run.errors),
             "metadata_json": _json(dict(md)) if md else None,
+            "session": session_of(run),
+            "start_time": run.start_ns or None,
+            "end_time": run.end_ns,
+            "metadata": _flat_metadata(md),
+            "tags": _tags(md),
+            **(_usage_cols(total) if total.calls else {}),
         }
     )
     for i, s in enumerate(run.steps):
@@ -176,6 +242,9 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
                 "input_json": _json(s.input),
                 "output_json": _json(s.output),
                 "attributes_json": _json(dict(s.attributes)) if s.attributes else None,
+                **_usage_cols(usages[i]),
+                "start_time": s.start_ns or None,
+                "end_time": s.end_ns,
             }
         )
         for d in s.deps:
@@ -256,13 +325,16 @@ def write_dataset(
     part_size: int = PART_SIZE,
     analyses: bool = False,
     references: Mapping[str, Sequence[Run]] | None = None,
+    part_rows: int = PART_ROWS,
 ) -> dict[str, int]:
-    """Write runs as a Parquet dataset, one part per ``part_size`` runs (streaming).
+    """Write runs as a Parquet dataset partitioned by run, ``part_size`` runs or ``part_rows`` steps per part (streaming).
 
     Args:
         runs: The runs (any iterable: a store is read one run at a time).
         out: The dataset folder (created; parts already there are replaced).
-        part_size: Runs per part.
+        part_size: Runs per part, at most.
+        part_rows: Step rows per part, at most (a run is never split; a run longer than this
+            is a part of its own).
         analyses: Also analyze each failed run and write the ``analyses`` table.
         references: Per agent, the passing runs failures are compared with
             (`trajdebug.fleet.engine.reference_pool`, as the fleet job).
@@ -284,7 +356,7 @@ def write_dataset(
         if analyses and run.outcome == "failure":
             rows["analyses"].append(_analysis_row_of(run, (references or {}).get(run.name, ())))
         n += 1
-        if n == part_size:
+        if n == part_size or len(rows["steps"]) >= part_rows:
             _flush(path, part, rows, tables, counts)
             part, n = part + 1, 0
     if n or part == 0:
@@ -330,32 +402,47 @@ def parts(path: str | Path) -> list[str]:
     return sorted(f.stem for f in (Path(path) / "runs").glob("part-*.parquet"))
 
 
-def _read(path: Path, table: str, part: str) -> list[dict[str, Any]]:
+def _read(path: Path, table: str, part: str, run_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     f = path / table / f"{part}.parquet"
     if not f.exists():
         return []
-    rows: list[dict[str, Any]] = pq.read_table(f).to_pylist()
+    filters = None if run_ids is None else [("run_id", "in", list(run_ids))]
+    # The typed views (timestamps, the metadata map, tags) are for query engines; runs are
+    # rebuilt from the exact columns (integer nanoseconds, JSON).
+    exact = [c for c, t in COLUMNS[table] if t not in ("timestamp", "map", "list")]
+    names = set(pq.read_schema(f).names)
+    rows: list[dict[str, Any]] = pq.read_table(f, columns=[c for c in exact if c in names], filters=filters).to_pylist()
     return rows
+
+
+def part_run_ids(path: str | Path, part: str) -> list[str]:
+    """The run ids of one part, in order (reads one column)."""
+    import pyarrow.parquet as pq
+
+    f = Path(path) / "runs" / f"{part}.parquet"
+    return [str(r) for r in pq.read_table(f, columns=["run_id"]).column("run_id").to_pylist()]
 
 
 def _opt_json(v: str | None) -> Any:
     return None if v is None else loads(v)
 
 
-def read_part(path: str | Path, part: str) -> list[Run]:
-    """Rebuild the runs of one part of a dataset."""
+def read_part(path: str | Path, part: str, run_ids: Sequence[str] | None = None) -> list[Run]:
+    """Rebuild the runs of one part of a dataset (only ``run_ids`` when given: a slice of the part,
+    read with a Parquet filter, so a part can be shared by several tasks)."""
     p = Path(path)
+    want = None if run_ids is None else list(run_ids)
     deps: dict[tuple[str, str], list[Dependency]] = {}
-    for d in _read(p, "dependencies", part):
+    for d in _read(p, "dependencies", part, want):
         deps.setdefault((d["run_id"], d["step_id"]), []).append(
             Dependency(
                 d["upstream_step_id"], d["kind"], d["origin"], d["confidence"], d["key"], d["upstream_run_id"]
             )
         )
     steps: dict[str, list[Step]] = {}
-    for s in sorted(_read(p, "steps", part), key=lambda r: (r["run_id"], r["seq"])):
+    for s in sorted(_read(p, "steps", part, want), key=lambda r: (r["run_id"], r["seq"])):
         err = None
         if s["error_type"] is not None:
             err = ErrorInfo(s["error_type"], s["error_message"] or "", s["error_id"], s["error_traceback"])
@@ -380,7 +467,7 @@ def read_part(path: str | Path, part: str) -> list[Run]:
             )
         )
     errors: dict[str, list[ErrorEvent]] = {}
-    for e in sorted(_read(p, "errors", part), key=lambda r: (r["run_id"], r["seq"])):
+    for e in sorted(_read(p, "errors", part, want), key=lambda r: (r["run_id"], r["seq"])):
         stages = tuple(
             StageChange(c["stage"], c.get("step_id"), int(c["time_ns"]), c.get("reason"))
             for c in _opt_json(e["stages_json"]) or ()
@@ -410,7 +497,7 @@ def read_part(path: str | Path, part: str) -> list[Run]:
             errors=tuple(errors.get(r["run_id"], ())),
             continues=r["continues"],
         )
-        for r in _read(p, "runs", part)
+        for r in _read(p, "runs", part, want)
     ]
 
 
@@ -469,6 +556,7 @@ def group_counts(path: str | Path) -> list[dict[str, Any]]:
 __all__ = [
     "COLUMNS",
     "FORMAT",
+    "PART_ROWS",
     "PART_SIZE",
     "SCHEMA_VERSION",
     "TABLES",
@@ -478,6 +566,7 @@ __all__ = [
     "group_counts",
     "is_dataset",
     "iter_dataset",
+    "part_run_ids",
     "parts",
     "read_part",
     "replay_runs",

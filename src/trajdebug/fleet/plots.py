@@ -16,9 +16,6 @@ from trajdebug.fleet.groups import Group
 from trajdebug.fleet.render import _when
 
 
-_DAY_H = 24
-
-
 def _pyplot() -> Any:
     import matplotlib
 
@@ -43,34 +40,62 @@ def _save(fig: Any, path: str | Path) -> Path:
     return p
 
 
+# Bucket widths in minutes, from a minute to a week: the first that keeps the span within
+# `_MAX_BARS` bars is used (200 runs in an hour are 60 bars of a minute, a quarter is 13 weeks).
+_BUCKETS: tuple[tuple[int, str], ...] = (
+    (1, "minute"),
+    (5, "5 minutes"),
+    (15, "15 minutes"),
+    (60, "hour"),
+    (360, "6 hours"),
+    (1440, "day"),
+    (10080, "week"),
+)
+_MAX_BARS = 60
+
+
+def timeline_bucket(minutes: Sequence[int]) -> tuple[int, str]:
+    """The bucket (width in minutes, name) for failures spread over these minutes since the epoch."""
+    if not minutes:
+        return _BUCKETS[-2]
+    span = max(minutes) - min(minutes) + 1
+    for width, name in _BUCKETS:
+        if span / width <= _MAX_BARS:
+            return width, name
+    return _BUCKETS[-1]
+
+
 def plot_timeline(groups: Sequence[Group], path: str | Path, *, top: int = 8) -> Path:
-    """Failures per day of the largest groups (the rest as "other"), stacked."""
+    """Failures over time of the largest groups (the rest as "other"), stacked; the bucket (a minute to a
+    week) is chosen from the time span (`timeline_bucket`)."""
     plt = _pyplot()
     ranked = sorted(groups, key=lambda g: (-g.count, g.group_id))
     shown, rest = ranked[:top], ranked[top:]
-    days: set[int] = set()
+    width, bucket = timeline_bucket([m for g in groups for m in g.timeline])
+    keys: set[int] = set()
     series: list[tuple[str, Counter[int]]] = []
     for g in shown:
         c: Counter[int] = Counter()
-        for hour, n in g.timeline.items():
-            c[hour // _DAY_H] += n
-        days |= set(c)
+        for minute, n in g.timeline.items():
+            c[minute // width] += n
+        keys |= set(c)
         series.append((_label(g), c))
     if rest:
         other: Counter[int] = Counter()
         for g in rest:
-            for hour, n in g.timeline.items():
-                other[hour // _DAY_H] += n
-        days |= set(other)
+            for minute, n in g.timeline.items():
+                other[minute // width] += n
+        keys |= set(other)
         series.append((f"other ({len(rest)} groups)", other))
     fig, ax = plt.subplots(figsize=(10, 4.5))
-    if days:
-        xs = list(range(min(days), max(days) + 1))
+    if keys:
+        xs = list(range(min(keys), max(keys) + 1))
+        cut = 10 if width >= 1440 else 16
         bottom = [0] * len(xs)
         for label, c in series:
             ys = [c.get(x, 0) for x in xs]
             ax.bar(
-                [_when(x * _DAY_H * 3_600_000_000_000)[:10] for x in xs],
+                [_when(x * width * 60_000_000_000)[:cut] for x in xs],
                 ys,
                 bottom=bottom,
                 label=label,
@@ -79,7 +104,7 @@ def plot_timeline(groups: Sequence[Group], path: str | Path, *, top: int = 8) ->
             bottom = [b + y for b, y in zip(bottom, ys)]
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_ylabel("failed runs per day")
+    ax.set_ylabel(f"failed runs per {bucket}")
     ax.set_title("Failures over time by group")
     return _save(fig, path)
 

@@ -10,6 +10,7 @@ import datetime as _dt
 from typing import Any
 
 from trajdebug.fleet.groups import Group
+from trajdebug.usage import format_cost
 
 
 def _when(ns: int) -> str:
@@ -30,6 +31,19 @@ def _share(g: Group) -> str:
     return "-" if v is None else f"{v:.0%} of {g.replayed}"
 
 
+def _totals(report: Any) -> str:
+    """Cost and sessions of the whole fleet in one line (empty when the runs state neither)."""
+    parts = []
+    cost, tokens = getattr(report, "cost", 0.0), getattr(report, "tokens", 0)
+    if cost or tokens:
+        failed = sum(g.cost for g in report.groups.groups.values())
+        parts.append(f"LLM cost {format_cost(cost)} ({tokens:,} tokens), {format_cost(failed)} of it in failed runs")
+    if getattr(report, "sessions", None):
+        c = report.session_counts()
+        parts.append(f"{c['sessions']} session{'s' * (c['sessions'] != 1)}, {c['failed']} with a failed run")
+    return "; ".join(parts)
+
+
 def group_markdown(g: Group, rank: int | None = None) -> str:
     """One ticket-ready alert for a failure group."""
     s = g.signature
@@ -46,6 +60,10 @@ def group_markdown(g: Group, rank: int | None = None) -> str:
         f"- **failure**: {_md(s.error)}; **evidence**: {_md(s.evidence)}; **path**: {_md(s.path)}",
         f"- **verified by replay**: {_share(g)}",
     ]
+    if g.cost or g.tokens:
+        lines.append(f"- **LLM cost of the failed runs**: {format_cost(g.cost)} ({g.tokens:,} tokens)")
+    if g.sessions:
+        lines.append(f"- **sessions**: {len(g.sessions)}")
     if g.versions:
         lines.append("- **versions**: " + ", ".join(f"{_md(v)} ({n})" for v, n in sorted(g.versions.items())))
     if g.examples:
@@ -63,6 +81,9 @@ def fleet_markdown(report: Any, *, top: int = 20) -> str:
     parts = [
         f"# Fleet: {report.groups.failed} failed of {report.runs} runs in {len(groups)} group{'s' * (len(groups) != 1)}\n"
     ]
+    extra = _totals(report)
+    if extra:
+        parts.append(_md(extra) + "\n")
     parts.extend(group_markdown(g, i + 1) for i, g in enumerate(groups[:top]))
     suspects = report.suspects()
     if suspects:
@@ -88,6 +109,9 @@ def render_fleet(report: Any, console: Any, *, top: int = 20) -> None:
             style="bold",
         )
     )
+    extra = _totals(report)
+    if extra:
+        console.print(Text(extra))
     # One entry per group: a line of counts, then the title (wrapped, never squeezed out).
     for i, g in enumerate(groups[:top]):
         head = Text(f"{i + 1:>2}. ", style="bold")
@@ -96,6 +120,10 @@ def render_fleet(report: Any, console: Any, *, top: int = 20) -> None:
             f"  {g.count} run{'s' * (g.count != 1)} ({g.critical} critical)"
             f"  last seen {_when(g.last_seen_ns)}  verified {_share(g)}"
         )
+        if g.cost:
+            head.append(f"  cost {format_cost(g.cost)}", style="cyan")
+        if g.sessions:
+            head.append(f"  {len(g.sessions)} session{'s' * (len(g.sessions) != 1)}")
         console.print(head)
         console.print(Text("    " + g.title()))
     if len(groups) > top:
@@ -107,7 +135,8 @@ def render_fleet(report: Any, console: Any, *, top: int = 20) -> None:
         s_t = Table(show_edge=False, pad_edge=False)
         for col, width in (("agent", 12), ("Ochiai", 6), ("DStar", 6), ("failing", 7), ("passing", 7)):
             s_t.add_column(col, no_wrap=True, min_width=width)
-        s_t.add_column("feature", no_wrap=True, overflow="ellipsis", max_width=max(20, console.width - 60))
+        # The feature is the key: wrapped, never cut (a narrow terminal used to leave ~20 characters of it).
+        s_t.add_column("feature", no_wrap=False, overflow="fold", min_width=20)
         for s in suspects:
             s_t.add_row(
                 Text(s.agent),

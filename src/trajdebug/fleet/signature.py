@@ -183,6 +183,38 @@ def _path_shape(path: Sequence[str], kinds: Mapping[str, str]) -> str:
     return ">".join(shape) or "-"
 
 
+def root_candidate(
+    analysis: Mapping[str, Any], names: Mapping[str, str] | None = None
+) -> Mapping[str, Any] | None:
+    """The candidate a failure group is named after: the first root cause, unless it is a step where a
+    failure showed and another candidate reaches that failure through it, not being a failure site itself.
+
+    A step that raised on what it was given ranks high (the failure is there), but a group titled
+    after it names where the failure showed, not where it began: an upstream candidate whose path
+    runs through it is the cause (Zeller's cause-effect chains: the root is the origin, not the
+    symptom).  Leading through it means the candidate's path passes the top step or, given the
+    step ``names``, another call of the same step where a failure showed too (the same tool called
+    twice).  A failure step no other candidate leads through (a tool that timed out by itself)
+    stays the root.
+    """
+    causes = [c for c in analysis.get("root_causes") or () if isinstance(c, Mapping)]
+    if not causes:
+        return None
+    top = causes[0]
+    sites = {f.get("step_id") for f in analysis.get("failures") or () if isinstance(f, Mapping)}
+    if top.get("step_id") not in sites or top.get("run_id"):
+        return top
+    top_id, top_name = str(top.get("step_id")), top.get("name")
+    same = {str(s) for s in sites if names is not None and top_name and names.get(str(s)) == top_name}
+    for c in causes[1:]:
+        path = [str(s) for s in c.get("path") or ()]
+        if c.get("step_id") in sites or c.get("run_id"):
+            continue
+        if top_id in path[1:] or same & set(path[1:]):
+            return c
+    return top
+
+
 def signature_of(
     analysis: Mapping[str, Any],
     run_name: str,
@@ -202,10 +234,11 @@ def signature_of(
             ranking).  Evidence and path shape are outputs of the ranking, so
             such a signature leaves them out (``-``) and names the run's first
             failure.
-        names: Step names by id, needed only for a ``root`` that is no candidate.
+        names: Step names by id: for a ``root`` that is no candidate, and to tell
+            repeated calls of a failing step apart from its causes (`root_candidate`).
     """
     causes = [c for c in analysis.get("root_causes") or () if isinstance(c, Mapping)]
-    cand: Mapping[str, Any] | None = causes[0] if causes else None
+    cand: Mapping[str, Any] | None = root_candidate(analysis, names)
     if root is not None:
         cand = next((c for c in causes if c.get("step_id") == root and not c.get("run_id")), None)
         if cand is None:
@@ -229,4 +262,4 @@ def signature_of(
     )
 
 
-__all__ = ["Signature", "evidence_kind", "normalize", "signature_of"]
+__all__ = ["Signature", "evidence_kind", "normalize", "root_candidate", "signature_of"]

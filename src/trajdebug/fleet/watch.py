@@ -86,6 +86,11 @@ class Watcher:
         state: The state file (created when missing).
         deliveries: Where alerts go (callables; see `trajdebug.fleet.delivery`).
         thresholds: Group sizes that raise an alert when crossed.
+        alert_existing: On a first start (no state file yet), also alert on the groups of
+            the failed runs already in the source.  By default those are the baseline:
+            counted without an alert (a group they form alerts again only when it crosses
+            a threshold later), so pointing a new watcher at a busy store does not announce
+            every known group as new.
     """
 
     def __init__(
@@ -95,13 +100,20 @@ class Watcher:
         state: str | Path,
         deliveries: Sequence[Callable[[dict[str, Any]], None]],
         thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
+        alert_existing: bool = False,
     ) -> None:
         from trajdebug.fleet.delivery import WatchState
 
         self.source = Path(source)
         if not self.source.exists():
             raise FileNotFoundError(f"{self.source}: no such file or folder")
+        fresh = not Path(state).exists()
         self.state = WatchState(state)
+        # The baseline: on a first start, failed runs that started before the watcher did and
+        # that its first poll finds are counted silently (None: no baseline).
+        self._baseline_ns: int | None = time.time_ns() if fresh and not alert_existing else None
+        self.baseline = 0
+        """Failed runs counted as the baseline (no alert)."""
         self.deliveries = list(deliveries)
         self.thresholds = tuple(sorted(set(thresholds)))
         self.groups: dict[str, Group] = {gid: group_from_dict(d) for gid, d in self.state.groups.items()}
@@ -164,23 +176,28 @@ class Watcher:
                 problems.append(f"{self.source}: run {run.run_id}: {type(exc).__name__}: {exc}")
                 continue
             analyzed.append(finding)
-            self._count(finding)
+            quiet = self._baseline_ns is not None and run.start_ns < self._baseline_ns
+            self.baseline += quiet
+            self._count(finding, quiet=quiet)
             # Counts and the analyzed set are saved together, so a crash loses both or neither;
             # every SAVE_EVERY runs, so a long backlog is not rewritten once per run.
             if len(analyzed) % SAVE_EVERY == 0:
                 self.state.save()
         # Saved before anything is sent: an alert leaves only once it is on disk.
         self.state.save()
+        self._baseline_ns = None  # only the first poll reads the source as it was
         delivered = self._deliver(problems)
         return PollResult(tuple(analyzed), tuple(delivered), tuple(problems))
 
-    def _count(self, f: Finding) -> None:
+    def _count(self, f: Finding, *, quiet: bool = False) -> None:
         g = self.groups.get(f.group_id)
         if g is None:
             g = self.groups[f.group_id] = Group(f.signature)
         before = g.count
         g.add(f)
         self.state.groups[g.group_id] = g.to_dict()
+        if quiet:
+            return
         if before == 0:
             self._raise(alert_of(g, "new-group"))
         for t in self.thresholds:

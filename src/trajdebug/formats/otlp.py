@@ -239,6 +239,9 @@ def _trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, s
     if not own:
         meta.setdefault("source_format", "otlp")
         meta.setdefault("trace_id", trace_id)
+        session = _session(spans, res)
+        if session is not None:
+            meta.setdefault("session", session)
     if RUN_OUTCOME in res:
         outcome, reason = str(res[RUN_OUTCOME]), res.get(RUN_FAILURE)
     elif any(s.end_ns is None for s in spans):
@@ -278,6 +281,18 @@ def _own_answers(spans: list[Span], ids: Mapping[str, str]) -> tuple[Answer, ...
             reason = a.get(ANSWER + "reason")
             found.append(Answer(ids[s.span_id], words.get(a.get(ANSWER + "correct")), by, t, reason if isinstance(reason, str) else None))
     return latest_answers(found)
+# The attributes that name a conversation or session: OpenInference, OpenTelemetry GenAI.
+_SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
+
+
+def _session(spans: list[Span], resource: Mapping[str, Any]) -> str | None:
+    """The session a trace belongs to: the first span (in start order) that names one, else the resource."""
+    for attrs in [*(s.attrs for s in spans), resource]:
+        for key in _SESSION_KEYS:
+            v = attrs.get(key)
+            if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
+                return str(v)
+    return None
 
 
 def _agents(spans: list[Span], by_id: Mapping[str, Span]) -> dict[str, str | None]:

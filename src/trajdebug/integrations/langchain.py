@@ -43,7 +43,7 @@ from __future__ import annotations
 import itertools
 import threading
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,73 @@ def message_dict(msg: Any) -> dict[str, Any]:
     if found is None:  # not a message after all: keep its text
         return {"role": str(getattr(msg, "type", "user")), "content": str(getattr(msg, "content", msg))}
     return found
+
+
+# The call metadata keys that name a conversation: LangGraph's ``thread_id`` (LangChain copies
+# ``config["configurable"]`` scalars into the metadata), LangSmith's ``session_id`` and ``conversation_id``.
+_THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
+
+
+def _session(call_md: Any) -> dict[str, str]:
+    """``{"session": ...}`` from a call's metadata when it names a thread, else empty."""
+    if not isinstance(call_md, Mapping):
+        return {}
+    for key in _THREAD_KEYS:
+        v = call_md.get(key)
+        if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
+            return {"session": str(v)}
+    return {}
+
+
+def _is_graph_node(r: LCRun) -> bool:
+    """Whether a chain run is a LangGraph node (its metadata names it as the node that ran)."""
+    meta = (r.extra or {}).get("metadata") or {}
+    return r.run_type == "chain" and isinstance(meta, Mapping) and meta.get("langgraph_node") == r.name
+
+
+def _contains(haystack: Any, needle: Any, depth: int = 0) -> bool:
+    """Whether ``needle`` is ``haystack`` or a value inside it (whole values only: no text matching)."""
+    if haystack == needle:
+        return True
+    if depth > 6:
+        return False
+    if isinstance(haystack, Mapping):
+        return any(_contains(v, needle, depth + 1) for v in haystack.values())
+    if isinstance(haystack, (list, tuple)):
+        if isinstance(needle, list) and needle and len(haystack) >= len(needle):
+            # A message list handed on with more appended (a prompt's system message first) holds it too.
+            n = len(needle)
+            if any(list(haystack[i : i + n]) == needle for i in range(len(haystack) - n + 1)):
+                return True
+        return any(_contains(v, needle, depth + 1) for v in haystack)
+    return False
+
+
+def _node_input(
+    r: LCRun, state: dict[str, Any], attrs: dict[str, Any], given: Callable[[LCRun], Any]
+) -> dict[str, Any]:
+    """A LangGraph node's input as the state keys it read; the whole state stays in the attributes' key list.
+
+    LangGraph hands every node the whole state, and the node returns an update of the keys it
+    wrote.  Recorded as given, every node "was given" every key and "did not pass it on".  A key
+    counts as read when one of the node's sub-steps (its model call, its tools) received the key's
+    value whole; a node with no sub-step that received any (plain Python) keeps the whole state,
+    since what it read cannot be seen from outside.  ``given`` is what a sub-step received, in
+    the form its step records (a model call's messages in the chat convention).
+    """
+    attrs["langgraph.node"] = r.name
+    attrs["langgraph.state_keys"] = sorted(state)
+    inputs: list[Any] = []
+    stack = list(r.child_runs)
+    while stack:
+        child = stack.pop()
+        inputs.append(given(child))
+        stack.extend(child.child_runs)
+    read = [k for k, v in state.items() if v not in (None, "", [], {}) and any(_contains(i, v) for i in inputs)]
+    if not read:
+        return state
+    attrs["state_reads"] = read
+    return {k: state[k] for k in read}
 
 
 class TrajdebugTracer(BaseTracer):
@@ -262,6 +329,7 @@ class TrajdebugTracer(BaseTracer):
                 "langchain_run_id": str(root.id),
                 **({"tags": list(root.tags)} if root.tags else {}),
                 **({"task": call_md["task"]} if isinstance(call_md, Mapping) and call_md.get("task") is not None else {}),
+                **_session(call_md),
                 **self._metadata,
             },
             steps=tuple(ordered),
@@ -304,6 +372,8 @@ class TrajdebugTracer(BaseTracer):
                 out = next(iter(out.values()))
         if kind == "llm" and chat.tool_calls(out):
             attrs["tool_call_ids"] = [c["id"] for c in chat.tool_calls(out) if c.get("id")]
+        if _is_graph_node(r) and isinstance(inp, dict):
+            inp = _node_input(r, inp, attrs, lambda c: self._chat_inputs.get(str(c.id)) or plain(c.inputs))
         if exc is not None and is_control_flow(exc):
             attrs["control_flow"] = type(exc).__name__
         elif exc is not None or r.error:

@@ -254,7 +254,8 @@ def convert_trace(
         failure_reason=reason,
         metadata={
             "source_format": "openai-agents",
-            **({"group_id": meta["group_id"]} if meta.get("group_id") else {}),
+            # The trace's group (a conversation thread) is its session (`trajdebug.sessions`).
+            **({"group_id": meta["group_id"], "session": str(meta["group_id"])} if meta.get("group_id") else {}),
             **dict(meta.get("metadata") or {}),
         },
         steps=tuple(sorted(steps.values(), key=lambda s: s.start_ns)),

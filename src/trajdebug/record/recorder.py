@@ -353,6 +353,30 @@ class StepHandle:
             self.attrs = {}
         self.attrs[key] = value
 
+    def usage(
+        self,
+        *,
+        model: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        total_tokens: int | None = None,
+        cost: float | None = None,
+    ) -> None:
+        """Record an LLM call's model, tokens and cost (US dollars) as its ``llm.*`` attributes.
+
+        What is not given is left as it was; a cost not given is priced from the
+        model when the run is read (`trajdebug.usage`).
+        """
+        for key, value in (
+            ("llm.model", model),
+            ("llm.usage.prompt_tokens", prompt_tokens),
+            ("llm.usage.completion_tokens", completion_tokens),
+            ("llm.usage.total_tokens", total_tokens),
+            ("llm.usage.cost", cost),
+        ):
+            if value is not None:
+                self.set(key, value)
+
     def uses(self, *deps: Any, kind: str = "data") -> None:
         """Declare dependencies found inside the step (step handles, ids or `Dependency`)."""
         self.deps = self.deps + _deps(deps, kind)

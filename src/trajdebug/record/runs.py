@@ -665,11 +665,12 @@ def run(
     path: str | Path | None = None,
     sinks: Iterable[Sink] = (),
     metadata: Mapping[str, Any] | None = None,
-    tags: Iterable[str] = (),
+    tags: Iterable[str] | Mapping[str, Any] = (),
     continues: str | None = None,
     task: str | None = None,
     agent: str | None = None,
     version: str | None = None,
+    session: str | None = None,
 ) -> RunHandle:
     """Record a run: ``with trajdebug.run("name") as run: ...``.
 
@@ -686,11 +687,14 @@ def run(
         sinks: Extra sinks.
         metadata: Free metadata (any JSON-able values; what cannot be encoded is kept as a
             marker, secrets are redacted).  Add more during the run with ``run.add_metadata(...)``.
-        tags: Labels for the run, kept sorted and without duplicates in ``metadata["tags"]``.
+        tags: Labels for the run, kept sorted and without duplicates in ``metadata["tags"]``;
+            key-value tags (``tags={"team": "search"}``) are kept whole, as a mapping.
         continues: The run id this run continues (an earlier conversation turn).
         task: The task (recorded in metadata).
         agent: The agent's name (recorded in metadata).
         version: The agent's version (recorded in metadata).
+        session: The conversation or user session the run belongs to (``metadata["session"]``):
+            `trajdebug serve` lists sessions, ``analyze --session`` searches its earlier runs.
 
     Without ``store``, ``path`` or ``sinks`` the run goes to the configured default:
     ``trajdebug.configure(path=...)`` or ``store=...``, else ``$TRAJDEBUG_STORE`` or ``./trajdebug.db``.
@@ -699,10 +703,14 @@ def run(
     there (its name and metadata go to that run; ``store``, ``path`` and ``sinks`` are not used).
     """
     md = dict(metadata or {})
-    for key, value in (("task", task), ("agent", agent), ("version", version)):
+    for key, value in (("task", task), ("agent", agent), ("version", version), ("session", session)):
         if value is not None:
             md[key] = value
-    if tags:
+    if isinstance(tags, Mapping):
+        # Key-value tags are kept whole (a dict, merged into one given in metadata).
+        had = md.get("tags")
+        md["tags"] = {**(dict(had) if isinstance(had, Mapping) else {}), **{str(k): v for k, v in tags.items()}}
+    elif tags:
         given = [tags] if isinstance(tags, str) else list(tags)
         had = md.get("tags")
         had = list(had) if isinstance(had, (list, tuple, set, frozenset)) else ([] if had is None else [had])

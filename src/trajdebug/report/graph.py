@@ -31,6 +31,8 @@ CHUNKS = 24
 """Chunks a level too wide to show is cut into (each opens as a view of its own)."""
 EXTERNAL_LIMIT = 40
 """Most outside steps a group's view shows as boundary nodes."""
+SLICE_GROUPS = 40
+"""Most collapsed groups the slice view shows; beyond, the steps outside the slice are grouped by agent."""
 _ORIGIN_RANK = {"tracked": 3, "declared": 2, "inferred": 1}
 
 
@@ -252,7 +254,42 @@ def _agent_view(run: Run, tree: _Tree) -> dict[str, Any] | None:
     return _laid_out("agents", "by agent", nodes, _edges(run.run_id, tree, tree.steps, rep), None)
 
 
-def graph_views(run: Run) -> dict[str, Any]:
+def _slice_view(run: Run, tree: _Tree, focus: Iterable[str]) -> dict[str, Any] | None:
+    """The failure's slice: the steps on the paths from the top candidates to the failures, each shown,
+    and every other step collapsed into its outermost ancestor outside the slice (by agent when those
+    are more than `SLICE_GROUPS`); a group opens the overview's view of it when there is one."""
+    keep = dict.fromkeys(sid for sid in focus if sid in tree.steps)
+    if not keep:
+        return None
+    rep: dict[str, str] = {sid: sid for sid in keep}
+    outer: dict[str, str] = {}
+    for s in run.steps:
+        if s.step_id in keep:
+            continue
+        top, cur, hops = s.step_id, s.parent_id, 0
+        while cur is not None and cur in tree.steps and cur not in keep and cur != top and hops < 10_000:
+            top, cur, hops = cur, tree.steps[cur].parent_id, hops + 1
+        outer[s.step_id] = top
+    tops = list(dict.fromkeys(outer.values()))
+    by_agent = len(tops) > SLICE_GROUPS
+    nodes = [_Node(sid, "step", sid, _label(tree.steps[sid])) for sid in keep]
+    sizes: dict[str, int] = defaultdict(int)
+    for sid, top in outer.items():
+        key = f"a:{tree.steps[sid].agent or '(no agent)'}" if by_agent else top
+        rep[sid] = key
+        sizes[key] += 1
+    for key in dict.fromkeys(rep[sid] for sid in outer):
+        if by_agent:
+            nodes.append(_Node(key, "agent", None, f"other steps of {key[2:]}", (), sizes[key]))
+        else:
+            nodes.append(_Node(key, "group", key, _label(tree.steps[key]), (), sizes[key]))
+    order = {s.step_id: i for i, s in enumerate(run.steps)}
+    nodes.sort(key=lambda n: order.get(n.step or "", len(order)))
+    edges = _edges(run.run_id, tree, list(tree.steps), rep)
+    return _laid_out("slice", "the failure's slice (the rest collapsed)", nodes, edges, None)
+
+
+def graph_views(run: Run, focus: Iterable[str] = ()) -> dict[str, Any]:
     """Every view of the run's dependency graph, laid out, as JSON data for the report.
 
     Returns:
@@ -260,6 +297,9 @@ def graph_views(run: Run) -> dict[str, Any]:
         (``id``, ``type``, ``label``, ``x``, ``y``, ``step``, ``members``, ``size``),
         ``edges`` (``s`` and ``t`` node indexes, ``kinds``, ``origin``, ``conf``,
         ``n`` merged dependencies, ``pts`` the route), its ``parent`` view and extent.
+
+    ``focus`` (the failure's slice: the steps on the paths from the top candidates to the failures)
+    adds the ``slice`` view, the default for a run of more than `COLLAPSE_AT` steps.
     """
     tree = _Tree(run)
     views: dict[str, Any] = {}
@@ -274,6 +314,10 @@ def graph_views(run: Run) -> dict[str, Any]:
     if agents is not None:
         views["agents"] = agents
     default = "overview" if "overview" in views else "all"
+    focused = _slice_view(run, tree, focus) if len(run.steps) > COLLAPSE_AT else None
+    if focused is not None:
+        views["slice"] = focused
+        default = "slice"
     return {"default": default, "views": views}
 
 

@@ -99,6 +99,7 @@ def report_data(
 
     run: Run = analysis.run
     lifecycle = analysis.error_report
+    doc = analysis.to_dict()
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "generator": _version(),
@@ -115,14 +116,44 @@ def report_data(
             "steps": [_step(s) for s in run.steps],
             "errors": [error_to_dict(e) for e in run.errors],
         },
-        "analysis": analysis.to_dict(),
+        "analysis": doc,
         "lifecycle": lifecycle.to_dict() if lifecycle is not None else None,
         "errors_markdown": errors_markdown(lifecycle, run) if lifecycle is not None else None,
         "verification": dict(verification) if verification is not None else None,
-        "graph": graph_views(run),
+        "graph": graph_views(run, focus=_slice(doc)),
+        "usage": _usage(run),
         "ask": ask_data(analysis, ask_endpoint) if run.outcome != "success" else None,
     }
     return data
+
+
+SLICE_PATH = 24
+"""Steps of one candidate's path the slice view shows: its first 8 and last 16 (a longer path's middle
+is collapsed with the rest of the run)."""
+
+
+def _slice(doc: Mapping[str, Any], top: int = 3) -> list[str]:
+    """The failure's slice as the graph opens on it (from ``Analysis.to_dict()``): the paths of the top
+    candidates and the failing steps."""
+    out: list[str] = []
+    for c in (doc.get("root_causes") or [])[:top]:
+        if not c.get("run_id"):
+            path = [str(s) for s in c.get("path") or [c.get("step_id")] if s]
+            out += path if len(path) <= SLICE_PATH else [*path[:8], *path[-(SLICE_PATH - 8) :]]
+    out += [str(f["step_id"]) for f in doc.get("failures") or [] if f.get("step_id")]
+    return list(dict.fromkeys(out))
+
+
+def _usage(run: Run) -> dict[str, Any]:
+    """Model, tokens and cost of the run and of each LLM step that states them (`trajdebug.usage`)."""
+    from trajdebug.usage import default_prices, step_usage, total_usage
+
+    prices = default_prices()
+    steps = {s.step_id: step_usage(s, prices) for s in run.steps}
+    return {
+        "run": total_usage(steps.values()).to_dict(),
+        "steps": {k: u.to_dict() for k, u in steps.items() if u is not None},
+    }
 
 
 def _version() -> str:

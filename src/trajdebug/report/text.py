@@ -113,6 +113,23 @@ def shown_steps(
     return [*lines[:head], len(lines) - head - tail, *(lines[len(lines) - tail :] if tail else [])]
 
 
+def usage_text(u: Any) -> str:
+    """Model, tokens and cost in a few words: ``gpt-4o 1,234 tok (1,000 in, 234 out) $0.0049``."""
+    from trajdebug.usage import format_cost, format_tokens
+
+    parts = [visible(u.model)] if u.model and u.calls == 1 else []
+    if u.calls > 1:
+        parts.append(f"{u.calls} LLM calls")
+    if u.total_tokens is not None:
+        tok = f"{format_tokens(u.total_tokens)} tok"
+        if u.prompt_tokens is not None and u.completion_tokens is not None:
+            tok += f" ({format_tokens(u.prompt_tokens)} in, {format_tokens(u.completion_tokens)} out)"
+        parts.append(tok)
+    if u.cost is not None:
+        parts.append(format_cost(u.cost))
+    return " ".join(parts)
+
+
 def render_run(
     run: Run, console: Any, *, show_deps: bool = True, max_steps: int | None = None, everything: bool = False
 ) -> list[Step]:
@@ -138,6 +155,12 @@ def render_run(
         f"  {n_steps} step{'s' if n_steps != 1 else ''}, {n_errors} error{'s' if n_errors != 1 else ''}, "
         f"{fmt_duration(run.duration_ns)}"
     )
+    from trajdebug.usage import default_prices, run_usage, step_usage
+
+    prices = default_prices()
+    total = run_usage(run, prices)
+    if total.calls:
+        head.append(f"  {usage_text(total)}", style="cyan")
     console.print(head)
     if run.failure_reason:
         console.print(f"  reason: {escape(run.failure_reason)}", style="red")
@@ -168,6 +191,9 @@ def render_run(
         if s.attempt != 1:
             line.append(f" attempt {s.attempt}", style="yellow")
         line.append(f"  {fmt_duration(s.duration_ns)}", style="dim")
+        u = step_usage(s, prices) if s.kind == "llm" or s.attributes else None
+        if u is not None:
+            line.append(f"  {usage_text(u)}", style="cyan")
         if s.status == "error":
             msg = s.error.type if s.error else "error"
             line.append(f"  ✗ {one_line(msg)}", style="red")

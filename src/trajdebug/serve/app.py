@@ -34,8 +34,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from trajdebug.analysis import GraphError
-from trajdebug.serve.catalog import Catalog, Query, RunEntry
+from trajdebug.serve.catalog import SORT_KEYS, Catalog, Query, RunEntry
 from trajdebug.source import SourceError
+from trajdebug.usage import format_cost, format_tokens
 
 
 TOKEN_COOKIE = "trajdebug_token"
@@ -72,7 +73,16 @@ def query_from(params: Any) -> Query:
     outcome = params.get("outcome") or None
     if outcome not in (None, "success", "failure", "incomplete"):
         raise BadQuery(f"outcome: {outcome!r} is not success, failure or incomplete")
+    sort = params.get("sort") or "started"
+    if sort not in SORT_KEYS:
+        raise BadQuery(f"sort: {sort!r} is not one of {', '.join(SORT_KEYS)}")
+    order = params.get("order") or "desc"
+    if order not in ("asc", "desc"):
+        raise BadQuery(f"order: {order!r} is not asc or desc")
     return Query(
+        session=params.get("session") or None,
+        sort=sort,
+        descending=order == "desc",
         outcome=outcome,
         name=params.get("name") or None,
         since_ns=_time(params.get("since"), "since"),
@@ -94,6 +104,17 @@ def _duration(e: RunEntry) -> str:
     from trajdebug.report.text import fmt_duration
 
     return fmt_duration(None if e.end_ns is None else e.end_ns - e.start_ns)
+
+
+def _sort_links(params: dict[str, str], q: Query) -> dict[str, tuple[str, str]]:
+    """Per sortable column: the link that sorts by it (flipping the order when it is the current one) and its arrow."""
+    out = {}
+    for key in SORT_KEYS:
+        current = key == q.sort
+        order = ("asc" if q.descending else "desc") if current else ("asc" if key == "name" else "desc")
+        link = "?" + urlencode({**{k: v for k, v in params.items() if k not in ("sort", "order")}, "sort": key, "order": order})
+        out[key] = (link, ("▼" if q.descending else "▲") if current else "")
+    return out
 
 
 def _passing_for(catalog: Catalog, bad: Any, choices: list[RunEntry]) -> Any:
@@ -133,6 +154,8 @@ def _env() -> Environment:
     env.filters["path"] = lambda v: quote(str(v), safe="")
     env.filters["value"] = _value
     env.filters["short"] = lambda v: str(v)[-6:] if v else "-"
+    env.filters["cost"] = format_cost
+    env.filters["tokens"] = format_tokens
     env.filters["clip"] = lambda v, n=160: (lambda t: t if len(t) <= n else t[: n - 1] + "…")(
         " ".join(str(v).split())
     )
@@ -203,7 +226,49 @@ def create_app(
         except SourceError as exc:
             return problem(str(exc), 500)
         params = {k: v for k, v in request.query_params.items() if k != "token"}
-        return page("runs.html", entries=entries, q=params, hidden=0 if q.derived else catalog.hidden())
+        return page(
+            "runs.html",
+            entries=entries,
+            q=params,
+            hidden=0 if q.derived else catalog.hidden(),
+            sort_links=_sort_links(params, q),
+            heading=None,
+        )
+
+    def session_list(request: Request) -> Response:
+        try:
+            sessions = catalog.sessions()
+        except SourceError as exc:
+            return problem(str(exc), 500)
+        rows = [
+            {
+                **s.to_dict(),
+                "tokens": sum(e.tokens or 0 for e in entries) if any(e.tokens for e in entries) else None,
+                "cost": sum(e.cost or 0.0 for e in entries) if any(e.cost is not None for e in entries) else None,
+            }
+            for s, entries in sessions
+        ]
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"sessions": rows})
+        return page("sessions.html", title="sessions", sessions=rows)
+
+    def session_page(request: Request) -> Response:
+        sid = request.path_params["session"]
+        params = {"session": sid, "sort": "started", "order": "asc", "all": "1"}
+        try:
+            entries = catalog.query(query_from(params))
+        except SourceError as exc:
+            return problem(str(exc), 500)
+        if not entries:
+            return problem(f"no session {sid!r}", 404)
+        return page(
+            "runs.html",
+            entries=entries,
+            q={"session": sid},
+            hidden=0,
+            sort_links=_sort_links({"session": sid}, query_from(params)),
+            heading=f"session {sid}: {len(entries)} run{'s' if len(entries) != 1 else ''} in order",
+        )
 
     def api_runs(request: Request) -> Response:
         try:
@@ -218,6 +283,8 @@ def create_app(
             d = e.to_dict()
             d["started"] = _when(e.start_ns)
             d["duration"] = _duration(e)
+            d["tokens_text"] = format_tokens(e.tokens)
+            d["cost_text"] = format_cost(e.cost)
             rows.append(d)
         return JSONResponse({"runs": rows, "hidden": 0 if q.derived else catalog.hidden()})
 
@@ -256,8 +323,22 @@ def create_app(
         choices = catalog.query(Query(derived=True, limit=300))
         if bad is not None and good is None:
             good = _passing_for(catalog, bad, choices)
+        # Offered as good: passing runs that are not replays (a reference run is a passing run of
+        # the same input); as bad: the failing and unfinished original runs.  A run named in the
+        # URL stays selectable whatever it is.
+        chosen = {r.run_id for r in (good, bad) if r is not None}
+        good_choices = [e for e in choices if (e.outcome == "success" and e.derived != "replay") or e.run_id in chosen]
+        bad_choices = [e for e in choices if (e.outcome != "success" and not e.derived) or e.run_id in chosen]
         if good is None or bad is None:
-            return page("compare.html", title="compare runs", al=None, good=good, bad=bad, choices=choices)
+            return page(
+                "compare.html",
+                title="compare runs",
+                al=None,
+                good=good,
+                bad=bad,
+                good_choices=good_choices,
+                bad_choices=bad_choices,
+            )
         if good.run_id == bad.run_id:
             return problem("GOOD and BAD are the same run: choose two runs", 400)
         al = align(good, bad)
@@ -272,7 +353,8 @@ def create_app(
             bad=bad,
             first=first,
             impact=impact,
-            choices=choices,
+            good_choices=good_choices,
+            bad_choices=bad_choices,
         )
 
     async def api_ask(request: Request) -> Response:
@@ -308,6 +390,9 @@ def create_app(
         Route("/", run_list),
         Route("/api/runs", api_runs),
         Route("/api/runs/{run_id:path}/ask", api_ask, methods=["GET", "POST"]),
+        Route("/sessions", session_list),
+        Route("/api/sessions", session_list),
+        Route("/sessions/{session:path}", session_page),
         Route("/runs/{run_id:path}", run_page),
         Route("/compare", compare),
         Route("/favicon.ico", lambda request: Response(status_code=204)),

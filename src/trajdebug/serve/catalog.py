@@ -28,8 +28,10 @@ from typing import Any
 from trajdebug.analysis import Analysis
 from trajdebug.model import Run
 from trajdebug.pipeline import analyze_source
+from trajdebug.sessions import Session, group_sessions, session_of
 from trajdebug.source import SourceError, load_runs
 from trajdebug.store import Store, is_store
+from trajdebug.usage import default_prices, run_usage
 
 
 CAUSES_INDEXED = 3
@@ -64,6 +66,12 @@ class RunEntry:
     """Names of the top root-cause steps (failed runs only)."""
     text: str
     """Lower-cased run name, step names, error types and messages: what full-text search reads."""
+    tokens: int | None = None
+    """Tokens of the run's LLM calls (`trajdebug.usage`), None when none are stated."""
+    cost: float | None = None
+    """Cost of the run's LLM calls in US dollars, None when unknown."""
+    session: str | None = None
+    """The session the run belongs to (`trajdebug.sessions`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON data (the text index left out)."""
@@ -79,6 +87,9 @@ class RunEntry:
             "derived": self.derived,
             "tags": list(self.tags),
             "causes": list(self.causes),
+            "tokens": self.tokens,
+            "cost": self.cost,
+            "session": self.session,
         }
 
 
@@ -102,8 +113,27 @@ class Query:
     """Every word occurs in the run's step names, error messages or name."""
     derived: bool = False
     """Also replays and reference runs."""
+    session: str | None = None
+    """Only the runs of this session."""
+    sort: str = "started"
+    """The column to sort by (`SORT_KEYS`)."""
+    descending: bool = True
+    """Largest (newest) first."""
     limit: int = 500
     """At most this many runs, newest first."""
+
+
+SORT_KEYS: dict[str, Any] = {
+    "started": lambda e: e.start_ns,
+    "name": lambda e: e.name.lower(),
+    "outcome": lambda e: e.outcome,
+    "steps": lambda e: e.steps,
+    "errors": lambda e: e.errors,
+    "duration": lambda e: -1 if e.end_ns is None else e.end_ns - e.start_ns,
+    "tokens": lambda e: -1 if e.tokens is None else e.tokens,
+    "cost": lambda e: -1.0 if e.cost is None else e.cost,
+}
+"""The run list's sortable columns (unknown values sort as smallest)."""
 
 
 def _derived(metadata: Mapping[str, Any]) -> str | None:
@@ -142,6 +172,8 @@ def _matches(e: RunEntry, q: Query) -> bool:
         want = q.tag.strip()
         if not any(t == want or t.split("=", 1)[0] == want for t in e.tags):
             return False
+    if q.session is not None and e.session != q.session:
+        return False
     if q.cause and not any(q.cause.lower() in c.lower() for c in e.causes):
         return False
     return not q.text or all(word in e.text for word in q.text.lower().split())
@@ -165,6 +197,7 @@ class Catalog:
         """Failed runs whose indexed causes predate a change among their agent's runs."""
         self._file_version: Any = None
         self._store: Store | None = None
+        self._prices = default_prices()
 
     # -- refreshing ---------------------------------------------------------------------
 
@@ -249,6 +282,7 @@ class Catalog:
         words += [s.name for s in run.steps]
         words += [f"{s.error.type} {s.error.message}" for s in run.steps if s.error is not None]
         words += [f"{e.type} {e.message}" for e in run.errors]
+        usage = run_usage(run, self._prices)
         return RunEntry(
             run_id=run.run_id,
             name=run.name,
@@ -262,6 +296,9 @@ class Catalog:
             tags=_tags(run.metadata),
             causes=causes,
             text="\n".join(words).lower(),
+            tokens=usage.total_tokens,
+            cost=usage.cost,
+            session=session_of(run),
         )
 
     @staticmethod
@@ -292,12 +329,23 @@ class Catalog:
         q = q or Query()
         self.refresh()
         with self._lock:
-            entries = sorted(self._entries.values(), key=lambda e: e.start_ns, reverse=True)
+            key = SORT_KEYS.get(q.sort, SORT_KEYS["started"])
+            entries = sorted(self._entries.values(), key=lambda e: (key(e), e.start_ns), reverse=q.descending)
             if q.cause:
                 # The cause filter reads every candidate's causes: bring the stale ones up to date.
                 entries = [self._fresh(e) if _matches(e, replace(q, cause=None)) else e for e in entries]
                 return [e for e in entries if _matches(e, q)][: q.limit]
             return [self._fresh(e) for e in [e for e in entries if _matches(e, q)][: q.limit]]
+
+    def sessions(self) -> list[tuple[Session, list[RunEntry]]]:
+        """The sessions of the source's original runs, most recently active first, each with its runs in order."""
+        self.refresh()
+        with self._lock:
+            runs = [r for r in self._runs.values() if not _derived(r.metadata)]
+            return [
+                (s, [self._entries[rid] for rid in s.run_ids if rid in self._entries])
+                for s in group_sessions(runs)
+            ]
 
     def hidden(self) -> int:
         """How many replays and reference runs the default list leaves out."""
@@ -355,4 +403,4 @@ class Catalog:
             self._store.close()
 
 
-__all__ = ["CAUSES_INDEXED", "Catalog", "Query", "RunEntry"]
+__all__ = ["CAUSES_INDEXED", "SORT_KEYS", "Catalog", "Query", "RunEntry"]

@@ -5,7 +5,8 @@ use), then runs uvicorn on it, in the foreground (`Server.run`) or on a
 background thread (`Server.start`, `Server.stop`).  Listening on anything
 but a loopback address makes the UI reachable from other machines, so a
 token is then required (one is generated when none is given) and the
-``Host`` check is relaxed to any name.
+``Host`` check is relaxed to any name; so is any address but 127.0.0.1,
+``localhost`` and ``::1`` (another loopback address such as 127.0.0.2 too).
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ class Server:
     ) -> None:
         import uvicorn
 
-        remote = not is_loopback(host)
+        # Only the usual loopback names go without a token: another loopback address
+        # (127.0.0.2) is what a shared machine's other users can reach too, and a Host
+        # check naming it would refuse every request (HTTP 400).
+        remote = host.strip("[]") not in ("127.0.0.1", "localhost", "::1")
         self.token = token or (secrets.token_urlsafe(24) if remote else None)
         self.app = create_app(
             source, fmt=fmt, token=self.token, allowed_hosts=["*"] if remote else list(LOOPBACK_HOSTS)

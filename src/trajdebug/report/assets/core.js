@@ -51,6 +51,21 @@ function fmtDur(ns) {
   if (ns < 1e9) return (ns / 1e6).toFixed(1) + "ms";
   return (ns / 1e9).toFixed(2) + "s";
 }
+// "1 error", "3 errors": a count with its noun, singular for one.
+function plural(n, one, many) { return n + " " + (n === 1 ? one : (many || one + "s")); }
+function fmtCost(c) {
+  if (c === null || c === undefined) return "";
+  if (c === 0) return "$0";
+  return "$" + (c >= 1 ? c.toFixed(2) : c >= 0.0001 ? c.toFixed(4) : c.toPrecision(2));
+}
+function fmtUsage(u) {
+  if (!u) return "";
+  const parts = [];
+  if (u.calls > 1) parts.push(plural(u.calls, "LLM call"));
+  if (u.total_tokens !== null && u.total_tokens !== undefined) parts.push(u.total_tokens.toLocaleString("en-US") + " tokens");
+  if (u.cost !== null && u.cost !== undefined) parts.push(fmtCost(u.cost));
+  return parts.join(" · ");
+}
 function shortId(id) { return id ? String(id).slice(-6) : "-"; }
 function oneLine(s, limit) {
   const t = String(s === null || s === undefined ? "" : s).replace(/\s+/g, " ").trim();

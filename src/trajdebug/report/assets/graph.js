@@ -10,6 +10,8 @@ function buildGraph(host) {
   let scale = 1, tx = 20, ty = 20;
 
   const select = el("select", { "aria-label": "graph view" });
+  const search = el("input", { type: "search", class: "g-search", "aria-label": "find a step by name", title: "find a step by name (Enter selects the first match)" });
+  search.setAttribute("placeholder", "find step");
   const crumbs = el("span", { class: "crumbs" });
   const info = el("span", { class: "g-info" });
   const bar = el("div", { class: "g-tools" },
@@ -18,7 +20,7 @@ function buildGraph(host) {
     el("button", { type: "button", "data-act": "in", title: "zoom in" }, "+"),
     el("button", { type: "button", "data-act": "out", title: "zoom out" }, "−"),
     el("button", { type: "button", "data-act": "fit", title: "fit to the window" }, "fit"),
-    crumbs, info);
+    search, crumbs, info);
   const legend = el("div", { class: "g-legend" },
     ...Object.keys(EDGE_COLOR).map((k) => {
       const sw = el("span", { class: "sw-line" });
@@ -46,7 +48,7 @@ function buildGraph(host) {
   const frame = el("div", { class: "g-frame" }, svg);
   host.append(bar, legend, frame);
 
-  const order = ["all", "overview", "agents"];
+  const order = ["slice", "all", "overview", "agents"];
   for (const id of order) {
     if (G.views[id]) select.appendChild(el("option", { value: id }, G.views[id].title));
   }
@@ -73,7 +75,8 @@ function buildGraph(host) {
       if (view.chunkOf.has(cur)) return view.chunkOf.get(cur);
       if (view.index.has("x:" + cur)) return view.index.get("x:" + cur);
     }
-    return -1;
+    const s = STEPS.get(stepId);  // the slice view groups the rest by agent when it has many groups
+    return view.index.get("a:" + ((s && s.agent) || "(no agent)")) ?? -1;
   }
   function edgePath(pts) {
     let d = `M ${pts[0][0] + NODE_W / 2} ${pts[0][1]}`;
@@ -132,7 +135,44 @@ function buildGraph(host) {
     });
     if (!keepZoom) fit();
     highlight();
+    mark();
   }
+
+  // Search by name: the nodes of this view whose label holds the text are marked; Enter
+  // selects the first matching step of the run (shown through its node here, whatever the view).
+  function matches() {
+    const q = search.value.trim().toLowerCase();
+    if (!q) return [];
+    return RUN.steps.filter((s) => String(s.name).toLowerCase().includes(q));
+  }
+  function mark() {
+    if (!view) return;
+    const q = search.value.trim().toLowerCase();
+    let n = 0;
+    view.nodes.forEach((node, i) => {
+      const g = nodeLayer.querySelector(`[data-node="${i}"]`);
+      const hit = !!q && String(node.label).toLowerCase().includes(q);
+      g.classList.toggle("match", hit);
+      n += hit;
+    });
+    info.textContent = view.nodes.length + " nodes, " + view.edges.length + " edges" + (q ? " · " + plural(matches().length, "step") + " named so, " + n + " here" : "");
+  }
+  search.addEventListener("input", mark);
+  search.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter") return;
+    ev.preventDefault();
+    const first = matches()[0];
+    if (!first) return;
+    selectStep(first.step_id);
+    const r = repOf(first.step_id);
+    if (r >= 0) {
+      const n = view.nodes[r];
+      const w = frame.clientWidth || 800, h = frame.clientHeight || 500;
+      tx = w / 2 - n.x * scale;
+      ty = h / 2 - n.y * scale;
+      apply();
+    }
+  });
 
   function highlight() {
     if (!view) return;
@@ -165,7 +205,7 @@ function buildGraph(host) {
     const act = b.dataset.act;
     if (act === "fit") fit();
     else if (act === "up" && view && view.parent) show(view.parent);
-    else if (act === "in" || act === "out") zoomAt(frame.clientWidth / 2, frame.clientHeight / 2, act === "in" ? 1.25 : 0.8);
+    else if (act === "in" || act === "out") zoomAt(frame.clientWidth / 2, frame.clientHeight / 2, act === "in" ? 1.5 : 1 / 1.5);
   });
   function zoomAt(px, py, f) {
     const ns = Math.max(0.03, Math.min(4, scale * f));

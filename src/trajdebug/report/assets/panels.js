@@ -6,7 +6,9 @@ function buildHeader(host) {
     el("span", { class: "brand" }, "trajdebug"),
     el("h1", { class: "run-name", title: RUN.name }, RUN.name || "(unnamed run)"),
     el("span", { class: "outcome o-" + RUN.outcome }, RUN.outcome),
-    el("span", { class: "meta" }, "run " + RUN.run_id + " · " + RUN.steps.length + " steps · " + RUN.errors.length + " errors · " + dur));
+    el("span", { class: "meta" }, "run " + RUN.run_id + " · " + plural(RUN.steps.length, "step") + " · " + plural(RUN.errors.length, "error") + " · " + dur));
+  const U = D.usage && D.usage.run;
+  if (U && U.calls) top.appendChild(el("span", { class: "meta usage", title: "model, tokens and cost of the run's LLM calls" }, (U.model ? U.model + " · " : "") + fmtUsage(U)));
   host.appendChild(top);
   if (RUN.failure_reason) host.appendChild(el("div", { class: "h-reason" }, "reason: ", el("span", { class: "reason" }, RUN.failure_reason)));
   const fails = ANALYSIS.failures || [];
@@ -26,7 +28,12 @@ function buildHeader(host) {
   }
   const V = D.verification;
   if (V) {
-    const txt = V.verified ? "verified by replay: " + label(V.verified) + " (" + V.replays + " replays)" : "replay verified no candidate" + (V.problem ? ": " + V.problem : "");
+    // The verified candidate's own replays, as its card counts them; the verification's total
+    // (every candidate tried) only when it differs.
+    const vc = V.verified ? verdictOf(V.verified) : null;
+    const own = vc && vc.trial ? vc.trial.replays : V.replays;
+    const count = plural(own, "replay") + (V.replays !== own ? " of " + V.replays + " in all" : "");
+    const txt = V.verified ? "verified by replay: " + label(V.verified) + " (" + count + ")" : "replay verified no candidate" + (V.problem ? ": " + V.problem : "");
     host.appendChild(el("div", { class: "h-verify " + (V.verified ? "ok" : "no") }, txt));
   }
   if (D.source) host.appendChild(el("div", { class: "h-source" }, "source: " + D.source + " · " + (D.generator || "")));
@@ -123,6 +130,12 @@ function buildInspector(host) {
     if (s.parent_id) facts.push(["parent", label(s.parent_id)]);
     if (s.attempt !== 1) facts.push(["attempt", String(s.attempt) + (s.retry_of ? " (retries " + label(s.retry_of) + ")" : "")]);
     if (s.source_index !== null && s.source_index !== undefined) facts.push(["source record", String(s.source_index)]);
+    const u = D.usage && D.usage.steps && D.usage.steps[id];
+    if (u) {
+      if (u.model) facts.push(["model", u.model]);
+      if (u.prompt_tokens !== null || u.completion_tokens !== null) facts.push(["tokens", (u.prompt_tokens ?? "?") + " in, " + (u.completion_tokens ?? "?") + " out"]);
+      if (u.cost !== null) facts.push(["cost", fmtCost(u.cost)]);
+    }
     host.appendChild(el("dl", { class: "facts" }, ...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
     if (s.error) {
       host.appendChild(section("Error", el("div", { class: "i-error" }, el("strong", {}, s.error.type + ": "), stringView(String(s.error.message))),

@@ -49,7 +49,7 @@ function valueView(v, depth) {
   if (!keys.length) return el("span", { class: "j-empty" }, arr ? "[]" : "{}");
   const det = el("details", { class: "j-node" });
   if (depth < 2) det.open = true;
-  det.appendChild(el("summary", {}, arr ? "[" + keys.length + " items]" : "{" + keys.length + " keys}"));
+  det.appendChild(el("summary", {}, arr ? "[" + plural(keys.length, "item") + "]" : "{" + plural(keys.length, "key") + "}"));
   const list = el("div", { class: "j-children" });
   const fill = (limit) => {
     clear(list);

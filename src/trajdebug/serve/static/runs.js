@@ -41,12 +41,17 @@
     note.append(r.tags.join(" · ").slice(0, 80));
     const cmp = cell("");
     if (r.outcome === "failure") cmp.appendChild(link("/compare?bad=" + encodeURIComponent(r.run_id), "compare"));
+    const session = cell("", "session");
+    if (r.session) session.appendChild(link("/sessions/" + encodeURIComponent(r.session), r.session.slice(0, 24)));
     tr.append(id, cell(r.name, "name"), outcome, cell(String(r.steps), "num"), cell(String(r.errors), "num"),
-      cell(r.started), cell(r.duration, "num"), cell(r.causes[0] || "", "cause"), note, cmp);
+      cell(r.tokens_text, "num tokens"), cell(r.cost_text, "num cost"),
+      cell(r.started), cell(r.duration, "num"), session, cell(r.causes[0] || "", "cause"), note, cmp);
     return tr;
   }
   async function poll() {
     try {
+      if (window.location.pathname.startsWith("/sessions/")) params.set("session", decodeURIComponent(window.location.pathname.slice(10)));
+      if (window.location.pathname.startsWith("/sessions/")) { params.set("sort", "started"); params.set("order", "asc"); params.set("all", "1"); }
       const res = await fetch("/api/runs?" + params.toString(), { credentials: "same-origin", cache: "no-store" });
       if (!res.ok) return;
       const data = await res.json();
