@@ -30,11 +30,11 @@ def _steps(n: int, name: str = "agent") -> None:
                 s.output = {"row": i}
 
 
-@pytest.mark.parametrize(("encoding", "compression"), [("protobuf", None), ("json", "gzip")])
-def test_a_run_arrives_as_the_export_mapping_has_it(receiver: OtlpReceiver, tmp_path: Path, encoding: str, compression: str | None) -> None:
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_a_run_arrives_as_the_export_mapping_has_it(receiver: OtlpReceiver, tmp_path: Path, compression: str | None) -> None:
     """The demo's failed run, exported live, reads back from the receiver with the same steps, links,
     errors and lifecycle stages as the run in the store."""
-    exporter = OtlpExporter(receiver.endpoint, encoding=encoding, compression=compression, interval=0.05)
+    exporter = OtlpExporter(receiver.endpoint, compression=compression, interval=0.05)
     trajdebug.configure(sinks=(exporter,))
     recorded = run_demo("wrong-column", store=tmp_path / "demo.db", workdir=tmp_path)
     assert exporter.force_flush(10)
@@ -45,7 +45,7 @@ def test_a_run_arrives_as_the_export_mapping_has_it(receiver: OtlpReceiver, tmp_
         (e.error_id, e.type, [c.stage for c in e.stages]) for e in live.errors
     ]
     assert ("failure", recorded.failure_reason) == (live.outcome, live.failure_reason)
-    assert {f"application/{'x-protobuf' if encoding == 'protobuf' else 'json'}"} == set(receiver.content_types)
+    assert {"application/x-protobuf"} == set(receiver.content_types)
 
 
 def test_nothing_is_lost_across_a_receiver_restart(receiver: OtlpReceiver) -> None:
@@ -175,7 +175,7 @@ def test_the_exporter_takes_the_writers_lines_and_tail_sampling_holds_them(recei
     """The exporter gets the writer's encoded lines (takes_lines) beside a JSONL file: a successful run
     dropped by tail sampling sends no span and writes no line; a failed run sends every span, the same
     steps as the file holds."""
-    exporter = OtlpExporter(receiver.endpoint, encoding="json", interval=0.02)
+    exporter = OtlpExporter(receiver.endpoint, interval=0.02)
     trajdebug.configure(sinks=(exporter,), sample_rate=0.0, sample_buffer_bytes=2048)
     path = tmp_path / "runs.jsonl"
     with trajdebug.run("agent", path=path):
@@ -192,3 +192,22 @@ def test_the_exporter_takes_the_writers_lines_and_tail_sampling_holds_them(recei
     assert exporter.takes_lines is True
     assert ("failure", 30) == (live.outcome, len(live.steps))
     assert [(s.step_id, s.name) for s in stored.steps] == [(s.step_id, s.name) for s in live.steps]
+
+
+def test_the_standard_otlp_settings_choose_the_collector(receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an endpoint the exporter reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and its headers from
+    OTEL_EXPORTER_OTLP_HEADERS, as every OpenTelemetry exporter does."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=k1")
+    exporter = OtlpExporter(interval=0.01)
+    trajdebug.configure(sinks=(exporter,))
+    _steps(4)
+    assert exporter.force_flush(5)
+    assert (receiver.endpoint, 4) == (exporter.endpoint, receiver.span_count())
+    assert {"k1"} == {h.get("x-api-key") for h in receiver.headers}
+
+
+def test_json_is_refused_with_the_file_export_named() -> None:
+    """Live export sends protobuf only; asking for JSON says where OTLP/JSON is written instead."""
+    with pytest.raises(ValueError, match="export --to otlp"):
+        OtlpExporter("http://127.0.0.1:4318/v1/traces", encoding="json")
