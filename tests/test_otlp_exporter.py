@@ -66,6 +66,22 @@ def test_nothing_is_lost_across_a_receiver_restart(receiver: OtlpReceiver) -> No
     assert 0 == exporter.stats.dropped_queue_full + exporter.stats.dropped_rejected
 
 
+def test_the_batch_outlives_the_sdk_exporters_deadline(receiver: OtlpReceiver) -> None:
+    """The SDK's exporter gives up after its timeout (0.3 s); the exporter's loop keeps the batch and hands it
+    over again, so a collector down for longer than that still gets every span."""
+    exporter = OtlpExporter(receiver.endpoint, timeout=0.3, interval=0.02, backoff=0.05, max_backoff=0.1)
+    trajdebug.configure(sinks=(exporter,))
+    receiver.stop()
+    _steps(20)
+    trajdebug.flush(5)
+    time.sleep(1.5)
+    tries_while_down = exporter.stats.retries
+    receiver.start()
+    assert exporter.force_flush(10)
+    assert (20, 0) == (receiver.span_count(), exporter.stats.dropped_rejected + exporter.stats.dropped_at_shutdown)
+    assert tries_while_down >= 3  # more than the SDK exporter's own two tries within its deadline
+
+
 def test_a_full_queue_is_counted_in_the_runs_account(tmp_path: Path) -> None:
     """With the collector down and a queue of 10 spans, later records are refused and counted as
     export_dropped in the run's end record; the store keeps the whole run."""
