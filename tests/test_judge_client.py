@@ -56,13 +56,29 @@ class TestClient:
         assert server.requests[0].body["stream_options"] == {"include_usage": True}
         assert got.completion_tokens == len(GOOD.split()) + 1  # the server's count, not an estimate
 
-    def test_server_errors_are_retried_with_growing_backoff(self) -> None:
-        """HTTP 503 and 500 are retried after waits that double; the third attempt's answer is returned."""
-        waits: list[float] = []
+    def test_server_errors_are_retried_and_counted(self) -> None:
+        """HTTP 503 and 500 are retried (by the openai client); the third attempt's answer is returned, and the
+        two failed requests are counted with the tokens they carried."""
         with FakeModelServer([Reply(status=503), Reply(status=500), GOOD]) as server:
+            client = ChatClient(config(server, retries=2))
+            got = client(ASK)
+        assert got.text == GOOD and len(server.requests) == 3
+        assert (3, 3, 2 * 13) == (got.requests, client.requests_sent, got.retried_tokens)
+
+    def test_an_answer_that_is_not_json_waits_with_growing_backoff(self) -> None:
+        """Bodies that are not JSON are retried here after waits that double, within the configured attempts."""
+        waits: list[float] = []
+        with FakeModelServer([Reply(raw="{not"), Reply(raw="{not"), GOOD]) as server:
             got = ChatClient(config(server, retries=2, backoff=0.2), sleep=waits.append)(ASK)
         assert got.text == GOOD and len(server.requests) == 3
         assert len(waits) == 2 and 0.1 <= waits[0] <= 0.2 and 0.2 <= waits[1] <= 0.4
+
+    def test_no_key_sends_no_authorization_even_with_openai_api_key_set(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An endpoint configured without a key gets no Authorization header: the user's OPENAI_API_KEY stays home."""
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-user-own-openai-key-0000")
+        with FakeModelServer([GOOD]) as server:
+            ChatClient(config(server))(ASK)
+        assert "authorization" not in server.requests[0].headers
 
     def test_client_errors_are_final_and_named_on_one_line(self) -> None:
         """HTTP 401 is not retried; the error names the endpoint, the status and the server's message."""

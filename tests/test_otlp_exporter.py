@@ -30,11 +30,11 @@ def _steps(n: int, name: str = "agent") -> None:
                 s.output = {"row": i}
 
 
-@pytest.mark.parametrize(("encoding", "compression"), [("protobuf", None), ("json", "gzip")])
-def test_a_run_arrives_as_the_export_mapping_has_it(receiver: OtlpReceiver, tmp_path: Path, encoding: str, compression: str | None) -> None:
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_a_run_arrives_as_the_export_mapping_has_it(receiver: OtlpReceiver, tmp_path: Path, compression: str | None) -> None:
     """The demo's failed run, exported live, reads back from the receiver with the same steps, links,
     errors and lifecycle stages as the run in the store."""
-    exporter = OtlpExporter(receiver.endpoint, encoding=encoding, compression=compression, interval=0.05)
+    exporter = OtlpExporter(receiver.endpoint, compression=compression, interval=0.05)
     trajdebug.configure(sinks=(exporter,))
     recorded = run_demo("wrong-column", store=tmp_path / "demo.db", workdir=tmp_path)
     assert exporter.force_flush(10)
@@ -45,7 +45,7 @@ def test_a_run_arrives_as_the_export_mapping_has_it(receiver: OtlpReceiver, tmp_
         (e.error_id, e.type, [c.stage for c in e.stages]) for e in live.errors
     ]
     assert ("failure", recorded.failure_reason) == (live.outcome, live.failure_reason)
-    assert {f"application/{'x-protobuf' if encoding == 'protobuf' else 'json'}"} == set(receiver.content_types)
+    assert {"application/x-protobuf"} == set(receiver.content_types)
 
 
 def test_nothing_is_lost_across_a_receiver_restart(receiver: OtlpReceiver) -> None:
@@ -64,6 +64,22 @@ def test_nothing_is_lost_across_a_receiver_restart(receiver: OtlpReceiver) -> No
     assert exporter.force_flush(10)
     assert 120 == receiver.span_count()
     assert 0 == exporter.stats.dropped_queue_full + exporter.stats.dropped_rejected
+
+
+def test_the_batch_outlives_the_sdk_exporters_deadline(receiver: OtlpReceiver) -> None:
+    """The SDK's exporter gives up after its timeout (0.3 s); the exporter's loop keeps the batch and hands it
+    over again, so a collector down for longer than that still gets every span."""
+    exporter = OtlpExporter(receiver.endpoint, timeout=0.3, interval=0.02, backoff=0.05, max_backoff=0.1)
+    trajdebug.configure(sinks=(exporter,))
+    receiver.stop()
+    _steps(20)
+    trajdebug.flush(5)
+    time.sleep(1.5)
+    tries_while_down = exporter.stats.retries
+    receiver.start()
+    assert exporter.force_flush(10)
+    assert (20, 0) == (receiver.span_count(), exporter.stats.dropped_rejected + exporter.stats.dropped_at_shutdown)
+    assert tries_while_down >= 3  # more than the SDK exporter's own two tries within its deadline
 
 
 def test_a_full_queue_is_counted_in_the_runs_account(tmp_path: Path) -> None:
@@ -175,7 +191,7 @@ def test_the_exporter_takes_the_writers_lines_and_tail_sampling_holds_them(recei
     """The exporter gets the writer's encoded lines (takes_lines) beside a JSONL file: a successful run
     dropped by tail sampling sends no span and writes no line; a failed run sends every span, the same
     steps as the file holds."""
-    exporter = OtlpExporter(receiver.endpoint, encoding="json", interval=0.02)
+    exporter = OtlpExporter(receiver.endpoint, interval=0.02)
     trajdebug.configure(sinks=(exporter,), sample_rate=0.0, sample_buffer_bytes=2048)
     path = tmp_path / "runs.jsonl"
     with trajdebug.run("agent", path=path):
@@ -192,3 +208,22 @@ def test_the_exporter_takes_the_writers_lines_and_tail_sampling_holds_them(recei
     assert exporter.takes_lines is True
     assert ("failure", 30) == (live.outcome, len(live.steps))
     assert [(s.step_id, s.name) for s in stored.steps] == [(s.step_id, s.name) for s in live.steps]
+
+
+def test_the_standard_otlp_settings_choose_the_collector(receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an endpoint the exporter reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and its headers from
+    OTEL_EXPORTER_OTLP_HEADERS, as every OpenTelemetry exporter does."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=k1")
+    exporter = OtlpExporter(interval=0.01)
+    trajdebug.configure(sinks=(exporter,))
+    _steps(4)
+    assert exporter.force_flush(5)
+    assert (receiver.endpoint, 4) == (exporter.endpoint, receiver.span_count())
+    assert {"k1"} == {h.get("x-api-key") for h in receiver.headers}
+
+
+def test_json_is_refused_with_the_file_export_named() -> None:
+    """Live export sends protobuf only; asking for JSON says where OTLP/JSON is written instead."""
+    with pytest.raises(ValueError, match="export --to otlp"):
+        OtlpExporter("http://127.0.0.1:4318/v1/traces", encoding="json")

@@ -8,23 +8,26 @@ exporter's own thread decodes them and turns them into spans with the mapping of
 ``trajdebug export --to otlp`` (`trajdebug.formats.export`: a run is a trace,
 a step a span, dependencies span links, an error an ``exception`` event, each
 lifecycle stage a ``trajdebug.error.<stage>`` event on the step where it
-happened) and queues them; its own thread sends them to the collector over
-OTLP/HTTP, as protobuf (``application/x-protobuf``, the collector's default)
-or JSON (``application/json``).
+happened), as the OpenTelemetry SDK's ``ReadableSpan``.  The sending is the
+SDK's ``OTLPSpanExporter`` (``opentelemetry-exporter-otlp-proto-http``, the
+``otlp`` extra): protobuf over HTTP, the standard ``OTEL_EXPORTER_OTLP_*``
+settings (endpoint, headers, timeout, compression, TLS certificates), and its
+own retries with backoff within its ``timeout``.
 
 What it promises:
 
 - **Never breaks or stalls the agent.**  The agent's threads never call it; the
-  writer thread only appends to its queue.  Sending, waiting and retrying
-  happen on the exporter's thread.
+  writer thread only appends to its queue.  Converting, sending, waiting and
+  retrying happen on the exporter's thread.
 - **Batches** of at most ``max_batch`` spans, sent at least every
   ``interval`` seconds while spans wait.
-- **Retries with backoff**: a refused connection, a timeout, or a status 429,
-  502, 503 or 504 keeps the batch and tries again after an exponential backoff
-  (``backoff`` seconds, doubled up to ``max_backoff``, with jitter; a
-  ``Retry-After`` is honoured), for as long as it takes: a collector that
-  restarts loses nothing.  Another status (400: the collector cannot read it)
-  drops the batch, counted and logged once.
+- **Retries until delivered**: the SDK's exporter gives up after its own
+  deadline (``timeout``); when the last try was a refused connection, a
+  timeout, or a status 408, 429, 502, 503 or 504, this loop keeps the batch
+  and hands it over again after an exponential backoff (``backoff`` seconds,
+  doubled up to ``max_backoff``, with jitter), for as long as it takes: a
+  collector that restarts loses nothing.  Another status (400: the collector
+  cannot read it) drops the batch, counted and logged once.
 - **A bounded queue**: at most ``max_queue`` records and spans wait (records
   are turned into spans on the exporter's thread, so the writer thread only
   appends).  A batch of records that would overflow it is refused whole and
@@ -45,15 +48,11 @@ Example:
 from __future__ import annotations
 
 import atexit
-import base64
-import gzip
-import json
+import functools
 import logging
 import random
 import threading
 import time
-import urllib.error
-import urllib.request
 import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -62,6 +61,7 @@ from typing import Any
 
 from trajdebug._encode import loads
 from trajdebug.formats.export import resource_attributes, stage_event, step_span
+from trajdebug.formats.otlp_json import attributes as decode_attributes
 from trajdebug.model import ErrorEvent, Run, StageChange
 from trajdebug.schema import Problems, decode_step
 
@@ -69,10 +69,7 @@ from trajdebug.schema import Problems, decode_step
 log = logging.getLogger("trajdebug")
 
 RETRYABLE = frozenset({408, 429, 502, 503, 504})
-"""Statuses after which a batch is sent again (the OTLP/HTTP specification's list)."""
-
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
+"""Statuses after which a batch is handed over again (the OTLP/HTTP specification's list)."""
 
 
 @dataclass(slots=True)
@@ -84,11 +81,12 @@ class ExportStats:
     batches_sent: int = 0
     """Requests the collector accepted."""
     retries: int = 0
-    """Requests sent again after a failure."""
+    """Requests sent again after a failure (the SDK exporter's own retries and this loop's)."""
     dropped_queue_full: int = 0
     """Records refused because the queue was full."""
     dropped_rejected: int = 0
-    """Spans in batches the collector rejected for good (a status that is not retryable)."""
+    """Spans in batches the collector rejected for good (a status that is not retryable), or that could
+    not be encoded."""
     dropped_at_shutdown: int = 0
     """Spans still queued when `OtlpExporter.shutdown` gave up."""
     late_events: int = 0
@@ -113,7 +111,8 @@ class _RunState:
     outcome: str = "incomplete"
     failure_reason: str | None = None
     end_ns: int | None = None
-    resource: dict[str, Any] | None = None
+    resource: Any = None
+    """The run's OpenTelemetry ``Resource``, rebuilt when its identity, metadata or outcome changes."""
 
     def run(self) -> Run:
         return Run(
@@ -128,60 +127,77 @@ class _RunState:
         )
 
 
-def _hex_to_b64(value: Any) -> Any:
-    if isinstance(value, str) and value:
-        try:
-            return base64.b64encode(bytes.fromhex(value)).decode()
-        except ValueError:
-            return value
-    return value
+def _context(trace_id: str, span_id: str) -> Any:
+    from opentelemetry.trace import SpanContext, TraceFlags
+
+    return SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
 
 
-def _proto_ids(obj: Any) -> Any:
-    """OTLP/JSON writes ids in hex; protobuf's JSON mapping reads bytes as base64."""
-    if isinstance(obj, dict):
-        return {
-            k: (_hex_to_b64(v) if k in ("traceId", "spanId", "parentSpanId") else _proto_ids(v)) for k, v in obj.items()
-        }
-    if isinstance(obj, list):
-        return [_proto_ids(v) for v in obj]
-    return obj
+def readable_span(span: Mapping[str, Any], resource: Any, scope: Any) -> Any:
+    """One span of the export mapping (OTLP/JSON, `trajdebug.formats.export.step_span`) as the OpenTelemetry
+    SDK's ``ReadableSpan``: the mapping stays in one place, and the SDK's encoder writes what it says."""
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+
+    trace, parent, status = span["traceId"], span.get("parentSpanId"), span.get("status") or {}
+    return ReadableSpan(
+        name=span["name"],
+        context=_context(trace, span["spanId"]),
+        parent=_context(trace, parent) if parent else None,
+        resource=resource,
+        attributes=decode_attributes(span.get("attributes")),
+        events=[Event(e["name"], decode_attributes(e.get("attributes")), int(e["timeUnixNano"])) for e in span.get("events", ())],
+        links=[Link(_context(k["traceId"], k["spanId"]), decode_attributes(k.get("attributes"))) for k in span.get("links", ())],
+        # OTLP numbers span kinds from 1 (INTERNAL), the API from 0.
+        kind=SpanKind(int(span.get("kind", 1)) - 1),
+        status=Status(StatusCode.ERROR, status.get("message")) if status.get("code") == 2 else Status(StatusCode.UNSET),
+        start_time=int(span["startTimeUnixNano"]),
+        end_time=int(span["endTimeUnixNano"]),
+        instrumentation_scope=scope,
+    )
 
 
-def encode_protobuf(envelope: Mapping[str, Any]) -> bytes:
-    """An OTLP/JSON envelope as an ``ExportTraceServiceRequest`` (protobuf bytes)."""
-    from google.protobuf import json_format
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+def _watching_session(exporter: OtlpExporter) -> Any:
+    """A ``requests.Session`` that tells the exporter each try's outcome: the SDK's exporter answers only
+    success or failure, and this loop must know whether the last failure was worth another try."""
+    import requests
 
-    msg = json_format.ParseDict(_proto_ids(envelope), ExportTraceServiceRequest(), ignore_unknown_fields=True)
-    return bytes(msg.SerializeToString())
+    class Session(requests.Session):
+        def send(self, request: Any, **kwargs: Any) -> Any:
+            exporter._tries += 1
+            if exporter._tries > 1:
+                exporter.stats.retries += 1
+            try:
+                response = super().send(request, **kwargs)
+            except Exception as exc:
+                exporter._last = (None, f"{type(exc).__name__}: {exc}")
+                raise
+            exporter._last = (int(response.status_code), f"HTTP {response.status_code}")
+            return response
 
-
-def _scope() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return {"name": "trajdebug", "version": version("trajdebug")}
-    except PackageNotFoundError:  # pragma: no cover - an uninstalled checkout
-        return {"name": "trajdebug", "version": "0"}
+    return Session()
 
 
 class OtlpExporter:
     """A sink that exports runs live to an OTLP/HTTP collector (see the module docstring).
 
     Args:
-        endpoint: The collector's traces URL (``http://127.0.0.1:4318/v1/traces`` by default).
-        encoding: ``protobuf`` or ``json``.
-        headers: Extra request headers (an API key for a hosted backend).
+        endpoint: The collector's traces URL; None reads ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or
+            ``OTEL_EXPORTER_OTLP_ENDPOINT`` (``http://localhost:4318/v1/traces`` without either).
+        encoding: ``protobuf``, the only one (the SDK's exporter sends protobuf; see docs/production.md).
+        headers: Extra request headers (an API key for a hosted backend); None reads ``OTEL_EXPORTER_OTLP_HEADERS``.
         max_queue: Records and spans that may wait at most.
         max_batch: Spans per request at most.
         interval: Seconds a span waits at most before its batch is sent (while the collector answers).
-        timeout: Seconds one request may take.
-        backoff: The first retry's delay, doubled each time up to ``max_backoff``.
-        max_backoff: The longest delay between two tries.
-        compression: ``gzip`` or None.
+        timeout: Seconds the SDK's exporter may spend on one batch, its own retries included; None reads
+            ``OTEL_EXPORTER_OTLP_TIMEOUT`` (10 s).
+        backoff: This loop's first delay before it hands a batch over again, doubled each time up to ``max_backoff``.
+        max_backoff: The longest delay between two hand-overs.
+        compression: ``gzip``, ``deflate`` or None (None reads ``OTEL_EXPORTER_OTLP_COMPRESSION``).
         service_name: The ``service.name`` of the traces (else the run's metadata ``service.name``, else
             ``trajdebug``).
+        **otlp: Passed to ``OTLPSpanExporter`` (``certificate_file``, ``client_key_file``,
+            ``client_certificate_file``).
     """
 
     loss_kind = "export_dropped"
@@ -191,46 +207,53 @@ class OtlpExporter:
 
     def __init__(
         self,
-        endpoint: str = "http://127.0.0.1:4318/v1/traces",
+        endpoint: str | None = None,
         *,
         encoding: str = "protobuf",
         headers: Mapping[str, str] | None = None,
         max_queue: int = 20_000,
         max_batch: int = 512,
         interval: float = 0.5,
-        timeout: float = 10.0,
+        timeout: float | None = None,
         backoff: float = 0.1,
         max_backoff: float = 5.0,
         compression: str | None = None,
         service_name: str | None = None,
+        **otlp: Any,
     ) -> None:
-        if encoding not in ("protobuf", "json"):
-            raise ValueError(f"OtlpExporter(encoding={encoding!r}): expected 'protobuf' or 'json'")
-        if compression not in (None, "gzip"):
-            raise ValueError(f"OtlpExporter(compression={compression!r}): expected 'gzip' or None")
-        if encoding == "protobuf":
-            try:
-                from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: F401
-            except ImportError as exc:
-                raise ImportError(
-                    "OtlpExporter(encoding='protobuf') needs opentelemetry-proto (pip install 'trajdebug[otlp]'), "
-                    "or use encoding='json'"
-                ) from exc
-        self.endpoint = endpoint
-        self.path = endpoint
+        if encoding != "protobuf":
+            raise ValueError(
+                f"OtlpExporter(encoding={encoding!r}): only 'protobuf' is sent live (every OTLP/HTTP collector takes it); "
+                "for OTLP/JSON files use `trajdebug export --to otlp`"
+            )
+        try:
+            from opentelemetry.exporter.otlp.proto.http import Compression
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+        except ImportError as exc:
+            raise ImportError("OtlpExporter needs opentelemetry-exporter-otlp-proto-http (pip install 'trajdebug[otlp]')") from exc
+        self._tries = 0
+        self._last: tuple[int | None, str] = (None, "")
+        self._otlp = OTLPSpanExporter(
+            endpoint,
+            headers=dict(headers) if headers is not None else None,
+            timeout=timeout,
+            compression=Compression(compression) if compression is not None else None,
+            session=_watching_session(self),
+            **otlp,
+        )
+        self._scope = InstrumentationScope("trajdebug", _version())
+        self.endpoint = self._otlp._endpoint if isinstance(getattr(self._otlp, "_endpoint", None), str) else str(endpoint)
         self.encoding = encoding
-        self.headers = dict(headers or {})
         self.max_queue = max_queue
         self.max_batch = max_batch
         self.interval = interval
-        self.timeout = timeout
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self.compression = compression
         self.service_name = service_name
         self.stats = ExportStats()
         self._runs: dict[str, _RunState] = {}
-        self._queue: deque[tuple[str, list[dict[str, Any]], dict[str, Any]]] = deque()
+        self._queue: deque[tuple[str, list[dict[str, Any]], Any]] = deque()
         self._inbox: deque[list[Mapping[str, Any] | bytes]] = deque()
         self._queued = 0
         """Records waiting to be converted plus spans waiting to be sent."""
@@ -261,9 +284,9 @@ class OtlpExporter:
             self._cond.notify()
         return 0
 
-    def _convert(self, batches: list[list[Mapping[str, Any] | bytes]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    def _convert(self, batches: list[list[Mapping[str, Any] | bytes]]) -> list[tuple[str, dict[str, Any], Any]]:
         """Exporter thread: records (or their JSON lines) to spans (the run's state kept between batches)."""
-        spans: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        spans: list[tuple[str, dict[str, Any], Any]] = []
         for records in batches:
             for rec in records:
                 try:
@@ -277,25 +300,25 @@ class OtlpExporter:
         with self._cond:
             self._cond.notify()
 
-    def _append(self, run_id: str, span: dict[str, Any], resource: dict[str, Any]) -> None:
+    def _append(self, run_id: str, span: dict[str, Any], resource: Any) -> None:
         if self._queue and self._queue[-1][0] == run_id and self._queue[-1][2] is resource:
             self._queue[-1][1].append(span)
         else:
             self._queue.append((run_id, [span], resource))
 
-    def _resource(self, state: _RunState) -> dict[str, Any]:
+    def _resource(self, state: _RunState) -> Any:
         # Built once per change of the run's identity, metadata or outcome (shared by its spans).
         if state.resource is not None:
             return state.resource
-        run = state.run()
-        attrs = resource_attributes(run)
+        from opentelemetry.sdk.resources import Resource
+
+        attrs = decode_attributes(resource_attributes(state.run()))
         if self.service_name is not None:
-            attrs = [a for a in attrs if a["key"] != "service.name"]
-            attrs.insert(0, {"key": "service.name", "value": {"stringValue": self.service_name}})
-        state.resource = {"attributes": attrs}
+            attrs = {"service.name": self.service_name, **{k: v for k, v in attrs.items() if k != "service.name"}}
+        state.resource = Resource(attrs)
         return state.resource
 
-    def _on_record(self, rec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    def _on_record(self, rec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
         t = rec.get("t")
         run_id = str(rec.get("run_id"))
         state = self._runs.get(run_id)
@@ -350,7 +373,7 @@ class OtlpExporter:
             return self._release(state)
         return []
 
-    def _release(self, state: _RunState) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    def _release(self, state: _RunState) -> list[tuple[str, dict[str, Any], Any]]:
         """The run ended: its held spans leave, with every event that waited for them."""
         run = state.run()
         resource = self._resource(state)
@@ -367,9 +390,9 @@ class OtlpExporter:
             self._thread = threading.Thread(target=self._loop, name="trajdebug-otlp", daemon=True)
             self._thread.start()
 
-    def _take(self) -> list[tuple[str, list[dict[str, Any]], dict[str, Any]]]:
+    def _take(self) -> list[tuple[str, list[dict[str, Any]], Any]]:
         # Caller holds the condition: up to max_batch spans, grouped by run.
-        out: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = []
+        out: list[tuple[str, list[dict[str, Any]], Any]] = []
         n = 0
         while self._queue and n < self.max_batch:
             run_id, spans, resource = self._queue[0]
@@ -429,39 +452,33 @@ class OtlpExporter:
                 if sent:
                     self._cond.notify_all()
 
-    def _send_until_done(self, batch: list[tuple[str, list[dict[str, Any]], dict[str, Any]]]) -> bool:
-        envelope = {
-            "resourceSpans": [
-                {"resource": resource, "scopeSpans": [{"scope": _scope(), "spans": spans}]}
-                for _, spans, resource in batch
-            ]
-        }
-        n = sum(len(spans) for _, spans, _ in batch)
-        body = encode_protobuf(envelope) if self.encoding == "protobuf" else json.dumps(envelope).encode()
-        if self.compression == "gzip":
-            body = gzip.compress(body)
-        delay = self.backoff
+    def _send_until_done(self, batch: list[tuple[str, list[dict[str, Any]], Any]]) -> bool:
+        """Hand the batch to the SDK's exporter until the collector takes it, refuses it for good, or shutdown's
+        deadline passes (the SDK's exporter retries within its own deadline; this loop outlasts it)."""
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        spans = [readable_span(span, resource, self._scope) for _, group, resource in batch for span in group]
+        n, delay, self._tries = len(spans), self.backoff, 0
         while True:
-            status, retry_after, why = self._post(body)
-            if status is not None and 200 <= status < 300:
+            tries, self._last = self._tries, (None, "not sent")
+            if self._otlp.export(spans) is SpanExportResult.SUCCESS:
                 self.stats.spans_sent += n
                 self.stats.batches_sent += 1
                 return True
-            retryable = status is None or status in RETRYABLE
+            status, why = self._last
             self.stats.last_error = why
-            if not retryable:
-                self.stats.dropped_rejected += n
-                self._warn(f"status{status}", f"trajdebug: {self.endpoint} rejected {n} spans ({why}); dropped, counted")
-                return False
             with self._cond:
                 if self._stopping and self._deadline is not None and time.monotonic() >= self._deadline:
                     self.stats.dropped_at_shutdown += n
                     return False
-            self.stats.retries += 1
+            # No try at all: the SDK could not encode the batch or found it too large; another status: for good.
+            if self._tries == tries or (status is not None and status not in RETRYABLE):
+                self.stats.dropped_rejected += n
+                self._warn(f"status{status}", f"trajdebug: {self.endpoint} rejected {n} spans ({why}); dropped, counted")
+                return False
             self._warn("retry", f"trajdebug: cannot export to {self.endpoint} ({why}); retrying in the background")
-            wait = retry_after if retry_after is not None else delay * (0.5 + random.random())
             with self._cond:
-                end = time.monotonic() + wait
+                end = time.monotonic() + delay * (0.5 + random.random())
                 if self._stopping and self._deadline is not None:
                     end = min(end, self._deadline)
                 while time.monotonic() < end:
@@ -470,26 +487,7 @@ class OtlpExporter:
 
     _deadline: float | None = None
     _urgent = False
-
-    def _post(self, body: bytes) -> tuple[int | None, float | None, str]:
-        headers = {"Content-Type": PROTOBUF if self.encoding == "protobuf" else JSON, **self.headers}
-        if self.compression == "gzip":
-            headers["Content-Encoding"] = "gzip"
-        req = urllib.request.Request(self.endpoint, data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                resp.read()
-                return int(resp.status), None, f"HTTP {resp.status}"
-        except urllib.error.HTTPError as exc:
-            after = exc.headers.get("Retry-After") if exc.headers is not None else None
-            try:
-                retry_after = min(float(after), self.max_backoff * 4) if after else None
-            except ValueError:
-                retry_after = None
-            return int(exc.code), retry_after, f"HTTP {exc.code}"
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            return None, None, f"{type(exc).__name__}: {reason}"
+    _shut = False
 
     def _warn(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -527,7 +525,20 @@ class OtlpExporter:
             self._inbox.clear()
             self._queued = self._in_flight
             self._cond.notify_all()
+            first, self._shut = not self._shut, True
+        if first:  # ends the SDK exporter's retry wait at once; the batch it held is counted by the exporter's thread
+            self._otlp.shutdown()  # type: ignore[no-untyped-call]
         return ok
+
+
+@functools.cache
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trajdebug")
+    except PackageNotFoundError:  # pragma: no cover - an uninstalled checkout
+        return "0"
 
 
 _EXPORTERS: weakref.WeakSet[OtlpExporter] = weakref.WeakSet()
@@ -548,4 +559,4 @@ def _flush_at_exit() -> None:
         log.debug("trajdebug: OTLP export at exit failed", exc_info=True)
 
 
-__all__ = ["JSON", "PROTOBUF", "RETRYABLE", "ExportStats", "OtlpExporter", "encode_protobuf"]
+__all__ = ["RETRYABLE", "ExportStats", "OtlpExporter", "readable_span"]

@@ -92,6 +92,8 @@ class OtlpReceiver:
         """Requests received (accepted or not)."""
         self.content_types: list[str] = []
         """The content type of each accepted request."""
+        self.headers: list[dict[str, str]] = []
+        """The headers of each accepted request (names lower-cased)."""
         self._fail: list[int] = []
         self._lock = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
@@ -222,6 +224,7 @@ class OtlpReceiver:
         with self._lock:
             self.envelopes.append(dict(env))
             self.content_types.append(ctype)
+            self.headers.append({k.lower(): v for k, v in h.headers.items()})
             self._lock.notify_all()
         self._answer(h, 200, rtype, reply)
 

@@ -1,12 +1,17 @@
 """A client for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM).
 
-Standard library only (``urllib``): one POST to ``{base_url}/chat/completions``
-per question, with
+Built on the ``openai`` client (the ``judge`` extra): ``openai.OpenAI(base_url=...,
+api_key=..., timeout=..., max_retries=...)`` sends one request to
+``{base_url}/chat/completions`` per question and brings
 
-- a **timeout** per request (and, when streaming, a deadline for the whole answer);
+- a **timeout** per request (this module adds a deadline for a whole streamed answer);
 - **retries with exponential backoff** and jitter on connection errors,
-  timeouts, HTTP 408, 409, 429 and 5xx (``Retry-After`` honoured, capped); other
-  HTTP errors are final;
+  timeouts, HTTP 408, 409, 429 and 5xx (``Retry-After`` honoured); other HTTP
+  errors are final.  An answer that is not JSON is retried here, within the
+  same number of attempts;
+
+and this module keeps what the judge adds to it:
+
 - **structured output**: the answer's JSON schema goes out as
   ``response_format`` (``json_schema``); an endpoint that rejects it (HTTP 400
   or 422) is asked again with ``json_object``, then with the schema in the
@@ -17,7 +22,9 @@ per question, with
   messages, sampling and answer-shape parameters) in canonical JSON, never the
   API key; an entry holds the answer and its token counts, not the prompt.
   Only answers the caller accepted (validated) are kept; writes are atomic
-  (a temporary file renamed into place) and an unreadable entry is a miss.
+  (a temporary file renamed into place) and an unreadable entry is a miss;
+- the **count of requests** each question cost, retries included (the token
+  budget charges the ones that failed too), read from the HTTP transport.
 
 Any other backend plugs in as a `ChatModel`: a plain callable.
 """
@@ -30,8 +37,6 @@ import os
 import random
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,10 +46,7 @@ from trajdebug.judge.config import JudgeConfig, Structured
 
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-"""HTTP statuses worth another attempt (the request may succeed later)."""
-
-MAX_RETRY_AFTER = 30.0
-"""The longest ``Retry-After`` the client waits for (seconds); a longer one fails the request."""
+"""HTTP statuses worth another attempt (the ``openai`` client retries them, and any 5xx)."""
 
 _LOWER: dict[str, Structured] = {"json_schema": "json_object", "json_object": "none"}
 
@@ -212,11 +214,12 @@ def messages_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
 
 
 class ChatClient:
-    """The `ChatModel` of an OpenAI-compatible endpoint described by a `JudgeConfig`.
+    """The `ChatModel` of an OpenAI-compatible endpoint described by a `JudgeConfig`, on the ``openai`` client.
 
     Args:
         config: Endpoint, model, key, timeouts, retries, cache.
-        sleep: How to wait between attempts (tests pass a recorder).
+        sleep: How to wait before retrying an answer that was not JSON (tests pass a recorder); the ``openai``
+            client waits between its own retries.
     """
 
     def __init__(self, config: JudgeConfig, *, sleep: Callable[[float], None] = time.sleep) -> None:
@@ -226,6 +229,9 @@ class ChatClient:
         self._cache = ResponseCache(config.cache) if config.cache is not None else None
         self._sleep = sleep
         self._rng = random.Random()
+        self._transport = _transport()
+        self._openai = _client(config, self._transport)
+        self._headers = None if config.api_key else {"Authorization": _omit()}
         self.requests_sent = 0
         """HTTP requests that left the process (retries included)."""
 
@@ -297,70 +303,61 @@ class ChatClient:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "trajdebug-judge"}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
-        return headers
-
     def _send(self, body: Mapping[str, Any], messages: Sequence[Mapping[str, Any]], spent: _Spent) -> Completion:
-        """POST the request, retrying what may succeed later; ``spent`` counts the requests that failed."""
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        attempts = self.config.retries + 1
-        last = "no attempt"
-        for attempt in range(attempts):
-            wait: float | None = None
+        """Ask through the ``openai`` client (which retries what may succeed later) and read the answer;
+        ``spent`` counts the requests that went out and failed."""
+        import openai
+
+        attempts, tries = self.config.retries + 1, 0
+        while True:
+            count, ok = self._transport.start(), False
             try:
-                self.requests_sent += 1
-                return self._post(data, messages)
-            except urllib.error.HTTPError as exc:
-                spent.add(messages)
-                detail = _error_message(exc)
-                if exc.code in (400, 422) and "response_format" in body:
+                client = self._openai.with_options(max_retries=attempts - tries - 1)
+                raw = client.chat.completions.with_raw_response.create(**body, extra_headers=self._headers)
+                completion = self._read(raw, messages)
+                ok = True
+                return completion
+            except openai.APIStatusError as exc:
+                if exc.status_code in (400, 422) and "response_format" in body:
                     raise _Rejected from None
-                last = f"HTTP {exc.code}" + (f": {detail}" if detail else "")
-                if exc.code not in RETRY_STATUS:
-                    raise JudgeError(f"{self.endpoint}: {last}") from None
-                wait = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
-                if wait is not None and wait > MAX_RETRY_AFTER:
-                    raise JudgeError(f"{self.endpoint}: {last} (retry after {wait:.0f} s)") from None
-            except TimeoutError:
-                spent.add(messages)
-                last = f"no answer within {self.config.timeout:g} s"
-            except urllib.error.URLError as exc:
-                reason = exc.reason
-                if isinstance(reason, TimeoutError):
-                    spent.add(messages)
-                    last = f"no answer within {self.config.timeout:g} s"
-                else:
-                    # Refused before a byte of the request went out: nothing was sent.
-                    last = f"cannot connect ({reason})"
-            except (ConnectionError, OSError) as exc:
-                spent.add(messages)
-                last = f"connection failed ({exc})"
+                detail = _error_message(exc.body)
+                last = f"HTTP {exc.status_code}" + (f": {detail}" if detail else "")
+                final = exc.status_code not in RETRY_STATUS and exc.status_code < 500
+            except openai.APITimeoutError:
+                last, final = f"no answer within {self.config.timeout:g} s", False
+            except openai.APIConnectionError as exc:
+                # Refused before a byte of the request went out: nothing was sent.
+                how = "connection failed" if count.sent else "cannot connect"
+                last, final = f"{how} ({exc.__cause__ or exc})", False
             except _Malformed as exc:
-                spent.add(messages)
-                last = str(exc)
-            if attempt + 1 < attempts:
-                self._sleep(wait if wait is not None else self._backoff(attempt))
-        raise JudgeError(f"{self.endpoint}: {last} (after {attempts} attempt{'s' if attempts > 1 else ''})")
+                last, final = str(exc), False
+            finally:
+                tries += count.tries
+                self.requests_sent += count.tries
+                spent.add(messages, count.sent - ok)
+            if final:
+                raise JudgeError(f"{self.endpoint}: {last}")
+            if tries >= attempts:
+                raise JudgeError(f"{self.endpoint}: {last} (after {tries} attempt{'s' if tries > 1 else ''})")
+            self._sleep(self._backoff(tries - 1))
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: ``backoff * 2**attempt``, times a factor in [0.5, 1]."""
         return float(self.config.backoff * (2**attempt) * (0.5 + self._rng.random() / 2))
 
-    def _post(self, data: bytes, messages: Sequence[Mapping[str, Any]]) -> Completion:
-        request = urllib.request.Request(self.endpoint, data=data, headers=self._headers(), method="POST")
-        deadline = time.monotonic() + self.config.timeout
-        with urllib.request.urlopen(request, timeout=self.config.timeout) as response:
-            ctype = response.headers.get("Content-Type", "")
-            if "text/event-stream" in ctype:
-                return self._stream(_lines(response, deadline), messages)
-            raw = response.read()
+    def _read(self, raw: Any, messages: Sequence[Mapping[str, Any]]) -> Completion:
+        """The answer of a raw response: server-sent events or one JSON body (read here, so that a body that is
+        not the protocol's is named and retried, and content the SDK's models do not expect is still read)."""
+        response = raw.http_response
         try:
-            payload = json.loads(raw)
-        except ValueError:
-            raise _Malformed(f"the answer is not JSON ({len(raw)} bytes)") from None
+            if "text/event-stream" in response.headers.get("content-type", ""):
+                return self._stream(_lines(response, time.monotonic() + self.config.timeout), messages)
+            try:
+                payload = json.loads(response.read())
+            except ValueError:
+                raise _Malformed(f"the answer is not JSON ({len(response.content)} bytes)") from None
+        finally:
+            response.close()
         return self._completion(payload, messages)
 
     def _completion(self, payload: Any, messages: Sequence[Mapping[str, Any]]) -> Completion:
@@ -424,9 +421,79 @@ class _Spent:
         self.requests = 0
         self.tokens = 0
 
-    def add(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        self.requests += 1
-        self.tokens += messages_tokens(messages)
+    def add(self, messages: Sequence[Mapping[str, Any]], n: int = 1) -> None:
+        self.requests += n
+        self.tokens += n * messages_tokens(messages)
+
+
+class _Count:
+    """The HTTP tries of one call of the ``openai`` client, and how many of them went out."""
+
+    __slots__ = ("sent", "tries")
+
+    def __init__(self) -> None:
+        self.tries = 0
+        self.sent = 0
+
+
+def _transport() -> Any:
+    """An httpx transport that counts each try of the ``openai`` client (its retries are inside one call) and
+    whether the request left the process (a refused connection sent nothing)."""
+    import importlib
+
+    try:
+        import openai
+    except ImportError as exc:
+        raise ImportError("the judge needs the openai client (pip install 'trajdebug[judge]')") from exc
+    # The HTTP library the openai client is built on (httpx, or httpx2 in its later releases).
+    base = next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
+    httpx: Any = importlib.import_module(base.__module__.split(".")[0])
+
+    class Counting(httpx.HTTPTransport):  # type: ignore[misc]
+        count = _Count()
+
+        def start(self) -> _Count:
+            self.count = _Count()
+            return self.count
+
+        def handle_request(self, request: Any) -> Any:
+            count = self.count
+            count.tries += 1
+            try:
+                response = super().handle_request(request)
+            except httpx.ConnectError:
+                raise
+            except Exception:
+                count.sent += 1
+                raise
+            count.sent += 1
+            return response
+
+    # No connection outlives its answer: a judge asks a handful of questions per analysis, and a pooled socket
+    # would outlive the ChatClient that nobody closes.
+    return Counting(limits=httpx.Limits(max_keepalive_connections=0))
+
+
+def _omit() -> Any:
+    import openai
+
+    return openai.Omit()
+
+
+def _client(config: JudgeConfig, transport: Any) -> Any:
+    try:
+        import openai
+    except ImportError as exc:
+        raise ImportError("the judge needs the openai client (pip install 'trajdebug[judge]')") from exc
+    return openai.OpenAI(
+        base_url=config.base_url,
+        # Without a key no Authorization header goes out (`ChatClient._headers`): a key of None would make the
+        # client read OPENAI_API_KEY and send the user's OpenAI key to whatever endpoint is configured.
+        api_key=config.api_key or "none",
+        timeout=config.timeout,
+        max_retries=config.retries,
+        http_client=openai.DefaultHttpxClient(transport=transport),
+    )
 
 
 class _Rejected(Exception):
@@ -438,11 +505,11 @@ class _Malformed(Exception):
 
 
 def _lines(response: Any, deadline: float) -> Iterator[str]:
-    """The lines of a streamed answer, until the deadline."""
-    for raw in response:
+    """The lines of a streamed answer (an ``httpx.Response``), until the deadline."""
+    for line in response.iter_lines():
         if time.monotonic() > deadline:
-            raise TimeoutError("stream deadline")
-        yield raw.decode("utf-8", "replace").rstrip("\r\n")
+            raise _Malformed("the streamed answer did not end within the timeout")
+        yield line
 
 
 def _content(value: Any) -> str | None:
@@ -459,29 +526,15 @@ def _tokens(value: Any, estimate: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else estimate
 
 
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
-
-
-def _error_message(exc: urllib.error.HTTPError) -> str:
-    """The error's message from an OpenAI error body, one line and short."""
-    try:
-        body = json.loads(exc.read() or b"null")
-    except (ValueError, OSError):
-        return ""
-    error = body.get("error") if isinstance(body, Mapping) else None
+def _error_message(body: Any) -> str:
+    """The error's message from an OpenAI error body (the ``openai`` client hands over its ``error``), one line and short."""
+    error = body.get("error", body) if isinstance(body, Mapping) else body
     message = error.get("message") if isinstance(error, Mapping) else error if isinstance(error, str) else None
     return " ".join(str(message).split())[:200] if message else ""
 
 
 __all__ = [
     "CACHE_FORMAT",
-    "MAX_RETRY_AFTER",
     "RETRY_STATUS",
     "CachedAnswer",
     "ChatClient",
