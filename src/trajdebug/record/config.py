@@ -180,6 +180,15 @@ def _from_environment(config: Config) -> None:
         config.summary_key = env["TRAJDEBUG_SUMMARY_KEY"]
     if env.get("TRAJDEBUG_ROLLOUT_FILE", "").strip():
         config.rollout_file = env["TRAJDEBUG_ROLLOUT_FILE"].strip()
+    if env.get("TRAJDEBUG_REDACT_PII", "").strip():
+        from trajdebug import redaction
+
+        classes = tuple(c.strip() for c in env["TRAJDEBUG_REDACT_PII"].split(",") if c.strip())
+        unknown = sorted(set(classes) - redaction.PII_CLASSES)
+        if unknown:
+            logging.getLogger("trajdebug").warning("trajdebug: TRAJDEBUG_REDACT_PII: unknown classes %s ignored", unknown)
+        config.redact_pii = tuple(c for c in classes if c in redaction.PII_CLASSES)
+        redaction.set_policy(pii=config.redact_pii)
 
 
 _from_environment(CONFIG)
