@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+
 TESTS = Path(__file__).resolve().parent
 
 FIXED = [
