@@ -840,7 +840,7 @@ class TestBoundedBySize:
                 fail()
 
         took = self._timed(expect)
-        assert took < whole / 5, (took, whole)
+        assert took < whole / 3, (took, whole)
         err = read_jsonl(tmp_path / "r.jsonl").runs[0].errors[0]
         assert "2,000,000 items" in err.message and len(dumps(err.message)) < 70_000
 
@@ -866,6 +866,6 @@ class TestBoundedBySize:
                     s.output = value
 
             took = self._timed(step)
-        assert took < whole / 5, (took, whole)
+        assert took < whole / 3, (took, whole)
         out = read_jsonl(tmp_path / "r.jsonl").runs[0].steps[1].output
         assert TRUNCATED_KEY in out or "more items" in json.dumps(out)

@@ -1059,6 +1059,9 @@ def _summarize(conn: sqlite3.Connection, key: int, r: Mapping[str, Any]) -> None
         note = run_note(metadata)
         if note:
             conn.execute("UPDATE runs SET note = ? WHERE key = ?", (note, key))
+        if RECORDER_KEY in metadata:
+            # The recorder's running account (records dropped under load so far).
+            conn.execute("UPDATE runs SET lost = ? WHERE key = ?", (lost_in(metadata[RECORDER_KEY]), key))
     elif t == "mark":
         marked = r.get("outcome")
         reason = r.get("failure_reason")
