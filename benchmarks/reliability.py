@@ -117,6 +117,7 @@ _MEMORY_CHILD = textwrap.dedent(
     def tool(i):
         return f"result {i:012d} " + "r" * 180
 
+    trajdebug.configure(backlog_seconds=None)  # its bursts of 500 steps may queue: this measures memory, not drops
     with trajdebug.run("memory", store=target) as h:
         trajdebug.record.flush()
         start = rss()
