@@ -844,16 +844,14 @@ class TestBoundedBySize:
         err = read_jsonl(tmp_path / "r.jsonl").runs[0].errors[0]
         assert "2,000,000 items" in err.message and len(dumps(err.message)) < 70_000
 
-    @pytest.mark.parametrize("shape", ["list", "dict", "nested", "set"])
+    @pytest.mark.parametrize("shape", ["list", "dict", "set"])
     def test_a_huge_output_is_encoded_only_as_far_as_it_is_kept(self, tmp_path: Path, shape: str) -> None:
-        """A huge output (list, dict, a list inside a small dict, set) costs a small fraction of encoding it whole,
-        and is stored truncated."""
+        """A huge output (list, dict, set) costs a small fraction of encoding it whole, and is stored truncated."""
         from trajdebug._encode import dumps
 
         value: Any = {
             "list": self.BIG,
             "dict": {str(i): i for i in range(1_000_000)},
-            "nested": {"rows": self.BIG, "n": 1},
             "set": set(self.BIG),
         }[shape]
         whole = self._timed(lambda: dumps(value))

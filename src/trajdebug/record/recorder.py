@@ -108,13 +108,14 @@ def take_stop(run: Any) -> Any:
 def _snap(value: Any) -> Any:
     """Freeze a value at the step boundary: scalars as they are, the rest as JSON bytes.
 
-    Bounded by size, not content: a container with more items than could be stored
-    (`_clip`) is encoded only as far as the stored head reaches.
+    Bounded by size, not content: a container with more items than could be stored is encoded only
+    as far as the stored head reaches (`_clip`).  One ``len()``: a huge container nested inside a
+    small one is encoded whole (checking every item would cost every step).
     """
     t = type(value)
     if t in _SCALARS:
         return value
-    if t in _CONTAINERS:
+    if t in _CONTAINERS and len(value) > CONFIG.max_value_bytes >> 1:
         value = _clip(value)
     return dumps(value)  # never raises: unencodable values become markers
 
@@ -122,29 +123,20 @@ def _snap(value: Any) -> Any:
 _CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
 
 
-def _clip(value: Any, depth: int = 0) -> Any:
+def _clip(value: Any) -> Any:
     """A container cut to the items that can reach the stored head (each item takes at least two
     bytes of JSON, so past ``max_value_bytes // 2`` items nothing more is kept), with a marker of how
-    many more there were; the items of a small container are clipped the same way, two levels deep.
-    Costs a ``len()`` per item of small containers only."""
+    many more there were."""
     cap = CONFIG.max_value_bytes // 2
     n = len(value)
-    if n > cap:
-        more = {"__trajdebug_repr__": f"<{n - cap:,} more items>", "type": type(value).__name__}
-        if type(value) is dict:
-            import itertools
+    more = {"__trajdebug_repr__": f"<{n - cap:,} more items>", "type": type(value).__name__}
+    if type(value) is dict:
+        import itertools
 
-            out: Any = dict(itertools.islice(value.items(), cap))
-            out["__trajdebug_more__"] = more
-            return out
-        return [*_head(value, cap), more]
-    if depth < 2 and n <= 64:
-        if type(value) is dict:
-            if any(type(v) in _CONTAINERS and len(v) > 64 for v in value.values()):
-                return {k: _clip(v, depth + 1) if type(v) in _CONTAINERS else v for k, v in value.items()}
-        elif type(value) in (list, tuple) and any(type(v) in _CONTAINERS and len(v) > 64 for v in value):
-            return [_clip(v, depth + 1) if type(v) in _CONTAINERS else v for v in value]
-    return value
+        out: Any = dict(itertools.islice(value.items(), cap))
+        out["__trajdebug_more__"] = more
+        return out
+    return [*_head(value, cap), more]
 
 
 def _head(value: Any, n: int) -> list[Any]:
