@@ -103,7 +103,7 @@ def child_total(form: str, sink: str, n: int, repeats: int) -> dict[str, Any]:
         p = tmp / f"r{i}{ext}"
         return {"path": p} if sink == "jsonl" else {"store": p}
 
-    trajdebug.configure(max_buffer=n + 1000, max_buffer_bytes=1 << 40)
+    trajdebug.configure(max_buffer=n + 1000, max_buffer_bytes=1 << 40, backlog_seconds=None)
     with trajdebug.run("warm-up", **target(99)):
         body(max(n // 20, 1000))
     trajdebug.flush()
@@ -127,7 +127,7 @@ def child_total(form: str, sink: str, n: int, repeats: int) -> dict[str, Any]:
             if on_disk != n:
                 raise RuntimeError(f"{p}: {on_disk} of {n} steps on disk")
     # The same loop at the default settings: what a tight loop loses.
-    trajdebug.configure(max_buffer=100_000, max_buffer_bytes=64 * 1024 * 1024)
+    trajdebug.configure(max_buffer=100_000, max_buffer_bytes=64 * 1024 * 1024, backlog_seconds=0.1)
     with trajdebug.run("defaults", **target(98)) as h:
         body(n)
     default_dropped = h.losses["dropped"]
@@ -284,7 +284,7 @@ def child_components(n: int) -> list[dict[str, Any]]:
             pass
 
     # The agent's thread: the writer is held off, so only the hot path runs (its queue is large enough).
-    trajdebug.configure(max_buffer=10 * n + 1000, max_buffer_bytes=1 << 40)
+    trajdebug.configure(max_buffer=10 * n + 1000, max_buffer_bytes=1 << 40, backlog_seconds=None)
     step = trajdebug.step
 
     def cm() -> None:

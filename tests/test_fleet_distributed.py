@@ -22,8 +22,8 @@ def cluster() -> object:
         threads_per_worker=1,
         processes=True,
         host="127.0.0.1",
-        dashboard_address=None,
-        worker_dashboard_address=None,
+        dashboard_address="127.0.0.1:0",  # port 0: never a fixed port (Dask's default one may be taken)
+        worker_dashboard_address="127.0.0.1:0",
         scheduler_kwargs={"dashboard": False},
     ) as c:  # type: ignore[no-untyped-call]
         yield c

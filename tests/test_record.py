@@ -13,7 +13,7 @@ import textwrap
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -806,3 +806,64 @@ class TestHostileObjects:
         assert sorted(s.name for s in run.steps) == ["inner", "outer"]
         assert all(s.status == "error" for s in run.steps)
         assert run.errors and run.errors[0].type == exc_type.__name__
+
+
+class TestBoundedBySize:
+    """Work on the agent's thread is bounded by a value's size, not its content: each hostile value is timed
+    against what printing or encoding it whole costs on the same machine at the same moment."""
+
+    BIG: ClassVar[list[int]] = list(range(2_000_000))
+
+    @staticmethod
+    def _timed(fn: Callable[[], Any]) -> float:
+        import time
+
+        t = time.perf_counter()
+        fn()
+        return time.perf_counter() - t
+
+    def test_an_exception_holding_a_huge_list_is_printed_bounded(self, tmp_path: Path) -> None:
+        """ValueError(<2M-item list>) raised in a step costs a small fraction of printing the list once, and its
+        message says how many items there were."""
+        from trajdebug._encode import dumps
+
+        whole = self._timed(lambda: repr(self.BIG))
+
+        def fail() -> None:
+            with trajdebug.run("big", path=tmp_path / "r.jsonl"), trajdebug.step("s"):
+                raise ValueError(self.BIG)
+
+        with trajdebug.run("warm", path=tmp_path / "w.jsonl"), trajdebug.step("w"):
+            pass
+        def expect() -> None:
+            with pytest.raises(ValueError):
+                fail()
+
+        took = self._timed(expect)
+        assert took < whole / 3, (took, whole)
+        err = read_jsonl(tmp_path / "r.jsonl").runs[0].errors[0]
+        assert "2,000,000 items" in err.message and len(dumps(err.message)) < 70_000
+
+    @pytest.mark.parametrize("shape", ["list", "dict", "set"])
+    def test_a_huge_output_is_encoded_only_as_far_as_it_is_kept(self, tmp_path: Path, shape: str) -> None:
+        """A huge output (list, dict, set) costs a small fraction of encoding it whole, and is stored truncated."""
+        from trajdebug._encode import dumps
+
+        value: Any = {
+            "list": self.BIG,
+            "dict": {str(i): i for i in range(1_000_000)},
+            "set": set(self.BIG),
+        }[shape]
+        whole = self._timed(lambda: dumps(value))
+        with trajdebug.run("big", path=tmp_path / "r.jsonl"):
+            with trajdebug.step("w"):
+                pass
+
+            def step() -> None:
+                with trajdebug.step("s") as s:
+                    s.output = value
+
+            took = self._timed(step)
+        assert took < whole / 3, (took, whole)
+        out = read_jsonl(tmp_path / "r.jsonl").runs[0].steps[1].output
+        assert TRUNCATED_KEY in out or "more items" in json.dumps(out)

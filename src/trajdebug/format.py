@@ -446,6 +446,32 @@ def read_jsonl(path: str | Path) -> ReadResult:
         return read_lines(fh, source=str(p))
 
 
+def redacted(result: ReadResult) -> ReadResult:
+    """Runs read from a foreign source with their secrets redacted per the process policy, as the
+    recorder does (each run through `run_to_records` and back; what was scrubbed is counted in its
+    account); problems too, since they may quote a value.  Unchanged when redaction is off."""
+    from trajdebug import redaction
+
+    red = redaction.redactor()
+    if red is None:
+        return result
+    runs = [redacted_run(r) for r in result.runs]
+    problems = [
+        type(p)(red.text(p.reason), source=p.source, line=p.line) if red.may_hold(p.reason) else p
+        for p in result.problems
+    ]
+    return ReadResult(runs, problems)
+
+
+def redacted_run(run: Run) -> Run:
+    """One run with its secrets redacted per the process policy (see `redacted`)."""
+    builder = RunBuilder()
+    for rec in run_to_records(run):
+        builder.add(rec)
+    runs = builder.runs()
+    return runs[0] if runs else run
+
+
 def write_jsonl(runs: Iterable[Run], path: str | Path | IO[str], *, redact: bool | None = None) -> None:
     """Write runs as records to a JSONL file (or an open text stream).
 
@@ -479,6 +505,8 @@ __all__ = [
     "mark_record",
     "read_jsonl",
     "read_lines",
+    "redacted",
+    "redacted_run",
     "run_to_records",
     "step_to_record",
     "write_jsonl",

@@ -457,6 +457,11 @@ def run_to_records(run: Run, *, redact: bool | None = None) -> list[dict[str, An
         )
         recs.extend(stage_record(run.run_id, e.error_id, c.stage, c.step_id, c.time_ns, c.reason) for c in e.stages)
     recs.extend(answer_record(run.run_id, a) for a in run.answers)
+    # The end record is redacted with the others (its failure reason may quote a secret); the
+    # account is added after, so its counts are never taken for secrets.
+    ended = run.outcome != "incomplete"
+    if ended:
+        recs.append(end_record(run.run_id, run.end_ns, run.outcome, run.failure_reason))
     if redact is None or redact:
         from trajdebug import redaction
 
@@ -468,8 +473,8 @@ def run_to_records(run: Run, *, redact: bool | None = None) -> list[dict[str, An
                 for rule, n in redactor.counts.items():
                     merged[rule] = int(merged.get(rule, 0)) + n
                 account["redacted"] = merged
-    if run.outcome != "incomplete":
-        recs.append(end_record(run.run_id, run.end_ns, run.outcome, run.failure_reason, account))
+    if ended and account:
+        recs[-1][RECORDER_KEY] = dict(account)
     elif account:
         recs.append(meta_record(run.run_id, {RECORDER_KEY: account}))
     return recs

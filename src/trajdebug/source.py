@@ -129,6 +129,7 @@ def read_source(source: str | Path, *, fmt: str | None = None) -> ReadResult:
             if path.is_dir():
                 raise SourceError(f"{path}: a folder, not a trajdebug JSONL file")
             return read_jsonl(path)
+        from trajdebug.format import redacted
         from trajdebug.formats import import_path, sniff
 
         if fmt is None and sniff(path) is None:
@@ -138,7 +139,9 @@ def read_source(source: str | Path, *, fmt: str | None = None) -> ReadResult:
             )
         from trajdebug.sidefile import with_side_answers
 
-        return with_side_answers(path, import_path(path, fmt))
+        # What is rendered or written from a foreign source is redacted on the way in, as what the
+        # recorder records (a report, `serve`, a Parquet export never show a secret it holds).
+        return with_side_answers(path, redacted(import_path(path, fmt)))
     except FormatError as exc:
         raise SourceError(str(exc).splitlines()[0] if str(exc) else f"{path}: cannot be read") from None
     except SourceError:

@@ -147,6 +147,32 @@ def run_note(metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
+def spill_path(path: str | Path) -> Path:
+    """The side file beside a store where a process that exits while the store stays locked leaves
+    the records it could not write (``trajdebug.db`` -> ``trajdebug.db-spill.jsonl``): JSON lines,
+    merged into the store the next time any process opens it for writing, and read with the store
+    until then."""
+    p = Path(path)
+    return p.with_name(p.name + "-spill.jsonl")
+
+
+def append_spill(store: str | Path, lines: Sequence[bytes], renamed: Mapping[str, str] | None = None) -> Path:
+    """Append records (JSON lines) to a store's spill file in one write (``O_APPEND``: several
+    processes may spill at once); ``renamed``: run ids a writer stored under a new id."""
+    if renamed:
+        lines = [_renamed_line(line, renamed) for line in lines]
+    path = spill_path(store)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+        view, done = memoryview(data), 0
+        while done < len(data):
+            done += os.write(fd, view[done:])
+    finally:
+        os.close(fd)
+    return path
+
+
 def is_store(path: str | Path) -> bool:
     """Whether ``path`` is an SQLite file (by its magic header)."""
     try:
@@ -372,6 +398,49 @@ class Store:
             ).fetchone() is not None
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from None
+        if not self.readonly and spill_path(self.path).exists():
+            self.merge_spill()
+
+    # -- the spill file ----------------------------------------------------------
+
+    def spill(self, lines: Sequence[bytes]) -> Path:
+        """Append records (JSON lines) this writer could not write (the store stayed locked until the
+        process exited) to the side file `spill_path`; returns its path.  Runs this store object gave
+        a new id (see `write_lines`) keep it there."""
+        return append_spill(self.path, lines, self._renamed)
+
+    def merge_spill(self) -> int:
+        """Write the records of the spill file into the store and remove it (claimed by a rename, so
+        two processes never merge it twice); returns how many were merged.  When the store is still
+        locked, the records go back to the spill file for the next writer."""
+        path = spill_path(self.path)
+        claimed = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            os.rename(path, claimed)
+        except OSError:
+            return 0  # gone, or another process claimed it
+        try:
+            lines = [line for line in claimed.read_bytes().splitlines(keepends=True) if line.strip()]
+            self.write_lines(lines)
+        except (sqlite3.Error, OSError) as exc:
+            log.info("trajdebug: %s: the spill file waits for the next writer (%s)", self.path, exc)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, claimed.read_bytes())
+            finally:
+                os.close(fd)
+            lines = []
+        claimed.unlink(missing_ok=True)
+        return len(lines)
+
+    def _spilled(self) -> dict[str, list[bytes]]:
+        """The spill file's lines by run id (read-only readers read them with the store)."""
+        try:
+            data = spill_path(self.path).read_bytes()
+        except OSError:
+            return {}
+        groups, _ = _group([line for line in data.splitlines(keepends=True) if line.strip()])
+        return {rid: g.lines for rid, g in groups.items()}
 
     def _write_schema(self, conn: sqlite3.Connection, found: int) -> None:
         """Create the tables of an empty store, or upgrade one of schema version 1, under the write lock."""
@@ -681,7 +750,9 @@ class Store:
         """All run ids, oldest first (from the runs table, or from the records when that cannot be read)."""
         conn = self._conn()
         try:
-            return [str(r[0]) for r in conn.execute("SELECT run_id FROM runs ORDER BY start_ns, rowid")]
+            ids = [str(r[0]) for r in conn.execute("SELECT run_id FROM runs ORDER BY start_ns, rowid")]
+            known = set(ids)
+            return ids + [rid for rid in self._spilled() if rid not in known]
         except sqlite3.DatabaseError:
             seen: dict[str, None] = {}
             try:
@@ -726,9 +797,19 @@ class Store:
             ids = list(run_ids) if run_ids is not None else self.run_ids()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot list runs: {_reason(exc)}") from None
+        spilled = self._spilled()
+        if spilled:
+            n = sum(len(v) for v in spilled.values())
+            problems.append(
+                FormatError(
+                    f"{n} records of {len(spilled)} run(s) wait in {spill_path(self.path)} (a process exited while"
+                    " the store was locked); read with the store, merged into it when it is next written",
+                    source=str(self.path),
+                )
+            )
         runs = []
         for rid in ids:
-            run, found = self._read_run(rid)
+            run, found = self._read_run(rid, spilled.get(rid, ()))
             problems.extend(found)
             if run is not None:
                 runs.append(run)
@@ -765,25 +846,34 @@ class Store:
                 yield n, data[start:end]
                 start = end
 
-    def _read_run(self, rid: str) -> tuple[Run | None, list[FormatError]]:
+    def _read_run(self, rid: str, spilled: Sequence[bytes] | None = None) -> tuple[Run | None, list[FormatError]]:
         source = f"{self.path} (run {rid})"
         builder = RunBuilder(source, split=False)
+        if spilled is None:
+            spilled = self._spilled().get(rid, ()) if spill_path(self.path).exists() else ()
         try:
+            n = 0
             for n, line in self._lines(self._conn(), rid):
-                try:
-                    rec = loads(line)
-                except (ValueError, TypeError) as exc:
-                    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                    builder.problems.append(FormatError(f"record is not valid JSON ({reason})", source=source, line=n))
-                    continue
-                builder.add(rec, line=n)
+                self._add_line(builder, source, n, line)
         except sqlite3.DatabaseError as exc:
             builder.problems.append(FormatError(f"cannot read the rest of this run: {_reason(exc)}", source=source))
+        for i, line in enumerate(spilled, start=n + 1):
+            self._add_line(builder, source, i, line)
         runs = builder.runs()
         if not runs:
             builder.problems.append(FormatError("listed, but no record of it could be read", source=source))
             return None, builder.problems
         return runs[0], builder.problems
+
+    @staticmethod
+    def _add_line(builder: RunBuilder, source: str, n: int, line: bytes) -> None:
+        try:
+            rec = loads(line)
+        except (ValueError, TypeError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            builder.problems.append(FormatError(f"record is not valid JSON ({reason})", source=source, line=n))
+            return
+        builder.add(rec, line=n)
 
     def load_run(self, run_id: str) -> Run:
         """Load one run (what could not be read of it is logged as a warning).
@@ -823,6 +913,9 @@ class Store:
         if len(rows) == 1:
             return str(rows[0][0])
         if not rows:
+            spilled = [rid for rid in self._spilled() if rid.startswith(run_id)] if spill_path(self.path).exists() else []
+            if len(spilled) == 1:
+                return spilled[0]
             raise KeyError(f"{self.path}: no run {run_id!r}")
         raise KeyError(ambiguous_prefix(self.path, run_id, [str(r[0]) for r in rows]))
 
@@ -860,6 +953,17 @@ def _fresh_id(conn: sqlite3.Connection) -> str:
         rid = f"{int.from_bytes(os.urandom(16), 'big') | 1:032x}"
         if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (rid,)).fetchone() is None:
             return rid
+
+
+def _renamed_line(line: bytes, renamed: Mapping[str, str]) -> bytes:
+    """A record line under the new id of its run, when its run was given one."""
+    try:
+        rec = loads(line)
+    except (ValueError, TypeError):
+        return line
+    if isinstance(rec, Mapping) and rec.get("run_id") in renamed:
+        return dumps_line({**rec, "run_id": renamed[rec["run_id"]]})
+    return line
 
 
 def _renamed_group(group: _Group, old: str, new: str, clash: str | None = None) -> _Group:
@@ -955,6 +1059,9 @@ def _summarize(conn: sqlite3.Connection, key: int, r: Mapping[str, Any]) -> None
         note = run_note(metadata)
         if note:
             conn.execute("UPDATE runs SET note = ? WHERE key = ?", (note, key))
+        if RECORDER_KEY in metadata:
+            # The recorder's running account (records dropped under load so far).
+            conn.execute("UPDATE runs SET lost = ? WHERE key = ?", (lost_in(metadata[RECORDER_KEY]), key))
     elif t == "mark":
         marked = r.get("outcome")
         reason = r.get("failure_reason")
@@ -1021,9 +1128,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "RunSummary",
     "Store",
+    "append_spill",
     "StoreBusyError",
     "StoreError",
     "ambiguous_prefix",
     "default_store_path",
     "is_store",
+    "spill_path",
 ]

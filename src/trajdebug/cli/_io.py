@@ -85,7 +85,9 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
             first = next(stream, None)
         except FormatError as exc:
             raise fail(str(exc)) from None
-        runs = itertools.chain([first] if first is not None else [], stream)
+        from trajdebug.format import redacted_run
+
+        runs = map(redacted_run, itertools.chain([first] if first is not None else [], stream))
     else:
         try:
             with Progress(f"reading {source}", enabled=not as_json):
@@ -118,6 +120,10 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         write_jsonl(counted(runs), output)
         outcome["added"] = len(imported)
     if not isinstance(runs, list):
+        # Streamed (OTLP): problems may quote a value of the file; redacted like the runs.
+        from trajdebug.format import ReadResult, redacted
+
+        problems = redacted(ReadResult([], problems)).problems
         for problem in problems:
             warn(str(problem))
     if as_json:

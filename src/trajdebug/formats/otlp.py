@@ -394,6 +394,10 @@ def _number(value: Any, default: float) -> Any:
     (a foreign or damaged file: the span is still read)."""
     if value is None or isinstance(value, bool):
         return default
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)  # exact: a time in nanoseconds does not fit a float
     try:
         n = float(value)
     except (TypeError, ValueError, OverflowError):

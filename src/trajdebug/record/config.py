@@ -27,6 +27,11 @@ class Config:
     max_buffer_bytes: int = 64 * 1024 * 1024
     """Bytes of snapshotted inputs and outputs of one run waiting for the writer; past this the
     ``backpressure`` policy applies (so memory per waiting step is bounded)."""
+    backlog_seconds: float | None = 0.1
+    """While the writer is backlogged (a tight loop), the queue holds at most what it drains in this
+    many seconds (never less than ``max_batch``): a SIGKILL then loses at most about that much of
+    finished steps, the rest are dropped and counted on disk.  None: up to ``max_buffer`` whatever the
+    writer's pace (fewer drops in a burst, a longer loss window)."""
     backpressure: str = "drop"
     """What a full buffer does to a new record: ``drop`` it and count it (the agent never waits), or
     ``block`` the agent until the writer makes room, for at most ``block_timeout`` (then drop and count)."""
@@ -180,6 +185,15 @@ def _from_environment(config: Config) -> None:
         config.summary_key = env["TRAJDEBUG_SUMMARY_KEY"]
     if env.get("TRAJDEBUG_ROLLOUT_FILE", "").strip():
         config.rollout_file = env["TRAJDEBUG_ROLLOUT_FILE"].strip()
+    if env.get("TRAJDEBUG_REDACT_PII", "").strip():
+        from trajdebug import redaction
+
+        classes = tuple(c.strip() for c in env["TRAJDEBUG_REDACT_PII"].split(",") if c.strip())
+        unknown = sorted(set(classes) - redaction.PII_CLASSES)
+        if unknown:
+            logging.getLogger("trajdebug").warning("trajdebug: TRAJDEBUG_REDACT_PII: unknown classes %s ignored", unknown)
+        config.redact_pii = tuple(c for c in classes if c in redaction.PII_CLASSES)
+        redaction.set_policy(pii=config.redact_pii)
 
 
 _from_environment(CONFIG)

@@ -73,12 +73,77 @@ def new_error_id() -> str:
     return f"e{id_prefix()}{next(_counter):07x}"
 
 
-def safe_str(exc: BaseException) -> str:
-    """``str(exc)``, or a placeholder when the exception's ``__str__`` itself fails."""
+MAX_MESSAGE = 64 * 1024
+"""Characters of an exception's message kept (the agent's thread never prints more)."""
+
+_BIG_ITEMS = 256
+"""An exception argument with more items than this is printed bounded (`reprlib`), never whole."""
+
+_PLAIN_STR = (BaseException.__str__, KeyError.__str__)
+
+
+def _big(v: Any) -> bool:
+    t = type(v)
+    if t is str or t is bytes:
+        return len(v) > MAX_MESSAGE
+    return t in (list, tuple, dict, set, frozenset) and len(v) > _BIG_ITEMS
+
+
+def is_big(exc: BaseException) -> bool:
+    """An exception whose arguments would take long to print (a 5-million-item list, a 50 MB
+    string): its message is printed bounded by size (`safe_str`), whatever it holds."""
     try:
-        return str(exc)
+        return type(exc).__str__ in _PLAIN_STR and any(_big(a) for a in exc.args)
+    except Exception:  # noqa: BLE001 - hostile args
+        return False
+
+
+def safe_str(exc: BaseException) -> str:
+    """``str(exc)`` bounded by size, or a placeholder when the exception's ``__str__`` itself fails.
+
+    An exception with the built-in ``__str__`` whose arguments are large is printed with
+    `reprlib` (at most a few hundred items, a string cut to `MAX_MESSAGE`), so the agent's thread
+    spends time on its size, not its content: ``ValueError(<a 5-million-item list>)`` costs
+    microseconds, not seconds.
+    """
+    try:
+        if is_big(exc):
+            import reprlib
+
+            r = reprlib.Repr()
+            r.maxlist = r.maxtuple = r.maxdict = r.maxset = r.maxfrozenset = _BIG_ITEMS
+            r.maxstring = r.maxother = MAX_MESSAGE
+            r.maxlevel = 4
+
+            def one(a: Any) -> str:
+                if type(a) is str and type(exc).__str__ is BaseException.__str__:
+                    return a if len(a) <= MAX_MESSAGE else f"{a[:MAX_MESSAGE]}… [{len(a)} characters, truncated]"
+                n = f" [{len(a):,} items]" if not isinstance(a, (str, bytes)) and hasattr(a, "__len__") else ""
+                return r.repr(a) + n
+
+            args = exc.args
+            return one(args[0]) if len(args) == 1 else "(" + ", ".join(one(a) for a in args) + ")"
+        text = str(exc)
+        return text if len(text) <= MAX_MESSAGE else f"{text[:MAX_MESSAGE]}… [{len(text)} characters, truncated]"
     except Exception:  # noqa: BLE001 - the step that raised it is exactly the one to keep
         return f"<unprintable {type(exc).__name__}>"
+
+
+def _traceback(exc: BaseException, message: str) -> str:
+    """The exception's traceback (its last 8,000 characters), bounded by size like its message: an
+    exception (or one it chains) whose arguments are large gets its frames and the bounded message."""
+    chain, seen = False, 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 4:
+        if is_big(cur):
+            chain = True
+            break
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    if chain:
+        frames = "".join(traceback.format_tb(exc.__traceback__, limit=12))
+        return f"Traceback (most recent call last):\n{frames}{type(exc).__name__}: {message}\n"[-8000:]
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=12))[-8000:]
 
 
 def _tag(exc: BaseException) -> _Tag | None:
@@ -218,7 +283,10 @@ def on_exception(run: RunHandle, h: StepHandle, exc: BaseException) -> None:
         return
     tb = None
     if CONFIG.capture_tracebacks:
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=12))[-8000:]
+        try:
+            tb = _traceback(exc, message)
+        except Exception:  # noqa: BLE001 - a hostile exception costs its traceback, not its step
+            tb = None
     tag = _tag(exc)
     if tag is not None and tag.run_id == run.run_id and tag.last is not None and _encloses(h, tag.last):
         eid = tag.error_id

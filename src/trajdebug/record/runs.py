@@ -60,9 +60,18 @@ class _Account:
     every step, so the run's rarely used counters live here.
     """
 
-    __slots__ = ("context_lost", "escaped", "internal_errors", "lock", "lost", "sink_failures", "waiting", "warned")
+    __slots__ = (
+        "context_lost", "drain", "escaped", "internal_errors", "lock", "lost", "on_disk", "serviced",
+        "sink_failures", "waiting", "warned",
+    )  # fmt: skip
 
     def __init__(self) -> None:
+        self.drain = 0.0
+        """Records per second the writer drains from this run's queue while it is backlogged (EWMA)."""
+        self.serviced = 0.0
+        """When the writer last serviced this run (monotonic seconds)."""
+        self.on_disk = 0
+        """Records counted as dropped in what was last written (a ``meta`` record's account)."""
         self.escaped: BaseException | None = None
         self.lost = dict.fromkeys(LOST_KINDS, 0)
         self.context_lost = [0, 0]
@@ -477,6 +486,13 @@ class RunHandle:
         if done_bytes:
             # Only this thread writes _max_bytes: the agent's check stays "queued bytes < budget".
             self._max_bytes += done_bytes
+        self._bound_backlog(n, bool(q))
+        dropped = self._acct.lost["dropped"]
+        if dropped != self._acct.on_disk and records and not self._joined:
+            # What was dropped is on disk with the next batch, not only in the end record: a run
+            # killed under load still says how many finished steps it never wrote.
+            self._acct.on_disk = dropped
+            records.append(self._tracker.record(meta_record(self.run_id, {RECORDER_KEY: self.account()})))
         slots = self._slots
         if records:
             # Each record is encoded once; every sink (and the hook thread) gets the same bytes.
@@ -518,6 +534,23 @@ class RunHandle:
         if self._ended is not None and time.monotonic() - self._ended >= CONFIG.late_grace:
             self._finalize()
         return 0
+
+    def _bound_backlog(self, n: int, backlogged: bool) -> None:
+        """Size the queue to what the writer drains in ``backlog_seconds`` (0.1 s by default), so a SIGKILL under any load
+        loses at most that much of finished steps (the rest are dropped and counted on disk).  The
+        drain rate is measured only while the writer is backlogged; a run that never backlogs it (an
+        agent waiting on models and tools) keeps the full `max_buffer` for its bursts.
+        """
+        now = time.monotonic()
+        acct = self._acct
+        elapsed, acct.serviced = now - acct.serviced, now
+        window = CONFIG.backlog_seconds
+        if self._final or not backlogged or window is None:
+            return
+        if n and 0 < elapsed < 1.0:
+            rate = n / elapsed
+            acct.drain = rate if not acct.drain else 0.7 * acct.drain + 0.3 * rate
+            self._max_buffer = min(CONFIG.max_buffer, max(CONFIG.max_batch, int(acct.drain * window)))
 
     def _end_record(self, end: _End) -> dict[str, Any]:
         reason = None if end.reason is None else self._tracker.text(end.reason)

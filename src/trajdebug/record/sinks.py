@@ -86,13 +86,21 @@ class PartialWrite(OSError):
 _TRANSIENT_ERRNO = frozenset({errno.ENOSPC, errno.EAGAIN, errno.EINTR, errno.EBUSY, getattr(errno, "EDQUOT", -1)})
 
 
+_SQLITE_TRANSIENT = frozenset({5, 6, 13})
+"""SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL (primary result codes)."""
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether a sink error may pass by itself (a locked store, a full disk): then the batch is retried."""
     if getattr(exc, "transient", False) is True:
         return True
     if isinstance(exc, sqlite3.OperationalError):
+        # SQLITE_FULL ("database or disk is full") passes when space returns: keep the batch and
+        # retry, as a JSONL file does on ENOSPC.
+        if getattr(exc, "sqlite_errorcode", None) in _SQLITE_TRANSIENT:
+            return True
         text = str(exc).lower()
-        return "locked" in text or "busy" in text
+        return "locked" in text or "busy" in text or "disk is full" in text
     if isinstance(exc, OSError):
         return exc.errno in _TRANSIENT_ERRNO
     return False
@@ -237,6 +245,13 @@ class StoreSink:
             raise
         self._locked = False
         return skipped
+
+    def spill(self, lines: Sequence[bytes]) -> Path:
+        """Leave records that could not be written (the process exits while the store stays locked)
+        in the side file beside the store (`trajdebug.store.spill_path`); returns its path."""
+        from trajdebug.store import append_spill
+
+        return append_spill(self.path, lines, self._store._renamed if self._store is not None else None)
 
     def close(self) -> None:
         """Close the writer thread's connection."""

@@ -14,6 +14,7 @@ left to content inference at analysis time (`trajdebug.analysis.inference._infer
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,6 +57,25 @@ _TEXT_FIELDS = frozenset({"message", "failure_reason", "reason", "traceback"})
 _NAME_FIELDS = frozenset({"name", "agent", "type"})
 _OBJECT_FIELDS = frozenset({"metadata", "attributes"})
 _INT_RANGE = (-(2**63), 2**64)
+
+
+_MARGIN = 16 * 1024
+"""Characters past the size cut that are still redacted before cutting: a secret that starts inside the
+kept head (a PEM private key is about 3 KiB) is scrubbed whole, never half-kept."""
+
+_WHOLE_BYTES = 1 << 20
+"""A snapshot larger than this is not decoded whole to be redacted: its kept head is (`red_head`)."""
+
+_JSON_PAIR = re.compile(r'"((?:[^"\\]|\\.){1,100})"\s*:\s*("(?:[^"\\]|\\.)*"|[^,}\]]+)')
+
+
+def red_head(red: Any, head: str) -> str:
+    """The head of a large value's JSON text, redacted: values under secret key names, then the text."""
+
+    def one(m: re.Match[str]) -> str:
+        return f'"{m.group(1)}":"{REDACTED}"' if red.secret_key(m.group(1)) else m.group(0)
+
+    return str(red.text(_JSON_PAIR.sub(one, head)))
 
 
 class Tracker:
@@ -103,6 +123,9 @@ class Tracker:
                 return marker(None, "<undecodable snapshot>")
             return Encoded(data) if red.clean(obj) else red(obj)
         if red is not None:
+            if len(data) > _WHOLE_BYTES:
+                # Bounded by size: only the head that is kept is redacted (as text, key names too).
+                return {TRUNCATED_KEY: len(data), "head": red_head(red, data[: self._max + _MARGIN].decode("utf-8", "ignore"))[: self._max]}
             try:
                 obj = loads(data)
             except ValueError:
@@ -115,10 +138,13 @@ class Tracker:
 
     def _str(self, s: str) -> Any:
         red = self.redactor
+        n = len(s)
+        if n > self._max + _MARGIN:
+            s = s[: self._max + _MARGIN]  # bounded by size: a secret longer than the margin never fits the head
         if red is not None:
             s = red.text(s)
         if len(s) > self._max:
-            return {TRUNCATED_KEY: len(s), "head": s[: self._max]}
+            return {TRUNCATED_KEY: n, "head": s[: self._max]}
         return s
 
     def value(self, v: Any) -> Any:
@@ -142,11 +168,14 @@ class Tracker:
             except Exception:  # noqa: BLE001 - a hostile __str__ costs only this text
                 v = safe_repr(v)
         red = self.redactor
+        cap = self._max if limit is None else limit
+        n = len(v)
+        if n > cap + _MARGIN:
+            v = v[: cap + _MARGIN]  # bounded by size (see `_str`)
         if red is not None:
             v = red.text(v)
-        cap = self._max if limit is None else limit
         if len(v) > cap:
-            v = f"{v[:cap]}… [{len(v)} characters, truncated]"
+            v = f"{v[:cap]}… [{max(n, len(v))} characters, truncated]"
         return v  # type: ignore[no-any-return]
 
     def name(self, v: Any) -> str | None:

@@ -312,9 +312,38 @@ def _flush_at_exit() -> None:
     # Runs still open at exit (a script that never closed its run) keep what
     # they recorded; they read back as incomplete.
     try:
-        WRITER.flush_all(CONFIG.exit_timeout)
+        if not WRITER.flush_all(CONFIG.exit_timeout):
+            _spill_at_exit()
     except Exception:
         log.debug("trajdebug: flush at exit failed", exc_info=True)
+
+
+def _spill_at_exit() -> None:
+    """Records a sink still holds for a retry when the process exits (a store locked all along) go to
+    the sink's side file (`trajdebug.store.spill_path`), never silently nowhere."""
+    with WRITER._cond:
+        runs = [*WRITER._runs, *(r for _, r in WRITER._sweep)]
+    for run in runs:
+        # The run's lock keeps the writer thread off its sinks meanwhile (no record written twice).
+        if not run._lock.acquire(timeout=1.0):
+            continue
+        try:
+            for slot in run._slots:
+                spill = getattr(slot.sink, "spill", None)
+                if not slot.pending or spill is None:
+                    continue
+                try:
+                    where = spill(slot.pending)
+                except Exception as exc:  # noqa: BLE001 - then they are lost, and said so
+                    log.warning("trajdebug: %d records of run %s were lost at exit (%s)", len(slot.pending), run.run_id, exc)
+                    continue
+                log.warning(
+                    "trajdebug: %s stayed locked; %d records of run %s were left in %s (merged into the store when"
+                    " it is next written)", describe(slot.sink), len(slot.pending), run.run_id, where,
+                )
+                slot.pending.clear()
+        finally:
+            run._lock.release()
 
 
 __all__ = ["WRITER", "Flush", "Slot", "Writer", "flush"]
