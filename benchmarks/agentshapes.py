@@ -152,11 +152,11 @@ def _state_ticket(i: int, rng: random.Random, chat: bool, bad: bool) -> tuple[fl
     return eur["amount_eur"] * (1.1 if bad else 1.0) + 0 * len(hits), round(amount * 0.92, 2)
 
 
-def _fetch(doc: str) -> dict[str, Any]:
+def _fetch(doc: str) -> None:
     try:
-        return fetch(doc, 0)
+        fetch(doc, 0)
     except TimeoutError:
-        return fetch(doc, 1)
+        fetch(doc, 1)
 
 
 def _tools_ticket(i: int, rng: random.Random, chat: bool, bad: bool) -> tuple[float, float]:
