@@ -369,6 +369,31 @@ def _lowered(s: str) -> str:
     return s.lower() if s.isascii() else s.translate(_FOLD).lower()
 
 
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+
+
+def _unescaped(text: str) -> str:
+    """JSON text with its string escapes undone (each string's characters as they are; the quotes that
+    end strings stay, so strings stay apart)."""
+    if "\\" not in text:
+        return text
+    return _ESCAPE.sub(
+        lambda m: chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE_ESCAPES.get(m.group(2), m.group(2)), text
+    )
+
+
+_RUN_TABLE = bytes(ord("d") if 48 <= b <= 57 else ord("x") for b in range(256))
+_RUN = b"d" * 13
+
+
+def _digit_run(s: str) -> bool:
+    """Whether ``s`` may hold a card number: 13 digits in a row once every space and dash is taken out
+    (a card number is 13 to 19 digits, each followed by at most one space or dash).  One translation
+    and one ``memmem``, not the card pattern tried at every digit."""
+    return _RUN in s.encode("utf-8", "surrogatepass").translate(_RUN_TABLE, b" -")
+
+
 def _digit_count(s: str) -> int:
     return len(s.encode("utf-8", "surrogatepass").translate(None, _NOT_DIGITS))
 
@@ -399,6 +424,26 @@ def _words_before_separator(low: str) -> bool:
             if low.endswith(_ASSIGNED_WORDS, 0, j):
                 return True
             i = low.find(sep, i + 1)
+    return False
+
+
+def _assigned_word_before_separator(low: str) -> bool:
+    """`_words_before_separator` for text of any length (JSON text has a ``:`` after every key): each
+    occurrence of an assignment word is looked at, whether a separator follows it as the rule requires
+    (a word boundary, an optional quote, optional spaces, ``:`` or ``=``)."""
+    n = len(low)
+    for w in _ASSIGNED_WORDS:
+        i = low.find(w)
+        while i >= 0:
+            j = i + len(w)
+            if j < n and not (low[j].isalnum() or low[j] == "_"):
+                if low[j] in "'\"":
+                    j += 1
+                while j < n and low[j].isspace():
+                    j += 1
+                if j < n and low[j] in ":=":
+                    return True
+            i = low.find(w, i + 1)
     return False
 
 
@@ -445,12 +490,82 @@ class Redactor:
 
     def needed(self, encoded: bytes) -> bool:
         """Whether a value, given as its JSON text, may hold a secret under a key or in a string."""
-        from trajdebug._encode import loads
-
         try:
-            return not self.clean(loads(encoded))
+            return not self.clean_json(encoded)
         except ValueError:
             return True
+
+    def clean_json(self, encoded: bytes) -> bool:
+        """`clean` of a value given as its JSON text, with the value rules tested in one pass over the text.
+
+        The text's escapes are undone; then every rule whose gate (its characters, then its literals) is
+        in the whole text runs its pattern over it: a match inside one string or key is a match there (a
+        string is a contiguous part of the text between quotes, which act as its start and end for
+        ``\\b`` and look-arounds), so no match in the whole text means no match in any string.  Only
+        the keys are walked (key-name rules, depth).  False is a maybe, as for `clean`.
+
+        Raises:
+            ValueError: ``encoded`` is not JSON.
+        """
+        from trajdebug._encode import loads
+
+        obj = loads(encoded)  # (first: a value that is not JSON raises, as `loads` does)
+        # Gates and patterns both read the text unescaped: an encoder may have escaped any character.
+        text = _unescaped(encoded.decode("utf-8", "surrogateescape"))
+        if self._value_rules_hit(text):
+            return False
+        return self._keys_clean(obj, 0)
+
+    def _value_rules_hit(self, text: str) -> bool:
+        """Whether a value rule may match in some string of this (unescaped) JSON text (False is certain)."""
+        if len(text) < 6:
+            return False
+        found = 0
+        for c, mask in self._by_char:
+            if c in text:
+                found |= mask
+        low: str | None = None
+        if "b" in text or "B" in text or not text.isascii():
+            low = _lowered(text)
+            if "bearer" in low or "basic" in low:
+                found |= self._words
+        if self._digits and len(text) >= 13 and _digit_run(text):
+            found |= self._digits
+        rules = self._rules
+        while found:
+            low_bit = found & -found
+            found ^= low_bit
+            rule, pattern = rules[low_bit.bit_length() - 1]
+            if rule.gate and not any(g in text for g in rule.gate):
+                continue
+            if rule.lower_gate:
+                if low is None:
+                    low = _lowered(text)
+                if rule.name == "assignment":
+                    if not _assigned_word_before_separator(low):
+                        continue
+                elif not any(g in low for g in rule.lower_gate):
+                    continue
+            for m in pattern.finditer(text):
+                part = m.group(rule.group)
+                if part is not None and (rule.check is None or rule.check(part)):
+                    return True
+        return False
+
+    def _keys_clean(self, value: Any, depth: int) -> bool:
+        """Whether no key of a decoded JSON value names a secret and it nests less than `MAX_DEPTH`."""
+        if isinstance(value, dict):
+            if depth >= MAX_DEPTH:
+                return False
+            for k, v in value.items():
+                if self.secret_key(k) or (v.__class__ in (dict, list) and not self._keys_clean(v, depth + 1)):
+                    return False
+            return True
+        if isinstance(value, list):
+            if depth >= MAX_DEPTH:
+                return False
+            return all(v.__class__ not in (dict, list) or self._keys_clean(v, depth + 1) for v in value)
+        return True
 
     def clean(self, value: Any, depth: int = 0) -> bool:
         """Whether `__call__` would leave ``value`` as it is, for certain (a walk that copies nothing).

@@ -98,16 +98,19 @@ class Tracker:
             if red is None:
                 return Encoded(data)
             try:
-                obj = loads(data)
+                # The value rules test the bytes in one pass; only the keys are walked.
+                if red.clean_json(data):
+                    return Encoded(data)
+                return red(loads(data))
             except ValueError:
                 return marker(None, "<undecodable snapshot>")
-            return Encoded(data) if red.clean(obj) else red(obj)
         if red is not None:
             try:
                 obj = loads(data)
+                dirty = not red.clean_json(data)
             except ValueError:
                 return marker(None, "<undecodable snapshot>")
-            if not red.clean(obj):
+            if dirty:
                 data = dumps(red(obj))
                 if len(data) <= self._max:
                     return loads(data)
