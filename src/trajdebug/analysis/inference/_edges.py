@@ -30,6 +30,10 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.model import Dependency, Run, Step
 
 
+_MIN_BUDGET = 1 << 17
+"""Dependencies the thinning's walks may read in any run, however short (a tenth of a second at most)."""
+
+
 def thin_inferred(run: Run, *, limit: int = 512, budget: int = 16, short: int = 16) -> Run:
     """Drop inferred edges that skip over a path the run already has.
 
@@ -43,7 +47,8 @@ def thin_inferred(run: Run, *, limit: int = 512, budget: int = 16, short: int = 
     other inputs stops at steps that started before ``p`` (edges go back in
     time) and after ``limit`` steps, keeping the edge when in doubt.
 
-    The walks of the whole run read at most ``budget`` dependencies per step of the run: an edge that skips
+    The walks of the whole run read at most ``budget`` dependencies per step of the run (and at least
+    `_MIN_BUDGET`, so a run of a few thousand steps is thinned exactly): an edge that skips
     thousands of steps (a number that recurs by chance in a long run) costs a walk of up to ``limit``
     steps, and such coincidences grow with the run, so without the run-wide budget the thinning grows
     quadratically until every walk hits ``limit``.  Past the budget a walk stops after ``short`` steps
@@ -51,7 +56,7 @@ def thin_inferred(run: Run, *, limit: int = 512, budget: int = 16, short: int = 
     kept, in doubt); runs whose walks stay within the budget are thinned exactly as without it.
     """
     pos = {s.step_id: i for i, s in enumerate(run.steps)}
-    left = budget * len(run.steps)
+    left = max(budget * len(run.steps), _MIN_BUDGET)
     deps_of = {s.step_id: s.deps for s in run.steps}
     rid = run.run_id
     changed = False
