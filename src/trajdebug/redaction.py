@@ -369,6 +369,9 @@ def _lowered(s: str) -> str:
     return s.lower() if s.isascii() else s.translate(_FOLD).lower()
 
 
+_MEMO_CHARS = 1 << 22
+"""The memo of tested strings is dropped when it holds this many characters (a few MB)."""
+
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 
@@ -483,6 +486,8 @@ class Redactor:
                     self._digits |= 1 << i
         self._by_char = tuple(by_char.items())
         self._keys: dict[str, bool] = {}
+        self._clean_texts: dict[str, bool] = {}
+        self._clean_chars = 0
         self.counts: Counter[str] = Counter()
         """How many values each rule replaced (``key_name`` for key rules)."""
 
@@ -496,25 +501,61 @@ class Redactor:
             return True
 
     def clean_json(self, encoded: bytes) -> bool:
-        """`clean` of a value given as its JSON text, with the value rules tested in one pass over the text.
+        """`clean` of a value given as its JSON text, exact for every string: True when `__call__` would
+        leave it as it is (False also for a value nested past `MAX_DEPTH`).
 
-        The text's escapes are undone; then every rule whose gate (its characters, then its literals) is
-        in the whole text runs its pattern over it: a match inside one string or key is a match there (a
-        string is a contiguous part of the text between quotes, which act as its start and end for
-        ``\\b`` and look-arounds), so no match in the whole text means no match in any string.  Only
-        the keys are walked (key-name rules, depth).  False is a maybe, as for `clean`.
+        Agents resend the conversation so far with every model call, so the same strings come back step
+        after step: each distinct string the prefilter (`may_hold`) cannot clear is tested once
+        (`_text_clean`, memoized): its gates and patterns first (`_value_rules_hit`), then the rules.
 
         Raises:
             ValueError: ``encoded`` is not JSON.
         """
         from trajdebug._encode import loads
 
-        obj = loads(encoded)  # (first: a value that is not JSON raises, as `loads` does)
-        # Gates and patterns both read the text unescaped: an encoder may have escaped any character.
-        text = _unescaped(encoded.decode("utf-8", "surrogateescape"))
-        if self._value_rules_hit(text):
-            return False
-        return self._keys_clean(obj, 0)
+        return self._json_clean(loads(encoded), 0)
+
+    def _json_clean(self, value: Any, depth: int) -> bool:
+        c = value.__class__
+        if c is str:
+            return self._text_clean(value)
+        if c is dict:
+            if depth >= MAX_DEPTH:
+                return False
+            for k, v in value.items():
+                if self.secret_key(k) or not self._text_clean(k):
+                    return False
+                if v is not None and v.__class__ not in _ATOMS and not self._json_clean(v, depth + 1):
+                    return False
+            return True
+        if c is list:
+            if depth >= MAX_DEPTH:
+                return False
+            return all(v is None or v.__class__ in _ATOMS or self._json_clean(v, depth + 1) for v in value)
+        return True
+
+    def _text_clean(self, s: str) -> bool:
+        """Whether `text` leaves ``s`` as it is (exact; memoized past the prefilter)."""
+        if len(s) < 6 or not self.may_hold(s):
+            return True
+        hit = self._clean_texts.get(s)
+        if hit is None:
+            hit = not self._value_rules_hit(s) or self._unchanged(s)
+            if self._clean_chars + len(s) > _MEMO_CHARS:
+                self._clean_texts.clear()
+                self._clean_chars = 0
+            self._clean_texts[s] = hit
+            self._clean_chars += len(s)
+        return hit
+
+    def _unchanged(self, s: str) -> bool:
+        """Whether `text` leaves ``s`` as it is (a test, not a redaction: the counts are left as they were)."""
+        saved = self.counts.copy()
+        same = self.text(s) == s
+        if not same:
+            self.counts.clear()
+            self.counts.update(saved)
+        return same
 
     def _value_rules_hit(self, text: str) -> bool:
         """Whether a value rule may match in some string of this (unescaped) JSON text (False is certain)."""
@@ -551,21 +592,6 @@ class Redactor:
                 if part is not None and (rule.check is None or rule.check(part)):
                     return True
         return False
-
-    def _keys_clean(self, value: Any, depth: int) -> bool:
-        """Whether no key of a decoded JSON value names a secret and it nests less than `MAX_DEPTH`."""
-        if isinstance(value, dict):
-            if depth >= MAX_DEPTH:
-                return False
-            for k, v in value.items():
-                if self.secret_key(k) or (v.__class__ in (dict, list) and not self._keys_clean(v, depth + 1)):
-                    return False
-            return True
-        if isinstance(value, list):
-            if depth >= MAX_DEPTH:
-                return False
-            return all(v.__class__ not in (dict, list) or self._keys_clean(v, depth + 1) for v in value)
-        return True
 
     def clean(self, value: Any, depth: int = 0) -> bool:
         """Whether `__call__` would leave ``value`` as it is, for certain (a walk that copies nothing).
