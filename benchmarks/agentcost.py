@@ -64,9 +64,8 @@ def _trajdebug(sink: str, payload: str, n: int) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="trajdebug-agentcost-"))
     trajdebug.configure(max_buffer=n + 1000, max_buffer_bytes=1 << 40)
     kw: dict[str, Any] = {"path": tmp / "r.jsonl"} if sink == "jsonl" else {"store": tmp / "r.db"}
-    with trajdebug.run(
-        "warm-up", **({"path": tmp / "w.jsonl"} if sink == "jsonl" else {"store": tmp / "w.db"})
-    ):
+    warm: dict[str, Any] = {"path": tmp / "w.jsonl"} if sink == "jsonl" else {"store": tmp / "w.db"}
+    with trajdebug.run("warm-up", **warm):
         for _ in range(min(n // 10, 1000)):
             call(inp)
     trajdebug.flush()
