@@ -372,20 +372,6 @@ def _lowered(s: str) -> str:
 _MEMO_CHARS = 1 << 22
 """The memo of tested strings is dropped when it holds this many characters (a few MB)."""
 
-_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
-_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
-
-
-def _unescaped(text: str) -> str:
-    """JSON text with its string escapes undone (each string's characters as they are; the quotes that
-    end strings stay, so strings stay apart)."""
-    if "\\" not in text:
-        return text
-    return _ESCAPE.sub(
-        lambda m: chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE_ESCAPES.get(m.group(2), m.group(2)), text
-    )
-
-
 _RUN_TABLE = bytes(ord("d") if 48 <= b <= 57 else ord("x") for b in range(256))
 _RUN = b"d" * 13
 
@@ -558,7 +544,8 @@ class Redactor:
         return same
 
     def _value_rules_hit(self, text: str) -> bool:
-        """Whether a value rule may match in some string of this (unescaped) JSON text (False is certain)."""
+        """Whether a value rule may match in this text (False is certain): each rule's characters, its
+        literals, then its pattern, over the whole text in one pass each."""
         if len(text) < 6:
             return False
         found = 0
