@@ -86,8 +86,38 @@ def exponent(sizes: Sequence[float], times: Sequence[float]) -> float:
 # -- children ---------------------------------------------------------------------------
 
 
-def _analysis_child(n: int) -> dict[str, Any]:
+def _floor(path: Path) -> tuple[float, float]:
+    """The plain load-and-traverse floor: ``orjson.loads`` of every line, then one backward BFS over the
+    recorded dependencies (and parents) from the last step (wall and CPU seconds)."""
+    import collections
+
+    import orjson
+
+    w, c = time.perf_counter(), time.process_time()
+    deps: dict[str, list[str]] = {}
+    last = None
+    with open(path, "rb") as fh:
+        for line in fh:
+            rec = orjson.loads(line)
+            sid = rec.get("step_id") if isinstance(rec, dict) else None
+            if sid is None:
+                continue
+            ds = [d.get("step_id") for d in rec.get("deps") or () if isinstance(d, dict)]
+            deps[sid] = [d for d in (*ds, rec.get("parent_id")) if d]
+            last = sid
+    seen = {last}
+    todo = collections.deque([last])
+    while todo:
+        for d in deps.get(todo.popleft(), ()):  # type: ignore[arg-type]
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return time.perf_counter() - w, time.process_time() - c
+
+
+def _analysis_child(n: int, shape: str = "agentrun") -> dict[str, Any]:
     from benchmarks.agentrun import record
+    from benchmarks.agentshapes import record_shape
     from trajdebug.analysis import _pipeline
     from trajdebug.format import write_jsonl
     from trajdebug.pipeline import _load, analyze_source
@@ -117,8 +147,9 @@ def _analysis_child(n: int) -> dict[str, Any]:
         timed(_pipeline, name, "lineage")
     with tempfile.TemporaryDirectory(prefix="trajdebug-bench-") as tmp:
         path = Path(tmp) / "run.jsonl"
-        write_jsonl([record(n)], path)
+        write_jsonl([record(n) if shape == "agentrun" else record_shape(shape, n)], path)
         size = path.stat().st_size
+        floor = _floor(path)
         w, c = time.perf_counter(), time.process_time()
         runs = _load(path, None)  # as analyze_source loads a source (collector paused)
         load = (time.perf_counter() - w, time.process_time() - c)
@@ -128,9 +159,11 @@ def _analysis_child(n: int) -> dict[str, Any]:
     total = (time.perf_counter() - w, time.process_time() - c)
     inf, lin = spent.get("inference", [0.0, 0.0]), spent.get("lineage", [0.0, 0.0])
     return {
+        "shape": shape,
         "size": n,
         "steps": steps,
         "file_bytes": size,
+        "floor": {"wall": floor[0], "cpu": floor[1]},
         "wall": {
             "load": load[0],
             "inference": inf[0],
@@ -223,7 +256,7 @@ def _parse_child(path: str) -> dict[str, Any]:
 
 
 CHILDREN: dict[str, Callable[..., dict[str, Any]]] = {
-    "analysis": lambda n: _analysis_child(int(n)),
+    "analysis": lambda n, shape="agentrun": _analysis_child(int(n), shape),
     "memory": lambda n: _memory_child(int(n)),
     "show-file": lambda n, path: _write_show_file(int(n), path),
     "otlp-file": lambda mb, path: _otlp_file(float(mb), path),

@@ -323,3 +323,66 @@ class TestEveryWritePath:
         assert len(_scan(inputs, secrets, set())) > 10  # the scan finds what is there
         assert [] == _scan(out, secrets, set())
         assert h.load().metadata["recorder"]["redacted"]
+
+
+class TestCleanJson:
+    @settings(max_examples=400, deadline=None)
+    @given(
+        st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8),
+        st.lists(st.sampled_from(_PIECES), max_size=3),
+        st.booleans(),
+        st.booleans(),
+    )
+    def test_json_text_found_clean_is_left_as_it_is(
+        self, pieces: list[str], key: list[str], email: bool, ascii_only: bool
+    ) -> None:
+        """A value whose JSON text `clean_json` finds clean is one redaction leaves unchanged, whatever its
+        strings hold (newlines, quotes, Unicode letters, escaped by either encoder), in keys or in values."""
+        from trajdebug._encode import dumps
+
+        text = "".join(pieces)
+        value = {"note": [text, {"".join(key) or "k": text}], "n": 12}
+        pii = ("email",) if email else ()
+        r = Redactor(pii=pii)
+        encoded = json.dumps(value).encode() if ascii_only else dumps(value)
+        if r.clean_json(encoded):
+            assert r(value) == value
+
+    def test_a_chat_payload_without_secrets_is_clean_in_one_pass(self) -> None:
+        """Chat messages of ordinary English (with ``:``, ``-``, capitals and usage counts) are clean for
+        `clean_json`, which `clean` cannot tell from its per-string prefilter; a key in one message is found."""
+        from trajdebug._encode import dumps
+
+        messages = [
+            {"role": "system", "content": "You are a careful agent: verify the customer, look up order O-41190."},
+            {"role": "user", "content": "Ticket 12: refund 45.20 EUR for customer C-117\nThanks!"},
+        ]
+        usage = {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240}
+        r = Redactor()
+        assert r.clean_json(dumps({"messages": messages, "usage": usage}))
+        assert not r.clean({"messages": messages})
+        leaked = [*messages, {"role": "user", "content": "my key is sk-abcdefghijklmnopqrstuvwx"}]
+        assert not r.clean_json(dumps({"messages": leaked}))
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "Bearer\nabcdefghijklmnopqrstu",
+            "auth: basic\tQWxhZGRpbjpvcGVuIHNlc2FtZQ==",
+            'aws_secret_access_key = "' + "A" * 40 + '"',
+            'password="hunter22"',
+            "token\r\n= abc",
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+            "card\n4111 1111-1111 1111\n",
+            "pa\u017fsword: x",
+        ],
+    )
+    def test_secrets_across_escaped_characters_are_found(self, text: str) -> None:
+        """A secret whose match spans a character JSON escapes (newline, tab, quote, non-ASCII) is not
+        taken for clean, from either encoder's text."""
+        from trajdebug._encode import dumps
+
+        r = Redactor()
+        assert r.text(text) != text
+        assert not r.clean_json(dumps({"m": text}))
+        assert not r.clean_json(json.dumps({"m": text}).encode())

@@ -18,78 +18,103 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from trajdebug.answers import save_answer
-from trajdebug.format import FormatError, ReadResult, read_jsonl, write_jsonl
-from trajdebug.marks import mark
-from trajdebug.model import (
-    Answer,
-    Dependency,
-    ErrorEvent,
-    ErrorInfo,
-    Run,
-    StageChange,
-    Step,
-)
-from trajdebug.record import (
-    ContextThreadPoolExecutor,
-    CriticalError,
-    RunHandle,
-    StepHandle,
-    StopRun,
-    ToolTimeout,
-    branch,
-    configure,
-    current_run,
-    current_step,
-    expect,
-    extract,
-    flush,
-    inject,
-    on_critical,
-    reads,
-    retry,
-    retry_call,
-    run,
-    step,
-    traced,
-    uses_env,
-    wrap,
-    writes,
-)
-from trajdebug.source import SourceError, load_runs
-from trajdebug.store import Store
+# What the decorator and ``run()`` need is imported now; every other public name is imported on first
+# use (PEP 562 ``__getattr__``), so ``import trajdebug`` in an agent does not load the readers, the
+# store or the analysis.
+from trajdebug.record.recorder import StepHandle, StopRun, current_run, current_step, step
+from trajdebug.record.runs import RunHandle, run
+
+
+if TYPE_CHECKING:
+    from trajdebug.answers import save_answer
+    from trajdebug.format import FormatError, ReadResult, read_jsonl, write_jsonl
+    from trajdebug.marks import mark
+    from trajdebug.model import Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+    from trajdebug.record import (
+        ContextThreadPoolExecutor,
+        CriticalError,
+        ToolTimeout,
+        branch,
+        configure,
+        expect,
+        extract,
+        flush,
+        inject,
+        on_critical,
+        reads,
+        retry,
+        retry_call,
+        traced,
+        uses_env,
+        wrap,
+        writes,
+    )
+    from trajdebug.source import SourceError, load_runs
+    from trajdebug.store import Store
+    from trajdebug.usage import Usage, load_prices, run_usage, step_usage
+
+
+_LAZY: dict[str, tuple[str, str]] = {
+    **{n: ("trajdebug.format", n) for n in ("FormatError", "ReadResult", "read_jsonl", "write_jsonl")},
+    "mark": ("trajdebug.marks", "mark"),
+    **{
+        n: ("trajdebug.model", n)
+        for n in ("Answer", "Dependency", "ErrorEvent", "ErrorInfo", "Run", "StageChange", "Step")
+    },
+    **{
+        n: ("trajdebug.record", n)
+        for n in (
+            "ContextThreadPoolExecutor",
+            "CriticalError",
+            "ToolTimeout",
+            "branch",
+            "configure",
+            "expect",
+            "extract",
+            "flush",
+            "inject",
+            "on_critical",
+            "reads",
+            "retry",
+            "retry_call",
+            "traced",
+            "uses_env",
+            "wrap",
+            "writes",
+        )
+    },
+    "SourceError": ("trajdebug.source", "SourceError"),
+    "load_runs": ("trajdebug.source", "load_runs"),
+    "Store": ("trajdebug.store", "Store"),
+    **{n: ("trajdebug.record.contracts", n) for n in ("check", "contract", "ContractError")},
+    "analyze": ("trajdebug.analysis", "analyze"),
+    "analyze_source": ("trajdebug.pipeline", "analyze_source"),
+    "replay_run": ("trajdebug.replay", "replay"),
+    "save_answer": ("trajdebug.answers", "save_answer"),
+    **{n: ("trajdebug.usage", n) for n in ("Usage", "load_prices", "run_usage", "step_usage")},
+}
+"""Public names imported on first use: name -> (module, attribute)."""
 
 
 def __getattr__(name: str) -> Any:
-    # Resolved lazily so the version lives only in package metadata, and the
-    # analysis and replay layers load only when used.
     if name == "__version__":
+        # Resolved lazily so the version lives only in package metadata.
         from importlib.metadata import version
 
         return version("trajdebug")
-    if name in ("check", "contract", "ContractError"):
-        from trajdebug.record import contracts
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'trajdebug' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where[0]), where[1])
+    globals()[name] = value  # later look-ups are plain module attributes
+    return value
 
-        return getattr(contracts, name)
-    if name == "analyze":
-        from trajdebug.analysis import analyze
 
-        return analyze
-    if name == "analyze_source":
-        from trajdebug.pipeline import analyze_source
-
-        return analyze_source
-    if name in ("Usage", "run_usage", "step_usage", "load_prices"):
-        from trajdebug import usage
-
-        return getattr(usage, name)
-    if name == "replay_run":
-        from trajdebug.replay import replay
-
-        return replay
-    raise AttributeError(f"module 'trajdebug' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [

@@ -369,6 +369,20 @@ def _lowered(s: str) -> str:
     return s.lower() if s.isascii() else s.translate(_FOLD).lower()
 
 
+_MEMO_CHARS = 1 << 22
+"""The memo of tested strings is dropped when it holds this many characters (a few MB)."""
+
+_RUN_TABLE = bytes(ord("d") if 48 <= b <= 57 else ord("x") for b in range(256))
+_RUN = b"d" * 13
+
+
+def _digit_run(s: str) -> bool:
+    """Whether ``s`` may hold a card number: 13 digits in a row once every space and dash is taken out
+    (a card number is 13 to 19 digits, each followed by at most one space or dash).  One translation
+    and one ``memmem``, not the card pattern tried at every digit."""
+    return _RUN in s.encode("utf-8", "surrogatepass").translate(_RUN_TABLE, b" -")
+
+
 def _digit_count(s: str) -> int:
     return len(s.encode("utf-8", "surrogatepass").translate(None, _NOT_DIGITS))
 
@@ -399,6 +413,26 @@ def _words_before_separator(low: str) -> bool:
             if low.endswith(_ASSIGNED_WORDS, 0, j):
                 return True
             i = low.find(sep, i + 1)
+    return False
+
+
+def _assigned_word_before_separator(low: str) -> bool:
+    """`_words_before_separator` for text of any length (JSON text has a ``:`` after every key): each
+    occurrence of an assignment word is looked at, whether a separator follows it as the rule requires
+    (a word boundary, an optional quote, optional spaces, ``:`` or ``=``)."""
+    n = len(low)
+    for w in _ASSIGNED_WORDS:
+        i = low.find(w)
+        while i >= 0:
+            j = i + len(w)
+            if j < n and not (low[j].isalnum() or low[j] == "_"):
+                if low[j] in "'\"":
+                    j += 1
+                while j < n and low[j].isspace():
+                    j += 1
+                if j < n and low[j] in ":=":
+                    return True
+            i = low.find(w, i + 1)
     return False
 
 
@@ -438,6 +472,8 @@ class Redactor:
                     self._digits |= 1 << i
         self._by_char = tuple(by_char.items())
         self._keys: dict[str, bool] = {}
+        self._clean_texts: dict[str, bool] = {}
+        self._clean_chars = 0
         self.counts: Counter[str] = Counter()
         """How many values each rule replaced (``key_name`` for key rules)."""
 
@@ -445,12 +481,104 @@ class Redactor:
 
     def needed(self, encoded: bytes) -> bool:
         """Whether a value, given as its JSON text, may hold a secret under a key or in a string."""
-        from trajdebug._encode import loads
-
         try:
-            return not self.clean(loads(encoded))
+            return not self.clean_json(encoded)
         except ValueError:
             return True
+
+    def clean_json(self, encoded: bytes) -> bool:
+        """`clean` of a value given as its JSON text, exact for every string: True when `__call__` would
+        leave it as it is (False also for a value nested past `MAX_DEPTH`).
+
+        Agents resend the conversation so far with every model call, so the same strings come back step
+        after step: each distinct string the prefilter (`may_hold`) cannot clear is tested once
+        (`_text_clean`, memoized): its gates and patterns first (`_value_rules_hit`), then the rules.
+
+        Raises:
+            ValueError: ``encoded`` is not JSON.
+        """
+        from trajdebug._encode import loads
+
+        return self._json_clean(loads(encoded), 0)
+
+    def _json_clean(self, value: Any, depth: int) -> bool:
+        c = value.__class__
+        if c is str:
+            return self._text_clean(value)
+        if c is dict:
+            if depth >= MAX_DEPTH:
+                return False
+            for k, v in value.items():
+                if self.secret_key(k) or not self._text_clean(k):
+                    return False
+                if v is not None and v.__class__ not in _ATOMS and not self._json_clean(v, depth + 1):
+                    return False
+            return True
+        if c is list:
+            if depth >= MAX_DEPTH:
+                return False
+            return all(v is None or v.__class__ in _ATOMS or self._json_clean(v, depth + 1) for v in value)
+        return True
+
+    def _text_clean(self, s: str) -> bool:
+        """Whether `text` leaves ``s`` as it is (exact; memoized past the prefilter)."""
+        if len(s) < 6 or not self.may_hold(s):
+            return True
+        hit = self._clean_texts.get(s)
+        if hit is None:
+            hit = not self._value_rules_hit(s) or self._unchanged(s)
+            if self._clean_chars + len(s) > _MEMO_CHARS:
+                self._clean_texts.clear()
+                self._clean_chars = 0
+            self._clean_texts[s] = hit
+            self._clean_chars += len(s)
+        return hit
+
+    def _unchanged(self, s: str) -> bool:
+        """Whether `text` leaves ``s`` as it is (a test, not a redaction: the counts are left as they were)."""
+        saved = self.counts.copy()
+        same = self.text(s) == s
+        if not same:
+            self.counts.clear()
+            self.counts.update(saved)
+        return same
+
+    def _value_rules_hit(self, text: str) -> bool:
+        """Whether a value rule may match in this text (False is certain): each rule's characters, its
+        literals, then its pattern, over the whole text in one pass each."""
+        if len(text) < 6:
+            return False
+        found = 0
+        for c, mask in self._by_char:
+            if c in text:
+                found |= mask
+        low: str | None = None
+        if "b" in text or "B" in text or not text.isascii():
+            low = _lowered(text)
+            if "bearer" in low or "basic" in low:
+                found |= self._words
+        if self._digits and len(text) >= 13 and _digit_run(text):
+            found |= self._digits
+        rules = self._rules
+        while found:
+            low_bit = found & -found
+            found ^= low_bit
+            rule, pattern = rules[low_bit.bit_length() - 1]
+            if rule.gate and not any(g in text for g in rule.gate):
+                continue
+            if rule.lower_gate:
+                if low is None:
+                    low = _lowered(text)
+                if rule.name == "assignment":
+                    if not _assigned_word_before_separator(low):
+                        continue
+                elif not any(g in low for g in rule.lower_gate):
+                    continue
+            for m in pattern.finditer(text):
+                part = m.group(rule.group)
+                if part is not None and (rule.check is None or rule.check(part)):
+                    return True
+        return False
 
     def clean(self, value: Any, depth: int = 0) -> bool:
         """Whether `__call__` would leave ``value`` as it is, for certain (a walk that copies nothing).

@@ -14,20 +14,86 @@ runs), ``errorlog``, ``errors``, ``decorate``, ``recorder`` (steps),
 
 from __future__ import annotations
 
-from trajdebug.record.config import CONFIG, Config, configure
-from trajdebug.record.edges import branch, traced
-from trajdebug.record.env import environment_snapshot, uses_env
-from trajdebug.record.expectations import expect
-from trajdebug.record.hooks import CriticalError, Hook, on_critical
-from trajdebug.record.propagation import ContextThreadPoolExecutor, extract, inject, wrap
-from trajdebug.record.recorder import RecorderWarning, StepHandle, StopRun, current_run, current_step, step
-from trajdebug.record.retry import retry, retry_call
-from trajdebug.record.runs import RunHandle, run
-from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink
-from trajdebug.record.state import RunState, reads, writes
-from trajdebug.record.timeouts import ToolTimeout
-from trajdebug.record.writer import flush
-from trajdebug.schema import KindWarning
+import importlib
+from typing import TYPE_CHECKING, Any
+
+
+if TYPE_CHECKING:
+    from trajdebug.record.config import CONFIG, Config, configure
+    from trajdebug.record.edges import branch, traced
+    from trajdebug.record.env import environment_snapshot, uses_env
+    from trajdebug.record.expectations import expect
+    from trajdebug.record.hooks import CriticalError, Hook, on_critical
+    from trajdebug.record.propagation import ContextThreadPoolExecutor, extract, inject, wrap
+    from trajdebug.record.recorder import (
+        RecorderWarning,
+        StepHandle,
+        StopRun,
+        current_run,
+        current_step,
+        step,
+    )
+    from trajdebug.record.retry import retry, retry_call
+    from trajdebug.record.runs import RunHandle, run
+    from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink
+    from trajdebug.record.state import RunState, reads, writes
+    from trajdebug.record.timeouts import ToolTimeout
+    from trajdebug.record.writer import flush
+    from trajdebug.schema import KindWarning
+
+
+_WHERE: dict[str, str] = {
+    "CONFIG": "trajdebug.record.config",
+    "Config": "trajdebug.record.config",
+    "configure": "trajdebug.record.config",
+    "branch": "trajdebug.record.edges",
+    "traced": "trajdebug.record.edges",
+    "environment_snapshot": "trajdebug.record.env",
+    "uses_env": "trajdebug.record.env",
+    "expect": "trajdebug.record.expectations",
+    "CriticalError": "trajdebug.record.hooks",
+    "Hook": "trajdebug.record.hooks",
+    "on_critical": "trajdebug.record.hooks",
+    "ContextThreadPoolExecutor": "trajdebug.record.propagation",
+    "extract": "trajdebug.record.propagation",
+    "inject": "trajdebug.record.propagation",
+    "wrap": "trajdebug.record.propagation",
+    "RecorderWarning": "trajdebug.record.recorder",
+    "StepHandle": "trajdebug.record.recorder",
+    "StopRun": "trajdebug.record.recorder",
+    "current_run": "trajdebug.record.recorder",
+    "current_step": "trajdebug.record.recorder",
+    "step": "trajdebug.record.recorder",
+    "retry": "trajdebug.record.retry",
+    "retry_call": "trajdebug.record.retry",
+    "RunHandle": "trajdebug.record.runs",
+    "run": "trajdebug.record.runs",
+    "JsonlSink": "trajdebug.record.sinks",
+    "MemorySink": "trajdebug.record.sinks",
+    "Sink": "trajdebug.record.sinks",
+    "StoreSink": "trajdebug.record.sinks",
+    "RunState": "trajdebug.record.state",
+    "reads": "trajdebug.record.state",
+    "writes": "trajdebug.record.state",
+    "ToolTimeout": "trajdebug.record.timeouts",
+    "flush": "trajdebug.record.writer",
+    "KindWarning": "trajdebug.schema",
+}
+"""Each public name's module: imported on first use (PEP 562), so ``import trajdebug`` loads only the
+modules the decorator and ``run()`` import."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        try:  # a submodule not imported yet (``trajdebug.record.writer``)
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError:
+            pass
+        raise AttributeError(f"module 'trajdebug.record' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -27,10 +27,8 @@ for a sampled success).  The two decisions use independent hashes of the id.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import logging
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -52,6 +50,8 @@ def fraction(run_id: str, salt: str = "tail") -> float:
     BLAKE2b of the id (personalized by ``salt``), its first 8 bytes read as a
     fraction of 2**64: uniform for any ids, random or not.
     """
+    import hashlib  # (here: OpenSSL's load is not paid by `import trajdebug`)
+
     digest = hashlib.blake2b(run_id.encode("utf-8", "replace"), digest_size=8, person=salt.encode()[:16]).digest()
     return int.from_bytes(digest, "big") / _SCALE
 
@@ -134,6 +134,8 @@ class Hold:
 
     def _spill(self) -> None:
         if self.file is None:
+            import tempfile  # (here: only a spill needs it)
+
             fd, path = tempfile.mkstemp(prefix="trajdebug-hold-", suffix=".jsonl")
             os.unlink(path)  # nothing left behind, whatever happens to the process
             self.file = os.fdopen(fd, "w+b")

@@ -38,14 +38,17 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trajdebug import redaction
 from trajdebug._encode import to_jsonable
 from trajdebug.record import context as _ctx
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import _param_spec, _unrecorded, bind, decorate
-from trajdebug.record.summary import Policy
+
+
+if TYPE_CHECKING:
+    from trajdebug.record.summary import Policy
 
 
 log = logging.getLogger("trajdebug")
@@ -70,6 +73,9 @@ class ToolTimeout(TimeoutError):
 
 @functools.lru_cache(maxsize=4)
 def _policy(key: str | None, numbers: bool) -> Policy:
+    # Imported here: the summary policy reads values with `trajdebug.values`, which `import trajdebug` need not load.
+    from trajdebug.record.summary import Policy
+
     return Policy.compile(("*",), key, numbers)
 
 
@@ -247,6 +253,10 @@ def timed(tpl: Any, fn: Any) -> Any:
             stacklevel=3,
         )
         return decorate(tpl, fn)
+    # The request summary's policy is imported now, when a bound is declared, not when it first runs
+    # out (the raise must not wait for an import); `import trajdebug` alone never loads it.
+    import trajdebug.record.summary  # noqa: F401
+
     if tpl.name is None:
         tpl.name = getattr(fn, "__name__", "step")
     name = str(tpl.name)

@@ -118,19 +118,22 @@ class Tracker:
             if red is None:
                 return Encoded(data)
             try:
-                obj = loads(data)
+                # The value rules test the bytes in one pass; only the keys are walked.
+                if red.clean_json(data):
+                    return Encoded(data)
+                return red(loads(data))
             except ValueError:
                 return marker(None, "<undecodable snapshot>")
-            return Encoded(data) if red.clean(obj) else red(obj)
         if red is not None:
             if len(data) > _WHOLE_BYTES:
                 # Bounded by size: only the head that is kept is redacted (as text, key names too).
                 return {TRUNCATED_KEY: len(data), "head": red_head(red, data[: self._max + _MARGIN].decode("utf-8", "ignore"))[: self._max]}
             try:
                 obj = loads(data)
+                dirty = not red.clean_json(data)
             except ValueError:
                 return marker(None, "<undecodable snapshot>")
-            if not red.clean(obj):
+            if dirty:
                 data = dumps(red(obj))
                 if len(data) <= self._max:
                     return loads(data)

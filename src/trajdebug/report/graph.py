@@ -59,6 +59,8 @@ class _Tree:
 
     def __init__(self, run: Run) -> None:
         self.steps: dict[str, Step] = {s.step_id: s for s in run.steps}
+        self.order: dict[str, int] = {s.step_id: i for i, s in enumerate(run.steps)}
+        """Each step's place in the run (once per run: every view sorts by it)."""
         self.children: dict[str | None, list[str]] = defaultdict(list)
         for s in run.steps:
             parent = s.parent_id if s.parent_id in self.steps and s.parent_id != s.step_id else None
@@ -232,7 +234,7 @@ def _scope_view(
         keep = set(rep.values())
         edges = {k: v for k, v in _edges(run.run_id, tree, [*inside, *ext], rep).items() if k[0] in keep}
     # Order nodes by start time so the layout's tie-breaks follow the run.
-    order = {s.step_id: i for i, s in enumerate(run.steps)}
+    order = tree.order
     nodes.sort(key=lambda n: order.get(n.step or (n.members[0] if n.members else ""), 0))
     views[view_id] = _laid_out(view_id, title, nodes, edges, parent)
     for n in nodes:

@@ -172,7 +172,12 @@ def embed_json(data: Any) -> str:
     and ``&`` is written as a ``\\uXXXX`` escape (valid JSON, read back as
     the same string by ``JSON.parse``), as are U+2028 and U+2029.
     """
-    return dumps(data).decode("utf-8").translate(_JSON_ESCAPES)
+    # One C-speed ``replace`` per character escaped (``str.translate`` with a dict calls back per character:
+    # seconds on a large run's report).
+    text = dumps(data).decode("utf-8")
+    for code, escape in _JSON_ESCAPES.items():
+        text = text.replace(chr(code), escape)
+    return text
 
 
 def _sha256(text: str) -> str:

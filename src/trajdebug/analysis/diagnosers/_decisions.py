@@ -16,6 +16,7 @@ They rank, they do not prove (`trajdebug.analysis.diagnosers._context`).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -129,18 +130,56 @@ def _lost(theirs: Any, mine: Any) -> list[str]:
     ]
 
 
+_Writers = dict[str, tuple[list[int], list[tuple[int, int, Step]]]]
+
+
+def _writers(run: Run) -> _Writers:
+    """Per written state key, the timed steps writing it, sorted by end time (with their end times apart,
+    for `bisect`, and their run order, to visit candidates in the order a scan of the run would)."""
+    by_key: dict[str, list[tuple[int, int, Step]]] = {}
+    for i, s in enumerate(run.steps):
+        if not (s.start_ns and s.end_ns):
+            continue  # untimed: never overlaps (`_overlap`)
+        for key in _keys(s, "state_writes"):
+            by_key.setdefault(key, []).append((s.end_ns, i, s))
+    out: _Writers = {}
+    for key, rows in by_key.items():
+        rows.sort(key=lambda r: (r[0], r[1]))
+        out[key] = ([r[0] for r in rows], rows)
+    return out
+
+
+def _parallel_writers(step: Step, writes: set[str], index: _Writers) -> list[Step]:
+    """The steps that wrote one of these keys, overlapped this step and ended no later than it, in run order.
+
+    An interval index (Cormen et al., ch. 14, here a sorted list and two binary searches): a candidate ends in
+    (step.start, step.end] -- ending after this step means it won, ending before it started means no overlap --
+    so only those writers are visited, not every step of the run for every writer (quadratic on state-heavy runs).
+    """
+    assert step.start_ns and step.end_ns
+    found: dict[int, Step] = {}
+    for key in writes:
+        entry = index.get(key)
+        if entry is None:
+            continue
+        ends, rows = entry
+        lo = bisect.bisect_right(ends, step.start_ns)
+        hi = bisect.bisect_right(ends, step.end_ns)
+        for _, i, other in rows[lo:hi]:
+            if other.step_id != step.step_id and other.start_ns < step.end_ns:
+                found[i] = other
+    return [found[i] for i in sorted(found)]
+
+
 def lost_update(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write that overwrote a parallel step's update of the same key (both read, then wrote, overlapping in time)."""
     writes = _keys(step, "state_writes")
-    if not writes or step.end_ns is None:
-        return
+    if not writes or not (step.start_ns and step.end_ns):
+        return  # (an untimed step overlaps nothing)
     reads = _keys(step, "state_reads")
     values = step.attributes.get("state_values")
-    for other in ctx.run.steps:
-        if other.step_id == step.step_id or not _overlap(step, other):
-            continue
-        if other.end_ns is None or other.end_ns > step.end_ns:
-            continue  # this write came first: the other one won
+    index: _Writers = ctx.memo("state-writers", lambda: _writers(ctx.run))
+    for other in _parallel_writers(step, writes, index):
         shared = writes & _keys(other, "state_writes")
         for key in sorted(shared):
             if key not in reads and key not in _keys(other, "state_reads"):

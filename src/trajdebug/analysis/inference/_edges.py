@@ -30,7 +30,11 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.model import Dependency, Run, Step
 
 
-def thin_inferred(run: Run, *, limit: int = 512) -> Run:
+_MIN_BUDGET = 1 << 17
+"""Dependencies the thinning's walks may read in any run, however short (a tenth of a second at most)."""
+
+
+def thin_inferred(run: Run, *, limit: int = 512, budget: int = 16, short: int = 16) -> Run:
     """Drop inferred edges that skip over a path the run already has.
 
     Content inference finds a value in every later input that repeats it, so a
@@ -42,8 +46,17 @@ def thin_inferred(run: Run, *, limit: int = 512) -> Run:
     corrupted (transitive reduction, as in thin slicing).  The walk from the
     other inputs stops at steps that started before ``p`` (edges go back in
     time) and after ``limit`` steps, keeping the edge when in doubt.
+
+    The walks of the whole run read at most ``budget`` dependencies per step of the run (and at least
+    `_MIN_BUDGET`, so a run of a few thousand steps is thinned exactly): an edge that skips
+    thousands of steps (a number that recurs by chance in a long run) costs a walk of up to ``limit``
+    steps, and such coincidences grow with the run, so without the run-wide budget the thinning grows
+    quadratically until every walk hits ``limit``.  Past the budget a walk stops after ``short`` steps
+    (a relay next to the step is still found; a path thousands of steps long is not, and the edge is
+    kept, in doubt); runs whose walks stay within the budget are thinned exactly as without it.
     """
     pos = {s.step_id: i for i, s in enumerate(run.steps)}
+    left = max(budget * len(run.steps), _MIN_BUDGET)
     deps_of = {s.step_id: s.deps for s in run.steps}
     rid = run.run_id
     changed = False
@@ -65,8 +78,11 @@ def thin_inferred(run: Run, *, limit: int = 512) -> Run:
             ]
             seen = set(stack)
             found = False
-            while stack and not found and len(seen) <= limit:
-                for o in deps_of.get(stack.pop(), ()):
+            cap = limit if left > 0 else short
+            while stack and not found and len(seen) <= cap:
+                deps = deps_of.get(stack.pop(), ())
+                left -= len(deps)
+                for o in deps:
                     q = o.step_id
                     if q == d.step_id:
                         found = True

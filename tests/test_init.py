@@ -1,0 +1,71 @@
+"""The package's start-up: every public name resolves, and ``import trajdebug`` loads only the recorder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import trajdebug
+import trajdebug.record
+
+
+SRC = str(Path(trajdebug.__file__).resolve().parent.parent)
+
+
+def _fresh(code: str) -> str:
+    env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.mark.parametrize("name", trajdebug.__all__)
+def test_every_public_name_resolves_in_a_fresh_process(name: str) -> None:
+    """Each name in ``trajdebug.__all__`` is an attribute of a freshly imported package, and ``from trajdebug import`` works."""
+    out = _fresh(
+        f"import trajdebug\nfrom trajdebug import {name}\nprint(getattr(trajdebug, {name!r}) is {name})"
+    )
+    assert out.strip() == "True"
+
+
+@pytest.mark.parametrize("name", trajdebug.record.__all__)
+def test_every_recorder_name_resolves(name: str) -> None:
+    """Each name in ``trajdebug.record.__all__`` resolves (imported on first use)."""
+    assert getattr(trajdebug.record, name) is not None
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    """A name the package does not have raises AttributeError (so ``hasattr`` is False)."""
+    assert not hasattr(trajdebug, "no_such_name")
+    assert not hasattr(trajdebug.record, "no_such_name")
+
+
+def test_import_loads_neither_readers_nor_store_nor_analysis() -> None:
+    """``import trajdebug`` imports the recorder only: not the analysis, the readers, the store or values."""
+    out = _fresh("import sys, trajdebug\nprint(' '.join(sorted(sys.modules)))").split()
+    for absent in (
+        "trajdebug.analysis",
+        "trajdebug.format",
+        "trajdebug.source",
+        "trajdebug.store",
+        "trajdebug.values",
+    ):
+        assert absent not in out
+    assert "trajdebug.record.runs" in out and "trajdebug.record.recorder" in out
+
+
+def test_a_run_records_with_only_the_eager_modules() -> None:
+    """A decorated step inside ``trajdebug.run`` records to memory in a fresh process."""
+    code = (
+        "import trajdebug\n"
+        "from trajdebug.record.sinks import MemorySink\n"
+        "@trajdebug.step(kind='tool')\n"
+        "def f(x): return x + 1\n"
+        "h = trajdebug.run('t', sinks=[MemorySink()])\n"
+        "with h: f(1)\n"
+        "print([s.name for s in h.load().steps])\n"
+    )
+    assert "'f'" in _fresh(code)
