@@ -140,9 +140,12 @@ HOSTILE = (
 """Markup planted in LLM outputs, step names and error messages: none of it may ever run."""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """A headless Chromium; missing Chromium fails the test loudly (CI installs it)."""
+    """A headless Chromium; missing Chromium fails the test loudly (CI installs it).
+
+    One per test module, not per session: Playwright's sync API keeps an event loop running on the main
+    thread while it is open, and every later test that calls ``asyncio.run`` would find it running."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install it with 'apt-get install -y chromium' (.ci/run does)")
     from playwright.sync_api import sync_playwright

@@ -136,7 +136,12 @@ def _invocations(src: Path, db: Path) -> dict[str, list[list[str]]]:
         "report": [["report", s, "-o", out]],
         "fleet": [["fleet", d], ["fleet", d, "--format", "markdown"], ["fleet", d, "--json"]],
         "compare": [["compare", d, "--by", "version", "--a", "1", "--b", "2"]],
-        "watch": [["watch", d, "--once", "--to", "-", "--state", str(db.with_name("watch.json"))]],
+        # --alert-existing: on first start a watcher counts what is already there without alerting.
+        "watch": [["watch", d, "--once", "--to", "-", "--alert-existing", "--state", str(db.with_name("watch.json"))]],
+        "label": [["label", s, "--run", "bad", "--root", "a2"]],
+        "eval": [["label", s, "--run", "bad", "--root", "a2"], ["eval", s], ["eval", s, "--json"]],
+        "fit": [["label", s, "--run", "bad", "--root", "a2"], ["fit", s, "-o", str(db.with_name("model.json"))]],
+        "answers": [["answers", "list", s], ["answers", "list", s, "--json"], ["answers", "list", d]],
         "lint": [["lint", s, "--exit-zero"], ["lint", s, "--json", "--exit-zero"], ["lint", d, "--exit-zero"]],
     }
 
