@@ -128,17 +128,20 @@ def without_ranker(cases: Sequence[Case]) -> list[Case]:
     ]
 
 
-def tells(cases: Sequence[Case], source: str = "quality") -> dict[str, dict[str, float]]:
+def tells(
+    cases: Sequence[Case], source: str = "quality", sources: frozenset[str] | None = None
+) -> dict[str, dict[str, float]]:
     """Trained on the injected faults alone, scored on every written source, beside chance and the hand ranking.
 
     Injected faults can leave tells (a shape only injection produces) a model learns
     instead of the fault; such a model falls to chance on runs nobody injected into.
     Chance is the expected top-1 of a random order: the mean of 1/(ranked steps) x truth steps.
     """
-    model = fit([c for c in cases if c.suite == source])
+    planted = sources or frozenset({source})
+    model = fit([c for c in cases if c.suite in planted])
     groups: dict[str, list[Case]] = defaultdict(list)
     for c in cases:
-        if c.suite != source:
+        if c.suite not in planted:
             groups[c.suite].append(c)
     out: dict[str, dict[str, float]] = {}
     for g, cs in sorted(groups.items()):
