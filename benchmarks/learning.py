@@ -1,7 +1,7 @@
 """Fitting, exporting and cross-validating the learned ranker (needs the ``train`` extra: scikit-learn).
 
-A pointwise gradient-boosted classifier (Friedman 2001) over the features of
-every ranked step; its trees are exported to the plain-Python format of
+A tree ensemble over the features of every ranked step (`trajdebug.training`:
+LambdaMART from the hand-rank prior by default, or pointwise boosting); its trees are exported to the plain-Python format of
 `trajdebug.analysis.learned`, scored per run with a softmax and calibrated by
 isotonic regression fitted on out-of-fold predictions (Zadrozny & Elkan
 2002).  Cross-validation is group-aware: a fold holds out a whole suite, a
@@ -87,7 +87,9 @@ def kfold(k: int, seed: int = SEED) -> Split:
     return split
 
 
-def cross_validate(cases: Sequence[Case], split: Split, only: Callable[[Case], bool] | None = None) -> list[dict[str, Any]]:
+def cross_validate(
+    cases: Sequence[Case], split: Split, only: Callable[[Case], bool] | None = None, params: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Out-of-fold predictions: for every case (``only``: those selected), the model fitted without its fold."""
     folds: dict[str, list[Case]] = defaultdict(list)
     for c in cases:
@@ -97,7 +99,7 @@ def cross_validate(cases: Sequence[Case], split: Split, only: Callable[[Case], b
         test = [c for c in folds[name] if only is None or only(c)]
         if not test:
             continue
-        model = fit([c for c in cases if split(c) != name])
+        model = fit([c for c in cases if split(c) != name], params=params)
         for c in test:
             probs = probabilities(model, c)
             labels = c.labels()
@@ -117,17 +119,29 @@ def cross_validate(cases: Sequence[Case], split: Split, only: Callable[[Case], b
     return out
 
 
-def tells(cases: Sequence[Case], source: str = "quality") -> dict[str, dict[str, float]]:
+def without_ranker(cases: Sequence[Case]) -> list[Case]:
+    """The cases without the evidence stages' own features (``ranker:*``): what the first model could read."""
+    return [
+        Case(c.suite, c.route, c.fault, c.agent, c.case_id, c.truth, c.keys,
+             [{k: v for k, v in r.items() if not k.startswith("ranker:")} for r in c.rows])
+        for c in cases
+    ]
+
+
+def tells(
+    cases: Sequence[Case], source: str = "quality", sources: frozenset[str] | None = None
+) -> dict[str, dict[str, float]]:
     """Trained on the injected faults alone, scored on every written source, beside chance and the hand ranking.
 
     Injected faults can leave tells (a shape only injection produces) a model learns
     instead of the fault; such a model falls to chance on runs nobody injected into.
     Chance is the expected top-1 of a random order: the mean of 1/(ranked steps) x truth steps.
     """
-    model = fit([c for c in cases if c.suite == source])
+    planted = sources or frozenset({source})
+    model = fit([c for c in cases if c.suite in planted])
     groups: dict[str, list[Case]] = defaultdict(list)
     for c in cases:
-        if c.suite != source:
+        if c.suite not in planted:
             groups[c.suite].append(c)
     out: dict[str, dict[str, float]] = {}
     for g, cs in sorted(groups.items()):

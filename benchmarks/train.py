@@ -17,7 +17,10 @@ Steps, all seeded (`benchmarks.learning.SEED`):
 
 ``--corpus FILE`` reuses (or writes, when missing) a corpus cache;
 ``--out`` writes the model elsewhere; ``--render-only`` re-renders the docs
-from benchmarks/train_results.json and the model without fitting.
+from benchmarks/train_results.json and the model without fitting;
+``--compare --corpus FILE`` cross-validates the first shipped model's recipe
+(pointwise boosting, no ``ranker:*`` features) on the same folds and adds it
+to the results and the docs.
 """
 
 from __future__ import annotations
@@ -180,6 +183,26 @@ def evaluate(cases: list[Case], progress: Any = print) -> dict[str, Any]:
     return res
 
 
+def compare(cases: list[Case], progress: Any = print) -> dict[str, Any]:
+    """The first shipped model's recipe (pointwise, no ``ranker:*`` features) on the same cross-validations."""
+    from trajdebug.training import POINTWISE_PARAMS
+
+    old = L.without_ranker(cases)
+    out: dict[str, Any] = {"params": POINTWISE_PARAMS}
+    for name, split in (("loso", L.by_suite), ("loro", L.by_route), ("kfold", L.kfold(5))):
+        rows = L.cross_validate(old, split, params=POINTWISE_PARAMS)
+        out[name] = L.table(rows, lambda r: r["case"].suite)["all"]
+        if name == "kfold":
+            out["whowhen"] = L.table(rows, lambda r: r["case"].suite).get("whowhen")
+            ok = [bool(r["top_ok"]) for r in rows]
+            conf = calibrate_platt(rows)
+            t = threshold(conf, ok)
+            prec, cov = at(conf, ok, t)
+            out["calibration"] = {"ece": ece(conf, ok)[0], "confident": t, "precision_confident": prec, "coverage_confident": cov}
+        progress(f"compare: {name} done")
+    return out
+
+
 def final(cases: list[Case], oof: Sequence[dict[str, Any]], cal: dict[str, Any], meta: dict[str, Any]) -> Model:
     """The model on every case, calibrated on the out-of-fold predictions."""
     from dataclasses import replace
@@ -213,9 +236,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_PATH)
     ap.add_argument("--card", type=Path, default=ROOT / "docs" / "model-card.md")
     ap.add_argument("--render-only", action="store_true", help="re-render the docs from the saved results and model")
+    ap.add_argument("--compare", action="store_true",
+                    help="cross-validate the first model's recipe (pointwise, no ranker:* features) into the saved results")
     args = ap.parse_args(argv)
     if args.render_only:
         return _render_docs(args.card, json.loads(RESULTS.read_text()), load_model(args.out))
+    if args.compare:
+        if args.corpus is None or not args.corpus.exists():
+            ap.error("--compare needs --corpus FILE (the corpus the results were measured on)")
+        saved = json.loads(RESULTS.read_text())
+        saved["previous"] = compare(corpus_mod.load(args.corpus))
+        RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
+        return _render_docs(args.card, saved, load_model(args.out))
     if args.corpus is not None and args.corpus.exists():
         cases = corpus_mod.load(args.corpus)
     else:

@@ -27,6 +27,25 @@ def test_a_fitted_model_ranks_the_separating_feature_first() -> None:
     assert "x" in m.feature_names
 
 
+def test_a_lambdarank_model_exported_to_plain_python_ranks_the_separating_feature_first() -> None:
+    """LambdaMART trees exported to the plain format rank the separating feature first."""
+    pytest.importorskip("lightgbm")
+    params = {**training.LAMBDARANK_PARAMS, "n_estimators": 10, "min_child_samples": 1, "subsample": 1.0, "colsample_bytree": 1.0}
+    m = training.fit(_cases("x"), seed=1, params=params)
+    probs = softmax([m.raw(r) for r in [{"x": 0.0, "noise": 1.0}, {"x": 1.0, "noise": 1.0}, {"noise": 2.0}]])
+    assert max(range(3), key=probs.__getitem__) == 1
+
+
+def test_the_hand_rank_prior_is_one_tree_giving_offset_over_rank() -> None:
+    """With ``offset`` a, a model with no other signal scores a step a / (its hand rank)."""
+    pytest.importorskip("lightgbm")
+    tree = training._offset_tree(3.0)
+    m = training.assemble(0.0, 1.0, [tree])
+    for rank in (1, 2, 3, 7, 20):
+        assert m.raw({"hand_rank_inv": 1 / rank}) == pytest.approx(3.0 / rank)
+    assert m.raw({"hand_rank_inv": 1 / 40}) == pytest.approx(3.0 / 21)
+
+
 def test_warm_start_keeps_the_prior_and_learns_the_new_agent() -> None:
     """Boosting on from a prior keeps its trees first and learns what the prior did not know."""
     prior = training.fit(_cases("x"), seed=1, params={"n_estimators": 5, "max_depth": 2, "min_samples_leaf": 1})

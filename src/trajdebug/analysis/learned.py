@@ -2,9 +2,9 @@
 
 The model is a JSON file (``model.json`` beside this module is the shipped
 one; ``python -m benchmarks.train`` rebuilds it, docs/model-card.md describes
-it): regression trees of a pointwise gradient-boosted classifier (Friedman
-2001) whose summed output is the log-odds that a ranked step is the root
-cause.  Within one run the log-odds are normalized by a softmax (one root per
+it): regression trees (LambdaMART, Burges 2010, or a pointwise gradient-boosted
+classifier, Friedman 2001) whose summed output scores how likely a ranked step is
+the root cause.  Within one run the log-odds are normalized by a softmax (one root per
 failure), then mapped through an isotonic calibration fitted on held-out
 cross-validation folds (isotonic, Zadrozny & Elkan 2002, or Platt scaling on the
 probability and the number of ranked steps, Platt 1999: whichever erred less out of fold), so a candidate's
