@@ -509,3 +509,17 @@ class TestProgress:
         ):
             proc = cli_run(*args, env={"TRAJDEBUG_PROGRESS_DELAY": "0"})
             assert proc.returncode == 0 and proc.stderr == b"", (args, proc.stderr[-300:])
+
+
+def test_the_demo_names_the_command_that_shows_the_same_root_later(cli_run: Any) -> None:
+    """`demo --fault truncated-rows` ranks run_sql first with the agent's database; the command it prints
+    for a later look (`analyze ... --sql-db ...`) ranks the same step first."""
+    demo = cli_run("demo", "--fault", "truncated-rows", "--no-verify", "--no-report", env={"COLUMNS": "400"})
+    assert 0 == demo.returncode, demo.stderr
+    text = demo.stdout.decode()
+    assert "root cause matches" in " ".join(text.split())
+    later = next(line for line in text.splitlines() if line.startswith("the same analysis later: "))
+    args = later.removeprefix("the same analysis later: trajdebug ").split()
+    proc = cli_run(*args, "--json", check=True)
+    [analysis] = json.loads(proc.stdout)["runs"]
+    assert "run_sql" == analysis["root_causes"][0]["name"]

@@ -135,6 +135,18 @@ def demo_cmd(
             + (f"; the top-ranked root cause {hit}" if top else ""),
             style="dim",
         )
+    sqlite_db = run.metadata.get("sqlite_db")
+    if sqlite_db:
+        from rich.markup import escape as _esc
+
+        # The analysis above re-ran the agent's read-only SQL on its database; a later `analyze` sees
+        # the same only when given that database (it never opens a file a run's metadata names by itself).
+        con.print(
+            "\nthe same analysis later: "
+            + _esc(f"trajdebug analyze {target.path} --run {run.run_id[:12]} --sql-db {sqlite_db}"),
+            style="dim",
+            soft_wrap=True,
+        )
     if report is not None:
         from rich.markup import escape
 
