@@ -196,3 +196,38 @@ def test_a_terminal_oracle_answers_analyze_source_and_stores_each_answer(demo: t
     assert guided is not None and (guided.root, guided.certain) == (root, True)
     assert len(load_runs(path, run_id=run.run_id)[0].answers) == len(keys) == oracle.given
 
+
+
+def test_a_proved_root_becomes_the_runs_label_and_a_later_analyze_shows_it_from_the_stored_answers(
+    demo: tuple[Path, Run],
+) -> None:
+    """Once the answers prove the root, it is stored as the run's label (what `eval` and `fit` read), and
+    a plain `analyze` afterwards, with no one to ask, reports the same certain root from the answers."""
+    import json
+    import subprocess
+
+    from trajdebug.analysis import GuidedSearch, analyze
+    from trajdebug.labels import labels
+    from trajdebug.model import Answer
+
+    path, run = demo
+    planted = run.metadata["fault"]["step_id"]
+    wrong = descendants(run, planted)
+    search = GuidedSearch(analyze(load_runs(path)[0]))
+    keys = []
+    while (sid := search.next_question()) is not None:
+        keys.append("n" if sid in wrong else "y")
+        search.answer(Answer(sid, sid not in wrong, "person"))
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    asked = subprocess.run(
+        [sys.executable, "-m", "trajdebug", "analyze", str(path), "--ask", "--json"],
+        input="\n".join(keys) + "\n", capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert labels(path) == {run.run_id: planted}
+    later = subprocess.run(
+        [sys.executable, "-m", "trajdebug", "analyze", str(path), "--json"],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    )
+    [entry] = json.loads(later.stdout)["runs"]
+    assert (entry["guided"]["root"], entry["guided"]["certain"]) == (planted, True)

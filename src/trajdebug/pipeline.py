@@ -218,6 +218,13 @@ def _guide(
     if checks.covers(run):
         oracles.append(checks)
     if not oracles and not guided:
+        if run.answers:
+            # No one to ask now, but answers stored earlier (--ask, the report, serve) still settle what
+            # they can: the search's state over them, with nothing asked.
+            from trajdebug.analysis import GuidedSearch
+
+            search = GuidedSearch(analysis, run.answers, strategy=strategy, max_questions=max_questions)
+            return replace(analysis, guided=search.result())
         return analysis
     twin = same_input(run, pool)
     if twin is not None:

@@ -307,8 +307,26 @@ def _ask(path: str, analyses: list, as_json: bool, max_questions: int | None, st
         raise click.ClickException(str(exc)) from None
     if not asked:
         click.echo("nothing to ask: no failed run", err=True)
+    _label_proved(path, asked)
     if as_json:
         emit_json({"runs": [{"run_id": a.run_id, "guided": a.guided.to_dict(), "given": a.given} for a in asked]})
+
+
+def _label_proved(path: str, asked: list) -> None:  # type: ignore[type-arg]
+    """A root the answers prove is stored as the run's label (`trajdebug.labels`): what `trajdebug eval`
+    measures the ranking on and `trajdebug fit` learns from."""
+    from trajdebug.labels import label, sidecar
+    from trajdebug.source import SourceError
+
+    for a in asked:
+        if not (a.guided.certain and a.guided.root):
+            continue
+        try:
+            label(path, a.run_id, a.guided.root)
+        except (SourceError, OSError, ValueError) as exc:
+            click.echo(f"{path}: the proved root of run {a.run_id[:12]} was not labelled ({exc})", err=True)
+            continue
+        click.echo(f"labelled run {a.run_id[:12]}: root {a.guided.root[-6:]} (in {sidecar(path)})", err=True)
 
 
 def _stderr_console() -> object:
