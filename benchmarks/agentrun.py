@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 import trajdebug
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 from trajdebug.record.sinks import MemorySink
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import trajdebug
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 from trajdebug.record.sinks import MemorySink
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from benchmarks.faults import Case
 from benchmarks.quality import SEEDS_FULL, SEEDS_QUICK, cases
 from trajdebug.analysis import STRATEGIES, Analysis, GuidedSearch, analyze, guided_search
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 
 
 FLIP = 0.10

@@ -28,7 +28,7 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._localize import Candidate, Localization, SearchStats, localize
 from trajdebug.analysis.diagnosers import DiagnoseContext, registered_diagnosers
-from trajdebug.model import Dependency, ErrorInfo, Run, Step
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 
 Method = Callable[[Run, list[Failure]], Localization]

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis import Analysis, DependencyGraph
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 from trajdebug.pipeline import analyze_source
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.fleet_agents import AGENTS, Fault, run_agent
-from trajdebug import model
-from trajdebug.format import run_to_records
-from trajdebug.model import Run
+from trajdebug.core import model
+from trajdebug.core.jsonl import run_to_records
+from trajdebug.core.model import Run
 from trajdebug.record import MemorySink
 from trajdebug.store import Store
 from trajdebug.testing import IncrementalClock, deterministic

@@ -5,7 +5,7 @@ records it with the SDK.  A model trained on those runs alone could learn the
 SDK's shape instead of the fault; here each faulty run also travels the other
 recording routes a user's runs arrive by, and is analyzed as read back:
 
-- ``jsonl``: written by the recorder's file format (`trajdebug.format.write_jsonl`) and read back;
+- ``jsonl``: written by the recorder's file format (`trajdebug.core.jsonl.write_jsonl`) and read back;
 - ``otlp``: exported as OTLP/JSON (`trajdebug.formats.export`) and imported (`trajdebug.formats.otlp`);
 - ``transcript``: one message per step (speaker, output text, an error as text), imported as a
   multi-agent transcript: no recorded edges, kinds or error objects survive, only turns and text.
@@ -31,7 +31,7 @@ from benchmarks import corpus as corpus_mod
 from benchmarks.corpus import ALL, Case, _fill
 from trajdebug.analysis._content import text_of
 from trajdebug.analysis._pipeline import analyze
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 ROUTES = ("jsonl", "otlp", "transcript")
@@ -39,7 +39,7 @@ ROUTES = ("jsonl", "otlp", "transcript")
 
 
 def _jsonl(run: Run, previous: Sequence[Run], path: Path) -> tuple[Run, list[Run]]:
-    from trajdebug.format import write_jsonl
+    from trajdebug.core.jsonl import write_jsonl
     from trajdebug.source import read_source
 
     write_jsonl([*previous, run], path)

@@ -17,7 +17,7 @@ from typing import Any, cast
 from benchmarks.faults import Case, distractors_for
 from benchmarks.metrics import Outcome, Summary, exam, rank_of, summarize
 from benchmarks.workflows import WORKFLOWS
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 TOP = 10

@@ -265,8 +265,8 @@ def _per_call(fn: Callable[[], Any], n: int, repeats: int = 5) -> float:
 def child_components(n: int) -> list[dict[str, Any]]:
     """What each part of recording a step costs, timed piece by piece in one process."""
     import trajdebug
-    from trajdebug import redaction
-    from trajdebug._encode import dumps
+    from trajdebug.core import redaction
+    from trajdebug.core.codec import dumps
     from trajdebug.record import tracking
     from trajdebug.record.sinks import JsonlSink, StoreSink
     from trajdebug.record.writer import WRITER

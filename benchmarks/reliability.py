@@ -202,8 +202,8 @@ def _env() -> dict[str, str]:
 
 def _on_disk(target: Path) -> tuple[set[str], int]:
     """The step ids on disk, and the records counted as dropped in what is on disk."""
-    from trajdebug.format import read_jsonl
-    from trajdebug.schema import lost_records
+    from trajdebug.core.jsonl import read_jsonl
+    from trajdebug.core.schema import lost_records
     from trajdebug.store import Store
 
     if target.suffix == ".jsonl":
@@ -364,7 +364,7 @@ def locked(hold_s: float, progress: Callable[[str], None]) -> dict[str, Any]:
 def seeded(n: int, progress: Callable[[str], None], parallel: int = 5) -> dict[str, Any]:
     """``n`` processes that call ``random.seed(0)`` record one run of 3 steps each into one store and one
     JSONL file (``parallel`` at a time): runs found in each, and how many were merged into another."""
-    from trajdebug.format import read_jsonl
+    from trajdebug.core.jsonl import read_jsonl
     from trajdebug.store import Store
 
     progress(f"reliability: {n} processes that seed random")
@@ -455,7 +455,7 @@ def proxies(progress: Callable[[str], None]) -> dict[str, Any]:
     """A lazy proxy (every attribute raises) as input, output, argument, return, error detail, run metadata;
     and exceptions whose __setattr__ raises: steps written of those recorded."""
     import trajdebug
-    from trajdebug.format import read_jsonl
+    from trajdebug.core.jsonl import read_jsonl
 
     progress("reliability: lazy proxies and exceptions that refuse attributes")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 CHROMIUM = "/usr/bin/chromium"

@@ -119,7 +119,7 @@ def _analysis_child(n: int, shape: str = "agentrun") -> dict[str, Any]:
     from benchmarks.agentrun import record
     from benchmarks.agentshapes import record_shape
     from trajdebug.analysis import _pipeline
-    from trajdebug.format import write_jsonl
+    from trajdebug.core.jsonl import write_jsonl
     from trajdebug.pipeline import _load, analyze_source
 
     spent: dict[str, list[float]] = {}
@@ -188,7 +188,7 @@ def _memory_child(n: int) -> dict[str, Any]:
     import tracemalloc
 
     from benchmarks.agentrun import record
-    from trajdebug.format import write_jsonl
+    from trajdebug.core.jsonl import write_jsonl
     from trajdebug.pipeline import analyze_source
     from trajdebug.source import load_runs
 
@@ -210,7 +210,7 @@ def _memory_child(n: int) -> dict[str, Any]:
 
 def _write_show_file(n: int, path: str) -> dict[str, Any]:
     from benchmarks.agentrun import record
-    from trajdebug.format import write_jsonl
+    from trajdebug.core.jsonl import write_jsonl
 
     run = record(n)
     write_jsonl([run], path)
@@ -220,7 +220,7 @@ def _write_show_file(n: int, path: str) -> dict[str, Any]:
 def _otlp_file(mb: float, path: str) -> dict[str, Any]:
     """Write an OTLP/JSON Lines file of about ``mb`` MB: foreign spans, one trace per line."""
     from benchmarks.speed import _recorded_runs, _strip_own
-    from trajdebug._encode import dumps
+    from trajdebug.core.codec import dumps
     from trajdebug.formats.export import export_otlp
 
     lines = [dumps(_strip_own(export_otlp([r]))) for r in _recorded_runs(12)]
@@ -240,7 +240,7 @@ def _parse_child(path: str) -> dict[str, Any]:
     """orjson.loads of every line (GC on, as a program runs it), then reading the runs."""
     import orjson
 
-    from trajdebug.format import FormatError
+    from trajdebug.core.jsonl import FormatError
     from trajdebug.formats.otlp import iter_otlp
 
     w, c = time.perf_counter(), time.process_time()

@@ -142,7 +142,7 @@ _WORDS = [
 
 def inference_run(n: int = 10_000, output_bytes: int = 2048, seed: int = 7) -> Any:
     """A run of ``n`` steps with ~2 KB text outputs; each step quotes a passage of an earlier step's output."""
-    from trajdebug.model import Run, Step
+    from trajdebug.core.model import Run, Step
 
     rng = random.Random(seed)
     steps: list[Step] = []
@@ -213,7 +213,7 @@ def _strip_own(obj: Any) -> Any:
 
 def otlp_throughput(runs: list[Any], repeats: int) -> list[dict[str, Any]]:
     """Import throughput of OTLP/JSON files: trajdebug's own export, and the same stripped of its own attributes."""
-    from trajdebug._encode import dumps
+    from trajdebug.core.codec import dumps
     from trajdebug.formats import import_path
     from trajdebug.formats.export import export_otlp
 
@@ -245,7 +245,7 @@ def otlp_throughput(runs: list[Any], repeats: int) -> list[dict[str, Any]]:
 def store_rate(steps: int, runs: list[Any]) -> list[dict[str, Any]]:
     """Store write rate: recording straight into a SQLite store, and bulk `Store.write_records`."""
     import trajdebug
-    from trajdebug.format import run_to_records
+    from trajdebug.core.jsonl import run_to_records
     from trajdebug.store import Store
 
     rows = []

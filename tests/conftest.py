@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,10 +9,10 @@ import pytest
 
 import trajdebug
 from trajdebug.answers import import_answers
-from trajdebug.format import RunBuilder, read_jsonl, write_jsonl
+from trajdebug.core.jsonl import RunBuilder, read_jsonl, write_jsonl
+from trajdebug.core.model import Answer
+from trajdebug.core.schema import answer_record
 from trajdebug.formats.export import export_otlp
-from trajdebug.model import Answer
-from trajdebug.schema import answer_record
 from trajdebug.sidefile import side_file
 from trajdebug.source import SourceError, load_runs
 

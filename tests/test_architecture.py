@@ -18,8 +18,8 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 PKG = "trajdebug"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("trajdebug.model", "trajdebug.plugins", "trajdebug.chat", "trajdebug.escape", "trajdebug.values"),
-    ("trajdebug.format", "trajdebug._encode", "trajdebug.schema", "trajdebug.redaction", "trajdebug.sidefile", "trajdebug.usage", "trajdebug.sessions"),
+    ("trajdebug.core.model", "trajdebug.core.plugins", "trajdebug.core.chat", "trajdebug.core.escape", "trajdebug.core.values"),
+    ("trajdebug.core.jsonl", "trajdebug.core.codec", "trajdebug.core.schema", "trajdebug.core.redaction", "trajdebug.sidefile", "trajdebug.usage", "trajdebug.sessions"),
     ("trajdebug.analysis",),
     ("trajdebug.formats", "trajdebug.report", "trajdebug.store", "trajdebug.training"),
     ("trajdebug.record", "trajdebug.source", "trajdebug.marks", "trajdebug.answers"),

@@ -11,8 +11,8 @@ from typing import Any
 
 from trajdebug.analysis import analyze
 from trajdebug.answers import import_answers
+from trajdebug.core.model import Run
 from trajdebug.demo import run_demo
-from trajdebug.model import Run
 from trajdebug.report.html import write_report
 from trajdebug.serve import Server
 from trajdebug.source import load_runs
@@ -133,8 +133,8 @@ def test_the_page_asks_what_the_python_search_asks_on_every_demo_fault(page: Any
     """The page's port of the selection rule asks the same steps in the same order as GuidedSearch
     (prior strategy) and ends at the same root, on each of the demo's faults, answered truthfully."""
     from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer
     from trajdebug.demo import FAULTS
-    from trajdebug.model import Answer
 
     for fault in FAULTS:
         src = tmp_path / f"{fault}.jsonl"
@@ -196,7 +196,7 @@ def test_a_report_written_after_some_answers_starts_from_them(page: Any, tmp_pat
     the planted root."""
     import trajdebug
     from trajdebug.analysis import GuidedSearch
-    from trajdebug.model import Answer
+    from trajdebug.core.model import Answer
 
     src = tmp_path / "demo.jsonl"
     run = run_demo(path=src, workdir=tmp_path)
@@ -225,7 +225,7 @@ def test_on_a_2000_step_run_the_page_asks_what_python_asks_and_answers_quickly(p
     from benchmarks.report_html import agent_run
 
     from trajdebug.analysis import GuidedSearch
-    from trajdebug.model import Answer
+    from trajdebug.core.model import Answer
 
     run = agent_run(2_000, agents=8)
     analysis = analyze(run)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from trajdebug.core.model import Run
 from trajdebug.demo import run_demo
-from trajdebug.model import Run
 from trajdebug.source import load_runs
 
 
@@ -149,7 +149,7 @@ def test_ask_with_json_answers_from_a_pipe_and_prints_only_json_on_stdout(demo: 
     keys = []
     while (sid := search.next_question()) is not None:
         keys.append("n" if sid in wrong else "y")
-        from trajdebug.model import Answer
+        from trajdebug.core.model import Answer
 
         search.answer(Answer(sid, sid not in wrong, "person"))
     env = {**os.environ, "PYTHONPATH": str(SRC)}
@@ -207,8 +207,8 @@ def test_a_proved_root_becomes_the_runs_label_and_a_later_analyze_shows_it_from_
     import subprocess
 
     from trajdebug.analysis import GuidedSearch, analyze
+    from trajdebug.core.model import Answer
     from trajdebug.labels import labels
-    from trajdebug.model import Answer
 
     path, run = demo
     planted = run.metadata["fault"]["step_id"]

@@ -18,7 +18,7 @@ from benchmarks import metrics, quality, report  # noqa: E402
 from benchmarks.faults import FAULT_TYPES, Case, Injector, distractors_for  # noqa: E402
 from benchmarks.workflows import WORKFLOWS  # noqa: E402
 
-from trajdebug.model import Run, Step  # noqa: E402
+from trajdebug.core.model import Run, Step  # noqa: E402
 
 
 PAIRS = [(w, f) for w, mod in WORKFLOWS.items() for f in mod.FAULTS]

@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import ask  # noqa: E402
 from benchmarks.faults import Case  # noqa: E402
 
-from trajdebug.model import Run, Step  # noqa: E402
+from trajdebug.core.model import Run, Step  # noqa: E402
 
 
 def test_the_simulated_oracle_is_wrong_only_where_the_output_differs_at_or_after_the_root() -> None:

@@ -6,7 +6,7 @@ import gc
 from typing import Any
 
 import trajdebug
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 from trajdebug.record import MemorySink
 
 

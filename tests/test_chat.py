@@ -1,4 +1,4 @@
-"""Tests for the LLM-step convention (`trajdebug.chat`), on the SDKs' own types where they exist."""
+"""Tests for the LLM-step convention (`trajdebug.core.chat`), on the SDKs' own types where they exist."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
-from trajdebug.chat import (
+from trajdebug.core.chat import (
     ENVELOPE_KEYS,
     messages_from_attributes,
     normalize_llm_step,

@@ -84,8 +84,8 @@ class TestRunsAndShow:
 
     def test_analyze_names_a_broken_link_and_goes_on(self, tmp_path: Path) -> None:
         """A run with an edge to a missing step is analyzed without it and a warning names it; the others too."""
-        from trajdebug.format import write_jsonl
-        from trajdebug.model import Dependency, Run, Step
+        from trajdebug.core.jsonl import write_jsonl
+        from trajdebug.core.model import Dependency, Run, Step
 
         good = Run(
             "good", "g", outcome="failure", steps=(Step("a", "a", status="error", start_ns=1, end_ns=2),)
@@ -102,7 +102,7 @@ class TestRunsAndShow:
 
     def test_import_copies_trajdebug_jsonl_into_a_store(self, tmp_path: Path) -> None:
         """`trajdebug import FILE.jsonl -o X.db` moves our own runs into a store, unchanged."""
-        from trajdebug.format import read_jsonl
+        from trajdebug.core.jsonl import read_jsonl
         from trajdebug.store import Store
 
         path = tmp_path / "r.jsonl"

@@ -10,8 +10,8 @@ from trajdebug.analysis._pipeline import analyze
 from trajdebug.analysis.diagnosers._chat_rules import CONVERSATION_DIAGNOSERS, plan_mismatch
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import conversation, is_write
+from trajdebug.core.model import Run, Step
 from trajdebug.formats.messages import messages_to_run
-from trajdebug.model import Run, Step
 
 
 def _u(text: str) -> dict[str, Any]:

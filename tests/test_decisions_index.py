@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from trajdebug.analysis.diagnosers import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._decisions import _keys, _lost, _overlap, lost_update
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 
 
 def _naive(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:

@@ -19,7 +19,7 @@ from trajdebug.analysis._detect import (
     final_step,
     registered_detectors,
 )
-from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.record.contracts import ContractError, check, contract
 from trajdebug.testing import capture_runs, deterministic
 

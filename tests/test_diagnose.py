@@ -22,7 +22,7 @@ from trajdebug.analysis.diagnosers import (
     fold,
     registered_diagnosers,
 )
-from trajdebug.model import Dependency, ErrorInfo, Run, Step
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 
 def _run(*steps: Step, **kw: Any) -> Run:

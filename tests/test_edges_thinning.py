@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trajdebug.analysis.inference import thin_inferred
-from trajdebug.model import Dependency, Run, Step
+from trajdebug.core.model import Dependency, Run, Step
 
 
 @st.composite

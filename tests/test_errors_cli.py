@@ -15,8 +15,8 @@ from click.testing import CliRunner
 import trajdebug
 from trajdebug.analysis.lifecycle._analyze import analyze_errors
 from trajdebug.cli import cli
+from trajdebug.core.model import Run
 from trajdebug.demo import run_demo
-from trajdebug.model import Run
 from trajdebug.record.errorlog import FIELDS, JsonFormatter, LiveErrorLog, emit_errors
 from trajdebug.report.errors import errors_markdown, render_errors
 

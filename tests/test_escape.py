@@ -19,9 +19,9 @@ import click
 import pytest
 
 from trajdebug.cli import cli
-from trajdebug.escape import json_text, markdown, md_code, visible
-from trajdebug.format import write_jsonl
-from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.core.escape import json_text, markdown, md_code, visible
+from trajdebug.core.jsonl import write_jsonl
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 
 
 ROOT = Path(__file__).resolve().parents[1]

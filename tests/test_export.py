@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trajdebug.cli._io import register
-from trajdebug.format import read_jsonl
+from trajdebug.core.jsonl import read_jsonl
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.formats import import_path
 from trajdebug.formats.export import export_otlp, span_id_for, trace_id_for, write_otlp
 from trajdebug.formats.otlp import runs_from_otlp
-from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 
 
 LOG = [

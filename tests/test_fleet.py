@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from trajdebug.cli import cli
+from trajdebug.core.model import Run, Step
 from trajdebug.fleet import GroupTable, Signature, Spectrum, dstar, normalize, ochiai, run_fleet, signature_of
 from trajdebug.fleet.groups import Finding, group_from_dict
 from trajdebug.fleet.plots import plot_group_sizes, plot_timeline
 from trajdebug.fleet.render import fleet_markdown
-from trajdebug.model import Run, Step
 from trajdebug.store import Store
 
 

@@ -167,7 +167,7 @@ def test_watch_retries_an_alert_the_webhook_refused(tmp_path: Path, fleet_store:
 
 def test_watch_follows_a_folder_of_jsonl_files(tmp_path: Path, fleet_store: Path) -> None:
     """Files dropped into a folder are read when they appear or grow; `watch --once` prints alerts as JSON lines."""
-    from trajdebug.format import write_jsonl
+    from trajdebug.core.jsonl import write_jsonl
 
     with Store(fleet_store) as st:
         runs = [st.load_run(r) for r in st.run_ids()[:60]]

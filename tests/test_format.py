@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from trajdebug.format import (
+from trajdebug.core.jsonl import (
     FormatError,
     RunBuilder,
     UnsupportedVersionError,
@@ -17,7 +17,7 @@ from trajdebug.format import (
     run_to_records,
     write_jsonl,
 )
-from trajdebug.model import (
+from trajdebug.core.model import (
     Dependency,
     ErrorEvent,
     ErrorInfo,

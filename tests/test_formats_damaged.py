@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from trajdebug.format import read_jsonl
+from trajdebug.core.jsonl import read_jsonl
 from trajdebug.formats import import_path
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from trajdebug.format import FormatError, read_jsonl, write_jsonl
+from trajdebug.core.jsonl import FormatError, read_jsonl, write_jsonl
 from trajdebug.formats import import_path, sniff
 from trajdebug.formats.messages import read_messages
 
@@ -239,7 +239,7 @@ class TestRegistry:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """An importer added to the registry with a sniff function is detected and used; unknown files are refused."""
-        from trajdebug.format import ReadResult
+        from trajdebug.core.jsonl import ReadResult
         from trajdebug.formats import IMPORTERS
         from trajdebug.formats.messages import messages_to_run
 

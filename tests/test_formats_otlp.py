@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from trajdebug.format import FormatError
+from trajdebug.core.jsonl import FormatError
+from trajdebug.core.model import Run
 from trajdebug.formats import import_path, sniff
 from trajdebug.formats.otlp import read_otlp, runs_from_otlp
 from trajdebug.formats.otlp_json import any_value, hex_id
-from trajdebug.model import Run
 
 
 otel_sdk = pytest.importorskip(
@@ -518,7 +518,7 @@ class TestConventions:
     ) -> None:
         """A span's messages are what the chat convention reader finds, whichever convention (or none)
         carries them."""
-        from trajdebug.chat import messages_from_attributes
+        from trajdebug.core.chat import messages_from_attributes
         from trajdebug.formats import _semconv
 
         got = _semconv.messages(attrs, events)

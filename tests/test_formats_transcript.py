@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from trajdebug.format import FormatError
+from trajdebug.core.jsonl import FormatError
 from trajdebug.formats import import_path, sniff
 from trajdebug.formats.transcript import looks_like_transcript, read_transcript
 

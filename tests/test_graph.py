@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trajdebug.analysis._graph import CHILD_KEY, DependencyGraph, GraphError
-from trajdebug.model import Dependency, Run, Step
+from trajdebug.core.model import Dependency, Run, Step
 
 
 def _run(*steps: Step) -> Run:

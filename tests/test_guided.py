@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from trajdebug.analysis import Analysis, GuidedSearch, guided_search
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._localize import Candidate, Localization, SearchStats
-from trajdebug.model import Answer, Dependency, Run, Step
+from trajdebug.core.model import Answer, Dependency, Run, Step
 
 
 STRATS = ("prior", "top-down", "linear")

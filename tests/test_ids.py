@@ -16,9 +16,9 @@ import textwrap
 from pathlib import Path
 
 import trajdebug
-from trajdebug.format import read_jsonl, read_lines
+from trajdebug.core.jsonl import read_jsonl, read_lines
+from trajdebug.core.schema import RECORDER_KEY, end_record, run_record, step_record
 from trajdebug.record.runs import RunHandle
-from trajdebug.schema import RECORDER_KEY, end_record, run_record, step_record
 from trajdebug.store import Store
 
 

@@ -24,7 +24,7 @@ from trajdebug.analysis.inference._fingerprint import (
     winnow,
 )
 from trajdebug.analysis.inference._infer import ContentIndex, infer_dependencies, previous_turns
-from trajdebug.model import REPR_KEY, TRUNCATED_KEY, Dependency, Run, Step, replace
+from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY, Dependency, Run, Step, replace
 
 
 # Real-looking content: a tau-bench retail tool result and a policy-like paragraph.

@@ -48,10 +48,10 @@ def test_import_loads_neither_readers_nor_store_nor_analysis() -> None:
     out = _fresh("import sys, trajdebug\nprint(' '.join(sorted(sys.modules)))").split()
     for absent in (
         "trajdebug.analysis",
-        "trajdebug.format",
+        "trajdebug.core.jsonl",
         "trajdebug.source",
         "trajdebug.store",
-        "trajdebug.values",
+        "trajdebug.core.values",
     ):
         assert absent not in out
     assert "trajdebug.record.runs" in out and "trajdebug.record.recorder" in out

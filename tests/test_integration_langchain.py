@@ -18,7 +18,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import ToolException, tool
 
-from trajdebug.format import read_jsonl
+from trajdebug.core.jsonl import read_jsonl
 from trajdebug.integrations.langchain import TrajdebugTracer, is_control_flow
 
 

@@ -28,7 +28,7 @@ from agents.tracing import (
 from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from trajdebug.format import read_jsonl
+from trajdebug.core.jsonl import read_jsonl
 from trajdebug.integrations.openai_agents import TrajdebugProcessor
 
 

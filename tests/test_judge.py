@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from trajdebug.cli import cli
+from trajdebug.core.model import REDACTED
 from trajdebug.judge import ChatModel, Completion, Judge, JudgeConfig, JudgeConfigError, judgment_lines
-from trajdebug.model import REDACTED
 from trajdebug.pipeline import SourceAnalysis, analyze_source
 from trajdebug.testing import FakeModelServer, Reply, judge_script
 
@@ -341,8 +341,8 @@ class TestPrivacy:
 
     def test_secret_named_fields_and_the_judges_own_key_are_redacted(self, tmp_path: Path) -> None:
         """A value under a secret-named key, and the judge's API key found in a run, are replaced before sending."""
-        from trajdebug.format import write_jsonl
-        from trajdebug.model import Run, Step
+        from trajdebug.core.jsonl import write_jsonl
+        from trajdebug.core.model import Run, Step
 
         key = "local-judge-key-1234"
         run = Run(

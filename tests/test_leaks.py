@@ -1,6 +1,6 @@
 """Planted secrets never leave trajdebug from a foreign source: on every write and render path.
 
-Nineteen secret shapes (every value rule of `trajdebug.redaction`, the opt-in
+Nineteen secret shapes (every value rule of `trajdebug.core.redaction`, the opt-in
 e-mail class included) are planted in a multi-agent transcript (message text,
 speaker names, run metadata, the failure reason) and in an OTLP file
 (attributes, span names, status messages).  Each file goes through every
@@ -9,7 +9,7 @@ JSONL file, ``export`` to OTLP and Parquet, ``report`` (HTML), ``show`` (text
 and ``--json``), and ``serve`` (the run list, a run's page, the JSON API), and
 every byte each leaves (files, stdout, stderr, HTTP bodies) is scanned.
 
-Phone numbers are not among the shapes: `trajdebug.redaction` has no phone rule.
+Phone numbers are not among the shapes: `trajdebug.core.redaction` has no phone rule.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.format import write_jsonl
-from trajdebug.model import Run
+from trajdebug.core.jsonl import write_jsonl
+from trajdebug.core.model import Run
 from trajdebug.source import read_source
 from trajdebug.store import Store
 
@@ -179,6 +179,6 @@ def test_reading_a_foreign_source_redacts_it(tmp_path: Path) -> None:
     """read_source of a foreign file gives runs without the secrets, and counts what it scrubbed."""
     trajdebug.configure(redact_pii=("email",))
     got = read_source(_otlp(tmp_path / "o.json"))
-    text = json.dumps([trajdebug.schema.run_to_dict(r) for r in got.runs], default=str)
+    text = json.dumps([trajdebug.core.schema.run_to_dict(r) for r in got.runs], default=str)
     assert [] == _leaks(text)
     assert got.runs[0].metadata["recorder"]["redacted"]

@@ -11,7 +11,7 @@ import trajdebug
 from trajdebug.analysis import analyze
 from trajdebug.analysis.features import features, ranked_keys
 from trajdebug.analysis.learned import DEFAULT_PATH, Model, load_model, model_from_dict, rerank, softmax
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 from trajdebug.source import load_runs
 
 

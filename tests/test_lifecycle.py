@@ -12,7 +12,7 @@ import pytest
 import trajdebug
 from trajdebug.analysis.lifecycle._analyze import ANALYSIS_PREFIX, ErrorReport, analyze_errors
 from trajdebug.analysis.lifecycle._severity import RULE_BY_NAME
-from trajdebug.model import Dependency, ErrorEvent, Run, StageChange, Step, StepKind
+from trajdebug.core.model import Dependency, ErrorEvent, Run, StageChange, Step, StepKind
 from trajdebug.testing import capture_runs, deterministic
 
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trajdebug.analysis.lineage import Lineage, anomalies, derivation, slips
-from trajdebug.model import Dependency, Run, Step
-from trajdebug.values import atoms
+from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.values import atoms
 
 
 D = Dependency

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import trajdebug
+from trajdebug.core.model import ErrorEvent, Run, StageChange, Step
 from trajdebug.demo import FAULTS, run_demo
 from trajdebug.lint import CODES, lint
-from trajdebug.model import ErrorEvent, Run, StageChange, Step
 
 
 REPORT = (

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from trajdebug.analysis._detect import Failure, detect
 from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._localize import Localization, localize
-from trajdebug.model import Dependency, ErrorInfo, Run, Step
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 
 D = Dependency

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import trajdebug
 from trajdebug.cli import cli
-from trajdebug.format import FormatError, RunBuilder, mark_record, read_jsonl, run_to_records
+from trajdebug.core.jsonl import FormatError, RunBuilder, mark_record, read_jsonl, run_to_records
 from trajdebug.source import SourceError, load_runs
 from trajdebug.store import Store
 
@@ -92,7 +92,7 @@ class TestJsonl:
 
     def test_the_last_mark_wins_wherever_the_end_record_is(self) -> None:
         """Marks apply in order, whether they come before or after the run's end record."""
-        from trajdebug.model import Run
+        from trajdebug.core.model import Run
 
         recs = run_to_records(Run("r1", "x", outcome="success", end_ns=5))
         b = RunBuilder()

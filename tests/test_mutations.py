@@ -24,7 +24,7 @@ def test_each_planted_fault_travels_every_route_with_its_truth_step_ranked(tmp_p
 
 def test_a_transcript_keeps_speakers_and_error_text_but_no_structure() -> None:
     """A run written as a transcript is one message per step: its speaker and text, an error as text, nothing else."""
-    from trajdebug.model import ErrorInfo, Run, Step
+    from trajdebug.core.model import ErrorInfo, Run, Step
 
     run = Run(
         run_id="r",

@@ -14,9 +14,9 @@ import pytest
 
 import trajdebug
 from trajdebug.analysis import ExpectationOracle, ReferenceOracle
+from trajdebug.core.model import Run, Step
 from trajdebug.demo import run_demo
 from trajdebug.judge import JudgeConfig, JudgeOracle
-from trajdebug.model import Run, Step
 from trajdebug.pipeline import analyze_source
 from trajdebug.record.expectations import forget
 from trajdebug.testing import FakeModelServer, Reply

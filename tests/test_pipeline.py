@@ -19,9 +19,9 @@ from trajdebug.analysis._pipeline import (
     thin_inferred,
 )
 from trajdebug.cli import cli
+from trajdebug.core.jsonl import write_jsonl
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 from trajdebug.demo import FAULTS, run_demo
-from trajdebug.format import write_jsonl
-from trajdebug.model import Dependency, ErrorInfo, Run, Step
 from trajdebug.report.analysis import analysis_lines, analysis_markdown
 from trajdebug.store import Store
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trajdebug import plugins
-from trajdebug.model import Run, Step
+from trajdebug.core import plugins
+from trajdebug.core.model import Run, Step
 
 
 @pytest.fixture(name="plugin_pkg")
@@ -25,8 +25,8 @@ def _plugin_pkg(tmp_path: Path) -> Iterator[Path]:
             import json
             from trajdebug.analysis._detect import Failure
             from trajdebug.analysis.diagnosers._context import Evidence
-            from trajdebug.format import ReadResult
-            from trajdebug.model import Run, Step
+            from trajdebug.core.jsonl import ReadResult
+            from trajdebug.core.model import Run, Step
 
             def refund_detector(run, ctx):
                 for s in run.steps:
@@ -121,7 +121,7 @@ class TestPlugins:
         from click.testing import CliRunner
 
         from trajdebug.cli import cli
-        from trajdebug.format import write_jsonl
+        from trajdebug.core.jsonl import write_jsonl
 
         path = tmp_path / "r.jsonl"
         write_jsonl([refund_run()], path)

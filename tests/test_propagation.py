@@ -14,8 +14,8 @@ import pytest
 
 import trajdebug
 from trajdebug.analysis.lifecycle._analyze import analyze_errors
-from trajdebug.format import read_jsonl
-from trajdebug.model import Run
+from trajdebug.core.jsonl import read_jsonl
+from trajdebug.core.model import Run
 from trajdebug.record.propagation import SINK_HEADER, TRACEPARENT
 from trajdebug.store import Store
 

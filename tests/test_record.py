@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 import pytest
 
 import trajdebug
-from trajdebug.format import read_jsonl
-from trajdebug.model import REDACTED, REPR_KEY, TRUNCATED_KEY, Run
+from trajdebug.core.jsonl import read_jsonl
+from trajdebug.core.model import REDACTED, REPR_KEY, TRUNCATED_KEY, Run
 from trajdebug.record import MemorySink
 from trajdebug.store import Store
 
@@ -517,7 +517,7 @@ class TestProcesses:
 class TestKinds:
     def test_a_typo_of_a_kind_warns_where_the_step_is_declared(self) -> None:
         """`kind="tools"` warns at decoration time, naming the close built-in kind; the step still records."""
-        from trajdebug.schema import KindWarning
+        from trajdebug.core.schema import KindWarning
 
         with pytest.warns(KindWarning, match="'tools' is not a built-in kind; did you mean 'tool'"):
 
@@ -825,7 +825,7 @@ class TestBoundedBySize:
     def test_an_exception_holding_a_huge_list_is_printed_bounded(self, tmp_path: Path) -> None:
         """ValueError(<2M-item list>) raised in a step costs a small fraction of printing the list once, and its
         message says how many items there were."""
-        from trajdebug._encode import dumps
+        from trajdebug.core.codec import dumps
 
         whole = self._timed(lambda: repr(self.BIG))
 
@@ -847,7 +847,7 @@ class TestBoundedBySize:
     @pytest.mark.parametrize("shape", ["list", "dict", "set"])
     def test_a_huge_output_is_encoded_only_as_far_as_it_is_kept(self, tmp_path: Path, shape: str) -> None:
         """A huge output (list, dict, set) costs a small fraction of encoding it whole, and is stored truncated."""
-        from trajdebug._encode import dumps
+        from trajdebug.core.codec import dumps
 
         value: Any = {
             "list": self.BIG,

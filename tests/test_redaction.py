@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trajdebug
-from trajdebug.model import REDACTED, TRUNCATED_KEY, Run, Step
-from trajdebug.redaction import MAX_DEPTH, RULES, Redactor, key_words
+from trajdebug.core.model import REDACTED, TRUNCATED_KEY, Run, Step
+from trajdebug.core.redaction import MAX_DEPTH, RULES, Redactor, key_words
 
 
 # (rule, text holding the secret, the secret part that must disappear)
@@ -86,7 +86,7 @@ class TestValueRules:
 
     def test_configure_turns_on_pii_classes_and_refuses_unknown_ones(self) -> None:
         """`configure(redact_pii=...)` reaches every write path's redactor; an unknown class is an error."""
-        from trajdebug import redaction
+        from trajdebug.core import redaction
 
         trajdebug.configure(redact_pii=("email",))
         assert "email" in redaction.POLICY.pii
@@ -267,7 +267,7 @@ class TestEveryWritePath:
         absent from every byte written by: the recorder (JSONL, store and its WAL), an integration delivering
         to a store and a file, `import` of a message log into a store and a file, a store-to-store import,
         `export`, and write_jsonl."""
-        from trajdebug.format import write_jsonl
+        from trajdebug.core.jsonl import write_jsonl
         from trajdebug.integrations._deliver import deliver
 
         value, secrets = _planted()
@@ -338,7 +338,7 @@ class TestCleanJson:
     ) -> None:
         """A value whose JSON text `clean_json` finds clean is one redaction leaves unchanged, whatever its
         strings hold (newlines, quotes, Unicode letters, escaped by either encoder), in keys or in values."""
-        from trajdebug._encode import dumps
+        from trajdebug.core.codec import dumps
 
         text = "".join(pieces)
         value = {"note": [text, {"".join(key) or "k": text}], "n": 12}
@@ -351,7 +351,7 @@ class TestCleanJson:
     def test_a_chat_payload_without_secrets_is_clean_in_one_pass(self) -> None:
         """Chat messages of ordinary English (with ``:``, ``-``, capitals and usage counts) are clean for
         `clean_json`, which `clean` cannot tell from its per-string prefilter; a key in one message is found."""
-        from trajdebug._encode import dumps
+        from trajdebug.core.codec import dumps
 
         messages = [
             {"role": "system", "content": "You are a careful agent: verify the customer, look up order O-41190."},
@@ -380,7 +380,7 @@ class TestCleanJson:
     def test_secrets_across_escaped_characters_are_found(self, text: str) -> None:
         """A secret whose match spans a character JSON escapes (newline, tab, quote, non-ASCII) is not
         taken for clean, from either encoder's text."""
-        from trajdebug._encode import dumps
+        from trajdebug.core.codec import dumps
 
         r = Redactor()
         assert r.text(text) != text

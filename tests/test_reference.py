@@ -13,7 +13,7 @@ from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, violations
 from trajdebug.analysis.reference._invariants import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
-from trajdebug.model import Dependency, ErrorInfo, Run, Step
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 
 D = Dependency

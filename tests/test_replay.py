@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import trajdebug
+from trajdebug.core.model import Run
 from trajdebug.demo import FAULTS, demo_agent, run_demo, verify_demo
-from trajdebug.model import Run
 from trajdebug.record.sinks import MemorySink
 from trajdebug.replay import (
     Cassette,

@@ -24,7 +24,7 @@ from benchmarks.workflows import WORKFLOWS  # noqa: E402
 from benchmarks.workflows._base import ENTRY_TARGET, reference, replay_case  # noqa: E402
 
 from trajdebug.analysis._pipeline import analyze  # noqa: E402
-from trajdebug.model import Run  # noqa: E402
+from trajdebug.core.model import Run  # noqa: E402
 from trajdebug.replay import replay, verify  # noqa: E402
 from trajdebug.replay.cassette import canonical  # noqa: E402
 from trajdebug.replay.engine import forward_slice  # noqa: E402

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from benchmarks.report_html import agent_run
 
-from trajdebug.model import Dependency, Run, Step
+from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.report.graph import COLLAPSE_AT, graph_views
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from trajdebug.analysis import analyze
+from trajdebug.core.model import Run
 from trajdebug.demo import run_demo
-from trajdebug.model import Run
 from trajdebug.report.html import embed_json, report_data, report_html, write_report
 from trajdebug.store import Store
 

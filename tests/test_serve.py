@@ -12,8 +12,8 @@ import pytest
 
 import trajdebug
 from trajdebug.analysis import analyze
+from trajdebug.core.model import Run
 from trajdebug.demo import run_demo, verify_demo
-from trajdebug.model import Run
 from trajdebug.serve import Catalog, Query, Server, is_loopback
 from trajdebug.store import Store
 

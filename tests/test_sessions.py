@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import trajdebug
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 from trajdebug.sessions import earlier_in_session, group_sessions, session_in, session_of
 from trajdebug.testing import capture_runs
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import trajdebug
-from trajdebug.model import Run, Step
-from trajdebug.schema import run_to_records
+from trajdebug.core.model import Run, Step
+from trajdebug.core.schema import run_to_records
 from trajdebug.source import SourceError, load_runs
 from trajdebug.store import SCHEMA_VERSION, WAL_SIZE_LIMIT, Store, StoreError
 

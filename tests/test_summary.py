@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import trajdebug
-from trajdebug.model import Dependency, ErrorInfo, Run, Step
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
+from trajdebug.core.values import SUMMARY_KEY, atoms
 from trajdebug.record.summary import Policy, is_summary, summarize_run
-from trajdebug.values import SUMMARY_KEY, atoms
 
 
 # Words that appear only in the content: none may reach the disk in summary mode.

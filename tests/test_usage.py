@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 from trajdebug.testing import FakeModelServer, capture_runs
 from trajdebug.usage import PRICES_ENV, Price, Prices, default_prices, load_prices, run_usage, step_usage
 
@@ -71,7 +71,7 @@ class TestStepUsage:
 
     def test_openinference_cost_attribute_becomes_llm_usage_cost(self) -> None:
         """OpenInference llm.cost.total and GenAI gen_ai.usage.cost are read as llm.usage.cost."""
-        from trajdebug.chat import span_envelope
+        from trajdebug.core.chat import span_envelope
 
         assert span_envelope({"llm.cost.total": 0.25})["llm.usage.cost"] == 0.25
         assert span_envelope({"gen_ai.usage.cost": "0.1"})["llm.usage.cost"] == 0.1

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajdebug import values
-from trajdebug.values import (
+from trajdebug.core import values
+from trajdebug.core.values import (
     NUMBER_WORDS,
     atoms,
     date_forms,

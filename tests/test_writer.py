@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.format import read_jsonl
+from trajdebug.core.jsonl import read_jsonl
 from trajdebug.record import CONFIG, MemorySink
 from trajdebug.record.sinks import JsonlSink, PartialWrite
 from trajdebug.store import Store
@@ -186,7 +186,7 @@ FULL_DISK_CHILD = textwrap.dedent(
     """
     import json, os, sys, time
     import trajdebug
-    from trajdebug.format import read_jsonl
+    from trajdebug.core.jsonl import read_jsonl
     from trajdebug.store import Store
 
     d = sys.argv[1]

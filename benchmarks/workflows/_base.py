@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import trajdebug
 from benchmarks.faults import Case, Injector, record_truth
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 from trajdebug.record import MemorySink
 
 

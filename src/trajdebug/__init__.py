@@ -30,9 +30,9 @@ from trajdebug.record.runs import RunHandle, run
 
 if TYPE_CHECKING:
     from trajdebug.answers import save_answer
-    from trajdebug.format import FormatError, ReadResult, read_jsonl, write_jsonl
+    from trajdebug.core.jsonl import FormatError, ReadResult, read_jsonl, write_jsonl
+    from trajdebug.core.model import Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
     from trajdebug.marks import mark
-    from trajdebug.model import Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
     from trajdebug.record import (
         ContextThreadPoolExecutor,
         CriticalError,
@@ -58,10 +58,10 @@ if TYPE_CHECKING:
 
 
 _LAZY: dict[str, tuple[str, str]] = {
-    **{n: ("trajdebug.format", n) for n in ("FormatError", "ReadResult", "read_jsonl", "write_jsonl")},
+    **{n: ("trajdebug.core.jsonl", n) for n in ("FormatError", "ReadResult", "read_jsonl", "write_jsonl")},
     "mark": ("trajdebug.marks", "mark"),
     **{
-        n: ("trajdebug.model", n)
+        n: ("trajdebug.core.model", n)
         for n in ("Answer", "Dependency", "ErrorEvent", "ErrorInfo", "Run", "StageChange", "Step")
     },
     **{

@@ -11,14 +11,14 @@ said so (``person``, ``check:<name>``, ``model:<m>``, ``reference:<run_id>``,
   (`trajdebug.sidefile`), read back whenever the source is read.
 
 Every reader fills ``Run.answers`` with the latest answer per step and
-answerer (`trajdebug.schema.latest_answers`), so a step is never asked twice
+answerer (`trajdebug.core.schema.latest_answers`), so a step is never asked twice
 and a later answer corrects an earlier one.  The reason is redacted with the
 process policy before it is written, like every other free text.
 
 Example:
     ```python
     import trajdebug
-    from trajdebug.model import Answer
+    from trajdebug.core.model import Answer
 
     trajdebug.save_answer("trajdebug.db", "4f2a", Answer("s3", False, "person", reason="EUR, not USD"))
     run = trajdebug.load_runs("trajdebug.db", run_id="4f2a")[0]
@@ -33,16 +33,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from trajdebug.format import FormatError
-from trajdebug.model import Answer
-from trajdebug.schema import answer_record
+from trajdebug.core.jsonl import FormatError
+from trajdebug.core.model import Answer
+from trajdebug.core.schema import answer_record
 from trajdebug.sidefile import read_answers, side_file
 from trajdebug.source import SourceError, _is_trajdebug_jsonl, read_source
 from trajdebug.store import Store, StoreError, ambiguous_prefix, is_store
 
 
 def _redacted(answer: Answer) -> Answer:
-    from trajdebug import redaction
+    from trajdebug.core import redaction
 
     red = redaction.redactor()
     if red is None or not answer.reason:
@@ -93,7 +93,7 @@ class AnswerLog:
                 with Store(self.source) as store:
                     store.write_records([record], redacted=True)
             else:
-                from trajdebug._encode import dumps_str
+                from trajdebug.core.codec import dumps_str
 
                 with self.path.open("a", encoding="utf-8") as fh:
                     fh.write(dumps_str(record) + "\n")

@@ -24,7 +24,7 @@ from typing import Any
 
 from trajdebug.analysis import Analysis, Guided, GuidedSearch
 from trajdebug.answers import AnswerLog
-from trajdebug.model import Answer, Run, Step
+from trajdebug.core.model import Answer, Run, Step
 from trajdebug.report.question import question_for, render_guided, render_question
 
 

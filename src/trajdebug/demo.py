@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trajdebug
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 if TYPE_CHECKING:

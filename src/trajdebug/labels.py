@@ -25,7 +25,7 @@ from typing import Any
 
 from trajdebug.analysis.features import features
 from trajdebug.analysis.learned import Model, load_model
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 from trajdebug.pipeline import analyze_source
 from trajdebug.source import SourceError, load_runs, select_run
 

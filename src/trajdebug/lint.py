@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 
 
 CODES: dict[str, str] = {

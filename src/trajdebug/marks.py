@@ -24,8 +24,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from trajdebug.format import FormatError, mark_record, read_jsonl
-from trajdebug.model import Run
+from trajdebug.core.jsonl import FormatError, mark_record, read_jsonl
+from trajdebug.core.model import Run
 from trajdebug.source import SourceError, _is_trajdebug_jsonl
 from trajdebug.store import Store, StoreError, is_store
 
@@ -76,7 +76,7 @@ def _mark_store(path: Path, run_id: str, outcome: str, reason: str | None) -> Ru
 
 
 def _mark_jsonl(path: Path, run_id: str, outcome: str, reason: str | None) -> Run:
-    from trajdebug._encode import dumps_str
+    from trajdebug.core.codec import dumps_str
 
     try:
         runs = read_jsonl(path).runs

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis import Analysis, analyze, is_original, previous_turns, references
-from trajdebug.model import Outcome, Run
+from trajdebug.core.model import Outcome, Run
 from trajdebug.source import load_runs
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 SESSION_KEY = "session"

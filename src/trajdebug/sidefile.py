@@ -15,9 +15,9 @@ import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
-from trajdebug.format import FormatError, ReadResult, read_jsonl, read_lines
-from trajdebug.model import Answer, Run
-from trajdebug.schema import latest_answers
+from trajdebug.core.jsonl import FormatError, ReadResult, read_jsonl, read_lines
+from trajdebug.core.model import Answer, Run
+from trajdebug.core.schema import latest_answers
 
 
 SIDE_SUFFIX = ".answers.jsonl"

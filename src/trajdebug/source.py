@@ -14,8 +14,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from trajdebug.format import FormatError, ReadResult, read_jsonl
-from trajdebug.model import Run
+from trajdebug.core.jsonl import FormatError, ReadResult, read_jsonl
+from trajdebug.core.model import Run
 from trajdebug.store import Store, StoreError, ambiguous_prefix, is_store
 
 
@@ -129,7 +129,7 @@ def read_source(source: str | Path, *, fmt: str | None = None) -> ReadResult:
             if path.is_dir():
                 raise SourceError(f"{path}: a folder, not a trajdebug JSONL file")
             return read_jsonl(path)
-        from trajdebug.format import redacted
+        from trajdebug.core.jsonl import redacted
         from trajdebug.formats import import_path, sniff
 
         if fmt is None and sniff(path) is None:

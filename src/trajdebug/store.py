@@ -1,6 +1,6 @@
 """The embedded run store: one SQLite file in WAL mode.
 
-The store keeps the same records as the JSONL format (see `trajdebug.format`):
+The store keeps the same records as the JSONL format (see `trajdebug.core.jsonl`):
 each batch the recorder writes is one row of the ``chunks`` table holding its
 records as JSON lines, exactly the bytes a JSONL file would hold, under the
 run's integer key; a ``runs`` table keeps one row per run for listing and
@@ -46,10 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from trajdebug._encode import dumps_line, loads
-from trajdebug.format import FormatError, ReadResult, RunBuilder
-from trajdebug.model import Run
-from trajdebug.schema import RECORDER_KEY, lost_in, meta_record, run_to_records
+from trajdebug.core.codec import dumps_line, loads
+from trajdebug.core.jsonl import FormatError, ReadResult, RunBuilder
+from trajdebug.core.model import Run
+from trajdebug.core.schema import RECORDER_KEY, lost_in, meta_record, run_to_records
 
 
 log = logging.getLogger("trajdebug")
@@ -495,7 +495,7 @@ class Store:
         if not records:
             return 0
         if not redacted:
-            from trajdebug import redaction
+            from trajdebug.core import redaction
 
             red = redaction.redactor()
             if red is not None:
@@ -582,7 +582,7 @@ class Store:
         """
         import time
 
-        from trajdebug.schema import mark_record
+        from trajdebug.core.schema import mark_record
 
         rid = self.resolve(run_id)
         self.write_records([mark_record(rid, outcome, reason, time.time_ns())])

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from trajdebug.format import RunBuilder
-from trajdebug.model import Run
+from trajdebug.core.jsonl import RunBuilder
+from trajdebug.core.model import Run
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import recorder as _rec

@@ -1,6 +1,6 @@
 """Model, tokens and cost of LLM steps and runs.
 
-Every source states an LLM call's envelope in its own words; `trajdebug.chat`
+Every source states an LLM call's envelope in its own words; `trajdebug.core.chat`
 brings them to ``llm.*`` attributes (``llm.model``, ``llm.usage.prompt_tokens``,
 ``llm.usage.completion_tokens``, ``llm.usage.total_tokens`` and, when the source
 states it, ``llm.usage.cost``).  This module reads them back as a `Usage`:
@@ -28,8 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from trajdebug.chat import normalize_llm_step
-from trajdebug.model import Run, Step
+from trajdebug.core.chat import normalize_llm_step
+from trajdebug.core.model import Run, Step
 
 
 PRICES_ENV = "TRAJDEBUG_PRICES"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.model import REPR_KEY, TRUNCATED_KEY
+from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY
 
 
 TEXT_LIMIT = 20_000

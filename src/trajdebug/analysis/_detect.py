@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from trajdebug.analysis import _content as content
-from trajdebug.model import Run, Step
-from trajdebug.plugins import entry_point_callables
+from trajdebug.core.model import Run, Step
+from trajdebug.core.plugins import entry_point_callables
 
 
 Where = Literal["final", "checkpoint", "step", "pre", "post", "run"]

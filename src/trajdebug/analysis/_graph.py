@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from trajdebug.model import Dependency, DepKind, Run, Step
+from trajdebug.core.model import Dependency, DepKind, Run, Step
 
 
 CHILD_KEY = "(child)"

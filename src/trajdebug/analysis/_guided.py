@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._oracles import Caller, ask
-from trajdebug.model import Answer, Run, Step
+from trajdebug.core.model import Answer, Run, Step
 
 
 if TYPE_CHECKING:

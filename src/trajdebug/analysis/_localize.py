@@ -59,7 +59,7 @@ from trajdebug.analysis.diagnosers import DiagnoseContext, Diagnoser, registered
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import Profile
-from trajdebug.model import VALUE_DEP_KINDS, Run
+from trajdebug.core.model import VALUE_DEP_KINDS, Run
 
 
 @dataclass(frozen=True, slots=True)

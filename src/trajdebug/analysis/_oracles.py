@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from trajdebug.model import Answer, Run, Step
+from trajdebug.core.model import Answer, Run, Step
 
 
 def oracle_name(oracle: Any) -> str:

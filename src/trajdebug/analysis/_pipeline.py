@@ -42,7 +42,7 @@ from trajdebug.analysis.diagnosers._context import Diagnoser
 from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred
 from trajdebug.analysis.learned import rerank
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.model import Outcome, Run
+from trajdebug.core.model import Outcome, Run
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,8 +39,8 @@ from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_che
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import Profile
-from trajdebug.model import BOUNDARY_KINDS, CONTAINER_KINDS, VALUE_DEP_KINDS, Dependency, Run, Step
-from trajdebug.values import atoms
+from trajdebug.core.model import BOUNDARY_KINDS, CONTAINER_KINDS, VALUE_DEP_KINDS, Dependency, Run, Step
+from trajdebug.core.values import atoms
 
 
 DEFAULT_WEIGHTS: dict[str, float] = {

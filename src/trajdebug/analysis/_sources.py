@@ -35,8 +35,8 @@ from trajdebug.analysis.lineage import (
     anomalies,
 )
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
-from trajdebug.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
-from trajdebug.values import Atom, Mention
+from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
+from trajdebug.core.values import Atom, Mention
 
 
 NAMING_FIELDS = GENERIC_FIELDS | {

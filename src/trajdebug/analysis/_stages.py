@@ -22,7 +22,7 @@ from trajdebug.analysis.diagnosers._context import Evidence
 from trajdebug.analysis.inference import named_edges, structural_edges, thin_inferred, with_context
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import learn, returns_empty
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 def declare_outcome(state: AnalysisState) -> AnalysisState:

@@ -33,7 +33,7 @@ from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import Profile
-from trajdebug.model import Outcome, Run
+from trajdebug.core.model import Outcome, Run
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,8 +41,8 @@ from trajdebug.analysis._sources import (
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, slips
 from trajdebug.analysis.reference import producers_of, step_key
-from trajdebug.model import CONTAINER_KINDS
-from trajdebug.values import Atom, atoms, iter_text, mentions
+from trajdebug.core.model import CONTAINER_KINDS
+from trajdebug.core.values import Atom, atoms, iter_text, mentions
 
 
 def lineage_evidence(sl: Slice) -> list[Found]:

@@ -29,7 +29,7 @@ from trajdebug.analysis._content import text_of
 from trajdebug.analysis._evidence import family
 from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._localize import Candidate
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 
 
 if TYPE_CHECKING:

@@ -101,7 +101,7 @@ class _Group(click.Group):
                 formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in shown])
 
     def invoke(self, ctx: click.Context) -> Any:
-        from trajdebug.escape import one_line
+        from trajdebug.core.escape import one_line
 
         try:
             return super().invoke(ctx)
@@ -128,7 +128,7 @@ class _VisibleFormatter(logging.Formatter):
     """Log lines on stderr with control characters shown as escapes (messages quote untrusted names)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from trajdebug.escape import visible
+        from trajdebug.core.escape import visible
 
         return visible(super().format(record))
 

@@ -16,7 +16,7 @@ from trajdebug.cli._common import (
 from trajdebug.cli._judge import add_judge_options, report_usage
 from trajdebug.cli._judge import judge_config as _judge_config
 from trajdebug.cli._replay import add_verify_option, load_callable
-from trajdebug.model import Outcome
+from trajdebug.core.model import Outcome
 
 
 @click.command(name="analyze")
@@ -227,7 +227,7 @@ def analyze_cmd(
         markdown = markdown or renderer == "markdown"
         renderer = None
     if renderer is not None:
-        from trajdebug.plugins import entry_point_callables
+        from trajdebug.core.plugins import entry_point_callables
 
         found = dict(entry_point_callables("trajdebug.renderers"))
         if renderer not in found:
@@ -332,7 +332,7 @@ def _label_proved(path: str, asked: list) -> None:  # type: ignore[type-arg]
 def _stderr_console() -> object:
     from rich.console import Console
 
-    from trajdebug.escape import render_hook
+    from trajdebug.core.escape import render_hook
 
     out = Console(highlight=False, soft_wrap=False, stderr=True)
     out.push_render_hook(render_hook())

@@ -30,7 +30,7 @@ def answers_cmd() -> None:
 @json_option
 def list_cmd(source: str | None, run_id: str | None, as_json: bool) -> None:
     """List the answers stored with the runs of SOURCE (or one run)."""
-    from trajdebug.schema import answer_to_dict
+    from trajdebug.core.schema import answer_to_dict
     from trajdebug.source import SourceError, load_runs
 
     path = store_path(source)
@@ -41,7 +41,7 @@ def list_cmd(source: str | None, run_id: str | None, as_json: bool) -> None:
     if as_json:
         emit_json({"runs": [{"run_id": r.run_id, "answers": [answer_to_dict(a) for a in r.answers]} for r in runs]})
         return
-    from trajdebug.escape import visible
+    from trajdebug.core.escape import visible
     from trajdebug.report.text import render_answers
 
     out = console()

@@ -1,6 +1,6 @@
 """Options and helpers shared by the commands: SOURCE, --run, --json, --from, output and progress.
 
-Everything a command prints goes through `trajdebug.escape`: the console
+Everything a command prints goes through `trajdebug.core.escape`: the console
 carries a render hook that shows control characters as visible escapes,
 `emit_json` writes JSON that cannot drive a terminal, and `fail` and `warn`
 escape their messages.  Progress bars appear only on a terminal (stderr), so
@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -61,14 +61,14 @@ def store_path(source: str | None) -> str:
 
 def fail(message: str) -> click.ClickException:
     """A one-line error for the user (control characters in it shown as escapes)."""
-    from trajdebug.escape import one_line
+    from trajdebug.core.escape import one_line
 
     return click.ClickException(one_line(message))
 
 
 def warn(message: str) -> None:
     """A warning on stderr, one line."""
-    from trajdebug.escape import one_line
+    from trajdebug.core.escape import one_line
 
     click.echo(f"warning: {one_line(message)}", err=True)
 
@@ -109,8 +109,8 @@ def latest_original(runs: list[Run]) -> list[Run]:
 
 def emit_json(obj: Any) -> None:
     """Print JSON to stdout (valid JSON; controls a terminal would obey are written as ``\\u`` escapes)."""
-    from trajdebug._encode import dumps
-    from trajdebug.escape import json_text
+    from trajdebug.core.codec import dumps
+    from trajdebug.core.escape import json_text
 
     sys.stdout.write(json_text(dumps(obj).decode("utf-8")) + "\n")
 
@@ -119,7 +119,7 @@ def console() -> Any:
     """A rich console on stdout (colour only on a terminal); what it prints goes through `visible`."""
     from rich.console import Console
 
-    from trajdebug.escape import render_hook
+    from trajdebug.core.escape import render_hook
 
     out = Console(highlight=False, soft_wrap=False)
     out.push_render_hook(render_hook())
@@ -182,7 +182,7 @@ class Progress:
         from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
         from rich.progress import Progress as Bar
 
-        from trajdebug.escape import visible
+        from trajdebug.core.escape import visible
 
         with self._lock:
             if self._closed or self._bar is not None:

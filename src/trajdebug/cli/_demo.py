@@ -107,7 +107,7 @@ def demo_cmd(
             out["report"] = str(report)
         emit_json(out)
         return
-    from trajdebug.escape import markup
+    from trajdebug.core.escape import markup
     from trajdebug.report.text import render_run
 
     con = console()

@@ -59,7 +59,7 @@ def errors_cmd(
         trajdebug errors runs.jsonl --run 3f2a --format markdown
     """
     from trajdebug.analysis import GraphError, analyze_errors
-    from trajdebug.model import replace
+    from trajdebug.core.model import replace
 
     runs = load_source(source, run_id, fmt)
     if source is None and run_id is None:

@@ -88,7 +88,7 @@ def fleet_cmd(
     if as_json:
         emit_json(report.to_dict())
     elif fmt == "markdown":
-        from trajdebug.escape import visible
+        from trajdebug.core.escape import visible
         from trajdebug.fleet.render import fleet_markdown
 
         click.echo(visible(fleet_markdown(report, top=top)), nl=False)

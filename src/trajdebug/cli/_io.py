@@ -57,9 +57,9 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         trajdebug import spans.json --from otlp -o run.jsonl
         trajdebug import tau_dataset_failed.json        # into ./trajdebug.db
     """
-    from trajdebug.format import write_jsonl
+    from trajdebug.core.jsonl import write_jsonl
+    from trajdebug.core.model import Run
     from trajdebug.formats import ALIASES, sniff
-    from trajdebug.model import Run
     from trajdebug.source import SourceError, read_source
 
     # Any source works, trajdebug's own JSONL and stores included (to move runs
@@ -76,7 +76,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     if fmt_used is not None and ALIASES.get(fmt_used.lower(), fmt_used.lower()) == "otlp":
         # OTLP streams: each run is written as soon as its trace is read, so a file of any
         # size imports in bounded memory.
-        from trajdebug.format import FormatError
+        from trajdebug.core.jsonl import FormatError
         from trajdebug.formats.otlp import iter_otlp
 
         problems = []
@@ -85,7 +85,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
             first = next(stream, None)
         except FormatError as exc:
             raise fail(str(exc)) from None
-        from trajdebug.format import redacted_run
+        from trajdebug.core.jsonl import redacted_run
 
         runs = map(redacted_run, itertools.chain([first] if first is not None else [], stream))
     else:
@@ -121,7 +121,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         outcome["added"] = len(imported)
     if not isinstance(runs, list):
         # Streamed (OTLP): problems may quote a value of the file; redacted like the runs.
-        from trajdebug.format import ReadResult, redacted
+        from trajdebug.core.jsonl import ReadResult, redacted
 
         problems = redacted(ReadResult([], problems)).problems
         for problem in problems:
@@ -143,7 +143,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     steps = sum(r["steps"] for r in imported)
     errors = sum(r["errors"] for r in imported)
     n = len(imported)
-    from trajdebug.escape import visible
+    from trajdebug.core.escape import visible
 
     already = outcome["unchanged"] + outcome["replaced"]
     click.echo(
@@ -222,7 +222,7 @@ def export_cmd(
     if output == "-":
         import io
 
-        from trajdebug.escape import json_text
+        from trajdebug.core.escape import json_text
 
         buf = io.StringIO()
         write_otlp(runs, buf, per_line=per_line)
@@ -231,7 +231,7 @@ def export_cmd(
     with Progress(f"exporting to {output}"):
         write_otlp(runs, output, per_line=per_line)
     spans = sum(len(r.steps) for r in runs)
-    from trajdebug.escape import visible
+    from trajdebug.core.escape import visible
 
     click.echo(
         visible(f"exported {len(runs)} run{'s' * (len(runs) != 1)} ({spans} spans) as {to} to {output}"), err=True

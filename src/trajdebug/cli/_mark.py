@@ -26,7 +26,7 @@ def mark_cmd(source: str | None, run_id: str, reason: str | None, success: bool,
         trajdebug analyze --run 4f2a
         trajdebug mark runs.jsonl --run 4f2a --success
     """
-    from trajdebug.format import MARK_KEY
+    from trajdebug.core.jsonl import MARK_KEY
     from trajdebug.marks import mark
     from trajdebug.source import SourceError
 

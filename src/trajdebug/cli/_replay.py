@@ -9,15 +9,15 @@ from typing import Any, TypeVar
 import click
 
 from trajdebug.cli._common import console, emit_json, fmt_option, is_derived, json_option, store_path
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def load_callable(spec: str, what: str = "entry point") -> Callable[..., Any]:
-    """Import ``module:function`` (`trajdebug.plugins.load_callable`), as a click parameter error when it fails."""
-    from trajdebug.plugins import load_callable as load
+    """Import ``module:function`` (`trajdebug.core.plugins.load_callable`), as a click parameter error when it fails."""
+    from trajdebug.core.plugins import load_callable as load
 
     try:
         return load(spec, what)
@@ -119,7 +119,7 @@ _WORDS = {
 
 
 def _render_diff(al: Any, iso: Any) -> None:
-    from trajdebug.escape import markup as escape
+    from trajdebug.core.escape import markup as escape
 
     con = console()
     good, bad = al.good, al.bad

@@ -19,7 +19,7 @@ from trajdebug.cli._common import (
     source_argument,
     store_path,
 )
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 @click.command(name="runs")
@@ -91,7 +91,7 @@ def runs_cmd(
         return
     from rich.table import Table
 
-    from trajdebug.escape import markup as escape
+    from trajdebug.core.escape import markup as escape
     from trajdebug.report.text import fmt_duration
 
     table = Table(box=None, pad_edge=False)
@@ -129,7 +129,7 @@ def _summaries(
     many replays and reference runs were left out."""
     import re
 
-    from trajdebug.schema import RECORDER_KEY, lost_in
+    from trajdebug.core.schema import RECORDER_KEY, lost_in
     from trajdebug.store import RunSummary, run_note
 
     pattern = None

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajdebug._encode import dumps
+from trajdebug.core.codec import dumps
+from trajdebug.core.model import Run
 from trajdebug.fleet.engine import (
     Aggregate,
     FleetReport,
@@ -39,7 +40,6 @@ from trajdebug.fleet.engine import (
     units,
 )
 from trajdebug.fleet.groups import Group
-from trajdebug.model import Run
 
 
 MAX_IO_KEYS = 200_000

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from trajdebug._encode import dumps_str
+from trajdebug.core.codec import dumps_str
 
 
 class Delivery(Protocol):
@@ -64,7 +64,7 @@ class StdoutDelivery:
         self.stream = stream
 
     def __call__(self, alert: dict[str, Any]) -> None:
-        from trajdebug.escape import json_text
+        from trajdebug.core.escape import json_text
 
         out = self.stream or sys.stdout
         out.write(json_text(dumps_str(alert)) + "\n")

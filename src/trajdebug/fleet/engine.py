@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajdebug.core.model import Run
 from trajdebug.fleet.groups import Finding, GroupTable, finding_of, verification_index
 from trajdebug.fleet.spectrum import Spectrum, Suspect, run_features
-from trajdebug.model import Run
 from trajdebug.sessions import session_of
 from trajdebug.usage import run_usage
 

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trajdebug._encode import dumps_str, loads
-from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.core.codec import dumps_str, loads
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.sessions import session_of
 from trajdebug.usage import Usage, default_prices, step_usage, total_usage
 

@@ -31,8 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajdebug.core.model import VALUE_DEP_KINDS, Run
 from trajdebug.fleet.signature import normalize
-from trajdebug.model import VALUE_DEP_KINDS, Run
 
 
 MAX_TASKS = 200

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trajdebug.core.model import Run
 from trajdebug.fleet.engine import _skip, analyze_run, expand
 from trajdebug.fleet.groups import Finding, Group, group_from_dict
-from trajdebug.model import Run
 
 
 log = logging.getLogger("trajdebug")

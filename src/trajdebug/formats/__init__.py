@@ -1,7 +1,7 @@
 """Importers of foreign agent traces, and the OTLP exporter.
 
 `import_path` reads a file (or, for OTLP, a directory of files) in any known
-format into `trajdebug.model.Run` objects; `sniff` tells the format from the
+format into `trajdebug.core.model.Run` objects; `sniff` tells the format from the
 content.  Built-in formats:
 
 ``otlp``        OpenTelemetry OTLP/JSON ``resourceSpans`` (`trajdebug.formats.otlp`)
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from trajdebug.format import FormatError, ReadResult
+from trajdebug.core.jsonl import FormatError, ReadResult
 
 
 ENTRY_POINT_GROUP = "trajdebug.importers"
@@ -75,7 +75,7 @@ def importers() -> dict[str, Importer]:
 
     Built-in names win over a plugin of the same name.
     """
-    from trajdebug.plugins import entry_point_callables
+    from trajdebug.core.plugins import entry_point_callables
 
     found: dict[str, Importer] = {}
     for name, fn in entry_point_callables(ENTRY_POINT_GROUP):

@@ -1,7 +1,7 @@
 """What the file importers share: reading JSON documents and message-list files.
 
 Every importer reads a file that is either one JSON document or JSON lines,
-turns each record into `trajdebug.model` objects, and reports a malformed record
+turns each record into `trajdebug.core.model` objects, and reports a malformed record
 as a `FormatError` naming the file and the record while the others still load.
 The helpers that build model objects (edges, error events, times) are public in
 `trajdebug.formats.convert`, shared with the framework integrations.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from trajdebug.format import FormatError, ReadResult
-from trajdebug.model import Outcome, Run
+from trajdebug.core.jsonl import FormatError, ReadResult
+from trajdebug.core.model import Outcome, Run
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ def read_records(path: str | Path) -> tuple[list[Record], list[FormatError]]:
     Raises:
         FormatError: the file cannot be read, is empty, or holds no valid JSON at all.
     """
-    from trajdebug._encode import loads
+    from trajdebug.core.codec import loads
 
     p = Path(path)
     try:
@@ -84,7 +84,7 @@ def _salvage(data: bytes, tries: int = 8) -> tuple[Any, int] | None:
     copy): cut after the last complete item (at a comma) and close what is open.  Tries the last
     ``tries`` commas; None when none gives JSON.  The scan skips strings with one regular
     expression, so it costs one pass over the bytes."""
-    from trajdebug._encode import loads
+    from trajdebug.core.codec import loads
 
     stack: list[int] = []
     cuts: list[tuple[int, bytes]] = []

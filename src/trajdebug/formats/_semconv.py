@@ -6,7 +6,7 @@ them: OpenInference (``openinference.span.kind``, ``input.value``, flattened
 and deprecated names) and OpenLLMetry (``traceloop.*``, indexed
 ``gen_ai.prompt.{i}.*``).  This module maps them onto trajdebug's step kind,
 input, output and tool-call ids; the messages themselves are read by
-`trajdebug.chat`.  The kind is resolved in the priority
+`trajdebug.core.chat`.  The kind is resolved in the priority
 order Langfuse's OTel mapper uses (see products.md 3.10).
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.chat import messages_from_attributes, unflatten
+from trajdebug.core.chat import messages_from_attributes, unflatten
 from trajdebug.formats.convert import maybe_json
 
 
@@ -150,7 +150,7 @@ def is_content_key(key: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Messages:
-    """A span's conversation content in the convention of `trajdebug.chat`."""
+    """A span's conversation content in the convention of `trajdebug.core.chat`."""
 
     inputs: list[dict[str, Any]] | None = None
     """The messages the model read."""
@@ -171,7 +171,7 @@ what it reads is events); keep in step with it."""
 
 
 def messages(attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]] = ()) -> Messages:
-    """Read a span's input and output messages from whichever convention it uses (`trajdebug.chat`)."""
+    """Read a span's input and output messages from whichever convention it uses (`trajdebug.core.chat`)."""
     if not events and not any(k.startswith(_MESSAGE_KEYS) for k in attrs):
         # Most spans of a trace carry no message: told in one pass over their attribute names.
         return Messages(None, None)
@@ -198,7 +198,7 @@ def io_value(attrs: Mapping[str, Any], which: str) -> Any:
         if mime == "text/plain":
             return v
         if mime == "application/json" and isinstance(v, str):
-            from trajdebug._encode import loads
+            from trajdebug.core.codec import loads
 
             try:
                 return loads(v)

@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from trajdebug.format import FormatError
+from trajdebug.core.jsonl import FormatError
 from trajdebug.formats._common import Record, read_records
 from trajdebug.formats.otlp_json import RUN_ID, Span
 
@@ -56,7 +56,7 @@ def records(path: Path, problems: list[FormatError], *, stream_from: int) -> Ite
         problems += bad
         yield from records
         return
-    from trajdebug._encode import loads
+    from trajdebug.core.codec import loads
 
     with path.open("rb") as fh:
         for n, raw in enumerate(fh, start=1):
@@ -72,7 +72,7 @@ def records(path: Path, problems: list[FormatError], *, stream_from: int) -> Ite
 
 def _line_delimited(path: Path) -> bool:
     """Whether a file's first non-blank line is a whole JSON object or array (JSON lines)."""
-    from trajdebug._encode import loads
+    from trajdebug.core.codec import loads
 
     with path.open("rb") as fh:
         for raw in fh:

@@ -2,7 +2,7 @@
 
 The importers (`trajdebug.formats.otlp`, `.messages`, `.transcript`) and the
 framework integrations (`trajdebug.integrations.langchain`, `.openai_agents`)
-build `trajdebug.model` objects from someone else's trace.  They declare only
+build `trajdebug.core.model` objects from someone else's trace.  They declare only
 what the source states: a tool-call id, a span link, an addressed agent, turn
 order.  They do not infer dependencies from content; the analysis does that
 once, when it reads the run (`trajdebug.analysis.analyze`).
@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from trajdebug.chat import normalize_llm_step
-from trajdebug.model import Dependency, ErrorEvent, StageChange
+from trajdebug.core.chat import normalize_llm_step
+from trajdebug.core.model import Dependency, ErrorEvent, StageChange
 
 
 # -- LLM steps --------------------------------------------------------------------
@@ -32,7 +32,7 @@ def llm_content(
     *,
     events: Sequence[tuple[str, int, Mapping[str, Any]]] = (),
 ) -> tuple[Any, Any, dict[str, Any]]:
-    """An LLM call's (input, output, attributes) in the convention of `trajdebug.chat`.
+    """An LLM call's (input, output, attributes) in the convention of `trajdebug.core.chat`.
 
     The input becomes ``{"messages": [...]}``, the output the assistant's
     message, and the call's envelope (model, usage, ids, finish reason, ...)
@@ -130,7 +130,7 @@ def maybe_json(value: Any) -> Any:
     if isinstance(value, str):
         s = value.strip()
         if s[:1] in ("{", "[") and s[-1:] in ("}", "]"):
-            from trajdebug._encode import loads
+            from trajdebug.core.codec import loads
 
             try:
                 return loads(s)

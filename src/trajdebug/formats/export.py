@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from trajdebug.core.model import ErrorEvent, Run, StageChange, Step
 from trajdebug.formats import otlp_json as o
-from trajdebug.model import ErrorEvent, Run, StageChange, Step
 
 
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
@@ -82,7 +82,7 @@ def _io(value: Any, which: str) -> dict[str, Any]:
         return {}
     if isinstance(value, str):
         return {f"{which}.value": value, f"{which}.mime_type": "text/plain"}
-    from trajdebug._encode import dumps_str
+    from trajdebug.core.codec import dumps_str
 
     return {f"{which}.value": dumps_str(value), f"{which}.mime_type": "application/json"}
 
@@ -165,7 +165,7 @@ def step_span(run: Run, s: Step, stage_events: list[dict[str, Any]]) -> dict[str
 
 def resource_attributes(run: Run) -> list[dict[str, Any]]:
     """A run's identity, outcome and metadata as OTLP resource attributes."""
-    from trajdebug._encode import dumps_str
+    from trajdebug.core.codec import dumps_str
 
     return _attrs(
         {
@@ -259,8 +259,8 @@ def _span(run: Run, trace: str, s: Step, stage_events: list[dict[str, Any]]) -> 
 
 def write_otlp(runs: Iterable[Run], path: str | Path | IO[str], *, per_line: bool = False) -> None:
     """Write runs as OTLP/JSON: one envelope, or (``per_line``) one envelope per run per line, as the collector's file exporter does."""
-    from trajdebug._encode import dumps_str
-    from trajdebug.schema import redact_run
+    from trajdebug.core.codec import dumps_str
+    from trajdebug.core.schema import redact_run
 
     # A write path like any other: secrets are redacted per the process policy.
     runs = [redact_run(r) for r in runs]

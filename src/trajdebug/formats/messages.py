@@ -19,7 +19,7 @@ Dependencies, all from the log's own structure:
 
 Nothing is inferred from content here; the analysis does that when it reads
 the run.  An assistant turn is an LLM step whose output is the assistant's
-message in the convention of `trajdebug.chat`; its input is left empty,
+message in the convention of `trajdebug.core.chat`; its input is left empty,
 because the messages it read are steps of their own that it depends on
 (declared edges above): a log of n messages is stored once, not n times, and
 no message is matched against itself.  A tool result that reads as an error ("Error: user
@@ -34,8 +34,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trajdebug import chat
-from trajdebug.format import FormatError, ReadResult
+from trajdebug.core import chat
+from trajdebug.core.jsonl import FormatError, ReadResult
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
 from trajdebug.formats._common import read_message_lists
 from trajdebug.formats.convert import (
     add_deps,
@@ -48,7 +49,6 @@ from trajdebug.formats.convert import (
     maybe_json,
     time_ns,
 )
-from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
 
 
 MESSAGE_KEYS = ("messages", "traj", "history")

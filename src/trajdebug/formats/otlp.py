@@ -15,7 +15,7 @@ Mapping:
   level it escapes) is one error *propagated*, not a new one (dedupe, as
   products.md 4.1 "gotcha 2" asks); a ``(non-fatal)`` status is *recovered*;
 - span links become declared dependencies;
-- LLM spans follow the convention of `trajdebug.chat`: messages in, the
+- LLM spans follow the convention of `trajdebug.core.chat`: messages in, the
   assistant's message out, the envelope (model, usage, ids, finish reason,
   parameters, tools) as ``llm.*`` attributes;
 - tool-call ids link LLM -> tool -> LLM (declared data edges); a tool span
@@ -34,8 +34,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trajdebug import chat
-from trajdebug.format import FormatError, ReadResult
+from trajdebug.core import chat
+from trajdebug.core.jsonl import FormatError, ReadResult
+from trajdebug.core.model import STEP_KINDS, Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.core.schema import latest_answers
 from trajdebug.formats import _semconv as sc
 from trajdebug.formats._common import Record
 from trajdebug.formats._stream import SpanSpill, paused_collector, records
@@ -70,8 +72,6 @@ from trajdebug.formats.otlp_json import (
     hex_id,
     spans_from_envelope,
 )
-from trajdebug.model import STEP_KINDS, Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
-from trajdebug.schema import latest_answers
 
 
 # -- reading --------------------------------------------------------------------
@@ -489,7 +489,7 @@ def _errors(
 
 
 def _with_error_id(step: Step, eid: str) -> Step:
-    from trajdebug.model import replace
+    from trajdebug.core.model import replace
 
     assert step.error is not None
     out: Step = replace(step, error=replace(step.error, error_id=eid))
@@ -550,7 +550,7 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, Step]) -> None:
     step takes the call's id, which then links the tool to the LLM step that
     reads its result.
     """
-    from trajdebug.model import replace
+    from trajdebug.core.model import replace
 
     issued: dict[str, str] = {}  # call id -> span id of the LLM that issued it
     executed: dict[str, str] = {}  # call id -> span id of the tool span that ran it

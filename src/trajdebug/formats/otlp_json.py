@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajdebug.format import FormatError
+from trajdebug.core.jsonl import FormatError
 
 
 # Attribute and event names trajdebug's own export writes (and this importer restores).

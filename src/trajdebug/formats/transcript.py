@@ -18,7 +18,7 @@ Dependencies, from the conversation's own structure:
 
 Nothing is inferred from content here; the analysis does that when it reads
 the run.  An agent's turn is an LLM step whose output is its message in the
-convention of `trajdebug.chat` (``{"role": "assistant", "content": ...,
+convention of `trajdebug.core.chat` (``{"role": "assistant", "content": ...,
 "name": speaker}``); its input is left empty, since a transcript does not say
 which earlier messages a speaker was shown.  An execution result that failed
 (non-zero exit code, a traceback) is an error reported as data, recovered when
@@ -32,11 +32,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trajdebug import chat
-from trajdebug.format import FormatError, ReadResult
+from trajdebug.core import chat
+from trajdebug.core.jsonl import FormatError, ReadResult
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
 from trajdebug.formats._common import messages_of, read_message_lists, read_records
 from trajdebug.formats.convert import add_deps, declared, error_event, inferred, text_of, time_ns
-from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
 
 
 TRANSCRIPT_KEYS = ("history", "messages", "transcript", "chat_history", "conversation")

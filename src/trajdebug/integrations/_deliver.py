@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 def deliver(
@@ -34,8 +34,8 @@ def deliver(
             with Store(store) as st:
                 st.save_run(run)
     if path is not None:
-        from trajdebug._encode import dumps_str
-        from trajdebug.format import run_to_records
+        from trajdebug.core.codec import dumps_str
+        from trajdebug.core.jsonl import run_to_records
 
         guard = lock or threading.Lock()
         with guard, path.open("a", encoding="utf-8") as fh:

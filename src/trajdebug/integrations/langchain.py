@@ -27,7 +27,7 @@ LangChain's own tree (it subclasses ``BaseTracer``):
 - LangGraph's ``ToolNode(handle_tool_errors=True)`` catches a tool's exception
   and sends its text to the model as the tool result: the exception is an error
   *recovered* at the model call that read that result;
-- LLM and chat-model steps follow `trajdebug.chat`: messages in, the
+- LLM and chat-model steps follow `trajdebug.core.chat`: messages in, the
   assistant's message out, the envelope (model, usage, ids, finish reason,
   parameters, tools offered) as ``llm.*`` attributes;
 - edges: a ``RunnableSequence`` pipes each child's output into the next, and a
@@ -52,9 +52,9 @@ from uuid import UUID, uuid4
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run as LCRun
 
-from trajdebug import chat
+from trajdebug.core import chat
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.formats.convert import add_deps, declared
-from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 
 
 CONTROL_FLOW_EXCEPTIONS = frozenset({"GraphBubbleUp", "GraphInterrupt", "NodeInterrupt", "ParentCommand"})
@@ -86,7 +86,7 @@ def plain(value: Any, depth: int = 0) -> Any:
     from langchain_core.documents import Document
     from langchain_core.messages import BaseMessage
 
-    from trajdebug._encode import to_jsonable
+    from trajdebug.core.codec import to_jsonable
 
     if depth > 20:
         return to_jsonable(value)
@@ -102,7 +102,7 @@ def plain(value: Any, depth: int = 0) -> Any:
 
 
 def message_dict(msg: Any) -> dict[str, Any]:
-    """A LangChain message as a message of `trajdebug.chat`: role, content, tool calls, tool call id, name."""
+    """A LangChain message as a message of `trajdebug.core.chat`: role, content, tool calls, tool call id, name."""
     found = chat.normalize_message(msg)
     if found is None:  # not a message after all: keep its text
         return {"role": str(getattr(msg, "type", "user")), "content": str(getattr(msg, "content", msg))}
@@ -406,7 +406,7 @@ class TrajdebugTracer(BaseTracer):
         )
 
     def _llm_content(self, r: LCRun, inp: Any, attrs: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
-        """An LLM run's messages and envelope (`trajdebug.chat`): the request is the messages plus the
+        """An LLM run's messages and envelope (`trajdebug.core.chat`): the request is the messages plus the
         invocation parameters LangChain passed, the response the ``LLMResult``."""
         extra = r.extra or {}
         params = extra.get("invocation_params") or {}
@@ -576,7 +576,7 @@ class TrajdebugTracer(BaseTracer):
 
 
 def _replace(obj: Any, **changes: Any) -> Any:
-    from trajdebug.model import replace
+    from trajdebug.core.model import replace
 
     return replace(obj, **changes)
 

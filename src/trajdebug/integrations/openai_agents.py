@@ -14,7 +14,7 @@ Each SDK trace becomes a run and each span a step (step id: the span id
 without its ``span_`` prefix).  Span kinds map as OpenInference maps them
 (agent -> agent, function -> tool, generation/response -> llm, guardrail ->
 condition; the SDK's task and turn spans enclose steps like agents); the
-step's agent is its enclosing agent span.  Model steps follow `trajdebug.chat`:
+step's agent is its enclosing agent span.  Model steps follow `trajdebug.core.chat`:
 messages in (the agent's instructions as the system message), the assistant's
 message out, the envelope (model, usage, response id, parameters, tools) as
 ``llm.*`` attributes.  Each agent span's output is the agent's final output
@@ -52,9 +52,9 @@ from typing import Any
 
 from agents.tracing import Span, Trace, TracingProcessor
 
-from trajdebug import chat
+from trajdebug.core import chat
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step, replace
 from trajdebug.formats.convert import add_deps, declared, inferred, maybe_json, time_ns
-from trajdebug.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step, replace
 
 
 log = logging.getLogger("trajdebug")
@@ -273,7 +273,7 @@ def _span_type(sd: Mapping[str, Any]) -> str:
 
 
 def _llm(typ: str, sd: Mapping[str, Any], extra: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
-    """A model span's (input, output, attributes) in the convention of `trajdebug.chat`."""
+    """A model span's (input, output, attributes) in the convention of `trajdebug.core.chat`."""
     if typ == "response":
         response = extra.get("response") or {}
         request: dict[str, Any] = {"input": extra.get("input") or [], "model": response.get("model")}

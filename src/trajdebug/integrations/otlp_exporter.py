@@ -59,11 +59,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajdebug._encode import loads
+from trajdebug.core.codec import loads
+from trajdebug.core.model import ErrorEvent, Run, StageChange
+from trajdebug.core.schema import Problems, decode_step
 from trajdebug.formats.export import resource_attributes, stage_event, step_span
 from trajdebug.formats.otlp_json import attributes as decode_attributes
-from trajdebug.model import ErrorEvent, Run, StageChange
-from trajdebug.schema import Problems, decode_step
 
 
 log = logging.getLogger("trajdebug")

@@ -43,11 +43,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trajdebug.analysis import Analysis, Candidate
+from trajdebug.core.model import Run, Step
+from trajdebug.core.values import atoms
 from trajdebug.judge.expectation import SIGNAL
 from trajdebug.judge.prompts import VERDICTS, clean
 from trajdebug.judge.shortlist import Entry, Shortlist
-from trajdebug.model import Run, Step
-from trajdebug.values import atoms
 
 
 @dataclass(frozen=True, slots=True)

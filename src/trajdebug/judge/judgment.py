@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trajdebug.analysis import Analysis
+from trajdebug.core.model import Step
 from trajdebug.judge.client import ChatClient, ChatModel, JudgeError
 from trajdebug.judge.combine import Judged, Verdict, combine, enforce, read_verdicts, rerank
 from trajdebug.judge.config import JudgeConfig, require_config
@@ -39,7 +40,6 @@ from trajdebug.judge.explain import Explanation, explain
 from trajdebug.judge.prompts import VERDICT_SCHEMA, Redaction, verdict_messages
 from trajdebug.judge.shortlist import Shortlist, failure_of, task_of
 from trajdebug.judge.structured import Session, Tally
-from trajdebug.model import Step
 
 
 MIN_VALUE_CHARS = 150

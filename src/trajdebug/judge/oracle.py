@@ -18,12 +18,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from trajdebug.core.model import Answer, Run, Step
 from trajdebug.judge.client import JudgeError
 from trajdebug.judge.judgment import Judge
 from trajdebug.judge.prompts import Redaction
 from trajdebug.judge.shortlist import task_of
 from trajdebug.judge.structured import Session
-from trajdebug.model import Answer, Run, Step
 
 
 STEP_SCHEMA: dict[str, Any] = {

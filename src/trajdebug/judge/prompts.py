@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis import text_of
+from trajdebug.core.model import REDACTED
+from trajdebug.core.redaction import Redactor
 from trajdebug.judge.shortlist import Entry, Shortlist
-from trajdebug.model import REDACTED
-from trajdebug.redaction import Redactor
 
 
 VERDICTS = ("decisive", "propagates", "sound")

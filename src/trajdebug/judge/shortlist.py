@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from trajdebug.analysis import Analysis, Candidate
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 
 
 @dataclass(frozen=True, slots=True)

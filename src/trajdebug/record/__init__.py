@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 
 if TYPE_CHECKING:
+    from trajdebug.core.schema import KindWarning
     from trajdebug.record.config import CONFIG, Config, configure
     from trajdebug.record.edges import branch, traced
     from trajdebug.record.env import environment_snapshot, uses_env
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from trajdebug.record.state import RunState, reads, writes
     from trajdebug.record.timeouts import ToolTimeout
     from trajdebug.record.writer import flush
-    from trajdebug.schema import KindWarning
 
 
 _WHERE: dict[str, str] = {
@@ -77,7 +77,7 @@ _WHERE: dict[str, str] = {
     "writes": "trajdebug.record.state",
     "ToolTimeout": "trajdebug.record.timeouts",
     "flush": "trajdebug.record.writer",
-    "KindWarning": "trajdebug.schema",
+    "KindWarning": "trajdebug.core.schema",
 }
 """Each public name's module: imported on first use (PEP 562), so ``import trajdebug`` loads only the
 modules the decorator and ``run()`` import."""

@@ -60,7 +60,7 @@ class Config:
     so memory per step stays bounded however long the run."""
     redact: bool = True
     """Redact secrets (by key name and by value pattern) before anything reaches disk, on every write
-    path (`trajdebug.redaction`)."""
+    path (`trajdebug.core.redaction`)."""
     redact_keys: tuple[str, ...] = ()
     """Extra key-name patterns (regular expressions) to redact."""
     redact_pii: tuple[str, ...] = ()
@@ -123,7 +123,7 @@ def configure(**settings: Any) -> Config:
         TypeError: an unknown setting name.
         ValueError: a setting with a value it cannot take.
     """
-    from trajdebug import redaction
+    from trajdebug.core import redaction
 
     with _lock:
         for key, value in settings.items():
@@ -186,7 +186,7 @@ def _from_environment(config: Config) -> None:
     if env.get("TRAJDEBUG_ROLLOUT_FILE", "").strip():
         config.rollout_file = env["TRAJDEBUG_ROLLOUT_FILE"].strip()
     if env.get("TRAJDEBUG_REDACT_PII", "").strip():
-        from trajdebug import redaction
+        from trajdebug.core import redaction
 
         classes = tuple(c.strip() for c in env["TRAJDEBUG_REDACT_PII"].split(",") if c.strip())
         unknown = sorted(set(classes) - redaction.PII_CLASSES)

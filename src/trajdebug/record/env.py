@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from trajdebug.model import Dependency
+from trajdebug.core.model import Dependency
 from trajdebug.record import recorder as rec
 from trajdebug.record.config import CONFIG
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trajdebug.analysis import ErrorReport
-    from trajdebug.model import Run
+    from trajdebug.core.model import Run
 
 
 FIELDS: tuple[str, ...] = (
@@ -121,7 +121,7 @@ def emit_errors(
     Returns:
         How many records were logged (records below the logger's level are not).
     """
-    from trajdebug.model import Run
+    from trajdebug.core.model import Run
 
     if isinstance(run_or_report, Run):
         # The one place the recording layer reaches the analysis: a finished run is

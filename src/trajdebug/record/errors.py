@@ -34,10 +34,10 @@ import sys
 import traceback
 from typing import Any
 
+from trajdebug.core.schema import error_record, stage_record
 from trajdebug.record import context as _ctx
 from trajdebug.record import errorlog as _live
 from trajdebug.record.config import CONFIG, id_prefix
-from trajdebug.schema import error_record, stage_record
 
 
 # The handles are duck-typed here: the step handle's module imports this one,

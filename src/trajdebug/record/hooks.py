@@ -36,8 +36,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajdebug._encode import loads
-from trajdebug.model import ErrorEvent
+from trajdebug.core.codec import loads
+from trajdebug.core.model import ErrorEvent
 from trajdebug.record.recorder import StopRun, request_stop
 
 
@@ -213,7 +213,7 @@ class _Thread:
 
     def _judge(self, sk: _Skeleton) -> None:
         from trajdebug.analysis import analyze_errors
-        from trajdebug.format import RunBuilder
+        from trajdebug.core.jsonl import RunBuilder
 
         hooks = list(HOOKS)
         if not hooks:

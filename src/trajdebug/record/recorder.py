@@ -16,15 +16,15 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
-from trajdebug._encode import dumps
-from trajdebug.model import STEP_KINDS, Dependency
+from trajdebug.core.codec import dumps
+from trajdebug.core.model import STEP_KINDS, Dependency
+from trajdebug.core.schema import check_kind
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind, decorate
 from trajdebug.record.timeouts import timed
-from trajdebug.schema import check_kind
 
 
 log = logging.getLogger("trajdebug")

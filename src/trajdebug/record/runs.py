@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from trajdebug._encode import dumps_line
+from trajdebug.core.codec import dumps_line
+from trajdebug.core.schema import RECORDER_KEY, end_record, meta_record, run_record, run_to_records
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import errors as _errors
@@ -41,7 +42,6 @@ from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink, descr
 from trajdebug.record.state import RunState
 from trajdebug.record.tracking import Tracker
 from trajdebug.record.writer import WRITER, Flush, Slot
-from trajdebug.schema import RECORDER_KEY, end_record, meta_record, run_record, run_to_records
 
 
 log = logging.getLogger("trajdebug")
@@ -382,7 +382,7 @@ class RunHandle:
             self._push(meta_record(self.run_id, metadata))
 
     def merge(self, run: Any) -> None:
-        """Add the steps and errors of another `trajdebug.model.Run` to this run.
+        """Add the steps and errors of another `trajdebug.core.model.Run` to this run.
 
         Used by the framework integrations: a LangChain or OpenAI Agents trace
         converted to the model joins the trajdebug run active where it ran, its
@@ -661,8 +661,8 @@ class RunHandle:
         }
 
     def load(self) -> Any:
-        """Read this run back from its first readable sink (a `trajdebug.model.Run`), after a flush."""
-        from trajdebug.format import RunBuilder, read_jsonl
+        """Read this run back from its first readable sink (a `trajdebug.core.model.Run`), after a flush."""
+        from trajdebug.core.jsonl import RunBuilder, read_jsonl
 
         self.flush()
         for sink in self._sinks:

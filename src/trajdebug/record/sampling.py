@@ -8,7 +8,7 @@ thread holds the run's encoded (already redacted) records in a `Hold`: in
 memory up to ``sample_buffer_bytes``, then in a temporary file (mode 0600,
 deleted when the run is decided), so memory stays bounded however long the
 run.  The held records are the very lines the writer encoded once
-(`trajdebug._encode.dumps_line`): a kept run's lines reach its sinks as they
+(`trajdebug.core.codec.dumps_line`): a kept run's lines reach its sinks as they
 were held, never decoded and encoded again.  A part of a run joined from another process (`trajdebug.extract`) does
 not know the run's outcome: it is kept when it had an error or when its id is
 chosen, so a distributed run's successful parts are kept or dropped together.
@@ -32,8 +32,8 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from trajdebug.core.schema import meta_record
 from trajdebug.record.config import CONFIG
-from trajdebug.schema import meta_record
 
 
 log = logging.getLogger("trajdebug")

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, overload, runtime_checkable
 
-from trajdebug._encode import dumps_line, loads
+from trajdebug.core.codec import dumps_line, loads
 
 
 @runtime_checkable

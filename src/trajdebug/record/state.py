@@ -18,8 +18,8 @@ import threading
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-from trajdebug._encode import to_jsonable
-from trajdebug.model import Dependency
+from trajdebug.core.codec import to_jsonable
+from trajdebug.core.model import Dependency
 from trajdebug.record.edges import traced
 from trajdebug.record.recorder import StepHandle, current_step
 

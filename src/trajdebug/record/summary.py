@@ -21,9 +21,9 @@ fields of each step, after redaction, with a summary::
   text that reads as an error;
 - ``numbers``: up to 16 numbers it contains (``summary_numbers=False`` keeps
   none in the clear);
-- ``atoms``: the value's atoms (`trajdebug.values.atoms`: numbers, dates, ids,
+- ``atoms``: the value's atoms (`trajdebug.core.values.atoms`: numbers, dates, ids,
   short strings with their field names) as ``[kind, hash, field, number,
-  unit]`` with the keyed hash of each atom's key, so `trajdebug.values.atoms`
+  unit]`` with the keyed hash of each atom's key, so `trajdebug.core.values.atoms`
   reads a summary as atoms keyed by hashes of the original values, and value
   lineage connects a producer and a consumer that saw the same value.
 
@@ -47,10 +47,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug._encode import Encoded, dumps, loads
-from trajdebug.model import Run, Step
+from trajdebug.core.codec import Encoded, dumps, loads
+from trajdebug.core.model import Run, Step
+from trajdebug.core.values import SUMMARY_KEY, atoms
 from trajdebug.record.payloads import error_payload
-from trajdebug.values import SUMMARY_KEY, atoms
 
 
 FIELDS: tuple[str, ...] = ("input", "output", "attributes", "error")
@@ -223,7 +223,7 @@ class Policy:
 
     def step(self, s: Step) -> Step:
         """A model step with its chosen fields summarized (for runs read from elsewhere)."""
-        from trajdebug.model import ErrorInfo, replace
+        from trajdebug.core.model import ErrorInfo, replace
 
         fields = self.fields_for(s.kind)
         changes: dict[str, Any] = {}
@@ -303,7 +303,7 @@ def _error(value: Any, parsed: Any) -> Any:
 def summarize_run(run: Run, rules: Iterable[str] = ("*",), *, key: str | bytes | None = None) -> Run:
     """A run with its steps summarized as summary mode would have recorded them (runs recorded in full,
     imported traces; the benchmarks measure what summary mode costs the analysis with it)."""
-    from trajdebug.model import replace
+    from trajdebug.core.model import replace
 
     policy = Policy.compile(rules, key)
     steps = tuple(policy.step(s) for s in run.steps)

@@ -40,8 +40,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from trajdebug import redaction
-from trajdebug._encode import to_jsonable
+from trajdebug.core import redaction
+from trajdebug.core.codec import to_jsonable
 from trajdebug.record import context as _ctx
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import _param_spec, _unrecorded, bind, decorate
@@ -73,7 +73,7 @@ class ToolTimeout(TimeoutError):
 
 @functools.lru_cache(maxsize=4)
 def _policy(key: str | None, numbers: bool) -> Policy:
-    # Imported here: the summary policy reads values with `trajdebug.values`, which `import trajdebug` need not load.
+    # Imported here: the summary policy reads values with `trajdebug.core.values`, which `import trajdebug` need not load.
     from trajdebug.record.summary import Policy
 
     return Policy.compile(("*",), key, numbers)

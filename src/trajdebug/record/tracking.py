@@ -18,16 +18,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from trajdebug import redaction
-from trajdebug._encode import Encoded, dumps, loads, marker, safe_repr, to_jsonable, truncated
-from trajdebug.model import REDACTED, TRUNCATED_KEY, Dependency
-from trajdebug.record.config import CONFIG
-from trajdebug.record.decorate import bind
-from trajdebug.record.errors import new_error_id
-from trajdebug.record.payloads import error_payload
-from trajdebug.record.recorder import StepHandle
-from trajdebug.record.timeouts import overrun
-from trajdebug.schema import (
+from trajdebug.core import redaction
+from trajdebug.core.codec import Encoded, dumps, loads, marker, safe_repr, to_jsonable, truncated
+from trajdebug.core.model import REDACTED, TRUNCATED_KEY, Dependency
+from trajdebug.core.schema import (
     RECORDER_KEY,
     dep_to_dict,
     error_record,
@@ -36,6 +30,12 @@ from trajdebug.schema import (
     stage_record,
     step_record,
 )
+from trajdebug.record.config import CONFIG
+from trajdebug.record.decorate import bind
+from trajdebug.record.errors import new_error_id
+from trajdebug.record.payloads import error_payload
+from trajdebug.record.recorder import StepHandle
+from trajdebug.record.timeouts import overrun
 
 
 MIN_TRACKED_STR = 24

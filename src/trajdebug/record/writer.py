@@ -215,7 +215,7 @@ class Writer:
         # What every first run needs and reads files for (package versions, the platform,
         # the redaction patterns), done while the agent runs its first steps.
         try:
-            from trajdebug import redaction
+            from trajdebug.core import redaction
             from trajdebug.record.env import environment_snapshot
 
             environment_snapshot()

@@ -17,7 +17,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 from trajdebug.replay.cassette import STATE_VALUES_ATTR, Path, canonical, fingerprint, step_paths
 
 

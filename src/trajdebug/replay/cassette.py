@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajdebug.model import REPR_KEY, Run, Step
+from trajdebug.core.model import REPR_KEY, Run, Step
 
 
 BOUNDARY_KINDS: frozenset[str] = frozenset({"llm", "tool", "retrieval"})

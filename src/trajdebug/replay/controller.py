@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from trajdebug._encode import to_jsonable
-from trajdebug.model import REPR_KEY, TRUNCATED_KEY
+from trajdebug.core.codec import to_jsonable
+from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY
 from trajdebug.replay.cassette import (
     BOUNDARY_KINDS,
     STATE_VALUES_ATTR,
@@ -154,7 +154,7 @@ def _request(value: Any) -> Any:
 
     data = to_jsonable(value, CONFIG.max_value_bytes)
     if CONFIG.redact:
-        from trajdebug import redaction
+        from trajdebug.core import redaction
 
         red = redaction.redactor()
         if red is not None:

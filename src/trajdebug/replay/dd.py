@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 from trajdebug.replay.align import Alignment, align
 from trajdebug.replay.cassette import STATE_VALUES_ATTR
 from trajdebug.replay.engine import Correction, Mode

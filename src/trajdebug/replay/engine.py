@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug import model
-from trajdebug._encode import to_jsonable
-from trajdebug.model import Run
+from trajdebug.core import model
+from trajdebug.core.codec import to_jsonable
+from trajdebug.core.model import Run
 from trajdebug.replay.cassette import BOUNDARY_KINDS, Cassette, fingerprint, step_paths
 from trajdebug.replay.controller import (
     Call,

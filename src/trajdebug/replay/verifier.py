@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 from trajdebug.replay.cassette import STATE_VALUES_ATTR, canonical, fingerprint, step_paths
 from trajdebug.replay.engine import (
     Correction,

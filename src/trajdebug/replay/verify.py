@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 from trajdebug.replay.cassette import canonical
 from trajdebug.replay.dd import earliest
 from trajdebug.replay.engine import ENTRY_KEY, Correction, Mode, ReplayError
@@ -299,7 +299,7 @@ def verify_analyses(
         ValueError: ``entry`` or ``fixer`` is a spec that does not import.
     """
     from trajdebug.analysis import references
-    from trajdebug.plugins import load_callable
+    from trajdebug.core.plugins import load_callable
 
     agent = load_callable(entry) if isinstance(entry, str) else entry
     fix = load_callable(fixer, "fixer") if isinstance(fixer, str) else fixer

@@ -13,8 +13,8 @@ import textwrap
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from trajdebug.escape import markdown, md_code, visible
-from trajdebug.model import Run, Step
+from trajdebug.core.escape import markdown, md_code, visible
+from trajdebug.core.model import Run, Step
 
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ def render_analysis(a: Analysis, console: Any, *, run: Run | None = None) -> Non
     from rich.padding import Padding
     from rich.text import Text
 
-    from trajdebug.escape import markup as escape
+    from trajdebug.core.escape import markup as escape
 
     def indented(markup: str, indent: int, style: str = "") -> None:
         # Padding keeps wrapped continuation lines under the first one.

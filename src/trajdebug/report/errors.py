@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from trajdebug.escape import markdown, md_code, one_line, visible
-from trajdebug.model import Run, Step
+from trajdebug.core.escape import markdown, md_code, one_line, visible
+from trajdebug.core.model import Run, Step
 
 
 if TYPE_CHECKING:

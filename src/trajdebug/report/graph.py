@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 from trajdebug.report.layout import index_edges, layered_layout
 
 

@@ -2,13 +2,13 @@
 
 Shared by ``trajdebug analyze`` (text and Markdown) and anything else that
 prints a `trajdebug.analysis.Guided`; every name and reason is untrusted run
-or model content, shown through `trajdebug.escape.one_line`.
+or model content, shown through `trajdebug.core.escape.one_line`.
 """
 
 from __future__ import annotations
 
 from trajdebug.analysis import Guided
-from trajdebug.escape import one_line
+from trajdebug.core.escape import one_line
 
 
 _WORD = {True: "correct", False: "wrong", None: "don't know"}

@@ -28,9 +28,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from trajdebug._encode import dumps
 from trajdebug.analysis import Analysis
-from trajdebug.model import TRUNCATED_KEY, Run, Step
+from trajdebug.core.codec import dumps
+from trajdebug.core.model import TRUNCATED_KEY, Run, Step
 from trajdebug.report.graph import graph_views
 from trajdebug.report.json import error_to_dict, step_to_dict
 

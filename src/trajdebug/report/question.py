@@ -10,7 +10,7 @@ show the same.  `render_guided` prints the end: the root, the answers that
 prove it and the path from it to the failure.
 
 Every value shown comes from the run (model and tool output, names), so it is
-escaped (`trajdebug.escape.visible`) and never read as rich markup; a long value
+escaped (`trajdebug.core.escape.visible`) and never read as rich markup; a long value
 is folded to `FOLD` characters until the person expands it.
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trajdebug.escape import one_line, visible
-from trajdebug.model import Answer, Run, Step
+from trajdebug.core.escape import one_line, visible
+from trajdebug.core.model import Answer, Run, Step
 from trajdebug.report.step import value_text
 from trajdebug.report.text import ANSWER_WORD, short
 
@@ -197,7 +197,7 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
     the same search in Python and stores each answer.
     """
     from trajdebug.analysis import GuidedSearch
-    from trajdebug.schema import answer_to_dict
+    from trajdebug.core.schema import answer_to_dict
 
     search = GuidedSearch(analysis, analysis.run.answers)
     return {

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 from trajdebug.report.text import describe_dep, fmt_duration, short
 
 

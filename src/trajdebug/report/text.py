@@ -2,7 +2,7 @@
 
 Written for an 80-column terminal: one line per step, dependencies on an
 indented line below it.  Colour comes from rich when the output is a terminal;
-untrusted text (step names, messages, ids) goes through `trajdebug.escape`,
+untrusted text (step names, messages, ids) goes through `trajdebug.core.escape`,
 so it can inject neither markup nor terminal control sequences.
 """
 
@@ -12,9 +12,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from trajdebug.escape import markup, one_line, visible
-from trajdebug.model import Dependency, Run, Step
-from trajdebug.schema import lost_records
+from trajdebug.core.escape import markup, one_line, visible
+from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.schema import lost_records
 
 
 KIND_STYLE = {

@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 
 from trajdebug.analysis import Analysis, GuidedSearch
 from trajdebug.answers import AnswerLog
-from trajdebug.model import Answer
+from trajdebug.core.model import Answer
+from trajdebug.core.schema import answer_to_dict
 from trajdebug.report.question import question_for, question_to_dict
-from trajdebug.schema import answer_to_dict
 from trajdebug.source import SourceError, load_runs
 from trajdebug.store import Store, is_store
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis import Analysis
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 from trajdebug.pipeline import analyze_source
 from trajdebug.sessions import Session, group_sessions, session_of
 from trajdebug.source import SourceError, load_runs

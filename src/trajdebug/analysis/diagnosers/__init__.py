@@ -46,8 +46,8 @@ from trajdebug.analysis.diagnosers._tools import (
     tool_arguments,
     tool_result,
 )
-from trajdebug.model import Run, Step
-from trajdebug.plugins import entry_point_callables
+from trajdebug.core.model import Run, Step
+from trajdebug.core.plugins import entry_point_callables
 
 
 BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {

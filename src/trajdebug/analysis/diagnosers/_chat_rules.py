@@ -26,7 +26,7 @@ from trajdebug.analysis.diagnosers._conversation import (
     is_write,
 )
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.model import Step
+from trajdebug.core.model import Step
 
 
 # -- misinterpretation of tool output ---------------------------------------------------

@@ -27,8 +27,8 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import FAULTY_THRESHOLD, Evidence, Verdict, fold
 from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.model import Run, Step
-from trajdebug.values import SUMMARY_KEY
+from trajdebug.core.model import Run, Step
+from trajdebug.core.values import SUMMARY_KEY
 
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ A plugin diagnoser that reads summaries says so with an attribute ``reads_summar
 
 
 def _summarized(value: Any) -> bool:
-    # A summary's first key is the marker (`trajdebug.values.SUMMARY_KEY`).
+    # A summary's first key is the marker (`trajdebug.core.values.SUMMARY_KEY`).
     return isinstance(value, Mapping) and bool(value) and next(iter(value)) == SUMMARY_KEY
 
 

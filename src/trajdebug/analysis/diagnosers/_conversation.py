@@ -15,7 +15,7 @@ from typing import Any, Literal
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 
 
 Role = Literal["user", "assistant", "tool", "system"]

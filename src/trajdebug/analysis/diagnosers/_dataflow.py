@@ -17,8 +17,8 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.model import Step
-from trajdebug.values import atoms, is_year
+from trajdebug.core.model import Step
+from trajdebug.core.values import atoms, is_year
 
 
 def _values_of(value: Any, *, content_only: bool = False, lexicon: Lexicon = ENGLISH) -> list[Any]:

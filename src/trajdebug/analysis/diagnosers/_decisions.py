@@ -24,7 +24,7 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lineage import GENERIC_FIELDS
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 
 
 _TOKEN = re.compile(r"[a-z]{3,}")

@@ -28,7 +28,7 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.model import Run, Step
+from trajdebug.core.model import Run, Step
 
 
 _OBSERVERS = ("tool", "retrieval")

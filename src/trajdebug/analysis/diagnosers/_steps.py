@@ -35,8 +35,8 @@ from trajdebug.analysis.diagnosers._tools import (
     upstream_outputs,
 )
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.model import ErrorInfo, Step
-from trajdebug.values import date_forms, is_year
+from trajdebug.core.model import ErrorInfo, Step
+from trajdebug.core.values import date_forms, is_year
 
 
 # -- errors --------------------------------------------------------------------
@@ -230,7 +230,7 @@ def _computed(step: Step, ctx: DiagnoseContext, value: float) -> bool:
     if lin is None:
         return False
     from trajdebug.analysis.lineage import derivation
-    from trajdebug.values import Atom, number_key
+    from trajdebug.core.values import Atom, number_key
 
     atom = Atom("n:" + number_key(value), "number", None, None, repr(value), value)
     return derivation(lin.view(step.step_id), atom) is not None

@@ -24,8 +24,8 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._graph import CHILD_KEY
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.model import Step
-from trajdebug.values import date_forms, date_keys, is_date
+from trajdebug.core.model import Step
+from trajdebug.core.values import date_forms, date_keys, is_date
 
 
 # -- error wording ----------------------------------------------------------------
@@ -187,7 +187,7 @@ def sql_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 def present(value: Any, haystack: str, forms: set[str], dates: set[str] | None = None) -> bool | None:
     """Whether a scalar shows up in a text (None: the value says too little to tell).
 
-    ``dates`` holds the haystack's dates and times (`trajdebug.values.date_forms`):
+    ``dates`` holds the haystack's dates and times (`trajdebug.core.values.date_forms`):
     a date written another way ("2025-03-11" for "11 March") is present.
     """
     if isinstance(value, bool) or value is None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
-from trajdebug.model import Dependency, Run, Step
+from trajdebug.core.model import Dependency, Run, Step
 
 
 _MIN_BUDGET = 1 << 17

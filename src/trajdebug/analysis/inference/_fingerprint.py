@@ -63,7 +63,7 @@ from trajdebug.analysis.inference._tokens import (
     value_weight,
     winnow,
 )
-from trajdebug.model import REPR_KEY, TRUNCATED_KEY
+from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY
 
 
 Path = tuple[str | int, ...]
@@ -246,7 +246,7 @@ def _maybe_json(text: str) -> Any:
         return None
     if (stripped[0], stripped[-1]) not in (("{", "}"), ("[", "]")):
         return None
-    from trajdebug._encode import loads
+    from trajdebug.core.codec import loads
 
     try:
         parsed = loads(stripped)

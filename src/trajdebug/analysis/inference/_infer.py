@@ -45,7 +45,7 @@ from trajdebug.analysis.inference._fingerprint import (
     probe_input,
     value_key,
 )
-from trajdebug.model import Dependency, Run, Step, replace
+from trajdebug.core.model import Dependency, Run, Step, replace
 
 
 @dataclass(frozen=True, slots=True)

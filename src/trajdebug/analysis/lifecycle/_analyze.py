@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis.lifecycle._report import ErrorChain, ErrorLifecycle, ErrorReport
 from trajdebug.analysis.lifecycle._severity import ErrorFacts, LinkKind, RuleHit, grade, score_chain
-from trajdebug.model import ErrorEvent, Run, Stage, StageChange, Step
+from trajdebug.core.model import ErrorEvent, Run, Stage, StageChange, Step
 
 
 TERMINAL: frozenset[str] = frozenset({"recovered", "ignored", "failed"})

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajdebug.analysis.lifecycle._severity import LinkKind, RuleHit
-from trajdebug.model import Outcome, Severity, Stage, StageChange
+from trajdebug.core.model import Outcome, Severity, Stage, StageChange
 
 
 @dataclass(frozen=True, slots=True)

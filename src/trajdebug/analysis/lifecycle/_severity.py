@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from trajdebug.model import Severity, Stage
+from trajdebug.core.model import Severity, Stage
 
 
 LinkKind = Literal["cause", "retry", "nested", "data"]

@@ -36,9 +36,9 @@ from typing import Any
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage._views import StepView, semantic
-from trajdebug.chat import normalize_messages
-from trajdebug.model import CONTAINER_KINDS, Step
-from trajdebug.values import Atom, atoms, iter_text, mentions, number_key
+from trajdebug.core.chat import normalize_messages
+from trajdebug.core.model import CONTAINER_KINDS, Step
+from trajdebug.core.values import Atom, atoms, iter_text, mentions, number_key
 
 
 GENERIC_FIELDS = frozenset(
@@ -346,7 +346,7 @@ _ASKING_ROLES = frozenset({"user", "human", "system", "developer"})
 
 
 def _messages(value: Any) -> list[dict[str, Any]] | None:
-    """The messages of a conversation, bare or under ``messages``, in any shape `trajdebug.chat` reads
+    """The messages of a conversation, bare or under ``messages``, in any shape `trajdebug.core.chat` reads
     (None: not a conversation)."""
     return normalize_messages(value.get("messages") if isinstance(value, Mapping) else value)
 

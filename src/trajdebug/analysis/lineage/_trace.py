@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view
-from trajdebug.model import Dependency, Run, Step
-from trajdebug.values import Atom, atoms
+from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.values import Atom, atoms
 
 
 MAX_PRODUCERS = 64

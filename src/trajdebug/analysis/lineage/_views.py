@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajdebug.chat import normalize_llm_step
-from trajdebug.model import Step
-from trajdebug.values import Atom, atoms, iter_text, mentions, number_key
+from trajdebug.core.chat import normalize_llm_step
+from trajdebug.core.model import Step
+from trajdebug.core.values import Atom, atoms, iter_text, mentions, number_key
 
 
 ENVELOPE_KEYS = frozenset(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from trajdebug.analysis.lineage._trace import Lineage, derivation
-from trajdebug.values import Atom
+from trajdebug.core.values import Atom
 
 
 MAX_DEPTH = 4

@@ -35,7 +35,7 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, Lineage, StepView, derivation, semantic
-from trajdebug.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
+from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
 
 
 MIN_SUPPORT = 3

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from trajdebug.model import Run
+from trajdebug.core.model import Run
 
 
 MAX_REFERENCES = 50

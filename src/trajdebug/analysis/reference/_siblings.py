@@ -41,7 +41,7 @@ from trajdebug.analysis.reference._invariants import (
     _StepStats,
     step_key,
 )
-from trajdebug.model import CONTAINER_KINDS, Run, Step
+from trajdebug.core.model import CONTAINER_KINDS, Run, Step
 
 
 MAX_OCCURRENCES = 200

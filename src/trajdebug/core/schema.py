@@ -17,7 +17,7 @@ object with ``"v"`` (the format version) and ``"t"`` (the record type):
 Everything that writes records builds them here (the recorder's writer
 thread, `run_to_records` for the store, the JSONL writer, imports and
 integrations); everything that reads them decodes them here (the JSONL reader
-and the store, through `trajdebug.format.RunBuilder`); the JSON reporter's
+and the store, through `trajdebug.core.jsonl.RunBuilder`); the JSON reporter's
 full form of a step (`step_to_dict`) and the OTLP exporter start from the
 same fields.
 
@@ -38,7 +38,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trajdebug.model import (
+from trajdebug.core.model import (
     DEP_KINDS,
     DEP_ORIGINS,
     OUTCOMES,
@@ -438,7 +438,7 @@ def run_to_records(run: Run, *, redact: bool | None = None) -> list[dict[str, An
 
     Args:
         run: The run.
-        redact: Redact secrets (`trajdebug.redaction`); None follows the process
+        redact: Redact secrets (`trajdebug.core.redaction`); None follows the process
             policy.  Every write path that starts from a model run (the store's
             ``save_run``, the JSONL writer, ``import``, integrations) goes through
             here, so secrets are scrubbed on all of them; what was scrubbed is
@@ -463,7 +463,7 @@ def run_to_records(run: Run, *, redact: bool | None = None) -> list[dict[str, An
     if ended:
         recs.append(end_record(run.run_id, run.end_ns, run.outcome, run.failure_reason))
     if redact is None or redact:
-        from trajdebug import redaction
+        from trajdebug.core import redaction
 
         redactor = redaction.redactor() if redact is None else redaction.Redactor(redaction.POLICY.extra_keys, redaction.POLICY.pii)
         if redactor is not None:
@@ -486,13 +486,13 @@ def redact_run(run: Run, redactor: Any = None) -> Run:
 
     Args:
         run: The run.
-        redactor: A `trajdebug.redaction.Redactor`; None: the process policy's (nothing is
+        redactor: A `trajdebug.core.redaction.Redactor`; None: the process policy's (nothing is
             changed when redaction is off).
     """
     import dataclasses
 
     if redactor is None:
-        from trajdebug import redaction
+        from trajdebug.core import redaction
 
         redactor = redaction.redactor()
         if redactor is None:

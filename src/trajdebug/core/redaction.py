@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.model import REDACTED
+from trajdebug.core.model import REDACTED
 
 
 _ATOMS = frozenset({int, float, bool})
@@ -497,7 +497,7 @@ class Redactor:
         Raises:
             ValueError: ``encoded`` is not JSON.
         """
-        from trajdebug._encode import loads
+        from trajdebug.core.codec import loads
 
         return self._json_clean(loads(encoded), 0)
 

@@ -1,9 +1,9 @@
-"""Messages in any known shape as the messages of `trajdebug.chat` (the private half of that module).
+"""Messages in any known shape as the messages of `trajdebug.core.chat` (the private half of that module).
 
 Each source message (an OpenAI chat message, a Responses API item, an
 Anthropic message with content blocks, a LangChain message or its dump, an
 OpenInference or GenAI message) becomes zero or more normalized messages;
-`trajdebug.chat` uses these to read requests, responses and span attributes.
+`trajdebug.core.chat` uses these to read requests, responses and span attributes.
 Standard library only.
 """
 

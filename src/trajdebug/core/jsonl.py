@@ -1,7 +1,7 @@
 """The trajdebug JSONL format: runs as versioned JSON records, one per line.
 
 The records themselves (types, fields, how each is built and decoded) are
-defined in `trajdebug.schema`; this module assembles runs from records
+defined in `trajdebug.core.schema`; this module assembles runs from records
 (`RunBuilder`), reads and writes JSON Lines files, and names what could not be
 read (`FormatError`: the source, the line and the field).
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from trajdebug._encode import loads
-from trajdebug.model import Answer, Dependency, ErrorEvent, Run, StageChange, Step
-from trajdebug.schema import (
+from trajdebug.core.codec import loads
+from trajdebug.core.model import Answer, Dependency, ErrorEvent, Run, StageChange, Step
+from trajdebug.core.schema import (
     FORMAT_VERSION,
     MARK_KEY,
     RECORDER_KEY,
@@ -450,7 +450,7 @@ def redacted(result: ReadResult) -> ReadResult:
     """Runs read from a foreign source with their secrets redacted per the process policy, as the
     recorder does (each run through `run_to_records` and back; what was scrubbed is counted in its
     account); problems too, since they may quote a value.  Unchanged when redaction is off."""
-    from trajdebug import redaction
+    from trajdebug.core import redaction
 
     red = redaction.redactor()
     if red is None:
@@ -475,9 +475,9 @@ def redacted_run(run: Run) -> Run:
 def write_jsonl(runs: Iterable[Run], path: str | Path | IO[str], *, redact: bool | None = None) -> None:
     """Write runs as records to a JSONL file (or an open text stream).
 
-    Secrets are redacted per the process policy (see `trajdebug.schema.run_to_records`).
+    Secrets are redacted per the process policy (see `trajdebug.core.schema.run_to_records`).
     """
-    from trajdebug._encode import dumps_str
+    from trajdebug.core.codec import dumps_str
 
     def _write(fh: IO[str]) -> None:
         for run in runs:

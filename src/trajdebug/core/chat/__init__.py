@@ -40,7 +40,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trajdebug.chat._messages import (
+from trajdebug.core.chat._messages import (
     _MESSAGE_ITEM_TYPES,
     _as_assistant,
     _call,

@@ -6,7 +6,7 @@ raises on a detached ORM object, a property that raises, a recursive list,
 tuple keys, an integer beyond 64 bits, a lone surrogate, nesting deeper than
 orjson's limit), the value is rebuilt by `sanitize` into plain JSON data in
 which only the parts that cannot be encoded are markers (see
-`trajdebug.model`), and encoded again.  So one bad attribute costs its own
+`trajdebug.core.model`), and encoded again.  So one bad attribute costs its own
 value, never the record or the batch around it.  `to_jsonable` additionally
 cuts what is too large with a truncation marker.
 """
@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from trajdebug.model import REPR_KEY, TRUNCATED_KEY
+from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY
 
 
 _orjson: Any

@@ -1,0 +1,8 @@
+"""The ground floor: what every other part of trajdebug stands on.
+
+The model (frozen dataclasses for runs, steps, dependencies, errors), the
+record schema and its codec, the own JSON Lines format, values, escaping,
+redaction, the plugin loader and chat-message shapes.  Nothing here imports
+anything above it; the recorder, the readers, the analysis and the report all
+import from here (the ``floors`` contract in ``pyproject.toml``).
+"""
