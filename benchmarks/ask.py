@@ -114,8 +114,8 @@ def run_case(case: Case) -> AskCase:
 def heldout_case(case_dir: Path, truth: dict[str, Any]) -> AskCase:
     """One case of a blind suite: its failed run analysed alone, the oracle from ``control.*`` beside it."""
     from benchmarks.blind import _source, truth_step
-    from trajdebug.pipeline import analyze_source
-    from trajdebug.source import load_runs
+    from trajdebug.api import analyze_source
+    from trajdebug.sources.load import load_runs
 
     out = AskCase(str(truth.get("case_id")), 0, False)
     try:

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis import Analysis, DependencyGraph
+from trajdebug.api import analyze_source
 from trajdebug.core.model import Run
-from trajdebug.pipeline import analyze_source
 
 
 HERE = Path(__file__).resolve().parent / "heldout"
@@ -143,7 +143,7 @@ def _normalized(case_dir: Path, truth: dict[str, Any]) -> dict[str, Any]:
     truth = dict(truth)
     truth.setdefault("case_id", truth.get("case") or case_dir.name)
     if "failed_run_id" not in truth:
-        from trajdebug.source import load_runs
+        from trajdebug.sources.load import load_runs
 
         runs = load_runs(_source(case_dir, "failed"))
         failed = [r for r in runs if r.outcome != "success"] or runs

@@ -122,7 +122,7 @@ def quality(seeds: int = 15) -> Iterator[Case]:
 def tau() -> Iterator[Case]:
     """AgentRx's tau-bench failures: the truth is every step imported from the annotated message."""
     from benchmarks.tau import DATA, _user
-    from trajdebug.formats import import_path
+    from trajdebug.sources.formats import import_path
 
     gt = json.loads((DATA / "tau_ground_truth.json").read_text())
     by_task = {r.metadata.get("task_id"): r for r in import_path(DATA / "tau_dataset_failed.json").runs}
@@ -139,7 +139,7 @@ def tau() -> Iterator[Case]:
 
 def whowhen(data: Path = WHOWHEN) -> Iterator[Case]:
     """Who&When Algorithm-Generated: the truth is the step of the decisive message (``mistake_step``)."""
-    from trajdebug.formats import import_path
+    from trajdebug.sources.formats import import_path
 
     for p in sorted(data.glob("*.json"), key=lambda q: int(q.stem) if q.stem.isdigit() else 0):
         d = json.loads(p.read_text())
@@ -153,7 +153,7 @@ def whowhen(data: Path = WHOWHEN) -> Iterator[Case]:
 def suite(name: str, workdir: Path, progress: Callable[[str], None] = print) -> Iterator[Case]:
     """A development blind suite, each case alone and with references (two cases)."""
     from benchmarks.blind import FAULT_NAMES, ROUTE_NAMES, SETTINGS, _cases, _source, generate, truth_step
-    from trajdebug.pipeline import analyze_source
+    from trajdebug.api import analyze_source
 
     if name in HELD_OUT:
         raise ValueError(f"{name} is held out: never trained on")

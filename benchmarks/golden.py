@@ -39,7 +39,7 @@ def collect(workdir: Path, *, full: bool = False) -> dict[str, Any]:
     from benchmarks.quality import analyse, cases
     from benchmarks.tau import run_tau
     from benchmarks.workflows import WORKFLOWS
-    from trajdebug.pipeline import analyze_source
+    from trajdebug.api import analyze_source
 
     out: dict[str, Any] = {}
     for suite in ("suite_dev", "suite_a", "suite_b"):
@@ -80,7 +80,7 @@ def _full_documents() -> Iterator[list[Any]]:
     Recorded ids are random, so each id is replaced by its order of first
     appearance in the document; the elapsed time is dropped.
     """
-    from trajdebug import pipeline
+    from trajdebug import api as pipeline
     from trajdebug.analysis import _pipeline
 
     docs: list[Any] = []

@@ -6,7 +6,7 @@ SDK's shape instead of the fault; here each faulty run also travels the other
 recording routes a user's runs arrive by, and is analyzed as read back:
 
 - ``jsonl``: written by the recorder's file format (`trajdebug.core.jsonl.write_jsonl`) and read back;
-- ``otlp``: exported as OTLP/JSON (`trajdebug.formats.export`) and imported (`trajdebug.formats.otlp`);
+- ``otlp``: exported as OTLP/JSON (`trajdebug.sources.formats.export`) and imported (`trajdebug.sources.formats.otlp`);
 - ``transcript``: one message per step (speaker, output text, an error as text), imported as a
   multi-agent transcript: no recorded edges, kinds or error objects survive, only turns and text.
 
@@ -40,15 +40,15 @@ ROUTES = ("jsonl", "otlp", "transcript")
 
 def _jsonl(run: Run, previous: Sequence[Run], path: Path) -> tuple[Run, list[Run]]:
     from trajdebug.core.jsonl import write_jsonl
-    from trajdebug.source import read_source
+    from trajdebug.sources.load import read_source
 
     write_jsonl([*previous, run], path)
     return _split(read_source(path).runs, run.run_id)
 
 
 def _otlp(run: Run, previous: Sequence[Run], path: Path) -> tuple[Run, list[Run]]:
-    from trajdebug.formats.export import write_otlp
-    from trajdebug.formats.otlp import read_otlp
+    from trajdebug.sources.formats.export import write_otlp
+    from trajdebug.sources.formats.otlp import read_otlp
 
     write_otlp([*previous, run], path)
     return _split(read_otlp(path).runs, run.run_id)
@@ -72,7 +72,7 @@ def transcript_of(run: Run) -> dict[str, Any]:
 
 
 def _transcript(run: Run, path: Path) -> Run:
-    from trajdebug.formats import import_path
+    from trajdebug.sources.formats import import_path
 
     path.write_text(json.dumps(transcript_of(run)))
     [out] = import_path(path, "transcript").runs

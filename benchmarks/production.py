@@ -387,9 +387,9 @@ def summary_quality(seeds: int, progress: Callable[[str], None]) -> dict[str, An
 def summary_blind(workdir: Path, progress: Callable[[str], None]) -> dict[str, Any]:
     """The blind suites analyzed as recorded and with every run summarized (`summarize_run`), both settings."""
     from benchmarks.blind import SETTINGS, _cases, _source, generate, truth_step
-    from trajdebug.pipeline import analyze_source
+    from trajdebug.api import analyze_source
     from trajdebug.record.summary import summarize_run
-    from trajdebug.source import load_runs
+    from trajdebug.sources.load import load_runs
 
     out: dict[str, Any] = {}
     for suite in ("suite_b", "suite_a", "suite_dev"):

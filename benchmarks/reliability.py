@@ -494,7 +494,7 @@ def proxies(progress: Callable[[str], None]) -> dict[str, Any]:
 
 def foreign(progress: Callable[[str], None]) -> dict[str, Any]:
     """Damaged foreign files (one bad value each): good spans kept, problems named, no exception escaping."""
-    from trajdebug.formats import import_path
+    from trajdebug.sources.formats import import_path
 
     progress("reliability: damaged foreign files")
 

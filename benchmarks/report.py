@@ -601,7 +601,7 @@ def _e2e(e: Mapping[str, Any]) -> list[str]:
         "",
         "OTLP/JSON Lines files of foreign spans (trajdebug's export of recorded workflow runs without its own "
         "attributes, one trace per line, about 1 KB per span) generated at each size. Parse floor: "
-        "`orjson.loads` of every line (collector on). Read: the runs (`trajdebug.formats.otlp.iter_otlp`). "
+        "`orjson.loads` of every line (collector on). Read: the runs (`trajdebug.sources.formats.otlp.iter_otlp`). "
         "Import: `trajdebug import FILE -o out.jsonl` (reading, redaction, writing), with its peak resident set.",
         "",
         *_table(

@@ -119,8 +119,8 @@ def _analysis_child(n: int, shape: str = "agentrun") -> dict[str, Any]:
     from benchmarks.agentrun import record
     from benchmarks.agentshapes import record_shape
     from trajdebug.analysis import _pipeline
+    from trajdebug.api import _load, analyze_source
     from trajdebug.core.jsonl import write_jsonl
-    from trajdebug.pipeline import _load, analyze_source
 
     spent: dict[str, list[float]] = {}
 
@@ -188,9 +188,9 @@ def _memory_child(n: int) -> dict[str, Any]:
     import tracemalloc
 
     from benchmarks.agentrun import record
+    from trajdebug.api import analyze_source
     from trajdebug.core.jsonl import write_jsonl
-    from trajdebug.pipeline import analyze_source
-    from trajdebug.source import load_runs
+    from trajdebug.sources.load import load_runs
 
     with tempfile.TemporaryDirectory(prefix="trajdebug-bench-") as tmp:
         path = Path(tmp) / "run.jsonl"
@@ -221,7 +221,7 @@ def _otlp_file(mb: float, path: str) -> dict[str, Any]:
     """Write an OTLP/JSON Lines file of about ``mb`` MB: foreign spans, one trace per line."""
     from benchmarks.speed import _recorded_runs, _strip_own
     from trajdebug.core.codec import dumps
-    from trajdebug.formats.export import export_otlp
+    from trajdebug.sources.formats.export import export_otlp
 
     lines = [dumps(_strip_own(export_otlp([r]))) for r in _recorded_runs(12)]
     ids = [json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"].encode() for line in lines]
@@ -241,7 +241,7 @@ def _parse_child(path: str) -> dict[str, Any]:
     import orjson
 
     from trajdebug.core.jsonl import FormatError
-    from trajdebug.formats.otlp import iter_otlp
+    from trajdebug.sources.formats.otlp import iter_otlp
 
     w, c = time.perf_counter(), time.process_time()
     with open(path, "rb") as fh:

@@ -214,8 +214,8 @@ def _strip_own(obj: Any) -> Any:
 def otlp_throughput(runs: list[Any], repeats: int) -> list[dict[str, Any]]:
     """Import throughput of OTLP/JSON files: trajdebug's own export, and the same stripped of its own attributes."""
     from trajdebug.core.codec import dumps
-    from trajdebug.formats import import_path
-    from trajdebug.formats.export import export_otlp
+    from trajdebug.sources.formats import import_path
+    from trajdebug.sources.formats.export import export_otlp
 
     doc = export_otlp(runs)
     rows = []

@@ -1,6 +1,6 @@
 """Real data: AgentRx's annotated tau-bench failures through the message-log importer.
 
-Each of the 29 failed runs is imported with `trajdebug.formats.import_path`
+Each of the 29 failed runs is imported with `trajdebug.sources.formats.import_path`
 and analysed; the prediction is compared with the people's annotation.  The
 annotation's ``step_number`` is 1-based over the run's message list
 (``traj``); the importer keeps each step's 0-based ``source_index``, so
@@ -132,7 +132,7 @@ def run_tau(data: Path = DATA, top: int = 10) -> TauResult:
         FileNotFoundError: the data set is missing.
     """
     from benchmarks.baselines import BASELINES
-    from trajdebug.formats import import_path
+    from trajdebug.sources.formats import import_path
 
     try:
         from trajdebug.analysis._pipeline import analyze

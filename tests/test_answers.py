@@ -12,9 +12,9 @@ from trajdebug.answers import import_answers
 from trajdebug.core.jsonl import RunBuilder, read_jsonl, write_jsonl
 from trajdebug.core.model import Answer
 from trajdebug.core.schema import answer_record
-from trajdebug.formats.export import export_otlp
 from trajdebug.sidefile import side_file
-from trajdebug.source import SourceError, load_runs
+from trajdebug.sources.formats.export import export_otlp
+from trajdebug.sources.load import SourceError, load_runs
 
 
 @trajdebug.step(kind="tool")

@@ -21,10 +21,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("trajdebug.core.model", "trajdebug.core.plugins", "trajdebug.core.chat", "trajdebug.core.escape", "trajdebug.core.values"),
     ("trajdebug.core.jsonl", "trajdebug.core.codec", "trajdebug.core.schema", "trajdebug.core.redaction", "trajdebug.sidefile", "trajdebug.usage", "trajdebug.sessions"),
     ("trajdebug.analysis",),
-    ("trajdebug.formats", "trajdebug.report", "trajdebug.store", "trajdebug.training"),
-    ("trajdebug.record", "trajdebug.source", "trajdebug.marks", "trajdebug.answers"),
+    ("trajdebug.sources.formats", "trajdebug.report", "trajdebug.store", "trajdebug.training"),
+    ("trajdebug.record", "trajdebug.sources.load", "trajdebug.marks", "trajdebug.answers"),
     ("trajdebug.replay",),
-    ("trajdebug.integrations", "trajdebug.pipeline", "trajdebug.judge", "trajdebug.fleet", "trajdebug.serve", "trajdebug.lint", "trajdebug.ask"),
+    ("trajdebug.integrations", "trajdebug.api", "trajdebug.judge", "trajdebug.fleet", "trajdebug.serve", "trajdebug.lint", "trajdebug.ask"),
     ("trajdebug.labels",),
     ("trajdebug.cli", "trajdebug.demo", "trajdebug.testing", "trajdebug", "trajdebug.__main__"),
 )

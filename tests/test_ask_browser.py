@@ -15,7 +15,7 @@ from trajdebug.core.model import Run
 from trajdebug.demo import run_demo
 from trajdebug.report.html import write_report
 from trajdebug.serve import Server
-from trajdebug.source import load_runs
+from trajdebug.sources.load import load_runs
 
 
 def wrong_steps(run: Run) -> set[str]:

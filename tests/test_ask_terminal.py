@@ -11,7 +11,7 @@ import pytest
 
 from trajdebug.core.model import Run
 from trajdebug.demo import run_demo
-from trajdebug.source import load_runs
+from trajdebug.sources.load import load_runs
 
 
 pexpect = pytest.importorskip("pexpect")
@@ -172,8 +172,8 @@ def test_a_terminal_oracle_answers_analyze_source_and_stores_each_answer(demo: t
 
     from rich.console import Console
 
+    from trajdebug.api import analyze_source
     from trajdebug.ask import TerminalOracle
-    from trajdebug.pipeline import analyze_source
 
     path, run = demo
     root = run.metadata["fault"]["step_id"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from trajdebug.api import analyze_source
 from trajdebug.cli import cli
-from trajdebug.pipeline import analyze_source
 
 
 ROOT = Path(__file__).resolve().parent.parent

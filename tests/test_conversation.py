@@ -11,7 +11,7 @@ from trajdebug.analysis.diagnosers._chat_rules import CONVERSATION_DIAGNOSERS, p
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import conversation, is_write
 from trajdebug.core.model import Run, Step
-from trajdebug.formats.messages import messages_to_run
+from trajdebug.sources.formats.messages import messages_to_run
 
 
 def _u(text: str) -> dict[str, Any]:
@@ -373,7 +373,7 @@ class TestScope:
 class TestTauBench:
     def test_real_failures_rank_the_annotated_root_in_the_top_three(self, tau_dir: Path) -> None:
         """All 29 real failed tau-bench conversations analyze, and the annotated root is in the top 3 in at least 14."""
-        from trajdebug.formats import import_path
+        from trajdebug.sources.formats import import_path
 
         truth = json.loads((tau_dir / "tau_ground_truth.json").read_text())
         runs = {r.run_id: r for r in import_path(tau_dir / "tau_dataset_failed.json", "openai").runs}

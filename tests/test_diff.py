@@ -132,8 +132,8 @@ class TestVerifyOption:
         """`analyze --verify` and `analyze_source(verify=...)` verify a stored failing run's top candidate by
         replay, with corrections from a passing run of its own input (not from the clean run of another)."""
         from trajdebug.analysis import analyze
+        from trajdebug.api import analyze_source
         from trajdebug.demo import verify_demo
-        from trajdebug.pipeline import analyze_source
 
         path = tmp_path / "s.db"
         store = Store(path)

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from trajdebug.cli._io import register
 from trajdebug.core.jsonl import read_jsonl
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
-from trajdebug.formats import import_path
-from trajdebug.formats.export import export_otlp, span_id_for, trace_id_for, write_otlp
-from trajdebug.formats.otlp import runs_from_otlp
+from trajdebug.sources.formats import import_path
+from trajdebug.sources.formats.export import export_otlp, span_id_for, trace_id_for, write_otlp
+from trajdebug.sources.formats.otlp import runs_from_otlp
 
 
 LOG = [
@@ -83,7 +83,7 @@ class TestRoundTrip:
     ) -> None:
         """Runs named by their own run ids, each exported over several lines interleaved with the others'
         and read a line at a time with spans spilled to disk, come back unchanged."""
-        from trajdebug.formats import otlp
+        from trajdebug.sources.formats import otlp
 
         runs = import_path(tau_dir / "tau_dataset_failed.json").runs[:6]
         assert all(r.run_id != trace_id_for(r.run_id) for r in runs)

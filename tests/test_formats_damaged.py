@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from trajdebug.core.jsonl import read_jsonl
-from trajdebug.formats import import_path
+from trajdebug.sources.formats import import_path
 
 
 _TRACE = "0" * 31 + "1"

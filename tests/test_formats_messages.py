@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from trajdebug.core.jsonl import FormatError, read_jsonl, write_jsonl
-from trajdebug.formats import import_path, sniff
-from trajdebug.formats.messages import read_messages
+from trajdebug.sources.formats import import_path, sniff
+from trajdebug.sources.formats.messages import read_messages
 
 
 LOG = [
@@ -240,8 +240,8 @@ class TestRegistry:
     ) -> None:
         """An importer added to the registry with a sniff function is detected and used; unknown files are refused."""
         from trajdebug.core.jsonl import ReadResult
-        from trajdebug.formats import IMPORTERS
-        from trajdebug.formats.messages import messages_to_run
+        from trajdebug.sources.formats import IMPORTERS
+        from trajdebug.sources.formats.messages import messages_to_run
 
         def read_chatlog(path: Path) -> ReadResult:
             lines = [ln.split(": ", 1) for ln in path.read_text().splitlines() if ln]

@@ -13,9 +13,9 @@ import pytest
 
 from trajdebug.core.jsonl import FormatError
 from trajdebug.core.model import Run
-from trajdebug.formats import import_path, sniff
-from trajdebug.formats.otlp import read_otlp, runs_from_otlp
-from trajdebug.formats.otlp_json import any_value, hex_id
+from trajdebug.sources.formats import import_path, sniff
+from trajdebug.sources.formats.otlp import read_otlp, runs_from_otlp
+from trajdebug.sources.formats.otlp_json import any_value, hex_id
 
 
 otel_sdk = pytest.importorskip(
@@ -402,7 +402,7 @@ class TestFiles:
     ) -> None:
         """Read a line at a time with spans spilled to disk (as a file past the streaming size is), three
         interleaved traces and a bad line give the same runs and problems as reading the file whole."""
-        from trajdebug.formats import otlp
+        from trajdebug.sources.formats import otlp
 
         traces = [_run(tracer, support_agent)]
         for _ in range(2):
@@ -428,8 +428,8 @@ class TestFiles:
         pickle can write."""
         from fractions import Fraction
 
-        from trajdebug.formats._stream import pack, unpack
-        from trajdebug.formats.otlp_json import Span
+        from trajdebug.sources.formats._stream import pack, unpack
+        from trajdebug.sources.formats.otlp_json import Span
 
         def span(i: int, value: Any) -> Span:
             return Span(
@@ -519,7 +519,7 @@ class TestConventions:
         """A span's messages are what the chat convention reader finds, whichever convention (or none)
         carries them."""
         from trajdebug.core.chat import messages_from_attributes
-        from trajdebug.formats import _semconv
+        from trajdebug.sources.formats import _semconv
 
         got = _semconv.messages(attrs, events)
         assert (got.inputs, got.output) == messages_from_attributes(attrs, events)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from trajdebug.core.jsonl import FormatError
-from trajdebug.formats import import_path, sniff
-from trajdebug.formats.transcript import looks_like_transcript, read_transcript
+from trajdebug.sources.formats import import_path, sniff
+from trajdebug.sources.formats.transcript import looks_like_transcript, read_transcript
 
 
 CHAT = [

@@ -49,7 +49,7 @@ def test_import_loads_neither_readers_nor_store_nor_analysis() -> None:
     for absent in (
         "trajdebug.analysis",
         "trajdebug.core.jsonl",
-        "trajdebug.source",
+        "trajdebug.sources.load",
         "trajdebug.store",
         "trajdebug.core.values",
     ):

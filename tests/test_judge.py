@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from trajdebug.api import SourceAnalysis, analyze_source
 from trajdebug.cli import cli
 from trajdebug.core.model import REDACTED
 from trajdebug.judge import ChatModel, Completion, Judge, JudgeConfig, JudgeConfigError, judgment_lines
-from trajdebug.pipeline import SourceAnalysis, analyze_source
 from trajdebug.testing import FakeModelServer, Reply, judge_script
 
 

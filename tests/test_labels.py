@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import trajdebug
 from trajdebug.cli import cli
 from trajdebug.labels import evaluate, label, labels, sidecar
-from trajdebug.source import SourceError, load_runs
+from trajdebug.sources.load import SourceError, load_runs
 
 
 @trajdebug.step(kind="tool")

@@ -25,7 +25,7 @@ import pytest
 import trajdebug
 from trajdebug.core.jsonl import write_jsonl
 from trajdebug.core.model import Run
-from trajdebug.source import read_source
+from trajdebug.sources.load import read_source
 from trajdebug.store import Store
 
 

@@ -12,7 +12,7 @@ from trajdebug.analysis import analyze
 from trajdebug.analysis.features import features, ranked_keys
 from trajdebug.analysis.learned import DEFAULT_PATH, Model, load_model, model_from_dict, rerank, softmax
 from trajdebug.core.model import Run, Step
-from trajdebug.source import load_runs
+from trajdebug.sources.load import load_runs
 
 
 @trajdebug.step(kind="tool")

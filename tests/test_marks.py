@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import trajdebug
 from trajdebug.cli import cli
 from trajdebug.core.jsonl import FormatError, RunBuilder, mark_record, read_jsonl, run_to_records
-from trajdebug.source import SourceError, load_runs
+from trajdebug.sources.load import SourceError, load_runs
 from trajdebug.store import Store
 
 

@@ -14,10 +14,10 @@ import pytest
 
 import trajdebug
 from trajdebug.analysis import ExpectationOracle, ReferenceOracle
+from trajdebug.api import analyze_source
 from trajdebug.core.model import Run, Step
 from trajdebug.demo import run_demo
 from trajdebug.judge import JudgeConfig, JudgeOracle
-from trajdebug.pipeline import analyze_source
 from trajdebug.record.expectations import forget
 from trajdebug.testing import FakeModelServer, Reply
 

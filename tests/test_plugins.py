@@ -108,7 +108,7 @@ class TestPlugins:
 
     def test_registered_importer_reads_its_format(self, plugin_pkg: Path, tmp_path: Path) -> None:
         """An importer plugin is sniffed and used by load_runs; a broken one is skipped with a warning."""
-        from trajdebug.source import load_runs
+        from trajdebug.sources.load import load_runs
 
         log = tmp_path / "x.csvlog"
         log.write_text("search,found 3\nrefund,ok\n")

@@ -549,7 +549,7 @@ def plan_trip(request: str) -> bool:
 
 def test_verify_takes_corrections_only_from_a_passing_run_of_the_same_input(tmp_path: Path) -> None:
     """A passing run of another request cannot refute the cause; one of the same request verifies it."""
-    from trajdebug.pipeline import analyze_source
+    from trajdebug.api import analyze_source
 
     db = tmp_path / "trip.db"
     bad = record(plan_trip, ["new york"], store=db)

@@ -264,7 +264,7 @@ def test_web_ui_report_and_analyze_rank_a_marked_run_alike(tmp_path: Path) -> No
 
 def test_catalog_reanalyzes_a_failure_when_its_agent_gains_a_passing_run(tmp_path: Path) -> None:
     """A passing run recorded while the UI is up changes the failed run's references: the UI follows `analyze`."""
-    from trajdebug.pipeline import analyze_source
+    from trajdebug.api import analyze_source
 
     db = tmp_path / "triage.db"
     _triage(db, ["C-1", "C-2"])

@@ -47,7 +47,7 @@ def test_openinference_session_id_becomes_the_run_session(tmp_path: Path) -> Non
     """An OTLP trace whose spans carry OpenInference session.id is a run of that session."""
     import json
 
-    from trajdebug.formats import import_path
+    from trajdebug.sources.formats import import_path
 
     span = {
         "traceId": "0af7651916cd43dd8448eb211c80319c",

@@ -12,7 +12,7 @@ import pytest
 import trajdebug
 from trajdebug.core.model import Run, Step
 from trajdebug.core.schema import run_to_records
-from trajdebug.source import SourceError, load_runs
+from trajdebug.sources.load import SourceError, load_runs
 from trajdebug.store import SCHEMA_VERSION, WAL_SIZE_LIMIT, Store, StoreError
 
 

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
         wrap,
         writes,
     )
-    from trajdebug.source import SourceError, load_runs
+    from trajdebug.sources.load import SourceError, load_runs
     from trajdebug.store import Store
     from trajdebug.usage import Usage, load_prices, run_usage, step_usage
 
@@ -86,12 +86,12 @@ _LAZY: dict[str, tuple[str, str]] = {
             "writes",
         )
     },
-    "SourceError": ("trajdebug.source", "SourceError"),
-    "load_runs": ("trajdebug.source", "load_runs"),
+    "SourceError": ("trajdebug.sources.load", "SourceError"),
+    "load_runs": ("trajdebug.sources.load", "load_runs"),
     "Store": ("trajdebug.store", "Store"),
     **{n: ("trajdebug.record.contracts", n) for n in ("check", "contract", "ContractError")},
     "analyze": ("trajdebug.analysis", "analyze"),
-    "analyze_source": ("trajdebug.pipeline", "analyze_source"),
+    "analyze_source": ("trajdebug.api", "analyze_source"),
     "replay_run": ("trajdebug.replay", "replay"),
     "save_answer": ("trajdebug.answers", "save_answer"),
     **{n: ("trajdebug.usage", n) for n in ("Usage", "load_prices", "run_usage", "step_usage")},

@@ -37,7 +37,7 @@ from trajdebug.core.jsonl import FormatError
 from trajdebug.core.model import Answer
 from trajdebug.core.schema import answer_record
 from trajdebug.sidefile import read_answers, side_file
-from trajdebug.source import SourceError, _is_trajdebug_jsonl, read_source
+from trajdebug.sources.load import SourceError, _is_trajdebug_jsonl, read_source
 from trajdebug.store import Store, StoreError, ambiguous_prefix, is_store
 
 

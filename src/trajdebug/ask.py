@@ -83,7 +83,7 @@ def ask_in_terminal(
         max_questions: Ask at most this many per run.
 
     Raises:
-        trajdebug.source.SourceError: an answer cannot be stored (the message names the file).
+        trajdebug.sources.load.SourceError: an answer cannot be stored (the message names the file).
     """
     out: list[Asked] = []
     for analysis in analyses:

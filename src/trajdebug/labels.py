@@ -25,9 +25,9 @@ from typing import Any
 
 from trajdebug.analysis.features import features
 from trajdebug.analysis.learned import Model, load_model
+from trajdebug.api import analyze_source
 from trajdebug.core.model import Run
-from trajdebug.pipeline import analyze_source
-from trajdebug.source import SourceError, load_runs, select_run
+from trajdebug.sources.load import SourceError, load_runs, select_run
 
 
 ALL = 100_000

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from trajdebug.core.jsonl import FormatError, mark_record, read_jsonl
 from trajdebug.core.model import Run
-from trajdebug.source import SourceError, _is_trajdebug_jsonl
+from trajdebug.sources.load import SourceError, _is_trajdebug_jsonl
 from trajdebug.store import Store, StoreError, is_store
 
 

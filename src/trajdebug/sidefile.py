@@ -4,7 +4,7 @@ An OTLP JSON export, a message log or a transcript is read-only to trajdebug;
 the answers given to its runs (``answer`` records, ``docs/format.md``) are
 appended to ``SOURCE.answers.jsonl`` beside it (beside the folder, for a folder
 of traces).  The file is trajdebug JSONL holding only ``answer`` records, and
-`trajdebug.source.read_source` applies it whenever it reads the source.  A
+`trajdebug.sources.load.read_source` applies it whenever it reads the source.  A
 store or a trajdebug JSONL file keeps its answers among the run's own records
 (`trajdebug.answers`).
 """

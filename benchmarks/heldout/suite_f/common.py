@@ -88,7 +88,7 @@ def merge_files(sources: list[Path], dest: Path, ext: str) -> None:
 def load_single(path: Path) -> Any:
     """The one run a file holds, through trajdebug's own importer."""
     import trajdebug
-    from trajdebug.formats import import_path
+    from trajdebug.sources.formats import import_path
 
     result = trajdebug.read_jsonl(path) if path.suffix == ".jsonl" else import_path(path, "otlp")
     runs = list(result.runs)

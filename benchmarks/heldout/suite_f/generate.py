@@ -25,7 +25,7 @@ from .common import Agent, Model, brain, fresh, load_single, locate_truth, merge
 def check_with_refs(path: Path, agent: Agent, expected: int) -> None:
     """The merged file reads back as the failed run plus the references, all runs of this agent."""
     import trajdebug
-    from trajdebug.formats import import_path
+    from trajdebug.sources.formats import import_path
 
     result = trajdebug.read_jsonl(path) if agent.ext == "jsonl" else import_path(path, "otlp")
     runs = list(result.runs)

@@ -67,7 +67,7 @@ analysis, the report or the servers they do not use.  The summaries are what
 
 def user_error(exc: BaseException) -> str | None:
     """The one-line message for an error the user can act on, or None for a bug (which keeps its traceback)."""
-    from trajdebug.source import SourceError
+    from trajdebug.sources.load import SourceError
     from trajdebug.store import StoreError
 
     if isinstance(exc, (SourceError, StoreError)):

@@ -168,8 +168,8 @@ def analyze_cmd(
         trajdebug analyze trajdebug.db --run 4bf92f35 --ask
     """
     from trajdebug.analysis import analyses_to_dict
-    from trajdebug.pipeline import analyze_source
-    from trajdebug.source import SourceError
+    from trajdebug.api import analyze_source
+    from trajdebug.sources.load import SourceError
 
     judge = _judge_config(use_judge, judge_config)
     if model is not None and model != "default":
@@ -296,7 +296,7 @@ def analyze_cmd(
 def _ask(path: str, analyses: list, as_json: bool, max_questions: int | None, strategy: str) -> None:  # type: ignore[type-arg]
     """``--ask``: the terminal session (`trajdebug.ask`); --json prints each run's guided result after it."""
     from trajdebug.ask import ask_in_terminal
-    from trajdebug.source import SourceError
+    from trajdebug.sources.load import SourceError
 
     try:
         # With --json the session talks on stderr, so stdout holds only the JSON document.
@@ -316,7 +316,7 @@ def _label_proved(path: str, asked: list) -> None:  # type: ignore[type-arg]
     """A root the answers prove is stored as the run's label (`trajdebug.labels`): what `trajdebug eval`
     measures the ranking on and `trajdebug fit` learns from."""
     from trajdebug.labels import label, sidecar
-    from trajdebug.source import SourceError
+    from trajdebug.sources.load import SourceError
 
     for a in asked:
         if not (a.guided.certain and a.guided.root):

@@ -31,7 +31,7 @@ def answers_cmd() -> None:
 def list_cmd(source: str | None, run_id: str | None, as_json: bool) -> None:
     """List the answers stored with the runs of SOURCE (or one run)."""
     from trajdebug.core.schema import answer_to_dict
-    from trajdebug.source import SourceError, load_runs
+    from trajdebug.sources.load import SourceError, load_runs
 
     path = store_path(source)
     try:
@@ -63,7 +63,7 @@ def import_cmd(source: str, answers_file: str, run_id: str | None, as_json: bool
     Each record names its run; --run stores them all with this run instead.
     """
     from trajdebug.answers import import_answers
-    from trajdebug.source import SourceError
+    from trajdebug.sources.load import SourceError
 
     try:
         stored = import_answers(source, answers_file, run_id=run_id)

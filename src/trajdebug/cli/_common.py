@@ -75,7 +75,7 @@ def warn(message: str) -> None:
 
 def load_source(source: str | None, run_id: str | None = None, fmt: str | None = None) -> list[Run]:
     """Load runs for a command (stores are opened read-only), turning source errors into one-line errors."""
-    from trajdebug.source import SourceError, load_runs
+    from trajdebug.sources.load import SourceError, load_runs
 
     path = store_path(source)
     try:

@@ -69,7 +69,7 @@ def fleet_cmd(
         trajdebug fleet dataset/ --engine dask --address tcp://10.0.0.5:8786 --json
     """
     from trajdebug.cli._common import Progress
-    from trajdebug.source import SourceError
+    from trajdebug.sources.load import SourceError
 
     try:
         with Progress("grouping failures", enabled=not as_json) as bar:
@@ -159,7 +159,7 @@ def compare_cmd(
         trajdebug compare trajdebug.db --by version --a 1.0 --b 1.1 --json
     """
     from trajdebug.fleet.compare import compare
-    from trajdebug.source import SourceError
+    from trajdebug.sources.load import SourceError
 
     if by is not None and (value_a is None or value_b is None):
         value_a, value_b = _two_values(set_a, by, value_a, value_b)
@@ -195,7 +195,7 @@ def compare_cmd(
 
 def _two_values(source: str, by: str, a: str | None, b: str | None) -> tuple[str, str]:
     """The values of ``by`` in a source, when it has exactly two (sorted): the default --a and --b."""
-    from trajdebug.source import SourceError, read_source
+    from trajdebug.sources.load import SourceError, read_source
     from trajdebug.store import Store, is_store
 
     values: set[str] = set()

@@ -59,8 +59,8 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     """
     from trajdebug.core.jsonl import write_jsonl
     from trajdebug.core.model import Run
-    from trajdebug.formats import ALIASES, sniff
-    from trajdebug.source import SourceError, read_source
+    from trajdebug.sources.formats import ALIASES, sniff
+    from trajdebug.sources.load import SourceError, read_source
 
     # Any source works, trajdebug's own JSONL and stores included (to move runs
     # between files and stores).
@@ -77,7 +77,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         # OTLP streams: each run is written as soon as its trace is read, so a file of any
         # size imports in bounded memory.
         from trajdebug.core.jsonl import FormatError
-        from trajdebug.formats.otlp import iter_otlp
+        from trajdebug.sources.formats.otlp import iter_otlp
 
         problems = []
         stream = iter_otlp(source, problems)
@@ -203,7 +203,7 @@ def export_cmd(
     if to == "parquet":
         from trajdebug.cli._common import store_path
         from trajdebug.fleet.engine import export_source
-        from trajdebug.source import SourceError
+        from trajdebug.sources.load import SourceError
 
         if output == "-":
             raise click.ClickException("--to parquet writes a dataset folder: give -o DIR")
@@ -216,7 +216,7 @@ def export_cmd(
             raise click.ClickException(str(exc)) from None
         click.echo(f"exported {n['runs']} runs ({n['steps']} steps) as parquet to {output}", err=True)
         return
-    from trajdebug.formats.export import write_otlp
+    from trajdebug.sources.formats.export import write_otlp
 
     runs = load_source(source, run_id, fmt)
     if output == "-":

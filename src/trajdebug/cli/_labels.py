@@ -29,7 +29,7 @@ def label_cmd(source: str | None, run_id: str, root: str, as_json: bool) -> None
         trajdebug label runs.jsonl --run 4f2a --root lookup_customer
     """
     from trajdebug.labels import label, sidecar
-    from trajdebug.source import SourceError
+    from trajdebug.sources.load import SourceError
 
     path = store_path(source)
     try:
@@ -86,7 +86,7 @@ def fit_cmd(source: str | None, output: str, prior: str, as_json: bool) -> None:
     import json
 
     from trajdebug.labels import cases, fit
-    from trajdebug.source import SourceError
+    from trajdebug.sources.load import SourceError
 
     path = store_path(source)
     try:

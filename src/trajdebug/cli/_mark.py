@@ -28,7 +28,7 @@ def mark_cmd(source: str | None, run_id: str, reason: str | None, success: bool,
     """
     from trajdebug.core.jsonl import MARK_KEY
     from trajdebug.marks import mark
-    from trajdebug.source import SourceError
+    from trajdebug.sources.load import SourceError
 
     if (reason is None) == (not success):
         raise click.UsageError("pass exactly one of --failed REASON or --success")

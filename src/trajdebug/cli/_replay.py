@@ -63,7 +63,7 @@ def add_verify_option(command: F) -> F:
 
 def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> Run:
     """A run reference: ``PATH``, ``PATH@RUN_ID`` or a run id (prefix) in the store."""
-    from trajdebug.source import SourceError, load_runs
+    from trajdebug.sources.load import SourceError, load_runs
 
     path, run_id = ref, None
     if not Path(ref).exists() and "@" in ref:

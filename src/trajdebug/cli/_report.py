@@ -65,7 +65,7 @@ def report_cmd(
         trajdebug report trajdebug.db --run 3f2a -o failure.html
         trajdebug report trace.json --from otlp
     """
-    from trajdebug.pipeline import analyze_source
+    from trajdebug.api import analyze_source
     from trajdebug.report.html import write_report
 
     judge = _judge_config(use_judge, judge_config)

@@ -12,7 +12,7 @@ policy = "my_pkg.diagnosers:policy_violation"
 |---|---|
 | ``trajdebug.detectors`` | ``(run, ctx) -> Iterable[Failure]`` (`trajdebug.analysis._detect.Detector`) |
 | ``trajdebug.diagnosers`` | ``(step, ctx) -> Iterable[Evidence]`` (`trajdebug.analysis.diagnose.Diagnoser`) |
-| ``trajdebug.importers`` | ``(path) -> ReadResult`` (`trajdebug.formats.Importer`) |
+| ``trajdebug.importers`` | ``(path) -> ReadResult`` (`trajdebug.sources.formats.Importer`) |
 | ``trajdebug.renderers`` | ``(analyses) -> str`` (`trajdebug.core.plugins.Renderer`; ``trajdebug analyze --format NAME``) |
 
 A plugin that fails to load is skipped with a warning naming it; it never

@@ -302,7 +302,7 @@ def units(sources: Iterable[str | Path], *, size: int = UNIT_SIZE) -> tuple[list
         SourceError: a source does not exist.
     """
     from trajdebug.fleet.parquet import is_dataset, parts, replay_runs
-    from trajdebug.source import SourceError, read_source
+    from trajdebug.sources.load import SourceError, read_source
     from trajdebug.store import is_store
 
     out: list[Unit] = []
@@ -341,7 +341,7 @@ def reference_pool(sources: Iterable[str | Path], size: int = REFERENCES_PER_RUN
     the smaller run id.
     """
     from trajdebug.fleet.parquet import is_dataset
-    from trajdebug.source import SourceError, read_source
+    from trajdebug.sources.load import SourceError, read_source
     from trajdebug.store import Store, is_store
 
     best: dict[str, list[tuple[int, str, Any]]] = {}
@@ -565,7 +565,7 @@ def export_source(
         SourceError: the source cannot be read, or holds no run.
     """
     from trajdebug.fleet.parquet import write_dataset
-    from trajdebug.source import SourceError, load_runs
+    from trajdebug.sources.load import SourceError, load_runs
     from trajdebug.store import Store, is_store
 
     if run_id is None and fmt in (None, "store") and is_store(source):

@@ -125,7 +125,7 @@ class Watcher:
             yield from self._new_in(path)
 
     def _new_in(self, path: Path) -> Iterator[Run]:
-        from trajdebug.source import SourceError, read_source
+        from trajdebug.sources.load import SourceError, read_source
         from trajdebug.store import Store, is_store
 
         if is_store(path):

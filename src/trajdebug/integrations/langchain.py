@@ -54,7 +54,7 @@ from langchain_core.tracers.schemas import Run as LCRun
 
 from trajdebug.core import chat
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
-from trajdebug.formats.convert import add_deps, declared
+from trajdebug.sources.formats.convert import add_deps, declared
 
 
 CONTROL_FLOW_EXCEPTIONS = frozenset({"GraphBubbleUp", "GraphInterrupt", "NodeInterrupt", "ParentCommand"})

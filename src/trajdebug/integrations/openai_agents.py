@@ -54,7 +54,7 @@ from agents.tracing import Span, Trace, TracingProcessor
 
 from trajdebug.core import chat
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step, replace
-from trajdebug.formats.convert import add_deps, declared, inferred, maybe_json, time_ns
+from trajdebug.sources.formats.convert import add_deps, declared, inferred, maybe_json, time_ns
 
 
 log = logging.getLogger("trajdebug")

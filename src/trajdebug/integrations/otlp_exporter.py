@@ -5,7 +5,7 @@ thread hands it each batch of records (already redacted, summarized when
 summary mode is on) as the JSON lines it encoded once (``takes_lines``: the
 writer thread neither decodes nor copies them for the exporter), and the
 exporter's own thread decodes them and turns them into spans with the mapping of
-``trajdebug export --to otlp`` (`trajdebug.formats.export`: a run is a trace,
+``trajdebug export --to otlp`` (`trajdebug.sources.formats.export`: a run is a trace,
 a step a span, dependencies span links, an error an ``exception`` event, each
 lifecycle stage a ``trajdebug.error.<stage>`` event on the step where it
 happened), as the OpenTelemetry SDK's ``ReadableSpan``.  The sending is the
@@ -62,8 +62,8 @@ from typing import Any
 from trajdebug.core.codec import loads
 from trajdebug.core.model import ErrorEvent, Run, StageChange
 from trajdebug.core.schema import Problems, decode_step
-from trajdebug.formats.export import resource_attributes, stage_event, step_span
-from trajdebug.formats.otlp_json import attributes as decode_attributes
+from trajdebug.sources.formats.export import resource_attributes, stage_event, step_span
+from trajdebug.sources.formats.otlp_json import attributes as decode_attributes
 
 
 log = logging.getLogger("trajdebug")
@@ -134,7 +134,7 @@ def _context(trace_id: str, span_id: str) -> Any:
 
 
 def readable_span(span: Mapping[str, Any], resource: Any, scope: Any) -> Any:
-    """One span of the export mapping (OTLP/JSON, `trajdebug.formats.export.step_span`) as the OpenTelemetry
+    """One span of the export mapping (OTLP/JSON, `trajdebug.sources.formats.export.step_span`) as the OpenTelemetry
     SDK's ``ReadableSpan``: the mapping stays in one place, and the SDK's encoder writes what it says."""
     from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.trace import Link, SpanKind, Status, StatusCode

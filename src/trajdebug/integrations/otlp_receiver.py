@@ -13,7 +13,7 @@ accepts what the collector's receiver accepts on ``POST /v1/traces``:
   for a body it cannot decode, 415 for another content type, 404 elsewhere.
 
 What it received is kept as OTLP/JSON envelopes (`envelopes`), readable as
-runs (`runs`, through `trajdebug.formats.otlp.runs_from_otlp`).  Tests and
+runs (`runs`, through `trajdebug.sources.formats.otlp.runs_from_otlp`).  Tests and
 benchmarks start it themselves, make it fail (`fail_next`), stop it and start
 it again on the same port (`restart`).
 
@@ -182,8 +182,8 @@ class OtlpReceiver:
         return True
 
     def runs(self) -> Any:
-        """What arrived, read as runs (`trajdebug.formats.otlp.runs_from_otlp`)."""
-        from trajdebug.formats.otlp import runs_from_otlp
+        """What arrived, read as runs (`trajdebug.sources.formats.otlp.runs_from_otlp`)."""
+        from trajdebug.sources.formats.otlp import runs_from_otlp
 
         return runs_from_otlp(list(self.envelopes), source=self.endpoint)
 

@@ -35,7 +35,7 @@ from starlette.staticfiles import StaticFiles
 
 from trajdebug.analysis import GraphError
 from trajdebug.serve.catalog import SORT_KEYS, Catalog, Query, RunEntry
-from trajdebug.source import SourceError
+from trajdebug.sources.load import SourceError
 from trajdebug.usage import format_cost, format_tokens
 
 

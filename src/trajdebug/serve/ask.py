@@ -26,7 +26,7 @@ from trajdebug.answers import AnswerLog
 from trajdebug.core.model import Answer
 from trajdebug.core.schema import answer_to_dict
 from trajdebug.report.question import question_for, question_to_dict
-from trajdebug.source import SourceError, load_runs
+from trajdebug.sources.load import SourceError, load_runs
 from trajdebug.store import Store, is_store
 
 

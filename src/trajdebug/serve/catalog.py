@@ -10,7 +10,7 @@ and, for a failed run, the names of its top root causes (the analysis is
 kept for the run page).
 
 A run's analysis is the one ``trajdebug analyze SOURCE --run ID`` prints
-(`trajdebug.pipeline.analyze_source` over the same runs): it compares the run
+(`trajdebug.api.analyze_source` over the same runs): it compares the run
 with the passing runs of the same agent, so it is computed only once every
 changed run is loaded, and it goes stale when a run of the same agent
 arrives, changes or goes.  Stale analyses are recomputed when they are next
@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis import Analysis
+from trajdebug.api import analyze_source
 from trajdebug.core.model import Run
-from trajdebug.pipeline import analyze_source
 from trajdebug.sessions import Session, group_sessions, session_of
-from trajdebug.source import SourceError, load_runs
+from trajdebug.sources.load import SourceError, load_runs
 from trajdebug.store import Store, is_store
 from trajdebug.usage import default_prices, run_usage
 

@@ -1,7 +1,7 @@
 """Tool-calling conversations: a user, an assistant, its tool calls and their results.
 
 The rules in `trajdebug.analysis.diagnosers._chat_rules` see a run as a `Conversation`:
-the steps of an imported message log (`trajdebug.formats.messages`) or any
+the steps of an imported message log (`trajdebug.sources.formats.messages`) or any
 run whose steps carry a chat ``role`` attribute.  A run without user turns is
 not a conversation and the rules stay silent.
 """

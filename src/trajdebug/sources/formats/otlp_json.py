@@ -4,8 +4,8 @@ The OTLP/JSON layout as exporters and the collector's file exporter write it:
 ``resourceSpans[].scopeSpans[].spans[]``, ids in hex (the OTLP/JSON spec) or
 base64 (protobuf JSON), attribute values in any ``AnyValue`` form, enums as
 integers or names, camelCase or snake_case keys.  Also the names of the
-``trajdebug.*`` attributes and events that `trajdebug.formats.export` writes
-and `trajdebug.formats.otlp` restores.
+``trajdebug.*`` attributes and events that `trajdebug.sources.formats.export` writes
+and `trajdebug.sources.formats.otlp` restores.
 """
 
 from __future__ import annotations

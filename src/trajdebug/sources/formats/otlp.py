@@ -5,7 +5,7 @@ file exporter write: one envelope per file or one per line, a trace spread
 over several envelopes or files (pass a directory), ids in hex (the OTLP/JSON
 spec) or base64 (protobuf JSON), attribute values in any ``AnyValue`` form,
 enums as integers or names.  Attribute conventions (OpenInference, GenAI,
-Traceloop) are read by `trajdebug.formats._semconv`.
+Traceloop) are read by `trajdebug.sources.formats._semconv`.
 
 Mapping:
 
@@ -23,7 +23,7 @@ Mapping:
   name and arguments.
 
 Nothing is inferred from content here: the analysis does that when it reads
-the run.  Spans written by `trajdebug.formats.export` carry ``trajdebug.*``
+the run.  Spans written by `trajdebug.sources.formats.export` carry ``trajdebug.*``
 attributes and events; they restore the original run exactly (ids, kinds,
 edges, lifecycles).
 """
@@ -38,11 +38,11 @@ from trajdebug.core import chat
 from trajdebug.core.jsonl import FormatError, ReadResult
 from trajdebug.core.model import STEP_KINDS, Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.core.schema import latest_answers
-from trajdebug.formats import _semconv as sc
-from trajdebug.formats._common import Record
-from trajdebug.formats._stream import SpanSpill, paused_collector, records
-from trajdebug.formats.convert import add_deps, declared, maybe_json
-from trajdebug.formats.otlp_json import (
+from trajdebug.sources.formats import _semconv as sc
+from trajdebug.sources.formats._common import Record
+from trajdebug.sources.formats._stream import SpanSpill, paused_collector, records
+from trajdebug.sources.formats.convert import add_deps, declared, maybe_json
+from trajdebug.sources.formats.otlp_json import (
     ANSWER,
     ANSWER_EVENT,
     DEP,

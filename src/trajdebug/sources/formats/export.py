@@ -12,7 +12,7 @@ Each run becomes one trace (one ``resourceSpans`` entry), each step one span:
 - errors as OTel ``exception`` events and status ERROR; each lifecycle stage
   as a ``trajdebug.error.<stage>`` event on the step where it happened.
 
-`trajdebug.formats.otlp` reads all of it back to the same run.
+`trajdebug.sources.formats.otlp` reads all of it back to the same run.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from trajdebug.core.model import ErrorEvent, Run, StageChange, Step
-from trajdebug.formats import otlp_json as o
+from trajdebug.sources.formats import otlp_json as o
 
 
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
@@ -127,7 +127,7 @@ def _stage_events(run: Run) -> dict[str, list[dict[str, Any]]]:
 
 def _answer_events(run: Run) -> dict[str, list[dict[str, Any]]]:
     """The answers stored with the run as ``trajdebug.answer`` events on their steps' spans (read back
-    by `trajdebug.formats.otlp`); an answer about a step of an earlier turn goes nowhere."""
+    by `trajdebug.sources.formats.otlp`); an answer about a step of an earlier turn goes nowhere."""
     out: dict[str, list[dict[str, Any]]] = {}
     for a in run.answers:
         if a.run_id not in (None, run.run_id):

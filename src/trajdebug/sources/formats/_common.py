@@ -4,7 +4,7 @@ Every importer reads a file that is either one JSON document or JSON lines,
 turns each record into `trajdebug.core.model` objects, and reports a malformed record
 as a `FormatError` naming the file and the record while the others still load.
 The helpers that build model objects (edges, error events, times) are public in
-`trajdebug.formats.convert`, shared with the framework integrations.
+`trajdebug.sources.formats.convert`, shared with the framework integrations.
 """
 
 from __future__ import annotations

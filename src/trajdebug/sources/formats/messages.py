@@ -37,8 +37,8 @@ from typing import Any
 from trajdebug.core import chat
 from trajdebug.core.jsonl import FormatError, ReadResult
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
-from trajdebug.formats._common import read_message_lists
-from trajdebug.formats.convert import (
+from trajdebug.sources.formats._common import read_message_lists
+from trajdebug.sources.formats.convert import (
     add_deps,
     declared,
     error_event,

@@ -33,7 +33,7 @@ from typing import Any
 
 from trajdebug.analysis import Analysis, analyze, is_original, previous_turns, references
 from trajdebug.core.model import Outcome, Run
-from trajdebug.source import load_runs
+from trajdebug.sources.load import load_runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ class SourceAnalysis:
 def targets(runs: Sequence[Run], run_id: str | None = None) -> list[Run]:
     """The runs a command analyzes: the one asked for, else the runs that did not succeed, else all."""
     if run_id is not None:
-        from trajdebug.source import SourceError, select_run
+        from trajdebug.sources.load import SourceError, select_run
 
         try:
             return select_run("source", runs, run_id)
@@ -135,7 +135,7 @@ def analyze_source(
     """
     pool = list(runs) if runs is not None else _load(source, fmt)
     if run_id is not None:
-        from trajdebug.source import select_run
+        from trajdebug.sources.load import select_run
 
         chosen = select_run(source, pool, run_id)  # no run, or an ambiguous prefix: SourceError
     else:

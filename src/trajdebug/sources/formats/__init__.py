@@ -4,9 +4,9 @@
 format into `trajdebug.core.model.Run` objects; `sniff` tells the format from the
 content.  Built-in formats:
 
-``otlp``        OpenTelemetry OTLP/JSON ``resourceSpans`` (`trajdebug.formats.otlp`)
-``openai``      OpenAI-style message logs (`trajdebug.formats.messages`)
-``transcript``  multi-agent ``{role, name, content}`` transcripts (`trajdebug.formats.transcript`)
+``otlp``        OpenTelemetry OTLP/JSON ``resourceSpans`` (`trajdebug.sources.formats.otlp`)
+``openai``      OpenAI-style message logs (`trajdebug.sources.formats.messages`)
+``transcript``  multi-agent ``{role, name, content}`` transcripts (`trajdebug.sources.formats.transcript`)
 
 More formats plug in through the ``trajdebug.importers`` entry point group: an
 entry point names a callable ``(path) -> ReadResult``; if the callable has a
@@ -40,19 +40,19 @@ class Importer(Protocol):
 
 
 def _otlp(path: Path) -> ReadResult:
-    from trajdebug.formats.otlp import read_otlp
+    from trajdebug.sources.formats.otlp import read_otlp
 
     return read_otlp(path)
 
 
 def _openai(path: Path) -> ReadResult:
-    from trajdebug.formats.messages import read_messages
+    from trajdebug.sources.formats.messages import read_messages
 
     return read_messages(path)
 
 
 def _transcript(path: Path) -> ReadResult:
-    from trajdebug.formats.transcript import read_transcript
+    from trajdebug.sources.formats.transcript import read_transcript
 
     return read_transcript(path)
 
@@ -97,7 +97,7 @@ def sniff(path: str | Path) -> str | None:
         whose ``sniff`` accepts the file, or None: not a foreign format (a
         trajdebug JSONL file, a store) or not recognised.
     """
-    from trajdebug.formats._common import sniff_head
+    from trajdebug.sources.formats._common import sniff_head
 
     p = Path(path)
     if p.is_dir():
@@ -112,7 +112,7 @@ def sniff(path: str | Path) -> str | None:
     if '"resourceSpans"' in head or '"resource_spans"' in head:
         return "otlp"
     if '"role"' in head:
-        from trajdebug.formats.transcript import looks_like_transcript
+        from trajdebug.sources.formats.transcript import looks_like_transcript
 
         return "transcript" if looks_like_transcript(p) else "openai"
     return _sniff_plugins(p)

@@ -1,6 +1,6 @@
 """What every converter into the model shares: edges, error events, times, LLM content.
 
-The importers (`trajdebug.formats.otlp`, `.messages`, `.transcript`) and the
+The importers (`trajdebug.sources.formats.otlp`, `.messages`, `.transcript`) and the
 framework integrations (`trajdebug.integrations.langchain`, `.openai_agents`)
 build `trajdebug.core.model` objects from someone else's trace.  They declare only
 what the source states: a tool-call id, a span link, an addressed agent, turn

@@ -2,7 +2,7 @@
 
 A trace's spans may be spread over a whole file (a collector flushes by time, not
 by trace), so no trace is complete before the file's end.  Reading a file of any
-size in bounded memory (`trajdebug.formats.otlp.iter_otlp`) reads a large
+size in bounded memory (`trajdebug.sources.formats.otlp.iter_otlp`) reads a large
 line-delimited file a line at a time (`records`) and keeps the decoded spans in a
 `SpanSpill`: in memory up to a limit, then in a temporary SQLite file, one row per
 trace and spill, read back one trace at a time.
@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from trajdebug.core.jsonl import FormatError
-from trajdebug.formats._common import Record, read_records
-from trajdebug.formats.otlp_json import RUN_ID, Span
+from trajdebug.sources.formats._common import Record, read_records
+from trajdebug.sources.formats.otlp_json import RUN_ID, Span
 
 
 @contextlib.contextmanager

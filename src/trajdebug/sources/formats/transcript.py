@@ -35,8 +35,8 @@ from typing import Any
 from trajdebug.core import chat
 from trajdebug.core.jsonl import FormatError, ReadResult
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
-from trajdebug.formats._common import messages_of, read_message_lists, read_records
-from trajdebug.formats.convert import add_deps, declared, error_event, inferred, text_of, time_ns
+from trajdebug.sources.formats._common import messages_of, read_message_lists, read_records
+from trajdebug.sources.formats.convert import add_deps, declared, error_event, inferred, text_of, time_ns
 
 
 TRANSCRIPT_KEYS = ("history", "messages", "transcript", "chat_history", "conversation")

@@ -130,7 +130,7 @@ def read_source(source: str | Path, *, fmt: str | None = None) -> ReadResult:
                 raise SourceError(f"{path}: a folder, not a trajdebug JSONL file")
             return read_jsonl(path)
         from trajdebug.core.jsonl import redacted
-        from trajdebug.formats import import_path, sniff
+        from trajdebug.sources.formats import import_path, sniff
 
         if fmt is None and sniff(path) is None:
             raise SourceError(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajdebug.core.chat import messages_from_attributes, unflatten
-from trajdebug.formats.convert import maybe_json
+from trajdebug.sources.formats.convert import maybe_json
 
 
 _OPENINFERENCE_KIND = {
