@@ -246,3 +246,38 @@ def test_a_large_failed_run_opens_on_the_failure_slice_and_finds_steps_by_name(p
     page.press("#graph .g-search", "Enter")
     assert page.locator("#inspector .i-name").text_content() == next(s.name for s in run.steps if name in s.name)
     assert page.errors == []
+
+
+def _stage_transform(page: Any) -> tuple[float, float, float]:
+    text = page.locator("#graph svg g.g-stage").first.get_attribute("transform") or ""
+    match = re.fullmatch(r"translate\((-?[\d.e-]+) (-?[\d.e-]+)\) scale\((-?[\d.e-]+)\)", text)
+    assert match, text
+    x, y, s = (float(v) for v in match.groups())
+    return x, y, s
+
+
+def test_the_graph_zooms_with_the_wheel_and_pans_by_dragging_the_background(page: Any, tmp_path: Path) -> None:
+    """On a 2,000-step run's graph, the wheel zooms in around the pointer, dragging the background moves the
+    drawing by the distance dragged, and "fit" brings the whole view back."""
+    from benchmarks.report_html import agent_run
+
+    path = write_report(tmp_path / "big.html", analyze(agent_run(2_000, agents=8)))
+    _open(page, path)
+    page.click("#tabs [data-tab=graph]")
+    page.wait_for_selector("#graph .node")
+    frame = page.locator("#graph .g-frame").bounding_box()
+    x0, y0, s0 = _stage_transform(page)
+    page.mouse.move(frame["x"] + 10, frame["y"] + 10)
+    page.mouse.wheel(0, -200)
+    page.wait_for_function("s => !document.querySelector('#graph svg g.g-stage').getAttribute('transform').endsWith(`scale(${s})`)", arg=s0)
+    x1, y1, s1 = _stage_transform(page)
+    assert s1 > s0
+    page.mouse.move(frame["x"] + 5, frame["y"] + frame["height"] - 5)  # a corner: the background, not a node
+    page.mouse.down()
+    page.mouse.move(frame["x"] + 65, frame["y"] + frame["height"] - 45, steps=4)
+    page.mouse.up()
+    x2, y2, s2 = _stage_transform(page)
+    assert (round(x2 - x1), round(y2 - y1), s2) == (60, -40, s1)
+    page.click("#graph [data-act=fit]")
+    assert _stage_transform(page)[2] <= s1
+    assert page.errors == []
