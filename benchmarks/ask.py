@@ -135,7 +135,7 @@ def heldout_case(case_dir: Path, truth: dict[str, Any]) -> AskCase:
 
 
 def _search(out: AskCase, a: Analysis, twin: Run, truth: str, seed: str) -> None:
-    out.on_graph = truth in GuidedSearch(a).index
+    out.on_graph = truth in GuidedSearch(a, audit=0).index  # the recorded slice, before any audit
     for strategy in STRATEGIES:
         g = guided_search(a, control_oracle(a.run, twin, truth), strategy=strategy, timeout=None)
         out.questions[strategy] = g.asked

@@ -186,3 +186,48 @@ def test_answers_survive_an_otlp_export_and_import(tmp_path: Path) -> None:
         ("model:fake", sid, None, None),
         ("person", sid, False, "rate never applied"),
     ]
+
+
+@pytest.mark.parametrize("kind", ["store", "jsonl", "otlp"])
+def test_forget_takes_back_one_steps_answers_and_the_rest_stay(tmp_path: Path, kind: str) -> None:
+    """`answers forget --step` withdraws that step's answers (every reader leaves them out); others stay."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    src = tmp_path / {"store": "runs.db", "jsonl": "runs.jsonl", "otlp": "runs.jsonl"}[kind]
+    rid = record(**({"store": src} if kind == "store" else {"path": src}))
+    if kind == "otlp":
+        otlp = tmp_path / "trace.json"
+        otlp.write_text(json.dumps(export_otlp(read_jsonl(src).runs)))
+        src = otlp
+        rid = load_runs(src)[0].run_id
+    first, second = step_ids(src, rid)[:2]
+    trajdebug.save_answer(src, rid, Answer(first, True, "person"))
+    trajdebug.save_answer(src, rid, Answer(second, False, "person"))
+    res = CliRunner().invoke(cli, ["answers", "forget", str(src), "--run", rid[:8], "--step", second, "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["withdrawn"] == 1
+    [run] = load_runs(src, run_id=rid)
+    assert [(a.step_id, a.correct) for a in run.answers] == [(first, True)]
+    trajdebug.save_answer(src, rid, Answer(second, True, "person"))  # answered again after forgetting
+    [run] = load_runs(src, run_id=rid)
+    assert sorted((a.step_id, a.correct) for a in run.answers) == sorted([(first, True), (second, True)])
+
+
+def test_forgetting_the_answers_takes_back_the_label_they_proved_but_not_a_persons(tmp_path: Path) -> None:
+    """A label the answers proved (by="answers") goes with them; a label a person gave stays."""
+    from trajdebug.labels import forget, label, labels
+
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    first, second = step_ids(src, rid)[:2]
+    trajdebug.save_answer(src, rid, Answer(first, False, "person"))
+    label(src, rid, first, by="answers")
+    gone, unlabelled = forget(src, rid)
+    assert [a.step_id for a in gone] == [first] and unlabelled
+    assert labels(src) == {} and load_runs(src, run_id=rid)[0].answers == ()
+    trajdebug.save_answer(src, rid, Answer(first, False, "person"))
+    label(src, rid, second)
+    assert forget(src, rid)[1] is False
+    assert labels(src) == {rid: second}

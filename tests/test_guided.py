@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import threading
 import time
@@ -110,7 +111,7 @@ def test_correct_clears_what_reaches_the_failure_only_through_it_and_wrong_moves
     w: tuple[int, int], strategy: str
 ) -> None:
     analysis, root, wrong = _world(*w)
-    search = GuidedSearch(analysis, strategy=strategy)
+    search = GuidedSearch(analysis, strategy=strategy, audit=0)  # the rules over the recorded graph
     oracle = _truthful(wrong)
     steps = analysis.run.step_map()
     while (sid := search.next_question()) is not None:
@@ -288,3 +289,67 @@ def test_two_wrong_steps_no_single_root_explains_are_asked_again_then_reported_a
 
     g = guided_search(analysis, relents, answers=given_)
     assert not g.conflict
+
+
+def _unrecorded_input() -> tuple[Analysis, set[str]]:
+    """a -> b -> fail inferred from content; c ran before b and fed it, but nothing tied c to b."""
+    steps = (
+        Step("a", "load", "tool", output=1, start_ns=0, end_ns=1),
+        Step("c", "lookup", "tool", output=2, start_ns=2, end_ns=3),
+        Step("b", "compute", "other", output=3, deps=(Dependency("a", origin="inferred"),), start_ns=4, end_ns=5),
+        Step("f", "submit", "tool", output=4, deps=(Dependency("b", origin="inferred"),), start_ns=6, end_ns=7),
+    )
+    run = Run("run1", "gap", 0, 8, "failure", "wrong", steps=steps)
+    failures = (Failure("f", "outcome", "wrong", "x", "final"),)
+    loc = Localization([Candidate("b", 0.9, (), ()), Candidate("a", 0.5, (), ())], SearchStats(4, 4, 0.0),
+                       failures=failures, ranking=("b", "a"))
+    return Analysis(run, failures, loc), {"c", "b", "f"}
+
+
+def test_an_audit_finds_a_root_the_recording_did_not_tie_to_the_failure() -> None:
+    """A proof over the recorded graph is tested against the earlier steps outside the root's reach: a wrong
+    one becomes the proved step's input and the search proves it instead; with no audit the gap stays."""
+    analysis, wrong = _unrecorded_input()
+    trusting = guided_search(analysis, _truthful(wrong), audit=0)
+    assert (trusting.root, trusting.certain) == ("b", True)
+    audited = guided_search(analysis, _truthful(wrong), audit=1)
+    assert (audited.root, audited.certain) == ("c", True)
+    assert audited.path == ("c", "b", "f")
+    assert "c" in {q.step_id for q in audited.questions}
+
+
+def test_a_root_whose_inputs_were_traced_is_not_audited() -> None:
+    """Where the recorder traced (or the agent declared) the root's inputs, the proof is not questioned."""
+    analysis, wrong = _unrecorded_input()
+    steps = tuple(
+        dataclasses.replace(s, deps=tuple(dataclasses.replace(d, origin="tracked") for d in s.deps))
+        for s in analysis.run.steps
+    )
+    traced = dataclasses.replace(analysis, run=dataclasses.replace(analysis.run, steps=steps))
+    g = guided_search(traced, _truthful(wrong), audit=2)
+    assert (g.root, g.certain) == ("b", True) and "c" not in {q.step_id for q in g.questions}
+
+
+def test_an_audit_that_finds_nothing_keeps_the_proof_and_costs_at_most_its_budget() -> None:
+    """When every audited step is correct the recorded proof stands, after no more than ``audit`` extra questions."""
+    analysis, _ = _unrecorded_input()
+    base = guided_search(analysis, _truthful({"b", "f"}), audit=0)
+    audited = guided_search(analysis, _truthful({"b", "f"}), audit=2)
+    assert (audited.root, audited.certain) == (base.root, base.certain) == ("b", True)
+    assert base.asked < audited.asked <= base.asked + 2
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds, st.sampled_from(STRATS))
+def test_on_an_inferred_graph_the_audit_never_moves_a_truthful_search_off_the_root(
+    w: tuple[int, int], strategy: str
+) -> None:
+    """With every edge inferred, each proof is audited; a truthful oracle still ends certain on the planted root."""
+    analysis, root, wrong = _world(*w)
+    steps = tuple(
+        dataclasses.replace(s, deps=tuple(dataclasses.replace(d, origin="inferred") for d in s.deps))
+        for s in analysis.run.steps
+    )
+    inferred = dataclasses.replace(analysis, run=dataclasses.replace(analysis.run, steps=steps))
+    g = guided_search(inferred, _truthful(wrong), strategy=strategy, audit=2)
+    assert (g.root, g.certain) == (root, True)

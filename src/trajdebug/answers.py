@@ -1,6 +1,6 @@
 """Answers stored with a run: judgements of one step's output, kept as data.
 
-An `Answer` says whether one step's output was correct given its inputs, who
+An `Answer` says whether one step's output was right (what the run needed there), who
 said so (``person``, ``check:<name>``, ``model:<m>``, ``reference:<run_id>``,
 ``oracle:<mod:fn>``), when, and why.  It is an ``answer`` record
 (``docs/format.md``), appended the way `trajdebug.mark` appends a verdict:
@@ -115,6 +115,36 @@ def save_answer(source: str | Path, run_id: str, answer: Answer) -> Answer:
     return AnswerLog(source, run_id).save(answer)
 
 
+def forget_answers(
+    source: str | Path, run_id: str, *, steps: Sequence[str] = (), by: str | None = None
+) -> list[Answer]:
+    """Take back the answers stored with a run: all of them, those about ``steps``, or those of ``by``.
+
+    The records stay (the files are append-only); a withdrawing record per answer
+    makes every reader leave it out, so the guided search asks the step again.
+    Returns the answers withdrawn.
+
+    Raises:
+        SourceError: missing source, no such run, or the file cannot be written.
+    """
+    from trajdebug.sources.load import load_runs
+
+    log = AnswerLog(source, run_id)
+    [run] = [r for r in load_runs(source, run_id=log.run_id) if r.run_id == log.run_id] or [None]
+    if run is None:
+        raise SourceError(f"{source}: no run {run_id!r}")
+    wanted = set(steps)
+    gone = [
+        a
+        for a in run.answers
+        if (not wanted or a.step_id in wanted or any(a.step_id.startswith(w) for w in wanted))
+        and (by is None or a.by == by)
+    ]
+    for a in gone:
+        log.save(dataclasses.replace(a, correct=None, at_ns=0, reason=None, withdrawn=True))
+    return gone
+
+
 def import_answers(source: str | Path, answers_file: str | Path, *, run_id: str | None = None) -> list[Answer]:
     """Store the answers of a JSONL file of ``answer`` records (the HTML report's download) with the
     runs of a source; returns the answers stored.
@@ -152,4 +182,4 @@ def _resolve(path: Path, ids: list[str], run_id: str) -> str:
     raise SourceError(ambiguous_prefix(path, run_id, found))
 
 
-__all__ = ["AnswerLog", "import_answers", "save_answer"]
+__all__ = ["AnswerLog", "forget_answers", "import_answers", "save_answer"]

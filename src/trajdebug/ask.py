@@ -31,7 +31,10 @@ from trajdebug.report.question import question_for, render_guided, render_questi
 KEYS = {"y": True, "n": False, "?": None}
 """The answer keys: correct, wrong, don't know."""
 
-PROMPT = "Is this output correct, given its input?  [y] yes  [n] no  [?] don't know  [e] expand  [q] quit"
+PROMPT = (
+    "Is this output right, what the run needed here?  [y] yes  [n] no (also when it only passed on a wrong input)"
+    "  [?] don't know  [e] expand  [q] quit"
+)
 
 
 @dataclass(frozen=True, slots=True)

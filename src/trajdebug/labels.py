@@ -20,13 +20,15 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis.features import features
+from trajdebug.answers import forget_answers
 from trajdebug.analysis.learned import Model, load_model
 from trajdebug.api import analyze_source
-from trajdebug.core.model import Run
+from trajdebug.core.model import Answer, Run
 from trajdebug.sources.load import SourceError, load_runs, select_run
 
 
@@ -52,8 +54,11 @@ def _step(run: Run, step: str) -> str:
     raise SourceError(f"run {run.run_id[:12]}: {step!r} {what} (give a step id)")
 
 
-def label(source: str | Path, run_id: str, step: str) -> tuple[str, str]:
+def label(source: str | Path, run_id: str, step: str, *, by: str = "person") -> tuple[str, str]:
     """Record that ``step`` is the root cause of run ``run_id`` in ``source``; returns ``(run id, step id)``.
+
+    ``by`` says where the label came from (``person``; ``answers`` when the guided
+    search's answers proved it), so taking the answers back can take it back too.
 
     Raises:
         SourceError: no such source, run or step (or the step is ambiguous).
@@ -61,16 +66,19 @@ def label(source: str | Path, run_id: str, step: str) -> tuple[str, str]:
     runs = load_runs(source)
     [run] = select_run(source, runs, run_id)
     sid = _step(run, step)
-    rec = {"t": "label", "run_id": run.run_id, "step_id": sid, "time_ns": time.time_ns()}
-    with sidecar(source).open("a", encoding="utf-8") as f:
-        f.write(json.dumps(rec) + "\n")
+    _append(source, {"t": "label", "run_id": run.run_id, "step_id": sid, "by": by, "time_ns": time.time_ns()})
     return run.run_id, sid
 
 
-def labels(source: str | Path) -> dict[str, str]:
-    """Each labelled run's root step (the latest label of a run wins); empty without a sidecar."""
+def _append(source: str | Path, rec: dict[str, Any]) -> None:
+    with sidecar(source).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+def _records(source: str | Path) -> dict[str, dict[str, Any]]:
+    """The latest label record of each run (a record with no step takes the label back)."""
     path = sidecar(source)
-    out: dict[str, str] = {}
+    out: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return out
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -78,9 +86,37 @@ def labels(source: str | Path) -> dict[str, str]:
             rec = json.loads(line)
         except ValueError:
             continue
-        if isinstance(rec, dict) and rec.get("t") == "label":
-            out[str(rec["run_id"])] = str(rec["step_id"])
+        if isinstance(rec, dict) and rec.get("t") == "label" and isinstance(rec.get("run_id"), str):
+            out[rec["run_id"]] = rec
     return out
+
+
+def labels(source: str | Path) -> dict[str, str]:
+    """Each labelled run's root step (the latest label of a run wins); empty without a sidecar."""
+    return {rid: str(rec["step_id"]) for rid, rec in _records(source).items() if rec.get("step_id")}
+
+
+def forget(source: str | Path, run_id: str, steps: Sequence[str] = ()) -> tuple[list[Answer], bool]:
+    """Take back a run's stored answers (all, or those about ``steps``) and the label they proved.
+
+    Returns the answers withdrawn and whether the run's label was taken back
+    (only a label the answers proved, ``by="answers"``; a person's label stays).
+    """
+    gone = forget_answers(source, run_id, steps=steps)
+    if not gone:
+        return gone, False
+    rid = _resolved(source, run_id)
+    rec = _records(source).get(rid)
+    if rec is None or not rec.get("step_id") or rec.get("by") != "answers":
+        return gone, False
+    _append(source, {"t": "label", "run_id": rid, "step_id": None, "by": "answers", "time_ns": time.time_ns()})
+    return gone, True
+
+
+def _resolved(source: str | Path, run_id: str) -> str:
+    from trajdebug.answers import AnswerLog
+
+    return AnswerLog(source, run_id).run_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,8 @@ _LEAD = 0.5
 """Share of the candidates' mass above which the prior strategy proves or refutes the leader directly."""
 _POOL = 200
 """Questions scored per turn at most on very large slices (the likeliest, a spread, the deepest wrong step's inputs)."""
+AUDIT = 2
+"""Questions asked, by default, to test a proof whose root's inputs were only inferred (or none recorded)."""
 
 
 def trust(by: str) -> int:
@@ -116,6 +118,8 @@ class Guided:
     """Oracles that raised, hung or returned something else (counted as don't know)."""
     names: tuple[tuple[str, str], ...] = ()
     """Step names of the ids above, for rendering without the run."""
+    audited: tuple[str, ...] = ()
+    """Steps asked to test a proof against inputs the recording may have missed (`GuidedSearch._audit`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON data (the ``guided`` member of an analysis)."""
@@ -140,6 +144,7 @@ class Guided:
             "path": list(self.path),
             "conflict": list(self.conflict),
             "problems": list(self.problems),
+            "audited": list(self.audited),
         }
 
 
@@ -202,6 +207,8 @@ class GuidedSearch:
         strategy: ``prior``, ``top-down`` or ``linear``.
         max_questions: Stop after asking this many (None: until done).
         recheck: Ask each answer that proves a root a second time (noisy oracles).
+        audit: Questions, at most, that test a proof against inputs the recording
+            may have missed (see `_audit`); 0 trusts the recorded graph.
     """
 
     def __init__(
@@ -212,6 +219,7 @@ class GuidedSearch:
         strategy: str = "prior",
         max_questions: int | None = None,
         recheck: bool = False,
+        audit: int | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
@@ -219,6 +227,10 @@ class GuidedSearch:
         self.strategy = strategy
         self.max_questions = max_questions
         self.recheck = recheck
+        audit = AUDIT if audit is None else audit
+        self.audit = audit
+        self.audited: dict[int, int] = {}
+        """Steps asked to test a proof -> the proved step they were asked for."""
         self.asked = 0
         self.problems: list[str] = []
         graph = DependencyGraph(analysis.run)
@@ -226,7 +238,12 @@ class GuidedSearch:
         self.failure = failure_step(analysis, graph)
         order = graph.topological_order()
         inside = graph.backward_slice([self.failure]) if self.failure is not None else set()
-        self.ids: list[str] = [s for s in order if s in inside]
+        # The steps outside the slice that ran before the failure are nodes too, with no
+        # path to it: only an audit (below) can tie one to the slice.  Leaves only: a
+        # container's output is its children's.
+        self._containers = {s.parent_id for s in graph.steps.values() if s.parent_id}
+        extra = self._outside(graph, inside) if audit > 0 else set()
+        self.ids: list[str] = [s for s in order if s in inside or s in extra]
         self.index = {s: i for i, s in enumerate(self.ids)}
         self.parents: list[list[int]] = [
             sorted({self.index[d.step_id] for d in graph.parents(s) if d.step_id in self.index}) for s in self.ids
@@ -235,7 +252,9 @@ class GuidedSearch:
         for i, ps in enumerate(self.parents):
             for q in ps:
                 self.kids[q].append(i)
-        self.prior = priors(analysis, self.ids)
+        self.prior = priors(analysis, [s for s in self.ids if s in inside])
+        outside = priors(analysis, [s for s in self.ids if s not in inside])
+        self.prior.update({s: _FLOOR * p for s, p in outside.items()})
         self.mass = [self.prior[s] for s in self.ids]
         self.log: list[Answer] = []
         self.votes: dict[int, list[Answer]] = {}
@@ -243,6 +262,16 @@ class GuidedSearch:
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
         for a in answers:
             self._take(a, given=True)
+
+    def _outside(self, graph: DependencyGraph, inside: set[str]) -> set[str]:
+        if self.failure is None:
+            return set()
+        start = graph.steps[self.failure].start_ns
+        return {
+            sid
+            for sid, s in graph.steps.items()
+            if sid not in inside and sid not in self._containers and s.start_ns <= start
+        }
 
     # -- answers ----------------------------------------------------------------
 
@@ -258,6 +287,13 @@ class GuidedSearch:
         self.votes.setdefault(i, []).append(a)
         self.log.append(a)
         self._state = None
+        proved = self.audited.get(i)
+        if proved is not None and self.verdict(i) is False and i not in self.parents[proved]:
+            # A wrong step outside the proved root's reach: the recording missed an
+            # input of that root (one root explains every wrong output), so the step
+            # becomes one of its inputs and the proof is undone.
+            self.parents[proved] = sorted({*self.parents[proved], i})
+            self.kids[i].append(proved)
 
     def answer(self, a: Answer) -> None:
         """Record an answer (asked by `next_question`, or volunteered)."""
@@ -361,7 +397,7 @@ class GuidedSearch:
         if disputed:
             return self.ids[max(disputed)]
         if cand == 1 << focus:
-            return self._recheck_proof(focus)
+            return self._recheck_proof(focus) or self._audit(focus)
         open_ = self._open(cand)
         if not open_:
             return None
@@ -391,6 +427,54 @@ class GuidedSearch:
                 self.rechecked.add(i)
                 return self.ids[i]
         return None
+
+    def _audit(self, focus: int) -> str | None:
+        """Test a proof against the recording's gaps: ask the likeliest earlier step outside the root's reach.
+
+        The proof holds over the recorded graph; a step the recording did not
+        tie to the root (state read behind the recorder's back, a value copied
+        by hand, a framework that records no inputs) may be its real input.  A
+        wrong answer ties the step to the root (`_take`) and the search goes on
+        from it; ``audit`` bounds the questions this costs.  Only a root whose
+        inputs were inferred from content, or not recorded at all, is audited:
+        where the recorder traced or the agent declared the inputs, the proof
+        stands as it is (on the fault-injection suite, auditing every proof
+        doubled the median questions, 2 to 4, to find 2 roots more in 99; on
+        suite F, half the runs come from frameworks whose inputs are inferred).
+        """
+        if len(self.audited) >= self.audit or not self._weak(focus):
+            return None
+        # Its ancestors were tied to it by the recording (a correct input cleared
+        # them already); only the steps no recorded path joins to it are in doubt.
+        reach = self._ancestors(focus)
+        start = self.graph.steps[self.ids[focus]].start_ns
+        pool = [
+            i
+            for i in range(focus)
+            if not reach >> i & 1
+            and i not in self.votes
+            and self.graph.steps[self.ids[i]].start_ns <= start
+            and self.ids[i] not in self._containers
+        ]
+        if not pool:
+            return None
+        pick = max(pool, key=lambda i: (self.mass[i], i))
+        self.audited[pick] = focus
+        return self.ids[pick]
+
+    def _weak(self, i: int) -> bool:
+        """True when no input of step ``i`` was traced or declared (only inferred, or none recorded)."""
+        return not any(d.origin in ("tracked", "declared") for d in self.graph.parents(self.ids[i]))
+
+    def _ancestors(self, i: int) -> int:
+        """Step ``i`` and everything it reaches backward in the search's graph, answers aside, as a bit set."""
+        bits, todo = 1 << i, [i]
+        while todo:
+            for p in self.parents[todo.pop()]:
+                if not bits >> p & 1:
+                    bits |= 1 << p
+                    todo.append(p)
+        return bits
 
     def _choose(self, open_: list[int], cand: int, focus: int) -> int:
         if self.strategy == "linear":
@@ -515,6 +599,7 @@ class GuidedSearch:
             self.asked,
             tuple(self.problems),
             tuple(names.items()),
+            tuple(self.ids[i] for i in self.audited),
         )
 
     def _best(self, bits: int) -> int:
@@ -546,7 +631,8 @@ class GuidedSearch:
         while frontier and self.failure not in prev:
             nxt: list[str] = []
             for sid in frontier:
-                kids = [c for c, _ in self.graph.children(sid) if c in self.index and c not in prev]
+                # self.kids: the recorded edges inside the search, and those an audit added.
+                kids = [self.ids[k] for k in self.kids[self.index[sid]] if self.ids[k] not in prev]
                 kids.sort(key=lambda c: (self.verdict(self.index[c]) is not False, self.index[c]))
                 for c in kids:
                     if c not in prev:
@@ -591,6 +677,7 @@ def guided_search(
     max_questions: int | None = None,
     timeout: float | None = 10.0,
     recheck: bool = False,
+    audit: int | None = None,
 ) -> Guided:
     """Run the guided search to its end with these oracles (see `GuidedSearch`).
 
@@ -601,7 +688,9 @@ def guided_search(
     """
     oracles = list(oracle) if isinstance(oracle, Sequence) else [oracle]
     callers = sorted((Caller(o, timeout) for o in oracles), key=lambda c: -trust(c.by))
-    search = GuidedSearch(analysis, answers, strategy=strategy, max_questions=max_questions, recheck=recheck)
+    search = GuidedSearch(
+        analysis, answers, strategy=strategy, max_questions=max_questions, recheck=recheck, audit=audit
+    )
     run = analysis.run
     while (sid := search.next_question()) is not None:
         search.answer(ask(callers, search.graph.steps[sid], run, search.problems))

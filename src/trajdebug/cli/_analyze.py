@@ -68,7 +68,8 @@ from trajdebug.core.model import Outcome
     "--ask",
     "ask",
     is_flag=True,
-    help="Find the cause by asking you: one step at a time, is its output correct given its input? "
+    help="Find the cause by asking you: one step at a time, is its output right, what the run needed there? "
+    "(no also when it only passed on a wrong input) "
     "(keys y / n / ? / e / q; answers are stored with the run, and a second --ask resumes).",
 )
 @click.option(
@@ -322,11 +323,15 @@ def _label_proved(path: str, asked: list) -> None:  # type: ignore[type-arg]
         if not (a.guided.certain and a.guided.root):
             continue
         try:
-            label(path, a.run_id, a.guided.root)
+            label(path, a.run_id, a.guided.root, by="answers")
         except (SourceError, OSError, ValueError) as exc:
             click.echo(f"{path}: the proved root of run {a.run_id[:12]} was not labelled ({exc})", err=True)
             continue
-        click.echo(f"labelled run {a.run_id[:12]}: root {a.guided.root[-6:]} (in {sidecar(path)})", err=True)
+        click.echo(
+            f"labelled run {a.run_id[:12]}: root {a.guided.root[-6:]} (in {sidecar(path)}); an answer given by "
+            f"mistake: trajdebug answers forget {path} --run {a.run_id[:12]} [--step ID]",
+            err=True,
+        )
 
 
 def _stderr_console() -> object:

@@ -11,7 +11,7 @@ from trajdebug.cli._common import console, emit_json, json_option, run_option, s
 def answers_cmd() -> None:
     """List the answers stored with runs, or import a file of them (the HTML report's download).
 
-    An answer says whether one step's output was correct given its input, who
+    An answer says whether one step's output was right (what the run needed), who
     said so (person, check:NAME, model:M, reference:RUN, oracle:MOD:FN), when
     and why.  `trajdebug analyze --ask`, the report's "find the cause" panel and
     `trajdebug serve` give them; a store or a trajdebug JSONL file keeps them
@@ -21,6 +21,7 @@ def answers_cmd() -> None:
     Examples:
         trajdebug answers list trajdebug.db --run 4f2a
         trajdebug answers import trajdebug.db answers-4f2a.jsonl
+        trajdebug answers forget trajdebug.db --run 4f2a --step 9c1e
     """
 
 
@@ -73,6 +74,32 @@ def import_cmd(source: str, answers_file: str, run_id: str | None, as_json: bool
         emit_json({"source": source, "stored": len(stored)})
         return
     click.echo(f"{len(stored)} answer(s) stored with the runs of {source}")
+
+
+@answers_cmd.command(name="forget")
+@source_argument
+@click.option("--run", "run_id", required=True, metavar="ID", help="The run (a unique prefix of its id).")
+@click.option("--step", "steps", multiple=True, metavar="ID", help="Only the answers about this step (repeatable).")
+@json_option
+def forget_cmd(source: str | None, run_id: str, steps: tuple[str, ...], as_json: bool) -> None:
+    """Take back answers stored with a run (all of them, or those about --step), and the label they proved.
+
+    A later --ask asks those steps again.  The records stay in the file (it is
+    append-only); a withdrawing record makes every reader leave them out.
+    """
+    from trajdebug.labels import forget
+    from trajdebug.sources.load import SourceError
+
+    path = store_path(source)
+    try:
+        gone, unlabelled = forget(path, run_id, steps)
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json({"source": str(path), "withdrawn": len(gone), "unlabelled": unlabelled})
+        return
+    extra = "; the label they proved is taken back" if unlabelled else ""
+    click.echo(f"{len(gone)} answer(s) taken back{extra}")
 
 
 def register(cli: click.Group) -> None:

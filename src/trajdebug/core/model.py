@@ -197,7 +197,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """An oracle's answer about one step: is its output correct, given its inputs?
+    """An oracle's answer about one step: is its output right, what the run needed there?
 
     The guided search (`trajdebug.analysis.GuidedSearch`) asks these questions
     (Shapiro's algorithmic debugging); answers are data, kept with the run.
@@ -206,7 +206,8 @@ class Answer:
     step_id: str
     """The step asked about."""
     correct: bool | None
-    """True: the output is correct given the inputs; False: wrong; None: don't know."""
+    """True: the output is right (what the run needed there); False: wrong (also when the step only
+    passed on a wrong value it was given); None: don't know."""
     by: str
     """Who answered: ``person``, ``check:<name>``, ``model:<model>``, ``reference:<run_id>``,
     ``oracle:<module:function>`` (trust in that order: person first, model last)."""
@@ -216,6 +217,9 @@ class Answer:
     """Why, in words (a model's reason, a check's message)."""
     run_id: str | None = None
     """The run of the step when it is an earlier run (a conversation turn)."""
+    withdrawn: bool = False
+    """True on the record that takes back this answerer's earlier answer about the step
+    (``trajdebug answers forget``); readers then keep no answer of theirs for it."""
 
 
 @dataclass(frozen=True, slots=True)

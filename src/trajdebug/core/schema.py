@@ -347,7 +347,7 @@ def mark_record(run_id: str, outcome: str, reason: str | None, time_ns: int) -> 
 
 
 def answer_record(run_id: str, a: Answer) -> dict[str, Any]:
-    """An ``answer`` record: a judgement of one step's output given its inputs (``correct`` is
+    """An ``answer`` record: a judgement of one step's output (right: what the run needed there) (``correct`` is
     true, false or null for don't know), who gave it (``by``), when, and why."""
     return {
         "v": FORMAT_VERSION,
@@ -359,6 +359,7 @@ def answer_record(run_id: str, a: Answer) -> dict[str, Any]:
         "at_ns": a.at_ns,
         "reason": a.reason,
         "step_run_id": a.run_id,
+        **({"withdrawn": True} if a.withdrawn else {}),
     }
 
 
@@ -858,6 +859,7 @@ def decode_answer(r: Mapping[str, Any], problems: Problems) -> Answer | None:
         at_ns=int_field(r, "at_ns", 0, problems) or 0,
         reason=str_field(r, "reason", problems),
         run_id=str_field(r, "step_run_id", problems),
+        withdrawn=r.get("withdrawn") is True,
     )
 
 
@@ -866,14 +868,15 @@ _ANSWER_WORDS: dict[str, bool | None] = {"true": True, "yes": True, "false": Fal
 
 def latest_answers(answers: Iterable[Answer]) -> tuple[Answer, ...]:
     """One answer per (step, answerer): the one given last wins (a later record, or on a tie of
-    order the later ``at_ns``), oldest first."""
+    order the later ``at_ns``), oldest first; an answer the latest record withdrew is left out."""
     best: dict[tuple[str, str | None, str], tuple[int, Answer]] = {}
     for i, a in enumerate(answers):
         key = (a.step_id, a.run_id, a.by)
         cur = best.get(key)
         if cur is None or not (a.at_ns and cur[1].at_ns) or a.at_ns >= cur[1].at_ns:
             best[key] = (i, a)
-    return tuple(a for _, a in sorted(best.values(), key=lambda p: (p[1].at_ns, p[0])))
+    kept = (p for p in best.values() if not p[1].withdrawn)
+    return tuple(a for _, a in sorted(kept, key=lambda p: (p[1].at_ns, p[0])))
 
 
 def decode_outcome(r: Mapping[str, Any], problems: Problems) -> str:

@@ -89,6 +89,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     yield "title", (run, f"{run.outcome}{reason}")
     if a.inferred:
         yield "note", "some dependencies were inferred from content (candidates say which)"
+    yield "note", _compared(a)
     yield "heading", f"Failures ({len(a.failures)})"
     if not a.failures:
         yield "note", "no failure detected"
@@ -137,6 +138,15 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
             yield "chain", chain_summary(ch, steps)
     st = a.localization.stats
     yield "stats", f"examined {st.steps_examined} of {st.steps} steps in {_seconds(st.seconds)}"
+
+
+def _compared(a: Analysis) -> str:
+    """What the evidence was compared with: the passing runs used as references, or none."""
+    refs = list(getattr(a, "references", ()) or ())
+    if not refs:
+        return "compared with: no passing run of this agent in the source (evidence from this run alone)"
+    shown = ", ".join(r[:12] for r in refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+    return f"compared with {len(refs)} passing run(s) of this agent: {shown}"
 
 
 def analysis_lines(a: Analysis, width: int = WIDTH) -> list[str]:

@@ -1,7 +1,8 @@
 """One question of the guided search, as a person sees it, and what the answers found.
 
 The guided search (`trajdebug.analysis.GuidedSearch`) asks about one step at a
-time: is its output correct, given its input?  A person needs the step (its
+time: is its output right, what the run needed there (wrong also when the step
+only passed on a wrong value it was given)?  A person needs the step (its
 kind, its name, where it sits: its place in the run, the step it runs inside,
 its agent), what it received, what it returned, and the steps that produced
 what it received.  `question_for` gathers that from the run; the terminal

@@ -190,7 +190,7 @@ function questionView(q, onAnswer) {
         ": " + oneLine(typeof p.output === "string" ? p.output : JSON.stringify(p.output), 160))))
     : el("p", { class: "note" }, "Its inputs have no recorded producer.");
   box.appendChild(section("Its inputs came from", prods));
-  box.appendChild(el("p", {}, el("strong", {}, "Is this output correct, given its input?")));
+  box.appendChild(el("p", {}, el("strong", {}, "Is this output right, what the run needed here?")));
   const bar = el("div", { class: "ask-buttons" });
   for (const [word, value, key] of ANSWER_WORDS) {
     const b = el("button", { type: "button", class: "ask-" + key.replace("?", "unknown"), "data-answer": word, title: "key " + key }, word);
@@ -248,7 +248,7 @@ function buildAsk(host) {
   clear(host);
   host.appendChild(el("h2", {}, "Find the cause"));
   if (!ASK || !ASK.failure) { host.appendChild(el("p", { class: "note" }, "No failing step: nothing to ask.")); return true; }
-  host.appendChild(el("p", { class: "note" }, "One step at a time: is its output correct, given its input? The answers narrow the failure's dependencies down to the step where it went wrong."));
+  host.appendChild(el("p", { class: "note" }, "One step at a time: is its output right, what the run needed there? Answer no also when the step only passed on a wrong value it was given. The answers narrow the failure's dependencies down to the step where it went wrong."));
   const body = el("div", { id: "ask-body" });
   host.appendChild(body);
   if (ASK.endpoint) { serveAsk(body); return true; }
