@@ -280,3 +280,46 @@ def test_serve_with_a_token_stores_an_answer_only_with_the_token(tmp_path: Path)
         assert load_runs(db, run_id=run.run_id)[0].answers == ()
         ok, _ = _post(url, body, {"Content-Type": "application/json", "Authorization": "Bearer s3cret-token"})
     assert ok == 200 and [a.step_id for a in load_runs(db, run_id=run.run_id)[0].answers] == [sid]
+
+
+def test_the_page_audits_a_proof_over_inferred_inputs_as_python_does(page: Any, tmp_path: Path) -> None:
+    """A run whose edges were inferred and whose root was never tied to its consumer: Python's search
+    audits the wrong proof and reaches the planted root; the page asks the same steps and ends there."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer, Dependency, Step
+
+    def step(sid: str, name: str, out: str, start: int, *deps: str) -> Step:
+        return Step(sid, name, "tool", input={"q": name}, output=out, start_ns=start, end_ns=start + 1,
+                    deps=tuple(Dependency(d, origin="inferred") for d in deps))
+
+    run = Run("r1", "gap", 0, 20, "failure", "quota exceeded", steps=(
+        step("a", "load_account", "acct-7", 0),
+        step("c", "lookup_quota", "quota=5", 2),
+        step("b", "plan_batch", "batch of 9", 4, "a"),
+        step("f", "submit_batch", "rejected", 6, "b"),
+    ))
+    wrong = {"c", "b", "f"}
+    analysis = analyze(run)
+    search = GuidedSearch(analysis)
+    python: list[str] = []
+    while (sid := search.next_question()) is not None:
+        python.append(sid)
+        search.answer(Answer(sid, sid not in wrong, "person"))
+    expected = search.result()
+    assert expected.audited and (expected.root, expected.certain) == ("c", True)
+    page.goto(write_report(tmp_path / "gapped.html", analysis).as_uri())
+    page.click('#tabs [data-tab="ask"]')
+    asked: list[str] = []
+    for _ in range(len(run.steps) + 1):
+        page.wait_for_selector("#ask-question, #ask-result")
+        if page.query_selector("#ask-result") is not None:
+            break
+        sid = page.get_attribute("#ask-question", "data-step")
+        asked.append(sid)
+        page.click(f'#ask-question button[data-answer="{"wrong" if sid in wrong else "correct"}"]')
+        page.wait_for_function(
+            "sid => !document.querySelector('#ask-question') || document.querySelector('#ask-question').dataset.step !== sid",
+            arg=sid,
+        )
+    assert asked == python
+    assert page.get_attribute("#ask-result", "data-root") == "c"

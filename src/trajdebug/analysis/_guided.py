@@ -428,6 +428,10 @@ class GuidedSearch:
                 return self.ids[i]
         return None
 
+    def auditable(self, i: int) -> bool:
+        """True when step ``i`` may be asked in an audit: a leaf (a container's output is its children's)."""
+        return self.ids[i] not in self._containers
+
     def _audit(self, focus: int) -> str | None:
         """Test a proof against the recording's gaps: ask the likeliest earlier step outside the root's reach.
 
@@ -442,7 +446,7 @@ class GuidedSearch:
         doubled the median questions, 2 to 4, to find 2 roots more in 99; on
         suite F, half the runs come from frameworks whose inputs are inferred).
         """
-        if len(self.audited) >= self.audit or not self._weak(focus):
+        if len(self.audited) >= self.audit or not self.weak(focus):
             return None
         # Its ancestors were tied to it by the recording (a correct input cleared
         # them already); only the steps no recorded path joins to it are in doubt.
@@ -454,7 +458,7 @@ class GuidedSearch:
             if not reach >> i & 1
             and i not in self.votes
             and self.graph.steps[self.ids[i]].start_ns <= start
-            and self.ids[i] not in self._containers
+            and self.auditable(i)
         ]
         if not pool:
             return None
@@ -462,7 +466,7 @@ class GuidedSearch:
         self.audited[pick] = focus
         return self.ids[pick]
 
-    def _weak(self, i: int) -> bool:
+    def weak(self, i: int) -> bool:
         """True when no input of step ``i`` was traced or declared (only inferred, or none recorded)."""
         return not any(d.origin in ("tracked", "declared") for d in self.graph.parents(self.ids[i]))
 

@@ -210,6 +210,11 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "answered": [i in search.votes for i in range(len(search.ids))],
         "answers": [answer_to_dict(a) for a in analysis.run.answers],
         "endpoint": endpoint,
+        # The audit (GuidedSearch._audit): its budget, whose proofs it tests, whom it may ask, in what order.
+        "audit": search.audit,
+        "weak": [search.weak(i) for i in range(len(search.ids))],
+        "auditable": [search.auditable(i) for i in range(len(search.ids))],
+        "start": [search.graph.steps[s].start_ns for s in search.ids],
     }
 
 

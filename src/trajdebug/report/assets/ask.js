@@ -1,5 +1,5 @@
-// ask.js: the "find the cause" panel: one question at a time (is this step's output correct, given
-// its input?) until the root.  In a report file the guided search runs here (a compact port of
+// ask.js: the "find the cause" panel: one question at a time (is this step's output right, what the
+// run needed there?) until the root.  In a report file the guided search runs here (a compact port of
 // trajdebug.analysis._guided, strategy "prior"): the answers stay in the page and can be downloaded
 // as JSON lines of answer records (`trajdebug answers import SOURCE FILE` stores them with the run).
 // Under `trajdebug serve` (D.ask.endpoint) the server runs the search and stores each answer.
@@ -33,7 +33,9 @@ function guidedEngine(A) {
   const log = (A.answers || []).map((a) => ({ step_id: a.step_id, correct: a.correct, by: a.by }));
   const given = [];
   const children = A.ids.map(() => []);
-  A.parents.forEach((ps, i) => { for (const p of ps) children[p].push(i); });
+  const parents = A.parents.map((ps) => ps.slice());  // an audit adds inputs the recording missed
+  parents.forEach((ps, i) => { for (const p of ps) children[p].push(i); });
+  const auditedFor = new Map();  // step asked in an audit -> the proved step it was asked for
   const mass = (b) => { let t = 0; if (b) for (const i of bitsOf(b)) t += A.prior[i]; return t; };
   // Each step's backward reach avoiding correct-marked steps (ids are in topological order).
   function reaches() {
@@ -43,7 +45,7 @@ function guidedEngine(A) {
       r[i] = b;
       if (i !== F && verdict[i] === true) continue;
       setBit(b, i);
-      for (const p of A.parents[i]) { const q = r[p]; for (let w = 0; w < b.length; w++) b[w] |= q[w]; }
+      for (const p of parents[i]) { const q = r[p]; for (let w = 0; w < b.length; w++) b[w] |= q[w]; }
     }
     return r;
   }
@@ -70,7 +72,7 @@ function guidedEngine(A) {
     const { r, cand, focus, conflict } = compute();
     if (conflict) return null;  // the page does not re-ask: it names both sides
     const members = bitsOf(cand);
-    if (members.length === 1 && members[0] === focus) return null;
+    if (members.length === 1 && members[0] === focus) return audit(focus);
     let open = members.filter((i) => i !== F && !answered[i]);
     if (!open.length) return null;
     const total = mass(cand) || 1;
@@ -78,7 +80,7 @@ function guidedEngine(A) {
     const lead = leader(members, cand, total, openSet, r);
     if (lead !== null) return A.ids[lead];
     if (open.length > POOL) {
-      const inputs = A.parents[focus].filter((p) => openSet.has(p));
+      const inputs = parents[focus].filter((p) => openSet.has(p));
       const likely = open.slice().sort((a, b) => A.prior[b] - A.prior[a]).slice(0, POOL);
       open = [...new Set([...likely, ...inputs])].sort((a, b) => a - b);
     }
@@ -90,6 +92,22 @@ function guidedEngine(A) {
     }
     return A.ids[best];
   }
+  // The audit: a proof whose root's inputs were only inferred is tested against the likeliest earlier
+  // leaf steps no recorded path joins to it (GuidedSearch._audit).
+  function audit(focus) {
+    if (auditedFor.size >= (A.audit || 0) || !(A.weak && A.weak[focus])) return null;
+    const anc = new Set([focus]);
+    const todo = [focus];
+    while (todo.length) for (const p of parents[todo.pop()]) if (!anc.has(p)) { anc.add(p); todo.push(p); }
+    let pick = null;
+    for (let i = 0; i < focus; i++) {
+      if (anc.has(i) || answered[i] || !A.auditable[i] || A.start[i] > A.start[focus]) continue;
+      if (pick === null || A.prior[i] > A.prior[pick] || (A.prior[i] === A.prior[pick] && i > pick)) pick = i;
+    }
+    if (pick === null) return null;
+    auditedFor.set(pick, focus);
+    return A.ids[pick];
+  }
   // Hat-Delta's shortcut: one candidate holding most of the mass is proven or refuted directly
   // (itself, then its open inputs, the likeliest wrong first).
   function leader(members, cand, total, open, r) {
@@ -98,7 +116,7 @@ function guidedEngine(A) {
     if (best === null || A.prior[best] < LEAD * total) return null;
     if (open.has(best)) return best;
     let pick = null, pickKey = null;
-    for (const p of A.parents[best]) {
+    for (const p of parents[best]) {
       if (!open.has(p)) continue;
       const k = mass(andOf(r[p], cand));
       if (pick === null || k > pickKey || (k === pickKey && p > pick)) { pick = p; pickKey = k; }
@@ -109,7 +127,7 @@ function guidedEngine(A) {
     const w = new Map();
     for (const i of members) {
       let x = A.prior[i];
-      if (A.parents[i].every((p) => verdict[p] === true)) x *= 4;
+      if (parents[i].every((p) => verdict[p] === true)) x *= 4;
       if (verdict[i] === false) x *= 2;
       w.set(i, x);
     }
@@ -148,6 +166,12 @@ function guidedEngine(A) {
     if (i < 0) return;
     verdict[i] = i === F ? false : correct;  // a person's answer stands over any stored one
     answered[i] = true;
+    const proved = auditedFor.get(i);
+    if (proved !== undefined && correct === false && !parents[proved].includes(i)) {
+      parents[proved].push(i);
+      parents[proved].sort((a, b) => a - b);
+      children[i].push(proved);
+    }
     const a = { step_id: stepId, correct, by: "person", at_ns: Date.now() * 1e6 };
     given.push(a);
     log.push(a);
