@@ -231,3 +231,22 @@ def test_a_proved_root_becomes_the_runs_label_and_a_later_analyze_shows_it_from_
     )
     [entry] = json.loads(later.stdout)["runs"]
     assert (entry["guided"]["root"], entry["guided"]["certain"]) == (planted, True)
+
+
+def test_enter_answers_nothing_and_an_unknown_key_is_named_once(tmp_path: Path) -> None:
+    """Enter waits for a key without printing the prompt again; an unknown key is named with the keys to press."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.ask import PROMPT, _one_answer
+    from trajdebug.report.question import question_for
+
+    run = run_demo("bad-sql-filter", path=tmp_path / "d.jsonl", workdir=tmp_path)
+    keys = iter(["\n", "\n", "x", "n"])
+    out = io.StringIO()
+    got = _one_answer(question_for(run, run.steps[1].step_id, 1), Console(file=out, width=200), lambda: next(keys))
+    text = out.getvalue()
+    assert got is False
+    assert text.count(PROMPT.split("?")[0]) == 1
+    assert "'x' is no answer: press y, n, ?, e or q" in text

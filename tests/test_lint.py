@@ -183,3 +183,11 @@ def _planted(tmp_path: Path) -> Path:
     _buggy_agent(store)
     trajdebug.flush(5)
     return store
+
+
+def test_a_missing_dependency_names_the_producing_step_not_only_its_id(buggy: Path) -> None:
+    """The finding says which step's output the input holds, by name, so a reader knows where to look."""
+    runs = trajdebug.load_runs(buggy)
+    [found] = [f for f in lint(runs) if f.code == "missing-dependency" and f.step_name == "summarize"][:1]
+    producers = {s.name for r in runs for s in r.steps if s.step_id[-6:] in found.message}
+    assert producers and all(name in found.message for name in producers)

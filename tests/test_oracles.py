@@ -184,3 +184,15 @@ def test_the_text_view_ends_with_the_root_its_answers_and_the_path(demo: Path) -
     assert "root: parse_rows" in tail
     assert "parse_rows -> wrong" in tail
     assert "path to the failure: parse_rows ->" in tail
+
+
+def test_a_check_that_takes_two_arguments_gets_the_steps_input_too() -> None:
+    """expect(name, lambda out, given: ...) is called with the recorded output and input; one argument, the output."""
+    pages = Step("p1", "plan_pages", "other", input={"total": 23, "per_page": 10}, output=[1, 2])
+    both = ExpectationOracle({"plan_pages": lambda out, given: len(out) * given["per_page"] >= given["total"]})
+    alone = ExpectationOracle({"plan_pages": lambda out: len(out) == 2})
+    run = Run("r", "inventory", steps=(pages,))
+    answer = both(pages, run)
+    assert answer is not None and answer.correct is False
+    answer = alone(pages, run)
+    assert answer is not None and answer.correct is True

@@ -266,7 +266,7 @@ def test_the_graph_zooms_with_the_wheel_and_pans_by_dragging_the_background(page
     page.click("#tabs [data-tab=graph]")
     page.wait_for_selector("#graph .node")
     frame = page.locator("#graph .g-frame").bounding_box()
-    x0, y0, s0 = _stage_transform(page)
+    s0 = _stage_transform(page)[2]
     page.mouse.move(frame["x"] + 10, frame["y"] + 10)
     page.mouse.wheel(0, -200)
     page.wait_for_function("s => !document.querySelector('#graph svg g.g-stage').getAttribute('transform').endsWith(`scale(${s})`)", arg=s0)

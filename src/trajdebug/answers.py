@@ -130,7 +130,7 @@ def forget_answers(
     from trajdebug.sources.load import load_runs
 
     log = AnswerLog(source, run_id)
-    [run] = [r for r in load_runs(source, run_id=log.run_id) if r.run_id == log.run_id] or [None]
+    run = next((r for r in load_runs(source, run_id=log.run_id) if r.run_id == log.run_id), None)
     if run is None:
         raise SourceError(f"{source}: no run {run_id!r}")
     wanted = set(steps)

@@ -148,9 +148,15 @@ def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> bool | str
     """Show the question and read keys until an answer (True, False, None) or ``"quit"``."""
     console.print()
     folded = render_question(q, console)
+    prompt = True
     while True:
-        console.print(PROMPT, markup=False, highlight=False, style="bold")
+        if prompt:
+            console.print(PROMPT, markup=False, highlight=False, style="bold")
+        prompt = True
         key = read_key().lower()
+        if key in ("\r", "\n", "", " "):
+            prompt = False  # Enter or a space answers nothing: wait for a key without repeating the prompt
+            continue
         if key in KEYS:
             return KEYS[key]
         if key == "q":
@@ -161,6 +167,9 @@ def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> bool | str
                 render_question(q, console, expanded=True)
             else:
                 console.print("(nothing is folded)", markup=False, highlight=False, style="dim")
+            continue
+        console.print(f"{key!r} is no answer: press y, n, ?, e or q", markup=False, highlight=False, style="dim")
+        prompt = False
 
 
 class TerminalOracle:

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis.features import features
-from trajdebug.answers import forget_answers
 from trajdebug.analysis.learned import Model, load_model
+from trajdebug.answers import forget_answers
 from trajdebug.api import analyze_source
 from trajdebug.core.model import Answer, Run
 from trajdebug.sources.load import SourceError, load_runs, select_run

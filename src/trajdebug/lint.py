@@ -225,8 +225,8 @@ def _missing_dependencies(run: Run) -> Iterable[Finding]:
         ]
         if edges:
             ids = sorted({d.step_id for d in edges})
-            src = ", ".join(ids[:3])
             sources = [steps[i] for i in ids if i in steps]
+            src = ", ".join(f"{steps[i].name} (#{i[-6:]})" if i in steps else i for i in ids[:3])
             fix = "pass the upstream step's returned object itself (not a copy or a formatted string), or declare deps=[...]"
             relays = _relays(run, sources, s)
             if relays:

@@ -152,7 +152,7 @@ class ExpectationOracle:
     `AssertionError` it raises is False with its message as the reason.
     """
 
-    def __init__(self, checks: Mapping[str, Callable[[Any], Any]]) -> None:
+    def __init__(self, checks: Mapping[str, Callable[..., Any]]) -> None:
         self.checks = dict(checks)
         self.by = "check:expect"
 
@@ -162,7 +162,7 @@ class ExpectationOracle:
             return None
         by = f"check:{step.name}"
         try:
-            verdict = check(step.output)
+            verdict = check(step.output, step.input) if _takes_input(check) else check(step.output)
         except AssertionError as e:
             return Answer(step.step_id, False, by, time.time_ns(), str(e) or "expectation failed")
         if verdict is None or isinstance(verdict, bool):
@@ -172,6 +172,20 @@ class ExpectationOracle:
     def covers(self, run: Run) -> bool:
         """True when some step of the run has a check."""
         return any(s.name in self.checks for s in run.steps)
+
+
+def _takes_input(check: Callable[..., Any]) -> bool:
+    """True when a check takes two positional arguments: the output, then the step's recorded input."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(check).parameters.values())
+    except (TypeError, ValueError):
+        return False  # a builtin or C callable: called with the output alone
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2
 
 
 __all__ = ["Caller", "ExpectationOracle", "ReferenceOracle", "ask", "effect", "occurrences", "oracle_name", "same_output"]

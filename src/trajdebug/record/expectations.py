@@ -10,7 +10,9 @@ present.  Code is never looked up from recorded data; a source analyzed in
 another process uses only the checks that process registered.
 
 A check returns True (the output is as expected), False (it is not) or None
-(cannot tell), or raises `AssertionError` (False, the message kept).
+(cannot tell), or raises `AssertionError` (False, the message kept).  A check
+that takes two arguments gets the step's recorded input too:
+``trajdebug.expect("plan_pages", lambda out, inp: len(out) * inp["page_size"] >= inp["total"])``.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 
-Check = Callable[[Any], Any]
-"""A check on a step's output: True, False, None, or an `AssertionError` raised."""
+Check = Callable[..., Any]
+"""A check on a step's output (and, taking two arguments, its input): True, False, None, or an
+`AssertionError` raised."""
 
 _CHECKS: dict[str, Check] = {}
 _LOCK = threading.Lock()

@@ -188,14 +188,18 @@ def analysis_lines(a: Analysis, width: int = WIDTH) -> list[str]:
 
 def render_analysis(a: Analysis, console: Any, *, run: Run | None = None) -> None:
     """Print an analysis on a rich console (``run`` is accepted for symmetry with the other renderers)."""
-    from rich.padding import Padding
     from rich.text import Text
 
     from trajdebug.core.escape import markup as escape
 
     def indented(markup: str, indent: int, style: str = "") -> None:
-        # Padding keeps wrapped continuation lines under the first one.
-        console.print(Padding(Text.from_markup(markup, style=style), (0, 0, 0, indent), expand=False))
+        # Wrapped continuation lines stay under the first one; each line is printed
+        # as wrapped, so no line carries the padding's trailing spaces.
+        text = Text.from_markup(markup, style=style)
+        width = max(20, (console.width or 80) - indent)
+        for line in text.wrap(console, width):
+            line.rstrip()
+            console.print(Text(" " * indent) + line, soft_wrap=True)
 
     for kind, value in _sections(a):
         if kind == "title":
