@@ -173,6 +173,96 @@ class TestFakeModelServer:
             ]
         assert answers == ["you said a", "you said b"]
 
+    def test_a_policy_swapped_between_runs_answers_from_then_on(self) -> None:
+        """`use` replaces the policy on a running server: the next request is answered by the new one."""
+        from openai import OpenAI
+
+        from trajdebug.testing import FakeModelServer
+
+        msgs = [{"role": "user", "content": "hi"}]
+        with (
+            FakeModelServer(lambda request: "first") as server,
+            OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+        ):
+            before = client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
+            server.use(lambda request: "second")
+            after = client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
+        assert [before.choices[0].message.content, after.choices[0].message.content] == ["first", "second"]
+
+    def test_a_policy_that_raises_is_a_server_error(self) -> None:
+        """A policy's exception reaches the client as HTTP 500 naming it, as a broken backend would answer."""
+        import openai
+
+        from trajdebug.testing import FakeModelServer, Request
+
+        def broken(request: Request) -> str:
+            raise KeyError("no such account")
+
+        with (
+            FakeModelServer(broken) as server,
+            openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+            pytest.raises(openai.InternalServerError, match="no such account"),
+        ):
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+
+    def test_a_raw_body_goes_out_with_its_status(self) -> None:
+        """A raw body with an error status is sent as it is: the client sees that status and that body."""
+        import openai
+
+        from trajdebug.testing import FakeModelServer, Reply
+
+        own = '{"error": {"message": "backend on fire", "type": "server_error"}}'
+        with (
+            FakeModelServer([Reply(status=503, raw=own)]) as server,
+            openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+            pytest.raises(openai.InternalServerError, match="backend on fire") as caught,
+        ):
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert caught.value.status_code == 503
+
+    def test_a_completion_dict_is_streamed_as_chunks(self) -> None:
+        """A whole chat.completion dict answers a streamed request as chunks that join to the same message."""
+        from openai import OpenAI
+
+        from trajdebug.testing import FakeModelServer
+
+        call = {"id": "call_7", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+        body = {
+            "id": "chatcmpl-own",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "own",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "look", "tool_calls": [call]},
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+        }
+        with (
+            FakeModelServer([body, body]) as server,
+            OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+        ):
+            msgs = [{"role": "user", "content": "hi"}]
+            plain = client.chat.completions.create(model="m", messages=msgs)  # type: ignore[arg-type]
+            chunks = list(
+                client.chat.completions.create(
+                    model="m", messages=msgs, stream=True, stream_options={"include_usage": True},  # type: ignore[arg-type]
+                )
+            )  # fmt: skip
+        assert plain.id == "chatcmpl-own" and plain.usage is not None and plain.usage.total_tokens == 7
+        deltas = [c.choices[0].delta for c in chunks if c.choices]
+        assert "".join(d.content or "" for d in deltas) == "look"
+        calls = [tc for d in deltas for tc in d.tool_calls or ()]
+        assert (calls[0].id, "".join(tc.function.arguments or "" for tc in calls if tc.function)) == (
+            "call_7",
+            '{"a": 1}',
+        )
+        assert {c.id for c in chunks} == {"chatcmpl-own"}
+        assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 7
+
     def test_base_url_needs_a_running_server(self) -> None:
         """Asking a stopped server for its URL says what is wrong."""
         from trajdebug.testing import FakeModelServer

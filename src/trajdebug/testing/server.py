@@ -1,111 +1,21 @@
-"""Helpers for testing code that records with trajdebug (and for trajdebug's own tests).
+"""A fake OpenAI-compatible model server on 127.0.0.1 (real HTTP), answering from a policy.
 
-Example:
-    ```python
-    from trajdebug.testing import capture_runs, deterministic
-
-    def test_agent_records_its_tool_call():
-        with deterministic(), capture_runs() as runs:
-            my_agent("question")
-        assert [s.name for s in runs[0].steps] == ["plan", "search", "answer"]
-    ```
+Every test and every benchmark suite that needs a model talks to this one server:
+what the "model" answers is passed in (a list of answers, or a policy: a function
+of each request), and the wire protocol (Chat Completions, the Responses API,
+streamed or not, errors, delays) lives here once.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-from trajdebug.core.jsonl import RunBuilder
-from trajdebug.core.model import Run
-from trajdebug.record import config as _config
-from trajdebug.record import context as _ctx
-from trajdebug.record import recorder as _rec
-from trajdebug.record import runs as _runs
-from trajdebug.record.sinks import MemorySink
-
-
-class IncrementalClock:
-    """A clock that advances by a fixed step on every read (1 ms by default)."""
-
-    def __init__(self, start_ns: int = 1_700_000_000_000_000_000, step_ns: int = 1_000_000) -> None:
-        self.now = start_ns
-        self.step_ns = step_ns
-
-    def __call__(self) -> int:
-        self.now += self.step_ns
-        return self.now
-
-
-@contextmanager
-def deterministic(
-    *, clock: IncrementalClock | None = None, prefix: str = "00000000"
-) -> Iterator[IncrementalClock]:
-    """Deterministic step ids (``00000000`` + a counter from 1) and clock for the block.
-
-    Step ids become ``0000000000000001``, ``0000000000000002``, ...; every
-    timestamp read advances the clock by 1 ms.  Restores the real ones after.
-    """
-    clock = clock or IncrementalClock()
-    saved = (_rec._now, _rec._next_seq, _ctx._now, _ctx._next_seq, _config._prefix)
-    seq = itertools.count(1).__next__
-    _rec._now = _ctx._now = clock
-    _rec._next_seq = _ctx._next_seq = seq
-    _config._prefix = prefix
-    try:
-        yield clock
-    finally:
-        _rec._now, _rec._next_seq, _ctx._now, _ctx._next_seq, _config._prefix = saved
-
-
-class CapturedRuns(list[Run]):
-    """The runs recorded inside `capture_runs` (filled when the block ends)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sink = MemorySink()
-
-    def refresh(self) -> CapturedRuns:
-        """Rebuild the list from the records captured so far (runs still open read as incomplete)."""
-        from trajdebug.record.writer import flush
-
-        flush()
-        builder = RunBuilder("capture_runs")
-        for rec in self.sink.records:
-            builder.add(rec)
-        self[:] = builder.runs()
-        return self
-
-
-@contextmanager
-def capture_runs() -> Iterator[CapturedRuns]:
-    """Capture every run recorded in the block in memory instead of the configured sinks.
-
-    Runs that name their own ``store=``/``path=`` still write there too.
-    """
-    captured = CapturedRuns()
-    saved = _runs.RunHandle.__init__
-
-    def patched(self: Any, name: str, **kwargs: Any) -> None:
-        sinks = list(kwargs.pop("sinks", ()) or ())
-        sinks.append(captured.sink)
-        saved(self, name, sinks=sinks, **kwargs)
-
-    _runs.RunHandle.__init__ = patched  # type: ignore[method-assign]
-    try:
-        yield captured
-    finally:
-        _runs.RunHandle.__init__ = saved  # type: ignore[method-assign]
-        captured.refresh()
-
-
-# -- a fake model server ----------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +35,8 @@ class Reply:
     error: str = "fake server error"
     """The error message sent with an error ``status``."""
     raw: str | None = None
-    """A raw body sent as it is (malformed JSON on demand); overrides everything but ``delay``."""
+    """A raw body sent as it is, with ``status`` (malformed JSON on demand, or an error body of
+    one's own); overrides everything but ``delay``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +53,16 @@ class Request:
     """The request headers (lowercase names)."""
 
 
-Script = Sequence["Reply | str | Mapping[str, Any]"] | Callable[[Request], "Reply | str | Mapping[str, Any]"]
-"""What the server answers: a list consumed in order, or a function of each request.
+Policy = Callable[[Request], "Reply | str | Mapping[str, Any]"]
+"""The model's behaviour: a function from each request to its answer.
 
-Each answer is a `Reply`, a string (the assistant's text), or a dict sent as the
-JSON body unchanged."""
+The answer is a `Reply`, a string (the assistant's text), or a dict sent as the
+JSON body unchanged (a ``chat.completion`` dict is sent as chunks when the
+request asks for ``stream``).  A policy that raises answers HTTP 500 with the
+exception in an OpenAI error object, as a broken backend would."""
+
+Script = Sequence["Reply | str | Mapping[str, Any]"] | Policy
+"""What the server answers: a list consumed in order, or a `Policy`."""
 
 
 def tool_call(name: str, arguments: Any = None) -> tuple[str, Any]:
@@ -155,7 +71,7 @@ def tool_call(name: str, arguments: Any = None) -> tuple[str, Any]:
 
 
 class FakeModelServer:
-    """An OpenAI-compatible model server on 127.0.0.1, answering from a script.
+    """An OpenAI-compatible model server on 127.0.0.1, answering from a script or a policy.
 
     It speaks the Chat Completions protocol (``POST /v1/chat/completions``,
     streamed as server-sent events when the request asks for ``stream``) and the
@@ -184,10 +100,10 @@ class FakeModelServer:
     def __init__(self, script: Script = (), *, model: str = "fake-model") -> None:
         self.requests: list[Request] = []
         self.model = model
-        self._script = script if callable(script) else list(script)
+        self._script: Script = script if callable(script) else list(script)
         self._lock = threading.Lock()
         self._counter = itertools.count(1)
-        self._server: Any = None
+        self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -201,10 +117,13 @@ class FakeModelServer:
             raise RuntimeError("the fake model server is not running (use it as a context manager)")
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
+    def use(self, script: Script) -> None:
+        """Answer from ``script`` from now on (a suite swaps the policy between runs on one server)."""
+        with self._lock:
+            self._script = script if callable(script) else list(script)
+
     def start(self) -> FakeModelServer:
         """Start serving on a random free port, in a daemon thread."""
-        from http.server import ThreadingHTTPServer
-
         handler = type("_Handler", (_Handler,), {"fake": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
@@ -237,17 +156,24 @@ class FakeModelServer:
     def _answer_for(self, request: Request) -> Reply | Mapping[str, Any]:
         with self._lock:
             self.requests.append(request)
-            if callable(self._script):
-                answer: Any = self._script(request)
-            elif self._script:
-                answer = self._script.pop(0)
-            else:
-                answer = Reply(status=500, error="script exhausted: the fake model server has no answer left")
-        return Reply(text=answer) if isinstance(answer, str) else answer
+            script = self._script
+            if not callable(script):
+                if not script:
+                    return Reply(status=500, error="script exhausted: the fake model server has no answer left")
+                return _as_reply(script.pop(0))  # type: ignore[attr-defined]
+        # A policy runs outside the lock: it may be slow, and requests may come in parallel.
+        try:
+            return _as_reply(script(request))
+        except Exception as exc:  # noqa: BLE001 - a broken policy is a 500, as a broken backend would answer
+            return Reply(status=500, error=f"policy failed: {exc!r}")
 
     def _next_id(self) -> int:
         with self._lock:
             return next(self._counter)
+
+
+def _as_reply(answer: Reply | str | Mapping[str, Any]) -> Reply | Mapping[str, Any]:
+    return Reply(text=answer) if isinstance(answer, str) else answer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -255,6 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     fake: FakeModelServer
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: without this, Nagle and delayed ACKs
+    # hold every keep-alive answer back by tens of milliseconds.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         """Stay quiet: tests read `FakeModelServer.requests` instead."""
@@ -265,8 +194,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         """Answer a completion request from the script."""
-        import json
-
         size = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(size) if size else b""
         try:
@@ -275,46 +202,41 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         request = Request("POST", self.path, body, {k.lower(): v for k, v in self.headers.items()})
         answer = self.fake._answer_for(request)
+        req = body if isinstance(body, Mapping) else {}
+        path = self.path.split("?", 1)[0].rstrip("/")
         if isinstance(answer, Mapping):
-            self._json(200, answer)
+            self._mapping(answer, req, path)
             return
         if answer.delay:
             time.sleep(answer.delay)
         if answer.raw is not None:
-            self._send(200, answer.raw.encode(), "application/json")
-            return
-        if answer.status >= 400:
-            error = {
-                "message": answer.error,
-                "type": "server_error" if answer.status >= 500 else "invalid_request_error",
-                "param": None,
-                "code": None,
-            }
-            self._json(answer.status, {"error": error})
-            return
-        req = body if isinstance(body, Mapping) else {}
-        model = str(req.get("model") or self.fake.model)
-        n = self.fake._next_id()
-        path = self.path.split("?", 1)[0].rstrip("/")
-        if path.endswith("/responses"):
-            response = _responses_body(answer, req, model, n)
+            self._send(answer.status, answer.raw.encode(), "application/json")
+        elif answer.status >= 400:
+            self._json(answer.status, {"error": _error_object(answer)})
+        elif path.endswith("/responses"):
+            response = _responses_body(answer, req, str(req.get("model") or self.fake.model), self.fake._next_id())
             if req.get("stream"):
                 self._sse(_responses_events(response))
             else:
                 self._json(200, response)
         elif path.endswith("/chat/completions"):
+            chat = _chat_body(answer, req, str(req.get("model") or self.fake.model), self.fake._next_id())
             if req.get("stream"):
-                self._sse(_chat_chunks(answer, req, model, n), done=True)
+                self._sse(_chat_chunks(chat, req, split=True), done=True)
             else:
-                self._json(200, _chat_body(answer, req, model, n))
+                self._json(200, chat)
         else:
-            self._json(
-                404, {"error": {"message": f"no such endpoint {self.path}", "type": "invalid_request_error"}}
-            )
+            error = {"message": f"no such endpoint {self.path}", "type": "invalid_request_error"}
+            self._json(404, {"error": error})
+
+    def _mapping(self, answer: Mapping[str, Any], req: Mapping[str, Any], path: str) -> None:
+        """A dict answer: the body as it is, or its chunks for a streamed chat request."""
+        if req.get("stream") and path.endswith("/chat/completions") and answer.get("object") == "chat.completion":
+            self._sse(_chat_chunks(answer, req, split=False), done=True)
+        else:
+            self._json(200, answer)
 
     def _json(self, status: int, value: Any) -> None:
-        import json
-
         self._send(status, json.dumps(value).encode(), "application/json")
 
     def _send(self, status: int, data: bytes, ctype: str) -> None:
@@ -329,8 +251,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _sse(self, events: Iterable[Mapping[str, Any]], *, done: bool = False) -> None:
-        import json
-
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -347,16 +267,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
 
-def _arguments(args: Any) -> str:
-    import json
+def _error_object(answer: Reply) -> dict[str, Any]:
+    kind = "server_error" if answer.status >= 500 else "invalid_request_error"
+    return {"message": answer.error, "type": kind, "param": None, "code": None}
 
+
+def _arguments(args: Any) -> str:
     return args if isinstance(args, str) else json.dumps(args)
 
 
 def _usage_counts(req: Mapping[str, Any], text: str | None) -> tuple[int, int]:
     """Token counts: words in the request and in the answer (deterministic, not a tokenizer)."""
-    import json
-
     return len(json.dumps(req.get("messages", req.get("input", ""))).split()), len((text or "").split()) + 1
 
 
@@ -391,50 +312,30 @@ def _chat_body(answer: Reply, req: Mapping[str, Any], model: str, n: int) -> dic
     }
 
 
-def _chat_chunks(answer: Reply, req: Mapping[str, Any], model: str, n: int) -> Iterator[dict[str, Any]]:
-    base = {
-        "id": f"chatcmpl-fake{n}",
-        "object": "chat.completion.chunk",
-        "created": 1_700_000_000 + n,
-        "model": model,
-        "system_fingerprint": "fp_fake",
-    }
+def _chat_chunks(body: Mapping[str, Any], req: Mapping[str, Any], *, split: bool) -> Iterator[dict[str, Any]]:
+    """A ``chat.completion`` body as the chunks of a stream (``split``: text in two pieces)."""
+    base = {k: body[k] for k in ("id", "created", "model", "system_fingerprint") if k in body}
+    base["object"] = "chat.completion.chunk"
+    [choice] = body["choices"]
+    message = choice["message"]
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
     yield chunk({"role": "assistant", "content": ""})
-    text = answer.text or ""
+    text = message.get("content") or ""
     # Two pieces, so a client really has to join deltas.
-    for piece in (text[: len(text) // 2], text[len(text) // 2 :]) if text else ():
+    pieces = (text[: len(text) // 2], text[len(text) // 2 :]) if split else (text,)
+    for piece in pieces:
         if piece:
             yield chunk({"content": piece})
-    for k, (name, args) in enumerate(answer.tool_calls):
-        yield chunk(
-            {
-                "tool_calls": [
-                    {
-                        "index": k,
-                        "id": f"call_{n}_{k}",
-                        "type": "function",
-                        "function": {"name": name, "arguments": ""},
-                    }
-                ]
-            }
-        )
-        yield chunk({"tool_calls": [{"index": k, "function": {"arguments": _arguments(args)}}]})
-    yield chunk({}, _finish(answer))
-    if (req.get("stream_options") or {}).get("include_usage"):
-        prompt, completion = _usage_counts(req, answer.text)
-        yield {
-            **base,
-            "choices": [],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            },
-        }
+    for k, call in enumerate(message.get("tool_calls") or ()):
+        head = {"index": k, "id": call["id"], "type": "function", "function": {**call["function"], "arguments": ""}}
+        yield chunk({"tool_calls": [head]})
+        yield chunk({"tool_calls": [{"index": k, "function": {"arguments": call["function"]["arguments"]}}]})
+    yield chunk({}, choice.get("finish_reason"))
+    if (req.get("stream_options") or {}).get("include_usage") and body.get("usage") is not None:
+        yield {**base, "choices": [], "usage": body["usage"]}
 
 
 def _responses_body(answer: Reply, req: Mapping[str, Any], model: str, n: int) -> dict[str, Any]:
@@ -567,83 +468,5 @@ def _responses_events(response: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     yield {"type": "response.completed", "sequence_number": next(seq), "response": response}
 
 
-# -- a scripted judge ---------------------------------------------------------------------
 
-JudgeVerdict = Callable[[str, str], "Mapping[str, Any] | None"]
-"""A verdict for one shortlisted step, from its label (``S3``) and name; None leaves it out."""
-
-
-def judge_script(
-    verdict: JudgeVerdict,
-    *,
-    outline: Mapping[str, Any] | str | None = None,
-    explanation: Mapping[str, Any] | str | None = None,
-) -> Callable[[Request], Reply | str]:
-    """A `FakeModelServer` script that answers the judge's three questions (`trajdebug.judge.prompts`).
-
-    The verdict question is answered with ``{"verdicts": [...]}``, one entry per
-    shortlisted step for which ``verdict(label, name)`` returns fields
-    (``verdict``, ``confidence``, ``fix_removes_failure``, ``departs``,
-    ``reason``; missing ones default to a sound verdict of confidence 0.5).
-    The expectation and explanation questions get ``outline`` and
-    ``explanation`` (dicts sent as JSON, strings as they are: malformed
-    answers on demand); without them a minimal valid answer.
-
-    Example:
-        ```python
-        script = judge_script(lambda label, name: {"verdict": "decisive"} if name == "fetch" else None)
-        with FakeModelServer(script) as server:
-            analyze_source(path, judge=JudgeConfig(server.base_url, "m", cache=None))
-        ```
-    """
-    import json
-    import re
-
-    from trajdebug.judge.prompts import EXPECTATION_SYSTEM, EXPLANATION_SYSTEM
-
-    heading = re.compile(r"^### (S\d+): (.*?) \(", re.MULTILINE)
-
-    def answer(request: Request) -> Reply | str:
-        messages = (request.body or {}).get("messages") or [{}]
-        system = str(messages[0].get("content") or "")
-        if system == EXPECTATION_SYSTEM:
-            value: Any = outline if outline is not None else {"steps": [{"step": "solve it", "key_values": []}]}
-            return value if isinstance(value, str) else json.dumps(value)
-        if system == EXPLANATION_SYSTEM:
-            value = explanation if explanation is not None else {"cause": "other", "explanation": "unclear"}
-            return value if isinstance(value, str) else json.dumps(value)
-        user = str(messages[1].get("content") or "") if len(messages) > 1 else ""
-        verdicts = []
-        for label, name in heading.findall(user):
-            fields = verdict(label, name)
-            if fields is None:
-                continue
-            verdicts.append(
-                {
-                    "step": label,
-                    "verdict": "sound",
-                    "confidence": 0.5,
-                    "fix_removes_failure": False,
-                    "departs": None,
-                    "reason": f"{name} looks fine",
-                    **fields,
-                }
-            )
-        return json.dumps({"verdicts": verdicts})
-
-    return answer
-
-
-__all__ = [
-    "CapturedRuns",
-    "FakeModelServer",
-    "IncrementalClock",
-    "Reply",
-    "Request",
-    "Script",
-    "JudgeVerdict",
-    "capture_runs",
-    "deterministic",
-    "judge_script",
-    "tool_call",
-]
+__all__ = ["FakeModelServer", "Policy", "Reply", "Request", "Script", "tool_call"]
