@@ -1,8 +1,8 @@
 """A fake OpenAI-compatible model server on 127.0.0.1.
 
-It speaks the Chat Completions HTTP protocol (``POST /v1/chat/completions``) well
-enough for ``openai``, ``langchain_openai.ChatOpenAI`` and the Agents SDK's
-``OpenAIChatCompletionsModel``.  What the "model" answers is decided by a
+It is `trajdebug.testing.FakeModelServer` (the Chat Completions HTTP protocol,
+``POST /v1/chat/completions``), which serves ``openai``,
+``langchain_openai.ChatOpenAI`` and the Agents SDK's ``OpenAIChatCompletionsModel``.  What the "model" answers is decided by a
 *policy*: a Python callable that reads the request (messages and tools) and
 returns either text or tool calls.  The generator swaps the policy per run.
 """
@@ -13,8 +13,9 @@ import json
 import re
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from trajdebug import testing
 
 
 class Reply:
@@ -28,57 +29,32 @@ class Reply:
 Policy = Callable[[dict[str, Any]], Reply]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: FakeModelServer  # type: ignore[assignment]
+class FakeModelServer:
+    """The suite's model: `trajdebug.testing.FakeModelServer` answering from the installed policy.
 
-    def log_message(self, *args: Any) -> None:  # silence
-        return
-
-    def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
-            self._send(
-                200, {"object": "list", "data": [{"id": "fake-gpt", "object": "model", "owned_by": "me"}]}
-            )
-        else:
-            self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
-            return
-        try:
-            reply = self.server.answer(body)
-        except Exception as exc:  # noqa: BLE001 - a broken policy is a 500, like a real outage
-            self._send(500, {"error": {"message": f"policy failed: {exc!r}", "type": "server_error"}})
-            return
-        self._send(200, self.server.completion(body, reply))
-
-    def _send(self, code: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-class FakeModelServer(ThreadingHTTPServer):
-    daemon_threads = True
+    The shared server speaks HTTP; this class keeps what the suite records the same as
+    when it had a server of its own: its call ids, token counts and error bodies.
+    """
 
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
         self.policy: Policy | None = None
         self._n = 0
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self._thread.start()
+        self._http = testing.FakeModelServer(self._respond, model="fake-gpt").start()
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+        return self._http.base_url
+
+    def _respond(self, request: testing.Request) -> dict[str, Any] | testing.Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        try:
+            reply = self.answer(body)
+        except Exception as exc:  # noqa: BLE001 - a broken policy is a 500, like a real outage
+            error = {"error": {"message": f"policy failed: {exc!r}", "type": "server_error"}}
+            return testing.Reply(status=500, raw=json.dumps(error))
+        return self.completion(body, reply)
 
     def use(self, policy: Policy) -> None:
         """Answer with ``policy`` from now on; call ids restart so runs are reproducible."""
@@ -131,8 +107,7 @@ class FakeModelServer(ThreadingHTTPServer):
         }
 
     def close(self) -> None:
-        self.shutdown()
-        self.server_close()
+        self._http.stop()
 
 
 # -- helpers policies use to read a conversation -------------------------------------

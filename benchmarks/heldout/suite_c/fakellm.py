@@ -15,8 +15,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from trajdebug import testing
 
 
 @dataclass
@@ -41,26 +42,35 @@ class Session:
 
 
 class ScriptedModelServer:
-    """``with ScriptedModelServer() as srv: ... srv.base_url ...``; install a policy per run with `session`."""
+    """``with ScriptedModelServer() as srv: ... srv.base_url ...``; install a policy per run with `session`.
+
+    The HTTP side is `trajdebug.testing.FakeModelServer` (streamed requests get the
+    completion as chunks); this class keeps the suite's own ids, token counts and
+    error bodies, so what the suite records stays the same.
+    """
 
     def __init__(self) -> None:
         self._session: Session | None = None
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._http = testing.FakeModelServer(self._respond, model="scripted")
 
     @property
     def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return self._http.base_url
 
     def __enter__(self) -> ScriptedModelServer:
-        self._thread.start()
+        self._http.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._http.stop()
+
+    def _respond(self, request: testing.Request) -> dict[str, Any] | testing.Reply:
+        try:
+            resp, _reply, _n = self._answer(request.body if isinstance(request.body, dict) else {})
+        except Exception as exc:  # noqa: BLE001 - a broken policy is a 500, as a real server would answer
+            error = {"error": {"message": f"{type(exc).__name__}: {exc}", "type": "server_error"}}
+            return testing.Reply(status=500, raw=json.dumps(error))
+        return resp
 
     def session(self, policy: Policy) -> Session:
         self._session = Session(policy)
@@ -112,63 +122,6 @@ class ScriptedModelServer:
             },
         }
         return resp, reply, n
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                return
-
-            def _send(self, code: int, payload: bytes, ctype: str = "application/json") -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": "scripted", "object": "model"}]}).encode())
-                else:
-                    self._send(404, b'{"error": {"message": "not found"}}')
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(404, json.dumps({"error": {"message": f"unsupported path {self.path}"}}).encode())
-                    return
-                try:
-                    body = json.loads(raw or b"{}")
-                    resp, _reply, _n = server._answer(body)
-                except Exception as exc:  # noqa: BLE001 - a broken policy is a 500, as a real server would answer
-                    self._send(500, json.dumps({"error": {"message": f"{type(exc).__name__}: {exc}", "type": "server_error"}}).encode())
-                    return
-                if not body.get("stream"):
-                    self._send(200, json.dumps(resp).encode())
-                    return
-                self._stream(resp, body)
-
-            def _stream(self, resp: dict[str, Any], body: dict[str, Any]) -> None:
-                msg = resp["choices"][0]["message"]
-                base = {k: resp[k] for k in ("id", "created", "model", "system_fingerprint")}
-                base["object"] = "chat.completion.chunk"
-                chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
-                if msg.get("content"):
-                    chunks.append({**base, "choices": [{"index": 0, "delta": {"content": msg["content"]}, "finish_reason": None}]})
-                for i, tc in enumerate(msg.get("tool_calls") or []):
-                    chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, **tc}]}, "finish_reason": None}]})
-                chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": resp["choices"][0]["finish_reason"]}]})
-                if (body.get("stream_options") or {}).get("include_usage"):
-                    chunks.append({**base, "choices": [], "usage": resp["usage"]})
-                payload = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-                self._send(200, payload, "text/event-stream")
-
-        return Handler
 
 
 # -- helpers for policies ---------------------------------------------------------------

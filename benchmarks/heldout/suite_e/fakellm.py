@@ -1,10 +1,11 @@
 """A small scripted model server speaking the OpenAI Chat Completions protocol on 127.0.0.1.
 
-Written for suite E (not trajdebug.testing.FakeModelServer).  The server answers
+Written for suite E; the HTTP side is `trajdebug.testing.FakeModelServer`, which answers
 ``POST /v1/chat/completions`` (plain JSON, or server-sent events when ``stream`` is
-asked for) and ``GET /v1/models``.  What it answers is decided by ``server.brain``,
-a callable ``brain(body: dict) -> Turn`` that the agents swap between runs; the
-brain sees the whole request body (messages, tools) as the real API would.
+asked for) and ``GET /v1/models`` with the body this module builds.  What it answers
+is decided by ``server.brain``, a callable ``brain(body: dict) -> Turn`` that the
+agents swap between runs; the brain sees the whole request body (messages, tools)
+as the real API would.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import itertools
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from trajdebug import testing
 
 
 @dataclass
@@ -42,83 +44,29 @@ class ScriptedModel:
         self.requests: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._http: testing.FakeModelServer | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> ScriptedModel:
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
-
-            def _send(self, status: int, payload: bytes, ctype: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
-                    body = {"object": "list", "data": [{"id": owner.model, "object": "model", "owned_by": "suite-e"}]}
-                    self._send(200, json.dumps(body).encode())
-                else:
-                    self._send(404, b'{"error": {"message": "not found"}}')
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b"{}"
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    self._send(400, b'{"error": {"message": "invalid JSON body", "type": "invalid_request_error"}}')
-                    return
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(404, b'{"error": {"message": "unknown endpoint"}}')
-                    return
-                try:
-                    payload = owner._complete(body)
-                except Exception as exc:  # noqa: BLE001 - a broken brain is a 500, as a broken backend would be
-                    err = {"error": {"message": f"brain failed: {exc}", "type": "server_error"}}
-                    self._send(500, json.dumps(err).encode())
-                    return
-                if body.get("stream"):
-                    self._stream(payload, body)
-                else:
-                    self._send(200, json.dumps(payload).encode())
-
-            def _stream(self, payload: dict[str, Any], body: dict[str, Any]) -> None:
-                msg = payload["choices"][0]["message"]
-                base = {k: payload[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-                chunks = []
-                delta: dict[str, Any] = {"role": "assistant", "content": msg.get("content") or ""}
-                if msg.get("tool_calls"):
-                    delta["tool_calls"] = [dict(tc, index=i) for i, tc in enumerate(msg["tool_calls"])]
-                chunks.append(base | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-                chunks.append(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": payload["choices"][0]["finish_reason"]}]})
-                if (body.get("stream_options") or {}).get("include_usage"):
-                    chunks.append(base | {"choices": [], "usage": payload["usage"]})
-                data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-                self._send(200, data, "text/event-stream")
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        self._http = testing.FakeModelServer(self._respond, model=self.model).start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        if self._http is not None:
+            self._http.stop()
+            self._http = None
 
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "server not running"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        assert self._http is not None, "server not running"
+        return self._http.base_url
+
+    def _respond(self, request: testing.Request) -> dict[str, Any] | testing.Reply:
+        try:
+            return self._complete(request.body if isinstance(request.body, dict) else {})
+        except Exception as exc:  # noqa: BLE001 - a broken brain is a 500, as a broken backend would be
+            error = {"error": {"message": f"brain failed: {exc}", "type": "server_error"}}
+            return testing.Reply(status=500, raw=json.dumps(error))
 
     # -- completions ----------------------------------------------------------------------
     def _complete(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -16,8 +16,9 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from trajdebug import testing
 
 
 @dataclass
@@ -124,60 +125,33 @@ class Scenario:
 
 
 class FakeModelServer:
-    """A threaded HTTP server answering ``POST /v1/chat/completions`` from the current scenario."""
+    """`trajdebug.testing.FakeModelServer` answering ``POST /v1/chat/completions`` from the current scenario."""
 
     def __init__(self) -> None:
         self.scenario: Scenario | None = None
         self._lock = threading.Lock()
         self._seq = 0
-        server = self
+        self._http = testing.FakeModelServer(self._respond, model="fake-model")
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                return
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(
-                        404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}}
-                    )
-                    return
-                try:
-                    payload = server.complete(body)
-                except Exception as exc:  # noqa: BLE001 - a policy bug shows up as a 500 the client reports
-                    traceback.print_exc()
-                    self._send(
-                        500, {"error": {"message": f"fake model crashed: {exc!r}", "type": "server_error"}}
-                    )
-                    return
-                self._send(200, payload)
-
-            def _send(self, code: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+    @property
+    def base_url(self) -> str:
+        return self._http.base_url
 
     def start(self) -> FakeModelServer:
-        self._thread.start()
+        self._http.start()
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._http.stop()
+
+    def _respond(self, request: testing.Request) -> dict[str, Any] | testing.Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        try:
+            return self.complete(body)
+        except Exception as exc:  # noqa: BLE001 - a policy bug shows up as a 500 the client reports
+            traceback.print_exc()
+            error = {"error": {"message": f"fake model crashed: {exc!r}", "type": "server_error"}}
+            return testing.Reply(status=500, raw=json.dumps(error))
 
     def use(
         self, policy: Callable[[Conversation], Reply], task: dict[str, Any], fault: str | None
