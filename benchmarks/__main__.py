@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report
+from benchmarks._common import machine
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
         timings = run_report_html(quick=a.quick, progress=_say)
         data["report_html"] = {
-            "date": report.machine()["date"],
+            "date": machine()["date"],
             "quick": a.quick,
             "goal_s": GOAL_S,
             "runs": [t.to_dict() for t in timings],
@@ -115,12 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     if "reliability" in sections:
         from benchmarks.reliability import run_reliability
 
-        data["reliability"] = {"date": report.machine()["date"], **run_reliability(quick=a.quick, progress=_say)}
+        data["reliability"] = {"date": machine()["date"], **run_reliability(quick=a.quick, progress=_say)}
     if "production" in sections:
         from benchmarks.production import run_production
 
-        data["production"] = {"date": report.machine()["date"], **run_production(quick=a.quick, progress=_say, workdir=a.workdir)}
-    data["machine"] = report.machine()
+        data["production"] = {"date": machine()["date"], **run_production(quick=a.quick, progress=_say, workdir=a.workdir)}
+    data["machine"] = machine()
     results_path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     cmd = (
         "python -m benchmarks"

@@ -91,8 +91,7 @@ def control_oracle(
 
 def run_case(case: Case) -> AskCase:
     """Record the case and its twin, analyse, and search with each strategy and with noise."""
-    from benchmarks.workflows import WORKFLOWS
-    from benchmarks.workflows._base import reference
+    from benchmarks.workflows import WORKFLOWS, reference
 
     res = WORKFLOWS[case.workflow].run(case)
     run = res.run
@@ -198,8 +197,7 @@ def judge_cost(n: int = 12) -> dict[str, Any]:
     import json
     import re
 
-    from benchmarks.workflows import WORKFLOWS
-    from benchmarks.workflows._base import reference
+    from benchmarks.workflows import WORKFLOWS, reference
     from trajdebug.judge import JudgeConfig, JudgeOracle
     from trajdebug.testing import FakeModelServer
 
@@ -264,8 +262,8 @@ def run_ask(
     Held-out suites are measured, never studied: only their totals are kept
     (no list of their missed cases).
     """
+    from benchmarks._common import machine
     from benchmarks.blind import STATUS
-    from benchmarks.report import machine
 
     t0 = time.perf_counter()
     rows = []

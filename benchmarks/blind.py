@@ -292,7 +292,7 @@ GOALS = {
 
 def blind_data(results: dict[str, list[CaseResult]]) -> dict[str, Any]:
     """The section's results as JSON data: per suite, overall and by route and fault kind."""
-    from benchmarks.report import machine
+    from benchmarks._common import machine
 
     out: dict[str, Any] = {"date": machine()["date"], "suites": {}}
     for suite, rows in results.items():

@@ -397,7 +397,7 @@ def run_recording(*, quick: bool = False, progress: Callable[[str], None] | None
     say = progress or (lambda s: None)
     t0 = time.perf_counter()
     n, rep, secs = (50_000, 3, 2.0) if quick else (200_000, 5, 3.0)
-    from benchmarks.report import machine
+    from benchmarks._common import machine
 
     out: dict[str, Any] = {"quick": quick, "n": n, "repeats": rep, "date": machine()["date"]}
     out["total"] = []

@@ -8,14 +8,11 @@ last run (each section states when and how it was produced).
 from __future__ import annotations
 
 import math
-import os
-import platform
-import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
+from benchmarks._common import machine
 from benchmarks.faults import FAULT_TYPES
 from benchmarks.metrics import Summary
 from benchmarks.quality import TOP, SuiteResult
@@ -30,51 +27,6 @@ GOALS = {
     "localize_100k_s": 1.0,
 }
 """The issue's goals (reported against, never asserted)."""
-
-
-# -- machine ---------------------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    """The machine and software the numbers come from."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = None
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("MemTotal"):
-                    mem = round(int(line.split()[1]) / 1024 / 1024, 1)
-                    break
-    except OSError:
-        pass
-    from importlib.metadata import PackageNotFoundError, version
-
-    pkgs = {}
-    for p in ("trajdebug", "opentelemetry-sdk", "orjson"):
-        try:
-            pkgs[p] = version(p)
-        except PackageNotFoundError:
-            pkgs[p] = "not installed"
-    import sqlite3
-
-    return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gib": mem,
-        "os": platform.platform(),
-        "python": sys.version.split()[0],
-        "sqlite": sqlite3.sqlite_version,
-        "packages": pkgs,
-    }
 
 
 # -- results as plain data ------------------------------------------------------------------

@@ -219,11 +219,11 @@ def _write_show_file(n: int, path: str) -> dict[str, Any]:
 
 def _otlp_file(mb: float, path: str) -> dict[str, Any]:
     """Write an OTLP/JSON Lines file of about ``mb`` MB: foreign spans, one trace per line."""
-    from benchmarks.speed import _recorded_runs, _strip_own
+    from benchmarks._common import recorded_runs, strip_own
     from trajdebug.core.codec import dumps
     from trajdebug.sources.formats.export import export_otlp
 
-    lines = [dumps(_strip_own(export_otlp([r]))) for r in _recorded_runs(12)]
+    lines = [dumps(strip_own(export_otlp([r]))) for r in recorded_runs(12)]
     ids = [json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"].encode() for line in lines]
     size, traces = 0, 0
     with open(path, "wb") as fh:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import recorded_runs, strip_own
+
 
 IN, OUT = "i" * 200, "o" * 200
 """The two ~200-byte attribute values of perf-anchors.md §1."""
@@ -188,29 +190,6 @@ def inference_cost(n: int, repeats: int) -> dict[str, Any]:
     }
 
 
-def _recorded_runs(count: int) -> list[Any]:
-    from benchmarks.faults import Case
-    from benchmarks.workflows import WORKFLOWS
-
-    names = list(WORKFLOWS)
-    runs = []
-    for i in range(count):
-        res = WORKFLOWS[names[i % len(names)]].run(Case(names[i % len(names)], None, 1000 + i))
-        runs.extend([*res.previous, res.run])
-    return runs
-
-
-def _strip_own(obj: Any) -> Any:
-    """Drop trajdebug's own attributes from an OTLP document (it then reads as a foreign trace)."""
-    if isinstance(obj, dict):
-        if "key" in obj and str(obj.get("key", "")).startswith("trajdebug."):
-            return None
-        return {k: _strip_own(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [x for x in (_strip_own(v) for v in obj) if x is not None]
-    return obj
-
-
 def otlp_throughput(runs: list[Any], repeats: int) -> list[dict[str, Any]]:
     """Import throughput of OTLP/JSON files: trajdebug's own export, and the same stripped of its own attributes."""
     from trajdebug.core.codec import dumps
@@ -222,7 +201,7 @@ def otlp_throughput(runs: list[Any], repeats: int) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="trajdebug-bench-") as tmp:
         for label, payload in (
             ("trajdebug export (round trip)", doc),
-            ("foreign OTLP (no trajdebug attributes; inference on)", _strip_own(doc)),
+            ("foreign OTLP (no trajdebug attributes; inference on)", strip_own(doc)),
         ):
             path = Path(tmp) / "trace.json"
             path.write_bytes(dumps(payload))
@@ -309,7 +288,7 @@ def run_speed(*, quick: bool = False, progress: Callable[[str], None] | None = N
     say("speed: dependency inference")
     res.inference = inference_cost(10_000, 1 if quick else 3)
     say("speed: OTLP import and store")
-    runs = _recorded_runs(12 if quick else 40)
+    runs = recorded_runs(12 if quick else 40)
     res.otlp = otlp_throughput(runs, 1 if quick else 3)
     res.store = store_rate(20_000 if quick else 100_000, runs)
     from benchmarks.scaling import run_scaling

@@ -22,8 +22,7 @@ from typing import Any
 
 from benchmarks.faults import Case
 from benchmarks.quality import cases as suite_cases
-from benchmarks.workflows import WORKFLOWS
-from benchmarks.workflows._base import reference, replay_case
+from benchmarks.workflows import WORKFLOWS, reference, replay_case
 
 
 TOP = 3

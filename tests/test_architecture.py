@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src"
 PKG = "trajdebug"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
@@ -31,10 +32,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 """Floors from the ground up: a module may import its own floor and the ones below, never above."""
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path, pkg: str) -> dict[str, Path]:
     out: dict[str, Path] = {}
-    for path in (SRC / PKG).rglob("*.py"):
-        parts = list(path.relative_to(SRC).with_suffix("").parts)
+    for path in (root / pkg).rglob("*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
@@ -48,8 +49,8 @@ def _type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(module: str, path: Path, known: set[str]) -> Iterator[str]:
-    """Every trajdebug module ``module`` imports at run time, wherever the import statement sits."""
+def _imports(module: str, path: Path, known: set[str], pkg: str) -> Iterator[str]:
+    """Every module of ``pkg`` that ``module`` imports at run time, wherever the import statement sits."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skip: set[int] = set()
     for node in ast.walk(tree):
@@ -61,7 +62,7 @@ def _imports(module: str, path: Path, known: set[str]) -> Iterator[str]:
             continue
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] == PKG:
+                if alias.name.split(".")[0] == pkg:
                     yield _resolve(alias.name, known)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -69,7 +70,7 @@ def _imports(module: str, path: Path, known: set[str]) -> Iterator[str]:
                 anchor = module.split(".") if is_pkg else module.split(".")[:-1]
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            if base.split(".")[0] != PKG:
+            if base.split(".")[0] != pkg:
                 continue
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
@@ -82,10 +83,10 @@ def _resolve(name: str, known: set[str]) -> str:
     return name
 
 
-def _graph() -> dict[str, set[str]]:
-    mods = _modules()
+def _graph(root: Path = SRC, pkg: str = PKG) -> dict[str, set[str]]:
+    mods = _modules(root, pkg)
     known = set(mods)
-    return {m: {i for i in _imports(m, p, known) if i != m} for m, p in mods.items()}
+    return {m: {i for i in _imports(m, p, known, pkg) if i != m} for m, p in mods.items()}
 
 
 def _floor(module: str) -> int:
@@ -137,6 +138,11 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycles_lazy_imports_included() -> None:
     """No two modules of the package import each other, directly or through others, even inside functions."""
     assert _cycles(_graph()) == []
+
+
+def test_the_benchmark_runner_has_no_import_cycles() -> None:
+    """No two modules of ``benchmarks/`` import each other, directly or through others, even inside functions."""
+    assert _cycles(_graph(ROOT, "benchmarks")) == []
 
 
 def test_every_module_sits_on_a_floor() -> None:

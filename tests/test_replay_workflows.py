@@ -1,7 +1,7 @@
 """Counterfactual replay on the benchmark workflows: the injected step is verified, a victim refuted.
 
 Each case is recorded the way the benchmark records it (`benchmarks.workflows`),
-and replayed through its recorded entry point (`benchmarks.workflows._base.replay_case`).
+and replayed through its recorded entry point (`benchmarks.workflows.replay_case`).
 The corrections come from the case's fault-free twin: the same seed, data and
 task with the injector disarmed, recorded with `trajdebug.replay.record`.
 """
@@ -20,8 +20,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.faults import Case, distractors_for  # noqa: E402
-from benchmarks.workflows import WORKFLOWS  # noqa: E402
-from benchmarks.workflows._base import ENTRY_TARGET, reference, replay_case  # noqa: E402
+from benchmarks.workflows import (  # noqa: E402
+    WORKFLOWS,
+    reference,
+    replay_case,
+)
+from benchmarks.workflows._base import ENTRY_TARGET  # noqa: E402
 
 from trajdebug.analysis._pipeline import analyze  # noqa: E402
 from trajdebug.core.model import Run  # noqa: E402

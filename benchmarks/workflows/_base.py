@@ -7,12 +7,12 @@ lets the agent fail the way it fails, writes the ground truth, and reads the
 run back.
 
 Every case is also *replayable* (`trajdebug.replay`): the analysed run records
-its entry point, `replay_case`, with the case as keyword arguments (run
+its entry point, `benchmarks.workflows.replay_case`, with the case as keyword arguments (run
 metadata ``entry``).  A workflow builds its data from the case's seed, so
 re-executing the entry point inside the replay's run rebuilds the same world
 (database, web, repository) before the agent starts.  `reference` records the
 case's *fault-free twin*: the same seed, data and task, with the injector
-disarmed, which is the passing run corrections are taken from.  (The clean
+disarmed (`benchmarks.workflows.reference`), which is the passing run corrections are taken from.  (The clean
 case of the same seed is no twin: the seed of a case's data includes its fault
 type, so its task and data differ.)
 """
@@ -20,7 +20,7 @@ type, so its task and data differ.)
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,8 +30,9 @@ from trajdebug.core.model import Run
 from trajdebug.record import MemorySink
 
 
-ENTRY_TARGET = "benchmarks.workflows._base:replay_case"
-"""The entry point recorded in each analysed run's ``entry`` metadata."""
+ENTRY_TARGET = "benchmarks.workflows:replay_case"
+"""The entry point recorded in each analysed run's ``entry`` metadata (it sits beside the
+registry of workflows it dispatches through, so this module needs no import of the package)."""
 
 _Mode = Literal["record", "current", "disarmed"]
 _MODE: contextvars.ContextVar[_Mode] = contextvars.ContextVar("benchmarks_workflow_mode", default="record")
@@ -142,61 +143,8 @@ def _in_current_run(
     return Run(run.run_id, name, metadata=dict(run.metadata))
 
 
-def replay_case(
-    workflow: str,
-    fault: str | None,
-    seed: int,
-    distractors: Sequence[str] = (),
-    *,
-    disarmed: bool = False,
-) -> None:
-    """The replayable entry point of a benchmark case: run its analysed turn in the current run.
-
-    `trajdebug.replay.replay` calls it inside the replay's run with the
-    arguments recorded in the run's ``entry`` metadata.  The workflow rebuilds
-    its world from the seed; earlier conversation turns are re-run outside the
-    replay (their effects are inputs of the analysed turn).
-
-    Args:
-        workflow: The workflow's name.
-        fault: The case's fault type (None for a clean case).
-        seed: The case's seed.
-        distractors: The case's distractors.
-        disarmed: Run the fault-free twin: same seed, data and task, no fault injected.
-
-    Raises:
-        KeyError: an unknown workflow.
-        Exception: whatever the agent raises (its failure; the run records it).
-    """
-    from benchmarks.workflows import WORKFLOWS
-
-    case = Case(workflow, fault, seed, tuple(distractors))
-    token = _MODE.set("disarmed" if disarmed else "current")
-    try:
-        WORKFLOWS[workflow].run(case)
-    finally:
-        _MODE.reset(token)
-
-
-def reference(case: Case) -> Run:
-    """Record the case's fault-free twin, ready to supply corrections (`trajdebug.replay.verify`).
-
-    It is recorded with `trajdebug.replay.record`, so its state steps keep the
-    values they wrote (``state_values``) and a state step can be corrected too.
-    """
-    from trajdebug.replay import record as record_replayable
-
-    e = entry_of(case, disarmed=True)
-    return record_replayable(
-        replay_case,
-        kwargs=e["kwargs"],
-        name=case.workflow,
-        metadata={"workflow": case.workflow, "seed": case.seed, "reference_for": case.case_id},
-    )
-
-
 class CheckFailed(ValueError):
     """A workflow's own check on its answer failed (how most injected faults surface)."""
 
 
-__all__ = ["ENTRY_TARGET", "CheckFailed", "Result", "entry_of", "record", "reference", "replay_case"]
+__all__ = ["ENTRY_TARGET", "CheckFailed", "Result", "entry_of", "record"]
