@@ -1,6 +1,9 @@
 """``python -m benchmarks``: run the benchmarks and rewrite ``docs/benchmarks.md``.
 
-``--quick`` writes beside the committed results (``docs/benchmarks.quick.md``,
+The raw results (``benchmarks/results.json``) are produced, not committed:
+``--only`` keeps the other sections from earlier runs on this checkout, and
+warns when there are none (the document then holds only the sections run).
+``--quick`` writes beside them (``docs/benchmarks.quick.md``,
 ``benchmarks/results.quick.json``) unless ``--replace`` is given.  Progress is
 printed only when stderr is a terminal.
 """
@@ -65,6 +68,13 @@ def main(argv: list[str] | None = None) -> int:
             data = json.loads(results_path.read_text())
         except ValueError:
             _say(f"{results_path}: unreadable, starting afresh")
+    elif a.only:
+        # Said even off a terminal: the document is about to lose the sections not run.
+        print(
+            f"{results_path}: no earlier results on this checkout; {a.out} will hold only {', '.join(sections)}",
+            file=sys.stderr,
+            flush=True,
+        )
     t0 = time.perf_counter()
     if "ask" in sections:
         from benchmarks.ask import run_ask

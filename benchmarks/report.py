@@ -1,8 +1,9 @@
 """Turn benchmark results into plain data, and plain data into ``docs/benchmarks.md``.
 
-Results are kept as JSON (``benchmarks/results.json``) section by section, so
-``--only speed`` refreshes the speed section and keeps the others from their
-last run (each section states when and how it was produced).
+Results are kept as JSON (``benchmarks/results.json``, produced by the runs and
+not committed) section by section, so ``--only speed`` refreshes the speed
+section and keeps the others from their last run on this checkout (each section
+states when and how it was produced).
 """
 
 from __future__ import annotations
@@ -808,7 +809,7 @@ def render(data: Mapping[str, Any], command: str) -> str:
         "python -m benchmarks.label_curve --corpus FILE  # labels of one agent until `trajdebug fit` beats the shipped model",
         "```",
         "",
-        "Raw numbers of the last run of each section: `benchmarks/results.json`.",
+        "Raw numbers of the last run of each section: `benchmarks/results.json` (written by the run, not committed).",
         "",
     ]
     if data.get("ask"):

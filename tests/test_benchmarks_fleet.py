@@ -65,8 +65,11 @@ def test_generator_records_the_injected_step_of_each_failed_run(fleet_store: Pat
 
 
 def test_fleet_section_renders_the_stored_results() -> None:
-    """The section of docs/benchmarks.md renders from benchmarks/results.json, both quality rows included."""
-    data = json.loads((ROOT / "benchmarks" / "results.json").read_text())["fleet"]
+    """The section of docs/benchmarks.md renders from a full run's stored results, both quality rows included.
+
+    tests/data/fleet_section.json is the ``fleet`` part of one run's ``results.json``
+    (which is produced by the run, not committed)."""
+    data = json.loads((ROOT / "tests" / "data" / "fleet_section.json").read_text())
     text = "\n".join(render_section(data))
     assert "## 7. Fleet" in text and "the injected step (ground truth)" in text
     assert f"{data['scale']['stored_runs']:,} stored runs" in text
