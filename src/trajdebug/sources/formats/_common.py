@@ -10,13 +10,14 @@ The helpers that build model objects (edges, error events, times) are public in
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 from trajdebug.core.jsonl import FormatError, ReadResult
-from trajdebug.core.model import Outcome, Run
+from trajdebug.core.model import ErrorEvent, Outcome, Run, Step
+from trajdebug.sources.formats.convert import error_event, time_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,20 +135,31 @@ def unique_ids(ids: Iterable[str]) -> Iterator[str]:
 # -- message-list documents -------------------------------------------------------
 
 
+class RunHead(TypedDict, total=False):
+    """What a run built from one message list is called, how it ended and where it was read.
+
+    The keywords every `BuildRun` takes beside the messages and the run id.
+    """
+
+    name: str | None
+    """The run's name (default: its id)."""
+    metadata: Mapping[str, Any] | None
+    """The run's metadata."""
+    outcome: Outcome
+    """How the run ended (default ``incomplete``)."""
+    failure_reason: str | None
+    """Why it failed."""
+    source: str | None
+    """The file it was read from (named in problems)."""
+    record: int | None
+    """Its record in that file (named in problems)."""
+
+
 class BuildRun(Protocol):
     """Builds one run from a message list (`messages.messages_to_run`, `transcript.transcript_to_run`)."""
 
     def __call__(
-        self,
-        messages: Sequence[Any],
-        *,
-        run_id: str,
-        name: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        outcome: Outcome = "incomplete",
-        failure_reason: str | None = None,
-        source: str | None = None,
-        record: int | None = None,
+        self, messages: Sequence[Any], *, run_id: str, **head: Unpack[RunHead]
     ) -> tuple[Run, list[FormatError]]: ...
 
 
@@ -248,6 +260,70 @@ def runs_from_message_lists(
     return ReadResult(runs, problems)
 
 
+# -- one message list into one run (the skeleton `BuildRun`s share) ------------------------
+
+
+def checked_messages(
+    messages: Sequence[Any], check: Callable[[Any], str | None], head: RunHead
+) -> tuple[list[tuple[int, Mapping[str, Any]]], list[FormatError]]:
+    """The messages ``check`` finds sound, with their positions; a problem for each other one (it is skipped)."""
+    source, record = head.get("source"), head.get("record")
+    where = f"run {record}: " if record is not None else ""
+    valid: list[tuple[int, Mapping[str, Any]]] = []
+    problems: list[FormatError] = []
+    for i, msg in enumerate(messages):
+        bad = check(msg)
+        if bad:
+            problems.append(FormatError(f"{where}message {i + 1}: {bad}", source=source, line=record or i + 1))
+        else:
+            valid.append((i, msg))
+    return valid, problems
+
+
+def message_step_ids(count: int) -> Callable[[int], str]:
+    """Step ids from message positions (``m0000``, ``m0001``...; wider for longer lists, so they sort)."""
+    width = max(4, len(str(count)))
+    return lambda i: f"m{i:0{width}d}"
+
+
+def message_time(msg: Mapping[str, Any], position: int) -> int:
+    """A message's own time, else a synthetic one: 1 µs per position."""
+    return time_ns(msg.get("timestamp", msg.get("created_at"))) or position * 1000
+
+
+def recover_errors(errors: list[ErrorEvent], waiting: list[int], step_id: str, time: int, reason: str) -> None:
+    """Mark the errors at ``waiting`` (indexes into ``errors``) recovered at ``step_id``, and stop waiting."""
+    for k in waiting:
+        e = errors[k]
+        errors[k] = error_event(
+            e.error_id, e.step_id, e.type, e.message, e.stages[0].time_ns,
+            recovered_at=(step_id, time, reason), attributes=e.attributes,
+        )  # fmt: skip
+    waiting.clear()
+
+
+def message_run(
+    steps: Sequence[Step], errors: Sequence[ErrorEvent], timed: Iterable[Any], run_id: str, head: RunHead
+) -> Run:
+    """The run of a message list's steps; ``synthetic_timing`` when none of the ``timed`` messages has a time."""
+    meta = dict(head.get("metadata") or {})
+    if steps and not any(
+        time_ns(m.get("timestamp", m.get("created_at"))) for m in timed if isinstance(m, Mapping)
+    ):
+        meta["synthetic_timing"] = True  # the log has no times: steps are 1 µs apart in message order
+    return Run(
+        run_id=run_id,
+        name=head.get("name") or run_id,
+        start_ns=steps[0].start_ns if steps else 0,
+        end_ns=steps[-1].end_ns if steps else 0,
+        outcome=head.get("outcome", "incomplete"),
+        failure_reason=head.get("failure_reason"),
+        metadata=meta,
+        steps=tuple(steps),
+        errors=tuple(errors),
+    )
+
+
 def _looks_like_message(v: Any, keys: Sequence[str]) -> bool:
     return isinstance(v, Mapping) and "role" in v and not any(k in v for k in keys)
 
@@ -313,6 +389,12 @@ def outcome_of(unit: Mapping[str, Any]) -> tuple[Outcome, str | None]:
 __all__ = [
     "BuildRun",
     "Record",
+    "RunHead",
+    "checked_messages",
+    "message_run",
+    "message_step_ids",
+    "message_time",
+    "recover_errors",
     "is_run_list",
     "messages_of",
     "outcome_of",

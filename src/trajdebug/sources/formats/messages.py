@@ -32,12 +32,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from trajdebug.core import chat
 from trajdebug.core.jsonl import FormatError, ReadResult
-from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
-from trajdebug.sources.formats._common import read_message_lists
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, Step
+from trajdebug.sources.formats._common import (
+    RunHead,
+    checked_messages,
+    message_run,
+    message_step_ids,
+    message_time,
+    read_message_lists,
+    recover_errors,
+)
 from trajdebug.sources.formats.convert import (
     add_deps,
     declared,
@@ -47,7 +55,6 @@ from trajdebug.sources.formats.convert import (
     inferred,
     llm_content,
     maybe_json,
-    time_ns,
 )
 
 
@@ -84,19 +91,11 @@ def read_messages(path: str | Path) -> ReadResult:
 
 
 def messages_to_run(
-    messages: Sequence[Any],
-    *,
-    run_id: str,
-    name: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    outcome: Outcome = "incomplete",
-    failure_reason: str | None = None,
-    source: str | None = None,
-    record: int | None = None,
+    messages: Sequence[Any], *, run_id: str, **head: Unpack[RunHead]
 ) -> tuple[Run, list[FormatError]]:
     """Build one run from a message list; malformed messages become problems and are skipped."""
-    problems: list[FormatError] = []
-    where = f"run {record}: " if record is not None else ""
+    valid, problems = checked_messages(messages, _check_message, head)
+    step_id = message_step_ids(len(messages))
     steps: list[Step] = []
     errors: list[ErrorEvent] = []
     call_owner: dict[str, str] = {}  # tool_call_id -> step id of the assistant turn that issued it
@@ -106,18 +105,11 @@ def messages_to_run(
     since_assistant: list[str] = []  # steps read by the next assistant turn
     last_assistant: str | None = None
     open_errors: list[int] = []  # indexes into errors awaiting the next assistant turn
-    width = max(4, len(str(len(messages))))
-    for i, msg in enumerate(messages):
-        bad = _check_message(msg)
-        if bad:
-            problems.append(
-                FormatError(f"{where}message {i + 1}: {bad}", source=source, line=record or i + 1)
-            )
-            continue
+    for i, msg in valid:
         role = str(msg["role"]).lower()
-        sid = f"m{i:0{width}d}"
+        sid = step_id(i)
         content = msg.get("content")
-        start = time_ns(msg.get("timestamp", msg.get("created_at"))) or i * 1000
+        start = message_time(msg, i)
         attrs: dict[str, Any] = {"role": role}
         if "index" in msg:
             attrs["index"] = msg["index"]
@@ -146,14 +138,8 @@ def messages_to_run(
             deps += [declared(s) for s in since_assistant]
             if last_assistant is not None:
                 deps.append(inferred(last_assistant, "context", TURN_CONFIDENCE))
-            for k in open_errors:
-                e = errors[k]
-                reason = "the error text went back to the model as the tool result and the run continued"
-                errors[k] = error_event(
-                    e.error_id, e.step_id, e.type, e.message, e.stages[0].time_ns,
-                    recovered_at=(sid, start, reason), attributes=e.attributes,
-                )  # fmt: skip
-            open_errors.clear()
+            reason = "the error text went back to the model as the tool result and the run continued"
+            recover_errors(errors, open_errors, sid, start, reason)
             since_assistant.clear()
             last_assistant = sid
         elif role in _TOOL:
@@ -201,22 +187,7 @@ def messages_to_run(
                 source_index=i,
             )
         )
-    meta = dict(metadata or {})
-    if steps and not any(
-        time_ns(m.get("timestamp", m.get("created_at"))) for m in messages if isinstance(m, Mapping)
-    ):
-        meta["synthetic_timing"] = True  # the log has no times: steps are 1 µs apart in message order
-    run = Run(
-        run_id=run_id,
-        name=name or run_id,
-        start_ns=steps[0].start_ns if steps else 0,
-        end_ns=steps[-1].end_ns if steps else 0,
-        outcome=outcome,
-        failure_reason=failure_reason,
-        metadata=meta,
-        steps=tuple(steps),
-        errors=tuple(errors),
-    )
+    run = message_run(steps, errors, messages, run_id, head)
     return run, problems
 
 

@@ -30,13 +30,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from trajdebug.core import chat
 from trajdebug.core.jsonl import FormatError, ReadResult
-from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Outcome, Run, Step
-from trajdebug.sources.formats._common import messages_of, read_message_lists, read_records
-from trajdebug.sources.formats.convert import add_deps, declared, error_event, inferred, text_of, time_ns
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, Step
+from trajdebug.sources.formats._common import (
+    RunHead,
+    checked_messages,
+    message_run,
+    message_step_ids,
+    message_time,
+    messages_of,
+    read_message_lists,
+    read_records,
+    recover_errors,
+)
+from trajdebug.sources.formats.convert import add_deps, declared, error_event, inferred, text_of
 
 
 TRANSCRIPT_KEYS = ("history", "messages", "transcript", "chat_history", "conversation")
@@ -127,30 +137,14 @@ def _mentions(text: str, name: str) -> bool:
 
 
 def transcript_to_run(
-    messages: Sequence[Any],
-    *,
-    run_id: str,
-    name: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    outcome: Outcome = "incomplete",
-    failure_reason: str | None = None,
-    source: str | None = None,
-    record: int | None = None,
+    messages: Sequence[Any], *, run_id: str, **head: Unpack[RunHead]
 ) -> tuple[Run, list[FormatError]]:
     """Build one run from a transcript; malformed messages become problems and are skipped."""
-    problems: list[FormatError] = []
-    where = f"run {record}: " if record is not None else ""
-    valid: list[tuple[int, Mapping[str, Any], str, str]] = []  # (position, message, speaker, text)
-    for i, msg in enumerate(messages):
-        bad = _check(msg)
-        if bad:
-            problems.append(
-                FormatError(f"{where}message {i + 1}: {bad}", source=source, line=record or i + 1)
-            )
-            continue
-        valid.append((i, msg, str(msg.get("name") or msg["role"]), text_of(msg.get("content"))))
+    checked, problems = checked_messages(messages, _check, head)
+    # (position, message, speaker, text)
+    valid = [(i, msg, str(msg.get("name") or msg["role"]), text_of(msg.get("content"))) for i, msg in checked]
     speakers = {sp for _, _, sp, _ in valid}
-    width = max(4, len(str(len(messages))))
+    step_id = message_step_ids(len(messages))
     steps: list[Step] = []
     errors: list[ErrorEvent] = []
     addressed: dict[str, list[str]] = {}  # speaker -> messages addressing them since they last spoke
@@ -158,8 +152,8 @@ def transcript_to_run(
     open_errors: list[int] = []
     prev: str | None = None
     for i, msg, speaker, text in valid:
-        sid = f"m{i:0{width}d}"
-        start = time_ns(msg.get("timestamp", msg.get("created_at"))) or i * 1000
+        sid = step_id(i)
+        start = message_time(msg, i)
         role = str(msg["role"]).lower()
         is_result = _is_execution_result(speaker, text)
         deps: list[Dependency] = [declared(a, "control") for a in addressed.pop(speaker, ())]
@@ -186,19 +180,8 @@ def transcript_to_run(
             )
             if _CODE_BLOCK.search(text):
                 last_code = sid
-            for k in open_errors:
-                e = errors[k]
-                reason = "the failed execution result was read by the next agent turn and the conversation continued"
-                errors[k] = error_event(
-                    e.error_id,
-                    e.step_id,
-                    e.type,
-                    e.message,
-                    e.stages[0].time_ns,
-                    recovered_at=(sid, start, reason),
-                    attributes=e.attributes,
-                )
-            open_errors.clear()
+            reason = "the failed execution result was read by the next agent turn and the conversation continued"
+            recover_errors(errors, open_errors, sid, start, reason)
         for other in speakers - {speaker}:
             if _mentions(text, other):
                 addressed.setdefault(other, []).append(sid)
@@ -228,20 +211,7 @@ def transcript_to_run(
             )
         )
         prev = sid
-    meta = dict(metadata or {})
-    if steps and not any(time_ns(m.get("timestamp", m.get("created_at"))) for _, m, _, _ in valid):
-        meta["synthetic_timing"] = True  # the transcript has no times: steps are 1 µs apart in message order
-    run = Run(
-        run_id=run_id,
-        name=name or run_id,
-        start_ns=steps[0].start_ns if steps else 0,
-        end_ns=steps[-1].end_ns if steps else 0,
-        outcome=outcome,
-        failure_reason=failure_reason,
-        metadata=meta,
-        steps=tuple(steps),
-        errors=tuple(errors),
-    )
+    run = message_run(steps, errors, (m for _, m, _, _ in valid), run_id, head)
     return run, problems
 
 
