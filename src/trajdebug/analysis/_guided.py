@@ -407,20 +407,17 @@ class GuidedSearch:
         # The cheaper doubt: of the two wrong-marked steps whose reaches are
         # disjoint, re-ask the one whose reach holds less prior mass (it is the
         # less likely to hold the root), then the other; never the failure.
-        sides = sorted(pair, key=lambda i: self._mass(wrong.get(i, 1 << i)))
-        for i in sides:
-            if self.failure is not None and i == self.index[self.failure]:
-                continue
-            if i not in self.rechecked and len(self.votes.get(i, ())) < _MAX_ASKS:
-                self.rechecked.add(i)
-                return self.ids[i]
-        return None
+        return self._recheck_first(sorted(pair, key=lambda i: self._mass(wrong.get(i, 1 << i))))
 
     def _recheck_proof(self, focus: int) -> str | None:
         if not self.recheck:
             return None
-        proof = [focus, *self.parents[focus]]
-        for i in proof:
+        return self._recheck_first([focus, *self.parents[focus]])
+
+    def _recheck_first(self, order: Iterable[int]) -> str | None:
+        """The first step of ``order`` that may be asked again (never the failure; each at most once,
+        and never past `_MAX_ASKS` answers), marked as rechecked."""
+        for i in order:
             if self.failure is not None and i == self.index[self.failure]:
                 continue
             if i not in self.rechecked and len(self.votes.get(i, ())) < _MAX_ASKS:

@@ -88,11 +88,11 @@ def stated_counts(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     available, or "the cheapest is $46.66" when a cheaper available record is
     listed: misinterpretation of tool output.
     """
-    found = chat_turn(step, ctx)
+    found = chat_turn(step, ctx, "assistant")
     if found is None:
         return
     conv, turn = found
-    if turn.role != "assistant" or not turn.text:
+    if not turn.text:
         return
     results = [r.result for r in conv.results_since_user(step.step_id) if r.result is not None]
     if not results:
@@ -157,12 +157,10 @@ def failed_calls(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     write, the later call is the invalid one: it acted against state the agent
     itself had just changed.
     """
-    found = chat_turn(step, ctx)
+    found = chat_turn(step, ctx, "assistant")
     if found is None:
         return
     conv, turn = found
-    if turn.role != "assistant":
-        return
     # Did one of my writes block a later call?
     for call in turn.calls:
         if call.error is not None or not is_write(call.name, ctx.run):
@@ -247,12 +245,12 @@ def unconfirmed_writes(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     (guardrails, plan adherence); a write made right after a user message
     that carries no confirmation acts on an intent the user never approved.
     """
-    found = chat_turn(step, ctx)
+    found = chat_turn(step, ctx, "assistant")
     if found is None:
         return
     conv, turn = found
     writes = [c for c in turn.calls if is_write(c.name, ctx.run) and not ctx.lexicon.handoff_tool.search(c.name)]
-    if turn.role != "assistant" or not writes:
+    if not writes:
         return
     user = conv.last_user(step.step_id)
     if user is None:
@@ -289,11 +287,11 @@ def abandoned_requests(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     The user said yes to a proposal and no consequential call followed: the
     agent gave up on a supported intent (intent not supported / plan adherence).
     """
-    found = chat_turn(step, ctx)
+    found = chat_turn(step, ctx, "assistant")
     if found is None:
         return
     conv, turn = found
-    if turn.role != "assistant" or not any(ctx.lexicon.handoff_tool.search(c.name) for c in turn.calls):
+    if not any(ctx.lexicon.handoff_tool.search(c.name) for c in turn.calls):
         return
     pending = False
     for t in conv.before(step.step_id):
@@ -317,11 +315,11 @@ def unverified_refusals(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     A capability claim made from belief rather than from a tool's answer
     (intent-plan misalignment): the agent refuses a request it never tried.
     """
-    found = chat_turn(step, ctx)
+    found = chat_turn(step, ctx, "assistant")
     if found is None:
         return
     conv, turn = found
-    if turn.role != "assistant" or turn.calls or not ctx.lexicon.cannot.search(turn.text):
+    if turn.calls or not ctx.lexicon.cannot.search(turn.text):
         return
     since = []
     for t in reversed(conv.before(step.step_id)):
@@ -394,12 +392,10 @@ def plan_mismatch(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     sibling has, and none only this record has, the call acts on another
     object than the plan said (plan adherence; invention when no tool named it).
     """
-    found = chat_turn(step, ctx)
+    found = chat_turn(step, ctx, "assistant")
     if found is None:
         return
     conv, turn = found
-    if turn.role != "assistant":
-        return
     writes = [c for c in turn.calls if is_write(c.name, ctx.run)]
     if not writes:
         return
@@ -456,11 +452,11 @@ def completion_claims(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     is done; another object it had read, of the same kind and in the same
     status, got no call (plan adherence: an incomplete plan reported complete).
     """
-    found = chat_turn(step, ctx)
+    found = chat_turn(step, ctx, "assistant")
     if found is None:
         return
     conv, turn = found
-    if turn.role != "assistant" or not ctx.lexicon.all_done.search(turn.text):
+    if not ctx.lexicon.all_done.search(turn.text):
         return
     first_seen: dict[str, tuple[str, str]] = {}  # id -> (id key, status when first read)
     written: set[str] = set()
@@ -498,12 +494,10 @@ def user_decisions(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     evidence: it makes the user's turn a candidate, it does not outrank a
     faulty agent turn.
     """
-    found = chat_turn(step, ctx)
+    found = chat_turn(step, ctx, "user")
     if found is None:
         return
     conv, turn = found
-    if turn.role != "user":
-        return
     prev = next(
         (t for t in reversed(conv.before(step.step_id)) if t.role == "assistant" and t.text.strip()), None
     )

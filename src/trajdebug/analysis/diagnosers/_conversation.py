@@ -182,10 +182,11 @@ def conversation(run: Run) -> Conversation:
     return conv
 
 
-def chat_turn(step: Step, ctx: DiagnoseContext) -> tuple[Conversation, Turn] | None:
+def chat_turn(step: Step, ctx: DiagnoseContext, role: str | None = None) -> tuple[Conversation, Turn] | None:
+    """The step's turn of the run's chat and the chat; None when it is none (or not a turn of ``role``)."""
     conv = conversation(ctx.run)
     t = conv.turn(step.step_id)
-    if t is None or not conv.is_chat:
+    if t is None or not conv.is_chat or (role is not None and t.role != role):
         return None
     return conv, t
 
