@@ -100,6 +100,18 @@ def thin_inferred(run: Run, *, limit: int = 512, budget: int = 16, short: int = 
     return replace(run, steps=tuple(out)) if changed else run
 
 
+def _with_deps(run: Run, added: Mapping[str, Sequence[Dependency]]) -> Run:
+    """The run with ``added[step_id]`` appended to each step's dependencies (the run itself when none)."""
+    if not added:
+        return run
+    return replace(
+        run,
+        steps=tuple(
+            replace(s, deps=(*s.deps, *added[s.step_id])) if s.step_id in added else s for s in run.steps
+        ),
+    )
+
+
 def _canonical(value: Any) -> str | None:
     """A structured value's canonical JSON, when it is telling enough to identify a flow (20+ characters)."""
     if not isinstance(value, (Mapping, list)) or len(value) < 2 or content.is_marker(value):
@@ -171,14 +183,7 @@ def structural_edges(run: Run, *, confidence: float = 0.9) -> Run:
                 keys.append(parsed)
         if keys and st.kind != "agent":
             pending.append((st.end_ns or 0, st, keys))
-    if not added:
-        return run
-    return replace(
-        run,
-        steps=tuple(
-            replace(s, deps=(*s.deps, *added[s.step_id])) if s.step_id in added else s for s in run.steps
-        ),
-    )
+    return _with_deps(run, added)
 
 
 NAMED_KEY = "(named by the failure)"
@@ -221,14 +226,7 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
         new += _births(f.message, before, ancestors, have, confidence * 0.8, texts)
         if new:
             added.setdefault(f.step_id, []).extend(new)
-    if not added:
-        return run
-    return replace(
-        run,
-        steps=tuple(
-            replace(s, deps=(*s.deps, *added[s.step_id])) if s.step_id in added else s for s in run.steps
-        ),
-    )
+    return _with_deps(run, added)
 
 
 def _quoted_producers(
