@@ -38,6 +38,18 @@ comes first (never inside a run), so a dataset of long runs still splits into bo
 
 MANIFEST = "_trajdebug.json"
 
+_USAGE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("model", "string"),
+    ("prompt_tokens", "int64"),
+    ("completion_tokens", "int64"),
+    ("total_tokens", "int64"),
+    ("cost", "float64"),
+)
+"""The token usage and cost of a run (its steps summed) or of a step (`_usage_cols`)."""
+
+_TIME_COLUMNS: tuple[tuple[str, str], ...] = (("start_time", "timestamp"), ("end_time", "timestamp"))
+"""A run's or a step's start and end as timestamps (for time filters in queries)."""
+
 # (column, pyarrow type name, nullable) per table; the order is the file's column order.
 COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "runs": (
@@ -54,13 +66,8 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("errors", "int32"),
         ("metadata_json", "string"),
         ("session", "string"),
-        ("model", "string"),
-        ("prompt_tokens", "int64"),
-        ("completion_tokens", "int64"),
-        ("total_tokens", "int64"),
-        ("cost", "float64"),
-        ("start_time", "timestamp"),
-        ("end_time", "timestamp"),
+        *_USAGE_COLUMNS,
+        *_TIME_COLUMNS,
         ("metadata", "map"),
         ("tags", "list"),
     ),
@@ -85,13 +92,8 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("input_json", "string"),
         ("output_json", "string"),
         ("attributes_json", "string"),
-        ("model", "string"),
-        ("prompt_tokens", "int64"),
-        ("completion_tokens", "int64"),
-        ("total_tokens", "int64"),
-        ("cost", "float64"),
-        ("start_time", "timestamp"),
-        ("end_time", "timestamp"),
+        *_USAGE_COLUMNS,
+        *_TIME_COLUMNS,
     ),
     "errors": (
         ("run_id", "string"),
