@@ -30,7 +30,7 @@ edges, lifecycles).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -122,11 +122,9 @@ def iter_otlp(path: str | Path, problems: list[FormatError]) -> Iterator[Run]:
             bad_json: list[FormatError] = []
             bad_spans: list[FormatError] = []
             try:
-                for rec in records(f, bad_json, stream_from=STREAM_FROM):
-                    for env in rec.value if isinstance(rec.value, list) else [rec.value]:
-                        spans, bad = spans_from_envelope(env, source=str(f), line=rec.line, first_index=traces.count)
-                        traces.add(spans, SPILL_SPANS)
-                        bad_spans += bad
+                read = records(f, bad_json, stream_from=STREAM_FROM)
+                for spans in _envelope_spans(read, str(f), bad_spans, traces.count):
+                    traces.add(spans, SPILL_SPANS)
             except FormatError as exc:
                 problems.append(exc)
                 continue
@@ -159,26 +157,25 @@ def _runs(traces: SpanSpill, problems: list[FormatError] | None = None, source: 
                 problems.append(FormatError(f"trace {t}: cannot be assembled ({exc}); skipped", source=source))
 
 
-def _spans_of_records(
-    records: Sequence[Record], source: str, first_index: int
-) -> tuple[list[Span], list[FormatError]]:
-    spans: list[Span] = []
-    problems: list[FormatError] = []
+def _envelope_spans(
+    records: Iterable[Record], source: str, problems: list[FormatError], first_index: int = 0
+) -> Iterator[list[Span]]:
+    """The spans of each OTLP envelope in the records (a record holds one envelope or a list of them),
+    numbered on from ``first_index``; what is malformed goes to ``problems``, the rest is read."""
+    n = first_index
     for rec in records:
-        envs = rec.value if isinstance(rec.value, list) else [rec.value]
-        for env in envs:
-            s, bad = spans_from_envelope(
-                env, source=source, line=rec.line, first_index=first_index + len(spans)
-            )
-            spans += s
+        for env in rec.value if isinstance(rec.value, list) else [rec.value]:
+            spans, bad = spans_from_envelope(env, source=source, line=rec.line, first_index=n)
+            n += len(spans)
             problems += bad
-    return spans, problems
+            yield spans
 
 
 def runs_from_otlp(envelopes: Iterable[Mapping[str, Any]], *, source: str | None = None) -> ReadResult:
     """Import decoded OTLP/JSON envelopes (already parsed JSON objects)."""
     records = [Record(e, n) for n, e in enumerate(envelopes, start=1)]
-    spans, problems = _spans_of_records(records, source or "<otlp>", 0)
+    problems: list[FormatError] = []
+    spans = [s for batch in _envelope_spans(records, source or "<otlp>", problems) for s in batch]
     result = runs_from_spans(spans)
     result.problems[:0] = problems
     return result
