@@ -93,7 +93,10 @@ def read_messages(path: str | Path) -> ReadResult:
 def messages_to_run(
     messages: Sequence[Any], *, run_id: str, **head: Unpack[RunHead]
 ) -> tuple[Run, list[FormatError]]:
-    """Build one run from a message list; malformed messages become problems and are skipped."""
+    """Build one run from a message list; malformed messages become problems and are skipped.
+
+    ``head`` names the run, its metadata and outcome, and where it was read (`RunHead`).
+    """
     valid, problems = checked_messages(messages, _check_message, head)
     step_id = message_step_ids(len(messages))
     steps: list[Step] = []

@@ -139,7 +139,10 @@ def _mentions(text: str, name: str) -> bool:
 def transcript_to_run(
     messages: Sequence[Any], *, run_id: str, **head: Unpack[RunHead]
 ) -> tuple[Run, list[FormatError]]:
-    """Build one run from a transcript; malformed messages become problems and are skipped."""
+    """Build one run from a transcript; malformed messages become problems and are skipped.
+
+    ``head`` names the run, its metadata and outcome, and where it was read (`RunHead`).
+    """
     checked, problems = checked_messages(messages, _check, head)
     # (position, message, speaker, text)
     valid = [(i, msg, str(msg.get("name") or msg["role"]), text_of(msg.get("content"))) for i, msg in checked]
