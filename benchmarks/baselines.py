@@ -25,9 +25,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from trajdebug.analysis._detect import Failure
-from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._localize import Candidate, Localization, SearchStats, localize
 from trajdebug.analysis.diagnosers import DiagnoseContext, registered_diagnosers
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 

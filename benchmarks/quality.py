@@ -118,7 +118,7 @@ def reachable(run: Run, failures: Sequence[Any], truth: str | None) -> bool:
     The graph's implicit child -> enclosing-agent edges are left out: through them every
     step of an agent reaches the agent, whatever actually flowed.
     """
-    from trajdebug.analysis._graph import CHILD_KEY, DependencyGraph
+    from trajdebug.core.graph import CHILD_KEY, DependencyGraph
 
     g = DependencyGraph(run)
     if truth is None or truth not in g:

@@ -15,7 +15,7 @@ from benchmarks.baselines import (
 )
 
 from trajdebug.analysis._detect import Failure, detect
-from trajdebug.analysis._graph import DependencyGraph
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 

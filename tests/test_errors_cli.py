@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 import trajdebug
-from trajdebug.analysis.lifecycle._analyze import analyze_errors
 from trajdebug.cli import cli
+from trajdebug.core.lifecycle.analyze import analyze_errors
 from trajdebug.core.model import Run
 from trajdebug.demo import run_demo
 from trajdebug.record.errorlog import FIELDS, JsonFormatter, LiveErrorLog, emit_errors

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajdebug.analysis._graph import CHILD_KEY, DependencyGraph, GraphError
+from trajdebug.core.graph import CHILD_KEY, DependencyGraph, GraphError
 from trajdebug.core.model import Dependency, Run, Step
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.analysis.lifecycle._analyze import ANALYSIS_PREFIX, ErrorReport, analyze_errors
-from trajdebug.analysis.lifecycle._severity import RULE_BY_NAME
+from trajdebug.core.lifecycle.analyze import ANALYSIS_PREFIX, ErrorReport, analyze_errors
+from trajdebug.core.lifecycle.severity import RULE_BY_NAME
 from trajdebug.core.model import Dependency, ErrorEvent, Run, StageChange, Step, StepKind
 from trajdebug.testing import capture_runs, deterministic
 
@@ -584,7 +584,7 @@ class TestInfluence:
 
     def test_a_huge_blast_radius_is_cut_to_the_nearest_steps(self) -> None:
         """Past MAX_BLAST steps the radius keeps the nearest ones and says it was cut; state is still seen."""
-        from trajdebug.analysis.lifecycle._analyze import MAX_BLAST
+        from trajdebug.core.lifecycle.analyze import MAX_BLAST
 
         n = MAX_BLAST + 20
         steps = [Step("s0000", "src", start_ns=1, end_ns=2, status="error")]

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trajdebug.analysis._detect import Failure, detect
-from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._localize import Localization, localize
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.analysis.lifecycle._analyze import analyze_errors
 from trajdebug.core.jsonl import read_jsonl
+from trajdebug.core.lifecycle.analyze import analyze_errors
 from trajdebug.core.model import Run
 from trajdebug.record.propagation import SINK_HEADER, TRACEPARENT
 from trajdebug.store import Store

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trajdebug.core.lifecycle.machine import TERMINAL
 from trajdebug.core.model import Run, Step
 
 
@@ -40,9 +41,6 @@ CODES: dict[str, str] = {
 
 INFERRED_CONFIDENCE = 0.8
 """An inferred data edge at least this confident counts as content saying data flowed."""
-
-_TERMINAL = frozenset({"recovered", "ignored", "failed"})
-
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -116,7 +114,7 @@ def _swallowed(run: Run, steps: dict[str, Step]) -> Iterable[Finding]:
         if e.step_id in retried:
             continue  # handled by a retry: the later attempt carries it on
         recorded = [c for c in e.stages if not (c.reason or "").startswith("analysis: ")]
-        if any(c.stage in _TERMINAL for c in recorded):
+        if any(c.stage in TERMINAL for c in recorded):
             continue
         if any((c.reason or "") == "left the sub-agent" for c in recorded):
             continue  # the calling process decides

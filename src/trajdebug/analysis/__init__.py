@@ -11,7 +11,6 @@ from __future__ import annotations
 from trajdebug.analysis._content import text_of
 from trajdebug.analysis._detect import Detector, Failure, detect
 from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
-from trajdebug.analysis._graph import DependencyGraph, GraphError
 from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
@@ -21,8 +20,9 @@ from trajdebug.analysis.diagnosers._context import SUMMARY_SAFE, Diagnoser, Evid
 from trajdebug.analysis.features import features
 from trajdebug.analysis.inference import infer_dependencies, previous_turns
 from trajdebug.analysis.learned import Model, load_model, rerank
-from trajdebug.analysis.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport, analyze_errors
 from trajdebug.analysis.reference import is_original, references, same_agent
+from trajdebug.core.graph import DependencyGraph, GraphError
+from trajdebug.core.lifecycle import ErrorChain, ErrorLifecycle, ErrorReport, analyze_errors
 
 
 __all__ = [

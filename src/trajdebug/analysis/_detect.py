@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from trajdebug.analysis import _content as content
+from trajdebug.core.graph import final_step
 from trajdebug.core.model import Run, Step
 from trajdebug.core.plugins import entry_point_callables
 
@@ -160,33 +161,6 @@ def superseded(run: Run) -> set[str]:
             if any(j > i and (mine & theirs or not (mine or theirs)) for j, theirs in clean):
                 out.add(s.step_id)
     return out
-
-
-def final_step(run: Run) -> Step | None:
-    """The step that produced the run's final output.
-
-    In order: a step marked ``attributes["final"]``; the last ``output`` step; the
-    single top-level step (the root agent); the last top-level step to finish.
-    """
-    if not run.steps:
-        return None
-    output: Step | None = None
-    for s in reversed(run.steps):
-        if s.attributes and s.attributes.get("final"):
-            return s
-        if output is None and s.kind == "output":
-            output = s
-    if output is not None:
-        return output
-    top = [s for s in run.steps if s.parent_id is None]
-    if len(top) == 1:
-        return top[0]
-    best, best_key = None, None
-    for i, s in enumerate(top or run.steps):
-        key = (s.end_ns if s.end_ns is not None else s.start_ns, i)
-        if best_key is None or key > best_key:
-            best, best_key = s, key
-    return best
 
 
 class Detector(Protocol):

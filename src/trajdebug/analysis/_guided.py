@@ -50,8 +50,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._oracles import Caller, ask
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer, Run, Step
 
 

@@ -44,7 +44,6 @@ from typing import Any
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._ranking import (
     DEFAULT_WEIGHTS,
     FAILURE_SUSPICION,
@@ -59,6 +58,7 @@ from trajdebug.analysis.diagnosers import DiagnoseContext, Diagnoser, registered
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import Profile
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import VALUE_DEP_KINDS, Run
 
 

@@ -56,7 +56,7 @@ class Analysis:
     localization: Localization
     """The ranked root-cause candidates and the search statistics."""
     error_report: Any = None
-    """The error-lifecycle report (`trajdebug.analysis.lifecycle._analyze`), when available."""
+    """The error-lifecycle report (`trajdebug.core.lifecycle.analyze`), when available."""
     inferred: bool = False
     """True when content inference added dependencies to the run (`trajdebug.analysis.inference._infer`)."""
     previous: tuple[Run, ...] = ()

@@ -32,13 +32,13 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
-from trajdebug.analysis._graph import CHILD_KEY, DependencyGraph
 from trajdebug.analysis._sources import Mark, Slice, local_evidence, other_entities, reference_evidence
 from trajdebug.analysis._value_sources import lineage_evidence
 from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_check
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import Profile
+from trajdebug.core.graph import CHILD_KEY, DependencyGraph
 from trajdebug.core.model import BOUNDARY_KINDS, CONTAINER_KINDS, VALUE_DEP_KINDS, Dependency, Run, Step
 from trajdebug.core.values import atoms
 

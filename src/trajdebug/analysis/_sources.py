@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
@@ -35,6 +34,7 @@ from trajdebug.analysis.lineage import (
     anomalies,
 )
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
 from trajdebug.core.values import Atom, Mention
 

@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Any
 
 from trajdebug.analysis._detect import Failure, detect, final_step, superseded
-from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._localize import Candidate, Localization, rank_steps
 from trajdebug.analysis._localize import collect_evidence as _collect
 from trajdebug.analysis._state import AnalysisState, need
@@ -22,6 +21,7 @@ from trajdebug.analysis.diagnosers._context import Evidence
 from trajdebug.analysis.inference import named_edges, structural_edges, thin_inferred, with_context
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import learn, returns_empty
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Run
 
 
@@ -109,7 +109,7 @@ def lifecycle(state: AnalysisState) -> AnalysisState:
     origins = _error_origins(run)
     if not run.errors:
         return replace(state, origins=tuple(origins))
-    from trajdebug.analysis.lifecycle import analyze_errors
+    from trajdebug.core.lifecycle import analyze_errors
 
     report = analyze_errors(run, graph=own_graph)
     handled = frozenset(e.step_id for e in report.errors if e.stage in ("recovered", "ignored")) | frozenset(

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from trajdebug.analysis._detect import Detector, Failure
-from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._localize import Localization
 from trajdebug.analysis._ranking import Ranking
 from trajdebug.analysis.diagnosers._context import Diagnoser, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import Profile
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Outcome, Run
 
 

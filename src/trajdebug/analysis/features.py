@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 
 from trajdebug.analysis._content import text_of
 from trajdebug.analysis._evidence import family
-from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis._localize import Candidate
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Run, Step
 
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 
 if TYPE_CHECKING:
-    from trajdebug.analysis import ErrorReport
+    from trajdebug.core.lifecycle import ErrorReport
     from trajdebug.core.model import Run
 
 
@@ -124,9 +124,9 @@ def emit_errors(
     from trajdebug.core.model import Run
 
     if isinstance(run_or_report, Run):
-        # The one place the recording layer reaches the analysis: a finished run is
-        # analysed here, lazily and through the facade, only when asked to.
-        from trajdebug.analysis import analyze_errors
+        # The lifecycle analysis lives in the core, below the recorder; imported here,
+        # only when asked to, so that recording never pays for loading it.
+        from trajdebug.core.lifecycle import analyze_errors
 
         run = run_or_report
         report = analyze_errors(run)

@@ -1,7 +1,8 @@
 """Recording errors: each exception counted once, its path, its cause, its end.
 
-The runtime half of the error lifecycle (`trajdebug.analysis.lifecycle._analyze` is the
-analysis half).  Rules:
+The recorder's side of the error lifecycle: it drives the one state machine
+(`trajdebug.core.lifecycle.machine`) that the lifecycle analysis
+(`trajdebug.core.lifecycle.analyze`) replays on the finished run.  Rules:
 
 * An exception leaving a step for the first time is one error event
   (``occurred``).  The same exception object leaving an *enclosing* step is
@@ -34,6 +35,8 @@ import sys
 import traceback
 from typing import Any
 
+from trajdebug.core.lifecycle.machine import OCCURRED, advance, is_open
+from trajdebug.core.model import Stage
 from trajdebug.core.schema import error_record, stage_record
 from trajdebug.record import context as _ctx
 from trajdebug.record import errorlog as _live
@@ -48,7 +51,6 @@ RunHandle = Any
 """A `trajdebug.record.runs.RunHandle`."""
 
 _ATTR = "__trajdebug_error__"
-_OPEN = "open"
 _counter = iter(range(1, 1 << 62))
 _MAX_HOPS = 10_000
 
@@ -205,12 +207,12 @@ def _find_cause(run: RunHandle, exc: BaseException) -> str | None:
 
 
 def _is_open(run: RunHandle, error_id: str) -> bool:
-    return bool(run._errors.get(error_id, _OPEN) == _OPEN)
+    return is_open(run._errors.get(error_id))
 
 
-def _stage(run: RunHandle, error_id: str, stage: str, step_id: str | None, reason: str | None = None) -> None:
-    if stage in ("recovered", "ignored", "failed"):
-        run._errors[error_id] = stage
+def _stage(run: RunHandle, error_id: str, stage: Stage, step_id: str | None, reason: str | None = None) -> None:
+    # ``run._errors`` holds each error's state in the machine (error id -> stage).
+    run._errors[error_id] = advance(run._errors.get(error_id), stage)
     rec = stage_record(run.run_id, error_id, stage, step_id, _ctx.now(), reason)
     run._push(rec)
     if _live._listeners:
@@ -242,8 +244,7 @@ def _new_error(
     run._push(rec)
     if _live._listeners:
         _live._notify(rec, h.agent)
-    run._errors[eid] = _OPEN
-    _stage(run, eid, "occurred", h.id)
+    _stage(run, eid, OCCURRED, h.id)
     return eid
 
 

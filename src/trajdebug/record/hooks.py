@@ -2,7 +2,7 @@
 
 ``trajdebug.on_critical(callback)`` calls ``callback(event)`` once per error
 chain that becomes critical while a run is recorded, judged by the same rules
-as ``trajdebug errors`` (`trajdebug.analysis.analyze_errors` on the run as
+as ``trajdebug errors`` (`trajdebug.core.lifecycle.analyze_errors` on the run as
 recorded so far): a chain is critical when its last error reached the run's
 failure (``terminal-failed``); with ``score=N`` it counts as soon as the rules
 that fired for it so far add up to N (``score=2``: every attempt of a retried
@@ -34,11 +34,15 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.codec import loads
 from trajdebug.core.model import ErrorEvent
 from trajdebug.record.recorder import StopRun, request_stop
+
+
+if TYPE_CHECKING:
+    from trajdebug.core.lifecycle import ErrorChain
 
 
 log = logging.getLogger("trajdebug")
@@ -55,8 +59,8 @@ class CriticalError:
     """The run."""
     run_name: str
     """The run's name."""
-    chain: Any
-    """The chain so far (`trajdebug.analysis.ErrorChain`: error ids, links, rules that fired, score)."""
+    chain: ErrorChain
+    """The chain so far (`trajdebug.core.lifecycle.ErrorChain`: error ids, links, rules that fired, score)."""
     errors: tuple[ErrorEvent, ...]
     """The chain's errors, origin first, with their stages so far."""
     critical: bool
@@ -212,8 +216,9 @@ class _Thread:
                 sk.dirty = True
 
     def _judge(self, sk: _Skeleton) -> None:
-        from trajdebug.analysis import analyze_errors
+        # Imported on the hook thread, the first time a run is judged: recording never loads it.
         from trajdebug.core.jsonl import RunBuilder
+        from trajdebug.core.lifecycle import analyze_errors
 
         hooks = list(HOOKS)
         if not hooks:

@@ -100,7 +100,7 @@ def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, 
     the link kind) and severity, then its message.
 
     Args:
-        report: The lifecycle report (`trajdebug.analysis.lifecycle.analyze_errors`).
+        report: The lifecycle report (`trajdebug.core.lifecycle.analyze_errors`).
         console: A ``rich.console.Console``.
         run: The run, for step names (ids only without it).
         history: Also print the stage history of the errors in critical chains.

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import FAULTY_THRESHOLD, Evidence, Verdict, fold
-from trajdebug.analysis._graph import DependencyGraph
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Run, Step
 from trajdebug.core.values import SUMMARY_KEY
 

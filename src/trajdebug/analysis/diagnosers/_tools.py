@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis._graph import CHILD_KEY
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.core.graph import CHILD_KEY
 from trajdebug.core.model import Step
 from trajdebug.core.values import date_forms, date_keys, is_date
 

@@ -3,8 +3,10 @@
 The recorder (`trajdebug.record.errors`) writes what it sees at run time: one
 error event per exception, its ``propagated`` stages up the step tree, its
 cause, ``recovered`` when a retry succeeded, ``ignored`` for a fallback,
-``failed`` when it escaped the run.  This module completes the picture with
-what only hindsight and the dependency graph show:
+``failed`` when it escaped the run, each transition through the state machine
+(`trajdebug.core.lifecycle.machine`) that this module replays on the recorded
+history.  This module completes the picture with what only hindsight and the
+dependency graph show:
 
 1. **Links.**  Each error gets at most one parent error, found in this order:
    the recorded cause (``cause``); the previous attempt's error when the error
@@ -27,7 +29,7 @@ what only hindsight and the dependency graph show:
    output was consumed outside the steps that enclose it.
 4. **Influence**: the blast radius (forward slice of its effect steps) and
    whether it reached a step that wrote shared state.
-5. **Chains and severity** (`trajdebug.analysis.lifecycle._severity`): root-to-leaf
+5. **Chains and severity** (`trajdebug.core.lifecycle.severity`): root-to-leaf
    paths of the forest, scored by stated rules; critical chains first.
 
 Forward and backward reach for all errors at once is computed with one pass
@@ -41,14 +43,12 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from trajdebug.analysis._graph import DependencyGraph
-from trajdebug.analysis.lifecycle._report import ErrorChain, ErrorLifecycle, ErrorReport
-from trajdebug.analysis.lifecycle._severity import ErrorFacts, LinkKind, RuleHit, grade, score_chain
+from trajdebug.core.graph import DependencyGraph, final_step
+from trajdebug.core.lifecycle.machine import TERMINAL, advance, fold
+from trajdebug.core.lifecycle.report import ErrorChain, ErrorLifecycle, ErrorReport
+from trajdebug.core.lifecycle.severity import ErrorFacts, LinkKind, RuleHit, grade, score_chain
 from trajdebug.core.model import ErrorEvent, Run, Stage, StageChange, Step
 
-
-TERMINAL: frozenset[str] = frozenset({"recovered", "ignored", "failed"})
-"""Stages that end an error's lifecycle."""
 
 ANALYSIS_PREFIX = "analysis: "
 """Prefix of the reason of every stage the analysis (not the recorder) added."""
@@ -89,7 +89,7 @@ class _Err:
         return self.stage not in TERMINAL
 
     def end(self, stage: Stage, step_id: str | None, time_ns: int, reason: str) -> None:
-        self.stage = stage
+        self.stage = advance(self.stage, stage)
         self.added.append(StageChange(stage, step_id, time_ns, ANALYSIS_PREFIX + reason))
         self.notes.append(reason)
 
@@ -107,21 +107,10 @@ def _prepare(run: Run, steps: dict[str, Step]) -> list[_Err]:
             t = ev.stages[0].time_ns
         elif step is not None:
             t = step.end_ns or step.start_ns
-        path = [ev.step_id] if step is not None else []
-        ended: list[str] = []
-        last: Stage = "occurred"
-        for c in ev.stages:
-            if c.stage == "propagated":
-                if c.step_id in steps and c.step_id not in path:
-                    path.append(c.step_id)
-                if last not in TERMINAL:
-                    last = "propagated"
-            elif c.stage in TERMINAL:
-                last = c.stage
-                if c.stage != "failed" and c.step_id in steps:
-                    ended.append(c.step_id)
-        w = _Err(ev, t, path, last, ended, index=i)
-        w.stage = last
+        # The recorder's own transitions, replayed by the same state machine.
+        folded = fold(ev.step_id, ev.stages, steps)
+        w = _Err(ev, t, list(folded.path), folded.stage, list(folded.ended), index=i)
+        w.stage = folded.stage
         work.append(w)
     work.sort(key=lambda w: (w.time, w.index))
     for i, w in enumerate(work):
@@ -290,15 +279,13 @@ def _failure_steps(run: Run, work: Sequence[_Err], steps: dict[str, Step]) -> li
     """Where the run's failure surfaced: the origin of each error that escaped the run, else the final step.
 
     A run failed by ``run.fail(...)`` (a wrong answer, a failed check) failed
-    at its final output (`trajdebug.analysis._detect.final_step`).
+    at its final output (`trajdebug.core.graph.final_step`).
     """
     if run.outcome != "failure":
         return []
     escaped = [w.ev.step_id for w in work if w.runtime_stage == "failed" and w.ev.step_id in steps]
     if escaped:
         return list(dict.fromkeys(escaped))
-    from trajdebug.analysis._detect import final_step
-
     final = final_step(run)
     return [final.step_id] if final is not None else []
 
@@ -441,7 +428,7 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
         and reasons, and the scored error chains (critical ones first).
 
     Raises:
-        trajdebug.analysis._graph.GraphError: the run's dependencies are not a
+        trajdebug.core.graph.GraphError: the run's dependencies are not a
             graph (a cycle, or an edge to a missing step).
     """
     if graph is None:

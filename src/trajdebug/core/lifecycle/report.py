@@ -1,6 +1,6 @@
 """The result of the error lifecycle analysis: each error's lifecycle, the error chains, the report.
 
-Produced by `trajdebug.analysis.lifecycle.analyze_errors`; rendered by
+Produced by `trajdebug.core.lifecycle.analyze_errors`; rendered by
 `trajdebug.report.errors` and logged by `trajdebug.record.errorlog`.  Plain
 frozen dataclasses; ``to_dict`` gives their JSON form.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.analysis.lifecycle._severity import LinkKind, RuleHit
+from trajdebug.core.lifecycle.severity import LinkKind, RuleHit
 from trajdebug.core.model import Outcome, Severity, Stage, StageChange
 
 
@@ -44,7 +44,7 @@ class ErrorLifecycle:
     """Steps downstream of its effect steps in the dependency graph (its own step excluded), in run
     order: for a recovered or ignored error, the consumers of the value that replaced it count too."""
     blast_truncated: bool
-    """Whether the blast radius was cut at `trajdebug.analysis.lifecycle.MAX_BLAST` steps (the nearest are kept)."""
+    """Whether the blast radius was cut at `trajdebug.core.lifecycle.MAX_BLAST` steps (the nearest are kept)."""
     touched_state: bool
     """Whether its effect steps or its (whole) blast radius include a step that wrote shared state."""
     state_keys: tuple[str, ...]

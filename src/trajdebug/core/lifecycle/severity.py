@@ -6,7 +6,7 @@ retry (a later attempt of the same operation failed too), nesting (a sub-agent
 or child step's unhandled error followed by an error in the enclosing step)
 or data (the replacement value of a recovered or ignored error, or the output
 of an open one, flowed into the step of a later error).  The lifecycle
-analysis (`trajdebug.analysis.lifecycle._analyze`) builds the forest; this module
+analysis (`trajdebug.core.lifecycle.analyze`) builds the forest; this module
 judges it.
 
 A chain whose last error ended ``failed`` is a **Critical Failure** (the

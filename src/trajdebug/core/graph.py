@@ -348,4 +348,31 @@ class DependencyGraph:
         return [sid for sid in self.steps if sid not in children]
 
 
-__all__ = ["CHILD_KEY", "DependencyGraph", "GraphError"]
+def final_step(run: Run) -> Step | None:
+    """The step that produced the run's final output.
+
+    In order: a step marked ``attributes["final"]``; the last ``output`` step; the
+    single top-level step (the root agent); the last top-level step to finish.
+    """
+    if not run.steps:
+        return None
+    output: Step | None = None
+    for s in reversed(run.steps):
+        if s.attributes and s.attributes.get("final"):
+            return s
+        if output is None and s.kind == "output":
+            output = s
+    if output is not None:
+        return output
+    top = [s for s in run.steps if s.parent_id is None]
+    if len(top) == 1:
+        return top[0]
+    best, best_key = None, None
+    for i, s in enumerate(top or run.steps):
+        key = (s.end_ns if s.end_ns is not None else s.start_ns, i)
+        if best_key is None or key > best_key:
+            best, best_key = s, key
+    return best
+
+
+__all__ = ["CHILD_KEY", "DependencyGraph", "GraphError", "final_step"]
