@@ -26,6 +26,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "trajdebug.core",
         "trajdebug.core.model",
         "trajdebug.core.graph",
+        "trajdebug.core.collector",
         "trajdebug.core.plugins",
         "trajdebug.core.chat",
         "trajdebug.core.escape",

@@ -25,13 +25,13 @@ sqlite-utils' CLI does over ``Database``), so both give the same answer.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis import Analysis, analyze, is_original, previous_turns, references
+from trajdebug.core.collector import collector_paused
 from trajdebug.core.model import Outcome, Run
 from trajdebug.sources.load import load_runs
 
@@ -310,13 +310,8 @@ def _earlier(run: Run, pool: Sequence[Run], session: bool) -> tuple[Run, ...]:
 def _load(source: str | Path, fmt: str | None) -> list[Run]:
     """`load_runs` with the cyclic collector paused: the loaded runs are millions of small objects that
     all stay alive, which every collection during the load would traverse again (as in the analysis)."""
-    if not gc.isenabled():
+    with collector_paused():
         return load_runs(source, fmt=fmt)
-    gc.disable()
-    try:
-        return load_runs(source, fmt=fmt)
-    finally:
-        gc.enable()
 
 
 __all__ = ["SESSION_TURNS", "SourceAnalysis", "analyze_source", "same_input", "targets"]

@@ -10,13 +10,11 @@ and gives candidates of earlier turns their own ids.  `Analysis.to_dict` is the 
 
 from __future__ import annotations
 
-import functools
-import gc
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Detector, Failure
@@ -42,6 +40,7 @@ from trajdebug.analysis.diagnosers._context import Diagnoser
 from trajdebug.analysis.inference import NAMED_KEY, named_edges, structural_edges, thin_inferred
 from trajdebug.analysis.learned import rerank
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.core.collector import collector_paused
 from trajdebug.core.model import Outcome, Run
 
 
@@ -132,35 +131,7 @@ def analyses_to_dict(analyses: Sequence[Analysis]) -> dict[str, Any]:
     return {"runs": [a.to_dict() for a in analyses]}
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def collector_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Run ``fn`` with Python's cyclic garbage collector paused (restored after, if it was on).
-
-    An analysis allocates millions of small containers that all stay alive
-    until it ends (atoms, views, evidence); every collection the allocations
-    trigger re-traverses them all, which cost as much as the analysis itself
-    on a 10,000-step run.  Reference counting still frees what dies; cycles
-    made meanwhile wait for the next collection.  Nested calls leave the
-    collector to the outermost one.
-    """
-
-    @functools.wraps(fn)
-    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        if not gc.isenabled():
-            return fn(*args, **kwargs)
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            gc.enable()
-
-    return paused
-
-
-@collector_paused
+@collector_paused()
 def analyze(
     run: Run,
     *,

@@ -10,9 +10,7 @@ trace and spill, read back one trace at a time.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import marshal
 import operator
 import pickle
@@ -24,24 +22,6 @@ from pathlib import Path
 from trajdebug.core.jsonl import FormatError
 from trajdebug.sources.formats._common import Record, read_records
 from trajdebug.sources.formats.otlp_json import RUN_ID, Span
-
-
-@contextlib.contextmanager
-def paused_collector() -> Iterator[None]:
-    """Python's cyclic garbage collector paused (restored after, if it was on).
-
-    Decoding allocates millions of small containers that stay alive until the
-    runs are built; each collection would re-traverse them all (as
-    `trajdebug.analysis` does while analyzing).
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def records(path: Path, problems: list[FormatError], *, stream_from: int) -> Iterator[Record]:
@@ -175,4 +155,4 @@ def unpack(data: bytes) -> list[Span]:
     return spans
 
 
-__all__ = ["SpanSpill", "pack", "paused_collector", "records", "unpack"]
+__all__ = ["SpanSpill", "pack", "records", "unpack"]

@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.core import chat
+from trajdebug.core.collector import collector_paused
 from trajdebug.core.jsonl import FormatError, ReadResult
 from trajdebug.core.model import STEP_KINDS, Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.core.schema import latest_answers
 from trajdebug.sources.formats import _semconv as sc
 from trajdebug.sources.formats._common import Record
-from trajdebug.sources.formats._stream import SpanSpill, paused_collector, records
+from trajdebug.sources.formats._stream import SpanSpill, records
 from trajdebug.sources.formats.convert import add_deps, declared, maybe_json
 from trajdebug.sources.formats.otlp_json import (
     ANSWER,
@@ -117,7 +118,8 @@ def iter_otlp(path: str | Path, problems: list[FormatError]) -> Iterator[Run]:
     )
     if not files:
         raise FormatError("directory holds no .json or .jsonl files", source=str(p))
-    with paused_collector(), SpanSpill() as traces:
+    # Decoding allocates millions of small containers that stay alive until the runs are built.
+    with collector_paused(), SpanSpill() as traces:
         for f in files:
             bad_json: list[FormatError] = []
             bad_spans: list[FormatError] = []
