@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +70,24 @@ def test_a_run_records_with_only_the_eager_modules() -> None:
         "print([s.name for s in h.load().steps])\n"
     )
     assert "'f'" in _fresh(code)
+
+
+def _lazy_tables() -> list[tuple[str, str, str, str]]:
+    """(package, public name, module that holds it, its name there) of both lazy tables."""
+    out = [("trajdebug", name, mod, attr) for name, (mod, attr) in trajdebug._LAZY.items()]
+    out += [("trajdebug.record", name, mod, name) for name, mod in trajdebug.record._WHERE.items()]
+    return out
+
+
+def test_every_lazy_name_is_public_and_found_where_the_table_says() -> None:
+    """Each entry of ``_LAZY`` and ``_WHERE`` is in its package's ``__all__`` and names a module that holds it
+    (a moved module must be moved in the table too, in a fresh process where nothing was imported first)."""
+    tables = _lazy_tables()
+    assert [(p, n) for p, n, _, _ in tables if n not in importlib.import_module(p).__all__] == []
+    code = (
+        "import importlib\n"
+        f"for p, n, m, a in {tables!r}:\n"
+        "    v = getattr(importlib.import_module(m), a, None)\n"
+        "    if v is None or getattr(importlib.import_module(p), n) is not v: print(p, n, m)\n"
+    )
+    assert _fresh(code).split("\n")[0] == ""
