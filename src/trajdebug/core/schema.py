@@ -224,19 +224,9 @@ def step_record(
     source_index: int | None = None,
 ) -> dict[str, Any]:
     """A ``step`` record (optional fields only when set)."""
-    rec: dict[str, Any] = {
-        "v": FORMAT_VERSION,
-        "t": "step",
-        "run_id": run_id,
-        "step_id": step_id,
-        "name": name,
-        "kind": kind,
-        "start_ns": start_ns,
-        "end_ns": end_ns,
-        "status": status,
-    }
-    if parent_id is not None:
-        rec["parent_id"] = parent_id
+    # The head is `plain_step_record`'s (the writer's fast path), so the two never drift; input and
+    # output are added here, after ``agent``, to keep the fields in one order whichever builds them.
+    rec = plain_step_record(run_id, step_id, name, kind, start_ns, end_ns, status, parent_id, None, None)
     if agent is not None:
         rec["agent"] = agent
     if input is not None:
@@ -270,9 +260,9 @@ def plain_step_record(
     input: Any,
     output: Any,
 ) -> dict[str, Any]:
-    """`step_record` for a step with none of the rarer fields (agent, error, attempt, retry, deps,
-    attributes): the same record, built without keyword arguments (the recorder's writer builds one per
-    step, and a call with ten keywords costs as much as the record itself)."""
+    """A ``step`` record with none of the rarer fields (agent, error, attempt, retry, deps, attributes):
+    the same record as `step_record`'s, built without keyword arguments (the recorder's writer builds one
+    per step, and a call with ten keywords costs as much as the record itself)."""
     rec: dict[str, Any] = {
         "v": FORMAT_VERSION,
         "t": "step",
