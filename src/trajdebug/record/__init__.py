@@ -5,7 +5,7 @@ Everything here is re-exported at the top of the package (``trajdebug.run``,
 
 Layout (each module imports only those above it in this list, so there is
 no import cycle): ``config``, ``context`` (context variables, the active
-runs), ``errorlog``, ``errors``, ``decorate``, ``recorder`` (steps),
+runs), ``errorlog``, ``exceptions``, ``decorate``, ``recorder`` (steps),
 ``edges``, ``retry``, ``contracts``, ``state``, ``env``, ``tracking``
 (writer-side encoding), ``sinks``, ``writer`` (the background thread),
 ``runs`` (runs), ``propagation``; production recording: ``rollout``, ``sampling``,

@@ -3,7 +3,7 @@
 The bottom of the recording SDK: every other module of `trajdebug.record`
 may import this one, and it imports none of them, so the step handle
 (`trajdebug.record.recorder`), the run handle (`trajdebug.record.runs`),
-the error lifecycle (`trajdebug.record.errors`) and the decorator
+the error lifecycle (`trajdebug.record.exceptions`) and the decorator
 (`trajdebug.record.decorate`) share state without importing each other in a
 circle.
 

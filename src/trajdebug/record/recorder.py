@@ -21,7 +21,7 @@ from trajdebug.core.model import STEP_KINDS, Dependency
 from trajdebug.core.schema import check_kind
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
-from trajdebug.record import errors as _errors
+from trajdebug.record import exceptions as _errors
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind, decorate
 from trajdebug.record.timeouts import timed

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from trajdebug.record import recorder as rec
 from trajdebug.record.context import _ATTEMPT
-from trajdebug.record.errors import attempt_step
+from trajdebug.record.exceptions import attempt_step
 
 
 F = TypeVar("F", bound=Callable[..., Any])

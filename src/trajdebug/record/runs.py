@@ -30,7 +30,7 @@ from trajdebug.core.codec import dumps_line
 from trajdebug.core.schema import RECORDER_KEY, end_record, meta_record, run_record, run_to_records
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
-from trajdebug.record import errors as _errors
+from trajdebug.record import exceptions as _errors
 from trajdebug.record import hooks as _hooks
 from trajdebug.record import recorder as _rec
 from trajdebug.record import rollout as _rollout

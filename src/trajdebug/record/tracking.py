@@ -32,7 +32,7 @@ from trajdebug.core.schema import (
 )
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind
-from trajdebug.record.errors import new_error_id
+from trajdebug.record.exceptions import new_error_id
 from trajdebug.record.payloads import error_payload
 from trajdebug.record.recorder import StepHandle
 from trajdebug.record.timeouts import overrun

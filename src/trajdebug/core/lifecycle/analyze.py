@@ -1,6 +1,6 @@
 """Error lifecycle analysis: every error from occurrence through propagation to its end.
 
-The recorder (`trajdebug.record.errors`) writes what it sees at run time: one
+The recorder (`trajdebug.record.exceptions`) writes what it sees at run time: one
 error event per exception, its ``propagated`` stages up the step tree, its
 cause, ``recovered`` when a retry succeeded, ``ignored`` for a fallback,
 ``failed`` when it escaped the run, each transition through the state machine

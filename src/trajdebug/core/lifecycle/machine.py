@@ -1,6 +1,6 @@
 """The error lifecycle as one state machine: an error, counted once, from ``occurred`` to its end.
 
-Both floors above the core drive it: the recorder (`trajdebug.record.errors`) advances each
+Both floors above the core drive it: the recorder (`trajdebug.record.exceptions`) advances each
 error while the agent runs, and the lifecycle analysis (`trajdebug.core.lifecycle.analyze`)
 folds the recorded history of an error back into its state before adding the stages only
 hindsight decides.  Keeping the transitions here is what makes the two agree: a live hook

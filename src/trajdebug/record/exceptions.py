@@ -1,4 +1,4 @@
-"""Recording errors: each exception counted once, its path, its cause, its end.
+"""Recording exceptions as errors: each exception counted once, its path, its cause, its end.
 
 The recorder's side of the error lifecycle: it drives the one state machine
 (`trajdebug.core.lifecycle.machine`) that the lifecycle analysis
