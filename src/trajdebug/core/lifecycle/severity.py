@@ -26,7 +26,7 @@ Severities (item 5 of the lifecycle design):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -117,6 +117,11 @@ def _hit(name: str, detail: str) -> RuleHit:
     return RuleHit(name, RULE_BY_NAME[name].weight, detail)
 
 
+def _first_link(links: Sequence[LinkKind], test: Callable[[int, LinkKind], bool]) -> int | None:
+    """The index of the first link for which ``test(index, kind)`` holds (a rule fires once per chain)."""
+    return next((i for i, kind in enumerate(links) if test(i, kind)), None)
+
+
 def score_chain(members: Sequence[ErrorFacts], links: Sequence[LinkKind]) -> list[RuleHit]:
     """The rules that fire for a chain, in `RULES` order.
 
@@ -130,21 +135,18 @@ def score_chain(members: Sequence[ErrorFacts], links: Sequence[LinkKind]) -> lis
     first, last = members[0], members[-1]
     if last.stage == "failed":
         hits.append(_hit("terminal-failed", f"{last.error_id} ended failed"))
-    for i, kind in enumerate(links):
-        # The later attempt is members[i + 1]; the operation's attempts were
-        # exhausted when none after it recovered it.
-        if (
-            kind == "retry"
-            and members[i + 1].stage != "recovered"
-            and not (i + 1 < len(links) and links[i + 1] == "retry")
-        ):
-            hits.append(
-                _hit(
-                    "retries-exhausted",
-                    f"attempts {members[i].error_id} .. {members[i + 1].error_id} all failed",
-                )
-            )
-            break
+    # The later attempt is members[i + 1]; the operation's attempts were exhausted when none after
+    # it recovered it.
+    i = _first_link(
+        links,
+        lambda n, kind: kind == "retry"
+        and members[n + 1].stage != "recovered"
+        and not (n + 1 < len(links) and links[n + 1] == "retry"),
+    )
+    if i is not None:
+        hits.append(
+            _hit("retries-exhausted", f"attempts {members[i].error_id} .. {members[i + 1].error_id} all failed")
+        )
     state = [m.error_id for m in members if m.touched_state]
     if state:
         hits.append(_hit("polluted-state", "shared state written downstream of " + ", ".join(state)))
@@ -157,15 +159,11 @@ def score_chain(members: Sequence[ErrorFacts], links: Sequence[LinkKind]) -> lis
         hits.append(
             _hit("origin-differs-from-final", f"began in step {first.step_id}, ended in step {last.step_id}")
         )
-    for i, kind in enumerate(links):
-        if kind == "data" and members[i].stage in ("recovered", "ignored"):
-            hits.append(
-                _hit(
-                    "degraded-value-flowed",
-                    f"{members[i].error_id} was {members[i].stage}, yet its step's replacement value fed {members[i + 1].error_id}",
-                )
-            )
-            break
+    i = _first_link(links, lambda n, kind: kind == "data" and members[n].stage in ("recovered", "ignored"))
+    if i is not None:
+        m = members[i]
+        detail = f"{m.error_id} was {m.stage}, yet its step's replacement value fed {members[i + 1].error_id}"
+        hits.append(_hit("degraded-value-flowed", detail))
     silent = [m.error_id for m in members if m.silently_propagated]
     if silent:
         hits.append(_hit("silently-propagated", ", ".join(silent) + " left open while consumed downstream"))
