@@ -75,6 +75,10 @@ def test_a_run_records_with_only_the_eager_modules() -> None:
 def _lazy_tables() -> list[tuple[str, str, str, str]]:
     """(package, public name, module that holds it, its name there) of both lazy tables."""
     out = [("trajdebug", name, mod, attr) for name, (mod, attr) in trajdebug._LAZY.items()]
+    # A public name the table does not list is the recorder's, imported from `trajdebug.record`.
+    eager = {"StepHandle", "StopRun", "current_run", "current_step", "step", "RunHandle", "run"}
+    rest = [n for n in trajdebug.__all__ if n not in trajdebug._LAZY and n not in eager]
+    out += [("trajdebug", name, "trajdebug.record", name) for name in rest]
     out += [("trajdebug.record", name, mod, name) for name, mod in trajdebug.record._WHERE.items()]
     return out
 

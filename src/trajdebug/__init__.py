@@ -64,28 +64,6 @@ _LAZY: dict[str, tuple[str, str]] = {
         n: ("trajdebug.core.model", n)
         for n in ("Answer", "Dependency", "ErrorEvent", "ErrorInfo", "Run", "StageChange", "Step")
     },
-    **{
-        n: ("trajdebug.record", n)
-        for n in (
-            "ContextThreadPoolExecutor",
-            "CriticalError",
-            "ToolTimeout",
-            "branch",
-            "configure",
-            "expect",
-            "extract",
-            "flush",
-            "inject",
-            "on_critical",
-            "reads",
-            "retry",
-            "retry_call",
-            "traced",
-            "uses_env",
-            "wrap",
-            "writes",
-        )
-    },
     "SourceError": ("trajdebug.sources.load", "SourceError"),
     "load_runs": ("trajdebug.sources.load", "load_runs"),
     "Store": ("trajdebug.store", "Store"),
@@ -96,7 +74,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "save_answer": ("trajdebug.answers", "save_answer"),
     **{n: ("trajdebug.usage", n) for n in ("Usage", "load_prices", "run_usage", "step_usage")},
 }
-"""Public names imported on first use: name -> (module, attribute)."""
+"""Public names imported on first use: name -> (module, attribute).  A public name not listed here is
+the recorder's (`trajdebug.record` lists it once, in its ``__all__``, and imports it on first use)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -106,6 +85,8 @@ def __getattr__(name: str) -> Any:
 
         return version("trajdebug")
     where = _LAZY.get(name)
+    if where is None and name in __all__:
+        where = ("trajdebug.record", name)
     if where is None:
         raise AttributeError(f"module 'trajdebug' has no attribute {name!r}")
     value = getattr(importlib.import_module(where[0]), where[1])
