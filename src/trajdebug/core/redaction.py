@@ -543,11 +543,10 @@ class Redactor:
             self.counts.update(saved)
         return same
 
-    def _value_rules_hit(self, text: str) -> bool:
-        """Whether a value rule may match in this text (False is certain): each rule's characters, its
-        literals, then its pattern, over the whole text in one pass each."""
-        if len(text) < 6:
-            return False
+    def _candidates(self, text: str, digits: Callable[[str], bool]) -> tuple[int, str | None]:
+        """The rules whose characters the text holds (`Rule.needs`), as bits in the order of `RULES`,
+        and the text lowercased when that was needed to tell (else None).  ``digits`` is the caller's
+        card-number gate (`_digit_run` for the test `_value_rules_hit`, `_has_13_digits` for `text`)."""
         found = 0
         for c, mask in self._by_char:
             if c in text:
@@ -557,8 +556,16 @@ class Redactor:
             low = _lowered(text)
             if "bearer" in low or "basic" in low:
                 found |= self._words
-        if self._digits and len(text) >= 13 and _digit_run(text):
+        if self._digits and len(text) >= 13 and digits(text):
             found |= self._digits
+        return found, low
+
+    def _value_rules_hit(self, text: str) -> bool:
+        """Whether a value rule may match in this text (False is certain): each rule's characters, its
+        literals, then its pattern, over the whole text in one pass each."""
+        if len(text) < 6:
+            return False
+        found, low = self._candidates(text, _digit_run)
         rules = self._rules
         while found:
             low_bit = found & -found
@@ -645,18 +652,7 @@ class Redactor:
         """A string with every secret-shaped part replaced."""
         if len(value) < 6:
             return value
-        # The rules whose characters the string holds (`Rule.needs`), in the order of `RULES`.
-        found = 0
-        for c, mask in self._by_char:
-            if c in value:
-                found |= mask
-        low: str | None = None
-        if "b" in value or "B" in value or not value.isascii():
-            low = _lowered(value)
-            if "bearer" in low or "basic" in low:
-                found |= self._words
-        if self._digits and len(value) >= 13 and _has_13_digits(value):
-            found |= self._digits
+        found, low = self._candidates(value, _has_13_digits)
         rules = self._rules
         while found:
             low_bit = found & -found
