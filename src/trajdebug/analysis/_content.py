@@ -18,6 +18,7 @@ from typing import Any
 
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY
+from trajdebug.core.payloads import error_payload
 
 
 TEXT_LIMIT = 20_000
@@ -302,7 +303,9 @@ def error_text(value: Any) -> str | None:
         for v in value.values():
             if isinstance(v, str) and (found := _text_error(v)):
                 return found
-        return None
+        # A result that flags itself (``isError``, ``success: false``...) says so in the protocol's own fields.
+        said = error_payload(value)
+        return said[:200] if said is not None else None
     if isinstance(value, str):
         return _text_error(value)
     return None

@@ -9,7 +9,7 @@ runs), ``errorlog``, ``exceptions``, ``decorate``, ``recorder`` (steps),
 ``edges``, ``retry``, ``contracts``, ``state``, ``env``, ``tracking``
 (writer-side encoding), ``sinks``, ``writer`` (the background thread),
 ``runs`` (runs), ``propagation``; production recording: ``rollout``, ``sampling``,
-``summary``, ``payloads``, ``timeouts``, ``hooks``.
+``summary``, ``timeouts``, ``hooks``.
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ from typing import Any
 
 from trajdebug.core.codec import Encoded, dumps, loads
 from trajdebug.core.model import Run, Step
+from trajdebug.core.payloads import error_payload
 from trajdebug.core.values import SUMMARY_KEY, atoms
-from trajdebug.record.payloads import error_payload
 
 
 FIELDS: tuple[str, ...] = ("input", "output", "attributes", "error")

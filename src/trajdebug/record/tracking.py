@@ -21,6 +21,7 @@ from typing import Any
 from trajdebug.core import redaction
 from trajdebug.core.codec import Encoded, dumps, loads, marker, safe_repr, to_jsonable, truncated
 from trajdebug.core.model import REDACTED, TRUNCATED_KEY, Dependency
+from trajdebug.core.payloads import error_payload
 from trajdebug.core.schema import (
     RECORDER_KEY,
     dep_to_dict,
@@ -33,7 +34,6 @@ from trajdebug.core.schema import (
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind
 from trajdebug.record.exceptions import new_error_id
-from trajdebug.record.payloads import error_payload
 from trajdebug.record.recorder import StepHandle
 from trajdebug.record.timeouts import overrun
 

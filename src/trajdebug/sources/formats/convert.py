@@ -20,6 +20,7 @@ from typing import Any
 
 from trajdebug.core.chat import normalize_llm_step
 from trajdebug.core.model import Dependency, ErrorEvent, StageChange
+from trajdebug.core.payloads import error_payload
 
 
 # -- LLM steps --------------------------------------------------------------------
@@ -110,7 +111,8 @@ def error_text(content: Any) -> str | None:
             return err.strip()
         if isinstance(err, Mapping) and err.get("message"):
             return str(err["message"])
-        return None
+        # A result that flags itself (``isError``, ``success: false``...) says so in the protocol's own fields.
+        return error_payload(content)
     if isinstance(content, str) and _ERROR_TEXT.match(content):
         return content.strip()
     return None

@@ -1,9 +1,15 @@
 """Tool results that say they failed: an error payload is an error, even when the call returned normally.
 
-Read by the writer thread (`trajdebug.record.tracking`, which records such a
-result as a ``ToolErrorPayload`` error) and by summary mode
-(`trajdebug.record.summary`, whose ``error`` feature keeps the fact when the
-content is not kept).
+The one check of "did this tool result say it failed?", in the fields the protocols themselves
+define (MCP's ``isError``, ``success``, ``ok``, ``status``, an ``error`` with no result), so
+it needs no words of any language.  Read by the recorder's writer thread
+(`trajdebug.record.tracking`, which records such a result as a ``ToolErrorPayload`` error), by
+summary mode (`trajdebug.record.summary`, whose ``error`` feature keeps the fact when the
+content is not kept), by the importers (`trajdebug.sources.formats.convert.error_text`) and by
+the analysis (`trajdebug.analysis._content.error_text`).  The last two also read a result's
+*text* for an error ("Error: user not found"); that reading stays with them, because it takes
+words: the importers' one narrow pattern, the analysis's lexicon
+(`trajdebug.analysis.lexicon`), which the core must not import and need not own.
 """
 
 from __future__ import annotations
