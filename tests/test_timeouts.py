@@ -57,11 +57,12 @@ def test_an_async_call_past_its_bound_raises_within_ten_percent(run_async: Any) 
 
 
 def test_calls_from_many_threads_are_each_bounded() -> None:
-    """Eight threads, each calling past the bound, all get control back within 10 % of it."""
+    """Eight threads, each calling a tool that would take 3 s, all get control back at the bound, long
+    before the call ends (no thread waits for another's timeout; the margin is wide for a loaded machine)."""
     took: list[float] = []
 
     def worker() -> None:
-        took.append(_timed(slow_lookup, "B-2", 1.0))
+        took.append(_timed(slow_lookup, "B-2", 3.0))
 
     with trajdebug.run("shop"):
         threads = [threading.Thread(target=trajdebug.wrap(worker)) for _ in range(8)]
@@ -69,7 +70,7 @@ def test_calls_from_many_threads_are_each_bounded() -> None:
             t.start()
         for t in threads:
             t.join()
-    assert 8 == len(took) and all(BOUND <= t <= BOUND * 1.1 for t in took)
+    assert 8 == len(took) and all(BOUND <= t < 1.5 for t in took)
 
 
 def test_the_timeout_is_one_standard_error_event() -> None:
