@@ -332,7 +332,7 @@ def child_components(n: int) -> list[dict[str, Any]]:
         for _ in range(n):
             cm()
         handles = list(h._queue)
-        tracker = tracking.Tracker(h)
+        tracker = tracking.Tracker(h.run_id, h._acct)
         steps = [x for x in handles if x.__class__.__name__ == "StepHandle"]
         gc.collect()
         t0 = time.perf_counter_ns()

@@ -39,12 +39,17 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from trajdebug.record import sampling as _sampling
 from trajdebug.record.config import CONFIG
+from trajdebug.record.processors import Processor, SummaryProcessor, TailSampler
+
+
+if TYPE_CHECKING:
+    from trajdebug.record.summary import Policy
 
 
 log = logging.getLogger("trajdebug")
@@ -292,37 +297,53 @@ def plan_for(agent: str) -> Plan:
     return Plan("sampled", tuple(c.summary), rate, float(c.head_rate), source)
 
 
-def apply(run: Any) -> None:
-    """Set up a new run (`trajdebug.record.runs.RunHandle`) by its plan: off or not chosen by head sampling
-    (the run records into nothing), summary rules, a tail-sampling hold; the plan into its metadata."""
-    plan = plan_for(str(run.metadata.get("agent") or run.name))
-    if plan.plain:
-        return
-    run._plan = plan
-    if plan.mode == "off" or not _sampling.head_keeps(run.run_id, plan.head_rate):
-        run._void = True
-        return
-    if not run._joined:
-        run.metadata["recording"] = plan.to_dict()
-    if plan.summary:
-        from trajdebug.record.summary import Policy
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """How a new run is recorded, by its plan: what `trajdebug.record.runs.RunHandle` takes at its start."""
 
-        try:
-            run._summary = Policy.compile(plan.summary, CONFIG.summary_key, CONFIG.summary_numbers)
-        except ValueError as exc:
-            # A bad rule must not record content the user asked to keep out: everything is summarized.
-            log.warning("trajdebug: %s; summarizing every input and output", exc)
-            run._summary = Policy.compile(("*",), CONFIG.summary_key, CONFIG.summary_numbers)
+    plan: Plan
+    """The plan in force."""
+    void: bool = False
+    """Off, or not chosen by head sampling: the run records into nothing."""
+    processors: tuple[Processor, ...] = ()
+    """Its processors, in order: summary mode, then tail sampling."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Keys added to the run's metadata: the plan (``recording``) and a head-sampling decision (``sampling``)."""
+
+
+def setup(agent: str, run_id: str, joined: bool = False) -> Setup | None:
+    """How a new run of ``agent`` is recorded: None for plain full recording, else its `Setup`."""
+    plan = plan_for(agent)
+    if plan.plain:
+        return None
+    if plan.mode == "off" or not _sampling.head_keeps(run_id, plan.head_rate):
+        return Setup(plan, void=True)
+    metadata: dict[str, Any] = {} if joined else {"recording": plan.to_dict()}
+    processors: list[Processor] = []
+    if plan.summary:
+        processors.append(SummaryProcessor(_policy(plan.summary)))
     if plan.sample_rate < 1.0:
-        run._hold = _sampling.Hold(run.run_id, plan.sample_rate, plan.head_rate)
-    elif plan.head_rate < 1.0 and not run._joined:
-        run.metadata[_sampling.SAMPLING_KEY] = {
+        processors.append(TailSampler(_sampling.Hold(run_id, plan.sample_rate, plan.head_rate)))
+    elif plan.head_rate < 1.0 and not joined:
+        metadata[_sampling.SAMPLING_KEY] = {
             "decision": "kept",
             "why": "head",
             "sample_rate": 1.0,
             "head_rate": plan.head_rate,
             "weight": _sampling.weight("head", 1.0, plan.head_rate),
         }
+    return Setup(plan, False, tuple(processors), metadata)
+
+
+def _policy(rules: tuple[str, ...]) -> Policy:
+    from trajdebug.record.summary import Policy  # (here: summary mode loads the value helpers)
+
+    try:
+        return Policy.compile(rules, CONFIG.summary_key, CONFIG.summary_numbers)
+    except ValueError as exc:
+        # A bad rule must not record content the user asked to keep out: everything is summarized.
+        log.warning("trajdebug: %s; summarizing every input and output", exc)
+        return Policy.compile(("*",), CONFIG.summary_key, CONFIG.summary_numbers)
 
 
 __all__ = [
@@ -332,11 +353,12 @@ __all__ = [
     "Entry",
     "Mode",
     "Plan",
-    "apply",
+    "Setup",
     "configured",
     "entry_for",
     "parse_entry",
     "parse_env",
     "parse_file",
     "plan_for",
+    "setup",
 ]

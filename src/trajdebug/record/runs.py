@@ -23,85 +23,34 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
+from contextvars import Token
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trajdebug.core.codec import dumps_line
-from trajdebug.core.schema import RECORDER_KEY, end_record, meta_record, run_record, run_to_records
+from trajdebug.core.schema import RECORDER_KEY, meta_record, run_record, run_to_records
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import exceptions as _errors
-from trajdebug.record import hooks as _hooks
 from trajdebug.record import recorder as _rec
 from trajdebug.record import rollout as _rollout
+from trajdebug.record.account import LOST_KINDS, Account
 from trajdebug.record.config import CONFIG
 from trajdebug.record.context import _RUN, _STEP, RemoteParent
-from trajdebug.record.env import environment_snapshot, record_environment_step
-from trajdebug.record.recorder import StepHandle
-from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink, describe, make_sink
+from trajdebug.record.env import record_environment_step
+from trajdebug.record.export import End, QueueItem, RunExport, RunStart
+from trajdebug.record.processors import Processors, TailSampler
+from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink, make_sink
 from trajdebug.record.state import RunState
-from trajdebug.record.tracking import Tracker
 from trajdebug.record.writer import WRITER, Flush, Slot
 
 
+if TYPE_CHECKING:
+    from trajdebug.record.rollout import Plan
+    from trajdebug.record.sampling import Hold
+    from trajdebug.store import Store
+
+
 log = logging.getLogger("trajdebug")
-
-LOST_KINDS = ("dropped", "unwritable", "unencodable", "after_end", "export_dropped")
-"""Why records were lost: the queue was full; a sink could not take them; a value could not be
-encoded at all; the step finished after the run had been written; a live exporter's queue was full
-(`trajdebug.integrations.otlp_exporter`)."""
-
-
-class _Account:
-    """What went wrong inside the recorder for one run (kept apart from the hot attributes of the run).
-
-    CPython keeps up to 30 attributes of an instance in its compact layout, which the
-    interpreter reads fastest; the step's exit reads the run's queue and limits on
-    every step, so the run's rarely used counters live here.
-    """
-
-    __slots__ = (
-        "context_lost", "drain", "escaped", "internal_errors", "lock", "lost", "on_disk", "serviced",
-        "sink_failures", "waiting", "warned",
-    )  # fmt: skip
-
-    def __init__(self) -> None:
-        self.drain = 0.0
-        """Records per second the writer drains from this run's queue while it is backlogged (EWMA)."""
-        self.serviced = 0.0
-        """When the writer last serviced this run (monotonic seconds)."""
-        self.on_disk = 0
-        """Records counted as dropped in what was last written (a ``meta`` record's account)."""
-        self.escaped: BaseException | None = None
-        self.lost = dict.fromkeys(LOST_KINDS, 0)
-        self.context_lost = [0, 0]
-        self.lock = threading.Lock()
-        self.warned = False
-        self.sink_failures = 0
-        self.internal_errors = 0
-        self.waiting: list[Flush] = []
-
-
-class _End:
-    """The run's end, queued behind its last steps (the writer builds the ``end`` record from it)."""
-
-    __slots__ = ("end_ns", "flush", "outcome", "reason")
-
-    def __init__(self, end_ns: int | None, outcome: str | None, reason: str | None) -> None:
-        self.end_ns = end_ns
-        self.outcome = outcome
-        self.reason = reason
-        self.flush = Flush()
-
-
-class _RunStart:
-    """The run's first record, queued; the writer adds the environment snapshot to its metadata."""
-
-    __slots__ = ("record",)
-
-    def __init__(self, record: dict[str, Any]) -> None:
-        self.record = record
-
 
 class RunHandle:
     """A run being recorded; ``with trajdebug.run(...) as run`` gives you one."""
@@ -128,53 +77,48 @@ class RunHandle:
         self.continues = continues
         self.outcome: str | None = None
         self.failure_reason: str | None = None
-        self._acct = _Account()
+        self._acct = Account(self.run_id)
         self._joined = joined
         self._remote_parent = RemoteParent(parent) if parent else None
-        self._queue: deque[Any] = deque()
+        self._queue: deque[QueueItem] = deque()
         self._max_buffer = CONFIG.max_buffer
         self._bytes = 0
         self._max_bytes = CONFIG.max_buffer_bytes
-        self._lock = threading.RLock()
-        self._slots: list[Slot] = [Slot(s) for s in sinks]
-        targets = [t for t in (store, path) if t is not None]
-        if not targets and not self._slots:
-            targets.append(CONFIG.path if CONFIG.path is not None else (CONFIG.store or _default_store()))
-        for target in targets:
-            try:
-                self._slots.append(Slot(make_sink(target)))
-            except Exception as exc:  # noqa: BLE001 - a bad target costs its records, not the agent
-                self._sink_failed(target, exc, 0)
-        for extra in CONFIG.sinks:
-            # Sinks every run writes to besides its own (a live exporter).
-            self._slots.append(Slot(extra))
+        self._export = RunExport(self, self._acct, _slots(self._acct, store, path, sinks))
         self._errors: dict[str, Any] = {}
         self._errors_by_step: dict[str, list[str]] = {}
         self._retry_of: dict[str, str] = {}
-        self._tracker: Any = None
-        self._state: Any = None
+        self._state: RunState | dict[str, Any] | None = None
         self._env_step: str | None = None
-        self._tokens: list[Any] = []
+        self._tokens: list[tuple[Token[RunHandle | None], Token[Any]]] = []
         self._active = False
-        self._ended: float | None = None
         self._final = False
+        """The run was written and its sinks closed (set by the writer): later steps are counted as lost."""
         self.start_ns = 0
         self.end_ns: int | None = None
-        self._plan: Any = None
-        self._hold: Any = None
-        self._summary: Any = None
+        self._plan: Plan | None = None
         self._void = False
         if _rollout.configured():
-            _rollout.apply(self)
+            self._set_up()
+
+    def _set_up(self) -> None:
+        """Production recording (`trajdebug.record.rollout`): the run's plan, its processors, or nothing."""
+        setup = _rollout.setup(str(self.metadata.get("agent") or self.name), self.run_id, self._joined)
+        if setup is None:
+            return
+        self._plan = setup.plan
+        self._void = setup.void
+        self.metadata.update(setup.metadata)
+        self._export.processors = Processors(setup.processors)
 
     @property
-    def _sinks(self) -> list[Any]:
+    def _sinks(self) -> list[Sink]:
         return [slot.sink for slot in self._slots]
 
     @property
     def dropped(self) -> int:
         """Records dropped because the queue was full."""
-        return self._acct.lost["dropped"]
+        return self._acct.lost_by["dropped"]
 
     @property
     def sink_failures(self) -> int:
@@ -203,15 +147,15 @@ class RunHandle:
         return self
 
     def _begin(self) -> None:
-        self._tracker = Tracker(self)
+        self._export.start()
         self.start_ns = _rec._now()
         self._active = True
         _ctx.run_started(self)
-        WRITER.register(self)
+        WRITER.register(self._export)
         if not self._joined:
             # The environment snapshot is taken by the writer when it writes this record
             # (it reads package metadata and the interpreter's binary: file work).
-            self._queue.append(_RunStart(run_record(self.run_id, self.name, self.start_ns, self.metadata, self.continues)))
+            self._queue.append(RunStart(run_record(self.run_id, self.name, self.start_ns, self.metadata, self.continues)))
         self._tokens.append((_RUN.set(self), _STEP.set(self._remote_parent)))
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
@@ -263,7 +207,7 @@ class RunHandle:
             self.outcome = outcome
             if outcome == "failure":
                 _errors.on_run_failure(self)
-        end = _End(self.end_ns, outcome, self.failure_reason)
+        end = End(self.end_ns, outcome, self.failure_reason)
         self._queue.append(end)
         self._wait(end.flush, CONFIG.close_timeout, busy_ok=False)
 
@@ -356,10 +300,7 @@ class RunHandle:
 
     def _adopted(self, ambiguous: bool) -> None:
         """A step that lost its context (a plain thread pool) joined this run."""
-        with self._acct.lock:
-            self._acct.context_lost[1 if ambiguous else 0] += 1
-            first = sum(self._acct.context_lost) == 1
-        if first:
+        if self._acct.adopted(ambiguous):
             how = "the most recent of several active runs" if ambiguous else "the only active run"
             log.warning(
                 "trajdebug: a step ran in a thread without the run's context (a plain ThreadPoolExecutor or "
@@ -423,229 +364,63 @@ class RunHandle:
         """Write what is queued now (an alias of `flush`, kept for callers of the old name)."""
         self.flush()
 
-    # -- the writer's side ------------------------------------------------------------------
+    # -- the writer's side (`trajdebug.record.export.RunExport`) -------------------------------------
+
+    @property
+    def _slots(self) -> list[Slot]:
+        return self._export.slots
+
+    @property
+    def _lock(self) -> threading.RLock:
+        return self._export.lock
+
+    @property
+    def _hold(self) -> Hold | None:
+        """Tail sampling's hold of this run's lines (None when the run is not tail-sampled)."""
+        sampler = self._export.processors.find(TailSampler)
+        return sampler.hold if isinstance(sampler, TailSampler) else None
 
     def _service(self) -> int:
-        """Writer thread: encode up to ``max_batch`` queued items and write them.
+        return self._export.service()
 
-        Returns:
-            0 when idle, 1 when more is queued, 2 when a sink holds records for a retry.
-        """
-        if not self._lock.acquire(blocking=False):
-            return 1
-        try:
-            return self._service_locked()
-        finally:
-            self._lock.release()
+    def _mark(self) -> Flush:
+        return self._export.mark()
 
-    def _service_locked(self) -> int:
-        q = self._queue
-        tracker = self._tracker
-        records: list[dict[str, Any]] = []
-        reached: list[Any] = []
-        limit = CONFIG.max_batch
-        # A batch is also bounded in time (a quarter of the flush interval), so that under
-        # GIL contention with a busy agent a write still happens at least every interval.
-        deadline = time.monotonic() + CONFIG.flush_interval / 4
-        done_bytes = 0
-        n = 0
-        encode = tracker.encode
-        after_end = self._ended is not None
-        while q and n < limit:
-            if not n & 127 and n and time.monotonic() > deadline:
-                break
-            item = q.popleft()
-            n += 1
-            cls = item.__class__
-            if cls is StepHandle:
-                if item.input.__class__ is bytes:
-                    done_bytes += len(item.input)
-                if item.output.__class__ is bytes:
-                    done_bytes += len(item.output)
-                try:
-                    records += encode(item, after_end)
-                except Exception as exc:  # noqa: BLE001 - a step is never lost for a field
-                    records += tracker.unencodable(item, exc)
-            elif cls is dict:
-                records.append(tracker.record(item))
-            elif cls is _RunStart:
-                md = item.record["metadata"]
-                if "env" not in md:
-                    md["env"] = environment_snapshot(md, time_ns=self.start_ns)
-                records.append(tracker.record(item.record))
-            elif cls is tuple:
-                tracker.handle(item)
-            elif cls is _End:
-                if self._hold is not None and not self._hold.decided:
-                    self._decide(item, records)
-                if not self._joined:
-                    records.append(self._end_record(item))
-                reached.append(item)
-            elif cls is Flush:
-                reached.append(item)
-        if done_bytes:
-            # Only this thread writes _max_bytes: the agent's check stays "queued bytes < budget".
-            self._max_bytes += done_bytes
-        self._bound_backlog(n, bool(q))
-        dropped = self._acct.lost["dropped"]
-        if dropped != self._acct.on_disk and records and not self._joined:
-            # What was dropped is on disk with the next batch, not only in the end record: a run
-            # killed under load still says how many finished steps it never wrote.
-            self._acct.on_disk = dropped
-            records.append(self._tracker.record(meta_record(self.run_id, {RECORDER_KEY: self.account()})))
-        slots = self._slots
-        if records:
-            # Each record is encoded once; every sink (and the hook thread) gets the same bytes.
-            lines = [dumps_line(r) for r in records]
-            if _hooks.HOOKS:
-                _hooks.feed(self, lines)
-            if self._hold is None:
-                for slot in slots:
-                    slot.write(self, lines)
-            else:
-                # Tail sampling: the lines are held until the run's end decides; then written in bounded batches.
-                wrote = False
-                for batch in self._hold.take(lines):
-                    wrote = True
-                    for slot in slots:
-                        slot.write(self, batch)
-                if not wrote:
-                    records = []
-        if not records:
-            for slot in slots:
-                slot.flush(self)
-        clean = not any(slot.pending for slot in slots)
-        for m in reached:
-            if m.__class__ is _End:
-                self._ended = time.monotonic()
-                m.flush.done(clean)
-            elif clean:
-                m.done(True)
-            else:
-                self._acct.waiting.append(m)
-        if clean and self._acct.waiting:
-            for m in self._acct.waiting:
-                m.done(True)
-            self._acct.waiting.clear()
-        if q:
-            return 1
-        if not clean:
-            return 2
-        if self._ended is not None and time.monotonic() - self._ended >= CONFIG.late_grace:
-            self._finalize()
-        return 0
+    def _sweep_late(self) -> None:
+        self._export.sweep_late()
 
-    def _bound_backlog(self, n: int, backlogged: bool) -> None:
-        """Size the queue to what the writer drains in ``backlog_seconds`` (0.1 s by default), so a SIGKILL under any load
-        loses at most that much of finished steps (the rest are dropped and counted on disk).  The
-        drain rate is measured only while the writer is backlogged; a run that never backlogs it (an
-        agent waiting on models and tools) keeps the full `max_buffer` for its bursts.
-        """
-        now = time.monotonic()
-        acct = self._acct
-        elapsed, acct.serviced = now - acct.serviced, now
-        window = CONFIG.backlog_seconds
-        if self._final or not backlogged or window is None:
-            return
-        if n and 0 < elapsed < 1.0:
-            rate = n / elapsed
-            acct.drain = rate if not acct.drain else 0.7 * acct.drain + 0.3 * rate
-            self._max_buffer = min(CONFIG.max_buffer, max(CONFIG.max_batch, int(acct.drain * window)))
-
-    def _end_record(self, end: _End) -> dict[str, Any]:
-        reason = None if end.reason is None else self._tracker.text(end.reason)
-        rec = end_record(self.run_id, end.end_ns, end.outcome or "success", reason, self.account())
-        return rec if self._summary is None else self._summary.apply(rec)
-
-    def _decide(self, end: _End, records: list[dict[str, Any]]) -> None:
-        """Tail sampling: decide the run at its end (the decision is written only when it is kept)."""
-        meta = self._hold.decide(
-            None if self._joined else (end.outcome or "success"),
-            self.account(),
-            joined=self._joined,
-            errors=len(self._errors),
-        )
-        if self._hold.keep:
-            records.append(self._tracker.record(meta))
+    def _forked(self) -> None:
+        self._export.forked()
 
     def _incomplete_at_exit(self) -> None:
         """The interpreter exits with this tail-sampled run still open: keep it, as incomplete."""
-        with self._lock:
-            if self._hold is not None and not self._hold.decided:
-                self._queue.append(self._hold.decide_incomplete())
+        self._export.incomplete_at_exit()
 
-    def account(self) -> dict[str, Any]:
+    def account(self) -> dict[str, object]:
         """The recorder's account of this run so far: records lost by cause, steps that lost their
         context, secrets redacted per rule (what goes into the ``end`` record's ``recorder`` field)."""
-        out: dict[str, Any] = {}
-        lost = {k: v for k, v in self._acct.lost.items() if v}
-        if lost:
-            out["lost"] = lost
-        if any(self._acct.context_lost):
-            out["context_lost"] = {"steps": self._acct.context_lost[0] + self._acct.context_lost[1], "ambiguous": self._acct.context_lost[1]}
-        red = self._tracker.redactor if self._tracker is not None else None
-        if red is not None and red.counts:
-            out["redacted"] = dict(red.counts)
-        if self._acct.internal_errors:
-            out["internal_errors"] = self._acct.internal_errors
-        return out
-
-    def _finalize(self) -> None:
-        """Close the sinks and release what the run held; later steps are counted as lost."""
-        self._final = True
-        self._max_buffer = -1  # every later append goes through _full, which counts it
-        WRITER.unregister(self)
-        for slot in self._slots:
-            slot.close(self)
-        if self._tracker is not None:
-            self._tracker.release()
-        self._sweep_late()
-
-    def _sweep_late(self) -> None:
-        """Count steps that reached the queue after the run was written (a race with `_finalize`)."""
-        q = self._queue
-        n = 0
-        while q:
-            if q.popleft().__class__ is StepHandle:
-                n += 1
-        if n:
-            self._after_end(n)
-
-    def _forked(self) -> None:
-        """In a forked child: the parent writes what was queued; the child starts empty."""
-        self._queue.clear()
-        for slot in self._slots:
-            slot.pending.clear()
+        return self._export.account()
 
     # -- counting what went wrong ---------------------------------------------------------------
 
     def _lost(self, why: str, n: int) -> None:
-        with self._acct.lock:
-            self._acct.lost[why if why in self._acct.lost else "unencodable"] += n
+        self._acct.lost(why, n)
 
-    def _sink_failed(self, sink: Any, exc: BaseException | None, lost: int) -> None:
-        self._acct.sink_failures += 1
-        if lost:
-            self._lost("unwritable", lost)
-        reason = f"{type(exc).__name__}: {exc}" if exc is not None else "failed"
-        self._warn_once(f"trajdebug: cannot write run {self.run_id} to {describe(sink)} ({reason}); its records there are lost")
+    def _sink_failed(self, sink: object, exc: BaseException | None, lost: int) -> None:
+        self._acct.sink_failed(sink, exc, lost)
 
     def _internal_error(self, where: str) -> None:
-        self._acct.internal_errors += 1
-        self._warn_once(f"trajdebug: internal error in {where}; the agent was not affected")
-        log.debug("trajdebug internal error in %s", where, exc_info=True)
+        self._acct.internal_error(where)
 
     def _warn_once(self, message: str) -> None:
-        if not self._acct.warned:
-            self._acct.warned = True
-            log.warning(message)
+        self._acct.warn_once(message)
 
     @property
     def stats(self) -> dict[str, int]:
         """Counters of what went wrong inside the recorder: records dropped (queue full), sinks that
         failed, internal errors (see `losses` for every cause)."""
         return {
-            "dropped": self._acct.lost["dropped"],
+            "dropped": self._acct.lost_by["dropped"],
             "sink_failures": self._acct.sink_failures,
             "internal_errors": self._acct.internal_errors,
         }
@@ -655,8 +430,8 @@ class RunHandle:
         """Records lost so far by cause (`LOST_KINDS`), their total (``lost``), and the steps that
         joined this run without its context (``context_lost``)."""
         return {
-            **self._acct.lost,
-            "lost": sum(self._acct.lost.values()),
+            **self._acct.lost_by,
+            "lost": sum(self._acct.lost_by.values()),
             "context_lost": sum(self._acct.context_lost),
         }
 
@@ -683,6 +458,24 @@ class RunHandle:
                         return found
                 raise LookupError(f"{sink.path}: run {self.run_id} is not there (yet)")
         raise LookupError("this run has no readable sink")
+
+
+def _slots(acct: Account, store: Store | str | Path | None, path: str | Path | None, sinks: Iterable[Sink]) -> list[Slot]:
+    """A new run's sinks, each in its writer's slot: the ones given, the store or file named (else the
+    configured default), and the sinks every run writes to (a live exporter).  Nothing is opened here."""
+    slots = [Slot(s) for s in sinks]
+    targets = [t for t in (store, path) if t is not None]
+    if not targets and not slots:
+        targets.append(CONFIG.path if CONFIG.path is not None else (CONFIG.store or _default_store()))
+    for target in targets:
+        try:
+            slots.append(Slot(make_sink(target)))
+        except Exception as exc:  # noqa: BLE001 - a bad target costs its records, not the agent
+            acct.sink_failed(target, exc, 0)
+    for extra in CONFIG.sinks:
+        # Sinks every run writes to besides its own (a live exporter).
+        slots.append(Slot(extra))
+    return slots
 
 
 def _default_store() -> Path:
@@ -815,8 +608,8 @@ class _NoopRun(RunHandle):
         self._active = False
         self._final = True
         self._state = None
-        self._slots = []
-        self._acct = _Account()
+        self._acct = Account("")
+        self._export = RunExport(self, self._acct, [])
 
     def __enter__(self) -> RunHandle:
         return self

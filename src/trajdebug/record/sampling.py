@@ -26,7 +26,6 @@ for a sampled success).  The two decisions use independent hashes of the id.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 from collections.abc import Iterator, Mapping
@@ -198,24 +197,6 @@ class Hold:
             except OSError:  # pragma: no cover
                 pass
             self.file = None
-
-
-@atexit.register
-def _release_at_exit() -> None:
-    # Registered after the writer's own exit flush, so it runs first (atexit is last in, first
-    # out): write what is queued into the holds, decide the runs still open as incomplete, write.
-    from trajdebug.record.writer import WRITER
-
-    try:
-        runs = [r for r in list(WRITER._runs) if getattr(r, "_hold", None) is not None and not r._hold.decided]
-        if not runs:
-            return
-        WRITER.flush_all(CONFIG.exit_timeout)
-        for run in runs:
-            run._incomplete_at_exit()
-        WRITER.flush_all(CONFIG.exit_timeout)
-    except Exception:
-        log.debug("trajdebug: releasing sampled runs at exit failed", exc_info=True)
 
 
 __all__ = [

@@ -22,23 +22,45 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from trajdebug.core.codec import dumps_line, loads
 
 
+if TYPE_CHECKING:
+    from trajdebug.store import Store
+
+
 @runtime_checkable
 class Sink(Protocol):
-    """**Protocol:** somewhere to write records."""
+    """**Protocol:** somewhere to write records (the exporter role of the recorder)."""
 
-    def write(self, records: Sequence[Mapping[str, Any]]) -> Any:
+    def write(self, records: Sequence[Mapping[str, Any]]) -> int | None:
         """Write a batch of records (called from the writer thread).
 
         May return the number of records it had to skip (counted as lost);
         anything else means all were written.
         """
+
+    def close(self) -> None:
+        """Flush and release resources at the end of the run."""
+
+
+class LineSink(Protocol):
+    """**Protocol:** a sink that takes the records as the JSON lines the writer encoded (``takes_lines = True``).
+
+    The bytes are written as they are (a file, a store); the optional attributes the
+    writer reads: ``loss_kind`` (the cause its skipped records are counted under),
+    ``on_busy`` (set by the writer: call it when the target is found locked),
+    ``spill(lines)`` (where records go when the process exits with the target still locked).
+    """
+
+    takes_lines: bool
+
+    def write(self, records: Sequence[bytes]) -> int | None:
+        """Write a batch of encoded records (each one JSON line, ending with its newline)."""
 
     def close(self) -> None:
         """Flush and release resources at the end of the run."""
@@ -106,7 +128,7 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
-def describe(sink: Any) -> str:
+def describe(sink: object) -> str:
     """What a sink writes to, for messages: its path when it has one."""
     path = getattr(sink, "path", None)
     if path is not None:
@@ -205,17 +227,17 @@ class StoreSink:
     takes_lines = True
     """The writer hands it records as encoded lines (bytes): they go into the store as they are."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store | str | Path) -> None:
         from trajdebug.store import Store
 
         self.path = Path(store.path) if isinstance(store, Store) else Path(store)
-        self._store: Any = None
+        self._store: Store | None = None
         self._locked = False
-        self.on_busy: Any = None
+        self.on_busy: Callable[[], None] | None = None
         """Called when the store is found locked (set by the writer)."""
 
     @property
-    def store(self) -> Any:
+    def store(self) -> Store:
         """The store (opened now if it was not yet)."""
         if self._store is None:
             from trajdebug.record.config import CONFIG
@@ -289,6 +311,7 @@ def make_sink(target: Any) -> Sink:
 
 __all__ = [
     "JsonlSink",
+    "LineSink",
     "Lines",
     "MemorySink",
     "PartialWrite",

@@ -15,7 +15,7 @@ left to content inference at analysis time (`trajdebug.analysis.inference._infer
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trajdebug.core import redaction
@@ -31,6 +31,7 @@ from trajdebug.core.schema import (
     stage_record,
     step_record,
 )
+from trajdebug.record.account import Account
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind
 from trajdebug.record.exceptions import new_error_id
@@ -89,16 +90,19 @@ class Tracker:
     consuming one of those gets its edge from content inference instead.
     """
 
-    def __init__(self, run: Any) -> None:
-        self.run = run
+    def __init__(self, run_id: str, account: Account, rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        self.run_id = run_id
+        self.account = account
+        """Where an internal failure is counted (the run's)."""
         self.registry: dict[int, tuple[str, Any, int, str, int]] = {}
         self._registry_bytes = 0
         self._budget = CONFIG.track_budget_bytes
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
         self._names: dict[Any, str] = {}
-        self.summary: Any = getattr(run, "_summary", None)
-        """Summary mode's policy for this run (`trajdebug.record.summary.Policy`), or None."""
+        self.rewrite = rewrite
+        """The run's processors that rewrite records (`trajdebug.record.processors.Processors.on_record`:
+        summary mode), applied to every record built here; None when there are none."""
 
     def release(self) -> None:
         """Drop the strong references at the run's end."""
@@ -273,8 +277,8 @@ class Tracker:
                 out[k] = self._field(k, v)
             except Exception:  # noqa: BLE001 - one hostile value costs only itself, never the record
                 out[k] = marker(v)
-        if self.summary is not None:
-            self.summary.apply(out)
+        if self.rewrite is not None:
+            return self.rewrite(out)
         return out
 
     def _field(self, k: str, v: Any) -> Any:
@@ -401,14 +405,14 @@ class Tracker:
 
     def unencodable(self, h: StepHandle, exc: Exception) -> list[dict[str, Any]]:
         """The minimal record of a step whose fields could not be encoded (`encode` raised ``exc``)."""
-        self.run._internal_error("encode")
+        self.account.internal_error("encode")
         try:
             name = self.name(h.name) or "step"
         except Exception:  # noqa: BLE001  # pragma: no cover
             name = "step"
         return [
             step_record(
-                self.run.run_id,
+                self.run_id,
                 h.id,
                 name,
                 h.kind if type(h.kind) is str else "other",
@@ -427,7 +431,7 @@ class Tracker:
         read once each, its name comes from a cache, and its two texts pass one redaction prefilter.
         """
         out: list[dict[str, Any]] = []
-        run_id = self.run.run_id
+        run_id = self.run_id
         parent = h.parent
         if parent is not None and type(parent) is StepHandle and not parent._announced and parent.t1 is None:
             self._announce(parent, run_id, out)
@@ -504,10 +508,10 @@ class Tracker:
             fields = overrun(h, h.attrs or {})
             if fields is not None:
                 self._payload_error(h, rec, f"{h.name} ran {fields['elapsed_s']:g} s, past its timeout of {h.timeout:g} s", out, "ToolTimeout", fields)
-        if self.summary is not None:
-            for r in out:
-                self.summary.apply(r)
-            self.summary.apply(rec)
+        rewrite = self.rewrite
+        if rewrite is not None:
+            out = [rewrite(r) for r in out]
+            rec = rewrite(rec)
         out.append(rec)
         return out
 
@@ -591,7 +595,7 @@ class Tracker:
         """A tool returned an error as data (or a bounded block overran): that is an error too (it stays
         green elsewhere)."""
         eid = new_error_id()
-        run_id = self.run.run_id
+        run_id = self.run_id
         rec["status"] = "error"
         rec["error"] = {"type": kind, "message": message, "error_id": eid}
         attrs = {"reported": True, "payload": True} if fields is None else {"reported": True, **self.attributes(fields)}

@@ -29,10 +29,16 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
+from trajdebug.record.account import Losses
 from trajdebug.record.config import CONFIG
-from trajdebug.record.sinks import Lines, describe, is_transient
+from trajdebug.record.sinks import Lines, LineSink, Sink, describe, is_transient
+
+
+if TYPE_CHECKING:
+    from trajdebug.record.export import RunExport
 
 
 log = logging.getLogger("trajdebug")
@@ -65,7 +71,7 @@ class Slot:
 
     __slots__ = ("dead", "lines", "pending", "sink", "stalled")
 
-    def __init__(self, sink: Any) -> None:
+    def __init__(self, sink: Sink) -> None:
         self.sink = sink
         self.lines = getattr(sink, "takes_lines", False) is True
         """The sink takes the encoded lines; others get them as mappings (`Lines`)."""
@@ -73,26 +79,31 @@ class Slot:
         self.dead = False
         self.stalled = False
         if hasattr(sink, "on_busy"):
-            sink.on_busy = self._busy
+            busy: Callable[[], None] = self._busy
+            sink.on_busy = busy
 
     def _busy(self) -> None:
         # The store is locked: whoever waits for this write (a run's end) stops waiting now.
         self.stalled = True
 
-    def write(self, run: Any, records: list[bytes]) -> None:
-        """Queue a batch (records encoded as JSON lines) for this sink and try to write everything it holds."""
+    def write(self, account: Losses, records: list[bytes]) -> None:
+        """Queue a batch (records encoded as JSON lines) for this sink and try to write everything it holds;
+        what cannot be written is reported to ``account`` (the run's)."""
         if self.dead:
-            run._lost("unwritable", len(records))
+            account.lost("unwritable", len(records))
             return
         self.pending.extend(records)
-        self.flush(run)
+        self.flush(account)
 
-    def flush(self, run: Any) -> bool:
+    def flush(self, account: Losses) -> bool:
         """Try to write the pending records; True when nothing is left to retry."""
         if self.dead or not self.pending:
             return True
         try:
-            skipped = self.sink.write(self.pending if self.lines else Lines(self.pending))
+            if self.lines:
+                skipped = cast(LineSink, self.sink).write(self.pending)
+            else:
+                skipped = self.sink.write(Lines(self.pending))
         except BaseException as exc:  # noqa: BLE001 - a sink raising SystemExit must not kill the writer
             written = getattr(exc, "written", 0)
             if isinstance(written, int) and written > 0:
@@ -100,45 +111,45 @@ class Slot:
             if is_transient(exc):
                 overflow = len(self.pending) - CONFIG.max_buffer
                 if overflow > 0:
-                    run._lost("unwritable", overflow)
+                    account.lost("unwritable", overflow)
                     del self.pending[:overflow]
                 if not self.stalled:
                     self.stalled = True
-                    log.info("trajdebug: %s is busy (%s); retrying run %s in the background", describe(self.sink), exc, run.run_id)
+                    log.info("trajdebug: %s is busy (%s); retrying run %s in the background", describe(self.sink), exc, account.run_id)
                 return False
             self.dead = True
             lost = len(self.pending)
             self.pending.clear()
-            run._sink_failed(self.sink, exc, lost)
+            account.sink_failed(self.sink, exc, lost)
             return True
         self.stalled = False
         if isinstance(skipped, int) and not isinstance(skipped, bool) and skipped > 0:
             # A sink may name its own cause (an exporter's full queue: "export_dropped").
-            run._lost(getattr(self.sink, "loss_kind", "unencodable"), skipped)
+            account.lost(getattr(self.sink, "loss_kind", "unencodable"), skipped)
         self.pending.clear()
         return True
 
-    def close(self, run: Any) -> None:
+    def close(self, account: Losses) -> None:
         """Release the sink (records still pending are counted as lost)."""
         if self.pending:
-            run._lost("unwritable", len(self.pending))
-            run._warn_once(
-                f"trajdebug: {describe(self.sink)} stayed unavailable; records of run {run.run_id} were lost"
+            account.lost("unwritable", len(self.pending))
+            account.warn_once(
+                f"trajdebug: {describe(self.sink)} stayed unavailable; records of run {account.run_id} were lost"
             )
             self.pending.clear()
         try:
             self.sink.close()
         except BaseException as exc:  # noqa: BLE001
             if not self.dead:
-                run._sink_failed(self.sink, exc, 0)
+                account.sink_failed(self.sink, exc, 0)
 
 
 class Writer:
-    """The one background thread that services every run being written."""
+    """The one background thread that services every run being written (each through its `RunExport`)."""
 
     def __init__(self) -> None:
-        self._runs: list[Any] = []
-        self._sweep: list[tuple[float, Any]] = []
+        self._runs: list[RunExport] = []
+        self._sweep: list[tuple[float, RunExport]] = []
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
@@ -146,7 +157,7 @@ class Writer:
 
     # -- registration ------------------------------------------------------------------
 
-    def register(self, run: Any) -> None:
+    def register(self, run: RunExport) -> None:
         """Start servicing a run (starts the thread on first use, and again after a fork)."""
         with self._cond:
             if run not in self._runs:
@@ -165,7 +176,7 @@ class Writer:
                 return False
         return True
 
-    def unregister(self, run: Any) -> None:
+    def unregister(self, run: RunExport) -> None:
         """Stop servicing a run (after its final write); late steps are still watched for a while."""
         with self._cond:
             try:
@@ -173,6 +184,11 @@ class Writer:
             except ValueError:
                 pass
             self._sweep.append((time.monotonic() + 2.0, run))
+
+    def serviced(self) -> list[RunExport]:
+        """The runs being written now."""
+        with self._cond:
+            return list(self._runs)
 
     def wake(self) -> None:
         """Ask for a round now (a buffer is filling up, someone waits for a flush)."""
@@ -223,7 +239,7 @@ class Writer:
         except Exception:
             log.debug("trajdebug: writer warm-up failed", exc_info=True)
 
-    def round(self, runs: list[Any]) -> int:
+    def round(self, runs: list[RunExport]) -> int:
         """Service each run once (a bounded batch each).
 
         Returns:
@@ -233,11 +249,11 @@ class Writer:
         busy = 0
         for run in runs:
             try:
-                got = run._service()
+                got = run.service()
                 busy = 1 if 1 in (busy, got) else max(busy, got)
             except BaseException:  # noqa: BLE001 - the writer thread never dies
                 try:
-                    run._internal_error("writer")
+                    run.internal_error("writer")
                 except BaseException:  # noqa: BLE001  # pragma: no cover
                     pass
         if self._sweep:
@@ -246,7 +262,7 @@ class Writer:
                 sweep, self._sweep = self._sweep, [(t, r) for t, r in self._sweep if t > now]
             for _, run in sweep:
                 try:
-                    run._sweep_late()
+                    run.sweep_late()
                 except BaseException:  # noqa: BLE001  # pragma: no cover
                     pass
         return busy
@@ -261,7 +277,7 @@ class Writer:
             runs = list(self._runs)
         if not runs:
             return True
-        markers = [run._mark() for run in runs]
+        markers = [run.mark() for run in runs]
         if self.on_writer_thread() or not self.alive():
             for _ in range(1000):
                 if self.round(runs) != 1:
@@ -298,7 +314,7 @@ def _reset_after_fork() -> None:
     # stay registered (steps the child records inside them are its own).
     for run in list(WRITER._runs):
         try:
-            run._forked()
+            run.forked()
         except Exception:  # noqa: BLE001  # pragma: no cover
             pass
 
@@ -325,25 +341,25 @@ def _spill_at_exit() -> None:
         runs = [*WRITER._runs, *(r for _, r in WRITER._sweep)]
     for run in runs:
         # The run's lock keeps the writer thread off its sinks meanwhile (no record written twice).
-        if not run._lock.acquire(timeout=1.0):
+        if not run.lock.acquire(timeout=1.0):
             continue
         try:
-            for slot in run._slots:
+            for slot in run.slots:
                 spill = getattr(slot.sink, "spill", None)
                 if not slot.pending or spill is None:
                     continue
                 try:
                     where = spill(slot.pending)
                 except Exception as exc:  # noqa: BLE001 - then they are lost, and said so
-                    log.warning("trajdebug: %d records of run %s were lost at exit (%s)", len(slot.pending), run.run_id, exc)
+                    log.warning("trajdebug: %d records of run %s were lost at exit (%s)", len(slot.pending), run.acct.run_id, exc)
                     continue
                 log.warning(
                     "trajdebug: %s stayed locked; %d records of run %s were left in %s (merged into the store when"
-                    " it is next written)", describe(slot.sink), len(slot.pending), run.run_id, where,
+                    " it is next written)", describe(slot.sink), len(slot.pending), run.acct.run_id, where,
                 )
                 slot.pending.clear()
         finally:
-            run._lock.release()
+            run.lock.release()
 
 
 __all__ = ["WRITER", "Flush", "Slot", "Writer", "flush"]
