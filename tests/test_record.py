@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import os
@@ -867,3 +868,18 @@ class TestBoundedBySize:
         assert took < whole / 3, (took, whole)
         out = read_jsonl(tmp_path / "r.jsonl").runs[0].steps[1].output
         assert TRUNCATED_KEY in out or "more items" in json.dumps(out)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((Path(trajdebug.record.__file__).resolve().parent).rglob("*.py")),
+    ids=lambda p: p.name,
+)
+def test_no_function_of_the_recorder_runs_over_80_lines(path: Path) -> None:
+    """Every function (and method) under trajdebug/record is at most 80 lines long."""
+    long = [
+        f"{n.name} ({n.end_lineno - n.lineno + 1} lines)"
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and (n.end_lineno or 0) - n.lineno + 1 > 80
+    ]
+    assert long == []

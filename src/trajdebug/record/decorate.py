@@ -18,10 +18,17 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trajdebug.record import context as _ctx
 from trajdebug.record.config import CONFIG
+
+
+if TYPE_CHECKING:
+    from trajdebug.record.recorder import StepHandle
+
+    Spawn = Callable[[tuple[Any, ...], dict[str, Any]], StepHandle]
+    """Makes a call's step from the decorator's template (`StepHandle._spawner`)."""
 
 
 # Bound by assignment, not imported by name, so that ``_RUN.get()`` compiles to a method
@@ -30,9 +37,7 @@ _RUN = _ctx._RUN
 _STEP = _ctx._STEP
 _REPLAY = _ctx._REPLAY
 
-# The step handle is duck-typed: its module imports this one.
-StepHandle = Any
-"""A `trajdebug.record.recorder.StepHandle` (used as the template of each call's step)."""
+# The step handle's module imports this one: it is named here for the type checker only (above).
 
 
 def _unrecorded(run: Any) -> bool:
@@ -86,115 +91,132 @@ def decorate(tpl: StepHandle, fn: Any) -> Any:
     spawn = tpl._spawner(spec)
 
     if inspect.isasyncgenfunction(fn):
-
-        @functools.wraps(fn)
-        async def agen_wrapper(*args: Any, **kwargs: Any) -> Any:
-            run = _RUN.get() if CONFIG.enabled else None
-            h = None
-            if not _unrecorded(run):
-                h = spawn(args, kwargs)
-                h.__enter__()
-            if h is None or h._token is None:
-                async for item in fn(*args, **kwargs):
-                    yield item
-                return
-            items: list[Any] = []
-            agen = fn(*args, **kwargs)
-            _STEP.reset(h._token)
-            try:
-                while True:
-                    tok = _STEP.set(h)
-                    try:
-                        item = await agen.__anext__()
-                    finally:
-                        _STEP.reset(tok)
-                    items.append(item)
-                    yield item
-            except StopAsyncIteration:
-                pass
-            except BaseException as exc:
-                h.output = items
-                h._token = _STEP.set(h)
-                h.__exit__(type(exc), exc, exc.__traceback__)
-                raise
-            h.output = items
-            h._token = _STEP.set(h)
-            h.__exit__(None, None, None)
-
-        return agen_wrapper
-
+        return _async_generator(fn, spawn)
     if inspect.isgeneratorfunction(fn):
-
-        @functools.wraps(fn)
-        def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
-            run = _RUN.get() if CONFIG.enabled else None
-            h = None
-            if not _unrecorded(run):
-                h = spawn(args, kwargs)
-                # The step is current only while the generator body runs, not
-                # while the consumer holds a yielded item.
-                h.__enter__()
-            if h is None or h._token is None:
-                return (yield from fn(*args, **kwargs))
-            items: list[Any] = []
-            gen = fn(*args, **kwargs)
-            _STEP.reset(h._token)
-            result = None
-            sent: Any = None
-            try:
-                while True:
-                    tok = _STEP.set(h)
-                    try:
-                        item = gen.send(sent)
-                    finally:
-                        _STEP.reset(tok)
-                    items.append(item)
-                    sent = yield item
-            except StopIteration as stop:
-                result = stop.value
-            except GeneratorExit:
-                gen.close()
-                h.set("closed_early", True)
-            except BaseException as exc:
-                h.output = items
-                h._token = _STEP.set(h)
-                h.__exit__(type(exc), exc, exc.__traceback__)
-                raise
-            h.output = items if result is None else {"items": items, "return": result}
-            h._token = _STEP.set(h)
-            h.__exit__(None, None, None)
-            return result
-
-        return gen_wrapper
-
+        return _generator(fn, spawn)
     if inspect.iscoroutinefunction(fn):
+        return _coroutine(fn, spawn)
+    return _function(fn, spawn)
 
-        @functools.wraps(fn)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            run = _RUN.get() if CONFIG.enabled else None
-            if run is None and _unrecorded(run):
-                return await fn(*args, **kwargs)
+
+def _async_generator(fn: Any, spawn: Spawn) -> Any:
+    """An async generator function's wrapper: one step over the whole iteration, its items the output."""
+
+    @functools.wraps(fn)
+    async def agen_wrapper(*args: Any, **kwargs: Any) -> Any:
+        run = _RUN.get() if CONFIG.enabled else None
+        h = None
+        if not _unrecorded(run):
             h = spawn(args, kwargs)
             h.__enter__()
-            try:
-                ctl = _REPLAY.get()
-                if ctl is None:
+        if h is None or h._token is None:
+            async for item in fn(*args, **kwargs):
+                yield item
+            return
+        items: list[Any] = []
+        agen = fn(*args, **kwargs)
+        _STEP.reset(h._token)
+        try:
+            while True:
+                tok = _STEP.set(h)
+                try:
+                    item = await agen.__anext__()
+                finally:
+                    _STEP.reset(tok)
+                items.append(item)
+                yield item
+        except StopAsyncIteration:
+            pass
+        except BaseException as exc:
+            h.output = items
+            h._token = _STEP.set(h)
+            h.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        h.output = items
+        h._token = _STEP.set(h)
+        h.__exit__(None, None, None)
+
+    return agen_wrapper
+
+
+def _generator(fn: Any, spawn: Spawn) -> Any:
+    """A generator function's wrapper: one step over the whole iteration, its items (and return) the output."""
+
+    @functools.wraps(fn)
+    def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+        run = _RUN.get() if CONFIG.enabled else None
+        h = None
+        if not _unrecorded(run):
+            h = spawn(args, kwargs)
+            # The step is current only while the generator body runs, not
+            # while the consumer holds a yielded item.
+            h.__enter__()
+        if h is None or h._token is None:
+            return (yield from fn(*args, **kwargs))
+        items: list[Any] = []
+        gen = fn(*args, **kwargs)
+        _STEP.reset(h._token)
+        result = None
+        sent: Any = None
+        try:
+            while True:
+                tok = _STEP.set(h)
+                try:
+                    item = gen.send(sent)
+                finally:
+                    _STEP.reset(tok)
+                items.append(item)
+                sent = yield item
+        except StopIteration as stop:
+            result = stop.value
+        except GeneratorExit:
+            gen.close()
+            h.set("closed_early", True)
+        except BaseException as exc:
+            h.output = items
+            h._token = _STEP.set(h)
+            h.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        h.output = items if result is None else {"items": items, "return": result}
+        h._token = _STEP.set(h)
+        h.__exit__(None, None, None)
+        return result
+
+    return gen_wrapper
+
+
+def _coroutine(fn: Any, spawn: Spawn) -> Any:
+    """A coroutine function's wrapper: one step per awaited call."""
+
+    @functools.wraps(fn)
+    async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+        run = _RUN.get() if CONFIG.enabled else None
+        if run is None and _unrecorded(run):
+            return await fn(*args, **kwargs)
+        h = spawn(args, kwargs)
+        h.__enter__()
+        try:
+            ctl = _REPLAY.get()
+            if ctl is None:
+                out = await fn(*args, **kwargs)
+            else:
+                h.bound_input()
+                served, out = ctl.before(h)
+                if not served:
                     out = await fn(*args, **kwargs)
-                else:
-                    h.bound_input()
-                    served, out = ctl.before(h)
-                    if not served:
-                        out = await fn(*args, **kwargs)
-                        ctl.after(h, out)
-                h.output = out
-            except BaseException as exc:
-                h.__exit__(type(exc), exc, exc.__traceback__)
-                raise
-            h.__exit__(None, None, None)
-            return out
+                    ctl.after(h, out)
+            h.output = out
+        except BaseException as exc:
+            h.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        h.__exit__(None, None, None)
+        return out
 
-        return async_wrapper
+    return async_wrapper
 
+
+def _function(fn: Any, spawn: Spawn) -> Any:
+    """A plain function's wrapper: one step per call (the hot path of the decorator form)."""
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         run = _RUN.get() if CONFIG.enabled else None

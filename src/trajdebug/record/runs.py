@@ -355,11 +355,6 @@ class RunHandle:
             return True
         return self._wait(self._mark(), CONFIG.close_timeout if timeout is None else timeout)
 
-    def _mark(self) -> Flush:
-        marker = Flush()
-        self._queue.append(marker)
-        return marker
-
     def drain(self) -> None:
         """Write what is queued now (an alias of `flush`, kept for callers of the old name)."""
         self.flush()

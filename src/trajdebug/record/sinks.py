@@ -24,7 +24,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, overload, runtime_checkable
 
 from trajdebug.core.codec import dumps_line, loads
 
@@ -256,9 +256,9 @@ class StoreSink:
             store.set_busy_timeout(0.0 if self._locked else None)
             skipped: int
             if records and all(r.__class__ is bytes for r in records):
-                skipped = store.write_lines(records)
+                skipped = store.write_lines(cast("Sequence[bytes]", records))
             else:
-                skipped = store.write_records([loads(r) if r.__class__ is bytes else r for r in records], redacted=True)
+                skipped = store.write_records([loads(r) if isinstance(r, bytes) else r for r in records], redacted=True)
         except (sqlite3.OperationalError, OSError, RuntimeError) as exc:
             if is_transient(exc):
                 self._locked = True

@@ -264,43 +264,53 @@ def timed(tpl: Any, fn: Any) -> Any:
     spawn = tpl._spawner(spec)
 
     if inspect.iscoroutinefunction(fn):
+        return _timed_coroutine(fn, spawn, spec, name, bound)
+    return _timed_function(fn, spawn, spec, name, bound)
 
-        async def bounded(args: tuple[Any, ...], kwargs: dict[str, Any], h: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                import asyncio  # here, not at import: `import trajdebug` stays free of asyncio's 18 ms
 
-                return await asyncio.wait_for(fn(*args, **kwargs), bound)
-            except TimeoutError as exc:
-                if time.perf_counter() - t0 < bound * 0.999:
-                    raise  # the function's own TimeoutError, not the bound
-                raise _timeout(h, name, bound, time.perf_counter() - t0, bind(spec, args, kwargs)) from exc
+def _timed_coroutine(fn: Any, spawn: Any, spec: Any, name: str, bound: float) -> Any:
+    """A coroutine function's wrapper: one step per awaited call, bounded by ``bound`` seconds."""
 
-        @functools.wraps(fn)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            run = _RUN.get() if CONFIG.enabled else None
-            if run is None and _unrecorded(run):
-                return await bounded(args, kwargs, None)
-            h = spawn(args, kwargs)
-            h.__enter__()
-            try:
-                ctl = _REPLAY.get()
-                if ctl is None:
+    async def bounded(args: tuple[Any, ...], kwargs: dict[str, Any], h: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            import asyncio  # here, not at import: `import trajdebug` stays free of asyncio's 18 ms
+
+            return await asyncio.wait_for(fn(*args, **kwargs), bound)
+        except TimeoutError as exc:
+            if time.perf_counter() - t0 < bound * 0.999:
+                raise  # the function's own TimeoutError, not the bound
+            raise _timeout(h, name, bound, time.perf_counter() - t0, bind(spec, args, kwargs)) from exc
+
+    @functools.wraps(fn)
+    async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+        run = _RUN.get() if CONFIG.enabled else None
+        if run is None and _unrecorded(run):
+            return await bounded(args, kwargs, None)
+        h = spawn(args, kwargs)
+        h.__enter__()
+        try:
+            ctl = _REPLAY.get()
+            if ctl is None:
+                out = await bounded(args, kwargs, h)
+            else:
+                h.bound_input()
+                served, out = ctl.before(h)
+                if not served:
                     out = await bounded(args, kwargs, h)
-                else:
-                    h.bound_input()
-                    served, out = ctl.before(h)
-                    if not served:
-                        out = await bounded(args, kwargs, h)
-                        ctl.after(h, out)
-                h.output = out
-            except BaseException as exc:
-                h.__exit__(type(exc), exc, exc.__traceback__)
-                raise
-            h.__exit__(None, None, None)
-            return out
+                    ctl.after(h, out)
+            h.output = out
+        except BaseException as exc:
+            h.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        h.__exit__(None, None, None)
+        return out
 
-        return async_wrapper
+    return async_wrapper
+
+
+def _timed_function(fn: Any, spawn: Any, spec: Any, name: str, bound: float) -> Any:
+    """A plain function's wrapper: one step per call, bounded by ``bound`` seconds (`call_within`)."""
 
     def run_bounded(args: tuple[Any, ...], kwargs: dict[str, Any], h: Any) -> Any:
         t0 = time.perf_counter()

@@ -438,31 +438,11 @@ class Tracker:
         sid = h._sid or h.id
         t1 = h.t1
 
-        # Identity tracking: scalars were not snapshotted (the step's own input is the live object).
-        deps: list[Dependency] | None = None
         inp, outp = h.input, h.output
         if h._spec is not None:
             # A decorated call's scalar arguments, bound here rather than on the agent's thread.
             inp = bind(h._spec, inp, h._kw)
-        live = h._live_in
-        if live is None:
-            live = inp
-        else:
-            h._live_in = None
-        if live is not None and type(live) is not bytes:
-            found = self._find(sid, h.t0, live)
-            if found:
-                deps = found
-        live = h._live_out
-        if live is None:
-            live = outp
-        else:
-            h._live_out = None
-        if type(live) is str:
-            if len(live) >= MIN_TRACKED_STR:
-                self._keep(id(live), (sid, live, t1 or 0, "tracked", _ENTRY_BYTES + len(live)))
-        elif live is not None and type(live) is not bytes:
-            self._register(sid, t1 or 0, live, len(outp) if type(outp) is bytes else 64)
+        deps = self._track(h, sid, inp, outp)
 
         red = self.redactor
         if type(inp) is str and type(outp) is str and red is not None:
@@ -514,6 +494,32 @@ class Tracker:
             rec = rewrite(rec)
         out.append(rec)
         return out
+
+    def _track(self, h: StepHandle, sid: str, inp: Any, outp: Any) -> list[Dependency] | None:
+        """Identity tracking: the step's data edges from registered values in its input (None: none), and
+        its output registered.  Scalars were not snapshotted: the step's own input is the live object."""
+        deps = None
+        live = h._live_in
+        if live is None:
+            live = inp
+        else:
+            h._live_in = None
+        if live is not None and type(live) is not bytes:
+            found = self._find(sid, h.t0, live)
+            if found:
+                deps = found
+        live = h._live_out
+        if live is None:
+            live = outp
+        else:
+            h._live_out = None
+        t1 = h.t1 or 0
+        if type(live) is str:
+            if len(live) >= MIN_TRACKED_STR:
+                self._keep(id(live), (sid, live, t1, "tracked", _ENTRY_BYTES + len(live)))
+        elif live is not None and type(live) is not bytes:
+            self._register(sid, t1, live, len(outp) if type(outp) is bytes else 64)
+        return deps
 
     def _full_record(
         self, h: StepHandle, run_id: str, sid: str, name: Any, inp: Any, outp: Any, found: list[Dependency], after_end: bool

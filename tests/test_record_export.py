@@ -1,0 +1,64 @@
+"""A run's export: the writer's side of a run, serviced by the writer apart from the run the agent touches."""
+
+from __future__ import annotations
+
+import trajdebug
+from trajdebug.record.account import Account
+from trajdebug.record.sinks import MemorySink
+from trajdebug.record.writer import WRITER, Slot
+
+
+def test_the_writer_services_the_runs_export_until_the_run_is_written() -> None:
+    """While a run records, the writer services its export (not the run); once written, no longer."""
+    with trajdebug.run("agent", sinks=[MemorySink()]) as run:
+        assert run._export in WRITER.serviced()
+        assert run not in WRITER.serviced()  # type: ignore[comparison-overlap]
+    run._export.finalize()
+    assert run._export not in WRITER.serviced()
+
+
+def test_every_kind_of_queued_item_reaches_the_sink_in_order() -> None:
+    """The run's start, a step, added metadata, a trace message, a flush and the end each become what they stand for."""
+    sink = MemorySink()
+    carried = {"rows": ["a value carried across a boundary"]}
+    with trajdebug.run("agent", sinks=[sink]) as run:
+        with trajdebug.step("fetch", kind="tool", input="q") as s:
+            s.output = "fetched"
+        run.add_metadata(where="after fetch")
+        trajdebug.traced(carried, source=s)
+        with trajdebug.step("use", kind="tool", input=carried):
+            pass
+        assert run.flush()
+    assert [r["t"] for r in sink.records] == ["run", "step", "meta", "step", "end"]
+    assert sink.records[2]["metadata"] == {"where": "after fetch"}
+    assert sink.records[3]["deps"] == [{"step_id": s.id, "kind": "data", "origin": "declared"}]
+
+
+def test_an_unknown_item_in_the_queue_is_skipped_without_failing_the_run() -> None:
+    """Something the export has no handler for is passed over; the steps around it are written, no internal error."""
+    sink = MemorySink()
+    with trajdebug.run("agent", sinks=[sink]) as run:
+        run._queue.append(object())  # type: ignore[arg-type]
+        with trajdebug.step("after", kind="tool"):
+            pass
+    assert [r["t"] for r in sink.records] == ["run", "step", "end"]
+    assert run.internal_errors == 0
+
+
+class _Broken:
+    def write(self, records: object) -> None:
+        raise ValueError("no")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_slot_reports_a_failed_sink_to_the_runs_account() -> None:
+    """A sink that fails for good costs its records, counted in the account the slot was given, with one warning."""
+    acct = Account("r-1")
+    slot = Slot(_Broken())
+    slot.write(acct, [b"{}\n", b"{}\n"])
+    slot.write(acct, [b"{}\n"])
+    assert slot.dead and acct.sink_failures == 1
+    assert acct.lost_by["unwritable"] == 3 and acct.warned
+    assert acct.summary() == {"lost": {"unwritable": 3}}
