@@ -22,23 +22,38 @@ import threading
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 
-_RUN: ContextVar[Any] = ContextVar("trajdebug_run", default=None)
+if TYPE_CHECKING:
+    from trajdebug.record.recorder import StepHandle
+    from trajdebug.record.runs import RunHandle
+
+
+class ReplayControl(Protocol):
+    """**Protocol:** what a decorated step asks the active replay (`trajdebug.replay`)."""
+
+    def before(self, handle: StepHandle) -> tuple[bool, Any]:
+        """Whether the recorded response is served for this call, and the response (it may raise)."""
+
+    def after(self, handle: StepHandle, value: Any) -> None:
+        """The call ran live and returned ``value``."""
+
+
+_RUN: ContextVar[RunHandle | None] = ContextVar("trajdebug_run", default=None)
 """The run being recorded in this context (a `trajdebug.record.runs.RunHandle`)."""
-_STEP: ContextVar[Any] = ContextVar("trajdebug_step", default=None)
+_STEP: ContextVar[StepHandle | RemoteParent | None] = ContextVar("trajdebug_step", default=None)
 """The step being recorded in this context (a step handle or a `RemoteParent`)."""
 _BRANCH: ContextVar[tuple[str, ...]] = ContextVar("trajdebug_branch", default=())
 """The decision steps of the `trajdebug.branch` scopes open in this context."""
 _ATTEMPT: ContextVar[tuple[int, str | None, str | None] | None] = ContextVar("trajdebug_attempt", default=None)
 """The retry attempt about to start: (number, the attempt it retries, why)."""
-_REPLAY: ContextVar[Any] = ContextVar("trajdebug_replay", default=None)
+_REPLAY: ContextVar[ReplayControl | None] = ContextVar("trajdebug_replay", default=None)
 """The active replay controller (`trajdebug.replay`), consulted by decorated steps:
 ``before(handle) -> (served, value)`` (it may raise a recorded exception) and
 ``after(handle, value)``; it decides, per step, whether to serve the recorded
 response or let the function run live."""
-_HOST: ContextVar[Any] = ContextVar("trajdebug_host", default=None)
+_HOST: ContextVar[tuple[RunHandle, bool] | None] = ContextVar("trajdebug_host", default=None)
 """The run `trajdebug.replay` records or replays an entry point into, as ``(run handle, whether a
 joining run names it)``: a ``trajdebug.run(...)`` the entry point opens joins it (`trajdebug.record.runs`)."""
 
@@ -59,24 +74,27 @@ class RemoteParent:
 
     __slots__ = ("id",)
 
+    _run: None = None
+    """A remote parent belongs to no run of this process (a step handle's ``_run`` is its run)."""
+
     def __init__(self, step_id: str) -> None:
         self.id = step_id
 
 
 # -- active runs (for steps that lost their context) --------------------------------
 
-ACTIVE: list[Any] = []
+ACTIVE: list[RunHandle] = []
 """The runs being recorded in this process, oldest first (empty most of the time)."""
 _active_lock = threading.Lock()
 
 
-def run_started(run: Any) -> None:
+def run_started(run: RunHandle) -> None:
     """A run began recording in this process."""
     with _active_lock:
         ACTIVE.append(run)
 
 
-def run_ended(run: Any) -> None:
+def run_ended(run: RunHandle) -> None:
     """A run stopped recording in this process."""
     with _active_lock:
         try:
@@ -85,7 +103,7 @@ def run_ended(run: Any) -> None:
             pass
 
 
-def orphan_run() -> tuple[Any, bool | None] | None:
+def orphan_run() -> tuple[RunHandle, bool | None] | None:
     """The run a step without a run in its context should join, and whether that choice was ambiguous.
 
     A step whose context holds no run but whose enclosing step (in the same
@@ -98,7 +116,7 @@ def orphan_run() -> tuple[Any, bool | None] | None:
     if not ACTIVE:
         return None
     parent = _STEP.get()
-    run = getattr(parent, "_run", None)
+    run: RunHandle | None = getattr(parent, "_run", None)
     if run is not None and getattr(run, "_active", False):
         return run, None
     with _active_lock:

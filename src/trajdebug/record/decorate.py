@@ -26,6 +26,7 @@ from trajdebug.record.config import CONFIG
 
 if TYPE_CHECKING:
     from trajdebug.record.recorder import StepHandle
+    from trajdebug.record.runs import RunHandle
 
     Spawn = Callable[[tuple[Any, ...], dict[str, Any]], StepHandle]
     """Makes a call's step from the decorator's template (`StepHandle._spawner`)."""
@@ -40,7 +41,7 @@ _REPLAY = _ctx._REPLAY
 # The step handle's module imports this one: it is named here for the type checker only (above).
 
 
-def _unrecorded(run: Any) -> bool:
+def _unrecorded(run: RunHandle | None) -> bool:
     """Whether a call finds nothing to record into: no run in its context and none active anywhere."""
     return run is None and (not CONFIG.enabled or not _ctx.ACTIVE)
 

@@ -16,11 +16,15 @@ import os
 import platform
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.model import Dependency
 from trajdebug.record import recorder as rec
 from trajdebug.record.config import CONFIG
+
+
+if TYPE_CHECKING:
+    from trajdebug.record.runs import RunHandle
 
 
 @functools.lru_cache(maxsize=8)
@@ -68,7 +72,7 @@ def environment_snapshot(metadata: dict[str, Any] | None = None, *, time_ns: int
     return snap
 
 
-def record_environment_step(run: Any) -> str:
+def record_environment_step(run: RunHandle) -> str:
     """Create the run's ``environment`` step and return its id."""
     h = rec.StepHandle("environment", "input")
     h._run = run

@@ -88,7 +88,7 @@ def _trace_id(run_id: str) -> str:
     return hashlib.sha256(run_id.encode()).hexdigest()[:32]
 
 
-def _sink_target(run: Any) -> str | None:
+def _sink_target(run: RunHandle) -> str | None:
     for sink in run._sinks:
         if isinstance(sink, StoreSink):
             return f"sqlite:{Path(sink.path).resolve()}"

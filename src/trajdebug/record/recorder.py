@@ -14,7 +14,8 @@ import logging
 import threading
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from contextvars import Token
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from trajdebug.core.codec import dumps
 from trajdebug.core.model import STEP_KINDS, Dependency
@@ -25,6 +26,11 @@ from trajdebug.record import exceptions as _errors
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind, decorate
 from trajdebug.record.timeouts import timed
+
+
+if TYPE_CHECKING:
+    from trajdebug.record.decorate import Spec
+    from trajdebug.record.runs import RunHandle
 
 
 log = logging.getLogger("trajdebug")
@@ -83,7 +89,7 @@ class StopRun(Exception):
         """The critical chain that stopped the run (`trajdebug.record.hooks.CriticalError`)."""
 
 
-def request_stop(run: Any, event: Any) -> None:
+def request_stop(run: RunHandle, event: Any) -> None:
     """Ask a run to stop: its next step raises `StopRun`.  While a stop is pending anywhere, starting a
     step takes its slow path (counted in `_scopes`), so nothing is added to the hot path otherwise."""
     global _scopes
@@ -93,7 +99,7 @@ def request_stop(run: Any, event: Any) -> None:
             _scopes += 1
 
 
-def take_stop(run: Any) -> Any:
+def take_stop(run: RunHandle) -> Any:
     """A run's pending stop, taken (at a step's start, or the run's end), or None."""
     global _scopes
     with _scopes_lock:
@@ -205,13 +211,13 @@ class StepHandle:
     seq: int = 0
     t0: int = 0
     t1: int | None = None
-    _run: Any = None
-    _token: Any = None
+    _run: RunHandle | None = None
+    _token: Token[StepHandle | RemoteParent | None] | None = None
     _child_errors: list[str] | None = None
     _live_in: Any = None
     _live_out: Any = None
     _announced: bool = False
-    _spec: Any = None
+    _spec: Spec | None = None
     """Set while ``input`` holds a decorated call's arguments as they came (the positional tuple; the
     keywords in ``_kw``), not yet bound to parameter names: the parameters (`decorate.Spec`)."""
     _kw: dict[str, Any] | None = None
@@ -288,7 +294,7 @@ class StepHandle:
         self.t0 = _now()
         return self
 
-    def _adopt(self) -> Any:
+    def _adopt(self) -> RunHandle | None:
         """The run of a step started where the context holds none (a plain thread pool), or None.
 
         The step joins the one active run of the process, or the most recent of
@@ -306,7 +312,7 @@ class StepHandle:
             run._adopted(ambiguous)
         return run
 
-    def _start_slow(self, run: Any) -> None:
+    def _start_slow(self, run: RunHandle) -> None:
         if run._stop is not None:
             event = take_stop(run)
             if event is not None:
@@ -331,7 +337,7 @@ class StepHandle:
         try:
             self.t1 = _now()
             try:
-                _STEP.reset(self._token)
+                _STEP.reset(self._token)  # type: ignore[arg-type]  # set by __enter__ whenever _run is
             except ValueError:
                 # Reset from another context (a generator resumed elsewhere): fall back to the parent.
                 _STEP.set(self.parent)
@@ -625,7 +631,7 @@ def current_step() -> StepHandle | None:
     return s if type(s) is StepHandle else None
 
 
-def current_run() -> Any:
+def current_run() -> RunHandle | None:
     """The run being recorded in this context (a `trajdebug.record.runs.RunHandle`), or None."""
     return _RUN.get()
 

@@ -1,9 +1,10 @@
 """Recording a run: ``with trajdebug.run("name") as run``.
 
-A `RunHandle` owns the run's queue and sinks.  The agent's threads push
-finished step handles onto its deque; the writer thread
-(`trajdebug.record.writer`) turns them into records (`trajdebug.record.tracking`)
-and hands them to the sinks.  Nothing here waits on storage on the agent's
+A `RunHandle` is the agent's side of a run: its context, its queue, its
+outcome, state and metadata.  The agent's threads push finished step handles
+onto its deque; the writer thread (`trajdebug.record.writer`) services the
+run's `trajdebug.record.export.RunExport`, which turns them into records,
+passes them through the run's processors and hands them to the sinks.  Nothing here waits on storage on the agent's
 thread: sinks are opened by the writer, and leaving the run's block waits
 only until the writer has reached the run's end (bounded by
 ``close_timeout``, and not at all for a store that is locked).
@@ -45,12 +46,14 @@ from trajdebug.record.writer import WRITER, Flush, Slot
 
 
 if TYPE_CHECKING:
+    from trajdebug.core.model import Run
     from trajdebug.record.rollout import Plan
     from trajdebug.record.sampling import Hold
     from trajdebug.store import Store
 
 
 log = logging.getLogger("trajdebug")
+
 
 class RunHandle:
     """A run being recorded; ``with trajdebug.run(...) as run`` gives you one."""
@@ -62,7 +65,7 @@ class RunHandle:
         self,
         name: str,
         *,
-        store: Any = None,
+        store: Store | str | Path | None = None,
         path: str | Path | None = None,
         sinks: Iterable[Sink] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -322,7 +325,7 @@ class RunHandle:
         if self._active:
             self._push(meta_record(self.run_id, metadata))
 
-    def merge(self, run: Any) -> None:
+    def merge(self, run: Run) -> None:
         """Add the steps and errors of another `trajdebug.core.model.Run` to this run.
 
         Used by the framework integrations: a LangChain or OpenAI Agents trace
@@ -430,7 +433,7 @@ class RunHandle:
             "context_lost": sum(self._acct.context_lost),
         }
 
-    def load(self) -> Any:
+    def load(self) -> Run:
         """Read this run back from its first readable sink (a `trajdebug.core.model.Run`), after a flush."""
         from trajdebug.core.jsonl import RunBuilder, read_jsonl
 
@@ -482,7 +485,7 @@ def _default_store() -> Path:
 def run(
     name: str,
     *,
-    store: Any = None,
+    store: Store | str | Path | None = None,
     path: str | Path | None = None,
     sinks: Iterable[Sink] = (),
     metadata: Mapping[str, Any] | None = None,

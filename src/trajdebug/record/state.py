@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.codec import to_jsonable
 from trajdebug.core.model import Dependency
 from trajdebug.record.edges import traced
 from trajdebug.record.recorder import StepHandle, current_step
+
+
+if TYPE_CHECKING:
+    from trajdebug.record.runs import RunHandle
 
 
 def _current() -> StepHandle | None:
@@ -31,7 +35,7 @@ def _current() -> StepHandle | None:
 class RunState(MutableMapping[str, Any]):
     """A dict whose writes and reads are recorded as ``state`` dependencies."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunHandle) -> None:
         self._run = run
         self._data: dict[str, Any] = {}
         self._writers: dict[str, str] = {}

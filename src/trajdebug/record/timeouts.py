@@ -48,6 +48,8 @@ from trajdebug.record.decorate import _param_spec, _unrecorded, bind, decorate
 
 
 if TYPE_CHECKING:
+    from trajdebug.record.decorate import Spawn, Spec
+    from trajdebug.record.recorder import StepHandle
     from trajdebug.record.summary import Policy
 
 
@@ -222,7 +224,7 @@ def call_within(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     return True, call.result
 
 
-def _timeout(h: Any, name: str, bound: float, elapsed: float, request: Any) -> ToolTimeout:
+def _timeout(h: StepHandle | None, name: str, bound: float, elapsed: float, request: Any) -> ToolTimeout:
     service = None
     attrs = getattr(h, "attrs", None) if h is not None else None
     if attrs and isinstance(attrs.get("service"), str):
@@ -242,10 +244,10 @@ def _timeout(h: Any, name: str, bound: float, elapsed: float, request: Any) -> T
 # -- the decorator ---------------------------------------------------------------------------
 
 
-def timed(tpl: Any, fn: Any) -> Any:
+def timed(tpl: StepHandle, fn: Any) -> Any:
     """Wrap ``fn`` so that each call records a step (as `trajdebug.record.decorate.decorate` does) and is
-    bounded by ``tpl.timeout`` seconds."""
-    bound = float(tpl.timeout)
+    bounded by ``tpl.timeout`` seconds (set: the step template asks for a bound only with one)."""
+    bound = float(tpl.timeout or 0.0)
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         warnings.warn(
             f"trajdebug: timeout= does not bound generator {getattr(fn, '__name__', fn)!r}; recorded without a bound",
@@ -268,10 +270,10 @@ def timed(tpl: Any, fn: Any) -> Any:
     return _timed_function(fn, spawn, spec, name, bound)
 
 
-def _timed_coroutine(fn: Any, spawn: Any, spec: Any, name: str, bound: float) -> Any:
+def _timed_coroutine(fn: Any, spawn: Spawn, spec: Spec, name: str, bound: float) -> Any:
     """A coroutine function's wrapper: one step per awaited call, bounded by ``bound`` seconds."""
 
-    async def bounded(args: tuple[Any, ...], kwargs: dict[str, Any], h: Any) -> Any:
+    async def bounded(args: tuple[Any, ...], kwargs: dict[str, Any], h: StepHandle | None) -> Any:
         t0 = time.perf_counter()
         try:
             import asyncio  # here, not at import: `import trajdebug` stays free of asyncio's 18 ms
@@ -309,10 +311,10 @@ def _timed_coroutine(fn: Any, spawn: Any, spec: Any, name: str, bound: float) ->
     return async_wrapper
 
 
-def _timed_function(fn: Any, spawn: Any, spec: Any, name: str, bound: float) -> Any:
+def _timed_function(fn: Any, spawn: Spawn, spec: Spec, name: str, bound: float) -> Any:
     """A plain function's wrapper: one step per call, bounded by ``bound`` seconds (`call_within`)."""
 
-    def run_bounded(args: tuple[Any, ...], kwargs: dict[str, Any], h: Any) -> Any:
+    def run_bounded(args: tuple[Any, ...], kwargs: dict[str, Any], h: StepHandle | None) -> Any:
         t0 = time.perf_counter()
         finished, out = call_within(fn, args, kwargs, bound)
         if not finished:
@@ -346,7 +348,7 @@ def _timed_function(fn: Any, spawn: Any, spec: Any, name: str, bound: float) -> 
     return wrapper
 
 
-def overrun(h: Any, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
+def overrun(h: StepHandle, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
     """Writer thread: the standard fields of a context-manager step that ran past its ``timeout``, or None."""
     bound = attrs.get("timeout")
     if h.status == "error" or not isinstance(bound, (int, float)) or isinstance(bound, bool) or h.t1 is None:

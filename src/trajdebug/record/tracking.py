@@ -70,7 +70,7 @@ _WHOLE_BYTES = 1 << 20
 _JSON_PAIR = re.compile(r'"((?:[^"\\]|\\.){1,100})"\s*:\s*("(?:[^"\\]|\\.)*"|[^,}\]]+)')
 
 
-def red_head(red: Any, head: str) -> str:
+def red_head(red: redaction.Redactor, head: str) -> str:
     """The head of a large value's JSON text, redacted: values under secret key names, then the text."""
 
     def one(m: re.Match[str]) -> str:
