@@ -7,6 +7,7 @@ identity tracking cannot follow (a queue, a subprocess, the network);
 
 from __future__ import annotations
 
+from contextvars import Token
 from typing import Any
 
 from trajdebug.record import recorder as rec
@@ -47,7 +48,7 @@ class branch:
 
     def __init__(self, decision: Any) -> None:
         self._id = _step_id(decision)
-        self._token: Any = None
+        self._token: Token[tuple[str, ...]] | None = None
 
     def __enter__(self) -> branch:
         if self._id is not None:
@@ -55,7 +56,7 @@ class branch:
             rec.scope_opened()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._token is not None:
             _BRANCH.reset(self._token)
             self._token = None

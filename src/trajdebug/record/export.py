@@ -19,6 +19,7 @@ import atexit
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ from trajdebug.record.config import CONFIG
 from trajdebug.record.env import environment_snapshot
 from trajdebug.record.processors import Processors, Record, RunView
 from trajdebug.record.recorder import StepHandle
-from trajdebug.record.tracking import Tracker
+from trajdebug.record.tracking import Trace, Tracker
 from trajdebug.record.writer import WRITER, Flush, Slot
 
 
@@ -61,9 +62,6 @@ class RunStart:
     def __init__(self, record: Record) -> None:
         self.record = record
 
-
-Trace = tuple[str, object, str, int]
-"""A control message from the agent's threads: ``("trace", value, step_id, end_ns)`` (`trajdebug.record.edges`)."""
 
 QueueItem = StepHandle | Record | RunStart | Trace | End | Flush
 """What a run's queue holds."""
@@ -147,7 +145,7 @@ class RunExport:
             self.finalize()
         return 0
 
-    def _drain(self, q: Any) -> _Batch:
+    def _drain(self, q: deque[QueueItem]) -> _Batch:
         """Take up to ``max_batch`` items from the queue, each into records (or a marker reached)."""
         batch = _Batch()
         records = batch.records

@@ -38,7 +38,7 @@ from trajdebug.record import recorder as rec
 from trajdebug.record.config import CONFIG
 from trajdebug.record.context import _STEP
 from trajdebug.record.runs import RunHandle, _NoopRun
-from trajdebug.record.sinks import JsonlSink, StoreSink
+from trajdebug.record.sinks import JsonlSink, Sink, StoreSink
 
 
 T = TypeVar("T")
@@ -163,12 +163,12 @@ def _allowed(target: str, patterns: Sequence[str]) -> bool:
 class _Borrowed:
     """A sink of the caller's run, shared by a callee joined in the same process (never closed by it)."""
 
-    def __init__(self, sink: Any) -> None:
+    def __init__(self, sink: Sink) -> None:
         self.sink = sink
         self.path = getattr(sink, "path", None)
         self.takes_lines = getattr(sink, "takes_lines", False) is True
 
-    def write(self, records: Any) -> Any:
+    def write(self, records: Sequence[Mapping[str, Any]]) -> int | None:
         return self.sink.write(records)
 
     def close(self) -> None:

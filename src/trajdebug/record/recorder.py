@@ -15,6 +15,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable
 from contextvars import Token
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from trajdebug.core.codec import dumps
@@ -328,7 +329,7 @@ class StepHandle:
             if reason:
                 self.set("retry_reason", reason)
 
-    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         # The decorator form calls this too, so that a step ends the same way
         # in both forms, and a failure inside the recorder never reaches the agent.
         run = self._run
@@ -466,7 +467,7 @@ class StepHandle:
             self._spec = self._kw = None
         return self.input
 
-    def _spawner(self, spec: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], StepHandle]:
+    def _spawner(self, spec: Spec) -> Callable[[tuple[Any, ...], dict[str, Any]], StepHandle]:
         """The function that makes each call's step from this template (decoration time): the step keeps
         the call's arguments unbound (`bound_input`)."""
         name, kind = self.name, self.kind
@@ -642,7 +643,7 @@ class _NoopStep(StepHandle):
     def __enter__(self) -> StepHandle:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         return None
 
     def __call__(self, fn: Any) -> Any:

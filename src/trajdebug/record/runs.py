@@ -20,12 +20,12 @@ the agent; they are counted in `RunHandle.stats` and reported once as a warning.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from contextvars import Token
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.schema import RECORDER_KEY, meta_record, run_record, run_to_records
@@ -40,6 +40,7 @@ from trajdebug.record.context import _RUN, _STEP, RemoteParent
 from trajdebug.record.env import record_environment_step
 from trajdebug.record.export import End, QueueItem, RunExport, RunStart
 from trajdebug.record.processors import Processors, TailSampler
+from trajdebug.record.recorder import StepHandle
 from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink, make_sink
 from trajdebug.record.state import RunState
 from trajdebug.record.writer import WRITER, Flush, Slot
@@ -87,13 +88,13 @@ class RunHandle:
         self._max_buffer = CONFIG.max_buffer
         self._bytes = 0
         self._max_bytes = CONFIG.max_buffer_bytes
-        self._export = RunExport(self, self._acct, _slots(self._acct, store, path, sinks))
+        self._export = RunExport(self, self._acct, _sink_slots(self._acct, store, path, sinks))
         self._errors: dict[str, Any] = {}
         self._errors_by_step: dict[str, list[str]] = {}
         self._retry_of: dict[str, str] = {}
         self._state: RunState | dict[str, Any] | None = None
         self._env_step: str | None = None
-        self._tokens: list[tuple[Token[RunHandle | None], Token[Any]]] = []
+        self._tokens: list[tuple[Token[RunHandle | None], Token[StepHandle | RemoteParent | None]]] = []
         self._active = False
         self._final = False
         """The run was written and its sinks closed (set by the writer): later steps are counted as lost."""
@@ -161,7 +162,7 @@ class RunHandle:
             self._queue.append(RunStart(run_record(self.run_id, self.name, self.start_ns, self.metadata, self.continues)))
         self._tokens.append((_RUN.set(self), _STEP.set(self._remote_parent)))
 
-    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if not self._active:
             if self._void and self._tokens:
                 tok_run, tok_step = self._tokens.pop()
@@ -219,7 +220,7 @@ class RunHandle:
         if WRITER.on_writer_thread() or not WRITER.alive():
             # No thread to wait for (interpreter exit): write here.
             for _ in range(10_000):
-                if not self._service() or marker.event.is_set():
+                if not self._export.service() or marker.event.is_set():
                     break
             return marker.wait(0)
         WRITER.wake()
@@ -262,14 +263,14 @@ class RunHandle:
 
     # -- the agent's side of the queue -----------------------------------------------------
 
-    def _push(self, item: Any) -> None:
+    def _push(self, item: QueueItem) -> None:
         q = self._queue
         if len(q) < self._max_buffer:
             q.append(item)
         else:
             self._full(item)
 
-    def _full(self, item: Any) -> None:
+    def _full(self, item: QueueItem) -> None:
         """The queue is full (or the run was written already): block, drop or count, per the settings."""
         if self._final:
             self._after_end(1)
@@ -356,7 +357,7 @@ class RunHandle:
         """
         if (not self._active and self._final) or self._void:
             return True
-        return self._wait(self._mark(), CONFIG.close_timeout if timeout is None else timeout)
+        return self._wait(self._export.mark(), CONFIG.close_timeout if timeout is None else timeout)
 
     def drain(self) -> None:
         """Write what is queued now (an alias of `flush`, kept for callers of the old name)."""
@@ -369,30 +370,10 @@ class RunHandle:
         return self._export.slots
 
     @property
-    def _lock(self) -> threading.RLock:
-        return self._export.lock
-
-    @property
     def _hold(self) -> Hold | None:
         """Tail sampling's hold of this run's lines (None when the run is not tail-sampled)."""
         sampler = self._export.processors.find(TailSampler)
         return sampler.hold if isinstance(sampler, TailSampler) else None
-
-    def _service(self) -> int:
-        return self._export.service()
-
-    def _mark(self) -> Flush:
-        return self._export.mark()
-
-    def _sweep_late(self) -> None:
-        self._export.sweep_late()
-
-    def _forked(self) -> None:
-        self._export.forked()
-
-    def _incomplete_at_exit(self) -> None:
-        """The interpreter exits with this tail-sampled run still open: keep it, as incomplete."""
-        self._export.incomplete_at_exit()
 
     def account(self) -> dict[str, object]:
         """The recorder's account of this run so far: records lost by cause, steps that lost their
@@ -458,7 +439,7 @@ class RunHandle:
         raise LookupError("this run has no readable sink")
 
 
-def _slots(acct: Account, store: Store | str | Path | None, path: str | Path | None, sinks: Iterable[Sink]) -> list[Slot]:
+def _sink_slots(acct: Account, store: Store | str | Path | None, path: str | Path | None, sinks: Iterable[Sink]) -> list[Slot]:
     """A new run's sinks, each in its writer's slot: the ones given, the store or file named (else the
     configured default), and the sinks every run writes to (a live exporter).  Nothing is opened here."""
     slots = [Slot(s) for s in sinks]
@@ -574,7 +555,7 @@ class _JoinedRun:
             host.add_metadata(**new)
         return host
 
-    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         host = self._host
         if exc is None or not isinstance(exc, Exception) or not host._active or exc is host._acct.escaped:
             return
@@ -612,7 +593,7 @@ class _NoopRun(RunHandle):
     def __enter__(self) -> RunHandle:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         return None
 
     def flush(self, timeout: float | None = None) -> bool:

@@ -295,7 +295,7 @@ class MemorySink:
         """Nothing to release."""
 
 
-def make_sink(target: Any) -> Sink:
+def make_sink(target: Sink | Store | str | Path) -> Sink:
     """Turn a store object, a sink, or a path (``.jsonl`` -> JSONL, else SQLite) into a sink (nothing is opened)."""
     if isinstance(target, Sink):
         return target

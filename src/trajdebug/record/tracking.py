@@ -33,6 +33,7 @@ from trajdebug.core.schema import (
 )
 from trajdebug.record.account import Account
 from trajdebug.record.config import CONFIG
+from trajdebug.record.context import RemoteParent
 from trajdebug.record.decorate import bind
 from trajdebug.record.exceptions import new_error_id
 from trajdebug.record.recorder import StepHandle
@@ -58,6 +59,14 @@ _TEXT_FIELDS = frozenset({"message", "failure_reason", "reason", "traceback"})
 _NAME_FIELDS = frozenset({"name", "agent", "type"})
 _OBJECT_FIELDS = frozenset({"metadata", "attributes"})
 _INT_RANGE = (-(2**63), 2**64)
+
+
+Entry = tuple[str, object, int, str, int]
+"""A registered value: the step that produced it, the object (kept alive), when, how (``tracked``,
+``declared``), and what the entry costs in bytes."""
+
+Trace = tuple[str, object, str, int]
+"""A control message from the agent's threads: ``("trace", value, step_id, end_ns)`` (`trajdebug.record.edges`)."""
 
 
 _MARGIN = 16 * 1024
@@ -94,12 +103,12 @@ class Tracker:
         self.run_id = run_id
         self.account = account
         """Where an internal failure is counted (the run's)."""
-        self.registry: dict[int, tuple[str, Any, int, str, int]] = {}
+        self.registry: dict[int, Entry] = {}
         self._registry_bytes = 0
         self._budget = CONFIG.track_budget_bytes
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
-        self._names: dict[Any, str] = {}
+        self._names: dict[str, str] = {}
         self.rewrite = rewrite
         """The run's processors that rewrite records (`trajdebug.record.processors.Processors.on_record`:
         summary mode), applied to every record built here; None when there are none."""
@@ -299,7 +308,7 @@ class Tracker:
 
     # -- explicit provenance ---------------------------------------------------------
 
-    def handle(self, item: tuple[Any, ...]) -> None:
+    def handle(self, item: Trace) -> None:
         """Handle a control message from the agent threads (``("trace", value, step_id, end_ns)``)."""
         if item[0] == "trace":
             _, value, step_id, t = item
@@ -308,7 +317,7 @@ class Tracker:
 
     # -- tracking ----------------------------------------------------------------------
 
-    def _keep(self, key: int, entry: tuple[str, Any, int, str, int]) -> None:
+    def _keep(self, key: int, entry: Entry) -> None:
         registry = self.registry
         old = registry.pop(key, None)
         size = self._registry_bytes + entry[4]
@@ -442,7 +451,27 @@ class Tracker:
         if h._spec is not None:
             # A decorated call's scalar arguments, bound here rather than on the agent's thread.
             inp = bind(h._spec, inp, h._kw)
-        deps = self._track(h, sid, inp, outp)
+        # Identity tracking (inline: a call per step shows in the cost per step); scalars were not snapshotted.
+        deps: list[Dependency] | None = None
+        live = h._live_in
+        if live is None:
+            live = inp
+        else:
+            h._live_in = None
+        if live is not None and type(live) is not bytes:
+            found = self._find(sid, h.t0, live)
+            if found:
+                deps = found
+        live = h._live_out
+        if live is None:
+            live = outp
+        else:
+            h._live_out = None
+        if type(live) is str:
+            if len(live) >= MIN_TRACKED_STR:
+                self._keep(id(live), (sid, live, t1 or 0, "tracked", _ENTRY_BYTES + len(live)))
+        elif live is not None and type(live) is not bytes:
+            self._register(sid, t1 or 0, live, len(outp) if type(outp) is bytes else 64)
 
         red = self.redactor
         if type(inp) is str and type(outp) is str and red is not None:
@@ -455,13 +484,8 @@ class Tracker:
                     inp = {TRUNCATED_KEY: len(inp), "head": inp[:cap]}
                 if len(outp) > cap:
                     outp = {TRUNCATED_KEY: len(outp), "head": outp[:cap]}
-        elif type(inp) is dict:
-            inp, outp = self.arguments(inp, outp)
         else:
-            if inp is not None:
-                inp = self.value(inp)
-            if outp is not None:
-                outp = self.value(outp)
+            inp, outp = self._values(inp, outp)
         name = self._names.get(h.name or "") or self.name(h.name)
         err = h.err
         if (
@@ -480,14 +504,8 @@ class Tracker:
             )
         else:
             rec = self._full_record(h, run_id, sid, name, inp, outp, deps or [], after_end)
-        if outp is not None and type(outp) is not str and h.kind == "tool" and h.status == "ok":
-            payload_error = error_payload(outp.value() if type(outp) is Encoded else outp)
-            if payload_error is not None:
-                self._payload_error(h, rec, self.text(payload_error), out)
-        if h.timeout is not None and h.status == "ok":
-            fields = overrun(h, h.attrs or {})
-            if fields is not None:
-                self._payload_error(h, rec, f"{h.name} ran {fields['elapsed_s']:g} s, past its timeout of {h.timeout:g} s", out, "ToolTimeout", fields)
+        if h.status == "ok" and (h.timeout is not None or (outp is not None and type(outp) is not str and h.kind == "tool")):
+            self._flagged(h, rec, outp, out)
         rewrite = self.rewrite
         if rewrite is not None:
             out = [rewrite(r) for r in out]
@@ -495,31 +513,24 @@ class Tracker:
         out.append(rec)
         return out
 
-    def _track(self, h: StepHandle, sid: str, inp: Any, outp: Any) -> list[Dependency] | None:
-        """Identity tracking: the step's data edges from registered values in its input (None: none), and
-        its output registered.  Scalars were not snapshotted: the step's own input is the live object."""
-        deps = None
-        live = h._live_in
-        if live is None:
-            live = inp
-        else:
-            h._live_in = None
-        if live is not None and type(live) is not bytes:
-            found = self._find(sid, h.t0, live)
-            if found:
-                deps = found
-        live = h._live_out
-        if live is None:
-            live = outp
-        else:
-            h._live_out = None
-        t1 = h.t1 or 0
-        if type(live) is str:
-            if len(live) >= MIN_TRACKED_STR:
-                self._keep(id(live), (sid, live, t1, "tracked", _ENTRY_BYTES + len(live)))
-        elif live is not None and type(live) is not bytes:
-            self._register(sid, t1, live, len(outp) if type(outp) is bytes else 64)
-        return deps
+    def _values(self, inp: Any, outp: Any) -> tuple[Any, Any]:
+        """A step's input and output that are not both text: a decorated call's arguments bound to names, or
+        any values (the common case of two texts is in `encode`)."""
+        if type(inp) is dict:
+            return self.arguments(inp, outp)
+        return (None if inp is None else self.value(inp)), (None if outp is None else self.value(outp))
+
+    def _flagged(self, h: StepHandle, rec: dict[str, Any], outp: Any, out: list[dict[str, Any]]) -> None:
+        """An ok step that is an error after all: a tool's result that flags itself as one, or a bounded
+        block that ran past its timeout (the error and its stage go into ``out``)."""
+        if outp is not None and type(outp) is not str and h.kind == "tool":
+            payload_error = error_payload(outp.value() if type(outp) is Encoded else outp)
+            if payload_error is not None:
+                self._payload_error(h, rec, self.text(payload_error), out)
+        if h.timeout is not None:
+            fields = overrun(h, h.attrs or {})
+            if fields is not None:
+                self._payload_error(h, rec, f"{h.name} ran {fields['elapsed_s']:g} s, past its timeout of {h.timeout:g} s", out, "ToolTimeout", fields)
 
     def _full_record(
         self, h: StepHandle, run_id: str, sid: str, name: Any, inp: Any, outp: Any, found: list[Dependency], after_end: bool
@@ -569,7 +580,7 @@ class Tracker:
     def _announce(self, parent: StepHandle, run_id: str, out: list[dict[str, Any]]) -> None:
         """``open`` records for the unfinished ancestors not announced yet, outermost first."""
         chain: list[StepHandle] = []
-        p: Any = parent
+        p: StepHandle | RemoteParent | None = parent
         while isinstance(p, StepHandle):
             if p._announced or p.t1 is not None:
                 break
