@@ -484,20 +484,15 @@ class Tracker:
                     inp = {TRUNCATED_KEY: len(inp), "head": inp[:cap]}
                 if len(outp) > cap:
                     outp = {TRUNCATED_KEY: len(outp), "head": outp[:cap]}
+        elif type(inp) is dict:
+            inp, outp = self.arguments(inp, outp)  # a decorated call's arguments (no call more per step)
         else:
             inp, outp = self._values(inp, outp)
         name = self._names.get(h.name or "") or self.name(h.name)
         err = h.err
         if (
-            deps is None
-            and err is None
-            and not h.branch
-            and not h.deps
-            and not h.attrs
-            and not after_end
-            and h.agent is None
-            and h.attempt is None
-            and h.retry_of is None
+            deps is None and err is None and not h.branch and not h.deps and not h.attrs and not after_end
+            and h.agent is None and h.attempt is None and h.retry_of is None
         ):
             rec = plain_step_record(
                 run_id, sid, name, h.kind, h.t0, t1, h.status, parent.id if parent is not None else None, inp, outp
@@ -514,10 +509,7 @@ class Tracker:
         return out
 
     def _values(self, inp: Any, outp: Any) -> tuple[Any, Any]:
-        """A step's input and output that are not both text: a decorated call's arguments bound to names, or
-        any values (the common case of two texts is in `encode`)."""
-        if type(inp) is dict:
-            return self.arguments(inp, outp)
+        """A step's input and output that are neither two texts nor a call's arguments (those are in `encode`)."""
         return (None if inp is None else self.value(inp)), (None if outp is None else self.value(outp))
 
     def _flagged(self, h: StepHandle, rec: dict[str, Any], outp: Any, out: list[dict[str, Any]]) -> None:
