@@ -372,6 +372,10 @@ class StepHandle:
                 self.output = snap = _snap(out)
                 run._bytes += len(snap)
                 big = True
+            led = run._led
+            if led is not None:
+                # Counted in the ledger file before it is queued: a SIGKILL from here on cannot lose it uncounted.
+                led[0] += 1
             q = run._queue
             if len(q) < run._max_buffer and (big is False or run._bytes < run._max_bytes):
                 q.append(self)

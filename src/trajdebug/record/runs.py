@@ -32,6 +32,7 @@ from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import exceptions as _errors
 from trajdebug.record import hooks as _hooks
+from trajdebug.record import ledger as _ledger
 from trajdebug.record import recorder as _rec
 from trajdebug.record import rollout as _rollout
 from trajdebug.record.config import CONFIG
@@ -108,6 +109,10 @@ class RunHandle:
 
     _stop: Any = None
     """A live hook's request to stop the run (`trajdebug.record.hooks`), pending until the next step starts."""
+    _led: Any = None
+    """The run's ``handed`` counter in its ledger (`trajdebug.record.ledger`), bumped as each step finishes."""
+    _ledger: Any = None
+    """The writer's side of the run's ledger slot (`trajdebug.record.ledger.Entry`)."""
 
     def __init__(
         self,
@@ -208,6 +213,7 @@ class RunHandle:
         self._active = True
         _ctx.run_started(self)
         WRITER.register(self)
+        _ledger.attach(self)  # a slot in the ledger beside the file: what a SIGKILL loses stays counted
         if not self._joined:
             # The environment snapshot is taken by the writer when it writes this record
             # (it reads package metadata and the interpreter's binary: file work).
@@ -339,6 +345,7 @@ class RunHandle:
                     self._after_end(1)
                     return
         self._lost("dropped", 1)
+        _ledger.dropped(self, item)  # after the count above: the writer never settles a drop it did not count
         self._warn_once(
             f"trajdebug: buffer full, dropping records of run {self.run_id} (counted in its end record;"
             " see trajdebug.configure(backpressure=...))"
@@ -448,7 +455,7 @@ class RunHandle:
         # GIL contention with a busy agent a write still happens at least every interval.
         deadline = time.monotonic() + CONFIG.flush_interval / 4
         done_bytes = 0
-        n = 0
+        n = steps = 0
         encode = tracker.encode
         after_end = self._ended is not None
         while q and n < limit:
@@ -458,6 +465,7 @@ class RunHandle:
             n += 1
             cls = item.__class__
             if cls is StepHandle:
+                steps += 1  # for the ledger
                 if item.input.__class__ is bytes:
                     done_bytes += len(item.input)
                 if item.output.__class__ is bytes:
@@ -487,6 +495,7 @@ class RunHandle:
             # Only this thread writes _max_bytes: the agent's check stays "queued bytes < budget".
             self._max_bytes += done_bytes
         self._bound_backlog(n, bool(q))
+        step_drops = _ledger.drops(self)  # read before the drop count below, so it never counts more
         dropped = self._acct.lost["dropped"]
         if dropped != self._acct.on_disk and records and not self._joined:
             # What was dropped is on disk with the next batch, not only in the end record: a run
@@ -514,6 +523,7 @@ class RunHandle:
         if not records:
             for slot in slots:
                 slot.flush(self)
+        _ledger.settle(self, steps, step_drops, bool(records) and self._hold is None)
         clean = not any(slot.pending for slot in slots)
         for m in reached:
             if m.__class__ is _End:
@@ -595,6 +605,7 @@ class RunHandle:
         self._final = True
         self._max_buffer = -1  # every later append goes through _full, which counts it
         WRITER.unregister(self)
+        _ledger.release(self)  # written to its end: nothing left for a ledger to say
         for slot in self._slots:
             slot.close(self)
         if self._tracker is not None:
