@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import mmap
 import os
 import socket
 import struct
@@ -59,8 +60,9 @@ _SLOT = struct.Struct("<qqqq32s")
 _LIVE_HEARTBEAT_NS = 10_000_000_000
 """A ledger of another host is taken as live while its writer wrote a heartbeat this recently."""
 
-SUPPORTED = sys.byteorder == "little"
-"""The counters are written as native integers: the layout above holds on little-endian machines only."""
+SUPPORTED = sys.byteorder == "little" and hasattr(mmap, "MAP_SHARED")
+"""The counters are written as native integers (the layout above holds on little-endian machines only)
+into a shared file mapping (POSIX ``mmap``)."""
 
 
 def ledger_glob(path: str | Path) -> str:
@@ -201,7 +203,6 @@ class Ledger:
         Raises:
             OSError: the directory cannot take it (read-only, full); the runs then record without one.
         """
-        import mmap
         import secrets
 
         self.path = ledger_path(target, secrets.token_hex(3))

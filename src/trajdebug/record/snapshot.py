@@ -44,12 +44,19 @@ def limits() -> tuple[int, int]:
     return max(1, cap // 2), cap + 16 * 1024
 
 
+_LIMITS: list[int] = [0, 0, 0]
+"""``max_value_bytes`` and the `limits` computed from it (recomputed when it changes)."""
+
+
 def freeze(value: Any) -> bytes:
     """``value`` as JSON bytes, encoded whole when it fits what could be stored, else its bounded copy."""
-    items, text = limits()
-    if fits(value, items, text):
+    lim = _LIMITS
+    if lim[0] != CONFIG.max_value_bytes:
+        lim[0] = CONFIG.max_value_bytes
+        lim[1], lim[2] = limits()
+    if fits(value, lim[1], lim[2]):
         return dumps(value)
-    return dumps(bounded(value, items, text)[0])
+    return dumps(bounded(value, lim[1], lim[2])[0])
 
 
 def fits(value: Any, items: int, text: int, depth: int = 0) -> bool:
