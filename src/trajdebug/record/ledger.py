@@ -62,7 +62,7 @@ class Entry:
 
 
 def _ledger(path: Path) -> Ledger | None:
-    key = str(path.resolve()) if path.is_absolute() else os.path.abspath(path)
+    key = os.path.abspath(path)  # no symlink resolution: no file system call per run start
     with _LOCK:
         if key not in _LEDGERS:
             try:
