@@ -21,7 +21,6 @@ visits, whatever the value holds.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
 from typing import Any
 
 from trajdebug.core.codec import dumps, marker
@@ -149,9 +148,11 @@ def _copy_any(v: Any, depth: int, budget: _Budget, text: int) -> Any:
         return v
     if depth >= DEPTH:
         return marker(v, f"<nested deeper than {DEPTH} levels>")
-    if isinstance(v, Mapping):
+    # Copied as containers exactly what the encoder writes as containers (dicts and lists with their
+    # subclasses, plain tuples); any other mapping or sequence goes to the encoder as it is (a marker).
+    if isinstance(v, dict):
         return _copy_map(v, depth, budget, text)
-    if isinstance(v, (list, tuple)) and not hasattr(v, "_asdict"):
+    if isinstance(v, list) or t is tuple:
         return _copy_seq(v, v[: max(0, budget.left)], len(v), depth, budget, text)
     if isinstance(v, (set, frozenset)):
         # As the encoder writes a set (sorted by repr) when it is small; the head of it, unsorted, when not.
@@ -167,7 +168,7 @@ def _copy_any(v: Any, depth: int, budget: _Budget, text: int) -> Any:
     return _copy_object(v, depth, budget, text)
 
 
-def _copy_map(v: Mapping[Any, Any], depth: int, budget: _Budget, text: int) -> dict[Any, Any]:
+def _copy_map(v: dict[Any, Any], depth: int, budget: _Budget, text: int) -> dict[Any, Any]:
     n = len(v)
     if type(v) is dict:
         # The head taken in one C-level pass; item by item only when it holds more than plain data.
