@@ -443,7 +443,7 @@ def otel_sigkill(trials: int, progress: Callable[[str], None]) -> dict[str, Any]
         return None
     progress(f"reliability: {trials} kills of the OpenTelemetry SDK in a tight loop")
     rng = random.Random(7)
-    out = []
+    out, uncounted = [], []
     with tempfile.TemporaryDirectory(prefix="trajdebug-otelkill-") as tmp:
         for k in range(trials):
             f = Path(tmp) / f"spans{k}.txt"
@@ -460,7 +460,15 @@ def otel_sigkill(trials: int, progress: Callable[[str], None]) -> dict[str, Any]
             on_disk = {int(x) for x in f.read_text().split()} if f.exists() else set()
             due = max(i for i, t in marks if t < killed - LOSS_WINDOW)
             out.append(sum(1 for i in range(due + 1) if i not in on_disk))
-    return {"trials": trials, "lost_older_than_window": out, "trials_within_window": sum(1 for n in out if n == 0)}
+            # Every span ended by the last mark and not on disk is lost uncounted: the SDK writes no count.
+            last = max(i for i, _ in marks)
+            uncounted.append(sum(1 for i in range(last + 1) if i not in on_disk))
+    return {
+        "trials": trials,
+        "lost_older_than_window": out,
+        "trials_within_window": sum(1 for n in out if n == 0),
+        "lost_uncounted": uncounted,
+    }
 
 
 def proxies(progress: Callable[[str], None]) -> dict[str, Any]:
@@ -745,7 +753,8 @@ def render_section(d: dict[str, Any]) -> list[str]:
     lines = [
         "## 8. Reliability: what a crash loses, what load costs",
         "",
-        f"Run {d['date']}{' (quick)' if d.get('quick') else ''} with `python -m benchmarks --only reliability` "
+        f"Run {d['date']}{' (quick)' if d.get('quick') else ''}{' on ' + d['machine'] if d.get('machine') else ''} "
+        "with `python -m benchmarks --only reliability` "
         f"({d['seconds']:.0f} s); `benchmarks/reliability.py` describes the method. Settings: `flush_interval` "
         f"{d['flush_interval_s']} s, `max_buffer` {d['max_buffer']:,} records, back-pressure `drop`.",
         "",
@@ -783,7 +792,13 @@ def render_section(d: dict[str, Any]) -> list[str]:
             f"Beside it, the OpenTelemetry SDK's `BatchSpanProcessor` at its defaults (a 2,048-span queue, an export "
             f"every 5 s, drops counted in memory only) killed the same way in a tight loop: {ot['trials_within_window']} "
             f"of {ot['trials']} kills within 150 ms; spans that ended more than 150 ms before the kill and are not on "
-            f"disk, per kill: {', '.join(f'{n:,}' for n in ot['lost_older_than_window'])}.",
+            f"disk, per kill: {', '.join(f'{n:,}' for n in ot['lost_older_than_window'])}"
+            + (
+                f"; spans lost uncounted (ended before the kill, not on disk, counted nowhere), per kill: "
+                f"{', '.join(f'{n:,}' for n in ot['lost_uncounted'])}."
+                if "lost_uncounted" in ot
+                else "."
+            ),
         ]
     lines += [
         "",
