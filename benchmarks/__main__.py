@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     if "reliability" in sections:
         from benchmarks.reliability import run_reliability
 
-        data["reliability"] = {"date": machine()["date"], **run_reliability(quick=a.quick, progress=_say)}
+        m = machine()
+        data["reliability"] = {"date": m["date"], "machine": f"{m['cpu']}, {m['cores']} cores", **run_reliability(quick=a.quick, progress=_say)}
     if "production" in sections:
         from benchmarks.production import run_production
 

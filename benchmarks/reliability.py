@@ -201,11 +201,15 @@ def _env() -> dict[str, str]:
 
 
 def _on_disk(target: Path) -> tuple[set[str], int]:
-    """The step ids on disk, and the records counted as dropped in what is on disk."""
+    """The step ids on disk, and the records counted as lost in what is read (the ledger's count of a
+    killed process included; when the kill came before the first write, the ledger's count alone)."""
+    from trajdebug.core import ledger
     from trajdebug.core.jsonl import read_jsonl
     from trajdebug.core.schema import lost_records
     from trajdebug.store import Store
 
+    if not target.exists():
+        return set(), sum(n for n, _ in ledger.unsettled(target).values())
     if target.suffix == ".jsonl":
         runs = read_jsonl(target).runs
     else:
@@ -238,10 +242,15 @@ def kill_trial(target: Path, pace: float, after: float) -> dict[str, Any]:
         proc.send_signal(signal.SIGKILL)
         printed += [(ln.split()[0], float(ln.split()[1])) for ln in proc.stdout.read().splitlines() if len(ln.split()) == 2]
         proc.wait()
+    no_file = not target.exists()
     disk, counted = _on_disk(target)
     missing = [(sid, t) for sid, t in printed if sid not in disk]
     older = sum(1 for _, t in missing if t < killed - LOSS_WINDOW)
     return {
+        "no_file": no_file,
+        # Every missing step counted (one step may finish after its id was printed: counted, not printed).
+        "uncounted": max(0, len(missing) - counted),
+        "overcounted": max(0, counted - len(missing) - 1),
         "printed": len(printed),
         "missing": len(missing),
         "window_s": killed - min(t for _, t in missing) if missing else 0.0,
@@ -276,6 +285,9 @@ def sigkill(trials: int, progress: Callable[[str], None]) -> list[dict[str, Any]
                         "trials_with_loss": sum(1 for g in got if g["missing"]),
                         "counted_dropped": sum(g["counted_dropped"] for g in got),
                         "trials_within_window": sum(1 for g in got if not g["older_than_window_uncounted"]),
+                        "uncounted": sum(g["uncounted"] for g in got),
+                        "overcounted": sum(g["overcounted"] for g in got),
+                        "no_file": sum(1 for g in got if g["no_file"]),
                     }
                 )
     return rows
@@ -431,7 +443,7 @@ def otel_sigkill(trials: int, progress: Callable[[str], None]) -> dict[str, Any]
         return None
     progress(f"reliability: {trials} kills of the OpenTelemetry SDK in a tight loop")
     rng = random.Random(7)
-    out = []
+    out, uncounted = [], []
     with tempfile.TemporaryDirectory(prefix="trajdebug-otelkill-") as tmp:
         for k in range(trials):
             f = Path(tmp) / f"spans{k}.txt"
@@ -448,7 +460,15 @@ def otel_sigkill(trials: int, progress: Callable[[str], None]) -> dict[str, Any]
             on_disk = {int(x) for x in f.read_text().split()} if f.exists() else set()
             due = max(i for i, t in marks if t < killed - LOSS_WINDOW)
             out.append(sum(1 for i in range(due + 1) if i not in on_disk))
-    return {"trials": trials, "lost_older_than_window": out, "trials_within_window": sum(1 for n in out if n == 0)}
+            # Every span ended by the last mark and not on disk is lost uncounted: the SDK writes no count.
+            last = max(i for i, _ in marks)
+            uncounted.append(sum(1 for i in range(last + 1) if i not in on_disk))
+    return {
+        "trials": trials,
+        "lost_older_than_window": out,
+        "trials_within_window": sum(1 for n in out if n == 0),
+        "lost_uncounted": uncounted,
+    }
 
 
 def proxies(progress: Callable[[str], None]) -> dict[str, Any]:
@@ -543,6 +563,9 @@ _HOSTILE_CHILD = textwrap.dedent(
     """
     import json, sys, time, trajdebug
     big = list(range(5_000_000)); bigd = {str(i): i for i in range(1_000_000)}; huge = "x" * 50_000_000
+    deep = [0]
+    for _ in range(10_000):
+        deep = [deep]
     def boom(e):
         raise e
     cases = {
@@ -550,10 +573,14 @@ _HOSTILE_CHILD = textwrap.dedent(
         "output: a 5M-item list": lambda s: setattr(s, "output", big),
         "output: a 1M-key dict": lambda s: setattr(s, "output", bigd),
         "output: {'rows': <5M-item list>}": lambda s: setattr(s, "output", {"rows": big}),
+        "output: {'a': {'b': [<5M-item list>, <1M-key dict>]}}": lambda s: setattr(s, "output", {"a": {"b": [big, bigd]}}),
+        "output: 1,000 lists of 1,000 items": lambda s: setattr(s, "output", [big[:1000]] * 1000),
+        "output: 1,000 strings of 60 KB": lambda s: setattr(s, "output", ["y" * 60_000] * 1000),
+        "output: a list 10,000 levels deep": lambda s: setattr(s, "output", deep),
         "RuntimeError(<50 MB message>)": lambda s: boom(RuntimeError(huge)),
         "output: a 50 MB string": lambda s: setattr(s, "output", huge),
     }
-    out = {}
+    out, stall = {}, {}
     with trajdebug.run("hostile", path=sys.argv[1]):
         with trajdebug.step("warm"):
             pass
@@ -566,8 +593,15 @@ _HOSTILE_CHILD = textwrap.dedent(
             except Exception:
                 pass
             out[name] = (time.perf_counter() - t) * 1000
-            time.sleep(0.3)
-    print(json.dumps(out))
+            # Then the agent goes on: the longest it waits between two of its own ticks while the writer
+            # encodes and writes the value (the writer shares the GIL) is also time the value held it.
+            worst, last, end = 0.0, time.perf_counter(), time.perf_counter() + 0.3
+            while last < end:
+                time.sleep(0.0005)
+                now = time.perf_counter()
+                worst, last = max(worst, now - last), now
+            stall[name] = worst * 1000
+    print(json.dumps({"ms": out, "stall_ms": stall}))
     """
 )
 
@@ -578,7 +612,7 @@ def hostile(progress: Callable[[str], None]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="trajdebug-hostile-") as tmp:
         proc = subprocess.run([sys.executable, "-c", _HOSTILE_CHILD, str(Path(tmp) / "h.jsonl")],
                               capture_output=True, text=True, env=_env(), check=True, timeout=600)  # fmt: skip
-    return {"ms": json.loads(proc.stdout.strip().splitlines()[-1])}
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def leaks(progress: Callable[[str], None]) -> dict[str, Any]:
@@ -719,7 +753,8 @@ def render_section(d: dict[str, Any]) -> list[str]:
     lines = [
         "## 8. Reliability: what a crash loses, what load costs",
         "",
-        f"Run {d['date']}{' (quick)' if d.get('quick') else ''} with `python -m benchmarks --only reliability` "
+        f"Run {d['date']}{' (quick)' if d.get('quick') else ''}{' on ' + d['machine'] if d.get('machine') else ''} "
+        "with `python -m benchmarks --only reliability` "
         f"({d['seconds']:.0f} s); `benchmarks/reliability.py` describes the method. Settings: `flush_interval` "
         f"{d['flush_interval_s']} s, `max_buffer` {d['max_buffer']:,} records, back-pressure `drop`.",
         "",
@@ -731,15 +766,25 @@ def render_section(d: dict[str, Any]) -> list[str]:
         "`flush_interval` before the kill (the promise is none, while the writer keeps up).",
         "",
         "| sink | steps | kills | printed | missing | kills with a loss | median window | max window | older than the interval "
-        "| counted as dropped on disk | kills within 150 ms or counted |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| counted as lost | **lost uncounted** | kills within 150 ms or counted |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in d["sigkill"]:
         lines.append(
             f"| {r['sink']} | {r['pace']} | {r['trials']} | {r['printed']:,} | {r['missing']:,} | {r['trials_with_loss']} "
             f"| {r['median_window_s'] * 1000:.0f} ms | {r['max_window_s'] * 1000:.0f} ms | {r['missing_older_than_interval']:,} "
-            f"| {r.get('counted_dropped', 0):,} | {r.get('trials_within_window', '')} of {r['trials']} |"
+            f"| {r.get('counted_dropped', 0):,} | **{r.get('uncounted', '–')}** | {r.get('trials_within_window', '')} of {r['trials']} |"
         )
+    over = sum(r.get("overcounted", 0) for r in d["sigkill"])
+    early = sum(r.get("no_file", 0) for r in d["sigkill"])
+    lines += [
+        "",
+        "*Counted as lost*: the run's account as read back (`recorder.lost`: drops written with a later batch, "
+        "and `killed`, the finished steps the process's ledger says it handed to its writer and never settled; "
+        "see [recording.md](recording.md#what-survives-a-sigkill)). *Lost uncounted*: missing steps beyond that "
+        f"count, over all kills (the goal: 0). Counted beyond the missing steps: {over} in all. Kills before the "
+        f"first write (no file yet; the ledger beside it alone holds the count): {early}.",
+    ]
     ot = d.get("otel_sigkill")
     if ot:
         lines += [
@@ -747,7 +792,13 @@ def render_section(d: dict[str, Any]) -> list[str]:
             f"Beside it, the OpenTelemetry SDK's `BatchSpanProcessor` at its defaults (a 2,048-span queue, an export "
             f"every 5 s, drops counted in memory only) killed the same way in a tight loop: {ot['trials_within_window']} "
             f"of {ot['trials']} kills within 150 ms; spans that ended more than 150 ms before the kill and are not on "
-            f"disk, per kill: {', '.join(f'{n:,}' for n in ot['lost_older_than_window'])}.",
+            f"disk, per kill: {', '.join(f'{n:,}' for n in ot['lost_older_than_window'])}"
+            + (
+                f"; spans lost uncounted (ended before the kill, not on disk, counted nowhere), per kill: "
+                f"{', '.join(f'{n:,}' for n in ot['lost_uncounted'])}."
+                if "lost_uncounted" in ot
+                else "."
+            ),
         ]
     lines += [
         "",
@@ -820,6 +871,7 @@ def render_section(d: dict[str, Any]) -> list[str]:
 def _render_attacks(at: dict[str, Any]) -> list[str]:
     """The rows of issue 24: proxies, damaged files, leaks, a full disk, a locked exit, hostile values, ports."""
     px, fd, le, lk, ho = at["proxies"], at["full_disk"], at["leaks"], at["locked_exit"], at["hostile"]["ms"]
+    stall = at["hostile"].get("stall_ms", {})
     lines = [
         "### Under attack",
         "",
@@ -849,8 +901,8 @@ def _render_attacks(at: dict[str, Any]) -> list[str]:
         f"locked (spill file {'written' if lk['spilled'] else '**missing**'}), {lk['after_merge']} after the next writer merged it |"
     )
     for name, ms in ho.items():
-        note = " (nested: encoded whole, see docs/recording.md)" if "rows" in name else ""
-        lines.append(f"| hostile value on the agent's thread: {name} | {ms:.1f} ms in its step{note} |")
+        after = f"; then {stall[name]:.1f} ms at most between two of the agent's ticks" if name in stall else ""
+        lines.append(f"| hostile value on the agent's thread: {name} | {ms:.1f} ms in its step{after} |")
     lines += [
         f"| fixed ports bound by the tests | {at['fixed_ports']['fixed_ports']} |",
         "",

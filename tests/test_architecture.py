@@ -35,6 +35,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ),
     (
         "trajdebug.core.jsonl",
+        "trajdebug.core.ledger",
         "trajdebug.core.codec",
         "trajdebug.core.schema",
         "trajdebug.core.redaction",

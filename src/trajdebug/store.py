@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from trajdebug.core import ledger
 from trajdebug.core.codec import dumps_line, loads
 from trajdebug.core.jsonl import FormatError, ReadResult, RunBuilder
 from trajdebug.core.model import Run
@@ -687,9 +688,10 @@ class Store:
             log.warning("%s: the run list cannot be read (%s); listing from the records instead", self.path, _reason(exc))
             return self._list_from_records(outcome, name, since_ns, until_ns, limit, derived)
         out = []
+        killed = ledger.unsettled(self.path)
         for row in rows:
             rid, name_, start, end, outcome_, reason, steps, errors, note = row[:9]
-            n_lost = row[9] if lost else self._lost(conn, str(rid))
+            n_lost = (row[9] if lost else self._lost(conn, str(rid))) + ledger.count(killed, str(rid), steps)
             out.append(RunSummary(rid, name_, start, end, outcome_, reason, steps, errors, note, n_lost))
         return out
 
@@ -808,8 +810,9 @@ class Store:
                 )
             )
         runs = []
+        killed = ledger.unsettled(self.path)
         for rid in ids:
-            run, found = self._read_run(rid, spilled.get(rid, ()))
+            run, found = self._read_run(rid, spilled.get(rid, ()), killed)
             problems.extend(found)
             if run is not None:
                 runs.append(run)
@@ -846,7 +849,9 @@ class Store:
                 yield n, data[start:end]
                 start = end
 
-    def _read_run(self, rid: str, spilled: Sequence[bytes] | None = None) -> tuple[Run | None, list[FormatError]]:
+    def _read_run(
+        self, rid: str, spilled: Sequence[bytes] | None = None, killed: Mapping[str, tuple[int, int]] | None = None
+    ) -> tuple[Run | None, list[FormatError]]:
         source = f"{self.path} (run {rid})"
         builder = RunBuilder(source, split=False)
         if spilled is None:
@@ -863,7 +868,10 @@ class Store:
         if not runs:
             builder.problems.append(FormatError("listed, but no record of it could be read", source=source))
             return None, builder.problems
-        return runs[0], builder.problems
+        # Finished steps a process killed while recording here never wrote (its ledger beside the store).
+        if killed is None:
+            killed = ledger.unsettled(self.path)
+        return ledger.killed(runs[0], killed), builder.problems
 
     @staticmethod
     def _add_line(builder: RunBuilder, source: str, n: int, line: bytes) -> None:

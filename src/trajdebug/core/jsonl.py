@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from trajdebug.core import ledger
 from trajdebug.core.codec import loads
 from trajdebug.core.model import Answer, Dependency, ErrorEvent, Run, StageChange, Step
 from trajdebug.core.schema import (
@@ -443,7 +444,9 @@ def read_jsonl(path: str | Path) -> ReadResult:
     """Read every run in a JSONL file (see `read_lines`)."""
     p = Path(path)
     with p.open("rb") as fh:
-        return read_lines(fh, source=str(p))
+        result = read_lines(fh, source=str(p))
+    # Finished steps a process killed while appending here never wrote, from its ledger beside the file.
+    return ReadResult(ledger.apply(result.runs, p), result.problems)
 
 
 def redacted(result: ReadResult) -> ReadResult:

@@ -84,6 +84,8 @@ def record_environment_step(run: RunHandle) -> str:
         env = run.metadata.setdefault("env", environment_snapshot(run.metadata, time_ns=run.start_ns))
     h.output = rec._snap(env)
     h.input = None
+    if run._led is not None:
+        run._led[0] += 1  # a finished step like any other, for the run's ledger (trajdebug.record.ledger)
     run._push(h)
     return h.id
 

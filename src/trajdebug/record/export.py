@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from trajdebug.core.codec import dumps_line
 from trajdebug.core.schema import RECORDER_KEY, end_record, meta_record
 from trajdebug.record import hooks as _hooks
+from trajdebug.record import ledger as _ledger
 from trajdebug.record.account import Account
 from trajdebug.record.config import CONFIG
 from trajdebug.record.env import environment_snapshot
@@ -70,12 +71,14 @@ QueueItem = StepHandle | Record | RunStart | Trace | End | Flush
 class _Batch:
     """What one service round took from the queue."""
 
-    __slots__ = ("done_bytes", "n", "reached", "records")
+    __slots__ = ("done_bytes", "n", "reached", "records", "steps")
 
     def __init__(self) -> None:
         self.records: list[Record] = []
         self.reached: list[End | Flush] = []
         self.n = 0
+        self.steps = 0
+        """Steps taken from the queue (for the run's ledger, `trajdebug.record.ledger`)."""
         self.done_bytes = 0
 
 
@@ -130,13 +133,16 @@ class RunExport:
             run._max_bytes += batch.done_bytes
         self._bound_backlog(batch.n, bool(q))
         records = batch.records
+        step_drops = _ledger.drops(run)  # read before the drop count below, so it never counts more
         dropped = self.acct.lost_by["dropped"]
         if dropped != self.acct.on_disk and records and not run._joined:
             # What was dropped is on disk with the next batch, not only in the end record: a run
             # killed under load still says how many finished steps it never wrote.
             self.acct.on_disk = dropped
             records.append(self._tracked().record(meta_record(run.run_id, {RECORDER_KEY: self.account()})))
-        clean = self._settle(batch.reached, self._write(records))
+        wrote = self._write(records)
+        _ledger.settle(run, batch.steps, step_drops, bool(records) and run._hold is None)
+        clean = self._settle(batch.reached, wrote)
         if q:
             return 1
         if not clean:
@@ -157,7 +163,7 @@ class RunExport:
         # GIL contention with a busy agent a write still happens at least every interval.
         deadline = time.monotonic() + CONFIG.flush_interval / 4
         after_end = self.ended is not None
-        n = 0
+        n = steps = 0
         while q and n < limit:
             if not n & 127 and n and time.monotonic() > deadline:
                 break
@@ -165,6 +171,7 @@ class RunExport:
             n += 1
             if item.__class__ is StepHandle:
                 # The common item, handled inline (a call per step would show in the cost per step).
+                steps += 1
                 if item.input.__class__ is bytes:
                     batch.done_bytes += len(item.input)
                 if item.output.__class__ is bytes:
@@ -178,6 +185,7 @@ class RunExport:
                 if handle is not None:
                     handle(item, batch)
         batch.n = n
+        batch.steps = steps
         return batch
 
     def _tracked(self) -> Tracker:
@@ -303,6 +311,7 @@ class RunExport:
         run._final = True
         run._max_buffer = -1  # every later append goes through _full, which counts it
         WRITER.unregister(self)
+        _ledger.release(run)  # written to its end: nothing left for a ledger to say
         for slot in self.slots:
             slot.close(self.acct)
         if self.tracker is not None:

@@ -18,7 +18,6 @@ from contextvars import Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from trajdebug.core.codec import dumps
 from trajdebug.core.model import STEP_KINDS, Dependency
 from trajdebug.core.schema import check_kind
 from trajdebug.record import config as _config
@@ -26,6 +25,7 @@ from trajdebug.record import context as _ctx
 from trajdebug.record import exceptions as _errors
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind, decorate
+from trajdebug.record.snapshot import freeze as _freeze
 from trajdebug.record.timeouts import timed
 
 
@@ -113,45 +113,11 @@ def take_stop(run: RunHandle) -> Any:
 
 
 def _snap(value: Any) -> Any:
-    """Freeze a value at the step boundary: scalars as they are, the rest as JSON bytes.
-
-    Bounded by size, not content: a container with more items than could be stored is encoded only
-    as far as the stored head reaches (`_clip`).  One ``len()``: a huge container nested inside a
-    small one is encoded whole (checking every item would cost every step).
-    """
-    t = type(value)
-    if t in _SCALARS:
+    """Freeze a value at the step boundary: scalars as they are, the rest as JSON bytes, at a cost bounded
+    by the value's size, not its content (`trajdebug.record.snapshot`)."""
+    if type(value) in _SCALARS:
         return value
-    if t in _CONTAINERS and len(value) > CONFIG.max_value_bytes >> 1:
-        value = _clip(value)
-    return dumps(value)  # never raises: unencodable values become markers
-
-
-_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
-
-
-def _clip(value: Any) -> Any:
-    """A container cut to the items that can reach the stored head (each item takes at least two
-    bytes of JSON, so past ``max_value_bytes // 2`` items nothing more is kept), with a marker of how
-    many more there were."""
-    cap = CONFIG.max_value_bytes // 2
-    n = len(value)
-    more = {"__trajdebug_repr__": f"<{n - cap:,} more items>", "type": type(value).__name__}
-    if type(value) is dict:
-        import itertools
-
-        out: Any = dict(itertools.islice(value.items(), cap))
-        out["__trajdebug_more__"] = more
-        return out
-    return [*_head(value, cap), more]
-
-
-def _head(value: Any, n: int) -> list[Any]:
-    if type(value) in (list, tuple):
-        return list(value[:n])
-    import itertools
-
-    return list(itertools.islice(value, n))
+    return _freeze(value)  # never raises: unencodable values become markers
 
 
 class RecorderWarning(UserWarning):
@@ -379,6 +345,10 @@ class StepHandle:
                 self.output = snap = _snap(out)
                 run._bytes += len(snap)
                 big = True
+            led = run._led
+            if led is not None:
+                # Counted in the ledger file before it is queued: a SIGKILL from here on cannot lose it uncounted.
+                led[0] += 1
             q = run._queue
             if len(q) < run._max_buffer and (big is False or run._bytes < run._max_bytes):
                 q.append(self)

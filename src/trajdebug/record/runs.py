@@ -32,6 +32,7 @@ from trajdebug.core.schema import RECORDER_KEY, meta_record, run_record, run_to_
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import exceptions as _errors
+from trajdebug.record import ledger as _ledger
 from trajdebug.record import recorder as _rec
 from trajdebug.record import rollout as _rollout
 from trajdebug.record.account import LOST_KINDS, Account
@@ -61,6 +62,10 @@ class RunHandle:
 
     _stop: Any = None
     """A live hook's request to stop the run (`trajdebug.record.hooks`), pending until the next step starts."""
+    _led: Any = None
+    """The run's ``handed`` counter in its ledger (`trajdebug.record.ledger`), bumped as each step finishes."""
+    _ledger: Any = None
+    """The writer's side of the run's ledger slot (`trajdebug.record.ledger.Entry`)."""
 
     def __init__(
         self,
@@ -156,6 +161,7 @@ class RunHandle:
         self._active = True
         _ctx.run_started(self)
         WRITER.register(self._export)
+        _ledger.attach(self)  # a slot in the ledger beside the file: what a SIGKILL loses stays counted
         if not self._joined:
             # The environment snapshot is taken by the writer when it writes this record
             # (it reads package metadata and the interpreter's binary: file work).
@@ -287,6 +293,7 @@ class RunHandle:
                     self._after_end(1)
                     return
         self._lost("dropped", 1)
+        _ledger.dropped(self, item)  # after the count above: the writer never settles a drop it did not count
         self._warn_once(
             f"trajdebug: buffer full, dropping records of run {self.run_id} (counted in its end record;"
             " see trajdebug.configure(backpressure=...))"

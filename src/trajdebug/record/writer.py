@@ -332,6 +332,9 @@ def _flush_at_exit() -> None:
             _spill_at_exit()
     except Exception:
         log.debug("trajdebug: flush at exit failed", exc_info=True)
+    from trajdebug.record import ledger
+
+    ledger.at_exit()  # a clean exit says its own losses: its ledgers go
 
 
 def _spill_at_exit() -> None:
