@@ -80,3 +80,23 @@ def strip_own(obj: Any) -> Any:
 
 
 __all__ = ["machine", "recorded_runs", "strip_own"]
+
+
+def run_scratch(cmd: list[str], cwd: Any, env: dict[str, str], timeout: float = 900) -> Any:
+    """Run a measurement child with its own scratch folder (its ``TMPDIR``), removed when it exits.
+
+    The children write hundreds of megabytes of runs into ``tempfile`` folders and exit without
+    removing them (their recorders flush at exit, after any cleanup of their own could run); the
+    parent removes the whole scratch folder once the child is gone.
+    """
+    import shutil
+    import subprocess
+    import tempfile
+
+    scratch = tempfile.mkdtemp(prefix="trajdebug-bench-")
+    try:
+        return subprocess.run(
+            cmd, cwd=cwd, env={**env, "TMPDIR": scratch}, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -29,12 +29,13 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks._common import run_scratch
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,7 +150,7 @@ def _run_child(recorder: str, payload: str, n: int) -> dict[str, Any]:
         p for p in (str(ROOT), str(ROOT / "src"), env.get("PYTHONPATH", "")) if p
     )
     cmd = [sys.executable, "-m", "benchmarks.agentcost", "--child", recorder, payload, str(n)]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
+    proc = run_scratch(cmd, ROOT, env)  # a scratch TMPDIR, removed after the child
     if proc.returncode != 0:
         raise RuntimeError(f"agentcost {recorder} {payload} failed: {proc.stderr.strip()[-2000:]}")
     out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])

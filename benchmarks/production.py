@@ -17,7 +17,6 @@ import math
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -26,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import run_scratch
 from benchmarks.recording import IN, OUT, ROOT, _bodies
 from benchmarks.recording import run_case as recording_case
 
@@ -181,7 +181,7 @@ def run_child(name: str, n: int, repeats: int) -> dict[str, Any]:
         env.pop(k, None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), str(ROOT / "src"), env.get("PYTHONPATH", "")) if p)
     cmd = [sys.executable, "-m", "benchmarks.production", "--child", name, "--n", str(n), "--repeats", str(repeats)]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
+    proc = run_scratch(cmd, ROOT, env)  # a scratch TMPDIR, removed after the child
     if proc.returncode != 0:
         raise RuntimeError(f"production child {name!r} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -35,13 +35,14 @@ import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from benchmarks._common import run_scratch
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -386,7 +387,7 @@ def run_case(name: str, n: int, repeats: int, seconds: float = 3.0) -> Any:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), str(ROOT / "src"), env.get("PYTHONPATH", "")) if p)
     cmd = [sys.executable, "-m", "benchmarks.recording", name, "--n", str(n), "--repeats", str(repeats)]
     cmd += ["--seconds", str(seconds)]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
+    proc = run_scratch(cmd, ROOT, env)  # a scratch TMPDIR, removed after the child
     if proc.returncode != 0:
         raise RuntimeError(f"recording case {name!r} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
