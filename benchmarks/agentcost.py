@@ -63,7 +63,7 @@ def _trajdebug(sink: str, payload: str, n: int) -> dict[str, Any]:
         return out
 
     tmp = Path(tempfile.mkdtemp(prefix="trajdebug-agentcost-"))
-    trajdebug.configure(max_buffer=n + 1000, max_buffer_bytes=1 << 40)
+    trajdebug.configure(max_buffer=n + 1000, max_buffer_bytes=1 << 40, backlog_seconds=None)  # every step paid for
     kw: dict[str, Any] = {"path": tmp / "r.jsonl"} if sink == "jsonl" else {"store": tmp / "r.db"}
     warm: dict[str, Any] = {"path": tmp / "w.jsonl"} if sink == "jsonl" else {"store": tmp / "w.db"}
     with trajdebug.run("warm-up", **warm):

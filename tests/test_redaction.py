@@ -117,6 +117,10 @@ _PIECES = [
 ]
 
 
+_ESCAPED = [*_PIECES, "\\", '\\"', '"', "\x01", "\x02\x02", "\\\\n"]
+"""The pieces, and what JSON escapes (backslashes, quotes, control characters) in every combination."""
+
+
 class TestPrefilter:
     @settings(max_examples=400, deadline=None)
     @given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8), st.booleans())
@@ -347,6 +351,47 @@ class TestCleanJson:
         encoded = json.dumps(value).encode() if ascii_only else dumps(value)
         if r.clean_json(encoded):
             assert r(value) == value
+
+    @settings(max_examples=400, deadline=None)
+    @given(
+        st.lists(st.lists(st.sampled_from(_ESCAPED), min_size=1, max_size=6), min_size=1, max_size=4),
+        st.lists(st.sampled_from(_ESCAPED), max_size=3),
+        st.booleans(),
+    )
+    def test_encoded_text_found_clean_is_left_as_it_is(self, texts: list[list[str]], key: list[str], email: bool) -> None:
+        """`clean_encoded`, which remembers the strings it found clean, agrees with redaction on every value
+        of a sequence (strings seen before, new strings, keys and values, quotes and backslashes): a value it
+        finds clean is one redaction leaves unchanged, and it finds clean what `clean_json` does."""
+        from trajdebug.core.codec import dumps
+
+        r = Redactor(pii=("email",) if email else ())
+        seen: list[str] = []
+        for pieces in texts:
+            seen.append("".join(pieces))
+            value = {"messages": [{"role": "user", "content": t} for t in seen], "".join(key) or "k": seen[-1]}
+            encoded = dumps(value)
+            fresh = Redactor(pii=("email",) if email else ())
+            assert r.clean_encoded(encoded) == fresh.clean_json(encoded)
+            if r.clean_encoded(encoded):
+                assert fresh(value) == value
+
+    def test_a_resent_conversation_is_tested_once_per_new_string(self) -> None:
+        """A conversation resent with one more message tests only the new message's strings; a secret in it is
+        found, and the strings found clean before stay clean."""
+        from trajdebug.core.codec import dumps
+
+        r = Redactor()
+        msgs = [{"role": "user", "content": f"Order O-{i}: ship to Berlin - tracking: yes"} for i in range(20)]
+        assert r.clean_encoded(dumps({"messages": msgs}))
+        tested: list[str] = []
+        real = r._text_clean
+        r._text_clean = lambda s: tested.append(s) or real(s)  # type: ignore[method-assign]
+        assert r.clean_encoded(dumps({"messages": [*msgs, {"role": "user", "content": "Next: order O-99"}]}))
+        assert tested == ["Next: order O-99"]
+        leaked = [*msgs, {"role": "user", "content": "use sk-abcdefghijklmnopqrstuvwx"}]
+        assert not r.clean_encoded(dumps({"messages": leaked}))
+        assert not r.clean_encoded(dumps({"messages": msgs, "api_key": "x"}))
+        assert r.clean_encoded(dumps({"messages": msgs}))
 
     def test_a_chat_payload_without_secrets_is_clean_in_one_pass(self) -> None:
         """Chat messages of ordinary English (with ``:``, ``-``, capitals and usage counts) are clean for

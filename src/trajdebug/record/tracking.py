@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from itertools import islice
 from typing import Any
 
 from trajdebug.core import redaction
@@ -120,19 +121,22 @@ class Tracker:
 
     # -- values ------------------------------------------------------------------------
 
-    def _from_json(self, data: bytes) -> Any:
-        """A value given as JSON bytes (a snapshot): redacted (whole), then cut to the size limit.
+    def _from_json(self, data: bytes, snapshot: bool = False) -> Any:
+        """A value given as JSON bytes: redacted (whole), then cut to the size limit.
 
         A snapshot with nothing to redact goes into the record as the very bytes it was
-        snapshotted to (`Encoded`): it is neither rebuilt nor encoded again.
+        snapshotted to (`Encoded`): it is neither rebuilt nor encoded again.  ``snapshot`` says the
+        bytes are the recorder's own encoding (a step's frozen input or output: valid JSON, so the
+        redaction test need not decode them, `Redactor.clean_encoded`); bytes from elsewhere are
+        decoded, so that invalid JSON never reaches a record.
         """
         red = self.redactor
         if len(data) <= self._max:
             if red is None:
                 return Encoded(data)
             try:
-                # The value rules test the bytes in one pass; only the keys are walked.
-                if red.clean_json(data):
+                # Most strings of a snapshot were in earlier ones: only the new ones are tested.
+                if red.clean_encoded(data) if snapshot else red.clean_json(data):
                     return Encoded(data)
                 return red(loads(data))
             except ValueError:
@@ -249,9 +253,9 @@ class Tracker:
                 texts.append(v)
                 size += len(v)
             elif c not in _SCALAR_TYPES:
-                return self.value(args), (None if output is None else self.value(output))
+                return self.value(args), (None if output is None else self._own(output))
         if size > self._max:
-            return self.value(args), (None if output is None else self.value(output))
+            return self.value(args), (None if output is None else self._own(output))
         red = self.redactor
         clean = red is None
         if not clean and type(output) is str:
@@ -264,7 +268,7 @@ class Tracker:
             else:
                 output = self._str(output)
         elif output is not None:
-            output = self.value(output)
+            output = self._own(output)
         names = self._names
         out: dict[str, Any] = {}
         for k, v in args.items():
@@ -346,6 +350,30 @@ class Tracker:
                 if id(item) not in self.registry:
                     self._register(sid, t1, item, 64, depth - 1)
 
+    def _reaches(self, value: Any) -> bool:
+        """Whether any object the walk of `_find` could visit is registered: a superset of its visits (each
+        level's containers opened, at most 128 items each, hits descended into too), taken a level at a time
+        with ``extend`` and one set intersection in C.  Hits are rare (a chat payload's messages are new
+        dicts each step), so the walk itself usually does not run."""
+        registry = self.registry
+        if not registry:
+            return False
+        level = [value]
+        seen = [id(value)]
+        for _ in range(3):
+            nxt: list[Any] = []
+            for obj in level:
+                t = type(obj)
+                if t is dict:
+                    nxt.extend(obj.values() if len(obj) <= 128 else islice(obj.values(), 128))
+                elif t is list or t is tuple or t is set or t is frozenset:
+                    nxt.extend(obj if len(obj) <= 128 else islice(obj, 128))
+            if not nxt:
+                break
+            seen.extend(map(id, nxt))
+            level = nxt
+        return not registry.keys().isdisjoint(seen)
+
     def _find(self, own: str, start: int, value: Any) -> list[Dependency]:
         """Registered objects reachable from a step's arguments (not descending into hits)."""
         registry = self.registry
@@ -378,6 +406,8 @@ class Tracker:
                     if hit[0] not in first:
                         first[hit[0]] = Dependency(step_id=hit[0], kind="data", origin=hit[3], key=str(k))
                 return list(first.values())
+        if not self._reaches(value):
+            return []
         found: dict[str, Dependency] = {}
         budget = _MAX_WALK
         stack: list[tuple[Any, str | None, int]] = [(value, None, 3)]
@@ -510,7 +540,11 @@ class Tracker:
 
     def _values(self, inp: Any, outp: Any) -> tuple[Any, Any]:
         """A step's input and output that are neither two texts nor a call's arguments (those are in `encode`)."""
-        return (None if inp is None else self.value(inp)), (None if outp is None else self.value(outp))
+        return (None if inp is None else self._own(inp)), (None if outp is None else self._own(outp))
+
+    def _own(self, v: Any) -> Any:
+        """`value` of a step's input or output: bytes there are the recorder's own encoding (a snapshot)."""
+        return self._from_json(v, True) if type(v) is bytes else self.value(v)
 
     def _flagged(self, h: StepHandle, rec: dict[str, Any], outp: Any, out: list[dict[str, Any]]) -> None:
         """An ok step that is an error after all: a tool's result that flags itself as one, or a bounded
