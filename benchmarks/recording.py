@@ -220,6 +220,7 @@ def child_paced(form: str, sink: str, rate: int, seconds: float) -> dict[str, An
     per_tick = max(rate // 1000, 1)
     ticks = int(seconds * 1000)
     longest = 0
+    samples: list[int] = []  # the queue's length once a second: a steady rate keeps it flat
     gc.collect()
     p0 = time.process_time()
     agent = 0.0
@@ -229,7 +230,10 @@ def child_paced(form: str, sink: str, rate: int, seconds: float) -> dict[str, An
             a0 = time.thread_time()
             body(per_tick)
             agent += time.thread_time() - a0
-            longest = max(longest, len(h._queue))
+            q = len(h._queue)
+            longest = max(longest, q)
+            if t % 1000 == 999:
+                samples.append(q)
             wait = start + (t + 1) / 1000 - time.perf_counter()
             if wait > 0:
                 time.sleep(wait)
@@ -248,7 +252,19 @@ def child_paced(form: str, sink: str, rate: int, seconds: float) -> dict[str, An
         "agent_us": agent / n * 1e6,
         "writer_us": (total - agent) / n * 1e6,
         "longest_queue": longest,
+        "queue_each_second": samples,
+        "queue_grew": _grew(samples, rate),
     }
+
+
+def _grew(samples: list[int], rate: int) -> bool:
+    """Whether the queue grew over the run: the mean of its last third above the mean of its first third by
+    more than a tenth of a second of steps (a backlog the writer did not catch up with).  A writer that keeps
+    up holds the queue near the size of a few bursts however long the run."""
+    if len(samples) < 3:
+        return False
+    k = len(samples) // 3
+    return sum(samples[-k:]) / k > sum(samples[:k]) / k + rate / 10
 
 
 def _per_call(fn: Callable[[], Any], n: int, repeats: int = 5) -> float:
@@ -367,7 +383,7 @@ CASES: dict[str, Callable[[argparse.Namespace], Any]] = {
     },
     "otel-batch": lambda a: child_otel(a.n, a.repeats),
     **{
-        f"paced-{form}-{sink}": (lambda a, f=form, s=sink: child_paced(f, s, 100_000, a.seconds))
+        f"paced-{form}-{sink}": (lambda a, f=form, s=sink: child_paced(f, s, a.rate, a.seconds))
         for form in ("cm", "deco")
         for sink in ("jsonl", "store")
     },
@@ -422,6 +438,7 @@ def _main(argv: list[str] | None = None) -> None:
     p.add_argument("--n", type=int, default=200_000)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--rate", type=int, default=100_000, help="steps per second of the paced cases")
     a = p.parse_args(argv)
     print(json.dumps(CASES[a.case](a)))
 

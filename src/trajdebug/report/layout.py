@@ -275,6 +275,11 @@ def layered_layout(
             nbrs = adj_up if down else adj_down
             for i in order:
                 members = layers[i]
+                if len(members) == 1:  # nothing to separate: the neighbours' mean (what `_isotonic` gives)
+                    around = nbrs.get(members[0])
+                    if around:
+                        ypos[members[0]] = sum(ypos[u] for u in around) / len(around)
+                    continue
                 wish: list[float] = []
                 for v in members:
                     around = nbrs.get(v)
