@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from itertools import chain, islice
+from itertools import islice
 from typing import Any
 
 from trajdebug.core import redaction
@@ -353,25 +353,21 @@ class Tracker:
     def _reaches(self, value: Any) -> bool:
         """Whether any object the walk of `_find` could visit is registered: a superset of its visits (each
         level's containers opened, at most 128 items each, hits descended into too), taken a level at a time
-        in C (a level of dicts, or of lists, is one chain of their items) and one set test.  Hits are rare
-        (a chat payload's messages are new dicts each step), so the walk itself usually does not run."""
+        with ``extend`` and one set test in C.  Hits are rare (a chat payload's messages are new dicts each
+        step), so the walk itself usually does not run."""
         registry = self.registry
         if not registry:
             return False
-        level: list[Any] = [value]
+        level = [value]
         seen = [id(value)]
         for _ in range(3):
-            kinds = set(map(type, level))
-            if len(kinds) == 1 and (dict in kinds or list in kinds or tuple in kinds) and max(map(len, level)) <= 128:
-                nxt = list(chain.from_iterable(map(dict.values, level) if dict in kinds else level))
-            else:
-                nxt = []
-                for obj in level:
-                    t = type(obj)
-                    if t is dict:
-                        nxt.extend(obj.values() if len(obj) <= 128 else islice(obj.values(), 128))
-                    elif t is list or t is tuple or t is set or t is frozenset:
-                        nxt.extend(obj if len(obj) <= 128 else islice(obj, 128))
+            nxt: list[Any] = []
+            for obj in level:
+                t = type(obj)
+                if t is dict:
+                    nxt.extend(obj.values() if len(obj) <= 128 else islice(obj.values(), 128))
+                elif t is list or t is tuple or t is set or t is frozenset:
+                    nxt.extend(obj if len(obj) <= 128 else islice(obj, 128))
             if not nxt:
                 break
             seen.extend(map(id, nxt))
