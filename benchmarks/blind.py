@@ -113,6 +113,8 @@ class CaseResult:
     top: list[str] = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None
+    verdict: str | None = None
+    """The analysis's verdict (``confident``, ``likely``, ``unsure``) when a learned model ranked it."""
 
 
 def generate(suite: str, out: Path, progress: Callable[[str], None] = print) -> Path:
@@ -187,8 +189,9 @@ def _on_path(a: Analysis, sid: str) -> bool:
     return sid in DependencyGraph(a.run).backward_slice(fails)
 
 
-def score_case(case_dir: Path, truth: dict[str, Any], setting: str) -> CaseResult:
-    """Analyze one case in one setting and place its truth step in the ranking."""
+def score_case(case_dir: Path, truth: dict[str, Any], setting: str, model: str | None = None) -> CaseResult:
+    """Analyze one case in one setting and place its truth step in the ranking (``model``: the learned
+    ranker's, `trajdebug.analysis.learned`, with the analysis's verdict kept in ``verdict``)."""
     src = _source(case_dir, "failed" if setting == "alone" else "with_refs")
     base = {
         "case_id": truth["case_id"],
@@ -199,7 +202,7 @@ def score_case(case_dir: Path, truth: dict[str, Any], setting: str) -> CaseResul
     }
     t0 = time.perf_counter()
     try:
-        res = analyze_source(src, truth["failed_run_id"], top=5)
+        res = analyze_source(src, truth["failed_run_id"], top=5, model=model)
     except Exception as exc:  # noqa: BLE001 - one broken case is reported, not fatal
         return CaseResult(**base, rank=None, on_path=False, truth="?", error=f"{type(exc).__name__}: {exc}")
     dt = time.perf_counter() - t0
@@ -216,6 +219,7 @@ def score_case(case_dir: Path, truth: dict[str, Any], setting: str) -> CaseResul
         top=[names.get(s, s) for s in ranking[:3]],
         seconds=dt,
         error=None if sid is not None else "truth step not found in the recorded run",
+        verdict=a.verdict,
     )
 
 
