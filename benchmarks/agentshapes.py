@@ -211,6 +211,8 @@ def record_shape(shape: str, steps: int = 10_000, *, chat: bool = False, seed: i
     ticket, per = SHAPES[shape]
     rng = _RNG[0] = random.Random(seed)
     sink = MemorySink()
+    # Every step recorded: a busy machine must not shorten the run (the writer's backlog bound drops steps).
+    trajdebug.configure(backlog_seconds=None, max_buffer=max(100_000, 2 * steps))
     n = max(2, int(steps / per))
     total = expected = 0.0
     handle = trajdebug.run(f"agent-{shape}", sinks=[sink], task="resolve the ticket queue")
