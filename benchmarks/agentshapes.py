@@ -212,7 +212,7 @@ def record_shape(shape: str, steps: int = 10_000, *, chat: bool = False, seed: i
     rng = _RNG[0] = random.Random(seed)
     sink = MemorySink()
     # Every step recorded: a busy machine must not shorten the run (the writer's backlog bound drops steps).
-    trajdebug.configure(backlog_seconds=None, max_buffer=max(100_000, 2 * steps))
+    trajdebug.configure(backlog_seconds=None, max_buffer=max(100_000, 2 * steps), max_buffer_bytes=1 << 40)
     n = max(2, int(steps / per))
     total = expected = 0.0
     handle = trajdebug.run(f"agent-{shape}", sinks=[sink], task="resolve the ticket queue")
