@@ -225,6 +225,7 @@ def record_shape(shape: str, steps: int = 10_000, *, chat: bool = False, seed: i
             check(total, expected)
     except ValueError:
         pass  # the run failed: that is the point
+    trajdebug.flush()  # leaving the run waits at most `close_timeout` for the writer: a long run needs more
     loaded: Run = handle.load()
     return loaded
 
