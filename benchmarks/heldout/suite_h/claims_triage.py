@@ -55,7 +55,10 @@ def get_claim(claim_id: str) -> str:
 @function_tool
 def get_policy(policy_id: str) -> str:
     """A policy's coverages and limit."""
-    return json.dumps({"policy_id": policy_id, **POLICIES[policy_id]})
+    policy = POLICIES[policy_id]
+    if active("claims-policy-cache") and policy_id == "HP-33":
+        policy = {**policy, "limit": 10000.0}  # the policy service's cached copy from before the upgrade
+    return json.dumps({"policy_id": policy_id, **policy})
 
 
 @function_tool
@@ -145,7 +148,7 @@ def _adjust(request: Any, done: dict[str, list[Any]]) -> Reply | str:
         args = {"claim_id": claim["claim_id"], "peril": peril, "area_m2": claim["area_m2"]}
         return Reply(tool_calls=(tool_call("estimate_damage", args),))
     if "reserve_payout" not in done:
-        amount = estimates[-1]["estimate_eur"]
+        amount = min(estimates[-1]["estimate_eur"], done["get_policy"][-1]["limit"])
         if active("claims-reserve-amount") and claim["claim_id"] == "CL-33":
             amount = 14100.0  # the model restates the estimate of 11400.00 with two digits swapped
         coverage = "collision" if "motor" in system_of(request) else claim["peril"]
@@ -214,5 +217,8 @@ AGENT = Agent(
         Fault("claims-motor-handoff", "wrong_routing", "generation fake-model", "transfer_to_motor_adjuster", "reserve_payout",
               "The triage model hands a home flood claim to the motor adjuster, whose collision reserve the "
               "policy does not cover."),
+        Fault("claims-policy-cache", "stale_data", "get_policy", '"limit": 10000.0', "submit_batch",
+              "get_policy serves a cached copy of the policy from before its limit was raised, so the adjuster "
+              "caps the reserve below the estimate and the ledger refuses the batch."),
     ),
 )

@@ -34,6 +34,8 @@ PLANTS: dict[str, tuple[str, list[float]]] = {
 }
 HOURLY = [61.0, 58.5, 55.2, 54.8, 57.9, 66.3, 79.4, 88.1, 91.6, 84.2, 73.5, 66.8,
           62.1, 60.4, 63.9, 71.7, 86.5, 98.2, 104.6, 97.3, 88.9, 79.5, 71.2, 65.0]
+PREVIOUS_DAY = [52.0, 49.8, 47.1, 46.5, 48.2, 55.0, 63.3, 70.2, 72.8, 68.1, 60.4, 55.3,
+                51.9, 50.2, 52.8, 56.0, 55.4, 58.9, 60.8, 58.1, 60.2, 55.4, 50.9, 48.7]  # a mild, windy day
 # contract id -> (block index, MW), by portfolio
 CONTRACTS: dict[str, dict[str, tuple[int, float]]] = {
     "north": {"BC-101": (0, 10.0), "BC-102": (1, 12.0), "BC-103": (2, 25.0), "BC-104": (2, 15.0), "BC-105": (4, 8.0)},
@@ -69,6 +71,8 @@ def normalize_forecast(forecasts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def fetch_prices(day: str) -> dict[str, Any]:
+    if active("energy-curve-previous"):
+        return {"day": day, "hourly_eur_mwh": PREVIOUS_DAY}  # the price service's cache of the last auction
     return {"day": day, "hourly_eur_mwh": HOURLY}
 
 
@@ -208,5 +212,8 @@ AGENT = Agent(
         Fault("energy-plan-positions", "plan_error", "ChatCompletion", '"fetch_prices", "build_bids"', "submit_bid",
               "The session planner drops the check_positions phase, so volume already sold bilaterally is offered "
               "again and the exchange refuses the first block."),
+        Fault("energy-curve-previous", "stale_data", "fetch_prices", "52.0, 49.8", "submit_bid",
+              "fetch_prices returns the previous auction's price curve for tomorrow, so the evening blocks are "
+              "priced far under the exchange's indicative price and refused."),
     ),
 )

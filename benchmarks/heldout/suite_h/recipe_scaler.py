@@ -98,7 +98,8 @@ def scale_recipe(rows: list[dict[str, Any]], base: int, servings: int) -> list[d
 
 
 def convert_units(rows: list[dict[str, Any]]) -> dict[str, float]:
-    return {r["name"]: round(r["qty"] * (GRAMS[r["unit"]] if r["unit"] in GRAMS else PIECE_G[r["name"]]), 1)
+    factors = {**GRAMS, "ml": 1000} if active("recipe-ml-factor") else GRAMS
+    return {r["name"]: round(r["qty"] * (factors[r["unit"]] if r["unit"] in factors else PIECE_G[r["name"]]), 1)
             for r in rows}
 
 
@@ -253,5 +254,8 @@ AGENT = Agent(
         Fault("recipe-tart-variant", "wrong_retrieval", "find_recipe", '"title": "lemon tart"', "label_check",
               "find_recipe returns the plain lemon tart instead of its gluten-free variant, so a dish labelled "
               "gluten-free is made with wheat flour."),
+        Fault("recipe-ml-factor", "unit_error", "convert_units", '"olive oil": 600000.0', "yield_check",
+              "convert_units converts millilitres with the litre factor, so 600 ml of olive oil weigh 600 kg and "
+              "the carrot batch fails its yield check."),
     ),
 )

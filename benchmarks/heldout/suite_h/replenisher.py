@@ -86,10 +86,14 @@ def book_transport(sku: str, channel: str, kg: float) -> dict:
 
 
 @tool
-def submit_po(sku: str, qty: int, supplier: str, moq: int, reservation: str) -> dict:
+def submit_po(sku: str, qty: int, supplier: str, moq: int, unit_cost: float, reservation: str) -> dict:
     """Send one purchase order line to the ERP."""
     if not reservation:
         raise ServiceError(f"ERP: purchase order for {sku} has no budget reservation")
+    contract = CATALOG[sku]["terms"][3]
+    if abs(unit_cost - contract) > 0.005:
+        raise ServiceError(f"ERP: unit cost {unit_cost:.2f} for {sku} differs from the {supplier} contract price "
+                           f"{contract:.2f}")
     terms_moq = int(CATALOG[sku]["terms"][2].replace(",", ""))
     if qty < terms_moq:
         raise ServiceError(f"ERP: {supplier} refuses {qty} units of {sku}: minimum order quantity is {terms_moq}")
@@ -170,7 +174,8 @@ def build(llm: ChatOpenAI) -> Any:
             route = choose_channel.invoke(line)
             book_transport.invoke({"sku": line["sku"], "channel": route["channel"], "kg": route["kg"]})
             submit_po.invoke({"sku": line["sku"], "qty": line["qty"], "supplier": line["supplier"],
-                              "moq": line["moq"], "reservation": state["reservation"]})
+                              "moq": line["moq"], "unit_cost": line["unit_cost"],
+                              "reservation": state["reservation"]})
         return {"cursor": state["cursor"] + 1}
 
     def next_step(state: State) -> str:
@@ -197,6 +202,8 @@ def policy(request: Any) -> str:
     found = re.findall(r"Supplier terms for (SKU-\w+)", prompt)
     if found:
         supplier, lead, moq, cost = CATALOG[found[0]]["terms"]
+        if active("repl-quote-cost") and found[0] == "SKU-B2":
+            cost = 0.78  # the model quotes a price the supplier terms do not hold
         return f"supplier: {supplier}; lead_time: {lead} days; moq: {moq}; unit_cost: {cost:.2f}"
     raise ModelReplyError(prompt)
 
@@ -234,5 +241,8 @@ AGENT = Agent(
         Fault("repl-plan-no-budget", "plan_error", "ChatOpenAI", '["draft_orders', "submit_po",
               "The purchasing planner drops the reserve_budget step, so purchase orders reach the ERP without a "
               "budget reservation."),
+        Fault("repl-quote-cost", "hallucinated_value", "ChatOpenAI", "unit_cost: 0.78", "submit_po",
+              "The supplier-terms model quotes a unit cost of 0.78 for a SKU whose contract price is 7.80, and "
+              "the ERP refuses the purchase order line."),
     ),
 )

@@ -100,6 +100,9 @@ def submit_application(dossier: dict) -> dict:
                                 f"{dossier['appointment']['slots']} applicant(s), {len(dossier['forms'])} lodged")
     numbers = [f["passport"] for f in dossier["forms"]]
     for form in dossier["forms"]:
+        if form["born"] != PEOPLE[form["applicant"]][1]:
+            raise ConsulateRejected(f"{form['applicant']}: date of birth {form['born']} does not match the passport "
+                                    f"record")
         if numbers.count(form["passport"]) > 1:
             raise ConsulateRejected(f"passport {form['passport']} appears on more than one application")
         employer = form.get("employer")
@@ -234,6 +237,8 @@ def policy(request: Any) -> str:
         pid, name, born, number = found[0]
         employers = [m for msg in request.body["messages"] if msg.get("role") == "user"
                      for m in re.findall(r"Employer: ([^.]+)\.", str(msg.get("content")))]
+        if active("visa-form-birthdate") and pid == "A-2":
+            born = "1981-03-09"  # the model writes a date of birth of its own
         form = {"applicant": pid, "employer": employers[-1] if employers else None, "name": name, "born": born,
                 "passport": number}
         return json.dumps(form)
@@ -278,5 +283,9 @@ AGENT = Agent(
               '"for": "A-3", "holder": "Jana Novak"', "submit_application",
               "The applicant sub-agent for the child fetches the first household member's passport instead of "
               "the child's own, and the portal finds the passport on two applications."),
+        Fault("visa-form-birthdate", "hallucinated_value", "ChatOpenAI", '"born": "1981-03-09"',
+              "submit_application",
+              "The form-filling model writes a date of birth for the second applicant that its prompt does not "
+              "hold, and the portal finds it differs from the passport record."),
     ),
 )
