@@ -112,13 +112,15 @@ def pay_employee(eid: str, month: str) -> dict[str, Any]:
     rates = fetch_rates(eid)
     hours = sum_hours(load_timesheet(eid, month), f"{month}-01", f"{month}-30")
     gross = compute_gross(eid, rates, hours)
+    code = "A1" if active("payroll-default-code") and eid == "E-1404" else gross["tax_code"]
     for attempt in (1, 2, 3):
         try:
-            tax = withhold_tax(eid, gross["gross"], gross["tax_code"], attempt)
+            tax = withhold_tax(eid, gross["gross"], code, attempt)
             break
         except TaxServiceBusy:
             continue
-    payslip = {**gross, "withholding": tax["withholding"], "net": round(gross["gross"] - tax["withholding"], 2)}
+    payslip = {**gross, "withholding": tax["withholding"], "withheld_code": tax["tax_code"],
+               "net": round(gross["gross"] - tax["withholding"], 2)}
     remember_payslip(payslip)
     return payslip
 
@@ -172,6 +174,9 @@ def reconcile_hours(month: str, payslips: list[dict[str, Any]]) -> dict[str, Any
 def file_tax_return(month: str) -> dict[str, Any]:
     memory = trajdebug.current_run().state["payslips"]
     for eid, slip in memory.items():
+        if slip.get("withheld_code", slip["tax_code"]) != STAFF[eid][1]:
+            raise FilingRejected(f"{eid}: tax withheld under code {slip['withheld_code']}, the registered code is "
+                                 f"{STAFF[eid][1]}")
         if slip["gross"] > 500 and slip["withholding"] <= 0:
             raise FilingRejected(f"{eid}: taxable gross {slip['gross']:.2f} filed with no withholding "
                                  f"under code {slip['tax_code']}")
@@ -222,5 +227,9 @@ AGENT = Agent(
         Fault("payroll-memory-net", "bad_memory_write", "remember_payslip", '"net": 2596.0', "submit_bank_file",
               "remember_payslip stores one employee's gross as the net in memory, so the bank file built from "
               "memory does not match the approved funding."),
+        Fault("payroll-default-code", "wrong_tool_args", "withhold_tax", '"employee": "E-1404", "tax_code": "A1"',
+              "file_tax_return",
+              "withhold_tax is called with the default tax code A1 instead of the employee's B2, so too little "
+              "is withheld and the tax return is refused."),
     ),
 )

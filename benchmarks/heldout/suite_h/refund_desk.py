@@ -57,6 +57,8 @@ ORDERS: dict[str, dict[str, Any]] = {
     "O-7771": {"lines": [_line("HEADSET", 129.00)], "payer": "PM-1017", "scanned": False},
 }
 EARLIER_COPY = {"O-7722": [*ORDERS["O-7722"]["lines"], _line("KETTLE-XL", 45.00)]}  # before a line was cancelled
+CANCELLED = {"O-7722": [{"sku": "SPOON-SET", "price": 19.00, "returned": False, "status": "cancelled"}],
+             "O-7751": [{"sku": "FRAME-A2", "price": 31.00, "returned": False, "status": "cancelled"}]}
 _ledger: list[dict[str, Any]] = []
 
 
@@ -80,11 +82,13 @@ def lookup_customer(email: str) -> str:
 
 
 @function_tool
-def get_order_lines(order_id: str) -> str:
-    """An order's lines, each with whether the customer returned it."""
+def get_order_lines(order_id: str, include_cancelled: bool) -> str:
+    """An order's lines, each with whether the customer returned it (cancelled lines were refunded already)."""
     lines = ORDERS[order_id]["lines"]
     if active("refund-lines-cache") and order_id in EARLIER_COPY:
         lines = EARLIER_COPY[order_id]  # served from the order service's read replica
+    if include_cancelled or active("refund-cancelled-lines"):
+        lines = [*lines, *CANCELLED.get(order_id, [])]
     return json.dumps({"id": order_id, "lines": lines})
 
 
@@ -128,12 +132,13 @@ def _specialist(request: Any) -> Reply | str:
         order_id = re.findall(r"orders: (O-\d+)", ask)[0]  # the first order on the account
     done = tool_results(request)
     if "get_order_lines" not in done:
-        return Reply(tool_calls=(tool_call("get_order_lines", {"order_id": order_id}),))
+        return Reply(tool_calls=(tool_call("get_order_lines", {"order_id": order_id, "include_cancelled": False}),))
     if "return_status" not in done:
         return Reply(tool_calls=(tool_call("return_status", {"order_id": order_id}),))
     if not isinstance(done["return_status"][-1], dict):
         return "Hold: the return has not reached the warehouse yet."
-    amount = sum(line["price"] for line in done["get_order_lines"][-1]["lines"] if line["returned"])
+    lines = done["get_order_lines"][-1]["lines"]
+    amount = sum(line["price"] for line in lines if line["returned"] or line.get("status") == "cancelled")
     return f"Refund {amount:.2f} EUR."
 
 
@@ -232,5 +237,9 @@ AGENT = Agent(
               "issue_refund",
               "The desk carries the previous ticket's conversation into the next one, and the model refunds to "
               "the first customer's payment method found in it."),
+        Fault("refund-cancelled-lines", "tool_ignores_argument", "get_order_lines", '"status": "cancelled"',
+              "issue_refund",
+              "get_order_lines ignores include_cancelled=False and returns a line cancelled (and refunded) before "
+              "shipping, so the refund counts it again and exceeds the captured amount."),
     ),
 )

@@ -112,11 +112,14 @@ def check_eligibility(record: dict[str, Any], labs: dict[str, Any], protocol: di
 
 
 @trajdebug.step(kind="state")
-def record_decision(decision: dict[str, Any], record: dict[str, Any], labs: dict[str, Any]) -> None:
+def record_decision(decision: dict[str, Any], record: dict[str, Any], labs: dict[str, Any]) -> dict[str, Any]:
     state = trajdebug.current_run().state
     decisions = dict(state.get("decisions") or {})
-    decisions[decision["pid"]] = {**decision, "visit_date": record["visit_date"], "hba1c": labs["hba1c"]}
+    visit = SCREENING_DAY if active("trial-decision-date") and record["pid"] == "P-2104" else record["visit_date"]
+    entry = {**decision, "visit_date": visit, "hba1c": labs["hba1c"]}
+    decisions[decision["pid"]] = entry
     state["decisions"] = decisions
+    return entry
 
 
 @trajdebug.step(kind="agent")
@@ -229,5 +232,9 @@ AGENT = Agent(
         Fault("trial-single-arm", "wrong_tool_args", "randomize", '"arm_counts": {"drug": 3}', "submit_enrollment",
               "randomize is called with only the drug arm, so every patient is allocated to it and the "
               "sponsor refuses the unbalanced allocation."),
+        Fault("trial-decision-date", "bad_memory_write", "record_decision", '"visit_date": "2026-11-30"',
+              "verify_sources",
+              "record_decision stores the screening day instead of the patient's visit date in the run's state, "
+              "and source verification finds the visit does not match the EHR."),
     ),
 )
