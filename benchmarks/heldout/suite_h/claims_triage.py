@@ -14,8 +14,17 @@ from typing import Any
 
 from agents import Agent as SdkAgent
 from agents import Runner, function_tool
-from benchmarks.heldout.suite_h._agents_sdk import chat_model, first_user, system_of, tool_results
-from benchmarks.heldout.suite_h._common import Agent, Fault, ModelReplyError, active, record_agents_sdk
+from benchmarks.heldout.suite_h._common import (
+    Agent,
+    Fault,
+    ModelReplyError,
+    active,
+    chat_model,
+    first_user,
+    record_agents_sdk,
+    system_of,
+    tool_results,
+)
 
 from trajdebug.testing import Reply, tool_call
 

@@ -132,6 +132,9 @@ def _check_with_refs(agent: Agent, path: Path) -> None:
 def generate(out: Path, only: set[str] | None = None) -> list[dict[str, Any]]:
     from trajdebug.testing import FakeModelServer
 
+    unknown = (only or set()) - {f.case for agent in agents() for f in agent.faults}
+    if unknown:
+        raise SystemExit(f"unknown case(s): {', '.join(sorted(unknown))}")
     out.mkdir(parents=True, exist_ok=True)
     index: list[dict[str, Any]] = []
     scratch = Path(tempfile.mkdtemp(prefix="suite_h_"))
