@@ -86,6 +86,7 @@ def ground_truth(agent: Agent, fault: Fault, failed_path: Path, control_path: Pa
     assert hits, f"{fault.case}: no {fault.root} step holds {fault.marker!r}"
     root = named[hits[0]]
     parents = {s.parent_id for s in steps if s.parent_id}
+    assert root.kind != "agent" and root.step_id not in parents, f"{fault.case}: the root {root.name} is a container"
     earlier = [s.name for s in steps[: steps.index(root)]
                if fault.marker in _text(s.output) and s.kind != "agent" and s.step_id not in parents]
     assert not earlier, f"{fault.case}: {fault.marker!r} already in {earlier}"
@@ -93,7 +94,7 @@ def ground_truth(agent: Agent, fault: Fault, failed_path: Path, control_path: Pa
     assert not clean, f"{fault.case}: the control's {fault.root} holds {fault.marker!r} too"
     llms = [s for s in steps if s.kind == "llm"]
     failing = [e for e in failed.errors if any(st.stage == "failed" for st in e.stages)]
-    assert failing, f"{fault.case}: no error failed the run"
+    assert len(failing) == 1, f"{fault.case}: {len(failing)} errors failed the run"
     by_id = {s.step_id: s for s in steps}
     fstep = by_id[failing[0].step_id]
     assert fstep.step_id not in parents, f"{fault.case}: failure step {fstep.name} encloses others"
@@ -101,7 +102,8 @@ def ground_truth(agent: Agent, fault: Fault, failed_path: Path, control_path: Pa
     ri, fi = steps.index(root), steps.index(fstep)
     hops = sum(1 for s in steps[ri + 1 : fi + 1] if s.kind != "agent" and s.step_id not in parents)
     assert 1 <= hops <= 12, f"{fault.case}: hops {hops}"
-    assert not _TELLTALE.search(failed_path.read_text()), f"{fault.case}: the recording names the fault"
+    recorded = failed_path.read_text()
+    assert fault.case not in recorded and not _TELLTALE.search(recorded), f"{fault.case}: the recording names the fault"
     return {
         "case": fault.case,
         "agent": agent.name,
