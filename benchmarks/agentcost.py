@@ -13,7 +13,9 @@ shared: ratios of medians of the same rounds, CPU time, not wall time):
   ``BatchSpanProcessor``, the payloads set as JSON-string attributes (as
   OpenInference does), exported to an exporter that drops them
   (``otel-drop``) or through the SDK's own OTLP protobuf encoder
-  (``encode_spans``) to a file (``otel-otlp``).
+  (``encode_spans``) to a file (``otel-otlp``); and, when installed (``pip install -e '.[peers]'``),
+  Pydantic's logfire as its docs instrument a function (``@logfire.instrument(extract_args=True,
+  record_return=True)``), sending nothing, its spans dropped the same way (``logfire``).
 
 Total CPU per step is the process's CPU time (every thread) from the run's
 start until everything is written, divided by the steps; the agent's thread
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import os
 import random
@@ -40,6 +43,8 @@ from benchmarks._common import run_scratch
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDERS = ("td-jsonl", "td-store", "otel-drop", "otel-otlp")
+PEERS = tuple(p for p in ("logfire",) if importlib.util.find_spec(p) is not None)
+"""Peers measured when they are installed (``pip install -e '.[peers]'``)."""
 PAYLOADS = {"small": 20_000, "chat": 4_000}
 """Each payload and the steps one measurement records."""
 
@@ -82,33 +87,36 @@ def _trajdebug(sink: str, payload: str, n: int) -> dict[str, Any]:
     return {"total_us": total / n * 1e6, "agent_us": agent / n * 1e6, "lost": h.losses["lost"]}
 
 
+class Exporter:
+    """Drops the spans, or encodes them with the SDK's OTLP protobuf encoder and writes them to a file."""
+
+    def __init__(self, path: str | None) -> None:
+        self.count = 0
+        self.fh = open(path, "wb") if path else None  # noqa: SIM115 (closed in shutdown)
+
+    def export(self, spans: Any) -> Any:
+        self.count += len(spans)
+        if self.fh is not None:
+            from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+            self.fh.write(encode_spans(spans).SerializeToString())
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
 def _otel(export: str, payload: str, n: int) -> dict[str, Any]:
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     inp, out = _payload(payload)
-
-    class Exporter:
-        """Drops the spans, or encodes them with the SDK's OTLP protobuf encoder and writes them to a file."""
-
-        def __init__(self, path: str | None) -> None:
-            self.count = 0
-            self.fh = open(path, "wb") if path else None  # noqa: SIM115 (closed in shutdown)
-
-        def export(self, spans: Any) -> Any:
-            self.count += len(spans)
-            if self.fh is not None:
-                from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-                self.fh.write(encode_spans(spans).SerializeToString())
-            return SpanExportResult.SUCCESS
-
-        def shutdown(self) -> None:
-            if self.fh is not None:
-                self.fh.close()
-
-        def force_flush(self, timeout_millis: int = 30000) -> bool:
-            return True
 
     def loop(tracer: Any, k: int) -> None:
         for _ in range(k):
@@ -136,8 +144,43 @@ def _otel(export: str, payload: str, n: int) -> dict[str, Any]:
     return result
 
 
+def _logfire(payload: str, n: int) -> dict[str, Any]:
+    """Pydantic's logfire, as its docs instrument a function (``@logfire.instrument``, arguments and return
+    value recorded), sending nothing: its spans go through a `BatchSpanProcessor` to the dropping exporter."""
+    import logfire
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    inp, out = _payload(payload)
+    exporter = Exporter(None)
+    logfire.configure(
+        send_to_logfire=False,
+        console=False,
+        additional_span_processors=[BatchSpanProcessor(exporter, max_queue_size=n + 1000)],  # type: ignore[arg-type]
+    )
+
+    @logfire.instrument("call", extract_args=True, record_return=True)
+    def call(messages: Any) -> Any:
+        return out
+
+    for _ in range(min(n // 10, 1000)):
+        call(inp)
+    logfire.force_flush()
+    before = exporter.count
+    gc.collect()
+    p0 = time.process_time()
+    a0 = time.thread_time()
+    for _ in range(n):
+        call(inp)
+    agent = time.thread_time() - a0
+    logfire.force_flush()
+    total = time.process_time() - p0
+    return {"total_us": total / n * 1e6, "agent_us": agent / n * 1e6, "lost": n - (exporter.count - before)}
+
+
 def child(recorder: str, payload: str, n: int) -> dict[str, Any]:
     """One measurement, in this process."""
+    if recorder == "logfire":
+        return {"recorder": recorder, "payload": payload, "n": n, **_logfire(payload, n)}
     family, kind = recorder.split("-", 1)
     res = _trajdebug(kind, payload, n) if family == "td" else _otel(kind, payload, n)
     return {"recorder": recorder, "payload": payload, "n": n, **res}
@@ -162,7 +205,7 @@ def measure(rounds: int = 3, scale: float = 1.0) -> dict[str, Any]:
     raw: dict[str, list[dict[str, Any]]] = {}
     for _ in range(rounds):
         for payload, n in PAYLOADS.items():
-            for rec in RECORDERS:
+            for rec in RECORDERS + PEERS:
                 raw.setdefault(f"{rec}/{payload}", []).append(
                     _run_child(rec, payload, max(200, int(n * scale)))
                 )
@@ -186,7 +229,7 @@ def markdown(d: dict[str, Any]) -> list[str]:
     ]
     for payload in PAYLOADS:
         drop, otlp = med[f"otel-drop/{payload}"]["total_us"], med[f"otel-otlp/{payload}"]["total_us"]
-        for rec in RECORDERS:
+        for rec in RECORDERS + PEERS:
             m = med[f"{rec}/{payload}"]
             out.append(
                 f"| {payload} | {rec} | {m['total_us']:.1f} | {m['agent_us']:.1f} | "

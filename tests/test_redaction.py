@@ -148,7 +148,7 @@ class TestPrefilter:
 class TestKeyRules:
     @pytest.mark.parametrize(
         "key",
-        ["password", "pwd", "token", "auth_token", "dsn", "apiKey", "x-api-key", "OPENAI_API_KEY", "Authorization",
+        ["password", "pwd", "token", "auth_token", "token_count_secret", "dsn", "apiKey", "x-api-key", "OPENAI_API_KEY", "Authorization",
          "session_id", "client_secret", "credit_card", "aws_secret_access_key", "Set-Cookie", "passphrase"],
     )
     def test_secret_keys_are_redacted_whole(self, key: str) -> None:
@@ -160,11 +160,13 @@ class TestKeyRules:
     @pytest.mark.parametrize(
         "key",
         ["classname", "businessname", "prompt_tokens", "token_count", "max_tokens", "author", "authors",
-         "keyboard", "monkey", "password_length", "secret_name", "tokenizer"],
+         "keyboard", "monkey", "password_length", "secret_name", "tokenizer", "llm.token_count.prompt",
+         "llm.token_count.completion", "llm.token_count.total", "refresh_token_expires_at"],
     )
     def test_keys_that_only_look_like_secrets_are_kept(self, key: str) -> None:
-        """Keys are compared word by word: no `ssn` in classname, no `token` in prompt_tokens, and a key ending
-        in a counting word describes a secret without holding it."""
+        """Keys are compared word by word: no `ssn` in classname, no `token` in prompt_tokens, and a key with a
+        counting word after the secret word (OpenInference's token counts too) describes a secret without
+        holding it."""
         r = Redactor()
         assert {key: "kept"} == r({key: "kept"})
 

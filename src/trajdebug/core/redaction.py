@@ -130,7 +130,8 @@ COUNTING_WORDS = frozenset(
         "enabled",
     }
 )
-"""A key whose last word is one of these describes a secret without holding it (``token_count``)."""
+"""A key in which one of these follows the secret word describes the secret without holding it (``token_count``,
+``llm.token_count.prompt``)."""
 
 
 def key_words(key: str) -> tuple[str, ...]:
@@ -143,22 +144,20 @@ def key_words(key: str) -> tuple[str, ...]:
 def _secret_words(words: tuple[str, ...], extra: tuple[re.Pattern[str], ...], key: str) -> bool:
     if not words:
         return False
-    ends_on_secret = False
-    hit = False
-    last = len(words) - 1
+    end = -1  # where the last secret word or phrase ends
     for i, w in enumerate(words):
         if w in SECRET_WORDS:
-            hit = True
-            ends_on_secret |= i == last
+            end = i
     for phrase in SECRET_PHRASES:
         n = len(phrase)
         for i in range(len(words) - n + 1):
             if words[i : i + n] == phrase:
-                hit = True
-                ends_on_secret |= i + n - 1 == last
-    if not hit and any(p.search(key) for p in extra):
-        return True
-    return hit and (ends_on_secret or words[-1] not in COUNTING_WORDS)
+                end = max(end, i + n - 1)
+    if end < 0:
+        return any(p.search(key) for p in extra)
+    # A counting word after the secret describes it without holding it: ``token_count``, and as
+    # OpenInference names its counts, ``llm.token_count.prompt``.
+    return not any(w in COUNTING_WORDS for w in words[end + 1 :])
 
 
 # -- value rules ---------------------------------------------------------------------
