@@ -77,11 +77,11 @@ from trajdebug.sources.formats.otlp_json import (
 
 # -- reading --------------------------------------------------------------------
 
-STREAM_FROM = 64 << 20
+STREAM_FROM = 8 << 20
 """Files at least this large (bytes) are streamed: JSON lines are read one at a time, and spans past
 `SPILL_SPANS` wait on disk for their trace's turn instead of in memory."""
 
-SPILL_SPANS = 50_000
+SPILL_SPANS = 10_000
 """Spans held in memory at most while a large file is read; the rest are spilled to a temporary file."""
 
 
