@@ -90,10 +90,7 @@ class _LinesExporter:
         self.pending = []
 
 
-_WORDS = (
-    "order refund invoice customer account shipping address weather forecast search result database "
-    "query update balance ticket priority status pending approved rejected summary report draft email"
-).split()
+_WORDS = ["order", "refund", "invoice", "customer", "account", "shipping", "address", "weather", "forecast", "search", "result", "database", "query", "update", "balance", "ticket", "priority", "status", "pending", "approved", "rejected", "summary", "report", "draft", "email"]
 
 
 def _text(rng: random.Random, n: int) -> str:
