@@ -439,20 +439,19 @@ def span_envelope(attrs: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(params, str):
         params = _json_or_none(params)
     p: dict[str, Any] = dict(params) if isinstance(params, Mapping) else {}
+    schemas: list[tuple[str, Any]] = []
     for k, v in attrs.items():
-        m = _GENAI_PARAM.match(k)
-        if m and v is not None:
-            p.setdefault(m.group(1), v)
+        # One pass over the names; the pattern runs only on names that can match it.
+        if k.startswith("gen_ai.request."):
+            m = _GENAI_PARAM.match(k)
+            if m and v is not None:
+                p.setdefault(m.group(1), v)
+        elif k.startswith("llm.tools.") and k.endswith(".tool.json_schema"):
+            schemas.append((k, v))
     p.pop("model", None)
     if p:
         env["llm.invocation_parameters"] = p
-    names = tool_names(
-        [
-            v
-            for k, v in sorted(attrs.items())
-            if k.startswith("llm.tools.") and k.endswith(".tool.json_schema")
-        ]
-    )
+    names = tool_names([v for _, v in sorted(schemas)])
     if not names and isinstance(attrs.get("llm.tools"), list):
         names = [str(n) for n in attrs["llm.tools"]]
     defs = attrs.get("gen_ai.tool.definitions")
