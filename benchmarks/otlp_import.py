@@ -15,6 +15,7 @@
 - **Import**: ``trajdebug import FILE --from otlp -o out.jsonl`` in a child process: its CPU (user +
   system) and peak resident set.
 - Three interleaved rounds (floor, read, import, floor, ...); the ratios are of medians.
+- ``--before REF``: the checkout at git ``REF`` is read and imported in the same rounds.
 - ``--equal-to REF``: the runs read by the checkout at git ``REF`` (its ``src`` exported to a
   temporary directory) are compared with this checkout's, as a digest of their JSONL: a speed change
   must import exactly what it imported before.  No golden file: the comparison is made in the run.
@@ -276,6 +277,7 @@ def _read(path: str, digest: str = "") -> dict[str, Any]:
 def _env(src: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("TRAJDEBUG", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode cached after the first round, as installed
     paths = [str(src)] if src else []
     env["PYTHONPATH"] = os.pathsep.join(p for p in (*paths, str(ROOT), env.get("PYTHONPATH", "")) if p)
     return env
@@ -290,7 +292,7 @@ def _child(*args: str, src: Path | None = None) -> dict[str, Any]:
     return out
 
 
-def _import(path: Path, tmp: Path) -> dict[str, Any]:
+def _import(path: Path, tmp: Path, src: Path | None = None) -> dict[str, Any]:
     """CPU and peak resident set of ``trajdebug import`` in a child process of its own."""
     out = tmp / "out.jsonl"
     cmd = [sys.executable, "-m", "trajdebug", "import", str(path), "--from", "otlp", "-o", str(out)]
@@ -300,40 +302,53 @@ def _import(path: Path, tmp: Path) -> dict[str, Any]:
         "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
         "print(u.ru_utime + u.ru_stime, u.ru_maxrss)\n"
     )
-    res = subprocess.run([sys.executable, "-c", probe, *cmd], cwd=ROOT, env=_env(), capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, "-c", probe, *cmd], cwd=ROOT, env=_env(src), capture_output=True, text=True, check=True
+    )
     cpu, peak_kb = res.stdout.split()
     out.unlink(missing_ok=True)
     return {"cpu": float(cpu), "peak_mib": int(peak_kb) / 1024}
 
 
-def measure(path: Path, rounds: int = 3) -> dict[str, Any]:
-    """Floor, read and import, ``rounds`` interleaved rounds; medians and their ratios."""
-    floor, read, imp, peaks = [], [], [], []
+def measure(path: Path, rounds: int = 3, base: Path | None = None) -> dict[str, Any]:
+    """Floor, read and import, ``rounds`` interleaved rounds; medians and their ratios.  With ``base``
+    (another checkout's ``src``), its read and import are measured in the same rounds (``before``)."""
+    runs: dict[str, dict[str, list[float]]] = {}
     info: dict[str, Any] = {}
+    versions = {"after": None, **({"before": base} if base else {})}
     with tempfile.TemporaryDirectory(prefix="trajdebug-bench-") as tmp:
         for _ in range(rounds):
-            floor.append(_child("floor", str(path))["cpu"])
-            r = _child("read", str(path))
-            read.append(r["cpu"])
-            info = {k: r[k] for k in ("runs", "steps", "problems")}
-            i = _import(path, Path(tmp))
-            imp.append(i["cpu"])
-            peaks.append(i["peak_mib"])
+            runs.setdefault("floor", {}).setdefault("cpu", []).append(_child("floor", str(path))["cpu"])
+            for name, src in versions.items():
+                r = _child("read", str(path), src=src)
+                i = _import(path, Path(tmp), src)
+                row = runs.setdefault(name, {})
+                for k, v in (("read_cpu", r["cpu"]), ("import_cpu", i["cpu"]), ("peak_mib", i["peak_mib"])):
+                    row.setdefault(k, []).append(v)
+                info = {k: r[k] for k in ("runs", "steps", "problems")}
     mb = path.stat().st_size / 1e6
-    f, rd, im = statistics.median(floor), statistics.median(read), statistics.median(imp)
-    return {
-        "mb": mb, **info, "floor_cpu": floor, "read_cpu": read, "import_cpu": imp, "import_peak_mib": peaks,
-        "floor_mb_s": mb / f, "read_mb_s": mb / rd, "import_mb_s": mb / im,
-        "read_ratio": f / rd, "import_ratio": f / im, "peak_mib": max(peaks),
-    }  # fmt: skip
+    f = statistics.median(runs.pop("floor")["cpu"])
+    out: dict[str, Any] = {"mb": mb, **info, "floor_cpu_s": f, "floor_mb_s": mb / f}
+    for name, row in runs.items():
+        rd, im = statistics.median(row["read_cpu"]), statistics.median(row["import_cpu"])
+        out[name] = {
+            "read_cpu_s": rd, "import_cpu_s": im, "read_ratio": f / rd, "import_ratio": f / im,
+            "read_mb_s": mb / rd, "import_mb_s": mb / im, "peak_mib": max(row["peak_mib"]), "all": row,
+        }  # fmt: skip
+    return out
+
+
+def _export_src(ref: str, into: Path) -> Path:
+    """The ``src`` folder of git ``ref``, written under ``into``."""
+    archive = subprocess.run(["git", "archive", ref, "src"], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
 
 
 def equal_to(ref: str, path: Path) -> dict[str, Any]:
     """Whether the checkout at git ``ref`` and this one read the same runs from ``path``."""
     with tempfile.TemporaryDirectory(prefix="trajdebug-ref-") as tmp:
-        archive = subprocess.run(["git", "archive", ref, "src"], cwd=ROOT, capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        before = _child("read", str(path), "digest", src=Path(tmp) / "src")
+        before = _child("read", str(path), "digest", src=_export_src(ref, Path(tmp)))
     after = _child("read", str(path), "digest")
     return {"ref": ref, "before": before, "after": after, "equal": before["digest"] == after["digest"]}
 
@@ -346,6 +361,7 @@ def _main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--equal-to", help="git ref whose import must read the same runs")
     p.add_argument("--keep", action="store_true", help="keep the generated files in --cache")
+    p.add_argument("--before", help="git ref also measured in the same rounds (before -> after)")
     a = p.parse_args(argv)
     if a.child:
         name, *args = a.child
@@ -362,8 +378,10 @@ def _main(argv: list[str] | None = None) -> None:
                 made = _child("make", str(path), str(mb))
                 print(f"generated {path}: {made} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
             if a.equal_to:
-                print(json.dumps({"mb": mb, **equal_to(a.equal_to, path)}))
-            print(json.dumps(measure(path, a.rounds)))
+                print(json.dumps({"mb": mb, **equal_to(a.equal_to, path)}), flush=True)
+            with tempfile.TemporaryDirectory(prefix="trajdebug-ref-") as ref:
+                base = _export_src(a.before, Path(ref)) if a.before else None
+                print(json.dumps(measure(path, a.rounds, base)), flush=True)
     finally:
         if not a.keep:
             shutil.rmtree(cache, ignore_errors=True)
