@@ -91,7 +91,33 @@ class _LinesExporter:
         self.pending = []
 
 
-_WORDS = ["order", "refund", "invoice", "customer", "account", "shipping", "address", "weather", "forecast", "search", "result", "database", "query", "update", "balance", "ticket", "priority", "status", "pending", "approved", "rejected", "summary", "report", "draft", "email"]
+_WORDS = [
+    "order",
+    "refund",
+    "invoice",
+    "customer",
+    "account",
+    "shipping",
+    "address",
+    "weather",
+    "forecast",
+    "search",
+    "result",
+    "database",
+    "query",
+    "update",
+    "balance",
+    "ticket",
+    "priority",
+    "status",
+    "pending",
+    "approved",
+    "rejected",
+    "summary",
+    "report",
+    "draft",
+    "email",
+]
 
 
 def _text(rng: random.Random, n: int) -> str:
@@ -285,7 +311,9 @@ def _env(src: Path | None = None) -> dict[str, str]:
 
 def _child(*args: str, src: Path | None = None) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.otlp_import", "--child", *args]
-    proc = subprocess.run(cmd, cwd=ROOT, env=_env(src), capture_output=True, text=True, timeout=7200, check=False)
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=_env(src), capture_output=True, text=True, timeout=7200, check=False
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"child {args} failed: {proc.stderr.strip()[-2000:]}")
     out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -303,7 +331,12 @@ def _import(path: Path, tmp: Path, src: Path | None = None) -> dict[str, Any]:
         "print(u.ru_utime + u.ru_stime, u.ru_maxrss)\n"
     )
     res = subprocess.run(
-        [sys.executable, "-c", probe, *cmd], cwd=ROOT, env=_env(src), capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe, *cmd],
+        cwd=ROOT,
+        env=_env(src),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     cpu, peak_kb = res.stdout.split()
     out.unlink(missing_ok=True)
