@@ -15,7 +15,7 @@ from trajdebug.core.jsonl import FormatError
 from trajdebug.core.model import Run
 from trajdebug.sources.formats import import_path, sniff
 from trajdebug.sources.formats.otlp import read_otlp, runs_from_otlp
-from trajdebug.sources.formats.otlp_json import any_value, hex_id
+from trajdebug.sources.formats.otlp_json import any_value, attributes, hex_id
 
 
 otel_sdk = pytest.importorskip(
@@ -423,6 +423,21 @@ class TestFiles:
         assert [str(x) for x in problems] == [str(x) for x in whole.problems]
         assert len(problems) == 1 and str(problems[0]).startswith(f"{f}:4: not valid JSON")
 
+    def test_import_into_jsonl_redacts_and_counts_each_secret_once(self, tracer: Any, tmp_path: Path, cli_run: Any) -> None:
+        """`trajdebug import --from otlp -o x.jsonl` writes a secret attribute redacted, and the run's
+        account counts that redaction once (the runs were redacted twice, and counted twice)."""
+        tr, exporter = tracer
+        with tr.start_as_current_span("agent") as span:
+            span.set_attribute("api_key", "sk-live-0123456789abcdef0123456789")
+        f = tmp_path / "spans.jsonl"
+        f.write_text(json.dumps(encode_hex(exporter.get_finished_spans())) + "\n")
+        out = tmp_path / "out.jsonl"
+        cli_run("import", str(f), "--from", "otlp", "-o", str(out), check=True)
+        text = out.read_text()
+        assert "sk-live" not in text
+        end = [r for r in map(json.loads, text.splitlines()) if r["t"] == "end"]
+        assert len(end) == 1 and sum(end[0]["recorder"]["redacted"].values()) == 1
+
     def test_spilled_spans_come_back_equal_whatever_they_hold(self) -> None:
         """Spans written to the spill file come back equal, in order: decoded JSON, and a value only
         pickle can write."""
@@ -491,6 +506,24 @@ class TestConventions:
             "k": False
         }
         assert any_value({}) is None
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            {"stringValue": "a"}, {"stringValue": 5}, {"intValue": "12"}, {"intValue": 12}, {"intValue": "-3"},
+            {"intValue": "\u00b2"}, {"intValue": "abc"}, {"intValue": 2.0}, {"intValue": True},
+            {"doubleValue": 1.5}, {"doubleValue": 2}, {"doubleValue": "1.5"}, {"boolValue": True},
+            {"boolValue": "yes"}, {"int_value": "7"}, {"arrayValue": {"values": [{"intValue": "1"}]}}, {},
+            {"stringValue": "a", "intValue": "1"}, None, "plain",
+        ],
+    )
+    def test_attributes_decode_each_value_as_any_value_does(self, value: Any) -> None:
+        """`attributes` decodes every value, common forms and odd ones alike, to what `any_value` gives,
+        with the same problems named (its inline decoding of the common forms changes nothing)."""
+        bad: list[str] = []
+        one: list[str] = []
+        assert attributes([{"key": "k", "value": value}], bad) == {"k": any_value(value, one, "attributes[0].value")}
+        assert bad == one
 
     def test_hex_id_accepts_both_encodings(self) -> None:
         """Ids decode from hex or base64 to lowercase hex; zero ids mean no id."""

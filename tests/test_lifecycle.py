@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -748,3 +750,16 @@ def test_demo_faults_have_one_critical_chain(fault: str) -> None:
     assert report.error(chain.error_ids[-1]).stage == "failed"
     if fault == "wrong-column":
         assert "retries-exhausted" in {h.rule for h in chain.reasons}
+
+
+def test_the_recorder_imports_the_machine_without_the_analysis() -> None:
+    """Importing `trajdebug.core.lifecycle.machine` (what the recorder needs at start-up) loads none of
+    the hindsight analysis, and every public name of the package still resolves on first use."""
+    code = (
+        "import sys, trajdebug.core.lifecycle.machine as m\n"
+        "assert not any(n in sys.modules for n in ('trajdebug.core.lifecycle.analyze', 'trajdebug.core.graph')), 'eager'\n"
+        "import trajdebug.core.lifecycle as lc\n"
+        "assert all(getattr(lc, n) is not None for n in lc.__all__)\n"
+        "assert lc.fold is m.fold\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

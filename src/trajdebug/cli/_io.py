@@ -73,6 +73,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         output = str(default_store_path())
     runs: Iterable[Run]
     problems: list[Any]
+    streamed = False
     if fmt_used is not None and ALIASES.get(fmt_used.lower(), fmt_used.lower()) == "otlp":
         # OTLP streams: each run is written as soon as its trace is read, so a file of any
         # size imports in bounded memory.
@@ -85,9 +86,8 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
             first = next(stream, None)
         except FormatError as exc:
             raise fail(str(exc)) from None
-        from trajdebug.core.jsonl import redacted_run
-
-        runs = map(redacted_run, itertools.chain([first] if first is not None else [], stream))
+        runs = itertools.chain([first] if first is not None else [], stream)
+        streamed = True
     else:
         try:
             with Progress(f"reading {source}", enabled=not as_json):
@@ -108,8 +108,16 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
             )
             yield r
 
-    if output.endswith(_STORE_SUFFIXES):
+    if streamed and not output.endswith(_STORE_SUFFIXES):
+        _write_redacted(runs, output, imported)
+        outcome["added"] = len(imported)
+    elif output.endswith(_STORE_SUFFIXES):
         from trajdebug.store import Store
+
+        if streamed:
+            from trajdebug.core.jsonl import redacted_run
+
+            runs = map(redacted_run, runs)
 
         total = len(runs) if isinstance(runs, list) else None
         with Store(output) as store, Progress(f"importing into {output}", total=total, enabled=not as_json) as bar:
@@ -119,7 +127,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     else:
         write_jsonl(counted(runs), output)
         outcome["added"] = len(imported)
-    if not isinstance(runs, list):
+    if streamed:
         # Streamed (OTLP): problems may quote a value of the file; redacted like the runs.
         from trajdebug.core.jsonl import ReadResult, redacted
 
@@ -157,6 +165,29 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
             + (f"; {len(problems)} problem(s) reported above" if problems else "")
         )
     )
+
+
+def _write_redacted(runs: Iterable[Any], output: str, imported: list[dict[str, Any]]) -> None:
+    """Streamed runs into a JSONL file: each run's records redacted once (`run_to_records`, per the
+    process policy) are its lines, and what the summary says of the run is read from them (the
+    name it shows is the redacted one)."""
+    from trajdebug.core.codec import dumps_str
+    from trajdebug.core.schema import run_to_records
+
+    with open(output, "w", encoding="utf-8") as fh:
+        for run in runs:
+            recs = run_to_records(run)
+            end = next((r for r in reversed(recs) if r.get("t") == "end"), None)
+            imported.append(
+                {
+                    "run_id": recs[0]["run_id"],
+                    "name": recs[0]["name"],
+                    "outcome": end["outcome"] if end is not None else "incomplete",
+                    "steps": sum(r.get("t") == "step" for r in recs),
+                    "errors": sum(r.get("t") == "error" for r in recs),
+                }
+            )
+            fh.write("".join(dumps_str(r) + "\n" for r in recs))
 
 
 @click.command(name="export")

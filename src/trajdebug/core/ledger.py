@@ -34,10 +34,8 @@ steps among settled that were written, run id).
 from __future__ import annotations
 
 import dataclasses
-import glob
 import mmap
 import os
-import socket
 import struct
 import sys
 import time
@@ -68,6 +66,8 @@ into a shared file mapping (POSIX ``mmap``)."""
 def ledger_glob(path: str | Path) -> str:
     """The glob pattern of the ledgers beside ``path``."""
     p = Path(path)
+    import glob  # the recorder's start-up does not need it
+
     return str(p.with_name(glob.escape(p.name) + "-ledger-*"))
 
 
@@ -90,6 +90,8 @@ def process_start(pid: int) -> int:
 
 def host() -> bytes:
     """This machine's name as stored in a ledger."""
+    import socket  # on first use only: importing it costs start-up
+
     return socket.gethostname().encode("utf-8", "replace")[:32]
 
 
@@ -132,6 +134,8 @@ def unsettled(path: str | Path) -> dict[str, tuple[int, int]]:
     out: dict[str, tuple[int, int]] = {}
     if not SUPPORTED:
         return out
+    import glob
+
     for name in glob.glob(ledger_glob(path)):
         try:
             with open(name, "rb") as fh:

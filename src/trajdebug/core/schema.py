@@ -32,7 +32,6 @@ as the built-in.
 
 from __future__ import annotations
 
-import difflib
 import math
 import warnings
 from collections.abc import Iterable, Mapping
@@ -88,6 +87,8 @@ class KindWarning(UserWarning):
 
 def close_kinds(kind: str) -> list[str]:
     """Built-in kinds close to ``kind`` (difflib's ratio of at least 0.75), best first."""
+    import difflib  # only when a kind is misspelled: not at start-up
+
     return difflib.get_close_matches(kind.lower(), STEP_KINDS, n=3, cutoff=0.75)
 
 

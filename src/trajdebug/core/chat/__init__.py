@@ -37,7 +37,7 @@ messages) sits on the model floor.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from trajdebug.core.chat._messages import (
@@ -439,20 +439,19 @@ def span_envelope(attrs: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(params, str):
         params = _json_or_none(params)
     p: dict[str, Any] = dict(params) if isinstance(params, Mapping) else {}
+    schemas: list[tuple[str, Any]] = []
     for k, v in attrs.items():
-        m = _GENAI_PARAM.match(k)
-        if m and v is not None:
-            p.setdefault(m.group(1), v)
+        # One pass over the names; the pattern runs only on names that can match it.
+        if k.startswith("gen_ai.request."):
+            m = _GENAI_PARAM.match(k)
+            if m and v is not None:
+                p.setdefault(m.group(1), v)
+        elif k.startswith("llm.tools.") and k.endswith(".tool.json_schema"):
+            schemas.append((k, v))
     p.pop("model", None)
     if p:
         env["llm.invocation_parameters"] = p
-    names = tool_names(
-        [
-            v
-            for k, v in sorted(attrs.items())
-            if k.startswith("llm.tools.") and k.endswith(".tool.json_schema")
-        ]
-    )
+    names = tool_names([v for _, v in sorted(schemas)])
     if not names and isinstance(attrs.get("llm.tools"), list):
         names = [str(n) for n in attrs["llm.tools"]]
     defs = attrs.get("gen_ai.tool.definitions")
@@ -474,10 +473,10 @@ def messages_from_attributes(
     then the deprecated ``gen_ai.{role}.message`` and ``gen_ai.choice`` events.
     """
     inputs = _first_list(
-        unflatten(attrs, "llm.input_messages"),
-        _json_list(attrs.get("gen_ai.input.messages")),
-        unflatten(attrs, "gen_ai.prompt"),
-        _event_messages(events, inputs=True),
+        lambda: unflatten(attrs, "llm.input_messages"),
+        lambda: _json_list(attrs.get("gen_ai.input.messages")),
+        lambda: unflatten(attrs, "gen_ai.prompt"),
+        lambda: _event_messages(events, inputs=True),
     )
     system = attrs.get("gen_ai.system_instructions")
     in_msgs = (
@@ -491,10 +490,10 @@ def messages_from_attributes(
         if text:
             in_msgs.insert(0, {"role": "system", "content": text})
     outputs = _first_list(
-        unflatten(attrs, "llm.output_messages"),
-        _json_list(attrs.get("gen_ai.output.messages")),
-        unflatten(attrs, "gen_ai.completion"),
-        _event_messages(events, inputs=False),
+        lambda: unflatten(attrs, "llm.output_messages"),
+        lambda: _json_list(attrs.get("gen_ai.output.messages")),
+        lambda: unflatten(attrs, "gen_ai.completion"),
+        lambda: _event_messages(events, inputs=False),
     )
     out_msg: dict[str, Any] | None = None
     if isinstance(outputs, str):
@@ -515,8 +514,10 @@ def _default_role(v: Any, role: str) -> Any:
     return {**v, "role": role}
 
 
-def _first_list(*candidates: Any) -> Any:
-    for c in candidates:
+def _first_list(*candidates: Callable[[], Any]) -> Any:
+    """The first candidate that is a non-empty string or list (each read only if those before are not)."""
+    for read in candidates:
+        c = read()
         if isinstance(c, str) and c:
             return c
         if isinstance(c, list) and c:
@@ -563,10 +564,11 @@ def unflatten(attrs: Mapping[str, Any], prefix: str) -> Any:
     if prefix in attrs:
         return _maybe_json(attrs[prefix])
     root: dict[str, Any] = {}
-    plen = len(prefix) + 1
+    dotted = prefix + "."
+    plen = len(dotted)
     found = False
     for key, value in attrs.items():
-        if not key.startswith(prefix + "."):
+        if not key.startswith(dotted):
             continue
         found = True
         node = root

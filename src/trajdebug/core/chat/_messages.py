@@ -57,7 +57,7 @@ def normalize_messages(value: Any) -> list[dict[str, Any]] | None:
         return None
     out: list[dict[str, Any]] = []
     for v in value:
-        for m in _convert(v):
+        for m in _convert_plain(v):  # ``value`` is plain data already: not copied again
             # Consecutive Responses ``function_call`` items are one assistant turn.
             if (
                 out
@@ -103,7 +103,11 @@ def _is_message(v: Any) -> bool:
 
 def _convert(item: Any) -> list[dict[str, Any]]:
     """One source message or item as zero or more normalized messages."""
-    item = plain(item)
+    return _convert_plain(plain(item))
+
+
+def _convert_plain(item: Any) -> list[dict[str, Any]]:
+    """`_convert` of a value that is plain data (`plain`)."""
     if isinstance(item, str):
         return [{"role": "user", "content": item}]
     if not isinstance(item, Mapping):
@@ -325,9 +329,15 @@ def _maybe_json(v: Any) -> Any:
 
 def plain(value: Any, depth: int = 0) -> Any:
     """A value as plain data: pydantic objects through ``model_dump``, tuples as lists; never raises."""
-    if depth > 30:
+    t = type(value)
+    if t is str or value is None or t is int or t is float or t is bool or depth > 30:
         return value
-    if value is None or isinstance(value, (str, int, float, bool)):
+    # Decoded JSON (the common case) is exact dicts and lists, which have no ``model_dump``.
+    if t is dict:
+        return {k if type(k) is str else str(k): plain(v, depth + 1) for k, v in value.items()}
+    if t is list:
+        return [plain(v, depth + 1) for v in value]
+    if isinstance(value, (str, int, float, bool)):
         return value
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):

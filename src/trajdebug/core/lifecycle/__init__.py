@@ -13,10 +13,33 @@ the same rules as ``trajdebug errors`` without the recorder importing the analys
 
 from __future__ import annotations
 
-from trajdebug.core.lifecycle.analyze import ANALYSIS_PREFIX, MAX_BLAST, analyze_errors
-from trajdebug.core.lifecycle.machine import TERMINAL, Folded, advance, fold, is_open
-from trajdebug.core.lifecycle.report import ErrorChain, ErrorLifecycle, ErrorReport
-from trajdebug.core.lifecycle.severity import LINK_KINDS, RULE_BY_NAME, RULES, ErrorFacts, Rule, RuleHit
+import importlib
+from typing import TYPE_CHECKING, Any
+
+
+if TYPE_CHECKING:
+    from trajdebug.core.lifecycle.analyze import ANALYSIS_PREFIX, MAX_BLAST, analyze_errors
+    from trajdebug.core.lifecycle.machine import TERMINAL, Folded, advance, fold, is_open
+    from trajdebug.core.lifecycle.report import ErrorChain, ErrorLifecycle, ErrorReport
+    from trajdebug.core.lifecycle.severity import LINK_KINDS, RULE_BY_NAME, RULES, ErrorFacts, Rule, RuleHit
+
+_WHERE = {
+    **dict.fromkeys(("ANALYSIS_PREFIX", "MAX_BLAST", "analyze_errors"), "analyze"),
+    **dict.fromkeys(("TERMINAL", "Folded", "advance", "fold", "is_open"), "machine"),
+    **dict.fromkeys(("ErrorChain", "ErrorLifecycle", "ErrorReport"), "report"),
+    **dict.fromkeys(("LINK_KINDS", "RULE_BY_NAME", "RULES", "ErrorFacts", "Rule", "RuleHit"), "severity"),
+}
+"""Public name -> its submodule, imported on first use: the recorder imports `machine` alone at start-up
+(``import trajdebug``), and importing a submodule runs this file first."""
+
+
+def __getattr__(name: str) -> Any:
+    sub = _WHERE.get(name)
+    if sub is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{sub}"), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

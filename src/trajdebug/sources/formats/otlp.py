@@ -77,12 +77,15 @@ from trajdebug.sources.formats.otlp_json import (
 
 # -- reading --------------------------------------------------------------------
 
-STREAM_FROM = 64 << 20
+STREAM_FROM = 8 << 20
 """Files at least this large (bytes) are streamed: JSON lines are read one at a time, and spans past
-`SPILL_SPANS` wait on disk for their trace's turn instead of in memory."""
+`SPILL_SPANS` wait on disk for their trace's turn instead of in memory.  A file read whole holds its
+bytes, its lines and every decoded span at once (about 9 MiB per MB of OTel SDK output)."""
 
-SPILL_SPANS = 50_000
-"""Spans held in memory at most while a large file is read; the rest are spilled to a temporary file."""
+SPILL_SPANS = 10_000
+"""Spans held in memory at most while a large file is read; the rest are spilled to a temporary file.
+10,000 spans of agent traces (about 1.4 KB each on the wire) keep the import's peak near 70-80 MiB at
+50 and 500 MB; spilling costs less than decoding (the spans are marshalled)."""
 
 
 def read_otlp(path: str | Path) -> ReadResult:
@@ -329,9 +332,13 @@ def _step(
         if out is None and msgs.output is not None:
             out = msgs.output
     for k, v in s.attrs.items():
-        if k.startswith(STEP_ATTR):
+        # Spans repeat the same few attribute names: each name is classified once (`_key_class`).
+        c = _KEY_CLASS.get(k)
+        if c is None:
+            c = _key_class(k)
+        if c == 1:
             attrs[k[len(STEP_ATTR) :]] = v
-        elif not own and not k.startswith("trajdebug.") and not sc.is_content_key(k):
+        elif c == 0 and not own:
             attrs[k] = v
     if not own:
         if s.kind:
@@ -382,6 +389,19 @@ def _step(
         # trajdebug's own export keeps the position in the *original* source (or none).
         source_index=_source_index(s.attrs.get(STEP_SOURCE_INDEX)) if own else s.index,
     )
+
+
+_KEY_CLASS: dict[str, int] = {}
+"""Attribute names seen -> 1: a step attribute trajdebug exported; 2: trajdebug's own or content (not
+kept as an attribute); 0: a foreign attribute kept as it is."""
+
+
+def _key_class(k: str) -> int:
+    c = 1 if k.startswith(STEP_ATTR) else 2 if k.startswith("trajdebug.") or sc.is_content_key(k) else 0
+    if len(_KEY_CLASS) >= 1 << 16:  # names are the producer's: a file may coin a new one per span
+        _KEY_CLASS.clear()
+    _KEY_CLASS[k] = c
+    return c
 
 
 def _source_index(value: Any) -> int | None:

@@ -168,7 +168,22 @@ def attributes(kvs: Any, bad: Bad | None = None, where: str = "attributes") -> d
             bad.append(f"{where}: expected a list, got {type(kvs).__name__}; ignored")
         return out
     for i, kv in enumerate(kvs):
-        if isinstance(kv, (dict, Mapping)) and "key" in kv:
+        if type(kv) is dict and type(key := kv.get("key")) is str:
+            # The common case (a string, whole number, flag or float as its key says) decoded inline:
+            # no call, no field name built; anything else takes `any_value`, which says what is wrong.
+            v = kv.get("value")
+            if type(v) is dict and len(v) == 1:
+                vk, x = next(iter(v.items()))
+                if vk == "stringValue" or (vk == "boolValue" and type(x) is bool) or (
+                    vk in ("doubleValue", "intValue") and type(x) is (float if vk[0] == "d" else int)
+                ):
+                    out[key] = x
+                    continue
+                if vk == "intValue" and type(x) is str and x.isascii() and x.isdigit():
+                    out[key] = int(x)
+                    continue
+            out[key] = any_value(v, bad, f"{where}[{i}].value")
+        elif isinstance(kv, (dict, Mapping)) and "key" in kv:
             out[str(kv["key"])] = any_value(kv.get("value"), bad, f"{where}[{i}].value")
         elif bad is not None:
             bad.append(f"{where}[{i}]: expected an object with a key, got {type(kv).__name__}; ignored")
@@ -251,8 +266,14 @@ def _get(obj: Mapping[str, Any], camel: str) -> Any:
     """A field by its camelCase name, or its snake_case name (protobuf JSON accepts both)."""
     if camel in obj:
         return obj[camel]
-    snake = "".join("_" + c.lower() if c.isupper() else c for c in camel)
+    snake = _SNAKE.get(camel)
+    if snake is None:
+        snake = _SNAKE[camel] = "".join("_" + c.lower() if c.isupper() else c for c in camel)
     return obj.get(snake)
+
+
+_SNAKE: dict[str, str] = {}
+"""camelCase field names -> snake_case (a root span asks for its absent ``parentSpanId`` each time)."""
 
 
 def spans_from_envelope(
@@ -323,6 +344,48 @@ def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str, index: i
     if not isinstance(status, Mapping):
         bad.append(f"status: expected an object, got {type(status).__name__}; ignored")
         status = {}
+    try:
+        # Every field as it should be (the common case): read directly, with no closure per field.
+        fields = (
+            hex_id(_get(raw, "parentSpanId"), 8),
+            _enum(raw.get("kind", 0), SPAN_KINDS, "SPAN_KIND_"),
+            _ns(_get(raw, "startTimeUnixNano")) or 0,
+            _ns(_get(raw, "endTimeUnixNano")),
+            _enum(status.get("code", 0), _STATUS_CODES),
+        )
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return _checked_span(raw, resource, scope, index, bad, trace_id, span_id, status)
+    return Span(
+        trace_id,
+        span_id,
+        fields[0],
+        str(raw.get("name", "")),
+        fields[1],
+        fields[2],
+        fields[3],
+        attributes(raw.get("attributes"), bad),
+        _events(raw.get("events"), bad),
+        _links(raw.get("links"), bad),
+        fields[4],
+        str(status.get("message") or ""),
+        resource,
+        str(scope),
+        index,
+    )
+
+
+def _checked_span(
+    raw: Mapping[str, Any],
+    resource: dict[str, Any],
+    scope: str,
+    index: int,
+    bad: Bad,
+    trace_id: str,
+    span_id: str,
+    status: Mapping[str, Any],
+) -> Span:
+    """`_span` of a span with a field that cannot be read: each such field is left at its default
+    and named in ``bad``."""
     return Span(
         trace_id=trace_id,
         span_id=span_id,
