@@ -18,9 +18,11 @@ failing step's backward slice over the edges the analysis used.
 
 Suites: ``suite_dev`` (a development suite: its misses are studied),
 ``suite_a`` (held out when written, then studied: a development suite now),
-``suite_b``, ``suite_c``, ``suite_e`` and ``suite_g`` (held out: measured, never studied), ``suite_f``
-(scored once held out, then its guided-search misses studied), ``suite_d``
-(written blind like the held-out suites, for study: a development suite).  See ``STATUS``.
+``suite_d`` (written blind like the held-out suites, for study: a development suite),
+``suite_b``, ``suite_c``, ``suite_e``, ``suite_f`` and ``suite_g`` (written blind on the real
+frameworks, each scored once held out, then trained on by the learned ranker since 2026-12-02:
+development suites now).  A fresh blind suite, ``suite_h``, is the held-out measure once it exists
+(`benchmarks.corpus.HELD_OUT` refuses it).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -43,16 +45,17 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_g": "held out (written blind from docs/recording.md, the integration docs and a fault list; frozen 2026-12-02)",
-    "suite_f": "development (held out when scored once, 2026-12-02; then its guided-search misses were studied)",
-    "suite_e": "held out",
-    "suite_c": "held out",
-    "suite_b": "held out",
+    "suite_g": "development (scored once held out on 2026-12-02; trained on since 2026-12-02)",
+    "suite_f": "development (scored once held out on 2026-12-02, then its guided-search misses were studied; "
+    "trained on since 2026-12-02)",
+    "suite_e": "development (scored once held out on 2026-12-01; trained on since 2026-12-02)",
+    "suite_c": "development (scored once held out on 2026-11-30; trained on since 2026-12-02)",
+    "suite_b": "development (scored once held out on 2026-11-30; trained on since 2026-12-02)",
     "suite_a": "development (held out when written; its misses were studied)",
     "suite_dev": "development",
     "suite_d": "development (written blind, for study)",
 }
-"""What each suite is now: a suite whose misses were studied is no longer held out."""
+"""What each suite is now: a suite whose misses were studied, or that was trained on, is no longer held out."""
 
 
 def held_out(suite: str) -> bool:

@@ -1,4 +1,4 @@
-"""Fitting the learned ranker: trees exported to plain Python, warm starts, and a corpus that refuses held-out suites."""
+"""Fitting the learned ranker: trees exported to plain Python, warm starts, and a corpus that refuses the held-out suite."""
 
 from __future__ import annotations
 
@@ -65,10 +65,23 @@ def test_a_prior_without_positives_to_learn_from_is_returned_as_it_is() -> None:
     assert training.fit([([{"x": 1.0}], [0])], prior=prior) is prior
 
 
-def test_the_corpus_refuses_held_out_suites(tmp_path: Path) -> None:
-    """benchmarks.corpus.suite never reads suite_b, suite_c or suite_e."""
-    from benchmarks.corpus import suite
+def test_the_corpus_refuses_the_still_held_out_suite_before_generating_it(tmp_path: Path) -> None:
+    """benchmarks.corpus.suite never reads or generates suite_h, the fresh held-out suite."""
+    from benchmarks.corpus import HELD_OUT, suite
 
-    for name in ("suite_b", "suite_c", "suite_e"):
-        with pytest.raises(ValueError, match="held out"):
-            next(suite(name, tmp_path))
+    assert "suite_h" in HELD_OUT
+    with pytest.raises(ValueError, match="held out"):
+        next(suite("suite_h", tmp_path))
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_suites_scored_once_are_trained_on_and_said_to_be_development() -> None:
+    """Suites b, c, e, f and g are in the corpus, and blind.STATUS no longer calls them held out."""
+    from benchmarks.blind import STATUS, held_out
+    from benchmarks.corpus import DEV_SUITES, HELD_OUT
+
+    for name in ("suite_b", "suite_c", "suite_e", "suite_f", "suite_g"):
+        assert name in DEV_SUITES and name not in HELD_OUT
+        assert not held_out(name)
+        assert "trained on since 2026-12-02" in STATUS[name]
+    assert not set(DEV_SUITES) & HELD_OUT
