@@ -16,12 +16,18 @@ SOURCES = [
     ("tau", "AgentRx annotated tau-bench failures (../shared/data/agentrx-tau)", "message-log importer",
      "see the data set's README"),
     ("whowhen", "Who&When Algorithm-Generated logs (../shared/data/who-and-when-ag)", "transcript importer", "MIT"),
-    ("suite_dev", "development blind suite (benchmarks/heldout/suite_dev), alone and with references",
-     "as generated", "this repository"),
-    ("suite_a", "development blind suite (benchmarks/heldout/suite_a), alone and with references",
-     "as generated", "this repository"),
-    ("suite_d", "development blind suite (benchmarks/heldout/suite_d), alone and with references",
-     "as generated", "this repository"),
+    *[
+        (name, f"development blind suite (benchmarks/heldout/{name}), alone and with references{note}",
+         "as generated", "this repository")
+        for name, note in (
+            ("suite_dev", ""), ("suite_a", ""), ("suite_d", ""),
+            ("suite_b", "; scored once held out, trained on since 2026-12-02"),
+            ("suite_c", "; scored once held out, trained on since 2026-12-02"),
+            ("suite_e", "; scored once held out, trained on since 2026-12-02"),
+            ("suite_f", "; scored once held out, trained on since 2026-12-02"),
+            ("suite_g", "; scored once held out, trained on since 2026-12-02"),
+        )
+    ],
 ]
 
 
@@ -117,8 +123,8 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         lines.append(f"| {name} | {what} | {route} | {lic} | {meta['cases'].get(name, 0)} |")
     lines += [
         "",
-        f"{meta['steps']} ranked steps in all. Never used: the held-out suites suite_b, suite_c, suite_e, suite_f",
-        "(`benchmarks.corpus` refuses them). A case is a failed run whose root-cause step is known; each",
+        f"{meta['steps']} ranked steps in all. Never used: the held-out suite suite_h, written blind as the fresh",
+        "measure (`benchmarks.corpus.HELD_OUT` refuses it). A case is a failed run whose root-cause step is known; each",
         "blind-suite case counts twice (alone, and with its agent's passing runs as references).",
         "Who&When's truth is the step of its `mistake_step` message; tau's is every step of the annotated",
         "root-cause message (so tau top-k here counts steps, not messages as benchmarks/tau.py does).",
@@ -198,7 +204,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites (never suite_b, suite_c, suite_e, suite_f). Every number is on cases the scoring model never saw;",
+        "suites, b, c, e, f and g included since 2026-12-02 (never suite_h, the held-out one). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
@@ -272,8 +278,17 @@ def _previous(res: Mapping[str, Any]) -> list[str]:
 
 
 def beats_hand(res: Mapping[str, Any]) -> bool:
-    """The learned ranker is the default only if it beats the hand ranking on top-1 left out by suite AND by route."""
+    """The learned ranker beats the hand ranking on top-1 left out by suite AND by route."""
     return all(res[cv]["all"]["learned_top1"] > res[cv]["all"]["hand_top1"] for cv in ("loso", "loro"))
+
+
+def is_default() -> bool:
+    """Whether `analyze` uses the model unless told otherwise (read from its signature, so the docs cannot drift)."""
+    import inspect
+
+    from trajdebug.analysis._pipeline import analyze
+
+    return inspect.signature(analyze).parameters["model"].default is not None
 
 
 def _default_lines(res: Mapping[str, Any]) -> list[str]:
@@ -283,12 +298,14 @@ def _default_lines(res: Mapping[str, Any]) -> list[str]:
         f"left out by suite, top-1 {_p1(lo['learned_top1'])} against the hand ranking's {_p1(lo['hand_top1'])};"
         f" left out by recording route, {_p1(ro['learned_top1'])} against {_p1(ro['hand_top1'])}"
     )
+    beats = "It beats" if beats_hand(res) else "It does not beat"
     head = (
-        ["The default of `analyze` (it beats the hand ranking on whole suites and whole routes left out:", f"{why});",
-         "`model=None` / `--model none` gives the hand ranking."]
-        if beats_hand(res)
-        else ["Not the default: it must beat the hand ranking on whole suites and whole routes left out of", f"training ({why}),",
-              "so `analyze` keeps the hand ranking and the model is behind `model=\"default\"` / `--model default`."]
+        [f"{beats} the hand ranking on whole suites and whole routes left out ({why}).",
+         "It is the default of `analyze`; `model=None` / `--model none` gives the hand ranking."]
+        if is_default()
+        else [f"{beats} the hand ranking on whole suites and whole routes left out ({why}).",
+              "Not the default: `analyze` keeps the hand ranking and the model is behind `model=\"default\"` /",
+              "`--model default`."]
     )
     return [
         *head,
@@ -348,4 +365,4 @@ def splice(doc: str, section: list[str]) -> str:
     return doc.rstrip("\n") + "\n\n" + text
 
 
-__all__ = ["beats_hand", "learned_section", "render", "splice"]
+__all__ = ["beats_hand", "is_default", "learned_section", "render", "splice"]

@@ -36,6 +36,30 @@ def test_a_lambdarank_model_exported_to_plain_python_ranks_the_separating_featur
     assert max(range(3), key=probs.__getitem__) == 1
 
 
+def _conflict(n_x: int, n_y: int) -> list[tuple[list[dict[str, float]], list[int]]]:
+    """``n_x`` runs whose root is the x step, then ``n_y`` runs whose root is the y step (one step has each)."""
+    run = [{"x": 1.0, "y": 0.0}, {"x": 0.0, "y": 1.0}]
+    return [(run, [1, 0])] * n_x + [(run, [0, 1])] * n_y
+
+
+@pytest.mark.parametrize("objective", ["lambdarank", "pointwise"])
+def test_case_weights_decide_which_source_the_model_follows(objective: str) -> None:
+    """Two sources disagree; unweighted, the bigger one wins; weighted so each counts alike, the heavier weight wins."""
+    if objective == "lambdarank":
+        pytest.importorskip("lightgbm")
+        params = {**training.LAMBDARANK_PARAMS, "n_estimators": 10, "min_child_samples": 1, "subsample": 1.0,
+                  "colsample_bytree": 1.0, "offset": 0.0}
+    else:
+        params = {"n_estimators": 10, "max_depth": 1, "min_samples_leaf": 1}
+    cases = _conflict(30, 10)
+    plain = training.fit(cases, seed=1, params=params)
+    assert plain.raw({"x": 1.0}) > plain.raw({"y": 1.0})
+    weighted = training.fit(cases, seed=1, params=params, weights=[0.2] * 30 + [3.0] * 10)
+    assert weighted.raw({"y": 1.0}) > weighted.raw({"x": 1.0})
+    with pytest.raises(ValueError, match="weights"):
+        training.fit(cases, params=params, weights=[1.0])
+
+
 def test_the_hand_rank_prior_is_one_tree_giving_offset_over_rank() -> None:
     """With ``offset`` a, a model with no other signal scores a step a / (its hand rank)."""
     pytest.importorskip("lightgbm")
@@ -85,3 +109,18 @@ def test_the_suites_scored_once_are_trained_on_and_said_to_be_development() -> N
         assert not held_out(name)
         assert "trained on since 2026-12-02" in STATUS[name]
     assert not set(DEV_SUITES) & HELD_OUT
+
+
+def test_a_balanced_recipe_weighs_every_suite_alike_and_drops_features_by_prefix() -> None:
+    """balance=1: each suite's cases weigh the same in all (mean 1); drop leaves out the named feature families."""
+    from benchmarks.corpus import Case
+    from benchmarks.learning import Recipe
+
+    def case(suite: str) -> Case:
+        return Case(suite, "sdk", "f", "a", suite, [(None, "s1")], [(None, "s1")], [{"ranker:x": 1.0, "pos": 0.5}])
+
+    cases = [case("big")] * 9 + [case("small")] * 3
+    w = Recipe(balance=1.0).weights(cases)
+    assert w is not None and sum(w[:9]) == pytest.approx(sum(w[9:])) and sum(w) == pytest.approx(len(cases))
+    assert Recipe().weights(cases) is None
+    assert Recipe(drop=("ranker:",)).rows(cases[0]) == [{"pos": 0.5}]
