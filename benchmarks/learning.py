@@ -25,6 +25,10 @@ from trajdebug.analysis.learned import Model, softmax
 SEED = 20261202
 """The one seed of every random choice (folds, boosting subsamples)."""
 
+FRAMEWORK = ("suite_a", "suite_b", "suite_c", "suite_d", "suite_e", "suite_f", "suite_g", "suite_dev")
+"""The blind suites, written on the real frameworks and recording routes: their leave-one-suite-out top-1
+is the number that predicts a fresh blind suite, so every recipe is judged on it."""
+
 PARAMS: dict[str, Any] = dict(training.PARAMS)
 """Gradient-boosting hyper-parameters (`trajdebug.training.PARAMS`; not tuned on held-out folds)."""
 
@@ -212,7 +216,10 @@ def table(rows: Sequence[dict[str, Any]], key: Callable[[dict[str, Any]], str]) 
         for m in ("learned", "hand", "first"):
             out[g][f"{m}_top1"] = top_k((r[m] for r in rs), 1)
             out[g][f"{m}_top3"] = top_k((r[m] for r in rs), 3)
+        # Paired: the cases the learned ranking has at top-1 and the hand ranking not, and the reverse.
+        out[g]["won"] = float(sum(1 for r in rs if r["learned"] == 1 and r["hand"] != 1))
+        out[g]["lost"] = float(sum(1 for r in rs if r["hand"] == 1 and r["learned"] != 1))
     return out
 
 
-__all__ = ["PARAMS", "RECIPE", "SEED", "Recipe", "by_route", "by_suite", "cross_validate", "fit", "kfold", "table", "tells", "vocabulary"]
+__all__ = ["FRAMEWORK", "PARAMS", "RECIPE", "SEED", "Recipe", "by_route", "by_suite", "cross_validate", "fit", "kfold", "table", "tells", "vocabulary"]

@@ -153,6 +153,7 @@ def evaluate(cases: list[Case], progress: Any = print) -> dict[str, Any]:
     res: dict[str, Any] = {}
     loso = L.cross_validate(cases, L.by_suite)
     res["loso"] = L.table(loso, lambda r: r["case"].suite)
+    res["loso_framework"] = L.table([r for r in loso if r["case"].suite in L.FRAMEWORK], lambda r: r["case"].suite)
     res["loso_fault"] = L.table(loso, lambda r: f"{r['case'].suite}/{r['case'].fault}")
     progress("cv: leave one suite out done")
     loro = L.cross_validate(cases, L.by_route)
