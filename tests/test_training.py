@@ -124,3 +124,28 @@ def test_a_balanced_recipe_weighs_every_suite_alike_and_drops_features_by_prefix
     assert w is not None and sum(w[:9]) == pytest.approx(sum(w[9:])) and sum(w) == pytest.approx(len(cases))
     assert Recipe().weights(cases) is None
     assert Recipe(drop=("ranker:",)).rows(cases[0]) == [{"pos": 0.5}]
+
+
+def test_a_capped_recipe_shrinks_only_the_suites_bigger_than_the_cap() -> None:
+    """cap=3: a suite of 9 cases weighs as much as 3 cases in all, a suite of 2 keeps 1 a case (before the mean is 1)."""
+    from benchmarks.corpus import Case
+    from benchmarks.learning import Recipe
+
+    def case(suite: str) -> Case:
+        return Case(suite, "sdk", "f", "a", suite, [(None, "s1")], [(None, "s1")], [{"pos": 0.5}])
+
+    w = Recipe(cap=3).weights([case("big")] * 9 + [case("small")] * 2)
+    assert w is not None
+    assert sum(w[:9]) / sum(w[9:]) == pytest.approx(3 / 2)
+    assert w[9] == pytest.approx(3 * w[0])
+
+
+def test_run_relative_features_mark_the_earliest_ranked_steps_whatever_the_hand_order() -> None:
+    """The variant search's derived features: order by position among the ranked steps, and who comes first."""
+    from benchmarks.train_variants import relative
+
+    rows = [{"pos_from_start": 0.8, "agent_change": 1.0}, {"pos_from_start": 0.2}, {"kind:llm": 1.0}]
+    out = relative(rows)
+    assert out[1]["rel_first"] == 1.0 and "rel_first" not in out[0]
+    assert out[0]["rel_first_agent_change"] == 1.0 and out[0]["rel_order"] == 0.5
+    assert "rel_order" not in out[2] and rows[1] == {"pos_from_start": 0.2}
