@@ -70,6 +70,15 @@ ROUTE_NAMES = {
 }
 """Each suite's author named the recording routes in their own words: one name per route when pooled."""
 
+SUITE_ROUTES = {"suite_g": {"a": "langgraph", "b": "openai_agents", "c": "otlp", "d": "sdk"}}
+"""Suites whose author named the routes by letter (suite_g's README, "Routes"): letters mean nothing across suites."""
+
+
+def route_name(suite: str, raw: object) -> str:
+    """The pooled name of a suite's route (``ROUTE_NAMES``, or the suite's own letters)."""
+    name = str(raw if raw is not None else "?")
+    return SUITE_ROUTES.get(suite, {}).get(name) or ROUTE_NAMES.get(name, name)
+
 FAULT_NAMES = {
     "bad_state_write": "bad_memory_write",
     "lossy_parse": "lossy_parsing",
@@ -199,7 +208,7 @@ def score_case(case_dir: Path, truth: dict[str, Any], setting: str, model: str |
     base = {
         "case_id": truth["case_id"],
         "agent": truth.get("agent", "?"),
-        "route": ROUTE_NAMES.get(str(truth.get("route", "?")), str(truth.get("route", "?"))),
+        "route": route_name(case_dir.parent.name, truth.get("route")),
         "fault_kind": FAULT_NAMES.get(str(truth.get("fault_kind", "?")), str(truth.get("fault_kind", "?"))),
         "setting": setting,
     }

@@ -155,7 +155,7 @@ def whowhen(data: Path = WHOWHEN) -> Iterator[Case]:
 
 def suite(name: str, workdir: Path, progress: Callable[[str], None] = print) -> Iterator[Case]:
     """A development blind suite, each case alone and with references (two cases)."""
-    from benchmarks.blind import FAULT_NAMES, ROUTE_NAMES, SETTINGS, _cases, _source, generate, truth_step
+    from benchmarks.blind import FAULT_NAMES, SETTINGS, _cases, _source, generate, route_name, truth_step
     from trajdebug.api import analyze_source
 
     if name in HELD_OUT:
@@ -170,7 +170,7 @@ def suite(name: str, workdir: Path, progress: Callable[[str], None] = print) -> 
                 progress(f"{name}/{t['case_id']}: skipped ({type(exc).__name__})")
                 continue
             sid = truth_step(a.run, t["root"])
-            route = ROUTE_NAMES.get(str(t.get("route", "?")), str(t.get("route", "?")))
+            route = route_name(name, t.get("route"))
             fault = FAULT_NAMES.get(str(t.get("fault_kind", "?")), str(t.get("fault_kind", "?")))
             truth: list[Key] = [] if sid is None else [(None, sid)]
             yield _fill(Case(name, route, fault, str(t.get("agent", "?")), f"{name}/{t['case_id']}/{setting}", truth), a)

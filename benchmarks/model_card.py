@@ -118,6 +118,24 @@ def _weighting(meta: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _calibration_goals(cal: Mapping[str, Any]) -> list[str]:
+    """The calibration goals (ECE <= 0.05; at `confident` precision >= 90 % with coverage >= 30 %), met or missed."""
+    missed = []
+    if cal["ece"] > 0.05:
+        missed.append(f"expected calibration error {cal['ece']:.3f} > 0.05")
+    if cal["precision_confident"] < TARGET_PRECISION:
+        missed.append(f"precision at `confident` {_p(cal['precision_confident'])} < 90 %")
+    if cal["coverage_confident"] < 0.30:
+        missed.append(f"coverage at `confident` {_p(cal['coverage_confident'])} < 30 %")
+    if not missed:
+        return ["- goals met: ECE <= 0.05; at `confident`, precision >= 90 % with coverage >= 30 %", ""]
+    return ["- goals missed: " + "; ".join(missed) + " (no threshold reaches 90 % precision on more cases)", ""]
+
+
+TARGET_PRECISION = 0.9
+"""Precision the ``confident`` threshold is chosen for (as `benchmarks.train.TARGET_PRECISION`)."""
+
+
 def _model_lines(meta: Mapping[str, Any], model: Model) -> list[str]:
     """What kind of model was fitted, with which parameters."""
     params = dict(meta["params"])
@@ -217,7 +235,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         f" coverage {_p(cal['coverage_confident'])}",
         f"- `likely` (confidence >= {cal['likely']:.2f}): precision {_p(cal['precision_likely'])},"
         f" coverage {_p(cal['coverage_likely'])}; below it, `unsure`",
-        "",
+        *_calibration_goals(cal),
         "The `confident` threshold is the lowest confidence at which the out-of-fold precision reaches 90 %;",
         "it is chosen on the same out-of-fold predictions it is reported on, so its precision is",
         "slightly optimistic. ![reliability diagram](reliability.png)",

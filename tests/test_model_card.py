@@ -57,3 +57,12 @@ def test_the_framework_table_gives_each_suite_the_difference_and_the_paired_wins
     assert "| all (pooled) | 30 | 50.0 % | 40.0 % | +10.0 | 4 / 1 |" in text
     assert "| mean of suites | 30 | 52.5 % | 40.0 % | +12.5 | - |" in text
     assert framework_lines({}) == []
+
+
+def test_the_card_says_which_calibration_goal_is_missed() -> None:
+    """Coverage at `confident` under 30 % is named as missed; all goals met says so."""
+    from benchmarks.model_card import _calibration_goals
+
+    cal = {"ece": 0.04, "precision_confident": 0.9, "coverage_confident": 0.23}
+    assert "coverage at `confident` 23 % < 30 %" in _calibration_goals(cal)[0]
+    assert "goals met" in _calibration_goals({**cal, "coverage_confident": 0.4})[0]
