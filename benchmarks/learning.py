@@ -67,7 +67,7 @@ class Recipe:
 
 RECIPE = Recipe(balance=0.5)
 """The recipe `fit` uses by default: each source's cases weigh 1 / sqrt(its cases), so the fault-injection
-suite (540 of 1337 cases) counts about as much as two blind suites, not as much as five.  Chosen on leave one
+suite (540 of 1337 cases) counts as much as two and a half blind suites, not six and a half.  Chosen on leave one
 framework suite out over two seeds, against Who&When and the fault-injection suite (docs/model-card.md, "Choices")."""
 
 
