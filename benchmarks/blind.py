@@ -21,7 +21,7 @@ Suites: ``suite_dev`` (a development suite: its misses are studied),
 ``suite_d`` (written blind like the held-out suites, for study: a development suite),
 ``suite_b``, ``suite_c``, ``suite_e``, ``suite_f`` and ``suite_g`` (written blind on the real
 frameworks, each scored once held out, then trained on by the learned ranker since 2026-12-02:
-development suites now).  A fresh blind suite, ``suite_h``, is the held-out measure once it exists
+development suites now).  ``suite_h``, written blind after them, is the held-out measure
 (`benchmarks.corpus.HELD_OUT` refuses it).  See ``STATUS``.
 """
 
@@ -45,6 +45,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
+    "suite_h": "held out (written blind, the fresh measure; never trained on: benchmarks.corpus.HELD_OUT)",
     "suite_g": "development (scored once held out on 2026-12-02; trained on since 2026-12-02)",
     "suite_f": "development (scored once held out on 2026-12-02, then its guided-search misses were studied; "
     "trained on since 2026-12-02)",

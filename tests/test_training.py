@@ -109,6 +109,7 @@ def test_the_suites_scored_once_are_trained_on_and_said_to_be_development() -> N
         assert not held_out(name)
         assert "trained on since 2026-12-02" in STATUS[name]
     assert not set(DEV_SUITES) & HELD_OUT
+    assert all(held_out(name) for name in HELD_OUT)
 
 
 def test_a_balanced_recipe_weighs_every_suite_alike_and_drops_features_by_prefix() -> None:
