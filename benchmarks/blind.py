@@ -18,9 +18,11 @@ failing step's backward slice over the edges the analysis used.
 
 Suites: ``suite_dev`` (a development suite: its misses are studied),
 ``suite_a`` (held out when written, then studied: a development suite now),
-``suite_b``, ``suite_c``, ``suite_e`` and ``suite_g`` (held out: measured, never studied), ``suite_f``
-(scored once held out, then its guided-search misses studied), ``suite_d``
-(written blind like the held-out suites, for study: a development suite).  See ``STATUS``.
+``suite_d`` (written blind like the held-out suites, for study: a development suite),
+``suite_b``, ``suite_c``, ``suite_e``, ``suite_f`` and ``suite_g`` (written blind on the real
+frameworks, each scored once held out, then trained on by the learned ranker since 2026-12-02:
+development suites now).  ``suite_h``, written blind after them, is the held-out measure
+(`benchmarks.corpus.HELD_OUT` refuses it).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -43,16 +45,18 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_g": "held out (written blind from docs/recording.md, the integration docs and a fault list; frozen 2026-12-02)",
-    "suite_f": "development (held out when scored once, 2026-12-02; then its guided-search misses were studied)",
-    "suite_e": "held out",
-    "suite_c": "held out",
-    "suite_b": "held out",
+    "suite_h": "held out (written blind, the fresh measure; never trained on: benchmarks.corpus.HELD_OUT)",
+    "suite_g": "development (scored once held out on 2026-12-02; trained on since 2026-12-02)",
+    "suite_f": "development (scored once held out on 2026-12-02, then its guided-search misses were studied; "
+    "trained on since 2026-12-02)",
+    "suite_e": "development (scored once held out on 2026-12-01; trained on since 2026-12-02)",
+    "suite_c": "development (scored once held out on 2026-11-30; trained on since 2026-12-02)",
+    "suite_b": "development (scored once held out on 2026-11-30; trained on since 2026-12-02)",
     "suite_a": "development (held out when written; its misses were studied)",
     "suite_dev": "development",
     "suite_d": "development (written blind, for study)",
 }
-"""What each suite is now: a suite whose misses were studied is no longer held out."""
+"""What each suite is now: a suite whose misses were studied, or that was trained on, is no longer held out."""
 
 
 def held_out(suite: str) -> bool:
@@ -66,6 +70,15 @@ ROUTE_NAMES = {
     "trajdebug-sdk": "sdk",
 }
 """Each suite's author named the recording routes in their own words: one name per route when pooled."""
+
+SUITE_ROUTES = {"suite_g": {"a": "langgraph", "b": "openai_agents", "c": "otlp", "d": "sdk"}}
+"""Suites whose author named the routes by letter (suite_g's README, "Routes"): letters mean nothing across suites."""
+
+
+def route_name(suite: str, raw: object) -> str:
+    """The pooled name of a suite's route (``ROUTE_NAMES``, or the suite's own letters)."""
+    name = str(raw if raw is not None else "?")
+    return SUITE_ROUTES.get(suite, {}).get(name) or ROUTE_NAMES.get(name, name)
 
 FAULT_NAMES = {
     "bad_state_write": "bad_memory_write",
@@ -196,7 +209,7 @@ def score_case(case_dir: Path, truth: dict[str, Any], setting: str, model: str |
     base = {
         "case_id": truth["case_id"],
         "agent": truth.get("agent", "?"),
-        "route": ROUTE_NAMES.get(str(truth.get("route", "?")), str(truth.get("route", "?"))),
+        "route": route_name(case_dir.parent.name, truth.get("route")),
         "fault_kind": FAULT_NAMES.get(str(truth.get("fault_kind", "?")), str(truth.get("fault_kind", "?"))),
         "setting": setting,
     }

@@ -807,6 +807,7 @@ def render(data: Mapping[str, Any], command: str) -> str:
         "python -m benchmarks --only quality  # or ask, verification, speed, recording, tau, fleet, reliability, production; other sections keep their last results",
         "python -m benchmarks.train          # the learned ranker: corpus, cross-validation, model.json, docs/model-card.md (train extra; ~15 min)",
         "python -m benchmarks.label_curve --corpus FILE  # labels of one agent until `trajdebug fit` beats the shipped model",
+        "python -m benchmarks.train_variants --corpus FILE  # the learned ranker's recipes, left out by framework suite (model card, Choices)",
         "```",
         "",
         "Raw numbers of the last run of each section: `benchmarks/results.json` (written by the run, not committed).",

@@ -58,3 +58,13 @@ def test_truth_is_found_by_name_and_occurrence_or_model_call_index(dev_suite: Pa
     sid = truth_step(run, truth["root"])
     by_index = truth_step(run, {"name": "no such step", "llm_index": truth["root"]["llm_index"]})
     assert sid is not None and sid == by_index
+
+
+def test_a_suites_own_route_letters_are_pooled_under_the_route_names_and_mean_nothing_elsewhere() -> None:
+    """suite_g's route "a" is LangGraph; another suite's "a" stays "a"; authors' spellings map to one name."""
+    from benchmarks.blind import route_name
+
+    assert route_name("suite_g", "a") == "langgraph" and route_name("suite_g", "d") == "sdk"
+    assert route_name("suite_b", "a") == "a"
+    assert route_name("suite_b", "agents_sdk") == "openai_agents"
+    assert route_name("suite_b", None) == "?"

@@ -1,4 +1,4 @@
-"""Fitting the learned ranker: trees exported to plain Python, warm starts, and a corpus that refuses held-out suites."""
+"""Fitting the learned ranker: trees exported to plain Python, warm starts, and a corpus that refuses the held-out suite."""
 
 from __future__ import annotations
 
@@ -36,6 +36,30 @@ def test_a_lambdarank_model_exported_to_plain_python_ranks_the_separating_featur
     assert max(range(3), key=probs.__getitem__) == 1
 
 
+def _conflict(n_x: int, n_y: int) -> list[tuple[list[dict[str, float]], list[int]]]:
+    """``n_x`` runs whose root is the x step, then ``n_y`` runs whose root is the y step (one step has each)."""
+    run = [{"x": 1.0, "y": 0.0}, {"x": 0.0, "y": 1.0}]
+    return [(run, [1, 0])] * n_x + [(run, [0, 1])] * n_y
+
+
+@pytest.mark.parametrize("objective", ["lambdarank", "pointwise"])
+def test_case_weights_decide_which_source_the_model_follows(objective: str) -> None:
+    """Two sources disagree; unweighted, the bigger one wins; weighted so each counts alike, the heavier weight wins."""
+    if objective == "lambdarank":
+        pytest.importorskip("lightgbm")
+        params = {**training.LAMBDARANK_PARAMS, "n_estimators": 10, "min_child_samples": 1, "subsample": 1.0,
+                  "colsample_bytree": 1.0, "offset": 0.0}
+    else:
+        params = {"n_estimators": 10, "max_depth": 1, "min_samples_leaf": 1}
+    cases = _conflict(30, 10)
+    plain = training.fit(cases, seed=1, params=params)
+    assert plain.raw({"x": 1.0}) > plain.raw({"y": 1.0})
+    weighted = training.fit(cases, seed=1, params=params, weights=[0.2] * 30 + [3.0] * 10)
+    assert weighted.raw({"y": 1.0}) > weighted.raw({"x": 1.0})
+    with pytest.raises(ValueError, match="weights"):
+        training.fit(cases, params=params, weights=[1.0])
+
+
 def test_the_hand_rank_prior_is_one_tree_giving_offset_over_rank() -> None:
     """With ``offset`` a, a model with no other signal scores a step a / (its hand rank)."""
     pytest.importorskip("lightgbm")
@@ -65,10 +89,64 @@ def test_a_prior_without_positives_to_learn_from_is_returned_as_it_is() -> None:
     assert training.fit([([{"x": 1.0}], [0])], prior=prior) is prior
 
 
-def test_the_corpus_refuses_held_out_suites(tmp_path: Path) -> None:
-    """benchmarks.corpus.suite never reads suite_b, suite_c or suite_e."""
-    from benchmarks.corpus import suite
+def test_the_corpus_refuses_the_still_held_out_suite_before_generating_it(tmp_path: Path) -> None:
+    """benchmarks.corpus.suite never reads or generates suite_h, the fresh held-out suite."""
+    from benchmarks.corpus import HELD_OUT, suite
 
-    for name in ("suite_b", "suite_c", "suite_e"):
-        with pytest.raises(ValueError, match="held out"):
-            next(suite(name, tmp_path))
+    assert "suite_h" in HELD_OUT
+    with pytest.raises(ValueError, match="held out"):
+        next(suite("suite_h", tmp_path))
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_suites_scored_once_are_trained_on_and_said_to_be_development() -> None:
+    """Suites b, c, e, f and g are in the corpus, and blind.STATUS no longer calls them held out."""
+    from benchmarks.blind import STATUS, held_out
+    from benchmarks.corpus import DEV_SUITES, HELD_OUT
+
+    for name in ("suite_b", "suite_c", "suite_e", "suite_f", "suite_g"):
+        assert name in DEV_SUITES and name not in HELD_OUT
+        assert not held_out(name)
+        assert "trained on since 2026-12-02" in STATUS[name]
+    assert not set(DEV_SUITES) & HELD_OUT
+    assert all(held_out(name) for name in HELD_OUT)
+
+
+def test_a_balanced_recipe_weighs_every_suite_alike_and_drops_features_by_prefix() -> None:
+    """balance=1: each suite's cases weigh the same in all (mean 1); drop leaves out the named feature families."""
+    from benchmarks.corpus import Case
+    from benchmarks.learning import Recipe
+
+    def case(suite: str) -> Case:
+        return Case(suite, "sdk", "f", "a", suite, [(None, "s1")], [(None, "s1")], [{"ranker:x": 1.0, "pos": 0.5}])
+
+    cases = [case("big")] * 9 + [case("small")] * 3
+    w = Recipe(balance=1.0).weights(cases)
+    assert w is not None and sum(w[:9]) == pytest.approx(sum(w[9:])) and sum(w) == pytest.approx(len(cases))
+    assert Recipe().weights(cases) is None
+    assert Recipe(drop=("ranker:",)).rows(cases[0]) == [{"pos": 0.5}]
+
+
+def test_a_capped_recipe_shrinks_only_the_suites_bigger_than_the_cap() -> None:
+    """cap=3: a suite of 9 cases weighs as much as 3 cases in all, a suite of 2 keeps 1 a case (before the mean is 1)."""
+    from benchmarks.corpus import Case
+    from benchmarks.learning import Recipe
+
+    def case(suite: str) -> Case:
+        return Case(suite, "sdk", "f", "a", suite, [(None, "s1")], [(None, "s1")], [{"pos": 0.5}])
+
+    w = Recipe(cap=3).weights([case("big")] * 9 + [case("small")] * 2)
+    assert w is not None
+    assert sum(w[:9]) / sum(w[9:]) == pytest.approx(3 / 2)
+    assert w[9] == pytest.approx(3 * w[0])
+
+
+def test_run_relative_features_mark_the_earliest_ranked_steps_whatever_the_hand_order() -> None:
+    """The variant search's derived features: order by position among the ranked steps, and who comes first."""
+    from benchmarks.train_variants import relative
+
+    rows = [{"pos_from_start": 0.8, "agent_change": 1.0}, {"pos_from_start": 0.2}, {"kind:llm": 1.0}]
+    out = relative(rows)
+    assert out[1]["rel_first"] == 1.0 and "rel_first" not in out[0]
+    assert out[0]["rel_first_agent_change"] == 1.0 and out[0]["rel_order"] == 0.5
+    assert "rel_order" not in out[2] and rows[1] == {"pos_from_start": 0.2}

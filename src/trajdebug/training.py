@@ -147,14 +147,24 @@ def fit(
     seed: int = 0,
     params: Mapping[str, Any] | None = None,
     prior: Model | None = None,
+    weights: Sequence[float] | None = None,
 ) -> Model:
-    """A model fitted on ``cases`` (uncalibrated; with ``prior``: the prior plus new trees, its calibration kept)."""
+    """A model fitted on ``cases`` (uncalibrated; with ``prior``: the prior plus new trees, its calibration kept).
+
+    ``weights``: one per case (default 1 each), e.g. so that every source of cases counts
+    equally however many cases it has.
+    """
     from sklearn.ensemble import GradientBoostingClassifier
 
+    if weights is not None and len(weights) != len(cases):
+        raise ValueError(f"{len(weights)} weights for {len(cases)} cases")
     if prior is None and dict(params or PARAMS).get("objective") == "lambdarank":
-        return _fit_lambdarank(cases, seed, dict(params or PARAMS))
+        return _fit_lambdarank(cases, seed, dict(params or PARAMS), weights)
     names = sorted(set(vocabulary(cases)) | set(prior.feature_names if prior else ()))
     xs, ys, ws = matrix(cases, names)
+    if weights is not None:
+        per_row = [w for (rows, _), w in zip(cases, weights, strict=True) for _ in rows]
+        ws = [a * b for a, b in zip(ws, per_row, strict=True)]
     if prior is None:
         gbm = GradientBoostingClassifier(random_state=seed, **dict(params or PARAMS))
         gbm.fit(xs, ys, sample_weight=ws)
@@ -215,8 +225,14 @@ def _lgb_trees(booster: Any, names: Sequence[str]) -> list[tuple[tuple[str | Non
     return out
 
 
-def _fit_lambdarank(cases: Sequence[LabelledCase], seed: int, params: dict[str, Any]) -> Model:
-    """LambdaMART over the cases (one query per run), from the hand-rank prior when ``offset`` > 0."""
+def _fit_lambdarank(
+    cases: Sequence[LabelledCase], seed: int, params: dict[str, Any], weights: Sequence[float] | None = None
+) -> Model:
+    """LambdaMART over the cases (one query per run), from the hand-rank prior when ``offset`` > 0.
+
+    A case's weight scales every one of its rows' gradients (LightGBM's ranking objectives
+    multiply each row's lambda by its weight), so it weighs the whole query.
+    """
     import lightgbm as lgb
     import numpy as np
 
@@ -227,7 +243,8 @@ def _fit_lambdarank(cases: Sequence[LabelledCase], seed: int, params: dict[str, 
     ys = [int(y) for _, labels in cases for y in labels]
     init = [_offset(a, float(r.get("hand_rank_inv", 0.0))) for rows, _ in cases for r in rows] if a else None
     ranker = lgb.LGBMRanker(random_state=seed, verbose=-1, n_jobs=1, **p)
-    ranker.fit(np.asarray(xs), np.asarray(ys), group=[len(rows) for rows, _ in cases], init_score=init)
+    sw = None if weights is None else [float(w) for (rows, _), w in zip(cases, weights, strict=True) for _ in rows]
+    ranker.fit(np.asarray(xs), np.asarray(ys), group=[len(rows) for rows, _ in cases], init_score=init, sample_weight=sw)
     trees = _lgb_trees(ranker.booster_, names)
     return assemble(0.0, 1.0, [*trees, _offset_tree(a)] if a else trees)
 
