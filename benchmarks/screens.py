@@ -1,6 +1,6 @@
 """Screenshots for the docs that no other benchmark makes: ``python -m benchmarks.screens fleet-cost``.
 
-``fleet-cost``: a small fleet of a support agent (two ways to fail, passing runs between them, every
+``fleet-cost``: a small fleet of a support agent (three ways to fail: a bad currency, a scaled amount, a payment API that times out by itself; passing runs between them, every
 model call stating its model and tokens through ``s.usage``) recorded into a store, grouped by
 `trajdebug.fleet.engine.run_fleet`, rendered by the CLI's own renderer (`render_fleet`) into a recording
 terminal, and photographed by Chromium from the system: docs/fleet-cost.png.
@@ -36,6 +36,8 @@ def _agent(i: int, fault: str | None) -> None:
             raise ValueError(f"payment API: unknown currency {order['currency']!r}")
         if amount > 500:
             raise ValueError(f"payment API: refund {amount:.2f} exceeds the amount paid")
+        if fault == "timeout":
+            raise TimeoutError("payment API: no answer in 30 s")
         s.output = {"status": "refunded"}
 
 
@@ -49,12 +51,12 @@ def fleet_cost(out: Path = ROOT / "docs" / "fleet-cost.png") -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="trajdebug-screens-"))
     try:
         store = tmp / "fleet.db"
-        faults = ["currency", None, "scale", None, None, "currency", None, "scale", "currency", None] * 4
+        faults = ["currency", None, "scale", None, None, "timeout", "currency", None, "scale", "currency"] * 4
         for i, fault in enumerate(faults):
             try:
                 with trajdebug.run("support-agent", store=store, version="1.4"):
                     _agent(i, fault)
-            except ValueError:
+            except (ValueError, TimeoutError):
                 pass
         trajdebug.flush()
         report = run_fleet([store], workers=1)
@@ -65,7 +67,7 @@ def fleet_cost(out: Path = ROOT / "docs" / "fleet-cost.png") -> Path:
         chromium = shutil.which("chromium") or shutil.which("chromium-browser") or "chromium"
         subprocess.run(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             f"--screenshot={out}", "--window-size=1260,560", svg.as_uri()],
+             f"--screenshot={out}", "--window-size=1260,640", svg.as_uri()],
             check=True, capture_output=True, timeout=120,
         )
         return out

@@ -56,6 +56,22 @@ def test_group_is_named_after_the_cause_leading_through_a_failure_step() -> None
     assert root_candidate({"failures": failures, "root_causes": [top, alone]}) is top
 
 
+def test_a_failure_step_the_analysis_calls_a_root_yields_only_to_another_root() -> None:
+    """A tool that timed out by itself (the analysis labels it a root) names its group though a suspect's
+    path runs through it; a root upstream of it (faulty by its own evidence, as code that calls an API that
+    does not exist) still takes the name, and a failure step labelled a suspect yields as before."""
+    from trajdebug.fleet.signature import root_candidate
+
+    failures = [{"step_id": "pay"}]
+    suspect = {"step_id": "lookup", "name": "lookup_order", "path": ["lookup", "pay"], "structural": False}
+    timed_out = {"step_id": "pay", "name": "issue_refund", "path": ["pay"], "structural": True}
+    assert root_candidate({"failures": failures, "root_causes": [timed_out, suspect]}) is timed_out
+    writer = {**suspect, "step_id": "w", "name": "write_code", "path": ["w", "pay"], "structural": True}
+    assert root_candidate({"failures": failures, "root_causes": [timed_out, suspect, writer]}) is writer
+    raised_on_input = {**timed_out, "structural": False}
+    assert root_candidate({"failures": failures, "root_causes": [raised_on_input, suspect]}) is suspect
+
+
 def test_normalize_replaces_ids_numbers_timestamps_and_quoted_values() -> None:
     """Ids, numbers, hashes, timestamps and quoted values become placeholders; words stay."""
     text = "KeyError: '2025-Q2' at row 17 of run 4bf92f3577b34da6 at 2026-11-30T20:31:06Z (uuid 123e4567-e89b-12d3-a456-426614174000)"

@@ -194,8 +194,10 @@ def root_candidate(
     runs through it is the cause (Zeller's cause-effect chains: the root is the origin, not the
     symptom).  Leading through it means the candidate's path passes the top step or, given the
     step ``names``, another call of the same step where a failure showed too (the same tool called
-    twice).  A failure step no other candidate leads through (a tool that timed out by itself)
-    stays the root.
+    twice).  A failure step no other candidate leads through stays the root; so does one the analysis
+    labels a root (``structural``: faulty by its own evidence, no suspect input explaining it, as a tool
+    that timed out by itself) when what leads through it is only a suspect, ranked by its place on the
+    path: the name goes upstream only to a candidate that is a root by its own evidence too.
     """
     causes = [c for c in analysis.get("root_causes") or () if isinstance(c, Mapping)]
     if not causes:
@@ -206,10 +208,13 @@ def root_candidate(
         return top
     top_id, top_name = str(top.get("step_id")), top.get("name")
     same = {str(s) for s in sites if names is not None and top_name and names.get(str(s)) == top_name}
+    top_is_root = top.get("structural") is True
     for c in causes[1:]:
         path = [str(s) for s in c.get("path") or ()]
         if c.get("step_id") in sites or c.get("run_id"):
             continue
+        if top_is_root and c.get("structural") is not True:
+            continue  # a suspect does not take a root's name
         if top_id in path[1:] or same & set(path[1:]):
             return c
     return top
