@@ -145,3 +145,31 @@ def assert_unsaid(path: Path) -> None:
     """Nothing recorded names the fault or judges a value."""
     found = _UNSAID.search(path.read_text())
     assert found is None, f"{path}: says {found.group(0)!r} near {path.read_text()[max(0, found.start() - 80):found.end() + 40]!r}"
+
+
+def calls_so_far(request: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls the conversation already holds, in order: (name, arguments)."""
+    out = []
+    for message in request.body.get("messages") or []:
+        for call in message.get("tool_calls") or ():
+            args = call["function"]["arguments"]
+            out.append((call["function"]["name"], json.loads(args) if args else {}))
+    return out
+
+
+def outputs_so_far(request: Any) -> dict[str, list[Any]]:
+    """Each tool's results in the conversation, by tool name (JSON decoded when it is JSON)."""
+    names = {}
+    for message in request.body.get("messages") or []:
+        for call in message.get("tool_calls") or ():
+            names[call["id"]] = call["function"]["name"]
+    out: dict[str, list[Any]] = {}
+    for message in request.body.get("messages") or []:
+        if message.get("role") == "tool":
+            text = str(message.get("content") or "")
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = text
+            out.setdefault(names.get(message.get("tool_call_id"), "?"), []).append(value)
+    return out
