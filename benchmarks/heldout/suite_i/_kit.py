@@ -92,7 +92,8 @@ _UNSAID = re.compile(r"fault|\bbug|wrong|stale|planted|inject|corrupt", re.IGNOR
 
 
 def _text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    """A recorded value as searchable text: its JSON with sorted keys, and a string as it is."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True) + ("\n" + value if isinstance(value, str) else "")
 
 
 def _failure_step(run: Any) -> Any:
