@@ -24,7 +24,7 @@ from trajdebug.testing import FakeModelServer
 from benchmarks.heldout.suite_i._kit import Case, assert_unsaid, planted, truth
 
 
-AGENTS = ("hotelrates",)
+AGENTS = ("vetdose", "berths", "grants", "wineimport", "solarquote", "hotelrates", "bikeshare", "bloodbank")
 
 
 def _module(name: str) -> Any:
