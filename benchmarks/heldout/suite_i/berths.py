@@ -10,12 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.heldout.suite_i._kit import Case, active, last_user
 from openai import OpenAI
 
 import trajdebug
 from trajdebug.testing import FakeModelServer
-
-from benchmarks.heldout.suite_i._kit import Case, active, last_user
 
 
 NAME = "berth-planner"

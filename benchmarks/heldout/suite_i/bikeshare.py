@@ -10,12 +10,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from benchmarks.heldout.suite_i import _otlp
+from benchmarks.heldout.suite_i._kit import Case, active, json_in, last_user, system_of
 from openai import OpenAI
 
 from trajdebug.testing import FakeModelServer, Reply, tool_call
-
-from benchmarks.heldout.suite_i import _otlp
-from benchmarks.heldout.suite_i._kit import Case, active, json_in, last_user, system_of
 
 
 NAME = "bike-rebalancer"

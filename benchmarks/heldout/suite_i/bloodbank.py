@@ -11,12 +11,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from benchmarks.heldout.suite_i import _otlp
+from benchmarks.heldout.suite_i._kit import Case, active, json_in, last_user, outputs_so_far, system_of
 from openai import OpenAI
 
 from trajdebug.testing import FakeModelServer, Reply, tool_call
-
-from benchmarks.heldout.suite_i import _otlp
-from benchmarks.heldout.suite_i._kit import Case, active, json_in, last_user, outputs_so_far, system_of
 
 
 NAME = "blood-bank-allocator"

@@ -1,6 +1,7 @@
 """Record suite I: per case a failed run, its control and the failed run among four passing references.
 
     python -m benchmarks.heldout.suite_i.generate OUT [--only CASE ...]
+    python benchmarks/heldout/suite_i/generate.py OUT [--only CASE ...]
 
 writes OUT/<case>/{failed,control,with_refs}.<ext> and truth.json, and OUT/index.json.  Every model
 answer comes from one `FakeModelServer` on 127.0.0.1 (a free port), a scripted policy per agent.
@@ -20,6 +21,10 @@ from typing import Any
 
 from trajdebug.sources.load import load_runs
 from trajdebug.testing import FakeModelServer
+
+
+if __package__ in (None, ""):  # run as a script: the agents import each other as benchmarks.heldout.suite_i
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from benchmarks.heldout.suite_i._kit import Case, assert_unsaid, planted, truth
 

@@ -11,6 +11,7 @@ import zlib
 from pathlib import Path
 from typing import Any, TypedDict
 
+from benchmarks.heldout.suite_i._kit import Case, active, last_user, system_of
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
@@ -18,8 +19,6 @@ from langgraph.graph import END, START, StateGraph
 
 from trajdebug.integrations.langchain import TrajdebugTracer
 from trajdebug.testing import FakeModelServer
-
-from benchmarks.heldout.suite_i._kit import Case, active, last_user, system_of
 
 
 NAME = "grant-panel"

@@ -11,12 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool, set_trace_processors
+from benchmarks.heldout.suite_i._kit import (
+    Case,
+    active,
+    calls_so_far,
+    json_in,
+    last_user,
+    outputs_so_far,
+    system_of,
+)
 from openai import AsyncOpenAI
 
 from trajdebug.integrations.openai_agents import TrajdebugProcessor
 from trajdebug.testing import FakeModelServer, Reply, tool_call
-
-from benchmarks.heldout.suite_i._kit import Case, active, calls_so_far, json_in, last_user, outputs_so_far, system_of
 
 
 NAME = "hotel-rate-desk"
@@ -214,6 +221,6 @@ def record(server: FakeModelServer, input_id: str, path: Path) -> None:
     try:
         Runner.run_sync(manager, json.dumps({"hotel": hotel, "nights": nights}), max_turns=30,
                         run_config=RunConfig(workflow_name=NAME))
-    except Exception as exc:  # noqa: BLE001 - the SDK wraps the channel manager's refusal in its own error
+    except Exception as exc:
         if "Error running tool" not in str(exc):
             raise

@@ -6,17 +6,15 @@ in one turn and issues the quote."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool, set_trace_processors
+from benchmarks.heldout.suite_i._kit import Case, active, calls_so_far, outputs_so_far, system_of
 from openai import AsyncOpenAI
 
 from trajdebug.integrations.openai_agents import TrajdebugProcessor
 from trajdebug.testing import FakeModelServer, Reply, tool_call
-
-from benchmarks.heldout.suite_i._kit import Case, active, calls_so_far, outputs_so_far, system_of
 
 
 NAME = "solar-quote-desk"
@@ -204,6 +202,6 @@ def record(server: FakeModelServer, input_id: str, path: Path) -> None:
     request = json.dumps({"customer_id": INPUTS[input_id], "request": "Quote a rooftop array for this customer."})
     try:
         Runner.run_sync(surveyor, request, max_turns=12, run_config=RunConfig(workflow_name=NAME))
-    except Exception as exc:  # noqa: BLE001 - the SDK wraps the back office's refusal in its own error
+    except Exception as exc:
         if "QuoteRejected" not in repr(exc.__cause__) and "Error running tool" not in str(exc):
             raise

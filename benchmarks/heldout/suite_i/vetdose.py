@@ -10,12 +10,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from benchmarks.heldout.suite_i._kit import Case, active, json_in, last_user
 from openai import OpenAI
 
 import trajdebug
 from trajdebug.testing import FakeModelServer
-
-from benchmarks.heldout.suite_i._kit import Case, active, json_in, last_user
 
 
 NAME = "vet-dosing-round"

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from benchmarks.heldout.suite_i._kit import Case, active, json_in, last_user
 from langchain_core.messages import AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
@@ -19,8 +20,6 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from trajdebug.integrations.langchain import TrajdebugTracer
 from trajdebug.testing import FakeModelServer, Reply, tool_call
-
-from benchmarks.heldout.suite_i._kit import Case, active, json_in, last_user
 
 
 NAME = "wine-import-broker"
