@@ -42,6 +42,7 @@ INPUTS = {
     "call-instruments": ["GR-103", "GR-102", "GR-106", "GR-107"],
     "call-society": ["GR-107", "GR-101", "GR-103", "GR-106", "GR-109"],
     "call-open": ["GR-105", "GR-104", "GR-108", "GR-102"],
+    "call-ecology-2": ["GR-109", "GR-101", "GR-105", "GR-103"],
     "ref-spring": ["GR-103", "GR-109", "GR-104"],
     "ref-summer": ["GR-106", "GR-105", "GR-101", "GR-107"],
     "ref-autumn": ["GR-108", "GR-102", "GR-103", "GR-109", "GR-105"],
@@ -57,6 +58,9 @@ CASES = (
          "Triage sends the Cryo-EM detector upgrade, an equipment proposal, to the research reviewer."),
     Case("grants-sheet", "gr_sheet", "format_drift", "call-society", "normalize_sheet", '"budget_eur": "EUR 150,000"',
          "The sheet normalizer writes GR-103's budget as display text ('EUR 150,000') where the portal expects a number."),
+    Case("grants-context", "gr_context", "context_pollution", "call-ecology-2", "compose_prompt",
+         "Context from the previous review",
+         "The extraction prompt for GR-105 carries the previous proposal's text, whose budget line the model reads first."),
     Case("grants-cursor", "gr_cursor", "off_by_one", "call-open", "advance_cursor", '"remaining": 0, "scored": 3',
          "The cursor counts one proposal too many as done after the third sheet, so GR-102 is never reviewed."),
 )
@@ -161,6 +165,12 @@ def _triage(facts: dict[str, Any]) -> dict[str, Any]:
     return {"proposal": facts["proposal"], "track": track}
 
 
+def _compose(texts: dict[str, str]) -> str:
+    if active("gr_context") and "GR-105" in texts["current"] and texts["previous"]:
+        return f"Context from the previous review:\n{texts['previous']}\n---\n{texts['current']}"
+    return texts["current"]
+
+
 def _parse_scores(text: str) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"- (\w+): (\d+)/10", text)}
 
@@ -179,6 +189,7 @@ def _advance(cursor: dict[str, int]) -> dict[str, int]:
     return {"scored": cursor["scored"] + 1, "total": cursor["total"], "remaining": cursor["total"] - scored}
 
 
+compose_prompt = RunnableLambda(_compose, name="compose_prompt")
 parse_extraction = RunnableLambda(_parse_extraction, name="parse_extraction")
 triage = RunnableLambda(_triage, name="triage")
 parse_scores = RunnableLambda(_parse_scores, name="parse_scores")
@@ -194,6 +205,7 @@ class Panel(TypedDict, total=False):
     proposals: list[str]
     rules: dict[str, Any]
     text: str
+    previous: str
     facts: dict[str, Any]
     track: str
     sheet: dict[str, Any]
@@ -211,9 +223,10 @@ def _graph(llm: ChatOpenAI) -> Any:
         return {"text": get_proposal.invoke({"proposal_id": state["proposals"][state["cursor"]["scored"]]})}
 
     def extract(state: Panel) -> Panel:
-        reply = llm.invoke([("system", "You extract the facts of a grant proposal as JSON."), ("user", state["text"])])
+        prompt = compose_prompt.invoke({"current": state["text"], "previous": state.get("previous", "")})
+        reply = llm.invoke([("system", "You extract the facts of a grant proposal as JSON."), ("user", prompt)])
         facts = parse_extraction.invoke(reply.content)
-        return {"facts": facts, "track": triage.invoke(facts)["track"]}
+        return {"facts": facts, "track": triage.invoke(facts)["track"], "previous": state["text"]}
 
     def route_track(state: Panel) -> str:
         return f"review_{state['track']}"

@@ -43,6 +43,7 @@ ROOFS = {
     "S-75": [("south", 22, 190), ("east", 20, 85)],
 }
 INPUTS = {"quote-5512": "C-5512", "quote-6103": "C-6103", "quote-7020": "C-7020", "quote-4410": "C-4410",
+          "quote-1970": "C-1970",
           "ref-3308": "C-3308", "ref-2255": "C-2255", "ref-1907": "C-1907", "ref-8816": "C-8816"}
 REFS = ("ref-3308", "ref-2255", "ref-1907", "ref-8816")
 PANEL_KW = 0.4
@@ -55,6 +56,8 @@ CASES = (
          "The financing agent issues the quote for 32 panels, a count no sizing or price result holds (the array has 12)."),
     Case("solar-roof", "sq_roof", "truncated_result", "quote-7020", "get_roof_segments", '"count": 2, "page": 1',
          "The roof survey API returns the first page of S-17's segments only (2 of 3), so the array is sized on too little roof."),
+    Case("solar-daily", "sq_daily", "unit_error", "quote-1970", "get_irradiance", '"kwh_per_kwp": 3.04',
+         "The irradiance service answers S-64's main roof in kWh per kWp per day (3.04) where a yearly figure (1,108) is expected."),
     Case("solar-credit", "sq_credit", "plan_error", "quote-4410", "generation finance-v1",
          '"tool_calls": [{"arguments": {"kw"',
          "The financing agent's plan for its turn drops the credit check and only prices the system."),
@@ -142,7 +145,10 @@ def get_roof_segments(site_id: str, page: int) -> str:
 @function_tool(failure_error_function=None)
 def get_irradiance(site_id: str, segment: str, azimuth: int) -> str:
     """Expected yield of a roof segment, kWh per kWp per year."""
-    return json.dumps({"site": site_id, "segment": segment, "kwh_per_kwp": _yield(azimuth)})
+    value: float = _yield(azimuth)
+    if active("sq_daily") and (site_id, segment) == ("S-64", "main"):
+        value = round(value / 365, 2)
+    return json.dumps({"site": site_id, "segment": segment, "kwh_per_kwp": value})
 
 
 @function_tool(failure_error_function=None, strict_mode=False)

@@ -37,7 +37,7 @@ FORMULARY = {
     "amoxicillin-clavulanate": {"mg_per_kg": 12.5, "mg_per_ml": 50.0, "max_mg_per_kg": 20.0, "class": "penicillin"},
     "meloxicam": {"mg_per_kg": 0.1, "mg_per_ml": 1.5, "max_mg_per_kg": 0.2, "class": "NSAID"},
     "maropitant": {"mg_per_kg": 1.0, "mg_per_ml": 10.0, "max_mg_per_kg": 2.0, "class": "antiemetic"},
-    "doxycycline": {"mg_per_kg": 5.0, "mg_per_ml": 10.0, "max_mg_per_kg": 10.0, "class": "tetracycline"},
+    "doxycycline": {"mg_per_kg": 5.0, "mg_per_ml": 25.0, "max_mg_per_kg": 10.0, "class": "tetracycline"},
     "gabapentin": {"mg_per_kg": 10.0, "mg_per_ml": 50.0, "max_mg_per_kg": 20.0, "class": "anticonvulsant"},
 }
 
@@ -53,6 +53,8 @@ INPUTS: dict[str, list[tuple[str, str]]] = {
     "round-thu": [("P-203", "gabapentin"), ("P-206", "doxycycline"), ("P-208", "maropitant"),
                   ("P-201", "meloxicam"), ("P-210", "maropitant"), ("P-204", "doxycycline"),
                   ("P-207", "gabapentin"), ("P-209", "gabapentin")],
+    "round-fri": [("P-206", "maropitant"), ("P-202", "meloxicam"), ("P-210", "doxycycline"), ("P-204", "gabapentin"),
+                  ("P-209", "maropitant")],
     "ref-a": [("P-210", "meloxicam"), ("P-201", "doxycycline"), ("P-206", "gabapentin"), ("P-203", "maropitant")],
     "ref-b": [("P-207", "maropitant"), ("P-204", "amoxicillin-clavulanate"), ("P-209", "doxycycline"),
               ("P-202", "meloxicam"), ("P-208", "gabapentin")],
@@ -70,6 +72,8 @@ CASES = (
          "The allergy note for Juno is copied from the previous patient's (Mochi's NSAID allergy), so the order attests no penicillin allergy."),
     Case("vetdose-parse", "vd_parse", "lossy_parsing", "round-thu", "parse_instruction", '"volume_ml": 4.0}',
          "The instruction parser keeps only the whole millilitres of Bruno's 4.8 mL of gabapentin, so 4.0 mL is ordered."),
+    Case("vetdose-label", "vd_label", "stale_data", "round-fri", "lookup_formulary", '"revision": "2025-11"',
+         "The formulary answers doxycycline from its 2025-11 revision (10 mg/mL) although the stocked suspension is 25 mg/mL."),
     Case("vetdose-invent", "vd_invent", "hallucinated_value", "round-mon", "draft_instruction", "24.0 mL",
          "The model writes Rex's meloxicam volume as 24.0 mL, a figure the computed dose (2.1 mL) does not hold."),
 )
@@ -132,7 +136,10 @@ def note_allergies(patient: str, record: dict[str, Any]) -> dict[str, Any]:
 
 @trajdebug.step(kind="retrieval")
 def lookup_formulary(drug: str, species: str) -> dict[str, Any]:
-    return {"drug": drug, "species": species, **FORMULARY[drug]}
+    entry = {"drug": drug, "species": species, **FORMULARY[drug], "revision": "2026-10"}
+    if active("vd_label") and drug == "doxycycline" and species == "dog":
+        entry |= {"mg_per_ml": 10.0, "revision": "2025-11"}
+    return entry
 
 
 @trajdebug.step(kind="other")
