@@ -42,6 +42,7 @@ INPUTS = {
     "shift-wed": [("PACIFIC COAL", 1), ("HMM ARIA", 3), ("ONE CRANE", 5), ("CMA RHONE", 8), ("STAR ORE", 10)],
     "shift-thu": [("NORD GRAIN", 3), ("ONE CRANE", 4), ("MAERSK TAGUS", 5), ("HMM ARIA", 6), ("CMA RHONE", 13),
                   ("EVER LUMEN", 16), ("PACIFIC COAL", 18)],
+    "shift-fri": [("CMA RHONE", 1), ("NAVE ORION", 3), ("ONE CRANE", 6), ("NORD GRAIN", 9)],
     "ref-1": [("ONE CRANE", 2), ("NAVE ORION", 5), ("CMA RHONE", 9)],
     "ref-2": [("MSC ALBA", 10), ("PACIFIC COAL", 12), ("MAERSK TAGUS", 13), ("NORD GRAIN", 15)],
     "ref-3": [("STAR ORE", 11), ("ONE CRANE", 14), ("EVER LUMEN", 20), ("CMA RHONE", 21), ("NAVE ORION", 22)],
@@ -57,6 +58,8 @@ CASES = (
          "The planner leaves fetch_tides out of the shift plan, so berths are chosen on the assumed mean high water."),
     Case("berths-hold", "bp_hold", "swallowed_error", "shift-tue", "reserve_berth", "HOLD-B2-09",
          "A conflict on B2 at 09:00 is swallowed and a provisional hold is kept as if it were a booking."),
+    Case("berths-page", "bp_page", "truncated_result", "shift-fri", "load_berths", '"length_m": 280, "terminal": "bulk"}]',
+         "The berth registry returns its first page only (five of eight berths), without the tanker berth T1."),
     Case("berths-index", "bp_index", "wrong_retrieval", "shift-wed", "candidate_berths", '[{"berth": "B7"',
          "For ONE CRANE the candidate search reads the bulk terminal's index, so a bulk berth is chosen for a container ship."),
     Case("berths-tide", "bp_tide", "off_by_one", "shift-thu", "choose_berth", '"tide_m": 1.1, "vessel": "HMM ARIA"',
@@ -113,7 +116,8 @@ def fetch_tides(port: str, day: str) -> dict[str, Any]:
 
 @trajdebug.step(kind="retrieval")
 def load_berths(port: str) -> list[dict[str, Any]]:
-    return [{"berth": b, "terminal": t, "depth_m": d, "length_m": n} for b, (t, d, n) in BERTHS.items()]
+    rows = [{"berth": b, "terminal": t, "depth_m": d, "length_m": n} for b, (t, d, n) in BERTHS.items()]
+    return rows[:5] if active("bp_page") and port == "Leixoes" else rows
 
 
 @trajdebug.step(kind="tool")

@@ -28,6 +28,7 @@ ZONES: dict[str, dict[str, tuple[int, int, int]]] = {
     "campus": {"C-1": (20, 10, 10), "C-2": (20, 3, 8), "C-3": (24, 20, 13), "C-4": (20, 10, 9), "C-5": (16, 8, 8)},
     "oldtown": {"O-1": (20, 10, 10), "O-2": (20, 16, 11), "O-3": (30, 27, 16), "O-4": (20, 4, 9),
                 "O-5": (30, 3, 12), "O-6": (20, 10, 10)},
+    "quayside": {"Q-1": (20, 17, 11), "Q-2": (24, 4, 10), "Q-3": (20, 10, 10), "Q-4": (20, 15, 12), "Q-5": (16, 2, 7)},
     "market": {"M-1": (20, 19, 12), "M-2": (20, 1, 7), "M-3": (20, 10, 10), "M-4": (24, 12, 12)},
     "station": {"T-1": (30, 6, 14), "T-2": (30, 24, 15), "T-3": (20, 10, 10), "T-4": (20, 17, 9), "T-5": (20, 3, 11)},
     "uptown": {"U-1": (20, 10, 10), "U-2": (20, 15, 12), "U-3": (20, 5, 8), "U-4": (16, 8, 8)},
@@ -46,6 +47,8 @@ CASES = (
          "H-6's status is served from the 05:40 cache (15 bikes) while it holds 8, so the plan takes 6 bikes from it."),
     Case("bikeshare-notes", "bs_notes", "context_pollution", "campus", "build_plan_prompt", "C-9",
          "The planning prompt carries the late shift's move from C-9, a station outside the zone, which the model keeps."),
+    Case("bikeshare-invent", "bs_invent", "hallucinated_value", "quayside", "ChatCompletion", "Q-4 -> Q-5: 12 bikes",
+         "The planning model moves 12 bikes from Q-4, a count the imbalance table (5 spare) does not hold."),
     Case("bikeshare-parse", "bs_parse", "lossy_parsing", "oldtown", "parse_moves", '"bikes": 1, "from": "O-3"',
          "The move parser reads only the first digit of 12 bikes from O-3, so one bike is moved."),
 )
@@ -94,7 +97,10 @@ def policy(request: Any) -> Reply | str:
         return Reply(tool_calls=tuple(calls))
     data = json_in(prompt)
     lines = [note for note in data["notes"] if note.startswith("MOVE")]
-    lines += [f"MOVE {a} -> {b}: {n} bikes" for a, b, n in _plan(data["imbalances"])]
+    moves = _plan(data["imbalances"])
+    if active("bs_invent") and data["zone"] == "quayside":
+        moves = [(a, b, 12 if a == "Q-4" else n) for a, b, n in moves]
+    lines += [f"MOVE {a} -> {b}: {n} bikes" for a, b, n in moves]
     return "Truck plan:\n" + "\n".join(lines)
 
 

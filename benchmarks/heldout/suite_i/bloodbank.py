@@ -49,6 +49,8 @@ INPUTS = {  # shift -> requests (request, ward, MRN, units, clinical note)
                 ("R-33", "ICU", "MRN-6034", 1, "sepsis, Hb 7.0"), ("R-34", "ward 1", "MRN-1042", 1, "post-op anaemia")],
     "night-4": [("R-41", "theatre", "MRN-1042", 2, "cardiac surgery today"), ("R-42", "ward 3", "MRN-7218", 2, "hip surgery today"),
                 ("R-43", "ward 5", "MRN-2210", 1, "chronic anaemia")],
+    "night-5": [("R-91", "ward 6", "MRN-2210", 1, "chronic anaemia"), ("R-92", "ICU", "MRN-1187", 2, "sepsis, Hb 6.9"),
+                ("R-93", "ward 2", "MRN-6034", 1, "GI bleed, stable")],
     "ref-a": [("R-51", "ICU", "MRN-6675", 2, "post-op anaemia, Hb 6.5"), ("R-52", "ER", "MRN-3302", 1, "massive haemorrhage, stabbing")],
     "ref-b": [("R-61", "ward 2", "MRN-2210", 1, "chronic anaemia"), ("R-62", "NICU", "MRN-5501", 1, "newborn, top-up"),
               ("R-63", "oncology", "MRN-4120", 1, "stem-cell transplant")],
@@ -57,6 +59,7 @@ INPUTS = {  # shift -> requests (request, ward, MRN, units, clinical note)
     "ref-d": [("R-81", "ICU", "MRN-2391", 1, "sepsis, Hb 7.1"), ("R-82", "ward 6", "MRN-1042", 1, "chronic anaemia")],
 }
 REFS = ("ref-a", "ref-b", "ref-c", "ref-d")
+ALL_REQUESTS = [req for shift in INPUTS.values() for req in shift]
 O_NEG_RESERVE = 4
 
 CASES = (
@@ -68,6 +71,8 @@ CASES = (
     Case("bloodbank-table", "bb_table", "wrong_retrieval", "night-3", "lookup_compatibility",
          '"query": "A-", "row": {"donor_types": ["A+"',
          "The compatibility lookup for an A- recipient retrieves the A+ row, so an Rh-positive unit is chosen."),
+    Case("bloodbank-count", "bb_count", "off_by_one", "night-5", "find_units", '"unit": "U-3108"',
+         "The inventory search for R-92 returns n + 1 units (three for an order of two)."),
     Case("bloodbank-route", "bb_route", "wrong_routing", "night-4", "route_request",
          '"path": "emergency_release", "request": "R-42"',
          "The router sends R-42, a planned hip operation, down the emergency-release path, drawing O-negative units."),
@@ -123,8 +128,9 @@ def _find(stock: dict[str, Any], request: str, types: list[str], irradiated: boo
         wanted = irradiated and not (active("bb_irr") and request == "R-22")
         fits = [u for u, (t, irr, _) in stock.items() if t in types and (irr or not wanted)]
         fits.sort(key=lambda u: (types.index(stock[u][0]), stock[u][2]))
+        take = n + 1 if active("bb_count") and request == "R-92" else n
         s.output = {"request": request, "units": [{"unit": u, "type": stock[u][0], "irradiated": stock[u][1]}
-                                                   for u in fits[:n]]}
+                                                   for u in fits[:take]]}
     return [u["unit"] for u in s.output["units"]]
 
 
@@ -150,6 +156,9 @@ def _crossmatch(client: OpenAI, brief: dict[str, Any]) -> dict[str, Any]:
 def _release(stock: dict[str, Any], request: str, mrn: str, units: list[str], xm: dict[str, Any]) -> None:
     with _otlp.span("release_units", "TOOL", {"request": request, "mrn": mrn, "units": units, "crossmatch": xm["crossmatch"]}) as s:
         kind, irradiated, _ = PATIENTS[mrn]
+        ordered = next(n for r, _, _, n, _ in ALL_REQUESTS if r == request)
+        if len(units) != ordered:
+            raise LabRejected(f"{request}: {len(units)} units presented for issue, the order is for {ordered}")
         if xm["mrn"] != mrn:
             raise LabRejected(f"{request}: crossmatch {xm['crossmatch']} was performed on {xm['mrn']}, the request is for {mrn}")
         for unit in units:

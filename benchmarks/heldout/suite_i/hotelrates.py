@@ -39,6 +39,7 @@ INPUTS = {  # window -> (hotel, nights)
     "win-opo": ("HTL-OPO", ["2026-12-27", "2026-12-28", "2026-12-29"]),
     "win-mad": ("HTL-MAD", ["2026-12-20", "2026-12-21", "2026-12-22"]),
     "win-sev": ("HTL-SEV", ["2026-12-26", "2026-12-27", "2026-12-28"]),
+    "win-opo-2": ("HTL-OPO", ["2026-12-20", "2026-12-21", "2026-12-22"]),
     "ref-val": ("HTL-VAL", ["2026-12-28", "2026-12-29", "2026-12-30"]),
     "ref-bcn": ("HTL-BCN", ["2026-12-29", "2026-12-30"]),
     "ref-far": ("HTL-FAR", ["2026-12-22", "2026-12-23", "2026-12-24"]),
@@ -53,6 +54,8 @@ CASES = (
          "The forecaster answers 2026-12-27's occupancy as a percentage string ('91%') where the pricing tool expects a fraction."),
     Case("hotel-suite", "hr_suite", "wrong_tool_args", "win-mad", "generation rates-v3", '"room_type": "suite"',
          "The rate manager asks competitor rates for suites instead of doubles for 2026-12-21."),
+    Case("hotel-median", "hr_median", "hallucinated_value", "win-opo-2", "generation rates-v3", '"comp_median": 410',
+         "The rate manager prices 2026-12-21 at Porto with a compset median of 410 EUR that no competitor result holds."),
     Case("hotel-queued", "hr_queued", "swallowed_error", "win-sev", "push_rate", '"status": "queued"',
          "A 429 from the channel manager on the last night is swallowed and the push reported as queued."),
 )
@@ -91,7 +94,7 @@ def _forecaster(request: Any) -> Reply | str:
     return json.dumps({"night": night, "occupancy": occupancy})
 
 
-def _night_step(night: str, done: list[tuple[str, dict[str, Any]]], out: dict[str, list[Any]]) -> Reply | None:
+def _night_step(hotel: str, night: str, done: list[tuple[str, dict[str, Any]]], out: dict[str, list[Any]]) -> Reply | None:
     def made(name: str) -> bool:
         return any(n == name and a.get("night") == night for n, a in done)
 
@@ -102,7 +105,8 @@ def _night_step(night: str, done: list[tuple[str, dict[str, Any]]], out: dict[st
     if not made("price_night"):
         comps = next(c for c in out["get_competitor_rates"] if c["night"] == night)
         fc = next(f for f in out["forecast_demand"] if f["night"] == night)
-        return Reply(tool_calls=(tool_call("price_night", {"night": night, "comp_median": comps["median"],
+        median = 410 if active("hr_median") and (hotel, night) == ("HTL-OPO", "2026-12-21") else comps["median"]
+        return Reply(tool_calls=(tool_call("price_night", {"night": night, "comp_median": median,
                                                            "occupancy": str(fc["occupancy"])}),))
     if not made("push_rate"):
         price = next(p for p in out["price_night"] if p["night"] == night)
@@ -123,7 +127,7 @@ def policy(request: Any) -> Reply | str:
         return Reply(tool_calls=(tool_call("remember", {"key": "blackouts", "value": json.dumps(contract["blackouts"])}),
                                  tool_call("remember", {"key": "floor", "value": json.dumps(contract["floor"])})))
     for night in task["nights"]:
-        step = _night_step(night, done, out)
+        step = _night_step(task["hotel"], night, done, out)
         if step is not None:
             return step
     if "audit_channel" not in names:

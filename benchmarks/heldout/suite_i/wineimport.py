@@ -37,6 +37,7 @@ INPUTS = {  # shipment -> [(lot, bottles, invoice EUR)]
     "SHP-4102": [("PRS-22", 2400, 14400), ("SAN-23", 900, 10800), ("BDX-19", 600, 4800), ("CRE-21", 1200, 10200)],
     "SHP-4103": [("MAG-18", 300, 16500), ("PRT-10", 600, 10800)],
     "SHP-4104": [("SAN-23", 1200, 14400), ("CAV-21", 2400, 16800), ("PRT-10", 300, 5400)],
+    "SHP-4105": [("CRE-21", 900, 7650), ("SAN-23", 600, 7200), ("RIO-20", 1200, 8400)],
     "SHP-4190": [("BDX-19", 600, 4800), ("PRS-22", 1200, 7200)],
     "SHP-4191": [("CHP-NV", 300, 6600), ("RIO-20", 1200, 8400), ("MAG-18", 120, 6600), ("SAN-23", 600, 7200)],
     "SHP-4192": [("CRE-21", 1800, 15300), ("PRT-10", 450, 8100), ("CAV-21", 600, 4200)],
@@ -54,6 +55,8 @@ CASES = (
          "The exchange-rate service answers from its end-of-quarter cache (1.0712 of 2026-09-30) instead of the entry date's rate."),
     Case("wine-litres", "wi_litres", "unit_error", "SHP-4102", "compute_lot_duty", '"litres": 18000.0',
          "The Prosecco lot's volume is computed with bottle millilitres over 100 instead of 1000 (18,000 L for 1,800 L)."),
+    Case("wine-pairing", "wi_pairing", "off_by_one", "SHP-4105", "collect_tariffs", '"CRE-21": {"duty_per_l": 0.063',
+         "Collecting the tool results pairs each lot with the result one position after its own, so the Cremant gets the Sancerre's still-wine tariff."),
     Case("wine-args", "wi_args", "wrong_tool_args", "SHP-4103", "ChatOpenAI", '"abv": 14.5, "bottle_ml": 750, "lot": "PRT-10"',
          "The model asks the Port's tariff with 14.5% alcohol, the Barolo's figure, instead of 20.0%."),
 )
@@ -143,8 +146,11 @@ def file_customs_entry(entry: dict[str, Any]) -> dict[str, Any]:
     return {"entry": f"ENT-{entry['shipment'][4:]}-7501", "status": "accepted"}
 
 
-def _collect(messages: list[Any]) -> dict[str, Any]:
-    return {t["lot"]: t for t in (json.loads(m.content) for m in messages if isinstance(m, ToolMessage))}
+def _collect(given: dict[str, Any]) -> dict[str, Any]:
+    results = [json.loads(m.content) for m in given["messages"] if isinstance(m, ToolMessage)]
+    if active("wi_pairing") and len(results) == 3 and given["lots"][0] == "CRE-21":
+        return {lot: results[(i + 1) % len(results)] for i, lot in enumerate(given["lots"])}
+    return {t["lot"]: t for t in results}
 
 
 def _lot_duty(row: dict[str, Any]) -> dict[str, Any]:
@@ -188,7 +194,8 @@ def _graph(llm: ChatOpenAI) -> Any:
         return {"messages": [model.invoke(state["messages"])]}
 
     def collect(state: Entry) -> Entry:
-        return {"tariffs": collect_tariffs.invoke(state["messages"])}
+        lots = [lot["lot"] for lot in state["lots"]]
+        return {"tariffs": collect_tariffs.invoke({"messages": state["messages"], "lots": lots})}
 
     def exchange(state: Entry) -> Entry:
         return {"fx": get_fx_rate.invoke({"pair": "EURUSD", "date": "2026-12-01"})}
