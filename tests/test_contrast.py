@@ -81,3 +81,28 @@ def test_one_counterpart_is_not_enough_to_contrast_a_finding_away() -> None:
     finding = Evidence("c", 0.45, "chose 'van', which nothing in its input mentions", "decision")
     contrast = Contrast(_passing()[:1], list(registered_diagnosers().items()))
     assert contrast.apply(failing.step_map()["c"], [finding]) == [finding]
+
+
+def test_a_value_finding_is_contrasted_by_the_shapes_of_its_values() -> None:
+    """A model call that states a confidence of its own in every run loses that finding only while the values
+    it states are of shapes passing runs state too: an identifier it was never given keeps the finding."""
+    from trajdebug.analysis.reference._contrast import shape
+
+    def model_steps(rid: str, stated: str, start: int) -> Run:
+        s = Step("m", "extract_ref", "llm", input={"text": "claim for E104"}, output=stated, start_ns=start,
+                 end_ns=start + 1)
+        return Run(rid, "claims", start, start + 2, outcome="success", steps=(s,))
+
+    def states(step: Step, ctx: object) -> list[Evidence]:
+        words = str(step.output).split()
+        return [Evidence(step.step_id, 0.4, f"states {words}", "llm-output", values=tuple(words))]
+
+    passing = [model_steps(f"ok{i}", f"0.9{i}", 1000 * (i + 1)) for i in range(3)]
+    contrast = Contrast(passing, [("llm-output", states)])
+    confident = Evidence("m", 0.4, "states 0.95", "llm-output", values=("0.95",))
+    ident = Evidence("m", 0.4, "states 0.95 'CLM-2219'", "llm-output", values=("0.95", "'CLM-2219'"))
+    step = model_steps("bad", "x", 9000).steps[0]
+    (a,) = contrast.apply(step, [confident])
+    (b,) = contrast.apply(step, [ident])
+    assert a.suspicion == 0 and b == ident
+    assert shape("'CLM-2219'") == shape("'INV-7'") != shape("0.93") == shape("0.5")

@@ -296,7 +296,7 @@ def _children_index(run: Run) -> dict[str | None, list[Step]]:
 
 
 def _named(e: Evidence, name: str) -> Evidence:
-    return Evidence(e.step_id, e.suspicion, e.reason, name, e.sound, e.correction)
+    return Evidence(e.step_id, e.suspicion, e.reason, name, e.sound, e.correction, e.values)
 
 
 __all__ = [

@@ -11,7 +11,11 @@ counts what passing executions show as well and keeps only what tells failing fr
 same diagnosers on the step's counterparts (same agent, name and kind: `step_key`) in the agent's
 latest passing runs, at most `MAX_RUNS` runs and `MAX_STEPS` counterparts in each.  A finding of a
 rule that also fires on at least half of those counterparts (and on at least `MIN_SEEN` of them)
-keeps its sentence, says how often passing runs show it, and weighs nothing.  Nothing is learned
+keeps its sentence, says how often passing runs show it, and weighs nothing.  A finding about values
+(a model call stating values none of its inputs holds) is compared by the values' shapes (letters,
+digits and the rest, `shape`): it weighs nothing only when passing runs state values of each of its
+shapes ungrounded too.  A model that always states a confidence of its own (``0.93``) keeps the finding
+when it also states an identifier (``'CLM-2219'``) it was never given.  Nothing is learned
 from a finding no counterpart was seen for: without passing runs, the findings stand as they were.
 
 The counterparts are diagnosed in contexts of their own runs (graph, memo), without failures: a rule
@@ -20,6 +24,7 @@ that reads the failure's values never fires there, so its findings are never con
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -53,24 +58,25 @@ class Contrast:
     lexicon: Lexicon = ENGLISH
     _contexts: list[DiagnoseContext] | None = None
     _index: list[dict[StepKey, list[Step]]] = field(default_factory=list)
-    _fired: dict[StepKey, list[frozenset[str]]] = field(default_factory=dict)
+    _fired: dict[StepKey, list[dict[str, frozenset[str]]]] = field(default_factory=dict)
 
-    def counterparts(self, step: Step) -> list[frozenset[str]]:
-        """For each counterpart of ``step`` in the passing runs, the names of the diagnosers that suspect it."""
+    def counterparts(self, step: Step) -> list[dict[str, frozenset[str]]]:
+        """For each counterpart of ``step`` in the passing runs, the diagnosers that suspect it, each with
+        the shapes of the values its findings name."""
         key = step_key(step)
         got = self._fired.get(key)
         if got is None:
             got = self._fired[key] = self._diagnose(key)
         return got
 
-    def _diagnose(self, key: StepKey) -> list[frozenset[str]]:
+    def _diagnose(self, key: StepKey) -> list[dict[str, frozenset[str]]]:
         if self._contexts is None:
             latest = sorted(self.references, key=lambda r: r.start_ns)[-MAX_RUNS:]
             self._contexts = [
                 DiagnoseContext.build(r, diagnosers=dict(self.diagnosers), lexicon=self.lexicon) for r in latest
             ]
             self._index = [_by_key(r) for r in latest]
-        out: list[frozenset[str]] = []
+        out: list[dict[str, frozenset[str]]] = []
         for ctx, index in zip(self._contexts, self._index):
             for s in index.get(key, ())[:MAX_STEPS]:
                 out.append(_suspecting(s, ctx))
@@ -87,8 +93,10 @@ class Contrast:
         out = []
         for e in found:
             if e.suspicion > 0 and not e.sound:
-                fired = sum(1 for names in seen if e.diagnoser in names)
-                if fired * 2 >= len(seen):
+                fired = sum(1 for rules in seen if e.diagnoser in rules)
+                shapes = {shape(v) for v in e.values}
+                shown = set().union(*(rules.get(e.diagnoser, ()) for rules in seen)) if shapes else set()
+                if fired * 2 >= len(seen) and shapes <= shown:
                     e = Evidence(
                         e.step_id,
                         0.0,
@@ -109,17 +117,27 @@ def _by_key(run: Run) -> dict[StepKey, list[Step]]:
     return index
 
 
-def _suspecting(step: Step, ctx: DiagnoseContext) -> frozenset[str]:
-    """The diagnosers that find something wrong with a passing run's step (a rule that fails on it: none)."""
-    names = set()
+def _suspecting(step: Step, ctx: DiagnoseContext) -> dict[str, frozenset[str]]:
+    """The diagnosers that find something wrong with a passing run's step, each with the shapes of the values
+    its findings name (a rule that fails on the step: none)."""
+    rules: dict[str, set[str]] = {}
     for name, fn in ctx.diagnosers:
         try:
             for e in fn(step, ctx):
                 if e.suspicion > 0 and not e.sound:
-                    names.add(e.diagnoser or name)
+                    rules.setdefault(e.diagnoser or name, set()).update(shape(v) for v in e.values)
         except Exception:  # noqa: BLE001 - a rule that cannot read a passing step contrasts nothing
             continue
-    return frozenset(names)
+    return {k: frozenset(v) for k, v in rules.items()}
 
 
-__all__ = ["MAX_RUNS", "MAX_STEPS", "MIN_SEEN", "Contrast"]
+_RUNS = re.compile(r"[^\W\d_]+|\d+")
+
+
+def shape(value: str) -> str:
+    """A value's shape: each run of letters an ``a``, each run of digits a ``9``, the rest as written
+    (``'CLM-2219'`` and ``'INV-7'`` alike, ``0.93`` and ``0.5`` alike, a word and a name alike)."""
+    return _RUNS.sub(lambda m: "9" if m.group(0)[0].isdigit() else "a", value)
+
+
+__all__ = ["MAX_RUNS", "MAX_STEPS", "MIN_SEEN", "Contrast", "shape"]
