@@ -37,6 +37,9 @@ class Evidence:
     """True when the finding says an aspect of the step checked out."""
     correction: Any = None
     """A suggested corrected output, when the diagnoser can tell (replay uses it to verify candidates)."""
+    values: tuple[str, ...] = ()
+    """The values the finding is about, as written (the ones a model call stated that none of its inputs
+    holds): what the contrast with passing runs compares (`trajdebug.analysis.reference.Contrast`)."""
 
 
 @dataclass(frozen=True, slots=True)

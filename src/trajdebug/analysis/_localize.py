@@ -57,7 +57,7 @@ from trajdebug.analysis._sources import NAMING_FIELDS
 from trajdebug.analysis.diagnosers import DiagnoseContext, Diagnoser, registered_diagnosers
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
-from trajdebug.analysis.reference import Profile
+from trajdebug.analysis.reference import Contrast, Profile
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import VALUE_DEP_KINDS, Run
 
@@ -211,9 +211,12 @@ def collect_evidence(
     lineage: Lineage | None = None,
     profile: Profile | None = None,
     lexicon: Lexicon = ENGLISH,
+    references: Sequence[Run] = (),
 ) -> Ranking:
     """The evidence half of `localize` (same arguments): the failures' backward slice and the findings of
-    every evidence source about its steps, ready for `rank_steps` (no failures: nothing collected)."""
+    every evidence source about its steps, ready for `rank_steps` (no failures: nothing collected).
+    With ``references`` (the agent's passing runs), a diagnoser's finding that they show as often weighs
+    nothing (`trajdebug.analysis.reference.Contrast`)."""
     g = graph if graph is not None else DependencyGraph(run)
     if failures is None:
         from trajdebug.analysis._detect import detect
@@ -233,6 +236,8 @@ def collect_evidence(
         lexicon=lexicon,
     )
     ctx.lineage = lin
+    if references:
+        ctx.contrast = Contrast(references, ctx.diagnosers, lexicon)
     r = Ranking(run, g, ctx, lin, profile, fails, w, lexicon)
     if fails:
         r.collect(budget)

@@ -135,6 +135,7 @@ def collect_evidence(state: AnalysisState) -> AnalysisState:
         lineage=state.lineage,
         profile=state.profile,
         lexicon=opts.lexicon,
+        references=state.references,
     )
     return replace(state, ranking=ranking)
 

@@ -79,6 +79,9 @@ class DiagnoseContext:
     """The run's value lineage (`trajdebug.analysis.lineage.Lineage`), when the localizer built one."""
     lexicon: Lexicon = ENGLISH
     """The words and phrases the diagnosers read (`trajdebug.analysis.lexicon`)."""
+    contrast: Any = None
+    """The agent's passing runs, to weigh findings they show as often at nothing
+    (`trajdebug.analysis.reference.Contrast`), when the analysis has references."""
     _verdicts: dict[str, Verdict] = field(default_factory=dict)
     _texts: dict[str, str] = field(default_factory=dict)
     _flags: dict[str, bool] = field(default_factory=dict)
@@ -123,14 +126,16 @@ class DiagnoseContext:
         if v is None:
             self.diagnosed += 1
             step = self.graph.steps[step_id]
-            found: list[Evidence] = list(self.extra.get(step_id, ()))
+            found: list[Evidence] = []
             summarized = _summarized(step.input) or _summarized(step.output)
             for name, fn in self.diagnosers:
                 if summarized and name not in SUMMARY_SAFE and not getattr(fn, "reads_summaries", False):
                     continue  # recorded in summary mode: a rule that reads content has nothing to read
                 for e in fn(step, self):
                     found.append(e if e.diagnoser else _named(e, name))
-            v = self._verdicts[step_id] = fold(step_id, found)
+            if self.contrast is not None and found:
+                found = self.contrast.apply(step, found)
+            v = self._verdicts[step_id] = fold(step_id, [*self.extra.get(step_id, ()), *found])
         return v
 
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:
@@ -291,7 +296,7 @@ def _children_index(run: Run) -> dict[str | None, list[Step]]:
 
 
 def _named(e: Evidence, name: str) -> Evidence:
-    return Evidence(e.step_id, e.suspicion, e.reason, name, e.sound, e.correction)
+    return Evidence(e.step_id, e.suspicion, e.reason, name, e.sound, e.correction, e.values)
 
 
 __all__ = [

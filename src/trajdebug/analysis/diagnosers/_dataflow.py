@@ -329,6 +329,7 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             0.05 + 0.2 * frac,
             f"wrote {', '.join(missing[:3])}, found in none of its inputs",
             "state-values",
+            values=tuple(missing),
         )
     elif checked:
         yield Evidence(

@@ -307,6 +307,7 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             0.15 + 0.4 * frac,
             f"states {', '.join(missing[:3])}, found in none of its inputs",
             "llm-output",
+            values=tuple(missing),
         )
     elif checked and not unsure:
         yield Evidence(

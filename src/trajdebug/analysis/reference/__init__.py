@@ -3,11 +3,13 @@
 `references` picks the passing runs of the same agent from a source; `learn`
 turns them into a `Profile` of likely invariants per step; `violations` reads
 a failing step's breaches of them as evidence; `spectrum` scores the failing
-run's steps by how rarely passing runs executed them (Ochiai).
+run's steps by how rarely passing runs executed them (Ochiai); `Contrast` weighs at nothing a
+diagnoser's finding that passing runs show as often.
 """
 
 from __future__ import annotations
 
+from trajdebug.analysis.reference._contrast import Contrast
 from trajdebug.analysis.reference._invariants import (
     MIN_SUPPORT,
     Profile,
@@ -25,6 +27,7 @@ from trajdebug.analysis.reference._siblings import sibling_profiles
 
 
 __all__ = [
+    "Contrast",
     "MAX_REFERENCES",
     "MIN_SUPPORT",
     "Profile",
