@@ -299,9 +299,9 @@ class Lineage:
         return out
 
     def inherited_edges(self, deps: dict[str, list[Dependency]], factor: float = 0.8) -> dict[str, list[Dependency]]:
-        """Edges from a step given a number no earlier step produced to what its enclosing step depends on.
+        """Edges from a tool given a number no earlier step produced to what its enclosing step depends on.
 
-        An argument computed in the code between two recorded steps (a total a graph
+        A tool's argument computed in the code between two recorded steps (a total a graph
         node worked out from the state it read, then handed to its tool) has no
         producer of its own: it came from what the enclosing step read.  ``deps``:
         every step's dependencies so far (recorded and inferred), by step id; the
@@ -310,7 +310,10 @@ class Lineage:
         out: dict[str, list[Dependency]] = {}
         for i, s in enumerate(self.steps):
             up = deps.get(s.parent_id or "", [])
-            if not up or not any(self._unproduced(a, i) for a in self.views[s.step_id].inputs):
+            if not up or s.kind not in ("tool", "retrieval") or not isinstance(s.input, dict):
+                continue
+            args = {str(k) for k, v in s.input.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            if not any(a.field in args and self._unproduced(a, i) for a in self.views[s.step_id].inputs):
                 continue
             start = self.pos[s.parent_id or ""]
             inherited = [
