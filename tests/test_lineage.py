@@ -465,7 +465,7 @@ class TestReadsTheRecordingMissed:
 
     def test_an_output_nobody_consumed_links_to_the_computation_that_returned_more_than_it_was_given(self) -> None:
         """An OTLP-style run whose `build_bids` span recorded only the markup as input, yet returned one bid per
-        forecast block: the forecast no step consumed is linked to it by a state edge and reaches the failing
+        forecast block: the forecast no step consumed is linked to it by a data edge and reaches the failing
         check."""
         from trajdebug.core.model import ErrorInfo
 
@@ -484,7 +484,7 @@ class TestReadsTheRecordingMissed:
             ),
         )
         edges = Lineage(run).unread_edges(consumed={"llm", "parse", "build"})
-        assert [(d.step_id, d.kind) for d in edges["build"]] == [("fc", "state")]
+        assert [(d.step_id, d.kind) for d in edges["build"]] == [("fc", "data")]
         assert "fc" in self._slice(run)
 
     def test_a_number_computed_in_the_enclosing_step_links_to_what_that_step_read(self) -> None:

@@ -26,7 +26,7 @@ Unread outputs.  A recorder may carry only part of what a step read (an OTLP
 span whose ``input.value`` holds one argument of several, a function reading
 a closure or a program variable): `unread_edges` links the outputs no step
 consumed to the next local computation, under the same enclosing step, that
-returned more values than it was given, as ``inferred`` state edges.
+returned more values than it was given, as ``inferred`` data edges.
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ class Lineage:
 
 
     def unread_edges(self, consumed: set[str], confidence: float = 0.4) -> dict[str, list[Dependency]]:
-        """Inferred state edges from outputs no step consumed to the computation that must have read them.
+        """Inferred data edges from outputs no step consumed to the computation that must have read them.
 
         A value a program computed and nobody used is rare; a local computation
         (not a model, tool, retrieval or enclosing step, which bring values in from
@@ -265,7 +265,9 @@ class Lineage:
                 read = [p for p in waiting if p.end_ns is not None and p.end_ns <= s.start_ns]
                 read = [p for p in read if not self._passed_whole(p.step_id, s.step_id)]
                 if read:
-                    out[s.step_id] = [Dependency(p.step_id, "state", "inferred", confidence, "unread output") for p in read]
+                    # A data edge, not a state one: nothing says the value was stored (a state
+                    # write whose readers never saw its values would read as a bad write).
+                    out[s.step_id] = [Dependency(p.step_id, "data", "inferred", confidence, "unread output") for p in read]
                     pending[s.parent_id] = [p for p in waiting if p not in read]
             if s.step_id not in consumed and s.kind != "agent" and self.views[s.step_id].outputs:
                 pending[s.parent_id].append(s)
