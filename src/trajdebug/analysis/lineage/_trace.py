@@ -262,15 +262,17 @@ class Lineage:
         for s in self.steps:
             waiting = pending.setdefault(s.parent_id, [])
             if waiting and s.kind not in _FROM_OUTSIDE and self._reads_more(s.step_id):
-                read = [p for p in waiting if p.end_ns is not None and p.end_ns <= s.start_ns]
-                read = [p for p in read if not self._passed_whole(p.step_id, s.step_id)]
+                done = [p for p in waiting if p.end_ns is not None and p.end_ns <= s.start_ns]
+                read = [p for p in done if not self._passed_whole(p.step_id, s.step_id)]
                 if read:
                     # A data edge, not a state one: nothing says the value was stored (a state
                     # write whose readers never saw its values would read as a bad write).
                     out[s.step_id] = [Dependency(p.step_id, "data", "inferred", confidence, "unread output") for p in read]
-                    pending[s.parent_id] = [p for p in waiting if p not in read]
+                gone = {p.step_id for p in done}
+                pending[s.parent_id] = [p for p in waiting if p.step_id not in gone]
             if s.step_id not in consumed and s.kind != "agent" and self.views[s.step_id].outputs:
-                pending[s.parent_id].append(s)
+                # The latest 64 only: a long loop's unread outputs must not make this quadratic.
+                pending[s.parent_id] = [*pending[s.parent_id][-63:], s]
         return out
 
     def empty_edges(self, confidence: float = 0.5) -> dict[str, list[Dependency]]:
