@@ -19,10 +19,10 @@ failing step's backward slice over the edges the analysis used.
 Suites: ``suite_dev`` (a development suite: its misses are studied),
 ``suite_a`` (held out when written, then studied: a development suite now),
 ``suite_d`` (written blind like the held-out suites, for study: a development suite),
-``suite_b``, ``suite_c``, ``suite_e``, ``suite_f`` and ``suite_g`` (written blind on the real
+``suite_b``, ``suite_c``, ``suite_e``, ``suite_f``, ``suite_g`` and ``suite_h`` (written blind on the real
 frameworks, each scored once held out, then trained on by the learned ranker since 2026-12-02:
-development suites now).  ``suite_h``, written blind after them, is the held-out measure
-(`benchmarks.corpus.HELD_OUT` refuses it).  See ``STATUS``.
+development suites now; suite_h's misses were studied too).  ``suite_i``, written blind after them, is the
+held-out measure (`benchmarks.corpus.HELD_OUT` refuses it).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_h": "held out (written blind, the fresh measure; never trained on: benchmarks.corpus.HELD_OUT; scored once 2026-12-02, benchmarks/heldout/suite_h/SCORED.json)",
+    "suite_i": "held out (written blind, the fresh measure; never trained on: benchmarks.corpus.HELD_OUT)",
+    "suite_h": "development (scored once held out on 2026-12-02; its misses studied and trained on since 2026-12-02)",
     "suite_g": "development (scored once held out on 2026-12-02; trained on since 2026-12-02)",
     "suite_f": "development (scored once held out on 2026-12-02, then its guided-search misses were studied; "
     "trained on since 2026-12-02)",
@@ -237,7 +238,7 @@ def score_case(case_dir: Path, truth: dict[str, Any], setting: str, model: str |
 
 
 def run_blind(
-    suites: Iterable[str] = ("suite_g", "suite_f", "suite_e", "suite_c", "suite_b", "suite_a", "suite_d", "suite_dev"),
+    suites: Iterable[str] = ("suite_h", "suite_g", "suite_f", "suite_e", "suite_c", "suite_b", "suite_a", "suite_d", "suite_dev"),
     *,
     workdir: Path | None = None,
     progress: Callable[[str], None] = print,

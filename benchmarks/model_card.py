@@ -26,6 +26,7 @@ SOURCES = [
             ("suite_e", "; scored once held out, trained on since 2026-12-02"),
             ("suite_f", "; scored once held out, trained on since 2026-12-02"),
             ("suite_g", "; scored once held out, trained on since 2026-12-02"),
+            ("suite_h", "; scored once held out, its misses studied and trained on since 2026-12-02"),
         )
     ],
 ]
@@ -189,7 +190,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         lines.append(f"| {name} | {what} | {route} | {lic} | {meta['cases'].get(name, 0)} |")
     lines += [
         "",
-        f"{meta['steps']} ranked steps in all. Never used: the held-out suite suite_h, written blind as the fresh",
+        f"{meta['steps']} ranked steps in all. Never used: the held-out suite suite_i, written blind as the fresh",
         "measure (`benchmarks.corpus.HELD_OUT` refuses it). A case is a failed run whose root-cause step is known; each",
         "blind-suite case counts twice (alone, and with its agent's passing runs as references).",
         "Who&When's truth is the step of its `mistake_step` message; tau's is every step of the annotated",
@@ -205,7 +206,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
             [
                 "The same, on the framework suites only (the blind suites written on LangGraph, the OpenAI Agents",
                 "SDK, OpenInference/OTLP and the SDK): the number that predicts a fresh blind suite, and the one",
-                "every recipe choice below was judged on (never suite_h).",
+                "every recipe choice below was judged on (never suite_i).",
                 "",
                 *framework_lines(res),
                 "",
@@ -337,7 +338,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b, c, e, f and g included since 2026-12-02 (never suite_h, the held-out one). Every number is on cases the scoring model never saw;",
+        "suites, b, c, e, f, g and h included since 2026-12-02 (never suite_i, the held-out one). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",

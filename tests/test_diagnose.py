@@ -701,3 +701,23 @@ class TestSymptoms:
             ),
         )
         assert _verdict(run, "a").suspicion < 0.1
+
+
+class TestDelegatedResult:
+    def _loop(self, last_supplier: str) -> Run:
+        lines = [{"sku": "A1", "supplier": "NORDFAB"}, {"sku": "C3", "supplier": "LUMEN"}]
+        return _run(
+            Step("node", "draft_orders", "agent", output={"lines": lines}, start_ns=0, end_ns=9),
+            Step("p1", "parse_reply", "parse", parent_id="node", output={"supplier": "NORDFAB"}, start_ns=1, end_ns=2),
+            Step("p2", "parse_reply", "parse", parent_id="node", output={"supplier": last_supplier}, start_ns=3, end_ns=4),
+        )
+
+    def test_a_loop_returning_one_record_per_child_does_not_contradict_its_last_child(self) -> None:
+        """An enclosing step that returns one record per iteration (first NORDFAB, then LUMEN) holds what its last
+        child produced among its records: no sub-agent contradiction, though its first record differs."""
+        assert _from(_verdict(self._loop("LUMEN"), "node"), "sub-agent") == []
+
+    def test_an_enclosing_step_returning_a_value_none_of_its_records_holds_still_contradicts(self) -> None:
+        """When no record of the enclosing step's output holds the last child's value, it still contradicts it."""
+        ev = _from(_verdict(self._loop("KARLSSON"), "node"), "sub-agent")
+        assert ev and "KARLSSON" in ev[0].reason

@@ -513,3 +513,38 @@ class TestLangGraphNodes:
         plain_node = next(s for s in run.steps if s.name == "note")
         assert set(plain_node.input) == {"messages", "customer", "notes"}  # reads unknown: the whole state
         assert plain_node.output == {"notes": "done"}
+
+    def test_a_node_that_hands_its_tool_a_number_it_computed_keeps_the_whole_state_as_input(self) -> None:
+        """A node that works a total out of two state keys and hands it to a tool records every state key as
+        its input: the tool received `cap` whole, but the total came from `levels` and `demand`, which no
+        sub-step received (recorded as `cap` alone, the node hid where the total came from)."""
+        from typing import TypedDict
+
+        from langgraph.graph import END, START, StateGraph
+
+        class State(TypedDict):
+            levels: dict[str, int]
+            demand: dict[str, int]
+            cap: float
+
+        @tool
+        def hold_budget(amount: float, cap: float) -> dict[str, Any]:
+            """Reserve a budget."""
+            return {"held": amount <= cap}
+
+        def reserve(state: State) -> dict[str, Any]:
+            amount = sum(state["demand"][k] - state["levels"][k] for k in state["levels"]) * 2.5
+            hold_budget.invoke({"amount": amount, "cap": state["cap"]})
+            return {}
+
+        graph = StateGraph(State)
+        graph.add_node("reserve", reserve)
+        graph.add_edge(START, "reserve")
+        graph.add_edge("reserve", END)
+        tracer = TrajdebugTracer()
+        graph.compile().invoke(
+            {"levels": {"A": 75, "B": 40}, "demand": {"A": 260, "B": 220}, "cap": 900.0},
+            config={"callbacks": [tracer]},
+        )
+        node = next(s for s in tracer.to_run().steps if s.name == "reserve")
+        assert set(node.input) == {"levels", "demand", "cap"}

@@ -431,3 +431,76 @@ class TestWholeWords:
         assert _anomalies._count(text, "s:" + raw) == len(re.findall(pattern, text))
         found = len(raw) >= 3 and re.search(pattern, text) is not None
         assert _anomalies._mentioned(text, {"s:" + raw}) == ({"s:" + raw} if found else set())
+
+
+class TestReadsTheRecordingMissed:
+    """Edges for values that flowed where the recording did not show them (suite H's off-path roots)."""
+
+    @staticmethod
+    def _slice(run: Run) -> set[str]:
+        """The failures' backward slice over the edges the analysis used (the steps a search can reach)."""
+        from trajdebug.analysis import analyze
+        from trajdebug.core.graph import DependencyGraph
+
+        a = analyze(run, top=50)
+        return DependencyGraph(a.run).backward_slice([f.step_id for f in a.failures])
+
+    def test_a_field_left_empty_links_to_the_step_whose_output_left_it_empty(self) -> None:
+        """A tool given `reservation=""` depends on the latest earlier step whose output left `reservation`
+        empty (a plan that skipped the budget step), and that step is ranked: empty values are no indexed
+        values, so no value edge could find it."""
+        from trajdebug.core.model import ErrorInfo
+
+        run = _run(
+            _s("plan", "plan_purchasing", "other", 0, {"task": "restock"}, {"plan": ["order"], "reservation": ""}),
+            _s("draft", "draft_orders", "tool", 10, {"sku": "SKU-17"}, {"sku": "SKU-17", "qty": 200}),
+            _s(
+                "po", "submit_po", "tool", 20, {"sku": "SKU-17", "qty": 200, "reservation": ""}, None,
+                status="error", error=ErrorInfo("ServiceError", "purchase order for SKU-17 has no budget reservation"),
+            ),
+        )
+        edges = Lineage(run).empty_edges()
+        assert [(d.step_id, d.key) for d in edges["po"]] == [("plan", "empty:reservation")]
+        assert "plan" in self._slice(run)
+
+    def test_an_output_nobody_consumed_links_to_the_computation_that_returned_more_than_it_was_given(self) -> None:
+        """An OTLP-style run whose `build_bids` span recorded only the markup as input, yet returned one bid per
+        forecast block: the forecast no step consumed is linked to it by a data edge and reaches the failing
+        check."""
+        from trajdebug.core.model import ErrorInfo
+
+        forecast = {"mw": {"wind": [30.0, 35.0, 41.0], "solar": [8.0, 8000.0, 6.0]}}
+        bids = [{"block": 0, "mw": 38.0, "limit": 59.68}, {"block": 1, "mw": 8035.0, "limit": 75.84},
+                {"block": 2, "mw": 47.0, "limit": 82.19}]
+        run = _run(
+            _s("root", "desk", "agent", 0, {"task": "bid"}, None),
+            _s("fc", "normalize_forecast", "other", 1, {"raw": "wind,solar"}, forecast, parent_id="root"),
+            _s("llm", "ChatCompletion", "llm", 3, "markup?", "Use a markup 4%", parent_id="root"),
+            _s("parse", "parse_strategy", "other", 5, "Use a markup 4%", {"markup": 0.04}, "llm", parent_id="root"),
+            _s("build", "build_bids", "other", 7, {"markup": 0.04}, bids, "parse", parent_id="root"),
+            _s(
+                "risk", "risk_check", "condition", 9, bids, None, "build", parent_id="root",
+                status="error", error=ErrorInfo("RiskLimitBreached", "block 1: offered 8,035.0 MW exceeds 180 MW"),
+            ),
+        )
+        edges = Lineage(run).unread_edges(consumed={"llm", "parse", "build"})
+        assert [(d.step_id, d.kind) for d in edges["build"]] == [("fc", "data")]
+        assert "fc" in self._slice(run)
+
+    def test_a_number_computed_in_the_enclosing_step_links_to_what_that_step_read(self) -> None:
+        """A graph node's tool given `amount=2780.5`, which no step produced (the node summed it from the state),
+        depends on what the node read: the stock scan whose short count made the total, which is ranked."""
+        from trajdebug.core.model import ErrorInfo
+
+        run = _run(
+            _s("scan", "stock_level", "tool", 0, {"sku": "SKU-C3"}, {"sku": "SKU-C3", "on_hand": 410}),
+            _s("node", "reserve_budget", "agent", 10, {"levels": {"SKU-C3": 410}, "cap": 2700.0}, {}, "scan"),
+            _s(
+                "hold", "hold_budget", "tool", 11, {"amount": 2780.5, "cap": 2700.0}, None, parent_id="node",
+                status="error", error=ErrorInfo("ServiceError", "requested 2780.50 EUR exceeds the allowance 2700.00 EUR"),
+            ),
+        )
+        lin = Lineage(run)
+        edges = lin.inherited_edges({s.step_id: list(s.deps) for s in run.steps})
+        assert [d.step_id for d in edges["hold"]] == ["scan"]
+        assert "scan" in self._slice(run)

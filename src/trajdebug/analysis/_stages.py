@@ -218,8 +218,18 @@ def _chain_origins(
 
 
 def with_value_edges(run: Run, lineage: Lineage) -> Run:
-    """The run with the lineage's value edges added where no edge joins the two steps yet."""
+    """The run with the lineage's value edges added where no edge joins the two steps yet: shared values,
+    fields left empty under one name, outputs no step consumed read by the computation after them, and
+    numbers computed in an enclosing step's code traced to what that step read (`Lineage`)."""
     edges = lineage.value_edges()
+    for sid, deps in lineage.empty_edges().items():
+        edges.setdefault(sid, []).extend(deps)
+    consumed = {d.step_id for s in run.steps for d in s.deps} | {d.step_id for ds in edges.values() for d in ds}
+    for sid, deps in lineage.unread_edges(consumed).items():
+        edges.setdefault(sid, []).extend(deps)
+    every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
+    for sid, deps in lineage.inherited_edges(every).items():
+        edges.setdefault(sid, []).extend(deps)
     if not edges:
         return run
     steps = []

@@ -43,7 +43,7 @@ from __future__ import annotations
 import itertools
 import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -149,6 +149,26 @@ def _contains(haystack: Any, needle: Any, depth: int = 0) -> bool:
     return False
 
 
+def _numbers(value: Any, depth: int = 0) -> Iterator[float]:
+    """The numbers of a structured value (not those written inside its text)."""
+    if isinstance(value, bool) or depth > 6:
+        return
+    if isinstance(value, (int, float)):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _numbers(v, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value[:200]:
+            yield from _numbers(v, depth + 1)
+
+
+def _computed(given: Any, state: Mapping[str, Any]) -> bool:
+    """Whether a sub-step was given a number that no state value holds (the node computed it)."""
+    held = set(_numbers(list(state.values())))
+    return any(n not in held for n in _numbers(given))
+
+
 def _node_input(
     r: LCRun, state: dict[str, Any], attrs: dict[str, Any], given: Callable[[LCRun], Any]
 ) -> dict[str, Any]:
@@ -157,8 +177,9 @@ def _node_input(
     LangGraph hands every node the whole state, and the node returns an update of the keys it
     wrote.  Recorded as given, every node "was given" every key and "did not pass it on".  A key
     counts as read when one of the node's sub-steps (its model call, its tools) received the key's
-    value whole; a node with no sub-step that received any (plain Python) keeps the whole state,
-    since what it read cannot be seen from outside.  ``given`` is what a sub-step received, in
+    value whole; a node with no sub-step that received any (plain Python), or with a sub-step given
+    a number it computed (no state value holds it), keeps the whole state, since what it read
+    cannot be seen from outside.  ``given`` is what a sub-step received, in
     the form its step records (a model call's messages in the chat convention).
     """
     attrs["langgraph.node"] = r.name
@@ -170,7 +191,9 @@ def _node_input(
         inputs.append(given(child))
         stack.extend(child.child_runs)
     read = [k for k, v in state.items() if v not in (None, "", [], {}) and any(_contains(i, v) for i in inputs)]
-    if not read:
+    if not read or any(_computed(i, state) for i in inputs):
+        # A sub-step given a number the state does not hold got it computed from keys it read in
+        # part (a total over two of them): which ones cannot be seen, so the node keeps them all.
         return state
     attrs["state_reads"] = read
     return {k: state[k] for k in read}

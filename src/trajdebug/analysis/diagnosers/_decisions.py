@@ -263,11 +263,16 @@ def delegated_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     mine = content.keyed_values(step.output)
     latest = [(c, content.keyed_values(c.output)) for c in reversed(kids)]
+    every: dict[str, list[Any]] = {}
+    for path, leaf in content.leaves(step.output):
+        every.setdefault(path.rsplit(".", 1)[-1].split("[", 1)[0], []).append(leaf)
     for k, v in mine.items():
         if isinstance(v, bool) or k in GENERIC_FIELDS:
             continue  # (an envelope's content, a status: not a value a child worked out)
         # The child that worked the value out last is the one to agree with.
         c, w = next(((c, t[k]) for c, t in latest if k in t), (None, None))
+        if w in every.get(k, ()):
+            continue  # a loop's records, one per child: the last child's is among them
         if c is not None and w is not None and type(v) is type(w) and v != w:
             yield Evidence(
                 step.step_id,

@@ -21,6 +21,12 @@ Value edges.  Identity tracking at record time cannot follow small values
 links each step to the latest earlier step whose output held a value its input
 holds, as an ``inferred`` data edge whose confidence grows with how rare the
 value is in the run.
+
+Unread outputs.  A recorder may carry only part of what a step read (an OTLP
+span whose ``input.value`` holds one argument of several, a function reading
+a closure or a program variable): `unread_edges` links the outputs no step
+consumed to the next local computation, under the same enclosing step, that
+returned more values than it was given, as ``inferred`` data edges.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view
+from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view, trivial
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import Atom, atoms
 
@@ -238,6 +244,124 @@ class Lineage:
             if deps:
                 out[s.step_id] = deps
         return out
+
+
+    def unread_edges(self, consumed: set[str], confidence: float = 0.4) -> dict[str, list[Dependency]]:
+        """Inferred data edges from outputs no step consumed to the computation that must have read them.
+
+        A value a program computed and nobody used is rare; a local computation
+        (not a model, tool, retrieval or enclosing step, which bring values in from
+        outside) whose output holds more values it was not given than its input
+        holds at all read something its recorded input does not show.  Each
+        output of a sibling under the same enclosing step that ended before it
+        started, that no edge consumed and no step in between was given whole,
+        is linked to the first such step.
+        """
+        out: dict[str, list[Dependency]] = {}
+        pending: dict[str | None, list[Step]] = {}
+        for s in self.steps:
+            waiting = pending.setdefault(s.parent_id, [])
+            if waiting and s.kind not in _FROM_OUTSIDE and self._reads_more(s.step_id):
+                done = [p for p in waiting if p.end_ns is not None and p.end_ns <= s.start_ns]
+                read = [p for p in done if not self._passed_whole(p.step_id, s.step_id)]
+                if read:
+                    # A data edge, not a state one: nothing says the value was stored (a state
+                    # write whose readers never saw its values would read as a bad write).
+                    out[s.step_id] = [Dependency(p.step_id, "data", "inferred", confidence, "unread output") for p in read]
+                gone = {p.step_id for p in done}
+                pending[s.parent_id] = [p for p in waiting if p.step_id not in gone]
+            if s.step_id not in consumed and s.kind != "agent" and self.views[s.step_id].outputs:
+                # The latest 64 only: a long loop's unread outputs must not make this quadratic.
+                pending[s.parent_id] = [*pending[s.parent_id][-63:], s]
+        return out
+
+    def empty_edges(self, confidence: float = 0.5) -> dict[str, list[Dependency]]:
+        """Inferred data edges from the latest earlier step whose output left a field empty that a step's input
+        holds empty under the same name.
+
+        Empty values (``""``, ``null``, ``[]``, ``{}``) are too common to index as
+        values, but a missing value is often what fails a run ("no budget
+        reservation"): the field's name says where it came from.  Only top-level
+        fields of mapping inputs and outputs; an enclosing step counts (a graph node
+        returns the state update it wrote), but never for its own descendants.
+        """
+        out: dict[str, list[Dependency]] = {}
+        parent = {s.step_id: s.parent_id for s in self.steps}
+        latest: dict[str, Step] = {}
+        for s in self.steps:
+            ancestors = _ancestors(s.step_id, parent)
+            deps: dict[str, Dependency] = {}
+            for k, v in s.input.items() if isinstance(s.input, dict) else ():
+                p = latest.get(str(k)) if _empty(v) else None
+                if p is not None and p.step_id not in ancestors and p.end_ns is not None and p.end_ns <= s.start_ns:
+                    deps.setdefault(p.step_id, Dependency(p.step_id, "data", "inferred", confidence, f"empty:{k}"))
+            if deps:
+                out[s.step_id] = list(deps.values())
+            for k, v in s.output.items() if isinstance(s.output, dict) else ():
+                if _empty(v):
+                    latest[str(k)] = s
+        return out
+
+    def inherited_edges(self, deps: dict[str, list[Dependency]], factor: float = 0.8) -> dict[str, list[Dependency]]:
+        """Edges from a tool given a number no earlier step produced to what its enclosing step depends on.
+
+        A tool's argument computed in the code between two recorded steps (a total a graph
+        node worked out from the state it read, then handed to its tool) has no
+        producer of its own: it came from what the enclosing step read.  ``deps``:
+        every step's dependencies so far (recorded and inferred), by step id; the
+        enclosing step's own descendants are left out (it holds what they made).
+        """
+        out: dict[str, list[Dependency]] = {}
+        for i, s in enumerate(self.steps):
+            up = deps.get(s.parent_id or "", [])
+            if not up or s.kind not in ("tool", "retrieval") or not isinstance(s.input, dict):
+                continue
+            args = {str(k) for k, v in s.input.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            if not any(a.field in args and self._unproduced(a, i) for a in self.views[s.step_id].inputs):
+                continue
+            start = self.pos[s.parent_id or ""]
+            inherited = [
+                Dependency(d.step_id, d.kind, "inferred", round(d.confidence * factor, 3), "computed in the enclosing step")
+                for d in up
+                if d.step_id in self.pos and self.pos[d.step_id] < start
+            ]
+            if inherited:
+                out[s.step_id] = inherited
+        return out
+
+    def _unproduced(self, atom: Atom, before: int) -> bool:
+        if atom.kind != "number" or atom.field is None or trivial(atom):
+            return False
+        return bisect.bisect_left(self._holders.get(atom.key, ()), before) == 0
+
+    def _passed_whole(self, step_id: str, until: str, window: int = 200) -> bool:
+        """Whether a step between ``step_id`` and ``until`` was given every value of its output (it was
+        read, whatever step content inference credited the values to)."""
+        keys = self.views[step_id].out_keys
+        lo, hi = self.pos[step_id] + 1, min(self.pos[until], self.pos[step_id] + window)
+        return any(keys <= self.views[t.step_id].in_keys for t in self.steps[lo:hi])
+
+    def _reads_more(self, step_id: str) -> bool:
+        v = self.views[step_id]
+        new = {a.key for a in v.outputs if not v.given(a)}
+        return len(new) >= 2 and len(new) > len({a.key for a in v.inputs})
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, list, dict)) and not value)
+
+
+def _ancestors(step_id: str, parent: dict[str, str | None]) -> set[str]:
+    out: set[str] = set()
+    cur = parent.get(step_id)
+    while cur is not None and cur not in out and len(out) < 64:
+        out.add(cur)
+        cur = parent.get(cur)
+    return out
+
+
+_FROM_OUTSIDE = frozenset({"llm", "tool", "retrieval", "agent", "input"})
+"""Step kinds whose output may hold values they were not given without having read them in the program."""
 
 
 @dataclass(frozen=True, slots=True)
