@@ -33,7 +33,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     monkeypatch.setenv("TRAJDEBUG_STORE", str(tmp_path / "trajdebug.db"))
     monkeypatch.delenv("TRAJDEBUG", raising=False)
     monkeypatch.delenv("TRAJDEBUG_SINK", raising=False)
-    saved = {k: getattr(trajdebug.record.CONFIG, k) for k in trajdebug.record.Config.__slots__ if k != "extra"}
+    saved = {k: getattr(trajdebug.record.CONFIG, k) for k in trajdebug.record.config.SETTINGS if k != "extra"}
     yield
     from trajdebug.record import context
 

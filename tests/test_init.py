@@ -1,8 +1,9 @@
-"""The package's start-up: every public name resolves, and ``import trajdebug`` loads only the recorder."""
+"""The package's start-up: every public name resolves, and ``import trajdebug`` loads only the step and its decorator."""
 
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -44,18 +45,86 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     assert not hasattr(trajdebug.record, "no_such_name")
 
 
-def test_import_loads_neither_readers_nor_store_nor_analysis() -> None:
-    """``import trajdebug`` imports the recorder only: not the analysis, the readers, the store or values."""
-    out = _fresh("import sys, trajdebug\nprint(' '.join(sorted(sys.modules)))").split()
-    for absent in (
-        "trajdebug.analysis",
-        "trajdebug.core.jsonl",
-        "trajdebug.sources.load",
-        "trajdebug.store",
-        "trajdebug.core.values",
-    ):
-        assert absent not in out
-    assert "trajdebug.record.runs" in out and "trajdebug.record.recorder" in out
+DEFERRED = (
+    "sqlite3",
+    "orjson",
+    "json",
+    "logging",
+    "typing",
+    "dataclasses",
+    "inspect",
+    "pathlib",
+    "threading",
+    "uuid",
+    "trajdebug.core.model",
+    "trajdebug.core.schema",
+    "trajdebug.core.codec",
+    "trajdebug.core.redaction",
+    "trajdebug.core.jsonl",
+    "trajdebug.core.values",
+    "trajdebug.record.runs",
+    "trajdebug.record.writer",
+    "trajdebug.record.sinks",
+    "trajdebug.record.snapshot",
+    "trajdebug.record.exceptions",
+    "trajdebug.record.timeouts",
+    "trajdebug.analysis",
+    "trajdebug.sources.load",
+    "trajdebug.store",
+)
+"""What ``import trajdebug`` and decorating a function leave for the first run (or first use)."""
+
+
+def test_import_and_decorating_load_only_the_step_and_its_decorator() -> None:
+    """``import trajdebug``, decorating a function at import time, calling it and a ``with trajdebug.step``
+    block with no run active load none of `DEFERRED`: not the run, the writer, the sinks, the codec or the
+    model, nor sqlite3, orjson, logging, typing, dataclasses or inspect."""
+    code = (
+        "import sys, trajdebug\n"
+        "@trajdebug.step(kind='tool')\n"
+        "def f(x): return x + 1\n"
+        "@trajdebug.step\n"
+        "async def g(): pass\n"
+        "with trajdebug.step('s', kind='parse') as s: s.output = [1]\n"
+        "assert f(1) == 2\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = _fresh(code).split()
+    assert "trajdebug.record.recorder" in out
+    assert [m for m in DEFERRED if m in out] == []
+
+
+def test_the_first_decorated_call_in_a_run_records_it(tmp_path: Path) -> None:
+    """A function decorated before anything was loaded, called once inside ``trajdebug.run(path=...)`` in a
+    fresh process, is in the run's file with its bound input and its output (the deferred modules load then)."""
+    path = tmp_path / "r.jsonl"
+    code = (
+        "import sys, trajdebug\n"
+        "@trajdebug.step(kind='tool')\n"
+        "def f(x, *, y=0): return {'sum': x + y}\n"
+        f"with trajdebug.run('t', path={str(path)!r}):\n"
+        "    f(1, y=2)\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = _fresh(code).split()
+    steps = [r for r in map(json.loads, path.read_text().splitlines()) if r["t"] == "step"]
+    assert [(r["name"], r["kind"], r["input"], r["output"]) for r in steps] == [
+        ("f", "tool", {"x": 1, "y": 2}, {"sum": 3})
+    ]
+    assert "trajdebug.record.runs" in out and "orjson" in out
+
+
+def test_a_decorated_call_with_no_run_runs_the_function_unrecorded() -> None:
+    """A decorated function called with no run active returns its value (a generator its items), in a fresh process."""
+    code = (
+        "import trajdebug\n"
+        "@trajdebug.step\n"
+        "def f(x): return x * 2\n"
+        "@trajdebug.step(kind='retrieval')\n"
+        "def g(n): yield from range(n)\n"
+        "print(f(21), list(g(3)), trajdebug.current_run(), trajdebug.current_step())\n"
+    )
+    assert _fresh(code).strip() == "42 [0, 1, 2] None None"
 
 
 def test_a_run_records_with_only_the_eager_modules() -> None:
@@ -76,7 +145,7 @@ def _lazy_tables() -> list[tuple[str, str, str, str]]:
     """(package, public name, module that holds it, its name there) of both lazy tables."""
     out = [("trajdebug", name, mod, attr) for name, (mod, attr) in trajdebug._LAZY.items()]
     # A public name the table does not list is the recorder's, imported from `trajdebug.record`.
-    eager = {"StepHandle", "StopRun", "current_run", "current_step", "step", "RunHandle", "run"}
+    eager = {"StepHandle", "StopRun", "current_run", "current_step", "step"}
     rest = [n for n in trajdebug.__all__ if n not in trajdebug._LAZY and n not in eager]
     out += [("trajdebug", name, "trajdebug.record", name) for name in rest]
     out += [("trajdebug.record", name, mod, name) for name, mod in trajdebug.record._WHERE.items()]

@@ -516,6 +516,14 @@ class TestProcesses:
 
 
 class TestKinds:
+    def test_the_recorder_knows_the_models_built_in_kinds(self) -> None:
+        """The recorder's own list of built-in kinds (spelled out so that declaring a step needs no model)
+        is the model's: every built-in kind is stored as given without a warning, every other is checked."""
+        from trajdebug.core.model import STEP_KINDS
+        from trajdebug.record import recorder
+
+        assert recorder._KINDS == frozenset(STEP_KINDS)
+
     def test_a_typo_of_a_kind_warns_where_the_step_is_declared(self) -> None:
         """`kind="tools"` warns at decoration time, naming the close built-in kind; the step still records."""
         from trajdebug.core.schema import KindWarning

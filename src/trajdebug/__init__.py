@@ -18,17 +18,19 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-# What the decorator and ``run()`` need is imported now; every other public name is imported on first
-# use (PEP 562 ``__getattr__``), so ``import trajdebug`` in an agent does not load the readers, the
-# store or the analysis.
+# What the decorator needs is imported now: the step handle and the decorator (`trajdebug.record.recorder`,
+# which imports only the context, the settings and the decorator's wrappers).  Every other public name,
+# ``run`` included, is imported on first use (PEP 562 ``__getattr__``): the first ``trajdebug.run(...)``
+# loads the run handle, the writer, the sinks and the codec, so ``import trajdebug`` in an agent (and
+# decorating its functions) costs little (docs/benchmarks.md, "Report, start-up"; tests/test_init.py
+# lists what it must not load).
 from trajdebug.record.recorder import StepHandle, StopRun, current_run, current_step, step
-from trajdebug.record.runs import RunHandle, run
 
 
+TYPE_CHECKING = False  # `typing` is for the type checker only (it costs start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from trajdebug.answers import save_answer
     from trajdebug.core.jsonl import FormatError, ReadResult, read_jsonl, write_jsonl
     from trajdebug.core.model import Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
         wrap,
         writes,
     )
+    from trajdebug.record.runs import RunHandle, run
     from trajdebug.sources.load import SourceError, load_runs
     from trajdebug.store import Store
     from trajdebug.usage import Usage, load_prices, run_usage, step_usage
@@ -89,7 +92,10 @@ def __getattr__(name: str) -> Any:
         where = ("trajdebug.record", name)
     if where is None:
         raise AttributeError(f"module 'trajdebug' has no attribute {name!r}")
-    value = getattr(importlib.import_module(where[0]), where[1])
+    import sys
+
+    __import__(where[0])  # not `importlib.import_module`: importing `importlib` costs start-up
+    value = getattr(sys.modules[where[0]], where[1])
     globals()[name] = value  # later look-ups are plain module attributes
     return value
 

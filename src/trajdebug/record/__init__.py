@@ -19,11 +19,11 @@ The recorder's three roles, as in the OpenTelemetry SDK: the run and its steps
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
 
-
+TYPE_CHECKING = False  # `typing` is for the type checker only: `import trajdebug` imports this package
 if TYPE_CHECKING:
+    from typing import Any
+
     from trajdebug.core.schema import KindWarning
     from trajdebug.record.config import CONFIG, Config, configure
     from trajdebug.record.edges import branch, traced
@@ -88,15 +88,24 @@ _WHERE: dict[str, str] = {
 modules the decorator and ``run()`` import."""
 
 
+def _module(name: str) -> Any:
+    """The module ``name``, imported now if it was not (``__import__``: `importlib` itself costs
+    start-up, and ``from trajdebug.record import config`` comes through `__getattr__`)."""
+    import sys
+
+    __import__(name)
+    return sys.modules[name]
+
+
 def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         try:  # a submodule not imported yet (``trajdebug.record.writer``)
-            return importlib.import_module(f"{__name__}.{name}")
+            return _module(f"{__name__}.{name}")
         except ModuleNotFoundError:
             pass
         raise AttributeError(f"module 'trajdebug.record' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_module(module), name)
     globals()[name] = value
     return value
 

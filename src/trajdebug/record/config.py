@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import os
-import threading
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from _thread import allocate_lock
 
 
-@dataclass(slots=True)
+# `typing`, `dataclasses` and `pathlib` cost `import trajdebug` more than the whole recorder's own
+# start-up (the decorator reads `CONFIG.enabled`): they are named for the type checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+
 class Config:
-    """Process-wide recorder settings (change them with `configure`)."""
+    """Process-wide recorder settings (change them with `configure`).
+
+    A plain class, not a dataclass, so that importing it costs nothing (`dataclasses` imports
+    `inspect`): each setting's default is a class attribute, `SETTINGS` lists them, and an instance
+    holds what differs (`configure` sets only known names).
+    """
 
     enabled: bool = True
     """When False every recording call is a no-op (``TRAJDEBUG=off`` in the environment)."""
@@ -96,12 +105,26 @@ class Config:
     rollout_file: str | Path | None = None
     """A rollout file (TOML or JSON) with a recording mode per agent, re-read at each run start
     (`trajdebug.record.rollout`).  ``$TRAJDEBUG_ROLLOUT_FILE``."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any]
+    """Free settings of integrations (a fresh dict per instance)."""
 
+    def __init__(self, **settings: Any) -> None:
+        self.extra = {}
+        for key, value in settings.items():
+            if key not in SETTINGS:
+                raise TypeError(f"Config() got an unknown setting {key!r}")
+            setattr(self, key, value)
+
+    def __repr__(self) -> str:
+        return f"Config({', '.join(f'{k}={getattr(self, k)!r}' for k in SETTINGS)})"
+
+
+SETTINGS: tuple[str, ...] = tuple(Config.__annotations__)
+"""The settings' names, in order (``extra`` last)."""
 
 CONFIG = Config(enabled=os.environ.get("TRAJDEBUG", "").strip().lower() not in ("off", "0", "false", "no"))
 
-_lock = threading.Lock()
+_lock = allocate_lock()  # `threading.Lock` itself, without importing `threading`
 
 _CHOICES = {"backpressure": ("drop", "block")}
 _RATES = ("sample_rate", "head_rate")
@@ -127,7 +150,7 @@ def configure(**settings: Any) -> Config:
 
     with _lock:
         for key, value in settings.items():
-            if not hasattr(CONFIG, key) or key == "extra":
+            if key not in SETTINGS or key == "extra":
                 raise TypeError(f"configure() got an unknown setting {key!r}")
             if key in _CHOICES and value not in _CHOICES[key]:
                 raise ValueError(f"configure({key}={value!r}): expected one of {', '.join(_CHOICES[key])}")
@@ -159,8 +182,6 @@ def _summary_rules(value: Any) -> tuple[str, ...]:
 
 def _from_environment(config: Config) -> None:
     """The production settings given by environment variables (a bad value is one warning naming it)."""
-    import logging
-
     env = os.environ
     for key, name, kind in (
         ("sample_rate", "TRAJDEBUG_SAMPLE_RATE", float),
@@ -175,6 +196,8 @@ def _from_environment(config: Config) -> None:
             if key in _RATES and not 0.0 <= value <= 1.0:
                 raise ValueError("not between 0 and 1")
         except ValueError as exc:
+            import logging  # only to warn: `import trajdebug` does not load it
+
             logging.getLogger("trajdebug").warning("trajdebug: %s=%r ignored (%s)", name, raw, exc)
             continue
         setattr(config, key, value)
@@ -191,6 +214,8 @@ def _from_environment(config: Config) -> None:
         classes = tuple(c.strip() for c in env["TRAJDEBUG_REDACT_PII"].split(",") if c.strip())
         unknown = sorted(set(classes) - redaction.PII_CLASSES)
         if unknown:
+            import logging
+
             logging.getLogger("trajdebug").warning("trajdebug: TRAJDEBUG_REDACT_PII: unknown classes %s ignored", unknown)
         config.redact_pii = tuple(c for c in classes if c in redaction.PII_CLASSES)
         redaction.set_policy(pii=config.redact_pii)

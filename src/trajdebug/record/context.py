@@ -18,26 +18,29 @@ marks it and counts it (`orphan_run`).
 from __future__ import annotations
 
 import itertools
-import threading
 import time
-from collections.abc import Callable
+from _thread import allocate_lock
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
 
 
+# This module is on `import trajdebug`'s path: `typing` (and the `Protocol` below) are for the type
+# checker only, and the lock is `threading.Lock` itself without importing `threading`.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Protocol
+
     from trajdebug.record.recorder import StepHandle
     from trajdebug.record.runs import RunHandle
 
+    class ReplayControl(Protocol):
+        """**Protocol:** what a decorated step asks the active replay (`trajdebug.replay`)."""
 
-class ReplayControl(Protocol):
-    """**Protocol:** what a decorated step asks the active replay (`trajdebug.replay`)."""
+        def before(self, handle: StepHandle) -> tuple[bool, Any]:
+            """Whether the recorded response is served for this call, and the response (it may raise)."""
 
-    def before(self, handle: StepHandle) -> tuple[bool, Any]:
-        """Whether the recorded response is served for this call, and the response (it may raise)."""
-
-    def after(self, handle: StepHandle, value: Any) -> None:
-        """The call ran live and returned ``value``."""
+        def after(self, handle: StepHandle, value: Any) -> None:
+            """The call ran live and returned ``value``."""
 
 
 _RUN: ContextVar[RunHandle | None] = ContextVar("trajdebug_run", default=None)
@@ -85,7 +88,7 @@ class RemoteParent:
 
 ACTIVE: list[RunHandle] = []
 """The runs being recorded in this process, oldest first (empty most of the time)."""
-_active_lock = threading.Lock()
+_active_lock = allocate_lock()
 
 
 def run_started(run: RunHandle) -> None:

@@ -2,7 +2,8 @@
 
 A decorated function records one step per call: its arguments bound to
 parameter names are the input, its return value the output, an exception the
-error.  The parameters are read once, when the function is decorated; a call
+error.  The parameters are read once, on the first recorded call (so that
+decorating at import time needs no `inspect`); a call
 keeps its arguments as they came (the tuple and the keyword dict Python made
 anyway), and they are bound to names on the writer thread.  Arguments that are
 immutable scalars (strings, numbers, None) are not snapshotted at all; any
@@ -16,15 +17,17 @@ instead of running the function.
 from __future__ import annotations
 
 import functools
-import inspect
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import sys
 
 from trajdebug.record import context as _ctx
 from trajdebug.record.config import CONFIG
 
 
+TYPE_CHECKING = False  # `typing` is for the type checker only: this module is on `import trajdebug`'s path
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     from trajdebug.record.recorder import StepHandle
     from trajdebug.record.runs import RunHandle
 
@@ -40,6 +43,11 @@ _REPLAY = _ctx._REPLAY
 
 # The step handle's module imports this one: it is named here for the type checker only (above).
 
+_FUNCTION = type(_ctx.now)
+"""A plain Python function's type (`types.FunctionType`)."""
+_CO_GENERATOR, _CO_COROUTINE, _CO_ASYNC_GENERATOR = 0x20, 0x80, 0x200
+"""The code flags `inspect.isgeneratorfunction` and its siblings test (`inspect.CO_GENERATOR`, ...)."""
+
 
 def _unrecorded(run: RunHandle | None) -> bool:
     """Whether a call finds nothing to record into: no run in its context and none active anywhere."""
@@ -52,6 +60,8 @@ whether the first (``self``/``cls``) is left out."""
 
 
 def _param_spec(fn: Callable[..., Any]) -> Spec:
+    import inspect  # on the first recorded call (see `decorate`)
+
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -84,24 +94,54 @@ def bind(spec: Spec, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> di
     return inp
 
 
-def decorate(tpl: StepHandle, fn: Any) -> Any:
-    """Wrap ``fn`` so that each call records a step built from the template ``tpl``."""
-    if tpl.name is None:
-        tpl.name = getattr(fn, "__name__", "step")
-    spec = _param_spec(fn)
-    spawn = tpl._spawner(spec)
+def _shape(fn: Any) -> int:
+    """Which of the code flags above ``fn`` has (0: a plain function), as `inspect` answers.
+
+    A plain Python function's flags are read directly, as `inspect` reads them, so that decorating
+    at import time does not import it (its own imports cost more than the whole recorder's start-up).
+    Anything else (a method, a partial, a callable object), or any function once `inspect` is loaded
+    (only it can mark a function a coroutine function, 3.12's ``markcoroutinefunction``), is asked of
+    `inspect` itself.
+    """
+    if type(fn) is _FUNCTION and "inspect" not in sys.modules:
+        return int(fn.__code__.co_flags) & (_CO_GENERATOR | _CO_COROUTINE | _CO_ASYNC_GENERATOR)
+    import inspect
 
     if inspect.isasyncgenfunction(fn):
-        return _async_generator(fn, spawn)
+        return _CO_ASYNC_GENERATOR
     if inspect.isgeneratorfunction(fn):
-        return _generator(fn, spawn)
-    if inspect.iscoroutinefunction(fn):
-        return _coroutine(fn, spawn)
-    return _function(fn, spawn)
+        return _CO_GENERATOR
+    return _CO_COROUTINE if inspect.iscoroutinefunction(fn) else 0
 
 
-def _async_generator(fn: Any, spawn: Spawn) -> Any:
+def decorate(tpl: StepHandle, fn: Any) -> Any:
+    """Wrap ``fn`` so that each call records a step built from the template ``tpl``.
+
+    The parameters are read (`_param_spec`, with `inspect`) on the first recorded call, not here:
+    each wrapper starts with a spawner that reads them, makes the real one and puts it in its place.
+    """
+    if tpl.name is None:
+        tpl.name = getattr(fn, "__name__", "step")
+    shape = _shape(fn)
+    if shape & _CO_ASYNC_GENERATOR:
+        return _async_generator(fn, tpl)
+    if shape & _CO_GENERATOR:
+        return _generator(fn, tpl)
+    if shape & _CO_COROUTINE:
+        return _coroutine(fn, tpl)
+    return _function(fn, tpl)
+
+
+def _async_generator(fn: Any, tpl: StepHandle) -> Any:
     """An async generator function's wrapper: one step over the whole iteration, its items the output."""
+    spawn: Spawn
+
+    def first(args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepHandle:
+        nonlocal spawn
+        spawn = tpl._spawner(_param_spec(fn))
+        return spawn(args, kwargs)
+
+    spawn = first
 
     @functools.wraps(fn)
     async def agen_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -140,8 +180,16 @@ def _async_generator(fn: Any, spawn: Spawn) -> Any:
     return agen_wrapper
 
 
-def _generator(fn: Any, spawn: Spawn) -> Any:
+def _generator(fn: Any, tpl: StepHandle) -> Any:
     """A generator function's wrapper: one step over the whole iteration, its items (and return) the output."""
+    spawn: Spawn
+
+    def first(args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepHandle:
+        nonlocal spawn
+        spawn = tpl._spawner(_param_spec(fn))
+        return spawn(args, kwargs)
+
+    spawn = first
 
     @functools.wraps(fn)
     def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -186,8 +234,16 @@ def _generator(fn: Any, spawn: Spawn) -> Any:
     return gen_wrapper
 
 
-def _coroutine(fn: Any, spawn: Spawn) -> Any:
+def _coroutine(fn: Any, tpl: StepHandle) -> Any:
     """A coroutine function's wrapper: one step per awaited call."""
+    spawn: Spawn
+
+    def first(args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepHandle:
+        nonlocal spawn
+        spawn = tpl._spawner(_param_spec(fn))
+        return spawn(args, kwargs)
+
+    spawn = first
 
     @functools.wraps(fn)
     async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -216,8 +272,17 @@ def _coroutine(fn: Any, spawn: Spawn) -> Any:
     return async_wrapper
 
 
-def _function(fn: Any, spawn: Spawn) -> Any:
+def _function(fn: Any, tpl: StepHandle) -> Any:
     """A plain function's wrapper: one step per call (the hot path of the decorator form)."""
+    spawn: Spawn
+
+    def first(args: tuple[Any, ...], kwargs: dict[str, Any]) -> StepHandle:
+        nonlocal spawn
+        spawn = tpl._spawner(_param_spec(fn))
+        return spawn(args, kwargs)
+
+    spawn = first
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         run = _RUN.get() if CONFIG.enabled else None

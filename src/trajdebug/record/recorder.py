@@ -10,33 +10,30 @@ writer thread (`trajdebug.record.sinks.Writer`).
 
 from __future__ import annotations
 
-import logging
-import threading
-import warnings
-from collections.abc import Callable, Iterable
-from contextvars import Token
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from _thread import allocate_lock
 
-from trajdebug.core.model import STEP_KINDS, Dependency
-from trajdebug.core.schema import check_kind
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
-from trajdebug.record import exceptions as _errors
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind, decorate
-from trajdebug.record.snapshot import freeze as _freeze
-from trajdebug.record.timeouts import timed
 
 
+# `import trajdebug` imports this module and nothing heavier (see docs/benchmarks.md, "Report,
+# start-up"): what a step needs only once a run records it (the model, the schema, the snapshot's
+# codec, the error lifecycle, the time bounds) is imported on first use, below; `typing` is for the
+# type checker only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from contextvars import Token
+    from types import TracebackType
+    from typing import Any, TypeVar, overload
+
+    from trajdebug.core.model import Dependency
     from trajdebug.record.decorate import Spec
     from trajdebug.record.runs import RunHandle
 
-
-log = logging.getLogger("trajdebug")
-
-F = TypeVar("F", bound=Callable[..., Any])
+    F = TypeVar("F", bound=Callable[..., Any])
 
 # The context variables, bound by assignment rather than imported by name: CPython 3.11
 # compiles ``name.get()`` on an imported name as an attribute load plus a call (it
@@ -55,7 +52,9 @@ _now: Callable[[], int] = _ctx._now
 _next_seq: Callable[[], int] = _ctx._next_seq
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_KINDS = frozenset(STEP_KINDS)
+_KINDS = frozenset({"llm", "tool", "parse", "condition", "retrieval", "state", "agent", "input", "output", "other"})
+"""`trajdebug.core.model.STEP_KINDS` (a test holds them equal), spelled out so that declaring a step
+needs no model: any other kind goes to `trajdebug.core.schema.check_kind`."""
 _new_handle = object.__new__
 
 # How many branch or retry-attempt scopes are open anywhere in the process.
@@ -63,7 +62,7 @@ _new_handle = object.__new__
 # a process-wide hint read on every step, counted under a lock because the
 # scopes that change it are rare.
 _scopes = 0
-_scopes_lock = threading.Lock()
+_scopes_lock = allocate_lock()  # `threading.Lock`, without importing `threading`
 
 
 def scope_opened() -> None:
@@ -112,6 +111,22 @@ def take_stop(run: RunHandle) -> Any:
         return event
 
 
+def _check_kind(kind: str) -> str:
+    from trajdebug.core.schema import check_kind  # a kind not built in: warned about there
+
+    return check_kind(kind)
+
+
+def _freeze(value: Any) -> bytes | Any:
+    """`trajdebug.record.snapshot.freeze`, imported by the first step that snapshots a value (and put
+    in this function's place, so later steps call it directly)."""
+    global _freeze
+    from trajdebug.record.snapshot import freeze
+
+    _freeze = freeze
+    return freeze(value)
+
+
 def _snap(value: Any) -> Any:
     """Freeze a value at the step boundary: scalars as they are, the rest as JSON bytes, at a cost bounded
     by the value's size, not its content (`trajdebug.record.snapshot`)."""
@@ -125,12 +140,16 @@ class RecorderWarning(UserWarning):
 
 
 def _dep(d: Any, kind: str = "data") -> Dependency | None:
+    from trajdebug.core.model import Dependency  # only for steps that declare dependencies
+
     if isinstance(d, Dependency):
         return d
     if isinstance(d, (StepHandle, RemoteParent)):
         return Dependency(step_id=d.id, kind=kind, origin="declared")  # type: ignore[arg-type]
     if isinstance(d, str) and d:
         return Dependency(step_id=d, kind=kind, origin="declared")  # type: ignore[arg-type]
+    import warnings
+
     warnings.warn(
         f"trajdebug: deps= takes step handles, step ids or Dependency objects, not {type(d).__name__};"
         " this entry is ignored",
@@ -144,6 +163,8 @@ def _deps(items: Iterable[Any], kind: str = "data") -> tuple[Dependency, ...]:
     try:
         found = [_dep(d, kind) for d in items]
     except TypeError:
+        import warnings
+
         warnings.warn("trajdebug: deps= must be an iterable; ignored", RecorderWarning, stacklevel=3)
         return ()
     return tuple(d for d in found if d is not None)
@@ -204,7 +225,7 @@ class StepHandle:
         timeout: float | None = None,
     ) -> None:
         self.name = name
-        self.kind = check_kind(kind)
+        self.kind = kind if kind in _KINDS else _check_kind(kind)
         if deps:
             self.deps = _deps(deps)
         if agent is not None:
@@ -309,8 +330,12 @@ class StepHandle:
                 # Reset from another context (a generator resumed elsewhere): fall back to the parent.
                 _STEP.set(self.parent)
             if exc is not None:
+                from trajdebug.record import exceptions as _errors  # loaded with the run (`runs` imports it)
+
                 _errors.on_exception(run, self, exc)
             elif self.retry_of is not None:
+                from trajdebug.record import exceptions as _errors
+
                 _errors.on_retry_success(run, self)
             # Scalars are immutable and kept as they are; anything else is frozen
             # as JSON now, with the live object kept for identity tracking.
@@ -402,6 +427,8 @@ class StepHandle:
         if self._run is None:
             return None
         try:
+            from trajdebug.record import exceptions as _errors
+
             return _errors.report_error(self._run, self, type, message, attributes)
         except Exception:  # noqa: BLE001 - the recorder never breaks the agent
             self._run._internal_error("error report")
@@ -413,19 +440,27 @@ class StepHandle:
         self.set("fallback", reason)
         if self._run is not None:
             try:
+                from trajdebug.record import exceptions as _errors
+
                 _errors.on_fallback(self._run, self, reason)
             except Exception:  # noqa: BLE001 - the recorder never breaks the agent
                 self._run._internal_error("fallback")
 
     # -- decorator ---------------------------------------------------------------
 
-    @overload
-    def __call__(self, fn: F) -> F: ...
-    @overload
-    def __call__(self, fn: Any) -> Any: ...
+    if TYPE_CHECKING:  # the overloads are the type checker's (`typing.overload` costs start-up)
+
+        @overload
+        def __call__(self, fn: F) -> F: ...
+        @overload
+        def __call__(self, fn: Any) -> Any: ...
+
     def __call__(self, fn: Any) -> Any:
         """Decorate a function, coroutine function, generator or async generator."""
         if self.timeout is not None:
+            # A bound's wrapper and the summary of its standard error are imported when it is declared.
+            from trajdebug.record.timeouts import timed
+
             return timed(self, fn)
         return decorate(self, fn)
 
@@ -484,23 +519,27 @@ class StepHandle:
         return h
 
 
-@overload
-def step(name: F, /) -> F: ...
-@overload
-def step(
-    name: str | None = None,
-    /,
-    kind: str = "other",
-    *,
-    deps: Iterable[Any] = (),
-    agent: str | None = None,
-    input: Any = None,
-    attempt: int | None = None,
-    retry_of: Any = None,
-    attributes: dict[str, Any] | None = None,
-    timeout: float | None = None,
-    expect: Callable[[Any], Any] | None = None,
-) -> StepHandle: ...
+if TYPE_CHECKING:  # the overloads are the type checker's (`typing.overload` costs start-up)
+
+    @overload
+    def step(name: F, /) -> F: ...
+    @overload
+    def step(
+        name: str | None = None,
+        /,
+        kind: str = "other",
+        *,
+        deps: Iterable[Any] = (),
+        agent: str | None = None,
+        input: Any = None,
+        attempt: int | None = None,
+        retry_of: Any = None,
+        attributes: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        expect: Callable[[Any], Any] | None = None,
+    ) -> StepHandle: ...
+
+
 def step(
     name: Any = None,
     /,
@@ -555,7 +594,7 @@ def step(
     # set lookup for a built-in kind).
     h = _new_handle(StepHandle)
     h.name = name
-    h.kind = kind if kind in _KINDS else check_kind(kind)
+    h.kind = kind if kind in _KINDS else _check_kind(kind)
     if input is not None:
         h.input = input
     if deps or agent is not None or attempt is not None or retry_of is not None or attributes or timeout is not None:
