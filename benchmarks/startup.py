@@ -7,6 +7,10 @@ import at ``REF``, pass, ...), with bytecode cached (one unmeasured run of each 
 ``PYTHONDONTWRITEBYTECODE`` unset); the medians of wall and CPU time (user + system of the child)
 and their ratios to ``python -c pass`` are printed as JSON.  ``--before REF`` also measures the
 checkout at git ``REF`` (its ``src`` exported to a temporary directory) in the same rounds.
+
+``first step recorded`` is a whole agent's start, so that a cost deferred from the import shows
+where it went: import, decorate a function at import time, open ``trajdebug.run(path=...)`` (a
+JSONL file), call the function once, leave the run (its records written) and exit.
 """
 
 from __future__ import annotations
@@ -45,14 +49,36 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def measure(runs: int = 21, before: Path | None = None) -> dict[str, Any]:
-    """Median wall and CPU milliseconds of each command, and the ratios to ``python -c pass``."""
+FIRST_STEP = """\
+import trajdebug
+
+@trajdebug.step(kind="tool")
+def search(query):
+    return {"hits": [query]}
+
+with trajdebug.run("startup", path=%r):
+    search("q")
+"""
+"""An agent's start up to its first step written (``%r``: the JSONL file)."""
+
+
+def measure(runs: int = 21, before: Path | None = None, out_dir: Path | None = None) -> dict[str, Any]:
+    """Median wall and CPU milliseconds of each command, and the ratios to ``python -c pass``
+    (``out_dir``: where the first-step runs write; a temporary directory when None)."""
+    with tempfile.TemporaryDirectory(prefix="trajdebug-startup-") as tmp:
+        return _measure(runs, before, Path(out_dir or tmp))
+
+
+def _measure(runs: int, before: Path | None, out_dir: Path) -> dict[str, Any]:
+    first = FIRST_STEP % str(out_dir / "first.jsonl")
     cases = {
         "python -c pass": ([sys.executable, "-c", "pass"], _env(None)),
         "import trajdebug": ([sys.executable, "-c", "import trajdebug"], _env(None)),
+        "first step recorded": ([sys.executable, "-c", first], _env(None)),
     }
     if before is not None:
         cases["import trajdebug (before)"] = ([sys.executable, "-c", "import trajdebug"], _env(before))
+        cases["first step recorded (before)"] = ([sys.executable, "-c", first], _env(before))
     for cmd, env in cases.values():
         _timed(cmd, env)  # writes the bytecode
     times: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}

@@ -17,17 +17,22 @@ that takes two arguments gets the step's recorded input too:
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Any
+from _thread import allocate_lock
 
 
-Check = Callable[..., Any]
-"""A check on a step's output (and, taking two arguments, its input): True, False, None, or an
-`AssertionError` raised."""
+# ``@trajdebug.step(expect=...)`` imports this module when a function is decorated, at the agent's
+# import time: `typing` is the type checker's only, and the lock is `threading.Lock` without `threading`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Check = Callable[..., Any]
+    """A check on a step's output (and, taking two arguments, its input): True, False, None, or an
+    `AssertionError` raised."""
 
 _CHECKS: dict[str, Check] = {}
-_LOCK = threading.Lock()
+_LOCK = allocate_lock()
 
 
 def expect(name: str, check: Check) -> Check:
@@ -60,4 +65,4 @@ def forget(name: str | None = None) -> None:
             _CHECKS.pop(name, None)
 
 
-__all__ = ["Check", "expect", "expectations", "forget"]
+__all__ = ["expect", "expectations", "forget"]
