@@ -85,7 +85,8 @@ _WHERE: dict[str, str] = {
     "KindWarning": "trajdebug.core.schema",
 }
 """Each public name's module: imported on first use (PEP 562), so ``import trajdebug`` loads only the
-modules the decorator and ``run()`` import."""
+modules the step handle and its decorator import (`trajdebug.record.recorder`); the first ``run()`` loads
+the rest of the recorder."""
 
 
 def _module(name: str) -> Any:
