@@ -78,20 +78,30 @@ DEFERRED = (
 def test_import_and_decorating_load_only_the_step_and_its_decorator() -> None:
     """``import trajdebug``, decorating a function at import time, calling it and a ``with trajdebug.step``
     block with no run active load none of `DEFERRED`: not the run, the writer, the sinks, the codec or the
-    model, nor sqlite3, orjson, logging, typing, dataclasses or inspect."""
+    model, nor sqlite3, orjson, logging, typing, dataclasses or inspect; the wrappers of a coroutine, a
+    generator and an async generator function are still such functions."""
     code = (
         "import sys, trajdebug\n"
         "@trajdebug.step(kind='tool')\n"
         "def f(x): return x + 1\n"
         "@trajdebug.step\n"
         "async def g(): pass\n"
+        "@trajdebug.step\n"
+        "def h(): yield 1\n"
+        "@trajdebug.step\n"
+        "async def a(): yield 1\n"
         "with trajdebug.step('s', kind='parse') as s: s.output = [1]\n"
         "assert f(1) == 2\n"
         "print(' '.join(sorted(sys.modules)))\n"
+        "import inspect\n"
+        "print([fn(w) for fn, w in ((inspect.iscoroutinefunction, g), (inspect.isgeneratorfunction, h),"
+        " (inspect.isasyncgenfunction, a), (inspect.isfunction, f))])\n"
     )
-    out = _fresh(code).split()
-    assert "trajdebug.record.recorder" in out
-    assert [m for m in DEFERRED if m in out] == []
+    loaded, shapes = _fresh(code).splitlines()
+    assert "trajdebug.record.recorder" in loaded.split()
+    assert [m for m in DEFERRED if m in loaded.split()] == []
+    # Decorated without `inspect`, each wrapper is still the same kind of function as the one it wraps.
+    assert shapes == "[True, True, True, True]"
 
 
 def test_the_first_decorated_call_in_a_run_records_it(tmp_path: Path) -> None:
