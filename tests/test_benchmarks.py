@@ -180,6 +180,20 @@ class TestSuiteAndReport:
         lines = render_section({"date": "d", "seconds": 1.0, "n": 2000, "repeats": 1, "total": [r]})
         assert any(line.startswith("| `with trajdebug.step(...)` → SQLite store | **") for line in lines)
 
+    def test_the_startup_benchmark_times_an_agents_start_up_to_its_first_step(self, tmp_path: Path) -> None:
+        """The start-up benchmark times ``python -c pass``, ``import trajdebug`` and an agent's start up to its
+        first step written (whose run file then holds that step), each with its ratios to ``python -c pass``."""
+        import json
+
+        from benchmarks.startup import measure
+
+        out = measure(runs=1, out_dir=tmp_path)
+        assert list(out) == ["python -c pass", "import trajdebug", "first step recorded"]
+        assert out["python -c pass"]["wall_ratio"] == 1.0
+        assert all(row["wall_ms"] > 0 and row["cpu_ratio"] > 0 for row in out.values())
+        records = [json.loads(line) for line in (tmp_path / "first.jsonl").read_text().splitlines()]
+        assert [r["name"] for r in records if r["t"] == "step"] == ["search", "search"]  # the warm-up, the round
+
     @pytest.mark.slow
     def test_main_writes_the_document_and_keeps_other_sections(self, tmp_path: Path) -> None:
         """`python -m benchmarks --only tau` writes the document and keeps earlier sections' results."""
