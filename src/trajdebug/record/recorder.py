@@ -225,7 +225,7 @@ class StepHandle:
         timeout: float | None = None,
     ) -> None:
         self.name = name
-        self.kind = kind if kind in _KINDS else _check_kind(kind)
+        self.kind = kind if kind.__class__ is str and kind in _KINDS else _check_kind(kind)
         if deps:
             self.deps = _deps(deps)
         if agent is not None:
