@@ -5,7 +5,7 @@ from __future__ import annotations
 from benchmarks.report_html import agent_run
 
 from trajdebug.core.model import Dependency, Run, Step
-from trajdebug.report.graph import COLLAPSE_AT, graph_views
+from trajdebug.report.graph import COLLAPSE_AT, graph_views, place
 
 
 def _run(steps: list[Step]) -> Run:
@@ -59,3 +59,21 @@ def test_merged_edges_keep_every_kind_and_the_strongest_origin() -> None:
     assert [n["label"] for n in view["nodes"]] == ["a", "b"]
     (edge,) = view["edges"]
     assert edge["kinds"] == ["data", "state"] and edge["origin"] == "tracked" and edge["n"] == 2
+
+
+def test_only_the_view_the_graph_opens_on_is_laid_out_and_place_lays_out_the_others() -> None:
+    """A large run ships its other views as nodes and edges only (the page lays them out when opened);
+    `place` gives one positions in every node, a route from source to target on every edge and an extent."""
+    run = agent_run(2_000, agents=8)
+    g = graph_views(run, focus=[run.steps[-1].step_id])
+    assert g["default"] == "slice" and "width" in g["views"]["slice"]
+    assert "x" in g["views"]["slice"]["nodes"][0]
+    others = [v for k, v in g["views"].items() if k != "slice"]
+    assert len(others) > 8
+    assert all("width" not in v and all("x" not in n for n in v["nodes"]) for v in others)
+    assert all("pts" not in e for v in others for e in v["edges"])
+    view = place(g["views"]["overview"])
+    assert view["width"] > 0
+    for e in view["edges"]:
+        src, dst = view["nodes"][e["s"]], view["nodes"][e["t"]]
+        assert e["pts"][0] == [src["x"], src["y"]] and e["pts"][-1] == [dst["x"], dst["y"]]

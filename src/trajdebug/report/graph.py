@@ -8,8 +8,11 @@ its own one click away.  A flat run too wide even at its top level is cut into
 consecutive *chunks* of steps in start order.  Runs with several agents also
 get a view with one node per agent.  Edges between the members of two nodes
 are merged into one, keeping their kinds, how they were obtained (the
-strongest origin) and the highest confidence.  Every view is laid out by
-`trajdebug.report.layout`.
+strongest origin) and the highest confidence.  The view the graph opens on is
+laid out here by `trajdebug.report.layout`; every other view is shipped as
+nodes and edges and laid out by the page's port of the same algorithm
+(``assets/layout.js``) the first time it is opened: a large run has hundreds
+of groups, and laying each out ahead of time was most of the report's own cost.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajdebug.core.model import Run, Step
-from trajdebug.report.layout import index_edges, layered_layout
+from trajdebug.report.layout import layered_layout
 
 
 COLLAPSE_AT = 120
@@ -157,17 +160,15 @@ def _edges(
     return merged
 
 
-def _laid_out(
+def _view(
     view_id: str, title: str, nodes: list[_Node], edges: Mapping[tuple[str, str], dict[str, Any]], parent: str | None
 ) -> dict[str, Any]:
+    """A view as the page reads it, not laid out yet (see `place`)."""
     keys = [n.key for n in nodes]
     known = set(keys)
-    edges = {k: v for k, v in edges.items() if k[0] in known and k[1] in known}
-    pairs = list(edges)
-    lay = layered_layout(len(nodes), index_edges(keys, pairs))
     out_nodes = []
-    for i, n in enumerate(nodes):
-        node: dict[str, Any] = {"id": n.key, "type": n.kind, "label": n.label, "x": round(lay.x[i], 1), "y": round(lay.y[i], 1)}
+    for n in nodes:
+        node: dict[str, Any] = {"id": n.key, "type": n.kind, "label": n.label}
         if n.step is not None:
             node["step"] = n.step
         if n.members:
@@ -175,28 +176,26 @@ def _laid_out(
         if n.size != 1:
             node["size"] = n.size
         out_nodes.append(node)
-    out_edges = []
     at = {k: i for i, k in enumerate(keys)}
-    for (src, dst), e, route in zip(pairs, edges.values(), lay.routes):
-        out_edges.append(
-            {
-                "s": at[src],
-                "t": at[dst],
-                **e,
-                "conf": round(e["conf"], 2),
-                "pts": [[round(x, 1), round(y, 1)] for x, y in route.points],
-            }
-        )
-    return {
-        "id": view_id,
-        "title": title,
-        "parent": parent,
-        "nodes": out_nodes,
-        "edges": out_edges,
-        "width": round(lay.width, 1),
-        "height": round(lay.height, 1),
-        "crossings": lay.crossings,
-    }
+    out_edges = [
+        {"s": at[src], "t": at[dst], **e, "conf": round(e["conf"], 2)}
+        for (src, dst), e in edges.items()
+        if src in known and dst in known
+    ]
+    return {"id": view_id, "title": title, "parent": parent, "nodes": out_nodes, "edges": out_edges}
+
+
+def place(view: dict[str, Any]) -> dict[str, Any]:
+    """Lay ``view`` out (`layered_layout`): ``x`` and ``y`` on its nodes, the route ``pts`` on its edges,
+    ``width``, ``height`` and ``crossings`` on itself, rounded to 0.1.  The page's ``place`` does the same
+    with ``assets/layout.js`` for the views the report ships without positions."""
+    lay = layered_layout(len(view["nodes"]), [(e["s"], e["t"]) for e in view["edges"]])
+    for i, node in enumerate(view["nodes"]):
+        node["x"], node["y"] = round(lay.x[i], 1), round(lay.y[i], 1)
+    for edge, route in zip(view["edges"], lay.routes, strict=True):
+        edge["pts"] = [[round(x, 1), round(y, 1)] for x, y in route.points]
+    view.update(width=round(lay.width, 1), height=round(lay.height, 1), crossings=lay.crossings)
+    return view
 
 
 def _scope_view(
@@ -236,7 +235,7 @@ def _scope_view(
     # Order nodes by start time so the layout's tie-breaks follow the run.
     order = tree.order
     nodes.sort(key=lambda n: order.get(n.step or (n.members[0] if n.members else ""), 0))
-    views[view_id] = _laid_out(view_id, title, nodes, edges, parent)
+    views[view_id] = _view(view_id, title, nodes, edges, parent)
     for n in nodes:
         if n.kind == "group" and n.step is not None:
             _scope_view(run, tree, f"g:{n.step}", n.label, tree.children[n.step], view_id, views)
@@ -253,7 +252,7 @@ def _agent_view(run: Run, tree: _Tree) -> dict[str, Any] | None:
     for s in run.steps:
         counts[rep[s.step_id]] += 1
     nodes = [_Node(f"a:{a}", "agent", None, a, (), counts[f"a:{a}"]) for a in agents]
-    return _laid_out("agents", "by agent", nodes, _edges(run.run_id, tree, tree.steps, rep), None)
+    return _view("agents", "by agent", nodes, _edges(run.run_id, tree, tree.steps, rep), None)
 
 
 def _slice_view(run: Run, tree: _Tree, focus: Iterable[str]) -> dict[str, Any] | None:
@@ -288,17 +287,19 @@ def _slice_view(run: Run, tree: _Tree, focus: Iterable[str]) -> dict[str, Any] |
     order = {s.step_id: i for i, s in enumerate(run.steps)}
     nodes.sort(key=lambda n: order.get(n.step or "", len(order)))
     edges = _edges(run.run_id, tree, list(tree.steps), rep)
-    return _laid_out("slice", "the failure's slice (the rest collapsed)", nodes, edges, None)
+    return _view("slice", "the failure's slice (the rest collapsed)", nodes, edges, None)
 
 
 def graph_views(run: Run, focus: Iterable[str] = ()) -> dict[str, Any]:
-    """Every view of the run's dependency graph, laid out, as JSON data for the report.
+    """Every view of the run's dependency graph as JSON data for the report, the default one laid out.
 
     Returns:
         ``{"default": view id, "views": {id: view}}``; a view has ``nodes``
-        (``id``, ``type``, ``label``, ``x``, ``y``, ``step``, ``members``, ``size``),
-        ``edges`` (``s`` and ``t`` node indexes, ``kinds``, ``origin``, ``conf``,
-        ``n`` merged dependencies, ``pts`` the route), its ``parent`` view and extent.
+        (``id``, ``type``, ``label``, ``step``, ``members``, ``size``), ``edges`` (``s`` and
+        ``t`` node indexes, ``kinds``, ``origin``, ``conf``, ``n`` merged dependencies) and
+        its ``parent`` view; the default view also its layout (`place`: node ``x`` and ``y``,
+        edge ``pts`` the route, ``width``, ``height``, ``crossings``), the others get theirs
+        in the page.
 
     ``focus`` (the failure's slice: the steps on the paths from the top candidates to the failures)
     adds the ``slice`` view, the default for a run of more than `COLLAPSE_AT` steps.
@@ -309,7 +310,7 @@ def graph_views(run: Run, focus: Iterable[str] = ()) -> dict[str, Any]:
     if len(run.steps) <= FULL_LIMIT:
         rep = {sid: sid for sid in tree.steps}
         nodes = [_Node(s.step_id, "step", s.step_id, _label(s)) for s in run.steps]
-        views["all"] = _laid_out("all", "every step", nodes, _edges(run.run_id, tree, tree.steps, rep), None)
+        views["all"] = _view("all", "every step", nodes, _edges(run.run_id, tree, tree.steps, rep), None)
     if len(run.steps) > COLLAPSE_AT or "all" not in views:
         _scope_view(run, tree, "overview", "overview (collapsed by parent)", top, None, views)
     agents = _agent_view(run, tree)
@@ -320,7 +321,10 @@ def graph_views(run: Run, focus: Iterable[str] = ()) -> dict[str, Any]:
     if focused is not None:
         views["slice"] = focused
         default = "slice"
+    # Only the view the graph tab opens on is laid out here (a bounded size: it is collapsed); the others
+    # (a 1,000-step run's every-step view, a large run's hundreds of groups) by the page when first opened.
+    place(views[default])
     return {"default": default, "views": views}
 
 
-__all__ = ["COLLAPSE_AT", "FULL_LIMIT", "graph_views"]
+__all__ = ["COLLAPSE_AT", "FULL_LIMIT", "graph_views", "place"]

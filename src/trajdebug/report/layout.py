@@ -1,4 +1,4 @@
-"""Layered drawing of a directed acyclic graph (Sugiyama-style), computed once at report time.
+"""Layered drawing of a directed acyclic graph (Sugiyama-style), the reference for the page's port.
 
 The dependency graph of a run is drawn left to right, upstream steps first,
 in the four phases of Sugiyama, Tagawa & Toda ("Methods for visual
@@ -28,8 +28,11 @@ graphs", IEEE TSE 1993):
    alternating down and up sweeps.  Dummy nodes count twice so long edges
    run straight.
 
-The result holds plain numbers for the browser to draw: no layout runs in the
-page, so a report opens at once and the layout is tested here.
+The result holds plain numbers for the browser to draw.  The report lays out
+here only the view its graph opens on; ``assets/layout.js`` is a step-for-step
+port that the page runs on any other view when it is first opened (a large
+run has hundreds), tested against this module on the same graphs
+(``tests/test_layout_js.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-// graph.js: the layered dependency graph (laid out at report time in Python), with views
-// collapsed by parent or agent, zoom (wheel, buttons), pan (drag), edges styled by kind and
-// origin, and the selected root cause's path highlighted.
+// graph.js: the layered dependency graph (the menu's views laid out at report time in Python, a
+// group's or chunk's view by layout.js the first time it is opened), with views collapsed by parent
+// or agent, zoom (wheel, buttons), pan (drag), edges styled by kind and origin, and the selected root
+// cause's path highlighted.
 
 const NODE_W = 150, NODE_H = 24;
 
@@ -90,9 +91,22 @@ function buildGraph(host) {
     return d;
   }
 
+  // A view shipped as nodes and edges only is laid out once, rounded as the report rounds.
+  function place(v) {
+    if (v.width !== undefined) return;
+    const r1 = (x) => Math.round(x * 10) / 10;
+    const lay = layeredLayout(v.nodes.length, v.edges.map((e) => [e.s, e.t]));
+    v.nodes.forEach((n, i) => { n.x = r1(lay.x[i]); n.y = r1(lay.y[i]); });
+    v.edges.forEach((e, i) => { e.pts = lay.routes[i].points.map(([x, y]) => [r1(x), r1(y)]); });
+    v.width = r1(lay.width);
+    v.height = r1(lay.height);
+    v.crossings = lay.crossings;
+  }
+
   function show(id, keepZoom) {
     const v = G.views[id];
     if (!v) return;
+    place(v);
     viewId = id;
     view = v;
     if (!v.index) {
