@@ -753,6 +753,7 @@ def _report_html(r: Mapping[str, Any]) -> list[str]:
                 _num(t["first_paint_s"], 2),
                 _num(t["graph_s"], 2),
                 _num(t["scroll_s"], 2),
+                f"{_num(t['ticket_s'], 2)} ({t['ticket_nodes']} nodes)" if "ticket_s" in t else "–",
                 str(t["trials"]),
             ]
         )
@@ -767,18 +768,19 @@ def _report_html(r: Mapping[str, Any]) -> list[str]:
         "`trajdebug.report.html.write_report`, and opened from disk in headless Chromium (Debian's package, "
         "driven by Playwright). Times are medians over the page loads: *ready* is navigation start to the "
         "waterfall, panels and inspector drawn (the script sets `body[data-ready]`), *first paint* the "
-        "browser's first contentful paint, *graph* opening the graph tab (its layout was computed at report "
-        "time), *scroll* jumping the virtual waterfall to its last row. *build* is Python: analysis, graph "
-        "layouts and writing the file.",
+        "browser's first contentful paint, *graph* opening the graph tab (the view it opens on was laid out at "
+        "report time), *ticket* opening the overview's biggest collapsed group (laid out in the page when first "
+        "opened), *scroll* jumping the virtual waterfall to its last row. *build* is Python: analysis, the "
+        "graph's views and writing the file.",
         "",
         *_table(
-            ["steps", "HTML size", "build s", "ready s", "first paint s", "graph s", "scroll s", "loads"],
+            ["steps", "HTML size", "build s", "ready s", "first paint s", "graph s", "scroll s", "ticket s", "loads"],
             rows,
         ),
         "",
         f"Goal: a {largest['steps']:,}-step run opens in under {r['goal_s']:.0f} s: "
         f"{_met(ok)} ({largest['ready_s']:.2f} s). Most of the file is the run itself (every step's input and "
-        "output, each capped at 32 KiB as JSON); the rest is the graph's precomputed views.",
+        "output, each capped at 32 KiB as JSON); the rest is the graph's views.",
         "",
     ]
 

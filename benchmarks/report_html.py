@@ -6,7 +6,9 @@ failure at the end whose root lies in one agent's parse step.  The report is
 written, opened from disk in headless Chromium (the system's package, driven
 by Playwright) and timed from navigation start to the first paint of the
 waterfall and to the page being ready (``body[data-ready]``); then the
-graph tab is opened and timed, and the waterfall scrolled to its end.
+graph tab is opened and timed, then the biggest ticket of the overview (the collapsed group or chunk
+whose view has the most nodes and edges: the page lays it out when it is first opened), and the
+waterfall scrolled to its end.
 """
 
 from __future__ import annotations
@@ -105,6 +107,10 @@ class ReportTiming:
     """Opening the graph tab (median)."""
     scroll_s: float
     """Scrolling the waterfall to its last step and drawing it (median)."""
+    ticket_s: float
+    """Opening the overview's biggest ticket: clicking its node to its view drawn, laid out in the page (median)."""
+    ticket_nodes: int
+    """Nodes of that ticket's view."""
     trials: int
     """Page loads measured."""
 
@@ -118,7 +124,7 @@ def measure(steps: int = 10_000, *, trials: int = 3) -> ReportTiming:
     from playwright.sync_api import sync_playwright
 
     from trajdebug.analysis import analyze
-    from trajdebug.report.html import write_report
+    from trajdebug.report.html import report_data, write_report
 
     run = agent_run(steps)
     t0 = time.perf_counter()
@@ -127,7 +133,11 @@ def measure(steps: int = 10_000, *, trials: int = 3) -> ReportTiming:
         path = write_report(Path(tmp) / "report.html", analysis)
         build = time.perf_counter() - t0
         size = path.stat().st_size
-        paint, ready, graph, scroll = [], [], [], []
+        views = report_data(analysis)["graph"]["views"]
+        tickets = [v for v in views.values() if v["parent"] == "overview"]
+        big = max(tickets, key=lambda v: len(v["nodes"]) + len(v["edges"]))
+        at = [n["id"] for n in views["overview"]["nodes"]].index(big["id"][2:])
+        paint, ready, graph, scroll, ticket = [], [], [], [], []
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for _ in range(trials):
@@ -147,6 +157,11 @@ def measure(steps: int = 10_000, *, trials: int = 3) -> ReportTiming:
                 page.click("#tabs [data-tab=graph]")
                 page.wait_for_selector("#graph .node")
                 graph.append(time.perf_counter() - t)
+                page.select_option("#graph select", "overview")
+                t = time.perf_counter()
+                page.locator(f'#graph .node[data-node="{at}"]').dispatch_event("click")
+                page.wait_for_function(f"() => document.querySelectorAll('#graph .node').length === {len(big['nodes'])}")
+                ticket.append(time.perf_counter() - t)
                 t = time.perf_counter()
                 page.evaluate("() => { const s = document.querySelector('.wf-scroll'); s.scrollTop = s.scrollHeight; }")
                 page.click("#tabs [data-tab=waterfall]")
@@ -162,6 +177,8 @@ def measure(steps: int = 10_000, *, trials: int = 3) -> ReportTiming:
         ready_s=round(statistics.median(ready), 3),
         graph_s=round(statistics.median(graph), 3),
         scroll_s=round(statistics.median(scroll), 3),
+        ticket_s=round(statistics.median(ticket), 3),
+        ticket_nodes=len(big["nodes"]),
         trials=trials,
     )
 

@@ -214,8 +214,9 @@ def _scope_view(
             for sid in tree.descendants([r for r in roots if r is not None]):
                 rep[sid] = n.key
                 inside.append(sid)
-    edges = _edges(run.run_id, tree, inside, rep)
-    if view_id != "all" and parent is not None:
+    if parent is None:
+        edges = _edges(run.run_id, tree, inside, rep)
+    else:
         # Outside steps this scope reads from or feeds, as boundary nodes.
         outside: dict[str, None] = {}
         for sid in inside:
