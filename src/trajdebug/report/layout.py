@@ -1,4 +1,4 @@
-"""Layered drawing of a directed acyclic graph (Sugiyama-style), the reference for the page's port.
+"""Layered drawing of a directed acyclic graph (Sugiyama-style): the graph view a report opens on, and the page's reference.
 
 The dependency graph of a run is drawn left to right, upstream steps first,
 in the four phases of Sugiyama, Tagawa & Toda ("Methods for visual
