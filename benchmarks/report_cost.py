@@ -6,9 +6,11 @@ Records one run of an agent shape (`benchmarks.agentshapes.record_shape`) to a J
 ``trajdebug analyze FILE --json`` and ``trajdebug report FILE -o x.html`` ``--rounds`` times each, every
 command in a fresh process, interleaved (analyze, report, analyze at ``REF``, report at ``REF``, ...),
 bytecode cached (one unmeasured run of each first).  Prints the median CPU (user + system of the child)
-and wall seconds of each, and the report's ratio to the analysis of the same checkout, as JSON.
+and wall seconds of each, and the report's ratio to the analysis of the same checkout (ratio of the
+medians, and median of each round's ratio), as JSON.
 ``--before REF`` also measures the checkout at git ``REF`` (its ``src`` exported to a temporary
-directory) in the same rounds.
+directory) in the same rounds.  ``--render N`` also times the report's own work with less noise: in one
+fresh process per checkout, the run analyzed once, then ``write_report`` N times (CPU seconds each).
 """
 
 from __future__ import annotations
@@ -63,7 +65,31 @@ def measure(source: Path, out: Path, rounds: int = 5, before: Path | None = None
     for label in ("", " (before)"):
         if "report" + label in res:
             res["report / analyze" + label] = round(res["report" + label]["cpu_s"] / res["analyze" + label]["cpu_s"], 3)
+            # The two ran back to back in each round: the median of the rounds' ratios drifts less with the load.
+            pairs = zip(times["report" + label], times["analyze" + label], strict=True)
+            res["report / analyze, paired" + label] = round(statistics.median(r[1] / a[1] for r, a in pairs), 3)
     return res
+
+
+def render_cpu(source: Path, out: Path, times: int) -> list[float]:
+    """CPU seconds of each of ``times`` ``write_report`` calls on one analysis of ``source`` (this process)."""
+    from trajdebug.api import analyze_source
+    from trajdebug.report.html import write_report
+
+    analysis = analyze_source(str(source)).analyses[0]
+    spent = []
+    for _ in range(times):
+        c = time.process_time()
+        write_report(out, analysis)
+        spent.append(round(time.process_time() - c, 3))
+    return spent
+
+
+def _render(source: Path, out: Path, times: int, src: Path | None) -> list[float]:
+    cmd = [sys.executable, "-m", "benchmarks.report_cost", "--child-render", str(source), str(out), str(times)]
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(src), capture_output=True, text=True, check=True)
+    spent: list[float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return spent
 
 
 def _quiet(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -83,7 +109,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--before", help="git ref also measured in the same rounds")
     p.add_argument("--source", type=Path, help="an existing run's JSONL file (default: record one)")
+    p.add_argument("--render", type=int, default=0, help="also time write_report N times in one process")
+    p.add_argument("--child-render", nargs=3, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.child_render:
+        print(json.dumps(render_cpu(Path(a.child_render[0]), Path(a.child_render[1]), int(a.child_render[2]))))
+        return
     with tempfile.TemporaryDirectory(prefix="trajdebug-report-cost-") as tmp:
         source = a.source or Path(tmp) / "run.jsonl"
         steps = record(source, a.steps, a.shape) if a.source is None else None
@@ -92,7 +123,11 @@ def main(argv: list[str] | None = None) -> None:
             archive = subprocess.run(["git", "archive", a.before, "src"], cwd=ROOT, capture_output=True, check=True)
             subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
             src = Path(tmp) / "src"
-        res = measure(source, Path(tmp) / "report.html", a.rounds, src)
+        res = measure(source, Path(tmp) / "report.html", a.rounds, src) if a.rounds else {}
+        for label, where in (("", None), (" (before)", src)):
+            if a.render and (where is not None or not label):
+                each = _render(source, Path(tmp) / "render.html", a.render, where)
+                res["write_report" + label] = {"cpu_s": statistics.median(each), "cpu_each": each}
         print(json.dumps({"steps": steps, "shape": a.shape, "rounds": a.rounds, **res}, indent=1))
 
 
@@ -100,4 +135,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["measure", "record"]
+__all__ = ["measure", "record", "render_cpu"]
