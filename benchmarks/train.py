@@ -53,6 +53,12 @@ BINS = 10
 """Equal-width bins of the reliability diagram and the expected calibration error."""
 TARGET_PRECISION = 0.9
 """Precision the ``confident`` threshold is chosen for."""
+MIN_SUPPORT = 20
+"""Fewest out-of-fold cases a ``confident`` threshold must select: above a lone case or two any
+threshold reaches 90 % by luck (the 2026-12-02 retrain chose 0.973 on one case, right; nested, 54 %).
+With 20 cases one wrong in ten is a 7-point standard error: a claim, not a coin."""
+NEVER = 1.01
+"""The ``confident`` threshold when none qualifies: above every confidence, so the verdict is never ``confident``."""
 LIKELY = 0.5
 """The ``likely`` threshold: the best candidate is more probably right than wrong."""
 
@@ -140,12 +146,15 @@ def ece(conf: Sequence[float], ok: Sequence[bool], bins: int = BINS) -> tuple[fl
     return total, table
 
 
-def threshold(conf: Sequence[float], ok: Sequence[bool], target: float = TARGET_PRECISION) -> float:
-    """The lowest confidence at or above which the best candidate is right at least ``target`` of the time."""
-    best = 1.01
+def threshold(
+    conf: Sequence[float], ok: Sequence[bool], target: float = TARGET_PRECISION, min_rows: int = MIN_SUPPORT
+) -> float:
+    """The lowest confidence at or above which the best candidate is right at least ``target`` of the time,
+    over at least ``min_rows`` cases (`NEVER` when there is none)."""
+    best = NEVER
     for t in sorted(set(conf), reverse=True):
         sel = [o for c, o in zip(conf, ok, strict=True) if c >= t]
-        if sum(sel) / len(sel) >= target:
+        if len(sel) >= min_rows and sum(sel) / len(sel) >= target:
             best = t
     return best
 
@@ -156,7 +165,9 @@ def at(conf: Sequence[float], ok: Sequence[bool], t: float) -> tuple[float, floa
     return (sum(sel) / len(sel) if sel else float("nan")), len(sel) / len(conf)
 
 
-def nested(conf: Sequence[float], ok: Sequence[bool], folds: Sequence[str]) -> tuple[float, float]:
+def nested(
+    conf: Sequence[float], ok: Sequence[bool], folds: Sequence[str], min_rows: int = MIN_SUPPORT
+) -> tuple[float, float]:
     """Precision and coverage at ``confident`` when each fold's threshold is chosen on the other folds.
 
     `threshold` picks the threshold on the very rows it then scores, which flatters
@@ -165,7 +176,7 @@ def nested(conf: Sequence[float], ok: Sequence[bool], folds: Sequence[str]) -> t
     right = chosen = 0
     for f in sorted(set(folds)):
         rest = [i for i, g in enumerate(folds) if g != f]
-        t = threshold([conf[i] for i in rest], [ok[i] for i in rest])
+        t = threshold([conf[i] for i in rest], [ok[i] for i in rest], min_rows=min_rows)
         sel = [i for i, g in enumerate(folds) if g == f and conf[i] >= t]
         chosen += len(sel)
         right += sum(1 for i in sel if ok[i])

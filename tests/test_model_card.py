@@ -80,3 +80,12 @@ def test_the_card_lists_every_calibrator_with_its_nested_precision_and_marks_the
     assert len([ln for ln in lines if ln.startswith("| ") and "calibrator" not in ln]) == 2
     assert any("margin over the runner-up alone (shipped) | 0.040 | 0.050 |" in ln and "75 %" in ln for ln in lines)
     assert _calibration_variants({"method": "platt"}) == []
+
+
+def test_with_no_threshold_on_enough_cases_the_card_says_the_verdict_is_never_confident() -> None:
+    """A threshold above 1 (none qualified) reads as "never `confident`", not as a precision of a dash."""
+    from benchmarks.model_card import _calibration_goals
+
+    cal = {"ece": 0.04, "confident": 1.01, "precision_confident": float("nan"), "coverage_confident": 0.0}
+    [line, _] = _calibration_goals(cal)
+    assert "never `confident`" in line and "0.04" not in line and "precision at" not in line

@@ -159,8 +159,18 @@ def test_the_nested_confident_threshold_is_chosen_without_the_fold_it_is_scored_
 
     conf = [0.9, 0.5, 0.9, 0.8]
     ok = [True, False, False, True]
-    assert threshold(conf[:2], ok[:2]) == 0.9
-    assert nested(conf, ok, ["a", "a", "b", "b"]) == (0.0, 0.25)
+    assert threshold(conf[:2], ok[:2], min_rows=1) == 0.9
+    assert nested(conf, ok, ["a", "a", "b", "b"], min_rows=1) == (0.0, 0.25)
+
+
+def test_a_confident_threshold_must_select_enough_cases_or_there_is_none() -> None:
+    """One right case at the top is no 90 % claim: below `MIN_SUPPORT` cases the threshold is `NEVER`."""
+    from benchmarks.train import MIN_SUPPORT, NEVER, threshold
+
+    assert threshold([0.99, 0.5, 0.4], [True, False, False]) == NEVER
+    conf = [0.9] * MIN_SUPPORT + [0.5] * 10
+    ok = [True] * MIN_SUPPORT + [False] * 10
+    assert threshold(conf, ok) == 0.9
 
 
 def test_platt_coefficients_weigh_zero_for_the_terms_a_calibrator_does_not_read() -> None:
