@@ -11,9 +11,12 @@ Steps, all seeded (`benchmarks.learning.SEED`):
    it was not trained on); the hand ranking and "always the first step" scored
    on the same cases;
 3. calibration: isotonic regression of the best candidate's softmax
-   probability on whether it was right, fitted on out-of-fold predictions;
-   its error and the precision/coverage at ``confident`` are measured
-   cross-fitted (each fold's calibrator fitted on the other folds);
+   probability, or Platt scaling of it with the run's ranked steps (and the
+   margin over the runner-up), on whether it was right, fitted on out-of-fold
+   predictions; the lowest error ships.  Its error and the precision/coverage
+   at ``confident`` are measured cross-fitted (each fold's calibrator fitted
+   on the other folds), and the ``confident`` threshold is checked nested
+   (chosen without the fold it is scored on);
 4. the final model on every case, fitted with `benchmarks.learning.RECIPE`, written to
    ``src/trajdebug/analysis/model.json``, with docs/model-card.md and
    docs/reliability.png.
@@ -33,14 +36,14 @@ import json
 import math
 import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks import corpus as corpus_mod
 from benchmarks import learning as L
 from benchmarks.corpus import Case
-from trajdebug.analysis.learned import DEFAULT_PATH, Model, load_model
+from trajdebug.analysis.learned import DEFAULT_PATH, Model, load_model, margins
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +53,12 @@ BINS = 10
 """Equal-width bins of the reliability diagram and the expected calibration error."""
 TARGET_PRECISION = 0.9
 """Precision the ``confident`` threshold is chosen for."""
+MIN_SUPPORT = 20
+"""Fewest out-of-fold cases a ``confident`` threshold must select: above a lone case or two any
+threshold reaches 90 % by luck (the 2026-12-02 retrain chose 0.973 on one case, right; nested, 54 %).
+With 20 cases one wrong in ten is a 7-point standard error: a claim, not a coin."""
+NEVER = 1.01
+"""The ``confident`` threshold when none qualifies: above every confidence, so the verdict is never ``confident``."""
 LIKELY = 0.5
 """The ``likely`` threshold: the best candidate is more probably right than wrong."""
 
@@ -62,40 +71,63 @@ def _isotonic(xs: Sequence[float], ys: Sequence[int]) -> Any:
     return iso
 
 
-def calibrate(rows: Sequence[dict[str, Any]]) -> list[float]:
+Fold = Callable[[dict[str, Any]], str]
+
+
+def _fold(r: dict[str, Any]) -> str:
+    return str(r["fold"])
+
+
+def _suite(r: dict[str, Any]) -> str:
+    return str(r["case"].suite)
+
+
+def calibrate(rows: Sequence[dict[str, Any]], fold: Fold = _fold) -> list[float]:
     """Cross-fitted calibrated confidences of each row's best candidate (fold-wise isotonic)."""
     out = [0.0] * len(rows)
-    folds = sorted({r["fold"] for r in rows})
-    for f in folds:
-        train = [r for r in rows if r["fold"] != f]
+    for f in sorted({fold(r) for r in rows}):
+        train = [r for r in rows if fold(r) != f]
         iso = _isotonic([r["top_p"] for r in train], [int(r["top_ok"]) for r in train])
         for i, r in enumerate(rows):
-            if r["fold"] == f:
+            if fold(r) == f:
                 out[i] = float(iso.predict([r["top_p"]])[0])
     return out
 
 
-def _platt_x(r: dict[str, Any]) -> list[float]:
+def _margin(r: dict[str, Any]) -> float:
+    """The best candidate's margin (log-odds) over the runner-up, as `trajdebug.analysis.learned.margins`."""
+    return max(margins(r["probs"]), default=0.0)
+
+
+PLATT = {"platt": "pn", "platt_margin": "pnm", "margin": "m"}
+"""The Platt calibrators compared, by the terms they read: p, the logit of the softmax probability;
+n, log(1 + ranked steps); m, the margin over the runner-up."""
+
+
+def _platt_x(r: dict[str, Any], terms: str) -> list[float]:
     p = min(max(r["top_p"], 1e-9), 1 - 1e-9)
-    return [math.log(p / (1 - p)), math.log1p(len(r["case"].rows))]
+    x = {"p": math.log(p / (1 - p)), "n": math.log1p(len(r["case"].rows)), "m": _margin(r)}
+    return [x[t] for t in terms]
 
 
-def _platt(rows: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
+def _platt(rows: Sequence[dict[str, Any]], terms: str = "pnm") -> tuple[float, ...]:
+    """Platt coefficients ``(a, b, c, d)`` of `Model.platt`; a term not read weighs 0."""
     from sklearn.linear_model import LogisticRegression
 
-    lr = LogisticRegression(C=100.0)
-    lr.fit([_platt_x(r) for r in rows], [int(r["top_ok"]) for r in rows])
-    return (float(lr.intercept_[0]), float(lr.coef_[0][0]), float(lr.coef_[0][1]))
+    lr = LogisticRegression(C=100.0, max_iter=1000)
+    lr.fit([_platt_x(r, terms) for r in rows], [int(r["top_ok"]) for r in rows])
+    coef = dict(zip(terms, (float(c) for c in lr.coef_[0]), strict=True))
+    return (float(lr.intercept_[0]), *(coef.get(t, 0.0) for t in "pnm"))
 
 
-def calibrate_platt(rows: Sequence[dict[str, Any]]) -> list[float]:
-    """Cross-fitted Platt-scaled confidences of each row's best candidate."""
+def calibrate_platt(rows: Sequence[dict[str, Any]], terms: str = "pnm", fold: Fold = _fold) -> list[float]:
+    """Cross-fitted Platt-scaled confidences of each row's best candidate, reading ``terms`` (`PLATT`)."""
     out = [0.0] * len(rows)
-    for f in sorted({r["fold"] for r in rows}):
-        m = Model((), 0.0, 1.0, (), platt=_platt([r for r in rows if r["fold"] != f]))
+    for f in sorted({fold(r) for r in rows}):
+        m = Model((), 0.0, 1.0, (), platt=_platt([r for r in rows if fold(r) != f], terms))
         for i, r in enumerate(rows):
-            if r["fold"] == f:
-                out[i] = m.calibrate(r["top_p"], len(r["case"].rows))
+            if fold(r) == f:
+                out[i] = m.calibrate(r["top_p"], len(r["case"].rows), _margin(r))
     return out
 
 
@@ -114,12 +146,15 @@ def ece(conf: Sequence[float], ok: Sequence[bool], bins: int = BINS) -> tuple[fl
     return total, table
 
 
-def threshold(conf: Sequence[float], ok: Sequence[bool], target: float = TARGET_PRECISION) -> float:
-    """The lowest confidence at or above which the best candidate is right at least ``target`` of the time."""
-    best = 1.01
+def threshold(
+    conf: Sequence[float], ok: Sequence[bool], target: float = TARGET_PRECISION, min_rows: int = MIN_SUPPORT
+) -> float:
+    """The lowest confidence at or above which the best candidate is right at least ``target`` of the time,
+    over at least ``min_rows`` cases (`NEVER` when there is none)."""
+    best = NEVER
     for t in sorted(set(conf), reverse=True):
         sel = [o for c, o in zip(conf, ok, strict=True) if c >= t]
-        if sum(sel) / len(sel) >= target:
+        if len(sel) >= min_rows and sum(sel) / len(sel) >= target:
             best = t
     return best
 
@@ -128,6 +163,59 @@ def at(conf: Sequence[float], ok: Sequence[bool], t: float) -> tuple[float, floa
     """Precision and coverage at confidence >= ``t``."""
     sel = [o for c, o in zip(conf, ok, strict=True) if c >= t]
     return (sum(sel) / len(sel) if sel else float("nan")), len(sel) / len(conf)
+
+
+def nested(
+    conf: Sequence[float], ok: Sequence[bool], folds: Sequence[str], min_rows: int = MIN_SUPPORT
+) -> tuple[float, float]:
+    """Precision and coverage at ``confident`` when each fold's threshold is chosen on the other folds.
+
+    `threshold` picks the threshold on the very rows it then scores, which flatters
+    the precision when few rows sit above it; this is the honest check of that choice.
+    """
+    right = chosen = 0
+    for f in sorted(set(folds)):
+        rest = [i for i, g in enumerate(folds) if g != f]
+        t = threshold([conf[i] for i in rest], [ok[i] for i in rest], min_rows=min_rows)
+        sel = [i for i, g in enumerate(folds) if g == f and conf[i] >= t]
+        chosen += len(sel)
+        right += sum(1 for i in sel if ok[i])
+    return (right / chosen if chosen else float("nan")), chosen / len(conf)
+
+
+def _calibrators(rows: Sequence[dict[str, Any]], fold: Fold) -> dict[str, list[float]]:
+    return {"isotonic": calibrate(rows, fold), **{name: calibrate_platt(rows, t, fold) for name, t in PLATT.items()}}
+
+
+def _calibration(k5: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Every calibrator, cross-fitted on the five folds by agent and, group-aware, by suite.
+
+    The shipped one has the lowest worse-of-the-two error: a calibrator must also hold on a
+    suite it never saw (the number of ranked steps, for one, differs by suite), as it will on
+    the next blind suite.
+    """
+    ok = [bool(r["top_ok"]) for r in k5]
+    confs, by_suite = _calibrators(k5, _fold), _calibrators(k5, _suite)
+    variants: dict[str, dict[str, float]] = {}
+    for name, conf in confs.items():
+        t = threshold(conf, ok)
+        prec, cov = at(conf, ok, t)
+        nprec, ncov = nested(conf, ok, [r["fold"] for r in k5])
+        variants[name] = {"ece": ece(conf, ok)[0], "ece_by_suite": ece(by_suite[name], ok)[0], "confident": t,
+                          "precision_confident": prec, "coverage_confident": cov,
+                          "nested_precision": nprec, "nested_coverage": ncov}
+    method = min(variants, key=lambda m: max(variants[m]["ece"], variants[m]["ece_by_suite"]))
+    conf, v = confs[method], variants[method]
+    lprec, lcov = at(conf, ok, LIKELY)
+    return {
+        "ece": v["ece"], "bins": ece(conf, ok)[1], "confident": v["confident"], "likely": LIKELY,
+        "precision_confident": v["precision_confident"], "coverage_confident": v["coverage_confident"],
+        "nested_precision": v["nested_precision"], "nested_coverage": v["nested_coverage"],
+        "precision_likely": lprec, "coverage_likely": lcov,
+        "raw_ece": ece([r["top_p"] for r in k5], ok)[0],
+        "method": method, "isotonic_ece": variants["isotonic"]["ece"], "platt_ece": variants["platt"]["ece"],
+        "platt_margin_ece": variants["platt_margin"]["ece"], "ece_by_suite": v["ece_by_suite"], "variants": variants,
+    }
 
 
 def diagram(table: Sequence[tuple[float, float, int]], path: Path, title: str) -> None:
@@ -166,22 +254,7 @@ def evaluate(cases: list[Case], progress: Any = print) -> dict[str, Any]:
     res["kfold"] = L.table(k5, lambda r: r["case"].suite)
     res["kfold_fault"] = L.table(k5, lambda r: r["case"].fault)
     progress("cv: five folds by agent done")
-    ok = [bool(r["top_ok"]) for r in k5]
-    iso, platt = calibrate(k5), calibrate_platt(k5)
-    e_iso, e_platt = ece(iso, ok)[0], ece(platt, ok)[0]
-    method = "platt" if e_platt <= e_iso else "isotonic"
-    conf = platt if method == "platt" else iso
-    e, bins = ece(conf, ok)
-    t = threshold(conf, ok)
-    prec, cov = at(conf, ok, t)
-    lprec, lcov = at(conf, ok, LIKELY)
-    res["calibration"] = {
-        "ece": e, "bins": bins, "confident": t, "likely": LIKELY,
-        "precision_confident": prec, "coverage_confident": cov,
-        "precision_likely": lprec, "coverage_likely": lcov,
-        "raw_ece": ece([r["top_p"] for r in k5], ok)[0],
-        "method": method, "isotonic_ece": e_iso, "platt_ece": e_platt,
-    }
+    res["calibration"] = _calibration(k5)
     res["_oof"] = k5
     res["tells"] = L.tells(cases)
     return res
@@ -215,7 +288,7 @@ def final(cases: list[Case], oof: Sequence[dict[str, Any]], cal: dict[str, Any],
     iso = _isotonic([r["top_p"] for r in oof], [int(r["top_ok"]) for r in oof])
     xs = tuple(round(float(x), 6) for x in iso.X_thresholds_)
     ys = tuple(round(float(y), 6) for y in iso.y_thresholds_)
-    platt = _platt(oof) if cal["method"] == "platt" else None
+    platt = None if cal["method"] == "isotonic" else _platt(oof, PLATT[cal["method"]])
     return replace(
         model, calibration=(xs, ys), platt=platt, confident=round(cal["confident"], 6), likely=cal["likely"], meta=meta
     )

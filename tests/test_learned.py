@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,16 @@ import pytest
 import trajdebug
 from trajdebug.analysis import analyze
 from trajdebug.analysis.features import features, ranked_keys
-from trajdebug.analysis.learned import DEFAULT_PATH, Model, load_model, model_from_dict, rerank, softmax
+from trajdebug.analysis.learned import (
+    DEFAULT_PATH,
+    MARGIN_CAP,
+    Model,
+    load_model,
+    margins,
+    model_from_dict,
+    rerank,
+    softmax,
+)
 from trajdebug.core.model import Run, Step
 from trajdebug.sources.load import load_runs
 
@@ -168,6 +178,25 @@ def test_platt_calibration_is_monotone_in_the_probability() -> None:
     m = Model((), 0.0, 1.0, (), platt=(0.2, 1.3, -0.4))
     confs = [m.calibrate(p, 10) for p in (0.01, 0.2, 0.5, 0.9, 0.999)]
     assert confs == sorted(confs) and all(0.0 < c < 1.0 for c in confs)
+
+
+def test_platt_with_a_margin_term_is_surer_of_a_clear_winner_than_of_a_near_tie() -> None:
+    """The fourth Platt coefficient weighs the margin over the runner-up: the same probability reads
+    surer when the next step is far behind, and a model file keeps all four coefficients."""
+    m = Model((), 0.0, 1.0, (), platt=(-1.0, 0.5, 0.0, 0.8))
+    assert m.calibrate(0.5, 10, margin=3.0) > m.calibrate(0.5, 10, margin=0.1)
+    assert model_from_dict(m.to_dict()).platt == (-1.0, 0.5, 0.0, 0.8)
+    three = Model((), 0.0, 1.0, (), platt=(0.2, 1.3, -0.4))
+    assert three.calibrate(0.5, 10, margin=5.0) == three.calibrate(0.5, 10)
+
+
+def test_margins_are_the_log_ratio_to_the_best_other_step() -> None:
+    """The best step's margin is over the runner-up (positive), every other step's is behind the best
+    (negative); a lone step reads the cap."""
+    ms = margins([0.6, 0.3, 0.1])
+    assert ms[0] == pytest.approx(math.log(2.0)) and ms[1] == pytest.approx(math.log(0.5))
+    assert ms[2] == pytest.approx(math.log(0.1 / 0.6))
+    assert margins([1.0]) == [MARGIN_CAP]
 
 
 def test_nothing_ranked_means_no_verdict(tmp_path: Path) -> None:

@@ -66,3 +66,26 @@ def test_the_card_says_which_calibration_goal_is_missed() -> None:
     cal = {"ece": 0.04, "precision_confident": 0.9, "coverage_confident": 0.23}
     assert "coverage at `confident` 23 % < 30 %" in _calibration_goals(cal)[0]
     assert "goals met" in _calibration_goals({**cal, "coverage_confident": 0.4})[0]
+
+
+def test_the_card_lists_every_calibrator_with_its_nested_precision_and_marks_the_shipped_one() -> None:
+    """Each calibrator tried is a row (error, error with the suite left out, in-sample and nested
+    `confident` precision/coverage); the shipped one says so."""
+    from benchmarks.model_card import _calibration_variants
+
+    v = {"ece": 0.04, "ece_by_suite": 0.05, "confident": 0.87, "precision_confident": 0.91,
+         "coverage_confident": 0.04, "nested_precision": 0.75, "nested_coverage": 0.06}
+    cal = {"method": "margin", "variants": {"isotonic": {**v, "ece": 0.09}, "margin": v}}
+    lines = _calibration_variants(cal)
+    assert len([ln for ln in lines if ln.startswith("| ") and "calibrator" not in ln]) == 2
+    assert any("margin over the runner-up alone (shipped) | 0.040 | 0.050 |" in ln and "75 %" in ln for ln in lines)
+    assert _calibration_variants({"method": "platt"}) == []
+
+
+def test_with_no_threshold_on_enough_cases_the_card_says_the_verdict_is_never_confident() -> None:
+    """A threshold above 1 (none qualified) reads as "never `confident`", not as a precision of a dash."""
+    from benchmarks.model_card import _calibration_goals
+
+    cal = {"ece": 0.04, "confident": 1.01, "precision_confident": float("nan"), "coverage_confident": 0.0}
+    [line, _] = _calibration_goals(cal)
+    assert "never `confident`" in line and "0.04" not in line and "precision at" not in line

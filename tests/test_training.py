@@ -71,11 +71,11 @@ def test_the_hand_rank_prior_is_one_tree_giving_offset_over_rank() -> None:
 
 
 def test_warm_start_keeps_the_prior_and_learns_the_new_agent() -> None:
-    """Boosting on from a prior keeps its trees first and learns what the prior did not know."""
+    """Boosting on from a prior keeps its trees first (and its calibration) and learns what the prior did not know."""
     prior = training.fit(_cases("x"), seed=1, params={"n_estimators": 5, "max_depth": 2, "min_samples_leaf": 1})
-    prior = Model(prior.feature_names, prior.init, prior.rate, prior.trees, confident=0.7)
+    prior = Model(prior.feature_names, prior.init, prior.rate, prior.trees, confident=0.7, platt=(0.1, 1.0, 0.0, 0.5))
     fitted = training.fit(_cases("y"), seed=1, prior=prior)
-    assert len(fitted.trees) > len(prior.trees) and fitted.confident == 0.7
+    assert len(fitted.trees) > len(prior.trees) and fitted.confident == 0.7 and fitted.platt == prior.platt
     assert fitted.raw({"y": 1.0}) > fitted.raw({"y": 0.0})
     assert fitted.trees[: len(prior.trees)] == tuple(
         tuple((fitted.feature_names.index(prior.feature_names[f]) if f >= 0 else -1, th, lo, hi, v) for f, th, lo, hi, v in t)
@@ -150,3 +150,36 @@ def test_run_relative_features_mark_the_earliest_ranked_steps_whatever_the_hand_
     assert out[1]["rel_first"] == 1.0 and "rel_first" not in out[0]
     assert out[0]["rel_first_agent_change"] == 1.0 and out[0]["rel_order"] == 0.5
     assert "rel_order" not in out[2] and rows[1] == {"pos_from_start": 0.2}
+
+
+def test_the_nested_confident_threshold_is_chosen_without_the_fold_it_is_scored_on() -> None:
+    """A threshold that is right only on the rows it was chosen on shows as wrong nested: each fold is
+    scored at the threshold the other folds chose."""
+    from benchmarks.train import nested, threshold
+
+    conf = [0.9, 0.5, 0.9, 0.8]
+    ok = [True, False, False, True]
+    assert threshold(conf[:2], ok[:2], min_rows=1) == 0.9
+    assert nested(conf, ok, ["a", "a", "b", "b"], min_rows=1) == (0.0, 0.25)
+
+
+def test_a_confident_threshold_must_select_enough_cases_or_there_is_none() -> None:
+    """One right case at the top is no 90 % claim: below `MIN_SUPPORT` cases the threshold is `NEVER`."""
+    from benchmarks.train import MIN_SUPPORT, NEVER, threshold
+
+    assert threshold([0.99, 0.5, 0.4], [True, False, False]) == NEVER
+    conf = [0.9] * MIN_SUPPORT + [0.5] * 10
+    ok = [True] * MIN_SUPPORT + [False] * 10
+    assert threshold(conf, ok) == 0.9
+
+
+def test_platt_coefficients_weigh_zero_for_the_terms_a_calibrator_does_not_read() -> None:
+    """A margin-only calibrator exports ``(a, 0, 0, d)``: the shipped model's Platt form reads it as it was fitted."""
+    from types import SimpleNamespace
+
+    from benchmarks.train import _platt
+
+    rows = [{"top_p": 0.5, "probs": [0.5, p2], "case": SimpleNamespace(rows=[0, 1]), "top_ok": p2 < 0.2}
+            for p2 in (0.05, 0.1, 0.15, 0.25, 0.3, 0.4) for _ in range(3)]
+    _a, b, c, d = _platt(rows, "m")
+    assert (b, c) == (0.0, 0.0) and d > 0

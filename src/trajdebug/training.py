@@ -177,7 +177,10 @@ def fit(
     # One rate for all trees: the new trees' leaves are rescaled to the prior's rate.
     scale = float(gbm.learning_rate) / prior.rate
     model = assemble(prior.init, prior.rate, [*_named(prior), *_trees(gbm, names, scale)])
-    return replace(model, calibration=prior.calibration, confident=prior.confident, likely=prior.likely, meta=prior.meta)
+    return replace(
+        model, calibration=prior.calibration, platt=prior.platt, confident=prior.confident, likely=prior.likely,
+        meta=prior.meta,
+    )
 
 
 OFFSET_RANKS = 20

@@ -7,13 +7,13 @@ classifier, Friedman 2001) whose summed output scores how likely a ranked step i
 the root cause.  Within one run the log-odds are normalized by a softmax (one root per
 failure), then mapped through an isotonic calibration fitted on held-out
 cross-validation folds (isotonic, Zadrozny & Elkan 2002, or Platt scaling on the
-probability and the number of ranked steps, Platt 1999: whichever erred less out of fold), so a candidate's
-``confidence`` reads as the probability that it is the root.
+probability, the number of ranked steps and the margin over the runner-up, Platt 1999: whichever
+erred less out of fold), so a candidate's ``confidence`` reads as the probability that it is the root.
 
 The verdict of an analysis comes from its best candidate's confidence:
 ``confident`` at or above the model's ``confident`` threshold (chosen on
-held-out folds for precision >= 90 %), ``likely`` at or above ``likely``, else
-``unsure``.  No runtime dependency: scoring is a tree walk.
+held-out folds for precision >= 90 % over at least 20 cases; above 1, so never,
+when no threshold is), ``likely`` at or above ``likely``, else ``unsure``.  No runtime dependency: scoring is a tree walk.
 """
 
 from __future__ import annotations
@@ -64,9 +64,11 @@ class Model:
     """Best-candidate confidence at or above which the verdict is ``likely``."""
     meta: Mapping[str, Any] | None = None
     """What the model was trained on (free data, kept from the file)."""
-    platt: tuple[float, float, float] | None = None
-    """Platt scaling ``(a, b, c)``: ``sigmoid(a + b logit(p) + c log(1 + n))`` for a run of ``n`` ranked
-    steps; used instead of the isotonic knots when set."""
+    platt: tuple[float, ...] | None = None
+    """Platt scaling ``(a, b, c[, d])``: ``sigmoid(a + b logit(p) + c log(1 + n) + d margin)`` for a run of
+    ``n`` ranked steps, ``margin`` the log-ratio of the step's probability to the best other step's;
+    used instead of the isotonic knots when set.  The margin term (since 2026-12-02) is what separates a
+    clear winner from a near tie: the softmax alone reads 0.5 for both 0.5/0.1/... and 0.5/0.45/..."""
 
     def raw(self, f: Mapping[str, float]) -> float:
         """The ensemble's log-odds for one feature mapping."""
@@ -82,12 +84,13 @@ class Model:
                 i = left if x[feat] <= thr else right
         return total
 
-    def calibrate(self, p: float, n: int = 1) -> float:
-        """The calibrated probability of a normalized score ``p`` among ``n`` ranked steps."""
+    def calibrate(self, p: float, n: int = 1, margin: float = 0.0) -> float:
+        """The calibrated probability of a normalized score ``p`` among ``n`` ranked steps, ``margin``
+        (log-odds) ahead of the best other step (negative when behind it)."""
         if self.platt is not None:
-            a, b, c = self.platt
+            a, b, c, *rest = self.platt
             q = min(max(p, 1e-9), 1 - 1e-9)
-            z = a + b * math.log(q / (1 - q)) + c * math.log1p(n)
+            z = a + b * math.log(q / (1 - q)) + c * math.log1p(n) + (rest[0] * margin if rest else 0.0)
             return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
         xs, ys = self.calibration
         if p <= xs[0]:
@@ -132,7 +135,7 @@ def model_from_dict(data: Mapping[str, Any]) -> Model:
         float(th.get("confident", 0.9)),
         float(th.get("likely", 0.5)),
         data.get("meta"),
-        None if not data.get("platt") else (float(data["platt"][0]), float(data["platt"][1]), float(data["platt"][2])),
+        None if not data.get("platt") else tuple(float(v) for v in data["platt"]),
     )
 
 
@@ -160,12 +163,31 @@ def softmax(raw: Sequence[float]) -> list[float]:
     return [e / total for e in exps]
 
 
+MARGIN_CAP = 20.0
+"""Margins beyond this many log-odds (and a lone ranked step's) read as this: past it nothing changes."""
+
+
+def margins(probs: Sequence[float]) -> list[float]:
+    """Each step's log-ratio of its probability to the best other step's, within +-`MARGIN_CAP`."""
+    if len(probs) < 2:
+        return [MARGIN_CAP] * len(probs)
+    order = sorted(range(len(probs)), key=lambda i: -probs[i])
+    first, second = probs[order[0]], probs[order[1]]
+    out = []
+    for i, p in enumerate(probs):
+        other = second if i == order[0] else first
+        m = math.log(max(p, 1e-300) / max(other, 1e-300))
+        out.append(max(-MARGIN_CAP, min(MARGIN_CAP, m)))
+    return out
+
+
 def scores(analysis: Analysis, model: Model) -> dict[Key, float]:
     """Each ranked step's calibrated probability of being the root cause."""
     feats = features(analysis)
     keys = list(feats)
     probs = softmax([model.raw(feats[k]) for k in keys])
-    return {k: model.calibrate(p, len(keys)) for k, p in zip(keys, probs, strict=True)}
+    ms = margins(probs)
+    return {k: model.calibrate(p, len(keys), m) for k, p, m in zip(keys, probs, ms, strict=True)}
 
 
 def _key(c: Candidate) -> Key:
@@ -202,4 +224,4 @@ def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top
     )
 
 
-__all__ = ["DEFAULT_PATH", "Model", "Verdict", "load_model", "model_from_dict", "rerank", "scores", "softmax"]
+__all__ = ["DEFAULT_PATH", "MARGIN_CAP", "Model", "Verdict", "load_model", "margins", "model_from_dict", "rerank", "scores", "softmax"]
