@@ -45,7 +45,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_i": "held out (written blind, the fresh measure; never trained on: benchmarks.corpus.HELD_OUT)",
+    "suite_i": "held out (written blind, the fresh measure; never trained on: benchmarks.corpus.HELD_OUT; scored once 2026-12-02, benchmarks/heldout/suite_i/SCORED.json)",
     "suite_h": "development (scored once held out on 2026-12-02; its misses studied and trained on since 2026-12-02)",
     "suite_g": "development (scored once held out on 2026-12-02; trained on since 2026-12-02)",
     "suite_f": "development (scored once held out on 2026-12-02, then its guided-search misses were studied; "
