@@ -241,8 +241,8 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         lines.append(f"| {name} | {what} | {route} | {lic} | {meta['cases'].get(name, 0)} |")
     lines += [
         "",
-        f"{meta['steps']} ranked steps in all. Never used: the held-out suite suite_i, written blind as the fresh",
-        "measure (`benchmarks.corpus.HELD_OUT` refuses it). A case is a failed run whose root-cause step is known; each",
+        f"{meta['steps']} ranked steps in all. Never used: the suites in `benchmarks.corpus.HELD_OUT`",
+        "(refused by the corpus; empty since suite_i became a development suite). A case is a failed run whose root-cause step is known; each",
         "blind-suite case counts twice (alone, and with its agent's passing runs as references).",
         "Who&When's truth is the step of its `mistake_step` message; tau's is every step of the annotated",
         "root-cause message (so tau top-k here counts steps, not messages as benchmarks/tau.py does).",
