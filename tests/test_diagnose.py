@@ -233,6 +233,19 @@ class TestLLMOutputs:
         assert "9999" in e.reason and not e.sound
         assert all(e.sound for e in _from(_verdict(faithful, "r"), "llm-output"))
 
+    def test_a_json_text_argument_states_the_values_it_encodes(self) -> None:
+        """A tool call whose argument is JSON text (an agent used as a tool) states the values inside it:
+        found one by one in the model's input, it is no made-up value; one the input lacks still is."""
+        inp = {"messages": [{"role": "user", "content": '{"hotel": "HTL-LIS", "nights": ["2026-12-23"]}'}]}
+
+        def call(arg: str) -> Run:
+            out = {"role": "assistant", "tool_calls": [{"name": "forecaster", "arguments": {"input": arg}}]}
+            return _run(Step("g", "generation", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(call('{"night": "2026-12-23"}'), "g"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(call('{"night": "2026-12-29"}'), "g"), "llm-output")
+        assert "2026-12-29" in e.reason and "night" not in e.reason and not e.sound
+
     def test_a_label_is_a_choice_not_a_claim(self) -> None:
         """A classifier's label ("how-to", "on_hold") found in none of its inputs is a choice among options, not a made-up value."""
         run = _run(

@@ -211,13 +211,29 @@ def _stated(out: Any, *, lexicon: Lexicon = ENGLISH) -> list[Any]:
         lits: list[Any] = [m.group(1).replace("''", "'") for m in _SQL_LITERAL.finditer(stmt)]
         return lits + [float(n) for n in content.stated_numbers(_SQL_LITERAL.sub("", stmt))]
     if isinstance(out, (Mapping, list)):
-        return [v for p, v in content.leaves(out) if not lexicon.identifier_path.search(p)]
+        return _leaves(out, lexicon)
     if isinstance(out, str):
         parsed = content.parse_json(out) if content.looks_like_json(out) else None
         if parsed is not None:
-            return [v for p, v in content.leaves(parsed) if not lexicon.identifier_path.search(p)]
+            return _leaves(parsed, lexicon)
         return [float(n) for n in content.stated_numbers(out)]
     return []
+
+
+def _leaves(value: Any, lexicon: Lexicon, depth: int = 0) -> list[Any]:
+    """The leaves of a JSON value, a leaf that is itself JSON text read as the values it encodes.
+
+    A tool call's argument is often a JSON document passed as a string (an agent used as a tool takes its
+    ``input`` so): the model states the values inside it, which its inputs hold one by one, never as the
+    whole encoded text.
+    """
+    out: list[Any] = []
+    for p, v in content.leaves(value):
+        if lexicon.identifier_path.search(p):
+            continue
+        inner = content.parse_json(v) if depth < 2 and isinstance(v, str) and content.looks_like_json(v) else None
+        out.extend(_leaves(inner, lexicon, depth + 1) if isinstance(inner, (Mapping, list)) else [v])
+    return out
 
 
 _LABEL = re.compile(r"^[a-z]+(?:[-_][a-z]+){0,2}$")
