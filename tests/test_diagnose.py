@@ -246,6 +246,19 @@ class TestLLMOutputs:
         [e] = _from(_verdict(call('{"night": "2026-12-29"}'), "g"), "llm-output")
         assert "2026-12-29" in e.reason and "night" not in e.reason and not e.sound
 
+    def test_a_chat_message_states_the_numbers_of_its_text_as_a_bare_string_does(self) -> None:
+        """A model's text recorded as a chat message (OTLP, the Agents SDK) is read as the same text recorded
+        bare (the SDK): a sentence with no number in it claims no value; a number its input lacks is claimed."""
+        inp = {"messages": [{"role": "user", "content": "Query each station: O-1, O-2"}]}
+
+        def said(text: str) -> Run:
+            out = {"role": "assistant", "content": text, "tool_calls": []}
+            return _run(Step("g", "ChatCompletion", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(said("Every station reported."), "g"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(said("Every station reported, 17 bikes short."), "g"), "llm-output")
+        assert "17" in e.reason and not e.sound
+
     def test_a_label_is_a_choice_not_a_claim(self) -> None:
         """A classifier's label ("how-to", "on_hold") found in none of its inputs is a choice among options, not a made-up value."""
         run = _run(

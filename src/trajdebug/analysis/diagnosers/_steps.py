@@ -28,6 +28,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._conversation import _ASSISTANT_ROLES
 from trajdebug.analysis.diagnosers._tools import (
     contradictions,
     handled,
@@ -210,6 +211,11 @@ def _stated(out: Any, *, lexicon: Lexicon = ENGLISH) -> list[Any]:
         # The literals of generated SQL are the values it claims from the question.
         lits: list[Any] = [m.group(1).replace("''", "'") for m in _SQL_LITERAL.finditer(stmt)]
         return lits + [float(n) for n in content.stated_numbers(_SQL_LITERAL.sub("", stmt))]
+    if isinstance(out, Mapping) and out.get("role") in _ASSISTANT_ROLES and isinstance(out.get("content"), str):
+        # A chat message's text is the model's text, however the route recorded it (a bare string through the
+        # SDK, a message through OTLP or the Agents SDK): the numbers it states, not the whole sentence.
+        rest = {k: v for k, v in out.items() if k != "content"}
+        return _stated(out["content"], lexicon=lexicon) + _leaves(rest, lexicon)
     if isinstance(out, (Mapping, list)):
         return _leaves(out, lexicon)
     if isinstance(out, str):
