@@ -96,6 +96,21 @@ class TestToolCalls:
         [e] = _from(_verdict(run, "t"), "tool-arguments")
         assert e.sound
 
+    def test_a_json_text_argument_comes_from_upstream_when_its_values_do(self) -> None:
+        """An argument that is JSON text (an agent used as a tool) is checked value by value: each found
+        upstream makes it sound; one found nowhere is named."""
+
+        def run_of(arg: str) -> Run:
+            return _run(
+                Step("a", "llm", "llm", output="Forecast the night of 2026-12-23."),
+                Step("t", "forecaster", "tool", input={"input": arg}),
+            )
+
+        [e] = _from(_verdict(run_of('{"night": "2026-12-23"}'), "t"), "tool-arguments")
+        assert e.sound
+        [e] = _from(_verdict(run_of('{"night": "2026-12-29"}'), "t"), "tool-arguments")
+        assert not e.sound and "2026-12-29" in e.reason and "input.night" in e.reason
+
     def test_server_error_blames_the_tool_client_error_its_arguments(self) -> None:
         """A 5xx marks the tool strongly; a 4xx only mildly (its arguments are the likelier cause)."""
         run = _run(

@@ -370,6 +370,20 @@ def leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, An
         yield path, value
 
 
+def decoded_leaves(value: Any, path: str = "", nested: int = 0) -> Iterator[tuple[str, Any]]:
+    """`leaves`, a leaf that is JSON text (an object or array) read as the leaves it encodes.
+
+    A tool call's argument is often a JSON document passed as a string (an agent used as a tool takes its
+    ``input`` so): its values are what the caller states, one by one, never the encoded text as a whole.
+    """
+    for p, v in leaves(value, path):
+        inner = parse_json(v) if nested < 2 and isinstance(v, str) and looks_like_json(v) else None
+        if isinstance(inner, (dict, list)):
+            yield from decoded_leaves(inner, p, nested + 1)
+        else:
+            yield p, v
+
+
 def keyed_values(value: Any) -> dict[str, Any]:
     """The scalar leaves of a value keyed by their last field name (the first one seen wins)."""
     out: dict[str, Any] = {}

@@ -226,20 +226,9 @@ def _stated(out: Any, *, lexicon: Lexicon = ENGLISH) -> list[Any]:
     return []
 
 
-def _leaves(value: Any, lexicon: Lexicon, depth: int = 0) -> list[Any]:
-    """The leaves of a JSON value, a leaf that is itself JSON text read as the values it encodes.
-
-    A tool call's argument is often a JSON document passed as a string (an agent used as a tool takes its
-    ``input`` so): the model states the values inside it, which its inputs hold one by one, never as the
-    whole encoded text.
-    """
-    out: list[Any] = []
-    for p, v in content.leaves(value):
-        if lexicon.identifier_path.search(p):
-            continue
-        inner = content.parse_json(v) if depth < 2 and isinstance(v, str) and content.looks_like_json(v) else None
-        out.extend(_leaves(inner, lexicon, depth + 1) if isinstance(inner, (Mapping, list)) else [v])
-    return out
+def _leaves(value: Any, lexicon: Lexicon) -> list[Any]:
+    """The values of a JSON value, JSON text inside it decoded (`content.decoded_leaves`), names left out."""
+    return [v for p, v in content.decoded_leaves(value) if not lexicon.identifier_path.search(p)]
 
 
 _LABEL = re.compile(r"^[a-z]+(?:[-_][a-z]+){0,2}$")

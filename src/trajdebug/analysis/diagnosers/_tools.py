@@ -304,7 +304,7 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     forms = content.number_forms(hay)
     checked, missing = 0, []
-    for path, v in content.leaves(step.input):
+    for path, v in content.decoded_leaves(step.input):
         seen = present(v, hay, forms)
         if seen is None:
             continue
