@@ -120,19 +120,6 @@ class TestDroppersAndEdges:
         [gdp] = [a for a in atoms("the answer does not mention 'GDP'") if a.raw == "GDP"]
         assert lin.droppers(gdp, ["u", "p"]) == ["p"]
 
-    def test_a_routing_step_answering_a_branch_name_drops_nothing(self) -> None:
-        """A step whose whole output is one branch name (a graph's conditional edge) passes no value on by
-        design: it is no dropper of the values it was given, while a step answering a sentence still is."""
-        given = {"q": "GDP of Rome"}
-        run = _run(
-            _s("u", "ask", "input", 1, None, given),
-            _s("r", "route", "other", 2, given, "__end__", "u"),
-            _s("p", "plan", "llm", 3, given, "the history of Rome", "u"),
-        )
-        lin = Lineage(run)
-        [gdp] = [a for a in atoms("the answer does not mention 'GDP'") if a.raw == "GDP"]
-        assert lin.droppers(gdp, ["u", "r", "p"]) == ["p"]
-
     def test_small_values_give_value_edges(self) -> None:
         """A number a later step was given links it to the step that produced it, with no recorded edge."""
         run = _run(

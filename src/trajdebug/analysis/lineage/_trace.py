@@ -76,14 +76,6 @@ class Origin:
     """When the introducing step computed it from numbers it was given: those operands."""
 
 _WORDS = re.compile(r"[\w][\w-]*")
-_BRANCH = re.compile(r"[A-Za-z_][\w.:-]{0,63}")
-"""A branch name (``tools``, ``__end__``, ``review_research``): the whole output of a routing step."""
-
-
-def _branch(output: Any) -> bool:
-    """Whether an output is one branch name: a routing step (a graph's conditional edge) passes nothing on
-    by design, so the values it was given and did not pass on say nothing of it."""
-    return isinstance(output, str) and _BRANCH.fullmatch(output) is not None
 
 
 class Lineage:
@@ -199,7 +191,7 @@ class Lineage:
         out = []
         for sid in candidates:
             v = self.views.get(sid)
-            if v is None or v.given_by_parents or _branch(self.steps[self.pos[sid]].output):
+            if v is None or v.given_by_parents:
                 continue
             if v.given(atom) and not v.holds(atom) and (v.outputs or v.out_text):
                 out.append(sid)
