@@ -211,11 +211,11 @@ def _stated(out: Any, *, lexicon: Lexicon = ENGLISH) -> list[Any]:
         # The literals of generated SQL are the values it claims from the question.
         lits: list[Any] = [m.group(1).replace("''", "'") for m in _SQL_LITERAL.finditer(stmt)]
         return lits + [float(n) for n in content.stated_numbers(_SQL_LITERAL.sub("", stmt))]
-    if isinstance(out, Mapping) and out.get("role") in _ASSISTANT_ROLES and isinstance(out.get("content"), str):
+    text = out.get("content") if isinstance(out, Mapping) and out.get("role") in _ASSISTANT_ROLES else None
+    if isinstance(text, str) and not content.looks_like_json(text):
         # A chat message's text is the model's text, however the route recorded it (a bare string through the
         # SDK, a message through OTLP or the Agents SDK): the numbers it states, not the whole sentence.
-        rest = {k: v for k, v in out.items() if k != "content"}
-        return _stated(out["content"], lexicon=lexicon) + _leaves(rest, lexicon)
+        return _stated(text, lexicon=lexicon) + _leaves({k: v for k, v in out.items() if k != "content"}, lexicon)
     if isinstance(out, (Mapping, list)):
         return _leaves(out, lexicon)
     if isinstance(out, str):
@@ -227,8 +227,22 @@ def _stated(out: Any, *, lexicon: Lexicon = ENGLISH) -> list[Any]:
 
 
 def _leaves(value: Any, lexicon: Lexicon) -> list[Any]:
-    """The values of a JSON value, JSON text inside it decoded (`content.decoded_leaves`), names left out."""
-    return [v for p, v in content.decoded_leaves(value) if not lexicon.identifier_path.search(p)]
+    """The values of a JSON value, names and JSON text left out.
+
+    JSON text inside an answer (a tool call's argument, as an agent used as a tool takes its ``input``) is an
+    expression, like prose (`present`): never one claimed value, found whole in no input.  Read value by
+    value it made the model's own choices (a code, a ratio) claims where they were none before, so it is
+    left out (measured on the blind suites, 2026-12-02).
+    """
+    return [
+        v
+        for p, v in content.leaves(value)
+        if not lexicon.identifier_path.search(p) and not (isinstance(v, str) and _json_text(v))
+    ]
+
+
+def _json_text(s: str) -> bool:
+    return content.looks_like_json(s) and isinstance(content.parse_json(s), (dict, list))
 
 
 _LABEL = re.compile(r"^[a-z]+(?:[-_][a-z]+){0,2}$")
