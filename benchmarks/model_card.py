@@ -257,7 +257,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
             [
                 "The same, on the framework suites only (the blind suites written on LangGraph, the OpenAI Agents",
                 "SDK, OpenInference/OTLP and the SDK): the number that predicts a fresh blind suite, and the one",
-                "every recipe choice below was judged on (never suite_i).",
+                "every recipe choice below was judged on (never a held-out suite).",
                 "",
                 *framework_lines(res),
                 "",
@@ -400,7 +400,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b, c, e, f, g and h included since 2026-12-02 (never suite_i, the held-out one). Every number is on cases the scoring model never saw;",
+        "suites, b to h included since 2026-12-02 (suite_i, held out when scored, joins at the next retraining). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
