@@ -356,18 +356,38 @@ def is_empty(value: Any) -> bool:
 
 def leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
     """The scalar leaves of a JSON value with their dotted paths (bounded depth)."""
+    # Collected into a list by plain recursion: a chain of nested generators paid
+    # one resumption per level for every leaf, on every step the analysis reads.
+    out: list[tuple[str, Any]] = []
+    _collect_leaves(value, path, depth, out)
+    return iter(out)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _collect_leaves(value: Any, path: str, depth: int, out: list[tuple[str, Any]]) -> None:
     if depth > 6:
         return
     if isinstance(value, dict) or (type(value) not in _NOT_MAPPINGS and isinstance(value, Mapping)):
-        if is_marker(value):
-            return
+        if TRUNCATED_KEY in value or REPR_KEY in value:
+            return  # a marker (`is_marker`): the value itself was not kept
+        inline = depth < 6  # a scalar child is a leaf unless it lies past the depth bound
         for k, v in value.items():
-            yield from leaves(v, f"{path}.{k}" if path else str(k), depth + 1)
+            p = f"{path}.{k}" if path else str(k)
+            if inline and type(v) in _SCALARS:
+                out.append((p, v))
+            else:
+                _collect_leaves(v, p, depth + 1, out)
     elif isinstance(value, (list, tuple)):
+        inline = depth < 6
         for i, v in enumerate(value[:200]):
-            yield from leaves(v, f"{path}[{i}]", depth + 1)
+            if inline and type(v) in _SCALARS:
+                out.append((f"{path}[{i}]", v))
+            else:
+                _collect_leaves(v, f"{path}[{i}]", depth + 1, out)
     else:
-        yield path, value
+        out.append((path, value))
 
 
 def decoded_leaves(value: Any, path: str = "", nested: int = 0) -> Iterator[tuple[str, Any]]:
@@ -410,13 +430,24 @@ def numbers_in(text: str) -> set[str]:
 
 def norm_number(s: str) -> str | None:
     """A number's canonical text, or None for small integers (counts and indices say little)."""
+    # Memoized: a run states the same prices, totals and ids on step after step.
+    hit = _NORMS.get(s, _MISS)
+    if hit is not _MISS:
+        return hit  # type: ignore[return-value]
     try:
         f = float(s.replace(",", ""))
     except ValueError:
-        return None
-    if f.is_integer() and -10 <= f <= 10:
-        return None
-    return repr(int(f)) if f.is_integer() else repr(f)
+        n = None
+    else:
+        n = None if f.is_integer() and -10 <= f <= 10 else repr(int(f)) if f.is_integer() else repr(f)
+    if len(_NORMS) >= _FORMS_MEMO_SIZE:
+        _NORMS.clear()
+    _NORMS[s] = n
+    return n
+
+
+_MISS = object()
+_NORMS: dict[str, str | None] = {}
 
 
 _FORMS_MEMO_SIZE = 1 << 16

@@ -37,7 +37,7 @@ from trajdebug.analysis.diagnosers._tools import (
 )
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import ErrorInfo, Step
-from trajdebug.core.values import date_forms, is_year
+from trajdebug.core.values import date_forms, is_date, is_year
 
 
 # -- errors --------------------------------------------------------------------
@@ -270,10 +270,11 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         yield Evidence(step.step_id, 0.5, "the model returned nothing", "llm-output")
         return
     claimed = content.parse_json(out) if isinstance(out, str) and content.looks_like_json(out) else out
+    hay = ctx.upstream_text(step)  # built once: both checks read it
     bad = contradictions(
         claimed if claimed is not None else out,
         [step.input, *upstream_outputs(step, ctx)],
-        ctx.upstream_text(step),
+        hay,
     )
     # A number worked out from its inputs (a sum of receipts, a product) restates them.
     bad = [
@@ -293,19 +294,24 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             ),
         )
         return
-    hay = ctx.upstream_text(step)
     if not hay.strip():
         return
-    # Totals restated from a table (the sum of a row or a group) are derived, not made up.
-    forms = content.number_forms(hay) | content.aggregate_forms([step.input, *upstream_outputs(step, ctx)])
+    stated = _stated(out)
+    # The haystack's numbers and dates are read only when a stated value can be looked up among them
+    # (`present` reads ``forms`` for numbers, ``dates`` for strings that are dates): on a long
+    # conversation they cost more than the rest of the check.
+    forms: set[str] = set()
+    if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in stated):
+        # Totals restated from a table (the sum of a row or a group) are derived, not made up.
+        forms = content.number_forms(hay) | content.aggregate_forms([step.input, *upstream_outputs(step, ctx)])
     checked, missing = 0, []
     # The literals of generated SQL are values it claims, whatever they look like.
     labels = content.sql_of(out) is None
     unsure = False
     computed = 0
     arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2
-    dates = date_forms(hay)
-    for v in _stated(out):
+    dates = date_forms(hay) if any(isinstance(v, str) and is_date(v.strip().lower()) for v in stated) else None
+    for v in stated:
         if is_year(v, step.start_ns):
             continue  # the current year is context, not a claim
         seen = present(v, hay, forms, dates)

@@ -178,9 +178,13 @@ class Lineage:
         k = bisect.bisect_left(cands, before)
         if k > 4 * MAX_PRODUCERS:
             return []  # a common word: no telling who wrote it
-        cands = cands[:k]
-        word = re.compile(r"(?<![\w-])" + re.escape(raw) + r"(?![\w-])")
-        return [i for i in cands if word.search(self.views[self.steps[i].step_id].out_text)][: MAX_PRODUCERS + 1]
+        out: list[int] = []
+        for i in cands[:k]:
+            if _has_word(self.views[self.steps[i].step_id].out_text, raw):
+                out.append(i)
+                if len(out) > MAX_PRODUCERS:
+                    break
+        return out
 
     def operands(self, step_id: str, atom: Atom) -> tuple[Atom, ...]:
         """The numbers a step was given that its output number is computed from (see `operands`)."""
@@ -520,6 +524,27 @@ def failure_atoms(step: Step, message: str | None) -> list[tuple[Atom, bool]]:
                 seen.add(a.key)
                 out.append((a, True))
     return out
+
+
+def _has_word(text: str, raw: str) -> bool:
+    """Whether ``raw`` occurs in ``text`` with no word character or hyphen on either side.
+
+    The test of the regex ``(?<![\\w-])raw(?![\\w-])`` (``\\w``: alphanumeric or underscore), without
+    compiling one pattern per value: a run has thousands of distinct values, more than `re`'s cache holds.
+    """
+    n = len(raw)
+    at = text.find(raw)
+    while at >= 0:
+        before = text[at - 1] if at else ""
+        after = text[at + n] if at + n < len(text) else ""
+        if not _word_char(before) and not _word_char(after):
+            return True
+        at = text.find(raw, at + 1)
+    return False
+
+
+def _word_char(c: str) -> bool:
+    return bool(c) and (c.isalnum() or c == "_" or c == "-")
 
 
 __all__ = ["MAX_PRODUCERS", "Derivation", "Lineage", "Origin", "derivation", "failure_atoms", "operands"]
