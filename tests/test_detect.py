@@ -18,6 +18,7 @@ from trajdebug.analysis._detect import (
     detect,
     final_step,
     registered_detectors,
+    superseded,
 )
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.record.contracts import ContractError, check, contract
@@ -357,3 +358,30 @@ class TestHandledErrors:
             outcome="failure",
         )
         assert [f.step_id for f in _by(detect(run), "step-error")] == ["a"]
+
+
+class TestSuperseded:
+    def test_an_error_is_superseded_only_by_a_later_clean_run_on_a_shared_target(self) -> None:
+        """An errored call is handled when a later clean call of the same name acts on one of its targets;
+        a clean call before it, a later one on other targets, or a later one that errored again is no re-run."""
+        run = _run(
+            Step("c0", "test", "tool", input={"id": "t-alpha"}, output="passed"),
+            Step("e1", "test", "tool", input={"id": "t-alpha"}, status="error"),
+            Step("e2", "test", "tool", input={"id": "t-beta"}, status="error"),
+            Step("e3", "test", "tool", input={"id": "t-gamma"}, status="error"),
+            Step("c1", "test", "tool", input={"id": "t-beta", "retry": "yes"}, output="passed"),
+            Step("e4", "test", "tool", input={"id": "t-gamma"}, status="error"),
+        )
+        assert superseded(run) == {"e2"}
+
+    def test_calls_without_targets_supersede_each_other(self) -> None:
+        """An errored call with no string arguments is handled by a later clean call with none, not by one with some."""
+        run = _run(
+            Step("e1", "run", "tool", input={"n": 1}, status="error"),
+            Step("c1", "run", "tool", input={"path": "/tmp/x"}, output="done"),
+            Step("e2", "run", "tool", input={}, status="error"),
+            Step("c2", "run", "tool", input={"n": 2}, output="done"),
+            Step("e3", "run", "tool", input={"n": 3}, status="error"),
+        )
+        assert superseded(run) == {"e1", "e2"}
+

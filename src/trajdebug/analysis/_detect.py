@@ -149,17 +149,20 @@ def superseded(run: Run) -> set[str]:
     for group in by_scope.values():
         if len(group) < 2 or not any(s.status == "error" for s in group):
             continue
-        clean = [
-            (i, _targets_of(s.input))
-            for i, s in enumerate(group)
-            if s.status == "ok" and content.error_text(s.output) is None
-        ]
-        for i, s in enumerate(group):
-            if s.status != "error":
-                continue
-            mine = _targets_of(s.input)
-            if any(j > i and (mine & theirs or not (mine or theirs)) for j, theirs in clean):
-                out.add(s.step_id)
+        # From the last step back, keeping what the clean steps after this one act on: an error is
+        # superseded by a later clean step sharing a target, or, with no targets, by one with none
+        # (linear in the group, where pairing every error with every later clean step was quadratic).
+        later: set[str] = set()
+        later_untargeted = False
+        for s in reversed(group):
+            if s.status == "error":
+                mine = _targets_of(s.input)
+                if (not mine.isdisjoint(later)) if mine else later_untargeted:
+                    out.add(s.step_id)
+            elif s.status == "ok" and content.error_text(s.output) is None:
+                theirs = _targets_of(s.input)
+                later |= theirs
+                later_untargeted = later_untargeted or not theirs
     return out
 
 

@@ -292,19 +292,22 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     ):
         return  # recorded, and fed no tracked value: its arguments are constants or computed by the agent's code
     ups = upstream_outputs(step, ctx)
-    bad = contradictions(step.input, ups, ctx.upstream_text(step, own_input=False))
+    hay = ctx.upstream_text(step, own_input=False)  # built once: both checks read it
+    bad = contradictions(step.input, ups, hay)
     if bad:
         k, v, w = bad[0]
         yield Evidence(
             step.step_id, 0.6, f"argument {k}={v!r} contradicts the upstream value {w!r}", "tool-arguments"
         )
         return
-    hay = ctx.upstream_text(step, own_input=False)
     if not hay.strip():
         return
-    forms = content.number_forms(hay)
+    args = list(content.decoded_leaves(step.input))
+    # The haystack's numbers are read only when an argument is a number (`present` reads ``forms`` for those alone).
+    numeric = any(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in args)
+    forms = content.number_forms(hay) if numeric else set()
     checked, missing = 0, []
-    for path, v in content.decoded_leaves(step.input):
+    for path, v in args:
         seen = present(v, hay, forms)
         if seen is None:
             continue
