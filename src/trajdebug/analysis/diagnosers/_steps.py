@@ -261,6 +261,20 @@ def _computed(step: Step, ctx: DiagnoseContext, value: float) -> bool:
     return derivation(lin.view(step.step_id), atom) is not None
 
 
+def _lookups(step: Step, ctx: DiagnoseContext, hay: str, stated: list[Any]) -> tuple[set[str], set[str] | None]:
+    """The haystack's number forms and dates, for `present`.
+
+    Each is read only when a stated value can be looked up among it (``forms`` for numbers, ``dates`` for
+    strings that are dates): on a long conversation they cost more than the rest of the check.
+    """
+    forms: set[str] = set()
+    if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in stated):
+        # Totals restated from a table (the sum of a row or a group) are derived, not made up.
+        forms = content.number_forms(hay) | content.aggregate_forms([step.input, *upstream_outputs(step, ctx)])
+    dates = date_forms(hay) if any(isinstance(v, str) and is_date(v.strip().lower()) for v in stated) else None
+    return forms, dates
+
+
 def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An LLM output that is empty, or states values absent from or contradicting its inputs."""
     if step.kind != "llm" or step.status == "error":
@@ -297,20 +311,13 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if not hay.strip():
         return
     stated = _stated(out)
-    # The haystack's numbers and dates are read only when a stated value can be looked up among them
-    # (`present` reads ``forms`` for numbers, ``dates`` for strings that are dates): on a long
-    # conversation they cost more than the rest of the check.
-    forms: set[str] = set()
-    if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in stated):
-        # Totals restated from a table (the sum of a row or a group) are derived, not made up.
-        forms = content.number_forms(hay) | content.aggregate_forms([step.input, *upstream_outputs(step, ctx)])
+    forms, dates = _lookups(step, ctx, hay, stated)
     checked, missing = 0, []
     # The literals of generated SQL are values it claims, whatever they look like.
     labels = content.sql_of(out) is None
     unsure = False
     computed = 0
     arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2
-    dates = date_forms(hay) if any(isinstance(v, str) and is_date(v.strip().lower()) for v in stated) else None
     for v in stated:
         if is_year(v, step.start_ns):
             continue  # the current year is context, not a claim
