@@ -371,7 +371,7 @@ def _lowered(s: str) -> str:
 _MEMO_CHARS = 1 << 22
 """The memo of tested strings is dropped when it holds this many characters (a few MB)."""
 
-_HEAD_MIN = 1024
+_HEAD_MIN = 256
 """Snapshots shorter than this are split whole: comparing them with earlier ones would save little."""
 _HEADS = 4
 """How many clean snapshots' heads are remembered (a step's input and output, and those of a step or two
