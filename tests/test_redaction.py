@@ -377,6 +377,43 @@ class TestCleanJson:
             if r.clean_encoded(encoded):
                 assert fresh(value) == value
 
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["append", "resend", "drop", "wrap", "number"]),
+                st.lists(st.sampled_from([*_ESCAPED, "sk-abcdefghijklmnopqrstuvwx", "api_key", "12"]), max_size=4),
+            ),
+            min_size=1,
+            max_size=8,
+        )
+    )
+    def test_a_snapshot_that_begins_with_a_clean_one_is_judged_as_clean_json_judges_it(
+        self, ops: list[tuple[str, list[str]]]
+    ) -> None:
+        """`clean_encoded` that splits only what follows the head of an earlier clean snapshot (a conversation
+        resent, grown, shortened, wrapped in a dict, ending in a number) finds clean exactly what `clean_json`
+        does, secrets and secret key names among the new strings included."""
+        from trajdebug.core import redaction
+        from trajdebug.core.codec import dumps
+
+        was = redaction._HEAD_MIN
+        redaction._HEAD_MIN = 0  # every snapshot remembered, however short
+        try:
+            r = Redactor()
+            msgs: list[Any] = []
+            for op, pieces in ops:
+                text = "".join(pieces)
+                if op == "drop" and msgs:
+                    msgs.pop()
+                elif op != "resend":
+                    msgs.append({"role": "user", text or "content": text} if op != "number" else len(text))
+                value: Any = {"messages": msgs, "n": len(msgs)} if op == "wrap" else msgs
+                encoded = dumps(value)
+                assert r.clean_encoded(encoded) == Redactor().clean_json(encoded)
+        finally:
+            redaction._HEAD_MIN = was
+
     def test_a_resent_conversation_is_tested_once_per_new_string(self) -> None:
         """A conversation resent with one more message tests only the new message's strings; a secret in it is
         found, and the strings found clean before stay clean."""
