@@ -243,12 +243,14 @@ class _Thread:
                 hook.fired.add(key)
                 errors = tuple(by_id[e] for e in chain.error_ids if e in by_id)
                 event = CriticalError(run.run_id, sk.name, chain, errors, critical)
+                # The stop is requested before the callback runs: whoever the callback tells (an agent
+                # waiting for it, a test) finds the stop pending at the run's next step.
+                if hook.stop and not sk.ended:
+                    request_stop(sk.run, event)
                 try:
                     hook.callback(event)
                 except Exception:
                     log.warning("trajdebug: a live hook raised; ignored", exc_info=True)
-                if hook.stop and not sk.ended:
-                    request_stop(sk.run, event)
 
 
 _THREAD = _Thread()
