@@ -11,14 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import trajdebug
 from trajdebug.core.codec import dumps, loads
 from trajdebug.core.jsonl import read_jsonl
 from trajdebug.core.model import TRUNCATED_KEY
-from trajdebug.record.snapshot import DEPTH, _measure, bounded, fits, freeze, limits
+from trajdebug.record.snapshot import DEPTH, bounded, fits, freeze, limits
 
 
 @dataclasses.dataclass
@@ -132,20 +130,3 @@ def test_a_step_returning_a_huge_value_visits_a_bounded_number_of_its_items(tmp_
     # Cut to what a stored value keeps: by the freeze (a marker of the entries left out) or by the writer.
     out = run.steps[0].output
     assert TRUNCATED_KEY in out or "more items" in json.dumps(out)
-
-
-_JSONISH = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
-    | st.sets(st.integers(), max_size=2) | st.binary(max_size=3),
-    lambda inner: st.lists(inner, max_size=5) | st.tuples(inner, inner)
-    | st.dictionaries(st.text(max_size=6) | st.integers(), inner, max_size=5),
-    max_leaves=30,
-)
-
-
-@settings(max_examples=600, deadline=None)
-@given(_JSONISH, st.integers(0, 40), st.integers(0, 60), st.integers(0, DEPTH + 1))
-def test_fits_answers_as_the_counting_walk_it_replaces(value: Any, items: int, text: int, depth: int) -> None:
-    """The fast `fits` says a value fits exactly when the counting walk of the bounded copy (`_measure`)
-    does, for every budget of items and characters and every starting depth, small enough to fail."""
-    assert fits(value, items, text, depth) is _measure(value, items, text, depth)[0]

@@ -61,50 +61,8 @@ def freeze(value: Any) -> bytes:
 def fits(value: Any, items: int, text: int, depth: int = 0) -> bool:
     """Whether ``value`` is plain JSON data (dicts, lists, tuples, strings, numbers) of at most ``items``
     items and ``text`` characters of strings in all, no deeper than `DEPTH` (counting from ``depth``).
-    Visits at most ``items`` items: a container that alone exceeds what is left is not looked into.
-
-    The same answer as `_measure` (which also counts what it saw, for `bounded`), on the agent's thread
-    for every step, so written for speed: builtins bound to locals, a dict's keys and values in one pass,
-    and the characters compared with the budget once per container (a container's own length is within
-    the item budget already, so the overshoot it allows is bounded)."""
-    left, chars = items, text
-    stack: list[tuple[Any, int]] = [(value, depth)]
-    pop, push = stack.pop, stack.append
-    dict_, list_, tuple_, str_, leaves, deepest = dict, list, tuple, str, _LEAVES, DEPTH
-    while stack:
-        c, depth = pop()
-        t = type(c)
-        if t is dict_:
-            if left < len(c) or depth >= deepest:
-                return False
-            left -= len(c)
-            for k, v in c.items():
-                tv = type(v)
-                if tv is str_:
-                    chars -= len(v)
-                elif tv is dict_ or tv is list_ or tv is tuple_:
-                    push((v, depth + 1))
-                elif tv not in leaves:
-                    return False
-                if type(k) is str_:
-                    chars -= len(k)
-        elif t is list_ or t is tuple_:
-            if left < len(c) or depth >= deepest:
-                return False
-            left -= len(c)
-            for v in c:
-                tv = type(v)
-                if tv is str_:
-                    chars -= len(v)
-                elif tv is dict_ or tv is list_ or tv is tuple_:
-                    push((v, depth + 1))
-                elif tv not in leaves:
-                    return False
-        else:
-            return False  # sets, models, anything else: the bounded copy converts them
-        if chars < 0:
-            return False
-    return True
+    Visits at most ``items`` items: a container that alone exceeds what is left is not looked into."""
+    return _measure(value, items, text, depth)[0]
 
 
 def _measure(value: Any, items: int, text: int, depth: int) -> tuple[bool, int, int]:
