@@ -163,31 +163,48 @@ def analyze_source(
             hints.append(f"trajdebug diff {source}@{twin.run_id[:12]} {source}@{run.run_id[:12]}")
         if progress is not None:
             progress(len(analyses), len(chosen))
-    judgments: tuple[Any, ...] = ()
-    if judge is not None and judge is not False:
-        from trajdebug.judge import Judge
-
-        judging = Judge.of(judge)
-        judged = [judging.judge(a) for a in analyses]
-        analyses = [a for a, _ in judged]
-        judgments = tuple(j for _, j in judged)
-    verifications: tuple[Any, ...] = ()
-    if verify is not None:
-        from trajdebug.replay import verify_analyses
-        from trajdebug.store import is_store
-
-        where = Path(source)
-        store = str(where) if runs is None and where.is_file() and is_store(where) else None
-        verifications = tuple(
-            verify_analyses(
-                analyses, pool, entry=verify, fixer=fixer, samples=samples, top=min(top, 3), store=store
-            )
-        )
+    analyses, judgments = _judged(analyses, judge)
+    verifications = _verified(analyses, pool, source, runs, verify, fixer, samples, top)
     if guided is not False:
         analyses = [
             _guide(a, pool, oracle, ask, judge, guided, max_questions, strategy, oracle_timeout) for a in analyses
         ]
     return SourceAnalysis(tuple(analyses), tuple(hints), verifications, judgments)
+
+
+def _judged(analyses: list[Any], judge: Any) -> tuple[list[Any], tuple[Any, ...]]:
+    """The analyses as a model judged them (``judge``: see `analyze_source`), with its judgments."""
+    if judge is None or judge is False:
+        return analyses, ()
+    from trajdebug.judge import Judge
+
+    judging = Judge.of(judge)
+    judged = [judging.judge(a) for a in analyses]
+    return [a for a, _ in judged], tuple(j for _, j in judged)
+
+
+def _verified(
+    analyses: list[Any],
+    pool: list[Run],
+    source: str | Path,
+    runs: Sequence[Run] | None,
+    verify: Callable[..., Any] | str | None,
+    fixer: Callable[..., Any] | str | None,
+    samples: int,
+    top: int,
+) -> tuple[Any, ...]:
+    """The top candidates verified by replay when ``verify`` names the agent's entry point."""
+    if verify is None:
+        return ()
+    from trajdebug.replay import verify_analyses
+    from trajdebug.store import is_store
+
+    where = Path(source)
+    # Replays are written beside the recorded runs only when the source is a store read from disk.
+    store = str(where) if runs is None and where.is_file() and is_store(where) else None
+    return tuple(
+        verify_analyses(analyses, pool, entry=verify, fixer=fixer, samples=samples, top=min(top, 3), store=store)
+    )
 
 
 def _guide(

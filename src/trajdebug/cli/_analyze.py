@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import click
 
 from trajdebug.cli._common import (
@@ -168,7 +171,6 @@ def analyze_cmd(
         trajdebug analyze trajdebug.db --oracle checks:is_right --max-questions 5
         trajdebug analyze trajdebug.db --run 4bf92f35 --ask
     """
-    from trajdebug.analysis import analyses_to_dict
     from trajdebug.api import analyze_source
     from trajdebug.sources.load import SourceError
 
@@ -237,37 +239,50 @@ def analyze_cmd(
         click.echo(found[renderer](analyses), nl=False)
         return
     if as_json:
-        data = analyses_to_dict(analyses)
-        for entry, v in zip(data["runs"], verifications, strict=False):
-            entry["verification"] = None if v is None else v.to_dict()
-        for entry, j in zip(data["runs"], judgments):
-            if j is not None:
-                j.annotate(entry)
-        data["hints"] = list(result.hints)
-        emit_json(data)
-        return
-    if markdown:
-        from trajdebug.report.analysis import analysis_markdown
+        _emit_json(analyses, verifications, judgments, result.hints)
+    elif markdown:
+        _emit_markdown(analyses, verifications, judgments, result.hints)
+    else:
+        _emit_text(analyses, verifications, judgments, result.hints)
 
-        parts = []
-        for i, a in enumerate(analyses):
-            part = analysis_markdown(a)
-            v = verifications[i] if i < len(verifications) else None
-            if v is not None:
-                part += "\n" + v.summary() + "\n"
-            if judgments[i] is not None:
-                from trajdebug.judge import judgment_markdown
 
-                part += judgment_markdown(judgments[i], a)
-            if a.guided is not None:
-                from trajdebug.report.guided import guided_lines
+def _emit_json(analyses: list[Any], verifications: list[Any], judgments: list[Any], hints: Sequence[str]) -> None:
+    from trajdebug.analysis import analyses_to_dict
 
-                part += "\n" + "\n".join(guided_lines(a.guided, markdown=True)) + "\n"
-            parts.append(part)
-        click.echo("\n".join(parts), nl=False)
-        for hint in result.hints:
-            click.echo(f"\nCompare with a passing run: `{hint}`")
-        return
+    data = analyses_to_dict(analyses)
+    for entry, v in zip(data["runs"], verifications, strict=False):
+        entry["verification"] = None if v is None else v.to_dict()
+    for entry, j in zip(data["runs"], judgments):
+        if j is not None:
+            j.annotate(entry)
+    data["hints"] = list(hints)
+    emit_json(data)
+
+
+def _emit_markdown(analyses: list[Any], verifications: list[Any], judgments: list[Any], hints: Sequence[str]) -> None:
+    from trajdebug.report.analysis import analysis_markdown
+
+    parts = []
+    for i, a in enumerate(analyses):
+        part = analysis_markdown(a)
+        v = verifications[i] if i < len(verifications) else None
+        if v is not None:
+            part += "\n" + v.summary() + "\n"
+        if judgments[i] is not None:
+            from trajdebug.judge import judgment_markdown
+
+            part += judgment_markdown(judgments[i], a)
+        if a.guided is not None:
+            from trajdebug.report.guided import guided_lines
+
+            part += "\n" + "\n".join(guided_lines(a.guided, markdown=True)) + "\n"
+        parts.append(part)
+    click.echo("\n".join(parts), nl=False)
+    for hint in hints:
+        click.echo(f"\nCompare with a passing run: `{hint}`")
+
+
+def _emit_text(analyses: list[Any], verifications: list[Any], judgments: list[Any], hints: Sequence[str]) -> None:
     from trajdebug.report.analysis import render_analysis
 
     con = console()
@@ -289,7 +304,7 @@ def analyze_cmd(
             con.print()
             for line in guided_lines(a.guided):
                 con.print(line, markup=False, highlight=False)
-    for hint in result.hints:
+    for hint in hints:
         con.print()
         con.print(f"compare with a passing run: {hint}", markup=False, style="dim")
 
