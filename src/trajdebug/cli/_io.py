@@ -6,7 +6,7 @@ import itertools
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,10 @@ from trajdebug.cli._common import (
     source_argument,
     warn,
 )
+
+
+if TYPE_CHECKING:
+    from trajdebug.core.model import Run
 
 
 _STORE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
@@ -57,10 +61,7 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         trajdebug import spans.json --from otlp -o run.jsonl
         trajdebug import tau_dataset_failed.json        # into ./trajdebug.db
     """
-    from trajdebug.core.jsonl import write_jsonl
-    from trajdebug.core.model import Run
-    from trajdebug.sources.formats import ALIASES, sniff
-    from trajdebug.sources.load import SourceError, read_source
+    from trajdebug.sources.formats import sniff
 
     # Any source works, trajdebug's own JSONL and stores included (to move runs
     # between files and stores).
@@ -71,35 +72,69 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
         from trajdebug.store import default_store_path
 
         output = str(default_store_path())
-    runs: Iterable[Run]
-    problems: list[Any]
-    streamed = False
+    runs, problems, streamed = _read_runs(source, fmt_used, as_json)
+    fmt_used = fmt_used or ("store" if is_store(source) else "trajdebug")
+    imported: list[dict[str, Any]] = []  # what the summary says of each run (not the run: it may be large)
+    outcome = _write_runs(runs, output, streamed, imported, as_json)
+    if streamed:
+        # Streamed (OTLP): problems may quote a value of the file; redacted like the runs.
+        from trajdebug.core.jsonl import ReadResult, redacted
+
+        problems = redacted(ReadResult([], problems)).problems
+        for problem in problems:
+            warn(str(problem))
+    if as_json:
+        emit_json(
+            {
+                "source": str(source),
+                "format": fmt_used,
+                "output": output,
+                "runs": imported,
+                "problems": [str(p) for p in problems],
+                "added": outcome["added"],
+                "replaced": outcome["replaced"],
+                "unchanged": outcome["unchanged"],
+            }
+        )
+        return
+    click.echo(_summary(source, fmt_used, output, imported, outcome, len(problems)))
+
+
+def _read_runs(source: Path, fmt_used: str | None, as_json: bool) -> tuple[Iterable[Run], list[Any], bool]:
+    """The source's runs, its problems so far, and whether the runs stream (OTLP: read as written)."""
+    from trajdebug.sources.formats import ALIASES
+    from trajdebug.sources.load import SourceError, read_source
+
     if fmt_used is not None and ALIASES.get(fmt_used.lower(), fmt_used.lower()) == "otlp":
         # OTLP streams: each run is written as soon as its trace is read, so a file of any
         # size imports in bounded memory.
         from trajdebug.core.jsonl import FormatError
         from trajdebug.sources.formats.otlp import iter_otlp
 
-        problems = []
+        problems: list[Any] = []
         stream = iter_otlp(source, problems)
         try:
             first = next(stream, None)
         except FormatError as exc:
             raise fail(str(exc)) from None
-        runs = itertools.chain([first] if first is not None else [], stream)
-        streamed = True
-    else:
-        try:
-            with Progress(f"reading {source}", enabled=not as_json):
-                result = read_source(source, fmt=fmt_used)
-        except SourceError as exc:
-            raise fail(str(exc)) from None
-        runs, problems = result.runs, result.problems
-        for problem in problems:
-            warn(str(problem))
-    fmt_used = fmt_used or ("store" if is_store(source) else "trajdebug")
+        return itertools.chain([first] if first is not None else [], stream), problems, True
+    try:
+        with Progress(f"reading {source}", enabled=not as_json):
+            result = read_source(source, fmt=fmt_used)
+    except SourceError as exc:
+        raise fail(str(exc)) from None
+    for problem in result.problems:
+        warn(str(problem))
+    return result.runs, list(result.problems), False
+
+
+def _write_runs(
+    runs: Iterable[Run], output: str, streamed: bool, imported: list[dict[str, Any]], as_json: bool
+) -> dict[str, int]:
+    """Write the runs to ``output`` (a store or a JSONL file), noting each in ``imported``; the store's counts."""
+    from trajdebug.core.jsonl import write_jsonl
+
     outcome: dict[str, int] = {"added": 0, "replaced": 0, "unchanged": 0}
-    imported: list[dict[str, Any]] = []  # what the summary says of each run (not the run: it may be large)
 
     def counted(runs: Iterable[Run]) -> Iterator[Run]:
         for r in runs:
@@ -127,43 +162,27 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     else:
         write_jsonl(counted(runs), output)
         outcome["added"] = len(imported)
-    if streamed:
-        # Streamed (OTLP): problems may quote a value of the file; redacted like the runs.
-        from trajdebug.core.jsonl import ReadResult, redacted
+    return outcome
 
-        problems = redacted(ReadResult([], problems)).problems
-        for problem in problems:
-            warn(str(problem))
-    if as_json:
-        emit_json(
-            {
-                "source": str(source),
-                "format": fmt_used,
-                "output": output,
-                "runs": imported,
-                "problems": [str(p) for p in problems],
-                "added": outcome["added"],
-                "replaced": outcome["replaced"],
-                "unchanged": outcome["unchanged"],
-            }
-        )
-        return
+
+def _summary(
+    source: Path, fmt_used: str, output: str, imported: list[dict[str, Any]], outcome: dict[str, int], problems: int
+) -> str:
+    """The line ``import`` ends with: runs, steps and errors imported, and where."""
+    from trajdebug.core.escape import visible
+
     steps = sum(r["steps"] for r in imported)
     errors = sum(r["errors"] for r in imported)
     n = len(imported)
-    from trajdebug.core.escape import visible
-
     already = outcome["unchanged"] + outcome["replaced"]
-    click.echo(
-        visible(
-            f"imported {n} run{'s' * (n != 1)} ({steps} steps, {errors} errors) from {source} ({fmt_used}) into {output}"
-            + (
-                f" ({outcome['added']} new, {outcome['unchanged']} already there, {outcome['replaced']} updated)"
-                if already
-                else ""
-            )
-            + (f"; {len(problems)} problem(s) reported above" if problems else "")
+    return visible(
+        f"imported {n} run{'s' * (n != 1)} ({steps} steps, {errors} errors) from {source} ({fmt_used}) into {output}"
+        + (
+            f" ({outcome['added']} new, {outcome['unchanged']} already there, {outcome['replaced']} updated)"
+            if already
+            else ""
         )
+        + (f"; {problems} problem(s) reported above" if problems else "")
     )
 
 
