@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from trajdebug.cli._common import console, emit_json
@@ -74,24 +76,7 @@ def demo_cmd(
         from trajdebug.demo import verify_demo
 
         verification = verify_demo(run, analysis, store=target)
-    report = None
-    if not no_report:
-        from pathlib import Path
-
-        from trajdebug.report.html import write_report
-
-        report_path = report_path or str(Path(target.path).parent / REPORT_NAME)
-        try:
-            report = write_report(
-                report_path,
-                analysis,
-                verification=verification.to_dict() if verification is not None else None,
-                source=str(target.path),
-            )
-        except OSError as exc:
-            raise click.ClickException(
-                f"{report_path}: cannot write the report ({exc.strerror or exc})"
-            ) from None
+    report = None if no_report else _write_demo_report(report_path, target.path, analysis, verification)
     if as_json:
         from trajdebug.report.json import run_to_dict
 
@@ -107,12 +92,37 @@ def demo_cmd(
             out["report"] = str(report)
         emit_json(out)
         return
+    _print_demo(run, analysis, verification, report, fault_info, target.path)
+
+
+def _write_demo_report(report_path: str | None, store_path: Any, analysis: Any, verification: Any) -> Any:
+    """The HTML report of the demo's run, beside the store unless ``report_path`` says where."""
+    from pathlib import Path
+
+    from trajdebug.report.html import write_report
+
+    report_path = report_path or str(Path(store_path).parent / REPORT_NAME)
+    try:
+        return write_report(
+            report_path,
+            analysis,
+            verification=verification.to_dict() if verification is not None else None,
+            source=str(store_path),
+        )
+    except OSError as exc:
+        raise click.ClickException(f"{report_path}: cannot write the report ({exc.strerror or exc})") from None
+
+
+def _print_demo(
+    run: Any, analysis: Any, verification: Any, report: Any, fault_info: dict[str, Any], store_path: Any
+) -> None:
+    """The demo in the terminal: the run, its errors, the analysis, the verification, the ground truth, the report."""
     from trajdebug.core.escape import markup
     from trajdebug.report.text import render_run
 
     con = console()
     con.print("[bold]trajdebug demo[/]: a SQL reporting agent (its LLM is a scripted stand-in)")
-    con.print(f"recorded into {markup(str(target.path))}\n", style="dim", soft_wrap=True)
+    con.print(f"recorded into {markup(str(store_path))}\n", style="dim", soft_wrap=True)
     render_run(run, con)
     if run.errors:
         from trajdebug.analysis import analyze_errors
@@ -143,7 +153,7 @@ def demo_cmd(
         # the same only when given that database (it never opens a file a run's metadata names by itself).
         con.print(
             "\nthe same analysis later: "
-            + _esc(f"trajdebug analyze {target.path} --run {run.run_id[:12]} --sql-db {sqlite_db}"),
+            + _esc(f"trajdebug analyze {store_path} --run {run.run_id[:12]} --sql-db {sqlite_db}"),
             style="dim",
             soft_wrap=True,
         )
