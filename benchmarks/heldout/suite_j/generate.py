@@ -97,9 +97,10 @@ def failure_step_of(run: Any) -> Any:
     by_id = {s.step_id: s for s in run.steps}
     failed = [e for e in run.errors if any(st.stage == "failed" for st in e.stages)]
     assert failed, f"run {run.run_id}: no error failed it"
-    err = failed[0]
-    step = by_id[err.step_id]
-    return step
+    # Several errors may end unrecovered; the one that failed the run is the one its reason states.
+    stated = [e for e in failed if e.message and e.message in (run.failure_reason or "")]
+    err = (stated or failed)[-1]
+    return by_id[err.step_id]
 
 
 def truth_for(spec: AgentSpec, fault: Fault, case: str, failed: Any, control: Any) -> dict[str, Any]:
