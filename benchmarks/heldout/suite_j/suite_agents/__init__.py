@@ -1,0 +1,1 @@
+"""The eight agents of suite J (two per recording route)."""
