@@ -22,8 +22,9 @@ Suites: ``suite_dev`` (a development suite: its misses are studied),
 ``suite_b``, ``suite_c``, ``suite_e``, ``suite_f``, ``suite_g`` and ``suite_h`` (written blind on the real
 frameworks, each scored once held out, then trained on by the learned ranker since 2026-12-02:
 development suites now; suite_h's misses were studied too), and ``suite_i`` (written blind after them,
-scored once held out on 2026-12-02, its misses studied since: a development suite).  No suite is held out
-until the next one is written (`benchmarks.corpus.HELD_OUT` is empty).  See ``STATUS``.
+scored once held out on 2026-12-02, its misses studied since: a development suite).  ``suite_j``, written
+blind and frozen on 2026-12-02, is held out (`benchmarks.corpus.HELD_OUT`): scored once, by
+`benchmarks.score_heldout`, and its misses never listed.  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
+    "suite_j": "held out (written blind and frozen on 2026-12-02; not yet scored)",
     "suite_i": "development (scored once held out on 2026-12-02; its misses studied since 2026-12-02)",
     "suite_h": "development (scored once held out on 2026-12-02; its misses studied and trained on since 2026-12-02)",
     "suite_g": "development (scored once held out on 2026-12-02; trained on since 2026-12-02)",
