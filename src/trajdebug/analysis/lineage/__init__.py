@@ -21,6 +21,7 @@ from trajdebug.analysis.lineage._trace import (
     failure_atoms,
     operands,
 )
+from trajdebug.analysis.lineage._totals import TOTAL_KEY, total_edges
 from trajdebug.analysis.lineage._views import ENVELOPE_KEYS, StepView, build_view, semantic, trivial
 from trajdebug.analysis.lineage._whatif import Slip, slips
 
@@ -30,6 +31,7 @@ __all__ = [
     "GENERIC_FIELDS",
     "PROTOCOL_FIELDS",
     "MAX_PRODUCERS",
+    "TOTAL_KEY",
     "Derivation",
     "Lineage",
     "Origin",
@@ -42,5 +44,6 @@ __all__ = [
     "operands",
     "semantic",
     "slips",
+    "total_edges",
     "trivial",
 ]
