@@ -92,7 +92,9 @@ def control_edges(run: Run, *, confidence: float = 0.7) -> dict[str, list[Depend
     that name ran between the answer and it: the first such step after the
     chooser ended is the one it chose.  Names the chooser was given itself (a
     conversation repeating a tool's name, a list handed on) chose nothing, and
-    neither does a chooser's own name or one of its enclosing steps'.
+    neither does the chooser's own name.  A router inside a loop's node that
+    answers the node's own name chose the next pass (LangGraph runs a
+    conditional edge's function inside the node before it).
     """
     by_id = {s.step_id: s for s in run.steps}
     kids = _descendants(run)
@@ -112,11 +114,10 @@ def control_edges(run: Run, *, confidence: float = 0.7) -> dict[str, list[Depend
                     t = stack.pop()
                     out.setdefault(t.step_id, []).append(dep)
                     stack.extend(kids.get(t.step_id, ()))
-        own = {words[s.step_id]} | {words[a] for a in _ancestors(s, by_id)}
         given = _given_names(s.input)
         for name in _chosen(s.output):
             w = _words(name)
-            if w and w not in own and name not in given:
+            if w and w != words[s.step_id] and name not in given:
                 waiting[w] = (s, name)
     return out
 

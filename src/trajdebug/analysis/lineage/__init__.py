@@ -12,6 +12,7 @@ failure expected.
 from __future__ import annotations
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies
+from trajdebug.analysis.lineage._totals import TOTAL_KEY, total_edges
 from trajdebug.analysis.lineage._trace import (
     MAX_PRODUCERS,
     Derivation,
@@ -21,7 +22,6 @@ from trajdebug.analysis.lineage._trace import (
     failure_atoms,
     operands,
 )
-from trajdebug.analysis.lineage._totals import TOTAL_KEY, total_edges
 from trajdebug.analysis.lineage._views import ENVELOPE_KEYS, StepView, build_view, semantic, trivial
 from trajdebug.analysis.lineage._whatif import Slip, slips
 
