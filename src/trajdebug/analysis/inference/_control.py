@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Set
+from dataclasses import replace
 from typing import Any
 
 from trajdebug.core.model import Dependency, Run, Step
@@ -85,7 +86,7 @@ def _ancestors(step: Step, by_id: Mapping[str, Step]) -> set[str]:
     return out
 
 
-def control_edges(run: Run, *, confidence: float = 0.7) -> dict[str, list[Dependency]]:
+def control_edges(run: Run, *, confidence: float = 0.7, inside: float = 0.5) -> dict[str, list[Dependency]]:
     """Inferred ``control`` edges from the step whose answer chose a step to that step and what it encloses.
 
     A chooser's answer names a step (by its words, `_words`) that no step of
@@ -109,10 +110,14 @@ def control_edges(run: Run, *, confidence: float = 0.7) -> dict[str, list[Depend
             ended = chooser.end_ns is None or not s.start_ns or chooser.end_ns <= s.start_ns
             if ended and chooser.step_id not in _ancestors(s, by_id):
                 dep = Dependency(chooser.step_id, "control", "inferred", confidence, CHOSE_KEY + name)
-                stack = [s]
+                out.setdefault(s.step_id, []).append(dep)
+                # The steps inside depend on the choice too, but as one decision: their edges share it (blame
+                # through many of them would add up, noisy-OR, to more than the choice's own share).
+                inner = replace(dep, confidence=round(confidence * inside, 3))
+                stack = list(kids.get(s.step_id, ()))
                 while stack:
                     t = stack.pop()
-                    out.setdefault(t.step_id, []).append(dep)
+                    out.setdefault(t.step_id, []).append(inner)
                     stack.extend(kids.get(t.step_id, ()))
         given = _given_names(s.input)
         for name in _chosen(s.output):
