@@ -21,6 +21,7 @@ by a list of words of one language.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import replace
@@ -45,7 +46,7 @@ _ENV_CONFIDENCE = 0.5
 _MAX_WRITES = 3
 """An id more writes than this were given is too common to say which write a read saw."""
 _MAX_UNKEYED = 8
-"""A read linked to nothing is linked to at most this many of the latest writes before it."""
+"""A read is linked to at most this many of the latest writes before it."""
 _UNKEYED_CONFIDENCE = 0.35
 
 
@@ -177,25 +178,32 @@ def env_edges(run: Run, consumed: set[str], linked: Set[str] = frozenset()) -> d
     if not unkeyed:
         return {}
     by_id = {s.step_id: s for s in run.steps}
+    pos = {s.step_id: i for i, s in enumerate(run.steps)}
+    # The writes by end time, to find the latest ones before a read by bisection (no scan per read).
+    unkeyed.sort(key=lambda w: w.end_ns or 0)
+    ends = [w.end_ns or 0 for w in unkeyed]
     out: dict[str, list[Dependency]] = {}
     for s in run.steps:
         if not s.start_ns:
             continue
         anc = _ancestors(s, by_id)
         found: dict[str, Dependency] = {}
-        for i in sorted(_ids(s.input)):
+        ids = _ids(s.input)
+        for i in sorted(ids):
             ws = writes.get(i, ())
             if len(ws) > _MAX_WRITES:
                 continue
             for w in ws:
                 if w.step_id != s.step_id and w.step_id not in anc and w.end_ns is not None and w.end_ns <= s.start_ns:
                     found.setdefault(w.step_id, Dependency(w.step_id, "env", "inferred", _ENV_CONFIDENCE, WROTE_KEY + i))
-        if not found and s.step_id not in linked and s.input not in (None, "", {}, []) and not _ids(s.input):
-            before = [w for w in unkeyed if w.end_ns is not None and w.end_ns <= s.start_ns and w.step_id not in anc]
+        if not found and s.step_id not in linked and s.input not in (None, "", {}, []) and not ids:
+            k = bisect.bisect_right(ends, s.start_ns)
+            before = [w for w in unkeyed[max(0, k - _MAX_UNKEYED - len(anc)) : k] if w.step_id not in anc]
             for w in before[-_MAX_UNKEYED:]:
                 found[w.step_id] = Dependency(w.step_id, "env", "inferred", _UNKEYED_CONFIDENCE, WROTE_KEY.rstrip(":"))
         if found:
-            out[s.step_id] = list(found.values())
+            # The latest writes only: a read naming many resources must not fan out over a whole run.
+            out[s.step_id] = sorted(found.values(), key=lambda d: pos[d.step_id])[-_MAX_UNKEYED:]
     return out
 
 
