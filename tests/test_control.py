@@ -78,6 +78,9 @@ class TestControl:
         edges = control_edges(run)
         assert [d.step_id for d in edges["node"]] == ["route"]
         assert [d.step_id for d in edges["sub"]] == ["route"]
+        # The steps inside share the one choice: their edges are weaker, so blame through many of them
+        # does not add up past the choice's own share.
+        assert edges["sub"][0].confidence < edges["node"][0].confidence
         assert {"route", "cur"} <= _slice(run)
 
     def test_a_name_the_chooser_was_given_or_a_later_repeat_chose_nothing(self) -> None:
