@@ -30,6 +30,12 @@ def _s(sid: str, name: str, kind: str, start: int, inp: Any, out: Any, *deps: st
     )
 
 
+def replace_input(step: Step, value: Any) -> Step:
+    import dataclasses
+
+    return dataclasses.replace(step, input=value)
+
+
 def _run(*steps: Step) -> Run:
     return Run("r", "t", outcome="failure", steps=steps)
 
@@ -504,3 +510,28 @@ class TestReadsTheRecordingMissed:
         edges = lin.inherited_edges({s.step_id: list(s.deps) for s in run.steps})
         assert [d.step_id for d in edges["hold"]] == ["scan"]
         assert "scan" in self._slice(run)
+
+    def test_a_total_of_the_siblings_numbers_links_to_the_siblings_that_made_it(self) -> None:
+        """A node that computed each lot's duty in its own step, then handed their sum (`duty_usd + excise_usd`
+        of every lot, 21103.64) to the bond check: the check depends on every lot's computation, the one with
+        the unit slip among them; a number that is no such sum links to none."""
+        from trajdebug.analysis.lineage import total_edges
+        from trajdebug.core.model import ErrorInfo
+
+        lots = [(3564.0, 16164.0, 16603.2), (42.52, 191.02, 12452.4), (178.2, 808.2, 11760.6)]
+        total = round(sum(d + e for d, e, _ in lots), 2)
+        run = _run(
+            _s("node", "duties", "agent", 0, {"shipment": "SHP-4102"}, {}),
+            *(
+                _s(f"lot{i}", "compute_lot_duty", "other", 1 + 2 * i, {"lot": f"L-{i}"},
+                   {"lot": f"L-{i}", "duty_usd": d, "excise_usd": e, "value_usd": v}, parent_id="node")
+                for i, (d, e, v) in enumerate(lots)
+            ),
+            _s("bond", "check_bond", "tool", 10, {"estimated_duties_usd": total, "bond_usd": 20000.0}, None,
+               parent_id="node", status="error", error=ErrorInfo("BondExceeded", "duties exceed the bond")),
+        )
+        edges = total_edges(run)
+        assert [(d.step_id, d.key) for d in edges["bond"]] == [(f"lot{i}", "total:estimated_duties_usd") for i in range(3)]
+        assert "lot0" in self._slice(run)
+        off = _run(*run.steps[:-1], replace_input(run.steps[-1], {"estimated_duties_usd": total + 1.0}))
+        assert total_edges(off) == {}

@@ -316,6 +316,24 @@ class TestEdges:
         [edge] = structural_edges(run).step("d").deps
         assert (edge.step_id, edge.origin, edge.key) == ("m", "inferred", "diagnosis")
 
+    def test_a_list_copied_from_inside_an_earlier_output_links_to_it(self) -> None:
+        """A compatibility lookup's `row.donor_types` handed on whole as the inventory search's `types` (items
+        too short for content inference one by one) links the search to the lookup, more weakly than a whole
+        output does."""
+        types = ["A+", "A-", "O+", "O-"]
+        run = Run(
+            "r",
+            "t",
+            steps=(
+                Step("look", "lookup_compatibility", "retrieval", input={"recipient": "A-"},
+                     output={"query": "A-", "row": {"recipient": "A+", "donor_types": types}}, start_ns=1, end_ns=2),
+                Step("find", "find_units", "tool", input={"request": "R-32", "types": types, "n": 2},
+                     output={"units": ["U-3112"]}, start_ns=3, end_ns=4),
+            ),
+        )
+        [edge] = structural_edges(run).step("find").deps
+        assert (edge.step_id, edge.key, edge.confidence) == ("look", "types", 0.7)
+
     def test_inferred_edge_skipping_a_relay_is_dropped(self) -> None:
         """An inferred edge to a step already reachable through another input is redundant and removed."""
         run = Run(

@@ -18,11 +18,18 @@ from trajdebug.analysis._localize import collect_evidence as _collect
 from trajdebug.analysis._state import AnalysisState, need
 from trajdebug.analysis.diagnosers import is_check
 from trajdebug.analysis.diagnosers._context import Evidence
-from trajdebug.analysis.inference import named_edges, structural_edges, thin_inferred, with_context
-from trajdebug.analysis.lineage import Lineage
+from trajdebug.analysis.inference import (
+    control_edges,
+    env_edges,
+    named_edges,
+    structural_edges,
+    thin_inferred,
+    with_context,
+)
+from trajdebug.analysis.lineage import Lineage, total_edges
 from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
-from trajdebug.core.model import Run
+from trajdebug.core.model import VALUE_DEP_KINDS, Run
 
 
 def declare_outcome(state: AnalysisState) -> AnalysisState:
@@ -224,11 +231,21 @@ def with_value_edges(run: Run, lineage: Lineage) -> Run:
     edges = lineage.value_edges()
     for sid, deps in lineage.empty_edges().items():
         edges.setdefault(sid, []).extend(deps)
+    for sid, deps in total_edges(run).items():
+        edges.setdefault(sid, []).extend(deps)
     consumed = {d.step_id for s in run.steps for d in s.deps} | {d.step_id for ds in edges.values() for d in ds}
     for sid, deps in lineage.unread_edges(consumed).items():
         edges.setdefault(sid, []).extend(deps)
     every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
     for sid, deps in lineage.inherited_edges(every).items():
+        edges.setdefault(sid, []).extend(deps)
+    # No value carries these two: a plan's or a router's choice of the steps that ran, and a write's effect
+    # on the world a later step read back (`trajdebug.analysis.inference._control`).
+    for sid, deps in control_edges(run).items():
+        edges.setdefault(sid, []).extend(deps)
+    consumed |= {d.step_id for ds in edges.values() for d in ds if d.kind in VALUE_DEP_KINDS}
+    linked = {s.step_id for s in run.steps if s.deps} | {sid for sid, ds in edges.items() if ds}
+    for sid, deps in env_edges(run, consumed, linked).items():
         edges.setdefault(sid, []).extend(deps)
     if not edges:
         return run

@@ -9,6 +9,7 @@ outputs inside later inputs and adds ``inferred`` edges with a confidence
 
 from __future__ import annotations
 
+from trajdebug.analysis.inference._control import CHOSE_KEY, WROTE_KEY, control_edges, env_edges
 from trajdebug.analysis.inference._edges import (
     NAMED_KEY,
     named_edges,
@@ -20,9 +21,13 @@ from trajdebug.analysis.inference._infer import ContentIndex, Match, infer_depen
 
 
 __all__ = [
+    "CHOSE_KEY",
     "NAMED_KEY",
+    "WROTE_KEY",
     "ContentIndex",
     "Match",
+    "control_edges",
+    "env_edges",
     "infer_dependencies",
     "named_edges",
     "previous_turns",

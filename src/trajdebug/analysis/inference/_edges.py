@@ -138,25 +138,30 @@ def _sub_values(value: Any, path: str = "", depth: int = 0) -> Iterable[tuple[st
             yield from _sub_values(v, f"{path}[{i}]", depth + 1)
 
 
-def structural_edges(run: Run, *, confidence: float = 0.9) -> Run:
-    """Edges from a step to an earlier one whose whole (parsed) output is an argument of it, by equal content.
+def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7) -> Run:
+    """Edges from a step to an earlier one whose whole (parsed) output, or a list or object inside it, is an
+    argument of it, by equal content.
 
     ``json.loads`` of a model's reply, a dict rebuilt field by field, a list
     copied: the value is new (no identity to track) but equal to an earlier
     output, object for object.  Content inference credits such a value's
     parts to where each part began; this edge names the step that assembled it.
+    A list or object found inside an earlier output (a retrieval's
+    ``row.donor_types`` handed on as ``types``) links at ``part`` confidence:
+    short text items (blood types, codes) are too short for content inference
+    one by one, but the same items in the same order are a copy.
     """
-    latest: dict[str, Step] = {}
+    latest: dict[str, tuple[Step, float]] = {}
     by_id = {s.step_id: s for s in run.steps}
     added: dict[str, list[Dependency]] = {}
-    pending: list[tuple[int, Step, list[str]]] = []
+    pending: list[tuple[int, Step, list[tuple[str, float]]]] = []
     for st in run.steps:
         # Outputs of steps that ended before this one started become sources.
         keep = []
         for end, done, keys in pending:
             if end <= st.start_ns or not st.start_ns or not end:
-                for k in keys:
-                    latest[k] = done
+                for k, conf in keys:
+                    latest[k] = (done, conf)
             else:
                 keep.append((end, done, keys))
         pending = keep
@@ -168,22 +173,46 @@ def structural_edges(run: Run, *, confidence: float = 0.9) -> Run:
         have = {d.step_id for d in st.deps}
         for path, sub in _sub_values(st.input):
             found = _canonical(sub)
-            prod = latest.get(found) if found is not None else None
-            if prod is None or prod.step_id in have or prod.step_id in anc or prod.step_id == st.step_id:
+            hit = latest.get(found) if found is not None else None
+            if hit is None:
+                continue
+            prod, conf = hit
+            if prod.step_id in have or prod.step_id in anc or prod.step_id == st.step_id:
                 continue
             have.add(prod.step_id)
-            added.setdefault(st.step_id, []).append(
-                Dependency(prod.step_id, "data", "inferred", confidence, path)
-            )
-        out = st.output
-        keys = [k for k in (_canonical(out),) if k]
-        if isinstance(out, str) and content.looks_like_json(out):
-            parsed = _canonical(content.parse_json(out))
-            if parsed:
-                keys.append(parsed)
+            added.setdefault(st.step_id, []).append(Dependency(prod.step_id, "data", "inferred", conf, path))
+        keys = _output_keys(st.output, confidence, part)
         if keys and st.kind != "agent":
             pending.append((st.end_ns or 0, st, keys))
     return _with_deps(run, added)
+
+
+def _output_keys(out: Any, whole: float, part: float) -> list[tuple[str, float]]:
+    """The canonical forms an output offers as arguments, each with its edge's confidence: the whole
+    output (and its parsed JSON text), then the lists and objects inside it, two levels deep."""
+    values = [out]
+    if isinstance(out, str) and content.looks_like_json(out):
+        values.append(content.parse_json(out))
+    keys: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for v in values:
+        k = _canonical(v)
+        if k and k not in seen:
+            seen.add(k)
+            keys.append((k, whole))
+    for v in values:
+        for _, sub in _sub_values(v):
+            k = _canonical(sub) if isinstance(sub, (Mapping, list)) and _shallow(sub) else None
+            if k and k not in seen:
+                seen.add(k)
+                keys.append((k, part))
+    return keys
+
+
+def _shallow(value: Any) -> bool:
+    """A list of scalars or an object of scalars: a part small enough to have been handed on as one value."""
+    items = value.values() if isinstance(value, Mapping) else value
+    return all(not isinstance(v, (Mapping, list)) for v in items)
 
 
 NAMED_KEY = "(named by the failure)"

@@ -12,6 +12,7 @@ failure expected.
 from __future__ import annotations
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies
+from trajdebug.analysis.lineage._totals import TOTAL_KEY, total_edges
 from trajdebug.analysis.lineage._trace import (
     MAX_PRODUCERS,
     Derivation,
@@ -30,6 +31,7 @@ __all__ = [
     "GENERIC_FIELDS",
     "PROTOCOL_FIELDS",
     "MAX_PRODUCERS",
+    "TOTAL_KEY",
     "Derivation",
     "Lineage",
     "Origin",
@@ -42,5 +44,6 @@ __all__ = [
     "operands",
     "semantic",
     "slips",
+    "total_edges",
     "trivial",
 ]

@@ -1,0 +1,210 @@
+"""Edges no value carries: the step whose answer chose which steps ran, and reads through the world.
+
+Value edges (content inference, the lineage) link a step to where the values
+it was given came from.  Two dependencies carry no value at all:
+
+* `control_edges`: a plan (a list of step names) or a router (an answer that
+  is a node's name) decides which steps run; nothing it wrote reaches what
+  those steps did, yet a wrong choice is the cause (control dependence,
+  Ferrante, Ottenstein & Warren, TOPLAS 1987; slicing over it, Weiser 1981).
+  A step whose name is a name a chooser answered, the first to run after it,
+  and every step it encloses, depend on the chooser by a ``control`` edge.
+* `env_edges`: a tool whose answer no step read acted on the world (a write:
+  a dispatch, a release, a booking).  A later step given the same resource's
+  id (a station, an order) may read the world that write changed, through a
+  server the recording does not show: an ``env`` edge links it to the write.
+
+Names are compared as sets of words (``emergency_release`` names
+``release_emergency``; ``reviewEquipment`` names ``review_equipment``), never
+by a list of words of one language.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Mapping, Set
+from dataclasses import replace
+from typing import Any
+
+from trajdebug.core.model import Dependency, Run, Step
+
+
+CHOSE_KEY = "chose:"
+"""Prefix of the ``key`` of a control edge; the chosen name follows."""
+WROTE_KEY = "wrote:"
+"""Prefix of the ``key`` of an env edge; the resource's id follows."""
+
+_NAME = re.compile(r"^[A-Za-z_][\w.:-]{0,63}$")
+"""A chosen name: one identifier-like word (no spaces), as a router answers or a plan lists."""
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_ID = re.compile(r"^(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[A-Za-z0-9][\w.:/-]{1,39}$")
+"""A resource's id: letters and digits together (``O-3``, ``R-42``, ``MRN-1042``), no spaces."""
+_MAX_NAMES = 32
+"""A chooser answering more names than this is a listing, not a plan."""
+_ENV_CONFIDENCE = 0.5
+_MAX_WRITES = 3
+"""An id more writes than this were given is too common to say which write a read saw."""
+_MAX_UNKEYED = 8
+"""A read is linked to at most this many of the latest writes before it."""
+_UNKEYED_CONFIDENCE = 0.35
+
+
+def _words(name: str) -> frozenset[str]:
+    """The words of a name, lowercased: ``release_emergency`` and ``emergencyRelease`` give the same set."""
+    return frozenset(w.lower() for w in _WORDS.findall(name))
+
+
+def _chosen(output: Any) -> list[str]:
+    """The names a step's output chose: the whole answer when it is one name, the items of a list of
+    names (a plan), the one-name text leaves of a flat mapping (a router's ``{"path": ...}``)."""
+    if isinstance(output, str):
+        leaves: Iterable[Any] = (output.strip(),)
+    elif isinstance(output, list):
+        leaves = output if all(isinstance(v, str) for v in output) else ()
+    elif isinstance(output, Mapping):
+        leaves = (v for v in output.values() if isinstance(v, str))
+    else:
+        leaves = ()
+    names = [v for v in leaves if isinstance(v, str) and _NAME.match(v)]
+    return names if len(names) <= _MAX_NAMES else []
+
+
+def _descendants(run: Run) -> dict[str, list[Step]]:
+    kids: dict[str, list[Step]] = {}
+    for s in run.steps:
+        if s.parent_id is not None:
+            kids.setdefault(s.parent_id, []).append(s)
+    return kids
+
+
+def _ancestors(step: Step, by_id: Mapping[str, Step]) -> set[str]:
+    out: set[str] = set()
+    cur = step.parent_id
+    while cur is not None and cur in by_id and cur not in out:
+        out.add(cur)
+        cur = by_id[cur].parent_id
+    return out
+
+
+def control_edges(run: Run, *, confidence: float = 0.7, inside: float = 0.5) -> dict[str, list[Dependency]]:
+    """Inferred ``control`` edges from the step whose answer chose a step to that step and what it encloses.
+
+    A chooser's answer names a step (by its words, `_words`) that no step of
+    that name ran between the answer and it: the first such step after the
+    chooser ended is the one it chose.  Names the chooser was given itself (a
+    conversation repeating a tool's name, a list handed on) chose nothing, and
+    neither does the chooser's own name.  A router inside a loop's node that
+    answers the node's own name chose the next pass (LangGraph runs a
+    conditional edge's function inside the node before it).
+    """
+    by_id = {s.step_id: s for s in run.steps}
+    kids = _descendants(run)
+    words = {s.step_id: _words(s.name) for s in run.steps}
+    out: dict[str, list[Dependency]] = {}
+    # Open choices: the words of a chosen name -> (chooser, name), waiting for the first step of that name.
+    waiting: dict[frozenset[str], tuple[Step, str]] = {}
+    for s in run.steps:
+        hit = waiting.pop(words[s.step_id], None) if words[s.step_id] else None
+        if hit is not None:
+            chooser, name = hit
+            ended = chooser.end_ns is None or not s.start_ns or chooser.end_ns <= s.start_ns
+            if ended and chooser.step_id not in _ancestors(s, by_id):
+                dep = Dependency(chooser.step_id, "control", "inferred", confidence, CHOSE_KEY + name)
+                out.setdefault(s.step_id, []).append(dep)
+                # The steps inside depend on the choice too, but as one decision: their edges share it (blame
+                # through many of them would add up, noisy-OR, to more than the choice's own share).
+                inner = replace(dep, confidence=round(confidence * inside, 3))
+                stack = list(kids.get(s.step_id, ()))
+                while stack:
+                    t = stack.pop()
+                    out.setdefault(t.step_id, []).append(inner)
+                    stack.extend(kids.get(t.step_id, ()))
+        given = _given_names(s.input)
+        for name in _chosen(s.output):
+            w = _words(name)
+            if w and w != words[s.step_id] and name not in given:
+                waiting[w] = (s, name)
+    return out
+
+
+def _given_names(value: Any, depth: int = 0) -> set[str]:
+    """The one-name text leaves of a step's input (what it was handed cannot be what it chose)."""
+    if depth > 6:
+        return set()
+    if isinstance(value, str):
+        return {value.strip()} if _NAME.match(value.strip()) else set()
+    if isinstance(value, Mapping):
+        return set().union(*(_given_names(v, depth + 1) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_given_names(v, depth + 1) for v in value[:200]))
+    return set()
+
+
+def _ids(value: Any, depth: int = 0) -> set[str]:
+    """The resource ids a value names: text leaves and mapping keys with letters and digits."""
+    if depth > 4:
+        return set()
+    if isinstance(value, str):
+        return {value} if _ID.match(value) else set()
+    if isinstance(value, Mapping):
+        found = {str(k) for k in value if _ID.match(str(k))}
+        return found.union(*(_ids(v, depth + 1) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_ids(v, depth + 1) for v in value[:200]))
+    return set()
+
+
+def env_edges(run: Run, consumed: set[str], linked: Set[str] = frozenset()) -> dict[str, list[Dependency]]:
+    """Inferred ``env`` edges from a write (a tool whose answer no step read) to the later steps given
+    an id it was given.
+
+    ``consumed``: the steps some edge of the run reads from.  A tool whose
+    answer was read is a lookup as far as the run shows; one whose answer
+    nobody read was called for its effect.  The read must start after the
+    write ended; an id given to more than `_MAX_WRITES` writes says nothing.
+    ``linked``: the steps with an edge of any kind.  A step given no id and
+    linked to nothing at all (a check handed a stock level it read from a
+    server) read the world as the run's writes left it: it is linked, more
+    weakly, to the latest `_MAX_UNKEYED` writes before it.
+    """
+    writes: dict[str, list[Step]] = {}
+    unkeyed: list[Step] = []
+    for s in run.steps:
+        if s.kind == "tool" and s.step_id not in consumed and s.status == "ok" and s.end_ns:
+            unkeyed.append(s)
+            for i in _ids(s.input):
+                writes.setdefault(i, []).append(s)
+    if not unkeyed:
+        return {}
+    by_id = {s.step_id: s for s in run.steps}
+    pos = {s.step_id: i for i, s in enumerate(run.steps)}
+    # The writes by end time, to find the latest ones before a read by bisection (no scan per read).
+    unkeyed.sort(key=lambda w: w.end_ns or 0)
+    ends = [w.end_ns or 0 for w in unkeyed]
+    out: dict[str, list[Dependency]] = {}
+    for s in run.steps:
+        if not s.start_ns:
+            continue
+        anc = _ancestors(s, by_id)
+        found: dict[str, Dependency] = {}
+        ids = _ids(s.input)
+        for i in sorted(ids):
+            ws = writes.get(i, ())
+            if len(ws) > _MAX_WRITES:
+                continue
+            for w in ws:
+                if w.step_id != s.step_id and w.step_id not in anc and w.end_ns is not None and w.end_ns <= s.start_ns:
+                    found.setdefault(w.step_id, Dependency(w.step_id, "env", "inferred", _ENV_CONFIDENCE, WROTE_KEY + i))
+        if not found and s.step_id not in linked and s.input not in (None, "", {}, []) and not ids:
+            k = bisect.bisect_right(ends, s.start_ns)
+            before = [w for w in unkeyed[max(0, k - _MAX_UNKEYED - len(anc)) : k] if w.step_id not in anc]
+            for w in before[-_MAX_UNKEYED:]:
+                found[w.step_id] = Dependency(w.step_id, "env", "inferred", _UNKEYED_CONFIDENCE, WROTE_KEY.rstrip(":"))
+        if found:
+            # The latest writes only: a read naming many resources must not fan out over a whole run.
+            out[s.step_id] = sorted(found.values(), key=lambda d: pos[d.step_id])[-_MAX_UNKEYED:]
+    return out
+
+
+__all__ = ["CHOSE_KEY", "WROTE_KEY", "control_edges", "env_edges"]

@@ -1,0 +1,106 @@
+"""Totals computed between two recorded steps: a number handed to a tool that sums its siblings' outputs.
+
+A graph node (or any function) that calls several recorded computations, one per
+item, then adds their results up in its own code and hands the total to a tool,
+records no step that produced the total: the value has no origin and links by
+no value edge (`Lineage.value_edges`), so the computations that made it are off
+the failing tool's dependency path.  `total_edges` finds such a total as the
+sum, over the earlier siblings under the same enclosing step, of one to three
+of their numeric fields (``duty_usd + excise_usd`` of every lot), matched at the
+precision the total was written with.  Matching a sum of several items at full
+precision is specific evidence, unlike one small number, which recurs by chance.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from trajdebug.core.model import Dependency, Run, Step
+
+
+TOTAL_KEY = "total:"
+"""Prefix of the ``key`` of a total edge; the argument's name follows."""
+
+_MAX_FIELDS = 8
+"""Numeric fields of the siblings tried (the most common ones); three of eight is 92 sums."""
+_MAX_SIBLINGS = 64
+_MIN_ITEMS = 2
+"""A total of one item is a copy, which value edges find."""
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _tolerance(v: float) -> float:
+    """Half a unit of the last digit the number was written with (``21103.64``: 0.005)."""
+    text = repr(v)
+    decimals = len(text.split(".", 1)[1]) if "." in text and "e" not in text else 0
+    if text.endswith(".0"):
+        decimals = 0
+    return 0.5 * 10.0**-decimals + 1e-9 * abs(v)
+
+
+def _fields(siblings: list[Step]) -> dict[str, list[tuple[Step, float]]]:
+    by_field: dict[str, list[tuple[Step, float]]] = {}
+    for s in siblings:
+        if isinstance(s.output, Mapping):
+            for k, v in s.output.items():
+                n = _number(v)
+                if n is not None:
+                    by_field.setdefault(str(k), []).append((s, n))
+    common = sorted(by_field, key=lambda k: -len(by_field[k]))[:_MAX_FIELDS]
+    return {k: by_field[k] for k in common if len(by_field[k]) >= _MIN_ITEMS}
+
+
+def _total_of(value: float, fields: dict[str, list[tuple[Step, float]]]) -> tuple[str, ...] | None:
+    """The fewest fields whose sum over the siblings is ``value`` at its written precision (one answer
+    only: two different ways to make it say nothing)."""
+    tol = _tolerance(value)
+    names = list(fields)
+    sums = {k: math.fsum(n for _, n in fields[k]) for k in names}
+    for size in (1, 2, 3):
+        hits = [c for c in itertools.combinations(names, size) if abs(math.fsum(sums[k] for k in c) - value) <= tol]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            return None
+    return None
+
+
+def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> dict[str, list[Dependency]]:
+    """Inferred data edges from the earlier siblings whose numeric fields add up to a tool's argument.
+
+    Only tools and retrievals (what a node hands its total to), only numbers
+    of magnitude ``minimum`` or more (small sums recur by chance), and only
+    siblings that ended before the tool started.
+    """
+    kids: dict[str | None, list[Step]] = {}
+    out: dict[str, list[Dependency]] = {}
+    for s in run.steps:
+        siblings = kids.setdefault(s.parent_id, [])
+        if s.kind in ("tool", "retrieval") and isinstance(s.input, Mapping) and len(siblings) >= _MIN_ITEMS:
+            done = [t for t in siblings[-_MAX_SIBLINGS:] if t.end_ns is not None and (not s.start_ns or t.end_ns <= s.start_ns)]
+            fields = _fields(done)
+            deps: dict[str, Dependency] = {}
+            for arg, v in s.input.items() if fields else ():
+                n = _number(v)
+                if n is None or abs(n) < minimum:
+                    continue
+                found = _total_of(n, fields)
+                for k in found or ():
+                    for t, _ in fields[k]:
+                        deps.setdefault(t.step_id, Dependency(t.step_id, "data", "inferred", confidence, TOTAL_KEY + str(arg)))
+            if deps:
+                out[s.step_id] = list(deps.values())
+        if s.kind != "agent":
+            siblings.append(s)
+    return out
+
+
+__all__ = ["TOTAL_KEY", "total_edges"]

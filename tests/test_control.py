@@ -1,0 +1,130 @@
+"""Edges no value carries (trajdebug.analysis.inference._control): a plan's or a router's choice of the steps
+that ran (control dependence), and a write's effect on the world that a later step read back (env)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trajdebug.analysis.inference import control_edges, env_edges
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
+
+
+def _s(sid: str, name: str, kind: str, start: int, inp: Any, out: Any, *deps: str, **kw: Any) -> Step:
+    return Step(
+        sid,
+        name,
+        kind,  # type: ignore[arg-type]
+        input=inp,
+        output=out,
+        start_ns=start,
+        end_ns=start + 1,
+        deps=tuple(Dependency(d) for d in deps),
+        **kw,
+    )
+
+
+def _run(*steps: Step) -> Run:
+    return Run("r", "t", outcome="failure", steps=steps)
+
+
+def _slice(run: Run) -> set[str]:
+    """The failures' backward slice over the edges the analysis used (the steps a search can reach)."""
+    from trajdebug.analysis import analyze
+    from trajdebug.core.graph import DependencyGraph
+
+    a = analyze(run, top=50)
+    return DependencyGraph(a.run).backward_slice([f.step_id for f in a.failures])
+
+
+def _plan_run() -> Run:
+    """A planner model's step list drives the run; it left the tide table out, so the berth is chosen on an
+    assumed tide and the harbour refuses it. No value of the plan reaches the reservation."""
+    return _run(
+        _s("llm", "plan_shift", "llm", 0, "plan the shift", "Plan: load_arrivals, load_berths, allocate"),
+        _s("plan", "parse_plan", "parse", 2, {"text": "Plan: ..."}, ["load_arrivals", "load_berths", "allocate"], "llm"),
+        _s("arr", "load_arrivals", "tool", 4, {"shift": "mon"}, [{"vessel": "HMM ARIA", "eta_hour": 4}]),
+        _s("brt", "load_berths", "retrieval", 6, {"port": "Leixoes"}, [{"berth": "B2", "depth_m": 14.0}]),
+        _s("pick", "choose_berth", "condition", 8, {"eta": 4, "berths": [{"berth": "B2", "depth_m": 14.0}]},
+           {"vessel": "HMM ARIA", "berth": "B2", "hour": 4}, "arr", "brt"),
+        _s("res", "reserve_berth", "tool", 10, {"choice": {"vessel": "HMM ARIA", "berth": "B2", "hour": 4}}, None,
+           "pick", status="error", error=ErrorInfo("HarbourRejected", "HMM ARIA at B2 04:00: under-keel clearance -0.3 m")),
+    )
+
+
+class TestControl:
+    def test_the_steps_a_plan_lists_depend_on_the_plan_by_control_edges(self) -> None:
+        """Each step a plan's list names, the first of that name after it, gets a control edge to the plan."""
+        edges = control_edges(_plan_run())
+        assert {sid: [(d.step_id, d.kind, d.key) for d in ds] for sid, ds in edges.items()} == {
+            "arr": [("plan", "control", "chose:load_arrivals")],
+            "brt": [("plan", "control", "chose:load_berths")],
+        }
+
+    def test_a_plan_that_left_a_step_out_is_on_the_failures_path(self) -> None:
+        """The planner model, whose plan no value reaches the failure from, is in the failing step's slice."""
+        assert {"llm", "plan"} <= _slice(_plan_run())
+
+    def test_a_router_answer_names_the_node_it_sent_the_run_to_and_what_that_node_encloses(self) -> None:
+        """A router answering `rank` (its words, in any order or case) chose the next `rank` node: that node and
+        every step inside it (the failing `submit_panel`) depend on the router, and through it on the cursor
+        whose count the router read."""
+        run = _run(
+            _s("cur", "advance_cursor", "other", 0, {"scored": 2, "total": 4}, {"scored": 3, "total": 4, "remaining": 0}),
+            _s("route", "next_proposal", "other", 2, {"cursor": {"scored": 3, "total": 4, "remaining": 0}}, "rank", "cur"),
+            _s("node", "Rank", "agent", 4, {"call": "call-open"}, {}),
+            _s("sub", "submit_panel", "tool", 5, {"call_id": "call-open", "ranking": ["GR-104", "GR-108"]}, None,
+               parent_id="node", status="error", error=ErrorInfo("PanelRejected", "proposal GR-102 was never scored")),
+        )
+        edges = control_edges(run)
+        assert [d.step_id for d in edges["node"]] == ["route"]
+        assert [d.step_id for d in edges["sub"]] == ["route"]
+        # The steps inside share the one choice: their edges are weaker, so blame through many of them
+        # does not add up past the choice's own share.
+        assert edges["sub"][0].confidence < edges["node"][0].confidence
+        assert {"route", "cur"} <= _slice(run)
+
+    def test_a_name_the_chooser_was_given_or_a_later_repeat_chose_nothing(self) -> None:
+        """A step handing on a name it was given (a tool name in a conversation) chose nothing, and a router
+        chooses only the first step of that name after it, not every later one."""
+        run = _run(
+            _s("relay", "relay", "other", 0, {"tool": "lookup"}, "lookup"),
+            _s("a", "lookup", "tool", 2, {"q": 1}, {"x": 1}),
+            _s("route", "router", "other", 4, {"x": 1}, {"path": "emergency_release"}),
+            _s("b", "release_emergency", "tool", 6, {"q": 2}, {"y": 2}),
+            _s("c", "release_emergency", "tool", 8, {"q": 3}, {"y": 3}),
+        )
+        edges = control_edges(run)
+        assert list(edges) == ["b"]
+        assert edges["b"][0].step_id == "route"
+
+
+class TestEnv:
+    def test_a_read_after_a_write_to_the_same_resource_depends_on_the_write(self) -> None:
+        """A fill-level check read from a server after two truck moves is linked to the moves whose stations
+        it reads (their answers nobody read: they were writes), and through them to the parser that cut a
+        move's count; a lookup whose answer was read is no write."""
+        run = _run(
+            _s("status", "get_station_status", "tool", 0, {"station": "O-3"}, {"station": "O-3", "bikes": 27}),
+            _s("llm", "plan_moves", "llm", 2, "plan moves: O-3 has 27", "MOVE O-3 -> O-5: 12 bikes", "status"),
+            _s("parse", "parse_moves", "other", 4, "MOVE O-3 -> O-5: 12 bikes", [{"from": "O-3", "to": "O-5", "bikes": 1}], "llm"),
+            _s("move", "dispatch_move", "tool", 6, {"from": "O-3", "to": "O-5", "bikes": 1}, {"truck": "TRK-3", "moved": 1}, "parse"),
+            _s("check", "verify_fill_levels", "other", 8, {"O-3": 26, "O-5": 4}, None,
+               status="error", error=ErrorInfo("BalanceCheckFailed", "O-3 holds 26 of 30 docks after the moves")),
+        )
+        edges = env_edges(run, consumed={"status", "llm", "parse"})
+        assert [(d.step_id, d.kind) for d in edges["check"]] == [("move", "env")]
+        assert "status" not in {d.step_id for ds in edges.values() for d in ds}
+        assert {"move", "parse"} <= _slice(run)
+
+    def test_a_step_linked_to_nothing_and_given_no_id_read_what_the_writes_left(self) -> None:
+        """A reserve check handed only a stock count, with no edge at all, is linked weakly to the writes
+        before it (a release of units), so the router that sent a request to that release is on its path."""
+        run = _run(
+            _s("route", "route_request", "other", 0, {"request": "R-42"}, {"request": "R-42", "path": "emergency_release"}),
+            _s("rel", "release_emergency", "tool", 2, {"request": "R-42", "units": ["U-3101"]}, {"issue": "EMR-42"}),
+            _s("check", "check_reserve", "other", 4, {"units": 3}, None,
+               status="error", error=ErrorInfo("LabRejected", "O-negative stock is 3 units, under the reserve of 4")),
+        )
+        edges = env_edges(run, consumed=set(), linked={"rel"})
+        assert [(d.step_id, d.kind) for d in edges["check"]] == [("rel", "env")]
+        assert {"rel", "route"} <= _slice(run)
