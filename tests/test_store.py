@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trajdebug
-from trajdebug.core.model import Run, Step
 from trajdebug.core.codec import dumps_line
+from trajdebug.core.model import Run, Step
 from trajdebug.core.schema import run_to_records
 from trajdebug.sources.load import SourceError, load_runs
 from trajdebug.store import SCHEMA_VERSION, WAL_SIZE_LIMIT, Store, StoreError

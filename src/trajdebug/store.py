@@ -18,6 +18,16 @@ of schema version 1 (a row per record in ``records``) are read as they are and,
 when opened for writing, upgraded in place: the ``runs`` table gets its keys,
 the old rows stay where they are and are read before a run's chunks.
 
+Why blobs (schema version 3, measured in ``benchmarks/agentcost.py``): an agent
+resends its conversation with each model call, the same or grown by a turn, and
+SQLite writes every byte twice (the log, then the database); 6 KB of chat per
+step cost the store 15-20 µs more than a JSONL file.  A long step line is kept
+in its chunk as its head and a reference to a blob holding the rest, and a blob
+is stored as what it shares with the run's previous blob and what follows
+(`Store._share`), so a conversation costs its new turns, not its whole text per
+call; reading rebuilds each line byte for byte (`_unshared`).  Version-2 stores
+are read as they are and gain the table when opened for writing.
+
 Several processes may write one store at once: each batch is one short
 ``BEGIN IMMEDIATE`` transaction, WAL mode lets readers run beside the writer,
 and a busy timeout makes writers queue instead of failing.  The write-ahead log
@@ -330,6 +340,7 @@ class Store:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             self._local.conn = conn
+            self._local.busy = int(self._timeout * 1000)
         return conn
 
     def _readonly_conn(self) -> sqlite3.Connection:
@@ -496,8 +507,12 @@ class Store:
 
     def set_busy_timeout(self, seconds: float | None) -> None:
         """How long this thread's connection waits for another writer's lock (None: the store's timeout)."""
-        wait = self._timeout if seconds is None else seconds
-        self._conn().execute(f"PRAGMA busy_timeout={int(wait * 1000)}")
+        ms = int((self._timeout if seconds is None else seconds) * 1000)
+        conn = self._conn()
+        # Set only when it changes: the recorder's writer asks before every batch.
+        if getattr(self._local, "busy", None) != ms:
+            conn.execute(f"PRAGMA busy_timeout={ms}")
+            self._local.busy = ms
 
     def close(self) -> None:
         """Close this thread's connection."""
@@ -505,6 +520,7 @@ class Store:
         if conn is not None:
             conn.close()
             self._local.conn = None
+            self._local.busy = None
 
     # -- writing -----------------------------------------------------------
 
@@ -620,11 +636,11 @@ class Store:
         the store once committed.
         """
         prev = last.get(key)
+        # A blob of an earlier transaction: another process may have replaced the run (save_run) since,
+        # and a blob that went is never referred to (checked with the first long line).
+        check = prev is None
         if prev is None:
             prev = self._last.get(key)
-            # Another process may have replaced the run (save_run) since: never refer to a blob that went.
-            if prev is not None and conn.execute("SELECT 1 FROM blobs WHERE id = ? AND run = ?", (prev[0], key)).fetchone() is None:
-                prev = None
         out: list[bytes] = []
         rows: list[tuple[int, int, int | None, int, bytes]] = []
         next_id = 0
@@ -636,6 +652,14 @@ class Store:
             if off < 0:
                 out.append(line)
                 continue
+            if not next_id:
+                row = conn.execute(
+                    "SELECT coalesce(max(id), 0), (SELECT count(*) FROM blobs WHERE id = ? AND run = ?) FROM blobs",
+                    (prev[0] if prev is not None else 0, key),
+                ).fetchone()
+                next_id = int(row[0]) + 1
+                if check and not row[1]:
+                    prev = None
             keep = 0
             if prev is not None:
                 pid, pline, poff = prev
@@ -643,8 +667,6 @@ class Store:
                     out.append(b"\x1e%d\x1e%b\n" % (pid, line[:off]))
                     continue
                 keep = _common(line, off, pline, poff)
-            if not next_id:
-                next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM blobs").fetchone()[0]) + 1
             bid, next_id = next_id, next_id + 1
             if keep >= SHARED_KEEP and prev is not None:
                 rows.append((bid, key, prev[0], keep, line[off + keep :]))
