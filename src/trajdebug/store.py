@@ -666,7 +666,9 @@ class Store:
                 if len(line) - off == len(pline) - poff and line.startswith(memoryview(pline)[poff:], off):
                     out.append(b"\x1e%d\x1e%b\n" % (pid, line[:off]))
                     continue
-                keep = _common(line, off, pline, poff)
+                # Lines that share too little to be worth a base say so at the first compare.
+                if line.startswith(memoryview(pline)[poff : poff + SHARED_KEEP], off):
+                    keep = _common(line, off, pline, poff)
             bid, next_id = next_id, next_id + 1
             if keep >= SHARED_KEEP and prev is not None:
                 rows.append((bid, key, prev[0], keep, line[off + keep :]))
