@@ -635,6 +635,8 @@ class Store:
         each line, byte for byte).  ``last`` (by run key): the transaction's latest blob, taken over by
         the store once committed.
         """
+        if max(map(len, lines), default=0) < SHARED_MIN:
+            return lines  # short records only (200-byte texts): not a Python step per line
         prev = last.get(key)
         # A blob of an earlier transaction: another process may have replaced the run (save_run) since,
         # and a blob that went is never referred to (checked with the first long line).
