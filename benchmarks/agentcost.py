@@ -7,7 +7,10 @@ shared: ratios of medians of the same rounds, CPU time, not wall time):
 - **payloads**: ``small`` (a 200-byte string in, a 200-byte string out) and
   ``chat`` (a list of chat messages of about 5 KB in, an assistant message
   with a tool call and usage out: `benchmarks.agentshapes.chat_messages` and
-  `~benchmarks.agentshapes.assistant_message`);
+  `~benchmarks.agentshapes.assistant_message`); and, asked for with ``--payloads``,
+  ``chat-grow``: conversations that grow by a turn each call, as an agent's do (the
+  5 KB request, then a tool call and its result more per call, a new conversation
+  every `GROW_TURNS` calls, about 11 KB on average), each call's answer its own;
 - **recorders**: a decorated trajdebug step into a JSONL file or a store
   (``td-jsonl``, ``td-store``), and the OpenTelemetry SDK span with its
   ``BatchSpanProcessor``, the payloads set as JSON-string attributes (as
@@ -47,6 +50,10 @@ PEERS = tuple(p for p in ("logfire",) if importlib.util.find_spec(p) is not None
 """Peers measured when they are installed (``pip install -e '.[peers]'``)."""
 PAYLOADS = {"small": 20_000, "chat": 4_000}
 """Each payload and the steps one measurement records."""
+MORE_PAYLOADS = {"chat-grow": 4_000}
+"""Payloads measured when ``--payloads`` names them."""
+GROW_TURNS = 20
+"""Calls of one growing conversation (``chat-grow``) before the next starts."""
 
 
 def _payload(kind: str) -> tuple[Any, Any]:
@@ -58,9 +65,30 @@ def _payload(kind: str) -> tuple[Any, Any]:
     return chat_messages(1, rng), assistant_message(1, rng)
 
 
+def _conversations() -> tuple[list[list[dict[str, Any]]], dict[int, Any]]:
+    """``chat-grow``: the conversation of each call of a cycle (the request, then a turn more each call:
+    the assistant's tool call and the tool's result), and the answer by conversation length."""
+    from benchmarks.agentshapes import assistant_message, chat_messages
+
+    rng = random.Random(3)
+    msgs = chat_messages(1, rng)
+    convs = []
+    for t in range(GROW_TURNS):
+        convs.append(list(msgs))
+        call = assistant_message(t, rng)["choices"][0]["message"]
+        result = {"role": "tool", "tool_call_id": f"call_{t}", "content": json.dumps(
+            {"article": f"KB-{rng.randint(100, 999)}", "text": f"Refunds above the limit need approval (case {t}). " * 4}
+        )}
+        msgs = [*msgs, call, result]
+    answers = {len(c): assistant_message(i, rng) for i, c in enumerate(convs)}
+    return convs, answers
+
+
 def _trajdebug(sink: str, payload: str, n: int) -> dict[str, Any]:
     import trajdebug
 
+    if payload == "chat-grow":
+        return _trajdebug_grow(sink, n)
     inp, out = _payload(payload)
 
     @trajdebug.step(kind="llm")
@@ -81,6 +109,36 @@ def _trajdebug(sink: str, payload: str, n: int) -> dict[str, Any]:
         a0 = time.thread_time()
         for _ in range(n):
             call(inp)
+        agent = time.thread_time() - a0
+    trajdebug.flush()
+    total = time.process_time() - p0
+    return {"total_us": total / n * 1e6, "agent_us": agent / n * 1e6, "lost": h.losses["lost"]}
+
+
+def _trajdebug_grow(sink: str, n: int) -> dict[str, Any]:
+    """`_trajdebug` on growing conversations (``chat-grow``)."""
+    import trajdebug
+
+    convs, answers = _conversations()
+
+    @trajdebug.step(kind="llm")
+    def call(messages: Any) -> Any:
+        return answers[len(messages)]
+
+    tmp = Path(tempfile.mkdtemp(prefix="trajdebug-agentcost-"))
+    trajdebug.configure(max_buffer=n + 1000, max_buffer_bytes=1 << 40, backlog_seconds=None)
+    kw: dict[str, Any] = {"path": tmp / "r.jsonl"} if sink == "jsonl" else {"store": tmp / "r.db"}
+    warm: dict[str, Any] = {"path": tmp / "w.jsonl"} if sink == "jsonl" else {"store": tmp / "w.db"}
+    with trajdebug.run("warm-up", **warm):
+        for i in range(min(n // 10, 1000)):
+            call(convs[i % GROW_TURNS])
+    trajdebug.flush()
+    gc.collect()
+    p0 = time.process_time()
+    with trajdebug.run("bench", **kw) as h:
+        a0 = time.thread_time()
+        for i in range(n):
+            call(convs[i % GROW_TURNS])
         agent = time.thread_time() - a0
     trajdebug.flush()
     total = time.process_time() - p0
@@ -116,14 +174,24 @@ def _otel(export: str, payload: str, n: int) -> dict[str, Any]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    inp, out = _payload(payload)
+    if payload == "chat-grow":
+        convs, answers = _conversations()
 
-    def loop(tracer: Any, k: int) -> None:
-        for _ in range(k):
-            with tracer.start_as_current_span("call") as s:
-                # What an instrumentation does with a payload: JSON text in an attribute.
-                s.set_attribute("input.value", inp if isinstance(inp, str) else json.dumps(inp))
-                s.set_attribute("output.value", out if isinstance(out, str) else json.dumps(out))
+        def loop(tracer: Any, k: int) -> None:
+            for i in range(k):
+                with tracer.start_as_current_span("call") as s:
+                    msgs = convs[i % GROW_TURNS]
+                    s.set_attribute("input.value", json.dumps(msgs))
+                    s.set_attribute("output.value", json.dumps(answers[len(msgs)]))
+    else:
+        inp, out = _payload(payload)
+
+        def loop(tracer: Any, k: int) -> None:
+            for _ in range(k):
+                with tracer.start_as_current_span("call") as s:
+                    # What an instrumentation does with a payload: JSON text in an attribute.
+                    s.set_attribute("input.value", inp if isinstance(inp, str) else json.dumps(inp))
+                    s.set_attribute("output.value", out if isinstance(out, str) else json.dumps(out))
 
     tmp = tempfile.mkdtemp(prefix="trajdebug-agentcost-")
     result: dict[str, Any] = {}
@@ -200,12 +268,15 @@ def _run_child(recorder: str, payload: str, n: int) -> dict[str, Any]:
     return out
 
 
-def measure(rounds: int = 3, scale: float = 1.0) -> dict[str, Any]:
-    """Every recorder on every payload, ``rounds`` times, interleaved; medians and ratios to OTel."""
+def measure(rounds: int = 3, scale: float = 1.0, payloads: dict[str, int] | None = None, peers: bool = True) -> dict[str, Any]:
+    """Every recorder on every payload (default `PAYLOADS`), ``rounds`` times, interleaved; medians and
+    ratios to OTel."""
     raw: dict[str, list[dict[str, Any]]] = {}
+    payloads = PAYLOADS if payloads is None else payloads
+    recorders = RECORDERS + (PEERS if peers else ())
     for _ in range(rounds):
-        for payload, n in PAYLOADS.items():
-            for rec in RECORDERS + PEERS:
+        for payload, n in payloads.items():
+            for rec in recorders:
                 raw.setdefault(f"{rec}/{payload}", []).append(
                     _run_child(rec, payload, max(200, int(n * scale)))
                 )
@@ -214,7 +285,7 @@ def measure(rounds: int = 3, scale: float = 1.0) -> dict[str, Any]:
         | {"lost": max(r["lost"] for r in rows)}
         for k, rows in raw.items()
     }
-    return {"rounds": rounds, "median": med, "raw": raw}
+    return {"rounds": rounds, "payloads": list(payloads), "recorders": list(recorders), "median": med, "raw": raw}
 
 
 def markdown(d: dict[str, Any]) -> list[str]:
@@ -227,9 +298,9 @@ def markdown(d: dict[str, Any]) -> list[str]:
         "| payload | recorder | total µs | agent µs | total / OTel + drop | total / OTel + OTLP to file | lost |",
         "|---|---|---|---|---|---|---|",
     ]
-    for payload in PAYLOADS:
+    for payload in d.get("payloads", PAYLOADS):
         drop, otlp = med[f"otel-drop/{payload}"]["total_us"], med[f"otel-otlp/{payload}"]["total_us"]
-        for rec in RECORDERS + PEERS:
+        for rec in d.get("recorders", RECORDERS + PEERS):
             m = med[f"{rec}/{payload}"]
             out.append(
                 f"| {payload} | {rec} | {m['total_us']:.1f} | {m['agent_us']:.1f} | "
@@ -254,12 +325,16 @@ def _main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--scale", type=float, default=1.0, help="multiply the steps per measurement")
     p.add_argument("--write-doc", action="store_true")
+    p.add_argument("--payloads", help="comma-separated payloads (default: small,chat; more: chat-grow)")
+    p.add_argument("--no-peers", action="store_true", help="leave out the peers (logfire)")
     p.add_argument("--json", type=Path, help="also write the raw results here")
     a = p.parse_args(argv)
     if a.child:
         print(json.dumps(child(a.child[0], a.child[1], int(a.child[2]))))
         return
-    d = measure(a.rounds, a.scale)
+    every = PAYLOADS | MORE_PAYLOADS
+    payloads = {k: every[k] for k in a.payloads.split(",")} if a.payloads else None
+    d = measure(a.rounds, a.scale, payloads, not a.no_peers)
     lines = markdown(d)
     print("\n".join(lines))
     if a.json:
@@ -272,4 +347,4 @@ if __name__ == "__main__":
     _main()
 
 
-__all__ = ["PAYLOADS", "RECORDERS", "child", "markdown", "measure", "write_doc"]
+__all__ = ["MORE_PAYLOADS", "PAYLOADS", "RECORDERS", "child", "markdown", "measure", "write_doc"]

@@ -8,8 +8,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import trajdebug
+from trajdebug.core.codec import dumps_line
 from trajdebug.core.model import Run, Step
 from trajdebug.core.schema import run_to_records
 from trajdebug.sources.load import SourceError, load_runs
@@ -156,6 +159,144 @@ class TestLayout:
             store.write_lines([line.replace(b"%d", str(batch * 64 + i).encode()) for i in range(64)])
         assert (tmp_path / "w.db-wal").stat().st_size <= WAL_SIZE_LIMIT
         assert store.list_runs()[0].steps >= 3 * WAL_SIZE_LIMIT // len(line)
+
+
+def _chat_lines(turns: int, *, grow: bool, rid: str = "chat") -> list[bytes]:
+    """A run's lines whose model steps take a conversation of about 5 KB, resent as it is (``grow=False``)
+    or grown by a turn each call, and return an answer that differs each time."""
+    msgs = [{"role": "system", "content": "Follow the refund policy and cite the article. " * 60}]
+    lines = [dumps_line({"v": 1, "t": "run", "run_id": rid, "name": "chat", "start_ns": 1, "metadata": {}})]
+    for i in range(turns):
+        if grow or i == 0:
+            msgs = [*msgs, {"role": "user", "content": f"Ticket {i}: order O-{1000 + i} " + "details " * 40}]
+        rec = {"v": 1, "t": "step", "run_id": rid, "step_id": f"{i:016x}", "name": "call", "kind": "llm",
+               "start_ns": 10 + i, "end_ns": 11 + i, "status": "ok", "input": {"messages": msgs},
+               "output": {"id": f"chatcmpl-{i}", "content": f"Looked up order {i}."}}
+        lines.append(dumps_line(rec))
+    return lines
+
+
+def _stored_bytes(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    return sum(conn.execute(f"SELECT coalesce(sum(length(body)), 0) FROM {t}").fetchone()[0] for t in ("chunks", "blobs"))
+
+
+class TestShared:
+    @pytest.mark.parametrize("grow", [False, True])
+    def test_a_resent_conversation_is_stored_about_once_and_reads_back_byte_for_byte(self, tmp_path: Path, grow: bool) -> None:
+        """Model steps resending their conversation (as it is, or grown by a turn each call), written in
+        batches of a few steps: the run reads back as the very lines written, and the store holds a small
+        part of their bytes (each call's new turns and answer, not the whole conversation again)."""
+        lines = _chat_lines(120, grow=grow)
+        store = Store(tmp_path / "c.db")
+        for i in range(0, len(lines), 3):
+            store.write_lines(lines[i : i + 3])
+        store.close()
+        with Store(tmp_path / "c.db", readonly=True) as ro:
+            assert lines == [line for _, line in ro._lines(ro._conn(), "chat")]
+            assert 120 == len(ro.load_run("chat").steps)
+        assert _stored_bytes(tmp_path / "c.db") < sum(map(len, lines)) / 10
+
+    def test_a_recorded_chat_run_reads_the_same_from_a_store_and_a_jsonl_file(self, tmp_path: Path) -> None:
+        """A decorated model call recorded to a store and a JSONL file at once, its growing conversation
+        resent each call: both load equal, and the store holds less than a fifth of the file's bytes."""
+        db, jl = tmp_path / "s.db", tmp_path / "r.jsonl"
+
+        @trajdebug.step(kind="llm")
+        def call(messages: list[dict[str, str]]) -> dict[str, str]:
+            return {"role": "assistant", "content": f"answer {len(messages)}"}
+
+        msgs = [{"role": "system", "content": "Be careful. " * 300}]
+        with trajdebug.run("chat", store=db, path=jl):
+            for i in range(40):
+                msgs = [*msgs, {"role": "user", "content": f"question {i} " * 20}]
+                call(msgs)
+        assert load_runs(db) == load_runs(jl)
+        assert _stored_bytes(db) < jl.stat().st_size / 5
+
+    @settings(max_examples=40, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(st.integers(0, 3), st.integers(0, 3000), st.binary(max_size=40), st.integers(1, 4)),
+            min_size=1,
+            max_size=30,
+        )
+    )
+    def test_any_sequence_of_lines_reads_back_as_written(self, tmp_path_factory: pytest.TempPathFactory, plan: list[tuple[int, int, bytes, int]]) -> None:
+        """Step lines sharing any part of their text with the one before (cut anywhere, even inside a
+        string or a multi-byte character), short and long, of two runs, in batches of any size: each run
+        reads back as exactly its lines."""
+        db = tmp_path_factory.mktemp("h") / "h.db"
+        store = Store(db)
+        text = ("Hé said: {\"input\": [1, 2]} " * 200)
+        written: dict[str, list[bytes]] = {"a": [], "b": []}
+        batch: list[bytes] = []
+        for i, (rid_pick, cut, extra, size) in enumerate(plan):
+            rid = "ab"[rid_pick % 2]
+            value = text[: cut] + extra.decode("latin-1") + text[cut // 2 :] if rid_pick < 2 else "short"
+            line = dumps_line({"v": 1, "t": "step", "run_id": rid, "step_id": str(i), "name": "n", "kind": "llm",
+                               "start_ns": i, "end_ns": i, "status": "ok", "input": value, "output": extra.hex()})
+            written[rid].append(line)
+            batch.append(line)
+            if len(batch) >= size:
+                store.write_lines(batch)
+                batch = []
+        store.write_lines(batch)
+        for rid, lines in written.items():
+            assert lines == [line for _, line in store._lines(store._conn(), rid)]
+        store.close()
+
+    def test_a_replaced_run_leaves_no_blob_and_a_writer_never_refers_to_a_blob_gone(self, tmp_path: Path) -> None:
+        """`save_run` replacing a run removes its blobs; a writer that stored the run's last blob before
+        the replacement stores its next steps whole again, and the run reads back complete."""
+        db = tmp_path / "r.db"
+        lines = _chat_lines(10, grow=True)
+        writer = Store(db)
+        writer.write_lines(lines[:6])
+        other = Store(db)
+        replaced = Run("chat", "chat", 1, None, "incomplete", steps=(Step("s", "x", "tool", start_ns=1, end_ns=2),))
+        assert "replaced" == other.save_run(replaced)
+        assert 0 == sqlite3.connect(db).execute("SELECT count(*) FROM blobs").fetchone()[0]
+        writer.write_lines(lines[6:])
+        read = other.read(["chat"])
+        assert not read.problems
+        assert 1 + 5 == len(read.runs[0].steps)
+
+    def test_a_missing_blob_is_a_problem_of_its_record_only(self, tmp_path: Path) -> None:
+        """A blob lost from a damaged store: the records that need it are each a problem naming their line,
+        and the run's other records still load."""
+        db = tmp_path / "d.db"
+        Store(db).write_lines(_chat_lines(5, grow=True))
+        conn = sqlite3.connect(db)
+        conn.execute("DELETE FROM blobs WHERE id = (SELECT max(id) FROM blobs)")
+        conn.commit()
+        read = Store(db, readonly=True).read()
+        assert 4 == len(read.runs[0].steps)
+        assert [6] == [p.line for p in read.problems]
+
+
+class TestVersion2:
+    def test_a_version_2_store_reads_as_it_is_and_is_upgraded_when_written(self, tmp_path: Path) -> None:
+        """A store of schema version 2 (no blobs): read-only it loads and stays version 2; opened for
+        writing it gains the blobs table, its old runs load the same, and new chat steps share blobs."""
+        db = tmp_path / "v2.db"
+        old = _chat_lines(6, grow=True, rid="old")
+        Store(db).write_lines(old[:1])  # a run start only: no blob yet
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("DROP TABLE blobs")
+        conn.execute("INSERT INTO chunks (run, n, body) VALUES (1, ?, ?)", (len(old) - 1, b"".join(old[1:])))
+        conn.execute("PRAGMA user_version=2")
+        conn.close()
+        with Store(db, readonly=True) as ro:
+            assert old == [line for _, line in ro._lines(ro._conn(), "old")]
+        assert 2 == sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0]
+        store = Store(db)
+        assert SCHEMA_VERSION == 3 == sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0]
+        new = _chat_lines(6, grow=True, rid="new")
+        store.write_lines(new)
+        assert old == [line for _, line in store._lines(store._conn(), "old")]
+        assert new == [line for _, line in store._lines(store._conn(), "new")]
+        assert 6 == sqlite3.connect(db).execute("SELECT count(*) FROM blobs WHERE run = 2").fetchone()[0]
 
 
 class TestVersion1:

@@ -18,6 +18,16 @@ of schema version 1 (a row per record in ``records``) are read as they are and,
 when opened for writing, upgraded in place: the ``runs`` table gets its keys,
 the old rows stay where they are and are read before a run's chunks.
 
+Why blobs (schema version 3, measured in ``benchmarks/agentcost.py``): an agent
+resends its conversation with each model call, the same or grown by a turn, and
+SQLite writes every byte twice (the log, then the database); 6 KB of chat per
+step cost the store 15-20 µs more than a JSONL file.  A long step line is kept
+in its chunk as its head and a reference to a blob holding the rest, and a blob
+is stored as what it shares with the run's previous blob and what follows
+(`Store._share`), so a conversation costs its new turns, not its whole text per
+call; reading rebuilds each line byte for byte (`_unshared`).  Version-2 stores
+are read as they are and gain the table when opened for writing.
+
 Several processes may write one store at once: each batch is one short
 ``BEGIN IMMEDIATE`` transaction, WAL mode lets readers run beside the writer,
 and a busy timeout makes writers queue instead of failing.  The write-ahead log
@@ -56,8 +66,9 @@ from trajdebug.core.schema import RECORDER_KEY, lost_in, meta_record, run_to_rec
 log = logging.getLogger("trajdebug")
 
 
-SCHEMA_VERSION = 2
-"""The store's schema version, kept in ``PRAGMA user_version`` (1: a row per record, read and upgraded)."""
+SCHEMA_VERSION = 3
+"""The store's schema version, kept in ``PRAGMA user_version`` (1: a row per record; 2: no ``blobs``;
+both read as they are and upgraded when opened for writing)."""
 
 DEFAULT_STORE = "trajdebug.db"
 
@@ -70,6 +81,18 @@ WAL_SIZE_LIMIT = 32 * 1024 * 1024
 
 CHUNK_BYTES = 1 << 20
 """A batch longer than this is split over several rows (a row stays far below SQLite's limit)."""
+
+SHARED_MIN = 2048
+"""A step line this long or longer is stored against the run's blobs (`Store._share`); shorter ones as
+they are (a blob row would cost more than the bytes it saves)."""
+
+SHARED_KEEP = 512
+"""Bytes a blob must share with the run's previous one to be stored as the difference."""
+
+_HEAD_MAX = 4096
+"""Where a step line's ``"input":`` may start (after its ids, name, kind, times, status, parent)."""
+
+_STEP = b'{"v":1,"t":"step",'
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -93,6 +116,14 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_run ON chunks (run, id);
 CREATE INDEX IF NOT EXISTS runs_start ON runs (start_ns);
+CREATE TABLE IF NOT EXISTS blobs (
+    id INTEGER PRIMARY KEY,
+    run INTEGER NOT NULL,
+    base INTEGER,
+    keep INTEGER NOT NULL DEFAULT 0,
+    body BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS blobs_run ON blobs (run);
 """
 
 _RUN_COLUMNS = "run_id, name, start_ns, end_ns, outcome, failure_reason, steps, errors, note"
@@ -260,6 +291,9 @@ class Store:
         run already in the store, see `write_lines`)."""
         self.renamed_runs = 0
         """How many incoming runs this store object gave a new id because theirs was taken."""
+        self._last: dict[int, tuple[int, bytes, int]] = {}
+        """Per run key, the blob this writer stored last and the line it came from (`_share`):
+        ``(blob id, line, offset)``, the blob being ``line[offset:]``; committed ones only."""
         try:
             self._init()
         except sqlite3.Error as exc:
@@ -306,6 +340,7 @@ class Store:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             self._local.conn = conn
+            self._local.busy = int(self._timeout * 1000)
         return conn
 
     def _readonly_conn(self) -> sqlite3.Connection:
@@ -385,9 +420,9 @@ class Store:
             raise StoreError(f"{self.path}: not a trajdebug store (an SQLite file without its tables)")
         if version == 0:
             self._write_schema(conn, 0)
-        elif version == 1 and not self.readonly:
-            self._write_schema(conn, 1)
-        elif version not in (1, SCHEMA_VERSION):
+        elif version in (1, 2) and not self.readonly:
+            self._write_schema(conn, version)
+        elif version not in (1, 2, SCHEMA_VERSION):
             raise StoreError(
                 f"{self.path}: store schema version {version} is not supported "
                 f"(this trajdebug uses version {SCHEMA_VERSION})"
@@ -399,6 +434,8 @@ class Store:
             ).fetchone() is not None
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from None
+        self._blobs = self._version >= 3
+        """Step lines are stored against the ``blobs`` table (`_share`)."""
         if not self.readonly and spill_path(self.path).exists():
             self.merge_spill()
 
@@ -451,6 +488,12 @@ class Store:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version == found == 1:
                 _upgrade_v1(conn)
+            elif version == found == 2:
+                # Version 3 only adds the blobs table: every chunk of version 2 reads as it is.
+                for stmt in _SCHEMA.split(";")[-3:]:
+                    if stmt.strip():
+                        conn.execute(stmt)
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             elif version == found == 0:
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():
@@ -464,8 +507,12 @@ class Store:
 
     def set_busy_timeout(self, seconds: float | None) -> None:
         """How long this thread's connection waits for another writer's lock (None: the store's timeout)."""
-        wait = self._timeout if seconds is None else seconds
-        self._conn().execute(f"PRAGMA busy_timeout={int(wait * 1000)}")
+        ms = int((self._timeout if seconds is None else seconds) * 1000)
+        conn = self._conn()
+        # Set only when it changes: the recorder's writer asks before every batch.
+        if getattr(self._local, "busy", None) != ms:
+            conn.execute(f"PRAGMA busy_timeout={ms}")
+            self._local.busy = ms
 
     def close(self) -> None:
         """Close this thread's connection."""
@@ -473,6 +520,7 @@ class Store:
         if conn is not None:
             conn.close()
             self._local.conn = None
+            self._local.busy = None
 
     # -- writing -----------------------------------------------------------
 
@@ -519,6 +567,7 @@ class Store:
         groups, skipped = _group(lines)
         conn = self._conn()
         renamed: dict[str, str] = {}
+        last: dict[int, tuple[int, bytes, int]] = {}
         conn.execute("BEGIN IMMEDIATE")
         try:
             for rid, group in groups.items():
@@ -532,13 +581,16 @@ class Store:
                     renamed[rid] = target = new
                 elif target != rid:
                     group = _renamed_group(group, rid, target)
-                self._append(conn, self._key(conn, target), group)
+                self._append(conn, self._key(conn, target), group, last)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
         # Only once committed: a batch that is retried decides again.
+        if len(self._last) + len(last) > 256:
+            self._last.clear()  # a long-lived store object writing many runs keeps no line of each
+        self._last.update(last)
         self._renamed.update(renamed)
         self.renamed_runs += len(renamed)
         return skipped
@@ -551,13 +603,12 @@ class Store:
             return int(conn.execute("INSERT INTO runs (run_id) VALUES (?)", (run_id,)).lastrowid or 0)
         return int(row[0])
 
-    @staticmethod
-    def _append(conn: sqlite3.Connection, key: int, group: _Group) -> None:
+    def _append(self, conn: sqlite3.Connection, key: int, group: _Group, last: dict[int, tuple[int, bytes, int]]) -> None:
         """Write one run's lines as rows of at most `CHUNK_BYTES`, then its summary: one statement for the
-        counts, one per run, meta, mark or end record."""
+        counts, one per run, meta, mark or end record.  ``last``: the transaction's `_share` state."""
         rows = []
         start, size = 0, 0
-        lines = group.lines
+        lines = self._share(conn, key, group.lines, last) if self._blobs else group.lines
         for i, line in enumerate(lines):
             size += len(line)
             if size > CHUNK_BYTES and i > start:
@@ -571,6 +622,67 @@ class Store:
             )
         for r in group.summary:
             _summarize(conn, key, r)
+
+    def _share(
+        self, conn: sqlite3.Connection, key: int, lines: list[bytes], last: dict[int, tuple[int, bytes, int]]
+    ) -> list[bytes]:
+        """A run's lines as they are stored: each step line of `SHARED_MIN` bytes or more as its head (up to
+        its ``"input":``) and a reference to a blob holding the rest, the blob itself stored as what it
+        shares with the run's previous blob (a prefix) and what follows.
+
+        A conversation resent unchanged costs no blob; one that grew costs its new turns (and the
+        output); so a run's chat history is stored about once, not once per call (`_unshared` rebuilds
+        each line, byte for byte).  ``last`` (by run key): the transaction's latest blob, taken over by
+        the store once committed.
+        """
+        if max(map(len, lines), default=0) < SHARED_MIN:
+            return lines  # short records only (200-byte texts): not a Python step per line
+        prev = last.get(key)
+        # A blob of an earlier transaction: another process may have replaced the run (save_run) since,
+        # and a blob that went is never referred to (checked with the first long line).
+        check = prev is None
+        if prev is None:
+            prev = self._last.get(key)
+        out: list[bytes] = []
+        rows: list[tuple[int, int, int | None, int, bytes]] = []
+        next_id = 0
+        for line in lines:
+            if len(line) < SHARED_MIN or not line.startswith(_STEP) or not line.endswith(b"\n"):
+                out.append(line)
+                continue
+            off = line.find(b'"input":', 0, _HEAD_MAX)
+            if off < 0:
+                out.append(line)
+                continue
+            if not next_id:
+                row = conn.execute(
+                    "SELECT coalesce(max(id), 0), (SELECT count(*) FROM blobs WHERE id = ? AND run = ?) FROM blobs",
+                    (prev[0] if prev is not None else 0, key),
+                ).fetchone()
+                next_id = int(row[0]) + 1
+                if check and not row[1]:
+                    prev = None
+            keep = 0
+            if prev is not None:
+                pid, pline, poff = prev
+                if len(line) - off == len(pline) - poff and line.startswith(memoryview(pline)[poff:], off):
+                    out.append(b"\x1e%d\x1e%b\n" % (pid, line[:off]))
+                    continue
+                # Lines that share too little to be worth a base say so at the first compare.
+                if line.startswith(memoryview(pline)[poff : poff + SHARED_KEEP], off):
+                    keep = _common(line, off, pline, poff)
+            bid, next_id = next_id, next_id + 1
+            if keep >= SHARED_KEEP and prev is not None:
+                rows.append((bid, key, prev[0], keep, line[off + keep :]))
+            else:
+                rows.append((bid, key, None, 0, line[off:]))
+            prev = (bid, line, off)
+            out.append(b"\x1e%d\x1e%b\n" % (bid, line[:off]))
+        if rows:
+            conn.executemany("INSERT INTO blobs (id, run, base, keep, body) VALUES (?, ?, ?, ?, ?)", rows)
+        if prev is not None:
+            last[key] = prev
+        return out
 
     def mark_run(self, run_id: str, outcome: str, reason: str | None = None) -> str:
         """Record a verdict on a run after the fact (a ``mark`` record; the recorded outcome stays in its records).
@@ -613,18 +725,23 @@ class Store:
             if self._legacy:
                 conn.execute("DELETE FROM records WHERE run_id = ?", (run.run_id,))
             conn.execute("DELETE FROM chunks WHERE run = ?", (key,))
+            if self._blobs:
+                conn.execute("DELETE FROM blobs WHERE run = ?", (key,))
+            self._last.pop(key, None)
             conn.execute(
                 "UPDATE runs SET name = '', start_ns = NULL, end_ns = NULL, outcome = 'incomplete', "
                 "failure_reason = NULL, steps = 0, errors = 0, note = NULL, lost = 0 WHERE key = ?",
                 (key,),
             )
+            last: dict[int, tuple[int, bytes, int]] = {}
             for group in groups.values():
-                self._append(conn, key, group)
+                self._append(conn, key, group, last)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._last.update(last)
         return "replaced" if old else "added"
 
     # -- reading -----------------------------------------------------------
@@ -775,6 +892,8 @@ class Store:
         conn = self._conn()
         for key, body in conn.execute("SELECT run, body FROM chunks WHERE id IN (SELECT min(id) FROM chunks GROUP BY run)"):
             head = bytes(body[: body.find(b"\n")])
+            if head[:1] == b"\x1e":
+                head = _unshared(conn, head + b"\n", {})
             try:
                 rid = loads(head).get("run_id")
             except (ValueError, AttributeError):
@@ -839,6 +958,7 @@ class Store:
             key = self._scan_keys().get(rid)
         if key is None:
             return
+        cache: dict[int, bytes] = {}
         for (body,) in conn.execute("SELECT body FROM chunks WHERE run = ? ORDER BY id", (key,)):
             data = bytes(body) if not isinstance(body, bytes) else body
             start = 0
@@ -846,7 +966,7 @@ class Store:
                 end = data.find(b"\n", start)
                 end = len(data) if end < 0 else end + 1
                 n += 1
-                yield n, data[start:end]
+                yield n, (_unshared(conn, data[start:end], cache) if data[start] == 0x1E else data[start:end])
                 start = end
 
     def _read_run(
@@ -999,6 +1119,58 @@ def _renamed_group(group: _Group, old: str, new: str, clash: str | None = None) 
             out.lines.append(dumps_line(meta_record(new, {RECORDER_KEY: note})))
     out.summary = [{**r, "run_id": new} for r in group.summary]
     return out
+
+
+def _common(a: bytes, ao: int, b: bytes, bo: int) -> int:
+    """The length of the common prefix of ``a[ao:]`` and ``b[bo:]`` (halving: a dozen compares in C)."""
+    view = memoryview(b)
+    lo, hi = 0, min(len(a) - ao, len(b) - bo)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a.startswith(view[bo + lo : bo + mid], ao + lo):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _unshared(conn: sqlite3.Connection, line: bytes, cache: dict[int, bytes]) -> bytes:
+    """A line as `Store._share` stored it (``\\x1e<blob>\\x1e<head>\\n``) made whole again: its head and its
+    blob.  A blob that cannot be found leaves the line as it is (then read as a record that is not JSON)."""
+    sep = line.find(b"\x1e", 1)
+    try:
+        body = _blob(conn, int(line[1:sep]), cache)
+    except ValueError:
+        return line
+    return line if body is None else line[sep + 1 : -1] + body
+
+
+def _blob(conn: sqlite3.Connection, bid: int, cache: dict[int, bytes]) -> bytes | None:
+    """A blob's bytes: its base's first ``keep`` bytes and its body, down the chain of bases (each
+    older than the blob that names it); ``cache``: blobs made already (a run's lines refer to the last
+    few)."""
+    chain: list[tuple[int, int, bytes]] = []
+    data = b""
+    while True:
+        if bid in cache:
+            data = cache[bid]
+            break
+        row = conn.execute("SELECT base, keep, body FROM blobs WHERE id = ?", (bid,)).fetchone()
+        if row is None:
+            return None
+        chain.append((bid, int(row[1]), bytes(row[2])))
+        base = row[0]
+        if base is None:
+            break
+        if not 0 < base < bid:
+            return None  # damaged: a chain only ever points back
+        bid = int(base)
+    if len(cache) > 64:
+        cache.clear()
+    for cid, keep, body in reversed(chain):
+        data = data[:keep] + body
+        cache[cid] = data
+    return data
 
 
 def _group(lines: Sequence[bytes]) -> tuple[dict[str, _Group], int]:
