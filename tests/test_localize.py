@@ -342,6 +342,58 @@ class TestRanking:
         assert "lineage:dropped" in other.signals
         assert any("its answer is about 'C-2107' instead" in r for r in other.reasons)
 
+    def test_a_turn_whose_conversation_carried_a_value_on_later_did_not_drop_it(self) -> None:
+        """A model turn that looked the customer up first lost nothing when a later turn of the same conversation passed the order id on."""
+        system = {"role": "system", "content": "You resolve refund tickets."}
+        user = {"role": "user", "content": "Ticket: ben@example.com asks for a refund on order O-7722."}
+        call = {"role": "assistant", "tool_calls": [{"name": "lookup_customer", "arguments": {"email": "ben@example.com"}}]}
+        result = {"role": "tool", "content": '{"customer_id": "C-12", "payment_ref": "PM-1012"}'}
+
+        def run_of(later_messages: list[Any]) -> Run:
+            steps = (
+                Step("t1", "generation", "llm", input={"messages": [system, user]}, output=call, start_ns=1, end_ns=2),
+                Step(
+                    "l",
+                    "lookup_customer",
+                    "tool",
+                    input={"email": "ben@example.com"},
+                    output={"customer_id": "C-12", "payment_ref": "PM-1012"},
+                    deps=(D("t1"),),
+                    start_ns=3,
+                    end_ns=4,
+                ),
+                Step(
+                    "t2",
+                    "generation",
+                    "llm",
+                    input={"messages": later_messages},
+                    output={"role": "assistant", "tool_calls": [{"name": "issue_refund", "arguments": {"order_id": "O-7722", "amount": 212.0}}]},
+                    deps=(D("t1"), D("l")),
+                    start_ns=5,
+                    end_ns=6,
+                ),
+                Step(
+                    "r",
+                    "issue_refund",
+                    "tool",
+                    input={"order_id": "O-7722", "amount": 212.0},
+                    status="error",
+                    error=ErrorInfo("GatewayError", "refund 212.00 exceeds the 64.50 captured for O-7722"),
+                    deps=(D("t2"),),
+                    start_ns=7,
+                    end_ns=8,
+                ),
+            )
+            return Run("r", "refunds", outcome="failure", steps=steps)
+
+        def first_turn(run: Run) -> Any:
+            return next(c for c in localize(run, top=10).candidates if c.step_id == "t1")
+
+        assert "lineage:dropped" not in first_turn(run_of([system, user, call, result])).signals
+        # A later model call given another conversation (a hand-off's own prompt) does not speak for this one.
+        other = [{"role": "system", "content": "You issue refunds."}, {"role": "user", "content": "Refund O-7722."}]
+        assert "lineage:dropped" in first_turn(run_of(other)).signals
+
     def test_a_failure_stating_another_value_points_at_the_step_that_said_it(self) -> None:
         """A refusal stating the true quantity ("has 2 paid days left") points at the lookup that said 7, not at the steps carrying it."""
 
