@@ -394,6 +394,55 @@ class TestRanking:
         other = [{"role": "system", "content": "You issue refunds."}, {"role": "user", "content": "Refund O-7722."}]
         assert "lineage:dropped" in first_turn(run_of(other)).signals
 
+    def test_a_faulty_call_about_another_listed_item_does_not_explain_the_failing_items_call(self) -> None:
+        """The berth choice for the vessel that failed stays the root though an earlier choice, for another vessel of the list, looks as faulty upstream."""
+        steps = (
+            Step(
+                "s",
+                "load_arrivals",
+                "tool",
+                output={"vessels": [{"vessel": "ONE-CRANE", "draft": 9.0}, {"vessel": "HMM-ARIA", "draft": 12.0}], "min_ukc": 0.5},
+                start_ns=1,
+                end_ns=2,
+            ),
+            Step(
+                "c1",
+                "choose_berth",
+                "condition",
+                input={"vessel": "ONE-CRANE", "draft": 9.0, "min_ukc": 0.5},
+                output={"vessel": "ONE-CRANE", "berth": "B7"},
+                deps=(D("s"),),
+                start_ns=3,
+                end_ns=4,
+            ),
+            Step("m", "record_plan", "state", input={"berth": "B7"}, output={"berth": "B7"}, deps=(D("c1"),), start_ns=5, end_ns=6),
+            Step(
+                "c2",
+                "choose_berth",
+                "condition",
+                input={"vessel": "HMM-ARIA", "draft": 12.0, "min_ukc": 0.5, "taken": "B7"},
+                output={"vessel": "HMM-ARIA", "berth": "B2"},
+                deps=(D("s"), D("m")),
+                start_ns=7,
+                end_ns=8,
+            ),
+            Step(
+                "r",
+                "reserve_berth",
+                "tool",
+                input={"vessel": "HMM-ARIA", "berth": "B2"},
+                status="error",
+                error=ErrorInfo("HarbourRejected", "at B2: under-keel clearance 0.1 m, the port requires 0.5 m"),
+                deps=(D("c2"),),
+                start_ns=9,
+                end_ns=10,
+            ),
+        )
+        loc = localize(Run("r", "berths", outcome="failure", steps=steps), top=5)
+        assert loc.candidates[0].step_id == "c2"
+        [other] = [c for c in loc.candidates if c.step_id == "c1"]
+        assert "another listed item" in " ".join(other.reasons)
+
     def test_a_failure_stating_another_value_points_at_the_step_that_said_it(self) -> None:
         """A refusal stating the true quantity ("has 2 paid days left") points at the lookup that said 7, not at the steps carrying it."""
 

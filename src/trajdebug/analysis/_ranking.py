@@ -471,6 +471,10 @@ class Ranking:
                     seen.add(p)
                     v = self.verdict(p)
                     if v.faulty:
+                        if p in self.elsewhere and sid not in self.elsewhere:
+                            # A call about another listed item (the previous vessel) did its part
+                            # for that item: it does not explain the step about the failure's own.
+                            continue
                         if cur != sid and v.suspicion >= own and p in roots:
                             return p
                         continue
