@@ -443,6 +443,55 @@ class TestRanking:
         [other] = [c for c in loc.candidates if c.step_id == "c1"]
         assert "another listed item" in " ".join(other.reasons)
 
+    def test_a_made_up_value_that_never_reached_the_failure_weighs_less(self) -> None:
+        """A model that set a tool argument of its own (window='15m') is less suspect of a dock-count failure
+        the value never reached than of a failure given that value."""
+        user = {"role": "user", "content": 'Query each station: {"zone": "harbour", "stations": ["H-1", "H-6"]}'}
+
+        def run_of(dispatched: dict[str, Any]) -> Run:
+            steps = (
+                Step(
+                    "m",
+                    "ChatCompletion",
+                    "llm",
+                    input={"messages": [{"role": "system", "content": "You collect station status."}, user]},
+                    output={"role": "assistant", "tool_calls": [{"name": "get_station_status", "arguments": {"station": "H-6", "window": "15m"}}]},
+                    start_ns=1,
+                    end_ns=2,
+                ),
+                Step(
+                    "t",
+                    "get_station_status",
+                    "tool",
+                    input={"station": "H-6", "window": "15m"},
+                    output={"station": "H-6", "bikes": 15},
+                    deps=(D("m"),),
+                    start_ns=3,
+                    end_ns=4,
+                ),
+                Step("z", "load_zone", "tool", input={"zone": "harbour"}, output={"H-6": {"docks": 16}}, start_ns=5, end_ns=6),
+                Step(
+                    "d",
+                    "dispatch_move",
+                    "tool",
+                    input=dispatched,
+                    status="error",
+                    error=ErrorInfo("DispatchRejected", "moving 6 bikes would leave H-6 with 2 of 16 docks filled"),
+                    deps=(D("t"), D("z")),
+                    start_ns=7,
+                    end_ns=8,
+                ),
+            )
+            return Run("r", "bikes", outcome="failure", steps=steps)
+
+        def claim(run: Run) -> float:
+            [model] = [c for c in localize(run, top=5).candidates if c.step_id == "m"]
+            return model.features["evidence:llm-output"]
+
+        off = claim(run_of({"station": "H-6", "bikes": 6}))
+        on = claim(run_of({"station": "H-6", "bikes": 6, "window": "15m"}))
+        assert 0 < off < on
+
     def test_a_failure_stating_another_value_points_at_the_step_that_said_it(self) -> None:
         """A refusal stating the true quantity ("has 2 paid days left") points at the lookup that said 7, not at the steps carrying it."""
 

@@ -27,12 +27,20 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
-from trajdebug.analysis._sources import Mark, Slice, local_evidence, other_entities, reference_evidence
+from trajdebug.analysis._sources import (
+    Mark,
+    Slice,
+    local_evidence,
+    other_entities,
+    reaches_failure,
+    reference_evidence,
+)
 from trajdebug.analysis._value_sources import lineage_evidence
 from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_check
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -70,6 +78,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "dropped": 0.45,  # was given a value the failure expects and did not pass it on
     "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
     "llm_dropped": 0.5,  # share of that for a model step
+    "unrelated_claim": 0.25,  # share of a model's made-up-value finding when no such value reached the failure
     "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
     "contradicted": 0.5,  # introduced a number for a quantity the failure states another value of
     "whatif": 0.6,  # one numeric slip in its number turns the run's number into the one the failure expects
@@ -351,7 +360,7 @@ class Ranking:
         v = self.verdicts.get(sid)
         if v is None:
             base = self.ctx.verdict(sid)
-            ev = _strongest(list(base.evidence) + self.extra.get(sid, []))
+            ev = [self._off_the_failure(e) for e in _strongest(list(base.evidence) + self.extra.get(sid, []))]
             step = self.g.steps[sid]
             declared = all(
                 f.detector in ("outcome", "run-failure") for f in self.failures if f.step_id == sid
@@ -379,6 +388,15 @@ class Ranking:
                 )
             v = self.verdicts[sid] = fold(sid, ev)
         return v
+
+    def _off_the_failure(self, e: Evidence) -> Evidence:
+        """A model's made-up values (``llm-output``) that never reached the failure weigh less: the model
+        erred, but not where this failure began (a tool call's ``window='15m'`` when a dock count failed)."""
+        if e.diagnoser != "llm-output" or e.sound or not e.values:
+            return e
+        if reaches_failure(self.lin, self.failures, self.thin, e.values):
+            return e
+        return replace(e, suspicion=e.suspicion * self.w["unrelated_claim"])
 
     def prior(self, sid: str) -> float:
         step = self.g.steps[sid]

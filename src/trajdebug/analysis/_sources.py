@@ -36,7 +36,7 @@ from trajdebug.analysis.lineage import (
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
-from trajdebug.core.values import Atom, Mention
+from trajdebug.core.values import Atom, Mention, atoms
 
 
 NAMING_FIELDS = GENERIC_FIELDS | {
@@ -266,6 +266,21 @@ def other_entities(sl: Slice, ids: Sequence[str]) -> list[Found]:
     return out
 
 
+def reaches_failure(
+    lin: Lineage, failures: Sequence[Failure], thin: Iterable[str], values: Iterable[str]
+) -> bool:
+    """Whether a value a step stated, as written (``'15m'``, ``24.0``), reached a failure.
+
+    It did when the failure's message names it, when a failing step was given it,
+    or when a step on the failure's thin slice was (a unit converter given a made-up
+    weight, whose result the failure names).
+    """
+    named = {a.key for f in failures for a in atoms(f.message or "")}
+    views = [lin.view(f.step_id) for f in failures] + [lin.view(t) for t in thin]
+    return any(
+        a.key in named or any(v.given(a) for v in views) for raw in values for a in atoms(raw.strip("'\""))
+    )
+
 
 __all__ = [
     "NAMING_FIELDS",
@@ -274,5 +289,6 @@ __all__ = [
     "Slice",
     "local_evidence",
     "other_entities",
+    "reaches_failure",
     "reference_evidence",
 ]
