@@ -27,7 +27,6 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from trajdebug.analysis import _content as content
@@ -37,8 +36,8 @@ from trajdebug.analysis._sources import (
     Mark,
     Slice,
     local_evidence,
+    off_the_failure,
     other_entities,
-    reaches_failure,
     reference_evidence,
 )
 from trajdebug.analysis._value_sources import lineage_evidence
@@ -360,7 +359,9 @@ class Ranking:
         v = self.verdicts.get(sid)
         if v is None:
             base = self.ctx.verdict(sid)
-            ev = [self._off_the_failure(e) for e in _strongest(list(base.evidence) + self.extra.get(sid, []))]
+            ev = _strongest(list(base.evidence) + self.extra.get(sid, []))
+            # A model's made-up values that never reached the failure weigh less (`unrelated_claim`).
+            ev = [off_the_failure(e, self.lin, self.failures, self.thin, self.w["unrelated_claim"]) for e in ev]
             step = self.g.steps[sid]
             declared = all(
                 f.detector in ("outcome", "run-failure") for f in self.failures if f.step_id == sid
@@ -388,15 +389,6 @@ class Ranking:
                 )
             v = self.verdicts[sid] = fold(sid, ev)
         return v
-
-    def _off_the_failure(self, e: Evidence) -> Evidence:
-        """A model's made-up values (``llm-output``) that never reached the failure weigh less: the model
-        erred, but not where this failure began (a tool call's ``window='15m'`` when a dock count failed)."""
-        if e.diagnoser != "llm-output" or e.sound or not e.values:
-            return e
-        if reaches_failure(self.lin, self.failures, self.thin, e.values):
-            return e
-        return replace(e, suspicion=e.suspicion * self.w["unrelated_claim"])
 
     def prior(self, sid: str) -> float:
         step = self.g.steps[sid]
