@@ -342,6 +342,156 @@ class TestRanking:
         assert "lineage:dropped" in other.signals
         assert any("its answer is about 'C-2107' instead" in r for r in other.reasons)
 
+    def test_a_turn_whose_conversation_carried_a_value_on_later_did_not_drop_it(self) -> None:
+        """A model turn that looked the customer up first lost nothing when a later turn of the same conversation passed the order id on."""
+        system = {"role": "system", "content": "You resolve refund tickets."}
+        user = {"role": "user", "content": "Ticket: ben@example.com asks for a refund on order O-7722."}
+        call = {"role": "assistant", "tool_calls": [{"name": "lookup_customer", "arguments": {"email": "ben@example.com"}}]}
+        result = {"role": "tool", "content": '{"customer_id": "C-12", "payment_ref": "PM-1012"}'}
+
+        def run_of(later_messages: list[Any]) -> Run:
+            steps = (
+                Step("t1", "generation", "llm", input={"messages": [system, user]}, output=call, start_ns=1, end_ns=2),
+                Step(
+                    "l",
+                    "lookup_customer",
+                    "tool",
+                    input={"email": "ben@example.com"},
+                    output={"customer_id": "C-12", "payment_ref": "PM-1012"},
+                    deps=(D("t1"),),
+                    start_ns=3,
+                    end_ns=4,
+                ),
+                Step(
+                    "t2",
+                    "generation",
+                    "llm",
+                    input={"messages": later_messages},
+                    output={"role": "assistant", "tool_calls": [{"name": "issue_refund", "arguments": {"order_id": "O-7722", "amount": 212.0}}]},
+                    deps=(D("t1"), D("l")),
+                    start_ns=5,
+                    end_ns=6,
+                ),
+                Step(
+                    "r",
+                    "issue_refund",
+                    "tool",
+                    input={"order_id": "O-7722", "amount": 212.0},
+                    status="error",
+                    error=ErrorInfo("GatewayError", "refund 212.00 exceeds the 64.50 captured for O-7722"),
+                    deps=(D("t2"),),
+                    start_ns=7,
+                    end_ns=8,
+                ),
+            )
+            return Run("r", "refunds", outcome="failure", steps=steps)
+
+        def first_turn(run: Run) -> Any:
+            return next(c for c in localize(run, top=10).candidates if c.step_id == "t1")
+
+        assert "lineage:dropped" not in first_turn(run_of([system, user, call, result])).signals
+        # A later model call given another conversation (a hand-off's own prompt) does not speak for this one.
+        other = [{"role": "system", "content": "You issue refunds."}, {"role": "user", "content": "Refund O-7722."}]
+        assert "lineage:dropped" in first_turn(run_of(other)).signals
+
+    def test_a_faulty_call_about_another_listed_item_does_not_explain_the_failing_items_call(self) -> None:
+        """The berth choice for the vessel that failed stays the root though an earlier choice, for another vessel of the list, looks as faulty upstream."""
+        steps = (
+            Step(
+                "s",
+                "load_arrivals",
+                "tool",
+                output={"vessels": [{"vessel": "ONE-CRANE", "draft": 9.0}, {"vessel": "HMM-ARIA", "draft": 12.0}], "min_ukc": 0.5},
+                start_ns=1,
+                end_ns=2,
+            ),
+            Step(
+                "c1",
+                "choose_berth",
+                "condition",
+                input={"vessel": "ONE-CRANE", "draft": 9.0, "min_ukc": 0.5},
+                output={"vessel": "ONE-CRANE", "berth": "B7"},
+                deps=(D("s"),),
+                start_ns=3,
+                end_ns=4,
+            ),
+            Step("m", "record_plan", "state", input={"berth": "B7"}, output={"berth": "B7"}, deps=(D("c1"),), start_ns=5, end_ns=6),
+            Step(
+                "c2",
+                "choose_berth",
+                "condition",
+                input={"vessel": "HMM-ARIA", "draft": 12.0, "min_ukc": 0.5, "taken": "B7"},
+                output={"vessel": "HMM-ARIA", "berth": "B2"},
+                deps=(D("s"), D("m")),
+                start_ns=7,
+                end_ns=8,
+            ),
+            Step(
+                "r",
+                "reserve_berth",
+                "tool",
+                input={"vessel": "HMM-ARIA", "berth": "B2"},
+                status="error",
+                error=ErrorInfo("HarbourRejected", "at B2: under-keel clearance 0.1 m, the port requires 0.5 m"),
+                deps=(D("c2"),),
+                start_ns=9,
+                end_ns=10,
+            ),
+        )
+        loc = localize(Run("r", "berths", outcome="failure", steps=steps), top=5)
+        assert loc.candidates[0].step_id == "c2"
+        [other] = [c for c in loc.candidates if c.step_id == "c1"]
+        assert "another listed item" in " ".join(other.reasons)
+
+    def test_a_made_up_value_that_never_reached_the_failure_weighs_less(self) -> None:
+        """A model that set a tool argument of its own (window='15m') is less suspect of a dock-count failure
+        the value never reached than of a failure given that value."""
+        user = {"role": "user", "content": 'Query each station: {"zone": "harbour", "stations": ["H-1", "H-6"]}'}
+
+        def run_of(dispatched: dict[str, Any]) -> Run:
+            steps = (
+                Step(
+                    "m",
+                    "ChatCompletion",
+                    "llm",
+                    input={"messages": [{"role": "system", "content": "You collect station status."}, user]},
+                    output={"role": "assistant", "tool_calls": [{"name": "get_station_status", "arguments": {"station": "H-6", "window": "15m"}}]},
+                    start_ns=1,
+                    end_ns=2,
+                ),
+                Step(
+                    "t",
+                    "get_station_status",
+                    "tool",
+                    input={"station": "H-6", "window": "15m"},
+                    output={"station": "H-6", "bikes": 15},
+                    deps=(D("m"),),
+                    start_ns=3,
+                    end_ns=4,
+                ),
+                Step("z", "load_zone", "tool", input={"zone": "harbour"}, output={"H-6": {"docks": 16}}, start_ns=5, end_ns=6),
+                Step(
+                    "d",
+                    "dispatch_move",
+                    "tool",
+                    input=dispatched,
+                    status="error",
+                    error=ErrorInfo("DispatchRejected", "moving 6 bikes would leave H-6 with 2 of 16 docks filled"),
+                    deps=(D("t"), D("z")),
+                    start_ns=7,
+                    end_ns=8,
+                ),
+            )
+            return Run("r", "bikes", outcome="failure", steps=steps)
+
+        def claim(run: Run) -> float:
+            [model] = [c for c in localize(run, top=5).candidates if c.step_id == "m"]
+            return model.features["evidence:llm-output"]
+
+        off = claim(run_of({"station": "H-6", "bikes": 6}))
+        on = claim(run_of({"station": "H-6", "bikes": 6, "window": "15m"}))
+        assert 0 < off < on
+
     def test_a_failure_stating_another_value_points_at_the_step_that_said_it(self) -> None:
         """A refusal stating the true quantity ("has 2 paid days left") points at the lookup that said 7, not at the steps carrying it."""
 

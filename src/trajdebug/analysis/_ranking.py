@@ -32,7 +32,14 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
-from trajdebug.analysis._sources import Mark, Slice, local_evidence, other_entities, reference_evidence
+from trajdebug.analysis._sources import (
+    Mark,
+    Slice,
+    local_evidence,
+    off_the_failure,
+    other_entities,
+    reference_evidence,
+)
 from trajdebug.analysis._value_sources import lineage_evidence
 from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_check
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -70,6 +77,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "dropped": 0.45,  # was given a value the failure expects and did not pass it on
     "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
     "llm_dropped": 0.5,  # share of that for a model step
+    "unrelated_claim": 0.25,  # share of a model's made-up-value finding when no such value reached the failure
     "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
     "contradicted": 0.5,  # introduced a number for a quantity the failure states another value of
     "whatif": 0.6,  # one numeric slip in its number turns the run's number into the one the failure expects
@@ -352,6 +360,8 @@ class Ranking:
         if v is None:
             base = self.ctx.verdict(sid)
             ev = _strongest(list(base.evidence) + self.extra.get(sid, []))
+            # A model's made-up values that never reached the failure weigh less (`unrelated_claim`).
+            ev = [off_the_failure(e, self.lin, self.failures, self.thin, self.w["unrelated_claim"]) for e in ev]
             step = self.g.steps[sid]
             declared = all(
                 f.detector in ("outcome", "run-failure") for f in self.failures if f.step_id == sid
@@ -471,6 +481,10 @@ class Ranking:
                     seen.add(p)
                     v = self.verdict(p)
                     if v.faulty:
+                        if p in self.elsewhere and sid not in self.elsewhere:
+                            # A call about another listed item (the previous vessel) did its part
+                            # for that item: it does not explain the step about the failure's own.
+                            continue
                         if cur != sid and v.suspicion >= own and p in roots:
                             return p
                         continue

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
@@ -36,7 +36,7 @@ from trajdebug.analysis.lineage import (
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
-from trajdebug.core.values import Atom, Mention
+from trajdebug.core.values import Atom, Mention, atoms
 
 
 NAMING_FIELDS = GENERIC_FIELDS | {
@@ -266,6 +266,25 @@ def other_entities(sl: Slice, ids: Sequence[str]) -> list[Found]:
     return out
 
 
+def off_the_failure(
+    e: Evidence, lin: Lineage, failures: Sequence[Failure], thin: Iterable[str], share: float
+) -> Evidence:
+    """A model's finding of made-up values (``llm-output``) at ``share`` of its weight when none of them
+    reached the failure: the model erred, but not where this failure began (a tool call's own
+    ``window='15m'`` when a dock count failed).
+
+    A value reached it when the failure's message names it, when a failing step was given it,
+    or when a step on the failure's thin slice was (a unit converter given a made-up weight,
+    whose result the failure names).
+    """
+    if e.diagnoser != "llm-output" or e.sound or not e.values:
+        return e
+    named = {a.key for f in failures for a in atoms(f.message or "")}
+    views = [lin.view(f.step_id) for f in failures] + [lin.view(t) for t in thin]
+    if any(a.key in named or any(v.given(a) for v in views) for raw in e.values for a in atoms(raw.strip("'\""))):
+        return e
+    return replace(e, suspicion=e.suspicion * share)
+
 
 __all__ = [
     "NAMING_FIELDS",
@@ -274,5 +293,6 @@ __all__ = [
     "Slice",
     "local_evidence",
     "other_entities",
+    "off_the_failure",
     "reference_evidence",
 ]

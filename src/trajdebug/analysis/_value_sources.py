@@ -8,7 +8,8 @@ has the slice they read and the findings they return) trace them:
   slice; a step that only computed it from its inputs passes the mark to its
   operands' origins (Zeller's stopping rule, "faulty, with correct origins");
 - a step that was **given** a value the failure expects and **did not pass
-  it on** (an omission), or a word of the user's task;
+  it on** (an omission), or a word of the user's task (not a model's turn
+  when a later turn of its conversation carried the value on);
 - the step that produced a value **in passing runs** where no step did here;
 - the step whose number the failure **contradicts**, the **one-digit slip**
   that turns the run's number into the one expected, the **source that
@@ -20,7 +21,8 @@ has the slice they read and the findings they return) trace them:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
@@ -41,7 +43,7 @@ from trajdebug.analysis._sources import (
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, slips
 from trajdebug.analysis.reference import producers_of, step_key
-from trajdebug.core.model import CONTAINER_KINDS
+from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms, iter_text, mentions
 
 
@@ -467,6 +469,40 @@ def _own_word(view: StepView) -> Atom | None:
     )
 
 
+def _carried_on_later(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
+    """A later turn of the same model conversation that passed the value on, if any.
+
+    A model called turn after turn is given the conversation again each time (the
+    later call's messages begin with the earlier call's): a turn that did something
+    else first (looked the customer up before refunding the order) lost nothing when
+    a later turn carried the value on.  A model given another conversation (a
+    hand-off's own prompt, a sub-agent) does not speak for it.
+    """
+    mine = _messages(sl.g.steps[sid])
+    if not mine:
+        return None
+    start = sl.g.position(sid)
+    for later in sl.run.steps:
+        theirs = _messages(later)
+        if (
+            theirs is not None
+            and len(theirs) > len(mine)
+            and start < sl.g.position(later.step_id) < pos
+            and theirs[: len(mine)] == mine
+            and sl.lin.view(later.step_id).holds(a)
+        ):
+            return later.step_id
+    return None
+
+
+def _messages(step: Step) -> list[Any] | None:
+    """The messages a model call was given (a conversation so far), None for any other step."""
+    if step.kind != "llm":
+        return None
+    msgs = step.input.get("messages") if isinstance(step.input, Mapping) else step.input
+    return msgs if isinstance(msgs, list) else None
+
+
 def _dropped(
     sl: Slice,
     a: Atom,
@@ -502,6 +538,7 @@ def _dropped(
     substitute: dict[str, Atom] = {}
     if a.kind in ("id", "date"):
         lost, substitute = _about_another_key(sl, a, lost)
+    lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
     for sid in lost[:4]:
         view = sl.lin.view(sid)
         chose = next((b for b in named if b.key != a.key and view.given(b) and view.holds(b)), None)
