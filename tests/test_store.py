@@ -52,6 +52,32 @@ class TestStore:
         assert (run.name, run.outcome, run.failure_reason) == ("beta", "failure", "bad")
         assert store.list_runs(name="beta")[0].steps == 1
 
+    def test_the_connection_reads_the_tables_with_sql_of_ones_own(self, tmp_path: Path) -> None:
+        """`Store.connection()` is this thread's connection (the same one each call): SQL over ``runs`` reads
+        the runs the store lists, and on a store opened read-only a write through it fails."""
+        db = tmp_path / "s.db"
+        ids = make_runs(db)
+        with Store(db, readonly=True) as ro:
+            conn = ro.connection()
+            assert conn is ro.connection()
+            assert sorted(str(r) for (r,) in conn.execute("SELECT run_id FROM runs")) == sorted(ids)
+            with pytest.raises(sqlite3.OperationalError):
+                conn.execute("DELETE FROM runs")
+        assert len(Store(db).list_runs()) == 3
+
+    def test_a_run_given_a_new_id_is_named_in_renamed_ids(self, tmp_path: Path) -> None:
+        """A second run start under an id the store holds is stored under a new id, and `Store.renamed_ids`
+        maps the incoming id to it (the sink's spill file writes the run under it)."""
+        run = Run("same", "a", 1, 2, "success", steps=(Step("s1", "x", "tool", start_ns=1, end_ns=2),))
+        db = tmp_path / "s.db"
+        Store(db).write_records(run_to_records(run))
+        other = Store(db)
+        assert dict(other.renamed_ids) == {}
+        other.write_records(run_to_records(dataclasses.replace(run, name="b")))
+        new = other.renamed_ids["same"]
+        assert new != "same"
+        assert (other.load_run(new).name, other.load_run("same").name) == ("b", "a")
+
     def test_unknown_run_and_ambiguous_prefix(self, tmp_path: Path) -> None:
         """Loading a missing run id raises KeyError naming the store."""
         db = tmp_path / "s.db"

@@ -257,7 +257,7 @@ def _store_units(path: Path, size: int) -> tuple[list[Unit], list[Run]]:
 
     units: list[Unit] = []
     with Store(path) as store:
-        conn = store._conn()
+        conn = store.connection()
         batch: list[str] = []
         for rid, note in conn.execute("SELECT run_id, note FROM runs ORDER BY start_ns, rowid"):
             if note and note.startswith(("replay of", "reference for")):
@@ -370,7 +370,7 @@ def reference_pool(sources: Iterable[str | Path], size: int = REFERENCES_PER_RUN
                 offer(name, int(start or 0), rid, ("parquet", str(p), part))
         elif is_store(p):
             with Store(p) as store:
-                conn = store._conn()
+                conn = store.connection()
                 for name, start, rid, note in conn.execute(
                     "SELECT name, start_ns, run_id, note FROM runs WHERE outcome = 'success'"
                 ):

@@ -132,7 +132,7 @@ class Watcher:
             with Store(path) as store:
                 ids = [
                     r
-                    for (r,) in store._conn().execute(
+                    for (r,) in store.connection().execute(
                         "SELECT run_id FROM runs WHERE outcome = 'failure' ORDER BY start_ns, rowid"
                     )
                     if r not in self.state.analyzed

@@ -273,7 +273,7 @@ class StoreSink:
         in the side file beside the store (`trajdebug.store.spill_path`); returns its path."""
         from trajdebug.store import append_spill
 
-        return append_spill(self.path, lines, self._store._renamed if self._store is not None else None)
+        return append_spill(self.path, lines, self._store.renamed_ids if self._store is not None else None)
 
     def close(self) -> None:
         """Close the writer thread's connection."""
