@@ -27,6 +27,7 @@ SOURCES = [
             ("suite_f", "; scored once held out, trained on since 2026-12-02"),
             ("suite_g", "; scored once held out, trained on since 2026-12-02"),
             ("suite_h", "; scored once held out, its misses studied and trained on since 2026-12-02"),
+            ("suite_i", "; scored once held out, its misses studied and trained on since 2026-12-02"),
         )
     ],
 ]
@@ -242,7 +243,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
     lines += [
         "",
         f"{meta['steps']} ranked steps in all. Never used: the suites in `benchmarks.corpus.HELD_OUT`",
-        "(refused by the corpus; empty since suite_i became a development suite). A case is a failed run whose root-cause step is known; each",
+        "(refused by the corpus: suite_j, written blind on 2026-12-02). A case is a failed run whose root-cause step is known; each",
         "blind-suite case counts twice (alone, and with its agent's passing runs as references).",
         "Who&When's truth is the step of its `mistake_step` message; tau's is every step of the annotated",
         "root-cause message (so tau top-k here counts steps, not messages as benchmarks/tau.py does).",
@@ -294,7 +295,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         f" coverage {_p(cal['coverage_likely'])}; below it, `unsure`",
         *_calibration_goals(cal),
         f"The `confident` threshold is the lowest confidence at which the out-of-fold precision reaches 90 % over at least {MIN_SUPPORT} cases",
-        "(none: the verdict is never `confident`);",
+        ("(none: the verdict is never `confident`);" if cal["confident"] > 1.0 else f"({cal['confident']:.3f});"),
         "it is chosen on the same out-of-fold predictions it is reported on, so its precision is",
         "optimistic: \"nested\" below chooses each fold's threshold on the other four folds and scores it on",
         "the fifth, the honest reading of the choice.",
@@ -400,7 +401,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to h included since 2026-12-02 (suite_i, held out when scored, joins at the next retraining). Every number is on cases the scoring model never saw;",
+        "suites, b to i included since 2026-12-02 (never suite_j, the held-out one). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
