@@ -458,11 +458,49 @@ def _assigned_word_before_separator(low: str) -> bool:
     return False
 
 
+_LONG = 64
+"""Strings longer than this are tested as keys only where they are keys (`Redactor.clean_strings`)."""
+
+
+def _decoded(token: bytes) -> str:
+    """A string as split from orjson's text at its quotes (escaped backslashes and quotes swapped for
+    ``\\x01\\x01`` and ``\\x02\\x02``, `Redactor.clean_encoded`), decoded."""
+    if b"\\" in token or b"\x01" in token or b"\x02" in token:
+        from trajdebug.core.codec import loads
+
+        s: str = loads(b'"' + token.replace(b"\x01\x01", b"\\\\").replace(b"\x02\x02", b'\\"') + b'"')
+        return s
+    return token.decode("utf-8", "surrogatepass")
+
+
 @functools.lru_cache(maxsize=16)
 def _compiled(extra_keys: tuple[str, ...], pii: tuple[str, ...]) -> tuple[Any, ...]:
     rules = tuple((r, re.compile(r.pattern)) for r in RULES if not r.pii or r.name in pii)
     extra = tuple(re.compile(k, re.IGNORECASE) for k in extra_keys)
     return rules, extra
+
+
+class _Memo:
+    """The strings found clean (or not) under one policy, shared by its redactors (see `_memo`)."""
+
+    __slots__ = ("keys", "texts", "text_chars", "token_chars", "tokens", "values", "values_chars")
+
+    def __init__(self) -> None:
+        self.keys: dict[str, bool] = {}
+        """Whether a key names a secret (`Redactor.secret_key`)."""
+        self.texts: dict[str, bool] = {}
+        """Whether `Redactor.text` leaves a string that passed the prefilter as it is (`Redactor._text_clean`)."""
+        self.tokens: set[bytes] = set()
+        """Strings as encoded found clean as values and as keys (`Redactor.clean_encoded`, `clean_strings`)."""
+        self.values: set[bytes] = set()
+        """Long strings as encoded found clean as values, not tested as keys (`Redactor.clean_strings`)."""
+        self.text_chars = self.token_chars = self.values_chars = 0
+
+
+@functools.lru_cache(maxsize=16)
+def _memo(extra_keys: tuple[str, ...], pii: tuple[str, ...]) -> _Memo:
+    """The memo of one policy's redactors (the extra key patterns and PII classes are all it depends on)."""
+    return _Memo()
 
 
 class Redactor:
@@ -478,8 +516,9 @@ class Redactor:
     """
 
     def __init__(self, extra_keys: Iterable[str] = (), pii: Iterable[str] = ()) -> None:
-        self._rules, self._extra = _compiled(tuple(extra_keys), tuple(sorted(pii)))
-        self._at = "email" in pii
+        extra, classes = tuple(extra_keys), tuple(sorted(pii))
+        self._rules, self._extra = _compiled(extra, classes)
+        self._at = "email" in classes
         # Bit i stands for self._rules[i]: which rules each rare character lets run, which the
         # bearer/Basic words do, which 13 digits do.
         by_char: dict[str, int] = {}
@@ -493,13 +532,15 @@ class Redactor:
                 else:
                     self._digits |= 1 << i
         self._by_char = tuple(by_char.items())
-        self._keys: dict[str, bool] = {}
-        self._clean_texts: dict[str, bool] = {}
-        self._clean_chars = 0
-        self._clean_tokens: set[bytes] = set()
+        # What is clean under a policy does not change: the memos are shared by the policy's redactors (one
+        # per run written), so each distinct string is tested once per process rather than once per run.
+        self._memo = memo = _memo(extra, classes)
+        self._keys = memo.keys
+        self._clean_texts = memo.texts
+        self._clean_tokens = memo.tokens
+        self._clean_values = memo.values
         self._clean_heads: list[bytes] = []
         """Clean snapshots' texts minus their closing brackets, newest first (`_clean_head`)."""
-        self._token_chars = 0
         self.counts: Counter[str] = Counter()
         """How many values each rule replaced (``key_name`` for key rules)."""
 
@@ -568,13 +609,14 @@ class Redactor:
 
     def clean_strings(self, encoded: bytes) -> bool:
         """Whether `__call__` would leave a value as it is, given orjson's encoding of it (`codec.plain_line`:
-        every string of the value stands in it, and nothing else is a string): True when every string (key
-        or value) of the text is clean as a value and names no secret as a key (exact for True; False is a
-        maybe: a string used as a value may be a secret key's name).
+        every string of the value stands in it, and nothing else is a string): True when every string of the
+        text is clean as a value and every key names no secret (exact for True; False is a maybe).
 
         Only the strings are tested (`clean_encoded` also tests the numbers and punctuation between them,
         new in nearly every record: times and counts), each distinct one once (memoized with
-        `clean_encoded`'s): one split and one set lookup in C per record whose strings were all seen.
+        `clean_encoded`'s): one split and one set lookup in C per record whose strings were all seen.  A
+        long string is tested as a key only where it is one (followed by ``:``): splitting a text of many
+        words as a key's name costs more than testing it as a value, and long values rarely come back.
         """
         text = encoded
         if b'\\"' in text:
@@ -586,26 +628,36 @@ class Redactor:
             return True
         new = set(strings)
         new.difference_update(known)
+        long = {t for t in new if len(t) > _LONG}
+        if long:
+            values = self._clean_values
+            for t in long:
+                if t not in values:
+                    if not self._text_clean(_decoded(t)):
+                        return False
+                    if self._memo.values_chars > _MEMO_CHARS:
+                        values.clear()
+                        self._memo.values_chars = 0
+                    values.add(t)
+                    self._memo.values_chars += len(t)
+                # A key stands in the text as ``"key":``; a value never does unless the same string is a key too.
+                if b'"' + t + b'":' not in text:
+                    new.discard(t)
         return self._learn(new)
 
     def _learn(self, new: set[bytes]) -> bool:
         """Whether every one of these strings (as encoded, quotes and escapes swapped by `clean_strings`) is
         clean as a value and as a key; when all are, they are remembered."""
-        from trajdebug.core.codec import loads
-
         for token in new:
-            if b"\\" in token or b"\x01" in token or b"\x02" in token:
-                s = loads(b'"' + token.replace(b"\x01\x01", b"\\\\").replace(b"\x02\x02", b'\\"') + b'"')
-            else:
-                s = token.decode("utf-8", "surrogatepass")
+            s = _decoded(token)
             if self.secret_key(s) or not self._text_clean(s):
                 return False
-        chars = self._token_chars + sum(map(len, new))
+        chars = self._memo.token_chars + sum(map(len, new))
         if chars > _MEMO_CHARS:
             self._clean_tokens.clear()
             chars = sum(map(len, new))
         self._clean_tokens.update(new)
-        self._token_chars = chars
+        self._memo.token_chars = chars
         return True
 
     def _clean_head(self, encoded: bytes) -> int:
@@ -658,11 +710,11 @@ class Redactor:
         hit = self._clean_texts.get(s)
         if hit is None:
             hit = not self._value_rules_hit(s) or self._unchanged(s)
-            if self._clean_chars + len(s) > _MEMO_CHARS:
+            if self._memo.text_chars + len(s) > _MEMO_CHARS:
                 self._clean_texts.clear()
-                self._clean_chars = 0
+                self._memo.text_chars = 0
             self._clean_texts[s] = hit
-            self._clean_chars += len(s)
+            self._memo.text_chars += len(s)
         return hit
 
     def _unchanged(self, s: str) -> bool:
