@@ -483,7 +483,7 @@ def _compiled(extra_keys: tuple[str, ...], pii: tuple[str, ...]) -> tuple[Any, .
 class _Memo:
     """The strings found clean (or not) under one policy, shared by its redactors (see `_memo`)."""
 
-    __slots__ = ("keys", "texts", "text_chars", "token_chars", "tokens", "values", "values_chars")
+    __slots__ = ("keys", "text_chars", "texts", "token_chars", "tokens", "values", "values_chars")
 
     def __init__(self) -> None:
         self.keys: dict[str, bool] = {}
