@@ -65,6 +65,40 @@ class TestCleanStrings:
                 assert fresh(value) == value
                 assert not fresh.counts
 
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(
+                st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=3), min_size=1, max_size=3),
+                st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=2), min_size=1, max_size=3),
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    def test_records_tested_together_are_each_judged_as_alone(
+        self, records: list[tuple[list[list[str]], list[list[str]]]]
+    ) -> None:
+        """`clean_lines` of a run's records finds clean only records redaction leaves unchanged, and every
+        record that holds none of the others' unclean strings is found clean as `clean_strings` finds it."""
+        values = [_value(["".join(k) for k in keys], ["".join(t) for t in texts]) for keys, texts in records]
+        lines = [plain_line(v) for v in values]
+        assert all(line is not None for line in lines)
+        together = Redactor().clean_lines([line for line in lines if line is not None])
+        for value, line, ok in zip(values, lines, together, strict=True):
+            alone = Redactor().clean_strings(line) if line is not None else False
+            if ok:
+                assert alone
+                fresh = Redactor()
+                assert fresh(value) == value and not fresh.counts
+        if all(Redactor().clean_strings(line) for line in lines if line is not None):
+            assert all(together)
+
+    def test_one_secret_key_sends_only_its_record_to_redaction(self) -> None:
+        """In a run whose session is under a secret key, the other records are still found clean."""
+        lines = [plain_line({"t": "run", "session.id": "abc"}), plain_line({"t": "step", "name": "lookup"})]
+        assert Redactor().clean_lines([line for line in lines if line is not None]) == [False, True]
+
     def test_a_long_string_is_a_secret_key_only_where_it_is_a_key(self) -> None:
         """A long text ending in a secret word is clean as a value, and not clean once it is a key, even after
         it was seen as a value."""

@@ -201,8 +201,8 @@ def _write_redacted(runs: Iterable[Any], output: str, imported: list[dict[str, A
                     "run_id": recs[0]["run_id"],
                     "name": recs[0]["name"],
                     "outcome": end["outcome"] if end is not None else "incomplete",
-                    "steps": sum(r.get("t") == "step" for r in recs),
-                    "errors": sum(r.get("t") == "error" for r in recs),
+                    "steps": len(run.steps),  # one record each
+                    "errors": len(run.errors),
                 }
             )
             fh.write(b"".join(lines))

@@ -36,7 +36,7 @@ import binascii
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -462,6 +462,14 @@ _LONG = 64
 """Strings longer than this are tested as keys only where they are keys (`Redactor.clean_strings`)."""
 
 
+def _swapped(encoded: bytes) -> bytes:
+    """orjson's text with its escaped backslashes, then its escaped quotes, made bytes orjson never writes
+    (it escapes control characters), so that splitting it at its quotes yields its strings exactly."""
+    if b'\\"' in encoded:
+        return encoded.replace(b"\\\\", b"\x01\x01").replace(b'\\"', b"\x02\x02")
+    return encoded
+
+
 def _decoded(token: bytes) -> str:
     """A string as split from orjson's text at its quotes (escaped backslashes and quotes swapped for
     ``\\x01\\x01`` and ``\\x02\\x02``, `Redactor.clean_encoded`), decoded."""
@@ -614,36 +622,57 @@ class Redactor:
 
         Only the strings are tested (`clean_encoded` also tests the numbers and punctuation between them,
         new in nearly every record: times and counts), each distinct one once (memoized with
-        `clean_encoded`'s): one split and one set lookup in C per record whose strings were all seen.  A
-        long string is tested as a key only where it is one (followed by ``:``): splitting a text of many
-        words as a key's name costs more than testing it as a value, and long values rarely come back.
+        `clean_encoded`'s): one split and one set lookup in C when every string was seen.  A long string is
+        tested as a key only where it is one (followed by ``:``): splitting a text of many words as a key's
+        name costs more than testing it as a value, and long values rarely come back.
         """
-        text = encoded
-        if b'\\"' in text:
-            # As in `clean_encoded`: escaped backslashes, then escaped quotes, become bytes orjson never writes.
-            text = text.replace(b"\\\\", b"\x01\x01").replace(b'\\"', b"\x02\x02")
+        return self.clean_lines([encoded])[0]
+
+    def clean_lines(self, encoded: Sequence[bytes]) -> list[bool]:
+        """`clean_strings` of each of several encodings (a run's records), their strings split and looked up
+        together: one split and one set difference for them all; when some string among them is not clean,
+        each encoding is searched for it."""
+        text = _swapped(b"".join(encoded))
         strings = text.split(b'"')[1::2]
-        known = self._clean_tokens
-        if known.issuperset(strings):
-            return True
+        if self._clean_tokens.issuperset(strings):
+            return [True] * len(encoded)
         new = set(strings)
-        new.difference_update(known)
-        long = {t for t in new if len(t) > _LONG}
-        if long:
-            values = self._clean_values
-            for t in long:
-                if t not in values:
-                    if not self._text_clean(_decoded(t)):
-                        return False
-                    if self._memo.values_chars > _MEMO_CHARS:
-                        values.clear()
-                        self._memo.values_chars = 0
-                    values.add(t)
-                    self._memo.values_chars += len(t)
-                # A key stands in the text as ``"key":``; a value never does unless the same string is a key too.
-                if b'"' + t + b'":' not in text:
-                    new.discard(t)
-        return self._learn(new)
+        new.difference_update(self._clean_tokens)
+        bad = self._unclean(new, text)
+        if not bad:
+            return [True] * len(encoded)
+        if len(encoded) == 1:
+            return [False]
+        # A string stands in its text between quotes; a text holding none of these quoted holds none of them.
+        quoted = [b'"' + t + b'"' for t in bad]
+        return [not any(q in e for q in quoted) for e in map(_swapped, encoded)]
+
+    def _unclean(self, new: set[bytes], text: bytes) -> set[bytes]:
+        """Which of these strings of ``text`` (as split by `clean_lines`) are not clean: as a value, or (long
+        ones only where they are keys) as a key; the others are remembered."""
+        bad: set[bytes] = set()
+        values = self._clean_values
+        for t in [t for t in new if len(t) > _LONG]:
+            if t not in values:
+                if not self._text_clean(_decoded(t)):
+                    bad.add(t)
+                    continue
+                if self._memo.values_chars > _MEMO_CHARS:
+                    values.clear()
+                    self._memo.values_chars = 0
+                values.add(t)
+                self._memo.values_chars += len(t)
+            # A key stands in the text as ``"key":``; a value never does unless the same string is a key too.
+            if b'"' + t + b'":' not in text:
+                new.discard(t)
+        for t in new:
+            if t not in bad:
+                s = _decoded(t)
+                if self.secret_key(s) or not self._text_clean(s):
+                    bad.add(t)
+        new.difference_update(bad)
+        self._remember(new)
+        return bad
 
     def _learn(self, new: set[bytes]) -> bool:
         """Whether every one of these strings (as encoded, quotes and escapes swapped by `clean_strings`) is
@@ -652,13 +681,17 @@ class Redactor:
             s = _decoded(token)
             if self.secret_key(s) or not self._text_clean(s):
                 return False
-        chars = self._memo.token_chars + sum(map(len, new))
+        self._remember(new)
+        return True
+
+    def _remember(self, clean: set[bytes]) -> None:
+        """Add strings found clean as values and as keys to the memo (emptied past `_MEMO_CHARS`)."""
+        chars = self._memo.token_chars + sum(map(len, clean))
         if chars > _MEMO_CHARS:
             self._clean_tokens.clear()
-            chars = sum(map(len, new))
-        self._clean_tokens.update(new)
+            chars = sum(map(len, clean))
+        self._clean_tokens.update(clean)
         self._memo.token_chars = chars
-        return True
 
     def _clean_head(self, encoded: bytes) -> int:
         """The length of the longest remembered head (`_remember_head`) that ``encoded`` starts with, 0 if none.

@@ -503,7 +503,7 @@ def run_to_lines(run: Run, *, redact: bool | None = None) -> tuple[list[dict[str
 
     Redaction walks and copies every value in Python, though nearly every record of an import has nothing
     to redact.  So each record is encoded first, and when the redactor finds every string of that text
-    clean (`Redactor.clean_strings`, exact) the record and its line are kept as they are; only the others
+    clean (`Redactor.clean_lines`, exact) the record and its line are kept as they are; only the others
     are redacted (`Redactor.__call__`, which counts what it scrubbed) and encoded again.  A record orjson
     cannot encode as plain JSON (a key that is not a string, a value of another type) takes the old way.
     """
@@ -511,12 +511,13 @@ def run_to_lines(run: Run, *, redact: bool | None = None) -> tuple[list[dict[str
 
     recs, account, ended = _plain_records(run)
     redactor = _redactor_for(redact)
-    lines: list[bytes | None] = []
-    for i, rec in enumerate(recs):
-        line = plain_line(rec)
-        if redactor is not None and (line is None or not redactor.clean_strings(line)):
-            recs[i], line = redactor(rec), None
-        lines.append(line)
+    lines: list[bytes | None] = [plain_line(r) for r in recs]
+    if redactor is not None:
+        encoded = [line for line in lines if line is not None]
+        clean = iter(redactor.clean_lines(encoded) if encoded else ())
+        for i, line in enumerate(lines):
+            if line is None or not next(clean):
+                recs[i], lines[i] = redactor(recs[i]), None
     if _account_records(recs, run.run_id, account, ended, redactor.counts if redactor is not None else {}):
         lines[len(recs) - 1 :] = [None]
     return recs, [line if line is not None else dumps_line(rec) for rec, line in zip(recs, lines)]
