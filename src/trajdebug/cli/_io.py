@@ -187,26 +187,25 @@ def _summary(
 
 
 def _write_redacted(runs: Iterable[Any], output: str, imported: list[dict[str, Any]]) -> None:
-    """Streamed runs into a JSONL file: each run's records redacted once (`run_to_records`, per the
+    """Streamed runs into a JSONL file: each run's records redacted once (`run_to_lines`, per the
     process policy) are its lines, and what the summary says of the run is read from them (the
     name it shows is the redacted one)."""
-    from trajdebug.core.codec import dumps_str
-    from trajdebug.core.schema import run_to_records
+    from trajdebug.core.schema import run_to_lines
 
-    with open(output, "w", encoding="utf-8") as fh:
+    with open(output, "wb") as fh:
         for run in runs:
-            recs = run_to_records(run)
+            recs, lines = run_to_lines(run)
             end = next((r for r in reversed(recs) if r.get("t") == "end"), None)
             imported.append(
                 {
                     "run_id": recs[0]["run_id"],
                     "name": recs[0]["name"],
                     "outcome": end["outcome"] if end is not None else "incomplete",
-                    "steps": sum(r.get("t") == "step" for r in recs),
-                    "errors": sum(r.get("t") == "error" for r in recs),
+                    "steps": len(run.steps),  # one record each
+                    "errors": len(run.errors),
                 }
             )
-            fh.write("".join(dumps_str(r) + "\n" for r in recs))
+            fh.write(b"".join(lines))
 
 
 @click.command(name="export")

@@ -249,6 +249,18 @@ else:  # pragma: no cover
         return dumps(obj) + b"\n"
 
 
+def plain_line(obj: Any) -> bytes | None:
+    """`dumps_line` of a value orjson encodes on its own (string keys; no value that needs `dumps`'s
+    fallbacks), else None: the line is then the value's own encoding, whose every string stands in it."""
+    if _orjson is None:  # pragma: no cover
+        return None
+    try:
+        data: bytes = _orjson.dumps(obj, option=_orjson.OPT_APPEND_NEWLINE)
+    except Exception:  # noqa: BLE001 - JSONEncodeError is a TypeError
+        return None
+    return data
+
+
 def dumps_str(obj: Any) -> str:
     """Encode to a compact JSON string."""
     return dumps(obj).decode("utf-8")
@@ -311,6 +323,7 @@ __all__ = [
     "Encoded",
     "dumps",
     "dumps_line",
+    "plain_line",
     "dumps_str",
     "loads",
     "marker",

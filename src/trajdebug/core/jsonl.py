@@ -480,13 +480,11 @@ def write_jsonl(runs: Iterable[Run], path: str | Path | IO[str], *, redact: bool
 
     Secrets are redacted per the process policy (see `trajdebug.core.schema.run_to_records`).
     """
-    from trajdebug.core.codec import dumps_str
+    from trajdebug.core.schema import run_to_lines
 
     def _write(fh: IO[str]) -> None:
         for run in runs:
-            for rec in run_to_records(run, redact=redact):
-                fh.write(dumps_str(rec))
-                fh.write("\n")
+            fh.write(b"".join(run_to_lines(run, redact=redact)[1]).decode("utf-8"))
 
     if isinstance(path, (str, Path)):
         with open(path, "w", encoding="utf-8") as fh:

@@ -36,7 +36,7 @@ import binascii
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +134,20 @@ COUNTING_WORDS = frozenset(
 ``llm.token_count.prompt``)."""
 
 
+def _key_hints() -> tuple[tuple[str, ...], ...]:
+    """Groups of literals all of which the lowercased text of a secret key holds, for one group at least:
+    each secret word (less those holding another: ``authorization`` holds ``auth``), and each phrase's
+    words (less the phrases one of whose words holds a secret word: ``client secret``)."""
+    words = sorted(w for w in SECRET_WORDS if not any(o != w and o in w for o in SECRET_WORDS))
+    phrases = [p for p in SECRET_PHRASES if not any(w in pw for w in words for pw in p)]
+    return tuple((w,) for w in words) + tuple(phrases)
+
+
+_KEY_HINTS = _key_hints()
+"""A key whose lowercased text holds no group of these names no secret (`key_words` splits ``key.lower()``,
+so every word of a key is a part of it): a few ``in`` tests rather than splitting the key into words."""
+
+
 def key_words(key: str) -> tuple[str, ...]:
     """A key's words, lowercased: ``"OPENAI_API_KEY"``, ``"apiKey"`` -> ``("openai", "api", "key")``, ``("api", "key")``."""
     k = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
@@ -148,7 +162,10 @@ def _secret_words(words: tuple[str, ...], extra: tuple[re.Pattern[str], ...], ke
     for i, w in enumerate(words):
         if w in SECRET_WORDS:
             end = i
+    present = set(words)
     for phrase in SECRET_PHRASES:
+        if not present.issuperset(phrase):
+            continue
         n = len(phrase)
         for i in range(len(words) - n + 1):
             if words[i : i + n] == phrase:
@@ -441,11 +458,57 @@ def _assigned_word_before_separator(low: str) -> bool:
     return False
 
 
+_LONG = 64
+"""Strings longer than this are tested as keys only where they are keys (`Redactor.clean_strings`)."""
+
+
+def _swapped(encoded: bytes) -> bytes:
+    """orjson's text with its escaped backslashes, then its escaped quotes, made bytes orjson never writes
+    (it escapes control characters), so that splitting it at its quotes yields its strings exactly."""
+    if b'\\"' in encoded:
+        return encoded.replace(b"\\\\", b"\x01\x01").replace(b'\\"', b"\x02\x02")
+    return encoded
+
+
+def _decoded(token: bytes) -> str:
+    """A string as split from orjson's text at its quotes (escaped backslashes and quotes swapped for
+    ``\\x01\\x01`` and ``\\x02\\x02``, `Redactor.clean_encoded`), decoded."""
+    if b"\\" in token or b"\x01" in token or b"\x02" in token:
+        from trajdebug.core.codec import loads
+
+        s: str = loads(b'"' + token.replace(b"\x01\x01", b"\\\\").replace(b"\x02\x02", b'\\"') + b'"')
+        return s
+    return token.decode("utf-8", "surrogatepass")
+
+
 @functools.lru_cache(maxsize=16)
 def _compiled(extra_keys: tuple[str, ...], pii: tuple[str, ...]) -> tuple[Any, ...]:
     rules = tuple((r, re.compile(r.pattern)) for r in RULES if not r.pii or r.name in pii)
     extra = tuple(re.compile(k, re.IGNORECASE) for k in extra_keys)
     return rules, extra
+
+
+class _Memo:
+    """The strings found clean (or not) under one policy, shared by its redactors (see `_memo`)."""
+
+    __slots__ = ("keys", "text_chars", "texts", "token_chars", "tokens", "values", "values_chars")
+
+    def __init__(self) -> None:
+        self.keys: dict[str, bool] = {}
+        """Whether a key names a secret (`Redactor.secret_key`)."""
+        self.texts: dict[str, bool] = {}
+        """Whether `Redactor.text` leaves a string that passed the prefilter as it is (`Redactor._text_clean`)."""
+        self.tokens: set[bytes] = set()
+        """Strings as encoded found clean as values and as keys (`Redactor.clean_encoded`, `clean_strings`)."""
+        self.values: set[bytes] = set()
+        """Long strings as encoded found clean as values, not tested as keys (`Redactor.clean_strings`)."""
+        self.text_chars = self.token_chars = self.values_chars = 0
+
+
+@functools.lru_cache(maxsize=16)
+def _memo(extra_keys: tuple[str, ...], pii: tuple[str, ...]) -> _Memo:
+    """The memo of one policy's redactors (the extra key patterns and PII classes are all it depends on)."""
+    return _Memo()
 
 
 class Redactor:
@@ -461,8 +524,9 @@ class Redactor:
     """
 
     def __init__(self, extra_keys: Iterable[str] = (), pii: Iterable[str] = ()) -> None:
-        self._rules, self._extra = _compiled(tuple(extra_keys), tuple(sorted(pii)))
-        self._at = "email" in pii
+        extra, classes = tuple(extra_keys), tuple(sorted(pii))
+        self._rules, self._extra = _compiled(extra, classes)
+        self._at = "email" in classes
         # Bit i stands for self._rules[i]: which rules each rare character lets run, which the
         # bearer/Basic words do, which 13 digits do.
         by_char: dict[str, int] = {}
@@ -476,13 +540,15 @@ class Redactor:
                 else:
                     self._digits |= 1 << i
         self._by_char = tuple(by_char.items())
-        self._keys: dict[str, bool] = {}
-        self._clean_texts: dict[str, bool] = {}
-        self._clean_chars = 0
-        self._clean_tokens: set[bytes] = set()
+        # What is clean under a policy does not change: the memos are shared by the policy's redactors (one
+        # per run written), so each distinct string is tested once per process rather than once per run.
+        self._memo = memo = _memo(extra, classes)
+        self._keys = memo.keys
+        self._clean_texts = memo.texts
+        self._clean_tokens = memo.tokens
+        self._clean_values = memo.values
         self._clean_heads: list[bytes] = []
         """Clean snapshots' texts minus their closing brackets, newest first (`_clean_head`)."""
-        self._token_chars = 0
         self.counts: Counter[str] = Counter()
         """How many values each rule replaced (``key_name`` for key rules)."""
 
@@ -544,23 +610,88 @@ class Redactor:
         # distinct separators and numbers, clean, remembered with the strings).
         new = set(parts)
         new.difference_update(known)
-        from trajdebug.core.codec import loads
-
-        for token in new:
-            if b"\\" in token or b"\x01" in token or b"\x02" in token:
-                s = loads(b'"' + token.replace(b"\x01\x01", b"\\\\").replace(b"\x02\x02", b'\\"') + b'"')
-            else:
-                s = token.decode("utf-8", "surrogatepass")
-            if self.secret_key(s) or not self._text_clean(s):
-                return self.clean_json(encoded)
-        chars = self._token_chars + sum(map(len, new))
-        if chars > _MEMO_CHARS:
-            known.clear()
-            chars = sum(map(len, new))
-        known.update(new)
-        self._token_chars = chars
+        if not self._learn(new):
+            return self.clean_json(encoded)
         self._remember_head(encoded)
         return True
+
+    def clean_strings(self, encoded: bytes) -> bool:
+        """Whether `__call__` would leave a value as it is, given orjson's encoding of it (`codec.plain_line`:
+        every string of the value stands in it, and nothing else is a string): True when every string of the
+        text is clean as a value and every key names no secret (exact for True; False is a maybe).
+
+        Only the strings are tested (`clean_encoded` also tests the numbers and punctuation between them,
+        new in nearly every record: times and counts), each distinct one once (memoized with
+        `clean_encoded`'s): one split and one set lookup in C when every string was seen.  A long string is
+        tested as a key only where it is one (followed by ``:``): splitting a text of many words as a key's
+        name costs more than testing it as a value, and long values rarely come back.
+        """
+        return self.clean_lines([encoded])[0]
+
+    def clean_lines(self, encoded: Sequence[bytes]) -> list[bool]:
+        """`clean_strings` of each of several encodings (a run's records), their strings split and looked up
+        together: one split and one set difference for them all; when some string among them is not clean,
+        each encoding is searched for it."""
+        text = _swapped(b"".join(encoded))
+        strings = text.split(b'"')[1::2]
+        if self._clean_tokens.issuperset(strings):
+            return [True] * len(encoded)
+        new = set(strings)
+        new.difference_update(self._clean_tokens)
+        bad = self._unclean(new, text)
+        if not bad:
+            return [True] * len(encoded)
+        if len(encoded) == 1:
+            return [False]
+        # A string stands in its text between quotes; a text holding none of these quoted holds none of them.
+        quoted = [b'"' + t + b'"' for t in bad]
+        return [not any(q in e for q in quoted) for e in map(_swapped, encoded)]
+
+    def _unclean(self, new: set[bytes], text: bytes) -> set[bytes]:
+        """Which of these strings of ``text`` (as split by `clean_lines`) are not clean: as a value, or (long
+        ones only where they are keys) as a key; the others are remembered."""
+        bad: set[bytes] = set()
+        values = self._clean_values
+        for t in [t for t in new if len(t) > _LONG]:
+            if t not in values:
+                if not self._text_clean(_decoded(t)):
+                    bad.add(t)
+                    continue
+                if self._memo.values_chars > _MEMO_CHARS:
+                    values.clear()
+                    self._memo.values_chars = 0
+                values.add(t)
+                self._memo.values_chars += len(t)
+            # A key stands in the text as ``"key":``; a value never does unless the same string is a key too.
+            if b'"' + t + b'":' not in text:
+                new.discard(t)
+        for t in new:
+            if t not in bad:
+                s = _decoded(t)
+                if self.secret_key(s) or not self._text_clean(s):
+                    bad.add(t)
+        new.difference_update(bad)
+        self._remember(new)
+        return bad
+
+    def _learn(self, new: set[bytes]) -> bool:
+        """Whether every one of these strings (as encoded, quotes and escapes swapped by `clean_strings`) is
+        clean as a value and as a key; when all are, they are remembered."""
+        for token in new:
+            s = _decoded(token)
+            if self.secret_key(s) or not self._text_clean(s):
+                return False
+        self._remember(new)
+        return True
+
+    def _remember(self, clean: set[bytes]) -> None:
+        """Add strings found clean as values and as keys to the memo (emptied past `_MEMO_CHARS`)."""
+        chars = self._memo.token_chars + sum(map(len, clean))
+        if chars > _MEMO_CHARS:
+            self._clean_tokens.clear()
+            chars = sum(map(len, clean))
+        self._clean_tokens.update(clean)
+        self._memo.token_chars = chars
 
     def _clean_head(self, encoded: bytes) -> int:
         """The length of the longest remembered head (`_remember_head`) that ``encoded`` starts with, 0 if none.
@@ -612,20 +743,21 @@ class Redactor:
         hit = self._clean_texts.get(s)
         if hit is None:
             hit = not self._value_rules_hit(s) or self._unchanged(s)
-            if self._clean_chars + len(s) > _MEMO_CHARS:
+            if self._memo.text_chars + len(s) > _MEMO_CHARS:
                 self._clean_texts.clear()
-                self._clean_chars = 0
+                self._memo.text_chars = 0
             self._clean_texts[s] = hit
-            self._clean_chars += len(s)
+            self._memo.text_chars += len(s)
         return hit
 
     def _unchanged(self, s: str) -> bool:
         """Whether `text` leaves ``s`` as it is (a test, not a redaction: the counts are left as they were)."""
         saved = self.counts.copy()
-        same = self.text(s) == s
-        if not same:
-            self.counts.clear()
-            self.counts.update(saved)
+        # Unchanged but counted (a secret already replaced by the placeholder, ``password=__REDACTED__``):
+        # not clean, so that `__call__` counts it each time, as it would without the test.
+        same = self.text(s) == s and self.counts == saved
+        self.counts.clear()
+        self.counts.update(saved)
         return same
 
     def _candidates(self, text: str, digits: Callable[[str], bool]) -> tuple[int, str | None]:
@@ -702,6 +834,13 @@ class Redactor:
         """Whether a value under this key is a secret (cached per key)."""
         hit = self._keys.get(key)
         if hit is None:
+            if not self._extra:
+                low = key.lower()
+                for group in _KEY_HINTS:
+                    if group[0] in low and (len(group) == 1 or all(w in low for w in group)):
+                        break
+                else:
+                    return False
             hit = _secret_words(key_words(key), self._extra, key)
             if len(self._keys) < 4096:
                 self._keys[key] = hit

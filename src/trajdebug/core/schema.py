@@ -425,17 +425,8 @@ def step_to_record(run_id: str, s: Step) -> dict[str, Any]:
     )
 
 
-def run_to_records(run: Run, *, redact: bool | None = None) -> list[dict[str, Any]]:
-    """Encode a whole run as the records a recorder would have written, ready to be written.
-
-    Args:
-        run: The run.
-        redact: Redact secrets (`trajdebug.core.redaction`); None follows the process
-            policy.  Every write path that starts from a model run (the store's
-            ``save_run``, the JSONL writer, ``import``, integrations) goes through
-            here, so secrets are scrubbed on all of them; what was scrubbed is
-            counted in the ``end`` record (``recorder.redacted``), never the value.
-    """
+def _plain_records(run: Run) -> tuple[list[dict[str, Any]], dict[str, Any], bool]:
+    """A run's records before redaction, the recorder's account kept apart, and whether it ended."""
     metadata = dict(run.metadata)
     account = metadata.pop(RECORDER_KEY, None)
     account = dict(account) if isinstance(account, Mapping) else {}
@@ -454,22 +445,82 @@ def run_to_records(run: Run, *, redact: bool | None = None) -> list[dict[str, An
     ended = run.outcome != "incomplete"
     if ended:
         recs.append(end_record(run.run_id, run.end_ns, run.outcome, run.failure_reason))
-    if redact is None or redact:
-        from trajdebug.core import redaction
+    return recs, account, ended
 
-        redactor = redaction.redactor() if redact is None else redaction.Redactor(redaction.POLICY.extra_keys, redaction.POLICY.pii)
-        if redactor is not None:
-            recs = [redactor(r) for r in recs]
-            if redactor.counts:
-                merged = dict(account.get("redacted") or {}) if isinstance(account.get("redacted"), Mapping) else {}
-                for rule, n in redactor.counts.items():
-                    merged[rule] = int(merged.get(rule, 0)) + n
-                account["redacted"] = merged
+
+def _redactor_for(redact: bool | None) -> Any:
+    """The redactor ``redact`` asks for (None: the process policy's), or None for none."""
+    if redact is not None and not redact:
+        return None
+    from trajdebug.core import redaction
+
+    if redact is None:
+        return redaction.redactor()
+    return redaction.Redactor(redaction.POLICY.extra_keys, redaction.POLICY.pii)
+
+
+def _account_records(
+    recs: list[dict[str, Any]], run_id: str, account: dict[str, Any], ended: bool, counts: Mapping[str, int]
+) -> bool:
+    """Add what the redactor scrubbed to the account and the account to the records (on the end record, or
+    as a ``meta`` record); whether the last record was changed or added."""
+    if counts:
+        merged = dict(account.get("redacted") or {}) if isinstance(account.get("redacted"), Mapping) else {}
+        for rule, n in counts.items():
+            merged[rule] = int(merged.get(rule, 0)) + n
+        account["redacted"] = merged
     if ended and account:
-        recs[-1][RECORDER_KEY] = dict(account)
+        recs[-1] = {**recs[-1], RECORDER_KEY: dict(account)}
     elif account:
-        recs.append(meta_record(run.run_id, {RECORDER_KEY: account}))
+        recs.append(meta_record(run_id, {RECORDER_KEY: account}))
+    return bool(account)
+
+
+def run_to_records(run: Run, *, redact: bool | None = None) -> list[dict[str, Any]]:
+    """Encode a whole run as the records a recorder would have written, ready to be written.
+
+    Args:
+        run: The run.
+        redact: Redact secrets (`trajdebug.core.redaction`); None follows the process
+            policy.  Every write path that starts from a model run (the store's
+            ``save_run``, the JSONL writer, ``import``, integrations) goes through
+            here, so secrets are scrubbed on all of them; what was scrubbed is
+            counted in the ``end`` record (``recorder.redacted``), never the value.
+    """
+    recs, account, ended = _plain_records(run)
+    redactor = _redactor_for(redact)
+    counts: Mapping[str, int] = {}
+    if redactor is not None:
+        recs = [redactor(r) for r in recs]
+        counts = redactor.counts
+    _account_records(recs, run.run_id, account, ended, counts)
     return recs
+
+
+def run_to_lines(run: Run, *, redact: bool | None = None) -> tuple[list[dict[str, Any]], list[bytes]]:
+    """`run_to_records` and each record's JSON line (newline included): the same records and the same
+    bytes as `trajdebug.core.codec.dumps_line` of each, made faster.
+
+    Redaction walks and copies every value in Python, though nearly every record of an import has nothing
+    to redact.  So each record is encoded first, and when the redactor finds every string of that text
+    clean (`Redactor.clean_lines`, exact) the record and its line are kept as they are; only the others
+    are redacted (`Redactor.__call__`, which counts what it scrubbed) and encoded again.  A record orjson
+    cannot encode as plain JSON (a key that is not a string, a value of another type) takes the old way.
+    """
+    from trajdebug.core.codec import dumps_line, plain_line
+
+    recs, account, ended = _plain_records(run)
+    redactor = _redactor_for(redact)
+    lines: list[bytes | None] = [plain_line(r) for r in recs]
+    if redactor is not None:
+        encoded = [line for line in lines if line is not None]
+        clean = iter(redactor.clean_lines(encoded) if encoded else ())
+        for i, line in enumerate(lines):
+            if line is None or not next(clean):
+                recs[i], lines[i] = redactor(recs[i]), None
+    if _account_records(recs, run.run_id, account, ended, redactor.counts if redactor is not None else {}):
+        lines[len(recs) - 1 :] = [None]
+    return recs, [line if line is not None else dumps_line(rec) for rec, line in zip(recs, lines)]
 
 
 def redact_run(run: Run, redactor: Any = None) -> Run:

@@ -50,6 +50,7 @@ from trajdebug.core.chat._messages import (
     _json_or_none,
     _maybe_json,
     _text,
+    flat_messages,
     input_messages,
     normalize_message,
     normalize_messages,
@@ -472,37 +473,46 @@ def messages_from_attributes(
     the deprecated indexed ``gen_ai.prompt.{i}.*`` / ``gen_ai.completion.{i}.*``,
     then the deprecated ``gen_ai.{role}.message`` and ``gen_ai.choice`` events.
     """
+    in_msgs = flat_messages(attrs, "llm.input_messages", "user")  # the common form, read directly
+    if in_msgs is None:
+        in_msgs = _input_messages(attrs, events)
+    system = attrs.get("gen_ai.system_instructions")
+    if system is not None and in_msgs is not None and not any(m["role"] == "system" for m in in_msgs):
+        parsed = _json_or_none(system) if isinstance(system, str) and system.startswith("[") else system
+        text = _text(parsed)
+        if text:
+            in_msgs.insert(0, {"role": "system", "content": text})
+    msgs = flat_messages(attrs, "llm.output_messages", "assistant")
+    if msgs is None:
+        outputs = _first_list(
+            lambda: unflatten(attrs, "llm.output_messages"),
+            lambda: _json_list(attrs.get("gen_ai.output.messages")),
+            lambda: unflatten(attrs, "gen_ai.completion"),
+            lambda: _event_messages(events, inputs=False),
+        )
+        if isinstance(outputs, str):
+            return in_msgs, {"role": "assistant", "content": outputs}
+        if outputs is not None:
+            msgs = normalize_messages([_default_role(o, "assistant") for o in outputs])
+    out_msg: dict[str, Any] | None = None
+    if msgs:
+        out_msg = _as_assistant(next((m for m in msgs if m["role"] == "assistant"), msgs[0]))
+    return in_msgs, out_msg
+
+
+def _input_messages(
+    attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]]
+) -> list[dict[str, Any]] | None:
+    """The input messages of `messages_from_attributes`, in any of the shapes it reads."""
     inputs = _first_list(
         lambda: unflatten(attrs, "llm.input_messages"),
         lambda: _json_list(attrs.get("gen_ai.input.messages")),
         lambda: unflatten(attrs, "gen_ai.prompt"),
         lambda: _event_messages(events, inputs=True),
     )
-    system = attrs.get("gen_ai.system_instructions")
-    in_msgs = (
-        normalize_messages([_default_role(i, "user") for i in inputs]) if isinstance(inputs, list) else None
-    )
     if isinstance(inputs, str):
-        in_msgs = [{"role": "user", "content": inputs}]
-    if system is not None and in_msgs is not None and not any(m["role"] == "system" for m in in_msgs):
-        parsed = _json_or_none(system) if isinstance(system, str) and system.startswith("[") else system
-        text = _text(parsed)
-        if text:
-            in_msgs.insert(0, {"role": "system", "content": text})
-    outputs = _first_list(
-        lambda: unflatten(attrs, "llm.output_messages"),
-        lambda: _json_list(attrs.get("gen_ai.output.messages")),
-        lambda: unflatten(attrs, "gen_ai.completion"),
-        lambda: _event_messages(events, inputs=False),
-    )
-    out_msg: dict[str, Any] | None = None
-    if isinstance(outputs, str):
-        out_msg = {"role": "assistant", "content": outputs}
-    elif outputs is not None:
-        msgs = normalize_messages([_default_role(o, "assistant") for o in outputs])
-        if msgs:
-            out_msg = _as_assistant(next((m for m in msgs if m["role"] == "assistant"), msgs[0]))
-    return in_msgs, out_msg
+        return [{"role": "user", "content": inputs}]
+    return normalize_messages([_default_role(i, "user") for i in inputs]) if isinstance(inputs, list) else None
 
 
 def _default_role(v: Any, role: str) -> Any:

@@ -58,18 +58,83 @@ def normalize_messages(value: Any) -> list[dict[str, Any]] | None:
     out: list[dict[str, Any]] = []
     for v in value:
         for m in _convert_plain(v):  # ``value`` is plain data already: not copied again
-            # Consecutive Responses ``function_call`` items are one assistant turn.
-            if (
-                out
-                and m.get("role") == "assistant"
-                and m.get("content") is None
-                and m.get("tool_calls")
-                and out[-1].get("role") == "assistant"
-                and out[-1].get("tool_calls")
-            ):
-                out[-1]["tool_calls"] = [*out[-1]["tool_calls"], *m["tool_calls"]]
-            else:
-                out.append(m)
+            _add(out, m)
+    return out
+
+
+def _add(out: list[dict[str, Any]], m: dict[str, Any]) -> None:
+    """Append a converted message, consecutive Responses ``function_call`` items being one assistant turn."""
+    if (
+        out
+        and m.get("role") == "assistant"
+        and m.get("content") is None
+        and m.get("tool_calls")
+        and out[-1].get("role") == "assistant"
+        and out[-1].get("tool_calls")
+    ):
+        out[-1]["tool_calls"] = [*out[-1]["tool_calls"], *m["tool_calls"]]
+    else:
+        out.append(m)
+
+
+_CALL_FIELDS = {"id": "id", "function.name": "name", "function.arguments": "arguments"}
+
+
+def _index(part: str) -> int | None:
+    """A list index as OpenInference writes it (``0``, ``12``), else None (``01``, ``x``: not read here)."""
+    if part.isdecimal() and part.isascii() and (part == "0" or part[0] != "0"):
+        return int(part)
+    return None
+
+
+def flat_messages(attrs: Mapping[str, Any], prefix: str, role: str) -> list[dict[str, Any]] | None:
+    """The messages OpenInference flattened under ``prefix`` when they are in its common form, exactly as
+    `normalize_messages` makes them of the unflattened value (``role`` when a message has none); None when
+    something else is there (the caller takes the general way), or nothing.
+
+    The common form is ``<i>.message.role`` and ``.content`` (strings), and ``<i>.message.tool_calls.<j>.
+    tool_call.id``, ``.function.name`` and ``.function.arguments`` (strings).  Read straight from the names,
+    without building the nested value, listing it and converting it as a message of any shape.
+    """
+    if prefix in attrs:
+        return None
+    dotted = prefix + "."
+    plen = len(dotted)
+    msgs: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith(dotted):
+            continue
+        if value.__class__ is not str:
+            return None
+        parts = key[plen:].split(".", 3)
+        i = _index(parts[0])
+        if i is None or len(parts) < 3 or parts[1] != "message":
+            return None
+        m = msgs.setdefault(i, {})
+        if len(parts) == 3 and parts[2] in ("role", "content"):
+            m[parts[2]] = value
+            continue
+        if parts[2] != "tool_calls" or len(parts) < 4:
+            return None
+        call = parts[3].split(".", 2)
+        j = _index(call[0])
+        field = _CALL_FIELDS.get(".".join(call[2:])) if len(call) == 3 and call[1] == "tool_call" else None
+        if j is None or field is None:
+            return None
+        m.setdefault("calls", {}).setdefault(j, {})[field] = value
+    if not msgs:
+        return None
+    out: list[dict[str, Any]] = []
+    for i in sorted(msgs):
+        m = msgs[i]
+        r = m.get("role", role)
+        msg: dict[str, Any] = {"role": _ROLE_ALIASES.get(r.lower(), r), "content": m.get("content") or None}
+        calls = m.get("calls")
+        if calls:
+            msg["tool_calls"] = [
+                _call(c.get("id"), c.get("name"), c.get("arguments")) for c in (calls[j] for j in sorted(calls))
+            ]
+        _add(out, msg)
     return out
 
 
@@ -360,6 +425,7 @@ def plain(value: Any, depth: int = 0) -> Any:
 
 
 __all__ = [
+    "flat_messages",
     "input_messages",
     "normalize_message",
     "normalize_messages",

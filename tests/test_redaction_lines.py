@@ -1,0 +1,213 @@
+"""Redaction of records by their encoded text (`Redactor.clean_strings`, `run_to_lines`): a record the
+test finds clean is one redaction leaves as it is, and the lines written are byte for byte those of
+redacting every record, with the same counts, whatever the strings hold and wherever they stand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.test_redaction import _ESCAPED
+
+from trajdebug.core.codec import dumps_line, plain_line
+from trajdebug.core.model import ErrorEvent, ErrorInfo, Run, Step
+from trajdebug.core.redaction import Redactor, key_words
+from trajdebug.core.schema import run_to_lines, run_to_records
+
+
+_LONGS = [
+    "the customer asked about the refund " * 3,
+    "the customer asked about the refund " * 3 + "api_key",
+    "my " * 30 + "password",
+    "note " * 20 + "uses sk-proj-Abc123Def456Ghi789Jkl012 here",
+    "x" * 70 + "password=__REDACTED__",
+    "y" * 70 + '\\"' + "session_id" + '\\":',
+]
+"""Strings longer than `redaction._LONG`, some of them secret keys' names, one a secret, one already redacted."""
+
+_PARTS = [*_ESCAPED, *_LONGS]
+
+
+def _value(keys: list[str], texts: list[str]) -> dict[str, Any]:
+    """A record-like value: the texts as values, in a list, and under the keys (nested)."""
+    inner: dict[str, Any] = dict(zip(keys, texts, strict=False))
+    return {"t": "step", "input": {"messages": [{"role": "user", "content": t} for t in texts]}, "attrs": inner}
+
+
+class TestCleanStrings:
+    @settings(max_examples=400, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(
+                st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=3), min_size=1, max_size=3),
+                st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=2), min_size=1, max_size=3),
+            ),
+            min_size=1,
+            max_size=5,
+        ),
+        st.booleans(),
+    )
+    def test_a_record_found_clean_is_one_redaction_leaves_as_it_is(
+        self, records: list[tuple[list[list[str]], list[list[str]]]], email: bool
+    ) -> None:
+        """Over a sequence of records (the memo filling as it goes; long strings as values, as keys, both),
+        every record `clean_strings` finds clean is one a fresh redactor leaves unchanged and counts nothing."""
+        pii = ("email",) if email else ()
+        r = Redactor(pii=pii)
+        for keys, texts in records:
+            value = _value(["".join(k) for k in keys], ["".join(t) for t in texts])
+            line = plain_line(value)
+            assert line is not None
+            if r.clean_strings(line):
+                fresh = Redactor(pii=pii)
+                assert fresh(value) == value
+                assert not fresh.counts
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(
+                st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=3), min_size=1, max_size=3),
+                st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=2), min_size=1, max_size=3),
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    def test_records_tested_together_are_each_judged_as_alone(
+        self, records: list[tuple[list[list[str]], list[list[str]]]]
+    ) -> None:
+        """`clean_lines` of a run's records finds clean only records redaction leaves unchanged, and every
+        record that holds none of the others' unclean strings is found clean as `clean_strings` finds it."""
+        values = [_value(["".join(k) for k in keys], ["".join(t) for t in texts]) for keys, texts in records]
+        lines = [plain_line(v) for v in values]
+        assert all(line is not None for line in lines)
+        together = Redactor().clean_lines([line for line in lines if line is not None])
+        for value, line, ok in zip(values, lines, together, strict=True):
+            alone = Redactor().clean_strings(line) if line is not None else False
+            if ok:
+                assert alone
+                fresh = Redactor()
+                assert fresh(value) == value and not fresh.counts
+        if all(Redactor().clean_strings(line) for line in lines if line is not None):
+            assert all(together)
+
+    def test_one_secret_key_sends_only_its_record_to_redaction(self) -> None:
+        """In a run whose session is under a secret key, the other records are still found clean."""
+        lines = [plain_line({"t": "run", "session.id": "abc"}), plain_line({"t": "step", "name": "lookup"})]
+        assert Redactor().clean_lines([line for line in lines if line is not None]) == [False, True]
+
+    def test_a_long_string_is_a_secret_key_only_where_it_is_a_key(self) -> None:
+        """A long text ending in a secret word is clean as a value, and not clean once it is a key, even after
+        it was seen as a value."""
+        long = "the customer asked about the refund " * 3 + "api_key"
+        r = Redactor()
+        as_value = plain_line({"note": long})
+        as_key = plain_line({long: "x"})
+        assert as_value is not None and as_key is not None
+        assert r.clean_strings(as_value)
+        assert not r.clean_strings(as_key)
+        assert r({long: "x"}) == {long: "__REDACTED__"}
+
+    def test_an_escaped_key_inside_a_value_is_not_a_key(self) -> None:
+        """Quotes escaped inside a string do not end it: ``\\"session_id\\":`` in a value is text."""
+        text = "y" * 70 + '"session_id": 3'
+        r = Redactor()
+        line = plain_line({"note": text})
+        assert line is not None
+        assert r.clean_strings(line) == (r({"note": text}) == {"note": text})
+
+    def test_a_placeholder_already_there_is_counted_each_time(self) -> None:
+        """A secret already replaced by the placeholder is left as it is but counted by redaction; the
+        test does not find it clean, so it is counted on every record, not only the first."""
+        text = "x" * 70 + " password=__REDACTED__"
+        r = Redactor()
+        line = plain_line({"note": text})
+        assert line is not None
+        assert not r.clean_strings(line)
+        assert not r.clean_strings(line)
+        assert not r.counts
+
+    @pytest.mark.parametrize(
+        "key",
+        ["OPENAI_API_KEY", "apiKey", "x-api-key", "sessionId", "session.id", "account_key", "credit-card",
+         "connection string", "AUTHORIZATION", "Set-Cookie", "pa\u017fsword", "\u212aey", "api\u212aey"],
+    )
+    def test_the_cheap_key_test_agrees_with_the_words(self, key: str) -> None:
+        """Whether a key names a secret is what its words say, the literal pre-test never deciding otherwise."""
+        from trajdebug.core.redaction import _secret_words
+
+        r = Redactor()
+        assert r.secret_key(key) == _secret_words(key_words(key), (), key)
+
+
+def _run(texts: list[str]) -> Run:
+    steps = tuple(
+        Step(
+            step_id=f"s{i}",
+            name=t[:20] or "step",
+            kind="tool",
+            start_ns=i,
+            end_ns=i + 1,
+            status="ok",
+            input={"query": t, 3: "int key", "pair": ("a", t)},
+            output=t,
+            attributes={"note": t, t or "empty": 1},
+        )
+        for i, t in enumerate(texts)
+    )
+    err = ErrorEvent(error_id="e1", step_id="s0", type="ValueError", message=texts[0])
+    return Run(
+        run_id="r1",
+        name="run",
+        start_ns=0,
+        end_ns=10,
+        outcome="failure",
+        steps=steps,
+        errors=(err,),
+        failure_reason=texts[-1],
+        metadata={"session.id": "abc", "source": texts[0]},
+    )
+
+
+class TestRunToLines:
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=3), min_size=1, max_size=4))
+    def test_lines_are_those_of_redacting_every_record(self, pieces: list[list[str]]) -> None:
+        """`run_to_lines` writes the bytes and returns the records that redacting every record and encoding
+        it gives, the counts in the end record included, run after run (the memo warm)."""
+        run = _run(["".join(p) for p in pieces])
+        for _ in range(2):
+            recs, lines = run_to_lines(run)
+            expected = run_to_records(run)
+            assert recs == expected
+            assert lines == [dumps_line(r) for r in expected]
+
+    def test_unredacted_lines_are_the_records_as_they_are(self) -> None:
+        """Without redaction, the lines are the records encoded, secrets and all."""
+        run = _run(["uses sk-proj-Abc123Def456Ghi789Jkl012"])
+        recs, lines = run_to_lines(run, redact=False)
+        assert recs == run_to_records(run, redact=False)
+        assert b"sk-proj-Abc123Def456Ghi789Jkl012" in b"".join(lines)
+
+    def test_a_secret_in_a_long_value_never_reaches_the_lines(self) -> None:
+        """A secret inside a long tool output, error message and failure reason is replaced in every line."""
+        secret = "sk-proj-Abc123Def456Ghi789Jkl012"
+        run = _run(["note " * 20 + "uses " + secret + " here", "plain text " * 10])
+        recs, lines = run_to_lines(run)
+        assert secret.encode() not in b"".join(lines)
+        assert recs[-1]["recorder"]["redacted"]["openai_key"] >= 1
+
+
+def test_error_info_and_session_are_redacted_as_before() -> None:
+    """A step's error and the run's session key are redacted on the lines as in the records."""
+    step = Step(
+        step_id="s0", name="t", kind="tool", start_ns=0, end_ns=1, status="error",
+        error=ErrorInfo(type="E", message="Bearer abcdefghijklmnop1234567890"),
+    )  # fmt: skip
+    run = Run(run_id="r2", name="n", start_ns=0, end_ns=2, outcome="failure", steps=(step,), metadata={"session_id": "s"})
+    recs, lines = run_to_lines(run)
+    assert recs == run_to_records(run)
+    assert b"abcdefghijklmnop1234567890" not in b"".join(lines)
