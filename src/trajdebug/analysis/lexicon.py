@@ -194,103 +194,15 @@ ENGLISH = Lexicon(
         rf"(?<![\w.-]){_NUM}\s*[-–]\s*{_NUM}(?![\w.]|-\d)|\bbetween\s+{_NUM}\s+and\s+{_NUM}(?![\w.])", re.I
     ),
     stopwords=frozenset(
-        [
-            "what",
-            "which",
-            "with",
-            "from",
-            "that",
-            "this",
-            "have",
-            "were",
-            "does",
-            "there",
-            "their",
-            "about",
-            "into",
-            "when",
-            "where",
-            "than",
-            "then",
-            "they",
-            "them",
-            "most",
-            "more",
-            "some",
-            "each",
-            "only",
-            "also",
-            "many",
-            "much",
-            "been",
-            "being",
-            "very",
-            "will",
-            "would",
-            "should",
-            "could",
-            "answer",
-            "check",
-            "checks",
-            "failed",
-            "failure",
-            "error",
-            "errors",
-            "none",
-            "null",
-            "true",
-            "false",
-            "value",
-            "values",
-            "step",
-            "steps",
-        ]
+        ["what", "which", "with", "from", "that", "this", "have", "were", "does", "there", "their", "about", "into", "when", "where", "than", "then", "they", "them", "most", "more", "some", "each", "only", "also", "many", "much", "been", "being", "very", "will", "would", "should", "could", "answer", "check", "checks", "failed", "failure", "error", "errors", "none", "null", "true", "false", "value", "values", "step", "steps"]
     ),
     short_stopwords=frozenset(
-        [
-            "the",
-            "and",
-            "not",
-            "new",
-            "all",
-            "any",
-            "for",
-            "but",
-            "are",
-            "was",
-            "has",
-            "had",
-            "its",
-            "out",
-            "one",
-            "can",
-            "our",
-            "you",
-            "per",
-            "via",
-            "off",
-            "too",
-            "yet",
-            "nor",
-            "own",
-            "who",
-            "why",
-            "how",
-            "may",
-            "did",
-            "got",
-            "let",
-            "use",
-        ]
+        ["the", "and", "not", "new", "all", "any", "for", "but", "are", "was", "has", "had", "its", "out", "one", "can", "our", "you", "per", "via", "off", "too", "yet", "nor", "own", "who", "why", "how", "may", "did", "got", "let", "use"]
     ),
     boolean_words=frozenset({"true", "false", "yes", "no", "none", "null"}),
     status_text=re.compile(r"\b(?:HTTP/\d(?:\.\d)?\s+|status(?:\s+code)?[:=\s]+)([1-5]\d\d)\b", re.I),
-    exit_status=re.compile(
-        r"(?:exit(?:ed)?\s+(?:code|status)|non-zero exit status|returncode)[:=\s]+(-?\d+)", re.I
-    ),
-    error_line=re.compile(
-        r"(?m)^\s*(?:[A-Z][A-Za-z0-9_.]*)?(?:Error|Exception|ERROR|FATAL|Fatal)\s*:\s*\S.*$"
-    ),
+    exit_status=re.compile(r"(?:exit(?:ed)?\s+(?:code|status)|non-zero exit status|returncode)[:=\s]+(-?\d+)", re.I),
+    error_line=re.compile(r"(?m)^\s*(?:[A-Z][A-Za-z0-9_.]*)?(?:Error|Exception|ERROR|FATAL|Fatal)\s*:\s*\S.*$"),
     input_caused=re.compile(
         r"syntax|invalid|malformed|not found|no such|unknown|missing|required|unexpected|bad request|"
         r"does not exist|cannot parse|could not parse|validation|unprocessable|check failed|expected",
@@ -355,13 +267,10 @@ ENGLISH = Lexicon(
         r"changed my mind|on second thought|rather)\b",
         re.I,
     ),
-    handoff_words=re.compile(
-        r"\b(human|agent|representative|transfer|escalat\w*|supervisor|manager)\b", re.I
-    ),
+    handoff_words=re.compile(r"\b(human|agent|representative|transfer|escalat\w*|supervisor|manager)\b", re.I),
     # -- Names: English words in tool names and keys
     read_tool=re.compile(
-        r"^(?:get|find|list|search|read|lookup|look_up|fetch|query|calculate|compute|think|check|view|show)",
-        re.I,
+        r"^(?:get|find|list|search|read|lookup|look_up|fetch|query|calculate|compute|think|check|view|show)", re.I
     ),
     write_tool=re.compile(
         r"modify|cancel|return|exchange|update|transfer|delete|remove|create|place|book|refund|send|pay|"
@@ -373,54 +282,20 @@ ENGLISH = Lexicon(
         r"(?:^|\.|\])(?:id|call_id|tool_call_id|name|type|role|tool|tool_name|agent|query|q|search|prompt|text|message)$"
     ),
     naming_path=re.compile(r"(?:^|\.|\])(?:id|name|type|role|tool|tool_name|agent|function|kind)$"),
-    stale_keys=re.compile(
-        r"^(?:cached|from_cache|cache_hit|served_from_cache|stale|is_stale|cached_at)$", re.I
-    ),
+    stale_keys=re.compile(r"^(?:cached|from_cache|cache_hit|served_from_cache|stale|is_stale|cached_at)$", re.I),
     bound_field=re.compile(
         r"^(?:(min|max)(?:imum)?_([a-z]\w*)|([a-z]\w*?)_(min|max)(?:imum)?"
         r"|(min|max)(?:imum)?([A-Z]\w*)|([a-z]\w*?)(Min|Max)(?:imum)?)$"
     ),
     count_words=frozenset(
-        {
-            "n",
-            "k",
-            "top",
-            "limit",
-            "count",
-            "size",
-            "num",
-            "number",
-            "max",
-            "results",
-            "items",
-            "page",
-            "per",
-            "of",
-            "rows",
-            "hits",
-        }
+        {"n", "k", "top", "limit", "count", "size", "num", "number", "max", "results", "items", "page", "per", "of", "rows", "hits"}
     ),
     count_core=frozenset({"n", "k", "top", "limit", "count", "size", "num", "max"}),
-    more_words=frozenset(
-        {"next", "more", "cursor", "token", "page", "has", "offset", "continuation", "marker"}
-    ),
+    more_words=frozenset({"next", "more", "cursor", "token", "page", "has", "offset", "continuation", "marker"}),
     include_words=frozenset({"include", "including", "with", "show", "allow", "return"}),
     exclude_words=frozenset({"exclude", "excluding", "without", "skip", "hide", "omit", "no"}),
     fresh_words=frozenset(
-        {
-            "version",
-            "revision",
-            "rev",
-            "updated",
-            "fetched",
-            "asof",
-            "snapshot",
-            "refreshed",
-            "retrieved",
-            "modified",
-            "timestamp",
-            "etag",
-        }
+        {"version", "revision", "rev", "updated", "fetched", "asof", "snapshot", "refreshed", "retrieved", "modified", "timestamp", "etag"}
     ),
 )
 """The English the analysis reads (the only lexicon today)."""
