@@ -149,3 +149,75 @@ class TestCode:
         out = {"row": {"recipient": "A-", "donor_types": ["A-", "O-"]}}
         run = _run(_t("t", "lookup", "retrieval", 1, input={"recipient": "A-"}, output=out))
         assert _ev(run, "t", "request-code") == []
+
+
+class TestVariant:
+    def test_the_plain_item_for_a_qualified_query_is_flagged(self) -> None:
+        """Asked for ``lemon tart (gluten-free)``, answered with ``lemon tart`` and no word of gluten-free."""
+        out = [{"title": "lemon tart", "text": "300 g wheat flour", "tags": ["dessert"]}]
+        run = _run(
+            _t("t", "find_recipe", "retrieval", 1, input={"query": "lemon tart (gluten-free)"}, output=out)
+        )
+        ev = _ev(run, "t", "request-variant")
+        assert ev and "gluten-free" in ev[0].reason
+
+    def test_a_qualifier_the_answer_mentions_or_a_request_of_fields_is_no_tell(self) -> None:
+        """The qualifier written in the answer, or a request of several fields (no query), raises nothing."""
+        out = [{"title": "lemon tart", "tags": ["gluten-free"]}]
+        run = _run(
+            _t("t", "find_recipe", "retrieval", 1, input={"query": "lemon tart (gluten-free)"}, output=out)
+        )
+        assert _ev(run, "t", "request-variant") == []
+        fields = _run(
+            _t(
+                "t",
+                "lookup",
+                "tool",
+                1,
+                input={"lot": "CHP-NV", "style": "sparkling"},
+                output={"lot": "CHP-NV"},
+            )
+        )
+        assert _ev(fields, "t", "request-variant") == []
+
+
+class TestShape:
+    def test_records_under_another_records_key_are_flagged(self) -> None:
+        """Records keyed by lot whose own lot field names the next key: shifted by one against their keys."""
+        out = {
+            "A-1": {"lot": "B-2", "hts": "x"},
+            "B-2": {"lot": "C-3", "hts": "y"},
+            "C-3": {"lot": "A-1", "hts": "z"},
+        }
+        run = _run(_t("t", "collect", "other", 1, input={"lots": ["A-1", "B-2", "C-3"]}, output=out))
+        ev = _ev(run, "t", "request-misaligned")
+        assert ev and "'A-1'" in ev[0].reason
+        aligned = {k: {"lot": k, "hts": "x"} for k in ("A-1", "B-2", "C-3")}
+        run = _run(_t("t", "collect", "other", 1, input={}, output=aligned))
+        assert _ev(run, "t", "request-misaligned") == []
+
+    def test_a_sum_that_held_in_the_input_and_not_in_the_output_is_flagged(self) -> None:
+        """scored + remaining == total held when given and not when answered: an update moved one field only."""
+        run = _run(
+            _t(
+                "t",
+                "advance",
+                "other",
+                1,
+                input={"scored": 2, "total": 4, "remaining": 2},
+                output={"scored": 3, "total": 4, "remaining": 0},
+            )
+        )
+        ev = _ev(run, "t", "request-sum")
+        assert ev and "total" in ev[0].reason
+        kept = _run(
+            _t(
+                "t",
+                "advance",
+                "other",
+                1,
+                input={"scored": 2, "total": 4, "remaining": 2},
+                output={"scored": 3, "total": 4, "remaining": 1},
+            )
+        )
+        assert _ev(kept, "t", "request-sum") == []

@@ -16,6 +16,9 @@ field names):
   disagrees with the request in a field where a later record agrees with it
   (asked for a title by its author, the first record is another author's),
   and a later step used that first record: the wrong record ranked first.
+  Or (`request_variant`) the first record is named by the start of the
+  query and the rest of the query (``lemon tart (gluten-free)``) is nowhere
+  in the answer: the plain item returned for a qualified one.
 * **Let through** (`request_flag`): a flag that keeps a kind of item out
   (``include_cancelled=false``, ``exclude_expired=true``) and an answer
   listing an item of that kind (``status: cancelled``): an ignored argument.
@@ -23,6 +26,12 @@ field names):
   characters (a blood type ``A-``, a grade) and answered with another code
   under the same name; the value index (`trajdebug.analysis.lineage`) leaves
   such short strings out, so its conflict rule cannot see them.
+
+Two more read a step's own input and output, whatever its kind: records
+under the keys of a mapping that name another key of it as their own
+(`misaligned`: shifted by one against their keys), and numbers that added up
+in the input and no longer do under the same names in the output
+(`broken_sum`: ``scored + remaining == total`` broken by an update).
 
 Like every diagnoser they rank, they do not prove.
 """
@@ -47,6 +56,9 @@ MORE = 0.4
 RECORD = 0.45
 FLAG = 0.5
 CODE = 0.45
+MISALIGNED = 0.5
+BROKEN_SUM = 0.45
+VARIANT = 0.4
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -233,6 +245,46 @@ def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
 
 
+def request_variant(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A first record named by the start of the query, where the rest of the query (a variant: ``lemon tart
+    (gluten-free)``) is nowhere in the answer: the plain item returned for a qualified one."""
+    if step.kind not in _ASKED or step.status != "ok":
+        return
+    args = _mapping(step.input)
+    texts = [v for _, v in content.leaves(args) if isinstance(v, str)] if args is not None else [step.input]
+    if len(texts) != 1 or not isinstance(texts[0], str):
+        return  # a query is one text: several arguments are a request's fields, not a query's words
+    asked = texts[0].casefold().strip()
+    out = _mapping(step.output)
+    rows = _records(step.output) or ([out] if out is not None else None)
+    if len(asked) < 8 or not rows:
+        return
+    answer = content.text_of(step.output).casefold()
+    stop = ctx.lexicon.stopwords | ctx.lexicon.short_stopwords
+    # (Any field may name the record here, ``title`` and ``name`` first among them.)
+    for f, v in ((p.rsplit(".", 1)[-1], v) for p, v in content.leaves(rows[0]) if isinstance(v, str)):
+        named = v.casefold().strip()
+        if (
+            len(named) < 4
+            or not asked.startswith(named)
+            or len(asked) <= len(named) + 3
+            or asked[len(named)].isalnum()
+        ):
+            continue
+        rest = [
+            w for w in re.findall(r"[a-z][a-z-]*[a-z]", asked[len(named) :]) if len(w) >= 3 and w not in stop
+        ]
+        if rest and not any(w in answer for w in rest):
+            yield Evidence(
+                step.step_id,
+                VARIANT,
+                f"was asked for {asked!r} and answered with {f}={v!r}: the {' '.join(rest)!r} of the request is "
+                "nowhere in its answer",
+                "request-variant",
+            )
+            return
+
+
 def _own_values(record: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> list[str]:
     """The values of a record (of three characters and up) that no other record of the list holds."""
     others = json.dumps([r for r in rows if r is not record], default=str).casefold()
@@ -317,16 +369,80 @@ def request_code(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             return
 
 
+# -- records under another's key, totals that no longer add up -------------------------
+
+
+def misaligned(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A mapping of records keyed by ids where a record names another key of the mapping as its own (the
+    records shifted by one against their keys: an off-by-one zip)."""
+    if step.kind == "llm" or step.status != "ok":
+        return
+    out = _mapping(step.output)
+    if out is None or len(out) < 2 or not all(isinstance(v, Mapping) for v in out.values()):
+        return
+    keys = {str(k) for k in out}
+    wrong = []
+    for k, rec in out.items():
+        named = [str(v) for v in rec.values() if isinstance(v, str) and str(v) in keys]
+        if named and str(k) not in named:
+            wrong.append((str(k), named[0]))
+    if len(wrong) >= 2:
+        (k, other), *_ = wrong
+        yield Evidence(
+            step.step_id,
+            MISALIGNED,
+            f"its record under {k!r} is {other!r}'s ({len(wrong)} of {len(out)} records sit under another's "
+            "key): the records are shifted against their keys",
+            "request-misaligned",
+        )
+
+
+def _numbers(value: Any) -> dict[str, float]:
+    m = _mapping(value)
+    if m is None:
+        return {}
+    return {str(k): float(v) for k, v in m.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def broken_sum(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """Fields that added up in the step's input (``scored + remaining == total``) and no longer do in its
+    output, under the same names: an update that moved one and not the other."""
+    if step.kind == "llm" or step.status != "ok":
+        return
+    ins, outs = _numbers(step.input), _numbers(step.output)
+    common = sorted(set(ins) & set(outs))
+    if len(common) < 3 or len(common) > 12:
+        return
+    for total in common:
+        parts = [f for f in common if f != total]
+        for i, a in enumerate(parts):
+            for b in parts[i + 1 :]:
+                if ins[a] + ins[b] == ins[total] and ins[total] and outs[a] + outs[b] != outs[total]:
+                    yield Evidence(
+                        step.step_id,
+                        BROKEN_SUM,
+                        f"was given {a} + {b} = {total} ({ins[a]:g} + {ins[b]:g} = {ins[total]:g}) but answered "
+                        f"{outs[a]:g} + {outs[b]:g} against {outs[total]:g}",
+                        "request-sum",
+                    )
+                    return
+
+
 REQUEST_DIAGNOSERS = {
     "request-count": request_count,
     "request-more": request_more,
     "request-record": request_record,
     "request-flag": request_flag,
     "request-code": request_code,
+    "request-misaligned": misaligned,
+    "request-sum": broken_sum,
+    "request-variant": request_variant,
 }
 """The request diagnosers by name (registered in `trajdebug.analysis.diagnosers.BUILTIN_DIAGNOSERS`)."""
 
 __all__ = [
+    "broken_sum",
+    "misaligned",
     "REQUEST_DIAGNOSERS",
     "name_words",
     "request_code",
@@ -334,4 +450,5 @@ __all__ = [
     "request_flag",
     "request_more",
     "request_record",
+    "request_variant",
 ]
