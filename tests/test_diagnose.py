@@ -801,3 +801,13 @@ class TestStaleAndCutSiblings:
         ev = _from(_verdict(run, "b"), "truncated-output")
         assert ev and "the sta" in ev[0].reason
         assert _from(_verdict(run, "a"), "truncated-output") == []
+
+    def test_an_answer_that_says_it_came_from_a_cache_is_suspect(self) -> None:
+        """A result with ``cached_at``, or a freshness field saying ``cache``, is suspected of being stale;
+        a fresh one with an ``as_of`` time is not."""
+        cached = _t("a", "fetch_profile", "tool", 1, output='{"candidate_id": "C-1", "cached_at": "2025-10-14"}')
+        fetched = _t("b", "sponsors", "tool", 2, output={"active": ["X"], "fetched": "cache"})
+        fresh = _t("c", "sponsors", "tool", 3, output={"active": ["X"], "as_of": "07:29"})
+        run = _run(cached, fetched, fresh)
+        assert _from(_verdict(run, "a"), "stale-cache") and _from(_verdict(run, "b"), "stale-cache")
+        assert _from(_verdict(run, "c"), "stale-cache") == []

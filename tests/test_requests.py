@@ -221,3 +221,30 @@ class TestShape:
             )
         )
         assert _ev(kept, "t", "request-sum") == []
+
+
+class TestSeries:
+    def test_another_code_of_the_asked_series_is_flagged(self) -> None:
+        """Asked about unit 4D, answered about unit 4B and never 4D: the neighbouring record."""
+        out = {"documents": [{"id": "listing-LC-4B", "content": "Linden Court, Unit 4B: rent EUR 1,090."}]}
+        run = _run(
+            _t(
+                "t",
+                "find_listing",
+                "retrieval",
+                1,
+                input={"query": "Linden Court unit 4D listing"},
+                output=out,
+            )
+        )
+        ev = _ev(run, "t", "request-series")
+        assert ev and "'4D'" in ev[0].reason and "4B" in ev[0].reason
+
+    def test_the_asked_code_named_or_a_filter_over_the_series_is_no_tell(self) -> None:
+        """An answer naming the asked code, or a request naming several codes of one series, raises nothing."""
+        named = {"documents": [{"id": "LC-4D", "content": "Unit 4D, next to 4B."}]}
+        run = _run(_t("t", "find_listing", "retrieval", 1, input={"query": "unit 4D"}, output=named))
+        assert _ev(run, "t", "request-series") == []
+        subset = [{"berth": "B7"}]
+        run = _run(_t("t", "candidates", "tool", 1, input={"berths": ["B1", "B2", "B7"]}, output=subset))
+        assert _ev(run, "t", "request-series") == []

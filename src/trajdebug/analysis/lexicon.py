@@ -158,6 +158,9 @@ class Lexicon:
     """Words of a field that says how fresh an answer is (``record_version``, ``updated_at``, ``revision``);
     ``as_of`` is read as its two words."""
 
+    cache_values: frozenset[str]
+    """Values of a freshness field that say the answer came from a cache (``fetched: cache``)."""
+
     def count(self) -> dict[str, int]:
         """How many phrases each field holds (a pattern, its alternatives at any depth; a set, its words)."""
         out: dict[str, int] = {}
@@ -297,6 +300,7 @@ ENGLISH = Lexicon(
     fresh_words=frozenset(
         {"version", "revision", "rev", "updated", "fetched", "asof", "snapshot", "refreshed", "retrieved", "modified", "timestamp", "etag"}
     ),
+    cache_values=frozenset({"cache", "cached", "stale"}),
 )
 """The English the analysis reads (the only lexicon today)."""
 

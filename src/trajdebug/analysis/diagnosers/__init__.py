@@ -30,6 +30,7 @@ from trajdebug.analysis.diagnosers._dataflow import (
 )
 from trajdebug.analysis.diagnosers._decisions import decision, delegated_result, lost_update, option_choice
 from trajdebug.analysis.diagnosers._observations import (
+    cached_answer,
     environment_read,
     stale_retry,
     stale_sibling,
@@ -71,6 +72,7 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "truncated-output": truncated_output,
     "stale-retry": stale_retry,
     "stale-sibling": stale_sibling,
+    "stale-cache": cached_answer,
     "environment": environment_read,
     **REQUEST_DIAGNOSERS,
     "decision": decision,

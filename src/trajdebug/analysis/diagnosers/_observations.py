@@ -12,6 +12,8 @@ goes wrong without any error being raised, each read off the recorded run:
 * **A retry that masked a failure with stale data** (`stale_retry`): the
   attempt after a failed one succeeded with a cached or aged value, or with
   data for another period than the one asked for.
+* **A cached answer** (`cached_answer`): a result that says it came from a
+  cache (``cached_at``, ``fetched: cache``), retry or not.
 * **A stale copy among fresh ones** (`stale_sibling`): an answer whose
   freshness field (a version, an ``as_of`` time, named by its words) is older
   than the one value every other call of the same tool answered with.
@@ -25,6 +27,7 @@ Like every diagnoser they rank, they do not prove (`trajdebug.analysis.diagnoser
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -286,6 +289,39 @@ def stale_retry(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         )
 
 
+def cached_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A tool or retrieval answer that says it came from a cache (a ``cached_at`` field, ``fetched: cache``)."""
+    if step.kind not in _OBSERVERS or step.status != "ok" or step.retry_of is not None:
+        return  # (a retry's cache is `stale_retry`'s)
+    out = step.output
+    if isinstance(out, str) and out.lstrip()[:1] == "{" and len(out) < 100_000:
+        try:
+            out = json.loads(out)
+        except ValueError:
+            return
+    if not isinstance(out, Mapping):
+        return
+    marker = _stale_marker(out, lexicon=ctx.lexicon)
+    if marker is None:
+        marker = next(
+            (
+                f"{k}={v!r}"
+                for k, v in out.items()
+                if _fresh_field(str(k), ctx.lexicon)
+                and isinstance(v, str)
+                and v.casefold() in ctx.lexicon.cache_values
+            ),
+            None,
+        )
+    if marker is not None:
+        yield Evidence(
+            step.step_id,
+            0.4,
+            f"its answer says it came from a cache ({marker}): a stale copy?",
+            "stale-cache",
+        )
+
+
 # -- an answer older than its siblings' ---------------------------------------------
 
 
@@ -407,4 +443,4 @@ def environment_read(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             return
 
 
-__all__ = ["environment_read", "stale_retry", "stale_sibling", "truncated_output"]
+__all__ = ["cached_answer", "environment_read", "stale_retry", "stale_sibling", "truncated_output"]

@@ -19,6 +19,10 @@ field names):
   Or (`request_variant`) the first record is named by the start of the
   query and the rest of the query (``lemon tart (gluten-free)``) is nowhere
   in the answer: the plain item returned for a qualified one.
+* **Another of the series** (`request_series`): asked about a code
+  (``TRV-BASIC``, unit ``4D``), answered with text that never names it and
+  names another code of its series (``TRV-PREMIUM``, ``4B``): the
+  neighbouring record.
 * **Let through** (`request_flag`): a flag that keeps a kind of item out
   (``include_cancelled=false``, ``exclude_expired=true``) and an answer
   listing an item of that kind (``status: cancelled``): an ignored argument.
@@ -59,6 +63,7 @@ CODE = 0.45
 MISALIGNED = 0.5
 BROKEN_SUM = 0.45
 VARIANT = 0.4
+SERIES = 0.45
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -369,6 +374,72 @@ def request_code(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             return
 
 
+# -- a code asked for, a sibling code answered ------------------------------------------
+
+_TOKEN = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
+_LAST_RUN = re.compile(r"(?:[A-Za-z]+|[0-9]+)$")
+
+
+def _codes(text: str) -> list[str]:
+    """The codes written in a text: tokens with a digit, or capitals joined by a hyphen (``4D``, ``TRV-BASIC``)."""
+    return [
+        t
+        for t in _TOKEN.findall(text)
+        if 2 <= len(t) <= 30
+        and ((any(c.isdigit() for c in t) and any(c.isalpha() for c in t)) or ("-" in t and t.isupper()))
+    ]
+
+
+def _sibling_code(code: str, answer: list[str]) -> str | None:
+    """A code of the answer that shares the asked code's stem and differs in its last part (``TRV-PREMIUM``
+    for ``TRV-BASIC``, ``4B`` for ``4D``): another member of the same series."""
+    last = _LAST_RUN.search(code)
+    if last is None or last.start() == 0:
+        return None
+    stem, tail = code[: last.start()], last.group(0)
+    for other in answer:
+        rest = other[len(stem) :]
+        if (
+            other.startswith(stem)
+            and rest
+            and rest != tail
+            and rest.isalpha() == tail.isalpha()
+            and rest.isalnum()
+        ):
+            return other
+    return None
+
+
+def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """An answer that never names the code it was asked about and names another of its series instead."""
+    if step.kind not in _ASKED or step.status != "ok" or step.output is None:
+        return
+    args = _mapping(step.input)
+    asked = (
+        " ".join(v for _, v in content.leaves(args) if isinstance(v, str)) if args is not None else step.input
+    )
+    if not isinstance(asked, str):
+        return
+    text = content.text_of(step.output)
+    folded = text.casefold()
+    answer = _codes(text)
+    codes = _codes(asked)
+    stems = [c[: m.start()] for c in codes if (m := _LAST_RUN.search(c)) is not None]
+    for code in codes:
+        last = _LAST_RUN.search(code)
+        if last is None or stems.count(code[: last.start()]) != 1 or _within(code, folded):
+            continue  # (several codes of one series asked: a filter over the series, not one record)
+        other = _sibling_code(code, answer)
+        if other is not None:
+            yield Evidence(
+                step.step_id,
+                SERIES,
+                f"was asked about {code!r}; its answer never names it and names {other!r} instead: another record?",
+                "request-series",
+            )
+            return
+
+
 # -- records under another's key, totals that no longer add up -------------------------
 
 
@@ -437,6 +508,7 @@ REQUEST_DIAGNOSERS = {
     "request-misaligned": misaligned,
     "request-sum": broken_sum,
     "request-variant": request_variant,
+    "request-series": request_series,
 }
 """The request diagnosers by name (registered in `trajdebug.analysis.diagnosers.BUILTIN_DIAGNOSERS`)."""
 
@@ -450,5 +522,6 @@ __all__ = [
     "request_flag",
     "request_more",
     "request_record",
+    "request_series",
     "request_variant",
 ]
