@@ -206,12 +206,12 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             "truncated-output",
         )
         return
-    tail = _cut_unlike_siblings(step, ctx)
-    if tail is not None:
+    cut = _cut_unlike_siblings(step, ctx)
+    if cut is not None:
         yield Evidence(
             step.step_id,
             0.45,
-            f"shorter than every other result of {step.name}, and stops on a word ({tail!r}) where they all end "
+            f"shorter than every other result of {step.name}, and stops on a word ({cut!r}) where they all end "
             "with punctuation or a line break: cut short?",
             "truncated-output",
         )

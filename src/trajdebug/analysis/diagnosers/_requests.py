@@ -195,7 +195,7 @@ def _asked_text(value: Any) -> str:
 
 def _fields(record: Mapping[str, Any]) -> dict[str, str]:
     """A record's text fields by their last name (``metadata.author`` -> author), generic names left out."""
-    out = {}
+    out: dict[str, str] = {}
     for path, v in content.leaves(record):
         name = path.rsplit(".", 1)[-1].lower()
         if isinstance(v, str) and len(v) >= 3 and name not in GENERIC_FIELDS and not name.startswith("page_"):
@@ -325,7 +325,7 @@ def request_flag(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     args = _mapping(step.input)
     kept = _kept_out(args, ctx.lexicon) if args is not None else None
     rows = _records(step.output)
-    if kept is None or rows is None:
+    if args is None or kept is None or rows is None:
         return
     flag, kind = kept
     for r in rows:
