@@ -248,3 +248,19 @@ class TestSeries:
         subset = [{"berth": "B7"}]
         run = _run(_t("t", "candidates", "tool", 1, input={"berths": ["B1", "B2", "B7"]}, output=subset))
         assert _ev(run, "t", "request-series") == []
+
+    def test_a_code_under_a_field_the_answer_also_has_is_left_to_the_conflict_rule(self) -> None:
+        """Given employee=E104 and answered employee=E117, the mismatch is `lineage:conflict`'s: this rule
+        stays silent, so one mismatch is not counted twice."""
+        out = {"claim_id": "CLM-2219", "employee": "E117", "receipts": ["Hotel"]}
+        run = _run(
+            _t(
+                "t",
+                "fetch_receipts",
+                "tool",
+                1,
+                input={"claim_id": "CLM-2219", "employee": "E104"},
+                output=out,
+            )
+        )
+        assert _ev(run, "t", "request-series") == []

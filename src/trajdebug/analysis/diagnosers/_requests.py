@@ -420,6 +420,15 @@ def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     )
     if not isinstance(asked, str):
         return
+    # A code given under a field the answer also has is `lineage:conflict`'s to judge (given employee=E104,
+    # answered employee=E117): counted twice, one mismatch would outrank the step that chose the code.
+    answered = _mapping(step.output)
+    named = {p.rsplit(".", 1)[-1] for p, _ in content.leaves(answered)} if answered is not None else set()
+    shared = (
+        [v for p, v in content.leaves(args) if isinstance(v, str) and p.rsplit(".", 1)[-1] in named]
+        if args
+        else []
+    )
     text = content.text_of(step.output)
     folded = text.casefold()
     answer = _codes(text)
@@ -427,7 +436,12 @@ def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     stems = [c[: m.start()] for c in codes if (m := _LAST_RUN.search(c)) is not None]
     for code in codes:
         last = _LAST_RUN.search(code)
-        if last is None or stems.count(code[: last.start()]) != 1 or _within(code, folded):
+        if (
+            last is None
+            or stems.count(code[: last.start()]) != 1
+            or _within(code, folded)
+            or any(code in v for v in shared)
+        ):
             continue  # (several codes of one series asked: a filter over the series, not one record)
         other = _sibling_code(code, answer)
         if other is not None:
