@@ -114,6 +114,28 @@ class TestRecord:
         ev = _ev(self._run("Lena Hartwig"), "t", "request-record")
         assert ev and "Lena Hartwig" in ev[0].reason and "701554122" in ev[0].reason
 
+    def test_an_entity_listing_its_parts_ranks_none_first(self) -> None:
+        """An order (many fields) listing its items is no search result: its first item is not its top hit."""
+        order = {
+            "order_id": "#W1",
+            "user_id": "u1",
+            "status": "pending",
+            "address": "x",
+            "items": [{"item_id": "2492465580", "name": "lamp"}, {"item_id": "5320792178", "name": "lamp"}],
+        }
+        run = _run(
+            _t(
+                "t",
+                "modify_items",
+                "tool",
+                1,
+                input={"order_id": "#W1", "item_ids": ["5320792178"]},
+                output=order,
+            ),
+            _t("u", "next", "tool", 2, input={"item_id": "2492465580"}),
+        )
+        assert _ev(run, "t", "request-record") == []
+
     def test_a_first_record_matching_the_query_is_no_tell(self) -> None:
         """When the first record agrees with the query, nothing is raised."""
         assert _ev(self._run("Michael Ignatieff"), "t", "request-record") == []

@@ -15,7 +15,9 @@ field names):
 * **Off the query** (`request_record`): the first record of a list answered
   disagrees with the request in a field where a later record agrees with it
   (asked for a title by its author, the first record is another author's),
-  and a later step used that first record: the wrong record ranked first.
+  and a later step used that first record: the wrong record ranked first
+  (a search's answer only: a list, bare or under at most three fields; an
+  entity listing its parts, an order's items, ranks none of them first).
   Or (`request_variant`) the first record is named by the start of the
   query and the rest of the query (``lemon tart (gluten-free)``) is nowhere
   in the answer: the plain item returned for a qualified one.
@@ -220,6 +222,9 @@ def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     rows = _records(step.output)
     if not asked or rows is None or len(rows) < 2:
         return
+    envelope = _mapping(step.output)
+    if envelope is not None and len(envelope) > 3:
+        return  # an entity that lists its parts (an order's items) ranks none of them first: no search result
     first = _fields(rows[0])
     for later in rows[1:]:
         theirs = _fields(later)
