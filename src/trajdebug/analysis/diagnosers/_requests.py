@@ -1,7 +1,7 @@
 """Diagnosers of requests: a tool or a retrieval that did not answer what it was asked.
 
 A faulty tool rarely says so.  What it was asked is recorded beside what it
-answered, though, and four mismatches between the two show in the run alone,
+answered, though, and these mismatches between the two show in the run alone,
 each read by shape and by the words of a field's name (never by a list of
 field names):
 
