@@ -762,3 +762,52 @@ class TestDelegatedResult:
         """When no record of the enclosing step's output holds the last child's value, it still contradicts it."""
         ev = _from(_verdict(self._loop("KARLSSON"), "node"), "sub-agent")
         assert ev and "KARLSSON" in ev[0].reason
+
+
+class TestStaleAndCutSiblings:
+    def test_a_freshness_field_older_than_every_sibling_is_flagged(self) -> None:
+        """One call answered as_of 05:40 where every other call of the tool answered 07:29: a stale copy."""
+        steps = [
+            _t(f"s{i}", "station_status", "tool", i, input={"station": f"H-{i}"}, output={"bikes": i, "as_of": "07:29"})
+            for i in range(3)
+        ]
+        steps.append(_t("s9", "station_status", "tool", 9, input={"station": "H-9"}, output={"bikes": 9, "as_of": "05:40"}))
+        run = _run(*steps)
+        ev = _from(_verdict(run, "s9"), "stale-sibling")
+        assert ev and "05:40" in ev[0].reason and "07:29" in ev[0].reason
+        assert _from(_verdict(run, "s0"), "stale-sibling") == []
+
+    def test_an_older_value_asked_for_or_without_consensus_is_no_tell(self) -> None:
+        """A version the call asked for, or siblings that disagree among themselves, raise nothing."""
+        asked = _run(
+            _t("a", "record", "tool", 1, input={"pid": "P-1"}, output={"record_version": 5}),
+            _t("b", "record", "tool", 2, input={"pid": "P-2"}, output={"record_version": 5}),
+            _t("c", "record", "tool", 3, input={"pid": "P-3", "record_version": 3}, output={"record_version": 3}),
+        )
+        assert _from(_verdict(asked, "c"), "stale-sibling") == []
+        mixed = _run(
+            _t("a", "record", "tool", 1, input={"pid": "P-1"}, output={"record_version": 5}),
+            _t("b", "record", "tool", 2, input={"pid": "P-2"}, output={"record_version": 4}),
+            _t("c", "record", "tool", 3, input={"pid": "P-3"}, output={"record_version": 3}),
+        )
+        assert _from(_verdict(mixed, "c"), "stale-sibling") == []
+
+    def test_a_text_stopping_on_a_word_where_longer_siblings_end_cleanly_is_cut(self) -> None:
+        """A shorter result whose last line stops mid-word, where the tool's other results end with a line
+        break, looks cut short (its last line is too short for the prose rule)."""
+        full = "Proposal: A\nSummary: the work. It goes on. It ends.\nBudget justification: staff costs.\nBudget: EUR 9\n"
+        cut = "Proposal: B\nSummary: the work. It goes on. It ends.\nBudget justification: the sta"
+        run = _run(_t("a", "get_proposal", "tool", 1, output=full), _t("b", "get_proposal", "tool", 2, output=cut))
+        ev = _from(_verdict(run, "b"), "truncated-output")
+        assert ev and "the sta" in ev[0].reason
+        assert _from(_verdict(run, "a"), "truncated-output") == []
+
+    def test_an_answer_that_says_it_came_from_a_cache_is_suspect(self) -> None:
+        """A result with ``cached_at``, or a freshness field saying ``cache``, is suspected of being stale;
+        a fresh one with an ``as_of`` time is not."""
+        cached = _t("a", "fetch_profile", "tool", 1, output='{"candidate_id": "C-1", "cached_at": "2025-10-14"}')
+        fetched = _t("b", "sponsors", "tool", 2, output={"active": ["X"], "fetched": "cache"})
+        fresh = _t("c", "sponsors", "tool", 3, output={"active": ["X"], "as_of": "07:29"})
+        run = _run(cached, fetched, fresh)
+        assert _from(_verdict(run, "a"), "stale-cache") and _from(_verdict(run, "b"), "stale-cache")
+        assert _from(_verdict(run, "c"), "stale-cache") == []

@@ -134,6 +134,33 @@ class Lexicon:
     """A bound by its name: ``min_capacity``, ``price_max``, ``minPrice``, ``priceMax`` (``min``/``max``; a
     separator or a capital is required: ``minutes`` and ``admin`` bound nothing)."""
 
+    # -- Requests: what a tool or a retrieval was asked, by its arguments' names
+
+    count_words: frozenset[str]
+    """Words of an argument that asks for how many items (``n``, ``limit``, ``top_k``, ``page_size``,
+    ``max_results``): every word of its name is one of these."""
+
+    count_core: frozenset[str]
+    """Of ``count_words``, those that make a name a count (``page`` alone is a page number, ``results``
+    alone the results)."""
+
+    more_words: frozenset[str]
+    """Words of a result's field that says more follows (``next_cursor``, ``next_page_token``,
+    ``has_more``): a name holding ``next`` or ``more`` with one of these."""
+
+    include_words: frozenset[str]
+    """Words of a flag that lets a kind of item in (``include_cancelled``): the rest of its name is the kind."""
+
+    exclude_words: frozenset[str]
+    """Words of a flag that keeps a kind of item out (``exclude_expired``)."""
+
+    fresh_words: frozenset[str]
+    """Words of a field that says how fresh an answer is (``record_version``, ``updated_at``, ``revision``);
+    ``as_of`` is read as its two words."""
+
+    cache_values: frozenset[str]
+    """Values of a freshness field that say the answer came from a cache (``fetched: cache``)."""
+
     def count(self) -> dict[str, int]:
         """How many phrases each field holds (a pattern, its alternatives at any depth; a set, its words)."""
         out: dict[str, int] = {}
@@ -263,6 +290,17 @@ ENGLISH = Lexicon(
         r"^(?:(min|max)(?:imum)?_([a-z]\w*)|([a-z]\w*?)_(min|max)(?:imum)?"
         r"|(min|max)(?:imum)?([A-Z]\w*)|([a-z]\w*?)(Min|Max)(?:imum)?)$"
     ),
+    count_words=frozenset(
+        {"n", "k", "top", "limit", "count", "size", "num", "number", "max", "results", "items", "page", "per", "of", "rows", "hits"}
+    ),
+    count_core=frozenset({"n", "k", "top", "limit", "count", "size", "num", "max"}),
+    more_words=frozenset({"next", "more", "cursor", "token", "page", "has", "offset", "continuation", "marker"}),
+    include_words=frozenset({"include", "including", "with", "show", "allow", "return"}),
+    exclude_words=frozenset({"exclude", "excluding", "without", "skip", "hide", "omit", "no"}),
+    fresh_words=frozenset(
+        {"version", "revision", "rev", "updated", "fetched", "asof", "snapshot", "refreshed", "retrieved", "modified", "timestamp", "etag"}
+    ),
+    cache_values=frozenset({"cache", "cached", "stale"}),
 )
 """The English the analysis reads (the only lexicon today)."""
 

@@ -29,7 +29,14 @@ from trajdebug.analysis.diagnosers._dataflow import (
     state_write,
 )
 from trajdebug.analysis.diagnosers._decisions import decision, delegated_result, lost_update, option_choice
-from trajdebug.analysis.diagnosers._observations import environment_read, stale_retry, truncated_output
+from trajdebug.analysis.diagnosers._observations import (
+    cached_answer,
+    environment_read,
+    stale_retry,
+    stale_sibling,
+    truncated_output,
+)
+from trajdebug.analysis.diagnosers._requests import REQUEST_DIAGNOSERS
 from trajdebug.analysis.diagnosers._steps import (
     contracts,
     external_input,
@@ -64,7 +71,10 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "state-values": state_values,
     "truncated-output": truncated_output,
     "stale-retry": stale_retry,
+    "stale-sibling": stale_sibling,
+    "stale-cache": cached_answer,
     "environment": environment_read,
+    **REQUEST_DIAGNOSERS,
     "decision": decision,
     "option-choice": option_choice,
     "race": lost_update,

@@ -6,11 +6,17 @@ goes wrong without any error being raised, each read off the recorded run:
 * **Truncated output** (`truncated_output`): a result cut short, by an
   explicit marker (``[truncated]``, a trailing ``...``), by text that stops
   mid-word, by fewer items than the result itself announces, by a last group
-  of records smaller than every other group (a page limit cut the tail), or
-  by lacking a part that every other result of the same tool has.
+  of records smaller than every other group (a page limit cut the tail), by
+  lacking a part that every other result of the same tool has, or by
+  stopping on a word where every other, longer, result of the tool ends cleanly.
 * **A retry that masked a failure with stale data** (`stale_retry`): the
   attempt after a failed one succeeded with a cached or aged value, or with
   data for another period than the one asked for.
+* **A cached answer** (`cached_answer`): a result that says it came from a
+  cache (``cached_at``, ``fetched: cache``), retry or not.
+* **A stale copy among fresh ones** (`stale_sibling`): an answer whose
+  freshness field (a version, an ``as_of`` time, named by its words) is older
+  than the one value every other call of the same tool answered with.
 * **Environment drift** (`environment_read`): a value read from the
   environment (``attributes["env_reads"]``) that differs from the same read
   in an earlier turn of the conversation or from the run's environment
@@ -21,6 +27,7 @@ Like every diagnoser they rank, they do not prove (`trajdebug.analysis.diagnoser
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -110,7 +117,9 @@ def _missing_part(step: Step, ctx: DiagnoseContext) -> str | None:
         return None
     # Only a result shorter than every other result of the same step can lack their part: the
     # step's results by length, indexed once per run, tell without reading them all.
-    steps, lengths, ids = ctx.memo("text-results", lambda: _text_results(ctx.run)).get(step.name, ([], [], {}))
+    steps, lengths, ids = ctx.memo("text-results", lambda: _text_results(ctx.run)).get(
+        step.name, ([], [], {})
+    )
     if len(lengths) - ids.get(step.step_id, 0) < 2:
         return None
     shortest = next(n for n, sid in lengths if sid != step.step_id)
@@ -196,6 +205,42 @@ def truncated_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             f"shorter than every other result of {step.name}, and lacks the part they all have ({part!r}): cut short?",
             "truncated-output",
         )
+        return
+    cut = _cut_unlike_siblings(step, ctx)
+    if cut is not None:
+        yield Evidence(
+            step.step_id,
+            0.45,
+            f"shorter than every other result of {step.name}, and stops on a word ({cut!r}) where they all end "
+            "with punctuation or a line break: cut short?",
+            "truncated-output",
+        )
+
+
+def _cut_unlike_siblings(step: Step, ctx: DiagnoseContext) -> str | None:
+    """The tail of a text result that stops on a letter or digit where every other, longer, result of the
+    same tool ends cleanly (a short last line escapes `_cut_mid_word`, which reads prose only)."""
+    text = step.output
+    if not isinstance(text, str) or not text[-1:].isalnum():
+        return None
+    steps, _, _ = ctx.memo("text-results", lambda: _text_results(ctx.run)).get(step.name, ([], [], {}))
+    siblings = [s.output for s in steps if s.step_id != step.step_id]
+    if not siblings or any(len(o) <= len(text) for o in siblings):
+        return None
+    if not all(o.endswith("\n") or o.rstrip()[-1:] in _TERMINAL for o in siblings):
+        return None
+    # The last line must be the start of a line every sibling carries in full (by its label or its first
+    # two words): a log's last line ("2 failed, 10 passed") is no line the others cut.
+    last = text.rsplit("\n", 1)[-1]
+    head = last.split(":", 1)[0] + ":" if ":" in last[:40] else " ".join(last.split()[:2])
+    if len(head) < 4 or len(last) <= len(head):
+        return None
+    for o in siblings:
+        lines = o.splitlines()
+        at = next((i for i, ln in enumerate(lines) if ln.startswith(head) and len(ln) > len(last)), None)
+        if at is None:
+            return None
+    return text[-30:]
 
 
 # -- retries that masked a failure --------------------------------------------------
@@ -242,6 +287,93 @@ def stale_retry(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             f"{', '.join(sorted(asked))}: a stale copy served by the retry?",
             "stale-retry",
         )
+
+
+def cached_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A tool or retrieval answer that says it came from a cache (a ``cached_at`` field, ``fetched: cache``)."""
+    if step.kind not in _OBSERVERS or step.status != "ok" or step.retry_of is not None:
+        return  # (a retry's cache is `stale_retry`'s)
+    out = step.output
+    if isinstance(out, str) and out.lstrip()[:1] == "{" and len(out) < 100_000:
+        try:
+            out = json.loads(out)
+        except ValueError:
+            return
+    if not isinstance(out, Mapping):
+        return
+    marker = _stale_marker(out, lexicon=ctx.lexicon)
+    if marker is None:
+        marker = next(
+            (
+                f"{k}={v!r}"
+                for k, v in out.items()
+                if _fresh_field(str(k), ctx.lexicon)
+                and isinstance(v, str)
+                and v.casefold() in ctx.lexicon.cache_values
+            ),
+            None,
+        )
+    if marker is not None:
+        yield Evidence(
+            step.step_id,
+            0.4,
+            f"its answer says it came from a cache ({marker}): a stale copy?",
+            "stale-cache",
+        )
+
+
+# -- an answer older than its siblings' ---------------------------------------------
+
+
+def _fresh_field(name: str, lexicon: Lexicon) -> bool:
+    words = frozenset(w for w in re.split(r"[^a-z0-9]+", str(name).lower()) if w)
+    return bool(words & lexicon.fresh_words) or {"as", "of"} <= words
+
+
+def _older(mine: Any, theirs: Any) -> bool:
+    """Whether a freshness value is older than another of the same shape (a lower version, an earlier time)."""
+    if isinstance(mine, bool) or isinstance(theirs, bool):
+        return False
+    if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
+        return mine < theirs
+    if isinstance(mine, str) and isinstance(theirs, str) and len(mine) == len(theirs):
+        shape = re.sub(r"\d", "0", mine)
+        return shape == re.sub(r"\d", "0", theirs) and any(c.isdigit() for c in shape) and mine < theirs
+    return False
+
+
+def stale_sibling(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """An answer whose freshness field (a version, an ``as_of`` time) is older than the one value every other
+    call of the same tool answered with: a stale copy among fresh ones."""
+    if step.kind not in _OBSERVERS or step.status != "ok" or not isinstance(step.output, Mapping):
+        return
+    others = [
+        s.output
+        for s in ctx.run.steps
+        if s.name == step.name
+        and s.step_id != step.step_id
+        and s.status == "ok"
+        and isinstance(s.output, Mapping)
+    ]
+    if len(others) < 2:
+        return
+    asked = content.text_of(step.input)
+    for k, mine in step.output.items():
+        if not _fresh_field(str(k), ctx.lexicon) or re.search(
+            rf"(?<![\w.-]){re.escape(str(mine))}(?![\w.-])", asked
+        ):
+            continue
+        theirs = {repr(o.get(k)) for o in others}
+        if len(theirs) != 1 or k not in others[0] or not _older(mine, others[0][k]):
+            continue
+        yield Evidence(
+            step.step_id,
+            0.5,
+            f"answered {k}={mine!r} where the {len(others)} other calls of {step.name} all answered "
+            f"{k}={others[0][k]!r}: a stale copy?",
+            "stale-sibling",
+        )
+        return
 
 
 # -- environment reads ---------------------------------------------------------------
@@ -311,4 +443,4 @@ def environment_read(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             return
 
 
-__all__ = ["environment_read", "stale_retry", "truncated_output"]
+__all__ = ["cached_answer", "environment_read", "stale_retry", "stale_sibling", "truncated_output"]

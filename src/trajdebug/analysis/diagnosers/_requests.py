@@ -1,0 +1,546 @@
+"""Diagnosers of requests: a tool or a retrieval that did not answer what it was asked.
+
+A faulty tool rarely says so.  What it was asked is recorded beside what it
+answered, though, and these mismatches between the two show in the run alone,
+each read by shape and by the words of a field's name (never by a list of
+field names):
+
+* **Count** (`request_count`): asked for N items (``n``, ``limit``,
+  ``top_k``, ``page_size``: an argument every word of whose name asks how
+  many) and answered with a list of more than N.  Fewer is no tell: a search
+  may find less than it may return.
+* **More follows** (`request_more`): the answer says a further page exists (a
+  ``next_cursor``, a ``next_page_token``, ``has_more``) and the agent never
+  called the tool again: it acted on the first page as if it were all.
+* **Off the query** (`request_record`): the first record of a list answered
+  disagrees with the request in a field where a later record agrees with it
+  (asked for a title by its author, the first record is another author's),
+  and a later step used that first record: the wrong record ranked first
+  (a search's answer only: a list, bare or under at most three fields; an
+  entity listing its parts, an order's items, ranks none of them first).
+  Or (`request_variant`) the first record is named by the start of the
+  query and the rest of the query (``lemon tart (gluten-free)``) is nowhere
+  in the answer: the plain item returned for a qualified one.
+* **Another of the series** (`request_series`): asked about a code
+  (``TRV-BASIC``, unit ``4D``), answered with text that never names it and
+  names another code of its series (``TRV-PREMIUM``, ``4B``): the
+  neighbouring record.
+* **Let through** (`request_flag`): a flag that keeps a kind of item out
+  (``include_cancelled=false``, ``exclude_expired=true``) and an answer
+  listing an item of that kind (``status: cancelled``): an ignored argument.
+* **Short codes** (`request_code`): a field given a code of one or two
+  characters (a blood type ``A-``, a grade) and answered with another code
+  under the same name; the value index (`trajdebug.analysis.lineage`) leaves
+  such short strings out, so its conflict rule cannot see them.
+
+Two more read a step's own input and output, whatever its kind: records
+under the keys of a mapping that name another key of it as their own
+(`misaligned`: shifted by one against their keys), and numbers that added up
+in the input and no longer do under the same names in the output
+(`broken_sum`: ``scored + remaining == total`` broken by an update).
+
+Like every diagnoser they rank, they do not prove.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.lexicon import Lexicon
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
+from trajdebug.core.model import Step
+
+
+_ASKED = ("tool", "retrieval")
+COUNT = 0.45
+MORE = 0.4
+RECORD = 0.45
+FLAG = 0.5
+CODE = 0.45
+MISALIGNED = 0.5
+BROKEN_SUM = 0.45
+VARIANT = 0.4
+SERIES = 0.45
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def name_words(name: str) -> frozenset[str]:
+    """The words of a field's name (``top_k`` -> {top, k}; ``pageSize`` -> {page, size})."""
+    return frozenset(w for w in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", str(name)).lower()) if w)
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    """A value as a mapping (JSON text read), None when it is none."""
+    if isinstance(value, str):
+        t = value.strip()
+        if t[:1] != "{" or len(t) > 100_000:
+            return None
+        try:
+            value = json.loads(t)
+        except ValueError:
+            return None
+    return value if isinstance(value, Mapping) else None
+
+
+def _records(value: Any, depth: int = 0) -> list[Mapping[str, Any]] | None:
+    """The largest list of records (mappings) inside an answer, JSON text read."""
+    if isinstance(value, str):
+        value = _mapping(value) if value.strip()[:1] == "{" else _json_list(value)
+    rows = content.largest_list(value) if value is not None else None
+    if not rows or not all(isinstance(r, Mapping) for r in rows):
+        return None
+    return rows
+
+
+def _json_list(text: str) -> list[Any] | None:
+    t = text.strip()
+    if t[:1] != "[" or len(t) > 100_000:
+        return None
+    try:
+        v = json.loads(t)
+    except ValueError:
+        return None
+    return v if isinstance(v, list) else None
+
+
+def _later_calls(step: Step, ctx: DiagnoseContext) -> Iterator[Step]:
+    """The steps recorded after this one."""
+    seen = False
+    for s in ctx.run.steps:
+        if seen:
+            yield s
+        elif s.step_id == step.step_id:
+            seen = True
+
+
+# -- how many ----------------------------------------------------------------------
+
+
+def _asked_count(args: Mapping[str, Any], lexicon: Lexicon) -> tuple[str, int] | None:
+    for k, v in args.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            continue
+        words = name_words(k)
+        if words and words <= lexicon.count_words and words & lexicon.count_core:
+            return str(k), v
+    return None
+
+
+def request_count(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A tool asked for N items that answered with more than N."""
+    if step.kind not in _ASKED or step.status != "ok":
+        return
+    args = _mapping(step.input)
+    asked = _asked_count(args, ctx.lexicon) if args is not None else None
+    if asked is None:
+        return
+    rows = _records(step.output)
+    if rows is not None and len(rows) > asked[1]:
+        yield Evidence(
+            step.step_id,
+            COUNT,
+            f"was asked for {asked[0]}={asked[1]} but answered with {len(rows)} items",
+            "request-count",
+        )
+
+
+# -- more follows ------------------------------------------------------------------
+
+
+def _more_field(value: Any, lexicon: Lexicon) -> tuple[str, Any] | None:
+    out = _mapping(value)
+    if out is None:
+        return None
+    for k, v in out.items():
+        words = name_words(k)
+        if not (words & {"next", "more"}) or not words <= lexicon.more_words or len(words) < 2:
+            continue
+        if v is True or (isinstance(v, str) and v.strip() and v.casefold() not in lexicon.boolean_words):
+            return str(k), v
+    return None
+
+
+def request_more(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """An answer that says more follows (a cursor, a next-page token) from a tool the agent never called again."""
+    if step.kind not in _ASKED or step.status != "ok":
+        return
+    more = _more_field(step.output, ctx.lexicon)
+    if more is None or any(s.name == step.name for s in _later_calls(step, ctx)):
+        return
+    yield Evidence(
+        step.step_id,
+        MORE,
+        f"its answer says more follows ({more[0]}={content.text_of(more[1], 30)!r}) but {step.name} was never "
+        "called for the rest: the agent acted on the first page",
+        "request-more",
+    )
+
+
+# -- the wrong record first ----------------------------------------------------------
+
+
+def _asked_text(value: Any) -> str:
+    """The text a request asks with: its string arguments (a bare string is the query)."""
+    if isinstance(value, str) and _mapping(value) is None:
+        return value.casefold()
+    args = _mapping(value)
+    if args is None:
+        return ""
+    return " ".join(v for _, v in content.leaves(args) if isinstance(v, str)).casefold()
+
+
+def _fields(record: Mapping[str, Any]) -> dict[str, str]:
+    """A record's text fields by their last name (``metadata.author`` -> author), generic names left out."""
+    out: dict[str, str] = {}
+    for path, v in content.leaves(record):
+        name = path.rsplit(".", 1)[-1].lower()
+        if isinstance(v, str) and len(v) >= 3 and name not in GENERIC_FIELDS and not name.startswith("page_"):
+            out.setdefault(name, v)
+    return out
+
+
+def _within(value: str, text: str) -> bool:
+    at = text.find(value.casefold())
+    return (
+        at >= 0
+        and not text[at - 1 : at].isalnum()
+        and not text[at + len(value) : at + len(value) + 1].isalnum()
+    )
+
+
+def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A first record that disagrees with the request where a later record agrees, used by a later step."""
+    if step.kind not in _ASKED or step.status != "ok":
+        return
+    asked = _asked_text(step.input)
+    rows = _records(step.output)
+    if not asked or rows is None or len(rows) < 2:
+        return
+    envelope = _mapping(step.output)
+    if envelope is not None and len(envelope) > 3:
+        return  # an entity that lists its parts (an order's items) ranks none of them first: no search result
+    first = _fields(rows[0])
+    for later in rows[1:]:
+        theirs = _fields(later)
+        off = [
+            f for f, v in first.items() if f in theirs and not _within(v, asked) and _within(theirs[f], asked)
+        ]
+        if not off:
+            continue
+        f = off[0]
+        own = _own_values(rows[0], rows)
+        used = next(
+            (
+                v
+                for v in own
+                if any(_within(v, content.text_of(s.input).casefold()) for s in _later_calls(step, ctx))
+            ),
+            None,
+        )
+        if used is None:
+            return
+        yield Evidence(
+            step.step_id,
+            RECORD,
+            f"its first record has {f}={first[f]!r} where the request asks for {theirs[f]!r}, which a later record "
+            f"has; the agent went on with the first ({used})",
+            "request-record",
+        )
+        return
+
+
+def request_variant(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A first record named by the start of the query, where the rest of the query (a variant: ``lemon tart
+    (gluten-free)``) is nowhere in the answer: the plain item returned for a qualified one."""
+    if step.kind not in _ASKED or step.status != "ok":
+        return
+    args = _mapping(step.input)
+    texts = [v for _, v in content.leaves(args) if isinstance(v, str)] if args is not None else [step.input]
+    if len(texts) != 1 or not isinstance(texts[0], str):
+        return  # a query is one text: several arguments are a request's fields, not a query's words
+    asked = texts[0].casefold().strip()
+    out = _mapping(step.output)
+    rows = _records(step.output) or ([out] if out is not None else None)
+    if len(asked) < 8 or not rows:
+        return
+    answer = content.text_of(step.output).casefold()
+    stop = ctx.lexicon.stopwords | ctx.lexicon.short_stopwords
+    # (Any field may name the record here, ``title`` and ``name`` first among them.)
+    for f, v in ((p.rsplit(".", 1)[-1], v) for p, v in content.leaves(rows[0]) if isinstance(v, str)):
+        named = v.casefold().strip()
+        if (
+            len(named) < 4
+            or not asked.startswith(named)
+            or len(asked) <= len(named) + 3
+            or asked[len(named)].isalnum()
+        ):
+            continue
+        rest = [
+            w for w in re.findall(r"[a-z][a-z-]*[a-z]", asked[len(named) :]) if len(w) >= 3 and w not in stop
+        ]
+        if rest and not any(w in answer for w in rest):
+            yield Evidence(
+                step.step_id,
+                VARIANT,
+                f"was asked for {asked!r} and answered with {f}={v!r}: the {' '.join(rest)!r} of the request is "
+                "nowhere in its answer",
+                "request-variant",
+            )
+            return
+
+
+def _own_values(record: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> list[str]:
+    """The values of a record (of three characters and up) that no other record of the list holds."""
+    others = json.dumps([r for r in rows if r is not record], default=str).casefold()
+    vals = [
+        str(v)
+        for _, v in content.leaves(record)
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+    ]
+    return [v for v in vals if len(v) >= 3 and not _within(v, others)]
+
+
+# -- a flag ignored ----------------------------------------------------------------
+
+
+def _kept_out(args: Mapping[str, Any], lexicon: Lexicon) -> tuple[str, str] | None:
+    """The kind of item a flag keeps out, by the flag's name (``include_cancelled=false`` -> cancelled)."""
+    for k, v in args.items():
+        if not isinstance(v, bool):
+            continue
+        words = name_words(k)
+        rest = words - lexicon.include_words - lexicon.exclude_words
+        if len(rest) != 1 or len(words) < 2:
+            continue
+        if (words & lexicon.include_words and v is False) or (words & lexicon.exclude_words and v is True):
+            return str(k), next(iter(rest))
+    return None
+
+
+def request_flag(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """An answer listing an item of the kind a flag of the request keeps out."""
+    if step.kind not in _ASKED or step.status != "ok":
+        return
+    args = _mapping(step.input)
+    kept = _kept_out(args, ctx.lexicon) if args is not None else None
+    rows = _records(step.output)
+    if args is None or kept is None or rows is None:
+        return
+    flag, kind = kept
+    for r in rows:
+        hit = any(isinstance(v, str) and v.casefold() == kind for v in r.values()) or r.get(kind) is True
+        if hit:
+            yield Evidence(
+                step.step_id,
+                FLAG,
+                f"was asked {flag}={args[flag]!r} but lists an item that is {kind}: the argument was ignored",
+                "request-flag",
+            )
+            return
+
+
+# -- short codes -----------------------------------------------------------------------
+
+
+def request_code(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A field given a code of one or two characters, answered with another code under the same name."""
+    if step.kind not in _ASKED or step.status != "ok":
+        return
+    args = _mapping(step.input)
+    if args is None:
+        return
+    codes = {
+        str(k).lower(): v
+        for k, v in args.items()
+        if isinstance(v, str) and 1 <= len(v.strip()) <= 2 and str(k).lower() not in GENERIC_FIELDS
+    }
+    if not codes:
+        return
+    for path, v in content.leaves(step.output if _mapping(step.output) is None else _mapping(step.output)):
+        name = path.rsplit(".", 1)[-1].lower()
+        if (
+            name in codes
+            and isinstance(v, str)
+            and 1 <= len(v.strip()) <= 2
+            and v.strip() != codes[name].strip()
+        ):
+            yield Evidence(
+                step.step_id,
+                CODE,
+                f"was given {name}={codes[name]!r} but its answer says {name}={v!r}",
+                "request-code",
+            )
+            return
+
+
+# -- a code asked for, a sibling code answered ------------------------------------------
+
+_TOKEN = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
+_LAST_RUN = re.compile(r"(?:[A-Za-z]+|[0-9]+)$")
+
+
+def _codes(text: str) -> list[str]:
+    """The codes written in a text: tokens with a digit, or capitals joined by a hyphen (``4D``, ``TRV-BASIC``)."""
+    return [
+        t
+        for t in _TOKEN.findall(text)
+        if 2 <= len(t) <= 30
+        and ((any(c.isdigit() for c in t) and any(c.isalpha() for c in t)) or ("-" in t and t.isupper()))
+    ]
+
+
+def _sibling_code(code: str, answer: list[str]) -> str | None:
+    """A code of the answer that shares the asked code's stem and differs in its last part (``TRV-PREMIUM``
+    for ``TRV-BASIC``, ``4B`` for ``4D``): another member of the same series."""
+    last = _LAST_RUN.search(code)
+    if last is None or last.start() == 0:
+        return None
+    stem, tail = code[: last.start()], last.group(0)
+    for other in answer:
+        rest = other[len(stem) :]
+        if (
+            other.startswith(stem)
+            and rest
+            and rest != tail
+            and rest.isalpha() == tail.isalpha()
+            and rest.isalnum()
+        ):
+            return other
+    return None
+
+
+def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """An answer that never names the code it was asked about and names another of its series instead."""
+    if step.kind not in _ASKED or step.status != "ok" or step.output is None:
+        return
+    args = _mapping(step.input)
+    asked = (
+        " ".join(v for _, v in content.leaves(args) if isinstance(v, str)) if args is not None else step.input
+    )
+    if not isinstance(asked, str):
+        return
+    # A code given under a field the answer also has is `lineage:conflict`'s to judge (given employee=E104,
+    # answered employee=E117): counted twice, one mismatch would outrank the step that chose the code.
+    answered = _mapping(step.output)
+    named = {p.rsplit(".", 1)[-1] for p, _ in content.leaves(answered)} if answered is not None else set()
+    shared = (
+        [v for p, v in content.leaves(args) if isinstance(v, str) and p.rsplit(".", 1)[-1] in named]
+        if args
+        else []
+    )
+    text = content.text_of(step.output)
+    folded = text.casefold()
+    answer = _codes(text)
+    codes = _codes(asked)
+    stems = [c[: m.start()] for c in codes if (m := _LAST_RUN.search(c)) is not None]
+    for code in codes:
+        last = _LAST_RUN.search(code)
+        if (
+            last is None
+            or stems.count(code[: last.start()]) != 1
+            or _within(code, folded)
+            or any(code in v for v in shared)
+        ):
+            continue  # (several codes of one series asked: a filter over the series, not one record)
+        other = _sibling_code(code, answer)
+        if other is not None:
+            yield Evidence(
+                step.step_id,
+                SERIES,
+                f"was asked about {code!r}; its answer never names it and names {other!r} instead: another record?",
+                "request-series",
+            )
+            return
+
+
+# -- records under another's key, totals that no longer add up -------------------------
+
+
+def misaligned(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A mapping of records keyed by ids where a record names another key of the mapping as its own (the
+    records shifted by one against their keys: an off-by-one zip)."""
+    if step.kind == "llm" or step.status != "ok":
+        return
+    out = _mapping(step.output)
+    if out is None or len(out) < 2 or not all(isinstance(v, Mapping) for v in out.values()):
+        return
+    keys = {str(k) for k in out}
+    wrong = []
+    for k, rec in out.items():
+        named = [str(v) for v in rec.values() if isinstance(v, str) and str(v) in keys]
+        if named and str(k) not in named:
+            wrong.append((str(k), named[0]))
+    if len(wrong) >= 2:
+        (k, other), *_ = wrong
+        yield Evidence(
+            step.step_id,
+            MISALIGNED,
+            f"its record under {k!r} is {other!r}'s ({len(wrong)} of {len(out)} records sit under another's "
+            "key): the records are shifted against their keys",
+            "request-misaligned",
+        )
+
+
+def _numbers(value: Any) -> dict[str, float]:
+    m = _mapping(value)
+    if m is None:
+        return {}
+    return {str(k): float(v) for k, v in m.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def broken_sum(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """Fields that added up in the step's input (``scored + remaining == total``) and no longer do in its
+    output, under the same names: an update that moved one and not the other."""
+    if step.kind == "llm" or step.status != "ok":
+        return
+    ins, outs = _numbers(step.input), _numbers(step.output)
+    common = sorted(set(ins) & set(outs))
+    if len(common) < 3 or len(common) > 12:
+        return
+    for total in common:
+        parts = [f for f in common if f != total]
+        for i, a in enumerate(parts):
+            for b in parts[i + 1 :]:
+                if ins[a] + ins[b] == ins[total] and ins[total] and outs[a] + outs[b] != outs[total]:
+                    yield Evidence(
+                        step.step_id,
+                        BROKEN_SUM,
+                        f"was given {a} + {b} = {total} ({ins[a]:g} + {ins[b]:g} = {ins[total]:g}) but answered "
+                        f"{outs[a]:g} + {outs[b]:g} against {outs[total]:g}",
+                        "request-sum",
+                    )
+                    return
+
+
+REQUEST_DIAGNOSERS = {
+    "request-count": request_count,
+    "request-more": request_more,
+    "request-record": request_record,
+    "request-flag": request_flag,
+    "request-code": request_code,
+    "request-misaligned": misaligned,
+    "request-sum": broken_sum,
+    "request-variant": request_variant,
+    "request-series": request_series,
+}
+"""The request diagnosers by name (registered in `trajdebug.analysis.diagnosers.BUILTIN_DIAGNOSERS`)."""
+
+__all__ = [
+    "broken_sum",
+    "misaligned",
+    "REQUEST_DIAGNOSERS",
+    "name_words",
+    "request_code",
+    "request_count",
+    "request_flag",
+    "request_more",
+    "request_record",
+    "request_series",
+    "request_variant",
+]

@@ -1,0 +1,288 @@
+"""Tests of the request diagnosers: a tool or retrieval that did not answer what it was asked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trajdebug.analysis.diagnosers import DiagnoseContext, Evidence, registered_diagnosers
+from trajdebug.analysis.diagnosers._requests import name_words
+from trajdebug.core.model import Run, Step
+
+
+def _t(sid: str, name: str, kind: str, start: int, **kw: Any) -> Step:
+    """A timed step (start..start+1)."""
+    return Step(sid, name, kind, start_ns=start, end_ns=start + 1, **kw)  # type: ignore[arg-type]
+
+
+def _ev(run: Run, step_id: str, diagnoser: str) -> list[Evidence]:
+    ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers())
+    return [e for e in ctx.verdict(step_id).evidence if e.diagnoser == diagnoser]
+
+
+def _run(*steps: Step) -> Run:
+    return Run("r", "test", steps=steps)
+
+
+def test_name_words_split_snake_and_camel_case() -> None:
+    """A field's name is read as a set of words, whether written in snake case or camel case."""
+    assert name_words("top_k") == {"top", "k"}
+    assert name_words("pageSize") == {"page", "size"}
+    assert name_words("next_page_token") == {"next", "page", "token"}
+
+
+class TestCount:
+    def _units(self, n: int) -> list[dict[str, Any]]:
+        return [{"unit": f"U-{i}", "type": "O+"} for i in range(n)]
+
+    def test_more_items_than_asked_is_flagged(self) -> None:
+        """A tool asked for n=2 items that answers with three is suspected (an off-by-one window)."""
+        run = _run(
+            _t(
+                "t",
+                "find_units",
+                "tool",
+                1,
+                input={"request": "R-9", "n": 2},
+                output={"units": self._units(3)},
+            )
+        )
+        ev = _ev(run, "t", "request-count")
+        assert ev and "n=2" in ev[0].reason and "3 items" in ev[0].reason
+
+    def test_as_many_or_fewer_items_than_asked_is_no_tell(self) -> None:
+        """Answering with the items asked for, or fewer (a search may find less), raises nothing."""
+        for n in (1, 2):
+            run = _run(_t("t", "find_units", "tool", 1, input={"limit": 2}, output={"units": self._units(n)}))
+            assert _ev(run, "t", "request-count") == []
+
+    def test_a_page_number_is_no_count(self) -> None:
+        """``page=1`` asks for a page, not for one item: a page of three items is fine."""
+        run = _run(_t("t", "list", "tool", 1, input={"page": 1}, output={"units": self._units(3)}))
+        assert _ev(run, "t", "request-count") == []
+
+
+class TestMore:
+    def test_a_cursor_nobody_followed_is_flagged(self) -> None:
+        """An answer with a next cursor from a tool never called again: the agent acted on the first page."""
+        out = {"tradelines": [{"creditor": "A", "monthly": 1}], "next_cursor": "eyJwYWdlIjoyfQ"}
+        run = _run(
+            _t("t", "fetch_report", "tool", 1, input={"application": "A-1"}, output=out),
+            _t("u", "submit", "tool", 2, input={"monthly": 1}),
+        )
+        ev = _ev(run, "t", "request-more")
+        assert ev and "next_cursor" in ev[0].reason
+
+    def test_a_cursor_followed_or_empty_is_no_tell(self) -> None:
+        """A next page fetched later, or a cursor that is empty (no more pages), raises nothing."""
+        out = {"rows": [{"a": "x"}], "next_page_token": "tok"}
+        followed = _run(
+            _t("t", "fetch", "tool", 1, input={}, output=out),
+            _t(
+                "u",
+                "fetch",
+                "tool",
+                2,
+                input={"page_token": "tok"},
+                output={"rows": [], "next_page_token": None},
+            ),
+        )
+        assert _ev(followed, "t", "request-more") == []
+        assert _ev(followed, "u", "request-more") == []
+        done = _run(_t("t", "fetch", "tool", 1, input={}, output={"rows": [], "has_more": False}))
+        assert _ev(done, "t", "request-more") == []
+
+
+class TestRecord:
+    def _run(self, first_author: str) -> Run:
+        out = [
+            {
+                "page_content": "x",
+                "metadata": {"oclc": "701554122", "title": "Virtues", "author": first_author},
+            },
+            {
+                "page_content": "y",
+                "metadata": {"oclc": "869311220", "title": "Virtues", "author": "Michael Ignatieff"},
+            },
+        ]
+        return _run(
+            _t("t", "catalogue", "retrieval", 1, input={"query": "Virtues by Michael Ignatieff"}, output=out),
+            _t("u", "place_request", "tool", 2, input={"oclc": "701554122"}),
+        )
+
+    def test_a_first_record_off_the_query_that_was_used_is_flagged(self) -> None:
+        """The first record has another author than the query's, a later one has it, and the agent used the first."""
+        ev = _ev(self._run("Lena Hartwig"), "t", "request-record")
+        assert ev and "Lena Hartwig" in ev[0].reason and "701554122" in ev[0].reason
+
+    def test_an_entity_listing_its_parts_ranks_none_first(self) -> None:
+        """An order (many fields) listing its items is no search result: its first item is not its top hit."""
+        order = {
+            "order_id": "#W1",
+            "user_id": "u1",
+            "status": "pending",
+            "address": "x",
+            "items": [{"item_id": "2492465580", "name": "lamp"}, {"item_id": "5320792178", "name": "lamp"}],
+        }
+        run = _run(
+            _t(
+                "t",
+                "modify_items",
+                "tool",
+                1,
+                input={"order_id": "#W1", "item_ids": ["5320792178"]},
+                output=order,
+            ),
+            _t("u", "next", "tool", 2, input={"item_id": "2492465580"}),
+        )
+        assert _ev(run, "t", "request-record") == []
+
+    def test_a_first_record_matching_the_query_is_no_tell(self) -> None:
+        """When the first record agrees with the query, nothing is raised."""
+        assert _ev(self._run("Michael Ignatieff"), "t", "request-record") == []
+
+
+class TestFlag:
+    def test_an_item_of_a_kind_kept_out_is_flagged(self) -> None:
+        """``include_cancelled=false`` answered with a cancelled line: the argument was ignored."""
+        out = {"lines": [{"sku": "A", "status": "shipped"}, {"sku": "B", "status": "cancelled"}]}
+        run = _run(
+            _t("t", "get_lines", "tool", 1, input={"order_id": "O-1", "include_cancelled": False}, output=out)
+        )
+        ev = _ev(run, "t", "request-flag")
+        assert ev and "cancelled" in ev[0].reason
+
+    def test_items_of_that_kind_asked_for_are_no_tell(self) -> None:
+        """``include_cancelled=true`` lets cancelled lines in: nothing is raised."""
+        out = {"lines": [{"sku": "A", "status": "shipped"}, {"sku": "B", "status": "cancelled"}]}
+        run = _run(_t("t", "get_lines", "tool", 1, input={"include_cancelled": True}, output=out))
+        assert _ev(run, "t", "request-flag") == []
+
+
+class TestCode:
+    def test_another_short_code_under_the_asked_field_is_flagged(self) -> None:
+        """Asked for recipient ``A-``, answered with the row of recipient ``A+``: the wrong row."""
+        out = {"query": "A-", "row": {"recipient": "A+", "donor_types": ["A+", "O+"]}}
+        run = _run(_t("t", "lookup", "retrieval", 1, input={"recipient": "A-"}, output=out))
+        ev = _ev(run, "t", "request-code")
+        assert ev and "'A+'" in ev[0].reason
+
+    def test_the_same_code_is_no_tell(self) -> None:
+        """The row of the asked recipient raises nothing."""
+        out = {"row": {"recipient": "A-", "donor_types": ["A-", "O-"]}}
+        run = _run(_t("t", "lookup", "retrieval", 1, input={"recipient": "A-"}, output=out))
+        assert _ev(run, "t", "request-code") == []
+
+
+class TestVariant:
+    def test_the_plain_item_for_a_qualified_query_is_flagged(self) -> None:
+        """Asked for ``lemon tart (gluten-free)``, answered with ``lemon tart`` and no word of gluten-free."""
+        out = [{"title": "lemon tart", "text": "300 g wheat flour", "tags": ["dessert"]}]
+        run = _run(
+            _t("t", "find_recipe", "retrieval", 1, input={"query": "lemon tart (gluten-free)"}, output=out)
+        )
+        ev = _ev(run, "t", "request-variant")
+        assert ev and "gluten-free" in ev[0].reason
+
+    def test_a_qualifier_the_answer_mentions_or_a_request_of_fields_is_no_tell(self) -> None:
+        """The qualifier written in the answer, or a request of several fields (no query), raises nothing."""
+        out = [{"title": "lemon tart", "tags": ["gluten-free"]}]
+        run = _run(
+            _t("t", "find_recipe", "retrieval", 1, input={"query": "lemon tart (gluten-free)"}, output=out)
+        )
+        assert _ev(run, "t", "request-variant") == []
+        fields = _run(
+            _t(
+                "t",
+                "lookup",
+                "tool",
+                1,
+                input={"lot": "CHP-NV", "style": "sparkling"},
+                output={"lot": "CHP-NV"},
+            )
+        )
+        assert _ev(fields, "t", "request-variant") == []
+
+
+class TestShape:
+    def test_records_under_another_records_key_are_flagged(self) -> None:
+        """Records keyed by lot whose own lot field names the next key: shifted by one against their keys."""
+        out = {
+            "A-1": {"lot": "B-2", "hts": "x"},
+            "B-2": {"lot": "C-3", "hts": "y"},
+            "C-3": {"lot": "A-1", "hts": "z"},
+        }
+        run = _run(_t("t", "collect", "other", 1, input={"lots": ["A-1", "B-2", "C-3"]}, output=out))
+        ev = _ev(run, "t", "request-misaligned")
+        assert ev and "'A-1'" in ev[0].reason
+        aligned = {k: {"lot": k, "hts": "x"} for k in ("A-1", "B-2", "C-3")}
+        run = _run(_t("t", "collect", "other", 1, input={}, output=aligned))
+        assert _ev(run, "t", "request-misaligned") == []
+
+    def test_a_sum_that_held_in_the_input_and_not_in_the_output_is_flagged(self) -> None:
+        """scored + remaining == total held when given and not when answered: an update moved one field only."""
+        run = _run(
+            _t(
+                "t",
+                "advance",
+                "other",
+                1,
+                input={"scored": 2, "total": 4, "remaining": 2},
+                output={"scored": 3, "total": 4, "remaining": 0},
+            )
+        )
+        ev = _ev(run, "t", "request-sum")
+        assert ev and "total" in ev[0].reason
+        kept = _run(
+            _t(
+                "t",
+                "advance",
+                "other",
+                1,
+                input={"scored": 2, "total": 4, "remaining": 2},
+                output={"scored": 3, "total": 4, "remaining": 1},
+            )
+        )
+        assert _ev(kept, "t", "request-sum") == []
+
+
+class TestSeries:
+    def test_another_code_of_the_asked_series_is_flagged(self) -> None:
+        """Asked about unit 4D, answered about unit 4B and never 4D: the neighbouring record."""
+        out = {"documents": [{"id": "listing-LC-4B", "content": "Linden Court, Unit 4B: rent EUR 1,090."}]}
+        run = _run(
+            _t(
+                "t",
+                "find_listing",
+                "retrieval",
+                1,
+                input={"query": "Linden Court unit 4D listing"},
+                output=out,
+            )
+        )
+        ev = _ev(run, "t", "request-series")
+        assert ev and "'4D'" in ev[0].reason and "4B" in ev[0].reason
+
+    def test_the_asked_code_named_or_a_filter_over_the_series_is_no_tell(self) -> None:
+        """An answer naming the asked code, or a request naming several codes of one series, raises nothing."""
+        named = {"documents": [{"id": "LC-4D", "content": "Unit 4D, next to 4B."}]}
+        run = _run(_t("t", "find_listing", "retrieval", 1, input={"query": "unit 4D"}, output=named))
+        assert _ev(run, "t", "request-series") == []
+        subset = [{"berth": "B7"}]
+        run = _run(_t("t", "candidates", "tool", 1, input={"berths": ["B1", "B2", "B7"]}, output=subset))
+        assert _ev(run, "t", "request-series") == []
+
+    def test_a_code_under_a_field_the_answer_also_has_is_left_to_the_conflict_rule(self) -> None:
+        """Given employee=E104 and answered employee=E117, the mismatch is `lineage:conflict`'s: this rule
+        stays silent, so one mismatch is not counted twice."""
+        out = {"claim_id": "CLM-2219", "employee": "E117", "receipts": ["Hotel"]}
+        run = _run(
+            _t(
+                "t",
+                "fetch_receipts",
+                "tool",
+                1,
+                input={"claim_id": "CLM-2219", "employee": "E104"},
+                output=out,
+            )
+        )
+        assert _ev(run, "t", "request-series") == []
