@@ -134,6 +134,19 @@ class Lexicon:
     """A bound by its name: ``min_capacity``, ``price_max``, ``minPrice``, ``priceMax`` (``min``/``max``; a
     separator or a capital is required: ``minutes`` and ``admin`` bound nothing)."""
 
+    # -- Settings: what a caller picks rather than reports
+
+    duration_text: re.Pattern[str]
+    """A number written with a unit of time in prose ("every 24 hours", "for 18 min", "a 30-minute call"):
+    group 1 is the number."""
+
+    duration_value: re.Pattern[str]
+    """A whole value that is a span of time (``15m``, ``24h``, ``7 days``, ISO ``PT15M``)."""
+
+    duration_words: frozenset[str]
+    """Words of a field name that make its number a span of time (``every_hours``, ``minutes``,
+    ``windowDays``); ``min`` is left out (``min_price`` is a bound)."""
+
     def count(self) -> dict[str, int]:
         """How many phrases each field holds (a pattern, its alternatives at any depth; a set, its words)."""
         out: dict[str, int] = {}
@@ -262,6 +275,18 @@ ENGLISH = Lexicon(
     bound_field=re.compile(
         r"^(?:(min|max)(?:imum)?_([a-z]\w*)|([a-z]\w*?)_(min|max)(?:imum)?"
         r"|(min|max)(?:imum)?([A-Z]\w*)|([a-z]\w*?)(Min|Max)(?:imum)?)$"
+    ),
+    # -- Settings: what a caller picks rather than reports
+    duration_text=re.compile(
+        r"(?<![\w.,])(\d+(?:\.\d+)?)[\s-]*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?)\b", re.I
+    ),
+    duration_value=re.compile(
+        r"^\s*(?:\d+(?:\.\d+)?\s*(?:s|m|h|d|w|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?)"
+        r"|p(?=\w*\d)(?:\d+[dw])*(?:t(?:\d+[hms])+)?)\s*$",
+        re.I,
+    ),
+    duration_words=frozenset(
+        ["seconds", "secs", "minutes", "mins", "hours", "hrs", "days", "weeks", "interval", "window", "timeout", "ttl", "duration"]
     ),
 )
 """The English the analysis reads (the only lexicon today)."""
