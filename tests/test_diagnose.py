@@ -334,9 +334,9 @@ class TestLLMOutputs:
 
     def test_a_duration_in_prose_and_what_it_works_out_are_choices(self) -> None:
         """A number a model writes with a unit of time ("every 24 hours", "for 18 min") is its setting, and so
-        is a number worked out from one and a given rate (18 min at 40 L/min: 720 L); another number its input
-        lacks is still claimed."""
-        inp = {"zone": "A1", "start": "05:30", "flow_lpm": 40, "dose_ml": 3.5}
+        are a time of day it sets (05:30) and a number worked out from a span and a given rate (18 min at
+        40 L/min: 720 L); another number its input lacks is still claimed."""
+        inp = {"zone": "A1", "flow_lpm": 40, "dose_ml": 3.5}
 
         def said(text: str) -> Run:
             return _run(Step("w", "draft", "llm", input=inp, output=text))

@@ -31,6 +31,7 @@ _SCHEMA_ATTRS = ("gen_ai.tool.definitions", "llm.tools")
 _CALL_ARGS = frozenset({"arguments", "args", "input", "parameters"})
 """The keys under which the known call formats hold a tool call's arguments (``tool_calls[0].arguments``)."""
 _LAST = re.compile(r"\[\d+\]$")
+_CLOCK = re.compile(r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?![\d.]|:\d)")
 _FIELD_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
@@ -77,11 +78,14 @@ def setting(param: str, v: Any, *, lexicon: Lexicon = ENGLISH) -> bool:
     return False
 
 
-def settings(out: Any, *, slots: bool = False, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
+def settings(
+    out: Any, *, slots: bool = False, clock: bool = True, lexicon: Lexicon = ENGLISH
+) -> set[tuple[str, Any]]:
     """The keys of the values an output sets rather than claims.
 
     In a tool call's arguments (every argument of a tool's input when ``slots``): the `setting` values.
-    In text (a model's prose, a chat message's content): each number written with a unit of time.
+    In text (a model's prose, a chat message's content): each number written with a unit of time, and the
+    parts of a time of day (unless not ``clock``: a time of day is no amount to work a number out from).
     """
     found: set[tuple[str, Any]] = set()
     for path, v in content.leaves(out):
@@ -95,6 +99,9 @@ def settings(out: Any, *, slots: bool = False, lexicon: Lexicon = ENGLISH) -> se
         if isinstance(v, str):
             for d in lexicon.duration_text.finditer(v):
                 found.add(("n", round(float(d.group(1)), 6)))
+            for t in _CLOCK.finditer(v) if clock else ():
+                # A time of day a plan sets ("A1: 05:30 for 18 min") is one setting, not the numbers 5 and 30.
+                found.update({("n", float(t.group(1))), ("n", float(t.group(2)))})
     return found
 
 

@@ -280,10 +280,11 @@ class _Chosen:
     """Whether a value a model stated is its own choice (`trajdebug.analysis.diagnosers._choices`): a setting
     of a call it makes, an option a tool schema it was shown offers, or a number worked out from a setting."""
 
-    __slots__ = ("_forms", "_set", "_shown", "_shown_forms")
+    __slots__ = ("_forms", "_set", "_shown", "_shown_forms", "_spans")
 
     def __init__(self, step: Step, out: Any, forms: set[str]) -> None:
         self._set = choices.settings(out)
+        self._spans = choices.settings(out, clock=False)
         self._shown = choices.shown(step)
         self._shown_forms: set[str] | None = None
         self._forms = forms
@@ -299,7 +300,7 @@ class _Chosen:
                 self._shown_forms = content.number_forms(self._shown)
             if present(v, self._shown, self._shown_forms):
                 return True
-        return k[0] == "n" and choices.from_setting(k[1], self._set, self._forms)
+        return k[0] == "n" and choices.from_setting(k[1], self._spans, self._forms)
 
 
 def _unconfirmed(step: Step, ctx: DiagnoseContext, missing: list[str], raw: list[Any]) -> list[str]:
