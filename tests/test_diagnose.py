@@ -333,9 +333,9 @@ class TestLLMOutputs:
         assert [e for e in _from(_verdict(unshown, "g"), "llm-output") if not e.sound]
 
     def test_a_duration_in_prose_and_what_it_works_out_are_choices(self) -> None:
-        """A number a model writes with a unit of time ("every 24 hours", "for 18 min") is its setting, and so
-        are a time of day it sets (05:30) and a number worked out from a span and a given rate (18 min at
-        40 L/min: 720 L); another number its input lacks is still claimed."""
+        """A span of time a model's text sets ("every 24 hours", "for 18 min") is its setting, and so are a time
+        of day it writes (05:30) and a number worked out from a span and a given rate (18 min at 40 L/min:
+        720 L); another number its input lacks, and a bare span ("ran 45 minutes"), are still claimed."""
         inp = {"zone": "A1", "flow_lpm": 40, "dose_ml": 3.5}
 
         def said(text: str) -> Run:
@@ -345,6 +345,8 @@ class TestLLMOutputs:
         assert not [e for e in _from(_verdict(said("A1: 05:30 for 18 min (720 L)"), "w"), "llm-output") if not e.sound]
         [e] = _from(_verdict(said("A1: 05:30 for 18 min (730 L)"), "w"), "llm-output")
         assert "730" in e.reason and not e.sound
+        [e] = _from(_verdict(said("The pump ran 45 minutes."), "w"), "llm-output")
+        assert "45" in e.reason and not e.sound
 
     def test_a_value_the_world_answered_first_is_no_invention(self) -> None:
         """A model that names a site in the same turn it asks for the customer record, which then returns that

@@ -137,8 +137,8 @@ class Lexicon:
     # -- Settings: what a caller picks rather than reports
 
     duration_text: re.Pattern[str]
-    """A number written with a unit of time in prose ("every 24 hours", "for 18 min", "a 30-minute call"):
-    group 1 is the number."""
+    """A span of time a text sets, an interval or a length ("every 24 hours", "for 18 min"): group 1 is the
+    number.  A bare span ("took 44 minutes", "lead time: 12 days") is a claim about the world."""
 
     duration_value: re.Pattern[str]
     """A whole value that is a span of time (``15m``, ``24h``, ``7 days``, ISO ``PT15M``)."""
@@ -278,7 +278,7 @@ ENGLISH = Lexicon(
     ),
     # -- Settings: what a caller picks rather than reports
     duration_text=re.compile(
-        r"(?<![\w.,])(\d+(?:\.\d+)?)[\s-]*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?)\b", re.I
+        r"\b(?:every|for)\s+(\d+(?:\.\d+)?)[\s-]*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?)\b", re.I
     ),
     duration_value=re.compile(
         r"^\s*(?:\d+(?:\.\d+)?\s*(?:s|m|h|d|w|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?)"

@@ -84,7 +84,7 @@ def settings(
     """The keys of the values an output sets rather than claims.
 
     In a tool call's arguments (every argument of a tool's input when ``slots``): the `setting` values.
-    In text (a model's prose, a chat message's content): each number written with a unit of time, and the
+    In text (a model's prose, a chat message's content): each span of time it sets ("every 24 hours"), and the
     parts of a time of day (unless not ``clock``: a time of day is no amount to work a number out from).
     """
     found: set[tuple[str, Any]] = set()

@@ -384,8 +384,8 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             # the inputs hold numbers to compute it from.
             if isinstance(v, (int, float)) and float(v).is_integer() and (abs(v) < 1000 or arithmetic):
                 computed += 1
-    if raw and (said := _unconfirmed(step, ctx, missing, raw)) != missing:
-        missing, unsure = said, True
+    if raw and (left := _unconfirmed(step, ctx, missing, raw)) != missing:
+        missing, unsure = left, True
     if missing:
         frac = min(1.0, (len(missing) - 0.5 * computed) / checked)
         # One unexplained value among few says little (a computed age, a count).
