@@ -96,6 +96,21 @@ class TestToolCalls:
         [e] = _from(_verdict(run, "t"), "tool-arguments")
         assert e.sound
 
+    def test_a_setting_argument_comes_from_nowhere_without_blame(self) -> None:
+        """A tool argument that is a setting of the call (a window ``24h``, a page size of 50) found in no
+        earlier output is the caller's choice; a made-up order id beside it is still named."""
+        run = _run(
+            Step("a", "llm", "llm", output="Look up order #W2378156 for the user."),
+            Step("t", "get_order", "tool", input={"order_id": "#W2378156", "window": "24h", "limit": 50}),
+        )
+        assert not [e for e in _from(_verdict(run, "t"), "tool-arguments") if not e.sound]
+        bad = _run(
+            Step("a", "llm", "llm", output="Look up order #W2378156 for the user."),
+            Step("t", "get_order", "tool", input={"order_id": "#W9999999", "window": "24h", "limit": 50}),
+        )
+        [e] = _from(_verdict(bad, "t"), "tool-arguments")
+        assert not e.sound and "#W9999999" in e.reason and "24h" not in e.reason and "50" not in e.reason
+
     def test_a_json_text_argument_comes_from_upstream_when_its_values_do(self) -> None:
         """An argument that is JSON text (an agent used as a tool) is checked value by value: each found
         upstream makes it sound; one found nowhere is named."""
@@ -286,6 +301,73 @@ class TestLLMOutputs:
             )
         )
         assert not [e for e in _from(_verdict(run, "c"), "llm-output") if not e.sound]
+
+    def test_a_setting_of_a_tool_call_is_a_choice_not_a_claim(self) -> None:
+        """A model's tool call that sets a time window (``window='15m'``) or a field named for a span of time
+        (``every_hours=24``) its inputs never mention chose a setting, it claimed nothing; an id it made up in
+        the same call is still a claim."""
+        inp = {"messages": [{"role": "user", "content": "Query station R-1 of zone riverside"}]}
+
+        def call(args: dict[str, Any]) -> Run:
+            out = {"role": "assistant", "tool_calls": [{"name": "get_station_status", "arguments": args}]}
+            return _run(Step("g", "ChatCompletion", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(call({"station": "R-1", "window": "15m"}), "g"), "llm-output") if not e.sound]
+        assert not [e for e in _from(_verdict(call({"station": "R-1", "every_hours": 24}), "g"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(call({"station": "R-9", "window": "15m"}), "g"), "llm-output")
+        assert "R-9" in e.reason and "15m" not in e.reason and not e.sound
+
+    def test_an_option_of_the_recorded_tool_schema_is_a_choice(self) -> None:
+        """A value the tool's recorded JSON schema offered (an enum, as OpenInference keeps it) is a choice
+        among options the model was shown, not a made-up value."""
+        schema = json.dumps(
+            {"type": "function", "function": {"name": "get_rates", "parameters": {"type": "object", "properties": {
+                "basis": {"type": "string", "enum": ["SPOT", "FWD-3M"]}}}}}
+        )
+        inp = {"messages": [{"role": "user", "content": "Rates for EUR"}]}
+        out = {"role": "assistant", "tool_calls": [{"name": "get_rates", "arguments": {"basis": "FWD-3M"}}]}
+        shown = _run(Step("g", "ChatCompletion", "llm", input=inp, output=out,
+                          attributes={"llm.tools.0.tool.json_schema": schema}))
+        unshown = _run(Step("g", "ChatCompletion", "llm", input=inp, output=out))
+        assert not [e for e in _from(_verdict(shown, "g"), "llm-output") if not e.sound]
+        assert [e for e in _from(_verdict(unshown, "g"), "llm-output") if not e.sound]
+
+    def test_a_duration_in_prose_and_what_it_works_out_are_choices(self) -> None:
+        """A span of time a model's text sets ("every 24 hours", "for 18 min") is its setting, and so are a time
+        of day it writes (05:30) and a number worked out from a span and a given rate (18 min at 40 L/min:
+        720 L); another number its input lacks, and a bare span ("ran 45 minutes"), are still claimed."""
+        inp = {"zone": "A1", "flow_lpm": 40, "dose_ml": 3.5}
+
+        def said(text: str) -> Run:
+            return _run(Step("w", "draft", "llm", input=inp, output=text))
+
+        assert not [e for e in _from(_verdict(said("Give 3.5 mL every 24 hours."), "w"), "llm-output") if not e.sound]
+        assert not [e for e in _from(_verdict(said("A1: 05:30 for 18 min (720 L)"), "w"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(said("A1: 05:30 for 18 min (730 L)"), "w"), "llm-output")
+        assert "730" in e.reason and not e.sound
+        [e] = _from(_verdict(said("The pump ran 45 minutes."), "w"), "llm-output")
+        assert "45" in e.reason and not e.sound
+
+    def test_a_value_the_world_answered_first_is_no_invention(self) -> None:
+        """A model that names a site in the same turn it asks for the customer record, which then returns that
+        site, invented nothing; a site no tool returned before it was handed on is still a made-up value."""
+        inp = {"messages": [{"role": "user", "content": '{"customer_id": "C-5512"}'}]}
+
+        def turn(site: str, answered: str) -> Run:
+            out = {"role": "assistant", "tool_calls": [
+                {"name": "get_customer", "arguments": {"customer_id": "C-5512"}},
+                {"name": "get_roof", "arguments": {"site_id": site}},
+            ]}
+            return _run(
+                Step("g", "generation", "llm", input=inp, output=out),
+                Step("c", "get_customer", "tool", input={"customer_id": "C-5512"},
+                     output={"customer_id": "C-5512", "site": answered}, deps=(D("g"),)),
+                Step("r", "get_roof", "tool", input={"site_id": site}, output={"site": site}, deps=(D("g"),)),
+            )
+
+        assert not [e for e in _from(_verdict(turn("S-88", "S-88"), "g"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(turn("S-88", "S-17"), "g"), "llm-output")
+        assert "S-88" in e.reason and not e.sound
 
     def test_contradiction_comes_with_a_correction(self) -> None:
         """An LLM output contradicting its input on a field proposes the input's value as a correction."""

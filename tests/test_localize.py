@@ -444,8 +444,8 @@ class TestRanking:
         assert "another listed item" in " ".join(other.reasons)
 
     def test_a_made_up_value_that_never_reached_the_failure_weighs_less(self) -> None:
-        """A model that set a tool argument of its own (window='15m') is less suspect of a dock-count failure
-        the value never reached than of a failure given that value."""
+        """A model that made up a tool argument (feed='F-77', a data feed no input names) is less suspect of a
+        dock-count failure the value never reached than of a failure given that value."""
         user = {"role": "user", "content": 'Query each station: {"zone": "harbour", "stations": ["H-1", "H-6"]}'}
 
         def run_of(dispatched: dict[str, Any]) -> Run:
@@ -455,7 +455,7 @@ class TestRanking:
                     "ChatCompletion",
                     "llm",
                     input={"messages": [{"role": "system", "content": "You collect station status."}, user]},
-                    output={"role": "assistant", "tool_calls": [{"name": "get_station_status", "arguments": {"station": "H-6", "window": "15m"}}]},
+                    output={"role": "assistant", "tool_calls": [{"name": "get_station_status", "arguments": {"station": "H-6", "feed": "F-77"}}]},
                     start_ns=1,
                     end_ns=2,
                 ),
@@ -463,7 +463,7 @@ class TestRanking:
                     "t",
                     "get_station_status",
                     "tool",
-                    input={"station": "H-6", "window": "15m"},
+                    input={"station": "H-6", "feed": "F-77"},
                     output={"station": "H-6", "bikes": 15},
                     deps=(D("m"),),
                     start_ns=3,
@@ -489,7 +489,7 @@ class TestRanking:
             return model.features["evidence:llm-output"]
 
         off = claim(run_of({"station": "H-6", "bikes": 6}))
-        on = claim(run_of({"station": "H-6", "bikes": 6, "window": "15m"}))
+        on = claim(run_of({"station": "H-6", "bikes": 6, "feed": "F-77"}))
         assert 0 < off < on
 
     def test_a_failure_stating_another_value_points_at_the_step_that_said_it(self) -> None:

@@ -161,6 +161,19 @@ class Lexicon:
     cache_values: frozenset[str]
     """Values of a freshness field that say the answer came from a cache (``fetched: cache``)."""
 
+    # -- Settings: what a caller picks rather than reports
+
+    duration_text: re.Pattern[str]
+    """A span of time a text sets, an interval or a length ("every 24 hours", "for 18 min"): group 1 is the
+    number.  A bare span ("took 44 minutes", "lead time: 12 days") is a claim about the world."""
+
+    duration_value: re.Pattern[str]
+    """A whole value that is a span of time (``15m``, ``24h``, ``7 days``, ISO ``PT15M``)."""
+
+    duration_words: frozenset[str]
+    """Words of a field name that make its number a span of time (``every_hours``, ``minutes``,
+    ``windowDays``); ``min`` is left out (``min_price`` is a bound)."""
+
     def count(self) -> dict[str, int]:
         """How many phrases each field holds (a pattern, its alternatives at any depth; a set, its words)."""
         out: dict[str, int] = {}
@@ -301,6 +314,19 @@ ENGLISH = Lexicon(
         {"version", "revision", "rev", "updated", "fetched", "asof", "snapshot", "refreshed", "retrieved", "modified", "timestamp", "etag"}
     ),
     cache_values=frozenset({"cache", "cached", "stale"}),
+
+    # -- Settings: what a caller picks rather than reports
+    duration_text=re.compile(
+        r"\b(?:every|for)\s+(\d+(?:\.\d+)?)[\s-]*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?)\b", re.I
+    ),
+    duration_value=re.compile(
+        r"^\s*(?:\d+(?:\.\d+)?\s*(?:s|m|h|d|w|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?)"
+        r"|p(?=\w*\d)(?:\d+[dw])*(?:t(?:\d+[hms])+)?)\s*$",
+        re.I,
+    ),
+    duration_words=frozenset(
+        ["seconds", "secs", "minutes", "mins", "hours", "hrs", "days", "weeks", "interval", "window", "timeout", "ttl", "duration"]
+    ),
 )
 """The English the analysis reads (the only lexicon today)."""
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers import _choices as choices
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import _ASSISTANT_ROLES
 from trajdebug.analysis.diagnosers._tools import (
@@ -275,16 +276,43 @@ def _lookups(step: Step, ctx: DiagnoseContext, hay: str, stated: list[Any]) -> t
     return forms, dates
 
 
-def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """An LLM output that is empty, or states values absent from or contradicting its inputs."""
-    if step.kind != "llm" or step.status == "error":
-        return
-    out = step.output
-    if content.is_empty(out):
-        yield Evidence(step.step_id, 0.5, "the model returned nothing", "llm-output")
-        return
+class _Chosen:
+    """Whether a value a model stated is its own choice (`trajdebug.analysis.diagnosers._choices`): a setting
+    of a call it makes, an option a tool schema it was shown offers, or a number worked out from a setting."""
+
+    __slots__ = ("_forms", "_set", "_shown", "_shown_forms", "_spans")
+
+    def __init__(self, step: Step, out: Any, forms: set[str]) -> None:
+        self._set = choices.settings(out)
+        self._spans = choices.settings(out, clock=False)
+        self._shown = choices.shown(step)
+        self._shown_forms: set[str] | None = None
+        self._forms = forms
+
+    def __call__(self, v: Any) -> bool:
+        k = choices.key(v)
+        if k is None:
+            return False
+        if k in self._set:
+            return True
+        if self._shown:
+            if self._shown_forms is None:
+                self._shown_forms = content.number_forms(self._shown)
+            if present(v, self._shown, self._shown_forms):
+                return True
+        return k[0] == "n" and choices.from_setting(k[1], self._spans, self._forms)
+
+
+def _unconfirmed(step: Step, ctx: DiagnoseContext, missing: list[str], raw: list[Any]) -> list[str]:
+    """The made-up values (``missing``, stated as ``raw``) left once those the world answered with before
+    anything handed them to it are taken out: those were no invention (`choices.confirmed`)."""
+    said = choices.confirmed(step, ctx, [v for v in raw if isinstance(v, str)])
+    return [m for m, v in zip(missing, raw) if not (isinstance(v, str) and v.strip().lower() in said)]
+
+
+def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evidence | None:
+    """The finding of an output that contradicts its input on a field, with the input's value as correction."""
     claimed = content.parse_json(out) if isinstance(out, str) and content.looks_like_json(out) else out
-    hay = ctx.upstream_text(step)  # built once: both checks read it
     bad = contradictions(
         claimed if claimed is not None else out,
         [step.input, *upstream_outputs(step, ctx)],
@@ -296,28 +324,42 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         for b in bad
         if not (isinstance(b[1], (int, float)) and not isinstance(b[1], bool) and _computed(step, ctx, float(b[1])))
     ]
-    if bad:
-        k, v, w = bad[0]
-        yield Evidence(
-            step.step_id,
-            0.55,
-            f"states {k}={v!r} but its input says {w!r}",
-            "llm-output",
-            correction=(
-                json.dumps(_replace_key(claimed, k, w)) if claimed is not out else _replace_key(out, k, w)
-            ),
-        )
+    if not bad:
+        return None
+    k, v, w = bad[0]
+    return Evidence(
+        step.step_id,
+        0.55,
+        f"states {k}={v!r} but its input says {w!r}",
+        "llm-output",
+        correction=(json.dumps(_replace_key(claimed, k, w)) if claimed is not out else _replace_key(out, k, w)),
+    )
+
+
+def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """An LLM output that is empty, or states values absent from or contradicting its inputs."""
+    if step.kind != "llm" or step.status == "error":
+        return
+    out = step.output
+    if content.is_empty(out):
+        yield Evidence(step.step_id, 0.5, "the model returned nothing", "llm-output")
+        return
+    hay = ctx.upstream_text(step)  # built once: both checks read it
+    said = _contradicted(step, ctx, out, hay)
+    if said is not None:
+        yield said
         return
     if not hay.strip():
         return
     stated = _stated(out)
     forms, dates = _lookups(step, ctx, hay, stated)
-    checked, missing = 0, []
+    checked, missing, raw = 0, [], []
     # The literals of generated SQL are values it claims, whatever they look like.
     labels = content.sql_of(out) is None
     unsure = False
     computed = 0
     arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2
+    chosen = _Chosen(step, out, forms)
     for v in stated:
         if is_year(v, step.start_ns):
             continue  # the current year is context, not a claim
@@ -329,14 +371,21 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             continue
         if not seen and isinstance(v, (int, float)) and _computed(step, ctx, float(v)):
             seen = True  # a number computed from the numbers it was given (a difference, a ratio) is derived
+        if not seen and chosen(v):
+            # A setting of its call, or an option it was offered: its choice, not a claim.  It counts as a
+            # value accounted for (the share of made-up values falls), never as one found (no sound verdict).
+            seen = unsure = True
         checked += 1
         if not seen and repr(v)[:40] not in missing:
             missing.append(repr(v)[:40])
+            raw.append(v)
             # A whole number (a count, an age in minutes) is often computed from
             # the inputs rather than made up: it counts half when small, or when
             # the inputs hold numbers to compute it from.
             if isinstance(v, (int, float)) and float(v).is_integer() and (abs(v) < 1000 or arithmetic):
                 computed += 1
+    if raw and (left := _unconfirmed(step, ctx, missing, raw)) != missing:
+        missing, unsure = left, True
     if missing:
         frac = min(1.0, (len(missing) - 0.5 * computed) / checked)
         # One unexplained value among few says little (a computed age, a count).

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers import _choices as choices
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.graph import CHILD_KEY
@@ -306,11 +307,15 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     # The haystack's numbers are read only when an argument is a number (`present` reads ``forms`` for those alone).
     numeric = any(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in args)
     forms = content.number_forms(hay) if numeric else set()
-    checked, missing = 0, []
+    checked, missing, chosen = 0, [], False
     for path, v in args:
         seen = present(v, hay, forms)
         if seen is None:
             continue
+        if not seen and choices.setting(path.rsplit(".", 1)[-1], v, lexicon=ctx.lexicon):
+            # A setting of the call (a window, a page size) is the caller's choice, not a claim: accounted
+            # for, never found upstream.
+            seen = chosen = True
         checked += 1
         if not seen:
             missing.append(f"{path}={v!r}"[:60])
@@ -323,7 +328,7 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             f"argument{'s' if plural else ''} {', '.join(missing[:3])} come{'' if plural else 's'} from no upstream output",
             "tool-arguments",
         )
-    elif checked:
+    elif checked and not chosen:
         yield Evidence(
             step.step_id, 0.0, "its arguments all come from upstream outputs", "tool-arguments", sound=True
         )

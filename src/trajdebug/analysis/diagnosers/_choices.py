@@ -1,0 +1,144 @@
+"""What a model chose rather than claimed: the options it was shown, the settings it picked.
+
+A value a model states that none of its inputs holds is a claim about the world (a made-up price, an
+invented id): `trajdebug.analysis.diagnosers._steps.llm_output` reports it.  Not every such value is a
+claim.  A model that calls a tool picks the call's settings itself (a time window of ``15m``, a dosing
+interval of 24 hours, a meeting of 30 minutes), or one of the options the tool's schema offered it (an
+``enum``, a ``default``, the examples of a ``description``); a number it works out from such a setting and
+a given rate (18 minutes at 40 litres a minute: 720 litres) is as much its own.  And a value the world
+itself answered with, before anything handed it to the world, was no invention (a model that asks for a
+customer's site and its roof in one turn names the site the customer record then returns).
+
+These rules read values and the recorded request: the tools' JSON schemas as the route kept them (the
+request's ``tools`` through the recording SDK, OpenInference's ``llm.tools.N.tool.json_schema``,
+``gen_ai.tool.definitions``; LangGraph and the Agents SDK keep the tools' names only).  The words of time
+units are the lexicon's (`trajdebug.analysis.lexicon.Lexicon.duration_text` and its siblings).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import DiagnoseContext
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.core.model import Step
+
+
+_SCHEMA_ATTRS = ("gen_ai.tool.definitions", "llm.tools")
+_CALL_ARGS = frozenset({"arguments", "args", "input", "parameters"})
+"""The keys under which the known call formats hold a tool call's arguments (``tool_calls[0].arguments``)."""
+_LAST = re.compile(r"\[\d+\]$")
+_CLOCK = re.compile(r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?![\d.]|:\d)")
+_FIELD_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def key(v: Any) -> tuple[str, Any] | None:
+    """A value as the rules compare it: a number by its amount, a string by its lower-case text."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return ("n", round(float(v), 6))
+    if isinstance(v, str):
+        return ("s", v.strip().lower())
+    return None
+
+
+def shown(step: Step) -> str:
+    """Lower-case text of the tool schemas the model was offered, as its route recorded them ('' if none)."""
+    parts: list[str] = []
+    if isinstance(step.input, Mapping) and step.input.get("tools"):
+        parts.append(content.text_of(step.input["tools"]))
+    for k, v in step.attributes.items():
+        schema = k in _SCHEMA_ATTRS or (k.startswith("llm.tools.") and k.endswith("json_schema"))
+        names = isinstance(v, list) and all(isinstance(x, str) for x in v)  # names alone offer no value
+        if schema and not (k == "llm.tools" and names):
+            parts.append(v if isinstance(v, str) else content.text_of(v))
+    return "\n".join(parts).lower()
+
+
+def _duration_field(name: str, lexicon: Lexicon) -> bool:
+    words = {w.lower() for w in _FIELD_WORD.findall(name)}
+    return bool(words & lexicon.duration_words)
+
+
+def setting(param: str, v: Any, *, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether a value given to a call's parameter is a setting the caller picked: a span of time (``15m``;
+    a number of a field named for one, ``every_hours=24``) or a small round number (a page size, a limit)."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, str):
+        return bool(lexicon.duration_value.match(v))
+    if isinstance(v, (int, float)):
+        if _duration_field(param, lexicon):
+            return True
+        return float(v).is_integer() and 0 < abs(v) <= 100 and int(v) % 5 == 0
+    return False
+
+
+def settings(
+    out: Any, *, slots: bool = False, clock: bool = True, lexicon: Lexicon = ENGLISH
+) -> set[tuple[str, Any]]:
+    """The keys of the values an output sets rather than claims.
+
+    In a tool call's arguments (every argument of a tool's input when ``slots``): the `setting` values.
+    In text (a model's prose, a chat message's content): each span of time it sets ("every 24 hours"), and the
+    parts of a time of day (unless not ``clock``: a time of day is no amount to work a number out from).
+    """
+    found: set[tuple[str, Any]] = set()
+    for path, v in content.leaves(out):
+        parts = path.rsplit(".", 2)
+        inside = len(parts) >= 2 and _LAST.sub("", parts[-2]) in _CALL_ARGS and "[" not in parts[-1]
+        param = parts[-1] if inside else _LAST.sub("", parts[-1]) if slots else None
+        if param is not None:
+            if setting(param, v, lexicon=lexicon) and (k := key(v)) is not None:
+                found.add(k)
+            continue
+        if isinstance(v, str):
+            for d in lexicon.duration_text.finditer(v):
+                found.add(("n", round(float(d.group(1)), 6)))
+            for t in _CLOCK.finditer(v) if clock else ():
+                # A time of day a plan sets ("A1: 05:30 for 18 min") is one setting, not the numbers 5 and 30.
+                found.update({("n", float(t.group(1))), ("n", float(t.group(2)))})
+    return found
+
+
+def from_setting(v: float, chosen: Iterable[tuple[str, Any]], forms: set[str]) -> bool:
+    """Whether a number is a setting times or over a number of the inputs (18 minutes at 40 a minute: 720)."""
+    for kind, s in chosen:
+        if kind != "n" or not s:
+            continue
+        for r in (v / s, v * s):
+            n = content.norm_number(repr(round(r, 6)))
+            if n is not None and n in forms:
+                return True
+    return False
+
+
+def confirmed(step: Step, ctx: DiagnoseContext, values: Iterable[str], reach: int = 50) -> set[str]:
+    """The strings among ``values`` a later tool answered with before any step was handed them.
+
+    A model that names a customer's site in the same turn it asks for the customer record, which then
+    returns that site, invented nothing: the world said it first.  A tool given the value only echoes it,
+    and once any step was handed it the world may be repeating it back (a write read again).
+    """
+    left = {v.strip().lower() for v in values if isinstance(v, str) and len(v.strip()) >= 3}
+    found: set[str] = set()
+    pos = ctx.graph.position(step.step_id)
+    for s in ctx.run.steps[pos + 1 : pos + 1 + reach]:
+        if not left:
+            break
+        given = content.text_of(content.without_markers(s.input)).lower()
+        said = ctx.text(s.step_id) if s.kind in ("tool", "retrieval") and s.status == "ok" else ""
+        for v in list(left):
+            if v in given:
+                left.discard(v)
+            elif v in said and re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", said):
+                found.add(v)
+                left.discard(v)
+    return found
+
+
+__all__ = ["confirmed", "from_setting", "key", "setting", "settings", "shown"]
