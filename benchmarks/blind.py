@@ -47,7 +47,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_j": "held out (written blind and frozen on 2026-12-02; not yet scored)",
+    "suite_j": "held out (written blind and frozen on 2026-12-02; scored once at 14:00 UTC on 020ac1b; misses not studied)",
     "suite_i": "development (scored once held out on 2026-12-02; its misses studied since 2026-12-02)",
     "suite_h": "development (scored once held out on 2026-12-02; its misses studied and trained on since 2026-12-02)",
     "suite_g": "development (scored once held out on 2026-12-02; trained on since 2026-12-02)",
