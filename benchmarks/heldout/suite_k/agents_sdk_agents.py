@@ -3,7 +3,6 @@ TrajdebugProcessor): film-festival programming and textbook procurement."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from pathlib import Path

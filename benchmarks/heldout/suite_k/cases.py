@@ -9,6 +9,7 @@ from typing import Any
 
 from . import agents_sdk_agents as oa
 from . import langgraph_agents as lg
+from . import otlp_agents as ot
 from . import sdk_agents as sdk
 from ._harness import Case
 
@@ -39,6 +40,9 @@ AGENTS: dict[str, Agent] = {
                                  tuple(oa.FESTIVAL_INPUTS[1:])),
     "textbook-procurement": Agent("openai_agents", oa.textbook_agent, oa.textbook_policy, oa.TEXTBOOK_INPUTS[0],
                                   tuple(oa.TEXTBOOK_INPUTS[1:])),
+    "release-planner": Agent("otlp", ot.reservoir_agent, ot.reservoir_policy, ot.RESERVOIR_INPUTS[0],
+                             tuple(ot.RESERVOIR_INPUTS[1:])),
+    "inspection-planner": Agent("otlp", ot.bridge_agent, ot.bridge_policy, ot.BRIDGE_INPUTS[0], tuple(ot.BRIDGE_INPUTS[1:])),
 }
 
 _ROWS = [
@@ -66,13 +70,23 @@ _ROWS = [
     ("k21", "festival-programmer", "wrong_routing", "k_fest_route", "generation fake-model", "transfer_to_shorts_programmer"),
     ("k22", "festival-programmer", "truncated_result", "k_fest_trunc", "search_submissions", '"total": 2'),
     ("k23", "festival-programmer", "format_drift", "k_fest_drift", "get_screening_slots", "7:30 PM"),
-    ("k24", "festival-programmer", "subagent_wrong_entity", "k_fest_entity", "check_rights", "F-2207"),
+    ("k24", "festival-programmer", "subagent_wrong_entity", "k_fest_entity", "generation fake-model", "F-2207"),
     ("k25", "festival-programmer", "hallucinated_value", "k_fest_halluc", "generation fake-model", ": 79,"),
     ("k26", "textbook-procurement", "plan_error", "k_book_plan", "generation fake-model", "section A;"),
     ("k27", "textbook-procurement", "lossy_parsing", "k_book_lossy", "lookup_course", '"seats": 88'),
     ("k28", "textbook-procurement", "wrong_retrieval", "k_book_retrieval", "search_catalog", "978-1-4921-7739-6"),
     ("k29", "textbook-procurement", "swallowed_error", "k_book_swallow", "get_quote", "Q-pending"),
     ("k30", "textbook-procurement", "tool_ignores_argument", "k_book_ignore", "get_quote", '"qty": 1,'),
+    ("k31", "release-planner", "unit_error", "k_res_unit", "read_inflow_forecast", "1412.4"),
+    ("k32", "release-planner", "swallowed_error", "k_res_swallow", "read_storage", "offline"),
+    ("k33", "release-planner", "truncated_result", "k_res_trunc", "get_demands", '"days": 5'),
+    ("k34", "release-planner", "wrong_tool_args", "k_res_args", "ChatCompletion", "Upper Canal"),
+    ("k35", "release-planner", "context_pollution", "k_res_pollute", "build_prompt", "flood watch"),
+    ("k36", "inspection-planner", "plan_error", "k_br_plan", "ChatCompletion", "defer B-0619"),
+    ("k37", "inspection-planner", "lossy_parsing", "k_br_lossy", "parse_ratings", '"min_rating": 4, "superstructure": 5'),
+    ("k38", "inspection-planner", "wrong_routing", "k_br_route", "ChatCompletion", "B-0617: routine"),
+    ("k39", "inspection-planner", "hallucinated_value", "k_br_halluc", "ChatCompletion", "post 40 t"),
+    ("k40", "inspection-planner", "bad_memory_write", "k_br_memory", "remember_priority", '"bridge": "B-0617", "priority": 3'),
 ]
 
 CASES = [

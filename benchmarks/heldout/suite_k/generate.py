@@ -12,11 +12,15 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 
+# Run as a script from any directory: the repository root (and its src/) go on the path first.
+_ROOT = Path(__file__).resolve().parents[3]
+for _entry in (str(_ROOT), str(_ROOT / "src")):
+    if _entry not in sys.path:
+        sys.path.insert(0, _entry)
 if __package__ in (None, ""):
-    _ROOT = Path(__file__).resolve().parents[3]
-    sys.path[:0] = [str(_ROOT), str(_ROOT / "src")]
     __package__ = "benchmarks.heldout.suite_k"
 
 from openai import AsyncOpenAI, OpenAI  # noqa: E402
@@ -27,7 +31,7 @@ from ._harness import check_words, combine, planted, truth  # noqa: E402
 from .cases import AGENTS, CASES  # noqa: E402
 
 
-def _record(server: FakeModelServer, agent: object, given: object, path: Path) -> None:
+def _record(server: FakeModelServer, agent: Any, given: Any, path: Path) -> None:
     clients = {"sync": OpenAI(base_url=server.base_url, api_key="local", max_retries=0),
                "async": AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0),
                "base_url": server.base_url}
