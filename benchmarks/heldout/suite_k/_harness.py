@@ -58,14 +58,27 @@ def _ordered(run: Any) -> list[Any]:
     return sorted(run.steps, key=lambda s: s.start_ns or 0)
 
 
-def _failure_step(steps: list[Any]) -> Any:
-    """The innermost step where the run-failing error occurred."""
+def _failure_step(run: Any, steps: list[Any]) -> Any:
+    """The innermost step where the error that failed the run occurred.
+
+    That error is the one recorded as failing the run, else as propagating; a sibling error raised
+    in parallel that went nowhere is not it.  Without lifecycle stages, the error whose message is
+    in the run's failure reason, else the innermost errored step that started last.
+    """
+    by_id = {s.step_id: s for s in steps}
+    moving = [e for e in run.errors if any(st.stage == "failed" for st in e.stages)]
+    if not moving:
+        moving = [e for e in run.errors if any(st.stage == "propagated" for st in e.stages)]
+    if not moving and run.failure_reason:
+        moving = [e for e in run.errors if e.message and e.message in run.failure_reason]
+    located = [by_id[e.step_id] for e in moving if e.step_id in by_id]
+    if located:
+        return max(located, key=lambda s: s.start_ns or 0)
     errored = [s for s in steps if s.status == "error" or s.error]
     parents = {s.parent_id for s in errored}
     inner = [s for s in errored if s.step_id not in parents]
     if not inner:
         raise AssertionError("failed run has no errored step")
-    # The run fails on the last error raised: the innermost step of the latest-starting chain.
     return max(inner, key=lambda s: s.start_ns or 0)
 
 
@@ -87,7 +100,7 @@ def truth(case: Case, failed: Path, control: Path) -> dict[str, Any]:
     occurrence = same.index(root)
     pos = steps.index(root)
     llm_index = sum(1 for s in steps[:pos] if s.kind == "llm") if root.kind == "llm" else None
-    fail = _failure_step(steps)
+    fail = _failure_step(run, steps)
     fpos = steps.index(fail)
     assert fpos > pos, (case.case, "failure before root")
     fsame = [s for s in steps if s.name == fail.name]

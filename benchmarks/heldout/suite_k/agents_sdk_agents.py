@@ -59,7 +59,7 @@ def search_submissions(section: str, min_score: float) -> str:
 @function_tool
 def get_screening_slots(venue: str, day: str) -> str:
     """Free screening slots of a venue on a day."""
-    length = 25 if venue == "Studio 3" else 150
+    length = 110 if venue == "Studio 3" else 150
     starts = ["14:00", "17:00", "19:30"]
     if active("k_fest_drift"):
         starts[2] = "7:30 PM"
