@@ -97,9 +97,12 @@ def truth(case: Case, failed: Path, control: Path) -> dict[str, Any]:
         "control holds the marker",
     )
     same = [s for s in steps if s.name == root.name]
-    occurrence = same.index(root)
+    # 1-based, as the scorer counts (benchmarks.blind.truth_step: the n-th step of that name as loaded).
+    occurrence = same.index(root) + 1
+    loaded = [s for s in run.steps if s.name == root.name]
+    assert loaded[occurrence - 1].step_id == root.step_id, (case.case, "start order differs from the loaded order")
     pos = steps.index(root)
-    llm_index = sum(1 for s in steps[:pos] if s.kind == "llm") if root.kind == "llm" else None
+    llm_index = sum(1 for s in steps[:pos] if s.kind == "llm") + 1 if root.kind == "llm" else None
     fail = _failure_step(run, steps)
     fpos = steps.index(fail)
     assert fpos > pos, (case.case, "failure before root")
@@ -112,7 +115,7 @@ def truth(case: Case, failed: Path, control: Path) -> dict[str, Any]:
         "route": case.route,
         "fault_kind": case.fault_kind,
         "root": {"name": root.name, "occurrence": occurrence, "kind": root.kind, "llm_index": llm_index},
-        "failure_step": {"name": fail.name, "occurrence": fsame.index(fail)},
+        "failure_step": {"name": fail.name, "occurrence": fsame.index(fail) + 1},
         "hops": hops,
     }
 
