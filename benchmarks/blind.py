@@ -24,7 +24,8 @@ frameworks, each scored once held out, then trained on by the learned ranker sin
 development suites now; suite_h's misses were studied too), and ``suite_i`` (written blind after them,
 scored once held out on 2026-12-02, its misses studied since: a development suite).  ``suite_j``, written
 blind and frozen on 2026-12-02, is held out (`benchmarks.corpus.HELD_OUT`): scored once, by
-`benchmarks.score_heldout`, and its misses never listed.  See ``STATUS``.
+`benchmarks.score_heldout`, and its misses never listed; ``suite_k``, written blind the same day, is held
+out and not yet scored (the next round's measure).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
+    "suite_k": "held out (written blind and frozen on 2026-12-02; not yet scored: the next round's measure)",
     "suite_j": "held out (written blind and frozen on 2026-12-02; scored once at 14:00 UTC on 020ac1b; misses not studied)",
     "suite_i": "development (scored once held out on 2026-12-02; its misses studied since 2026-12-02)",
     "suite_h": "development (scored once held out on 2026-12-02; its misses studied and trained on since 2026-12-02)",

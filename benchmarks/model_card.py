@@ -243,7 +243,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
     lines += [
         "",
         f"{meta['steps']} ranked steps in all. Never used: the suites in `benchmarks.corpus.HELD_OUT`",
-        "(refused by the corpus: suite_j, written blind on 2026-12-02). A case is a failed run whose root-cause step is known; each",
+        "(refused by the corpus: suites j and k, written blind on 2026-12-02). A case is a failed run whose root-cause step is known; each",
         "blind-suite case counts twice (alone, and with its agent's passing runs as references).",
         "Who&When's truth is the step of its `mistake_step` message; tau's is every step of the annotated",
         "root-cause message (so tau top-k here counts steps, not messages as benchmarks/tau.py does).",
@@ -401,7 +401,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to i included since 2026-12-02 (never suite_j, the held-out one). Every number is on cases the scoring model never saw;",
+        "suites, b to i included since 2026-12-02 (never suite_j or suite_k, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
