@@ -342,35 +342,54 @@ def _older(mine: Any, theirs: Any) -> bool:
     return False
 
 
+def _fresh_values(ctx: DiagnoseContext) -> dict[str, tuple[int, dict[Any, dict[str, tuple[int, Any]]]]]:
+    """Per step name: how many calls answered a mapping, and per freshness field the values they answered
+    (``repr`` -> how many, one of them).  Built once per run: asking each step about every other call of its
+    name was quadratic in a tool's calls."""
+    out: dict[str, tuple[int, dict[Any, dict[str, tuple[int, Any]]]]] = {}
+    for s in ctx.run.steps:
+        if s.status != "ok" or not isinstance(s.output, Mapping):
+            continue
+        n, fields = out.get(s.name, (0, {}))
+        for k, v in s.output.items():
+            if _fresh_field(str(k), ctx.lexicon):
+                seen = fields.setdefault(k, {})
+                r = repr(v)
+                seen[r] = (seen[r][0] + 1, seen[r][1]) if r in seen else (1, v)
+        out[s.name] = (n + 1, fields)
+    return out
+
+
 def stale_sibling(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An answer whose freshness field (a version, an ``as_of`` time) is older than the one value every other
     call of the same tool answered with: a stale copy among fresh ones."""
     if step.kind not in _OBSERVERS or step.status != "ok" or not isinstance(step.output, Mapping):
         return
-    others = [
-        s.output
-        for s in ctx.run.steps
-        if s.name == step.name
-        and s.step_id != step.step_id
-        and s.status == "ok"
-        and isinstance(s.output, Mapping)
-    ]
-    if len(others) < 2:
+    calls, fields = ctx.memo("stale-sibling", lambda: _fresh_values(ctx)).get(step.name, (0, {}))
+    others = calls - 1
+    if others < 2:
         return
     asked = content.text_of(step.input)
     for k, mine in step.output.items():
-        if not _fresh_field(str(k), ctx.lexicon) or re.search(
-            rf"(?<![\w.-]){re.escape(str(mine))}(?![\w.-])", asked
-        ):
+        if k not in fields or re.search(rf"(?<![\w.-]){re.escape(str(mine))}(?![\w.-])", asked):
             continue
-        theirs = {repr(o.get(k)) for o in others}
-        if len(theirs) != 1 or k not in others[0] or not _older(mine, others[0][k]):
+        theirs = dict(fields[k])
+        n, _ = theirs[repr(mine)]
+        if n == 1:
+            del theirs[repr(mine)]
+        else:
+            theirs[repr(mine)] = (n - 1, mine)
+        # Every other call answered the field, and all with one value.
+        if len(theirs) != 1 or sum(c for c, _ in theirs.values()) != others:
+            continue
+        [(_, value)] = theirs.values()
+        if not _older(mine, value):
             continue
         yield Evidence(
             step.step_id,
             0.5,
-            f"answered {k}={mine!r} where the {len(others)} other calls of {step.name} all answered "
-            f"{k}={others[0][k]!r}: a stale copy?",
+            f"answered {k}={mine!r} where the {others} other calls of {step.name} all answered "
+            f"{k}={value!r}: a stale copy?",
             "stale-sibling",
         )
         return
