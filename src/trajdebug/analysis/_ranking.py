@@ -40,6 +40,7 @@ from trajdebug.analysis._sources import (
     other_entities,
     reference_evidence,
 )
+from trajdebug.analysis._sql import sql_of
 from trajdebug.analysis._value_sources import lineage_evidence
 from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_check
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -169,7 +170,7 @@ def _matches(step: Step, families: set[str]) -> bool:
         step.attributes.get("expect") == "json" or (isinstance(out, str) and content.looks_like_json(out))
     ):
         return True
-    if "sql" in families and content.sql_of(out) is not None:
+    if "sql" in families and sql_of(out) is not None:
         return True
     if "http" in families and step.kind in ("tool", "llm"):
         return True
