@@ -62,6 +62,7 @@ DEFERRED = (
     "trajdebug.core.redaction",
     "trajdebug.core.jsonl",
     "trajdebug.core.values",
+    "trajdebug.core.mentions",
     "trajdebug.record.runs",
     "trajdebug.record.writer",
     "trajdebug.record.sinks",
