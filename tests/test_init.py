@@ -64,6 +64,7 @@ DEFERRED = (
     "trajdebug.core.values",
     "trajdebug.core.mentions",
     "trajdebug.record.runs",
+    "trajdebug.record.handle",
     "trajdebug.record.writer",
     "trajdebug.record.sinks",
     "trajdebug.record.snapshot",
