@@ -31,6 +31,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "trajdebug.core.chat",
         "trajdebug.core.escape",
         "trajdebug.core.values",
+        "trajdebug.core.mentions",
         "trajdebug.core.payloads",
     ),
     (

@@ -39,7 +39,7 @@ _VALUES: list[Any] = [
 
 def _generic(attrs: dict[str, Any], prefix: str, role: str) -> Any:
     """The general way: unflatten, give each message its default role, normalize."""
-    from trajdebug.core.chat import _default_role
+    from trajdebug.core.chat._spans import _default_role
 
     value = unflatten(attrs, prefix)
     if not isinstance(value, list) or not value:

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 import trajdebug
-from trajdebug.analysis._content import schema_from_db
 from trajdebug.analysis._detect import (
     BUILTIN_DETECTORS,
     DetectContext,
@@ -20,6 +19,7 @@ from trajdebug.analysis._detect import (
     registered_detectors,
     superseded,
 )
+from trajdebug.analysis._sql import schema_from_db
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.record.contracts import ContractError, check, contract
 from trajdebug.testing import capture_runs, deterministic

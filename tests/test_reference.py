@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from trajdebug.analysis import analyze
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, violations
-from trajdebug.analysis.reference._invariants import _apply, _FieldObs, _Obs, _record, _StepStats
+from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trajdebug.core import mentions as mentions_module
 from trajdebug.core import values
 from trajdebug.core.values import (
     NUMBER_WORDS,
@@ -126,8 +127,8 @@ class TestYears:
 
 
 # The patterns as first written (plain alternations, no lookahead): the readers' faster forms must match alike.
-_PLAIN_NUM = re.compile(values._NUM.pattern.replace(r"(?=[-+−$€£¥₹₩₽\d])", ""))
-_PLAIN_DATE = re.compile(values._DATE.pattern.replace(r"(?=[\dajfmsond])", ""), re.I)
+_PLAIN_NUM = re.compile(mentions_module._NUM.pattern.replace(r"(?=[-+−$€£¥₹₩₽\d])", ""))
+_PLAIN_DATE = re.compile(mentions_module._DATE.pattern.replace(r"(?=[\dajfmsond])", ""), re.I)
 _PLAIN_WORDNUM = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.I)
 
 # Texts made of the pieces the patterns care about, with the characters re.IGNORECASE folds
@@ -148,7 +149,7 @@ class TestReaderPatterns:
     @given(_TEXTS)
     def test_numbers_dates_and_number_words_are_found_as_the_plain_patterns_find_them(self, text: str) -> None:
         """The readers' patterns find the same spans and groups as their plain alternations."""
-        for fast, plain in ((values._NUM, _PLAIN_NUM), (values._DATE, _PLAIN_DATE), (values._WORDNUM, _PLAIN_WORDNUM)):
+        for fast, plain in ((mentions_module._NUM, _PLAIN_NUM), (mentions_module._DATE, _PLAIN_DATE), (mentions_module._WORDNUM, _PLAIN_WORDNUM)):
             assert [(m.span(), m.groups()) for m in fast.finditer(text)] == [
                 (m.span(), m.groups()) for m in plain.finditer(text)
             ]

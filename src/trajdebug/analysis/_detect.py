@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._sql import schema_from_metadata, sql_of, sql_problem
 from trajdebug.core.graph import final_step
 from trajdebug.core.model import Run, Step
 from trajdebug.core.plugins import entry_point_callables
@@ -80,7 +81,7 @@ class DetectContext:
     @classmethod
     def build(cls, run: Run, *, sql_schema: str | None = None) -> DetectContext:
         """Prepare the context of a run."""
-        schema = sql_schema or content.schema_from_metadata(run.metadata)
+        schema = sql_schema or schema_from_metadata(run.metadata)
         steps = run.step_map()
         recovered = {s.retry_of for s in run.steps if s.retry_of is not None and s.status == "ok"}
         for e in run.errors:
@@ -256,11 +257,11 @@ def sql(run: Run, ctx: DetectContext) -> Iterable[Failure]:
             (s.output, where),
         )
         for value, at in checked:
-            stmt = content.sql_of(value)
+            stmt = sql_of(value)
             if stmt is None or stmt in seen:
                 continue
             seen.add(stmt)
-            problem = content.sql_problem(stmt, ctx.sql_schema)
+            problem = sql_problem(stmt, ctx.sql_schema)
             if problem:
                 kind, msg = problem
                 what = "does not parse" if kind == "syntax" else "fails EXPLAIN on the schema"

@@ -44,16 +44,16 @@ from typing import Any
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._ranking import (
+from trajdebug.analysis._ranking import Ranking
+from trajdebug.analysis._sources import NAMING_FIELDS
+from trajdebug.analysis._weights import (
     DEFAULT_WEIGHTS,
     FAILURE_SUSPICION,
     KIND_PRIOR,
     PROGRAMMING_ERRORS,
     FrozenMap,
-    Ranking,
     _matches,
 )
-from trajdebug.analysis._sources import NAMING_FIELDS
 from trajdebug.analysis.diagnosers import DiagnoseContext, Diagnoser, registered_diagnosers
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage

@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Detector, Failure
 from trajdebug.analysis._guided import Guided
 from trajdebug.analysis._localize import Candidate, Localization
+from trajdebug.analysis._sql import schema_from_db
 from trajdebug.analysis._stages import (
     build_graph,
     collect_evidence,
@@ -183,7 +183,7 @@ def analyze(
     and named in `Analysis.problems`.
     """
     started = time.perf_counter()
-    schema = (sql_schema or content.schema_from_db(sql_db)) if sql_db is not None else sql_schema
+    schema = (sql_schema or schema_from_db(sql_db)) if sql_db is not None else sql_schema
     options = Options(
         top, outcome, detectors, diagnosers, weights, schema, sql_db, True if infer is None else infer, lexicon, model
     )

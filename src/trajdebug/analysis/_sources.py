@@ -63,7 +63,7 @@ class Slice:
     failures: Sequence[Failure]
     fail_ids: Sequence[str]
     w: Mapping[str, float]
-    """The ranking weights (`trajdebug.analysis._ranking.DEFAULT_WEIGHTS` and the caller's overrides)."""
+    """The ranking weights (`trajdebug.analysis._weights.DEFAULT_WEIGHTS` and the caller's overrides)."""
     dist: Mapping[str, int]
     """Hops from each step of the backward slice to the nearest failure."""
     has_children: frozenset[str | None]

@@ -132,7 +132,7 @@ def _compare_unit(
 
 
 def _runs_of(unit: Unit) -> Any:
-    from trajdebug.fleet.engine import _load, _skip
+    from trajdebug.fleet.units import _load, _skip
 
     return (r for r in _load(unit) if not _skip(r.metadata))
 

@@ -339,7 +339,7 @@ def write_dataset(
             is a part of its own).
         analyses: Also analyze each failed run and write the ``analyses`` table.
         references: Per agent, the passing runs failures are compared with
-            (`trajdebug.fleet.engine.reference_pool`, as the fleet job).
+            (`trajdebug.fleet.units.reference_pool`, as the fleet job).
 
     Returns:
         Rows written per table.

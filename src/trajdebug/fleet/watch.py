@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.core.model import Run
-from trajdebug.fleet.engine import _skip, analyze_run, expand
+from trajdebug.fleet.engine import analyze_run
 from trajdebug.fleet.groups import Finding, Group, group_from_dict
+from trajdebug.fleet.units import _skip, expand
 
 
 log = logging.getLogger("trajdebug")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import FAULTY_THRESHOLD, Evidence, Verdict, fold
+from trajdebug.analysis._sql import schema_from_metadata
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Run, Step
@@ -113,7 +114,7 @@ class DiagnoseContext:
         by_step: dict[str, list[Evidence]] = {}
         for e in extra:
             by_step.setdefault(e.step_id, []).append(e)
-        schema = sql_schema or content.schema_from_metadata(run.metadata)
+        schema = sql_schema or schema_from_metadata(run.metadata)
         return cls(run, g, chosen, schema, sql_db, by_step, tuple(failures), lexicon=lexicon)
 
     def step(self, step_id: str) -> Step:

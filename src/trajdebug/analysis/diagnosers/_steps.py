@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._sql import sql_of, sql_problem
 from trajdebug.analysis.diagnosers import _choices as choices
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import _ASSISTANT_ROLES
@@ -172,9 +173,9 @@ def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if step.kind in ("tool", "retrieval", "input"):
         return  # results of the outside world are judged by tool_result
     out = step.output
-    stmt = content.sql_of(out)
+    stmt = sql_of(out)
     if stmt is not None:
-        problem = content.sql_problem(stmt, ctx.sql_schema)
+        problem = sql_problem(stmt, ctx.sql_schema)
         if problem:
             what = "does not parse" if problem[0] == "syntax" else "fails EXPLAIN on the schema"
             yield Evidence(
@@ -207,7 +208,7 @@ def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 def _stated(out: Any, *, lexicon: Lexicon = ENGLISH) -> list[Any]:
     """The values an output states: SQL literals, JSON leaves, or the numbers of a text."""
-    stmt = content.sql_of(out)
+    stmt = sql_of(out)
     if stmt is not None:
         # The literals of generated SQL are the values it claims from the question.
         lits: list[Any] = [m.group(1).replace("''", "'") for m in _SQL_LITERAL.finditer(stmt)]
@@ -355,7 +356,7 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     forms, dates = _lookups(step, ctx, hay, stated)
     checked, missing, raw = 0, [], []
     # The literals of generated SQL are values it claims, whatever they look like.
-    labels = content.sql_of(out) is None
+    labels = sql_of(out) is None
     unsure = False
     computed = 0
     arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2

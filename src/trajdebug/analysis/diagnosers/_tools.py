@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._sql import looks_like_sql, rerun_query, sql_of
 from trajdebug.analysis.diagnosers import _choices as choices
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -153,13 +154,13 @@ def sql_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if step.kind != "tool" or step.status != "ok":
         return
     db = ctx.sql_db
-    stmt = content.sql_of(step.input)
+    stmt = sql_of(step.input)
     if db is None or stmt is None or not _QUERY.match(stmt):
         return
     rows = content.largest_list(step.output)
     if rows is None:
         return
-    fresh = content.rerun_query(db, stmt)
+    fresh = rerun_query(db, stmt)
     if fresh is None:
         return
     if len(rows) < len(fresh):
@@ -201,7 +202,7 @@ def present(value: Any, haystack: str, forms: set[str], dates: set[str] | None =
     if isinstance(value, str):
         v = value.strip().lower()
         # Identifiers and short values are claims; prose and expressions are not.
-        if len(v) < 3 or len(v) > 60 or len(v.split()) > 3 or content.looks_like_sql(v):
+        if len(v) < 3 or len(v) > 60 or len(v.split()) > 3 or looks_like_sql(v):
             return None
         if v in haystack:
             return True

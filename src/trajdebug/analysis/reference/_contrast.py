@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Diagnoser
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.analysis.reference._invariants import StepKey, step_key
+from trajdebug.analysis.reference._profile import StepKey, step_key
 from trajdebug.core.model import Run, Step
 
 

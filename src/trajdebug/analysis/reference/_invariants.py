@@ -26,304 +26,32 @@ step in a passing run is one observation.  An invariant needs
 grows with that support.
 """
 
+
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.lineage import PROTOCOL_FIELDS, Lineage, StepView, derivation, semantic
-from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
-
-
-MIN_SUPPORT = 3
-"""Observations an invariant needs before a violation counts."""
-
-StepKey = tuple[str, str, str]
-"""How a step is matched across runs: (agent, name, kind)."""
-
-
-def step_key(step: Step) -> StepKey:
-    """The key that matches a step with its counterparts in other runs of the agent."""
-    return (step.agent or "", step.name, step.kind)
-
-
-@dataclass(slots=True)
-class _FieldStats:
-    n: int = 0
-    runs: set[str] = field(default_factory=set)
-    grounded: int = 0
-    kept: int = 0
-    kept_seen: int = 0
-    numbers: list[float] = field(default_factory=list)
-    values: dict[str, int] = field(default_factory=dict)
-    raws: dict[str, str] = field(default_factory=dict)
-    formulas: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _StepStats:
-    n: int = 0
-    runs: set[str] = field(default_factory=set)
-    answers: dict[str, dict[str, str]] = field(default_factory=dict)
-    schemas: dict[frozenset[str], int] = field(default_factory=dict)
-    empty: int = 0
-    parts: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Large parts of its outputs (canonical text) -> the requests that got them -> the run."""
-    fields: dict[str, _FieldStats] = field(default_factory=dict)
-    present: dict[str, int] = field(default_factory=dict)
-    ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
-    sizes: list[float] = field(default_factory=list)
-    introduced: set[str] = field(default_factory=set)
-    """Values (texts, ids, dates) its output held that its input did not: values it brought into the run."""
-
-
-@dataclass(frozen=True, slots=True)
-class Profile:
-    """What an agent's steps did in its passing runs."""
-
-    runs: tuple[str, ...]
-    """The passing runs it was learned from."""
-    steps: Mapping[StepKey, _StepStats]
-    """Per step key, the observations."""
-
-    def knows(self, step: Step) -> bool:
-        """Whether the profile has seen this step in a passing run."""
-        return step_key(step) in self.steps
-
-
-def learn(runs: Sequence[Run]) -> Profile:
-    """Learn the likely invariants of an agent's steps from its passing runs."""
-    table: dict[StepKey, _StepStats] = {}
-    for run in runs:
-        lin = Lineage(run)
-        kids = _children(run)
-        for s in run.steps:
-            if s.kind in CONTAINER_KINDS or s.status != "ok":
-                continue
-            st = table.setdefault(step_key(s), _StepStats())
-            _observe(st, s, lin.view(s.step_id), run.run_id, bool(kids.get(s.step_id)))
-    return Profile(tuple(r.run_id for r in runs), table)
-
-
-def _children(run: Run) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for s in run.steps:
-        if s.parent_id is not None:
-            out[s.parent_id] = out.get(s.parent_id, 0) + 1
-    return out
-
-
-OUTPUT_FIELD = "(output)"
-"""The pseudo-field of a step's output when it is a bare value (a string, a number) rather than a record."""
-
-
-def _out_fields(view: StepView) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
-    for a in view.outputs:
-        out.setdefault(a.field or OUTPUT_FIELD, []).append(a)
-    return out
-
-
-def _in_fields(view: StepView) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
-    for a in view.inputs:
-        if a.field:
-            out.setdefault(a.field, []).append(a)
-    return out
-
-
-VALUES_CAP = 30
-"""A field's distinct non-number values counted at most (the first ones seen; then counting stops)."""
-
-SCHEMAS_CAP = 20
-"""Distinct output shapes counted at most per step (the first ones seen)."""
-
-INTRODUCED_CAP = 5000
-"""Values a step brought in kept at most per step (the first ones seen)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _FieldObs:
-    """What one occurrence of a step contributes to the stats of one of its output fields."""
-
-    name: str
-    """The field."""
-    grounded: bool
-    """Every value of the field was given to the step."""
-    kept_seen: bool
-    """The step was given one value under the same name."""
-    kept: bool
-    """... and the field kept it."""
-    formulas: tuple[str, ...]
-    """How each of its (first 20) numbers was computed from the step's inputs (`Derivation.formula`)."""
-    numbers: tuple[float, ...]
-    """Its numbers (among its first 50 values)."""
-    values: tuple[tuple[str, str], ...]
-    """(key, raw) of its non-number values (among its first 50), in order."""
-    introduced: tuple[str, ...]
-    """Keys of those it was not given (values the step brought in), in order."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Obs:
-    """What one occurrence of a step contributes to its `_StepStats` (requests and answers aside)."""
-
-    run_id: str
-    """The run it was seen in (for a step's other occurrences in one run: its own id)."""
-    empty: bool
-    """It returned nothing."""
-    schema: frozenset[str]
-    """The fields of its output."""
-    fields: tuple[_FieldObs, ...]
-    """Per output field, in the output's order."""
-    ratios: tuple[tuple[tuple[str, str], float], ...]
-    """(output field, input field) -> output number / input number, for single numbers."""
-    size: float | None
-    """Items out per item in, when both are counts."""
-
-
-def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bool) -> None:
-    if s.kind in OBSERVATION_KINDS and len(st.parts) < 2000:
-        request = _canon(semantic(s, s.input))
-        for part in _large_parts(semantic(s, s.output)):
-            got = st.parts.setdefault(part, {})
-            if len(got) < 3:
-                got.setdefault(request, run_id)
-    if len(st.answers) < 500:
-        seen = st.answers.setdefault(_canon(semantic(s, s.input)), {})
-        if len(seen) < 4:
-            seen.setdefault(_canon(semantic(s, s.output)), run_id)
-    _apply(st, _record(s, view, run_id))
-
-
-def _record(s: Step, view: StepView, run_id: str) -> _Obs:
-    """One occurrence's contribution: everything `_apply` adds to the stats, read from its values."""
-    outs = _out_fields(view)
-    ins = _in_fields(view)
-    fields = []
-    for f, atoms in outs.items():
-        given = ins.get(f) or []
-        kept_seen = bool(given) and len({a.key for a in given}) == 1
-        formulas = []
-        for a in [a for a in atoms if a.kind == "number"][:20]:
-            d = derivation(view, a)
-            formulas.append(d.formula if d is not None else "given-by-no-formula")
-        head = atoms[:50]
-        fields.append(
-            _FieldObs(
-                f,
-                all(view.given(a) for a in atoms),
-                kept_seen,
-                kept_seen and all(a.key == given[0].key for a in atoms),
-                tuple(formulas),
-                tuple(a.number for a in head if a.kind == "number" and a.number is not None),
-                tuple((a.key, a.raw) for a in head if a.kind != "number"),
-                tuple(a.key for a in head if a.kind != "number" and not view.given(a)),
-            )
-        )
-    # Ratios between single output numbers and single input numbers, by field.
-    out_nums = {f: a[0].number for f, a in outs.items() if len(a) == 1 and a[0].number is not None}
-    in_nums = {f: a[0].number for f, a in ins.items() if len(a) == 1 and a[0].number is not None}
-    ratios = tuple(
-        ((fo, fi), y / x) for fo, y in out_nums.items() for fi, x in in_nums.items() if x and y is not None
-    )
-    return _Obs(run_id, _is_empty(s.output), frozenset(outs), tuple(fields), ratios, _size_ratio(s))
-
-
-def _apply(st: _StepStats, ob: _Obs) -> None:
-    """Add one occurrence's contribution to a step's stats."""
-    st.n += 1
-    st.runs.add(ob.run_id)
-    if ob.empty:
-        st.empty += 1
-    if len(st.schemas) < SCHEMAS_CAP:
-        st.schemas[ob.schema] = st.schemas.get(ob.schema, 0) + 1
-    for fo in ob.fields:
-        f = fo.name
-        fs = st.fields.setdefault(f, _FieldStats())
-        fs.n += 1
-        fs.runs.add(ob.run_id)
-        st.present[f] = st.present.get(f, 0) + 1
-        if fo.grounded:
-            fs.grounded += 1
-        if fo.kept_seen:
-            fs.kept_seen += 1
-            if fo.kept:
-                fs.kept += 1
-        for shape in fo.formulas:
-            fs.formulas[shape] = fs.formulas.get(shape, 0) + 1
-        fs.numbers.extend(fo.numbers)
-        for key, raw in fo.values:
-            if len(fs.values) < VALUES_CAP:
-                fs.values[key] = fs.values.get(key, 0) + 1
-                fs.raws.setdefault(key, raw)
-        for key in fo.introduced:
-            if len(st.introduced) < INTRODUCED_CAP:
-                st.introduced.add(key)
-    for pair, r in ob.ratios:
-        st.ratios.setdefault(pair, []).append(r)
-    if ob.size is not None:
-        st.sizes.append(ob.size)
-
-
-def _large_parts(value: Any) -> list[str]:
-    """The sizeable parts of an answer (the whole, and its top-level values of 40+ characters), canonical."""
-    out = []
-    whole = _canon(value)
-    if len(whole) >= 40:
-        out.append(whole)
-    if isinstance(value, Mapping):
-        for v in value.values():
-            c = _canon(v)
-            if len(c) >= 40:
-                out.append(c)
-    return out[:20]
-
-
-def _is_empty(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return value.strip() in ("", "[]", "{}", "null")
-    if isinstance(value, (list, tuple, Mapping)):
-        return len(value) == 0
-    return False
-
-
-def returns_empty(profile: Profile, step: Step) -> bool:
-    """Whether the step returned nothing in some of the agent's passing runs (an empty result is normal for it)."""
-    st = profile.steps.get(step_key(step))
-    return st is not None and st.empty > 0
-
-
-def _canon(value: Any) -> str:
-    """A value as canonical JSON (sorted keys), for comparing requests and answers across runs."""
-    import json
-
-    try:
-        return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)[:20_000]
-    except (TypeError, ValueError):
-        return repr(value)[:20_000]
-
-
-def _size_ratio(s: Step) -> float | None:
-    a, b = _count(semantic(s, s.input)), _count(semantic(s, s.output))
-    if a is None or b is None or a == 0:
-        return None
-    return b / a
-
-
-def _count(value: Any) -> int | None:
-    if isinstance(value, list):
-        return len(value)
-    if isinstance(value, Mapping):
-        lists = [v for v in value.values() if isinstance(v, list)]
-        if len(lists) == 1:
-            return len(lists[0])
-    return None
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, semantic
+from trajdebug.analysis.reference._profile import (
+    MIN_SUPPORT,
+    OUTPUT_FIELD,
+    Profile,
+    StepKey,
+    _canon,
+    _FieldStats,
+    _in_fields,
+    _large_parts,
+    _out_fields,
+    _size_ratio,
+    _StepStats,
+    learn,
+    returns_empty,
+    step_key,
+)
+from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 
 
 # -- violations -------------------------------------------------------------------

@@ -28,7 +28,7 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from trajdebug.analysis.lineage import Lineage
-from trajdebug.analysis.reference._invariants import (
+from trajdebug.analysis.reference._profile import (
     INTRODUCED_CAP,
     MIN_SUPPORT,
     SCHEMAS_CAP,

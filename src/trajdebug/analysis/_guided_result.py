@@ -1,0 +1,155 @@
+"""The guided search's terms: its result (`Guided`), the oracle it asks, how far each answer's source is
+trusted, the step it starts from and the prior each slice step starts with.
+
+`GuidedSearch` (`_guided.py`) asks the questions; this module holds what it is given and what it hands
+back, so the result and the ranker's prior read on their own.
+
+Trust.  Answers about the same step from different sources combine by trust:
+a person's over a check's (and a function oracle's), over a passing run's,
+over a model's; the more trusted answer overrides.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from trajdebug.core.graph import DependencyGraph
+from trajdebug.core.model import Answer, Run, Step
+
+
+if TYPE_CHECKING:
+    from trajdebug.analysis._pipeline import Analysis
+
+
+_TRUST = {"person": 5, "check": 4, "oracle": 4, "reference": 3, "model": 2}
+_FLOOR = 0.02
+"""Prior share of a slice step the ranker did not rank, relative to the mean (the Hat-Delta floor)."""
+_DECAY = 0.5
+"""Weight kept per rank down the ranking (Hat-Delta-style prior from the ranker's order)."""
+
+
+def trust(by: str) -> int:
+    """How much an answer's source is trusted (person 5, check and function oracle 4, reference 3, model 2)."""
+    return _TRUST.get(by.split(":", 1)[0], 1)
+
+
+class Oracle(Protocol):
+    """Answers one question: is this step's output correct, given its inputs?
+
+    Returns True (correct), False (wrong) or None (don't know).  An oracle may
+    also return an `Answer` (to give a reason), and may carry a ``by``
+    attribute naming it (``check:...``, ``model:...``); an ``interactive``
+    attribute set true runs it on the calling thread without a timeout.
+    """
+
+    def __call__(self, step: Step, run: Run) -> bool | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Guided:
+    """What the guided search found: the root, the answers that prove it, what is left."""
+
+    root: str | None
+    """The root's step id (the likeliest candidate when not certain; None on a conflict or no failure)."""
+    certain: bool
+    """True when the answers prove it: wrong, and every input it consumed answered correct."""
+    questions: tuple[Answer, ...]
+    """The answers used, in the order given or asked."""
+    candidates: tuple[tuple[str, float], ...]
+    """The remaining suspects with their probability of being the root, best first."""
+    path: tuple[str, ...]
+    """The dependency path from the root to the failure (step ids, root first)."""
+    conflict: tuple[str, ...] = ()
+    """Two candidates, when the answers admit no single root."""
+    failure: str | None = None
+    """The failing step the search started from."""
+    asked: int = 0
+    """Questions put to the oracles in this search (answers given beforehand not counted)."""
+    problems: tuple[str, ...] = ()
+    """Oracles that raised, hung or returned something else (counted as don't know)."""
+    names: tuple[tuple[str, str], ...] = ()
+    """Step names of the ids above, for rendering without the run."""
+    audited: tuple[str, ...] = ()
+    """Steps asked to test a proof against inputs the recording may have missed (`GuidedSearch._audit`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON data (the ``guided`` member of an analysis)."""
+        names = dict(self.names)
+        return {
+            "root": self.root,
+            "root_name": names.get(self.root) if self.root else None,
+            "certain": self.certain,
+            "failure": self.failure,
+            "questions": [
+                {
+                    "step": a.step_id,
+                    "name": names.get(a.step_id),
+                    "answer": _word(a.correct),
+                    "by": a.by,
+                    "reason": a.reason,
+                }
+                for a in self.questions
+            ],
+            "asked": self.asked,
+            "candidates": [{"step": s, "name": names.get(s), "probability": round(p, 4)} for s, p in self.candidates],
+            "path": list(self.path),
+            "conflict": list(self.conflict),
+            "problems": list(self.problems),
+            "audited": list(self.audited),
+        }
+
+
+def _word(correct: bool | None) -> str:
+    return "unknown" if correct is None else ("correct" if correct else "wrong")
+
+
+def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:
+    """The failing step the search starts from: the top candidate's failure, else the first failure found."""
+    for c in analysis.localization.candidates:
+        if c.run_id is None and c.path and c.path[-1] in graph:
+            return c.path[-1]
+    for f in (*analysis.localization.failures, *analysis.failures):
+        if f.step_id in graph:
+            return f.step_id
+    return None
+
+
+def priors(analysis: Analysis, slice_ids: Iterable[str]) -> dict[str, float]:
+    """The prior of each slice step being the root, from the ranker's suspicion.
+
+    A ranked candidate's ``confidence`` (a calibrated probability) is its
+    weight when the ranking carries one; otherwise its score, discounted by
+    half per rank (scores are comparable within a run but flat at the head,
+    while the order is what the ranker is surest of).  The rest of the ranking
+    decays on from the last candidate's weight; unranked slice steps get a
+    small floor.  Sums to 1 over the slice.
+    """
+    ids = list(slice_ids)
+    raw: dict[str, float] = {}
+    last = 1.0
+    rank = 0
+    for c in analysis.localization.candidates:
+        if c.run_id is not None or c.step_id in raw:
+            continue
+        conf = getattr(c, "confidence", None)
+        w = float(conf) if conf is not None else float(c.score) * _DECAY**rank
+        if w > 0 and math.isfinite(w):
+            raw[c.step_id] = w
+            last = w
+            rank += 1
+    for sid in analysis.localization.ranking:
+        if sid not in raw:
+            last *= _DECAY
+            raw[sid] = last
+    inside = {s: raw.get(s, 0.0) for s in ids}
+    mean = (sum(inside.values()) / len(ids)) if ids else 0.0
+    floor = _FLOOR * mean if mean > 0 else 1.0
+    weights = {s: max(w, floor) for s, w in inside.items()}
+    total = sum(weights.values()) or 1.0
+    return {s: w / total for s, w in weights.items()}
+
+
+__all__ = ["Guided", "Oracle", "failure_step", "priors", "trust"]

@@ -1,0 +1,166 @@
+"""The ranking's hand weights and fixed tables, and the steps two of them single out.
+
+`DEFAULT_WEIGHTS` are the weights `Ranking` (`_ranking.py`) combines the evidence with; `KIND_PRIOR`,
+`PROGRAMMING_ERRORS` and `FAILURE_SUSPICION` are its fixed tables.  The ``focus`` weight boosts the steps
+that produce the kind of output that failed (`_families`, `_matches`), the ``prune`` weight exonerates
+steps whose declared checks all passed (`_verified_good`).  `FrozenMap` holds a step's features.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from trajdebug.analysis import _content as content
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._sql import sql_of
+from trajdebug.core.model import Run, Step
+
+
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "data": 1.0,  # blame carried per edge kind (thin slicing as weights)
+    "state": 0.8,
+    "control": 0.5,
+    "context": 0.35,
+    "env": 0.25,
+    "child": 0.9,  # implicit child -> enclosing-step edges
+    "hop": 0.95,  # decay per edge, whatever its kind
+    "absorb": 0.8,  # share of its blame a faulty-looking step keeps (explaining away)
+    "proximity": 0.3,  # exponent of blame in the score: 1 favours steps near the failure, 0 ignores distance
+    "focus": 1.3,  # boost of steps producing what failed (JSON for a JSON failure, SQL for SQL)
+    "prune": 0.5,  # how much verified-good consumers exonerate a step (Zhang, Gupta & Gupta, PLDI 2006)
+    "min_confidence": 0.5,  # edges below this do not keep a step from being a root
+    "detached": 0.2,  # reach of a step before the failure that no edge connects to it
+    "base": 0.4,  # share of the score a step with no evidence keeps (so blame orders steps with none)
+    "symptom": 0.3,  # share of its own evidence a step keeps when it raised on what it was given
+    "symptom_rank": 0.6,  # and of its reach: the failure shows there, its cause lies upstream
+    "thin": 0.3,  # boost of a step on the failure's thin slice (the origin of a value the failure involves)
+    "origin": 1.0,  # thin-slice strength: introduced a value the failure's message names
+    "subject_id": 0.6,  # share of "origin" for an id a failure names beside numbers or dates (what it checked)
+    "origin_arg": 0.4,  # thin-slice strength: introduced a value the failing step was given
+    "elsewhere": 0.6,  # share of its score a step keeps when it was about another listed item than the failure
+    "origin_spoken": 0.25,  # thin-slice strength: introduced a value of a field the failure's message speaks of
+    "origin_named_arg": 0.7,  # and the failure's message speaks of that value's field
+    "dropped": 0.45,  # was given a value the failure expects and did not pass it on
+    "dropped_reached": 0.6,  # share of that when the value still reached the failing step by another path
+    "llm_dropped": 0.5,  # share of that for a model step
+    "unrelated_claim": 0.25,  # share of a model's made-up-value finding when no such value reached the failure
+    "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
+    "contradicted": 0.5,  # introduced a number for a quantity the failure states another value of
+    "whatif": 0.6,  # one numeric slip in its number turns the run's number into the one the failure expects
+    "disagrees": 0.45,  # gave a value the failing check's own source contradicts (same field, same entity)
+    "earliest": 1.15,  # boost of the earliest step on the slice that breaks a reference invariant
+    "sibling": 0.6,  # weight of a deviation from the step's other calls in the same run (vs passing runs)
+    "inherited": 0.5,  # share of a deviation a step keeps when its input already deviated upstream
+}
+"""Ranking weights; override any of them with ``localize(weights=...)``."""
+
+KIND_PRIOR: dict[str, float] = {"agent": 0.5}
+"""Prior of a step by kind (1 when not listed): an agent span is made of its children, which are ranked themselves."""
+
+
+PROGRAMMING_ERRORS = frozenset(
+    {
+        "TypeError",
+        "NameError",
+        "AttributeError",
+        "UnboundLocalError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "NotImplementedError",
+        "SyntaxError",
+        "ZeroDivisionError",
+        "RecursionError",
+        "IndexError",
+    }
+)
+"""Exception types that say the raising code itself is wrong, rather than what it was given."""
+
+FAILURE_SUSPICION: dict[str, float] = {
+    "json": 0.45,
+    "sql": 0.45,
+    "http": 0.4,
+    "empty": 0.4,
+    "error-text": 0.45,
+}
+"""Suspicion a failure adds to the step where it shows, by detector (detectors that judge the step's own output)."""
+
+
+
+class FrozenMap(Mapping[str, float]):
+    """A read-only mapping of names to numbers (picklable and hashable, unlike a mapping proxy)."""
+
+    __slots__ = ("_d",)
+
+    def __init__(self, items: Mapping[str, float] | Iterable[tuple[str, float]] = ()) -> None:
+        self._d: dict[str, float] = dict(items)
+
+    def __getitem__(self, key: str) -> float:
+        return self._d[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._d.items()))
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._d!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenMap, (self._d,))
+
+
+def _families(failures: Iterable[Failure]) -> set[str]:
+    """What kind of output failed: JSON, SQL, an HTTP call, an empty result (focus the search on its producers)."""
+    fam: set[str] = set()
+    for f in failures:
+        sig = f.signature.lower()
+        if "json" in sig:
+            fam.add("json")
+        elif "sql" in sig or "operationalerror" in sig:
+            fam.add("sql")
+        elif "http" in sig:
+            fam.add("http")
+        elif sig == "empty":
+            fam.add("empty")
+    return fam
+
+
+def _matches(step: Step, families: set[str]) -> bool:
+    out = step.output
+    if "json" in families and (
+        step.attributes.get("expect") == "json" or (isinstance(out, str) and content.looks_like_json(out))
+    ):
+        return True
+    if "sql" in families and sql_of(out) is not None:
+        return True
+    if "http" in families and step.kind in ("tool", "llm"):
+        return True
+    return "empty" in families and step.kind in ("retrieval", "tool", "parse")
+
+
+def _verified_good(run: Run) -> set[str]:
+    """Steps whose declared checks all passed (their outputs are verified good)."""
+    good: set[str] = set()
+    for s in run.steps:
+        checks = s.attributes.get("checks")
+        if (
+            isinstance(checks, list)
+            and checks
+            and all(isinstance(c, Mapping) and c.get("passed") is True for c in checks)
+        ):
+            good.add(s.step_id)
+    return good
+
+
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "FAILURE_SUSPICION",
+    "KIND_PRIOR",
+    "PROGRAMMING_ERRORS",
+    "FrozenMap",
+]

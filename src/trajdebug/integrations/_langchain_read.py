@@ -1,0 +1,182 @@
+"""What `TrajdebugTracer` reads from LangChain's runs: kinds, times, values as plain data, sessions,
+LangGraph's nodes and the state keys they read, its control-flow exceptions; new steps and errors built
+from old ones.
+
+Kept apart from the tracer (`trajdebug.integrations.langchain`), which turns LangChain's callbacks into
+steps, errors and edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from trajdebug.core import chat
+from trajdebug.core.model import Dependency, ErrorEvent, StageChange, Step
+from trajdebug.sources.formats.convert import add_deps
+
+
+if TYPE_CHECKING:
+    from langchain_core.tracers.schemas import Run as LCRun
+
+
+CONTROL_FLOW_EXCEPTIONS = frozenset({"GraphBubbleUp", "GraphInterrupt", "NodeInterrupt", "ParentCommand"})
+"""LangGraph exceptions that steer the graph rather than report a failure (matched on the class and its bases)."""
+
+_KIND = {
+    "llm": "llm",
+    "chat_model": "llm",
+    "tool": "tool",
+    "retriever": "retrieval",
+    "parser": "parse",
+    "prompt": "other",
+}
+
+
+def is_control_flow(exc: BaseException | None) -> bool:
+    """Whether an exception is LangGraph control flow (an interrupt, a command to the parent graph)."""
+    return exc is not None and any(c.__name__ in CONTROL_FLOW_EXCEPTIONS for c in type(exc).__mro__)
+
+
+def _ns(t: datetime | None) -> int | None:
+    if t is None:
+        return None
+    return int(t.timestamp()) * 1_000_000_000 + t.microsecond * 1000
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """A LangChain value as plain JSON data: messages as OpenAI-style dicts, documents as dicts."""
+    from langchain_core.documents import Document
+    from langchain_core.messages import BaseMessage
+
+    from trajdebug.core.codec import to_jsonable
+
+    if depth > 20:
+        return to_jsonable(value)
+    if isinstance(value, BaseMessage):
+        return message_dict(value)
+    if isinstance(value, Document):
+        return {"page_content": value.page_content, "metadata": plain(value.metadata, depth + 1)}
+    if isinstance(value, Mapping):
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, depth + 1) for v in value]
+    return to_jsonable(value)
+
+
+def message_dict(msg: Any) -> dict[str, Any]:
+    """A LangChain message as a message of `trajdebug.core.chat`: role, content, tool calls, tool call id, name."""
+    found = chat.normalize_message(msg)
+    if found is None:  # not a message after all: keep its text
+        return {"role": str(getattr(msg, "type", "user")), "content": str(getattr(msg, "content", msg))}
+    return found
+
+
+# The call metadata keys that name a conversation: LangGraph's ``thread_id`` (LangChain copies
+# ``config["configurable"]`` scalars into the metadata), LangSmith's ``session_id`` and ``conversation_id``.
+_THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
+
+
+def _session(call_md: Any) -> dict[str, str]:
+    """``{"session": ...}`` from a call's metadata when it names a thread, else empty."""
+    if not isinstance(call_md, Mapping):
+        return {}
+    for key in _THREAD_KEYS:
+        v = call_md.get(key)
+        if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
+            return {"session": str(v)}
+    return {}
+
+
+def _is_graph_node(r: LCRun) -> bool:
+    """Whether a chain run is a LangGraph node (its metadata names it as the node that ran)."""
+    meta = (r.extra or {}).get("metadata") or {}
+    return r.run_type == "chain" and isinstance(meta, Mapping) and meta.get("langgraph_node") == r.name
+
+
+def _contains(haystack: Any, needle: Any, depth: int = 0) -> bool:
+    """Whether ``needle`` is ``haystack`` or a value inside it (whole values only: no text matching)."""
+    if haystack == needle:
+        return True
+    if depth > 6:
+        return False
+    if isinstance(haystack, Mapping):
+        return any(_contains(v, needle, depth + 1) for v in haystack.values())
+    if isinstance(haystack, (list, tuple)):
+        if isinstance(needle, list) and needle and len(haystack) >= len(needle):
+            # A message list handed on with more appended (a prompt's system message first) holds it too.
+            n = len(needle)
+            if any(list(haystack[i : i + n]) == needle for i in range(len(haystack) - n + 1)):
+                return True
+        return any(_contains(v, needle, depth + 1) for v in haystack)
+    return False
+
+
+def _numbers(value: Any, depth: int = 0) -> Iterator[float]:
+    """The numbers of a structured value (not those written inside its text)."""
+    if isinstance(value, bool) or depth > 6:
+        return
+    if isinstance(value, (int, float)):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _numbers(v, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value[:200]:
+            yield from _numbers(v, depth + 1)
+
+
+def _computed(given: Any, state: Mapping[str, Any]) -> bool:
+    """Whether a sub-step was given a number that no state value holds (the node computed it)."""
+    held = set(_numbers(list(state.values())))
+    return any(n not in held for n in _numbers(given))
+
+
+def _node_input(
+    r: LCRun, state: dict[str, Any], attrs: dict[str, Any], given: Callable[[LCRun], Any]
+) -> dict[str, Any]:
+    """A LangGraph node's input as the state keys it read; the whole state stays in the attributes' key list.
+
+    LangGraph hands every node the whole state, and the node returns an update of the keys it
+    wrote.  Recorded as given, every node "was given" every key and "did not pass it on".  A key
+    counts as read when one of the node's sub-steps (its model call, its tools) received the key's
+    value whole; a node with no sub-step that received any (plain Python), or with a sub-step given
+    a number it computed (no state value holds it), keeps the whole state, since what it read
+    cannot be seen from outside.  ``given`` is what a sub-step received, in
+    the form its step records (a model call's messages in the chat convention).
+    """
+    attrs["langgraph.node"] = r.name
+    attrs["langgraph.state_keys"] = sorted(state)
+    inputs: list[Any] = []
+    stack = list(r.child_runs)
+    while stack:
+        child = stack.pop()
+        inputs.append(given(child))
+        stack.extend(child.child_runs)
+    read = [k for k, v in state.items() if v not in (None, "", [], {}) and any(_contains(i, v) for i in inputs)]
+    if not read or any(_computed(i, state) for i in inputs):
+        # A sub-step given a number the state does not hold got it computed from keys it read in
+        # part (a total over two of them): which ones cannot be seen, so the node keeps them all.
+        return state
+    attrs["state_reads"] = read
+    return {k: state[k] for k in read}
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    from trajdebug.core.model import replace
+
+    return replace(obj, **changes)
+
+
+def _with_deps(step: Step, new: list[Dependency]) -> Step:
+    out: Step = _replace(step, deps=add_deps(step.deps, new, step.step_id))
+    return out
+
+
+def _add_stage(e: ErrorEvent, change: StageChange) -> ErrorEvent:
+    out: ErrorEvent = _replace(e, stages=(*e.stages, change))
+    return out
+
+
+__all__ = ["CONTROL_FLOW_EXCEPTIONS", "is_control_flow", "message_dict", "plain"]

@@ -1,0 +1,452 @@
+"""One trace's spans assembled into a run: steps, errors and their lifecycles, answers, tool-call edges.
+
+The mapping is the one `trajdebug.sources.formats.otlp` describes (span ids as step ids, exceptions
+recorded again by an enclosing span as one error propagated, links as declared dependencies, tool-call
+ids linking LLM -> tool -> LLM); `otlp.py` reads the files and groups the spans by trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trajdebug.core import chat
+from trajdebug.core.model import STEP_KINDS, Answer, Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
+from trajdebug.core.schema import latest_answers
+from trajdebug.sources.formats import _semconv as sc
+from trajdebug.sources.formats.convert import add_deps, declared, maybe_json
+from trajdebug.sources.formats.otlp_json import (
+    ANSWER,
+    ANSWER_EVENT,
+    DEP,
+    ERROR,
+    ERROR_STAGE_EVENT,
+    EXCEPTION_EVENTS,
+    RUN_CONTINUES,
+    RUN_END,
+    RUN_FAILURE,
+    RUN_ID,
+    RUN_METADATA,
+    RUN_NAME,
+    RUN_OUTCOME,
+    RUN_START,
+    SPAN_KINDS,
+    STEP_AGENT,
+    STEP_ATTEMPT,
+    STEP_ATTR,
+    STEP_ID,
+    STEP_KIND,
+    STEP_RETRY_OF,
+    STEP_SOURCE_INDEX,
+    STEP_UNFINISHED,
+    Span,
+)
+
+
+def trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, str]) -> Run:
+    """The run of one trace: its spans by id, every trace's run id (links name other traces' runs)."""
+    spans = sorted(by_id.values(), key=lambda s: (s.start_ns, s.index))
+    for s in spans:
+        if s.parent_id in by_id:
+            by_id[s.parent_id].children.append(s)
+    own = any(RUN_ID in s.resource or RUN_ID in s.attrs for s in spans)
+    ids = {s.span_id: str(s.attrs.get(STEP_ID, s.span_id)) for s in spans}
+    agents = _agents(spans, by_id)
+    steps: dict[str, Step] = {}
+    for s in spans:
+        steps[s.span_id] = _step(s, ids, agents, by_id, trace_id, run_ids)
+    if not own:
+        _tool_call_edges(spans, steps)
+    errors = _own_errors(spans) if own else _errors(spans, by_id, ids, steps)
+    roots = [s for s in spans if s.parent_id not in by_id]
+    res = spans[0].resource
+    meta: dict[str, Any] = {} if own else {k: v for k, v in res.items() if not k.startswith("trajdebug.")}
+    extra = maybe_json(res.get(RUN_METADATA))
+    if isinstance(extra, dict):
+        meta.update(extra)
+    if not own:
+        meta.setdefault("source_format", "otlp")
+        meta.setdefault("trace_id", trace_id)
+        session = _session(spans, res)
+        if session is not None:
+            meta.setdefault("session", session)
+    if RUN_OUTCOME in res:
+        outcome, reason = str(res[RUN_OUTCOME]), res.get(RUN_FAILURE)
+    elif any(s.end_ns is None for s in spans):
+        outcome, reason = "incomplete", None
+    else:
+        failed = [steps[r.span_id] for r in roots if steps[r.span_id].status == "error"]
+        outcome = "failure" if failed else "success"
+        reason = (failed[0].error.message if failed[0].error else "the root span failed") if failed else None
+    ends = [s.end_ns for s in spans if s.end_ns is not None]
+    run = Run(
+        run_id=run_ids[trace_id],
+        name=str(res[RUN_NAME])
+        if RUN_NAME in res
+        else str(roots[0].name if roots else res.get("service.name", trace_id)),
+        start_ns=int(_number(res.get(RUN_START), spans[0].start_ns)),
+        end_ns=res.get(RUN_END) if own else (max(ends) if ends and outcome != "incomplete" else None),
+        outcome=outcome if outcome in ("success", "failure", "incomplete") else "incomplete",  # type: ignore[arg-type]
+        failure_reason=reason,
+        metadata=meta,
+        steps=tuple(steps[s.span_id] for s in spans),
+        errors=tuple(errors),
+        continues=res.get(RUN_CONTINUES),
+        answers=_own_answers(spans, ids) if own else (),
+    )
+    return run
+
+
+def _own_answers(spans: list[Span], ids: Mapping[str, str]) -> tuple[Answer, ...]:
+    """The answers trajdebug's exporter wrote as ``trajdebug.answer`` events (the latest per step and answerer)."""
+    words: dict[Any, bool | None] = {"correct": True, "wrong": False}
+    found = []
+    for s in spans:
+        for name, t, a in s.events:
+            by = a.get(ANSWER + "by")
+            if name != ANSWER_EVENT or not isinstance(by, str) or not by:
+                continue
+            reason = a.get(ANSWER + "reason")
+            found.append(Answer(ids[s.span_id], words.get(a.get(ANSWER + "correct")), by, t, reason if isinstance(reason, str) else None))
+    return latest_answers(found)
+# The attributes that name a conversation or session: OpenInference, OpenTelemetry GenAI.
+_SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
+
+
+def _session(spans: list[Span], resource: Mapping[str, Any]) -> str | None:
+    """The session a trace belongs to: the first span (in start order) that names one, else the resource."""
+    for attrs in [*(s.attrs for s in spans), resource]:
+        for key in _SESSION_KEYS:
+            v = attrs.get(key)
+            if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
+                return str(v)
+    return None
+
+
+def _agents(spans: list[Span], by_id: Mapping[str, Span]) -> dict[str, str | None]:
+    """Each span's agent: its own agent name, else the nearest enclosing span's."""
+    out: dict[str, str | None] = {}
+    for s in spans:  # parents start before children, so they are resolved first
+        if STEP_ID in s.attrs:  # trajdebug's own export says exactly
+            out[s.span_id] = s.attrs.get(STEP_AGENT)
+            continue
+        own = sc.agent_name(s.attrs)
+        if own is None and s.parent_id is not None:
+            own = out.get(s.parent_id)
+        out[s.span_id] = own
+    return out
+
+
+def _step(
+    s: Span,
+    ids: Mapping[str, str],
+    agents: Mapping[str, str | None],
+    by_id: Mapping[str, Span],
+    trace_id: str,
+    run_ids: Mapping[str, str],
+) -> Step:
+    kind = s.attrs.get(STEP_KIND) or sc.step_kind(s.attrs) or ("agent" if s.children else "other")
+    inp = sc.io_value(s.attrs, "input")
+    out = sc.io_value(s.attrs, "output")
+    attrs: dict[str, Any] = {}
+    own = STEP_ID in s.attrs
+    if not own and kind != "llm":
+        # A non-LLM span may still carry messages (an agent span's conversation).
+        msgs = sc.messages(s.attrs, s.events)
+        if inp is None and msgs.inputs is not None:
+            inp = {"messages": msgs.inputs}
+        if out is None and msgs.output is not None:
+            out = msgs.output
+    for k, v in s.attrs.items():
+        # Spans repeat the same few attribute names: each name is classified once (`_key_class`).
+        c = _KEY_CLASS.get(k)
+        if c is None:
+            c = _key_class(k)
+        if c == 1:
+            attrs[k[len(STEP_ATTR) :]] = v
+        elif c == 0 and not own:
+            attrs[k] = v
+    if not own:
+        if s.kind:
+            attrs["otel.span_kind"] = SPAN_KINDS[s.kind] if s.kind < len(SPAN_KINDS) else s.kind
+        if s.scope:
+            attrs["otel.scope"] = s.scope
+        if kind == "llm":
+            inp, out, extra = chat.normalize_llm_step(inp, out, s.attrs, events=s.events)
+            attrs.update(extra)
+            issued = [str(c["id"]) for c in chat.tool_calls(out) if c.get("id")]
+            if issued:
+                attrs["tool_call_ids"] = issued
+        if (call := sc.tool_call_id(s.attrs)) is not None:
+            attrs["tool_call_id"] = call
+        if s.parent_id is not None and s.parent_id not in by_id:
+            attrs["missing_parent"] = s.parent_id
+    deps: list[Dependency] = []
+    for lt, ls, la in s.links:
+        same = lt == trace_id
+        deps.append(
+            Dependency(
+                step_id=str(la.get(DEP + "step_id", ids.get(ls, ls) if same else ls)),
+                kind=str(la.get(DEP + "kind", "data")),  # type: ignore[arg-type]
+                origin=str(la.get(DEP + "origin", "declared")),  # type: ignore[arg-type]
+                confidence=_number(la.get(DEP + "confidence"), 1.0),
+                key=la.get(DEP + "key"),
+                run_id=None if same else str(la.get(DEP + "run_id", run_ids.get(lt, lt))),
+            )
+        )
+    err = _error_info(s)
+    retry_of = s.attrs.get(STEP_RETRY_OF)
+    return Step(
+        step_id=ids[s.span_id],
+        name=s.name,
+        kind=kind if kind in STEP_KINDS else "other",  # type: ignore[arg-type]
+        parent_id=ids[s.parent_id] if s.parent_id is not None and s.parent_id in by_id else None,
+        agent=agents.get(s.span_id),
+        input=inp,
+        output=out,
+        status="error" if err is not None else "ok",
+        error=err,
+        start_ns=s.start_ns,
+        end_ns=(None if s.attrs.get(STEP_UNFINISHED) else s.end_ns or 0) if own else s.end_ns,
+        attempt=int(_number(s.attrs.get(STEP_ATTEMPT), 1)),
+        retry_of=None if retry_of is None else str(retry_of),
+        deps=add_deps((), deps, ids[s.span_id]),
+        attributes=attrs,
+        # trajdebug's own export keeps the position in the *original* source (or none).
+        source_index=_source_index(s.attrs.get(STEP_SOURCE_INDEX)) if own else s.index,
+    )
+
+
+_KEY_CLASS: dict[str, int] = {}
+"""Attribute names seen -> 1: a step attribute trajdebug exported; 2: trajdebug's own or content (not
+kept as an attribute); 0: a foreign attribute kept as it is."""
+
+
+def _key_class(k: str) -> int:
+    c = 1 if k.startswith(STEP_ATTR) else 2 if k.startswith("trajdebug.") or sc.is_content_key(k) else 0
+    if len(_KEY_CLASS) >= 1 << 16:  # names are the producer's: a file may coin a new one per span
+        _KEY_CLASS.clear()
+    _KEY_CLASS[k] = c
+    return c
+
+
+def _source_index(value: Any) -> int | None:
+    return None if value is None else int(_number(value, 0))
+
+
+def _number(value: Any, default: float) -> Any:
+    """A number from an attribute written as one (or as its text); ``default`` when it is not one
+    (a foreign or damaged file: the span is still read)."""
+    if value is None or isinstance(value, bool):
+        return default
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)  # exact: a time in nanoseconds does not fit a float
+    try:
+        n = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    if n != n or n in (float("inf"), float("-inf")):
+        return default
+    return int(n) if n == int(n) and type(default) is int else n
+
+
+def _exceptions(s: Span) -> list[tuple[str, int, dict[str, Any]]]:
+    return [e for e in s.events if e[0] in EXCEPTION_EVENTS]
+
+
+def _error_info(s: Span) -> ErrorInfo | None:
+    """The error a span ended with: its last exception event, else its status, else ``error.type``."""
+    exc = _exceptions(s)
+    if exc:
+        _, _, a = exc[-1]
+        return ErrorInfo(
+            type=str(a.get("exception.type") or s.attrs.get("error.type") or "Exception"),
+            message=str(a.get("exception.message") or s.status_message or ""),
+            error_id=a.get(ERROR + "id"),
+            traceback=a.get("exception.stacktrace"),
+        )
+    if s.status_code == 2 or s.attrs.get("error.type"):
+        return ErrorInfo(
+            type=str(s.attrs.get("error.type") or "Error"),
+            message=s.status_message,
+            error_id=s.attrs.get(ERROR + "id"),
+        )
+    return None
+
+
+def _errors(
+    spans: list[Span], by_id: Mapping[str, Span], ids: Mapping[str, str], steps: dict[str, Step]
+) -> list[ErrorEvent]:
+    """Error events of a foreign trace, one per error, with propagation folded in.
+
+    Children are visited before parents (deepest first), so when an enclosing
+    span records the same exception type and message as a child's error, it is
+    that error propagating; it then fails the run if it reaches a root span.
+    """
+    events: dict[str, ErrorEvent] = {}
+    by_span: dict[str, list[str]] = {}
+    depth = {s.span_id: _depth(s, by_id) for s in spans}
+    for s in sorted(spans, key=lambda x: (-depth[x.span_id], x.start_ns)):
+        info = steps[s.span_id].error
+        if info is None:
+            continue
+        sid = ids[s.span_id]
+        child_errors = [eid for c in s.children for eid in by_span.get(c.span_id, ())]
+        same = [
+            eid
+            for eid in child_errors
+            if (events[eid].type, events[eid].message) == (info.type, info.message)
+        ]
+        t = s.end_ns or s.start_ns
+        if same:
+            eid = same[0]
+            e = events[eid]
+            events[eid] = ErrorEvent(
+                e.error_id, e.step_id, e.type, e.message, e.parent_error_id,
+                (*e.stages, StageChange("propagated", sid, t)), e.attempt, e.attributes,
+            )  # fmt: skip
+        else:
+            eid = f"{s.span_id}.0"
+            exc = _exceptions(s)
+            occurred = exc[-1][1] if exc and exc[-1][1] else t
+            stages = [StageChange("occurred", sid, occurred)]
+            cause = child_errors[0] if child_errors else None
+            # Only an explicit signal counts as recovery here ("Error running tool
+            # (non-fatal)", OpenAI Agents via OpenInference); whether a caught error
+            # was recovered or ignored is the lifecycle analysis' call.
+            # ``exception.escaped`` is not used: the Python SDK writes "False" even
+            # for exceptions that escaped.
+            if "non-fatal" in s.status_message or "non-fatal" in info.message:
+                parent = ids.get(s.parent_id or "", sid)
+                stages.append(StageChange("recovered", parent, t, s.status_message or info.message))
+            events[eid] = ErrorEvent(eid, sid, info.type, info.message, cause, tuple(stages))
+        by_span.setdefault(s.span_id, []).append(eid)
+        steps[s.span_id] = _with_error_id(steps[s.span_id], eid)
+        if s.parent_id not in by_id and events[eid].stage != "recovered":
+            e = events[eid]
+            events[eid] = ErrorEvent(
+                e.error_id, e.step_id, e.type, e.message, e.parent_error_id,
+                (*e.stages, StageChange("failed", sid, t, "the error reached the root span")), e.attempt, e.attributes,
+            )  # fmt: skip
+    return sorted(events.values(), key=lambda e: e.stages[0].time_ns)
+
+
+def _with_error_id(step: Step, eid: str) -> Step:
+    from trajdebug.core.model import replace
+
+    assert step.error is not None
+    out: Step = replace(step, error=replace(step.error, error_id=eid))
+    return out
+
+
+def _depth(s: Span, by_id: Mapping[str, Span]) -> int:
+    d, seen = 0, set()
+    while s.parent_id in by_id and s.span_id not in seen:
+        seen.add(s.span_id)
+        s = by_id[s.parent_id]  # type: ignore[index]
+        d += 1
+    return d
+
+
+def _own_errors(spans: list[Span]) -> list[ErrorEvent]:
+    """Error events restored from trajdebug's own lifecycle events (``trajdebug.error.<stage>``)."""
+    found: dict[str, dict[str, Any]] = {}
+    for s in spans:
+        for name, t, a in s.events:
+            if not name.startswith(ERROR_STAGE_EVENT) or ERROR + "id" not in a:
+                continue
+            eid = str(a[ERROR + "id"])
+            e = found.setdefault(eid, {"attrs": a, "stages": []})
+            if name.endswith(".occurred"):
+                e["attrs"] = a
+            stage: Any = name[len(ERROR_STAGE_EVENT) :]
+            e["stages"].append(StageChange(stage, a.get(ERROR + "stage_step_id"), t, a.get(ERROR + "reason")))
+    out = []
+    for eid, e in found.items():
+        a = e["attrs"]
+        out.append(
+            ErrorEvent(
+                error_id=eid,
+                step_id=str(a.get(ERROR + "step_id")),
+                type=str(a.get(ERROR + "type", "Error")),
+                message=str(a.get(ERROR + "message", "")),
+                parent_error_id=a.get(ERROR + "parent_id"),
+                stages=tuple(sorted(e["stages"], key=lambda c: (c.time_ns, _STAGE_ORDER.get(c.stage, 9)))),
+                attempt=int(_number(a.get(ERROR + "attempt"), 1)),
+                attributes=a.get(ERROR + "attributes") or {},
+            )
+        )
+    return sorted(out, key=lambda e: e.stages[0].time_ns if e.stages else 0)
+
+
+_STAGE_ORDER = {"occurred": 0, "propagated": 1, "recovered": 2, "ignored": 2, "failed": 3}
+
+
+def _tool_call_edges(spans: list[Span], steps: dict[str, Step]) -> None:
+    """LLM -> tool -> LLM by tool-call id (products.md 3.10, dependency rule 1).
+
+    A tool span that names no call id (OpenInference writes ``tool.id`` only
+    when the instrumentation knows it) is matched to a call the model issued:
+    the latest earlier LLM step with an unclaimed call of the same tool name and
+    the same parsed arguments.  The match is the source's own statement (the
+    model asked for exactly this call), so the edge is declared and the tool
+    step takes the call's id, which then links the tool to the LLM step that
+    reads its result.
+    """
+    from trajdebug.core.model import replace
+
+    issued: dict[str, str] = {}  # call id -> span id of the LLM that issued it
+    executed: dict[str, str] = {}  # call id -> span id of the tool span that ran it
+    open_calls: list[tuple[str, dict[str, Any]]] = []  # (LLM span id, call) not yet claimed, in order
+    matched: dict[str, str] = {}  # tool span id -> LLM span id, for calls that carry no id
+    for s in spans:
+        step = steps[s.span_id]
+        if step.kind == "llm":
+            for c in chat.tool_calls(step.output):
+                if c.get("id"):
+                    issued.setdefault(str(c["id"]), s.span_id)
+                open_calls.append((s.span_id, c))
+        if step.kind != "tool":
+            continue
+        call = step.attributes.get("tool_call_id")
+        if call is None:
+            name = sc.tool_name(s.attrs) or step.name
+            args = chat.parse_arguments(step.input)
+            for k in range(len(open_calls) - 1, -1, -1):
+                llm, c = open_calls[k]
+                if (
+                    c.get("name") == name
+                    and c.get("arguments") == args
+                    and steps[llm].start_ns <= step.start_ns
+                ):
+                    del open_calls[k]
+                    matched[s.span_id] = llm
+                    if c.get("id"):
+                        call = str(c["id"])
+                        attrs = {**step.attributes, "tool_call_id": call}
+                        step = steps[s.span_id] = replace(step, attributes=attrs)
+                    break
+        else:
+            open_calls = [(llm, c) for llm, c in open_calls if str(c.get("id")) != str(call)]
+        if call is not None:
+            executed.setdefault(str(call), s.span_id)
+    for s in spans:
+        step = steps[s.span_id]
+        new: list[Dependency] = []
+        call = step.attributes.get("tool_call_id")
+        if step.kind == "tool" and call is not None and str(call) in issued:
+            new.append(declared(steps[issued[str(call)]].step_id))
+        elif s.span_id in matched:
+            new.append(declared(steps[matched[s.span_id]].step_id))
+        if step.kind == "llm":
+            for m in chat.input_messages(step.input):
+                src = executed.get(str(m.get("tool_call_id")))
+                if src is not None and steps[src].start_ns <= step.start_ns:
+                    new.append(declared(steps[src].step_id))
+        if new:
+            steps[s.span_id] = replace(step, deps=add_deps(step.deps, new, step.step_id))
+
+
+__all__ = ["trace_to_run"]
