@@ -49,7 +49,7 @@ def test_the_shortcut_finds_what_the_walk_finds(value: Any, data: st.DataObject)
     tracker._register("other", 10, ["an object of no argument"], 64)
     args = {"messages": value, "n": 3}
     with_shortcut = tracker._find("me", 20, args)
-    tracker._reaches = lambda v: True  # type: ignore[method-assign]
+    tracker._reaches = lambda v, ended: True  # type: ignore[method-assign]
     assert with_shortcut == tracker._find("me", 20, args)
 
 

@@ -184,6 +184,7 @@ class RunExport:
                 handle = handlers.get(item.__class__)
                 if handle is not None:
                     handle(item, batch)
+        tracker.end_batch()
         batch.n = n
         batch.steps = steps
         return batch
