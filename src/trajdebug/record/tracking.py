@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import gc
 import re
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from itertools import islice
 from typing import Any
 
@@ -143,6 +142,10 @@ class Tracker:
         self._names: dict[str, str] = {}
         self._memo: dict[int, tuple[Any, int, int, frozenset[int]]] = {}
         """`_reached`'s ids under a container, by its id, for the batch being encoded."""
+        self._queue: Sized | None = None
+        """What is left of the queue the batch being encoded comes from (`batch`); None between batches."""
+        self.at = 0
+        """The position in its batch of the item being encoded (set by the writer)."""
         self.rewrite = rewrite
         """The run's processors that rewrite records (`trajdebug.record.processors.Processors.on_record`:
         summary mode), applied to every record built here; None when there are none."""
@@ -383,54 +386,62 @@ class Tracker:
                 if id(item) not in registry and not (issubclass(c, _UNTRACKED) or (c is str and len(item) < MIN_TRACKED_STR)):
                     self._register(sid, t1, item, 64, depth - 1)
 
-    def _reaches(self, value: Any, ended: int) -> bool:
+    def _reaches(self, value: Any) -> bool:
         """Whether any object the walk of `_find` could visit is registered: a superset of its visits (each
         level's containers opened, hits descended into too), one set test in C.  Hits are rare (a chat
         payload's messages are new dicts each step), so the walk itself usually does not run.
 
         A call's arguments are a new dict each step, but what they hold often is not (the same conversation
         resent, or the same list grown): the ids under each container argument are kept for the batch
-        (`_reached`) and tested again against the registry as it is then, for a step that ``ended`` before
-        they were taken (what the step was given is in them; a change made after it ended is not its input)."""
+        (`_reached`) and tested again against the registry as it is then, for a step that had ended (was
+        queued) when they were taken: what the step was given is in them, and a change made after it ended
+        is not its input."""
         registry = self.registry
         if not registry:
             return False
         if type(value) is not dict:
-            return not registry.keys().isdisjoint(self._reached(value, 3, ended))
+            return not registry.keys().isdisjoint(self._reached(value, 3))
         if id(value) in registry:
             return True
         for v in value.values() if len(value) <= 128 else islice(value.values(), 128):
             if type(v) in _OPEN:
-                if not registry.keys().isdisjoint(self._reached(v, 2, ended)):
+                if not registry.keys().isdisjoint(self._reached(v, 2)):
                     return True
             elif id(v) in registry:
                 return True
         return False
 
-    def _reached(self, value: Any, levels: int, ended: int) -> frozenset[int] | list[int]:
+    def _reached(self, value: Any, levels: int) -> frozenset[int] | list[int]:
         """The ids of ``value`` and of what it holds ``levels`` levels down (each container's first 128
-        items), from this batch's memo when taken after the step ``ended`` (`_reaches`)."""
+        items), from this batch's memo when they were taken after the step being encoded was queued
+        (`_reaches`, `batch`)."""
         memo = self._memo
         key = id(value)
         got = memo.get(key)
-        if got is not None and got[0] is value and got[1] == levels and ended <= got[2]:
+        if got is not None and got[0] is value and got[1] == levels and self.at < got[2]:
             return got[3]
-        taken = time.time_ns()
+        queue = self._queue
+        # Items (this batch's, counted from its first) that had ended and been queued before the walk.
+        ended = -1 if queue is None else self.at + 1 + len(queue)
         seen = _ids_under(value, levels)
-        if type(value) not in _OPEN:
+        if type(value) not in _OPEN or queue is None:
             return seen
         ids = frozenset(seen)
         if len(memo) < _MEMO_MAX:
-            memo[key] = (value, levels, taken, ids)  # the value is held until the batch ends: its id stays its own
+            memo[key] = (value, levels, ended, ids)  # the value is held until the batch ends: its id stays its own
         return ids
 
-    def end_batch(self) -> None:
-        """The writer's batch is done: what `_reached` kept is released."""
-        self._memo.clear()
+    def batch(self, queue: Sized | None) -> None:
+        """The writer starts a batch taken from ``queue`` (what is left of it there: the writer sets `at` to
+        each item's position as it encodes it), or, with None, the batch is done (what `_reached` kept is
+        released)."""
+        self._queue = queue
+        self.at = 0
+        if queue is None:
+            self._memo.clear()
 
-    def _find(self, own: str, start: int, value: Any, ended: int = 1 << 62) -> list[Dependency]:
-        """Registered objects reachable from a step's arguments (not descending into hits); ``ended``: when
-        the step ended (`_reaches`)."""
+    def _find(self, own: str, start: int, value: Any) -> list[Dependency]:
+        """Registered objects reachable from a step's arguments (not descending into hits)."""
         registry = self.registry
         cls = type(value)
         if cls is str:
@@ -461,7 +472,7 @@ class Tracker:
                     if hit[0] not in first:
                         first[hit[0]] = Dependency(step_id=hit[0], kind="data", origin=hit[3], key=str(k))
                 return list(first.values())
-        if not self._reaches(value, ended):
+        if not self._reaches(value):
             return []
         found: dict[str, Dependency] = {}
         budget = _MAX_WALK
@@ -544,7 +555,7 @@ class Tracker:
         else:
             h._live_in = None
         if live is not None and type(live) is not bytes:
-            found = self._find(sid, h.t0, live, t1 if t1.__class__ is int else 1 << 62)
+            found = self._find(sid, h.t0, live)
             if found:
                 deps = found
         live = h._live_out
