@@ -101,7 +101,7 @@ def _ids_under(value: Any, levels: int) -> list[int]:
     containers picked out in Python."""
     seen = [id(value)]
     level = [value]
-    for depth in range(levels):
+    for _ in range(levels):
         level = [o for o in level if o.__class__ in _OPEN]
         if not level:
             break
