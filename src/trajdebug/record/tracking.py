@@ -102,7 +102,7 @@ def _ids_under(value: Any, levels: int) -> list[int]:
     seen = [id(value)]
     level = [value]
     for _ in range(levels):
-        level = [o for o in level if o.__class__ in _OPEN]
+        level = [o for o in level if type(o) in _OPEN]
         if not level:
             break
         if max(map(len, level)) <= 128:
@@ -140,7 +140,7 @@ class Tracker:
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
         self._names: dict[str, str] = {}
-        self._memo: dict[int, tuple[Any, int, int, frozenset[int]]] = {}
+        self._memo: dict[int, tuple[Any, int, int, list[int]]] = {}
         """`_reached`'s ids under a container, by its id, for the batch being encoded."""
         self._queue: Sized | None = None
         """What is left of the queue the batch being encoded comes from (`batch`); None between batches."""
@@ -411,7 +411,7 @@ class Tracker:
                 return True
         return False
 
-    def _reached(self, value: Any, levels: int) -> frozenset[int] | list[int]:
+    def _reached(self, value: Any, levels: int) -> list[int]:
         """The ids of ``value`` and of what it holds ``levels`` levels down (each container's first 128
         items), from this batch's memo when they were taken after the step being encoded was queued
         (`_reaches`, `batch`)."""
@@ -424,12 +424,9 @@ class Tracker:
         # Items (this batch's, counted from its first) that had ended and been queued before the walk.
         ended = -1 if queue is None else self.at + 1 + len(queue)
         seen = _ids_under(value, levels)
-        if type(value) not in _OPEN or queue is None:
-            return seen
-        ids = frozenset(seen)
-        if len(memo) < _MEMO_MAX:
-            memo[key] = (value, levels, ended, ids)  # the value is held until the batch ends: its id stays its own
-        return ids
+        if queue is not None and type(value) in _OPEN and len(memo) < _MEMO_MAX:
+            memo[key] = (value, levels, ended, seen)  # the value is held until the batch ends: its id stays its own
+        return seen
 
     def batch(self, queue: Sized | None) -> None:
         """The writer starts a batch taken from ``queue`` (what is left of it there: the writer sets `at` to
