@@ -117,3 +117,16 @@ def test_large_and_set_containers_are_reached_as_the_walk_reaches_them() -> None
     tracker._register("p-tuple", 10, inner, 64, depth=0)
     found = tracker._find("me", 20, [frozenset({inner}), 1])
     assert [d.step_id for d in found] == ["p-tuple"]
+
+
+def test_a_new_batch_never_reuses_what_an_earlier_one_kept() -> None:
+    """What a batch kept is dropped when the next batch starts, even if the earlier one never ended (its
+    positions start again at 0): a list changed in between is walked again."""
+    tracker = Tracker("run", Account("run"))
+    tracker._register("llm-1", 10, _ANSWER, 64)
+    msgs: list[Any] = [{"role": "user", "content": "hello"}]
+    tracker.batch([None] * 5)
+    assert tracker._find("a", 20, {"messages": msgs, "n": 1}) == []
+    msgs.append({"role": "assistant", "content": _ANSWER})
+    tracker.batch([None] * 5)  # no `batch(None)` in between
+    assert [d.step_id for d in tracker._find("b", 30, {"messages": msgs, "n": 1})] == ["llm-1"]

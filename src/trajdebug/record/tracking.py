@@ -434,8 +434,7 @@ class Tracker:
         released)."""
         self._queue = queue
         self.at = 0
-        if queue is None:
-            self._memo.clear()
+        self._memo.clear()  # at a start too: a batch cut short by an exception never reuses what it kept
 
     def _find(self, own: str, start: int, value: Any) -> list[Dependency]:
         """Registered objects reachable from a step's arguments (not descending into hits)."""
