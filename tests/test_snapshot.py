@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import trajdebug
 from trajdebug.core.codec import dumps, loads
@@ -130,3 +132,59 @@ def test_a_step_returning_a_huge_value_visits_a_bounded_number_of_its_items(tmp_
     # Cut to what a stored value keeps: by the freeze (a marker of the entries left out) or by the writer.
     out = run.steps[0].output
     assert TRUNCATED_KEY in out or "more items" in json.dumps(out)
+
+
+def _measure_reference(value: Any, items: int, text: int, depth: int) -> tuple[bool, int]:
+    """What `_measure` answered before its one-pass form (characters tested after every string): whether
+    the value fits, and the items counted."""
+    from trajdebug.record.snapshot import _LEAVES
+
+    left, chars = items, text
+    stack: list[tuple[Any, int]] = [(value, depth)]
+    while stack:
+        c, depth = stack.pop()
+        t = type(c)
+        if t is not dict and t is not list and t is not tuple:
+            return False, items - left
+        if left < len(c) or depth >= DEPTH:
+            return False, items - left
+        left -= len(c)
+        for v in c.values() if t is dict else c:
+            tv = type(v)
+            if tv is str:
+                chars -= len(v)
+                if chars < 0:
+                    return False, items - left
+            elif tv is dict or tv is list or tv is tuple:
+                stack.append((v, depth + 1))
+            elif tv not in _LEAVES:
+                return False, items - left
+        if t is dict:
+            for k in c:
+                if type(k) is str:
+                    chars -= len(k)
+            if chars < 0:
+                return False, items - left
+    return True, items - left
+
+
+_KEYS = st.one_of(st.text(max_size=6), st.integers(0, 3), st.tuples(st.integers(0, 2)))
+_DATA = st.recursive(
+    st.one_of(st.text(max_size=12), st.integers(), st.none(), st.booleans(), st.floats(), st.sets(st.integers(), max_size=2)),
+    lambda inner: st.one_of(st.lists(inner, max_size=5), st.tuples(inner, inner), st.dictionaries(_KEYS, inner, max_size=5)),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_DATA, st.integers(0, 40), st.integers(0, 60), st.integers(DEPTH - 3, DEPTH))
+def test_the_one_pass_measure_answers_as_the_test_after_every_string(value: Any, items: int, text: int, depth: int) -> None:
+    """Whatever the value (non-text keys, sets, numbers, nesting near `DEPTH`) and the budgets, `_measure`
+    says whether it fits, counts the items it looked at, and (when it fits) the characters, exactly as
+    testing the characters after every string did."""
+    from trajdebug.record.snapshot import _measure
+
+    ok, seen, chars = _measure(value, items, text, depth)
+    assert (ok, seen) == _measure_reference(value, items, text, depth)
+    if ok:
+        assert _measure(value, 10**6, 10**6, depth)[2] == chars

@@ -49,6 +49,9 @@ def test_the_shortcut_finds_what_the_walk_finds(value: Any, data: st.DataObject)
     tracker._register("other", 10, ["an object of no argument"], 64)
     args = {"messages": value, "n": 3}
     with_shortcut = tracker._find("me", 20, args)
+    tracker.batch([None, None])  # inside a writer's batch, with the ids under an argument kept: the same
+    assert with_shortcut == tracker._find("me", 20, args) == tracker._find("me", 20, args)
+    tracker.batch(None)
     tracker._reaches = lambda v: True  # type: ignore[method-assign]
     assert with_shortcut == tracker._find("me", 20, args)
 
@@ -63,3 +66,67 @@ def test_an_argument_holding_an_earlier_output_deep_inside_is_found() -> None:
     assert [(d.step_id, d.kind) for d in found] == [("llm-1", "data")]
     rebuilt = "".join([answer[:10], answer[10:]])
     assert tracker._find("me", 20, {"messages": [{"role": "assistant", "content": rebuilt}]}) == []
+
+
+_ANSWER = "the refund is 45.20 EUR for order O-41190"
+
+
+def test_a_batch_reuses_what_is_under_an_argument_yet_sees_the_registry_as_it_is() -> None:
+    """The same conversation passed to two steps of one batch is walked once; an object in it that a step
+    in between returned still gives the second step its data edge."""
+    tracker = Tracker("run", Account("run"))
+    tracker._register("other", 10, ["an object of no argument"], 64)
+    msgs = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": _ANSWER}]
+    tracker.batch([None] * 3)  # three more items queued behind the one encoded now
+    assert tracker._find("a", 20, {"messages": msgs, "n": 1}) == []
+    tracker._register("llm-1", 21, _ANSWER, 64)
+    tracker.at = 1
+    found = tracker._find("b", 30, {"messages": msgs, "n": 1})
+    assert [(d.step_id, d.key) for d in found] == [("llm-1", "messages")]
+    assert len(tracker._memo) == 1
+    tracker.batch(None)
+    assert not tracker._memo
+
+
+def test_a_step_queued_after_the_walk_is_walked_again() -> None:
+    """A list changed after it was walked for one step (an earlier output appended) is walked again for a
+    step queued after that walk: the appended output gives that step its edge."""
+    tracker = Tracker("run", Account("run"))
+    tracker._register("llm-1", 10, _ANSWER, 64)
+    msgs: list[Any] = [{"role": "user", "content": "hello"}]
+    queue: list[Any] = []
+    tracker.batch(queue)  # nothing queued yet behind the first item
+    assert tracker._find("a", 20, {"messages": msgs, "n": 1}) == []
+    msgs.append({"role": "assistant", "content": _ANSWER})
+    queue.append(None)
+    tracker.at = 1
+    assert [d.step_id for d in tracker._find("b", 30, {"messages": msgs, "n": 1})] == ["llm-1"]
+
+
+def test_large_and_set_containers_are_reached_as_the_walk_reaches_them() -> None:
+    """Past 128 items only a container's first 128 are looked at, by the shortcut as by the walk; sets
+    and tuples are opened like lists."""
+    tracker = Tracker("run", Account("run"))
+    early, late = ["an early output"] * 1, ["a late output"] * 1
+    tracker._register("p-early", 10, early, 64, depth=0)
+    tracker._register("p-late", 10, late, 64, depth=0)
+    big = [early, *[[i] for i in range(200)], late]
+    found = tracker._find("me", 20, {"rows": big, "n": 1})
+    assert [d.step_id for d in found] == ["p-early"]
+    inner = ("the tuple's own text, long enough",)
+    tracker._register("p-tuple", 10, inner, 64, depth=0)
+    found = tracker._find("me", 20, [frozenset({inner}), 1])
+    assert [d.step_id for d in found] == ["p-tuple"]
+
+
+def test_a_new_batch_never_reuses_what_an_earlier_one_kept() -> None:
+    """What a batch kept is dropped when the next batch starts, even if the earlier one never ended (its
+    positions start again at 0): a list changed in between is walked again."""
+    tracker = Tracker("run", Account("run"))
+    tracker._register("llm-1", 10, _ANSWER, 64)
+    msgs: list[Any] = [{"role": "user", "content": "hello"}]
+    tracker.batch([None] * 5)
+    assert tracker._find("a", 20, {"messages": msgs, "n": 1}) == []
+    msgs.append({"role": "assistant", "content": _ANSWER})
+    tracker.batch([None] * 5)  # no `batch(None)` in between
+    assert [d.step_id for d in tracker._find("b", 30, {"messages": msgs, "n": 1})] == ["llm-1"]

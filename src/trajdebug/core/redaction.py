@@ -604,7 +604,9 @@ class Redactor:
         known = self._clean_tokens
         parts = text.split(b'"')
         if known.issuperset(parts):  # every part a string seen clean or structure seen before: no set built
-            self._remember_head(encoded)
+            if not head or text.strip(b"]}"):
+                # (A value that is a remembered head and its closing brackets has that head remembered.)
+                self._remember_head(encoded)
             return True
         # Every part is tested: the strings (odd parts) and the structure between them (even parts: a few
         # distinct separators and numbers, clean, remembered with the strings).

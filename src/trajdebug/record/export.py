@@ -164,6 +164,7 @@ class RunExport:
         deadline = time.monotonic() + CONFIG.flush_interval / 4
         after_end = self.ended is not None
         n = steps = 0
+        tracker.batch(q)
         while q and n < limit:
             if not n & 127 and n and time.monotonic() > deadline:
                 break
@@ -176,6 +177,7 @@ class RunExport:
                     batch.done_bytes += len(item.input)
                 if item.output.__class__ is bytes:
                     batch.done_bytes += len(item.output)
+                tracker.at = n - 1  # the item's position (`Tracker.batch`)
                 try:
                     records += encode(item, after_end)
                 except Exception as exc:  # noqa: BLE001 - a step is never lost for a field
@@ -184,6 +186,7 @@ class RunExport:
                 handle = handlers.get(item.__class__)
                 if handle is not None:
                     handle(item, batch)
+        tracker.batch(None)
         batch.n = n
         batch.steps = steps
         return batch

@@ -136,6 +136,20 @@ def describe(sink: object) -> str:
     return f"sink {type(sink).__name__}"
 
 
+_IOV = 1024
+"""Lines handed to one ``writev`` call (POSIX's IOV_MAX on Linux and macOS)."""
+
+
+def _writev(fd: int, parts: list[bytes]) -> int:
+    """``os.writev``, or one ``os.write`` of the parts joined where there is none (Windows)."""
+    if _HAS_WRITEV:
+        return os.writev(fd, parts)
+    return os.write(fd, b"".join(parts))
+
+
+_HAS_WRITEV = hasattr(os, "writev")
+
+
 class JsonlSink:
     """Append records to a JSON Lines file.
 
@@ -165,6 +179,33 @@ class JsonlSink:
             done += n
         return done
 
+    def _write_lines(self, chunks: list[bytes]) -> int:
+        """Append the lines, at most `_IOV` to a call of ``writev`` (the lines as they are: no copy of the
+        batch joined); the bytes written.  An ``OSError`` carries what was written before it (``done``)."""
+        fd = self._fd
+        assert fd is not None
+        done = i = 0
+        try:
+            while i < len(chunks):
+                part = chunks[i : i + _IOV]
+                n = _writev(fd, part)
+                done += n
+                i += len(part)
+                rest = sum(map(len, part)) - n
+                if rest:
+                    # A short write (a full disk): the rest of this part, joined, until written or refused.
+                    tail = memoryview(b"".join(part))[n:]
+                    while rest:
+                        k = os.write(fd, tail[len(tail) - rest :])
+                        if k <= 0:  # pragma: no cover - os.write raises instead on POSIX
+                            raise OSError(errno.EIO, "short write")
+                        done += k
+                        rest -= k
+        except OSError as exc:
+            exc.done = done  # type: ignore[attr-defined]
+            raise
+        return done
+
     def write(self, records: Sequence[Mapping[str, Any] | bytes]) -> None:
         """Append the batch: records, or records encoded as JSON lines (written as they are).
 
@@ -183,13 +224,11 @@ class JsonlSink:
                 raise PartialWrite(exc, 0) from exc
             self._tail = self._tail[n:]
         chunks = [r if r.__class__ is bytes else dumps_line(r) for r in records]
-        data = b"".join(chunks)
-        view = memoryview(data)
         done = 0
         try:
-            while done < len(data):
-                done += os.write(self._fd, view[done:])
+            done = self._write_lines(chunks)
         except OSError as exc:
+            done = getattr(exc, "done", done)
             whole, acc = 0, 0
             for c in chunks:
                 if acc + len(c) > done:

@@ -66,33 +66,46 @@ def fits(value: Any, items: int, text: int, depth: int = 0) -> bool:
 
 
 def _measure(value: Any, items: int, text: int, depth: int) -> tuple[bool, int, int]:
-    """`fits`, with the items and characters looked at (all the value holds, when it fits)."""
+    """`fits`, with the items and characters looked at (all the value holds, when it fits).
+
+    A dict's keys and values are looked at in one pass, and the characters tested once per container:
+    the counts only grow, so the answer and the items counted are those of a test after every string."""
     left, chars = items, text
     stack: list[tuple[Any, int]] = [(value, depth)]
+    push = stack.append
     while stack:
         c, depth = stack.pop()
         t = type(c)
-        if t is not dict and t is not list and t is not tuple:
-            return False, items - left, text - chars  # sets, models, anything else: the bounded copy converts them
-        if left < len(c) or depth >= DEPTH:
-            return False, items - left, text - chars  # not looked into
-        left -= len(c)
-        for v in c.values() if t is dict else c:
-            tv = type(v)
-            if tv is str:
-                chars -= len(v)
-                if chars < 0:
-                    return False, items - left, text - chars
-            elif tv is dict or tv is list or tv is tuple:
-                stack.append((v, depth + 1))
-            elif tv not in _LEAVES:
-                return False, items - left, text - chars
         if t is dict:
-            for k in c:
+            if left < len(c) or depth >= DEPTH:
+                return False, items - left, text - chars  # not looked into
+            left -= len(c)
+            for k, v in c.items():
+                tv = type(v)
                 if type(k) is str:
                     chars -= len(k)
-            if chars < 0:
-                return False, items - left, text - chars
+                if tv is str:
+                    chars -= len(v)
+                elif tv is dict or tv is list or tv is tuple:
+                    push((v, depth + 1))
+                elif tv not in _LEAVES:
+                    return False, items - left, text - chars
+        elif t is list or t is tuple:
+            if left < len(c) or depth >= DEPTH:
+                return False, items - left, text - chars  # not looked into
+            left -= len(c)
+            for v in c:
+                tv = type(v)
+                if tv is str:
+                    chars -= len(v)
+                elif tv is dict or tv is list or tv is tuple:
+                    push((v, depth + 1))
+                elif tv not in _LEAVES:
+                    return False, items - left, text - chars
+        else:
+            return False, items - left, text - chars  # sets, models, anything else: the bounded copy converts them
+        if chars < 0:
+            return False, items - left, text - chars
     return True, items - left, text - chars
 
 

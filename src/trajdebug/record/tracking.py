@@ -14,8 +14,9 @@ left to content inference at analysis time (`trajdebug.analysis.inference._infer
 
 from __future__ import annotations
 
+import gc
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from itertools import islice
 from typing import Any
 
@@ -52,6 +53,10 @@ _ENTRY_BYTES = 250
 """What a registry entry costs beyond its value (the tuple, the dict slot, the step id, the time)."""
 _UNTRACKED = (type(None), bool, int, float, complex, bytes)
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+_OPEN = frozenset({dict, list, tuple, set, frozenset})
+"""The containers `Tracker._find` opens."""
+_MEMO_MAX = 4096
+"""Containers whose ids `Tracker._reached` keeps in one batch, at most."""
 _ID_FIELDS = frozenset(
     {"v", "t", "run_id", "step_id", "error_id", "parent_id", "parent_error_id", "retry_of", "stage", "kind",
      "status", "outcome", "continues", "start_ns", "end_ns", "time_ns", "attempt", "source_index"}
@@ -89,6 +94,31 @@ def red_head(red: redaction.Redactor, head: str) -> str:
     return str(red.text(_JSON_PAIR.sub(one, head)))
 
 
+def _ids_under(value: Any, levels: int) -> list[int]:
+    """The ids of ``value`` and of the items ``levels`` levels below it, through the containers `_OPEN`
+    (each one's first 128 items; a dict's keys too, a superset).  A level at a time in C
+    (`gc.get_referents` of containers that small: their items, and nothing else), only the level's
+    containers picked out in Python."""
+    seen = [id(value)]
+    level = [value]
+    for _ in range(levels):
+        level = [o for o in level if type(o) in _OPEN]
+        if not level:
+            break
+        if max(map(len, level)) <= 128:
+            nxt = gc.get_referents(*level)
+        else:
+            nxt = []
+            for obj in level:
+                if len(obj) <= 128:
+                    nxt += gc.get_referents(obj)
+                else:
+                    nxt.extend(islice(obj.values() if type(obj) is dict else obj, 128))
+        seen += map(id, nxt)
+        level = nxt
+    return seen
+
+
 class Tracker:
     """Per-run registry of produced values, and the encoder of the run's records (writer thread).
 
@@ -110,6 +140,12 @@ class Tracker:
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
         self._names: dict[str, str] = {}
+        self._memo: dict[int, tuple[Any, int, int, list[int]]] = {}
+        """`_reached`'s ids under a container, by its id, for the batch being encoded."""
+        self._queue: Sized | None = None
+        """What is left of the queue the batch being encoded comes from (`batch`); None between batches."""
+        self.at = 0
+        """The position in its batch of the item being encoded (set by the writer)."""
         self.rewrite = rewrite
         """The run's processors that rewrite records (`trajdebug.record.processors.Processors.on_record`:
         summary mode), applied to every record built here; None when there are none."""
@@ -337,42 +373,68 @@ class Tracker:
                 self._registry_bytes -= registry.pop(oldest)[4]
 
     def _register(self, sid: str, t1: int, value: Any, size: int, depth: int = 1) -> None:
-        if issubclass(type(value), _UNTRACKED) or (type(value) is str and len(value) < MIN_TRACKED_STR):
+        t = type(value)
+        if issubclass(t, _UNTRACKED) or (t is str and len(value) < MIN_TRACKED_STR):
             return
         self._keep(id(value), (sid, value, t1, "tracked", _ENTRY_BYTES + size))
-        # The items of a returned list/tuple/dict are that step's outputs too.
-        if depth > 0 and type(value) in (list, tuple):
-            for item in value[:64]:
-                if id(item) not in self.registry:
-                    self._register(sid, t1, item, 64, depth - 1)
-        elif depth > 0 and type(value) is dict:
-            for item in list(value.values())[:64]:
-                if id(item) not in self.registry:
+        # The items of a returned list/tuple/dict are that step's outputs too (those not registered yet;
+        # what is never tracked is passed over here, not in a call).
+        if depth > 0 and (t is list or t is tuple or t is dict):
+            registry = self.registry
+            for item in value[:64] if t is not dict else list(value.values())[:64]:
+                c = type(item)
+                if id(item) not in registry and not (issubclass(c, _UNTRACKED) or (c is str and len(item) < MIN_TRACKED_STR)):
                     self._register(sid, t1, item, 64, depth - 1)
 
     def _reaches(self, value: Any) -> bool:
         """Whether any object the walk of `_find` could visit is registered: a superset of its visits (each
-        level's containers opened, at most 128 items each, hits descended into too), taken a level at a time
-        with ``extend`` and one set test in C.  Hits are rare (a chat payload's messages are new dicts each
-        step), so the walk itself usually does not run."""
+        level's containers opened, hits descended into too), one set test in C.  Hits are rare (a chat
+        payload's messages are new dicts each step), so the walk itself usually does not run.
+
+        A call's arguments are a new dict each step, but what they hold often is not (the same conversation
+        resent, or the same list grown): the ids under each container argument are kept for the batch
+        (`_reached`) and tested again against the registry as it is then, for a step that had ended (was
+        queued) when they were taken: what the step was given is in them, and a change made after it ended
+        is not its input."""
         registry = self.registry
         if not registry:
             return False
-        level = [value]
-        seen = [id(value)]
-        for _ in range(3):
-            nxt: list[Any] = []
-            for obj in level:
-                t = type(obj)
-                if t is dict:
-                    nxt.extend(obj.values() if len(obj) <= 128 else islice(obj.values(), 128))
-                elif t is list or t is tuple or t is set or t is frozenset:
-                    nxt.extend(obj if len(obj) <= 128 else islice(obj, 128))
-            if not nxt:
-                break
-            seen.extend(map(id, nxt))
-            level = nxt
-        return not registry.keys().isdisjoint(seen)
+        if type(value) is not dict:
+            return not registry.keys().isdisjoint(self._reached(value, 3))
+        if id(value) in registry:
+            return True
+        for v in value.values() if len(value) <= 128 else islice(value.values(), 128):
+            if type(v) in _OPEN:
+                if not registry.keys().isdisjoint(self._reached(v, 2)):
+                    return True
+            elif id(v) in registry:
+                return True
+        return False
+
+    def _reached(self, value: Any, levels: int) -> list[int]:
+        """The ids of ``value`` and of what it holds ``levels`` levels down (each container's first 128
+        items), from this batch's memo when they were taken after the step being encoded was queued
+        (`_reaches`, `batch`)."""
+        memo = self._memo
+        key = id(value)
+        got = memo.get(key)
+        if got is not None and got[0] is value and got[1] == levels and self.at < got[2]:
+            return got[3]
+        queue = self._queue
+        # Items (this batch's, counted from its first) that had ended and been queued before the walk.
+        ended = -1 if queue is None else self.at + 1 + len(queue)
+        seen = _ids_under(value, levels)
+        if queue is not None and type(value) in _OPEN and len(memo) < _MEMO_MAX:
+            memo[key] = (value, levels, ended, seen)  # the value is held until the batch ends: its id stays its own
+        return seen
+
+    def batch(self, queue: Sized | None) -> None:
+        """The writer starts a batch taken from ``queue`` (what is left of it there: the writer sets `at` to
+        each item's position as it encodes it), or, with None, the batch is done (what `_reached` kept is
+        released)."""
+        self._queue = queue
+        self.at = 0
+        self._memo.clear()  # at a start too: a batch cut short by an exception never reuses what it kept
 
     def _find(self, own: str, start: int, value: Any) -> list[Dependency]:
         """Registered objects reachable from a step's arguments (not descending into hits)."""
