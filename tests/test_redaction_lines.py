@@ -65,6 +65,17 @@ class TestCleanStrings:
                 assert fresh(value) == value
                 assert not fresh.counts
 
+    def test_a_secret_beside_a_record_with_an_escaped_quote_is_never_found_clean(self) -> None:
+        """A record holding a secret and a backslash, run together with a record whose text ends in a
+        backslash (so the joined text is swapped and the record alone is not), is still found unclean."""
+        values = [
+            _value(["use sk-proj-Abc123Def456Ghi789Jkl012 for this"], ["\\"]),
+            _value(["use sk-proj-Abc123Def456Ghi789Jkl012 for this\\\\n"], ["a basic understanding of the problem"]),
+        ]
+        lines = [plain_line(v) for v in values]
+        together = Redactor().clean_lines([line for line in lines if line is not None])
+        assert together == [False, False]
+
     @settings(max_examples=300, deadline=None)
     @given(
         st.lists(

@@ -470,6 +470,11 @@ def _swapped(encoded: bytes) -> bytes:
     return encoded
 
 
+def _swap_all(encoded: bytes) -> bytes:
+    """`_swapped` done whether or not this text holds an escaped quote (to match a text that did)."""
+    return encoded.replace(b"\\\\", b"\x01\x01").replace(b'\\"', b"\x02\x02")
+
+
 def _decoded(token: bytes) -> str:
     """A string as split from orjson's text at its quotes (escaped backslashes and quotes swapped for
     ``\\x01\\x01`` and ``\\x02\\x02``, `Redactor.clean_encoded`), decoded."""
@@ -634,7 +639,12 @@ class Redactor:
         """`clean_strings` of each of several encodings (a run's records), their strings split and looked up
         together: one split and one set difference for them all; when some string among them is not clean,
         each encoding is searched for it."""
-        text = _swapped(b"".join(encoded))
+        joined = b"".join(encoded)
+        # Swap every record alike: `_swapped` leaves a text without an escaped quote as it is, so a record
+        # swapped alone could spell a string otherwise than the joined text (``\\`` against ``\x01\x01``)
+        # and a bad string found in the whole would not be found in its own record.
+        swap = b'\\"' in joined
+        text = _swap_all(joined) if swap else joined
         strings = text.split(b'"')[1::2]
         if self._clean_tokens.issuperset(strings):
             return [True] * len(encoded)
@@ -647,7 +657,7 @@ class Redactor:
             return [False]
         # A string stands in its text between quotes; a text holding none of these quoted holds none of them.
         quoted = [b'"' + t + b'"' for t in bad]
-        return [not any(q in e for q in quoted) for e in map(_swapped, encoded)]
+        return [not any(q in e for q in quoted) for e in (map(_swap_all, encoded) if swap else encoded)]
 
     def _unclean(self, new: set[bytes], text: bytes) -> set[bytes]:
         """Which of these strings of ``text`` (as split by `clean_lines`) are not clean: as a value, or (long
