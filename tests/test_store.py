@@ -151,6 +151,9 @@ class TestLayout:
         """A run recorded to a store and a JSONL file at once: the store holds far fewer rows than records,
         its rows hold the very lines of the file (encoded once), and the run's row counts its steps."""
         db, jl = tmp_path / "s.db", tmp_path / "r.jsonl"
+        # A busy machine's writer falls behind a tight loop and, by default, drops (counted): this test is
+        # about where the lines go, so the loop waits for the writer instead.
+        trajdebug.configure(backpressure="block", block_timeout=30.0)
         with trajdebug.run("both", store=db, path=jl) as h:
             for i in range(3000):
                 with trajdebug.step("s", kind="tool", input=f"question {i}") as s:
