@@ -3,24 +3,13 @@ that ran (control dependence), and a write's effect on the world that a later st
 
 from __future__ import annotations
 
-from typing import Any
+from tests.builders import step
 
 from trajdebug.analysis.inference import control_edges, env_edges
-from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
+from trajdebug.core.model import ErrorInfo, Run, Step
 
 
-def _s(sid: str, name: str, kind: str, start: int, inp: Any, out: Any, *deps: str, **kw: Any) -> Step:
-    return Step(
-        sid,
-        name,
-        kind,  # type: ignore[arg-type]
-        input=inp,
-        output=out,
-        start_ns=start,
-        end_ns=start + 1,
-        deps=tuple(Dependency(d) for d in deps),
-        **kw,
-    )
+_s = step
 
 
 def _run(*steps: Step) -> Run:

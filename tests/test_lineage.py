@@ -7,6 +7,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.builders import step
 
 from trajdebug.analysis.lineage import Lineage, anomalies, derivation, slips
 from trajdebug.core.model import Dependency, Run, Step
@@ -16,18 +17,7 @@ from trajdebug.core.values import atoms
 D = Dependency
 
 
-def _s(sid: str, name: str, kind: str, start: int, inp: Any, out: Any, *deps: str, **kw: Any) -> Step:
-    return Step(
-        sid,
-        name,
-        kind,  # type: ignore[arg-type]
-        input=inp,
-        output=out,
-        start_ns=start,
-        end_ns=start + 1,
-        deps=tuple(D(d) for d in deps),
-        **kw,
-    )
+_s = step
 
 
 def replace_input(step: Step, value: Any) -> Step:

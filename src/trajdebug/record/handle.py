@@ -171,13 +171,7 @@ class RunHandle:
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if not self._active:
             if self._void and self._tokens:
-                tok_run, tok_step = self._tokens.pop()
-                try:
-                    _RUN.reset(tok_run)
-                    _STEP.reset(tok_step)
-                except ValueError:
-                    _RUN.set(None)
-                    _STEP.set(None)
+                self._restore_context()
             return
         try:
             if exc is not None and isinstance(exc, Exception) and exc is not self._acct.escaped:
@@ -189,13 +183,18 @@ class RunHandle:
         except Exception:  # noqa: BLE001
             self._internal_error("run end")
         finally:
-            tok_run, tok_step = self._tokens.pop()
-            try:
-                _RUN.reset(tok_run)
-                _STEP.reset(tok_step)
-            except ValueError:
-                _RUN.set(None)
-                _STEP.set(None)
+            self._restore_context()
+
+    def _restore_context(self) -> None:
+        """Put back the current run and step this block's ``__enter__`` replaced (cleared when the block
+        ended in another context than it began, where the tokens cannot be reset)."""
+        tok_run, tok_step = self._tokens.pop()
+        try:
+            _RUN.reset(tok_run)
+            _STEP.reset(tok_step)
+        except ValueError:
+            _RUN.set(None)
+            _STEP.set(None)
 
     def close(self) -> None:
         """End the run: queue its end record and wait (bounded) until the writer has written it.
