@@ -11,7 +11,6 @@ import pytest
 
 import trajdebug
 from trajdebug.record import sampling
-from trajdebug.record.config import new_run_id
 from trajdebug.testing import capture_runs
 
 
@@ -51,9 +50,11 @@ def test_the_decision_over_ten_thousand_ids_keeps_every_failure_and_the_rate() -
     """Over 10,000 random run ids, every failure is kept and successes within 3 sigmas of the rate."""
     rate = 0.1
     kept = 0
-    random.seed(17)
+    # Ids drawn from a seeded generator, shaped as the recorder's: `new_run_id` draws from the OS (an agent
+    # seeding `random` must not make its runs collide), so with its ids this 3-sigma check failed 1 run in 370.
+    rng = random.Random(17)
     for i in range(10_000):
-        rid = new_run_id()
+        rid = f"{rng.getrandbits(128):032x}"
         if i % 4 == 0:
             assert sampling.tail_decision(rid, "failure", {}, rate) == (True, "failure")
         else:
