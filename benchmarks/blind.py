@@ -22,10 +22,10 @@ Suites: ``suite_dev`` (a development suite: its misses are studied),
 ``suite_b``, ``suite_c``, ``suite_e``, ``suite_f``, ``suite_g`` and ``suite_h`` (written blind on the real
 frameworks, each scored once held out, then trained on by the learned ranker since 2026-12-02:
 development suites now; suite_h's misses were studied too), and ``suite_i`` (written blind after them,
-scored once held out on 2026-12-02, its misses studied since: a development suite).  ``suite_j``, written
-blind and frozen on 2026-12-02, is held out (`benchmarks.corpus.HELD_OUT`): scored once, by
-`benchmarks.score_heldout`, and its misses never listed; ``suite_k``, written blind the same day, is held
-out and not yet scored (the next round's measure).  See ``STATUS``.
+scored once held out on 2026-12-02, its misses studied since: a development suite), and ``suite_j``
+(written blind and frozen on 2026-12-02, scored once held out by `benchmarks.score_heldout` the same day,
+its misses studied since: a development suite).  ``suite_k``, written blind the same day, is held
+out (`benchmarks.corpus.HELD_OUT`) and not yet scored (the next round's measure).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
     "suite_k": "held out (written blind and frozen on 2026-12-02; not yet scored: the next round's measure)",
-    "suite_j": "held out (written blind and frozen on 2026-12-02; scored once at 14:00 UTC on 020ac1b; misses not studied)",
+    "suite_j": "development (scored once held out on 2026-12-02 at 14:00 UTC on 020ac1b; its misses studied since 2026-12-02)",
     "suite_i": "development (scored once held out on 2026-12-02; its misses studied since 2026-12-02)",
     "suite_h": "development (scored once held out on 2026-12-02; its misses studied and trained on since 2026-12-02)",
     "suite_g": "development (scored once held out on 2026-12-02; trained on since 2026-12-02)",
