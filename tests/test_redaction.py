@@ -397,8 +397,8 @@ class TestCleanJson:
         from trajdebug.core import redaction
         from trajdebug.core.codec import dumps
 
-        was = redaction._HEAD_MIN
-        redaction._HEAD_MIN = 0  # every snapshot remembered, however short
+        was = redaction._redactor._HEAD_MIN
+        redaction._redactor._HEAD_MIN = 0  # every snapshot remembered, however short
         try:
             r = Redactor()
             msgs: list[Any] = []
@@ -412,7 +412,7 @@ class TestCleanJson:
                 encoded = dumps(value)
                 assert r.clean_encoded(encoded) == Redactor().clean_json(encoded)
         finally:
-            redaction._HEAD_MIN = was
+            redaction._redactor._HEAD_MIN = was
 
     def test_a_resent_conversation_is_tested_once_per_new_string(self) -> None:
         """A conversation resent with one more message tests only the new message's strings; a secret in it is

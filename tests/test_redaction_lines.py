@@ -148,7 +148,7 @@ class TestCleanStrings:
     )
     def test_the_cheap_key_test_agrees_with_the_words(self, key: str) -> None:
         """Whether a key names a secret is what its words say, the literal pre-test never deciding otherwise."""
-        from trajdebug.core.redaction import _secret_words
+        from trajdebug.core.redaction._rules import _secret_words
 
         r = Redactor()
         assert r.secret_key(key) == _secret_words(key_words(key), (), key)
