@@ -27,10 +27,9 @@ def parse(message: dict[str, Any]) -> Any:
 
 def model(server: Any) -> Any:
     from agents import OpenAIChatCompletionsModel
-    from openai import AsyncOpenAI
+    from benchmarks.heldout.suite_l.kit import openai_client
 
-    client = AsyncOpenAI(base_url=server.base_url, api_key="sk-not-needed", max_retries=0)
-    return OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+    return OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=openai_client(server, "async"))
 
 
 def run(agent: Any, text: str, path: Path, name: str) -> None:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchmarks.heldout.suite_l.kit import Case, active
+from benchmarks.heldout.suite_l.kit import Case, active, openai_client
 
 import trajdebug
 
@@ -244,9 +244,7 @@ def _agent(client: Any, line: str) -> None:
 
 def record(server: Any, path: Path, inp: dict[str, Any]) -> None:
     """Record one run of the agent on ``inp`` into ``path`` (a failure is recorded, not raised)."""
-    from openai import OpenAI
-
-    client = OpenAI(base_url=server.base_url, api_key="sk-not-needed", max_retries=0)
+    client = openai_client(server)
     server.use(policy)
     try:
         with trajdebug.run(AGENT, path=str(path), task=f"dispatch: {inp['manifest']}"):

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from benchmarks.heldout.suite_l.kit import Case, active
+from benchmarks.heldout.suite_l.kit import Case, active, openai_client
 
 import trajdebug
 
@@ -56,15 +56,11 @@ def _tide_table(day: int) -> list[dict[str, Any]]:
         minute = (day * 13 + hour * 7) % 60 or 5
         if (day, hour) == (3, 13):
             minute = 0
-        height = round(2.4 + 1.1 * math.sin((hour + day * 0.8) / 2.0), 1)
+        # the slipway's charted depth: never below 2.1 m in daylight, except Thursday's low water at noon
+        height = max(round(2.4 + 1.1 * math.sin((hour + day * 0.8) / 2.0), 1), 2.1)
         if (day, hour) == (3, 12):
-            height = 1.1  # low water, just before the 13:00 prediction
-        rows.append(
-            {
-                "time": f"{hour:02d}:{minute:02d}",
-                "height_m": max(height, 2.1 if (day, hour) != (3, 12) else 1.1),
-            }
-        )
+            height = 1.1
+        rows.append({"time": f"{hour:02d}:{minute:02d}", "height_m": height})
     return rows
 
 
@@ -211,13 +207,28 @@ def policy(request: Any) -> str:
     return "I can only plan timetables."
 
 
-def _chat(client: Any, name: str, system: str, user: str) -> str:
+_MODEL: dict[str, Any] = {}
+
+
+def _ask(system: str, user: str) -> str:
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    with trajdebug.step(name, kind="llm", input={"messages": messages}) as s:
-        resp = client.chat.completions.create(model="gpt-4o-mini", messages=messages, temperature=0)
-        text = resp.choices[0].message.content
-        s.output = {"role": "assistant", "content": text, "tool_calls": []}
-    return text
+    resp = _MODEL["client"].chat.completions.create(model="gpt-4o-mini", messages=messages, temperature=0)
+    return resp.choices[0].message.content
+
+
+@trajdebug.step(kind="llm")
+def plan_departures(brief: dict[str, Any]) -> str:
+    return _ask(PLAN_SYS, json.dumps(brief))
+
+
+@trajdebug.step(kind="llm")
+def draft_notice(plan: dict[str, Any], route: str, days: list[str]) -> str:
+    return _ask(NOTICE_SYS, json.dumps({**plan, "route": route, "days": days}))
+
+
+@trajdebug.step(kind="llm")
+def review_notice(notice: str) -> str:
+    return _ask(REVIEW_SYS, notice)
 
 
 @trajdebug.step(kind="parse")
@@ -241,7 +252,7 @@ def _profile(req: dict[str, Any]) -> dict[str, Any]:
         return load_cached_profile(req["vessel"])
 
 
-def _agent(client: Any, text: str) -> None:
+def _agent(text: str) -> None:
     req = read_request(text)
     profile = _profile(req)
     route = fetch_route(req["route"])
@@ -254,30 +265,26 @@ def _agent(client: Any, text: str) -> None:
         "berth": berth,
         "crossing": crossing,
     }
-    plan = parse_plan(_chat(client, "plan_departures", PLAN_SYS, json.dumps(brief)))
+    plan = parse_plan(plan_departures(brief))
     with trajdebug.step("tide_check", kind="agent"):
         for day in req["days"]:
             table = fetch_tide_table(route["port"], day)
             for dep in plan["departures"]:
                 tide = select_tide_slot(dep, table)
                 record_sailing(day, dep, tide, plan["vessel"])
-    notice = _chat(
-        client, "draft_notice", NOTICE_SYS, json.dumps({**plan, "route": req["route"], "days": req["days"]})
-    )
-    review = parse_review(_chat(client, "review_notice", REVIEW_SYS, notice))
+    notice = draft_notice(plan, req["route"], req["days"])
+    review = parse_review(review_notice(notice))
     check_draft(profile)
     publish_timetable(req["route"], review["vessel"], plan["departures"], crossing, berth)
 
 
 def record(server: Any, path: Path, inp: dict[str, Any]) -> None:
     """Record one run of the agent on ``inp`` into ``path`` (a failure is recorded, not raised)."""
-    from openai import OpenAI
-
-    client = OpenAI(base_url=server.base_url, api_key="sk-not-needed", max_retries=0)
+    _MODEL["client"] = openai_client(server)
     server.use(policy)
     try:
         with trajdebug.run(AGENT, path=str(path), task=inp["text"]):
-            _agent(client, inp["text"])
+            _agent(inp["text"])
     except (ValueError, PermissionError):
         pass
 

@@ -29,6 +29,20 @@ def active(fault_id: str) -> bool:
     return fault_id in _ON
 
 
+_CLIENTS: dict[tuple[str, str], Any] = {}
+
+
+def openai_client(server: Any, kind: str = "sync") -> Any:
+    """One `openai` client per fake server and kind, reused by every run (building one loads the CA store)."""
+    key = (server.base_url, kind)
+    if key not in _CLIENTS:
+        from openai import AsyncOpenAI, OpenAI
+
+        cls = AsyncOpenAI if kind == "async" else OpenAI
+        _CLIENTS[key] = cls(base_url=server.base_url, api_key="sk-not-needed", max_retries=0)
+    return _CLIENTS[key]
+
+
 @dataclass(frozen=True, slots=True)
 class Case:
     """One planted fault: its switch, its kind, the step it makes wrong and a marker of the wrong value."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.heldout.suite_l import otlp_route
-from benchmarks.heldout.suite_l.kit import Case, active
+from benchmarks.heldout.suite_l.kit import Case, active, openai_client
 from benchmarks.heldout.suite_l.otlp_route import span, traced
 
 
@@ -224,9 +224,7 @@ def _agent(client: Any, req: dict[str, Any]) -> None:
 
 def record(server: Any, path: Path, inp: dict[str, Any]) -> None:
     """Record one run of the agent on ``inp`` into ``path`` (a failure is recorded, not raised)."""
-    from openai import OpenAI
-
-    client = OpenAI(base_url=server.base_url, api_key="sk-not-needed", max_retries=0)
+    client = openai_client(server)
     server.use(policy)
     otlp_route.begin()
     try:
