@@ -122,7 +122,7 @@ def truth(case: Case, agent: str, route: str, failed_run: Any, control_run: Any)
             "name": root.name,
             "occurrence": sum(1 for s in steps[: r + 1] if s.name == root.name),
             "kind": root.kind,
-            "llm_index": llm_before if root.kind == "llm" else None,
+            "llm_index": llm_before + 1 if root.kind == "llm" else None,
         },
         "failure_step": {
             "name": fail.name,
