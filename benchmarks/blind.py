@@ -24,8 +24,8 @@ frameworks, each scored once held out, then trained on by the learned ranker sin
 development suites now; suite_h's misses were studied too), and ``suite_i`` (written blind after them,
 scored once held out on 2026-12-02, its misses studied since: a development suite), and ``suite_j``
 (written blind and frozen on 2026-12-02, scored once held out by `benchmarks.score_heldout` the same day,
-its misses studied since: a development suite).  ``suite_k``, written blind the same day, is held
-out (`benchmarks.corpus.HELD_OUT`) and not yet scored (the next round's measure).  See ``STATUS``.
+its misses studied since: a development suite).  ``suite_k`` and ``suite_l``, written blind the same
+day, are held out (`benchmarks.corpus.HELD_OUT`) and not yet scored (the next measures).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
+    "suite_l": "held out (written blind and frozen on 2026-12-02; not yet scored: the measure after suite K)",
     "suite_k": "held out (written blind and frozen on 2026-12-02; not yet scored: the next round's measure)",
     "suite_j": "development (scored once held out on 2026-12-02 at 14:00 UTC on 020ac1b; its misses studied since 2026-12-02)",
     "suite_i": "development (scored once held out on 2026-12-02; its misses studied since 2026-12-02)",

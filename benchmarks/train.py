@@ -4,7 +4,7 @@ Steps, all seeded (`benchmarks.learning.SEED`):
 
 1. the corpus (`benchmarks.corpus`): the fault-injection suite, tau, Who&When
    Algorithm-Generated, the development blind suites (b, c, e, f, g and h among
-   them since 2026-12-02; suites i and j, studied since 2026-12-02, too; suite_k, held out, never);
+   them since 2026-12-02; suites i and j, studied since 2026-12-02, too; suites k and l, held out, never);
 2. cross-validation: leave one suite out (reported on every suite, and on the
    framework suites alone: the number recipes are chosen on), leave one
    recording route out, and five folds by agent (Who&When scored only on folds
