@@ -69,8 +69,8 @@ def truthful_key(run: Run, short_id: str, wrong: set[str]) -> str:
 
 
 def test_a_person_finds_the_planted_root_and_resumes_after_ctrl_c(demo: tuple[Path, Run]) -> None:
-    """Ctrl-C after one answer keeps it; a second --ask does not ask that step again and, answered
-    truthfully, ends at the demo's planted root, certain, with the proof and the path."""
+    """Ctrl-C after one answer keeps it; a second --ask does not ask that step again, numbers its first
+    question 2 and, answered truthfully, ends at the demo's planted root, certain, with the proof and the path."""
     path, run = demo
     root = run.metadata["fault"]["step_id"]
     wrong = descendants(run, root)
@@ -93,6 +93,8 @@ def test_a_person_finds_the_planted_root_and_resumes_after_ctrl_c(demo: tuple[Pa
         if i == 1:
             break
         text = ANSI.sub("", child.before)  # type: ignore[attr-defined]
+        if not asked:
+            assert "question 2: " in text  # numbered on from the answer stored in the first session
         short_id = HEADER.findall(text)[-1]
         asked.append(short_id)
         child.send(truthful_key(run, short_id, wrong))  # type: ignore[attr-defined]
@@ -250,3 +252,28 @@ def test_enter_answers_nothing_and_an_unknown_key_is_named_once(tmp_path: Path) 
     assert got is False
     assert text.count(PROMPT.split("?")[0]) == 1
     assert "'x' is no answer: press y, n, ?, e or q" in text
+
+
+def test_a_value_a_few_characters_past_the_fold_is_shown_whole_and_producers_preview_their_content() -> None:
+    """Folding that would hide a handful of characters shows them instead; a producer's pretty-printed list
+    is previewed by its items, not by the lone bracket of its first line."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.core.model import Dependency, Step
+    from trajdebug.report.question import FOLD, fold, question_for, render_question
+
+    assert fold("x" * (FOLD + 2)) == ("x" * (FOLD + 2), 0)
+    text, cut = fold("x" * (FOLD + 500))
+    assert cut == 500 and len(text) == FOLD
+    items = [{"date": "2026-03-02", "category": "meal", "amount": 41.5}, {"date": "2026-03-02", "category": "taxi"}]
+    steps = (
+        Step("p", "parse_items", "parse", output=items, start_ns=1, end_ns=2),
+        Step("d", "dedupe_items", "other", input=items, output=items[:1], deps=(Dependency("p"),), start_ns=3, end_ns=4),
+    )
+    run = Run("r1", "expenses", 0, 9, "failure", steps=steps)
+    out = io.StringIO()
+    render_question(question_for(run, "d", 1), Console(file=out, width=200))
+    [row] = [line for line in out.getvalue().splitlines() if "← parse" in line]
+    assert "2026-03-02" in row and "meal" in row

@@ -353,3 +353,52 @@ def test_on_an_inferred_graph_the_audit_never_moves_a_truthful_search_off_the_ro
     inferred = dataclasses.replace(analysis, run=dataclasses.replace(analysis.run, steps=steps))
     g = guided_search(inferred, _truthful(wrong), strategy=strategy, audit=2)
     assert (g.root, g.certain) == (root, True)
+
+
+def _ranked_chain() -> Analysis:
+    """The chain c0..c5 failing at c5, ranked c4, c3, c2, c1 (the ranker's guess), as `analyze` would give it."""
+    analysis, _ = _chain()
+    order = ["c4", "c3", "c2", "c1"]
+    cands = [Candidate(s, 1.0 - i / 10, (f"evidence of {s}",), (s, "c5")) for i, s in enumerate(order)]
+    loc = dataclasses.replace(analysis.localization, candidates=cands, ranking=tuple(order), ranked_all=tuple(cands))
+    return dataclasses.replace(analysis, localization=loc)
+
+
+def test_settled_puts_the_proven_root_first_and_the_steps_answered_correct_last() -> None:
+    """After answers prove c2 (wrong, its input c1 correct), the ranking opens on c2 and says why; c1,
+    answered correct, is last; c4 and c3, which the answers cleared, come between, each saying so."""
+    from trajdebug.analysis import settled
+
+    analysis = _ranked_chain()
+    answers = [Answer("c3", False, "person"), Answer("c2", False, "person"), Answer("c1", True, "person")]
+    g = guided_search(analysis, lambda step, run: None, answers=answers)
+    assert g.certain and g.root == "c2"
+    after = settled(dataclasses.replace(analysis, guided=g))
+    names = [c.step_id for c in after.root_causes]
+    assert names == ["c2", "c4", "c3", "c1"]
+    assert after.root_causes[0].reasons[0].startswith("proven by 3 answer(s)") and after.root_causes[0].root
+    assert after.root_causes[-1].reasons[0] == "answered correct by person" and not after.root_causes[-1].root
+    assert after.localization.ranking == ("c2", "c4", "c3", "c1")
+    assert after.root_causes[0].reasons[1] == "evidence of c2"  # the ranker's own evidence is kept
+
+
+def test_settled_leaves_a_ranking_without_answers_as_it_was() -> None:
+    """No guided result, or one with no answers, changes nothing."""
+    from trajdebug.analysis import settled
+
+    analysis = _ranked_chain()
+    assert settled(analysis) is analysis
+    g = guided_search(analysis, lambda step, run: None)
+    assert [c.step_id for c in settled(dataclasses.replace(analysis, guided=g)).root_causes] == ["c4", "c3", "c2", "c1"]
+
+
+def test_a_root_proven_below_the_cut_of_top_still_heads_the_list() -> None:
+    """The proven root is brought in from the whole ranking when `top` had cut it off (the list keeps its length)."""
+    from trajdebug.analysis import settled
+
+    analysis = _ranked_chain()
+    loc = analysis.localization
+    short = dataclasses.replace(analysis, localization=dataclasses.replace(loc, candidates=loc.candidates[:2]))
+    g = guided_search(short, lambda step, run: None, answers=[Answer("c1", False, "person"), Answer("c0", True, "person")])
+    assert g.certain and g.root == "c1"
+    assert [c.step_id for c in settled(dataclasses.replace(short, guided=g)).root_causes] == ["c1", "c4"]

@@ -56,6 +56,39 @@ def test_label_is_stored_beside_the_source_and_the_latest_wins(tmp_path: Path) -
     assert labels(src) == {rid: sid}
 
 
+def test_the_same_label_again_adds_no_line(tmp_path: Path) -> None:
+    """Labelling a run with the root it already has (an --ask re-run after it converged) appends nothing."""
+    src = _source(tmp_path)
+    rid = _failed(src)[0]
+    label(src, rid, "fetch_rate", by="answers")
+    label(src, rid, "fetch_rate", by="answers")
+    assert len(sidecar(src).read_text().splitlines()) == 1
+    label(src, rid, "total", by="answers")
+    label(src, rid, "fetch_rate", by="answers")
+    assert len(sidecar(src).read_text().splitlines()) == 3
+
+
+def test_eval_ranks_by_the_analysis_not_by_the_answers_stored_with_the_run(tmp_path: Path) -> None:
+    """Answers proving a root are stored with the run; eval still places the label in the ranking the
+    analysis makes without them (else every run labelled by its answers would score top-1)."""
+    from trajdebug.analysis import analyze
+    from trajdebug.answers import AnswerLog
+    from trajdebug.core.model import Answer
+
+    src = _source(tmp_path, ("paris",))
+    [run] = load_runs(src)
+    ranked = [c.step_id for c in analyze(run).root_causes]
+    [told] = [s.step_id for s in run.steps if s.name == "total"]
+    assert told in ranked and ranked[0] != told  # the answers below tell another story than the ranking
+    label(src, run.run_id, told)
+    log = AnswerLog(src, run.run_id)
+    log.save(Answer(told, False, "person"))
+    for d in run.step(told).deps:
+        log.save(Answer(d.step_id, True, "person"))
+    [placed] = evaluate(src).results
+    assert placed.rank == ranked.index(told) + 1
+
+
 def test_an_unknown_step_is_refused(tmp_path: Path) -> None:
     """A root that names no step of the run is a SourceError naming the run."""
     src = _source(tmp_path)

@@ -221,7 +221,7 @@ def _guide(
     """The analysis with its guided search's result, when there is a failure to search from and an oracle."""
     from dataclasses import replace
 
-    from trajdebug.analysis import ExpectationOracle, ReferenceOracle, guided_search
+    from trajdebug.analysis import ExpectationOracle, ReferenceOracle, guided_search, settled
     from trajdebug.record.expectations import expectations
 
     run = analysis.run
@@ -241,7 +241,7 @@ def _guide(
             from trajdebug.analysis import GuidedSearch
 
             search = GuidedSearch(analysis, run.answers, strategy=strategy, max_questions=max_questions)
-            return replace(analysis, guided=search.result())
+            return settled(replace(analysis, guided=search.result()))
         return analysis
     twin = same_input(run, pool)
     if twin is not None:
@@ -255,7 +255,7 @@ def _guide(
     result = guided_search(
         analysis, oracles, answers=run.answers, strategy=strategy, max_questions=max_questions, timeout=timeout
     )
-    return replace(analysis, guided=result)
+    return settled(replace(analysis, guided=result))
 
 
 def _oracles(oracle: Any) -> list[Any]:

@@ -120,9 +120,11 @@ def _ask_run(
     search = GuidedSearch(analysis, known, strategy=strategy, max_questions=max_questions)
     console.print(f"run {run.run_id[:12]}: {len(run.answers)} stored answer(s)", markup=False, highlight=False)
     given, stopped = 0, False
+    # Questions are numbered across sessions: a resumed session goes on from the answers stored before.
+    before = sum(a.by == "person" for a in run.answers)
     try:
         while (sid := search.next_question()) is not None:
-            q = question_for(run, sid, given + 1)
+            q = question_for(run, sid, before + given + 1)
             correct = _one_answer(q, console, read_key)
             if isinstance(correct, str):
                 stopped = True
@@ -135,9 +137,8 @@ def _ask_run(
     except (KeyboardInterrupt, EOFError):
         stopped = True
     if stopped:
-        console.print(
-            f"\nstopped: {given} answer(s) given and stored; ask again to resume", markup=False, highlight=False
-        )
+        tally = f"{given} answer(s) given now, {before + given} stored in all" if before else f"{given} answer(s) given and stored"
+        console.print(f"\nstopped: {tally}; ask again to resume", markup=False, highlight=False)
     guided = search.result()
     console.print()
     render_guided(guided, run, console)

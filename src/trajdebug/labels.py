@@ -66,7 +66,11 @@ def label(source: str | Path, run_id: str, step: str, *, by: str = "person") -> 
     runs = load_runs(source)
     [run] = select_run(source, runs, run_id)
     sid = _step(run, step)
-    _append(source, {"t": "label", "run_id": run.run_id, "step_id": sid, "by": by, "time_ns": time.time_ns()})
+    latest = _records(source).get(run.run_id)
+    # The same label again (an --ask session re-run after it converged) is already the run's label: the
+    # side file keeps one line per change, not one per session.
+    if latest is None or latest.get("step_id") != sid or latest.get("by") != by:
+        _append(source, {"t": "label", "run_id": run.run_id, "step_id": sid, "by": by, "time_ns": time.time_ns()})
     return run.run_id, sid
 
 
@@ -177,7 +181,7 @@ def evaluate(source: str | Path, model: str | Path | Model | None = None) -> Eva
     for run_id, sid in marked.items():
         if run_id not in have:
             continue
-        [a] = analyze_source(source, run_id, top=ALL, runs=runs, model=model).analyses
+        [a] = analyze_source(source, run_id, top=ALL, runs=runs, model=model, guided=False).analyses
         ranking = list(a.localization.ranking)
         conf = a.root_causes[0].confidence if a.root_causes else None
         out.append(LabelResult(run_id, sid, ranking.index(sid) + 1 if sid in ranking else None, conf))
@@ -192,7 +196,7 @@ def cases(source: str | Path) -> list[tuple[list[dict[str, float]], list[int]]]:
     for run_id, sid in labels(source).items():
         if run_id not in {r.run_id for r in runs}:
             continue
-        [a] = analyze_source(source, run_id, top=ALL, runs=runs).analyses
+        [a] = analyze_source(source, run_id, top=ALL, runs=runs, guided=False).analyses
         feats = features(a)
         keys = list(feats)
         ys = [int(k == (None, sid)) for k in keys]

@@ -12,6 +12,7 @@ from trajdebug.analysis._content import text_of
 from trajdebug.analysis._detect import Detector, Failure, detect
 from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
+from trajdebug.analysis._guided_result import settled
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._oracles import ExpectationOracle, ReferenceOracle
 from trajdebug.analysis._pipeline import STAGES, Analysis, analyses_to_dict, analyze, insert_stage, run_stages
@@ -57,6 +58,7 @@ __all__ = [
     "detect",
     "family",
     "guided_search",
+    "settled",
     "features",
     "infer_dependencies",
     "insert_stage",

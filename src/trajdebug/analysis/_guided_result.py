@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trajdebug.core.graph import DependencyGraph
@@ -21,6 +21,7 @@ from trajdebug.core.model import Answer, Run, Step
 
 
 if TYPE_CHECKING:
+    from trajdebug.analysis._localize import Candidate
     from trajdebug.analysis._pipeline import Analysis
 
 
@@ -152,4 +153,77 @@ def priors(analysis: Analysis, slice_ids: Iterable[str]) -> dict[str, float]:
     return {s: w / total for s, w in weights.items()}
 
 
-__all__ = ["Guided", "Oracle", "failure_step", "priors", "trust"]
+def standing(answers: Iterable[Answer]) -> dict[str, Answer]:
+    """Each step's standing answer: the most trusted source's, the latest of equals (don't-knows skipped)."""
+    out: dict[str, Answer] = {}
+    for a in answers:
+        if a.correct is None:
+            continue
+        held = out.get(a.step_id)
+        if held is None or trust(a.by) >= trust(held.by):
+            out[a.step_id] = a
+    return out
+
+
+def settled(analysis: Analysis) -> Analysis:
+    """The ranking as the answers leave it: the root they prove first, the suspects they leave next, then
+    the steps they cleared, then the steps answered correct (each order kept within its group).
+
+    The guided search settles what the ranker could only guess: a step a person answered correct is not
+    the root, whatever its evidence, and a proven root is.  Without this the list a person reads after
+    answering would still open on a step they had cleared.  Scores are left as ranked; each moved
+    candidate says why in its first reason.
+    """
+    g = analysis.guided
+    if g is None or g.failure is None or not g.questions:
+        return analysis
+    said = standing(g.questions)
+    proven = g.root if g.certain else None
+    left = {s for s, _ in g.candidates} | ({g.root} if g.root and not g.conflict else set())
+
+    def group(sid: str) -> int:
+        if sid == proven:
+            return 0
+        a = said.get(sid)
+        if a is not None and a.correct:
+            return 3
+        return 1 if not left or sid in left else 2
+
+    def moved(c: Candidate) -> Candidate:
+        if c.run_id is not None:
+            return c
+        a, grp = said.get(c.step_id), group(c.step_id)
+        if grp == 0:
+            note = f"proven by {len(g.questions)} answer(s): its output is wrong and every input it consumed is correct"
+        elif grp == 3 and a is not None:
+            note = f"answered correct by {a.by}" + (f" ({a.reason})" if a.reason else "")
+        elif grp == 2 and a is not None:
+            note = f"answered wrong by {a.by}: a wrong value it was given, from the root the answers leave"
+        elif grp == 2:
+            note = "cleared by the answers: the root they leave lies elsewhere"
+        elif a is not None:
+            note = f"answered wrong by {a.by}"
+        else:
+            return c
+        return replace(c, reasons=(note, *c.reasons), root=grp == 0 or (c.root and grp == 1))
+
+    def order(cs: Iterable[Candidate]) -> list[Candidate]:
+        items = list(cs)
+        keyed = sorted(range(len(items)), key=lambda i: (group(items[i].step_id) if items[i].run_id is None else 1, i))
+        return [moved(items[i]) for i in keyed]
+
+    loc = analysis.localization
+    candidates = list(loc.candidates)
+    if proven and all(c.step_id != proven or c.run_id is not None for c in candidates):
+        # A root proven below the cut of ``top`` still heads the list: it is what the answers found.
+        extra = [c for c in loc.ranked_all if c.step_id == proven and c.run_id is None]
+        candidates = (extra + candidates)[: max(len(candidates), 1)] if extra else candidates
+    ranked = {sid: i for i, sid in enumerate(loc.ranking)}
+    ranking = tuple(sorted(loc.ranking, key=lambda sid: (group(sid), ranked[sid])))
+    return replace(
+        analysis,
+        localization=replace(loc, candidates=order(candidates), ranking=ranking, ranked_all=tuple(order(loc.ranked_all))),
+    )
+
+
+__all__ = ["Guided", "Oracle", "failure_step", "priors", "settled", "standing", "trust"]

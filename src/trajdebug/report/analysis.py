@@ -95,16 +95,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         yield "note", "no failure detected"
     for f in a.failures:
         yield "failure", (_label(steps.get(f.step_id), f.step_id), f.detector, f.where, f.message)
-    yield (
-        "heading",
-        "Root causes"
-        + (
-            " (roots first: no suspect input explains them; then by score)"
-            if any(c.root for c in a.root_causes) and not all(c.root for c in a.root_causes)
-            else ""
-        )
-        + ("" if a.root_causes else " (none: nothing failed)" if not a.failures else ""),
-    )
+    yield "heading", _causes_heading(a)
     for i, c in enumerate(a.root_causes, 1):
         run_id = getattr(c, "run_id", None)
         s = earlier.get((run_id, c.step_id)) if run_id is not None else steps.get(c.step_id)
@@ -261,5 +252,17 @@ def analysis_markdown(a: Analysis) -> str:
             lines.extend(["", f"_{_md(value)}_"])
     return "\n".join(lines) + "\n"
 
+
+
+def _causes_heading(a: Any) -> str:
+    """The heading of the ranked list: how it is ordered (by the answers, when a guided search had some)."""
+    guided = getattr(a, "guided", None)
+    if guided is not None and guided.questions and a.root_causes:
+        order = " (as the answers leave them: a root they prove first, then the suspects left, then the steps they cleared)"
+    elif any(c.root for c in a.root_causes) and not all(c.root for c in a.root_causes):
+        order = " (roots first: no suspect input explains them; then by score)"
+    else:
+        order = ""
+    return "Root causes" + order + ("" if a.root_causes else " (none: nothing failed)" if not a.failures else "")
 
 __all__ = ["SETTLE", "verdict_note", "analysis_lines", "analysis_markdown", "chain_summary", "render_analysis"]

@@ -35,6 +35,9 @@ FOLD = 600
 FOLD_LINES = 12
 """Lines of a value shown before it is folded."""
 
+FOLD_SLACK = 80
+"""A value at most this many characters past the fold is shown whole."""
+
 
 @dataclass(frozen=True, slots=True)
 class Producer:
@@ -113,6 +116,8 @@ def fold(value: Any, expanded: bool = False) -> tuple[str, int]:
     lines = text.splitlines()
     cut = "\n".join(lines[:FOLD_LINES]) if len(lines) > FOLD_LINES else text
     cut = cut[:FOLD]
+    if len(text) - len(cut) <= FOLD_SLACK:
+        return text, 0  # hiding a few characters behind a key costs more than showing them
     return cut, len(text) - len(cut)
 
 
@@ -173,8 +178,8 @@ def render_question(q: Question, console: Any, *, expanded: bool = False) -> boo
         console.print(Text("  its inputs came from", style="cyan"))
         for p in q.producers:
             text, cut = fold(p.output, expanded)
-            first = one_line(text.splitlines()[0] if text else "")[:120]
-            more = " …" if cut or "\n" in text or len(first) >= 120 else ""
+            first = _preview(text)
+            more = " …" if cut or len(first) < len(" ".join(text.split())) else ""
             row = Text(f"    ← {p.kind} ")
             row.append(one_line(p.name), style="bold")
             row.append(f" #{short(p.step_id)}", style="dim")
@@ -184,6 +189,12 @@ def render_question(q: Question, console: Any, *, expanded: bool = False) -> boo
     else:
         console.print(Text("  its inputs have no recorded producer", style="dim"))
     return folded
+
+
+def _preview(text: str, width: int = 120) -> str:
+    """A value's first ``width`` characters on one line, its lines joined (a pretty-printed list or object
+    starts with a line holding only ``[`` or ``{``, which says nothing of what it holds)."""
+    return one_line(" ".join(text.split()))[:width]
 
 
 def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
@@ -258,7 +269,8 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
     console.print(head, overflow="fold")
     proof = proving(guided, run)
     if proof:
-        console.print(Text("  the answers that prove it:", style="cyan"))
+        title = "the answers that prove it:" if guided.certain else "the answers so far about it and its inputs:"
+        console.print(Text(f"  {title}", style="cyan"))
         for a in proof:
             console.print(Text(f"    {ANSWER_WORD[a.correct]:<10} {label(a.step_id)}  by {visible(a.by)}"), overflow="fold")
     if guided.path:
