@@ -26,6 +26,8 @@ from typing import Any
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._picked import picked_named
+from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
     _TERM,
     NAMING_FIELDS,
@@ -81,6 +83,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     said = _terms(message, sl.lexicon)
     out += _spoken_fields(sl, said, pos, within, step.name)
     out += _spoken_labels(sl, message, pos, within, step.name)
+    out += picked_named(sl, named, pos, within, step.name)
     for a in args:
         seen.add(a.key)
         spoken = a.field is not None and any(w.rstrip("s") in said for w in _field_words(a.field, sl.lexicon))
@@ -539,6 +542,8 @@ def _dropped(
     if a.kind in ("id", "date"):
         lost, substitute = _about_another_key(sl, a, lost)
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
+    names = frozenset(s.name for s in sl.g.steps.values())  # (a picker or a graph node was not asked to)
+    lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw, names)]
     for sid in lost[:4]:
         view = sl.lin.view(sid)
         chose = next((b for b in named if b.key != a.key and view.given(b) and view.holds(b)), None)

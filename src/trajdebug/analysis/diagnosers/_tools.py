@@ -320,6 +320,11 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         checked += 1
         if not seen:
             missing.append(f"{path}={v!r}"[:60])
+    if missing and _before_any_model(step, ctx):
+        # No model had spoken yet: what the call was given that no step produced came from the
+        # program itself (its clock, its settings), which is computed, not made up.
+        missing = []
+        chosen = True
     if missing:
         frac = len(missing) / checked
         plural = len(missing) > 1
@@ -333,6 +338,18 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         yield Evidence(
             step.step_id, 0.0, "its arguments all come from upstream outputs", "tool-arguments", sound=True
         )
+
+
+def _before_any_model(step: Step, ctx: DiagnoseContext) -> bool:
+    """True when no model call started before the step (by start time, else by order)."""
+    first = ctx.memo(
+        "first-model",
+        lambda: next((i for i, s in enumerate(ctx.run.steps) if s.kind == "llm"), None),
+    )
+    if first is None:
+        return True
+    here = next((i for i, s in enumerate(ctx.run.steps) if s.step_id == step.step_id), None)
+    return here is not None and here < first
 
 
 __all__ = [

@@ -1,0 +1,42 @@
+"""The step that picked, from a list it was given, the items a failure names: the choice the failure is about.
+
+A code step that selects valves to close, a slot among slots, a record among
+records introduces no value (every item it returns was given to it), so the
+thin slice, which follows values to the step that introduced them, passes it
+by for the step that listed the items.  Yet the failure is about its choice:
+it joins the failure's thin slice as an origin does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from trajdebug.analysis._selection import selections
+from trajdebug.analysis._sources import Found, Slice, _thin
+from trajdebug.core.model import CONTAINER_KINDS
+from trajdebug.core.values import Atom
+
+
+def picked_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
+    """Steps that picked from a list they were given the items the failure names (valves to close, a
+    slot among slots): they introduced nothing, yet the failure is about their choice."""
+    out: list[Found] = []
+    raws = {a.raw.strip().lower(): a.raw for a in named if a.kind == "id"}
+    keys = set(raws)
+    if not keys:
+        return out
+    for sid in within:
+        step = sl.g.steps[sid]
+        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS or step.kind == "llm":
+            continue
+        hit = sorted(k for sel in selections(step.input, step.output) for k in sel.picked & keys)
+        if hit:
+            out += _thin(
+                sid,
+                sl.w["origin"],
+                f"picked {', '.join(raws[k] for k in hit[:3])} from a list it was given, which the failure at {where} names",
+            )
+    return out
+
+
+__all__ = ["picked_named"]
