@@ -178,6 +178,7 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
     out: list[Found] = []
     words = {w for w in _TERM.findall(message.lower()) if w not in sl.lexicon.stopwords and w not in sl.lexicon.short_stopwords}
     first: dict[str, tuple[int, str, Atom]] = {}
+    about = [a for a in atoms(message) if a.kind == "id" or (a.kind == "number" and not _trivial_number(a))]
     for sid in within:
         p = sl.g.position(sid)
         if p >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
@@ -191,7 +192,7 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
                 and 3 <= len(label) <= 30
                 and label.isalpha()
                 and label in words
-                and (label not in first or p < first[label][0])
+                and _before(sl, (p, sid), first.get(label), about)
             ):
                 first[label] = (p, sid, a)
     for _, sid, a in first.values():
@@ -203,6 +204,15 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
                 f"first stated {a.field}={a.raw}, a word the failure at {where} uses",
             )
     return out
+
+def _before(sl: Slice, here: tuple[int, str], best: tuple[int, str, Atom] | None, about: Sequence[Atom]) -> bool:
+    """Whether a step stating a label comes before the best one so far: the first given an item the failure
+    names (the triage of the alert it is about, among one per alert), else the first."""
+    if best is None:
+        return True
+    mine, theirs = (any(sl.lin.view(sid).given(a) for a in about) for sid in (here[1], best[1]))
+    return mine and not theirs or (mine == theirs and here[0] < best[0])
+
 
 def _contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
     """Steps whose output a failure contradicts: it states another value for the quantity they named.

@@ -95,7 +95,13 @@ def _field_texts(
 
 
 def _id_like(text: str) -> bool:
-    return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
+    """A short name with letters and digits (``courtroom 9b``, ``v-107``), not a sentence."""
+    return (
+        len(text) <= 40
+        and text.count(" ") <= 2
+        and any(c.isdigit() for c in text)
+        and any(c.isalpha() for c in text)
+    )
 
 
 def answer_off_options(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
