@@ -211,7 +211,7 @@ def _before(sl: Slice, here: tuple[int, str], best: tuple[int, str, Atom] | None
     if best is None:
         return True
     mine, theirs = (any(sl.lin.view(sid).given(a) for a in about) for sid in (here[1], best[1]))
-    return mine and not theirs or (mine == theirs and here[0] < best[0])
+    return (mine and not theirs) or (mine == theirs and here[0] < best[0])
 
 
 def _contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
