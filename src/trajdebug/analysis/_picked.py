@@ -4,7 +4,9 @@ A code step that selects valves to close, a slot among slots, a record among
 records introduces no value (every item it returns was given to it), so the
 thin slice, which follows values to the step that introduced them, passes it
 by for the step that listed the items.  Yet the failure is about its choice:
-it joins the failure's thin slice as an origin does.
+it joins the failure's thin slice as an origin does.  And of the steps that state
+a label the failure uses (one triage per alert), the one given the failure's item
+is the decision it speaks of (`before`).
 """
 
 from __future__ import annotations
@@ -39,4 +41,15 @@ def picked_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], w
     return out
 
 
-__all__ = ["picked_named"]
+def before(
+    sl: Slice, here: tuple[int, str], best: tuple[int, str, Atom] | None, about: Sequence[Atom]
+) -> bool:
+    """Whether a step stating a label comes before the best one so far: the first given an item the failure
+    names (the triage of the alert it is about, among one per alert), else the first."""
+    if best is None:
+        return True
+    mine, theirs = (any(sl.lin.view(sid).given(a) for a in about) for sid in (here[1], best[1]))
+    return (mine and not theirs) or (mine == theirs and here[0] < best[0])
+
+
+__all__ = ["before", "picked_named"]

@@ -142,17 +142,16 @@ def other_item(given: Any, answer: Any, raw: str) -> bool:
     return False
 
 
-def left_in_state(given: Any, answer: Any, raw: str, step_names: frozenset[str]) -> bool:
+def left_in_state(given: Any, answer: Any, raw: str) -> bool:
     """True when a step that did not echo ``raw`` never had to: a graph node's answer is merged back.
 
     A node of a state graph (LangGraph and the like) is handed the whole state and
     answers with the fields it changes (``{"current": ..., "i": 2}``, some of them
-    fields it was given), or with the name of the node to run next: the state keeps
-    every other field as it was.  A value it was given only under a field its
-    answer leaves alone was passed on by the state, not lost.
+    fields it was given): the state keeps every other field as it was.  A value it
+    was given only under a field its answer leaves alone was passed on by the
+    state, not lost.  (A routing function answering the next node's name is not
+    exempted: measured, it moved a root that won a tie among equal droppers.)
     """
-    if isinstance(answer, str):
-        return answer.strip() in step_names
     if not isinstance(given, Mapping) or not isinstance(answer, Mapping) or len(given) < 3:
         return False
     shared = [k for k in answer if k in given]
@@ -163,10 +162,10 @@ def left_in_state(given: Any, answer: Any, raw: str, step_names: frozenset[str])
     return bool(under) and all(k not in answer for k in under)
 
 
-def not_its_own(step: Step, raw: str, step_names: frozenset[str]) -> bool:
+def not_its_own(step: Step, raw: str) -> bool:
     """True when a step that did not pass ``raw`` on was never asked to: another record of a list it picked
     from (`other_item`), or a field of a state its answer leaves alone (`left_in_state`)."""
-    return other_item(step.input, step.output, raw) or left_in_state(step.input, step.output, raw, step_names)
+    return other_item(step.input, step.output, raw) or left_in_state(step.input, step.output, raw)
 
 
 __all__ = ["Selection", "left_in_state", "not_its_own", "other_item", "selections", "unpicked"]

@@ -26,7 +26,7 @@ from typing import Any
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._picked import picked_named
+from trajdebug.analysis._picked import before, picked_named
 from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
     _TERM,
@@ -192,7 +192,7 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
                 and 3 <= len(label) <= 30
                 and label.isalpha()
                 and label in words
-                and _before(sl, (p, sid), first.get(label), about)
+                and before(sl, (p, sid), first.get(label), about)
             ):
                 first[label] = (p, sid, a)
     for _, sid, a in first.values():
@@ -204,15 +204,6 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
                 f"first stated {a.field}={a.raw}, a word the failure at {where} uses",
             )
     return out
-
-def _before(sl: Slice, here: tuple[int, str], best: tuple[int, str, Atom] | None, about: Sequence[Atom]) -> bool:
-    """Whether a step stating a label comes before the best one so far: the first given an item the failure
-    names (the triage of the alert it is about, among one per alert), else the first."""
-    if best is None:
-        return True
-    mine, theirs = (any(sl.lin.view(sid).given(a) for a in about) for sid in (here[1], best[1]))
-    return (mine and not theirs) or (mine == theirs and here[0] < best[0])
-
 
 def _contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
     """Steps whose output a failure contradicts: it states another value for the quantity they named.
@@ -552,8 +543,7 @@ def _dropped(
     if a.kind in ("id", "date"):
         lost, substitute = _about_another_key(sl, a, lost)
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
-    names = frozenset(s.name for s in sl.g.steps.values())  # (a picker or a graph node was not asked to)
-    lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw, names)]
+    lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw)]
     for sid in lost[:4]:
         view = sl.lin.view(sid)
         chose = next((b for b in named if b.key != a.key and view.given(b) and view.holds(b)), None)
