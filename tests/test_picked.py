@@ -8,6 +8,7 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._localize import localize
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
+
 D = Dependency
 
 
