@@ -209,6 +209,27 @@ class TestStepAndRunFailures:
         )
         assert _by(detect(run), "step-error") == []
 
+    def test_an_error_inside_a_sub_agent_run_again_cleanly_is_recovered(self) -> None:
+        """A tool that timed out inside a sub-agent, which failed with it and was run again to a clean end
+        (its new tool call under the new run), was handled: neither error is a failure."""
+        run = _run(
+            Step("g", "graph", "agent"),
+            Step("a1", "assess", "agent", parent_id="g", input={"dma": "DMA-11"}, status="error"),
+            Step(
+                "t1",
+                "get_pressure",
+                "tool",
+                parent_id="a1",
+                input={"dma": "DMA-11"},
+                status="error",
+                error=ErrorInfo("ScadaTimeout", "no answer for DMA-11"),
+            ),
+            Step("a2", "assess", "agent", parent_id="g", input={"dma": "DMA-11"}),
+            Step("t2", "get_pressure", "tool", parent_id="a2", input={"dma": "DMA-11"}, output={"kpa": 32}),
+            Step("d", "dispatch", "tool", parent_id="g", input={"valves": ["V-1"]}),
+        )
+        assert _by(detect(run), "step-error") == []
+
     def test_failed_run_without_errors_points_at_the_final_output(self) -> None:
         """A run that failed with no errored step is a failure of its final output step."""
         run = _run(

@@ -111,6 +111,23 @@ class TestToolCalls:
         [e] = _from(_verdict(bad, "t"), "tool-arguments")
         assert not e.sound and "#W9999999" in e.reason and "24h" not in e.reason and "50" not in e.reason
 
+    def test_an_argument_before_any_model_spoke_is_the_programs(self) -> None:
+        """A tool called before any model call, with an argument no step produced (today's date), was given
+        it by the program: not a made-up value; after a model spoke, the same call is suspect."""
+        first = _run(
+            Step("i", "ingest", "other", input={"feed": "DMA=DMA-11"}, output={"dma": "DMA-11"}),
+            Step("t", "get_roster", "tool", input={"date": "2026-03-02"}),
+            Step("a", "llm", "llm", output="Triage DMA-11."),
+        )
+        assert not [e for e in _from(_verdict(first, "t"), "tool-arguments") if not e.sound]
+        later = _run(
+            Step("i", "ingest", "other", input={"feed": "DMA=DMA-11"}, output={"dma": "DMA-11"}),
+            Step("a", "llm", "llm", output="Triage DMA-11."),
+            Step("t", "get_roster", "tool", input={"date": "2026-03-02"}),
+        )
+        [e] = _from(_verdict(later, "t"), "tool-arguments")
+        assert not e.sound and "2026-03-02" in e.reason
+
     def test_a_json_text_argument_comes_from_upstream_when_its_values_do(self) -> None:
         """An argument that is JSON text (an agent used as a tool) is checked value by value: each found
         upstream makes it sound; one found nowhere is named."""
@@ -445,6 +462,22 @@ class TestDataSteps:
             )
         )
         assert all(e.sound for e in _from(_verdict(run, "p"), "parse-dropped"))
+
+    def test_a_step_picking_one_samples_rows_drops_nothing_of_the_others(self) -> None:
+        """A step given every sample's rows and one sample, answering about that sample, is judged on that
+        sample's rows: the other samples' values were never its to pass on (a failure naming one of them
+        says nothing of it)."""
+        rows = [
+            {"sample": "S-1", "analyte": "Au", "value": 3.5},
+            {"sample": "S-2", "analyte": "Au", "value": 4.5},
+            {"sample": "S-3", "analyte": "Au", "value": 5.5},
+        ]
+        run = _run(
+            Step("p", "normalize", "parse", input={"sample": "S-1", "rows": rows}, output={"sample": "S-1", "Au": 3.5})
+        )
+        failures = [Failure("p", "step-error", "S-2 has no Au value", "x")]
+        found = _from(_verdict(run, "p", failures), "parse-dropped")
+        assert found and all(e.sound for e in found)
 
     def test_parse_reshaping_without_loss_is_sound(self) -> None:
         """Reshaping rows into a nested mapping keeps every value: sound."""

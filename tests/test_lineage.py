@@ -266,6 +266,14 @@ class TestAnomalies:
         assert self._signals(sign) == ["lineage:altered"]
         assert self._signals(cut) == ["lineage:altered"]
 
+    def test_a_counter_is_no_power_of_ten_of_a_length(self) -> None:
+        """A one-letter field (a loop counter ``i=2``) is no relative of ``chainage_m=200``: the counter is not
+        the length scaled by 10^-2; the same field scaled still is."""
+        counter = _s("n", "next_alert", "other", 1, {"valve": {"chainage_m": 200}}, {"i": 2})
+        assert self._signals(counter) == []
+        scaled = _s("p", "parse", "parse", 1, {"chainage_m": 200}, {"chainage_m": 2})
+        assert self._signals(scaled) == ["lineage:altered"]
+
     def test_a_column_the_output_records_lack_is_dropped(self) -> None:
         """A table's column missing from the records a parser returned, the others kept, is a dropped column."""
         step = _s(

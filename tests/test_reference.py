@@ -340,3 +340,24 @@ class TestCategories:
 
         assert weight(few) == 0.0
         assert weight(many) > 0.3
+
+
+class TestFormulaExceptions:
+    @staticmethod
+    def _manifest(rid: str, base: float, closing: int = 1, *, fail: bool = False) -> Run:
+        """A formatter writing seven given start depths, then ``closing`` numbers computed no usual way."""
+        starts = [base + 10.0 * i for i in range(7)]
+        tail = " ".join(f"end {base + 7.37 * (j + 11):.2f}" for j in range(closing))
+        text = " | ".join(f"{s:.1f}" for s in starts) + " " + tail
+        step = Step("f", "format_manifest", "other", input={"starts": starts}, output={"text": text}, start_ns=1, end_ns=2)
+        return Run(rid, "lab", outcome="failure" if fail else "success", steps=(step,))
+
+    def test_an_exception_every_passing_occurrence_had_is_no_deviation(self) -> None:
+        """A number computed no usual way, written as often as every passing occurrence wrote one (a closing
+        total), breaks no formula invariant; more of them than passing occurrences ever had still do."""
+        profile = learn([self._manifest(f"ok{i}", 100.0 + 13 * i) for i in range(4)])
+        same = self._manifest("bad", 500.0, fail=True)
+        assert [e.diagnoser for e in violations(same.steps[0], Lineage(same).view("f"), profile)] == []
+        more = self._manifest("bad", 500.0, closing=3, fail=True)
+        found = [e.diagnoser for e in violations(more.steps[0], Lineage(more).view("f"), profile)]
+        assert found == ["reference:formula"]

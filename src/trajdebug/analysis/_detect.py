@@ -88,6 +88,7 @@ class DetectContext:
             if e.stage in ("recovered", "ignored") and e.step_id in steps:
                 recovered.add(e.step_id)
         recovered |= superseded(run)
+        recovered |= _inside_recovered(steps, recovered)
         return cls(run, schema, steps, final_step(run), {r for r in recovered if r})
 
     def targets(self) -> list[tuple[Step, Where]]:
@@ -164,6 +165,27 @@ def superseded(run: Run) -> set[str]:
                 theirs = _targets_of(s.input)
                 later |= theirs
                 later_untargeted = later_untargeted or not theirs
+    return out
+
+
+def _inside_recovered(steps: dict[str, Step], recovered: set[str]) -> set[str]:
+    """Errored steps whose error rose through errored enclosing steps to one that was recovered.
+
+    A sub-agent that failed because its tool timed out, and that the agent ran
+    again to a clean end, redid the tool's work too: the tool's error was handled
+    with it, however the re-run's own tool call is parented.
+    """
+    out: set[str] = set()
+    for s in steps.values():
+        if s.status != "error" or s.step_id in recovered:
+            continue
+        p = steps.get(s.parent_id or "")
+        seen = 0
+        while p is not None and p.status == "error" and seen < 50:
+            if p.step_id in recovered:
+                out.add(s.step_id)
+                break
+            p, seen = steps.get(p.parent_id or ""), seen + 1
     return out
 
 

@@ -112,6 +112,8 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "request-record": "inconsistent",
     "request-count": "wrong-value",
     "request-more": "omission",
+    "request-partial": "omission",
+    "answer-off-options": "inconsistent",
     "request-misaligned": "inconsistent",
     "request-sum": "wrong-value",
     "request-variant": "inconsistent",

@@ -26,6 +26,8 @@ from typing import Any
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._picked import before, picked_named
+from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
     _TERM,
     NAMING_FIELDS,
@@ -81,6 +83,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     said = _terms(message, sl.lexicon)
     out += _spoken_fields(sl, said, pos, within, step.name)
     out += _spoken_labels(sl, message, pos, within, step.name)
+    out += picked_named(sl, named, pos, within, step.name)
     for a in args:
         seen.add(a.key)
         spoken = a.field is not None and any(w.rstrip("s") in said for w in _field_words(a.field, sl.lexicon))
@@ -175,6 +178,7 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
     out: list[Found] = []
     words = {w for w in _TERM.findall(message.lower()) if w not in sl.lexicon.stopwords and w not in sl.lexicon.short_stopwords}
     first: dict[str, tuple[int, str, Atom]] = {}
+    about = [a for a in atoms(message) if a.kind == "id" or (a.kind == "number" and not _trivial_number(a))]
     for sid in within:
         p = sl.g.position(sid)
         if p >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
@@ -188,7 +192,7 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
                 and 3 <= len(label) <= 30
                 and label.isalpha()
                 and label in words
-                and (label not in first or p < first[label][0])
+                and before(sl, (p, sid), first.get(label), about)
             ):
                 first[label] = (p, sid, a)
     for _, sid, a in first.values():
@@ -539,6 +543,7 @@ def _dropped(
     if a.kind in ("id", "date"):
         lost, substitute = _about_another_key(sl, a, lost)
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
+    lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw)]
     for sid in lost[:4]:
         view = sl.lin.view(sid)
         chose = next((b for b in named if b.key != a.key and view.given(b) and view.holds(b)), None)

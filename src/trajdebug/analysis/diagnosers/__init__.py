@@ -36,6 +36,7 @@ from trajdebug.analysis.diagnosers._observations import (
     stale_sibling,
     truncated_output,
 )
+from trajdebug.analysis.diagnosers._partial import answer_off_options, request_partial
 from trajdebug.analysis.diagnosers._requests import REQUEST_DIAGNOSERS
 from trajdebug.analysis.diagnosers._steps import (
     contracts,
@@ -75,6 +76,8 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "stale-cache": cached_answer,
     "environment": environment_read,
     **REQUEST_DIAGNOSERS,
+    "request-partial": request_partial,
+    "answer-off-options": answer_off_options,
     "decision": decision,
     "option-choice": option_choice,
     "race": lost_update,

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._selection import selections, unpicked
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import Step
@@ -94,6 +95,9 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     if isinstance(src, (Mapping, list)) and isinstance(out, (Mapping, list)):
         # (A parse step returning one scalar extracts a field: it keeps what it was asked for.)
+        # A step that picked some records of a list it was given (one sample's rows) is judged
+        # on those: the other records were not its to pass on.
+        src = unpicked(src, selections(src, out))
         values = _values_of(src, content_only=True)
         lost = _lost(values, ctx.text(step.step_id))
         if lost:

@@ -320,6 +320,12 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         checked += 1
         if not seen:
             missing.append(f"{path}={v!r}"[:60])
+    if missing and _before_any_model(step, ctx) and not _swapped(missing, hay):
+        # No model had spoken yet: what the call was given that no step produced came from the
+        # program itself (its clock, its settings), which is computed, not made up, unless a value
+        # of the same shape was given upstream (the program put another client's id in its place).
+        missing = []
+        chosen = True
     if missing:
         frac = len(missing) / checked
         plural = len(missing) > 1
@@ -333,6 +339,33 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         yield Evidence(
             step.step_id, 0.0, "its arguments all come from upstream outputs", "tool-arguments", sound=True
         )
+
+
+def _shape(text: str) -> str:
+    """A value's shape: each run of letters an ``a``, of digits a ``9`` (``CL-303`` -> ``a-9``)."""
+    return re.sub(r"[0-9]+", "9", re.sub(r"[^\W\d_]+", "a", text))
+
+
+def _swapped(missing: list[str], hay: str) -> bool:
+    """True when a missing argument (``path='value'``) has the shape of a token of the upstream text."""
+    shapes = {_shape(t) for t in re.findall(r"[\w-]+", hay[:20000]) if any(c.isdigit() for c in t)}
+    for m in missing:
+        value = m.split("=", 1)[-1].strip("'\"")
+        if any(c.isdigit() for c in value) and _shape(value) in shapes:
+            return True
+    return False
+
+
+def _before_any_model(step: Step, ctx: DiagnoseContext) -> bool:
+    """True when no model call started before the step (by start time, else by order)."""
+    first = ctx.memo(
+        "first-model",
+        lambda: next((i for i, s in enumerate(ctx.run.steps) if s.kind == "llm"), None),
+    )
+    if first is None:
+        return True
+    here = next((i for i, s in enumerate(ctx.run.steps) if s.step_id == step.step_id), None)
+    return here is not None and here < first
 
 
 __all__ = [

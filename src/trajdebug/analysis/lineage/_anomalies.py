@@ -195,7 +195,16 @@ def _altered(step: Step, view: StepView) -> Iterator[Evidence]:
 
 
 def _related(a: str, b: str) -> bool:
+    if min(len(a), len(b)) < 3:
+        # A name of one or two letters (a counter `i`, a unit `m`) is inside many names by chance:
+        # it relates only to a name it is a whole word of (`m` of `length_m`).
+        return a in _name_words(b) or b in _name_words(a)
     return a in b or b in a
+
+
+def _name_words(name: str) -> set[str]:
+    """The words of a field name, split at non-alphanumerics and lower-to-upper case changes."""
+    return {w.lower() for w in re.split(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])", name) if w}
 
 
 def _same(a: float, b: float) -> bool:

@@ -1,0 +1,132 @@
+"""A tool asked about a list of items that answered about some of them: the rest went missing there.
+
+A batch request (a list of samples to read, of parcels to price) answered with
+records for part of the list is an incomplete answer (a page, a cut export, a
+timeout mid-way), unless the tool filters by design.  It counts when the failure
+names items that were asked about and left out, and the answer covers others of
+the list: the failure's missing items were lost at this call, not upstream
+(they were in its request) and not downstream (nothing later could have
+brought them back).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.core.model import Step
+from trajdebug.core.values import atoms
+
+
+PARTIAL = 0.5
+"""The suspicion of a batch answer leaving out items the failure names."""
+MIN_ASKED = 3
+"""Fewer items asked about than this is no batch (a lookup by one or two keys)."""
+
+
+def _ids(value: object) -> set[str]:
+    return {a.key for a in atoms(value) if a.kind == "id"}
+
+
+def _shape(key: str) -> str:
+    """An id's shape: each run of letters an ``a``, of digits a ``9`` (``dh114-027`` -> ``a9-9``)."""
+    return re.sub(r"[0-9]+", "9", re.sub(r"[^\W\d_]+", "a", key))
+
+
+def request_partial(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A tool or retrieval answering about some of the ids it was asked about, leaving out ids the failure names."""
+    if step.kind not in ("tool", "retrieval") or step.status == "error" or content.is_empty(step.output):
+        return
+    asked = _ids(step.input)
+    if len(asked) < MIN_ASKED:
+        return
+    answered = _ids(step.output)
+    covered, missing = asked & answered, asked - answered
+    if len(covered) < 2 or not missing:
+        return  # an answer about none of them (an acknowledgement) or all of them says nothing
+    named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
+    left = sorted(k for k in missing if k in named)
+    # The items left out must be of a kind the answer covers others of (samples answered, a sample
+    # missing), not the request's other ids (a method, a batch) beside a list it only acknowledged.
+    shapes = [_shape(k) for k in covered]
+    if not any(shapes.count(_shape(k)) >= 2 for k in left):
+        return
+    raws = {a.key: a.raw for a in atoms(step.input) if a.key in left}
+    shown = ", ".join(repr(raws.get(k, k)) for k in left[:3])
+    yield Evidence(
+        step.step_id,
+        PARTIAL,
+        f"was asked about {len(asked)} items and answered about {len(covered)}: it left out {shown}, "
+        "which the failure names",
+        "request-partial",
+    )
+
+
+__all__ = ["request_partial"]
+
+
+OFF_OPTIONS = 0.45
+"""The suspicion of a model answer naming, under a field, an identifier none of the given records has there."""
+
+
+def _field_texts(
+    value: object, out: dict[str, set[str]] | None = None, depth: int = 0
+) -> dict[str, set[str]]:
+    """The text values of each field name inside a value (JSON text read, also after a heading), case-folded."""
+    out = {} if out is None else out
+    if depth > 6:
+        return out
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if isinstance(v, str) and v.strip():
+                parsed = content.embedded_json(v)
+                if isinstance(parsed, (Mapping, list)):
+                    _field_texts(parsed, out, depth + 1)
+                else:
+                    out.setdefault(str(k).lower(), set()).add(v.strip().lower())
+            else:
+                _field_texts(v, out, depth + 1)
+    elif isinstance(value, list):
+        for v in value[:200]:
+            _field_texts(v, out, depth + 1)
+    return out
+
+
+def _id_like(text: str) -> bool:
+    """A short name with letters and digits (``courtroom 9b``, ``v-107``), not a sentence."""
+    return (
+        len(text) <= 40
+        and text.count(" ") <= 2
+        and any(c.isdigit() for c in text)
+        and any(c.isalpha() for c in text)
+    )
+
+
+def answer_off_options(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A model answering a field (``room``) with an identifier (``Courtroom 9B``) that no record it was
+    given has under that field, while they hold others there (``Courtroom 6C``): it chose outside its options."""
+    if step.kind != "llm" or step.status == "error" or content.is_empty(step.output):
+        return
+    given = _field_texts(step.input)
+    if not given:
+        return
+    hay = content.text_of(step.input).lower()
+    for name, values in _field_texts(step.output).items():
+        options = given.get(name)
+        if not options or name in ("role", "type", "id", "name"):
+            continue
+        off = sorted(v for v in values if _id_like(v) and v not in options and v not in hay)
+        if off and any(_id_like(o) for o in options):
+            yield Evidence(
+                step.step_id,
+                OFF_OPTIONS,
+                f"answered {name}={off[0]!r}, which none of the records it was given has under {name} "
+                f"(they have {', '.join(repr(o) for o in sorted(options)[:3])})",
+                "answer-off-options",
+            )
+            return
+
+
+__all__ += ["answer_off_options"]

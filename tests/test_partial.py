@@ -1,0 +1,80 @@
+"""Tests of a batch answer that left items out and of a model answering outside its options."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis.diagnosers import DiagnoseContext, Evidence, registered_diagnosers
+from trajdebug.core.model import Run, Step
+
+
+def _ev(run: Run, step_id: str, diagnoser: str, message: str = "") -> list[Evidence]:
+    failures = (Failure(run.steps[-1].step_id, "step-error", message, "x"),) if message else ()
+    ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers(), failures=failures)
+    return [e for e in ctx.verdict(step_id).evidence if e.diagnoser == diagnoser]
+
+
+def _export(n: int) -> dict[str, Any]:
+    return {"file": "ICP.csv", "rows": [{"sample": f"BC-{40 + i}", "value": 1.0 + i} for i in range(n)]}
+
+
+JOBS = {"method": "ICP", "jobs": [[f"BC-{40 + i}", "Cu"] for i in range(5)]}
+
+
+def test_a_batch_answer_leaving_out_items_the_failure_names_is_suspect() -> None:
+    """A tool asked about five samples that answered about three, leaving out the two the failure names,
+    lost them; the same answer is no tell when the failure names none of them."""
+    run = Run(
+        "r",
+        "lab",
+        steps=(
+            Step("t", "read_export", "tool", input=JOBS, output=_export(3)),
+            Step("u", "upload", "tool", status="error"),
+        ),
+    )
+    [e] = _ev(run, "t", "request-partial", "no reported value: BC-43, BC-44")
+    assert "answered about 3" in e.reason and "'BC-43'" in e.reason
+    assert _ev(run, "t", "request-partial", "certificate title missing") == []
+
+
+def test_an_acknowledgement_of_a_batch_leaves_nothing_out() -> None:
+    """A queue that acknowledges a batch (its answer names the method, none of the samples) lost none of them."""
+    run = Run(
+        "r",
+        "lab",
+        steps=(
+            Step(
+                "t", "queue", "tool", input=JOBS, output={"queue": "ICP", "job": "ICP-KG-0412", "accepted": 5}
+            ),
+            Step("u", "upload", "tool", status="error"),
+        ),
+    )
+    assert _ev(run, "t", "request-partial", "no reported value: BC-43") == []
+
+
+def test_a_model_answering_an_identifier_outside_the_records_it_was_given() -> None:
+    """A model shown slots in Courtroom 6C that answers room "Courtroom 9B" chose outside its options; one
+    answering a room it was shown did not."""
+    request = 'Scheduling request: {"slots": [{"date": "2026-03-09", "room": "Courtroom 6C"}, {"date": "2026-03-11", "room": "Courtroom 6C"}]}'
+
+    def run(room: str) -> Run:
+        answer = json.dumps({"date": "2026-03-09", "room": room})
+        return Run(
+            "r",
+            "court",
+            steps=(
+                Step(
+                    "m",
+                    "plan",
+                    "llm",
+                    input={"messages": [{"role": "user", "content": request}]},
+                    output={"role": "assistant", "content": answer},
+                ),
+            ),
+        )
+
+    [e] = _ev(run("Courtroom 9B"), "m", "answer-off-options")
+    assert "room" in e.reason and "9b" in e.reason
+    assert _ev(run("Courtroom 6C"), "m", "answer-off-options") == []

@@ -1,0 +1,108 @@
+"""Tests of steps that pick items from a list they were given (`trajdebug.analysis._selection`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._localize import localize
+from trajdebug.analysis._selection import left_in_state, other_item, selections
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
+
+
+D = Dependency
+ROWS = [
+    {"sample": "S-1", "analyte": "Au", "value": 3.5},
+    {"sample": "S-2", "analyte": "Au", "value": 4.5},
+    {"sample": "S-3", "analyte": "Au", "value": 5.5},
+]
+
+
+def _t(sid: str, name: str, kind: str, start: int, **kw: Any) -> Step:
+    return Step(sid, name, kind, start_ns=start, end_ns=start + 1, **kw)  # type: ignore[arg-type]
+
+
+def test_an_answer_about_one_record_picked_it() -> None:
+    """An answer naming one record's key, of a list of records the step was given, picked that record."""
+    [sel] = selections({"sample": "S-1", "rows": ROWS}, {"sample": "S-1", "Au": 3.5})
+    assert (sel.field, sel.picked, sel.others) == ("sample", frozenset({"s-1"}), frozenset({"s-2", "s-3"}))
+    assert selections({"rows": ROWS}, {"total": 13.5}) == []
+
+
+def test_another_records_key_is_not_the_pickers_to_pass_on() -> None:
+    """The key of a record the step did not pick, or of a batch its answer names none of (a plan by
+    analyte), is no value it lost; the key of the record it picked is."""
+    given = {"sample": "S-1", "rows": ROWS}
+    assert other_item(given, {"sample": "S-1", "Au": 3.5}, "S-2")
+    assert not other_item(given, {"sample": "S-1", "Au": 3.5}, "S-1")
+    assert other_item({"samples": ROWS}, {"methods": {"Au": "FA50"}}, "S-3")
+
+
+def test_a_graph_nodes_partial_answer_leaves_the_rest_in_the_state() -> None:
+    """A node given the whole state that answers with the fields it changes lost none of the fields it
+    left alone; one answering the field itself, or a parser reshaping its one input, is judged as before."""
+    state = {"dma": "DMA-11", "alerts": ROWS, "i": 0}
+    assert left_in_state(state, {"current": ROWS[0], "i": 1}, "DMA-11")
+    assert not left_in_state(state, {"dma": "DMA-12", "i": 1}, "DMA-11")
+    assert not left_in_state({"text": "DMA-11"}, {"records": []}, "DMA-11")
+
+
+def test_a_picker_of_one_samples_rows_did_not_drop_anothers() -> None:
+    """A failure naming a sample the picker was not asked about does not say the picker lost it."""
+    run = Run(
+        "r",
+        "lab",
+        outcome="failure",
+        steps=(
+            _t("r", "read_rows", "tool", 1, input={"method": "FA"}, output={"rows": ROWS}),
+            _t(
+                "p",
+                "normalize",
+                "other",
+                3,
+                input={"sample": "S-1", "rows": ROWS},
+                output={"sample": "S-1", "Au": 3.5},
+                deps=(D("r"),),
+            ),
+            _t(
+                "u",
+                "upload",
+                "tool",
+                5,
+                input={"results": [{"sample": "S-1", "Au": 3.5}]},
+                status="error",
+                error=ErrorInfo("Rejected", "S-2 has no reported value"),
+                deps=(D("p"),),
+            ),
+        ),
+    )
+    failures = [Failure("u", "step-error", "Rejected: S-2 has no reported value", "exception:Rejected")]
+    [p] = [c for c in localize(run, failures=failures).ranked_all if c.step_id == "p"]
+    assert "lineage:dropped" not in p.signals
+
+
+def test_the_step_that_picked_the_items_a_failure_names_joins_its_thin_slice() -> None:
+    """A step that picked from a list it was given the valves a failure names made the choice it is about."""
+    asset = {"asset": "MN-1", "valves": [{"valve": f"V-{i}", "chainage_m": 200 * i} for i in range(1, 4)]}
+    run = Run(
+        "r",
+        "leaks",
+        outcome="failure",
+        steps=(
+            _t("a", "get_asset", "tool", 1, input={"asset": "MN-1"}, output=asset),
+            _t("s", "select_valves", "other", 3, input=asset, output=["V-2", "V-3"], deps=(D("a"),)),
+            _t(
+                "m",
+                "simulate",
+                "tool",
+                5,
+                input={"asset": "MN-1", "valves": ["V-2", "V-3"]},
+                status="error",
+                error=ErrorInfo("Rejected", "closing V-2 and V-3 does not bound the leak"),
+                deps=(D("s"),),
+            ),
+        ),
+    )
+    failures = [Failure("m", "step-error", "Rejected: closing V-2 and V-3 does not bound the leak", "x")]
+    [s] = [c for c in localize(run, failures=failures).ranked_all if c.step_id == "s"]
+    assert any("picked V-2, V-3 from a list it was given" in r for r in s.reasons)
