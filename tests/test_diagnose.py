@@ -211,7 +211,9 @@ class TestToolCalls:
 
         ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers())
         alone = _from(ctx.verdict("m"), "llm-output")
-        assert [e.reason for e in alone if not e.sound] == ["states amount=84700 but its input says 18500"]
+        # (Two receipts give amount two values: the field fixes none, so the sum contradicts nothing; alone, it is
+        # a number found nowhere.)
+        assert [e.reason for e in alone if not e.sound] == ["states 84700, found in none of its inputs"]
         # With the run's value lineage (as the localizer gives it) the sum is seen for what it is.
         fresh = replace(DiagnoseContext.build(run, diagnosers=registered_diagnosers()), lineage=Lineage(run))
         assert all(e.sound for e in _from(fresh.verdict("m"), "llm-output"))
@@ -333,6 +335,38 @@ class TestLLMOutputs:
         assert not [e for e in _from(_verdict(call({"station": "R-1", "every_hours": 24}), "g"), "llm-output") if not e.sound]
         [e] = _from(_verdict(call({"station": "R-9", "window": "15m"}), "g"), "llm-output")
         assert "R-9" in e.reason and "15m" not in e.reason and not e.sound
+
+    def test_a_value_joined_from_given_values_is_no_claim(self) -> None:
+        """A tool-call argument that joins values the input holds (a language pair ``en-US>de-DE`` from a
+        source ``en-US`` and a target ``de-DE``) expresses them, it claims nothing; a part the input lacks
+        (``fr-FR``) is still made up."""
+        task = '{"job": "TJ-1", "source": "en-US", "target": "de-DE"}'
+        inp = {"messages": [{"role": "user", "content": "New job: " + task}]}
+
+        def call(pair: str) -> Run:
+            out = {"role": "assistant", "tool_calls": [{"name": "find_linguist", "arguments": {"pair": pair}}]}
+            return _run(Step("g", "generation", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(call("en-US>de-DE"), "g"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(call("en-US>fr-FR"), "g"), "llm-output")
+        assert "fr-FR" in e.reason and not e.sound
+
+    def test_a_day_a_call_sets_after_every_given_day_is_a_choice(self) -> None:
+        """A model booking a visit names the day it plans it for: a day after every day its input states is its
+        choice, and a field that takes several values in its input (each past visit has its date) fixes none,
+        so the booking contradicts nothing; a day before the latest given one is still a claim."""
+        alarm = '{"unit": "RC-1", "raised": "2026-03-05"}'
+        history = '{"visits": [{"date": "2026-01-12"}, {"date": "2025-11-03"}]}'
+        inp = {"messages": [{"role": "user", "content": "Alarm: " + alarm}, {"role": "tool", "content": history}]}
+
+        def call(day: str) -> Run:
+            args = {"unit": "RC-1", "date": day}
+            out = {"role": "assistant", "tool_calls": [{"name": "schedule_technician", "arguments": args}]}
+            return _run(Step("g", "generation", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(call("2026-03-06"), "g"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(call("2026-02-20"), "g"), "llm-output")
+        assert "2026-02-20" in e.reason and "but its input says" not in e.reason
 
     def test_an_option_of_the_recorded_tool_schema_is_a_choice(self) -> None:
         """A value the tool's recorded JSON schema offered (an enum, as OpenInference keeps it) is a choice
@@ -823,6 +857,27 @@ class TestDecisionsAndState:
         [e] = _from(_verdict(router("refinance"), "r"), "option-choice")
         assert "purpose='purchase'" in e.reason
         assert _from(_verdict(router("purchase"), "r"), "option-choice") == []
+
+
+    def test_a_hand_off_away_from_the_agent_its_input_names(self) -> None:
+        """A model that hands a request to an agent its input never names, while it names another agent it
+        could hand to (``domain=medical``: ``medical_desk``, not ``general_desk``), routed it wrong; handing
+        it to the named one, or options its input names none of, say nothing."""
+        task = '{"job": "TJ-1", "domain": "medical"}'
+
+        def route(to: str, domain: str = "medical") -> Run:
+            msgs = [{"role": "user", "content": "New job: " + task.replace("medical", domain)}]
+            out = {"role": "assistant", "tool_calls": [{"name": f"transfer_to_{to}", "arguments": {}}]}
+            desks = ["legal_desk", "medical_desk", "general_desk"]
+            return _run(
+                _t("a", "intake", "agent", 0, attributes={"handoffs": desks}),
+                _t("g", "generation", "llm", 1, parent_id="a", input={"messages": msgs}, output=out),
+            )
+
+        [e] = _from(_verdict(route("general_desk"), "g"), "option-choice")
+        assert "general_desk" in e.reason and "medical_desk" in e.reason
+        assert _from(_verdict(route("medical_desk"), "g"), "option-choice") == []
+        assert _from(_verdict(route("general_desk", domain="retail"), "g"), "option-choice") == []
 
 
 class TestSymptoms:

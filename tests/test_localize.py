@@ -393,6 +393,72 @@ class TestRanking:
         # A later model call given another conversation (a hand-off's own prompt) does not speak for this one.
         other = [{"role": "system", "content": "You issue refunds."}, {"role": "user", "content": "Refund O-7722."}]
         assert "lineage:dropped" in first_turn(run_of(other)).signals
+        # One handed the very message that held the value (a desk handed the ticket after a hand-off) had it in
+        # hand too: nothing was lost here (since 2026-12-02).
+        desk = [{"role": "system", "content": "You issue refunds."}, user]
+        assert "lineage:dropped" not in first_turn(run_of(desk)).signals
+
+    def test_a_value_a_write_stored_or_another_put_in_its_place_is_no_omission(self) -> None:
+        """A model handing a write's receipt (``AS-1``) to the failing step passed on what the write stored (the
+        write was given the deadline): neither dropped it, and a model turn whose value a later model call was
+        given again lost nothing; a turn that put another day in its place still did."""
+        task = {"role": "user", "content": 'New job: {"job": "TJ-1", "deadline": "2026-03-16"}'}
+
+        def run_of(due: str) -> Run:
+            first = {"messages": [task]}
+            later = {"messages": [task, {"role": "tool", "content": '{"linguists": ["LG-2"]}'}]}
+            args = {"job_id": "TJ-1", "linguist": "LG-2", "due": due}
+            steps = (
+                Step("t1", "generation", "llm", input=first, output={"role": "assistant", "tool_calls": [{"name": "find_linguist", "arguments": {"pair": "en"}}]}, start_ns=1, end_ns=2),
+                Step("f", "find_linguist", "tool", input={"pair": "en"}, output={"linguists": ["LG-2"]}, deps=(D("t1"),), start_ns=3, end_ns=4),
+                Step("t2", "generation", "llm", input=later, output={"role": "assistant", "tool_calls": [{"name": "create_assignment", "arguments": args}]}, deps=(D("t1"), D("f")), start_ns=5, end_ns=6),
+                Step("c", "create_assignment", "tool", input=args, output={"assignment": "AS-1", "status": "created"}, deps=(D("t2"),), start_ns=7, end_ns=8),
+                Step("t3", "generation", "llm", input={"messages": [task, {"role": "tool", "content": '{"assignment": "AS-1"}'}]}, output={"role": "assistant", "tool_calls": [{"name": "submit", "arguments": {"assignment": "AS-1"}}]}, deps=(D("t2"), D("c")), start_ns=9, end_ns=10),
+                Step("s", "submit", "tool", input={"assignment": "AS-1"}, status="error", error=ErrorInfo("ToolError", f"due date {due} is after the deadline 2026-03-16"), deps=(D("t3"),), start_ns=11, end_ns=12),
+            )
+            return Run("r", "jobs", outcome="failure", steps=steps)
+
+        def dropped(run: Run) -> set[str]:
+            return {c.step_id for c in localize(run, top=10).candidates if "lineage:dropped" in c.signals}
+
+        assert dropped(run_of("2026-03-16")) == set()
+        assert dropped(run_of("2026-03-24")) == {"t2"}
+
+    def test_the_first_to_swap_an_entity_is_asked_before_those_that_carried_the_swap(self) -> None:
+        """A model that booked unit HT-1, listed beside the HT-2 it was asked about, swapped the entity the failure
+        names: its omission weighs twice what a later turn that carried HT-1 on weighs (both chose between given
+        values)."""
+        task = {"role": "user", "content": 'Alarm: {"alarm": "AL-1", "unit": "HT-2"}'}
+        seen = {"role": "tool", "content": '{"unit": "HT-2", "same_bank": ["HT-1"]}'}
+
+        def turn(sid: str, call: str, args: dict[str, Any], start: int, *deps: Dependency) -> Step:
+            out = {"role": "assistant", "tool_calls": [{"name": call, "arguments": args}]}
+            return Step(sid, "generation", "llm", input={"messages": [task, seen]}, output=out, deps=deps, start_ns=start, end_ns=start + 1)
+
+        steps = (
+            Step("u", "get_unit_status", "tool", input={"unit": "HT-2"}, output={"unit": "HT-2", "same_bank": ["HT-1"]}, start_ns=1, end_ns=2),
+            turn("t2", "reserve_part", {"part": "P-9", "unit": "HT-1"}, 3, D("u")),
+            Step("r", "reserve_part", "tool", input={"part": "P-9", "unit": "HT-1"}, output={"reservation": "RES-9"}, deps=(D("t2"),), start_ns=5, end_ns=6),
+            turn("t3", "schedule_visit", {"unit": "HT-1", "reservation": "RES-9"}, 7, D("r")),
+            Step("v", "verify", "tool", input={"alarm": "AL-1", "unit": "HT-1"}, status="error", error=ErrorInfo("ToolError", "work order books HT-1; the alarm is on HT-2"), deps=(D("t3"),), start_ns=9, end_ns=10),
+        )
+        cands = {c.step_id: c for c in localize(Run("r", "lifts", outcome="failure", steps=steps), top=10).candidates}
+        first, later = (cands[s].features["evidence:lineage:dropped"] for s in ("t2", "t3"))
+        assert first == pytest.approx(2 * later) and later > 0
+
+    def test_a_flag_a_model_set_is_the_decision_the_failure_speaks_of(self) -> None:
+        """A model that created an assignment with ``revision=false``, refused later because the job "needs
+        revision", made the decision the failure speaks of: it ranks above the write whose receipt the failing
+        step was handed."""
+        task = {"role": "user", "content": 'New job: {"job": "TJ-2", "domain": "legal"}'}
+        args = {"job_id": "TJ-2", "linguist": "LG-1", "revision": False}
+        steps = (
+            Step("t1", "generation", "llm", input={"messages": [task]}, output={"role": "assistant", "tool_calls": [{"name": "create_assignment", "arguments": args}]}, start_ns=1, end_ns=2),
+            Step("c", "create_assignment", "tool", input=args, output={"assignment": "AS-2", "status": "created"}, deps=(D("t1"),), start_ns=3, end_ns=4),
+            Step("s", "submit", "tool", input={"assignment": "AS-2"}, status="error", error=ErrorInfo("ToolError", "legal job TJ-2 needs revision by a second linguist"), deps=(D("c"),), start_ns=5, end_ns=6),
+        )
+        ranking = [c.step_id for c in localize(Run("r", "jobs", outcome="failure", steps=steps), top=10).candidates]
+        assert ranking.index("t1") < ranking.index("c")
 
     def test_a_faulty_call_about_another_listed_item_does_not_explain_the_failing_items_call(self) -> None:
         """The berth choice for the vessel that failed stays the root though an earlier choice, for another vessel of the list, looks as faulty upstream."""

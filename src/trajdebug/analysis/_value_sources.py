@@ -26,6 +26,7 @@ from typing import Any
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._omissions import choice_share, lost_here, swapped
 from trajdebug.analysis._picked import before, picked_named
 from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
@@ -163,9 +164,12 @@ def _spoken_fields(sl: Slice, said: set[str], pos: int, within: set[str], where:
         if len(steps) > 3:
             continue
         for sid, a in steps.items():
+            # A flag a model set (``revision=false``) is its decision, and the failure speaks of what it
+            # decided: as strong as a value of the failing step's whose field the failure speaks of.
+            flag = a.raw in ("true", "false") and sl.g.steps[sid].kind == "llm"
             out += _thin(
                 sid,
-                sl.w["origin_spoken"] / math.sqrt(len(steps)),
+                sl.w["origin_named_arg"] if flag else sl.w["origin_spoken"] / math.sqrt(len(steps)),
                 f"introduced {a.field}={a.raw}, a field the failure at {where} speaks of",
             )
     return out
@@ -544,12 +548,15 @@ def _dropped(
         lost, substitute = _about_another_key(sl, a, lost)
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
     lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw)]
+    first = pos
+    if not task_word:
+        lost, first = lost_here(sl, lost, a, named, pos, within)
     for sid in lost[:4]:
         view = sl.lin.view(sid)
-        chose = next((b for b in named if b.key != a.key and view.given(b) and view.holds(b)), None)
+        chose = swapped(sl, sid, a, named)
         weight = share * sl.w["dropped"]
         if chose is not None:
-            weight *= 0.25
+            weight *= choice_share(sl, sid, a, chose, first)
         reason = f"was given {a.raw!r}, which the failure at {where} expects, and did not pass it on"
         if sid in substitute:
             reason += f"; its answer is about {substitute[sid].raw!r} instead"

@@ -105,6 +105,34 @@ def settings(
     return found
 
 
+_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+
+
+def planned(out: Any, hay: str, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
+    """The keys of the days a call made for its effect sets after every day its input states.
+
+    A call that books, schedules or delivers names the day it plans the action for: a day later than any
+    its input wrote (a visit the day after an alarm raised on the 5th; not a past visit's date) is its
+    choice, not a claim about the world.  A lookup's day is what it asks about (the roster of the 15th for
+    a shift on the 14th is a slip): calls named as reads (`Lexicon.read_tool`) set none.  Days written in
+    full (``2026-03-06``) only: a day without its year cannot be placed after another.
+    """
+    days = [m.group(0) for m in _DAY.finditer(hay)]
+    calls = out.get("tool_calls") if isinstance(out, Mapping) else None
+    if not days or not isinstance(calls, list):
+        return set()
+    latest = max(days)
+    found: set[tuple[str, Any]] = set()
+    for c in calls:
+        name = c.get("name") if isinstance(c, Mapping) else None
+        if not isinstance(name, str) or lexicon.read_tool.match(name):
+            continue
+        for _, v in content.leaves(c.get("arguments")):
+            if isinstance(v, str) and _DAY.fullmatch(v.strip()) and v.strip() > latest:
+                found.add(("s", v.strip().lower()))
+    return found
+
+
 def from_setting(v: float, chosen: Iterable[tuple[str, Any]], forms: set[str]) -> bool:
     """Whether a number is a setting times or over a number of the inputs (18 minutes at 40 a minute: 720)."""
     for kind, s in chosen:

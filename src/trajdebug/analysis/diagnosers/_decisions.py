@@ -23,7 +23,9 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._conversation import _SYSTEM_ROLES
 from trajdebug.analysis.lineage import GENERIC_FIELDS
+from trajdebug.core.chat import tool_calls
 from trajdebug.core.model import Run, Step
 
 
@@ -220,6 +222,10 @@ def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     text = content.text_of(step.input)
     said = content.text_of(step.output).casefold()
+    routed = _routed(step, ctx)
+    if routed is not None:
+        yield routed
+        return
     for m in ctx.lexicon.options.finditer(text[:20_000]):
         options = [o.casefold() for o in re.split(r",\s*|\s+or\s+", m.group(1)) if o]
         if len(set(options)) < 2:
@@ -237,6 +243,62 @@ def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 "option-choice",
             )
             return
+
+
+def _handoffs(step: Step, ctx: DiagnoseContext) -> list[str]:
+    """The agents a model could hand the conversation to: the hand-offs of the agent enclosing it."""
+    sid: str | None = step.parent_id
+    for _ in range(50):
+        if sid is None:
+            return []
+        s = ctx.step(sid)
+        v = s.attributes.get("handoffs")
+        if isinstance(v, list) and len(v) > 1:
+            return [x for x in v if isinstance(x, str)]
+        sid = s.parent_id
+    return []
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:_STEM] for w in _TOKEN.findall(text.lower())}
+
+
+def _request(value: Any) -> Any:
+    """A model's input without its instructions (system messages name every agent it may hand to)."""
+    msgs = value.get("messages") if isinstance(value, Mapping) else None
+    if not isinstance(msgs, list):
+        return value
+    return [m for m in msgs if not (isinstance(m, Mapping) and m.get("role") in _SYSTEM_ROLES)]
+
+
+def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
+    """A model that handed the conversation to an agent whose name none of its input's words name, while the
+    input names another agent it could hand to (``shift my stay`` sent to ``cancellations``, not
+    ``stay_changes``; ``domain=medical`` sent to ``general_desk``, not ``medical_desk``): it routed the
+    request away from the agent its words point at.  Words the names share (``desk``) tell none apart, and
+    the instructions, which name every agent, are not read.
+    """
+    calls = [c.get("name") for c in tool_calls(step.output)]
+    called = calls[0].casefold() if len(calls) == 1 and isinstance(calls[0], str) else ""
+    options = _handoffs(step, ctx) if called else []
+    mine = max((o for o in options if called.endswith(o.casefold())), key=len, default=None)
+    if mine is None:
+        return None
+    names = {o: _stems(o.replace("_", " ")) for o in options}
+    shared = set.intersection(*names.values())
+    heard = _stems(content.text_of(_request(step.input)))
+    if (names[mine] - shared) & heard:
+        return None
+    for o in sorted(options):
+        said = (names[o] - shared) & heard
+        if o != mine and said:
+            return Evidence(
+                step.step_id,
+                0.5,
+                f"handed off to {mine!r}, which its input does not name, where it names {o!r}",
+                "option-choice",
+            )
+    return None
 
 
 def _data_values(value: Any, depth: int = 0) -> Iterable[tuple[str, str]]:

@@ -283,8 +283,8 @@ class _Chosen:
 
     __slots__ = ("_forms", "_set", "_shown", "_shown_forms", "_spans")
 
-    def __init__(self, step: Step, out: Any, forms: set[str]) -> None:
-        self._set = choices.settings(out)
+    def __init__(self, step: Step, out: Any, forms: set[str], hay: str = "") -> None:
+        self._set = choices.settings(out) | choices.planned(out, hay)
         self._spans = choices.settings(out, clock=False)
         self._shown = choices.shown(step)
         self._shown_forms: set[str] | None = None
@@ -360,7 +360,7 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     unsure = False
     computed = 0
     arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2
-    chosen = _Chosen(step, out, forms)
+    chosen = _Chosen(step, out, forms, hay)
     for v in stated:
         if is_year(v, step.start_ns):
             continue  # the current year is context, not a claim

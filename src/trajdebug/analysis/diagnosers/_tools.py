@@ -210,8 +210,25 @@ def present(value: Any, haystack: str, forms: set[str], dates: set[str] | None =
             return bool(set(date_keys(v)) & dates)
         # A few words composed from words of the input ("acme annual report") are no claim either.
         words = v.split()
-        return len(words) > 1 and all(w in haystack for w in words)
+        return (len(words) > 1 and all(w in haystack for w in words)) or _joined(v, haystack)
     return None
+
+
+_JOINT = re.compile(r"[^\w\s.\-]+")
+"""A separator between values written as one (``>`` in ``en-US>de-DE``, ``/`` in ``SFO/JFK``): punctuation
+that no id, number or date is made of (hyphens, dots and underscores are)."""
+
+
+def _joined(v: str, haystack: str) -> bool:
+    """Whether a value is given values joined by a separator (a language pair ``en-US>de-DE`` from a source
+    ``en-US`` and a target ``de-DE``; a route ``SFO/JFK``): an expression of the inputs, not a claim.  Each
+    part must be a value of its own (three characters or more, a letter among them), found in the input."""
+    parts = [p.strip() for p in _JOINT.split(v)]
+    return (
+        len(parts) > 1
+        and all(len(p) >= 3 and any(c.isalpha() for c in p) for p in parts)
+        and all(p in haystack for p in parts)
+    )
 
 
 def contradictions(produced: Any, upstream: list[Any], context: str = "") -> list[tuple[str, Any, Any]]:
@@ -230,8 +247,9 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     dates: set[str] | None = None
     for up in upstream:
         theirs = content.keyed_values(up)
+        several = _several(up) if any(k in theirs for k in mine) else set()
         for k, v in mine.items():
-            if k in theirs and k not in ("id", "name", "role", "type", "content", "status"):
+            if k in theirs and k not in ("id", "name", "role", "type", "content", "status") and k not in several:
                 w = theirs[k]
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
                     if everywhere is None:
@@ -250,6 +268,22 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                         if set(date_keys(v)) & dates:
                             continue
                     out.append((k, v, w))
+    return out
+
+
+def _several(value: Any) -> set[str]:
+    """The fields that take more than one value in ``value`` (each visit of a history has its own date).
+
+    Such a field fixes no value: an output stating another (the date of a new visit it books) adds a
+    record, it does not contradict one.
+    """
+    seen: dict[str, Any] = {}
+    out: set[str] = set()
+    for p, v in content.leaves(value):
+        k = p.rsplit(".", 1)[-1].lower()
+        if k in seen and seen[k] != v:
+            out.add(k)
+        seen.setdefault(k, v)
     return out
 
 
