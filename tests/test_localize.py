@@ -682,6 +682,37 @@ class TestRanking:
         [model] = [c for c in loc.candidates if c.step_id == "m"]
         assert any("first stated category=hardware" in r for r in model.reasons)
 
+    def test_a_step_keeping_one_part_of_a_value_lost_the_other_and_chose_nothing(self) -> None:
+        """A parser given "regime 20<->30 C" that passes on regime 20, where the failure names 20 and 30, lost
+        the 30: a part of one value, no choice between two given values, so its finding keeps its weight."""
+        steps = (
+            Step(
+                "p",
+                "parse_request",
+                "other",
+                input="Test T-1: regime 20<->30 C, start 2026-03-05",
+                output={"test": "T-1", "regime": "20"},
+                start_ns=1,
+                end_ns=2,
+            ),
+            Step("b", "book", "tool", input={"regime": "20"}, output={"program": "20 C"}, deps=(D("p"),), start_ns=3, end_ns=4),
+            Step(
+                "c",
+                "review",
+                "other",
+                input={"program": "20 C"},
+                status="error",
+                error=ErrorInfo("ReviewHold", "program 20 C does not follow the regime 20<->30 C"),
+                deps=(D("b"),),
+                start_ns=5,
+                end_ns=6,
+            ),
+        )
+        loc = localize(Run("r", "lab", outcome="failure", steps=steps), top=5)
+        [parser] = [c for c in loc.candidates if c.step_id == "p"]
+        lost = [r for r in parser.reasons if "'30'" in r and "did not pass it on" in r]
+        assert lost and not any("a choice between given values" in r for r in lost)
+
     def test_an_id_named_beside_dates_identifies_the_record_the_dates_are_wrong_in(self) -> None:
         """'reservation R-1 runs 2025-06-03 to 2025-06-07 but the guest stays until 2025-06-08': the id is what was checked, so the tool that minted it gains less than the dates' origin."""
         steps = (

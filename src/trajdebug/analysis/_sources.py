@@ -36,7 +36,7 @@ from trajdebug.analysis.lineage import (
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
-from trajdebug.core.values import Atom, Mention, atoms
+from trajdebug.core.values import Atom, Mention, atoms, iter_text
 
 
 NAMING_FIELDS = GENERIC_FIELDS | {
@@ -286,6 +286,25 @@ def off_the_failure(
     return replace(e, suspicion=e.suspicion * share)
 
 
+_ONE_VALUE = 24
+"""The longest text read as one value written in parts (``20<->30``, ``M1/M2``), not a list to choose from."""
+
+
+def parts_of_one_value(step: Step, a: Atom, b: Atom) -> bool:
+    """Whether two values a step was given are parts of one short text of its input (``20<->30``), alone or
+    as one word of a longer text ("regime 20<->30 C").
+
+    A step that passed on one part of it lost the other; it did not choose between two given values.
+    """
+    if a.raw == b.raw:
+        return False
+    for t in iter_text(step.input):
+        words = [t] if len(t) <= _ONE_VALUE else t.split()
+        if any(len(w) <= _ONE_VALUE and a.raw in w and b.raw in w.replace(a.raw, " ", 1) for w in words):
+            return True
+    return False
+
+
 __all__ = [
     "NAMING_FIELDS",
     "Found",
@@ -294,5 +313,6 @@ __all__ = [
     "local_evidence",
     "other_entities",
     "off_the_failure",
+    "parts_of_one_value",
     "reference_evidence",
 ]

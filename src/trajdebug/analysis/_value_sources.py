@@ -39,6 +39,7 @@ from trajdebug.analysis._sources import (
     _thin,
     _trivial_number,
     _written_as,
+    parts_of_one_value,
 )
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, slips
@@ -541,7 +542,15 @@ def _dropped(
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
     for sid in lost[:4]:
         view = sl.lin.view(sid)
-        chose = next((b for b in named if b.key != a.key and view.given(b) and view.holds(b)), None)
+        chose = next(
+            (
+                b
+                for b in named
+                if b.key != a.key and view.given(b) and view.holds(b)
+                and not parts_of_one_value(sl.g.steps[sid], a, b)
+            ),
+            None,
+        )
         weight = share * sl.w["dropped"]
         if chose is not None:
             weight *= 0.25

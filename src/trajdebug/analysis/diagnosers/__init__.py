@@ -36,6 +36,7 @@ from trajdebug.analysis.diagnosers._observations import (
     stale_sibling,
     truncated_output,
 )
+from trajdebug.analysis.diagnosers._request_kind import request_kind
 from trajdebug.analysis.diagnosers._requests import REQUEST_DIAGNOSERS
 from trajdebug.analysis.diagnosers._steps import (
     contracts,
@@ -53,6 +54,7 @@ from trajdebug.analysis.diagnosers._tools import (
     tool_arguments,
     tool_result,
 )
+from trajdebug.analysis.diagnosers._unlisted import unlisted_value
 from trajdebug.core.model import Run, Step
 from trajdebug.core.plugins import entry_point_callables
 
@@ -75,6 +77,8 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "stale-cache": cached_answer,
     "environment": environment_read,
     **REQUEST_DIAGNOSERS,
+    "request-kind": request_kind,
+    "unlisted-value": unlisted_value,
     "decision": decision,
     "option-choice": option_choice,
     "race": lost_update,
