@@ -29,6 +29,7 @@ from trajdebug.analysis.diagnosers._dataflow import (
     state_write,
 )
 from trajdebug.analysis.diagnosers._decisions import decision, delegated_result, lost_update, option_choice
+from trajdebug.analysis.diagnosers._field_values import request_kind, unlisted_value
 from trajdebug.analysis.diagnosers._observations import (
     cached_answer,
     environment_read,
@@ -36,7 +37,6 @@ from trajdebug.analysis.diagnosers._observations import (
     stale_sibling,
     truncated_output,
 )
-from trajdebug.analysis.diagnosers._request_kind import request_kind
 from trajdebug.analysis.diagnosers._requests import REQUEST_DIAGNOSERS
 from trajdebug.analysis.diagnosers._steps import (
     contracts,
@@ -54,7 +54,6 @@ from trajdebug.analysis.diagnosers._tools import (
     tool_arguments,
     tool_result,
 )
-from trajdebug.analysis.diagnosers._unlisted import unlisted_value
 from trajdebug.core.model import Run, Step
 from trajdebug.core.plugins import entry_point_callables
 
