@@ -305,11 +305,42 @@ def parts_of_one_value(step: Step, a: Atom, b: Atom) -> bool:
     return False
 
 
+def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
+    """A later step given the same part of a shared state as this one, that passed the value on, if any.
+
+    A graph's nodes and its routing functions are each given the whole state (LangGraph hands a conditional
+    edge the state it hands the next node): a step given the state's ``loan`` and answering a branch name
+    lost nothing the run lacks when a later step before the failure, given the very same ``loan``, carried
+    the value on. The value travelled in the state, not through the step.
+    """
+    step = sl.g.steps[sid]
+    if not isinstance(step.input, Mapping):
+        return None
+    keys = [
+        k
+        for k, v in step.input.items()
+        if isinstance(v, Mapping) and any(x.key == a.key for x in atoms(v))
+    ]
+    if not keys:
+        return None
+    start = sl.g.position(sid)
+    for later in sl.run.steps:
+        if (
+            start < sl.g.position(later.step_id) < pos
+            and isinstance(later.input, Mapping)
+            and any(later.input.get(k) == step.input[k] for k in keys)
+            and sl.lin.view(later.step_id).holds(a)
+        ):
+            return later.step_id
+    return None
+
+
 __all__ = [
     "NAMING_FIELDS",
     "Found",
     "Mark",
     "Slice",
+    "carried_by_state",
     "local_evidence",
     "other_entities",
     "off_the_failure",

@@ -39,6 +39,7 @@ from trajdebug.analysis._sources import (
     _thin,
     _trivial_number,
     _written_as,
+    carried_by_state,
     parts_of_one_value,
 )
 from trajdebug.analysis.diagnosers import WORD as _WORD
@@ -539,7 +540,11 @@ def _dropped(
     substitute: dict[str, Atom] = {}
     if a.kind in ("id", "date"):
         lost, substitute = _about_another_key(sl, a, lost)
-    lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
+    lost = [
+        sid
+        for sid in lost
+        if _carried_on_later(sl, sid, a, pos) is None and carried_by_state(sl, sid, a, pos) is None
+    ]
     for sid in lost[:4]:
         view = sl.lin.view(sid)
         chose = next(
