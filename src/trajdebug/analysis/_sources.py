@@ -305,6 +305,13 @@ def parts_of_one_value(step: Step, a: Atom, b: Atom) -> bool:
     return False
 
 
+def passed_instead(sl: Slice, sid: str, a: Atom, b: Atom) -> bool:
+    """Whether a step passed on ``b`` where it lost ``a``, both given to it as values of their own (a choice
+    between given values), not as parts of one value."""
+    view = sl.lin.view(sid)
+    return view.given(b) and view.holds(b) and not parts_of_one_value(sl.g.steps[sid], a, b)
+
+
 def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     """A later step given the same part of a shared state as this one, that passed the value on, if any.
 
@@ -345,5 +352,6 @@ __all__ = [
     "other_entities",
     "off_the_failure",
     "parts_of_one_value",
+    "passed_instead",
     "reference_evidence",
 ]

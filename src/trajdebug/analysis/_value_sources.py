@@ -40,7 +40,7 @@ from trajdebug.analysis._sources import (
     _trivial_number,
     _written_as,
     carried_by_state,
-    parts_of_one_value,
+    passed_instead,
 )
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, slips
@@ -540,22 +540,11 @@ def _dropped(
     substitute: dict[str, Atom] = {}
     if a.kind in ("id", "date"):
         lost, substitute = _about_another_key(sl, a, lost)
-    lost = [
-        sid
-        for sid in lost
-        if _carried_on_later(sl, sid, a, pos) is None and carried_by_state(sl, sid, a, pos) is None
-    ]
+    lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
+    lost = [sid for sid in lost if carried_by_state(sl, sid, a, pos) is None]
     for sid in lost[:4]:
         view = sl.lin.view(sid)
-        chose = next(
-            (
-                b
-                for b in named
-                if b.key != a.key and view.given(b) and view.holds(b)
-                and not parts_of_one_value(sl.g.steps[sid], a, b)
-            ),
-            None,
-        )
+        chose = next((b for b in named if b.key != a.key and passed_instead(sl, sid, a, b)), None)
         weight = share * sl.w["dropped"]
         if chose is not None:
             weight *= 0.25
