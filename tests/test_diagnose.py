@@ -128,6 +128,20 @@ class TestToolCalls:
         [e] = _from(_verdict(later, "t"), "tool-arguments")
         assert not e.sound and "2026-03-02" in e.reason
 
+    def test_an_argument_computed_from_one_upstream_answer_comes_from_upstream(self) -> None:
+        """A number the agent's code worked out from one upstream answer (4 replicates of 50 seeds: 200) is
+        accounted for; a number no pair of that answer's numbers makes is still named."""
+
+        def run_of(seeds: int) -> Run:
+            return _run(
+                Step("p", "plan", "other", output={"lot": "ACC-1", "replicates": 4, "per_replicate": 50}),
+                Step("t", "withdraw", "tool", input={"lot": "ACC-1", "seeds": seeds}, deps=(D("p"),)),
+            )
+
+        assert not [e for e in _from(_verdict(run_of(200), "t"), "tool-arguments") if not e.sound]
+        [e] = _from(_verdict(run_of(230), "t"), "tool-arguments")
+        assert not e.sound and "seeds=230" in e.reason
+
     def test_a_json_text_argument_comes_from_upstream_when_its_values_do(self) -> None:
         """An argument that is JSON text (an agent used as a tool) is checked value by value: each found
         upstream makes it sound; one found nowhere is named."""

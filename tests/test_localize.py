@@ -748,6 +748,78 @@ class TestRanking:
         [model] = [c for c in loc.candidates if c.step_id == "m"]
         assert any("first stated category=hardware" in r for r in model.reasons)
 
+    def test_a_step_keeping_one_part_of_a_value_lost_the_other_and_chose_nothing(self) -> None:
+        """A parser given "regime 20<->30 C" that passes on regime 20, where the failure names 20 and 30, lost
+        the 30: a part of one value, no choice between two given values, so its finding keeps its weight."""
+        steps = (
+            Step(
+                "p",
+                "parse_request",
+                "other",
+                input="Test T-1: regime 20<->30 C, start 2026-03-05",
+                output={"test": "T-1", "regime": "20"},
+                start_ns=1,
+                end_ns=2,
+            ),
+            Step("b", "book", "tool", input={"regime": "20"}, output={"program": "20 C"}, deps=(D("p"),), start_ns=3, end_ns=4),
+            Step(
+                "c",
+                "review",
+                "other",
+                input={"program": "20 C"},
+                status="error",
+                error=ErrorInfo("ReviewHold", "program 20 C does not follow the regime 20<->30 C"),
+                deps=(D("b"),),
+                start_ns=5,
+                end_ns=6,
+            ),
+        )
+        loc = localize(Run("r", "lab", outcome="failure", steps=steps), top=5)
+        [parser] = [c for c in loc.candidates if c.step_id == "p"]
+        lost = [r for r in parser.reasons if "'30'" in r and "did not pass it on" in r]
+        assert lost and not any("a choice between given values" in r for r in lost)
+
+    def test_a_router_given_the_state_a_later_node_carried_on_lost_nothing(self) -> None:
+        """A routing function given the whole graph state answers a branch name; a later node given the very same
+        ``loan`` of the state carries its id on: the router dropped nothing, the id travelled in the state."""
+        loan = {"ref": "LN-7", "days": 120}
+        steps = (
+            Step("r", "route", "other", input={"loan": loan, "step": 1}, output="tools", start_ns=1, end_ns=2),
+            Step(
+                "q",
+                "quote",
+                "tool",
+                input={"days": 120},
+                output={"policy": "P-9", "coverage_days": 30},
+                start_ns=3,
+                end_ns=4,
+            ),
+            Step(
+                "d",
+                "draft",
+                "other",
+                input={"loan": loan, "insurance": {"policy": "P-9", "coverage_days": 30}},
+                output={"loan": "LN-7", "policy": "P-9", "coverage_days": 30},
+                deps=(D("r"), D("q")),
+                start_ns=5,
+                end_ns=6,
+            ),
+            Step(
+                "c",
+                "final_check",
+                "other",
+                input={"loan": loan, "agreement": {"loan": "LN-7", "policy": "P-9", "coverage_days": 30}},
+                status="error",
+                error=ErrorInfo("LoanCheckFailed", "insurance P-9 covers 30 days; loan LN-7 runs 120 days"),
+                deps=(D("d"),),
+                start_ns=7,
+                end_ns=8,
+            ),
+        )
+        loc = localize(Run("r", "loans", outcome="failure", steps=steps), top=10)
+        router = [c for c in loc.ranked_all if c.step_id == "r"]
+        assert not any("did not pass it on" in r for c in router for r in c.reasons)
+
     def test_an_id_named_beside_dates_identifies_the_record_the_dates_are_wrong_in(self) -> None:
         """'reservation R-1 runs 2025-06-03 to 2025-06-07 but the guest stays until 2025-06-08': the id is what was checked, so the tool that minted it gains less than the dates' origin."""
         steps = (

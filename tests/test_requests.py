@@ -262,6 +262,14 @@ class TestSeries:
         ev = _ev(run, "t", "request-series")
         assert ev and "'4D'" in ev[0].reason and "4B" in ev[0].reason
 
+    def test_another_code_of_the_series_inside_a_compound_code_is_flagged(self) -> None:
+        """Asked for layer M2, answered a spec whose codes are Q12-M1 and RT-Q12-M1: M1, written inside the
+        compound codes, is another code of the series, and M2 is never named."""
+        out = {"document": "Q12-M1 spec rev C", "reticle": "RT-Q12-M1", "dose": 24}
+        run = _run(_t("t", "constraints", "retrieval", 1, input="constraints product Q12 layer M2", output=out))
+        ev = _ev(run, "t", "request-series")
+        assert ev and "'M2'" in ev[0].reason and "'M1'" in ev[0].reason
+
     def test_the_asked_code_named_or_a_filter_over_the_series_is_no_tell(self) -> None:
         """An answer naming the asked code, or a request naming several codes of one series, raises nothing."""
         named = {"documents": [{"id": "LC-4D", "content": "Unit 4D, next to 4B."}]}

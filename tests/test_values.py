@@ -104,6 +104,14 @@ class TestAtoms:
         found = [(a.field, a.raw) for a in atoms("warehouse,on_hand,reserved\nLIS,50,30\nOPO,12,4\n")]
         assert ("reserved", "30") in found and ("on_hand", "12") in found
 
+    def test_a_quoted_value_with_json_escapes_is_the_same_value_unescaped(self) -> None:
+        """A prompt quoting JSON written with ASCII escapes ("Mus\\u00e9e") holds the value an answer read as
+        JSON holds ("Musée"): one key, so the answer introduces nothing."""
+        prompt = 'Terms: {"borrower": "Mus\\u00e9e des Confluences", "mark": "\\ud83d\\ude00 ok"}'
+        keys = {a.key for a in atoms(prompt)}
+        assert {a.key for a in atoms({"borrower": "Musée des Confluences"})} <= keys
+        assert {a.key for a in atoms({"mark": "\U0001f600 ok"})} <= keys
+
     def test_markers_are_not_values(self) -> None:
         """A truncation or repr marker of the recorder is not read as the value's content."""
         assert atoms({"x": {"__trajdebug_truncated__": 10_000, "head": "1234"}}) == []

@@ -118,6 +118,8 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "request-sum": "wrong-value",
     "request-variant": "inconsistent",
     "request-series": "inconsistent",
+    "request-kind": "inconsistent",
+    "unlisted-value": "inconsistent",
     "lineage:disagrees": "inconsistent",
     "reference:kept": "inconsistent",
     "reference:grounded": "inconsistent",

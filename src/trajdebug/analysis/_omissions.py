@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis._sources import Slice, _shape
+from trajdebug.analysis._sources import Slice, _shape, passed_instead
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom
 
@@ -57,9 +57,9 @@ def choice_share(sl: Slice, sid: str, a: Atom, chose: Atom, first: int) -> float
 
 
 def swapped(sl: Slice, sid: str, a: Atom, named: Sequence[Atom]) -> Atom | None:
-    """Another value the failure names that the step was given and passed on in place of ``a`` (a choice)."""
-    view = sl.lin.view(sid)
-    return next((b for b in named if b.key != a.key and view.given(b) and view.holds(b)), None)
+    """Another value the failure names that the step was given and passed on in place of ``a`` (a choice;
+    not a part it kept of one value holding both, `passed_instead`)."""
+    return next((b for b in named if b.key != a.key and passed_instead(sl, sid, a, b)), None)
 
 
 def replaced(sl: Slice, sid: str, a: Atom, named: Sequence[Atom]) -> bool:

@@ -36,7 +36,7 @@ from trajdebug.analysis.lineage import (
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
-from trajdebug.core.values import Atom, Mention, atoms
+from trajdebug.core.values import Atom, Mention, atoms, iter_text
 
 
 NAMING_FIELDS = GENERIC_FIELDS | {
@@ -286,13 +286,72 @@ def off_the_failure(
     return replace(e, suspicion=e.suspicion * share)
 
 
+_ONE_VALUE = 24
+"""The longest text read as one value written in parts (``20<->30``, ``M1/M2``), not a list to choose from."""
+
+
+def parts_of_one_value(step: Step, a: Atom, b: Atom) -> bool:
+    """Whether two values a step was given are parts of one short text of its input (``20<->30``), alone or
+    as one word of a longer text ("regime 20<->30 C").
+
+    A step that passed on one part of it lost the other; it did not choose between two given values.
+    """
+    if a.raw == b.raw:
+        return False
+    for t in iter_text(step.input):
+        words = [t] if len(t) <= _ONE_VALUE else t.split()
+        if any(len(w) <= _ONE_VALUE and a.raw in w and b.raw in w.replace(a.raw, " ", 1) for w in words):
+            return True
+    return False
+
+
+def passed_instead(sl: Slice, sid: str, a: Atom, b: Atom) -> bool:
+    """Whether a step passed on ``b`` where it lost ``a``, both given to it as values of their own (a choice
+    between given values), not as parts of one value."""
+    view = sl.lin.view(sid)
+    return view.given(b) and view.holds(b) and not parts_of_one_value(sl.g.steps[sid], a, b)
+
+
+def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
+    """A later step given the same part of a shared state as this one, that passed the value on, if any.
+
+    A graph's nodes and its routing functions are each given the whole state (LangGraph hands a conditional
+    edge the state it hands the next node): a step given the state's ``loan`` and answering a branch name
+    lost nothing the run lacks when a later step before the failure, given the very same ``loan``, carried
+    the value on. The value travelled in the state, not through the step.
+    """
+    step = sl.g.steps[sid]
+    if not isinstance(step.input, Mapping):
+        return None
+    keys = [
+        k
+        for k, v in step.input.items()
+        if isinstance(v, Mapping) and any(x.key == a.key for x in atoms(v))
+    ]
+    if not keys:
+        return None
+    start = sl.g.position(sid)
+    for later in sl.run.steps:
+        if (
+            start < sl.g.position(later.step_id) < pos
+            and isinstance(later.input, Mapping)
+            and any(later.input.get(k) == step.input[k] for k in keys)
+            and sl.lin.view(later.step_id).holds(a)
+        ):
+            return later.step_id
+    return None
+
+
 __all__ = [
     "NAMING_FIELDS",
     "Found",
     "Mark",
     "Slice",
+    "carried_by_state",
     "local_evidence",
     "other_entities",
     "off_the_failure",
+    "parts_of_one_value",
+    "passed_instead",
     "reference_evidence",
 ]

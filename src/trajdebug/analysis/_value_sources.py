@@ -42,6 +42,7 @@ from trajdebug.analysis._sources import (
     _thin,
     _trivial_number,
     _written_as,
+    carried_by_state,
 )
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, slips
@@ -548,6 +549,7 @@ def _dropped(
         lost, substitute = _about_another_key(sl, a, lost)
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
     lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw)]
+    lost = [sid for sid in lost if carried_by_state(sl, sid, a, pos) is None]
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -277,9 +278,27 @@ def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: in
     return False
 
 
+_U_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _unescaped(q: str) -> str:
+    """A quoted string with its JSON ``\\uXXXX`` escapes undone.
+
+    A prompt that embeds JSON written with ASCII escapes (Python's ``json.dumps`` default) quotes
+    ``"Mus\\u00e9e"`` where the answer, read as JSON, holds ``Musée``: one value, written two ways.
+    """
+    if "\\u" not in q:
+        return q
+    u = _U_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), q)
+    try:
+        return u.encode("utf-16", "surrogatepass").decode("utf-16")  # a pair of escapes: one character
+    except UnicodeError:
+        return q
+
+
 def _quoted_atoms(t: str, field: str | None, out: list[Atom]) -> None:
     for m in _QUOTED.finditer(t):
-        q = next(g for g in m.groups() if g is not None)
+        q = _unescaped(next(g for g in m.groups() if g is not None))
         qkind: AtomKind = "date" if _DATE.fullmatch(q) else ("id" if _ID.fullmatch(q) else "text")
         if qkind == "date":
             out.extend(Atom(k, "date", field, None, q) for k in date_keys(q))

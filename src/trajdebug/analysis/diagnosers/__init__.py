@@ -29,6 +29,7 @@ from trajdebug.analysis.diagnosers._dataflow import (
     state_write,
 )
 from trajdebug.analysis.diagnosers._decisions import decision, delegated_result, lost_update, option_choice
+from trajdebug.analysis.diagnosers._field_values import request_kind, unlisted_value
 from trajdebug.analysis.diagnosers._observations import (
     cached_answer,
     environment_read,
@@ -78,6 +79,8 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     **REQUEST_DIAGNOSERS,
     "request-partial": request_partial,
     "answer-off-options": answer_off_options,
+    "request-kind": request_kind,
+    "unlisted-value": unlisted_value,
     "decision": decision,
     "option-choice": option_choice,
     "race": lost_update,

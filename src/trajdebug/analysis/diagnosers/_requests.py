@@ -437,6 +437,8 @@ def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     text = content.text_of(step.output)
     folded = text.casefold()
     answer = _codes(text)
+    # A code written inside a compound one names it too (``M1`` in ``RT-Q12-M1``).
+    answer += [p for c in answer if "-" in c for p in _codes(c.replace("-", " "))]
     codes = _codes(asked)
     stems = [c[: m.start()] for c in codes if (m := _LAST_RUN.search(c)) is not None]
     for code in codes:

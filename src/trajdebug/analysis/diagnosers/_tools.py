@@ -16,6 +16,7 @@ error and LLM-output diagnosers of `trajdebug.analysis.diagnosers._steps`.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -318,6 +319,34 @@ def upstream_outputs(step: Step, ctx: DiagnoseContext) -> list[Any]:
     ]
 
 
+_FEW_NUMBERS = 8
+"""At most this many numbers in one upstream answer for a pair of them to explain an argument (in a
+longer answer some pair adds or multiplies up to almost any number: a made-up one too)."""
+
+
+def computed(v: Any, ups: Iterable[Any]) -> bool:
+    """Whether a number is the sum or the product of two numbers of one upstream output (0 and 1 left out).
+
+    A program that calls a tool hands it what it worked out (a quantity from a count and a size per
+    item), not only what it copied: such an argument comes from upstream, though no output holds it.
+    """
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    for u in ups:
+        nums = [
+            x
+            for _, x in content.decoded_leaves(u)
+            if isinstance(x, (int, float)) and not isinstance(x, bool) and x not in (0, 1)
+        ]
+        if len(nums) > _FEW_NUMBERS:
+            continue
+        for i, a in enumerate(nums):
+            for b in nums[i + 1 :]:
+                if any(math.isclose(v, w, rel_tol=1e-9) for w in (a + b, a * b)):
+                    return True
+    return False
+
+
 def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Tool arguments that come from no upstream output, or contradict one."""
     if step.kind != "tool" or not isinstance(step.input, Mapping):
@@ -350,6 +379,10 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         if not seen and choices.setting(path.rsplit(".", 1)[-1], v, lexicon=ctx.lexicon):
             # A setting of the call (a window, a page size) is the caller's choice, not a claim: accounted
             # for, never found upstream.
+            seen = chosen = True
+        if not seen and computed(v, ups):
+            # Worked out by the agent's code from one upstream answer (4 replicates of 50 seeds: 200):
+            # accounted for, as a setting is, never found upstream as written.
             seen = chosen = True
         checked += 1
         if not seen:
@@ -403,6 +436,7 @@ def _before_any_model(step: Step, ctx: DiagnoseContext) -> bool:
 
 
 __all__ = [
+    "computed",
     "contradictions",
     "handled",
     "present",
