@@ -128,6 +128,13 @@ class TestRunsAndShow:
         assert result.exit_code == 1
         assert "no store here yet" in result.output
 
+    @pytest.mark.parametrize("command", ["analyze", "show", "report", "errors"])
+    def test_every_reading_command_without_a_store_says_so_as_runs_does(self, command: str) -> None:
+        """With no source and no default store, each reading command gives the same one-line hint as `runs`."""
+        result = CliRunner().invoke(cli, [command])
+        assert result.exit_code == 1
+        assert "no store here yet (record a run, or try: trajdebug demo)" in result.output
+
     def test_show_tree_marks_edge_origins(self, tmp_path: Path) -> None:
         """`trajdebug show FILE` prints the tree with each dependency's kind and origin."""
         path = tmp_path / "r.jsonl"

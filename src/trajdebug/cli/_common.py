@@ -51,12 +51,22 @@ def fmt_option(fn: F) -> F:
 
 
 def store_path(source: str | None) -> str:
-    """The source, or the default store when none is given."""
+    """The source, or the default store when none is given.
+
+    Raises:
+        click.ClickException: no source given and no default store here yet (every reading command
+            says so the same way).
+    """
     if source:
         return source
+    from pathlib import Path
+
     from trajdebug.store import default_store_path
 
-    return str(default_store_path())
+    path = str(default_store_path())
+    if not Path(path).exists():
+        raise fail(f"{path}: no store here yet (record a run, or try: trajdebug demo)")
+    return path
 
 
 def fail(message: str) -> click.ClickException:
