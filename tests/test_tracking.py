@@ -7,6 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trajdebug.core.model import REDACTED
 from trajdebug.record.account import Account
 from trajdebug.record.tracking import Tracker
 
@@ -130,3 +131,15 @@ def test_a_new_batch_never_reuses_what_an_earlier_one_kept() -> None:
     msgs.append({"role": "assistant", "content": _ANSWER})
     tracker.batch([None] * 5)  # no `batch(None)` in between
     assert [d.step_id for d in tracker._find("b", 30, {"messages": msgs, "n": 1})] == ["llm-1"]
+
+
+def test_a_secret_argument_name_is_redacted_at_every_call() -> None:
+    """A decorated call's argument named like a secret is replaced at every call, not only the first (the
+    tracker decides each name once), and each replacement is counted; other arguments pass as they are."""
+    tracker = Tracker("run", Account("run"))
+    assert tracker.redactor is not None
+    for i in range(3):
+        args, out = tracker.arguments({"api_key": f"abc-{i}", "prompt": "hello there", "n": 3}, "fine")
+        assert args == {"api_key": REDACTED, "prompt": "hello there", "n": 3}
+        assert out == "fine"
+    assert tracker.redactor.counts["key_name"] == 3

@@ -140,6 +140,8 @@ class Tracker:
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
         self._names: dict[str, str] = {}
+        self._params: dict[Any, tuple[str, bool]] = {}
+        """`_param`'s answers, by argument name."""
         self._memo: dict[int, tuple[Any, int, int, list[int]]] = {}
         """`_reached`'s ids under a container, by its id, for the batch being encoded."""
         self._queue: Sized | None = None
@@ -305,18 +307,30 @@ class Tracker:
                 output = self._str(output)
         elif output is not None:
             output = self._own(output)
-        names = self._names
+        params = self._params
         out: dict[str, Any] = {}
         for k, v in args.items():
-            key = names.get(k) or self.name(k) or str(k)
-            if red is not None and red.secret_key(k) and v is not None and type(v) is not bool:
-                red.counts["key_name"] += 1
+            param = params.get(k)
+            if param is None:
+                param = self._param(k)
+            key, secret = param
+            if secret and v is not None and type(v) is not bool:
+                red.counts["key_name"] += 1  # type: ignore[union-attr]
                 out[key] = REDACTED
             elif type(v) is str:
                 out[key] = v if clean else red.text(v)  # type: ignore[union-attr]
             else:
                 out[key] = self.value(v)
         return out, output
+
+    def _param(self, k: Any) -> tuple[str, bool]:
+        """A call argument's name as recorded, and whether its value is a secret by that name (each
+        distinct name decided once: the same few names come with every call of a decorated function)."""
+        red = self.redactor
+        param = (self.name(k) or str(k), red is not None and red.secret_key(k))
+        if len(self._params) < 4096:
+            self._params[k] = param
+        return param
 
     def record(self, rec: Mapping[str, Any]) -> dict[str, Any]:
         """A ready-made record (run, error, stage, meta, merged steps) made JSON-safe, redacted and capped."""
