@@ -283,6 +283,12 @@ class Tracker:
         """A decorated call's arguments bound to their names (the live values: scalars, which were not
         snapshotted, so nothing is encoded to be decoded again), redacted and capped as one value, and
         the call's output.  When the output is text too, the texts pass one redaction prefilter."""
+        red = self.redactor
+        if len(args) == 1 and type(output) is str and red is not None:
+            # The commonest call (one text in, a text out), without the general loops below.
+            for k, v in args.items():
+                if type(v) is str and len(v) <= self._max:
+                    return self._one_text(k, v, output, red)
         texts: list[str] = []
         size = 0
         for v in args.values():
@@ -294,7 +300,6 @@ class Tracker:
                 return self.value(args), (None if output is None else self._own(output))
         if size > self._max:
             return self.value(args), (None if output is None else self._own(output))
-        red = self.redactor
         clean = red is None
         if not clean and type(output) is str:
             texts.append(output)
@@ -322,6 +327,26 @@ class Tracker:
             else:
                 out[key] = self.value(v)
         return out, output
+
+    def _one_text(self, k: Any, v: str, output: str, red: redaction.Redactor) -> tuple[dict[str, Any], Any]:
+        """`arguments` of a call with one text argument (within the size limit) that returned a text: the
+        same answer, the two texts through one prefilter."""
+        param = self._params.get(k)
+        if param is None:
+            param = self._param(k)
+        key, secret = param
+        if red.may_hold(v + output):
+            out: Any = self._str(output)
+            if not secret:
+                v = red.text(v)
+        elif len(output) > self._max:
+            out = {TRUNCATED_KEY: len(output), "head": output[: self._max]}
+        else:
+            out = output
+        if secret:
+            red.counts["key_name"] += 1
+            return {key: REDACTED}, out
+        return {key: v}, out
 
     def _param(self, k: Any) -> tuple[str, bool]:
         """A call argument's name as recorded, and whether its value is a secret by that name (each
