@@ -33,6 +33,7 @@ from trajdebug.core.schema import (
     stage_record,
     step_record,
 )
+from trajdebug.record import config as _config
 from trajdebug.record.account import Account
 from trajdebug.record.config import CONFIG
 from trajdebug.record.context import RemoteParent
@@ -575,7 +576,12 @@ class Tracker:
         parent = h.parent
         if parent is not None and type(parent) is StepHandle and not parent._announced and parent.t1 is None:
             self._announce(parent, run_id, out)
-        sid = h._sid or h.id
+        sid = h._sid
+        if sid is None:
+            # `StepHandle.id`, formatted here without the property's call (kept on the handle as it keeps it).
+            sid = f"{_config._prefix}{h.seq:08x}"
+            if h.seq:
+                h._sid = sid
         t1 = h.t1
 
         inp, outp = h.input, h.output
