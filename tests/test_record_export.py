@@ -62,3 +62,16 @@ def test_a_slot_reports_a_failed_sink_to_the_runs_account() -> None:
     assert slot.dead and acct.sink_failures == 1
     assert acct.lost_by["unwritable"] == 3 and acct.warned
     assert acct.summary() == {"lost": {"unwritable": 3}}
+
+
+def test_a_batch_is_encoded_line_for_line_as_dumps_line_encodes_each_record() -> None:
+    """The writer's batch encoding gives each record's `dumps_line` bytes, also for a batch holding a record
+    orjson refuses on its own (a key that is not a string), which is then encoded record by record."""
+    from trajdebug.core.codec import dumps_line
+    from trajdebug.record.export import _lines
+
+    plain = [{"v": 1, "t": "step", "run_id": "r", "input": "x" * 10}, {"v": 1, "t": "meta", "run_id": "r"}]
+    odd = [*plain, {"v": 1, "t": "step", "run_id": "r", "attributes": {1: "one"}}]
+    for batch in (plain, odd):
+        assert _lines(batch) == [dumps_line(r) for r in batch]  # type: ignore[arg-type]
+    assert _lines(odd)[-1].endswith(b"\n") and b'"1":"one"' in _lines(odd)[-1]

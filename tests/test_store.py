@@ -385,3 +385,23 @@ class TestSource:
         assert [ids[0]] == [r.run_id for r in load_runs(db, run_id=ids[0][:8])]
         with pytest.raises(SourceError, match="no run"):
             load_runs(db, run_id="nothing")
+
+
+def test_a_batch_of_one_runs_steps_is_grouped_as_any_batch_is() -> None:
+    """A batch of step lines of one run (read in one pass in C) groups, counts and skips as a batch with
+    another record in front does, line for line; a line given as a bytearray is still read."""
+    from trajdebug.store.lines import _group
+
+    rid = "a" * 32
+    steps = [dumps_line({"v": 1, "t": "step", "run_id": rid, "step_id": f"{i:016x}", "name": "s"}) for i in range(50)]
+    other = dumps_line({"v": 1, "t": "error", "run_id": rid, "error_id": "e"})
+    groups, skipped = _group(steps)
+    mixed, _ = _group([other, *steps])
+    assert skipped == 0 and list(groups) == [rid]
+    assert groups[rid].lines == steps and groups[rid].steps == 50 == mixed[rid].steps
+    assert mixed[rid].lines[1:] == steps
+    # Another run's step in the batch: two groups, as before.
+    two, _ = _group([*steps, steps[0].replace(rid.encode(), b"b" * 32)])
+    assert [len(g.lines) for g in two.values()] == [50, 1]
+    odd, _ = _group([bytearray(steps[0]), *steps[1:]])  # type: ignore[list-item]
+    assert odd[rid].steps == 50

@@ -7,6 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trajdebug.core.model import REDACTED
 from trajdebug.record.account import Account
 from trajdebug.record.tracking import Tracker
 
@@ -130,3 +131,34 @@ def test_a_new_batch_never_reuses_what_an_earlier_one_kept() -> None:
     msgs.append({"role": "assistant", "content": _ANSWER})
     tracker.batch([None] * 5)  # no `batch(None)` in between
     assert [d.step_id for d in tracker._find("b", 30, {"messages": msgs, "n": 1})] == ["llm-1"]
+
+
+def test_a_secret_argument_name_is_redacted_at_every_call() -> None:
+    """A decorated call's argument named like a secret is replaced at every call, not only the first (the
+    tracker decides each name once), and each replacement is counted; other arguments pass as they are."""
+    tracker = Tracker("run", Account("run"))
+    assert tracker.redactor is not None
+    for i in range(3):
+        args, out = tracker.arguments({"api_key": f"abc-{i}", "prompt": "hello there", "n": 3}, "fine")
+        assert args == {"api_key": REDACTED, "prompt": "hello there", "n": 3}
+        assert out == "fine"
+    assert tracker.redactor.counts["key_name"] == 3
+
+
+def test_a_call_with_one_text_argument_is_redacted_and_capped_as_any_call() -> None:
+    """A call of one text argument returning a text (the short path) redacts a secret in either text, replaces
+    an argument named like a secret, and cuts an output past the size limit, as a call of two arguments does."""
+    tracker = Tracker("run", Account("run"))
+    red = tracker.redactor
+    assert red is not None
+    secret = "sk-abcdefghijklmnopqrstuvwx"
+    one, out = tracker.arguments({"prompt": f"use {secret} now"}, f"echo {secret}")
+    two, out2 = tracker.arguments({"prompt": f"use {secret} now", "n": 1}, f"echo {secret}")
+    assert one == {"prompt": two["prompt"]} and out == out2
+    assert secret not in str(one) and secret not in out and REDACTED in out
+    assert tracker.arguments({"password": "hunter2hunter2"}, "fine") == ({"password": REDACTED}, "fine")
+    assert red.counts["key_name"] == 1
+    long = "o" * (tracker._max + 10)
+    _, cut = tracker.arguments({"q": "plain text"}, long)
+    _, cut2 = tracker.arguments({"q": "plain text", "n": 1}, long)
+    assert cut == cut2 and cut["head"] == long[: tracker._max]

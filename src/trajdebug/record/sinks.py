@@ -253,6 +253,9 @@ class JsonlSink:
                 self._fd = None
 
 
+_BYTES = {bytes}
+
+
 class StoreSink:
     """Write records to a `trajdebug.store.Store` (opened on first write, on the writer thread).
 
@@ -294,7 +297,7 @@ class StoreSink:
             # SQLite): other runs' writes must not queue behind this one.
             store.set_busy_timeout(0.0 if self._locked else None)
             skipped: int
-            if records and all(r.__class__ is bytes for r in records):
+            if records and set(map(type, records)) == _BYTES:  # a type per record, in C
                 skipped = store.write_lines(cast("Sequence[bytes]", records))
             else:
                 skipped = store.write_records([loads(r) if isinstance(r, bytes) else r for r in records], redacted=True)

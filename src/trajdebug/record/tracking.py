@@ -33,6 +33,7 @@ from trajdebug.core.schema import (
     stage_record,
     step_record,
 )
+from trajdebug.record import config as _config
 from trajdebug.record.account import Account
 from trajdebug.record.config import CONFIG
 from trajdebug.record.context import RemoteParent
@@ -140,6 +141,8 @@ class Tracker:
         self.redactor: redaction.Redactor | None = redaction.redactor() if CONFIG.redact else None
         self._max = CONFIG.max_value_bytes
         self._names: dict[str, str] = {}
+        self._params: dict[Any, tuple[str, bool]] = {}
+        """`_param`'s answers, by argument name."""
         self._memo: dict[int, tuple[Any, int, int, list[int]]] = {}
         """`_reached`'s ids under a container, by its id, for the batch being encoded."""
         self._queue: Sized | None = None
@@ -281,6 +284,12 @@ class Tracker:
         """A decorated call's arguments bound to their names (the live values: scalars, which were not
         snapshotted, so nothing is encoded to be decoded again), redacted and capped as one value, and
         the call's output.  When the output is text too, the texts pass one redaction prefilter."""
+        red = self.redactor
+        if len(args) == 1 and type(output) is str and red is not None:
+            # The commonest call (one text in, a text out), without the general loops below.
+            for k, v in args.items():
+                if type(v) is str and len(v) <= self._max:
+                    return self._one_text(k, v, output, red)
         texts: list[str] = []
         size = 0
         for v in args.values():
@@ -292,7 +301,6 @@ class Tracker:
                 return self.value(args), (None if output is None else self._own(output))
         if size > self._max:
             return self.value(args), (None if output is None else self._own(output))
-        red = self.redactor
         clean = red is None
         if not clean and type(output) is str:
             texts.append(output)
@@ -305,18 +313,50 @@ class Tracker:
                 output = self._str(output)
         elif output is not None:
             output = self._own(output)
-        names = self._names
+        params = self._params
         out: dict[str, Any] = {}
         for k, v in args.items():
-            key = names.get(k) or self.name(k) or str(k)
-            if red is not None and red.secret_key(k) and v is not None and type(v) is not bool:
-                red.counts["key_name"] += 1
+            param = params.get(k)
+            if param is None:
+                param = self._param(k)
+            key, secret = param
+            if secret and v is not None and type(v) is not bool:
+                red.counts["key_name"] += 1  # type: ignore[union-attr]
                 out[key] = REDACTED
             elif type(v) is str:
                 out[key] = v if clean else red.text(v)  # type: ignore[union-attr]
             else:
                 out[key] = self.value(v)
         return out, output
+
+    def _one_text(self, k: Any, v: str, output: str, red: redaction.Redactor) -> tuple[dict[str, Any], Any]:
+        """`arguments` of a call with one text argument (within the size limit) that returned a text: the
+        same answer, the two texts through one prefilter."""
+        param = self._params.get(k)
+        if param is None:
+            param = self._param(k)
+        key, secret = param
+        if red.may_hold(v + output):
+            out: Any = self._str(output)
+            if not secret:
+                v = red.text(v)
+        elif len(output) > self._max:
+            out = {TRUNCATED_KEY: len(output), "head": output[: self._max]}
+        else:
+            out = output
+        if secret:
+            red.counts["key_name"] += 1
+            return {key: REDACTED}, out
+        return {key: v}, out
+
+    def _param(self, k: Any) -> tuple[str, bool]:
+        """A call argument's name as recorded, and whether its value is a secret by that name (each
+        distinct name decided once: the same few names come with every call of a decorated function)."""
+        red = self.redactor
+        param = (self.name(k) or str(k), red is not None and red.secret_key(k))
+        if len(self._params) < 4096:
+            self._params[k] = param
+        return param
 
     def record(self, rec: Mapping[str, Any]) -> dict[str, Any]:
         """A ready-made record (run, error, stage, meta, merged steps) made JSON-safe, redacted and capped."""
@@ -536,7 +576,12 @@ class Tracker:
         parent = h.parent
         if parent is not None and type(parent) is StepHandle and not parent._announced and parent.t1 is None:
             self._announce(parent, run_id, out)
-        sid = h._sid or h.id
+        sid = h._sid
+        if sid is None:
+            # `StepHandle.id`, formatted here without the property's call (kept on the handle as it keeps it).
+            sid = f"{_config._prefix}{h.seq:08x}"
+            if h.seq:
+                h._sid = sid
         t1 = h.t1
 
         inp, outp = h.input, h.output
