@@ -55,8 +55,9 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 }
 """Ranking weights; override any of them with ``localize(weights=...)``."""
 
-KIND_PRIOR: dict[str, float] = {"agent": 0.5}
-"""Prior of a step by kind (1 when not listed): an agent span is made of its children, which are ranked themselves."""
+KIND_PRIOR: dict[str, float] = {"agent": 0.5, "input": 0.4}
+"""Prior of a step by kind (1 when not listed): an agent span is made of its children, which are ranked themselves;
+the run's input is taken as given (the backward search ends there: what the agent did with it is what went wrong)."""
 
 
 PROGRAMMING_ERRORS = frozenset(
