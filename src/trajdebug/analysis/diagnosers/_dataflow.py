@@ -189,8 +189,10 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
     if not lost:
         yield Evidence(step.step_id, 0.0, "it stored every value it was given", "state-write", sound=True)
         return
-    if _selects(step.input, written):
-        return  # it wrote some of the records it was given (flags, matches), or none: a choice, not a loss
+    if step.kind == "condition" and _selects(step.input, written):
+        # A check that writes some of the records it was given (the ones it flags), or none,
+        # chose; a step declared a state writer (kind `state`) stores, and loses what it drops.
+        return
     frac = len(lost) / len(values)
     shown = ", ".join(repr(v)[:30] for v in lost[:3])
     if storing:
