@@ -57,7 +57,8 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 
 KIND_PRIOR: dict[str, float] = {"agent": 0.5, "input": 0.4}
 """Prior of a step by kind (1 when not listed): an agent span is made of its children, which are ranked themselves;
-the run's input is taken as given (the backward search ends there: what the agent did with it is what went wrong)."""
+the run's input, when it has one input step, is taken as given (the backward search ends there: what the agent did
+with it is what went wrong; a conversation's several user turns keep the prior of any step)."""
 
 
 PROGRAMMING_ERRORS = frozenset(
