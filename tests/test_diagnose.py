@@ -548,6 +548,25 @@ class TestDataSteps:
         [e] = _from(_verdict(run, "w"), "state-write")
         assert "5118.45" in e.reason and not e.sound
 
+    def test_a_check_writing_the_items_it_flags_loses_nothing(self) -> None:
+        """A check that writes some of the records it was given (the ones it flags), or none, selects: the rest are not lost."""
+        items = [
+            {"merchant": m, "category": c, "amount_eur": a}
+            for m, c, a in (("Delta", "flight", 665.22), ("Omni", "hotel", 314.13), ("Cab Co", "taxi", 44.57))
+        ]
+
+        def writer(flags: list[dict[str, object]]) -> list[Evidence]:
+            run = _run(
+                Step("w", "check_policy", "condition", input={"items": items}, output=flags,
+                     attributes={"state_writes": ["flags"], "state_values": {"flags": flags}}),
+                Step("r", "decide", input={"n": 1}, deps=(D("w", "state"),)),
+            )
+            return [e for e in _from(_verdict(run, "w"), "state-write") if not e.sound]
+
+        assert writer([items[1]]) == [] and writer([]) == []
+        # A writer that rewrites what it was given and keeps only part of it still loses the rest.
+        assert writer([{"merchant": "Delta", "category": "flight", "amount_eur": 1.5, "note": "rebooked"}])
+
     def test_state_write_rejected_by_a_reader_precondition(self) -> None:
         """A reader's failed pre-condition on shared state makes the writer suspect."""
         run = _run(
@@ -684,6 +703,12 @@ class TestObservations:
         ev = _from(_verdict(run, "q"), "truncated-output")
         assert ev and "last group has only 1" in ev[0].reason
         assert _from(_verdict(run, "r"), "truncated-output") == []
+
+    def test_pairs_then_one_record_is_not_a_cut_tail(self) -> None:
+        """Records in pairs by a field, then a single one, are any odd count (a last day with one charge): not cut off."""
+        rows = [{"date": d, "amount": float(i)} for i, d in enumerate(("03", "03", "04", "04", "05"))]
+        run = _run(_t("q", "fetch_statement", "tool", 1, output=rows))
+        assert not [e for e in _from(_verdict(run, "q"), "truncated-output") if "last group" in e.reason]
 
     def test_result_lacking_the_tail_every_sibling_has(self) -> None:
         """A text result shorter than every other result of the same tool, missing their closing sentences."""

@@ -340,6 +340,21 @@ class TestWhatIf:
             ("c", "computed by mul where div fits"),
         }
 
+    def test_a_correct_rate_divided_by_is_the_dividing_steps_slip(self) -> None:
+        """A converter that divides by a correct rate (where it should multiply) did the inverting: the slip is named at it, not at the lookup."""
+        rate = 0.92
+        steps = [
+            _s("fx", "get_fx_rate", "tool", 2, {"base": "USD"}, {"rate": rate}),
+            _s("c", "convert_line", "other", 3, {"amount": 689.0, "rate": rate}, {"amount_eur": 748.91}, "fx"),
+            _s("t", "summarize", "other", 4, {"lines": [{"amount_eur": 412.3}, {"amount_eur": 748.91}]},
+               {"total_eur": 1161.21}, "c"),
+        ]
+        run = _run(*steps)
+        lin = Lineage(run)
+        total = next(a for a in lin.view("t").outputs if a.field == "total_eur")
+        found = slips(lin, total, len(run.steps), round(412.3 + 689.0 * rate, 2), "1,046.18")
+        assert {(s.step_id, s.what) for s in found} == {("c", "computed by div where mul fits")}
+
     def test_a_slip_that_only_makes_its_number_vanish_is_no_slip(self) -> None:
         """A difference of a small posted amount and a large approved one is not explained by inverting the large one (which only makes it vanish)."""
         run = _run(

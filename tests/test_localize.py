@@ -603,6 +603,80 @@ class TestRanking:
         same = localize(run_of("7 paid days left is under the 8 required"))
         assert all("lineage:contradicted" not in c.signals for c in same.candidates)
 
+    def test_a_unit_after_a_number_is_not_the_field_it_contradicts(self) -> None:
+        """A failure stating "304.40 EUR" names the currency, not a rate table's field ``eur``: no contradiction at the rate lookup."""
+        steps = (
+            Step("fx", "get_rates", "tool", input={"base": "EUR"}, output={"eur": 1.0, "gbp": 0.85}, start_ns=1, end_ns=2),
+            Step(
+                "t",
+                "add_up",
+                "other",
+                input={"rates": {"eur": 1.0, "gbp": 0.85}, "lines": [120.4, 184.0]},
+                output={"total": 304.4},
+                deps=(D("fx"),),
+                start_ns=3,
+                end_ns=4,
+            ),
+            Step(
+                "w",
+                "decide",
+                "tool",
+                input={"total": 304.4},
+                status="error",
+                error=ErrorInfo("Mismatch", "reimbursed 304.40 EUR but the statement says 368.40 EUR"),
+                deps=(D("t"),),
+                start_ns=5,
+                end_ns=6,
+            ),
+        )
+        loc = localize(Run("r", "expenses", outcome="failure", steps=steps))
+        assert all("lineage:contradicted" not in c.signals for c in loc.candidates)
+
+    def test_a_lower_case_word_after_a_number_still_names_what_it_counts(self) -> None:
+        """"serving with 6 replicas" names the field ``replicas``: the lookup that said 2 is contradicted."""
+        steps = (
+            Step("d", "get_deployment", "tool", input={"svc": "api"}, output={"replicas": 2}, start_ns=1, end_ns=2),
+            Step("p", "plan", "llm", input={"replicas": 2}, output={"target": 3}, deps=(D("d"),), start_ns=3, end_ns=4),
+            Step(
+                "s",
+                "scale",
+                "tool",
+                input={"target": 3},
+                status="error",
+                error=ErrorInfo("ValueError", "api is serving with 6 replicas; shrinking to 3 is not allowed"),
+                deps=(D("p"),),
+                start_ns=5,
+                end_ns=6,
+            ),
+        )
+        loc = localize(Run("r", "oncall", outcome="failure", steps=steps))
+        assert "lineage:contradicted" in next(c for c in loc.candidates if c.step_id == "d").signals
+
+    def test_an_item_of_a_total_the_failure_names_is_not_said_to_be_named(self) -> None:
+        """A value that only counts toward a total the failure states is said to count toward it, not to be named by the failure."""
+        lines = [{"amount": 64.0, "what": "dinner"}, {"amount": 304.4, "what": "hotel"}]
+        steps = (
+            Step("r", "get_receipt", "tool", input={"id": "R-1"}, output=lines[:1], start_ns=1, end_ns=2),
+            Step("h", "get_folio", "tool", input={"id": "R-1"}, output=lines[1:], start_ns=2, end_ns=3),
+            Step("t", "add_up", "other", input={"lines": lines[1:]}, output={"total": 304.4}, deps=(D("h"),), start_ns=3, end_ns=4),
+            Step("s", "get_statement", "tool", input={"id": "R-1"}, output={"charges": lines, "total": 368.4}, deps=(D("r"),), start_ns=5, end_ns=6),
+            Step(
+                "w",
+                "decide",
+                "tool",
+                input={"total": 304.4, "statement": 368.4},
+                status="error",
+                error=ErrorInfo("Mismatch", "paid 304.40 but the statement says 368.40"),
+                deps=(D("t"), D("s")),
+                start_ns=7,
+                end_ns=8,
+            ),
+        )
+        loc = localize(Run("r", "expenses", outcome="failure", steps=steps))
+        reasons = [r for c in loc.ranked_all for r in c.reasons]
+        assert any("counts toward get_statement's total 368.4" in r for r in reasons)
+        assert not any("=64.0, which the failure" in r for r in reasons)
+
     def test_a_tool_refusing_its_arguments_is_a_symptom_and_a_tool_timing_out_is_a_cause(self) -> None:
         """A tool rejecting what it was given shows the failure (an earlier step ranks first); a tool that timed out is ranked first itself."""
 

@@ -66,3 +66,52 @@ def test_analysis_keeps_every_ranked_step_with_the_ids_of_its_own_run(tmp_path: 
     """`analyze` keeps `ranked_all` beside `ranking`, the same steps in the same order."""
     a = analyze(sql_agent_run(tmp_path))
     assert [c.step_id for c in a.localization.ranked_all] == list(a.localization.ranking)
+
+
+def test_the_runs_input_is_taken_as_given() -> None:
+    """The run's input step ranks below what the agent did with it: the same step recorded as a tool would score higher."""
+    from tests.builders import step
+
+    from trajdebug.core.model import ErrorInfo, Run
+
+    def run_of(kind: str) -> Run:
+        return Run(
+            "r",
+            "orders",
+            outcome="failure",
+            steps=(
+                step("i", "receive_order", kind, 1, None, {"qty": 12, "sku": "S-4"}),
+                step("p", "plan", "other", 3, {"qty": 12}, {"qty": 12, "packs": 2}, "i"),
+                step("o", "order", "tool", 5, {"qty": 12, "packs": 2}, None, "p", status="error",
+                     error=ErrorInfo("Rejected", "qty 12 exceeds the stock of 10")),
+            ),
+        )
+
+    given = {c.step_id: c.score for c in localize(run_of("input")).ranked_all}
+    tool = {c.step_id: c.score for c in localize(run_of("tool")).ranked_all}
+    assert given["i"] < 0.5 * tool["i"]
+
+
+def test_a_conversations_user_turns_keep_the_prior_of_any_step() -> None:
+    """In a run with several input steps (a user's turns), a turn is an act that can be wrong: it ranks as a tool would."""
+    from tests.builders import step
+
+    from trajdebug.core.model import ErrorInfo, Run
+
+    def run_of(kind: str) -> Run:
+        return Run(
+            "r",
+            "support",
+            outcome="failure",
+            steps=(
+                step("u0", "user", "input", 1, None, {"text": "I want to return an order"}),
+                step("i", "user", kind, 2, None, {"order": "W-12"}),
+                step("p", "agent_turn", "other", 3, {"order": "W-12"}, {"order": "W-12", "action": "return"}, "i"),
+                step("o", "return_order", "tool", 5, {"order": "W-12"}, None, "p", status="error",
+                     error=ErrorInfo("Rejected", "order W-12 was never delivered")),
+            ),
+        )
+
+    turn = {c.step_id: c.score for c in localize(run_of("input")).ranked_all}
+    tool = {c.step_id: c.score for c in localize(run_of("tool")).ranked_all}
+    assert turn["i"] >= 0.9 * tool["i"]

@@ -117,6 +117,10 @@ class Ranking:
         self.verdicts: dict[str, Verdict] = {}
         self.scores: dict[str, float] = {}
         self.has_children = {s.parent_id for s in run.steps if s.parent_id is not None}
+        # The run's one input (its request) is taken as given; a conversation's many user
+        # turns are acts of a participant, which can be where it went wrong (a user simulator
+        # giving a wrong detail): those keep the prior of any step.
+        self.given_input = sum(s.kind == "input" for s in run.steps) == 1
         self.blame: dict[str, float] = {}
         self.best_in: dict[str, float] = {}
         self.roots: set[str] = set()
@@ -259,7 +263,7 @@ class Ranking:
 
     def prior(self, sid: str) -> float:
         step = self.g.steps[sid]
-        kind = KIND_PRIOR.get(step.kind, 1.0)
+        kind = KIND_PRIOR.get(step.kind, 1.0) if step.kind != "input" or self.given_input else 1.0
         if sid in self.has_children and step.kind not in CONTAINER_KINDS:
             kind *= 0.7  # an enclosing span is made of its children, which are ranked themselves
         return kind

@@ -21,11 +21,13 @@ has the slice they read and the findings they return) trace them:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._left_out import left_out_items
 from trajdebug.analysis._omissions import choice_share, lost_here, swapped
 from trajdebug.analysis._picked import before, picked_named
 from trajdebug.analysis._selection import not_its_own
@@ -48,7 +50,7 @@ from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, slips
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step
-from trajdebug.core.values import Atom, atoms, iter_text, mentions
+from trajdebug.core.values import Atom, Mention, atoms, iter_text, mentions
 
 
 def lineage_evidence(sl: Slice) -> list[Found]:
@@ -71,6 +73,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     out += _contradicted(sl, message, pos, within, step.name)
     out += _whatif(sl, message, named, pos, within, step.name)
     out += _disagreeing_sources(sl, f.step_id, message, pos, within, step.name)
+    out += left_out_items(sl, message, pos, within, step.name)
     for a in _task_words(sl, message):
         # A word of the user's request that the failure says is missing: who was
         # given it and did not carry it on (a plan, a query, a model's reading).
@@ -246,6 +249,7 @@ def _contradicted(sl: Slice, message: str, pos: int, within: set[str], where: st
                 and a.number is not None
                 and a.field
                 and all(w in window or w.rstrip("s") in window for w in _field_words(a.field, sl.lexicon))
+                and not _names_unit(a.field, _unit_code(message, m), sl)
             ]
             if any(_written_as(a.number, m) for a in named if a.number is not None):
                 held = True  # the run had the value the failure states: it restates, not corrects
@@ -270,6 +274,34 @@ def _contradicted(sl: Slice, message: str, pos: int, within: set[str], where: st
                 )
             )
     return out
+
+_CODE = re.compile(r" ?([A-Z]{2,5})\b")
+"""A code in capitals right after a number (``EUR``, ``USD``, ``GB``)."""
+
+
+def _unit_code(message: str, m: Mention) -> str | None:
+    """The currency or unit code a number is written with: its symbol (``€12``), or a word in capitals right after it (``304.40 EUR``).
+
+    A lower-case word after a number names what it counts ("6 replicas", "2
+    days left") and is left to the field words; a code in capitals is a unit.
+    """
+    if m.unit and not m.raw[:1].isdigit() and m.raw[:1] not in "+-.":
+        return m.unit  # a currency symbol before the digits
+    w = _CODE.match(message, m.end)
+    return w.group(1).lower() if w is not None else None
+
+
+def _names_unit(field: str, unit: str | None, sl: Slice) -> bool:
+    """Whether a field's only word is the unit code a number is written with.
+
+    A failure gives a value its name ("total 304.40", "total=304.40",
+    "6 replicas"); a currency or unit code (``304.40 EUR``, ``$12``) says what
+    it is measured in, and a field named like that code (a rate table's
+    ``eur``) is not the quantity stated.  A name of several words still counts.
+    """
+    words = _field_words(field, sl.lexicon)
+    return unit is not None and len(words) == 1 and words[0] in (unit, unit.rstrip("s"))
+
 
 def _whatif(sl: Slice, message: str, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
     """The one numeric slip upstream that turns the run's number into the one the failure expected."""
@@ -408,8 +440,11 @@ def _trace(sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: 
         out += _thin(o.step_id, weight * 0.4, f"totals {label}, which {what}, from the items it lists")
         opos = sl.g.position(o.step_id)
         name = sl.g.steps[o.step_id].name
+        # An item is not a value the failure names: it counts toward one (the gap between
+        # two totals is no item's number either).
+        part = f"counts toward {name}'s total {o.atom.raw.strip()}, which {what}"
         for op in items:
-            out += _trace(sl, op, opos, within, weight * 0.85, f"{what} (through {name}'s total)", depth + 1)
+            out += _trace(sl, op, opos, within, weight * 0.85, part, depth + 1)
         return out
     if o.derived_from:
         out += _thin(o.step_id, weight * 0.4, f"computed {label}, which {what}, from its inputs")

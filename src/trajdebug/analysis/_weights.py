@@ -55,8 +55,10 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 }
 """Ranking weights; override any of them with ``localize(weights=...)``."""
 
-KIND_PRIOR: dict[str, float] = {"agent": 0.5}
-"""Prior of a step by kind (1 when not listed): an agent span is made of its children, which are ranked themselves."""
+KIND_PRIOR: dict[str, float] = {"agent": 0.5, "input": 0.4}
+"""Prior of a step by kind (1 when not listed): an agent span is made of its children, which are ranked themselves;
+the run's input, when it has one input step, is taken as given (the backward search ends there: what the agent did
+with it is what went wrong; a conversation's several user turns keep the prior of any step)."""
 
 
 PROGRAMMING_ERRORS = frozenset(

@@ -193,6 +193,10 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
     if not lost:
         yield Evidence(step.step_id, 0.0, "it stored every value it was given", "state-write", sound=True)
         return
+    if step.kind == "condition" and _selects(step.input, written):
+        # A check that writes some of the records it was given (the ones it flags), or none,
+        # chose; a step declared a state writer (kind `state`) stores, and loses what it drops.
+        return
     frac = len(lost) / len(values)
     shown = ", ".join(repr(v)[:30] for v in lost[:3])
     if storing:
@@ -209,6 +213,43 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
             f"what it wrote leaves out {len(lost)} of the {len(values)} values it was given (e.g. {shown})",
             "state-write",
         )
+
+
+def _selects(given: Any, written: Mapping[str, Any]) -> bool:
+    """Whether what a writer wrote is a selection of the records it was given: some of them, or none.
+
+    A check that writes the items it flags (or an empty list: nothing flagged)
+    leaves the other items out by design.  Every written value must come from
+    the records it picked (at least half of a picked record's values written),
+    and at least one record left out; a writer that wrote anything else stores.
+    """
+    rows = _records(given)
+    stored = _values_of(written)
+    if rows is None:
+        return False
+    if not stored:
+        return True
+    text = content.text_of(written).lower()
+    picked: list[Mapping[str, Any]] = []
+    for r in rows:
+        vals = _values_of(r)
+        if vals and len(vals) - len(_lost(vals, text)) >= max(1.0, len(vals) / 2):
+            picked.append(r)
+    if not 0 < len(picked) < len(rows):
+        return False
+    return not _lost(stored, content.text_of(picked).lower())
+
+
+def _records(value: Any, depth: int = 0) -> list[Mapping[str, Any]] | None:
+    """The first list of two or more records (mappings) in a value, two levels down at most."""
+    if isinstance(value, list):
+        return value if len(value) >= 2 and all(isinstance(r, Mapping) for r in value) else None
+    if isinstance(value, Mapping) and depth < 2:
+        for v in value.values():
+            rows = _records(v, depth + 1)
+            if rows is not None:
+                return rows
+    return None
 
 
 def retry_divergence(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:

@@ -78,7 +78,9 @@ def _ragged_tail(rows: list[Any]) -> tuple[str, int, int] | None:
         if len(groups) < 3 or len(set(values)) != len(values):
             continue  # not grouped by this field
         sizes = [n for _, n in groups[:-1]]
-        if len(set(sizes)) == 1 and sizes[0] > 1 and groups[-1][1] < sizes[0]:
+        # Pairs then a single one is any odd number of records (a trip's last day with one
+        # charge): only groups of three or more make a short last group unlikely by chance.
+        if len(set(sizes)) == 1 and sizes[0] > 2 and groups[-1][1] < sizes[0]:
             return str(k), groups[-1][1], sizes[0]
     return None
 

@@ -98,6 +98,7 @@ def slips(
     if root is None or not root.kids:
         return []
     out: list[Slip] = []
+    parents = {id(k): n for n in _nodes(root) for k in n.kids}
     for node, alt in _variants(root):
         got = _eval(root, {id(node): alt[1]})
         if got is not None and abs(got - target) <= tol and node.step_id is not None:
@@ -106,9 +107,9 @@ def slips(
             gone = _eval(root, {id(node): 0.0})
             if gone is not None and abs(gone - target) <= tol:
                 continue
-            out.append(Slip(node.step_id, node.atom, alt[0], alt[1]))
+            out.append(_divided(node, parents, Slip(node.step_id, node.atom, alt[0], alt[1])))
     if out:
-        return out
+        return list(dict.fromkeys(out))
     # A step called once per item (a converter, a lookup) repeats its slip in every call:
     # the same slip in all the numbers one step name produced.
     groups: dict[str, list[_Node]] = {}
@@ -125,10 +126,31 @@ def slips(
             got = _eval(root, {k: v for k, v in alts.items() if v is not None})
             if got is not None and abs(got - target) <= tol:
                 out.extend(
-                    Slip(n.step_id, n.atom, name, alts[id(n)] or 0.0) for n in nodes if n.step_id is not None
+                    _divided(n, parents, Slip(n.step_id, n.atom, name, alts[id(n)] or 0.0))
+                    for n in nodes
+                    if n.step_id is not None
                 )
-                return out
+                return list(dict.fromkeys(out))
     return out
+
+
+def _divided(node: _Node, parents: dict[int, _Node], slip: Slip) -> Slip:
+    """Where an inverted number's slip is: at the step that divided by it, when one did.
+
+    Dividing by a number is inverting it: a correct rate a later step divides by
+    where it should multiply reads, at the rate, as "inverted", but the step that
+    did the inverting is the one that divided.  A number a later step multiplies by
+    (or adds) was already inverted where it came from: the slip stays there.
+    """
+    up = parents.get(id(node))
+    if slip.what != SLIPS[0][0] or up is None or up.op != "div" or len(up.kids) != 2 or up.kids[1] is not node:
+        return slip
+    if up.step_id is None or up.step_id == node.step_id:
+        return slip
+    fixed = _apply(SWAPS["div"], [k.value for k in up.kids])
+    if fixed is None:
+        return slip
+    return Slip(up.step_id, up.atom, f"computed by div where {SWAPS['div']} fits", fixed)
 
 
 def _nodes(root: _Node) -> Iterator[_Node]:

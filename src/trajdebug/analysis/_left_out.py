@@ -1,0 +1,129 @@
+"""Items a step left out of a list it was given, where they make up the gap the failure states.
+
+A failure that states two totals or counts ("reimbursed 304.40 but the
+statement says 368.40", "5 expected, 4 found") differs by what went
+missing on the way.  A step whose output list is its input list with some
+items taken out (a dedupe, a filter, a page) where those items add up to
+exactly that gap, in one numeric field of theirs or in their count, is
+where the missing part was lost: without passing runs to say how many
+items it usually keeps, the arithmetic says it.  A filter that leaves out
+items whose sum is no gap the failure states gets nothing from here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._sources import Found, Slice, _short
+from trajdebug.core.model import CONTAINER_KINDS
+from trajdebug.core.values import mentions
+
+
+_MAX_ITEMS = 500
+"""Longer lists are not compared item by item (a table, not a list of claims)."""
+
+
+def left_out_items(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
+    """Steps that dropped items of a list they were given whose sum (or count) is the gap the failure states."""
+    nums = mentions(message, words=False)
+    gaps = [
+        (abs(a.value - b.value), _tolerance(a.raw, b.raw), a.raw.strip(), b.raw.strip())
+        for i, a in enumerate(nums)
+        for b in nums[i + 1 :]
+        if a.value != b.value and a.value * b.value > 0
+    ]
+    if not gaps:
+        return []
+    out: list[Found] = []
+    for sid in sorted(within, key=sl.g.position):
+        step = sl.g.steps[sid]
+        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:
+            continue
+        for given, dropped in _shrunk(step.input, step.output):
+            said = _gap_made_up(dropped, gaps)
+            if said is None:
+                continue
+            what, a, b = said
+            out.append(
+                Evidence(
+                    sid,
+                    sl.w["dropped"],
+                    f"returned {given - len(dropped)} of the {given} items it was given; the {len(dropped)} it left out "
+                    f"make up {what}, the gap between {a} and {b} the failure at {where} states",
+                    "lineage:dropped",
+                )
+            )
+            break
+    return out
+
+
+def _gap_made_up(dropped: list[Mapping[str, Any]], gaps: list[tuple[float, float, str, str]]) -> tuple[str, str, str] | None:
+    """What of the left-out items equals a gap (a field's sum, or their count when the numbers are counts)."""
+    sums: dict[str, float] = {}
+    for item in dropped:
+        for k, v in item.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                sums[str(k)] = sums.get(str(k), 0.0) + float(v)
+    for gap, tol, a, b in gaps:
+        for k, total in sums.items():
+            if total != 0 and abs(total - gap) <= tol:
+                return f"{k}={_short(total)}", a, b
+        if gap == len(dropped) and "." not in a + b:
+            return f"{len(dropped)}", a, b
+    return None
+
+
+def _shrunk(given: Any, got: Any) -> Iterator[tuple[int, list[Mapping[str, Any]]]]:
+    """Lists of records in ``given`` that ``got`` holds with some records taken out: (their length, the records left out).
+
+    Every record kept must be one given, unchanged (a step that rewrites its
+    items is not taking some out); at least one is kept, and one left out.
+    """
+    outs = list(_record_lists(got))
+    if not outs:
+        return
+    for rows in _record_lists(given):
+        have = Counter(_key(r) for r in rows)
+        for kept in outs:
+            if not 0 < len(kept) < len(rows):
+                continue
+            left = have.copy()
+            left.subtract(_key(r) for r in kept)
+            if any(n < 0 for n in left.values()):
+                continue  # a record it did not take from this list
+            gone = [r for r in rows if left[_key(r)] > 0]
+            dropped: list[Mapping[str, Any]] = []
+            for r in gone:
+                if left[_key(r)] > 0:
+                    left[_key(r)] -= 1
+                    dropped.append(r)
+            yield len(rows), dropped
+            return
+
+
+def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]]:
+    """The lists of records (mappings) in a value: itself, or one of its fields (two levels down)."""
+    if isinstance(value, list):
+        if 1 <= len(value) <= _MAX_ITEMS and all(isinstance(r, Mapping) for r in value):
+            yield value
+        return
+    if isinstance(value, Mapping) and depth < 2:
+        for v in value.values():
+            yield from _record_lists(v, depth + 1)
+
+
+def _key(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, sort_keys=True, default=str)
+
+
+def _tolerance(a: str, b: str) -> float:
+    """One unit of the finer of two written numbers (each was rounded by half of one)."""
+    decimals = max(len(x.strip().rstrip("%").rsplit(".", 1)[1]) if "." in x else 0 for x in (a, b))
+    return 10.0**-decimals + 1e-9
+
+
+__all__ = ["left_out_items"]

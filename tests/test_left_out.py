@@ -1,0 +1,60 @@
+"""Items a step left out of a list it was given, where they make up the gap the failure states."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.builders import step
+
+from trajdebug.analysis._localize import localize
+from trajdebug.core.model import ErrorInfo, Run
+
+
+_ITEMS = [
+    {"date": "11-03", "kind": "taxi", "amount": 38.0},
+    {"date": "11-04", "kind": "meal", "amount": 27.5},
+    {"date": "11-04", "kind": "meal", "amount": 64.0},
+    {"date": "11-05", "kind": "train", "amount": 54.9},
+]
+
+
+def _run(kept: list[dict[str, Any]], message: str) -> Run:
+    total = round(sum(i["amount"] for i in kept), 2)
+    return Run(
+        "r",
+        "claims",
+        outcome="failure",
+        steps=(
+            step("p", "parse_lines", "parse", 1, {"text": "..."}, _ITEMS),
+            step("d", "dedupe", "other", 3, {"items": _ITEMS}, kept, "p"),
+            step("t", "add_up", "other", 5, {"items": kept}, {"total": total}, "d"),
+            step(
+                "w",
+                "decide",
+                "tool",
+                7,
+                {"total": total},
+                None,
+                "t",
+                status="error",
+                error=ErrorInfo("Mismatch", message),
+            ),
+        ),
+    )
+
+
+def test_items_left_out_that_make_up_the_stated_gap_point_at_the_step_that_dropped_them() -> None:
+    """A step that returned its list minus an item whose amount is the gap between the two totals the failure states ranks first."""
+    kept = [i for i in _ITEMS if i["amount"] != 64.0]
+    loc = localize(_run(kept, "paid 120.40 but the statement says 184.40"))
+    top = loc.candidates[0]
+    assert top.step_id == "d"
+    assert "lineage:dropped" in top.signals
+    assert any("64" in r and "120.40" in r for r in top.reasons)
+
+
+def test_items_left_out_that_make_up_no_stated_gap_say_nothing() -> None:
+    """A filter whose left-out items add up to no gap the failure states gets no such evidence."""
+    kept = [i for i in _ITEMS if i["amount"] != 64.0]
+    loc = localize(_run(kept, "paid 120.40 but the statement says 999.99"))
+    assert all("lineage:dropped" not in c.signals for c in loc.ranked_all if c.step_id == "d")
