@@ -4,7 +4,7 @@ Each source message (an OpenAI chat message, a Responses API item, an
 Anthropic message with content blocks, a LangChain message or its dump, an
 OpenInference or GenAI message) becomes zero or more normalized messages;
 `trajdebug.core.chat` uses these to read requests, responses and span attributes.
-Standard library only.
+Standard library only (orjson, when installed, decodes the JSON held in strings).
 """
 
 from __future__ import annotations
@@ -12,6 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+
+
+try:  # optional: decodes what the standard library does, several times faster; the library decides the rest
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
 
 
 _ROLE_ALIASES = {
@@ -104,24 +110,50 @@ def flat_messages(attrs: Mapping[str, Any], prefix: str, role: str) -> list[dict
     for key, value in attrs.items():
         if not key.startswith(dotted):
             continue
-        if value.__class__ is not str:
+        pos = flat_key(key[plen:])
+        if pos is None or value.__class__ is not str:
             return None
-        parts = key[plen:].split(".", 3)
-        i = _index(parts[0])
-        if i is None or len(parts) < 3 or parts[1] != "message":
-            return None
-        m = msgs.setdefault(i, {})
-        if len(parts) == 3 and parts[2] in ("role", "content"):
-            m[parts[2]] = value
-            continue
-        if parts[2] != "tool_calls" or len(parts) < 4:
-            return None
-        call = parts[3].split(".", 2)
-        j = _index(call[0])
-        field = _CALL_FIELDS.get(".".join(call[2:])) if len(call) == 3 and call[1] == "tool_call" else None
-        if j is None or field is None:
-            return None
+        flat_put(msgs, pos, value)
+    return flat_build(msgs, role)
+
+
+FlatKey = tuple[int, int, str]
+"""Where a flattened name puts its value: (message index, tool-call index or -1, field)."""
+
+
+def flat_key(rest: str) -> FlatKey | None:
+    """Where the name of a flattened message attribute (``rest``: the name after ``<prefix>.``) puts its
+    value in the common form (`flat_messages`), or None when it is not the common form."""
+    parts = rest.split(".", 3)
+    i = _index(parts[0])
+    if i is None or len(parts) < 3 or parts[1] != "message":
+        return None
+    if len(parts) == 3 and parts[2] in ("role", "content"):
+        return (i, -1, parts[2])
+    if parts[2] != "tool_calls" or len(parts) < 4:
+        return None
+    call = parts[3].split(".", 2)
+    j = _index(call[0])
+    field = _CALL_FIELDS.get(".".join(call[2:])) if len(call) == 3 and call[1] == "tool_call" else None
+    if j is None or field is None:
+        return None
+    return (i, j, field)
+
+
+def flat_put(msgs: dict[int, dict[str, Any]], pos: FlatKey, value: str) -> None:
+    """Put one flattened value where `flat_key` says (the messages being collected by index)."""
+    i, j, field = pos
+    m = msgs.get(i)
+    if m is None:
+        m = msgs[i] = {}
+    if j < 0:
+        m[field] = value
+    else:
         m.setdefault("calls", {}).setdefault(j, {})[field] = value
+
+
+def flat_build(msgs: dict[int, dict[str, Any]], role: str) -> list[dict[str, Any]] | None:
+    """The normalized messages of those collected by `flat_put` (None: none)."""
     if not msgs:
         return None
     out: list[dict[str, Any]] = []
@@ -310,6 +342,11 @@ def parse_arguments(value: Any) -> Any:
 
 
 def _json_or_none(s: str) -> Any:
+    if _orjson is not None:
+        try:
+            return _orjson.loads(s)
+        except ValueError:
+            pass  # not JSON, or JSON orjson declines (NaN, huge integers, lone surrogates): as the library says
     try:
         return json.loads(s)
     except ValueError:

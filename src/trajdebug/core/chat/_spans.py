@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from trajdebug.core.chat._messages import (
@@ -18,7 +19,10 @@ from trajdebug.core.chat._messages import (
     _json_or_none,
     _maybe_json,
     _text,
-    flat_messages,
+    FlatKey,
+    flat_build,
+    flat_key,
+    flat_put,
     normalize_messages,
     plain,
     tool_names,
@@ -65,8 +69,94 @@ def _cost(v: Any) -> float | None:
     return f if 0 <= f < float("inf") else None
 
 
+# -- one pass over a span's attribute names ------------------------------------------
+
+_IN, _OUT, _PROMPT, _COMPLETION, _PARAM, _SCHEMA = range(1, 7)
+_KEY_INFO: dict[str, tuple[int, Any]] = {}
+"""Attribute names seen -> (what the name is to `scan`, its parsed part): spans of a file repeat the same
+few names, so each is classified and parsed once instead of by several tests per span."""
+
+
+def _key_info(k: str) -> tuple[int, Any]:
+    info: tuple[int, Any] = (0, None)
+    if k.startswith("llm.input_messages."):
+        info = (_IN, flat_key(k[19:]))
+    elif k.startswith("llm.output_messages."):
+        info = (_OUT, flat_key(k[20:]))
+    elif k.startswith("gen_ai.prompt."):
+        info = (_PROMPT, None)
+    elif k.startswith("gen_ai.completion."):
+        info = (_COMPLETION, None)
+    elif k.startswith("gen_ai.request."):
+        m = _GENAI_PARAM.match(k)
+        if m:
+            info = (_PARAM, m.group(1))
+    elif k.startswith("llm.tools.") and k.endswith(".tool.json_schema"):
+        info = (_SCHEMA, None)
+    if len(_KEY_INFO) >= 1 << 16:  # names are the producer's: a file may coin a new one per span
+        _KEY_INFO.clear()
+    _KEY_INFO[k] = info
+    return info
+
+
+@dataclass(slots=True)
+class Scan:
+    """What one pass over an LLM span's attributes found (`scan`)."""
+
+    flat_in: dict[int, dict[str, Any]] | None = field(default_factory=dict)
+    """``llm.input_messages.*`` in the common form, collected by `flat_put` (None: not the common form)."""
+    flat_out: dict[int, dict[str, Any]] | None = field(default_factory=dict)
+    """The same of ``llm.output_messages.*``."""
+    under: list[bool] = field(default_factory=lambda: [False] * 5)
+    """Whether any name is under each flattened prefix (indexed by ``_IN`` ... ``_COMPLETION``)."""
+    params: list[tuple[str, Any]] = field(default_factory=list)
+    """``gen_ai.request.<param>`` values (not None), in order."""
+    schemas: list[tuple[str, Any]] = field(default_factory=list)
+    """``llm.tools.<i>.tool.json_schema`` names and values, in order."""
+
+
+def scan(attrs: Mapping[str, Any]) -> Scan:
+    """One pass over the attributes collecting what `messages_of` and `envelope_of` read by name pattern."""
+    found = Scan()
+    flat_in, flat_out, under = found.flat_in, found.flat_out, found.under
+    info_of = _KEY_INFO.get
+    for k, v in attrs.items():
+        info = info_of(k)
+        if info is None:
+            info = _key_info(k)
+        code = info[0]
+        if not code:
+            continue
+        if code <= _OUT:
+            under[code] = True
+            msgs = flat_in if code == _IN else flat_out
+            if msgs is None:
+                continue
+            pos: FlatKey | None = info[1]
+            if pos is None or v.__class__ is not str:
+                if code == _IN:
+                    flat_in = found.flat_in = None
+                else:
+                    flat_out = found.flat_out = None
+                continue
+            flat_put(msgs, pos, v)
+        elif code <= _COMPLETION:
+            under[code] = True
+        elif code == _PARAM:
+            if v is not None:
+                found.params.append((info[1], v))
+        else:
+            found.schemas.append((k, v))
+    return found
+
+
 def span_envelope(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """The ``llm.*`` attributes an LLM span's OpenInference or GenAI attributes state."""
+    return envelope_of(attrs, scan(attrs))
+
+
+def envelope_of(attrs: Mapping[str, Any], found: Scan) -> dict[str, Any]:
+    """`span_envelope` of attributes already scanned (`scan`)."""
     env: dict[str, Any] = {}
     for target, sources in _SPAN_KEYS:
         for k in sources:
@@ -90,15 +180,9 @@ def span_envelope(attrs: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(params, str):
         params = _json_or_none(params)
     p: dict[str, Any] = dict(params) if isinstance(params, Mapping) else {}
-    schemas: list[tuple[str, Any]] = []
-    for k, v in attrs.items():
-        # One pass over the names; the pattern runs only on names that can match it.
-        if k.startswith("gen_ai.request."):
-            m = _GENAI_PARAM.match(k)
-            if m and v is not None:
-                p.setdefault(m.group(1), v)
-        elif k.startswith("llm.tools.") and k.endswith(".tool.json_schema"):
-            schemas.append((k, v))
+    for name, v in found.params:
+        p.setdefault(name, v)
+    schemas = found.schemas
     p.pop("model", None)
     if p:
         env["llm.invocation_parameters"] = p
@@ -123,21 +207,32 @@ def messages_from_attributes(
     the deprecated indexed ``gen_ai.prompt.{i}.*`` / ``gen_ai.completion.{i}.*``,
     then the deprecated ``gen_ai.{role}.message`` and ``gen_ai.choice`` events.
     """
-    in_msgs = flat_messages(attrs, "llm.input_messages", "user")  # the common form, read directly
+    return messages_of(attrs, events, scan(attrs))
+
+
+def messages_of(
+    attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]], found: Scan
+) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None]:
+    """`messages_from_attributes` of attributes already scanned (`scan`)."""
+    in_msgs = None
+    if found.flat_in is not None and "llm.input_messages" not in attrs:
+        in_msgs = flat_build(found.flat_in, "user")  # the common form, read directly
     if in_msgs is None:
-        in_msgs = _input_messages(attrs, events)
+        in_msgs = _input_messages(attrs, events, found)
     system = attrs.get("gen_ai.system_instructions")
     if system is not None and in_msgs is not None and not any(m["role"] == "system" for m in in_msgs):
         parsed = _json_or_none(system) if isinstance(system, str) and system.startswith("[") else system
         text = _text(parsed)
         if text:
             in_msgs.insert(0, {"role": "system", "content": text})
-    msgs = flat_messages(attrs, "llm.output_messages", "assistant")
+    msgs = None
+    if found.flat_out is not None and "llm.output_messages" not in attrs:
+        msgs = flat_build(found.flat_out, "assistant")
     if msgs is None:
         outputs = _first_list(
-            lambda: unflatten(attrs, "llm.output_messages"),
+            lambda: _unflatten_if(attrs, "llm.output_messages", found.under[_OUT]),
             lambda: _json_list(attrs.get("gen_ai.output.messages")),
-            lambda: unflatten(attrs, "gen_ai.completion"),
+            lambda: _unflatten_if(attrs, "gen_ai.completion", found.under[_COMPLETION]),
             lambda: _event_messages(events, inputs=False),
         )
         if isinstance(outputs, str):
@@ -151,13 +246,13 @@ def messages_from_attributes(
 
 
 def _input_messages(
-    attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]]
+    attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]], found: Scan
 ) -> list[dict[str, Any]] | None:
     """The input messages of `messages_from_attributes`, in any of the shapes it reads."""
     inputs = _first_list(
-        lambda: unflatten(attrs, "llm.input_messages"),
+        lambda: _unflatten_if(attrs, "llm.input_messages", found.under[_IN]),
         lambda: _json_list(attrs.get("gen_ai.input.messages")),
-        lambda: unflatten(attrs, "gen_ai.prompt"),
+        lambda: _unflatten_if(attrs, "gen_ai.prompt", found.under[_PROMPT]),
         lambda: _event_messages(events, inputs=True),
     )
     if isinstance(inputs, str):
@@ -214,6 +309,11 @@ def _event_messages(
     return out or None
 
 
+def _unflatten_if(attrs: Mapping[str, Any], prefix: str, under: bool) -> Any:
+    """`unflatten`, known to find nothing when no name is ``under`` the prefix and the prefix is absent."""
+    return unflatten(attrs, prefix) if under or prefix in attrs else None
+
+
 def unflatten(attrs: Mapping[str, Any], prefix: str) -> Any:
     """Rebuild the value flattened under ``prefix`` (``a.0.b`` -> ``{"a": [{"b": ...}]}``).
 
@@ -251,4 +351,4 @@ def _listify(node: Any) -> Any:
     return out
 
 
-__all__ = ["messages_from_attributes", "span_envelope", "unflatten"]
+__all__ = ["Scan", "envelope_of", "messages_from_attributes", "messages_of", "scan", "span_envelope", "unflatten"]

@@ -157,6 +157,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+_NONE = object()
+
+
 def attributes(kvs: Any, bad: Bad | None = None, where: str = "attributes") -> dict[str, Any]:
     """Decode a list of ``{key, value}`` into a dict; what cannot be decoded is kept as given and
     appended to ``bad`` (see `any_value`)."""
@@ -168,18 +171,22 @@ def attributes(kvs: Any, bad: Bad | None = None, where: str = "attributes") -> d
             bad.append(f"{where}: expected a list, got {type(kvs).__name__}; ignored")
         return out
     for i, kv in enumerate(kvs):
-        if type(kv) is dict and type(key := kv.get("key")) is str:
+        if kv.__class__ is dict and (key := kv.get("key")).__class__ is str:
             # The common case (a string, whole number, flag or float as its key says) decoded inline:
             # no call, no field name built; anything else takes `any_value`, which says what is wrong.
             v = kv.get("value")
-            if type(v) is dict and len(v) == 1:
-                vk, x = next(iter(v.items()))
-                if vk == "stringValue" or (vk == "boolValue" and type(x) is bool) or (
-                    vk in ("doubleValue", "intValue") and type(x) is (float if vk[0] == "d" else int)
+            if v.__class__ is dict and len(v) == 1:
+                x = v.get("stringValue", _NONE)
+                if x is not _NONE:
+                    out[key] = x
+                    continue
+                ((vk, x),) = v.items()
+                if (vk == "boolValue" and x.__class__ is bool) or (
+                    vk in ("doubleValue", "intValue") and x.__class__ is (float if vk[0] == "d" else int)
                 ):
                     out[key] = x
                     continue
-                if vk == "intValue" and type(x) is str and x.isascii() and x.isdigit():
+                if vk == "intValue" and x.__class__ is str and x.isascii() and x.isdigit():
                     out[key] = int(x)
                     continue
             out[key] = any_value(v, bad, f"{where}[{i}].value")
