@@ -145,27 +145,32 @@ def _step(
     trace_id: str,
     run_ids: Mapping[str, str],
 ) -> Step:
-    kind = s.attrs.get(STEP_KIND) or sc.step_kind(s.attrs) or ("agent" if s.children else "other")
-    inp = sc.io_value(s.attrs, "input")
-    out = sc.io_value(s.attrs, "output")
+    a = s.attrs
+    own = STEP_ID in a
     attrs: dict[str, Any] = {}
-    own = STEP_ID in s.attrs
-    if not own and kind != "llm":
-        # A non-LLM span may still carry messages (an agent span's conversation).
-        msgs = sc.messages(s.attrs, s.events)
-        if inp is None and msgs.inputs is not None:
-            inp = {"messages": msgs.inputs}
-        if out is None and msgs.output is not None:
-            out = msgs.output
-    for k, v in s.attrs.items():
+    carries_messages = False
+    for k, v in a.items():
         # Spans repeat the same few attribute names: each name is classified once (`_key_class`).
         c = _KEY_CLASS.get(k)
         if c is None:
             c = _key_class(k)
+        if c & 4:
+            carries_messages = True
+        c &= 3
         if c == 1:
             attrs[k[len(STEP_ATTR) :]] = v
         elif c == 0 and not own:
             attrs[k] = v
+    kind = a.get(STEP_KIND) or sc.step_kind(a) or ("agent" if s.children else "other")
+    inp = sc.io_value(a, "input")
+    out = sc.io_value(a, "output")
+    if not own and kind != "llm" and (carries_messages or s.events):
+        # A non-LLM span may still carry messages (an agent span's conversation).
+        msgs = sc.messages(a, s.events)
+        if inp is None and msgs.inputs is not None:
+            inp = {"messages": msgs.inputs}
+        if out is None and msgs.output is not None:
+            out = msgs.output
     if not own:
         if s.kind:
             attrs["otel.span_kind"] = SPAN_KINDS[s.kind] if s.kind < len(SPAN_KINDS) else s.kind
@@ -219,11 +224,14 @@ def _step(
 
 _KEY_CLASS: dict[str, int] = {}
 """Attribute names seen -> 1: a step attribute trajdebug exported; 2: trajdebug's own or content (not
-kept as an attribute); 0: a foreign attribute kept as it is."""
+kept as an attribute); 0: a foreign attribute kept as it is; plus 4 when the name may hold messages
+(`_semconv.messages` reads none from a span without such a name or an event)."""
 
 
 def _key_class(k: str) -> int:
     c = 1 if k.startswith(STEP_ATTR) else 2 if k.startswith("trajdebug.") or sc.is_content_key(k) else 0
+    if sc.may_hold_messages(k):
+        c |= 4
     if len(_KEY_CLASS) >= 1 << 16:  # names are the producer's: a file may coin a new one per span
         _KEY_CLASS.clear()
     _KEY_CLASS[k] = c
@@ -258,6 +266,8 @@ def _exceptions(s: Span) -> list[tuple[str, int, dict[str, Any]]]:
 
 def _error_info(s: Span) -> ErrorInfo | None:
     """The error a span ended with: its last exception event, else its status, else ``error.type``."""
+    if not s.events and s.status_code != 2 and "error.type" not in s.attrs:
+        return None  # most spans: told without a list built or a lookup made twice
     exc = _exceptions(s)
     if exc:
         _, _, a = exc[-1]
