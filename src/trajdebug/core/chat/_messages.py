@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 
+_orjson: Any
 try:  # optional: decodes what the standard library does, several times faster; the library decides the rest
     import orjson as _orjson
 except ImportError:  # pragma: no cover
