@@ -17,6 +17,7 @@ from trajdebug.core.chat._messages import (
     _as_assistant,
     _int,
     _json_or_none,
+    _mapping,
     _maybe_json,
     _text,
     FlatKey,
@@ -24,6 +25,7 @@ from trajdebug.core.chat._messages import (
     flat_key,
     flat_put,
     normalize_messages,
+    normalize_plain_messages,
     plain,
     tool_names,
 )
@@ -179,7 +181,7 @@ def envelope_of(attrs: Mapping[str, Any], found: Scan) -> dict[str, Any]:
     params = attrs.get("llm.invocation_parameters")
     if isinstance(params, str):
         params = _json_or_none(params)
-    p: dict[str, Any] = dict(params) if isinstance(params, Mapping) else {}
+    p: dict[str, Any] = dict(params) if _mapping(params) else {}
     for name, v in found.params:
         p.setdefault(name, v)
     schemas = found.schemas
@@ -229,7 +231,7 @@ def messages_of(
     if found.flat_out is not None and "llm.output_messages" not in attrs:
         msgs = flat_build(found.flat_out, "assistant")
     if msgs is None:
-        outputs = _first_list(
+        decoded, outputs = _first_list(
             lambda: _unflatten_if(attrs, "llm.output_messages", found.under[_OUT]),
             lambda: _json_list(attrs.get("gen_ai.output.messages")),
             lambda: _unflatten_if(attrs, "gen_ai.completion", found.under[_COMPLETION]),
@@ -238,7 +240,7 @@ def messages_of(
         if isinstance(outputs, str):
             return in_msgs, {"role": "assistant", "content": outputs}
         if outputs is not None:
-            msgs = normalize_messages([_default_role(o, "assistant") for o in outputs])
+            msgs = _normalize([_default_role(o, "assistant") for o in outputs], decoded)
     out_msg: dict[str, Any] | None = None
     if msgs:
         out_msg = _as_assistant(next((m for m in msgs if m["role"] == "assistant"), msgs[0]))
@@ -249,7 +251,7 @@ def _input_messages(
     attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]], found: Scan
 ) -> list[dict[str, Any]] | None:
     """The input messages of `messages_from_attributes`, in any of the shapes it reads."""
-    inputs = _first_list(
+    decoded, inputs = _first_list(
         lambda: _unflatten_if(attrs, "llm.input_messages", found.under[_IN]),
         lambda: _json_list(attrs.get("gen_ai.input.messages")),
         lambda: _unflatten_if(attrs, "gen_ai.prompt", found.under[_PROMPT]),
@@ -257,27 +259,33 @@ def _input_messages(
     )
     if isinstance(inputs, str):
         return [{"role": "user", "content": inputs}]
-    return normalize_messages([_default_role(i, "user") for i in inputs]) if isinstance(inputs, list) else None
+    return _normalize([_default_role(i, "user") for i in inputs], decoded) if isinstance(inputs, list) else None
+
+
+def _normalize(messages: list[Any], decoded: bool) -> list[dict[str, Any]] | None:
+    """`normalize_messages`; not copied first when ``decoded`` (JSON just decoded is plain data)."""
+    return normalize_plain_messages(messages) if decoded else normalize_messages(messages)
 
 
 def _default_role(v: Any, role: str) -> Any:
-    if not isinstance(v, Mapping) or "role" in v:
+    if not _mapping(v) or "role" in v:
         return v
     inner = v.get("message")
-    if isinstance(inner, Mapping):  # OpenInference ``message.*``
+    if _mapping(inner):  # OpenInference ``message.*``
         return v if "role" in inner else {**v, "message": {**inner, "role": role}}
     return {**v, "role": role}
 
 
-def _first_list(*candidates: Callable[[], Any]) -> Any:
-    """The first candidate that is a non-empty string or list (each read only if those before are not)."""
-    for read in candidates:
+def _first_list(*candidates: Callable[[], Any]) -> tuple[bool, Any]:
+    """The first candidate that is a non-empty string or list (each read only if those before are not), and
+    whether it is the second (`_json_list`: JSON just decoded, plain data)."""
+    for n, read in enumerate(candidates):
         c = read()
         if isinstance(c, str) and c:
-            return c
+            return n == 1, c
         if isinstance(c, list) and c:
-            return c
-    return None
+            return n == 1, c
+    return False, None
 
 
 def _json_list(value: Any) -> list[Any] | None:
@@ -301,7 +309,7 @@ def _event_messages(
             out.append(msg)
         elif not inputs and name == "gen_ai.choice":
             inner = _maybe_json(a.get("message"))
-            msg = dict(inner) if isinstance(inner, Mapping) else {"content": a.get("content")}
+            msg = dict(inner) if _mapping(inner) else {"content": a.get("content")}
             msg.setdefault("role", "assistant")
             if "tool_calls" in a:
                 msg.setdefault("tool_calls", _maybe_json(a["tool_calls"]))
