@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajdebug.core.chat import messages_from_attributes, unflatten
+from trajdebug.core.codec import loads
 from trajdebug.sources.formats.convert import maybe_json
 
 
@@ -211,8 +212,6 @@ def io_value(attrs: Mapping[str, Any], which: str) -> Any:
         if mime == "text/plain":
             return v
         if mime == "application/json" and isinstance(v, str):
-            from trajdebug.core.codec import loads
-
             try:
                 return loads(v)
             except ValueError:
