@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from trajdebug.core.chat._messages import (
@@ -73,7 +72,10 @@ def _cost(v: Any) -> float | None:
 
 # -- one pass over a span's attribute names ------------------------------------------
 
-_IN, _OUT, _PROMPT, _COMPLETION, _PARAM, _SCHEMA = range(1, 7)
+_IN, _OUT, _PROMPT, _COMPLETION, _PARAM, _SCHEMA, _ENV = range(1, 8)
+_ENV_SOURCES = {k: (t, p) for t, (_, sources) in enumerate(_SPAN_KEYS) for p, k in enumerate(sources)}
+"""The names `envelope_of` reads -> (its target's place in `_SPAN_KEYS`, the name's place among the target's)."""
+assert len(_ENV_SOURCES) == sum(len(sources) for _, sources in _SPAN_KEYS), "a name read for two targets"
 _KEY_INFO: dict[str, tuple[int, Any]] = {}
 """Attribute names seen -> (what the name is to `scan`, its parsed part): spans of a file repeat the same
 few names, so each is classified and parsed once instead of by several tests per span."""
@@ -81,7 +83,9 @@ few names, so each is classified and parsed once instead of by several tests per
 
 def _key_info(k: str) -> tuple[int, Any]:
     info: tuple[int, Any] = (0, None)
-    if k.startswith("llm.input_messages."):
+    if k in _ENV_SOURCES:
+        info = (_ENV, _ENV_SOURCES[k])
+    elif k.startswith("llm.input_messages."):
         info = (_IN, flat_key(k[19:]))
     elif k.startswith("llm.output_messages."):
         info = (_OUT, flat_key(k[20:]))
@@ -101,20 +105,24 @@ def _key_info(k: str) -> tuple[int, Any]:
     return info
 
 
-@dataclass(slots=True)
 class Scan:
     """What one pass over an LLM span's attributes found (`scan`)."""
 
-    flat_in: dict[int, dict[str, Any]] | None = field(default_factory=dict)
-    """``llm.input_messages.*`` in the common form, collected by `flat_put` (None: not the common form)."""
-    flat_out: dict[int, dict[str, Any]] | None = field(default_factory=dict)
-    """The same of ``llm.output_messages.*``."""
-    under: list[bool] = field(default_factory=lambda: [False] * 5)
-    """Whether any name is under each flattened prefix (indexed by ``_IN`` ... ``_COMPLETION``)."""
-    params: list[tuple[str, Any]] = field(default_factory=list)
-    """``gen_ai.request.<param>`` values (not None), in order."""
-    schemas: list[tuple[str, Any]] = field(default_factory=list)
-    """``llm.tools.<i>.tool.json_schema`` names and values, in order."""
+    __slots__ = ("flat_in", "flat_out", "under", "params", "schemas", "envelope")
+
+    def __init__(self) -> None:
+        self.flat_in: dict[int, dict[str, Any]] | None = {}
+        """``llm.input_messages.*`` in the common form, collected by `flat_put` (None: not the common form)."""
+        self.flat_out: dict[int, dict[str, Any]] | None = {}
+        """The same of ``llm.output_messages.*``."""
+        self.under = [False] * 5
+        """Whether any name is under each flattened prefix (indexed by ``_IN`` ... ``_COMPLETION``)."""
+        self.params: list[tuple[str, Any]] = []
+        """``gen_ai.request.<param>`` values (not None), in order."""
+        self.schemas: list[tuple[str, Any]] = []
+        """``llm.tools.<i>.tool.json_schema`` names and values, in order."""
+        self.envelope: list[tuple[tuple[int, int], Any]] = []
+        """The values of the names `envelope_of` reads (`_ENV_SOURCES`), with their places."""
 
 
 def scan(attrs: Mapping[str, Any]) -> Scan:
@@ -144,6 +152,8 @@ def scan(attrs: Mapping[str, Any]) -> Scan:
             flat_put(msgs, pos, v)
         elif code <= _COMPLETION:
             under[code] = True
+        elif code == _ENV:
+            found.envelope.append((info[1], v))
         elif code == _PARAM:
             if v is not None:
                 found.params.append((info[1], v))
@@ -157,27 +167,30 @@ def span_envelope(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return envelope_of(attrs, scan(attrs))
 
 
+def _place(hit: tuple[tuple[int, int], Any]) -> tuple[int, int]:
+    return hit[0]
+
+
 def envelope_of(attrs: Mapping[str, Any], found: Scan) -> dict[str, Any]:
     """`span_envelope` of attributes already scanned (`scan`)."""
     env: dict[str, Any] = {}
-    for target, sources in _SPAN_KEYS:
-        for k in sources:
-            v = attrs.get(k)
-            if v is None or v == "":
+    # The names present, in the order of `_SPAN_KEYS` (each target's first usable value wins).
+    for (t, _), v in sorted(found.envelope, key=_place) if len(found.envelope) > 1 else found.envelope:
+        target = _SPAN_KEYS[t][0]
+        if v is None or v == "" or target in env:
+            continue
+        if target == "llm.usage.cost":
+            v = _cost(v)
+            if v is None:
                 continue
-            if target == "llm.usage.cost":
-                v = _cost(v)
-                if v is None:
-                    continue
-            elif target.startswith("llm.usage."):
-                v = _int(v)
-                if v is None:
-                    continue
-            if target == "llm.finish_reason":
-                v = plain(_json_or_none(v) if isinstance(v, str) and v.startswith("[") else v)
-                v = v[0] if isinstance(v, list) and v else v
-            env[target] = v
-            break
+        elif target.startswith("llm.usage."):
+            v = _int(v)
+            if v is None:
+                continue
+        if target == "llm.finish_reason":
+            v = plain(_json_or_none(v) if isinstance(v, str) and v.startswith("[") else v)
+            v = v[0] if isinstance(v, list) and v else v
+        env[target] = v
     params = attrs.get("llm.invocation_parameters")
     if isinstance(params, str):
         params = _json_or_none(params)
