@@ -13,13 +13,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from trajdebug.core.chat._messages import (
+    FlatKey,
     _as_assistant,
     _int,
     _json_or_none,
     _mapping,
     _maybe_json,
     _text,
-    FlatKey,
     flat_build,
     flat_key,
     flat_put,
@@ -108,7 +108,7 @@ def _key_info(k: str) -> tuple[int, Any]:
 class Scan:
     """What one pass over an LLM span's attributes found (`scan`)."""
 
-    __slots__ = ("flat_in", "flat_out", "under", "params", "schemas", "envelope")
+    __slots__ = ("envelope", "flat_in", "flat_out", "params", "schemas", "under")
 
     def __init__(self) -> None:
         self.flat_in: dict[int, dict[str, Any]] | None = {}

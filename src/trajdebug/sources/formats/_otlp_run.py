@@ -202,25 +202,25 @@ def _step(
         )
     err = _error_info(s)
     retry_of = s.attrs.get(STEP_RETRY_OF)
-    return dict(
-        step_id=ids[s.span_id],
-        name=s.name,
-        kind=kind if kind in STEP_KINDS else "other",
-        parent_id=ids[s.parent_id] if s.parent_id is not None and s.parent_id in by_id else None,
-        agent=agents.get(s.span_id),
-        input=inp,
-        output=out,
-        status="error" if err is not None else "ok",
-        error=err,
-        start_ns=s.start_ns,
-        end_ns=(None if s.attrs.get(STEP_UNFINISHED) else s.end_ns or 0) if own else s.end_ns,
-        attempt=int(_number(s.attrs.get(STEP_ATTEMPT), 1)),
-        retry_of=None if retry_of is None else str(retry_of),
-        deps=add_deps((), deps, ids[s.span_id]),
-        attributes=attrs,
+    return {
+        "step_id": ids[s.span_id],
+        "name": s.name,
+        "kind": kind if kind in STEP_KINDS else "other",
+        "parent_id": ids[s.parent_id] if s.parent_id is not None and s.parent_id in by_id else None,
+        "agent": agents.get(s.span_id),
+        "input": inp,
+        "output": out,
+        "status": "error" if err is not None else "ok",
+        "error": err,
+        "start_ns": s.start_ns,
+        "end_ns": (None if s.attrs.get(STEP_UNFINISHED) else s.end_ns or 0) if own else s.end_ns,
+        "attempt": int(_number(s.attrs.get(STEP_ATTEMPT), 1)),
+        "retry_of": None if retry_of is None else str(retry_of),
+        "deps": add_deps((), deps, ids[s.span_id]),
+        "attributes": attrs,
         # trajdebug's own export keeps the position in the *original* source (or none).
-        source_index=_source_index(s.attrs.get(STEP_SOURCE_INDEX)) if own else s.index,
-    )
+        "source_index": _source_index(s.attrs.get(STEP_SOURCE_INDEX)) if own else s.index,
+    }
 
 
 _KEY_CLASS: dict[str, int] = {}

@@ -125,7 +125,8 @@ class SpanSpill:
 
     def _spill(self) -> None:
         if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="trajdebug-import-")
+            # Open for the spill's life, closed by `__exit__` (a ``with`` would close it at once).
+            self._file = tempfile.TemporaryFile(prefix="trajdebug-import-")  # noqa: SIM115
         # One chunk per trace and spill (its spans in order), appended: a pickle per span cost as much as
         # decoding it, and a database's inserts and index more than the file's writes.
         write, chunks = self._file.write, self._chunks
