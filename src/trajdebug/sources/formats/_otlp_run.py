@@ -214,9 +214,9 @@ def _step(
         "error": err,
         "start_ns": s.start_ns,
         "end_ns": (None if s.attrs.get(STEP_UNFINISHED) else s.end_ns or 0) if own else s.end_ns,
-        "attempt": int(_number(s.attrs.get(STEP_ATTEMPT), 1)),
+        "attempt": int(_number(a[STEP_ATTEMPT], 1)) if STEP_ATTEMPT in a else 1,
         "retry_of": None if retry_of is None else str(retry_of),
-        "deps": add_deps((), deps, ids[s.span_id]),
+        "deps": add_deps((), deps, ids[s.span_id]) if deps else (),
         "attributes": attrs,
         # trajdebug's own export keeps the position in the *original* source (or none).
         "source_index": _source_index(s.attrs.get(STEP_SOURCE_INDEX)) if own else s.index,
