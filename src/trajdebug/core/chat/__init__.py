@@ -30,7 +30,7 @@ serialized constructors), OpenInference flattened attributes
 Pydantic objects (the SDKs' types) are read through their ``model_dump``.  A
 value in no known shape passes through unchanged; nothing here raises.
 
-Standard library only: this package (with `_messages`, which reads single
+Standard library only (orjson decodes JSON when installed): this package (with `_messages`, which reads single
 messages, and `_spans`, which reads LLM spans' attributes) sits on the model floor.
 """
 
@@ -55,7 +55,14 @@ from trajdebug.core.chat._messages import (
     tool_calls,
     tool_names,
 )
-from trajdebug.core.chat._spans import messages_from_attributes, span_envelope, unflatten
+from trajdebug.core.chat._spans import (
+    envelope_of,
+    messages_from_attributes,
+    messages_of,
+    scan,
+    span_envelope,
+    unflatten,
+)
 
 
 ENVELOPE_KEYS: tuple[str, ...] = (
@@ -136,11 +143,12 @@ def normalize_llm_step(
     """
     attrs = attributes or {}
     env: dict[str, Any] = {}
-    span_in, span_out = messages_from_attributes(attrs, events)
+    found = scan(attrs)  # one pass over the names for the messages and the envelope
+    span_in, span_out = messages_of(attrs, events, found)
     msgs, env_in = _input(input)
     message, env_out = _output(output)
     env.update(env_in)
-    env.update(span_envelope(attrs))
+    env.update(envelope_of(attrs, found))
     env.update(env_out)
     new_input: Any = input
     if span_in is not None:

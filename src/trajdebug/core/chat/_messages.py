@@ -4,14 +4,32 @@ Each source message (an OpenAI chat message, a Responses API item, an
 Anthropic message with content blocks, a LangChain message or its dump, an
 OpenInference or GenAI message) becomes zero or more normalized messages;
 `trajdebug.core.chat` uses these to read requests, responses and span attributes.
-Standard library only.
+Standard library only (orjson, when installed, decodes the JSON held in strings).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
+
+
+_orjson: Any
+try:  # optional: decodes what the standard library does, several times faster; the library decides the rest
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+
+_MAPPING_TYPES: dict[type, bool] = {dict: True, str: False, list: False, int: False, float: False, bool: False}
+_MAPPING_TYPES[type(None)] = False
+
+
+def _mapping(v: Any) -> TypeGuard[Mapping[Any, Any]]:
+    """``isinstance(v, Mapping)``, told at once for the built-in types decoded JSON is made of (the ABC's
+    check is a call into Python per value)."""
+    known = _MAPPING_TYPES.get(v.__class__)
+    return isinstance(v, Mapping) if known is None else known
 
 
 _ROLE_ALIASES = {
@@ -48,7 +66,11 @@ _LC_TYPES = frozenset(
 
 def normalize_messages(value: Any) -> list[dict[str, Any]] | None:
     """A list of messages in any known shape as normalized messages, or None when it is not one."""
-    value = plain(value)
+    return normalize_plain_messages(plain(value))
+
+
+def normalize_plain_messages(value: Any) -> list[dict[str, Any]] | None:
+    """`normalize_messages` of a value that is plain data already (`plain`: decoded JSON), not copied."""
     if isinstance(value, list) and value and all(isinstance(b, list) for b in value):
         value = value[0]  # LangChain batches: one message list per prompt; the first is the call
     if not isinstance(value, list) or not value:
@@ -104,24 +126,50 @@ def flat_messages(attrs: Mapping[str, Any], prefix: str, role: str) -> list[dict
     for key, value in attrs.items():
         if not key.startswith(dotted):
             continue
-        if value.__class__ is not str:
+        pos = flat_key(key[plen:])
+        if pos is None or value.__class__ is not str:
             return None
-        parts = key[plen:].split(".", 3)
-        i = _index(parts[0])
-        if i is None or len(parts) < 3 or parts[1] != "message":
-            return None
-        m = msgs.setdefault(i, {})
-        if len(parts) == 3 and parts[2] in ("role", "content"):
-            m[parts[2]] = value
-            continue
-        if parts[2] != "tool_calls" or len(parts) < 4:
-            return None
-        call = parts[3].split(".", 2)
-        j = _index(call[0])
-        field = _CALL_FIELDS.get(".".join(call[2:])) if len(call) == 3 and call[1] == "tool_call" else None
-        if j is None or field is None:
-            return None
+        flat_put(msgs, pos, value)
+    return flat_build(msgs, role)
+
+
+FlatKey = tuple[int, int, str]
+"""Where a flattened name puts its value: (message index, tool-call index or -1, field)."""
+
+
+def flat_key(rest: str) -> FlatKey | None:
+    """Where the name of a flattened message attribute (``rest``: the name after ``<prefix>.``) puts its
+    value in the common form (`flat_messages`), or None when it is not the common form."""
+    parts = rest.split(".", 3)
+    i = _index(parts[0])
+    if i is None or len(parts) < 3 or parts[1] != "message":
+        return None
+    if len(parts) == 3 and parts[2] in ("role", "content"):
+        return (i, -1, parts[2])
+    if parts[2] != "tool_calls" or len(parts) < 4:
+        return None
+    call = parts[3].split(".", 2)
+    j = _index(call[0])
+    field = _CALL_FIELDS.get(".".join(call[2:])) if len(call) == 3 and call[1] == "tool_call" else None
+    if j is None or field is None:
+        return None
+    return (i, j, field)
+
+
+def flat_put(msgs: dict[int, dict[str, Any]], pos: FlatKey, value: str) -> None:
+    """Put one flattened value where `flat_key` says (the messages being collected by index)."""
+    i, j, field = pos
+    m = msgs.get(i)
+    if m is None:
+        m = msgs[i] = {}
+    if j < 0:
+        m[field] = value
+    else:
         m.setdefault("calls", {}).setdefault(j, {})[field] = value
+
+
+def flat_build(msgs: dict[int, dict[str, Any]], role: str) -> list[dict[str, Any]] | None:
+    """The normalized messages of those collected by `flat_put` (None: none)."""
     if not msgs:
         return None
     out: list[dict[str, Any]] = []
@@ -152,18 +200,18 @@ def normalize_message(value: Any) -> dict[str, Any] | None:
 
 
 def _is_message(v: Any) -> bool:
-    if not isinstance(v, Mapping):
+    if not _mapping(v):
         return False
     if isinstance(v.get("role"), str):
         return True
-    if isinstance(v.get("message"), Mapping) and isinstance(v["message"].get("role"), str):
+    if _mapping(v.get("message")) and isinstance(v["message"].get("role"), str):
         return True  # OpenInference unflattened
     t = v.get("type")
     if t in _MESSAGE_ITEM_TYPES:
         return True
     if t in _LC_TYPES and "content" in v:
         return True
-    return v.get("lc") == 1 and v.get("type") == "constructor" and isinstance(v.get("kwargs"), Mapping)
+    return v.get("lc") == 1 and v.get("type") == "constructor" and _mapping(v.get("kwargs"))
 
 
 def _convert(item: Any) -> list[dict[str, Any]]:
@@ -175,12 +223,12 @@ def _convert_plain(item: Any) -> list[dict[str, Any]]:
     """`_convert` of a value that is plain data (`plain`)."""
     if isinstance(item, str):
         return [{"role": "user", "content": item}]
-    if not isinstance(item, Mapping):
+    if not _mapping(item):
         return []
-    if isinstance(item.get("message"), Mapping) and "role" not in item:
+    if _mapping(item.get("message")) and "role" not in item:
         item = item["message"]
     role: Any = item.get("role")
-    if item.get("lc") == 1 and isinstance(item.get("kwargs"), Mapping):
+    if item.get("lc") == 1 and _mapping(item.get("kwargs")):
         ids = item.get("id") or []
         role = _LC_CLASS_ROLE.get(str(ids[-1]) if ids else "") or item["kwargs"].get("role")
         item = item["kwargs"]
@@ -237,9 +285,9 @@ def _read_parts(
         if isinstance(p, str):
             texts.append(p)
             continue
-        if not isinstance(p, Mapping):
+        if not _mapping(p):
             continue
-        if isinstance(p.get("message_content"), Mapping):  # OpenInference ``contents``
+        if _mapping(p.get("message_content")):  # OpenInference ``contents``
             p = p["message_content"]
         t = p.get("type")
         if t in _TEXT_PART_TYPES or (t is None and isinstance(p.get("text"), str)):
@@ -271,15 +319,15 @@ def _read_calls(item: Mapping[str, Any], calls: list[dict[str, Any]]) -> None:
         raw = _json_or_none(raw)
     for c in raw if isinstance(raw, list) else ():
         c = plain(c)
-        if not isinstance(c, Mapping):
+        if not _mapping(c):
             continue
-        if isinstance(c.get("tool_call"), Mapping):  # OpenInference
+        if _mapping(c.get("tool_call")):  # OpenInference
             c = c["tool_call"]
-        fn = c.get("function") if isinstance(c.get("function"), Mapping) else c
+        fn = c.get("function") if _mapping(c.get("function")) else c
         args = fn.get("arguments", fn.get("args", c.get("args")))
         calls.append(_call(c.get("id"), fn.get("name"), args))
     fc = item.get("function_call")
-    if isinstance(fc, Mapping):  # OpenAI legacy function calling
+    if _mapping(fc):  # OpenAI legacy function calling
         calls.append(_call(None, fc.get("name"), fc.get("arguments")))
     if item.get("function_call_name") is not None:  # OpenInference legacy function call
         calls.append(_call(None, item["function_call_name"], item.get("function_call_arguments_json")))
@@ -310,6 +358,11 @@ def parse_arguments(value: Any) -> Any:
 
 
 def _json_or_none(s: str) -> Any:
+    if _orjson is not None:
+        try:
+            return _orjson.loads(s)
+        except ValueError:
+            pass  # not JSON, or JSON orjson declines (NaN, huge integers, lone surrogates): as the library says
     try:
         return json.loads(s)
     except ValueError:
@@ -334,14 +387,14 @@ def _text(value: Any) -> str | None:
 
 def tool_calls(message: Any) -> list[dict[str, Any]]:
     """The tool calls of a normalized message (empty when it has none or is not one)."""
-    calls = message.get("tool_calls") if isinstance(message, Mapping) else None
-    return [dict(c) for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
+    calls = message.get("tool_calls") if _mapping(message) else None
+    return [dict(c) for c in calls if _mapping(c)] if isinstance(calls, list) else []
 
 
 def input_messages(input: Any) -> list[dict[str, Any]]:
     """The messages of a normalized LLM input (empty when it is not one)."""
-    msgs = input.get("messages") if isinstance(input, Mapping) else None
-    return [dict(m) for m in msgs if isinstance(m, Mapping)] if isinstance(msgs, list) else []
+    msgs = input.get("messages") if _mapping(input) else None
+    return [dict(m) for m in msgs if _mapping(m)] if isinstance(msgs, list) else []
 
 
 def tool_names(tools: Any) -> list[str]:
@@ -352,9 +405,9 @@ def tool_names(tools: Any) -> list[str]:
         t: Any = raw
         if isinstance(raw, str):
             t = _json_or_none(raw) if raw.strip().startswith("{") else {"name": raw}
-        if not isinstance(t, Mapping):
+        if not _mapping(t):
             continue
-        fn: Mapping[str, Any] = t["function"] if isinstance(t.get("function"), Mapping) else t
+        fn: Mapping[str, Any] = t["function"] if _mapping(t.get("function")) else t
         name = fn.get("name", t.get("name"))
         if isinstance(name, str) and name:
             out.append(name)
@@ -417,7 +470,7 @@ def plain(value: Any, depth: int = 0) -> Any:
                 return value
         except Exception:  # noqa: BLE001 - a third-party object failing to dump stays as it is
             return value
-    if isinstance(value, Mapping):
+    if _mapping(value):
         return {str(k): plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v, depth + 1) for v in value]
@@ -429,6 +482,7 @@ __all__ = [
     "input_messages",
     "normalize_message",
     "normalize_messages",
+    "normalize_plain_messages",
     "parse_arguments",
     "plain",
     "tool_calls",

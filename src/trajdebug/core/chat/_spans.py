@@ -13,13 +13,18 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from trajdebug.core.chat._messages import (
+    FlatKey,
     _as_assistant,
     _int,
     _json_or_none,
+    _mapping,
     _maybe_json,
     _text,
-    flat_messages,
+    flat_build,
+    flat_key,
+    flat_put,
     normalize_messages,
+    normalize_plain_messages,
     plain,
     tool_names,
 )
@@ -65,40 +70,134 @@ def _cost(v: Any) -> float | None:
     return f if 0 <= f < float("inf") else None
 
 
+# -- one pass over a span's attribute names ------------------------------------------
+
+_IN, _OUT, _PROMPT, _COMPLETION, _PARAM, _SCHEMA, _ENV = range(1, 8)
+_ENV_SOURCES = {k: (t, p) for t, (_, sources) in enumerate(_SPAN_KEYS) for p, k in enumerate(sources)}
+"""The names `envelope_of` reads -> (its target's place in `_SPAN_KEYS`, the name's place among the target's)."""
+assert len(_ENV_SOURCES) == sum(len(sources) for _, sources in _SPAN_KEYS), "a name read for two targets"
+_KEY_INFO: dict[str, tuple[int, Any]] = {}
+"""Attribute names seen -> (what the name is to `scan`, its parsed part): spans of a file repeat the same
+few names, so each is classified and parsed once instead of by several tests per span."""
+
+
+def _key_info(k: str) -> tuple[int, Any]:
+    info: tuple[int, Any] = (0, None)
+    if k in _ENV_SOURCES:
+        info = (_ENV, _ENV_SOURCES[k])
+    elif k.startswith("llm.input_messages."):
+        info = (_IN, flat_key(k[19:]))
+    elif k.startswith("llm.output_messages."):
+        info = (_OUT, flat_key(k[20:]))
+    elif k.startswith("gen_ai.prompt."):
+        info = (_PROMPT, None)
+    elif k.startswith("gen_ai.completion."):
+        info = (_COMPLETION, None)
+    elif k.startswith("gen_ai.request."):
+        m = _GENAI_PARAM.match(k)
+        if m:
+            info = (_PARAM, m.group(1))
+    elif k.startswith("llm.tools.") and k.endswith(".tool.json_schema"):
+        info = (_SCHEMA, None)
+    if len(_KEY_INFO) >= 1 << 16:  # names are the producer's: a file may coin a new one per span
+        _KEY_INFO.clear()
+    _KEY_INFO[k] = info
+    return info
+
+
+class Scan:
+    """What one pass over an LLM span's attributes found (`scan`)."""
+
+    __slots__ = ("envelope", "flat_in", "flat_out", "params", "schemas", "under")
+
+    def __init__(self) -> None:
+        self.flat_in: dict[int, dict[str, Any]] | None = {}
+        """``llm.input_messages.*`` in the common form, collected by `flat_put` (None: not the common form)."""
+        self.flat_out: dict[int, dict[str, Any]] | None = {}
+        """The same of ``llm.output_messages.*``."""
+        self.under = [False] * 5
+        """Whether any name is under each flattened prefix (indexed by ``_IN`` ... ``_COMPLETION``)."""
+        self.params: list[tuple[str, Any]] = []
+        """``gen_ai.request.<param>`` values (not None), in order."""
+        self.schemas: list[tuple[str, Any]] = []
+        """``llm.tools.<i>.tool.json_schema`` names and values, in order."""
+        self.envelope: list[tuple[tuple[int, int], Any]] = []
+        """The values of the names `envelope_of` reads (`_ENV_SOURCES`), with their places."""
+
+
+def scan(attrs: Mapping[str, Any]) -> Scan:
+    """One pass over the attributes collecting what `messages_of` and `envelope_of` read by name pattern."""
+    found = Scan()
+    flat_in, flat_out, under = found.flat_in, found.flat_out, found.under
+    info_of = _KEY_INFO.get
+    for k, v in attrs.items():
+        info = info_of(k)
+        if info is None:
+            info = _key_info(k)
+        code = info[0]
+        if not code:
+            continue
+        if code <= _OUT:
+            under[code] = True
+            msgs = flat_in if code == _IN else flat_out
+            if msgs is None:
+                continue
+            pos: FlatKey | None = info[1]
+            if pos is None or v.__class__ is not str:
+                if code == _IN:
+                    flat_in = found.flat_in = None
+                else:
+                    flat_out = found.flat_out = None
+                continue
+            flat_put(msgs, pos, v)
+        elif code <= _COMPLETION:
+            under[code] = True
+        elif code == _ENV:
+            found.envelope.append((info[1], v))
+        elif code == _PARAM:
+            if v is not None:
+                found.params.append((info[1], v))
+        else:
+            found.schemas.append((k, v))
+    return found
+
+
 def span_envelope(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """The ``llm.*`` attributes an LLM span's OpenInference or GenAI attributes state."""
+    return envelope_of(attrs, scan(attrs))
+
+
+def _place(hit: tuple[tuple[int, int], Any]) -> tuple[int, int]:
+    return hit[0]
+
+
+def envelope_of(attrs: Mapping[str, Any], found: Scan) -> dict[str, Any]:
+    """`span_envelope` of attributes already scanned (`scan`)."""
     env: dict[str, Any] = {}
-    for target, sources in _SPAN_KEYS:
-        for k in sources:
-            v = attrs.get(k)
-            if v is None or v == "":
+    # The names present, in the order of `_SPAN_KEYS` (each target's first usable value wins).
+    for (t, _), v in sorted(found.envelope, key=_place) if len(found.envelope) > 1 else found.envelope:
+        target = _SPAN_KEYS[t][0]
+        if v is None or v == "" or target in env:
+            continue
+        if target == "llm.usage.cost":
+            v = _cost(v)
+            if v is None:
                 continue
-            if target == "llm.usage.cost":
-                v = _cost(v)
-                if v is None:
-                    continue
-            elif target.startswith("llm.usage."):
-                v = _int(v)
-                if v is None:
-                    continue
-            if target == "llm.finish_reason":
-                v = plain(_json_or_none(v) if isinstance(v, str) and v.startswith("[") else v)
-                v = v[0] if isinstance(v, list) and v else v
-            env[target] = v
-            break
+        elif target.startswith("llm.usage."):
+            v = _int(v)
+            if v is None:
+                continue
+        if target == "llm.finish_reason":
+            v = plain(_json_or_none(v) if isinstance(v, str) and v.startswith("[") else v)
+            v = v[0] if isinstance(v, list) and v else v
+        env[target] = v
     params = attrs.get("llm.invocation_parameters")
     if isinstance(params, str):
         params = _json_or_none(params)
-    p: dict[str, Any] = dict(params) if isinstance(params, Mapping) else {}
-    schemas: list[tuple[str, Any]] = []
-    for k, v in attrs.items():
-        # One pass over the names; the pattern runs only on names that can match it.
-        if k.startswith("gen_ai.request."):
-            m = _GENAI_PARAM.match(k)
-            if m and v is not None:
-                p.setdefault(m.group(1), v)
-        elif k.startswith("llm.tools.") and k.endswith(".tool.json_schema"):
-            schemas.append((k, v))
+    p: dict[str, Any] = dict(params) if _mapping(params) else {}
+    for name, v in found.params:
+        p.setdefault(name, v)
+    schemas = found.schemas
     p.pop("model", None)
     if p:
         env["llm.invocation_parameters"] = p
@@ -123,27 +222,38 @@ def messages_from_attributes(
     the deprecated indexed ``gen_ai.prompt.{i}.*`` / ``gen_ai.completion.{i}.*``,
     then the deprecated ``gen_ai.{role}.message`` and ``gen_ai.choice`` events.
     """
-    in_msgs = flat_messages(attrs, "llm.input_messages", "user")  # the common form, read directly
+    return messages_of(attrs, events, scan(attrs))
+
+
+def messages_of(
+    attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]], found: Scan
+) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None]:
+    """`messages_from_attributes` of attributes already scanned (`scan`)."""
+    in_msgs = None
+    if found.flat_in is not None and "llm.input_messages" not in attrs:
+        in_msgs = flat_build(found.flat_in, "user")  # the common form, read directly
     if in_msgs is None:
-        in_msgs = _input_messages(attrs, events)
+        in_msgs = _input_messages(attrs, events, found)
     system = attrs.get("gen_ai.system_instructions")
     if system is not None and in_msgs is not None and not any(m["role"] == "system" for m in in_msgs):
         parsed = _json_or_none(system) if isinstance(system, str) and system.startswith("[") else system
         text = _text(parsed)
         if text:
             in_msgs.insert(0, {"role": "system", "content": text})
-    msgs = flat_messages(attrs, "llm.output_messages", "assistant")
+    msgs = None
+    if found.flat_out is not None and "llm.output_messages" not in attrs:
+        msgs = flat_build(found.flat_out, "assistant")
     if msgs is None:
-        outputs = _first_list(
-            lambda: unflatten(attrs, "llm.output_messages"),
+        decoded, outputs = _first_list(
+            lambda: _unflatten_if(attrs, "llm.output_messages", found.under[_OUT]),
             lambda: _json_list(attrs.get("gen_ai.output.messages")),
-            lambda: unflatten(attrs, "gen_ai.completion"),
+            lambda: _unflatten_if(attrs, "gen_ai.completion", found.under[_COMPLETION]),
             lambda: _event_messages(events, inputs=False),
         )
         if isinstance(outputs, str):
             return in_msgs, {"role": "assistant", "content": outputs}
         if outputs is not None:
-            msgs = normalize_messages([_default_role(o, "assistant") for o in outputs])
+            msgs = _normalize([_default_role(o, "assistant") for o in outputs], decoded)
     out_msg: dict[str, Any] | None = None
     if msgs:
         out_msg = _as_assistant(next((m for m in msgs if m["role"] == "assistant"), msgs[0]))
@@ -151,38 +261,44 @@ def messages_from_attributes(
 
 
 def _input_messages(
-    attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]]
+    attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]], found: Scan
 ) -> list[dict[str, Any]] | None:
     """The input messages of `messages_from_attributes`, in any of the shapes it reads."""
-    inputs = _first_list(
-        lambda: unflatten(attrs, "llm.input_messages"),
+    decoded, inputs = _first_list(
+        lambda: _unflatten_if(attrs, "llm.input_messages", found.under[_IN]),
         lambda: _json_list(attrs.get("gen_ai.input.messages")),
-        lambda: unflatten(attrs, "gen_ai.prompt"),
+        lambda: _unflatten_if(attrs, "gen_ai.prompt", found.under[_PROMPT]),
         lambda: _event_messages(events, inputs=True),
     )
     if isinstance(inputs, str):
         return [{"role": "user", "content": inputs}]
-    return normalize_messages([_default_role(i, "user") for i in inputs]) if isinstance(inputs, list) else None
+    return _normalize([_default_role(i, "user") for i in inputs], decoded) if isinstance(inputs, list) else None
+
+
+def _normalize(messages: list[Any], decoded: bool) -> list[dict[str, Any]] | None:
+    """`normalize_messages`; not copied first when ``decoded`` (JSON just decoded is plain data)."""
+    return normalize_plain_messages(messages) if decoded else normalize_messages(messages)
 
 
 def _default_role(v: Any, role: str) -> Any:
-    if not isinstance(v, Mapping) or "role" in v:
+    if not _mapping(v) or "role" in v:
         return v
     inner = v.get("message")
-    if isinstance(inner, Mapping):  # OpenInference ``message.*``
+    if _mapping(inner):  # OpenInference ``message.*``
         return v if "role" in inner else {**v, "message": {**inner, "role": role}}
     return {**v, "role": role}
 
 
-def _first_list(*candidates: Callable[[], Any]) -> Any:
-    """The first candidate that is a non-empty string or list (each read only if those before are not)."""
-    for read in candidates:
+def _first_list(*candidates: Callable[[], Any]) -> tuple[bool, Any]:
+    """The first candidate that is a non-empty string or list (each read only if those before are not), and
+    whether it is the second (`_json_list`: JSON just decoded, plain data)."""
+    for n, read in enumerate(candidates):
         c = read()
         if isinstance(c, str) and c:
-            return c
+            return n == 1, c
         if isinstance(c, list) and c:
-            return c
-    return None
+            return n == 1, c
+    return False, None
 
 
 def _json_list(value: Any) -> list[Any] | None:
@@ -206,12 +322,17 @@ def _event_messages(
             out.append(msg)
         elif not inputs and name == "gen_ai.choice":
             inner = _maybe_json(a.get("message"))
-            msg = dict(inner) if isinstance(inner, Mapping) else {"content": a.get("content")}
+            msg = dict(inner) if _mapping(inner) else {"content": a.get("content")}
             msg.setdefault("role", "assistant")
             if "tool_calls" in a:
                 msg.setdefault("tool_calls", _maybe_json(a["tool_calls"]))
             out.append(msg)
     return out or None
+
+
+def _unflatten_if(attrs: Mapping[str, Any], prefix: str, under: bool) -> Any:
+    """`unflatten`, known to find nothing when no name is ``under`` the prefix and the prefix is absent."""
+    return unflatten(attrs, prefix) if under or prefix in attrs else None
 
 
 def unflatten(attrs: Mapping[str, Any], prefix: str) -> Any:
@@ -251,4 +372,4 @@ def _listify(node: Any) -> Any:
     return out
 
 
-__all__ = ["messages_from_attributes", "span_envelope", "unflatten"]
+__all__ = ["Scan", "envelope_of", "messages_from_attributes", "messages_of", "scan", "span_envelope", "unflatten"]

@@ -52,11 +52,11 @@ def trace_to_run(trace_id: str, by_id: dict[str, Span], run_ids: Mapping[str, st
     own = any(RUN_ID in s.resource or RUN_ID in s.attrs for s in spans)
     ids = {s.span_id: str(s.attrs.get(STEP_ID, s.span_id)) for s in spans}
     agents = _agents(spans, by_id)
-    steps: dict[str, Step] = {}
-    for s in spans:
-        steps[s.span_id] = _step(s, ids, agents, by_id, trace_id, run_ids)
+    # Each step's fields first: the tool-call edges complete them before the (frozen) step is made.
+    fields = {s.span_id: _step(s, ids, agents, by_id, trace_id, run_ids) for s in spans}
     if not own:
-        _tool_call_edges(spans, steps)
+        _tool_call_edges(spans, fields)
+    steps = {sid: Step(**f) for sid, f in fields.items()}
     errors = _own_errors(spans) if own else _errors(spans, by_id, ids, steps)
     roots = [s for s in spans if s.parent_id not in by_id]
     res = spans[0].resource
@@ -144,28 +144,34 @@ def _step(
     by_id: Mapping[str, Span],
     trace_id: str,
     run_ids: Mapping[str, str],
-) -> Step:
-    kind = s.attrs.get(STEP_KIND) or sc.step_kind(s.attrs) or ("agent" if s.children else "other")
-    inp = sc.io_value(s.attrs, "input")
-    out = sc.io_value(s.attrs, "output")
+) -> dict[str, Any]:
+    """The fields of a span's step (`Step`'s keywords)."""
+    a = s.attrs
+    own = STEP_ID in a
     attrs: dict[str, Any] = {}
-    own = STEP_ID in s.attrs
-    if not own and kind != "llm":
-        # A non-LLM span may still carry messages (an agent span's conversation).
-        msgs = sc.messages(s.attrs, s.events)
-        if inp is None and msgs.inputs is not None:
-            inp = {"messages": msgs.inputs}
-        if out is None and msgs.output is not None:
-            out = msgs.output
-    for k, v in s.attrs.items():
+    carries_messages = False
+    for k, v in a.items():
         # Spans repeat the same few attribute names: each name is classified once (`_key_class`).
         c = _KEY_CLASS.get(k)
         if c is None:
             c = _key_class(k)
+        if c & 4:
+            carries_messages = True
+        c &= 3
         if c == 1:
             attrs[k[len(STEP_ATTR) :]] = v
         elif c == 0 and not own:
             attrs[k] = v
+    kind = a.get(STEP_KIND) or sc.step_kind(a) or ("agent" if s.children else "other")
+    inp = sc.io_value(a, "input")
+    out = sc.io_value(a, "output")
+    if not own and kind != "llm" and (carries_messages or s.events):
+        # A non-LLM span may still carry messages (an agent span's conversation).
+        msgs = sc.messages(a, s.events)
+        if inp is None and msgs.inputs is not None:
+            inp = {"messages": msgs.inputs}
+        if out is None and msgs.output is not None:
+            out = msgs.output
     if not own:
         if s.kind:
             attrs["otel.span_kind"] = SPAN_KINDS[s.kind] if s.kind < len(SPAN_KINDS) else s.kind
@@ -196,34 +202,37 @@ def _step(
         )
     err = _error_info(s)
     retry_of = s.attrs.get(STEP_RETRY_OF)
-    return Step(
-        step_id=ids[s.span_id],
-        name=s.name,
-        kind=kind if kind in STEP_KINDS else "other",  # type: ignore[arg-type]
-        parent_id=ids[s.parent_id] if s.parent_id is not None and s.parent_id in by_id else None,
-        agent=agents.get(s.span_id),
-        input=inp,
-        output=out,
-        status="error" if err is not None else "ok",
-        error=err,
-        start_ns=s.start_ns,
-        end_ns=(None if s.attrs.get(STEP_UNFINISHED) else s.end_ns or 0) if own else s.end_ns,
-        attempt=int(_number(s.attrs.get(STEP_ATTEMPT), 1)),
-        retry_of=None if retry_of is None else str(retry_of),
-        deps=add_deps((), deps, ids[s.span_id]),
-        attributes=attrs,
+    return {
+        "step_id": ids[s.span_id],
+        "name": s.name,
+        "kind": kind if kind in STEP_KINDS else "other",
+        "parent_id": ids[s.parent_id] if s.parent_id is not None and s.parent_id in by_id else None,
+        "agent": agents.get(s.span_id),
+        "input": inp,
+        "output": out,
+        "status": "error" if err is not None else "ok",
+        "error": err,
+        "start_ns": s.start_ns,
+        "end_ns": (None if s.attrs.get(STEP_UNFINISHED) else s.end_ns or 0) if own else s.end_ns,
+        "attempt": int(_number(a[STEP_ATTEMPT], 1)) if STEP_ATTEMPT in a else 1,
+        "retry_of": None if retry_of is None else str(retry_of),
+        "deps": add_deps((), deps, ids[s.span_id]) if deps else (),
+        "attributes": attrs,
         # trajdebug's own export keeps the position in the *original* source (or none).
-        source_index=_source_index(s.attrs.get(STEP_SOURCE_INDEX)) if own else s.index,
-    )
+        "source_index": _source_index(s.attrs.get(STEP_SOURCE_INDEX)) if own else s.index,
+    }
 
 
 _KEY_CLASS: dict[str, int] = {}
 """Attribute names seen -> 1: a step attribute trajdebug exported; 2: trajdebug's own or content (not
-kept as an attribute); 0: a foreign attribute kept as it is."""
+kept as an attribute); 0: a foreign attribute kept as it is; plus 4 when the name may hold messages
+(`_semconv.messages` reads none from a span without such a name or an event)."""
 
 
 def _key_class(k: str) -> int:
     c = 1 if k.startswith(STEP_ATTR) else 2 if k.startswith("trajdebug.") or sc.is_content_key(k) else 0
+    if sc.may_hold_messages(k):
+        c |= 4
     if len(_KEY_CLASS) >= 1 << 16:  # names are the producer's: a file may coin a new one per span
         _KEY_CLASS.clear()
     _KEY_CLASS[k] = c
@@ -258,6 +267,8 @@ def _exceptions(s: Span) -> list[tuple[str, int, dict[str, Any]]]:
 
 def _error_info(s: Span) -> ErrorInfo | None:
     """The error a span ended with: its last exception event, else its status, else ``error.type``."""
+    if not s.events and s.status_code != 2 and "error.type" not in s.attrs:
+        return None  # most spans: told without a list built or a lookup made twice
     exc = _exceptions(s)
     if exc:
         _, _, a = exc[-1]
@@ -384,7 +395,7 @@ def _own_errors(spans: list[Span]) -> list[ErrorEvent]:
 _STAGE_ORDER = {"occurred": 0, "propagated": 1, "recovered": 2, "ignored": 2, "failed": 3}
 
 
-def _tool_call_edges(spans: list[Span], steps: dict[str, Step]) -> None:
+def _tool_call_edges(spans: list[Span], steps: dict[str, dict[str, Any]]) -> None:
     """LLM -> tool -> LLM by tool-call id (products.md 3.10, dependency rule 1).
 
     A tool span that names no call id (OpenInference writes ``tool.id`` only
@@ -393,40 +404,37 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, Step]) -> None:
     the same parsed arguments.  The match is the source's own statement (the
     model asked for exactly this call), so the edge is declared and the tool
     step takes the call's id, which then links the tool to the LLM step that
-    reads its result.
+    reads its result.  ``steps`` are the steps' fields (by span id), completed in place.
     """
-    from trajdebug.core.model import replace
-
     issued: dict[str, str] = {}  # call id -> span id of the LLM that issued it
     executed: dict[str, str] = {}  # call id -> span id of the tool span that ran it
     open_calls: list[tuple[str, dict[str, Any]]] = []  # (LLM span id, call) not yet claimed, in order
     matched: dict[str, str] = {}  # tool span id -> LLM span id, for calls that carry no id
     for s in spans:
         step = steps[s.span_id]
-        if step.kind == "llm":
-            for c in chat.tool_calls(step.output):
+        if step["kind"] == "llm":
+            for c in chat.tool_calls(step["output"]):
                 if c.get("id"):
                     issued.setdefault(str(c["id"]), s.span_id)
                 open_calls.append((s.span_id, c))
-        if step.kind != "tool":
+        if step["kind"] != "tool":
             continue
-        call = step.attributes.get("tool_call_id")
+        call = step["attributes"].get("tool_call_id")
         if call is None:
-            name = sc.tool_name(s.attrs) or step.name
-            args = chat.parse_arguments(step.input)
+            name = sc.tool_name(s.attrs) or step["name"]
+            args = chat.parse_arguments(step["input"])
             for k in range(len(open_calls) - 1, -1, -1):
                 llm, c = open_calls[k]
                 if (
                     c.get("name") == name
                     and c.get("arguments") == args
-                    and steps[llm].start_ns <= step.start_ns
+                    and steps[llm]["start_ns"] <= step["start_ns"]
                 ):
                     del open_calls[k]
                     matched[s.span_id] = llm
                     if c.get("id"):
                         call = str(c["id"])
-                        attrs = {**step.attributes, "tool_call_id": call}
-                        step = steps[s.span_id] = replace(step, attributes=attrs)
+                        step["attributes"] = {**step["attributes"], "tool_call_id": call}
                     break
         else:
             open_calls = [(llm, c) for llm, c in open_calls if str(c.get("id")) != str(call)]
@@ -435,18 +443,18 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, Step]) -> None:
     for s in spans:
         step = steps[s.span_id]
         new: list[Dependency] = []
-        call = step.attributes.get("tool_call_id")
-        if step.kind == "tool" and call is not None and str(call) in issued:
-            new.append(declared(steps[issued[str(call)]].step_id))
+        call = step["attributes"].get("tool_call_id")
+        if step["kind"] == "tool" and call is not None and str(call) in issued:
+            new.append(declared(steps[issued[str(call)]]["step_id"]))
         elif s.span_id in matched:
-            new.append(declared(steps[matched[s.span_id]].step_id))
-        if step.kind == "llm":
-            for m in chat.input_messages(step.input):
+            new.append(declared(steps[matched[s.span_id]]["step_id"]))
+        if step["kind"] == "llm":
+            for m in chat.input_messages(step["input"]):
                 src = executed.get(str(m.get("tool_call_id")))
-                if src is not None and steps[src].start_ns <= step.start_ns:
-                    new.append(declared(steps[src].step_id))
+                if src is not None and steps[src]["start_ns"] <= step["start_ns"]:
+                    new.append(declared(steps[src]["step_id"]))
         if new:
-            steps[s.span_id] = replace(step, deps=add_deps(step.deps, new, step.step_id))
+            step["deps"] = add_deps(step["deps"], new, step["step_id"])
 
 
 __all__ = ["trace_to_run"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajdebug.core.chat import messages_from_attributes, unflatten
+from trajdebug.core.codec import loads
 from trajdebug.sources.formats.convert import maybe_json
 
 
@@ -170,6 +171,12 @@ _MESSAGE_KEYS = (
 what it reads is events); keep in step with it."""
 
 
+def may_hold_messages(key: str) -> bool:
+    """Whether `messages` may read messages from an attribute of this name (a span with none of them and
+    no event carries none)."""
+    return key.startswith(_MESSAGE_KEYS)
+
+
 def messages(attrs: Mapping[str, Any], events: Sequence[tuple[str, int, Mapping[str, Any]]] = ()) -> Messages:
     """Read a span's input and output messages from whichever convention it uses (`trajdebug.core.chat`)."""
     if not events and not any(k.startswith(_MESSAGE_KEYS) for k in attrs):
@@ -190,25 +197,30 @@ def tool_name(attrs: Mapping[str, Any]) -> str | None:
 # -- input and output -------------------------------------------------------------
 
 
+_IO_KEYS = {
+    which: (f"{which}.value", f"{which}.mime_type", f"traceloop.entity.{which}", genai)
+    for which, genai in (("input", "gen_ai.tool.call.arguments"), ("output", "gen_ai.tool.call.result"))
+}
+
+
 def io_value(attrs: Mapping[str, Any], which: str) -> Any:
     """A span's generic input or output value (``which`` is "input" or "output"), or None."""
-    if f"{which}.value" in attrs:
-        v = attrs[f"{which}.value"]
-        mime = attrs.get(f"{which}.mime_type")
+    value_key, mime_key, traceloop_key, genai_key = _IO_KEYS[which]
+    if value_key in attrs:
+        v = attrs[value_key]
+        mime = attrs.get(mime_key)
         if mime == "text/plain":
             return v
         if mime == "application/json" and isinstance(v, str):
-            from trajdebug.core.codec import loads
-
             try:
                 return loads(v)
             except ValueError:
                 return v
         return maybe_json(v)
-    v = attrs.get(f"traceloop.entity.{which}")
+    v = attrs.get(traceloop_key)
     if v is not None:
         return maybe_json(v)
-    v = attrs.get("gen_ai.tool.call.arguments" if which == "input" else "gen_ai.tool.call.result")
+    v = attrs.get(genai_key)
     return maybe_json(v) if v is not None else None
 
 
@@ -217,6 +229,7 @@ __all__ = [
     "agent_name",
     "io_value",
     "is_content_key",
+    "may_hold_messages",
     "messages",
     "model_name",
     "step_kind",

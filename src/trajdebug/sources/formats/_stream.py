@@ -4,8 +4,8 @@ A trace's spans may be spread over a whole file (a collector flushes by time, no
 by trace), so no trace is complete before the file's end.  Reading a file of any
 size in bounded memory (`trajdebug.sources.formats.otlp.iter_otlp`) reads a large
 line-delimited file a line at a time (`records`) and keeps the decoded spans in a
-`SpanSpill`: in memory up to a limit, then in a temporary SQLite file, one row per
-trace and spill, read back one trace at a time.
+`SpanSpill`: in memory up to a limit, then in an anonymous temporary file, one chunk per
+trace and spill (its place kept in memory), read back one trace at a time.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import dataclasses
 import marshal
 import operator
 import pickle
-import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from trajdebug.core.jsonl import FormatError
 from trajdebug.sources.formats._common import Record, read_records
@@ -78,22 +78,22 @@ class SpanSpill:
         self.named: set[str] = set()
         """Traces with a span that carries a run id (the rest are named by their trace id)."""
         self._held = 0
-        self._db: sqlite3.Connection | None = None
-        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self._file: IO[bytes] | None = None
+        self._end = 0
+        self._chunks: dict[int, list[tuple[int, int]]] = {}
+        """Trace number -> (offset, length) of each chunk of its spans in the file, in order."""
 
     def __enter__(self) -> SpanSpill:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._db is not None:
-            self._db.close()
-        if self._dir is not None:
-            self._dir.cleanup()
+        if self._file is not None:
+            self._file.close()  # an anonymous temporary file: gone when closed
 
     @property
     def spilled(self) -> bool:
         """Whether spans were written to disk (every trace is then read back from there)."""
-        return self._db is not None
+        return self._file is not None
 
     def add(self, spans: list[Span], limit: int) -> None:
         """Hold these spans; when ``limit`` spans or more are held, write them all to disk."""
@@ -108,29 +108,33 @@ class SpanSpill:
             self._spill()
 
     def finish(self) -> None:
-        """Every span added: once any were spilled, the rest join them, indexed by trace."""
-        if self._db is not None:
+        """Every span added: once any were spilled, the rest join them."""
+        if self._file is not None:
             self._spill()
-            self._db.execute("CREATE INDEX spans_trace ON spans (trace)")
+            self._file.flush()
 
     def spans(self, trace: str) -> list[Span]:
         """A trace's spans in the order added (taken out of memory; read again from disk when spilled)."""
-        if self._db is None:
+        if self._file is None:
             return self.memory.pop(trace)
-        rows = self._db.execute("SELECT data FROM spans WHERE trace = ? ORDER BY rowid", (self.order[trace],))
-        return [s for r in rows for s in unpack(r[0])]
+        out: list[Span] = []
+        for at, n in self._chunks.get(self.order[trace], ()):
+            self._file.seek(at)
+            out += unpack(self._file.read(n))
+        return out
 
     def _spill(self) -> None:
-        if self._db is None:
-            self._dir = tempfile.TemporaryDirectory(prefix="trajdebug-import-")
-            self._db = sqlite3.connect(Path(self._dir.name) / "spans.db")
-            self._db.execute("PRAGMA journal_mode=OFF")
-            self._db.execute("PRAGMA synchronous=OFF")
-            self._db.execute("CREATE TABLE spans (trace INTEGER, data BLOB)")
-        # One row per trace and spill (its spans in order): a pickle per span cost as much as decoding it.
-        self._db.executemany(
-            "INSERT INTO spans VALUES (?, ?)", ((self.order[t], pack(ss)) for t, ss in self.memory.items())
-        )
+        if self._file is None:
+            # Open for the spill's life, closed by `__exit__` (a ``with`` would close it at once).
+            self._file = tempfile.TemporaryFile(prefix="trajdebug-import-")  # noqa: SIM115
+        # One chunk per trace and spill (its spans in order), appended: a pickle per span cost as much as
+        # decoding it, and a database's inserts and index more than the file's writes.
+        write, chunks = self._file.write, self._chunks
+        for t, ss in self.memory.items():
+            data = pack(ss)
+            chunks.setdefault(self.order[t], []).append((self._end, len(data)))
+            write(data)
+            self._end += len(data)
         self.memory.clear()
         self._held = 0
 

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from trajdebug.core.chat import normalize_llm_step
+from trajdebug.core.codec import loads  # at the top: an import in a function costs a call per value
 from trajdebug.core.model import Dependency, ErrorEvent, StageChange
 from trajdebug.core.payloads import error_payload
 
@@ -132,8 +133,6 @@ def maybe_json(value: Any) -> Any:
     if isinstance(value, str):
         s = value.strip()
         if s[:1] in ("{", "[") and s[-1:] in ("}", "]"):
-            from trajdebug.core.codec import loads
-
             try:
                 return loads(s)
             except ValueError:

@@ -80,7 +80,7 @@ def iter_otlp(path: str | Path, problems: list[FormatError]) -> Iterator[Run]:
     Memory stays bounded on files of any size: a file of `STREAM_FROM` bytes or
     more that holds one envelope per line (as the collector's file exporter
     writes) is read a line at a time, and past `SPILL_SPANS` spans the decoded
-    spans wait in a temporary SQLite file until every span of their trace has
+    spans wait in a temporary file until every span of their trace has
     been read (a trace may be spread over the whole file).  A large file that is
     one JSON document is read whole.  Malformed records and spans are appended
     to ``problems`` (file and line named) and the rest is read.

@@ -52,6 +52,8 @@ _STATUS_CODES = {
     "ERROR": 2,
 }
 SPAN_KINDS = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
+_KINDS = {n: i for i, name in enumerate(SPAN_KINDS) for n in (name, "SPAN_KIND_" + name)}
+"""Span kinds by the names exporters write (`_enum` reads any other spelling)."""
 EXCEPTION_EVENTS = ("exception", "gen_ai.client.operation.exception")
 
 
@@ -157,9 +159,39 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+_NONE = object()
+
+
 def attributes(kvs: Any, bad: Bad | None = None, where: str = "attributes") -> dict[str, Any]:
     """Decode a list of ``{key, value}`` into a dict; what cannot be decoded is kept as given and
     appended to ``bad`` (see `any_value`)."""
+    out: dict[str, Any] = {}
+    if kvs.__class__ is not list:
+        return _attributes(kvs, bad, where)
+    for kv in kvs:
+        # The common case (a string, whole number, flag or float as its key says) decoded inline: no
+        # call, no field name built; a list with anything else is read again by `_attributes`, which
+        # says what is wrong.
+        if kv.__class__ is dict and (key := kv.get("key")).__class__ is str:
+            v = kv.get("value")
+            if v.__class__ is dict and len(v) == 1:
+                x = v.get("stringValue", _NONE)
+                if x is not _NONE:
+                    out[key] = x
+                    continue
+                ((vk, x),) = v.items()
+                c = x.__class__
+                if (vk == "intValue" and (c is int or (c is str and x.isascii() and x.isdigit()))) or (
+                    (vk == "boolValue" and c is bool) or (vk == "doubleValue" and c is float)
+                ):
+                    out[key] = int(x) if c is str else x
+                    continue
+        return _attributes(kvs, bad, where)
+    return out
+
+
+def _attributes(kvs: Any, bad: Bad | None, where: str) -> dict[str, Any]:
+    """`attributes` of a list not all of whose values are in the common form."""
     out: dict[str, Any] = {}
     if kvs is None:
         return out
@@ -168,18 +200,22 @@ def attributes(kvs: Any, bad: Bad | None = None, where: str = "attributes") -> d
             bad.append(f"{where}: expected a list, got {type(kvs).__name__}; ignored")
         return out
     for i, kv in enumerate(kvs):
-        if type(kv) is dict and type(key := kv.get("key")) is str:
+        if kv.__class__ is dict and (key := kv.get("key")).__class__ is str:
             # The common case (a string, whole number, flag or float as its key says) decoded inline:
             # no call, no field name built; anything else takes `any_value`, which says what is wrong.
             v = kv.get("value")
-            if type(v) is dict and len(v) == 1:
-                vk, x = next(iter(v.items()))
-                if vk == "stringValue" or (vk == "boolValue" and type(x) is bool) or (
-                    vk in ("doubleValue", "intValue") and type(x) is (float if vk[0] == "d" else int)
+            if v.__class__ is dict and len(v) == 1:
+                x = v.get("stringValue", _NONE)
+                if x is not _NONE:
+                    out[key] = x
+                    continue
+                ((vk, x),) = v.items()
+                if (vk == "boolValue" and x.__class__ is bool) or (
+                    vk in ("doubleValue", "intValue") and x.__class__ is (float if vk[0] == "d" else int)
                 ):
                     out[key] = x
                     continue
-                if vk == "intValue" and type(x) is str and x.isascii() and x.isdigit():
+                if vk == "intValue" and x.__class__ is str and x.isascii() and x.isdigit():
                     out[key] = int(x)
                     continue
             out[key] = any_value(v, bad, f"{where}[{i}].value")
@@ -348,7 +384,8 @@ def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str, index: i
         # Every field as it should be (the common case): read directly, with no closure per field.
         fields = (
             hex_id(_get(raw, "parentSpanId"), 8),
-            _enum(raw.get("kind", 0), SPAN_KINDS, "SPAN_KIND_"),
+            _KINDS[kind] if (kind := raw.get("kind", 0)).__class__ is str and kind in _KINDS
+            else _enum(kind, SPAN_KINDS, "SPAN_KIND_"),
             _ns(_get(raw, "startTimeUnixNano")) or 0,
             _ns(_get(raw, "endTimeUnixNano")),
             _enum(status.get("code", 0), _STATUS_CODES),
