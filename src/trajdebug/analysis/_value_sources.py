@@ -24,6 +24,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from trajdebug.analysis._chooser import handed_to_choice
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._omissions import choice_share, lost_here, swapped
@@ -44,6 +45,7 @@ from trajdebug.analysis._sources import (
     _written_as,
     carried_by_state,
 )
+from trajdebug.analysis._stated import states_no_value
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, slips
 from trajdebug.analysis.reference import producers_of, step_key
@@ -246,6 +248,8 @@ def _contradicted(sl: Slice, message: str, pos: int, within: set[str], where: st
                 and a.number is not None
                 and a.field
                 and all(w in window or w.rstrip("s") in window for w in _field_words(a.field, sl.lexicon))
+                # (Not a limit the run broke nor a piece of a date or a code, unless named for that limit.)
+                and not states_no_value(message, m, _field_words(a.field, sl.lexicon), sl.lexicon)
             ]
             if any(_written_as(a.number, m) for a in named if a.number is not None):
                 held = True  # the run had the value the failure states: it restates, not corrects
@@ -554,6 +558,8 @@ def _dropped(
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
     for sid in lost[:4]:
+        if handed_to_choice(sl, sid, a):
+            continue  # a router: the step it chose was handed the value (it keeps its place among the first)
         view = sl.lin.view(sid)
         chose = swapped(sl, sid, a, named)
         weight = share * sl.w["dropped"]
