@@ -84,3 +84,40 @@ def test_a_failure_stating_a_limit_contradicts_no_step() -> None:
     assert all("lineage:contradicted" not in c.signals for c in loc.candidates)
     told = localize(_leave_run("E-1 has 2 paid days left; cannot book 5"))
     assert "lineage:contradicted" in told.candidates[0].signals
+
+
+def test_a_limit_the_failure_states_is_no_value_a_step_should_have_passed_on() -> None:
+    """The planner given the 500 buffer the check refuses by ("is under the 500 buffer") lost nothing: the limit is the check's own."""
+    from tests.builders import step
+
+    def run_of(message: str) -> Run:
+        steps = (
+            step("m", "load_memory", "retrieval", 1, {"household": "H-1"}, {"buffer": 500, "payee": "CARD"}),
+            step(
+                "p",
+                "plan",
+                "llm",
+                3,
+                {"buffer": 500, "payee": "CARD", "balance": 1200},
+                {"payee": "CARD", "amount": 1950},
+                "m",
+            ),
+            step(
+                "c",
+                "budget_check",
+                "tool",
+                5,
+                {"payee": "CARD", "amount": 1950},
+                None,
+                "p",
+                status="error",
+                error=ErrorInfo("BudgetCheckFailed", message),
+            ),
+        )
+        return Run("r", "bills", outcome="failure", steps=steps)
+
+    def dropped(run: Run) -> bool:
+        return any(c.step_id == "p" and "lineage:dropped" in c.signals for c in localize(run).ranked_all)
+
+    assert not dropped(run_of("H-1: projected balance -750.00 is under the 500 buffer"))
+    assert dropped(run_of("H-1: projected balance -750.00; buffer 500 was not applied"))

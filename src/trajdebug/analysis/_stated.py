@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.core.mentions import Mention
+from trajdebug.core.mentions import Mention, mentions
 
 
 BEFORE_WORDS = 3
@@ -82,4 +82,9 @@ def states_no_value(message: str, m: Mention, field_words: Sequence[str], lexico
     return word is not None and word not in field_words and word.rstrip("s") not in field_words
 
 
-__all__ = ["bound_word", "is_piece", "states_no_value"]
+def stated_limits(message: str, lexicon: Lexicon = ENGLISH) -> set[float]:
+    """The numbers a failure's message states as limits the run broke (the check's own, not the run's)."""
+    return {m.value for m in mentions(message, words=False) if bound_word(message, m, lexicon) is not None}
+
+
+__all__ = ["bound_word", "is_piece", "stated_limits", "states_no_value"]

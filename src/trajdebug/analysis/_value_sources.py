@@ -45,7 +45,7 @@ from trajdebug.analysis._sources import (
     _written_as,
     carried_by_state,
 )
-from trajdebug.analysis._stated import states_no_value
+from trajdebug.analysis._stated import stated_limits, states_no_value
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, slips
 from trajdebug.analysis.reference import producers_of, step_key
@@ -117,6 +117,7 @@ def _named_values(
     # raised: a value that reached that inner failing step reached the failure.
     inner = [sl.lin.view(g.step_id) for g in sl.failures if _inside(sl, g.step_id, f.step_id)]
     bounds = {float(x.replace(",", "")) for m in sl.lexicon.range_.finditer(message) for x in m.groups() if x}
+    bounds |= stated_limits(message, sl.lexicon)  # "exceeds the limit of 2500", "over the $3,200 ceiling"
     quantities = any(a.kind in ("number", "date") and not _trivial_number(a) for a in named)
     for a in named:
         if a.key in seen:
@@ -248,7 +249,6 @@ def _contradicted(sl: Slice, message: str, pos: int, within: set[str], where: st
                 and a.number is not None
                 and a.field
                 and all(w in window or w.rstrip("s") in window for w in _field_words(a.field, sl.lexicon))
-                # (Not a limit the run broke nor a piece of a date or a code, unless named for that limit.)
                 and not states_no_value(message, m, _field_words(a.field, sl.lexicon), sl.lexicon)
             ]
             if any(_written_as(a.number, m) for a in named if a.number is not None):
@@ -557,9 +557,7 @@ def _dropped(
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
-    for sid in lost[:4]:
-        if handed_to_choice(sl, sid, a):
-            continue  # a router: the step it chose was handed the value (it keeps its place among the first)
+    for sid in [s for s in lost[:4] if not handed_to_choice(sl, s, a)]:  # a router keeps its place, no finding
         view = sl.lin.view(sid)
         chose = swapped(sl, sid, a, named)
         weight = share * sl.w["dropped"]
