@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from tests.builders import step
+
 from trajdebug.analysis._localize import localize
-from trajdebug.core.model import ErrorInfo, Run
+from trajdebug.core.model import ErrorInfo, Run, Step
 
 
-def _chat(sid: str, start: int, turns: int, calls: int, *deps: str) -> object:
+def _chat(sid: str, start: int, turns: int, calls: int, *deps: str) -> Step:
     msgs = [{"role": "user", "content": f"turn {i}"} for i in range(turns)]
     out = {
         "role": "assistant",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.builders import step
+
 from trajdebug.analysis._localize import localize
 from trajdebug.analysis._stated import bound_word, is_piece, states_no_value
 from trajdebug.core.mentions import Mention, mentions
@@ -88,7 +90,6 @@ def test_a_failure_stating_a_limit_contradicts_no_step() -> None:
 
 def test_a_limit_the_failure_states_is_no_value_a_step_should_have_passed_on() -> None:
     """The planner given the 500 buffer the check refuses by ("is under the 500 buffer") lost nothing: the limit is the check's own."""
-    from tests.builders import step
 
     def run_of(message: str) -> Run:
         steps = (
