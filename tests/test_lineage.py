@@ -205,6 +205,23 @@ class TestAnomalies:
         )
         assert self._signals(step) == []
 
+    def test_records_written_in_the_users_message_ask_nothing_about_themselves(self) -> None:
+        """A prompt holding the slot list as JSON asks only what it says outside the list: the 09:00 slot it picked, as the note asks, is no wrong record."""
+        slots = [
+            {"slot": "RI-1207-09", "date": "2026-12-07", "time": "09:00", "minutes": 30},
+            {"slot": "RI-1207-10", "date": "2026-12-07", "time": "10:00", "minutes": 60},
+            {"slot": "RI-1207-14", "date": "2026-12-07", "time": "14:00", "minutes": 30},
+        ]
+        prompt = json.dumps({"notes": ["P-2201: available from 09:00."], "slots": slots})
+        msgs = [{"role": "system", "content": "Pick the earliest slot."}, {"role": "user", "content": prompt}]
+        step = _s("m", "chat", "llm", 1, {"messages": msgs}, {"content": "Book RI-1207-09 (2026-12-07 09:00)."})
+        assert self._signals(step) == []
+        # The user naming another record outside the list still asks about it.
+        asked = json.dumps({"notes": ["P-2201: wants 10:00 on 2026-12-07."], "slots": slots})
+        msgs2 = [msgs[0], {"role": "user", "content": asked}]
+        picking = _s("m", "chat", "llm", 1, {"messages": msgs2}, {"content": "Book RI-1207-09 (2026-12-07 09:00)."})
+        assert self._signals(picking) == ["lineage:wrong-record"]
+
     def test_passing_on_an_earlier_pick_is_no_second_wrong_record(self) -> None:
         """The turn that reports the inspection of the record an earlier turn picked passes that pick on; only the picking turn is flagged."""
         returns = json.dumps([{"rma": "RMA-1", "order": "A-2"}, {"rma": "RMA-9", "order": "A-7"}])

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._sign_rule import signed_by_rule
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
@@ -167,6 +168,8 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
             if u is not None:
                 found.append(u)
         own = siblings.get(sid)
+        # A model's calls in one run see conversations of different lengths (each turn adds messages):
+        # tool calls per message differ by construction, so no count of items ties its calls together.
         if own is not None:
             found += [
                 Evidence(
@@ -179,6 +182,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
                     e.sound,
                 )
                 for e in violations(step, view, own)
+                if not (step.kind == "llm" and e.diagnoser == "reference:size")
             ]
         strength = max((e.suspicion for e in found if e.diagnoser != "reference:unseen"), default=0.0)
         # A deviation that came in through an input already deviating is inherited (the
@@ -212,9 +216,14 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
 def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
     """Local anomalies of each step's own transformation (`trajdebug.analysis.lineage.anomalies`)."""
     out: list[Found] = []
+    calls: dict[tuple[str, str], list[Step]] = {}
+    for s in sl.run.steps:
+        calls.setdefault((s.name, s.kind), []).append(s)
     for sid in ids:
         step = sl.g.steps[sid]
-        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children):
+        same = calls.get((step.name, step.kind), [])
+        signed = signed_by_rule(step, same, sl.lin) if len(same) > 1 and step.kind not in CONTAINER_KINDS else frozenset()
+        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed):
             out.append(e)
     return out
 

@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from trajdebug.analysis._chooser import handed_to_choice
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._left_out import left_out_items
@@ -46,6 +47,7 @@ from trajdebug.analysis._sources import (
     _written_as,
     carried_by_state,
 )
+from trajdebug.analysis._stated import stated_limits, states_no_value
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, slips
 from trajdebug.analysis.reference import producers_of, step_key
@@ -118,6 +120,7 @@ def _named_values(
     # raised: a value that reached that inner failing step reached the failure.
     inner = [sl.lin.view(g.step_id) for g in sl.failures if _inside(sl, g.step_id, f.step_id)]
     bounds = {float(x.replace(",", "")) for m in sl.lexicon.range_.finditer(message) for x in m.groups() if x}
+    bounds |= stated_limits(message, sl.lexicon)  # "exceeds the limit of 2500", "over the $3,200 ceiling"
     quantities = any(a.kind in ("number", "date") and not _trivial_number(a) for a in named)
     for a in named:
         if a.key in seen:
@@ -250,6 +253,7 @@ def _contradicted(sl: Slice, message: str, pos: int, within: set[str], where: st
                 and a.field
                 and all(w in window or w.rstrip("s") in window for w in _field_words(a.field, sl.lexicon))
                 and not _names_unit(a.field, _unit_code(message, m), sl)
+                and not states_no_value(message, m, _field_words(a.field, sl.lexicon), sl.lexicon)
             ]
             if any(_written_as(a.number, m) for a in named if a.number is not None):
                 held = True  # the run had the value the failure states: it restates, not corrects
@@ -588,7 +592,7 @@ def _dropped(
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
-    for sid in lost[:4]:
+    for sid in [s for s in lost[:4] if not handed_to_choice(sl, s, a)]:  # a router keeps its place, no finding
         view = sl.lin.view(sid)
         chose = swapped(sl, sid, a, named)
         weight = share * sl.w["dropped"]

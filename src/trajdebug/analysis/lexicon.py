@@ -134,6 +134,14 @@ class Lexicon:
     """A bound by its name: ``min_capacity``, ``price_max``, ``minPrice``, ``priceMax`` (``min``/``max``; a
     separator or a capital is required: ``minutes`` and ``admin`` bound nothing)."""
 
+    bound_words: frozenset[str]
+    """Words that, among the three before a number in a failure's message, make it a limit the run broke
+    ("exceeds the limit of 2500", "above 80%", "at most 3"), not the value of a quantity."""
+
+    bound_nouns: frozenset[str]
+    """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
+    maximum")."""
+
     # -- Requests: what a tool or a retrieval was asked, by its arguments' names
 
     count_words: frozenset[str]
@@ -302,6 +310,14 @@ ENGLISH = Lexicon(
     bound_field=re.compile(
         r"^(?:(min|max)(?:imum)?_([a-z]\w*)|([a-z]\w*?)_(min|max)(?:imum)?"
         r"|(min|max)(?:imum)?([A-Z]\w*)|([a-z]\w*?)(Min|Max)(?:imum)?)$"
+    ),
+    bound_words=frozenset(
+        {"exceed", "exceeds", "exceeded", "exceeding", "above", "below", "over", "under", "beyond", "than",
+         "most", "least", "limit", "limits", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor",
+         "threshold", "tolerance", "within", "allowed", "permitted"}
+    ),
+    bound_nouns=frozenset(
+        {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}
     ),
     count_words=frozenset(
         {"n", "k", "top", "limit", "count", "size", "num", "number", "max", "results", "items", "page", "per", "of", "rows", "hits"}

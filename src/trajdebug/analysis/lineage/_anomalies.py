@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
@@ -100,8 +100,11 @@ WRONG_RECORD = 0.5
 ADMITTED = 0.45
 
 
-def anomalies(step: Step, view: StepView, has_children: bool = False) -> Iterator[Evidence]:
-    """The local signals of one step (see the module docstring)."""
+def anomalies(
+    step: Step, view: StepView, has_children: bool = False, signed: Collection[str] = ()
+) -> Iterator[Evidence]:
+    """The local signals of one step (see the module docstring); ``signed``: output fields whose sign the
+    step sets by a rule of its input (`trajdebug.analysis._sign_rule`), no altered value."""
     if step.kind in CONTAINER_KINDS or has_children or step.kind in ("input", "output"):
         return
     if step.status != "ok" or not view.outputs:
@@ -110,7 +113,7 @@ def anomalies(step: Step, view: StepView, has_children: bool = False) -> Iterato
         # (A model's answer is judged by the llm-output diagnoser: values it states
         # that none of its inputs hold, or that contradict them.)
         yield from _conflicts(step, view)
-        yield from _altered(step, view)
+        yield from _altered(step, view, signed)
         yield from _dropped_columns(step, view)
         yield from _admitted(step)
         yield from _out_of_bounds(step)
@@ -148,7 +151,7 @@ def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
         )
 
 
-def _altered(step: Step, view: StepView) -> Iterator[Evidence]:
+def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterator[Evidence]:
     outs = [
         a for a in view.outputs if a.kind == "number" and a.number is not None and a.key not in view.in_keys
     ]
@@ -174,6 +177,8 @@ def _altered(step: Step, view: StepView) -> Iterator[Evidence]:
         for x in ins:
             xv = x.number or 0.0
             if _same(yv, -xv):
+                if y.field in signed:
+                    break  # the step signs this field by a rule of its input (its other calls show it)
                 yield Evidence(
                     step.step_id,
                     ALTERED_SIGN,
@@ -315,6 +320,9 @@ def _wrong_record(step: Step, view: StepView, *, lexicon: Lexicon = ENGLISH) -> 
         # model's own earlier calls walk the records one by one and ask about none of them.
         asking = _asking_text(step.input)
         text = view.in_text if asking is None else asking
+        # Records written inside the user's own message (a prompt holding the list as JSON) are no
+        # question about themselves: there too, only what is written more often than in the records asks.
+        own = asking is not None and any(a.kind == "id" and _count(asking, k) > 0 for k, a in keyed[i].items())
         asked = {
             a.key
             for a in view.inputs
@@ -327,8 +335,8 @@ def _wrong_record(step: Step, view: StepView, *, lexicon: Lexicon = ENGLISH) -> 
         asked |= {
             k
             for k in _mentioned(text, listed)
-            # (The user's words hold no records: any mention there is a question.)
-            if (asking is not None or _count(text, k) > _count(inside, k))
+            # (The user's words hold no records, unless they hold the list itself: any mention there is a question.)
+            if ((asking is not None and not own) or _count(text, k) > _count(inside, k))
             and k.split(":", 1)[-1] not in lexicon.boolean_words
         }
 

@@ -1,0 +1,80 @@
+"""Signs a step sets by a rule of its input, told from its other calls in the run.
+
+`lineage:altered` flags an output number that is a given number with its sign
+flipped (``mwh=-4032`` from ``mwh=4032``): a sign lost or gained by mistake.  A
+step that signs a quantity on purpose (a sale booked negative, a debit, a
+deduction) trips it too.  Its other calls tell the two apart: when another call
+of the same step was given that field's number with the same sign and kept it,
+while the two calls were given different text under one field (``side`` buy in
+one, sell in the other), the sign follows the input: it is the step's rule, and
+a wrong sign is the input's.  No word is read: only the shape of the calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from trajdebug.analysis.lineage import Lineage, StepView
+from trajdebug.core.model import Step
+
+
+def _numbers(atoms: Iterable[object]) -> dict[str, float]:
+    """Number atoms by field name (the first of each name)."""
+    out: dict[str, float] = {}
+    for a in atoms:
+        field, number = getattr(a, "field", None), getattr(a, "number", None)
+        if getattr(a, "kind", None) == "number" and field and number is not None and number != 0:
+            out.setdefault(field, number)
+    return out
+
+
+def _texts(view: StepView) -> dict[str, str]:
+    """Text and id values of a call's input by field name (the first of each name)."""
+    out: dict[str, str] = {}
+    for a in view.inputs:
+        if a.kind in ("text", "id") and a.field:
+            out.setdefault(a.field, a.key)
+    return out
+
+
+def _flipped(view: StepView) -> set[str]:
+    """The fields whose output number is the input number of the same field with its sign turned."""
+    given, got = _numbers(view.inputs), _numbers(view.outputs)
+    return {f for f, y in got.items() if f in given and abs(y + given[f]) <= 1e-9 * max(1.0, abs(y))}
+
+
+def _kept(view: StepView) -> set[str]:
+    """The fields whose output number is the input number of the same field, sign and all."""
+    given, got = _numbers(view.inputs), _numbers(view.outputs)
+    return {f for f, y in got.items() if f in given and abs(y - given[f]) <= 1e-9 * max(1.0, abs(y))}
+
+
+def signed_by_rule(step: Step, calls: Iterable[Step], lin: Lineage) -> frozenset[str]:
+    """The output fields whose sign this step flipped as its other calls show it does by rule.
+
+    ``calls``: the run's steps of the same name and kind (this one among them).  A
+    field counts when another call of the step kept the
+    same field's sign while being given the same-signed number and another text
+    under some field name both calls were given.
+    """
+    view = lin.view(step.step_id)
+    flipped = _flipped(view)
+    if not flipped:
+        return frozenset()
+    mine, texts = _numbers(view.inputs), _texts(view)
+    out: set[str] = set()
+    for other in calls:
+        if other.step_id == step.step_id:
+            continue
+        ov = lin.view(other.step_id)
+        theirs, their_texts = _numbers(ov.inputs), _texts(ov)
+        differ = any(f in their_texts and their_texts[f] != k for f, k in texts.items())
+        if not differ:
+            continue
+        for f in flipped & _kept(ov):
+            if f in theirs and (theirs[f] > 0) == (mine[f] > 0):
+                out.add(f)
+    return frozenset(out)
+
+
+__all__ = ["signed_by_rule"]

@@ -1,0 +1,90 @@
+"""What a number in a failure's message states: a value of the world, a bound, or a piece of a longer token.
+
+`lineage:contradicted` reads a failure's number beside the words of a field some
+step introduced with another value as the true value of that field ("has **2**
+paid days left" where a lookup said ``paid_days_left=7``).  Two kinds of number
+in a message state no such value:
+
+- **a bound** the run broke ("exceeds the deferment limit of **2500.00**",
+  "loan-to-value above **80%**", "over the **$3,200** ceiling"): the check's
+  limit, which says nothing of what the quantity is;
+- **a piece of a longer token** joined to other digits without a space (the year
+  of ``2024-03``, a part of ``10/12``): a month, a range or a code, not a
+  quantity.
+
+A limit still contradicts a field named for it: "below the minimum due
+**35.00**" where a lookup said ``minimum_due=0.35``.
+
+These are read off the message's shape and the lexicon's words of comparison
+(`trajdebug.analysis.lexicon.Lexicon.bound_words`), never off a field or a value
+of one agent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.core.mentions import Mention, mentions
+
+
+BEFORE_WORDS = 3
+"""How many words before a number may name it as a bound ("the deferment limit of 2500")."""
+
+_WORD = re.compile(r"[a-z]+")
+_JOINED = "-/"
+"""Characters that join digits into one token with no space (``2024-03``, ``10/12``)."""
+
+
+def _words_before(message: str, m: Mention) -> list[str]:
+    """The last words before a number, in its clause (a colon, a semicolon or a parenthesis ends one)."""
+    head = message[: m.start].lower()
+    for stop in ":;(":
+        head = head.rsplit(stop, 1)[-1]
+    return _WORD.findall(head)[-BEFORE_WORDS:]
+
+
+def _word_after(message: str, m: Mention) -> str | None:
+    """The first word after a number and its unit ("the $3,200 **ceiling**", "30 kg **maximum**")."""
+    tail = message[m.end :].lower()
+    if m.unit and tail.lstrip().startswith(m.unit):
+        tail = tail.lstrip()[len(m.unit) :]
+    found = _WORD.match(tail.lstrip())
+    return found.group(0) if found else None
+
+
+def bound_word(message: str, m: Mention, lexicon: Lexicon = ENGLISH) -> str | None:
+    """The word that makes the number a limit ("above 80%", "the limit of 2500", "a 500 cap"), if any."""
+    before = [w for w in _words_before(message, m) if w in lexicon.bound_words]
+    if before:
+        return before[-1]
+    after = _word_after(message, m)
+    return after if after is not None and after in lexicon.bound_nouns else None
+
+
+def is_piece(message: str, m: Mention) -> bool:
+    """True when the number is joined to other digits without a space (``2024-03``, ``10/12``)."""
+    before = message[m.start - 2 : m.start] if m.start >= 2 else ""
+    after = message[m.end : m.end + 2]
+    return (len(before) == 2 and before[1] in _JOINED and before[0].isdigit()) or (
+        len(after) == 2 and after[0] in _JOINED and after[1].isdigit()
+    )
+
+
+def states_no_value(message: str, m: Mention, field_words: Sequence[str], lexicon: Lexicon = ENGLISH) -> bool:
+    """True when a failure's number is no value a field of these words could have got wrong: a piece of a
+    longer token, or a limit the run broke, unless the field is named for that limit (``minimum_due`` is
+    contradicted by "the minimum due 35.00")."""
+    if is_piece(message, m):
+        return True
+    word = bound_word(message, m, lexicon)
+    return word is not None and word not in field_words and word.rstrip("s") not in field_words
+
+
+def stated_limits(message: str, lexicon: Lexicon = ENGLISH) -> set[float]:
+    """The numbers a failure's message states as limits the run broke (the check's own, not the run's)."""
+    return {m.value for m in mentions(message, words=False) if bound_word(message, m, lexicon) is not None}
+
+
+__all__ = ["bound_word", "is_piece", "stated_limits", "states_no_value"]

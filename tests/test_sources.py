@@ -1,0 +1,44 @@
+"""Evidence sources over the backward slice: a model's calls in one run are not held to one item count."""
+
+from __future__ import annotations
+
+from tests.builders import step
+
+from trajdebug.analysis._localize import localize
+from trajdebug.core.model import ErrorInfo, Run, Step
+
+
+def _chat(sid: str, start: int, turns: int, calls: int, *deps: str) -> Step:
+    msgs = [{"role": "user", "content": f"turn {i}"} for i in range(turns)]
+    out = {
+        "role": "assistant",
+        "content": None if calls else "done",
+        "tool_calls": [
+            {"id": f"c{sid}{i}", "name": "publish", "arguments": {"week": "W15"}} for i in range(calls)
+        ],
+    }
+    return step(sid, "ChatCompletion", "llm", start, {"messages": msgs}, out, *deps)
+
+
+def test_a_model_call_making_a_tool_call_among_calls_that_made_none_is_no_size_deviation() -> None:
+    """Tool calls per message of a conversation differ by construction between a model's calls in one run: no `sibling:size`."""
+    steps = (
+        _chat("m1", 1, 2, 0),
+        _chat("m2", 3, 3, 0, "m1"),
+        _chat("m3", 5, 4, 0, "m2"),
+        _chat("m4", 7, 5, 0, "m3"),
+        _chat("m5", 9, 2, 1, "m4"),
+        step(
+            "p",
+            "publish",
+            "tool",
+            11,
+            {"week": "W15"},
+            None,
+            "m5",
+            status="error",
+            error=ErrorInfo("PublishRejected", "W15: a price breaks the .99 rule"),
+        ),
+    )
+    loc = localize(Run("r", "promo", outcome="failure", steps=steps))
+    assert all("sibling:size" not in c.signals for c in loc.ranked_all)

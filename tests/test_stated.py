@@ -1,0 +1,124 @@
+"""What a failure's number states: a limit the run broke and a piece of a date are no value a step got wrong."""
+
+from __future__ import annotations
+
+from tests.builders import step
+
+from trajdebug.analysis._localize import localize
+from trajdebug.analysis._stated import bound_word, is_piece, states_no_value
+from trajdebug.core.mentions import Mention, mentions
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
+
+
+def _mention(text: str, raw: str) -> Mention:
+    return next(m for m in mentions(text, words=False) if m.raw.strip() == raw)
+
+
+def test_a_number_after_words_of_comparison_is_a_limit() -> None:
+    """ "Exceeds the deferment limit of 2500.00", "above 80%", "over the $3,200 ceiling" state limits; "has 2 days left" does not."""
+    t = "balance due exceeds the deferment limit of 2500.00"
+    assert bound_word(t, _mention(t, "2500.00")) == "limit"
+    t = "loan-to-value above 80% requires insurance"
+    assert bound_word(t, _mention(t, "80%")) == "above"
+    t = "payment $3,627.12/mo is over the $3,200 ceiling"
+    assert bound_word(t, _mention(t, "$3,200")) is not None
+    assert bound_word(t, _mention(t, "$3,627.12")) is None
+    t = "E-1 has 2 paid days left"
+    assert bound_word(t, _mention(t, "2")) is None
+
+
+def test_a_number_joined_to_other_digits_is_a_piece() -> None:
+    """The year and month of "2024-03" are pieces of a date; a number followed by "/mo" is not."""
+    t = "INV-88310 covers 2024-03, the re-rate was run for 2024-02"
+    assert all(is_piece(t, m) for m in mentions(t, words=False))
+    t = "payment 3,627.12/mo"
+    assert not is_piece(t, _mention(t, "3,627.12"))
+
+
+def test_a_limit_still_contradicts_a_field_named_for_it() -> None:
+    """ "Below the minimum due 35.00" states the true ``minimum_due``; it states no ``balance``."""
+    t = "card payment 9.21 is below the minimum due 35.00"
+    m = _mention(t, "35.00")
+    assert not states_no_value(t, m, ["minimum", "due"])
+    assert states_no_value(t, m, ["balance"])
+
+
+def _leave_run(message: str) -> Run:
+    d = Dependency
+    steps = (
+        Step(
+            "b",
+            "get_balance",
+            "tool",
+            input={"employee": "E-1"},
+            output={"paid_days_left": 7},
+            start_ns=1,
+            end_ns=2,
+        ),
+        Step(
+            "p",
+            "plan",
+            "llm",
+            input={"balance": 7},
+            output={"book": 5, "type": "paid"},
+            deps=(d("b"),),
+            start_ns=3,
+            end_ns=4,
+        ),
+        Step(
+            "s",
+            "submit",
+            "tool",
+            input={"book": 5, "type": "paid"},
+            status="error",
+            error=ErrorInfo("Rejected", message),
+            deps=(d("p"),),
+            start_ns=5,
+            end_ns=6,
+        ),
+    )
+    return Run("r", "leave", outcome="failure", steps=steps)
+
+
+def test_a_failure_stating_a_limit_contradicts_no_step() -> None:
+    """A refusal naming the limit the booking broke ("paid days left must stay above 2") says nothing of the 7 the lookup said."""
+    loc = localize(_leave_run("E-1: paid days left must stay above 2; cannot book 5"))
+    assert all("lineage:contradicted" not in c.signals for c in loc.candidates)
+    told = localize(_leave_run("E-1 has 2 paid days left; cannot book 5"))
+    assert "lineage:contradicted" in told.candidates[0].signals
+
+
+def test_a_limit_the_failure_states_is_no_value_a_step_should_have_passed_on() -> None:
+    """The planner given the 500 buffer the check refuses by ("is under the 500 buffer") lost nothing: the limit is the check's own."""
+
+    def run_of(message: str) -> Run:
+        steps = (
+            step("m", "load_memory", "retrieval", 1, {"household": "H-1"}, {"buffer": 500, "payee": "CARD"}),
+            step(
+                "p",
+                "plan",
+                "llm",
+                3,
+                {"buffer": 500, "payee": "CARD", "balance": 1200},
+                {"payee": "CARD", "amount": 1950},
+                "m",
+            ),
+            step(
+                "c",
+                "budget_check",
+                "tool",
+                5,
+                {"payee": "CARD", "amount": 1950},
+                None,
+                "p",
+                status="error",
+                error=ErrorInfo("BudgetCheckFailed", message),
+            ),
+        )
+        return Run("r", "bills", outcome="failure", steps=steps)
+
+    def dropped(run: Run) -> bool:
+        return any(c.step_id == "p" and "lineage:dropped" in c.signals for c in localize(run).ranked_all)
+
+    assert not dropped(run_of("H-1: projected balance -750.00 is under the 500 buffer"))
+    assert dropped(run_of("H-1: projected balance -750.00; buffer 500 was not applied"))
