@@ -288,16 +288,20 @@ class TestLLMOutputs:
         assert _from(_verdict(run, "w"), "malformed-output")
 
     def test_malformed_json_a_program_read_into_data_was_recovered(self) -> None:
-        """A model's JSON with a trailing comma that the next step (a JSON repair) read into a record is a slip
-        recovered, weak; left unread it stays malformed."""
+        """A model's JSON with a trailing comma that the next step (a JSON repair) read into a record keeping
+        every value is a slip recovered, weak; left unread, or read losing a value, it stays malformed."""
         text = '{"name": "Anna Berg", "amount": 3200.0,}'
-        repaired = _run(
-            Step("w", "extract", "llm", output=text),
-            Step("p", "repair_json", "parse", input={"text": text}, output={"name": "Anna Berg", "amount": 3200.0},
-                 deps=(D("w"),)),
-        )
-        [e] = _from(_verdict(repaired, "w"), "malformed-output")
+
+        def read_into(out: Any) -> Run:
+            return _run(
+                Step("w", "extract", "llm", output=text),
+                Step("p", "repair_json", "parse", input={"text": text}, output=out, deps=(D("w"),)),
+            )
+
+        [e] = _from(_verdict(read_into({"name": "Anna Berg", "amount": 3200.0}), "w"), "malformed-output")
         assert e.suspicion < 0.3 and "repair_json" in e.reason
+        [e] = _from(_verdict(read_into({"name": "Anna Berg"}), "w"), "malformed-output")
+        assert e.suspicion >= 0.6
         [e] = _from(_verdict(_run(Step("w", "extract", "llm", output=text)), "w"), "malformed-output")
         assert e.suspicion >= 0.6
 

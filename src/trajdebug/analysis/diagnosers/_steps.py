@@ -169,7 +169,13 @@ _SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'")
 
 
 def _repaired_by(step: Step, text: str, ctx: DiagnoseContext) -> str | None:
-    """The name of a program step given this text whole that returned it as data (a dict or a list), if any."""
+    """The name of a program step given this text whole that returned it as data (a dict or a list) keeping
+    every value a lenient reading of it holds (a trailing comma), if any.  A reader that lost values, or text
+    no lenient reading parses, leaves the slip standing: what was lost went with it."""
+    lenient = content.embedded_json(text)
+    if lenient is None:
+        return None
+    values = [v for _, v in content.leaves(lenient) if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
     for cid, d in ctx.graph.children(step.step_id):
         if d.kind != "data":
             continue
@@ -179,7 +185,11 @@ def _repaired_by(step: Step, text: str, ctx: DiagnoseContext) -> str | None:
         if isinstance(reader.output, (Mapping, list)) and any(
             v == text for _, v in content.leaves(reader.input)
         ):
-            return reader.name
+            kept = {repr(v) for _, v in content.leaves(reader.output)}
+            if all(repr(v) in kept or repr(float(v)) in kept for v in values if not isinstance(v, str)) and all(
+                repr(v) in kept for v in values if isinstance(v, str)
+            ):
+                return reader.name
     return None
 
 
