@@ -62,6 +62,17 @@ class TestContentDetectors:
         )
         assert _by(detect(run), "json") == []
 
+    def test_a_tool_result_printed_by_python_is_no_malformed_json(self) -> None:
+        """A tool's dict printed by ``str`` (the OpenAI Agents SDK records a function tool's result so) is no
+        attempt at JSON: no failure; the same text from a model, which should have written JSON, still is one."""
+        text = "{'shipment': 'SHP-1102', 'origin': 'GB', 'paid': True, 'note': None}"
+        run = _run(
+            Step("a", "get_shipment", "tool", output=text),
+            Step("m", "extract", "llm", output=text, attributes={"checkpoint": True}),
+            Step("b", "answer", "output", output="filed"),
+        )
+        assert [f.step_id for f in _by(detect(run), "json")] == ["m"]
+
     def test_declared_json_expectation(self) -> None:
         """A checkpoint declaring ``expect: json`` fires when its output is prose."""
         run = _run(

@@ -287,6 +287,59 @@ class TestLLMOutputs:
         run = _run(Step("w", "extract", "llm", output='```json\n{"a": 1,\n```'))
         assert _from(_verdict(run, "w"), "malformed-output")
 
+    def test_malformed_json_a_program_read_into_data_was_recovered(self) -> None:
+        """A model's JSON with a trailing comma that the next step (a JSON repair) read into a record keeping
+        every value is a slip recovered, weak; left unread, or read losing a value, it stays malformed."""
+        text = '{"name": "Anna Berg", "amount": 3200.0,}'
+
+        def read_into(out: Any) -> Run:
+            return _run(
+                Step("w", "extract", "llm", output=text),
+                Step("p", "repair_json", "parse", input={"text": text}, output=out, deps=(D("w"),)),
+            )
+
+        [e] = _from(_verdict(read_into({"name": "Anna Berg", "amount": 3200.0}), "w"), "malformed-output")
+        assert e.suspicion < 0.3 and "repair_json" in e.reason
+        [e] = _from(_verdict(read_into({"name": "Anna Berg"}), "w"), "malformed-output")
+        assert e.suspicion >= 0.6
+        [e] = _from(_verdict(_run(Step("w", "extract", "llm", output=text)), "w"), "malformed-output")
+        assert e.suspicion >= 0.6
+
+    def test_a_percentage_of_a_given_amount_and_its_working_are_no_claims(self) -> None:
+        """A duty of 12 % on a given value, and a 3 % deduction on a gross the same answer worked out from hours
+        and a rate, are computed from the input; a number no such working reaches is still a claim."""
+        inp = {"messages": [{"role": "tool", "content": "{'rate_pct': 12.0, 'eur': 3451.5}"},
+                            {"role": "tool", "content": '{"hours": 152.3, "hourly_rate": 22.5, "pension_pct": 3.0}'}]}
+
+        def answer(**args: float) -> list[Evidence]:
+            from dataclasses import replace
+
+            from trajdebug.analysis.lineage import Lineage
+
+            out = {"tool_calls": [{"name": "submit", "arguments": args}]}
+            run = _run(Step("m", "clerk", "llm", input=inp, output=out))
+            ctx = replace(DiagnoseContext.build(run, diagnosers=registered_diagnosers()), lineage=Lineage(run))
+            return _from(ctx.verdict("m"), "llm-output")
+
+        assert all(e.sound for e in answer(duty_eur=414.18))
+        assert all(e.sound for e in answer(gross_eur=3426.75, deductions_eur=102.8))
+        [e] = answer(gross_eur=3426.75, deductions_eur=188.4)
+        assert "188.4" in e.reason and not e.sound
+
+    def test_a_currency_code_whose_one_symbol_is_written_is_restated(self) -> None:
+        """``GBP`` for an amount written ``£2,950.00`` (or ``USD`` for ``US$``) is the amount's own currency; ``USD``
+        for ``C$ 4,200.00`` is a claim (a bare ``$`` names no one currency)."""
+
+        def state(code: str, written: str) -> list[Evidence]:
+            inp = {"invoice_total": written}
+            return _from(_verdict(_run(Step("m", "m", "llm", input=inp, output={"currency": code, "note": "ok"})), "m"),
+                         "llm-output")
+
+        assert all(e.sound for e in state("GBP", "£2,950.00"))
+        assert all(e.sound for e in state("USD", "US$ 6,100.00"))
+        assert not all(e.sound for e in state("USD", "C$ 4,200.00"))
+        assert not all(e.sound for e in state("SGD", "US$ 6,100.00"))
+
     def test_stated_values_absent_from_inputs(self) -> None:
         """Numbers an LLM states that none of its inputs hold are suspect; restated ones (rounded, as %) are not."""
         inp = {"totals": {"east": 5118.450000000001}, "growth": 0.0226}
@@ -526,6 +579,18 @@ class TestDataSteps:
         failures = [Failure("p", "step-error", "S-2 has no Au value", "x")]
         found = _from(_verdict(run, "p", failures), "parse-dropped")
         assert found and all(e.sound for e in found)
+
+    def test_a_number_written_with_separators_parsed_into_a_number_is_kept(self) -> None:
+        """A parser turning the text ``"1,429.00"`` into ``1429.0`` kept it (no drop); leaving it out is a drop."""
+        reply = {"role": "assistant", "content": '{"invoice": "INV-4410", "currency": "CHF", "total": "1,429.00"}'}
+
+        def parse(out: dict[str, Any]) -> list[Evidence]:
+            return _from(_verdict(_run(Step("p", "parse_invoice", "parse", input={"reply": reply}, output=out)), "p"),
+                         "parse-dropped")
+
+        assert all(e.sound for e in parse({"invoice": "INV-4410", "currency": "CHF", "total": 1429.0}))
+        [e] = parse({"invoice": "INV-4410", "currency": "CHF"})
+        assert "1,429.00" in e.reason and not e.sound
 
     def test_parse_reshaping_without_loss_is_sound(self) -> None:
         """Reshaping rows into a nested mapping keeps every value: sound."""
@@ -814,6 +879,35 @@ class TestDecisionsAndState:
         right = _run(_t("c", "granularity", "condition", 1, input=q, output="monthly"))
         assert not _from(_verdict(wrong, "c"), "decision")[0].sound
         assert _from(_verdict(right, "c"), "decision")[0].sound
+
+    def test_a_write_keeps_what_earlier_writes_left_in_the_state(self) -> None:
+        """A writer records the whole value of its key: the payslips earlier writes stored there are not this
+        write's values (none found in its inputs), only the one it adds is."""
+        first = {"employee": "E-1", "gross": 3780.0}
+        second = {"employee": "E-2", "gross": 2430.0}
+
+        def write(sid: str, start: int, given: dict[str, Any], state: dict[str, Any]) -> Step:
+            return _t(sid, "remember", "state", start, input={"payslip": given},
+                      attributes={"state_writes": ["payslips"], "state_values": {"payslips": state}})
+
+        run = _run(
+            write("a", 1, first, {"E-1": first}),
+            write("b", 3, second, {"E-1": first, "E-2": second}),
+            write("c", 5, second, {"E-1": first, "E-2": {"employee": "E-2", "gross": 9999.0}}),
+        )
+        assert all(e.sound for e in _from(_verdict(run, "b"), "state-values"))
+        [e] = _from(_verdict(run, "c"), "state-values")
+        assert "9999" in e.reason and "E-1" not in e.reason
+
+    def test_a_tool_storing_what_it_fetched_writes_the_worlds_values(self) -> None:
+        """A tool that stores the record it fetched wrote values its own answer holds: not made up."""
+        po = {"po": "PO-7731", "budget_eur": 2120.64, "invoiced_eur": 605.9}
+        run = _run(
+            _t("t", "fetch_po", "tool", 1, input={"po_id": "PO-7731"}, output=po,
+               attributes={"state_writes": ["po_ledger"],
+                           "state_values": {"po_ledger": {"PO-7731": {"budget_eur": 2120.64, "invoiced_eur": 605.9}}}})
+        )
+        assert all(e.sound for e in _from(_verdict(run, "t"), "state-values"))
 
     def test_lost_update_between_parallel_writers(self) -> None:
         """Of two overlapping read-modify-writes of one key, the later write that dropped the other's value is blamed."""

@@ -98,6 +98,18 @@ class TestDerivations:
         [other] = lin.view("q").outputs
         assert derivation(lin.view("q"), other) is None
 
+    def test_a_percentage_of_a_given_amount_is_derived(self) -> None:
+        """A duty written with two decimals is a given value times a given rate in per cent; a whole number is so
+        only when the product is exact (rounded, too many pairs would fit)."""
+        run = _run(
+            _s("d", "duty", "other", 1, {"value_eur": 3451.5, "rate_pct": 12.0}, {"duty_eur": "414.18"}),
+            _s("w", "units", "other", 3, {"stock": 37.0, "share_pct": 11.0}, {"order": "4"}),
+        )
+        lin = Lineage(run)
+        d = derivation(lin.view("d"), lin.view("d").outputs[0])
+        assert d is not None and d.formula == "pct(value_eur,rate_pct)"
+        assert derivation(lin.view("w"), lin.view("w").outputs[0]) is None
+
     def test_a_looked_up_number_has_no_derivation(self) -> None:
         """A number no simple formula of the inputs explains was made up or looked up."""
         run = _run(_s("t", "get_rate", "tool", 1, {"base": "USD", "quote": "EUR"}, {"rate": 1.0905}))
@@ -180,6 +192,26 @@ class TestAnomalies:
 
         assert self._signals(pick("RMA-1")) == ["lineage:wrong-record"]
         assert self._signals(pick("RMA-9")) == []
+
+    def test_picking_the_namesake_born_on_another_day_is_a_wrong_record(self) -> None:
+        """Of two people of one name, a model given the birth date of one (ISO dates, ``1991-09-30``) that picks
+        the other picked the wrong record."""
+
+        def pick(cid: str) -> Step:
+            question = json.dumps(
+                {
+                    "name": "Anna Berg",
+                    "date_of_birth": "1991-09-30",
+                    "candidates": [
+                        {"customer_id": "TC-1001", "name": "Anna Berg", "dob": "1984-02-11"},
+                        {"customer_id": "TC-1002", "name": "Anna Berg", "dob": "1991-09-30"},
+                    ],
+                }
+            )
+            return _s("m", "pick_match", "llm", 1, {"question": question}, cid)
+
+        assert self._signals(pick("TC-1001")) == ["lineage:wrong-record"]
+        assert self._signals(pick("TC-1002")) == []
 
     def test_walking_a_list_in_a_conversation_picks_no_wrong_record(self) -> None:
         """A model taking the next line of an order, after its own calls for the first, picked nothing wrong: what is asked is what the user said."""

@@ -99,6 +99,12 @@ class TestAtoms:
         found = {(a.field, a.raw) for a in atoms({"city": "Paris", "args": '{"nights": 3}'})}
         assert {("city", "Paris"), ("nights", "3")} <= found
 
+    def test_a_dict_printed_by_python_is_read_as_structure(self) -> None:
+        """A tool's dict printed by ``str`` (as the OpenAI Agents SDK records a function tool's result) is read as
+        the record it prints, each value under its field, as the same record written as JSON is."""
+        found = {(a.field, a.raw) for a in atoms("{'unit_id': 'V-212', 'odometer_mi': 98471, 'active': True}")}
+        assert {("unit_id", "V-212"), ("odometer_mi", "98471")} <= found
+
     def test_a_table_in_text_becomes_records(self) -> None:
         """CSV text is read as records: each cell is an atom of its column, a comma is no decimal point."""
         found = [(a.field, a.raw) for a in atoms("warehouse,on_hand,reserved\nLIS,50,30\nOPO,12,4\n")]

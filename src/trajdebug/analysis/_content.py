@@ -7,6 +7,7 @@ parsed, never evaluated (SQL in them is read by `_sql.py`).
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -116,6 +117,27 @@ def embedded_json(text: str) -> Any:
         if isinstance(parsed, (dict, list)):
             return parsed
     return None
+
+
+_PY_REPR_START = re.compile(r"\s*[\[{(]\s*[\[{(]?\s*'")
+"""A container whose first string is single-quoted: Python's ``repr``, never JSON."""
+
+
+def python_repr(text: str) -> bool:
+    """True for a program's object printed by ``str``/``repr`` (``{'shipment': 'SHP-1102'}``), not JSON.
+
+    The OpenAI Agents SDK records a function tool's result as ``str(result)``: a dict comes out with
+    single quotes, ``True`` and ``None``. That text was never meant to be JSON, so it is not malformed
+    JSON. Read with ``ast.literal_eval`` (literals only, never evaluated), or known by its first string's
+    single quote when it holds objects no literal spells (``Decimal('1.5')``).
+    """
+    t = strip_fence(text)
+    if t[:1] not in ("{", "[", "(") or len(t) > TEXT_LIMIT:
+        return False
+    try:
+        return isinstance(ast.literal_eval(t), (dict, list, tuple))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _PY_REPR_START.match(t) is not None
 
 
 
@@ -437,6 +459,7 @@ __all__ = [
     "plain_number_forms",
     "stated_numbers",
     "parse_json",
+    "python_repr",
     "strip_fence",
     "text_of",
     "without_markers",

@@ -262,6 +262,8 @@ def json_output(run: Run, ctx: DetectContext) -> Iterable[Failure]:
         declared = s.attributes.get("expect") == "json"
         if isinstance(out, str) and (declared or content.looks_like_json(out)):
             problem = content.json_problem(out)
+            if problem and not declared and s.kind != "llm" and content.python_repr(out):
+                continue  # a program's object printed by repr (an Agents SDK tool's result), not JSON
             if problem:
                 yield Failure(s.step_id, "json", f"output is not valid JSON: {problem}", "json", where)
         elif declared and (out is None or not isinstance(out, (dict, list))):

@@ -54,6 +54,27 @@ NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "do
 
 _CURRENCY_SYMBOLS = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr", "₩": "krw", "₽": "rub"}
 
+SYMBOL_OF_CURRENCY = {
+    "eur": "€", "gbp": "£", "inr": "₹", "krw": "₩", "rub": "₽",
+    "usd": "us$", "cad": "c$", "aud": "a$", "nzd": "nz$", "hkd": "hk$", "sgd": "s$",
+}  # fmt: skip
+"""The currency codes one symbol stands for alone, lower-case (``$`` is also the Canadian and the
+Australian dollar, ``¥`` also the yuan): a text writing ``£2,950.00`` or ``US$ 6,100`` states ``GBP`` or
+``USD``, one writing ``$`` states no code."""
+
+
+def currency_written(code: str, text: str) -> bool:
+    """Whether a lower-case text writes the one symbol of a currency code (``us$``, not the ``s$`` inside it)."""
+    sym = SYMBOL_OF_CURRENCY.get(code)
+    if sym is None:
+        return False
+    at = text.find(sym)
+    while at >= 0:
+        if at == 0 or not text[at - 1].isalpha():
+            return True
+        at = text.find(sym, at + 1)
+    return False
+
 # A number as people and programs write it: optional sign, optional currency symbol,
 # digits with thousands separators or plain, decimals, an exponent, a percent sign.
 # (Each pattern below starts with a lookahead on the characters its alternatives can start with: the
@@ -348,6 +369,8 @@ def is_year(value: object, now_ns: int | None = None) -> bool:
 
 __all__ = [
     "NUMBER_WORDS",
+    "SYMBOL_OF_CURRENCY",
+    "currency_written",
     "TEXT_LIMIT",
     "Mention",
     "date_forms",

@@ -16,6 +16,7 @@ count as numbers: that one reading is English-only.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -210,6 +211,19 @@ def _text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) ->
         _text_memo_chars[0] += len(s) + _MEMO_ENTRY * (1 if nested else 2)
 
 
+def _python_literal(t: str) -> Any:
+    """A program's dict or list printed by ``str`` (the OpenAI Agents SDK records a function tool's result
+    so: ``{'unit_id': 'V-212', 'odometer_mi': 98471}``), read as the data it prints; None otherwise.
+    Literals only (``ast.literal_eval`` evaluates nothing)."""
+    if t[1:2] not in ("'", "{", "[", " ", "(") and t[:2] != "[]":
+        return None
+    try:
+        v = ast.literal_eval(t)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return v if isinstance(v, (dict, list)) else None
+
+
 def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: int) -> bool:
     """Read one string's atoms into ``out``; True when it held structure (JSON, a table) read one level deeper."""
     t = s.strip()
@@ -219,7 +233,7 @@ def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: in
         try:
             parsed = json.loads(t)
         except ValueError:
-            parsed = None
+            parsed = _python_literal(t)
         if isinstance(parsed, (dict, list)):
             _walk(parsed, field, depth + 1, out, limit)
             return True

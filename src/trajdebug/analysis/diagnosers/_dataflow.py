@@ -46,13 +46,19 @@ def _values_of(value: Any, *, content_only: bool = False, lexicon: Lexicon = ENG
     return out
 
 
+_NUMERAL = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d+\.\d+|[-+]?\d+")
+"""A number written out whole, thousands separators allowed."""
+
+
 def _lost(values: list[Any], text: str) -> list[Any]:
     """The values that do not show in a (lower-case) text, numbers in any restated form."""
     forms = content.number_forms(text)
     lost = []
     for v in values:
         if isinstance(v, str):
-            if v.strip().lower() not in text:
+            # A number written as text ('1,429.00') is kept when the output holds it as a number (1429.0).
+            n = content.norm_number(v.strip()) if _NUMERAL.fullmatch(v.strip()) else None
+            if v.strip().lower() not in text and (n is None or n not in forms):
                 lost.append(v)
         elif content.norm_number(repr(v)) not in forms:
             lost.append(v)
@@ -341,16 +347,41 @@ def _scaling(x: float, given: list[float]) -> tuple[float, int] | None:
     return None
 
 
+def _state_before(step: Step, ctx: DiagnoseContext) -> frozenset[tuple[str, str]]:
+    """The leaves ``(path, repr)`` the state keys a step writes held before it, as the last earlier write of
+    each key recorded them: a writer records the whole value of a key (every employee's payslip so far), and
+    what an earlier write left there is kept, not written, by this one."""
+
+    def compute() -> dict[str, frozenset[tuple[str, str]]]:
+        last: dict[str, Any] = {}
+        out: dict[str, frozenset[tuple[str, str]]] = {}
+        for s in ctx.run.steps:
+            vals = s.attributes.get("state_values")
+            if not isinstance(vals, Mapping) or not vals:
+                continue
+            before = {k: last[k] for k in vals if k in last}
+            out[s.step_id] = frozenset((p, repr(v)) for p, v in content.leaves(before))
+            last.update(vals)
+        return out
+
+    index: dict[str, frozenset[tuple[str, str]]] = ctx.memo("state-before", compute)
+    return index.get(step.step_id, frozenset())
+
+
 def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write storing values found in none of its inputs (where a wrong shared value is born)."""
     written = step.attributes.get("state_values")
     if not isinstance(written, Mapping) or not written or step.status != "ok":
         return
     hay = content.text_of(content.without_markers(step.input)).lower()
+    if step.kind in ("tool", "retrieval"):
+        # A tool that stores what it fetched writes the world's answer: its own output is one of its inputs.
+        hay += "\n" + ctx.text(step.step_id)
     forms = content.plain_number_forms(hay)  # stored values are not restated as percentages
+    kept = _state_before(step, ctx)
     checked, missing = 0, []
     for path, v in content.leaves(dict(written)):
-        if isinstance(v, bool) or v is None:
+        if isinstance(v, bool) or v is None or (path, repr(v)) in kept:
             continue
         if isinstance(v, (int, float)):
             n = content.norm_number(repr(v))

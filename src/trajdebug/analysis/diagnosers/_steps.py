@@ -168,6 +168,31 @@ def _replace_key(value: Any, key: str, new: Any) -> Any:
 _SQL_LITERAL = re.compile(r"'((?:[^']|'')*)'")
 
 
+def _repaired_by(step: Step, text: str, ctx: DiagnoseContext) -> str | None:
+    """The name of a program step given this text whole that returned it as data (a dict or a list) keeping
+    every value a lenient reading of it holds (a trailing comma), if any.  A reader that lost values, or text
+    no lenient reading parses, leaves the slip standing: what was lost went with it."""
+    lenient = content.embedded_json(text)
+    if lenient is None:
+        return None
+    values = [v for _, v in content.leaves(lenient) if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+    for cid, d in ctx.graph.children(step.step_id):
+        if d.kind != "data":
+            continue
+        reader = ctx.step(cid)
+        if reader.kind in ("llm", "agent") or reader.status == "error":
+            continue
+        if isinstance(reader.output, (Mapping, list)) and any(
+            v == text for _, v in content.leaves(reader.input)
+        ):
+            kept = {repr(v) for _, v in content.leaves(reader.output)}
+            if all(repr(v) in kept or repr(float(v)) in kept for v in values if not isinstance(v, str)) and all(
+                repr(v) in kept for v in values if isinstance(v, str)
+            ):
+                return reader.name
+    return None
+
+
 def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Output that is malformed on its face: JSON that does not parse, SQL that fails ``EXPLAIN``, tool-call arguments that are not JSON."""
     if step.kind in ("tool", "retrieval", "input"):
@@ -185,6 +210,17 @@ def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if isinstance(out, str) and (content.looks_like_json(out) or step.attributes.get("expect") == "json"):
         problem_j = content.json_problem(out)
         if problem_j:
+            reader = _repaired_by(step, out, ctx)
+            if reader is not None:
+                # The program read it anyway (a lenient parser, a JSON repair): the slip was recovered,
+                # as an error retried cleanly is; what the reader made of it is the reader's to answer for.
+                yield Evidence(
+                    step.step_id,
+                    0.1,
+                    f"produced malformed JSON ({problem_j[:80]}), which {reader} read into data",
+                    "malformed-output",
+                )
+                return
             yield Evidence(
                 step.step_id, 0.65, f"produced malformed JSON: {problem_j[:120]}", "malformed-output"
             )
@@ -257,10 +293,22 @@ def _computed(step: Step, ctx: DiagnoseContext, value: float) -> bool:
     if lin is None:
         return False
     from trajdebug.analysis.lineage import derivation
+    from trajdebug.analysis.lineage._views import StepView
     from trajdebug.core.values import Atom, number_key
 
     atom = Atom("n:" + number_key(value), "number", None, None, repr(value), value)
-    return derivation(lin.view(step.step_id), atom) is not None
+    view = lin.view(step.step_id)
+    if derivation(view, atom) is not None:
+        return True
+    # One step further: from a number the same answer computed first (a deduction of 3 % of the gross
+    # it worked out from hours and a rate), as a model writes its working out in one answer.
+    worked = [
+        o
+        for o in view.outputs[:12]
+        if o.kind == "number" and o.number not in (None, value) and derivation(view, o) is not None
+    ]
+    given = [a for a in view.inputs if a.kind == "number"][:40]
+    return any(derivation(StepView(view.step_id, [*given, o], [], ""), atom) is not None for o in worked)
 
 
 def _lookups(step: Step, ctx: DiagnoseContext, hay: str, stated: list[Any]) -> tuple[set[str], set[str] | None]:

@@ -27,6 +27,7 @@ from trajdebug.analysis.diagnosers import _choices as choices
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.graph import CHILD_KEY
+from trajdebug.core.mentions import currency_written
 from trajdebug.core.model import Step
 from trajdebug.core.values import date_forms, date_keys, is_date
 
@@ -205,8 +206,8 @@ def present(value: Any, haystack: str, forms: set[str], dates: set[str] | None =
         # Identifiers and short values are claims; prose and expressions are not.
         if len(v) < 3 or len(v) > 60 or len(v.split()) > 3 or looks_like_sql(v):
             return None
-        if v in haystack:
-            return True
+        if v in haystack or currency_written(v, haystack):
+            return True  # (a currency code whose one symbol the input writes, `£` for GBP, is restated)
         if dates is not None and is_date(v):
             return bool(set(date_keys(v)) & dates)
         # A few words composed from words of the input ("acme annual report") are no claim either.

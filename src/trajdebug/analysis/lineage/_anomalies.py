@@ -484,14 +484,18 @@ def _constraints(value: Any, depth: int = 0, out: dict[str, str] | None = None, 
     return {k: v for k, v in out.items() if v} if depth == 0 else out
 
 
+_YEAR_BEFORE = re.compile(r"\d{4}-")
+
+
 def _count(text: str, key: str) -> int:
     """How often a value is written as a whole word (``(?<![\\w-])value(?![\\w-])``, non-overlapping)."""
     raw = key.split(":", 1)[-1]
     if not raw:
         return len(re.findall(r"(?<![\w-])(?![\w-])", text))
     n, at = 0, text.find(raw)
+    date = key.startswith("d:")
     while at >= 0:
-        if _whole(text, at, at + len(raw)):
+        if _whole(text, at, at + len(raw), date=date):
             n += 1
             at = text.find(raw, at + len(raw))
         else:
@@ -499,9 +503,14 @@ def _count(text: str, key: str) -> int:
     return n
 
 
-def _whole(text: str, start: int, end: int) -> bool:
-    """Whether text[start:end] stands alone: neither side touches a word character or a hyphen."""
+def _whole(text: str, start: int, end: int, *, date: bool = False) -> bool:
+    """Whether text[start:end] stands alone: neither side touches a word character or a hyphen.
+
+    ``date``: the month and day a date's key keeps (``09-30``) stand alone after a year too (``1991-09-30``).
+    """
     # (As the regex \w reads it: letters, digits, numerals of any script, and "_".)
+    if date and start >= 5 and _YEAR_BEFORE.fullmatch(text, start - 5, start):
+        start -= 5
     before = text[start - 1] if start else ""
     after = text[end] if end < len(text) else ""
     return not (before and (before.isalnum() or before in "_-")) and not (after and (after.isalnum() or after in "_-"))
@@ -514,7 +523,7 @@ def _mentioned(text: str, keys: set[str]) -> set[str]:
         raw = k.split(":", 1)[-1]
         if len(raw) >= 3:
             at = text.find(raw)
-            while at >= 0 and not _whole(text, at, at + len(raw)):
+            while at >= 0 and not _whole(text, at, at + len(raw), date=k.startswith("d:")):
                 at = text.find(raw, at + 1)
             if at >= 0:
                 out.add(k)

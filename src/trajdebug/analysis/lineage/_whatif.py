@@ -236,6 +236,8 @@ def _apply(op: str, vals: list[float]) -> float | None:
         return a * b
     if op == "div":
         return a / b if b else None
+    if op == "pct":
+        return a * b / 100.0
     return None
 
 
