@@ -361,3 +361,54 @@ class TestFormulaExceptions:
         more = self._manifest("bad", 500.0, closing=3, fail=True)
         found = [e.diagnoser for e in violations(more.steps[0], Lineage(more).view("f"), profile)]
         assert found == ["reference:formula"]
+
+
+class TestFormulaCoincidences:
+    @staticmethod
+    def _reserve(rid: str, qty: int, aisle: int, *, fail: bool = False) -> Run:
+        """A step reserving stock: it copies the aisle from the stock record beside the quantity."""
+        step = Step(
+            "r",
+            "reserve",
+            "state",
+            input={"qty": qty, "stock": {"aisle": aisle, "on_hand": 400 + qty}},
+            output={"aisle": aisle, "reserved": True},
+            start_ns=1,
+            end_ns=2,
+        )
+        return Run(rid, "picker", outcome="failure" if fail else "success", steps=(step,))
+
+    @staticmethod
+    def _render(rid: str, qtys: list[int], stated: int, *, fail: bool = False) -> Run:
+        """A step writing the total of the listed quantities, given the total the order states."""
+        step = Step(
+            "t",
+            "render",
+            "output",
+            input={"stated_total": stated, "lines": [{"qty": q} for q in qtys]},
+            output={"total": sum(qtys)},
+            start_ns=1,
+            end_ns=2,
+        )
+        return Run(rid, "picker", outcome="failure" if fail else "success", steps=(step,))
+
+    def test_a_value_that_still_fits_the_usual_formula_is_no_deviation(self) -> None:
+        """An aisle copied from the record as in every passing run, equal to the quantity by coincidence (so
+        `derivation` names copy(qty) first), breaks no formula invariant; an aisle from nowhere still does."""
+        profile = learn([self._reserve(f"ok{i}", 3 + i, 20 + i) for i in range(6)])
+        same = self._reserve("bad", 5, 5, fail=True)
+        found = [e.diagnoser for e in violations(same.steps[0], Lineage(same).view("r"), profile)]
+        assert "reference:formula" not in found
+        wrong = dataclasses.replace(
+            same, steps=(dataclasses.replace(same.steps[0], output={"aisle": 77, "reserved": True}),)
+        )
+        found = [e.diagnoser for e in violations(wrong.steps[0], Lineage(wrong).view("r"), profile)]
+        assert "reference:formula" in found
+
+    def test_a_formula_the_passing_values_fit_as_well_is_no_deviation(self) -> None:
+        """A total summed from the quantities, where every passing run's sum equalled the stated total (so
+        theirs were named copies of it), is computed as theirs were when the two part in the failing run."""
+        profile = learn([self._render(f"ok{i}", [2 + i, 5, 7], 14 + i) for i in range(4)])
+        bad = self._render("bad", [3, 5, 10], 21, fail=True)
+        found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("t"), profile)]
+        assert "reference:formula" not in found

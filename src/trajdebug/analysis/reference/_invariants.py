@@ -34,7 +34,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, semantic
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, semantic
+from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._profile import (
     MIN_SUPPORT,
     OUTPUT_FIELD,
@@ -187,14 +188,21 @@ def _formula_checks(
     sid: str, view: StepView, f: str, fs: _FieldStats, numbers: Sequence[Any]
 ) -> Iterator[Evidence]:
     """The way a number is computed from the step's inputs, when passing runs almost always computed it one
-    way (a coincidence, such as a zero operand, may make a few look like another formula)."""
+    way (a coincidence, such as a zero operand, may make a few look like another formula).
+
+    A number deviates only when it fits none of the formulas that fit the passing runs' values
+    (`_FieldStats.fits`): one that still fits the usual formula, or one the passing values fit
+    as well (a sum of the quantities where they equalled the stated total), was computed as
+    the passing runs computed theirs, whichever formula `derivation` happens to name first.
+    """
     usual, count = max(fs.formulas.items(), key=lambda kv: kv[1])
     total = sum(fs.formulas.values())
     share = count / total
     if count >= MIN_SUPPORT and share >= 0.7 and usual != "given-by-no-formula":
-        nows = [(a, _formula_of(view, a)) for a in numbers]
-        for a, now in nows:
-            if now != usual and fs.formulas.get(now, 0) / total < 0.15 and not _as_often(now, nows, fs):
+        nows = [(a, explaining(view, a)) for a in numbers]
+        for a, fit in nows:
+            now = fit[0]
+            if all(fs.fits.get(g, 0) / total < 0.15 for g in fit) and not _as_often(now, nows, fs):
                 shown = now if now != "given-by-no-formula" else "no formula of its inputs"
                 yield Evidence(
                     sid,
@@ -205,16 +213,11 @@ def _formula_checks(
                 break
 
 
-def _formula_of(view: StepView, a: Any) -> str:
-    d = derivation(view, a)
-    return d.formula if d is not None else "given-by-no-formula"
-
-
-def _as_often(now: str, nows: Sequence[tuple[Any, str]], fs: _FieldStats) -> bool:
+def _as_often(now: str, nows: Sequence[tuple[Any, tuple[str, ...]]], fs: _FieldStats) -> bool:
     """True when passing occurrences computed numbers the unusual way at least as often as this one does
     (a closing total in every run's text, written once per occurrence): the exception is theirs too."""
     seen = fs.formulas.get(now, 0)
-    return seen > 0 and sum(1 for _, f in nows if f == now) <= seen / max(fs.n, 1)
+    return seen > 0 and sum(1 for _, fit in nows if fit[0] == now) <= seen / max(fs.n, 1)
 
 
 def _category_checks(step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any]) -> Iterator[Evidence]:
