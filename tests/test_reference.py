@@ -250,6 +250,31 @@ class TestOldAnswers:
         ]
 
 
+    def test_the_record_of_an_item_both_requests_asked_for_is_no_old_answer(self) -> None:
+        """A stock lookup answering SKU-1001's record, as a passing run got it for another list that also named
+        SKU-1001, answers the same thing; the record served under an item that list never named still is one."""
+
+        def stock_run(rid: str, answer: dict[str, Any], *, fail: bool = False) -> Run:
+            step = Step("s", "lookup_stock", "tool", input={"skus": sorted(answer)}, output=answer)
+            return Run(rid, "picker", outcome="failure" if fail else "success", steps=(step,))
+
+        def record(desc: str, aisle: int) -> dict[str, Any]:
+            return {"desc": desc, "bin": f"A-0{aisle}-2", "aisle": aisle, "on_hand": 100 + aisle}
+
+        bolts, tape = record("M6 hex bolts (box of 100)", 1), record("duct tape 50 m", 2)
+        passing = [stock_run("p1", {"SKU-1001": bolts, "SKU-4500": tape})] + [
+            stock_run(f"p{i}", {f"SKU-{i}00{i}": record(f"part number {i}", i)}) for i in range(2, 6)
+        ]
+        profile = learn(passing)
+        ties = record("cable ties 300 mm", 3)
+        bad = stock_run("bad", {"SKU-1001": bolts, "SKU-2040": ties, "SKU-4500": tape}, fail=True)
+        found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("s"), profile)]
+        assert "reference:old-answer" not in found
+        wrong = stock_run("bad", {"SKU-2040": bolts}, fail=True)
+        found = [e.diagnoser for e in violations(wrong.steps[0], Lineage(wrong).view("s"), profile)]
+        assert "reference:old-answer" in found
+
+
 class TestExpectedProducer:
     @staticmethod
     def _booking(rid: str, code: str, *, fail: bool = False) -> Run:

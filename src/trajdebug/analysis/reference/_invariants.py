@@ -44,7 +44,7 @@ from trajdebug.analysis.reference._profile import (
     _canon,
     _FieldStats,
     _in_fields,
-    _large_parts,
+    keyed_parts,
     _out_fields,
     _size_ratio,
     _StepStats,
@@ -111,13 +111,16 @@ def _answer_checks(step: Step, st: _StepStats) -> Iterator[Evidence]:
     if step.kind in OBSERVATION_KINDS and st.parts:
         # The answer (or a sizeable part of it) a passing run got for another request: a
         # cache or a lookup that served the wrong entry.
-        request = _canon(semantic(step, step.input))
-        for part in _large_parts(semantic(step, step.output)):
+        asked = semantic(step, step.input)
+        request = _canon(asked)
+        for key, part in keyed_parts(semantic(step, step.output)):
             got = st.parts.get(part)
             # Only an answer specific to one request in the passing runs: a part several
             # requests got alike (a static table, a policy) says nothing.
             if got is not None and len(got) == 1 and request not in got:
                 (other, run), = got.items()
+                if _same_subject(asked, other, key, part):
+                    continue
                 yield Evidence(
                     step.step_id,
                     0.5,
@@ -125,6 +128,29 @@ def _answer_checks(step: Step, st: _StepStats) -> Iterator[Evidence]:
                     "reference:old-answer",
                 )
                 break
+
+
+def _same_subject(asked: Any, other: str, key: str | None, part: str) -> bool:
+    """Whether another request (canonical JSON) asked for everything an answer's part is about: the values of
+    this request the part, or the key it sits under, names (``SKU-1001``'s stock record, served to two
+    requests that both list ``SKU-1001``).  A lookup answers one thing alike whatever else it was asked."""
+    about = [v for v in _request_values(asked) if v == key or _canon(v) in part]
+    return bool(about) and all(_canon(v) in other for v in about)
+
+
+def _request_values(value: Any, depth: int = 0) -> list[str]:
+    """The text values of a request (ids, names: 3 characters or more), up to 200."""
+    if isinstance(value, str):
+        return [value] if len(value.strip()) >= 3 else []
+    if depth > 4:
+        return []
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, (list, tuple)) else ()
+    out: list[str] = []
+    for v in items:
+        out.extend(_request_values(v, depth + 1))
+        if len(out) >= 200:
+            break
+    return out[:200]
 
 
 def _field_checks(

@@ -258,15 +258,20 @@ def _apply(st: _StepStats, ob: _Obs) -> None:
 
 def _large_parts(value: Any) -> list[str]:
     """The sizeable parts of an answer (the whole, and its top-level values of 40+ characters), canonical."""
-    out = []
+    return [part for _, part in keyed_parts(value)]
+
+
+def keyed_parts(value: Any) -> list[tuple[str | None, str]]:
+    """`_large_parts` with the key each top-level value sits under (None for the whole answer)."""
+    out: list[tuple[str | None, str]] = []
     whole = _canon(value)
     if len(whole) >= 40:
-        out.append(whole)
+        out.append((None, whole))
     if isinstance(value, Mapping):
-        for v in value.values():
+        for k, v in value.items():
             c = _canon(v)
             if len(c) >= 40:
-                out.append(c)
+                out.append((str(k), c))
     return out[:20]
 
 
