@@ -142,6 +142,7 @@ def _same_stats(a: _StepStats, b: _StepStats) -> None:
     for f in a.fields:
         x, y = a.fields[f], b.fields[f]
         assert list(x.values) == list(y.values) and list(x.formulas) == list(y.formulas)
+        assert list(x.fits) == list(y.fits)
 
 
 # Small alphabets, so keys repeat across occurrences and the caps (30 values, 20 shapes) fill.
@@ -152,6 +153,7 @@ _field_obs = st.builds(
     st.booleans(),
     st.booleans(),
     st.lists(st.sampled_from(["copy(x)", "sum(y)", "given-by-no-formula"]), max_size=3).map(tuple),
+    st.lists(st.sampled_from(["copy(x)", "copy(z)", "sum(y)", "given-by-no-formula"]), max_size=5).map(tuple),
     st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=3).map(tuple),
     st.lists(st.integers(0, 40).map(lambda n: (f"s:v{n}", f"V{n}")), max_size=8).map(tuple),
     st.lists(st.integers(0, 40).map(lambda n: f"s:v{n}"), max_size=4).map(tuple),
@@ -182,7 +184,7 @@ class TestSiblingProfiles:
     def test_a_field_with_many_values_fills_its_tally_as_direct_counting_does(self) -> None:
         """With more distinct values than the tally keeps, leaving out an early occurrence admits a later value."""
         obs = [
-            _Obs(f"o{i}", False, frozenset("a"), (_FieldObs("a", True, False, False, (), (), ((f"s:{i}", str(i)), ("s:x", "x")), (f"s:{i}",)),), (), None)
+            _Obs(f"o{i}", False, frozenset("a"), (_FieldObs("a", True, False, False, (), (), (), ((f"s:{i}", str(i)), ("s:x", "x")), (f"s:{i}",)),), (), None)
             for i in range(40)
         ]
         every = _Occurrences(obs)
