@@ -432,6 +432,23 @@ class TestFormulaCoincidences:
         found = [e.diagnoser for e in violations(wrong.steps[0], Lineage(wrong).view("r"), profile)]
         assert "reference:formula" in found
 
+    def test_a_formula_only_some_passing_values_fit_is_no_passing_formula(self) -> None:
+        """A prompt that copies the previous proposal's budget, where the passing prompts copied the current
+        one's budget and cap (the cap shared with the previous proposal, so half their values fit a copy of
+        it), still deviates: a copy of the previous proposal was no way the passing runs computed theirs."""
+
+        def prompt(rid: str, budget: int, before: int, *, fail: bool = False) -> Run:
+            cap = 500000
+            given = {"current": [budget, cap], "previous": [before, cap]}
+            said = before if fail else budget
+            step = Step("c", "compose", "other", input=given, output=f"budget {said}, cap {cap}")
+            return Run(rid, "panel", outcome="failure" if fail else "success", steps=(step,))
+
+        profile = learn([prompt(f"ok{i}", 300000 + 1000 * i, 200000 + 1000 * i) for i in range(5)])
+        bad = prompt("bad", 310000, 240000, fail=True)
+        found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("c"), profile)]
+        assert "reference:formula" in found
+
     def test_a_formula_the_passing_values_fit_as_well_is_no_deviation(self) -> None:
         """A total summed from the quantities, where every passing run's sum equalled the stated total (so
         theirs were named copies of it), is computed as theirs were when the two part in the failing run."""

@@ -216,10 +216,12 @@ def _formula_checks(
     """The way a number is computed from the step's inputs, when passing runs almost always computed it one
     way (a coincidence, such as a zero operand, may make a few look like another formula).
 
-    A number deviates only when it fits none of the formulas that fit the passing runs' values
-    (`_FieldStats.fits`): one that still fits the usual formula, or one the passing values fit
-    as well (a sum of the quantities where they equalled the stated total), was computed as
-    the passing runs computed theirs, whichever formula `derivation` happens to name first.
+    A number deviates only when it fits none of the formulas that fit the passing runs' values as
+    the usual one does (`_FieldStats.fits`, 70% of them): one that still fits the usual formula,
+    or one the passing values fit as well (a sum of the quantities where they equalled the stated
+    total), was computed as the passing runs computed theirs, whichever formula `derivation`
+    happens to name first.  A formula that fits only some passing values (a previous proposal's
+    figure, where it shares a cap with the current one) is no way they were computed.
     """
     usual, count = max(fs.formulas.items(), key=lambda kv: kv[1])
     total = sum(fs.formulas.values())
@@ -228,7 +230,11 @@ def _formula_checks(
         nows = [(a, explaining(view, a)) for a in numbers]
         for a, fit in nows:
             now = fit[0]
-            if all(fs.fits.get(g, 0) / total < 0.15 for g in fit) and not _as_often(now, nows, fs):
+            if (
+                fs.formulas.get(now, 0) / total < 0.15
+                and not any(fs.fits.get(g, 0) / total >= 0.7 for g in fit)
+                and not _as_often(now, nows, fs)
+            ):
                 shown = now if now != "given-by-no-formula" else "no formula of its inputs"
                 yield Evidence(
                     sid,
