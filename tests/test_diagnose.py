@@ -349,6 +349,18 @@ class TestLLMOutputs:
         assert "9999" in e.reason and not e.sound
         assert all(e.sound for e in _from(_verdict(faithful, "r"), "llm-output"))
 
+    def test_a_count_glued_to_a_multiplication_sign_is_a_number_of_the_input(self) -> None:
+        """A quantity written "12x SKU-2040" gives 12: a model extracting it states a value of its input; the
+        digits of an id ("x12", "12xl", "0x1F") still give none, so 12 read from those is still made up."""
+        def extract(text: str) -> Run:
+            out = {"lines": [{"sku": "SKU-2040", "qty": 12}]}
+            return _run(Step("e", "extract", "llm", input={"text": text}, output=out))
+
+        assert not [e for e in _from(_verdict(extract("PO: 12x SKU-2040"), "e"), "llm-output") if not e.sound]
+        for ids in ("PO: x12 SKU-2040", "PO: 12xl SKU-2040", "PO: 0x12 SKU-2040"):
+            [e] = _from(_verdict(extract(ids), "e"), "llm-output")
+            assert "12" in e.reason and not e.sound
+
     def test_a_json_text_argument_is_no_claimed_value(self) -> None:
         """A tool call whose argument is JSON text (an agent used as a tool) is an expression, found whole in
         no input: never a made-up value itself, while a plain argument the input lacks still is one."""

@@ -142,6 +142,7 @@ def _same_stats(a: _StepStats, b: _StepStats) -> None:
     for f in a.fields:
         x, y = a.fields[f], b.fields[f]
         assert list(x.values) == list(y.values) and list(x.formulas) == list(y.formulas)
+        assert list(x.fits) == list(y.fits)
 
 
 # Small alphabets, so keys repeat across occurrences and the caps (30 values, 20 shapes) fill.
@@ -152,6 +153,7 @@ _field_obs = st.builds(
     st.booleans(),
     st.booleans(),
     st.lists(st.sampled_from(["copy(x)", "sum(y)", "given-by-no-formula"]), max_size=3).map(tuple),
+    st.lists(st.sampled_from(["copy(x)", "copy(z)", "sum(y)", "given-by-no-formula"]), max_size=5).map(tuple),
     st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=3).map(tuple),
     st.lists(st.integers(0, 40).map(lambda n: (f"s:v{n}", f"V{n}")), max_size=8).map(tuple),
     st.lists(st.integers(0, 40).map(lambda n: f"s:v{n}"), max_size=4).map(tuple),
@@ -182,7 +184,7 @@ class TestSiblingProfiles:
     def test_a_field_with_many_values_fills_its_tally_as_direct_counting_does(self) -> None:
         """With more distinct values than the tally keeps, leaving out an early occurrence admits a later value."""
         obs = [
-            _Obs(f"o{i}", False, frozenset("a"), (_FieldObs("a", True, False, False, (), (), ((f"s:{i}", str(i)), ("s:x", "x")), (f"s:{i}",)),), (), None)
+            _Obs(f"o{i}", False, frozenset("a"), (_FieldObs("a", True, False, False, (), (), (), ((f"s:{i}", str(i)), ("s:x", "x")), (f"s:{i}",)),), (), None)
             for i in range(40)
         ]
         every = _Occurrences(obs)
@@ -248,6 +250,31 @@ class TestOldAnswers:
         assert "reference:old-answer" not in [
             e.diagnoser for e in violations(fresh.steps[0], Lineage(fresh).view("f"), learn(passing))
         ]
+
+
+    def test_the_record_of_an_item_both_requests_asked_for_is_no_old_answer(self) -> None:
+        """A stock lookup answering SKU-1001's record, as a passing run got it for another list that also named
+        SKU-1001, answers the same thing; the record served under an item that list never named still is one."""
+
+        def stock_run(rid: str, answer: dict[str, Any], *, fail: bool = False) -> Run:
+            step = Step("s", "lookup_stock", "tool", input={"skus": sorted(answer)}, output=answer)
+            return Run(rid, "picker", outcome="failure" if fail else "success", steps=(step,))
+
+        def record(desc: str, aisle: int) -> dict[str, Any]:
+            return {"desc": desc, "bin": f"A-0{aisle}-2", "aisle": aisle, "on_hand": 100 + aisle}
+
+        bolts, tape = record("M6 hex bolts (box of 100)", 1), record("duct tape 50 m", 2)
+        passing = [stock_run("p1", {"SKU-1001": bolts, "SKU-4500": tape})] + [
+            stock_run(f"p{i}", {f"SKU-{i}00{i}": record(f"part number {i}", i)}) for i in range(2, 6)
+        ]
+        profile = learn(passing)
+        ties = record("cable ties 300 mm", 3)
+        bad = stock_run("bad", {"SKU-1001": bolts, "SKU-2040": ties, "SKU-4500": tape}, fail=True)
+        found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("s"), profile)]
+        assert "reference:old-answer" not in found
+        wrong = stock_run("bad", {"SKU-2040": bolts}, fail=True)
+        found = [e.diagnoser for e in violations(wrong.steps[0], Lineage(wrong).view("s"), profile)]
+        assert "reference:old-answer" in found
 
 
 class TestExpectedProducer:
@@ -361,3 +388,71 @@ class TestFormulaExceptions:
         more = self._manifest("bad", 500.0, closing=3, fail=True)
         found = [e.diagnoser for e in violations(more.steps[0], Lineage(more).view("f"), profile)]
         assert found == ["reference:formula"]
+
+
+class TestFormulaCoincidences:
+    @staticmethod
+    def _reserve(rid: str, qty: int, aisle: int, *, fail: bool = False) -> Run:
+        """A step reserving stock: it copies the aisle from the stock record beside the quantity."""
+        step = Step(
+            "r",
+            "reserve",
+            "state",
+            input={"qty": qty, "stock": {"aisle": aisle, "on_hand": 400 + qty}},
+            output={"aisle": aisle, "reserved": True},
+            start_ns=1,
+            end_ns=2,
+        )
+        return Run(rid, "picker", outcome="failure" if fail else "success", steps=(step,))
+
+    @staticmethod
+    def _render(rid: str, qtys: list[int], stated: int, *, fail: bool = False) -> Run:
+        """A step writing the total of the listed quantities, given the total the order states."""
+        step = Step(
+            "t",
+            "render",
+            "output",
+            input={"stated_total": stated, "lines": [{"qty": q} for q in qtys]},
+            output={"total": sum(qtys)},
+            start_ns=1,
+            end_ns=2,
+        )
+        return Run(rid, "picker", outcome="failure" if fail else "success", steps=(step,))
+
+    def test_a_value_that_still_fits_the_usual_formula_is_no_deviation(self) -> None:
+        """An aisle copied from the record as in every passing run, equal to the quantity by coincidence (so
+        `derivation` names copy(qty) first), breaks no formula invariant; an aisle from nowhere still does."""
+        profile = learn([self._reserve(f"ok{i}", 3 + i, 20 + i) for i in range(6)])
+        same = self._reserve("bad", 5, 5, fail=True)
+        found = [e.diagnoser for e in violations(same.steps[0], Lineage(same).view("r"), profile)]
+        assert "reference:formula" not in found
+        wrong = dataclasses.replace(
+            same, steps=(dataclasses.replace(same.steps[0], output={"aisle": 77, "reserved": True}),)
+        )
+        found = [e.diagnoser for e in violations(wrong.steps[0], Lineage(wrong).view("r"), profile)]
+        assert "reference:formula" in found
+
+    def test_a_formula_only_some_passing_values_fit_is_no_passing_formula(self) -> None:
+        """A prompt that copies the previous proposal's budget, where the passing prompts copied the current
+        one's budget and cap (the cap shared with the previous proposal, so half their values fit a copy of
+        it), still deviates: a copy of the previous proposal was no way the passing runs computed theirs."""
+
+        def prompt(rid: str, budget: int, before: int, *, fail: bool = False) -> Run:
+            cap = 500000
+            given = {"current": [budget, cap], "previous": [before, cap]}
+            said = before if fail else budget
+            step = Step("c", "compose", "other", input=given, output=f"budget {said}, cap {cap}")
+            return Run(rid, "panel", outcome="failure" if fail else "success", steps=(step,))
+
+        profile = learn([prompt(f"ok{i}", 300000 + 1000 * i, 200000 + 1000 * i) for i in range(5)])
+        bad = prompt("bad", 310000, 240000, fail=True)
+        found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("c"), profile)]
+        assert "reference:formula" in found
+
+    def test_a_formula_the_passing_values_fit_as_well_is_no_deviation(self) -> None:
+        """A total summed from the quantities, where every passing run's sum equalled the stated total (so
+        theirs were named copies of it), is computed as theirs were when the two part in the failing run."""
+        profile = learn([self._render(f"ok{i}", [2 + i, 5, 7], 14 + i) for i in range(4)])
+        bad = self._render("bad", [3, 5, 10], 21, fail=True)
+        found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("t"), profile)]
+        assert "reference:formula" not in found

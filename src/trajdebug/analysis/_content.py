@@ -295,7 +295,9 @@ def keyed_values(value: Any) -> dict[str, Any]:
     return out
 
 
-_NUMBER = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w.])")
+_NUMBER = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\.|(?![xX]\b)\w)")
+"""A number standing alone, or glued to a multiplication sign (``12x SKU-2040``: twelve of the item; ``×``
+is no word character): an id such as ``4A``, ``12xl`` or ``0x1F`` is no number, nor is ``x12``'s 12."""
 
 
 def numbers_in(text: str) -> set[str]:

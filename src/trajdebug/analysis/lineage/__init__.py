@@ -20,6 +20,7 @@ from trajdebug.analysis.lineage._trace import (
     Origin,
     derivation,
     failure_atoms,
+    formulas,
     operands,
 )
 from trajdebug.analysis.lineage._views import ENVELOPE_KEYS, StepView, build_view, semantic, trivial
@@ -41,6 +42,7 @@ __all__ = [
     "build_view",
     "derivation",
     "failure_atoms",
+    "formulas",
     "operands",
     "semantic",
     "slips",

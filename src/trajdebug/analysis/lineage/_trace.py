@@ -469,6 +469,37 @@ def _percent_of(nums: list[Atom], close: Callable[[float], bool]) -> Derivation 
     return None
 
 
+def formulas(view: StepView, atom: Atom) -> tuple[str, ...]:
+    """Every simple formula that explains an output number, `derivation`'s first.
+
+    A value may fit several at once: an aisle copied from a stock record equals the quantity
+    given beside it; a total of the listed quantities equals the stated total when the two
+    agree.  Which one `derivation` names is then an accident of input order, so a comparison
+    with other runs must ask whether a formula fits, not whether it was the one named.  Besides
+    `derivation`'s, the cheap ones are all tried: each given number of its key (a copy) and the
+    sum of each field.  ``given-by-no-formula`` when none fits.
+    """
+    d = derivation(view, atom)
+    if d is None:
+        return ("given-by-no-formula",)
+    out = [d.formula]
+    if atom.kind != "number" or atom.number is None:
+        return tuple(out)
+    y = atom.number
+    dec = _decimals(atom.raw)
+    nums = [a for a in view.inputs if a.kind == "number" and a.number is not None][:60]
+    by_field: dict[str | None, list[Atom]] = {}
+    for a in nums:
+        by_field.setdefault(a.field, []).append(a)
+        if a.key == atom.key and _close(a.number or 0.0, y, dec):
+            out.append(Derivation("copy", (a,)).formula)
+    for group in by_field.values():
+        vals = [a.number or 0.0 for a in group]
+        if len(group) >= 2 and _close(sum(vals), y, dec):
+            out.append(Derivation("sum", tuple(group)).formula)
+    return tuple(dict.fromkeys(out))
+
+
 def _iso(raw: str) -> datetime.date | None:
     try:
         return datetime.date.fromisoformat(raw.strip()[:10])
@@ -564,4 +595,4 @@ def _word_char(c: str) -> bool:
     return bool(c) and (c.isalnum() or c == "_" or c == "-")
 
 
-__all__ = ["MAX_PRODUCERS", "Derivation", "Lineage", "Origin", "derivation", "failure_atoms", "operands"]
+__all__ = ["MAX_PRODUCERS", "Derivation", "Lineage", "Origin", "derivation", "failure_atoms", "formulas", "operands"]

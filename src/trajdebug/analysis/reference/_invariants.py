@@ -34,7 +34,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, derivation, semantic
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, semantic
+from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._profile import (
     MIN_SUPPORT,
     OUTPUT_FIELD,
@@ -43,10 +44,10 @@ from trajdebug.analysis.reference._profile import (
     _canon,
     _FieldStats,
     _in_fields,
-    _large_parts,
     _out_fields,
     _size_ratio,
     _StepStats,
+    keyed_parts,
     learn,
     returns_empty,
     step_key,
@@ -110,13 +111,16 @@ def _answer_checks(step: Step, st: _StepStats) -> Iterator[Evidence]:
     if step.kind in OBSERVATION_KINDS and st.parts:
         # The answer (or a sizeable part of it) a passing run got for another request: a
         # cache or a lookup that served the wrong entry.
-        request = _canon(semantic(step, step.input))
-        for part in _large_parts(semantic(step, step.output)):
+        asked = semantic(step, step.input)
+        request = _canon(asked)
+        for key, part in keyed_parts(semantic(step, step.output)):
             got = st.parts.get(part)
             # Only an answer specific to one request in the passing runs: a part several
             # requests got alike (a static table, a policy) says nothing.
             if got is not None and len(got) == 1 and request not in got:
                 (other, run), = got.items()
+                if _same_subject(asked, other, key, part):
+                    continue
                 yield Evidence(
                     step.step_id,
                     0.5,
@@ -124,6 +128,29 @@ def _answer_checks(step: Step, st: _StepStats) -> Iterator[Evidence]:
                     "reference:old-answer",
                 )
                 break
+
+
+def _same_subject(asked: Any, other: str, key: str | None, part: str) -> bool:
+    """Whether another request (canonical JSON) asked for everything an answer's part is about: the values of
+    this request the part, or the key it sits under, names (``SKU-1001``'s stock record, served to two
+    requests that both list ``SKU-1001``).  A lookup answers one thing alike whatever else it was asked."""
+    about = [v for v in _request_values(asked) if v == key or _canon(v) in part]
+    return bool(about) and all(_canon(v) in other for v in about)
+
+
+def _request_values(value: Any, depth: int = 0) -> list[str]:
+    """The text values of a request (ids, names: 3 characters or more), up to 200."""
+    if isinstance(value, str):
+        return [value] if len(value.strip()) >= 3 else []
+    if depth > 4:
+        return []
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, (list, tuple)) else ()
+    out: list[str] = []
+    for v in items:
+        out.extend(_request_values(v, depth + 1))
+        if len(out) >= 200:
+            break
+    return out[:200]
 
 
 def _field_checks(
@@ -187,14 +214,27 @@ def _formula_checks(
     sid: str, view: StepView, f: str, fs: _FieldStats, numbers: Sequence[Any]
 ) -> Iterator[Evidence]:
     """The way a number is computed from the step's inputs, when passing runs almost always computed it one
-    way (a coincidence, such as a zero operand, may make a few look like another formula)."""
+    way (a coincidence, such as a zero operand, may make a few look like another formula).
+
+    A number deviates only when it fits none of the formulas that fit the passing runs' values as
+    the usual one does (`_FieldStats.fits`, 70% of them): one that still fits the usual formula,
+    or one the passing values fit as well (a sum of the quantities where they equalled the stated
+    total), was computed as the passing runs computed theirs, whichever formula `derivation`
+    happens to name first.  A formula that fits only some passing values (a previous proposal's
+    figure, where it shares a cap with the current one) is no way they were computed.
+    """
     usual, count = max(fs.formulas.items(), key=lambda kv: kv[1])
     total = sum(fs.formulas.values())
     share = count / total
     if count >= MIN_SUPPORT and share >= 0.7 and usual != "given-by-no-formula":
-        nows = [(a, _formula_of(view, a)) for a in numbers]
-        for a, now in nows:
-            if now != usual and fs.formulas.get(now, 0) / total < 0.15 and not _as_often(now, nows, fs):
+        nows = [(a, explaining(view, a)) for a in numbers]
+        for a, fit in nows:
+            now = fit[0]
+            if (
+                fs.formulas.get(now, 0) / total < 0.15
+                and not any(fs.fits.get(g, 0) / total >= 0.7 for g in fit)
+                and not _as_often(now, nows, fs)
+            ):
                 shown = now if now != "given-by-no-formula" else "no formula of its inputs"
                 yield Evidence(
                     sid,
@@ -205,16 +245,11 @@ def _formula_checks(
                 break
 
 
-def _formula_of(view: StepView, a: Any) -> str:
-    d = derivation(view, a)
-    return d.formula if d is not None else "given-by-no-formula"
-
-
-def _as_often(now: str, nows: Sequence[tuple[Any, str]], fs: _FieldStats) -> bool:
+def _as_often(now: str, nows: Sequence[tuple[Any, tuple[str, ...]]], fs: _FieldStats) -> bool:
     """True when passing occurrences computed numbers the unusual way at least as often as this one does
     (a closing total in every run's text, written once per occurrence): the exception is theirs too."""
     seen = fs.formulas.get(now, 0)
-    return seen > 0 and sum(1 for _, f in nows if f == now) <= seen / max(fs.n, 1)
+    return seen > 0 and sum(1 for _, fit in nows if fit[0] == now) <= seen / max(fs.n, 1)
 
 
 def _category_checks(step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any]) -> Iterator[Evidence]:

@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajdebug.analysis.lineage import Lineage, StepView, derivation, semantic
+from trajdebug.analysis.lineage import Lineage, StepView, semantic
+from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
 
 
@@ -38,6 +39,8 @@ class _FieldStats:
     values: dict[str, int] = field(default_factory=dict)
     raws: dict[str, str] = field(default_factory=dict)
     formulas: dict[str, int] = field(default_factory=dict)
+    fits: dict[str, int] = field(default_factory=dict)
+    """How many of its numbers each formula explains (a number may fit several: `formulas`)."""
 
 
 @dataclass(slots=True)
@@ -136,6 +139,8 @@ class _FieldObs:
     """... and the field kept it."""
     formulas: tuple[str, ...]
     """How each of its (first 20) numbers was computed from the step's inputs (`Derivation.formula`)."""
+    fits: tuple[str, ...]
+    """Every formula that explains each of those numbers (`lineage.formulas`), one after another."""
     numbers: tuple[float, ...]
     """Its numbers (among its first 50 values)."""
     values: tuple[tuple[str, str], ...]
@@ -185,9 +190,11 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
         given = ins.get(f) or []
         kept_seen = bool(given) and len({a.key for a in given}) == 1
         formulas = []
+        fits: list[str] = []
         for a in [a for a in atoms if a.kind == "number"][:20]:
-            d = derivation(view, a)
-            formulas.append(d.formula if d is not None else "given-by-no-formula")
+            fit = explaining(view, a)
+            formulas.append(fit[0])
+            fits.extend(fit)
         head = atoms[:50]
         fields.append(
             _FieldObs(
@@ -196,6 +203,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
                 kept_seen,
                 kept_seen and all(a.key == given[0].key for a in atoms),
                 tuple(formulas),
+                tuple(fits),
                 tuple(a.number for a in head if a.kind == "number" and a.number is not None),
                 tuple((a.key, a.raw) for a in head if a.kind != "number"),
                 tuple(a.key for a in head if a.kind != "number" and not view.given(a)),
@@ -232,6 +240,8 @@ def _apply(st: _StepStats, ob: _Obs) -> None:
                 fs.kept += 1
         for shape in fo.formulas:
             fs.formulas[shape] = fs.formulas.get(shape, 0) + 1
+        for shape in fo.fits:
+            fs.fits[shape] = fs.fits.get(shape, 0) + 1
         fs.numbers.extend(fo.numbers)
         for key, raw in fo.values:
             if len(fs.values) < VALUES_CAP:
@@ -248,15 +258,20 @@ def _apply(st: _StepStats, ob: _Obs) -> None:
 
 def _large_parts(value: Any) -> list[str]:
     """The sizeable parts of an answer (the whole, and its top-level values of 40+ characters), canonical."""
-    out = []
+    return [part for _, part in keyed_parts(value)]
+
+
+def keyed_parts(value: Any) -> list[tuple[str | None, str]]:
+    """`_large_parts` with the key each top-level value sits under (None for the whole answer)."""
+    out: list[tuple[str | None, str]] = []
     whole = _canon(value)
     if len(whole) >= 40:
-        out.append(whole)
+        out.append((None, whole))
     if isinstance(value, Mapping):
-        for v in value.values():
+        for k, v in value.items():
             c = _canon(v)
             if len(c) >= 40:
-                out.append(c)
+                out.append((str(k), c))
     return out[:20]
 
 

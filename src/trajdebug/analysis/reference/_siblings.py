@@ -143,6 +143,7 @@ class _FieldGroup:
         self.kept = [fo.kept_seen and fo.kept for fo in fos]
         self.totals = (sum(self.grounded), sum(self.kept_seen), sum(self.kept))
         self.formulas = _Tally([fo.formulas for fo in fos])
+        self.fits = _Tally([fo.fits for fo in fos])
         self.values = _Tally(
             [[k for k, _ in fo.values] for fo in fos], [[r for _, r in fo.values] for fo in fos], VALUES_CAP
         )
@@ -168,6 +169,7 @@ class _FieldGroup:
             a, b = self.spans[n]
             fs.numbers = self.numbers[:a] + self.numbers[b:]
         fs.formulas = self.formulas.without(-1 if n is None else n)[0]
+        fs.fits = self.fits.without(-1 if n is None else n)[0]
         fs.values, fs.raws = self.values.without(-1 if n is None else n)
         return fs
 
