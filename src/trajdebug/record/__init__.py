@@ -5,16 +5,17 @@ Everything here is re-exported at the top of the package (``trajdebug.run``,
 
 Layout (each module imports only those above it in this list, so there is
 no import cycle): ``config``, ``context`` (context variables, the active
-runs), ``errorlog``, ``exceptions``, ``decorate``, ``recorder`` (steps),
-``edges``, ``retry``, ``contracts``, ``state``, ``env``, ``sinks``,
-``account`` (what a run lost), ``tracking`` (writer-side encoding), ``writer``
-(the background thread), ``processors`` (summary mode, tail sampling),
-``export`` (the writer's side of a run), ``runs`` (the agent's side),
-``propagation``; production recording: ``rollout``, ``sampling``, ``summary``,
-``timeouts``, ``hooks``.
+runs), ``errorlog``, ``exceptions``, ``decorate``, ``steps`` (the step
+handle), ``recorder`` (``step()``), ``edges``, ``retry``, ``contracts``,
+``state``, ``env``, ``sinks``, ``account`` (what a run lost), ``encoding``,
+``registry`` and ``tracking`` (writer-side encoding: values, identity
+tracking, a step's records), ``writer`` (the background thread),
+``processors`` (summary mode, tail sampling), ``export`` (the writer's side of
+a run), ``runs`` (the agent's side), ``propagation``; production recording:
+``rollout``, ``sampling``, ``summary``, ``timeouts``, ``hooks``.
 
 The recorder's three roles, as in the OpenTelemetry SDK: the run and its steps
-(``runs``, ``recorder``), processors (``processors``), sinks (``sinks``).
+(``runs``, ``steps``, ``recorder``), processors (``processors``), sinks (``sinks``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The bottom of the recording SDK: every other module of `trajdebug.record`
 may import this one, and it imports none of them, so the step handle
-(`trajdebug.record.recorder`), the run handle (`trajdebug.record.runs`),
+(`trajdebug.record.steps`), the run handle (`trajdebug.record.runs`),
 the error lifecycle (`trajdebug.record.exceptions`) and the decorator
 (`trajdebug.record.decorate`) share state without importing each other in a
 circle.
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
-    from trajdebug.record.recorder import StepHandle
     from trajdebug.record.runs import RunHandle
+    from trajdebug.record.steps import StepHandle
 
     class ReplayControl(Protocol):
         """**Protocol:** what a decorated step asks the active replay (`trajdebug.replay`)."""
@@ -60,7 +60,7 @@ _HOST: ContextVar[tuple[RunHandle, bool] | None] = ContextVar("trajdebug_host", 
 """The run `trajdebug.replay` records or replays an entry point into, as ``(run handle, whether a
 joining run names it)``: a ``trajdebug.run(...)`` the entry point opens joins it (`trajdebug.record.runs`)."""
 
-# The clock and the step counter.  `trajdebug.record.recorder` keeps
+# The clock and the step counter.  `trajdebug.record.steps` keeps
 # module-global aliases of both for its hot path; `trajdebug.testing.deterministic`
 # swaps the two together.
 _now: Callable[[], int] = time.time_ns

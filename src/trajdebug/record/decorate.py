@@ -8,7 +8,7 @@ keeps its arguments as they came (the tuple and the keyword dict Python made
 anyway), and they are bound to names on the writer thread.  Arguments that are
 immutable scalars (strings, numbers, None) are not snapshotted at all; any
 other argument freezes the bound input as JSON once, when the step ends (see
-`trajdebug.record.recorder.StepHandle.__exit__`).  Generators are steps that span the whole iteration, current only while
+`trajdebug.record.steps.StepHandle.__exit__`).  Generators are steps that span the whole iteration, current only while
 their body runs (not while the consumer holds an item).  When a replay
 controller is active (`trajdebug.replay`), it may serve a recorded response
 instead of running the function.
@@ -28,15 +28,15 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from trajdebug.record.recorder import StepHandle
     from trajdebug.record.runs import RunHandle
+    from trajdebug.record.steps import StepHandle
 
     Spawn = Callable[[tuple[Any, ...], dict[str, Any]], StepHandle]
     """Makes a call's step from the decorator's template (`StepHandle._spawner`)."""
 
 
 # Bound by assignment, not imported by name, so that ``_RUN.get()`` compiles to a method
-# call (see the same lines in `trajdebug.record.recorder`).
+# call (see the same lines in `trajdebug.record.steps`).
 _RUN = _ctx._RUN
 _STEP = _ctx._STEP
 _REPLAY = _ctx._REPLAY

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.model import Dependency
 from trajdebug.record import recorder as rec
+from trajdebug.record import steps as _steps
 from trajdebug.record.config import CONFIG
 
 
@@ -74,15 +75,15 @@ def environment_snapshot(metadata: dict[str, Any] | None = None, *, time_ns: int
 
 def record_environment_step(run: RunHandle) -> str:
     """Create the run's ``environment`` step and return its id."""
-    h = rec.StepHandle("environment", "input")
+    h = _steps.StepHandle("environment", "input")
     h._run = run
-    h.seq = rec._next_seq()
+    h.seq = _steps._next_seq()
     h.t0 = run.start_ns
     h.t1 = run.start_ns
     env = run.metadata.get("env")
     if env is None:  # asked for before the writer took the snapshot
         env = run.metadata.setdefault("env", environment_snapshot(run.metadata, time_ns=run.start_ns))
-    h.output = rec._snap(env)
+    h.output = _steps._snap(env)
     h.input = None
     if run._led is not None:
         run._led[0] += 1  # a finished step like any other, for the run's ledger (trajdebug.record.ledger)

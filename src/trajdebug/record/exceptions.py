@@ -46,7 +46,7 @@ from trajdebug.record.config import CONFIG, id_prefix
 # The handles are duck-typed here: the step handle's module imports this one,
 # so importing it back (even for type checking) would close a cycle.
 StepHandle = Any
-"""A `trajdebug.record.recorder.StepHandle`."""
+"""A `trajdebug.record.steps.StepHandle`."""
 RunHandle = Any
 """A `trajdebug.record.runs.RunHandle`."""
 

@@ -33,17 +33,17 @@ from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
 from trajdebug.record import exceptions as _errors
 from trajdebug.record import ledger as _ledger
-from trajdebug.record import recorder as _rec
 from trajdebug.record import rollout as _rollout
+from trajdebug.record import steps as _steps
 from trajdebug.record.account import LOST_KINDS, Account
 from trajdebug.record.config import CONFIG
 from trajdebug.record.context import _RUN, _STEP, RemoteParent
 from trajdebug.record.env import record_environment_step
 from trajdebug.record.export import End, QueueItem, RunExport, RunStart
 from trajdebug.record.processors import Processors, TailSampler
-from trajdebug.record.recorder import StepHandle
 from trajdebug.record.sinks import JsonlSink, MemorySink, Sink, StoreSink, make_sink
 from trajdebug.record.state import RunState
+from trajdebug.record.steps import StepHandle
 from trajdebug.record.writer import WRITER, Flush, Slot
 
 
@@ -157,7 +157,7 @@ class RunHandle:
 
     def _begin(self) -> None:
         self._export.start()
-        self.start_ns = _rec._now()
+        self.start_ns = _steps._now()
         self._active = True
         _ctx.run_started(self)
         WRITER.register(self._export)
@@ -208,8 +208,8 @@ class RunHandle:
         self._active = False
         _ctx.run_ended(self)
         if self._stop is not None:
-            _rec.take_stop(self)  # a stop nobody took: the run is over anyway
-        self.end_ns = _rec._now()
+            _steps.take_stop(self)  # a stop nobody took: the run is over anyway
+        self.end_ns = _steps._now()
         outcome = None
         if not self._joined:
             outcome = self.outcome or "success"

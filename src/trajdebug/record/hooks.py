@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.codec import loads
 from trajdebug.core.model import ErrorEvent
-from trajdebug.record.recorder import StopRun, request_stop
+from trajdebug.record.steps import StopRun, request_stop
 
 
 if TYPE_CHECKING:

@@ -49,7 +49,7 @@ from trajdebug.record.decorate import _param_spec, _unrecorded, bind, decorate
 
 if TYPE_CHECKING:
     from trajdebug.record.decorate import Spawn, Spec
-    from trajdebug.record.recorder import StepHandle
+    from trajdebug.record.steps import StepHandle
     from trajdebug.record.summary import Policy
 
 

@@ -22,8 +22,8 @@ from trajdebug.core.jsonl import RunBuilder
 from trajdebug.core.model import Run
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
-from trajdebug.record import recorder as _rec
 from trajdebug.record import runs as _runs
+from trajdebug.record import steps as _steps
 from trajdebug.record.sinks import MemorySink
 from trajdebug.testing.server import FakeModelServer, Policy, Reply, Request, Script, tool_call
 
@@ -50,15 +50,15 @@ def deterministic(
     timestamp read advances the clock by 1 ms.  Restores the real ones after.
     """
     clock = clock or IncrementalClock()
-    saved = (_rec._now, _rec._next_seq, _ctx._now, _ctx._next_seq, _config._prefix)
+    saved = (_steps._now, _steps._next_seq, _ctx._now, _ctx._next_seq, _config._prefix)
     seq = itertools.count(1).__next__
-    _rec._now = _ctx._now = clock
-    _rec._next_seq = _ctx._next_seq = seq
+    _steps._now = _ctx._now = clock
+    _steps._next_seq = _ctx._next_seq = seq
     _config._prefix = prefix
     try:
         yield clock
     finally:
-        _rec._now, _rec._next_seq, _ctx._now, _ctx._next_seq, _config._prefix = saved
+        _steps._now, _steps._next_seq, _ctx._now, _ctx._next_seq, _config._prefix = saved
 
 
 class CapturedRuns(list[Run]):
