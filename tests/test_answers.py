@@ -231,3 +231,18 @@ def test_forgetting_the_answers_takes_back_the_label_they_proved_but_not_a_perso
     label(src, rid, second)
     assert forget(src, rid)[1] is False
     assert labels(src) == {rid: second}
+
+
+def test_a_bare_source_after_answers_lists_its_answers(tmp_path: Path) -> None:
+    """`trajdebug answers SOURCE` (no subcommand, as a new user types it) lists, as `answers list SOURCE` does."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    trajdebug.save_answer(src, rid, Answer(step_ids(src, rid)[0], False, "person", reason="rate never applied"))
+    bare = CliRunner().invoke(cli, ["answers", str(src), "--json"])
+    assert bare.exit_code == 0, bare.output
+    listed = CliRunner().invoke(cli, ["answers", "list", str(src), "--json"])
+    assert bare.output == listed.output and "rate never applied" in bare.output

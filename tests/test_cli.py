@@ -530,3 +530,10 @@ def test_the_demo_names_the_command_that_shows_the_same_root_later(cli_run: Any)
     proc = cli_run(*args, "--json", check=True)
     [analysis] = json.loads(proc.stdout)["runs"]
     assert "run_sql" == analysis["root_causes"][0]["name"]
+
+
+def test_analyze_help_says_where_ask_writes_the_label() -> None:
+    """`analyze --help` says that --ask writes SOURCE.labels.jsonl beside the source (a new user found the file
+    there unannounced)."""
+    text = " ".join(CliRunner().invoke(cli, ["analyze", "--help"]).output.split())
+    assert "SOURCE.labels.jsonl beside SOURCE" in text

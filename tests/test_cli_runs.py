@@ -163,3 +163,49 @@ def test_show_separates_a_long_kind_from_the_step_name(tmp_path: Path) -> None:
             d.output = ["doc"]
     out = invoke("show", str(path))
     assert "condition route_ticket#" in out and "retrieval find_docs#" in out
+
+
+def _passing_after_failing(tmp_path: Path) -> tuple[Path, str, str]:
+    """A JSONL file with a failed run and, after it, a passing one: their ids."""
+    src = tmp_path / "two.jsonl"
+    with trajdebug.run("pick", path=src) as bad:
+        with trajdebug.step("merge", kind="other", input={"n": 3}) as s:
+            s.output = {"n": 2}
+        bad.fail("total mismatch")
+    with trajdebug.run("pick", path=src) as good, trajdebug.step("merge", kind="other", input={"n": 4}) as s:
+        s.output = {"n": 4}
+    trajdebug.flush(5)
+    return src, bad.run_id, good.run_id
+
+
+def test_report_without_run_writes_the_newest_failed_run_and_says_so(tmp_path: Path) -> None:
+    """`report SOURCE` without --run writes the newest failed run, not a newer passing one, and its output
+    line says which run it chose; with no failed run, the newest run."""
+    src, bad, good = _passing_after_failing(tmp_path)
+    data = json.loads(invoke("report", str(src), "-o", "r.html", "--json"))
+    assert (data["run_id"], data["outcome"]) == (bad, "failure")
+    out = invoke("report", str(src), "-o", "r.html")
+    assert f"run {bad[:12]}, failure" in out and "the newest failed run" in out
+    passing = tmp_path / "pass.jsonl"
+    passing.write_text("".join(line for line in src.read_text().splitlines(keepends=True) if bad not in line))
+    data = json.loads(invoke("report", str(passing), "-o", "r.html", "--json"))
+    assert data["run_id"] == good
+    assert "newest failed" in invoke("report", "--help")
+
+
+def test_show_lists_a_sources_runs_newest_first_as_runs_does(tmp_path: Path) -> None:
+    """`show SOURCE` prints every run newest first (the order of `runs`), and its help says so."""
+    src, bad, good = _passing_after_failing(tmp_path)
+    shown = json.loads(invoke("show", str(src), "--json"))
+    assert [r["run_id"] for r in shown["runs"]] == [good, bad]
+    listed = json.loads(invoke("runs", str(src), "--json"))
+    assert [r["run_id"] for r in listed["runs"]] == [good, bad]
+    assert "newest first" in " ".join(invoke("show", "--help").split())
+
+
+def test_show_step_without_run_names_the_run_of_each_step(tmp_path: Path) -> None:
+    """`show --step NAME` over several runs heads each printed step with its run's id and outcome."""
+    src, bad, good = _passing_after_failing(tmp_path)
+    out = invoke("show", str(src), "--step", "merge")
+    assert out.index(f"run {good[:12]}") < out.index(f"run {bad[:12]}")
+    assert f"run {bad[:12]}  pick  failure" in out

@@ -191,3 +191,50 @@ def test_a_missing_dependency_names_the_producing_step_not_only_its_id(buggy: Pa
     [found] = [f for f in lint(runs) if f.code == "missing-dependency" and f.step_name == "summarize"][:1]
     producers = {s.name for r in runs for s in r.steps if s.step_id[-6:] in found.message}
     assert producers and all(name in found.message for name in producers)
+
+
+@trajdebug.step(kind="parse")
+def parse_items(answer: str) -> list[dict[str, Any]]:
+    return [{"sku": p.split("x")[1], "qty": int(p.split("x")[0])} for p in answer.split(", ")]
+
+
+@trajdebug.step()
+def merge_items(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    merged = {line["sku"]: dict(line) for line in lines}  # new dicts, a new list: equal content, not the argument
+    return list(merged.values())
+
+
+def _pick_run(store: Path, answer: str) -> None:
+    with trajdebug.run("picklist", store=store):
+        merged = merge_items(parse_items(answer))
+        # missing-dependency: the SKUs are passed on as new short strings, which identity cannot follow.
+        with trajdebug.step("lookup_stock", kind="tool", input={"skus": [m["sku"] for m in merged]}) as s:
+            s.output = {m["sku"]: 5 for m in merged}
+
+
+def test_a_step_returning_an_equal_copy_is_not_said_to_return_its_argument(tmp_path: Path) -> None:
+    """A step that builds new dicts and a new list equal to its argument made them: the fix does not claim
+    it "returns its own argument" (that needs the very object returned), while a pass-through still gets it."""
+    store = tmp_path / "pick.db"
+    _pick_run(store, "3xSKU-1001, 12xSKU-2040, 4xSKU-4500")
+    trajdebug.flush(5)
+    [run] = trajdebug.load_runs(store)
+    merge = next(s for s in run.steps if s.name == "merge_items")
+    assert merge.output == merge.input["lines"]  # equal content: what the old rule took for identity
+    found = [f for f in lint([run]) if f.code == "missing-dependency"]
+    assert found and not any("returns its own argument" in f.fix for f in found)
+
+
+def test_a_missing_dependency_counts_every_run_that_lacks_it(tmp_path: Path, cli_run: Any) -> None:
+    """The same step lacking its dependency in each of 5 runs is counted in 5 runs, also in those where
+    content inference alone is less sure of the edge than the lint's threshold."""
+    store = tmp_path / "pick.db"
+    answers = ["3xSKU-1001, 12xSKU-2040", "1xSKU-5010", "2xSKU-3100, 7xSKU-1002, 1xSKU-5010", "9xSKU-4500", "6xSKU-3101"]
+    for answer in answers:
+        _pick_run(store, answer)
+    trajdebug.flush(5)
+    runs = trajdebug.load_runs(store)
+    found = {f.run_id for f in lint(runs) if f.code == "missing-dependency" and f.step_name == "lookup_stock"}
+    assert found == {r.run_id for r in runs}
+    doc = json.loads(cli_run("lint", str(store), "--json").stdout)
+    assert [g["runs"] for g in doc["groups"] if g["code"] == "missing-dependency"] == [5]

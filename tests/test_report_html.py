@@ -281,3 +281,16 @@ def test_the_graph_zooms_with_the_wheel_and_pans_by_dragging_the_background(page
     page.click("#graph [data-act=fit]")
     assert _stage_transform(page)[2] <= s1
     assert page.errors == []
+
+
+def test_a_candidates_extra_fields_read_as_one_line_and_an_empty_one_is_hidden(page: Any, demo_report: tuple[Path, Any]) -> None:
+    """The demo's top candidate has signals (a list of names) and no confidence (null): the card shows
+    "signals: lineage:dropped" on one line, not a collapsible tree, and no "confidence: null"."""
+    path, analysis = demo_report
+    top = analysis.to_dict()["root_causes"][0]
+    assert top["confidence"] is None and top["signals"]  # what the card is given
+    _open(page, path)
+    extra = page.locator(".cause").first.locator(".c-extra").inner_text()
+    assert "signals: " + ", ".join(top["signals"]) in extra
+    assert "confidence" not in extra and "null" not in extra and "items" not in extra
+    assert page.errors == []

@@ -81,6 +81,8 @@ def lint(runs: Sequence[Run], *, infer: bool = True) -> list[Finding]:
     out: list[Finding] = []
     for run in runs:
         out.extend(_run_findings(run, infer))
+    if infer:
+        out.extend(_same_step_elsewhere(runs, out))
     out.extend(_separate_subagents(runs))
     order = {r.run_id: i for i, r in enumerate(runs)}
     pos = {(r.run_id, s.step_id): i for r in runs for i, s in enumerate(r.steps)}
@@ -204,11 +206,34 @@ def _open(run: Run) -> Iterable[Finding]:
             )
 
 
-def _missing_dependencies(run: Run) -> Iterable[Finding]:
+def _same_step_elsewhere(runs: Sequence[Run], found: Sequence[Finding]) -> Iterable[Finding]:
+    """``missing-dependency`` in the other runs of a step it was found for: the same code lacks the
+    dependency in every run, while content inference is sure of it only where the values happen to
+    be distinctive, so there any inferred edge is enough (a count of 1 run when 5 lack it misleads)."""
+    flagged = {f.step_name for f in found if f.code == "missing-dependency" and f.step_name is not None}
+    if not flagged:
+        return
+    for run in runs:
+        have = {f.step_name for f in found if f.code == "missing-dependency" and f.run_id == run.run_id}
+        want = flagged - have
+        if want and any(s.name in want for s in run.steps):
+            yield from _missing_dependencies(run, only=frozenset(want), floor=0.0)
+
+
+def _missing_dependencies(
+    run: Run, only: frozenset[str] | None = None, floor: float = INFERRED_CONFIDENCE
+) -> Iterable[Finding]:
+    """Steps with no recorded dependency whose input holds upstream output (inferred at ``floor`` or more);
+    ``only``: just the steps of these names."""
     from trajdebug.analysis import infer_dependencies
 
     steps = run.step_map()
-    candidates = [s for s in run.steps if not s.deps and s.kind not in ("input", "agent") and s.input not in (None, {}, "", [])]
+    candidates = [
+        s
+        for s in run.steps
+        if not s.deps and s.kind not in ("input", "agent") and s.input not in (None, {}, "", [])
+        and (only is None or s.name in only)
+    ]
     if not candidates:
         return
     inferred = infer_dependencies(run).step_map()
@@ -219,7 +244,7 @@ def _missing_dependencies(run: Run) -> Iterable[Finding]:
         edges = [
             d
             for d in got.deps
-            if d.origin == "inferred" and d.kind == "data" and d.confidence >= INFERRED_CONFIDENCE and d.run_id is None
+            if d.origin == "inferred" and d.kind == "data" and d.confidence >= floor and d.run_id is None
         ]
         if edges:
             ids = sorted({d.step_id for d in edges})
@@ -245,15 +270,13 @@ def _missing_dependencies(run: Run) -> Iterable[Finding]:
 
 
 def _returns_its_argument(step: Step) -> bool:
-    """Whether a step's output is one of its arguments, unchanged (a pass-through such as a validator)."""
-    out, inp = step.output, step.input
-    if out is None or inp is None:
-        return False
-    if out == inp:
-        return True
-    args = inp.get("args") if isinstance(inp, dict) and isinstance(inp.get("args"), list) else None
-    values = list(inp.values()) if isinstance(inp, dict) else list(inp) if isinstance(inp, (list, tuple)) else []
-    return any(v == out for v in [*(args or ()), *values])
+    """Whether a step returned one of its arguments, the very object (a pass-through such as a validator).
+
+    Equal content is no evidence: a step that builds new dicts and a new list from its argument
+    (``{l["sku"]: dict(l) for l in lines}`` then ``list(d.values())``) returns an equal value that
+    is its own.  Identity is seen only when recording (the recorder marks such a step); a run
+    recorded without the mark gets no such claim."""
+    return step.attributes.get("returned_argument") is True
 
 
 def _relays(run: Run, sources: Sequence[Step], step: Step) -> list[Step]:

@@ -7,7 +7,17 @@ import click
 from trajdebug.cli._common import console, emit_json, json_option, run_option, source_argument, store_path
 
 
-@click.group(name="answers")
+class _ListByDefault(click.Group):
+    """A group whose first argument, when it is no subcommand, is the SOURCE of ``list``:
+    `trajdebug answers runs.db` lists, as a new user tries first."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and not args[0].startswith("-") and args[0] not in self.commands:
+            args = ["list", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(name="answers", cls=_ListByDefault)
 def answers_cmd() -> None:
     """List the answers stored with runs, or import a file of them (the HTML report's download).
 
@@ -17,8 +27,11 @@ def answers_cmd() -> None:
     `trajdebug serve` give them; a store or a trajdebug JSONL file keeps them
     with the run, a foreign trace in SOURCE.answers.jsonl beside it.
 
+    A bare SOURCE means `list SOURCE`.
+
     \b
     Examples:
+        trajdebug answers trajdebug.db
         trajdebug answers list trajdebug.db --run 4f2a
         trajdebug answers import trajdebug.db answers-4f2a.jsonl
         trajdebug answers forget trajdebug.db --run 4f2a --step 9c1e

@@ -8,6 +8,7 @@ from trajdebug.cli._common import (
     Progress,
     emit_json,
     fmt_option,
+    is_derived,
     json_option,
     latest_original,
     load_source,
@@ -18,6 +19,7 @@ from trajdebug.cli._common import (
 from trajdebug.cli._judge import add_judge_options, report_usage
 from trajdebug.cli._judge import judge_config as _judge_config
 from trajdebug.cli._replay import add_verify_option, load_callable
+from trajdebug.core.model import Run
 
 
 DEFAULT_OUTPUT = "trajdebug-report.html"
@@ -58,7 +60,9 @@ def report_cmd(
     the error chains and a step inspector.  It needs no network: open it
     offline or attach it to a ticket.  SOURCE is a store, a trajdebug JSONL
     file or a foreign trace (default: the default store); without --run, its
-    newest run that is not a replay or reference run.
+    newest failed run (the run there is a cause to find, as `analyze` looks
+    at failures), else its newest run; replays and reference runs are passed
+    over.  The output line says which run it wrote.
 
     \b
     Example:
@@ -70,8 +74,11 @@ def report_cmd(
 
     judge = _judge_config(use_judge, judge_config)
     pool = load_source(source, None, fmt)
-    chosen = load_source(source, run_id, fmt) if run_id is not None else latest_original(pool)
-    run = chosen[0]
+    how = ""
+    if run_id is not None:
+        run = load_source(source, run_id, fmt)[0]
+    else:
+        run, how = default_run(pool)
     with Progress(f"analyzing {run.name}", enabled=not as_json):
         result = analyze_source(
             store_path(source),
@@ -106,8 +113,20 @@ def report_cmd(
         return
     click.echo(
         f"wrote {path} ({size / 1024:.0f} KiB): run {run.run_id[:12]}, {run.outcome}, "
-        f"{len(run.steps)} steps; open it in a browser"
+        f"{len(run.steps)} steps{how}; open it in a browser"
     )
+
+
+def default_run(pool: list[Run]) -> tuple[Run, str]:
+    """The run `report` writes without --run, and how the output line names the choice: the newest
+    failed original run (what a report is for: finding a failure's cause), else the newest original run."""
+    originals = [r for r in pool if not is_derived(r)]
+    failed = [r for r in originals if r.outcome == "failure"]
+    if failed:
+        note = "the newest failed run" if len(originals) > 1 else ""
+        return latest_original(failed)[0], (f" ({note}; --run picks another)" if note else "")
+    note = "the newest run, none failed" if len(originals) > 1 else ""
+    return latest_original(pool)[0], (f" ({note}; --run picks another)" if note else "")
 
 
 def register(cli: click.Group) -> None:

@@ -203,9 +203,11 @@ def show_cmd(
 ) -> None:
     """Show runs as step trees: kind, name, duration, status and dependencies.
 
-    SOURCE is a store, a trajdebug JSONL file or a foreign trace (default: the
-    default store, newest run).  Each dependency is marked tracked, declared or
-    inferred (with its confidence).
+    SOURCE is a store, a trajdebug JSONL file or a foreign trace; without
+    --run, every run of it, newest first (as `trajdebug runs` lists them).
+    With no SOURCE, the newest run of the default store.  Each dependency is
+    marked tracked, declared or inferred (with its confidence).  --step
+    without --run looks in every run and names the run of each step it prints.
 
     \b
     Example:
@@ -213,7 +215,11 @@ def show_cmd(
         trajdebug show --step write_sql
     """
     everything = load_source(source, run_id, fmt)
-    runs = latest_original(everything) if source is None and run_id is None else everything
+    if source is None and run_id is None:
+        runs = latest_original(everything)
+    else:
+        # Newest first, as `runs` lists them (among equal starts the later in the source first).
+        runs = [r for _, r in sorted(enumerate(everything), key=lambda p: (p[1].start_ns, p[0]), reverse=True)]
     if infer:
         from trajdebug.analysis import infer_dependencies, previous_turns
 
@@ -256,10 +262,15 @@ def _show_steps(runs: list[Run], selector: str, as_json: bool) -> None:
     if as_json:
         emit_json({"steps": [{"run_id": r.run_id, **step_to_json(s, r)} for r, s in picked]})
         return
+    from trajdebug.core.escape import visible
+
     out = console()
     for i, (r, s) in enumerate(picked):
         if i:
             out.print()
+        if len(runs) > 1:
+            # Steps of the same name in several runs look alike: say whose each one is.
+            out.print(f"run {visible(r.run_id[:12])}  {visible(r.name)}  {r.outcome}", markup=False, style="bold")
         render_step(s, r, out)
 
 

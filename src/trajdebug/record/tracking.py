@@ -31,11 +31,32 @@ from trajdebug.record.encoding import MAX_NAME as MAX_NAME
 from trajdebug.record.encoding import Encoder
 from trajdebug.record.encoding import red_head as red_head
 from trajdebug.record.exceptions import new_error_id
-from trajdebug.record.registry import _ENTRY_BYTES, MIN_TRACKED_STR, Registry
+from trajdebug.record.registry import _ENTRY_BYTES, _UNTRACKED, MIN_TRACKED_STR, Registry
 from trajdebug.record.registry import Entry as Entry
 from trajdebug.record.registry import Trace as Trace
 from trajdebug.record.steps import StepHandle
 from trajdebug.record.timeouts import overrun
+
+
+RETURNED_ARGUMENT = "returned_argument"
+"""The attribute of a step that returned one of its arguments, the very object (a pass-through such
+as a validator): what `trajdebug lint` needs to tell a relay from a step that made an equal copy."""
+
+
+def _is_argument(value: Any, inp: Any) -> bool:
+    """Whether ``value`` is ``inp`` itself or one of a call's arguments (identity, not equality), for a
+    value identity tracking follows (numbers and short texts may be shared by unrelated producers)."""
+    t = type(value)
+    if value is None or issubclass(t, _UNTRACKED) or (t is str and len(value) < MIN_TRACKED_STR):
+        return False
+    if value is inp:
+        return True
+    if type(inp) is dict:
+        for v in inp.values():
+            if v is value:
+                return True
+    return False
+
 
 
 class Tracker(Registry, Encoder):
@@ -111,13 +132,13 @@ class Tracker(Registry, Encoder):
             inp = bind(h._spec, inp, h._kw)
         # Identity tracking (inline: a call per step shows in the cost per step); scalars were not snapshotted.
         deps: list[Dependency] | None = None
-        live = h._live_in
-        if live is None:
-            live = inp
+        live_in = h._live_in
+        if live_in is None:
+            live_in = inp
         else:
             h._live_in = None
-        if live is not None and type(live) is not bytes:
-            found = self._find(sid, h.t0, live)
+        if live_in is not None and type(live_in) is not bytes:
+            found = self._find(sid, h.t0, live_in)
             if found:
                 deps = found
         live = h._live_out
@@ -130,6 +151,7 @@ class Tracker(Registry, Encoder):
                 self._keep(id(live), (sid, live, t1 or 0, "tracked", _ENTRY_BYTES + len(live)))
         elif live is not None and type(live) is not bytes:
             self._register(sid, t1 or 0, live, len(outp) if type(outp) is bytes else 64)
+        returned = live_in is not None and _is_argument(live, live_in)
 
         red = self.redactor
         if type(inp) is str and type(outp) is str and red is not None:
@@ -150,13 +172,13 @@ class Tracker(Registry, Encoder):
         err = h.err
         if (
             deps is None and err is None and not h.branch and not h.deps and not h.attrs and not after_end
-            and h.agent is None and h.attempt is None and h.retry_of is None
+            and h.agent is None and h.attempt is None and h.retry_of is None and not returned
         ):
             rec = plain_step_record(
                 run_id, sid, name, h.kind, h.t0, t1, h.status, parent.id if parent is not None else None, inp, outp
             )
         else:
-            rec = self._full_record(h, run_id, sid, name, inp, outp, deps or [], after_end)
+            rec = self._full_record(h, run_id, sid, name, inp, outp, deps or [], after_end, returned)
         if h.status == "ok" and (h.timeout is not None or (outp is not None and type(outp) is not str and h.kind == "tool")):
             self._flagged(h, rec, outp, out)
         rewrite = self.rewrite
@@ -180,7 +202,16 @@ class Tracker(Registry, Encoder):
                 self._payload_error(h, rec, f"{h.name} ran {fields['elapsed_s']:g} s, past its timeout of {h.timeout:g} s", out, "ToolTimeout", fields)
 
     def _full_record(
-        self, h: StepHandle, run_id: str, sid: str, name: Any, inp: Any, outp: Any, found: list[Dependency], after_end: bool
+        self,
+        h: StepHandle,
+        run_id: str,
+        sid: str,
+        name: Any,
+        inp: Any,
+        outp: Any,
+        found: list[Dependency],
+        after_end: bool,
+        returned: bool = False,
     ) -> dict[str, Any]:
         """The step record of a step with extras: an error, dependencies, attributes, an agent, a retry."""
         deps = list(h.deps) + found if h.deps else found
@@ -205,6 +236,8 @@ class Tracker(Registry, Encoder):
         attrs = self.attributes(h.attrs) if h.attrs else None
         if after_end:
             attrs = {**(attrs or {}), "after_run_end": True}
+        if returned:
+            attrs = {**(attrs or {}), RETURNED_ARGUMENT: True}
         return step_record(
             run_id,
             sid,

@@ -72,10 +72,16 @@ function buildCauses(host) {
     if (c.reasons && c.reasons.length) item.appendChild(el("ul", { class: "reasons" }, ...c.reasons.map((r) => el("li", {}, r))));
     if (c.path && c.path.length > 1) item.appendChild(el("div", { class: "c-path" }, "path: " + c.path.map((p) => (STEPS.get(p) || { name: "?" }).name).join(" → ")));
     if (c.inferred && c.inferred.length) item.appendChild(el("div", { class: "note" }, "hangs on inferred edges: " + c.inferred.map((x) => label(x.step_id) + " (" + x.confidence + ")").join(", ")));
-    const extra = Object.keys(c).filter((k) => !CAUSE_KNOWN.has(k));
+    // Fields the analysis gains later, shown generically; an empty one (null, []) says nothing, and a
+    // list of plain values reads as one line ("signals: lineage:dropped, rare") rather than a tree.
+    const extra = Object.keys(c).filter((k) => !CAUSE_KNOWN.has(k) && c[k] !== null && c[k] !== undefined && !(Array.isArray(c[k]) && !c[k].length));
     if (extra.length) {
       const more = el("div", { class: "c-extra" });
-      for (const k of extra) more.appendChild(el("div", { class: "j-row" }, el("span", { class: "j-key" }, k + ": "), valueView(c[k], 1)));
+      for (const k of extra) {
+        const v = c[k];
+        const flat = Array.isArray(v) && v.every((x) => x === null || typeof x !== "object");
+        more.appendChild(el("div", { class: "j-row" }, el("span", { class: "j-key" }, k + ": "), flat ? el("span", { class: "c-list" }, v.map(String).join(", ")) : valueView(v, 1)));
+      }
       item.appendChild(more);
     }
     list.appendChild(item);
