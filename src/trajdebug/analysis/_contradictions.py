@@ -1,0 +1,209 @@
+"""Where the failure's message disagrees with the run: numbers stated against a field some step introduced
+(`lineage:contradicted`, units and limits told apart), what-if repairs of a named value, and sources that
+disagree with each other about a value the failing step was given."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._sources import (
+    _TERM,
+    NAMING_FIELDS,
+    Found,
+    Slice,
+    _field_words,
+    _short,
+    _written_as,
+)
+from trajdebug.analysis._stated import states_no_value
+from trajdebug.analysis.lineage import derivation, slips
+from trajdebug.core.model import CONTAINER_KINDS
+from trajdebug.core.values import Atom, Mention, mentions
+
+
+def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
+    """Steps whose output a failure contradicts: it states another value for the quantity they named.
+
+    An environment that refuses an action often says what is true ("has 2 days
+    left", "the re-price says 111.08"): a number next to the words of a field
+    some step introduced with another value (``paid_days_left=7``) points at
+    that step (a stale cache, a wrong conversion), not at the steps that
+    merely carried its value on.
+    """
+    out: list[Found] = []
+    nums = mentions(message, words=False)
+    # Each word of the message belongs to the number nearest to it (a message may
+    # state several quantities: "total 1,224 exceeds budget 1,200").
+    near: dict[int, set[str]] = {}
+    for w in _TERM.finditer(message.lower()):
+        if nums:
+            mid = (w.start() + w.end()) / 2
+            i = min(range(len(nums)), key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
+            if min(abs(mid - nums[i].start), abs(mid - nums[i].end)) <= 48:
+                near.setdefault(i, set()).add(w.group(0))
+    for i, m in enumerate(nums):
+        window = near.get(i, set())
+        window |= {w[:-1] for w in window if w.endswith("s")}
+        found: list[tuple[str, Atom]] = []
+        held = False
+        for sid in sorted(within, key=sl.g.position):
+            if sl.g.position(sid) >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
+                continue
+            view = sl.lin.view(sid)
+            named = [
+                a
+                for a in view.outputs
+                if a.kind == "number"
+                and a.number is not None
+                and a.field
+                and all(w in window or w.rstrip("s") in window for w in _field_words(a.field, sl.lexicon))
+                and not _names_unit(a.field, _unit_code(message, m), sl)
+                and not states_no_value(message, m, _field_words(a.field, sl.lexicon), sl.lexicon)
+            ]
+            if any(_written_as(a.number, m) for a in named if a.number is not None):
+                held = True  # the run had the value the failure states: it restates, not corrects
+                break
+            named = [a for a in named if not view.given(a)]
+            if len({a.key for a in named}) != 1:
+                continue  # none, or a table of them (which row the failure means is unknown)
+            if any(_written_as(a.number, x) for a in named for x in nums if a.number is not None):
+                # The failure states this value too: it compares it with another
+                # (a limit, a second source), it does not correct it.
+                continue
+            found.append((sid, named[0]))
+        if held or not found or len(found) > 2:
+            continue  # restated, no step, or a quantity too common to tell which step it means
+        for sid, a in found:
+            out.append(
+                Evidence(
+                    sid,
+                    sl.w["contradicted"],
+                    f"the failure at {where} says {m.raw.strip()} where it said {a.field}={a.raw}",
+                    "lineage:contradicted",
+                )
+            )
+    return out
+
+_CODE = re.compile(r" ?([A-Z]{2,5})\b")
+"""A code in capitals right after a number (``EUR``, ``USD``, ``GB``)."""
+
+
+def _unit_code(message: str, m: Mention) -> str | None:
+    """The currency or unit code a number is written with: its symbol (``€12``), or a word in capitals right after it (``304.40 EUR``).
+
+    A lower-case word after a number names what it counts ("6 replicas", "2
+    days left") and is left to the field words; a code in capitals is a unit.
+    """
+    if m.unit and not m.raw[:1].isdigit() and m.raw[:1] not in "+-.":
+        return m.unit  # a currency symbol before the digits
+    w = _CODE.match(message, m.end)
+    return w.group(1).lower() if w is not None else None
+
+
+def _names_unit(field: str, unit: str | None, sl: Slice) -> bool:
+    """Whether a field's only word is the unit code a number is written with.
+
+    A failure gives a value its name ("total 304.40", "total=304.40",
+    "6 replicas"); a currency or unit code (``304.40 EUR``, ``$12``) says what
+    it is measured in, and a field named like that code (a rate table's
+    ``eur``) is not the quantity stated.  A name of several words still counts.
+    """
+    words = _field_words(field, sl.lexicon)
+    return unit is not None and len(words) == 1 and words[0] in (unit, unit.rstrip("s"))
+
+
+def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
+    """The one numeric slip upstream that turns the run's number into the one the failure expected."""
+    out: list[Found] = []
+    fview = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
+    ours = [
+        a
+        for a in named
+        if a.kind == "number"
+        and a.number is not None
+        and (sl.lin.holders(a.key, pos) or (fview is not None and derivation(fview, a) is not None))
+    ]
+    if not ours:
+        return out
+    for t in mentions(message, words=False):
+        for a in ours:
+            if a.number is None or _written_as(a.number, t):
+                continue  # the run's own number
+            found = slips(sl.lin, a, pos, t.value, t.raw, within)
+            # (One slip repeated in every call of one step counts once.)
+            ways = len({sl.g.steps[slip.step_id].name for slip in found})
+            if not found or ways > 3:
+                continue  # none, or too many ways to get there to say which
+            for slip in found:
+                label = f"{slip.atom.field}={slip.atom.raw}" if slip.atom.field else slip.atom.raw
+                out.append(
+                    Evidence(
+                        slip.step_id,
+                        sl.w["whatif"] / ways**0.5,
+                        f"its {label} looks {slip.what}: at {_short(slip.fixed)}, the run's {a.raw.strip()} "
+                        f"would be the {t.raw.strip()} the failure at {where} expects",
+                        "lineage:whatif",
+                    )
+                )
+            return out
+    return out
+
+def disagreeing_sources(sl: Slice, fid: str, message: str, pos: int, within: set[str], where: str) -> list[Found]:
+    """Two sources giving the failing check different values of one field for one entity.
+
+    A check that cross-checks what the run acted on against a source it
+    consults for itself (a billing record, a re-price) fails when they
+    disagree; the source the run acted on, not the check's own witness,
+    is the suspect (a stale cache, a wrong lookup).
+    """
+    out: list[Found] = []
+    view = sl.lin.view(fid)
+    said = message.casefold()
+    by_field: dict[str, dict[str, Atom]] = {}
+    for a in view.inputs:
+        if a.field and a.kind in ("text", "id", "date") and a.field not in NAMING_FIELDS:
+            by_field.setdefault(a.field, {}).setdefault(a.key, a)
+    for fld, vals in by_field.items():
+        if len(vals) != 2 or not any(len(a.raw) >= 2 and a.raw.casefold() in said for a in vals.values()):
+            continue  # not two values, or not what the check complains about
+        origins = [sl.lin.origin(a, pos, within) for a in vals.values()]
+        if any(o.step_id is None for o in origins) or origins[0].step_id == origins[1].step_id:
+            continue
+        ids = [o.step_id for o in origins if o.step_id is not None]
+        outs = [{b.key for b in sl.lin.view(sid).outputs if b.kind == "id"} for sid in ids]
+        if not outs[0] & outs[1]:
+            continue  # not the same entity
+        witness = [_feeds_only(sl, sid, fid) for sid in ids]
+        if witness.count(True) != 1:
+            continue
+        acted, told = (0, 1) if witness[1] else (1, 0)
+        out.append(
+            Evidence(
+                ids[acted],
+                sl.w["disagrees"],
+                f"says {fld}={origins[acted].atom.raw} where {sl.g.steps[ids[told]].name}, "
+                f"which the check at {where} consulted, says {origins[told].atom.raw}",
+                "lineage:disagrees",
+            )
+        )
+    return out
+
+def _feeds_only(sl: Slice, sid: str, fid: str) -> bool:
+    """Whether everything that consumed a step's output is the failing step (or encloses it)."""
+    users = [c for c, _ in sl.g.children(sid) if c != sid]
+    return bool(users) and all(c == fid or inside_of(sl, fid, c) for c in users)
+
+def inside_of(sl: Slice, sid: str, outer: str) -> bool:
+    """Whether step `sid` runs inside step `outer` (a descendant in the step tree)."""
+    seen = 0
+    parent = sl.g.steps[sid].parent_id
+    while parent is not None and seen < 10_000:
+        if parent == outer:
+            return True
+        step = sl.g.steps.get(parent)
+        parent = step.parent_id if step is not None else None
+        seen += 1
+    return False
+
