@@ -276,6 +276,20 @@ class TestOldAnswers:
         found = [e.diagnoser for e in violations(wrong.steps[0], Lineage(wrong).view("s"), profile)]
         assert "reference:old-answer" in found
 
+    def test_a_whole_answer_got_for_another_id_is_old_even_when_the_request_carries_that_id(self) -> None:
+        """A customer lookup asked for C-1 (handed C-2 as its cache key) that answers C-2's record, as a passing
+        run got it when it asked for C-2, served a stale entry: the request's other value does not excuse it."""
+
+        def lookup(rid: str, asked: str, cached: str | None, answer: str, *, fail: bool = False) -> Run:
+            step = Step("s", "lookup_customer", "tool", input={"customer_id": asked, "cached": cached},
+                        output={"account": answer, "tier": f"tier of {answer} account"})
+            return Run(rid, "triage", outcome="failure" if fail else "success", steps=(step,))
+
+        profile = learn([lookup(f"p{i}", f"C-{i}", None, f"C-{i}") for i in range(1, 6)])
+        stale = lookup("bad", "C-7", "C-2", "C-2", fail=True)
+        found = [e.diagnoser for e in violations(stale.steps[0], Lineage(stale).view("s"), profile)]
+        assert "reference:old-answer" in found
+
 
 class TestExpectedProducer:
     @staticmethod

@@ -134,7 +134,13 @@ def _same_subject(asked: Any, other: str, key: str | None, part: str) -> bool:
     """Whether another request (canonical JSON) asked for everything an answer's part is about: the values of
     this request the part, or the key it sits under, names (``SKU-1001``'s stock record, served to two
     requests that both list ``SKU-1001``).  A lookup answers one thing alike whatever else it was asked."""
-    about = [v for v in _request_values(asked) if v == key or _canon(v) in part]
+    values = _request_values(asked)
+    if key is None:
+        # A whole answer is about the whole request: the other request must have asked for all of it (a
+        # lookup for C-1 served the record another request got for C-2 is a stale entry, even when this
+        # request also carried C-2, say as a cache key).
+        return bool(values) and all(_canon(v) in other for v in values)
+    about = [v for v in values if v == key or _canon(v) in part]
     return bool(about) and all(_canon(v) in other for v in about)
 
 
