@@ -135,13 +135,13 @@ def _same_subject(asked: Any, other: str, key: str | None, part: str) -> bool:
     this request the part, or the key it sits under, names (``SKU-1001``'s stock record, served to two
     requests that both list ``SKU-1001``).  A lookup answers one thing alike whatever else it was asked."""
     values = _request_values(asked)
-    if key is None:
-        # A whole answer is about the whole request: the other request must have asked for all of it (a
-        # lookup for C-1 served the record another request got for C-2 is a stale entry, even when this
-        # request also carried C-2, say as a cache key).
-        return bool(values) and all(_canon(v) in other for v in values)
     about = [v for v in values if v == key or _canon(v) in part]
-    return bool(about) and all(_canon(v) in other for v in about)
+    if not about or not all(_canon(v) in other for v in about):
+        return False
+    # A whole answer is about the whole request: the other request must have asked for all of it too (a
+    # lookup for C-1 that serves the record another request got for C-2 is a stale entry, even when this
+    # request also carried C-2, say as a cache key).
+    return key is not None or all(_canon(v) in other for v in values)
 
 
 def _request_values(value: Any, depth: int = 0) -> list[str]:
