@@ -24,9 +24,10 @@ frameworks, each scored once held out, then trained on by the learned ranker sin
 development suites now; suite_h's misses were studied too), and ``suite_i`` (written blind after them,
 scored once held out on 2026-12-02, its misses studied since: a development suite), and ``suite_j``
 (written blind and frozen on 2026-12-02, scored once held out by `benchmarks.score_heldout` the same day,
-its misses studied since: a development suite).  ``suite_k`` and ``suite_l``, written blind the same
-day, are held out (`benchmarks.corpus.HELD_OUT`): suite_k scored once by `benchmarks.score_heldout`, its
-misses never listed; suite_l not yet scored (the next measure).  See ``STATUS``.
+its misses studied since: a development suite), and ``suite_k`` (written blind the same day, scored once
+held out by `benchmarks.score_heldout` at 16:55 UTC, its misses studied since 2026-12-03: a development
+suite).  ``suite_l``, written blind on 2026-12-02, is held out (`benchmarks.corpus.HELD_OUT`): not yet
+scored (the next measure).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
     "suite_l": "held out (written blind and frozen on 2026-12-02; not yet scored: the measure after suite K)",
-    "suite_k": "held out (written blind and frozen on 2026-12-02; scored once at 16:55 UTC on 467dd32; misses not studied)",
+    "suite_k": "development (scored once held out on 2026-12-02 at 16:55 UTC on 467dd32; its misses studied since 2026-12-03)",
     "suite_j": "development (scored once held out on 2026-12-02 at 14:00 UTC on 020ac1b; its misses studied since 2026-12-02)",
     "suite_i": "development (scored once held out on 2026-12-02; its misses studied since 2026-12-02)",
     "suite_h": "development (scored once held out on 2026-12-02; its misses studied and trained on since 2026-12-02)",
