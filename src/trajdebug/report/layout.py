@@ -166,11 +166,41 @@ def layered_layout(
         A `Layout` (routes in the order of ``edges``, one per pair, including duplicates).
     """
     # 1. Cycle removal: an edge against the index order is drawn reversed.
-    oriented: list[tuple[int, int]] = []
-    for u, v in edges:
-        oriented.append((u, v) if u < v else (v, u))
+    oriented = [(u, v) if u < v else (v, u) for u, v in edges]
     unique = sorted({e for e in oriented if e[0] != e[1]})
-    # 2. Layering by longest path; nodes in index order are a topological order.
+    layer = _layering(n, unique)
+    node_layer, chain, adj_down = _split_long_edges(unique, layer, dummy_budget)
+    adj_up: dict[int, list[int]] = {}
+    for a, bs in adj_down.items():
+        for b in bs:
+            adj_up.setdefault(b, []).append(a)
+    depth = max(node_layer, default=-1) + 1
+    layers: list[list[int]] = [[] for _ in range(depth)]
+    for v in range(len(node_layer)):
+        layers[node_layer[v]].append(v)
+    layers, best_c = _reduce_crossings(layers, adj_down, adj_up, sweeps)
+    ypos = _coordinates(layers, n, len(node_layer), adj_down, adj_up, node_gap)
+    xpos = [node_layer[v] * layer_gap for v in range(len(node_layer))]
+    routes = []
+    for (u, v), (ou, ov) in zip(oriented, edges):
+        path = chain.get((u, v), [u, v])
+        pts = tuple((xpos[p], ypos[p]) for p in path)
+        if (ou, ov) != (u, v):
+            pts = tuple(reversed(pts))
+        routes.append(Route(ou, ov, pts))
+    return Layout(
+        x=tuple(xpos[:n]),
+        y=tuple(ypos[:n]),
+        layer=tuple(layer),
+        routes=tuple(routes),
+        crossings=best_c,
+        width=max(xpos[:n], default=0.0),
+        height=max(ypos, default=0.0),
+    )
+
+
+def _layering(n: int, unique: Sequence[tuple[int, int]]) -> list[int]:
+    """2. Layering by longest path; nodes in index order are a topological order."""
     preds: list[list[int]] = [[] for _ in range(n)]
     for u, v in unique:
         preds[v].append(u)
@@ -188,7 +218,14 @@ def layered_layout(
         sm = succ_min[v]
         if not preds[v] and sm is not None and sm - 1 > layer[v]:
             layer[v] = sm - 1
-    # Long edges get dummy nodes, the longest skipped first when over budget.
+    return layer
+
+
+def _split_long_edges(
+    unique: Sequence[tuple[int, int]], layer: Sequence[int], dummy_budget: int
+) -> tuple[list[int], dict[tuple[int, int], list[int]], dict[int, list[int]]]:
+    """Long edges get dummy nodes, the longest skipped first when over budget: every node's layer (dummies
+    appended after the real ones), each split edge's chain of nodes, and the downward adjacency."""
     spans = sorted(unique, key=lambda e: layer[e[1]] - layer[e[0]])
     total = 0
     split: set[tuple[int, int]] = set()
@@ -215,27 +252,26 @@ def layered_layout(
                 adj_down.setdefault(a, []).append(b)
         elif layer[v] - layer[u] == 1:
             adj_down.setdefault(u, []).append(v)
-    total_nodes = len(node_layer)
-    adj_up: dict[int, list[int]] = {}
-    for a, bs in adj_down.items():
-        for b in bs:
-            adj_up.setdefault(b, []).append(a)
-    depth = max(node_layer, default=-1) + 1
-    layers: list[list[int]] = [[] for _ in range(depth)]
-    for v in range(total_nodes):
-        layers[node_layer[v]].append(v)
-    # 3. Crossing reduction by median sweeps; keep the best ordering seen.
-    pos = [0] * total_nodes
+    return node_layer, chain, adj_down
+
+
+def _positions(layers: Sequence[Sequence[int]], total: int) -> list[int]:
+    pos = [0] * total
     for lay in layers:
         for i, v in enumerate(lay):
             pos[v] = i
+    return pos
+
+
+def _reduce_crossings(
+    layers: list[list[int]], adj_down: dict[int, list[int]], adj_up: dict[int, list[int]], sweeps: int
+) -> tuple[list[list[int]], int]:
+    """3. Crossing reduction by median sweeps (Gansner et al. 1993); the best ordering seen and its count."""
+    depth = len(layers)
+    pos = _positions(layers, sum(len(lay) for lay in layers))
 
     def count_all() -> int:
-        total_c = 0
-        for i in range(depth - 1):
-            lower = {v: pos[v] for v in layers[i + 1]}
-            total_c += _crossings(layers[i], lower, adj_down)
-        return total_c
+        return sum(_crossings(layers[i], {v: pos[v] for v in layers[i + 1]}, adj_down) for i in range(depth - 1))
 
     best = [list(lay) for lay in layers]
     best_c = count_all()
@@ -250,8 +286,7 @@ def layered_layout(
                 for v in layers[i]:
                     ns = [float(pos[u]) for u in nbrs.get(v, ())]
                     if ns:
-                        bary = sum(ns) / len(ns)
-                        keyed.append((_median(ns), bary, pos[v], v))
+                        keyed.append((_median(ns), sum(ns) / len(ns), pos[v], v))
                     else:
                         keyed.append((float(pos[v]), float(pos[v]), pos[v], v))
                 keyed.sort()
@@ -262,16 +297,25 @@ def layered_layout(
         if c < best_c:
             best_c = c
             best = [list(lay) for lay in layers]
-    layers = best
-    for lay in layers:
-        for i, v in enumerate(lay):
-            pos[v] = i
-    # 4. Coordinates: isotonic regression towards the neighbours' mean, sweeping both ways.
-    ypos = [0.0] * total_nodes
+    return best, best_c
+
+
+def _coordinates(
+    layers: Sequence[Sequence[int]],
+    n: int,
+    total: int,
+    adj_down: dict[int, list[int]],
+    adj_up: dict[int, list[int]],
+    node_gap: float,
+) -> list[float]:
+    """4. Vertical coordinates: isotonic regression towards the neighbours' mean, sweeping both ways
+    (dummy nodes weigh double, so long edges stay straight)."""
+    depth = len(layers)
+    ypos = [0.0] * total
     for lay in layers:
         for i, v in enumerate(lay):
             ypos[v] = i * node_gap
-    weight = [1.0 if v < n else 2.0 for v in range(total_nodes)]
+    weight = [1.0 if v < n else 2.0 for v in range(total)]
     for _ in range(4):
         for down in (True, False):
             order = range(1, depth) if down else range(depth - 2, -1, -1)
@@ -290,24 +334,7 @@ def layered_layout(
                 for v, y in zip(members, _isotonic(wish, [weight[v] for v in members], node_gap)):
                     ypos[v] = y
     low = min(ypos, default=0.0)
-    ypos = [y - low for y in ypos]
-    xpos = [node_layer[v] * layer_gap for v in range(total_nodes)]
-    routes = []
-    for (u, v), (ou, ov) in zip(oriented, edges):
-        path = chain.get((u, v), [u, v])
-        pts = tuple((xpos[p], ypos[p]) for p in path)
-        if (ou, ov) != (u, v):
-            pts = tuple(reversed(pts))
-        routes.append(Route(ou, ov, pts))
-    return Layout(
-        x=tuple(xpos[:n]),
-        y=tuple(ypos[:n]),
-        layer=tuple(layer),
-        routes=tuple(routes),
-        crossings=best_c,
-        width=max(xpos[:n], default=0.0),
-        height=max(ypos, default=0.0),
-    )
+    return [y - low for y in ypos]
 
 
 def index_edges(

@@ -193,6 +193,190 @@ class _Guard(BaseHTTPMiddleware):
         return response
 
 
+class _Pages:
+    """The web UI's routes over one source: each method is one page or API endpoint."""
+
+    def __init__(self, source: str | Path, fmt: str | None) -> None:
+        self.source = source
+        self.fmt = fmt
+        self.catalog = Catalog(source, fmt=fmt)
+        self.env = _env()
+
+    def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        return HTMLResponse(self.env.get_template(name).render(source=str(self.source), **ctx), status_code=status)
+
+    def problem(self, message: str, status: int) -> HTMLResponse:
+        return self.page("message.html", status, title="trajdebug", message=message)
+
+    def run_list(self, request: Request) -> Response:
+        try:
+            q = query_from(request.query_params)
+            entries = self.catalog.query(q)
+        except BadQuery as exc:
+            return self.problem(str(exc), 400)
+        except SourceError as exc:
+            return self.problem(str(exc), 500)
+        params = {k: v for k, v in request.query_params.items() if k != "token"}
+        return self.page(
+            "runs.html",
+            entries=entries,
+            q=params,
+            hidden=0 if q.derived else self.catalog.hidden(),
+            sort_links=_sort_links(params, q),
+            heading=None,
+        )
+
+    def session_list(self, request: Request) -> Response:
+        try:
+            sessions = self.catalog.sessions()
+        except SourceError as exc:
+            return self.problem(str(exc), 500)
+        rows = [
+            {
+                **s.to_dict(),
+                "tokens": sum(e.tokens or 0 for e in entries) if any(e.tokens for e in entries) else None,
+                "cost": sum(e.cost or 0.0 for e in entries) if any(e.cost is not None for e in entries) else None,
+            }
+            for s, entries in sessions
+        ]
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"sessions": rows})
+        return self.page("sessions.html", title="sessions", sessions=rows)
+
+    def session_page(self, request: Request) -> Response:
+        sid = request.path_params["session"]
+        params = {"session": sid, "sort": "started", "order": "asc", "all": "1"}
+        try:
+            entries = self.catalog.query(query_from(params))
+        except SourceError as exc:
+            return self.problem(str(exc), 500)
+        if not entries:
+            return self.problem(f"no session {sid!r}", 404)
+        return self.page(
+            "runs.html",
+            entries=entries,
+            q={"session": sid},
+            hidden=0,
+            sort_links=_sort_links({"session": sid}, query_from(params)),
+            heading=f"session {sid}: {len(entries)} run{'s' if len(entries) != 1 else ''} in order",
+        )
+
+    def api_runs(self, request: Request) -> Response:
+        try:
+            q = query_from(request.query_params)
+            entries = self.catalog.query(q)
+        except BadQuery as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except SourceError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=500)
+        rows = []
+        for e in entries:
+            d = e.to_dict()
+            d["started"] = _when(e.start_ns)
+            d["duration"] = _duration(e)
+            d["tokens_text"] = format_tokens(e.tokens)
+            d["cost_text"] = format_cost(e.cost)
+            rows.append(d)
+        return JSONResponse({"runs": rows, "hidden": 0 if q.derived else self.catalog.hidden()})
+
+    def run_page(self, request: Request) -> Response:
+        from trajdebug.report.html import content_security_policy, page_parts, report_html
+
+        run_id = request.path_params["run_id"]
+        try:
+            analysis = self.catalog.analysis(run_id)
+        except KeyError as exc:
+            return self.problem(str(exc.args[0]) if exc.args else f"no run {run_id!r}", 404)
+        except GraphError as exc:
+            return self.problem(str(exc), 422)
+        rid = analysis.run.run_id
+        nav = [("← all runs", "/")]
+        if analysis.run.outcome == "failure":
+            nav.append(("compare with a passing run", "/compare?" + urlencode({"bad": rid})))
+        endpoint = "/api/runs/" + quote(rid, safe="") + "/ask"
+        body = report_html(analysis, source=str(self.source), nav=nav, ask_endpoint=endpoint)
+        style, script = page_parts()
+        # connect-src: the "find the cause" panel talks to this server (serve/ask.py).
+        policy = content_security_policy(style, script) + "; connect-src 'self'; frame-ancestors 'none'"
+        return HTMLResponse(body, headers={"Content-Security-Policy": policy})
+
+    def compare(self, request: Request) -> Response:
+        from trajdebug.replay import align
+
+        good_id = request.query_params.get("good") or ""
+        bad_id = request.query_params.get("bad") or ""
+        try:
+            self.catalog.refresh()
+            bad = self.catalog.run(bad_id) if bad_id else None
+            good = self.catalog.run(good_id) if good_id else None
+        except KeyError as exc:
+            return self.problem(str(exc.args[0]) if exc.args else "no such run", 404)
+        choices = self.catalog.query(Query(derived=True, limit=300))
+        if bad is not None and good is None:
+            good = _passing_for(self.catalog, bad, choices)
+        # Offered as good: passing runs that are not replays (a reference run is a passing run of
+        # the same input); as bad: the failing and unfinished original runs.  A run named in the
+        # URL stays selectable whatever it is.
+        chosen = {r.run_id for r in (good, bad) if r is not None}
+        good_choices = [e for e in choices if (e.outcome == "success" and e.derived != "replay") or e.run_id in chosen]
+        bad_choices = [e for e in choices if (e.outcome != "success" and not e.derived) or e.run_id in chosen]
+        if good is None or bad is None:
+            return self.page(
+                "compare.html",
+                title="compare runs",
+                al=None,
+                good=good,
+                bad=bad,
+                good_choices=good_choices,
+                bad_choices=bad_choices,
+            )
+        if good.run_id == bad.run_id:
+            return self.problem("GOOD and BAD are the same run: choose two runs", 400)
+        al = align(good, bad)
+        first = al.first_divergence
+        steps = bad.step_map()
+        impact = [f"{steps[s].name}#{s[-6:]}" for s in al.impact(first)] if first else []
+        return self.page(
+            "compare.html",
+            title="compare runs",
+            al=al,
+            good=good,
+            bad=bad,
+            first=first,
+            impact=impact,
+            good_choices=good_choices,
+            bad_choices=bad_choices,
+        )
+
+    async def api_ask(self, request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+
+        body = await request.body() if request.method == "POST" else b""
+        # The analysis and the store are synchronous: off the event loop, like the other routes.
+        return await run_in_threadpool(self._ask, request, body)
+
+    def _ask(self, request: Request, body: bytes) -> Response:
+        from trajdebug.serve.ask import BadAnswer, ask_state, parse_answer, store_answer, stored_answers
+
+        run_id = request.path_params["run_id"]
+        try:
+            analysis = self.catalog.analysis(run_id)
+            if request.method == "POST":
+                answer = parse_answer(
+                    body, request.headers.get("content-type", ""), request.headers.get("origin"),
+                    request.headers.get("host"),
+                )
+                store_answer(self.source, analysis, answer)
+            state = ask_state(analysis, stored_answers(self.source, analysis.run.run_id, self.fmt))
+        except KeyError as exc:
+            return JSONResponse({"error": str(exc.args[0]) if exc.args else f"no run {run_id!r}"}, status_code=404)
+        except BadAnswer as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except (GraphError, SourceError) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=500)
+        return JSONResponse(state)
+
+
 def create_app(
     source: str | Path,
     *,
@@ -208,193 +392,17 @@ def create_app(
         token: When given, every request must carry it (see the module's doc).
         allowed_hosts: ``Host`` header values to accept (None: the loopback names).
     """
-    catalog = Catalog(source, fmt=fmt)
-    env = _env()
-
-    def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        return HTMLResponse(env.get_template(name).render(source=str(source), **ctx), status_code=status)
-
-    def problem(message: str, status: int) -> HTMLResponse:
-        return page("message.html", status, title="trajdebug", message=message)
-
-    def run_list(request: Request) -> Response:
-        try:
-            q = query_from(request.query_params)
-            entries = catalog.query(q)
-        except BadQuery as exc:
-            return problem(str(exc), 400)
-        except SourceError as exc:
-            return problem(str(exc), 500)
-        params = {k: v for k, v in request.query_params.items() if k != "token"}
-        return page(
-            "runs.html",
-            entries=entries,
-            q=params,
-            hidden=0 if q.derived else catalog.hidden(),
-            sort_links=_sort_links(params, q),
-            heading=None,
-        )
-
-    def session_list(request: Request) -> Response:
-        try:
-            sessions = catalog.sessions()
-        except SourceError as exc:
-            return problem(str(exc), 500)
-        rows = [
-            {
-                **s.to_dict(),
-                "tokens": sum(e.tokens or 0 for e in entries) if any(e.tokens for e in entries) else None,
-                "cost": sum(e.cost or 0.0 for e in entries) if any(e.cost is not None for e in entries) else None,
-            }
-            for s, entries in sessions
-        ]
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"sessions": rows})
-        return page("sessions.html", title="sessions", sessions=rows)
-
-    def session_page(request: Request) -> Response:
-        sid = request.path_params["session"]
-        params = {"session": sid, "sort": "started", "order": "asc", "all": "1"}
-        try:
-            entries = catalog.query(query_from(params))
-        except SourceError as exc:
-            return problem(str(exc), 500)
-        if not entries:
-            return problem(f"no session {sid!r}", 404)
-        return page(
-            "runs.html",
-            entries=entries,
-            q={"session": sid},
-            hidden=0,
-            sort_links=_sort_links({"session": sid}, query_from(params)),
-            heading=f"session {sid}: {len(entries)} run{'s' if len(entries) != 1 else ''} in order",
-        )
-
-    def api_runs(request: Request) -> Response:
-        try:
-            q = query_from(request.query_params)
-            entries = catalog.query(q)
-        except BadQuery as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        except SourceError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=500)
-        rows = []
-        for e in entries:
-            d = e.to_dict()
-            d["started"] = _when(e.start_ns)
-            d["duration"] = _duration(e)
-            d["tokens_text"] = format_tokens(e.tokens)
-            d["cost_text"] = format_cost(e.cost)
-            rows.append(d)
-        return JSONResponse({"runs": rows, "hidden": 0 if q.derived else catalog.hidden()})
-
-    def run_page(request: Request) -> Response:
-        from trajdebug.report.html import content_security_policy, page_parts, report_html
-
-        run_id = request.path_params["run_id"]
-        try:
-            analysis = catalog.analysis(run_id)
-        except KeyError as exc:
-            return problem(str(exc.args[0]) if exc.args else f"no run {run_id!r}", 404)
-        except GraphError as exc:
-            return problem(str(exc), 422)
-        rid = analysis.run.run_id
-        nav = [("← all runs", "/")]
-        if analysis.run.outcome == "failure":
-            nav.append(("compare with a passing run", "/compare?" + urlencode({"bad": rid})))
-        endpoint = "/api/runs/" + quote(rid, safe="") + "/ask"
-        body = report_html(analysis, source=str(source), nav=nav, ask_endpoint=endpoint)
-        style, script = page_parts()
-        # connect-src: the "find the cause" panel talks to this server (serve/ask.py).
-        policy = content_security_policy(style, script) + "; connect-src 'self'; frame-ancestors 'none'"
-        return HTMLResponse(body, headers={"Content-Security-Policy": policy})
-
-    def compare(request: Request) -> Response:
-        from trajdebug.replay import align
-
-        good_id = request.query_params.get("good") or ""
-        bad_id = request.query_params.get("bad") or ""
-        try:
-            catalog.refresh()
-            bad = catalog.run(bad_id) if bad_id else None
-            good = catalog.run(good_id) if good_id else None
-        except KeyError as exc:
-            return problem(str(exc.args[0]) if exc.args else "no such run", 404)
-        choices = catalog.query(Query(derived=True, limit=300))
-        if bad is not None and good is None:
-            good = _passing_for(catalog, bad, choices)
-        # Offered as good: passing runs that are not replays (a reference run is a passing run of
-        # the same input); as bad: the failing and unfinished original runs.  A run named in the
-        # URL stays selectable whatever it is.
-        chosen = {r.run_id for r in (good, bad) if r is not None}
-        good_choices = [e for e in choices if (e.outcome == "success" and e.derived != "replay") or e.run_id in chosen]
-        bad_choices = [e for e in choices if (e.outcome != "success" and not e.derived) or e.run_id in chosen]
-        if good is None or bad is None:
-            return page(
-                "compare.html",
-                title="compare runs",
-                al=None,
-                good=good,
-                bad=bad,
-                good_choices=good_choices,
-                bad_choices=bad_choices,
-            )
-        if good.run_id == bad.run_id:
-            return problem("GOOD and BAD are the same run: choose two runs", 400)
-        al = align(good, bad)
-        first = al.first_divergence
-        steps = bad.step_map()
-        impact = [f"{steps[s].name}#{s[-6:]}" for s in al.impact(first)] if first else []
-        return page(
-            "compare.html",
-            title="compare runs",
-            al=al,
-            good=good,
-            bad=bad,
-            first=first,
-            impact=impact,
-            good_choices=good_choices,
-            bad_choices=bad_choices,
-        )
-
-    async def api_ask(request: Request) -> Response:
-        from starlette.concurrency import run_in_threadpool
-
-        body = await request.body() if request.method == "POST" else b""
-        # The analysis and the store are synchronous: off the event loop, like the other routes.
-        return await run_in_threadpool(_ask, request, body)
-
-    def _ask(request: Request, body: bytes) -> Response:
-        from trajdebug.serve.ask import BadAnswer, ask_state, parse_answer, store_answer, stored_answers
-
-        run_id = request.path_params["run_id"]
-        try:
-            analysis = catalog.analysis(run_id)
-            if request.method == "POST":
-                answer = parse_answer(
-                    body, request.headers.get("content-type", ""), request.headers.get("origin"),
-                    request.headers.get("host"),
-                )
-                store_answer(source, analysis, answer)
-            state = ask_state(analysis, stored_answers(source, analysis.run.run_id, fmt))
-        except KeyError as exc:
-            return JSONResponse({"error": str(exc.args[0]) if exc.args else f"no run {run_id!r}"}, status_code=404)
-        except BadAnswer as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        except (GraphError, SourceError) as exc:
-            return JSONResponse({"error": str(exc)}, status_code=500)
-        return JSONResponse(state)
-
+    pages = _Pages(source, fmt)
     static = Path(__file__).with_name("static")
     routes = [
-        Route("/", run_list),
-        Route("/api/runs", api_runs),
-        Route("/api/runs/{run_id:path}/ask", api_ask, methods=["GET", "POST"]),
-        Route("/sessions", session_list),
-        Route("/api/sessions", session_list),
-        Route("/sessions/{session:path}", session_page),
-        Route("/runs/{run_id:path}", run_page),
-        Route("/compare", compare),
+        Route("/", pages.run_list),
+        Route("/api/runs", pages.api_runs),
+        Route("/api/runs/{run_id:path}/ask", pages.api_ask, methods=["GET", "POST"]),
+        Route("/sessions", pages.session_list),
+        Route("/api/sessions", pages.session_list),
+        Route("/sessions/{session:path}", pages.session_page),
+        Route("/runs/{run_id:path}", pages.run_page),
+        Route("/compare", pages.compare),
         Route("/favicon.ico", lambda request: Response(status_code=204)),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
@@ -404,7 +412,7 @@ def create_app(
         Middleware(_Guard, token=token),
     ]
     app = Starlette(routes=routes, middleware=middleware)
-    app.state.catalog = catalog
+    app.state.catalog = pages.catalog
     return app
 
 
