@@ -193,79 +193,29 @@ def _tags(md: Mapping[str, Any]) -> list[str] | None:
 
 
 def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
-    rid = run.run_id
-    md = run.metadata
+    """Append one run's rows to each table: the run, its steps, their dependencies, its errors."""
     prices = default_prices()
     usages = [step_usage(s, prices) for s in run.steps]
-    total = total_usage(usages)
-    rows["runs"].append(
-        {
-            "run_id": rid,
-            "name": run.name,
-            "start_ns": run.start_ns,
-            "end_ns": run.end_ns,
-            "outcome": run.outcome,
-            "failure_reason": run.failure_reason,
-            "continues": run.continues,
-            "task": None if md.get("task") is None else str(md["task"]),
-            "version": None if md.get("version") is None else str(md["version"]),
-            "steps": len(run.steps),
-            "errors": len(run.errors),
-            "metadata_json": _json(dict(md)) if md else None,
-            "session": session_of(run),
-            "start_time": run.start_ns or None,
-            "end_time": run.end_ns,
-            "metadata": _flat_metadata(md),
-            "tags": _tags(md),
-            **(_usage_cols(total) if total.calls else {}),
-        }
-    )
+    rows["runs"].append(_run_row(run, total_usage(usages)))
     for i, s in enumerate(run.steps):
-        e = s.error
-        rows["steps"].append(
+        rows["steps"].append(_step_row(run.run_id, i, s, usages[i]))
+        rows["dependencies"].extend(
             {
-                "run_id": rid,
+                "run_id": run.run_id,
                 "step_id": s.step_id,
-                "seq": i,
-                "name": s.name,
-                "kind": s.kind,
-                "parent_id": s.parent_id,
-                "agent": s.agent,
-                "status": s.status,
-                "error_type": e.type if e else None,
-                "error_message": e.message if e else None,
-                "error_id": e.error_id if e else None,
-                "error_traceback": e.traceback if e else None,
-                "start_ns": s.start_ns,
-                "end_ns": s.end_ns,
-                "attempt": s.attempt,
-                "retry_of": s.retry_of,
-                "source_index": s.source_index,
-                "input_json": _json(s.input),
-                "output_json": _json(s.output),
-                "attributes_json": _json(dict(s.attributes)) if s.attributes else None,
-                **_usage_cols(usages[i]),
-                "start_time": s.start_ns or None,
-                "end_time": s.end_ns,
+                "upstream_step_id": d.step_id,
+                "kind": d.kind,
+                "origin": d.origin,
+                "confidence": float(d.confidence),
+                "key": d.key,
+                "upstream_run_id": d.run_id,
             }
+            for d in s.deps
         )
-        for d in s.deps:
-            rows["dependencies"].append(
-                {
-                    "run_id": rid,
-                    "step_id": s.step_id,
-                    "upstream_step_id": d.step_id,
-                    "kind": d.kind,
-                    "origin": d.origin,
-                    "confidence": float(d.confidence),
-                    "key": d.key,
-                    "upstream_run_id": d.run_id,
-                }
-            )
     for i, err in enumerate(run.errors):
         rows["errors"].append(
             {
-                "run_id": rid,
+                "run_id": run.run_id,
                 "error_id": err.error_id,
                 "step_id": err.step_id,
                 "seq": i,
@@ -283,6 +233,59 @@ def _run_rows(run: Run, rows: dict[str, list[dict[str, Any]]]) -> None:
                 "attributes_json": _json(dict(err.attributes)) if err.attributes else None,
             }
         )
+
+
+def _run_row(run: Run, total: Any) -> dict[str, Any]:
+    md = run.metadata
+    return {
+        "run_id": run.run_id,
+        "name": run.name,
+        "start_ns": run.start_ns,
+        "end_ns": run.end_ns,
+        "outcome": run.outcome,
+        "failure_reason": run.failure_reason,
+        "continues": run.continues,
+        "task": None if md.get("task") is None else str(md["task"]),
+        "version": None if md.get("version") is None else str(md["version"]),
+        "steps": len(run.steps),
+        "errors": len(run.errors),
+        "metadata_json": _json(dict(md)) if md else None,
+        "session": session_of(run),
+        "start_time": run.start_ns or None,
+        "end_time": run.end_ns,
+        "metadata": _flat_metadata(md),
+        "tags": _tags(md),
+        **(_usage_cols(total) if total.calls else {}),
+    }
+
+
+def _step_row(rid: str, i: int, s: Any, usage: Any) -> dict[str, Any]:
+    e = s.error
+    return {
+        "run_id": rid,
+        "step_id": s.step_id,
+        "seq": i,
+        "name": s.name,
+        "kind": s.kind,
+        "parent_id": s.parent_id,
+        "agent": s.agent,
+        "status": s.status,
+        "error_type": e.type if e else None,
+        "error_message": e.message if e else None,
+        "error_id": e.error_id if e else None,
+        "error_traceback": e.traceback if e else None,
+        "start_ns": s.start_ns,
+        "end_ns": s.end_ns,
+        "attempt": s.attempt,
+        "retry_of": s.retry_of,
+        "source_index": s.source_index,
+        "input_json": _json(s.input),
+        "output_json": _json(s.output),
+        "attributes_json": _json(dict(s.attributes)) if s.attributes else None,
+        **_usage_cols(usage),
+        "start_time": s.start_ns or None,
+        "end_time": s.end_ns,
+    }
 
 
 def analysis_row(analysis: Any, finding: Any) -> dict[str, Any]:

@@ -202,6 +202,19 @@ def _failure_step(run: Run) -> str | None:
     return run.steps[-1].step_id if run.steps else None
 
 
+def _corrections(al: Any, good: Run) -> dict[str, Correction]:
+    """The passing run's output (and state) for every differing step it finished: what a test transplants."""
+    corrections: dict[str, Correction] = {}
+    for p in al.differences:
+        if p.good is not None and p.bad is not None and p.good.status == "ok" and not p.enclosing:
+            g = p.good
+            origin = f"{good.run_id}/{g.step_id}"
+            corrections[p.bad.step_id] = Correction(
+                g.output, g.attributes.get(STATE_VALUES_ATTR), "passing-run", origin
+            )
+    return corrections
+
+
 def isolate(
     agent: Callable[..., Any],
     good: Run,
@@ -234,14 +247,7 @@ def isolate(
         max_replays: Replay budget.
     """
     al = align(good, bad)
-    corrections: dict[str, Correction] = {}
-    for p in al.differences:
-        if p.good is not None and p.bad is not None and p.good.status == "ok" and not p.enclosing:
-            g = p.good
-            origin = f"{good.run_id}/{g.step_id}"
-            corrections[p.bad.step_id] = Correction(
-                g.output, g.attributes.get(STATE_VALUES_ATTR), "passing-run", origin
-            )
+    corrections = _corrections(al, good)
     origins = [p.bad.step_id for p in al.origins if p.bad is not None and p.bad.step_id in corrections]
     deltas = origins or list(corrections)
     v = Verifier(

@@ -160,20 +160,24 @@ def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, 
             "\n  * silently propagated: left open while its step's output was consumed", style="dim"
         )
     if history:
-        shown = [by_id[i] for c in report.critical_chains() for i in c.error_ids]
-        if shown:
-            console.print()
-            console.print("  lifecycle of the errors in critical chains", style="bold")
-            for e in dict.fromkeys(shown):
-                console.print(
-                    Text(f"    {err_id(e.error_id)}  {_history(e, steps, step_id)}"), overflow="fold"
-                )
-                if e.retry_reason:
-                    console.print(
-                        Text(f"{' ' * 12}retried because: {_one_line(e.retry_reason, 140)}", style="dim")
-                    )
-                for r in e.reasons:
-                    console.print(Text(f"{' ' * 12}{_one_line(r, 160)}", style="dim"), overflow="fold")
+        _print_history(report, console, by_id, steps, err_id, step_id)
+
+
+def _print_history(report: ErrorReport, console: Any, by_id: dict[str, Any], steps: Any, err_id: Any, step_id: Any) -> None:
+    """The stage history of the errors in critical chains, each once."""
+    from rich.text import Text
+
+    shown = [by_id[i] for c in report.critical_chains() for i in c.error_ids]
+    if not shown:
+        return
+    console.print()
+    console.print("  lifecycle of the errors in critical chains", style="bold")
+    for e in dict.fromkeys(shown):
+        console.print(Text(f"    {err_id(e.error_id)}  {_history(e, steps, step_id)}"), overflow="fold")
+        if e.retry_reason:
+            console.print(Text(f"{' ' * 12}retried because: {_one_line(e.retry_reason, 140)}", style="dim"))
+        for r in e.reasons:
+            console.print(Text(f"{' ' * 12}{_one_line(r, 160)}", style="dim"), overflow="fold")
 
 
 # -- Markdown ----------------------------------------------------------------------
