@@ -358,6 +358,23 @@ def record(
     return run
 
 
+def _replay_metadata(run: Run, corrections: Mapping[str, Correction], mode: Mode) -> dict[str, Any]:
+    """The replayed run's metadata: the original's, less its environment and any earlier replay's marks."""
+    md: dict[str, Any] = {
+        k: v
+        for k, v in run.metadata.items()
+        if k not in ("env", "replay_of", "patch", "live_calls", "replay_mode")
+    }
+    md.update(
+        {
+            "replay_of": run.run_id,
+            "patch": {k: c.to_dict() for k, c in corrections.items()},
+            "replay_mode": mode,
+        }
+    )
+    return md
+
+
 def replay(
     agent: Callable[..., Any],
     run: Run,
@@ -417,19 +434,7 @@ def replay(
         state_edges=state_edges(run),
         slicer=lambda ids: forward_slice(run, ids),
     )
-    md: dict[str, Any] = {
-        k: v
-        for k, v in run.metadata.items()
-        if k not in ("env", "replay_of", "patch", "live_calls", "replay_mode")
-    }
-    md.update(
-        {
-            "replay_of": run.run_id,
-            "patch": {k: c.to_dict() for k, c in corrections.items()},
-            "replay_mode": mode,
-        }
-    )
-    new, stopped = _execute(agent, ctl, run.name, md, a, kw)
+    new, stopped = _execute(agent, ctl, run.name, _replay_metadata(run, corrections, mode), a, kw)
     live = [c.to_dict() for c in ctl.calls if c.mode == "live"]
     new = model.replace(new, metadata={**new.metadata, "replay_of": run.run_id, "live_calls": live})
     failures = detect_failures(new)
