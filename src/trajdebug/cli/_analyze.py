@@ -176,13 +176,7 @@ def analyze_cmd(
     from trajdebug.sources.load import SourceError
 
     judge = _judge_config(use_judge, judge_config)
-    if model is not None and model != "default":
-        from trajdebug.analysis.learned import load_model
-
-        try:
-            load_model(model)
-        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-            raise click.ClickException(f"--model {model}: not a model file ({type(exc).__name__}: {exc})") from None
+    _check_model(model)
     declared: Outcome | None = None if outcome is None else ("failure" if outcome == "failure" else "success")
     path = store_path(source)
     from trajdebug.cli._common import Progress
@@ -224,6 +218,23 @@ def analyze_cmd(
     if ask:
         _ask(path, analyses, as_json, max_questions, strategy)
         return
+    _render(analyses, result, renderer, markdown, as_json)
+
+
+def _check_model(model: str | None) -> None:
+    """--model names a readable model file (checked before the analysis starts, not after it)."""
+    if model is None or model == "default":
+        return
+    from trajdebug.analysis.learned import load_model
+
+    try:
+        load_model(model)
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise click.ClickException(f"--model {model}: not a model file ({type(exc).__name__}: {exc})") from None
+
+
+def _render(analyses: list[Any], result: Any, renderer: str | None, markdown: bool, as_json: bool) -> None:
+    """Print the analyses: a plugin renderer by name, JSON, Markdown or the terminal text."""
     verifications = list(result.verifications)
     judgments = list(result.judgments) + [None] * (len(analyses) - len(result.judgments))
     report_usage(judgments)
