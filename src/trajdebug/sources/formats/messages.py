@@ -99,19 +99,31 @@ def messages_to_run(
     """
     valid, problems = checked_messages(messages, _check_message, head)
     step_id = message_step_ids(len(messages))
-    steps: list[Step] = []
-    errors: list[ErrorEvent] = []
-    call_owner: dict[str, str] = {}  # tool_call_id -> step id of the assistant turn that issued it
-    call_args: dict[str, Any] = {}
-    call_names: dict[str, Any] = {}
-    pending_fn: dict[str, str] = {}  # legacy function_call name -> issuing step
-    since_assistant: list[str] = []  # steps read by the next assistant turn
-    last_assistant: str | None = None
-    open_errors: list[int] = []  # indexes into errors awaiting the next assistant turn
+    thread = _Thread(run_id)
     for i, msg in valid:
+        thread.add(i, msg, step_id(i))
+    run = message_run(thread.steps, thread.errors, messages, run_id, head)
+    return run, problems
+
+
+class _Thread:
+    """The steps of one message list as they are read: who issued which tool call, what the next
+    assistant turn reads, which reported errors wait for the turn that recovers them."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.steps: list[Step] = []
+        self.errors: list[ErrorEvent] = []
+        self.call_owner: dict[str, str] = {}  # tool_call_id -> step id of the assistant turn that issued it
+        self.call_args: dict[str, Any] = {}
+        self.call_names: dict[str, Any] = {}
+        self.pending_fn: dict[str, str] = {}  # legacy function_call name -> issuing step
+        self.since_assistant: list[str] = []  # steps read by the next assistant turn
+        self.last_assistant: str | None = None
+        self.open_errors: list[int] = []  # indexes into errors awaiting the next assistant turn
+
+    def add(self, i: int, msg: Any, sid: str) -> None:
         role = str(msg["role"]).lower()
-        sid = step_id(i)
-        content = msg.get("content")
         start = message_time(msg, i)
         attrs: dict[str, Any] = {"role": role}
         if "index" in msg:
@@ -119,61 +131,21 @@ def messages_to_run(
         attrs.update({k: v for k, v in msg.items() if k not in _KNOWN_KEYS and v not in (None, [], {})})
         deps: list[Dependency] = []
         inp: Any = None
-        out: Any = content
+        out: Any = msg.get("content")
         step_name = str(msg.get("name") or role)
         agent = None
-        status = "ok"
         err: ErrorInfo | None = None
         if role in _ASSISTANT:
             agent = msg.get("name")
             step_name = "assistant" if agent is None else str(agent)
-            _, out, attrs = llm_content(None, {**msg, "role": "assistant"}, attrs)
-            calls = chat.tool_calls(out)
-            if calls:
-                attrs["tool_call_ids"] = [c["id"] for c in calls if c.get("id")]
-                for c in calls:
-                    if c.get("id"):
-                        call_owner[str(c["id"])] = sid
-                        call_args[str(c["id"])] = c.get("arguments")
-                        call_names[str(c["id"])] = c.get("name")
-                    elif c.get("name"):
-                        pending_fn[str(c["name"])] = sid
-            deps += [declared(s) for s in since_assistant]
-            if last_assistant is not None:
-                deps.append(inferred(last_assistant, "context", TURN_CONFIDENCE))
-            reason = "the error text went back to the model as the tool result and the run continued"
-            recover_errors(errors, open_errors, sid, start, reason)
-            since_assistant.clear()
-            last_assistant = sid
+            out, attrs = self._assistant(msg, sid, start, attrs, deps)
         elif role in _TOOL:
-            call_id = msg.get("tool_call_id")
-            owner = None
-            if call_id is not None:
-                attrs["tool_call_id"] = str(call_id)
-                owner = call_owner.get(str(call_id))
-                inp = call_args.get(str(call_id))
-                if owner is None:
-                    attrs["unmatched_tool_call_id"] = True
-            elif msg.get("name") is not None:
-                owner = pending_fn.pop(str(msg["name"]), None)
-            if owner is not None:
-                deps.append(declared(owner))
-                if msg.get("name") is None:
-                    step_name = str(call_names.get(str(call_id)) or step_name)
-            out = maybe_json(content)
-            text = error_text(out)
-            if text is not None:
-                status = "error"
-                eid = f"{run_id}/{sid}"
-                err = ErrorInfo(type=error_type_of(text), message=text, error_id=eid)
-                errors.append(error_event(eid, sid, err.type, text, start, attributes={"reported": True}))
-                open_errors.append(len(errors) - 1)
-            since_assistant.append(sid)
+            inp, out, step_name, err = self._tool(msg, sid, start, attrs, deps, step_name)
         else:
-            if role in _USER and last_assistant is not None:
-                deps.append(inferred(last_assistant, "context", TURN_CONFIDENCE))
-            since_assistant.append(sid)
-        steps.append(
+            if role in _USER and self.last_assistant is not None:
+                deps.append(inferred(self.last_assistant, "context", TURN_CONFIDENCE))
+            self.since_assistant.append(sid)
+        self.steps.append(
             Step(
                 step_id=sid,
                 name=step_name,
@@ -181,7 +153,7 @@ def messages_to_run(
                 agent=None if agent is None else str(agent),
                 input=inp,
                 output=out,
-                status=status,  # type: ignore[arg-type]
+                status="ok" if err is None else "error",
                 error=err,
                 start_ns=start,
                 end_ns=start,
@@ -190,8 +162,58 @@ def messages_to_run(
                 source_index=i,
             )
         )
-    run = message_run(steps, errors, messages, run_id, head)
-    return run, problems
+
+    def _assistant(
+        self, msg: Any, sid: str, start: int, attrs: dict[str, Any], deps: list[Dependency]
+    ) -> tuple[Any, dict[str, Any]]:
+        _, out, attrs = llm_content(None, {**msg, "role": "assistant"}, attrs)
+        calls = chat.tool_calls(out)
+        if calls:
+            attrs["tool_call_ids"] = [c["id"] for c in calls if c.get("id")]
+            for c in calls:
+                if c.get("id"):
+                    self.call_owner[str(c["id"])] = sid
+                    self.call_args[str(c["id"])] = c.get("arguments")
+                    self.call_names[str(c["id"])] = c.get("name")
+                elif c.get("name"):
+                    self.pending_fn[str(c["name"])] = sid
+        deps += [declared(s) for s in self.since_assistant]
+        if self.last_assistant is not None:
+            deps.append(inferred(self.last_assistant, "context", TURN_CONFIDENCE))
+        reason = "the error text went back to the model as the tool result and the run continued"
+        recover_errors(self.errors, self.open_errors, sid, start, reason)
+        self.since_assistant.clear()
+        self.last_assistant = sid
+        return out, attrs
+
+    def _tool(
+        self, msg: Any, sid: str, start: int, attrs: dict[str, Any], deps: list[Dependency], step_name: str
+    ) -> tuple[Any, Any, str, ErrorInfo | None]:
+        call_id = msg.get("tool_call_id")
+        owner = None
+        inp: Any = None
+        if call_id is not None:
+            attrs["tool_call_id"] = str(call_id)
+            owner = self.call_owner.get(str(call_id))
+            inp = self.call_args.get(str(call_id))
+            if owner is None:
+                attrs["unmatched_tool_call_id"] = True
+        elif msg.get("name") is not None:
+            owner = self.pending_fn.pop(str(msg["name"]), None)
+        if owner is not None:
+            deps.append(declared(owner))
+            if msg.get("name") is None:
+                step_name = str(self.call_names.get(str(call_id)) or step_name)
+        out = maybe_json(msg.get("content"))
+        text = error_text(out)
+        err = None
+        if text is not None:
+            eid = f"{self.run_id}/{sid}"
+            err = ErrorInfo(type=error_type_of(text), message=text, error_id=eid)
+            self.errors.append(error_event(eid, sid, err.type, text, start, attributes={"reported": True}))
+            self.open_errors.append(len(self.errors) - 1)
+        self.since_assistant.append(sid)
+        return inp, out, step_name, err
 
 
 # -- messages ------------------------------------------------------------------
