@@ -89,6 +89,11 @@ def runs_cmd(
     if as_json:
         emit_json({"store": path, "runs": [r.to_dict() for r in rows], "hidden": hidden})
         return
+    _print_runs(rows, hidden)
+
+
+def _print_runs(rows: list[Any], hidden: int) -> None:
+    """The runs as a terminal table, with what is hidden and why."""
     from rich.table import Table
 
     from trajdebug.core.escape import markup as escape
