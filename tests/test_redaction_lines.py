@@ -4,6 +4,7 @@ redacting every record, with the same counts, whatever the strings hold and wher
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from tests.test_redaction import _ESCAPED
 
 from trajdebug.core.codec import dumps_line, plain_line
-from trajdebug.core.model import ErrorEvent, ErrorInfo, Run, Step
+from trajdebug.core.model import REDACTED, Dependency, ErrorEvent, ErrorInfo, Run, Step
 from trajdebug.core.redaction import Redactor, key_words
 from trajdebug.core.schema import run_to_lines, run_to_records
 
@@ -222,3 +223,36 @@ def test_error_info_and_session_are_redacted_as_before() -> None:
     recs, lines = run_to_lines(run)
     assert recs == run_to_records(run)
     assert b"abcdefghijklmnop1234567890" not in b"".join(lines)
+
+
+def _luhn_id_run() -> Run:
+    # 16 digits that pass the Luhn check: what the card rule redacts in a value (a recorder prefix of digits
+    # and an all-digit sequence number give such step ids about one time in twenty).
+    a, b = "4068049600000001", "4068049600000002"
+    return Run(
+        run_id="r1",
+        name="ids",
+        start_ns=1,
+        end_ns=3,
+        outcome="failure",
+        steps=(
+            Step(step_id=a, name="fetch", kind="tool", input={"card": "4111 1111 1111 1111"}, output="ok", start_ns=1, end_ns=2),
+            Step(
+                step_id=b, name="plan", kind="llm", input="p", output="pay with 4111 1111 1111 1111",
+                start_ns=2, end_ns=3, parent_id=a, deps=(Dependency(step_id=a, kind="data", origin="declared"),),
+            ),
+        ),
+        errors=(ErrorEvent(error_id="e1", step_id=b, type="ValueError", message="no", stages=()),),
+    )
+
+
+@pytest.mark.parametrize("how", ["records", "lines"])
+def test_a_written_run_keeps_step_ids_that_look_like_card_numbers(how: str) -> None:
+    """Writing a run whole redacts the card number in its values but never its step ids, parent ids, the ids
+    inside its dependencies or its errors' step ids (a redacted id merged such steps into one)."""
+    recs = run_to_records(_luhn_id_run(), redact=True) if how == "records" else run_to_lines(_luhn_id_run(), redact=True)[0]
+    steps = [r for r in recs if r["t"] == "step"]
+    assert [s["step_id"] for s in steps] == ["4068049600000001", "4068049600000002"]
+    assert steps[1]["parent_id"] == "4068049600000001" and steps[1]["deps"][0]["step_id"] == "4068049600000001"
+    assert [r["step_id"] for r in recs if r["t"] == "error"] == ["4068049600000002"]
+    assert steps[0]["input"] == {"card": REDACTED} and "4111" not in json.dumps(recs)

@@ -80,9 +80,11 @@ from trajdebug.core.schema._records import (
     step_to_record,
 )
 from trajdebug.core.schema._runs import (
+    ID_FIELDS,
     error_to_dict,
     lost_in,
     lost_records,
+    redact_record,
     redact_run,
     run_to_dict,
     run_to_lines,
@@ -92,6 +94,8 @@ from trajdebug.core.schema._runs import (
 
 
 __all__ = [
+    "ID_FIELDS",
+    "redact_record",
     "run_to_lines",
     "choice_field",
     "FORMAT_VERSION",

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trajdebug.core.model import (
+    REDACTED,
     ErrorEvent,
     Run,
     Step,
@@ -59,6 +60,35 @@ def _redactor_for(redact: bool | None) -> Any:
     return redaction.Redactor(redaction.POLICY.extra_keys, redaction.POLICY.pii)
 
 
+ID_FIELDS = frozenset(
+    {"v", "t", "run_id", "step_id", "error_id", "parent_id", "parent_error_id", "retry_of", "stage", "kind",
+     "status", "outcome", "continues", "start_ns", "end_ns", "time_ns", "attempt", "source_index", "at_ns",
+     "step_run_id", "correct", "withdrawn", "origin", "confidence"}
+)
+"""A record's structural fields: ids, times, enumerations.  Never redacted: they are the record's shape, not
+its content, and a 16-digit step id that passes the Luhn check reads as a card number to the redactor (a
+redacted id merges every such step into one, or cuts a step from its error)."""
+
+
+def redact_record(redactor: Any, rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A record with its content redacted (`Redactor.__call__`) and its structural fields (`ID_FIELDS`, and
+    the ids inside its dependencies and error) as they are."""
+    out: dict[str, Any] = {}
+    for k, v in rec.items():
+        if k in ID_FIELDS and (v is None or type(v) in (str, int, float, bool)):
+            out[k] = v
+        elif k == "deps" and isinstance(v, list):
+            out[k] = [redact_record(redactor, d) if isinstance(d, Mapping) else redactor(d, 1) for d in v]
+        elif k == "error" and isinstance(v, Mapping):
+            out[k] = redact_record(redactor, v)
+        elif redactor.secret_key(k) and v is not None and not isinstance(v, bool):
+            redactor.counts["key_name"] += 1
+            out[k] = REDACTED
+        else:
+            out[k] = redactor(v, 1)
+    return out
+
+
 def _account_records(
     recs: list[dict[str, Any]], run_id: str, account: dict[str, Any], ended: bool, counts: Mapping[str, int]
 ) -> bool:
@@ -91,7 +121,7 @@ def run_to_records(run: Run, *, redact: bool | None = None) -> list[dict[str, An
     redactor = _redactor_for(redact)
     counts: Mapping[str, int] = {}
     if redactor is not None:
-        recs = [redactor(r) for r in recs]
+        recs = [redact_record(redactor, r) for r in recs]
         counts = redactor.counts
     _account_records(recs, run.run_id, account, ended, counts)
     return recs
@@ -117,7 +147,7 @@ def run_to_lines(run: Run, *, redact: bool | None = None) -> tuple[list[dict[str
         clean = iter(redactor.clean_lines(encoded) if encoded else ())
         for i, line in enumerate(lines):
             if line is None or not next(clean):
-                recs[i], lines[i] = redactor(recs[i]), None
+                recs[i], lines[i] = redact_record(redactor, recs[i]), None
     if _account_records(recs, run.run_id, account, ended, redactor.counts if redactor is not None else {}):
         lines[len(recs) - 1 :] = [None]
     return recs, [line if line is not None else dumps_line(rec) for rec, line in zip(recs, lines)]
