@@ -432,7 +432,9 @@ def _before_any_model(step: Step, ctx: DiagnoseContext) -> bool:
     )
     if first is None:
         return True
-    here = next((i for i, s in enumerate(ctx.run.steps) if s.step_id == step.step_id), None)
+    # Positions indexed once per run: a scan per tool step made this quadratic on long runs.
+    pos = ctx.memo("step-positions", lambda: {s.step_id: i for i, s in reversed(list(enumerate(ctx.run.steps)))})
+    here = pos.get(step.step_id)
     return here is not None and here < first
 
 
