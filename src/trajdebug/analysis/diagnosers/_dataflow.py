@@ -106,6 +106,13 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         src = unpicked(src, selections(src, out))
         values = _values_of(src, content_only=True)
         lost = _lost(values, ctx.text(step.step_id))
+        # A text of several lines is what the step parses, not a value to pass on whole: it is
+        # judged line by line on the words its records left behind (`_text_dropped`).
+        texts = [v for v in lost if isinstance(v, str) and _is_text(v)]
+        if texts:
+            yield from _text_dropped(step, ctx, texts, out)
+            values = [v for v in values if v not in texts]
+            lost = [v for v in lost if v not in texts]
         if lost:
             # Selecting some values is what many parse steps are for: losing values says
             # little unless the failure names one of them.
@@ -122,6 +129,61 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             )
         elif values:
             yield Evidence(step.step_id, 0.0, "kept every value of its input", "parse-dropped", sound=True)
+
+
+def _is_text(v: str) -> bool:
+    """Whether a string is a text of several lines (a model's answer a parse step reads), not one value."""
+    return len([ln for ln in v.splitlines() if ln.strip()]) >= 3
+
+
+_WORD = re.compile(r"[^\W\d_]\w*")
+"""A word of a line's residue (digits alone are left out: a number the parse normalized is no loss)."""
+
+
+def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) -> Iterable[Evidence]:
+    """Words a parse of a text of lines left behind: in a line that gave a record, the words no output
+    value holds that are not the line format's own.
+
+    A parser reading lines of one format (``home vs away | day time``) leaves the format's words
+    (``vs``) in every line; a word left in one line only (a team's ``II``) was part of a value it
+    cut.  Lines giving no value (a heading) are skipped; fewer than three record lines tell no format.
+    """
+    found = sorted(
+        {str(v).lower() for _, v in content.leaves(out) if isinstance(v, (str, int, float)) and not isinstance(v, bool)},
+        key=len,
+        reverse=True,
+    )
+    found = [v for v in found if len(v) >= 2]
+    named = " ".join(f.message.lower() for f in ctx.failures)
+    rows: list[tuple[str, list[str], bool]] = []
+    for text in texts:
+        for line in text.splitlines():
+            rest, hits = line.lower(), []
+            for v in found:
+                if v in rest:
+                    hits.append(v)
+                    rest = rest.replace(v, "\x00")
+            if hits:
+                rows.append((line, _WORD.findall(rest), any(len(h) >= 3 and h in named for h in hits)))
+    if len(rows) < 3:
+        return
+    spread: dict[str, int] = {}
+    for _, words, _ in rows:
+        for w in set(words):
+            spread[w] = spread.get(w, 0) + 1
+    cut = [(line, w, hit) for line, words, hit in rows for w in words if spread[w] * 2 < len(rows)]
+    if not cut:
+        yield Evidence(step.step_id, 0.0, "kept every value of the lines it parsed", "parse-dropped", sound=True)
+        return
+    near = [c for c in cut if c[2]]
+    line, word, _ = (near or cut)[0]
+    yield Evidence(
+        step.step_id,
+        0.6 if near else 0.1 + 0.2 * min(1.0, len(cut) / len(rows)),
+        f"dropped {word!r} from the line {line.strip()[:60]!r} it parsed"
+        + (", a line whose values the failure names" if near else ""),
+        "parse-dropped",
+    )
 
 
 def _failed_pre(step: Step) -> list[Mapping[str, Any]]:
@@ -160,6 +222,11 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     written = step.attributes.get("state_values")
     if isinstance(written, Mapping) and written:
+        if all(content.is_empty(v) for v in written.values()) and not content.is_empty(step.output):
+            # An empty container written by a step that answered with what it stored (a memory
+            # created with `setdefault`, then filled in place): the record caught it before it
+            # was filled, and says nothing of what the step stored.
+            return
         yield from _stored_values(step, values, written)
         return
     # No record of what was written: what its readers were given or got back
