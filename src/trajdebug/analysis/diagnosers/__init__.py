@@ -52,6 +52,7 @@ from trajdebug.analysis.diagnosers._tools import (
     environmental,
     sql_result,
     starved_consumer,
+    swallowed_error,
     tool_arguments,
     tool_result,
 )
@@ -63,6 +64,7 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "step-error": step_error,
     "starved-consumer": starved_consumer,
     "tool-result": tool_result,
+    "swallowed-error": swallowed_error,
     "sql-result": sql_result,
     "tool-arguments": tool_arguments,
     "malformed-output": malformed_output,
