@@ -701,6 +701,19 @@ class TestDataSteps:
         assert writer({"AX-0101": []}) == []
         assert writer({})
 
+    def test_a_memory_keyed_under_an_id_it_was_not_given_is_suspect(self) -> None:
+        """A state step storing a record under an id of the shape of the one it was given, but another,
+        wrote its own key; keyed under the given id (or under a plain word) it is not suspect."""
+
+        def keyed(key: str) -> list[Evidence]:
+            run = _run(Step("w", "remember", "state", input={"sheet": {"animal": "AX-0112", "excluded": ["nuts"]}},
+                            output={key: ["nuts"]}))
+            return _from(_verdict(run, "w"), "state-values")
+
+        [e] = keyed("AX-0121")
+        assert "AX-0121" in e.reason and "AX-0112" in e.reason and not e.sound
+        assert keyed("AX-0112") == [] and keyed("latest") == []
+
     def test_state_write_rejected_by_a_reader_precondition(self) -> None:
         """A reader's failed pre-condition on shared state makes the writer suspect."""
         run = _run(
