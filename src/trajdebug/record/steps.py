@@ -335,6 +335,11 @@ class StepHandle:
             except ValueError:
                 # Reset from another context (a generator resumed elsewhere): fall back to the parent.
                 _STEP.set(self.parent)
+            attrs = self.attrs
+            if attrs is not None and ("state_reads" in attrs or "state_writes" in attrs):
+                from trajdebug.record.state import settle  # loaded with the run (`handle` imports it)
+
+                settle(self)
             if exc is not None:
                 from trajdebug.record import exceptions as _errors  # loaded with the run (`runs` imports it)
 
