@@ -1110,6 +1110,27 @@ class TestDecisionsAndState:
         assert _from(_verdict(route("general_desk", domain="retail"), "g"), "option-choice") == []
 
 
+class TestRepeatedOption:
+    def test_a_plan_using_a_given_name_twice_and_another_never_is_suspect(self) -> None:
+        """A model given names to arrange one each that answers one of them twice and leaves another out is
+        suspect when the failure names the repeated one; an answer using each once, or a failure about
+        something else, leaves it alone (a name inside a longer one counts for the longer)."""
+        names = ["Oak Hall", "Pine Room", "Oak", "Elm Suite"]
+        prompt = "Assign one talk to each room, one line each.\n" + json.dumps({"rooms": names})
+
+        def found(answer: str, message: str) -> list[Evidence]:
+            run = _run(Step("m", "plan", "llm", input={"messages": [{"role": "user", "content": prompt}]},
+                            output={"role": "assistant", "content": answer}))
+            return _from(_verdict(run, "m", [Failure("m", "step-error", message, "x")]), "repeated-option")
+
+        twice = "Talks:\nOak Hall: keynote\nPine Room: panel\nOak: demo\nOak Hall: closing"
+        [e] = found(twice, "check: Oak Hall is booked 2 times")
+        assert "'oak hall' 2 times" in e.reason and "'elm suite'" in e.reason
+        assert not found(twice, "check: the demo has no speaker")
+        assert not found("Talks:\nOak Hall: keynote\nPine Room: panel\nOak: demo\nElm Suite: closing",
+                         "check: Oak Hall is booked 2 times")
+
+
 class TestSymptoms:
     def test_check_rejecting_its_input_is_a_symptom(self) -> None:
         """A step whose error is a failed check on what it was given gets little suspicion of its own."""

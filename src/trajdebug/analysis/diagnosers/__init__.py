@@ -29,7 +29,13 @@ from trajdebug.analysis.diagnosers._dataflow import (
     state_values,
     state_write,
 )
-from trajdebug.analysis.diagnosers._decisions import decision, delegated_result, lost_update, option_choice
+from trajdebug.analysis.diagnosers._decisions import (
+    decision,
+    delegated_result,
+    lost_update,
+    option_choice,
+    repeated_option,
+)
 from trajdebug.analysis.diagnosers._field_values import request_kind, unlisted_value
 from trajdebug.analysis.diagnosers._observations import (
     cached_answer,
@@ -87,6 +93,7 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "unlisted-value": unlisted_value,
     "decision": decision,
     "option-choice": option_choice,
+    "repeated-option": repeated_option,
     "race": lost_update,
     "sub-agent": delegated_result,
     "contract": contracts,
