@@ -714,21 +714,6 @@ class TestDataSteps:
         assert "AX-0121" in e.reason and "AX-0112" in e.reason and not e.sound
         assert keyed("AX-0112") == [] and keyed("latest") == []
 
-    def test_the_first_step_pairing_two_ids_the_failure_names_is_suspect(self) -> None:
-        """A lookup given one item that answered another item's sheet is the first to put the two ids the
-        failure names together; a later step given both, and an earlier one holding one, are not."""
-        run = _run(
-            Step("a", "lookup", "retrieval", input={"item": "IT-0101"}, output={"item": "IT-0101", "sheet": "SH-101"}),
-            Step("b", "lookup", "retrieval", input={"item": "IT-0102"}, output={"item": "IT-0102", "sheet": "SH-101"}),
-            Step("c", "combine", "other", input={"row": {"item": "IT-0102", "sheet": "SH-101"}},
-                 output={"item": "IT-0102", "sheet": "SH-101", "kg": 7.2}),
-        )
-        failures = [Failure("c", "step-error", "store: sheet SH-101 is not registered to IT-0102", "x")]
-        [e] = _from(_verdict(run, "b", failures), "paired-values")
-        assert "SH-101" in e.reason and "IT-0102" in e.reason
-        assert not _from(_verdict(run, "a", failures), "paired-values")
-        assert not _from(_verdict(run, "c", failures), "paired-values")
-
     def test_state_write_rejected_by_a_reader_precondition(self) -> None:
         """A reader's failed pre-condition on shared state makes the writer suspect."""
         run = _run(

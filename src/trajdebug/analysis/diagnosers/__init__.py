@@ -23,7 +23,6 @@ from trajdebug.analysis.diagnosers._context import (
     fold,
 )
 from trajdebug.analysis.diagnosers._dataflow import (
-    paired_values,
     parse_dropped,
     retry_divergence,
     state_values,
@@ -80,7 +79,6 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "state-write": state_write,
     "retry-divergence": retry_divergence,
     "state-values": state_values,
-    "paired-values": paired_values,
     "truncated-output": truncated_output,
     "stale-retry": stale_retry,
     "stale-sibling": stale_sibling,

@@ -467,39 +467,6 @@ def _stored_under(step: Step) -> Iterable[Evidence]:
             return
 
 
-def _first_pairing(ctx: DiagnoseContext) -> tuple[str, str, str] | None:
-    """The first step whose output put together two ids the failure names, one of which it was not given."""
-    named = list(dict.fromkeys(m.group(0) for f in ctx.failures for m in _ID.finditer(f.message)))
-    if len(named) < 2:
-        return None
-    for s in ctx.run.steps:
-        if s.status != "ok" or s.kind in ("agent", "llm") or ctx.children(s.step_id):
-            continue
-        out = content.text_of(s.output)
-        held = [i for i in named if i in out]
-        if len(held) < 2:
-            continue
-        given = content.text_of(content.without_markers(s.input))
-        new = [i for i in held if i not in given]
-        old = [i for i in held if i in given]
-        return (s.step_id, new[0], old[0]) if new and old else None
-    return None
-
-
-def paired_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """The step that first put beside an id it was given another id the failure names with it (a record
-    of one item answered with another item's sheet): where the two were joined, whichever was wrong."""
-    first = ctx.memo("first-pairing", lambda: _first_pairing(ctx))
-    if first is not None and first[0] == step.step_id:
-        yield Evidence(
-            step.step_id,
-            0.3,
-            f"answered {first[1]!r} for the {first[2]!r} it was given, two ids the failure names together",
-            "paired-values",
-            values=(first[1],),
-        )
-
-
 def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write storing values found in none of its inputs (where a wrong shared value is born)."""
     yield from _stored_under(step)
@@ -547,7 +514,6 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 __all__ = [
-    "paired_values",
     "parse_dropped",
     "retry_divergence",
     "state_values",
