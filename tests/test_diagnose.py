@@ -1095,6 +1095,25 @@ class TestDecisionsAndState:
         assert _from(_verdict(route("general_desk", domain="retail"), "g"), "option-choice") == []
 
 
+class TestSharedAnswer:
+    def test_a_lookup_answering_another_calls_record_id_is_suspect(self) -> None:
+        """Of four lookups that each answered a sheet of their own but one, the call asked about the item
+        the failure names, answering the sheet another call got, is suspect; the other call, and a run where
+        sheets repeat anyway, are not."""
+
+        def run_of(sheets: list[str]) -> Run:
+            return _run(*(Step(f"l{i}", "lookup_sheet", "retrieval", input={"item": f"IT-010{i}"},
+                               output={"item": f"IT-010{i}", "sheet": sh}) for i, sh in enumerate(sheets, 1)))
+
+        failures = [Failure("x", "step-error", "store: sheet SH-101 is not registered to IT-0102", "x")]
+        run = run_of(["SH-101", "SH-101", "SH-103", "SH-104"])
+        [e] = _from(_verdict(run, "l2", failures), "shared-answer")
+        assert "SH-101" in e.reason and "IT-0102" in e.reason
+        assert not _from(_verdict(run, "l1", failures), "shared-answer")
+        shared = run_of(["SH-101", "SH-101", "SH-103", "SH-103"])
+        assert not _from(_verdict(shared, "l2", failures), "shared-answer")
+
+
 class TestRepeatedOption:
     def test_a_plan_using_a_given_name_twice_and_another_never_is_suspect(self) -> None:
         """A model given names to arrange one each that answers one of them twice and leaves another out is

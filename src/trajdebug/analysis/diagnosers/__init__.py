@@ -35,7 +35,7 @@ from trajdebug.analysis.diagnosers._decisions import (
     option_choice,
     repeated_option,
 )
-from trajdebug.analysis.diagnosers._field_values import request_kind, unlisted_value
+from trajdebug.analysis.diagnosers._field_values import request_kind, shared_answer, unlisted_value
 from trajdebug.analysis.diagnosers._observations import (
     cached_answer,
     environment_read,
@@ -89,6 +89,7 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "answer-off-options": answer_off_options,
     "request-kind": request_kind,
     "unlisted-value": unlisted_value,
+    "shared-answer": shared_answer,
     "decision": decision,
     "option-choice": option_choice,
     "repeated-option": repeated_option,
