@@ -211,7 +211,7 @@ def shared_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     for field, v in out.items():
         if not (isinstance(v, str) and _CODE.fullmatch(v) and v in named and v not in content.text_of(step.input)):
             continue
-        seen = [s.output.get(field) for s in calls]  # type: ignore[union-attr]
+        seen = [s.output.get(field) for s in calls]
         others = [x for x in seen if x != v]
         if len(calls) >= 3 and v in seen and len(set(map(str, others))) == len(others):
             yield Evidence(
