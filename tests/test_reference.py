@@ -415,13 +415,25 @@ class TestGivenValues:
     def test_a_new_category_a_step_was_given_weighs_half(self) -> None:
         """A parse answering a label never seen in passing runs keeps half the finding when its input held that
         label (it copied it), all of it when the label is its own."""
-        refs = [self._one(f"p{i}", "read", "parse", {"text": f"treat: apple, n: {i}"}, {"treat": "apple", "n": i})
-                for i in range(30)]
-        copied = self._found(self._one("b", "read", "parse", {"text": "treat: nuts, n: 7"}, {"treat": "nuts", "n": 7}),
-                             refs, "reference:category")
-        own = self._found(self._one("b", "read", "parse", {"text": "treat: apple, n: 7"}, {"treat": "nuts", "n": 7}),
-                          refs, "reference:category")
-        assert copied and own and copied[0].suspicion < own[0].suspicion and "given" in copied[0].reason
+
+        def run_of(rid: str, text: str, treat: str, *, fail: bool = False) -> Run:
+            steps = (
+                Step("s", "read", "parse", input={"text": text}, output={"treat": treat, "n": 7}, start_ns=1, end_ns=2),
+                Step("c", "check", "condition", input={"treat": treat}, output=None if fail else "ok",
+                     status="error" if fail else "ok", deps=(D("s"),), start_ns=3, end_ns=4,
+                     error=ErrorInfo("Rejected", f"treat {treat} is not allowed") if fail else None),
+            )
+            return Run(rid, "a", outcome="failure" if fail else "success", steps=steps)
+
+        refs = [run_of(f"p{i}", f"treat: apple, n: {i}", "apple") for i in range(30)]
+
+        def weight(text: str) -> float:
+            a = analyze(run_of("b", text, "nuts", fail=True), references=refs, top=5)
+            [c] = [c for c in a.localization.ranked_all if c.step_id == "s"]
+            return c.features.get("evidence:reference:category", 0.0)
+
+        copied, own = weight("treat: nuts, n: 7"), weight("treat: apple, n: 7")
+        assert 0 < copied < own
 
 
 class TestFormulaExceptions:

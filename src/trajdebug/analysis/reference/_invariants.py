@@ -35,7 +35,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._weights import DEFAULT_WEIGHTS
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._profile import (
@@ -162,6 +161,10 @@ def _request_values(value: Any, depth: int = 0) -> list[str]:
 
 
 
+GIVEN = " (it was given that value)"
+"""The end of a category finding's reason when the step was given the new value: the deviation came in
+with its input, and the step keeps only the inherited share of it (`trajdebug.analysis._sources`)."""
+
 _SHAPE_DIGIT, _SHAPE_ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")
 
 
@@ -279,8 +282,8 @@ def _as_often(now: str, nows: Sequence[tuple[Any, tuple[str, ...]]], fs: _FieldS
 def _category_checks(
     step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any], view: StepView
 ) -> Iterator[Evidence]:
-    """A text value never seen in passing runs, where they always had one of a few; half as strong when
-    the step was given that value (a parse copying a model's answer): it came in with its input."""
+    """A text value never seen in passing runs, where they always had one of a few; marked `GIVEN` when the
+    step was given that value (a parse copying a model's answer): it came in with its input."""
     sid = step.step_id
     cats = [a for a in atoms if a.kind == "text"]
     text_values = {k: n for k, n in fs.values.items() if k.startswith("s:")}
@@ -301,14 +304,8 @@ def _category_checks(
             copied = all(view.given(a) for a in new)
             yield Evidence(
                 sid,
-                round(
-                    (0.45 if len(text_values) == 1 else 0.3)
-                    * max(0.0, 1.0 - 3.0 / observed)
-                    * (DEFAULT_WEIGHTS["inherited"] if copied else 1.0),
-                    3,
-                ),
-                f"{f}={new[0].raw}, never seen in passing runs (always {usual})"
-                + (" (it was given that value)" if copied else ""),
+                round((0.45 if len(text_values) == 1 else 0.3) * max(0.0, 1.0 - 3.0 / observed), 3),
+                f"{f}={new[0].raw}, never seen in passing runs (always {usual})" + (GIVEN if copied else ""),
                 "reference:category",
             )
 
