@@ -124,13 +124,6 @@ class RunState(MutableMapping[str, Any]):
         return f"RunState({self._data!r})"
 
 
-def settle(h: StepHandle) -> None:
-    """Record as writes the changes a step made in place to containers it got from ``run.state``."""
-    state = getattr(h._run, "_state", None)
-    if isinstance(state, RunState):
-        state.settle(h)
-
-
 _external: dict[tuple[str, str], str] = {}
 _ext_lock = threading.Lock()
 
