@@ -117,3 +117,36 @@ class TestEnv:
         edges = env_edges(run, consumed=set(), linked={"rel"})
         assert [(d.step_id, d.kind) for d in edges["check"]] == [("rel", "env")]
         assert {"rel", "route"} <= _slice(run)
+
+
+class TestChangedInPlace:
+    def _memory_run(self, key_written: str) -> Run:
+        """A memory step creates the shared mapping (a recorded write), later memory steps fill it in place
+        (recorded as reads), and each reader after them is given what the last one left."""
+        def remember(sid: str, start: int, animal: str, key: str, **kw: object) -> Step:
+            return _s(sid, "remember", "state", start, {"sheet": {"animal": animal, "excluded": ["nuts"]}},
+                      {key: ["nuts"]}, **kw)  # type: ignore[arg-type]
+
+        return _run(
+            remember("m1", 0, "AX-0101", "AX-0101", attributes={"state_writes": ["memo"], "state_values": {"memo": {}}}),
+            _s("r1", "context", "other", 2, {"animal": "AX-0101"}, {"avoid": ["nuts"]}, "m1",
+               attributes={"state_reads": ["memo"]}),
+            remember("m2", 4, "AX-0102", key_written, attributes={"state_reads": ["memo"]}),
+            _s("r2", "context", "other", 6, {"animal": "AX-0102"}, {"avoid": []}, "m1",
+               attributes={"state_reads": ["memo"]}),
+            _s("chk", "review", "condition", 8, {"avoid": []}, None, "r2", status="error",
+               error=ErrorInfo("AssertionError", "review: nuts are excluded for AX-0102")),
+        )
+
+    def test_a_state_step_changing_a_read_value_in_place_is_linked_to_the_next_reader(self) -> None:
+        """A state step that read a shared key and recorded no write of it is what the next reader of that
+        key depends on (not the first writer alone), and a key it stored under an id it was not given is its fault."""
+        from trajdebug.analysis import analyze
+        from trajdebug.analysis.inference import CHANGED_KEY, mutation_edges
+
+        edges = mutation_edges(self._memory_run("AX-0102"))
+        assert {d.step_id for d in edges["r2"]} == {"m2"} and edges["r2"][0].key == f"{CHANGED_KEY}:memo"
+        assert "r1" not in edges
+        wrong = self._memory_run("AX-0120")
+        assert "m2" in _slice(wrong)
+        assert analyze(wrong, top=3).localization.candidates[0].step_id == "m2"

@@ -183,6 +183,27 @@ class TestToolCalls:
         [args] = _from(_verdict(run, "b"), "tool-result")
         assert env.suspicion > args.suspicion and "arguments" in args.reason
 
+    def test_a_wrapper_answering_in_place_of_a_failed_call_swallowed_its_error(self) -> None:
+        """A step around one tool call that caught the call's timeout and answered a placeholder is the
+        suspect, and the timeout only weakly; a wrapper that retried to success, or passed the error on, is not."""
+
+        def run_of(*kids: Step, answer: object = None) -> Run:
+            wrap = Step("w", "book_slot", "other", input={"slot": "S-4"},
+                        output={"slot": "S-4", "confirmed": False} if answer is None else answer)
+            return _run(wrap, *(Step(k.step_id, k.name, k.kind, status=k.status, error=k.error, output=k.output,
+                                     parent_id="w") for k in kids))
+
+        timeout = ErrorInfo("TimeoutError", "booking service timed out after 5 s")
+        failed = Step("t1", "slot_api", "tool", status="error", error=timeout)
+        run = run_of(failed)
+        [caught] = _from(_verdict(run, "w"), "swallowed-error")
+        [tool] = _from(_verdict(run, "t1"), "tool-result")
+        assert caught.suspicion > tool.suspicion and "TimeoutError" in caught.reason
+        retried = run_of(failed, Step("t2", "slot_api", "tool", output={"slot": "S-4", "confirmed": True}))
+        assert not _from(_verdict(retried, "w"), "swallowed-error")
+        told = run_of(failed, answer={"error": "booking service timed out after 5 s"})
+        assert not _from(_verdict(told, "w"), "swallowed-error")
+
     @pytest.mark.parametrize(
         ("message", "environment"),
         [
@@ -616,6 +637,27 @@ class TestDataSteps:
         assert all(e.sound for e in _from(_verdict(run, "p"), "parse-dropped"))
         assert not _verdict(run, "p").faulty
 
+    def test_a_parser_of_lines_is_judged_on_the_words_each_line_left_behind(self) -> None:
+        """A parser reading lines of one format into records keeps the text (its format's words aside),
+        and a word it cut from one line's value is a drop, strong when the failure names that line's values."""
+        lines = [("Ash Lane", "Birch Row", "2026-05-02"), ("Cedar Park II", "Dale End", "2026-05-03"),
+                 ("Elm Yard", "Fir Close", "2026-05-04")]
+        text = "Schedule:\n" + "\n".join(f"{a} vs {b} | {d}" for a, b, d in lines)
+
+        def parse(records: list[dict[str, str]], message: str = "x") -> list[Evidence]:
+            step = Step("p", "parse_schedule", "parse", input={"message": {"role": "assistant", "content": text}},
+                        output=records)
+            return _from(_verdict(_run(step), "p", [Failure("p", "step-error", message, "x")]), "parse-dropped")
+
+        whole = [{"home": a, "away": b, "day": d} for a, b, d in lines]
+        assert all(e.sound for e in parse(whole))
+        cut = [dict(r) for r in whole]
+        cut[1]["home"] = "Cedar Park"
+        [e] = parse(cut, "club 'Cedar Park' unknown")
+        assert not e.sound and "'ii'" in e.reason and e.suspicion >= 0.5
+        [weak] = parse(cut)
+        assert not weak.sound and weak.suspicion < 0.5
+
     def test_state_write_that_readers_never_saw(self) -> None:
         """A state write whose readers see none of some values it was given lost them."""
         run = _run(
@@ -643,6 +685,34 @@ class TestDataSteps:
         assert writer([items[1]]) == [] and writer([]) == []
         # A writer that rewrites what it was given and keeps only part of it still loses the rest.
         assert writer([{"merchant": "Delta", "category": "flight", "amount_eur": 1.5, "note": "rebooked"}])
+
+    def test_an_empty_container_filled_in_place_is_no_loss(self) -> None:
+        """A memory step recorded writing an empty mapping (created with setdefault, filled in place) that
+        answered with what it stored lost nothing its readers missed; one whose answer is empty too is judged."""
+
+        def writer(out: object) -> list[Evidence]:
+            run = _run(
+                Step("w", "remember", "state", input={"sheet": {"animal": "AX-0101", "species": "Okapi", "kg": 240}},
+                     output=out, attributes={"state_writes": ["memo"], "state_values": {"memo": {}}}),
+                Step("r", "use", input={"animal": "AX-0101"}, output={"avoid": []}, deps=(D("w", "state"),)),
+            )
+            return [e for e in _from(_verdict(run, "w"), "state-write") if not e.sound]
+
+        assert writer({"AX-0101": []}) == []
+        assert writer({})
+
+    def test_a_memory_keyed_under_an_id_it_was_not_given_is_suspect(self) -> None:
+        """A state step storing a record under an id of the shape of the one it was given, but another,
+        wrote its own key; keyed under the given id (or under a plain word) it is not suspect."""
+
+        def keyed(key: str) -> list[Evidence]:
+            run = _run(Step("w", "remember", "state", input={"sheet": {"animal": "AX-0112", "excluded": ["nuts"]}},
+                            output={key: ["nuts"]}))
+            return _from(_verdict(run, "w"), "state-values")
+
+        [e] = keyed("AX-0121")
+        assert "AX-0121" in e.reason and "AX-0112" in e.reason and not e.sound
+        assert keyed("AX-0112") == [] and keyed("latest") == []
 
     def test_state_write_rejected_by_a_reader_precondition(self) -> None:
         """A reader's failed pre-condition on shared state makes the writer suspect."""
@@ -1023,6 +1093,46 @@ class TestDecisionsAndState:
         assert "general_desk" in e.reason and "medical_desk" in e.reason
         assert _from(_verdict(route("medical_desk"), "g"), "option-choice") == []
         assert _from(_verdict(route("general_desk", domain="retail"), "g"), "option-choice") == []
+
+
+class TestSharedAnswer:
+    def test_a_lookup_answering_another_calls_record_id_is_suspect(self) -> None:
+        """Of four lookups that each answered a sheet of their own but one, the call asked about the item
+        the failure names, answering the sheet another call got, is suspect; the other call, and a run where
+        sheets repeat anyway, are not."""
+
+        def run_of(sheets: list[str]) -> Run:
+            return _run(*(Step(f"l{i}", "lookup_sheet", "retrieval", input={"item": f"IT-010{i}"},
+                               output={"item": f"IT-010{i}", "sheet": sh}) for i, sh in enumerate(sheets, 1)))
+
+        failures = [Failure("x", "step-error", "store: sheet SH-101 is not registered to IT-0102", "x")]
+        run = run_of(["SH-101", "SH-101", "SH-103", "SH-104"])
+        [e] = _from(_verdict(run, "l2", failures), "shared-answer")
+        assert "SH-101" in e.reason and "IT-0102" in e.reason
+        assert not _from(_verdict(run, "l1", failures), "shared-answer")
+        shared = run_of(["SH-101", "SH-101", "SH-103", "SH-103"])
+        assert not _from(_verdict(shared, "l2", failures), "shared-answer")
+
+
+class TestRepeatedOption:
+    def test_a_plan_using_a_given_name_twice_and_another_never_is_suspect(self) -> None:
+        """A model given names to arrange one each that answers one of them twice and leaves another out is
+        suspect when the failure names the repeated one; an answer using each once, or a failure about
+        something else, leaves it alone (a name inside a longer one counts for the longer)."""
+        names = ["Oak Hall", "Pine Room", "Oak", "Elm Suite"]
+        prompt = "Assign one talk to each room, one line each.\n" + json.dumps({"rooms": names})
+
+        def found(answer: str, message: str) -> list[Evidence]:
+            run = _run(Step("m", "plan", "llm", input={"messages": [{"role": "user", "content": prompt}]},
+                            output={"role": "assistant", "content": answer}))
+            return _from(_verdict(run, "m", [Failure("m", "step-error", message, "x")]), "repeated-option")
+
+        twice = "Talks:\nOak Hall: keynote\nPine Room: panel\nOak: demo\nOak Hall: closing"
+        [e] = found(twice, "check: Oak Hall is booked 2 times")
+        assert "'oak hall' 2 times" in e.reason and "'elm suite'" in e.reason
+        assert not found(twice, "check: the demo has no speaker")
+        assert not found("Talks:\nOak Hall: keynote\nPine Room: panel\nOak: demo\nElm Suite: closing",
+                         "check: Oak Hall is booked 2 times")
 
 
 class TestSymptoms:

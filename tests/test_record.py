@@ -893,3 +893,36 @@ def test_no_function_of_the_recorder_runs_over_80_lines(path: Path) -> None:
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and (n.end_lineno or 0) - n.lineno + 1 > 80
     ]
     assert long == []
+
+
+@trajdebug.step(kind="state")
+def _remember(key: str, value: int) -> dict[str, int]:
+    memo = trajdebug.current_run().state.setdefault("memo", {})  # type: ignore[union-attr]
+    memo[key] = value
+    return {key: value}
+
+
+@trajdebug.step(kind="other")
+def _recall(key: str) -> int | None:
+    value: int | None = trajdebug.current_run().state["memo"].get(key)  # type: ignore[union-attr]
+    return value
+
+
+class TestRunStateChangedInPlace:
+    def test_a_container_changed_in_place_is_a_write_of_the_step_that_changed_it(self) -> None:
+        """A step that filled a mapping it got from run.state (setdefault, then an item) wrote it: its value is
+        recorded as it left it and the next reader depends on that step; a step that only read it wrote nothing."""
+
+        def body(h: Any) -> None:
+            _remember("a", 1)
+            _recall("a")
+            _remember("b", 2)
+            _recall("b")
+
+        run = record(body)
+        first, read1, second, read2 = run.steps
+        assert first.attributes["state_values"] == {"memo": {"a": 1}}
+        assert second.attributes["state_values"] == {"memo": {"a": 1, "b": 2}}
+        assert [d.step_id for d in read2.deps if d.kind == "state"] == [second.step_id]
+        assert [d.step_id for d in read1.deps if d.kind == "state"] == [first.step_id]
+        assert "state_writes" not in read1.attributes

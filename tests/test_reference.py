@@ -383,6 +383,59 @@ class TestCategories:
         assert weight(many) > 0.3
 
 
+class TestGivenValues:
+    @staticmethod
+    def _one(rid: str, name: str, kind: str, inp: Any, out: Any) -> Run:
+        return Run(rid, "a", outcome="success", steps=(Step("s", name, kind, input=inp, output=out),))
+
+    @staticmethod
+    def _found(bad: Run, refs: list[Run], signal: str) -> list[Any]:
+        return [e for e in violations(bad.steps[0], Lineage(bad).view("s"), learn(refs)) if e.diagnoser == signal]
+
+    def test_an_id_not_given_is_ungrounded_only_when_the_step_was_given_an_id_of_its_shape(self) -> None:
+        """A lookup that always echoed the id it was asked about breaks that habit when asked about AX-0102 and
+        answering AX-0101; asked for every record (no id given), the ids it answers are the world's."""
+        refs = [self._one(f"p{i}", "weights", "tool", {"ids": f"AX-010{i}"}, {"animal": f"AX-010{i}", "kg": 40 + i})
+                for i in range(1, 6)]
+        assert self._found(self._one("b", "weights", "tool", {"ids": "AX-0102"}, {"animal": "AX-0101", "kg": 41}),
+                           refs, "reference:grounded")
+        assert not self._found(self._one("b", "weights", "tool", {"ids": "all"}, {"animal": "AX-0101", "kg": 41}),
+                               refs, "reference:grounded")
+
+    def test_a_field_passing_runs_left_empty_is_no_new_field(self) -> None:
+        """A field every passing occurrence had empty (``excluded: []``) is part of the output's shape: filled
+        in the failing run it is no new field; a field none of them had at all is."""
+        refs = [self._one(f"p{i}", "sheet", "retrieval", {"id": f"AX-{i}"}, {"id": f"AX-{i}", "excluded": []})
+                for i in range(1, 6)]
+        filled = self._one("b", "sheet", "retrieval", {"id": "AX-9"}, {"id": "AX-9", "excluded": ["nuts"]})
+        extra = self._one("b", "sheet", "retrieval", {"id": "AX-9"}, {"id": "AX-9", "excluded": [], "note": "nuts"})
+        assert not self._found(filled, refs, "reference:new-field")
+        assert self._found(extra, refs, "reference:new-field")
+
+    def test_a_new_category_a_step_was_given_weighs_half(self) -> None:
+        """A parse answering a label never seen in passing runs keeps half the finding when its input held that
+        label (it copied it), all of it when the label is its own."""
+
+        def run_of(rid: str, text: str, treat: str, *, fail: bool = False) -> Run:
+            steps = (
+                Step("s", "read", "parse", input={"text": text}, output={"treat": treat, "n": 7}, start_ns=1, end_ns=2),
+                Step("c", "check", "condition", input={"treat": treat}, output=None if fail else "ok",
+                     status="error" if fail else "ok", deps=(D("s"),), start_ns=3, end_ns=4,
+                     error=ErrorInfo("Rejected", f"treat {treat} is not allowed") if fail else None),
+            )
+            return Run(rid, "a", outcome="failure" if fail else "success", steps=steps)
+
+        refs = [run_of(f"p{i}", f"treat: apple, n: {i}", "apple") for i in range(30)]
+
+        def weight(text: str) -> float:
+            a = analyze(run_of("b", text, "nuts", fail=True), references=refs, top=5)
+            [c] = [c for c in a.localization.ranked_all if c.step_id == "s"]
+            return c.features.get("evidence:reference:category", 0.0)
+
+        copied, own = weight("treat: nuts, n: 7"), weight("treat: apple, n: 7")
+        assert 0 < copied < own
+
+
 class TestFormulaExceptions:
     @staticmethod
     def _manifest(rid: str, base: float, closing: int = 1, *, fail: bool = False) -> Run:

@@ -34,7 +34,7 @@ from trajdebug.analysis.lineage import (
     Lineage,
     anomalies,
 )
-from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
+from trajdebug.analysis.reference import GIVEN, Profile, sibling_profiles, step_key, unseen, violations
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
 from trajdebug.core.values import Atom, Mention, atoms, iter_text
@@ -192,6 +192,14 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
             for d in sl.g.parents(sid)
             if d.kind in VALUE_DEP_KINDS and deviates.get(d.step_id, 0.0) >= 0.9 * strength > 0
         ]
+        if not came:
+            # A new value the step was given (a parse copying a model's answer, a model no reference
+            # profiles) came in with its input: the step keeps the inherited share of that finding, and
+            # its own deviation still passes on to the steps after it.
+            found = [
+                replace(e, suspicion=round(e.suspicion * sl.w["inherited"], 3)) if e.reason.endswith(GIVEN) else e
+                for e in found
+            ]
         if came:
             name = sl.g.steps[came[0]].name
             found = [

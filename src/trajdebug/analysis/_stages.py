@@ -21,6 +21,7 @@ from trajdebug.analysis.diagnosers._context import Evidence
 from trajdebug.analysis.inference import (
     control_edges,
     env_edges,
+    mutation_edges,
     named_edges,
     structural_edges,
     thin_inferred,
@@ -232,6 +233,8 @@ def with_value_edges(run: Run, lineage: Lineage) -> Run:
     for sid, deps in lineage.empty_edges().items():
         edges.setdefault(sid, []).extend(deps)
     for sid, deps in total_edges(run).items():
+        edges.setdefault(sid, []).extend(deps)
+    for sid, deps in mutation_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
     consumed = {d.step_id for s in run.steps for d in s.deps} | {d.step_id for ds in edges.values() for d in ds}
     for sid, deps in lineage.unread_edges(consumed).items():

@@ -40,9 +40,26 @@ class RunState(MutableMapping[str, Any]):
         self._data: dict[str, Any] = {}
         self._writers: dict[str, str] = {}
         self._lock = threading.Lock()
+        # Containers a step got from the state, as they were then, by step id: compared when it ends.
+        self._held: dict[str, dict[str, Any]] = {}
 
-    def _note_write(self, key: str) -> None:
-        h = _current()
+    def _hold(self, h: StepHandle, key: str, value: Any) -> None:
+        """Keep how a container a step got looked, so a change made in place is a write (`settle`)."""
+        if isinstance(value, (dict, list, set)):
+            with self._lock:
+                self._held.setdefault(h.id, {}).setdefault(key, to_jsonable(value, 4096))
+
+    def settle(self, h: StepHandle) -> None:
+        """When a step ends: a container it got and changed in place (``state.setdefault(k, {})[x] = y``)
+        was written by it, as it is now (the write's value, and the next readers' edge)."""
+        with self._lock:
+            held = self._held.pop(h.id, None)
+        for key, before in (held or {}).items():
+            if key in self._data and to_jsonable(self._data[key], 4096) != before:
+                self._note_write(key, h, hold=False)
+
+    def _note_write(self, key: str, h: StepHandle | None = None, *, hold: bool = True) -> None:
+        h = h or _current()
         if h is None:
             return
         with self._lock:
@@ -59,6 +76,8 @@ class RunState(MutableMapping[str, Any]):
             values = {}
             h.set("state_values", values)
         values[key] = to_jsonable(self._data.get(key), 4096)
+        if hold and key in self._data:
+            self._hold(h, key, self._data[key])
 
     def _note_read(self, key: str, value: Any) -> None:
         h = _current()
@@ -76,6 +95,7 @@ class RunState(MutableMapping[str, Any]):
             reads.append(key)
         if writer is not None and writer != h.id:
             h.deps = (*h.deps, Dependency(step_id=writer, kind="state", origin="tracked", key=key))
+        self._hold(h, key, value)
 
     def __setitem__(self, key: str, value: Any) -> None:
         self._data[key] = value

@@ -335,6 +335,12 @@ class StepHandle:
             except ValueError:
                 # Reset from another context (a generator resumed elsewhere): fall back to the parent.
                 _STEP.set(self.parent)
+            attrs = self.attrs
+            if attrs is not None and ("state_reads" in attrs or "state_writes" in attrs):
+                # Containers it got from run.state and changed in place are its writes (`RunState.settle`).
+                settle = getattr(getattr(run, "_state", None), "settle", None)
+                if settle is not None:
+                    settle(self)
             if exc is not None:
                 from trajdebug.record import exceptions as _errors  # loaded with the run (`runs` imports it)
 

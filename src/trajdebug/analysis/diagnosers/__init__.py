@@ -28,8 +28,14 @@ from trajdebug.analysis.diagnosers._dataflow import (
     state_values,
     state_write,
 )
-from trajdebug.analysis.diagnosers._decisions import decision, delegated_result, lost_update, option_choice
-from trajdebug.analysis.diagnosers._field_values import request_kind, unlisted_value
+from trajdebug.analysis.diagnosers._decisions import (
+    decision,
+    delegated_result,
+    lost_update,
+    option_choice,
+    repeated_option,
+)
+from trajdebug.analysis.diagnosers._field_values import request_kind, shared_answer, unlisted_value
 from trajdebug.analysis.diagnosers._observations import (
     cached_answer,
     environment_read,
@@ -52,6 +58,7 @@ from trajdebug.analysis.diagnosers._tools import (
     environmental,
     sql_result,
     starved_consumer,
+    swallowed_error,
     tool_arguments,
     tool_result,
 )
@@ -63,6 +70,7 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "step-error": step_error,
     "starved-consumer": starved_consumer,
     "tool-result": tool_result,
+    "swallowed-error": swallowed_error,
     "sql-result": sql_result,
     "tool-arguments": tool_arguments,
     "malformed-output": malformed_output,
@@ -81,8 +89,10 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "answer-off-options": answer_off_options,
     "request-kind": request_kind,
     "unlisted-value": unlisted_value,
+    "shared-answer": shared_answer,
     "decision": decision,
     "option-choice": option_choice,
+    "repeated-option": repeated_option,
     "race": lost_update,
     "sub-agent": delegated_result,
     "contract": contracts,

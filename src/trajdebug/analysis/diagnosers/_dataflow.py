@@ -106,6 +106,13 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         src = unpicked(src, selections(src, out))
         values = _values_of(src, content_only=True)
         lost = _lost(values, ctx.text(step.step_id))
+        # A text of several lines is what the step parses, not a value to pass on whole: it is
+        # judged line by line on the words its records left behind (`_text_dropped`).
+        texts = [v for v in lost if isinstance(v, str) and _is_text(v)]
+        if texts:
+            yield from _text_dropped(step, ctx, texts, out)
+            values = [v for v in values if v not in texts]
+            lost = [v for v in lost if v not in texts]
         if lost:
             # Selecting some values is what many parse steps are for: losing values says
             # little unless the failure names one of them.
@@ -122,6 +129,61 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             )
         elif values:
             yield Evidence(step.step_id, 0.0, "kept every value of its input", "parse-dropped", sound=True)
+
+
+def _is_text(v: str) -> bool:
+    """Whether a string is a text of several lines (a model's answer a parse step reads), not one value."""
+    return len([ln for ln in v.splitlines() if ln.strip()]) >= 3
+
+
+_WORD = re.compile(r"[^\W\d_]\w*")
+"""A word of a line's residue (digits alone are left out: a number the parse normalized is no loss)."""
+
+
+def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) -> Iterable[Evidence]:
+    """Words a parse of a text of lines left behind: in a line that gave a record, the words no output
+    value holds that are not the line format's own.
+
+    A parser reading lines of one format (``home vs away | day time``) leaves the format's words
+    (``vs``) in every line; a word left in one line only (a team's ``II``) was part of a value it
+    cut.  Lines giving no value (a heading) are skipped; fewer than three record lines tell no format.
+    """
+    found = sorted(
+        {str(v).lower() for _, v in content.leaves(out) if isinstance(v, (str, int, float)) and not isinstance(v, bool)},
+        key=len,
+        reverse=True,
+    )
+    found = [v for v in found if len(v) >= 2]
+    named = " ".join(f.message.lower() for f in ctx.failures)
+    rows: list[tuple[str, list[str], bool]] = []
+    for text in texts:
+        for line in text.splitlines():
+            rest, hits = line.lower(), []
+            for v in found:
+                if v in rest:
+                    hits.append(v)
+                    rest = rest.replace(v, "\x00")
+            if hits:
+                rows.append((line, _WORD.findall(rest), any(len(h) >= 3 and h in named for h in hits)))
+    if len(rows) < 3:
+        return
+    spread: dict[str, int] = {}
+    for _, words, _ in rows:
+        for w in set(words):
+            spread[w] = spread.get(w, 0) + 1
+    cut = [(line, w, hit) for line, words, hit in rows for w in words if spread[w] * 2 < len(rows)]
+    if not cut:
+        yield Evidence(step.step_id, 0.0, "kept every value of the lines it parsed", "parse-dropped", sound=True)
+        return
+    near = [c for c in cut if c[2]]
+    line, word, _ = (near or cut)[0]
+    yield Evidence(
+        step.step_id,
+        0.6 if near else 0.1 + 0.2 * min(1.0, len(cut) / len(rows)),
+        f"dropped {word!r} from the line {line.strip()[:60]!r} it parsed"
+        + (", a line whose values the failure names" if near else ""),
+        "parse-dropped",
+    )
 
 
 def _failed_pre(step: Step) -> list[Mapping[str, Any]]:
@@ -160,6 +222,11 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     written = step.attributes.get("state_values")
     if isinstance(written, Mapping) and written:
+        if all(content.is_empty(v) for v in written.values()) and not content.is_empty(step.output):
+            # An empty container written by a step that answered with what it stored (a memory
+            # created with `setdefault`, then filled in place): the record caught it before it
+            # was filled, and says nothing of what the step stored.
+            return
         yield from _stored_values(step, values, written)
         return
     # No record of what was written: what its readers were given or got back
@@ -368,8 +435,41 @@ def _state_before(step: Step, ctx: DiagnoseContext) -> frozenset[tuple[str, str]
     return index.get(step.step_id, frozenset())
 
 
+_ID = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}")
+"""An id: letters and digits (``ZK-0112``, ``ord42``), three characters or more."""
+
+
+def _shape(v: str) -> str:
+    return re.sub(r"[A-Za-z]", "a", re.sub(r"\d", "9", v))
+
+
+def _stored_under(step: Step) -> Iterable[Evidence]:
+    """A state step that stored a record under an id none of its inputs holds, while it was given an
+    id of the same shape (``ZK-0121`` for the ``ZK-0112`` it was given): the key it wrote is its own,
+    and readers asking for the given id find nothing."""
+    keys = [k for k in step.output if isinstance(k, str) and _ID.fullmatch(k)] if isinstance(step.output, Mapping) else []
+    if step.kind != "state" or step.status != "ok" or not keys:
+        return
+    given = content.text_of(content.without_markers(step.input))
+    ids = {m.group(0) for m in _ID.finditer(given)}
+    for k in keys:
+        if k in ids:
+            continue
+        like = sorted(i for i in ids if _shape(i) == _shape(k))
+        if like:
+            yield Evidence(
+                step.step_id,
+                0.45,
+                f"stored under {k!r}, an id none of its inputs holds (it was given {like[0]!r})",
+                "state-values",
+                values=(k,),
+            )
+            return
+
+
 def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write storing values found in none of its inputs (where a wrong shared value is born)."""
+    yield from _stored_under(step)
     written = step.attributes.get("state_values")
     if not isinstance(written, Mapping) or not written or step.status != "ok":
         return

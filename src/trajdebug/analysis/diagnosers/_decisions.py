@@ -345,4 +345,51 @@ def delegated_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             return
 
 
-__all__ = ["decision", "delegated_result", "lost_update", "option_choice"]
+def _name_lists(value: Any, depth: int = 0) -> Iterable[list[str]]:
+    """Lists of three or more distinct short names in a value (JSON written in its strings read too)."""
+    if depth > 5:
+        return
+    if isinstance(value, str):
+        parsed = content.embedded_json(value)
+        if parsed is not None:
+            yield from _name_lists(parsed, depth + 1)
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _name_lists(v, depth + 1)
+    elif isinstance(value, list):
+        names = [v.strip().lower() for v in value if isinstance(v, str) and 2 <= len(v.strip()) <= 60]
+        if len(names) == len(value) >= 3 and len(set(names)) == len(names):
+            yield names
+        else:
+            for v in value[:200]:
+                yield from _name_lists(v, depth + 1)
+
+
+def repeated_option(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A model given a list of names to arrange (teams to pair, rooms to fill) whose answer uses one twice
+    and leaves another out, when the failure names the one it repeated: its plan broke the list's
+    one-each rule, whatever later steps did with it.  A name inside a longer name (``Rovers`` in
+    ``Rovers II``) is counted once, for the longer."""
+    if step.kind != "llm" or step.status != "ok" or not ctx.failures:
+        return
+    named = " ".join(f.message.lower() for f in ctx.failures)
+    # The answer's own strings (JSON text escapes its line breaks, which would glue words together).
+    said = "\n".join(v for _, v in content.leaves(step.output) if isinstance(v, str)).lower()
+    for names in _name_lists(step.input):
+        rest, counts = said, {}
+        for n in sorted(names, key=len, reverse=True):
+            counts[n] = len(re.findall(rf"(?<!\w){re.escape(n)}(?!\w)", rest))
+            rest = rest.replace(n, "\x00")
+        twice = [n for n in names if counts[n] >= 2 and n in named]
+        never = [n for n in names if counts[n] == 0]
+        if twice and never and sum(counts.values()) == len(names):
+            yield Evidence(
+                step.step_id,
+                0.45,
+                f"named {twice[0]!r} {counts[twice[0]]} times and left out {never[0]!r} of the {len(names)} it was given",
+                "repeated-option",
+            )
+            return
+
+
+__all__ = ["decision", "delegated_result", "lost_update", "option_choice", "repeated_option"]

@@ -45,6 +45,7 @@ it and outside everything upstream is no option.  It fires when:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -183,4 +184,45 @@ def unlisted_value(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             return
 
 
-__all__ = ["KIND", "UNLISTED", "request_kind", "unlisted_value"]
+SHARED = 0.4
+"""The suspicion of a lookup answering another call's record id (`shared_answer`)."""
+_CODE = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}")
+
+
+def _codes(value: object) -> set[str]:
+    return {m.group(0) for m in _CODE.finditer(content.text_of(value))}
+
+
+def shared_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A lookup whose answer gives a field the id another call of it answered for another question, where
+    every other call answered an id of its own (one sheet per animal), and the failure names that id and
+    one this call was asked about: of the two calls, this one answered a record not its own."""
+    out = step.output
+    if step.kind not in ("tool", "retrieval") or step.status != "ok" or not isinstance(out, Mapping):
+        return
+    named = " ".join(f.message for f in ctx.failures)
+    asked = {c for c in _codes(step.input) if c in named}
+    if not asked:
+        return
+    calls = [
+        s for s in ctx.run.steps
+        if s.name == step.name and s.status == "ok" and isinstance(s.output, Mapping) and s.input != step.input
+    ]
+    for field, v in out.items():
+        if not (isinstance(v, str) and _CODE.fullmatch(v) and v in named and v not in content.text_of(step.input)):
+            continue
+        seen = [s.output.get(field) for s in calls]
+        others = [x for x in seen if x != v]
+        if len(calls) >= 3 and v in seen and len(set(map(str, others))) == len(others):
+            yield Evidence(
+                step.step_id,
+                SHARED,
+                f"answered {field}={v!r} for {sorted(asked)[0]!r}, the {field} another call answered for another "
+                f"question, where every other call had its own",
+                "shared-answer",
+                values=(v,),
+            )
+            return
+
+
+__all__ = ["KIND", "SHARED", "UNLISTED", "request_kind", "shared_answer", "unlisted_value"]

@@ -76,6 +76,42 @@ def handled(ctx: DiagnoseContext) -> set[str]:
     return found
 
 
+def _swallowed(step: Step, ctx: DiagnoseContext) -> Step | None:
+    """The step that caught a tool's error and answered as if it had a result, if one did.
+
+    A wrapper around one call (every step inside it is an attempt of that call; not an agent
+    or model, which report a tool's error on to the conversation) that ended well, whose last
+    attempt failed and whose answer does not carry the error on (a placeholder in place of
+    the result): it swallowed the error, and what it answered is its own.
+    """
+    if step.status != "error" or step.error is None or step.parent_id is None:
+        return None
+    parent = ctx.graph.steps.get(step.parent_id)
+    if parent is None or parent.status != "ok" or parent.kind in ("agent", "llm"):
+        return None
+    kids = ctx.children(parent.step_id)
+    if not kids or kids[-1].step_id != step.step_id or any(k.name != step.name for k in kids):
+        return None
+    if content.is_empty(parent.output) or step.error.message[:60].lower() in content.text_of(parent.output).lower():
+        return None
+    return parent
+
+
+def swallowed_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A wrapper around a tool call that caught the call's error and answered anyway (`_swallowed`)."""
+    kids = ctx.children(step.step_id) if step.status == "ok" else []
+    last = kids[-1] if kids else None
+    if last is None or last.kind not in ("tool", "retrieval") or last.step_id in handled(ctx):
+        return
+    if _swallowed(last, ctx) is step and last.error is not None:
+        yield Evidence(
+            step.step_id,
+            0.45,
+            f"caught the {last.error.type} of {last.name} and answered without its result: the error was swallowed",
+            "swallowed-error",
+        )
+
+
 def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool or retrieval result carrying an error, an HTTP error status, or nothing."""
     if step.kind not in ("tool", "retrieval"):
@@ -110,6 +146,17 @@ def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             step.step_id,
             0.05,
             f"its error ({problem[:120]}) was handled: recovered by a later attempt, or reported and ignored",
+            "tool-result",
+        )
+        return
+    holder = _swallowed(step, ctx)
+    if holder is not None and not caused:
+        # The outage is the world's; the step that caught it and answered in its place chose what
+        # went on (`swallowed_error`).
+        yield Evidence(
+            step.step_id,
+            0.15,
+            f"its error ({problem[:120]}) was caught by {holder.name}, which answered without its result",
             "tool-result",
         )
         return
@@ -445,6 +492,7 @@ __all__ = [
     "present",
     "sql_result",
     "starved_consumer",
+    "swallowed_error",
     "tool_arguments",
     "tool_result",
     "upstream_outputs",

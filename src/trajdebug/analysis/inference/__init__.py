@@ -9,7 +9,14 @@ outputs inside later inputs and adds ``inferred`` edges with a confidence
 
 from __future__ import annotations
 
-from trajdebug.analysis.inference._control import CHOSE_KEY, WROTE_KEY, control_edges, env_edges
+from trajdebug.analysis.inference._control import (
+    CHANGED_KEY,
+    CHOSE_KEY,
+    WROTE_KEY,
+    control_edges,
+    env_edges,
+    mutation_edges,
+)
 from trajdebug.analysis.inference._edges import (
     NAMED_KEY,
     named_edges,
@@ -21,6 +28,7 @@ from trajdebug.analysis.inference._infer import ContentIndex, Match, infer_depen
 
 
 __all__ = [
+    "CHANGED_KEY",
     "CHOSE_KEY",
     "NAMED_KEY",
     "WROTE_KEY",
@@ -29,6 +37,7 @@ __all__ = [
     "control_edges",
     "env_edges",
     "infer_dependencies",
+    "mutation_edges",
     "named_edges",
     "previous_turns",
     "structural_edges",

@@ -155,6 +155,41 @@ def _ids(value: Any, depth: int = 0) -> set[str]:
     return set()
 
 
+CHANGED_KEY = "changed"
+"""The key prefix of an inferred edge from a state step that changed a shared value in place (``changed:<key>``)."""
+
+
+def _state_keys(step: Step, attr: str) -> set[str]:
+    keys = step.attributes.get(attr)
+    return {k for k in keys if isinstance(k, str)} if isinstance(keys, list) else set()
+
+
+def mutation_edges(run: Run) -> dict[str, list[Dependency]]:
+    """Inferred ``state`` edges from a state step that only read a key to the next readers of that key.
+
+    A step declared a state step (kind ``state``) that read a shared key and recorded no write of it
+    changed the value it got in place (``memo = state.setdefault(...)``, then ``memo[k] = v``): a
+    recorder sees a read, and every later reader is linked to the first writer only.  The readers
+    after it, up to the next step that writes or changes that key, read what it left there.
+    """
+    out: dict[str, list[Dependency]] = {}
+    changer: dict[str, str] = {}
+    for s in run.steps:
+        reads, writes = _state_keys(s, "state_reads"), _state_keys(s, "state_writes")
+        for key in reads - writes:
+            src = changer.get(key)
+            if src is not None and src != s.step_id:
+                out.setdefault(s.step_id, []).append(
+                    Dependency(src, kind="state", origin="inferred", confidence=0.6, key=f"{CHANGED_KEY}:{key}")
+                )
+        for key in writes:
+            changer.pop(key, None)
+        if s.kind == "state" and s.status == "ok":
+            for key in reads - writes:
+                changer[key] = s.step_id
+    return out
+
+
 def env_edges(run: Run, consumed: set[str], linked: Set[str] = frozenset()) -> dict[str, list[Dependency]]:
     """Inferred ``env`` edges from a write (a tool whose answer no step read) to the later steps given
     an id it was given.

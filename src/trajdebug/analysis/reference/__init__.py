@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from trajdebug.analysis.reference._contrast import Contrast
 from trajdebug.analysis.reference._invariants import (
+    GIVEN,
     MIN_SUPPORT,
     Profile,
     StepKey,
@@ -27,6 +28,7 @@ from trajdebug.analysis.reference._siblings import sibling_profiles
 
 
 __all__ = [
+    "GIVEN",
     "Contrast",
     "MAX_REFERENCES",
     "MIN_SUPPORT",

@@ -30,6 +30,7 @@ grows with that support.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -159,6 +160,26 @@ def _request_values(value: Any, depth: int = 0) -> list[str]:
     return out[:200]
 
 
+
+GIVEN = " (it was given that value)"
+"""The end of a category finding's reason when the step was given the new value: the deviation came in
+with its input, and the step keeps only the inherited share of it (`trajdebug.analysis._sources`)."""
+
+_SHAPE_DIGIT, _SHAPE_ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")
+
+
+def _could_copy(raw: object, ins: Mapping[str, list[Any]]) -> bool:
+    """Whether a step could have copied a value like ``raw`` from what it was given: an id (letters and
+    digits, ``ZK-0101``) only when it was given some id of that shape (a lookup asked for ``all`` that
+    answers records has no id to copy; one asked for ``ZK-0102`` that answers ``ZK-0101`` had one)."""
+    text = str(raw)
+    if not (_SHAPE_DIGIT.search(text) and _SHAPE_ALPHA.search(text)):
+        return True
+    shape = _SHAPE_ALPHA.sub("a", _SHAPE_DIGIT.sub("9", text))
+    return any(
+        _SHAPE_ALPHA.sub("a", _SHAPE_DIGIT.sub("9", str(a.raw))) == shape for vs in ins.values() for a in vs
+    )
+
 def _field_checks(
     step: Step,
     view: StepView,
@@ -183,8 +204,8 @@ def _field_checks(
                 "reference:presence",
             )
         return
-    if fs.grounded == fs.n and not all(view.given(a) for a in atoms):
-        bad = next(a for a in atoms if not view.given(a))
+    bad = next((a for a in atoms if not view.given(a)), None) if fs.grounded == fs.n else None
+    if bad is not None and _could_copy(bad.raw, ins):
         yield Evidence(
             sid,
             _w(0.55 if step.kind == "llm" else 0.4, fs.n),
@@ -213,7 +234,7 @@ def _field_checks(
     numbers = [a for a in atoms if a.kind == "number"][:20]
     if numbers and fs.formulas and step.kind != "llm":
         yield from _formula_checks(sid, view, f, fs, numbers)
-    yield from _category_checks(step, f, fs, atoms)
+    yield from _category_checks(step, f, fs, atoms, view)
 
 
 def _formula_checks(
@@ -258,8 +279,11 @@ def _as_often(now: str, nows: Sequence[tuple[Any, tuple[str, ...]]], fs: _FieldS
     return seen > 0 and sum(1 for _, fit in nows if fit[0] == now) <= seen / max(fs.n, 1)
 
 
-def _category_checks(step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any]) -> Iterator[Evidence]:
-    """A text value never seen in passing runs, where they always had one of a few."""
+def _category_checks(
+    step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any], view: StepView
+) -> Iterator[Evidence]:
+    """A text value never seen in passing runs, where they always had one of a few; marked `GIVEN` when the
+    step was given that value (a parse copying a model's answer): it came in with its input."""
     sid = step.step_id
     cats = [a for a in atoms if a.kind == "text"]
     text_values = {k: n for k, n in fs.values.items() if k.startswith("s:")}
@@ -277,10 +301,11 @@ def _category_checks(step: Step, f: str, fs: _FieldStats, atoms: Sequence[Any]) 
             # A value unseen in n observations may still have a share up to 3/n (the rule
             # of three, Hanley & Lippman-Hand 1983): few observations say little about a
             # category, unlike a structural invariant (a value always copied).
+            copied = all(view.given(a) for a in new)
             yield Evidence(
                 sid,
                 round((0.45 if len(text_values) == 1 else 0.3) * max(0.0, 1.0 - 3.0 / observed), 3),
-                f"{f}={new[0].raw}, never seen in passing runs (always {usual})",
+                f"{f}={new[0].raw}, never seen in passing runs (always {usual})" + (GIVEN if copied else ""),
                 "reference:category",
             )
 
@@ -290,7 +315,7 @@ def _shape_checks(step: Step, st: _StepStats, outs: Mapping[str, list[Any]], min
     (a record, not a mapping keyed by data such as names or dates)."""
     sid = step.step_id
     if step.kind != "llm" and st.n >= MIN_SUPPORT and len(st.runs) >= min_runs and len(st.schemas) == 1:
-        new = [f for f in outs if f not in st.fields]
+        new = [f for f in outs if f not in st.fields and not any(f in sch for sch in st.schemas)]
         # (A bare value where the others returned a structure, or the reverse, is a change of
         # shape, as a router's last call ending a loop, not a new field.)
         if new and new[0] != OUTPUT_FIELD and OUTPUT_FIELD not in st.fields:

@@ -158,7 +158,7 @@ class _Obs:
     empty: bool
     """It returned nothing."""
     schema: frozenset[str]
-    """The fields of its output."""
+    """The fields of its output (those left empty too)."""
     fields: tuple[_FieldObs, ...]
     """Per output field, in the output's order."""
     ratios: tuple[tuple[tuple[str, str], float], ...]
@@ -215,7 +215,9 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
     ratios = tuple(
         ((fo, fi), y / x) for fo, y in out_nums.items() for fi, x in in_nums.items() if x and y is not None
     )
-    return _Obs(run_id, _is_empty(s.output), frozenset(outs), tuple(fields), ratios, _size_ratio(s))
+    # A field left empty (``excluded: []``) holds no value, yet the output has it: part of its shape.
+    blank = [k for k, v in s.output.items() if _is_empty(v)] if isinstance(s.output, Mapping) else []
+    return _Obs(run_id, _is_empty(s.output), frozenset([*outs, *blank]), tuple(fields), ratios, _size_ratio(s))
 
 
 def _apply(st: _StepStats, ob: _Obs) -> None:
