@@ -1107,6 +1107,27 @@ class TestStaleAndCutSiblings:
         )
         assert _from(_verdict(mixed, "c"), "stale-sibling") == []
 
+    def test_a_field_written_in_another_format_than_every_sibling_wrote_it_is_flagged(self) -> None:
+        """One call answered eta as a full timestamp where the four other calls of the tool wrote a clock time:
+        its format drifted; a field whose calls disagree among themselves, or a value the call was asked for,
+        raises nothing."""
+
+        def calls(etas: list[str], asked: bool = False) -> Run:
+            return _run(*[
+                _t(f"s{i}", "assign", "tool", i, input={"route": f"R-{i}", **({"eta": e} if asked else {})},
+                   output=json.dumps({"route": f"R-{i}", "eta": e}))
+                for i, e in enumerate(etas)
+            ])
+
+        drift = calls(["06:40", "06:50", "2026-12-02T06:40:00+00:00", "07:10", "07:20"])
+        ev = _from(_verdict(drift, "s2"), "format-sibling")
+        assert ev and "2026-12-02T06:40:00+00:00" in ev[0].reason and "06:40" in ev[0].reason
+        assert _from(_verdict(drift, "s0"), "format-sibling") == []
+        mixed = calls(["06:40", "2026-12-02", "2026-12-02T06:40:00+00:00", "07:10", "07:20"])
+        assert _from(_verdict(mixed, "s2"), "format-sibling") == []
+        asked = calls(["06:40", "06:50", "2026-12-02T06:40:00+00:00", "07:10", "07:20"], asked=True)
+        assert _from(_verdict(asked, "s2"), "format-sibling") == []
+
     def test_a_text_stopping_on_a_word_where_longer_siblings_end_cleanly_is_cut(self) -> None:
         """A shorter result whose last line stops mid-word, where the tool's other results end with a line
         break, looks cut short (its last line is too short for the prose rule)."""

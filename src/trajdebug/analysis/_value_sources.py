@@ -344,9 +344,9 @@ def _carried_on_later(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     else first (looked the customer up before refunding the order) lost nothing when
     a later turn carried the value on.  A model given another conversation (a
     hand-off's own prompt, a sub-agent) does not speak for it.  A later step of
-    any kind handed the conversation under ``messages`` (a state graph's node or
-    check, given the state whose message list keeps every turn) was handed the
-    value in it: the turn lost nothing.
+    any kind handed the conversation under ``messages`` where the run failed (a
+    state graph's check, given the state whose message list keeps every turn)
+    was handed the value in it: the turn lost nothing.
     """
     mine = _messages(sl.g.steps[sid])
     if not mine:
@@ -358,10 +358,10 @@ def _carried_on_later(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
         if (
             theirs is not None
             and len(theirs) > len(mine)
-            and start < sl.g.position(later.step_id) < pos + (0 if model else 1)
+            and (start < sl.g.position(later.step_id) < pos if model else sl.g.position(later.step_id) == pos)
             and theirs[: len(mine)] == mine
-            # A model's turn passes it on in its answer; a step handed the conversation (the failing one
-            # too) was given it in the turns it was handed.
+            # A model's turn passes it on in its answer; the failing step handed the conversation was given
+            # it in the turns it was handed (a step between that was handed it too may have lost it there).
             and (sl.lin.view(later.step_id).holds(a) if model else sl.lin.view(later.step_id).given(a))
         ):
             return later.step_id

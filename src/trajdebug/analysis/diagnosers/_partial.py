@@ -167,6 +167,15 @@ def _run_ids(ctx: DiagnoseContext) -> tuple[set[str], dict[tuple[str, int], str]
     return seen, first
 
 
+def _continues(key: str, listed: list[str]) -> bool:
+    """Whether an id's number falls among or after the numbers a list of its series holds, where a list cut
+    short or missing an item lacks it (``R-N-04`` after ``R-N-01`` to ``R-N-03``): a list that starts past it
+    (the pairings of another day, ``J4520`` for ``J4410``) is about another stretch of the series."""
+    nums = [int(m.group(2)) for m in map(_SERIES.match, listed) if m]
+    m = _SERIES.match(key)
+    return bool(nums) and m is not None and min(nums) <= int(m.group(2))
+
+
 def series_gap(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool or retrieval whose answer first listed ids of a series (routes ``R-N-01`` to ``R-N-03``) while the
     failure names another id of that series (``R-N-04``) that no step of the run ever held: the list the run
@@ -180,7 +189,9 @@ def series_gap(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     for k in sorted(named - seen):
         ser = _series(k) if k.startswith("i:") else None
         if ser is not None and first.get(ser) == step.step_id:
-            listed = sorted(a.raw for a in atoms(step.output) if a.kind == "id" and _series(a.key) == ser)
+            listed = sorted({a.raw for a in atoms(step.output) if a.kind == "id" and _series(a.key) == ser})
+            if not _continues(k, [a.key for a in atoms(step.output) if a.kind == "id" and _series(a.key) == ser]):
+                continue
             raw = next((a.raw for f in ctx.failures for a in atoms(f.message) if a.key == k), k)
             yield Evidence(
                 step.step_id,
