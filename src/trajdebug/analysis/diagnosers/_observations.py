@@ -473,7 +473,7 @@ def format_sibling(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         yield Evidence(
             step.step_id,
             FORMAT_DRIFT,
-            f"answered {k}={mine!r} where the {others} other calls of {step.name} all wrote {k} like {usual!r}: "
+            f"answered {k}={mine!r}; its {others} sibling calls of {step.name} all wrote {k} like {usual!r}: "
             "its format drifted",
             "format-sibling",
         )
