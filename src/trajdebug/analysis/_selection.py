@@ -150,9 +150,7 @@ merged back into (`trajdebug.integrations`, docs/importers.md)."""
 def graph_node(step: Step) -> bool:
     """Whether a step is recorded as a state graph's node: its answer is an update merged into the state."""
     keys = step.attributes.get(STATE_KEYS_ATTR) if step.attributes else None
-    return (
-        isinstance(keys, list) and isinstance(step.input, Mapping) and set(step.input) <= set(map(str, keys))
-    )
+    return isinstance(keys, list) and isinstance(step.input, Mapping) and set(step.input) <= set(map(str, keys))
 
 
 def left_in_state(given: Any, answer: Any, raw: str, *, node: bool = False) -> bool:
@@ -178,23 +176,6 @@ def left_in_state(given: Any, answer: Any, raw: str, *, node: bool = False) -> b
     return bool(under) and all(k not in answer for k in under)
 
 
-def kept_by_node(steps: Mapping[str, Step], step: Step, raw: str) -> bool:
-    """True when a step inside a state graph's node lost ``raw`` while the node left it in the state.
-
-    A node's model call or code is handed part of the state and answers for the node's update: the fields
-    the update leaves alone stay in the state as they were, so what the call did not repeat went on there.
-    """
-    seen: set[str] = set()
-    cur = step.parent_id
-    while cur is not None and cur in steps and cur not in seen:
-        seen.add(cur)
-        node = steps[cur]
-        if graph_node(node):
-            return left_in_state(node.input, node.output, raw, node=True)
-        cur = node.parent_id
-    return False
-
-
 def not_its_own(step: Step, raw: str) -> bool:
     """True when a step that did not pass ``raw`` on was never asked to: another record of a list it picked
     from (`other_item`), or a field of a state its answer leaves alone (`left_in_state`)."""
@@ -203,14 +184,4 @@ def not_its_own(step: Step, raw: str) -> bool:
     )
 
 
-__all__ = [
-    "STATE_KEYS_ATTR",
-    "Selection",
-    "graph_node",
-    "kept_by_node",
-    "left_in_state",
-    "not_its_own",
-    "other_item",
-    "selections",
-    "unpicked",
-]
+__all__ = ["STATE_KEYS_ATTR", "Selection", "graph_node", "left_in_state", "not_its_own", "other_item", "selections", "unpicked"]

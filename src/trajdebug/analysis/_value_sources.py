@@ -36,7 +36,7 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._left_out import left_out_items
 from trajdebug.analysis._omissions import choice_share, lost_here, swapped
 from trajdebug.analysis._picked import before, picked_named
-from trajdebug.analysis._selection import kept_by_node, not_its_own
+from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
     _TERM,
     NAMING_FIELDS,
@@ -418,12 +418,7 @@ def _dropped(
     if a.kind in ("id", "date"):
         lost, substitute = _about_another_key(sl, a, lost)
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
-    lost = [
-        sid
-        for sid in lost
-        if a.kind not in ("id", "text")
-        or not (not_its_own(sl.g.steps[sid], a.raw) or kept_by_node(sl.g.steps, sl.g.steps[sid], a.raw))
-    ]
+    lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw)]
     lost = [sid for sid in lost if carried_by_state(sl, sid, a, pos) is None]
     first = pos
     if not task_word:
