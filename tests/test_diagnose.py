@@ -232,6 +232,21 @@ class TestToolCalls:
         fresh = replace(DiagnoseContext.build(run, diagnosers=registered_diagnosers()), lineage=Lineage(run))
         assert all(e.sound for e in _from(fresh.verdict("m"), "llm-output"))
 
+    def test_a_tool_calls_name_argument_is_a_claim_and_its_tool_name_is_not(self) -> None:
+        """A model given the applicant "Keller Broadband Ltd" that calls its lookup with name="Keller Broadcasting"
+        states a name found in none of its inputs; one passing the given name on states nothing of its own, and
+        the tool it calls is never a claim."""
+
+        def turn(name: str) -> Run:
+            chat = {"messages": [{"role": "user", "content": '{"applicant": "Keller Broadband Ltd"}'}]}
+            out = {"role": "assistant", "content": None,
+                   "tool_calls": [{"id": "c1", "name": "lookup_licensee", "arguments": {"name": name}}]}
+            return _run(Step("m", "ChatModel", "llm", input=chat, output=out))
+
+        bad = [e for e in _from(_verdict(turn("Keller Broadcasting"), "m"), "llm-output") if not e.sound]
+        assert bad and "Keller Broadcasting" in bad[0].reason and "lookup_licensee" not in bad[0].reason
+        assert all(e.sound for e in _from(_verdict(turn("Keller Broadband Ltd"), "m"), "llm-output"))
+
     def test_an_argument_the_enclosing_step_was_given_comes_from_upstream(self) -> None:
         """A tool inside an agent called with the client id the agent was given took it from upstream; an id nobody gave is flagged."""
 
