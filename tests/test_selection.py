@@ -6,14 +6,7 @@ from typing import Any
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._localize import localize
-from trajdebug.analysis._selection import (
-    STATE_KEYS_ATTR,
-    graph_node,
-    left_in_state,
-    not_its_own,
-    other_item,
-    selections,
-)
+from trajdebug.analysis._selection import left_in_state, other_item, selections
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 
@@ -52,21 +45,6 @@ def test_a_graph_nodes_partial_answer_leaves_the_rest_in_the_state() -> None:
     assert left_in_state(state, {"current": ROWS[0], "i": 1}, "DMA-11")
     assert not left_in_state(state, {"dma": "DMA-12", "i": 1}, "DMA-11")
     assert not left_in_state({"text": "DMA-11"}, {"records": []}, "DMA-11")
-
-
-def test_a_recorded_graph_node_answering_new_fields_only_left_the_state_alone() -> None:
-    """A step the recording marks as a state graph's node (the state's keys in its attributes) that answers
-    a new field only (a fee) kept the licensee id it was given under another field; the same step recorded
-    without the mark, or given keys outside the state, is judged as before."""
-    state = {"application": {"ref": "APP-1"}, "desk": "fixed", "decision": {"licensee_id": "KB-11"}}
-    node = Step("n", "compute_fee", "other", input=state, output={"fee": 4800.0},
-                attributes={STATE_KEYS_ATTR: ["application", "decision", "desk", "log"]})
-    assert graph_node(node) and not_its_own(node, "KB-11")
-    plain = Step("n", "compute_fee", "other", input=state, output={"fee": 4800.0})
-    assert not graph_node(plain) and not not_its_own(plain, "KB-11")
-    wider = Step("n", "compute_fee", "other", input={**state, "extra": 1}, output={"fee": 4800.0},
-                 attributes={STATE_KEYS_ATTR: ["application", "decision", "desk"]})
-    assert not graph_node(wider)
 
 
 def test_a_picker_of_one_samples_rows_did_not_drop_anothers() -> None:

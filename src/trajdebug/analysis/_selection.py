@@ -142,18 +142,7 @@ def other_item(given: Any, answer: Any, raw: str) -> bool:
     return False
 
 
-STATE_KEYS_ATTR = "langgraph.state_keys"
-"""The attribute the LangChain tracer gives a LangGraph node's step: the keys of the whole state its answer is
-merged back into (`trajdebug.integrations`, docs/importers.md)."""
-
-
-def graph_node(step: Step) -> bool:
-    """Whether a step is recorded as a state graph's node: its answer is an update merged into the state."""
-    keys = step.attributes.get(STATE_KEYS_ATTR) if step.attributes else None
-    return isinstance(keys, list) and isinstance(step.input, Mapping) and set(step.input) <= set(map(str, keys))
-
-
-def left_in_state(given: Any, answer: Any, raw: str, *, node: bool = False) -> bool:
+def left_in_state(given: Any, answer: Any, raw: str) -> bool:
     """True when a step that did not echo ``raw`` never had to: a graph node's answer is merged back.
 
     A node of a state graph (LangGraph and the like) is handed the whole state and
@@ -162,14 +151,11 @@ def left_in_state(given: Any, answer: Any, raw: str, *, node: bool = False) -> b
     was given only under a field its answer leaves alone was passed on by the
     state, not lost.  (A routing function answering the next node's name is not
     exempted: measured, it moved a root that won a tie among equal droppers.)
-    ``node``: the recording says the step is such a node (`graph_node`), so an
-    answer made of new fields only (a fee worked out from the application) is an
-    update too; otherwise the answer must rewrite some field it was given.
     """
     if not isinstance(given, Mapping) or not isinstance(answer, Mapping) or len(given) < 3:
         return False
     shared = [k for k in answer if k in given]
-    if not (shared or node) or len(answer) >= len(given):
+    if not shared or len(answer) >= len(given):
         return False
     key = raw.strip().lower()
     under = [k for k, v in given.items() if key in _strings(v) or str(v).strip().lower() == key]
@@ -179,9 +165,7 @@ def left_in_state(given: Any, answer: Any, raw: str, *, node: bool = False) -> b
 def not_its_own(step: Step, raw: str) -> bool:
     """True when a step that did not pass ``raw`` on was never asked to: another record of a list it picked
     from (`other_item`), or a field of a state its answer leaves alone (`left_in_state`)."""
-    return other_item(step.input, step.output, raw) or left_in_state(
-        step.input, step.output, raw, node=graph_node(step)
-    )
+    return other_item(step.input, step.output, raw) or left_in_state(step.input, step.output, raw)
 
 
-__all__ = ["STATE_KEYS_ATTR", "Selection", "graph_node", "left_in_state", "not_its_own", "other_item", "selections", "unpicked"]
+__all__ = ["Selection", "left_in_state", "not_its_own", "other_item", "selections", "unpicked"]
