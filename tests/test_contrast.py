@@ -106,3 +106,34 @@ def test_a_value_finding_is_contrasted_by_the_shapes_of_its_values() -> None:
     (b,) = contrast.apply(step, [ident])
     assert a.suspicion == 0 and b == ident
     assert shape("'CLM-2219'") == shape("'INV-7'") != shape("0.93") == shape("0.5")
+
+
+def test_a_model_turn_is_contrasted_with_the_turns_that_called_the_same_tools() -> None:
+    """One model name serves every turn of a conversation: a turn making up a tool call's arguments, which
+    the passing runs' turns calling that tool make up too, loses the finding, though their other turns (a
+    first lookup, a closing sentence) state nothing; the turns in words alone would have kept it."""
+
+    def turn(sid: str, calls: list[str], start: int) -> Step:
+        out = {"role": "assistant", "content": None if calls else "Done.",
+               "tool_calls": [{"id": f"c{i}", "name": n, "arguments": {"unit": "U-1"}} for i, n in enumerate(calls)]}
+        return Step(sid, "ChatModel", "llm", input={"messages": [{"role": "user", "content": "go"}]},
+                    output=out, start_ns=start, end_ns=start + 1)
+
+    def convo(rid: str, start: int) -> Run:
+        steps = (turn("a", ["list_jobs"], start), turn("b", ["assign"], start + 2), turn("c", [], start + 4))
+        return Run(rid, "crew", start, start + 6, outcome="success", steps=steps)
+
+    def states(step: Step, ctx: object) -> list[Evidence]:
+        calls = step.output.get("tool_calls") if isinstance(step.output, dict) else None
+        if calls and calls[0]["name"] == "assign":
+            return [Evidence(step.step_id, 0.3, "states 'U-1'", "llm-output", values=("'U-1'",))]
+        return []
+
+    passing = [convo(f"ok{i}", 1000 * (i + 1)) for i in range(3)]
+    finding = Evidence("b", 0.3, "states 'U-1'", "llm-output", values=("'U-1'",))
+    step = convo("bad", 9000).step_map()["b"]
+    (weighed,) = Contrast(passing, [("llm-output", states)]).apply(step, [finding])
+    assert weighed.suspicion == 0
+    # Passing runs whose only turns answer in words say nothing about a turn that calls a tool.
+    closing = [Run(f"w{i}", "crew", 0, 1, outcome="success", steps=(turn("c", [], 1000 * (i + 1)),)) for i in range(3)]
+    assert Contrast(closing, [("llm-output", states)]).apply(step, [finding]) == [finding]

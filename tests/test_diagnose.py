@@ -253,6 +253,21 @@ class TestToolCalls:
         fresh = replace(DiagnoseContext.build(run, diagnosers=registered_diagnosers()), lineage=Lineage(run))
         assert all(e.sound for e in _from(fresh.verdict("m"), "llm-output"))
 
+    def test_a_tool_calls_name_argument_is_a_claim_and_its_tool_name_is_not(self) -> None:
+        """A model given the applicant "Keller Broadband Ltd" that calls its lookup with name="Keller Broadcasting"
+        states a name found in none of its inputs; one passing the given name on states nothing of its own, and
+        the tool it calls is never a claim."""
+
+        def turn(name: str) -> Run:
+            chat = {"messages": [{"role": "user", "content": '{"applicant": "Keller Broadband Ltd"}'}]}
+            out = {"role": "assistant", "content": None,
+                   "tool_calls": [{"id": "c1", "name": "lookup_licensee", "arguments": {"name": name}}]}
+            return _run(Step("m", "ChatModel", "llm", input=chat, output=out))
+
+        bad = [e for e in _from(_verdict(turn("Keller Broadcasting"), "m"), "llm-output") if not e.sound]
+        assert bad and "Keller Broadcasting" in bad[0].reason and "lookup_licensee" not in bad[0].reason
+        assert all(e.sound for e in _from(_verdict(turn("Keller Broadband Ltd"), "m"), "llm-output"))
+
     def test_an_argument_the_enclosing_step_was_given_comes_from_upstream(self) -> None:
         """A tool inside an agent called with the client id the agent was given took it from upstream; an id nobody gave is flagged."""
 
@@ -1216,6 +1231,27 @@ class TestStaleAndCutSiblings:
             _t("c", "record", "tool", 3, input={"pid": "P-3"}, output={"record_version": 3}),
         )
         assert _from(_verdict(mixed, "c"), "stale-sibling") == []
+
+    def test_a_field_written_in_another_format_than_every_sibling_wrote_it_is_flagged(self) -> None:
+        """One call answered eta as a full timestamp where the four other calls of the tool wrote a clock time:
+        its format drifted; a field whose calls disagree among themselves, or a value the call was asked for,
+        raises nothing."""
+
+        def calls(etas: list[str], asked: bool = False) -> Run:
+            return _run(*[
+                _t(f"s{i}", "assign", "tool", i, input={"route": f"R-{i}", **({"eta": e} if asked else {})},
+                   output=json.dumps({"route": f"R-{i}", "eta": e}))
+                for i, e in enumerate(etas)
+            ])
+
+        drift = calls(["06:40", "06:50", "2026-12-02T06:40:00+00:00", "07:10", "07:20"])
+        ev = _from(_verdict(drift, "s2"), "format-sibling")
+        assert ev and "2026-12-02T06:40:00+00:00" in ev[0].reason and "like '06:40'" in ev[0].reason
+        assert _from(_verdict(drift, "s0"), "format-sibling") == []
+        mixed = calls(["06:40", "2026-12-02", "2026-12-02T06:40:00+00:00", "07:10", "07:20"])
+        assert _from(_verdict(mixed, "s2"), "format-sibling") == []
+        asked = calls(["06:40", "06:50", "2026-12-02T06:40:00+00:00", "07:10", "07:20"], asked=True)
+        assert _from(_verdict(asked, "s2"), "format-sibling") == []
 
     def test_a_text_stopping_on_a_word_where_longer_siblings_end_cleanly_is_cut(self) -> None:
         """A shorter result whose last line stops mid-word, where the tool's other results end with a line

@@ -398,6 +398,38 @@ class TestRanking:
         desk = [{"role": "system", "content": "You issue refunds."}, user]
         assert "lineage:dropped" not in first_turn(run_of(desk)).signals
 
+    def test_a_closing_turn_whose_conversation_a_graph_handed_to_the_check_dropped_nothing(self) -> None:
+        """A state graph appends a model's closing sentence to the conversation it keeps and hands the whole
+        conversation to its check: the closing turn, which names no route, lost nothing; handed only the
+        closing sentence, the check lost the route at that turn."""
+        user = {"role": "user", "content": "Dispatch plows for district N."}
+        result = {"role": "tool", "content": '{"route": "R-N-01", "salt_kg": 117}'}
+        closing = {"role": "assistant", "content": "Dispatched 1 plow."}
+
+        def run_of(check_input: Any) -> Run:
+            steps = (
+                Step("a", "assign_plow", "tool", input={"district": "N"}, output=result["content"], start_ns=1, end_ns=2),
+                Step("m", "ChatModel", "llm", input={"messages": [user, result]}, output=closing, deps=(D("a"),), start_ns=3, end_ns=4),
+                Step(
+                    "c",
+                    "dispatch_check",
+                    "other",
+                    input=check_input,
+                    status="error",
+                    error=ErrorInfo("AssertionError", "117 kg of salt on R-N-01 is below the 200 kg minimum"),
+                    deps=(D("m"),),
+                    start_ns=5,
+                    end_ns=6,
+                ),
+            )
+            return Run("r", "plows", outcome="failure", steps=steps)
+
+        def closing_turn(run: Run) -> Any:
+            return next(c for c in localize(run, top=10).candidates if c.step_id == "m")
+
+        assert "lineage:dropped" not in closing_turn(run_of({"messages": [user, result, closing]})).signals
+        assert "lineage:dropped" in closing_turn(run_of({"summary": closing["content"]})).signals
+
     def test_a_value_a_write_stored_or_another_put_in_its_place_is_no_omission(self) -> None:
         """A model handing a write's receipt (``AS-1``) to the failing step passed on what the write stored (the
         write was given the deadline): neither dropped it, and a model turn whose value a later model call was

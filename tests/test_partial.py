@@ -78,3 +78,28 @@ def test_a_model_answering_an_identifier_outside_the_records_it_was_given() -> N
     [e] = _ev(run("Courtroom 9B"), "m", "answer-off-options")
     assert "room" in e.reason and "9b" in e.reason
     assert _ev(run("Courtroom 6C"), "m", "answer-off-options") == []
+
+
+def test_a_list_short_of_the_series_item_the_failure_names_is_suspect() -> None:
+    """A tool that listed routes R-1 to R-3 when the failure names R-4, which no step ever held, gave the run
+    a list short of it; when some step did hold R-4 (it reached the run and was lost later), or the list starts
+    past the item, it says nothing."""
+
+    def run(later: object) -> Run:
+        return Run(
+            "r",
+            "plows",
+            steps=(
+                Step("t", "list_routes", "tool", input={"district": "N"},
+                     output=json.dumps({"routes": ["R-01", "R-02", "R-03"]})),
+                Step("m", "plan", "llm", input={"routes": ["R-01", "R-02", "R-03"]}, output=later),
+                Step("u", "check", "other", status="error"),
+            ),
+        )
+
+    [e] = _ev(run("assigned all"), "t", "series-gap", "route R-04 has no plow assigned")
+    assert "'R-04'" in e.reason and "3 items" in e.reason
+    assert _ev(run({"skip": "R-04"}), "t", "series-gap", "route R-04 has no plow assigned") == []
+    assert _ev(run("assigned all"), "t", "series-gap", "truck T-04 has no route") == []
+    # A list that starts past the item (another stretch of the series: another day's) was not cut short.
+    assert _ev(run("assigned all"), "t", "series-gap", "route R-00 has no plow assigned") == []

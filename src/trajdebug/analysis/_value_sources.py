@@ -343,20 +343,26 @@ def _carried_on_later(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     later call's messages begin with the earlier call's): a turn that did something
     else first (looked the customer up before refunding the order) lost nothing when
     a later turn carried the value on.  A model given another conversation (a
-    hand-off's own prompt, a sub-agent) does not speak for it.
+    hand-off's own prompt, a sub-agent) does not speak for it.  A later step of
+    any kind handed the conversation under ``messages`` where the run failed (a
+    state graph's check, given the state whose message list keeps every turn)
+    was handed the value in it: the turn lost nothing.
     """
     mine = _messages(sl.g.steps[sid])
     if not mine:
         return None
     start = sl.g.position(sid)
     for later in sl.run.steps:
-        theirs = _messages(later)
+        model = later.kind == "llm"
+        theirs = _messages(later) if model else _handed_messages(later)
         if (
             theirs is not None
             and len(theirs) > len(mine)
-            and start < sl.g.position(later.step_id) < pos
+            and (start < sl.g.position(later.step_id) < pos if model else sl.g.position(later.step_id) == pos)
             and theirs[: len(mine)] == mine
-            and sl.lin.view(later.step_id).holds(a)
+            # A model's turn passes it on in its answer; the failing step handed the conversation was given
+            # it in the turns it was handed (a step between that was handed it too may have lost it there).
+            and (sl.lin.view(later.step_id).holds(a) if model else sl.lin.view(later.step_id).given(a))
         ):
             return later.step_id
     return None
@@ -367,6 +373,12 @@ def _messages(step: Step) -> list[Any] | None:
     if step.kind != "llm":
         return None
     msgs = step.input.get("messages") if isinstance(step.input, Mapping) else step.input
+    return msgs if isinstance(msgs, list) else None
+
+
+def _handed_messages(step: Step) -> list[Any] | None:
+    """The conversation a step other than a model call was handed under ``messages`` (a graph's state)."""
+    msgs = step.input.get("messages") if isinstance(step.input, Mapping) else None
     return msgs if isinstance(msgs, list) else None
 
 

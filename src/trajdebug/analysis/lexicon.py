@@ -121,7 +121,7 @@ class Lexicon:
     identifier_path: re.Pattern[str]
     """Fields that name or identify rather than claim: call ids the model mints, tool (or sub-agent) names
     it picks from its tool list, message roles and types, and free text it composes (a search query, a
-    prompt, a message)."""
+    prompt, a message).  A call's argument called ``name`` is none of them: the name the call is about."""
 
     naming_path: re.Pattern[str]
     """Fields whose values name things (ids, names, roles) rather than carry content."""
@@ -303,7 +303,9 @@ ENGLISH = Lexicon(
     ),
     handoff_tool=re.compile(r"transfer_to|escalat|handoff|hand_off|human", re.I),
     identifier_path=re.compile(
-        r"(?:^|\.|\])(?:id|call_id|tool_call_id|name|type|role|tool|tool_name|agent|query|q|search|prompt|text|message)$"
+        # A tool call's ``name`` is the tool it picks; an argument called ``name`` (the applicant's) is a value it claims.
+        r"(?:^|\.|\])(?:id|call_id|tool_call_id|(?<!arguments\.)name|type|role|tool|tool_name|agent|query|q|search|prompt|"
+        r"text|message)$"
     ),
     naming_path=re.compile(r"(?:^|\.|\])(?:id|name|type|role|tool|tool_name|agent|function|kind)$"),
     stale_keys=re.compile(r"^(?:cached|from_cache|cache_hit|served_from_cache|stale|is_stale|cached_at)$", re.I),

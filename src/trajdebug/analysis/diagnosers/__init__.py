@@ -39,11 +39,12 @@ from trajdebug.analysis.diagnosers._field_values import request_kind, shared_ans
 from trajdebug.analysis.diagnosers._observations import (
     cached_answer,
     environment_read,
+    format_sibling,
     stale_retry,
     stale_sibling,
     truncated_output,
 )
-from trajdebug.analysis.diagnosers._partial import answer_off_options, request_partial
+from trajdebug.analysis.diagnosers._partial import answer_off_options, request_partial, series_gap
 from trajdebug.analysis.diagnosers._requests import REQUEST_DIAGNOSERS
 from trajdebug.analysis.diagnosers._steps import (
     contracts,
@@ -82,10 +83,12 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "truncated-output": truncated_output,
     "stale-retry": stale_retry,
     "stale-sibling": stale_sibling,
+    "format-sibling": format_sibling,
     "stale-cache": cached_answer,
     "environment": environment_read,
     **REQUEST_DIAGNOSERS,
     "request-partial": request_partial,
+    "series-gap": series_gap,
     "answer-off-options": answer_off_options,
     "request-kind": request_kind,
     "unlisted-value": unlisted_value,

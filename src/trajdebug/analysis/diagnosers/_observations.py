@@ -17,6 +17,9 @@ goes wrong without any error being raised, each read off the recorded run:
 * **A stale copy among fresh ones** (`stale_sibling`): an answer whose
   freshness field (a version, an ``as_of`` time, named by its words) is older
   than the one value every other call of the same tool answered with.
+* **A format unlike its siblings'** (`format_sibling`): an answer writing a
+  field (a time, a date, a code) in another format than the one every other
+  call of the same tool wrote it in.
 * **Environment drift** (`environment_read`): a value read from the
   environment (``attributes["env_reads"]``) that differs from the same read
   in an earlier turn of the conversation or from the run's environment
@@ -397,6 +400,86 @@ def stale_sibling(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
 
 
+# -- an answer written unlike its siblings' ---------------------------------------
+
+FORMAT_DRIFT = 0.5
+"""The suspicion of an answer writing a field unlike every other call of its tool: as strong as a stale copy
+among fresh ones (`stale_sibling`), the same kind of sign (one answer unlike all its siblings)."""
+_MIN_SIBLINGS = 3
+"""Other calls that must agree on a field's format before one written otherwise stands out."""
+
+
+def _format(value: Any) -> str | None:
+    """A code-like text's format: each run of digits a ``9`` (``06:40`` -> ``9:9``; ``2026-12-02T06:40`` ->
+    ``9-9-9T9:9``); None for anything else (numbers, words, sentences: their formats vary by nature)."""
+    if not isinstance(value, str) or len(value) > 40 or not any(c.isdigit() for c in value):
+        return None
+    if any(c.isspace() for c in value.strip()):
+        return None
+    return re.sub(r"\d+", "9", value.strip())
+
+
+def _answer(step: Step) -> Mapping[str, Any] | None:
+    """A tool's answer as a mapping: as recorded, or read from the JSON text a framework recorded it as (a
+    LangChain tool's result is the string its function returned)."""
+    out = step.output
+    if isinstance(out, str) and content.looks_like_json(out):
+        out = content.parse_json(out)
+    return out if isinstance(out, Mapping) else None
+
+
+_Formats = dict[str, tuple[int, dict[str, dict[str, tuple[int, str]]]]]
+
+
+def _formats(ctx: DiagnoseContext) -> _Formats:
+    """Per step name: how many calls answered a mapping, and per field the formats they wrote it in (format ->
+    how many, one value so written).  Built once per run, as `_fresh_values`."""
+    out: _Formats = {}
+    for s in ctx.run.steps:
+        answer = _answer(s) if s.kind in _OBSERVERS and s.status == "ok" else None
+        if answer is None:
+            continue
+        n, fields = out.get(s.name, (0, {}))
+        for k, v in answer.items():
+            f = _format(v)
+            if f is not None:
+                seen = fields.setdefault(str(k), {})
+                seen[f] = (seen[f][0] + 1, seen[f][1]) if f in seen else (1, str(v))
+        out[s.name] = (n + 1, fields)
+    return out
+
+
+def format_sibling(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """An answer writing a field (a time, a date, a code) in another format than the one every other call of
+    the same tool wrote it in: the producer drifted on this call, and a consumer reading the usual format
+    misreads it.  A value the call was asked for is the caller's, not the tool's."""
+    answer = _answer(step) if step.kind in _OBSERVERS and step.status == "ok" else None
+    if answer is None:
+        return
+    calls, fields = ctx.memo("format-sibling", lambda: _formats(ctx)).get(step.name, (0, {}))
+    others = calls - 1
+    if others < _MIN_SIBLINGS:
+        return
+    asked = content.text_of(step.input)
+    for k, mine in answer.items():
+        f = _format(mine)
+        if f is None or str(mine) in asked:
+            continue
+        theirs = [seen for g, seen in fields.get(str(k), {}).items() if g != f]
+        # Every other call wrote the field, all in one format, and none in this one.
+        if len(theirs) != 1 or theirs[0][0] != others:
+            continue
+        usual = theirs[0][1]
+        yield Evidence(
+            step.step_id,
+            FORMAT_DRIFT,
+            f"answered {k}={mine!r}; its {others} sibling calls of {step.name} all wrote {k} like {usual!r}: "
+            "its format drifted",
+            "format-sibling",
+        )
+        return
+
+
 # -- environment reads ---------------------------------------------------------------
 
 
@@ -464,4 +547,11 @@ def environment_read(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             return
 
 
-__all__ = ["cached_answer", "environment_read", "stale_retry", "stale_sibling", "truncated_output"]
+__all__ = [
+    "cached_answer",
+    "environment_read",
+    "format_sibling",
+    "stale_retry",
+    "stale_sibling",
+    "truncated_output",
+]

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
-from trajdebug.core.model import Step
+from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import atoms
 
 
@@ -130,3 +130,77 @@ def answer_off_options(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 __all__ += ["answer_off_options"]
+
+
+# -- a list short of the item the failure names -----------------------------------
+
+GAP = 0.5
+"""The suspicion of a list answer of a series short of the item of that series the failure names: as strong as
+a batch answer leaving out items the failure names (`PARTIAL`), the same omission seen from the other side."""
+_SERIES = re.compile(r"^(.*?)([0-9]+)$")
+
+
+def _series(key: str) -> tuple[str, int] | None:
+    """An id's series: what precedes its closing number, and that number's width (``r-n-04`` -> ``r-n-``, 2)."""
+    m = _SERIES.match(key)
+    return (m.group(1), len(m.group(2))) if m and m.group(1) else None
+
+
+def _run_ids(ctx: DiagnoseContext) -> tuple[set[str], dict[tuple[str, int], str]]:
+    """Every id a step of the run was given or answered, and per series the first step (not an enclosing one)
+    that answered two or more ids of it it was not given: where the run's list of that series came from."""
+    seen: set[str] = set()
+    first: dict[tuple[str, int], str] = {}
+    for s in ctx.run.steps:
+        given, said = _ids(s.input), _ids(s.output)
+        seen |= given | said
+        if s.kind in CONTAINER_KINDS:
+            continue  # an enclosing step answers what its children said first
+        counts: dict[tuple[str, int], int] = {}
+        for k in said - given:
+            ser = _series(k)
+            if ser is not None:
+                counts[ser] = counts.get(ser, 0) + 1
+        for ser, n in counts.items():
+            if n >= 2:
+                first.setdefault(ser, s.step_id)
+    return seen, first
+
+
+def _continues(key: str, listed: list[str]) -> bool:
+    """Whether an id's number falls among or after the numbers a list of its series holds, where a list cut
+    short or missing an item lacks it (``R-N-04`` after ``R-N-01`` to ``R-N-03``): a list that starts past it
+    (the pairings of another day, ``J4520`` for ``J4410``) is about another stretch of the series."""
+    nums = [int(m.group(2)) for m in map(_SERIES.match, listed) if m]
+    m = _SERIES.match(key)
+    return bool(nums) and m is not None and min(nums) <= int(m.group(2))
+
+
+def series_gap(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A tool or retrieval whose answer first listed ids of a series (routes ``R-N-01`` to ``R-N-03``) while the
+    failure names another id of that series (``R-N-04``) that no step of the run ever held: the list the run
+    worked from was short of it, and nothing later could have brought it back."""
+    if step.kind not in ("tool", "retrieval") or step.status == "error" or content.is_empty(step.output):
+        return
+    named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
+    if not any(k.startswith("i:") for k in named):
+        return
+    seen, first = ctx.memo("series-gap", lambda: _run_ids(ctx))
+    for k in sorted(named - seen):
+        ser = _series(k) if k.startswith("i:") else None
+        if ser is not None and first.get(ser) == step.step_id:
+            listed = sorted({a.raw for a in atoms(step.output) if a.kind == "id" and _series(a.key) == ser})
+            if not _continues(k, [a.key for a in atoms(step.output) if a.kind == "id" and _series(a.key) == ser]):
+                continue
+            raw = next((a.raw for f in ctx.failures for a in atoms(f.message) if a.key == k), k)
+            yield Evidence(
+                step.step_id,
+                GAP,
+                f"listed {len(listed)} items of the series {listed[0]!r}... and not {raw!r}, which the failure "
+                "names and no step of the run ever held: the list was short of it",
+                "series-gap",
+            )
+            return
+
+
+__all__ += ["series_gap"]

@@ -8,7 +8,8 @@ Spectrum-based fault localization (Jones and Harrold 2005, Tarantula; Abreu et a
 counts what passing executions show as well and keeps only what tells failing from passing ones.
 
 `Contrast` does that for the diagnosers: for a step of the failing run with a finding, it runs the
-same diagnosers on the step's counterparts (same agent, name and kind: `step_key`) in the agent's
+same diagnosers on the step's counterparts (same agent, name and kind: `step_key`; for a model call,
+the turns that called the same tools, or none, when passing runs have such turns: `turn`) in the agent's
 latest passing runs, at most `MAX_RUNS` runs and `MAX_STEPS` counterparts in each.  A finding of a
 rule that also fires on at least half of those counterparts (and on at least `MIN_SEEN` of them)
 keeps its sentence, says how often passing runs show it, and weighs nothing.  A finding about values
@@ -32,6 +33,7 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Diagnoser
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.reference._profile import StepKey, step_key
+from trajdebug.core.chat import tool_calls
 from trajdebug.core.model import Run, Step
 
 
@@ -58,27 +60,36 @@ class Contrast:
     lexicon: Lexicon = ENGLISH
     _contexts: list[DiagnoseContext] | None = None
     _index: list[dict[StepKey, list[Step]]] = field(default_factory=list)
-    _fired: dict[StepKey, list[dict[str, frozenset[str]]]] = field(default_factory=dict)
+    _fired: dict[tuple[StepKey, frozenset[str] | None], list[dict[str, frozenset[str]]]] = field(
+        default_factory=dict
+    )
 
     def counterparts(self, step: Step) -> list[dict[str, frozenset[str]]]:
         """For each counterpart of ``step`` in the passing runs, the diagnosers that suspect it, each with
         the shapes of the values its findings name."""
-        key = step_key(step)
+        key = (step_key(step), turn(step))
         got = self._fired.get(key)
         if got is None:
-            got = self._fired[key] = self._diagnose(key)
+            got = self._fired[key] = self._diagnose(*key)
         return got
 
-    def _diagnose(self, key: StepKey) -> list[dict[str, frozenset[str]]]:
+    def _diagnose(self, key: StepKey, role: frozenset[str] | None) -> list[dict[str, frozenset[str]]]:
         if self._contexts is None:
             latest = sorted(self.references, key=lambda r: r.start_ns)[-MAX_RUNS:]
             self._contexts = [
                 DiagnoseContext.build(r, diagnosers=dict(self.diagnosers), lexicon=self.lexicon) for r in latest
             ]
             self._index = [_by_key(r) for r in latest]
+        found = [index.get(key, []) for index in self._index]
+        # A model turn is compared with the turns that played its part (the same tools called, or none):
+        # one model name serves every turn of a conversation, and a turn that writes the final answer says
+        # nothing about the turn that made up a tool call's arguments.
+        same = [[s for s in steps if turn(s) == role] for steps in found]
+        if role is not None and any(same):
+            found = same
         out: list[dict[str, frozenset[str]]] = []
-        for ctx, index in zip(self._contexts, self._index):
-            for s in index.get(key, ())[:MAX_STEPS]:
+        for ctx, steps in zip(self._contexts, found):
+            for s in steps[:MAX_STEPS]:
                 out.append(_suspecting(s, ctx))
         return out
 
@@ -108,6 +119,14 @@ class Contrast:
                     )
             out.append(e)
         return out
+
+
+def turn(step: Step) -> frozenset[str] | None:
+    """A model call's part in its conversation: the names of the tools its answer calls (none: an answer in
+    words); None for any other step."""
+    if step.kind != "llm":
+        return None
+    return frozenset(str(c.get("name")) for c in tool_calls(step.output))
 
 
 def _by_key(run: Run) -> dict[StepKey, list[Step]]:
@@ -140,4 +159,4 @@ def shape(value: str) -> str:
     return _RUNS.sub(lambda m: "9" if m.group(0)[0].isdigit() else "a", value)
 
 
-__all__ = ["MAX_RUNS", "MAX_STEPS", "MIN_SEEN", "Contrast", "shape"]
+__all__ = ["MAX_RUNS", "MAX_STEPS", "MIN_SEEN", "Contrast", "shape", "turn"]
