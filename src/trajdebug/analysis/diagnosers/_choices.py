@@ -66,13 +66,15 @@ def _duration_field(name: str, lexicon: Lexicon) -> bool:
 
 def setting(param: str, v: Any, *, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a value given to a call's parameter is a setting the caller picked: a span of time (``15m``;
-    a number of a field named for one, ``every_hours=24``) or a small round number (a page size, a limit)."""
+    a number of a field named for one, ``every_hours=24``), a number of a parameter named as a bound
+    (``min_score=7.5``, `Lexicon.bound_field`) or a small round number (a page size, a limit)."""
     if isinstance(v, bool):
         return False
     if isinstance(v, str):
         return bool(lexicon.duration_value.match(v))
     if isinstance(v, (int, float)):
-        if _duration_field(param, lexicon):
+        if _duration_field(param, lexicon) or lexicon.bound_field.match(param):
+            # A span of time, or a bound the caller puts on what it asks for (``min_score=7.5``): how it asks.
             return True
         return float(v).is_integer() and 0 < abs(v) <= 100 and int(v) % 5 == 0
     return False
