@@ -66,15 +66,13 @@ def _duration_field(name: str, lexicon: Lexicon) -> bool:
 
 def setting(param: str, v: Any, *, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether a value given to a call's parameter is a setting the caller picked: a span of time (``15m``;
-    a number of a field named for one, ``every_hours=24``), a number of a parameter named as a bound
-    (``min_score=7.5``, `Lexicon.bound_field`) or a small round number (a page size, a limit)."""
+    a number of a field named for one, ``every_hours=24``) or a small round number (a page size, a limit)."""
     if isinstance(v, bool):
         return False
     if isinstance(v, str):
         return bool(lexicon.duration_value.match(v))
     if isinstance(v, (int, float)):
-        if _duration_field(param, lexicon) or lexicon.bound_field.match(param):
-            # A span of time, or a bound the caller puts on what it asks for (``min_score=7.5``): how it asks.
+        if _duration_field(param, lexicon):
             return True
         return float(v).is_integer() and 0 < abs(v) <= 100 and int(v) % 5 == 0
     return False
@@ -104,6 +102,20 @@ def settings(
             for t in _CLOCK.finditer(v) if clock else ():
                 # A time of day a plan sets ("A1: 05:30 for 18 min") is one setting, not the numbers 5 and 30.
                 found.update({("n", float(t.group(1))), ("n", float(t.group(2)))})
+    return found
+
+
+def bounds(out: Any, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
+    """The keys of the numbers a tool call's arguments give to a parameter named as a bound (``min_score=7.5``,
+    `Lexicon.bound_field`): a threshold on what the call asks for.  Where the caller was given no number to
+    put there, the threshold is how it chose to ask (`trajdebug.analysis.diagnosers._steps.llm_output`)."""
+    found: set[tuple[str, Any]] = set()
+    for path, v in content.leaves(out):
+        parts = path.rsplit(".", 2)
+        inside = len(parts) >= 2 and _LAST.sub("", parts[-2]) in _CALL_ARGS and "[" not in parts[-1]
+        if inside and isinstance(v, (int, float)) and lexicon.bound_field.match(parts[-1]):
+            if (k := key(v)) is not None:
+                found.add(k)
     return found
 
 
