@@ -84,6 +84,20 @@ class TestSelection:
 
 
 class TestInvariants:
+    def test_a_constant_output_over_a_constant_input_is_no_ratio(self) -> None:
+        """A search that found 2 items for a threshold of 7.5 in every passing run and 3 now (other inputs, other
+        items) breaks no ratio: 2/7.5 was two constants, not a relation between them."""
+
+        def search(rid: str, found: int, fail: bool = False) -> Run:
+            s = Step("s", "search", "tool", input={"section": rid, "min_score": 7.5},
+                     output={"total": found, "section": rid}, start_ns=1, end_ns=2)
+            return Run(rid, "scout", outcome="failure" if fail else "success", steps=(s,))
+
+        profile = learn([search(f"ok{i}", 2) for i in range(4)])
+        bad = search("bad", 3, fail=True)
+        found = list(violations(bad.steps[0], Lineage(bad).view("s"), profile))
+        assert not [e for e in found if e.diagnoser == "reference:ratio"]
+
     def test_a_rate_that_changed_breaks_the_ratio_invariant(self) -> None:
         """A converter whose output/input ratio was constant in passing runs and differs now violates it."""
         bad = _converter_run("bad", 400.0, 1.5, fail=True)
