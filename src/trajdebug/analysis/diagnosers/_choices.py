@@ -113,9 +113,9 @@ def bounds(out: Any, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
     for path, v in content.leaves(out):
         parts = path.rsplit(".", 2)
         inside = len(parts) >= 2 and _LAST.sub("", parts[-2]) in _CALL_ARGS and "[" not in parts[-1]
-        if inside and isinstance(v, (int, float)) and lexicon.bound_field.match(parts[-1]):
-            if (k := key(v)) is not None:
-                found.add(k)
+        bound = inside and isinstance(v, (int, float)) and lexicon.bound_field.match(parts[-1])
+        if bound and (k := key(v)) is not None:
+            found.add(k)
     return found
 
 
