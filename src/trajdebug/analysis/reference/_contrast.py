@@ -10,7 +10,7 @@ counts what passing executions show as well and keeps only what tells failing fr
 `Contrast` does that for the diagnosers: for a step of the failing run with a finding, it runs the
 same diagnosers on the step's counterparts (same agent, name and kind: `step_key`) in the agent's
 latest passing runs, at most `MAX_RUNS` runs and `MAX_STEPS` counterparts in each.  A model call that
-called tools has as counterparts the calls of the same tools (`_called`): an agent's model is called once
+called tools has as counterparts the calls of the same tools (`called_tools`): an agent's model is called once
 to search and once to book, and the search's own settings are told from the search's counterparts, not
 from the booking's (when fewer than `MIN_SEEN` such calls were seen, every call of the step counts).  A finding of a
 rule that also fires on at least half of those counterparts (and on at least `MIN_SEEN` of them)
@@ -34,8 +34,7 @@ from dataclasses import dataclass, field
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Diagnoser
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.analysis.reference._profile import StepKey, step_key
-from trajdebug.core.chat import tool_calls
+from trajdebug.analysis.reference._profile import StepKey, called_tools, step_key
 from trajdebug.core.model import Run, Step
 
 
@@ -67,7 +66,7 @@ class Contrast:
     def counterparts(self, step: Step) -> list[dict[str, frozenset[str]]]:
         """For each counterpart of ``step`` in the passing runs, the diagnosers that suspect it, each with
         the shapes of the values its findings name."""
-        key, calls = step_key(step), _called(step)
+        key, calls = step_key(step), called_tools(step)
         got = self._fired.get((key, calls))
         if got is None:
             got = self._fired[(key, calls)] = self._diagnose(key, calls)
@@ -91,7 +90,7 @@ class Contrast:
             self._index = [_by_key(r) for r in latest]
         out: list[dict[str, frozenset[str]]] = []
         for ctx, index in zip(self._contexts, self._index):
-            same = [s for s in index.get(key, ()) if not calls or _called(s) == calls]
+            same = [s for s in index.get(key, ()) if not calls or called_tools(s) == calls]
             for s in same[:MAX_STEPS]:
                 out.append(_suspecting(s, ctx))
         return out
@@ -129,13 +128,6 @@ def _by_key(run: Run) -> dict[StepKey, list[Step]]:
     for s in run.steps:
         index.setdefault(step_key(s), []).append(s)
     return index
-
-
-def _called(step: Step) -> frozenset[str]:
-    """The names of the tools a model call called (none for any other step)."""
-    if step.kind != "llm":
-        return frozenset()
-    return frozenset(str(c.get("name")) for c in tool_calls(step.output) if c.get("name"))
 
 
 def _suspecting(step: Step, ctx: DiagnoseContext) -> dict[str, frozenset[str]]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
+from trajdebug.core.chat import tool_calls
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
 
 
@@ -26,6 +27,14 @@ StepKey = tuple[str, str, str]
 def step_key(step: Step) -> StepKey:
     """The key that matches a step with its counterparts in other runs of the agent."""
     return (step.agent or "", step.name, step.kind)
+
+
+def called_tools(step: Step) -> frozenset[str]:
+    """The names of the tools a model call called (none for any other step): an agent's model called to
+    search and called to book is one step by its key, two by what it did."""
+    if step.kind != "llm":
+        return frozenset()
+    return frozenset(str(c.get("name")) for c in tool_calls(step.output) if c.get("name"))
 
 
 @dataclass(slots=True)
