@@ -183,8 +183,10 @@ def _field_checks(
                 "reference:presence",
             )
         return
-    if fs.grounded == fs.n and not all(view.given(a) for a in atoms):
-        bad = next(a for a in atoms if not view.given(a))
+    # A number worked out from its inputs (a model summing two sections' seats into an order's qty) was
+    # not made up, though its other calls copied their qty: it is where the copied value came from.
+    bad = next((a for a in atoms if not view.given(a) and not _worked_out(view, a)), None)
+    if fs.grounded == fs.n and bad is not None:
         yield Evidence(
             sid,
             _w(0.55 if step.kind == "llm" else 0.4, fs.n),
@@ -214,6 +216,13 @@ def _field_checks(
     if numbers and fs.formulas and step.kind != "llm":
         yield from _formula_checks(sid, view, f, fs, numbers)
     yield from _category_checks(step, f, fs, atoms)
+
+
+def _worked_out(view: StepView, a: Any) -> bool:
+    """Whether an output number is the total of one field's given values (``sum(seats)``,
+    `trajdebug.analysis.lineage.formulas`): a formula mixing fields (a running sum of a line number and a
+    quantity) fits a transposed number by chance, a total of like values does not."""
+    return a.kind == "number" and any(f.startswith("sum(") for f in explaining(view, a))
 
 
 def _formula_checks(

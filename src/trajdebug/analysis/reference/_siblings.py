@@ -39,7 +39,6 @@ from trajdebug.analysis.reference._profile import (
     _Obs,
     _record,
     _StepStats,
-    called_tools,
     step_key,
 )
 from trajdebug.core.model import CONTAINER_KINDS, Run, Step
@@ -257,16 +256,14 @@ def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None 
     profiles hold no requests and answers (other occurrences answered other
     requests: no same-input check within a run).
     """
-    # A model's calls group by the tools they called: its call that searches is no sibling of its call that
-    # books (each copies other arguments from its inputs, or works them out).
-    groups: dict[tuple[StepKey, frozenset[str]], list[Step]] = {}
+    groups: dict[StepKey, list[Step]] = {}
     for s in run.steps:
         if s.kind in CONTAINER_KINDS or s.status != "ok":
             continue
-        groups.setdefault((step_key(s), called_tools(s)), []).append(s)
+        groups.setdefault(step_key(s), []).append(s)
     wanted = None if keys is None else set(keys)
     where: dict[str, tuple[StepKey, _Occurrences, int]] = {}
-    for (key, _), occ in groups.items():
+    for key, occ in groups.items():
         if len(occ) <= MIN_SUPPORT or len(occ) > MAX_OCCURRENCES or (wanted is not None and key not in wanted):
             continue
         # Each occurrence counts as a run of its own (its step id), so an invariant needs two of them.
