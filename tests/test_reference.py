@@ -13,6 +13,7 @@ from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, violations
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
+from trajdebug.analysis._evidence import Evidence
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 
@@ -97,6 +98,27 @@ class TestInvariants:
         bad = search("bad", 3, fail=True)
         found = list(violations(bad.steps[0], Lineage(bad).view("s"), profile))
         assert not [e for e in found if e.diagnoser == "reference:ratio"]
+
+    def test_a_total_of_given_values_is_no_value_made_up(self) -> None:
+        """An order step whose qty was given in every passing run, here the total of the seats it was given
+        (88 + 60 = 148), made nothing up; a qty of 150, no total of them, is not among the values it was given."""
+
+        def order(rid: str, seats: list[int], qty: int, total: int | None = None, fail: bool = False) -> Run:
+            inp: dict[str, Any] = {"sections": [{"seats": n} for n in seats]}
+            if total is not None:
+                inp["total"] = total
+            s = Step("o", "order", "tool", input=inp, output={"qty": qty}, start_ns=1, end_ns=2)
+            return Run(rid, "store", outcome="failure" if fail else "success", steps=(s,))
+
+        profile = learn([order(f"ok{i}", [30 + i, 20], 50 + i, total=50 + i) for i in range(4)])
+
+        def grounded(qty: int) -> list[Evidence]:
+            bad = order("bad", [88, 60], qty, fail=True)
+            found = violations(bad.steps[0], Lineage(bad).view("o"), profile)
+            return [e for e in found if e.diagnoser == "reference:grounded"]
+
+        assert not grounded(148)
+        assert grounded(150)
 
     def test_a_rate_that_changed_breaks_the_ratio_invariant(self) -> None:
         """A converter whose output/input ratio was constant in passing runs and differs now violates it."""
