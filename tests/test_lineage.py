@@ -167,19 +167,6 @@ class TestAnomalies:
         )
         assert self._signals(step) == ["lineage:conflict"]
 
-    def test_a_number_echoed_under_the_name_it_was_given_conflicts_unless_a_stated_rate_explains_it(self) -> None:
-        """A quote given qty=160 that answers qty=1 changed what it was given; a converter given amount=75 that
-        answers amount=81 at the rate=1.08 it states worked it out; a plate given as 'KA-MR 482' and answered
-        'KA-MR 480' is read by its text, as before."""
-        quote = _s("q", "get_quote", "tool", 1, {"isbn": "978-1-4921-7740-2", "qty": 160},
-                   {"quote": "Q-7740001", "isbn": "978-1-4921-7740-2", "qty": 1, "unit_price": 61.2})
-        assert self._signals(quote) == ["lineage:conflict"]
-        fx = _s("c", "convert", "tool", 1, {"amount": 75.0, "from_currency": "EUR"},
-                {"amount": 81.0, "currency": "USD", "rate": 1.08})
-        assert "lineage:conflict" not in self._signals(fx)
-        plate = _s("f", "fleet_lookup", "tool", 1, {"plate": "KA-MR 482"}, {"plate": "KA-MR 480", "history": []})
-        assert self._signals(plate) == ["lineage:conflict"]
-
     def test_picking_a_record_another_matches_better_is_a_wrong_record(self) -> None:
         """A model picking the return of another order, when the list holds the one for the order asked about, picked the wrong record."""
         returns = json.dumps(

@@ -123,26 +123,21 @@ def anomalies(
 def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
     given: dict[str, set[str]] = {}
     raw_in: dict[str, str] = {}
-    # A field given only as a number (``qty=160``) is read by its number; any other by its texts and ids
-    # (a plate ``KA-MR 482`` is not the number 482).
-    texts = {a.field for a in view.inputs if a.field and a.kind != "number"}
     for a in view.inputs:
-        if a.field and a.field not in GENERIC_FIELDS and (a.kind != "number") == (a.field in texts):
+        if a.field and a.kind != "number" and a.field not in GENERIC_FIELDS:
             given.setdefault(a.field, set()).add(a.key)
             raw_in.setdefault(a.field, a.raw)
     if not given:
         return
     got: dict[str, list[Atom]] = {}
     for a in view.outputs:
-        # A number echoed under the name it was given (a quote for qty=160 that says qty=1) conflicts as a
-        # text does; a number under a name it was not given is a result (a converter's amount_eur).
-        if a.field in given and (a.kind != "number") == (a.field in texts):
+        if a.field in given and a.kind != "number":
             got.setdefault(a.field, []).append(a)
     for f, outs in got.items():
         keys = given[f]
         if len(keys) != 1:
             continue  # several values given under that name: no single one the output must keep
-        other = [a for a in outs if a.key not in keys and not _rated(a, raw_in[f], view)]
+        other = [a for a in outs if a.key not in keys]
         if not other or len(other) < len(outs) / 2:
             continue
         share = len(other) / len(outs)
@@ -154,19 +149,6 @@ def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
             + (f" ({len(other)} of {len(outs)})" if len(outs) > 1 else ""),
             "lineage:conflict",
         )
-
-
-def _rated(a: Atom, was: str, view: StepView) -> bool:
-    """Whether a number answered under the name it was given is the given one at a rate the answer states
-    (a converter given amount=75 answering amount=81 at rate=1.08): a result, no conflict."""
-    if a.kind != "number" or a.number is None:
-        return False
-    try:
-        x = float(was.replace(",", ""))
-    except ValueError:
-        return False
-    rates = [b.number for b in view.outputs if b.kind == "number" and b.number and b is not a]
-    return any(_same(a.number, x * r) or _same(a.number, x / r) for r in rates)
 
 
 def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterator[Evidence]:
