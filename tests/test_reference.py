@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trajdebug.analysis import analyze
+from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, violations
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
-from trajdebug.analysis._evidence import Evidence
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 
