@@ -137,3 +137,34 @@ def test_a_model_turn_is_contrasted_with_the_turns_that_called_the_same_tools() 
     # Passing runs whose only turns answer in words say nothing about a turn that calls a tool.
     closing = [Run(f"w{i}", "crew", 0, 1, outcome="success", steps=(turn("c", [], 1000 * (i + 1)),)) for i in range(3)]
     assert Contrast(closing, [("llm-output", states)]).apply(step, [finding]) == [finding]
+
+
+def test_a_model_call_is_contrasted_with_the_calls_of_the_same_tools() -> None:
+    """An agent's model searches once with settings of its own, then books several times: the search's finding,
+    which every passing search shows, weighs nothing, though most of the model's passing calls (bookings) do not
+    show it; a finding of a booking, which no passing booking shows, keeps its weight."""
+
+    def call(sid: str, tool: str, args: dict[str, object], start: int) -> Step:
+        out = {"role": "assistant", "content": None, "tool_calls": [{"id": sid, "name": tool, "arguments": args}]}
+        return Step(sid, "generation", "llm", input={"messages": [{"role": "user", "content": "plan"}]},
+                    output=out, start_ns=start, end_ns=start + 1, agent="planner")
+
+    def run(rid: str, start: int) -> Run:
+        steps = [call("s", "search", {"min_score": 7.5}, start)]
+        steps += [call(f"b{i}", "book", {"slot": f"S{i}"}, start + 10 * (i + 1)) for i in range(4)]
+        return Run(rid, "planner", start, start + 100, outcome="success", steps=tuple(steps))
+
+    def settings_of_search(step: Step, ctx: object) -> list[Evidence]:
+        calls = step.output.get("tool_calls") if isinstance(step.output, dict) else None
+        if calls and calls[0]["name"] == "search":
+            return [Evidence(step.step_id, 0.35, "states 7.5", "llm-output", values=("7.5",))]
+        return []
+
+    passing = [run(f"ok{i}", 1000 * (i + 1)) for i in range(3)]
+    contrast = Contrast(passing, [("llm-output", settings_of_search)])
+    failing = run("bad", 9000)
+    search, booking = failing.steps[0], failing.steps[1]
+    (a,) = contrast.apply(search, [Evidence("s", 0.35, "states 7.5", "llm-output", values=("7.5",))])
+    kept = Evidence("b0", 0.35, "states 7.5", "llm-output", values=("7.5",))
+    assert a.suspicion == 0
+    assert contrast.apply(booking, [kept]) == [kept]

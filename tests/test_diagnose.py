@@ -410,6 +410,21 @@ class TestLLMOutputs:
         [e] = _from(_verdict(call("HTL-PAR"), "g"), "llm-output")
         assert "HTL-PAR" in e.reason and not e.sound
 
+    def test_a_bound_is_a_setting_only_where_no_number_was_given(self) -> None:
+        """A model asked for a section and a day that searches with min_score=7.5 chose how to ask; one given a
+        650,000 budget that searches with max_price=850000 states a value none of its inputs holds."""
+
+        def search(request: str, args: dict[str, Any]) -> Run:
+            inp = {"messages": [{"role": "user", "content": request}]}
+            out = {"role": "assistant", "tool_calls": [{"name": "search", "arguments": args}]}
+            return _run(Step("g", "generation", "llm", input=inp, output=out))
+
+        chose = search('{"section": "competition", "day": "2026-06-12"}', {"section": "competition", "min_score": 7.5})
+        assert not [e for e in _from(_verdict(chose, "g"), "llm-output") if not e.sound]
+        misread = search("Houses in Leeds, budget 650,000", {"city": "Leeds", "max_price": 850000})
+        [e] = _from(_verdict(misread, "g"), "llm-output")
+        assert "850000" in e.reason and not e.sound
+
     def test_a_chat_message_states_the_numbers_of_its_text_as_a_bare_string_does(self) -> None:
         """A model's text recorded as a chat message (OTLP, the Agents SDK) is read as the same text recorded
         bare (the SDK): a sentence with no number in it claims no value; a number its input lacks is claimed."""

@@ -854,6 +854,51 @@ class TestRanking:
         [model] = [c for c in loc.candidates if c.step_id == "m"]
         assert any("first stated category=hardware" in r for r in model.reasons)
 
+    def test_a_model_passing_on_a_label_under_its_own_field_chose_nothing(self) -> None:
+        """A portal refusing the competition programme does not mark the model that searched section=competition
+        because the request said section=competition: it passed the label on; the model that filed a category its
+        request never gave is still the one that chose it."""
+
+        def run(request: dict[str, str]) -> Run:
+            inp = {"messages": [{"role": "user", "content": json.dumps(request)}]}
+            out = {"role": "assistant", "tool_calls": [{"name": "search", "arguments": {"section": "competition"}}]}
+            steps = (
+                Step("m", "generation", "llm", input=inp, output=out, start_ns=1, end_ns=2),
+                Step("s", "search", "tool", input={"section": "competition"}, output={"films": ["F-1"]},
+                     deps=(D("m"),), start_ns=3, end_ns=4),
+                Step("p", "publish", "tool", input={"films": ["F-1"]}, status="error",
+                     error=ErrorInfo("Refused", "competition is missing shortlisted titles F-2"), deps=(D("s"),),
+                     start_ns=5, end_ns=6),
+            )
+            return Run("r", "festival", outcome="failure", steps=steps)
+
+        def labelled(request: dict[str, str]) -> bool:
+            loc = localize(run(request), top=5)
+            [model] = [c for c in loc.candidates if c.step_id == "m"]
+            return any("first stated section=competition" in r for r in model.reasons)
+
+        assert not labelled({"section": "competition", "day": "2026-06-12"})
+        assert labelled({"request": "programme for the twelfth", "day": "2026-06-12"})
+
+    def test_a_handoffs_ends_are_no_field_a_wrapped_failure_speaks_of(self) -> None:
+        """An agent span failing with "Error in agent run: ..." does not speak of the handoff's from_agent: the
+        handoff into it named who acts, no value the failure is about."""
+        call = {"role": "assistant", "tool_calls": [{"name": "book", "arguments": {"slot": "S1"}}]}
+        steps = (
+            Step("h", "handoff triage -> booker", "other", output={"from_agent": "triage", "to_agent": "booker"},
+                 start_ns=1, end_ns=2),
+            Step("a", "booker", "agent", status="error", deps=(Dependency("h", kind="control"),),
+                 error=ErrorInfo("AgentsSDKError", "Error in agent run: slot S1 is 110 min"), start_ns=3, end_ns=9),
+            Step("u", "turn 1", "agent", parent_id="a", start_ns=3, end_ns=8),
+            Step("m", "generation", "llm", parent_id="u", input={"messages": [{"role": "user", "content": "book"}]},
+                 output=call, deps=(D("h"),), start_ns=4, end_ns=5),
+            Step("t", "book", "tool", parent_id="u", input={"slot": "S1"}, status="error", deps=(D("m"),),
+                 error=ErrorInfo("ToolError", "slot S1 is 110 min"), start_ns=6, end_ns=7),
+        )
+        loc = localize(Run("r", "festival", outcome="failure", steps=steps), top=5)
+        reasons = [r for c in loc.candidates if c.step_id == "h" for r in c.reasons]
+        assert not any("from_agent" in r or "to_agent" in r for r in reasons)
+
     def test_a_step_keeping_one_part_of_a_value_lost_the_other_and_chose_nothing(self) -> None:
         """A parser given "regime 20<->30 C" that passes on regime 20, where the failure names 20 and 30, lost
         the 30: a part of one value, no choice between two given values, so its finding keeps its weight."""

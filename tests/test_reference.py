@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trajdebug.analysis import analyze
+from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import Lineage
 from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, violations
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
@@ -84,6 +85,41 @@ class TestSelection:
 
 
 class TestInvariants:
+    def test_a_constant_output_over_a_constant_input_is_no_ratio(self) -> None:
+        """A search that found 2 items for a threshold of 7.5 in every passing run and 3 now (other inputs, other
+        items) breaks no ratio: 2/7.5 was two constants, not a relation between them."""
+
+        def search(rid: str, found: int, fail: bool = False) -> Run:
+            s = Step("s", "search", "tool", input={"section": rid, "min_score": 7.5},
+                     output={"total": found, "section": rid}, start_ns=1, end_ns=2)
+            return Run(rid, "scout", outcome="failure" if fail else "success", steps=(s,))
+
+        profile = learn([search(f"ok{i}", 2) for i in range(4)])
+        bad = search("bad", 3, fail=True)
+        found = list(violations(bad.steps[0], Lineage(bad).view("s"), profile))
+        assert not [e for e in found if e.diagnoser == "reference:ratio"]
+
+    def test_a_total_of_given_values_is_no_value_made_up(self) -> None:
+        """An order step whose qty was given in every passing run, here the total of the seats it was given
+        (88 + 60 = 148), made nothing up; a qty of 150, no total of them, is not among the values it was given."""
+
+        def order(rid: str, seats: list[int], qty: int, total: int | None = None, fail: bool = False) -> Run:
+            inp: dict[str, Any] = {"sections": [{"seats": n} for n in seats]}
+            if total is not None:
+                inp["total"] = total
+            s = Step("o", "order", "tool", input=inp, output={"qty": qty}, start_ns=1, end_ns=2)
+            return Run(rid, "store", outcome="failure" if fail else "success", steps=(s,))
+
+        profile = learn([order(f"ok{i}", [30 + i, 20], 50 + i, total=50 + i) for i in range(4)])
+
+        def grounded(qty: int) -> list[Evidence]:
+            bad = order("bad", [88, 60], qty, fail=True)
+            found = violations(bad.steps[0], Lineage(bad).view("o"), profile)
+            return [e for e in found if e.diagnoser == "reference:grounded"]
+
+        assert not grounded(148)
+        assert grounded(150)
+
     def test_a_rate_that_changed_breaks_the_ratio_invariant(self) -> None:
         """A converter whose output/input ratio was constant in passing runs and differs now violates it."""
         bad = _converter_run("bad", 400.0, 1.5, fail=True)

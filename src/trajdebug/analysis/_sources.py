@@ -43,6 +43,8 @@ from trajdebug.core.values import Atom, Mention, atoms, iter_text
 NAMING_FIELDS = GENERIC_FIELDS | {
     "agent",
     "agent_name",
+    "from_agent",  # a handoff's two ends (the Agents SDK's handoff span, as its processor records it)
+    "to_agent",
     "tool_name",
     "function",
     "assignee",

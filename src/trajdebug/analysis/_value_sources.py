@@ -211,7 +211,9 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
                 first[label] = (p, sid, a)
     for _, sid, a in first.values():
         view = sl.lin.view(sid)
-        if sl.g.steps[sid].kind == "llm" or not view.given(a):
+        # A model given the label under the same field (the request's ``section``) passed it on, chose nothing.
+        copied = any(b.key == a.key and b.field == a.field for b in view.inputs)
+        if (sl.g.steps[sid].kind == "llm" and not copied) or not view.given(a):
             out += _thin(
                 sid,
                 sl.w["origin_spoken"],

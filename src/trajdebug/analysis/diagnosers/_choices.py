@@ -105,6 +105,20 @@ def settings(
     return found
 
 
+def bounds(out: Any, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
+    """The keys of the numbers a tool call's arguments give to a parameter named as a bound (``min_score=7.5``,
+    `Lexicon.bound_field`): a threshold on what the call asks for.  Where the caller was given no number to
+    put there, the threshold is how it chose to ask (`trajdebug.analysis.diagnosers._steps.llm_output`)."""
+    found: set[tuple[str, Any]] = set()
+    for path, v in content.leaves(out):
+        parts = path.rsplit(".", 2)
+        inside = len(parts) >= 2 and _LAST.sub("", parts[-2]) in _CALL_ARGS and "[" not in parts[-1]
+        bound = inside and isinstance(v, (int, float)) and lexicon.bound_field.match(parts[-1])
+        if bound and (k := key(v)) is not None:
+            found.add(k)
+    return found
+
+
 _DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 
 

@@ -39,7 +39,7 @@ from trajdebug.analysis.diagnosers._tools import (
 )
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import ErrorInfo, Step
-from trajdebug.core.values import date_forms, is_date, is_year
+from trajdebug.core.values import atoms, date_forms, is_date, is_year
 
 
 # -- errors --------------------------------------------------------------------
@@ -333,6 +333,12 @@ class _Chosen:
 
     def __init__(self, step: Step, out: Any, forms: set[str], hay: str = "") -> None:
         self._set = choices.settings(out) | choices.planned(out, hay)
+        # A threshold of a call made where no number was given to put there (``min_score=7.5`` for a
+        # request naming a section and a day) is how the model chose to ask; given a budget, it is a claim.
+        if (bound := choices.bounds(out)) and not any(
+            a.kind == "number" and abs(a.number or 0.0) > 10 for a in atoms(step.input)
+        ):
+            self._set |= bound
         self._spans = choices.settings(out, clock=False)
         self._shown = choices.shown(step)
         self._shown_forms: set[str] | None = None

@@ -204,7 +204,13 @@ def _field_checks(
                 "reference:presence",
             )
         return
-    bad = next((a for a in atoms if not view.given(a)), None) if fs.grounded == fs.n else None
+    # A number worked out from its inputs (a model summing two sections' seats into an order's qty) was
+    # not made up, though its other calls copied their qty: it is where the copied value came from.
+    bad = (
+        next((a for a in atoms if not view.given(a) and not _worked_out(view, a)), None)
+        if fs.grounded == fs.n
+        else None
+    )
     if bad is not None and _could_copy(bad.raw, ins):
         yield Evidence(
             sid,
@@ -235,6 +241,13 @@ def _field_checks(
     if numbers and fs.formulas and step.kind != "llm":
         yield from _formula_checks(sid, view, f, fs, numbers)
     yield from _category_checks(step, f, fs, atoms, view)
+
+
+def _worked_out(view: StepView, a: Any) -> bool:
+    """Whether an output number is the total of one field's given values (``sum(seats)``,
+    `trajdebug.analysis.lineage.formulas`): a formula mixing fields (a running sum of a line number and a
+    quantity) fits a transposed number by chance, a total of like values does not."""
+    return a.kind == "number" and any(f.startswith("sum(") for f in explaining(view, a))
 
 
 def _formula_checks(
@@ -378,6 +391,11 @@ def _ratio_checks(
         spread = max(abs(r - mean) for r in ratios) / abs(mean)
         if spread > 0.02:
             continue  # not a constant factor
+        fs = st.fields.get(fo)
+        if fs is not None and len(set(fs.numbers)) <= 1:
+            # The output never changed: a constant factor of two constants says only that each was
+            # constant (a count of 2 over a threshold of 7.5 on every passing input), no relation.
+            continue
         r = o[0].number / i[0].number
         if abs(r - mean) / abs(mean) > 0.05:
             yield Evidence(
