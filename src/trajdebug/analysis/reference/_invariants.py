@@ -49,6 +49,7 @@ from trajdebug.analysis.reference._profile import (
     _StepStats,
     keyed_parts,
     learn,
+    operand_view,
     returns_empty,
     step_key,
 )
@@ -233,7 +234,8 @@ def _formula_checks(
     total = sum(fs.formulas.values())
     share = count / total
     if count >= MIN_SUPPORT and share >= 0.7 and usual != "given-by-no-formula":
-        nows = [(a, explaining(view, a)) for a in numbers]
+        operands = operand_view(view)
+        nows = [(a, explaining(operands, a)) for a in numbers]
         for a, fit in nows:
             now = fit[0]
             if (
