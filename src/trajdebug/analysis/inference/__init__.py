@@ -12,6 +12,8 @@ from __future__ import annotations
 from trajdebug.analysis.inference._control import CHOSE_KEY, WROTE_KEY, control_edges, env_edges
 from trajdebug.analysis.inference._edges import (
     NAMED_KEY,
+    answer_edges,
+    entry_edges,
     named_edges,
     structural_edges,
     thin_inferred,
@@ -26,7 +28,9 @@ __all__ = [
     "WROTE_KEY",
     "ContentIndex",
     "Match",
+    "answer_edges",
     "control_edges",
+    "entry_edges",
     "env_edges",
     "infer_dependencies",
     "named_edges",

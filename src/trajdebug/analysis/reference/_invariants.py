@@ -184,8 +184,9 @@ def _field_checks(
                 "reference:presence",
             )
         return
-    if fs.grounded == fs.n and not all(view.given(a) for a in atoms):
-        bad = next(a for a in atoms if not view.given(a))
+    operands = operand_view(view)
+    if fs.grounded == fs.n and not all(operands.given(a) for a in atoms):
+        bad = next(a for a in atoms if not operands.given(a))
         yield Evidence(
             sid,
             _w(0.55 if step.kind == "llm" else 0.4, fs.n),

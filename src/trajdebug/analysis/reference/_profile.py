@@ -122,10 +122,13 @@ def operand_view(view: StepView) -> StepView:
     """The view whose inputs can be operands of a ratio or a formula: map entries keyed by ids or dates left
     out.  A memory or an index passed whole to each call grows by an entry per call, so its first entry
     equals many a call's output by chance of the data (a priority equal to the first item's); a rule of the
-    step relates its output to its parameters, not to whichever entry came first."""
+    step relates its output to its parameters, not to whichever entry came first.  Nor is a value found
+    only among the entries "given" (every priority after the first is somewhere in the memory)."""
     if not any(entry_key(a.field) for a in view.inputs):
         return view
-    return replace(view, inputs=[a for a in view.inputs if not entry_key(a.field)])
+    kept = [a for a in view.inputs if not entry_key(a.field)]
+    only_entries = {a.key for a in view.inputs if entry_key(a.field)} - {a.key for a in kept}
+    return replace(view, inputs=kept, in_keys=view.in_keys - only_entries)
 
 
 def _in_fields(view: StepView) -> dict[str, list[Any]]:
@@ -221,7 +224,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
         fields.append(
             _FieldObs(
                 f,
-                all(view.given(a) for a in atoms),
+                all(operands.given(a) for a in atoms),
                 kept_seen,
                 kept_seen and all(a.key == given[0].key for a in atoms),
                 tuple(formulas),
