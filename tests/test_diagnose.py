@@ -803,6 +803,26 @@ class TestErrorsAndContracts:
         assert any("non-empty failed" in r for r in reasons)
         assert any("pre-condition has rows of consume" in r for r in reasons)
 
+    def test_a_step_that_returned_a_value_after_its_last_call_raised_swallowed_the_error(self) -> None:
+        """A reader whose only gauge call raised, returning a placeholder a later step used, is suspect; the
+        same reader whose second call succeeded, or whose value nobody used, is not."""
+
+        def run(*kids: Step, used: bool = True) -> Run:
+            reader = Step("r", "read_level", output={"level": 0.0}, start_ns=1, end_ns=10)
+            use = Step("u", "plan", input={"level": 0.0}, deps=(D("r"),), start_ns=11, end_ns=12)
+            return _run(reader, *kids, *((use,) if used else ()))
+
+        def gauge(sid: str, start: int, ok: bool) -> Step:
+            err = None if ok else ErrorInfo("ConnectionError", "link dropped")
+            return Step(sid, "gauge", "tool", parent_id="r", status="ok" if ok else "error", error=err,
+                        output={"level": 3.0} if ok else None, start_ns=start, end_ns=start + 1)
+
+        swallowed = _from(_verdict(run(gauge("g1", 2, False)), "r"), "step-error")
+        assert [e.reason.split(" after ")[0] for e in swallowed] == ["returned a value"]
+        retried = run(gauge("g1", 2, False), gauge("g2", 4, True))
+        assert _from(_verdict(retried, "r"), "step-error") == []
+        assert _from(_verdict(run(gauge("g1", 2, False), used=False), "r"), "step-error") == []
+
     def test_passed_checks_are_sound(self) -> None:
         """A step whose checks all passed is not faulty."""
         run = _run(

@@ -559,3 +559,30 @@ class TestFormulaCoincidences:
         bad = self._render("bad", [3, 5, 10], 21, fail=True)
         found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("t"), profile)]
         assert "reference:formula" not in found
+
+
+class TestMapEntries:
+    def test_an_entry_of_a_map_keyed_by_ids_is_no_operand_of_a_rule(self) -> None:
+        """A priority equal to a growing memory's first entry in every call but one breaks no ratio or formula."""
+        memory: dict[str, int] = {}
+        steps = []
+        for i in range(8):
+            unit = f"U-{100 + i}"
+            priority = 1 if i == 5 else 3
+            steps.append(
+                Step(
+                    f"m{i}",
+                    "remember",
+                    "other",
+                    input={"unit": unit, "memory": dict(memory), "track": "urgent" if i == 5 else "usual"},
+                    output={"unit": unit, "priority": priority},
+                    start_ns=i,
+                    end_ns=i + 1,
+                )
+            )
+            memory[unit] = priority
+        run = Run("r", "planner", outcome="failure", steps=tuple(steps))
+        lin = Lineage(run)
+        profiles = sibling_profiles(run, lin)
+        found = list(violations(steps[5], lin.view("m5"), profiles["m5"]))
+        assert [e.diagnoser for e in found if e.diagnoser in ("reference:ratio", "reference:formula")] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.builders import step
 
 from trajdebug.analysis._localize import localize
-from trajdebug.analysis._stated import bound_word, is_piece, states_no_value
+from trajdebug.analysis._stated import bound_word, is_label, is_piece, states_no_value
 from trajdebug.core.mentions import Mention, mentions
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
@@ -33,6 +33,33 @@ def test_a_number_joined_to_other_digits_is_a_piece() -> None:
     assert all(is_piece(t, m) for m in mentions(t, words=False))
     t = "payment 3,627.12/mo"
     assert not is_piece(t, _mention(t, "3,627.12"))
+
+
+def test_a_number_that_labels_an_item_states_no_count() -> None:
+    """ "Day 1: release ..." and "day 1 release" against ``days`` name which day; "2 paid days left" counts them."""
+    t = "day 1: release 0.0 m3/s is below the order of 22 m3/s"
+    assert is_label(t, _mention(t, "1"))
+    assert not is_label(t, _mention(t, "22"))
+    t = "river authority: day 1 release 1374.4 m3/s exceeds the channel limit"
+    assert is_label(t, _mention(t, "1"), ["days"])
+    assert not is_label(t, _mention(t, "1"), ["release"])
+    t = "E-1 has 2 paid days left"
+    assert not is_label(t, _mention(t, "2"), ["paid", "days", "left"])
+    t = "exceeded by 200: aborting"
+    assert not is_label(t, _mention(t, "200"))
+
+
+def test_a_failure_labelling_its_first_item_contradicts_no_count() -> None:
+    """A refusal about "day 1" of a plan says nothing against the ``days=10`` a step asked for."""
+    steps = (
+        Step("p", "plan", "llm", input={"district": "D-4"}, output={"days": 10, "release": [5.0] * 10},
+             start_ns=1, end_ns=2),
+        Step("s", "submit", "tool", input={"days": 10, "release": [5.0] * 10}, status="error",
+             error=ErrorInfo("Rejected", "day 1: release 5.0 is below the order of 22"),
+             deps=(Dependency("p"),), start_ns=3, end_ns=4),
+    )
+    loc = localize(Run("r", "planner", outcome="failure", steps=steps))
+    assert all("lineage:contradicted" not in c.signals for c in loc.ranked_all)
 
 
 def test_a_limit_still_contradicts_a_field_named_for_it() -> None:

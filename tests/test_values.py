@@ -62,6 +62,12 @@ class TestNumbers:
         assert {"d:11-03", "d:11-07"} <= date_forms("Nov 3-7, 2025")
         assert date_forms("from March 30th through 2 April") == {"d:03-30", "d:04-02"}
 
+    def test_a_word_that_starts_like_a_month_is_no_date(self) -> None:
+        """ "deck 7" and "octane 95" are a label and its number, while "Dec 7" and "7 Sept" stay dates."""
+        assert [m.value for m in mentions("deck 7, market 5, octane 95", words=False)] == [7.0, 5.0, 95.0]
+        assert date_forms("deck 7 and junction 4") == set()
+        assert date_forms("Dec 7, then 7 Sept and December 8th") == {"d:12-07", "d:09-07", "d:12-08"}
+
     def test_a_code_in_capitals_is_an_identifier(self) -> None:
         """A hyphenated code in capitals is an id even without a digit; followed by a number it heads a longer value."""
         found = {

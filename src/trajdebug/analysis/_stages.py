@@ -19,7 +19,9 @@ from trajdebug.analysis._state import AnalysisState, need
 from trajdebug.analysis.diagnosers import is_check
 from trajdebug.analysis.diagnosers._context import Evidence
 from trajdebug.analysis.inference import (
+    answer_edges,
     control_edges,
+    entry_edges,
     env_edges,
     mutation_edges,
     named_edges,
@@ -48,8 +50,11 @@ def infer_edges(state: AnalysisState) -> AnalysisState:
         return replace(state, annotated=run)
     from trajdebug.analysis.inference import infer_dependencies
 
-    annotated = structural_edges(infer_dependencies(run, previous=state.previous))
-    return replace(state, annotated=thin_inferred(annotated), inferred=annotated is not run)
+    annotated = answer_edges(structural_edges(infer_dependencies(run, previous=state.previous)))
+    # Entry edges after the thinning: each step given a growing map holds all its entries, but none
+    # passes the map on in its output, so a path through them is no relay of an entry.
+    thinned = entry_edges(thin_inferred(annotated))
+    return replace(state, annotated=thinned, inferred=thinned is not run)
 
 
 def detect_failures(state: AnalysisState) -> AnalysisState:

@@ -2,12 +2,14 @@
 
 `lineage:contradicted` reads a failure's number beside the words of a field some
 step introduced with another value as the true value of that field ("has **2**
-paid days left" where a lookup said ``paid_days_left=7``).  Two kinds of number
+paid days left" where a lookup said ``paid_days_left=7``).  Three kinds of number
 in a message state no such value:
 
 - **a bound** the run broke ("exceeds the deferment limit of **2500.00**",
   "loan-to-value above **80%**", "over the **$3,200** ceiling"): the check's
   limit, which says nothing of what the quantity is;
+- **an item's label** ("**day 1**: release 0.0 ...", "**day 1** release" where a lookup said
+  ``days=10``): which item the clause is about, not a count of them;
 - **a piece of a longer token** joined to other digits without a space (the year
   of ``2024-03``, a part of ``10/12``): a month, a range or a code, not a
   quantity.
@@ -72,11 +74,28 @@ def is_piece(message: str, m: Mention) -> bool:
     )
 
 
+def is_label(message: str, m: Mention, field_words: Sequence[str] = ()) -> bool:
+    """True when the number labels the item a clause is about, not how many there are: one word, the number
+    and a colon at the head of the message or of a clause ("**day 1**: release 0.0 ...", "line 3: ..."), or
+    the singular of a field counted in the plural right before it ("**day 1** release" against ``days=10``,
+    where a count is written "10 days")."""
+    head = message[: m.start]
+    words = _WORD.findall(head.lower()[-40:])
+    last = head[-1:].isspace() and bool(words) and head.lower().rstrip().endswith(words[-1])
+    if last and any(f.endswith("s") and f[:-1] == words[-1] for f in field_words):
+        return True
+    if m.unit or message[m.end :].lstrip()[:1] != ":":
+        return False
+    for stop in ".;\n":
+        head = head.rsplit(stop, 1)[-1]
+    return len(head.split()) == 1 and _WORD.fullmatch(head.strip().lower()) is not None
+
+
 def states_no_value(message: str, m: Mention, field_words: Sequence[str], lexicon: Lexicon = ENGLISH) -> bool:
     """True when a failure's number is no value a field of these words could have got wrong: a piece of a
-    longer token, or a limit the run broke, unless the field is named for that limit (``minimum_due`` is
-    contradicted by "the minimum due 35.00")."""
-    if is_piece(message, m):
+    longer token, an item's label, or a limit the run broke, unless the field is named for that limit
+    (``minimum_due`` is contradicted by "the minimum due 35.00")."""
+    if is_piece(message, m) or is_label(message, m, field_words):
         return True
     word = bound_word(message, m, lexicon)
     return word is not None and word not in field_words and word.rstrip("s") not in field_words
@@ -87,4 +106,4 @@ def stated_limits(message: str, lexicon: Lexicon = ENGLISH) -> set[float]:
     return {m.value for m in mentions(message, words=False) if bound_word(message, m, lexicon) is not None}
 
 
-__all__ = ["bound_word", "is_piece", "stated_limits", "states_no_value"]
+__all__ = ["bound_word", "is_label", "is_piece", "stated_limits", "states_no_value"]

@@ -86,11 +86,17 @@ _NUM = re.compile(
 )
 _UNIT = re.compile(r"\s?(?P<unit>[A-Za-z%²³][A-Za-z0-9²³/]{0,9})")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_NAME = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)(?![a-z])"
+)
+"""A month's name or abbreviation, as a whole word: a word that merely starts like one (``deck 7``,
+``market 5``, ``octane 95``) is a label and its number, not a date."""
 _DATE = re.compile(
     r"\b(?=[\dajfmsond])(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
     r"|\d{1,2}/\d{1,2}/\d{2,4}"
-    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?\b(?:,? \d{4})?"
-    r"|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?(?:,? \d{4})?"
+    r"|" + _MONTH_NAME + r"\.? \d{1,2}(?:st|nd|rd|th)?\b(?:,? \d{4})?"
+    r"|\d{1,2}(?:st|nd|rd|th)? (?:of )?" + _MONTH_NAME + r"\.?(?:,? \d{4})?"
     r"|\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?"
     r"|\d{1,2}\s?[ap]\.?m\.?)",
     re.I,
@@ -313,7 +319,7 @@ def _blanked(text: str, found: list[re.Match[str]]) -> str:
 
 # -- dates -------------------------------------------------------------------------
 
-_MONTH_WORD = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_MONTH_WORD = r"(" + _MONTH_NAME + r")\.?"
 _RANGE_DM = re.compile(
     r"\b(\d{1,2})(?:st|nd|rd|th)?\s*(?:-|–|to|until|through|till)\s*\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH_WORD,
     re.I,

@@ -113,8 +113,38 @@ def _own_error(step: Step, ctx: DiagnoseContext) -> ErrorInfo | None:
     return err
 
 
+def _swallowed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
+    """A step that ended normally after the last call inside it raised, no model inside it saw the error and
+    no later call inside it succeeded, and whose output later steps used: it turned the error into a value
+    (a default, a placeholder), where the wrong value the run went on with was born."""
+    if step.kind in ("agent", "llm") or step.output is None:
+        return None
+    kids = ctx.children(step.step_id)
+    if not kids or kids[-1].status != "error" or kids[-1].error is None or any(k.kind == "llm" for k in kids):
+        return None
+    if kids[-1].step_id in handled(ctx):
+        return None
+    if not any(ctx.graph.steps[c].parent_id != step.step_id and c != step.parent_id
+               for c, _ in ctx.graph.children(step.step_id)):
+        return None
+    err = kids[-1].error
+    return Evidence(
+        step.step_id,
+        0.3,
+        f"returned a value after {kids[-1].name} inside it raised ({err.type}: {err.message[:120]}), "
+        "and later steps used that value",
+        "step-error",
+    )
+
+
 def step_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """A step that ended with an error: weak when raised on its input or passed up from a child."""
+    """A step that ended with an error: weak when raised on its input or passed up from a child; a step that
+    ended normally though the last call inside it raised (`_swallowed`)."""
+    if step.status == "ok":
+        found = _swallowed(step, ctx)
+        if found is not None:
+            yield found
+        return
     if step.status != "error" or step.kind in ("tool", "retrieval"):
         return  # tool errors are judged by tool_result
     err = _own_error(step, ctx)

@@ -19,6 +19,8 @@ from trajdebug.analysis.inference._control import (
 )
 from trajdebug.analysis.inference._edges import (
     NAMED_KEY,
+    answer_edges,
+    entry_edges,
     named_edges,
     structural_edges,
     thin_inferred,
@@ -34,7 +36,9 @@ __all__ = [
     "WROTE_KEY",
     "ContentIndex",
     "Match",
+    "answer_edges",
     "control_edges",
+    "entry_edges",
     "env_edges",
     "infer_dependencies",
     "mutation_edges",

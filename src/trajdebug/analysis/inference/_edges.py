@@ -7,6 +7,9 @@ missing, and what is too much:
 * `structural_edges`: an argument equal, object for object, to an earlier
   step's whole (parsed) output: ``json.loads`` of a model's reply, a dict
   rebuilt field by field.
+* `entry_edges`: a map entry (``{"B-17": 3}``) a step was given, built from an
+  earlier step's record output (``{"id": "B-17", "priority": 3}``) re-keyed.
+* `answer_edges`: a word a model's answer introduced, handed on as a field's value.
 * `named_edges`: a failure whose message names a value is linked to where
   that value came from (origin tracking from the failure message, as a
   debugger reads an assertion's message to find who set the bad value).
@@ -213,6 +216,158 @@ def _shallow(value: Any) -> bool:
     """A list of scalars or an object of scalars: a part small enough to have been handed on as one value."""
     items = value.values() if isinstance(value, Mapping) else value
     return all(not isinstance(v, (Mapping, list)) for v in items)
+
+
+_Scalar = str | int | float
+
+
+def _scalar(v: Any) -> _Scalar | None:
+    """A scalar as a lookup key (strings case-folded), None for what names no value (booleans, nulls, long text)."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, str):
+        t = v.strip().lower()
+        return t if 0 < len(t) <= 80 else None
+    if isinstance(v, (int, float)):
+        return float(v)
+    return None
+
+
+def _record_pairs(out: Any) -> list[tuple[str, _Scalar]]:
+    """(a field's text value, another field's value) for every pair of scalar fields of a record output."""
+    if not isinstance(out, Mapping) or len(out) > 40 or content.is_marker(out):
+        return []
+    scalars = [(k, _scalar(v)) for k, v in out.items()]
+    pairs: list[tuple[str, _Scalar]] = []
+    for k, key in scalars:
+        if not isinstance(key, str) or len(key) < 2:
+            continue
+        pairs.extend((key, v) for k2, v in scalars if k2 != k and v is not None)
+    return pairs
+
+
+def entry_edges(run: Run, *, confidence: float = 0.7, limit: int = 64) -> Run:
+    """Edges from the steps whose record outputs became entries of a map a later step was given.
+
+    A loop that keeps a memory or an index (``memory[item["id"]] = item["priority"]``) turns each
+    step's record into one entry of a map that grows from call to call and is handed on whole: the
+    entry ``{"B-17": 3}`` is the record ``{"id": "B-17", "priority": 3}`` re-keyed.  No text of the
+    record survives (a key and a small number), so content inference cannot see the flow; the pair
+    does: the latest earlier step whose output record holds the entry's key as one field's value and
+    its value as another's produced the entry.
+    """
+    latest: dict[tuple[str, _Scalar], Step] = {}
+    by_id = {s.step_id: s for s in run.steps}
+    added: dict[str, list[Dependency]] = {}
+    pending: list[tuple[int, Step, list[tuple[str, _Scalar]]]] = []
+    for st in run.steps:
+        keep = []
+        for end, done, pairs in pending:
+            if end <= st.start_ns or not st.start_ns or not end:
+                latest.update(dict.fromkeys(pairs, done))
+            else:
+                keep.append((end, done, pairs))
+        pending = keep
+        if latest:
+            new = _entry_producers(st, latest, by_id, confidence, limit)
+            if new:
+                added[st.step_id] = new
+        pairs = _record_pairs(st.output) if st.kind != "agent" else []
+        if pairs:
+            pending.append((st.end_ns or 0, st, pairs))
+    return _with_deps(run, added)
+
+
+def _entry_producers(
+    st: Step, latest: Mapping[tuple[str, _Scalar], Step], by_id: Mapping[str, Step], confidence: float, limit: int
+) -> list[Dependency]:
+    """The producers of the map entries in one step's input (`entry_edges`), one edge per producer."""
+    anc: set[str] = set()
+    cur = st.parent_id
+    while cur is not None and cur in by_id and cur not in anc:
+        anc.add(cur)
+        cur = by_id[cur].parent_id
+    have = {d.step_id for d in st.deps} | anc | {st.step_id}
+    out: list[Dependency] = []
+    for path, sub in _sub_values(st.input):
+        if not isinstance(sub, Mapping):
+            continue
+        for k, v in list(sub.items())[:200]:
+            key, val = _scalar(k) if isinstance(k, str) else None, _scalar(v)
+            prod = latest.get((key, val)) if isinstance(key, str) and val is not None else None
+            if prod is None or prod.step_id in have:
+                continue
+            have.add(prod.step_id)
+            out.append(Dependency(prod.step_id, "data", "inferred", confidence, f"{path}.{k}"))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+_WORD = re.compile(r"[^\W\d_][\w-]{2,39}")
+"""A word a model may answer with and a step take as a field's whole value (a track, a category, a label)."""
+
+
+def _words_of(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def answer_edges(run: Run, *, confidence: float = 0.6, limit: int = 8) -> Run:
+    """Edges from the model call whose answer introduced a word a later step was given as a field's value.
+
+    A model that answers ``B-17: routine, post 15 t`` chose ``routine``; the agent parses the word out and
+    hands it on (``{"track": "routine"}``).  One word is too short for content inference, and a loop's
+    calls all answer with the same few words, so the index drops them as common.  The latest earlier
+    model answer that wrote the word without having been given it is where the value was chosen.
+    """
+    from trajdebug.analysis.lineage import semantic
+
+    latest: dict[str, Step] = {}
+    by_id = {s.step_id: s for s in run.steps}
+    added: dict[str, list[Dependency]] = {}
+    pending: list[tuple[int, Step, set[str]]] = []
+    for st in run.steps:
+        keep = []
+        for end, done, words in pending:
+            if end <= st.start_ns or not st.start_ns or not end:
+                latest.update(dict.fromkeys(words, done))
+            else:
+                keep.append((end, done, words))
+        pending = keep
+        if latest and st.input is not None:
+            new = _answer_producers(st, latest, by_id, confidence, limit)
+            if new:
+                added[st.step_id] = new
+        if st.kind == "llm" and st.output is not None:
+            given = _words_of(content.text_of(semantic(st, st.input)))
+            words = _words_of(content.text_of(semantic(st, st.output))) - given
+            if words:
+                pending.append((st.end_ns or 0, st, words))
+    return _with_deps(run, added)
+
+
+def _answer_producers(
+    st: Step, latest: Mapping[str, Step], by_id: Mapping[str, Step], confidence: float, limit: int
+) -> list[Dependency]:
+    """The model calls that chose the one-word field values of one step's input (`answer_edges`)."""
+    anc: set[str] = set()
+    cur = st.parent_id
+    while cur is not None and cur in by_id and cur not in anc:
+        anc.add(cur)
+        cur = by_id[cur].parent_id
+    have = {d.step_id for d in st.deps} | anc | {st.step_id}
+    out: list[Dependency] = []
+    for path, v in content.leaves(st.input):
+        if not isinstance(v, str) or not _WORD.fullmatch(v.strip()):
+            continue
+        prod = latest.get(v.strip().lower())
+        if prod is None or prod.step_id in have:
+            continue
+        have.add(prod.step_id)
+        out.append(Dependency(prod.step_id, "data", "inferred", confidence, path or None))
+        if len(out) >= limit:
+            break
+    return out
 
 
 NAMED_KEY = "(named by the failure)"

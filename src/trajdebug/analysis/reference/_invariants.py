@@ -50,6 +50,7 @@ from trajdebug.analysis.reference._profile import (
     _StepStats,
     keyed_parts,
     learn,
+    operand_view,
     returns_empty,
     step_key,
 )
@@ -206,8 +207,10 @@ def _field_checks(
         return
     # A number worked out from its inputs (a model summing two sections' seats into an order's qty) was
     # not made up, though its other calls copied their qty: it is where the copied value came from.
+    # Entries of an id-keyed memory passed whole are no inputs to copy from (`operand_view`).
+    operands = operand_view(view)
     bad = (
-        next((a for a in atoms if not view.given(a) and not _worked_out(view, a)), None)
+        next((a for a in atoms if not operands.given(a) and not _worked_out(view, a)), None)
         if fs.grounded == fs.n
         else None
     )
@@ -267,7 +270,8 @@ def _formula_checks(
     total = sum(fs.formulas.values())
     share = count / total
     if count >= MIN_SUPPORT and share >= 0.7 and usual != "given-by-no-formula":
-        nows = [(a, explaining(view, a)) for a in numbers]
+        operands = operand_view(view)
+        nows = [(a, explaining(operands, a)) for a in numbers]
         for a, fit in nows:
             now = fit[0]
             if (

@@ -7,8 +7,9 @@ step brought into the runs; `_siblings.py` builds the same observations from a r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
@@ -107,6 +108,29 @@ def _out_fields(view: StepView) -> dict[str, list[Any]]:
     return out
 
 
+_ENTRY_KEY = re.compile(r"(?=.*\d).*[^\w]")
+"""A key holding a digit and a character no identifier has (``b-0610``, ``2026-10-14``, ``sku 12``): an
+entry of a map keyed by ids or dates, not a parameter's name."""
+
+
+def entry_key(name: str | None) -> bool:
+    """Whether an atom's field is the key of a map entry (an id or a date) rather than a parameter's name."""
+    return name is not None and _ENTRY_KEY.match(name) is not None
+
+
+def operand_view(view: StepView) -> StepView:
+    """The view whose inputs can be operands of a ratio or a formula: map entries keyed by ids or dates left
+    out.  A memory or an index passed whole to each call grows by an entry per call, so its first entry
+    equals many a call's output by chance of the data (a priority equal to the first item's); a rule of the
+    step relates its output to its parameters, not to whichever entry came first.  Nor is a value found
+    only among the entries "given" (every priority after the first is somewhere in the memory)."""
+    if not any(entry_key(a.field) for a in view.inputs):
+        return view
+    kept = [a for a in view.inputs if not entry_key(a.field)]
+    only_entries = {a.key for a in view.inputs if entry_key(a.field)} - {a.key for a in kept}
+    return replace(view, inputs=kept, in_keys=view.in_keys - only_entries)
+
+
 def _in_fields(view: StepView) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for a in view.inputs:
@@ -185,6 +209,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
     """One occurrence's contribution: everything `_apply` adds to the stats, read from its values."""
     outs = _out_fields(view)
     ins = _in_fields(view)
+    operands = operand_view(view)
     fields = []
     for f, atoms in outs.items():
         given = ins.get(f) or []
@@ -192,14 +217,14 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
         formulas = []
         fits: list[str] = []
         for a in [a for a in atoms if a.kind == "number"][:20]:
-            fit = explaining(view, a)
+            fit = explaining(operands, a)
             formulas.append(fit[0])
             fits.extend(fit)
         head = atoms[:50]
         fields.append(
             _FieldObs(
                 f,
-                all(view.given(a) for a in atoms),
+                all(operands.given(a) for a in atoms),
                 kept_seen,
                 kept_seen and all(a.key == given[0].key for a in atoms),
                 tuple(formulas),
@@ -211,7 +236,9 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
         )
     # Ratios between single output numbers and single input numbers, by field.
     out_nums = {f: a[0].number for f, a in outs.items() if len(a) == 1 and a[0].number is not None}
-    in_nums = {f: a[0].number for f, a in ins.items() if len(a) == 1 and a[0].number is not None}
+    in_nums = {
+        f: a[0].number for f, a in ins.items() if len(a) == 1 and a[0].number is not None and not entry_key(f)
+    }
     ratios = tuple(
         ((fo, fi), y / x) for fo, y in out_nums.items() for fi, x in in_nums.items() if x and y is not None
     )

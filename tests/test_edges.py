@@ -1,0 +1,79 @@
+"""Edges the recorder could not see: map entries rebuilt from records, words a model's answer chose."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.builders import step
+
+from trajdebug.analysis import DependencyGraph, analyze
+from trajdebug.analysis.inference import answer_edges, entry_edges
+from trajdebug.core.model import ErrorInfo, Run, Step
+
+
+def _loop(n: int = 6, urgent: int = 3) -> list[Step]:
+    """A triage loop over listed units: per unit a model answers a track in prose, a memory step records the
+    unit's priority; the memory (a map keyed by unit id) grows and is handed on whole."""
+    units = [f"U-{200 + i}" for i in range(n)]
+    steps: list[Step] = [step("l", "list_units", "retrieval", 0, {"depot": "north"}, {"units": units})]
+    memory: dict[str, int] = {}
+    t = 1
+    for i in range(n):
+        unit = f"U-{200 + i}"
+        track = "urgent" if i == urgent else "usual"
+        steps.append(step(f"m{i}", "triage", "llm", t, {"messages": [{"role": "user", "content": unit}]},
+                          {"role": "assistant", "content": f"{unit}: {track}, recheck in 30 days"}))
+        steps.append(step(f"w{i}", "remember", "other", t + 2, {"unit": unit, "memory": dict(memory),
+                                                                 "track": track},
+                          {"unit": unit, "priority": 1 if track == "urgent" else 3}))
+        memory[unit] = 1 if track == "urgent" else 3
+        t += 4
+    steps.append(step("r", "review", "other", t, {"memory": dict(memory)}, None,
+                      error=ErrorInfo("AssertionError", "a unit rated urgent has no work order")))
+    return steps
+
+
+def _producers(run: Run, sid: str) -> list[str]:
+    return [d.step_id for d in run.step(sid).deps]
+
+
+def test_a_map_entry_links_the_record_it_was_rebuilt_from() -> None:
+    """Each entry of a memory keyed by unit id links the step whose record held that id and that value."""
+    run = entry_edges(Run("r", "planner", outcome="failure", steps=tuple(_loop())))
+    assert set(_producers(run, "r")) == {f"w{i}" for i in range(6)}
+    assert all(d.key is not None and d.key.startswith("memory.") for d in run.step("r").deps)
+
+
+def test_an_entry_whose_value_no_record_held_links_nothing() -> None:
+    """A map whose values match no record's (a different number for the same id) gets no entry edge."""
+    steps = _loop()
+    review = steps[-1]
+    changed = dict.fromkeys(review.input["memory"], 9)
+    steps[-1] = step("r", "review", "other", review.start_ns, {"memory": changed}, None)
+    assert _producers(entry_edges(Run("r", "planner", steps=tuple(steps))), "r") == []
+
+
+def test_a_word_the_model_chose_links_the_step_it_was_handed_to() -> None:
+    """`track: urgent` links the model call whose answer wrote `urgent` without being given it."""
+    run = answer_edges(Run("r", "planner", steps=tuple(_loop())))
+    assert "m3" in _producers(run, "w3")
+    assert "m2" not in _producers(run, "w3")
+
+
+def test_a_word_the_model_was_given_is_no_choice_of_its_own() -> None:
+    """A word the model's prompt already held (it repeated it) does not make the model its source."""
+    steps: list[Any] = [
+        step("m", "triage", "llm", 1, {"messages": [{"role": "user", "content": "track: urgent"}]},
+             {"role": "assistant", "content": "urgent, as asked"}),
+        step("w", "remember", "other", 3, {"track": "urgent"}, {"ok": True}),
+    ]
+    assert _producers(answer_edges(Run("r", "planner", steps=tuple(steps))), "w") == []
+
+
+def test_the_model_that_chose_a_remembered_track_is_on_the_failure_path() -> None:
+    """In a loop long enough that its one word is common, each model call whose choice became a memory
+    entry still reaches the failing review."""
+    a = analyze(Run("r", "planner", outcome="failure", steps=tuple(_loop(40, urgent=-1))))
+    fails = [f.step_id for f in a.failures]
+    assert fails == ["r"]
+    assert {f"m{i}" for i in range(40)} <= DependencyGraph(a.run).backward_slice(fails)
