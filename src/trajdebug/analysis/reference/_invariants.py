@@ -48,9 +48,9 @@ from trajdebug.analysis.reference._profile import (
     _size_ratio,
     _StepStats,
     answer_key,
+    asked_of,
     keyed_parts,
     learn,
-    asked_of,
     returns_empty,
     step_key,
 )
