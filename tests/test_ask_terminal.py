@@ -277,3 +277,21 @@ def test_a_value_a_few_characters_past_the_fold_is_shown_whole_and_producers_pre
     render_question(question_for(run, "d", 1), Console(file=out, width=200))
     [row] = [line for line in out.getvalue().splitlines() if "← parse" in line]
     assert "2026-03-02" in row and "meal" in row
+
+
+def test_a_reader_of_run_state_is_shown_the_value_it_read_not_what_the_writer_returned() -> None:
+    """A producer reached through a state edge is previewed by the value it wrote under that key, not its return."""
+    from trajdebug.core.model import Dependency, Step
+    from trajdebug.report.question import question_for
+
+    table = {"station": "Sandbar Pass", "rows": [{"time": "10:00", "height_m": 1.55}]}
+    steps = (
+        Step("w", "store_tides", "state", input={"parsed": table}, output=1, start_ns=1, end_ns=2,
+             attributes={"state_writes": ["tides"], "state_values": {"tides": table}}),
+        Step("d", "fetch_chart", "tool", output={"depth_m": -0.6}, start_ns=3, end_ns=4),
+        Step("r", "plan_leg", "condition", input={"leg": 4}, output={"start": "10:00"}, start_ns=5, end_ns=6,
+             deps=(Dependency("w", kind="state", key="tides"), Dependency("d"))),
+    )
+    run = Run("r1", "planner", 0, 9, "failure", steps=steps)
+    shown = {p.name: p.output for p in question_for(run, "r", 1).producers}
+    assert shown == {"store_tides": {"tides": table}, "fetch_chart": {"depth_m": -0.6}}

@@ -1031,6 +1031,24 @@ class TestDecisionsAndState:
         [e] = _from(_verdict(run, "c"), "state-values")
         assert "9999" in e.reason and "E-1" not in e.reason
 
+    def test_a_clock_advanced_by_given_minutes_is_computed_not_made_up(self) -> None:
+        """A writer storing a time its given start plus its given minutes reaches computed it; a time no
+        formula of its inputs reaches is found in none of them."""
+        import dataclasses
+
+        from trajdebug.analysis.lineage import Lineage
+
+        def advance(sid: str, start: int, clock: str) -> Step:
+            return _t(sid, "advance_clock", "state", start, input={"plan": {"start": "08:56", "minutes": 32}},
+                      output=clock, attributes={"state_writes": ["clock"], "state_values": {"clock": clock}})
+
+        run = _run(advance("a", 1, "09:28"), advance("b", 3, "11:05"))
+        ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers())
+        ctx = dataclasses.replace(ctx, lineage=Lineage(run))
+        assert all(e.sound for e in _from(ctx.verdict("a"), "state-values"))
+        [e] = _from(ctx.verdict("b"), "state-values")
+        assert "11:05" in e.reason and not e.sound
+
     def test_a_tool_storing_what_it_fetched_writes_the_worlds_values(self) -> None:
         """A tool that stores the record it fetched wrote values its own answer holds: not made up."""
         po = {"po": "PO-7731", "budget_eur": 2120.64, "invoiced_eur": 605.9}

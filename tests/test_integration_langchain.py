@@ -377,6 +377,29 @@ class TestLangGraph:
         analysis = analyze(run)
         assert (analysis.outcome, analysis.failures) == ("success", ())
 
+    def test_a_prebuilt_agents_node_function_depends_on_the_model_call_it_made(self) -> None:
+        """create_react_agent's call_model reports the model's runs as its siblings: the model call that ran
+        inside its span is its declared producer, the prompt beside it is not."""
+        import warnings
+
+        from langgraph.prebuilt import create_react_agent
+
+        from trajdebug.testing import FakeModelServer
+
+        tracer = TrajdebugTracer()
+        with FakeModelServer(_lookup_then_answer) as server, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            create_react_agent(_chat_openai(server), [find_user]).invoke(
+                {"messages": [("user", "who is ana?")]}, config={"callbacks": [tracer]}
+            )
+        run = tracer.to_run()
+        by_id = {s.step_id: s for s in run.steps}
+        wrappers = [s for s in run.steps if s.name == "call_model"]
+        assert len(wrappers) == 2
+        for w in wrappers:
+            assert [by_id[d.step_id].kind for d in w.deps] == ["llm"]
+            assert by_id[w.deps[0].step_id].output["content"] == w.output["messages"][0]["content"]
+
     def test_ten_clean_runs_report_no_failure(self) -> None:
         """Ten clean runs on different questions: every one analyzes as a success with no failure."""
         from trajdebug.analysis import analyze

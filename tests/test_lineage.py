@@ -98,6 +98,20 @@ class TestDerivations:
         [other] = lin.view("q").outputs
         assert derivation(lin.view("q"), other) is None
 
+    def test_a_time_a_given_number_of_minutes_after_a_given_time_is_derived(self) -> None:
+        """An arrival 32 minutes after a departure is computed from both, across midnight too; a time no given
+        count of minutes reaches is not."""
+        run = _run(
+            _s("a", "arrive", "other", 1, {"start": "08:56", "minutes": 32}, {"end": "09:28"}),
+            _s("n", "arrive", "other", 3, {"start": "23:50", "minutes": 25}, {"end": "00:15"}),
+            _s("q", "arrive", "other", 5, {"start": "08:56", "minutes": 32}, {"end": "11:05"}),
+        )
+        lin = Lineage(run)
+        for sid in ("a", "n"):
+            d = derivation(lin.view(sid), lin.view(sid).outputs[0])
+            assert d is not None and d.formula == "time+minutes(start,minutes)"
+        assert derivation(lin.view("q"), lin.view("q").outputs[0]) is None
+
     def test_a_percentage_of_a_given_amount_is_derived(self) -> None:
         """A duty written with two decimals is a given value times a given rate in per cent; a whole number is so
         only when the product is exact (rounded, too many pairs would fit)."""
@@ -127,6 +141,18 @@ class TestDroppersAndEdges:
         lin = Lineage(run)
         [gdp] = [a for a in atoms("the answer does not mention 'GDP'") if a.raw == "GDP"]
         assert lin.droppers(gdp, ["u", "p"]) == ["p"]
+
+    def test_a_writer_that_stored_a_value_in_state_passed_it_on(self) -> None:
+        """A state writer returning a count passed on the rows it was given through the state it wrote; one that
+        stored other rows dropped them."""
+        rows = {"rows": [{"time": "10:00", "height": 1.55}]}
+
+        def write(sid: str, start: int, stored: Any) -> Step:
+            return _s(sid, "store", "state", start, rows, "stored", attributes={"state_values": {"tides": stored}})
+
+        run = _run(write("w", 1, rows["rows"]), write("x", 3, [{"time": "11:00", "height": 2.7}]))
+        [ten] = [a for a in atoms("grounded at 10:00") if a.raw == "10:00"]
+        assert Lineage(run).droppers(ten, ["w", "x"]) == ["x"]
 
     def test_small_values_give_value_edges(self) -> None:
         """A number a later step was given links it to the step that produced it, with no recorded edge."""

@@ -133,6 +133,39 @@ class TestInvariants:
         found = {e.diagnoser for e in violations(bad.steps[1], Lineage(bad).view("c"), learn(_passing()))}
         assert "reference:same-input" in found
 
+    def test_a_reader_of_other_state_was_not_asked_the_same(self) -> None:
+        """A step given the same arguments as in a passing run but reading other shared state is not "the same input"."""
+
+        def planner(rid: str, table: list[float], start: str, *, fail: bool = False) -> Run:
+            steps = (
+                Step("w", "store_table", "state", input={"rows": table}, output=len(table),
+                     attributes={"state_values": {"table": table}}, start_ns=1, end_ns=2),
+                Step("r", "plan", "condition", input={"leg": 4}, output={"start": start},
+                     deps=(D("w", kind="state", key="table"),), start_ns=3, end_ns=4),
+            )
+            return Run(rid, "planner", outcome="failure" if fail else "success", steps=steps)
+
+        good = planner("ok1", [0.3, 0.9], "12:00")
+        for table, expected in (([1.0, 3.0], set()), ([0.3, 0.9], {"reference:same-input"})):
+            bad = planner("bad", table, "10:00", fail=True)
+            by_id = {s.step_id: s for s in bad.steps}
+            found = {e.diagnoser for e in violations(bad.steps[1], Lineage(bad).view("r"), learn([good]), steps=by_id)}
+            assert found & {"reference:same-input"} == expected
+
+    def test_answers_differing_only_in_minted_ids_are_alike(self) -> None:
+        """Two answers to one request that differ only in UUIDs (message ids a framework mints) answered alike."""
+
+        def routed(rid: str, msg_id: str, node: str) -> Run:
+            out = f"Send(node='{node}', arg={{'messages': [Message(id='{msg_id}')]}})"
+            step = Step("s", "route", "other", input={"n": 1}, output=[out], start_ns=1, end_ns=2)
+            return Run(rid, "router", outcome="success", steps=(step,))
+
+        good = routed("ok1", "c396e37f-f83c-4880-b4f4-a72756461c24", "tools")
+        same = routed("bad", "e42b99df-95a4-42c1-9991-d0b877456e07", "tools")
+        other = routed("bad", "e42b99df-95a4-42c1-9991-d0b877456e07", "end")
+        seen = [{e.diagnoser for e in violations(r.steps[0], Lineage(r).view("s"), learn([good]))} for r in (same, other)]
+        assert "reference:same-input" not in seen[0] and "reference:same-input" in seen[1]
+
     def test_a_faithful_step_breaks_nothing(self) -> None:
         """The same converter with its usual rate, on a new amount, violates no invariant."""
         fine = _converter_run("new", 777.0, 0.92)

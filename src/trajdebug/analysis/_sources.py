@@ -165,7 +165,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         view = sl.lin.view(sid)
         found: list[Evidence] = []
         if sl.profile is not None:
-            found += violations(step, view, sl.profile)
+            found += violations(step, view, sl.profile, steps=sl.g.steps)
             u = unseen(step, sl.profile)
             if u is not None:
                 found.append(u)

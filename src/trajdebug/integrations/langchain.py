@@ -70,6 +70,14 @@ from trajdebug.integrations._langchain_read import (
 from trajdebug.sources.formats.convert import declared
 
 
+def _leaves(runs: Sequence[LCRun]) -> list[LCRun]:
+    """The model, tool and retriever calls among these runs and their descendants."""
+    out: list[LCRun] = []
+    for r in runs:
+        out.extend([r] if r.run_type in ("llm", "chat_model", "tool", "retriever") else _leaves(r.child_runs))
+    return out
+
+
 class TrajdebugTracer(BaseTracer):
     """A LangChain tracer that turns each top-level LangChain run into a trajdebug `Run`.
 
@@ -196,6 +204,7 @@ class TrajdebugTracer(BaseTracer):
         for r in order:
             steps[str(r.id)] = self._step(r)
         self._sequence_edges(order, steps)
+        self._enclosed_edges(order, steps)
         self._tool_call_edges(order, steps)
         errors = self._errors(order, steps)
         self._retry_links(order, steps, errors)
@@ -328,6 +337,31 @@ class TrajdebugTracer(BaseTracer):
             for a, b in itertools.pairwise(kids):
                 s = steps[str(b.id)]
                 steps[str(b.id)] = _with_deps(s, [declared(str(a.id))])
+
+    @staticmethod
+    def _enclosed_edges(order: Sequence[LCRun], steps: dict[str, Step]) -> None:
+        """A chain that ran a sibling inside its own span returned what it got from it (declared data edges).
+
+        LangGraph's node function (``call_model``) invokes the model with the node's config, so the model's
+        runs are reported as the function's siblings, not its children: without an edge the function's
+        answer looks like it was made from nothing, and the model call that made it is not its producer.
+        """
+        for r in order:
+            if r.run_type != "chain":
+                continue
+            for sib in r.child_runs:
+                inner = [
+                    c
+                    for c in r.child_runs
+                    if c is not sib and c.start_time > sib.start_time and c.end_time is not None
+                    and sib.end_time is not None and c.end_time <= sib.end_time
+                ]
+                if sib.run_type != "chain" or not inner:
+                    continue
+                # The model or tool calls inside (a prompt | model sequence is a container, not a producer).
+                made = [str(c.id) for c in _leaves(inner) or inner]
+                s = steps[str(sib.id)]
+                steps[str(sib.id)] = _with_deps(s, [declared(sid) for sid in made])
 
     @staticmethod
     def _tool_call_edges(order: Sequence[LCRun], steps: dict[str, Step]) -> None:

@@ -17,6 +17,7 @@ is folded to `FOLD` characters until the person expands it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,13 @@ def _question(run: Run, steps: dict[str, Step], position: dict[str, int], step_i
     step = steps[step_id]
     index = position[step_id]
     parent = steps.get(step.parent_id) if step.parent_id else None
+    read: dict[str, dict[str, Any]] = {}
+    for d in step.deps:
+        # What a reader took from run.state is what the key's writer wrote there, not what the writer returned
+        # (a count of the rows it stored): the person judging the reader needs the value it read.
+        written = steps[d.step_id].attributes.get("state_values") if d.kind == "state" and d.step_id in steps else None
+        if isinstance(written, Mapping) and d.key in written:
+            read.setdefault(d.step_id, {})[str(d.key)] = written[d.key]
     seen: set[str] = set()
     producers = []
     for d in step.deps:
@@ -92,7 +100,7 @@ def _question(run: Run, steps: dict[str, Step], position: dict[str, int], step_i
         if p is None or d.run_id not in (None, run.run_id) or p.step_id in seen:
             continue
         seen.add(p.step_id)
-        producers.append(Producer(p.step_id, p.name, p.kind, p.output))
+        producers.append(Producer(p.step_id, p.name, p.kind, read.get(p.step_id, p.output)))
     return Question(
         step_id=step.step_id,
         name=step.name,

@@ -18,6 +18,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._selection import selections, unpicked
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.analysis.lineage import derivation
 from trajdebug.core.model import Step
 from trajdebug.core.values import atoms, is_year
 
@@ -467,6 +468,17 @@ def _stored_under(step: Step) -> Iterable[Evidence]:
             return
 
 
+def _computed_date(step: Step, value: str, ctx: DiagnoseContext) -> bool:
+    """Whether a date or time a writer stored is one it computed from a given date or time and a given count
+    (a clock advanced by a leg's minutes, a due date a term after an issue date): derived, not invented."""
+    if ctx.lineage is None:
+        return False
+    found = [a for a in atoms(value) if a.kind == "date"]
+    if len(found) != 1 or found[0].raw.strip() != value.strip():
+        return False
+    return derivation(ctx.lineage.view(step.step_id), found[0]) is not None
+
+
 def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write storing values found in none of its inputs (where a wrong shared value is born)."""
     yield from _stored_under(step)
@@ -492,7 +504,7 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             t = v.strip().lower()
             if not 2 <= len(t) <= 60 or len(t.split()) > 3:
                 continue
-            seen = t in hay
+            seen = t in hay or _computed_date(step, v, ctx)
         else:
             continue
         checked += 1

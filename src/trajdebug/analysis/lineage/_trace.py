@@ -198,10 +198,20 @@ class Lineage:
             v = self.views.get(sid)
             if v is None or v.given_by_parents:
                 continue
-            if v.given(atom) and not v.holds(atom) and (v.outputs or v.out_text):
+            if v.given(atom) and not v.holds(atom) and (v.outputs or v.out_text) and not self._stored(v, atom):
                 out.append(sid)
         out.sort(key=self.pos.__getitem__)
         return out
+
+    def _stored(self, view: StepView, atom: Atom) -> bool:
+        """Whether a step given the value whole wrote it into shared state (``state_values``): a writer passes
+        values on through the state its readers read, whatever it returns (a count of the rows it stored).
+        Only a value it was given as such: one it was given as a piece of another (a host id cut down to its
+        pool's name) and wrote was changed there, not passed on."""
+        if atom.key not in view.in_keys:
+            return False
+        written = self.steps[self.pos[view.step_id]].attributes.get("state_values")
+        return isinstance(written, dict) and any(a.key == atom.key for a in atoms(written))
 
     def value_edges(self, min_confidence: float = 0.45, max_holders: int = 4) -> dict[str, list[Dependency]]:
         """Inferred data edges: each step from the latest earlier step whose output held a value its input holds.
@@ -375,7 +385,8 @@ class Derivation:
 
     op: str
     """``copy``, ``sum`` (of one field), ``run-sum`` (of consecutive values), ``max``, ``min``,
-    ``add``, ``sub``, ``mul``, ``div`` or ``pct`` (a number times a percentage over 100); for a date, ``date+days`` or ``date-days``."""
+    ``add``, ``sub``, ``mul``, ``div`` or ``pct`` (a number times a percentage over 100); for a date, ``date+days`` or ``date-days``;
+    for a time of day, ``time+minutes`` or ``time-minutes``."""
     operands: tuple[Atom, ...]
     """The given numbers it was computed from."""
 
@@ -398,7 +409,7 @@ def derivation(view: StepView, atom: Atom) -> Derivation | None:
     value no such formula explains: the step made it up (or looked it up).
     """
     if atom.kind == "date":
-        return _date_derivation(view, atom)
+        return _date_derivation(view, atom) or _time_derivation(view, atom)
     if atom.kind != "number" or atom.number is None:
         return None
     y = atom.number
@@ -525,6 +536,34 @@ def _date_derivation(view: StepView, atom: Atom) -> Derivation | None:
                     return Derivation("date-days", (a, n))
             except OverflowError:
                 continue  # a sentinel date (9999-12-31, 0001-01-01) a count of days pushes off the calendar
+    return None
+
+
+_CLOCK = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::00)?\s*$")
+
+
+def _clock(raw: str) -> int | None:
+    """A time of day written ``H:MM`` or ``HH:MM`` (``:00`` seconds allowed) as minutes after midnight."""
+    m = _CLOCK.match(raw)
+    if m is None or int(m.group(1)) > 23 or int(m.group(2)) > 59:
+        return None
+    return int(m.group(1)) * 60 + int(m.group(2))
+
+
+def _time_derivation(view: StepView, atom: Atom) -> Derivation | None:
+    """A time of day a step computed as a given time plus or minus a given whole number of minutes (an
+    arrival from a departure and a duration, a reminder before a meeting), across midnight too."""
+    want = _clock(atom.raw)
+    if want is None:
+        return None
+    times = [(t, a) for a in view.inputs if a.kind == "date" and a.key != atom.key and (t := _clock(a.raw)) is not None]
+    minutes = [a for a in view.inputs if a.kind == "number" and a.number is not None and a.number == int(a.number) and 0 < a.number <= 1440]
+    for t, a in times[:20]:
+        for n in minutes[:40]:
+            if (t + int(n.number or 0)) % 1440 == want:
+                return Derivation("time+minutes", (a, n))
+            if (t - int(n.number or 0)) % 1440 == want:
+                return Derivation("time-minutes", (a, n))
     return None
 
 

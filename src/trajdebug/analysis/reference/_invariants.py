@@ -48,6 +48,8 @@ from trajdebug.analysis.reference._profile import (
     _out_fields,
     _size_ratio,
     _StepStats,
+    answer_key,
+    asked_of,
     keyed_parts,
     learn,
     operand_view,
@@ -60,7 +62,14 @@ from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 # -- violations -------------------------------------------------------------------
 
 
-def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 2) -> Iterator[Evidence]:
+def violations(
+    step: Step,
+    view: StepView,
+    profile: Profile,
+    *,
+    min_runs: int = 2,
+    steps: Mapping[str, Step] | None = None,
+) -> Iterator[Evidence]:
     """The likely invariants of this step that the failing run breaks, as evidence.
 
     Args:
@@ -69,12 +78,14 @@ def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 
         profile: What the agent's passing runs did.
         min_runs: Distinct runs (or, for a profile of the failing run itself,
             other occurrences) an invariant needs.
+        steps: The failing run's steps by id: the writers of the state the step read
+            (`_profile.asked_of`).
     """
     st = profile.steps.get(step_key(step))
     if st is None or step.status != "ok":
         return
     if step.kind not in CONTAINER_KINDS:
-        yield from _answer_checks(step, st)
+        yield from _answer_checks(step, st, steps)
     if st.n < MIN_SUPPORT or len(st.runs) < min_runs:
         return
     outs = _out_fields(view)
@@ -97,13 +108,13 @@ def violations(step: Step, view: StepView, profile: Profile, *, min_runs: int = 
             )
 
 
-def _answer_checks(step: Step, st: _StepStats) -> Iterator[Evidence]:
+def _answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None) -> Iterator[Evidence]:
     """A request answered otherwise than in every passing run; an answer passing runs got for another request."""
-    answers = st.answers.get(_canon(semantic(step, step.input)))
+    answers = st.answers.get(answer_key(asked_of(step, steps)))
     # One answer to this request in every passing run that made it, and another one now: a
     # function of its input that changed (stale data, a changed environment), the strongest
     # sign a step's output is off.  Passing runs that disagree among themselves say nothing.
-    if answers is not None and len(answers) == 1 and _canon(semantic(step, step.output)) not in answers:
+    if answers is not None and len(answers) == 1 and answer_key(semantic(step, step.output)) not in answers:
         yield Evidence(
             step.step_id,
             0.65 if step.kind != "llm" else 0.4,

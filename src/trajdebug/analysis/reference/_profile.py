@@ -81,11 +81,12 @@ def learn(runs: Sequence[Run]) -> Profile:
     for run in runs:
         lin = Lineage(run)
         kids = _children(run)
+        by_id = {s.step_id: s for s in run.steps}
         for s in run.steps:
             if s.kind in CONTAINER_KINDS or s.status != "ok":
                 continue
             st = table.setdefault(step_key(s), _StepStats())
-            _observe(st, s, lin.view(s.step_id), run.run_id, bool(kids.get(s.step_id)))
+            _observe(st, s, lin.view(s.step_id), run.run_id, bool(kids.get(s.step_id)), by_id)
     return Profile(tuple(r.run_id for r in runs), table)
 
 
@@ -191,7 +192,9 @@ class _Obs:
     """Items out per item in, when both are counts."""
 
 
-def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bool) -> None:
+def _observe(
+    st: _StepStats, s: Step, view: StepView, run_id: str, container: bool, steps: Mapping[str, Step]
+) -> None:
     if s.kind in OBSERVATION_KINDS and len(st.parts) < 2000:
         request = _canon(semantic(s, s.input))
         for part in _large_parts(semantic(s, s.output)):
@@ -199,9 +202,9 @@ def _observe(st: _StepStats, s: Step, view: StepView, run_id: str, container: bo
             if len(got) < 3:
                 got.setdefault(request, run_id)
     if len(st.answers) < 500:
-        seen = st.answers.setdefault(_canon(semantic(s, s.input)), {})
+        seen = st.answers.setdefault(answer_key(asked_of(s, steps)), {})
         if len(seen) < 4:
-            seen.setdefault(_canon(semantic(s, s.output)), run_id)
+            seen.setdefault(answer_key(semantic(s, s.output)), run_id)
     _apply(st, _record(s, view, run_id))
 
 
@@ -318,6 +321,38 @@ def returns_empty(profile: Profile, step: Step) -> bool:
     """Whether the step returned nothing in some of the agent's passing runs (an empty result is normal for it)."""
     st = profile.steps.get(step_key(step))
     return st is not None and st.empty > 0
+
+
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+"""A UUID: an identity minted per run (a message id, a trace id), never what a step was asked or answered."""
+
+
+def answer_key(value: Any) -> str:
+    """A request or an answer as `_canon` text with its UUIDs masked, for asking whether two runs' calls were alike.
+
+    Frameworks mint fresh ids on every run (a message's id, a tool call's run id, inside the repr of an
+    object a router returns): two answers that differ only there are the same answer.
+    """
+    return _UUID.sub("<uuid>", _canon(value))
+
+
+def asked_of(step: Step, steps: Mapping[str, Step] | None = None) -> Any:
+    """What a step was asked: its input (a model call's without the envelope), with the shared state it read.
+
+    A step reading a key of ``run.state`` answers from its arguments and from that value: two calls given
+    the same arguments over different state were not asked the same thing (a planner reading a table that
+    an earlier step filled).  The value read is what the key's writer wrote (its ``state_values``).
+    """
+    asked = semantic(step, step.input)
+    if not steps:
+        return asked
+    read: dict[str, Any] = {}
+    for d in step.deps:
+        writer = steps.get(d.step_id) if d.kind == "state" and d.key else None
+        written = writer.attributes.get("state_values") if writer is not None else None
+        if isinstance(written, Mapping) and d.key in written:
+            read[str(d.key)] = written[d.key]
+    return {"input": asked, "state": read} if read else asked
 
 
 def _canon(value: Any) -> str:
