@@ -457,6 +457,25 @@ class TestFiles:
         assert pack(plain)[:1] == b"m" and unpack(pack(plain)) == plain
         assert pack(odd)[:1] == b"p" and unpack(pack(odd)) == odd
 
+    def test_spans_held_past_the_last_spill_follow_the_spilled_ones(self) -> None:
+        """A trace's spans come back in the order added when some were spilled and the last ones are
+        still held in memory, and reading them with ``keep`` leaves them to be read again."""
+        from trajdebug.sources.formats._stream import SpanSpill
+        from trajdebug.sources.formats.otlp_json import Span
+
+        def span(trace: str, i: int) -> Span:
+            return Span(trace * 32, f"{i + 1:016x}", None, "s", 1, i, i + 1, {}, [], [], 0, "", {}, "", i)
+
+        with SpanSpill() as spill:
+            spill.add([span("a", 0), span("b", 1)], 2)  # spilled at once
+            spill.add([span("a", 2)], 2)  # held
+            spill.finish()
+            assert spill.spilled and [s.index for s in spill.memory["a" * 32]] == [2]
+            kept = spill.spans("a" * 32, keep=True)
+            assert [s.index for s in kept] == [0, 2]
+            assert spill.spans("a" * 32) == kept and "a" * 32 not in spill.memory
+            assert [s.index for s in spill.spans("b" * 32)] == [1]
+
     def test_nothing_readable_raises(self, tmp_path: Path) -> None:
         """A JSON file with no OTLP envelope raises a FormatError naming the file."""
         f = tmp_path / "x.json"
