@@ -186,8 +186,21 @@ def attributes(kvs: Any, bad: Bad | None = None, where: str = "attributes") -> d
                 ):
                     out[key] = int(x) if c is str else x
                     continue
+                if vk == "arrayValue" and c is dict and (items := _strings(x)) is not None:
+                    out[key] = items
+                    continue
         return _attributes(kvs, bad, where)
     return out
+
+
+def _strings(array: dict[str, Any]) -> list[str] | None:
+    """The strings of an ``arrayValue`` that holds only strings (finish reasons, tool names, tags), as
+    `any_value` reads them; None when it holds anything else (`any_value` reads it and says what is wrong)."""
+    values = array.get("values")
+    if len(array) != 1 or values.__class__ is not list:
+        return None
+    out = [e.get("stringValue", _NONE) if e.__class__ is dict and len(e) == 1 else _NONE for e in values]
+    return None if _NONE in out else out
 
 
 def _attributes(kvs: Any, bad: Bad | None, where: str) -> dict[str, Any]:
@@ -353,20 +366,26 @@ def spans_from_envelope(
             if not isinstance(raw_spans, list):
                 bad(f"resourceSpans[{i}].scopeSpans[{j}].spans", "a list", raw_spans)
                 continue
+            found = []
             for k, raw in enumerate(raw_spans):
-                where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
-                if not isinstance(raw, Mapping):
-                    bad(where, "an object", raw)
+                if raw.__class__ is not dict and not isinstance(raw, Mapping):
+                    bad(_where(i, j, k), "an object", raw)
                     continue
-                found = []
                 try:
                     spans.append(_span(raw, resource, scope, first_index + len(spans), found))
                 except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
                     msg = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
-                    problems.append(FormatError(f"{where}: {msg}; span skipped", source=source, line=line))
-                # The span is kept; each field that could not be read is one problem naming it.
-                problems.extend(FormatError(f"{where}.{f}", source=source, line=line) for f in found)
+                    problems.append(FormatError(f"{_where(i, j, k)}: {msg}; span skipped", source=source, line=line))
+                if found:
+                    # The span is kept; each field that could not be read is one problem naming it.
+                    problems.extend(FormatError(f"{_where(i, j, k)}.{f}", source=source, line=line) for f in found)
+                    found = []
     return spans, problems
+
+
+def _where(i: int, j: int, k: int) -> str:
+    """A span's place in its envelope, as a problem names it (made only for a problem)."""
+    return f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
 
 
 def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str, index: int, bad: Bad) -> Span:
