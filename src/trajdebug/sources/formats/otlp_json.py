@@ -159,7 +159,8 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_NONE = object()
+_NONE: Any = object()
+"""A missing value (None may be a value)."""
 
 
 def attributes(kvs: Any, bad: Bad | None = None, where: str = "attributes") -> dict[str, Any]:
