@@ -469,13 +469,22 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, dict[str, Any]]) -> Non
             new.append(declared(steps[issued[str(call)]]["step_id"]))
         elif s.span_id in matched:
             new.append(declared(steps[matched[s.span_id]]["step_id"]))
-        if step["kind"] == "llm":
-            for m in chat.input_messages(step["input"]):
-                src = executed.get(str(m.get("tool_call_id")))
+        if step["kind"] == "llm" and executed:
+            for call_id in _read_call_ids(step["input"]):
+                src = executed.get(call_id)
                 if src is not None and steps[src]["start_ns"] <= step["start_ns"]:
                     new.append(declared(steps[src]["step_id"]))
         if new:
             step["deps"] = add_deps(step["deps"], new, step["step_id"])
+
+
+def _read_call_ids(input: Any) -> list[str]:
+    """The ``tool_call_id`` of each message of a normalized LLM input, as text (``"None"`` for a message
+    without one), as `chat.input_messages` lists the messages but read in place, not copied."""
+    msgs = input.get("messages") if isinstance(input, Mapping) else None
+    if not isinstance(msgs, list):
+        return []
+    return [str(m.get("tool_call_id")) for m in msgs if isinstance(m, Mapping)]
 
 
 __all__ = ["trace_to_run"]
