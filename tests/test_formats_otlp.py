@@ -457,6 +457,47 @@ class TestFiles:
         assert pack(plain)[:1] == b"m" and unpack(pack(plain)) == plain
         assert pack(odd)[:1] == b"p" and unpack(pack(odd)) == odd
 
+    def test_spans_held_past_the_last_spill_follow_the_spilled_ones(self) -> None:
+        """A trace's spans come back in the order added when some were spilled and the last ones are
+        still held in memory, and reading them with ``keep`` leaves them to be read again."""
+        from trajdebug.sources.formats._stream import SpanSpill
+        from trajdebug.sources.formats.otlp_json import Span
+
+        def span(trace: str, i: int) -> Span:
+            return Span(trace * 32, f"{i + 1:016x}", None, "s", 1, i, i + 1, {}, [], [], 0, "", {}, "", i)
+
+        with SpanSpill() as spill:
+            spill.add([span("a", 0), span("b", 1)], 2)  # spilled at once
+            spill.add([span("a", 2)], 2)  # held
+            spill.finish()
+            assert spill.spilled and [s.index for s in spill.memory["a" * 32]] == [2]
+            kept = spill.spans("a" * 32, keep=True)
+            assert [s.index for s in kept] == [0, 2]
+            assert spill.spans("a" * 32) == kept and "a" * 32 not in spill.memory
+            assert [s.index for s in spill.spans("b" * 32)] == [1]
+
+    def test_step_attributes_follow_the_rule_name_by_name_whatever_the_plan(self) -> None:
+        """A step keeps a foreign span's attributes but trajdebug's own and the content, takes those
+        trajdebug exported without their prefix (a later one wins over an earlier one of the same name),
+        and spans with the same names but other values (planned once) keep their own values."""
+        from trajdebug.sources.formats.otlp import runs_from_spans
+        from trajdebug.sources.formats.otlp_json import Span
+
+        def step_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+            span = Span("cd" * 16, "ef" * 8, None, "s", 0, 1, 2, attrs, [], [], 0, "", {}, "", 0)
+            got = dict(runs_from_spans([span]).runs[0].steps[0].attributes)
+            return got
+
+        cases = [
+            ({"x": 1, "trajdebug.attr.x": 2, "input.value": "hi", "service": "a"}, {"x": 2, "service": "a"}),
+            ({"x": 3, "trajdebug.attr.x": 4, "input.value": "ho", "service": "b"}, {"x": 4, "service": "b"}),
+            ({"trajdebug.attr.y": 1, "y": 2, "trajdebug.run.name": "r"}, {"y": 2}),
+            ({"a": 1, "b": [1, 2]}, {"a": 1, "b": [1, 2]}),
+            ({"a": 5, "b": None}, {"a": 5, "b": None}),
+        ]
+        for attrs, kept in cases:
+            assert step_attrs(attrs) == kept
+
     def test_nothing_readable_raises(self, tmp_path: Path) -> None:
         """A JSON file with no OTLP envelope raises a FormatError naming the file."""
         f = tmp_path / "x.json"
@@ -515,6 +556,10 @@ class TestConventions:
             {"doubleValue": 1.5}, {"doubleValue": 2}, {"doubleValue": "1.5"}, {"boolValue": True},
             {"boolValue": "yes"}, {"int_value": "7"}, {"arrayValue": {"values": [{"intValue": "1"}]}}, {},
             {"stringValue": "a", "intValue": "1"}, None, "plain",
+            {"arrayValue": {"values": [{"stringValue": "stop"}, {"stringValue": "x"}]}}, {"arrayValue": {"values": []}},
+            {"arrayValue": {}}, {"arrayValue": None}, {"arrayValue": {"values": [{"stringValue": "a"}, "b"]}},
+            {"arrayValue": {"values": [{"stringValue": "a", "intValue": "1"}]}}, {"arrayValue": {"values": "ab"}},
+            {"arrayValue": {"values": [{"stringValue": "a"}], "other": 1}}, {"arrayValue": [{"stringValue": "a"}]},
         ],
     )
     def test_attributes_decode_each_value_as_any_value_does(self, value: Any) -> None:
@@ -524,6 +569,27 @@ class TestConventions:
         one: list[str] = []
         assert attributes([{"key": "k", "value": value}], bad) == {"k": any_value(value, one, "attributes[0].value")}
         assert bad == one
+
+    def test_span_times_and_ids_read_alike_in_any_spelling(self) -> None:
+        """A span's times and parent id read the same written as the spec says (digits, hex), as numbers,
+        in snake_case or base64, and read again once seen (the second envelope)."""
+        from trajdebug.sources.formats.otlp_json import spans_from_envelope
+
+        parent = "ab" * 8
+        forms = [
+            {"startTimeUnixNano": "10", "endTimeUnixNano": "0", "parentSpanId": parent},
+            {"startTimeUnixNano": 10, "endTimeUnixNano": None, "parentSpanId": parent.upper()},
+            {"start_time_unix_nano": "10", "parent_span_id": base64.b64encode(bytes.fromhex(parent)).decode()},
+            {"startTimeUnixNano": " 10 ", "endTimeUnixNano": "", "parentSpanId": parent},
+        ]
+        for _ in range(2):
+            for form in forms:
+                raw = {"traceId": "cd" * 16, "spanId": "ef" * 8, "name": "s", **form}
+                env = {"resourceSpans": [{"scopeSpans": [{"spans": [raw]}]}]}
+                spans, problems = spans_from_envelope(env, source="f", line=1, first_index=0)
+                assert problems == [] and len(spans) == 1, form
+                s = spans[0]
+                assert (s.trace_id, s.parent_id, s.start_ns, s.end_ns) == ("cd" * 16, parent, 10, None), form
 
     def test_hex_id_accepts_both_encodings(self) -> None:
         """Ids decode from hex or base64 to lowercase hex; zero ids mean no id."""

@@ -186,6 +186,56 @@ def flat_build(msgs: dict[int, dict[str, Any]], role: str) -> list[dict[str, Any
     return out
 
 
+FlatTemplate = tuple[tuple[str | None, str | None, tuple[tuple[str | None, str | None, str | None], ...]], ...]
+"""Where each flattened message's fields are, by attribute name: per message in index order (its role's name,
+its content's, and per tool call in index order the names of its id, function name and arguments; None:
+absent).  Spans of one instrumentation repeat the same names, so this is made once per set of names."""
+
+
+def flat_template(names: list[tuple[str, FlatKey]]) -> FlatTemplate:
+    """The template of the flattened names (each with its `flat_key`): what `flat_put` of their values
+    would collect, by name instead of value."""
+    by_index: dict[int, dict[str, Any]] = {}
+    for name, pos in names:
+        flat_put(by_index, pos, name)
+    out = []
+    for i in sorted(by_index):
+        m = by_index[i]
+        calls = m.get("calls") or {}
+        out.append(
+            (
+                m.get("role"),
+                m.get("content"),
+                tuple((c.get("id"), c.get("name"), c.get("arguments")) for c in (calls[j] for j in sorted(calls))),
+            )
+        )
+    return tuple(out)
+
+
+def flat_fill(attrs: Mapping[str, Any], template: FlatTemplate, role: str) -> list[dict[str, Any]] | None:
+    """`flat_build` of the attributes a `flat_template` names (their values all strings): the same messages."""
+    if not template:
+        return None
+    out: list[dict[str, Any]] = []
+    for role_name, content_name, calls in template:
+        r = role if role_name is None else attrs[role_name]
+        msg: dict[str, Any] = {
+            "role": _ROLE_ALIASES.get(r.lower(), r),
+            "content": None if content_name is None else attrs[content_name] or None,
+        }
+        if calls:
+            msg["tool_calls"] = [
+                _call(
+                    None if i is None else attrs[i],
+                    None if n is None else attrs[n],
+                    None if a is None else attrs[a],
+                )
+                for i, n, a in calls
+            ]
+        _add(out, msg)
+    return out
+
+
 def normalize_message(value: Any) -> dict[str, Any] | None:
     """One message in any known shape as a normalized message, or None when it is not one.
 

@@ -14,15 +14,16 @@ from typing import Any
 
 from trajdebug.core.chat._messages import (
     FlatKey,
+    FlatTemplate,
     _as_assistant,
     _int,
     _json_or_none,
     _mapping,
     _maybe_json,
     _text,
-    flat_build,
+    flat_fill,
     flat_key,
-    flat_put,
+    flat_template,
     normalize_messages,
     normalize_plain_messages,
     plain,
@@ -110,28 +111,52 @@ class Scan:
 
     __slots__ = ("envelope", "flat_in", "flat_out", "params", "schemas", "under")
 
-    def __init__(self) -> None:
-        self.flat_in: dict[int, dict[str, Any]] | None = {}
-        """``llm.input_messages.*`` in the common form, collected by `flat_put` (None: not the common form)."""
-        self.flat_out: dict[int, dict[str, Any]] | None = {}
+    def __init__(
+        self,
+        flat_in: FlatTemplate | None,
+        flat_out: FlatTemplate | None,
+        under: list[bool],
+        params: list[tuple[str, Any]],
+        schemas: list[tuple[str, Any]],
+        envelope: list[tuple[tuple[int, int], Any]],
+    ) -> None:
+        self.flat_in = flat_in
+        """Where ``llm.input_messages.*`` are in the common form, for `flat_fill` (None: not the common form)."""
+        self.flat_out = flat_out
         """The same of ``llm.output_messages.*``."""
-        self.under = [False] * 5
+        self.under = under
         """Whether any name is under each flattened prefix (indexed by ``_IN`` ... ``_COMPLETION``)."""
-        self.params: list[tuple[str, Any]] = []
+        self.params = params
         """``gen_ai.request.<param>`` values (not None), in order."""
-        self.schemas: list[tuple[str, Any]] = []
+        self.schemas = schemas
         """``llm.tools.<i>.tool.json_schema`` names and values, in order."""
-        self.envelope: list[tuple[tuple[int, int], Any]] = []
+        self.envelope = envelope
         """The values of the names `envelope_of` reads (`_ENV_SOURCES`), with their places."""
 
 
-def scan(attrs: Mapping[str, Any]) -> Scan:
-    """One pass over the attributes collecting what `messages_of` and `envelope_of` read by name pattern."""
-    found = Scan()
-    flat_in, flat_out, under = found.flat_in, found.flat_out, found.under
-    info_of = _KEY_INFO.get
-    for k, v in attrs.items():
-        info = info_of(k)
+_Plan = tuple[
+    "tuple[tuple[str, ...], FlatTemplate] | None",
+    "tuple[tuple[str, ...], FlatTemplate] | None",
+    tuple[bool, ...],
+    tuple[tuple[str, Any], ...],
+    tuple[str, ...],
+    tuple[tuple[str, tuple[int, int]], ...],
+]
+_PLANS: dict[tuple[str, ...], _Plan] = {}
+"""A span's attribute names, in order -> what `scan` reads of them (`_plan`)."""
+
+
+def _plan(names: tuple[str, ...]) -> _Plan:
+    """What `scan` reads of attributes with these names, told by the names alone: the flattened messages'
+    names and template (None: a name under the prefix not in the common form), whether any name is under
+    each prefix, and the names of the parameters, tool schemas and envelope, in order."""
+    flat: list[list[tuple[str, FlatKey]] | None] = [[], []]
+    under = [False] * 5
+    params: list[tuple[str, Any]] = []
+    schemas: list[str] = []
+    envelope: list[tuple[str, tuple[int, int]]] = []
+    for k in names:
+        info = _KEY_INFO.get(k)
         if info is None:
             info = _key_info(k)
         code = info[0]
@@ -139,27 +164,53 @@ def scan(attrs: Mapping[str, Any]) -> Scan:
             continue
         if code <= _OUT:
             under[code] = True
-            msgs = flat_in if code == _IN else flat_out
-            if msgs is None:
-                continue
-            pos: FlatKey | None = info[1]
-            if pos is None or v.__class__ is not str:
-                if code == _IN:
-                    flat_in = found.flat_in = None
+            side = flat[code - _IN]
+            if side is not None:
+                if info[1] is None:
+                    flat[code - _IN] = None
                 else:
-                    flat_out = found.flat_out = None
-                continue
-            flat_put(msgs, pos, v)
+                    side.append((k, info[1]))
         elif code <= _COMPLETION:
             under[code] = True
         elif code == _ENV:
-            found.envelope.append((info[1], v))
+            envelope.append((k, info[1]))
         elif code == _PARAM:
-            if v is not None:
-                found.params.append((info[1], v))
+            params.append((k, info[1]))
         else:
-            found.schemas.append((k, v))
-    return found
+            schemas.append(k)
+    plan: _Plan = (
+        *(None if side is None else (tuple(k for k, _ in side), flat_template(side)) for side in flat),
+        tuple(under),
+        tuple(params),
+        tuple(schemas),
+        tuple(envelope),
+    )  # type: ignore[assignment]
+    if len(_PLANS) >= 1 << 12:  # names are the producer's: a file may coin new sets without end
+        _PLANS.clear()
+    _PLANS[names] = plan
+    return plan
+
+
+_STR_ONLY = {str}
+
+
+def scan(attrs: Mapping[str, Any]) -> Scan:
+    """What `messages_of` and `envelope_of` read by name pattern, planned once per set of names (`_plan`):
+    the flattened messages are in the common form when the names are and every value is a string."""
+    names = tuple(attrs)
+    plan = _PLANS.get(names)
+    if plan is None:
+        plan = _plan(names)
+    flat_in, flat_out, under, params, schemas, envelope = plan
+    get = attrs.__getitem__
+    return Scan(
+        None if flat_in is None or (flat_in[0] and set(map(type, map(get, flat_in[0]))) != _STR_ONLY) else flat_in[1],
+        None if flat_out is None or (flat_out[0] and set(map(type, map(get, flat_out[0]))) != _STR_ONLY) else flat_out[1],
+        list(under),
+        [(name, v) for k, name in params if (v := get(k)) is not None] if params else [],
+        [(k, get(k)) for k in schemas] if schemas else [],
+        [(place, get(k)) for k, place in envelope],
+    )
 
 
 def span_envelope(attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,7 +282,7 @@ def messages_of(
     """`messages_from_attributes` of attributes already scanned (`scan`)."""
     in_msgs = None
     if found.flat_in is not None and "llm.input_messages" not in attrs:
-        in_msgs = flat_build(found.flat_in, "user")  # the common form, read directly
+        in_msgs = flat_fill(attrs, found.flat_in, "user")  # the common form, read directly
     if in_msgs is None:
         in_msgs = _input_messages(attrs, events, found)
     system = attrs.get("gen_ai.system_instructions")
@@ -242,7 +293,7 @@ def messages_of(
             in_msgs.insert(0, {"role": "system", "content": text})
     msgs = None
     if found.flat_out is not None and "llm.output_messages" not in attrs:
-        msgs = flat_build(found.flat_out, "assistant")
+        msgs = flat_fill(attrs, found.flat_out, "assistant")
     if msgs is None:
         decoded, outputs = _first_list(
             lambda: _unflatten_if(attrs, "llm.output_messages", found.under[_OUT]),

@@ -148,20 +148,12 @@ def _step(
     """The fields of a span's step (`Step`'s keywords)."""
     a = s.attrs
     own = STEP_ID in a
-    attrs: dict[str, Any] = {}
-    carries_messages = False
-    for k, v in a.items():
-        # Spans repeat the same few attribute names: each name is classified once (`_key_class`).
-        c = _KEY_CLASS.get(k)
-        if c is None:
-            c = _key_class(k)
-        if c & 4:
-            carries_messages = True
-        c &= 3
-        if c == 1:
-            attrs[k[len(STEP_ATTR) :]] = v
-        elif c == 0 and not own:
-            attrs[k] = v
+    # Spans repeat the same few sets of attribute names: each set is planned once (`_plan`).
+    plan = _PLANS.get(names := tuple(a))
+    if plan is None:
+        plan = _plan(names, own)
+    carries_messages, kept = plan
+    attrs: dict[str, Any] = a.copy() if kept is None else {new: a[k] for k, new in kept}
     kind = a.get(STEP_KIND) or sc.step_kind(a) or ("agent" if s.children else "other")
     inp = sc.io_value(a, "input")
     out = sc.io_value(a, "output")
@@ -227,6 +219,35 @@ _KEY_CLASS: dict[str, int] = {}
 """Attribute names seen -> 1: a step attribute trajdebug exported; 2: trajdebug's own or content (not
 kept as an attribute); 0: a foreign attribute kept as it is; plus 4 when the name may hold messages
 (`_semconv.messages` reads none from a span without such a name or an event)."""
+
+
+_PLANS: dict[tuple[str, ...], tuple[bool, tuple[tuple[str, str], ...] | None]] = {}
+"""A span's attribute names, in order -> whether any may hold messages, and the step attributes kept of
+them as (name, name in the step) (None: every one, as it is)."""
+
+
+def _plan(names: tuple[str, ...], own: bool) -> tuple[bool, tuple[tuple[str, str], ...] | None]:
+    """What `_step` keeps of a span's attributes, told by their names alone (`_key_class` of each name)."""
+    carries_messages = False
+    kept: list[tuple[str, str]] = []
+    for k in names:
+        c = _KEY_CLASS.get(k)
+        if c is None:
+            c = _key_class(k)
+        if c & 4:
+            carries_messages = True
+        c &= 3
+        if c == 1:
+            kept.append((k, k[len(STEP_ATTR) :]))
+        elif c == 0 and not own:
+            kept.append((k, k))
+    # A later name equal to an earlier one once renamed (``trajdebug.attr.x`` and ``x``) is never "as it is".
+    same = len(kept) == len(names) and all(k == new for k, new in kept)
+    plan = (carries_messages, None if same else tuple(kept))
+    if len(_PLANS) >= 1 << 12:  # names are the producer's: a file may coin new sets without end
+        _PLANS.clear()
+    _PLANS[names] = plan
+    return plan
 
 
 def _key_class(k: str) -> int:
@@ -448,13 +469,22 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, dict[str, Any]]) -> Non
             new.append(declared(steps[issued[str(call)]]["step_id"]))
         elif s.span_id in matched:
             new.append(declared(steps[matched[s.span_id]]["step_id"]))
-        if step["kind"] == "llm":
-            for m in chat.input_messages(step["input"]):
-                src = executed.get(str(m.get("tool_call_id")))
+        if step["kind"] == "llm" and executed:
+            for call_id in _read_call_ids(step["input"]):
+                src = executed.get(call_id)
                 if src is not None and steps[src]["start_ns"] <= step["start_ns"]:
                     new.append(declared(steps[src]["step_id"]))
         if new:
             step["deps"] = add_deps(step["deps"], new, step["step_id"])
+
+
+def _read_call_ids(input: Any) -> list[str]:
+    """The ``tool_call_id`` of each message of a normalized LLM input, as text (``"None"`` for a message
+    without one), as `chat.input_messages` lists the messages but read in place, not copied."""
+    msgs = input.get("messages") if isinstance(input, Mapping) else None
+    if not isinstance(msgs, list):
+        return []
+    return [str(m.get("tool_call_id")) for m in msgs if isinstance(m, Mapping)]
 
 
 __all__ = ["trace_to_run"]

@@ -108,19 +108,21 @@ class SpanSpill:
             self._spill()
 
     def finish(self) -> None:
-        """Every span added: once any were spilled, the rest join them."""
+        """Every span added: what was spilled is made readable; the spans still held stay in memory
+        (written out and read back at once, they would cost a pack and an unpack each for nothing)."""
         if self._file is not None:
-            self._spill()
             self._file.flush()
 
-    def spans(self, trace: str) -> list[Span]:
-        """A trace's spans in the order added (taken out of memory; read again from disk when spilled)."""
+    def spans(self, trace: str, *, keep: bool = False) -> list[Span]:
+        """A trace's spans in the order added: read again from disk where spilled, then those held in
+        memory, which are taken out of it unless ``keep``."""
         if self._file is None:
-            return self.memory.pop(trace)
+            return self.memory[trace] if keep else self.memory.pop(trace)
         out: list[Span] = []
         for at, n in self._chunks.get(self.order[trace], ()):
             self._file.seek(at)
             out += unpack(self._file.read(n))
+        out += self.memory.get(trace, ()) if keep else self.memory.pop(trace, ())
         return out
 
     def _spill(self) -> None:

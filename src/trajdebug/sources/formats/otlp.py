@@ -124,7 +124,7 @@ def _runs(traces: SpanSpill, problems: list[FormatError] | None = None, source: 
         # A span's links name other traces' runs: every trace's run id first, one trace at a time
         # (read back only for a trace with a span that carries a run id: the rest are their trace id).
         run_ids = {
-            t: _run_id_of(list(_dedupe(traces.spans(t)).values())) if t in traces.named else t for t in traces.order
+            t: _run_id_of(list(_dedupe(traces.spans(t, keep=True)).values())) if t in traces.named else t for t in traces.order
         }
     else:
         run_ids = {t: _run_id_of(list(_dedupe(ss).values())) for t, ss in traces.memory.items()}

@@ -159,7 +159,8 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_NONE = object()
+_NONE: Any = object()
+"""A missing value (None may be a value)."""
 
 
 def attributes(kvs: Any, bad: Bad | None = None, where: str = "attributes") -> dict[str, Any]:
@@ -186,8 +187,21 @@ def attributes(kvs: Any, bad: Bad | None = None, where: str = "attributes") -> d
                 ):
                     out[key] = int(x) if c is str else x
                     continue
+                if vk == "arrayValue" and c is dict and (items := _strings(x)) is not None:
+                    out[key] = items
+                    continue
         return _attributes(kvs, bad, where)
     return out
+
+
+def _strings(array: dict[str, Any]) -> list[str] | None:
+    """The strings of an ``arrayValue`` that holds only strings (finish reasons, tool names, tags), as
+    `any_value` reads them; None when it holds anything else (`any_value` reads it and says what is wrong)."""
+    values = array.get("values")
+    if len(array) != 1 or values.__class__ is not list:
+        return None
+    out = [e.get("stringValue", _NONE) if e.__class__ is dict and len(e) == 1 else _NONE for e in values]
+    return None if _NONE in out else out
 
 
 def _attributes(kvs: Any, bad: Bad | None, where: str) -> dict[str, Any]:
@@ -240,17 +254,22 @@ def hex_id(value: Any, nbytes: int) -> str | None:
         return None
     if not isinstance(value, str):
         raise ValueError(f"id {value!r} is not a string")
-    key = (value, nbytes)
-    if key in _HEX_IDS:
-        return _HEX_IDS[key]
-    if len(_HEX_IDS) >= _HEX_IDS_MAX:
-        _HEX_IDS.clear()
-    out = _HEX_IDS[key] = _hex_id(value, nbytes)
+    seen = _TRACE_IDS if nbytes == 16 else _SPAN_IDS if nbytes == 8 else None
+    if seen is None:
+        return _hex_id(value, nbytes)
+    out = seen.get(value, _NONE)
+    if out is not _NONE:
+        return out  # type: ignore[no-any-return]
+    if len(seen) >= _HEX_IDS_MAX:
+        seen.clear()
+    out = seen[value] = _hex_id(value, nbytes)
     return out
 
 
-_HEX_IDS: dict[tuple[str, int], str | None] = {}
-"""Ids decoded before: a trace's id comes with each of its spans, a parent's with each child."""
+_TRACE_IDS: dict[str, str | None] = {}
+"""Trace ids decoded before (a trace's id comes with each of its spans), as given -> lowercase hex."""
+_SPAN_IDS: dict[str, str | None] = {}
+"""Span ids decoded before (a parent's comes with each child)."""
 _HEX_IDS_MAX = 1 << 16
 
 
@@ -296,6 +315,14 @@ def _ns(value: Any) -> int | None:
         return None
     n = int(value)
     return n or None
+
+
+def _time(raw: Mapping[str, Any], camel: str) -> int | None:
+    """`_ns` of a span's time field, its digits read at once when written as the spec says."""
+    v = raw.get(camel, _NONE)
+    if v.__class__ is str and v.isascii() and v.isdigit():
+        return int(v) or None
+    return _ns(_get(raw, camel) if v is _NONE else v)
 
 
 def _get(obj: Mapping[str, Any], camel: str) -> Any:
@@ -353,41 +380,53 @@ def spans_from_envelope(
             if not isinstance(raw_spans, list):
                 bad(f"resourceSpans[{i}].scopeSpans[{j}].spans", "a list", raw_spans)
                 continue
+            found = []
             for k, raw in enumerate(raw_spans):
-                where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
-                if not isinstance(raw, Mapping):
-                    bad(where, "an object", raw)
+                if raw.__class__ is not dict and not isinstance(raw, Mapping):
+                    bad(_where(i, j, k), "an object", raw)
                     continue
-                found = []
                 try:
                     spans.append(_span(raw, resource, scope, first_index + len(spans), found))
                 except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
                     msg = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
-                    problems.append(FormatError(f"{where}: {msg}; span skipped", source=source, line=line))
-                # The span is kept; each field that could not be read is one problem naming it.
-                problems.extend(FormatError(f"{where}.{f}", source=source, line=line) for f in found)
+                    problems.append(FormatError(f"{_where(i, j, k)}: {msg}; span skipped", source=source, line=line))
+                if found:
+                    # The span is kept; each field that could not be read is one problem naming it.
+                    problems.extend(FormatError(f"{_where(i, j, k)}.{f}", source=source, line=line) for f in found)
+                    found = []
     return spans, problems
+
+
+def _where(i: int, j: int, k: int) -> str:
+    """A span's place in its envelope, as a problem names it (made only for a problem)."""
+    return f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
 
 
 def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str, index: int, bad: Bad) -> Span:
     """One span; only its ids are required (ValueError/KeyError), every other field that cannot be
     read is left at its default with a problem appended to ``bad``."""
-    trace_id = hex_id(raw["traceId" if "traceId" in raw else "trace_id"], 16)
+    # Ids seen before (a trace's, a parent's) are looked up at once; the rest are decoded (`hex_id`).
+    t = raw["traceId" if "traceId" in raw else "trace_id"]
+    if (trace_id := _TRACE_IDS.get(t, _NONE) if t.__class__ is str else _NONE) is _NONE:
+        trace_id = hex_id(t, 16)
     span_id = hex_id(raw["spanId" if "spanId" in raw else "span_id"], 8)
     if trace_id is None or span_id is None:
         raise ValueError("traceId and spanId must not be empty or zero")
     status = raw.get("status") or {}
-    if not isinstance(status, Mapping):
+    if status.__class__ is not dict and not isinstance(status, Mapping):
         bad.append(f"status: expected an object, got {type(status).__name__}; ignored")
         status = {}
     try:
         # Every field as it should be (the common case): read directly, with no closure per field.
+        p = raw.get("parentSpanId", _NONE)
+        if p is _NONE or (parent := _SPAN_IDS.get(p, _NONE) if p.__class__ is str else _NONE) is _NONE:
+            parent = hex_id(_get(raw, "parentSpanId"), 8)
         fields = (
-            hex_id(_get(raw, "parentSpanId"), 8),
+            parent,
             _KINDS[kind] if (kind := raw.get("kind", 0)).__class__ is str and kind in _KINDS
             else _enum(kind, SPAN_KINDS, "SPAN_KIND_"),
-            _ns(_get(raw, "startTimeUnixNano")) or 0,
-            _ns(_get(raw, "endTimeUnixNano")),
+            _time(raw, "startTimeUnixNano") or 0,
+            _time(raw, "endTimeUnixNano"),
             _enum(status.get("code", 0), _STATUS_CODES),
         )
     except (TypeError, ValueError, OverflowError, AttributeError):
