@@ -13,7 +13,7 @@ from suite_m.otel import span
 AGENT = "brewhouse-scheduler"
 ROUTE = "otlp"
 DOMAIN = "craft brewery production"
-SHAPE = "order book, recipe retriever, model plan, loop over 6 ingredients (scale, inventory, purchase), batch-sheet memory, model brew sheet, MES reservations per ingredient, tank, yeast, order allocation, excise"
+SHAPE = "order book, recipe retriever, model plan, loop over 6 ingredients (scale, inventory, purchase), batch-sheet memory, yeast order, model brew sheet, MES reservations per ingredient, tank, order allocation, excise"
 
 RECIPES = {
     "RCP-0411": {"beer": "Hazy IPA", "per_hl": {"pale malt": 18.0, "oat flakes": 3.0, "wheat malt": 2.0, "Citra": 0.9, "Mosaic": 0.6, "yeast": 0.5}, "yeast": "WLP-066", "alt_yeast": "WLP-090"},
@@ -81,7 +81,7 @@ def policy(inp: dict):
 def execute(inp: dict, env, tracer, client) -> None:
     beer = inp["beer"]
     mem: dict[str, Any] = {}
-    with span(tracer, "brew_batch", "AGENT", inp["task"]) as root:
+    with span(tracer, AGENT, "AGENT", inp["task"]) as root:
         with span(tracer, "order_book", "TOOL", {"beer": beer, "week": inp["week"]}) as s:
             orders = [{"customer": c, "hl": hl} for c, hl in ORDERS[beer]]
             if kit.active("brw2"):
@@ -119,6 +119,12 @@ def execute(inp: dict, env, tracer, client) -> None:
             mem["sheet"] = {"batch": inp["batch"], "beer": beer, "recipe": recipe["id"], "yeast": yeast,
                             "fermenter": plan["fermenter"], "batch_hl": plan["batch_hl"]}
             s.set(mem["sheet"])
+        sheet = mem["sheet"]
+        with span(tracer, "pitch_yeast", "TOOL", {"batch": sheet["batch"], "strain": sheet["yeast"]}) as s:
+            propagated = {r["yeast"] for r in RECIPES.values()}
+            if sheet["yeast"] not in propagated:
+                raise RuntimeError(f"yeast bank: no propagation of {sheet['yeast']} scheduled for {sheet['batch']}")
+            s.set({"strain": sheet["yeast"], "generation": 4, "cells_bn": round(sheet["batch_hl"] * 100)})
         summary = client.chat.completions.create(model="fake-model", messages=[
             {"role": "system", "content": "Write the brew sheet headline for the brewers. Answer JSON."},
             {"role": "user", "content": json.dumps(mem["sheet"])},
@@ -129,16 +135,10 @@ def execute(inp: dict, env, tracer, client) -> None:
                 if kg > have:
                     raise RuntimeError(f"MES stock reservation failed: {ing} {kg} kg requested, {STOCK_KG[ing]} kg on hand")
                 s.set({"reservation": f"RS-{inp['batch'][2:]}-{ing[:3]}", "kg": kg})
-        sheet = mem["sheet"]
         with span(tracer, "assign_tank", "TOOL", {"tank": sheet["fermenter"], "batch_hl": sheet["batch_hl"]}) as s:
             if TANKS[sheet["fermenter"]] < sheet["batch_hl"]:
                 raise RuntimeError(f"MES tank assignment refused: {sheet['fermenter']} holds {TANKS[sheet['fermenter']]} hL")
             s.set({"tank": sheet["fermenter"], "from": plan["brew_day"]})
-        with span(tracer, "pitch_yeast", "TOOL", {"batch": sheet["batch"], "strain": sheet["yeast"]}) as s:
-            propagated = {r["yeast"] for r in RECIPES.values()}
-            if sheet["yeast"] not in propagated:
-                raise RuntimeError(f"yeast bank: no propagation of {sheet['yeast']} scheduled for {sheet['batch']}")
-            s.set({"strain": sheet["yeast"], "generation": 4, "cells_bn": round(sheet["batch_hl"] * 100)})
         with span(tracer, "allocate_orders", "TOOL", {"batch": sheet["batch"], "beer": beer, "batch_hl": sheet["batch_hl"]}) as s:
             committed = round(sum(hl for _, hl in ORDERS[beer]), 1)
             if sheet["batch_hl"] < committed:

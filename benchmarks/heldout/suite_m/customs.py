@@ -236,10 +236,6 @@ def build(model):
 
 
 def execute(inp: dict, env) -> None:
-    from agents import OpenAIChatCompletionsModel
-    from openai import AsyncOpenAI
-
-    client = AsyncOpenAI(base_url=env.base_url, api_key="not-needed", max_retries=0)
-    clerk = build(OpenAIChatCompletionsModel(model="fake-model", openai_client=client))
-    Runner.run_sync(clerk, inp["task"], context={"entry_lines": []}, max_turns=40,
-                    run_config=RunConfig(workflow_name=AGENT, trace_metadata={"task": inp["task"]}))
+    clerk = build(env.agents_model())
+    env.run_async(Runner.run(clerk, inp["task"], context={"entry_lines": []}, max_turns=40,
+                    run_config=RunConfig(workflow_name=AGENT, trace_metadata={"task": inp["task"]})))

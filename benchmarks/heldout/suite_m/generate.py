@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 
@@ -34,6 +36,13 @@ from suite_m.routes import Env, record  # noqa: E402
 
 
 AGENT_MODULES = ["vineyard", "railyard", "mortgage", "aquarium", "customs", "vetclinic", "brewery", "payroll"]
+AGENT_NAMES = {
+    "vineyard": "vineyard-harvest", "railyard": "train-builder", "mortgage": "mortgage-underwriter",
+    "aquarium": "aquarium-lss-round", "customs": "customs-broker", "vetclinic": "vet-clinic-desk",
+    "brewery": "brewhouse-scheduler", "payroll": "payroll-run",
+}
+# The slowest agents first, so the worker pool finishes together.
+COST_ORDER = ["customs", "aquarium", "vetclinic", "mortgage", "payroll", "brewery", "railyard", "vineyard"]
 BANNED = re.compile(r"(?<![A-Za-z])(fault|bug|wrong|stale|planted|inject|corrupt)", re.IGNORECASE)
 ID_KEYS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
 
@@ -125,56 +134,72 @@ def truth_for(case: dict, agent: str, route: str, failed: Path, control: Path) -
     }
 
 
-def generate(out: Path, only: list[str] | None = None) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
+def _generate_agent(modname: str, out: str) -> list[dict]:
+    """Record one agent's references and cases into ``out`` (runs in its own process)."""
+    t0 = time.perf_counter()
+    out_path = Path(out)
     index = []
-    work = Path(tempfile.mkdtemp(prefix="suite_m_"))
+    work = Path(tempfile.mkdtemp(prefix=f"suite_m_{modname}_"))
     try:
         with Env() as env:
-            for modname in AGENT_MODULES:
-                mod = importlib.import_module(f"suite_m.{modname}")
-                if only and mod.AGENT not in only and modname not in only:
-                    continue
-                ext = _ext(mod.ROUTE)
-                refs = []
-                for k, inp in enumerate(mod.REFERENCES):
-                    p = work / f"{modname}_ref{k}.{ext}"
-                    record(mod, inp, p, env)
-                    [r] = _load(p)
-                    assert r.outcome == "success", (modname, "reference", k, r.failure_reason)
-                    refs.append(p)
-                for case in mod.CASES:
-                    cdir = out / case["case"]
-                    if cdir.exists():
-                        shutil.rmtree(cdir)
-                    cdir.mkdir(parents=True)
-                    inp = mod.INPUTS[case["input"]]
-                    failed, control = cdir / f"failed.{ext}", cdir / f"control.{ext}"
-                    with kit.planted(case["fid"]):
-                        record(mod, inp, failed, env)
-                    record(mod, inp, control, env)
-                    truth = truth_for(case, mod.AGENT, mod.ROUTE, failed, control)
-                    with_refs = cdir / f"with_refs.{ext}"
-                    _merge([failed, *refs], with_refs, mod.ROUTE)
-                    runs = _load(with_refs)
-                    assert len(runs) == 5, (case["case"], len(runs))
-                    assert [r.outcome for r in runs].count("failure") == 1, case["case"]
-                    assert [r.outcome for r in runs].count("success") == 4, case["case"]
-                    for p in (failed, control, with_refs):
-                        m = BANNED.search(_scan_text(p, mod.ROUTE))
-                        assert m is None, (case["case"], p.name, m and _scan_text(p, mod.ROUTE)[m.start() - 80 : m.end() + 80])
-                    (cdir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
-                    index.append(
-                        {
-                            "case": case["case"],
-                            "agent": mod.AGENT,
-                            "route": mod.ROUTE,
-                            "fault_kind": case["kind"],
-                            "hops": truth["hops"],
-                        }
-                    )
+            mod = importlib.import_module(f"suite_m.{modname}")
+            assert mod.AGENT == AGENT_NAMES[modname], modname
+            ext = _ext(mod.ROUTE)
+            refs = []
+            for k, inp in enumerate(mod.REFERENCES):
+                p = work / f"ref{k}.{ext}"
+                record(mod, inp, p, env)
+                [r] = _load(p)
+                assert r.outcome == "success", (modname, "reference", k, r.failure_reason)
+                refs.append(p)
+            for case in mod.CASES:
+                cdir = out_path / case["case"]
+                if cdir.exists():
+                    shutil.rmtree(cdir)
+                cdir.mkdir(parents=True)
+                inp = mod.INPUTS[case["input"]]
+                failed, control = cdir / f"failed.{ext}", cdir / f"control.{ext}"
+                with kit.planted(case["fid"]):
+                    record(mod, inp, failed, env)
+                record(mod, inp, control, env)
+                truth = truth_for(case, mod.AGENT, mod.ROUTE, failed, control)
+                with_refs = cdir / f"with_refs.{ext}"
+                _merge([failed, *refs], with_refs, mod.ROUTE)
+                runs = _load(with_refs)
+                outcomes = [r.outcome for r in runs]
+                assert len(runs) == 5, (case["case"], len(runs))
+                assert outcomes.count("failure") == 1 and outcomes.count("success") == 4, (case["case"], outcomes)
+                assert {r.name for r in runs} == {mod.AGENT}, (case["case"], {r.name for r in runs})
+                for p in (failed, control, with_refs):
+                    text = _scan_text(p, mod.ROUTE)
+                    m = BANNED.search(text)
+                    assert m is None, (case["case"], p.name, text[max(0, m.start() - 80) : m.end() + 80] if m else "")
+                (cdir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
+                index.append({"case": case["case"], "agent": mod.AGENT, "route": mod.ROUTE,
+                              "fault_kind": case["kind"], "hops": truth["hops"]})
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if os.environ.get("SUITE_M_TIMING"):
+        print(f"  {modname}: {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    return index
+
+
+def generate(out: Path, only: list[str] | None = None, jobs: int | None = None) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    mods = [m for m in AGENT_MODULES if not only or m in only or AGENT_NAMES[m] in only]
+    jobs = jobs or int(os.environ.get("SUITE_M_JOBS", "0")) or min(len(mods), max(2, (os.cpu_count() or 1) + 1))
+    results: dict[str, list[dict]] = {}
+    if jobs <= 1:
+        for m in mods:
+            results[m] = _generate_agent(m, str(out))
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            order = sorted(mods, key=lambda m: COST_ORDER.index(m) if m in COST_ORDER else -1)
+            futures = {m: pool.submit(_generate_agent, m, str(out)) for m in order}
+            for m, f in futures.items():
+                results[m] = f.result()
+    index = [row for m in mods for row in results[m]]
     doc = {"suite": "suite_m", "cases": index}
     (out / "index.json").write_text(json.dumps(doc, indent=2) + "\n")
     return doc

@@ -23,9 +23,20 @@ class Env:
         self.client = OpenAI(base_url=self.base_url, api_key="not-needed", max_retries=0)
         self.aclient = AsyncOpenAI(base_url=self.base_url, api_key="not-needed", max_retries=0)
         self._chat = None
+        self._loop = None
         return self
 
+    def run_async(self, coro):
+        """Run a coroutine on this process's one event loop (the async client stays bound to it)."""
+        import asyncio
+
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(coro)
+
     def __exit__(self, *exc: object) -> None:
+        if self._loop is not None:
+            self._loop.close()
         self.server.stop()
 
     def chat_model(self):

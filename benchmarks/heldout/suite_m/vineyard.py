@@ -6,7 +6,6 @@ import json
 import math
 
 import trajdebug
-
 from suite_m import kit
 
 
