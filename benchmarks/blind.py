@@ -26,8 +26,8 @@ scored once held out on 2026-12-02, its misses studied since: a development suit
 (written blind and frozen on 2026-12-02, scored once held out by `benchmarks.score_heldout` the same day,
 its misses studied since: a development suite), and ``suite_k`` (written blind the same day, scored once
 held out by `benchmarks.score_heldout` at 16:55 UTC, its misses studied since 2026-12-03: a development
-suite).  ``suite_l``, written blind on 2026-12-02, is held out (`benchmarks.corpus.HELD_OUT`): not yet
-scored (the next measure).  See ``STATUS``.
+suite).  ``suite_l`` (written blind on 2026-12-02) and ``suite_m`` (written blind on 2026-12-03) are held
+out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
+    "suite_m": "held out (written blind and frozen on 2026-12-03 at 01:21 UTC; not yet scored: the measure after suite L)",
     "suite_l": "held out (written blind and frozen on 2026-12-02; not yet scored: the measure after suite K)",
     "suite_k": "development (scored once held out on 2026-12-02 at 16:55 UTC on 467dd32; its misses studied since 2026-12-03)",
     "suite_j": "development (scored once held out on 2026-12-02 at 14:00 UTC on 020ac1b; its misses studied since 2026-12-02)",

@@ -112,7 +112,7 @@ def test_the_suites_scored_once_are_trained_on_and_said_to_be_development() -> N
     assert "its misses studied since 2026-12-02" in STATUS["suite_i"]
     assert "its misses studied since 2026-12-02" in STATUS["suite_j"]
     assert "its misses studied since 2026-12-03" in STATUS["suite_k"]
-    assert HELD_OUT == frozenset({"suite_l"}) and held_out("suite_l")
+    assert HELD_OUT == frozenset({"suite_l", "suite_m"}) and held_out("suite_l") and held_out("suite_m")
     assert not HELD_OUT & set(DEV_SUITES)
     assert not any(held_out(name) for name in DEV_SUITES)
 
