@@ -1,0 +1,229 @@
+"""Derivations: a number or a date a step worked out from what it was given (a sum, a difference, a product
+or ratio of two, an extreme, a percentage, a date plus days, a time plus minutes), so its origin is its
+operands' (`trajdebug.analysis.lineage.Lineage.operands`).  Matched at the precision the value was written
+with, the formulas tried in a fixed order, the looser ones last."""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from trajdebug.analysis.lineage._views import StepView
+from trajdebug.core.values import Atom
+
+
+@dataclass(frozen=True, slots=True)
+class Derivation:
+    """How a step computed an output number from the numbers it was given."""
+
+    op: str
+    """``copy``, ``sum`` (of one field), ``run-sum`` (of consecutive values), ``max``, ``min``,
+    ``add``, ``sub``, ``mul``, ``div`` or ``pct`` (a number times a percentage over 100); for a date, ``date+days`` or ``date-days``;
+    for a time of day, ``time+minutes`` or ``time-minutes``."""
+    operands: tuple[Atom, ...]
+    """The given numbers it was computed from."""
+
+    @property
+    def formula(self) -> str:
+        """The shape of the computation, independent of the values: ``sub(on_hand,reserved)``."""
+        fields = [a.field or "?" for a in self.operands]
+        if self.op in ("sum", "run-sum", "max", "min", "copy"):
+            fields = sorted(set(fields))
+        return f"{self.op}({','.join(fields)})"
+
+
+def derivation(view: StepView, atom: Atom) -> Derivation | None:
+    """How an output number was computed from the step's given numbers, if a simple formula explains it.
+
+    Tried, at the precision the output was written with: a given number as is;
+    the sum of all given numbers of one field, or of a run of consecutive given
+    numbers (a total over listed items); the minimum or maximum of one field;
+    the sum, difference, product or ratio of two given numbers.  None for a
+    value no such formula explains: the step made it up (or looked it up).
+    """
+    if atom.kind == "date":
+        return _date_derivation(view, atom) or _time_derivation(view, atom)
+    if atom.kind != "number" or atom.number is None:
+        return None
+    y = atom.number
+    dec = _decimals(atom.raw)
+    nums = [a for a in view.inputs if a.kind == "number" and a.number is not None][:60]
+    if not nums:
+        return None
+
+    def close(x: float) -> bool:
+        return _close(x, y, dec)
+
+    for a in nums:
+        if close(a.number or 0.0) and a.key == atom.key:
+            return Derivation("copy", (a,))
+    by_field: dict[str | None, list[Atom]] = {}
+    for a in nums:
+        by_field.setdefault(a.field, []).append(a)
+    for group in by_field.values():
+        if len(group) >= 2:
+            vals = [a.number or 0.0 for a in group]
+            if close(sum(vals)):
+                return Derivation("sum", tuple(group))
+            hit = [a for a in group if close(a.number or 0.0)]
+            if hit and close(max(vals)):
+                return Derivation("max", (hit[0],))
+            if hit and close(min(vals)):
+                return Derivation("min", (hit[0],))
+    vals = [a.number or 0.0 for a in nums]
+    for size in range(2, min(12, len(vals)) + 1):
+        window = sum(vals[:size])
+        for start in range(len(vals) - size + 1):
+            if start:
+                window += vals[start + size - 1] - vals[start - 1]
+            if close(window):
+                return Derivation("run-sum", tuple(nums[start : start + size]))
+    for i, a in enumerate(nums[:40]):
+        x = a.number or 0.0
+        for b in nums[i + 1 : 40]:
+            z = b.number or 0.0
+            if close(x + z):
+                return Derivation("add", (a, b))
+            if close(x - z):
+                return Derivation("sub", (a, b))
+            if close(z - x):
+                return Derivation("sub", (b, a))
+            if close(x * z):
+                return Derivation("mul", (a, b))
+            if z != 0 and close(x / z):
+                return Derivation("div", (a, b))
+            if x != 0 and close(z / x):
+                return Derivation("div", (b, a))
+    if not dec:
+        # A whole number rounded from a percentage fits too many pairs: only an exact one counts.
+        close = functools.partial(_close, y=y)
+    return _percent_of(nums[:40], close)
+
+
+def _percent_of(nums: list[Atom], close: Callable[[float], bool]) -> Derivation | None:
+    """A given number's given percentage (a duty of 12 % on a customs value, a 3 % pension deduction on a
+    gross): ``x * p / 100`` with ``0 < p <= 100``.  Tried last, after every plain formula."""
+    for a in nums:
+        p = a.number or 0.0
+        if not 0.0 < p <= 100.0:
+            continue
+        for b in nums:
+            if b is not a and close((b.number or 0.0) * p / 100.0):
+                return Derivation("pct", (b, a))
+    return None
+
+
+def formulas(view: StepView, atom: Atom) -> tuple[str, ...]:
+    """Every simple formula that explains an output number, `derivation`'s first.
+
+    A value may fit several at once: an aisle copied from a stock record equals the quantity
+    given beside it; a total of the listed quantities equals the stated total when the two
+    agree.  Which one `derivation` names is then an accident of input order, so a comparison
+    with other runs must ask whether a formula fits, not whether it was the one named.  Besides
+    `derivation`'s, the cheap ones are all tried: each given number of its key (a copy) and the
+    sum of each field.  ``given-by-no-formula`` when none fits.
+    """
+    d = derivation(view, atom)
+    if d is None:
+        return ("given-by-no-formula",)
+    out = [d.formula]
+    if atom.kind != "number" or atom.number is None:
+        return tuple(out)
+    y = atom.number
+    dec = _decimals(atom.raw)
+    nums = [a for a in view.inputs if a.kind == "number" and a.number is not None][:60]
+    by_field: dict[str | None, list[Atom]] = {}
+    for a in nums:
+        by_field.setdefault(a.field, []).append(a)
+        if a.key == atom.key and _close(a.number or 0.0, y, dec):
+            out.append(Derivation("copy", (a,)).formula)
+    for group in by_field.values():
+        vals = [a.number or 0.0 for a in group]
+        if len(group) >= 2 and _close(sum(vals), y, dec):
+            out.append(Derivation("sum", tuple(group)).formula)
+    return tuple(dict.fromkeys(out))
+
+
+def _iso(raw: str) -> datetime.date | None:
+    try:
+        return datetime.date.fromisoformat(raw.strip()[:10])
+    except ValueError:
+        return None
+
+
+def _date_derivation(view: StepView, atom: Atom) -> Derivation | None:
+    """A date a step computed as a given date plus or minus a given whole number of days (a
+    check-out from a check-in and a number of nights, a due date from a term)."""
+    want = _iso(atom.raw)
+    if want is None:
+        return None
+    dates = [(d, a) for a in view.inputs if a.kind == "date" and a.key != atom.key and (d := _iso(a.raw)) is not None]
+    days = [a for a in view.inputs if a.kind == "number" and a.number is not None and a.number == int(a.number) and 0 < abs(a.number) <= 3660]
+    for d, a in dates[:20]:
+        for n in days[:40]:
+            step = datetime.timedelta(days=int(n.number or 0))
+            try:
+                if d + step == want:
+                    return Derivation("date+days", (a, n))
+                if d - step == want:
+                    return Derivation("date-days", (a, n))
+            except OverflowError:
+                continue  # a sentinel date (9999-12-31, 0001-01-01) a count of days pushes off the calendar
+    return None
+
+
+_CLOCK = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::00)?\s*$")
+
+
+def _clock(raw: str) -> int | None:
+    """A time of day written ``H:MM`` or ``HH:MM`` (``:00`` seconds allowed) as minutes after midnight."""
+    m = _CLOCK.match(raw)
+    if m is None or int(m.group(1)) > 23 or int(m.group(2)) > 59:
+        return None
+    return int(m.group(1)) * 60 + int(m.group(2))
+
+
+def _time_derivation(view: StepView, atom: Atom) -> Derivation | None:
+    """A time of day a step computed as a given time plus or minus a given whole number of minutes (an
+    arrival from a departure and a duration, a reminder before a meeting), across midnight too."""
+    want = _clock(atom.raw)
+    if want is None:
+        return None
+    times = [(t, a) for a in view.inputs if a.kind == "date" and a.key != atom.key and (t := _clock(a.raw)) is not None]
+    minutes = [a for a in view.inputs if a.kind == "number" and a.number is not None and a.number == int(a.number) and 0 < a.number <= 1440]
+    for t, a in times[:20]:
+        for n in minutes[:40]:
+            if (t + int(n.number or 0)) % 1440 == want:
+                return Derivation("time+minutes", (a, n))
+            if (t - int(n.number or 0)) % 1440 == want:
+                return Derivation("time-minutes", (a, n))
+    return None
+
+
+def operands(view: StepView, atom: Atom) -> tuple[Atom, ...]:
+    """The given numbers an output number was computed from (empty when copied or unexplained)."""
+    d = derivation(view, atom)
+    return () if d is None or d.op == "copy" else d.operands
+
+
+def _close(x: float, y: float, decimals: int | None = None) -> bool:
+    """Whether a computed ``x`` is the written ``y`` (at ``y``'s precision when known, else to 1e-6)."""
+    if x == y:
+        return True
+    if decimals is not None:
+        return round(x, decimals) == round(y, decimals) and (y != 0 or abs(x) < 10.0**-decimals)
+    return abs(x - y) <= 1e-6 * max(1.0, abs(x), abs(y))
+
+
+def _decimals(raw: str) -> int | None:
+    """How many decimals a number was written with (None when it was not written as text)."""
+    t = raw.strip().rstrip("%")
+    if not t or not (t[-1].isdigit()):
+        return None
+    _, dot, tail = t.rpartition(".")
+    if dot and tail.isdigit() and len(tail) != 3:
+        return len(tail)
+    return 0 if "." not in t and "e" not in t.lower() else None
