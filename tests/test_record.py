@@ -926,3 +926,4 @@ class TestRunStateChangedInPlace:
         assert [d.step_id for d in read2.deps if d.kind == "state"] == [second.step_id]
         assert [d.step_id for d in read1.deps if d.kind == "state"] == [first.step_id]
         assert "state_writes" not in read1.attributes
+

@@ -43,20 +43,36 @@ class RunState(MutableMapping[str, Any]):
         # Containers a step got from the state, as they were then, by step id: compared when it ends.
         self._held: dict[str, dict[str, Any]] = {}
 
-    def _hold(self, h: StepHandle, key: str, value: Any) -> None:
-        """Keep how a container a step got looked, so a change made in place is a write (`settle`)."""
-        if isinstance(value, (dict, list, set)):
-            with self._lock:
-                self._held.setdefault(h.id, {}).setdefault(key, to_jsonable(value, 4096))
+    def _hold(self, h: StepHandle, key: str, value: Any, seen: Any = None) -> None:
+        """Keep how a container a step got looked, so a change made in place is a write (`settle`);
+        ``seen``: its JSON form when the caller has just made it (a write), not made twice."""
+        if not isinstance(value, (dict, list, set)):
+            return
+        try:
+            form = seen if seen is not None else to_jsonable(value, 4096)
+        except Exception:  # noqa: BLE001 - the recorder never raises into the agent (a container changed mid-copy)
+            self._internal_error("run.state read")
+            return
+        with self._lock:
+            self._held.setdefault(h.id, {}).setdefault(key, form)
 
     def settle(self, h: StepHandle) -> None:
         """When a step ends: a container it got and changed in place (``state.setdefault(k, {})[x] = y``)
-        was written by it, as it is now (the write's value, and the next readers' edge)."""
+        was written by it, as it is now (the write's value, and the next readers' edge).  Never raises
+        into the agent: the step's exit calls it."""
         with self._lock:
             held = self._held.pop(h.id, None)
         for key, before in (held or {}).items():
-            if key in self._data and to_jsonable(self._data[key], 4096) != before:
-                self._note_write(key, h, hold=False)
+            try:
+                if key in self._data and to_jsonable(self._data[key], 4096) != before:
+                    self._note_write(key, h, hold=False)
+            except Exception:  # noqa: BLE001 - as above
+                self._internal_error("run.state settle")
+
+    def _internal_error(self, where: str) -> None:
+        account = getattr(self._run, "_acct", None)
+        if account is not None and hasattr(account, "internal_error"):
+            account.internal_error(where)
 
     def _note_write(self, key: str, h: StepHandle | None = None, *, hold: bool = True) -> None:
         h = h or _current()
@@ -75,9 +91,9 @@ class RunState(MutableMapping[str, Any]):
         if values is None:
             values = {}
             h.set("state_values", values)
-        values[key] = to_jsonable(self._data.get(key), 4096)
+        values[key] = form = to_jsonable(self._data.get(key), 4096)
         if hold and key in self._data:
-            self._hold(h, key, self._data[key])
+            self._hold(h, key, self._data[key], form)
 
     def _note_read(self, key: str, value: Any) -> None:
         h = _current()
