@@ -75,9 +75,30 @@ def test_a_model_answering_an_identifier_outside_the_records_it_was_given() -> N
             ),
         )
 
-    [e] = _ev(run("Courtroom 9B"), "m", "answer-off-options")
+    [e] = _ev(run("Courtroom 9B"), "m", "unlisted-value")
     assert "room" in e.reason and "9b" in e.reason
-    assert _ev(run("Courtroom 6C"), "m", "answer-off-options") == []
+    assert _ev(run("Courtroom 6C"), "m", "unlisted-value") == []
+
+
+def test_a_code_both_readings_catch_is_one_finding_not_two() -> None:
+    """A model answering `tool: LTH-07` where it was given LTH-01 and LTH-02 under `tool` is caught by the
+    code reading and by the names reading of `unlisted-value`: one finding, not two counted by noisy-OR."""
+    request = 'Lots: {"lots": [{"lot": "A1", "tool": "LTH-01"}, {"lot": "A2", "tool": "LTH-02"}]}'
+    run = Run(
+        "r",
+        "fab",
+        steps=(
+            Step(
+                "m",
+                "plan",
+                "llm",
+                input={"messages": [{"role": "user", "content": request}]},
+                output={"role": "assistant", "content": json.dumps({"lot": "A1", "tool": "LTH-07"})},
+            ),
+        ),
+    )
+    [e] = _ev(run, "m", "unlisted-value") + _ev(run, "m", "answer-off-options")
+    assert "LTH-07" in e.reason.upper()
 
 
 def test_a_list_short_of_the_series_item_the_failure_names_is_suspect() -> None:

@@ -114,7 +114,6 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "request-more": "omission",
     "request-partial": "omission",
     "series-gap": "omission",
-    "answer-off-options": "inconsistent",
     "request-misaligned": "inconsistent",
     "request-sum": "wrong-value",
     "request-variant": "inconsistent",

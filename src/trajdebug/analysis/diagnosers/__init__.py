@@ -44,7 +44,7 @@ from trajdebug.analysis.diagnosers._observations import (
     stale_sibling,
     truncated_output,
 )
-from trajdebug.analysis.diagnosers._partial import answer_off_options, request_partial, series_gap
+from trajdebug.analysis.diagnosers._partial import request_partial, series_gap
 from trajdebug.analysis.diagnosers._requests import REQUEST_DIAGNOSERS
 from trajdebug.analysis.diagnosers._steps import (
     contracts,
@@ -89,7 +89,6 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     **REQUEST_DIAGNOSERS,
     "request-partial": request_partial,
     "series-gap": series_gap,
-    "answer-off-options": answer_off_options,
     "request-kind": request_kind,
     "unlisted-value": unlisted_value,
     "shared-answer": shared_answer,

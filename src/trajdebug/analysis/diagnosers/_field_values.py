@@ -51,6 +51,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._partial import off_options
 from trajdebug.analysis.diagnosers._requests import _ASKED, _asked_text, _fields, _mapping, _records, _within
 from trajdebug.core.model import Step
 
@@ -155,7 +156,16 @@ def _by_field(value: Any) -> dict[str, set[str]]:
 
 
 def unlisted_value(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """A model's answer giving a field a value none of the listed values of that field it was given."""
+    """A model's answer giving a field a value none of the listed values of that field it was given: a code
+    (``LTH-07``) read here, or a name with spaces (``Courtroom 9B``, `_partial.off_options`).  Two readings
+    of one tell, so one finding: the first that fires (both at once counted it twice by noisy-OR)."""
+    for reading in (_unlisted(step, ctx), off_options(step, ctx)):
+        for found in reading:
+            yield found
+            return
+
+
+def _unlisted(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if step.kind != "llm" or step.status == "error" or step.input is None:
         return
     answered = _by_field(step.output)

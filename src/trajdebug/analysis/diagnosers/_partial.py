@@ -104,9 +104,10 @@ def _id_like(text: str) -> bool:
     )
 
 
-def answer_off_options(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+def off_options(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A model answering a field (``room``) with an identifier (``Courtroom 9B``) that no record it was
-    given has under that field, while they hold others there (``Courtroom 6C``): it chose outside its options."""
+    given has under that field, while they hold others there (``Courtroom 6C``): it chose outside its options.
+    The names-with-spaces reading of `unlisted-value` (`_field_values.unlisted_value` asks it second)."""
     if step.kind != "llm" or step.status == "error" or content.is_empty(step.output):
         return
     given = _field_texts(step.input)
@@ -124,12 +125,12 @@ def answer_off_options(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 OFF_OPTIONS,
                 f"answered {name}={off[0]!r}, which none of the records it was given has under {name} "
                 f"(they have {', '.join(repr(o) for o in sorted(options)[:3])})",
-                "answer-off-options",
+                "unlisted-value",
             )
             return
 
 
-__all__ += ["answer_off_options"]
+__all__ += ["off_options"]
 
 
 # -- a list short of the item the failure names -----------------------------------
