@@ -18,12 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 import trajdebug
 from trajdebug.core.model import Run
 
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Property tests check behaviour, not speed: hypothesis's per-example deadline (200 ms) fails them on a
+# loaded machine (seen in test_values at load 11), and speed lives in benchmarks/.
+settings.register_profile("trajdebug", deadline=None)
+settings.load_profile("trajdebug")
 
 
 @pytest.fixture(autouse=True)
