@@ -118,7 +118,12 @@ def off_options(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         options = given.get(name)
         if not options or name in ("role", "type", "id", "name"):
             continue
-        off = sorted(v for v in values if _id_like(v) and v not in options and v not in hay)
+        # A value naming one of the options among other words ("M-01 or M-03") speaks of the options: it
+        # is the model's own writing, not a name it chose outside them.
+        off = sorted(
+            v for v in values
+            if _id_like(v) and v not in options and v not in hay and not any(o in v for o in options)
+        )
         if off and any(_id_like(o) for o in options):
             yield Evidence(
                 step.step_id,
