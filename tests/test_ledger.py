@@ -95,9 +95,10 @@ def test_a_sigkill_in_a_tight_loop_loses_no_finished_step_uncounted(tmp_path: Pa
         counted = lost_records(run)
         # Nothing finished is lost uncounted (the goal). The other side is looser: one step may have
         # finished after the last count it printed, and a kill between a batch's write and the ledger's
-        # settle can count a few steps of that batch twice (on disk and lost; seen once in CI: 11 of
-        # 27,672). docs/format.md states it; an over-count never hides a loss.
-        assert finished <= on_disk + counted <= finished + 1 + 64, (finished, on_disk, run.metadata.get("recorder"))
+        # settle can count the steps of that batch twice (on disk and lost; seen in CI: 11 of 27,672, and
+        # 355 of 11,823 at load 11), at most one batch. docs/format.md states it; an over-count never hides a loss.
+        bound = finished + 1 + trajdebug.record.CONFIG.max_batch
+        assert finished <= on_disk + counted <= bound, (finished, on_disk, run.metadata.get("recorder"))
         assert glob.glob(ledger.ledger_glob(target)), "the killed process's ledger stays beside the file"
 
 
