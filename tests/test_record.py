@@ -927,3 +927,36 @@ class TestRunStateChangedInPlace:
         assert [d.step_id for d in read1.deps if d.kind == "state"] == [first.step_id]
         assert "state_writes" not in read1.attributes
 
+
+    def test_an_enclosing_step_is_not_the_writer_of_what_its_children_changed(self) -> None:
+        """An agent step that read the memo and ran children that filled it in place did not write it: the next
+        reader depends on the last child that changed it, and the agent step records no write."""
+
+        @trajdebug.step(kind="agent")
+        def loop() -> None:
+            trajdebug.current_run().state.setdefault("memo", {})  # type: ignore[union-attr]
+            _remember("a", 1)
+            _remember("b", 2)
+
+        def body(h: Any) -> None:
+            h.state["memo"] = {}
+            loop()
+            _recall("b")
+
+        run = record(body)
+        by_name = {s.name: s for s in run.steps}
+        second = [s for s in run.steps if s.name == "_remember"][-1]
+        assert "state_writes" not in by_name["loop"].attributes
+        assert [d.step_id for d in by_name["_recall"].deps if d.kind == "state"] == [second.step_id]
+
+    def test_a_large_container_is_not_copied_to_watch_it(self) -> None:
+        """A container over WATCH_LIMIT items read from run.state is not copied on the agent's thread: changed in
+        place, it is not recorded as the step's write (an assignment still is)."""
+        from trajdebug.record.state import WATCH_LIMIT
+
+        def body(h: Any) -> None:
+            h.state["memo"] = {f"k{i}": i for i in range(WATCH_LIMIT + 1)}
+            _remember("a", 1)
+
+        (step,) = record(body).steps
+        assert "memo" not in (step.attributes.get("state_writes") or [])

@@ -256,3 +256,14 @@ def test_a_written_run_keeps_step_ids_that_look_like_card_numbers(how: str) -> N
     assert steps[1]["parent_id"] == "4068049600000001" and steps[1]["deps"][0]["step_id"] == "4068049600000001"
     assert [r["step_id"] for r in recs if r["t"] == "error"] == ["4068049600000002"]
     assert steps[0]["input"] == {"card": REDACTED} and "4111" not in json.dumps(recs)
+
+
+def test_a_secret_written_in_an_id_field_is_still_redacted() -> None:
+    """Only numbers and plain-digit ids are kept as they are: an imported run id that holds a key is content,
+    and is redacted like any other."""
+    secret = "sk-proj-" + "a1B2c3D4e5" * 4
+    run = Run(run_id=f"r-{secret}", name="ids", start_ns=1, end_ns=2, outcome="success",
+              steps=(Step(step_id="4068049600000002", name="s", kind="tool", output="ok", start_ns=1, end_ns=2),))
+    for recs in (run_to_records(run, redact=True), run_to_lines(run, redact=True)[0]):
+        assert secret not in json.dumps(recs)
+        assert [r["step_id"] for r in recs if r["t"] == "step"] == ["4068049600000002"]

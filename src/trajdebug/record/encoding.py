@@ -16,7 +16,7 @@ from typing import Any
 from trajdebug.core import redaction
 from trajdebug.core.codec import Encoded, dumps, loads, marker, safe_repr, to_jsonable, truncated
 from trajdebug.core.model import REDACTED, TRUNCATED_KEY
-from trajdebug.core.schema import ID_FIELDS, RECORDER_KEY
+from trajdebug.core.schema import RECORDER_KEY
 from trajdebug.record.config import CONFIG
 
 
@@ -25,7 +25,10 @@ MAX_NAME = 1024
 
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 """The immutable scalars a step keeps as they came, not snapshotted (`trajdebug.record.steps`)."""
-_ID_FIELDS = ID_FIELDS  # the record's structure, never redacted (core.schema says why)
+_ID_FIELDS = frozenset(
+    {"v", "t", "run_id", "step_id", "error_id", "parent_id", "parent_error_id", "retry_of", "stage", "kind",
+     "status", "outcome", "continues", "start_ns", "end_ns", "time_ns", "attempt", "source_index"}
+)
 _TEXT_FIELDS = frozenset({"message", "failure_reason", "reason", "traceback"})
 _NAME_FIELDS = frozenset({"name", "agent", "type"})
 _OBJECT_FIELDS = frozenset({"metadata", "attributes"})

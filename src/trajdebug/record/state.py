@@ -32,6 +32,9 @@ def _current() -> StepHandle | None:
     return current_step()
 
 
+WATCH_LIMIT = 500
+"""Items a container read from `run.state` may hold to be watched for changes made in place."""
+
 class RunState(MutableMapping[str, Any]):
     """A dict whose writes and reads are recorded as ``state`` dependencies."""
 
@@ -46,8 +49,14 @@ class RunState(MutableMapping[str, Any]):
     def _hold(self, h: StepHandle, key: str, value: Any, seen: Any = None) -> None:
         """Keep how a container a step got looked, so a change made in place is a write (`settle`);
         ``seen``: its JSON form when the caller has just made it (a write), not made twice."""
-        if not isinstance(value, (dict, list, set)):
+        # Copied once per step and key, and only small containers: the copy is made on the agent's thread,
+        # and a step reading a large memo in a loop must not pay for it at every read.  A larger container
+        # changed in place is not seen as a write (docs/recording.md); assignments always are.
+        if not isinstance(value, (dict, list, set)) or len(value) > WATCH_LIMIT:
             return
+        with self._lock:
+            if key in self._held.get(h.id, ()):
+                return
         try:
             form = seen if seen is not None else to_jsonable(value, 4096)
         except Exception:  # noqa: BLE001 - the recorder never raises into the agent (a container changed mid-copy)
@@ -78,8 +87,15 @@ class RunState(MutableMapping[str, Any]):
         h = h or _current()
         if h is None:
             return
+        form = to_jsonable(self._data.get(key), 4096)
         with self._lock:
             self._writers[key] = h.id
+            # Every other step that holds this key now holds what this write left: an enclosing step whose
+            # child changed the container in place did not write it itself (the child did); a change it
+            # makes after that is its own.
+            for sid, held in self._held.items():
+                if sid != h.id and key in held:
+                    held[key] = form
         writes = h.attrs.get("state_writes") if h.attrs else None
         if writes is None:
             writes = []
@@ -91,7 +107,7 @@ class RunState(MutableMapping[str, Any]):
         if values is None:
             values = {}
             h.set("state_values", values)
-        values[key] = form = to_jsonable(self._data.get(key), 4096)
+        values[key] = form
         if hold and key in self._data:
             self._hold(h, key, self._data[key], form)
 

@@ -65,17 +65,22 @@ ID_FIELDS = frozenset(
      "status", "outcome", "continues", "start_ns", "end_ns", "time_ns", "attempt", "source_index", "at_ns",
      "step_run_id", "correct", "withdrawn", "origin", "confidence"}
 )
-"""A record's structural fields: ids, times, enumerations.  Never redacted: they are the record's shape, not
-its content, and a 16-digit step id that passes the Luhn check reads as a card number to the redactor (a
-redacted id merges every such step into one, or cuts a step from its error)."""
+"""A record's structural fields: ids, times, enumerations.  A number there is kept; an id of plain digits too,
+since a 16-digit step id that passes the Luhn check reads as a card number to the redactor (a redacted id
+merged every such step into one, or cut a step from its error).  Any other text there is redacted as
+content: an imported run id or a recorded kind is whatever the source wrote, a secret included."""
+
+
+def _kept(k: str, v: Any) -> bool:
+    return k in ID_FIELDS and (v is None or type(v) in (int, float, bool) or (type(v) is str and v.isdigit()))
 
 
 def redact_record(redactor: Any, rec: Mapping[str, Any]) -> dict[str, Any]:
-    """A record with its content redacted (`Redactor.__call__`) and its structural fields (`ID_FIELDS`, and
-    the ids inside its dependencies and error) as they are."""
+    """A record with its content redacted (`Redactor.__call__`), its numbers and plain-digit ids under
+    `ID_FIELDS` (and those inside its dependencies and error) as they are."""
     out: dict[str, Any] = {}
     for k, v in rec.items():
-        if k in ID_FIELDS and (v is None or type(v) in (str, int, float, bool)):
+        if _kept(k, v):
             out[k] = v
         elif k == "deps" and isinstance(v, list):
             out[k] = [redact_record(redactor, d) if isinstance(d, Mapping) else redactor(d, 1) for d in v]
