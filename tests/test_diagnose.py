@@ -804,8 +804,9 @@ class TestErrorsAndContracts:
         assert any("pre-condition has rows of consume" in r for r in reasons)
 
     def test_a_step_that_returned_a_value_after_its_last_call_raised_swallowed_the_error(self) -> None:
-        """A reader whose only gauge call raised, returning a placeholder a later step used, is suspect; the
-        same reader whose second call succeeded, or whose value nobody used, is not."""
+        """A reader whose only gauge call raised, returning a placeholder a later step used, is suspect, once
+        (`swallowed-error` for a tool call, `step-error` for a code step inside it); the same reader whose
+        second call succeeded, or whose value nobody used, is not."""
 
         def run(*kids: Step, used: bool = True) -> Run:
             reader = Step("r", "read_level", output={"level": 0.0}, start_ns=1, end_ns=10)
@@ -817,11 +818,19 @@ class TestErrorsAndContracts:
             return Step(sid, "gauge", "tool", parent_id="r", status="ok" if ok else "error", error=err,
                         output={"level": 3.0} if ok else None, start_ns=start, end_ns=start + 1)
 
-        swallowed = _from(_verdict(run(gauge("g1", 2, False)), "r"), "step-error")
+        def findings(r: Run) -> list[str]:
+            v = _verdict(r, "r")
+            return [e.diagnoser for e in (*_from(v, "step-error"), *_from(v, "swallowed-error"))]
+
+        # One finding, not two: the wrapper around one tool call is `swallowed-error`'s to say.
+        assert findings(run(gauge("g1", 2, False))) == ["swallowed-error"]
+        assert findings(run(gauge("g1", 2, False), gauge("g2", 4, True))) == []
+        # A step whose last inner call is no tool (a code step) is step-error's reading.
+        code = Step("g1", "convert", "other", parent_id="r", status="error", error=ErrorInfo("ValueError", "bad"),
+                    start_ns=2, end_ns=3)
+        swallowed = _from(_verdict(run(code), "r"), "step-error")
         assert [e.reason.split(" after ")[0] for e in swallowed] == ["returned a value"]
-        retried = run(gauge("g1", 2, False), gauge("g2", 4, True))
-        assert _from(_verdict(retried, "r"), "step-error") == []
-        assert _from(_verdict(run(gauge("g1", 2, False), used=False), "r"), "step-error") == []
+        assert _from(_verdict(run(code, used=False), "r"), "step-error") == []
 
     def test_passed_checks_are_sound(self) -> None:
         """A step whose checks all passed is not faulty."""

@@ -35,6 +35,7 @@ from trajdebug.analysis.diagnosers._tools import (
     contradictions,
     handled,
     present,
+    swallowing_wrapper,
     upstream_outputs,
 )
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -124,6 +125,8 @@ def _swallowed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
         return None
     if kids[-1].step_id in handled(ctx):
         return None
+    if kids[-1].kind in ("tool", "retrieval") and swallowing_wrapper(kids[-1], ctx) is step:
+        return None  # `swallowed-error` says it, once (two readings of one swallow were counted twice)
     if not any(ctx.graph.steps[c].parent_id != step.step_id and c != step.parent_id
                for c, _ in ctx.graph.children(step.step_id)):
         return None

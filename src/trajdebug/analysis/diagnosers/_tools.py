@@ -76,7 +76,7 @@ def handled(ctx: DiagnoseContext) -> set[str]:
     return found
 
 
-def _swallowed(step: Step, ctx: DiagnoseContext) -> Step | None:
+def swallowing_wrapper(step: Step, ctx: DiagnoseContext) -> Step | None:
     """The step that caught a tool's error and answered as if it had a result, if one did.
 
     A wrapper around one call (every step inside it is an attempt of that call; not an agent
@@ -98,12 +98,12 @@ def _swallowed(step: Step, ctx: DiagnoseContext) -> Step | None:
 
 
 def swallowed_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """A wrapper around a tool call that caught the call's error and answered anyway (`_swallowed`)."""
+    """A wrapper around a tool call that caught the call's error and answered anyway (`swallowing_wrapper`)."""
     kids = ctx.children(step.step_id) if step.status == "ok" else []
     last = kids[-1] if kids else None
     if last is None or last.kind not in ("tool", "retrieval") or last.step_id in handled(ctx):
         return
-    if _swallowed(last, ctx) is step and last.error is not None:
+    if swallowing_wrapper(last, ctx) is step and last.error is not None:
         yield Evidence(
             step.step_id,
             0.45,
@@ -149,7 +149,7 @@ def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             "tool-result",
         )
         return
-    holder = _swallowed(step, ctx)
+    holder = swallowing_wrapper(step, ctx)
     if holder is not None and not caused:
         # The outage is the world's; the step that caught it and answered in its place chose what
         # went on (`swallowed_error`).
