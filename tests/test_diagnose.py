@@ -411,7 +411,7 @@ class TestLLMOutputs:
         assert "HTL-PAR" in e.reason and not e.sound
 
     def test_a_bound_is_a_setting_only_where_no_number_was_given(self) -> None:
-        """A model asked for a section and a day that searches with min_score=7.5 chose how to ask; one given a
+        """A model asked for a genre and a date that searches with min_rating=4.2 chose how to ask; one given a
         650,000 budget that searches with max_price=850000 states a value none of its inputs holds."""
 
         def search(request: str, args: dict[str, Any]) -> Run:
@@ -419,7 +419,7 @@ class TestLLMOutputs:
             out = {"role": "assistant", "tool_calls": [{"name": "search", "arguments": args}]}
             return _run(Step("g", "generation", "llm", input=inp, output=out))
 
-        chose = search('{"section": "competition", "day": "2026-06-12"}', {"section": "competition", "min_score": 7.5})
+        chose = search('{"genre": "jazz", "date": "2027-03-04"}', {"genre": "jazz", "min_rating": 4.2})
         assert not [e for e in _from(_verdict(chose, "g"), "llm-output") if not e.sound]
         misread = search("Houses in Leeds, budget 650,000", {"city": "Leeds", "max_price": 850000})
         [e] = _from(_verdict(misread, "g"), "llm-output")
@@ -1295,24 +1295,24 @@ class TestStaleAndCutSiblings:
         assert _from(_verdict(mixed, "c"), "stale-sibling") == []
 
     def test_a_field_written_in_another_format_than_every_sibling_wrote_it_is_flagged(self) -> None:
-        """One call answered eta as a full timestamp where the four other calls of the tool wrote a clock time:
-        its format drifted; a field whose calls disagree among themselves, or a value the call was asked for,
-        raises nothing."""
+        """One call answered a shipment's code in another digit pattern (``BX-2291-7``) where the four other calls
+        of the tool wrote ``BX-2291``: its format drifted; a field whose calls disagree among themselves, or a
+        value the call was asked for, raises nothing."""
 
-        def calls(etas: list[str], asked: bool = False) -> Run:
+        def calls(codes: list[str], asked: bool = False) -> Run:
             return _run(*[
-                _t(f"s{i}", "assign", "tool", i, input={"route": f"R-{i}", **({"eta": e} if asked else {})},
-                   output=json.dumps({"route": f"R-{i}", "eta": e}))
-                for i, e in enumerate(etas)
+                _t(f"s{i}", "pack", "tool", i, input={"order": f"O-{i}", **({"box": c} if asked else {})},
+                   output=json.dumps({"order": f"O-{i}", "box": c}))
+                for i, c in enumerate(codes)
             ])
 
-        drift = calls(["06:40", "06:50", "2026-12-02T06:40:00+00:00", "07:10", "07:20"])
+        drift = calls(["BX-2291", "BX-2304", "BX-2291-7", "BX-2318", "BX-2325"])
         ev = _from(_verdict(drift, "s2"), "format-sibling")
-        assert ev and "2026-12-02T06:40:00+00:00" in ev[0].reason and "like '06:40'" in ev[0].reason
+        assert ev and "BX-2291-7" in ev[0].reason
         assert _from(_verdict(drift, "s0"), "format-sibling") == []
-        mixed = calls(["06:40", "2026-12-02", "2026-12-02T06:40:00+00:00", "07:10", "07:20"])
+        mixed = calls(["BX-2291", "2291/B", "BX-2291-7", "BX-2318", "BX-2325"])
         assert _from(_verdict(mixed, "s2"), "format-sibling") == []
-        asked = calls(["06:40", "06:50", "2026-12-02T06:40:00+00:00", "07:10", "07:20"], asked=True)
+        asked = calls(["BX-2291", "BX-2304", "BX-2291-7", "BX-2318", "BX-2325"], asked=True)
         assert _from(_verdict(asked, "s2"), "format-sibling") == []
 
     def test_a_text_stopping_on_a_word_where_longer_siblings_end_cleanly_is_cut(self) -> None:

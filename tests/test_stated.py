@@ -36,13 +36,13 @@ def test_a_number_joined_to_other_digits_is_a_piece() -> None:
 
 
 def test_a_number_that_labels_an_item_states_no_count() -> None:
-    """ "Day 1: release ..." and "day 1 release" against ``days`` name which day; "2 paid days left" counts them."""
-    t = "day 1: release 0.0 m3/s is below the order of 22 m3/s"
-    assert is_label(t, _mention(t, "1"))
-    assert not is_label(t, _mention(t, "22"))
-    t = "river authority: day 1 release 1374.4 m3/s exceeds the channel limit"
-    assert is_label(t, _mention(t, "1"), ["days"])
-    assert not is_label(t, _mention(t, "1"), ["release"])
+    """ "Week 3: dosing ..." and "week 3 dosing" against ``weeks`` name which week; "2 paid days left" counts them."""
+    t = "week 3: dosing 0.0 mg/kg is below the minimum of 18 mg/kg"
+    assert is_label(t, _mention(t, "3"))
+    assert not is_label(t, _mention(t, "18"))
+    t = "pharmacy desk: week 3 dosing 412.5 mg exceeds the ward maximum"
+    assert is_label(t, _mention(t, "3"), ["weeks"])
+    assert not is_label(t, _mention(t, "3"), ["dosing"])
     t = "E-1 has 2 paid days left"
     assert not is_label(t, _mention(t, "2"), ["paid", "days", "left"])
     t = "exceeded by 200: aborting"
@@ -50,12 +50,12 @@ def test_a_number_that_labels_an_item_states_no_count() -> None:
 
 
 def test_a_failure_labelling_its_first_item_contradicts_no_count() -> None:
-    """A refusal about "day 1" of a plan says nothing against the ``days=10`` a step asked for."""
+    """A refusal about "week 1" of a plan says nothing against the ``weeks=6`` a step asked for."""
     steps = (
-        Step("p", "plan", "llm", input={"district": "D-4"}, output={"days": 10, "release": [5.0] * 10},
+        Step("p", "plan", "llm", input={"patient": "P-77"}, output={"weeks": 6, "dose": [2.5] * 6},
              start_ns=1, end_ns=2),
-        Step("s", "submit", "tool", input={"days": 10, "release": [5.0] * 10}, status="error",
-             error=ErrorInfo("Rejected", "day 1: release 5.0 is below the order of 22"),
+        Step("s", "submit", "tool", input={"weeks": 6, "dose": [2.5] * 6}, status="error",
+             error=ErrorInfo("Rejected", "week 1: dose 2.5 is below the minimum of 4"),
              deps=(Dependency("p"),), start_ns=3, end_ns=4),
     )
     loc = localize(Run("r", "planner", outcome="failure", steps=steps))
