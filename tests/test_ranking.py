@@ -115,3 +115,24 @@ def test_a_conversations_user_turns_keep_the_prior_of_any_step() -> None:
     turn = {c.step_id: c.score for c in localize(run_of("input")).ranked_all}
     tool = {c.step_id: c.score for c in localize(run_of("tool")).ranked_all}
     assert turn["i"] >= 0.9 * tool["i"]
+
+
+def test_a_steps_path_to_the_failure_continues_as_the_next_steps_path() -> None:
+    """On a chain, each ranked step's path is itself followed by the path of the step it leads to, ending at the failure."""
+    from tests.builders import step
+
+    from trajdebug.core.model import ErrorInfo, Run
+
+    ids = [f"s{i}" for i in range(8)]
+    steps = [step(ids[0], "fetch", "tool", 1, None, {"qty": 12, "sku": "S-4"})]
+    for i in range(1, 7):
+        steps.append(step(ids[i], f"stage{i}", "other", 1 + 2 * i, {"qty": 12 + i}, {"qty": 13 + i}, ids[i - 1]))
+    steps.append(step(ids[7], "order", "tool", 20, {"qty": 19}, None, ids[6], status="error",
+                      error=ErrorInfo("Rejected", "qty 19 exceeds the stock of 10")))
+    loc = localize(Run("r", "chain", outcome="failure", steps=tuple(steps)))
+    paths = {c.step_id: c.path for c in loc.ranked_all}
+    long = [p for p in paths.values() if len(p) > 2]
+    assert long, "the chain gives paths of several hops"
+    for p in long:
+        assert p[-1] == ids[7]
+        assert paths.get(p[1], p[1:]) == p[1:]

@@ -113,6 +113,7 @@ class Ranking:
         self.fail_ids = list(dict.fromkeys(f.step_id for f in failures))
         self.dist: dict[str, int] = {}
         self.via: dict[str, tuple[str, Dependency]] = {}
+        self._paths: dict[str, tuple[tuple[str, ...], tuple[tuple[str, float], ...]]] = {}
         self.extra: dict[str, list[Evidence]] = {}
         self.verdicts: dict[str, Verdict] = {}
         self.scores: dict[str, float] = {}
@@ -281,6 +282,7 @@ class Ranking:
         several paths through one step accumulate (noisy-OR).
         """
         absorb = self.w["absorb"]
+        self._paths.clear()  # (read from `via`, which this fills)
         for sid in self.fail_ids:
             self.blame[sid] = 1.0
         for sid in reversed(self.g.topological_order()):
@@ -409,6 +411,31 @@ class Ranking:
         return sorted(ids, key=key)
 
     def path(self, sid: str) -> tuple[tuple[str, ...], tuple[tuple[str, float], ...]]:
+        """The steps from a step to the failure along the edges that brought it the most blame, and the
+        inferred edges among them with their confidence."""
+        memo = self._paths
+        hit = memo.get(sid)
+        if hit is None:
+            # Every step's path is its own first hop on the path of the next: walked once per run, not once
+            # per step (a long chain would cost its length squared).
+            chain, cur, on = [sid], sid, {sid}
+            while cur in self.via and cur not in memo:
+                cur = self.via[cur][0]
+                if cur in on:
+                    return self._walk(sid)  # a cycle: the bounded walk
+                chain.append(cur)
+                on.add(cur)
+            tail = memo.get(cur, ((cur,), ()))
+            for node in reversed(chain[:-1]):
+                d = self.via[node][1]
+                hop = ((node, round(d.confidence, 3)),) if d.origin == "inferred" else ()
+                tail = memo[node] = ((node, *tail[0]), hop + tail[1])
+            hit = memo.get(sid, tail)
+        if len(hit[0]) > len(self.g) + 1:
+            return self._walk(sid)  # longer than the run: the bounded walk
+        return hit
+
+    def _walk(self, sid: str) -> tuple[tuple[str, ...], tuple[tuple[str, float], ...]]:
         path = [sid]
         inferred: list[tuple[str, float]] = []
         cur = sid

@@ -18,7 +18,7 @@ units are the lexicon's (`trajdebug.analysis.lexicon.Lexicon.duration_text` and 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
@@ -147,7 +147,7 @@ def planned(out: Any, hay: str, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str,
     return found
 
 
-def from_setting(v: float, chosen: Iterable[tuple[str, Any]], forms: set[str]) -> bool:
+def from_setting(v: float, chosen: Iterable[tuple[str, Any]], forms: Container[str]) -> bool:
     """Whether a number is a setting times or over a number of the inputs (18 minutes at 40 a minute: 720)."""
     for kind, s in chosen:
         if kind != "n" or not s:

@@ -259,10 +259,6 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
     quarters of them copied from its input) should not lose any of it; one that
     derives new values (an id, a severity) may rightly leave its input behind.
     """
-    stored = _values_of(written)
-    src = content.text_of(content.without_markers(step.input)).lower()
-    copied = len(stored) - len(_lost(stored, src))
-    storing = len(stored) >= 3 and copied >= 0.75 * len(stored)
     lost = _lost(values, content.text_of(written).lower())
     if not lost:
         yield Evidence(step.step_id, 0.0, "it stored every value it was given", "state-write", sound=True)
@@ -271,6 +267,11 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
         # A check that writes some of the records it was given (the ones it flags), or none,
         # chose; a step declared a state writer (kind `state`) stores, and loses what it drops.
         return
+    # (Read once something was lost: most writers store all they are given.)
+    stored = _values_of(written)
+    src = content.text_of(content.without_markers(step.input)).lower()
+    copied = len(stored) - len(_lost(stored, src))
+    storing = len(stored) >= 3 and copied >= 0.75 * len(stored)
     frac = len(lost) / len(values)
     shown = ", ".join(repr(v)[:30] for v in lost[:3])
     if storing:

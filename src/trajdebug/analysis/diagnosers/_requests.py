@@ -425,6 +425,9 @@ def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     )
     if not isinstance(asked, str):
         return
+    codes = _codes(asked)
+    if not codes:
+        return  # (asked about no code: the answer is not read)
     # A code given under a field the answer also has is `lineage:conflict`'s to judge (given employee=E104,
     # answered employee=E117): counted twice, one mismatch would outrank the step that chose the code.
     answered = _mapping(step.output)
@@ -439,7 +442,6 @@ def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     answer = _codes(text)
     # A code written inside a compound one names it too (``M1`` in ``RT-Q12-M1``).
     answer += [p for c in answer if "-" in c for p in _codes(c.replace("-", " "))]
-    codes = _codes(asked)
     stems = [c[: m.start()] for c in codes if (m := _LAST_RUN.search(c)) is not None]
     for code in codes:
         last = _LAST_RUN.search(code)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
@@ -344,16 +344,41 @@ def _computed(step: Step, ctx: DiagnoseContext, value: float) -> bool:
     return any(derivation(StepView(view.step_id, [*given, o], [], ""), atom) is not None for o in worked)
 
 
-def _lookups(step: Step, ctx: DiagnoseContext, hay: str, stated: list[Any]) -> tuple[set[str], set[str] | None]:
+class _Forms:
+    """The haystack's number forms and the sums of its tables (`content.number_forms`, `content.aggregate_forms`),
+    each read on the first lookup that needs it: most stated numbers are found among the text's own forms, and
+    reading a long conversation's tables costs more than the rest of the check.  A lookup answers as the
+    union of both sets would."""
+
+    __slots__ = ("_agg", "_ctx", "_hay", "_own", "_step")
+
+    def __init__(self, step: Step, ctx: DiagnoseContext, hay: str) -> None:
+        self._step, self._ctx, self._hay = step, ctx, hay
+        self._own: set[str] | None = None
+        self._agg: set[str] | None = None
+
+    def __contains__(self, n: object) -> bool:
+        if self._own is None:
+            self._own = content.number_forms(self._hay)
+        if n in self._own:
+            return True
+        if self._agg is None:
+            # Totals restated from a table (the sum of a row or a group) are derived, not made up.
+            self._agg = content.aggregate_forms([self._step.input, *upstream_outputs(self._step, self._ctx)])
+        return n in self._agg
+
+
+def _lookups(
+    step: Step, ctx: DiagnoseContext, hay: str, stated: list[Any]
+) -> tuple[Container[str], set[str] | None]:
     """The haystack's number forms and dates, for `present`.
 
     Each is read only when a stated value can be looked up among it (``forms`` for numbers, ``dates`` for
     strings that are dates): on a long conversation they cost more than the rest of the check.
     """
-    forms: set[str] = set()
+    forms: Container[str] = frozenset()
     if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in stated):
-        # Totals restated from a table (the sum of a row or a group) are derived, not made up.
-        forms = content.number_forms(hay) | content.aggregate_forms([step.input, *upstream_outputs(step, ctx)])
+        forms = _Forms(step, ctx, hay)
     dates = date_forms(hay) if any(isinstance(v, str) and is_date(v.strip().lower()) for v in stated) else None
     return forms, dates
 
@@ -364,7 +389,7 @@ class _Chosen:
 
     __slots__ = ("_forms", "_set", "_shown", "_shown_forms", "_spans")
 
-    def __init__(self, step: Step, out: Any, forms: set[str], hay: str = "") -> None:
+    def __init__(self, step: Step, out: Any, forms: Container[str], hay: str = "") -> None:
         self._set = choices.settings(out) | choices.planned(out, hay)
         # A threshold of a call made where no number was given to put there (``min_score=7.5`` for a
         # request naming a section and a day) is how the model chose to ask; given a budget, it is a claim.
@@ -446,8 +471,9 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     labels = sql_of(out) is None
     unsure = False
     computed = 0
-    arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2
-    chosen = _Chosen(step, out, forms, hay)
+    # Read only once a value is not found (most steps restate all they state).
+    arithmetic: bool | None = None
+    chosen: _Chosen | None = None
     for v in stated:
         if is_year(v, step.start_ns):
             continue  # the current year is context, not a claim
@@ -459,7 +485,9 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             continue
         if not seen and isinstance(v, (int, float)) and _computed(step, ctx, float(v)):
             seen = True  # a number computed from the numbers it was given (a difference, a ratio) is derived
-        if not seen and chosen(v):
+        if not seen and chosen is None:
+            chosen = _Chosen(step, out, forms, hay)
+        if not seen and chosen is not None and chosen(v):
             # A setting of its call, or an option it was offered: its choice, not a claim.  It counts as a
             # value accounted for (the share of made-up values falls), never as one found (no sound verdict).
             seen = unsure = True
@@ -470,6 +498,8 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             # A whole number (a count, an age in minutes) is often computed from
             # the inputs rather than made up: it counts half when small, or when
             # the inputs hold numbers to compute it from.
+            if arithmetic is None:
+                arithmetic = len(content.stated_numbers(content.text_of(step.input))) >= 2
             if isinstance(v, (int, float)) and float(v).is_integer() and (abs(v) < 1000 or arithmetic):
                 computed += 1
     if raw and (left := _unconfirmed(step, ctx, missing, raw)) != missing:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
@@ -235,7 +235,7 @@ def sql_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 # -- arguments ----------------------------------------------------------------------
 
 
-def present(value: Any, haystack: str, forms: set[str], dates: set[str] | None = None) -> bool | None:
+def present(value: Any, haystack: str, forms: Container[str], dates: set[str] | None = None) -> bool | None:
     """Whether a scalar shows up in a text (None: the value says too little to tell).
 
     ``dates`` holds the haystack's dates and times (`trajdebug.core.values.date_forms`):

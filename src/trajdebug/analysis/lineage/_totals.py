@@ -46,14 +46,26 @@ def _tolerance(v: float) -> float:
     return 0.5 * 10.0**-decimals + 1e-9 * abs(v)
 
 
-def _fields(siblings: list[Step]) -> dict[str, list[tuple[Step, float]]]:
+def _numbers(s: Step) -> list[tuple[str, float]]:
+    """A step's numeric output fields, in order."""
+    if not isinstance(s.output, Mapping):
+        return []
+    return [(str(k), n) for k, v in s.output.items() if (n := _number(v)) is not None]
+
+
+def _fields(
+    siblings: list[Step], numbers: dict[int, list[tuple[str, float]]] | None = None
+) -> dict[str, list[tuple[Step, float]]]:
+    """The siblings' most common numeric fields (``numbers``: each step's `_numbers`, read once per run)."""
     by_field: dict[str, list[tuple[Step, float]]] = {}
     for s in siblings:
-        if isinstance(s.output, Mapping):
-            for k, v in s.output.items():
-                n = _number(v)
-                if n is not None:
-                    by_field.setdefault(str(k), []).append((s, n))
+        own = numbers.get(id(s)) if numbers is not None else None
+        if own is None:
+            own = _numbers(s)
+            if numbers is not None:
+                numbers[id(s)] = own
+        for k, n in own:
+            by_field.setdefault(k, []).append((s, n))
     common = sorted(by_field, key=lambda k: -len(by_field[k]))[:_MAX_FIELDS]
     return {k: by_field[k] for k in common if len(by_field[k]) >= _MIN_ITEMS}
 
@@ -82,11 +94,18 @@ def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> 
     """
     kids: dict[str | None, list[Step]] = {}
     out: dict[str, list[Dependency]] = {}
+    numbers: dict[int, list[tuple[str, float]]] = {}
     for s in run.steps:
         siblings = kids.setdefault(s.parent_id, [])
-        if s.kind in ("tool", "retrieval") and isinstance(s.input, Mapping) and len(siblings) >= _MIN_ITEMS:
+        if (
+            s.kind in ("tool", "retrieval")
+            and isinstance(s.input, Mapping)
+            and len(siblings) >= _MIN_ITEMS
+            and any((n := _number(v)) is not None and abs(n) >= minimum for v in s.input.values())
+        ):
+            # (Only a call given a number large enough to be a total reads its siblings' fields.)
             done = [t for t in siblings[-_MAX_SIBLINGS:] if t.end_ns is not None and (not s.start_ns or t.end_ns <= s.start_ns)]
-            fields = _fields(done)
+            fields = _fields(done, numbers)
             deps: dict[str, Dependency] = {}
             for arg, v in s.input.items() if fields else ():
                 n = _number(v)
