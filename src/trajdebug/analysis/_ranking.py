@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
@@ -339,7 +340,7 @@ class Ranking:
         floor = self.w["min_confidence"]
         return not any(self.explains(d.step_id, sid) for d in self.g.parents(sid) if d.confidence >= floor)
 
-    def upstream_root(self, sid: str, roots: set[str], depth: int = 8) -> str | None:
+    def upstream_root(self, sid: str, roots: AbstractSet[str], depth: int = 8) -> str | None:
         """A root at least as suspect as ``sid`` upstream through steps that look sound (transparent relays)."""
         own = self.verdict(sid).suspicion
         seen = {sid}
@@ -398,8 +399,12 @@ class Ranking:
             self.scores = {sid: v / top for sid, v in self.scores.items()}
         # A root explains the failure through an edge: a step no edge connects to it may rank, never as a root.
         roots = {sid for sid in ids if sid in self.dist and self.is_root(sid)}
-        for sid in list(roots):
-            up = self.upstream_root(sid, roots)
+        # Every root is checked against all the roots found, not against what earlier checks left: taking
+        # them one by one from a set of strings made the outcome depend on the hash seed (a relay's
+        # upstream root discarded before or after the relay was checked).
+        found = frozenset(roots)
+        for sid in sorted(found, key=pos):
+            up = self.upstream_root(sid, found)
             if up is not None:
                 roots.discard(sid)
                 self.upstream[sid] = up
