@@ -40,19 +40,9 @@ from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
 from trajdebug.core.values import Atom, Mention, atoms, iter_text
 
 
-NAMING_FIELDS = GENERIC_FIELDS | {
-    "agent",
-    "agent_name",
-    "from_agent",  # a handoff's two ends (the Agents SDK's handoff span, as its processor records it)
-    "to_agent",
-    "tool_name",
-    "function",
-    "assignee",
-    "owner",
-    "to",
-    "target",
-}
-"""Fields whose value names who acts or what is called: a choice of actor, not a value put in place of a task word."""
+NAMING_FIELDS = GENERIC_FIELDS | ENGLISH.naming_fields
+"""Fields whose value names who acts or what is called (`Lexicon.naming_fields`) or is a message's own
+structure: a choice of actor, not a value put in place of a task word."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +92,7 @@ def _terms(text: str, lexicon: Lexicon = ENGLISH) -> set[str]:
     """The words of a text that may name a field or a label: `_TERM`, function words left out, a plural's
     ``s`` cut (*English*)."""
     return {
-        w.rstrip("s")
+        lexicon.singular(w)
         for w in _TERM.findall(text.lower())
         if w not in lexicon.stopwords and w not in lexicon.short_stopwords
     }
