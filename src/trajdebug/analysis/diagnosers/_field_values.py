@@ -203,6 +203,21 @@ def _codes(value: object) -> set[str]:
     return {m.group(0) for m in _CODE.finditer(content.text_of(value))}
 
 
+def _answered_calls(ctx: DiagnoseContext) -> dict[str, list[Step]]:
+    """The run's calls that answered a record, by name, in run order: read once per run, not once per call
+    (a run of n lookups would scan its n steps n times)."""
+
+    def compute() -> dict[str, list[Step]]:
+        out: dict[str, list[Step]] = {}
+        for s in ctx.run.steps:
+            if s.status == "ok" and isinstance(s.output, Mapping):
+                out.setdefault(s.name, []).append(s)
+        return out
+
+    calls: dict[str, list[Step]] = ctx.memo("answered-calls", compute)
+    return calls
+
+
 def shared_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A lookup whose answer gives a field the id another call of it answered for another question, where
     every other call answered an id of its own (one sheet per animal), and the failure names that id and
@@ -214,10 +229,7 @@ def shared_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     asked = {c for c in _codes(step.input) if c in named}
     if not asked:
         return
-    calls = [
-        s for s in ctx.run.steps
-        if s.name == step.name and s.status == "ok" and isinstance(s.output, Mapping) and s.input != step.input
-    ]
+    calls = [s for s in _answered_calls(ctx).get(step.name, ()) if s.input != step.input]
     for field, v in out.items():
         if not (isinstance(v, str) and _CODE.fullmatch(v) and v in named and v not in content.text_of(step.input)):
             continue
