@@ -34,7 +34,7 @@ from trajdebug.analysis.lineage import (
     Lineage,
     anomalies,
 )
-from trajdebug.analysis.reference import GIVEN, Profile, sibling_profiles, step_key, unseen, violations
+from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
 from trajdebug.core.values import Atom, Mention, atoms, iter_text
@@ -189,7 +189,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
             # profiles) came in with its input: the step keeps the inherited share of that finding, and
             # its own deviation still passes on to the steps after it.
             found = [
-                replace(e, suspicion=round(e.suspicion * sl.w["inherited"], 3)) if e.reason.endswith(GIVEN) else e
+                replace(e, suspicion=round(e.suspicion * sl.w["inherited"], 3)) if e.given else e
                 for e in found
             ]
         if came:

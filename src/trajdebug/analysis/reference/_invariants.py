@@ -335,6 +335,7 @@ def _category_checks(
                 round((0.45 if len(text_values) == 1 else 0.3) * max(0.0, 1.0 - 3.0 / observed), 3),
                 f"{f}={new[0].raw}, never seen in passing runs (always {usual})" + (GIVEN if copied else ""),
                 "reference:category",
+                given=copied,
             )
 
 
