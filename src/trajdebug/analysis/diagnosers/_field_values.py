@@ -45,7 +45,6 @@ it and outside everything upstream is no option.  It fires when:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -196,7 +195,7 @@ def _unlisted(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 SHARED = 0.4
 """The suspicion of a lookup answering another call's record id (`shared_answer`)."""
-_CODE = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}")
+_CODE = content.ID_TOKEN
 
 
 def _codes(value: object) -> set[str]:
