@@ -172,6 +172,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
                     ),
                     "sibling:" + e.diagnoser.split(":", 1)[1],
                     e.sound,
+                    given=e.given,
                 )
                 for e in violations(step, view, own)
                 if not (step.kind == "llm" and e.diagnoser == "reference:size")
