@@ -343,6 +343,47 @@ class Lineage:
                 out[s.step_id] = inherited
         return out
 
+    def handed_down_edges(
+        self, deps: dict[str, list[Dependency]], factor: float = 0.8
+    ) -> dict[str, list[Dependency]]:
+        """Edges from a step to what its enclosing step read the step's values from.
+
+        A graph node is given the shared state and calls its model or tools with
+        values taken from it: the call's arguments came through the node's input,
+        field by field, and content matching often cannot say which earlier step
+        wrote a short or common value (a time slot, a three-letter code).  When a
+        step's input holds a value found in one top-level field of its enclosing
+        step's input, and the enclosing step depends on an earlier step for that
+        field (an edge keyed by the field's path), the step depends on that earlier
+        step too.  ``deps``: every step's dependencies so far, by step id.
+        """
+        by_id = {s.step_id: s for s in self.steps}
+        fields: dict[tuple[str, str], set[str]] = {}
+        out: dict[str, list[Dependency]] = {}
+        for s in self.steps:
+            parent = by_id.get(s.parent_id or "")
+            if parent is None or s.kind == "agent" or not isinstance(parent.input, dict):
+                continue
+            keyed = [d for d in deps.get(parent.step_id, ()) if _field_of(d, parent.input) is not None]
+            if not keyed:
+                continue
+            have = {d.step_id for d in deps.get(s.step_id, ())}
+            mine = {a.key for a in self.views[s.step_id].inputs if not trivial(a)}
+            added: list[Dependency] = []
+            for d in keyed:
+                f = _field_of(d, parent.input)
+                if f is None or d.step_id in have or self.pos.get(d.step_id, len(self.steps)) >= self.pos[parent.step_id]:
+                    continue
+                held = fields.get((parent.step_id, f))
+                if held is None:
+                    held = fields[(parent.step_id, f)] = {a.key for a in atoms(parent.input[f]) if not trivial(a)}
+                if mine & held:
+                    added.append(Dependency(d.step_id, d.kind, "inferred", round(d.confidence * factor, 3), f"via {f}"))
+                    have.add(d.step_id)
+            if added:
+                out[s.step_id] = added
+        return out
+
     def _unproduced(self, atom: Atom, before: int) -> bool:
         if atom.kind != "number" or atom.field is None or trivial(atom):
             return False
@@ -359,6 +400,20 @@ class Lineage:
         v = self.views[step_id]
         new = {a.key for a in v.outputs if not v.given(a)}
         return len(new) >= 2 and len(new) > len({a.key for a in v.inputs})
+
+
+_FIELD = re.compile(r"[A-Za-z_][\w-]*")
+
+
+def _field_of(dep: Dependency, given: dict[str, Any]) -> str | None:
+    """The top-level field of the enclosing step's input a data edge's key names (``window``,
+    ``lenders[0]``, ``messages[2].content``), None for keys that name no path (``value:...``)."""
+    if dep.kind != "data" or dep.run_id is not None or not dep.key:
+        return None
+    m = _FIELD.match(dep.key)
+    if m is None or m.end() < len(dep.key) and dep.key[m.end()] not in ".[":
+        return None
+    return m.group(0) if m.group(0) in given else None
 
 
 def _empty(value: Any) -> bool:
