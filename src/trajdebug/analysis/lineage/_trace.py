@@ -411,7 +411,7 @@ def _field_of(dep: Dependency, given: dict[str, Any]) -> str | None:
     if dep.kind != "data" or dep.run_id is not None or not dep.key:
         return None
     m = _FIELD.match(dep.key)
-    if m is None or m.end() < len(dep.key) and dep.key[m.end()] not in ".[":
+    if m is None or (m.end() < len(dep.key) and dep.key[m.end()] not in ".["):
         return None
     return m.group(0) if m.group(0) in given else None
 
