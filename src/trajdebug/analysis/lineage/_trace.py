@@ -359,6 +359,7 @@ class Lineage:
         """
         by_id = {s.step_id: s for s in self.steps}
         fields: dict[tuple[str, str], set[str]] = {}
+        siblings: dict[str, list[str]] = {}
         out: dict[str, list[Dependency]] = {}
         for s in self.steps:
             parent = by_id.get(s.parent_id or "")
@@ -367,12 +368,24 @@ class Lineage:
             keyed = [d for d in deps.get(parent.step_id, ()) if _field_of(d, parent.input) is not None]
             if not keyed:
                 continue
-            have = {d.step_id for d in deps.get(s.step_id, ())}
-            mine = {a.key for a in self.views[s.step_id].inputs if not trivial(a)}
+            own = deps.get(s.step_id, ())
+            have = {d.step_id for d in own}
+            # Only the values no edge of the step already names the field of: those have a source.
+            named = {_last_name(d.key) for d in own if d.key}
+            mine = {a.key for a in self.views[s.step_id].inputs if not trivial(a) and a.field not in named}
+            # ... and that no earlier step in the same node produced (a parser reads its model's answer).
+            for sib in siblings.get(parent.step_id, ()):
+                mine -= self.views[sib].out_keys
+            siblings.setdefault(parent.step_id, []).append(s.step_id)
             added: list[Dependency] = []
             for d in keyed:
                 f = _field_of(d, parent.input)
-                if f is None or d.step_id in have or self.pos.get(d.step_id, len(self.steps)) >= self.pos[parent.step_id]:
+                if (
+                    f is None
+                    or d.step_id in have
+                    or self.pos.get(d.step_id, len(self.steps)) >= self.pos[parent.step_id]
+                    or self.steps[self.pos[d.step_id]].kind == "agent"  # a node's update: its own steps wrote it
+                ):
                     continue
                 held = fields.get((parent.step_id, f))
                 if held is None:
@@ -414,6 +427,11 @@ def _field_of(dep: Dependency, given: dict[str, Any]) -> str | None:
     if m is None or (m.end() < len(dep.key) and dep.key[m.end()] not in ".["):
         return None
     return m.group(0) if m.group(0) in given else None
+
+
+def _last_name(key: str) -> str:
+    """The field an edge's key names last (``value:slot`` and ``orders[0].slot`` name ``slot``), lower case."""
+    return re.split(r"[:.\[\]]+", key.strip(":.[]"))[-1].lower()
 
 
 def _empty(value: Any) -> bool:
