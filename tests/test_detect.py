@@ -15,9 +15,9 @@ from trajdebug.analysis._detect import (
     DetectContext,
     Failure,
     detect,
+    fallbacks,
     final_step,
     registered_detectors,
-    fallbacks,
     superseded,
 )
 from trajdebug.analysis._sql import schema_from_db
