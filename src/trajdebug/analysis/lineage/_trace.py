@@ -355,11 +355,14 @@ class Lineage:
         step's input holds a value found in one top-level field of its enclosing
         step's input, and the enclosing step depends on an earlier step for that
         field (an edge keyed by the field's path), the step depends on that earlier
-        step too.  ``deps``: every step's dependencies so far, by step id.
+        step too.  Only values with no source yet count: none an edge of the step
+        names the field of, none an earlier step of the same node produced (a parser
+        reads its model's answer); and no enclosing step's own update is the writer
+        (its steps wrote it).  ``deps``: every step's dependencies so far, by step id.
         """
         by_id = {s.step_id: s for s in self.steps}
         fields: dict[tuple[str, str], set[str]] = {}
-        siblings: dict[str, list[str]] = {}
+        siblings: dict[str, set[str]] = {}  # what the node's steps so far produced
         out: dict[str, list[Dependency]] = {}
         for s in self.steps:
             parent = by_id.get(s.parent_id or "")
@@ -374,9 +377,9 @@ class Lineage:
             named = {_last_name(d.key) for d in own if d.key}
             mine = {a.key for a in self.views[s.step_id].inputs if not trivial(a) and a.field not in named}
             # ... and that no earlier step in the same node produced (a parser reads its model's answer).
-            for sib in siblings.get(parent.step_id, ()):
-                mine -= self.views[sib].out_keys
-            siblings.setdefault(parent.step_id, []).append(s.step_id)
+            made = siblings.setdefault(parent.step_id, set())
+            mine -= made
+            made |= self.views[s.step_id].out_keys
             added: list[Dependency] = []
             for d in keyed:
                 f = _field_of(d, parent.input)
