@@ -32,6 +32,7 @@ returned more values than it was given, as ``inferred`` data edges.
 from __future__ import annotations
 
 import bisect
+import json
 import math
 import re
 from collections.abc import Iterable
@@ -363,12 +364,14 @@ class Lineage:
         by_id = {s.step_id: s for s in self.steps}
         fields: dict[tuple[str, str], set[str]] = {}
         siblings: dict[str, set[str]] = {}  # what the node's steps so far produced
+        writers: dict[str, list[Dependency]] = {}
         out: dict[str, list[Dependency]] = {}
         for s in self.steps:
             parent = by_id.get(s.parent_id or "")
             if parent is None or s.kind == "agent" or not isinstance(parent.input, dict):
                 continue
             keyed = [d for d in deps.get(parent.step_id, ()) if _field_of(d, parent.input) is not None]
+            keyed += writers.setdefault(parent.step_id, self._field_writers(parent))
             if not keyed:
                 continue
             own = deps.get(s.step_id, ())
@@ -398,6 +401,24 @@ class Lineage:
                     have.add(d.step_id)
             if added:
                 out[s.step_id] = added
+        return out
+
+    def _field_writers(self, node: Step, confidence: float = 0.9) -> list[Dependency]:
+        """Edges keyed by the fields of a node's input (the state) that an earlier step returned under the same
+        name and value: a node's update (``{"lender": ...}``) is merged into the state the next node reads."""
+        given = node.input if isinstance(node.input, dict) else {}
+        wanted = {str(k): _canonical(v) for k, v in given.items() if isinstance(v, (dict, list))}
+        wanted = {k: c for k, c in wanted.items() if c is not None}
+        out: list[Dependency] = []
+        for p in range(self.pos[node.step_id] - 1, max(-1, self.pos[node.step_id] - 200), -1):
+            if not wanted:
+                break
+            prev = self.steps[p]
+            if prev.kind == "agent" or not isinstance(prev.output, dict):
+                continue
+            for k in [k for k in wanted if k in prev.output and _canonical(prev.output[k]) == wanted[k]]:
+                out.append(Dependency(prev.step_id, "data", "inferred", confidence, k))
+                del wanted[k]
         return out
 
     def _unproduced(self, atom: Atom, before: int) -> bool:
@@ -435,6 +456,15 @@ def _field_of(dep: Dependency, given: dict[str, Any]) -> str | None:
 def _last_name(key: str) -> str:
     """The field an edge's key names last (``value:slot`` and ``orders[0].slot`` name ``slot``), lower case."""
     return re.split(r"[:.\[\]]+", key.strip(":.[]"))[-1].lower()
+
+
+def _canonical(value: Any) -> str | None:
+    """A structured value's canonical JSON (None when it cannot be written or is too small to tell apart)."""
+    try:
+        text = json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+    return text if len(text) >= 20 else None
 
 
 def _empty(value: Any) -> bool:
