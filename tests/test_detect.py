@@ -15,6 +15,7 @@ from trajdebug.analysis._detect import (
     DetectContext,
     Failure,
     detect,
+    fallbacks,
     final_step,
     registered_detectors,
     superseded,
@@ -390,6 +391,23 @@ class TestHandledErrors:
             outcome="failure",
         )
         assert [f.step_id for f in _by(detect(run), "step-error")] == ["a"]
+
+
+class TestFallbacks:
+    def test_an_errored_call_answered_by_the_next_call_of_another_tool_on_the_same_target_fell_back(self) -> None:
+        """The next clean tool call in the same scope, of another name, sharing a string argument, is the fallback;
+        a call in another scope, on other targets, or of the same name (a retry) is not."""
+        run = _run(
+            Step("e1", "fetch_rates", "tool", input={"pair": "EUR/GBP"}, status="error"),
+            Step("f1", "cached_rates", "tool", input={"pair": "EUR/GBP"}, output={"rate": 0.86}),
+            Step("e2", "fetch_rates", "tool", input={"pair": "USD/JPY"}, status="error"),
+            Step("x", "fetch_news", "tool", input={"topic": "markets"}, output=["..."]),
+            Step("e3", "fetch_rates", "tool", input={"pair": "CHF/SEK"}, status="error", parent_id="n"),
+            Step("f3", "cached_rates", "tool", input={"pair": "CHF/SEK"}, output={"rate": 11.9}, parent_id="m"),
+            Step("e4", "fetch_rates", "tool", input={"pair": "NOK/DKK"}, status="error"),
+            Step("r4", "fetch_rates", "tool", input={"pair": "NOK/DKK"}, output={"rate": 0.64}),
+        )
+        assert {k: v.step_id for k, v in fallbacks(run).items()} == {"e1": "f1"}
 
 
 class TestSuperseded:

@@ -441,6 +441,20 @@ class TestInferDependencies:
         assert len(deps) == 2
         assert deps[0].confidence >= deps[1].confidence
 
+    def test_the_latest_producer_is_kept_past_the_cap(self) -> None:
+        """A step handed a whole history keeps an edge to the step it was handed last, though earlier producers
+        match better and fill the cap (every later message repeats them)."""
+        texts = [f"{PARAGRAPH} part {i} of the manual with code zq{i:03d}x7" for i in range(5)]
+        extra = {f"field_{k}": f"unrelated detail number {k} about gauge rq{k:03d}w" for k in range(12)}
+        steps = [step(f"p{i}", input=None, output=t) for i, t in enumerate(texts[:4])]
+        steps.append(step("p4", input=None, output={"text": texts[4], **extra}))
+        steps.append(step("consumer", input={"history": texts}, output=None))
+        out = infer_dependencies(Run(run_id="r", name="r", steps=tuple(steps)), max_edges_per_step=2)
+        deps = [d.step_id for d in out.step("consumer").deps]
+        assert "p4" in deps and len(deps) == 3
+        conf = {d.step_id: d.confidence for d in out.step("consumer").deps}
+        assert conf["p4"] < min(c for k, c in conf.items() if k != "p4")
+
     def test_outputs_of_previous_turns_become_context_edges(self) -> None:
         """A fact produced in turn one and reused in turn three is a context edge naming turn one's run."""
         turn1 = Run(

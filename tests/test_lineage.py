@@ -599,6 +599,58 @@ class TestReadsTheRecordingMissed:
         assert [d.step_id for d in edges["hold"]] == ["scan"]
         assert "scan" in self._slice(run)
 
+    def test_a_value_a_node_was_handed_in_one_state_field_links_to_what_wrote_that_field(self) -> None:
+        """A graph node given the state (a transfer window among its fields, written by the selector) calls its
+        tool with one of the window's slots: the tool depends on the selector, which reaches the failure; a
+        child given none of the field's values gains no edge."""
+        from trajdebug.core.model import ErrorInfo
+
+        hours = [{"hour": h, "wind_ms": w} for h, w in (("06:00", 4.0), ("07:00", 5.5), ("08:00", 6.1))]
+        window = {"start": "07:00", "slots": ["07:00", "08:00"]}
+        # The slot is held by five earlier outputs (two nodes relay what their steps made): too common a
+        # value for content matching to say which one the tool took it from.
+        run = _run(
+            Step("fnode", "forecast", "agent", input={"site": "north"}, output={"hours": hours}, start_ns=0, end_ns=5),
+            _s("fc", "fetch_forecast", "tool", 1, {"site": "north"}, {"hours": hours}, parent_id="fnode"),
+            _s("conv", "convert_forecast", "other", 3, {"hours": hours}, hours, parent_id="fnode"),
+            Step("tnode", "window", "agent", input={"hours": hours}, output={"window": window}, start_ns=6, end_ns=9),
+            _s("sel", "select_window", "other", 7, {"hours": hours}, window, "conv", parent_id="tnode"),
+            Step(
+                "node", "dispatch", "agent", input={"hours": hours, "window": window}, output={},
+                start_ns=10, end_ns=20, deps=(D("sel", "data", "inferred", 0.9, "window"),),
+            ),
+            _s("log", "log_visit", "tool", 11, {"site": "north", "crew": "blade"}, {"ok": True}, parent_id="node"),
+            _s(
+                "book", "book_transfer", "tool", 13, {"crew": "blade", "slot": "08:00"}, None, parent_id="node",
+                status="error", error=ErrorInfo("ServiceError", "transfer refused: sea state over the limit"),
+            ),
+        )
+        edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
+        assert ("sel", "via window") in [(d.step_id, d.key) for d in edges["book"]]
+        assert "log" not in edges
+        assert "sel" in self._slice(run)
+
+    def test_a_state_field_an_earlier_step_returned_whole_is_that_steps_for_a_nodes_children(self) -> None:
+        """A node's state holds the `lender` record a picker returned under that name (no edge of the node says
+        so): the node's model call, given the record's values, depends on the picker; a record the picker did
+        not return as it stands in the state names no writer."""
+        lender = {"lender": "BL", "oclc": "41255509", "max_fee": 20.0}
+        msg = {"role": "user", "content": json.dumps({**lender, "patron": "P-20417"})}
+
+        def run_of(picked: dict[str, Any]) -> Run:
+            return _run(
+                _s("pick", "pick_lender", "other", 0, {"request": "P-20417"}, {"lender": picked, "rank": 1}),
+                Step("node", "lending", "agent", input={"request": "P-20417", "lender": lender}, output={},
+                     start_ns=2, end_ns=9),
+                _s("llm", "ChatOpenAI", "llm", 3, {"messages": [msg]}, {"content": "ok"}, parent_id="node"),
+            )
+
+        run = run_of(lender)
+        edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
+        assert [(d.step_id, d.key) for d in edges["llm"]] == [("pick", "via lender")]
+        other = run_of({**lender, "max_fee": 25.0})
+        assert Lineage(other).handed_down_edges({s.step_id: list(s.deps) for s in other.steps}) == {}
+
     def test_a_total_of_the_siblings_numbers_links_to_the_siblings_that_made_it(self) -> None:
         """A node that computed each lot's duty in its own step, then handed their sum (`duty_usd + excise_usd`
         of every lot, 21103.64) to the bond check: the check depends on every lot's computation, the one with

@@ -168,6 +168,35 @@ def superseded(run: Run) -> set[str]:
     return out
 
 
+def fallbacks(run: Run) -> dict[str, Step]:
+    """Errored tool calls that another tool answered in place of: the errored step's id -> the fallback.
+
+    A program that catches a tool's error and asks another source for the same
+    thing (a cache, a replica, a backup service) has handled the error: the
+    fallback's answer is what went on, and the failed call fed nothing.  The
+    fallback is the next step in the same scope, a clean tool or retrieval of
+    another name acting on one of the same targets (a string argument in common).
+    """
+    out: dict[str, Step] = {}
+    last: dict[str | None, Step] = {}
+    for s in run.steps:
+        prev = last.get(s.parent_id)
+        last[s.parent_id] = s
+        if (
+            prev is None
+            or prev.status != "error"
+            or prev.kind not in ("tool", "retrieval")
+            or s.kind not in ("tool", "retrieval")
+            or s.status != "ok"
+            or s.name == prev.name
+            or content.error_text(s.output) is not None
+        ):
+            continue
+        if not _targets_of(prev.input).isdisjoint(_targets_of(s.input)):
+            out[prev.step_id] = s
+    return out
+
+
 def _inside_recovered(steps: dict[str, Step], recovered: set[str]) -> set[str]:
     """Errored steps whose error rose through errored enclosing steps to one that was recovered.
 

@@ -247,6 +247,8 @@ def with_value_edges(run: Run, lineage: Lineage) -> Run:
     every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
     for sid, deps in lineage.inherited_edges(every).items():
         edges.setdefault(sid, []).extend(deps)
+    for sid, deps in lineage.handed_down_edges(every).items():
+        edges.setdefault(sid, []).extend(deps)
     # No value carries these two: a plan's or a router's choice of the steps that ran, and a write's effect
     # on the world a later step read back (`trajdebug.analysis.inference._control`).
     for sid, deps in control_edges(run).items():

@@ -63,16 +63,34 @@ def starved_consumer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 def handled(ctx: DiagnoseContext) -> set[str]:
-    """Steps whose error a later attempt or a repeated call recovered (`trajdebug.analysis._detect.superseded`)."""
+    """Steps whose error a later attempt, a repeated call or another source recovered (`trajdebug.analysis._detect.superseded`,
+    `trajdebug.analysis._detect.fallbacks`)."""
 
     def compute() -> set[str]:
-        from trajdebug.analysis._detect import superseded
+        from trajdebug.analysis._detect import fallbacks, superseded
 
         ids = {s.retry_of for s in ctx.run.steps if s.retry_of is not None and s.status == "ok"}
         ids |= {e.step_id for e in ctx.run.errors if e.stage in ("recovered", "ignored")}
-        return {i for i in ids if i} | superseded(ctx.run)
+        return {i for i in ids if i} | superseded(ctx.run) | set(fallbacks(ctx.run))
 
     found: set[str] = ctx.memo("handled", compute)
+    return found
+
+
+FALLBACK_SUSPICION = 0.45
+"""A fallback's answer is suspect as a swallowing wrapper's is: the program chose to go on without the source
+it asked first (a cache or a backup may be stale, partial or for something else)."""
+
+
+def _replaced(ctx: DiagnoseContext) -> dict[str, Step]:
+    """Each fallback's id -> the errored call it answered in place of (`trajdebug.analysis._detect.fallbacks`)."""
+
+    def compute() -> dict[str, Step]:
+        from trajdebug.analysis._detect import fallbacks
+
+        return {fb.step_id: ctx.step(failed) for failed, fb in fallbacks(ctx.run).items()}
+
+    found: dict[str, Step] = ctx.memo("replaced", compute)
     return found
 
 
@@ -98,7 +116,19 @@ def swallowing_wrapper(step: Step, ctx: DiagnoseContext) -> Step | None:
 
 
 def swallowed_error(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """A wrapper around a tool call that caught the call's error and answered anyway (`swallowing_wrapper`)."""
+    """A wrapper around a tool call that caught the call's error and answered anyway (`swallowing_wrapper`),
+    or another source asked in the failed call's place (`trajdebug.analysis._detect.fallbacks`)."""
+    if step.kind in ("tool", "retrieval") and step.status == "ok":
+        failed = _replaced(ctx).get(step.step_id)
+        if failed is not None and failed.error is not None:
+            yield Evidence(
+                step.step_id,
+                FALLBACK_SUSPICION,
+                f"answered in place of {failed.name}, whose {failed.error.type} was caught: what went on is this "
+                "fallback's answer",
+                "swallowed-error",
+            )
+            return
     kids = ctx.children(step.step_id) if step.status == "ok" else []
     last = kids[-1] if kids else None
     if last is None or last.kind not in ("tool", "retrieval") or last.step_id in handled(ctx):

@@ -402,9 +402,17 @@ def infer_dependencies(
             excluded = set(still_running) if timed else set()
             excluded |= _ancestor_producers(s, by_id, pids)
             scored = index._score(probe, excluded, min_confidence)
+            limit = max_edges_per_step
+            if len(scored) > limit:
+                # A step given a whole conversation or state has more producers than the cap, and the
+                # earliest ones match best (every later message repeats them): the latest producer, what
+                # the step was handed last, is kept past the cap.
+                latest = min(scored, key=lambda m: m[1])
+                if latest not in scored[:limit]:
+                    scored, limit = [*scored[:limit], latest], limit + 1
             # Matches are made lazily, without evidence text: most steps keep only a few.
             matches = (index._to_match(probe, m, evidence=False) for m in scored)
-            added = _edges(run, s, matches, by_id, min_confidence, max_edges_per_step)
+            added = _edges(run, s, matches, by_id, min_confidence, limit)
         if added:
             changed = True
             new_steps.append(replace(s, deps=(*s.deps, *added)))

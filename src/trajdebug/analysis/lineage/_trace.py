@@ -32,6 +32,7 @@ returned more values than it was given, as ``inferred`` data edges.
 from __future__ import annotations
 
 import bisect
+import json
 import math
 import re
 from collections.abc import Iterable
@@ -343,6 +344,83 @@ class Lineage:
                 out[s.step_id] = inherited
         return out
 
+    def handed_down_edges(
+        self, deps: dict[str, list[Dependency]], factor: float = 0.8
+    ) -> dict[str, list[Dependency]]:
+        """Edges from a step to what its enclosing step read the step's values from.
+
+        A graph node is given the shared state and calls its model or tools with
+        values taken from it: the call's arguments came through the node's input,
+        field by field, and content matching often cannot say which earlier step
+        wrote a short or common value (a time slot, a three-letter code).  When a
+        step's input holds a value found in one top-level field of its enclosing
+        step's input, and the enclosing step depends on an earlier step for that
+        field (an edge keyed by the field's path), the step depends on that earlier
+        step too.  Only values with no source yet count: none an edge of the step
+        names the field of, none an earlier step of the same node produced (a parser
+        reads its model's answer); and no enclosing step's own update is the writer
+        (its steps wrote it).  ``deps``: every step's dependencies so far, by step id.
+        """
+        by_id = {s.step_id: s for s in self.steps}
+        fields: dict[tuple[str, str], set[str]] = {}
+        siblings: dict[str, set[str]] = {}  # what the node's steps so far produced
+        writers: dict[str, list[Dependency]] = {}
+        out: dict[str, list[Dependency]] = {}
+        for s in self.steps:
+            parent = by_id.get(s.parent_id or "")
+            if parent is None or s.kind == "agent" or not isinstance(parent.input, dict):
+                continue
+            keyed = [d for d in deps.get(parent.step_id, ()) if _field_of(d, parent.input) is not None]
+            keyed += writers.setdefault(parent.step_id, self._field_writers(parent))
+            if not keyed:
+                continue
+            own = deps.get(s.step_id, ())
+            have = {d.step_id for d in own}
+            # Only the values no edge of the step already names the field of: those have a source.
+            named = {_last_name(d.key) for d in own if d.key}
+            mine = {a.key for a in self.views[s.step_id].inputs if not trivial(a) and a.field not in named}
+            # ... and that no earlier step in the same node produced (a parser reads its model's answer).
+            made = siblings.setdefault(parent.step_id, set())
+            mine -= made
+            made |= self.views[s.step_id].out_keys
+            added: list[Dependency] = []
+            for d in keyed:
+                f = _field_of(d, parent.input)
+                if (
+                    f is None
+                    or d.step_id in have
+                    or self.pos.get(d.step_id, len(self.steps)) >= self.pos[parent.step_id]
+                    or self.steps[self.pos[d.step_id]].kind == "agent"  # a node's update: its own steps wrote it
+                ):
+                    continue
+                held = fields.get((parent.step_id, f))
+                if held is None:
+                    held = fields[(parent.step_id, f)] = {a.key for a in atoms(parent.input[f]) if not trivial(a)}
+                if mine & held:
+                    added.append(Dependency(d.step_id, d.kind, "inferred", round(d.confidence * factor, 3), f"via {f}"))
+                    have.add(d.step_id)
+            if added:
+                out[s.step_id] = added
+        return out
+
+    def _field_writers(self, node: Step, confidence: float = 0.9) -> list[Dependency]:
+        """Edges keyed by the fields of a node's input (the state) that an earlier step returned under the same
+        name and value: a node's update (``{"lender": ...}``) is merged into the state the next node reads."""
+        given = node.input if isinstance(node.input, dict) else {}
+        wanted = {str(k): _canonical(v) for k, v in given.items() if isinstance(v, (dict, list))}
+        wanted = {k: c for k, c in wanted.items() if c is not None}
+        out: list[Dependency] = []
+        for p in range(self.pos[node.step_id] - 1, max(-1, self.pos[node.step_id] - 200), -1):
+            if not wanted:
+                break
+            prev = self.steps[p]
+            if prev.kind == "agent" or not isinstance(prev.output, dict):
+                continue
+            for k in [k for k in wanted if k in prev.output and _canonical(prev.output[k]) == wanted[k]]:
+                out.append(Dependency(prev.step_id, "data", "inferred", confidence, k))
+                del wanted[k]
+        return out
+
     def _unproduced(self, atom: Atom, before: int) -> bool:
         if atom.kind != "number" or atom.field is None or trivial(atom):
             return False
@@ -359,6 +437,34 @@ class Lineage:
         v = self.views[step_id]
         new = {a.key for a in v.outputs if not v.given(a)}
         return len(new) >= 2 and len(new) > len({a.key for a in v.inputs})
+
+
+_FIELD = re.compile(r"[A-Za-z_][\w-]*")
+
+
+def _field_of(dep: Dependency, given: dict[str, Any]) -> str | None:
+    """The top-level field of the enclosing step's input a data edge's key names (``window``,
+    ``lenders[0]``, ``messages[2].content``), None for keys that name no path (``value:...``)."""
+    if dep.kind != "data" or dep.run_id is not None or not dep.key:
+        return None
+    m = _FIELD.match(dep.key)
+    if m is None or (m.end() < len(dep.key) and dep.key[m.end()] not in ".["):
+        return None
+    return m.group(0) if m.group(0) in given else None
+
+
+def _last_name(key: str) -> str:
+    """The field an edge's key names last (``value:slot`` and ``orders[0].slot`` name ``slot``), lower case."""
+    return re.split(r"[:.\[\]]+", key.strip(":.[]"))[-1].lower()
+
+
+def _canonical(value: Any) -> str | None:
+    """A structured value's canonical JSON (None when it cannot be written or is too small to tell apart)."""
+    try:
+        text = json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+    return text if len(text) >= 20 else None
 
 
 def _empty(value: Any) -> bool:
