@@ -137,7 +137,10 @@ def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
         keys = given[f]
         if len(keys) != 1:
             continue  # several values given under that name: no single one the output must keep
-        other = [a for a in outs if a.key not in keys]
+        # A value given as several items in one text (``C10-C15``, ``Paris, Lyon``) comes back split: each
+        # item the step answers with is a part of what it was given, no other value.
+        parts = _parts(raw_in[f])
+        other = [a for a in outs if a.key not in keys and a.raw.strip().lower() not in parts]
         if not other or len(other) < len(outs) / 2:
             continue
         share = len(other) / len(outs)
@@ -149,6 +152,15 @@ def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
             + (f" ({len(other)} of {len(outs)})" if len(outs) > 1 else ""),
             "lineage:conflict",
         )
+
+
+_LIST_SEPARATORS = re.compile(r"\s*[,;|/&+\-]\s*")
+
+
+def _parts(raw: str) -> frozenset[str]:
+    """The items of a text that lists several at once (split at punctuation), none when it is one item."""
+    parts = [p.lower() for p in _LIST_SEPARATORS.split(raw.strip()) if p]
+    return frozenset(parts) if len(parts) > 1 else frozenset()
 
 
 def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterator[Evidence]:

@@ -29,6 +29,7 @@ grows with that support.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -132,7 +133,7 @@ def _answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None)
             # requests got alike (a static table, a policy) says nothing.
             if got is not None and len(got) == 1 and request not in got:
                 (other, run), = got.items()
-                if _same_subject(asked, other, key, part):
+                if _same_subject(asked, other, key, part) or _shared_cause(asked, other, part):
                     continue
                 yield Evidence(
                     step.step_id,
@@ -155,6 +156,18 @@ def _same_subject(asked: Any, other: str, key: str | None, part: str) -> bool:
     # lookup for C-1 that serves the record another request got for C-2 is a stale entry, even when this
     # request also carried C-2, say as a cache key).
     return key is not None or all(_canon(v) in other for v in values)
+
+
+def _shared_cause(asked: Any, other: str, part: str) -> bool:
+    """Whether the two requests share a value (``section=stalls`` for two performances) and the part names
+    nothing the other request asked for alone: the answer can follow from what they share (one seat plan
+    per section), no entry served for the other request."""
+    try:
+        theirs = set(_request_values(json.loads(other)))
+    except ValueError:
+        return False
+    mine = set(_request_values(asked))
+    return bool(mine & theirs) and not any(_canon(v) in part for v in theirs - mine)
 
 
 def _request_values(value: Any, depth: int = 0) -> list[str]:
