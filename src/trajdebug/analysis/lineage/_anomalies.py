@@ -19,6 +19,8 @@ nothing else (no rule about the step's purpose, no other run):
   output names that record's id) while another record of the list matches
   more of the values the rest of its input asks about (the order, the item):
   the wrong entity chosen.
+- **crossed**: an output record pairs two ids its input paired with others
+  (`trajdebug.analysis.lineage._pairs`).
 
 These are evidence, not proof: a step that computes a sign, converts units or
 picks a column on purpose trips them too.  They rank; the failure's value
@@ -35,6 +37,7 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.analysis.lineage._pairs import crossed
 from trajdebug.analysis.lineage._views import StepView, semantic
 from trajdebug.core.chat import normalize_messages
 from trajdebug.core.model import CONTAINER_KINDS, Step
@@ -113,6 +116,7 @@ def anomalies(
         # (A model's answer is judged by the llm-output diagnoser: values it states
         # that none of its inputs hold, or that contradict them.)
         yield from _conflicts(step, view)
+        yield from crossed(step)
         yield from _altered(step, view, signed)
         yield from _dropped_columns(step, view)
         yield from _admitted(step)
