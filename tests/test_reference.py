@@ -133,6 +133,23 @@ class TestInvariants:
         found = {e.diagnoser for e in violations(bad.steps[1], Lineage(bad).view("c"), learn(_passing()))}
         assert "reference:same-input" in found
 
+    def test_an_answer_differing_only_in_an_id_minted_per_call_is_the_same_answer(self) -> None:
+        """A booking tool that mints a new reservation id on every call (new in each passing call, never given) is
+        not answering the same request otherwise when only that id differs; another status still is."""
+
+        def book(rid: str, pass_id: str, n: int, status: str = "confirmed", *, fail: bool = False) -> Run:
+            s = Step("b", "reserve", "tool", input={"antenna": "A-1", "pass_id": pass_id},
+                     output={"reservation": f"R-{700 + n}", "pass_id": pass_id, "status": status}, start_ns=1, end_ns=2)
+            return Run(rid, "scheduler", outcome="failure" if fail else "success", steps=(s,))
+
+        profile = learn([book(f"ok{i}", f"P-0{i}", i) for i in range(1, 5)])
+
+        def changed(run: Run) -> bool:
+            return "reference:same-input" in {e.diagnoser for e in violations(run.steps[0], Lineage(run).view("b"), profile)}
+
+        assert not changed(book("bad", "P-01", 38, fail=True))
+        assert changed(book("bad", "P-01", 38, "waitlisted", fail=True))
+
     def test_a_reader_of_other_state_was_not_asked_the_same(self) -> None:
         """A step given the same arguments as in a passing run but reading other shared state is not "the same input"."""
 
@@ -344,6 +361,27 @@ class TestOldAnswers:
         wrong = stock_run("bad", {"SKU-2040": bolts}, fail=True)
         found = [e.diagnoser for e in violations(wrong.steps[0], Lineage(wrong).view("s"), profile)]
         assert "reference:old-answer" in found
+
+    def test_an_answer_following_from_a_value_both_requests_share_is_no_old_answer(self) -> None:
+        """A seat map answering the stalls' seats a passing run got for another show's stalls answers what both
+        asked (the section), no stale entry; the same seats served for the circle are one."""
+
+        def seat_map(rid: str, show: str, section: str, seats: list[str], *, fail: bool = False) -> Run:
+            s = Step("m", "get_seat_map", "tool", input={"show": show, "section": section},
+                     output={"show": show, "free": seats})
+            return Run(rid, "box-office", outcome="failure" if fail else "success", steps=(s,))
+
+        stalls = [f"C{i}" for i in range(8, 24)]
+        passing = [seat_map("p1", "SH-1", "stalls", stalls)] + [
+            seat_map(f"p{i}", f"SH-{i}", f"tier {i}", [f"T{i}{j}" for j in range(16)]) for i in range(2, 6)
+        ]
+        profile = learn(passing)
+
+        def old(run: Run) -> bool:
+            return "reference:old-answer" in [e.diagnoser for e in violations(run.steps[0], Lineage(run).view("m"), profile)]
+
+        assert not old(seat_map("bad", "SH-9", "stalls", stalls, fail=True))
+        assert old(seat_map("bad", "SH-9", "circle", stalls, fail=True))
 
     def test_a_whole_answer_got_for_another_id_is_old_even_when_the_request_carries_that_id(self) -> None:
         """A customer lookup asked for C-1 (handed C-2 as its cache key) that answers C-2's record, as a passing

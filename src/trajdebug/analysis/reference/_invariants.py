@@ -193,15 +193,18 @@ def _same_subject(asked: Any, other: str, key: str | None, part: str) -> bool:
 
 
 def _shared_cause(asked: Any, other: str, part: str) -> bool:
-    """Whether the two requests share a value (``section=stalls`` for two performances) and the part names
-    nothing the other request asked for alone: the answer can follow from what they share (one seat plan
-    per section), no entry served for the other request."""
+    """Whether the two requests share a value (``section=stalls`` for two performances), the other also named
+    one of its own (its performance), and the part names no value of either: an answer about nothing either asked for can follow from what they share (one seat
+    plan per section), no entry served for the other request (one that names a value is `_same_subject`'s)."""
     try:
         theirs = set(_request_values(json.loads(other)))
     except ValueError:
         return False
     mine = set(_request_values(asked))
-    return bool(mine & theirs) and not any(_canon(v) in part for v in theirs - mine)
+    own = theirs - mine
+    # The other request named something of its own (another performance) that the part does not name: the
+    # part is not about it.  Requests that differ only in numbers leave that unsaid.
+    return bool(mine & theirs) and bool(own) and not any(v.lower() in part.lower() for v in theirs | mine)
 
 
 def _request_values(value: Any, depth: int = 0) -> list[str]:
