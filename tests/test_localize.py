@@ -398,6 +398,36 @@ class TestRanking:
         desk = [{"role": "system", "content": "You issue refunds."}, user]
         assert "lineage:dropped" not in first_turn(run_of(desk)).signals
 
+    def test_an_agent_span_failing_because_its_tool_failed_blames_no_turn_before_it(self) -> None:
+        """An agent span that fails because a tool inside it raised repeats that failure: the turn that handed
+        off to it lost nothing, since the desk's own turn passed the order id on to the failing tool."""
+        user = {"role": "user", "content": "Refund order O-7722 for ben@example.com."}
+        handoff = {"role": "assistant", "tool_calls": [{"name": "transfer_to_refunds", "arguments": {}}]}
+        message = "refund 212.00 exceeds the 64.50 captured for O-7722"
+
+        def run_of(agent_fails: bool) -> Run:
+            steps = (
+                Step("t1", "generation", "llm", input={"messages": [{"role": "system", "content": "You triage."}, user]},
+                     output=handoff, start_ns=1, end_ns=2),
+                Step("a", "Refund Desk", "agent", input=None, output=None, start_ns=3, end_ns=20,
+                     status="error" if agent_fails else "ok",
+                     error=ErrorInfo("AgentsSDKError", f"Error in agent run: {message}") if agent_fails else None),
+                # The SDK's turn span sits between the agent span and the tool that raised.
+                Step("u", "turn 1", "agent", parent_id="a", input=None, output=None, start_ns=4, end_ns=19),
+                Step("t2", "generation", "llm", parent_id="u",
+                     input={"messages": [{"role": "system", "content": "You issue refunds."}, user, handoff]},
+                     output={"role": "assistant", "tool_calls": [
+                         {"name": "issue_refund", "arguments": {"order_id": "O-7722", "amount": 212.0}}]},
+                     deps=(D("t1"),), start_ns=5, end_ns=6),
+                Step("r", "issue_refund", "tool", parent_id="u", input={"order_id": "O-7722", "amount": 212.0},
+                     status="error", error=ErrorInfo("ToolError", message), deps=(D("t2"),), start_ns=7, end_ns=8),
+            )
+            return Run("r", "refunds", outcome="failure", steps=steps, metadata={"task": user["content"]})
+
+        for agent_fails in (False, True):
+            first = next(c for c in localize(run_of(agent_fails), top=10).candidates if c.step_id == "t1")
+            assert "lineage:dropped" not in first.signals
+
     def test_a_closing_turn_whose_conversation_a_graph_handed_to_the_check_dropped_nothing(self) -> None:
         """A state graph appends a model's closing sentence to the conversation it keeps and hands the whole
         conversation to its check: the closing turn, which names no route, lost nothing; handed only the
