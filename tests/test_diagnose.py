@@ -1172,6 +1172,31 @@ class TestDecisionsAndState:
         assert _from(_verdict(route("general_desk", domain="retail"), "g"), "option-choice") == []
 
 
+    def test_a_hand_off_named_by_its_agent_and_contradicted_by_the_failure(self) -> None:
+        """A hand-off to an agent recorded by its display name (``Nonsterile Room``, called as
+        ``transfer_to_nonsterile_room``) whose input names neither room, followed by a failure that names the
+        other room's own word ("only sterile batches"), routed it wrong; a failure naming no room says nothing."""
+
+        def route(to: str, message: str) -> tuple[Run, list[Failure]]:
+            msgs = [{"role": "user", "content": "Compound RX-1: cefazolin 2 g IV"}]
+            out = {"role": "assistant", "tool_calls": [{"name": f"transfer_to_{to}", "arguments": {}}]}
+            run = _run(
+                _t("a", "Intake", "agent", 0, attributes={"handoffs": ["Sterile Room", "Nonsterile Room"]}),
+                _t("g", "generation", "llm", 1, parent_id="a", input={"messages": msgs}, output=out),
+                _t("r", "release", "tool", 2, status="error", error=ErrorInfo("ToolError", message)),
+            )
+            return run, [Failure("r", "step-error", f"ToolError: {message}", "exception:ToolError", "step")]
+
+        def found(to: str, message: str) -> list[Evidence]:
+            run, failures = route(to, message)
+            return _from(_verdict(run, "g", failures), "option-choice")
+
+        [e] = found("nonsterile_room", "only sterile batches are releasable")
+        assert "'Nonsterile Room'" in e.reason and "'Sterile Room'" in e.reason
+        assert found("sterile_room", "only sterile batches are releasable") == []
+        assert found("nonsterile_room", "the release system is down") == []
+
+
 class TestSharedAnswer:
     def test_a_lookup_answering_another_calls_record_id_is_suspect(self) -> None:
         """Of four lookups that each answered a sheet of their own but one, the call asked about the item
