@@ -300,24 +300,25 @@ def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
                 f"handed off to {mine!r}, which its input does not name, where it names {o!r}",
                 "option-choice",
             )
-    return _routed_against_failure(step, ctx, mine, names, shared)
+    return _routed_against_failure(step, ctx, mine, options)
 
 
 def _tool_name(agent: str) -> str:
     return re.sub(r"\W+", "_", agent.casefold()).strip("_")
 
 
-def _routed_against_failure(
-    step: Step, ctx: DiagnoseContext, mine: str, names: Mapping[str, set[str]], shared: set[str]
-) -> Evidence | None:
+def _routed_against_failure(step: Step, ctx: DiagnoseContext, mine: str, options: list[str]) -> Evidence | None:
     """A hand-off its input decided nothing about, where a later failure names another agent it could have
     handed to by that agent's own words and not the one chosen ("only batches from the sterile cleanroom"
-    after a hand-off to ``Nonsterile Compounding``): the environment says where the request belonged."""
+    after a hand-off to ``Nonsterile Compounding``): the environment says where the request belonged.
+    Whole words only: a stem would take "shortlisted" for the ``shorts`` desk."""
+    names = {o: set(_TOKEN.findall(o.lower())) for o in options}
+    shared = set.intersection(*names.values())
     for f in ctx.failures:
         failing = ctx.graph.steps.get(f.step_id)
         if failing is None or failing.start_ns < step.start_ns:
             continue
-        told = _stems(f.message)
+        told = set(_TOKEN.findall(f.message.lower()))
         if (names[mine] - shared) & told:
             continue
         for o in sorted(names):
