@@ -415,6 +415,7 @@ def _admitted(step: Step) -> Iterator[Evidence]:
                     f"let {label + ' ' if label else 'a record '}with {fld}={bad.get(fld)!s} through among records "
                     f"with the {fld}={want} its input fixes",
                     "lineage:admitted",
+                    values=(label,) if label else (),
                 )
                 return
 
