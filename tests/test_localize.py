@@ -13,6 +13,7 @@ from benchmarks.baselines import synthetic_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.builders import step
 from trajdebug.analysis._detect import Failure, detect
 from trajdebug.analysis._localize import Localization, localize
 from trajdebug.core.graph import DependencyGraph
@@ -664,6 +665,31 @@ class TestRanking:
         # A message that states the step's own value compares it with a limit: no contradiction.
         same = localize(run_of("7 paid days left is under the 8 required"))
         assert all("lineage:contradicted" not in c.signals for c in same.candidates)
+
+    def test_a_number_the_failure_states_for_an_id_that_a_record_holds_times_a_unit_factor_is_a_unit_slip(self) -> None:
+        """A capacity calculator that wrote P-01's capacity as 341.64 GB where the ground network says P-01 carries
+        42.7 GB (8x: bits taken for bytes) slipped a unit; a capacity of 40.1 GB is no factor of it."""
+
+        def run_of(capacity: float) -> Run:
+            passes = [{"pass_id": "P-01", "duration_s": 730}, {"pass_id": "P-02", "duration_s": 680}]
+            sized = [dict(p, capacity_gb=c) for p, c in zip(passes, (capacity, 318.24), strict=True)]
+            steps = (
+                step("t", "predict_passes", "tool", 1, {"station": "Troll"}, passes),
+                step("c", "compute_capacity", "other", 3, {"passes": passes, "rate_mbps": 520.0}, sized, "t"),
+                step("p", "plan", "llm", 5, {"passes": sized, "volume_gb": 120.0},
+                     {"allocations": [{"pass_id": "P-01", "gb": 120.0}]}, "c"),
+                Step("s", "submit_plan", "tool", input={"allocations": [{"pass_id": "P-01", "gb": 120.0}]},
+                     status="error", error=ErrorInfo("Rejected", "P-01 carries at most 42.7 GB; 120.0 GB requested"),
+                     deps=(D("p"),), start_ns=7, end_ns=8),
+            )
+            return Run("r", "scheduler", outcome="failure", steps=steps)
+
+        def slip(capacity: float) -> bool:
+            return any("lineage:whatif" in c.signals for c in localize(run_of(capacity), top=10).candidates
+                       if c.step_id == "c")
+
+        assert slip(341.64)
+        assert not slip(40.1)
 
     def test_a_unit_after_a_number_is_not_the_field_it_contradicts(self) -> None:
         """A failure stating "304.40 EUR" names the currency, not a rate table's field ``eur``: no contradiction at the rate lookup."""
