@@ -22,7 +22,6 @@ The sources (in the order the ranking gathers them):
 from __future__ import annotations
 
 import json
-
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
