@@ -299,7 +299,7 @@ _WRITTEN_PAIR = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z_]{1,30})=([A-Za-z][\w-]
 
 
 def written_pairs(value: Any) -> dict[str, str]:
-    """``key=value`` pairs written in a value's texts (a request typed as ``order=ORD-1; section=stalls``),
+    """``key=value`` pairs written in a value's texts (a request typed as ``ticket=T-1; region=emea``),
     keyed as `keyed_values` keys fields; word values only (numbers are read as numbers elsewhere)."""
     out: dict[str, str] = {}
     for _, v in leaves(value):

@@ -158,8 +158,8 @@ metres, inches and centimetres): physical constants, not tuned to any run."""
 
 
 def unit_slips(sl: Slice, message: str, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
-    """A number the failure states for an id it names ("P-01 carries at most 42.7 GB") that a step's record
-    for that id holds times a unit factor (``capacity_gb=341.64``, 8x: bits for bytes): the step that
+    """A number the failure states for an id it names ("line L-4 carries at most 12.5 MB") that a step's record
+    for that id holds times a unit factor (``capacity_mb=100.0``, 8x: bits for bytes): the step that
     introduced it converted with the wrong unit.  Not when any step's record for the id holds the stated
     number itself (the run had it), nor for a number several steps introduced."""
     ids = {a.raw.strip() for a in named if a.kind == "id"}

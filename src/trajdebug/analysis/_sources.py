@@ -237,7 +237,7 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
         for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed):
             if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
                 # The record let through went no further than the step's readers: whatever failed
-                # later did so without it (a planner given the list that picked other crews).
+                # later did so without it (a planner given the list that picked other records).
                 continue
             out.append(e)
     return out

@@ -282,7 +282,7 @@ def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
     called = calls[0].casefold() if len(calls) == 1 and isinstance(calls[0], str) else ""
     options = _handoffs(step, ctx) if called else []
     # The Agents SDK names a hand-off's tool after the agent, spaces as underscores
-    # ("Sterile Compounding" is called as ``transfer_to_sterile_compounding``).
+    # ("Billing Desk" is called as ``transfer_to_billing_desk``).
     mine = max((o for o in options if called.endswith(_tool_name(o))), key=len, default=None)
     if mine is None:
         return None
@@ -309,9 +309,9 @@ def _tool_name(agent: str) -> str:
 
 def _routed_against_failure(step: Step, ctx: DiagnoseContext, mine: str, options: list[str]) -> Evidence | None:
     """A hand-off its input decided nothing about, where a later failure names another agent it could have
-    handed to by that agent's own words and not the one chosen ("only batches from the sterile cleanroom"
-    after a hand-off to ``Nonsterile Compounding``): the environment says where the request belonged.
-    Whole words only: a stem would take "shortlisted" for the ``shorts`` desk."""
+    handed to by that agent's own words and not the one chosen ("refunds are handled by billing" after a
+    hand-off to ``Technical Support``): the environment says where the request belonged.
+    Whole words only: a stem would take "shipment" for the ``shipping`` desk."""
     names = {o: set(_TOKEN.findall(o.lower())) for o in options}
     shared = set.intersection(*names.values())
     for f in ctx.failures:

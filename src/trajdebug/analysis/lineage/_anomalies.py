@@ -141,7 +141,7 @@ def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
         keys = given[f]
         if len(keys) != 1:
             continue  # several values given under that name: no single one the output must keep
-        # A value given as several items in one text (``C10-C15``, ``Paris, Lyon``) comes back split: each
+        # A value given as several items in one text (``A1-A4``, ``Paris, Lyon``) comes back split: each
         # item the step answers with is a part of what it was given, no other value.
         parts = _parts(raw_in[f])
         other = [a for a in outs if a.key not in keys and a.raw.strip().lower() not in parts]

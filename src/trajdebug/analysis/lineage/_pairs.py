@@ -1,8 +1,8 @@
 """Records whose ids a step paired otherwise than its input did: a crossed join.
 
-A step given records that pair ids (``pass_id=P-03`` with ``reservation=R-3``,
-``pass_id=P-05`` with ``reservation=R-5``) and answering with a record that pairs
-two of those ids across them (``pass_id=P-05`` with ``reservation=R-3``) joined
+A step given records that pair ids (``order=O-3`` with ``payment=PM-3``,
+``order=O-5`` with ``payment=PM-5``) and answering with a record that pairs
+two of those ids across them (``order=O-5`` with ``payment=PM-3``) joined
 the wrong records: a log entry copied from the previous one, a payment attached
 to another order, a ticket filed under the previous customer.  Each id of the
 crossed pair came in paired with another value of the other field, and no input
@@ -10,7 +10,7 @@ record pairs the two: the step made the pairing itself.
 
 Only ids (letters and digits) count: names and numbers are shared by many
 records by nature.  A step re-assigning things on purpose (a scheduler moving a
-crew to another slot) trips it too: it is evidence, not proof.
+team to another slot) trips it too: it is evidence, not proof.
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ def _answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None)
 
 def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
     """Whether the answer differs from the passing run's only in ids the step mints on every call (a booking
-    tool's ``reservation=R-SVA-06-738`` where the same request got ``R-SVA-06-703``): a new id per call, new
+    tool's ``booking=BK-7031`` where the same request got ``BK-7003``): a new id per call, new
     in every passing occurrence too and never given, is no changed answer."""
     minted = {f for f, fs in st.fields.items() if _mints(fs)}
     if not minted:
@@ -193,16 +193,16 @@ def _same_subject(asked: Any, other: str, key: str | None, part: str) -> bool:
 
 
 def _shared_cause(asked: Any, other: str, part: str) -> bool:
-    """Whether the two requests share a value (``section=stalls`` for two performances), the other also named
-    one of its own (its performance), and the part names no value of either: an answer about nothing either asked for can follow from what they share (one seat
-    plan per section), no entry served for the other request (one that names a value is `_same_subject`'s)."""
+    """Whether the two requests share a value (``region=emea`` for two stores), the other also named
+    one of its own (its store), and the part names no value of either: an answer about nothing either asked
+    for can follow from what they share (one price list per region), no entry served for the other request (one that names a value is `_same_subject`'s)."""
     try:
         theirs = set(_request_values(json.loads(other)))
     except ValueError:
         return False
     mine = set(_request_values(asked))
     own = theirs - mine
-    # The other request named something of its own (another performance) that the part does not name: the
+    # The other request named something of its own (another store) that the part does not name: the
     # part is not about it.  Requests that differ only in numbers leave that unsaid.
     return bool(mine & theirs) and bool(own) and not any(v.lower() in part.lower() for v in theirs | mine)
 
