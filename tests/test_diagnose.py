@@ -1173,17 +1173,17 @@ class TestDecisionsAndState:
 
 
     def test_a_hand_off_named_by_its_agent_and_contradicted_by_the_failure(self) -> None:
-        """A hand-off to an agent recorded by its display name (``Nonsterile Room``, called as
-        ``transfer_to_nonsterile_room``) whose input names neither room, followed by a failure that names the
-        other room's own word ("only sterile batches"), routed it wrong; a failure naming no room says nothing."""
+        """A hand-off to an agent recorded by its display name (``Phone Support``, called as
+        ``transfer_to_phone_support``) whose input names neither desk, followed by a failure that names the
+        other desk's own word ("refunds go to billing"), routed it wrong; a failure naming no desk says nothing."""
 
         def route(to: str, message: str) -> tuple[Run, list[Failure]]:
-            msgs = [{"role": "user", "content": "Compound RX-1: cefazolin 2 g IV"}]
+            msgs = [{"role": "user", "content": "Ticket T-1: money back for order O-9"}]
             out = {"role": "assistant", "tool_calls": [{"name": f"transfer_to_{to}", "arguments": {}}]}
             run = _run(
-                _t("a", "Intake", "agent", 0, attributes={"handoffs": ["Sterile Room", "Nonsterile Room"]}),
+                _t("a", "Intake", "agent", 0, attributes={"handoffs": ["Billing Support", "Phone Support"]}),
                 _t("g", "generation", "llm", 1, parent_id="a", input={"messages": msgs}, output=out),
-                _t("r", "release", "tool", 2, status="error", error=ErrorInfo("ToolError", message)),
+                _t("r", "refund", "tool", 2, status="error", error=ErrorInfo("ToolError", message)),
             )
             return run, [Failure("r", "step-error", f"ToolError: {message}", "exception:ToolError", "step")]
 
@@ -1191,10 +1191,10 @@ class TestDecisionsAndState:
             run, failures = route(to, message)
             return _from(_verdict(run, "g", failures), "option-choice")
 
-        [e] = found("nonsterile_room", "only sterile batches are releasable")
-        assert "'Nonsterile Room'" in e.reason and "'Sterile Room'" in e.reason
-        assert found("sterile_room", "only sterile batches are releasable") == []
-        assert found("nonsterile_room", "the release system is down") == []
+        [e] = found("phone_support", "only billing can issue refunds")
+        assert "'Phone Support'" in e.reason and "'Billing Support'" in e.reason
+        assert found("billing_support", "only billing can issue refunds") == []
+        assert found("phone_support", "the refund system is down") == []
 
 
 class TestSharedAnswer:

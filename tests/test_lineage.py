@@ -194,30 +194,30 @@ class TestAnomalies:
         assert self._signals(step) == ["lineage:conflict"]
 
     def test_a_value_given_as_several_items_and_answered_split_is_no_conflict(self) -> None:
-        """A hold given seats='C10-C15' that answers the seats C10 and C15 split what it was given; one given C10-C15
-        that answers D14 and D15 did not."""
+        """A booking given rooms='A1-A4' that answers the rooms A1 and A4 split what it was given; one given A1-A4
+        that answers B12 and B14 did not."""
 
-        def hold(seats: list[str]) -> Step:
-            return _s("h", "hold_seats", "tool", 1, {"show": "S-1", "seats": "C10-C15"}, {"hold": "H-1", "seats": seats})
+        def hold(rooms: list[str]) -> Step:
+            return _s("h", "book_rooms", "tool", 1, {"site": "S-1", "rooms": "A1-A4"}, {"booking": "B-1", "rooms": rooms})
 
-        assert "lineage:conflict" not in self._signals(hold(["C10", "C15"]))
-        assert "lineage:conflict" in self._signals(hold(["D14", "D15"]))
+        assert "lineage:conflict" not in self._signals(hold(["A1", "A4"]))
+        assert "lineage:conflict" in self._signals(hold(["B12", "B14"]))
 
     def test_a_record_pairing_two_given_ids_across_their_records_is_crossed(self) -> None:
-        """A log writer given P-05's reservation R-5 (and the previous one, R-3 for P-03) that logs P-05 with R-3
-        joined the wrong records; logging P-05 with R-5 is faithful."""
+        """A ledger writer given O-5's payment PM-5 (and the previous one, PM-3 for O-3) that books O-5 with PM-3
+        joined the wrong records; booking O-5 with PM-5 is faithful."""
 
-        def log(reservation: str) -> Step:
+        def log(payment: str) -> Step:
             given = {
-                "log": [{"pass_id": "P-03", "reservation": "R-3"}],
-                "reservation": {"pass_id": "P-05", "reservation": "R-5"},
-                "previous": {"pass_id": "P-03", "reservation": "R-3"},
+                "log": [{"order": "O-3", "payment": "PM-3"}],
+                "payment": {"order": "O-5", "payment": "PM-5"},
+                "previous": {"order": "O-3", "payment": "PM-3"},
             }
-            out = [{"pass_id": "P-03", "reservation": "R-3"}, {"pass_id": "P-05", "reservation": reservation}]
-            return _s("l", "log_reservation", "other", 1, given, out)
+            out = [{"order": "O-3", "payment": "PM-3"}, {"order": "O-5", "payment": payment}]
+            return _s("l", "post_payment", "other", 1, given, out)
 
-        assert "lineage:crossed" in self._signals(log("R-3"))
-        assert "lineage:crossed" not in self._signals(log("R-5"))
+        assert "lineage:crossed" in self._signals(log("PM-3"))
+        assert "lineage:crossed" not in self._signals(log("PM-5"))
 
     def test_picking_a_record_another_matches_better_is_a_wrong_record(self) -> None:
         """A model picking the return of another order, when the list holds the one for the order asked about, picked the wrong record."""

@@ -134,21 +134,21 @@ class TestInvariants:
         assert "reference:same-input" in found
 
     def test_an_answer_differing_only_in_an_id_minted_per_call_is_the_same_answer(self) -> None:
-        """A booking tool that mints a new reservation id on every call (new in each passing call, never given) is
+        """A booking tool that mints a new booking id on every call (new in each passing call, never given) is
         not answering the same request otherwise when only that id differs; another status still is."""
 
-        def book(rid: str, pass_id: str, n: int, status: str = "confirmed", *, fail: bool = False) -> Run:
-            s = Step("b", "reserve", "tool", input={"antenna": "A-1", "pass_id": pass_id},
-                     output={"reservation": f"R-{700 + n}", "pass_id": pass_id, "status": status}, start_ns=1, end_ns=2)
-            return Run(rid, "scheduler", outcome="failure" if fail else "success", steps=(s,))
+        def book(rid: str, night: str, n: int, status: str = "confirmed", *, fail: bool = False) -> Run:
+            s = Step("b", "book_room", "tool", input={"hotel": "HT-1", "night": night},
+                     output={"booking": f"BK-{700 + n}", "night": night, "status": status}, start_ns=1, end_ns=2)
+            return Run(rid, "travel", outcome="failure" if fail else "success", steps=(s,))
 
-        profile = learn([book(f"ok{i}", f"P-0{i}", i) for i in range(1, 5)])
+        profile = learn([book(f"ok{i}", f"N-0{i}", i) for i in range(1, 5)])
 
         def changed(run: Run) -> bool:
             return "reference:same-input" in {e.diagnoser for e in violations(run.steps[0], Lineage(run).view("b"), profile)}
 
-        assert not changed(book("bad", "P-01", 38, fail=True))
-        assert changed(book("bad", "P-01", 38, "waitlisted", fail=True))
+        assert not changed(book("bad", "N-01", 38, fail=True))
+        assert changed(book("bad", "N-01", 38, "waitlisted", fail=True))
 
     def test_a_reader_of_other_state_was_not_asked_the_same(self) -> None:
         """A step given the same arguments as in a passing run but reading other shared state is not "the same input"."""
@@ -363,25 +363,25 @@ class TestOldAnswers:
         assert "reference:old-answer" in found
 
     def test_an_answer_following_from_a_value_both_requests_share_is_no_old_answer(self) -> None:
-        """A seat map answering the stalls' seats a passing run got for another show's stalls answers what both
-        asked (the section), no stale entry; the same seats served for the circle are one."""
+        """A price list answering the north region's prices a passing run got for another store in the north answers
+        what both asked (the region), no stale entry; the same prices served for the south are one."""
 
-        def seat_map(rid: str, show: str, section: str, seats: list[str], *, fail: bool = False) -> Run:
-            s = Step("m", "get_seat_map", "tool", input={"show": show, "section": section},
-                     output={"show": show, "free": seats})
-            return Run(rid, "box-office", outcome="failure" if fail else "success", steps=(s,))
+        def price_list(rid: str, store: str, region: str, prices: list[str], *, fail: bool = False) -> Run:
+            s = Step("m", "get_price_list", "tool", input={"store": store, "region": region},
+                     output={"store": store, "prices": prices})
+            return Run(rid, "pricing", outcome="failure" if fail else "success", steps=(s,))
 
-        stalls = [f"C{i}" for i in range(8, 24)]
-        passing = [seat_map("p1", "SH-1", "stalls", stalls)] + [
-            seat_map(f"p{i}", f"SH-{i}", f"tier {i}", [f"T{i}{j}" for j in range(16)]) for i in range(2, 6)
+        north = [f"SKU-{i}" for i in range(8, 24)]
+        passing = [price_list("p1", "ST-1", "north", north)] + [
+            price_list(f"p{i}", f"ST-{i}", f"zone {i}", [f"Z{i}-{j}" for j in range(16)]) for i in range(2, 6)
         ]
         profile = learn(passing)
 
         def old(run: Run) -> bool:
             return "reference:old-answer" in [e.diagnoser for e in violations(run.steps[0], Lineage(run).view("m"), profile)]
 
-        assert not old(seat_map("bad", "SH-9", "stalls", stalls, fail=True))
-        assert old(seat_map("bad", "SH-9", "circle", stalls, fail=True))
+        assert not old(price_list("bad", "ST-9", "north", north, fail=True))
+        assert old(price_list("bad", "ST-9", "south", north, fail=True))
 
     def test_a_whole_answer_got_for_another_id_is_old_even_when_the_request_carries_that_id(self) -> None:
         """A customer lookup asked for C-1 (handed C-2 as its cache key) that answers C-2's record, as a passing

@@ -46,26 +46,26 @@ def test_a_model_call_making_a_tool_call_among_calls_that_made_none_is_no_size_d
 
 
 def test_a_record_let_through_that_went_no_further_than_its_reader_is_no_finding() -> None:
-    """A search given zone=NOPS that lets one SOPS crew through among NOPS crews is suspect only when a later
-    step carried that crew on; a planner given the list that picked other crews left it behind."""
+    """A search given region=north that lets one south team through among north teams is suspect only when a later
+    step carried that team on; a planner given the list that picked other teams left it behind."""
 
     def run_of(picked: str) -> Run:
-        crews = [
-            {"crew_id": "Redding 1", "zone": "NOPS"},
-            {"crew_id": "Weaver 2", "zone": "NOPS"},
-            {"crew_id": "Sonora 4", "zone": "SOPS"},
+        teams = [
+            {"team_id": "Team 1", "region": "north"},
+            {"team_id": "Team 2", "region": "north"},
+            {"team_id": "Team 9", "region": "south"},
         ]
         steps = (
-            step("s", "search_crews", "retrieval", 1, {"zone": "NOPS", "crew_type": "T2"}, crews),
-            step("p", "plan", "llm", 3, {"crews": crews}, {"crews": [picked], "staging": "Pine Flat"}, "s"),
-            Step("o", "order", "tool", input={"crews": [picked], "staging": "Pine Flat"}, status="error",
-                 error=ErrorInfo("ToolError", "no open road to Pine Flat"), start_ns=5, end_ns=6,
+            step("s", "search_teams", "retrieval", 1, {"region": "north", "skill": "rescue"}, teams),
+            step("p", "plan", "llm", 3, {"teams": teams}, {"teams": [picked], "site": "Hill Road"}, "s"),
+            Step("o", "order", "tool", input={"teams": [picked], "site": "Hill Road"}, status="error",
+                 error=ErrorInfo("ToolError", "no access to Hill Road"), start_ns=5, end_ns=6,
                  deps=(D("p"),)),
         )
-        return Run("r", "staging", outcome="failure", steps=steps)
+        return Run("r", "site", outcome="failure", steps=steps)
 
     def admitted(run: Run) -> bool:
         return any("lineage:admitted" in c.signals for c in localize(run, top=10).candidates if c.step_id == "s")
 
-    assert not admitted(run_of("Redding 1"))
-    assert admitted(run_of("Sonora 4"))
+    assert not admitted(run_of("Team 1"))
+    assert admitted(run_of("Team 9"))
