@@ -441,6 +441,21 @@ class TestWhatIf:
             ("c", "computed by mul where div fits"),
         }
 
+    def test_an_operand_taken_where_another_given_number_fits_is_the_operands_slip(self) -> None:
+        """A dose worked out from a weight in an old note (48) where the weight record it was also given (71.5)
+        gives the dose the failure expects (715) is the note's slip; a target no given number reaches says nothing."""
+        run = _run(
+            _s("n", "get_notes", "tool", 1, {"patient": "PT-1"}, {"notes": ["weight 48 kg on admission"]}),
+            _s("w", "get_weight", "tool", 2, {"patient": "PT-1"}, {"weight_kg": 71.5}),
+            _s("d", "compute_dose", "other", 3, {"notes": ["weight 48 kg on admission"], "weight_kg": 71.5,
+                                                  "per_kg": 10.0}, {"dose_mg": 480.0}, "n", "w"),
+        )
+        lin = Lineage(run)
+        dose = next(a for a in lin.view("d").outputs if a.field == "dose_mg")
+        found = slips(lin, dose, len(run.steps), 715.0, "715")
+        assert [(s.step_id, s.fixed) for s in found] == [("n", 71.5)]
+        assert slips(lin, dose, len(run.steps), 655.0, "655") == []
+
     def test_a_correct_rate_divided_by_is_the_dividing_steps_slip(self) -> None:
         """A converter that divides by a correct rate (where it should multiply) did the inverting: the slip is named at it, not at the lookup."""
         rate = 0.92
