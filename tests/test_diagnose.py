@@ -280,6 +280,15 @@ class TestToolCalls:
         assert all(e.sound for e in _from(_verdict(run_of("CL-303"), "t"), "tool-arguments"))
         assert any(not e.sound for e in _from(_verdict(run_of("CL-909"), "t"), "tool-arguments"))
 
+    def test_a_short_code_inside_another_word_is_not_found_upstream(self) -> None:
+        """A code ``NS`` written where the record upstream says ``D5W`` contradicts it, though the letters "ns"
+        occur inside an upstream word ("instructions"); written upstream as a word of its own, it is a choice."""
+        from trajdebug.analysis.diagnosers._tools import contradictions
+
+        record = {"drug": "amphotericin", "diluent": "D5W", "note": "follow the instructions"}
+        assert contradictions({"diluent": "NS"}, [record]) != []
+        assert contradictions({"diluent": "NS"}, [dict(record, note="NS or D5W")]) == []
+
     def test_choosing_another_given_value_is_not_a_contradiction(self) -> None:
         """An argument differing from one upstream field but present elsewhere upstream is a choice, not a contradiction."""
         run = _run(
