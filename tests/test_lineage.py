@@ -442,13 +442,12 @@ class TestWhatIf:
         }
 
     def test_an_operand_taken_where_another_given_number_fits_is_the_operands_slip(self) -> None:
-        """A dose worked out from a weight in an old note (48) where the weight record it was also given (71.5)
-        gives the dose the failure expects (715) is the note's slip; a target no given number reaches says nothing."""
+        """A dose worked out from a weight in an old note (48 kg) where the recent note it was also given (71.5 kg)
+        gives the dose the failure expects (715) is the notes' slip; a target no given weight reaches says nothing."""
+        notes = ["weight 48 kg on admission", "2026-05-01 weight 71.5 kg"]
         run = _run(
-            _s("n", "get_notes", "tool", 1, {"patient": "PT-1"}, {"notes": ["weight 48 kg on admission"]}),
-            _s("w", "get_weight", "tool", 2, {"patient": "PT-1"}, {"weight_kg": 71.5}),
-            _s("d", "compute_dose", "other", 3, {"notes": ["weight 48 kg on admission"], "weight_kg": 71.5,
-                                                  "per_kg": 10.0}, {"dose_mg": 480.0}, "n", "w"),
+            _s("n", "get_notes", "tool", 1, {"patient": "PT-1"}, {"notes": notes}),
+            _s("d", "compute_dose", "other", 3, {"notes": notes, "per_kg": 10.0}, {"dose_mg": 480.0}, "n"),
         )
         lin = Lineage(run)
         dose = next(a for a in lin.view("d").outputs if a.field == "dose_mg")
