@@ -299,6 +299,15 @@ class TestToolCalls:
         assert all(e.sound for e in _from(_verdict(run_of("CL-303"), "t"), "tool-arguments"))
         assert any(not e.sound for e in _from(_verdict(run_of("CL-909"), "t"), "tool-arguments"))
 
+    def test_a_short_code_inside_another_word_is_not_found_upstream(self) -> None:
+        """A code ``NS`` written where the record upstream says ``D5W`` contradicts it, though the letters "ns"
+        occur inside an upstream word ("instructions"); written upstream as a word of its own, it is a choice."""
+        from trajdebug.analysis.diagnosers._tools import contradictions
+
+        record = {"drug": "amphotericin", "diluent": "D5W", "note": "follow the instructions"}
+        assert contradictions({"diluent": "NS"}, [record]) != []
+        assert contradictions({"diluent": "NS"}, [dict(record, note="NS or D5W")]) == []
+
     def test_choosing_another_given_value_is_not_a_contradiction(self) -> None:
         """An argument differing from one upstream field but present elsewhere upstream is a choice, not a contradiction."""
         run = _run(
@@ -1193,6 +1202,31 @@ class TestDecisionsAndState:
         assert "general_desk" in e.reason and "medical_desk" in e.reason
         assert _from(_verdict(route("medical_desk"), "g"), "option-choice") == []
         assert _from(_verdict(route("general_desk", domain="retail"), "g"), "option-choice") == []
+
+
+    def test_a_hand_off_named_by_its_agent_and_contradicted_by_the_failure(self) -> None:
+        """A hand-off to an agent recorded by its display name (``Phone Support``, called as
+        ``transfer_to_phone_support``) whose input names neither desk, followed by a failure that names the
+        other desk's own word ("refunds go to billing"), routed it wrong; a failure naming no desk says nothing."""
+
+        def route(to: str, message: str) -> tuple[Run, list[Failure]]:
+            msgs = [{"role": "user", "content": "Ticket T-1: money back for order O-9"}]
+            out = {"role": "assistant", "tool_calls": [{"name": f"transfer_to_{to}", "arguments": {}}]}
+            run = _run(
+                _t("a", "Intake", "agent", 0, attributes={"handoffs": ["Billing Support", "Phone Support"]}),
+                _t("g", "generation", "llm", 1, parent_id="a", input={"messages": msgs}, output=out),
+                _t("r", "refund", "tool", 2, status="error", error=ErrorInfo("ToolError", message)),
+            )
+            return run, [Failure("r", "step-error", f"ToolError: {message}", "exception:ToolError", "step")]
+
+        def found(to: str, message: str) -> list[Evidence]:
+            run, failures = route(to, message)
+            return _from(_verdict(run, "g", failures), "option-choice")
+
+        [e] = found("phone_support", "only billing can issue refunds")
+        assert "'Phone Support'" in e.reason and "'Billing Support'" in e.reason
+        assert found("billing_support", "only billing can issue refunds") == []
+        assert found("phone_support", "the refund system is down") == []
 
 
 class TestSharedAnswer:

@@ -193,6 +193,32 @@ class TestAnomalies:
         )
         assert self._signals(step) == ["lineage:conflict"]
 
+    def test_a_value_given_as_several_items_and_answered_split_is_no_conflict(self) -> None:
+        """A booking given rooms='A1-A4' that answers the rooms A1 and A4 split what it was given; one given A1-A4
+        that answers B12 and B14 did not."""
+
+        def hold(rooms: list[str]) -> Step:
+            return _s("h", "book_rooms", "tool", 1, {"site": "S-1", "rooms": "A1-A4"}, {"booking": "B-1", "rooms": rooms})
+
+        assert "lineage:conflict" not in self._signals(hold(["A1", "A4"]))
+        assert "lineage:conflict" in self._signals(hold(["B12", "B14"]))
+
+    def test_a_record_pairing_two_given_ids_across_their_records_is_crossed(self) -> None:
+        """A ledger writer given O-5's payment PM-5 (and the previous one, PM-3 for O-3) that books O-5 with PM-3
+        joined the wrong records; booking O-5 with PM-5 is faithful."""
+
+        def log(payment: str) -> Step:
+            given = {
+                "log": [{"order": "O-3", "payment": "PM-3"}],
+                "payment": {"order": "O-5", "payment": "PM-5"},
+                "previous": {"order": "O-3", "payment": "PM-3"},
+            }
+            out = [{"order": "O-3", "payment": "PM-3"}, {"order": "O-5", "payment": payment}]
+            return _s("l", "post_payment", "other", 1, given, out)
+
+        assert "lineage:crossed" in self._signals(log("PM-3"))
+        assert "lineage:crossed" not in self._signals(log("PM-5"))
+
     def test_picking_a_record_another_matches_better_is_a_wrong_record(self) -> None:
         """A model picking the return of another order, when the list holds the one for the order asked about, picked the wrong record."""
         returns = json.dumps(
@@ -414,6 +440,20 @@ class TestWhatIf:
             ("fx", "inverted"),
             ("c", "computed by mul where div fits"),
         }
+
+    def test_an_operand_taken_where_another_given_number_fits_is_the_operands_slip(self) -> None:
+        """A dose worked out from a weight in an old note (48 kg) where the recent note it was also given (71.5 kg)
+        gives the dose the failure expects (715) is the notes' slip; a target no given weight reaches says nothing."""
+        notes = ["weight 48 kg on admission", "2026-05-01 weight 71.5 kg"]
+        run = _run(
+            _s("n", "get_notes", "tool", 1, {"patient": "PT-1"}, {"notes": notes}),
+            _s("d", "compute_dose", "other", 3, {"notes": notes, "per_kg": 10.0}, {"dose_mg": 480.0}, "n"),
+        )
+        lin = Lineage(run)
+        dose = next(a for a in lin.view("d").outputs if a.field == "dose_mg")
+        found = slips(lin, dose, len(run.steps), 715.0, "715")
+        assert [(s.step_id, s.fixed) for s in found] == [("n", 71.5)]
+        assert slips(lin, dose, len(run.steps), 655.0, "655") == []
 
     def test_a_correct_rate_divided_by_is_the_dividing_steps_slip(self) -> None:
         """A converter that divides by a correct rate (where it should multiply) did the inverting: the slip is named at it, not at the lookup."""

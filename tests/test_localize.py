@@ -12,6 +12,7 @@ import pytest
 from benchmarks.baselines import synthetic_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.builders import step
 
 from trajdebug.analysis._detect import Failure, detect
 from trajdebug.analysis._localize import Localization, localize
@@ -398,6 +399,36 @@ class TestRanking:
         desk = [{"role": "system", "content": "You issue refunds."}, user]
         assert "lineage:dropped" not in first_turn(run_of(desk)).signals
 
+    def test_an_agent_span_failing_because_its_tool_failed_blames_no_turn_before_it(self) -> None:
+        """An agent span that fails because a tool inside it raised repeats that failure: the turn that handed
+        off to it lost nothing, since the desk's own turn passed the order id on to the failing tool."""
+        user = {"role": "user", "content": "Refund order O-7722 for ben@example.com."}
+        handoff = {"role": "assistant", "tool_calls": [{"name": "transfer_to_refunds", "arguments": {}}]}
+        message = "refund 212.00 exceeds the 64.50 captured for O-7722"
+
+        def run_of(agent_fails: bool) -> Run:
+            steps = (
+                Step("t1", "generation", "llm", input={"messages": [{"role": "system", "content": "You triage."}, user]},
+                     output=handoff, start_ns=1, end_ns=2),
+                Step("a", "Refund Desk", "agent", input=None, output=None, start_ns=3, end_ns=20,
+                     status="error" if agent_fails else "ok",
+                     error=ErrorInfo("AgentsSDKError", f"Error in agent run: {message}") if agent_fails else None),
+                # The SDK's turn span sits between the agent span and the tool that raised.
+                Step("u", "turn 1", "agent", parent_id="a", input=None, output=None, start_ns=4, end_ns=19),
+                Step("t2", "generation", "llm", parent_id="u",
+                     input={"messages": [{"role": "system", "content": "You issue refunds."}, user, handoff]},
+                     output={"role": "assistant", "tool_calls": [
+                         {"name": "issue_refund", "arguments": {"order_id": "O-7722", "amount": 212.0}}]},
+                     deps=(D("t1"),), start_ns=5, end_ns=6),
+                Step("r", "issue_refund", "tool", parent_id="u", input={"order_id": "O-7722", "amount": 212.0},
+                     status="error", error=ErrorInfo("ToolError", message), deps=(D("t2"),), start_ns=7, end_ns=8),
+            )
+            return Run("r", "refunds", outcome="failure", steps=steps, metadata={"task": user["content"]})
+
+        for agent_fails in (False, True):
+            first = next(c for c in localize(run_of(agent_fails), top=10).candidates if c.step_id == "t1")
+            assert "lineage:dropped" not in first.signals
+
     def test_a_closing_turn_whose_conversation_a_graph_handed_to_the_check_dropped_nothing(self) -> None:
         """A state graph appends a model's closing sentence to the conversation it keeps and hands the whole
         conversation to its check: the closing turn, which names no route, lost nothing; handed only the
@@ -634,6 +665,31 @@ class TestRanking:
         # A message that states the step's own value compares it with a limit: no contradiction.
         same = localize(run_of("7 paid days left is under the 8 required"))
         assert all("lineage:contradicted" not in c.signals for c in same.candidates)
+
+    def test_a_number_the_failure_states_for_an_id_that_a_record_holds_times_a_unit_factor_is_a_unit_slip(self) -> None:
+        """A bandwidth calculator that wrote L-4's capacity as 100.0 MB where the network says L-4 carries
+        12.5 MB (8x: bits taken for bytes) slipped a unit; a capacity of 13.9 MB is no factor of it."""
+
+        def run_of(capacity: float) -> Run:
+            links = [{"link": "L-4", "seconds": 800}, {"link": "L-7", "seconds": 600}]
+            sized = [dict(p, capacity_mb=c) for p, c in zip(links, (capacity, 75.0), strict=True)]
+            steps = (
+                step("t", "list_links", "tool", 1, {"site": "S-2"}, links),
+                step("c", "compute_bandwidth", "other", 3, {"links": links, "rate": 1.0}, sized, "t"),
+                step("p", "plan", "llm", 5, {"links": sized, "volume_mb": 30.0},
+                     {"allocations": [{"link": "L-4", "mb": 30.0}]}, "c"),
+                Step("s", "submit", "tool", input={"allocations": [{"link": "L-4", "mb": 30.0}]},
+                     status="error", error=ErrorInfo("Rejected", "L-4 carries at most 12.5 MB; 30.0 MB requested"),
+                     deps=(D("p"),), start_ns=7, end_ns=8),
+            )
+            return Run("r", "transfer", outcome="failure", steps=steps)
+
+        def slip(capacity: float) -> bool:
+            return any("lineage:whatif" in c.signals for c in localize(run_of(capacity), top=10).candidates
+                       if c.step_id == "c")
+
+        assert slip(100.0)
+        assert not slip(13.9)
 
     def test_a_unit_after_a_number_is_not_the_field_it_contradicts(self) -> None:
         """A failure stating "304.40 EUR" names the currency, not a rate table's field ``eur``: no contradiction at the rate lookup."""

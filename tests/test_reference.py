@@ -133,6 +133,23 @@ class TestInvariants:
         found = {e.diagnoser for e in violations(bad.steps[1], Lineage(bad).view("c"), learn(_passing()))}
         assert "reference:same-input" in found
 
+    def test_an_answer_differing_only_in_an_id_minted_per_call_is_the_same_answer(self) -> None:
+        """A booking tool that mints a new booking id on every call (new in each passing call, never given) is
+        not answering the same request otherwise when only that id differs; another status still is."""
+
+        def book(rid: str, night: str, n: int, status: str = "confirmed", *, fail: bool = False) -> Run:
+            s = Step("b", "book_room", "tool", input={"hotel": "HT-1", "night": night},
+                     output={"booking": f"BK-{700 + n}", "night": night, "status": status}, start_ns=1, end_ns=2)
+            return Run(rid, "travel", outcome="failure" if fail else "success", steps=(s,))
+
+        profile = learn([book(f"ok{i}", f"N-0{i}", i) for i in range(1, 5)])
+
+        def changed(run: Run) -> bool:
+            return "reference:same-input" in {e.diagnoser for e in violations(run.steps[0], Lineage(run).view("b"), profile)}
+
+        assert not changed(book("bad", "N-01", 38, fail=True))
+        assert changed(book("bad", "N-01", 38, "waitlisted", fail=True))
+
     def test_a_reader_of_other_state_was_not_asked_the_same(self) -> None:
         """A step given the same arguments as in a passing run but reading other shared state is not "the same input"."""
 
@@ -344,6 +361,27 @@ class TestOldAnswers:
         wrong = stock_run("bad", {"SKU-2040": bolts}, fail=True)
         found = [e.diagnoser for e in violations(wrong.steps[0], Lineage(wrong).view("s"), profile)]
         assert "reference:old-answer" in found
+
+    def test_an_answer_following_from_a_value_both_requests_share_is_no_old_answer(self) -> None:
+        """A price list answering the north region's prices a passing run got for another store in the north answers
+        what both asked (the region), no stale entry; the same prices served for the south are one."""
+
+        def price_list(rid: str, store: str, region: str, prices: list[str], *, fail: bool = False) -> Run:
+            s = Step("m", "get_price_list", "tool", input={"store": store, "region": region},
+                     output={"store": store, "prices": prices})
+            return Run(rid, "pricing", outcome="failure" if fail else "success", steps=(s,))
+
+        north = [f"SKU-{i}" for i in range(8, 24)]
+        passing = [price_list("p1", "ST-1", "north", north)] + [
+            price_list(f"p{i}", f"ST-{i}", f"zone {i}", [f"Z{i}-{j}" for j in range(16)]) for i in range(2, 6)
+        ]
+        profile = learn(passing)
+
+        def old(run: Run) -> bool:
+            return "reference:old-answer" in [e.diagnoser for e in violations(run.steps[0], Lineage(run).view("m"), profile)]
+
+        assert not old(price_list("bad", "ST-9", "north", north, fail=True))
+        assert old(price_list("bad", "ST-9", "south", north, fail=True))
 
     def test_a_whole_answer_got_for_another_id_is_old_even_when_the_request_carries_that_id(self) -> None:
         """A customer lookup asked for C-1 (handed C-2 as its cache key) that answers C-2's record, as a passing

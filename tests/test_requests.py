@@ -55,6 +55,18 @@ class TestCount:
             run = _run(_t("t", "find_units", "tool", 1, input={"limit": 2}, output={"units": self._units(n)}))
             assert _ev(run, "t", "request-count") == []
 
+    def test_a_selector_keeping_fewer_than_asked_of_more_it_was_given_is_flagged(self) -> None:
+        """A code step given ten records and count=5 that keeps four of them is short of what it was asked (an
+        off-by-one); given only four to choose from, keeping four is all it could."""
+
+        def select(given: int) -> Run:
+            units = self._units(given)
+            return _run(_t("s", "select_units", "other", 1, input={"units": units, "count": 5}, output=units[:4]))
+
+        ev = _ev(select(10), "s", "request-count")
+        assert ev and "count=5" in ev[0].reason and "kept 4" in ev[0].reason
+        assert _ev(select(4), "s", "request-count") == []
+
     def test_a_page_number_is_no_count(self) -> None:
         """``page=1`` asks for a page, not for one item: a page of three items is fine."""
         run = _run(_t("t", "list", "tool", 1, input={"page": 1}, output={"units": self._units(3)}))

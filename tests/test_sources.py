@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.builders import step
 
 from trajdebug.analysis._localize import localize
+from trajdebug.core.model import Dependency as D
 from trajdebug.core.model import ErrorInfo, Run, Step
 
 
@@ -42,3 +43,29 @@ def test_a_model_call_making_a_tool_call_among_calls_that_made_none_is_no_size_d
     )
     loc = localize(Run("r", "promo", outcome="failure", steps=steps))
     assert all("sibling:size" not in c.signals for c in loc.ranked_all)
+
+
+def test_a_record_let_through_that_went_no_further_than_its_reader_is_no_finding() -> None:
+    """A search given region=north that lets one south team through among north teams is suspect only when a later
+    step carried that team on; a planner given the list that picked other teams left it behind."""
+
+    def run_of(picked: str) -> Run:
+        teams = [
+            {"team_id": "Team 1", "region": "north"},
+            {"team_id": "Team 2", "region": "north"},
+            {"team_id": "Team 9", "region": "south"},
+        ]
+        steps = (
+            step("s", "search_teams", "retrieval", 1, {"region": "north", "skill": "rescue"}, teams),
+            step("p", "plan", "llm", 3, {"teams": teams}, {"teams": [picked], "site": "Hill Road"}, "s"),
+            Step("o", "order", "tool", input={"teams": [picked], "site": "Hill Road"}, status="error",
+                 error=ErrorInfo("ToolError", "no access to Hill Road"), start_ns=5, end_ns=6,
+                 deps=(D("p"),)),
+        )
+        return Run("r", "site", outcome="failure", steps=steps)
+
+    def admitted(run: Run) -> bool:
+        return any("lineage:admitted" in c.signals for c in localize(run, top=10).candidates if c.step_id == "s")
+
+    assert not admitted(run_of("Team 1"))
+    assert admitted(run_of("Team 9"))

@@ -295,6 +295,20 @@ def keyed_values(value: Any) -> dict[str, Any]:
     return out
 
 
+_WRITTEN_PAIR = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z_]{1,30})=([A-Za-z][\w-]{0,40})(?=$|[\s;,&])")
+
+
+def written_pairs(value: Any) -> dict[str, str]:
+    """``key=value`` pairs written in a value's texts (a request typed as ``ticket=T-1; region=emea``),
+    keyed as `keyed_values` keys fields; word values only (numbers are read as numbers elsewhere)."""
+    out: dict[str, str] = {}
+    for _, v in leaves(value):
+        if isinstance(v, str) and "=" in v:
+            for m in _WRITTEN_PAIR.finditer(v[:20_000]):
+                out.setdefault(m.group(1).lower(), m.group(2))
+    return out
+
+
 _NUMBER = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\.|(?![xX]\b)\w)")
 """A number standing alone, or glued to a multiplication sign (``12x SKU-2040``: twelve of the item; ``×``
 is no word character): an id such as ``4A``, ``12xl`` or ``0x1F`` is no number, nor is ``x12``'s 12."""

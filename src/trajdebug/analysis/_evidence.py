@@ -108,6 +108,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "reference:formula": "wrong-value",
     "reference:size": "wrong-value",
     "lineage:conflict": "inconsistent",
+    "lineage:crossed": "inconsistent",
     "lineage:wrong-record": "inconsistent",
     "lineage:admitted": "inconsistent",
     "request-code": "inconsistent",

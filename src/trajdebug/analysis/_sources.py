@@ -21,6 +21,7 @@ The sources (in the order the ranking gathers them):
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -225,8 +226,28 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
         same = calls.get((step.name, step.kind), [])
         signed = signed_by_rule(step, same, sl.lin) if len(same) > 1 and step.kind not in CONTAINER_KINDS else frozenset()
         for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed):
+            if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
+                # The record let through went no further than the step's readers: whatever failed
+                # later did so without it (a planner given the list that picked other records).
+                continue
             out.append(e)
     return out
+
+
+def _passed_on(sl: Slice, sid: str, label: str) -> bool:
+    """Whether a step after ``sid`` (not one enclosing it) answered with ``label``: the record went on."""
+    pos = sl.g.position(sid)
+    want = label.casefold()
+    outer: set[str] = set()
+    parent = sl.g.steps[sid].parent_id
+    while parent is not None and parent in sl.g.steps and parent not in outer:
+        outer.add(parent)
+        parent = sl.g.steps[parent].parent_id
+    return any(
+        want in json.dumps(s.output, default=str).casefold()
+        for s in sl.run.steps
+        if s.output is not None and s.step_id not in outer and s.step_id in sl.g.steps and sl.g.position(s.step_id) > pos
+    )
 
 def other_entities(sl: Slice, ids: Sequence[str]) -> list[Found]:
     """Steps about another item of a list the run went through than the one the failure is about.

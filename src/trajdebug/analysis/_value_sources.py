@@ -29,6 +29,7 @@ from trajdebug.analysis._contradictions import (
     contradicted,
     disagreeing_sources,
     inside_of,
+    unit_slips,
     whatif_found,
 )
 from trajdebug.analysis._detect import Failure
@@ -62,8 +63,27 @@ def lineage_evidence(sl: Slice) -> list[Found]:
     """The failures' values, traced to the steps that introduced or dropped them."""
     within = set(sl.dist)
     out: list[Found] = []
+    wrappers = _wrapping_failures(sl)
     for f in sl.failures:
-        out += _failure_values(sl, f, within)
+        if f.step_id not in wrappers:
+            out += _failure_values(sl, f, within)
+    return out
+
+
+def _wrapping_failures(sl: Slice) -> set[str]:
+    """Failing steps that enclose another failing step: an agent span failing because a tool inside it
+    raised repeats that failure, and it started before the steps inside it, so read at its own place
+    it would take every value its children handled on the way for a value lost before it."""
+    failing = {f.step_id for f in sl.failures}
+    out: set[str] = set()
+    for sid in failing:
+        seen: set[str] = set()
+        parent = sl.g.steps[sid].parent_id if sid in sl.g.steps else None
+        while parent is not None and parent in sl.g.steps and parent not in seen:
+            seen.add(parent)
+            if parent in failing:
+                out.add(parent)
+            parent = sl.g.steps[parent].parent_id
     return out
 
 
@@ -77,6 +97,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     out = _named_values(sl, f, message, named, seen, within)
     out += contradicted(sl, message, pos, within, step.name)
     out += whatif_found(sl, message, named, pos, within, step.name)
+    out += unit_slips(sl, message, named, pos, within, step.name)
     out += disagreeing_sources(sl, f.step_id, message, pos, within, step.name)
     out += left_out_items(sl, message, pos, within, step.name)
     for a in _task_words(sl, message):
@@ -344,19 +365,21 @@ def _carried_on_later(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     A model called turn after turn is given the conversation again each time (the
     later call's messages begin with the earlier call's): a turn that did something
     else first (looked the customer up before refunding the order) lost nothing when
-    a later turn carried the value on.  A model given another conversation (a
-    hand-off's own prompt, a sub-agent) does not speak for it.  A later step of
+    a later turn carried the value on.  Instructions are left out of the comparison: an
+    agent handed the conversation (a hand-off) has its own system prompt over the same
+    history.  A model given another conversation (a sub-agent told its own task) does
+    not speak for it.  A later step of
     any kind handed the conversation under ``messages`` where the run failed (a
     state graph's check, given the state whose message list keeps every turn)
     was handed the value in it: the turn lost nothing.
     """
-    mine = _messages(sl.g.steps[sid])
+    mine = _history(_messages(sl.g.steps[sid]))
     if not mine:
         return None
     start = sl.g.position(sid)
     for later in sl.run.steps:
         model = later.kind == "llm"
-        theirs = _messages(later) if model else _handed_messages(later)
+        theirs = _history(_messages(later) if model else _handed_messages(later))
         if (
             theirs is not None
             and len(theirs) > len(mine)
@@ -368,6 +391,17 @@ def _carried_on_later(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
         ):
             return later.step_id
     return None
+
+
+_INSTRUCTION_ROLES = frozenset({"system", "developer"})
+
+
+def _history(msgs: list[Any] | None) -> list[Any] | None:
+    """A conversation without its instructions: a hand-off gives the next agent its own system prompt
+    and the same history (the OpenAI Agents SDK, a supervisor graph), so the history is what carries on."""
+    if msgs is None:
+        return None
+    return [m for m in msgs if not (isinstance(m, Mapping) and m.get("role") in _INSTRUCTION_ROLES)]
 
 
 def _messages(step: Step) -> list[Any] | None:

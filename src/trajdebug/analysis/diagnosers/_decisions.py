@@ -281,7 +281,9 @@ def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
     calls = [c.get("name") for c in tool_calls(step.output)]
     called = calls[0].casefold() if len(calls) == 1 and isinstance(calls[0], str) else ""
     options = _handoffs(step, ctx) if called else []
-    mine = max((o for o in options if called.endswith(o.casefold())), key=len, default=None)
+    # The Agents SDK names a hand-off's tool after the agent, spaces as underscores
+    # ("Billing Desk" is called as ``transfer_to_billing_desk``).
+    mine = max((o for o in options if called.endswith(_tool_name(o))), key=len, default=None)
     if mine is None:
         return None
     names = {o: _stems(o.replace("_", " ")) for o in options}
@@ -298,6 +300,35 @@ def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:
                 f"handed off to {mine!r}, which its input does not name, where it names {o!r}",
                 "option-choice",
             )
+    return _routed_against_failure(step, ctx, mine, options)
+
+
+def _tool_name(agent: str) -> str:
+    return re.sub(r"\W+", "_", agent.casefold()).strip("_")
+
+
+def _routed_against_failure(step: Step, ctx: DiagnoseContext, mine: str, options: list[str]) -> Evidence | None:
+    """A hand-off its input decided nothing about, where a later failure names another agent it could have
+    handed to by that agent's own words and not the one chosen ("refunds are handled by billing" after a
+    hand-off to ``Technical Support``): the environment says where the request belonged.
+    Whole words only: a stem would take "shipment" for the ``shipping`` desk."""
+    names = {o: set(_TOKEN.findall(o.lower())) for o in options}
+    shared = set.intersection(*names.values())
+    for f in ctx.failures:
+        failing = ctx.graph.steps.get(f.step_id)
+        if failing is None or failing.start_ns < step.start_ns:
+            continue
+        told = set(_TOKEN.findall(f.message.lower()))
+        if (names[mine] - shared) & told:
+            continue
+        for o in sorted(names):
+            if o != mine and (names[o] - shared - names[mine]) & told:
+                return Evidence(
+                    step.step_id,
+                    0.5,
+                    f"handed off to {mine!r}, where the failure at {failing.name} names {o!r}",
+                    "option-choice",
+                )
     return None
 
 

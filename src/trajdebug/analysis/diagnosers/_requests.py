@@ -53,7 +53,7 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
-from trajdebug.core.model import Step
+from trajdebug.core.model import CONTAINER_KINDS, Step
 
 
 _ASKED = ("tool", "retrieval")
@@ -133,21 +133,41 @@ def _asked_count(args: Mapping[str, Any], lexicon: Lexicon) -> tuple[str, int] |
 
 
 def request_count(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """A tool asked for N items that answered with more than N."""
-    if step.kind not in _ASKED or step.status != "ok":
+    """A tool asked for N items that answered with more than N; a step that picked fewer than N of more than N
+    records it was given (a selector off by one)."""
+    if step.kind == "llm" or step.kind in CONTAINER_KINDS or step.status != "ok":
         return
     args = _mapping(step.input)
     asked = _asked_count(args, ctx.lexicon) if args is not None else None
     if asked is None:
         return
     rows = _records(step.output)
-    if rows is not None and len(rows) > asked[1]:
+    if rows is None:
+        return
+    if step.kind in _ASKED and len(rows) > asked[1]:
         yield Evidence(
             step.step_id,
             COUNT,
             f"was asked for {asked[0]}={asked[1]} but answered with {len(rows)} items",
             "request-count",
         )
+    elif len(rows) < asked[1] and _picked_from(rows, _records(args), asked[1]):
+        yield Evidence(
+            step.step_id,
+            COUNT,
+            f"was asked for {asked[0]}={asked[1]} of the {len(_records(args) or ())} records it was given "
+            f"but kept {len(rows)}",
+            "request-count",
+        )
+
+
+def _picked_from(rows: list[Mapping[str, Any]], given: list[Mapping[str, Any]] | None, n: int) -> bool:
+    """Whether every record of ``rows`` is one of ``given`` (unchanged), and ``given`` held more than ``n``:
+    the step chose among records it had, enough of them to keep ``n``."""
+    if not rows or given is None or len(given) <= n:
+        return False
+    keys = {json.dumps(r, sort_keys=True, default=str) for r in given}
+    return all(json.dumps(r, sort_keys=True, default=str) in keys for r in rows)
 
 
 # -- more follows ------------------------------------------------------------------

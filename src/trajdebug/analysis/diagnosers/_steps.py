@@ -427,7 +427,8 @@ def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evide
     claimed = content.parse_json(out) if isinstance(out, str) and content.looks_like_json(out) else out
     bad = contradictions(
         claimed if claimed is not None else out,
-        [step.input, *upstream_outputs(step, ctx)],
+        # A request typed as ``key=value`` text fixes those fields as a JSON one would.
+        [step.input, *upstream_outputs(step, ctx), content.written_pairs(step.input)],
         hay,
     )
     # A number worked out from its inputs (a sum of receipts, a product) restates them.

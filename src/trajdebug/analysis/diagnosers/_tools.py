@@ -333,7 +333,7 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
                     if everywhere is None:
                         everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
-                    if str(v).lower() in everywhere:
+                    if _written_in(str(v).lower(), everywhere):
                         continue
                     if isinstance(v, str) and " " in v.strip():
                         if vocabulary is None:
@@ -348,6 +348,14 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                             continue
                     out.append((k, v, w))
     return out
+
+
+def _written_in(v: str, text: str) -> bool:
+    """Whether a value is written in a text: a short one (a code such as ``NS``) as a whole word only, as
+    letters inside other words ("instructions") are not that value."""
+    if len(v) > 4:
+        return v in text
+    return re.search(r"(?<![\w-])" + re.escape(v) + r"(?![\w-])", text) is not None
 
 
 def _several(value: Any) -> set[str]:

@@ -19,6 +19,8 @@ nothing else (no rule about the step's purpose, no other run):
   output names that record's id) while another record of the list matches
   more of the values the rest of its input asks about (the order, the item):
   the wrong entity chosen.
+- **crossed**: an output record pairs two ids its input paired with others
+  (`trajdebug.analysis.lineage._pairs`).
 
 These are evidence, not proof: a step that computes a sign, converts units or
 picks a column on purpose trips them too.  They rank; the failure's value
@@ -35,6 +37,7 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.analysis.lineage._pairs import crossed
 from trajdebug.analysis.lineage._views import StepView, semantic
 from trajdebug.core.chat import normalize_messages
 from trajdebug.core.model import CONTAINER_KINDS, Step
@@ -113,6 +116,7 @@ def anomalies(
         # (A model's answer is judged by the llm-output diagnoser: values it states
         # that none of its inputs hold, or that contradict them.)
         yield from _conflicts(step, view)
+        yield from crossed(step)
         yield from _altered(step, view, signed)
         yield from _dropped_columns(step, view)
         yield from _admitted(step)
@@ -137,7 +141,10 @@ def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
         keys = given[f]
         if len(keys) != 1:
             continue  # several values given under that name: no single one the output must keep
-        other = [a for a in outs if a.key not in keys]
+        # A value given as several items in one text (``A1-A4``, ``Paris, Lyon``) comes back split: each
+        # item the step answers with is a part of what it was given, no other value.
+        parts = _parts(raw_in[f])
+        other = [a for a in outs if a.key not in keys and a.raw.strip().lower() not in parts]
         if not other or len(other) < len(outs) / 2:
             continue
         share = len(other) / len(outs)
@@ -149,6 +156,15 @@ def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
             + (f" ({len(other)} of {len(outs)})" if len(outs) > 1 else ""),
             "lineage:conflict",
         )
+
+
+_LIST_SEPARATORS = re.compile(r"\s*[,;|/&+\-]\s*")
+
+
+def _parts(raw: str) -> frozenset[str]:
+    """The items of a text that lists several at once (split at punctuation), none when it is one item."""
+    parts = [p.lower() for p in _LIST_SEPARATORS.split(raw.strip()) if p]
+    return frozenset(parts) if len(parts) > 1 else frozenset()
 
 
 def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterator[Evidence]:
@@ -399,6 +415,7 @@ def _admitted(step: Step) -> Iterator[Evidence]:
                     f"let {label + ' ' if label else 'a record '}with {fld}={bad.get(fld)!s} through among records "
                     f"with the {fld}={want} its input fixes",
                     "lineage:admitted",
+                    values=(label,) if label else (),
                 )
                 return
 
