@@ -29,7 +29,7 @@ from trajdebug.analysis._sql import schema_from_metadata
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Run, Step
-from trajdebug.core.values import SUMMARY_KEY
+from trajdebug.core.values import SUMMARY_KEY, is_mapping
 
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ A plugin diagnoser that reads summaries says so with an attribute ``reads_summar
 
 def _summarized(value: Any) -> bool:
     # A summary's first key is the marker (`trajdebug.core.values.SUMMARY_KEY`).
-    return isinstance(value, Mapping) and bool(value) and next(iter(value)) == SUMMARY_KEY
+    return is_mapping(value) and bool(value) and next(iter(value)) == SUMMARY_KEY
 
 
 @dataclass(slots=True)

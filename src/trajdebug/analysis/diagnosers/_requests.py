@@ -54,6 +54,7 @@ from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.core.model import Step
+from trajdebug.core.values import is_mapping
 
 
 _ASKED = ("tool", "retrieval")
@@ -85,7 +86,7 @@ def _mapping(value: Any) -> Mapping[str, Any] | None:
             value = json.loads(t)
         except ValueError:
             return None
-    return value if isinstance(value, Mapping) else None
+    return value if is_mapping(value) else None
 
 
 def _records(value: Any, depth: int = 0) -> list[Mapping[str, Any]] | None:
@@ -93,7 +94,7 @@ def _records(value: Any, depth: int = 0) -> list[Mapping[str, Any]] | None:
     if isinstance(value, str):
         value = _mapping(value) if value.strip()[:1] == "{" else _json_list(value)
     rows = content.largest_list(value) if value is not None else None
-    if not rows or not all(isinstance(r, Mapping) for r in rows):
+    if not rows or not all(is_mapping(r) for r in rows):
         return None
     return rows
 
