@@ -1334,3 +1334,20 @@ class TestStaleAndCutSiblings:
         run = _run(cached, fetched, fresh)
         assert _from(_verdict(run, "a"), "stale-cache") and _from(_verdict(run, "b"), "stale-cache")
         assert _from(_verdict(run, "c"), "stale-cache") == []
+
+
+class TestStepFact:
+    def test_a_fact_is_computed_once_per_step_and_again_for_the_next(self) -> None:
+        """A step fact is computed on its first reading for a step, served from then on, and computed anew for another step."""
+        a, b = Step("a", "t", kind="tool"), Step("b", "t", kind="tool")
+        ctx = DiagnoseContext.build(_run(a, b))
+        calls: list[str] = []
+
+        def fact(step: Step) -> str:
+            calls.append(step.step_id)
+            return step.step_id.upper()
+
+        assert ctx.step_fact(a, "k", lambda: fact(a)) == "A"
+        assert ctx.step_fact(a, "k", lambda: fact(a)) == "A"
+        assert ctx.step_fact(b, "k", lambda: fact(b)) == "B"
+        assert calls == ["a", "b"]

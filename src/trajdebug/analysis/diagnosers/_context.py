@@ -89,6 +89,7 @@ class DiagnoseContext:
     _values: list[tuple[str, bool, str]] | None = None
     _errored_consumers: dict[str, list[tuple[str, Any]]] | None = None
     _memo: dict[str, Any] = field(default_factory=dict)
+    _step_facts: dict[str, tuple[Step, Any]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -144,6 +145,17 @@ class DiagnoseContext:
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
+
+    def step_fact(self, step: Step, key: str, compute: Callable[[], Any]) -> Any:
+        """A fact about one step that several diagnosers read (its arguments parsed, its answer's records),
+        computed once for them all: a step's diagnosers run one after another, so the last step's facts are
+        all that is kept (``compute()`` again for another step; the value must not be changed by its readers)."""
+        hit = self._step_facts.get(key)
+        if hit is not None and hit[0] is step:
+            return hit[1]
+        value = compute()
+        self._step_facts[key] = (step, value)
+        return value
 
     def children(self, step_id: str) -> list[Step]:
         """The steps whose parent is this step, in run order (`Run.children`, from an index made once per run)."""
