@@ -1351,3 +1351,10 @@ class TestStepFact:
         assert ctx.step_fact(a, "k", lambda: fact(a)) == "A"
         assert ctx.step_fact(b, "k", lambda: fact(b)) == "B"
         assert calls == ["a", "b"]
+
+    def test_input_text_is_the_input_without_markers_as_lower_case_text(self) -> None:
+        """A step's input text leaves out the recorder's markers and is read in lower case, the same on every reading."""
+        s = Step("a", "t", kind="tool", input={"City": "Oslo", "client": {"__trajdebug_repr__": "<Client X>"}})
+        ctx = DiagnoseContext.build(_run(s))
+        assert ctx.input_text(s) == '{"city":"oslo"}'
+        assert ctx.input_text(s) is ctx.input_text(s)

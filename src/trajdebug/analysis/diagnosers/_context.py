@@ -227,6 +227,14 @@ class DiagnoseContext:
             t = self._texts[step_id] = content.text_of(self.graph.steps[step_id].output).lower()
         return t
 
+    def input_text(self, step: Step) -> str:
+        """A step's input as lower-case text, the recorder's markers left out (cached): what a step was given."""
+        key = "\0in:" + step.step_id
+        t = self._texts.get(key)
+        if t is None:
+            t = self._texts[key] = content.text_of(content.without_markers(step.input)).lower()
+        return t
+
     def upstream_text(self, step: Step, *, own_input: bool = True) -> str:
         """Lower-case text of what a step could have taken its values from.
 
@@ -239,7 +247,7 @@ class DiagnoseContext:
         parts: list[str] = []
         if own_input:
             # (A repr marker snapshots an object as it was at the step's end: not an input.)
-            parts.append(content.text_of(content.without_markers(step.input)).lower())
+            parts.append(self.input_text(step))
         parents = self.graph.parents(step.step_id)
         for d in parents:
             parts.append(self.text(d.step_id))
@@ -261,15 +269,15 @@ class DiagnoseContext:
             outer = self.graph.steps.get(parent)
             if outer is None:
                 break
-            t = self._texts.get("\0in:" + parent)
-            if t is None:
-                t = self._texts["\0in:" + parent] = content.text_of(content.without_markers(outer.input)).lower()
-            parts.append(t)
+            parts.append(self.input_text(outer))
             parent, hops = outer.parent_id, hops + 1
-        for key in ("task", "input", "question", "instruction"):
-            if key in self.run.metadata:
-                parts.append(content.text_of(self.run.metadata[key]).lower())
+        # (The run's task is the same for every step: written out once.)
+        parts.extend(self.memo("task-texts", self._task_texts))
         return "\n".join(parts)
+
+    def _task_texts(self) -> tuple[str, ...]:
+        meta = self.run.metadata
+        return tuple(content.text_of(meta[k]).lower() for k in ("task", "input", "question", "instruction") if k in meta)
 
 
 _QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"")

@@ -232,10 +232,7 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     # No record of what was written: what its readers were given or got back
     # (a reader of a database returns what was stored).
-    seen = "\n".join(
-        content.text_of(content.without_markers(r.input)).lower() + "\n" + ctx.text(r.step_id)
-        for r in readers
-    )
+    seen = "\n".join(ctx.input_text(r) + "\n" + ctx.text(r.step_id) for r in readers)
     lost = _lost(values, seen)
     if lost:
         frac = len(lost) / len(values)
@@ -486,7 +483,7 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     written = step.attributes.get("state_values")
     if not isinstance(written, Mapping) or not written or step.status != "ok":
         return
-    hay = content.text_of(content.without_markers(step.input)).lower()
+    hay = ctx.input_text(step)
     if step.kind in ("tool", "retrieval"):
         # A tool that stores what it fetched writes the world's answer: its own output is one of its inputs.
         hay += "\n" + ctx.text(step.step_id)
