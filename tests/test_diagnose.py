@@ -1358,3 +1358,21 @@ class TestStepFact:
         ctx = DiagnoseContext.build(_run(s))
         assert ctx.input_text(s) == '{"city":"oslo"}'
         assert ctx.input_text(s) is ctx.input_text(s)
+
+
+class TestStateLeaves:
+    def test_state_leaves_are_the_leaves_of_what_was_written_read_once_per_value(self) -> None:
+        """The state values' leaves read key by key are `content.leaves` of the whole, each with its repr, and a value read
+        twice (written by one step, found there by the next) is read once."""
+        from trajdebug.analysis import _content as content
+        from trajdebug.analysis.diagnosers._dataflow import _state_leaves
+
+        ledger = [{"ticket": 1, "amount": 12.5}, {"ticket": 2, "amount": 7.25, "tags": ["a", None, True]}]
+        written = {"ledger": ledger, "total": 19.75, "owner": {"id": "C-1", "deep": {"x": [1, {"y": 2}]}}}
+        ctx = DiagnoseContext.build(_run(Step("a", "t", kind="state")))
+        got = _state_leaves(written, ctx)
+        assert got == [(p, v, repr(v)) for p, v in content.leaves(written)]
+        again = _state_leaves({"ledger": ledger}, ctx)
+        assert again == [(p, v, repr(v)) for p, v in content.leaves({"ledger": ledger})]
+        assert len(ctx.memo("state-leaves", dict)) == 3
+        assert _state_leaves({"__trajdebug_truncated__": 3, "total": 1.5}, ctx) == []
