@@ -54,6 +54,19 @@ def spawn(path: Path) -> object:
     )
 
 
+def press(child: object, key: str | None) -> None:
+    """Send one key (``None``: Ctrl-C) once the program reads keys, its terminal raw (echo off).
+
+    A key sent before that sits in the terminal's line buffer, and entering raw mode flushes it
+    (``tty.setraw`` uses TCSAFLUSH): on a loaded machine the prompt can be out well before.
+    """
+    assert child.waitnoecho(timeout=60)  # type: ignore[attr-defined]
+    if key is None:
+        child.sendintr()  # type: ignore[attr-defined]
+    else:
+        child.send(key)  # type: ignore[attr-defined]
+
+
 def question(child: object) -> str:
     """Wait for the next prompt and return the short id of the step asked about."""
     child.expect(PROMPT)  # type: ignore[attr-defined]
@@ -77,9 +90,9 @@ def test_a_person_finds_the_planted_root_and_resumes_after_ctrl_c(demo: tuple[Pa
 
     child = spawn(path)
     first = question(child)
-    child.send(truthful_key(run, first, wrong))  # type: ignore[attr-defined]
+    press(child, truthful_key(run, first, wrong))
     question(child)
-    child.sendintr()  # type: ignore[attr-defined]
+    press(child, None)
     child.expect(r"stopped: 1 answer\(s\) given and stored")  # type: ignore[attr-defined]
     child.expect(pexpect.EOF)  # type: ignore[attr-defined]
     [stored] = load_runs(path, run_id=run.run_id)
@@ -97,7 +110,7 @@ def test_a_person_finds_the_planted_root_and_resumes_after_ctrl_c(demo: tuple[Pa
             assert "question 2: " in text  # numbered on from the answer stored in the first session
         short_id = HEADER.findall(text)[-1]
         asked.append(short_id)
-        child.send(truthful_key(run, short_id, wrong))  # type: ignore[attr-defined]
+        press(child, truthful_key(run, short_id, wrong))
     child.expect(pexpect.EOF)  # type: ignore[attr-defined]
     end = ANSI.sub("", child.before)  # type: ignore[attr-defined]
     assert first not in asked
@@ -128,10 +141,10 @@ def test_e_expands_a_folded_value_and_q_stops_keeping_nothing_unanswered(tmp_pat
     child.expect(r"more characters \(e expands\)")  # type: ignore[attr-defined]
     child.expect(PROMPT)  # type: ignore[attr-defined]
     assert tail not in child.before  # type: ignore[attr-defined]
-    child.send("e")  # type: ignore[attr-defined]
+    press(child, "e")
     child.expect(tail)  # type: ignore[attr-defined]
     child.expect(PROMPT)  # type: ignore[attr-defined]
-    child.send("q")  # type: ignore[attr-defined]
+    press(child, "q")
     child.expect(r"stopped: 0 answer\(s\)")  # type: ignore[attr-defined]
     child.expect(pexpect.EOF)  # type: ignore[attr-defined]
     assert load_runs(path)[0].answers == ()

@@ -424,6 +424,10 @@ class TestLLMOutputs:
         misread = search("Houses in Leeds, budget 650,000", {"city": "Leeds", "max_price": 850000})
         [e] = _from(_verdict(misread, "g"), "llm-output")
         assert "850000" in e.reason and not e.sound
+        # A small budget counts as much as a large one: given 8.50, a bound of 9.75 is no setting of the model's.
+        small = search("Paperbacks up to 8.50 pounds, any author", {"format": "paperback", "max_price": 9.75})
+        [e] = _from(_verdict(small, "g"), "llm-output")
+        assert "9.75" in e.reason and not e.sound
 
     def test_a_chat_message_states_the_numbers_of_its_text_as_a_bare_string_does(self) -> None:
         """A model's text recorded as a chat message (OTLP, the Agents SDK) is read as the same text recorded

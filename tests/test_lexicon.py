@@ -67,7 +67,7 @@ def test_the_lexicon_counts_its_phrases() -> None:
     assert counts["stopwords"] == len(ENGLISH.stopwords)
     assert counts["yes"] == lexicon._alternatives(ENGLISH.yes.pattern) >= 10
     # The count is what the docs state (docs/architecture.md, "The language boundary").
-    assert len(counts) == 44 and sum(counts.values()) == 532
+    assert len(counts) == 46 and sum(counts.values()) == 543
 
 
 def test_alternatives_are_counted_at_any_depth_and_not_in_classes() -> None:
@@ -128,3 +128,11 @@ def test_analyze_passes_its_lexicon_to_the_rules(tmp_path: Path) -> None:
     german = replace(ENGLISH, yes=re.compile(r"\bja\b", re.I))
     analyze(sql_agent_run(tmp_path), diagnosers=[probe], lexicon=german)
     assert seen and all(lex is german for lex in seen)
+
+
+def test_a_plural_loses_one_ending_and_a_singular_stays_as_it_is() -> None:
+    """`Lexicon.singular` cuts one plural ending (``days`` -> ``day``), never a whole word, never twice."""
+    assert ENGLISH.singular("days") == "day"
+    assert ENGLISH.singular("day") == "day"
+    assert ENGLISH.singular("s") == "s"
+    assert ENGLISH.singular("glasses") == "glasse"

@@ -444,7 +444,28 @@ def largest_list(value: Any, depth: int = 0) -> list[Any] | None:
     return None
 
 
+ID_TOKEN = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}")
+"""An id or code: letters and digits (``ZK-0112``, ``ord42``), three characters or more."""
+
+_DIGIT, _ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")
+
+
+def char_shape(value: str) -> str:
+    """An id's shape, character by character: each digit a ``9``, each ASCII letter an ``a``
+    (``ZK-0112`` -> ``aa-9999``): ids of one series have one shape."""
+    return _ALPHA.sub("a", _DIGIT.sub("9", value))
+
+
+def run_shape(value: str) -> str:
+    """An id's shape, run by run: each run of letters an ``a``, of digits a ``9`` (``dh114-027`` ->
+    ``a9-9``): ids of one scheme whose parts vary in length have one shape."""
+    return re.sub(r"[0-9]+", "9", re.sub(r"[^\W\d_]+", "a", value))
+
+
 __all__ = [
+    "ID_TOKEN",
+    "char_shape",
+    "run_shape",
     "aggregate_forms",
     "TEXT_LIMIT",
     "error_text",

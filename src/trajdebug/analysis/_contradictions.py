@@ -45,7 +45,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 near.setdefault(i, set()).add(w.group(0))
     for i, m in enumerate(nums):
         window = near.get(i, set())
-        window |= {w[:-1] for w in window if w.endswith("s")}
+        window |= {sl.lexicon.singular(w) for w in window}
         found: list[tuple[str, Atom]] = []
         held = False
         for sid in sorted(within, key=sl.g.position):
@@ -58,7 +58,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 if a.kind == "number"
                 and a.number is not None
                 and a.field
-                and all(w in window or w.rstrip("s") in window for w in _field_words(a.field, sl.lexicon))
+                and all(w in window or sl.lexicon.singular(w) in window for w in _field_words(a.field, sl.lexicon))
                 and not _names_unit(a.field, _unit_code(message, m), sl)
                 and not states_no_value(message, m, _field_words(a.field, sl.lexicon), sl.lexicon)
             ]
@@ -111,7 +111,7 @@ def _names_unit(field: str, unit: str | None, sl: Slice) -> bool:
     ``eur``) is not the quantity stated.  A name of several words still counts.
     """
     words = _field_words(field, sl.lexicon)
-    return unit is not None and len(words) == 1 and words[0] in (unit, unit.rstrip("s"))
+    return unit is not None and len(words) == 1 and words[0] in (unit, sl.lexicon.singular(unit))
 
 
 def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:

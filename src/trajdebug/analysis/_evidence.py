@@ -40,6 +40,9 @@ class Evidence:
     values: tuple[str, ...] = ()
     """The values the finding is about, as written (the ones a model call stated that none of its inputs
     holds): what the contrast with passing runs compares (`trajdebug.analysis.reference.Contrast`)."""
+    given: bool = False
+    """True when every value the finding is about came in with the step's input (the step was given it):
+    the step keeps only the inherited share of the finding unless its input came from no deviating step."""
 
 
 @dataclass(frozen=True, slots=True)

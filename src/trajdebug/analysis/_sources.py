@@ -34,25 +34,15 @@ from trajdebug.analysis.lineage import (
     Lineage,
     anomalies,
 )
-from trajdebug.analysis.reference import GIVEN, Profile, sibling_profiles, step_key, unseen, violations
+from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
 from trajdebug.core.values import Atom, Mention, atoms, iter_text
 
 
-NAMING_FIELDS = GENERIC_FIELDS | {
-    "agent",
-    "agent_name",
-    "from_agent",  # a handoff's two ends (the Agents SDK's handoff span, as its processor records it)
-    "to_agent",
-    "tool_name",
-    "function",
-    "assignee",
-    "owner",
-    "to",
-    "target",
-}
-"""Fields whose value names who acts or what is called: a choice of actor, not a value put in place of a task word."""
+NAMING_FIELDS = GENERIC_FIELDS | ENGLISH.naming_fields
+"""Fields whose value names who acts or what is called (`Lexicon.naming_fields`) or is a message's own
+structure: a choice of actor, not a value put in place of a task word."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +92,7 @@ def _terms(text: str, lexicon: Lexicon = ENGLISH) -> set[str]:
     """The words of a text that may name a field or a label: `_TERM`, function words left out, a plural's
     ``s`` cut (*English*)."""
     return {
-        w.rstrip("s")
+        lexicon.singular(w)
         for w in _TERM.findall(text.lower())
         if w not in lexicon.stopwords and w not in lexicon.short_stopwords
     }
@@ -182,6 +172,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
                     ),
                     "sibling:" + e.diagnoser.split(":", 1)[1],
                     e.sound,
+                    given=e.given,
                 )
                 for e in violations(step, view, own)
                 if not (step.kind == "llm" and e.diagnoser == "reference:size")
@@ -199,7 +190,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
             # profiles) came in with its input: the step keeps the inherited share of that finding, and
             # its own deviation still passes on to the steps after it.
             found = [
-                replace(e, suspicion=round(e.suspicion * sl.w["inherited"], 3)) if e.reason.endswith(GIVEN) else e
+                replace(e, suspicion=round(e.suspicion * sl.w["inherited"], 3)) if e.given else e
                 for e in found
             ]
         if came:

@@ -74,7 +74,7 @@ def is_piece(message: str, m: Mention) -> bool:
     )
 
 
-def is_label(message: str, m: Mention, field_words: Sequence[str] = ()) -> bool:
+def is_label(message: str, m: Mention, field_words: Sequence[str] = (), lexicon: Lexicon = ENGLISH) -> bool:
     """True when the number labels the item a clause is about, not how many there are: one word, the number
     and a colon at the head of the message or of a clause ("**day 1**: release 0.0 ...", "line 3: ..."), or
     the singular of a field counted in the plural right before it ("**day 1** release" against ``days=10``,
@@ -82,7 +82,7 @@ def is_label(message: str, m: Mention, field_words: Sequence[str] = ()) -> bool:
     head = message[: m.start]
     words = _WORD.findall(head.lower()[-40:])
     last = head[-1:].isspace() and bool(words) and head.lower().rstrip().endswith(words[-1])
-    if last and any(f.endswith("s") and f[:-1] == words[-1] for f in field_words):
+    if last and any(f != words[-1] and lexicon.singular(f) == words[-1] for f in field_words):
         return True
     if m.unit or message[m.end :].lstrip()[:1] != ":":
         return False
@@ -95,10 +95,10 @@ def states_no_value(message: str, m: Mention, field_words: Sequence[str], lexico
     """True when a failure's number is no value a field of these words could have got wrong: a piece of a
     longer token, an item's label, or a limit the run broke, unless the field is named for that limit
     (``minimum_due`` is contradicted by "the minimum due 35.00")."""
-    if is_piece(message, m) or is_label(message, m, field_words):
+    if is_piece(message, m) or is_label(message, m, field_words, lexicon):
         return True
     word = bound_word(message, m, lexicon)
-    return word is not None and word not in field_words and word.rstrip("s") not in field_words
+    return word is not None and word not in field_words and lexicon.singular(word) not in field_words
 
 
 def stated_limits(message: str, lexicon: Lexicon = ENGLISH) -> set[float]:

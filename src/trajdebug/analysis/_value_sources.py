@@ -96,7 +96,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     out += picked_named(sl, named, pos, within, step.name)
     for a in args:
         seen.add(a.key)
-        spoken = a.field is not None and any(w.rstrip("s") in said for w in _field_words(a.field, sl.lexicon))
+        spoken = a.field is not None and any(sl.lexicon.singular(w) in said for w in _field_words(a.field, sl.lexicon))
         out += _trace(
             sl,
             a,
@@ -167,7 +167,7 @@ def _spoken_fields(sl: Slice, said: set[str], pos: int, within: set[str], where:
                 a.kind in ("id", "text")
                 and a.field
                 and a.field.lower() not in NAMING_FIELDS
-                and all(w.rstrip("s") in said for w in _field_words(a.field, sl.lexicon))
+                and all(sl.lexicon.singular(w) in said for w in _field_words(a.field, sl.lexicon))
             ):
                 by_field.setdefault(a.field.lower(), {}).setdefault(sid, a)
     for steps in by_field.values():

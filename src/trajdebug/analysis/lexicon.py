@@ -182,6 +182,23 @@ class Lexicon:
     """Words of a field name that make its number a span of time (``every_hours``, ``minutes``,
     ``windowDays``); ``min`` is left out (``min_price`` is a bound)."""
 
+    # -- Field names and word forms
+
+    naming_fields: frozenset[str]
+    """Field names whose value names who acts or what is called (``assignee``, ``to_agent``): a choice of
+    actor, not a value put in place of a task word."""
+
+    plural_suffixes: tuple[str, ...]
+    """Endings that make a noun plural (``days`` of ``day``): a field counted in the plural, an item of it
+    labelled in the singular."""
+
+    def singular(self, word: str) -> str:
+        """``word`` without its plural ending (``days`` -> ``day``), or as it is when it has none."""
+        for s in self.plural_suffixes:
+            if len(word) > len(s) and word.endswith(s):
+                return word[: -len(s)]
+        return word
+
     def count(self) -> dict[str, int]:
         """How many phrases each field holds (a pattern, its alternatives at any depth; a set, its words)."""
         out: dict[str, int] = {}
@@ -345,6 +362,11 @@ ENGLISH = Lexicon(
     duration_words=frozenset(
         ["seconds", "secs", "minutes", "mins", "hours", "hrs", "days", "weeks", "interval", "window", "timeout", "ttl", "duration"]
     ),
+    # The Agents SDK's handoff span names its two ends ``from_agent`` and ``to_agent``.
+    naming_fields=frozenset(
+        ["agent", "agent_name", "from_agent", "to_agent", "tool_name", "function", "assignee", "owner", "to", "target"]
+    ),
+    plural_suffixes=("s",),
 )
 """The English the analysis reads (the only lexicon today)."""
 

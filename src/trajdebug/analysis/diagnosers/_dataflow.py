@@ -453,27 +453,19 @@ def _state_leaves(values: Mapping[str, Any], ctx: DiagnoseContext) -> list[tuple
     return out
 
 
-_ID = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}")
-"""An id: letters and digits (``ZK-0112``, ``ord42``), three characters or more."""
-
-
-def _shape(v: str) -> str:
-    return re.sub(r"[A-Za-z]", "a", re.sub(r"\d", "9", v))
-
-
 def _stored_under(step: Step) -> Iterable[Evidence]:
     """A state step that stored a record under an id none of its inputs holds, while it was given an
     id of the same shape (``ZK-0121`` for the ``ZK-0112`` it was given): the key it wrote is its own,
     and readers asking for the given id find nothing."""
-    keys = [k for k in step.output if isinstance(k, str) and _ID.fullmatch(k)] if isinstance(step.output, Mapping) else []
+    keys = [k for k in step.output if isinstance(k, str) and content.ID_TOKEN.fullmatch(k)] if isinstance(step.output, Mapping) else []
     if step.kind != "state" or step.status != "ok" or not keys:
         return
     given = content.text_of(content.without_markers(step.input))
-    ids = {m.group(0) for m in _ID.finditer(given)}
+    ids = {m.group(0) for m in content.ID_TOKEN.finditer(given)}
     for k in keys:
         if k in ids:
             continue
-        like = sorted(i for i in ids if _shape(i) == _shape(k))
+        like = sorted(i for i in ids if content.char_shape(i) == content.char_shape(k))
         if like:
             yield Evidence(
                 step.step_id,

@@ -45,7 +45,6 @@ it and outside everything upstream is no option.  It fires when:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -203,11 +202,26 @@ def _unlisted(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 SHARED = 0.4
 """The suspicion of a lookup answering another call's record id (`shared_answer`)."""
-_CODE = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}")
+_CODE = content.ID_TOKEN
 
 
 def _codes(value: object) -> set[str]:
     return {m.group(0) for m in _CODE.finditer(content.text_of(value))}
+
+
+def _answered_calls(ctx: DiagnoseContext) -> dict[str, list[Step]]:
+    """The run's calls that answered a record, by name, in run order: read once per run, not once per call
+    (a run of n lookups would scan its n steps n times)."""
+
+    def compute() -> dict[str, list[Step]]:
+        out: dict[str, list[Step]] = {}
+        for s in ctx.run.steps:
+            if s.status == "ok" and isinstance(s.output, Mapping):
+                out.setdefault(s.name, []).append(s)
+        return out
+
+    calls: dict[str, list[Step]] = ctx.memo("answered-calls", compute)
+    return calls
 
 
 def shared_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
@@ -221,10 +235,7 @@ def shared_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     asked = {c for c in _codes(step.input) if c in named}
     if not asked:
         return
-    calls = [
-        s for s in ctx.run.steps
-        if s.name == step.name and s.status == "ok" and isinstance(s.output, Mapping) and s.input != step.input
-    ]
+    calls = [s for s in _answered_calls(ctx).get(step.name, ()) if s.input != step.input]
     for field, v in out.items():
         if not (isinstance(v, str) and _CODE.fullmatch(v) and v in named and v not in content.text_of(step.input)):
             continue

@@ -30,11 +30,6 @@ def _ids(value: object) -> set[str]:
     return {a.key for a in atoms(value) if a.kind == "id"}
 
 
-def _shape(key: str) -> str:
-    """An id's shape: each run of letters an ``a``, of digits a ``9`` (``dh114-027`` -> ``a9-9``)."""
-    return re.sub(r"[0-9]+", "9", re.sub(r"[^\W\d_]+", "a", key))
-
-
 def request_partial(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A tool or retrieval answering about some of the ids it was asked about, leaving out ids the failure names."""
     if step.kind not in ("tool", "retrieval") or step.status == "error" or content.is_empty(step.output):
@@ -50,8 +45,8 @@ def request_partial(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     left = sorted(k for k in missing if k in named)
     # The items left out must be of a kind the answer covers others of (samples answered, a sample
     # missing), not the request's other ids (a method, a batch) beside a list it only acknowledged.
-    shapes = [_shape(k) for k in covered]
-    if not any(shapes.count(_shape(k)) >= 2 for k in left):
+    shapes = [content.run_shape(k) for k in covered]
+    if not any(shapes.count(content.run_shape(k)) >= 2 for k in left):
         return
     raws = {a.key: a.raw for a in atoms(step.input) if a.key in left}
     shown = ", ".join(repr(raws.get(k, k)) for k in left[:3])

@@ -392,10 +392,9 @@ class _Chosen:
     def __init__(self, step: Step, out: Any, forms: Container[str], hay: str = "") -> None:
         self._set = choices.settings(out) | choices.planned(out, hay)
         # A threshold of a call made where no number was given to put there (``min_score=7.5`` for a
-        # request naming a section and a day) is how the model chose to ask; given a budget, it is a claim.
-        if (bound := choices.bounds(out)) and not any(
-            a.kind == "number" and abs(a.number or 0.0) > 10 for a in atoms(step.input)
-        ):
+        # request naming a section and a day) is how the model chose to ask; given any number (a budget,
+        # a count), the bound may restate it, so it is a claim to check.
+        if (bound := choices.bounds(out)) and not any(a.kind == "number" for a in atoms(step.input)):
             self._set |= bound
         self._spans = choices.settings(out, clock=False)
         self._shown = choices.shown(step)

@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from trajdebug.analysis._content import char_shape
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
@@ -187,10 +188,8 @@ def _could_copy(raw: object, ins: Mapping[str, list[Any]]) -> bool:
     text = str(raw)
     if not (_SHAPE_DIGIT.search(text) and _SHAPE_ALPHA.search(text)):
         return True
-    shape = _SHAPE_ALPHA.sub("a", _SHAPE_DIGIT.sub("9", text))
-    return any(
-        _SHAPE_ALPHA.sub("a", _SHAPE_DIGIT.sub("9", str(a.raw))) == shape for vs in ins.values() for a in vs
-    )
+    shape = char_shape(text)
+    return any(char_shape(str(a.raw)) == shape for vs in ins.values() for a in vs)
 
 def _field_checks(
     step: Step,
@@ -335,6 +334,7 @@ def _category_checks(
                 round((0.45 if len(text_values) == 1 else 0.3) * max(0.0, 1.0 - 3.0 / observed), 3),
                 f"{f}={new[0].raw}, never seen in passing runs (always {usual})" + (GIVEN if copied else ""),
                 "reference:category",
+                given=copied,
             )
 
 
