@@ -1391,3 +1391,45 @@ class TestStaleAndCutSiblings:
         run = _run(cached, fetched, fresh)
         assert _from(_verdict(run, "a"), "stale-cache") and _from(_verdict(run, "b"), "stale-cache")
         assert _from(_verdict(run, "c"), "stale-cache") == []
+
+
+class TestStepFact:
+    def test_a_fact_is_computed_once_per_step_and_again_for_the_next(self) -> None:
+        """A step fact is computed on its first reading for a step, served from then on, and computed anew for another step."""
+        a, b = Step("a", "t", kind="tool"), Step("b", "t", kind="tool")
+        ctx = DiagnoseContext.build(_run(a, b))
+        calls: list[str] = []
+
+        def fact(step: Step) -> str:
+            calls.append(step.step_id)
+            return step.step_id.upper()
+
+        assert ctx.step_fact(a, "k", lambda: fact(a)) == "A"
+        assert ctx.step_fact(a, "k", lambda: fact(a)) == "A"
+        assert ctx.step_fact(b, "k", lambda: fact(b)) == "B"
+        assert calls == ["a", "b"]
+
+    def test_input_text_is_the_input_without_markers_as_lower_case_text(self) -> None:
+        """A step's input text leaves out the recorder's markers and is read in lower case, the same on every reading."""
+        s = Step("a", "t", kind="tool", input={"City": "Oslo", "client": {"__trajdebug_repr__": "<Client X>"}})
+        ctx = DiagnoseContext.build(_run(s))
+        assert ctx.input_text(s) == '{"city":"oslo"}'
+        assert ctx.input_text(s) is ctx.input_text(s)
+
+
+class TestStateLeaves:
+    def test_state_leaves_are_the_leaves_of_what_was_written_read_once_per_value(self) -> None:
+        """The state values' leaves read key by key are `content.leaves` of the whole, each with its repr, and a value read
+        twice (written by one step, found there by the next) is read once."""
+        from trajdebug.analysis import _content as content
+        from trajdebug.analysis.diagnosers._dataflow import _state_leaves
+
+        ledger = [{"ticket": 1, "amount": 12.5}, {"ticket": 2, "amount": 7.25, "tags": ["a", None, True]}]
+        written = {"ledger": ledger, "total": 19.75, "owner": {"id": "C-1", "deep": {"x": [1, {"y": 2}]}}}
+        ctx = DiagnoseContext.build(_run(Step("a", "t", kind="state")))
+        got = _state_leaves(written, ctx)
+        assert got == [(p, v, repr(v)) for p, v in content.leaves(written)]
+        again = _state_leaves({"ledger": ledger}, ctx)
+        assert again == [(p, v, repr(v)) for p, v in content.leaves({"ledger": ledger})]
+        assert len(ctx.memo("state-leaves", dict)) == 3
+        assert _state_leaves({"__trajdebug_truncated__": 3, "total": 1.5}, ctx) == []

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 import pytest
 from hypothesis import given, settings
@@ -227,3 +230,25 @@ def _forget() -> None:
     """Drop what the readers memoized, so the next reading is a fresh one."""
     values._TEXT_MEMO.clear()
     values._PLAIN_MEMO.clear()
+
+
+class _Record(Mapping[str, int]):
+    """A mapping that is no dict (a user's own record type)."""
+
+    def __getitem__(self, key: str) -> int:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{}, {"a": 1}, OrderedDict(a=1), _Record(), MappingProxyType({"a": 1}), "x", "", 3, 2.5, True, None, [1], (1,), {1}, b"x"],
+)
+def test_is_mapping_answers_as_the_mapping_check_does(value: object) -> None:
+    """`is_mapping` agrees with ``isinstance(value, Mapping)`` on dicts, other mappings and non-mappings alike."""
+    assert values.is_mapping(value) is isinstance(value, Mapping)

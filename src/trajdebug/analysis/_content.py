@@ -16,6 +16,7 @@ from typing import Any
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY
 from trajdebug.core.payloads import error_payload
+from trajdebug.core.values import is_mapping
 
 
 TEXT_LIMIT = 20_000
@@ -43,7 +44,7 @@ def without_markers(value: Any, depth: int = 0) -> Any:
     """
     if depth > 8:
         return None
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         if is_marker(value):
             return None
         return {k: without_markers(v, depth + 1) for k, v in value.items() if not is_marker(v)}
@@ -148,7 +149,7 @@ _STATUS_KEYS = ("status_code", "status", "http_status", "statusCode", "code")
 
 def http_status(value: Any, *, lexicon: Lexicon = ENGLISH) -> int | None:
     """The HTTP status a tool result reports, if it reports one."""
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         for k in _STATUS_KEYS:
             v = value.get(k)
             if isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599:
@@ -169,7 +170,7 @@ _ERROR_KEYS = ("error", "errors", "exception", "error_message")
 
 def error_text(value: Any) -> str | None:
     """The error a tool result carries in its content, as a short description (None if none)."""
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         if is_marker(value):
             return None
         for k in _EXIT_KEYS:
@@ -219,7 +220,7 @@ def is_empty(value: Any) -> bool:
             "no results found",
             "not found",
         )
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         if not value:
             return True
         if is_marker(value):
@@ -447,7 +448,7 @@ def largest_list(value: Any, depth: int = 0) -> list[Any] | None:
         return value
     if isinstance(value, str) and looks_like_json(value):
         return largest_list(parse_json(value), depth + 1)
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         best: list[Any] | None = None
         for v in value.values():
             lst = largest_list(v, depth + 1)

@@ -20,7 +20,7 @@ from typing import Any
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sources import Found, Slice, _short
 from trajdebug.core.model import CONTAINER_KINDS
-from trajdebug.core.values import mentions
+from trajdebug.core.values import is_mapping, mentions
 
 
 _MAX_ITEMS = 500
@@ -108,10 +108,10 @@ def _shrunk(given: Any, got: Any) -> Iterator[tuple[int, list[Mapping[str, Any]]
 def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]]:
     """The lists of records (mappings) in a value: itself, or one of its fields (two levels down)."""
     if isinstance(value, list):
-        if 1 <= len(value) <= _MAX_ITEMS and all(isinstance(r, Mapping) for r in value):
+        if 1 <= len(value) <= _MAX_ITEMS and all(is_mapping(r) for r in value):
             yield value
         return
-    if isinstance(value, Mapping) and depth < 2:
+    if is_mapping(value) and depth < 2:
         for v in value.values():
             yield from _record_lists(v, depth + 1)
 

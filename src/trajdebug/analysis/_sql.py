@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis._content import strip_fence
+from trajdebug.core.values import is_mapping
 
 
 # Queries and data changes; DDL (CREATE, DROP, ...) describes a schema rather than
@@ -33,7 +34,7 @@ def sql_of(value: Any) -> str | None:
     """The SQL a value carries: the value itself, or its ``sql``/``query`` field."""
     if isinstance(value, str):
         return strip_fence(value) if looks_like_sql(value) else None
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         for k in SQL_KEYS:
             v = value.get(k)
             if isinstance(v, str) and looks_like_sql(v):

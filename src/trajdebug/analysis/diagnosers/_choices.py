@@ -172,7 +172,7 @@ def confirmed(step: Step, ctx: DiagnoseContext, values: Iterable[str], reach: in
     for s in ctx.run.steps[pos + 1 : pos + 1 + reach]:
         if not left:
             break
-        given = content.text_of(content.without_markers(s.input)).lower()
+        given = ctx.input_text(s)
         said = ctx.text(s.step_id) if s.kind in ("tool", "retrieval") and s.status == "ok" else ""
         for v in list(left):
             if v in given:

@@ -29,7 +29,7 @@ from trajdebug.analysis._sql import schema_from_metadata
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Run, Step
-from trajdebug.core.values import SUMMARY_KEY
+from trajdebug.core.values import SUMMARY_KEY, is_mapping
 
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ A plugin diagnoser that reads summaries says so with an attribute ``reads_summar
 
 def _summarized(value: Any) -> bool:
     # A summary's first key is the marker (`trajdebug.core.values.SUMMARY_KEY`).
-    return isinstance(value, Mapping) and bool(value) and next(iter(value)) == SUMMARY_KEY
+    return is_mapping(value) and bool(value) and next(iter(value)) == SUMMARY_KEY
 
 
 @dataclass(slots=True)
@@ -89,6 +89,7 @@ class DiagnoseContext:
     _values: list[tuple[str, bool, str]] | None = None
     _errored_consumers: dict[str, list[tuple[str, Any]]] | None = None
     _memo: dict[str, Any] = field(default_factory=dict)
+    _step_facts: dict[str, tuple[Step, Any]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -144,6 +145,17 @@ class DiagnoseContext:
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
+
+    def step_fact(self, step: Step, key: str, compute: Callable[[], Any]) -> Any:
+        """A fact about one step that several diagnosers read (its arguments parsed, its answer's records),
+        computed once for them all: a step's diagnosers run one after another, so the last step's facts are
+        all that is kept (``compute()`` again for another step; the value must not be changed by its readers)."""
+        hit = self._step_facts.get(key)
+        if hit is not None and hit[0] is step:
+            return hit[1]
+        value = compute()
+        self._step_facts[key] = (step, value)
+        return value
 
     def children(self, step_id: str) -> list[Step]:
         """The steps whose parent is this step, in run order (`Run.children`, from an index made once per run)."""
@@ -215,6 +227,14 @@ class DiagnoseContext:
             t = self._texts[step_id] = content.text_of(self.graph.steps[step_id].output).lower()
         return t
 
+    def input_text(self, step: Step) -> str:
+        """A step's input as lower-case text, the recorder's markers left out (cached): what a step was given."""
+        key = "\0in:" + step.step_id
+        t = self._texts.get(key)
+        if t is None:
+            t = self._texts[key] = content.text_of(content.without_markers(step.input)).lower()
+        return t
+
     def upstream_text(self, step: Step, *, own_input: bool = True) -> str:
         """Lower-case text of what a step could have taken its values from.
 
@@ -227,7 +247,7 @@ class DiagnoseContext:
         parts: list[str] = []
         if own_input:
             # (A repr marker snapshots an object as it was at the step's end: not an input.)
-            parts.append(content.text_of(content.without_markers(step.input)).lower())
+            parts.append(self.input_text(step))
         parents = self.graph.parents(step.step_id)
         for d in parents:
             parts.append(self.text(d.step_id))
@@ -249,15 +269,15 @@ class DiagnoseContext:
             outer = self.graph.steps.get(parent)
             if outer is None:
                 break
-            t = self._texts.get("\0in:" + parent)
-            if t is None:
-                t = self._texts["\0in:" + parent] = content.text_of(content.without_markers(outer.input)).lower()
-            parts.append(t)
+            parts.append(self.input_text(outer))
             parent, hops = outer.parent_id, hops + 1
-        for key in ("task", "input", "question", "instruction"):
-            if key in self.run.metadata:
-                parts.append(content.text_of(self.run.metadata[key]).lower())
+        # (The run's task is the same for every step: written out once.)
+        parts.extend(self.memo("task-texts", self._task_texts))
         return "\n".join(parts)
+
+    def _task_texts(self) -> tuple[str, ...]:
+        meta = self.run.metadata
+        return tuple(content.text_of(meta[k]).lower() for k in ("task", "input", "question", "instruction") if k in meta)
 
 
 _QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"")

@@ -19,7 +19,7 @@ from trajdebug.analysis._selection import selections, unpicked
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import derivation
-from trajdebug.core.model import Step
+from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY, Step
 from trajdebug.core.values import atoms, is_year
 
 
@@ -232,10 +232,7 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     # No record of what was written: what its readers were given or got back
     # (a reader of a database returns what was stored).
-    seen = "\n".join(
-        content.text_of(content.without_markers(r.input)).lower() + "\n" + ctx.text(r.step_id)
-        for r in readers
-    )
+    seen = "\n".join(ctx.input_text(r) + "\n" + ctx.text(r.step_id) for r in readers)
     lost = _lost(values, seen)
     if lost:
         frac = len(lost) / len(values)
@@ -429,12 +426,31 @@ def _state_before(step: Step, ctx: DiagnoseContext) -> frozenset[tuple[str, str]
             if not isinstance(vals, Mapping) or not vals:
                 continue
             before = {k: last[k] for k in vals if k in last}
-            out[s.step_id] = frozenset((p, repr(v)) for p, v in content.leaves(before))
+            out[s.step_id] = frozenset((p, r) for p, _, r in _state_leaves(before, ctx))
             last.update(vals)
         return out
 
     index: dict[str, frozenset[tuple[str, str]]] = ctx.memo("state-before", compute)
     return index.get(step.step_id, frozenset())
+
+
+def _state_leaves(values: Mapping[str, Any], ctx: DiagnoseContext) -> list[tuple[str, Any, str]]:
+    """``(path, leaf, repr(leaf))`` of `content.leaves` of the state values a step wrote (or held before it).
+
+    Read key by key, and each key's value once per run: the value one write stores is the one the next
+    write of that key finds there (`_state_before`), and a long ledger is read once, not twice.
+    """
+    if TRUNCATED_KEY in values or REPR_KEY in values:
+        return []  # a marker: `content.leaves` reads nothing of it
+    # By key and the identity of its value (kept alive in the entry, so the identity is never reused).
+    memo: dict[tuple[str, int], tuple[Any, list[tuple[str, Any, str]]]] = ctx.memo("state-leaves", dict)
+    out: list[tuple[str, Any, str]] = []
+    for k, v in values.items():
+        hit = memo.get((k, id(v)))
+        if hit is None or hit[0] is not v:
+            hit = memo[(k, id(v))] = (v, [(p, leaf, repr(leaf)) for p, leaf in content.leaves({k: v})])
+        out.extend(hit[1])
+    return out
 
 
 def _stored_under(step: Step) -> Iterable[Evidence]:
@@ -478,18 +494,18 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     written = step.attributes.get("state_values")
     if not isinstance(written, Mapping) or not written or step.status != "ok":
         return
-    hay = content.text_of(content.without_markers(step.input)).lower()
+    hay = ctx.input_text(step)
     if step.kind in ("tool", "retrieval"):
         # A tool that stores what it fetched writes the world's answer: its own output is one of its inputs.
         hay += "\n" + ctx.text(step.step_id)
     forms = content.plain_number_forms(hay)  # stored values are not restated as percentages
     kept = _state_before(step, ctx)
     checked, missing = 0, []
-    for path, v in content.leaves(dict(written)):
-        if isinstance(v, bool) or v is None or (path, repr(v)) in kept:
+    for path, v, r in _state_leaves(dict(written), ctx):
+        if isinstance(v, bool) or v is None or (path, r) in kept:
             continue
         if isinstance(v, (int, float)):
-            n = content.norm_number(repr(v))
+            n = content.norm_number(r)
             if n is None or is_year(v, step.start_ns):
                 continue
             seen = n in forms

@@ -51,7 +51,14 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._partial import off_options
-from trajdebug.analysis.diagnosers._requests import _ASKED, _asked_text, _fields, _mapping, _records, _within
+from trajdebug.analysis.diagnosers._requests import (
+    _ASKED,
+    _answer,
+    _answer_records,
+    _asked,
+    _fields,
+    _within,
+)
 from trajdebug.core.model import Step
 
 
@@ -63,11 +70,11 @@ _MAX_STEPS = 2000
 """Earlier steps read for the field's other values (a long run's first steps are enough to name its kinds)."""
 
 
-def _answered(step: Step) -> dict[str, dict[str, str]]:
+def _answered(step: Step, ctx: DiagnoseContext) -> dict[str, dict[str, str]]:
     """The text values of the answer's records by field name (each record's first value of a name), by their
     case-folded form."""
-    out = _mapping(step.output)
-    rows = _records(step.output) or ([out] if out is not None else None)
+    out = _answer(step, ctx)
+    rows = _answer_records(step, ctx) or ([out] if out is not None else None)
     by_field: dict[str, dict[str, str]] = {}
     for row in rows or ():
         for f, v in _fields(row).items():
@@ -104,8 +111,8 @@ def request_kind(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Records whose field holds another value than the one the query names, a value the run gives that field."""
     if step.kind not in _ASKED or step.status != "ok":
         return
-    asked = _asked_text(step.input)
-    by_field = _answered(step)
+    asked = _asked(step, ctx)
+    by_field = _answered(step, ctx)
     if not asked or not by_field:
         return
     answer = content.text_of(step.output).casefold()

@@ -54,6 +54,7 @@ from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS, Step
+from trajdebug.core.values import is_mapping
 
 
 _ASKED = ("tool", "retrieval")
@@ -85,7 +86,7 @@ def _mapping(value: Any) -> Mapping[str, Any] | None:
             value = json.loads(t)
         except ValueError:
             return None
-    return value if isinstance(value, Mapping) else None
+    return value if is_mapping(value) else None
 
 
 def _records(value: Any, depth: int = 0) -> list[Mapping[str, Any]] | None:
@@ -93,7 +94,7 @@ def _records(value: Any, depth: int = 0) -> list[Mapping[str, Any]] | None:
     if isinstance(value, str):
         value = _mapping(value) if value.strip()[:1] == "{" else _json_list(value)
     rows = content.largest_list(value) if value is not None else None
-    if not rows or not all(isinstance(r, Mapping) for r in rows):
+    if not rows or not all(is_mapping(r) for r in rows):
         return None
     return rows
 
@@ -107,6 +108,30 @@ def _json_list(text: str) -> list[Any] | None:
     except ValueError:
         return None
     return v if isinstance(v, list) else None
+
+
+def _given(step: Step, ctx: DiagnoseContext) -> Mapping[str, Any] | None:
+    """`_mapping` of the step's input, read once for all the request diagnosers."""
+    found: Mapping[str, Any] | None = ctx.step_fact(step, "request-args", lambda: _mapping(step.input))
+    return found
+
+
+def _answer(step: Step, ctx: DiagnoseContext) -> Mapping[str, Any] | None:
+    """`_mapping` of the step's output, read once for all the request diagnosers."""
+    found: Mapping[str, Any] | None = ctx.step_fact(step, "request-answer", lambda: _mapping(step.output))
+    return found
+
+
+def _answer_records(step: Step, ctx: DiagnoseContext) -> list[Mapping[str, Any]] | None:
+    """`_records` of the step's output, read once for all the request diagnosers."""
+    found: list[Mapping[str, Any]] | None = ctx.step_fact(step, "request-records", lambda: _records(step.output))
+    return found
+
+
+def _asked(step: Step, ctx: DiagnoseContext) -> str:
+    """`_asked_text` of the step's input, read once for all the request diagnosers."""
+    found: str = ctx.step_fact(step, "request-asked", lambda: _asked_text(step.input))
+    return found
 
 
 def _later_calls(step: Step, ctx: DiagnoseContext) -> Iterator[Step]:
@@ -137,11 +162,11 @@ def request_count(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     records it was given (a selector off by one)."""
     if step.kind == "llm" or step.kind in CONTAINER_KINDS or step.status != "ok":
         return
-    args = _mapping(step.input)
+    args = _given(step, ctx)
     asked = _asked_count(args, ctx.lexicon) if args is not None else None
     if asked is None:
         return
-    rows = _records(step.output)
+    rows = _answer_records(step, ctx)
     if rows is None:
         return
     if step.kind in _ASKED and len(rows) > asked[1]:
@@ -238,11 +263,11 @@ def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A first record that disagrees with the request where a later record agrees, used by a later step."""
     if step.kind not in _ASKED or step.status != "ok":
         return
-    asked = _asked_text(step.input)
-    rows = _records(step.output)
+    asked = _asked(step, ctx)
+    rows = _answer_records(step, ctx)
     if not asked or rows is None or len(rows) < 2:
         return
-    envelope = _mapping(step.output)
+    envelope = _answer(step, ctx)
     if envelope is not None and len(envelope) > 3:
         return  # an entity that lists its parts (an order's items) ranks none of them first: no search result
     first = _fields(rows[0])
@@ -280,13 +305,13 @@ def request_variant(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     (gluten-free)``) is nowhere in the answer: the plain item returned for a qualified one."""
     if step.kind not in _ASKED or step.status != "ok":
         return
-    args = _mapping(step.input)
+    args = _given(step, ctx)
     texts = [v for _, v in content.leaves(args) if isinstance(v, str)] if args is not None else [step.input]
     if len(texts) != 1 or not isinstance(texts[0], str):
         return  # a query is one text: several arguments are a request's fields, not a query's words
     asked = texts[0].casefold().strip()
-    out = _mapping(step.output)
-    rows = _records(step.output) or ([out] if out is not None else None)
+    out = _answer(step, ctx)
+    rows = _answer_records(step, ctx) or ([out] if out is not None else None)
     if len(asked) < 8 or not rows:
         return
     answer = content.text_of(step.output).casefold()
@@ -347,9 +372,9 @@ def request_flag(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An answer listing an item of the kind a flag of the request keeps out."""
     if step.kind not in _ASKED or step.status != "ok":
         return
-    args = _mapping(step.input)
+    args = _given(step, ctx)
     kept = _kept_out(args, ctx.lexicon) if args is not None else None
-    rows = _records(step.output)
+    rows = _answer_records(step, ctx)
     if args is None or kept is None or rows is None:
         return
     flag, kind = kept
@@ -372,7 +397,7 @@ def request_code(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A field given a code of one or two characters, answered with another code under the same name."""
     if step.kind not in _ASKED or step.status != "ok":
         return
-    args = _mapping(step.input)
+    args = _given(step, ctx)
     if args is None:
         return
     codes = {
@@ -382,7 +407,8 @@ def request_code(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     }
     if not codes:
         return
-    for path, v in content.leaves(step.output if _mapping(step.output) is None else _mapping(step.output)):
+    answer = _answer(step, ctx)
+    for path, v in content.leaves(step.output if answer is None else answer):
         name = path.rsplit(".", 1)[-1].lower()
         if (
             name in codes
@@ -439,7 +465,7 @@ def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """An answer that never names the code it was asked about and names another of its series instead."""
     if step.kind not in _ASKED or step.status != "ok" or step.output is None:
         return
-    args = _mapping(step.input)
+    args = _given(step, ctx)
     asked = (
         " ".join(v for _, v in content.leaves(args) if isinstance(v, str)) if args is not None else step.input
     )
@@ -450,7 +476,7 @@ def request_series(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return  # (asked about no code: the answer is not read)
     # A code given under a field the answer also has is `lineage:conflict`'s to judge (given employee=E104,
     # answered employee=E117): counted twice, one mismatch would outrank the step that chose the code.
-    answered = _mapping(step.output)
+    answered = _answer(step, ctx)
     named = {p.rsplit(".", 1)[-1] for p, _ in content.leaves(answered)} if answered is not None else set()
     shared = (
         [v for p, v in content.leaves(args) if isinstance(v, str) and p.rsplit(".", 1)[-1] in named]
@@ -491,7 +517,7 @@ def misaligned(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     records shifted by one against their keys: an off-by-one zip)."""
     if step.kind == "llm" or step.status != "ok":
         return
-    out = _mapping(step.output)
+    out = _answer(step, ctx)
     if out is None or len(out) < 2 or not all(isinstance(v, Mapping) for v in out.values()):
         return
     keys = {str(k) for k in out}

@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.values import is_mapping
 
 
 CHOSE_KEY = "chose:"
@@ -134,7 +135,7 @@ def _given_names(value: Any, depth: int = 0) -> set[str]:
         return set()
     if isinstance(value, str):
         return {value.strip()} if _NAME.match(value.strip()) else set()
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         return set().union(*(_given_names(v, depth + 1) for v in value.values()))
     if isinstance(value, list):
         return set().union(*(_given_names(v, depth + 1) for v in value[:200]))
@@ -147,7 +148,7 @@ def _ids(value: Any, depth: int = 0) -> set[str]:
         return set()
     if isinstance(value, str):
         return {value} if _ID.match(value) else set()
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         found = {str(k) for k in value if _ID.match(str(k))}
         return found.union(*(_ids(v, depth + 1) for v in value.values()))
     if isinstance(value, list):

@@ -31,6 +31,7 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
 from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.values import is_mapping
 
 
 _MIN_BUDGET = 1 << 17
@@ -117,7 +118,7 @@ def _with_deps(run: Run, added: Mapping[str, Sequence[Dependency]]) -> Run:
 
 def _canonical(value: Any) -> str | None:
     """A structured value's canonical JSON, when it is telling enough to identify a flow (20+ characters)."""
-    if not isinstance(value, (Mapping, list)) or len(value) < 2 or content.is_marker(value):
+    if not (isinstance(value, list) or is_mapping(value)) or len(value) < 2 or content.is_marker(value):
         return None
     try:
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
@@ -129,7 +130,7 @@ def _canonical(value: Any) -> str | None:
 def _sub_values(value: Any, path: str = "", depth: int = 0) -> Iterable[tuple[str, Any]]:
     if depth > 3 or content.is_marker(value):
         return
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         if depth:
             yield path, value
         for k, v in value.items():
@@ -214,8 +215,8 @@ def _output_keys(out: Any, whole: float, part: float) -> list[tuple[str, float]]
 
 def _shallow(value: Any) -> bool:
     """A list of scalars or an object of scalars: a part small enough to have been handed on as one value."""
-    items = value.values() if isinstance(value, Mapping) else value
-    return all(not isinstance(v, (Mapping, list)) for v in items)
+    items = value.values() if is_mapping(value) else value
+    return all(not (isinstance(v, list) or is_mapping(v)) for v in items)
 
 
 _Scalar = str | int | float

@@ -41,7 +41,7 @@ from trajdebug.analysis.lineage._pairs import crossed
 from trajdebug.analysis.lineage._views import StepView, semantic
 from trajdebug.core.chat import normalize_messages
 from trajdebug.core.model import CONTAINER_KINDS, Step
-from trajdebug.core.values import Atom, atoms, iter_text, mentions, number_key
+from trajdebug.core.values import Atom, atoms, is_mapping, iter_text, mentions, number_key
 
 
 GENERIC_FIELDS = frozenset(
@@ -298,10 +298,10 @@ def _dropped_columns(step: Step, view: StepView) -> Iterator[Evidence]:
 def _record_keys(value: Any, depth: int = 0) -> set[str]:
     if depth > 4:
         return set()
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         keys = {str(k).lower() for k in value}
         for v in value.values():
-            if isinstance(v, (list, Mapping)):
+            if isinstance(v, list) or is_mapping(v):
                 keys |= _record_keys(v, depth + 1)
         return keys
     if isinstance(value, list):
@@ -565,7 +565,7 @@ def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]
             return
         yield from _record_lists(parsed, depth + 1)
         return
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         for v in list(value.values())[:200]:
             yield from _record_lists(v, depth + 1)
         return

@@ -21,7 +21,7 @@ from typing import Any
 
 from trajdebug.core.chat import normalize_llm_step
 from trajdebug.core.model import Step
-from trajdebug.core.values import Atom, atoms, iter_text, mentions, number_key
+from trajdebug.core.values import Atom, atoms, is_mapping, iter_text, mentions, number_key
 
 
 ENVELOPE_KEYS = frozenset(
@@ -60,7 +60,7 @@ def semantic(step: Step, value: Any, depth: int = 0) -> Any:
     """The content of an LLM step's input or output without its envelope (other steps: the value)."""
     if step.kind != "llm" or depth > 8:
         return value
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         out: dict[str, Any] = {}
         choices = value.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
