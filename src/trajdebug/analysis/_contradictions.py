@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sources import (
     _TERM,
@@ -150,82 +149,6 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
                 )
             return out
     return out
-
-UNIT_FACTORS = (8.0, 1024.0, 60.0, 3600.0, 24.0, 1000.0, 100.0, 2.20462, 1.609344, 3.28084, 2.54)
-"""Conversion factors between units a program may mix up (bits and bytes, binary and decimal prefixes,
-seconds, minutes, hours and days, powers of ten, pounds and kilograms, miles and kilometres, feet and
-metres, inches and centimetres): physical constants, not tuned to any run."""
-
-
-def unit_slips(sl: Slice, message: str, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
-    """A number the failure states for an id it names ("line L-4 carries at most 12.5 MB") that a step's record
-    for that id holds times a unit factor (``capacity_mb=100.0``, 8x: bits for bytes): the step that
-    introduced it converted with the wrong unit.  Not when any step's record for the id holds the stated
-    number itself (the run had it), nor for a number several steps introduced."""
-    ids = {a.raw.strip() for a in named if a.kind == "id"}
-    nums = [m for m in mentions(message, words=False) if m.value]
-    if not ids or not nums:
-        return []
-    found: dict[int, list[tuple[str, str, float, float]]] = {}
-    held: set[int] = set()
-    for sid in sorted(within, key=sl.g.position):
-        step = sl.g.steps[sid]
-        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS or step.output is None:
-            continue
-        given = content.numbers_in(content.text_of(step.input))
-        for rec in _records_about(step.output, ids):
-            for fld, y in rec.items():
-                if isinstance(y, bool) or not isinstance(y, (int, float)) or not y:
-                    continue
-                for i, m in enumerate(nums):
-                    if _written_as(float(y), m):
-                        held.add(i)
-                    elif content.norm_number(str(y)) not in given and (f := _factor(float(y), m)) is not None:
-                        found.setdefault(i, []).append((sid, str(fld), float(y), f))
-    out: list[Found] = []
-    for i, hits in found.items():
-        if i in held or len({h[0] for h in hits}) > 2:
-            continue
-        for sid, fld, y, f in hits:
-            out.append(
-                Evidence(
-                    sid,
-                    sl.w["whatif"],
-                    f"its {fld}={y:g} is {f:g}x the {nums[i].raw.strip()} the failure at {where} states: a unit slip",
-                    "lineage:whatif",
-                )
-            )
-    return out
-
-
-def _factor(y: float, m: Mention) -> float | None:
-    """The unit factor between a number and the one a text mentions with decimals (either way), as written
-    there.  A whole number says too little: rounded to units, too many pairs fit (15 cm is 6 inches, a
-    discount of 0.1 an hour is 6 minutes)."""
-    if "." not in m.raw:
-        return None
-    for f in UNIT_FACTORS:
-        if _written_as(y / f, m) or _written_as(y * f, m):
-            return f if abs(y) > abs(m.value) else 1.0 / f
-    return None
-
-
-def _records_about(value: object, ids: set[str], depth: int = 0) -> list[dict[str, object]]:
-    """The records (mappings, JSON text read) inside a value that hold one of ``ids`` as a field's value."""
-    if isinstance(value, str) and depth < 3 and content.looks_like_json(value):
-        value = content.parse_json(value)
-    out: list[dict[str, object]] = []
-    if isinstance(value, dict):
-        if any(isinstance(v, str) and v.strip() in ids for v in value.values()):
-            out.append(value)
-        for v in value.values():
-            if isinstance(v, (dict, list, str)):
-                out += _records_about(v, ids, depth + 1)
-    elif isinstance(value, list):
-        for v in value[:200]:
-            out += _records_about(v, ids, depth + 1)
-    return out
-
 
 def disagreeing_sources(sl: Slice, fid: str, message: str, pos: int, within: set[str], where: str) -> list[Found]:
     """Two sources giving the failing check different values of one field for one entity.

@@ -29,7 +29,6 @@ from trajdebug.analysis._contradictions import (
     contradicted,
     disagreeing_sources,
     inside_of,
-    unit_slips,
     whatif_found,
 )
 from trajdebug.analysis._detect import Failure
@@ -97,7 +96,6 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     out = _named_values(sl, f, message, named, seen, within)
     out += contradicted(sl, message, pos, within, step.name)
     out += whatif_found(sl, message, named, pos, within, step.name)
-    out += unit_slips(sl, message, named, pos, within, step.name)
     out += disagreeing_sources(sl, f.step_id, message, pos, within, step.name)
     out += left_out_items(sl, message, pos, within, step.name)
     for a in _task_words(sl, message):
