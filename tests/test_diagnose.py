@@ -1228,6 +1228,26 @@ class TestDecisionsAndState:
         assert found("billing_support", "only billing can issue refunds") == []
         assert found("phone_support", "the refund system is down") == []
 
+    def test_a_failure_sharing_only_a_common_word_with_another_agent_says_nothing_of_the_hand_off(self) -> None:
+        """A wrapper's "Error in agent run" does not name ``Billing Agent`` (a kind of step, not the agent's own
+        word), nor does "and" name ``Sales and Returns``: a hand-off to another agent stays unblamed."""
+
+        def found(handoffs: list[str], to: str, message: str) -> list[Evidence]:
+            msgs = [{"role": "user", "content": "Ticket T-1: the printer jams"}]
+            out = {"role": "assistant", "tool_calls": [{"name": f"transfer_to_{to}", "arguments": {}}]}
+            run = _run(
+                _t("a", "Intake", "agent", 0, attributes={"handoffs": handoffs}),
+                _t("g", "generation", "llm", 1, parent_id="a", input={"messages": msgs}, output=out),
+                _t("r", "run_fix", "tool", 2, status="error", error=ErrorInfo("ToolError", message)),
+            )
+            failures = [Failure("r", "step-error", f"ToolError: {message}", "exception:ToolError", "step")]
+            return _from(_verdict(run, "g", failures), "option-choice")
+
+        agents = ["Billing Agent", "Technical Support"]
+        assert found(agents, "technical_support", "Error in agent run: the fix did not apply") == []
+        assert found(["Sales and Returns", "Technical Support"], "technical_support", "paper and toner are out") == []
+        assert found(agents, "technical_support", "only billing can apply a credit") != []
+
 
 class TestSharedAnswer:
     def test_a_lookup_answering_another_calls_record_id_is_suspect(self) -> None:

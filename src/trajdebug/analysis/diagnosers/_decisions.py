@@ -312,17 +312,20 @@ def _routed_against_failure(step: Step, ctx: DiagnoseContext, mine: str, options
     handed to by that agent's own words and not the one chosen ("refunds are handled by billing" after a
     hand-off to ``Technical Support``): the environment says where the request belonged.
     Whole words only: a stem would take "shipment" for the ``shipping`` desk."""
-    names = {o: set(_TOKEN.findall(o.lower())) for o in options}
-    shared = set.intersection(*names.values())
+    words = {o: set(_TOKEN.findall(o.lower())) for o in options}
+    # A word counts only when it is one agent's own: not in another agent's name, not a function word
+    # ("Sales and Returns"), not a kind of step ("Billing Agent" beside a wrapper's "Error in agent run").
+    common = ctx.lexicon.stopwords | ctx.lexicon.short_stopwords | {s.kind for s in ctx.run.steps}
+    names = {o: ws - common - set().union(*(words[p] for p in options if p != o)) for o, ws in words.items()}
     for f in ctx.failures:
         failing = ctx.graph.steps.get(f.step_id)
         if failing is None or failing.start_ns < step.start_ns:
             continue
-        told = set(_TOKEN.findall(f.message.lower()))
-        if (names[mine] - shared) & told:
+        told = set(_TOKEN.findall(f.message.lower())) - set(_TOKEN.findall(failing.name.lower()))
+        if names[mine] & told:
             continue
         for o in sorted(names):
-            if o != mine and (names[o] - shared - names[mine]) & told:
+            if o != mine and names[o] & told:
                 return Evidence(
                     step.step_id,
                     0.5,
