@@ -67,6 +67,19 @@ class TestCount:
         assert ev and "count=5" in ev[0].reason and "kept 4" in ev[0].reason
         assert _ev(select(4), "s", "request-count") == []
 
+    def test_a_filter_under_a_cap_keeping_fewer_is_no_slip(self) -> None:
+        """``limit=5`` is a cap, and a criterion beside ``count`` may leave fewer: a filter keeping the three of
+        six records that pass is doing its job."""
+        units = self._units(6)
+
+        def step(args: dict[str, object]) -> Run:
+            return _run(_t("s", "filter_units", "other", 1, input={"units": units, **args}, output=units[:3]))
+
+        assert _ev(step({"limit": 5}), "s", "request-count") == []
+        assert _ev(step({"max_results": 5}), "s", "request-count") == []
+        assert _ev(step({"count": 5, "min_stars": 4}), "s", "request-count") == []
+        assert _ev(step({"count": 5}), "s", "request-count") != []
+
     def test_a_page_number_is_no_count(self) -> None:
         """``page=1`` asks for a page, not for one item: a page of three items is fine."""
         run = _run(_t("t", "list", "tool", 1, input={"page": 1}, output={"units": self._units(3)}))

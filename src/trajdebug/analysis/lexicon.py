@@ -148,6 +148,9 @@ class Lexicon:
     """Words of an argument that asks for how many items (``n``, ``limit``, ``top_k``, ``page_size``,
     ``max_results``): every word of its name is one of these."""
 
+    exact_count_words: frozenset[str]
+    """Of ``count_core``, those that ask for exactly so many (``top``, ``n``), not at most (``limit``, ``max``)."""
+
     count_core: frozenset[str]
     """Of ``count_words``, those that make a name a count (``page`` alone is a page number, ``results``
     alone the results)."""
@@ -342,6 +345,7 @@ ENGLISH = Lexicon(
         {"n", "k", "top", "limit", "count", "size", "num", "number", "max", "results", "items", "page", "per", "of", "rows", "hits"}
     ),
     count_core=frozenset({"n", "k", "top", "limit", "count", "size", "num", "max"}),
+    exact_count_words=frozenset({"n", "k", "top", "count", "num"}),
     more_words=frozenset({"next", "more", "cursor", "token", "page", "has", "offset", "continuation", "marker"}),
     include_words=frozenset({"include", "including", "with", "show", "allow", "return"}),
     exclude_words=frozenset({"exclude", "excluding", "without", "skip", "hide", "omit", "no"}),

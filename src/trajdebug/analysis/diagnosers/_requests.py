@@ -176,7 +176,7 @@ def request_count(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             f"was asked for {asked[0]}={asked[1]} but answered with {len(rows)} items",
             "request-count",
         )
-    elif len(rows) < asked[1] and _picked_from(rows, _records(args), asked[1]):
+    elif args is not None and len(rows) < asked[1] and _exact_pick(args, asked[0], ctx.lexicon) and _picked_from(rows, _records(args), asked[1]):
         yield Evidence(
             step.step_id,
             COUNT,
@@ -184,6 +184,16 @@ def request_count(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             f"but kept {len(rows)}",
             "request-count",
         )
+
+
+def _exact_pick(args: Mapping[str, Any], key: str, lexicon: Lexicon) -> bool:
+    """Whether a step was asked to keep exactly so many of its records: the count's name asks for that many
+    (``top``, ``n``; ``limit`` or ``max`` is a cap a filter may stay under), and nothing else it was given
+    is a criterion that could leave fewer (every other argument is a list of records)."""
+    words = name_words(key)
+    if not words & lexicon.exact_count_words or words & (lexicon.count_core - lexicon.exact_count_words):
+        return False
+    return all(isinstance(v, list) for k, v in args.items() if k != key)
 
 
 def _picked_from(rows: list[Mapping[str, Any]], given: list[Mapping[str, Any]] | None, n: int) -> bool:
