@@ -395,11 +395,16 @@ class TestHandledErrors:
 
 class TestFallbacks:
     def test_an_errored_call_answered_by_the_next_call_of_another_tool_on_the_same_target_fell_back(self) -> None:
-        """The next clean tool call in the same scope, of another name, sharing a string argument, is the fallback;
-        a call in another scope, on other targets, or of the same name (a retry) is not."""
+        """The next clean tool call in the same scope, of another name, sharing a string argument, whose answer
+        went on, is the fallback; a call in another scope, on other targets, of the same name (a retry), or whose
+        answer nothing took (a logger after the error) is not."""
         run = _run(
             Step("e1", "fetch_rates", "tool", input={"pair": "EUR/GBP"}, status="error"),
             Step("f1", "cached_rates", "tool", input={"pair": "EUR/GBP"}, output={"rate": 0.86}),
+            Step("u1", "convert", "other", input={"amount": 120, "rate": 0.86}, output=103.2),
+            Step("e5", "reserve_stock", "tool", input={"order": "O-1001"}, status="error"),
+            Step("l5", "log_event", "tool", input={"order": "O-1001", "event": "timeout"}, output={"logged": True}),
+            Step("n5", "notify", "tool", input={"channel": "ops"}, output="sent"),
             Step("e2", "fetch_rates", "tool", input={"pair": "USD/JPY"}, status="error"),
             Step("x", "fetch_news", "tool", input={"topic": "markets"}, output=["..."]),
             Step("e3", "fetch_rates", "tool", input={"pair": "CHF/SEK"}, status="error", parent_id="n"),

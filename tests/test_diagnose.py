@@ -212,8 +212,9 @@ class TestToolCalls:
         failed = Step("t1", "fetch_profile", "tool", input={"vessel": "MV Aurora", "mode": "live"},
                       status="error", error=timeout)
         cache = Step("c1", "read_cached_profile", "tool", input={"vessel": "MV Aurora"}, output={"speed_kn": 8.0})
-        [fallback] = _from(_verdict(_run(failed, cache), "c1"), "swallowed-error")
-        [tool] = _from(_verdict(_run(failed, cache), "t1"), "tool-result")
+        plan = Step("p1", "plan_crossing", "other", input={"speed_kn": 8.0}, output="planned")
+        [fallback] = _from(_verdict(_run(failed, cache, plan), "c1"), "swallowed-error")
+        [tool] = _from(_verdict(_run(failed, cache, plan), "t1"), "tool-result")
         assert fallback.suspicion > tool.suspicion and "fetch_profile" in fallback.reason
         other = Step("c1", "read_route", "tool", input={"route": "North Sound"}, output={"km": 17.6})
         assert not _from(_verdict(_run(failed, other), "c1"), "swallowed-error")

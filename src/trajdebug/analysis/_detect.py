@@ -175,11 +175,14 @@ def fallbacks(run: Run) -> dict[str, Step]:
     thing (a cache, a replica, a backup service) has handled the error: the
     fallback's answer is what went on, and the failed call fed nothing.  The
     fallback is the next step in the same scope, a clean tool or retrieval of
-    another name acting on one of the same targets (a string argument in common).
+    another name acting on one of the same targets (a string argument in common),
+    whose answer went on: a later step depends on it or was handed one of its values
+    (a logger or a notifier called after the error, whose answer nothing reads, is
+    no fallback).
     """
     out: dict[str, Step] = {}
     last: dict[str | None, Step] = {}
-    for s in run.steps:
+    for i, s in enumerate(run.steps):
         prev = last.get(s.parent_id)
         last[s.parent_id] = s
         if (
@@ -192,9 +195,25 @@ def fallbacks(run: Run) -> dict[str, Step]:
             or content.error_text(s.output) is not None
         ):
             continue
-        if not _targets_of(prev.input).isdisjoint(_targets_of(s.input)):
+        if not _targets_of(prev.input).isdisjoint(_targets_of(s.input)) and _went_on(s, run.steps[i + 1 : i + 51]):
             out[prev.step_id] = s
     return out
+
+
+def _went_on(step: Step, later: Sequence[Step]) -> bool:
+    """Whether a step's answer went on: one of the next steps records a dependency on it, or was handed one
+    of its values (a string of three characters or more, or a number other than 0 and 1)."""
+    if any(d.step_id == step.step_id for s in later for d in s.deps):
+        return True
+    values = {
+        str(v)
+        for _, v in content.leaves(step.output)
+        if (isinstance(v, str) and len(v.strip()) >= 3)
+        or (isinstance(v, (int, float)) and not isinstance(v, bool) and v not in (0, 1))
+    }
+    if not values:
+        return False
+    return any(v in content.text_of(s.input) for s in later for v in values)
 
 
 def _inside_recovered(steps: dict[str, Step], recovered: set[str]) -> set[str]:
