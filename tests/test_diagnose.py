@@ -301,13 +301,16 @@ class TestToolCalls:
         assert any(not e.sound for e in _from(_verdict(run_of("CL-909"), "t"), "tool-arguments"))
 
     def test_a_short_code_inside_another_word_is_not_found_upstream(self) -> None:
-        """A code ``NS`` written where the record upstream says ``D5W`` contradicts it, though the letters "ns"
-        occur inside an upstream word ("instructions"); written upstream as a word of its own, it is a choice."""
+        """A finish ``AT`` written where the record upstream says ``ZN`` contradicts it, though the letters "at"
+        occur inside an upstream word ("batch"); written upstream as a word of its own, it is a choice. A number
+        is written where a longer form of it is ("3.5" in "3.50")."""
         from trajdebug.analysis.diagnosers._tools import contradictions
 
-        record = {"drug": "amphotericin", "diluent": "D5W", "note": "follow the instructions"}
-        assert contradictions({"diluent": "NS"}, [record]) != []
-        assert contradictions({"diluent": "NS"}, [dict(record, note="NS or D5W")]) == []
+        record = {"part": "bracket", "finish": "ZN", "note": "from the spring batch"}
+        assert contradictions({"finish": "AT"}, [record]) != []
+        assert contradictions({"finish": "AT"}, [dict(record, note="AT or ZN")]) == []
+        priced = {"item": "bracket", "price": 4.0, "note": "list price is 3.50 this week"}
+        assert contradictions({"price": 3.5}, [priced]) == []
 
     def test_choosing_another_given_value_is_not_a_contradiction(self) -> None:
         """An argument differing from one upstream field but present elsewhere upstream is a choice, not a contradiction."""

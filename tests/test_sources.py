@@ -69,3 +69,27 @@ def test_a_record_let_through_that_went_no_further_than_its_reader_is_no_finding
 
     assert not admitted(run_of("Team 1"))
     assert admitted(run_of("Team 9"))
+
+
+def test_a_record_carried_on_is_found_by_its_label_as_written() -> None:
+    """A label with accents carried on by a later step is found (the text is read as written, not escaped), and
+    "Team 1" is not found inside "Team 10"."""
+
+    def admitted(label: str, picked: str) -> bool:
+        teams = [
+            {"team_id": "Crew 1", "region": "north"},
+            {"team_id": "Crew 2", "region": "north"},
+            {"team_id": label, "region": "south"},
+        ]
+        steps = (
+            step("s", "search_teams", "retrieval", 1, {"region": "north", "skill": "rescue"}, teams),
+            step("p", "plan", "llm", 3, {"teams": teams}, {"teams": [picked], "site": "Hill Road"}, "s"),
+            Step("o", "order", "tool", input={"teams": [picked], "site": "Hill Road"}, status="error",
+                 error=ErrorInfo("ToolError", "no access to Hill Road"), start_ns=5, end_ns=6,
+                 deps=(D("p"),)),
+        )
+        run = Run("r", "site", outcome="failure", steps=steps)
+        return any("lineage:admitted" in c.signals for c in localize(run, top=10).candidates if c.step_id == "s")
+
+    assert admitted("Équipe 9", "Équipe 9")
+    assert not admitted("Crew 9", "Crew 90")

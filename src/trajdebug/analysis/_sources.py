@@ -21,11 +21,11 @@ The sources (in the order the ranking gathers them):
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sign_rule import signed_by_rule
@@ -243,8 +243,10 @@ def _passed_on(sl: Slice, sid: str, label: str) -> bool:
     while parent is not None and parent in sl.g.steps and parent not in outer:
         outer.add(parent)
         parent = sl.g.steps[parent].parent_id
+    # A whole-word match on the text as written (non-ASCII kept): "Team 1" is not in "Team 10".
+    pattern = re.compile(r"(?<![\w-])" + re.escape(want) + r"(?![\w-])")
     return any(
-        want in json.dumps(s.output, default=str).casefold()
+        pattern.search(content.text_of(s.output, 200_000).casefold()) is not None
         for s in sl.run.steps
         if s.output is not None and s.step_id not in outer and s.step_id in sl.g.steps and sl.g.position(s.step_id) > pos
     )

@@ -351,9 +351,9 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
 
 
 def _written_in(v: str, text: str) -> bool:
-    """Whether a value is written in a text: a short one (a code such as ``NS``) as a whole word only, as
-    letters inside other words ("instructions") are not that value."""
-    if len(v) > 4:
+    """Whether a value is written in a text: a short code of letters as a whole word only, as letters inside
+    other words are not that value (``ab`` in "tabs"); a number as before (``3.5`` is written in "3.50")."""
+    if len(v) > 4 or not any(c.isalpha() for c in v):
         return v in text
     return re.search(r"(?<![\w-])" + re.escape(v) + r"(?![\w-])", text) is not None
 
