@@ -12,7 +12,6 @@ import pytest
 from benchmarks.baselines import synthetic_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.builders import step
 
 from trajdebug.analysis._detect import Failure, detect
 from trajdebug.analysis._localize import Localization, localize
