@@ -409,7 +409,9 @@ def infer_dependencies(
                 # the step was handed last, is kept past the cap.
                 latest = min(scored, key=lambda m: m[1])
                 if latest not in scored[:limit]:
-                    scored, limit = [*scored[:limit], latest], limit + 1
+                    # The rest stays behind it: `_edges` skips recorded producers, and the next-best fills in.
+                    rest = [m for m in scored[limit:] if m is not latest]
+                    scored, limit = [*scored[:limit], latest, *rest], limit + 1
             # Matches are made lazily, without evidence text: most steps keep only a few.
             matches = (index._to_match(probe, m, evidence=False) for m in scored)
             added = _edges(run, s, matches, by_id, min_confidence, limit)

@@ -140,8 +140,8 @@ def slips(
 
 def _substitutions(lin: Lineage, root: _Node, parents: dict[int, _Node], target: float, tol: float) -> list[Slip]:
     """A number taken where another number the same computation was given fits: the run's number with one
-    operand replaced by another value its computing step had in hand (a weight of 48 kg from an old note
-    where the record's 71.5 kg gives the dose the failure expects).  The slip is at the operand's origin
+    operand replaced by another value its computing step had in hand (a reading taken from an older record
+    where the recent one gives the amount the failure expects).  The slip is at the operand's origin
     (the source that offered the wrong number); only when exactly one such value fits the operand, and only
     a value of the same quantity: written under the operand's field or with its unit (another weight in kg)."""
     if float(target).is_integer() and abs(target) <= 10:
