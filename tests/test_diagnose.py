@@ -205,23 +205,23 @@ class TestToolCalls:
         assert not _from(_verdict(told, "w"), "swallowed-error")
 
     def test_another_source_asked_in_place_of_a_failed_call_is_the_suspect_not_the_failed_call(self) -> None:
-        """A registry lookup that timed out, followed in the same scope by a cache read for the same vessel: the
-        timeout was handled (weak evidence) and the cache read is suspect; a next call about something else, or
-        one that failed too, is no fallback."""
-        timeout = ErrorInfo("TimeoutError", "registry did not answer within 5 s")
-        failed = Step("t1", "fetch_profile", "tool", input={"vessel": "MV Aurora", "mode": "live"},
+        """A price-feed lookup that timed out, followed in the same scope by a read of the stored quote for the same
+        symbol: the timeout was handled (weak evidence) and the stored read is suspect; a next call about
+        something else, or one that failed too, is no fallback."""
+        timeout = ErrorInfo("TimeoutError", "quote feed gave no reply after 5000 ms")
+        failed = Step("t1", "fetch_quote", "tool", input={"symbol": "ACME", "mode": "live"},
                       status="error", error=timeout)
-        cache = Step("c1", "read_cached_profile", "tool", input={"vessel": "MV Aurora"}, output={"speed_kn": 8.0})
-        plan = Step("p1", "plan_crossing", "other", input={"speed_kn": 8.0}, output="planned")
+        cache = Step("c1", "read_stored_quote", "tool", input={"symbol": "ACME"}, output={"price": 8.0})
+        plan = Step("p1", "place_order", "other", input={"limit_price": 8.0}, output="placed")
         [fallback] = _from(_verdict(_run(failed, cache, plan), "c1"), "swallowed-error")
         [tool] = _from(_verdict(_run(failed, cache, plan), "t1"), "tool-result")
-        assert fallback.suspicion > tool.suspicion and "fetch_profile" in fallback.reason
-        other = Step("c1", "read_route", "tool", input={"route": "North Sound"}, output={"km": 17.6})
+        assert fallback.suspicion > tool.suspicion and "fetch_quote" in fallback.reason
+        other = Step("c1", "read_calendar", "tool", input={"desk": "equities"}, output={"hours": 17.6})
         assert not _from(_verdict(_run(failed, other), "c1"), "swallowed-error")
         [still] = _from(_verdict(_run(failed, other), "t1"), "tool-result")
         assert still.suspicion > tool.suspicion
-        broken = Step("c1", "read_cached_profile", "tool", input={"vessel": "MV Aurora"}, status="error",
-                      error=ErrorInfo("KeyError", "no cached profile"))
+        broken = Step("c1", "read_stored_quote", "tool", input={"symbol": "ACME"}, status="error",
+                      error=ErrorInfo("KeyError", "no stored quote"))
         assert not _from(_verdict(_run(failed, broken), "c1"), "swallowed-error")
 
     @pytest.mark.parametrize(

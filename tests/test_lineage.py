@@ -442,18 +442,18 @@ class TestWhatIf:
         }
 
     def test_an_operand_taken_where_another_given_number_fits_is_the_operands_slip(self) -> None:
-        """A dose worked out from a weight in an old note (48 kg) where the recent note it was also given (71.5 kg)
-        gives the dose the failure expects (715) is the notes' slip; a target no given weight reaches says nothing."""
-        notes = ["weight 48 kg on admission", "2026-05-01 weight 71.5 kg"]
+        """A fuel need worked out from a load in an old log line (36 kW) where the recent line it was also given
+        (52.5 kW) gives the fuel the failure expects (525) is the log's slip; a target no given load reaches says nothing."""
+        notes = ["load 36 kW at commissioning", "2026-03-14 load 52.5 kW"]
         run = _run(
-            _s("n", "get_notes", "tool", 1, {"patient": "PT-1"}, {"notes": notes}),
-            _s("d", "compute_dose", "other", 3, {"notes": notes, "per_kg": 10.0}, {"dose_mg": 480.0}, "n"),
+            _s("n", "get_log", "tool", 1, {"unit": "GEN-3"}, {"notes": notes}),
+            _s("d", "compute_fuel", "other", 3, {"notes": notes, "per_kw": 10.0}, {"fuel_l": 360.0}, "n"),
         )
         lin = Lineage(run)
-        dose = next(a for a in lin.view("d").outputs if a.field == "dose_mg")
-        found = slips(lin, dose, len(run.steps), 715.0, "715")
-        assert [(s.step_id, s.fixed) for s in found] == [("n", 71.5)]
-        assert slips(lin, dose, len(run.steps), 655.0, "655") == []
+        fuel = next(a for a in lin.view("d").outputs if a.field == "fuel_l")
+        found = slips(lin, fuel, len(run.steps), 525.0, "525")
+        assert [(s.step_id, s.fixed) for s in found] == [("n", 52.5)]
+        assert slips(lin, fuel, len(run.steps), 445.0, "445") == []
 
     def test_a_correct_rate_divided_by_is_the_dividing_steps_slip(self) -> None:
         """A converter that divides by a correct rate (where it should multiply) did the inverting: the slip is named at it, not at the lookup."""
@@ -640,29 +640,29 @@ class TestReadsTheRecordingMissed:
         assert "scan" in self._slice(run)
 
     def test_a_value_a_node_was_handed_in_one_state_field_links_to_what_wrote_that_field(self) -> None:
-        """A graph node given the state (a transfer window among its fields, written by the selector) calls its
-        tool with one of the window's slots: the tool depends on the selector, which reaches the failure; a
+        """A graph node given the state (a booking window among its fields, written by the selector) calls its
+        tool with one of the window's times: the tool depends on the selector, which reaches the failure; a
         child given none of the field's values gains no edge."""
         from trajdebug.core.model import ErrorInfo
 
-        hours = [{"hour": h, "wind_ms": w} for h, w in (("06:00", 4.0), ("07:00", 5.5), ("08:00", 6.1))]
-        window = {"start": "07:00", "slots": ["07:00", "08:00"]}
-        # The slot is held by five earlier outputs (two nodes relay what their steps made): too common a
+        hours = [{"hour": h, "load_pct": w} for h, w in (("06:00", 41.0), ("07:00", 55.5), ("08:00", 62.5))]
+        window = {"first": "07:00", "times": ["07:00", "08:00"]}
+        # The time is held by five earlier outputs (two nodes relay what their steps made): too common a
         # value for content matching to say which one the tool took it from.
         run = _run(
-            Step("fnode", "forecast", "agent", input={"site": "north"}, output={"hours": hours}, start_ns=0, end_ns=5),
-            _s("fc", "fetch_forecast", "tool", 1, {"site": "north"}, {"hours": hours}, parent_id="fnode"),
-            _s("conv", "convert_forecast", "other", 3, {"hours": hours}, hours, parent_id="fnode"),
+            Step("fnode", "usage", "agent", input={"lab": "lab-2"}, output={"hours": hours}, start_ns=0, end_ns=5),
+            _s("fc", "fetch_usage", "tool", 1, {"lab": "lab-2"}, {"hours": hours}, parent_id="fnode"),
+            _s("conv", "normalize_usage", "other", 3, {"hours": hours}, hours, parent_id="fnode"),
             Step("tnode", "window", "agent", input={"hours": hours}, output={"window": window}, start_ns=6, end_ns=9),
             _s("sel", "select_window", "other", 7, {"hours": hours}, window, "conv", parent_id="tnode"),
             Step(
-                "node", "dispatch", "agent", input={"hours": hours, "window": window}, output={},
+                "node", "booking", "agent", input={"hours": hours, "window": window}, output={},
                 start_ns=10, end_ns=20, deps=(D("sel", "data", "inferred", 0.9, "window"),),
             ),
-            _s("log", "log_visit", "tool", 11, {"site": "north", "crew": "blade"}, {"ok": True}, parent_id="node"),
+            _s("log", "log_request", "tool", 11, {"lab": "lab-2", "team": "assay"}, {"ok": True}, parent_id="node"),
             _s(
-                "book", "book_transfer", "tool", 13, {"crew": "blade", "slot": "08:00"}, None, parent_id="node",
-                status="error", error=ErrorInfo("ServiceError", "transfer refused: sea state over the limit"),
+                "book", "reserve_bench", "tool", 13, {"team": "assay", "time": "08:00"}, None, parent_id="node",
+                status="error", error=ErrorInfo("ServiceError", "reservation refused: bench load over the limit"),
             ),
         )
         edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
@@ -671,24 +671,24 @@ class TestReadsTheRecordingMissed:
         assert "sel" in self._slice(run)
 
     def test_a_state_field_an_earlier_step_returned_whole_is_that_steps_for_a_nodes_children(self) -> None:
-        """A node's state holds the `lender` record a picker returned under that name (no edge of the node says
+        """A node's state holds the `supplier` record a picker returned under that name (no edge of the node says
         so): the node's model call, given the record's values, depends on the picker; a record the picker did
         not return as it stands in the state names no writer."""
-        lender = {"lender": "BL", "oclc": "41255509", "max_fee": 20.0}
-        msg = {"role": "user", "content": json.dumps({**lender, "patron": "P-20417"})}
+        supplier = {"supplier": "KX", "part": "73019864", "max_price": 30.0}
+        msg = {"role": "user", "content": json.dumps({**supplier, "buyer": "Q-58213"})}
 
         def run_of(picked: dict[str, Any]) -> Run:
             return _run(
-                _s("pick", "pick_lender", "other", 0, {"request": "P-20417"}, {"lender": picked, "rank": 1}),
-                Step("node", "lending", "agent", input={"request": "P-20417", "lender": lender}, output={},
+                _s("pick", "pick_supplier", "other", 0, {"order": "Q-58213"}, {"supplier": picked, "score": 1}),
+                Step("node", "purchasing", "agent", input={"order": "Q-58213", "supplier": supplier}, output={},
                      start_ns=2, end_ns=9),
                 _s("llm", "ChatOpenAI", "llm", 3, {"messages": [msg]}, {"content": "ok"}, parent_id="node"),
             )
 
-        run = run_of(lender)
+        run = run_of(supplier)
         edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
-        assert [(d.step_id, d.key) for d in edges["llm"]] == [("pick", "via lender")]
-        other = run_of({**lender, "max_fee": 25.0})
+        assert [(d.step_id, d.key) for d in edges["llm"]] == [("pick", "via supplier")]
+        other = run_of({**supplier, "max_price": 35.0})
         assert Lineage(other).handed_down_edges({s.step_id: list(s.deps) for s in other.steps}) == {}
 
     def test_a_total_of_the_siblings_numbers_links_to_the_siblings_that_made_it(self) -> None:
