@@ -445,7 +445,7 @@ def _dropped(
             for sid in cands
             if sl.g.steps[sid].kind == "llm" and task and task in sl.lin.view(sid).in_text
         ]
-    lost = [sid for sid in sl.lin.droppers(a, cands) if sid not in _enclosing(sl)]
+    lost = sl.lin.droppers(a, cands)
     if task_word and len(lost) > 2:
         # Every turn of a conversation is given the task and rewords it: a loss shared by
         # that many models tells none of them apart.
@@ -487,17 +487,6 @@ def _dropped(
             reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
         out.append(Evidence(sid, weight, reason, "lineage:dropped"))
     return out
-
-def _enclosing(sl: Slice) -> frozenset[str]:
-    """The steps that enclose others (an agent, a graph node with sub-steps).
-
-    Such a step's input is what it handed its children (a graph framework records
-    the whole state as every node's input), and its output is what they built: a
-    value it "was given" and did not pass on was lost, if at all, by one of its
-    children, which are judged themselves.
-    """
-    return frozenset(s.parent_id for s in sl.g.steps.values() if s.parent_id is not None)
-
 
 def _expected(sl: Slice, a: Atom, pos: int, within: set[str], where: str) -> list[Found]:
     """A value the failure expects that no step of this run produced: who produces it in passing runs?
