@@ -151,3 +151,35 @@ def test_a_model_picking_from_a_list_the_failure_says_nothing_else_of_is_not_mar
     from a wrong list (a stale roster), which the step that listed it is to answer for."""
     reasons = _belt_run("BELT-A-40 does not fit M-3")
     assert not any("picked BELT-A-40" in r for r in reasons)
+
+
+def test_a_node_that_only_returned_its_childs_result_lost_nothing_it_was_given() -> None:
+    """A graph node recorded with the whole state as input, whose child was handed none of a value and whose
+    answer is the child's result, is not read as having dropped that value."""
+    parts = [{"part": "P-100A", "size": "small"}, {"part": "P-200B", "size": "large"}]
+    gaskets = [{"gasket": "G-1"}, {"gasket": "G-2"}]
+    state = {"messages": [{"role": "user", "content": "fit a part"}, {"role": "tool", "content": json.dumps(parts)}]}
+    answer = {"messages": [{"role": "tool", "content": json.dumps(gaskets), "tool_call_id": "c2"}]}
+    run = Run(
+        "r",
+        "fitter",
+        outcome="failure",
+        steps=(
+            _t("t", "list_parts", "tool", 1, input={"category": "parts"}, output=parts),
+            _t("n", "tools", "agent", 3, input=state, output=answer, deps=(D("t"),)),
+            _t("k", "list_gaskets", "tool", 4, input={"category": "gaskets"}, output=gaskets, parent_id="n"),
+            _t(
+                "f",
+                "fit",
+                "tool",
+                7,
+                input={"part": "P-100A", "gaskets": answer},
+                status="error",
+                error=ErrorInfo("ValueError", "P-100A does not fit"),
+                deps=(D("n"), D("t")),
+            ),
+        ),
+    )
+    failures = [Failure("f", "step-error", "ValueError: P-100A does not fit", "x")]
+    [n] = [c for c in localize(run, failures=failures).ranked_all if c.step_id == "n"]
+    assert "lineage:dropped" not in n.signals
