@@ -308,3 +308,26 @@ def test_a_reader_of_run_state_is_shown_the_value_it_read_not_what_the_writer_re
     run = Run("r1", "planner", 0, 9, "failure", steps=steps)
     shown = {p.name: p.output for p in question_for(run, "r", 1).producers}
     assert shown == {"store_tides": {"tides": table}, "fetch_chart": {"depth_m": -0.6}}
+
+
+def test_a_state_writer_is_shown_what_it_wrote_beside_what_it_returned() -> None:
+    """A step that wrote run.state and returned nothing is asked about with the values it left in the state."""
+    from rich.console import Console
+
+    from trajdebug.core.model import Step
+    from trajdebug.report.question import question_for, question_to_dict, render_question
+
+    reading = {"tank": "T3", "volume_l": 567.8}
+    steps = (
+        Step("w", "store_reading", "state", input={"reading": reading}, output=None, start_ns=1, end_ns=2,
+             attributes={"state_writes": ["readings"], "state_values": {"readings": {"T3": reading}}}),
+        Step("p", "plain", "other", input={"x": 1}, output=2, start_ns=3, end_ns=4),
+    )
+    run = Run("r1", "dosing", 0, 9, "failure", steps=steps)
+    q = question_for(run, "w", 1)
+    console = Console(record=True, width=100)
+    render_question(q, console)
+    text = console.export_text()
+    assert "wrote to run.state" in text and "567.8" in text
+    assert question_to_dict(q)["wrote"] is not None
+    assert question_for(run, "p", 2).wrote is None

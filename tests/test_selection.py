@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from trajdebug.analysis._detect import Failure
@@ -106,3 +107,79 @@ def test_the_step_that_picked_the_items_a_failure_names_joins_its_thin_slice() -
     failures = [Failure("m", "step-error", "Rejected: closing V-2 and V-3 does not bound the leak", "x")]
     [s] = [c for c in localize(run, failures=failures).ranked_all if c.step_id == "s"]
     assert any("picked V-2, V-3 from a list it was given" in r for r in s.reasons)
+
+
+def _belt_run(message: str) -> list[str]:
+    """The reasons given for a model that picked a belt from the list a tool showed it, the order then failing."""
+    parts = [{"part": "BELT-A-40", "profile": "narrow"}, {"part": "BELT-B-55", "profile": "wide"}]
+    ask = {"role": "user", "content": "order a belt for machine M-3"}
+    shown = {"role": "tool", "content": json.dumps(parts)}
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "name": "order", "arguments": {"part": "BELT-A-40"}}]}
+    run = Run(
+        "r",
+        "workshop",
+        outcome="failure",
+        steps=(
+            _t("t", "list_belts", "tool", 1, input={"machine": "M-3"}, output=parts),
+            _t("m", "chat", "llm", 3, input={"messages": [ask, shown]}, output=call, deps=(D("t"),)),
+            _t(
+                "o",
+                "order",
+                "tool",
+                5,
+                input={"part": "BELT-A-40"},
+                status="error",
+                error=ErrorInfo("ValueError", message),
+                deps=(D("m"),),
+            ),
+        ),
+    )
+    failures = [Failure("o", "step-error", f"ValueError: {message}", "x")]
+    [m] = [c for c in localize(run, failures=failures).ranked_all if c.step_id == "m"]
+    return list(m.reasons)
+
+
+def test_a_model_that_passed_over_what_the_failure_asks_for_made_the_choice_it_is_about() -> None:
+    """A model that picked a record from a list it was shown, when the failure names a value of a record it
+    passed over (a wide belt), joins the failure's thin slice as the picker."""
+    reasons = _belt_run("BELT-A-40 does not fit M-3: it needs a wide belt")
+    assert any("picked BELT-A-40 from a list it was given" in r for r in reasons)
+
+
+def test_a_model_picking_from_a_list_the_failure_says_nothing_else_of_is_not_marked() -> None:
+    """A model's pick is not marked when the failure names only the picked item: it may have chosen well
+    from a wrong list (a stale roster), which the step that listed it is to answer for."""
+    reasons = _belt_run("BELT-A-40 does not fit M-3")
+    assert not any("picked BELT-A-40" in r for r in reasons)
+
+
+def test_a_node_that_only_returned_its_childs_result_lost_nothing_it_was_given() -> None:
+    """A graph node recorded with the whole state as input, whose child was handed none of a value and whose
+    answer is the child's result, is not read as having dropped that value."""
+    parts = [{"part": "P-100A", "size": "small"}, {"part": "P-200B", "size": "large"}]
+    gaskets = [{"gasket": "G-1"}, {"gasket": "G-2"}]
+    state = {"messages": [{"role": "user", "content": "fit a part"}, {"role": "tool", "content": json.dumps(parts)}]}
+    answer = {"messages": [{"role": "tool", "content": json.dumps(gaskets), "tool_call_id": "c2"}]}
+    run = Run(
+        "r",
+        "fitter",
+        outcome="failure",
+        steps=(
+            _t("t", "list_parts", "tool", 1, input={"category": "parts"}, output=parts),
+            _t("n", "tools", "agent", 3, input=state, output=answer, deps=(D("t"),)),
+            _t("k", "list_gaskets", "tool", 4, input={"category": "gaskets"}, output=gaskets, parent_id="n"),
+            _t(
+                "f",
+                "fit",
+                "tool",
+                7,
+                input={"part": "P-100A", "gaskets": answer},
+                status="error",
+                error=ErrorInfo("ValueError", "P-100A does not fit"),
+                deps=(D("n"), D("t")),
+            ),
+        ),
+    )
+    failures = [Failure("f", "step-error", "ValueError: P-100A does not fit", "x")]
+    [n] = [c for c in localize(run, failures=failures).ranked_all if c.step_id == "n"]
+    assert "lineage:dropped" not in n.signals

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trajdebug.analysis._selection import selections
+from trajdebug.analysis._selection import passed_over, selections
 from trajdebug.analysis._sources import Found, Slice, _thin
 from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom
@@ -21,17 +21,26 @@ from trajdebug.core.values import Atom
 
 def picked_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
     """Steps that picked from a list they were given the items the failure names (valves to close, a
-    slot among slots): they introduced nothing, yet the failure is about their choice."""
+    slot among slots): they introduced nothing, yet the failure is about their choice.  A model is
+    read so too (one that names, in its answer or a tool call's arguments, one record of a list a
+    tool showed it chose that record; the tool that listed every record chose nothing), when the
+    failure names a value of a record it passed over (the part that would have fit)."""
     out: list[Found] = []
     raws = {a.raw.strip().lower(): a.raw for a in named if a.kind == "id"}
     keys = set(raws)
     if not keys:
         return out
+    text = " ".join(a.raw for a in named)
     for sid in within:
         step = sl.g.steps[sid]
-        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS or step.kind == "llm":
+        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:
             continue
-        hit = sorted(k for sel in selections(step.input, step.output) for k in sel.picked & keys)
+        sels = selections(step.input, step.output)
+        if step.kind == "llm":
+            # A model picking faithfully from a wrong list (a stale roster) made no wrong choice: its pick is
+            # the failure's only when the failure names what a record it passed over holds.
+            sels = [sel for sel in sels if passed_over(sel, text)]
+        hit = sorted(k for sel in sels for k in sel.picked & keys)
         if hit:
             out += _thin(
                 sid,

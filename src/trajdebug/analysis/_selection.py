@@ -11,6 +11,7 @@ records it picked, so they judge only what it was asked about.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -97,6 +98,20 @@ def selections(given: Any, answer: Any) -> list[Selection]:
     return out
 
 
+def passed_over(sel: Selection, text: str) -> bool:
+    """Whether ``text`` (a failure's message) names, as a word, a text value of a record the selection
+    did not pick and of none it picked: what the picker left behind is what was wanted."""
+    mine: set[str] = set()
+    theirs: set[str] = set()
+    for r in sel.records:
+        (mine if str(r.get(sel.field, "")).strip().lower() in sel.picked else theirs).update(_strings(r))
+    low = text.lower()
+    return any(
+        len(v) >= 3 and re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", low) is not None
+        for v in theirs - mine
+    )
+
+
 def unpicked(value: Any, sel: list[Selection], depth: int = 0) -> Any:
     """The value with the records no selection picked left out of its lists (JSON text read where it holds one)."""
     if not sel or depth > MAX_DEPTH + 1:
@@ -168,4 +183,4 @@ def not_its_own(step: Step, raw: str) -> bool:
     return other_item(step.input, step.output, raw) or left_in_state(step.input, step.output, raw)
 
 
-__all__ = ["Selection", "left_in_state", "not_its_own", "other_item", "selections", "unpicked"]
+__all__ = ["Selection", "left_in_state", "not_its_own", "other_item", "passed_over", "selections", "unpicked"]

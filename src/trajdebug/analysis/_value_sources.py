@@ -457,7 +457,9 @@ def _dropped(
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
-    for sid in [s for s in lost[:4] if not handed_to_choice(sl, s, a)]:  # a router keeps its place, no finding
+    # A router, and a node that only relayed its children's result, keep their place (the loss is
+    # judged around them as before) but get no finding.
+    for sid in [s for s in lost[:4] if not handed_to_choice(sl, s, a) and not _relayed(sl, s, a)]:
         view = sl.lin.view(sid)
         chose = swapped(sl, sid, a, named)
         weight = share * sl.w["dropped"]
@@ -485,6 +487,22 @@ def _dropped(
             reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
         out.append(Evidence(sid, weight, reason, "lineage:dropped"))
     return out
+
+def _relayed(sl: Slice, sid: str, a: Atom) -> bool:
+    """Whether a step only ran its children and returned what they made, none of them given the value.
+
+    A graph framework records the whole state as a node's input when no sub-step was handed a key
+    whole; the node's answer is its tool's result (in a message naming the call it answers).  It "was given" every value of the state and
+    passed on none, yet what it did with them was hand its children something else: not a loss.
+    """
+    kids = [k for k, s in sl.g.steps.items() if s.parent_id == sid]
+    if not kids or any(sl.lin.view(k).given(a) for k in kids):
+        return False
+    made = {key for k in kids for key in sl.lin.view(k).out_keys}
+    view = sl.lin.view(sid)
+    # (The message it wraps the result in repeats what it was given: the call's id, the tool's name.)
+    return any(o.key in made for o in view.outputs) and all(o.key in made or view.given(o) for o in view.outputs)
+
 
 def _expected(sl: Slice, a: Atom, pos: int, within: set[str], where: str) -> list[Found]:
     """A value the failure expects that no step of this run produced: who produces it in passing runs?

@@ -69,6 +69,9 @@ class Question:
     producers: tuple[Producer, ...]
     number: int = 1
     """Which question this is (1 for the first asked in this session)."""
+    wrote: Any = None
+    """What the step wrote into ``run.state`` (key -> value), None when it wrote nothing: a state step's
+    return is often nothing at all, and what it left in the state is what its readers took."""
 
 
 def question_for(run: Run, step_id: str, number: int = 1) -> Question:
@@ -113,7 +116,14 @@ def _question(run: Run, steps: dict[str, Step], position: dict[str, int], step_i
         output=step.output,
         producers=tuple(producers),
         number=number,
+        wrote=_wrote(step),
     )
+
+
+def _wrote(step: Step) -> Any:
+    """The state values a step wrote (``state_values``), or None."""
+    values = step.attributes.get("state_values")
+    return dict(values) if isinstance(values, Mapping) and values else None
 
 
 def fold(value: Any, expanded: bool = False) -> tuple[str, int]:
@@ -150,6 +160,7 @@ def question_to_dict(q: Question) -> dict[str, Any]:
         "number": q.number,
         "input": visible(value_text(q.input)),
         "output": visible(value_text(q.output)),
+        "wrote": None if q.wrote is None else visible(value_text(q.wrote)),
         "producers": [
             {
                 "step_id": p.step_id,
@@ -174,7 +185,10 @@ def render_question(q: Question, console: Any, *, expanded: bool = False) -> boo
     head.append(f"  ({where(q)})", style="dim")
     console.print(head, overflow="fold")
     folded = False
-    for title, value in (("input", q.input), ("output", q.output)):
+    shown = [("input", q.input), ("output", q.output)]
+    if q.wrote is not None:
+        shown.append(("wrote to run.state", q.wrote))
+    for title, value in shown:
         text, cut = fold(value, expanded)
         folded = folded or cut > 0
         console.print(Text(f"  {title}", style="cyan"))

@@ -198,7 +198,7 @@ function questionFromRun(sid, number) {
     const p = STEPS.get(d.step_id);
     producers.push({ step_id: p.step_id, name: p.name, kind: p.kind, output: p.output });
   }
-  return { step_id: sid, name: s.name, kind: s.kind, where: parts.join(", "), number, input: s.input, output: s.output, producers };
+  return { step_id: sid, name: s.name, kind: s.kind, where: parts.join(", "), number, input: s.input, output: s.output, wrote: (s.attributes && s.attributes.state_values) || null, producers };
 }
 
 function questionView(q, onAnswer) {
@@ -208,6 +208,7 @@ function questionView(q, onAnswer) {
   box.appendChild(el("div", { class: "note" }, q.where));
   box.appendChild(section("Input", valueView(q.input)));
   box.appendChild(section("Output", valueView(q.output)));
+  if (q.wrote != null) box.appendChild(section("Wrote to run.state", valueView(q.wrote)));
   const prods = q.producers.length
     ? el("ul", { class: "ask-producers" }, ...q.producers.map((p) => el("li", {},
         el("button", { type: "button", class: "link", "data-step": p.step_id }, (p.kind || "") + " " + (p.name || "?") + " #" + shortId(p.step_id)),
