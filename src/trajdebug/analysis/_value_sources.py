@@ -52,6 +52,7 @@ from trajdebug.analysis._sources import (
 )
 from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers import WORD as _WORD
+from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step
@@ -391,7 +392,6 @@ def _carried_on_later(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     return None
 
 
-_INSTRUCTION_ROLES = frozenset({"system", "developer"})
 
 
 def _history(msgs: list[Any] | None) -> list[Any] | None:
@@ -399,7 +399,7 @@ def _history(msgs: list[Any] | None) -> list[Any] | None:
     and the same history (the OpenAI Agents SDK, a supervisor graph), so the history is what carries on."""
     if msgs is None:
         return None
-    return [m for m in msgs if not (isinstance(m, Mapping) and m.get("role") in _INSTRUCTION_ROLES)]
+    return [m for m in msgs if not (isinstance(m, Mapping) and m.get("role") in SYSTEM_ROLES)]
 
 
 def _messages(step: Step) -> list[Any] | None:

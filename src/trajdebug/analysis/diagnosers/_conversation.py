@@ -24,7 +24,7 @@ Role = Literal["user", "assistant", "tool", "system"]
 _USER_ROLES = frozenset({"user", "human"})
 _ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
 _TOOL_ROLES = frozenset({"tool", "function", "ipython"})
-_SYSTEM_ROLES = frozenset({"system", "developer"})
+SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +128,7 @@ def _role(step: Step) -> Role | None:
         return "assistant"
     if r in _TOOL_ROLES:
         return "tool"
-    if r in _SYSTEM_ROLES:
+    if r in SYSTEM_ROLES:
         return "system"
     return None
 
@@ -216,6 +216,7 @@ __all__ = [
     "Call",
     "Conversation",
     "Role",
+    "SYSTEM_ROLES",
     "Turn",
     "chat_turn",
     "conversation",

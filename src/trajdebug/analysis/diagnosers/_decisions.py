@@ -23,7 +23,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
-from trajdebug.analysis.diagnosers._conversation import _SYSTEM_ROLES
+from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
 from trajdebug.analysis.lineage import GENERIC_FIELDS
 from trajdebug.core.chat import tool_calls
 from trajdebug.core.model import Run, Step
@@ -268,7 +268,7 @@ def _request(value: Any) -> Any:
     msgs = value.get("messages") if isinstance(value, Mapping) else None
     if not isinstance(msgs, list):
         return value
-    return [m for m in msgs if not (isinstance(m, Mapping) and m.get("role") in _SYSTEM_ROLES)]
+    return [m for m in msgs if not (isinstance(m, Mapping) and m.get("role") in SYSTEM_ROLES)]
 
 
 def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:

@@ -353,6 +353,8 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
 def _written_in(v: str, text: str) -> bool:
     """Whether a value is written in a text: a short code of letters as a whole word only, as letters inside
     other words are not that value (``ab`` in "tabs"); a number as before (``3.5`` is written in "3.50")."""
+    # Four characters: the length of a short code (``NS``, ``D5W``, ``ABC1``); a longer value inside a word
+    # is rare enough that a substring match holds.
     if len(v) > 4 or not any(c.isalpha() for c in v):
         return v in text
     return re.search(r"(?<![\w-])" + re.escape(v) + r"(?![\w-])", text) is not None

@@ -349,6 +349,9 @@ class Lineage:
     ) -> dict[str, list[Dependency]]:
         """Edges from a step to what its enclosing step read the step's values from.
 
+        ``factor`` is `inherited_edges`' own (an edge passed down one level of nesting is that much less sure
+        than the node's edge), not a weight fitted here.
+
         A graph node is given the shared state and calls its model or tools with
         values taken from it: the call's arguments came through the node's input,
         field by field, and content matching often cannot say which earlier step
@@ -405,7 +408,10 @@ class Lineage:
 
     def _field_writers(self, node: Step, confidence: float = 0.9) -> list[Dependency]:
         """Edges keyed by the fields of a node's input (the state) that an earlier step returned under the same
-        name and value: a node's update (``{"lender": ...}``) is merged into the state the next node reads."""
+        name and value: a node's update (``{"lender": ...}``) is merged into the state the next node reads.
+        The search looks back 200 steps (a node's update is read by the next nodes, not a whole run later:
+        bounded so a long run stays linear); ``confidence`` is the inferred edges' for a match by field and
+        value (0.9, `_trace`'s own for a keyed value)."""
         given = node.input if isinstance(node.input, dict) else {}
         wanted = {str(k): _canonical(v) for k, v in given.items() if isinstance(v, (dict, list))}
         wanted = {k: c for k, c in wanted.items() if c is not None}
