@@ -49,3 +49,12 @@ def test_the_readers_keep_their_own_text_reading() -> None:
     assert error_payload({"out": "Error: disk full"}) is None
     assert error_text("Error: disk full") == "Error: disk full"
     assert content.error_text({"out": "Error: disk full"}) == "Error: disk full"
+
+
+def test_a_word_of_its_own_is_not_a_piece_of_a_longer_word_or_id() -> None:
+    """`has_word` finds a value standing alone, never inside a longer word, number, id or hyphenated name."""
+    assert content.has_word("crew team 1 is ready", "team 1")
+    assert not content.has_word("crew team 10 is ready", "team 1")
+    assert not content.has_word("follow the instructions", "ns")
+    assert not content.has_word("order ab-12 shipped", "ab")
+    assert content.has_word("équipe 9 a quitté", "équipe 9")

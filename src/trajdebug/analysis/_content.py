@@ -458,6 +458,12 @@ def largest_list(value: Any, depth: int = 0) -> list[Any] | None:
     return None
 
 
+def has_word(text: str, value: str) -> bool:
+    """Whether ``value`` is written in ``text`` as a word of its own: not inside a longer word, an id or a
+    hyphenated name (``Team 1`` is not in "Team 10", ``ns`` not in "instructions")."""
+    return re.search(r"(?<![\w-])" + re.escape(value) + r"(?![\w-])", text) is not None
+
+
 ID_TOKEN = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}")
 """An id or code: letters and digits (``ZK-0112``, ``ord42``), three characters or more."""
 
@@ -477,6 +483,7 @@ def run_shape(value: str) -> str:
 
 
 __all__ = [
+    "has_word",
     "ID_TOKEN",
     "char_shape",
     "run_shape",

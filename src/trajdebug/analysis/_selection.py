@@ -11,7 +11,6 @@ records it picked, so they judge only what it was asked about.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -107,7 +106,7 @@ def passed_over(sel: Selection, text: str) -> bool:
         (mine if str(r.get(sel.field, "")).strip().lower() in sel.picked else theirs).update(_strings(r))
     low = text.lower()
     return any(
-        len(v) >= 3 and re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", low) is not None
+        len(v) >= 3 and content.has_word(low, v)
         for v in theirs - mine
     )
 

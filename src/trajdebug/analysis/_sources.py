@@ -244,9 +244,8 @@ def _passed_on(sl: Slice, sid: str, label: str) -> bool:
         outer.add(parent)
         parent = sl.g.steps[parent].parent_id
     # A whole-word match on the text as written (non-ASCII kept): "Team 1" is not in "Team 10".
-    pattern = re.compile(r"(?<![\w-])" + re.escape(want) + r"(?![\w-])")
     return any(
-        pattern.search(content.text_of(s.output, 200_000).casefold()) is not None
+        content.has_word(content.text_of(s.output, 200_000).casefold(), want)
         for s in sl.run.steps
         if s.output is not None and s.step_id not in outer and s.step_id in sl.g.steps and sl.g.position(s.step_id) > pos
     )

@@ -177,7 +177,7 @@ def confirmed(step: Step, ctx: DiagnoseContext, values: Iterable[str], reach: in
         for v in list(left):
             if v in given:
                 left.discard(v)
-            elif v in said and re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", said):
+            elif v in said and content.has_word(said, v):
                 found.add(v)
                 left.discard(v)
     return found

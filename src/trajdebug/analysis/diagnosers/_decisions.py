@@ -230,7 +230,7 @@ def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         options = [o.casefold() for o in re.split(r",\s*|\s+or\s+", m.group(1)) if o]
         if len(set(options)) < 2:
             continue
-        chosen = [o for o in options if re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", said)]
+        chosen = [o for o in options if content.has_word(said, o)]
         if len(chosen) != 1:
             continue
         for field, v in _data_values(step.input):

@@ -357,7 +357,7 @@ def _written_in(v: str, text: str) -> bool:
     # is rare enough that a substring match holds.
     if len(v) > 4 or not any(c.isalpha() for c in v):
         return v in text
-    return re.search(r"(?<![\w-])" + re.escape(v) + r"(?![\w-])", text) is not None
+    return content.has_word(text, v)
 
 
 def _several(value: Any) -> set[str]:
