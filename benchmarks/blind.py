@@ -27,9 +27,10 @@ scored once held out on 2026-12-02, its misses studied since: a development suit
 its misses studied since: a development suite), and ``suite_k`` (written blind the same day, scored once
 held out by `benchmarks.score_heldout` at 16:55 UTC, its misses studied since 2026-12-03: a development
 suite), and ``suite_l`` (written blind on 2026-12-02, scored once held out by `benchmarks.score_heldout` on
-2026-12-03 at 01:56 UTC, its misses studied since 2026-12-03 05:30 UTC: a development suite).  ``suite_m``
-(written blind on 2026-12-03, scored once by `benchmarks.score_heldout` at 06:39 UTC, its misses never
-listed) and ``suite_n`` (written blind on 2026-12-03 at 05:39 UTC, not yet scored: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+2026-12-03 at 01:56 UTC, its misses studied since 2026-12-03 05:30 UTC: a development suite), and ``suite_m``
+(written blind on 2026-12-03, scored once held out by `benchmarks.score_heldout` at 06:39 UTC, its misses
+studied since 2026-12-03 07:50 UTC: a development suite).  ``suite_n`` (written blind on 2026-12-03 at 05:39
+UTC, not yet scored: the next measure) is held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_n": "held out (written blind and frozen on 2026-12-03 at 05:39 UTC; not yet scored: the measure after suite M)",
-    "suite_m": "held out (written blind and frozen on 2026-12-03 at 01:21 UTC; scored once on 2026-12-03 at 06:39 UTC on 85afdd3; misses not studied)",
+    "suite_n": "held out (written blind and frozen on 2026-12-03 at 05:39 UTC; not yet scored: the measure after suite M's study)",
+    "suite_m": "development (scored once held out on 2026-12-03 at 06:39 UTC on 85afdd3; its misses studied since 2026-12-03)",
     "suite_l": "development (scored once held out on 2026-12-03 at 01:56 UTC on 3cc15b0; its misses studied since 2026-12-03)",
     "suite_k": "development (scored once held out on 2026-12-02 at 16:55 UTC on 467dd32; its misses studied since 2026-12-03)",
     "suite_j": "development (scored once held out on 2026-12-02 at 14:00 UTC on 020ac1b; its misses studied since 2026-12-02)",
