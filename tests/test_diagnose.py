@@ -1440,6 +1440,23 @@ class TestStepFact:
         assert ctx.input_text(s) == '{"city":"oslo"}'
         assert ctx.input_text(s) is ctx.input_text(s)
 
+    def test_a_long_input_text_is_kept_only_while_its_step_is_read(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An input text longer than INPUT_TEXT_KEPT is served again for its own step, built anew once another long
+        one was read, and never held for the whole diagnosis; a short one is."""
+        from trajdebug.analysis.diagnosers import _context
+
+        monkeypatch.setattr(_context, "INPUT_TEXT_KEPT", 20)
+        long_, other = Step("a", "t", kind="llm", input={"prompt": "A" * 40}), Step("b", "t", kind="llm", input="B" * 40)
+        short = Step("c", "t", kind="tool", input={"q": "x"})
+        ctx = DiagnoseContext.build(_run(long_, other, short))
+        first = ctx.input_text(long_)
+        assert first == '{"prompt":"' + "a" * 40 + '"}' and ctx.input_text(long_) is first
+        assert ctx.input_text(short) is ctx.input_text(short)
+        assert ctx.input_text(other) == "b" * 40
+        again = ctx.input_text(long_)
+        assert again == first and again is not first
+        assert ctx.input_text(long_) is again
+
 
 class TestStateLeaves:
     def test_state_leaves_are_the_leaves_of_what_was_written_read_once_per_value(self) -> None:

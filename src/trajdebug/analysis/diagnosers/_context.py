@@ -42,6 +42,12 @@ class Diagnoser(Protocol):
     def __call__(self, step: Step, ctx: DiagnoseContext, /) -> Iterable[Evidence]: ...
 
 
+INPUT_TEXT_KEPT = 16_384
+"""The longest input text kept for the whole diagnosis (characters).  A chat model's prompt holds the
+conversation so far, up to the recorder's truncation each: keeping every prompt's text would double a chat
+run's memory, so a longer one is kept only while its own step is diagnosed and built again when another
+step reads it (an enclosing step, a state reader); most inputs are short and read by many steps."""
+
 SUMMARY_SAFE: frozenset[str] = frozenset({"step-error", "contract", "external-input", "race", "retry-divergence"})
 """Diagnosers that read no content (statuses, errors, timing, state keys, equality of outputs), so they also
 judge steps recorded in summary mode (`trajdebug.record.summary`); the others step aside on such steps.
@@ -232,7 +238,14 @@ class DiagnoseContext:
         key = "\0in:" + step.step_id
         t = self._texts.get(key)
         if t is None:
-            t = self._texts[key] = content.text_of(content.without_markers(step.input)).lower()
+            last = self._step_facts.get("\0in")
+            if last is not None and last[0] is step:
+                return str(last[1])
+            t = content.text_of(content.without_markers(step.input)).lower()
+            if len(t) <= INPUT_TEXT_KEPT:
+                self._texts[key] = t
+            else:  # kept for this step's diagnosers only (they run one after another)
+                self._step_facts["\0in"] = (step, t)
         return t
 
     def upstream_text(self, step: Step, *, own_input: bool = True) -> str:
