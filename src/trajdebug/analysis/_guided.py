@@ -117,11 +117,12 @@ class GuidedSearch:
         # container's output is its children's.
         self._containers = {s.parent_id for s in graph.steps.values() if s.parent_id}
         extra = self._outside(graph, inside) if audit > 0 else set()
-        self.ids: list[str] = [s for s in order if s in inside or s in extra]
+        # A container that recorded no output of its own (a turn of an agent loop) offers nothing to judge:
+        # it is not asked about, and its children stand in for it as the inputs of what it fed.
+        hollow = {c for c in self._containers if graph.steps[c].output is None and c != self.failure}
+        self.ids: list[str] = [s for s in order if (s in inside or s in extra) and s not in hollow]
         self.index = {s: i for i, s in enumerate(self.ids)}
-        self.parents: list[list[int]] = [
-            sorted({self.index[d.step_id] for d in graph.parents(s) if d.step_id in self.index}) for s in self.ids
-        ]
+        self.parents: list[list[int]] = [sorted(self._inputs(graph, s, hollow)) for s in self.ids]
         self.kids: list[list[int]] = [[] for _ in self.ids]
         for i, ps in enumerate(self.parents):
             for q in ps:
@@ -136,6 +137,20 @@ class GuidedSearch:
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
         for a in answers:
             self._take(a, given=True)
+
+    def _inputs(self, graph: DependencyGraph, sid: str, hollow: set[str]) -> set[int]:
+        """The nodes a step took its input from, through the hollow containers between them."""
+        out: set[int] = set()
+        todo, seen = [sid], {sid}
+        while todo:
+            for d in graph.parents(todo.pop()):
+                if d.step_id in self.index:
+                    out.add(self.index[d.step_id])
+                elif d.step_id in hollow and d.step_id not in seen:
+                    seen.add(d.step_id)
+                    todo.append(d.step_id)
+        out.discard(self.index[sid])
+        return out
 
     def _outside(self, graph: DependencyGraph, inside: set[str]) -> set[str]:
         if self.failure is None:

@@ -496,12 +496,34 @@ def _relayed(sl: Slice, sid: str, a: Atom) -> bool:
     passed on none, yet what it did with them was hand its children something else: not a loss.
     """
     kids = [k for k, s in sl.g.steps.items() if s.parent_id == sid]
+    if kids and _passes_on_descendant(sl, sid):
+        return True
     if not kids or any(sl.lin.view(k).given(a) for k in kids):
         return False
     made = {key for k in kids for key in sl.lin.view(k).out_keys}
     view = sl.lin.view(sid)
     # (The message it wraps the result in repeats what it was given: the call's id, the tool's name.)
     return any(o.key in made for o in view.outputs) and all(o.key in made or view.given(o) for o in view.outputs)
+
+
+def _passes_on_descendant(sl: Slice, sid: str) -> bool:
+    """Whether an enclosing step returned what one of the steps inside it returned, no value added (a sub-agent's
+    answer is its last model turn's): what that step left out, it left out, and it is judged there."""
+    out = sl.lin.view(sid).out_keys
+    if not out or sl.g.steps[sid].kind not in CONTAINER_KINDS:
+        return False
+    kids: dict[str, list[Step]] = {}
+    for s in sl.run.steps:
+        if s.parent_id is not None:
+            kids.setdefault(s.parent_id, []).append(s)
+    inside, seen = [sid], 0
+    while inside and seen < 512:
+        for s in kids.get(inside.pop(), ()):
+            seen += 1
+            if s.kind not in CONTAINER_KINDS and out <= sl.lin.view(s.step_id).out_keys:
+                return True
+            inside.append(s.step_id)
+    return False
 
 
 def _expected(sl: Slice, a: Atom, pos: int, within: set[str], where: str) -> list[Found]:
@@ -516,10 +538,14 @@ def _expected(sl: Slice, a: Atom, pos: int, within: set[str], where: str) -> lis
     keys = set(producers_of(sl.profile, a.key))
     if not keys:
         return out
+    # A step called several times (a lookup per item) whose other call here produced the value did not fail
+    # to: the value is there, from the call about the item that has it.
+    made_here = {step_key(sl.g.steps[sl.run.steps[i].step_id]) for i in sl.lin.holders(a.key, pos)}
     for sid in sorted(within, key=sl.g.position):
         if (
             sl.g.position(sid) < pos
             and step_key(sl.g.steps[sid]) in keys
+            and step_key(sl.g.steps[sid]) not in made_here
             and not sl.lin.view(sid).holds(a)
         ):
             out.append(

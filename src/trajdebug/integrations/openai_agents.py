@@ -432,12 +432,28 @@ def _final_outputs(
     for agent, value in final.items():
         if steps[agent].output is None:
             steps[agent] = replace(steps[agent], output=value)
+        _tool_returns(steps, agent, last_work[agent], value)
     if not final:
         return
     last_agent = max(final, key=lambda a: steps[a].end_ns or 0)
     for root in roots:
         if steps[root].output is None and steps[root].kind == "agent" and root != last_agent:
             steps[root] = replace(steps[root], output=final[last_agent])
+
+
+def _tool_returns(steps: dict[str, Step], agent: str, made_by: str, value: Any) -> None:
+    """A tool that ran an agent (``Agent.as_tool``) returns that agent's final output: the tool's step takes it
+    from the model turn (or tool) that produced it, a declared edge the SDK's spans leave unsaid."""
+    up = steps[agent].parent_id
+    for _ in range(8):  # the SDK nests the sub-agent's own trace span or two between them
+        if up is None or up not in steps:
+            return
+        s = steps[up]
+        if s.attributes.get("agents.span_type") == "function":
+            if s.output == value or (isinstance(s.output, str) and maybe_json(s.output) == value):
+                steps[up] = replace(s, deps=add_deps(s.deps, [declared(made_by)], up))
+            return
+        up = s.parent_id
 
 
 def _errors(

@@ -28,7 +28,7 @@ from trajdebug.core.model import Step
 
 
 _SCHEMA_ATTRS = ("gen_ai.tool.definitions", "llm.tools")
-_CALL_ARGS = frozenset({"arguments", "args", "input", "parameters"})
+CALL_ARGS = frozenset({"arguments", "args", "input", "parameters"})
 """The keys under which the known call formats hold a tool call's arguments (``tool_calls[0].arguments``)."""
 _LAST = re.compile(r"\[\d+\]$")
 _CLOCK = re.compile(r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?![\d.]|:\d)")
@@ -90,7 +90,7 @@ def settings(
     found: set[tuple[str, Any]] = set()
     for path, v in content.leaves(out):
         parts = path.rsplit(".", 2)
-        inside = len(parts) >= 2 and _LAST.sub("", parts[-2]) in _CALL_ARGS and "[" not in parts[-1]
+        inside = len(parts) >= 2 and _LAST.sub("", parts[-2]) in CALL_ARGS and "[" not in parts[-1]
         param = parts[-1] if inside else _LAST.sub("", parts[-1]) if slots else None
         if param is not None:
             if setting(param, v, lexicon=lexicon) and (k := key(v)) is not None:
@@ -112,7 +112,7 @@ def bounds(out: Any, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
     found: set[tuple[str, Any]] = set()
     for path, v in content.leaves(out):
         parts = path.rsplit(".", 2)
-        inside = len(parts) >= 2 and _LAST.sub("", parts[-2]) in _CALL_ARGS and "[" not in parts[-1]
+        inside = len(parts) >= 2 and _LAST.sub("", parts[-2]) in CALL_ARGS and "[" not in parts[-1]
         bound = inside and isinstance(v, (int, float)) and lexicon.bound_field.match(parts[-1])
         if bound and (k := key(v)) is not None:
             found.add(k)
@@ -183,4 +183,4 @@ def confirmed(step: Step, ctx: DiagnoseContext, values: Iterable[str], reach: in
     return found
 
 
-__all__ = ["confirmed", "from_setting", "key", "setting", "settings", "shown"]
+__all__ = ["CALL_ARGS", "confirmed", "from_setting", "key", "setting", "settings", "shown"]

@@ -389,8 +389,10 @@ class _Chosen:
 
     __slots__ = ("_forms", "_set", "_shown", "_shown_forms", "_spans")
 
-    def __init__(self, step: Step, out: Any, forms: Container[str], hay: str = "") -> None:
-        self._set = choices.settings(out) | choices.planned(out, hay)
+    def __init__(
+        self, step: Step, out: Any, forms: Container[str], hay: str = "", again: Iterable[tuple[str, Any]] = ()
+    ) -> None:
+        self._set = choices.settings(out) | choices.planned(out, hay) | set(again)
         # A threshold of a call made where no number was given to put there (``min_score=7.5`` for a
         # request naming a section and a day) is how the model chose to ask; given any number (a budget,
         # a count), the bound may restate it, so it is a claim to check.
@@ -437,6 +439,9 @@ def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evide
         for b in bad
         if not (isinstance(b[1], (int, float)) and not isinstance(b[1], bool) and _computed(step, ctx, float(b[1])))
     ]
+    if bad:
+        asked = _asked_before(step, ctx, claimed if claimed is not None else out)
+        bad = [b for b in bad if (b[0], str(b[2])) not in asked]
     if not bad:
         return None
     k, v, w = bad[0]
@@ -447,6 +452,55 @@ def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evide
         "llm-output",
         correction=(json.dumps(_replace_key(claimed, k, w)) if claimed is not out else _replace_key(out, k, w)),
     )
+
+
+def _called(value: Any, depth: int = 0) -> Iterable[tuple[str, Any]]:
+    """The (tool name, arguments) of the tool calls anywhere in a value (a chat history, an answer)."""
+    if depth > 8:
+        return
+    if isinstance(value, Mapping):
+        fn = value.get("function")
+        call = fn if isinstance(fn, Mapping) else value
+        name = call.get("name")
+        args = next((call[k] for k in choices.CALL_ARGS if k in call), None)
+        if isinstance(name, str) and args is not None:
+            yield name, (content.parse_json(args) if isinstance(args, str) and content.looks_like_json(args) else args)
+            return
+        for v in value.values():
+            yield from _called(v, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _called(v, depth + 1)
+
+
+def _asked_before(step: Step, ctx: DiagnoseContext, out: Any) -> set[tuple[str, str]]:
+    """The (field, value) pairs of the earlier calls of a tool this answer calls again.
+
+    A model that calls a tool once more (the next booking, the next lookup) sets the call's fields anew: the
+    earlier call's arguments, and its result echoing them, answered another request, so a field that differs
+    from them is that call's own, not a contradiction of what the model was given.
+    """
+    names = {n for n, _ in _called(out)}
+    if not names:
+        return set()
+    earlier = [a for n, a in _called(step.input) if n in names]
+    earlier += [ctx.step(d.step_id).input for d in ctx.graph.parents(step.step_id) if ctx.step(d.step_id).name in names]
+    return {(k, str(v)) for a in earlier for k, v in content.keyed_values(a).items()}
+
+
+def _rescheduled(step: Step, ctx: DiagnoseContext, out: Any) -> set[tuple[str, Any]]:
+    """The keys of the dates and times a call sets on a field an earlier call of the same tool set too.
+
+    A model booking one slot after another (the next start time, the next day) works each out from the
+    last: the new time is that call's setting, not a time it claims the world gave it.
+    """
+    fields = {k for k, _ in _asked_before(step, ctx, out)}
+    found: set[tuple[str, Any]] = set()
+    for _, args in _called(out) if fields else ():
+        for k, v in content.keyed_values(args).items():
+            if k in fields and isinstance(v, str) and is_date(v.strip().lower()) and (c := choices.key(v)):
+                found.add(c)
+    return found
 
 
 def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
@@ -486,7 +540,7 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         if not seen and isinstance(v, (int, float)) and _computed(step, ctx, float(v)):
             seen = True  # a number computed from the numbers it was given (a difference, a ratio) is derived
         if not seen and chosen is None:
-            chosen = _Chosen(step, out, forms, hay)
+            chosen = _Chosen(step, out, forms, hay, _rescheduled(step, ctx, out))
         if not seen and chosen is not None and chosen(v):
             # A setting of its call, or an option it was offered: its choice, not a claim.  It counts as a
             # value accounted for (the share of made-up values falls), never as one found (no sound verdict).
