@@ -534,6 +534,32 @@ class TestLLMOutputs:
         [e] = _from(_verdict(call("2026-02-20"), "g"), "llm-output")
         assert "2026-02-20" in e.reason and "but its input says" not in e.reason
 
+    def test_a_tool_called_again_sets_the_fields_its_last_call_set(self) -> None:
+        """A model booking one slot after another sets each call's start time anew: the earlier call's
+        arguments and the result echoing them answered another request, so the new time neither contradicts
+        them nor is a made-up claim; another field (the room) differing from the earlier call's, or one no
+        earlier call of that tool set, still contradicts."""
+        first = {"name": "book_slot", "arguments": {"room": "B", "start": "10:00"}}
+        booked = Step("t", "book_slot", "tool", input={"room": "B", "start": "10:00"},
+                      output={"booked": True, "room": "B", "start": "10:00", "guest": "Ada Lovelace"})
+
+        def call(tool: str, guest: str, room: str = "B") -> Run:
+            inp = {"messages": [{"role": "user", "content": "Book room B from 10:00, then the next slot"},
+                                {"role": "assistant", "tool_calls": [first]},
+                                {"role": "tool", "content": json.dumps(booked.output)}]}
+            args = {"room": room, "start": "11:37", "guest": guest}
+            out = {"role": "assistant", "tool_calls": [{"name": tool, "arguments": args}]}
+            gen = Step("g", "generation", "llm", input=inp, output=out, deps=(Dependency("t", "data"),))
+            return _run(booked, gen)
+
+        assert not [e for e in _from(_verdict(call("book_slot", "Ada Lovelace"), "g"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(call("book_slot", "Ada Byron"), "g"), "llm-output")
+        assert "guest='Ada Byron'" in e.reason
+        [e] = _from(_verdict(call("book_slot", "Ada Lovelace", "Suite-9"), "g"), "llm-output")
+        assert "room='Suite-9'" in e.reason
+        [e] = _from(_verdict(call("cancel_slot", "Ada Lovelace"), "g"), "llm-output")
+        assert "11:37" in e.reason
+
     def test_an_option_of_the_recorded_tool_schema_is_a_choice(self) -> None:
         """A value the tool's recorded JSON schema offered (an enum, as OpenInference keeps it) is a choice
         among options the model was shown, not a made-up value."""

@@ -402,3 +402,25 @@ def test_a_root_proven_below_the_cut_of_top_still_heads_the_list() -> None:
     g = guided_search(short, lambda step, run: None, answers=[Answer("c1", False, "person"), Answer("c0", True, "person")])
     assert g.certain and g.root == "c1"
     assert [c.step_id for c in settled(dataclasses.replace(short, guided=g)).root_causes] == ["c1", "c4"]
+
+
+def test_an_agent_turn_that_recorded_no_output_is_never_asked_and_its_steps_stand_in_for_it() -> None:
+    """A sub-agent's turns record no output of their own, so there is nothing to judge in them: the search
+    asks about the model and tool steps inside them and proves the turn that made the wrong answer."""
+    steps = (
+        Step("ag", "scout", "agent", output={"pick": "FLM-106"}, start_ns=0, end_ns=9),
+        Step("t1", "turn 1", "agent", parent_id="ag", start_ns=1, end_ns=4),
+        Step("d", "details", "tool", parent_id="t1", output={"rating": "PG-13"}, start_ns=2, end_ns=3),
+        Step("t2", "turn 2", "agent", parent_id="ag", start_ns=5, end_ns=8),
+        Step("p", "pick", "llm", parent_id="t2", output={"pick": "FLM-106"}, deps=(Dependency("d"),),
+             start_ns=6, end_ns=7),
+        Step("b", "book", "tool", output={"booked": "FLM-106"}, deps=(Dependency("ag"),), start_ns=10, end_ns=11),
+        Step("f", "validate", "tool", output="rejected", deps=(Dependency("b"),), start_ns=12, end_ns=13),
+    )
+    run = Run("run1", "festival", 0, 14, "failure", "rejected", steps=steps)
+    failures = (Failure("f", "outcome", "rejected", "x", "final"),)
+    loc = Localization([Candidate("ag", 0.9, (), ()), Candidate("t2", 0.8, (), ()), Candidate("t1", 0.7, (), ())],
+                       SearchStats(7, 7, 0.0), failures=failures, ranking=("ag", "t2", "t1"))
+    g = guided_search(Analysis(run, failures, loc), _truthful({"ag", "p", "b", "f"}))
+    assert (g.root, g.certain) == ("p", True)
+    assert not {"t1", "t2"} & {q.step_id for q in g.questions}

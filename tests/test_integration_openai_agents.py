@@ -131,6 +131,22 @@ class TestRunner:
         assert saved.steps == run.steps
         assert saved.errors == run.errors
 
+    def test_a_sub_agent_run_as_a_tool_feeds_the_tool_its_last_answer(self, processor: TrajdebugProcessor) -> None:
+        """An agent called through ``Agent.as_tool`` answers with its last model turn, which the tool returns:
+        the tool's step takes that turn's output by a declared edge, so the caller's path reaches it."""
+        inner = Agent(name="scout", instructions="Pick.", model=ScriptedModel([[_answer("Pick FLM-106.")]]))
+        call = ResponseFunctionToolCall(arguments='{"input": "pick a film"}', call_id="call_1", name="scout",
+                                        type="function_call", id="fc_1")
+        outer_model = ScriptedModel([[call], [_answer("Booked FLM-106.")]])
+        outer = Agent(name="programmer", instructions="Plan.", model=outer_model,
+                      tools=[inner.as_tool(tool_name="scout", tool_description="Pick a film")])
+        asyncio.run(Runner.run(outer, "Plan the block"))
+        run = processor.to_run()
+        tool = next(s for s in run.steps if s.kind == "tool" and s.name == "scout")
+        answer = next(s for s in run.steps if s.kind == "llm" and s.agent == "scout")
+        assert tool.output == "Pick FLM-106."
+        assert any(d.step_id == answer.step_id and d.origin == "declared" for d in tool.deps)
+
 
 class TestSpans:
     """Traces built directly with the SDK's span objects."""

@@ -342,6 +342,36 @@ class TestRanking:
         assert "lineage:dropped" in other.signals
         assert any("its answer is about 'C-2107' instead" in r for r in other.reasons)
 
+    def test_a_sub_agent_returning_its_last_turn_does_not_drop_what_that_turn_dropped(self) -> None:
+        """A sub-agent whose answer is its last model turn's, no value added, relays it: the turn that was given
+        the rating and left it out dropped it, not the agent around it; an agent that adds a value of its own
+        to the answer made that answer, and is judged as its maker."""
+        D = Dependency
+
+        def run_of(answer: dict[str, Any]) -> Run:
+            picked = {"shortlist": [{"id": "FLM-101"}, {"id": "FLM-106"}]}
+            steps = (
+                Step("s", "scout", "agent", output=answer, start_ns=1, end_ns=8),
+                Step("d", "film_details", "tool", parent_id="s", input={"film_id": "FLM-106"},
+                     output={"id": "FLM-106", "rating": "PG-13"}, start_ns=2, end_ns=3),
+                Step("p", "pick", "llm", parent_id="s", input={"messages": [{"role": "tool", "content": '{"id": "FLM-106", "rating": "PG-13"}'}]},
+                     output={"role": "assistant", "content": json.dumps(picked)}, deps=(D("d"),), start_ns=4, end_ns=5),
+                Step("b", "book", "tool", input={"film_id": "FLM-106"}, output={"booked": "FLM-106"},
+                     deps=(D("s"),), start_ns=9, end_ns=10),
+                Step("v", "validate", "tool", input={"screen": 2}, status="error",
+                     error=ErrorInfo("ToolError", "film FLM-106 is rated PG-13: the block allows G and PG only"),
+                     deps=(D("b"),), start_ns=11, end_ns=12),
+            )
+            return Run("r", "festival", outcome="failure", steps=steps)
+
+        def signals(run: Run) -> dict[str, tuple[str, ...]]:
+            return {c.step_id: c.signals for c in localize(run, top=10).candidates}
+
+        relayed = signals(run_of({"shortlist": [{"id": "FLM-101"}, {"id": "FLM-106"}]}))
+        assert "lineage:dropped" in relayed["p"] and "lineage:dropped" not in relayed.get("s", ())
+        added = signals(run_of({"shortlist": [{"id": "FLM-101"}, {"id": "FLM-106"}], "checked_by": "scout-desk-7"}))
+        assert "lineage:dropped" in added["s"]
+
     def test_a_turn_whose_conversation_carried_a_value_on_later_did_not_drop_it(self) -> None:
         """A model turn that looked the customer up first lost nothing when a later turn of the same conversation passed the order id on."""
         system = {"role": "system", "content": "You resolve refund tickets."}

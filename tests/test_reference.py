@@ -454,6 +454,19 @@ class TestExpectedProducer:
         offers_step = next(c for c in found.root_causes if c.step_id == "o")
         assert "reference:expected" not in offers_step.signals
 
+    def test_a_step_called_again_that_produced_the_value_this_time_leaves_its_other_calls_unblamed(self) -> None:
+        """A lookup called once per hotel, one call of which brought the expected code in, did not fail to
+        produce it: its call about the other hotel gets no 'expected' evidence."""
+        bad = self._booking("bad", "OCT-RATE-C", fail=True)
+        other = dataclasses.replace(bad.steps[0], step_id="o2", input={"hotel": "H-2"},
+                                    output={"offers": [{"code": "DEC-RATE-A"}]}, start_ns=2, end_ns=3)
+        pick = dataclasses.replace(bad.steps[1], deps=(*bad.steps[1].deps, Dependency("o2")), start_ns=4, end_ns=5)
+        steps = (bad.steps[0], other, pick, dataclasses.replace(bad.steps[2], start_ns=6, end_ns=7))
+        bad = Run("bad", "booker", outcome="failure", steps=steps)
+        found = analyze(bad, references=[self._booking(f"ok{i}", "DEC-RATE-A") for i in range(4)])
+        first = next(c for c in found.root_causes if c.step_id == "o")
+        assert "reference:expected" not in first.signals
+
     def test_a_value_the_failure_expects_points_at_its_usual_producer(self) -> None:
         """A failure naming the value passing runs had points at the step that brings it in, not at the model."""
         bad = self._booking("bad", "OCT-RATE-C", fail=True)

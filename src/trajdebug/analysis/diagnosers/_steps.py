@@ -441,7 +441,7 @@ def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evide
     ]
     if bad:
         asked = _asked_before(step, ctx, claimed if claimed is not None else out)
-        bad = [b for b in bad if (b[0], str(b[2])) not in asked]
+        bad = [b for b in bad if not (_when(b[1]) and _when(b[2]) and (b[0], str(b[2])) in asked)]
     if not bad:
         return None
     k, v, w = bad[0]
@@ -473,12 +473,18 @@ def _called(value: Any, depth: int = 0) -> Iterable[tuple[str, Any]]:
             yield from _called(v, depth + 1)
 
 
+def _when(v: Any) -> bool:
+    """Whether a value is a date or a time of day."""
+    return isinstance(v, str) and is_date(v.strip().lower())
+
+
 def _asked_before(step: Step, ctx: DiagnoseContext, out: Any) -> set[tuple[str, str]]:
     """The (field, value) pairs of the earlier calls of a tool this answer calls again.
 
-    A model that calls a tool once more (the next booking, the next lookup) sets the call's fields anew: the
-    earlier call's arguments, and its result echoing them, answered another request, so a field that differs
-    from them is that call's own, not a contradiction of what the model was given.
+    A model that calls a tool once more to book the next slot sets the call's date or time anew: the earlier
+    call's, and its result echoing it, answered another request, so a date or time that differs from them is
+    that call's own, not a contradiction of what the model was given.  Any other field (a room type, an id)
+    that differs from the earlier call's is still checked: a repeated call on the wrong item is a slip.
     """
     names = {n for n, _ in _called(out)}
     if not names:
@@ -498,7 +504,7 @@ def _rescheduled(step: Step, ctx: DiagnoseContext, out: Any) -> set[tuple[str, A
     found: set[tuple[str, Any]] = set()
     for _, args in _called(out) if fields else ():
         for k, v in content.keyed_values(args).items():
-            if k in fields and isinstance(v, str) and is_date(v.strip().lower()) and (c := choices.key(v)):
+            if k in fields and _when(v) and (c := choices.key(v)):
                 found.add(c)
     return found
 
