@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
+from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
@@ -36,6 +37,8 @@ from trajdebug.analysis._sources import (
     Slice,
     local_evidence,
     off_the_failure,
+    ARGUMENT_SIGNALS,
+    answered_inside,
     other_entities,
     reference_evidence,
 )
@@ -134,6 +137,7 @@ class Ranking:
         self.good = _verified_good(run)
         self.lexicon = lexicon
         self.ids: list[str] = []
+        self.written_by: dict[str, str] = {}
         self._fail_pos: list[int] = []
 
     # -- the slice ----------------------------------------------------------------
@@ -182,6 +186,7 @@ class Ranking:
         ref, first = reference_evidence(sl, ids)
         found += ref
         found += other_entities(sl, ids)
+        self.written_by = {w: s.step_id for w, s in answered_inside(sl).items()}
         for x in found:
             if isinstance(x, Mark):
                 if x.name == "elsewhere":
@@ -190,6 +195,10 @@ class Ranking:
                     self.thin[x.step_id] = (x.value, x.sentence)
             else:
                 self.extra.setdefault(x.step_id, []).append(x)
+        for w, inner in self.written_by.items():
+            # The answer is about the item its wrapper was asked about: another listed item for both.
+            if w in self.elsewhere:
+                self.elsewhere.setdefault(inner, self.elsewhere[w])
         if first is not None:
             # The earliest deviation on the slice weighs more (Sahoo et al. 2013).
             self.extra[first] = [
@@ -231,8 +240,7 @@ class Ranking:
     def verdict(self, sid: str) -> Verdict:
         v = self.verdicts.get(sid)
         if v is None:
-            base = self.ctx.verdict(sid)
-            ev = _strongest(list(base.evidence) + self.extra.get(sid, []))
+            ev = _strongest(self._own_findings(sid))
             # A model's made-up values that never reached the failure weigh less (`unrelated_claim`).
             ev = [off_the_failure(e, self.lin, self.failures, self.thin, self.w["unrelated_claim"]) for e in ev]
             step = self.g.steps[sid]
@@ -262,6 +270,21 @@ class Ranking:
                 )
             v = self.verdicts[sid] = fold(sid, ev)
         return v
+
+    def _own_findings(self, sid: str) -> list[Evidence]:
+        """The findings about a step, those about a wrapper's answer moved to the model call inside it that
+        wrote that answer (`trajdebug.analysis._sources.answered_inside`)."""
+        found = [*self.ctx.verdict(sid).evidence, *self.extra.get(sid, [])]
+        if sid in self.written_by:
+            found = [e for e in found if e.sound or e.diagnoser in ARGUMENT_SIGNALS]
+        for w in (w for w, inner in self.written_by.items() if inner == sid):
+            name = self.g.steps[w].name
+            found += [
+                replace(e, step_id=sid, reason=f"{e.reason} (in the answer it wrote for {name})")
+                for e in [*self.ctx.verdict(w).evidence, *self.extra.get(w, [])]
+                if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS
+            ]
+        return found
 
     def prior(self, sid: str) -> float:
         step = self.g.steps[sid]

@@ -324,9 +324,12 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     everywhere: str | None = None
     vocabulary: set[str] | None = None
     dates: set[str] | None = None
+    # A field that takes several values in any one input fixes none in the others either: a model looping
+    # over a list holds each earlier call's one value in that call's answer, and every value in its
+    # conversation (the next invoice line is no contradiction of the previous one's request).
+    several = set().union(*(_several(up) for up in upstream)) if upstream else set()
     for up in upstream:
         theirs = content.keyed_values(up)
-        several = _several(up) if any(k in theirs for k in mine) else set()
         for k, v in mine.items():
             if k in theirs and k not in ("id", "name", "role", "type", "content", "status") and k not in several:
                 w = theirs[k]
