@@ -43,7 +43,15 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             i = min(range(len(nums)), key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
             if min(abs(mid - nums[i].start), abs(mid - nums[i].end)) <= 48:
                 near.setdefault(i, set()).add(w.group(0))
+    # A number the failing step was handed, quoted back, is the value it refuses ("CAD 3072.16 ... off the
+    # day's rate"): it corrects no other field, whatever words stand near it.
+    failing = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
+    quoted = [a.number for a in failing.inputs if a.kind == "number" and a.number is not None] if failing else []
     for i, m in enumerate(nums):
+        if any(_written_as(x, m) for x in quoted):
+            from trajdebug.analysis._firelog import fire
+            fire("quoted", sl.run.run_id, sl.run.steps[pos].step_id, where, m.raw)
+            continue
         window = near.get(i, set())
         window |= {sl.lexicon.singular(w) for w in window}
         found: list[tuple[str, Atom]] = []

@@ -279,11 +279,15 @@ class Ranking:
             found = [e for e in found if e.sound or e.diagnoser in ARGUMENT_SIGNALS]
         for w in (w for w, inner in self.written_by.items() if inner == sid):
             name = self.g.steps[w].name
-            found += [
+            moved = [
                 replace(e, step_id=sid, reason=f"{e.reason} (in the answer it wrote for {name})")
                 for e in [*self.ctx.verdict(w).evidence, *self.extra.get(w, [])]
                 if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS
             ]
+            if moved:
+                from trajdebug.analysis._firelog import fire
+                fire("answered_inside", self.run.run_id, sid, self.g.steps[sid].name, name + " " + ",".join(e.diagnoser for e in moved))
+            found += moved
         return found
 
     def prior(self, sid: str) -> float:

@@ -330,7 +330,11 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     several = set().union(*(_several(up) for up in upstream)) if upstream else set()
     for up in upstream:
         theirs = content.keyed_values(up)
+        own_several = _several(up)
         for k, v in mine.items():
+            if k in theirs and k not in ("id", "name", "role", "type", "content", "status") and k in several and k not in own_several and theirs[k] != v:
+                from trajdebug.analysis._firelog import fire
+                fire("several_union", "", "", k, repr(v))
             if k in theirs and k not in ("id", "name", "role", "type", "content", "status") and k not in several:
                 w = theirs[k]
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
@@ -438,6 +442,23 @@ def computed(v: Any, ups: Iterable[Any]) -> bool:
     return False
 
 
+def _facts(step: Step, ctx: DiagnoseContext) -> list[Any]:
+    """The upstream outputs an argument may contradict: an earlier call of the same tool counts without the
+    fields it only echoed from its own request (a loop asking about ``E-103`` and then ``E-107``: two requests,
+    where neither answer states a fact about the other)."""
+    out: list[Any] = []
+    for d in ctx.graph.parents(step.step_id):
+        if d.kind not in ("data", "state") or d.key == CHILD_KEY:
+            continue
+        up = ctx.step(d.step_id)
+        given = up.input
+        if up.name == step.name and up.kind == step.kind and isinstance(up.output, Mapping) and isinstance(given, Mapping):
+            out.append({k: v for k, v in up.output.items() if not (k in given and given[k] == v)})
+        else:
+            out.append(up.output)
+    return out
+
+
 def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Tool arguments that come from no upstream output, or contradict one."""
     if step.kind != "tool" or not isinstance(step.input, Mapping):
@@ -449,7 +470,10 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return  # recorded, and fed no tracked value: its arguments are constants or computed by the agent's code
     ups = upstream_outputs(step, ctx)
     hay = ctx.upstream_text(step, own_input=False)  # built once: both checks read it
-    bad = contradictions(step.input, ups, hay)
+    bad = contradictions(step.input, _facts(step, ctx), hay)
+    if not bad and contradictions(step.input, ups, hay):
+        from trajdebug.analysis._firelog import fire
+        fire("sibling_echo", ctx.run.run_id, step.step_id, step.name)
     if bad:
         k, v, w = bad[0]
         yield Evidence(
