@@ -3,6 +3,10 @@ import json
 import os
 
 
+def off(rule: str) -> bool:
+    return rule in os.environ.get("MSB_OFF", "").split(",")
+
+
 def fire(rule: str, run_id: str, step_id: str, name: str, extra: str = "") -> None:
     p = os.environ.get("TRAJDEBUG_FIRE_LOG")
     if p:

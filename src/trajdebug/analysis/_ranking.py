@@ -186,7 +186,8 @@ class Ranking:
         ref, first = reference_evidence(sl, ids)
         found += ref
         found += other_entities(sl, ids)
-        self.written_by = {w: s.step_id for w, s in answered_inside(sl).items()}
+        from trajdebug.analysis._firelog import off
+        self.written_by = {} if off("answered") else {w: s.step_id for w, s in answered_inside(sl).items()}
         for x in found:
             if isinstance(x, Mark):
                 if x.name == "elsewhere":
@@ -195,6 +196,7 @@ class Ranking:
                     self.thin[x.step_id] = (x.value, x.sentence)
             else:
                 self.extra.setdefault(x.step_id, []).append(x)
+        self.written_by = {w: inner for w, inner in self.written_by.items() if off('erred') or not self._erred_before(w, inner)}
         for w, inner in self.written_by.items():
             # The answer is about the item its wrapper was asked about: another listed item for both.
             if w in self.elsewhere:
@@ -271,18 +273,35 @@ class Ranking:
             v = self.verdicts[sid] = fold(sid, ev)
         return v
 
+    def _erred_before(self, wrapper: str, writer: str) -> bool:
+        """Whether a model call inside ``wrapper`` that ran before ``writer`` is faulty on its own findings: the
+        answer then carries that call's error (a sub-agent's model that picked the wrong record, restated by its
+        last turn), and the findings about it stay with the wrapper, as they would without the writer known.  A
+        tool inside that is off (a lookup listing another record first) leaves the choice to the writer."""
+        inside = {wrapper}
+        for s in self.run.steps[self.g.position(wrapper) + 1 : self.g.position(writer)]:
+            if s.parent_id in inside:
+                inside.add(s.step_id)
+                found = [*self.ctx.verdict(s.step_id).evidence, *self.extra.get(s.step_id, [])]
+                if s.kind == "llm" and fold(s.step_id, found).faulty:
+                    return True
+        return False
+
     def _own_findings(self, sid: str) -> list[Evidence]:
         """The findings about a step, those about a wrapper's answer moved to the model call inside it that
         wrote that answer (`trajdebug.analysis._sources.answered_inside`)."""
         found = [*self.ctx.verdict(sid).evidence, *self.extra.get(sid, [])]
         if sid in self.written_by:
             found = [e for e in found if e.sound or e.diagnoser in ARGUMENT_SIGNALS]
+        from trajdebug.analysis._firelog import off
+        said = {e.diagnoser for e in found}
         for w in (w for w, inner in self.written_by.items() if inner == sid):
             name = self.g.steps[w].name
+            # A signal the writer already carries says the same thing again: the wrapper's finding repeats it.
             moved = [
                 replace(e, step_id=sid, reason=f"{e.reason} (in the answer it wrote for {name})")
                 for e in [*self.ctx.verdict(w).evidence, *self.extra.get(w, [])]
-                if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS
+                if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS and (off('dup') or e.diagnoser not in said)
             ]
             if moved:
                 from trajdebug.analysis._firelog import fire

@@ -327,7 +327,8 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     # A field that takes several values in any one input fixes none in the others either: a model looping
     # over a list holds each earlier call's one value in that call's answer, and every value in its
     # conversation (the next invoice line is no contradiction of the previous one's request).
-    several = set().union(*(_several(up) for up in upstream)) if upstream else set()
+    from trajdebug.analysis._firelog import off
+    several = set().union(*(_several(up) for up in upstream)) if upstream and not off('several') else set()
     for up in upstream:
         theirs = content.keyed_values(up)
         own_several = _several(up)
@@ -335,7 +336,7 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
             if k in theirs and k not in ("id", "name", "role", "type", "content", "status") and k in several and k not in own_several and theirs[k] != v:
                 from trajdebug.analysis._firelog import fire
                 fire("several_union", "", "", k, repr(v))
-            if k in theirs and k not in ("id", "name", "role", "type", "content", "status") and k not in several:
+            if k in theirs and k not in ("id", "name", "role", "type", "content", "status") and k not in several and k not in own_several:
                 w = theirs[k]
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
                     if everywhere is None:
@@ -470,7 +471,8 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return  # recorded, and fed no tracked value: its arguments are constants or computed by the agent's code
     ups = upstream_outputs(step, ctx)
     hay = ctx.upstream_text(step, own_input=False)  # built once: both checks read it
-    bad = contradictions(step.input, _facts(step, ctx), hay)
+    from trajdebug.analysis._firelog import off
+    bad = contradictions(step.input, ups if off("echo") else _facts(step, ctx), hay)
     if not bad and contradictions(step.input, ups, hay):
         from trajdebug.analysis._firelog import fire
         fire("sibling_echo", ctx.run.run_id, step.step_id, step.name)
