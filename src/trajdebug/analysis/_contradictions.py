@@ -47,9 +47,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
     for i, m in enumerate(nums):
         window = near.get(i, set())
         window |= {sl.lexicon.singular(w) for w in window}
-        from trajdebug.analysis._firelog import off, fire
-        if not off("quoted") and failing is not None and _quoted(failing.inputs, m, window, sl):
-            fire("quoted", sl.run.run_id, sl.run.steps[pos].step_id, where, m.raw)
+        if failing is not None and _quoted(failing.inputs, m, window, sl):
             continue
         found: list[tuple[str, Atom]] = []
         held = False

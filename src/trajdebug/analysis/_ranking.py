@@ -26,19 +26,19 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
 from trajdebug.analysis._sources import (
+    ARGUMENT_SIGNALS,
     Mark,
     Slice,
+    answered_inside,
     local_evidence,
     off_the_failure,
-    ARGUMENT_SIGNALS,
-    answered_inside,
     other_entities,
     reference_evidence,
 )
@@ -186,8 +186,7 @@ class Ranking:
         ref, first = reference_evidence(sl, ids)
         found += ref
         found += other_entities(sl, ids)
-        from trajdebug.analysis._firelog import off
-        self.written_by = {} if off("answered") else {w: s.step_id for w, s in answered_inside(sl).items()}
+        self.written_by = {w: s.step_id for w, s in answered_inside(sl).items()}
         for x in found:
             if isinstance(x, Mark):
                 if x.name == "elsewhere":
@@ -196,7 +195,7 @@ class Ranking:
                     self.thin[x.step_id] = (x.value, x.sentence)
             else:
                 self.extra.setdefault(x.step_id, []).append(x)
-        self.written_by = {w: inner for w, inner in self.written_by.items() if off('erred') or not self._erred_before(w, inner)}
+        self.written_by = {w: inner for w, inner in self.written_by.items() if not self._erred_before(w, inner)}
         for w, inner in self.written_by.items():
             # The answer is about the item its wrapper was asked about: another listed item for both.
             if w in self.elsewhere:
@@ -293,7 +292,6 @@ class Ranking:
         found = [*self.ctx.verdict(sid).evidence, *self.extra.get(sid, [])]
         if sid in self.written_by:
             found = [e for e in found if e.sound or e.diagnoser in ARGUMENT_SIGNALS]
-        from trajdebug.analysis._firelog import off
         said = {e.diagnoser for e in found}
         for w in (w for w, inner in self.written_by.items() if inner == sid):
             name = self.g.steps[w].name
@@ -301,11 +299,8 @@ class Ranking:
             moved = [
                 replace(e, step_id=sid, reason=f"{e.reason} (in the answer it wrote for {name})")
                 for e in [*self.ctx.verdict(w).evidence, *self.extra.get(w, [])]
-                if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS and (off('dup') or e.diagnoser not in said)
+                if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS and e.diagnoser not in said
             ]
-            if moved:
-                from trajdebug.analysis._firelog import fire
-                fire("answered_inside", self.run.run_id, sid, self.g.steps[sid].name, name + " " + ",".join(e.diagnoser for e in moved))
             found += moved
         return found
 

@@ -206,8 +206,6 @@ def looked_up(step: Step, ctx: DiagnoseContext, values: Iterable[str], reach: in
             left.discard(v)
             if s.status == "ok" and any(_names_asked(w, given, asked) for _, w in content.decoded_leaves(s.output)):
                 found.add(v)
-                from trajdebug.analysis._firelog import fire
-                fire("looked_up", ctx.run.run_id, step.step_id, step.name, v)
     return found
 
 

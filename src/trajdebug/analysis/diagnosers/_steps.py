@@ -419,8 +419,7 @@ def _unconfirmed(step: Step, ctx: DiagnoseContext, missing: list[str], raw: list
     """The made-up values (``missing``, stated as ``raw``) left once those the world answered with before
     anything handed them to it are taken out: those were no invention (`choices.confirmed`)."""
     texts = [v for v in raw if isinstance(v, str)]
-    from trajdebug.analysis._firelog import off
-    said = choices.confirmed(step, ctx, texts) | (set() if off("looked") else choices.looked_up(step, ctx, texts))
+    said = choices.confirmed(step, ctx, texts) | choices.looked_up(step, ctx, texts)
     return [m for m, v in zip(missing, raw) if not (isinstance(v, str) and v.strip().lower() in said)]
 
 

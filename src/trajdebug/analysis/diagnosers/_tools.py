@@ -327,18 +327,18 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     # A field that takes several values in any one input fixes none in the others either: a model looping
     # over a list holds each earlier call's one value in that call's answer, and every value in its
     # conversation (the next invoice line is no contradiction of the previous one's request).
-    from trajdebug.analysis._firelog import off
-    several = set().union(*(_several(up) for up in upstream)) if upstream and not off('several') else set()
+    # (Read on the first field that differs: most outputs restate their inputs.)
+    several: set[str] | None = None
     for up in upstream:
         theirs = content.keyed_values(up)
-        own_several = _several(up)
         for k, v in mine.items():
-            if k in theirs and k not in ("id", "name", "role", "type", "content", "status") and k in several and k not in own_several and theirs[k] != v:
-                from trajdebug.analysis._firelog import fire
-                fire("several_union", "", "", k, repr(v))
-            if k in theirs and k not in ("id", "name", "role", "type", "content", "status") and k not in several and k not in own_several:
+            if k in theirs and k not in ("id", "name", "role", "type", "content", "status"):
                 w = theirs[k]
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
+                    if several is None:
+                        several = set().union(*(_several(u) for u in upstream))
+                    if k in several:
+                        continue
                     if everywhere is None:
                         everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
                     if _written_in(str(v).lower(), everywhere):
@@ -471,11 +471,7 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return  # recorded, and fed no tracked value: its arguments are constants or computed by the agent's code
     ups = upstream_outputs(step, ctx)
     hay = ctx.upstream_text(step, own_input=False)  # built once: both checks read it
-    from trajdebug.analysis._firelog import off
-    bad = contradictions(step.input, ups if off("echo") else _facts(step, ctx), hay)
-    if not bad and contradictions(step.input, ups, hay):
-        from trajdebug.analysis._firelog import fire
-        fire("sibling_echo", ctx.run.run_id, step.step_id, step.name)
+    bad = contradictions(step.input, _facts(step, ctx), hay)
     if bad:
         k, v, w = bad[0]
         yield Evidence(
