@@ -89,6 +89,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             )
     return out
 
+
 def _quoted(given: Sequence[Atom], m: Mention, window: set[str], sl: Slice) -> bool:
     """Whether the failing step was handed the number under a name the message does not give it: it quotes the
     value it refuses (``CAD 3072.16`` it was to pay as ``amount``, ``532.0 kg`` it was to reserve), which

@@ -374,21 +374,6 @@ def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     return None
 
 
-__all__ = [
-    "NAMING_FIELDS",
-    "Found",
-    "Mark",
-    "Slice",
-    "carried_by_state",
-    "local_evidence",
-    "other_entities",
-    "off_the_failure",
-    "parts_of_one_value",
-    "passed_instead",
-    "reference_evidence",
-]
-
-
 ARGUMENT_SIGNALS = frozenset(
     {"tool-arguments", "step-error", "error-lifecycle", "symptom", "tool-result", "swallowed-error", "starved-consumer"}
 )
@@ -396,6 +381,8 @@ ARGUMENT_SIGNALS = frozenset(
 them (`answered_inside`)."""
 
 _WRAPPER_KINDS = frozenset({"tool", "agent"})
+"""Kinds of an enclosing step that may return what a model call inside it answered (a tool running a sub-agent,
+an agent span, a graph node recorded as an agent); `_writer` checks that it did, value for value."""
 
 
 def _scalars(value: object) -> set[str]:
@@ -433,3 +420,21 @@ def _writer(sl: Slice, wrapper: Step) -> Step | None:
             if s.kind == "llm" and s.status == "ok" and want <= _scalars(s.output):
                 best = s
     return best
+
+
+__all__ = [
+    "ARGUMENT_SIGNALS",
+    "answered_inside",
+    "NAMING_FIELDS",
+    "Found",
+    "Mark",
+    "Slice",
+    "carried_by_state",
+    "local_evidence",
+    "other_entities",
+    "off_the_failure",
+    "parts_of_one_value",
+    "passed_instead",
+    "reference_evidence",
+]
+
