@@ -374,7 +374,57 @@ def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     return None
 
 
+ARGUMENT_SIGNALS = frozenset(
+    {"tool-arguments", "step-error", "error-lifecycle", "symptom", "tool-result", "swallowed-error", "starved-consumer"}
+)
+"""Signals that judge what a step was given or how its call ended, not the answer it returned: a wrapper keeps
+them (`answered_inside`)."""
+
+_WRAPPER_KINDS = frozenset({"tool", "agent"})
+"""Kinds of an enclosing step that may return what a model call inside it answered (a tool running a sub-agent,
+an agent span, a graph node recorded as an agent); `_writer` checks that it did, value for value."""
+
+
+def _scalars(value: object) -> set[str]:
+    return {repr(v) for _, v in content.decoded_leaves(value) if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+
+
+def answered_inside(sl: Slice) -> dict[str, Step]:
+    """Each wrapper whose answer a model call inside it wrote, and that model call.
+
+    A tool that runs a sub-agent (an Agents SDK ``Agent.as_tool``, a crew's delegation) or an agent span returns
+    what the last model call inside it answered, value for value: a finding about that answer (it is off its
+    request, unlike the passing runs', lacks a field) is about the model that wrote it, and the wrapper only
+    passed it on (`trajdebug.analysis._ranking.Ranking.verdict` hands such findings down).  Findings about what
+    the wrapper was given or how its call ended (`ARGUMENT_SIGNALS`) stay with it.
+    """
+    out: dict[str, Step] = {}
+    for w in sl.run.steps:
+        if w.step_id in sl.has_children and w.kind in _WRAPPER_KINDS and w.output is not None:
+            inner = _writer(sl, w)
+            if inner is not None:
+                out[w.step_id] = inner
+    return out
+
+
+def _writer(sl: Slice, wrapper: Step) -> Step | None:
+    """The latest model call enclosed by ``wrapper`` whose answer holds every value of the wrapper's answer."""
+    want = _scalars(wrapper.output)
+    if not want:
+        return None
+    inside: set[str] = {wrapper.step_id}
+    best: Step | None = None
+    for s in sl.run.steps:
+        if s.parent_id in inside:
+            inside.add(s.step_id)
+            if s.kind == "llm" and s.status == "ok" and want <= _scalars(s.output):
+                best = s
+    return best
+
+
 __all__ = [
+    "ARGUMENT_SIGNALS",
+    "answered_inside",
     "NAMING_FIELDS",
     "Found",
     "Mark",
@@ -387,3 +437,4 @@ __all__ = [
     "passed_instead",
     "reference_evidence",
 ]
+
