@@ -34,6 +34,8 @@ from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
     Lineage,
     anomalies,
+    state_keys,
+    update_index,
 )
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
 from trajdebug.core.graph import DependencyGraph
@@ -221,17 +223,33 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
     calls: dict[tuple[str, str], list[Step]] = {}
     for s in sl.run.steps:
         calls.setdefault((s.name, s.kind), []).append(s)
+    updates: dict[tuple[str, str], int] | None = None  # (built on first need: one pass over the outputs)
+    units: frozenset[str] | None = None
     for sid in ids:
         step = sl.g.steps[sid]
         same = calls.get((step.name, step.kind), [])
         signed = signed_by_rule(step, same, sl.lin) if len(same) > 1 and step.kind not in CONTAINER_KINDS else frozenset()
-        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed):
+        if updates is None:
+            updates = update_index(sl.run.steps)
+        rewritten = state_keys(step, updates, sl.g.position(sid))
+        if units is None:
+            units = run_units(sl.lin, sl.run.steps)
+        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units):
             if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
                 # The record let through went no further than the step's readers: whatever failed
                 # later did so without it (a planner given the list that picked other records).
                 continue
             out.append(e)
     return out
+
+
+def run_units(lin: Lineage, steps: Iterable[Step]) -> frozenset[str]:
+    """The units (and currencies) a run writes next to its numbers, lower case."""
+    out: set[str] = set()
+    for s in steps:
+        v = lin.view(s.step_id)
+        out.update(a.unit.lower() for a in (*v.inputs, *v.outputs) if a.kind == "number" and a.unit and a.unit != "%")
+    return frozenset(out)
 
 
 def _passed_on(sl: Slice, sid: str, label: str) -> bool:
@@ -345,12 +363,13 @@ def passed_instead(sl: Slice, sid: str, a: Atom, b: Atom) -> bool:
 
 
 def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
-    """A later step given the same part of a shared state as this one, that passed the value on, if any.
+    """A later step given the same part of a shared state as this one, holding the value, if any.
 
     A graph's nodes and its routing functions are each given the whole state (LangGraph hands a conditional
     edge the state it hands the next node): a step given the state's ``loan`` and answering a branch name
-    lost nothing the run lacks when a later step before the failure, given the very same ``loan``, carried
-    the value on. The value travelled in the state, not through the step.
+    lost nothing the run lacks when a later step up to the failure was given the very same ``loan`` (a
+    mapping, a list the state keeps such as the readings taken so far, or a text) with the value in it. The value
+    travelled in the state, not through the step.
     """
     step = sl.g.steps[sid]
     if not isinstance(step.input, Mapping):
@@ -358,17 +377,16 @@ def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     keys = [
         k
         for k, v in step.input.items()
-        if isinstance(v, Mapping) and any(x.key == a.key for x in atoms(v))
+        if v not in (None, "", [], {}) and any(x.key == a.key for x in atoms(v))
     ]
     if not keys:
         return None
     start = sl.g.position(sid)
     for later in sl.run.steps:
         if (
-            start < sl.g.position(later.step_id) < pos
+            start < sl.g.position(later.step_id) <= pos
             and isinstance(later.input, Mapping)
             and any(later.input.get(k) == step.input[k] for k in keys)
-            and sl.lin.view(later.step_id).holds(a)
         ):
             return later.step_id
     return None

@@ -11,7 +11,7 @@ failure expected.
 
 from __future__ import annotations
 
-from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies, record_lists, state_keys, update_index
 from trajdebug.analysis.lineage._totals import TOTAL_KEY, total_edges
 from trajdebug.analysis.lineage._trace import (
     MAX_PRODUCERS,
@@ -39,6 +39,9 @@ __all__ = [
     "Slip",
     "StepView",
     "anomalies",
+    "record_lists",
+    "state_keys",
+    "update_index",
     "build_view",
     "derivation",
     "failure_atoms",

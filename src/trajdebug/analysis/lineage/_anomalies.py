@@ -32,13 +32,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage._pairs import crossed
-from trajdebug.analysis.lineage._views import StepView, semantic
+from trajdebug.analysis.lineage._views import StepView, semantic, trivial
 from trajdebug.core.chat import normalize_messages
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms, is_mapping, iter_text, mentions, number_key
@@ -104,10 +104,17 @@ ADMITTED = 0.45
 
 
 def anomalies(
-    step: Step, view: StepView, has_children: bool = False, signed: Collection[str] = ()
+    step: Step,
+    view: StepView,
+    has_children: bool = False,
+    signed: Collection[str] = (),
+    rewritten: Collection[str] = (),
+    units: Collection[str] = (),
 ) -> Iterator[Evidence]:
     """The local signals of one step (see the module docstring); ``signed``: output fields whose sign the
-    step sets by a rule of its input (`trajdebug.analysis._sign_rule`), no altered value."""
+    step sets by a rule of its input (`trajdebug.analysis._sign_rule`), no altered value; ``rewritten``:
+    top-level input keys holding a shared state earlier steps wrote (`state_keys`), whose values fix nothing;
+    ``units``: the units the run writes next to numbers (`relabelled` reads field names by them)."""
     if step.kind in CONTAINER_KINDS or has_children or step.kind in ("input", "output"):
         return
     if step.status != "ok" or not view.outputs:
@@ -115,19 +122,83 @@ def anomalies(
     if step.kind != "llm":
         # (A model's answer is judged by the llm-output diagnoser: values it states
         # that none of its inputs hold, or that contradict them.)
-        yield from _conflicts(step, view)
+        given = step.input
+        inputs = view.inputs
+        if rewritten and is_mapping(step.input):
+            given = {k: v for k, v in step.input.items() if k not in rewritten}
+            kept = {(a.field, a.key) for a in atoms(given)}
+            inputs = [a for a in view.inputs if (a.field, a.key) in kept]
+        yield from _conflicts(step, view, inputs)
         yield from crossed(step)
         yield from _altered(step, view, signed)
+        yield from _relabelled(view, units)
         yield from _dropped_columns(step, view)
-        yield from _admitted(step)
+        yield from _admitted(step, given)
         yield from _out_of_bounds(step)
     yield from _wrong_record(step, view)
 
 
-def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
+def state_keys(step: Step, earlier: Mapping[tuple[str, str], int], position: int) -> frozenset[str]:
+    """Top-level keys of a step's input that hold what an earlier step returned under the same key: a
+    shared state merged from the updates of the steps before (a graph's nodes, a loop keeping
+    ``state["reading"]``), handed whole to a step that returns its own update.
+
+    The last item's ``tank=T-3`` a node overwrites with this item's ``T-5``, or a record another node
+    appended, is no value the step was asked to keep.  ``earlier``: (key, canonical JSON) of each
+    container an output held under a top-level key -> the first position that returned it
+    (`update_index`); ``position``: the step's.
+    """
+    if not is_mapping(step.input) or not is_mapping(step.output):
+        return frozenset()
+    out = set()
+    for k, v in step.input.items():
+        if isinstance(v, (dict, list)) and v:
+            c = _canonical(v)
+            if c is not None and earlier.get((str(k), c), position) < position:
+                out.add(str(k))
+            elif isinstance(v, list) and len(v) <= 200:
+                # A list the state builds by appending each update's items (a graph's message list).
+                items = [_canonical(x) for x in v]
+                if all(x is not None and earlier.get((str(k), _ITEM + x), position) < position for x in items):
+                    out.add(str(k))
+    return frozenset(out)
+
+
+def update_index(steps: Iterable[Step]) -> dict[tuple[str, str], int]:
+    """(key, canonical JSON) of every non-empty container a step's mapping output held under a top-level
+    key -> the position of the first step that returned it (see `state_keys`)."""
+    out: dict[tuple[str, str], int] = {}
+    for i, s in enumerate(steps):
+        if is_mapping(s.output):
+            for k, v in s.output.items():
+                if isinstance(v, (dict, list)) and v:
+                    c = _canonical(v)
+                    if c is not None:
+                        out.setdefault((str(k), c), i)
+                    for x in v[:200] if isinstance(v, list) else ():
+                        cx = _canonical(x)
+                        if cx is not None:
+                            out.setdefault((str(k), _ITEM + cx), i)
+    return out
+
+
+_ITEM = "item:"
+"""Marks an `update_index` entry for one item of a list an output held (a state's appended items)."""
+
+
+def _canonical(value: Any, limit: int = 20_000) -> str | None:
+    """A container's canonical JSON, None when it cannot be written or is too large to compare cheaply."""
+    try:
+        text = json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+    return text if len(text) <= limit else None
+
+
+def _conflicts(step: Step, view: StepView, inputs: Collection[Atom] | None = None) -> Iterator[Evidence]:
     given: dict[str, set[str]] = {}
     raw_in: dict[str, str] = {}
-    for a in view.inputs:
+    for a in view.inputs if inputs is None else inputs:
         if a.field and a.kind != "number" and a.field not in GENERIC_FIELDS:
             given.setdefault(a.field, set()).add(a.key)
             raw_in.setdefault(a.field, a.raw)
@@ -213,6 +284,34 @@ def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterat
                     "lineage:altered",
                 )
                 break
+
+
+def _relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
+    """An output number that is a given number written with one unit (``temp 81.0 F``), kept unchanged under
+    a field named for another unit the run writes numbers in (``temp_c``): a unit dropped, not converted.
+    The field's last word must be such a unit (``c``, ``kg``, ``usd`` where the run writes ``14.2 C``)."""
+    if not units:
+        return
+    given: dict[str, Atom] = {}
+    for a in view.inputs:
+        if a.kind == "number" and a.unit and not trivial(a) and a.number not in (0, None):
+            given.setdefault(a.key, a)
+    if not given:
+        return
+    for y in view.outputs:
+        x = given.get(y.key)
+        if x is None or y.kind != "number" or not y.field or y.unit:
+            continue
+        words = _name_words(y.field)
+        last = re.split(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])", y.field)[-1].lower()
+        if len(words) >= 2 and last in units and x.unit is not None and last != x.unit.lower():
+            yield Evidence(
+                view.step_id,
+                ALTERED_SCALE,
+                f"output {y.field}={y.raw} is the given {x.raw} {x.unit}, kept unconverted under a field named for {last}",
+                "lineage:altered",
+            )
+            return
 
 
 def _related(a: str, b: str) -> bool:
@@ -322,7 +421,7 @@ def _wrong_record(step: Step, view: StepView, *, lexicon: Lexicon = ENGLISH) -> 
     msgs = _messages(step.input)
     # A conversation is no list of records to pick from: the records are inside its messages.
     parts = [semantic(step, m) for m in msgs] if msgs is not None else [semantic(step, step.input)]
-    for records in (r for part in parts for r in _record_lists(part)):
+    for records in (r for part in parts for r in record_lists(part)):
         keyed = [{a.key: a for a in atoms(r) if a.kind in ("id", "text", "date")} for r in records]
         picked = [i for i, r in enumerate(keyed) if set(r) & set(out_ids) and any(a.kind == "id" for a in r.values())]
         if len(picked) != 1:
@@ -395,11 +494,11 @@ def _asking_text(value: Any) -> str | None:
     return "\n".join(parts).casefold()
 
 
-def _admitted(step: Step) -> Iterator[Evidence]:
-    fixed = _constraints(step.input)
+def _admitted(step: Step, given: Any = None) -> Iterator[Evidence]:
+    fixed = _constraints(step.input if given is None else given)
     if not fixed:
         return
-    for records in _record_lists(step.output):
+    for records in record_lists(step.output):
         for fld, want in fixed.items():
             vals = [r.get(fld) for r in records]
             if not all(isinstance(v, str) for v in vals):
@@ -547,7 +646,7 @@ def _mentioned(text: str, keys: set[str]) -> set[str]:
     return out
 
 
-def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]]:
+def record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]]:
     """Lists of 2 to 50 records (mappings) inside a value, JSON written in strings read."""
     if depth > 6:
         return
@@ -563,15 +662,15 @@ def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]
             parsed, _ = json.JSONDecoder().raw_decode(t[start:])
         except ValueError:
             return
-        yield from _record_lists(parsed, depth + 1)
+        yield from record_lists(parsed, depth + 1)
         return
     if is_mapping(value):
         for v in list(value.values())[:200]:
-            yield from _record_lists(v, depth + 1)
+            yield from record_lists(v, depth + 1)
         return
     if isinstance(value, list):
         recs = [v for v in value if isinstance(v, Mapping)]
         if 2 <= len(recs) <= 50 and len(recs) == len(value):
             yield recs
         for v in value[:200]:
-            yield from _record_lists(v, depth + 1)
+            yield from record_lists(v, depth + 1)
