@@ -34,6 +34,7 @@ from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
     Lineage,
     anomalies,
+    run_units,
     state_keys,
     update_index,
 )
@@ -233,7 +234,7 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
             updates = update_index(sl.run.steps)
         rewritten = state_keys(step, updates, sl.g.position(sid))
         if units is None:
-            units = run_units(sl.lin, sl.run.steps)
+            units = run_units(sl.lin.view(s.step_id) for s in sl.run.steps)
         for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units):
             if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
                 # The record let through went no further than the step's readers: whatever failed
@@ -241,15 +242,6 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
                 continue
             out.append(e)
     return out
-
-
-def run_units(lin: Lineage, steps: Iterable[Step]) -> frozenset[str]:
-    """The units (and currencies) a run writes next to its numbers, lower case."""
-    out: set[str] = set()
-    for s in steps:
-        v = lin.view(s.step_id)
-        out.update(a.unit.lower() for a in (*v.inputs, *v.outputs) if a.kind == "number" and a.unit and a.unit != "%")
-    return frozenset(out)
 
 
 def _passed_on(sl: Slice, sid: str, label: str) -> bool:
@@ -363,31 +355,30 @@ def passed_instead(sl: Slice, sid: str, a: Atom, b: Atom) -> bool:
 
 
 def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
-    """A later step given the same part of a shared state as this one, holding the value, if any.
+    """A later step given the same part of a shared state as this one that carried the value on, if any.
 
     A graph's nodes and its routing functions are each given the whole state (LangGraph hands a conditional
     edge the state it hands the next node): a step given the state's ``loan`` and answering a branch name
-    lost nothing the run lacks when a later step up to the failure was given the very same ``loan`` (a
-    mapping, a list the state keeps such as the readings taken so far, or a text) with the value in it. The value
-    travelled in the state, not through the step.
+    lost nothing the run lacks when a later step before the failure, given the very same ``loan``, carried
+    the value on. The value travelled in the state, not through the step. So it did when every part of
+    the step's input holding the value was a mapping handed whole to one later step up to the failure:
+    the node that returned only its own update left the request in the state. A value also held by a
+    list or a scalar the step was given (a slate of candidates, whose scorecard it saved under a key no
+    value records) is left with it: a list or a name is handed on whatever the step made of its item.
     """
     step = sl.g.steps[sid]
     if not isinstance(step.input, Mapping):
         return None
-    keys = [
-        k
-        for k, v in step.input.items()
-        if v not in (None, "", [], {}) and any(x.key == a.key for x in atoms(v))
-    ]
-    if not keys:
-        return None
+    holding = [k for k, v in step.input.items() if any(x.key == a.key for x in atoms(v))]
+    keys = [k for k in holding if isinstance(step.input[k], Mapping)]
     start = sl.g.position(sid)
     for later in sl.run.steps:
-        if (
-            start < sl.g.position(later.step_id) <= pos
-            and isinstance(later.input, Mapping)
-            and any(later.input.get(k) == step.input[k] for k in keys)
-        ):
+        p = sl.g.position(later.step_id)
+        if p <= start or p > pos or not isinstance(later.input, Mapping):
+            continue
+        if p < pos and any(later.input.get(k) == step.input[k] for k in keys) and sl.lin.view(later.step_id).holds(a):
+            return later.step_id
+        if keys and len(keys) == len(holding) and all(later.input.get(k) == step.input[k] for k in keys):
             return later.step_id
     return None
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._chooser import handed_to_choice
+from trajdebug.analysis._content import has_word
 from trajdebug.analysis._contradictions import (
     contradicted,
     disagreeing_sources,
@@ -53,7 +54,6 @@ from trajdebug.analysis._sources import (
 from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
-from trajdebug.analysis._content import has_word
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, record_lists
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step

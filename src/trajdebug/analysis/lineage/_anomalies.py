@@ -32,13 +32,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.analysis.lineage._derivation import relabelled
 from trajdebug.analysis.lineage._pairs import crossed
-from trajdebug.analysis.lineage._views import StepView, semantic, trivial
+from trajdebug.analysis.lineage._views import StepView, semantic
 from trajdebug.core.chat import normalize_messages
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms, is_mapping, iter_text, mentions, number_key
@@ -131,68 +132,11 @@ def anomalies(
         yield from _conflicts(step, view, inputs)
         yield from crossed(step)
         yield from _altered(step, view, signed)
-        yield from _relabelled(view, units)
+        yield from relabelled(view, units)
         yield from _dropped_columns(step, view)
         yield from _admitted(step, given)
         yield from _out_of_bounds(step)
     yield from _wrong_record(step, view)
-
-
-def state_keys(step: Step, earlier: Mapping[tuple[str, str], int], position: int) -> frozenset[str]:
-    """Top-level keys of a step's input that hold what an earlier step returned under the same key: a
-    shared state merged from the updates of the steps before (a graph's nodes, a loop keeping
-    ``state["reading"]``), handed whole to a step that returns its own update.
-
-    The last item's ``tank=T-3`` a node overwrites with this item's ``T-5``, or a record another node
-    appended, is no value the step was asked to keep.  ``earlier``: (key, canonical JSON) of each
-    container an output held under a top-level key -> the first position that returned it
-    (`update_index`); ``position``: the step's.
-    """
-    if not is_mapping(step.input) or not is_mapping(step.output):
-        return frozenset()
-    out = set()
-    for k, v in step.input.items():
-        if isinstance(v, (dict, list)) and v:
-            c = _canonical(v)
-            if c is not None and earlier.get((str(k), c), position) < position:
-                out.add(str(k))
-            elif isinstance(v, list) and len(v) <= 200:
-                # A list the state builds by appending each update's items (a graph's message list).
-                items = [_canonical(x) for x in v]
-                if all(x is not None and earlier.get((str(k), _ITEM + x), position) < position for x in items):
-                    out.add(str(k))
-    return frozenset(out)
-
-
-def update_index(steps: Iterable[Step]) -> dict[tuple[str, str], int]:
-    """(key, canonical JSON) of every non-empty container a step's mapping output held under a top-level
-    key -> the position of the first step that returned it (see `state_keys`)."""
-    out: dict[tuple[str, str], int] = {}
-    for i, s in enumerate(steps):
-        if is_mapping(s.output):
-            for k, v in s.output.items():
-                if isinstance(v, (dict, list)) and v:
-                    c = _canonical(v)
-                    if c is not None:
-                        out.setdefault((str(k), c), i)
-                    for x in v[:200] if isinstance(v, list) else ():
-                        cx = _canonical(x)
-                        if cx is not None:
-                            out.setdefault((str(k), _ITEM + cx), i)
-    return out
-
-
-_ITEM = "item:"
-"""Marks an `update_index` entry for one item of a list an output held (a state's appended items)."""
-
-
-def _canonical(value: Any, limit: int = 20_000) -> str | None:
-    """A container's canonical JSON, None when it cannot be written or is too large to compare cheaply."""
-    try:
-        text = json.dumps(value, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        return None
-    return text if len(text) <= limit else None
 
 
 def _conflicts(step: Step, view: StepView, inputs: Collection[Atom] | None = None) -> Iterator[Evidence]:
@@ -284,34 +228,6 @@ def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterat
                     "lineage:altered",
                 )
                 break
-
-
-def _relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
-    """An output number that is a given number written with one unit (``temp 81.0 F``), kept unchanged under
-    a field named for another unit the run writes numbers in (``temp_c``): a unit dropped, not converted.
-    The field's last word must be such a unit (``c``, ``kg``, ``usd`` where the run writes ``14.2 C``)."""
-    if not units:
-        return
-    given: dict[str, Atom] = {}
-    for a in view.inputs:
-        if a.kind == "number" and a.unit and not trivial(a) and a.number not in (0, None):
-            given.setdefault(a.key, a)
-    if not given:
-        return
-    for y in view.outputs:
-        x = given.get(y.key)
-        if x is None or y.kind != "number" or not y.field or y.unit:
-            continue
-        words = _name_words(y.field)
-        last = re.split(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])", y.field)[-1].lower()
-        if len(words) >= 2 and last in units and x.unit is not None and last != x.unit.lower():
-            yield Evidence(
-                view.step_id,
-                ALTERED_SCALE,
-                f"output {y.field}={y.raw} is the given {x.raw} {x.unit}, kept unconverted under a field named for {last}",
-                "lineage:altered",
-            )
-            return
 
 
 def _related(a: str, b: str) -> bool:

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.analysis.lineage._anomalies import record_lists
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, record_lists
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
 from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view, trivial
 from trajdebug.core.model import Dependency, Run, Step
@@ -277,7 +277,8 @@ class Lineage:
         out: list[tuple[int, float, str]] = []
         for records in record_lists(step.input):
             for rec in records:
-                keys = {a.key: a for a in atoms(rec) if not trivial(a)}
+                # (A message's role or content, a record's generic name, ties no entity's values together.)
+                keys = {a.key: a for a in atoms(rec) if not trivial(a) and a.field and a.field not in GENERIC_FIELDS}
                 if len(keys) < 2:
                     continue
                 for a in keys.values():
@@ -288,7 +289,7 @@ class Lineage:
                     held = [(len(keys.keys() & self.views[self.steps[p].step_id].out_keys), p) for p in lst[:k]]
                     top, p = max(held)
                     if top > held[-1][0] and self.steps[p].step_id not in ancestors:
-                        out.append((p, (1.0 / math.sqrt(len(lst))) * (0.9 if a.field else 0.75), a.field or a.raw[:40]))
+                        out.append((p, (1.0 / math.sqrt(len(lst))) * 0.9, a.field or a.raw[:40]))
         return out
 
     def unread_edges(self, consumed: set[str], confidence: float = 0.4) -> dict[str, list[Dependency]]:
