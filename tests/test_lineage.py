@@ -748,6 +748,12 @@ class TestSharedState:
         assert [e.diagnoser for e in anomalies(second, lin.view("p2"), rewritten=keys)] == []
         assert "lineage:conflict" in [e.diagnoser for e in anomalies(second, lin.view("p2"))]
 
+    def test_the_runs_request_is_no_state(self) -> None:
+        """Answers the run was given (an input step's) are a request the step must honour: a conflict stays."""
+        ask = _s("u", "receive_request", "input", 0, {"household": "H-32"}, {"answers": {"heat_pump": True}})
+        upd = _s("w", "update_household", "state", 2, {"answers": {"heat_pump": True}}, {"heat_pump": False})
+        assert state_keys(upd, update_index((ask, upd)), 1) == frozenset()
+
     def test_a_list_the_state_appends_to_is_state(self) -> None:
         """A message list built by appending each update's items is the state's, not one step's request."""
         a = _s("a", "ask", "other", 1, {}, {"messages": [{"role": "user", "content": "T-7 dosed"}]})

@@ -112,36 +112,3 @@ def test_a_failure_naming_one_record_is_not_about_the_values_of_the_others() -> 
     assert "d:09-11" in others  # (held by B1 and B8 alone)
     assert unnamed_records(manifest, "intake closed for the season") == set()
 
-
-def test_a_graph_node_handed_a_value_the_state_kept_lost_nothing() -> None:
-    """Each node of a state graph is handed the whole state: a node given the request's address that returned
-    only its own update lost nothing when the next node was handed the very same request."""
-    request = {"application": "A-7", "address": "12 Quarry Rd", "parcel": "PCL-4"}
-    steps = (
-        step("i", "intake", "other", 1, {"request": request}, {"messages": [{"role": "user", "content": "stub"}]}),
-        step("t", "get_appraisal", "tool", 3, {"parcel": "PCL-4"}, {"address": "710 Quarry Rd", "value": 402000}),
-        step(
-            "a",
-            "assemble",
-            "other",
-            5,
-            {"request": request, "appraisal": {"address": "710 Quarry Rd", "value": 402000}},
-            {"loan_file": {"application": "A-7", "appraisal": {"address": "710 Quarry Rd"}}},
-            "i",
-            "t",
-        ),
-        step(
-            "s",
-            "investor_submit",
-            "tool",
-            7,
-            {"loan_file": {"application": "A-7", "appraisal": {"address": "710 Quarry Rd"}}},
-            None,
-            "a",
-            status="error",
-            error=ErrorInfo("ValueError", "appraisal is for 710 Quarry Rd, subject is 12 Quarry Rd"),
-        ),
-    )
-    loc = localize(Run("r", "underwrite", outcome="failure", steps=steps))
-    [intake] = [c for c in loc.ranked_all if c.step_id == "i"]
-    assert "lineage:dropped" not in intake.signals

@@ -355,30 +355,31 @@ def passed_instead(sl: Slice, sid: str, a: Atom, b: Atom) -> bool:
 
 
 def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
-    """A later step given the same part of a shared state as this one that carried the value on, if any.
+    """A later step given the same part of a shared state as this one, that passed the value on, if any.
 
     A graph's nodes and its routing functions are each given the whole state (LangGraph hands a conditional
     edge the state it hands the next node): a step given the state's ``loan`` and answering a branch name
     lost nothing the run lacks when a later step before the failure, given the very same ``loan``, carried
-    the value on. The value travelled in the state, not through the step. So it did when every part of
-    the step's input holding the value was a mapping handed whole to one later step up to the failure:
-    the node that returned only its own update left the request in the state. A value also held by a
-    list or a scalar the step was given (a slate of candidates, whose scorecard it saved under a key no
-    value records) is left with it: a list or a name is handed on whatever the step made of its item.
+    the value on. The value travelled in the state, not through the step.
     """
     step = sl.g.steps[sid]
     if not isinstance(step.input, Mapping):
         return None
-    holding = [k for k, v in step.input.items() if any(x.key == a.key for x in atoms(v))]
-    keys = [k for k in holding if isinstance(step.input[k], Mapping)]
+    keys = [
+        k
+        for k, v in step.input.items()
+        if isinstance(v, Mapping) and any(x.key == a.key for x in atoms(v))
+    ]
+    if not keys:
+        return None
     start = sl.g.position(sid)
     for later in sl.run.steps:
-        p = sl.g.position(later.step_id)
-        if p <= start or p > pos or not isinstance(later.input, Mapping):
-            continue
-        if p < pos and any(later.input.get(k) == step.input[k] for k in keys) and sl.lin.view(later.step_id).holds(a):
-            return later.step_id
-        if keys and len(keys) == len(holding) and all(later.input.get(k) == step.input[k] for k in keys):
+        if (
+            start < sl.g.position(later.step_id) < pos
+            and isinstance(later.input, Mapping)
+            and any(later.input.get(k) == step.input[k] for k in keys)
+            and sl.lin.view(later.step_id).holds(a)
+        ):
             return later.step_id
     return None
 
