@@ -34,6 +34,9 @@ from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
     Lineage,
     anomalies,
+    run_units,
+    state_keys,
+    update_index,
 )
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
 from trajdebug.core.graph import DependencyGraph
@@ -221,11 +224,18 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
     calls: dict[tuple[str, str], list[Step]] = {}
     for s in sl.run.steps:
         calls.setdefault((s.name, s.kind), []).append(s)
+    updates: dict[tuple[str, str], int] | None = None  # (built on first need: one pass over the outputs)
+    units: frozenset[str] | None = None
     for sid in ids:
         step = sl.g.steps[sid]
         same = calls.get((step.name, step.kind), [])
         signed = signed_by_rule(step, same, sl.lin) if len(same) > 1 and step.kind not in CONTAINER_KINDS else frozenset()
-        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed):
+        if updates is None:
+            updates = update_index(sl.run.steps)
+        rewritten = state_keys(step, updates, sl.g.position(sid))
+        if units is None:
+            units = run_units(sl.lin.view(s.step_id) for s in sl.run.steps)
+        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units):
             if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
                 # The record let through went no further than the step's readers: whatever failed
                 # later did so without it (a planner given the list that picked other records).
