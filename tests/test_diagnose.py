@@ -1500,3 +1500,57 @@ class TestStateLeaves:
         assert again == [(p, v, repr(v)) for p, v in content.leaves({"ledger": ledger})]
         assert len(ctx.memo("state-leaves", dict)) == 3
         assert _state_leaves({"__trajdebug_truncated__": 3, "total": 1.5}, ctx) == []
+
+
+class TestLoops:
+    """A loop over a list: each call is about the next item, which no earlier call's answer contradicts."""
+
+    def test_a_model_asking_about_the_next_item_contradicts_no_earlier_request(self) -> None:
+        """A model whose conversation holds calls about three items asks about a fourth: no contradiction."""
+        asked = [{"role": "assistant", "tool_calls": [{"name": "classify", "arguments": {"input": f"SKU-{i}: item {i}"}}]} for i in (1, 2, 3)]
+        prev = {"role": "assistant", "tool_calls": [{"name": "classify", "arguments": {"input": "SKU-3: item 3"}}]}
+        run = _run(
+            Step("p", "model", "llm", input={"messages": asked[:2]}, output=prev),
+            Step(
+                "m", "model", "llm", input={"messages": [{"role": "user", "content": "SKU-4: item 4"}, *asked]},
+                output={"role": "assistant", "tool_calls": [{"name": "classify", "arguments": {"input": "SKU-4: item 4, 350 ml"}}]},
+                deps=(D("p"),),
+            ),
+        )
+        assert not [e for e in _from(_verdict(run, "m"), "llm-output") if "but its input says" in e.reason]
+        # With the earlier call alone (one value for the field), the other value still contradicts it.
+        alone = _run(run.steps[0], Step("m", "model", "llm", input={"messages": asked[2:]}, output=run.steps[1].output, deps=(D("p"),)))
+        assert [e for e in _from(_verdict(alone, "m"), "llm-output") if "but its input says" in e.reason]
+
+    def test_an_earlier_call_of_the_same_tool_is_no_fact_about_the_next_item(self) -> None:
+        """A loop's benefits call for E-107 after the one for E-103 (linked by the plan both were given) contradicts nothing."""
+        first = Step("a", "benefits", "tool", input={"employee": "E-103", "plan": "PPO"}, output={"employee": "E-103", "plan": "PPO", "premium": 205.1})
+        run = _run(first, Step("b", "benefits", "tool", input={"employee": "E-107", "plan": "PPO"}, deps=(D("a"),)))
+        assert not [e for e in _from(_verdict(run, "b"), "tool-arguments") if "contradicts" in e.reason]
+        # Another tool's answer about E-103 is a fact the argument contradicts.
+        lookup = Step("a", "lookup_employee", "tool", input={"badge": 77}, output={"employee": "E-103", "plan": "PPO"})
+        other = _run(lookup, Step("b", "benefits", "tool", input={"employee": "E-107", "plan": "PPO"}, deps=(D("a"),)))
+        assert [e for e in _from(_verdict(other, "b"), "tool-arguments") if "contradicts" in e.reason]
+
+
+class TestLookedUp:
+    def test_a_made_up_key_whose_lookup_found_the_request_is_no_claim(self) -> None:
+        """A model looking a caller up by a phone number it was never shown, answered with the pet its request names, made nothing up."""
+
+        def run_of(pet: str) -> Run:
+            return _run(
+                Step(
+                    "m", "model", "llm", start_ns=1, end_ns=2,
+                    input={"messages": [{"role": "user", "content": "Visit V-805: Rocket (cruciate strain)"}]},
+                    output={"role": "assistant", "tool_calls": [{"name": "lookup_owner", "arguments": {"phone": "+1 555 0530"}}]},
+                ),
+                Step(
+                    "t", "lookup_owner", "tool", start_ns=3, end_ns=4, input={"phone": "+1 555 0530"},
+                    output={"owner_id": "O-530", "pets": [{"name": pet, "species": "dog"}]}, deps=(D("m"),),
+                ),
+            )
+
+        assert not [e for e in _from(_verdict(run_of("Rocket"), "m"), "llm-output") if e.suspicion > 0]
+        # A key that found another caller's record stays a made-up value.
+        [e] = [e for e in _from(_verdict(run_of("Noodle"), "m"), "llm-output") if e.suspicion > 0]
+        assert "555 0530" in e.reason

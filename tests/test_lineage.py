@@ -9,7 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.builders import step
 
-from trajdebug.analysis.lineage import Lineage, anomalies, derivation, slips
+from trajdebug.analysis.lineage import (
+    Lineage,
+    anomalies,
+    derivation,
+    run_units,
+    slips,
+    state_keys,
+    update_index,
+)
+from trajdebug.analysis.lineage._derivation import relabelled
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import atoms
 
@@ -715,3 +724,90 @@ class TestReadsTheRecordingMissed:
         assert "lot0" in self._slice(run)
         off = _run(*run.steps[:-1], replace_input(run.steps[-1], {"estimated_duties_usd": total + 1.0}))
         assert total_edges(off) == {}
+
+
+class TestSharedState:
+    """A state graph's node is handed the state its earlier nodes' updates wrote: no request it must honour."""
+
+    def _node(self, sid: str, start: int, prev: dict[str, Any] | None, tank: str) -> Step:
+        reading = {"tank": tank, "ph": 8.1}
+        given: dict[str, Any] = {"raw": f"{tank} | pH 8.1", "idx": start}
+        if prev is not None:
+            given["reading"] = prev["reading"]
+        return _s(sid, "parse", "other", start, given, {"reading": reading})
+
+    def test_a_node_overwriting_its_own_last_update_is_no_conflict(self) -> None:
+        """A parser given the state's `reading` of the last tank (T-3), which its own earlier call wrote, and
+        answering this tank's T-5 replaced the state's value: no conflict; given T-3 by a caller, it is one."""
+        first = self._node("p1", 1, None, "T-3")
+        second = self._node("p2", 3, first.output, "T-5")
+        run = _run(first, second)
+        lin = Lineage(run)
+        keys = state_keys(second, update_index(run.steps), 1)
+        assert keys == {"reading"}
+        assert [e.diagnoser for e in anomalies(second, lin.view("p2"), rewritten=keys)] == []
+        assert "lineage:conflict" in [e.diagnoser for e in anomalies(second, lin.view("p2"))]
+
+    def test_the_runs_request_is_no_state(self) -> None:
+        """Answers the run was given (an input step's) are a request the step must honour: a conflict stays."""
+        ask = _s("u", "receive_request", "input", 0, {"household": "H-32"}, {"answers": {"heat_pump": True}})
+        upd = _s("w", "update_household", "state", 2, {"answers": {"heat_pump": True}}, {"heat_pump": False})
+        assert state_keys(upd, update_index((ask, upd)), 1) == frozenset()
+
+    def test_a_list_the_state_appends_to_is_state(self) -> None:
+        """A message list built by appending each update's items is the state's, not one step's request."""
+        a = _s("a", "ask", "other", 1, {}, {"messages": [{"role": "user", "content": "T-7 dosed"}]})
+        b = _s("b", "log", "other", 2, {}, {"messages": [{"role": "user", "content": "queued"}]})
+        c = _s("c", "parse", "other", 3, {"messages": [*a.output["messages"], *b.output["messages"]]}, {"tank": "T-2"})
+        assert state_keys(c, update_index((a, b, c)), 2) == {"messages"}
+        assert state_keys(c, update_index((c,)), 0) == frozenset()
+
+
+class TestUnconverted:
+    def test_a_number_kept_from_one_unit_under_a_field_named_for_another_is_suspect(self) -> None:
+        """A parser keeping 'temp 81.0 F' as temp_c=81.0, in a run that writes temperatures in C, kept a unit
+        unconverted; converting it to 27.2 is no finding, nor is a field named for no unit the run writes, a
+        range's bound ('2 to 8') or a number equal to another one written otherwise (24 for '24.0 mL')."""
+
+        def parse(out: dict[str, Any], raw: str = "T-4 | temp 81.0 F") -> list[str]:
+            probe = _s("t", "probe", "tool", 1, {"tank": "T-1"}, "T-1 | temp 14.2 C | every 4 hours")
+            p = _s("p", "parse", "other", 2, {"raw": raw}, out)
+            lin = Lineage(_run(probe, p))
+            units = run_units(lin.view(s) for s in ("t", "p"))
+            return [e.diagnoser for e in relabelled(lin.view("p"), units)]
+
+        assert parse({"temp_c": 81.0}) == ["lineage:altered"]
+        assert parse({"temp_c": 27.2}) == []
+        assert parse({"temp_k": 81.0}) == []
+        # A range's joint is no unit, and a number not copied as written is a coincidence.
+        assert parse({"temp_c": 2}, "store 2 to 8 C") == []
+        assert parse({"every_hours": 24}, "give 24.0 mL") == []
+
+
+class TestRecordEdges:
+    def test_a_value_two_steps_returned_is_linked_to_the_one_whose_record_it_came_in(self) -> None:
+        """Two lookups answered track YD-07; a pull list pairing car NATX 221730 (a value too many steps held
+        to link by) with YD-07 took it from that car's lookup, the earlier one, not only from the latest."""
+        cars = ["NATX 221730", "CORX 8813"]
+        run = _run(
+            _s("o", "order", "input", 0, None, {"cars": cars}),
+            _s("w", "waybills", "tool", 1, {"cars": cars}, [f"WB|{c}" for c in cars]),
+            _s("p1", "parse", "parse", 2, {"line": "WB|NATX 221730"}, {"car": "NATX 221730"}),
+            _s("l1", "lookup_car", "tool", 3, {"car": "NATX 221730"}, {"car": "NATX 221730", "track": "YD-07"}),
+            _s("k1", "check", "condition", 4, {"car": "NATX 221730"}, {"car": "NATX 221730", "ok": True}),
+            _s("p2", "parse", "parse", 4, {"line": "WB|CORX 8813"}, {"car": "CORX 8813"}),
+            _s("l2", "lookup_car", "tool", 5, {"car": "CORX 8813"}, {"car": "CORX 8813", "track": "YD-07"}),
+            _s("d", "draft", "llm", 6, {"cars": cars}, {"order": cars}),
+            _s(
+                "c",
+                "confirm",
+                "tool",
+                7,
+                {"pulls": [{"car": "NATX 221730", "track": "YD-07"}, {"car": "CORX 8813", "track": "YD-07"}]},
+                None,
+            ),
+        )
+        lin = Lineage(run)
+        assert len(lin.holders("s:natx 221730")) > 4 and len(lin.holders("n:221730")) > 4
+        edges = {d.step_id for d in lin.value_edges().get("c", [])}
+        assert {"l1", "l2"} <= edges

@@ -13,6 +13,7 @@ from trajdebug.analysis import analyze
 from trajdebug.analysis._detect import detect
 from trajdebug.analysis._localize import localize
 from trajdebug.analysis._ranking import FrozenMap
+from trajdebug.core.model import ErrorInfo, Run
 
 
 def test_every_ranked_step_is_a_candidate_with_features(tmp_path: Path) -> None:
@@ -136,3 +137,49 @@ def test_a_steps_path_to_the_failure_continues_as_the_next_steps_path() -> None:
     for p in long:
         assert p[-1] == ids[7]
         assert paths.get(p[1], p[1:]) == p[1:]
+
+
+def _sub_agent_run(first: str) -> Run:
+    """A tool running a sub-agent (search, then a model answering for it), whose answer a later filing refuses.
+
+    ``first``: the kind of the step inside the sub-agent before its answering model (``llm`` or ``tool``), which
+    picked the record it answered with."""
+    from tests.builders import step
+
+    hits = [{"code": "8516.79", "text": "Electric kettle", "unit": "pcs"}, {"code": "8516.90", "text": "Kettle parts", "unit": "kg"}]
+    answer = {"sku": "KT-220", "code": "8516.90", "unit": "kg"}
+    earlier = [
+        step(f"w{i}", "classify", "tool", 10 * i, {"input": f"SKU-{i}: item {i}"}, {"sku": f"SKU-{i}", "code": f"90{i}0.10", "unit": "pcs"})
+        for i in (1, 2, 3)
+    ]
+    pick = {"picked": hits[1]} if first == "llm" else hits
+    return Run(
+        "r",
+        "customs",
+        outcome="failure",
+        steps=(
+            *earlier,
+            step("w", "classify", "tool", 100, {"input": "KT-220: Electric kettle, 1.7 l"}, answer),
+            step("s", "search", first, 101, {"query": "Electric kettle, 1.7 l"}, pick, parent_id="w"),
+            step("a", "model", "llm", 102, {"messages": [{"role": "tool", "content": str(pick)}]},
+                 {"role": "assistant", "content": '{"sku": "KT-220", "code": "8516.90", "unit": "kg"}'}, "s", parent_id="w"),
+            step("f", "file_entry", "tool", 200, {"lines": [answer]}, None, "w", status="error",
+                 error=ErrorInfo("Rejected", "line KT-220 code 8516.90 is reported in kg, the invoice in pcs")),
+        ),
+    )
+
+
+def test_a_finding_about_a_sub_agents_answer_goes_to_the_model_that_wrote_it() -> None:
+    """The answer a tool running a sub-agent returned is its last model call's: a finding about it is that call's."""
+    loc = localize(_sub_agent_run("tool"))
+    cands = {c.step_id: c for c in loc.ranked_all}
+    moved = [k for k in cands["a"].features if k.startswith("evidence:sibling:")]
+    assert moved and not [k for k in cands["w"].features if k.startswith("evidence:sibling:")]
+    assert loc.ranking[0] == "a"
+
+
+def test_a_model_inside_that_erred_first_keeps_the_finding_on_the_wrapper() -> None:
+    """When a model call inside the sub-agent, before its last one, is faulty on its own, the last one only restated it."""
+    loc = localize(_sub_agent_run("llm"))
+    cands = {c.step_id: c for c in loc.ranked_all}
+    assert not [k for k in cands["a"].features if k.startswith("evidence:sibling:")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.builders import step
 
 from trajdebug.analysis._localize import localize
+from trajdebug.analysis._value_sources import unnamed_records
 from trajdebug.core.model import Dependency as D
 from trajdebug.core.model import ErrorInfo, Run, Step
 
@@ -93,3 +94,21 @@ def test_a_record_carried_on_is_found_by_its_label_as_written() -> None:
 
     assert admitted("Équipe 9", "Équipe 9")
     assert not admitted("Crew 9", "Crew 90")
+
+
+def test_a_failure_naming_one_record_is_not_about_the_values_of_the_others() -> None:
+    """A manifest check naming block B5 is about B5's record: the values only B1's and B8's records hold are no
+    part of it, and a list whose records the message all names (or none) is left whole."""
+    manifest = {
+        "manifest": [
+            {"block": "B1", "tonnes": 4.12, "sampled": "2026-09-11"},
+            {"block": "B5", "tonnes": 2.415, "sampled": "2026-09-02"},
+            {"block": "B8", "tonnes": 2.69, "sampled": "2026-09-11"},
+        ]
+    }
+    others = unnamed_records(manifest, "intake 422: maturity sample for B5 is older than 7 days")
+    assert "n:4.12" in others and "n:2.69" in others
+    assert "n:2.415" not in others and "d:09-02" not in others
+    assert "d:09-11" in others  # (held by B1 and B8 alone)
+    assert unnamed_records(manifest, "intake closed for the season") == set()
+

@@ -43,9 +43,12 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             i = min(range(len(nums)), key=lambda k: min(abs(mid - nums[k].start), abs(mid - nums[k].end)))
             if min(abs(mid - nums[i].start), abs(mid - nums[i].end)) <= 48:
                 near.setdefault(i, set()).add(w.group(0))
+    failing = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
     for i, m in enumerate(nums):
         window = near.get(i, set())
         window |= {sl.lexicon.singular(w) for w in window}
+        if failing is not None and _quoted(failing.inputs, m, window, sl):
+            continue
         found: list[tuple[str, Atom]] = []
         held = False
         for sid in sorted(within, key=sl.g.position):
@@ -85,6 +88,19 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 )
             )
     return out
+
+
+def _quoted(given: Sequence[Atom], m: Mention, window: set[str], sl: Slice) -> bool:
+    """Whether the failing step was handed the number under a name the message does not give it: it quotes the
+    value it refuses (``CAD 3072.16`` it was to pay as ``amount``, ``532.0 kg`` it was to reserve), which
+    corrects no other step's field.  Handed under the name the message gives it ("10 servings" for
+    ``servings=10``), it is the step's own figure for that quantity, which may correct another's."""
+    held = [a for a in given if a.kind == "number" and a.number is not None and _written_as(a.number, m)]
+    return bool(held) and not any(
+        a.field and any(w in window or sl.lexicon.singular(w) in window for w in _field_words(a.field, sl.lexicon))
+        for a in held
+    )
+
 
 _CODE = re.compile(r" ?([A-Z]{2,5})\b")
 """A code in capitals right after a number (``EUR``, ``USD``, ``GB``)."""

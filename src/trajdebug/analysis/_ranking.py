@@ -28,12 +28,15 @@ import bisect
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
 from trajdebug.analysis._sources import (
+    ARGUMENT_SIGNALS,
     Mark,
     Slice,
+    answered_inside,
     local_evidence,
     off_the_failure,
     other_entities,
@@ -134,6 +137,7 @@ class Ranking:
         self.good = _verified_good(run)
         self.lexicon = lexicon
         self.ids: list[str] = []
+        self.written_by: dict[str, str] = {}
         self._fail_pos: list[int] = []
 
     # -- the slice ----------------------------------------------------------------
@@ -182,6 +186,7 @@ class Ranking:
         ref, first = reference_evidence(sl, ids)
         found += ref
         found += other_entities(sl, ids)
+        self.written_by = {w: s.step_id for w, s in answered_inside(sl).items()}
         for x in found:
             if isinstance(x, Mark):
                 if x.name == "elsewhere":
@@ -190,6 +195,11 @@ class Ranking:
                     self.thin[x.step_id] = (x.value, x.sentence)
             else:
                 self.extra.setdefault(x.step_id, []).append(x)
+        self.written_by = {w: inner for w, inner in self.written_by.items() if not self._erred_before(w, inner)}
+        for w, inner in self.written_by.items():
+            # The answer is about the item its wrapper was asked about: another listed item for both.
+            if w in self.elsewhere:
+                self.elsewhere.setdefault(inner, self.elsewhere[w])
         if first is not None:
             # The earliest deviation on the slice weighs more (Sahoo et al. 2013).
             self.extra[first] = [
@@ -231,8 +241,7 @@ class Ranking:
     def verdict(self, sid: str) -> Verdict:
         v = self.verdicts.get(sid)
         if v is None:
-            base = self.ctx.verdict(sid)
-            ev = _strongest(list(base.evidence) + self.extra.get(sid, []))
+            ev = _strongest(self._own_findings(sid))
             # A model's made-up values that never reached the failure weigh less (`unrelated_claim`).
             ev = [off_the_failure(e, self.lin, self.failures, self.thin, self.w["unrelated_claim"]) for e in ev]
             step = self.g.steps[sid]
@@ -262,6 +271,38 @@ class Ranking:
                 )
             v = self.verdicts[sid] = fold(sid, ev)
         return v
+
+    def _erred_before(self, wrapper: str, writer: str) -> bool:
+        """Whether a model call inside ``wrapper`` that ran before ``writer`` is faulty on its own findings: the
+        answer then carries that call's error (a sub-agent's model that picked the wrong record, restated by its
+        last turn), and the findings about it stay with the wrapper, as they would without the writer known.  A
+        tool inside that is off (a lookup listing another record first) leaves the choice to the writer."""
+        inside = {wrapper}
+        for s in self.run.steps[self.g.position(wrapper) + 1 : self.g.position(writer)]:
+            if s.parent_id in inside:
+                inside.add(s.step_id)
+                found = [*self.ctx.verdict(s.step_id).evidence, *self.extra.get(s.step_id, [])]
+                if s.kind == "llm" and fold(s.step_id, found).faulty:
+                    return True
+        return False
+
+    def _own_findings(self, sid: str) -> list[Evidence]:
+        """The findings about a step, those about a wrapper's answer moved to the model call inside it that
+        wrote that answer (`trajdebug.analysis._sources.answered_inside`)."""
+        found = [*self.ctx.verdict(sid).evidence, *self.extra.get(sid, [])]
+        if sid in self.written_by:
+            found = [e for e in found if e.sound or e.diagnoser in ARGUMENT_SIGNALS]
+        said = {e.diagnoser for e in found}
+        for w in (w for w, inner in self.written_by.items() if inner == sid):
+            name = self.g.steps[w].name
+            # A signal the writer already carries says the same thing again: the wrapper's finding repeats it.
+            moved = [
+                replace(e, step_id=sid, reason=f"{e.reason} (in the answer it wrote for {name})")
+                for e in [*self.ctx.verdict(w).evidence, *self.extra.get(w, [])]
+                if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS and e.diagnoser not in said
+            ]
+            found += moved
+        return found
 
     def prior(self, sid: str) -> float:
         step = self.g.steps[sid]

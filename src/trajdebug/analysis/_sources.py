@@ -34,6 +34,9 @@ from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
     Lineage,
     anomalies,
+    run_units,
+    state_keys,
+    update_index,
 )
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
 from trajdebug.core.graph import DependencyGraph
@@ -221,11 +224,18 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
     calls: dict[tuple[str, str], list[Step]] = {}
     for s in sl.run.steps:
         calls.setdefault((s.name, s.kind), []).append(s)
+    updates: dict[tuple[str, str], int] | None = None  # (built on first need: one pass over the outputs)
+    units: frozenset[str] | None = None
     for sid in ids:
         step = sl.g.steps[sid]
         same = calls.get((step.name, step.kind), [])
         signed = signed_by_rule(step, same, sl.lin) if len(same) > 1 and step.kind not in CONTAINER_KINDS else frozenset()
-        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed):
+        if updates is None:
+            updates = update_index(sl.run.steps)
+        rewritten = state_keys(step, updates, sl.g.position(sid))
+        if units is None:
+            units = run_units(sl.lin.view(s.step_id) for s in sl.run.steps)
+        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units):
             if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
                 # The record let through went no further than the step's readers: whatever failed
                 # later did so without it (a planner given the list that picked other records).
@@ -374,7 +384,57 @@ def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     return None
 
 
+ARGUMENT_SIGNALS = frozenset(
+    {"tool-arguments", "step-error", "error-lifecycle", "symptom", "tool-result", "swallowed-error", "starved-consumer"}
+)
+"""Signals that judge what a step was given or how its call ended, not the answer it returned: a wrapper keeps
+them (`answered_inside`)."""
+
+_WRAPPER_KINDS = frozenset({"tool", "agent"})
+"""Kinds of an enclosing step that may return what a model call inside it answered (a tool running a sub-agent,
+an agent span, a graph node recorded as an agent); `_writer` checks that it did, value for value."""
+
+
+def _scalars(value: object) -> set[str]:
+    return {repr(v) for _, v in content.decoded_leaves(value) if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+
+
+def answered_inside(sl: Slice) -> dict[str, Step]:
+    """Each wrapper whose answer a model call inside it wrote, and that model call.
+
+    A tool that runs a sub-agent (an Agents SDK ``Agent.as_tool``, a crew's delegation) or an agent span returns
+    what the last model call inside it answered, value for value: a finding about that answer (it is off its
+    request, unlike the passing runs', lacks a field) is about the model that wrote it, and the wrapper only
+    passed it on (`trajdebug.analysis._ranking.Ranking.verdict` hands such findings down).  Findings about what
+    the wrapper was given or how its call ended (`ARGUMENT_SIGNALS`) stay with it.
+    """
+    out: dict[str, Step] = {}
+    for w in sl.run.steps:
+        if w.step_id in sl.has_children and w.kind in _WRAPPER_KINDS and w.output is not None:
+            inner = _writer(sl, w)
+            if inner is not None:
+                out[w.step_id] = inner
+    return out
+
+
+def _writer(sl: Slice, wrapper: Step) -> Step | None:
+    """The latest model call enclosed by ``wrapper`` whose answer holds every value of the wrapper's answer."""
+    want = _scalars(wrapper.output)
+    if not want:
+        return None
+    inside: set[str] = {wrapper.step_id}
+    best: Step | None = None
+    for s in sl.run.steps:
+        if s.parent_id in inside:
+            inside.add(s.step_id)
+            if s.kind == "llm" and s.status == "ok" and want <= _scalars(s.output):
+                best = s
+    return best
+
+
 __all__ = [
+    "ARGUMENT_SIGNALS",
+    "answered_inside",
     "NAMING_FIELDS",
     "Found",
     "Mark",
@@ -387,3 +447,4 @@ __all__ = [
     "passed_instead",
     "reference_evidence",
 ]
+

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._chooser import handed_to_choice
+from trajdebug.analysis._content import has_word
 from trajdebug.analysis._contradictions import (
     contradicted,
     disagreeing_sources,
@@ -53,7 +54,7 @@ from trajdebug.analysis._sources import (
 from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
-from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, record_lists
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms, iter_text
@@ -107,7 +108,12 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
             # no path by which the word reached it.)
             seen.add(a.key)
             out += _dropped(sl, a, pos, within, step.name, named, task_word=True)
-    args = [a for a in sl.lin.view(f.step_id).inputs if a.key not in seen and a.field not in PROTOCOL_FIELDS][:60]
+    # A failure naming one record of a list it was given (the block ``B5`` of a manifest) is about that
+    # record: the values only the other records hold are no part of it.
+    others = unnamed_records(step.input, message)
+    args = [
+        a for a in sl.lin.view(f.step_id).inputs if a.key not in seen and a.key not in others and a.field not in PROTOCOL_FIELDS
+    ][:60]
     # An argument whose field the message speaks of ("the estimated saving is
     # implausible" for est_monthly_savings_usd) is the one the failure is about.
     said = _terms(message, sl.lexicon)
@@ -126,6 +132,23 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
             f"{step.name}, where the run failed, was given" + (" (the failure speaks of its field)" if spoken else ""),
         )
     return out
+
+
+def unnamed_records(value: Any, message: str) -> set[str]:
+    """The keys of the values that only the records a failure's message does not name hold, in the lists of
+    records of ``value`` where it names some records and not all (by a text value written as a whole word)."""
+    text = message.casefold()
+    inside: set[str] = set()
+    outside: set[str] = set()
+    for records in record_lists(value):
+        named = [
+            any(isinstance(v, str) and len(v.strip()) >= 2 and has_word(text, v.strip().casefold()) for v in r.values())
+            for r in records
+        ]
+        if any(named) and not all(named):
+            for r, hit in zip(records, named):
+                (inside if hit else outside).update(a.key for a in atoms(r))
+    return outside - inside
 
 
 def _named_values(

@@ -183,4 +183,37 @@ def confirmed(step: Step, ctx: DiagnoseContext, values: Iterable[str], reach: in
     return found
 
 
-__all__ = ["CALL_ARGS", "confirmed", "from_setting", "key", "setting", "settings", "shown"]
+def looked_up(step: Step, ctx: DiagnoseContext, values: Iterable[str], reach: int = 50) -> set[str]:
+    """The strings among ``values`` that found what the step's own request was about, once handed to a tool.
+
+    A model that looks a record up by a key it was never shown (a caller's phone number from a session the
+    recording does not carry) and whose lookup answers with the pet, customer or order its request named
+    made up nothing: the world tied the key to the request.  Only the first clean tool call given the value
+    is read, and only names and codes of its answer (a capital letter or a digit) that its call was not
+    given and the request holds as a word: a key that found another record answers with other names.
+    """
+    left = {v.strip().lower() for v in values if isinstance(v, str) and len(v.strip()) >= 3}
+    asked = ctx.input_text(step)
+    found: set[str] = set()
+    pos = ctx.graph.position(step.step_id)
+    for s in ctx.run.steps[pos + 1 : pos + 1 + reach]:
+        if not left:
+            break
+        if s.kind not in ("tool", "retrieval"):
+            continue
+        given = ctx.input_text(s)
+        for v in [v for v in left if v in given]:
+            left.discard(v)
+            if s.status == "ok" and any(_names_asked(w, given, asked) for _, w in content.decoded_leaves(s.output)):
+                found.add(v)
+    return found
+
+
+def _names_asked(w: Any, given: str, asked: str) -> bool:
+    if not isinstance(w, str) or len(w.strip()) < 3 or not any(c.isupper() or c.isdigit() for c in w):
+        return False
+    low = w.strip().lower()
+    return low not in given and content.has_word(asked, low)
+
+
+__all__ = ["CALL_ARGS", "confirmed", "looked_up", "from_setting", "key", "setting", "settings", "shown"]

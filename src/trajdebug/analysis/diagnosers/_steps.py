@@ -420,7 +420,8 @@ class _Chosen:
 def _unconfirmed(step: Step, ctx: DiagnoseContext, missing: list[str], raw: list[Any]) -> list[str]:
     """The made-up values (``missing``, stated as ``raw``) left once those the world answered with before
     anything handed them to it are taken out: those were no invention (`choices.confirmed`)."""
-    said = choices.confirmed(step, ctx, [v for v in raw if isinstance(v, str)])
+    texts = [v for v in raw if isinstance(v, str)]
+    said = choices.confirmed(step, ctx, texts) | choices.looked_up(step, ctx, texts)
     return [m for m, v in zip(missing, raw) if not (isinstance(v, str) and v.strip().lower() in said)]
 
 

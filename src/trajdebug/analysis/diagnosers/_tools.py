@@ -324,13 +324,21 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     everywhere: str | None = None
     vocabulary: set[str] | None = None
     dates: set[str] | None = None
+    # A field that takes several values in any one input fixes none in the others either: a model looping
+    # over a list holds each earlier call's one value in that call's answer, and every value in its
+    # conversation (the next invoice line is no contradiction of the previous one's request).
+    # (Read on the first field that differs: most outputs restate their inputs.)
+    several: set[str] | None = None
     for up in upstream:
         theirs = content.keyed_values(up)
-        several = _several(up) if any(k in theirs for k in mine) else set()
         for k, v in mine.items():
-            if k in theirs and k not in ("id", "name", "role", "type", "content", "status") and k not in several:
+            if k in theirs and k not in ("id", "name", "role", "type", "content", "status"):
                 w = theirs[k]
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
+                    if several is None:
+                        several = set().union(*(_several(u) for u in upstream))
+                    if k in several:
+                        continue
                     if everywhere is None:
                         everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
                     if _written_in(str(v).lower(), everywhere):
@@ -435,6 +443,23 @@ def computed(v: Any, ups: Iterable[Any]) -> bool:
     return False
 
 
+def _facts(step: Step, ctx: DiagnoseContext) -> list[Any]:
+    """The upstream outputs an argument may contradict: an earlier call of the same tool counts without the
+    fields it only echoed from its own request (a loop asking about ``E-103`` and then ``E-107``: two requests,
+    where neither answer states a fact about the other)."""
+    out: list[Any] = []
+    for d in ctx.graph.parents(step.step_id):
+        if d.kind not in ("data", "state") or d.key == CHILD_KEY:
+            continue
+        up = ctx.step(d.step_id)
+        given = up.input
+        if up.name == step.name and up.kind == step.kind and isinstance(up.output, Mapping) and isinstance(given, Mapping):
+            out.append({k: v for k, v in up.output.items() if not (k in given and given[k] == v)})
+        else:
+            out.append(up.output)
+    return out
+
+
 def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Tool arguments that come from no upstream output, or contradict one."""
     if step.kind != "tool" or not isinstance(step.input, Mapping):
@@ -446,7 +471,7 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return  # recorded, and fed no tracked value: its arguments are constants or computed by the agent's code
     ups = upstream_outputs(step, ctx)
     hay = ctx.upstream_text(step, own_input=False)  # built once: both checks read it
-    bad = contradictions(step.input, ups, hay)
+    bad = contradictions(step.input, _facts(step, ctx), hay)
     if bad:
         k, v, w = bad[0]
         yield Evidence(

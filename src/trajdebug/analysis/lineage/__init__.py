@@ -11,7 +11,8 @@ failure expected.
 
 from __future__ import annotations
 
-from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies, record_lists
+from trajdebug.analysis.lineage._derivation import run_units
 from trajdebug.analysis.lineage._totals import TOTAL_KEY, total_edges
 from trajdebug.analysis.lineage._trace import (
     MAX_PRODUCERS,
@@ -23,7 +24,15 @@ from trajdebug.analysis.lineage._trace import (
     formulas,
     operands,
 )
-from trajdebug.analysis.lineage._views import ENVELOPE_KEYS, StepView, build_view, semantic, trivial
+from trajdebug.analysis.lineage._views import (
+    ENVELOPE_KEYS,
+    StepView,
+    build_view,
+    semantic,
+    state_keys,
+    trivial,
+    update_index,
+)
 from trajdebug.analysis.lineage._whatif import Slip, slips
 
 
@@ -39,6 +48,10 @@ __all__ = [
     "Slip",
     "StepView",
     "anomalies",
+    "record_lists",
+    "run_units",
+    "state_keys",
+    "update_index",
     "build_view",
     "derivation",
     "failure_atoms",

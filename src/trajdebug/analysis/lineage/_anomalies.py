@@ -37,6 +37,7 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.analysis.lineage._derivation import relabelled
 from trajdebug.analysis.lineage._pairs import crossed
 from trajdebug.analysis.lineage._views import StepView, semantic
 from trajdebug.core.chat import normalize_messages
@@ -104,10 +105,17 @@ ADMITTED = 0.45
 
 
 def anomalies(
-    step: Step, view: StepView, has_children: bool = False, signed: Collection[str] = ()
+    step: Step,
+    view: StepView,
+    has_children: bool = False,
+    signed: Collection[str] = (),
+    rewritten: Collection[str] = (),
+    units: Collection[str] = (),
 ) -> Iterator[Evidence]:
     """The local signals of one step (see the module docstring); ``signed``: output fields whose sign the
-    step sets by a rule of its input (`trajdebug.analysis._sign_rule`), no altered value."""
+    step sets by a rule of its input (`trajdebug.analysis._sign_rule`), no altered value; ``rewritten``:
+    top-level input keys holding a shared state earlier steps wrote (`state_keys`), whose values fix nothing;
+    ``units``: the units the run writes next to numbers (`relabelled` reads field names by them)."""
     if step.kind in CONTAINER_KINDS or has_children or step.kind in ("input", "output"):
         return
     if step.status != "ok" or not view.outputs:
@@ -115,19 +123,26 @@ def anomalies(
     if step.kind != "llm":
         # (A model's answer is judged by the llm-output diagnoser: values it states
         # that none of its inputs hold, or that contradict them.)
-        yield from _conflicts(step, view)
+        given = step.input
+        inputs = view.inputs
+        if rewritten and is_mapping(step.input):
+            given = {k: v for k, v in step.input.items() if k not in rewritten}
+            kept = {(a.field, a.key) for a in atoms(given)}
+            inputs = [a for a in view.inputs if (a.field, a.key) in kept]
+        yield from _conflicts(step, view, inputs)
         yield from crossed(step)
         yield from _altered(step, view, signed)
+        yield from relabelled(view, units)
         yield from _dropped_columns(step, view)
-        yield from _admitted(step)
+        yield from _admitted(step, given)
         yield from _out_of_bounds(step)
     yield from _wrong_record(step, view)
 
 
-def _conflicts(step: Step, view: StepView) -> Iterator[Evidence]:
+def _conflicts(step: Step, view: StepView, inputs: Collection[Atom] | None = None) -> Iterator[Evidence]:
     given: dict[str, set[str]] = {}
     raw_in: dict[str, str] = {}
-    for a in view.inputs:
+    for a in view.inputs if inputs is None else inputs:
         if a.field and a.kind != "number" and a.field not in GENERIC_FIELDS:
             given.setdefault(a.field, set()).add(a.key)
             raw_in.setdefault(a.field, a.raw)
@@ -322,7 +337,7 @@ def _wrong_record(step: Step, view: StepView, *, lexicon: Lexicon = ENGLISH) -> 
     msgs = _messages(step.input)
     # A conversation is no list of records to pick from: the records are inside its messages.
     parts = [semantic(step, m) for m in msgs] if msgs is not None else [semantic(step, step.input)]
-    for records in (r for part in parts for r in _record_lists(part)):
+    for records in (r for part in parts for r in record_lists(part)):
         keyed = [{a.key: a for a in atoms(r) if a.kind in ("id", "text", "date")} for r in records]
         picked = [i for i, r in enumerate(keyed) if set(r) & set(out_ids) and any(a.kind == "id" for a in r.values())]
         if len(picked) != 1:
@@ -395,11 +410,11 @@ def _asking_text(value: Any) -> str | None:
     return "\n".join(parts).casefold()
 
 
-def _admitted(step: Step) -> Iterator[Evidence]:
-    fixed = _constraints(step.input)
+def _admitted(step: Step, given: Any = None) -> Iterator[Evidence]:
+    fixed = _constraints(step.input if given is None else given)
     if not fixed:
         return
-    for records in _record_lists(step.output):
+    for records in record_lists(step.output):
         for fld, want in fixed.items():
             vals = [r.get(fld) for r in records]
             if not all(isinstance(v, str) for v in vals):
@@ -547,7 +562,7 @@ def _mentioned(text: str, keys: set[str]) -> set[str]:
     return out
 
 
-def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]]:
+def record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]]:
     """Lists of 2 to 50 records (mappings) inside a value, JSON written in strings read."""
     if depth > 6:
         return
@@ -563,15 +578,15 @@ def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]
             parsed, _ = json.JSONDecoder().raw_decode(t[start:])
         except ValueError:
             return
-        yield from _record_lists(parsed, depth + 1)
+        yield from record_lists(parsed, depth + 1)
         return
     if is_mapping(value):
         for v in list(value.values())[:200]:
-            yield from _record_lists(v, depth + 1)
+            yield from record_lists(v, depth + 1)
         return
     if isinstance(value, list):
         recs = [v for v in value if isinstance(v, Mapping)]
         if 2 <= len(recs) <= 50 and len(recs) == len(value):
             yield recs
         for v in value[:200]:
-            yield from _record_lists(v, depth + 1)
+            yield from record_lists(v, depth + 1)

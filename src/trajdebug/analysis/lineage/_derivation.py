@@ -8,10 +8,11 @@ from __future__ import annotations
 import datetime
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
-from trajdebug.analysis.lineage._views import StepView
+from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis.lineage._views import StepView, trivial
 from trajdebug.core.values import Atom
 
 
@@ -227,3 +228,58 @@ def _decimals(raw: str) -> int | None:
     if dot and tail.isdigit() and len(tail) != 3:
         return len(tail)
     return 0 if "." not in t and "e" not in t.lower() else None
+
+
+# -- units: a number carried from one unit into a field named for another ------------------------
+
+
+UNCONVERTED = 0.35
+"""The suspicion of a number kept unconverted: the strength of `_anomalies`' other damaged-number finding
+(a power of ten off, ``ALTERED_SCALE``), the same kind of slip; no weight fitted here."""
+
+_NAME_WORDS = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])")
+
+
+def run_units(views: Iterable[StepView]) -> frozenset[str]:
+    """The units (and currencies) a run writes next to its numbers, lower case (percent left out)."""
+    out: set[str] = set()
+    for v in views:
+        out.update(a.unit.lower() for a in (*v.inputs, *v.outputs) if a.kind == "number" and a.unit and a.unit != "%")
+    return frozenset(out)
+
+
+def _joins(view: StepView, a: Atom) -> bool:
+    """Whether the word read as the number's unit stands between it and another number (``2 to 8``): a
+    range's joint, whatever its language, not a unit."""
+    unit = re.escape(a.unit or "")
+    return re.search(rf"(?<![\w.]){re.escape(a.raw.strip())}\s*{unit}\s+[-+]?\d", view.in_text, re.I) is not None
+
+
+def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
+    """An output number that is a given number written with one unit (``temp 81.0 F``), kept unchanged under
+    a field named for another unit the run writes numbers in (``temp_c``): a unit dropped, not converted.
+    The field's last word must be such a unit (``c``, ``kg``, ``usd`` where the run writes ``14.2 C``), the
+    number must be the one written (``81.0`` for ``81.0 F``, not ``24`` for ``24.0 mL``: a coincidence), and
+    the word after the given number a unit, not a word joining it to the next number (``2 to 8 °C``)."""
+    if not units:
+        return
+    given: dict[str, Atom] = {}
+    for a in view.inputs:
+        if a.kind == "number" and a.unit and not trivial(a) and a.number not in (0, None) and not _joins(view, a):
+            given.setdefault(a.key, a)
+    if not given:
+        return
+    for y in view.outputs:
+        x = given.get(y.key)
+        if x is None or y.kind != "number" or not y.field or y.unit or y.raw.strip() != x.raw.strip():
+            continue
+        words = [w.lower() for w in _NAME_WORDS.split(y.field) if w]
+        last = words[-1] if words else ""
+        if len(words) >= 2 and last in units and x.unit is not None and last != x.unit.lower():
+            yield Evidence(
+                view.step_id,
+                UNCONVERTED,
+                f"output {y.field}={y.raw} is the given {x.raw} {x.unit}, kept unconverted under a field named for {last}",
+                "lineage:altered",
+            )
+            return

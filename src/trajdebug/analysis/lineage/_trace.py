@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, record_lists
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
 from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view, trivial
 from trajdebug.core.model import Dependency, Run, Step
@@ -251,6 +252,9 @@ class Lineage:
                 conf = (1.0 / math.sqrt(n) if n > 1 else 1.0) * (0.9 if a.field else 0.75) * (0.8 if written else 1.0)
                 if conf > best.get(p, (0.0, ""))[0]:
                     best[p] = (conf, a.field or a.raw[:40])
+            for p, conf, key in self._record_holders(s, i, ancestors, max_holders):
+                if conf > best.get(p, (0.0, ""))[0]:
+                    best[p] = (conf, key)
             deps = [
                 Dependency(self.steps[p].step_id, "data", "inferred", round(c, 3), f"value:{key}")
                 for p, (c, key) in sorted(best.items())
@@ -260,6 +264,33 @@ class Lineage:
                 out[s.step_id] = deps
         return out
 
+
+    def _record_holders(
+        self, step: Step, before: int, ancestors: set[str], max_holders: int
+    ) -> list[tuple[int, float, str]]:
+        """Producers of a record's values by the record: (position, confidence, field).
+
+        A value several steps returned (a track ``YD-07`` two lookups answered) is taken from the latest by
+        `value_edges`; a record of the step's input that holds it beside other values (the car it goes
+        with) came from the earlier holder whose output holds more of that record (the lookup of that car).
+        """
+        out: list[tuple[int, float, str]] = []
+        for records in record_lists(step.input):
+            for rec in records:
+                # (A message's role or content, a record's generic name, ties no entity's values together.)
+                keys = {a.key: a for a in atoms(rec) if not trivial(a) and a.field and a.field not in GENERIC_FIELDS}
+                if len(keys) < 2:
+                    continue
+                for a in keys.values():
+                    lst = self._holders.get(a.key, ())
+                    k = bisect.bisect_left(lst, before)
+                    if k < 2 or len(lst) > max_holders:
+                        continue
+                    held = [(len(keys.keys() & self.views[self.steps[p].step_id].out_keys), p) for p in lst[:k]]
+                    top, p = max(held)
+                    if top > held[-1][0] and self.steps[p].step_id not in ancestors:
+                        out.append((p, (1.0 / math.sqrt(len(lst))) * 0.9, a.field or a.raw[:40]))
+        return out
 
     def unread_edges(self, consumed: set[str], confidence: float = 0.4) -> dict[str, list[Dependency]]:
         """Inferred data edges from outputs no step consumed to the computation that must have read them.

@@ -15,6 +15,7 @@ characters.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,4 +165,66 @@ def build_view(step: Step, parent_outputs: Iterable[Any] = ()) -> StepView:
     )
 
 
-__all__ = ["ENVELOPE_KEYS", "StepView", "build_view", "semantic", "trivial"]
+# -- shared state: the parts of a step's input earlier steps' updates wrote ---------------------------
+
+
+def state_keys(step: Step, earlier: Mapping[tuple[str, str], int], position: int) -> frozenset[str]:
+    """Top-level keys of a step's input that hold what an earlier step returned under the same key: a
+    shared state merged from the updates of the steps before (a graph's nodes, a loop keeping
+    ``state["reading"]``), handed whole to a step that returns its own update.
+
+    The last item's ``tank=T-3`` a node overwrites with this item's ``T-5``, or a record another node
+    appended, is no value the step was asked to keep.  ``earlier``: (key, canonical JSON) of each
+    container an output held under a top-level key -> the first position that returned it
+    (`update_index`); ``position``: the step's.
+    """
+    if not is_mapping(step.input) or not is_mapping(step.output):
+        return frozenset()
+    out = set()
+    for k, v in step.input.items():
+        if isinstance(v, (dict, list)) and v:
+            c = _canonical(v)
+            if c is not None and earlier.get((str(k), c), position) < position:
+                out.add(str(k))
+            elif isinstance(v, list) and len(v) <= 200:
+                # A list the state builds by appending each update's items (a graph's message list).
+                items = [_canonical(x) for x in v]
+                if all(x is not None and earlier.get((str(k), _ITEM + x), position) < position for x in items):
+                    out.add(str(k))
+    return frozenset(out)
+
+
+def update_index(steps: Iterable[Step]) -> dict[tuple[str, str], int]:
+    """(key, canonical JSON) of every non-empty container a step's mapping output held under a top-level
+    key -> the position of the first step that returned it (see `state_keys`); input steps (the run's
+    request, a user's answers) left out."""
+    out: dict[tuple[str, str], int] = {}
+    for i, s in enumerate(steps):
+        # The run's request (an input step's answers) is what the steps are asked to honour, not state.
+        if is_mapping(s.output) and s.kind != "input":
+            for k, v in s.output.items():
+                if isinstance(v, (dict, list)) and v:
+                    c = _canonical(v)
+                    if c is not None:
+                        out.setdefault((str(k), c), i)
+                    for x in v[:200] if isinstance(v, list) else ():
+                        cx = _canonical(x)
+                        if cx is not None:
+                            out.setdefault((str(k), _ITEM + cx), i)
+    return out
+
+
+_ITEM = "item:"
+"""Marks an `update_index` entry for one item of a list an output held (a state's appended items)."""
+
+
+def _canonical(value: Any, limit: int = 20_000) -> str | None:
+    """A container's canonical JSON, None when it cannot be written or is too large to compare cheaply."""
+    try:
+        text = json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+    return text if len(text) <= limit else None
+
+
+__all__ = ["ENVELOPE_KEYS", "StepView", "build_view", "semantic", "state_keys", "trivial", "update_index"]
