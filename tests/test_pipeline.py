@@ -366,6 +366,21 @@ class TestEdges:
 
 
 class TestReport:
+    def test_the_heading_says_roots_first_only_when_they_are(self) -> None:
+        """The causes' heading says "roots first" when every root precedes every suspect, and not when a suspect
+        leads a later root (a re-ranked list)."""
+        from types import SimpleNamespace
+
+        from trajdebug.report.analysis import _causes_heading
+
+        def analysis(*roots: bool) -> SimpleNamespace:
+            causes = [SimpleNamespace(root=r) for r in roots]
+            return SimpleNamespace(guided=None, root_causes=causes, failures=["f"])
+
+        assert "roots first" in _causes_heading(analysis(True, False, False))
+        assert "roots first" not in _causes_heading(analysis(False, True, False))
+        assert "roots first" not in _causes_heading(analysis(True, True))
+
     def test_text_fits_eighty_columns_and_names_the_cause(self) -> None:
         """The plain-text report wraps at 80 columns and shows failures, causes with reasons, and stats."""
         analysis = analyze(imported_run(), outcome="failure")

@@ -259,10 +259,17 @@ def _causes_heading(a: Any) -> str:
     guided = getattr(a, "guided", None)
     if guided is not None and guided.questions and a.root_causes:
         order = " (as the answers leave them: a root they prove first, then the suspects left, then the steps they cleared)"
-    elif any(c.root for c in a.root_causes) and not all(c.root for c in a.root_causes):
+    elif _roots_lead(a.root_causes):
         order = " (roots first: no suspect input explains them; then by score)"
     else:
         order = ""
     return "Root causes" + order + ("" if a.root_causes else " (none: nothing failed)" if not a.failures else "")
+
+def _roots_lead(causes: Any) -> bool:
+    """Whether the list holds roots and suspects with every root before every suspect: only then does its
+    heading say so (a learned re-ranking or the references may put a suspect first)."""
+    flags = [bool(c.root) for c in causes]
+    return any(flags) and not all(flags) and flags == sorted(flags, reverse=True)
+
 
 __all__ = ["SETTLE", "verdict_note", "analysis_lines", "analysis_markdown", "chain_summary", "render_analysis"]
