@@ -1554,3 +1554,26 @@ class TestLookedUp:
         # A key that found another caller's record stays a made-up value.
         [e] = [e for e in _from(_verdict(run_of("Noodle"), "m"), "llm-output") if e.suspicion > 0]
         assert "555 0530" in e.reason
+
+    def test_a_common_word_or_a_date_in_the_answer_names_no_record(self) -> None:
+        """A lookup that found another record is not excused by a capitalised common word the request writes in
+        lower case ("Dog" for "a dog"), nor by a date the request also holds."""
+
+        def run_of(extra: dict[str, str], asked: str) -> Run:
+            return _run(
+                Step(
+                    "m", "model", "llm", start_ns=1, end_ns=2,
+                    input={"messages": [{"role": "user", "content": asked}]},
+                    output={"role": "assistant", "tool_calls": [{"name": "find_member", "arguments": {"card": "C 7710 2291"}}]},
+                ),
+                Step(
+                    "t", "find_member", "tool", start_ns=3, end_ns=4, input={"card": "C 7710 2291"},
+                    output={"member_id": "M-771", "name": "Ilse Varga", **extra}, deps=(D("m"),),
+                ),
+            )
+
+        for extra, asked in (
+            ({"pet": "Dog"}, "Renew the pass for Tomas Brandt, who brings a dog"),
+            ({"since": "2026-03-14"}, "Today is 2026-03-14: renew the pass for Tomas Brandt"),
+        ):
+            assert [e for e in _from(_verdict(run_of(extra, asked), "m"), "llm-output") if e.suspicion > 0], extra

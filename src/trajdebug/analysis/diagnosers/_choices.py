@@ -189,11 +189,13 @@ def looked_up(step: Step, ctx: DiagnoseContext, values: Iterable[str], reach: in
     A model that looks a record up by a key it was never shown (a caller's phone number from a session the
     recording does not carry) and whose lookup answers with the pet, customer or order its request named
     made up nothing: the world tied the key to the request.  Only the first clean tool call given the value
-    is read, and only names and codes of its answer (a capital letter or a digit) that its call was not
-    given and the request holds as a word: a key that found another record answers with other names.
+    is read, and only names and codes of its answer that its call was not given and the request writes as
+    they are written there, a word of their own: a key that found another record answers with other names.
+    A name is capitalised and a code holds letters and digits; a date, a number or a common word written in
+    lower case in the request ("a dog", "must be active") names no record.
     """
     left = {v.strip().lower() for v in values if isinstance(v, str) and len(v.strip()) >= 3}
-    asked = ctx.input_text(step)
+    asked = content.text_of(content.without_markers(step.input))
     found: set[str] = set()
     pos = ctx.graph.position(step.step_id)
     for s in ctx.run.steps[pos + 1 : pos + 1 + reach]:
@@ -210,10 +212,13 @@ def looked_up(step: Step, ctx: DiagnoseContext, values: Iterable[str], reach: in
 
 
 def _names_asked(w: Any, given: str, asked: str) -> bool:
-    if not isinstance(w, str) or len(w.strip()) < 3 or not any(c.isupper() or c.isdigit() for c in w):
+    """Whether an answer's value names what the request wrote: a capitalised name or a code, found as written."""
+    if not isinstance(w, str):
         return False
-    low = w.strip().lower()
-    return low not in given and content.has_word(asked, low)
+    w = w.strip()
+    if len(w) < 3 or not any(c.isalpha() for c in w) or not (w[0].isupper() or content.ID_TOKEN.fullmatch(w)):
+        return False
+    return w.lower() not in given and content.has_word(asked, w)
 
 
 __all__ = ["CALL_ARGS", "confirmed", "looked_up", "from_setting", "key", "setting", "settings", "shown"]
