@@ -811,3 +811,40 @@ class TestRecordEdges:
         assert len(lin.holders("s:natx 221730")) > 4 and len(lin.holders("n:221730")) > 4
         edges = {d.step_id for d in lin.value_edges().get("c", [])}
         assert {"l1", "l2"} <= edges
+
+
+class TestNamedReads:
+    """An imported span that recorded part of its arguments read, by name, the values an earlier step returned."""
+
+    @staticmethod
+    def _brew(fmt: str | None, given: dict[str, Any] | None = None) -> Run:
+        plan = _s("plan", "parse_plan", "other", 0, {"text": "FV-3, 20.0 hL"}, {"tank": "FV-3", "batch_hl": 20.0})
+        sheet = _s(
+            "sheet",
+            "save_sheet",
+            "other",
+            10,
+            given if given is not None else {"batch": "B-2303"},
+            {"batch": "B-2303", "tank": "FV-3", "batch_hl": 20.0, "sheet_no": "S-77"},
+        )
+        use = _s("use", "assign_tank", "tool", 20, {"tank": "FV-3"}, {"ok": True})
+        meta = {"source_format": fmt} if fmt else {}
+        return Run("r", "t", outcome="failure", steps=(plan, sheet, use), metadata=meta)
+
+    def test_an_imported_span_read_the_fields_an_earlier_output_held_under_the_same_name(self) -> None:
+        """A batch sheet (OTLP span given only the batch id) returning tank=FV-3, as the plan's parser did,
+        read it there (a value edge to the parser) and introduced only the sheet number no step returned."""
+        lin = Lineage(self._brew("otlp"))
+        tank = next(a for a in lin.view("use").inputs if a.field == "tank")
+        assert lin.origin(tank, 2).step_id is None
+        assert [a.raw for a in lin.introduced("sheet")] == ["S-77"]
+        assert "plan" in [d.step_id for d in lin.value_edges().get("sheet", [])]
+
+    def test_a_complete_recording_or_a_field_given_under_that_name_reads_nothing(self) -> None:
+        """Without an imported format (trajdebug's recorder records every argument), or when the span was given
+        a tank under that name (a value it changed), the sheet introduced the tank."""
+        lin = Lineage(self._brew(None))
+        tank = next(a for a in lin.view("use").inputs if a.field == "tank")
+        assert lin.origin(tank, 2).step_id == "sheet"
+        lin = Lineage(self._brew("otlp", {"batch": "B-2303", "tank": "FV-4"}))
+        assert lin.origin(tank, 2).step_id == "sheet"

@@ -764,6 +764,28 @@ class TestRanking:
         loc = localize(Run("r", "oncall", outcome="failure", steps=steps))
         assert "lineage:contradicted" in next(c for c in loc.candidates if c.step_id == "d").signals
 
+    def test_a_total_short_of_the_failures_number_by_one_listed_item_is_a_slip(self) -> None:
+        """A train length 576 where the dispatcher measures 635 is short by one car's 59 ft: the step that summed
+        the cars is suspect; a gap that is no car's length (the dispatcher's 640) says nothing of it."""
+
+        def run_of(actual: int) -> Run:
+            cars = [{"car": f"C-{i}", "length_ft": n} for i, n in enumerate((59, 50, 73, 46))]
+            steps = (
+                Step("c", "get_consist", "tool", input={"train": "M-1"}, output=cars, start_ns=1, end_ns=2),
+                Step("l", "train_length", "other", input={"consist": cars}, output={"length_ft": 576}, deps=(D("c"),), start_ns=3, end_ns=4),
+                Step("s", "choose_siding", "other", input={"length_ft": 576}, output={"siding": "Elk", "capacity_ft": 600}, deps=(D("l"),), start_ns=5, end_ns=6),
+                Step(
+                    "w", "request_warrant", "tool", input={"siding": "Elk", "consist": cars}, status="error",
+                    error=ErrorInfo("Refused", f"M-1 is {actual} ft, does not clear Elk (600 ft)"), deps=(D("s"), D("c")), start_ns=7, end_ns=8,
+                ),
+            )
+            return Run("r", "yard", outcome="failure", steps=steps)
+
+        short = localize(run_of(635))
+        assert "lineage:whatif" in next(c for c in short.candidates if c.step_id == "l").signals
+        other = localize(run_of(640))
+        assert all("lineage:whatif" not in c.signals for c in other.candidates if c.step_id == "l")
+
     def test_an_item_of_a_total_the_failure_names_is_not_said_to_be_named(self) -> None:
         """A value that only counts toward a total the failure states is said to count toward it, not to be named by the failure."""
         lines = [{"amount": 64.0, "what": "dinner"}, {"amount": 304.4, "what": "hotel"}]

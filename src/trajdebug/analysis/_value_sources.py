@@ -54,7 +54,7 @@ from trajdebug.analysis._sources import (
 from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
-from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, record_lists
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, one_item_short, record_lists
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms, iter_text
@@ -120,6 +120,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     out += _spoken_fields(sl, said, pos, within, step.name)
     out += _spoken_labels(sl, message, pos, within, step.name)
     out += picked_named(sl, named, pos, within, step.name)
+    out += _short_totals(sl, named, pos, within, step.name)
     for a in args:
         seen.add(a.key)
         spoken = a.field is not None and any(sl.lexicon.singular(w) in said for w in _field_words(a.field, sl.lexicon))
@@ -193,6 +194,31 @@ def _named_values(
         out += _dropped(sl, a, pos, within, step.name, named, sl.w["dropped_reached"] if reached else 1.0)
         if not reached:
             out += _expected(sl, a, pos, within, step.name)
+    return out
+
+
+def _short_totals(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
+    """Steps whose total falls short of a number the failure states, and no step returned, by exactly one item
+    of the list they were given (a train's length without one car, an invoice's total without one line): a check
+    that added the items afresh found one the step skipped (`one_item_short`)."""
+    stated = [a for a in named if a.kind == "number" and a.number and not sl.lin.holders(a.key)]
+    out: list[Found] = []
+    for sid in sorted(within, key=sl.g.position) if stated else ():
+        if sl.g.position(sid) >= pos:
+            continue
+        view = sl.lin.view(sid)
+        computed = [b for b in view.outputs if b.kind == "number" and not view.given(b)]
+        for a in stated:
+            hit = one_item_short(sl.g.steps[sid].input, computed, a.number or 0.0)
+            if hit is not None:
+                b, item = hit
+                # The same counterfactual as a what-if slip: with the item counted, the run's number is the failure's.
+                reason = (
+                    f"its {b.field}={b.raw} looks short by one item: with the {item:g} of the list it was given, "
+                    f"it would be the {a.raw} the failure at {where} states"
+                )
+                out.append(Evidence(sid, sl.w["whatif"], reason, "lineage:whatif"))
+                break
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies, record_lists
 from trajdebug.analysis.lineage._derivation import run_units
-from trajdebug.analysis.lineage._totals import TOTAL_KEY, total_edges
+from trajdebug.analysis.lineage._totals import TOTAL_KEY, one_item_short, total_edges
 from trajdebug.analysis.lineage._trace import (
     MAX_PRODUCERS,
     Derivation,
@@ -56,6 +56,7 @@ __all__ = [
     "derivation",
     "failure_atoms",
     "formulas",
+    "one_item_short",
     "operands",
     "semantic",
     "slips",

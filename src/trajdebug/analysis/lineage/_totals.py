@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from trajdebug.analysis.lineage._anomalies import record_lists
 from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.values import Atom
 
 
 TOTAL_KEY = "total:"
@@ -29,6 +31,9 @@ _MAX_FIELDS = 8
 _MAX_SIBLINGS = 64
 _MIN_ITEMS = 2
 """A total of one item is a copy, which value edges find."""
+_MIN_LISTED = 3
+"""Items a list must hold for a total short by one of them to say an item was skipped (of two, the total
+is one item's copy)."""
 
 
 def _number(v: Any) -> float | None:
@@ -123,3 +128,23 @@ def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> 
 
 
 __all__ = ["TOTAL_KEY", "total_edges"]
+
+
+def one_item_short(given: Any, computed: Sequence[Atom], expected: float) -> tuple[Atom, float] | None:
+    """The number a step computed (``computed``: its output numbers it was not given) under a field its input's
+    records hold (``length_ft`` of every car), that falls ``expected`` short by exactly one record's value of
+    that field, with that value; None when none does.  Only lists of `_MIN_LISTED` records or more count, and
+    the difference must match to 1e-6 (an item's exact value, not a rounding)."""
+    lists = [recs for recs in record_lists(given) if len(recs) >= _MIN_LISTED]
+    for a in computed:
+        if a.kind != "number" or a.number is None or not a.field or a.number >= expected:
+            continue
+        gap = expected - a.number
+        for recs in lists:
+            vals = [n for r in recs for k, v in r.items() if str(k).lower() == a.field and (n := _number(v)) is not None]
+            if len(vals) < _MIN_LISTED:
+                continue
+            hit = next((v for v in vals if abs(gap - v) <= 1e-6 * max(1.0, abs(expected))), None)
+            if hit is not None:
+                return a, hit
+    return None

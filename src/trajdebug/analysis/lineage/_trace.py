@@ -41,7 +41,7 @@ from typing import Any
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, record_lists
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
-from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view, trivial
+from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view, named_reads, trivial
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import Atom, atoms
 
@@ -95,6 +95,7 @@ class Lineage:
         by_id = {s.step_id: s for s in run.steps}
         kids = children if children is not None else _children(run)
         self.views: dict[str, StepView] = {}
+        self._named: dict[str, set[str]] = {}  # step id -> the values it read by name (`named_reads`)
         for s in run.steps:
             given = _made_of(s.step_id, kids, by_id)
             parents = [by_id[d.step_id].output for d in s.deps if d.step_id in by_id] if not given else []
@@ -107,6 +108,13 @@ class Lineage:
                 if len(view.in_text) < _TEXT_LIMIT:
                     view.in_text += "\n" + extra.in_text
             self.views[s.step_id] = view
+        for sid, named in named_reads(run.steps, self.views, run.metadata.get("source_format")).items():
+            # A span that recorded part of its input read these by name: given, and linked to their holders
+            # (not a number it computed from what it was given, which equals another item's by chance).
+            read = [a for a in named if not operands(self.views[sid], a)]
+            self.views[sid].inputs.extend(read)
+            self.views[sid].in_keys.update(a.key for a in read)
+            self._named[sid] = {a.key for a in read}
         self.steps = run.steps
         self._words: dict[str, list[int]] | None = None
         self._holders: dict[str, list[int]] = {}
@@ -471,9 +479,10 @@ class Lineage:
         return any(keys <= self.views[t.step_id].in_keys for t in self.steps[lo:hi])
 
     def _reads_more(self, step_id: str) -> bool:
-        v = self.views[step_id]
-        new = {a.key for a in v.outputs if not v.given(a)}
-        return len(new) >= 2 and len(new) > len({a.key for a in v.inputs})
+        # On the input as recorded: the values it read by name do not make the recording whole.
+        v, named = self.views[step_id], self._named.get(step_id, set())
+        new = {a.key for a in v.outputs if a.key in named or not v.given(a)}
+        return len(new) >= 2 and len({a.key for a in v.inputs} - named) < len(new)
 
 
 _FIELD = re.compile(r"[A-Za-z_][\w-]*")

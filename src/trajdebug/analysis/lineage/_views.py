@@ -16,7 +16,7 @@ characters.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,6 +214,57 @@ def update_index(steps: Iterable[Step]) -> dict[tuple[str, str], int]:
     return out
 
 
+# -- partial recordings: what a local span read that its recorded input leaves out ---------------------
+
+
+PARTIAL_FORMATS = frozenset({"otlp"})
+"""Imported formats whose spans carry what their instrumentation chose to record: a hand-made span's
+``input.value`` often holds one or two of the function's arguments (an id, a name), while trajdebug's own
+recorder, the LangChain callbacks and the Agents SDK's function spans record every argument."""
+
+_LOCAL_KINDS = frozenset({"other"})
+"""Kinds of step that compute in the agent's own code (no model, tool, retrieval, agent or input step:
+those bring values in from outside, so what they return unasked they introduced)."""
+
+
+def named_reads(steps: Sequence[Step], views: Mapping[str, StepView], source_format: object) -> dict[str, list[Atom]]:
+    """For a run whose recording may be partial (``source_format`` in `PARTIAL_FORMATS`): the output values
+    of each local step, under a field its recorded input does not name, that an earlier step's output held
+    under the same field name (``fermenter=FV-6`` in a batch sheet whose span recorded only the batch and recipe ids, after a
+    plan's parser returned ``fermenter=FV-6``), by step id.
+
+    A function that returns a value under the very name an earlier step returned it under read it there;
+    counted as introduced, such a value makes the span the origin of every value it copied.  Earlier means
+    ended before the step started (an enclosing step's output, which holds its children's, comes later).
+    """
+    if source_format not in PARTIAL_FORMATS:
+        return {}
+    out: dict[str, list[Atom]] = {}
+    first: dict[tuple[str, str], int] = {}  # (field, value) -> when the first step that returned it ended
+    for s in steps:
+        v = views[s.step_id]
+        # (A span given its arguments by name: one given a text, a parser's, was given what it reads.)
+        if s.kind in _LOCAL_KINDS and is_mapping(s.input) and v.outputs and not v.given_by_parents:
+            # Only fields its recorded input lacks: one it was given under that name with another value is
+            # a value it changed (a log line that names the previous lot's tool), not one it was not shown.
+            named = {a.field for a in v.inputs}
+            got = [
+                a
+                for a in v.outputs
+                if a.field
+                and a.field not in named
+                and first.get((a.field, a.key), s.start_ns + 1) <= s.start_ns
+                and not v.given(a)
+            ]
+            if got:
+                out[s.step_id] = got
+        if s.end_ns is not None and s.kind != "agent":
+            for a in v.outputs:
+                if a.field and first.get((a.field, a.key), s.end_ns + 1) > s.end_ns:
+                    first[(a.field, a.key)] = s.end_ns
+    return out
+
+
 _ITEM = "item:"
 """Marks an `update_index` entry for one item of a list an output held (a state's appended items)."""
 
@@ -227,4 +278,14 @@ def _canonical(value: Any, limit: int = 20_000) -> str | None:
     return text if len(text) <= limit else None
 
 
-__all__ = ["ENVELOPE_KEYS", "StepView", "build_view", "semantic", "state_keys", "trivial", "update_index"]
+__all__ = [
+    "ENVELOPE_KEYS",
+    "PARTIAL_FORMATS",
+    "StepView",
+    "build_view",
+    "named_reads",
+    "semantic",
+    "state_keys",
+    "trivial",
+    "update_index",
+]
