@@ -112,3 +112,14 @@ def test_a_failure_naming_one_record_is_not_about_the_values_of_the_others() -> 
     assert "d:09-11" in others  # (held by B1 and B8 alone)
     assert unnamed_records(manifest, "intake closed for the season") == set()
 
+
+
+def test_a_common_word_names_no_record_of_a_failed_list() -> None:
+    """A status word ("pending") or a short word ("no") in a failure's message names no record: the values of
+    the record it is about are still traced."""
+    lines = {"lines": [{"sku": "P-31", "status": "pending", "qty": 5}, {"sku": "P-32", "status": "shipped", "qty": 7}]}
+    assert unnamed_records(lines, "cannot close the order while a line is pending (qty 7 over stock)") == set()
+    seats = {"rows": [{"a": "no", "n": 22}, {"a": "yes", "n": 23}]}
+    assert unnamed_records(seats, "ValueError: no seat for 22") == set()
+    # A code names its record in any case, a capitalised name as written.
+    assert "n:7" in unnamed_records(lines, "line p-31 is held")

@@ -142,14 +142,22 @@ def unnamed_records(value: Any, message: str) -> set[str]:
     inside: set[str] = set()
     outside: set[str] = set()
     for records in record_lists(value):
-        named = [
-            any(isinstance(v, str) and len(v.strip()) >= 2 and has_word(text, v.strip().casefold()) for v in r.values())
-            for r in records
-        ]
+        named = [any(_names_record(v, message, text) for v in r.values()) for r in records]
         if any(named) and not all(named):
             for r, hit in zip(records, named):
                 (inside if hit else outside).update(a.key for a in atoms(r))
     return outside - inside
+
+
+def _names_record(v: Any, message: str, folded: str) -> bool:
+    """Whether a record's text value names it in a failure's message: a code (letters and digits, in any case)
+    or a capitalised name written as it is; a common word ("no", "pending") names no record."""
+    if not isinstance(v, str):
+        return False
+    v = v.strip()
+    if len(v) >= 2 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+        return has_word(folded, v.casefold())
+    return len(v) >= 3 and v[0].isupper() and has_word(message, v)
 
 
 def _named_values(
