@@ -460,6 +460,27 @@ def _facts(step: Step, ctx: DiagnoseContext) -> list[Any]:
     return out
 
 
+def _echoed(step: Step, ctx: DiagnoseContext) -> dict[str, Any]:
+    """The fields an earlier call of the same tool, upstream of this one, was given and answered unchanged."""
+    out: dict[str, Any] = {}
+    for d in ctx.graph.parents(step.step_id):
+        up = ctx.step(d.step_id)
+        if up.name == step.name and up.kind == step.kind and isinstance(up.output, Mapping) and isinstance(up.input, Mapping):
+            out.update((k, v) for k, v in up.output.items() if k in up.input and up.input[k] == v)
+    return out
+
+
+def _next_key(value: Any, earlier: Any) -> bool:
+    """Whether a value is another id of the series an earlier request's echoed value belongs to (one shape)."""
+    return (
+        isinstance(value, str)
+        and isinstance(earlier, str)
+        and value != earlier
+        and content.ID_TOKEN.fullmatch(value) is not None
+        and content.char_shape(value) == content.char_shape(earlier)
+    )
+
+
 def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Tool arguments that come from no upstream output, or contradict one."""
     if step.kind != "tool" or not isinstance(step.input, Mapping):
@@ -485,10 +506,15 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     numeric = any(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in args)
     forms = content.number_forms(hay) if numeric else set()
     checked, missing, chosen = 0, [], False
+    echoed = _echoed(step, ctx)
     for path, v in args:
         seen = present(v, hay, forms)
         if seen is None:
             continue
+        if not seen and _next_key(v, echoed.get(path.split(".", 1)[0])):
+            # The next id of the series an earlier call of this tool took as its request and echoed: a
+            # loop's own key (``H-12``, then ``H-19``), which the code walking the loop supplies.
+            seen = chosen = True
         if not seen and choices.setting(path.rsplit(".", 1)[-1], v, lexicon=ctx.lexicon):
             # A setting of the call (a window, a page size) is the caller's choice, not a claim: accounted
             # for, never found upstream.
