@@ -748,6 +748,16 @@ class TestSharedState:
         assert [e.diagnoser for e in anomalies(second, lin.view("p2"), rewritten=keys)] == []
         assert "lineage:conflict" in [e.diagnoser for e in anomalies(second, lin.view("p2"))]
 
+    def test_one_value_handed_down_a_pipeline_is_no_state(self) -> None:
+        """A planner's one booking handed to a tool that answers another court: the tool was given a value to
+        keep, not a state (one part, not written back), so the conflict stays."""
+        plan = _s("a", "plan", "llm", 1, {"q": "book court 4"}, {"booking": {"ref": "BK-40", "court": "C-4"}})
+        book = _s("b", "reserve", "tool", 3, {"booking": {"ref": "BK-40", "court": "C-4"}}, {"ref": "BK-40", "court": "C-9"}, "a")
+        run = _run(plan, book)
+        keys = state_keys(book, update_index(run.steps), 1)
+        assert keys == frozenset()
+        assert "lineage:conflict" in [e.diagnoser for e in anomalies(book, Lineage(run).view("b"), rewritten=keys)]
+
     def test_the_runs_request_is_no_state(self) -> None:
         """Answers the run was given (an input step's) are a request the step must honour: a conflict stays."""
         ask = _s("u", "receive_request", "input", 0, {"household": "H-32"}, {"answers": {"heat_pump": True}})

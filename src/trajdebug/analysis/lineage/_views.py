@@ -173,25 +173,30 @@ def state_keys(step: Step, earlier: Mapping[tuple[str, str], int], position: int
     shared state merged from the updates of the steps before (a graph's nodes, a loop keeping
     ``state["reading"]``), handed whole to a step that returns its own update.
 
-    The last item's ``tank=T-3`` a node overwrites with this item's ``T-5``, or a record another node
-    appended, is no value the step was asked to keep.  ``earlier``: (key, canonical JSON) of each
+    The last item's ``bay=B-2`` a node overwrites with this item's ``B-4``, or a record another node
+    appended, is no value the step was asked to keep.  A single such part counts only when the step writes
+    it back (one object handed down a pipeline is a value to keep, not a state).  ``earlier``: (key, canonical JSON) of each
     container an output held under a top-level key -> the first position that returned it
     (`update_index`); ``position``: the step's.
     """
     if not is_mapping(step.input) or not is_mapping(step.output):
         return frozenset()
-    out = set()
+    whole, appended = set(), set()
     for k, v in step.input.items():
         if isinstance(v, (dict, list)) and v:
             c = _canonical(v)
             if c is not None and earlier.get((str(k), c), position) < position:
-                out.add(str(k))
+                whole.add(str(k))
             elif isinstance(v, list) and len(v) <= 200:
                 # A list the state builds by appending each update's items (a graph's message list).
                 items = [_canonical(x) for x in v]
                 if all(x is not None and earlier.get((str(k), _ITEM + x), position) < position for x in items):
-                    out.add(str(k))
-    return frozenset(out)
+                    appended.add(str(k))
+    if len(whole) + len(appended) < 2:
+        # One value handed on whole under its own name is a pipeline passing it (a planner's order to the
+        # refund tool), whose conflicts count; a graph's state merges several parts, or is written back.
+        whole &= set(map(str, step.output))
+    return frozenset(whole | appended)
 
 
 def update_index(steps: Iterable[Step]) -> dict[tuple[str, str], int]:
