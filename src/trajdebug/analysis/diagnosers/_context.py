@@ -45,8 +45,9 @@ class Diagnoser(Protocol):
 INPUT_TEXT_KEPT = 16_384
 """The longest input text kept for the whole diagnosis (characters).  A chat model's prompt holds the
 conversation so far, up to the recorder's truncation each: keeping every prompt's text would double a chat
-run's memory, so a longer one is kept only while its own step is diagnosed and built again when another
-step reads it (an enclosing step, a state reader); most inputs are short and read by many steps."""
+run's memory, so only the last long one read is kept (its own step's diagnosers read it one after another),
+and a long one is built again when read after another (an enclosing step, a state reader, a lookup's
+input); most inputs are short and read by many steps."""
 
 SUMMARY_SAFE: frozenset[str] = frozenset({"step-error", "contract", "external-input", "race", "retry-divergence"})
 """Diagnosers that read no content (statuses, errors, timing, state keys, equality of outputs), so they also
@@ -244,7 +245,7 @@ class DiagnoseContext:
             t = content.text_of(content.without_markers(step.input)).lower()
             if len(t) <= INPUT_TEXT_KEPT:
                 self._texts[key] = t
-            else:  # kept for this step's diagnosers only (they run one after another)
+            else:  # kept until another long input is read
                 self._step_facts["\0in"] = (step, t)
         return t
 
