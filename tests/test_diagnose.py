@@ -1523,37 +1523,37 @@ class TestLoops:
         assert [e for e in _from(_verdict(alone, "m"), "llm-output") if "but its input says" in e.reason]
 
     def test_an_earlier_call_of_the_same_tool_is_no_fact_about_the_next_item(self) -> None:
-        """A loop's benefits call for E-107 after the one for E-103 (linked by the plan both were given) contradicts nothing."""
-        first = Step("a", "benefits", "tool", input={"employee": "E-103", "plan": "PPO"}, output={"employee": "E-103", "plan": "PPO", "premium": 205.1})
-        run = _run(first, Step("b", "benefits", "tool", input={"employee": "E-107", "plan": "PPO"}, deps=(D("a"),)))
+        """A loop's locker call for M-219 after the one for M-214 (linked by the tier both were given) contradicts nothing."""
+        first = Step("a", "locker", "tool", input={"member": "M-214", "tier": "GOLD"}, output={"member": "M-214", "tier": "GOLD", "fee": 48.5})
+        run = _run(first, Step("b", "locker", "tool", input={"member": "M-219", "tier": "GOLD"}, deps=(D("a"),)))
         assert not [e for e in _from(_verdict(run, "b"), "tool-arguments") if "contradicts" in e.reason]
-        # Another tool's answer about E-103 is a fact the argument contradicts.
-        lookup = Step("a", "lookup_employee", "tool", input={"badge": 77}, output={"employee": "E-103", "plan": "PPO"})
-        other = _run(lookup, Step("b", "benefits", "tool", input={"employee": "E-107", "plan": "PPO"}, deps=(D("a"),)))
+        # Another tool's answer about M-214 is a fact the argument contradicts.
+        lookup = Step("a", "lookup_member", "tool", input={"card": 77}, output={"member": "M-214", "tier": "GOLD"})
+        other = _run(lookup, Step("b", "locker", "tool", input={"member": "M-219", "tier": "GOLD"}, deps=(D("a"),)))
         assert [e for e in _from(_verdict(other, "b"), "tool-arguments") if "contradicts" in e.reason]
 
 
 class TestLookedUp:
     def test_a_made_up_key_whose_lookup_found_the_request_is_no_claim(self) -> None:
-        """A model looking a caller up by a phone number it was never shown, answered with the pet its request names, made nothing up."""
+        """A model looking a client up by a phone number it was never shown, answered with the piano its request names, made nothing up."""
 
-        def run_of(pet: str) -> Run:
+        def run_of(piano: str) -> Run:
             return _run(
                 Step(
                     "m", "model", "llm", start_ns=1, end_ns=2,
-                    input={"messages": [{"role": "user", "content": "Visit V-805: Rocket (cruciate strain)"}]},
-                    output={"role": "assistant", "tool_calls": [{"name": "lookup_owner", "arguments": {"phone": "+1 555 0530"}}]},
+                    input={"messages": [{"role": "user", "content": "Job J-614: Bechstein (sticking key)"}]},
+                    output={"role": "assistant", "tool_calls": [{"name": "lookup_client", "arguments": {"phone": "+1 555 0174"}}]},
                 ),
                 Step(
-                    "t", "lookup_owner", "tool", start_ns=3, end_ns=4, input={"phone": "+1 555 0530"},
-                    output={"owner_id": "O-530", "pets": [{"name": pet, "species": "dog"}]}, deps=(D("m"),),
+                    "t", "lookup_client", "tool", start_ns=3, end_ns=4, input={"phone": "+1 555 0174"},
+                    output={"client_id": "C-174", "pianos": [{"make": piano, "kind": "upright"}]}, deps=(D("m"),),
                 ),
             )
 
-        assert not [e for e in _from(_verdict(run_of("Rocket"), "m"), "llm-output") if e.suspicion > 0]
-        # A key that found another caller's record stays a made-up value.
-        [e] = [e for e in _from(_verdict(run_of("Noodle"), "m"), "llm-output") if e.suspicion > 0]
-        assert "555 0530" in e.reason
+        assert not [e for e in _from(_verdict(run_of("Bechstein"), "m"), "llm-output") if e.suspicion > 0]
+        # A key that found another client's record stays a made-up value.
+        [e] = [e for e in _from(_verdict(run_of("Steinway"), "m"), "llm-output") if e.suspicion > 0]
+        assert "555 0174" in e.reason
 
     def test_a_common_word_or_a_date_in_the_answer_names_no_record(self) -> None:
         """A lookup that found another record is not excused by a capitalised common word the request writes in

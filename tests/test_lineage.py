@@ -729,18 +729,18 @@ class TestReadsTheRecordingMissed:
 class TestSharedState:
     """A state graph's node is handed the state its earlier nodes' updates wrote: no request it must honour."""
 
-    def _node(self, sid: str, start: int, prev: dict[str, Any] | None, tank: str) -> Step:
-        reading = {"tank": tank, "ph": 8.1}
-        given: dict[str, Any] = {"raw": f"{tank} | pH 8.1", "idx": start}
+    def _node(self, sid: str, start: int, prev: dict[str, Any] | None, dome: str) -> Step:
+        reading = {"dome": dome, "seeing": 1.4}
+        given: dict[str, Any] = {"raw": f"{dome} | seeing 1.4", "idx": start}
         if prev is not None:
             given["reading"] = prev["reading"]
         return _s(sid, "parse", "other", start, given, {"reading": reading})
 
     def test_a_node_overwriting_its_own_last_update_is_no_conflict(self) -> None:
-        """A parser given the state's `reading` of the last tank (T-3), which its own earlier call wrote, and
-        answering this tank's T-5 replaced the state's value: no conflict; given T-3 by a caller, it is one."""
-        first = self._node("p1", 1, None, "T-3")
-        second = self._node("p2", 3, first.output, "T-5")
+        """A parser given the state's `reading` of the last dome (DM-3), which its own earlier call wrote, and
+        answering this dome's DM-5 replaced the state's value: no conflict; given DM-3 by a caller, it is one."""
+        first = self._node("p1", 1, None, "DM-3")
+        second = self._node("p2", 3, first.output, "DM-5")
         run = _run(first, second)
         lin = Lineage(run)
         keys = state_keys(second, update_index(run.steps), 1)
@@ -766,59 +766,59 @@ class TestSharedState:
 
     def test_a_list_the_state_appends_to_is_state(self) -> None:
         """A message list built by appending each update's items is the state's, not one step's request."""
-        a = _s("a", "ask", "other", 1, {}, {"messages": [{"role": "user", "content": "T-7 dosed"}]})
+        a = _s("a", "ask", "other", 1, {}, {"messages": [{"role": "user", "content": "DM-7 closed"}]})
         b = _s("b", "log", "other", 2, {}, {"messages": [{"role": "user", "content": "queued"}]})
-        c = _s("c", "parse", "other", 3, {"messages": [*a.output["messages"], *b.output["messages"]]}, {"tank": "T-2"})
+        c = _s("c", "parse", "other", 3, {"messages": [*a.output["messages"], *b.output["messages"]]}, {"dome": "DM-2"})
         assert state_keys(c, update_index((a, b, c)), 2) == {"messages"}
         assert state_keys(c, update_index((c,)), 0) == frozenset()
 
 
 class TestUnconverted:
     def test_a_number_kept_from_one_unit_under_a_field_named_for_another_is_suspect(self) -> None:
-        """A parser keeping 'temp 81.0 F' as temp_c=81.0, in a run that writes temperatures in C, kept a unit
-        unconverted; converting it to 27.2 is no finding, nor is a field named for no unit the run writes, a
-        range's bound ('2 to 8') or a number equal to another one written otherwise (24 for '24.0 mL')."""
+        """A parser keeping 'air 95.9 F' as air_c=95.9, in a run that writes temperatures in C, kept a unit
+        unconverted; converting it to 35.5 is no finding, nor is a field named for no unit the run writes, a
+        range's bound ('3 to 9') or a number equal to another one written otherwise (12 for '12.0 mL')."""
 
-        def parse(out: dict[str, Any], raw: str = "T-4 | temp 81.0 F") -> list[str]:
-            probe = _s("t", "probe", "tool", 1, {"tank": "T-1"}, "T-1 | temp 14.2 C | every 4 hours")
+        def parse(out: dict[str, Any], raw: str = "PC-4 | air 95.9 F") -> list[str]:
+            probe = _s("t", "probe", "tool", 1, {"cabinet": "PC-1"}, "PC-1 | air 27.6 C | every 6 hours")
             p = _s("p", "parse", "other", 2, {"raw": raw}, out)
             lin = Lineage(_run(probe, p))
             units = run_units(lin.view(s) for s in ("t", "p"))
             return [e.diagnoser for e in relabelled(lin.view("p"), units)]
 
-        assert parse({"temp_c": 81.0}) == ["lineage:altered"]
-        assert parse({"temp_c": 27.2}) == []
-        assert parse({"temp_k": 81.0}) == []
+        assert parse({"air_c": 95.9}) == ["lineage:altered"]
+        assert parse({"air_c": 35.5}) == []
+        assert parse({"air_k": 95.9}) == []
         # A range's joint is no unit, and a number not copied as written is a coincidence.
-        assert parse({"temp_c": 2}, "store 2 to 8 C") == []
-        assert parse({"every_hours": 24}, "give 24.0 mL") == []
+        assert parse({"air_c": 3}, "keep 3 to 9 C") == []
+        assert parse({"every_hours": 12}, "add 12.0 mL") == []
 
 
 class TestRecordEdges:
     def test_a_value_two_steps_returned_is_linked_to_the_one_whose_record_it_came_in(self) -> None:
-        """Two lookups answered track YD-07; a pull list pairing car NATX 221730 (a value too many steps held
-        to link by) with YD-07 took it from that car's lookup, the earlier one, not only from the latest."""
-        cars = ["NATX 221730", "CORX 8813"]
+        """Two lookups answered rack RK-03; a launch list pairing boat KNRV 418262 (a value too many steps held
+        to link by) with RK-03 took it from that boat's lookup, the earlier one, not only from the latest."""
+        boats = ["KNRV 418262", "DELF 7730"]
         run = _run(
-            _s("o", "order", "input", 0, None, {"cars": cars}),
-            _s("w", "waybills", "tool", 1, {"cars": cars}, [f"WB|{c}" for c in cars]),
-            _s("p1", "parse", "parse", 2, {"line": "WB|NATX 221730"}, {"car": "NATX 221730"}),
-            _s("l1", "lookup_car", "tool", 3, {"car": "NATX 221730"}, {"car": "NATX 221730", "track": "YD-07"}),
-            _s("k1", "check", "condition", 4, {"car": "NATX 221730"}, {"car": "NATX 221730", "ok": True}),
-            _s("p2", "parse", "parse", 4, {"line": "WB|CORX 8813"}, {"car": "CORX 8813"}),
-            _s("l2", "lookup_car", "tool", 5, {"car": "CORX 8813"}, {"car": "CORX 8813", "track": "YD-07"}),
-            _s("d", "draft", "llm", 6, {"cars": cars}, {"order": cars}),
+            _s("o", "order", "input", 0, None, {"boats": boats}),
+            _s("w", "logbook", "tool", 1, {"boats": boats}, [f"LOG|{b}" for b in boats]),
+            _s("p1", "parse", "parse", 2, {"line": "LOG|KNRV 418262"}, {"boat": "KNRV 418262"}),
+            _s("l1", "lookup_boat", "tool", 3, {"boat": "KNRV 418262"}, {"boat": "KNRV 418262", "rack": "RK-03"}),
+            _s("k1", "check", "condition", 4, {"boat": "KNRV 418262"}, {"boat": "KNRV 418262", "ok": True}),
+            _s("p2", "parse", "parse", 4, {"line": "LOG|DELF 7730"}, {"boat": "DELF 7730"}),
+            _s("l2", "lookup_boat", "tool", 5, {"boat": "DELF 7730"}, {"boat": "DELF 7730", "rack": "RK-03"}),
+            _s("d", "draft", "llm", 6, {"boats": boats}, {"order": boats}),
             _s(
                 "c",
                 "confirm",
                 "tool",
                 7,
-                {"pulls": [{"car": "NATX 221730", "track": "YD-07"}, {"car": "CORX 8813", "track": "YD-07"}]},
+                {"launches": [{"boat": "KNRV 418262", "rack": "RK-03"}, {"boat": "DELF 7730", "rack": "RK-03"}]},
                 None,
             ),
         )
         lin = Lineage(run)
-        assert len(lin.holders("s:natx 221730")) > 4 and len(lin.holders("n:221730")) > 4
+        assert len(lin.holders("s:knrv 418262")) > 4 and len(lin.holders("n:418262")) > 4
         edges = {d.step_id for d in lin.value_edges().get("c", [])}
         assert {"l1", "l2"} <= edges
 

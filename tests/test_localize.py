@@ -725,23 +725,23 @@ class TestRanking:
         assert all("lineage:contradicted" not in c.signals for c in loc.candidates)
 
     def test_a_number_the_failing_step_was_handed_under_another_name_corrects_nothing(self) -> None:
-        """"CAD 3072.16 ... off the day's rate" quotes the amount the payment was handed: proration's ``days=14`` is not contradicted."""
+        """"NZD 3139.07 ... over the grant's cap" quotes the amount the payment was handed: proration's ``days=21`` is not contradicted."""
 
         def run_of(message: str, field: str) -> Run:
             steps = (
-                Step("p", "prorate", "other", input={"annual": 80000.0}, output={"gross": 3068.49, "days": 14}, start_ns=1, end_ns=2),
-                Step("c", "convert", "other", input={"net": 2457.73}, output={"amount": 3072.16}, deps=(D("p"),), start_ns=3, end_ns=4),
+                Step("p", "prorate", "other", input={"annual": 62000.0}, output={"gross": 3567.12, "days": 21}, start_ns=1, end_ns=2),
+                Step("c", "convert", "other", input={"net": 2854.10}, output={"amount": 3139.07}, deps=(D("p"),), start_ns=3, end_ns=4),
                 Step(
-                    "s", "submit_payment", "tool", input={field: 3072.16, "currency": "CAD"}, status="error",
+                    "s", "submit_payment", "tool", input={field: 3139.07, "currency": "NZD"}, status="error",
                     error=ErrorInfo("Refused", message), deps=(D("c"),), start_ns=5, end_ns=6,
                 ),
             )
-            return Run("r", "payroll", outcome="failure", steps=steps)
+            return Run("r", "stipends", outcome="failure", steps=steps)
 
-        quoted = localize(run_of("CAD 3072.16 for E-105 off the day's rate by more than 1%", "amount"))
+        quoted = localize(run_of("NZD 3139.07 for F-312 over the grant's cap by more than 2%", "amount"))
         assert all("lineage:contradicted" not in c.signals for c in quoted.candidates)
         # Handed under the name the message gives it, the number is the step's own figure: it corrects another's.
-        own = localize(run_of("3072.16 days for E-105 is off the schedule", "days"))
+        own = localize(run_of("3139.07 days for F-312 is over the term", "days"))
         assert any("lineage:contradicted" in c.signals for c in own.candidates)
 
     def test_a_lower_case_word_after_a_number_still_names_what_it_counts(self) -> None:

@@ -146,8 +146,8 @@ def _sub_agent_run(first: str) -> Run:
     picked the record it answered with."""
     from tests.builders import step
 
-    hits = [{"code": "8516.79", "text": "Electric kettle", "unit": "pcs"}, {"code": "8516.90", "text": "Kettle parts", "unit": "kg"}]
-    answer = {"sku": "KT-220", "code": "8516.90", "unit": "kg"}
+    hits = [{"code": "9005.80", "text": "Telescope mount", "unit": "pcs"}, {"code": "9005.90", "text": "Mount parts", "unit": "kg"}]
+    answer = {"sku": "TM-330", "code": "9005.90", "unit": "kg"}
     earlier = [
         step(f"w{i}", "classify", "tool", 10 * i, {"input": f"SKU-{i}: item {i}"}, {"sku": f"SKU-{i}", "code": f"90{i}0.10", "unit": "pcs"})
         for i in (1, 2, 3)
@@ -155,16 +155,16 @@ def _sub_agent_run(first: str) -> Run:
     pick = {"picked": hits[1]} if first == "llm" else hits
     return Run(
         "r",
-        "customs",
+        "purchasing",
         outcome="failure",
         steps=(
             *earlier,
-            step("w", "classify", "tool", 100, {"input": "KT-220: Electric kettle, 1.7 l"}, answer),
-            step("s", "search", first, 101, {"query": "Electric kettle, 1.7 l"}, pick, parent_id="w"),
+            step("w", "classify", "tool", 100, {"input": "TM-330: Telescope mount, 2.4 m"}, answer),
+            step("s", "search", first, 101, {"query": "Telescope mount, 2.4 m"}, pick, parent_id="w"),
             step("a", "model", "llm", 102, {"messages": [{"role": "tool", "content": str(pick)}]},
-                 {"role": "assistant", "content": '{"sku": "KT-220", "code": "8516.90", "unit": "kg"}'}, "s", parent_id="w"),
+                 {"role": "assistant", "content": '{"sku": "TM-330", "code": "9005.90", "unit": "kg"}'}, "s", parent_id="w"),
             step("f", "file_entry", "tool", 200, {"lines": [answer]}, None, "w", status="error",
-                 error=ErrorInfo("Rejected", "line KT-220 code 8516.90 is reported in kg, the invoice in pcs")),
+                 error=ErrorInfo("Rejected", "line TM-330 code 9005.90 is in kg but the order is in pcs")),
         ),
     )
 

@@ -97,20 +97,20 @@ def test_a_record_carried_on_is_found_by_its_label_as_written() -> None:
 
 
 def test_a_failure_naming_one_record_is_not_about_the_values_of_the_others() -> None:
-    """A manifest check naming block B5 is about B5's record: the values only B1's and B8's records hold are no
+    """A manifest check naming hive H6 is about H6's record: the values only H2's and H9's records hold are no
     part of it, and a list whose records the message all names (or none) is left whole."""
     manifest = {
         "manifest": [
-            {"block": "B1", "tonnes": 4.12, "sampled": "2026-09-11"},
-            {"block": "B5", "tonnes": 2.415, "sampled": "2026-09-02"},
-            {"block": "B8", "tonnes": 2.69, "sampled": "2026-09-11"},
+            {"hive": "H2", "kg": 3.86, "inspected": "2026-08-21"},
+            {"hive": "H6", "kg": 1.935, "inspected": "2026-08-05"},
+            {"hive": "H9", "kg": 2.57, "inspected": "2026-08-21"},
         ]
     }
-    others = unnamed_records(manifest, "intake 422: maturity sample for B5 is older than 7 days")
-    assert "n:4.12" in others and "n:2.69" in others
-    assert "n:2.415" not in others and "d:09-02" not in others
-    assert "d:09-11" in others  # (held by B1 and B8 alone)
-    assert unnamed_records(manifest, "intake closed for the season") == set()
+    others = unnamed_records(manifest, "hive lot 318: inspection for H6 is older than 10 days")
+    assert "n:3.86" in others and "n:2.57" in others
+    assert "n:1.935" not in others and "d:08-05" not in others
+    assert "d:08-21" in others  # (held by H2 and H9 alone)
+    assert unnamed_records(manifest, "extraction closed for the winter") == set()
 
 
 

@@ -92,7 +92,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
 
 def _quoted(given: Sequence[Atom], m: Mention, window: set[str], sl: Slice) -> bool:
     """Whether the failing step was handed the number under a name the message does not give it: it quotes the
-    value it refuses (``CAD 3072.16`` it was to pay as ``amount``, ``532.0 kg`` it was to reserve), which
+    value it refuses (``NZD 3139.07`` it was to pay as ``amount``, ``418.0 kg`` it was to reserve), which
     corrects no other step's field.  Handed under the name the message gives it ("10 servings" for
     ``servings=10``), it is the step's own figure for that quantity, which may correct another's."""
     held = [a for a in given if a.kind == "number" and a.number is not None and _written_as(a.number, m)]

@@ -108,7 +108,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
             # no path by which the word reached it.)
             seen.add(a.key)
             out += _dropped(sl, a, pos, within, step.name, named, task_word=True)
-    # A failure naming one record of a list it was given (the block ``B5`` of a manifest) is about that
+    # A failure naming one record of a list it was given (the hive ``H6`` of a manifest) is about that
     # record: the values only the other records hold are no part of it.
     others = unnamed_records(step.input, message)
     args = [

@@ -445,7 +445,7 @@ def computed(v: Any, ups: Iterable[Any]) -> bool:
 
 def _facts(step: Step, ctx: DiagnoseContext) -> list[Any]:
     """The upstream outputs an argument may contradict: an earlier call of the same tool counts without the
-    fields it only echoed from its own request (a loop asking about ``E-103`` and then ``E-107``: two requests,
+    fields it only echoed from its own request (a loop asking about ``M-214`` and then ``M-219``: two requests,
     where neither answer states a fact about the other)."""
     out: list[Any] = []
     for d in ctx.graph.parents(step.step_id):

@@ -256,11 +256,11 @@ def _joins(view: StepView, a: Atom) -> bool:
 
 
 def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
-    """An output number that is a given number written with one unit (``temp 81.0 F``), kept unchanged under
-    a field named for another unit the run writes numbers in (``temp_c``): a unit dropped, not converted.
-    The field's last word must be such a unit (``c``, ``kg``, ``usd`` where the run writes ``14.2 C``), the
-    number must be the one written (``81.0`` for ``81.0 F``, not ``24`` for ``24.0 mL``: a coincidence), and
-    the word after the given number a unit, not a word joining it to the next number (``2 to 8 °C``)."""
+    """An output number that is a given number written with one unit (``air 95.9 F``), kept unchanged under
+    a field named for another unit the run writes numbers in (``air_c``): a unit dropped, not converted.
+    The field's last word must be such a unit (``c``, ``kg``, ``usd`` where the run writes ``27.6 C``), the
+    number must be the one written (``95.9`` for ``95.9 F``, not ``12`` for ``12.0 mL``: a coincidence), and
+    the word after the given number a unit, not a word joining it to the next number (``3 to 9 °C``)."""
     if not units:
         return
     given: dict[str, Atom] = {}

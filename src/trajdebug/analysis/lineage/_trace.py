@@ -278,9 +278,9 @@ class Lineage:
     ) -> list[tuple[int, float, str]]:
         """Producers of a record's values by the record: (position, confidence, field).
 
-        A value several steps returned (a track ``YD-07`` two lookups answered) is taken from the latest by
-        `value_edges`; a record of the step's input that holds it beside other values (the car it goes
-        with) came from the earlier holder whose output holds more of that record (the lookup of that car).
+        A value several steps returned (a rack ``RK-03`` two lookups answered) is taken from the latest by
+        `value_edges`; a record of the step's input that holds it beside other values (the boat it goes
+        with) came from the earlier holder whose output holds more of that record (the lookup of that boat).
         """
         out: list[tuple[int, float, str]] = []
         for records in record_lists(step.input):

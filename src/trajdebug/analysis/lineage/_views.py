@@ -173,7 +173,7 @@ def state_keys(step: Step, earlier: Mapping[tuple[str, str], int], position: int
     shared state merged from the updates of the steps before (a graph's nodes, a loop keeping
     ``state["reading"]``), handed whole to a step that returns its own update.
 
-    The last item's ``bay=B-2`` a node overwrites with this item's ``B-4``, or a record another node
+    The last item's ``dome=DM-3`` a node overwrites with this item's ``DM-5``, or a record another node
     appended, is no value the step was asked to keep.  A single such part counts only when the step writes
     it back (one object handed down a pipeline is a value to keep, not a state).  ``earlier``: (key, canonical JSON) of each
     container an output held under a top-level key -> the first position that returned it
