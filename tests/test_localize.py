@@ -725,7 +725,7 @@ class TestRanking:
         assert all("lineage:contradicted" not in c.signals for c in loc.candidates)
 
     def test_a_number_the_failing_step_was_handed_under_another_name_corrects_nothing(self) -> None:
-        """"NZD 3139.07 ... over the grant's cap" quotes the amount the payment was handed: proration's ``days=21`` is not contradicted."""
+        """"NZD 3139.07 ... over the per-day allowance" quotes the amount the payment was handed: proration's ``days=21`` is not contradicted."""
 
         def run_of(message: str, field: str) -> Run:
             steps = (
@@ -738,7 +738,7 @@ class TestRanking:
             )
             return Run("r", "stipends", outcome="failure", steps=steps)
 
-        quoted = localize(run_of("NZD 3139.07 for F-312 over the grant's cap by more than 2%", "amount"))
+        quoted = localize(run_of("NZD 3139.07 for F-312 over the per-day allowance by more than 2%", "amount"))
         assert all("lineage:contradicted" not in c.signals for c in quoted.candidates)
         # Handed under the name the message gives it, the number is the step's own figure: it corrects another's.
         own = localize(run_of("3139.07 days for F-312 is over the term", "days"))
