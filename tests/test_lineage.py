@@ -827,34 +827,34 @@ class TestNamedReads:
     """An imported span that recorded part of its arguments read, by name, the values an earlier step returned."""
 
     @staticmethod
-    def _brew(fmt: str | None, given: dict[str, Any] | None = None) -> Run:
-        plan = _s("plan", "parse_plan", "other", 0, {"text": "FV-3, 20.0 hL"}, {"tank": "FV-3", "batch_hl": 20.0})
+    def _print_job(fmt: str | None, given: dict[str, Any] | None = None) -> Run:
+        plan = _s("plan", "take_order", "other", 0, {"text": "PR-3, 40.0 kg"}, {"press": "PR-3", "paper_kg": 40.0})
         sheet = _s(
             "sheet",
-            "save_sheet",
+            "save_ticket",
             "other",
             10,
-            given if given is not None else {"batch": "B-2303"},
-            {"batch": "B-2303", "tank": "FV-3", "batch_hl": 20.0, "sheet_no": "S-77"},
+            given if given is not None else {"job": "J-5512"},
+            {"job": "J-5512", "press": "PR-3", "paper_kg": 40.0, "ticket_no": "TK-91"},
         )
-        use = _s("use", "assign_tank", "tool", 20, {"tank": "FV-3"}, {"ok": True})
+        use = _s("use", "assign_press", "tool", 20, {"press": "PR-3"}, {"ok": True})
         meta = {"source_format": fmt} if fmt else {}
         return Run("r", "t", outcome="failure", steps=(plan, sheet, use), metadata=meta)
 
     def test_an_imported_span_read_the_fields_an_earlier_output_held_under_the_same_name(self) -> None:
-        """A batch sheet (OTLP span given only the batch id) returning tank=FV-3, as the plan's parser did,
-        read it there (a value edge to the parser) and introduced only the sheet number no step returned."""
-        lin = Lineage(self._brew("otlp"))
-        tank = next(a for a in lin.view("use").inputs if a.field == "tank")
-        assert lin.origin(tank, 2).step_id is None
-        assert [a.raw for a in lin.introduced("sheet")] == ["S-77"]
+        """A job ticket (OTLP span given only the job id) returning press=PR-3, as the order's parser did,
+        read it there (a value edge to the parser) and introduced only the ticket number no step returned."""
+        lin = Lineage(self._print_job("otlp"))
+        press = next(a for a in lin.view("use").inputs if a.field == "press")
+        assert lin.origin(press, 2).step_id is None
+        assert [a.raw for a in lin.introduced("sheet")] == ["TK-91"]
         assert "plan" in [d.step_id for d in lin.value_edges().get("sheet", [])]
 
     def test_a_complete_recording_or_a_field_given_under_that_name_reads_nothing(self) -> None:
         """Without an imported format (trajdebug's recorder records every argument), or when the span was given
-        a tank under that name (a value it changed), the sheet introduced the tank."""
-        lin = Lineage(self._brew(None))
-        tank = next(a for a in lin.view("use").inputs if a.field == "tank")
-        assert lin.origin(tank, 2).step_id == "sheet"
-        lin = Lineage(self._brew("otlp", {"batch": "B-2303", "tank": "FV-4"}))
-        assert lin.origin(tank, 2).step_id == "sheet"
+        a press under that name (a value it changed), the ticket introduced the press."""
+        lin = Lineage(self._print_job(None))
+        press = next(a for a in lin.view("use").inputs if a.field == "press")
+        assert lin.origin(press, 2).step_id == "sheet"
+        lin = Lineage(self._print_job("otlp", {"job": "J-5512", "press": "PR-6"}))
+        assert lin.origin(press, 2).step_id == "sheet"

@@ -765,21 +765,21 @@ class TestRanking:
         assert "lineage:contradicted" in next(c for c in loc.candidates if c.step_id == "d").signals
 
     def test_a_total_short_of_the_failures_number_by_one_listed_item_is_a_slip(self) -> None:
-        """A train length 576 where the dispatcher measures 635 is short by one car's 59 ft: the step that summed
-        the cars is suspect; a gap that is no car's length (the dispatcher's 640) says nothing of it."""
+        """A hanging width 576 where the gallery measures 635 is short by one frame's 59 cm: the step that summed
+        the frames is suspect; a gap that is no frame's width (the gallery's 640) says nothing of it."""
 
         def run_of(actual: int) -> Run:
-            cars = [{"car": f"C-{i}", "length_ft": n} for i, n in enumerate((59, 50, 73, 46))]
+            frames = [{"frame": f"FR-{i}", "width_cm": n} for i, n in enumerate((59, 50, 73, 46))]
             steps = (
-                Step("c", "get_consist", "tool", input={"train": "M-1"}, output=cars, start_ns=1, end_ns=2),
-                Step("l", "train_length", "other", input={"consist": cars}, output={"length_ft": 576}, deps=(D("c"),), start_ns=3, end_ns=4),
-                Step("s", "choose_siding", "other", input={"length_ft": 576}, output={"siding": "Elk", "capacity_ft": 600}, deps=(D("l"),), start_ns=5, end_ns=6),
+                Step("c", "get_frames", "tool", input={"show": "S-1"}, output=frames, start_ns=1, end_ns=2),
+                Step("l", "hanging_width", "other", input={"frames": frames}, output={"width_cm": 576}, deps=(D("c"),), start_ns=3, end_ns=4),
+                Step("s", "choose_wall", "other", input={"width_cm": 576}, output={"wall": "Rowan", "capacity_cm": 600}, deps=(D("l"),), start_ns=5, end_ns=6),
                 Step(
-                    "w", "request_warrant", "tool", input={"siding": "Elk", "consist": cars}, status="error",
-                    error=ErrorInfo("Refused", f"M-1 is {actual} ft, does not clear Elk (600 ft)"), deps=(D("s"), D("c")), start_ns=7, end_ns=8,
+                    "w", "book_wall", "tool", input={"wall": "Rowan", "frames": frames}, status="error",
+                    error=ErrorInfo("Refused", f"S-1 is {actual} cm, does not fit Rowan (600 cm)"), deps=(D("s"), D("c")), start_ns=7, end_ns=8,
                 ),
             )
-            return Run("r", "yard", outcome="failure", steps=steps)
+            return Run("r", "gallery", outcome="failure", steps=steps)
 
         short = localize(run_of(635))
         assert "lineage:whatif" in next(c for c in short.candidates if c.step_id == "l").signals

@@ -132,7 +132,7 @@ __all__ = ["TOTAL_KEY", "total_edges"]
 
 def one_item_short(given: Any, computed: Sequence[Atom], expected: float) -> tuple[Atom, float] | None:
     """The number a step computed (``computed``: its output numbers it was not given) under a field its input's
-    records hold (``length_ft`` of every car), that falls ``expected`` short by exactly one record's value of
+    records hold (``width_cm`` of every frame), that falls ``expected`` short by exactly one record's value of
     that field, with that value; None when none does.  Only lists of `_MIN_LISTED` records or more count, and
     the difference must match to 1e-6 (an item's exact value, not a rounding)."""
     lists = [recs for recs in record_lists(given) if len(recs) >= _MIN_LISTED]

@@ -235,8 +235,8 @@ those bring values in from outside, so what they return unasked they introduced)
 def named_reads(steps: Sequence[Step], views: Mapping[str, StepView], source_format: object) -> dict[str, list[Atom]]:
     """For a run whose recording may be partial (``source_format`` in `PARTIAL_FORMATS`): the output values
     of each local step, under a field its recorded input does not name, that an earlier step's output held
-    under the same field name (``fermenter=FV-6`` in a batch sheet whose span recorded only the batch and recipe ids, after a
-    plan's parser returned ``fermenter=FV-6``), by step id.
+    under the same field name (``press=PR-3`` in a job ticket whose span recorded only the job and order ids, after an
+    order's parser returned ``press=PR-3``), by step id.
 
     A function that returns a value under the very name an earlier step returned it under read it there;
     counted as introduced, such a value makes the span the origin of every value it copied.  Earlier means
