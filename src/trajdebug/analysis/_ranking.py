@@ -138,6 +138,9 @@ class Ranking:
         self.lexicon = lexicon
         self.ids: list[str] = []
         self.written_by: dict[str, str] = {}
+        self.wrote_for: dict[str, list[str]] = {}
+        """``written_by`` inverted once (model call -> the wrappers that passed its answer on, in run order): a
+        scan of ``written_by`` per verdict was quadratic on long runs of agent spans."""
         self._fail_pos: list[int] = []
 
     # -- the slice ----------------------------------------------------------------
@@ -196,7 +199,9 @@ class Ranking:
             else:
                 self.extra.setdefault(x.step_id, []).append(x)
         self.written_by = {w: inner for w, inner in self.written_by.items() if not self._erred_before(w, inner)}
+        self.wrote_for = {}
         for w, inner in self.written_by.items():
+            self.wrote_for.setdefault(inner, []).append(w)
             # The answer is about the item its wrapper was asked about: another listed item for both.
             if w in self.elsewhere:
                 self.elsewhere.setdefault(inner, self.elsewhere[w])
@@ -293,7 +298,7 @@ class Ranking:
         if sid in self.written_by:
             found = [e for e in found if e.sound or e.diagnoser in ARGUMENT_SIGNALS]
         said = {e.diagnoser for e in found}
-        for w in (w for w, inner in self.written_by.items() if inner == sid):
+        for w in self.wrote_for.get(sid, ()):
             name = self.g.steps[w].name
             # A signal the writer already carries says the same thing again: the wrapper's finding repeats it.
             moved = [
