@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from trajdebug.analysis import analyze
 from trajdebug.analysis._detect import detect
 from trajdebug.analysis._localize import localize
 from trajdebug.analysis._ranking import FrozenMap
-from trajdebug.core.model import ErrorInfo, Run
+from trajdebug.core.model import ErrorInfo, Run, Step
 
 
 def test_every_ranked_step_is_a_candidate_with_features(tmp_path: Path) -> None:
@@ -183,3 +184,46 @@ def test_a_model_inside_that_erred_first_keeps_the_finding_on_the_wrapper() -> N
     loc = localize(_sub_agent_run("llm"))
     cands = {c.step_id: c for c in loc.ranked_all}
     assert not [k for k in cands["a"].features if k.startswith("evidence:sibling:")]
+
+
+def _relayed_run(nested: bool) -> Run:
+    """A tool running a sub-agent whose model's answer lacks what the request and the tool's other calls hold;
+    ``nested``: the tool hands the work to a second tool that runs the sub-agent, both returning the answer."""
+    from tests.builders import step
+
+    def calls(sid: str, at: int, ask: str, out: object) -> list[Step]:
+        inner = f"{sid}i" if nested else sid
+        own = [step(inner, "fit_frame", "tool", at, {"input": ask}, out, parent_id=sid)] if nested else []
+        return [
+            step(sid, "pick_frame", "tool", at, {"input": ask}, out),
+            *own,
+            step(f"{sid}m", "model", "llm", at + 1, {"messages": [{"role": "user", "content": ask}]},
+                 {"role": "assistant", "content": json.dumps(out)}, parent_id=inner),
+        ]
+
+    earlier = [
+        s
+        for i in (1, 2, 3)
+        for s in calls(f"w{i}", 10 * i, f"BK-{i}: bike {i}", {"ref": f"BK-{i}", "frame": f"F-1{i}", "size": "m"})
+    ]
+    answer = {"ref": "BK-31", "frame": "F-77"}
+    return Run(
+        "r",
+        "bikes",
+        outcome="failure",
+        steps=(
+            *earlier,
+            *calls("w", 100, "BK-31: road bike, 54 cm", answer),
+            step("f", "order_frame", "tool", 200, {"lines": [answer]}, None, "w", status="error",
+                 error=ErrorInfo("Rejected", "line BK-31 frame F-77 has no size")),
+        ),
+    )
+
+
+def test_two_wrappers_of_one_answer_hand_a_signal_down_once() -> None:
+    """Two wrappers passing on one model answer give it each signal once: no stronger than one wrapper's."""
+    one = {c.step_id: c for c in localize(_relayed_run(False)).ranked_all}["wm"].features
+    two = {c.step_id: c for c in localize(_relayed_run(True)).ranked_all}["wm"].features
+    moved = {k: v for k, v in two.items() if k.startswith("evidence:")}
+    assert moved, "the answer's findings reach the model that wrote it"
+    assert moved == {k: v for k, v in one.items() if k.startswith("evidence:")}

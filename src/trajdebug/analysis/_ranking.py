@@ -138,6 +138,9 @@ class Ranking:
         self.lexicon = lexicon
         self.ids: list[str] = []
         self.written_by: dict[str, str] = {}
+        self.wrote_for: dict[str, list[str]] = {}
+        """``written_by`` inverted once (model call -> the wrappers that passed its answer on, in run order): a
+        scan of ``written_by`` per verdict was quadratic on long runs of agent spans."""
         self._fail_pos: list[int] = []
 
     # -- the slice ----------------------------------------------------------------
@@ -196,7 +199,9 @@ class Ranking:
             else:
                 self.extra.setdefault(x.step_id, []).append(x)
         self.written_by = {w: inner for w, inner in self.written_by.items() if not self._erred_before(w, inner)}
+        self.wrote_for = {}
         for w, inner in self.written_by.items():
+            self.wrote_for.setdefault(inner, []).append(w)
             # The answer is about the item its wrapper was asked about: another listed item for both.
             if w in self.elsewhere:
                 self.elsewhere.setdefault(inner, self.elsewhere[w])
@@ -293,16 +298,23 @@ class Ranking:
         if sid in self.written_by:
             found = [e for e in found if e.sound or e.diagnoser in ARGUMENT_SIGNALS]
         said = {e.diagnoser for e in found}
-        for w in (w for w, inner in self.written_by.items() if inner == sid):
+        # Per signal, the findings of one wrapper: two wrappers of one answer (a tool step and the agent span of
+        # one sub-agent both return it) say the same thing twice, and counting both would strengthen it.  The
+        # wrapper whose finding is strongest speaks for it (the outer one's may be discounted as passed on).
+        moved: dict[str, list[Evidence]] = {}
+        for w in self.wrote_for.get(sid, ()):
             name = self.g.steps[w].name
-            # A signal the writer already carries says the same thing again: the wrapper's finding repeats it.
-            moved = [
-                replace(e, step_id=sid, reason=f"{e.reason} (in the answer it wrote for {name})")
-                for e in [*self.ctx.verdict(w).evidence, *self.extra.get(w, [])]
-                if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS and e.diagnoser not in said
-            ]
-            found += moved
-        return found
+            mine: dict[str, list[Evidence]] = {}
+            for e in [*self.ctx.verdict(w).evidence, *self.extra.get(w, [])]:
+                # A signal the writer already carries says the same thing again: the wrapper's finding repeats it.
+                if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS and e.diagnoser not in said:
+                    mine.setdefault(e.diagnoser, []).append(
+                        replace(e, step_id=sid, reason=f"{e.reason} (in the answer it wrote for {name})")
+                    )
+            for d, ev in mine.items():
+                if d not in moved or max(e.suspicion for e in ev) > max(e.suspicion for e in moved[d]):
+                    moved[d] = ev
+        return [*found, *(e for ev in moved.values() for e in ev)]
 
     def prior(self, sid: str) -> float:
         step = self.g.steps[sid]

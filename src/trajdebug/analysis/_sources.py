@@ -408,28 +408,49 @@ def answered_inside(sl: Slice) -> dict[str, Step]:
     passed it on (`trajdebug.analysis._ranking.Ranking.verdict` hands such findings down).  Findings about what
     the wrapper was given or how its call ended (`ARGUMENT_SIGNALS`) stay with it.
     """
+    # One pass builds the enclosure index and each model answer is decoded once, however many wrappers
+    # enclose it: a long run of agent spans stays linear (a scan of the run per wrapper was quadratic).
+    kids: dict[str | None, list[tuple[int, Step]]] = {}
+    for i, s in enumerate(sl.run.steps):
+        kids.setdefault(s.parent_id, []).append((i, s))
+    answers: dict[str, set[str]] = {}
     out: dict[str, Step] = {}
     for w in sl.run.steps:
         if w.step_id in sl.has_children and w.kind in _WRAPPER_KINDS and w.output is not None:
-            inner = _writer(sl, w)
+            inner = _writer(w, kids, answers)
             if inner is not None:
                 out[w.step_id] = inner
     return out
 
 
-def _writer(sl: Slice, wrapper: Step) -> Step | None:
-    """The latest model call enclosed by ``wrapper`` whose answer holds every value of the wrapper's answer."""
+def _writer(
+    wrapper: Step, kids: Mapping[str | None, list[tuple[int, Step]]], answers: dict[str, set[str]]
+) -> Step | None:
+    """The latest model call enclosed by ``wrapper`` whose answer holds every value of the wrapper's answer.
+
+    Enclosed: a child of the wrapper, or a child recorded after its enclosed parent (run order), as a walk of the
+    run that grows the enclosed set step by step finds them.  ``answers`` keeps each model answer's values."""
     want = _scalars(wrapper.output)
     if not want:
         return None
-    inside: set[str] = {wrapper.step_id}
-    best: Step | None = None
-    for s in sl.run.steps:
-        if s.parent_id in inside:
-            inside.add(s.step_id)
-            if s.kind == "llm" and s.status == "ok" and want <= _scalars(s.output):
-                best = s
-    return best
+    seen = {wrapper.step_id}
+    calls: list[tuple[int, Step]] = []
+    stack = list(kids.get(wrapper.step_id, ()))
+    while stack:
+        i, s = stack.pop()
+        if s.step_id in seen:
+            continue
+        seen.add(s.step_id)
+        if s.kind == "llm" and s.status == "ok":
+            calls.append((i, s))
+        stack.extend(c for c in kids.get(s.step_id, ()) if c[0] > i)
+    for _, s in sorted(calls, key=lambda c: c[0], reverse=True):
+        got = answers.get(s.step_id)
+        if got is None:
+            got = answers[s.step_id] = _scalars(s.output)
+        if want <= got:
+            return s
+    return None
 
 
 __all__ = [
