@@ -30,7 +30,7 @@ suite), and ``suite_l`` (written blind on 2026-12-02, scored once held out by `b
 2026-12-03 at 01:56 UTC, its misses studied since 2026-12-03 05:30 UTC: a development suite), and ``suite_m``
 (written blind on 2026-12-03, scored once held out by `benchmarks.score_heldout` at 06:39 UTC, its misses
 studied since 2026-12-03 07:50 UTC: a development suite).  ``suite_n`` (written blind on 2026-12-03 at 05:39
-UTC, not yet scored: the next measure) and ``suite_o`` (written blind on 2026-12-03 at 08:03 UTC, not yet
+UTC, scored once by `benchmarks.score_heldout` at 09:11 UTC, its misses never listed) and ``suite_o`` (written blind on 2026-12-03 at 08:03 UTC, not yet
 scored: the measure after it) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -55,7 +55,7 @@ HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
     "suite_o": "held out (written blind and frozen on 2026-12-03 at 08:03 UTC; not yet scored: the measure after suite N)",
-    "suite_n": "held out (written blind and frozen on 2026-12-03 at 05:39 UTC; not yet scored: the measure after suite M's study)",
+    "suite_n": "held out (written blind and frozen on 2026-12-03 at 05:39 UTC; scored once on 2026-12-03 at 09:11 UTC on 86373f8; misses not studied)",
     "suite_m": "development (scored once held out on 2026-12-03 at 06:39 UTC on 85afdd3; its misses studied since 2026-12-03)",
     "suite_l": "development (scored once held out on 2026-12-03 at 01:56 UTC on 3cc15b0; its misses studied since 2026-12-03)",
     "suite_k": "development (scored once held out on 2026-12-02 at 16:55 UTC on 467dd32; its misses studied since 2026-12-03)",
