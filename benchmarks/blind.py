@@ -29,9 +29,10 @@ held out by `benchmarks.score_heldout` at 16:55 UTC, its misses studied since 20
 suite), and ``suite_l`` (written blind on 2026-12-02, scored once held out by `benchmarks.score_heldout` on
 2026-12-03 at 01:56 UTC, its misses studied since 2026-12-03 05:30 UTC: a development suite), and ``suite_m``
 (written blind on 2026-12-03, scored once held out by `benchmarks.score_heldout` at 06:39 UTC, its misses
-studied since 2026-12-03 07:50 UTC: a development suite).  ``suite_n`` (written blind on 2026-12-03 at 05:39
-UTC, scored once by `benchmarks.score_heldout` at 09:11 UTC, its misses never listed) and ``suite_o`` (written blind on 2026-12-03 at 08:03 UTC, not yet
-scored: the measure after it) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+studied since 2026-12-03 07:50 UTC: a development suite), and ``suite_n`` (written blind on 2026-12-03 at 05:39
+UTC, scored once held out by `benchmarks.score_heldout` at 09:11 UTC, its misses studied since 09:20 UTC: a
+development suite).  ``suite_o`` (written blind on 2026-12-03 at 08:03 UTC, not yet scored: the next measure) is
+held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_o": "held out (written blind and frozen on 2026-12-03 at 08:03 UTC; not yet scored: the measure after suite N)",
-    "suite_n": "held out (written blind and frozen on 2026-12-03 at 05:39 UTC; scored once on 2026-12-03 at 09:11 UTC on 86373f8; misses not studied)",
+    "suite_o": "held out (written blind and frozen on 2026-12-03 at 08:03 UTC; not yet scored: the next measure)",
+    "suite_n": "development (scored once held out on 2026-12-03 at 09:11 UTC on 86373f8; its misses studied since 2026-12-03)",
     "suite_m": "development (scored once held out on 2026-12-03 at 06:39 UTC on 85afdd3; its misses studied since 2026-12-03)",
     "suite_l": "development (scored once held out on 2026-12-03 at 01:56 UTC on 3cc15b0; its misses studied since 2026-12-03)",
     "suite_k": "development (scored once held out on 2026-12-02 at 16:55 UTC on 467dd32; its misses studied since 2026-12-03)",
