@@ -934,10 +934,12 @@ class TestRegistry:
 
     def test_tool_diagnosers_registered(self) -> None:
         """The tool diagnosers are registered by name, and every name a rule module exports exists."""
+        from trajdebug.analysis.diagnosers import _claims as claims
         from trajdebug.analysis.diagnosers import _steps as evidence
         from trajdebug.analysis.diagnosers import _tools as tools
 
         assert all(hasattr(evidence, name) for name in evidence.__all__)
+        assert all(hasattr(claims, name) for name in claims.__all__)
         assert all(hasattr(tools, name) for name in tools.__all__)
         for name, fn in {
             "starved-consumer": tools.starved_consumer,

@@ -11,6 +11,7 @@ tool-calling conversations.
 from __future__ import annotations
 
 from trajdebug.analysis.diagnosers._chat_rules import CONVERSATION_DIAGNOSERS
+from trajdebug.analysis.diagnosers._claims import llm_output
 from trajdebug.analysis.diagnosers._context import (
     _WORD as WORD,
 )
@@ -51,7 +52,6 @@ from trajdebug.analysis.diagnosers._steps import (
     external_input,
     input_caused,
     is_check,
-    llm_output,
     malformed_output,
     step_error,
 )

@@ -1,7 +1,7 @@
 """What a model chose rather than claimed: the options it was shown, the settings it picked.
 
 A value a model states that none of its inputs holds is a claim about the world (a made-up price, an
-invented id): `trajdebug.analysis.diagnosers._steps.llm_output` reports it.  Not every such value is a
+invented id): `trajdebug.analysis.diagnosers._claims.llm_output` reports it.  Not every such value is a
 claim.  A model that calls a tool picks the call's settings itself (a time window of ``15m``, a dosing
 interval of 24 hours, a meeting of 30 minutes), or one of the options the tool's schema offered it (an
 ``enum``, a ``default``, the examples of a ``description``); a number it works out from such a setting and
@@ -108,7 +108,7 @@ def settings(
 def bounds(out: Any, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
     """The keys of the numbers a tool call's arguments give to a parameter named as a bound (``min_score=7.5``,
     `Lexicon.bound_field`): a threshold on what the call asks for.  Where the caller was given no number to
-    put there, the threshold is how it chose to ask (`trajdebug.analysis.diagnosers._steps.llm_output`)."""
+    put there, the threshold is how it chose to ask (`trajdebug.analysis.diagnosers._claims.llm_output`)."""
     found: set[tuple[str, Any]] = set()
     for path, v in content.leaves(out):
         parts = path.rsplit(".", 2)

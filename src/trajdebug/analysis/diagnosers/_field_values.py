@@ -30,7 +30,7 @@ It fires when:
 under ``tool``) that answers ``tool: LTH-07``, where the tools it was given are
 ``LTH-01`` to ``LTH-03`` and nothing upstream names ``LTH-07``, made that value
 up.  A model's JSON answer is left out of the made-up value check
-(`trajdebug.analysis.diagnosers._steps.llm_output`): a model *chooses* codes,
+(`trajdebug.analysis.diagnosers._claims.llm_output`): a model *chooses* codes,
 ratios and labels, and a choice is no claim.  A field whose values the model
 was given as a list is different: the list is the options, and a value outside
 it and outside everything upstream is no option.  It fires when:

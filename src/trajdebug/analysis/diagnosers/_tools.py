@@ -11,7 +11,7 @@ question asked than about the tool, so it also implicates the step that asked.
 
 The value checks (`present`, `contradictions`, `upstream_outputs`) and the
 error wording (`handled`, which errors blame the input) are shared with the
-error and LLM-output diagnosers of `trajdebug.analysis.diagnosers._steps`.
+error diagnosers of `trajdebug.analysis.diagnosers._steps` and the LLM-output one of `trajdebug.analysis.diagnosers._claims`.
 """
 
 from __future__ import annotations
