@@ -193,6 +193,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
             # A new value the step was given (a parse copying a model's answer, a model no reference
             # profiles) came in with its input: the step keeps the inherited share of that finding, and
             # its own deviation still passes on to the steps after it.
+            out += [m for e in found if e.given for m in _modelled(sl, sid, e)]
             found = [
                 replace(e, suspicion=round(e.suspicion * sl.w["inherited"], 3)) if e.given else e
                 for e in found
@@ -216,6 +217,32 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         if first is None and strength > 0 and not came:
             first = sid
     return out, first
+
+
+def _modelled(sl: Slice, sid: str, e: Evidence) -> list[Evidence]:
+    """A new value a step was given by a model call (its argument, its answer), moved to that call.
+
+    References profile no model output (its wording varies run to run), so a value a model made up is seen
+    first at the step that takes it: when that step's deviation is one it was given, the model that wrote
+    the value carries the finding (the step keeps the inherited share).
+    """
+    if not e.values or e.diagnoser != "reference:category":
+        return []
+    value = e.values[0].casefold()
+    step = sl.g.steps[sid]
+    return [
+        Evidence(
+            d.step_id,
+            e.suspicion,
+            f"wrote {e.values[0][:60]!r}, which {step.name} passed on: {e.reason}",
+            "reference:category-source",
+        )
+        for d in sl.g.parents(sid)
+        if d.kind in VALUE_DEP_KINDS
+        and sl.g.steps[d.step_id].kind == "llm"
+        and len(value) >= 3
+        and value in sl.lin.view(d.step_id).out_text
+    ]
 
 
 def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
