@@ -224,12 +224,13 @@ _LABEL = re.compile(r"^[a-z]+(?:[-_][a-z]+){0,2}$")
 
 
 def _modelled(sl: Slice, sid: str, e: Evidence, deviates: Mapping[str, float]) -> list[Evidence]:
-    """A new value a step was given by a model call (its argument, its answer), moved to that call.
+    """A new value a step was given by a model call (its argument, its answer) that wrote it, moved to that call.
 
     References profile no model output (its wording varies run to run), so a value a model made up is seen
     first at the step that takes it: when that step's deviation is one it was given, the model that wrote
     the value carries the finding (the step keeps the inherited share), unless the model's own inputs
-    already deviated (its answer then followed them: the earliest deviation is the suspect).  A label the
+    already deviated (its answer then followed them: the earliest deviation is the suspect) or held the
+    value (it copied it from further upstream).  A label the
     model picked (``approve``, ``on_hold``) is a choice among options its inputs drive, not its own writing:
     it stays where it was seen, and the search goes on upstream.
     """
@@ -251,6 +252,7 @@ def _modelled(sl: Slice, sid: str, e: Evidence, deviates: Mapping[str, float]) -
         and sl.g.steps[d.step_id].kind == "llm"
         and len(value) >= 3
         and value in sl.lin.view(d.step_id).out_text
+        and value not in sl.lin.view(d.step_id).in_text  # (a value the model was given, it copied)
         and not any(deviates.get(p.step_id, 0.0) > 0 for p in sl.g.parents(d.step_id))
     ]
 
