@@ -124,3 +124,29 @@ def test_a_list_short_of_the_series_item_the_failure_names_is_suspect() -> None:
     assert _ev(run("assigned all"), "t", "series-gap", "truck T-04 has no route") == []
     # A list that starts past the item (another stretch of the series: another day's) was not cut short.
     assert _ev(run("assigned all"), "t", "series-gap", "route R-00 has no plow assigned") == []
+
+
+def _panel_run(said: str) -> Run:
+    """A model that was shown a survey of panels W-1A and W-1B and matched W-1A, asking for the next panel."""
+    survey = "W-1A: amber streaky, 420 x 640 mm; W-1B: opal reamy, 300 x 300 mm"
+    messages = [
+        {"role": "system", "content": "Match every panel of the window."},
+        {"role": "assistant", "tool_calls": [{"name": "survey", "arguments": {"window": "W-1"}}]},
+        {"role": "tool", "content": survey},
+        {"role": "assistant", "tool_calls": [{"name": "match", "arguments": {"input": "Panel W-1A."}}]},
+        {"role": "tool", "content": "W-1A=A-305"},
+    ]
+    answer = {"role": "assistant", "tool_calls": [{"name": "match", "arguments": {"input": said}}]}
+    return Run("r", "glazier", steps=(Step("m", "plan", "llm", input={"messages": messages}, output=answer),))
+
+
+def test_a_sentence_naming_a_given_id_is_no_choice_outside_the_options() -> None:
+    """A model asking about "Panel W-1B." after "Panel W-1A.", where a survey it was shown lists W-1B, wrote a
+    given name into a sentence: neither an unlisted value nor a value found in none of its inputs; a panel
+    the survey does not list still is."""
+    given = _panel_run("Panel W-1B.")
+    assert _ev(given, "m", "unlisted-value") == []
+    assert not [e for e in _ev(given, "m", "llm-output") if e.suspicion > 0]
+    made_up = _panel_run("Panel W-9C.")
+    assert _ev(made_up, "m", "unlisted-value")
+    assert [e for e in _ev(made_up, "m", "llm-output") if e.suspicion > 0]

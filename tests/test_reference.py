@@ -556,6 +556,37 @@ class TestGivenValues:
         assert 0 < copied < own
 
 
+class TestModelSource:
+    @staticmethod
+    def _run(rid: str, plan: str, *, fail: bool = False, asked: str = "") -> Run:
+        """A model writes a plan, a tool records it as ``plan recorded: <plan>``, a submit checks the job."""
+        call = {"role": "assistant", "tool_calls": [{"name": "record_plan", "arguments": {"plan": plan}}]}
+        steps = (
+            Step("m", "generation", "llm", input={"messages": [{"role": "user", "content": f"quote job {rid} {asked}"}]},
+                 output=call, start_ns=1, end_ns=2),
+            Step("r", "record_plan", "tool", input={"plan": plan}, output=f"plan recorded: {plan}",
+                 deps=(D("m"),), start_ns=3, end_ns=4),
+            Step("s", "submit", "tool", input={"job": 7}, output=None if fail else "accepted",
+                 status="error" if fail else "ok", deps=(D("r"),), start_ns=5, end_ns=6,
+                 error=ErrorInfo("Rejected", "job 7 has no pricing line") if fail else None),
+        )
+        return Run(rid, "a", outcome="failure" if fail else "success", steps=steps)
+
+    def _source(self, usual: str, odd: str, asked: str = "") -> float:
+        refs = [self._run(f"p{i}", usual) for i in range(30)]
+        a = analyze(self._run("b", odd, fail=True, asked=asked), references=refs, top=5)
+        [c] = [c for c in a.localization.ranked_all if c.step_id == "m"]
+        return c.features.get("evidence:reference:category-source", 0.0)
+
+    def test_a_tool_echoing_a_new_model_argument_passes_the_finding_to_the_model(self) -> None:
+        """A tool echoing a plan never seen in passing runs inside its usual wording was given the new part: the
+        model call that wrote the plan carries the finding; a label the model picked, or a plan its prompt
+        held (it copied it), stays with the tool."""
+        assert self._source("survey, match, price, submit", "survey, match, submit") > 0
+        assert self._source("approve", "reject") == 0.0
+        assert self._source("survey, match, price, submit", "survey, match, submit", "survey, match, submit") == 0.0
+
+
 class TestFormulaExceptions:
     @staticmethod
     def _manifest(rid: str, base: float, closing: int = 1, *, fail: bool = False) -> Run:

@@ -193,6 +193,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
             # A new value the step was given (a parse copying a model's answer, a model no reference
             # profiles) came in with its input: the step keeps the inherited share of that finding, and
             # its own deviation still passes on to the steps after it.
+            out += [m for e in found if e.given for m in _modelled(sl, sid, e, deviates)]
             found = [
                 replace(e, suspicion=round(e.suspicion * sl.w["inherited"], 3)) if e.given else e
                 for e in found
@@ -216,6 +217,44 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         if first is None and strength > 0 and not came:
             first = sid
     return out, first
+
+
+_LABEL = re.compile(r"^[a-z]+(?:[-_][a-z]+){0,2}$")
+"""A label: a lowercase word, or up to three joined by hyphens or underscores (``how-to``, ``on_hold``)."""
+
+
+def _modelled(sl: Slice, sid: str, e: Evidence, deviates: Mapping[str, float]) -> list[Evidence]:
+    """A new value a step was given by a model call (its argument, its answer) that wrote it, moved to that call.
+
+    References profile no model output (its wording varies run to run), so a value a model made up is seen
+    first at the step that takes it: when that step's deviation is one it was given, the model that wrote
+    the value carries the finding (the step keeps the inherited share), unless the model's own inputs
+    already deviated (its answer then followed them: the earliest deviation is the suspect) or held the
+    value (it copied it from further upstream).  A label the
+    model picked (``approve``, ``on_hold``) is a choice among options its inputs drive, not its own writing:
+    it stays where it was seen, and the search goes on upstream.
+    """
+    if not e.values or e.diagnoser != "reference:category":
+        return []
+    value = e.values[0].casefold()
+    if _LABEL.match(value):
+        return []
+    step = sl.g.steps[sid]
+    return [
+        Evidence(
+            d.step_id,
+            e.suspicion,
+            f"wrote {e.values[0][:60]!r}, which {step.name} passed on: {e.reason}",
+            "reference:category-source",
+        )
+        for d in sl.g.parents(sid)
+        if d.kind in VALUE_DEP_KINDS
+        and sl.g.steps[d.step_id].kind == "llm"
+        and len(value) >= 3
+        and value in sl.lin.view(d.step_id).out_text
+        and value not in sl.lin.view(d.step_id).in_text  # (a value the model was given, it copied)
+        and not any(deviates.get(p.step_id, 0.0) > 0 for p in sl.g.parents(d.step_id))
+    ]
 
 
 def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:

@@ -99,6 +99,21 @@ def _id_like(text: str) -> bool:
     )
 
 
+_PART = re.compile(r"[^\w.\-]+")
+"""What separates the parts of a composed value: spaces, and joints no id is made of (``=`` in ``w-1=a-3``)."""
+
+
+def _restated(value: str, hay: str) -> bool:
+    """Whether every part of a value is a whole word of the given text ("panel w-1a." from a record's
+    ``W-1A`` and a prompt's "panel"; ``w-1=a-3`` from ``W-1`` and ``A-3``): the model wrote given names
+    into a sentence or a pair, it named nothing outside its options."""
+    parts = [p.strip(".-") for p in _PART.split(value)]
+    parts = [p for p in parts if p]
+    return bool(parts) and all(
+        re.search(rf"(?<![\w\-]){re.escape(p)}(?![\w\-])", hay) is not None for p in parts
+    )
+
+
 def off_options(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A model answering a field (``room``) with an identifier (``Courtroom 9B``) that no record it was
     given has under that field, while they hold others there (``Courtroom 6C``): it chose outside its options.
@@ -118,6 +133,7 @@ def off_options(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         off = sorted(
             v for v in values
             if _id_like(v) and v not in options and v not in hay and not any(o in v for o in options)
+            and not _restated(v, hay)
         )
         if off and any(_id_like(o) for o in options):
             yield Evidence(

@@ -287,12 +287,18 @@ def present(value: Any, haystack: str, forms: Container[str], dates: set[str] | 
             return True  # (a currency code whose one symbol the input writes, `£` for GBP, is restated)
         if dates is not None and is_date(v):
             return bool(set(date_keys(v)) & dates)
-        # A few words composed from words of the input ("acme annual report") are no claim either.
-        words = v.split()
+        # A few words composed from words of the input ("acme annual report") are no claim either, nor is a
+        # short sentence naming a given id ("Panel W-1A."): a word's closing stop or comma is not its value.
+        words = [w.strip(_STOPS) for w in v.split()]
+        words = [w for w in words if w]
+        if len(words) == 1 and words[0] != v and len(words[0]) >= 3 and words[0] in haystack:
+            return True
         return (len(words) > 1 and all(w in haystack for w in words)) or _joined(v, haystack)
     return None
 
 
+_STOPS = ".,;:!?"
+"""Sentence punctuation around a word ("W-1A." at a sentence's end), never part of an id, number or date."""
 _JOINT = re.compile(r"[^\w\s.\-]+")
 """A separator between values written as one (``>`` in ``en-US>de-DE``, ``/`` in ``SFO/JFK``): punctuation
 that no id, number or date is made of (hyphens, dots and underscores are)."""

@@ -378,14 +378,30 @@ def _category_checks(
             # A value unseen in n observations may still have a share up to 3/n (the rule
             # of three, Hanley & Lippman-Hand 1983): few observations say little about a
             # category, unlike a structural invariant (a value always copied).
-            copied = all(view.given(a) for a in new)
+            shapes = [str(fs.raws[k]).casefold() for k in text_values]
+            parts = [a.raw if view.given(a) else _wrapped(a, view, shapes) for a in new]
+            copied = all(parts)
             yield Evidence(
                 sid,
                 round((0.45 if len(text_values) == 1 else 0.3) * max(0.0, 1.0 - 3.0 / observed), 3),
                 f"{f}={new[0].raw}, never seen in passing runs (always {usual})" + (GIVEN if copied else ""),
                 "reference:category",
+                values=tuple(str(p) for p in parts[:1]) if copied else (),
                 given=copied,
             )
+
+
+def _wrapped(atom: Any, view: StepView, usual: Sequence[str]) -> str | None:
+    """The value the step was given that a text holds inside the wording every passing value has too (a tool
+    echoing its argument, ``saved: <note>``): what differs is the given part, which came in with the input."""
+    raw = atom.raw.casefold()
+    for a in sorted((a for a in view.inputs if a.kind == "text"), key=lambda a: len(a.raw), reverse=True):
+        g = a.raw.casefold()
+        if len(g) >= 3 and g in raw:
+            before, after = raw.split(g, 1)
+            same = bool(before or after) and all(u.startswith(before) and u.endswith(after) for u in usual)
+            return a.raw if same else None
+    return None
 
 
 def _shape_checks(step: Step, st: _StepStats, outs: Mapping[str, list[Any]], min_runs: int) -> Iterator[Evidence]:
