@@ -384,7 +384,7 @@ def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     return None
 
 
-def left_in_state(sl: Slice, sid: str, a: Atom) -> bool:
+def kept_by_state(sl: Slice, sid: str, a: Atom) -> bool:
     """Whether the value sat in a part of a shared state the step was handed and did not write back.
 
     A graph's node is handed the whole state and returns an update of the keys it wrote; the keys it
@@ -393,6 +393,8 @@ def left_in_state(sl: Slice, sid: str, a: Atom) -> bool:
     of the recipe's values: it never had to pass them on.  Only a step that rewrote the part holding
     the value can have dropped it.  Shared parts are those earlier steps returned under the same key
     (`trajdebug.analysis.lineage.state_keys`); a value handed down a pipeline is no state and still counts.
+    (`trajdebug.analysis._selection.left_in_state` reads the same for ids and text from the answer's shape;
+    this reads it for every value, numbers too, from the run's own earlier updates.)
     """
     step = sl.g.steps[sid]
     if not isinstance(step.input, Mapping) or not isinstance(step.output, Mapping) or not step.output:
@@ -481,7 +483,7 @@ __all__ = [
     "Mark",
     "Slice",
     "carried_by_state",
-    "left_in_state",
+    "kept_by_state",
     "local_evidence",
     "other_entities",
     "off_the_failure",

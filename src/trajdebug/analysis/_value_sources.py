@@ -50,7 +50,7 @@ from trajdebug.analysis._sources import (
     _thin,
     _trivial_number,
     carried_by_state,
-    left_in_state,
+    kept_by_state,
 )
 from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers import WORD as _WORD
@@ -512,7 +512,7 @@ def _dropped(
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
     lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw)]
     lost = [sid for sid in lost if carried_by_state(sl, sid, a, pos) is None]
-    lost = [sid for sid in lost if not left_in_state(sl, sid, a)]
+    lost = [sid for sid in lost if not kept_by_state(sl, sid, a)]
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
