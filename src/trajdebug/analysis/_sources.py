@@ -403,7 +403,13 @@ def kept_by_state(sl: Slice, sid: str, a: Atom) -> bool:
     if not holding:
         return False
     shared = state_keys(step, update_index(sl.run.steps), sl.g.position(sid))
-    return all(str(k) in shared and k not in step.output for k in holding)
+    if not all(str(k) in shared and k not in step.output for k in holding):
+        return False
+    # Only an answer merged back is an update: a later step is handed each of its parts under the same
+    # key (a model's reply to the conversation the state holds is a message, not an update of the state).
+    start = sl.g.position(sid)
+    later = [s.input for s in sl.run.steps if sl.g.position(s.step_id) > start and isinstance(s.input, Mapping)]
+    return any(all(k in given and given[k] == v for k, v in step.output.items()) for given in later)
 
 
 ARGUMENT_SIGNALS = frozenset(
