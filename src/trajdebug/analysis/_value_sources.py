@@ -512,13 +512,13 @@ def _dropped(
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
     lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw)]
     lost = [sid for sid in lost if carried_by_state(sl, sid, a, pos) is None]
-    lost = [sid for sid in lost if not kept_by_state(sl, sid, a)]
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
-    # A router, and a node that only relayed its children's result, keep their place (the loss is
-    # judged around them as before) but get no finding.
-    for sid in [s for s in lost[:4] if not handed_to_choice(sl, s, a) and not _relayed(sl, s, a)]:
+    # A router, a node that only relayed its children's result, and a node that left the value in the
+    # state it was handed keep their place (the loss is judged around them as before) but get no finding.
+    quiet = [s for s in lost[:4] if handed_to_choice(sl, s, a) or _relayed(sl, s, a) or kept_by_state(sl, s, a)]
+    for sid in [s for s in lost[:4] if s not in quiet]:
         view = sl.lin.view(sid)
         chose = swapped(sl, sid, a, named)
         weight = share * sl.w["dropped"]
