@@ -793,6 +793,24 @@ class TestDataSteps:
         assert writer({"AX-0101": []}) == []
         assert writer({})
 
+    def test_a_stored_model_message_is_judged_on_what_its_content_says(self) -> None:
+        """A writer handed a model's message whose content is JSON stored its values when it wrote the decoded
+        record (the message's role is no value to store); one that wrote only part of the record lost the rest."""
+        said = {"hive": "H-7", "action": "treat", "mite_pct": 4.5}
+        message = {"role": "assistant", "content": json.dumps(said)}
+
+        def writer(stored: dict[str, object]) -> list[Evidence]:
+            run = _run(
+                Step("w", "record", "state", input={"verdict": message}, output=stored,
+                     attributes={"state_writes": ["ledger"], "state_values": {"ledger": {"H-7": stored}}}),
+                Step("r", "report", input={"n": 1}, deps=(D("w", "state"),)),
+            )
+            return [e for e in _from(_verdict(run, "w"), "state-write") if not e.sound]
+
+        assert writer(said) == []
+        [lost] = writer({"hive": "H-7", "mite_pct": 4.5})
+        assert "treat" in lost.reason and "assistant" not in lost.reason
+
     def test_a_memory_keyed_under_an_id_it_was_not_given_is_suspect(self) -> None:
         """A state step storing a record under an id of the shape of the one it was given, but another,
         wrote its own key; keyed under the given id (or under a plain word) it is not suspect."""

@@ -1032,6 +1032,36 @@ class TestRanking:
         lost = [r for r in parser.reasons if "'30'" in r and "did not pass it on" in r]
         assert lost and not any("a choice between given values" in r for r in lost)
 
+    def test_a_node_that_left_a_state_part_alone_lost_none_of_its_numbers(self) -> None:
+        """A graph node handed the whole state (a recipe an earlier node wrote) that answers with its own part
+        (a reading) did not drop the recipe's 120 the failure expects: the state kept it.  A node that rewrote
+        the recipe without the 120 did drop it."""
+        lots = [{"lot": "L-2", "made": "2026-04-20"}]
+        recipe = {"style": "alpine", "min_days": 120}
+        reading = {"bay": "b-1", "age_days": 73}
+
+        def reasons(age_answer: dict[str, Any]) -> list[str]:
+            state = {"cave": "c", "lots": lots, "recipe": recipe}
+            steps = (
+                Step("l", "load", "agent", input={"cave": "c"}, output={"lots": lots}, start_ns=1, end_ns=2),
+                Step("p", "recipe", "agent", input={"cave": "c", "lots": lots}, output={"recipe": recipe},
+                     deps=(D("l"),), start_ns=3, end_ns=4),
+                Step("a", "age", "other", input=state, output=age_answer, deps=(D("p"),), start_ns=5, end_ns=6),
+                Step("w", "log", "agent", input={**state, "reading": reading},
+                     output={"log": [{"lot": "L-2", "age_days": 73}]}, deps=(D("a"),), start_ns=7, end_ns=8),
+                Step("s", "ship", "tool", input={"lots": ["L-2"]}, status="error",
+                     error=ErrorInfo("RuntimeError", "lot L-2 is 73 days old, its spec requires 120"),
+                     deps=(D("w"),), start_ns=9, end_ns=10),
+            )
+            loc = localize(Run("r", "cave", outcome="failure", steps=steps), top=5)
+            return [r for c in loc.candidates if c.step_id == "a" for r in c.reasons]
+
+        def dropped(rs: list[str]) -> bool:
+            return any("'120'" in r and "did not pass it on" in r for r in rs)
+
+        assert not dropped(reasons({"reading": reading}))
+        assert dropped(reasons({"recipe": {"style": "alpine"}, "reading": reading}))
+
     def test_a_router_given_the_state_a_later_node_carried_on_lost_nothing(self) -> None:
         """A routing function given the whole graph state answers a branch name; a later node given the very same
         ``loan`` of the state carries its id on: the router dropped nothing, the id travelled in the state."""

@@ -423,6 +423,34 @@ def carried_by_state(sl: Slice, sid: str, a: Atom, pos: int) -> str | None:
     return None
 
 
+def kept_by_state(sl: Slice, sid: str, a: Atom) -> bool:
+    """Whether the value sat in a part of a shared state the step was handed and did not write back.
+
+    A graph's node is handed the whole state and returns an update of the keys it wrote; the keys it
+    left alone stay in the state for the nodes after it (LangGraph merges the update, a loop keeps
+    ``state["recipe"]``).  A node that computed ``reading`` from a state holding ``recipe`` lost none
+    of the recipe's values: it never had to pass them on.  Only a step that rewrote the part holding
+    the value can have dropped it.  Shared parts are those earlier steps returned under the same key
+    (`trajdebug.analysis.lineage.state_keys`); a value handed down a pipeline is no state and still counts.
+    (`trajdebug.analysis._selection.left_in_state` reads the same for ids and text from the answer's shape;
+    this reads it for every value, numbers too, from the run's own earlier updates.)
+    """
+    step = sl.g.steps[sid]
+    if not isinstance(step.input, Mapping) or not isinstance(step.output, Mapping) or not step.output:
+        return False
+    holding = [k for k, v in step.input.items() if any(x.key == a.key for x in atoms(v))]
+    if not holding:
+        return False
+    shared = state_keys(step, update_index(sl.run.steps), sl.g.position(sid))
+    if not all(str(k) in shared and k not in step.output for k in holding):
+        return False
+    # Only an answer merged back is an update: a later step is handed each of its parts under the same
+    # key (a model's reply to the conversation the state holds is a message, not an update of the state).
+    start = sl.g.position(sid)
+    later = [s.input for s in sl.run.steps if sl.g.position(s.step_id) > start and isinstance(s.input, Mapping)]
+    return any(all(k in given and given[k] == v for k, v in step.output.items()) for given in later)
+
+
 ARGUMENT_SIGNALS = frozenset(
     {"tool-arguments", "step-error", "error-lifecycle", "symptom", "tool-result", "swallowed-error", "starved-consumer"}
 )
@@ -500,6 +528,7 @@ __all__ = [
     "Mark",
     "Slice",
     "carried_by_state",
+    "kept_by_state",
     "local_evidence",
     "other_entities",
     "off_the_failure",

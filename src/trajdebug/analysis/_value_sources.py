@@ -50,6 +50,7 @@ from trajdebug.analysis._sources import (
     _thin,
     _trivial_number,
     carried_by_state,
+    kept_by_state,
 )
 from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers import WORD as _WORD
@@ -514,9 +515,10 @@ def _dropped(
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
-    # A router, and a node that only relayed its children's result, keep their place (the loss is
-    # judged around them as before) but get no finding.
-    for sid in [s for s in lost[:4] if not handed_to_choice(sl, s, a) and not _relayed(sl, s, a)]:
+    # A router, a node that only relayed its children's result, and a node that left the value in the
+    # state it was handed keep their place (the loss is judged around them as before) but get no finding.
+    quiet = [s for s in lost[:4] if handed_to_choice(sl, s, a) or _relayed(sl, s, a) or kept_by_state(sl, s, a)]
+    for sid in [s for s in lost[:4] if s not in quiet]:
         view = sl.lin.view(sid)
         chose = swapped(sl, sid, a, named)
         weight = share * sl.w["dropped"]

@@ -18,20 +18,25 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._selection import selections, unpicked
 from trajdebug.analysis.diagnosers._context import _QUOTED, DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.analysis.lineage import derivation
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, derivation
 from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY, Step
 from trajdebug.core.values import atoms, is_year
 
 
-def _values_of(value: Any, *, content_only: bool = False, lexicon: Lexicon = ENGLISH) -> list[Any]:
+def _values_of(
+    value: Any, *, content_only: bool = False, lexicon: Lexicon = ENGLISH, envelope: frozenset[str] = frozenset()
+) -> list[Any]:
     """The telling scalar values inside a value (strings of 2+ characters, numbers outside -10..10).
 
-    ``content_only`` leaves out naming fields (a tool or agent name, an id, a type).
+    ``content_only`` leaves out naming fields (a tool or agent name, an id, a type); ``envelope``, the
+    fields of that last name (a message's ``role``).
     """
     out: list[Any] = []
     seen: set[str] = set()
     for path, v in content.leaves(value):
         if content_only and lexicon.naming_path.search(path):
+            continue
+        if envelope and path.rsplit(".", 1)[-1] in envelope:
             continue
         if isinstance(v, bool) or v is None:
             continue
@@ -213,10 +218,13 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 "state-write",
             )
             return
-    # Values, not prose: a writer that derives a figure from a sentence keeps no word of it.
+    # Values, not prose: a writer that derives a figure from a sentence keeps no word of it.  A writer
+    # handed a model's message stores what the message says: its JSON content read as the values it
+    # encodes, its envelope (who spoke) no value to store.
+    given = _with_json_read(content.without_markers(step.input))
     values = [
         v
-        for v in _values_of(content.without_markers(step.input))
+        for v in _values_of(given, envelope=PROTOCOL_FIELDS)
         if not (isinstance(v, str) and (len(v) > 60 or len(v.split()) > 6))
     ]
     if not values:
