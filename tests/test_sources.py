@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.builders import step
 
 from trajdebug.analysis._localize import localize
-from trajdebug.analysis._value_sources import unnamed_records
+from trajdebug.analysis._spoken import unnamed_records
 from trajdebug.core.model import Dependency as D
 from trajdebug.core.model import ErrorInfo, Run, Step
 

@@ -20,12 +20,10 @@ has the slice they read and the findings they return) trace them:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._chooser import handed_to_choice
-from trajdebug.analysis._content import has_word
 from trajdebug.analysis._contradictions import (
     contradicted,
     disagreeing_sources,
@@ -36,10 +34,9 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._left_out import left_out_items
 from trajdebug.analysis._omissions import choice_share, lost_here, swapped
-from trajdebug.analysis._picked import before, picked_named
+from trajdebug.analysis._picked import picked_named
 from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
-    _TERM,
     NAMING_FIELDS,
     Found,
     Slice,
@@ -52,13 +49,20 @@ from trajdebug.analysis._sources import (
     carried_by_state,
     kept_by_state,
 )
+from trajdebug.analysis._spoken import (
+    _short_totals,
+    _spoken_fields,
+    _spoken_labels,
+    _task_text,
+    _task_words,
+    unnamed_records,
+)
 from trajdebug.analysis._stated import stated_limits
-from trajdebug.analysis.diagnosers import WORD as _WORD
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
-from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, one_item_short, record_lists
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step
-from trajdebug.core.values import Atom, atoms, iter_text
+from trajdebug.core.values import Atom, atoms
 
 
 def lineage_evidence(sl: Slice) -> list[Found]:
@@ -136,31 +140,6 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     return out
 
 
-def unnamed_records(value: Any, message: str) -> set[str]:
-    """The keys of the values that only the records a failure's message does not name hold, in the lists of
-    records of ``value`` where it names some records and not all (by a text value written as a whole word)."""
-    text = message.casefold()
-    inside: set[str] = set()
-    outside: set[str] = set()
-    for records in record_lists(value):
-        named = [any(_names_record(v, message, text) for v in r.values()) for r in records]
-        if any(named) and not all(named):
-            for r, hit in zip(records, named):
-                (inside if hit else outside).update(a.key for a in atoms(r))
-    return outside - inside
-
-
-def _names_record(v: Any, message: str, folded: str) -> bool:
-    """Whether a record's text value names it in a failure's message: a code (letters and digits, in any case)
-    or a capitalised name written as it is; a common word ("no", "pending") names no record."""
-    if not isinstance(v, str):
-        return False
-    v = v.strip()
-    if len(v) >= 2 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
-        return has_word(folded, v.casefold())
-    return len(v) >= 3 and v[0].isupper() and has_word(message, v)
-
-
 def _named_values(
     sl: Slice, f: Failure, message: str, named: Sequence[Atom], seen: set[str], within: set[str]
 ) -> list[Found]:
@@ -205,122 +184,6 @@ def _named_values(
             out += _expected(sl, a, pos, within, step.name)
     return out
 
-
-def _short_totals(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
-    """Steps whose total falls short of a number the failure states, and no step returned, by exactly one item
-    of the list they were given (a train's length without one car, an invoice's total without one line): a check
-    that added the items afresh found one the step skipped (`one_item_short`)."""
-    stated = [a for a in named if a.kind == "number" and a.number and not sl.lin.holders(a.key)]
-    out: list[Found] = []
-    for sid in sorted(within, key=sl.g.position) if stated else ():
-        if sl.g.position(sid) >= pos:
-            continue
-        view = sl.lin.view(sid)
-        computed = [b for b in view.outputs if b.kind == "number" and not view.given(b)]
-        for a in stated:
-            hit = one_item_short(sl.g.steps[sid].input, computed, a.number or 0.0)
-            if hit is not None:
-                b, item = hit
-                # The same counterfactual as a what-if slip: with the item counted, the run's number is the failure's.
-                reason = (
-                    f"its {b.field}={b.raw} looks short by one item: with the {item:g} of the list it was given, "
-                    f"it would be the {a.raw} the failure at {where} states"
-                )
-                out.append(Evidence(sid, sl.w["whatif"], reason, "lineage:whatif"))
-                break
-    return out
-
-
-def _spoken_fields(sl: Slice, said: set[str], pos: int, within: set[str], where: str) -> list[Found]:
-    """Steps that introduced the values of a field the failure speaks of ("a reservation points
-    at a bin outside ..."): where those values came from is where to look, weakly, and more
-    weakly the more steps wrote that field (a field everyone wrote says little)."""
-    out: list[Found] = []
-    by_field: dict[str, dict[str, Atom]] = {}
-    for sid in within:
-        if sl.g.position(sid) >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
-            continue
-        for a in sl.lin.introduced(sid):
-            if (
-                a.kind in ("id", "text")
-                and a.field
-                and a.field.lower() not in NAMING_FIELDS
-                and all(sl.lexicon.singular(w) in said for w in _field_words(a.field, sl.lexicon))
-            ):
-                by_field.setdefault(a.field.lower(), {}).setdefault(sid, a)
-    for steps in by_field.values():
-        if len(steps) > 3:
-            continue
-        for sid, a in steps.items():
-            # A flag a model set (``revision=false``) is its decision, and the failure speaks of what it
-            # decided: as strong as a value of the failing step's whose field the failure speaks of.
-            flag = a.raw in ("true", "false") and sl.g.steps[sid].kind == "llm"
-            out += _thin(
-                sid,
-                sl.w["origin_named_arg"] if flag else sl.w["origin_spoken"] / math.sqrt(len(steps)),
-                f"introduced {a.field}={a.raw}, a field the failure at {where} speaks of",
-            )
-    return out
-
-def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
-    """The step that first stated a label the failure's message uses as a word ("no hardware
-    fault found" after a model filed ``category=hardware``): the decision the failure speaks
-    of.  A label is often one of the options a model was given, so the first step whose
-    output states it is taken when it introduced it or is a model choosing it."""
-    out: list[Found] = []
-    words = {w for w in _TERM.findall(message.lower()) if w not in sl.lexicon.stopwords and w not in sl.lexicon.short_stopwords}
-    first: dict[str, tuple[int, str, Atom]] = {}
-    about = [a for a in atoms(message) if a.kind == "id" or (a.kind == "number" and not _trivial_number(a))]
-    for sid in within:
-        p = sl.g.position(sid)
-        if p >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
-            continue
-        for a in sl.lin.view(sid).outputs:
-            label = a.raw.strip().casefold()
-            if (
-                a.kind == "text"
-                and a.field
-                and a.field.lower() not in NAMING_FIELDS
-                and 3 <= len(label) <= 30
-                and label.isalpha()
-                and label in words
-                and before(sl, (p, sid), first.get(label), about)
-            ):
-                first[label] = (p, sid, a)
-    for _, sid, a in first.values():
-        view = sl.lin.view(sid)
-        # A model given the label under the same field (the request's ``section``) passed it on, chose nothing.
-        copied = any(b.key == a.key and b.field == a.field for b in view.inputs)
-        if (sl.g.steps[sid].kind == "llm" and not copied) or not view.given(a):
-            out += _thin(
-                sid,
-                sl.w["origin_spoken"],
-                f"first stated {a.field}={a.raw}, a word the failure at {where} uses",
-            )
-    return out
-
-def _task_words(sl: Slice, message: str) -> list[Atom]:
-    """Words of a failure message that are words of the run's task, the user's request (English stop words left out)."""
-    task = _task_text(sl)
-    if not task:
-        return []
-    words = set(_WORD.findall(task))
-    return [
-        Atom("s:" + w, "text", None, None, w)
-        for w in dict.fromkeys(_WORD.findall(message.lower()))
-        if w in words and w not in sl.lexicon.stopwords
-    ]
-
-def _task_text(sl: Slice) -> str:
-    md = sl.run.metadata
-    parts = [
-        str(md[k]) for k in ("task", "question", "input", "instruction") if isinstance(md.get(k), str)
-    ]
-    if not parts:
-        first = next((s for s in sl.run.steps if s.kind == "input"), None)
-        if first is not None:
-            parts.append(" ".join(iter_text(first.output if first.output is not None else first.input)))
-    return " ".join(parts).lower()[:20_000]
 
 def _trace(sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: str, depth: int = 0) -> list[Found]:
     """Mark the steps a failing value came from: its origin, or the origins of the numbers it was computed from.
