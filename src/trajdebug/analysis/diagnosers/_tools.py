@@ -458,21 +458,25 @@ def _facts(step: Step, ctx: DiagnoseContext) -> list[Any]:
         if d.kind not in ("data", "state") or d.key == CHILD_KEY:
             continue
         up = ctx.step(d.step_id)
-        given = up.input
-        if up.name == step.name and up.kind == step.kind and isinstance(up.output, Mapping) and isinstance(given, Mapping):
-            out.append({k: v for k, v in up.output.items() if not (k in given and given[k] == v)})
-        else:
-            out.append(up.output)
+        echo = _echo(up, step)
+        out.append(up.output if echo is None else {k: v for k, v in up.output.items() if k not in echo})
     return out
+
+
+def _echo(up: Step, step: Step) -> dict[str, Any] | None:
+    """The fields an earlier call of the same tool as ``step`` was given and answered unchanged (its request
+    echoed); None when ``up`` is no such call."""
+    if up.name != step.name or up.kind != step.kind or not isinstance(up.output, Mapping) or not isinstance(up.input, Mapping):
+        return None
+    given = up.input
+    return {k: v for k, v in up.output.items() if k in given and given[k] == v}
 
 
 def _echoed(step: Step, ctx: DiagnoseContext) -> dict[str, Any]:
     """The fields an earlier call of the same tool, upstream of this one, was given and answered unchanged."""
     out: dict[str, Any] = {}
     for d in ctx.graph.parents(step.step_id):
-        up = ctx.step(d.step_id)
-        if up.name == step.name and up.kind == step.kind and isinstance(up.output, Mapping) and isinstance(up.input, Mapping):
-            out.update((k, v) for k, v in up.output.items() if k in up.input and up.input[k] == v)
+        out.update(_echo(ctx.step(d.step_id), step) or {})
     return out
 
 
