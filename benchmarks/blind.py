@@ -31,8 +31,10 @@ suite), and ``suite_l`` (written blind on 2026-12-02, scored once held out by `b
 (written blind on 2026-12-03, scored once held out by `benchmarks.score_heldout` at 06:39 UTC, its misses
 studied since 2026-12-03 07:50 UTC: a development suite), and ``suite_n`` (written blind on 2026-12-03 at 05:39
 UTC, scored once held out by `benchmarks.score_heldout` at 09:11 UTC, its misses studied since 09:20 UTC: a
-development suite).  ``suite_o`` (written blind on 2026-12-03 at 08:03 UTC, not yet scored: the next measure) is
-held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+development suite), and ``suite_o`` (written blind on 2026-12-03 at 08:03 UTC, scored once held out by
+`benchmarks.score_heldout` at 10:33 UTC, its misses studied since 10:45 UTC: a development suite).  ``suite_p``
+(being written blind on 2026-12-03, not yet scored: the next measure) is held out (`benchmarks.corpus.HELD_OUT`).
+See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_o": "held out (written blind and frozen on 2026-12-03 at 08:03 UTC; not yet scored: the next measure)",
+    "suite_p": "held out (written blind on 2026-12-03; not yet scored: the next measure)",
+    "suite_o": "development (scored once held out on 2026-12-03 at 10:33 UTC on 6bc1bee; its misses studied since 2026-12-03)",
     "suite_n": "development (scored once held out on 2026-12-03 at 09:11 UTC on 86373f8; its misses studied since 2026-12-03)",
     "suite_m": "development (scored once held out on 2026-12-03 at 06:39 UTC on 85afdd3; its misses studied since 2026-12-03)",
     "suite_l": "development (scored once held out on 2026-12-03 at 01:56 UTC on 3cc15b0; its misses studied since 2026-12-03)",
