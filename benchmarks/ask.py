@@ -69,19 +69,26 @@ def _key(run: Run) -> dict[str, tuple[str, int]]:
 def control_oracle(
     run: Run, control: Run, root: str, *, flip: float = 0.0, rng: random.Random | None = None
 ) -> Callable[[Step, Run], bool]:
-    """The simulated oracle: equal to the control's same step -> correct; else wrong at or after ``root``."""
+    """The simulated oracle: equal to the control's same step -> correct; else wrong at or after ``root``,
+    or when it encloses the root (a container started before its children and returns what they made)."""
     from trajdebug.analysis._oracles import effect, same_output
 
     keys = _key(run)
     twins = {k: control.step(sid) for sid, k in _key(control).items()}
     pos = {s.step_id: i for i, s in enumerate(run.steps)}
     at = pos[root]
+    parent = {s.step_id: s.parent_id for s in run.steps}
+    enclosing: set[str] = set()
+    up = parent.get(root)
+    while up is not None and up not in enclosing:
+        enclosing.add(up)
+        up = parent.get(up)
     noise = rng or random.Random(0)
 
     def oracle(step: Step, _run: Run) -> bool:
         twin = twins.get(keys[step.step_id])
         same = twin is not None and twin.status == step.status and same_output(effect(step), effect(twin))
-        truth = same or pos[step.step_id] < at
+        truth = same or (pos[step.step_id] < at and step.step_id not in enclosing)
         if flip and noise.random() < flip:
             truth = not truth
         return truth

@@ -424,3 +424,68 @@ def test_an_agent_turn_that_recorded_no_output_is_never_asked_and_its_steps_stan
     g = guided_search(Analysis(run, failures, loc), _truthful({"ag", "p", "b", "f"}))
     assert (g.root, g.certain) == ("p", True)
     assert not {"t1", "t2"} & {q.step_id for q in g.questions}
+
+
+def _relay_run(converted: object, relayed: object) -> tuple[Analysis, dict[str, Step]]:
+    """read -> convert -> summarise (carrying convert's answer) -> plan (reads both) -> validate (fails)."""
+    steps = (
+        Step("r", "read_gauge", "tool", output={"depth_ft": 12.5, "site": "north basin"}, start_ns=0, end_ns=1),
+        Step("c", "convert", "other", output=converted, deps=(Dependency("r"),), start_ns=2, end_ns=3),
+        Step("w", "summarise", "agent", output=relayed, deps=(Dependency("c"),), start_ns=4, end_ns=5),
+        Step("m", "plan", "llm", output={"dive": "go"}, deps=(Dependency("w"), Dependency("c")), start_ns=6,
+             end_ns=7),
+        Step("f", "validate", "tool", output="rejected", deps=(Dependency("m"),), start_ns=8, end_ns=9),
+    )
+    run = Run("run1", "gauges", 0, 10, "failure", "rejected", steps=steps)
+    failures = (Failure("f", "outcome", "rejected", "x", "final"),)
+    loc = Localization([Candidate("m", 0.9, (), ()), Candidate("c", 0.2, (), ()), Candidate("r", 0.1, (), ())],
+                       SearchStats(5, 5, 0.0), failures=failures, ranking=("m", "c", "r"))
+    return Analysis(run, failures, loc), {s.step_id: s for s in steps}
+
+
+def test_a_step_answered_correct_vouches_for_an_input_whose_whole_output_it_carries() -> None:
+    """A summary answered correct that quotes the conversion's answer whole marks the conversion correct
+    without a question: proving the plan wrong takes two questions, and the implied answer says why."""
+    converted = {"depth_m": 3.81, "site": "north basin"}
+    analysis, _ = _relay_run(converted, {"report": [converted], "note": "levels normal"})
+    asked: list[str] = []
+
+    def oracle(step: Step, run: Run) -> bool:
+        asked.append(step.step_id)
+        return step.step_id != "m"
+
+    g = guided_search(analysis, oracle)
+    assert (g.root, g.certain) == ("m", True)
+    assert asked == ["m", "w"]
+    assert [a.step_id for a in g.implied] == ["c"] and "summarise" in (g.implied[0].reason or "")
+    assert g.to_dict()["implied"][0]["name"] == "convert"
+
+
+def test_a_wrong_step_whose_output_equals_its_input_implies_nothing_about_that_input() -> None:
+    """A conversion that handed its input on unchanged is wrong for doing so: its input stays to be asked,
+    and the conversion is proven the root."""
+    same = {"depth_ft": 12.5, "site": "north basin"}
+    analysis, _ = _relay_run(same, {"report": [same]})
+    asked: list[str] = []
+
+    def oracle(step: Step, run: Run) -> bool:
+        asked.append(step.step_id)
+        return step.step_id == "r"
+
+    g = guided_search(analysis, oracle)
+    assert (g.root, g.certain) == ("c", True)
+    assert "r" in asked and g.implied == ()
+
+
+def test_a_short_value_carried_by_a_correct_step_is_still_asked() -> None:
+    """A value of a few characters recurs by chance: a correct step holding it vouches for nothing."""
+    analysis, _ = _relay_run(3.81, {"depth_m": 3.81})
+    asked: list[str] = []
+
+    def oracle(step: Step, run: Run) -> bool:
+        asked.append(step.step_id)
+        return step.step_id != "m"
+
+    g = guided_search(analysis, oracle)
+    assert (g.root, g.certain) == ("m", True)
+    assert "c" in asked and g.implied == ()

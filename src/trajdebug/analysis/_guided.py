@@ -38,6 +38,15 @@ in `Guided.conflict`.  With ``recheck=True`` every answer that proves a root
 is asked a second time before the root is called certain (a third time when
 the two disagree; the majority stands).
 
+Implied answers.  A step answered correct vouches for the inputs whose whole
+output it carries verbatim (a container that relays its children's answers, a
+wrapper returning its sub-agent's, a model quoting a tool's result whole): a
+right output holds no wrong part, so those inputs are marked correct without a
+question (`Guided.implied`, `_oracles.Carrier`; a short value, which could
+recur by chance, implies nothing).  A wrong answer implies nothing about
+an input even when the two outputs are equal: the step may be wrong for having
+passed its input on unchanged (a conversion left undone).
+
 Trust (`_guided_result.py`, with the result `Guided` and the prior): answers
 about the same step from different sources combine by trust, the more trusted
 answer overriding.
@@ -49,8 +58,16 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from trajdebug.analysis._guided_result import _FLOOR, Guided, Oracle, failure_step, priors, trust
-from trajdebug.analysis._oracles import Caller, ask
+from trajdebug.analysis._guided_result import (
+    _FLOOR,
+    Guided,
+    Oracle,
+    dependency_path,
+    failure_step,
+    priors,
+    trust,
+)
+from trajdebug.analysis._oracles import Caller, Carrier, ask
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer
 
@@ -132,6 +149,9 @@ class GuidedSearch:
         self.prior.update({s: _FLOOR * p for s, p in outside.items()})
         self.mass = [self.prior[s] for s in self.ids]
         self.log: list[Answer] = []
+        self.implied: list[Answer] = []
+        """Answers no oracle gave: inputs a correct step carries whole (see the module docstring)."""
+        self._carrier = Carrier([graph.steps[sid] for sid in self.ids])
         self.votes: dict[int, list[Answer]] = {}
         self.rechecked: set[int] = set()
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
@@ -176,6 +196,8 @@ class GuidedSearch:
         self.votes.setdefault(i, []).append(a)
         self.log.append(a)
         self._state = None
+        if a.correct is True:
+            self._imply(i, a)
         proved = self.audited.get(i)
         if proved is not None and self.verdict(i) is False and i not in self.parents[proved]:
             # A wrong step outside the proved root's reach: the recording missed an
@@ -183,6 +205,14 @@ class GuidedSearch:
             # becomes one of its inputs and the proof is undone.
             self.parents[proved] = sorted({*self.parents[proved], i})
             self.kids[i].append(proved)
+
+    def _imply(self, i: int, a: Answer) -> None:
+        """Mark correct every unanswered input whose whole output step ``i`` carries (and theirs, in turn)."""
+        for p, via in self._carrier.implied(i, self.parents, self.votes):
+            why = f"implied: {self.graph.steps[self.ids[via]].name} carries its whole output and was answered correct"
+            said = Answer(self.ids[p], True, a.by, a.at_ns, why, a.run_id)
+            self.votes[p] = [said]
+            self.implied.append(said)
 
     def answer(self, a: Answer) -> None:
         """Record an answer (asked by `next_question`, or volunteered)."""
@@ -477,7 +507,9 @@ class GuidedSearch:
         certain = cand == 1 << focus and self.verdict(focus) is False
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
-        path = self._path(root) if root is not None else ()
+        path = () if root is None or self.failure is None else dependency_path(
+            self.ids, self.kids, lambda i: self.verdict(i) is False, root, self.failure
+        )
         return Guided(
             root,
             certain,
@@ -490,6 +522,7 @@ class GuidedSearch:
             tuple(self.problems),
             tuple(names.items()),
             tuple(self.ids[i] for i in self.audited),
+            tuple(self.implied),
         )
 
     def _best(self, bits: int) -> int:
@@ -511,33 +544,6 @@ class GuidedSearch:
         order = sorted(weights, key=lambda i: (-weights[i], -i))
         return tuple((self.ids[i], weights[i] / total) for i in order)
 
-    def _path(self, root: str) -> tuple[str, ...]:
-        # Breadth-first from the root forward to the failure inside the slice,
-        # through wrong-marked steps first where there is a choice.
-        if self.failure is None or root not in self.index:
-            return ()
-        prev: dict[str, str | None] = {root: None}
-        frontier = [root]
-        while frontier and self.failure not in prev:
-            nxt: list[str] = []
-            for sid in frontier:
-                # self.kids: the recorded edges inside the search, and those an audit added.
-                kids = [self.ids[k] for k in self.kids[self.index[sid]] if self.ids[k] not in prev]
-                kids.sort(key=lambda c: (self.verdict(self.index[c]) is not False, self.index[c]))
-                for c in kids:
-                    if c not in prev:
-                        prev[c] = sid
-                        nxt.append(c)
-            frontier = nxt
-        if self.failure not in prev:
-            return (root,)
-        out: list[str] = []
-        at: str | None = self.failure
-        while at is not None:
-            out.append(at)
-            at = prev[at]
-        return tuple(reversed(out))
-
 
 def _bits(bits: int) -> list[int]:
     out = []
@@ -550,12 +556,6 @@ def _bits(bits: int) -> list[int]:
 
 def _popcount(bits: int) -> int:
     return bin(bits).count("1")
-
-
-def _entropy(p: float) -> float:
-    if p <= 0.0 or p >= 1.0:
-        return 0.0
-    return -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
 
 
 def guided_search(

@@ -12,7 +12,7 @@ over a model's; the more trusted answer overrides.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -75,6 +75,8 @@ class Guided:
     """Step names of the ids above, for rendering without the run."""
     audited: tuple[str, ...] = ()
     """Steps asked to test a proof against inputs the recording may have missed (`GuidedSearch._audit`)."""
+    implied: tuple[Answer, ...] = ()
+    """Inputs marked correct without a question: a step answered correct carries their whole output."""
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON data (the ``guided`` member of an analysis)."""
@@ -100,11 +102,43 @@ class Guided:
             "conflict": list(self.conflict),
             "problems": list(self.problems),
             "audited": list(self.audited),
+            "implied": [{"step": a.step_id, "name": names.get(a.step_id), "reason": a.reason} for a in self.implied],
         }
 
 
 def _word(correct: bool | None) -> str:
     return "unknown" if correct is None else ("correct" if correct else "wrong")
+
+
+def dependency_path(
+    ids: Sequence[str], kids: Sequence[Sequence[int]], wrong: Callable[[int], bool], root: str, failure: str
+) -> tuple[str, ...]:
+    """The path from ``root`` forward to ``failure`` over the search's nodes (``kids``: the recorded edges
+    inside the search and those an audit added), breadth first, through wrong-marked steps where there is a
+    choice; just the root when none leads there."""
+    index = {sid: i for i, sid in enumerate(ids)}
+    if root not in index:
+        return ()
+    prev: dict[str, str | None] = {root: None}
+    frontier = [root]
+    while frontier and failure not in prev:
+        nxt: list[str] = []
+        for sid in frontier:
+            after = [ids[k] for k in kids[index[sid]] if ids[k] not in prev]
+            after.sort(key=lambda c: (not wrong(index[c]), index[c]))
+            for c in after:
+                if c not in prev:
+                    prev[c] = sid
+                    nxt.append(c)
+        frontier = nxt
+    if failure not in prev:
+        return (root,)
+    out: list[str] = []
+    at: str | None = failure
+    while at is not None:
+        out.append(at)
+        at = prev[at]
+    return tuple(reversed(out))
 
 
 def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 from trajdebug.core.model import Answer, Run, Step
@@ -121,6 +121,79 @@ def effect(step: Step) -> Any:
     """What a step produced: its output, and the values it wrote to shared state (``state_values``) if any."""
     written = step.attributes.get("state_values") if isinstance(step.attributes, Mapping) else None
     return step.output if written is None else (step.output, written)
+
+
+class Carrier:
+    """Which inputs a step's output carries whole: the implied answers of the guided search.
+
+    A step answered correct vouches for an input whose whole output it holds
+    (a container relaying its children's answers, a wrapper returning its
+    sub-agent's, a model quoting a tool's result): a right output holds no
+    wrong part.  The input's output must be at least `MIN` characters of JSON
+    (a short value recurs by chance), found as a part of the step's value or
+    written out in one of its strings (a tool message's text).
+    """
+
+    MIN = 16
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self._steps = steps
+        self._texts: dict[int, tuple[str, str] | None] = {}
+
+    def _text(self, i: int) -> tuple[str, str] | None:
+        if i not in self._texts:
+            value = effect(self._steps[i])
+            try:
+                canon = json.dumps(value, sort_keys=True, default=str)
+            except (TypeError, ValueError):
+                self._texts[i] = None
+            else:
+                self._texts[i] = (canon, "\n".join(_strings(value)))
+        return self._texts[i]
+
+    def carries(self, j: int, p: int) -> bool:
+        """True when step ``j``'s output holds step ``p``'s whole output."""
+        mine, part = self._text(j), self._text(p)
+        if mine is None or part is None or len(part[0]) < self.MIN:
+            return False
+        if part[0] in mine[0]:
+            return True
+        value = effect(self._steps[p])
+        if isinstance(value, str):
+            return value in mine[1]
+        forms = {json.dumps(value, default=str), json.dumps(value, separators=(",", ":"), default=str)}
+        return any(f in mine[1] for f in forms)
+
+    def implied(self, i: int, parents: Sequence[Sequence[int]], known: Container[int]) -> list[tuple[int, int]]:
+        """``(input, carried by)`` for every input not in ``known`` that step ``i`` (answered correct) carries,
+        and, each such input being correct in turn, the inputs it carries."""
+        out: list[tuple[int, int]] = []
+        seen: set[int] = set()
+        todo = [i]
+        while todo:
+            j = todo.pop()
+            for p in parents[j]:
+                if p in known or p in seen or not self.carries(j, p):
+                    continue
+                seen.add(p)
+                out.append((p, j))
+                todo.append(p)
+        return out
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a JSON-like value (keys aside)."""
+    out: list[str] = []
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, Mapping):
+            todo.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            todo.extend(v)
+    return out
 
 
 class ReferenceOracle:
