@@ -414,6 +414,18 @@ class TestFallbacks:
         )
         assert {k: v.step_id for k, v in fallbacks(run).items()} == {"e1": "f1"}
 
+    def test_a_call_handed_the_errored_calls_answer_used_it_and_is_no_fallback(self) -> None:
+        """A tool that warned yet returned, whose answer the next call of another tool on the same target depends on,
+        was used, not replaced: the next call is no fallback, unlike one that asked elsewhere in its place."""
+        warned = Step("w1", "open_index", "tool", input={"topic": "billing"}, output={"topic": "billing", "size": 7},
+                      status="error", error=ErrorInfo("Warning", "index is old"))
+        used = Step("s1", "search", "retrieval", input={"index": {"topic": "billing", "size": 7}, "q": "billing fee"},
+                    output=["fee: 3 EUR"], deps=(Dependency("w1", key="index"),))
+        fell = Step("s2", "search", "retrieval", input={"topic": "billing", "q": "billing fee"}, output=["fee: 3 EUR"])
+        after = Step("a1", "answer", "llm", input={"chunks": ["fee: 3 EUR"]}, output="3 EUR")
+        assert fallbacks(_run(warned, used, after)) == {}
+        assert {k: v.step_id for k, v in fallbacks(_run(warned, fell, after)).items()} == {"w1": "s2"}
+
 
 class TestSuperseded:
     def test_an_error_is_superseded_only_by_a_later_clean_run_on_a_shared_target(self) -> None:

@@ -178,7 +178,9 @@ def fallbacks(run: Run) -> dict[str, Step]:
     another name acting on one of the same targets (a string argument in common),
     whose answer went on: a later step depends on it or was handed one of its values
     (a logger or a notifier called after the error, whose answer nothing reads, is
-    no fallback).
+    no fallback).  A call that depends on the errored one is no fallback either: it
+    was handed the errored call's answer (a tool that warned and returned), so it
+    used that call rather than asked in its place.
     """
     out: dict[str, Step] = {}
     last: dict[str | None, Step] = {}
@@ -193,6 +195,7 @@ def fallbacks(run: Run) -> dict[str, Step]:
             or s.status != "ok"
             or s.name == prev.name
             or content.error_text(s.output) is not None
+            or any(d.step_id == prev.step_id for d in s.deps)
         ):
             continue
         if not _targets_of(prev.input).isdisjoint(_targets_of(s.input)) and _went_on(s, run.steps[i + 1 : i + 51]):
