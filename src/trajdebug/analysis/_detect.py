@@ -178,7 +178,9 @@ def fallbacks(run: Run) -> dict[str, Step]:
     another name acting on one of the same targets (a string argument in common),
     whose answer went on: a later step depends on it or was handed one of its values
     (a logger or a notifier called after the error, whose answer nothing reads, is
-    no fallback).
+    no fallback).  It must start after the failed call ended: a call started while the
+    other still ran (parallel tool calls one model turn asked for together) was made
+    before anyone knew of the error, so it answered its own request, not in its place.
     """
     out: dict[str, Step] = {}
     last: dict[str | None, Step] = {}
@@ -193,6 +195,7 @@ def fallbacks(run: Run) -> dict[str, Step]:
             or s.status != "ok"
             or s.name == prev.name
             or content.error_text(s.output) is not None
+            or (prev.end_ns is not None and s.start_ns < prev.end_ns)
         ):
             continue
         if not _targets_of(prev.input).isdisjoint(_targets_of(s.input)) and _went_on(s, run.steps[i + 1 : i + 51]):

@@ -324,6 +324,12 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     contradiction.
     """
     mine = content.keyed_values(produced)
+    for k, v in list(mine.items()):
+        if _structured(v):
+            # Its own fields are what it states, each to be set against the same field upstream.
+            del mine[k]
+            for k2, v2 in content.keyed_values(content.parse_json(v)).items():
+                mine.setdefault(k2, v2)
     if not mine:
         return []
     out: list[tuple[str, Any, Any]] = []
@@ -362,6 +368,13 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                             continue
                     out.append((k, v, w))
     return out
+
+
+def _structured(v: Any) -> bool:
+    """Whether a value is a JSON object or list written as text (an Agents SDK sub-agent's one ``input``
+    argument carrying a whole request): a request of several values, read field by field, never as one value
+    to set against another request's text under the same generic field."""
+    return isinstance(v, str) and content.looks_like_json(v) and isinstance(content.parse_json(v), (dict, list))
 
 
 def _written_in(v: str, text: str) -> bool:
