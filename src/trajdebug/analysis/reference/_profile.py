@@ -42,9 +42,11 @@ class _FieldStats:
     formulas: dict[str, int] = field(default_factory=dict)
     fits: dict[str, int] = field(default_factory=dict)
     """How many of its numbers each formula explains (a number may fit several: `formulas`)."""
-    first_run: dict[str, str] = field(default_factory=dict)
+    # Read only to compare answers across passing runs (`_invariants._mints`): sibling profiles, which compare
+    # no answers, leave them empty.
+    first_run: dict[str, str] = field(default_factory=dict, compare=False)
     """Each value's first run (capped with `values`)."""
-    across: set[str] = field(default_factory=set)
+    across: set[str] = field(default_factory=set, compare=False)
     """Values seen in more than one run: a value in none of them is new in every run (a clock reading)."""
 
 
