@@ -326,10 +326,13 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     mine = content.keyed_values(produced)
     for k, v in list(mine.items()):
         if _structured(v):
-            # Its own fields are what it states, each to be set against the same field upstream.
+            # Its own fields are what it states, each to be set against the same field upstream.  In a message's
+            # ``content`` (a model's answer written as JSON) only its texts: a number there may be worked out by
+            # a formula no check here knows (a rate times a gross plus a flat fee); a label cannot.
             del mine[k]
             for k2, v2 in content.keyed_values(content.parse_json(v)).items():
-                mine.setdefault(k2, v2)
+                if k not in _UNCOMPARED or isinstance(v2, str):
+                    mine.setdefault(k2, v2)
     if not mine:
         return []
     out: list[tuple[str, Any, Any]] = []
@@ -344,7 +347,7 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     for up in upstream:
         theirs = content.keyed_values(up)
         for k, v in mine.items():
-            if k in theirs and k not in ("id", "name", "role", "type", "content", "status"):
+            if k in theirs and k not in _UNCOMPARED:
                 w = theirs[k]
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
                     if several is None:
@@ -368,6 +371,10 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                             continue
                     out.append((k, v, w))
     return out
+
+
+_UNCOMPARED = ("id", "name", "role", "type", "content", "status")
+"""Fields never set against upstream: protocol fields, and a message's content (an expression, as prose is)."""
 
 
 def _structured(v: Any) -> bool:
