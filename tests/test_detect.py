@@ -426,6 +426,20 @@ class TestFallbacks:
         assert fallbacks(_run(warned, used, after)) == {}
         assert {k: v.step_id for k, v in fallbacks(_run(warned, fell, after)).items()} == {"w1": "s2"}
 
+    def test_a_call_started_while_the_failed_call_still_ran_is_no_fallback(self) -> None:
+        """A clean call on the same target that started before the errored call ended (parallel calls asked for
+        together, before the error was known) answered its own request; one started after the error is the
+        fallback."""
+        run = _run(
+            Step("e1", "get_record", "tool", input={"id": "K-17"}, status="error", start_ns=100, end_ns=300),
+            Step("p1", "check_licence", "tool", input={"id": "K-17"}, output={"licence": "L-9"}, start_ns=150, end_ns=320),
+            Step("u1", "file", "tool", input={"licence": "L-9"}, output="ok", start_ns=400, end_ns=450),
+            Step("e2", "get_record", "tool", input={"id": "K-18"}, status="error", start_ns=500, end_ns=600),
+            Step("f2", "cached_record", "tool", input={"id": "K-18"}, output={"owner": "Ames"}, start_ns=610, end_ns=650),
+            Step("u2", "file", "tool", input={"owner": "Ames"}, output="ok", start_ns=700, end_ns=750),
+        )
+        assert {k: v.step_id for k, v in fallbacks(run).items()} == {"e2": "f2"}
+
 
 class TestSuperseded:
     def test_an_error_is_superseded_only_by_a_later_clean_run_on_a_shared_target(self) -> None:

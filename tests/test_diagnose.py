@@ -252,6 +252,27 @@ class TestToolCalls:
         assert contradictions({"input": "Analyse acct-2 for May, budget 300"}, [team, before]) == []
         assert contradictions({"input": "Analyse acct-1 for May, budget 900"}, [team, before]) != []
 
+    def test_a_request_written_as_json_text_is_read_field_by_field(self) -> None:
+        """A sub-agent's one ``input`` argument carrying a JSON request contradicts nothing by differing from another
+        sub-agent's ``input`` sentence; a field inside it that differs from the same field upstream still does."""
+        from trajdebug.analysis.diagnosers._tools import contradictions
+
+        asked = {"input": "Tide table for Harwich on 2026-05-03"}
+        survey = {"depth_m": 48.9, "trip": "out-and-back"}
+        ok = {"input": json.dumps({"depth_m": 48.9, "trip": "out-and-back"})}
+        off = {"input": json.dumps({"depth_m": 48.9, "trip": "one-way"})}
+        assert contradictions(ok, [asked, survey]) == []
+        assert contradictions(off, [asked, survey]) == [("trip", "one-way", "out-and-back")]
+
+    def test_a_model_answer_written_as_json_is_held_to_its_labels_not_its_numbers(self) -> None:
+        """A model's JSON answer in a message's ``content`` contradicts its input by a label (``side=buy`` for a
+        ``sell`` ticket), never by a number it may have worked out by a formula unknown here."""
+        from trajdebug.analysis.diagnosers._tools import contradictions
+
+        ticket = {"ticket": "T-7", "side": "sell", "fee": 14.0}
+        said = {"role": "assistant", "content": json.dumps({"ticket": "T-7", "side": "buy", "fee": 230.48})}
+        assert contradictions(said, [ticket]) == [("side", "buy", "sell")]
+
     def test_a_total_worked_out_from_the_inputs_is_no_contradiction(self) -> None:
         """A model summing two receipts into amount=84700 where one receipt said amount=18500 restates its inputs."""
         receipts = [{"id": "R1", "amount": 18500}, {"id": "R3", "amount": 66200}]

@@ -150,6 +150,28 @@ class TestInvariants:
         assert not changed(book("bad", "N-01", 38, fail=True))
         assert changed(book("bad", "N-01", 38, "waitlisted", fail=True))
 
+    def test_an_answer_differing_only_in_a_date_stamp_new_in_every_run_is_the_same_answer(self) -> None:
+        """A lookup stamping its answer with the run's snapshot date (shared by a run's calls, new in every passing
+        run, never given) is not answering the same request otherwise when only that stamp differs; another
+        count still is."""
+
+        def stock(rid: str, day: int, items: tuple[int, int], n: int = 12, *, fail: bool = False) -> Run:
+            steps = tuple(
+                Step(f"s{i}", "get_stock", "tool", input={"item": f"SKU-{item}"},
+                     output={"item": f"SKU-{item}", "as_of": f"2026-04-{day:02d}T07:30", "on_hand": n + item},
+                     start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, item in enumerate(items)
+            )
+            return Run(rid, "stock", outcome="failure" if fail else "success", steps=steps)
+
+        profile = learn([stock(f"ok{d}", d, (d, d + 1)) for d in (3, 5, 9, 11)])
+
+        def changed(run: Run) -> bool:
+            return "reference:same-input" in {e.diagnoser for e in violations(run.steps[0], Lineage(run).view("s0"), profile)}
+
+        assert not changed(stock("bad", 20, (3, 7), fail=True))
+        assert changed(stock("bad", 20, (3, 7), 30, fail=True))
+
     def test_a_reader_of_other_state_was_not_asked_the_same(self) -> None:
         """A step given the same arguments as in a passing run but reading other shared state is not "the same input"."""
 

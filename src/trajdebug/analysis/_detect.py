@@ -180,7 +180,10 @@ def fallbacks(run: Run) -> dict[str, Step]:
     (a logger or a notifier called after the error, whose answer nothing reads, is
     no fallback).  A call that depends on the errored one is no fallback either: it
     was handed the errored call's answer (a tool that warned and returned), so it
-    used that call rather than asked in its place.
+    used that call rather than asked in its place.  And it must start after the
+    failed call ended: a call started while the other still ran (parallel tool calls
+    one model turn asked for together) was made before anyone knew of the error, so
+    it answered its own request, not in its place.
     """
     out: dict[str, Step] = {}
     last: dict[str | None, Step] = {}
@@ -196,6 +199,7 @@ def fallbacks(run: Run) -> dict[str, Step]:
             or s.name == prev.name
             or content.error_text(s.output) is not None
             or any(d.step_id == prev.step_id for d in s.deps)
+            or (prev.end_ns is not None and s.start_ns < prev.end_ns)
         ):
             continue
         if not _targets_of(prev.input).isdisjoint(_targets_of(s.input)) and _went_on(s, run.steps[i + 1 : i + 51]):

@@ -324,6 +324,15 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     contradiction.
     """
     mine = content.keyed_values(produced)
+    for k, v in list(mine.items()):
+        if _structured(v):
+            # Its own fields are what it states, each to be set against the same field upstream.  In a message's
+            # ``content`` (a model's answer written as JSON) only its texts: a number there may be worked out by
+            # a formula no check here knows (a rate times a gross plus a flat fee); a label cannot.
+            del mine[k]
+            for k2, v2 in content.keyed_values(content.parse_json(v)).items():
+                if k not in _UNCOMPARED or isinstance(v2, str):
+                    mine.setdefault(k2, v2)
     if not mine:
         return []
     out: list[tuple[str, Any, Any]] = []
@@ -338,7 +347,7 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
     for up in upstream:
         theirs = content.keyed_values(up)
         for k, v in mine.items():
-            if k in theirs and k not in ("id", "name", "role", "type", "content", "status"):
+            if k in theirs and k not in _UNCOMPARED:
                 w = theirs[k]
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
                     if several is None:
@@ -362,6 +371,17 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                             continue
                     out.append((k, v, w))
     return out
+
+
+_UNCOMPARED = ("id", "name", "role", "type", "content", "status")
+"""Fields never set against upstream: protocol fields, and a message's content (an expression, as prose is)."""
+
+
+def _structured(v: Any) -> bool:
+    """Whether a value is a JSON object or list written as text (an Agents SDK sub-agent's one ``input``
+    argument carrying a whole request): a request of several values, read field by field, never as one value
+    to set against another request's text under the same generic field."""
+    return isinstance(v, str) and content.looks_like_json(v) and isinstance(content.parse_json(v), (dict, list))
 
 
 def _written_in(v: str, text: str) -> bool:

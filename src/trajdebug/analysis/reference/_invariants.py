@@ -161,12 +161,21 @@ def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
 
 
 def _mints(fs: _FieldStats) -> bool:
-    """A field whose every passing value was new (seen once), an id (letters and digits), never given."""
+    """A field whose every passing value was new (seen once), an id (letters and digits), never given; or a
+    stamp: a field of dates never given, each date seen in one passing run only (a snapshot's ``as_of`` that
+    a run's calls share, dated anew in every run; the time of day beside it may repeat)."""
+    if fs.n < 2 or fs.grounded:
+        return False
+    if all(c == 1 for c in fs.values.values()) and all(
+        _SHAPE_DIGIT.search(r) and _SHAPE_ALPHA.search(r) for r in fs.raws.values()
+    ):
+        return True
+    dates = [k for k in fs.values if k.startswith("d:")]
     return (
-        fs.n >= 2
-        and fs.grounded == 0
-        and all(c == 1 for c in fs.values.values())
-        and all(_SHAPE_DIGIT.search(r) and _SHAPE_ALPHA.search(r) for r in fs.raws.values())
+        len(fs.runs) >= 2
+        and bool(dates)
+        and all(k.startswith(("d:", "t:")) for k in fs.values)
+        and not fs.across.intersection(dates)
     )
 
 

@@ -42,6 +42,12 @@ class _FieldStats:
     formulas: dict[str, int] = field(default_factory=dict)
     fits: dict[str, int] = field(default_factory=dict)
     """How many of its numbers each formula explains (a number may fit several: `formulas`)."""
+    # Read only to compare answers across passing runs (`_invariants._mints`): sibling profiles, which compare
+    # no answers, leave them empty.
+    first_run: dict[str, str] = field(default_factory=dict, compare=False)
+    """Each value's first run (capped with `values`)."""
+    across: set[str] = field(default_factory=set, compare=False)
+    """Values seen in more than one run: a value in none of them is new in every run (a clock reading)."""
 
 
 @dataclass(slots=True)
@@ -279,6 +285,8 @@ def _apply(st: _StepStats, ob: _Obs) -> None:
             if len(fs.values) < VALUES_CAP:
                 fs.values[key] = fs.values.get(key, 0) + 1
                 fs.raws.setdefault(key, raw)
+                if fs.first_run.setdefault(key, ob.run_id) != ob.run_id:
+                    fs.across.add(key)
         for key in fo.introduced:
             if len(st.introduced) < INTRODUCED_CAP:
                 st.introduced.add(key)
