@@ -522,6 +522,21 @@ class TestGivenValues:
         assert not self._found(self._one("b", "weights", "tool", {"ids": "all"}, {"animal": "AX-0101", "kg": 41}),
                                refs, "reference:grounded")
 
+    def test_a_reading_for_another_day_than_asked_is_ungrounded(self) -> None:
+        """A climate lookup whose reading was always taken on the day it was asked for (at a time of its own)
+        answering with last night's reading names a day it was not given; this morning's reading does not."""
+        days = ("2026-01-24", "2026-02-07", "2026-02-14", "2026-02-21")
+        refs = [self._one(f"p{i}", "climate", "tool", {"club": f"C{i}", "date": d},
+                          {"club": f"C{i}", "observed_at": f"{d}T05:5{i}", "air_c": 6.5 + i}) for i, d in enumerate(days)]
+
+        def reading(at: str) -> Run:
+            return self._one("b", "climate", "tool", {"club": "C9", "date": "2026-01-17"},
+                             {"club": "C9", "observed_at": at, "air_c": 6.5})
+
+        [e] = self._found(reading("2026-01-16T21:40"), refs, "reference:grounded")
+        assert "observed_at=2026-01-16T21:40" in e.reason
+        assert not self._found(reading("2026-01-17T05:50"), refs, "reference:grounded")
+
     def test_a_field_passing_runs_left_empty_is_no_new_field(self) -> None:
         """A field every passing occurrence had empty (``excluded: []``) is part of the output's shape: filled
         in the failing run it is no new field; a field none of them had at all is."""

@@ -40,6 +40,7 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._profile import (
+    DAY_PREFIX,
     MIN_SUPPORT,
     OUTPUT_FIELD,
     Profile,
@@ -241,6 +242,20 @@ def _could_copy(raw: object, ins: Mapping[str, list[Any]]) -> bool:
     shape = char_shape(text)
     return any(char_shape(str(a.raw)) == shape for vs in ins.values() for a in vs)
 
+def _day_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any], operands: StepView) -> Iterator[Evidence]:
+    """A field whose days were always ones the step was given (a lookup for a date answering with a reading
+    or a forecast of that date, at a time of its own) now naming a day it was not given: an answer for
+    another day (last night's cached reading, the previous evening's issue)."""
+    day = next((a for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX) and not operands.given(a)), None)
+    if day is not None:
+        yield Evidence(
+            step.step_id,
+            _w(0.4, fs.n),
+            f"{f}={day.raw} names a day it was not given; in {fs.n} passing occurrences {f} named a day it was given",
+            "reference:grounded",
+        )
+
+
 def _field_checks(
     step: Step,
     view: StepView,
@@ -281,6 +296,8 @@ def _field_checks(
             f"{f}={bad.raw} is not among the values it was given; in {fs.n} passing occurrences {f} always was",
             "reference:grounded",
         )
+    elif fs.days_seen == fs.n and fs.days_grounded == fs.n:
+        yield from _day_check(step, fs, f, atoms, operands)
     given = ins.get(f)
     if (
         fs.kept_seen >= MIN_SUPPORT

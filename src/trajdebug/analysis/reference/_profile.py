@@ -36,6 +36,10 @@ class _FieldStats:
     grounded: int = 0
     kept: int = 0
     kept_seen: int = 0
+    days_seen: int = 0
+    """Occurrences whose field held a day (a date, a timestamp's date)."""
+    days_grounded: int = 0
+    """... every day of which the step was given (a lookup for a date answering for that date)."""
     numbers: list[float] = field(default_factory=list)
     values: dict[str, int] = field(default_factory=dict)
     raws: dict[str, str] = field(default_factory=dict)
@@ -172,6 +176,8 @@ class _FieldObs:
     """(key, raw) of its non-number values (among its first 50), in order."""
     introduced: tuple[str, ...]
     """Keys of those it was not given (values the step brought in), in order."""
+    days: bool | None = None
+    """Every day its values name (``observed_at=2026-01-24T05:50``'s date) was given; None: it names none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +214,17 @@ def _observe(
     _apply(st, _record(s, view, run_id))
 
 
+DAY_PREFIX = "d:"
+"""The key prefix of a day's atom (`trajdebug.core.values`: ``d:01-24``; a time of day is ``t:``)."""
+
+
+def _days_given(atoms: Sequence[Any], operands: StepView) -> bool | None:
+    """Whether every day a field's values name was given to the step (None: they name no day).  A
+    timestamp's time of day is rarely given (a reading taken at 05:50), its date is (the day asked for)."""
+    days = [a for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX)]
+    return all(operands.given(a) for a in days) if days else None
+
+
 def _record(s: Step, view: StepView, run_id: str) -> _Obs:
     """One occurrence's contribution: everything `_apply` adds to the stats, read from its values."""
     outs = _out_fields(view)
@@ -235,6 +252,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
                 tuple(a.number for a in head if a.kind == "number" and a.number is not None),
                 tuple((a.key, a.raw) for a in head if a.kind != "number"),
                 tuple(a.key for a in head if a.kind != "number" and not view.given(a)),
+                _days_given(atoms, operands),
             )
         )
     # Ratios between single output numbers and single input numbers, by field.
@@ -266,6 +284,9 @@ def _apply(st: _StepStats, ob: _Obs) -> None:
         st.present[f] = st.present.get(f, 0) + 1
         if fo.grounded:
             fs.grounded += 1
+        if fo.days is not None:
+            fs.days_seen += 1
+            fs.days_grounded += int(fo.days)
         if fo.kept_seen:
             fs.kept_seen += 1
             if fo.kept:
