@@ -123,3 +123,24 @@ def test_a_common_word_names_no_record_of_a_failed_list() -> None:
     assert unnamed_records(seats, "ValueError: no seat for 22") == set()
     # A code names its record in any case, a capitalised name as written.
     assert "n:7" in unnamed_records(lines, "line p-31 is held")
+
+
+def test_the_number_in_a_name_the_failure_quotes_is_no_value_to_pass_on() -> None:
+    """A check failing on "Cornopean 8 sounds 441.9 Hz" speaks of the rank named Cornopean 8: the note planner
+    given that name and answering notes lost no value 8; a check saying "8 pipes sound flat" names an 8."""
+
+    def run(message: str) -> Run:
+        steps = (
+            step("p", "plan_notes", "other", 1, {"rank": "Cornopean 8", "compass": "C2-C7"}, ["C2", "C3", "C4"]),
+            step("m", "measure", "tool", 3, {"rank": "Cornopean 8", "notes": ["C2", "C3", "C4"]},
+                 {"Cornopean 8": 441.9}, "p"),
+            Step("c", "check_pitch", "other", input={"walk": {"Cornopean 8": 441.9}, "target_hz": 440.0},
+                 status="error", error=ErrorInfo("RuntimeError", message), deps=(D("m"),), start_ns=5, end_ns=6),
+        )
+        return Run("r", "tuner", outcome="failure", steps=steps)
+
+    def lost_eight(message: str) -> bool:
+        return any("was given '8'" in r for c in localize(run(message)).ranked_all for r in c.reasons)
+
+    assert not lost_eight("closing walk-through: Cornopean 8 sounds 441.9 Hz against 440.0 Hz")
+    assert lost_eight("closing walk-through: 8 pipes sound 441.9 Hz against 440.0 Hz")

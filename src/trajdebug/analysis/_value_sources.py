@@ -93,12 +93,24 @@ def _wrapping_failures(sl: Slice) -> set[str]:
     return out
 
 
+def _outside_names(given: Sequence[Atom], message: str, named: list[Atom]) -> list[Atom]:
+    """The message's values less the numbers that are words of a name the failing step was given (a value, or
+    the key of a map keyed by names) and the message quotes whole ("Cornopean 8 sounds ...", "Gate 3 is
+    closed"): the name is what it speaks of, its number no quantity some step should have passed on."""
+    low = message.casefold()
+    given_names = {a.raw for a in given if a.kind == "text"} | {a.field for a in given if a.field}
+    names = [n.casefold().split() for n in given_names if n.casefold() in low]
+    words = {w for n in names if len(n) > 1 for w in n}
+    return [a for a in named if a.kind != "number" or a.raw.casefold() not in words]
+
+
 def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     """One failure's values: those its message names, the task words it misses, what its step was given."""
     step = sl.g.steps[f.step_id]
     pos = sl.g.position(f.step_id)
     message = f.message if f.message else (step.error.message if step.error else "")
     named = [a for a in atoms(message) if not (a.kind == "text" and len(a.raw) <= 2)]
+    named = _outside_names(sl.lin.view(f.step_id).inputs, message, named)
     seen: set[str] = set()
     out = _named_values(sl, f, message, named, seen, within)
     out += contradicted(sl, message, pos, within, step.name)
