@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from hypothesis import given, settings
@@ -536,6 +537,21 @@ class TestGivenValues:
         [e] = self._found(reading("2026-01-16T21:40"), refs, "reference:grounded")
         assert "observed_at=2026-01-16T21:40" in e.reason
         assert not self._found(reading("2026-01-17T05:50"), refs, "reference:grounded")
+
+    def test_a_value_taken_from_another_part_of_the_input_than_in_passing_runs(self) -> None:
+        """A memory node handed the conversation (with the fresh boat record) and the request (with the last
+        trip's record) always took the licence from the conversation in passing runs; taking the last trip's
+        licence from the request is a finding, taking the fresh one is not."""
+
+        def node(rid: str, fresh: str, old: str, kept: str) -> Run:
+            record = {"role": "tool", "content": json.dumps({"reg": "WB-1", "licence": fresh})}
+            inp = {"messages": [record], "request": {"reg": "WB-1", "last_trip": {"licence": old}}}
+            return self._one(rid, "remember", "other", inp, {"boat": {"reg": "WB-1", "licence": kept}})
+
+        refs = [node(f"p{i}", f"LIC-{i}01", f"LIC-{i}09", f"LIC-{i}01") for i in range(1, 5)]
+        [e] = self._found(node("b", "LIC-701", "LIC-709", "LIC-709"), refs, "reference:source")
+        assert "LIC-709" in e.reason and "request" in e.reason and "messages" in e.reason
+        assert not self._found(node("b", "LIC-701", "LIC-709", "LIC-701"), refs, "reference:source")
 
     def test_a_field_passing_runs_left_empty_is_no_new_field(self) -> None:
         """A field every passing occurrence had empty (``excluded: []``) is part of the output's shape: filled

@@ -53,6 +53,8 @@ from trajdebug.analysis.reference._profile import (
     _StepStats,
     answer_key,
     asked_of,
+    field_sources,
+    input_parts,
     keyed_parts,
     learn,
     operand_view,
@@ -256,6 +258,26 @@ def _day_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any], operan
         )
 
 
+def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> Iterator[Evidence]:
+    """A field whose values came from one part of the step's input in every passing occurrence (a memory
+    node's licence from the fresh record in the conversation) now coming from another part only (the last
+    trip's record it was also handed): the step took the value from the wrong source."""
+    parts = input_parts(step)
+    if parts is None or not fs.sources or not fs.sources <= set(parts):
+        return
+    now = field_sources(parts, atoms)
+    if now is None or now & fs.sources:
+        return
+    raw = next(a.raw for a in atoms if a.kind != "number")
+    yield Evidence(
+        step.step_id,
+        _w(0.45, fs.n),
+        f"{f}={raw} comes from its input's {', '.join(sorted(now))}; in {fs.n} passing occurrences "
+        f"it came from {', '.join(sorted(fs.sources))}",
+        "reference:source",
+    )
+
+
 def _field_checks(
     step: Step,
     view: StepView,
@@ -298,6 +320,8 @@ def _field_checks(
         )
     elif fs.days_seen == fs.n and fs.days_grounded == fs.n:
         yield from _day_check(step, fs, f, atoms, operands)
+    if fs.sources and fs.sources_seen == fs.n:
+        yield from _source_check(step, fs, f, atoms)
     given = ins.get(f)
     if (
         fs.kept_seen >= MIN_SUPPORT

@@ -15,6 +15,7 @@ from typing import Any
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
+from trajdebug.core.values import atoms as value_atoms
 
 
 MIN_SUPPORT = 3
@@ -40,6 +41,10 @@ class _FieldStats:
     """Occurrences whose field held a day (a date, a timestamp's date)."""
     days_grounded: int = 0
     """... every day of which the step was given (a lookup for a date answering for that date)."""
+    sources_seen: int = 0
+    """Occurrences whose values were found in a part of the step's input (`field_sources`)."""
+    sources: frozenset[str] | None = None
+    """The input parts that held the field's values in every one of them (None: none seen yet)."""
     numbers: list[float] = field(default_factory=list)
     values: dict[str, int] = field(default_factory=dict)
     raws: dict[str, str] = field(default_factory=dict)
@@ -178,6 +183,8 @@ class _FieldObs:
     """Keys of those it was not given (values the step brought in), in order."""
     days: bool | None = None
     """Every day its values name (``observed_at=2026-01-24T05:50``'s date) was given; None: it names none."""
+    sources: frozenset[str] | None = None
+    """The top-level parts of the step's input holding all its values (`field_sources`); None: not read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,11 +232,37 @@ def _days_given(atoms: Sequence[Any], operands: StepView) -> bool | None:
     return all(operands.given(a) for a in days) if days else None
 
 
+PARTS_CAP = 12
+"""Top-level input parts read for where a value came from (a graph's state, a tool's named arguments)."""
+
+
+def input_parts(s: Step) -> dict[str, frozenset[str]] | None:
+    """The keys of the values each top-level part of a step's input holds, for a step handed several parts
+    (a graph node given the conversation and the request; a memory given the fresh record and the last
+    one); None for a model call, a container, or an input of one part."""
+    if s.kind == "llm" or s.kind in CONTAINER_KINDS or not isinstance(s.input, Mapping):
+        return None
+    if not 2 <= len(s.input) <= PARTS_CAP:
+        return None
+    return {str(k): frozenset(a.key for a in value_atoms(v) if a.kind != "number") for k, v in s.input.items()}
+
+
+def field_sources(parts: Mapping[str, frozenset[str]] | None, atoms: Sequence[Any]) -> frozenset[str] | None:
+    """The parts of the input that hold every (non-number) value of an output field; None when the field
+    holds none or no part holds them all (a value the step made)."""
+    keys = {a.key for a in atoms if a.kind != "number"}
+    if parts is None or not keys:
+        return None
+    found = frozenset(k for k, held in parts.items() if keys <= held)
+    return found or None
+
+
 def _record(s: Step, view: StepView, run_id: str) -> _Obs:
     """One occurrence's contribution: everything `_apply` adds to the stats, read from its values."""
     outs = _out_fields(view)
     ins = _in_fields(view)
     operands = operand_view(view)
+    parts = input_parts(s)
     fields = []
     for f, atoms in outs.items():
         given = ins.get(f) or []
@@ -253,6 +286,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
                 tuple((a.key, a.raw) for a in head if a.kind != "number"),
                 tuple(a.key for a in head if a.kind != "number" and not view.given(a)),
                 _days_given(atoms, operands),
+                field_sources(parts, atoms),
             )
         )
     # Ratios between single output numbers and single input numbers, by field.
@@ -284,6 +318,9 @@ def _apply(st: _StepStats, ob: _Obs) -> None:
         st.present[f] = st.present.get(f, 0) + 1
         if fo.grounded:
             fs.grounded += 1
+        if fo.sources is not None:
+            fs.sources_seen += 1
+            fs.sources = fo.sources if fs.sources is None else fs.sources & fo.sources
         if fo.days is not None:
             fs.days_seen += 1
             fs.days_grounded += int(fo.days)
