@@ -244,6 +244,8 @@ _field_obs = st.builds(
     st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=3).map(tuple),
     st.lists(st.integers(0, 40).map(lambda n: (f"s:v{n}", f"V{n}")), max_size=8).map(tuple),
     st.lists(st.integers(0, 40).map(lambda n: f"s:v{n}"), max_size=4).map(tuple),
+    st.none() | st.booleans(),
+    st.none() | st.frozensets(st.sampled_from(["messages", "request", "record"]), min_size=1),
 )
 _obs = st.builds(
     _Obs,

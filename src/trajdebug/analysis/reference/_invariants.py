@@ -54,6 +54,7 @@ from trajdebug.analysis.reference._profile import (
     answer_key,
     asked_of,
     field_sources,
+    held_sources,
     input_parts,
     keyed_parts,
     learn,
@@ -263,17 +264,18 @@ def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> 
     node's licence from the fresh record in the conversation) now coming from another part only (the last
     trip's record it was also handed): the step took the value from the wrong source."""
     parts = input_parts(step)
-    if parts is None or not fs.sources or not fs.sources <= set(parts):
+    held = held_sources(fs)
+    if parts is None or not held or not held <= set(parts):
         return
     now = field_sources(parts, atoms)
-    if now is None or now & fs.sources:
+    if now is None or now & held:
         return
     raw = next(a.raw for a in atoms if a.kind != "number")
     yield Evidence(
         step.step_id,
         _w(0.45, fs.n),
         f"{f}={raw} comes from its input's {', '.join(sorted(now))}; in {fs.n} passing occurrences "
-        f"it came from {', '.join(sorted(fs.sources))}",
+        f"it came from {', '.join(sorted(held))}",
         "reference:source",
     )
 
@@ -320,7 +322,7 @@ def _field_checks(
         )
     elif fs.days_seen == fs.n and fs.days_grounded == fs.n:
         yield from _day_check(step, fs, f, atoms, operands)
-    if fs.sources and fs.sources_seen == fs.n:
+    if fs.sources_seen == fs.n >= MIN_SUPPORT:
         yield from _source_check(step, fs, f, atoms)
     given = ins.get(f)
     if (

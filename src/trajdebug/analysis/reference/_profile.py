@@ -43,8 +43,8 @@ class _FieldStats:
     """... every day of which the step was given (a lookup for a date answering for that date)."""
     sources_seen: int = 0
     """Occurrences whose values were found in a part of the step's input (`field_sources`)."""
-    sources: frozenset[str] | None = None
-    """The input parts that held the field's values in every one of them (None: none seen yet)."""
+    source_counts: dict[str, int] = field(default_factory=dict)
+    """Per input part, the occurrences in which it held the field's values (`field_sources`)."""
     numbers: list[float] = field(default_factory=list)
     values: dict[str, int] = field(default_factory=dict)
     raws: dict[str, str] = field(default_factory=dict)
@@ -247,6 +247,13 @@ def input_parts(s: Step) -> dict[str, frozenset[str]] | None:
     return {str(k): frozenset(a.key for a in value_atoms(v) if a.kind != "number") for k, v in s.input.items()}
 
 
+def held_sources(fs: _FieldStats) -> frozenset[str]:
+    """The input parts that held the field's values in every occurrence that read any (`field_sources`)."""
+    if fs.sources_seen != fs.n:
+        return frozenset()
+    return frozenset(k for k, c in fs.source_counts.items() if c == fs.n)
+
+
 def field_sources(parts: Mapping[str, frozenset[str]] | None, atoms: Sequence[Any]) -> frozenset[str] | None:
     """The parts of the input that hold every (non-number) value of an output field; None when the field
     holds none or no part holds them all (a value the step made)."""
@@ -320,7 +327,8 @@ def _apply(st: _StepStats, ob: _Obs) -> None:
             fs.grounded += 1
         if fo.sources is not None:
             fs.sources_seen += 1
-            fs.sources = fo.sources if fs.sources is None else fs.sources & fo.sources
+            for part in fo.sources:
+                fs.source_counts[part] = fs.source_counts.get(part, 0) + 1
         if fo.days is not None:
             fs.days_seen += 1
             fs.days_grounded += int(fo.days)
