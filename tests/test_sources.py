@@ -144,3 +144,18 @@ def test_the_number_in_a_name_the_failure_quotes_is_no_value_to_pass_on() -> Non
 
     assert not lost_eight("closing walk-through: Cornopean 8 sounds 441.9 Hz against 440.0 Hz")
     assert lost_eight("closing walk-through: 8 pipes sound 441.9 Hz against 440.0 Hz")
+
+
+def test_a_quoted_name_given_as_a_value_takes_its_numbers_place() -> None:
+    """ "LH 2482 is sold out", for a confirmation given flight="LH 2482", speaks of that flight: the value traced
+    is the name (the step that chose the flight introduced it), not a number 2482; a name given only as a
+    map's key leaves nothing to trace."""
+    from trajdebug.analysis._value_sources import _outside_names
+    from trajdebug.core.values import atoms
+
+    message = "PNR-H2ND5R: LH 2482 is sold out"
+    named = list(atoms(message))
+    read = _outside_names(list(atoms({"pnr": "PNR-H2ND5R", "flight": "LH 2482"})), message, named)
+    assert "LH 2482" in [a.raw for a in read] and "2482" not in [a.raw for a in read]
+    keyed = _outside_names(list(atoms({"walk": {"LH 2482": 3}})), message, named)
+    assert [a.raw for a in keyed] == [a.raw for a in named if a.raw != "2482"]

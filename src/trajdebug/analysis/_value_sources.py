@@ -94,14 +94,28 @@ def _wrapping_failures(sl: Slice) -> set[str]:
 
 
 def _outside_names(given: Sequence[Atom], message: str, named: list[Atom]) -> list[Atom]:
-    """The message's values less the numbers that are words of a name the failing step was given (a value, or
-    the key of a map keyed by names) and the message quotes whole ("Cornopean 8 sounds ...", "Gate 3 is
-    closed"): the name is what it speaks of, its number no quantity some step should have passed on."""
+    """The message's values with the numbers that are words of a name the failing step was given and the
+    message quotes whole ("Cornopean 8 sounds ...", "LH 2482 is sold out") read as that name: the name is
+    what it speaks of, its number no quantity some step should have passed on.  A name given as a value
+    takes the number's place (its origin is the step that chose the flight); a name given as the key of
+    a map keyed by names has no value of its own to trace."""
     low = message.casefold()
-    given_names = {a.raw for a in given if a.kind == "text"} | {a.field for a in given if a.field}
-    names = [n.casefold().split() for n in given_names if n.casefold() in low]
-    words = {w for n in names if len(n) > 1 for w in n}
-    return [a for a in named if a.kind != "number" or a.raw.casefold() not in words]
+    names: dict[str, Atom | None] = {}
+    for a in given:
+        for name, atom in ((a.raw, a if a.kind == "text" else None), (a.field, None)):
+            if name and len(name.split()) > 1 and name.casefold() in low:
+                names[name.casefold()] = names.get(name.casefold()) or atom
+    out: list[Atom] = []
+    for a in named:
+        hits = [n for n in names if a.kind == "number" and a.raw.casefold() in n.split()]
+        if not hits:
+            out.append(a)
+            continue
+        for n in hits:
+            atom = names[n]
+            if atom is not None and all(x.key != atom.key for x in out):
+                out.append(atom)
+    return out
 
 
 def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
