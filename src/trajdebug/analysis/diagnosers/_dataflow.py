@@ -282,15 +282,19 @@ def _lost_as_siblings(step: Step, ctx: DiagnoseContext) -> bool:
     values of every input field this call left out: a writer that stores a summary of what it is given
     (a closing reading, not the notes it was measured on) leaves the same fields behind on every call,
     by design; a call that leaves out a field its other calls keep (the corrected reading, where they
-    keep it) is the one that stored the wrong thing."""
+    keep it) is the one that stored the wrong thing.  Each call's lost paths are read once per run."""
     index: dict[tuple[str, str], list[Step]] = ctx.memo("state-writer-calls", lambda: _calls(ctx.run.steps))
     others = [s for s in index.get((step.name, step.kind), []) if s.step_id != step.step_id]
     if len(others) < 2:
         return False
-    mine = _lost_paths(step)
+    lost: dict[str, frozenset[str] | None] = ctx.memo("state-lost-paths", dict)
+    for s in (step, *others):
+        if s.step_id not in lost:
+            lost[s.step_id] = _lost_paths(s)
+    mine = lost[step.step_id]
     if not mine:
         return False
-    theirs = [p for p in (_lost_paths(s) for s in others) if p is not None]
+    theirs = [p for p in (lost[s.step_id] for s in others) if p is not None]
     return len(theirs) >= 2 and 2 * sum(1 for p in theirs if mine <= p) >= len(theirs)
 
 
