@@ -832,6 +832,24 @@ class TestDataSteps:
         [lost] = writer({"hive": "H-7", "mite_pct": 4.5})
         assert "treat" in lost.reason and "assistant" not in lost.reason
 
+    def test_a_writer_leaving_out_what_its_other_calls_leave_out_stores_a_summary(self) -> None:
+        """A memory that stores each rank's closing reading, not the notes it was measured on, leaves the
+        same fields out on every call: no suspect; the one call that stored the reading before the
+        correction, leaving out the corrected one its other calls keep, is."""
+
+        def call(i: int, stored_from: str) -> Step:
+            given = {"rank": f"R{i}", "reading": {"notes": [f"N{i}a", f"N{i}b"], "hz": 441.5 + i, "temp": 16.5 + i},
+                     "result": {"hz": 440.08 + i, "slide": 1.2 + i}}
+            stored = {"rank": f"R{i}", "closing_hz": given[stored_from]["hz"]}  # type: ignore[index]
+            return Step(f"w{i}", "remember", "state", input=given, output=stored, start_ns=10 * i, end_ns=10 * i + 1,
+                        attributes={"state_writes": ["ranks"], "state_values": {f"rank:R{i}": stored}})
+
+        steps = [call(1, "result"), call(2, "reading"), call(3, "result"), call(4, "result")]
+        run = _run(*steps, Step("r", "report", input={"n": 1}, deps=tuple(D(s.step_id, "state") for s in steps),
+                                start_ns=100, end_ns=101))
+        suspect = {s.step_id for s in steps if any(not e.sound for e in _from(_verdict(run, s.step_id), "state-write"))}
+        assert suspect == {"w2"}
+
     def test_a_memory_keyed_under_an_id_it_was_not_given_is_suspect(self) -> None:
         """A state step storing a record under an id of the shape of the one it was given, but another,
         wrote its own key; keyed under the given id (or under a plain word) it is not suspect."""

@@ -748,6 +748,24 @@ class TestSharedState:
         assert [e.diagnoser for e in anomalies(second, lin.view("p2"), rewritten=keys)] == []
         assert "lineage:conflict" in [e.diagnoser for e in anomalies(second, lin.view("p2"))]
 
+    def test_a_value_the_state_also_gave_under_that_name_is_a_choice(self) -> None:
+        """A memory node given its request's last licence and, in the shared messages, a tool's fresh record
+        answering with the fresh licence chose between given values: no conflict; with a licence neither
+        part gave, the conflict stays."""
+        ask = {"role": "assistant", "content": "looking up WB-1"}
+        tool = {"role": "tool", "content": json.dumps({"reg": "WB-1", "licence": "LIC-902"})}
+        a = _s("a", "model", "other", 1, {}, {"messages": [ask]})
+        b = _s("b", "tools", "other", 2, {}, {"messages": [tool]})
+        given = {"messages": [ask, tool], "request": {"reg": "WB-1", "last_trip": {"licence": "LIC-618"}}}
+        fresh = _s("m", "remember", "other", 3, given, {"boat": {"reg": "WB-1", "licence": "LIC-902"}})
+        other = _s("m", "remember", "other", 3, given, {"boat": {"reg": "WB-1", "licence": "LIC-777"}})
+        for node, conflict in ((fresh, False), (other, True)):
+            run = _run(a, b, node)
+            keys = state_keys(node, update_index(run.steps), 2)
+            assert keys == {"messages"}
+            found = [e.diagnoser for e in anomalies(node, Lineage(run).view("m"), rewritten=keys)]
+            assert ("lineage:conflict" in found) is conflict
+
     def test_one_value_handed_down_a_pipeline_is_no_state(self) -> None:
         """A planner's one booking handed to a tool that answers another court: the tool was given a value to
         keep, not a state (one part, not written back), so the conflict stays."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from hypothesis import given, settings
@@ -265,6 +266,8 @@ _field_obs = st.builds(
     st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=3).map(tuple),
     st.lists(st.integers(0, 40).map(lambda n: (f"s:v{n}", f"V{n}")), max_size=8).map(tuple),
     st.lists(st.integers(0, 40).map(lambda n: f"s:v{n}"), max_size=4).map(tuple),
+    st.none() | st.booleans(),
+    st.none() | st.frozensets(st.sampled_from(["messages", "request", "record"]), min_size=1),
 )
 _obs = st.builds(
     _Obs,
@@ -543,6 +546,36 @@ class TestGivenValues:
                            refs, "reference:grounded")
         assert not self._found(self._one("b", "weights", "tool", {"ids": "all"}, {"animal": "AX-0101", "kg": 41}),
                                refs, "reference:grounded")
+
+    def test_a_reading_for_another_day_than_asked_is_ungrounded(self) -> None:
+        """A climate lookup whose reading was always taken on the day it was asked for (at a time of its own)
+        answering with last night's reading names a day it was not given; this morning's reading does not."""
+        days = ("2026-01-24", "2026-02-07", "2026-02-14", "2026-02-21")
+        refs = [self._one(f"p{i}", "climate", "tool", {"club": f"C{i}", "date": d},
+                          {"club": f"C{i}", "observed_at": f"{d}T05:5{i}", "air_c": 6.5 + i}) for i, d in enumerate(days)]
+
+        def reading(at: str) -> Run:
+            return self._one("b", "climate", "tool", {"club": "C9", "date": "2026-01-17"},
+                             {"club": "C9", "observed_at": at, "air_c": 6.5})
+
+        [e] = self._found(reading("2026-01-16T21:40"), refs, "reference:grounded")
+        assert "observed_at=2026-01-16T21:40" in e.reason
+        assert not self._found(reading("2026-01-17T05:50"), refs, "reference:grounded")
+
+    def test_a_value_taken_from_another_part_of_the_input_than_in_passing_runs(self) -> None:
+        """A memory node handed the conversation (with the fresh boat record) and the request (with the last
+        trip's record) always took the licence from the conversation in passing runs; taking the last trip's
+        licence from the request is a finding, taking the fresh one is not."""
+
+        def node(rid: str, fresh: str, old: str, kept: str) -> Run:
+            record = {"role": "tool", "content": json.dumps({"reg": "WB-1", "licence": fresh})}
+            inp = {"messages": [record], "request": {"reg": "WB-1", "last_trip": {"licence": old}}}
+            return self._one(rid, "remember", "other", inp, {"boat": {"reg": "WB-1", "licence": kept}})
+
+        refs = [node(f"p{i}", f"LIC-{i}01", f"LIC-{i}09", f"LIC-{i}01") for i in range(1, 5)]
+        [e] = self._found(node("b", "LIC-701", "LIC-709", "LIC-709"), refs, "reference:source")
+        assert "LIC-709" in e.reason and "request" in e.reason and "messages" in e.reason
+        assert not self._found(node("b", "LIC-701", "LIC-709", "LIC-701"), refs, "reference:source")
 
     def test_a_field_passing_runs_left_empty_is_no_new_field(self) -> None:
         """A field every passing occurrence had empty (``excluded: []``) is part of the output's shape: filled

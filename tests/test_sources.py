@@ -123,3 +123,39 @@ def test_a_common_word_names_no_record_of_a_failed_list() -> None:
     assert unnamed_records(seats, "ValueError: no seat for 22") == set()
     # A code names its record in any case, a capitalised name as written.
     assert "n:7" in unnamed_records(lines, "line p-31 is held")
+
+
+def test_the_number_in_a_name_the_failure_quotes_is_no_value_to_pass_on() -> None:
+    """A check failing on "Cornopean 8 sounds 441.9 Hz" speaks of the rank named Cornopean 8: the note planner
+    given that name and answering notes lost no value 8; a check saying "8 pipes sound flat" names an 8."""
+
+    def run(message: str) -> Run:
+        steps = (
+            step("p", "plan_notes", "other", 1, {"rank": "Cornopean 8", "compass": "C2-C7"}, ["C2", "C3", "C4"]),
+            step("m", "measure", "tool", 3, {"rank": "Cornopean 8", "notes": ["C2", "C3", "C4"]},
+                 {"Cornopean 8": 441.9}, "p"),
+            Step("c", "check_pitch", "other", input={"walk": {"Cornopean 8": 441.9}, "target_hz": 440.0},
+                 status="error", error=ErrorInfo("RuntimeError", message), deps=(D("m"),), start_ns=5, end_ns=6),
+        )
+        return Run("r", "tuner", outcome="failure", steps=steps)
+
+    def lost_eight(message: str) -> bool:
+        return any("was given '8'" in r for c in localize(run(message)).ranked_all for r in c.reasons)
+
+    assert not lost_eight("closing walk-through: Cornopean 8 sounds 441.9 Hz against 440.0 Hz")
+    assert lost_eight("closing walk-through: 8 pipes sound 441.9 Hz against 440.0 Hz")
+
+
+def test_a_quoted_name_given_as_a_value_takes_its_numbers_place() -> None:
+    """ "LH 2482 is sold out", for a confirmation given flight="LH 2482", speaks of that flight: the value traced
+    is the name (the step that chose the flight introduced it), not a number 2482; a name given only as a
+    map's key leaves nothing to trace."""
+    from trajdebug.analysis._value_sources import _outside_names
+    from trajdebug.core.values import atoms
+
+    message = "PNR-H2ND5R: LH 2482 is sold out"
+    named = list(atoms(message))
+    read = _outside_names(list(atoms({"pnr": "PNR-H2ND5R", "flight": "LH 2482"})), message, named)
+    assert "LH 2482" in [a.raw for a in read] and "2482" not in [a.raw for a in read]
+    keyed = _outside_names(list(atoms({"walk": {"LH 2482": 3}})), message, named)
+    assert [a.raw for a in keyed] == [a.raw for a in named if a.raw != "2482"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.builders import step
 
 from trajdebug.analysis._localize import localize
-from trajdebug.analysis._stated import bound_word, is_label, is_piece, states_no_value
+from trajdebug.analysis._stated import bound_word, is_label, is_piece, is_status, states_no_value
 from trajdebug.core.mentions import Mention, mentions
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
@@ -60,6 +60,34 @@ def test_a_failure_labelling_its_first_item_contradicts_no_count() -> None:
     )
     loc = localize(Run("r", "planner", outcome="failure", steps=steps))
     assert all("lineage:contradicted" not in c.signals for c in loc.ranked_all)
+
+
+def test_an_error_status_heading_a_clause_is_no_quantity() -> None:
+    """ "Lock office: 422 passage ..." and "409 Conflict: ..." state the answer's status; "has 422 seats left" a count."""
+    t = "lock office: 422 self-service passage not available"
+    assert is_status(t, _mention(t, "422"))
+    t = "409 Conflict: slot taken"
+    assert is_status(t, _mention(t, "409"))
+    for t, raw in (("the hall has 422 seats left", "422"), ("depot: 4.22 t over", "4.22"), ("quota: 250 used", "250")):
+        assert not is_status(t, _mention(t, raw))
+
+
+def test_a_failure_stating_its_status_contradicts_no_count() -> None:
+    """A refusal "lock office: 422 passage ..." says nothing against the ``locks=5`` a lookup gave; "has 4 locks open" does."""
+
+    def run(message: str) -> Run:
+        steps = (
+            Step("f", "get_flight", "tool", input={"flight": "F-1"}, output={"flight": "F-1", "locks": 5},
+                 start_ns=1, end_ns=2),
+            Step("s", "reserve", "tool", input={"flight": "F-1"}, status="error",
+                 error=ErrorInfo("Rejected", message), deps=(Dependency("f"),), start_ns=3, end_ns=4),
+        )
+        return Run("r", "locks", outcome="failure", steps=steps)
+
+    loc = localize(run("lock office: 422 passage on F-1 not available for this vessel"))
+    assert all("lineage:contradicted" not in c.signals for c in loc.ranked_all)
+    told = localize(run("lock office: F-1 has 4 locks open"))
+    assert any("lineage:contradicted" in c.signals for c in told.ranked_all)
 
 
 def test_a_limit_still_contradicts_a_field_named_for_it() -> None:

@@ -127,6 +127,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "lineage:disagrees": "inconsistent",
     "reference:kept": "inconsistent",
     "reference:grounded": "inconsistent",
+    "reference:source": "inconsistent",
     "reference:category": "inconsistent",
     "reference:new-field": "inconsistent",
     "llm-output": "inconsistent",

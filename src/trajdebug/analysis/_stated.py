@@ -12,7 +12,10 @@ in a message state no such value:
   ``days=10``): which item the clause is about, not a count of them;
 - **a piece of a longer token** joined to other digits without a space (the year
   of ``2024-03``, a part of ``10/12``): a month, a range or a code, not a
-  quantity.
+  quantity;
+- **a status code** opening the message or the clause after a service's name
+  ("lock office: **422** passage not available", "**409** Conflict: ..."): the
+  answer's HTTP status, not a quantity the words after it describe.
 
 A limit still contradicts a field named for it: "below the minimum due
 **35.00**" where a lookup said ``minimum_due=0.35``.
@@ -74,6 +77,24 @@ def is_piece(message: str, m: Mention) -> bool:
     )
 
 
+_STATUS = re.compile(r"[45]\d\d")
+"""An HTTP client or server error status (4xx, 5xx)."""
+
+
+def is_status(message: str, m: Mention) -> bool:
+    """True when the number is an HTTP error status heading the message or the clause after a colon (a
+    service's name, an exception's type: ``courier: 422 no service``), followed by words: the words after
+    it say what the status means, they name no quantity of it."""
+    # (No test of `Mention.unit`: the reader takes any word after a number for its unit, "422 self-service".)
+    if _STATUS.fullmatch(m.raw.strip()) is None:
+        return False
+    head = message[: m.start].rstrip(" ")
+    if head and not head.endswith(":"):
+        return False
+    tail = message[m.end :]
+    return tail[:1] == " " and tail[1:2].isalpha()
+
+
 def is_label(message: str, m: Mention, field_words: Sequence[str] = (), lexicon: Lexicon = ENGLISH) -> bool:
     """True when the number labels the item a clause is about, not how many there are: one word, the number
     and a colon at the head of the message or of a clause ("**day 1**: release 0.0 ...", "line 3: ..."), or
@@ -95,7 +116,7 @@ def states_no_value(message: str, m: Mention, field_words: Sequence[str], lexico
     """True when a failure's number is no value a field of these words could have got wrong: a piece of a
     longer token, an item's label, or a limit the run broke, unless the field is named for that limit
     (``minimum_due`` is contradicted by "the minimum due 35.00")."""
-    if is_piece(message, m) or is_label(message, m, field_words, lexicon):
+    if is_piece(message, m) or is_status(message, m) or is_label(message, m, field_words, lexicon):
         return True
     word = bound_word(message, m, lexicon)
     return word is not None and word not in field_words and lexicon.singular(word) not in field_words
@@ -106,4 +127,4 @@ def stated_limits(message: str, lexicon: Lexicon = ENGLISH) -> set[float]:
     return {m.value for m in mentions(message, words=False) if bound_word(message, m, lexicon) is not None}
 
 
-__all__ = ["bound_word", "is_label", "is_piece", "stated_limits", "states_no_value"]
+__all__ = ["bound_word", "is_label", "is_piece", "is_status", "stated_limits", "states_no_value"]

@@ -93,12 +93,38 @@ def _wrapping_failures(sl: Slice) -> set[str]:
     return out
 
 
+def _outside_names(given: Sequence[Atom], message: str, named: list[Atom]) -> list[Atom]:
+    """The message's values with the numbers that are words of a name the failing step was given and the
+    message quotes whole ("Cornopean 8 sounds ...", "LH 2482 is sold out") read as that name: the name is
+    what it speaks of, its number no quantity some step should have passed on.  A name given as a value
+    takes the number's place (its origin is the step that chose the flight); a name given as the key of
+    a map keyed by names has no value of its own to trace."""
+    low = message.casefold()
+    names: dict[str, Atom | None] = {}
+    for a in given:
+        for name, atom in ((a.raw, a if a.kind == "text" else None), (a.field, None)):
+            if name and len(name.split()) > 1 and name.casefold() in low:
+                names[name.casefold()] = names.get(name.casefold()) or atom
+    out: list[Atom] = []
+    for a in named:
+        hits = [n for n in names if a.kind == "number" and a.raw.casefold() in n.split()]
+        if not hits:
+            out.append(a)
+            continue
+        for n in hits:
+            atom = names[n]
+            if atom is not None and all(x.key != atom.key for x in out):
+                out.append(atom)
+    return out
+
+
 def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     """One failure's values: those its message names, the task words it misses, what its step was given."""
     step = sl.g.steps[f.step_id]
     pos = sl.g.position(f.step_id)
     message = f.message if f.message else (step.error.message if step.error else "")
     named = [a for a in atoms(message) if not (a.kind == "text" and len(a.raw) <= 2)]
+    named = _outside_names(sl.lin.view(f.step_id).inputs, message, named)
     seen: set[str] = set()
     out = _named_values(sl, f, message, named, seen, within)
     out += contradicted(sl, message, pos, within, step.name)

@@ -236,7 +236,8 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             # created with `setdefault`, then filled in place): the record caught it before it
             # was filled, and says nothing of what the step stored.
             return
-        yield from _stored_values(step, values, written)
+        if not _lost_as_siblings(step, ctx):
+            yield from _stored_values(step, values, written)
         return
     # No record of what was written: what its readers were given or got back
     # (a reader of a database returns what was stored).
@@ -255,6 +256,54 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         yield Evidence(
             step.step_id, 0.0, "its readers saw every value it was given", "state-write", sound=True
         )
+
+
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def _lost_paths(step: Step) -> frozenset[str] | None:
+    """The paths of a writer's input (list items as one) whose values are not in what it wrote
+    (``attributes["state_values"]``); None when no write was recorded."""
+    written = step.attributes.get("state_values")
+    if not isinstance(written, Mapping) or not written:
+        return None
+    text = content.text_of(written).lower()
+    out: set[str] = set()
+    for path, v in content.leaves(_with_json_read(content.without_markers(step.input))):
+        if path.rsplit(".", 1)[-1] in PROTOCOL_FIELDS or (isinstance(v, str) and (len(v) > 60 or len(v.split()) > 6)):
+            continue
+        if _values_of(v) and _lost([v], text):
+            out.add(_INDEX.sub("[]", path))
+    return frozenset(out)
+
+
+def _lost_as_siblings(step: Step, ctx: DiagnoseContext) -> bool:
+    """Whether the writer's other calls in the run (two at least, half of them at least) left out the
+    values of every input field this call left out: a writer that stores a summary of what it is given
+    (a closing reading, not the notes it was measured on) leaves the same fields behind on every call,
+    by design; a call that leaves out a field its other calls keep (the corrected reading, where they
+    keep it) is the one that stored the wrong thing.  Each call's lost paths are read once per run."""
+    index: dict[tuple[str, str], list[Step]] = ctx.memo("state-writer-calls", lambda: _calls(ctx.run.steps))
+    others = [s for s in index.get((step.name, step.kind), []) if s.step_id != step.step_id]
+    if len(others) < 2:
+        return False
+    lost: dict[str, frozenset[str] | None] = ctx.memo("state-lost-paths", dict)
+    for s in (step, *others):
+        if s.step_id not in lost:
+            lost[s.step_id] = _lost_paths(s)
+    mine = lost[step.step_id]
+    if not mine:
+        return False
+    theirs = [p for p in (lost[s.step_id] for s in others) if p is not None]
+    return len(theirs) >= 2 and 2 * sum(1 for p in theirs if mine <= p) >= len(theirs)
+
+
+def _calls(steps: Iterable[Step]) -> dict[tuple[str, str], list[Step]]:
+    out: dict[tuple[str, str], list[Step]] = {}
+    for s in steps:
+        if isinstance(s.attributes.get("state_values"), Mapping):
+            out.setdefault((s.name, s.kind), []).append(s)
+    return out
 
 
 def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) -> Iterable[Evidence]:

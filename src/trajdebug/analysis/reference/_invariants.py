@@ -40,6 +40,7 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._profile import (
+    DAY_PREFIX,
     MIN_SUPPORT,
     OUTPUT_FIELD,
     Profile,
@@ -52,6 +53,9 @@ from trajdebug.analysis.reference._profile import (
     _StepStats,
     answer_key,
     asked_of,
+    field_sources,
+    held_sources,
+    input_parts,
     keyed_parts,
     learn,
     operand_view,
@@ -250,6 +254,41 @@ def _could_copy(raw: object, ins: Mapping[str, list[Any]]) -> bool:
     shape = char_shape(text)
     return any(char_shape(str(a.raw)) == shape for vs in ins.values() for a in vs)
 
+def _day_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any], operands: StepView) -> Iterator[Evidence]:
+    """A field whose days were always ones the step was given (a lookup for a date answering with a reading
+    or a forecast of that date, at a time of its own) now naming a day it was not given: an answer for
+    another day (last night's cached reading, the previous evening's issue)."""
+    day = next((a for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX) and not operands.given(a)), None)
+    if day is not None:
+        yield Evidence(
+            step.step_id,
+            _w(0.4, fs.n),
+            f"{f}={day.raw} names a day it was not given; in {fs.n} passing occurrences {f} named a day it was given",
+            "reference:grounded",
+        )
+
+
+def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> Iterator[Evidence]:
+    """A field whose values came from one part of the step's input in every passing occurrence (a memory
+    node's licence from the fresh record in the conversation) now coming from another part only (the last
+    trip's record it was also handed): the step took the value from the wrong source."""
+    parts = input_parts(step)
+    held = held_sources(fs)
+    if parts is None or not held or not held <= set(parts):
+        return
+    now = field_sources(parts, atoms)
+    if now is None or now & held:
+        return
+    raw = next(a.raw for a in atoms if a.kind != "number")
+    yield Evidence(
+        step.step_id,
+        _w(0.45, fs.n),
+        f"{f}={raw} comes from its input's {', '.join(sorted(now))}; in {fs.n} passing occurrences "
+        f"it came from {', '.join(sorted(held))}",
+        "reference:source",
+    )
+
+
 def _field_checks(
     step: Step,
     view: StepView,
@@ -290,6 +329,10 @@ def _field_checks(
             f"{f}={bad.raw} is not among the values it was given; in {fs.n} passing occurrences {f} always was",
             "reference:grounded",
         )
+    elif fs.days_seen == fs.n and fs.days_grounded == fs.n:
+        yield from _day_check(step, fs, f, atoms, operands)
+    if fs.sources_seen == fs.n >= MIN_SUPPORT:
+        yield from _source_check(step, fs, f, atoms)
     given = ins.get(f)
     if (
         fs.kept_seen >= MIN_SUPPORT

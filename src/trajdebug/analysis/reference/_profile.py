@@ -15,6 +15,7 @@ from typing import Any
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
+from trajdebug.core.values import atoms as value_atoms
 
 
 MIN_SUPPORT = 3
@@ -36,6 +37,14 @@ class _FieldStats:
     grounded: int = 0
     kept: int = 0
     kept_seen: int = 0
+    days_seen: int = 0
+    """Occurrences whose field held a day (a date, a timestamp's date)."""
+    days_grounded: int = 0
+    """... every day of which the step was given (a lookup for a date answering for that date)."""
+    sources_seen: int = 0
+    """Occurrences whose values were found in a part of the step's input (`field_sources`)."""
+    source_counts: dict[str, int] = field(default_factory=dict)
+    """Per input part, the occurrences in which it held the field's values (`field_sources`)."""
     numbers: list[float] = field(default_factory=list)
     values: dict[str, int] = field(default_factory=dict)
     raws: dict[str, str] = field(default_factory=dict)
@@ -178,6 +187,10 @@ class _FieldObs:
     """(key, raw) of its non-number values (among its first 50), in order."""
     introduced: tuple[str, ...]
     """Keys of those it was not given (values the step brought in), in order."""
+    days: bool | None = None
+    """Every day its values name (``observed_at=2026-01-24T05:50``'s date) was given; None: it names none."""
+    sources: frozenset[str] | None = None
+    """The top-level parts of the step's input holding all its values (`field_sources`); None: not read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,11 +227,55 @@ def _observe(
     _apply(st, _record(s, view, run_id))
 
 
+DAY_PREFIX = "d:"
+"""The key prefix of a day's atom (`trajdebug.core.values`: ``d:01-24``; a time of day is ``t:``)."""
+
+
+def _days_given(atoms: Sequence[Any], operands: StepView) -> bool | None:
+    """Whether every day a field's values name was given to the step (None: they name no day).  A
+    timestamp's time of day is rarely given (a reading taken at 05:50), its date is (the day asked for)."""
+    days = [a for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX)]
+    return all(operands.given(a) for a in days) if days else None
+
+
+PARTS_CAP = 12
+"""Top-level input parts read for where a value came from (a graph's state, a tool's named arguments)."""
+
+
+def input_parts(s: Step) -> dict[str, frozenset[str]] | None:
+    """The keys of the values each top-level part of a step's input holds, for a step handed several parts
+    (a graph node given the conversation and the request; a memory given the fresh record and the last
+    one); None for a model call, a container, or an input of one part."""
+    if s.kind == "llm" or s.kind in CONTAINER_KINDS or not isinstance(s.input, Mapping):
+        return None
+    if not 2 <= len(s.input) <= PARTS_CAP:
+        return None
+    return {str(k): frozenset(a.key for a in value_atoms(v) if a.kind != "number") for k, v in s.input.items()}
+
+
+def held_sources(fs: _FieldStats) -> frozenset[str]:
+    """The input parts that held the field's values in every occurrence that read any (`field_sources`)."""
+    if fs.sources_seen != fs.n:
+        return frozenset()
+    return frozenset(k for k, c in fs.source_counts.items() if c == fs.n)
+
+
+def field_sources(parts: Mapping[str, frozenset[str]] | None, atoms: Sequence[Any]) -> frozenset[str] | None:
+    """The parts of the input that hold every (non-number) value of an output field; None when the field
+    holds none or no part holds them all (a value the step made)."""
+    keys = {a.key for a in atoms if a.kind != "number"}
+    if parts is None or not keys:
+        return None
+    found = frozenset(k for k, held in parts.items() if keys <= held)
+    return found or None
+
+
 def _record(s: Step, view: StepView, run_id: str) -> _Obs:
     """One occurrence's contribution: everything `_apply` adds to the stats, read from its values."""
     outs = _out_fields(view)
     ins = _in_fields(view)
     operands = operand_view(view)
+    parts = input_parts(s)
     fields = []
     for f, atoms in outs.items():
         given = ins.get(f) or []
@@ -241,6 +298,8 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
                 tuple(a.number for a in head if a.kind == "number" and a.number is not None),
                 tuple((a.key, a.raw) for a in head if a.kind != "number"),
                 tuple(a.key for a in head if a.kind != "number" and not view.given(a)),
+                _days_given(atoms, operands),
+                field_sources(parts, atoms),
             )
         )
     # Ratios between single output numbers and single input numbers, by field.
@@ -272,6 +331,13 @@ def _apply(st: _StepStats, ob: _Obs) -> None:
         st.present[f] = st.present.get(f, 0) + 1
         if fo.grounded:
             fs.grounded += 1
+        if fo.sources is not None:
+            fs.sources_seen += 1
+            for part in fo.sources:
+                fs.source_counts[part] = fs.source_counts.get(part, 0) + 1
+        if fo.days is not None:
+            fs.days_seen += 1
+            fs.days_grounded += int(fo.days)
         if fo.kept_seen:
             fs.kept_seen += 1
             if fo.kept:

@@ -142,6 +142,15 @@ class _FieldGroup:
         self.kept_seen = [fo.kept_seen for fo in fos]
         self.kept = [fo.kept_seen and fo.kept for fo in fos]
         self.totals = (sum(self.grounded), sum(self.kept_seen), sum(self.kept))
+        # Days and sources (`_profile._days_given`, `field_sources`) per occurrence, to leave one out.
+        self.days = [(int(fo.days is not None), int(bool(fo.days))) for fo in fos]
+        self.day_totals = (sum(d[0] for d in self.days), sum(d[1] for d in self.days))
+        self.sources = [fo.sources for fo in fos]
+        self.source_totals: dict[str, int] = {}
+        for parts in self.sources:
+            for part in parts or ():
+                self.source_totals[part] = self.source_totals.get(part, 0) + 1
+        self.sources_seen = sum(parts is not None for parts in self.sources)
         self.formulas = _Tally([fo.formulas for fo in fos])
         self.fits = _Tally([fo.fits for fo in fos])
         self.values = _Tally(
@@ -168,6 +177,19 @@ class _FieldGroup:
             fs.kept = k - self.kept[n]
             a, b = self.spans[n]
             fs.numbers = self.numbers[:a] + self.numbers[b:]
+        fs.days_seen, fs.days_grounded = self.day_totals
+        fs.sources_seen = self.sources_seen
+        fs.source_counts = dict(self.source_totals)
+        if n is not None:
+            fs.days_seen -= self.days[n][0]
+            fs.days_grounded -= self.days[n][1]
+            mine = self.sources[n]
+            if mine is not None:
+                fs.sources_seen -= 1
+                for part in mine:
+                    fs.source_counts[part] -= 1
+                    if not fs.source_counts[part]:
+                        del fs.source_counts[part]
         fs.formulas = self.formulas.without(-1 if n is None else n)[0]
         fs.fits = self.fits.without(-1 if n is None else n)[0]
         fs.values, fs.raws = self.values.without(-1 if n is None else n)
