@@ -255,6 +255,13 @@ def _joins(view: StepView, a: Atom) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(a.raw.strip())}\s*{unit}\s+[-+]?\d", view.in_text, re.I) is not None
 
 
+def _written_as(out: str, given: str) -> bool:
+    """Whether an output number is the given one as written, or its float form (``1940.0`` for ``1940``: a
+    parser's ``float()``), not merely an equal value written otherwise (``12`` for ``12.0``)."""
+    out, given = out.strip(), given.strip()
+    return out == given or ("." not in given and given.lstrip("+-").isdigit() and out == given + ".0")
+
+
 def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
     """An output number that is a given number written with one unit (``air 95.9 F``), kept unchanged under
     a field named for another unit the run writes numbers in (``air_c``): a unit dropped, not converted.
@@ -271,7 +278,7 @@ def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
         return
     for y in view.outputs:
         x = given.get(y.key)
-        if x is None or y.kind != "number" or not y.field or y.unit or y.raw.strip() != x.raw.strip():
+        if x is None or y.kind != "number" or not y.field or y.unit or not _written_as(y.raw, x.raw):
             continue
         words = [w.lower() for w in _NAME_WORDS.split(y.field) if w]
         last = words[-1] if words else ""
