@@ -793,6 +793,15 @@ class TestUnconverted:
         assert parse({"air_c": 3}, "keep 3 to 9 C") == []
         assert parse({"every_hours": 12}, "add 12.0 mL") == []
 
+    def test_a_parsers_float_of_a_number_glued_to_its_unit_is_the_number_kept_unconverted(self) -> None:
+        """A parser reading 'air 95F' as air_c=95.0 (its float() of the number written against its unit)
+        kept the unit unconverted as surely as one writing air_c=95."""
+        probe = _s("t", "probe", "tool", 1, {"cabinet": "PC-1"}, "PC-1 | air 27C | every 6 hours")
+        p = _s("p", "parse", "other", 2, {"raw": "PC-4 | air 95F"}, {"air_c": 95.0})
+        lin = Lineage(_run(probe, p))
+        units = run_units(lin.view(s) for s in ("t", "p"))
+        assert [e.diagnoser for e in relabelled(lin.view("p"), units)] == ["lineage:altered"]
+
 
 class TestRecordEdges:
     def test_a_value_two_steps_returned_is_linked_to_the_one_whose_record_it_came_in(self) -> None:
