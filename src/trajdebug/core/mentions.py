@@ -82,10 +82,8 @@ def currency_written(code: str, text: str) -> bool:
 _NUM = re.compile(
     r"(?<![\w.])(?=[-+−$€£¥₹₩₽\d])(?P<sign>[-+−])?(?:(?P<cur>[$€£¥₹₩₽])\s?)?"
     r"(?P<num>\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+,\d+|\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)"
-    r"(?P<pct>%)?(?:(?![\w])|(?=(?!(?:st|nd|rd|th)(?![\w]))[A-Za-z]{1,4}(?![\w])))"
+    r"(?P<pct>%)?(?![\w])"
 )
-# (A number may be glued to a short unit word, ``1940F``, ``210min``, ``5kg``: read as ``1940 F``; a token
-# mixing digits and letters further on, ``4f2a9c``, ``8ad4537bc907``, is an identifier and no number.)
 _UNIT = re.compile(r"\s?(?P<unit>[A-Za-z%²³][A-Za-z0-9²³/]{0,9})")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH_NAME = (
