@@ -74,6 +74,7 @@ from trajdebug.core.model import Outcome
     help="Find the cause by asking you: one step at a time, is its output right, what the run needed there? "
     "(no also when it only passed on a wrong input) "
     "(keys y / n / ? / e / q; answers are stored with the run, and a second --ask resumes; "
+    "a step whose output a passing run of the same input also produced is not asked; "
     "a root the answers prove is written as the run's label to SOURCE.labels.jsonl beside SOURCE).",
 )
 @click.option(
