@@ -331,3 +331,51 @@ def test_a_state_writer_is_shown_what_it_wrote_beside_what_it_returned() -> None
     assert "wrote to run.state" in text and "567.8" in text
     assert question_to_dict(q)["wrote"] is not None
     assert question_for(run, "p", 2).wrote is None
+
+
+def test_a_passing_run_of_the_same_input_answers_for_the_outputs_it_also_produced(tmp_path: Path) -> None:
+    """With a passing run of the same input beside the failed one, the person is asked only about the
+    steps whose output differs from it: the steps it produced alike are answered correct by it."""
+    import io
+
+    from rich.console import Console
+
+    import trajdebug
+    from trajdebug.api import analyze_source, same_input
+    from trajdebug.ask import ask_in_terminal
+
+    path = tmp_path / "runs.jsonl"
+
+    def agent(bug: bool) -> None:
+        try:
+            with trajdebug.run("sieve", path=path, task="grade the sample"):
+                with trajdebug.step("weigh", kind="tool") as w:
+                    w.output = {"grams": [412, 388, 97]}
+                with trajdebug.step("sort", kind="tool", deps=[w]) as s:
+                    s.output = {"coarse": 412, "fine": 388}
+                share = 0.0 if bug else 0.43
+                with trajdebug.step("share", kind="parse", deps=[w, s]) as p:
+                    p.output = {"fine_share": share}
+                with trajdebug.step("check", kind="condition", deps=[p]) as c:
+                    c.output = share > 0.1
+                    if share <= 0.1:
+                        raise ValueError("fine share 0.0 is below the 0.1 floor")
+        except ValueError:
+            pass
+
+    agent(False)
+    agent(True)
+    analyses = [a for a in analyze_source(path).analyses if a.run.outcome == "failure"]
+    pool = load_runs(path)
+    twins = {a.run.run_id: same_input(a.run, pool) for a in analyses}
+    asked: list[str] = []
+    keys = iter("n" * 10)
+
+    def key() -> str:
+        asked.append("?")
+        return next(keys)
+
+    [done] = ask_in_terminal(path, analyses, Console(file=io.StringIO(), width=200), read_key=key, twins=twins)
+    root = next(s.step_id for s in analyses[0].run.steps if s.name == "share")
+    assert (done.guided.root, done.guided.certain) == (root, True)
+    assert len(asked) == done.given == 1  # without the passing run: share, then sort and weigh

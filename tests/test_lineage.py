@@ -811,6 +811,23 @@ class TestUnconverted:
         assert parse({"air_c": 3}, "keep 3 to 9 C") == []
         assert parse({"every_hours": 12}, "add 12.0 mL") == []
 
+    def test_a_parsers_float_of_a_number_glued_to_its_unit_is_the_number_kept_unconverted(self) -> None:
+        """A parser reading 'air 95F' (the unit written against the number) or 'air 95 F' as air_c=95.0, its
+        float() of the number written, kept the unit unconverted as surely as one writing air_c=95; a seat
+        '12B' read as row 12 is no unit at all."""
+
+        def parse(raw: str, out: dict[str, Any], probe_text: str = "PC-1 | air 27C | every 6 hours") -> list[str]:
+            probe = _s("t", "probe", "tool", 1, {"cabinet": "PC-1"}, probe_text)
+            p = _s("p", "parse", "other", 2, {"raw": raw}, out)
+            lin = Lineage(_run(probe, p))
+            units = run_units(lin.view(s) for s in ("t", "p"))
+            return [e.diagnoser for e in relabelled(lin.view("p"), units)]
+
+        assert parse("PC-4 | air 95F", {"air_c": 95.0}) == ["lineage:altered"]
+        assert parse("PC-4 | air 95 F", {"air_c": 95.0}, "PC-1 | air 27.6 C") == ["lineage:altered"]
+        assert parse("PC-4 | air 95F", {"air_c": 35.0}) == []
+        assert parse("seat 12B", {"row": 12}) == []
+
 
 class TestRecordEdges:
     def test_a_value_two_steps_returned_is_linked_to_the_one_whose_record_it_came_in(self) -> None:

@@ -66,6 +66,31 @@ def test_the_reference_oracle_aligns_steps_by_name_and_occurrence() -> None:
     assert [oracle(s, bad) for s in bad.steps] == [True, False, None]
 
 
+def test_a_person_is_not_asked_about_an_output_the_passing_run_of_the_same_input_also_produced() -> None:
+    """With a person among the oracles, a step whose output equals the passing run's is answered by that
+    run; a step whose output differs still goes to the person first."""
+    from trajdebug.analysis._oracles import Caller, ask
+
+    class Person:
+        by = "person"
+        interactive = True
+
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def __call__(self, step: Step, run: Run) -> bool:
+            self.asked.append(step.step_id)
+            return True
+
+    good = Run("g", "a", steps=(Step("1", "x", output=1), Step("2", "y", output=2)))
+    bad = Run("b", "a", steps=(Step("3", "x", output=1), Step("4", "y", output=5)))
+    person = Person()
+    callers = [Caller(person, None), Caller(ReferenceOracle(good), 5.0)]
+    answers = [ask(callers, s, bad, []) for s in bad.steps]
+    assert [(a.correct, a.by.split(":")[0]) for a in answers] == [(True, "reference"), (True, "person")]
+    assert person.asked == ["4"]
+
+
 def test_the_reference_oracle_counts_a_state_write_as_part_of_the_output() -> None:
     good = Run("g", "a", steps=(Step("1", "save", output="ok", attributes={"state_values": {"k": 1}}),))
     bad = Run("b", "a", steps=(Step("2", "save", output="ok", attributes={"state_values": {"k": 100}}),))

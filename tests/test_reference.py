@@ -21,6 +21,29 @@ from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 D = Dependency
 
 
+def test_an_odd_sign_among_a_steps_calls_that_passing_runs_had_is_no_violation() -> None:
+    """A reading negative once among positive ones in this run is odd to its other calls, but not when the
+    agent's passing runs had negative readings of that field too."""
+
+    def run(rid: str, values: list[float], outcome: str) -> Run:
+        steps = [
+            Step(f"{rid}{i}", "read_level", "tool", input={"gauge": g}, output={"level_m": v}, start_ns=i, end_ns=i + 1)
+            for i, (g, v) in enumerate(zip("ABCDE", values))
+        ]
+        return Run(rid, "levels", outcome=outcome, steps=tuple(steps))
+
+    bad = run("f", [3.0, 4.0, -2.0, 5.0, 6.0], "failure")
+    lin = Lineage(bad)
+    own = sibling_profiles(bad, lin)["f2"]
+    assert [e.diagnoser for e in violations(bad.steps[2], lin.view("f2"), own)] == ["reference:sign"]
+    passing = learn([run(f"ok{k}", [2.0, -1.0 - k, 3.0, 4.0, 5.0], "success") for k in range(3)])
+    assert list(violations(bad.steps[2], lin.view("f2"), own, passing=passing)) == []
+    only_positive = learn([run(f"ok{k}", [2.0, 1.0 + k, 3.0, 4.0, 5.0], "success") for k in range(3)])
+    assert [e.diagnoser for e in violations(bad.steps[2], lin.view("f2"), own, passing=only_positive)] == [
+        "reference:sign"
+    ]
+
+
 def _converter_run(rid: str, amount: float, rate: float, *, fail: bool = False, meta: Any = None) -> Run:
     """An expense agent: parse an amount, convert it, check the total against a limit."""
     converted = round(amount * rate, 2)

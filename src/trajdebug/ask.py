@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajdebug.analysis import Analysis, Guided, GuidedSearch
+from trajdebug.analysis import Analysis, Guided, GuidedSearch, ReferenceOracle
 from trajdebug.answers import AnswerLog
 from trajdebug.core.model import Answer, Run, Step
 from trajdebug.report.question import question_for, render_guided, render_question
@@ -74,6 +74,7 @@ def ask_in_terminal(
     read_key: Callable[[], str] = read_key_default,
     strategy: str = "prior",
     max_questions: int | None = None,
+    twins: Mapping[str, Run | None] | None = None,
 ) -> list[Asked]:
     """Ask a person about the failed runs' steps until each root is found; store each answer with its run.
 
@@ -84,6 +85,8 @@ def ask_in_terminal(
         read_key: Reads one key (`read_key_default`).
         strategy: The question order (`trajdebug.analysis.STRATEGIES`).
         max_questions: Ask at most this many per run.
+        twins: Per failed run's id, a passing run of the same input (`trajdebug.api.same_input`): a step
+            whose output it also produced is answered correct by it, never asked of the person.
 
     Raises:
         trajdebug.sources.load.SourceError: an answer cannot be stored (the message names the file).
@@ -92,7 +95,8 @@ def ask_in_terminal(
     for analysis in analyses:
         if analysis.run.outcome == "success":
             continue
-        asked = _ask_run(source, analysis, console, read_key, strategy, max_questions)
+        twin = (twins or {}).get(analysis.run.run_id)
+        asked = _ask_run(source, analysis, console, read_key, strategy, max_questions, twin)
         out.append(asked)
         if asked.stopped:
             break
@@ -106,8 +110,10 @@ def _ask_run(
     read_key: Callable[[], str],
     strategy: str,
     max_questions: int | None,
+    twin: Run | None = None,
 ) -> Asked:
     run = analysis.run
+    same = None if twin is None else ReferenceOracle(twin)
     log: AnswerLog | None = None
     known = list(run.answers)
     # What the oracles of this analysis (--oracle, checks, a passing run, --judge) answered is data
@@ -124,6 +130,12 @@ def _ask_run(
     before = sum(a.by == "person" for a in run.answers)
     try:
         while (sid := search.next_question()) is not None:
+            if same is not None and same(search.graph.steps[sid], run) is True:
+                # The passing run of the same input produced this very output: what the run needed here.
+                if log is None:
+                    log = AnswerLog(source, run.run_id, known=[run.run_id])
+                search.answer(log.save(Answer(sid, True, same.by, time.time_ns())))
+                continue
             q = question_for(run, sid, before + given + 1)
             correct = _one_answer(q, console, read_key)
             if isinstance(correct, str):

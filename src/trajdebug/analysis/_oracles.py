@@ -86,7 +86,17 @@ class Caller:
 
 
 def ask(callers: Sequence[Caller], step: Step, run: Run, problems: list[str]) -> Answer:
-    """Ask the oracles in order of trust; the first that knows answers (a more trusted one overrides)."""
+    """Ask the oracles in order of trust; the first that knows answers (a more trusted one overrides).
+
+    A person is not asked about a step whose output a passing run of the same input also produced: that
+    output is what the run needed there as surely as the passing run passed, and a person's questions are
+    the scarce ones (a step that differs from the passing run still goes to the person first)."""
+    if any(getattr(c.oracle, "interactive", False) for c in callers):
+        for c in callers:
+            if isinstance(c.oracle, ReferenceOracle):
+                same = c(step, run, problems)
+                if same.correct is True:
+                    return same
     last: Answer | None = None
     for c in callers:
         a = c(step, run, problems)

@@ -74,6 +74,7 @@ from trajdebug.core.model import Outcome
     help="Find the cause by asking you: one step at a time, is its output right, what the run needed there? "
     "(no also when it only passed on a wrong input) "
     "(keys y / n / ? / e / q; answers are stored with the run, and a second --ask resumes; "
+    "a step whose output a passing run of the same input also produced is not asked; "
     "a root the answers prove is written as the run's label to SOURCE.labels.jsonl beside SOURCE).",
 )
 @click.option(
@@ -216,7 +217,7 @@ def analyze_cmd(
         for problem in a.problems:
             click.echo(f"warning: {path}: {problem}", err=True)
     if ask:
-        _ask(path, analyses, as_json, max_questions, strategy)
+        _ask(path, analyses, as_json, max_questions, strategy, fmt)
         return
     _render(analyses, result, renderer, markdown, as_json)
 
@@ -321,15 +322,33 @@ def _emit_text(analyses: list[Any], verifications: list[Any], judgments: list[An
         con.print(f"compare with a passing run: {hint}", markup=False, style="dim")
 
 
-def _ask(path: str, analyses: list, as_json: bool, max_questions: int | None, strategy: str) -> None:  # type: ignore[type-arg]
-    """``--ask``: the terminal session (`trajdebug.ask`); --json prints each run's guided result after it."""
+def _ask(
+    path: str,
+    analyses: list,  # type: ignore[type-arg]
+    as_json: bool,
+    max_questions: int | None,
+    strategy: str,
+    fmt: str | None = None,
+) -> None:
+    """``--ask``: the terminal session (`trajdebug.ask`); --json prints each run's guided result after it.
+
+    A passing run of the same input answers for the steps whose output it also produced (not asked)."""
+    from trajdebug.api import same_input
     from trajdebug.ask import ask_in_terminal
-    from trajdebug.sources.load import SourceError
+    from trajdebug.sources.load import SourceError, load_runs
 
     try:
+        failed = [a for a in analyses if a.run.outcome != "success"]
+        pool = load_runs(path, fmt=fmt) if failed else []
+        twins = {a.run.run_id: same_input(a.run, pool) for a in failed}
         # With --json the session talks on stderr, so stdout holds only the JSON document.
         asked = ask_in_terminal(
-            path, analyses, _stderr_console() if as_json else console(), strategy=strategy, max_questions=max_questions
+            path,
+            analyses,
+            _stderr_console() if as_json else console(),
+            strategy=strategy,
+            max_questions=max_questions,
+            twins=twins,
         )
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage._views import StepView, trivial
-from trajdebug.core.values import Atom
+from trajdebug.core.values import Atom, number_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,11 +241,26 @@ _NAME_WORDS = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])")
 
 
 def run_units(views: Iterable[StepView]) -> frozenset[str]:
-    """The units (and currencies) a run writes next to its numbers, lower case (percent left out)."""
+    """The units (and currencies) a run writes next to its numbers, lower case (percent left out); those
+    written against their number (``120c``) too."""
     out: set[str] = set()
     for v in views:
         out.update(a.unit.lower() for a in (*v.inputs, *v.outputs) if a.kind == "number" and a.unit and a.unit != "%")
+        out.update(unit for _, unit in _glued(v.in_text))
+        out.update(unit for _, unit in _glued(v.out_text))
     return frozenset(out)
+
+
+_GLUED = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)([a-z]{1,4})(?!\w)")
+"""A number written against its unit in case-folded text (``1940f``, ``210min``, ``5kg``).  Values read such
+a token as a word, not a number (``12b`` is a seat as often as a size): only the unit rule below reads it,
+where the number must reappear as written under a field named for another unit."""
+
+
+def _glued(text: str) -> Iterator[tuple[str, str]]:
+    """The (number as written, unit) pairs of a text's numbers glued to their unit."""
+    for m in _GLUED.finditer(text):
+        yield m.group(1), m.group(2)
 
 
 def _joins(view: StepView, a: Atom) -> bool:
@@ -253,6 +268,13 @@ def _joins(view: StepView, a: Atom) -> bool:
     range's joint, whatever its language, not a unit."""
     unit = re.escape(a.unit or "")
     return re.search(rf"(?<![\w.]){re.escape(a.raw.strip())}\s*{unit}\s+[-+]?\d", view.in_text, re.I) is not None
+
+
+def _written_as(out: str, given: str) -> bool:
+    """Whether an output number is the given one as written, or its float form (``1940.0`` for ``1940``: a
+    parser's ``float()``), not merely an equal value written otherwise (``12`` for ``12.0``)."""
+    out, given = out.strip(), given.strip()
+    return out == given or ("." not in given and given.lstrip("+-").isdigit() and out == given + ".0")
 
 
 def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
@@ -267,11 +289,15 @@ def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
     for a in view.inputs:
         if a.kind == "number" and a.unit and not trivial(a) and a.number not in (0, None) and not _joins(view, a):
             given.setdefault(a.key, a)
+    for raw, unit in _glued(view.in_text):
+        n = float(raw)
+        if n and not (n == int(n) and -10 <= n <= 10):  # a small count is no measurement (`trivial`)
+            given.setdefault(f"n:{number_key(n)}", Atom(f"n:{number_key(n)}", "number", None, unit, raw, n))
     if not given:
         return
     for y in view.outputs:
         x = given.get(y.key)
-        if x is None or y.kind != "number" or not y.field or y.unit or y.raw.strip() != x.raw.strip():
+        if x is None or y.kind != "number" or not y.field or y.unit or not _written_as(y.raw, x.raw):
             continue
         words = [w.lower() for w in _NAME_WORDS.split(y.field) if w]
         last = words[-1] if words else ""

@@ -75,6 +75,7 @@ def violations(
     *,
     min_runs: int = 2,
     steps: Mapping[str, Step] | None = None,
+    passing: Profile | None = None,
 ) -> Iterator[Evidence]:
     """The likely invariants of this step that the failing run breaks, as evidence.
 
@@ -86,6 +87,8 @@ def violations(
             other occurrences) an invariant needs.
         steps: The failing run's steps by id: the writers of the state the step read
             (`_profile.asked_of`).
+        passing: The passing runs' profile, when ``profile`` is the step's other calls in the failing
+            run: a sign or magnitude odd among them but one the passing runs had is no violation.
     """
     st = profile.steps.get(step_key(step))
     if st is None or step.status != "ok":
@@ -99,7 +102,7 @@ def violations(
     for f, fs in st.fields.items():
         if fs.n < MIN_SUPPORT or len(fs.runs) < 2 or f in PROTOCOL_FIELDS:
             continue
-        yield from _field_checks(step, view, st, f, fs, outs, ins)
+        yield from _field_checks(step, view, st, f, fs, outs, ins, passing)
     yield from _shape_checks(step, st, outs, min_runs)
     yield from _ratio_checks(step.step_id, outs, ins, st)
     size = _size_ratio(step)
@@ -297,6 +300,7 @@ def _field_checks(
     fs: _FieldStats,
     outs: Mapping[str, list[Any]],
     ins: Mapping[str, list[Any]],
+    passing: Profile | None = None,
 ) -> Iterator[Evidence]:
     """One output field against its invariants: presence, grounding, kept values, numbers, formulas, categories."""
     sid = step.step_id
@@ -350,7 +354,10 @@ def _field_checks(
                 "reference:kept",
             )
     nums = [a.number for a in atoms if a.kind == "number" and a.number is not None]
-    if nums and len(fs.numbers) >= MIN_SUPPORT:
+    # A negative reading among positive ones is odd in one run, ordinary when passing runs had such too:
+    # the passing runs know the field's range better than the step's other calls in this run.
+    usual = passing is not None and all(passing_had(step, f, x, passing) for x in nums)
+    if nums and len(fs.numbers) >= MIN_SUPPORT and not usual:
         yield from _number_checks(sid, f, nums, fs)
     numbers = [a for a in atoms if a.kind == "number"][:20]
     if numbers and fs.formulas and step.kind != "llm":
@@ -509,6 +516,16 @@ def _number_checks(sid: str, f: str, nums: Sequence[float], fs: _FieldStats) -> 
             return
 
 
+def passing_had(step: Step, f: str, x: float, profile: Profile) -> bool:
+    """Whether the passing runs had numbers like ``x`` in this step's field ``f``: its sign and its magnitude
+    (the checks of `violations` find nothing in it), with the support those checks need."""
+    st = profile.steps.get(step_key(step))
+    fs = None if st is None else st.fields.get(f)
+    if fs is None or len(fs.numbers) < MIN_SUPPORT or len(fs.runs) < 2:
+        return False
+    return next(_number_checks(step.step_id, f, [x], fs), None) is None
+
+
 def _ratio_checks(
     sid: str, outs: Mapping[str, list[Any]], ins: Mapping[str, list[Any]], st: _StepStats
 ) -> Iterator[Evidence]:
@@ -586,6 +603,7 @@ __all__ = [
     "Profile",
     "StepKey",
     "learn",
+    "passing_had",
     "producers_of",
     "returns_empty",
     "spectrum",
