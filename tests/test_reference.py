@@ -779,3 +779,29 @@ class TestMapEntries:
         profiles = sibling_profiles(run, lin)
         found = list(violations(steps[5], lin.view("m5"), profiles["m5"]))
         assert [e.diagnoser for e in found if e.diagnoser in ("reference:ratio", "reference:formula")] == []
+
+
+class TestPresence:
+    @staticmethod
+    def _lookups(last: dict[str, Any]) -> tuple[Run, Lineage]:
+        rows = [("r1", "SAB"), ("r2", "SATB"), ("r3", "TTBB"), ("r4", "SSA")]
+        steps = [
+            Step(f"g{i}", "get_record", "tool", input={"record_id": rid},
+                 output={"id": rid, "title": f"Record number {i}", "code": code}, start_ns=i, end_ns=i + 1)
+            for i, (rid, code) in enumerate(rows)
+        ]
+        steps.append(Step("g9", "get_record", "tool", input={"record_id": "r9"}, output=last, start_ns=9, end_ns=10))
+        run = Run("r", "lookups", outcome="failure", steps=tuple(steps))
+        return run, Lineage(run)
+
+    def test_a_field_holding_a_two_letter_value_is_not_lacking(self) -> None:
+        """A call whose field holds a value too short to trace (``"SA"``) has the field: no presence finding;
+        a call without the field still lacks it."""
+        run, lin = self._lookups({"id": "r9", "title": "Record number 9", "code": "SA"})
+        found = list(violations(run.steps[-1], lin.view("g9"), sibling_profiles(run, lin)["g9"]))
+        assert [e for e in found if e.diagnoser == "reference:presence"] == []
+        run, lin = self._lookups({"id": "r9", "title": "Record number 9"})
+        found = list(violations(run.steps[-1], lin.view("g9"), sibling_profiles(run, lin)["g9"]))
+        assert [e.reason for e in found if e.diagnoser == "reference:presence"] == [
+            "its output lacks 'code', present in all 4 passing occurrences"
+        ]

@@ -63,6 +63,7 @@ from trajdebug.analysis.reference._profile import (
     step_key,
 )
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
+from trajdebug.core.values import atoms
 
 
 # -- violations -------------------------------------------------------------------
@@ -292,6 +293,13 @@ def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> 
     )
 
 
+def _holds_untraced(step: Step, f: str) -> bool:
+    """Whether the step's output does hold field ``f``, with a value too small to trace (a two-letter code
+    such as ``"SA"``, a count of 3): the lineage leaves such values out, so the field looks absent when it
+    is not.  Read only when the field seems missing (rare), so the output is walked again only then."""
+    return any(a.field == f for a in atoms(semantic(step, step.output)))
+
+
 def _field_checks(
     step: Step,
     view: StepView,
@@ -309,7 +317,13 @@ def _field_checks(
     if atoms is None:
         # (A model answers in different shapes from call to call: a tool call, then prose;
         # so does any step passing a model's message on, which says who speaks in `role`.)
-        if present_share >= 0.99 and view.outputs and step.kind != "llm" and "role" not in outs:
+        if (
+            present_share >= 0.99
+            and view.outputs
+            and step.kind != "llm"
+            and "role" not in outs
+            and not _holds_untraced(step, f)
+        ):
             yield Evidence(
                 sid,
                 _w(0.45, fs.n),
