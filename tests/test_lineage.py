@@ -63,6 +63,20 @@ class TestOrigins:
         [paris] = [a for a in lin.view("s").outputs if a.field == "city"]
         assert lin.origin(paris, before=2).step_id is None
 
+    def test_a_value_the_outermost_step_was_given_by_name_has_no_origin_step(self) -> None:
+        """A graph's initial state (the outermost step's input) gave ``B: 5``: a tool inside stating 5 under another
+        name (``minutes``) did not introduce it; a 5 the failing step got under that other name still came from the tool."""
+        roster = {"S": 8, "B": 5}
+        run = _run(
+            _s("g", "graph", "agent", 1, {"roster": roster, "ask": "plan"}, {"roster": roster}),
+            _s("t", "get_piece", "tool", 2, {"piece_id": "rep-0004"}, {"minutes": 5}, parent_id="g"),
+            _s("f", "assign", "tool", 4, {"roster": roster, "minutes": 5}, None, "t", parent_id="g"),
+        )
+        lin = Lineage(run)
+        by_field = {a.field: a for a in lin.view("f").inputs if a.raw == "5"}
+        assert lin.origin(by_field["b"], before=2).step_id is None
+        assert lin.origin(by_field["minutes"], before=2).step_id == "t"
+
     def test_an_enclosing_step_does_not_introduce_what_its_children_made(self) -> None:
         """An agent span's output holds its child's value; the child, not the agent, introduced it."""
         run = _run(

@@ -42,7 +42,7 @@ from typing import Any
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, record_lists
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
 from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view, named_reads, trivial
-from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 from trajdebug.core.values import Atom, atoms
 
 
@@ -117,6 +117,7 @@ class Lineage:
             self._named[sid] = {a.key for a in read}
         self.steps = run.steps
         self._words: dict[str, list[int]] | None = None
+        self._given: dict[tuple[str, str], int] | None = None
         self._holders: dict[str, list[int]] = {}
         for i, s in enumerate(run.steps):
             for k in self.views[s.step_id].out_keys:
@@ -163,8 +164,33 @@ class Lineage:
             view = self.views[sid]
             if not view.given(atom):
                 produced = next((a for a in view.outputs if a.key == atom.key), atom)
+                if self._caller_gave_instead(atom, produced, before):
+                    return Origin(None, atom)
                 return Origin(sid, produced, self.operands(sid, produced))
         return Origin(None, atom)
+
+    def _caller_gave_instead(self, atom: Atom, produced: Atom, before: int) -> bool:
+        """Whether the would-be origin states the value under another name than the consumer holds it by, and the
+        run's caller gave it under the consumer's name: the number is the caller's (a roster's 5 basses), the
+        producer's is another that equals it by chance (a piece's 5 minutes)."""
+        if atom.field is None or produced.field in (None, atom.field):
+            return False
+        at = self._caller_gave(atom)
+        return at is not None and at < before
+
+    def _caller_gave(self, atom: Atom) -> int | None:
+        """The position of the outermost step that was given this value under the same field name (a graph's
+        initial state, an agent's arguments).  The caller gave it: no step inside
+        introduced it, though one may hold the same number under another name by chance (a piece's 5 minutes
+        for a roster's 5 basses).  None when no outermost step was given it so."""
+        if self._given is None:
+            self._given = {}
+            for i, s in enumerate(self.steps):
+                if s.kind in CONTAINER_KINDS and (s.parent_id is None or s.parent_id not in self.pos):
+                    for a in self.views[s.step_id].inputs:
+                        if a.field is not None:
+                            self._given.setdefault((a.key, a.field), i)
+        return self._given.get((atom.key, atom.field or ""))
 
     def _writers(self, atom: Atom, before: int) -> list[int]:
         """Positions of the steps whose output *writes* a short text value inside a longer text.
