@@ -147,8 +147,8 @@ def _sub_agent_run(first: str) -> Run:
     picked the record it answered with."""
     from tests.builders import step
 
-    hits = [{"code": "9005.80", "text": "Telescope mount", "unit": "pcs"}, {"code": "9005.90", "text": "Mount parts", "unit": "kg"}]
-    answer = {"sku": "TM-330", "code": "9005.90", "unit": "kg"}
+    hits = [{"code": "9005.80", "text": "Telescope mount", "unit": "pcs"}, {"code": "9005.90", "text": "Mount parts", "unit": "crate"}]
+    answer = {"sku": "TM-330", "code": "9005.90", "unit": "crate"}
     earlier = [
         step(f"w{i}", "classify", "tool", 10 * i, {"input": f"SKU-{i}: item {i}"}, {"sku": f"SKU-{i}", "code": f"90{i}0.10", "unit": "pcs"})
         for i in (1, 2, 3)
@@ -163,9 +163,9 @@ def _sub_agent_run(first: str) -> Run:
             step("w", "classify", "tool", 100, {"input": "TM-330: Telescope mount, 2.4 m"}, answer),
             step("s", "search", first, 101, {"query": "Telescope mount, 2.4 m"}, pick, parent_id="w"),
             step("a", "model", "llm", 102, {"messages": [{"role": "tool", "content": str(pick)}]},
-                 {"role": "assistant", "content": '{"sku": "TM-330", "code": "9005.90", "unit": "kg"}'}, "s", parent_id="w"),
+                 {"role": "assistant", "content": '{"sku": "TM-330", "code": "9005.90", "unit": "crate"}'}, "s", parent_id="w"),
             step("f", "file_entry", "tool", 200, {"lines": [answer]}, None, "w", status="error",
-                 error=ErrorInfo("Rejected", "line TM-330 code 9005.90 is in kg but the order is in pcs")),
+                 error=ErrorInfo("Rejected", "line TM-330 code 9005.90 is in crate but the order is in pcs")),
         ),
     )
 
