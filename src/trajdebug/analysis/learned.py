@@ -11,9 +11,9 @@ probability, the number of ranked steps and the margin over the runner-up, Platt
 erred less out of fold), so a candidate's ``confidence`` reads as the probability that it is the root.
 
 The verdict of an analysis comes from its best candidate's confidence:
-``confident`` at or above the model's ``confident`` threshold (chosen on
-held-out folds for precision >= 90 % over at least 20 cases; above 1, so never,
-when no threshold is), ``likely`` at or above ``likely``, else ``unsure``.  No runtime dependency: scoring is a tree walk.
+``confident`` at or above the model's ``confident`` threshold (chosen, like the
+calibration, on the blind suites each scored by a model that never saw it, for
+precision >= 90 % over at least 20 cases; above 1, so never, when no threshold is), ``likely`` at or above ``likely``, else ``unsure``.  No runtime dependency: scoring is a tree walk.
 """
 
 from __future__ import annotations
@@ -65,10 +65,13 @@ class Model:
     meta: Mapping[str, Any] | None = None
     """What the model was trained on (free data, kept from the file)."""
     platt: tuple[float, ...] | None = None
-    """Platt scaling ``(a, b, c[, d])``: ``sigmoid(a + b logit(p) + c log(1 + n) + d margin)`` for a run of
-    ``n`` ranked steps, ``margin`` the log-ratio of the step's probability to the best other step's;
-    used instead of the isotonic knots when set.  The margin term (since 2026-12-02) is what separates a
-    clear winner from a near tie: the softmax alone reads 0.5 for both 0.5/0.1/... and 0.5/0.45/..."""
+    """Platt scaling ``(a, b, c[, d[, e]])``: ``sigmoid(a + b logit(p) + c log(1 + n) + d margin + e hand)`` for a
+    run of ``n`` ranked steps, ``margin`` the log-ratio of the step's probability to the best other step's,
+    ``hand`` the hand ranker's score of the step; used instead of the isotonic knots when set.  The margin
+    term (since 2026-12-02) is what separates a clear winner from a near tie: the softmax alone reads 0.5
+    for both 0.5/0.1/... and 0.5/0.45/...  The hand score (since 2026-12-03) is how much evidence stands
+    behind the step whatever the trees make of it: on a suite the trees never saw, a best candidate with
+    little evidence is often wrong however far ahead it is."""
 
     def raw(self, f: Mapping[str, float]) -> float:
         """The ensemble's log-odds for one feature mapping."""
@@ -84,13 +87,14 @@ class Model:
                 i = left if x[feat] <= thr else right
         return total
 
-    def calibrate(self, p: float, n: int = 1, margin: float = 0.0) -> float:
+    def calibrate(self, p: float, n: int = 1, margin: float = 0.0, hand: float = 0.0) -> float:
         """The calibrated probability of a normalized score ``p`` among ``n`` ranked steps, ``margin``
-        (log-odds) ahead of the best other step (negative when behind it)."""
+        (log-odds) ahead of the best other step (negative when behind it), of hand-ranker score ``hand``."""
         if self.platt is not None:
             a, b, c, *rest = self.platt
             q = min(max(p, 1e-9), 1 - 1e-9)
-            z = a + b * math.log(q / (1 - q)) + c * math.log1p(n) + (rest[0] * margin if rest else 0.0)
+            extra = sum(w * x for w, x in zip(rest, (margin, hand), strict=False))
+            z = a + b * math.log(q / (1 - q)) + c * math.log1p(n) + extra
             return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
         xs, ys = self.calibration
         if p <= xs[0]:
@@ -187,7 +191,10 @@ def scores(analysis: Analysis, model: Model) -> dict[Key, float]:
     keys = list(feats)
     probs = softmax([model.raw(feats[k]) for k in keys])
     ms = margins(probs)
-    return {k: model.calibrate(p, len(keys), m) for k, p, m in zip(keys, probs, ms, strict=True)}
+    return {
+        k: model.calibrate(p, len(keys), m, feats[k].get("hand_score", 0.0))
+        for k, p, m in zip(keys, probs, ms, strict=True)
+    }
 
 
 def _key(c: Candidate) -> Key:
