@@ -185,16 +185,22 @@ def margins(probs: Sequence[float]) -> list[float]:
     return out
 
 
-def scores(analysis: Analysis, model: Model) -> dict[Key, float]:
-    """Each ranked step's calibrated probability of being the root cause."""
+def _scored(analysis: Analysis, model: Model) -> tuple[dict[Key, float], dict[Key, float]]:
+    """Each ranked step's softmax probability (the order) and calibrated probability (the confidence)."""
     feats = features(analysis)
     keys = list(feats)
     probs = softmax([model.raw(feats[k]) for k in keys])
     ms = margins(probs)
-    return {
+    conf = {
         k: model.calibrate(p, len(keys), m, feats[k].get("hand_score", 0.0))
         for k, p, m in zip(keys, probs, ms, strict=True)
     }
+    return dict(zip(keys, probs, strict=True)), conf
+
+
+def scores(analysis: Analysis, model: Model) -> dict[Key, float]:
+    """Each ranked step's calibrated probability of being the root cause."""
+    return _scored(analysis, model)[1]
 
 
 def _key(c: Candidate) -> Key:
@@ -202,9 +208,11 @@ def _key(c: Candidate) -> Key:
 
 
 def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top: int | None = None) -> Analysis:
-    """The analysis re-ordered by the model: candidates by confidence, the ranking likewise, a verdict.
+    """The analysis re-ordered by the model: candidates by its probability, the ranking likewise, a verdict.
 
-    Ties (and steps the model scores equally) keep the hand ranker's order.  With
+    The order is the trees' (the softmax probability, as trained and cross-validated), not the calibrated
+    confidence's: a calibrator reading the hand score is fitted to say how sure to be of the best candidate,
+    not to re-rank the others.  Ties (and steps the model scores equally) keep the hand ranker's order.  With
     nothing ranked (nothing failed) there is no verdict.
     ``top`` keeps that many candidates (None: as many as the analysis had).
     """
@@ -212,12 +220,12 @@ def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top
     if m is None:
         return analysis
     loc = analysis.localization
-    conf = scores(analysis, m)
+    prob, conf = _scored(analysis, m)
     order = {k: i for i, k in enumerate(conf)}
     pool = loc.ranked_all or loc.candidates
-    cands = sorted(pool, key=lambda c: (-conf.get(_key(c), 0.0), order.get(_key(c), 0)))
+    cands = sorted(pool, key=lambda c: (-prob.get(_key(c), 0.0), order.get(_key(c), 0)))
     cands = [replace(c, confidence=conf.get(_key(c))) for c in cands]
-    ranking = tuple(dict.fromkeys(sid for _, sid in sorted(conf, key=lambda k: (-conf[k], order[k]))))
+    ranking = tuple(dict.fromkeys(sid for _, sid in sorted(prob, key=lambda k: (-prob[k], order[k]))))
     placed = set(ranking)
     rest = tuple(s for s in loc.ranking if s not in placed)
     keep = len(loc.candidates) if top is None else top
