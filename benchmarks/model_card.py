@@ -48,15 +48,11 @@ def _p1(x: float) -> str:
 
 
 def _table(rows: Mapping[str, Mapping[str, float]], label: str) -> list[str]:
-    out = [
-        f"| {label} | cases | learned top-1 | hand top-1 | learned top-3 | hand top-3 | first step top-1 |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
+    out = [f"| {label} | cases | learned top-1 | hand top-1 | learned top-3 | hand top-3 | first step top-1 |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
     for g, v in rows.items():
-        out.append(
-            f"| {g} | {int(v['n'])} | {_p(v['learned_top1'])} | {_p(v['hand_top1'])} | "
-            f"{_p(v['learned_top3'])} | {_p(v['hand_top3'])} | {_p(v['first_top1'])} |"
-        )
+        out.append(f"| {g} | {int(v['n'])} | {_p(v['learned_top1'])} | {_p(v['hand_top1'])} | "
+                   f"{_p(v['learned_top3'])} | {_p(v['hand_top3'])} | {_p(v['first_top1'])} |")
     return out
 
 
@@ -66,10 +62,8 @@ def framework_lines(res: Mapping[str, Any]) -> list[str]:
     if not rows:
         return []
     suites = {g: v for g, v in rows.items() if g != "all"}
-    out = [
-        "| held-out suite | cases | learned top-1 | hand top-1 | learned - hand | won / lost | learned top-3 | hand top-3 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    out = ["| held-out suite | cases | learned top-1 | hand top-1 | learned - hand | won / lost | learned top-3 | hand top-3 |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
 
     def line(name: str, v: Mapping[str, float], paired: str) -> str:
         lt1, ht1 = v["learned_top1"], v["hand_top1"]
@@ -86,11 +80,7 @@ def framework_lines(res: Mapping[str, Any]) -> list[str]:
     k = max(len(suites), 1)
     mean = {m: sum(v[m] for v in suites.values()) / k for m in ("learned_top1", "hand_top1", "learned_top3", "hand_top3")}
     out.append(line("mean of suites", {**mean, "n": a["n"]}, "-"))
-    return [
-        *out,
-        "",
-        "*won / lost*: cases the learned ranking has right at top-1 and the hand ranking not, and the reverse.",
-    ]
+    return [*out, "", "*won / lost*: cases the learned ranking has right at top-1 and the hand ranking not, and the reverse."]
 
 
 def _tells(rows: Mapping[str, Mapping[str, float]] | None) -> list[str]:
@@ -104,9 +94,7 @@ def _tells(rows: Mapping[str, Mapping[str, float]] | None) -> list[str]:
         "beside a random order (chance) and the hand ranking. Below chance would mean it learned the",
         "injection's shape instead of the fault.",
         "",
-        "| source | cases | learned top-1 | chance top-1 | hand top-1 |",
-        "|---|---:|---:|---:|---:|",
-    ]
+        "| source | cases | learned top-1 | chance top-1 | hand top-1 |", "|---|---:|---:|---:|---:|"]
     for g, v in rows.items():
         out.append(f"| {g} | {int(v['n'])} | {_p(v['learned_top1'])} | {_p(v['chance_top1'])} | {_p(v['hand_top1'])} |")
     return [*out, ""]
@@ -197,6 +185,18 @@ def _calibration_variants(cal: Mapping[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def _blind_lines(b: Mapping[str, Any] | None) -> list[str]:
+    """The shipped calibration's check, suite by suite: each scored at the threshold chosen without it."""
+    if not b:
+        return []
+    head = (f"Where the verdict is used, a suite no model saw: the {int(b['n'])} framework-suite cases (learned top-1"
+            f" {_p(b['top1'])}), each suite's `confident` threshold chosen on the others: precision"
+            f" {_p(b['nested_precision'])} at coverage {_p(b['nested_coverage'])} (in-sample"
+            f" {_p(b['precision_confident'])} at {_p(b['coverage_confident'])}).")
+    rows = [f"| {s} | {v['n']} | {v['confident']} | {v['right']} |" for s, v in b["by_suite"].items()]
+    return [head, "", "| suite | cases | `confident` | right |", "|---|---:|---:|---:|", *rows, ""]
+
+
 def _model_lines(meta: Mapping[str, Any], model: Model) -> list[str]:
     """What kind of model was fitted, with which parameters."""
     params = dict(meta["params"])
@@ -229,7 +229,6 @@ def _model_lines(meta: Mapping[str, Any], model: Model) -> list[str]:
 
 def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str:
     """The model card as Markdown."""
-    from benchmarks.train import blind_lines
     cal = res["calibration"]
     lines = [
         "# Model card: the learned ranker",
@@ -309,7 +308,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         "optimistic: \"nested\" chooses each fold's threshold on the other folds and scores it on",
         "the one left, the honest reading of the choice.",
         "",
-        *blind_lines(cal.get("blind")),
+        *_blind_lines(cal.get("blind")),
         "Five folds by agent, every calibrator (the comparison; until 2026-12-03 the lowest error shipped):\n",
         *_calibration_variants(cal),
         *REJECTED,

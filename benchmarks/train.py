@@ -38,7 +38,7 @@ import json
 import math
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -237,10 +237,6 @@ def _calibration(k5: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _pct(x: float) -> str:
-    return "-" if x != x else f"{100 * x:.0f} %"
-
-
 def blind(loso: Sequence[dict[str, Any]], terms: str = BLIND_TERMS) -> dict[str, Any]:
     """The shipped calibration, fitted and checked where the verdict is used: on the framework suites'
     leave-one-suite-out predictions, cross-fitted by suite (a suite's confidences by a calibrator fitted on
@@ -264,18 +260,6 @@ def blind(loso: Sequence[dict[str, Any]], terms: str = BLIND_TERMS) -> dict[str,
             "confident": t, "precision_confident": prec, "coverage_confident": cov,
             "nested_precision": nprec, "nested_coverage": ncov, "precision_likely": lprec, "coverage_likely": lcov,
             "by_suite": per}
-
-
-def blind_lines(b: Mapping[str, Any] | None) -> list[str]:
-    """The shipped calibration's check, suite by suite: each scored at the threshold chosen without it."""
-    if not b:
-        return []
-    out = [f"Where the verdict is used, a suite no model saw: the {int(b['n'])} framework-suite cases (learned top-1"
-           f" {_pct(b['top1'])}), each suite's `confident` threshold chosen on the others: precision"
-           f" {_pct(b['nested_precision'])} at coverage {_pct(b['nested_coverage'])} (in-sample {_pct(b['precision_confident'])}"
-           f" at {_pct(b['coverage_confident'])}).", "", "| suite | cases | `confident` | right |", "|---|---:|---:|---:|"]
-    out += [f"| {s} | {v['n']} | {v['confident']} | {v['right']} |" for s, v in b["by_suite"].items()]
-    return [*out, ""]
 
 
 def diagram(table: Sequence[tuple[float, float, int]], path: Path, title: str) -> None:
