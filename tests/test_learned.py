@@ -147,6 +147,20 @@ def test_rerank_orders_by_the_model_and_sets_confidence_and_verdict(run: Run) ->
     assert d["verdict"] == b.verdict and d["root_causes"][0]["confidence"] == b.root_causes[0].confidence
 
 
+def test_a_calibrator_reading_the_hand_score_changes_confidences_but_not_the_order(run: Run) -> None:
+    """The order is the trees' probability: a Platt term on the hand score, however heavy, only says how sure
+    to be, so the last-ranked step the trees prefer stays first."""
+    from dataclasses import replace
+
+    a = analyze(run, top=100_000)
+    m = _stump("hand_rank_rel", 0.999, 0.0, 5.0)
+    heavy = replace(m, platt=(0.0, 1.0, 0.0, 0.0, 50.0))
+    b, h = rerank(a, m), rerank(a, heavy)
+    assert [c.step_id for c in h.root_causes] == [c.step_id for c in b.root_causes]
+    assert h.root_causes[0].step_id == a.root_causes[-1].step_id
+    assert [c.confidence for c in h.root_causes] != [c.confidence for c in b.root_causes]
+
+
 def test_shipped_model_is_small_and_used_by_analyze(run: Run) -> None:
     """The shipped model is under 300 KB; analyze(model="default") keeps `top` candidates with confidences."""
     assert DEFAULT_PATH.stat().st_size < 300_000

@@ -192,3 +192,53 @@ def test_platt_coefficients_weigh_zero_for_the_terms_a_calibrator_does_not_read(
             for p2 in (0.05, 0.1, 0.15, 0.25, 0.3, 0.4) for _ in range(3)]
     _a, b, c, d = _platt(rows, "m")
     assert (b, c) == (0.0, 0.0) and d > 0
+
+
+def test_a_platt_calibrator_reading_the_hand_score_weighs_it_and_older_models_read_as_before() -> None:
+    """The hand score is a fifth Platt coefficient: a model that has it weighs a best candidate's evidence, one
+    fitted before (four coefficients) calibrates exactly as it did."""
+    old = Model((), 0.0, 1.0, (), platt=(0.1, 1.0, -0.2, 0.3))
+    new = Model((), 0.0, 1.0, (), platt=(0.1, 1.0, -0.2, 0.3, 2.0))
+    assert old.calibrate(0.6, 5, 1.0, hand=0.9) == old.calibrate(0.6, 5, 1.0)
+    assert new.calibrate(0.6, 5, 1.0, hand=0.9) > new.calibrate(0.6, 5, 1.0, hand=0.1)
+
+
+def _blind_rows(suite: str, n: int, right_share: float) -> list[dict[str, object]]:
+    """Out-of-fold rows of one suite: the best candidate right when its hand score is high."""
+    from types import SimpleNamespace
+
+    out: list[dict[str, object]] = []
+    for i in range(n):
+        hand = (i % 10) / 10
+        ok = hand >= 1 - right_share
+        rows = [{"hand_score": hand}, {"hand_score": 0.05}]
+        out.append({"case": SimpleNamespace(suite=suite, rows=rows), "probs": [0.6, 0.4], "top_p": 0.6,
+                    "top_ok": ok, "fold": "0"})
+    return out
+
+
+def test_the_blind_calibration_reads_only_framework_suites_and_learns_the_hand_score() -> None:
+    """The shipped calibration is fitted on the framework suites alone (the fault-injection suite is not where
+    the verdict is used) and, the probability alike everywhere, separates right from wrong by the hand score."""
+    from benchmarks.train import _platt, blind
+
+    rows = [*_blind_rows("suite_a", 60, 0.5), *_blind_rows("suite_b", 60, 0.5), *_blind_rows("quality", 200, 1.0)]
+    b = blind(rows)
+    assert b["n"] == 120 and set(b["by_suite"]) == {"suite_a", "suite_b"}
+    assert b["top1"] == 0.5
+    *_, e = _platt(rows[:120], "pnmh")
+    assert e > 0
+
+
+def test_each_suite_is_scored_at_the_threshold_chosen_without_it() -> None:
+    """A suite whose confident cases are all wrong cannot lend its rows to its own threshold: the per-suite
+    check counts it at the threshold the other suites chose."""
+    from benchmarks.train import blind
+
+    good = [r for s in ("suite_a", "suite_b", "suite_d", "suite_e") for r in _blind_rows(s, 60, 0.5)]
+    bad = _blind_rows("suite_c", 60, 0.5)
+    for r in bad:
+        r["top_ok"] = not r["top_ok"]
+    b = blind([*good, *bad])
+    c = b["by_suite"]["suite_c"]
+    assert c["confident"] > 0 and c["right"] == 0

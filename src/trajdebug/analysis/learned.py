@@ -11,9 +11,9 @@ probability, the number of ranked steps and the margin over the runner-up, Platt
 erred less out of fold), so a candidate's ``confidence`` reads as the probability that it is the root.
 
 The verdict of an analysis comes from its best candidate's confidence:
-``confident`` at or above the model's ``confident`` threshold (chosen on
-held-out folds for precision >= 90 % over at least 20 cases; above 1, so never,
-when no threshold is), ``likely`` at or above ``likely``, else ``unsure``.  No runtime dependency: scoring is a tree walk.
+``confident`` at or above the model's ``confident`` threshold (chosen, like the
+calibration, on the blind suites each scored by a model that never saw it, for
+precision >= 90 % over at least 20 cases; above 1, so never, when no threshold is), ``likely`` at or above ``likely``, else ``unsure``.  No runtime dependency: scoring is a tree walk.
 """
 
 from __future__ import annotations
@@ -65,10 +65,13 @@ class Model:
     meta: Mapping[str, Any] | None = None
     """What the model was trained on (free data, kept from the file)."""
     platt: tuple[float, ...] | None = None
-    """Platt scaling ``(a, b, c[, d])``: ``sigmoid(a + b logit(p) + c log(1 + n) + d margin)`` for a run of
-    ``n`` ranked steps, ``margin`` the log-ratio of the step's probability to the best other step's;
-    used instead of the isotonic knots when set.  The margin term (since 2026-12-02) is what separates a
-    clear winner from a near tie: the softmax alone reads 0.5 for both 0.5/0.1/... and 0.5/0.45/..."""
+    """Platt scaling ``(a, b, c[, d[, e]])``: ``sigmoid(a + b logit(p) + c log(1 + n) + d margin + e hand)`` for a
+    run of ``n`` ranked steps, ``margin`` the log-ratio of the step's probability to the best other step's,
+    ``hand`` the hand ranker's score of the step; used instead of the isotonic knots when set.  The margin
+    term (since 2026-12-02) is what separates a clear winner from a near tie: the softmax alone reads 0.5
+    for both 0.5/0.1/... and 0.5/0.45/...  The hand score (since 2026-12-03) is how much evidence stands
+    behind the step whatever the trees make of it: on a suite the trees never saw, a best candidate with
+    little evidence is often wrong however far ahead it is."""
 
     def raw(self, f: Mapping[str, float]) -> float:
         """The ensemble's log-odds for one feature mapping."""
@@ -84,13 +87,14 @@ class Model:
                 i = left if x[feat] <= thr else right
         return total
 
-    def calibrate(self, p: float, n: int = 1, margin: float = 0.0) -> float:
+    def calibrate(self, p: float, n: int = 1, margin: float = 0.0, hand: float = 0.0) -> float:
         """The calibrated probability of a normalized score ``p`` among ``n`` ranked steps, ``margin``
-        (log-odds) ahead of the best other step (negative when behind it)."""
+        (log-odds) ahead of the best other step (negative when behind it), of hand-ranker score ``hand``."""
         if self.platt is not None:
             a, b, c, *rest = self.platt
             q = min(max(p, 1e-9), 1 - 1e-9)
-            z = a + b * math.log(q / (1 - q)) + c * math.log1p(n) + (rest[0] * margin if rest else 0.0)
+            extra = sum(w * x for w, x in zip(rest, (margin, hand), strict=False))
+            z = a + b * math.log(q / (1 - q)) + c * math.log1p(n) + extra
             return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
         xs, ys = self.calibration
         if p <= xs[0]:
@@ -181,13 +185,22 @@ def margins(probs: Sequence[float]) -> list[float]:
     return out
 
 
-def scores(analysis: Analysis, model: Model) -> dict[Key, float]:
-    """Each ranked step's calibrated probability of being the root cause."""
+def _scored(analysis: Analysis, model: Model) -> tuple[dict[Key, float], dict[Key, float]]:
+    """Each ranked step's softmax probability (the order) and calibrated probability (the confidence)."""
     feats = features(analysis)
     keys = list(feats)
     probs = softmax([model.raw(feats[k]) for k in keys])
     ms = margins(probs)
-    return {k: model.calibrate(p, len(keys), m) for k, p, m in zip(keys, probs, ms, strict=True)}
+    conf = {
+        k: model.calibrate(p, len(keys), m, feats[k].get("hand_score", 0.0))
+        for k, p, m in zip(keys, probs, ms, strict=True)
+    }
+    return dict(zip(keys, probs, strict=True)), conf
+
+
+def scores(analysis: Analysis, model: Model) -> dict[Key, float]:
+    """Each ranked step's calibrated probability of being the root cause."""
+    return _scored(analysis, model)[1]
 
 
 def _key(c: Candidate) -> Key:
@@ -195,9 +208,11 @@ def _key(c: Candidate) -> Key:
 
 
 def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top: int | None = None) -> Analysis:
-    """The analysis re-ordered by the model: candidates by confidence, the ranking likewise, a verdict.
+    """The analysis re-ordered by the model: candidates by its probability, the ranking likewise, a verdict.
 
-    Ties (and steps the model scores equally) keep the hand ranker's order.  With
+    The order is the trees' (the softmax probability, as trained and cross-validated), not the calibrated
+    confidence's: a calibrator reading the hand score is fitted to say how sure to be of the best candidate,
+    not to re-rank the others.  Ties (and steps the model scores equally) keep the hand ranker's order.  With
     nothing ranked (nothing failed) there is no verdict.
     ``top`` keeps that many candidates (None: as many as the analysis had).
     """
@@ -205,12 +220,12 @@ def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top
     if m is None:
         return analysis
     loc = analysis.localization
-    conf = scores(analysis, m)
+    prob, conf = _scored(analysis, m)
     order = {k: i for i, k in enumerate(conf)}
     pool = loc.ranked_all or loc.candidates
-    cands = sorted(pool, key=lambda c: (-conf.get(_key(c), 0.0), order.get(_key(c), 0)))
+    cands = sorted(pool, key=lambda c: (-prob.get(_key(c), 0.0), order.get(_key(c), 0)))
     cands = [replace(c, confidence=conf.get(_key(c))) for c in cands]
-    ranking = tuple(dict.fromkeys(sid for _, sid in sorted(conf, key=lambda k: (-conf[k], order[k]))))
+    ranking = tuple(dict.fromkeys(sid for _, sid in sorted(prob, key=lambda k: (-prob[k], order[k]))))
     placed = set(ranking)
     rest = tuple(s for s in loc.ranking if s not in placed)
     keep = len(loc.candidates) if top is None else top
