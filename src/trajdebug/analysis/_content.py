@@ -11,6 +11,8 @@ import ast
 import json
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -24,16 +26,61 @@ TEXT_LIMIT = 20_000
 
 
 def text_of(value: Any, limit: int = TEXT_LIMIT) -> str:
-    """A value as text: strings as they are, anything else as compact JSON, cut at ``limit``."""
+    """A value as text: strings as they are, anything else as compact JSON, cut at ``limit``.
+
+    Within `text_memo` (one analysis), a value's text is written once: the detectors, edge inference
+    and some twenty diagnosers each ask for the text of the same step's input and output.
+    """
     if isinstance(value, str):
         return value[:limit]
     if value is None:
         return ""
+    memo = _TEXTS.get() if limit == TEXT_LIMIT else None
+    if memo is not None:
+        hit = memo.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
     try:
         s = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
         s = str(value)
-    return s[:limit]
+    s = s[:limit]
+    if memo is not None:
+        _remember(memo, value, s)
+    return s
+
+
+_TEXTS: ContextVar[dict[int, tuple[Any, str]] | None] = ContextVar("trajdebug_texts", default=None)
+"""The texts `text_of` wrote in the current analysis, by the id of their value (the value is kept with its
+text, so its id names no other value while the entry lives); None outside `text_memo`."""
+TEXTS_KEPT = 1 << 23
+"""The characters of text `text_memo` keeps (the memo starts over past them): about as much again as a
+long run's values, at most."""
+_KEPT_KEY = -1
+"""The memo's entry under this key counts the characters it holds (no value's id is negative)."""
+
+
+def _remember(memo: dict[int, tuple[Any, str]], value: Any, s: str) -> None:
+    kept = memo.get(_KEPT_KEY)
+    chars = (kept[0] if kept is not None else 0) + len(s) + 64
+    if chars > TEXTS_KEPT:
+        memo.clear()
+        chars = len(s) + 64
+    memo[_KEPT_KEY] = (chars, "")
+    memo[id(value)] = (value, s)
+
+
+@contextmanager
+def text_memo() -> Iterator[None]:
+    """`text_of` writes each value's text once while this lasts (one analysis; the texts are dropped after).
+
+    The analysis reads recorded values and never changes them, so a value's text stays what it was.
+    """
+    token = _TEXTS.set({})
+    try:
+        yield
+    finally:
+        _TEXTS.reset(token)
 
 
 def without_markers(value: Any, depth: int = 0) -> Any:
@@ -359,10 +406,30 @@ def _forms(number: str, *, percent: bool) -> tuple[str, ...]:
     hit = memo.get(number)
     if hit is not None:
         return hit
+    if number.isascii() and number.isdigit() and len(number) < 300:
+        # A whole number (most of a run's ids, counts and amounts): every rounding of it is itself, and
+        # per cent it is also a hundred times itself (the loop below, without the rounding).
+        f = float(number)
+        whole = repr(int(f))
+        hit = (whole, repr(int(f * 100.0))) if percent else (whole,)
+        if percent and hit[0] == hit[1]:
+            hit = (whole,)
+    else:
+        hit = _rounded_forms(number, percent=percent)
+        if hit is None:
+            return ()
+    if len(memo) >= _FORMS_MEMO_SIZE:
+        memo.clear()
+    memo[number] = hit
+    return hit
+
+
+def _rounded_forms(number: str, *, percent: bool) -> tuple[str, ...] | None:
+    """`_forms` of a number with a sign, a separator or decimals (None: no number)."""
     try:
         f = float(number.replace(",", ""))
     except ValueError:
-        return ()
+        return None
     out: dict[str, None] = {}
     if percent:
         out[repr(int(f)) if f.is_integer() else repr(f)] = None
@@ -374,10 +441,7 @@ def _forms(number: str, *, percent: bool) -> tuple[str, ...]:
         for d in (0, 1, 2, 6):
             r = round(f, d)
             out[repr(int(r)) if float(r).is_integer() else repr(r)] = None
-    if len(memo) >= _FORMS_MEMO_SIZE:
-        memo.clear()
-    hit = memo[number] = tuple(out)
-    return hit
+    return tuple(out)
 
 
 def plain_number_forms(text: str) -> set[str]:
