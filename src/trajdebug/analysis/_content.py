@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -35,9 +36,9 @@ def text_of(value: Any, limit: int = TEXT_LIMIT) -> str:
         return value[:limit]
     if value is None:
         return ""
-    memo = _TEXTS.get() if limit == TEXT_LIMIT else None
+    memo = _READINGS.get() if limit == TEXT_LIMIT else None
     if memo is not None:
-        hit = memo.get(id(value))
+        hit = memo.texts.get(id(value))
         if hit is not None and hit[0] is value:
             return hit[1]
     try:
@@ -46,41 +47,50 @@ def text_of(value: Any, limit: int = TEXT_LIMIT) -> str:
         s = str(value)
     s = s[:limit]
     if memo is not None:
-        _remember(memo, value, s)
+        memo.keep(len(s))
+        memo.texts[id(value)] = (value, s)
     return s
 
 
-_TEXTS: ContextVar[dict[int, tuple[Any, str]] | None] = ContextVar("trajdebug_texts", default=None)
-"""The texts `text_of` wrote in the current analysis, by the id of their value (the value is kept with its
-text, so its id names no other value while the entry lives); None outside `text_memo`."""
-TEXTS_KEPT = 1 << 23
-"""The characters of text `text_memo` keeps (the memo starts over past them): about as much again as a
-long run's values, at most."""
-_KEPT_KEY = -1
-"""The memo's entry under this key counts the characters it holds (no value's id is negative)."""
+@dataclass(frozen=True, slots=True)
+class _Readings:
+    """What `text_of` and `leaves` read of each value in the current analysis, by the id of the value (kept
+    with its reading, so its id names no other value while the entry lives)."""
+
+    texts: dict[int, tuple[Any, str]] = field(default_factory=dict)
+    leaves: dict[int, tuple[Any, tuple[tuple[str, Any], ...]]] = field(default_factory=dict)
+    kept: list[int] = field(default_factory=lambda: [0])
+    """The characters of text and the leaves kept (each entry counted `_ENTRY` more)."""
+
+    def keep(self, size: int) -> None:
+        """Count a new entry; past `READINGS_KEPT`, start over."""
+        self.kept[0] += size + _ENTRY
+        if self.kept[0] > READINGS_KEPT:
+            self.texts.clear()
+            self.leaves.clear()
+            self.kept[0] = size + _ENTRY
 
 
-def _remember(memo: dict[int, tuple[Any, str]], value: Any, s: str) -> None:
-    kept = memo.get(_KEPT_KEY)
-    chars = (kept[0] if kept is not None else 0) + len(s) + 64
-    if chars > TEXTS_KEPT:
-        memo.clear()
-        chars = len(s) + 64
-    memo[_KEPT_KEY] = (chars, "")
-    memo[id(value)] = (value, s)
+_READINGS: ContextVar[_Readings | None] = ContextVar("trajdebug_readings", default=None)
+"""The current analysis's readings (`text_memo`); None outside one."""
+READINGS_KEPT = 1 << 23
+"""How much `text_memo` keeps (characters of text plus leaves; it starts over past this): about as much
+again as a long run's values, at most."""
+_ENTRY = 64
 
 
 @contextmanager
 def text_memo() -> Iterator[None]:
-    """`text_of` writes each value's text once while this lasts (one analysis; the texts are dropped after).
+    """`text_of` and `leaves` read each value once while this lasts (one analysis; dropped after): the
+    detectors, edge inference and some twenty diagnosers each read the same step's input and output.
 
-    The analysis reads recorded values and never changes them, so a value's text stays what it was.
+    The analysis reads recorded values and never changes them, so a value's reading stays what it was.
     """
-    token = _TEXTS.set({})
+    token = _READINGS.set(_Readings())
     try:
         yield
     finally:
-        _TEXTS.reset(token)
+        _READINGS.reset(token)
 
 
 def without_markers(value: Any, depth: int = 0) -> Any:
@@ -286,8 +296,16 @@ def leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, An
     """The scalar leaves of a JSON value with their dotted paths (bounded depth)."""
     # Collected into a list by plain recursion: a chain of nested generators paid
     # one resumption per level for every leaf, on every step the analysis reads.
+    memo = _READINGS.get() if not path and not depth and not isinstance(value, str) else None
+    if memo is not None:
+        hit = memo.leaves.get(id(value))
+        if hit is not None and hit[0] is value:
+            return iter(hit[1])
     out: list[tuple[str, Any]] = []
     _collect_leaves(value, path, depth, out)
+    if memo is not None:
+        memo.keep(len(out))
+        memo.leaves[id(value)] = (value, tuple(out))
     return iter(out)
 
 
@@ -410,10 +428,8 @@ def _forms(number: str, *, percent: bool) -> tuple[str, ...]:
         # A whole number (most of a run's ids, counts and amounts): every rounding of it is itself, and
         # per cent it is also a hundred times itself (the loop below, without the rounding).
         f = float(number)
-        whole = repr(int(f))
-        hit = (whole, repr(int(f * 100.0))) if percent else (whole,)
-        if percent and hit[0] == hit[1]:
-            hit = (whole,)
+        whole, hundred = repr(int(f)), repr(int(f * 100.0))
+        hit = (whole, hundred) if percent and hundred != whole else (whole,)
     else:
         hit = _rounded_forms(number, percent=percent)
         if hit is None:
