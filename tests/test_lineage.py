@@ -907,3 +907,16 @@ class TestNamedReads:
         assert lin.origin(press, 2).step_id == "sheet"
         lin = Lineage(self._print_job("otlp", {"job": "J-5512", "press": "PR-6"}))
         assert lin.origin(press, 2).step_id == "sheet"
+
+
+def test_a_view_reads_the_numbers_of_an_input_text_said_before_from_its_memo() -> None:
+    """`build_view` with a memo of input texts gives the same input keys as without it, and keeps a short text's numbers."""
+    from trajdebug.analysis.lineage._views import build_view
+
+    steps = [Step(f"s{i}", "worker", "tool", input="ship twelve crates, 48.5 kg each") for i in range(3)]
+    spoken: dict[str, frozenset[str]] = {}
+    with_memo = [build_view(s, spoken=spoken).in_keys for s in steps]
+    without = [build_view(s).in_keys for s in steps]
+    assert with_memo == without
+    assert "n:48.5" in with_memo[0] and "n:12" in with_memo[0]
+    assert list(spoken) == ["ship twelve crates, 48.5 kg each"]

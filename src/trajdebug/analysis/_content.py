@@ -11,6 +11,9 @@ import ast
 import json
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -24,16 +27,70 @@ TEXT_LIMIT = 20_000
 
 
 def text_of(value: Any, limit: int = TEXT_LIMIT) -> str:
-    """A value as text: strings as they are, anything else as compact JSON, cut at ``limit``."""
+    """A value as text: strings as they are, anything else as compact JSON, cut at ``limit``.
+
+    Within `text_memo` (one analysis), a value's text is written once: the detectors, edge inference
+    and some twenty diagnosers each ask for the text of the same step's input and output.
+    """
     if isinstance(value, str):
         return value[:limit]
     if value is None:
         return ""
+    memo = _READINGS.get() if limit == TEXT_LIMIT else None
+    if memo is not None:
+        hit = memo.texts.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
     try:
         s = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
         s = str(value)
-    return s[:limit]
+    s = s[:limit]
+    if memo is not None:
+        memo.keep(len(s))
+        memo.texts[id(value)] = (value, s)
+    return s
+
+
+@dataclass(frozen=True, slots=True)
+class _Readings:
+    """What `text_of` and `leaves` read of each value in the current analysis, by the id of the value (kept
+    with its reading, so its id names no other value while the entry lives)."""
+
+    texts: dict[int, tuple[Any, str]] = field(default_factory=dict)
+    leaves: dict[int, tuple[Any, tuple[tuple[str, Any], ...]]] = field(default_factory=dict)
+    kept: list[int] = field(default_factory=lambda: [0])
+    """The characters of text and the leaves kept (each entry counted `_ENTRY` more)."""
+
+    def keep(self, size: int) -> None:
+        """Count a new entry; past `READINGS_KEPT`, start over."""
+        self.kept[0] += size + _ENTRY
+        if self.kept[0] > READINGS_KEPT:
+            self.texts.clear()
+            self.leaves.clear()
+            self.kept[0] = size + _ENTRY
+
+
+_READINGS: ContextVar[_Readings | None] = ContextVar("trajdebug_readings", default=None)
+"""The current analysis's readings (`text_memo`); None outside one."""
+READINGS_KEPT = 1 << 23
+"""How much `text_memo` keeps (characters of text plus leaves; it starts over past this): about as much
+again as a long run's values, at most."""
+_ENTRY = 64
+
+
+@contextmanager
+def text_memo() -> Iterator[None]:
+    """`text_of` and `leaves` read each value once while this lasts (one analysis; dropped after): the
+    detectors, edge inference and some twenty diagnosers each read the same step's input and output.
+
+    The analysis reads recorded values and never changes them, so a value's reading stays what it was.
+    """
+    token = _READINGS.set(_Readings())
+    try:
+        yield
+    finally:
+        _READINGS.reset(token)
 
 
 def without_markers(value: Any, depth: int = 0) -> Any:
@@ -239,8 +296,16 @@ def leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, An
     """The scalar leaves of a JSON value with their dotted paths (bounded depth)."""
     # Collected into a list by plain recursion: a chain of nested generators paid
     # one resumption per level for every leaf, on every step the analysis reads.
+    memo = _READINGS.get() if not path and not depth and not isinstance(value, str) else None
+    if memo is not None:
+        hit = memo.leaves.get(id(value))
+        if hit is not None and hit[0] is value:
+            return iter(hit[1])
     out: list[tuple[str, Any]] = []
     _collect_leaves(value, path, depth, out)
+    if memo is not None:
+        memo.keep(len(out))
+        memo.leaves[id(value)] = (value, tuple(out))
     return iter(out)
 
 
@@ -359,10 +424,28 @@ def _forms(number: str, *, percent: bool) -> tuple[str, ...]:
     hit = memo.get(number)
     if hit is not None:
         return hit
+    if number.isascii() and number.isdigit() and len(number) < 300:
+        # A whole number (most of a run's ids, counts and amounts): every rounding of it is itself, and
+        # per cent it is also a hundred times itself (the loop below, without the rounding).
+        f = float(number)
+        whole, hundred = repr(int(f)), repr(int(f * 100.0))
+        hit = (whole, hundred) if percent and hundred != whole else (whole,)
+    else:
+        hit = _rounded_forms(number, percent=percent)
+        if hit is None:
+            return ()
+    if len(memo) >= _FORMS_MEMO_SIZE:
+        memo.clear()
+    memo[number] = hit
+    return hit
+
+
+def _rounded_forms(number: str, *, percent: bool) -> tuple[str, ...] | None:
+    """`_forms` of a number with a sign, a separator or decimals (None: no number)."""
     try:
         f = float(number.replace(",", ""))
     except ValueError:
-        return ()
+        return None
     out: dict[str, None] = {}
     if percent:
         out[repr(int(f)) if f.is_integer() else repr(f)] = None
@@ -374,10 +457,7 @@ def _forms(number: str, *, percent: bool) -> tuple[str, ...]:
         for d in (0, 1, 2, 6):
             r = round(f, d)
             out[repr(int(r)) if float(r).is_integer() else repr(r)] = None
-    if len(memo) >= _FORMS_MEMO_SIZE:
-        memo.clear()
-    hit = memo[number] = tuple(out)
-    return hit
+    return tuple(out)
 
 
 def plain_number_forms(text: str) -> set[str]:

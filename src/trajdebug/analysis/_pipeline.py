@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from trajdebug.analysis._content import text_memo
 from trajdebug.analysis._detect import Detector, Failure
 from trajdebug.analysis._guided import Guided
 from trajdebug.analysis._localize import Candidate, Localization
@@ -194,7 +195,8 @@ def analyze(
         references=tuple(r for r in references if r.run_id != run.run_id),
         started=started,
     )
-    return result(run_stages(state, STAGES if stages is None else stages))
+    with text_memo():  # each recorded value's text written once for every stage (`_content.text_of`)
+        return result(run_stages(state, STAGES if stages is None else stages))
 
 
 def learned_rank(state: AnalysisState) -> AnalysisState:

@@ -230,8 +230,10 @@ def env_edges(run: Run, consumed: set[str], linked: Set[str] = frozenset()) -> d
             if len(ws) > _MAX_WRITES:
                 continue
             for w in ws:
-                if w.step_id != s.step_id and w.step_id not in anc and w.end_ns is not None and w.end_ns <= s.start_ns:
-                    found.setdefault(w.step_id, Dependency(w.step_id, "env", "inferred", _ENV_CONFIDENCE, WROTE_KEY + i))
+                if w.step_id in found or w.step_id == s.step_id or w.step_id in anc:
+                    continue  # (the first id that links a write names the edge: built once, not per id)
+                if w.end_ns is not None and w.end_ns <= s.start_ns:
+                    found[w.step_id] = Dependency(w.step_id, "env", "inferred", _ENV_CONFIDENCE, WROTE_KEY + i)
         if not found and s.step_id not in linked and s.input not in (None, "", {}, []) and not ids:
             k = bisect.bisect_right(ends, s.start_ns)
             before = [w for w in unkeyed[max(0, k - _MAX_UNKEYED - len(anc)) : k] if w.step_id not in anc]

@@ -96,14 +96,15 @@ class Lineage:
         kids = children if children is not None else _children(run)
         self.views: dict[str, StepView] = {}
         self._named: dict[str, set[str]] = {}  # step id -> the values it read by name (`named_reads`)
+        spoken: dict[str, frozenset[str]] = {}  # input text -> the numbers it says (`build_view`)
         for s in run.steps:
             given = _made_of(s.step_id, kids, by_id)
             parents = [by_id[d.step_id].output for d in s.deps if d.step_id in by_id] if not given else []
-            view = build_view(s, parents)
+            view = build_view(s, parents, spoken)
             # What the children produced is what the enclosing step was made of (read 50 at a
             # time: one reading of them all would stop at the atom cap, losing the last children).
             for i in range(0, len(given), 50):
-                extra = build_view(Step(s.step_id, s.name, "other", input=given[i : i + 50]))
+                extra = build_view(Step(s.step_id, s.name, "other", input=given[i : i + 50]), spoken=spoken)
                 view.in_keys |= extra.in_keys
                 if len(view.in_text) < _TEXT_LIMIT:
                     view.in_text += "\n" + extra.in_text

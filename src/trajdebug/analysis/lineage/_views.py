@@ -55,6 +55,8 @@ ENVELOPE_KEYS = frozenset(
 """Fields of an LLM call's envelope: about the call, not what was said (never read as content)."""
 
 _TEXT_LIMIT = 60_000
+_SPOKEN_TEXT = 2_000
+"""Input texts up to this long keep their number keys for the next step given the same text (`build_view`)."""
 
 
 def semantic(step: Step, value: Any, depth: int = 0) -> Any:
@@ -133,8 +135,14 @@ def trivial(atom: Atom) -> bool:
     return False
 
 
-def build_view(step: Step, parent_outputs: Iterable[Any] = ()) -> StepView:
-    """The view of one step (``parent_outputs`` stand in for an input that was not recorded)."""
+def build_view(
+    step: Step, parent_outputs: Iterable[Any] = (), spoken: dict[str, frozenset[str]] | None = None
+) -> StepView:
+    """The view of one step (``parent_outputs`` stand in for an input that was not recorded).
+
+    ``spoken``: the number keys of input texts read before (one run's, filled here): many steps are given
+    the same text (a request handed to every sub-agent, one prompt per item).
+    """
     given_by_parents = False
     raw_in = step.input
     if raw_in is None or raw_in == {} or raw_in == "":
@@ -151,8 +159,12 @@ def build_view(step: Step, parent_outputs: Iterable[Any] = ()) -> StepView:
     text = "\n".join(iter_text(content_in))[:_TEXT_LIMIT]
     out_text = "\n".join(iter_text(content_out))[:_TEXT_LIMIT]
     keys = {a.key for a in ins}
-    for m in mentions(text):
-        keys.add("n:" + number_key(m.value))
+    said = spoken.get(text) if spoken is not None else None
+    if said is None:
+        said = frozenset("n:" + number_key(m.value) for m in mentions(text))
+        if spoken is not None and len(text) <= _SPOKEN_TEXT:
+            spoken[text] = said
+    keys |= said
     return StepView(
         step.step_id,
         ins,

@@ -1,0 +1,86 @@
+"""Tests for `trajdebug.analysis._content`: the per-analysis readings of values and restated numbers."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from trajdebug.analysis import _content as content
+
+
+def _counting_dumps(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    calls: list[object] = []
+    real = content.json.dumps
+
+    def dumps(value: object, **kw: object) -> str:
+        calls.append(value)
+        return real(value, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(content.json, "dumps", dumps)
+    return calls
+
+
+def test_text_of_writes_a_value_once_within_an_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within `text_memo`, asking the text of one value again writes no JSON again; outside it, every ask writes it."""
+    calls = _counting_dumps(monkeypatch)
+    value = {"order": "A-1", "total": 12.5}
+    with content.text_memo():
+        texts = [content.text_of(value) for _ in range(3)]
+    assert len(calls) == 1
+    assert texts == ['{"order":"A-1","total":12.5}'] * 3
+    content.text_of(value)
+    content.text_of(value)
+    assert len(calls) == 3
+
+
+def test_text_memo_tells_values_apart_and_honours_other_limits() -> None:
+    """Two values with the same content and different ones each get their own text; another limit cuts its own text."""
+    a, b, c = {"k": [1, 2]}, {"k": [1, 2]}, {"k": "other"}
+    with content.text_memo():
+        assert content.text_of(a) == content.text_of(b) == '{"k":[1,2]}'
+        assert content.text_of(c) == '{"k":"other"}'
+        assert content.text_of(c, limit=4) == '{"k"'
+        assert content.text_of(c) == '{"k":"other"}'
+
+
+def test_text_memo_starts_over_past_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `READINGS_KEPT` characters the memo drops what it kept, and reads stay right."""
+    monkeypatch.setattr(content, "READINGS_KEPT", 3 * (content._ENTRY + 20))
+    values = [{"n": i, "pad": "x" * 8} for i in range(50)]
+    with content.text_memo():
+        for v in values:
+            assert content.text_of(v) == f'{{"n":{v["n"]},"pad":"xxxxxxxx"}}'
+        memo = content._READINGS.get()
+        assert memo is not None and 0 < len(memo.texts) <= 3
+    assert content._READINGS.get() is None
+
+
+def test_leaves_are_read_once_within_an_analysis_and_stay_the_same() -> None:
+    """`leaves` of one value inside `text_memo` is the same list as outside it, read once however often asked."""
+    value = {"a": {"b": [1, "two"]}, "c": None}
+    plain = list(content.leaves(value))
+    with content.text_memo():
+        first = list(content.leaves(value))
+        second = list(content.leaves(value))
+        memo = content._READINGS.get()
+        assert memo is not None and id(value) in memo.leaves
+        assert list(content.leaves(value, "top")) == list(content.leaves(value, "top", 0))
+    assert first == second == plain == [("a.b[0]", 1), ("a.b[1]", "two"), ("c", None)]
+
+
+def test_whole_numbers_restate_as_the_rounding_does() -> None:
+    """The restated forms of a whole number are those the general rounding gives, per cent or not."""
+    rng = random.Random(7)
+    numbers = ["0", "00", "7", "0012", "4148", "9" * 299, *(str(rng.randrange(10 ** rng.randint(1, 25))) for _ in range(2000))]
+    for n in numbers:
+        for percent in (True, False):
+            content._FORMS.clear()
+            content._PLAIN_FORMS.clear()
+            assert set(content._forms(n, percent=percent)) == set(content._rounded_forms(n, percent=percent) or ())
+
+
+def test_number_forms_of_a_text_mix_whole_and_decimal_numbers() -> None:
+    """A text's whole and decimal numbers both restate: 25 as 2500 per cent, 0.0226 as 2.26 and 2."""
+    forms = content.number_forms("25 items at 0.0226")
+    assert {"25", "2500", "0.0226", "2.26", "2.3", "2"} <= forms
