@@ -426,12 +426,13 @@ def test_an_agent_turn_that_recorded_no_output_is_never_asked_and_its_steps_stan
     assert not {"t1", "t2"} & {q.step_id for q in g.questions}
 
 
-def _relay_run(converted: object, relayed: object) -> tuple[Analysis, dict[str, Step]]:
-    """read -> convert -> summarise (carrying convert's answer) -> plan (reads both) -> validate (fails)."""
+def _relay_run(converted: object, relayed: object, parent: str | None = "w") -> tuple[Analysis, dict[str, Step]]:
+    """read -> convert (inside summarise, a wrapper answering with it) -> plan (reads both) -> validate (fails)."""
     steps = (
         Step("r", "read_gauge", "tool", output={"depth_ft": 12.5, "site": "north basin"}, start_ns=0, end_ns=1),
-        Step("c", "convert", "other", output=converted, deps=(Dependency("r"),), start_ns=2, end_ns=3),
-        Step("w", "summarise", "agent", output=relayed, deps=(Dependency("c"),), start_ns=4, end_ns=5),
+        Step("w", "summarise", "agent", output=relayed, deps=(Dependency("c"),), start_ns=1, end_ns=5),
+        Step("c", "convert", "other", output=converted, deps=(Dependency("r"),), start_ns=2, end_ns=3,
+             parent_id=parent),
         Step("m", "plan", "llm", output={"dive": "go"}, deps=(Dependency("w"), Dependency("c")), start_ns=6,
              end_ns=7),
         Step("f", "validate", "tool", output="rejected", deps=(Dependency("m"),), start_ns=8, end_ns=9),
@@ -443,9 +444,9 @@ def _relay_run(converted: object, relayed: object) -> tuple[Analysis, dict[str, 
     return Analysis(run, failures, loc), {s.step_id: s for s in steps}
 
 
-def test_a_step_answered_correct_vouches_for_an_input_whose_whole_output_it_carries() -> None:
-    """A summary answered correct that quotes the conversion's answer whole marks the conversion correct
-    without a question: proving the plan wrong takes two questions, and the implied answer says why."""
+def test_a_wrapper_answered_correct_vouches_for_the_step_inside_it_whose_whole_answer_it_relays() -> None:
+    """A wrapper answered correct whose answer holds the conversion inside it whole marks the conversion
+    correct without a question: proving the plan wrong takes two questions, and the implied answer says why."""
     converted = {"depth_m": 3.81, "site": "north basin"}
     analysis, _ = _relay_run(converted, {"report": [converted], "note": "levels normal"})
     asked: list[str] = []
@@ -475,6 +476,22 @@ def test_a_wrong_step_whose_output_equals_its_input_implies_nothing_about_that_i
     g = guided_search(analysis, oracle)
     assert (g.root, g.certain) == ("c", True)
     assert "r" in asked and g.implied == ()
+
+
+def test_a_correct_check_that_quotes_a_value_beside_its_verdict_vouches_for_nothing() -> None:
+    """A check that returns the stale reading it flagged may be right while the reading is wrong: a step that
+    does not enclose the input and answers more than it implies nothing, and the reading is proven the root."""
+    stale = {"depth_ft": 12.5, "site": "north basin"}
+    analysis, _ = _relay_run(stale, {"checked": stale, "fresh": False}, parent=None)
+    asked: list[str] = []
+
+    def oracle(step: Step, run: Run) -> bool:
+        asked.append(step.step_id)
+        return step.step_id == "w"
+
+    g = guided_search(analysis, oracle)
+    assert (g.root, g.certain) == ("r", True)
+    assert "c" in asked and g.implied == ()
 
 
 def test_a_short_value_carried_by_a_correct_step_is_still_asked() -> None:

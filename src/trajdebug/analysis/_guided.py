@@ -38,10 +38,10 @@ in `Guided.conflict`.  With ``recheck=True`` every answer that proves a root
 is asked a second time before the root is called certain (a third time when
 the two disagree; the majority stands).
 
-Implied answers.  A step answered correct vouches for the inputs whose whole
-output it carries verbatim (a container that relays its children's answers, a
-wrapper returning its sub-agent's, a model quoting a tool's result whole): a
-right output holds no wrong part, so those inputs are marked correct without a
+Implied answers.  A step answered correct vouches for the inputs it relays
+whole (a pass-through whose output equals its input's, a container or wrapper
+one whole part of whose output is a child's answer): a right relay relays
+nothing wrong, so those inputs are marked correct without a
 question (`Guided.implied`, `_oracles.Carrier`; a short value, which could
 recur by chance, implies nothing).  A wrong answer implies nothing about
 an input even when the two outputs are equal: the step may be wrong for having
@@ -151,7 +151,7 @@ class GuidedSearch:
         self.log: list[Answer] = []
         self.implied: list[Answer] = []
         """Answers no oracle gave: inputs a correct step carries whole (see the module docstring)."""
-        self._carrier = Carrier([graph.steps[sid] for sid in self.ids])
+        self._carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
         self.votes: dict[int, list[Answer]] = {}
         self.rechecked: set[int] = set()
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None

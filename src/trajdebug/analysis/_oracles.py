@@ -91,15 +91,16 @@ def ask(callers: Sequence[Caller], step: Step, run: Run, problems: list[str]) ->
     A person is not asked about a step whose output a passing run of the same input also produced: that
     output is what the run needed there as surely as the passing run passed, and a person's questions are
     the scarce ones (a step that differs from the passing run still goes to the person first)."""
+    early: dict[int, Answer] = {}
     if any(getattr(c.oracle, "interactive", False) for c in callers):
-        for c in callers:
+        for k, c in enumerate(callers):
             if isinstance(c.oracle, ReferenceOracle):
-                same = c(step, run, problems)
+                early[k] = same = c(step, run, problems)
                 if same.correct is True:
                     return same
     last: Answer | None = None
-    for c in callers:
-        a = c(step, run, problems)
+    for k, c in enumerate(callers):
+        a = early[k] if k in early else c(step, run, problems)
         if a.correct is not None:
             return a
         last = last or a
@@ -134,45 +135,78 @@ def effect(step: Step) -> Any:
 
 
 class Carrier:
-    """Which inputs a step's output carries whole: the implied answers of the guided search.
+    """Which inputs a step's output relays whole: the implied answers of the guided search.
 
-    A step answered correct vouches for an input whose whole output it holds
-    (a container relaying its children's answers, a wrapper returning its
-    sub-agent's, a model quoting a tool's result): a right output holds no
-    wrong part.  The input's output must be at least `MIN` characters of JSON
-    (a short value recurs by chance), found as a part of the step's value or
-    written out in one of its strings (a tool message's text).
+    A step answered correct vouches for an input only when it is a pure relay of it: its output equals the
+    input's (a pass-through), or it encloses the input (a container, a wrapper around a sub-agent) and one
+    whole part of its output is the input's output (a tool node's message holding a tool's answer).  A step
+    that merely quotes an input beside its own verdict (a check returning the stale quote it flagged) may be
+    right while the quoted value is wrong, so it implies nothing.  The input's output must be at least `MIN`
+    characters of JSON (a short value recurs by chance).
     """
 
     MIN = 16
 
-    def __init__(self, steps: Sequence[Step]) -> None:
+    def __init__(self, steps: Sequence[Step], parent_of: Mapping[str, str | None]) -> None:
         self._steps = steps
-        self._texts: dict[int, tuple[str, str] | None] = {}
+        self._parent_of = parent_of
+        self._canon: dict[int, str | None] = {}
+        self._parts: dict[int, set[str]] = {}
 
-    def _text(self, i: int) -> tuple[str, str] | None:
-        if i not in self._texts:
-            value = effect(self._steps[i])
+    def _canonical(self, i: int) -> str | None:
+        if i not in self._canon:
             try:
-                canon = json.dumps(value, sort_keys=True, default=str)
-            except (TypeError, ValueError):
-                self._texts[i] = None
-            else:
-                self._texts[i] = (canon, "\n".join(_strings(value)))
-        return self._texts[i]
+                self._canon[i] = json.dumps(effect(self._steps[i]), sort_keys=True, default=str)
+            except (TypeError, ValueError, RecursionError):
+                self._canon[i] = None
+        return self._canon[i]
+
+    def _whole_parts(self, j: int) -> set[str]:
+        """Step ``j``'s output's parts, each whole: every nested value as canonical JSON, every string as it is."""
+        if j not in self._parts:
+            parts: set[str] = set()
+            todo = [effect(self._steps[j])]
+            while todo and len(parts) < 10_000:
+                v = todo.pop()
+                if isinstance(v, str):
+                    parts.add(v)
+                    continue
+                try:
+                    parts.add(json.dumps(v, sort_keys=True, default=str))
+                except (TypeError, ValueError, RecursionError):
+                    continue
+                if isinstance(v, Mapping):
+                    todo.extend(v.values())
+                elif isinstance(v, (list, tuple)):
+                    todo.extend(v)
+            self._parts[j] = parts
+        return self._parts[j]
+
+    def _encloses(self, j: int, p: int) -> bool:
+        outer, up = self._steps[j].step_id, self._parent_of.get(self._steps[p].step_id)
+        seen: set[str] = set()
+        while up is not None and up not in seen:
+            if up == outer:
+                return True
+            seen.add(up)
+            up = self._parent_of.get(up)
+        return False
 
     def carries(self, j: int, p: int) -> bool:
-        """True when step ``j``'s output holds step ``p``'s whole output."""
-        mine, part = self._text(j), self._text(p)
-        if mine is None or part is None or len(part[0]) < self.MIN:
+        """True when step ``j``'s output relays step ``p``'s whole output (see the class docstring)."""
+        mine, part = self._canonical(j), self._canonical(p)
+        if mine is None or part is None or len(part) < self.MIN:
             return False
-        if part[0] in mine[0]:
+        if mine == part:
             return True
+        if not self._encloses(j, p):
+            return False
+        parts = self._whole_parts(j)
         value = effect(self._steps[p])
         if isinstance(value, str):
-            return value in mine[1]
-        forms = {json.dumps(value, default=str), json.dumps(value, separators=(",", ":"), default=str)}
-        return any(f in mine[1] for f in forms)
+            return value in parts
+        forms = {part, json.dumps(value, default=str), json.dumps(value, separators=(",", ":"), default=str)}
+        return not forms.isdisjoint(parts)
 
     def implied(self, i: int, parents: Sequence[Sequence[int]], known: Container[int]) -> list[tuple[int, int]]:
         """``(input, carried by)`` for every input not in ``known`` that step ``i`` (answered correct) carries,
@@ -189,21 +223,6 @@ class Carrier:
                 out.append((p, j))
                 todo.append(p)
         return out
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string inside a JSON-like value (keys aside)."""
-    out: list[str] = []
-    todo = [value]
-    while todo:
-        v = todo.pop()
-        if isinstance(v, str):
-            out.append(v)
-        elif isinstance(v, Mapping):
-            todo.extend(v.values())
-        elif isinstance(v, (list, tuple)):
-            todo.extend(v)
-    return out
 
 
 class ReferenceOracle:
