@@ -99,8 +99,9 @@ def test_a_call_within_its_bound_is_an_ordinary_step() -> None:
 
 
 def test_the_bound_holds_outside_a_run() -> None:
-    """Unrecorded, a bounded function is still bounded."""
-    assert _timed(slow_lookup, "D-4", 1.0) <= BOUND * 1.1
+    """Unrecorded, a bounded function is still bounded: control comes back at the bound, well before the
+    1 s the call would take (a loaded machine wakes the caller late, so not within 10 % of the bound)."""
+    assert BOUND <= _timed(slow_lookup, "D-4", 1.0) <= BOUND + 0.6
 
 
 def test_steps_inside_a_bounded_call_nest_under_it() -> None:
