@@ -502,7 +502,7 @@ def _constraints(value: Any, depth: int = 0, out: dict[str, str] | None = None, 
         if t[:1] == "{" and len(t) < 100_000:
             try:
                 value = json.loads(t)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return out
         else:
             return out
@@ -579,7 +579,7 @@ def record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]
             return
         try:
             parsed, _ = json.JSONDecoder().raw_decode(t[start:])
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         yield from record_lists(parsed, depth + 1)
         return
