@@ -84,3 +84,10 @@ def test_number_forms_of_a_text_mix_whole_and_decimal_numbers() -> None:
     """A text's whole and decimal numbers both restate: 25 as 2500 per cent, 0.0226 as 2.26 and 2."""
     forms = content.number_forms("25 items at 0.0226")
     assert {"25", "2500", "0.0226", "2.26", "2.3", "2"} <= forms
+
+
+def test_json_text_nested_past_the_parser_stack_reads_as_no_json() -> None:
+    """parse_json and json_problem treat JSON text nested too deeply to parse as plain text, not a crash."""
+    deep = "{\"a\": " * 3000 + "1" + "}" * 3000
+    assert content.parse_json(deep) is None
+    assert content.json_problem(deep) is not None

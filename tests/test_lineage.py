@@ -763,16 +763,16 @@ class TestSharedState:
         assert "lineage:conflict" in [e.diagnoser for e in anomalies(second, lin.view("p2"))]
 
     def test_a_value_the_state_also_gave_under_that_name_is_a_choice(self) -> None:
-        """A memory node given its request's last licence and, in the shared messages, a tool's fresh record
-        answering with the fresh licence chose between given values: no conflict; with a licence neither
+        """A memory node given its request's last dose and, in the shared messages, a tool's fresh record
+        answering with the fresh dose chose between given values: no conflict; with a dose neither
         part gave, the conflict stays."""
-        ask = {"role": "assistant", "content": "looking up WB-1"}
-        tool = {"role": "tool", "content": json.dumps({"reg": "WB-1", "licence": "LIC-902"})}
+        ask = {"role": "assistant", "content": "looking up PX-1"}
+        tool = {"role": "tool", "content": json.dumps({"mrn": "PX-1", "dose": "DZ-902"})}
         a = _s("a", "model", "other", 1, {}, {"messages": [ask]})
         b = _s("b", "tools", "other", 2, {}, {"messages": [tool]})
-        given = {"messages": [ask, tool], "request": {"reg": "WB-1", "last_trip": {"licence": "LIC-618"}}}
-        fresh = _s("m", "remember", "other", 3, given, {"boat": {"reg": "WB-1", "licence": "LIC-902"}})
-        other = _s("m", "remember", "other", 3, given, {"boat": {"reg": "WB-1", "licence": "LIC-777"}})
+        given = {"messages": [ask, tool], "request": {"mrn": "PX-1", "last_visit": {"dose": "DZ-618"}}}
+        fresh = _s("m", "remember", "other", 3, given, {"patient": {"mrn": "PX-1", "dose": "DZ-902"}})
+        other = _s("m", "remember", "other", 3, given, {"patient": {"mrn": "PX-1", "dose": "DZ-777"}})
         for node, conflict in ((fresh, False), (other, True)):
             run = _run(a, b, node)
             keys = state_keys(node, update_index(run.steps), 2)

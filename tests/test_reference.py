@@ -571,34 +571,35 @@ class TestGivenValues:
                                refs, "reference:grounded")
 
     def test_a_reading_for_another_day_than_asked_is_ungrounded(self) -> None:
-        """A climate lookup whose reading was always taken on the day it was asked for (at a time of its own)
-        answering with last night's reading names a day it was not given; this morning's reading does not."""
-        days = ("2026-01-24", "2026-02-07", "2026-02-14", "2026-02-21")
-        refs = [self._one(f"p{i}", "climate", "tool", {"club": f"C{i}", "date": d},
-                          {"club": f"C{i}", "observed_at": f"{d}T05:5{i}", "air_c": 6.5 + i}) for i, d in enumerate(days)]
+        """A greenhouse sensor lookup whose sample was always taken on the day it was asked for (at a time of
+        its own) answering with the previous evening's sample names a day it was not given; the morning's does not."""
+        days = ("2027-03-03", "2027-03-17", "2027-03-24", "2027-03-31")
+        refs = [self._one(f"p{i}", "sensor", "tool", {"house": f"G{i}", "date": d},
+                          {"house": f"G{i}", "sampled_at": f"{d}T07:2{i}", "soil_pct": 61.0 + i})
+                for i, d in enumerate(days)]
 
-        def reading(at: str) -> Run:
-            return self._one("b", "climate", "tool", {"club": "C9", "date": "2026-01-17"},
-                             {"club": "C9", "observed_at": at, "air_c": 6.5})
+        def sample(at: str) -> Run:
+            return self._one("b", "sensor", "tool", {"house": "G9", "date": "2027-03-10"},
+                             {"house": "G9", "sampled_at": at, "soil_pct": 61.0})
 
-        [e] = self._found(reading("2026-01-16T21:40"), refs, "reference:grounded")
-        assert "observed_at=2026-01-16T21:40" in e.reason
-        assert not self._found(reading("2026-01-17T05:50"), refs, "reference:grounded")
+        [e] = self._found(sample("2027-03-09T23:05"), refs, "reference:grounded")
+        assert "sampled_at=2027-03-09T23:05" in e.reason
+        assert not self._found(sample("2027-03-10T07:25"), refs, "reference:grounded")
 
     def test_a_value_taken_from_another_part_of_the_input_than_in_passing_runs(self) -> None:
-        """A memory node handed the conversation (with the fresh boat record) and the request (with the last
-        trip's record) always took the licence from the conversation in passing runs; taking the last trip's
-        licence from the request is a finding, taking the fresh one is not."""
+        """A memory node handed the conversation (with the fresh patient record) and the request (with the last
+        visit's record) always took the dose from the conversation in passing runs; taking the last visit's
+        dose from the request is a finding, taking the fresh one is not."""
 
         def node(rid: str, fresh: str, old: str, kept: str) -> Run:
-            record = {"role": "tool", "content": json.dumps({"reg": "WB-1", "licence": fresh})}
-            inp = {"messages": [record], "request": {"reg": "WB-1", "last_trip": {"licence": old}}}
-            return self._one(rid, "remember", "other", inp, {"boat": {"reg": "WB-1", "licence": kept}})
+            record = {"role": "tool", "content": json.dumps({"mrn": "PX-1", "dose": fresh})}
+            inp = {"messages": [record], "request": {"mrn": "PX-1", "last_visit": {"dose": old}}}
+            return self._one(rid, "remember", "other", inp, {"patient": {"mrn": "PX-1", "dose": kept}})
 
-        refs = [node(f"p{i}", f"LIC-{i}01", f"LIC-{i}09", f"LIC-{i}01") for i in range(1, 5)]
-        [e] = self._found(node("b", "LIC-701", "LIC-709", "LIC-709"), refs, "reference:source")
-        assert "LIC-709" in e.reason and "request" in e.reason and "messages" in e.reason
-        assert not self._found(node("b", "LIC-701", "LIC-709", "LIC-701"), refs, "reference:source")
+        refs = [node(f"p{i}", f"DZ-{i}01", f"DZ-{i}09", f"DZ-{i}01") for i in range(1, 5)]
+        [e] = self._found(node("b", "DZ-701", "DZ-709", "DZ-709"), refs, "reference:source")
+        assert "DZ-709" in e.reason and "request" in e.reason and "messages" in e.reason
+        assert not self._found(node("b", "DZ-701", "DZ-709", "DZ-701"), refs, "reference:source")
 
     def test_a_field_passing_runs_left_empty_is_no_new_field(self) -> None:
         """A field every passing occurrence had empty (``excluded: []``) is part of the output's shape: filled

@@ -126,24 +126,24 @@ def test_a_common_word_names_no_record_of_a_failed_list() -> None:
 
 
 def test_the_number_in_a_name_the_failure_quotes_is_no_value_to_pass_on() -> None:
-    """A check failing on "Cornopean 8 sounds 441.9 Hz" speaks of the rank named Cornopean 8: the note planner
-    given that name and answering notes lost no value 8; a check saying "8 pipes sound flat" names an 8."""
+    """A check failing on "Bay 12 loads 37.5 t" speaks of the bay named Bay 12: the lane planner given that
+    name and answering lanes lost no value 12; a check saying "12 lanes load 37.5 t" names a 12."""
 
     def run(message: str) -> Run:
         steps = (
-            step("p", "plan_notes", "other", 1, {"rank": "Cornopean 8", "compass": "C2-C7"}, ["C2", "C3", "C4"]),
-            step("m", "measure", "tool", 3, {"rank": "Cornopean 8", "notes": ["C2", "C3", "C4"]},
-                 {"Cornopean 8": 441.9}, "p"),
-            Step("c", "check_pitch", "other", input={"walk": {"Cornopean 8": 441.9}, "target_hz": 440.0},
+            step("p", "plan_lanes", "other", 1, {"bay": "Bay 12", "lanes": "L1-L6"}, ["L1", "L2", "L3"]),
+            step("m", "weigh", "tool", 3, {"bay": "Bay 12", "lanes": ["L1", "L2", "L3"]},
+                 {"Bay 12": 37.5}, "p"),
+            Step("c", "check_load", "other", input={"walk": {"Bay 12": 37.5}, "limit_t": 35.0},
                  status="error", error=ErrorInfo("RuntimeError", message), deps=(D("m"),), start_ns=5, end_ns=6),
         )
-        return Run("r", "tuner", outcome="failure", steps=steps)
+        return Run("r", "loader", outcome="failure", steps=steps)
 
-    def lost_eight(message: str) -> bool:
-        return any("was given '8'" in r for c in localize(run(message)).ranked_all for r in c.reasons)
+    def lost_twelve(message: str) -> bool:
+        return any("was given '12'" in r for c in localize(run(message)).ranked_all for r in c.reasons)
 
-    assert not lost_eight("closing walk-through: Cornopean 8 sounds 441.9 Hz against 440.0 Hz")
-    assert lost_eight("closing walk-through: 8 pipes sound 441.9 Hz against 440.0 Hz")
+    assert not lost_twelve("closing inspection: Bay 12 loads 37.5 t against 35.0 t")
+    assert lost_twelve("closing inspection: 12 lanes load 37.5 t against 35.0 t")
 
 
 def test_a_quoted_name_given_as_a_value_takes_its_numbers_place() -> None:

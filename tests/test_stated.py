@@ -63,8 +63,8 @@ def test_a_failure_labelling_its_first_item_contradicts_no_count() -> None:
 
 
 def test_an_error_status_heading_a_clause_is_no_quantity() -> None:
-    """ "Lock office: 422 passage ..." and "409 Conflict: ..." state the answer's status; "has 422 seats left" a count."""
-    t = "lock office: 422 self-service passage not available"
+    """ "Print queue: 422 job ..." and "409 Conflict: ..." state the answer's status; "has 422 seats left" a count."""
+    t = "print queue: 422 duplex job not accepted"
     assert is_status(t, _mention(t, "422"))
     t = "409 Conflict: slot taken"
     assert is_status(t, _mention(t, "409"))
@@ -73,20 +73,20 @@ def test_an_error_status_heading_a_clause_is_no_quantity() -> None:
 
 
 def test_a_failure_stating_its_status_contradicts_no_count() -> None:
-    """A refusal "lock office: 422 passage ..." says nothing against the ``locks=5`` a lookup gave; "has 4 locks open" does."""
+    """A refusal "tray feeder: 422 job ..." says nothing against the ``trays=5`` a lookup gave; "has 4 trays loaded" does."""
 
     def run(message: str) -> Run:
         steps = (
-            Step("f", "get_flight", "tool", input={"flight": "F-1"}, output={"flight": "F-1", "locks": 5},
+            Step("f", "get_printer", "tool", input={"printer": "PR-1"}, output={"printer": "PR-1", "trays": 5},
                  start_ns=1, end_ns=2),
-            Step("s", "reserve", "tool", input={"flight": "F-1"}, status="error",
+            Step("s", "submit", "tool", input={"printer": "PR-1"}, status="error",
                  error=ErrorInfo("Rejected", message), deps=(Dependency("f"),), start_ns=3, end_ns=4),
         )
-        return Run("r", "locks", outcome="failure", steps=steps)
+        return Run("r", "printing", outcome="failure", steps=steps)
 
-    loc = localize(run("lock office: 422 passage on F-1 not available for this vessel"))
+    loc = localize(run("tray feeder: 422 job on PR-1 not accepted for this paper"))
     assert all("lineage:contradicted" not in c.signals for c in loc.ranked_all)
-    told = localize(run("lock office: F-1 has 4 locks open"))
+    told = localize(run("tray feeder: PR-1 has 4 trays loaded"))
     assert any("lineage:contradicted" in c.signals for c in told.ranked_all)
 
 

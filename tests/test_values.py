@@ -252,3 +252,27 @@ class _Record(Mapping[str, int]):
 def test_is_mapping_answers_as_the_mapping_check_does(value: object) -> None:
     """`is_mapping` agrees with ``isinstance(value, Mapping)`` on dicts, other mappings and non-mappings alike."""
     assert values.is_mapping(value) is isinstance(value, Mapping)
+
+
+_DEEP_JSON = "[" * 5000 + "]" * 5000  # nested past the parser's stack
+
+
+def test_json_text_nested_too_deep_to_parse_is_read_as_plain_text() -> None:
+    """Deeply nested JSON text yields its atoms as plain text instead of raising RecursionError."""
+    assert isinstance(atoms({"input": _DEEP_JSON}), list)
+
+
+def test_analysis_of_a_run_holding_deeply_nested_json_text_completes() -> None:
+    """analyze() ranks the steps of a run whose step values hold JSON text nested past the parser's stack."""
+    from trajdebug.api import analyze
+    from trajdebug.core.model import Dependency, Run, Step
+
+    steps = (
+        Step("a", "plan", "llm", input={"q": "go"}, output={"city": "Lima"}, start_ns=0, end_ns=1),
+        Step("b", "ask_sub", "tool", input={"input": _DEEP_JSON}, output={"input": _DEEP_JSON, "city": "Cusco"},
+             deps=(Dependency("a"),), start_ns=2, end_ns=3),
+        Step("c", "final", "llm", output="failed", deps=(Dependency("b"),), start_ns=4, end_ns=5),
+    )
+    result = analyze(Run("r", "x", 0, 6, "failure", "bad answer", steps=steps))
+    assert set(result.localization.ranking) <= {"a", "b", "c"}
+    assert result.localization.ranking

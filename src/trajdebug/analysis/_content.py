@@ -140,7 +140,7 @@ def json_problem(s: str) -> str | None:
     """Why a string is not valid JSON (None when it is)."""
     try:
         json.loads(strip_fence(s))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # too deep to parse is no JSON we can read
         return str(exc)
     return None
 
@@ -149,7 +149,7 @@ def parse_json(s: str) -> Any:
     """The parsed JSON value of a (possibly fenced) string, or None when it does not parse."""
     try:
         return json.loads(strip_fence(s))
-    except ValueError:
+    except (ValueError, RecursionError):  # too deeply nested to parse: plain text
         return None
 
 
@@ -170,7 +170,7 @@ def embedded_json(text: str) -> Any:
     for candidate in (body, _TRAILING_COMMA.sub(r"\1", body)):
         try:
             parsed, _ = json.JSONDecoder().raw_decode(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(parsed, (dict, list)):
             return parsed

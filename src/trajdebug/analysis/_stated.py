@@ -14,7 +14,7 @@ in a message state no such value:
   of ``2024-03``, a part of ``10/12``): a month, a range or a code, not a
   quantity;
 - **a status code** opening the message or the clause after a service's name
-  ("lock office: **422** passage not available", "**409** Conflict: ..."): the
+  ("print queue: **422** job rejected", "**409** Conflict: ..."): the
   answer's HTTP status, not a quantity the words after it describe.
 
 A limit still contradicts a field named for it: "below the minimum due

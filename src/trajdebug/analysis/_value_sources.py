@@ -95,7 +95,7 @@ def _wrapping_failures(sl: Slice) -> set[str]:
 
 def _outside_names(given: Sequence[Atom], message: str, named: list[Atom]) -> list[Atom]:
     """The message's values with the numbers that are words of a name the failing step was given and the
-    message quotes whole ("Cornopean 8 sounds ...", "LH 2482 is sold out") read as that name: the name is
+    message quotes whole ("Bay 12 is full ...", "Route 66 is closed") read as that name: the name is
     what it speaks of, its number no quantity some step should have passed on.  A name given as a value
     takes the number's place (its origin is the step that chose the flight); a name given as the key of
     a map keyed by names has no value of its own to trace."""

@@ -243,6 +243,8 @@ def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: in
     if t[:1] in "{[" and len(t) < TEXT_LIMIT:
         try:
             parsed = json.loads(t)
+        except RecursionError:  # nested deeper than the parser's stack: read as plain text
+            parsed = None
         except ValueError:
             parsed = _python_literal(t)
         if isinstance(parsed, (dict, list)):

@@ -302,7 +302,7 @@ def cached_answer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if isinstance(out, str) and out.lstrip()[:1] == "{" and len(out) < 100_000:
         try:
             out = json.loads(out)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
     if not isinstance(out, Mapping):
         return

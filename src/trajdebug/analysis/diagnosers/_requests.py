@@ -84,7 +84,7 @@ def _mapping(value: Any) -> Mapping[str, Any] | None:
             return None
         try:
             value = json.loads(t)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return value if is_mapping(value) else None
 
@@ -105,7 +105,7 @@ def _json_list(text: str) -> list[Any] | None:
         return None
     try:
         v = json.loads(t)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return v if isinstance(v, list) else None
 

@@ -160,7 +160,7 @@ def _conflicts(step: Step, view: StepView, inputs: Collection[Atom] | None = Non
         # item the step answers with is a part of what it was given, no other value.
         parts = _parts(raw_in[f])
         # A value the shared state handed it under the same name is given too: answering with it is a
-        # choice between two given values (a fresh record's licence over the one a memory kept), no conflict.
+        # choice between two given values (a fresh record's dose over the one a memory kept), no conflict.
         shared = {a.key for a in view.inputs if a.field == f} if inputs is not None else keys
         other = [a for a in outs if a.key not in keys | shared and a.raw.strip().lower() not in parts]
         if not other or len(other) < len(outs) / 2:
@@ -502,7 +502,7 @@ def _constraints(value: Any, depth: int = 0, out: dict[str, str] | None = None, 
         if t[:1] == "{" and len(t) < 100_000:
             try:
                 value = json.loads(t)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return out
         else:
             return out
@@ -579,7 +579,7 @@ def record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]
             return
         try:
             parsed, _ = json.JSONDecoder().raw_decode(t[start:])
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         yield from record_lists(parsed, depth + 1)
         return

@@ -164,7 +164,7 @@ def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
     try:
         mine = _masked(json.loads(now), minted)
         return any(_masked(json.loads(old), minted) == mine for old in answers)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
@@ -216,7 +216,7 @@ def _shared_cause(asked: Any, other: str, part: str) -> bool:
     for can follow from what they share (one price list per region), no entry served for the other request (one that names a value is `_same_subject`'s)."""
     try:
         theirs = set(_request_values(json.loads(other)))
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     mine = set(_request_values(asked))
     own = theirs - mine

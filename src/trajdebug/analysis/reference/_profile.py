@@ -188,7 +188,7 @@ class _FieldObs:
     introduced: tuple[str, ...]
     """Keys of those it was not given (values the step brought in), in order."""
     days: bool | None = None
-    """Every day its values name (``observed_at=2026-01-24T05:50``'s date) was given; None: it names none."""
+    """Every day its values name (``sampled_at=2027-03-10T07:25``'s date) was given; None: it names none."""
     sources: frozenset[str] | None = None
     """The top-level parts of the step's input holding all its values (`field_sources`); None: not read."""
 

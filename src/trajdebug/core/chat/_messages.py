@@ -415,7 +415,7 @@ def _json_or_none(s: str) -> Any:
             pass  # not JSON, or JSON orjson declines (NaN, huge integers, lone surrogates): as the library says
     try:
         return json.loads(s)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
