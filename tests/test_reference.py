@@ -196,6 +196,26 @@ class TestInvariants:
         assert not changed(stock("bad", 20, (3, 7), fail=True))
         assert changed(stock("bad", 20, (3, 7), 30, fail=True))
 
+    def test_a_date_one_request_gets_is_no_stamp_even_when_new_in_every_run(self) -> None:
+        """A parcel's delivery date (one per parcel, each seen in one passing run) changing for the same parcel is
+        answering the same request otherwise: no call of a run shares it, so it is no stamp of the run."""
+
+        def track(rid: str, parcels: tuple[int, int], due: Any, *, fail: bool = False) -> Run:
+            steps = tuple(
+                Step(f"s{i}", "track_parcel", "tool", input={"parcel": f"PX-{p}"},
+                     output={"parcel": f"PX-{p}", "due": due(p), "pieces": 2}, start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, p in enumerate(parcels)
+            )
+            return Run(rid, "parcels", outcome="failure" if fail else "success", steps=steps)
+
+        def due(p: int) -> str:
+            return f"2025-09-{p:02d}"
+
+        profile = learn([track(f"ok{d}", (d, d + 1), due) for d in (4, 8, 12, 16)])
+        bad = track("bad", (4, 21), lambda p: "2025-09-27" if p == 4 else due(p), fail=True)
+        found = {e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("s0"), profile)}
+        assert "reference:same-input" in found
+
     def test_a_reader_of_other_state_was_not_asked_the_same(self) -> None:
         """A step given the same arguments as in a passing run but reading other shared state is not "the same input"."""
 

@@ -170,8 +170,9 @@ def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
 
 def _mints(fs: _FieldStats) -> bool:
     """A field whose every passing value was new (seen once), an id (letters and digits), never given; or a
-    stamp: a field of dates never given, each date seen in one passing run only (a snapshot's ``as_of`` that
-    a run's calls share, dated anew in every run; the time of day beside it may repeat)."""
+    stamp: a field of dates never given, each date seen in one passing run only, and some date shared by one
+    run's calls with different requests (a snapshot's ``as_of``, dated anew in every run; the time of day
+    beside it may repeat), unlike an order's ship date, which one request gets."""
     if fs.n < 2 or fs.grounded:
         return False
     if all(c == 1 for c in fs.values.values()) and all(
@@ -184,6 +185,7 @@ def _mints(fs: _FieldStats) -> bool:
         and bool(dates)
         and all(k.startswith(("d:", "t:")) for k in fs.values)
         and not fs.across.intersection(dates)
+        and bool(fs.shared)
     )
 
 
