@@ -825,3 +825,23 @@ class TestPresence:
         assert [e.reason for e in found if e.diagnoser == "reference:presence"] == [
             "its output lacks 'code', present in all 4 passing occurrences"
         ]
+
+
+class TestHeldParts:
+    def test_a_value_is_from_no_wrong_part_when_its_usual_part_holds_no_other(self) -> None:
+        """A patient's insurer taken from the request is a wrong source only while the conversation it always
+        came from holds another insurer; a conversation with none (a returning patient, no lookup) leaves none."""
+
+        def intake(rid: str, msgs: list[Any], request: dict[str, Any], kept: str) -> Run:
+            inp = {"messages": msgs, "request": request}
+            out = {"patient": {"mrn": "MR-88", "insurer": kept}}
+            return TestGivenValues._one(rid, "register", "other", inp, out)
+
+        def rec(plan: str) -> dict[str, str]:
+            return {"role": "tool", "content": json.dumps({"mrn": "MR-88", "insurer": plan})}
+
+        refs = [intake(f"p{i}", [rec(f"HP-{i}40")], {"mrn": "MR-88"}, f"HP-{i}40") for i in range(1, 5)]
+        returning = intake("b", [{"role": "user", "content": "admit"}], {"mrn": "MR-88", "insurer": "HP-930"}, "HP-930")
+        assert not TestGivenValues._found(returning, refs, "reference:source")
+        stale = intake("b", [rec("HP-940")], {"mrn": "MR-88", "insurer": "HP-930"}, "HP-930")
+        assert TestGivenValues._found(stale, refs, "reference:source")
