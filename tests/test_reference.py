@@ -845,3 +845,20 @@ class TestHeldParts:
         assert not TestGivenValues._found(returning, refs, "reference:source")
         stale = intake("b", [rec("HP-940")], {"mrn": "MR-88", "insurer": "HP-930"}, "HP-930")
         assert TestGivenValues._found(stale, refs, "reference:source")
+
+
+class TestZonedDays:
+    def test_a_utc_stamp_on_the_day_after_the_asked_one_is_the_same_evening(self) -> None:
+        """A tide gauge always read on the day asked, stamped in UTC, answering at 02:10Z on the next day (the
+        evening asked, west of Greenwich) names no other day; a stamp two days off still does."""
+        days = ("2025-06-03", "2025-06-10", "2025-06-17", "2025-06-24")
+        refs = [TestGivenValues._one(f"p{i}", "gauge", "tool", {"station": f"G{i}", "date": d},
+                                     {"station": f"G{i}", "read_at": f"{d}T14:1{i}:00Z", "level_m": 2.1 + i})
+                for i, d in enumerate(days)]
+
+        def reading(at: str) -> Run:
+            return TestGivenValues._one("b", "gauge", "tool", {"station": "G9", "date": "2025-07-01"},
+                                        {"station": "G9", "read_at": at, "level_m": 2.4})
+
+        assert not TestGivenValues._found(reading("2025-07-02T02:10:00Z"), refs, "reference:grounded")
+        assert TestGivenValues._found(reading("2025-07-03T02:10:00Z"), refs, "reference:grounded")

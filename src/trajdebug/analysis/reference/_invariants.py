@@ -29,6 +29,7 @@ grows with that support.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -63,7 +64,7 @@ from trajdebug.analysis.reference._profile import (
     step_key,
 )
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
-from trajdebug.core.values import atoms
+from trajdebug.core.values import Atom, atoms
 
 
 # -- violations -------------------------------------------------------------------
@@ -264,7 +265,14 @@ def _day_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any], operan
     """A field whose days were always ones the step was given (a lookup for a date answering with a reading
     or a forecast of that date, at a time of its own) now naming a day it was not given: an answer for
     another day (last night's cached reading, the previous evening's issue)."""
-    day = next((a for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX) and not operands.given(a)), None)
+    day = next(
+        (
+            a
+            for a in atoms
+            if a.kind == "date" and a.key.startswith(DAY_PREFIX) and not operands.given(a) and not _zoned_near(a, operands)
+        ),
+        None,
+    )
     if day is not None:
         yield Evidence(
             step.step_id,
@@ -272,6 +280,24 @@ def _day_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any], operan
             f"{f}={day.raw} names a day it was not given; in {fs.n} passing occurrences {f} named a day it was given",
             "reference:grounded",
         )
+
+
+_ZONED = re.compile(r"(\d{4}-\d\d-\d\d)[T ][\d:.]+(?:Z|[+-]\d\d:?\d\d)", re.IGNORECASE)
+"""A time stamped in a zone (UTC's ``Z``, an offset): its day is that zone's, a day off the asker's near midnight."""
+
+
+def _zoned_near(a: Any, operands: StepView) -> bool:
+    """Whether a zoned stamp's day is next to a day the step was given (the 17th's evening in the Americas is
+    the 18th in UTC): the same day, seen from another zone."""
+    m = _ZONED.fullmatch(str(a.raw).strip())
+    if m is None:
+        return False
+    try:
+        day = datetime.date.fromisoformat(m.group(1))
+    except ValueError:
+        return False
+    near = (day + datetime.timedelta(days=d) for d in (-1, 1))
+    return any(operands.given(Atom(f"{DAY_PREFIX}{n:%m-%d}", "date")) for n in near)
 
 
 def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> Iterator[Evidence]:
