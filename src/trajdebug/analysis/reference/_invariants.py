@@ -311,7 +311,8 @@ def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> 
     now = field_sources(parts, atoms)
     if now is None or now & held:
         return
-    if not _holds_other(step, held, f, frozenset(a.key for a in atoms if a.kind != "number")):
+    mine = [a for a in atoms if a.kind != "number"]
+    if not _holds_other(step, held, frozenset(a.kind for a in mine), frozenset(a.key for a in mine)):
         return
     raw = next(a.raw for a in atoms if a.kind != "number")
     yield Evidence(
@@ -323,15 +324,13 @@ def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> 
     )
 
 
-def _holds_other(step: Step, held: frozenset[str], f: str, now_keys: frozenset[str]) -> bool:
-    """Whether a part the field's values always came from now holds another value for the field (the fresh
-    record beside the stale one): a part that holds none (a returning customer's id already in the request,
-    no lookup run) leaves the value nowhere else to come from."""
+def _holds_other(step: Step, held: frozenset[str], kinds: frozenset[str], now_keys: frozenset[str]) -> bool:
+    """Whether a part the field's values always came from now holds another value of their kind (the fresh
+    record's hub beside the stale one, under a name of its own): a part that holds none (a returning
+    customer's id already in the request, no lookup run) leaves the value nowhere else to come from."""
     if not isinstance(step.input, Mapping):
         return False
-    return any(
-        a.field == f and a.kind != "number" and a.key not in now_keys for part in held for a in atoms(step.input.get(part))
-    )
+    return any(a.kind in kinds and a.key not in now_keys for part in held for a in atoms(step.input.get(part)))
 
 
 def _holds_untraced(step: Step, f: str) -> bool:
