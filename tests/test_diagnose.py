@@ -273,6 +273,20 @@ class TestToolCalls:
         said = {"role": "assistant", "content": json.dumps({"ticket": "T-7", "side": "buy", "fee": 230.48})}
         assert contradictions(said, [ticket]) == [("side", "buy", "sell")]
 
+    def test_a_model_answer_is_held_only_to_its_own_records_labels(self) -> None:
+        """A JSON answer about kennel K-12 contradicts nothing by another breed than kennel K-9's record; it does
+        by another than K-12's own; an answer naming no id is held to no value reached by a guessed edge."""
+        from trajdebug.analysis.diagnosers._tools import contradictions
+
+        other = {"kennel": "K-9", "breed": "whippet"}
+        own = {"kennel": "K-12", "breed": "saluki"}
+        said = {"role": "assistant", "content": json.dumps({"kennel": "K-12", "breed": "borzoi"})}
+        assert contradictions(said, [other]) == []
+        assert contradictions(said, [other, own]) == [("breed", "borzoi", "saluki")]
+        plain = {"role": "assistant", "content": json.dumps({"breed": "borzoi"})}
+        assert contradictions(plain, [own], labels_against=[]) == []
+        assert contradictions(plain, [own], labels_against=[own]) == [("breed", "borzoi", "saluki")]
+
     def test_a_total_worked_out_from_the_inputs_is_no_contradiction(self) -> None:
         """A model summing two receipts into amount=84700 where one receipt said amount=18500 restates its inputs."""
         receipts = [{"id": "R1", "amount": 18500}, {"id": "R3", "amount": 66200}]

@@ -196,6 +196,26 @@ class TestInvariants:
         assert not changed(stock("bad", 20, (3, 7), fail=True))
         assert changed(stock("bad", 20, (3, 7), 30, fail=True))
 
+    def test_a_date_one_request_gets_is_no_stamp_even_when_new_in_every_run(self) -> None:
+        """A parcel's delivery date (one per parcel, each seen in one passing run) changing for the same parcel is
+        answering the same request otherwise: no call of a run shares it, so it is no stamp of the run."""
+
+        def track(rid: str, parcels: tuple[int, int], due: Any, *, fail: bool = False) -> Run:
+            steps = tuple(
+                Step(f"s{i}", "track_parcel", "tool", input={"parcel": f"PX-{p}"},
+                     output={"parcel": f"PX-{p}", "due": due(p), "pieces": 2}, start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, p in enumerate(parcels)
+            )
+            return Run(rid, "parcels", outcome="failure" if fail else "success", steps=steps)
+
+        def due(p: int) -> str:
+            return f"2025-09-{p:02d}"
+
+        profile = learn([track(f"ok{d}", (d, d + 1), due) for d in (4, 8, 12, 16)])
+        bad = track("bad", (4, 21), lambda p: "2025-09-27" if p == 4 else due(p), fail=True)
+        found = {e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("s0"), profile)}
+        assert "reference:same-input" in found
+
     def test_a_reader_of_other_state_was_not_asked_the_same(self) -> None:
         """A step given the same arguments as in a passing run but reading other shared state is not "the same input"."""
 
@@ -806,3 +826,40 @@ class TestPresence:
         assert [e.reason for e in found if e.diagnoser == "reference:presence"] == [
             "its output lacks 'code', present in all 4 passing occurrences"
         ]
+
+
+class TestHeldParts:
+    def test_a_value_is_from_no_wrong_part_when_its_usual_part_holds_no_other(self) -> None:
+        """A patient's insurer taken from the request is a wrong source only while the conversation it always
+        came from holds another insurer; a conversation with none (a returning patient, no lookup) leaves none."""
+
+        def intake(rid: str, msgs: list[Any], request: dict[str, Any], kept: str) -> Run:
+            inp = {"messages": msgs, "request": request}
+            out = {"patient": {"mrn": "MR-88", "insurer": kept}}
+            return TestGivenValues._one(rid, "register", "other", inp, out)
+
+        def rec(plan: str) -> dict[str, str]:
+            return {"role": "tool", "content": json.dumps({"mrn": "MR-88", "insurer": plan})}
+
+        refs = [intake(f"p{i}", [rec(f"HP-{i}40")], {"mrn": "MR-88"}, f"HP-{i}40") for i in range(1, 5)]
+        returning = intake("b", [{"role": "user", "content": "admit"}], {"mrn": "MR-88", "insurer": "HP-930"}, "HP-930")
+        assert not TestGivenValues._found(returning, refs, "reference:source")
+        stale = intake("b", [rec("HP-940")], {"mrn": "MR-88", "insurer": "HP-930"}, "HP-930")
+        assert TestGivenValues._found(stale, refs, "reference:source")
+
+
+class TestZonedDays:
+    def test_a_utc_stamp_on_the_day_after_the_asked_one_is_the_same_evening(self) -> None:
+        """A tide gauge always read on the day asked, stamped in UTC, answering at 02:10Z on the next day (the
+        evening asked, west of Greenwich) names no other day; a stamp two days off still does."""
+        days = ("2025-06-03", "2025-06-10", "2025-06-17", "2025-06-24")
+        refs = [TestGivenValues._one(f"p{i}", "gauge", "tool", {"station": f"G{i}", "date": d},
+                                     {"station": f"G{i}", "read_at": f"{d}T14:1{i}:00Z", "level_m": 2.1 + i})
+                for i, d in enumerate(days)]
+
+        def reading(at: str) -> Run:
+            return TestGivenValues._one("b", "gauge", "tool", {"station": "G9", "date": "2025-07-01"},
+                                        {"station": "G9", "read_at": at, "level_m": 2.4})
+
+        assert not TestGivenValues._found(reading("2025-07-02T02:10:00Z"), refs, "reference:grounded")
+        assert TestGivenValues._found(reading("2025-07-03T02:10:00Z"), refs, "reference:grounded")

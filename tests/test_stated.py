@@ -72,6 +72,14 @@ def test_an_error_status_heading_a_clause_is_no_quantity() -> None:
         assert not is_status(t, _mention(t, raw))
 
 
+def test_a_number_no_http_status_is_heading_a_clause_is_a_quantity() -> None:
+    """ "Rejected: 480 guests ..." states a count: 480 and 450 are of a status's shape but no status HTTP defines."""
+    for t, raw in (("Rejected: 480 guests exceed the hall's capacity", "480"), ("payload check: 450 kg over", "450")):
+        assert not is_status(t, _mention(t, raw))
+    t = "Gateway: 503 service unavailable"
+    assert is_status(t, _mention(t, "503"))
+
+
 def test_a_failure_stating_its_status_contradicts_no_count() -> None:
     """A refusal "tray feeder: 422 job ..." says nothing against the ``trays=5`` a lookup gave; "has 4 trays loaded" does."""
 

@@ -200,11 +200,13 @@ def _unconfirmed(step: Step, ctx: DiagnoseContext, missing: list[str], raw: list
 def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evidence | None:
     """The finding of an output that contradicts its input on a field, with the input's value as correction."""
     claimed = content.parse_json(out) if isinstance(out, str) and content.looks_like_json(out) else out
+    pairs = content.written_pairs(step.input)
     bad = contradictions(
         claimed if claimed is not None else out,
         # A request typed as ``key=value`` text fixes those fields as a JSON one would.
-        [step.input, *upstream_outputs(step, ctx), content.written_pairs(step.input)],
+        [step.input, *upstream_outputs(step, ctx), pairs],
         hay,
+        [step.input, *upstream_outputs(step, ctx, recorded=True), pairs],
     )
     # A number worked out from its inputs (a sum of receipts, a product) restates them.
     bad = [

@@ -316,14 +316,18 @@ def _joined(v: str, haystack: str) -> bool:
     )
 
 
-def contradictions(produced: Any, upstream: list[Any], context: str = "") -> list[tuple[str, Any, Any]]:
+def contradictions(
+    produced: Any, upstream: list[Any], context: str = "", labels_against: list[Any] | None = None
+) -> list[tuple[str, Any, Any]]:
     """Fields a value shares with upstream outputs but with a different scalar value found nowhere upstream.
 
     A value that differs from one upstream field but appears elsewhere upstream
     (a user's other order, another row) is a choice among given values, not a
-    contradiction.
+    contradiction.  The labels of a model's JSON answer are set only against ``labels_against`` (of
+    ``upstream``: what the step was surely handed), and only against a record sharing its ids.
     """
     mine = content.keyed_values(produced)
+    labels: dict[str, Any] = {}
     for k, v in list(mine.items()):
         if _structured(v):
             # Its own fields are what it states, each to be set against the same field upstream.  In a message's
@@ -333,6 +337,9 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
             for k2, v2 in content.keyed_values(content.parse_json(v)).items():
                 if k not in _UNCOMPARED or isinstance(v2, str):
                     mine.setdefault(k2, v2)
+                    if k in _UNCOMPARED:
+                        labels.setdefault(k2, v2)
+    ids = {str(v).lower() for v in labels.values() if isinstance(v, str) and content.ID_TOKEN.fullmatch(v)}
     if not mine:
         return []
     out: list[tuple[str, Any, Any]] = []
@@ -348,6 +355,8 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
         theirs = content.keyed_values(up)
         for k, v in mine.items():
             if k in theirs and k not in _UNCOMPARED:
+                if k in labels and not _labelled(up, k, ids, labels_against):
+                    continue
                 w = theirs[k]
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
                     if several is None:
@@ -371,6 +380,21 @@ def contradictions(produced: Any, upstream: list[Any], context: str = "") -> lis
                             continue
                     out.append((k, v, w))
     return out
+
+
+def _labelled(up: Any, k: str, ids: set[str], against: list[Any] | None) -> bool:
+    """Whether a JSON answer's label ``k`` may be set against ``up``: a record holding ``k`` that shares one of
+    the answer's ids (field F-10's crop against field F-6's is no claim); for an answer naming no id, a value
+    the step was surely handed (not one reached by a guessed edge: the previous ticket's side)."""
+    if not ids:
+        return against is None or any(up is a for a in against)
+    found = [(p.rpartition(".")[0], p) for p, _ in content.leaves(up) if p.rpartition(".")[2].lower() == k]
+    if not found:
+        return True  # (read from a written ``key=value`` pair: no record to tell)
+    record = found[0][0]
+    return any(
+        p.rpartition(".")[0] == record and isinstance(v, str) and v.lower() in ids for p, v in content.leaves(up)
+    )
 
 
 _UNCOMPARED = ("id", "name", "role", "type", "content", "status")
@@ -432,12 +456,13 @@ def _recomposed(v: Any, w: Any, vocabulary: set[str], *, lexicon: Lexicon = ENGL
     )
 
 
-def upstream_outputs(step: Step, ctx: DiagnoseContext) -> list[Any]:
-    """The outputs of the steps a step took data or state from (not its children)."""
+def upstream_outputs(step: Step, ctx: DiagnoseContext, recorded: bool = False) -> list[Any]:
+    """The outputs of the steps a step took data or state from (not its children); ``recorded``: only over
+    edges not inferred."""
     return [
         ctx.step(d.step_id).output
         for d in ctx.graph.parents(step.step_id)
-        if d.kind in ("data", "state") and d.key != CHILD_KEY
+        if d.kind in ("data", "state") and d.key != CHILD_KEY and not (recorded and d.origin == "inferred")
     ]
 
 

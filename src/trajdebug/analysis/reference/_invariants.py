@@ -29,6 +29,7 @@ grows with that support.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -63,7 +64,7 @@ from trajdebug.analysis.reference._profile import (
     step_key,
 )
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
-from trajdebug.core.values import atoms
+from trajdebug.core.values import Atom, atoms
 
 
 # -- violations -------------------------------------------------------------------
@@ -170,8 +171,9 @@ def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
 
 def _mints(fs: _FieldStats) -> bool:
     """A field whose every passing value was new (seen once), an id (letters and digits), never given; or a
-    stamp: a field of dates never given, each date seen in one passing run only (a snapshot's ``as_of`` that
-    a run's calls share, dated anew in every run; the time of day beside it may repeat)."""
+    stamp: a field of dates never given, each date seen in one passing run only, and some date shared by one
+    run's calls with different requests (a snapshot's ``as_of``, dated anew in every run; the time of day
+    beside it may repeat), unlike an order's ship date, which one request gets."""
     if fs.n < 2 or fs.grounded:
         return False
     if all(c == 1 for c in fs.values.values()) and all(
@@ -184,6 +186,7 @@ def _mints(fs: _FieldStats) -> bool:
         and bool(dates)
         and all(k.startswith(("d:", "t:")) for k in fs.values)
         and not fs.across.intersection(dates)
+        and bool(fs.shared)
     )
 
 
@@ -262,7 +265,14 @@ def _day_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any], operan
     """A field whose days were always ones the step was given (a lookup for a date answering with a reading
     or a forecast of that date, at a time of its own) now naming a day it was not given: an answer for
     another day (last night's cached reading, the previous evening's issue)."""
-    day = next((a for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX) and not operands.given(a)), None)
+    day = next(
+        (
+            a
+            for a in atoms
+            if a.kind == "date" and a.key.startswith(DAY_PREFIX) and not operands.given(a) and not _zoned_near(a, operands)
+        ),
+        None,
+    )
     if day is not None:
         yield Evidence(
             step.step_id,
@@ -270,6 +280,24 @@ def _day_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any], operan
             f"{f}={day.raw} names a day it was not given; in {fs.n} passing occurrences {f} named a day it was given",
             "reference:grounded",
         )
+
+
+_ZONED = re.compile(r"(\d{4}-\d\d-\d\d)[T ][\d:.]+(?:Z|[+-]\d\d:?\d\d)", re.IGNORECASE)
+"""A time stamped in a zone (UTC's ``Z``, an offset): its day is that zone's, a day off the asker's near midnight."""
+
+
+def _zoned_near(a: Any, operands: StepView) -> bool:
+    """Whether a zoned stamp's day is next to a day the step was given (the 17th's evening in the Americas is
+    the 18th in UTC): the same day, seen from another zone."""
+    m = _ZONED.fullmatch(str(a.raw).strip())
+    if m is None:
+        return False
+    try:
+        day = datetime.date.fromisoformat(m.group(1))
+    except ValueError:
+        return False
+    near = (day + datetime.timedelta(days=d) for d in (-1, 1))
+    return any(operands.given(Atom(f"{DAY_PREFIX}{n:%m-%d}", "date")) for n in near)
 
 
 def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> Iterator[Evidence]:
@@ -283,6 +311,9 @@ def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> 
     now = field_sources(parts, atoms)
     if now is None or now & held:
         return
+    mine = [a for a in atoms if a.kind != "number"]
+    if not _holds_other(step, held, frozenset(a.kind for a in mine), frozenset(a.key for a in mine)):
+        return
     raw = next(a.raw for a in atoms if a.kind != "number")
     yield Evidence(
         step.step_id,
@@ -291,6 +322,15 @@ def _source_check(step: Step, fs: _FieldStats, f: str, atoms: Sequence[Any]) -> 
         f"it came from {', '.join(sorted(held))}",
         "reference:source",
     )
+
+
+def _holds_other(step: Step, held: frozenset[str], kinds: frozenset[str], now_keys: frozenset[str]) -> bool:
+    """Whether a part the field's values always came from now holds another value of their kind (the fresh
+    record's hub beside the stale one, under a name of its own): a part that holds none (a returning
+    customer's id already in the request, no lookup run) leaves the value nowhere else to come from."""
+    if not isinstance(step.input, Mapping):
+        return False
+    return any(a.kind in kinds and a.key not in now_keys for part in held for a in atoms(step.input.get(part)))
 
 
 def _holds_untraced(step: Step, f: str) -> bool:

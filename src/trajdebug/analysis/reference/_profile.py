@@ -53,10 +53,13 @@ class _FieldStats:
     """How many of its numbers each formula explains (a number may fit several: `formulas`)."""
     # Read only to compare answers across passing runs (`_invariants._mints`): sibling profiles, which compare
     # no answers, leave them empty.
-    first_run: dict[str, str] = field(default_factory=dict, compare=False)
-    """Each value's first run (capped with `values`)."""
+    day_asks: dict[str, dict[str, str]] = field(default_factory=dict, compare=False)
+    """Each day's runs, each with the first request that got it (days only, uncapped: a field's repeats must
+    all count, or any date field reads as new in every run once `values` is full)."""
     across: set[str] = field(default_factory=set, compare=False)
-    """Values seen in more than one run: a value in none of them is new in every run (a clock reading)."""
+    """Days seen in more than one run: a day in none of them is new in every run (a clock reading)."""
+    shared: set[str] = field(default_factory=set, compare=False)
+    """Days one run's calls with different requests all got: a stamp of the run, not an answer's own date."""
 
 
 @dataclass(slots=True)
@@ -220,11 +223,12 @@ def _observe(
             got = st.parts.setdefault(part, {})
             if len(got) < 3:
                 got.setdefault(request, run_id)
+    asked = answer_key(asked_of(s, steps))
     if len(st.answers) < 500:
-        seen = st.answers.setdefault(answer_key(asked_of(s, steps)), {})
+        seen = st.answers.setdefault(asked, {})
         if len(seen) < 4:
             seen.setdefault(answer_key(semantic(s, s.output)), run_id)
-    _apply(st, _record(s, view, run_id))
+    _apply(st, _record(s, view, run_id), asked)
 
 
 DAY_PREFIX = "d:"
@@ -315,8 +319,8 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
     return _Obs(run_id, _is_empty(s.output), frozenset([*outs, *blank]), tuple(fields), ratios, _size_ratio(s))
 
 
-def _apply(st: _StepStats, ob: _Obs) -> None:
-    """Add one occurrence's contribution to a step's stats."""
+def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
+    """Add one occurrence's contribution to a step's stats (``asked``: its request, when answers are compared)."""
     st.n += 1
     st.runs.add(ob.run_id)
     if ob.empty:
@@ -351,7 +355,11 @@ def _apply(st: _StepStats, ob: _Obs) -> None:
             if len(fs.values) < VALUES_CAP:
                 fs.values[key] = fs.values.get(key, 0) + 1
                 fs.raws.setdefault(key, raw)
-                if fs.first_run.setdefault(key, ob.run_id) != ob.run_id:
+            if asked is not None and key.startswith(DAY_PREFIX):
+                runs = fs.day_asks.setdefault(key, {})
+                if runs.setdefault(ob.run_id, asked) != asked:
+                    fs.shared.add(key)
+                if len(runs) > 1:
                     fs.across.add(key)
         for key in fo.introduced:
             if len(st.introduced) < INTRODUCED_CAP:
