@@ -245,7 +245,7 @@ class TestToolCalls:
 
     def test_the_next_item_of_a_given_list_in_a_sentence_is_no_contradiction(self) -> None:
         """A model asking about the second account of a listed team ("Analyse acct-2") after the first does not contradict "Analyse acct-1"; another amount in the same sentence does."""
-        from trajdebug.analysis.diagnosers._tools import contradictions
+        from trajdebug.analysis.diagnosers._conflicts import contradictions
 
         team = {"accounts": ["acct-1", "acct-2"]}
         before = {"input": "Analyse acct-1 for May, budget 300"}
@@ -255,7 +255,7 @@ class TestToolCalls:
     def test_a_request_written_as_json_text_is_read_field_by_field(self) -> None:
         """A sub-agent's one ``input`` argument carrying a JSON request contradicts nothing by differing from another
         sub-agent's ``input`` sentence; a field inside it that differs from the same field upstream still does."""
-        from trajdebug.analysis.diagnosers._tools import contradictions
+        from trajdebug.analysis.diagnosers._conflicts import contradictions
 
         asked = {"input": "Tide table for Harwich on 2026-05-03"}
         survey = {"depth_m": 48.9, "trip": "out-and-back"}
@@ -267,7 +267,7 @@ class TestToolCalls:
     def test_a_model_answer_written_as_json_is_held_to_its_labels_not_its_numbers(self) -> None:
         """A model's JSON answer in a message's ``content`` contradicts its input by a label (``side=buy`` for a
         ``sell`` ticket), never by a number it may have worked out by a formula unknown here."""
-        from trajdebug.analysis.diagnosers._tools import contradictions
+        from trajdebug.analysis.diagnosers._conflicts import contradictions
 
         ticket = {"ticket": "T-7", "side": "sell", "fee": 14.0}
         said = {"role": "assistant", "content": json.dumps({"ticket": "T-7", "side": "buy", "fee": 230.48})}
@@ -276,7 +276,7 @@ class TestToolCalls:
     def test_a_model_answer_is_held_only_to_its_own_records_labels(self) -> None:
         """A JSON answer about kennel K-12 contradicts nothing by another breed than kennel K-9's record; it does
         by another than K-12's own; an answer naming no id is held to no value reached by a guessed edge."""
-        from trajdebug.analysis.diagnosers._tools import contradictions
+        from trajdebug.analysis.diagnosers._conflicts import contradictions
 
         other = {"kennel": "K-9", "breed": "whippet"}
         own = {"kennel": "K-12", "breed": "saluki"}
@@ -339,7 +339,7 @@ class TestToolCalls:
         """A finish ``AT`` written where the record upstream says ``ZN`` contradicts it, though the letters "at"
         occur inside an upstream word ("batch"); written upstream as a word of its own, it is a choice. A number
         is written where a longer form of it is ("3.5" in "3.50")."""
-        from trajdebug.analysis.diagnosers._tools import contradictions
+        from trajdebug.analysis.diagnosers._conflicts import contradictions
 
         record = {"part": "bracket", "finish": "ZN", "note": "from the spring batch"}
         assert contradictions({"finish": "AT"}, [record]) != []

@@ -18,9 +18,9 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._sql import sql_of
 from trajdebug.analysis.diagnosers import _choices as choices
+from trajdebug.analysis.diagnosers._conflicts import contradictions, present, upstream_outputs
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import _ASSISTANT_ROLES
-from trajdebug.analysis.diagnosers._tools import contradictions, present, upstream_outputs
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import Step
 from trajdebug.core.values import atoms, date_forms, is_date, is_year

@@ -30,7 +30,6 @@ grows with that support.
 from __future__ import annotations
 
 import datetime
-import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -40,30 +39,27 @@ from trajdebug.analysis._content import char_shape
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
+from trajdebug.analysis.reference._answers import answer_checks
 from trajdebug.analysis.reference._profile import (
     DAY_PREFIX,
     MIN_SUPPORT,
     OUTPUT_FIELD,
     Profile,
     StepKey,
-    _canon,
     _FieldStats,
     _in_fields,
     _out_fields,
     _size_ratio,
     _StepStats,
-    answer_key,
-    asked_of,
     field_sources,
     held_sources,
     input_parts,
-    keyed_parts,
     learn,
     operand_view,
     returns_empty,
     step_key,
 )
-from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
+from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms
 
 
@@ -96,7 +92,7 @@ def violations(
     if st is None or step.status != "ok":
         return
     if step.kind not in CONTAINER_KINDS:
-        yield from _answer_checks(step, st, steps)
+        yield from answer_checks(step, st, steps)
     if st.n < MIN_SUPPORT or len(st.runs) < min_runs:
         return
     outs = _out_fields(view)
@@ -117,131 +113,6 @@ def violations(
                 f"returned {size:g}x as many items as it was given; passing runs always {lo:g}x",
                 "reference:size",
             )
-
-
-def _answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None) -> Iterator[Evidence]:
-    """A request answered otherwise than in every passing run; an answer passing runs got for another request."""
-    answers = st.answers.get(answer_key(asked_of(step, steps)))
-    # One answer to this request in every passing run that made it, and another one now: a
-    # function of its input that changed (stale data, a changed environment), the strongest
-    # sign a step's output is off.  Passing runs that disagree among themselves say nothing.
-    now = answer_key(semantic(step, step.output))
-    if answers is not None and len(answers) == 1 and now not in answers and not _minted_only(st, now, answers):
-        yield Evidence(
-            step.step_id,
-            0.65 if step.kind != "llm" else 0.4,
-            f"given the same input as in passing run {next(iter(answers.values()))[:12]}, it answered differently",
-            "reference:same-input",
-        )
-    if step.kind in OBSERVATION_KINDS and st.parts:
-        # The answer (or a sizeable part of it) a passing run got for another request: a
-        # cache or a lookup that served the wrong entry.
-        asked = semantic(step, step.input)
-        request = _canon(asked)
-        for key, part in keyed_parts(semantic(step, step.output)):
-            got = st.parts.get(part)
-            # Only an answer specific to one request in the passing runs: a part several
-            # requests got alike (a static table, a policy) says nothing.
-            if got is not None and len(got) == 1 and request not in got:
-                (other, run), = got.items()
-                if _same_subject(asked, other, key, part) or _shared_cause(asked, other, part):
-                    continue
-                yield Evidence(
-                    step.step_id,
-                    0.5,
-                    f"answered with what passing run {run[:12]} got for another request ({other[:80]})",
-                    "reference:old-answer",
-                )
-                break
-
-
-def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
-    """Whether the answer differs from the passing run's only in ids the step mints on every call (a booking
-    tool's ``booking=BK-7031`` where the same request got ``BK-7003``): a new id per call, new
-    in every passing occurrence too and never given, is no changed answer."""
-    minted = {f for f, fs in st.fields.items() if _mints(fs)}
-    if not minted:
-        return False
-    try:
-        mine = _masked(json.loads(now), minted)
-        return any(_masked(json.loads(old), minted) == mine for old in answers)
-    except (ValueError, RecursionError):
-        return False
-
-
-def _mints(fs: _FieldStats) -> bool:
-    """A field whose every passing value was new (seen once), an id (letters and digits), never given; or a
-    stamp: a field of dates never given, each date seen in one passing run only, and some date shared by one
-    run's calls with different requests (a snapshot's ``as_of``, dated anew in every run; the time of day
-    beside it may repeat), unlike an order's ship date, which one request gets."""
-    if fs.n < 2 or fs.grounded:
-        return False
-    if all(c == 1 for c in fs.values.values()) and all(
-        _SHAPE_DIGIT.search(r) and _SHAPE_ALPHA.search(r) for r in fs.raws.values()
-    ):
-        return True
-    dates = [k for k in fs.values if k.startswith("d:")]
-    return (
-        len(fs.runs) >= 2
-        and bool(dates)
-        and all(k.startswith(("d:", "t:")) for k in fs.values)
-        and not fs.across.intersection(dates)
-        and bool(fs.shared)
-    )
-
-
-def _masked(value: Any, fields: set[str]) -> Any:
-    """A parsed answer with the values under ``fields`` blanked out."""
-    if isinstance(value, Mapping):
-        return {k: "" if k in fields and isinstance(v, str) else _masked(v, fields) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked(v, fields) for v in value]
-    return value
-
-
-def _same_subject(asked: Any, other: str, key: str | None, part: str) -> bool:
-    """Whether another request (canonical JSON) asked for everything an answer's part is about: the values of
-    this request the part, or the key it sits under, names (``SKU-1001``'s stock record, served to two
-    requests that both list ``SKU-1001``).  A lookup answers one thing alike whatever else it was asked."""
-    values = _request_values(asked)
-    about = [v for v in values if v == key or _canon(v) in part]
-    if not about or not all(_canon(v) in other for v in about):
-        return False
-    # A whole answer is about the whole request: the other request must have asked for all of it too (a
-    # lookup for C-1 that serves the record another request got for C-2 is a stale entry, even when this
-    # request also carried C-2, say as a cache key).
-    return key is not None or all(_canon(v) in other for v in values)
-
-
-def _shared_cause(asked: Any, other: str, part: str) -> bool:
-    """Whether the two requests share a value (``region=emea`` for two stores), the other also named
-    one of its own (its store), and the part names no value of either: an answer about nothing either asked
-    for can follow from what they share (one price list per region), no entry served for the other request (one that names a value is `_same_subject`'s)."""
-    try:
-        theirs = set(_request_values(json.loads(other)))
-    except (ValueError, RecursionError):
-        return False
-    mine = set(_request_values(asked))
-    own = theirs - mine
-    # The other request named something of its own (another store) that the part does not name: the
-    # part is not about it.  Requests that differ only in numbers leave that unsaid.
-    return bool(mine & theirs) and bool(own) and not any(v.lower() in part.lower() for v in theirs | mine)
-
-
-def _request_values(value: Any, depth: int = 0) -> list[str]:
-    """The text values of a request (ids, names: 3 characters or more), up to 200."""
-    if isinstance(value, str):
-        return [value] if len(value.strip()) >= 3 else []
-    if depth > 4:
-        return []
-    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, (list, tuple)) else ()
-    out: list[str] = []
-    for v in items:
-        out.extend(_request_values(v, depth + 1))
-        if len(out) >= 200:
-            break
-    return out[:200]
-
 
 
 GIVEN = " (it was given that value)"

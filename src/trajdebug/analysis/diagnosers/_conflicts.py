@@ -1,0 +1,227 @@
+"""Values a step states against what it was given: the contradiction checks of a tool call's arguments
+and of a model's claims (`tool_arguments`, `_claims.llm_output`).
+
+`present` asks whether a value is in what the step was given (numbers in any written form, dates in any
+format, words at word edges); `contradictions` finds a field stated with one value where the step's inputs
+give it another (a JSON object written as text read field by field, a model's JSON answer held to its labels
+against records sharing its ids).  Split from `_tools`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container
+from typing import Any
+
+from trajdebug.analysis import _content as content
+from trajdebug.analysis._sql import looks_like_sql
+from trajdebug.analysis.diagnosers._context import DiagnoseContext
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.core.graph import CHILD_KEY
+from trajdebug.core.mentions import currency_written
+from trajdebug.core.model import Step
+from trajdebug.core.values import date_forms, date_keys, is_date
+
+
+def present(value: Any, haystack: str, forms: Container[str], dates: set[str] | None = None) -> bool | None:
+    """Whether a scalar shows up in a text (None: the value says too little to tell).
+
+    ``dates`` holds the haystack's dates and times (`trajdebug.core.values.date_forms`):
+    a date written another way ("2025-03-11" for "11 March") is present.
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        n = content.norm_number(repr(value))
+        if n is None:
+            return None
+        return n in forms
+    if isinstance(value, str):
+        v = value.strip().lower()
+        # Identifiers and short values are claims; prose and expressions are not.
+        if len(v) < 3 or len(v) > 60 or len(v.split()) > 3 or looks_like_sql(v):
+            return None
+        if v in haystack or currency_written(v, haystack):
+            return True  # (a currency code whose one symbol the input writes, `£` for GBP, is restated)
+        if dates is not None and is_date(v):
+            return bool(set(date_keys(v)) & dates)
+        # A few words composed from words of the input ("acme annual report") are no claim either, nor is a
+        # short sentence naming a given id ("Panel W-1A."): a word's closing stop or comma is not its value.
+        words = [w.strip(_STOPS) for w in v.split()]
+        words = [w for w in words if w]
+        if len(words) == 1 and words[0] != v and len(words[0]) >= 3 and words[0] in haystack:
+            return True
+        return (len(words) > 1 and all(w in haystack for w in words)) or _joined(v, haystack)
+    return None
+
+
+_STOPS = ".,;:!?"
+"""Sentence punctuation around a word ("W-1A." at a sentence's end), never part of an id, number or date."""
+_JOINT = re.compile(r"[^\w\s.\-]+")
+"""A separator between values written as one (``>`` in ``en-US>de-DE``, ``/`` in ``SFO/JFK``): punctuation
+that no id, number or date is made of (hyphens, dots and underscores are)."""
+
+
+def _joined(v: str, haystack: str) -> bool:
+    """Whether a value is given values joined by a separator (a language pair ``en-US>de-DE`` from a source
+    ``en-US`` and a target ``de-DE``; a route ``SFO/JFK``): an expression of the inputs, not a claim.  Each
+    part must be a value of its own (three characters or more, a letter among them), found in the input."""
+    parts = [p.strip() for p in _JOINT.split(v)]
+    return (
+        len(parts) > 1
+        and all(len(p) >= 3 and any(c.isalpha() for c in p) for p in parts)
+        and all(p in haystack for p in parts)
+    )
+
+
+def contradictions(
+    produced: Any, upstream: list[Any], context: str = "", labels_against: list[Any] | None = None
+) -> list[tuple[str, Any, Any]]:
+    """Fields a value shares with upstream outputs but with a different scalar value found nowhere upstream.
+
+    A value that differs from one upstream field but appears elsewhere upstream
+    (a user's other order, another row) is a choice among given values, not a
+    contradiction.  The labels of a model's JSON answer are set only against ``labels_against`` (of
+    ``upstream``: what the step was surely handed), and only against a record sharing its ids.
+    """
+    mine = content.keyed_values(produced)
+    labels: dict[str, Any] = {}
+    for k, v in list(mine.items()):
+        if _structured(v):
+            # Its own fields are what it states, each to be set against the same field upstream.  In a message's
+            # ``content`` (a model's answer written as JSON) only its texts: a number there may be worked out by
+            # a formula no check here knows (a rate times a gross plus a flat fee); a label cannot.
+            del mine[k]
+            for k2, v2 in content.keyed_values(content.parse_json(v)).items():
+                if k not in _UNCOMPARED or isinstance(v2, str):
+                    mine.setdefault(k2, v2)
+                    if k in _UNCOMPARED:
+                        labels.setdefault(k2, v2)
+    ids = {str(v).lower() for v in labels.values() if isinstance(v, str) and content.ID_TOKEN.fullmatch(v)}
+    if not mine:
+        return []
+    out: list[tuple[str, Any, Any]] = []
+    everywhere: str | None = None
+    vocabulary: set[str] | None = None
+    dates: set[str] | None = None
+    # A field that takes several values in any one input fixes none in the others either: a model looping
+    # over a list holds each earlier call's one value in that call's answer, and every value in its
+    # conversation (the next invoice line is no contradiction of the previous one's request).
+    # (Read on the first field that differs: most outputs restate their inputs.)
+    several: set[str] | None = None
+    for up in upstream:
+        theirs = content.keyed_values(up)
+        for k, v in mine.items():
+            if k in theirs and k not in _UNCOMPARED:
+                if k in labels and not _labelled(up, k, ids, labels_against):
+                    continue
+                w = theirs[k]
+                if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
+                    if several is None:
+                        several = set().union(*(_several(u) for u in upstream))
+                    if k in several:
+                        continue
+                    if everywhere is None:
+                        everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
+                    if _written_in(str(v).lower(), everywhere):
+                        continue
+                    if isinstance(v, str) and " " in v.strip():
+                        if vocabulary is None:
+                            vocabulary = set(_WORD.findall(everywhere))
+                        if _recomposed(v, w, vocabulary):
+                            continue
+                    if isinstance(v, str) and is_date(v):
+                        # A date written another way upstream ("6 Nov" for 2025-11-06) is no contradiction.
+                        if dates is None:
+                            dates = date_forms(everywhere)
+                        if set(date_keys(v)) & dates:
+                            continue
+                    out.append((k, v, w))
+    return out
+
+
+def _labelled(up: Any, k: str, ids: set[str], against: list[Any] | None) -> bool:
+    """Whether a JSON answer's label ``k`` may be set against ``up``: a record holding ``k`` that shares one of
+    the answer's ids (field F-10's crop against field F-6's is no claim); for an answer naming no id, a value
+    the step was surely handed (not one reached by a guessed edge: the previous ticket's side)."""
+    if not ids:
+        return against is None or any(up is a for a in against)
+    found = [(p.rpartition(".")[0], p) for p, _ in content.leaves(up) if p.rpartition(".")[2].lower() == k]
+    if not found:
+        return True  # (read from a written ``key=value`` pair: no record to tell)
+    record = found[0][0]
+    return any(
+        p.rpartition(".")[0] == record and isinstance(v, str) and v.lower() in ids for p, v in content.leaves(up)
+    )
+
+
+_UNCOMPARED = ("id", "name", "role", "type", "content", "status")
+"""Fields never set against upstream: protocol fields, and a message's content (an expression, as prose is)."""
+
+
+def _structured(v: Any) -> bool:
+    """Whether a value is a JSON object or list written as text (an Agents SDK sub-agent's one ``input``
+    argument carrying a whole request): a request of several values, read field by field, never as one value
+    to set against another request's text under the same generic field."""
+    return isinstance(v, str) and content.looks_like_json(v) and isinstance(content.parse_json(v), (dict, list))
+
+
+def _written_in(v: str, text: str) -> bool:
+    """Whether a value is written in a text: a short code of letters as a whole word only, as letters inside
+    other words are not that value (``ab`` in "tabs"); a number as before (``3.5`` is written in "3.50")."""
+    # Four characters: the length of a short code (``NS``, ``D5W``, ``ABC1``); a longer value inside a word
+    # is rare enough that a substring match holds.
+    if len(v) > 4 or not any(c.isalpha() for c in v):
+        return v in text
+    return content.has_word(text, v)
+
+
+def _several(value: Any) -> set[str]:
+    """The fields that take more than one value in ``value`` (each visit of a history has its own date).
+
+    Such a field fixes no value: an output stating another (the date of a new visit it books) adds a
+    record, it does not contradict one.
+    """
+    seen: dict[str, Any] = {}
+    out: set[str] = set()
+    for p, v in content.leaves(value):
+        k = p.rsplit(".", 1)[-1].lower()
+        if k in seen and seen[k] != v:
+            out.add(k)
+        seen.setdefault(k, v)
+    return out
+
+
+_WORD = re.compile(r"[^\W_][\w-]*")
+_AMOUNT = re.compile(r"[\d.,]+")
+
+
+def _recomposed(v: Any, w: Any, vocabulary: set[str], *, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether a sentence differs from the upstream one only by names given elsewhere upstream.
+
+    ("Analyse acct-2 for May" after "Analyse acct-1 for May", with acct-2 in a listed team): the next
+    item of a given list, not a contradiction.  Only names count (a word with a digit or a hyphen, or
+    of four letters or more that is no common word): "not", "no" or another amount still contradict.
+    """
+    if not (isinstance(v, str) and isinstance(w, str) and " " in v.strip()):
+        return False
+    new = set(_WORD.findall(v.lower())) - set(_WORD.findall(w.lower()))
+    return bool(new) and all(
+        not _AMOUNT.fullmatch(word)
+        and (any(c.isdigit() or c == "-" for c in word) or (len(word) >= 4 and word not in lexicon.stopwords))
+        and word in vocabulary
+        for word in new
+    )
+
+
+def upstream_outputs(step: Step, ctx: DiagnoseContext, recorded: bool = False) -> list[Any]:
+    """The outputs of the steps a step took data or state from (not its children); ``recorded``: only over
+    edges not inferred."""
+    return [
+        ctx.step(d.step_id).output
+        for d in ctx.graph.parents(step.step_id)
+        if d.kind in ("data", "state") and d.key != CHILD_KEY and not (recorded and d.origin == "inferred")
+    ]
+
+
+__all__ = ["contradictions", "present", "upstream_outputs"]
