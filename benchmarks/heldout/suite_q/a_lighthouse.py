@@ -78,6 +78,17 @@ def fetch_tides(station: str, date: str) -> dict:
         return {"station": station, "date": date, "slack_water": "00:00", "source": "tide-tables"}
 
 
+_CALLS = {"forecast": 0}
+
+
+@trajdebug.step(kind="tool")
+def sea_forecast(station: str, date: str) -> dict:
+    _CALLS["forecast"] += 1
+    if _CALLS["forecast"] == 1:
+        raise ConnectionError("met service: 503 Service Unavailable")
+    return {"station": station, "date": date, "swell_m": round(0.8 + len(station) % 4 * 0.3, 1), "wind_bf": 4}
+
+
 @trajdebug.step(kind="other")
 def plan_inspection(profile: dict) -> dict:
     n = profile["panels"]
@@ -181,6 +192,13 @@ def agent(inp: dict, path: Path) -> None:
             profile = load_station_profile(order["station"])
             remember_station(profile)
             tides = fetch_tides(order["station"], order["visit_date"])
+            _CALLS["forecast"] = 0
+            for attempt in range(3):
+                try:
+                    sea_forecast(order["station"], order["visit_date"])
+                    break
+                except ConnectionError:
+                    continue
             plan = plan_inspection(profile)
             for panel in plan["panels"]:
                 reading = inspect_panel(order["station"], panel)
@@ -209,11 +227,11 @@ CASES = [
     Case("lighthouse_memory", NAME, "sdk", "bad_memory_write", "lh_memory",
          _inp("Skerrymor", "GBP 1,400.00", "2027-01-09"), "remember_station", "LED-250"),
     Case("lighthouse_swallow", NAME, "sdk", "swallowed_error", "lh_swallow",
-         _inp("Muckle Flugga", "GBP 1,500.00", "2027-02-02"), "fetch_tides", "00:00"),
+         _inp("Stroma Point", "GBP 1,500.00", "2027-02-02"), "fetch_tides", "00:00"),
     Case("lighthouse_offbyone", NAME, "sdk", "off_by_one", "lh_offbyone",
          _inp("Carn Dubh", "GBP 1,100.00", "2027-01-21"), "plan_inspection", "P-00"),
     Case("lighthouse_unit", NAME, "sdk", "unit_error", "lh_unit",
-         _inp("Stroma Point", "GBP 1,300.00", "2027-03-03"), "read_tank_gauge", "290.6"),
+         _inp("Muckle Flugga", "GBP 1,300.00", "2027-03-03"), "read_tank_gauge", "501.9"),
 ]
 REFS = [_inp("Eilean Ban", "GBP 900.00", "2027-01-05"), _inp("Noss Head", "GBP 1,200.00", "2027-02-11"),
         _inp("Skerrymor", "GBP 1,600.00", "2027-03-17"), _inp("Carn Dubh", "GBP 1,000.00", "2027-04-08")]

@@ -17,11 +17,13 @@ NAME = "growroom-ops"
 
 ROOMS = {
     "GR-1": {"strain": "Pleurotus ostreatus", "lot": "LOT-4410", "shelves": [6, 6, 5, 6], "alert_shelf": None},
+    "GR-2": {"strain": "Hericium erinaceus", "lot": "LOT-2264", "shelves": [5, 4, 5, 4], "alert_shelf": 1},
     "GR-3": {"strain": "Lentinula edodes", "lot": "LOT-5127", "shelves": [8, 8, 8, 7, 8], "alert_shelf": 4},
     "GR-4": {"strain": "Hericium erinaceus", "lot": "LOT-3390", "shelves": [4, 5, 4], "alert_shelf": None},
     "GR-5": {"strain": "Pleurotus ostreatus", "lot": "LOT-6002", "shelves": [6, 6, 6, 6, 6, 6], "alert_shelf": 2},
     "GR-6": {"strain": "Lentinula edodes", "lot": "LOT-6218", "shelves": [7, 7, 7, 7], "alert_shelf": None},
     "GR-7": {"strain": "Hericium erinaceus", "lot": "LOT-7005", "shelves": [5, 5, 5, 5, 5], "alert_shelf": 3},
+    "GR-9": {"strain": "Lentinula edodes", "lot": "LOT-9043", "shelves": [7, 8, 7, 8, 7], "alert_shelf": None},
     "GR-8": {"strain": "Pleurotus ostreatus", "lot": "LOT-8120", "shelves": [6, 5, 6, 5, 6, 5, 6], "alert_shelf": 6},
 }
 PROFILES = {
@@ -30,7 +32,7 @@ PROFILES = {
     "Lentinula edodes": {"humidity_pct": 85, "co2_ppm": 900, "cycle_days": 9},
     "Hericium erinaceus": {"humidity_pct": 93, "co2_ppm": 600, "cycle_days": 8},
 }
-HARVEST = {"GR-1": "2026-12-07", "GR-3": "2026-12-11", "GR-4": "2026-12-10", "GR-5": "2026-12-08",
+HARVEST = {"GR-2": "2026-12-13", "GR-9": "2026-12-14", "GR-1": "2026-12-07", "GR-3": "2026-12-11", "GR-4": "2026-12-10", "GR-5": "2026-12-08",
            "GR-6": "2026-12-12", "GR-7": "2026-12-09", "GR-8": "2026-12-06"}
 
 MAIN = "You manage the grow rooms of Ridgeback Mushrooms. Prepare a room for fruiting and pass it to dispatch."
@@ -263,6 +265,6 @@ CASES = [
     Case("growroom_format", NAME, "openai_agents", "format_drift", "ma_format", {"room": "GR-4"},
          None, "10/12/2026"),
 ]
-REFS = [{"room": "GR-5"}, {"room": "GR-7"}, {"room": "GR-1"}, {"room": "GR-3"}]
+REFS = [{"room": "GR-5"}, {"room": "GR-7"}, {"room": "GR-2"}, {"room": "GR-9"}]
 
 AGENT = Agent(NAME, "openai_agents", "jsonl", agent, CASES, REFS)

@@ -19,6 +19,9 @@ JOBS = {
     "Grassington": {"sections": [7.0, 8.0, 9.0, 6.5, 7.5, 10.0, 8.5, 9.5, 6.0], "height_m": 1.1, "stone": "Yorkshire gritstone", "postcode": "BD23 5AU"},
     "Hartington": {"sections": [10.0, 12.0, 9.0, 11.0, 8.5], "height_m": 1.3, "stone": "Derbyshire limestone", "postcode": "SK17 0AL"},
     "Eyam": {"sections": [9.0, 10.5, 7.0, 8.0, 12.0, 6.0], "height_m": 1.2, "stone": "Derbyshire limestone", "postcode": "S32 5QP"},
+    "Ribblehead": {"sections": [8.0, 9.5, 7.0, 10.0, 6.5, 9.0, 8.5, 7.5], "height_m": 1.25, "stone": "Yorkshire gritstone", "postcode": "LA6 3AS"},
+    "Kettlewell": {"sections": [9.0, 11.0, 8.5, 10.5, 7.0], "height_m": 1.2, "stone": "Yorkshire gritstone", "postcode": "BD23 5QZ"},
+    "Bibury": {"sections": [7.5, 8.0, 6.5, 9.0, 10.0, 8.5], "height_m": 1.1, "stone": "Cotswold walling", "postcode": "GL7 5NW"},
     "Coniston": {"sections": [11.0, 14.0, 9.5, 10.0, 12.5, 8.0, 7.5, 9.0, 10.5, 11.5], "height_m": 1.35, "stone": "Lakeland slate", "postcode": "LA21 8DU"},
 }
 SPECS = [
@@ -74,7 +77,7 @@ def _setup():
     provider.add_span_processor(SimpleSpanProcessor(spans))
     OpenAIInstrumentor().instrument(tracer_provider=provider)
     server = FakeModelServer(policy, model="gpt-4o-mini").start()
-    _STATE.update(spans=spans, tracer=provider.get_tracer(NAME), server=server)
+    _STATE.update(spans=spans, tracer=provider.get_tracer(NAME), server=server, provider=provider)
     return _STATE
 
 
@@ -92,6 +95,7 @@ def agent(inp: dict, path: Path) -> None:
 
     st = _setup()
     spans, tracer, server = st["spans"], st["tracer"], st["server"]
+    server.use(policy)
     spans.clear()
     client = OpenAI(base_url=server.base_url, api_key="not-needed", max_retries=0)
     site = inp["site"]
@@ -184,8 +188,8 @@ CASES = [
     Case("walling_offbyone", NAME, "otlp", "off_by_one", "wq_offbyone", {"site": "Hartington"}, "plan_courses",
          "course 10"),
     Case("walling_stale", NAME, "otlp", "stale_data", "wq_stale", {"site": "Coniston"}, "stone_price", "2023-Q1"),
-    Case("walling_halluc", NAME, "otlp", "hallucinated_value", "wq_halluc", {"site": "Eyam"}, None, "9ZZ"),
+    Case("walling_halluc", NAME, "otlp", "hallucinated_value", "wq_halluc", {"site": "Ribblehead"}, None, "9ZZ"),
 ]
-REFS = [{"site": "Naunton"}, {"site": "Malham"}, {"site": "Hartington"}, {"site": "Snowshill"}]
+REFS = [{"site": "Eyam"}, {"site": "Malham"}, {"site": "Kettlewell"}, {"site": "Bibury"}]
 
 AGENT = Agent(NAME, "otlp", "json", agent, CASES, REFS)
