@@ -23,7 +23,7 @@ from benchmarks.heldout.suite_q import kit  # noqa: E402
 def _agents(wanted):
     import importlib
 
-    mods = ["a_lighthouse", "a_marsh", "a_mushroom", "a_walling", "a_cobbler", "a_ropeway"]
+    mods = ["a_lighthouse", "a_marsh", "a_mushroom", "a_walling", "a_cobbler", "a_ropeway", "a_arborist", "a_causeway"]
     out = []
     for m in mods:
         if wanted and m[2:] not in wanted and not any(w in m for w in wanted):
