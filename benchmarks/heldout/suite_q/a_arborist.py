@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 from benchmarks.heldout.suite_q import kit
 from benchmarks.heldout.suite_q.kit import Agent, Case
+
 
 NAME = "tree-works"
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import trajdebug
-
 from benchmarks.heldout.suite_q import kit
 from benchmarks.heldout.suite_q.kit import Agent, Case
+
+import trajdebug
+
 
 NAME = "cobbler-bench"
 

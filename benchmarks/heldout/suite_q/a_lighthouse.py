@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import trajdebug
-
 from benchmarks.heldout.suite_q import kit
 from benchmarks.heldout.suite_q.kit import Agent, Case
+
+import trajdebug
+
 
 NAME = "lighthouse-service"
 
@@ -193,7 +194,7 @@ def agent(inp: dict, path: Path) -> None:
             remember_station(profile)
             tides = fetch_tides(order["station"], order["visit_date"])
             _CALLS["forecast"] = 0
-            for attempt in range(3):
+            for _attempt in range(3):
                 try:
                     sea_forecast(order["station"], order["visit_date"])
                     break

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from benchmarks.heldout.suite_q import kit
 from benchmarks.heldout.suite_q.kit import Agent, Case
+
 
 NAME = "marsh-survey"
 

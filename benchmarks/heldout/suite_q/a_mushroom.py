@@ -13,6 +13,7 @@ from pathlib import Path
 from benchmarks.heldout.suite_q import kit
 from benchmarks.heldout.suite_q.kit import Agent, Case
 
+
 NAME = "growroom-ops"
 
 ROOMS = {
@@ -85,7 +86,7 @@ def policy(request):
         return done[-1][2]
     if system == DISPATCH:
         facts = {}
-        for n, a, res in done:
+        for n, _a, res in done:
             if n == "room_status":
                 facts.update(json.loads(res))
             if n == "inspect_shelf":

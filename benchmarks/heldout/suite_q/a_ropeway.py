@@ -9,6 +9,7 @@ from pathlib import Path
 from benchmarks.heldout.suite_q import kit
 from benchmarks.heldout.suite_q.kit import Agent, Case
 
+
 NAME = "ropeway-maint"
 
 LINES = {
@@ -60,12 +61,11 @@ Halted.__module__ = "ropeway.ops"
 
 
 def agent(inp: dict, path: Path) -> None:
+    # one instrumented client for both OTLP agents: the walling agent set the instrumentor up first
+    from benchmarks.heldout.suite_q import a_walling
     from google.protobuf.json_format import MessageToDict
     from openai import OpenAI
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-    # one instrumented client for both OTLP agents: the walling agent set the instrumentor up first
-    from benchmarks.heldout.suite_q import a_walling
 
     st = a_walling._setup()
     st["server"].use(_combined_policy)
@@ -95,7 +95,7 @@ def agent(inp: dict, path: Path) -> None:
                 "openinference.span.kind": "AGENT", "agent.name": NAME,
                 "input.value": f"Monthly grip inspection for {line_name}"}) as root:
             with span("read_request", "CHAIN", {"text": f"Monthly grip inspection for {line_name}"}) as s:
-                req = out(s, {"line": line_name, "task": "grip inspection", "period": "2026-11"})
+                out(s, {"line": line_name, "task": "grip inspection", "period": "2026-11"})
             with span("retrieve_manual", "RETRIEVER", {"query": f"{line['model']} detachable grip maintenance"}) as s:
                 model = line["model"]
                 if kit.active("rw_retrieval"):

@@ -10,6 +10,7 @@ from pathlib import Path
 from benchmarks.heldout.suite_q import kit
 from benchmarks.heldout.suite_q.kit import Agent, Case
 
+
 NAME = "wall-quoter"
 
 JOBS = {
