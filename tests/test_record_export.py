@@ -5,7 +5,7 @@ from __future__ import annotations
 import trajdebug
 from trajdebug.record.account import Account
 from trajdebug.record.sinks import MemorySink
-from trajdebug.record.writer import WRITER, Slot
+from trajdebug.record.writer import WRITER, Flush, Slot
 
 
 def test_the_writer_services_the_runs_export_until_the_run_is_written() -> None:
@@ -15,6 +15,19 @@ def test_the_writer_services_the_runs_export_until_the_run_is_written() -> None:
         assert run not in WRITER.serviced()  # type: ignore[comparison-overlap]
     run._export.finalize()
     assert run._export not in WRITER.serviced()
+
+
+def test_a_flush_racing_with_the_runs_final_write_never_waits_forever() -> None:
+    """A flush marker asked of a run already written, or queued as the writer finalized it, is reached at once:
+    `trajdebug.flush()` racing with a run's end (its snapshot of the runs taken just before) does not hang."""
+    with trajdebug.run("agent", sinks=[MemorySink()]) as run:
+        pass
+    export = run._export
+    late = Flush()
+    run._queue.append(late)  # queued between the writer's last round and its finalize
+    export.finalize()
+    assert late.wait(1.0)
+    assert export.mark().wait(1.0)
 
 
 def test_every_kind_of_queued_item_reaches_the_sink_in_order() -> None:

@@ -324,6 +324,11 @@ class RunExport:
     def mark(self) -> Flush:
         """Queue a flush marker (set once the writer has written everything queued before it)."""
         marker = Flush()
+        if self.final:
+            # Written to its end already: a flush that raced with the final write (the writer finalized
+            # the run between flush's snapshot and this marker) has nothing to wait for.
+            marker.done(True)
+            return marker
         self.run._queue.append(marker)
         return marker
 
@@ -346,8 +351,11 @@ class RunExport:
         q = self.run._queue
         n = 0
         while q:
-            if q.popleft().__class__ is StepHandle:
+            item = q.popleft()
+            if item.__class__ is StepHandle:
                 n += 1
+            elif item.__class__ is Flush:
+                item.done(True)  # queued as the run was finalized: everything before it is written
         if n:
             self.run._after_end(n)
 
