@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from trajdebug.analysis import analyze
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import Lineage
-from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, violations
+from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, step_key, violations
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
@@ -863,3 +863,43 @@ class TestZonedDays:
 
         assert not TestGivenValues._found(reading("2025-07-02T02:10:00Z"), refs, "reference:grounded")
         assert TestGivenValues._found(reading("2025-07-03T02:10:00Z"), refs, "reference:grounded")
+
+
+def _graph_run(rid: str, altitude: Any, outcome: str, *, offered: bool = False) -> Run:
+    """A graph whose planner and router nodes each make one model call, named after the client alone."""
+
+    def llm(sid: str, parent: str | None, out: Any, tools: list[str], t: int) -> Step:
+        inp: dict[str, Any] = {"messages": [{"role": "user", "content": f"{sid} for {rid}"}]}
+        if tools:
+            inp["tools"] = [{"type": "function", "function": {"name": n}} for n in tools]
+        return Step(sid, "ChatOpenAI", "llm", parent_id=parent, input=inp, output=out, start_ns=t, end_ns=t + 1)
+
+    planned = {"altitude_ft": altitude, "heading_deg": 90}
+    routed = {"route": "north", "reason": "calm winds"}
+    if offered:  # no enclosing nodes: the tools each call was offered tell the calls apart
+        steps = [llm("p", "g", planned, ["plan_flight"], 2), llm("r", "g", routed, ["pick_route"], 4)]
+    else:
+        steps = [
+            Step("pn", "planner", "agent", parent_id="g", start_ns=1, end_ns=3),
+            llm("p", "pn", planned, [], 2),
+            Step("rn", "router", "agent", parent_id="g", start_ns=3, end_ns=5),
+            llm("r", "rn", routed, [], 4),
+        ]
+    return Run(rid, "flights", outcome=outcome, steps=(Step("g", "graph", "agent", start_ns=0, end_ns=6), *steps))
+
+
+def test_model_calls_named_after_their_client_are_matched_by_the_node_or_tools_that_frame_them() -> None:
+    """Model calls with no agent and one client name are keyed by their enclosing node (else the tools they
+    were offered), so a planner's drifted answer breaks the planner's invariants, not a blend with the
+    router's."""
+    for offered in (False, True):
+        passing = [_graph_run(f"ok{k}", 1000 + 100 * k, "success", offered=offered) for k in range(4)]
+        bad = _graph_run("f", "one thousand", "failure", offered=offered)
+        by_id = {s.step_id: s for s in bad.steps}
+        assert step_key(by_id["p"], by_id) != step_key(by_id["r"], by_id)
+        assert step_key(by_id["p"]) == step_key(by_id["r"])  # without the run, the plain key
+        profile = learn(passing)
+        assert profile.knows(by_id["p"], by_id) and profile.knows(by_id["r"], by_id)
+        lin = Lineage(bad)
+        assert list(violations(by_id["p"], lin.view("p"), profile, steps=by_id))
+        assert not list(violations(by_id["r"], lin.view("r"), profile, steps=by_id))

@@ -279,10 +279,11 @@ def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None 
     requests: no same-input check within a run).
     """
     groups: dict[StepKey, list[Step]] = {}
+    by_id = {s.step_id: s for s in run.steps}
     for s in run.steps:
         if s.kind in CONTAINER_KINDS or s.status != "ok":
             continue
-        groups.setdefault(step_key(s), []).append(s)
+        groups.setdefault(step_key(s, by_id), []).append(s)
     wanted = None if keys is None else set(keys)
     where: dict[str, tuple[StepKey, _Occurrences, int]] = {}
     for key, occ in groups.items():
