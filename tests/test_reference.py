@@ -865,41 +865,38 @@ class TestZonedDays:
         assert TestGivenValues._found(reading("2025-07-03T02:10:00Z"), refs, "reference:grounded")
 
 
-def _graph_run(rid: str, altitude: Any, outcome: str, *, offered: bool = False) -> Run:
-    """A graph whose planner and router nodes each make one model call, named after the client alone."""
 
-    def llm(sid: str, parent: str | None, out: Any, tools: list[str], t: int) -> Step:
+def _graph_run(rid: str, level: float, outcome: str, frame: str) -> Run:
+    """A graph whose planner and router each make one model call, named after the client alone; both answer
+    a ``level`` (the planner's in the thousands, the router's in units).  ``frame``: what tells the calls
+    apart, their enclosing nodes, the tools they were offered, or nothing."""
+
+    def llm(sid: str, parent: str, out: Any, tools: list[str], t: int) -> Step:
         inp: dict[str, Any] = {"messages": [{"role": "user", "content": f"{sid} for {rid}"}]}
-        if tools:
+        if frame == "tools":
             inp["tools"] = [{"type": "function", "function": {"name": n}} for n in tools]
         return Step(sid, "ChatOpenAI", "llm", parent_id=parent, input=inp, output=out, start_ns=t, end_ns=t + 1)
 
-    planned = {"altitude_ft": altitude, "heading_deg": 90}
-    routed = {"route": "north", "reason": "calm winds"}
-    if offered:  # no enclosing nodes: the tools each call was offered tell the calls apart
-        steps = [llm("p", "g", planned, ["plan_flight"], 2), llm("r", "g", routed, ["pick_route"], 4)]
-    else:
-        steps = [
-            Step("pn", "planner", "agent", parent_id="g", start_ns=1, end_ns=3),
-            llm("p", "pn", planned, [], 2),
-            Step("rn", "router", "agent", parent_id="g", start_ns=3, end_ns=5),
-            llm("r", "rn", routed, [], 4),
-        ]
-    return Run(rid, "flights", outcome=outcome, steps=(Step("g", "graph", "agent", start_ns=0, end_ns=6), *steps))
+    routed = 1 + int(rid[-1]) if rid[-1].isdigit() else 2
+    plan = llm("p", "pn" if frame == "nodes" else "g", {"level": level}, ["plan_flight"], 2)
+    route = llm("r", "rn" if frame == "nodes" else "g", {"level": routed}, ["pick_route"], 4)
+    nodes = [Step("pn", "planner", "agent", parent_id="g", start_ns=1, end_ns=3)] if frame == "nodes" else []
+    nodes += [Step("rn", "router", "agent", parent_id="g", start_ns=3, end_ns=5)] if frame == "nodes" else []
+    root = Step("g", "graph", "agent", start_ns=0, end_ns=6)
+    return Run(rid, "flights", outcome=outcome, steps=(root, *nodes, plan, route))
 
 
 def test_model_calls_named_after_their_client_are_matched_by_the_node_or_tools_that_frame_them() -> None:
     """Model calls with no agent and one client name are keyed by their enclosing node (else the tools they
-    were offered), so a planner's drifted answer breaks the planner's invariants, not a blend with the
-    router's."""
-    for offered in (False, True):
-        passing = [_graph_run(f"ok{k}", 1000 + 100 * k, "success", offered=offered) for k in range(4)]
-        bad = _graph_run("f", "one thousand", "failure", offered=offered)
+    were offered), so a planner's answer off by three orders of magnitude breaks the planner's invariant; with
+    nothing to tell the calls apart, the planner's and router's answers blend and nothing stands out."""
+    for frame in ("nodes", "tools", "none"):
+        profile = learn([_graph_run(f"ok{k}", 1000 + 100 * k, "success", frame) for k in range(4)])
+        bad = _graph_run("f", 12, "failure", frame)
         by_id = {s.step_id: s for s in bad.steps}
-        assert step_key(by_id["p"], by_id) != step_key(by_id["r"], by_id)
-        assert step_key(by_id["p"]) == step_key(by_id["r"])  # without the run, the plain key
-        profile = learn(passing)
+        apart = step_key(by_id["p"], by_id) != step_key(by_id["r"], by_id)
+        assert apart == (frame != "none")
+        assert step_key(by_id["p"]) == step_key(by_id["r"])  # without the run's steps, the plain key
         assert profile.knows(by_id["p"], by_id) and profile.knows(by_id["r"], by_id)
-        lin = Lineage(bad)
-        assert list(violations(by_id["p"], lin.view("p"), profile, steps=by_id))
-        assert not list(violations(by_id["r"], lin.view("r"), profile, steps=by_id))
+        found = [e.diagnoser for e in violations(by_id["p"], Lineage(bad).view("p"), profile, steps=by_id)]
+        assert ("reference:magnitude" in found) == apart

@@ -149,7 +149,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
     """
     out: list[Evidence] = []
     ids = list(ids)
-    siblings = sibling_profiles(sl.run, sl.lin, {step_key(sl.g.steps[s], sl.g.steps) for s in ids})
+    siblings = sibling_profiles(sl.run, sl.lin, {step_key(sl.g.steps[s]) for s in ids})
     first: str | None = None
     deviates: dict[str, float] = {}
     chosen = set(ids)

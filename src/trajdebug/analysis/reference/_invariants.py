@@ -88,10 +88,11 @@ def violations(
             (`_profile.asked_of`).
         passing: The passing runs' profile, when ``profile`` is the step's other calls in the failing
             run: a sign or magnitude odd among them but one the passing runs had is no violation.
-        within: The failing run's steps by id when ``steps`` is not given: what keys the step (`step_key`).
+        within: The failing run's steps by id, to key the step in ``passing`` (`step_key`): ``profile``, the
+            run's own calls, keys it without them (`sibling_profiles`).
     """
-    key = step_key(step, steps if steps is not None else within)
-    st = profile.steps.get(key)
+    st = profile.steps.get(step_key(step, steps))
+    key = step_key(step, within)
     if st is None or step.status != "ok":
         return
     if step.kind not in CONTAINER_KINDS:

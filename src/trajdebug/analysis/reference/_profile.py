@@ -38,10 +38,11 @@ def step_key(step: Step, steps: Mapping[str, Step] | None = None) -> StepKey:
 
 def _role(step: Step, steps: Mapping[str, Step] | None) -> str:
     """What a model call with no agent is for: its enclosing node or sub-agent (not the run's root, which
-    encloses every call), else the tools it was offered; '' when neither tells (the plain key)."""
-    if step.kind != "llm":
+    encloses every call), else the tools it was offered; '' when neither tells, or without the run's steps
+    (the plain key, which a run's own calls are compared by: `sibling_profiles`)."""
+    if step.kind != "llm" or steps is None:
         return ""
-    parent = steps.get(step.parent_id) if steps is not None and step.parent_id is not None else None
+    parent = steps.get(step.parent_id) if step.parent_id is not None else None
     if parent is not None and parent.kind in CONTAINER_KINDS and parent.parent_id is not None:
         return parent.name
     inp = step.input if isinstance(step.input, Mapping) else {}

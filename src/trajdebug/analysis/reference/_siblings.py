@@ -279,11 +279,12 @@ def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None 
     requests: no same-input check within a run).
     """
     groups: dict[StepKey, list[Step]] = {}
-    by_id = {s.step_id: s for s in run.steps}
+    # (The plain key: a model's calls in one run compare with each other whatever node made them, as before
+    # model calls had roles (`step_key`); splitting them by node left too few to compare.)
     for s in run.steps:
         if s.kind in CONTAINER_KINDS or s.status != "ok":
             continue
-        groups.setdefault(step_key(s, by_id), []).append(s)
+        groups.setdefault(step_key(s), []).append(s)
     wanted = None if keys is None else set(keys)
     where: dict[str, tuple[StepKey, _Occurrences, int]] = {}
     for key, occ in groups.items():
