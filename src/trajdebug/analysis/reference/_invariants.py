@@ -252,7 +252,7 @@ def _field_checks(
     # Entries of an id-keyed memory passed whole are no inputs to copy from (`operand_view`).
     operands = operand_view(view)
     bad = (
-        next((a for a in atoms if not operands.given(a) and not _worked_out(view, a)), None)
+        next((a for a in atoms if not operands.given(a) and not _worked_out(view, a) and not _unsigned(view, a)), None)
         if fs.grounded == fs.n
         else None
     )
@@ -293,6 +293,13 @@ def _field_checks(
     if numbers and fs.formulas and step.kind != "llm":
         yield from _formula_checks(sid, view, f, fs, numbers)
     yield from _category_checks(step, f, fs, atoms, view)
+
+
+def _unsigned(view: StepView, a: Any) -> bool:
+    """Whether an output number is a given negative number without its sign: a shortfall of -7 restated as
+    7 to move, a loss as an amount; the magnitude came from the input (a sign flip is `_number_checks`')."""
+    x = a.number if a.kind == "number" else None
+    return x is not None and x > 0 and any(i.kind == "number" and i.number == -x for i in view.inputs)
 
 
 def _worked_out(view: StepView, a: Any) -> bool:
