@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from trajdebug.analysis import analyze
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import Lineage
-from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, step_key, violations
+from trajdebug.analysis.reference import (
+    learn,
+    producers_of,
+    references,
+    sibling_profiles,
+    step_key,
+    violations,
+)
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
@@ -900,3 +907,18 @@ def test_model_calls_named_after_their_client_are_matched_by_the_node_or_tools_t
         assert profile.knows(by_id["p"], by_id) and profile.knows(by_id["r"], by_id)
         found = [e.diagnoser for e in violations(by_id["p"], Lineage(bad).view("p"), profile, steps=by_id)]
         assert ("reference:magnitude" in found) == apart
+
+
+def test_a_number_given_with_a_minus_sign_and_answered_without_one_is_grounded() -> None:
+    """A step whose passing answers were always values it was given is not flagged for answering 7 when it
+    was given -7 (a shortfall restated as an amount), but is for answering 8, which it was not given."""
+
+    def run(rid: str, bikes: int, short: int, move: int, outcome: str) -> Run:
+        step = Step("m", "plan_moves", "other", input={"bikes": bikes, "short": short}, output={"move": move})
+        return Run(rid, "moves", outcome=outcome, steps=(step,))
+
+    profile = learn([run(f"ok{k}", 10 + k, -3 - k, 10 + k, "success") for k in range(4)])
+    for move, flagged in ((7, False), (8, True)):
+        bad = run("f", 10, -7, move, "failure")
+        found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("m"), profile)]
+        assert ("reference:grounded" in found) == flagged, (move, found)
