@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from trajdebug.analysis import analyze
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import Lineage
-from trajdebug.analysis.reference import learn, producers_of, references, sibling_profiles, violations
+from trajdebug.analysis.reference import (
+    learn,
+    producers_of,
+    references,
+    sibling_profiles,
+    step_key,
+    violations,
+)
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
@@ -863,3 +870,55 @@ class TestZonedDays:
 
         assert not TestGivenValues._found(reading("2025-07-02T02:10:00Z"), refs, "reference:grounded")
         assert TestGivenValues._found(reading("2025-07-03T02:10:00Z"), refs, "reference:grounded")
+
+
+
+def _graph_run(rid: str, level: float, outcome: str, frame: str) -> Run:
+    """A graph whose planner and router each make one model call, named after the client alone; both answer
+    a ``level`` (the planner's in the thousands, the router's in units).  ``frame``: what tells the calls
+    apart, their enclosing nodes, the tools they were offered, or nothing."""
+
+    def llm(sid: str, parent: str, out: Any, tools: list[str], t: int) -> Step:
+        inp: dict[str, Any] = {"messages": [{"role": "user", "content": f"{sid} for {rid}"}]}
+        if frame == "tools":
+            inp["tools"] = [{"type": "function", "function": {"name": n}} for n in tools]
+        return Step(sid, "ChatOpenAI", "llm", parent_id=parent, input=inp, output=out, start_ns=t, end_ns=t + 1)
+
+    routed = 1 + int(rid[-1]) if rid[-1].isdigit() else 2
+    plan = llm("p", "pn" if frame == "nodes" else "g", {"level": level}, ["plan_flight"], 2)
+    route = llm("r", "rn" if frame == "nodes" else "g", {"level": routed}, ["pick_route"], 4)
+    nodes = [Step("pn", "planner", "agent", parent_id="g", start_ns=1, end_ns=3)] if frame == "nodes" else []
+    nodes += [Step("rn", "router", "agent", parent_id="g", start_ns=3, end_ns=5)] if frame == "nodes" else []
+    root = Step("g", "graph", "agent", start_ns=0, end_ns=6)
+    return Run(rid, "flights", outcome=outcome, steps=(root, *nodes, plan, route))
+
+
+def test_model_calls_named_after_their_client_are_matched_by_the_node_or_tools_that_frame_them() -> None:
+    """Model calls with no agent and one client name are keyed by their enclosing node (else the tools they
+    were offered), so a planner's answer off by three orders of magnitude breaks the planner's invariant; with
+    nothing to tell the calls apart, the planner's and router's answers blend and nothing stands out."""
+    for frame in ("nodes", "tools", "none"):
+        profile = learn([_graph_run(f"ok{k}", 1000 + 100 * k, "success", frame) for k in range(4)])
+        bad = _graph_run("f", 12, "failure", frame)
+        by_id = {s.step_id: s for s in bad.steps}
+        apart = step_key(by_id["p"], by_id) != step_key(by_id["r"], by_id)
+        assert apart == (frame != "none")
+        assert step_key(by_id["p"]) == step_key(by_id["r"])  # without the run's steps, the plain key
+        assert profile.knows(by_id["p"], by_id) and profile.knows(by_id["r"], by_id)
+        found = [e.diagnoser for e in violations(by_id["p"], Lineage(bad).view("p"), profile, steps=by_id)]
+        assert ("reference:magnitude" in found) == apart
+
+
+def test_a_number_given_with_a_minus_sign_and_answered_without_one_is_grounded() -> None:
+    """A step whose passing answers were always values it was given is not flagged for answering 7 when it
+    was given -7 (a shortfall restated as an amount), but is for answering 8, which it was not given."""
+
+    def run(rid: str, bikes: int, short: int, move: int, outcome: str) -> Run:
+        step = Step("m", "plan_moves", "other", input={"bikes": bikes, "short": short}, output={"move": move})
+        return Run(rid, "moves", outcome=outcome, steps=(step,))
+
+    profile = learn([run(f"ok{k}", 10 + k, -3 - k, 10 + k, "success") for k in range(4)])
+    for move, flagged in ((7, False), (8, True)):
+        bad = run("f", 10, -7, move, "failure")
+        found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("m"), profile)]
+        assert ("reference:grounded" in found) == flagged, (move, found)

@@ -160,7 +160,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         found: list[Evidence] = []
         if sl.profile is not None:
             found += violations(step, view, sl.profile, steps=sl.g.steps)
-            u = unseen(step, sl.profile)
+            u = unseen(step, sl.profile, sl.g.steps)
             if u is not None:
                 found.append(u)
         own = siblings.get(sid)
@@ -178,7 +178,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
                     e.sound,
                     given=e.given,
                 )
-                for e in violations(step, view, own, passing=sl.profile)
+                for e in violations(step, view, own, passing=sl.profile, within=sl.g.steps)
                 if not (step.kind == "llm" and e.diagnoser == "reference:size")
             ]
         strength = max((e.suspicion for e in found if e.diagnoser != "reference:unseen"), default=0.0)

@@ -70,8 +70,9 @@ def learn_references(state: AnalysisState) -> AnalysisState:
         return state
     profile = learn(state.references)
     run = need(state.annotated, "annotated")
+    by_id = {s.step_id: s for s in run.steps}
     failures = tuple(
-        f for f in state.failures if not (f.detector == "empty" and returns_empty(profile, run.step(f.step_id)))
+        f for f in state.failures if not (f.detector == "empty" and returns_empty(profile, by_id[f.step_id], by_id))
     )
     return replace(state, profile=profile, failures=failures)
 

@@ -488,12 +488,12 @@ def _expected(sl: Slice, a: Atom, pos: int, within: set[str], where: str) -> lis
         return out
     # A step called several times (a lookup per item) whose other call here produced the value did not fail
     # to: the value is there, from the call about the item that has it.
-    made_here = {step_key(sl.g.steps[sl.run.steps[i].step_id]) for i in sl.lin.holders(a.key, pos)}
+    made_here = {step_key(sl.g.steps[sl.run.steps[i].step_id], sl.g.steps) for i in sl.lin.holders(a.key, pos)}
     for sid in sorted(within, key=sl.g.position):
         if (
             sl.g.position(sid) < pos
-            and step_key(sl.g.steps[sid]) in keys
-            and step_key(sl.g.steps[sid]) not in made_here
+            and step_key(sl.g.steps[sid], sl.g.steps) in keys
+            and step_key(sl.g.steps[sid], sl.g.steps) not in made_here
             and not sl.lin.view(sid).holds(a)
         ):
             out.append(

@@ -143,7 +143,7 @@ class DiagnoseContext:
                 for e in fn(step, self):
                     found.append(e if e.diagnoser else _named(e, name))
             if self.contrast is not None and found:
-                found = self.contrast.apply(step, found)
+                found = self.contrast.apply(step, found, self.graph.steps)
             v = self._verdicts[step_id] = fold(step_id, [*self.extra.get(step_id, ()), *found])
         return v
 

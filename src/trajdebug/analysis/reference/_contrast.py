@@ -26,7 +26,7 @@ that reads the failure's values never fires there, so its findings are never con
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trajdebug.analysis._evidence import Evidence
@@ -64,10 +64,10 @@ class Contrast:
         default_factory=dict
     )
 
-    def counterparts(self, step: Step) -> list[dict[str, frozenset[str]]]:
+    def counterparts(self, step: Step, steps: Mapping[str, Step] | None = None) -> list[dict[str, frozenset[str]]]:
         """For each counterpart of ``step`` in the passing runs, the diagnosers that suspect it, each with
-        the shapes of the values its findings name."""
-        key = (step_key(step), turn(step))
+        the shapes of the values its findings name (``steps``: its run's steps by id, `step_key`)."""
+        key = (step_key(step, steps), turn(step))
         got = self._fired.get(key)
         if got is None:
             got = self._fired[key] = self._diagnose(*key)
@@ -93,12 +93,12 @@ class Contrast:
                 out.append(_suspecting(s, ctx))
         return out
 
-    def apply(self, step: Step, found: list[Evidence]) -> list[Evidence]:
+    def apply(self, step: Step, found: list[Evidence], steps: Mapping[str, Step] | None = None) -> list[Evidence]:
         """``found`` (the diagnosers' findings about ``step``), those that passing runs show as often weighing
         nothing, with a sentence saying so."""
         if not any(e.suspicion > 0 and not e.sound for e in found):
             return found
-        seen = self.counterparts(step)
+        seen = self.counterparts(step, steps)
         if len(seen) < MIN_SEEN:
             return found
         out = []
@@ -131,8 +131,9 @@ def turn(step: Step) -> frozenset[str] | None:
 
 def _by_key(run: Run) -> dict[StepKey, list[Step]]:
     index: dict[StepKey, list[Step]] = {}
+    by_id = {s.step_id: s for s in run.steps}
     for s in run.steps:
-        index.setdefault(step_key(s), []).append(s)
+        index.setdefault(step_key(s, by_id), []).append(s)
     return index
 
 

@@ -74,6 +74,7 @@ def violations(
     min_runs: int = 2,
     steps: Mapping[str, Step] | None = None,
     passing: Profile | None = None,
+    within: Mapping[str, Step] | None = None,
 ) -> Iterator[Evidence]:
     """The likely invariants of this step that the failing run breaks, as evidence.
 
@@ -87,8 +88,11 @@ def violations(
             (`_profile.asked_of`).
         passing: The passing runs' profile, when ``profile`` is the step's other calls in the failing
             run: a sign or magnitude odd among them but one the passing runs had is no violation.
+        within: The failing run's steps by id, to key the step in ``passing`` (`step_key`): ``profile``, the
+            run's own calls, keys it without them (`sibling_profiles`).
     """
-    st = profile.steps.get(step_key(step))
+    st = profile.steps.get(step_key(step, steps))
+    key = step_key(step, within)
     if st is None or step.status != "ok":
         return
     if step.kind not in CONTAINER_KINDS:
@@ -100,7 +104,7 @@ def violations(
     for f, fs in st.fields.items():
         if fs.n < MIN_SUPPORT or len(fs.runs) < 2 or f in PROTOCOL_FIELDS:
             continue
-        yield from _field_checks(step, view, st, f, fs, outs, ins, passing)
+        yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key)
     yield from _shape_checks(step, st, outs, min_runs)
     yield from _ratio_checks(step.step_id, outs, ins, st)
     size = _size_ratio(step)
@@ -220,6 +224,7 @@ def _field_checks(
     outs: Mapping[str, list[Any]],
     ins: Mapping[str, list[Any]],
     passing: Profile | None = None,
+    key: StepKey | None = None,
 ) -> Iterator[Evidence]:
     """One output field against its invariants: presence, grounding, kept values, numbers, formulas, categories."""
     sid = step.step_id
@@ -247,7 +252,7 @@ def _field_checks(
     # Entries of an id-keyed memory passed whole are no inputs to copy from (`operand_view`).
     operands = operand_view(view)
     bad = (
-        next((a for a in atoms if not operands.given(a) and not _worked_out(view, a)), None)
+        next((a for a in atoms if not operands.given(a) and not _worked_out(view, a) and not _unsigned(view, a)), None)
         if fs.grounded == fs.n
         else None
     )
@@ -281,13 +286,20 @@ def _field_checks(
     nums = [a.number for a in atoms if a.kind == "number" and a.number is not None]
     # A negative reading among positive ones is odd in one run, ordinary when passing runs had such too:
     # the passing runs know the field's range better than the step's other calls in this run.
-    usual = passing is not None and all(passing_had(step, f, x, passing) for x in nums)
+    usual = passing is not None and all(passing_had(step, f, x, passing, key) for x in nums)
     if nums and len(fs.numbers) >= MIN_SUPPORT and not usual:
         yield from _number_checks(sid, f, nums, fs)
     numbers = [a for a in atoms if a.kind == "number"][:20]
     if numbers and fs.formulas and step.kind != "llm":
         yield from _formula_checks(sid, view, f, fs, numbers)
     yield from _category_checks(step, f, fs, atoms, view)
+
+
+def _unsigned(view: StepView, a: Any) -> bool:
+    """Whether an output number is a given negative number without its sign: a shortfall of -7 restated as
+    7 to move, a loss as an amount; the magnitude came from the input (a sign flip is `_number_checks`')."""
+    x = a.number if a.kind == "number" else None
+    return x is not None and x > 0 and any(i.kind == "number" and i.number == -x for i in view.inputs)
 
 
 def _worked_out(view: StepView, a: Any) -> bool:
@@ -441,10 +453,11 @@ def _number_checks(sid: str, f: str, nums: Sequence[float], fs: _FieldStats) -> 
             return
 
 
-def passing_had(step: Step, f: str, x: float, profile: Profile) -> bool:
+def passing_had(step: Step, f: str, x: float, profile: Profile, key: StepKey | None = None) -> bool:
     """Whether the passing runs had numbers like ``x`` in this step's field ``f``: its sign and its magnitude
-    (the checks of `violations` find nothing in it), with the support those checks need."""
-    st = profile.steps.get(step_key(step))
+    (the checks of `violations` find nothing in it), with the support those checks need.  ``key``: the
+    step's key when its run's steps gave it a role (`step_key`)."""
+    st = profile.steps.get(key if key is not None else step_key(step))
     fs = None if st is None else st.fields.get(f)
     if fs is None or len(fs.numbers) < MIN_SUPPORT or len(fs.runs) < 2:
         return False
@@ -496,9 +509,10 @@ def producers_of(profile: Profile, key: str) -> list[StepKey]:
     return [k for k, st in profile.steps.items() if key in st.introduced]
 
 
-def unseen(step: Step, profile: Profile) -> Evidence | None:
-    """Evidence that a step never appears in the agent's passing runs (a path they never took)."""
-    if profile.knows(step) or step.kind in CONTAINER_KINDS or step.kind in ("input", "output"):
+def unseen(step: Step, profile: Profile, steps: Mapping[str, Step] | None = None) -> Evidence | None:
+    """Evidence that a step never appears in the agent's passing runs (a path they never took); ``steps``:
+    its run's steps by id (`step_key`)."""
+    if profile.knows(step, steps) or step.kind in CONTAINER_KINDS or step.kind in ("input", "output"):
         return None
     n = len(profile.runs)
     if n < 2:
@@ -516,8 +530,9 @@ def spectrum(failing: Iterable[Step], profile: Profile) -> dict[str, float]:
     a step no passing run executed scores 1.
     """
     out: dict[str, float] = {}
-    for s in failing:
-        st = profile.steps.get(step_key(s))
+    by_id = {s.step_id: s for s in failing}
+    for s in by_id.values():
+        st = profile.steps.get(step_key(s, by_id))
         ep = len(st.runs) if st is not None else 0
         out[s.step_id] = 1.0 / math.sqrt(1 + ep)
     return out

@@ -14,6 +14,7 @@ from typing import Any
 
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
+from trajdebug.core.chat import tool_names
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
 from trajdebug.core.values import atoms as value_atoms
 
@@ -25,9 +26,29 @@ StepKey = tuple[str, str, str]
 """How a step is matched across runs: (agent, name, kind)."""
 
 
-def step_key(step: Step) -> StepKey:
-    """The key that matches a step with its counterparts in other runs of the agent."""
-    return (step.agent or "", step.name, step.kind)
+def step_key(step: Step, steps: Mapping[str, Step] | None = None) -> StepKey:
+    """The key that matches a step with its counterparts in other runs of the agent.
+
+    ``steps`` (the run's steps by id) lets a model call with no agent be told apart by its role: routes that
+    name every model call after the client (one name for the planner's, the router's, the writer's calls)
+    would otherwise profile them as one step with many schemas and no invariant.
+    """
+    return (step.agent or _role(step, steps), step.name, step.kind)
+
+
+def _role(step: Step, steps: Mapping[str, Step] | None) -> str:
+    """What a model call with no agent is for: its enclosing node or sub-agent (not the run's root, which
+    encloses every call), else the tools it was offered; '' when neither tells, or without the run's steps
+    (the plain key, which a run's own calls are compared by: `sibling_profiles`)."""
+    if step.kind != "llm" or steps is None:
+        return ""
+    parent = steps.get(step.parent_id) if step.parent_id is not None else None
+    if parent is not None and parent.kind in CONTAINER_KINDS and parent.parent_id is not None:
+        return parent.name
+    inp = step.input if isinstance(step.input, Mapping) else {}
+    offered = inp.get("tools") or step.attributes.get("llm.tools")
+    names = sorted(set(tool_names(offered)))
+    return "(" + ",".join(names) + ")" if names else ""
 
 
 @dataclass(slots=True)
@@ -88,9 +109,9 @@ class Profile:
     steps: Mapping[StepKey, _StepStats]
     """Per step key, the observations."""
 
-    def knows(self, step: Step) -> bool:
-        """Whether the profile has seen this step in a passing run."""
-        return step_key(step) in self.steps
+    def knows(self, step: Step, steps: Mapping[str, Step] | None = None) -> bool:
+        """Whether the profile has seen this step in a passing run (``steps``: its run's, `step_key`)."""
+        return step_key(step, steps) in self.steps
 
 
 def learn(runs: Sequence[Run]) -> Profile:
@@ -103,7 +124,7 @@ def learn(runs: Sequence[Run]) -> Profile:
         for s in run.steps:
             if s.kind in CONTAINER_KINDS or s.status != "ok":
                 continue
-            st = table.setdefault(step_key(s), _StepStats())
+            st = table.setdefault(step_key(s, by_id), _StepStats())
             _observe(st, s, lin.view(s.step_id), run.run_id, bool(kids.get(s.step_id)), by_id)
     return Profile(tuple(r.run_id for r in runs), table)
 
@@ -399,9 +420,10 @@ def _is_empty(value: Any) -> bool:
     return False
 
 
-def returns_empty(profile: Profile, step: Step) -> bool:
-    """Whether the step returned nothing in some of the agent's passing runs (an empty result is normal for it)."""
-    st = profile.steps.get(step_key(step))
+def returns_empty(profile: Profile, step: Step, steps: Mapping[str, Step] | None = None) -> bool:
+    """Whether the step returned nothing in some of the agent's passing runs (an empty result is normal for it);
+    ``steps``: its run's steps by id (`step_key`)."""
+    st = profile.steps.get(step_key(step, steps))
     return st is not None and st.empty > 0
 
 

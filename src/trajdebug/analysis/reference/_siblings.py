@@ -279,6 +279,8 @@ def sibling_profiles(run: Run, lineage: Lineage, keys: Iterable[StepKey] | None 
     requests: no same-input check within a run).
     """
     groups: dict[StepKey, list[Step]] = {}
+    # (The plain key: a model's calls in one run compare with each other whatever node made them, as before
+    # model calls had roles (`step_key`); splitting them by node left too few to compare.)
     for s in run.steps:
         if s.kind in CONTAINER_KINDS or s.status != "ok":
             continue
