@@ -365,9 +365,12 @@ def test_a_passing_run_of_the_same_input_answers_for_the_outputs_it_also_produce
 
     agent(False)
     agent(True)
-    analyses = [a for a in analyze_source(path).analyses if a.run.outcome == "failure"]
+    result = analyze_source(path)
+    analyses = [a for a in result.analyses if a.run.outcome == "failure"]
     pool = load_runs(path)
     twins = {a.run.run_id: same_input(a.run, pool) for a in analyses}
+    # What `analyze --ask` hands the session: the twin analyze_source found beside each analysis.
+    assert twins == {a.run.run_id: t for a, t in zip(result.analyses, result.twins) if a.run.outcome == "failure"}
     asked: list[str] = []
     keys = iter("n" * 10)
 

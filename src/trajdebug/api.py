@@ -48,6 +48,8 @@ class SourceAnalysis:
     """One `trajdebug.replay.Verification` (or None) per analysis, when verification ran."""
     judgments: tuple[Any, ...] = ()
     """One `trajdebug.judge.Judgment` (or None: nothing judged) per analysis, when a judge was given."""
+    twins: tuple[Run | None, ...] = ()
+    """One passing run of the same input (`same_input`) or None per analysis: what `--ask` lets answer first."""
 
 
 def targets(runs: Sequence[Run], run_id: str | None = None) -> list[Run]:
@@ -142,6 +144,7 @@ def analyze_source(
         chosen = targets(pool)
     analyses = []
     hints: list[str] = []
+    twins: list[Run | None] = []
     for run in chosen:
         earlier = _earlier(run, pool, session)
         refs = references(run, pool) if use_references else ()
@@ -158,6 +161,7 @@ def analyze_source(
             )
         )
         twin = same_input(run, pool) if run.outcome != "success" else None
+        twins.append(twin)
         if twin is not None:
             # Only a passing run of the same input is worth a diff: on another input every value differs.
             hints.append(f"trajdebug diff {source}@{twin.run_id[:12]} {source}@{run.run_id[:12]}")
@@ -169,7 +173,7 @@ def analyze_source(
         analyses = [
             _guide(a, pool, oracle, ask, judge, guided, max_questions, strategy, oracle_timeout) for a in analyses
         ]
-    return SourceAnalysis(tuple(analyses), tuple(hints), verifications, judgments)
+    return SourceAnalysis(tuple(analyses), tuple(hints), verifications, judgments, tuple(twins))
 
 
 def _judged(analyses: list[Any], judge: Any) -> tuple[list[Any], tuple[Any, ...]]:

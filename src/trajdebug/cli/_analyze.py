@@ -19,7 +19,7 @@ from trajdebug.cli._common import (
 from trajdebug.cli._judge import add_judge_options, report_usage
 from trajdebug.cli._judge import judge_config as _judge_config
 from trajdebug.cli._replay import add_verify_option, load_callable
-from trajdebug.core.model import Outcome
+from trajdebug.core.model import Outcome, Run
 
 
 @click.command(name="analyze")
@@ -217,7 +217,7 @@ def analyze_cmd(
         for problem in a.problems:
             click.echo(f"warning: {path}: {problem}", err=True)
     if ask:
-        _ask(path, analyses, as_json, max_questions, strategy, fmt)
+        _ask(path, analyses, as_json, max_questions, strategy, result.twins)
         return
     _render(analyses, result, renderer, markdown, as_json)
 
@@ -328,19 +328,17 @@ def _ask(
     as_json: bool,
     max_questions: int | None,
     strategy: str,
-    fmt: str | None = None,
+    same: Sequence[Run | None] = (),
 ) -> None:
     """``--ask``: the terminal session (`trajdebug.ask`); --json prints each run's guided result after it.
 
-    A passing run of the same input answers for the steps whose output it also produced (not asked)."""
-    from trajdebug.api import same_input
+    A passing run of the same input (``same``, one per analysis, as `analyze_source` found it) answers for
+    the steps whose output it also produced (not asked)."""
     from trajdebug.ask import ask_in_terminal
-    from trajdebug.sources.load import SourceError, load_runs
+    from trajdebug.sources.load import SourceError
 
     try:
-        failed = [a for a in analyses if a.run.outcome != "success"]
-        pool = load_runs(path, fmt=fmt) if failed else []
-        twins = {a.run.run_id: same_input(a.run, pool) for a in failed}
+        twins = {a.run.run_id: twin for a, twin in zip(analyses, same)}
         # With --json the session talks on stderr, so stdout holds only the JSON document.
         asked = ask_in_terminal(
             path,
