@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajdebug.analysis import Analysis, GuidedSearch, guided_search
+from trajdebug.analysis import Analysis, Guided, GuidedSearch, guided_search
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._localize import Candidate, Localization, SearchStats
 from trajdebug.core.model import Answer, Dependency, Run, Step
@@ -426,7 +426,7 @@ def test_an_agent_turn_that_recorded_no_output_is_never_asked_and_its_steps_stan
     assert not {"t1", "t2"} & {q.step_id for q in g.questions}
 
 
-def _relay_run(converted: object, relayed: object, parent: str | None = "w") -> tuple[Analysis, dict[str, Step]]:
+def _relay_run(converted: object, relayed: object, parent: str | None = "w") -> Analysis:
     """read -> convert (inside summarise, a wrapper answering with it) -> plan (reads both) -> validate (fails)."""
     steps = (
         Step("r", "read_gauge", "tool", output={"depth_ft": 12.5, "site": "north basin"}, start_ns=0, end_ns=1),
@@ -441,21 +441,25 @@ def _relay_run(converted: object, relayed: object, parent: str | None = "w") -> 
     failures = (Failure("f", "outcome", "rejected", "x", "final"),)
     loc = Localization([Candidate("m", 0.9, (), ()), Candidate("c", 0.2, (), ()), Candidate("r", 0.1, (), ())],
                        SearchStats(5, 5, 0.0), failures=failures, ranking=("m", "c", "r"))
-    return Analysis(run, failures, loc), {s.step_id: s for s in steps}
+    return Analysis(run, failures, loc)
+
+
+def _asking(analysis: Analysis, correct: set[str]) -> tuple[Guided, list[str]]:
+    """The guided search with a truthful oracle (``correct``: the steps whose output is right), and the steps asked."""
+    asked: list[str] = []
+
+    def oracle(step: Step, run: Run) -> bool:
+        asked.append(step.step_id)
+        return step.step_id in correct
+
+    return guided_search(analysis, oracle), asked
 
 
 def test_a_wrapper_answered_correct_vouches_for_the_step_inside_it_whose_whole_answer_it_relays() -> None:
     """A wrapper answered correct whose answer holds the conversion inside it whole marks the conversion
     correct without a question: proving the plan wrong takes two questions, and the implied answer says why."""
     converted = {"depth_m": 3.81, "site": "north basin"}
-    analysis, _ = _relay_run(converted, {"report": [converted], "note": "levels normal"})
-    asked: list[str] = []
-
-    def oracle(step: Step, run: Run) -> bool:
-        asked.append(step.step_id)
-        return step.step_id != "m"
-
-    g = guided_search(analysis, oracle)
+    g, asked = _asking(_relay_run(converted, {"report": [converted], "note": "levels normal"}), {"r", "c", "w"})
     assert (g.root, g.certain) == ("m", True)
     assert asked == ["m", "w"]
     assert [a.step_id for a in g.implied] == ["c"] and "summarise" in (g.implied[0].reason or "")
@@ -466,14 +470,7 @@ def test_a_wrong_step_whose_output_equals_its_input_implies_nothing_about_that_i
     """A conversion that handed its input on unchanged is wrong for doing so: its input stays to be asked,
     and the conversion is proven the root."""
     same = {"depth_ft": 12.5, "site": "north basin"}
-    analysis, _ = _relay_run(same, {"report": [same]})
-    asked: list[str] = []
-
-    def oracle(step: Step, run: Run) -> bool:
-        asked.append(step.step_id)
-        return step.step_id == "r"
-
-    g = guided_search(analysis, oracle)
+    g, asked = _asking(_relay_run(same, {"report": [same]}), {"r"})
     assert (g.root, g.certain) == ("c", True)
     assert "r" in asked and g.implied == ()
 
@@ -482,27 +479,13 @@ def test_a_correct_check_that_quotes_a_value_beside_its_verdict_vouches_for_noth
     """A check that returns the stale reading it flagged may be right while the reading is wrong: a step that
     does not enclose the input and answers more than it implies nothing, and the reading is proven the root."""
     stale = {"depth_ft": 12.5, "site": "north basin"}
-    analysis, _ = _relay_run(stale, {"checked": stale, "fresh": False}, parent=None)
-    asked: list[str] = []
-
-    def oracle(step: Step, run: Run) -> bool:
-        asked.append(step.step_id)
-        return step.step_id == "w"
-
-    g = guided_search(analysis, oracle)
+    g, asked = _asking(_relay_run(stale, {"checked": stale, "fresh": False}, parent=None), {"w"})
     assert (g.root, g.certain) == ("r", True)
     assert "c" in asked and g.implied == ()
 
 
 def test_a_short_value_carried_by_a_correct_step_is_still_asked() -> None:
     """A value of a few characters recurs by chance: a correct step holding it vouches for nothing."""
-    analysis, _ = _relay_run(3.81, {"depth_m": 3.81})
-    asked: list[str] = []
-
-    def oracle(step: Step, run: Run) -> bool:
-        asked.append(step.step_id)
-        return step.step_id != "m"
-
-    g = guided_search(analysis, oracle)
+    g, asked = _asking(_relay_run(3.81, {"depth_m": 3.81}), {"r", "c", "w"})
     assert (g.root, g.certain) == ("m", True)
     assert "c" in asked and g.implied == ()
