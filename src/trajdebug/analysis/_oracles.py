@@ -146,6 +146,9 @@ class Carrier:
     """
 
     MIN = 16
+    PARTS = 10_000
+    """Parts of one output read at most: a container's answer is bounded like any value, but a huge one
+    (a whole document store relayed) should cost a question, not the search's time."""
 
     def __init__(self, steps: Sequence[Step], parent_of: Mapping[str, str | None]) -> None:
         self._steps = steps
@@ -166,7 +169,7 @@ class Carrier:
         if j not in self._parts:
             parts: set[str] = set()
             todo = [effect(self._steps[j])]
-            while todo and len(parts) < 10_000:
+            while todo and len(parts) < self.PARTS:
                 v = todo.pop()
                 if isinstance(v, str):
                     parts.add(v)
