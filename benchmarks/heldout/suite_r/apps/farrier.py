@@ -103,6 +103,9 @@ class Refused(RuntimeError):
     pass
 
 
+Refused.__module__ = "farrier_app"
+
+
 # -- the scripted model -------------------------------------------------------------------
 
 def policy(request: Any) -> Reply | str:

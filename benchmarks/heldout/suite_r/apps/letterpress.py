@@ -47,6 +47,9 @@ class PressRefused(RuntimeError):
     pass
 
 
+PressRefused.__module__ = "press_api"
+
+
 @trajdebug.step(kind="input")
 def receive_order(text: str) -> dict:
     return {"role": "user", "content": text}

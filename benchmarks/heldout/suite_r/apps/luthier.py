@@ -60,6 +60,9 @@ class ServiceRefused(RuntimeError):
     pass
 
 
+ServiceRefused.__module__ = "workshop_api"
+
+
 # -- tools --------------------------------------------------------------------------------
 
 @function_tool(failure_error_function=None)

@@ -79,6 +79,9 @@ class PlayoutRefused(RuntimeError):
     pass
 
 
+PlayoutRefused.__module__ = "playout_client"
+
+
 def _minutes(hhmm: str) -> int:
     h, m = hhmm.split(":")
     return int(h) * 60 + int(m)
@@ -260,7 +263,7 @@ def record(key: str, path) -> None:
     _CTX["exporter"].clear()
     text = BRIEFS[key]
     try:
-        with span("night_playout", "AGENT", {"brief": text}) as top:
+        with span(AGENT, "AGENT", {"brief": text}) as top:
             brief = parse_brief(text)
             hits = [search_library(g) for g in brief["genres"]]
             reply = chat("Pick tracks for the overnight show, three per genre, in order.", "CANDIDATES: " + json.dumps(hits))
