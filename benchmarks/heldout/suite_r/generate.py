@@ -22,7 +22,7 @@ os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "0"
 
 from benchmarks.heldout.suite_r import kit  # noqa: E402
 
-AGENT_MODULES = ["letterpress", "farrier", "luthier", "playout", "interpreters", "allotments", "tallship"]
+AGENT_MODULES = ["letterpress", "farrier", "luthier", "playout", "interpreters", "allotments", "tallship", "donors"]
 FORBIDDEN = re.compile(r"\b(fault|bug|wrong|stale|planted|inject|corrupt)", re.IGNORECASE)
 OTLP_ID_KEYS = ("traceId", "spanId", "parentSpanId")
 
