@@ -133,6 +133,12 @@ def cold_chain_probe(box_id: str) -> dict:
         return box["out"]
 
 
+def send_invites(req: dict, sms: str, appts: dict) -> dict:
+    with span("send_invites", "TOOL", {"text": sms, "donors": req["donors"]}) as box:
+        box["out"] = {"queued": req["donors"], "channel": "sms", "send_at": req["date"] + " 08:00"}
+        return box["out"]
+
+
 def transport_check(readings: list) -> dict:
     with span("transport_check", "CHAIN", {"boxes": len(readings)}) as box:
         for r in readings:
@@ -192,8 +198,9 @@ def record(key: str, path) -> None:
             band6 = [n for n in roster["staff"] if n["band"] == 6][: int(plan["lead"])]
             booked = [book_staff(n["id"], req["date"])["nurse"] for n in band5 + band6]
             appts = compute_appointments(req, int(plan["chairs"]))
-            readings = [cold_chain_probe(f"CB-{k}") for k in (1, 2)]
-            playout.chat("Write the donor text message.", "AT: " + req["venue"])
+            readings = [cold_chain_probe(f"CB-{k}") for k in (1, 2, 3)]
+            sms = playout.chat("Write the donor text message.", "AT: " + req["venue"]).choices[0].message.content
+            send_invites(req, sms, appts)
             transport_check(readings)
             session_check(req, plan, booked, appts)
             result = submit_session(req, venue, booked, appts)
