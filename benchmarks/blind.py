@@ -36,7 +36,8 @@ development suite), and ``suite_o`` (written blind on 2026-12-03 at 08:03 UTC, s
 ``suite_p`` (written blind and frozen on 2026-12-03 at 11:02 UTC, scored once held out at 12:19 UTC: a development
 suite since), and ``suite_q`` (written blind and frozen on 2026-12-03 at 12:34 UTC, scored once held out at 13:22 UTC
 on 6a119af: a development suite since, its misses left unstudied so that it tells whether fixes read from suite P
-carry).  ``suite_r`` (being written blind) is held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+carry).  ``suite_r`` (written blind and frozen on 2026-12-03 at 13:49 UTC, not yet scored: the next measure) is held
+out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_r": "held out (being written blind on 2026-12-03; not yet scored: the next measure)",
+    "suite_r": "held out (written blind and frozen on 2026-12-03 at 13:49 UTC; not yet scored: the next measure)",
     "suite_q": "development (scored once held out on 2026-12-03 at 13:22 UTC on 6a119af; its misses left unstudied: the carry check)",
     "suite_p": "development (scored once held out on 2026-12-03 at 12:19 UTC on 55efc55; its misses not yet studied)",
     "suite_o": "development (scored once held out on 2026-12-03 at 10:33 UTC on 6bc1bee; its misses studied since 2026-12-03)",

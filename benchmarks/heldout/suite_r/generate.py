@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
@@ -21,6 +22,7 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "false")
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "0"
 
 from benchmarks.heldout.suite_r import kit  # noqa: E402
+
 
 AGENT_MODULES = ["letterpress", "farrier", "luthier", "playout", "interpreters", "allotments", "tallship", "donors"]
 FORBIDDEN = re.compile(r"\b(fault|bug|wrong|stale|planted|inject|corrupt)", re.IGNORECASE)
@@ -132,7 +134,7 @@ def generate_agent(name: str, out: Path, work: Path) -> list[dict]:
             for s in cr.steps:
                 assert not (s.name == fault["root"] and fault["marker"] in out_text(s)), f"{case}: control holds marker"
             with_refs = d / f"with_refs.{ext}"
-            merge(ext, refs + [failed], with_refs)
+            merge(ext, [*refs, failed], with_refs)
             runs = load(with_refs)
             assert len(runs) == 5 and sum(r.outcome == "failure" for r in runs) == 1, f"{case}: with_refs {[r.outcome for r in runs]}"
             for p in (failed, control, with_refs):

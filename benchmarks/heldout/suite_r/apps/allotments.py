@@ -18,6 +18,7 @@ from trajdebug.testing import FakeModelServer, Reply, tool_call
 
 from .. import kit
 
+
 AGENT = "allotment-lettings"
 ROUTE = "langgraph"
 EXT = "jsonl"

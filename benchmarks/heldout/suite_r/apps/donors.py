@@ -6,13 +6,11 @@ import json
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
-from openai import OpenAI
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-from trajdebug.testing import FakeModelServer
 
 from .. import kit
 from . import playout
+
 
 AGENT = "donor-sessions"
 ROUTE = "otlp"

@@ -6,7 +6,7 @@ import json
 import operator
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, StateGraph
@@ -17,6 +17,7 @@ from trajdebug.integrations.langchain import TrajdebugTracer
 from trajdebug.testing import FakeModelServer, Reply, tool_call
 
 from .. import kit
+
 
 AGENT = "farrier-desk"
 ROUTE = "langgraph"

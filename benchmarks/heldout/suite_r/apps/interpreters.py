@@ -7,6 +7,7 @@ from trajdebug.testing import deterministic
 
 from .. import kit
 
+
 AGENT = "interpreter-bookings"
 ROUTE = "sdk"
 EXT = "jsonl"

@@ -10,6 +10,7 @@ from trajdebug.testing import deterministic
 
 from .. import kit
 
+
 AGENT = "letterpress-jobs"
 ROUTE = "sdk"
 EXT = "jsonl"

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool, set_trace_processors, set_tracing_disabled
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    Runner,
+    function_tool,
+    set_trace_processors,
+)
 from openai import AsyncOpenAI
 
 from trajdebug.integrations.openai_agents import TrajdebugProcessor
 from trajdebug.testing import FakeModelServer, Reply, tool_call
 
 from .. import kit
+
 
 AGENT = "luthier-desk"
 ROUTE = "openai_agents"

@@ -19,6 +19,7 @@ from trajdebug.testing import FakeModelServer, Reply, tool_call
 
 from .. import kit
 
+
 AGENT = "night-playout"
 ROUTE = "otlp"
 EXT = "json"

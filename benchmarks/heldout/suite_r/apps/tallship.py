@@ -13,6 +13,7 @@ from trajdebug.testing import FakeModelServer, Reply, tool_call
 
 from .. import kit
 
+
 AGENT = "tallship-signon"
 ROUTE = "openai_agents"
 EXT = "jsonl"
