@@ -786,6 +786,30 @@ class TestRanking:
         other = localize(run_of(640))
         assert all("lineage:whatif" not in c.signals for c in other.candidates if c.step_id == "l")
 
+    def test_a_small_integer_the_failure_states_is_no_number_to_repair(self) -> None:
+        """A "1 ml syringe" in a failure is no run's 1 that a 10x slip upstream turns into the failure's 0.1; a
+        run's 2.5 the failure states is."""
+
+        def run_of(mg: float, message: str) -> Run:
+            steps = (
+                Step("w", "weigh", "tool", input={"patient": "P-1"}, output={"weight_kg": 4.0}, start_ns=1, end_ns=2),
+                Step("m", "prescribe", "tool", input={"patient": "P-1"}, output={"mg": mg}, start_ns=3, end_ns=4),
+                Step(
+                    "d", "per_kg", "other", input={"weight_kg": 4.0, "mg": mg}, output={"mg_per_kg": mg / 4.0},
+                    deps=(D("w"), D("m")), start_ns=5, end_ns=6,
+                ),
+                Step(
+                    "x", "dispense", "tool", input={"mg_per_kg": mg / 4.0}, status="error",
+                    error=ErrorInfo("ValueError", message), deps=(D("d"),), start_ns=7, end_ns=8,
+                ),
+            )
+            return Run("r", "clinic", outcome="failure", steps=steps)
+
+        small = localize(run_of(4.0, "0.042 ml is below the 0.1 ml a 1 ml syringe can measure"))
+        assert all("lineage:whatif" not in c.signals for c in small.candidates)
+        large = localize(run_of(10.0, "2.5 mg/kg is above the 0.25 mg/kg the label allows"))
+        assert any("lineage:whatif" in c.signals for c in large.candidates if c.step_id in ("w", "m", "d"))
+
     def test_an_item_of_a_total_the_failure_names_is_not_said_to_be_named(self) -> None:
         """A value that only counts toward a total the failure states is said to count toward it, not to be named by the failure."""
         lines = [{"amount": 64.0, "what": "dinner"}, {"amount": 304.4, "what": "hotel"}]
