@@ -1286,29 +1286,6 @@ class TestDecisionsAndState:
         assert _from(_verdict(router("purchase"), "r"), "option-choice") == []
 
 
-    def test_a_model_picking_the_record_whose_attribute_its_input_contradicts(self) -> None:
-        """A model that picks, of the chargers a tool listed, the one whose connector is not the car's while
-        another listed charger has the car's is suspect; the matching pick, or a pick restated after an
-        earlier call named it, says nothing."""
-        car = '{"plate": "EV-311", "connector": "ccs"}'
-        chargers = '[{"station": "ST-A1", "connector": "chademo"}, {"station": "ST-B2", "connector": "ccs"}]'
-
-        def pick(station: str, restated: bool = False) -> Run:
-            msgs = [
-                {"role": "user", "content": "Charge this car: " + car},
-                {"role": "tool", "content": chargers},
-            ]
-            if restated:
-                msgs.append({"role": "tool", "content": f'{{"station": "{station}", "booked": "yes"}}'})
-            out = {"role": "assistant", "tool_calls": [{"name": "book", "arguments": {"station": station}}]}
-            return _run(_t("m", "plan", "llm", 1, input={"messages": msgs}, output=out))
-
-        [e] = _from(_verdict(pick("ST-A1"), "m"), "option-choice")
-        assert "connector=chademo" in e.reason and "connector=ccs" in e.reason
-        assert _from(_verdict(pick("ST-B2"), "m"), "option-choice") == []
-        assert _from(_verdict(pick("ST-A1", restated=True), "m"), "option-choice") == []
-
-
     def test_a_hand_off_away_from_the_agent_its_input_names(self) -> None:
         """A model that hands a request to an agent its input never names, while it names another agent it
         could hand to (``domain=medical``: ``medical_desk``, not ``general_desk``), routed it wrong; handing

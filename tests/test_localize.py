@@ -601,6 +601,35 @@ class TestRanking:
         [other] = [c for c in loc.candidates if c.step_id == "c1"]
         assert "another listed item" in " ".join(other.reasons)
 
+    def test_a_check_that_names_the_item_it_fails_on_is_about_that_item(self) -> None:
+        """A batch check given the one account it settled that fails on another it names (ACC-202) is about
+        ACC-202: the fetch for ACC-101, whose line it was given, is about another listed item, the fetch for
+        ACC-202 is not."""
+        accounts = ["ACC-101", "ACC-202", "ACC-303"]
+        rows = [
+            {"account": "ACC-101", "balance_eur": 120.5},
+            {"account": "ACC-202", "balance_eur": 0.0},
+            {"account": "ACC-303", "balance_eur": 0.0},
+        ]
+        steps: list[Step] = [Step("l", "list_accounts", "tool", input={"team": "T-9"}, output={"accounts": accounts}, start_ns=1, end_ns=2)]
+        for i, row in enumerate(rows):
+            steps.append(
+                Step(f"f{i}", "fetch_balance", "tool", input={"account": row["account"]}, output=row, deps=(D("l"),), start_ns=3 + i, end_ns=4 + i)
+            )
+        settle = [{"account": "ACC-101", "amount_eur": 120.5}]
+        steps.append(Step("s", "plan_settlement", "other", input={"rows": rows}, output={"settle": settle}, deps=tuple(D(f"f{i}") for i in range(3)), start_ns=10, end_ns=11))
+        steps.append(
+            Step(
+                "c", "check_invoices", "condition", input={"settle": settle, "accounts": accounts}, status="error",
+                error=ErrorInfo("AssertionError", "ACC-202 has an open invoice but nothing is settled for it"),
+                deps=(D("s"), D("l")), start_ns=12, end_ns=13,
+            )
+        )
+        loc = localize(Run("r", "settlement", outcome="failure", steps=tuple(steps)), top=8)
+        reasons = {c.step_id: " ".join(c.reasons) for c in loc.candidates}
+        assert "another listed item" in reasons["f0"]
+        assert "another listed item" not in reasons["f1"]
+
     def test_a_made_up_value_that_never_reached_the_failure_weighs_less(self) -> None:
         """A model that made up a tool argument (feed='F-77', a data feed no input names) is less suspect of a
         dock-count failure the value never reached than of a failure given that value."""

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis._selection import selections
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
 from trajdebug.analysis.lineage import GENERIC_FIELDS
@@ -227,10 +226,6 @@ def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if routed is not None:
         yield routed
         return
-    mismatched = _mismatched_pick(step)
-    if mismatched is not None:
-        yield mismatched
-        return
     for m in ctx.lexicon.options.finditer(text[:20_000]):
         options = [o.casefold() for o in re.split(r",\s*|\s+or\s+", m.group(1)) if o]
         if len(set(options)) < 2:
@@ -338,65 +333,6 @@ def _routed_against_failure(step: Step, ctx: DiagnoseContext, mine: str, options
                     "option-choice",
                 )
     return None
-
-
-def _mismatched_pick(step: Step) -> Evidence | None:
-    """A model that picked, from a list of records it was shown, the one whose attribute differs from the
-    value the rest of its input gives that attribute, where a record it passed over has that value (the
-    product for ``species=dog`` for a patient of ``species=cat``, when the list holds one for cats).
-
-    The rest of the input is its records of another kind (those without the list's naming field).  Only a
-    first pick: a step whose input already names the record elsewhere restates a choice an earlier step
-    made (a summary of the plan), and an attribute given two values says nothing of which one to match."""
-    found = list(_mappings(step.input))
-    for sel in selections(step.input, step.output):
-        key = sel.field.casefold()
-        picked = [r for r in sel.records if str(r.get(sel.field, "")).strip().casefold() in sel.picked]
-        if len(picked) != 1:
-            continue
-        ids = {str(r.get(sel.field, "")).strip().casefold() for r in sel.records}
-        kin = [m for m in found if key in m]
-        if sum(m[key] in sel.picked for m in kin) > sum(m[key] in ids for m in kin) // len(ids):
-            continue  # named more often than the list names its records: a pick restated
-        rest = [m for m in found if key not in m]
-        for fld, v in _lowered(picked[0]):
-            outside = {m[fld] for m in rest if fld in m}
-            if fld == key or len(outside) != 1 or v in outside:
-                continue
-            want = next(iter(outside))
-            if any(r is not picked[0] and (fld, want) in set(_lowered(r)) for r in sel.records):
-                return Evidence(
-                    step.step_id,
-                    0.5,
-                    f"picked {sel.field}={picked[0].get(sel.field)} with {fld}={v} where its input gives "
-                    f"{fld}={want}, which a record it passed over has",
-                    "option-choice",
-                )
-    return None
-
-
-def _lowered(record: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
-    """A record's short text fields, names and values case-folded."""
-    for f, v in record.items():
-        if isinstance(v, str) and 0 < len(v.strip()) <= 60:
-            yield str(f).casefold(), v.strip().casefold()
-
-
-def _mappings(value: Any, depth: int = 0) -> Iterable[dict[str, str]]:
-    """Every mapping inside a value (JSON written in its strings read), as its short text fields case-folded."""
-    if depth > 8:
-        return
-    if isinstance(value, str):
-        parsed = content.embedded_json(value) if ("{" in value or "[" in value) else None
-        if isinstance(parsed, (Mapping, list)):
-            yield from _mappings(parsed, depth + 1)
-    elif isinstance(value, Mapping):
-        yield dict(_lowered(value))
-        for v in value.values():
-            yield from _mappings(v, depth + 1)
-    elif isinstance(value, list):
-        for v in value[:200]:
-            yield from _mappings(v, depth + 1)
 
 
 def _data_values(value: Any, depth: int = 0) -> Iterable[tuple[str, str]]:
