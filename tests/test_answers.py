@@ -215,6 +215,27 @@ def test_forget_takes_back_one_steps_answers_and_the_rest_stay(tmp_path: Path, k
     assert sorted((a.step_id, a.correct) for a in run.answers) == sorted([(first, True), (second, True)])
 
 
+def test_forget_takes_the_short_id_the_commands_show(tmp_path: Path) -> None:
+    """`answers forget --step '#abc123'` (the last characters of a step's id, as `show` and `--ask` print it)
+    withdraws that step's answers; a suffix of fewer than 4 characters names none."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    src = tmp_path / "runs.jsonl"
+    rid = record(path=src)
+    first, second = step_ids(src, rid)[:2]
+    trajdebug.save_answer(src, rid, Answer(first, True, "person"))
+    trajdebug.save_answer(src, rid, Answer(second, False, "person"))
+    short = CliRunner().invoke(cli, ["answers", "forget", str(src), "--run", rid[:8], "--step", second[-3:], "--json"])
+    assert json.loads(short.output)["withdrawn"] == 0
+    res = CliRunner().invoke(cli, ["answers", "forget", str(src), "--run", rid[:8], "--step", "#" + second[-6:], "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["withdrawn"] == 1
+    [run] = load_runs(src, run_id=rid)
+    assert [(a.step_id, a.correct) for a in run.answers] == [(first, True)]
+
+
 def test_forgetting_the_answers_takes_back_the_label_they_proved_but_not_a_persons(tmp_path: Path) -> None:
     """A label the answers proved (by="answers") goes with them; a label a person gave stays."""
     from trajdebug.labels import forget, label, labels

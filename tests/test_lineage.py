@@ -312,6 +312,24 @@ class TestAnomalies:
         )
         assert self._signals(step) == []
 
+    def test_a_record_a_tool_looked_up_asks_what_the_pick_is_for(self) -> None:
+        """A model that looked up the car the user named (one record: plug ccs) and then picks the chademo charger
+        of two listed, where the other is ccs, picked the wrong record; picking the ccs one is right."""
+        chargers = json.dumps([{"station": "ST-A1", "plug": "chademo"}, {"station": "ST-B2", "plug": "ccs"}])
+
+        def pick(station: str) -> Step:
+            msgs = [
+                {"role": "user", "content": "Find a charger for car EV-311."},
+                {"role": "assistant", "tool_calls": [{"id": "c1", "name": "get_car", "arguments": {"car": "EV-311"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": json.dumps({"car": "EV-311", "plug": "ccs"})},
+                {"role": "tool", "content": chargers},
+            ]
+            out = {"tool_calls": [{"name": "book", "arguments": {"station": station}}]}
+            return _s("m", "chat", "llm", 1, {"messages": msgs}, out)
+
+        assert self._signals(pick("ST-A1")) == ["lineage:wrong-record"]
+        assert self._signals(pick("ST-B2")) == []
+
     def test_records_written_in_the_users_message_ask_nothing_about_themselves(self) -> None:
         """A prompt holding the slot list as JSON asks only what it says outside the list: the 09:00 slot it picked, as the note asks, is no wrong record."""
         slots = [

@@ -601,6 +601,35 @@ class TestRanking:
         [other] = [c for c in loc.candidates if c.step_id == "c1"]
         assert "another listed item" in " ".join(other.reasons)
 
+    def test_a_check_that_names_the_item_it_fails_on_is_about_that_item(self) -> None:
+        """A batch check given the one account it settled that fails on another it names (ACC-202) is about
+        ACC-202: the fetch for ACC-101, whose line it was given, is about another listed item, the fetch for
+        ACC-202 is not."""
+        accounts = ["ACC-101", "ACC-202", "ACC-303"]
+        rows = [
+            {"account": "ACC-101", "balance_eur": 120.5},
+            {"account": "ACC-202", "balance_eur": 0.0},
+            {"account": "ACC-303", "balance_eur": 0.0},
+        ]
+        steps: list[Step] = [Step("l", "list_accounts", "tool", input={"team": "T-9"}, output={"accounts": accounts}, start_ns=1, end_ns=2)]
+        for i, row in enumerate(rows):
+            steps.append(
+                Step(f"f{i}", "fetch_balance", "tool", input={"account": row["account"]}, output=row, deps=(D("l"),), start_ns=3 + i, end_ns=4 + i)
+            )
+        settle = [{"account": "ACC-101", "amount_eur": 120.5}]
+        steps.append(Step("s", "plan_settlement", "other", input={"rows": rows}, output={"settle": settle}, deps=tuple(D(f"f{i}") for i in range(3)), start_ns=10, end_ns=11))
+        steps.append(
+            Step(
+                "c", "check_invoices", "condition", input={"settle": settle, "accounts": accounts}, status="error",
+                error=ErrorInfo("AssertionError", "ACC-202 has an open invoice but nothing is settled for it"),
+                deps=(D("s"), D("l")), start_ns=12, end_ns=13,
+            )
+        )
+        loc = localize(Run("r", "settlement", outcome="failure", steps=tuple(steps)), top=8)
+        reasons = {c.step_id: " ".join(c.reasons) for c in loc.candidates}
+        assert "another listed item" in reasons["f0"]
+        assert "another listed item" not in reasons["f1"]
+
     def test_a_made_up_value_that_never_reached_the_failure_weighs_less(self) -> None:
         """A model that made up a tool argument (feed='F-77', a data feed no input names) is less suspect of a
         dock-count failure the value never reached than of a failure given that value."""
@@ -785,6 +814,30 @@ class TestRanking:
         assert "lineage:whatif" in next(c for c in short.candidates if c.step_id == "l").signals
         other = localize(run_of(640))
         assert all("lineage:whatif" not in c.signals for c in other.candidates if c.step_id == "l")
+
+    def test_a_small_integer_the_failure_states_is_no_number_to_repair(self) -> None:
+        """A "1 ml syringe" in a failure is no run's 1 that a 10x slip upstream turns into the failure's 0.1; a
+        run's 2.5 the failure states is."""
+
+        def run_of(mg: float, message: str) -> Run:
+            steps = (
+                Step("w", "weigh", "tool", input={"patient": "P-1"}, output={"weight_kg": 4.0}, start_ns=1, end_ns=2),
+                Step("m", "prescribe", "tool", input={"patient": "P-1"}, output={"mg": mg}, start_ns=3, end_ns=4),
+                Step(
+                    "d", "per_kg", "other", input={"weight_kg": 4.0, "mg": mg}, output={"mg_per_kg": mg / 4.0},
+                    deps=(D("w"), D("m")), start_ns=5, end_ns=6,
+                ),
+                Step(
+                    "x", "dispense", "tool", input={"mg_per_kg": mg / 4.0}, status="error",
+                    error=ErrorInfo("ValueError", message), deps=(D("d"),), start_ns=7, end_ns=8,
+                ),
+            )
+            return Run("r", "clinic", outcome="failure", steps=steps)
+
+        small = localize(run_of(4.0, "0.042 ml is below the 0.1 ml a 1 ml syringe can measure"))
+        assert all("lineage:whatif" not in c.signals for c in small.candidates)
+        large = localize(run_of(10.0, "2.5 mg/kg is above the 0.25 mg/kg the label allows"))
+        assert any("lineage:whatif" in c.signals for c in large.candidates if c.step_id in ("w", "m", "d"))
 
     def test_an_item_of_a_total_the_failure_names_is_not_said_to_be_named(self) -> None:
         """A value that only counts toward a total the failure states is said to count toward it, not to be named by the failure."""

@@ -137,12 +137,18 @@ def forget_answers(
     gone = [
         a
         for a in run.answers
-        if (not wanted or a.step_id in wanted or any(a.step_id.startswith(w) for w in wanted))
+        # An id, a prefix of one, or the short id every command shows (``#2a70cc``: its last characters).
+        if (not wanted or a.step_id in wanted or any(_names(a.step_id, w.lstrip("#")) for w in wanted))
         and (by is None or a.by == by)
     ]
     for a in gone:
         log.save(dataclasses.replace(a, correct=None, at_ns=0, reason=None, withdrawn=True))
     return gone
+
+
+def _names(step_id: str, given: str) -> bool:
+    """Whether an id given for a step names it: a prefix, or a suffix of 4 characters or more (a short id)."""
+    return bool(given) and (step_id.startswith(given) or (len(given) >= 4 and step_id.endswith(given)))
 
 
 def import_answers(source: str | Path, answers_file: str | Path, *, run_id: str | None = None) -> list[Answer]:

@@ -134,11 +134,15 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
     """The one numeric slip upstream that turns the run's number into the one the failure expected."""
     out: list[Found] = []
     fview = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
+    # A small integer the failure states ("a 1 ml syringe", "2 retries") is held by some step of
+    # nearly any run by coincidence, and a derivation for it is found among almost any inputs: it
+    # is no run's number to repair (small integers say little, as `content.norm_number` has it).
     ours = [
         a
         for a in named
         if a.kind == "number"
         and a.number is not None
+        and not _small_integer(a.number)
         and (sl.lin.holders(a.key, pos) or (fview is not None and derivation(fview, a) is not None))
     ]
     if not ours:
@@ -165,6 +169,12 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
                 )
             return out
     return out
+
+
+def _small_integer(x: float) -> bool:
+    """Whether a number is a small integer (-10..10), the counts and sizes `content.norm_number` skips too."""
+    return x.is_integer() and -10 <= x <= 10
+
 
 def disagreeing_sources(sl: Slice, fid: str, message: str, pos: int, within: set[str], where: str) -> list[Found]:
     """Two sources giving the failing check different values of one field for one entity.

@@ -306,10 +306,13 @@ def other_entities(sl: Slice, ids: Sequence[str]) -> list[Found]:
     one item: a step asked about another listed item (``account_id`` acct-2 where the
     failing step was given acct-1, both listed by one earlier step), whose own output
     never reached the failing step, did its part for another item.  An empty answer
-    there is no starvation of the failure.
+    there is no starvation of the failure.  When the failure's message names its item
+    (`_named_subjects`), a step about another one is elsewhere even when its output
+    reached the failing step (one record of the batch it checked).
     """
     out: list[Found] = []
     subject: dict[str, str] = {}
+    said: set[str] = set()  # the fields whose item the failure's message names
     for f in sl.failures:
         if sl.g.steps[f.step_id].kind in CONTAINER_KINDS:
             continue
@@ -317,7 +320,10 @@ def other_entities(sl: Slice, ids: Sequence[str]) -> list[Found]:
         for a in sl.lin.view(f.step_id).inputs:
             if a.field and a.kind in ("id", "text") and a.field.lower() not in NAMING_FIELDS and len(a.raw) <= 60:
                 byfield.setdefault(a.field, set()).add(a.key)
-        subject.update({fld: next(iter(keys)) for fld, keys in byfield.items() if len(keys) == 1})
+        mine = {fld: next(iter(keys)) for fld, keys in byfield.items() if len(keys) == 1}
+        named = _named_subjects(sl, f.message or "", mine)
+        said |= {fld for fld, key in named.items() if key != mine[fld]}
+        subject.update(named)
     if not subject:
         return out
     failing = [sl.lin.view(f.step_id) for f in sl.failures]
@@ -339,11 +345,33 @@ def other_entities(sl: Slice, ids: Sequence[str]) -> list[Found]:
                 continue
             if not any(k in beside[fld] for k in mine):
                 continue  # not an item listed beside the failing one (a typo, an invented id)
-            if any(v.given(a) for a in sl.lin.introduced(sid) for v in failing):
-                continue  # its own output reached the failure
+            if fld not in said and any(v.given(a) for a in sl.lin.introduced(sid) for v in failing):
+                # Its own output reached the failure: unless the failure names its item, and
+                # another (a check that goes through every record says which one it fails on).
+                continue
             reason = f"about {fld}={next(iter(mine.values()))}, another listed item than the failure's"
             out.append(Mark(sid, "elsewhere", 1.0, reason))
             break
+    return out
+
+
+def _named_subjects(sl: Slice, message: str, mine: dict[str, str]) -> dict[str, str]:
+    """The failing step's item per field, the failure's own word first: a check given the one record it
+    passed (``hive=HV-N3``) that fails on another it names ("hive HV-N2 ...") is about the one it names,
+    when some step wrote that one under the same field."""
+    said = [a.key for a in atoms(message) if a.kind == "id"]
+    out = dict(mine)
+    for fld, key in mine.items():
+        if key in said:
+            continue  # it names the item it was given too ("MTR-5521 ... has MTR-5524"): that one is its subject
+        other = {
+            k
+            for k in said
+            if k != key
+            and any(b.key == k and b.field == fld for p in sl.lin.holders(k)[:64] for b in sl.lin.view(sl.lin.steps[p].step_id).outputs)
+        }
+        if len(other) == 1:
+            out[fld] = other.pop()
     return out
 
 

@@ -92,7 +92,7 @@ def import_cmd(source: str, answers_file: str, run_id: str | None, as_json: bool
 @answers_cmd.command(name="forget")
 @source_argument
 @click.option("--run", "run_id", required=True, metavar="ID", help="The run (a unique prefix of its id).")
-@click.option("--step", "steps", multiple=True, metavar="ID", help="Only the answers about this step (repeatable).")
+@click.option("--step", "steps", multiple=True, metavar="ID", help="Only the answers about this step: its id, a prefix, or the short id shown (#2a70cc); repeatable.")
 @json_option
 def forget_cmd(source: str | None, run_id: str, steps: tuple[str, ...], as_json: bool) -> None:
     """Take back answers stored with a run (all of them, or those about --step), and the label they proved.

@@ -403,14 +403,25 @@ def _messages(value: Any) -> list[dict[str, Any]] | None:
 
 
 def _asking_text(value: Any) -> str | None:
-    """The text of the user's and the instructions' messages of a conversation (None: not a conversation)."""
+    """The text of the user's and the instructions' messages of a conversation (None: not a conversation),
+    and of the one record a tool answered a lookup of what they name with (the patient, the account asked about)."""
     msgs = _messages(value)
     if msgs is None:
         return None
-    parts = [
-        t for m in msgs if str(m.get("role", "")).lower() in _ASKING_ROLES for t in iter_text(m.get("content"))
-    ]
-    return "\n".join(parts).casefold()
+    said = "\n".join(t for m in msgs if str(m.get("role", "")).lower() in _ASKING_ROLES for t in iter_text(m.get("content")))
+    asked = {c.get("id"): c for m in msgs for c in m.get("tool_calls") or () if isinstance(c, Mapping)}
+    looked = [t for m in msgs if _one_record(m, asked.get(m.get("tool_call_id")), said) for t in iter_text(m.get("content"))]
+    return "\n".join([said, *looked]).casefold()
+
+
+def _one_record(m: dict[str, Any], call: Mapping[str, Any] | None, said: str) -> bool:
+    args = call.get("arguments") if call else None  # (decoded by `normalize_messages`)
+    named = [v for v in args.values() if isinstance(v, str) and len(v) >= 3] if isinstance(args, Mapping) else []
+    body = str(m.get("content")).strip()
+    try:
+        return bool(named) and all(v in said for v in named) and body[:1] == "{" and is_mapping(json.loads(body))
+    except ValueError:
+        return False
 
 
 def _admitted(step: Step, given: Any = None) -> Iterator[Evidence]:
