@@ -47,21 +47,13 @@ recur by chance, implies nothing).  A wrong answer implies nothing about
 an input even when the two outputs are equal: the step may be wrong for having
 passed its input on unchanged (a conversion left undone).
 
-Three-valued answers (Naish, *A Declarative Debugging Scheme*, 1997; Pereira's
-"inadmissible", 1986).  An oracle shown a step with the inputs it was given may
-say more than "wrong" (`Answer.admissible`): **erroneous**, wrong for the inputs
-it was given (they were right), so every input it consumed is vouched correct
-without a question, and a leaf is then certain at once, while a step that
-encloses others stays a suspect with its children (the fault is its own or one
-of theirs); **inadmissible**, it was given a wrong input, so it is wrong but
-never the root: its root lies strictly upstream, in its inputs' reach, or,
-when every recorded input was answered correct, among the steps that ran
-before it (the recording missed the wrong input).  A vouched input counts only
-while the answer that vouched for it stands (a recheck that overturns it takes
-the vouching back); an input answered wrong outright is not overridden.  A
-proof resting on an erroneous answer is not audited: the oracle judged every
-input the step was given, not only the recorded ones.  Two-valued answers
-(``admissible`` None) search exactly as before.
+Three-valued answers (Naish, *A Declarative Debugging Scheme*, 1997; `_verdicts.py`).
+An *erroneous* answer (wrong for the inputs it was given) vouches for the step's
+inputs, so a leaf is certain in one question and a container's root is sought
+among its children; an *inadmissible* one (given a wrong input) is never the
+root: it lies upstream, among the steps that ran before it when every recorded
+input is cleared (`Verdicts.earlier`).  A proof resting on an erroneous answer is
+not audited.  Two-valued answers search exactly as before.
 
 Trust (`_guided_result.py`, with the result `Guided` and the prior): answers
 about the same step from different sources combine by trust, the more trusted
@@ -84,6 +76,7 @@ from trajdebug.analysis._guided_result import (
     trust,
 )
 from trajdebug.analysis._oracles import Caller, Carrier, ask
+from trajdebug.analysis._verdicts import Verdicts
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer
 
@@ -168,11 +161,11 @@ class GuidedSearch:
         self.implied: list[Answer] = []
         """Answers no oracle gave: inputs a correct step carries whole (see the module docstring)."""
         self._carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
-        self.votes: dict[int, list[Answer]] = {}
+        starts = [graph.steps[sid].start_ns for sid in self.ids]
+        self.verdicts = Verdicts(self.parents, self.index.get(self.failure or ""), self._carrier.encloses, starts)
+        self.votes = self.verdicts.votes
         self.rechecked: set[int] = set()
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
-        self._vouched: dict[int, int] | None = None
-        """Inputs an erroneous answer vouched correct -> the step whose answer did (see `_vouch`)."""
         for a in answers:
             self._take(a, given=True)
 
@@ -211,10 +204,9 @@ class GuidedSearch:
                 return  # outside the failure's slice: it cannot be the cause
             self.problems.append(f"answer about {a.step_id}, not a step of the failure's slice (left out)")
             return
-        self.votes.setdefault(i, []).append(a)
+        self.verdicts.add(i, a)
         self.log.append(a)
         self._state = None
-        self._vouched = None
         if a.correct is True:
             self._imply(i, a)
         proved = self.audited.get(i)
@@ -230,9 +222,8 @@ class GuidedSearch:
         for p, via in self._carrier.implied(i, self.parents, self.votes):
             why = f"implied: {self.graph.steps[self.ids[via]].name} carries its whole output and was answered correct"
             said = Answer(self.ids[p], True, a.by, a.at_ns, why, a.run_id)
-            self.votes[p] = [said]
+            self.verdicts.replace(p, said)
             self.implied.append(said)
-            self._vouched = None
 
     def answer(self, a: Answer) -> None:
         """Record an answer (asked by `next_question`, or volunteered)."""
@@ -240,59 +231,12 @@ class GuidedSearch:
         self._take(a, given=False)
 
     def verdict(self, i: int) -> bool | None:
-        """The answer that stands for step ``i``: the most trusted source's majority (a tie: unknown); a
-        step nobody answered is correct when an erroneous answer about a step that consumed it stands."""
-        if self.failure is not None and i == self.index[self.failure]:
-            return False  # the failure is wrong by definition
-        said = self._top(i)
-        if not said:
-            return True if i in self._vouch() else None
-        yes = sum(1 for a in said if a.correct)
-        no = len(said) - yes
-        return None if yes == no else yes > no
-
-    def _top(self, i: int) -> list[Answer]:
-        """The answers about step ``i`` that know, from its most trusted source."""
-        votes = [a for a in self.votes.get(i, ()) if a.correct is not None]
-        if not votes:
-            return []
-        top = max(trust(a.by) for a in votes)
-        return [a for a in votes if trust(a.by) == top]
+        """The answer that stands for step ``i`` (`Verdicts.verdict`)."""
+        return self.verdicts.verdict(i)
 
     def admissible(self, i: int) -> bool | None:
-        """Of a step whose own answers stand wrong, what they say of its inputs: True (erroneous), False
-        (inadmissible), None (not said, said both ways as often, or the step does not stand wrong)."""
-        said = self._top(i)
-        no = [a for a in said if a.correct is False]
-        if self.failure is not None and i == self.index[self.failure]:
-            no = [a for a in self.votes.get(i, ()) if a.correct is False]
-        elif len(no) * 2 <= len(said):
-            return None
-        ok = sum(1 for a in no if a.admissible is True)
-        bad = sum(1 for a in no if a.admissible is False)
-        return None if ok == bad else ok > bad
-
-    def _vouch(self) -> dict[int, int]:
-        """Inputs vouched correct -> the step that vouched: every input of a step whose standing answer is
-        erroneous, except the steps it encloses (a container's fault may be one of its children's)."""
-        if self._vouched is None:
-            out: dict[int, int] = {}
-            for i in self.votes:
-                if self.admissible(i) is not True:
-                    continue
-                for p in self.parents[i]:
-                    if p not in out and not self._carrier.encloses(i, p):
-                        out[p] = i
-            self._vouched = out
-        return self._vouched
-
-    def _disputed(self, i: int) -> bool:
-        votes = [a for a in self.votes.get(i, ()) if a.correct is not None]
-        if not votes:
-            return False
-        top = max(trust(a.by) for a in votes)
-        said = [a.correct for a in votes if trust(a.by) == top]
-        return 0 < sum(1 for c in said if c) * 2 == len(said)
+        """What step ``i``'s standing wrong answers say of its inputs (`Verdicts.admissible`)."""
+        return self.verdicts.admissible(i)
 
     # -- the candidate set -----------------------------------------------------
 
@@ -304,7 +248,7 @@ class GuidedSearch:
         (`_earlier`).  It stays in its own reach (the way to its inputs) but is never a candidate
         (`_inadmissible`, masked out in `_compute`)."""
         reach = [0] * len(self.ids)
-        bad = self._inadmissible()
+        bad = self.verdicts.inadmissible()
         for i in range(len(self.ids)):
             if self.verdict(i) is True:
                 continue
@@ -312,29 +256,9 @@ class GuidedSearch:
             for p in self.parents[i]:
                 r |= reach[p]
             if bad >> i & 1 and not r & ~bad:
-                r |= self._earlier(i)
+                r |= self.verdicts.earlier(i)
             reach[i] = r
         return reach
-
-    def _inadmissible(self) -> int:
-        """The steps whose standing answer is inadmissible (wrong for a wrong input), as a bit set."""
-        bits = 0
-        for i in self.votes:
-            if self.admissible(i) is False and self.verdict(i) is False:
-                bits |= 1 << i
-        return bits
-
-    def _earlier(self, i: int) -> int:
-        """The steps that may have fed step ``i`` unrecorded: started no later, not answered correct, not
-        enclosing it (a container's output is made from its children, not fed to them)."""
-        start = self.graph.steps[self.ids[i]].start_ns
-        bits = 0
-        for j in range(len(self.ids)):
-            if j == i or self.graph.steps[self.ids[j]].start_ns > start or self.verdict(j) is True:
-                continue
-            if not self._carrier.encloses(j, i):
-                bits |= 1 << j
-        return bits
 
     def _compute(self) -> tuple[int, int, dict[int, int], tuple[int, int] | None]:
         """(candidates, the deepest wrong step, the reaches of the wrong steps, a conflicting pair)."""
@@ -345,7 +269,7 @@ class GuidedSearch:
             self._state = (0, -1, {}, None)
             return self._state
         f = self.index[self.failure]
-        keep = ~self._inadmissible()  # wrong for a wrong input: never the root
+        keep = ~self.verdicts.inadmissible()  # wrong for a wrong input: never the root
         cand = reach[f] & keep
         wrong = {i: reach[i] & keep for i in range(len(self.ids)) if self.verdict(i) is False and reach[f] >> i & 1}
         conflict: tuple[int, int] | None = None
@@ -354,8 +278,8 @@ class GuidedSearch:
         for i in sorted(wrong, key=lambda j: (_popcount(wrong[j]), -j)):
             if cand & wrong[i]:
                 cand &= wrong[i]
-                if _popcount(wrong[i]) <= _popcount(wrong[focus]):
-                    focus = i
+                if keep >> i & 1 and _popcount(wrong[i]) <= _popcount(wrong[focus]):
+                    focus = i  # the deepest wrong step that may be the root (an inadmissible one may not)
             else:
                 conflict = (focus, i)
                 break
@@ -380,7 +304,7 @@ class GuidedSearch:
             votes = self.votes.get(i)
             if self.failure is not None and i == self.index[self.failure]:
                 continue
-            if not votes or (self._disputed(i) and len(votes) < _MAX_ASKS):
+            if not votes or (self.verdicts.disputed(i) and len(votes) < _MAX_ASKS):
                 out.append(i)
         return out
 
@@ -395,7 +319,7 @@ class GuidedSearch:
             return self._reask_conflict(conflict, wrong)
         # A tie anywhere in the slice is settled first: a step that turns out wrong may
         # contradict the root found so far (better a conflict reported than a false proof).
-        disputed = [i for i in self.votes if self._disputed(i) and len(self.votes[i]) < _MAX_ASKS]
+        disputed = [i for i in self.votes if self.verdicts.disputed(i) and len(self.votes[i]) < _MAX_ASKS]
         if disputed:
             return self.ids[max(disputed)]
         if cand == 1 << focus:
@@ -416,7 +340,7 @@ class GuidedSearch:
             return None
         # An erroneous answer proves the root by itself: the inputs it vouched for were never asked, and
         # asking them now would only repeat what the answer said (a recheck of it takes them back).
-        vouched = self._vouch()
+        vouched = self.verdicts.vouched()
         return self._recheck_first([focus, *(p for p in self.parents[focus] if vouched.get(p) != focus)])
 
     def _recheck_first(self, order: Iterable[int]) -> str | None:
@@ -608,19 +532,8 @@ class GuidedSearch:
             tuple(self.problems),
             tuple(names.items()),
             tuple(self.ids[i] for i in self.audited),
-            (*self.implied, *self._vouched_answers()),
+            (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)),
         )
-
-    def _vouched_answers(self) -> list[Answer]:
-        """The inputs marked correct by an erroneous answer (and asked nothing), as answers that say so."""
-        out = []
-        for p, i in sorted(self._vouch().items()):
-            if self._top(p):
-                continue
-            said = next(a for a in reversed(self._top(i)) if a.correct is False and a.admissible)
-            why = f"implied: {self.graph.steps[self.ids[i]].name} was answered wrong for the inputs it was given"
-            out.append(Answer(self.ids[p], True, said.by, said.at_ns, why, said.run_id))
-        return out
 
     def _best(self, bits: int) -> int:
         ranked = self._ranked(bits)
