@@ -262,9 +262,9 @@ def test_enter_answers_nothing_and_an_unknown_key_is_named_once(tmp_path: Path) 
     out = io.StringIO()
     got = _one_answer(question_for(run, run.steps[1].step_id, 1), Console(file=out, width=200), lambda: next(keys))
     text = out.getvalue()
-    assert got is False
+    assert got == (False, None)
     assert text.count(PROMPT.split("?")[0]) == 1
-    assert "'x' is no answer: press y, n, ?, e or q" in text
+    assert "'x' is no answer: press y, o, i, n, ?, e or q" in text
 
 
 def test_a_value_a_few_characters_past_the_fold_is_shown_whole_and_producers_preview_their_content() -> None:
