@@ -93,6 +93,7 @@ class Guided:
                     "answer": _word(a.correct),
                     "by": a.by,
                     "reason": a.reason,
+                    **({"admissible": a.admissible} if a.correct is False and a.admissible is not None else {}),
                 }
                 for a in self.questions
             ],
@@ -227,7 +228,9 @@ def settled(analysis: Analysis) -> Analysis:
         if c.run_id is not None:
             return c
         a, grp = said.get(c.step_id), group(c.step_id)
-        if grp == 0:
+        if grp == 0 and a is not None and a.correct is False and a.admissible:
+            note = f"proven by {len(g.questions)} answer(s): its output is wrong for the inputs it was given (answered by {a.by}), and those were right"
+        elif grp == 0:
             note = f"proven by {len(g.questions)} answer(s): its output is wrong and every input it consumed is correct"
         elif grp == 3 and a is not None:
             note = f"answered correct by {a.by}" + (f" ({a.reason})" if a.reason else "")
