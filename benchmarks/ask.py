@@ -264,6 +264,14 @@ def _summary(used: list[AskCase]) -> dict[str, Any]:
     return out
 
 
+def _three_cell(b: dict[str, Any]) -> str:
+    t = b.get("three_valued")
+    if not t:
+        return "– | –"
+    p = t["prior"]
+    return f"{p['found_pct']} %, {p['median']} / {p['p90']} | {t['noisy_recheck_found_pct']} %"
+
+
 def judge_cost(n: int = 12) -> dict[str, Any]:
     """The model as oracle, end to end against `trajdebug.testing.FakeModelServer`: requests and tokens per question.
 
@@ -385,8 +393,9 @@ def render_section(data: dict[str, Any]) -> list[str]:
     ]
     lines += [
         "| suite | cases on the graph | truthful: found (prior) | questions median / p90 (prior) | "
-        "top-down median / p90 | linear median / p90 | noisy: found (prior + recheck) |",
-        "|---|---|---|---|---|---|---|",
+        "top-down median / p90 | linear median / p90 | noisy: found (prior + recheck) | "
+        "three-valued: found, median / p90 (prior) | three-valued noisy: found (prior + recheck) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for suite, s in data["suites"].items():
         if "error" in s or not s.get("on_graph"):
@@ -395,9 +404,13 @@ def render_section(data: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {suite} | {b['cases']} | {b['prior']['found_pct']} % | {b['prior']['median']} / {b['prior']['p90']} | "
             f"{b['top-down']['median']} / {b['top-down']['p90']} | {b['linear']['median']} / {b['linear']['p90']} | "
-            f"{b['noisy_recheck_found_pct']} % |"
+            f"{b['noisy_recheck_found_pct']} % | {_three_cell(b)} |"
         )
     lines += [
+        "",
+        "*Three-valued*: the same truth told as Naish's answers (`Answer.admissible`): the injected step and a "
+        "step enclosing it *erroneous*, every other wrong step *inadmissible*; its noisy form replaces 10 % of "
+        "the answers with one of the other two. The two oracles are never pooled.",
         "",
         "Why the truthful oracle misses some roots: the simulated oracle calls *wrong* every step after the "
         "root whose output differs from the twin's, and a step whose recorded inputs do not carry the wrong "

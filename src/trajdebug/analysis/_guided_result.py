@@ -41,7 +41,8 @@ class Oracle(Protocol):
     """Answers one question: is this step's output correct, given its inputs?
 
     Returns True (correct), False (wrong) or None (don't know).  An oracle may
-    also return an `Answer` (to give a reason), and may carry a ``by``
+    also return an `Answer` (to give a reason, or to say with ``admissible``
+    whether a wrong step's inputs were right), and may carry a ``by``
     attribute naming it (``check:...``, ``model:...``); an ``interactive``
     attribute set true runs it on the calling thread without a timeout.
     """

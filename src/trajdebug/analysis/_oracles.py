@@ -1,7 +1,8 @@
 """Oracles for the guided search: how one is called safely, a passing run, the checks written in the agent.
 
 An oracle answers whether a step's output is right (what the run needed there; wrong also when it passed on a wrong input)
-(`trajdebug.analysis.Oracle`).  `Caller` calls any oracle so that a bug in it
+(`trajdebug.analysis.Oracle`); a wrong answer may say whether the step's inputs were right (`Answer.admissible`,
+Naish's three-valued answers: a relative check below says so, a passing run cannot).  `Caller` calls any oracle so that a bug in it
 is never the search's crash: one that raises, hangs past a timeout (it runs in
 a worker thread) or returns anything but True, False, None or an `Answer`
 counts as don't know, and the search reports it.
