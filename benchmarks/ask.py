@@ -16,6 +16,16 @@ and p90, for the three strategies (``prior``: divide and query weighted by
 the ranker's suspicion; ``top-down``; ``linear``: a backward scan); and the
 root found with 10 % of the answers flipped at random, plain and with
 ``recheck`` (the answers that prove a root asked twice, a third time on a tie).
+
+Both oracles, side by side: the **two-valued** one above (correct / wrong) and
+a **three-valued** one (Naish 1997, `Answer.admissible`) that knows the same
+truth: the injected step, and a step enclosing it, are *erroneous* (wrong for
+the inputs they were given); every other wrong step is *inadmissible* (it was
+given a wrong value); the rest correct.  Its noisy form replaces 10 % of the
+answers with one of the other two at random.  The two are never pooled.
+
+On the blind suites of a generated workdir, totals only (never a case line):
+``PYTHONPATH=src:. python -m benchmarks.ask suite_o suite_p --workdir DIR``.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from typing import Any
 from benchmarks.faults import Case
 from benchmarks.quality import SEEDS_FULL, SEEDS_QUICK, cases
 from trajdebug.analysis import STRATEGIES, Analysis, GuidedSearch, analyze, guided_search
-from trajdebug.core.model import Run, Step
+from trajdebug.core.model import Answer, Run, Step
 
 
 FLIP = 0.10
@@ -54,6 +64,9 @@ class AskCase:
     noisy_recheck: list[bool] = field(default_factory=list)
     noisy_recheck_questions: list[int] = field(default_factory=list)
     skipped: str | None = None
+    three: dict[str, Any] = field(default_factory=dict)
+    """The same searches with the three-valued oracle: ``questions``, ``found``, ``noisy``,
+    ``noisy_recheck``, ``noisy_recheck_questions`` (the fields above, by name)."""
 
 
 def _key(run: Run) -> dict[str, tuple[str, int]]:
@@ -92,6 +105,36 @@ def control_oracle(
         if flip and noise.random() < flip:
             truth = not truth
         return truth
+
+    return oracle
+
+
+ERRONEOUS, INADMISSIBLE, CORRECT = "erroneous", "inadmissible", "correct"
+_LABELS = (ERRONEOUS, INADMISSIBLE, CORRECT)
+
+
+def control_oracle3(
+    run: Run, control: Run, root: str, *, flip: float = 0.0, rng: random.Random | None = None
+) -> Callable[[Step, Run], Answer]:
+    """The three-valued simulated oracle: what `control_oracle` calls wrong is *erroneous* on the root and
+    on a step enclosing it, *inadmissible* elsewhere; with ``flip``, that share of the answers is replaced
+    by one of the other two labels at random."""
+    truthful = control_oracle(run, control, root)
+    parent = {s.step_id: s.parent_id for s in run.steps}
+    own = {root}
+    up = parent.get(root)
+    while up is not None and up not in own:
+        own.add(up)
+        up = parent.get(up)
+    noise = rng or random.Random(0)
+
+    def oracle(step: Step, _run: Run) -> Answer:
+        label = CORRECT if truthful(step, _run) else ERRONEOUS if step.step_id in own else INADMISSIBLE
+        if flip and noise.random() < flip:
+            label = noise.choice([x for x in _LABELS if x != label])
+        if label == CORRECT:
+            return Answer(step.step_id, True, "oracle:control")
+        return Answer(step.step_id, False, "oracle:control", admissible=label == ERRONEOUS)
 
     return oracle
 
@@ -155,6 +198,24 @@ def _search(out: AskCase, a: Analysis, twin: Run, truth: str, seed: str) -> None
         g = guided_search(a, oracle, timeout=None, recheck=True)
         out.noisy_recheck.append(g.certain and g.root == truth)
         out.noisy_recheck_questions.append(g.asked)
+    _search3(out, a, twin, truth, seed)
+
+
+def _search3(out: AskCase, a: Analysis, twin: Run, truth: str, seed: str) -> None:
+    """`_search` with the three-valued oracle (its own draws of noise), into ``out.three``."""
+    t: dict[str, Any] = {"questions": {}, "found": {}, "noisy": [], "noisy_recheck": [], "noisy_recheck_questions": []}
+    for strategy in STRATEGIES:
+        g = guided_search(a, control_oracle3(a.run, twin, truth), strategy=strategy, timeout=None)
+        t["questions"][strategy] = g.asked
+        t["found"][strategy] = g.certain and g.root == truth
+    for i in range(NOISY_REPEATS):
+        for recheck in (False, True):
+            oracle = control_oracle3(a.run, twin, truth, flip=FLIP, rng=random.Random(f"{seed}:{i}:3"))
+            g = guided_search(a, oracle, timeout=None, recheck=recheck)
+            t["noisy_recheck" if recheck else "noisy"].append(g.certain and g.root == truth)
+            if recheck:
+                t["noisy_recheck_questions"].append(g.asked)
+    out.three = t
 
 
 def run_heldout(suite: str, workdir: Path, progress: Callable[[str], None] = print) -> list[AskCase]:
@@ -177,8 +238,16 @@ def _p90(xs: list[int]) -> float | None:
 
 
 def summarize(rows: list[AskCase], lo: int = 0, hi: int = 10**9) -> dict[str, Any]:
-    """Root found and questions per strategy over the cases on the graph with ``lo <= steps <= hi``."""
+    """Root found and questions per strategy over the cases on the graph with ``lo <= steps <= hi``; the
+    three-valued oracle's, the same way, under ``three_valued``."""
     used = [r for r in rows if r.skipped is None and r.on_graph and lo <= r.steps <= hi]
+    out = _summary(used)
+    if any(r.three for r in used):
+        out["three_valued"] = _summary([AskCase(r.case_id, r.steps, True, **r.three) for r in used if r.three])
+    return out
+
+
+def _summary(used: list[AskCase]) -> dict[str, Any]:
     out: dict[str, Any] = {"cases": len(used)}
     for s in STRATEGIES:
         qs = [r.questions[s] for r in used]
@@ -193,6 +262,14 @@ def summarize(rows: list[AskCase], lo: int = 0, hi: int = 10**9) -> dict[str, An
     out["noisy_recheck_median"] = statistics.median(rq) if rq else None
     out["noisy_recheck_p90"] = _p90(rq)
     return out
+
+
+def _three_cell(b: dict[str, Any]) -> str:
+    t = b.get("three_valued")
+    if not t:
+        return "– | –"
+    p = t["prior"]
+    return f"{p['found_pct']} %, {p['median']} / {p['p90']} | {t['noisy_recheck_found_pct']} %"
 
 
 def judge_cost(n: int = 12) -> dict[str, Any]:
@@ -316,8 +393,9 @@ def render_section(data: dict[str, Any]) -> list[str]:
     ]
     lines += [
         "| suite | cases on the graph | truthful: found (prior) | questions median / p90 (prior) | "
-        "top-down median / p90 | linear median / p90 | noisy: found (prior + recheck) |",
-        "|---|---|---|---|---|---|---|",
+        "top-down median / p90 | linear median / p90 | noisy: found (prior + recheck) | "
+        "three-valued: found, median / p90 (prior) | three-valued noisy: found (prior + recheck) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for suite, s in data["suites"].items():
         if "error" in s or not s.get("on_graph"):
@@ -326,9 +404,13 @@ def render_section(data: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {suite} | {b['cases']} | {b['prior']['found_pct']} % | {b['prior']['median']} / {b['prior']['p90']} | "
             f"{b['top-down']['median']} / {b['top-down']['p90']} | {b['linear']['median']} / {b['linear']['p90']} | "
-            f"{b['noisy_recheck_found_pct']} % |"
+            f"{b['noisy_recheck_found_pct']} % | {_three_cell(b)} |"
         )
     lines += [
+        "",
+        "*Three-valued*: the same truth told as Naish's answers (`Answer.admissible`): the injected step and a "
+        "step enclosing it *erroneous*, every other wrong step *inadmissible*; its noisy form replaces 10 % of "
+        "the answers with one of the other two. The two oracles are never pooled.",
         "",
         "Why the truthful oracle misses some roots: the simulated oracle calls *wrong* every step after the "
         "root whose output differs from the twin's, and a step whose recorded inputs do not carry the wrong "
@@ -393,4 +475,41 @@ def render_section(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["HELDOUT", "AskCase", "control_oracle", "heldout_case", "render_section", "run_ask", "run_case", "run_heldout", "summarize"]
+def guided_lines(label: str, summary: dict[str, Any]) -> list[str]:
+    """One line per oracle (two-valued, then three-valued), so the two are never mistaken for each other."""
+    out = []
+    for name, b in (("two-valued", summary), ("three-valued", summary.get("three_valued"))):
+        if not b:
+            continue
+        p = b["prior"]
+        out.append(
+            f"{label:8} {name:12} found {p['found_pct']}% (of {b['cases']} on the graph), median {p['median']}, "
+            f"p90 {p['p90']}; 10 % flipped: {b['noisy_found_pct']}%, recheck: {b['noisy_recheck_found_pct']}% "
+            f"(median {b['noisy_recheck_median']}, p90 {b['noisy_recheck_p90']})"
+        )
+    return out
+
+
+def _main() -> None:
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.ask", description="The guided search on generated suites (totals only).")
+    p.add_argument("suites", nargs="+")
+    p.add_argument("--workdir", type=Path, required=True, help="where the suites are (generated there when missing)")
+    p.add_argument("--json", action="store_true", help="one JSON summary per suite instead of lines")
+    a = p.parse_args()
+    for name in a.suites:
+        s = _suite(run_heldout(name, a.workdir, lambda _msg: None))
+        if a.json:
+            print(json.dumps({"suite": name, **s}), flush=True)
+        else:
+            for line in guided_lines(name, s["all"]):
+                print(line, flush=True)
+
+
+if __name__ == "__main__":
+    _main()
+
+
+__all__ = ["HELDOUT", "AskCase", "control_oracle", "control_oracle3", "guided_lines", "heldout_case", "render_section", "run_ask", "run_case", "run_heldout", "summarize"]

@@ -7,7 +7,8 @@ once: it generates the suite into a scratch folder and measures, on the same cas
   route (`benchmarks.blind.score_case`);
 - the learned ranker (``model="default"``), likewise, with how often its ``confident`` verdict was right;
 - the guided search (`benchmarks.ask.heldout_case`: a truthful oracle simulated from each case's
-  fault-free control run, then with a tenth of the answers flipped);
+  fault-free control run, then with a tenth of the answers flipped), two-valued and three-valued
+  (Naish's erroneous / inadmissible), printed on two lines;
 
 and writes ``benchmarks/heldout/SUITE/SCORED.json`` with the date and the commit.  It refuses a suite
 whose ``SCORED.json`` exists (a suite is scored once; ``--again`` to overwrite a broken measurement).
@@ -98,9 +99,10 @@ def _main() -> None:
             m = r[name][s]
             extra = f"  confident {m['confident']['right']}/{m['confident']['n']}" if "confident" in m else ""
             print(f"{name:8} {s:10} top-1 {m['top1']:.0%}  top-3 {m['top3']:.0%}  ranked {m['ranked']:.0%}{extra}")
-    g = r["guided"]["all"]
-    print(f"guided   found {g['prior']['found_pct']}% (of {g['cases']} on the graph), median {g['prior']['median']}, "
-          f"p90 {g['prior']['p90']}; 10 % flipped, recheck: {g['noisy_recheck_found_pct']}%")
+    from benchmarks.ask import guided_lines
+
+    for line in guided_lines("guided", r["guided"]["all"]):
+        print(line)
 
 
 if __name__ == "__main__":

@@ -267,3 +267,40 @@ def test_a_bare_source_after_answers_lists_its_answers(tmp_path: Path) -> None:
     assert bare.exit_code == 0, bare.output
     listed = CliRunner().invoke(cli, ["answers", "list", str(src), "--json"])
     assert bare.output == listed.output and "rate never applied" in bare.output
+
+
+@pytest.mark.parametrize("kind", ["store", "jsonl", "otlp"])
+def test_a_three_valued_answer_keeps_what_it_said_of_the_inputs_through_every_store(tmp_path: Path, kind: str) -> None:
+    """``admissible`` of a wrong answer survives a store, a JSONL file and an OTLP export; a two-valued
+    answer's record has no such field, so files written before read as they did."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    src = tmp_path / ("runs.db" if kind == "store" else "runs.jsonl")
+    rid = record(**({"store": src} if kind == "store" else {"path": src}))
+    first, last = step_ids(src, rid)[0], step_ids(src, rid)[-1]
+    trajdebug.save_answer(src, rid, Answer(first, False, "person", admissible=True))
+    trajdebug.save_answer(src, rid, Answer(last, False, "check:reply", admissible=False))
+    trajdebug.save_answer(src, rid, Answer(last, False, "person"))
+    if kind == "otlp":
+        out = tmp_path / "spans.json"
+        assert CliRunner().invoke(cli, ["export", str(src), "--to", "otlp", "-o", str(out)]).exit_code == 0
+        src = out
+    [run] = load_runs(src)
+    assert sorted((a.step_id == first, a.by, a.admissible) for a in run.answers) == [
+        (False, "check:reply", False), (False, "person", None), (True, "person", True),
+    ]
+    assert "admissible" not in answer_record(rid, Answer(first, False, "person"))
+
+
+def test_admissible_is_read_only_from_a_wrong_answer_and_a_bad_value_is_named() -> None:
+    """A correct answer's ``admissible`` is dropped; a value other than true, false or null reads as not said, with a problem."""
+    b = RunBuilder("mem")
+    rec = answer_record("r1", Answer("s1", False, "person"))
+    b.add({**rec, "admissible": True}, line=1)
+    b.add({**rec, "step_id": "s2", "correct": True, "admissible": True}, line=2)
+    b.add({**rec, "step_id": "s3", "admissible": "yes"}, line=3)
+    [run] = b.runs()
+    assert sorted((a.step_id, a.admissible) for a in run.answers) == [("s1", True), ("s2", None), ("s3", None)]
+    assert any("'admissible'" in str(p) and "mem:3:" in str(p) for p in b.problems)

@@ -262,9 +262,9 @@ def test_enter_answers_nothing_and_an_unknown_key_is_named_once(tmp_path: Path) 
     out = io.StringIO()
     got = _one_answer(question_for(run, run.steps[1].step_id, 1), Console(file=out, width=200), lambda: next(keys))
     text = out.getvalue()
-    assert got is False
+    assert got == (False, None)
     assert text.count(PROMPT.split("?")[0]) == 1
-    assert "'x' is no answer: press y, n, ?, e or q" in text
+    assert "'x' is no answer: press y, o, i, n, ?, e or q" in text
 
 
 def test_a_value_a_few_characters_past_the_fold_is_shown_whole_and_producers_preview_their_content() -> None:
@@ -382,3 +382,24 @@ def test_a_passing_run_of_the_same_input_answers_for_the_outputs_it_also_produce
     root = next(s.step_id for s in analyses[0].run.steps if s.name == "share")
     assert (done.guided.root, done.guided.certain) == (root, True)
     assert len(asked) == done.given == 1  # without the passing run: share, then sort and weigh
+
+
+def test_the_keys_o_and_i_say_whether_what_the_step_was_given_was_right() -> None:
+    """``o`` is wrong for the inputs it was given (its own fault), ``i`` wrong because it was given a wrong value,
+    ``n`` wrong without saying which; the terminal oracle stores what the key said."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.ask import TerminalOracle, _one_answer
+    from trajdebug.demo import run_demo as demo_run
+    from trajdebug.report.question import question_for
+
+    run = demo_run("bad-sql-filter", path=None)
+    q = question_for(run, run.steps[1].step_id, 1)
+    got = [_one_answer(q, Console(file=io.StringIO(), width=200), lambda k=k: k) for k in ("o", "i", "n", "y")]
+    assert got == [(False, True), (False, False), (False, None), (True, None)]
+    keys = iter(["i"])
+    oracle = TerminalOracle(console=Console(file=io.StringIO(), width=200), read_key=lambda: next(keys))
+    answer = oracle(run.steps[1], run)
+    assert answer is not None and (answer.correct, answer.admissible) == (False, False)

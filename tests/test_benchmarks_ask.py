@@ -52,3 +52,29 @@ def test_the_summary_counts_only_cases_on_the_graph() -> None:
     assert "| prior |" in "\n".join(ask.render_section({
         "date": "d", "seconds": 1, "quick": True, "suites": {"x": ask._suite(rows)}, "judge": None,
     }))
+
+
+def test_the_three_valued_oracle_calls_the_root_and_its_container_erroneous_and_later_wrong_steps_inadmissible() -> None:
+    """What the two-valued oracle calls wrong is erroneous on the root and what encloses it, inadmissible
+    elsewhere; what it calls correct stays correct; flipping every answer never gives the truthful label."""
+    bad = Run("b", "a", steps=(Step("1", "x", output=9), Step("0", "agent", output=4),
+                               Step("2", "y", output=1, parent_id="0"), Step("3", "z", output=6)))
+    twin = Run("t", "a", steps=(Step("4", "x", output=0), Step("8", "agent", output=5),
+                                Step("5", "y", output=2, parent_id="8"), Step("6", "z", output=5)))
+    truth = ask.control_oracle3(bad, twin, "2")
+    said = [truth(s, bad) for s in bad.steps]
+    assert [(a.correct, a.admissible) for a in said] == [(True, None), (False, True), (False, True), (False, False)]
+    flipped = ask.control_oracle3(bad, twin, "2", flip=1.0)
+    assert all((f.correct, f.admissible) != (a.correct, a.admissible) for f, a in zip([flipped(s, bad) for s in bad.steps], said))
+
+
+def test_the_summary_and_the_printed_lines_keep_the_two_oracles_apart() -> None:
+    """A case's three-valued searches are summarised under ``three_valued`` and printed on a line of their own."""
+    three = {"questions": {"prior": 1, "top-down": 1, "linear": 1}, "found": {"prior": True, "top-down": True, "linear": True},
+             "noisy": [True], "noisy_recheck": [True], "noisy_recheck_questions": [2]}
+    rows = [ask.AskCase("a", 20, True, {"prior": 4, "top-down": 4, "linear": 4},
+                        {"prior": False, "top-down": False, "linear": False}, [False], [False], [9], three=three)]
+    s = ask.summarize(rows)
+    assert s["prior"]["median"] == 4 and s["three_valued"]["prior"]["median"] == 1
+    lines = ask.guided_lines("suite_x", s)
+    assert len(lines) == 2 and "two-valued" in lines[0] and "three-valued" in lines[1]

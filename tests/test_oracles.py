@@ -221,3 +221,37 @@ def test_a_check_that_takes_two_arguments_gets_the_steps_input_too() -> None:
     assert answer is not None and answer.correct is False
     answer = alone(pages, run)
     assert answer is not None and answer.correct is True
+
+
+def test_a_failing_relative_check_says_the_step_erred_for_its_inputs_and_an_output_check_does_not() -> None:
+    """A check given the step's input that fails answers erroneous (``admissible`` True): wrong for what it
+    was given; a check of the output alone answers plain wrong, and a passing check says nothing of inputs."""
+    pages = Step("p1", "plan_pages", "other", input={"total": 23, "per_page": 10}, output=[1, 2])
+    run = Run("r", "inventory", steps=(pages,))
+    relative = ExpectationOracle({"plan_pages": lambda out, given: len(out) * given["per_page"] >= given["total"]})
+    absolute = ExpectationOracle({"plan_pages": lambda out: len(out) == 3})
+    passing = ExpectationOracle({"plan_pages": lambda out, given: len(out) <= given["per_page"]})
+
+    def raising(out: Any, given: Any) -> None:
+        raise AssertionError("too few pages")
+
+    asserting = ExpectationOracle({"plan_pages": raising})
+    said = [o(pages, run) for o in (relative, absolute, passing, asserting)]
+    assert [(a.correct, a.admissible) for a in said if a is not None] == [
+        (False, True), (False, None), (True, None), (False, True)
+    ]
+
+
+def test_the_caller_keeps_a_wrong_answers_admissible_and_drops_it_from_any_other() -> None:
+    """An oracle's `Answer` passes through the safe caller with ``admissible`` on a wrong answer only."""
+    from trajdebug.analysis._oracles import Caller
+    from trajdebug.core.model import Answer
+
+    step = Step("s", "x", "other", output=1)
+    run = Run("r", "x", steps=(step,))
+    problems: list[str] = []
+    wrong = Caller(lambda s, r: Answer(s.step_id, False, "person", admissible=False), None)(step, run, problems)
+    right = Caller(lambda s, r: Answer(s.step_id, True, "person", admissible=True), None)(step, run, problems)
+    odd = Caller(lambda s, r: Answer(s.step_id, False, "person", admissible="yes"), None)(step, run, problems)  # type: ignore[arg-type]
+    assert (wrong.admissible, right.admissible, odd.admissible) == (False, None, None)
+    assert len(problems) == 1 and "admissible" in problems[0]

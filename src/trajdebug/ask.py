@@ -1,9 +1,15 @@
 """A person as the oracle, in the terminal: ``trajdebug analyze SOURCE --ask``.
 
 The guided search (`trajdebug.analysis.GuidedSearch`) picks one step at a
-time; `ask_in_terminal` shows it (`trajdebug.report.question`) and reads one
-key: ``y`` the output is correct given the input, ``n`` it is wrong, ``?``
-don't know, ``e`` expand the folded values, ``q`` stop.  Each answer is
+time; `ask_in_terminal` shows it with the input it was given and where that
+came from (`trajdebug.report.question`) and reads one key: ``y`` the output is
+correct given the input; ``o`` it is wrong for the input it was given (its own
+fault: what it was given was right); ``i`` it is wrong because what it was
+given was wrong; ``n`` it is wrong (not saying which); ``?`` don't know; ``e``
+expand the folded values; ``q`` stop.  ``o`` and ``i`` are Naish's erroneous
+and inadmissible (*A Declarative Debugging Scheme*, 1997, `Answer.admissible`):
+``o`` spares the questions about the step's inputs, ``i`` sends the search
+upstream; ``n`` is always safe.  Each answer is
 stored with the run as soon as it is given (`trajdebug.answers.AnswerLog`,
 ``by="person"``), so stopping, Ctrl-C or a crash keeps every answer given,
 and a second ``--ask`` starts from the stored answers: no step is asked twice.
@@ -28,12 +34,15 @@ from trajdebug.core.model import Answer, Run, Step
 from trajdebug.report.question import question_for, render_guided, render_question
 
 
-KEYS = {"y": True, "n": False, "?": None}
-"""The answer keys: correct, wrong, don't know."""
+KEYS = {"y": True, "n": False, "?": None, "o": False, "i": False}
+"""The answer keys: correct, wrong, don't know; ``o`` and ``i`` are wrong too (`ADMISSIBLE` says how)."""
+ADMISSIBLE = {"o": True, "i": False}
+"""Of the wrong keys, what they say of the step's inputs (`Answer.admissible`): ``o`` right (the step's
+own fault), ``i`` wrong (it was given a wrong value); ``n`` says nothing."""
 
 PROMPT = (
-    "Is this output right, what the run needed here?  [y] yes  [n] no (also when it only passed on a wrong input)"
-    "  [?] don't know  [e] expand  [q] quit"
+    "Is this output right, what the run needed here?  [y] yes  [o] no, its own fault (what it was given was right)"
+    "  [i] no, it was given a wrong input  [n] no (not saying which)  [?] don't know  [e] expand  [q] quit"
 )
 
 
@@ -137,13 +146,13 @@ def _ask_run(
                 search.answer(log.save(Answer(sid, True, same.by, time.time_ns())))
                 continue
             q = question_for(run, sid, before + given + 1)
-            correct = _one_answer(q, console, read_key)
-            if isinstance(correct, str):
+            said = _one_answer(q, console, read_key)
+            if isinstance(said, str):
                 stopped = True
                 break
             if log is None:
                 log = AnswerLog(source, run.run_id, known=[run.run_id])
-            stored = log.save(Answer(sid, correct, "person", time.time_ns()))
+            stored = log.save(Answer(sid, said[0], "person", time.time_ns(), admissible=said[1]))
             search.answer(stored)
             given += 1
     except (KeyboardInterrupt, EOFError):
@@ -157,8 +166,8 @@ def _ask_run(
     return Asked(run.run_id, guided, given, stopped)
 
 
-def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> bool | str | None:
-    """Show the question and read keys until an answer (True, False, None) or ``"quit"``."""
+def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> tuple[bool | None, bool | None] | str:
+    """Show the question and read keys until an answer (``(correct, admissible)``) or ``"quit"``."""
     console.print()
     folded = render_question(q, console)
     prompt = True
@@ -171,7 +180,7 @@ def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> bool | str
             prompt = False  # Enter or a space answers nothing: wait for a key without repeating the prompt
             continue
         if key in KEYS:
-            return KEYS[key]
+            return KEYS[key], ADMISSIBLE.get(key)
         if key == "q":
             return "quit"
         if key == "e":
@@ -181,7 +190,7 @@ def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> bool | str
             else:
                 console.print("(nothing is folded)", markup=False, highlight=False, style="dim")
             continue
-        console.print(f"{key!r} is no answer: press y, n, ?, e or q", markup=False, highlight=False, style="dim")
+        console.print(f"{key!r} is no answer: press y, o, i, n, ?, e or q", markup=False, highlight=False, style="dim")
         prompt = False
 
 
@@ -227,15 +236,16 @@ class TerminalOracle:
     def __call__(self, step: Step, run: Run) -> Answer | None:
         if self.stopped:
             return None
+        said: tuple[bool | None, bool | None] | str
         try:
-            correct = _one_answer(question_for(run, step.step_id, self.given + 1), self.console, self.read_key)
+            said = _one_answer(question_for(run, step.step_id, self.given + 1), self.console, self.read_key)
         except (KeyboardInterrupt, EOFError):
-            correct = "quit"
-        if isinstance(correct, str):
+            said = "quit"
+        if isinstance(said, str):
             self.stopped = True
             self.console.print(f"\nstopped: {self.given} answer(s) given", markup=False, highlight=False)
             return None
-        answer = Answer(step.step_id, correct, self.by, time.time_ns())
+        answer = Answer(step.step_id, said[0], self.by, time.time_ns(), admissible=said[1])
         if self.source is not None:
             log = self._logs.get(run.run_id)
             if log is None:
@@ -245,4 +255,4 @@ class TerminalOracle:
         return answer
 
 
-__all__ = ["KEYS", "PROMPT", "Asked", "TerminalOracle", "ask_in_terminal", "read_key_default"]
+__all__ = ["ADMISSIBLE", "KEYS", "PROMPT", "Asked", "TerminalOracle", "ask_in_terminal", "read_key_default"]

@@ -47,6 +47,14 @@ recur by chance, implies nothing).  A wrong answer implies nothing about
 an input even when the two outputs are equal: the step may be wrong for having
 passed its input on unchanged (a conversion left undone).
 
+Three-valued answers (Naish, *A Declarative Debugging Scheme*, 1997; `_verdicts.py`).
+An *erroneous* answer (wrong for the inputs it was given) vouches for the step's
+inputs, so a leaf is certain in one question and a container's root is sought
+among its children; an *inadmissible* one (given a wrong input) is never the
+root: it lies upstream, among the steps that ran before it when every recorded
+input is cleared (`Verdicts.earlier`).  A proof resting on an erroneous answer is
+not audited.  Two-valued answers search exactly as before.
+
 Trust (`_guided_result.py`, with the result `Guided` and the prior): answers
 about the same step from different sources combine by trust, the more trusted
 answer overriding.
@@ -68,6 +76,7 @@ from trajdebug.analysis._guided_result import (
     trust,
 )
 from trajdebug.analysis._oracles import Caller, Carrier, ask
+from trajdebug.analysis._verdicts import Verdicts
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer
 
@@ -152,7 +161,9 @@ class GuidedSearch:
         self.implied: list[Answer] = []
         """Answers no oracle gave: inputs a correct step carries whole (see the module docstring)."""
         self._carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
-        self.votes: dict[int, list[Answer]] = {}
+        starts = [graph.steps[sid].start_ns for sid in self.ids]
+        self.verdicts = Verdicts(self.parents, self.index.get(self.failure or ""), self._carrier.encloses, starts)
+        self.votes = self.verdicts.votes
         self.rechecked: set[int] = set()
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
         for a in answers:
@@ -193,7 +204,7 @@ class GuidedSearch:
                 return  # outside the failure's slice: it cannot be the cause
             self.problems.append(f"answer about {a.step_id}, not a step of the failure's slice (left out)")
             return
-        self.votes.setdefault(i, []).append(a)
+        self.verdicts.add(i, a)
         self.log.append(a)
         self._state = None
         if a.correct is True:
@@ -211,7 +222,7 @@ class GuidedSearch:
         for p, via in self._carrier.implied(i, self.parents, self.votes):
             why = f"implied: {self.graph.steps[self.ids[via]].name} carries its whole output and was answered correct"
             said = Answer(self.ids[p], True, a.by, a.at_ns, why, a.run_id)
-            self.votes[p] = [said]
+            self.verdicts.replace(p, said)
             self.implied.append(said)
 
     def answer(self, a: Answer) -> None:
@@ -220,37 +231,32 @@ class GuidedSearch:
         self._take(a, given=False)
 
     def verdict(self, i: int) -> bool | None:
-        """The answer that stands for step ``i``: the most trusted source's majority (a tie: unknown)."""
-        if self.failure is not None and i == self.index[self.failure]:
-            return False  # the failure is wrong by definition
-        votes = [a for a in self.votes.get(i, ()) if a.correct is not None]
-        if not votes:
-            return None
-        top = max(trust(a.by) for a in votes)
-        said = [a.correct for a in votes if trust(a.by) == top]
-        yes = sum(1 for c in said if c)
-        no = len(said) - yes
-        return None if yes == no else yes > no
+        """The answer that stands for step ``i`` (`Verdicts.verdict`)."""
+        return self.verdicts.verdict(i)
 
-    def _disputed(self, i: int) -> bool:
-        votes = [a for a in self.votes.get(i, ()) if a.correct is not None]
-        if not votes:
-            return False
-        top = max(trust(a.by) for a in votes)
-        said = [a.correct for a in votes if trust(a.by) == top]
-        return 0 < sum(1 for c in said if c) * 2 == len(said)
+    def admissible(self, i: int) -> bool | None:
+        """What step ``i``'s standing wrong answers say of its inputs (`Verdicts.admissible`)."""
+        return self.verdicts.admissible(i)
 
     # -- the candidate set -----------------------------------------------------
 
     def _reaches(self) -> list[int]:
-        """Each step's backward reach that avoids correct-marked steps, as a bit set (empty for those)."""
+        """Each step's backward reach that avoids correct-marked steps, as a bit set (empty for those).
+
+        An inadmissible step was given a wrong input: when its recorded inputs reach no step that could be
+        a root, the wrong input went unrecorded, and its reach takes in every step that may have fed it
+        (`_earlier`).  It stays in its own reach (the way to its inputs) but is never a candidate
+        (`_inadmissible`, masked out in `_compute`)."""
         reach = [0] * len(self.ids)
+        bad = self.verdicts.inadmissible()
         for i in range(len(self.ids)):
             if self.verdict(i) is True:
                 continue
             r = 1 << i
             for p in self.parents[i]:
                 r |= reach[p]
+            if bad >> i & 1 and not r & ~bad:
+                r |= self.verdicts.earlier(i)
             reach[i] = r
         return reach
 
@@ -263,16 +269,17 @@ class GuidedSearch:
             self._state = (0, -1, {}, None)
             return self._state
         f = self.index[self.failure]
-        cand = reach[f]
-        wrong = {i: reach[i] for i in range(len(self.ids)) if self.verdict(i) is False and reach[f] >> i & 1}
+        keep = ~self.verdicts.inadmissible()  # wrong for a wrong input: never the root
+        cand = reach[f] & keep
+        wrong = {i: reach[i] & keep for i in range(len(self.ids)) if self.verdict(i) is False and reach[f] >> i & 1}
         conflict: tuple[int, int] | None = None
         focus = f
         # The deepest wrong steps first (smallest reach): one root must lie in every wrong step's reach.
         for i in sorted(wrong, key=lambda j: (_popcount(wrong[j]), -j)):
             if cand & wrong[i]:
                 cand &= wrong[i]
-                if _popcount(wrong[i]) <= _popcount(wrong[focus]):
-                    focus = i
+                if keep >> i & 1 and _popcount(wrong[i]) <= _popcount(wrong[focus]):
+                    focus = i  # the deepest wrong step that may be the root (an inadmissible one may not)
             else:
                 conflict = (focus, i)
                 break
@@ -297,7 +304,7 @@ class GuidedSearch:
             votes = self.votes.get(i)
             if self.failure is not None and i == self.index[self.failure]:
                 continue
-            if not votes or (self._disputed(i) and len(votes) < _MAX_ASKS):
+            if not votes or (self.verdicts.disputed(i) and len(votes) < _MAX_ASKS):
                 out.append(i)
         return out
 
@@ -312,7 +319,7 @@ class GuidedSearch:
             return self._reask_conflict(conflict, wrong)
         # A tie anywhere in the slice is settled first: a step that turns out wrong may
         # contradict the root found so far (better a conflict reported than a false proof).
-        disputed = [i for i in self.votes if self._disputed(i) and len(self.votes[i]) < _MAX_ASKS]
+        disputed = [i for i in self.votes if self.verdicts.disputed(i) and len(self.votes[i]) < _MAX_ASKS]
         if disputed:
             return self.ids[max(disputed)]
         if cand == 1 << focus:
@@ -331,7 +338,10 @@ class GuidedSearch:
     def _recheck_proof(self, focus: int) -> str | None:
         if not self.recheck:
             return None
-        return self._recheck_first([focus, *self.parents[focus]])
+        # An erroneous answer proves the root by itself: the inputs it vouched for were never asked, and
+        # asking them now would only repeat what the answer said (a recheck of it takes them back).
+        vouched = self.verdicts.vouched()
+        return self._recheck_first([focus, *(p for p in self.parents[focus] if vouched.get(p) != focus)])
 
     def _recheck_first(self, order: Iterable[int]) -> str | None:
         """The first step of ``order`` that may be asked again (never the failure; each at most once,
@@ -362,8 +372,8 @@ class GuidedSearch:
         doubled the median questions, 2 to 4, to find 2 roots more in 99; on
         suite F, half the runs come from frameworks whose inputs are inferred).
         """
-        if len(self.audited) >= self.audit or not self.weak(focus):
-            return None
+        if len(self.audited) >= self.audit or not self.weak(focus) or self.admissible(focus) is True:
+            return None  # an erroneous answer vouched for every input the step was given, recorded or not
         # Its ancestors were tied to it by the recording (a correct input cleared
         # them already); only the steps no recorded path joins to it are in doubt.
         reach = self._ancestors(focus)
@@ -522,7 +532,7 @@ class GuidedSearch:
             tuple(self.problems),
             tuple(names.items()),
             tuple(self.ids[i] for i in self.audited),
-            tuple(self.implied),
+            (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)),
         )
 
     def _best(self, bits: int) -> int:

@@ -41,7 +41,8 @@ class Oracle(Protocol):
     """Answers one question: is this step's output correct, given its inputs?
 
     Returns True (correct), False (wrong) or None (don't know).  An oracle may
-    also return an `Answer` (to give a reason), and may carry a ``by``
+    also return an `Answer` (to give a reason, or to say with ``admissible``
+    whether a wrong step's inputs were right), and may carry a ``by``
     attribute naming it (``check:...``, ``model:...``); an ``interactive``
     attribute set true runs it on the calling thread without a timeout.
     """
@@ -93,6 +94,7 @@ class Guided:
                     "answer": _word(a.correct),
                     "by": a.by,
                     "reason": a.reason,
+                    **({"admissible": a.admissible} if a.correct is False and a.admissible is not None else {}),
                 }
                 for a in self.questions
             ],
@@ -227,7 +229,9 @@ def settled(analysis: Analysis) -> Analysis:
         if c.run_id is not None:
             return c
         a, grp = said.get(c.step_id), group(c.step_id)
-        if grp == 0:
+        if grp == 0 and a is not None and a.correct is False and a.admissible:
+            note = f"proven by {len(g.questions)} answer(s): its output is wrong for the inputs it was given (answered by {a.by}), and those were right"
+        elif grp == 0:
             note = f"proven by {len(g.questions)} answer(s): its output is wrong and every input it consumed is correct"
         elif grp == 3 and a is not None:
             note = f"answered correct by {a.by}" + (f" ({a.reason})" if a.reason else "")

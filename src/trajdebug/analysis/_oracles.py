@@ -1,7 +1,8 @@
 """Oracles for the guided search: how one is called safely, a passing run, the checks written in the agent.
 
 An oracle answers whether a step's output is right (what the run needed there; wrong also when it passed on a wrong input)
-(`trajdebug.analysis.Oracle`).  `Caller` calls any oracle so that a bug in it
+(`trajdebug.analysis.Oracle`); a wrong answer may say whether the step's inputs were right (`Answer.admissible`,
+Naish's three-valued answers: a relative check below says so, a passing run cannot).  `Caller` calls any oracle so that a bug in it
 is never the search's crash: one that raises, hangs past a timeout (it runs in
 a worker thread) or returns anything but True, False, None or an `Answer`
 counts as don't know, and the search reports it.
@@ -76,7 +77,11 @@ class Caller:
             problems.append(f"{self.by} raised on {step.name} ({step.step_id}): {value}")
             return Answer(step.step_id, None, self.by, now)
         if isinstance(value, Answer):
-            return Answer(step.step_id, value.correct, value.by or self.by, value.at_ns or now, value.reason)
+            adm = value.admissible if value.correct is False and isinstance(value.admissible, bool) else None
+            if value.admissible is not None and not isinstance(value.admissible, bool):
+                problems.append(f"{self.by} gave admissible={value.admissible!r} on {step.name}, not True/False/None")
+            return Answer(step.step_id, value.correct, value.by or self.by, value.at_ns or now, value.reason,
+                          admissible=adm)
         if value is None or isinstance(value, bool):
             return Answer(step.step_id, value, self.by, now)
         problems.append(
@@ -185,7 +190,8 @@ class Carrier:
             self._parts[j] = parts
         return self._parts[j]
 
-    def _encloses(self, j: int, p: int) -> bool:
+    def encloses(self, j: int, p: int) -> bool:
+        """True when step ``j`` encloses step ``p`` (a parent, or a parent's parent, of it)."""
         outer, up = self._steps[j].step_id, self._parent_of.get(self._steps[p].step_id)
         seen: set[str] = set()
         while up is not None and up not in seen:
@@ -202,7 +208,7 @@ class Carrier:
             return False
         if mine == part:
             return True
-        if not self._encloses(j, p):
+        if not self.encloses(j, p):
             return False
         parts = self._whole_parts(j)
         value = effect(self._steps[p])
@@ -254,7 +260,12 @@ class ExpectationOracle:
     """The in-process checks registered for step names, run on a step's recorded output.
 
     A check returns True (as expected), False (not), None (cannot tell); an
-    `AssertionError` it raises is False with its message as the reason.
+    `AssertionError` it raises is False with its message as the reason.  A check
+    that takes the step's input too (a relative check: the output judged against
+    what the step was given) says more when it fails: the output is wrong *for
+    these inputs*, Naish's *erroneous* (`Answer.admissible` True), which vouches
+    for the inputs; a check of the output alone stays two-valued (a wrong output
+    may be a wrong input passed on).
     """
 
     def __init__(self, checks: Mapping[str, Callable[..., Any]]) -> None:
@@ -266,13 +277,16 @@ class ExpectationOracle:
         if check is None:
             return None
         by = f"check:{step.name}"
+        relative = _takes_input(check)
+        erroneous = True if relative else None
         try:
-            verdict = check(step.output, step.input) if _takes_input(check) else check(step.output)
+            verdict = check(step.output, step.input) if relative else check(step.output)
         except AssertionError as e:
-            return Answer(step.step_id, False, by, time.time_ns(), str(e) or "expectation failed")
-        if verdict is None or isinstance(verdict, bool):
-            return Answer(step.step_id, verdict, by, time.time_ns())
-        return Answer(step.step_id, bool(verdict), by, time.time_ns())
+            return Answer(step.step_id, False, by, time.time_ns(), str(e) or "expectation failed", admissible=erroneous)
+        if verdict is None:
+            return Answer(step.step_id, None, by, time.time_ns())
+        ok = bool(verdict)
+        return Answer(step.step_id, ok, by, time.time_ns(), admissible=None if ok else erroneous)
 
     def covers(self, run: Run) -> bool:
         """True when some step of the run has a check."""

@@ -72,8 +72,9 @@ from trajdebug.core.model import Outcome, Run
     "ask",
     is_flag=True,
     help="Find the cause by asking you: one step at a time, is its output right, what the run needed there? "
-    "(no also when it only passed on a wrong input) "
-    "(keys y / n / ? / e / q; answers are stored with the run, and a second --ask resumes; "
+    "(keys y yes / o no, its own fault: what it was given was right / i no, it was given a wrong input / "
+    "n no, not saying which / ? / e expand / q quit: o and i are Naish's erroneous and inadmissible "
+    "and spare questions; answers are stored with the run, and a second --ask resumes; "
     "a step whose output a passing run of the same input also produced is not asked; "
     "a root the answers prove is written as the run's label to SOURCE.labels.jsonl beside SOURCE).",
 )

@@ -207,7 +207,7 @@ class Answer:
     """The step asked about."""
     correct: bool | None
     """True: the output is right (what the run needed there); False: wrong (also when the step only
-    passed on a wrong value it was given); None: don't know."""
+    passed on a wrong value it was given: `admissible` says which); None: don't know."""
     by: str
     """Who answered: ``person``, ``check:<name>``, ``model:<model>``, ``reference:<run_id>``,
     ``oracle:<module:function>`` (trust in that order: person first, model last)."""
@@ -220,6 +220,12 @@ class Answer:
     withdrawn: bool = False
     """True on the record that takes back this answerer's earlier answer about the step
     (``trajdebug answers forget``); readers then keep no answer of theirs for it."""
+    admissible: bool | None = None
+    """Of a wrong answer, whether the inputs the step was given were right (Naish's three-valued answers,
+    *A Declarative Debugging Scheme*, 1997): True, *erroneous*: wrong for the inputs it was given, its own
+    fault (or, for a step that encloses others, one of theirs); False, *inadmissible*: it was given a wrong
+    input, so its root lies strictly upstream; None: not said (a two-valued answer).  Only a wrong answer
+    carries it (readers drop it from any other)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from trajdebug.analysis import Guided
 from trajdebug.core.escape import one_line
-
-
-_WORD = {True: "correct", False: "wrong", None: "don't know"}
+from trajdebug.report.text import answer_word
 
 
 def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
@@ -36,7 +34,8 @@ def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
         out.append(f"{bullet}not proved yet; likeliest root: {name(g.root)}; candidates: {left}")
     for a in g.questions:
         why = f": {one_line(a.reason)}" if a.reason else ""
-        out.append(f"{bullet}  {name(a.step_id)} -> {_WORD[a.correct]} (by {one_line(a.by)}){why}")
+        word = answer_word(a)
+        out.append(f"{bullet}  {name(a.step_id)} -> {word} (by {one_line(a.by)}){why}")
     if g.path:
         out.append(f"{bullet}path to the failure: " + " -> ".join(name(s) for s in g.path))
     out.extend(f"{bullet}problem: {one_line(p)}" for p in g.problems)

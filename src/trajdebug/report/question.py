@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from trajdebug.core.escape import one_line, visible
 from trajdebug.core.model import Answer, Run, Step
 from trajdebug.report.step import value_text
-from trajdebug.report.text import ANSWER_WORD, short
+from trajdebug.report.text import answer_word, short
 
 
 if TYPE_CHECKING:
@@ -283,7 +283,10 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
         return
     head = Text("root: ", style="bold")
     head.append(label(guided.root), style="bold red")
-    if guided.certain:
+    own = [a for a in guided.questions if a.step_id == guided.root and a.correct is False]
+    if guided.certain and own and own[-1].admissible:
+        head.append("  (certain: answered wrong for the inputs it was given, and those were right)")
+    elif guided.certain:
         head.append("  (certain: its output is wrong and every input it consumed is correct)")
     else:
         p = dict(guided.candidates).get(guided.root)
@@ -294,7 +297,7 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
         title = "the answers that prove it:" if guided.certain else "the answers so far about it and its inputs:"
         console.print(Text(f"  {title}", style="cyan"))
         for a in proof:
-            console.print(Text(f"    {ANSWER_WORD[a.correct]:<10} {label(a.step_id)}  by {visible(a.by)}"), overflow="fold")
+            console.print(Text(f"    {answer_word(a):<10} {label(a.step_id)}  by {visible(a.by)}"), overflow="fold")
     if guided.path:
         console.print(Text("  path to the failure: " + " → ".join(label(s) for s in guided.path)), overflow="fold")
     if not guided.certain and len(guided.candidates) > 1:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trajdebug.core.escape import markup, one_line, visible
-from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.model import Answer, Dependency, Run, Step
 from trajdebug.core.schema import lost_records
 
 
@@ -216,6 +216,13 @@ ANSWER_WORD: dict[bool | None, str] = {True: "correct", False: "wrong", None: "d
 """How an answer's ``correct`` reads in the terminal and the reports."""
 
 
+def answer_word(a: Answer) -> str:
+    """How an answer reads: `ANSWER_WORD`, a wrong one saying whether what the step was given was right."""
+    if a.correct is False and a.admissible is not None:
+        return "wrong (its own fault)" if a.admissible else "wrong (given a wrong input)"
+    return ANSWER_WORD[a.correct]
+
+
 def render_answers(run: Run, console: Any) -> None:
     """Print the answers stored with a run: the step, the judgement, who gave it and why."""
     from rich.text import Text
@@ -226,7 +233,7 @@ def render_answers(run: Run, console: Any) -> None:
         step = steps.get(a.step_id)
         line = Text("    ")
         style = "yellow" if a.correct is None else "green" if a.correct else "red"
-        line.append(f"{ANSWER_WORD[a.correct]:<10} ", style=style)
+        line.append(f"{answer_word(a):<10} ", style=style)
         line.append(one_line(step.name) if step else "(no such step)")
         line.append(f"#{visible(short(a.step_id))}", style="dim")
         line.append(f"  by {visible(a.by)}", style="dim")

@@ -4,7 +4,8 @@
 stored answers: the next question (`trajdebug.report.question.question_to_dict`),
 the result so far (``Guided.to_dict()``) and the answers.  ``POST`` to the
 same URL with ``{"step_id": ..., "answer": "correct" | "wrong" | "unknown"}``
-stores the answer with the run (`trajdebug.answers.AnswerLog`, ``by="person"``)
+(or ``"erroneous"`` / ``"inadmissible"``, a wrong answer that says whether the
+step's inputs were right; the page's buttons stay two-valued) stores the answer with the run (`trajdebug.answers.AnswerLog`, ``by="person"``)
 and returns the new state, so the answers outlive the server.
 
 A POST is accepted only as ``application/json`` (a form on another site cannot
@@ -30,8 +31,10 @@ from trajdebug.sources.load import SourceError, load_runs
 from trajdebug.store import Store, is_store
 
 
-WORDS: dict[str, bool | None] = {"correct": True, "wrong": False, "unknown": None}
-"""The answers a POST may give."""
+WORDS: dict[str, bool | None] = {"correct": True, "wrong": False, "unknown": None, "erroneous": False, "inadmissible": False}
+"""The answers a POST may give: ``erroneous`` (wrong for the inputs it was given) and ``inadmissible`` (given a
+wrong input) are wrong answers that say which (Naish's three-valued answers, `Answer.admissible`)."""
+ADMISSIBLE: dict[str, bool] = {"erroneous": True, "inadmissible": False}
 
 MAX_BODY = 16_384
 """The largest POST body read (an answer is a few dozen bytes)."""
@@ -86,9 +89,10 @@ def parse_answer(body: bytes, content_type: str, origin: str | None, host: str |
     if not isinstance(sid, str) or not sid:
         raise BadAnswer("step_id: the step answered about is missing")
     if word not in WORDS:
-        raise BadAnswer(f"answer: {str(word)[:40]!r} is not correct, wrong or unknown")
+        raise BadAnswer(f"answer: {str(word)[:40]!r} is not correct, wrong, erroneous, inadmissible or unknown")
     reason = data.get("reason")
-    return Answer(sid, WORDS[word], "person", time.time_ns(), reason if isinstance(reason, str) and reason else None)
+    text = reason if isinstance(reason, str) and reason else None
+    return Answer(sid, WORDS[word], "person", time.time_ns(), text, admissible=ADMISSIBLE.get(word))
 
 
 def store_answer(source: str | Path, analysis: Analysis, answer: Answer) -> Answer:
@@ -104,4 +108,4 @@ def store_answer(source: str | Path, analysis: Analysis, answer: Answer) -> Answ
     return AnswerLog(source, run.run_id, known=[run.run_id]).save(answer)
 
 
-__all__ = ["MAX_BODY", "WORDS", "BadAnswer", "SourceError", "ask_state", "parse_answer", "store_answer", "stored_answers"]
+__all__ = ["ADMISSIBLE", "MAX_BODY", "WORDS", "BadAnswer", "SourceError", "ask_state", "parse_answer", "store_answer", "stored_answers"]

@@ -236,7 +236,8 @@ def decode_answer(r: Mapping[str, Any], problems: Problems) -> Answer | None:
     """An ``answer`` record as an `Answer`, or None when it names no step or no answerer.
 
     ``correct`` is true, false or null; the strings ``yes``/``no``/``true``/``false`` (any case)
-    are read as the booleans, anything else as don't know, with a problem.
+    are read as the booleans, anything else as don't know, with a problem.  ``admissible`` (Naish's
+    three-valued answers) is kept only on a wrong answer.
     """
     sid = r.get("step_id")
     if not isinstance(sid, (str, int)) or isinstance(sid, bool) or sid == "":
@@ -263,7 +264,19 @@ def decode_answer(r: Mapping[str, Any], problems: Problems) -> Answer | None:
         reason=str_field(r, "reason", problems),
         run_id=str_field(r, "step_run_id", problems),
         withdrawn=r.get("withdrawn") is True,
+        admissible=_admissible(r, correct, problems),
     )
+
+
+def _admissible(r: Mapping[str, Any], correct: bool | None, problems: Problems) -> bool | None:
+    """A wrong answer's ``admissible`` (true, false, or absent/null for not said); dropped from any other."""
+    raw = r.get("admissible")
+    if raw is None:
+        return None
+    if not isinstance(raw, bool):
+        problems.append(f"field 'admissible' must be true, false or null, got {_short(raw)}; read as null")
+        return None
+    return raw if correct is False else None
 
 
 _ANSWER_WORDS: dict[str, bool | None] = {"true": True, "yes": True, "false": False, "no": False}

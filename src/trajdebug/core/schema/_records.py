@@ -301,7 +301,8 @@ def mark_record(run_id: str, outcome: str, reason: str | None, time_ns: int) -> 
 
 def answer_record(run_id: str, a: Answer) -> dict[str, Any]:
     """An ``answer`` record: a judgement of one step's output (right: what the run needed there) (``correct`` is
-    true, false or null for don't know), who gave it (``by``), when, and why."""
+    true, false or null for don't know), who gave it (``by``), when, and why; of a wrong answer, ``admissible``
+    when said (true: wrong for the inputs it was given; false: it was given a wrong input)."""
     return {
         "v": FORMAT_VERSION,
         "t": "answer",
@@ -313,6 +314,8 @@ def answer_record(run_id: str, a: Answer) -> dict[str, Any]:
         "reason": a.reason,
         "step_run_id": a.run_id,
         **({"withdrawn": True} if a.withdrawn else {}),
+        # Written only when said, so a two-valued answer's record is what it always was.
+        **({"admissible": a.admissible} if a.admissible is not None and a.correct is False else {}),
     }
 
 
@@ -321,6 +324,8 @@ def answer_to_dict(a: Answer) -> dict[str, Any]:
     out = {"step_id": a.step_id, "correct": a.correct, "by": a.by, "at_ns": a.at_ns, "reason": a.reason}
     if a.run_id is not None:
         out["step_run_id"] = a.run_id
+    if a.admissible is not None and a.correct is False:
+        out["admissible"] = a.admissible
     return out
 
 

@@ -63,7 +63,7 @@ def _redactor_for(redact: bool | None) -> Any:
 ID_FIELDS = frozenset(
     {"v", "t", "run_id", "step_id", "error_id", "parent_id", "parent_error_id", "retry_of", "stage", "kind",
      "status", "outcome", "continues", "start_ns", "end_ns", "time_ns", "attempt", "source_index", "at_ns",
-     "step_run_id", "correct", "withdrawn", "origin", "confidence"}
+     "step_run_id", "correct", "withdrawn", "admissible", "origin", "confidence"}
 )
 """A record's structural fields: ids, times, enumerations.  A number there is kept; an id of plain digits too,
 since a 16-digit step id that passes the Luhn check reads as a card number to the redactor (a redacted id

@@ -107,7 +107,12 @@ def _own_answers(spans: list[Span], ids: Mapping[str, str]) -> tuple[Answer, ...
             if name != ANSWER_EVENT or not isinstance(by, str) or not by:
                 continue
             reason = a.get(ANSWER + "reason")
-            found.append(Answer(ids[s.span_id], words.get(a.get(ANSWER + "correct")), by, t, reason if isinstance(reason, str) else None))
+            correct = words.get(a.get(ANSWER + "correct"))
+            adm = a.get(ANSWER + "admissible")
+            admissible = adm if isinstance(adm, bool) and correct is False else None
+            found.append(
+                Answer(ids[s.span_id], correct, by, t, reason if isinstance(reason, str) else None, admissible=admissible)
+            )
     return latest_answers(found)
 # The attributes that name a conversation or session: OpenInference, OpenTelemetry GenAI.
 _SESSION_KEYS = ("session.id", "gen_ai.conversation.id")

@@ -133,7 +133,9 @@ def _answer_events(run: Run) -> dict[str, list[dict[str, Any]]]:
         if a.run_id not in (None, run.run_id):
             continue
         word = "unknown" if a.correct is None else "correct" if a.correct else "wrong"
-        attrs = {o.ANSWER + "correct": word, o.ANSWER + "by": a.by, o.ANSWER + "reason": a.reason}
+        attrs: dict[str, Any] = {o.ANSWER + "correct": word, o.ANSWER + "by": a.by, o.ANSWER + "reason": a.reason}
+        if a.correct is False and a.admissible is not None:
+            attrs[o.ANSWER + "admissible"] = a.admissible
         out.setdefault(a.step_id, []).append(
             {"timeUnixNano": str(a.at_ns), "name": o.ANSWER_EVENT, "attributes": _attrs(attrs)}
         )

@@ -1,0 +1,144 @@
+"""The guided search's standing answers: which verdict stands for each step, and what a three-valued answer
+implies about the step's inputs.
+
+Answers about the same step combine by trust (`_guided_result.trust`): the most trusted source's majority
+stands, a tie is unknown (and re-asked).  A wrong answer may also say whether the step's inputs were right
+(`Answer.admissible`, Naish's three-valued answers, *A Declarative Debugging Scheme*, 1997):
+
+- **erroneous** (True): wrong for the inputs it was given.  Every input it consumed is *vouched* correct
+  without a question, except the steps it encloses: a container's fault may be one of its children's, so
+  they stay suspects.  A vouched input counts only while the erroneous answer stands (a recheck that
+  overturns it takes the vouching back) and never overrides an answer about the input itself.
+- **inadmissible** (False): it was given a wrong input, so it is wrong but never the root.
+
+`GuidedSearch` (`_guided.py`) holds one `Verdicts` and asks it; this module keeps no graph of its own beyond
+each node's inputs and which steps enclose which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from trajdebug.analysis._guided_result import trust
+from trajdebug.core.model import Answer
+
+
+class Verdicts:
+    """The answers given about the search's nodes (by index) and the verdicts they leave.
+
+    Args:
+        parents: Each node's inputs (node indices); shared with the search, which may add to it.
+        failure: The failing node (wrong by definition), or None.
+        encloses: ``encloses(j, p)``: node ``j`` encloses node ``p`` (a parent, or a parent's parent).
+        starts: Each node's start time (ns).
+    """
+
+    def __init__(
+        self,
+        parents: Sequence[Sequence[int]],
+        failure: int | None,
+        encloses: Callable[[int, int], bool],
+        starts: Sequence[int],
+    ) -> None:
+        self.parents = parents
+        self.failure = failure
+        self._encloses = encloses
+        self._starts = starts
+        self.votes: dict[int, list[Answer]] = {}
+        self._vouched: dict[int, int] | None = None
+
+    def add(self, i: int, a: Answer) -> None:
+        """Count one more answer about node ``i``."""
+        self.votes.setdefault(i, []).append(a)
+        self._vouched = None
+
+    def replace(self, i: int, a: Answer) -> None:
+        """Make ``a`` the only answer about node ``i`` (an implied answer about an unanswered input)."""
+        self.votes[i] = [a]
+        self._vouched = None
+
+    def top(self, i: int) -> list[Answer]:
+        """The answers about node ``i`` that know, from its most trusted source."""
+        votes = [a for a in self.votes.get(i, ()) if a.correct is not None]
+        if not votes:
+            return []
+        best = max(trust(a.by) for a in votes)
+        return [a for a in votes if trust(a.by) == best]
+
+    def verdict(self, i: int) -> bool | None:
+        """The answer that stands for node ``i``: the most trusted source's majority (a tie: unknown); a
+        node nobody answered is correct when an erroneous answer about a node that consumed it stands."""
+        if i == self.failure:
+            return False  # the failure is wrong by definition
+        said = self.top(i)
+        if not said:
+            return True if i in self.vouched() else None
+        yes = sum(1 for a in said if a.correct)
+        no = len(said) - yes
+        return None if yes == no else yes > no
+
+    def disputed(self, i: int) -> bool:
+        """True when node ``i``'s most trusted answers are split evenly."""
+        said = self.top(i)
+        return bool(said) and 0 < sum(1 for a in said if a.correct) * 2 == len(said)
+
+    def admissible(self, i: int) -> bool | None:
+        """Of a node whose own answers stand wrong, what they say of its inputs: True (erroneous), False
+        (inadmissible), None (not said, said both ways as often, or the node does not stand wrong)."""
+        if i == self.failure:
+            no = [a for a in self.votes.get(i, ()) if a.correct is False]
+        else:
+            said = self.top(i)
+            no = [a for a in said if a.correct is False]
+            if len(no) * 2 <= len(said):
+                return None
+        ok = sum(1 for a in no if a.admissible is True)
+        bad = sum(1 for a in no if a.admissible is False)
+        return None if ok == bad else ok > bad
+
+    def vouched(self) -> dict[int, int]:
+        """Inputs vouched correct -> the node whose standing erroneous answer vouched for them."""
+        if self._vouched is None:
+            out: dict[int, int] = {}
+            for i in self.votes:
+                if self.admissible(i) is not True:
+                    continue
+                for p in self.parents[i]:
+                    if p not in out and not self._encloses(i, p):
+                        out[p] = i
+            self._vouched = out
+        return self._vouched
+
+    def inadmissible(self) -> int:
+        """The nodes whose standing answer is inadmissible (wrong for a wrong input), as a bit set."""
+        bits = 0
+        for i in self.votes:
+            if self.admissible(i) is False and self.verdict(i) is False:
+                bits |= 1 << i
+        return bits
+
+    def earlier(self, i: int) -> int:
+        """The nodes that may have fed node ``i`` unrecorded, as a bit set: started no later, not answered
+        correct.  An inadmissible node whose recorded inputs are all cleared was given a wrong input the
+        recording missed (state read behind the recorder's back, a value copied by hand); a node enclosing
+        it is among them, since a container hands its children their inputs and no edge records that."""
+        start = self._starts[i]
+        bits = 0
+        for j, at in enumerate(self._starts):
+            if j != i and at <= start and self.verdict(j) is not True:
+                bits |= 1 << j
+        return bits
+
+    def vouching(self, name: Callable[[int], str], node_id: Callable[[int], str]) -> list[Answer]:
+        """The inputs vouched correct (and answered nothing themselves), as answers that say who vouched."""
+        out = []
+        for p, i in sorted(self.vouched().items()):
+            if self.top(p):
+                continue
+            said = next(a for a in reversed(self.top(i)) if a.correct is False and a.admissible)
+            why = f"implied: {name(i)} was answered wrong for the inputs it was given"
+            out.append(Answer(node_id(p), True, said.by, said.at_ns, why, said.run_id))
+        return out
+
+
+__all__ = ["Verdicts"]

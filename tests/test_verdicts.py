@@ -1,0 +1,214 @@
+"""Three-valued answers in the guided search (Naish 1997): erroneous vouches for the inputs, inadmissible
+is never the root, a container's root is sought among its children, two-valued searches are unchanged."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.test_guided import STRATS, _chain, _truthful, _world, worlds
+
+from trajdebug.analysis import Analysis, GuidedSearch, guided_search
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._localize import Candidate, Localization, SearchStats
+from trajdebug.analysis._verdicts import Verdicts
+from trajdebug.core.model import Answer, Dependency, Run, Step
+
+
+def _three(root: str, wrong: set[str], own: frozenset[str] = frozenset()):  # type: ignore[no-untyped-def]
+    """The truthful three-valued oracle: the root (and what encloses it, ``own``) erroneous, every other
+    wrong step inadmissible, the rest correct; it records the steps it was asked about."""
+    asked: list[str] = []
+
+    def oracle(step: Step, run: Run) -> Answer:
+        asked.append(step.step_id)
+        if step.step_id not in wrong:
+            return Answer(step.step_id, True, "person")
+        return Answer(step.step_id, False, "person", admissible=step.step_id == root or step.step_id in own)
+
+    oracle.asked = asked  # type: ignore[attr-defined]
+    return oracle
+
+
+def test_an_erroneous_answer_about_a_leaf_proves_it_with_no_question_about_its_inputs() -> None:
+    """One erroneous answer makes a leaf certain; the same step answered plain wrong is not, until its input is asked."""
+    analysis, _ = _chain()
+    search = GuidedSearch(analysis, audit=0)
+    search.answer(Answer("c2", False, "person", admissible=True))
+    g = search.result()
+    assert (g.root, g.certain, g.asked) == ("c2", True, 1)
+    assert [a.step_id for a in g.implied] == ["c1"] and "c2" in (g.implied[0].reason or "")
+    plain = GuidedSearch(analysis, audit=0)
+    plain.answer(Answer("c2", False, "person"))
+    assert not plain.result().certain and plain.next_question() is not None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds, st.sampled_from(STRATS))
+def test_a_truthful_three_valued_oracle_finds_the_planted_root_and_never_asks_its_inputs(
+    w: tuple[int, int], strategy: str
+) -> None:
+    """On random DAGs the three-valued truth proves the planted root, and no input of the root is asked
+    once the root was answered (the erroneous answer vouched for them)."""
+    analysis, root, wrong = _world(*w)
+    oracle = _three(root, wrong)
+    g = guided_search(analysis, oracle, strategy=strategy)
+    assert (g.root, g.certain) == (root, True)
+    asked = oracle.asked  # type: ignore[attr-defined]
+    if root in asked:
+        inputs = {d.step_id for d in analysis.run.step_map()[root].deps}
+        assert not inputs & set(asked[asked.index(root) + 1 :])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds, st.integers(0, 10**6), st.booleans())
+def test_a_step_answered_inadmissible_is_never_the_root(w: tuple[int, int], seed: int, recheck: bool) -> None:
+    """Whatever the answers (here drawn at random among the three), the root reported, certain or likeliest,
+    is never a step whose standing answer says it was given a wrong input."""
+    analysis, _root, _wrong = _world(*w)
+    rng = random.Random(seed)
+    search = GuidedSearch(analysis, recheck=recheck)
+    while (sid := search.next_question()) is not None:
+        pick = rng.randrange(3)
+        search.answer(Answer(sid, pick == 0, "person", admissible=None if pick == 0 else pick == 1))
+    g = search.result()
+    if g.root is not None:
+        assert search.admissible(search.index[g.root]) is not False
+    if g.certain:
+        i = search.index[g.root]  # type: ignore[index]
+        assert search.verdict(i) is False and all(search.verdict(p) is True for p in search.parents[i])
+
+
+def _agent_run() -> tuple[Analysis, set[str]]:
+    """read -> agent (fetch, then decide inside it) -> submit (fails); ``decide`` is the root."""
+    steps = (
+        Step("r", "read", "tool", output={"q": "x"}, start_ns=0, end_ns=1),
+        Step("ag", "planner", "agent", output={"plan": "bad"}, deps=(Dependency("r"),), start_ns=2, end_ns=9),
+        Step("x", "fetch", "tool", parent_id="ag", output={"rows": 3}, start_ns=3, end_ns=4),
+        Step("y", "decide", "llm", parent_id="ag", output={"plan": "bad"}, deps=(Dependency("x"),), start_ns=5,
+             end_ns=6),
+        Step("f", "submit", "tool", output="rejected", deps=(Dependency("ag"),), start_ns=10, end_ns=11),
+    )
+    run = Run("run1", "agent", 0, 12, "failure", "rejected", steps=steps)
+    failures = (Failure("f", "outcome", "rejected", "x", "final"),)
+    loc = Localization([Candidate("ag", 0.9, (), ()), Candidate("r", 0.3, (), ())], SearchStats(5, 5, 0.0),
+                       failures=failures, ranking=("ag", "r"))
+    return Analysis(run, failures, loc), {"ag", "y", "f"}
+
+
+def test_a_container_answered_erroneous_is_searched_among_its_children() -> None:
+    """An agent answered erroneous vouches for what it was given, not for the steps inside it: the search
+    goes on into its children and proves the one that went wrong; the agent's input is never asked."""
+    analysis, wrong = _agent_run()
+    search = GuidedSearch(analysis, audit=0)
+    search.answer(Answer("ag", False, "person", admissible=True))
+    assert not search.result().certain
+    assert search.verdict(search.index["r"]) is True
+    assert search.verdict(search.index["y"]) is None
+    oracle = _three("y", wrong, frozenset({"ag"}))
+    g = guided_search(analysis, oracle, answers=[Answer("ag", False, "person", admissible=True)], audit=0)
+    assert (g.root, g.certain) == ("y", True)
+    assert "r" not in oracle.asked  # type: ignore[attr-defined]
+
+
+def test_an_inadmissible_step_whose_recorded_inputs_are_all_right_sends_the_search_to_earlier_steps() -> None:
+    """A step given a wrong input while every recorded input is right read something the recording missed:
+    its root is sought among the steps that ran before it (here one no edge ties to it)."""
+    steps = (
+        Step("a", "load", "tool", output=1, start_ns=0, end_ns=1),
+        Step("c", "lookup", "tool", output=2, start_ns=2, end_ns=3),
+        Step("b", "compute", "other", output=3, deps=(Dependency("a"),), start_ns=4, end_ns=5),
+        Step("f", "submit", "tool", output=4, deps=(Dependency("b"),), start_ns=6, end_ns=7),
+    )
+    run = Run("run1", "gap", 0, 8, "failure", "wrong", steps=steps)
+    failures = (Failure("f", "outcome", "wrong", "x", "final"),)
+    loc = Localization([Candidate("b", 0.9, (), ())], SearchStats(4, 4, 0.0), failures=failures, ranking=("b",))
+    oracle = _three("c", {"c", "b", "f"})
+    g = guided_search(Analysis(run, failures, loc), oracle)
+    assert (g.root, g.certain) == ("c", True)
+    two = guided_search(Analysis(run, failures, loc), _truthful({"c", "b", "f"}), audit=0)
+    assert (two.root, two.certain) == ("b", True)  # two-valued, the recorded graph proves the wrong step
+
+
+def test_a_two_valued_oracle_asks_exactly_the_questions_it_asked_before_three_valued_answers() -> None:
+    """The question sequence of two-valued answers on fixed random DAGs, recorded on main at b9e3aac
+    (before three-valued answers), is unchanged for every strategy."""
+    before = {
+        (7, 30, "prior"): "15,02,04,01,00", (7, 30, "top-down"): "15,04,02,01,00",
+        (1234, 40, "prior"): "04,00,05,31,06", (1234, 40, "linear"): "31,24,06,05,04",
+        (99, 25, "prior"): "05,02,06,08,03,04,09", (99, 25, "top-down"): "09,08,03,02",
+    }
+    for (seed, n, strategy), sequence in before.items():
+        analysis, _root, wrong = _world(seed, n)
+        search = GuidedSearch(analysis, strategy=strategy)
+        asked = []
+        while (sid := search.next_question()) is not None:
+            asked.append(sid[1:])
+            search.answer(Answer(sid, sid not in wrong, "person"))
+        assert ",".join(asked) == sequence, (seed, n, strategy)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds, st.integers(0, 10**6))
+def test_with_recheck_a_root_proven_by_an_erroneous_answer_was_asked_twice(w: tuple[int, int], seed: int) -> None:
+    """With a noisy three-valued oracle and ``recheck``, a certain root rests on its erroneous answer given
+    at least twice (a flipped one is outvoted or leaves the root unproven), and all its inputs stand correct."""
+    analysis, root, wrong = _world(*w)
+    rng = random.Random(seed)
+    truth = _three(root, wrong)
+
+    def noisy(step: Step, run: Run) -> Answer:
+        a = truth(step, run)
+        if rng.random() < 0.2:
+            return Answer(a.step_id, not a.correct, "person", admissible=None if a.correct is False else rng.random() < 0.5)
+        return a
+
+    search = GuidedSearch(analysis, recheck=True)
+    while (sid := search.next_question()) is not None:
+        search.answer(noisy(search.graph.steps[sid], analysis.run))
+    g = search.result()
+    if g.certain:
+        i = search.index[g.root]  # type: ignore[index]
+        assert all(search.verdict(p) is True for p in search.parents[i])
+        if search.admissible(i):
+            assert sum(1 for a in search.votes[i] if a.correct is False and a.admissible) >= 2
+
+
+def test_a_vouched_input_is_taken_back_when_the_answer_that_vouched_is_outvoted() -> None:
+    """Vouching holds only while the erroneous answer stands: outvoted by two correct answers, its input is unknown again."""
+    v = Verdicts([[], [0]], None, lambda j, p: False, [0, 1])
+    v.add(1, Answer("b", False, "person", admissible=True))
+    assert v.verdict(0) is True and v.admissible(1) is True
+    v.add(1, Answer("b", True, "person"))
+    v.add(1, Answer("b", True, "person"))
+    assert v.verdict(0) is None and v.admissible(1) is None
+
+
+def test_an_input_answered_wrong_is_not_overridden_by_a_consumer_answered_erroneous() -> None:
+    """An erroneous answer vouches only for inputs nobody answered: an input answered wrong stays wrong."""
+    v = Verdicts([[], [0]], None, lambda j, p: False, [0, 1])
+    v.add(0, Answer("a", False, "person"))
+    v.add(1, Answer("b", False, "person", admissible=True))
+    assert v.verdict(0) is False
+
+
+def test_the_result_says_which_answer_proved_the_root_and_how() -> None:
+    """The JSON keeps what an answer said of the inputs, the text says the step erred for what it was given,
+    and the inputs it vouched for are listed as implied, naming the step whose answer did."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.report.guided import guided_lines
+    from trajdebug.report.question import render_guided
+
+    analysis, _ = _chain()
+    g = guided_search(analysis, lambda s, r: None, answers=[Answer("c2", False, "person", admissible=True)], audit=0)
+    doc = g.to_dict()
+    assert doc["certain"] and doc["questions"][0]["admissible"] is True
+    assert [(i["step"], "c2" in i["reason"]) for i in doc["implied"]] == [("c1", True)]
+    assert any("c2 -> wrong (its own fault)" in line for line in guided_lines(g))
+    out = io.StringIO()
+    render_guided(g, analysis.run, Console(file=out, width=200))
+    assert "answered wrong for the inputs it was given" in out.getvalue()
