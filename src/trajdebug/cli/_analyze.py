@@ -22,7 +22,52 @@ from trajdebug.cli._replay import add_verify_option, load_callable
 from trajdebug.core.model import Outcome, Run
 
 
-@click.command(name="analyze")
+_ANALYZE_HELP = """Find where runs failed and rank the steps most likely to have caused it.
+
+For each run that did not succeed (or the run given with --run): the
+failures the detectors found, every step of the failure's backward slice
+ranked (the top candidates shown, each with its evidence and the
+dependency path from it to the failure), the error chains, and what was
+compared.  Passing runs of the same agent in SOURCE serve as references:
+where the failing run breaks what they always did is evidence.  SOURCE is
+a store, a trajdebug JSONL file or a foreign trace (default: the default
+store).  The JSON output is described in docs/analysis.md; the same
+analysis in Python is `trajdebug.analyze_source(SOURCE)`.
+
+With --verify MODULE:FUNCTION (the agent's entry point), the top
+candidates are verified by counterfactual replay: each is patched with a
+correction (from --fixer, the same step of a passing run in SOURCE, or a
+diagnoser's suggestion) and reported verified, refuted or unresolved.
+
+With --judge, a model (any OpenAI-compatible endpoint, configured in the
+environment) judges the shortlisted steps and the ranking combines its
+verdicts with the deterministic scores; every candidate keeps its evidence.
+
+With --oracle MODULE:FUNCTION (or expectations registered with
+trajdebug.expect), a guided search asks whether single steps' outputs are
+correct and converges on the root: a wrong step whose inputs are all
+correct (docs/analysis.md, "Guided search").  A passing run of the same
+input in SOURCE answers too, and with --judge the model does, trusted last.
+
+With --ask, you answer: one step at a time (its input, its output and the
+steps that produced its input), is its output correct?  Keys y / o (wrong,
+its own fault) / i (wrong, it was given a wrong input) / n (wrong) / ?
+(don't know) / e (expand) / q (stop).  Each answer is stored with the run as it is
+given (a foreign trace's in SOURCE.answers.jsonl), with what the oracles
+above answered; a second --ask resumes (docs/analysis.md, "Asking").
+
+\b
+Example:
+    trajdebug analyze trajdebug.db --run 4bf92f35 --top 3
+    trajdebug analyze conversation.json --from openai --outcome failure --json
+    trajdebug analyze trajdebug.db --verify trajdebug.demo:demo_agent
+    trajdebug analyze trajdebug.db --oracle checks:is_right --max-questions 5
+    trajdebug analyze trajdebug.db --run 4bf92f35 --ask
+"""
+"""`trajdebug analyze --help` (kept out of the command function, which it would triple)."""
+
+
+@click.command(name="analyze", help=_ANALYZE_HELP)
 @source_argument
 @run_option
 @fmt_option
@@ -133,84 +178,29 @@ def analyze_cmd(
     strategy: str = "prior",
     ask_person: object = None,
 ) -> None:
-    """Find where runs failed and rank the steps most likely to have caused it.
-
-    For each run that did not succeed (or the run given with --run): the
-    failures the detectors found, every step of the failure's backward slice
-    ranked (the top candidates shown, each with its evidence and the
-    dependency path from it to the failure), the error chains, and what was
-    compared.  Passing runs of the same agent in SOURCE serve as references:
-    where the failing run breaks what they always did is evidence.  SOURCE is
-    a store, a trajdebug JSONL file or a foreign trace (default: the default
-    store).  The JSON output is described in docs/analysis.md; the same
-    analysis in Python is `trajdebug.analyze_source(SOURCE)`.
-
-    With --verify MODULE:FUNCTION (the agent's entry point), the top
-    candidates are verified by counterfactual replay: each is patched with a
-    correction (from --fixer, the same step of a passing run in SOURCE, or a
-    diagnoser's suggestion) and reported verified, refuted or unresolved.
-
-    With --judge, a model (any OpenAI-compatible endpoint, configured in the
-    environment) judges the shortlisted steps and the ranking combines its
-    verdicts with the deterministic scores; every candidate keeps its evidence.
-
-    With --oracle MODULE:FUNCTION (or expectations registered with
-    trajdebug.expect), a guided search asks whether single steps' outputs are
-    correct and converges on the root: a wrong step whose inputs are all
-    correct (docs/analysis.md, "Guided search").  A passing run of the same
-    input in SOURCE answers too, and with --judge the model does, trusted last.
-
-    With --ask, you answer: one step at a time (its input, its output and the
-    steps that produced its input), is its output correct?  Keys y / n / ? (don't
-    know) / e (expand) / q (stop).  Each answer is stored with the run as it is
-    given (a foreign trace's in SOURCE.answers.jsonl), with what the oracles
-    above answered; a second --ask resumes (docs/analysis.md, "Asking").
-
-    \b
-    Example:
-        trajdebug analyze trajdebug.db --run 4bf92f35 --top 3
-        trajdebug analyze conversation.json --from openai --outcome failure --json
-        trajdebug analyze trajdebug.db --verify trajdebug.demo:demo_agent
-        trajdebug analyze trajdebug.db --oracle checks:is_right --max-questions 5
-        trajdebug analyze trajdebug.db --run 4bf92f35 --ask
-    """
-    from trajdebug.api import analyze_source
-    from trajdebug.sources.load import SourceError
-
+    """`trajdebug analyze` (its help: `_ANALYZE_HELP`): the options translated for `trajdebug.analyze_source`."""
     judge = _judge_config(use_judge, judge_config)
     _check_model(model)
     declared: Outcome | None = None if outcome is None else ("failure" if outcome == "failure" else "success")
     path = store_path(source)
-    from trajdebug.cli._common import Progress
-
-    try:
-        with Progress("analyzing", enabled=not as_json) as bar:
-            result = analyze_source(
-                path,
-                run_id,
-                fmt=fmt,
-                top=top,
-                outcome=declared,
-                use_references=not no_references,
-                sql_db=sql_db,
-                verify=load_callable(verify_entry) if verify_entry else None,
-                fixer=load_callable(fixer, "fixer") if fixer else None,
-                samples=verify_samples,
-                judge=judge,
-                oracle=list(oracles) or None,
-                max_questions=max_questions,
-                strategy=strategy,
-                ask=ask_person,
-                model=model,
-                session=use_session,
-                progress=bar.update,
-            )
-    except SourceError as exc:
-        raise click.ClickException(str(exc)) from None
-    except (ImportError, AttributeError, ValueError, TypeError) as exc:
-        if not oracles:
-            raise
-        raise click.ClickException(f"--oracle: {exc}") from None
+    options = {
+        "fmt": fmt,
+        "top": top,
+        "outcome": declared,
+        "use_references": not no_references,
+        "sql_db": sql_db,
+        "verify": load_callable(verify_entry) if verify_entry else None,
+        "fixer": load_callable(fixer, "fixer") if fixer else None,
+        "samples": verify_samples,
+        "judge": judge,
+        "oracle": list(oracles) or None,
+        "max_questions": max_questions,
+        "strategy": strategy,
+        "ask": ask_person,
+        "model": model,
+        "session": use_session,
+    }
+    result = _analyzed(path, run_id, options, quiet=as_json, oracles=bool(oracles))
     analyses = list(result.analyses)
     if not analyses:
         raise click.ClickException(f"{path}: no runs found")
@@ -221,6 +211,23 @@ def analyze_cmd(
         _ask(path, analyses, as_json, max_questions, strategy, result.twins)
         return
     _render(analyses, result, renderer, markdown, as_json)
+
+
+def _analyzed(path: Any, run_id: str | None, options: dict[str, Any], *, quiet: bool, oracles: bool) -> Any:
+    """`trajdebug.analyze_source` behind a progress bar, its errors as one-line click errors."""
+    from trajdebug.api import analyze_source
+    from trajdebug.cli._common import Progress
+    from trajdebug.sources.load import SourceError
+
+    try:
+        with Progress("analyzing", enabled=not quiet) as bar:
+            return analyze_source(path, run_id, progress=bar.update, **options)
+    except SourceError as exc:
+        raise click.ClickException(str(exc)) from None
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:
+        if not oracles:
+            raise
+        raise click.ClickException(f"--oracle: {exc}") from None
 
 
 def _check_model(model: str | None) -> None:
