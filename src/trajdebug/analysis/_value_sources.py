@@ -118,6 +118,36 @@ def _outside_names(given: Sequence[Atom], message: str, named: list[Atom]) -> li
     return out
 
 
+_NAME_WORDS = 4
+"""The longest name, in words, read from a failure's message as a value an earlier step returned."""
+
+
+def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom]) -> list[Atom]:
+    """Names the message writes plainly ("no drop at Rainy Pass", "no account for Acme Corp") that a step
+    before the failure returned as a value: `atoms` reads only numbers, dates, ids and quoted strings out
+    of free text, so a name left unquoted was no value the failure involves, and the step that was given
+    it and lost it went unasked.  Only capitalised word runs (a name, not a word of the sentence) that an
+    earlier output holds whole, the longest at each place."""
+    tokens = message.split()
+    have = {a.key for a in named}
+    out: list[Atom] = []
+    i = 0
+    while i < len(tokens):
+        step = 1
+        for n in range(min(_NAME_WORDS, len(tokens) - i), 0, -1):
+            raw = " ".join(tokens[i : i + n]).strip(",;:.!?()[]'\"")
+            if len(raw) < 3 or not raw[:1].isupper():
+                continue
+            found = [a for a in atoms([raw]) if a.kind == "text" and a.raw == raw]
+            if found and found[0].key not in have and sl.lin.holders(found[0].key, pos):
+                out.append(found[0])
+                have.add(found[0].key)
+                step = n
+                break
+        i += step
+    return out
+
+
 def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     """One failure's values: those its message names, the task words it misses, what its step was given."""
     step = sl.g.steps[f.step_id]
@@ -125,6 +155,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     message = f.message if f.message else (step.error.message if step.error else "")
     named = [a for a in atoms(message) if not (a.kind == "text" and len(a.raw) <= 2)]
     named = _outside_names(sl.lin.view(f.step_id).inputs, message, named)
+    named += _held_names(sl, message, pos, named)
     seen: set[str] = set()
     out = _named_values(sl, f, message, named, seen, within)
     out += contradicted(sl, message, pos, within, step.name)
