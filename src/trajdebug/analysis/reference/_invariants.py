@@ -431,6 +431,11 @@ def _number_checks(sid: str, f: str, nums: Sequence[float], fs: _FieldStats) -> 
             sid, _w(0.5, len(ref)), f"{f}={bad:g} is positive; it never was in passing runs", "reference:sign"
         )
         return
+    if 0 in nums and len(ref) >= MIN_SUPPORT and (all(x > 0 for x in ref) or all(x < 0 for x in ref)):
+        # A zero has no magnitude to compare, and the sign checks let it pass either way: a lookup that
+        # failed quietly and answered its default (no matches, no discount) hides there.
+        yield Evidence(sid, _w(0.35, len(ref)), f"{f}=0 is zero; it never was in passing runs", "reference:sign")
+        return
     mags = [math.log10(abs(x)) for x in ref if x]
     if len(mags) < MIN_SUPPORT:
         return
