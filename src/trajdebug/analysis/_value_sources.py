@@ -34,7 +34,7 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._left_out import left_out_items
 from trajdebug.analysis._omissions import choice_share, lost_here, swapped
-from trajdebug.analysis._picked import picked_named
+from trajdebug.analysis._picked import limit_ignored, picked_named
 from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
     NAMING_FIELDS,
@@ -232,6 +232,8 @@ def _named_values(
             continue
         if reached or sl.lin.holders(a.key, pos):
             out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
+        if limit:
+            out += limit_ignored(sl, a, named, pos, within, step.name)
         if (a.kind == "number" and reached) or limit:
             continue
         # Not given to the failing step (or, when given, perhaps lost on another path to it):
