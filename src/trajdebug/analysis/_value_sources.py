@@ -32,8 +32,8 @@ from trajdebug.analysis._contradictions import (
 )
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._left_out import left_out_items
-from trajdebug.analysis._omissions import choice_share, lost_here, swapped
+from trajdebug.analysis._left_out import left_out_items, left_out_names
+from trajdebug.analysis._omissions import choice_share, lost_here, misfiled, swapped
 from trajdebug.analysis._picked import limit_ignored, picked_named
 from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
@@ -122,12 +122,15 @@ _NAME_WORDS = 4
 """The longest name, in words, read from a failure's message as a value an earlier step returned."""
 
 
-def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom]) -> list[Atom]:
+def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom], failing: StepView) -> list[Atom]:
     """Names the message writes plainly ("no drop at Rainy Pass", "no account for Acme Corp") that a step
     before the failure returned as a value: `atoms` reads only numbers, dates, ids and quoted strings out
     of free text, so a name left unquoted was no value the failure involves, and the step that was given
-    it and lost it went unasked.  Only capitalised word runs (a name, not a word of the sentence) that an
-    earlier output holds whole, the longest at each place."""
+    it and lost it went unasked.  Only capitalised word runs (a name, not a word of the sentence; no code in
+    capitals, a currency or a unit) that an earlier output holds whole, the longest at each place, and only
+    names the failing step was not given: what the failure says is missing.  A name it was given is the
+    subject it checked (a person, a place it names to say what was wrong with it), which every step that
+    handled the record passed along or left behind by design."""
     tokens = message.split()
     have = {a.key for a in named}
     out: list[Atom] = []
@@ -136,10 +139,10 @@ def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom]) -> lis
         step = 1
         for n in range(min(_NAME_WORDS, len(tokens) - i), 0, -1):
             raw = " ".join(tokens[i : i + n]).strip(",;:.!?()[]'\"")
-            if len(raw) < 3 or not raw[:1].isupper():
+            if len(raw) < 3 or not raw[:1].isupper() or raw.isupper():
                 continue
             found = [a for a in atoms([raw]) if a.kind == "text" and a.raw == raw]
-            if found and found[0].key not in have and sl.lin.holders(found[0].key, pos):
+            if found and found[0].key not in have and sl.lin.holders(found[0].key, pos) and not failing.given(found[0]):
                 out.append(found[0])
                 have.add(found[0].key)
                 step = n
@@ -155,9 +158,9 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     message = f.message if f.message else (step.error.message if step.error else "")
     named = [a for a in atoms(message) if not (a.kind == "text" and len(a.raw) <= 2)]
     named = _outside_names(sl.lin.view(f.step_id).inputs, message, named)
-    named += _held_names(sl, message, pos, named)
     seen: set[str] = set()
     out = _named_values(sl, f, message, named, seen, within)
+    out += left_out_names(sl, _held_names(sl, message, pos, named, sl.lin.view(f.step_id)), pos, within, step.name)
     out += contradicted(sl, message, pos, within, step.name)
     out += whatif_found(sl, message, named, pos, within, step.name)
     out += disagreeing_sources(sl, f.step_id, message, pos, within, step.name)
@@ -464,7 +467,9 @@ def _dropped(
             # losing one value says less than a parser, a tool, or a model given one
             # request (write this query from this plan) losing it.
             weight *= sl.w["llm_dropped"]
-        if chose is not None:
+        if chose is not None and misfiled(sl, sid, a, chose):
+            reason += f" (it put {chose.raw!r}, given under another field, where it was given {a.raw!r})"
+        elif chose is not None:
             reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
         out.append(Evidence(sid, weight, reason, "lineage:dropped"))
     return out
