@@ -288,7 +288,7 @@ def _field_checks(
     # the passing runs know the field's range better than the step's other calls in this run.
     usual = passing is not None and all(passing_had(step, f, x, passing, key) for x in nums)
     if nums and len(fs.numbers) >= MIN_SUPPORT and not usual:
-        yield from _number_checks(sid, f, nums, fs, zero=step.kind in _ASKED)
+        yield from _number_checks(sid, f, nums, fs)
     numbers = [a for a in atoms if a.kind == "number"][:20]
     if numbers and fs.formulas and step.kind != "llm":
         yield from _formula_checks(sid, view, f, fs, numbers)
@@ -417,16 +417,7 @@ def _shape_checks(step: Step, st: _StepStats, outs: Mapping[str, list[Any]], min
             )
 
 
-_ASKED = frozenset({"tool", "retrieval"})
-"""Steps that answer from outside the agent (a zero there may be a default answered for a failed lookup)."""
-
-ZERO = 0.2
-"""A zero's weight: it is also what a lookup rightly answers when nothing matched, so weaker than a sign."""
-
-
-def _number_checks(
-    sid: str, f: str, nums: Sequence[float], fs: _FieldStats, *, zero: bool = True
-) -> Iterator[Evidence]:
+def _number_checks(sid: str, f: str, nums: Sequence[float], fs: _FieldStats) -> Iterator[Evidence]:
     ref = fs.numbers
     if all(x >= 0 for x in ref) and any(x < 0 for x in nums):
         bad = next(x for x in nums if x < 0)
@@ -439,13 +430,6 @@ def _number_checks(
         yield Evidence(
             sid, _w(0.5, len(ref)), f"{f}={bad:g} is positive; it never was in passing runs", "reference:sign"
         )
-        return
-    if zero and 0 in nums and len(ref) >= MIN_SUPPORT and (all(x > 0 for x in ref) or all(x < 0 for x in ref)):
-        # A zero has no magnitude to compare, and the sign checks let it pass either way: a lookup that
-        # failed quietly and answered its default (no matches, no discount) hides there.  Only a tool's or a
-        # retrieval's: a zero the agent's own code computed follows from its inputs (a cap reached, a rate
-        # missing upstream), and their evidence is upstream.
-        yield Evidence(sid, _w(ZERO, len(ref)), f"{f}=0 is zero; it never was in passing runs", "reference:sign")
         return
     mags = [math.log10(abs(x)) for x in ref if x]
     if len(mags) < MIN_SUPPORT:
