@@ -61,7 +61,11 @@ def choice_share(sl: Slice, sid: str, a: Atom, chose: Atom, first: int) -> float
 def misfiled(sl: Slice, sid: str, a: Atom, chose: Atom) -> bool:
     """Whether the step put ``chose`` under a field it was given ``a`` under, and never ``chose``: a value
     taken from another field (a record's creation date passed as its move date, a check-out day as the
-    check-in): no choice between two candidates for one slot, but the wrong slot read."""
+    check-in): no choice between two candidates for one slot, but the wrong slot read.  Not numbers: a
+    count, a price or a share is written under many fields (a quantity and a limit, an ask and a last sale)
+    by the agent's own arithmetic, not read from one of them."""
+    if a.kind == "number" or chose.kind == "number":
+        return False
     view = sl.lin.view(sid)
     put = {o.field for o in view.outputs if o.key == chose.key and o.field}
     had_a = {i.field for i in view.inputs if i.key == a.key and i.field}
