@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tests.builders import step
@@ -58,3 +59,54 @@ def test_items_left_out_that_make_up_no_stated_gap_say_nothing() -> None:
     kept = [i for i in _ITEMS if i["amount"] != 64.0]
     loc = localize(_run(kept, "paid 120.40 but the statement says 999.99"))
     assert all("lineage:dropped" not in c.signals for c in loc.ranked_all if c.step_id == "d")
+
+
+def _planner_run(plan: str, message: str) -> Run:
+    stops = ["Yentna", "Finger Lake", "Rainy Pass", "Rohn"]
+    return Run(
+        "r",
+        "resupply",
+        outcome="failure",
+        steps=(
+            step("l", "list_stops", "tool", 1, {"route": "south"}, {"route": "south", "stops": stops}),
+            step("e", "read_entry", "other", 2, {"team": "T-8"}, {"team": "T-8", "dogs": 14, "musher": "A. Koenig"}),
+            step(
+                "m",
+                "plan_drops",
+                "llm",
+                3,
+                {"messages": [{"role": "user", "content": json.dumps({"team": "T-8", "stops": stops})}]},
+                {"role": "assistant", "content": plan},
+                "l",
+                "e",
+            ),
+            step("s", "stage", "tool", 5, {"team": "T-8", "plan": plan}, {"team": "T-8", "bags": 3}, "m"),
+            step(
+                "f",
+                "signoff",
+                "tool",
+                7,
+                {"team": "T-8", "bags": 3},
+                None,
+                "s",
+                status="error",
+                error=ErrorInfo("Refused", message),
+            ),
+        ),
+    )
+
+
+def test_a_list_item_the_failure_says_is_missing_points_at_the_step_that_left_it_out() -> None:
+    """A planner given four stops that passed on three, leaving out the one the failure says has no drop, ranks first."""
+    loc = localize(_planner_run("DROPS: Yentna > Finger Lake > Rohn", "team T-8 has no drop at Rainy Pass"))
+    top = loc.candidates[0]
+    assert top.step_id == "m"
+    assert any("'Rainy Pass'" in r and "3 of the 4" in r for r in top.reasons)
+
+
+def test_a_name_the_step_passed_on_or_a_name_in_no_list_is_no_item_left_out() -> None:
+    """A planner that kept every stop, or a failure naming a value no step was given in a list, says nothing of this kind."""
+    kept = localize(_planner_run("DROPS: Yentna > Finger Lake > Rainy Pass > Rohn", "team T-8 has no drop at Rainy Pass"))
+    musher = localize(_planner_run("DROPS: Yentna > Finger Lake > Rohn", "team T-8 has no musher A. Koenig"))
+    for loc in (kept, musher):
+        assert not any("items of a list it was given" in r for c in loc.ranked_all for r in c.reasons)

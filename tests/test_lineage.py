@@ -926,6 +926,18 @@ class TestNamedReads:
         lin = Lineage(self._print_job("otlp", {"job": "J-5512", "press": "PR-6"}))
         assert lin.origin(press, 2).step_id == "sheet"
 
+    def test_a_loops_earlier_call_is_no_step_a_later_call_read_its_constant_from(self) -> None:
+        """Each call of a ration calculator (OTLP spans given the leg only) returning its own basis=0.113 wrote
+        it itself: no later call reads it from the call before, so every call introduced it."""
+        calls = [
+            _s(f"c{i}", "ration_calc", "other", 10 * i, {"leg_hours": 5 + i}, {"kg": 7.9 + i, "basis": 0.113})
+            for i in range(4)
+        ]
+        lin = Lineage(Run("r", "t", outcome="failure", steps=tuple(calls), metadata={"source_format": "otlp"}))
+        for c in calls:
+            assert [a.raw for a in lin.view(c.step_id).inputs if a.field == "basis"] == []
+            assert "0.113" in [a.raw for a in lin.introduced(c.step_id)]
+
 
 def test_a_view_reads_the_numbers_of_an_input_text_said_before_from_its_memo() -> None:
     """`build_view` with a memo of input texts gives the same input keys as without it, and keeps a short text's numbers."""

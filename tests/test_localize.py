@@ -518,8 +518,8 @@ class TestRanking:
 
     def test_the_first_to_swap_an_entity_is_asked_before_those_that_carried_the_swap(self) -> None:
         """A model that booked unit HT-1, listed beside the HT-2 it was asked about, swapped the entity the failure
-        names: its omission weighs twice what a later turn that carried HT-1 on weighs (both chose between given
-        values)."""
+        names: its omission weighs at least twice what a later turn that carried HT-1 on weighs (both chose between
+        given values; the first put HT-1, given as a neighbour, under the field it was given HT-2 under)."""
         task = {"role": "user", "content": 'Alarm: {"alarm": "AL-1", "unit": "HT-2"}'}
         seen = {"role": "tool", "content": '{"unit": "HT-2", "same_bank": ["HT-1"]}'}
 
@@ -536,7 +536,7 @@ class TestRanking:
         )
         cands = {c.step_id: c for c in localize(Run("r", "lifts", outcome="failure", steps=steps), top=10).candidates}
         first, later = (cands[s].features["evidence:lineage:dropped"] for s in ("t2", "t3"))
-        assert first == pytest.approx(2 * later) and later > 0
+        assert first >= 2 * later > 0
 
     def test_a_flag_a_model_set_is_the_decision_the_failure_speaks_of(self) -> None:
         """A model that created an assignment with ``revision=false``, refused later because the job "needs

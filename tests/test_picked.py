@@ -56,3 +56,36 @@ def test_a_label_is_traced_to_the_step_given_the_failures_item() -> None:
     stated = "first stated queue=planned"
     assert any(stated in r for r in ranked["b"].reasons)
     assert not any(stated in r for r in ranked["a"].reasons)
+
+
+def _crew_run(members: int, message: str) -> Run:
+    return Run(
+        "r",
+        "movers",
+        outcome="failure",
+        steps=(
+            _t("h", "handling_rules", "tool", 1, input={"category": "grand"}, output={"crew_needed": 4}),
+            _t("c", "crew_roster", "tool", 3, input={"date": "2026-12-11", "crew_size": 4},
+               output={"crew_id": "C-2-11", "members": members}, deps=(D("h"),)),
+            _t("q", "quote_move", "tool", 5, input={"job": "PM-1"}, output={"quote_id": "Q-7"}),
+            _t("b", "confirm_booking", "tool", 7, input={"crew_id": "C-2-11", "quote_id": "Q-7"},
+               status="error", error=ErrorInfo("Refused", message), deps=(D("c"), D("q"))),
+        ),
+    )
+
+
+def test_the_step_given_the_bound_that_returned_the_record_breaking_it_ranks_first() -> None:
+    """A roster asked for a crew of 4 that answered crew C-2-11, which the failure says is below the 4 movers
+    required, ranks above the rules that stated the 4."""
+    loc = localize(_crew_run(2, "crew C-2-11 is below the 4 movers required"))
+    top = loc.candidates[0]
+    assert top.step_id == "c"
+    assert any("was given 4, the bound" in r and "C-2-11" in r for r in top.reasons)
+
+
+def test_a_bound_the_answer_holds_or_a_message_naming_no_record_is_no_ignored_bound() -> None:
+    """A roster whose answer holds the 4 it was asked for, or a failure that names no record, gives no such finding."""
+    held = localize(_crew_run(4, "crew C-2-11 is below the 4 movers required"))
+    nameless = localize(_crew_run(2, "the crew is below the 4 movers required"))
+    for loc in (held, nameless):
+        assert not any("the bound" in r for c in loc.ranked_all for r in c.reasons)

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sources import Found, Slice, _short
 from trajdebug.core.model import CONTAINER_KINDS
-from trajdebug.core.values import is_mapping, mentions
+from trajdebug.core.values import Atom, is_mapping, mentions
 
 
 _MAX_ITEMS = 500
@@ -59,6 +59,50 @@ def left_out_items(sl: Slice, message: str, pos: int, within: set[str], where: s
             )
             break
     return out
+
+
+def left_out_names(sl: Slice, names: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
+    """Steps given a list holding a name the failure says is missing ("no drop at Rainy Pass") that passed
+    on the list's other items and not that one: a plan, a filter or a copy that lost one item on the way.
+    A step that passed on none of the list made no such choice (it did something else with it)."""
+    out: list[Found] = []
+    for a in names:
+        for sid in sorted(within, key=sl.g.position):
+            step = sl.g.steps[sid]
+            view = sl.lin.view(sid)
+            if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS or view.holds(a):
+                continue
+            for items in _name_lists(step.input):
+                others = [x for x in items if x != a.raw]
+                if a.raw in items and others and all(x.casefold() in view.out_text for x in others):
+                    reason = (
+                        f"passed on {len(others)} of the {len(items)} items of a list it was given, leaving out "
+                        f"{a.raw!r}, which the failure at {where} says is missing"
+                    )
+                    out.append(Evidence(sid, sl.w["dropped"], reason, "lineage:dropped"))
+                    break
+    return out
+
+
+def _name_lists(value: Any, depth: int = 0) -> Iterator[list[str]]:
+    """The lists of texts in a value (JSON written as a string read too: a model's messages), a few levels
+    down."""
+    if depth > 6:
+        return
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return
+    if isinstance(value, list):
+        if 2 <= len(value) <= _MAX_ITEMS and all(isinstance(x, str) for x in value):
+            yield value
+            return
+        for x in value[:_MAX_ITEMS]:
+            yield from _name_lists(x, depth + 1)
+    elif is_mapping(value):
+        for v in value.values():
+            yield from _name_lists(v, depth + 1)
 
 
 def _gap_made_up(dropped: list[Mapping[str, Any]], gaps: list[tuple[float, float, str, str]]) -> tuple[str, str, str] | None:
@@ -126,4 +170,4 @@ def _tolerance(a: str, b: str) -> float:
     return 10.0**-decimals + 1e-9
 
 
-__all__ = ["left_out_items"]
+__all__ = ["left_out_items", "left_out_names"]

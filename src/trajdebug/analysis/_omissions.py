@@ -53,7 +53,24 @@ def choice_share(sl: Slice, sid: str, a: Atom, chose: Atom, first: int) -> float
     there (unit ``HT-1`` for ``HT-2``, both named by the failure) made the failure's own contrast, the entity
     swapped: twice that (the steps after it carry the swap)."""
     entity = sl.g.position(sid) == first and chose.kind == a.kind and _shape(chose.raw) == _shape(a.raw)
+    if entity and misfiled(sl, sid, a, chose):
+        return 1.0
     return 0.5 if entity else 0.25
+
+
+def misfiled(sl: Slice, sid: str, a: Atom, chose: Atom) -> bool:
+    """Whether the step put ``chose`` under a field it was given ``a`` under, and never ``chose``: a value
+    taken from another field (a record's creation date passed as its move date, a check-out day as the
+    check-in): no choice between two candidates for one slot, but the wrong slot read.  Not numbers: a
+    count, a price or a share is written under many fields (a quantity and a limit, an ask and a last sale)
+    by the agent's own arithmetic, not read from one of them."""
+    if a.kind == "number" or chose.kind == "number":
+        return False
+    view = sl.lin.view(sid)
+    put = {o.field for o in view.outputs if o.key == chose.key and o.field}
+    had_a = {i.field for i in view.inputs if i.key == a.key and i.field}
+    had_chose = {i.field for i in view.inputs if i.key == chose.key and i.field}
+    return bool(put & had_a) and bool(had_chose) and not put & had_chose
 
 
 def swapped(sl: Slice, sid: str, a: Atom, named: Sequence[Atom]) -> Atom | None:
@@ -146,4 +163,4 @@ def _encloses(sl: Slice, outer: str, sid: str) -> bool:
     return False
 
 
-__all__ = ["by_reference", "choice_share", "given_again", "lost_here", "replaced", "swapped"]
+__all__ = ["by_reference", "choice_share", "given_again", "lost_here", "misfiled", "replaced", "swapped"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._selection import passed_over, selections
 from trajdebug.analysis._sources import Found, Slice, _thin
 from trajdebug.core.model import CONTAINER_KINDS
@@ -61,4 +62,30 @@ def before(
     return (mine and not theirs) or (mine == theirs and here[0] < best[0])
 
 
-__all__ = ["before", "picked_named"]
+def limit_ignored(sl: Slice, limit: Atom, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
+    """The step that was given the bound a failure states and returned the record the failure says breaks it
+    ("crew C-2 is below the 4 movers required" after a roster asked for a crew of 4 answered C-2; a search
+    given a budget of 200 that returned the hotel over it): it was told the requirement and answered beside
+    it.  Only the step that brought the record in (given it, a step only handed it on), and only when its
+    answer does not hold the bound itself."""
+    subjects = [a for a in named if a.kind == "id"]
+    if limit.kind != "number" or not subjects:
+        return []
+    for sid in sorted(within, key=sl.g.position):
+        step = sl.g.steps[sid]
+        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:
+            continue
+        view = sl.lin.view(sid)
+        if limit.key not in view.in_keys or view.holds(limit):
+            continue
+        made = [a for a in subjects if a.key in view.out_keys and not view.given(a)]
+        if made:
+            reason = (
+                f"was given {limit.raw}, the bound the failure at {where} states, and returned {made[0].raw}, "
+                "which the failure says does not meet it"
+            )
+            return [Evidence(sid, sl.w["dropped"], reason, "lineage:dropped")]
+    return []
+
+
+__all__ = ["before", "limit_ignored", "picked_named"]

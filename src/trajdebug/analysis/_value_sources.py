@@ -32,9 +32,9 @@ from trajdebug.analysis._contradictions import (
 )
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._left_out import left_out_items
-from trajdebug.analysis._omissions import choice_share, lost_here, swapped
-from trajdebug.analysis._picked import picked_named
+from trajdebug.analysis._left_out import left_out_items, left_out_names
+from trajdebug.analysis._omissions import choice_share, lost_here, misfiled, swapped
+from trajdebug.analysis._picked import limit_ignored, picked_named
 from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
     NAMING_FIELDS,
@@ -118,6 +118,39 @@ def _outside_names(given: Sequence[Atom], message: str, named: list[Atom]) -> li
     return out
 
 
+_NAME_WORDS = 4
+"""The longest name, in words, read from a failure's message as a value an earlier step returned."""
+
+
+def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom], failing: StepView) -> list[Atom]:
+    """Names the message writes plainly ("no drop at Rainy Pass", "no account for Acme Corp") that a step
+    before the failure returned as a value: `atoms` reads only numbers, dates, ids and quoted strings out
+    of free text, so a name left unquoted was no value the failure involves, and the step that was given
+    it and lost it went unasked.  Only capitalised word runs (a name, not a word of the sentence; no code in
+    capitals, a currency or a unit) that an earlier output holds whole, the longest at each place, and only
+    names the failing step was not given: what the failure says is missing.  A name it was given is the
+    subject it checked (a person, a place it names to say what was wrong with it), which every step that
+    handled the record passed along or left behind by design."""
+    tokens = message.split()
+    have = {a.key for a in named}
+    out: list[Atom] = []
+    i = 0
+    while i < len(tokens):
+        step = 1
+        for n in range(min(_NAME_WORDS, len(tokens) - i), 0, -1):
+            raw = " ".join(tokens[i : i + n]).strip(",;:.!?()[]'\"")
+            if len(raw) < 3 or not raw[:1].isupper() or raw.isupper():
+                continue
+            found = [a for a in atoms([raw]) if a.kind == "text" and a.raw == raw]
+            if found and found[0].key not in have and sl.lin.holders(found[0].key, pos) and not failing.given(found[0]):
+                out.append(found[0])
+                have.add(found[0].key)
+                step = n
+                break
+        i += step
+    return out
+
+
 def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     """One failure's values: those its message names, the task words it misses, what its step was given."""
     step = sl.g.steps[f.step_id]
@@ -127,6 +160,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     named = _outside_names(sl.lin.view(f.step_id).inputs, message, named)
     seen: set[str] = set()
     out = _named_values(sl, f, message, named, seen, within)
+    out += left_out_names(sl, _held_names(sl, message, pos, named, sl.lin.view(f.step_id)), pos, within, step.name)
     out += contradicted(sl, message, pos, within, step.name)
     out += whatif_found(sl, message, named, pos, within, step.name)
     out += disagreeing_sources(sl, f.step_id, message, pos, within, step.name)
@@ -201,6 +235,8 @@ def _named_values(
             continue
         if reached or sl.lin.holders(a.key, pos):
             out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
+        if limit:
+            out += limit_ignored(sl, a, named, pos, within, step.name)
         if (a.kind == "number" and reached) or limit:
             continue
         # Not given to the failing step (or, when given, perhaps lost on another path to it):
@@ -431,7 +467,9 @@ def _dropped(
             # losing one value says less than a parser, a tool, or a model given one
             # request (write this query from this plan) losing it.
             weight *= sl.w["llm_dropped"]
-        if chose is not None:
+        if chose is not None and misfiled(sl, sid, a, chose):
+            reason += f" (it put {chose.raw!r}, given under another field, where it was given {a.raw!r})"
+        elif chose is not None:
             reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
         out.append(Evidence(sid, weight, reason, "lineage:dropped"))
     return out

@@ -115,6 +115,8 @@ def contradictions(
             if k in theirs and k not in _UNCOMPARED:
                 if k in labels and not _labelled(up, k, ids, labels_against):
                     continue
+                if _another_record(up, k, mine):
+                    continue
                 w = theirs[k]
                 if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
                     if several is None:
@@ -153,6 +155,23 @@ def _labelled(up: Any, k: str, ids: set[str], against: list[Any] | None) -> bool
     return any(
         p.rpartition(".")[0] == record and isinstance(v, str) and v.lower() in ids for p, v in content.leaves(up)
     )
+
+
+def _another_record(up: Any, k: str, mine: dict[str, Any]) -> bool:
+    """Whether the upstream value of ``k`` sits in a nested record about another entity than the output's: the
+    record names an id of the shape of one the output states, and none the output states (a job's ``related``
+    earlier job, its translator, beside a call about this job).  Its fields say what held for that entity."""
+    found = [p for p, _ in content.leaves(up) if p.rpartition(".")[2] == k]
+    record = found[0].rpartition(".")[0] if found else ""
+    if not record:
+        return False
+    theirs = {
+        v for p, v in content.leaves(up)
+        if p.rpartition(".")[0] == record and isinstance(v, str) and content.ID_TOKEN.fullmatch(v)
+    }
+    stated = {v for v in mine.values() if isinstance(v, str) and content.ID_TOKEN.fullmatch(v)}
+    shapes = {content.char_shape(v) for v in stated}
+    return bool(theirs) and not theirs & stated and any(content.char_shape(v) in shapes for v in theirs)
 
 
 _UNCOMPARED = ("id", "name", "role", "type", "content", "status")

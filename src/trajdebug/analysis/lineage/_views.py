@@ -253,11 +253,15 @@ def named_reads(steps: Sequence[Step], views: Mapping[str, StepView], source_for
     A function that returns a value under the very name an earlier step returned it under read it there;
     counted as introduced, such a value makes the span the origin of every value it copied.  Earlier means
     ended before the step started (an enclosing step's output, which holds its children's, comes later).
+    An earlier call of the same function is no such holder: a loop's calls each return their own constant
+    (a rate, a unit, a basis written by the code), and reading it as copied from the call before makes the
+    first call the only one that computed it, odd among its siblings.
     """
     if source_format not in PARTIAL_FORMATS:
         return {}
     out: dict[str, list[Atom]] = {}
-    first: dict[tuple[str, str], int] = {}  # (field, value) -> when the first step that returned it ended
+    # (field, value) -> step name -> when the first step of that name that returned it ended
+    first: dict[tuple[str, str], dict[str, int]] = {}
     for s in steps:
         v = views[s.step_id]
         # (A span given its arguments by name: one given a text, a parser's, was given what it reads.)
@@ -270,16 +274,22 @@ def named_reads(steps: Sequence[Step], views: Mapping[str, StepView], source_for
                 for a in v.outputs
                 if a.field
                 and a.field not in named
-                and first.get((a.field, a.key), s.start_ns + 1) <= s.start_ns
+                and _held_before(first.get((a.field, a.key)), s)
                 and not v.given(a)
             ]
             if got:
                 out[s.step_id] = got
         if s.end_ns is not None and s.kind != "agent":
             for a in v.outputs:
-                if a.field and first.get((a.field, a.key), s.end_ns + 1) > s.end_ns:
-                    first[(a.field, a.key)] = s.end_ns
+                if a.field:
+                    ends = first.setdefault((a.field, a.key), {})
+                    ends[s.name] = min(ends.get(s.name, s.end_ns), s.end_ns)
     return out
+
+
+def _held_before(ends: Mapping[str, int] | None, step: Step) -> bool:
+    """Whether a step of another name returned the value before ``step`` started (`named_reads`)."""
+    return ends is not None and any(name != step.name and end <= step.start_ns for name, end in ends.items())
 
 
 _ITEM = "item:"

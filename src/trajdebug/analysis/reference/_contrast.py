@@ -87,6 +87,14 @@ class Contrast:
         same = [[s for s in steps if turn(s) == role] for steps in found]
         if role is not None and any(same):
             found = same
+        if role and sum(map(len, found)) < MIN_SEEN:
+            # A hand-off sends each run to one of several specialists (a desk per language, a clerk per
+            # region): when this one played too few passing runs, the others' turns that called the same
+            # tools played the same part.
+            found = [
+                [s for k, steps in index.items() if k[1:] == key[1:] for s in steps if turn(s) == role]
+                for index in self._index
+            ]
         out: list[dict[str, frozenset[str]]] = []
         for ctx, steps in zip(self._contexts, found):
             for s in steps[:MAX_STEPS]:
