@@ -23,7 +23,7 @@ os.environ.setdefault("OPENAI_API_KEY", "not-needed")
 from benchmarks.heldout.suite_s import kit  # noqa: E402
 from trajdebug.sources.load import load_runs  # noqa: E402
 
-AGENTS = ["dental_lab", "haulout_yard", "glacier_guides", "wastewater_lab"]
+AGENTS = ["dental_lab", "haulout_yard", "glacier_guides", "wastewater_lab", "sawmill_orders", "school_buses"]
 BANNED = re.compile(r"(?<![A-Za-z])(fault|bug|wrong|stale|planted|inject|corrupt)", re.IGNORECASE)
 ID_KEYS = re.compile(r'"(traceId|spanId|parentSpanId|trace_id|span_id|parent_span_id)"\s*:\s*"[^"]*"')
 
