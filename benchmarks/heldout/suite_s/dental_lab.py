@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
-import trajdebug
+from benchmarks.heldout.suite_s import kit
 from openai import OpenAI
 
-from benchmarks.heldout.suite_s import kit
+import trajdebug
+
 
 AGENT = "crown-lab"
 ROUTE = "sdk"

@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 for p in (str(ROOT / "src"), str(ROOT)):
@@ -21,9 +22,11 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "0")
 os.environ.setdefault("OPENAI_API_KEY", "not-needed")
 
 from benchmarks.heldout.suite_s import kit  # noqa: E402
+
 from trajdebug.sources.load import load_runs  # noqa: E402
 
-AGENTS = ["dental_lab", "haulout_yard", "glacier_guides", "wastewater_lab", "sawmill_orders", "school_buses"]
+
+AGENTS = ["dental_lab", "haulout_yard", "glacier_guides", "wastewater_lab", "sawmill_orders", "school_buses", "bikeshare_ops", "dig_finds"]
 BANNED = re.compile(r"(?<![A-Za-z])(fault|bug|wrong|stale|planted|inject|corrupt)", re.IGNORECASE)
 ID_KEYS = re.compile(r'"(traceId|spanId|parentSpanId|trace_id|span_id|parent_span_id)"\s*:\s*"[^"]*"')
 
@@ -166,8 +169,7 @@ def main(argv: list[str]) -> int:
         old = json.loads(index_path.read_text())
         index["cases"] = [c for c in old.get("cases", []) if c["agent"] not in {r["agent"] for r in rows}]
     index["cases"] += rows
-    order = {a: i for i, a in enumerate(AGENTS)}
-    index["cases"].sort(key=lambda c: (order.get(c["agent"], 99), c["case"]))
+    index["cases"].sort(key=lambda c: (c["agent"], c["case"]))
     index_path.write_text(json.dumps(index, indent=2) + "\n")
     print(f"{len(rows)} cases in {time.monotonic() - started:.1f}s -> {out}", file=sys.stderr)
     return 0

@@ -6,12 +6,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents import AgentsException, Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool, set_trace_processors
+from agents import (
+    Agent,
+    AgentsException,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    Runner,
+    function_tool,
+    set_trace_processors,
+)
+from benchmarks.heldout.suite_s import kit
 from openai import AsyncOpenAI
 
-from benchmarks.heldout.suite_s import kit
 from trajdebug.integrations.openai_agents import TrajdebugProcessor
 from trajdebug.testing import Reply, tool_call
+
 
 AGENT = "glacier-desk"
 ROUTE = "openai_agents"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from benchmarks.heldout.suite_s import kit
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
@@ -15,9 +16,9 @@ from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
 
-from benchmarks.heldout.suite_s import kit
 from trajdebug.integrations.langchain import TrajdebugTracer
 from trajdebug.testing import Reply, tool_call
+
 
 AGENT = "haulout-yard"
 ROUTE = "langgraph"

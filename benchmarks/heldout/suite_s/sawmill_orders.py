@@ -7,10 +7,11 @@ import json
 import re
 from pathlib import Path
 
-import trajdebug
+from benchmarks.heldout.suite_s import kit
 from openai import OpenAI
 
-from benchmarks.heldout.suite_s import kit
+import trajdebug
+
 
 AGENT = "sawmill-orders"
 ROUTE = "sdk"
@@ -37,13 +38,13 @@ CASES = [
      "input": _order("SW-774", "Fell End Barn", [(6, "douglas", 225, 75, 4.2), (60, "larch", 150, 25, 3.9)])},
     {"case": "sawmill_yard_notes", "fault": "sm3", "kind": "context_pollution", "root": "yard_notes",
      "fail": "saw_batch", "marker": "Kettle Barns",
-     "input": _order("SW-779", "Brook Cottage", [(30, "larch", 125, 25, 3.0), (8, "oak", 150, 150, 2.4)])},
+     "input": _order("SW-779", "Brook Cottage", [(8, "oak", 150, 150, 2.4), (14, "douglas", 175, 50, 3.3), (30, "larch", 125, 25, 3.0)])},
     {"case": "sawmill_haulage_route", "fault": "sm4", "kind": "wrong_routing", "root": "route_delivery",
      "fail": "book_haulage", "marker": '"route": "courier"',
      "input": _order("SW-783", "Stonegate Mill", [(4, "oak", 300, 200, 5.4), (2, "oak", 250, 250, 4.8)])},
     {"case": "sawmill_kiln_target", "fault": "sm5", "kind": "tool_ignores_argument", "root": "kiln_schedule",
      "fail": "grade_stamp", "marker": '"target_mc": 25',
-     "input": _order("SW-788", "Ridge House", [(24, "cedar", 100, 50, 3.0), (50, "cedar", 150, 19, 4.5), (10, "douglas", 200, 50, 3.6)])},
+     "input": _order("SW-788", "Ridge House", [(6, "oak", 200, 150, 3.0), (4, "oak", 250, 100, 2.7), (24, "cedar", 100, 50, 3.0), (10, "douglas", 200, 50, 3.6)])},
 ]
 REFS = [
     _order("SW-701", "Larks Rise", [(20, "larch", 150, 25, 3.6), (4, "douglas", 200, 75, 4.8)]),

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from itertools import pairwise
 from pathlib import Path
 from typing import TypedDict
 
+from benchmarks.heldout.suite_s import kit
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -18,8 +20,8 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, StateGraph
 
-from benchmarks.heldout.suite_s import kit
 from trajdebug.integrations.langchain import TrajdebugTracer
+
 
 AGENT = "school-transport"
 ROUTE = "langgraph"
@@ -106,7 +108,7 @@ def route_engine(school: str, stops: list) -> dict:
     for s in stops:
         if abs(s["lat"]) < 1 and abs(s["lon"]) < 1:
             raise TransportError(f"routing engine: no road network near stop {s['id']} ({s['lat']}, {s['lon']})")
-    km = sum(_km(a, b) for a, b in zip(pts, pts[1:])) * 1.3
+    km = sum(_km(a, b) for a, b in pairwise(pts)) * 1.3
     dist = km / 1.609 if kit.active("sb5") else km
     return {"distance_km": round(dist, 2), "minutes": round(8 + km * 2.1), "stops": len(stops)}
 
@@ -255,7 +257,7 @@ def build(llm):
     for name, fn in names:
         g.add_node(name, fn)
     g.add_edge(START, "extract")
-    for (a, _), (b, _) in zip(names, names[1:]):
+    for (a, _), (b, _) in pairwise(names):
         g.add_edge(a, b)
     g.add_edge("letter", END)
     return g.compile()
@@ -266,8 +268,8 @@ def _survey():
     for school, base in SCHOOLS.items():
         pts = sorted([(base[0] + p[2], base[1] + p[3]) for p in PUPILS.values() if p[1] == school and "2026-T1" in p[4]],
                      key=lambda q: -_km(q, base))
-        pts = pts + [base]
-        out[school] = sum(_km(a, b) for a, b in zip(pts, pts[1:])) * 1.3
+        pts = [*pts, base]
+        out[school] = sum(_km(a, b) for a, b in pairwise(pts)) * 1.3
     return out
 
 

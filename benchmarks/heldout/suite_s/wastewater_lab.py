@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from openai import OpenAI
-
 from benchmarks.heldout.suite_s import kit
 from benchmarks.heldout.suite_s._otel import Traced
+from openai import OpenAI
+
 
 AGENT = "effluent-returns"
 ROUTE = "otlp"
