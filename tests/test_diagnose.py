@@ -1665,3 +1665,25 @@ class TestLoopKeys:
         odd = _run(plan, first, Step("b", "inspect_hive", "tool", input={"hive": "H-19", "apiary": "east"}, **later))
         [e] = [e for e in _from(_verdict(odd, "b"), "tool-arguments") if e.suspicion > 0]
         assert "east" in e.reason and "H-19" not in e.reason
+
+
+class TestCodeCalledTools:
+    def test_a_graph_nodes_own_roster_is_no_made_up_argument(self) -> None:
+        """A tool called by a graph node that holds no model call, with a name no step produced (the node's own
+        roster), gets no "comes from no upstream output" finding; the same call inside a node whose model
+        spoke, or one a model named, still does."""
+        model = Step("m", "ChatOpenAI", "llm", start_ns=1, end_ns=2, input="book SB-1",
+                     output={"role": "assistant", "content": "booking SB-1 on 2026-12-14"})
+        node = Step("n", "availability", "agent", start_ns=3, end_ns=9, input={"booking": "SB-1"})
+        call = {"input": {"shearer": "Aroha", "start": "2026-12-14"}, "output": {"free": True}, "deps": (D("m"),)}
+        tool = Step("t", "shearer_availability", "tool", start_ns=4, end_ns=5, parent_id="n", **call)
+        assert not [e for e in _from(_verdict(_run(model, node, tool), "t"), "tool-arguments") if e.suspicion > 0]
+        inner = Step("m2", "ChatOpenAI", "llm", start_ns=3, end_ns=4, parent_id="n", input="who shears?",
+                     output={"role": "assistant", "content": "ask the roster"})
+        later = Step("t", "shearer_availability", "tool", start_ns=5, end_ns=6, parent_id="n", **call)
+        [e] = [e for e in _from(_verdict(_run(model, node, inner, later), "t"), "tool-arguments") if e.suspicion > 0]
+        assert "Aroha" in e.reason
+        named = Step("m", "ChatOpenAI", "llm", start_ns=1, end_ns=2, input="book SB-1",
+                     output={"role": "assistant", "content": "call shearer_availability for SB-1 on 2026-12-14"})
+        [e] = [e for e in _from(_verdict(_run(named, node, tool), "t"), "tool-arguments") if e.suspicion > 0]
+        assert "Aroha" in e.reason
