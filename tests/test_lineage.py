@@ -18,7 +18,7 @@ from trajdebug.analysis.lineage import (
     state_keys,
     update_index,
 )
-from trajdebug.analysis.lineage._derivation import relabelled
+from trajdebug.analysis.lineage._derivation import half_converted, relabelled
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import atoms
 
@@ -841,6 +841,20 @@ class TestUnconverted:
         assert parse("PC-4 | air 95 F", {"air_c": 95.0}, "PC-1 | air 27.6 C") == ["lineage:altered"]
         assert parse("PC-4 | air 95F", {"air_c": 35.0}) == []
         assert parse("seat 12B", {"row": 12}) == []
+
+    def test_a_field_renamed_for_another_unit_beside_one_converted_was_left_unconverted(self) -> None:
+        """A converter renaming max_f and ramp_f_h to max_c and ramp_c_h that turned 270 into 150 but returned
+        1886 as given left 1886 unconverted; converting both, or renaming one field alone, is no finding."""
+
+        def convert(out: dict[str, Any]) -> list[str]:
+            spec = {"glaze": "CELADON", "max_f": 1886, "ramp_f_h": 270}
+            lin = Lineage(_run(_s("c", "to_celsius", "parse", 1, {"spec": spec}, out)))
+            return [e.reason for e in half_converted(lin.view("c"))]
+
+        [reason] = convert({"glaze": "CELADON", "max_c": 1886, "ramp_c_h": 150})
+        assert "max_c=1886" in reason and "ramp_c_h=150" in reason
+        assert convert({"glaze": "CELADON", "max_c": 1030, "ramp_c_h": 150}) == []
+        assert convert({"glaze": "CELADON", "max_c": 1886}) == []
 
 
 class TestRecordEdges:
