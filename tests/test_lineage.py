@@ -242,6 +242,26 @@ class TestAnomalies:
         assert "lineage:crossed" in self._signals(log("PM-3"))
         assert "lineage:crossed" not in self._signals(log("PM-5"))
 
+    def test_an_answer_dated_from_another_record_of_its_kind_is_crossed(self) -> None:
+        """A model briefing a crew for booking SB-2's shed, given that booking and the previous one, that dates the
+        brief with the previous booking's start answered with a value of the wrong record; dating it with SB-2's
+        own start, being given one booking only, or both as items of one list (a queue to walk), is no finding."""
+
+        def brief(meet: str, *, previous: bool = True, queue: bool = False) -> Step:
+            this = {"booking": "SB-2", "farm": "Tarn Hill", "start": "2026-12-15", "shed": "Back Shed"}
+            last = {"booking": "SB-0", "farm": "Kowhai Downs", "start": "2026-12-09", "shed": "North Shed"}
+            ticket: dict[str, Any] = {"queue": [this, last]} if queue else {"booking": this}
+            if previous and not queue:
+                ticket["recent"] = [last]
+            msgs = [{"role": "user", "content": json.dumps(ticket)}]
+            answer = {"role": "assistant", "content": json.dumps({"meet": f"{meet} 05:30", "shed": "Back Shed"})}
+            return _s("m", "ChatOpenAI", "llm", 1, {"messages": msgs}, answer)
+
+        assert "lineage:crossed" in self._signals(brief("2026-12-09"))
+        assert "lineage:crossed" not in self._signals(brief("2026-12-15"))
+        assert "lineage:crossed" not in self._signals(brief("2026-12-09", previous=False))
+        assert "lineage:crossed" not in self._signals(brief("2026-12-09", queue=True))
+
     def test_picking_a_record_another_matches_better_is_a_wrong_record(self) -> None:
         """A model picking the return of another order, when the list holds the one for the order asked about, picked the wrong record."""
         returns = json.dumps(
