@@ -170,7 +170,7 @@ def mixed(step: Step, generic: frozenset[str]) -> Iterator[Evidence]:
                     yield Evidence(
                         step.step_id,
                         CROSSED,
-                        f"answered with {hits[0]}={own[hits[0]]!r} of one record and {f}={theirs!r} of another "
+                        f"its answer holds {hits[0]}={own[hits[0]]!r} of one record and {f}={theirs!r} of another "
                         f"of its kind, where the first says {f}={mine!r}",
                         "lineage:crossed",
                     )
