@@ -120,16 +120,11 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             values = [v for v in values if v not in texts]
             lost = [v for v in lost if v not in texts]
         named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
-        read = [v for v in lost if _read_out(v, out, named)]
-        if read:
-            # A sentence the output's values were read out of (``Fold 8pp signatures: 24 per book``
-            # parsed into 8 and 24) was parsed, not passed on whole: no value lost, unless the failure names
-            # a value of it.
-            values = [v for v in values if v not in read]
-            lost = [v for v in lost if v not in read]
+        read = [v for v in lost if isinstance(v, str) and not any(a.key in named for a in atoms(v)) and content.read_out(v, out)]  # parsed, not lost
+        values, lost = [v for v in values if v not in read], [v for v in lost if v not in read]
         if lost:
-            # Selecting some values is what many parse steps are for: losing values says
-            # little unless the failure names one of them.
+            # Selecting some values is what many parse steps are for: losing values says little unless the failure names
+            # one (a sentence a parse read its numbers out of, "Fold 8pp: 24 per book", was parsed, not lost: ``read``).
             missed = [v for v in lost if len(str(v)) <= 80 and any(a.key in named for a in atoms(v))]
             frac = len(lost) / len(values)
             shown = ", ".join(repr(v)[:30] for v in (missed or lost)[:3])
@@ -142,22 +137,6 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             )
         elif values:
             yield Evidence(step.step_id, 0.0, "kept every value of its input", "parse-dropped", sound=True)
-
-
-def _read_out(v: Any, out: Any, named: set[str]) -> bool:
-    """Whether a lost string is a sentence of several words holding a value of the output that is no mere
-    word of it (a number, an id), and no value the failure names."""
-    if not isinstance(v, str) or len(v.split()) < 4 or any(a.key in named for a in atoms(v)):
-        return False
-    text = v.lower()
-    for _, leaf in content.leaves(out):
-        if isinstance(leaf, bool) or not isinstance(leaf, (int, float, str)):
-            continue
-        if isinstance(leaf, str) and not any(c.isdigit() for c in leaf):
-            continue
-        if str(leaf).lower() in text:
-            return True
-    return False
 
 
 def _is_text(v: str) -> bool:
