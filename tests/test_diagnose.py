@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._detect import Failure, detect
 from trajdebug.analysis._localize import localize
 from trajdebug.analysis.diagnosers import (
     BUILTIN_DIAGNOSERS,
@@ -696,6 +696,20 @@ class TestDataSteps:
         [e] = _from(_verdict(run, "p"), "parse-dropped")
         assert "dropped 2 of 3" in e.reason
 
+    def test_a_sentence_its_numbers_were_read_out_of_is_no_lost_value(self) -> None:
+        """A parser reading 8 and 24 out of a model's one-line plan loses no value; one that read nothing out
+        of it (an empty plan) still lost the sentence."""
+
+        def run_of(out: Any) -> Run:
+            msg = {"role": "assistant", "content": "Fold 8pp signatures: 24 per book, sewn on tapes."}
+            return _run(Step("p", "read_plan", "parse", input={"message": msg}, output=out))
+
+        found = _from(_verdict(run_of({"pages_per_signature": 8, "signatures": 24}), "p"), "parse-dropped")
+        assert not [e for e in found if e.suspicion > 0]
+        [e] = [e for e in _from(_verdict(run_of({"pages_per_signature": 0, "method": "tapes"}), "p"), "parse-dropped")
+               if e.suspicion > 0]
+        assert "dropped 1" in e.reason
+
     def test_parsing_json_a_chat_message_holds_loses_nothing(self) -> None:
         """A parser of a model's message whose content is JSON keeps every value: its input is read as the JSON, not as one string."""
         content = '{"attendees": ["Ana", "Raj"], "day": "Tuesday", "earliest": "10:00"}'
@@ -1285,6 +1299,32 @@ class TestDecisionsAndState:
         assert "purpose='purchase'" in e.reason
         assert _from(_verdict(router("purchase"), "r"), "option-choice") == []
 
+    def test_a_gate_that_let_through_a_number_the_failure_says_breaks_a_limit(self) -> None:
+        """A model told to route "go or hold", given a surface wind of 13, that chose go before a check inside the
+        go branch refused 13 kt as over its 10 kt limit is suspect; given 8, before a failure that states no
+        limit, or before a check outside the branch it chose, it is not."""
+
+        def run_of(wind: int, message: str, branch: str = "go") -> Run:
+            msgs = [
+                {"role": "system", "content": "You route a planned flight: go or hold."},
+                {"role": "user", "content": f'{{"surface_kt": {wind}, "payload_kg": 341}}'},
+            ]
+            return _run(
+                _t("r", "route", "llm", 1, input={"messages": msgs}, output={"content": "ROUTE: go"}),
+                _t("g", branch, "agent", 3, end=6, input={"surface_kt": wind}, status="error"),
+                _t("f", "file_notice", "tool", 4, input={"surface_kt": wind}, status="error", parent_id="g",
+                   error=ErrorInfo("ValueError", message), deps=(D("r"),)),
+            )
+
+        def found(run: Run) -> list[Evidence]:
+            return _from(_verdict(run, "r", detect(run)), "option-choice")
+
+        [e] = found(run_of(13, "surface wind 13 kt above the 10 kt passenger limit"))
+        assert "13" in e.reason and "'go'" in e.reason
+        assert found(run_of(8, "surface wind 13 kt above the 10 kt passenger limit")) == []
+        assert found(run_of(13, "notice office closed for 13 days")) == []
+        assert found(run_of(13, "surface wind 13 kt above the 10 kt passenger limit", branch="report")) == []
+
 
     def test_a_hand_off_away_from_the_agent_its_input_names(self) -> None:
         """A model that hands a request to an agent its input never names, while it names another agent it
@@ -1665,3 +1705,25 @@ class TestLoopKeys:
         odd = _run(plan, first, Step("b", "inspect_hive", "tool", input={"hive": "H-19", "apiary": "east"}, **later))
         [e] = [e for e in _from(_verdict(odd, "b"), "tool-arguments") if e.suspicion > 0]
         assert "east" in e.reason and "H-19" not in e.reason
+
+
+class TestCodeCalledTools:
+    def test_a_graph_nodes_own_roster_is_no_made_up_argument(self) -> None:
+        """A tool called by a graph node that holds no model call, with a name no step produced (the node's own
+        roster), gets no "comes from no upstream output" finding; the same call inside a node whose model
+        spoke, or one a model named, still does."""
+        model = Step("m", "ChatOpenAI", "llm", start_ns=1, end_ns=2, input="book SB-1",
+                     output={"role": "assistant", "content": "booking SB-1 on 2026-12-14"})
+        node = Step("n", "availability", "agent", start_ns=3, end_ns=9, input={"booking": "SB-1"})
+        call = {"input": {"shearer": "Aroha", "start": "2026-12-14"}, "output": {"free": True}, "deps": (D("m"),)}
+        tool = Step("t", "shearer_availability", "tool", start_ns=4, end_ns=5, parent_id="n", **call)
+        assert not [e for e in _from(_verdict(_run(model, node, tool), "t"), "tool-arguments") if e.suspicion > 0]
+        inner = Step("m2", "ChatOpenAI", "llm", start_ns=3, end_ns=4, parent_id="n", input="who shears?",
+                     output={"role": "assistant", "content": "ask the roster"})
+        later = Step("t", "shearer_availability", "tool", start_ns=5, end_ns=6, parent_id="n", **call)
+        [e] = [e for e in _from(_verdict(_run(model, node, inner, later), "t"), "tool-arguments") if e.suspicion > 0]
+        assert "Aroha" in e.reason
+        named = Step("m", "ChatOpenAI", "llm", start_ns=1, end_ns=2, input="book SB-1",
+                     output={"role": "assistant", "content": "call shearer_availability for SB-1 on 2026-12-14"})
+        [e] = [e for e in _from(_verdict(_run(named, node, tool), "t"), "tool-arguments") if e.suspicion > 0]
+        assert "Aroha" in e.reason

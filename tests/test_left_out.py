@@ -61,6 +61,38 @@ def test_items_left_out_that_make_up_no_stated_gap_say_nothing() -> None:
     assert all("lineage:dropped" not in c.signals for c in loc.ranked_all if c.step_id == "d")
 
 
+def _parsed(head: int, message: str) -> Run:
+    text = "Order SB-1: farm Glenroy; ewes 1,240 + rams 35; start 2026-12-14"
+    return Run(
+        "r",
+        "contracts",
+        outcome="failure",
+        steps=(
+            step("m", "model", "llm", 1, {"messages": [{"role": "user", "content": text}]}, {"role": "assistant", "content": text}),
+            step("p", "parse_order", "other", 3, text, {"order": "SB-1", "head": head}, "m"),
+            step("c", "quote", "other", 5, {"head": head}, {"head": head, "rate": 4.1}, "p"),
+            step("s", "submit", "tool", 7, {"head": head, "rate": 4.1}, None, "c", status="error",
+                 error=ErrorInfo("Mismatch", message)),
+        ),
+    )
+
+
+def test_a_part_of_a_written_amount_left_out_points_at_the_parse_that_kept_the_first_part() -> None:
+    """A parse that read ``1,240 + 35`` in its text as 1240, where the failure states 1275 against 1240, ranks first
+    for leaving out the 35; the model that handed the whole text on, both parts in it, does not."""
+    loc = localize(_parsed(1240, "register shows 1275 head, contract states 1240"))
+    top = loc.candidates[0]
+    assert top.step_id == "p"
+    assert any("35" in r and "1275" in r for r in top.reasons)
+    assert all("lineage:dropped" not in c.signals for c in loc.ranked_all if c.step_id == "m")
+
+
+def test_a_part_left_out_that_is_no_stated_gap_says_nothing() -> None:
+    """The same parse, where the failure states numbers 35 apart from neither part of the text, gets no such finding."""
+    loc = localize(_parsed(1240, "register shows 1300 head, contract states 1265"))
+    assert all("left out the" not in r for c in loc.ranked_all if c.step_id == "p" for r in c.reasons)
+
+
 def _planner_run(plan: str, message: str) -> Run:
     stops = ["Yentna", "Finger Lake", "Rainy Pass", "Rohn"]
     return Run(

@@ -18,7 +18,7 @@ from trajdebug.analysis.lineage import (
     state_keys,
     update_index,
 )
-from trajdebug.analysis.lineage._derivation import relabelled
+from trajdebug.analysis.lineage._derivation import half_converted, relabelled
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import atoms
 
@@ -241,6 +241,26 @@ class TestAnomalies:
 
         assert "lineage:crossed" in self._signals(log("PM-3"))
         assert "lineage:crossed" not in self._signals(log("PM-5"))
+
+    def test_an_answer_dated_from_another_record_of_its_kind_is_crossed(self) -> None:
+        """A model briefing a crew for booking SB-2's shed, given that booking and the previous one, that dates the
+        brief with the previous booking's start answered with a value of the wrong record; dating it with SB-2's
+        own start, being given one booking only, or both as items of one list (a queue to walk), is no finding."""
+
+        def brief(meet: str, *, previous: bool = True, queue: bool = False) -> Step:
+            this = {"booking": "SB-2", "farm": "Tarn Hill", "start": "2026-12-15", "shed": "Back Shed"}
+            last = {"booking": "SB-0", "farm": "Kowhai Downs", "start": "2026-12-09", "shed": "North Shed"}
+            ticket: dict[str, Any] = {"queue": [this, last]} if queue else {"booking": this}
+            if previous and not queue:
+                ticket["recent"] = [last]
+            msgs = [{"role": "user", "content": json.dumps(ticket)}]
+            answer = {"role": "assistant", "content": json.dumps({"meet": f"{meet} 05:30", "shed": "Back Shed"})}
+            return _s("m", "ChatOpenAI", "llm", 1, {"messages": msgs}, answer)
+
+        assert "lineage:crossed" in self._signals(brief("2026-12-09"))
+        assert "lineage:crossed" not in self._signals(brief("2026-12-15"))
+        assert "lineage:crossed" not in self._signals(brief("2026-12-09", previous=False))
+        assert "lineage:crossed" not in self._signals(brief("2026-12-09", queue=True))
 
     def test_picking_a_record_another_matches_better_is_a_wrong_record(self) -> None:
         """A model picking the return of another order, when the list holds the one for the order asked about, picked the wrong record."""
@@ -859,6 +879,20 @@ class TestUnconverted:
         assert parse("PC-4 | air 95 F", {"air_c": 95.0}, "PC-1 | air 27.6 C") == ["lineage:altered"]
         assert parse("PC-4 | air 95F", {"air_c": 35.0}) == []
         assert parse("seat 12B", {"row": 12}) == []
+
+    def test_a_field_renamed_for_another_unit_beside_one_converted_was_left_unconverted(self) -> None:
+        """A converter renaming max_f and ramp_f_h to max_c and ramp_c_h that turned 270 into 150 but returned
+        1886 as given left 1886 unconverted; converting both, or renaming one field alone, is no finding."""
+
+        def convert(out: dict[str, Any]) -> list[str]:
+            spec = {"glaze": "CELADON", "max_f": 1886, "ramp_f_h": 270}
+            lin = Lineage(_run(_s("c", "to_celsius", "parse", 1, {"spec": spec}, out)))
+            return [e.reason for e in half_converted(lin.view("c"))]
+
+        [reason] = convert({"glaze": "CELADON", "max_c": 1886, "ramp_c_h": 150})
+        assert "max_c=1886" in reason and "ramp_c_h=150" in reason
+        assert convert({"glaze": "CELADON", "max_c": 1030, "ramp_c_h": 150}) == []
+        assert convert({"glaze": "CELADON", "max_c": 1886}) == []
 
 
 class TestRecordEdges:

@@ -562,6 +562,14 @@ def run_shape(value: str) -> str:
     return re.sub(r"[0-9]+", "9", re.sub(r"[^\W\d_]+", "a", value))
 
 
+def read_out(sentence: str, out: Any) -> bool:
+    """Whether a sentence (4+ words) holds a value of ``out`` with a digit (a number, an id): a parse read it out."""
+    if len(sentence.split()) < 4:
+        return False
+    found = [str(x).lower() for _, x in leaves(out) if isinstance(x, (int, float, str)) and not isinstance(x, bool)]
+    return any(any(c.isdigit() for c in x) and x in sentence.lower() for x in found)
+
+
 __all__ = [
     "has_word",
     "ID_TOKEN",
@@ -585,6 +593,7 @@ __all__ = [
     "stated_numbers",
     "parse_json",
     "python_repr",
+    "read_out",
     "strip_fence",
     "text_of",
     "without_markers",

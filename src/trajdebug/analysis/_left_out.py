@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
@@ -42,6 +43,19 @@ def left_out_items(sl: Slice, message: str, pos: int, within: set[str], where: s
     for sid in sorted(within, key=sl.g.position):
         step = sl.g.steps[sid]
         if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:
+            continue
+        part = _part_left_out(step.input, step.output, gaps)
+        if part is not None:
+            kept, lost, a, b = part
+            out.append(
+                Evidence(
+                    sid,
+                    sl.w["dropped"],
+                    f"passed on {kept} and left out the {lost} written beside it in the text it was given, "
+                    f"the gap between {a} and {b} the failure at {where} states",
+                    "lineage:dropped",
+                )
+            )
             continue
         for given, dropped in _shrunk(step.input, step.output):
             said = _gap_made_up(dropped, gaps)
@@ -118,6 +132,29 @@ def _gap_made_up(dropped: list[Mapping[str, Any]], gaps: list[tuple[float, float
                 return f"{k}={_short(total)}", a, b
         if gap == len(dropped) and "." not in a + b:
             return f"{len(dropped)}", a, b
+    return None
+
+
+def _part_left_out(given: Any, got: Any, gaps: list[tuple[float, float, str, str]]) -> tuple[str, str, str, str] | None:
+    """A number read out of a text the step was given that is one of the failure's two numbers, where the
+    next number of that text, which the step's answer does not hold, is exactly their gap: an amount
+    written as parts (``ewes 1,240 + rams 35``) read as its first part.  (Kept, left out, the two numbers.)
+
+    Only a text given whole and an answer that is no text (a parse into fields): a step handing text on
+    keeps every number or rewrites them all."""
+    if isinstance(got, str) or not isinstance(given, (str, Mapping)):
+        return None
+    texts = [given] if isinstance(given, str) else [v for v in given.values() if isinstance(v, str)]
+    out_values = {m.value for m in mentions(json.dumps(got, default=str), words=False)}
+    for text in texts:
+        nums = mentions(text, words=False)
+        for first, then in pairwise(nums):
+            if first.value not in out_values or then.value in out_values or then.value <= 0:
+                continue
+            for gap, tol, a, b in gaps:
+                stated = {m.value for m in mentions(f"{a} {b}", words=False)}
+                if abs(then.value - gap) <= tol and first.value in stated:
+                    return first.raw, then.raw, a, b
     return None
 
 

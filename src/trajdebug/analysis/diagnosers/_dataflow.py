@@ -119,10 +119,11 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             yield from _text_dropped(step, ctx, texts, out)
             values = [v for v in values if v not in texts]
             lost = [v for v in lost if v not in texts]
+        named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
+        read = [v for v in lost if isinstance(v, str) and not any(a.key in named for a in atoms(v)) and content.read_out(v, out)]  # a sentence its numbers were read out of ("8pp: 24 per book") was parsed
+        values, lost = [v for v in values if v not in read], [v for v in lost if v not in read]
         if lost:
-            # Selecting some values is what many parse steps are for: losing values says
-            # little unless the failure names one of them.
-            named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
+            # Selecting some values is what many parse steps are for: losing values says little unless the failure names one.
             missed = [v for v in lost if len(str(v)) <= 80 and any(a.key in named for a in atoms(v))]
             frac = len(lost) / len(values)
             shown = ", ".join(repr(v)[:30] for v in (missed or lost)[:3])

@@ -22,11 +22,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
 from trajdebug.analysis.lineage import GENERIC_FIELDS
 from trajdebug.core.chat import tool_calls
 from trajdebug.core.model import Run, Step
+from trajdebug.core.values import mentions
 
 
 _TOKEN = re.compile(r"[a-z]{3,}")
@@ -243,6 +245,64 @@ def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 "option-choice",
             )
             return
+        breach = _breach_passed(step, ctx, chosen[0])
+        if breach is not None:
+            # A gate (go or hold, approve or refer) handed a number a later check refused as over its limit
+            # chose to go on with it: the check says what the gate should have seen.
+            what, where = breach
+            yield Evidence(
+                step.step_id,
+                0.4,
+                f"chose {chosen[0]!r} of {m.group(1).strip()!r} while given {what}, which the failure at {where} "
+                "says breaks its limit",
+                "option-choice",
+            )
+            return
+
+
+def _breach_passed(step: Step, ctx: DiagnoseContext, chosen: str) -> tuple[str, str] | None:
+    """A number a later failure states beside a limit it broke (``13 kt above the 10 kt limit``: 13) that the
+    model's request (its instructions left out) holds, where the failing step is the branch the model chose
+    (the first step after it named as its answer) or runs inside it: (the number, the failing step's name)."""
+    given: set[float] | None = None
+    for f in ctx.failures:
+        failing = ctx.graph.steps.get(f.step_id)
+        if failing is None or not _inside_choice(step, failing, chosen, ctx):
+            continue
+        limits = stated_limits(f.message, ctx.lexicon)
+        if not limits:
+            continue
+        if given is None:
+            given = {m.value for m in mentions(content.text_of(_request(step.input)), words=False)}
+        for m in mentions(f.message, words=False):
+            if m.value not in limits and m.value in given:
+                return m.raw, failing.name
+    return None
+
+
+def _named_like(name: str, option: str) -> bool:
+    return re.sub(r"[\W_]+", "", name).casefold() == re.sub(r"[\W_]+", "", option).casefold()
+
+
+def _inside_choice(step: Step, failing: Step, chosen: str, ctx: DiagnoseContext) -> bool:
+    """Whether the failing step is, or runs inside, the first step started after the model that is named
+    as the option it chose (a graph node ``pilot_brief`` run on the answer ``ROUTE: pilot_brief``)."""
+    ended = step.end_ns if step.end_ns is not None else step.start_ns
+    if ended is None:
+        return False
+    branch = min(
+        (s for s in ctx.run.steps if s.start_ns is not None and s.start_ns >= ended and _named_like(s.name, chosen)),
+        key=lambda s: s.start_ns or 0,
+        default=None,
+    )
+    sid: str | None = failing.step_id
+    for _ in range(50):
+        if branch is None or sid is None:
+            return False
+        if sid == branch.step_id:
+            return True
+        sid = ctx.graph.steps[sid].parent_id if sid in ctx.graph.steps else None
+    return False
 
 
 def _handoffs(step: Step, ctx: DiagnoseContext) -> list[str]:

@@ -379,10 +379,11 @@ def tool_arguments(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         checked += 1
         if not seen:
             missing.append(f"{path}={v!r}"[:60])
-    if missing and _before_any_model(step, ctx) and not _swapped(missing, hay):
-        # No model had spoken yet: what the call was given that no step produced came from the
-        # program itself (its clock, its settings), which is computed, not made up, unless a value
-        # of the same shape was given upstream (the program put another client's id in its place).
+    if missing and not _asked_by_model(step, ctx) and not _swapped(missing, hay):
+        # No model had spoken yet, or none named this tool (a graph node's code walking its own roster):
+        # what the call was given that no step produced came from the program itself (its clock, its
+        # settings, its constants), which is computed, not made up, unless a value of the same shape
+        # was given upstream (the program put another client's id in its place).
         missing = []
         chosen = True
     if missing:
@@ -413,6 +414,28 @@ def _swapped(missing: list[str], hay: str) -> bool:
         if any(c.isdigit() for c in value) and _shape(value) in shapes:
             return True
     return False
+
+
+def _asked_by_model(step: Step, ctx: DiagnoseContext) -> bool:
+    """False when no model call started before the step, or when the step runs inside an enclosing step
+    (a graph node, a function of the agent) that holds no model call and no earlier model's answer names the
+    tool (in a tool call, or in text a program parses into one): the node's own code called it.  Otherwise a
+    model may have made its arguments up."""
+    if _before_any_model(step, ctx):
+        return False
+    if step.parent_id is None or step.parent_id not in ctx.graph.steps:
+        return True  # no enclosing code step recorded: who called it is unknown
+    if any(s.kind == "llm" for s in ctx.children(step.parent_id)):
+        return True
+    pos = ctx.memo("step-positions", lambda: {s.step_id: i for i, s in reversed(list(enumerate(ctx.run.steps)))})
+    # The models' answers read once per run, with their places: one scan per tool step reads only these.
+    said = ctx.memo(
+        "model-answers",
+        lambda: [(i, content.text_of(s.output).lower()) for i, s in enumerate(ctx.run.steps) if s.kind == "llm"],
+    )
+    here = pos.get(step.step_id, len(ctx.run.steps))
+    name = step.name.lower()
+    return any(i < here and name in text for i, text in said)
 
 
 def _before_any_model(step: Step, ctx: DiagnoseContext) -> bool:

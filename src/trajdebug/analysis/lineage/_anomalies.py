@@ -37,8 +37,8 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.analysis.lineage._derivation import relabelled
-from trajdebug.analysis.lineage._pairs import crossed
+from trajdebug.analysis.lineage._derivation import half_converted, relabelled
+from trajdebug.analysis.lineage._pairs import crossed, mixed
 from trajdebug.analysis.lineage._views import StepView, semantic
 from trajdebug.core.chat import normalize_messages
 from trajdebug.core.model import CONTAINER_KINDS, Step
@@ -133,10 +133,12 @@ def anomalies(
         yield from crossed(step)
         yield from _altered(step, view, signed)
         yield from relabelled(view, units)
+        yield from half_converted(view)
         yield from _dropped_columns(step, view)
         yield from _admitted(step, given)
         yield from _out_of_bounds(step)
     yield from _wrong_record(step, view)
+    yield from mixed(step, GENERIC_FIELDS)
 
 
 def _conflicts(step: Step, view: StepView, inputs: Collection[Atom] | None = None) -> Iterator[Evidence]:

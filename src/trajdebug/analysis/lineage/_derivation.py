@@ -309,3 +309,35 @@ def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
                 "lineage:altered",
             )
             return
+
+def half_converted(view: StepView) -> Iterator[Evidence]:
+    """A step that renamed its fields for another unit (``max_f`` to ``max_c``, ``ramp_f_h`` to ``ramp_c_h``: one
+    word swapped, the same swap in every renamed field) and changed one renamed field's number but returned
+    another's as it was given: a conversion applied to one value and not to its neighbour.  One renamed
+    field alone says nothing (a rate of 1, a field renamed for its own sake)."""
+    ins = {a.field: a for a in view.inputs if a.kind == "number" and a.field and not trivial(a)}
+    pairs: dict[tuple[str, str], list[tuple[Atom, Atom]]] = {}
+    for y in view.outputs:
+        if y.kind != "number" or not y.field or y.field in ins:
+            continue
+        out_words = [w.lower() for w in _NAME_WORDS.split(y.field) if w]
+        for f, x in ins.items():
+            in_words = [w.lower() for w in _NAME_WORDS.split(f) if w]
+            if len(in_words) != len(out_words) or len(in_words) < 2:
+                continue
+            diff = [(a, b) for a, b in zip(in_words, out_words, strict=True) if a != b]
+            if len(diff) == 1 and len(diff[0][0]) <= 3 and len(diff[0][1]) <= 3:
+                pairs.setdefault(diff[0], []).append((x, y))
+    for (was, now), got in pairs.items():
+        kept = [(x, y) for x, y in got if x.number == y.number]
+        if kept and len(kept) < len(got):
+            x, y = kept[0]
+            z = next((x2, y2) for x2, y2 in got if x2.number != y2.number)
+            yield Evidence(
+                view.step_id,
+                UNCONVERTED,
+                f"output {y.field}={y.raw} is the given {x.field}={x.raw} unchanged, where {z[0].field}={z[0].raw} "
+                f"became {z[1].field}={z[1].raw}: renamed from {was} to {now} and left unconverted",
+                "lineage:altered",
+            )
+            return
