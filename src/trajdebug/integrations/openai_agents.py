@@ -409,7 +409,11 @@ def _final_outputs(
 
     An agent's final output is its last model message when that message calls
     no tool (text, or JSON for a structured ``output_type``), or the output of
-    its last tool when a tool ended the run (``tool_use_behavior``).
+    its last tool when a tool ended the run (``tool_use_behavior``); an agent
+    whose run raised has none.  The run's final output is that of its last
+    top-level agent: a sub-agent run inside a tool (``Agent.as_tool``) answers
+    the tool, never the run, and when the last top-level agent failed the run
+    has no final output.
     """
     last_work: dict[str, str] = {}  # agent span -> its last finished model or tool step
     for sid, _ in sorted(ordered, key=lambda kv: steps[kv[0]].end_ns or 0):
@@ -419,7 +423,7 @@ def _final_outputs(
     final: dict[str, Any] = {}
     for agent, sid in last_work.items():
         s = steps[sid]
-        if steps[agent].status == "error" or s.status == "error":
+        if _raised(steps, agent, sid):
             continue
         if s.kind == "tool":
             final[agent] = s.output
@@ -433,12 +437,43 @@ def _final_outputs(
         if steps[agent].output is None:
             steps[agent] = replace(steps[agent], output=value)
         _tool_returns(steps, agent, last_work[agent], value)
-    if not final:
+    top = [sid for sid, _ in ordered if owner.get(sid) == sid and not _in_tool(steps, sid)]
+    if not top:
         return
-    last_agent = max(final, key=lambda a: steps[a].end_ns or 0)
+    # A handoff passes control to an agent that starts after its caller, so the last to end holds the run's answer.
+    last_agent = max(top, key=lambda a: (steps[a].end_ns or 0, steps[a].start_ns))
+    if last_agent not in final:
+        return
     for root in roots:
         if steps[root].output is None and steps[root].kind == "agent" and root != last_agent:
             steps[root] = replace(steps[root], output=final[last_agent])
+
+
+def _raised(steps: Mapping[str, Step], agent: str, made_by: str) -> bool:
+    """Whether the agent's run raised after its last work: an error on the agent span, on that work, or on a
+    span between them (the SDK records a rejected answer, e.g. invalid structured output, on the turn only)."""
+    sid: str | None = made_by
+    for _ in range(1000):
+        if sid is None or sid not in steps:
+            return False
+        if steps[sid].status == "error":
+            return True
+        if sid == agent:
+            return False
+        sid = steps[sid].parent_id
+    return False
+
+
+def _in_tool(steps: Mapping[str, Step], sid: str) -> bool:
+    """Whether a step runs inside a tool's span (an agent run as a tool answers the tool, not the run)."""
+    up = steps[sid].parent_id
+    for _ in range(1000):
+        if up is None or up not in steps:
+            return False
+        if steps[up].kind == "tool":
+            return True
+        up = steps[up].parent_id
+    return False
 
 
 def _tool_returns(steps: dict[str, Step], agent: str, made_by: str, value: Any) -> None:
