@@ -526,3 +526,66 @@ class TestTheRunsFinalOutput:
         run = processor.to_run()
         top = next(s for s in run.steps if s.parent_id is None)
         assert (run.outcome, top.output) == ("success", result.final_output)
+
+
+def _look(order: str) -> str:
+    """Look an order up."""
+    raise RuntimeError("order database down")
+
+
+def _failing_specialist_policy(request: Any) -> Any:
+    """Triage asks the specialist (as a tool), whose own tool raises; triage then answers from the error it got."""
+    from trajdebug.testing import Reply, tool_call
+
+    body = request.body
+    items = body.get("input") or []
+    results = [i for i in items if i.get("type") == "function_call_output"]
+    if (body.get("instructions") or "").startswith("Specialist"):
+        return Reply(tool_calls=(tool_call("look", {"order": "W1"}),))
+    if not results:
+        return Reply(tool_calls=(tool_call("specialist", {"input": "W1?"}),))
+    return "The specialist could not look W1 up; try later."
+
+
+class TestTheRunsOutcome:
+    """Which errors are the ones the top-level ``Runner.run`` raised."""
+
+    def test_a_rejected_last_answer_fails_the_run(self, processor: TrajdebugProcessor) -> None:
+        """Runner.run raising on a rejected answer (recorded on the agent's last turn only) is a failed run."""
+        from pydantic import BaseModel
+
+        from trajdebug.testing import FakeModelServer
+
+        class Verdict(BaseModel):
+            """A structured answer the plain-text reply does not satisfy."""
+
+            refund: bool
+
+        with FakeModelServer(_triage_policy) as server, pytest.raises(Exception, match="Invalid JSON"):
+            _run_triage(server, "Triage.", output_type=Verdict)
+        run = processor.to_run()
+        top = next(s for s in run.steps if s.parent_id is None)
+        [err] = run.errors
+        assert (run.outcome, err.stage, err.stages[-1].step_id) == ("failure", "failed", top.step_id)
+
+    def test_a_sub_agent_failure_its_caller_recovered_is_not_the_runs(self, processor: TrajdebugProcessor) -> None:
+        """An ``as_tool`` sub-agent whose run raised, its error returned to the caller's model, leaves the run a success."""
+        from openai import AsyncOpenAI
+
+        from trajdebug.testing import FakeModelServer
+
+        async def go(server: Any) -> Any:
+            async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                look = function_tool(_look, name_override="look", failure_error_function=None)
+                specialist = Agent(name="specialist", instructions="Specialist.", model=_model(client), tools=[look])
+                tool = specialist.as_tool(tool_name="specialist", tool_description="Ask")
+                triage = Agent(name="triage", instructions="Triage.", model=_model(client), tools=[tool])
+                return await Runner.run(triage, "Where is W1?")
+
+        with FakeModelServer(_failing_specialist_policy) as server:
+            result = asyncio.run(go(server))
+        run = processor.to_run()
+        top = next(s for s in run.steps if s.parent_id is None)
+        assert (run.outcome, run.failure_reason) == ("success", None)
+        assert top.output == result.final_output
+        assert all(e.stage != "failed" for e in run.errors)

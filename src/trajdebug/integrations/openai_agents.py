@@ -26,8 +26,10 @@ the SDK telling that the tool's failure went back to the model as its result,
 so that error is *recovered* at the enclosing step (the agent's turn).  When an
 exception escapes, the SDK records it again on the agent span, re-wrapped
 ("Error in agent run: ..."); that is the same error *propagating*, counted
-once.  An error that reaches an agent span is one ``Runner.run`` raised: it
-*failed* the run (the SDK's task span records no error of its own).
+once.  An error that reaches a top-level agent span, or its last turn (where
+the SDK records a rejected answer), is one ``Runner.run`` raised: it *failed*
+the run (the SDK's task span records no error of its own).  Inside a tool
+(``Agent.as_tool``) it is the sub-run's, which the caller may recover.
 
 Edges: a tool depends on the model response that called it (declared when the
 call's name and arguments match, else on its agent's latest model step,
@@ -541,11 +543,7 @@ def _errors(
         else:
             for eid in below:
                 e = events[eid]
-                reached_agent = any(
-                    steps[c.step_id].attributes.get("agents.span_type") == "agent"
-                    for c in e.stages
-                    if c.step_id
-                )
+                reached_agent = any(_runner_raised(steps, c.step_id) for c in e.stages if c.step_id)
                 if e.stage == "recovered" or not (reached_agent or e.stages[-1].step_id == sid):
                     continue
                 why = (
@@ -561,6 +559,20 @@ def _errors(
                     ),
                 )
     return events
+
+
+def _runner_raised(steps: Mapping[str, Step], sid: str) -> bool:
+    """Whether an error on this span is one the top-level ``Runner.run`` raised: it reached a top-level agent span,
+    or its last turn (the SDK records a rejected answer, e.g. invalid structured output or an unknown tool, on the
+    turn only, then raises).  Inside a tool (``Agent.as_tool``) it is the sub-run's, the tool's caller may go on."""
+    s = steps[sid]
+    typ = s.attributes.get("agents.span_type")
+    if typ not in ("agent", "turn") or _in_tool(steps, sid):
+        return False
+    return typ == "agent" or not any(
+        o.parent_id == s.parent_id and o.attributes.get("agents.span_type") == "turn" and o.start_ns > s.start_ns
+        for o in steps.values()
+    )
 
 
 def _same_error(inner: str, outer: str) -> bool:
