@@ -514,6 +514,19 @@ class TestTheRunsFinalOutput:
         triage = next(s for s in run.steps if s.attributes.get("agents.span_type") == "agent" and s.name == "triage")
         assert (top.output, triage.output) == (None, None)
 
+    def test_each_runner_run_in_one_trace_has_its_own_final_output(self, processor: TrajdebugProcessor) -> None:
+        """Two ``Runner.run`` calls in one trace, the second failing: the first's top step carries its answer,
+        the second's none."""
+        from trajdebug.testing import FakeModelServer
+
+        with FakeModelServer(_triage_policy) as server, trace("two calls"):
+            first = _run_triage(server, "Triage.")
+            with pytest.raises(Exception, match="shipping service down"):
+                _run_triage(server, "Triage, then ship.")
+        run = processor.to_run()
+        tops = sorted((s for s in run.steps if s.parent_id is None), key=lambda s: s.start_ns)
+        assert [s.output for s in tops] == [first.final_output, None]
+
     @pytest.mark.parametrize("instructions", ["Triage.", "Triage: hand off."])
     def test_a_clean_run_ends_with_its_top_level_agents_answer(
         self, processor: TrajdebugProcessor, instructions: str

@@ -238,7 +238,7 @@ def convert_trace(
             steps[sid] = replace(step, attributes={**step.attributes, "llm.tools": list(offered)})
     errors = _errors(ordered, steps, details)
     roots = [sid for sid, s in ordered if steps[sid].parent_id is None]
-    _final_outputs(ordered, steps, owner, roots)
+    _final_outputs(ordered, steps, owner)
     failed = [e for e in errors.values() if e.stage == "failed"]
     ends = [s.end_ns for s in steps.values() if s.end_ns is not None]
     starts = [s.start_ns for s in steps.values()]
@@ -405,7 +405,6 @@ def _final_outputs(
     ordered: list[tuple[str, dict[str, Any]]],
     steps: dict[str, Step],
     owner: Mapping[str, str | None],
-    roots: list[str],
 ) -> None:
     """Each agent span's final output, and the run's on its top step (the SDK's spans carry neither).
 
@@ -413,9 +412,10 @@ def _final_outputs(
     no tool (text, or JSON for a structured ``output_type``), or the output of
     its last tool when a tool ended the run (``tool_use_behavior``); an agent
     whose run raised has none.  The run's final output is that of its last
-    top-level agent: a sub-agent run inside a tool (``Agent.as_tool``) answers
-    the tool, never the run, and when the last top-level agent failed the run
-    has no final output.
+    top-level agent (each ``Runner.run`` in a trace has its own top step): a
+    sub-agent run inside a tool (``Agent.as_tool``) answers the tool, never
+    the run, and when the last top-level agent failed the run has no final
+    output.
     """
     last_work: dict[str, str] = {}  # agent span -> its last finished model or tool step
     for sid, _ in sorted(ordered, key=lambda kv: steps[kv[0]].end_ns or 0):
@@ -439,16 +439,30 @@ def _final_outputs(
         if steps[agent].output is None:
             steps[agent] = replace(steps[agent], output=value)
         _tool_returns(steps, agent, last_work[agent], value)
-    top = [sid for sid, _ in ordered if owner.get(sid) == sid and not _in_tool(steps, sid)]
-    if not top:
-        return
-    # A handoff passes control to an agent that starts after its caller, so the last to end holds the run's answer.
-    last_agent = max(top, key=lambda a: (steps[a].end_ns or 0, steps[a].start_ns))
-    if last_agent not in final:
-        return
-    for root in roots:
-        if steps[root].output is None and steps[root].kind == "agent" and root != last_agent:
-            steps[root] = replace(steps[root], output=final[last_agent])
+    last_top: dict[str, str] = {}  # top step (one per Runner.run: its task span) -> its last top-level agent
+    for sid, _ in ordered:
+        if owner.get(sid) != sid or _in_tool(steps, sid):
+            continue
+        root = _root_of(steps, sid)
+        # A handoff passes control to an agent that starts after its caller: the last to end holds the answer.
+        if root not in last_top or (steps[sid].end_ns or 0, steps[sid].start_ns) >= (
+            steps[last_top[root]].end_ns or 0,
+            steps[last_top[root]].start_ns,
+        ):
+            last_top[root] = sid
+    for root, agent in last_top.items():
+        if agent in final and root != agent and steps[root].output is None and steps[root].kind == "agent":
+            steps[root] = replace(steps[root], output=final[agent])
+
+
+def _root_of(steps: Mapping[str, Step], sid: str) -> str:
+    """The top step (no parent in the trace) enclosing a step."""
+    for _ in range(1000):
+        up = steps[sid].parent_id
+        if up is None or up not in steps:
+            return sid
+        sid = up
+    return sid
 
 
 def _raised(steps: Mapping[str, Step], agent: str, made_by: str) -> bool:
