@@ -416,3 +416,189 @@ class TestNamingRuns:
         given, default = p.runs
         assert (given.name, given.metadata["task"]) == ("triage", "triage T-1")
         assert default.metadata["task"] == "default task"
+
+
+def _ship(order: str) -> str:
+    """Ship an order."""
+    raise RuntimeError("shipping service down")
+
+
+def _triage_policy(request: Any) -> Any:
+    """The specialist answers; triage asks it (as a tool), then ships, or hands off, or answers, by its instructions."""
+    from trajdebug.testing import Reply, tool_call
+
+    body = request.body
+    system = body.get("instructions") or next(
+        (m["content"] for m in body.get("messages", []) if m.get("role") == "system"), ""
+    )
+    items = body.get("input") or body.get("messages") or []
+    results = [i for i in items if i.get("type") == "function_call_output" or i.get("role") == "tool"]
+    if system.startswith("Specialist"):
+        return "Refund approved for W1."
+    if "hand off" in system:
+        return Reply(tool_calls=(tool_call("transfer_to_specialist", {}),))
+    if not results:
+        return Reply(tool_calls=(tool_call("specialist", {"input": "refund W1?"}),))
+    if "ship" in system and len(results) == 1:
+        return Reply(tool_calls=(tool_call("ship", {"order": "W1"}),))
+    return "Done: the refund for W1 is approved."
+
+
+def _run_triage(server: Any, instructions: str, **kwargs: Any) -> Any:
+    """Runner.run of a triage agent with a specialist it calls through ``as_tool`` (or hands off to)."""
+    from openai import AsyncOpenAI
+
+    async def go() -> Any:
+        async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+            specialist = Agent(name="specialist", instructions="Specialist.", model=_model(client))
+            if "hand off" in instructions:
+                kwargs["handoffs"] = [specialist]
+            else:
+                strict_ship = function_tool(_ship, name_override="ship", failure_error_function=None)
+                kwargs["tools"] = [specialist.as_tool(tool_name="specialist", tool_description="Ask"), strict_ship]
+            triage = Agent(name="triage", instructions=instructions, model=_model(client), **kwargs)
+            return await Runner.run(triage, "Can W1 be refunded?")
+
+    return asyncio.run(go())
+
+
+class TestTheRunsFinalOutput:
+    """The trace's top step carries the final output of the run's top-level agent, never a sub-agent's answer."""
+
+    @pytest.mark.parametrize("failure", ["tool", "guardrail"])
+    def test_a_failed_run_does_not_take_its_as_tool_sub_agents_answer(
+        self, processor: TrajdebugProcessor, failure: str
+    ) -> None:
+        """When the caller of an ``as_tool`` sub-agent fails after it answered, the run has no final output,
+        while the tool step still returns the sub-agent's answer by a declared edge."""
+        from agents import GuardrailFunctionOutput, output_guardrail
+
+        from trajdebug.testing import FakeModelServer
+
+        @output_guardrail
+        async def never(ctx: Any, agent: Any, output: Any) -> GuardrailFunctionOutput:
+            """Trips on every answer."""
+            return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+        if failure == "tool":
+            instructions, kwargs, raised = "Triage, then ship.", {}, "shipping service down"
+        else:
+            instructions, kwargs, raised = "Triage.", {"output_guardrails": [never]}, "Guardrail"
+        with FakeModelServer(_triage_policy) as server, pytest.raises(Exception, match=raised):
+            _run_triage(server, instructions, **kwargs)
+        run = processor.to_run()
+        top = next(s for s in run.steps if s.parent_id is None)
+        tool = next(s for s in run.steps if s.kind == "tool" and s.name == "specialist")
+        answer = next(s for s in run.steps if s.kind == "llm" and s.agent == "specialist")
+        sub = next(s for s in run.steps if s.attributes.get("agents.span_type") == "agent" and s.name == "specialist")
+        assert run.outcome == "failure"
+        assert top.output is None
+        assert (tool.output, sub.output) == ("Refund approved for W1.", "Refund approved for W1.")
+        assert any(d.step_id == answer.step_id and d.origin == "declared" for d in tool.deps)
+
+    def test_an_answer_the_sdk_rejected_is_not_the_runs_final_output(self, processor: TrajdebugProcessor) -> None:
+        """A last answer the SDK rejects (structured output that does not parse) is neither the agent's nor the run's final output."""
+        from pydantic import BaseModel
+
+        from trajdebug.testing import FakeModelServer
+
+        class Verdict(BaseModel):
+            """A structured answer the plain-text reply does not satisfy."""
+
+            refund: bool
+
+        with FakeModelServer(_triage_policy) as server, pytest.raises(Exception, match="Invalid JSON"):
+            _run_triage(server, "Triage.", output_type=Verdict)
+        run = processor.to_run()
+        top = next(s for s in run.steps if s.parent_id is None)
+        triage = next(s for s in run.steps if s.attributes.get("agents.span_type") == "agent" and s.name == "triage")
+        assert (top.output, triage.output) == (None, None)
+
+    def test_each_runner_run_in_one_trace_has_its_own_final_output(self, processor: TrajdebugProcessor) -> None:
+        """Two ``Runner.run`` calls in one trace, the second failing: the first's top step carries its answer,
+        the second's none."""
+        from trajdebug.testing import FakeModelServer
+
+        with FakeModelServer(_triage_policy) as server, trace("two calls"):
+            first = _run_triage(server, "Triage.")
+            with pytest.raises(Exception, match="shipping service down"):
+                _run_triage(server, "Triage, then ship.")
+        run = processor.to_run()
+        tops = sorted((s for s in run.steps if s.parent_id is None), key=lambda s: s.start_ns)
+        assert [s.output for s in tops] == [first.final_output, None]
+
+    @pytest.mark.parametrize("instructions", ["Triage.", "Triage: hand off."])
+    def test_a_clean_run_ends_with_its_top_level_agents_answer(
+        self, processor: TrajdebugProcessor, instructions: str
+    ) -> None:
+        """A clean run's final output is the caller's after an ``as_tool`` call, the specialist's after a hand-off."""
+        from trajdebug.testing import FakeModelServer
+
+        with FakeModelServer(_triage_policy) as server:
+            result = _run_triage(server, instructions)
+        run = processor.to_run()
+        top = next(s for s in run.steps if s.parent_id is None)
+        assert (run.outcome, top.output) == ("success", result.final_output)
+
+
+def _look(order: str) -> str:
+    """Look an order up."""
+    raise RuntimeError("order database down")
+
+
+def _failing_specialist_policy(request: Any) -> Any:
+    """Triage asks the specialist (as a tool), whose own tool raises; triage then answers from the error it got."""
+    from trajdebug.testing import Reply, tool_call
+
+    body = request.body
+    items = body.get("input") or []
+    results = [i for i in items if i.get("type") == "function_call_output"]
+    if (body.get("instructions") or "").startswith("Specialist"):
+        return Reply(tool_calls=(tool_call("look", {"order": "W1"}),))
+    if not results:
+        return Reply(tool_calls=(tool_call("specialist", {"input": "W1?"}),))
+    return "The specialist could not look W1 up; try later."
+
+
+class TestTheRunsOutcome:
+    """Which errors are the ones the top-level ``Runner.run`` raised."""
+
+    def test_a_rejected_last_answer_fails_the_run(self, processor: TrajdebugProcessor) -> None:
+        """Runner.run raising on a rejected answer (recorded on the agent's last turn only) is a failed run."""
+        from pydantic import BaseModel
+
+        from trajdebug.testing import FakeModelServer
+
+        class Verdict(BaseModel):
+            """A structured answer the plain-text reply does not satisfy."""
+
+            refund: bool
+
+        with FakeModelServer(_triage_policy) as server, pytest.raises(Exception, match="Invalid JSON"):
+            _run_triage(server, "Triage.", output_type=Verdict)
+        run = processor.to_run()
+        top = next(s for s in run.steps if s.parent_id is None)
+        [err] = run.errors
+        assert (run.outcome, err.stage, err.stages[-1].step_id) == ("failure", "failed", top.step_id)
+
+    def test_a_sub_agent_failure_its_caller_recovered_is_not_the_runs(self, processor: TrajdebugProcessor) -> None:
+        """An ``as_tool`` sub-agent whose run raised, its error returned to the caller's model, leaves the run a success."""
+        from openai import AsyncOpenAI
+
+        from trajdebug.testing import FakeModelServer
+
+        async def go(server: Any) -> Any:
+            async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                look = function_tool(_look, name_override="look", failure_error_function=None)
+                specialist = Agent(name="specialist", instructions="Specialist.", model=_model(client), tools=[look])
+                tool = specialist.as_tool(tool_name="specialist", tool_description="Ask")
+                triage = Agent(name="triage", instructions="Triage.", model=_model(client), tools=[tool])
+                return await Runner.run(triage, "Where is W1?")
+
+        with FakeModelServer(_failing_specialist_policy) as server:
+            result = asyncio.run(go(server))
+        run = processor.to_run()
+        top = next(s for s in run.steps if s.parent_id is None)
+        assert (run.outcome, run.failure_reason) == ("success", None)
+        assert top.output == result.final_output
+        assert all(e.stage != "failed" for e in run.errors)

@@ -26,8 +26,10 @@ the SDK telling that the tool's failure went back to the model as its result,
 so that error is *recovered* at the enclosing step (the agent's turn).  When an
 exception escapes, the SDK records it again on the agent span, re-wrapped
 ("Error in agent run: ..."); that is the same error *propagating*, counted
-once.  An error that reaches an agent span is one ``Runner.run`` raised: it
-*failed* the run (the SDK's task span records no error of its own).
+once.  An error that reaches a top-level agent span, or its last turn (where
+the SDK records a rejected answer), is one ``Runner.run`` raised: it *failed*
+the run (the SDK's task span records no error of its own).  Inside a tool
+(``Agent.as_tool``) it is the sub-run's, which the caller may recover.
 
 Edges: a tool depends on the model response that called it (declared when the
 call's name and arguments match, else on its agent's latest model step,
@@ -236,7 +238,7 @@ def convert_trace(
             steps[sid] = replace(step, attributes={**step.attributes, "llm.tools": list(offered)})
     errors = _errors(ordered, steps, details)
     roots = [sid for sid, s in ordered if steps[sid].parent_id is None]
-    _final_outputs(ordered, steps, owner, roots)
+    _final_outputs(ordered, steps, owner)
     failed = [e for e in errors.values() if e.stage == "failed"]
     ends = [s.end_ns for s in steps.values() if s.end_ns is not None]
     starts = [s.start_ns for s in steps.values()]
@@ -403,13 +405,17 @@ def _final_outputs(
     ordered: list[tuple[str, dict[str, Any]]],
     steps: dict[str, Step],
     owner: Mapping[str, str | None],
-    roots: list[str],
 ) -> None:
     """Each agent span's final output, and the run's on its top step (the SDK's spans carry neither).
 
     An agent's final output is its last model message when that message calls
     no tool (text, or JSON for a structured ``output_type``), or the output of
-    its last tool when a tool ended the run (``tool_use_behavior``).
+    its last tool when a tool ended the run (``tool_use_behavior``); an agent
+    whose run raised has none.  The run's final output is that of its last
+    top-level agent (each ``Runner.run`` in a trace has its own top step): a
+    sub-agent run inside a tool (``Agent.as_tool``) answers the tool, never
+    the run, and when the last top-level agent failed the run has no final
+    output.
     """
     last_work: dict[str, str] = {}  # agent span -> its last finished model or tool step
     for sid, _ in sorted(ordered, key=lambda kv: steps[kv[0]].end_ns or 0):
@@ -419,7 +425,7 @@ def _final_outputs(
     final: dict[str, Any] = {}
     for agent, sid in last_work.items():
         s = steps[sid]
-        if steps[agent].status == "error" or s.status == "error":
+        if _raised(steps, agent, sid):
             continue
         if s.kind == "tool":
             final[agent] = s.output
@@ -433,12 +439,57 @@ def _final_outputs(
         if steps[agent].output is None:
             steps[agent] = replace(steps[agent], output=value)
         _tool_returns(steps, agent, last_work[agent], value)
-    if not final:
-        return
-    last_agent = max(final, key=lambda a: steps[a].end_ns or 0)
-    for root in roots:
-        if steps[root].output is None and steps[root].kind == "agent" and root != last_agent:
-            steps[root] = replace(steps[root], output=final[last_agent])
+    last_top: dict[str, str] = {}  # top step (one per Runner.run: its task span) -> its last top-level agent
+    for sid, _ in ordered:
+        if owner.get(sid) != sid or _in_tool(steps, sid):
+            continue
+        root = _root_of(steps, sid)
+        # A handoff passes control to an agent that starts after its caller: the last to end holds the answer.
+        if root not in last_top or (steps[sid].end_ns or 0, steps[sid].start_ns) >= (
+            steps[last_top[root]].end_ns or 0,
+            steps[last_top[root]].start_ns,
+        ):
+            last_top[root] = sid
+    for root, agent in last_top.items():
+        if agent in final and root != agent and steps[root].output is None and steps[root].kind == "agent":
+            steps[root] = replace(steps[root], output=final[agent])
+
+
+def _root_of(steps: Mapping[str, Step], sid: str) -> str:
+    """The top step (no parent in the trace) enclosing a step."""
+    for _ in range(1000):
+        up = steps[sid].parent_id
+        if up is None or up not in steps:
+            return sid
+        sid = up
+    return sid
+
+
+def _raised(steps: Mapping[str, Step], agent: str, made_by: str) -> bool:
+    """Whether the agent's run raised after its last work: an error on the agent span, on that work, or on a
+    span between them (the SDK records a rejected answer, e.g. invalid structured output, on the turn only)."""
+    sid: str | None = made_by
+    for _ in range(1000):
+        if sid is None or sid not in steps:
+            return False
+        if steps[sid].status == "error":
+            return True
+        if sid == agent:
+            return False
+        sid = steps[sid].parent_id
+    return False
+
+
+def _in_tool(steps: Mapping[str, Step], sid: str) -> bool:
+    """Whether a step runs inside a tool's span (an agent run as a tool answers the tool, not the run)."""
+    up = steps[sid].parent_id
+    for _ in range(1000):
+        if up is None or up not in steps:
+            return False
+        if steps[up].kind == "tool":
+            return True
+        up = steps[up].parent_id
+    return False
 
 
 def _tool_returns(steps: dict[str, Step], agent: str, made_by: str, value: Any) -> None:
@@ -506,11 +557,7 @@ def _errors(
         else:
             for eid in below:
                 e = events[eid]
-                reached_agent = any(
-                    steps[c.step_id].attributes.get("agents.span_type") == "agent"
-                    for c in e.stages
-                    if c.step_id
-                )
+                reached_agent = any(_runner_raised(steps, c.step_id) for c in e.stages if c.step_id)
                 if e.stage == "recovered" or not (reached_agent or e.stages[-1].step_id == sid):
                     continue
                 why = (
@@ -526,6 +573,20 @@ def _errors(
                     ),
                 )
     return events
+
+
+def _runner_raised(steps: Mapping[str, Step], sid: str) -> bool:
+    """Whether an error on this span is one the top-level ``Runner.run`` raised: it reached a top-level agent span,
+    or its last turn (the SDK records a rejected answer, e.g. invalid structured output or an unknown tool, on the
+    turn only, then raises).  Inside a tool (``Agent.as_tool``) it is the sub-run's, the tool's caller may go on."""
+    s = steps[sid]
+    typ = s.attributes.get("agents.span_type")
+    if typ not in ("agent", "turn") or _in_tool(steps, sid):
+        return False
+    return typ == "agent" or not any(
+        o.parent_id == s.parent_id and o.attributes.get("agents.span_type") == "turn" and o.start_ns > s.start_ns
+        for o in steps.values()
+    )
 
 
 def _same_error(inner: str, outer: str) -> bool:
