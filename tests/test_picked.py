@@ -56,3 +56,32 @@ def test_a_label_is_traced_to_the_step_given_the_failures_item() -> None:
     stated = "first stated queue=planned"
     assert any(stated in r for r in ranked["b"].reasons)
     assert not any(stated in r for r in ranked["a"].reasons)
+
+
+def test_a_model_that_picked_the_record_holding_the_failures_number_is_the_choice() -> None:
+    """A fitter model shown boots of three sizes that picked B-265 (sole 290 mm) where a binding then refused a
+    290 mm sole made the choice the failure is about, though the failure names the sole, not the boot: it
+    joins the failure's slice; had it picked B-255 (280 mm), the same refusal of 290 mm says nothing of it."""
+    boots = [{"boot_id": "B-255", "mondo": 25.5, "sole_mm": 280}, {"boot_id": "B-260", "mondo": 26.0, "sole_mm": 285},
+             {"boot_id": "B-265", "mondo": 26.5, "sole_mm": 290}]
+
+    def ranked(pick: str) -> dict[str, Any]:
+        run = Run(
+            "r",
+            "fitting",
+            outcome="failure",
+            steps=(
+                _t("l", "list_boots", "tool", 1, input={"mondo": 25.5}, output=boots),
+                _t("m", "choose", "llm", 3, deps=(D("l"),),
+                   input={"messages": [{"role": "tool", "content": str(boots).replace("'", '"')}]},
+                   output={"role": "assistant", "tool_calls": [{"name": "fit", "arguments": {"boot_id": pick}}]}),
+                _t("s", "set_binding", "tool", 5, input={"sole_mm": 290}, deps=(D("m"),), status="error",
+                   error=ErrorInfo("ValueError", "binding cannot be adjusted to a 290 mm sole")),
+            ),
+        )
+        failure = Failure("s", "step-error", "ValueError: binding cannot be adjusted to a 290 mm sole", "x")
+        return {c.step_id: c for c in localize(run, failures=[failure]).ranked_all}
+
+    said = "from a list it was given, whose record holds a number"
+    assert any(said in r for r in ranked("B-265")["m"].reasons)
+    assert not any(said in r for r in ranked("B-255")["m"].reasons)
