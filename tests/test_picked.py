@@ -85,3 +85,23 @@ def test_a_model_that_picked_the_record_holding_the_failures_number_is_the_choic
     said = "from a list it was given, whose record holds a number"
     assert any(said in r for r in ranked("B-265")["m"].reasons)
     assert not any(said in r for r in ranked("B-255")["m"].reasons)
+
+
+def test_a_model_answering_as_the_assistant_picked_no_message() -> None:
+    """A model's answer carries the role 'assistant', which one message of its conversation has: the message
+    holding the failure's number (290) is no record it picked."""
+    messages = [{"role": "user", "content": '{"sole_mm": 280}'}, {"role": "assistant", "content": '{"sole_mm": 290}'},
+                {"role": "tool", "content": '{"sole_mm": 285}'}]
+    run = Run(
+        "r",
+        "fitting",
+        outcome="failure",
+        steps=(
+            _t("m", "choose", "llm", 3, input={"messages": messages}, output={"role": "assistant", "content": "fit it"}),
+            _t("s", "set_binding", "tool", 5, input={"sole_mm": 290}, deps=(D("m"),), status="error",
+               error=ErrorInfo("ValueError", "binding cannot be adjusted to a 290 mm sole")),
+        ),
+    )
+    failure = Failure("s", "step-error", "ValueError: binding cannot be adjusted to a 290 mm sole", "x")
+    ranked = {c.step_id: c for c in localize(run, failures=[failure]).ranked_all}
+    assert not any("from a list it was given" in r for r in ranked["m"].reasons)

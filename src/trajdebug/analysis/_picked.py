@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._selection import passed_over, selections
 from trajdebug.analysis._sources import Found, Slice, _thin, _trivial_number
+from trajdebug.analysis.lineage._anomalies import PROTOCOL_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom
 
@@ -72,6 +73,8 @@ def _picked_holding(sl: Slice, named: Sequence[Atom], pos: int, within: set[str]
             continue
         hit: list[str] = []
         for sel in selections(step.input, step.output):
+            if sel.field in PROTOCOL_FIELDS or (isinstance(sel.records[0], dict) and "role" in sel.records[0]):
+                continue  # the conversation's messages: a model answering as the assistant picked no record
             held = {str(r.get(sel.field, "")).strip().lower(): _numbers(r) for r in sel.records}
             left = set().union(*(v for k, v in held.items() if k not in sel.picked))
             hit += [k for k in sel.picked if held.get(k, set()) & wanted - left]
