@@ -228,32 +228,10 @@ class DiagnoseContext:
         return f
 
     def cut_short(self, step: Step) -> bool:
-        """Whether a step returned nothing because the run's failure interrupted it, not by itself.
+        """Whether the run's failure interrupted this step (`trajdebug.analysis._detect.cut_short`)."""
+        from trajdebug.analysis._detect import cut_short
 
-        A step that ran beside the failing one (parallel tool calls, asyncio tasks, threads) and ended, with no
-        output and no error of its own, after the error that failed the run was raised was cancelled while the
-        failure unwound: its missing output is the failure's effect, never its cause.  Only the steps enclosing
-        the error run on after it in a sequential run, so those are left out.
-        """
-        if step.status != "ok" or step.end_ns is None or not content.is_empty(step.output):
-            return False
-        raised = self._memo.get("\0raised")
-        if raised is None:
-            errs = [self.graph.steps[f.step_id] for f in self.failures if f.step_id in self.graph.steps]
-            errs = [s for s in errs if s.status == "error" and s.end_ns is not None]
-            first = min(errs, key=lambda s: s.end_ns or 0, default=None)
-            raised = self._memo["\0raised"] = (first,) if first is not None else ()
-        if not raised:
-            return False
-        err = raised[0]
-        if step.end_ns <= (err.end_ns or 0) or step.step_id == err.step_id:
-            return False
-        steps, parent = self.graph.steps, err.parent_id
-        while parent is not None and parent in steps:
-            if parent == step.step_id:
-                return False  # it encloses the error: it ends after it in any run
-            parent = steps[parent].parent_id
-        return True
+        return cut_short(step, self.graph.steps, self.failures)
 
     def text(self, step_id: str) -> str:
         """A step's output as lower-case text (cached)."""
