@@ -14,6 +14,7 @@ from trajdebug.analysis._detect import (
     BUILTIN_DETECTORS,
     DetectContext,
     Failure,
+    cut_short,
     detect,
     fallbacks,
     final_step,
@@ -466,3 +467,22 @@ class TestSuperseded:
         )
         assert superseded(run) == {"e1", "e2"}
 
+
+
+def test_cut_short_is_a_sibling_that_ended_empty_after_the_failing_error() -> None:
+    """Beside a tool that raised at t=50 and failed the run, a parallel call ending empty at t=70 was cut short;
+    one ending empty at t=40, one that returned a value, and the agent enclosing the error were not."""
+    err = ErrorInfo("ValueError", "cannot adjust")
+    steps = {
+        s.step_id: s
+        for s in (
+            Step("a", "agent", "agent", status="error", error=err, start_ns=0, end_ns=100),
+            Step("x", "set", "tool", parent_id="a", status="error", error=err, start_ns=45, end_ns=50),
+            Step("late", "call", "tool", parent_id="a", start_ns=10, end_ns=70),
+            Step("early", "call", "tool", parent_id="a", start_ns=10, end_ns=40),
+            Step("done", "call", "tool", parent_id="a", output={"ok": 1}, start_ns=10, end_ns=70),
+        )
+    }
+    failures = [Failure("x", "step-error", "cannot adjust", "x"), Failure("a", "step-error", "cannot adjust", "x")]
+    assert [k for k, s in steps.items() if cut_short(s, steps, failures)] == ["late"]
+    assert not cut_short(steps["late"], steps, failures[1:])  # the agent's error ends after all it encloses

@@ -375,6 +375,40 @@ class TestToolCalls:
         assert good.sound
 
 
+class TestCutShort:
+    @staticmethod
+    def _parallel(model_end: int) -> Run:
+        """Two branches of one agent run side by side; the tool in one raises at t=50 and fails the run, while the
+        other branch's model call (no output) ends at `model_end` and its enclosing tool call returns nothing."""
+        err = ErrorInfo("ValueError", "cannot adjust binding to a 290 mm sole")
+        return _run(
+            Step("a", "fitter", "agent", status="error", error=err, start_ns=0, end_ns=100),
+            Step("ta", "technician", "tool", parent_id="a", start_ns=10, end_ns=model_end + 1),
+            Step("m", "generation", "llm", parent_id="ta", input={"messages": [{"role": "user", "content": "set it"}]},
+                 start_ns=40, end_ns=model_end),
+            Step("tb", "technician", "tool", parent_id="a", status="error", error=err, start_ns=10, end_ns=55),
+            Step("x", "set_binding", "tool", parent_id="tb", status="error", error=err, start_ns=45, end_ns=50),
+            Step("n", "next", "llm", parent_id="a", deps=(D("ta", "data"),), start_ns=120, end_ns=130),
+        )
+
+    def test_a_step_the_failure_interrupted_did_not_return_nothing(self) -> None:
+        """A step beside the failing one that ended with no output after the failing error was raised was cut
+        short by the failure: neither the model nor the tool enclosing it is said to have returned nothing."""
+        failures = [Failure("x", "step-error", "cannot adjust", "x"), Failure("a", "step-error", "cannot adjust", "x")]
+        run = self._parallel(model_end=70)
+        assert not [e for e in _from(_verdict(run, "m", failures), "llm-output") if not e.sound]
+        assert not _from(_verdict(run, "ta", failures), "tool-result")
+
+    def test_a_step_that_ended_empty_before_the_error_returned_nothing(self) -> None:
+        """The same model call ending with no output before the error was raised returned nothing by itself, and
+        the enclosing error does not count: it ends after everything it encloses."""
+        failures = [Failure("x", "step-error", "cannot adjust", "x"), Failure("a", "step-error", "cannot adjust", "x")]
+        [e] = _from(_verdict(self._parallel(model_end=48), "m", failures), "llm-output")
+        assert "returned nothing" in e.reason
+        [e] = _from(_verdict(self._parallel(model_end=70), "m", failures[1:]), "llm-output")
+        assert "returned nothing" in e.reason
+
+
 class TestLLMOutputs:
     def test_sql_failing_explain_on_the_schema(self) -> None:
         """Generated SQL naming a column the schema lacks is malformed output."""

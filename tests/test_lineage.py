@@ -18,7 +18,7 @@ from trajdebug.analysis.lineage import (
     state_keys,
     update_index,
 )
-from trajdebug.analysis.lineage._derivation import half_converted, relabelled
+from trajdebug.analysis.lineage._derivation import half_converted, misconverted, relabelled
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import atoms
 
@@ -894,6 +894,23 @@ class TestUnconverted:
         assert convert({"glaze": "CELADON", "max_c": 1030, "ramp_c_h": 150}) == []
         assert convert({"glaze": "CELADON", "max_c": 1886}) == []
 
+
+    def test_a_number_converted_with_the_factor_of_another_unit_is_suspect(self) -> None:
+        """A card parser turning 'flour: 1.4 lb' into flour_g=1400.0, in a run that writes flour in kg and g,
+        converted the pounds as if they were kilograms; 635.0 (the pound converted), 1400.0 from '1.4 kg', or a
+        run that writes no kilograms (no unit whose factor it used) is no finding."""
+
+        def parse(raw: str, out: dict[str, Any], other: str = "Baguette. flour: 0.28 kg; butter 55 g") -> list[str]:
+            card = _s("t", "fetch_card", "tool", 1, {"product": "baguette"}, other)
+            p = _s("p", "parse", "other", 2, {"card": raw}, out)
+            lin = Lineage(_run(card, p))
+            units = run_units(lin.view(s) for s in ("t", "p"))
+            return [e.diagnoser for e in misconverted(lin.view("p"), units)]
+
+        assert parse("Rye. flour: 1.4 lb per piece", {"flour_g": 1400.0}) == ["lineage:altered"]
+        assert parse("Rye. flour: 1.4 lb per piece", {"flour_g": 635.0}) == []
+        assert parse("Rye. flour: 1.4 kg per piece", {"flour_g": 1400.0}) == []
+        assert parse("Rye. flour: 1.4 lb per piece", {"flour_g": 1400.0}, "Baguette. butter 55 g") == []
 
 class TestRecordEdges:
     def test_a_value_two_steps_returned_is_linked_to_the_one_whose_record_it_came_in(self) -> None:

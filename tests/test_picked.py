@@ -89,3 +89,52 @@ def test_a_bound_the_answer_holds_or_a_message_naming_no_record_is_no_ignored_bo
     nameless = localize(_crew_run(2, "the crew is below the 4 movers required"))
     for loc in (held, nameless):
         assert not any("the bound" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def test_a_model_that_picked_the_record_holding_the_failures_number_is_the_choice() -> None:
+    """A fitter model shown boots of three sizes that picked B-265 (sole 290 mm) where a binding then refused a
+    290 mm sole made the choice the failure is about, though the failure names the sole, not the boot: it
+    joins the failure's slice; had it picked B-255 (280 mm), the same refusal of 290 mm says nothing of it."""
+    boots = [{"boot_id": "B-255", "mondo": 25.5, "sole_mm": 280}, {"boot_id": "B-260", "mondo": 26.0, "sole_mm": 285},
+             {"boot_id": "B-265", "mondo": 26.5, "sole_mm": 290}]
+
+    def ranked(pick: str) -> dict[str, Any]:
+        run = Run(
+            "r",
+            "fitting",
+            outcome="failure",
+            steps=(
+                _t("l", "list_boots", "tool", 1, input={"mondo": 25.5}, output=boots),
+                _t("m", "choose", "llm", 3, deps=(D("l"),),
+                   input={"messages": [{"role": "tool", "content": str(boots).replace("'", '"')}]},
+                   output={"role": "assistant", "tool_calls": [{"name": "fit", "arguments": {"boot_id": pick}}]}),
+                _t("s", "set_binding", "tool", 5, input={"sole_mm": 290}, deps=(D("m"),), status="error",
+                   error=ErrorInfo("ValueError", "binding cannot be adjusted to a 290 mm sole")),
+            ),
+        )
+        failure = Failure("s", "step-error", "ValueError: binding cannot be adjusted to a 290 mm sole", "x")
+        return {c.step_id: c for c in localize(run, failures=[failure]).ranked_all}
+
+    said = "from a list it was given, whose record holds a number"
+    assert any(said in r for r in ranked("B-265")["m"].reasons)
+    assert not any(said in r for r in ranked("B-255")["m"].reasons)
+
+
+def test_a_model_answering_as_the_assistant_picked_no_message() -> None:
+    """A model's answer carries the role 'assistant', which one message of its conversation has: the message
+    holding the failure's number (290) is no record it picked."""
+    messages = [{"role": "user", "content": '{"sole_mm": 280}'}, {"role": "assistant", "content": '{"sole_mm": 290}'},
+                {"role": "tool", "content": '{"sole_mm": 285}'}]
+    run = Run(
+        "r",
+        "fitting",
+        outcome="failure",
+        steps=(
+            _t("m", "choose", "llm", 3, input={"messages": messages}, output={"role": "assistant", "content": "fit it"}),
+            _t("s", "set_binding", "tool", 5, input={"sole_mm": 290}, deps=(D("m"),), status="error",
+               error=ErrorInfo("ValueError", "binding cannot be adjusted to a 290 mm sole")),
+        ),
+    )
+    failure = Failure("s", "step-error", "ValueError: binding cannot be adjusted to a 290 mm sole", "x")
+    ranked = {c.step_id: c for c in localize(run, failures=[failure]).ranked_all}
+    assert not any("from a list it was given" in r for r in ranked["m"].reasons)

@@ -458,12 +458,35 @@ def detect(
     return out
 
 
+
+def cut_short(step: Step, steps: Mapping[str, Step], failures: Iterable[Failure]) -> bool:
+    """Whether a step returned nothing because the run's failure interrupted it, not by itself.
+
+    A step that ran beside the failing one (parallel tool calls, asyncio tasks, threads) and ended, with no
+    output and no error of its own, after the error that failed the run was raised was cancelled while the
+    failure unwound: its missing output is the failure's effect, never its cause.  Only the steps enclosing
+    the error run on after it in a sequential run, so those are left out.
+    """
+    if step.status != "ok" or step.end_ns is None or not content.is_empty(step.output):
+        return False
+    raised = [steps[f.step_id] for f in failures if f.step_id in steps]
+    err = min((s for s in raised if s.status == "error" and s.end_ns is not None), key=lambda s: s.end_ns or 0, default=None)
+    if err is None or step.end_ns <= (err.end_ns or 0) or step.step_id == err.step_id:
+        return False
+    parent = err.parent_id
+    while parent is not None and parent in steps:
+        if parent == step.step_id:
+            return False  # it encloses the error: it ends after it in any run
+        parent = steps[parent].parent_id
+    return True
+
 __all__ = [
     "BUILTIN_DETECTORS",
     "DetectContext",
     "Detector",
     "Failure",
     "Where",
+    "cut_short",
     "detect",
     "final_step",
     "registered_detectors",

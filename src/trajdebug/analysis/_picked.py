@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._selection import passed_over, selections
-from trajdebug.analysis._sources import Found, Slice, _thin
+from trajdebug.analysis._sources import Found, Slice, _thin, _trivial_number
+from trajdebug.analysis.lineage._anomalies import PROTOCOL_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom
 
@@ -29,6 +31,7 @@ def picked_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], w
     out: list[Found] = []
     raws = {a.raw.strip().lower(): a.raw for a in named if a.kind == "id"}
     keys = set(raws)
+    out += _picked_holding(sl, named, pos, within, where)
     if not keys:
         return out
     text = " ".join(a.raw for a in named)
@@ -49,6 +52,39 @@ def picked_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], w
                 f"picked {', '.join(raws[k] for k in hit[:3])} from a list it was given, which the failure at {where} names",
             )
     return out
+
+
+def _numbers(record: object) -> set[float]:
+    """The numbers a record holds (JSON text read)."""
+    return {float(v) for _, v in content.decoded_leaves(record) if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _picked_holding(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
+    """The first model that picked, from a list a step showed it, the record holding a number the failure names
+    that no record it passed over holds (a boot whose 290 mm sole a binding refused): the failure is about that
+    pick even when it names the record's value, not its id.  Later models restating the pick carry it on."""
+    wanted = {a.number for a in named if a.kind == "number" and a.number is not None and not _trivial_number(a)}
+    if not wanted:
+        return []
+    best: tuple[int, str, list[str]] | None = None
+    for sid in within:
+        step = sl.g.steps[sid]
+        at = sl.g.position(sid)
+        if step.kind != "llm" or at >= pos or (best is not None and at >= best[0]):
+            continue
+        hit: list[str] = []
+        for sel in selections(step.input, step.output):
+            if sel.field in PROTOCOL_FIELDS or (isinstance(sel.records[0], dict) and "role" in sel.records[0]):
+                continue  # the conversation's messages: a model answering as the assistant picked no record
+            held = {str(r.get(sel.field, "")).strip().lower(): _numbers(r) for r in sel.records}
+            left = set().union(*(v for k, v in held.items() if k not in sel.picked))
+            hit += [k for k in sel.picked if held.get(k, set()) & wanted - left]
+        if hit:
+            best = (at, sid, sorted(set(hit)))
+    if best is None:
+        return []
+    raw = ", ".join(k.upper() for k in best[2][:3])
+    return _thin(best[1], sl.w["origin"], f"picked {raw} from a list it was given, whose record holds a number the failure at {where} names")
 
 
 def before(

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._detect import Failure, cut_short
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sign_rule import signed_by_rule
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -156,6 +156,8 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
     order = [s for s in sl.g.topological_order() if s in chosen]
     for sid in order:
         step = sl.g.steps[sid]
+        if cut_short(step, sl.g.steps, sl.failures):
+            continue  # interrupted by the failure: its missing answer differs from the passing runs' by that alone
         view = sl.lin.view(sid)
         found: list[Evidence] = []
         if sl.profile is not None:

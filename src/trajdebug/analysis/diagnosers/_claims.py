@@ -290,7 +290,8 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     out = step.output
     if content.is_empty(out):
-        yield Evidence(step.step_id, 0.5, "the model returned nothing", "llm-output")
+        if not ctx.cut_short(step):
+            yield Evidence(step.step_id, 0.5, "the model returned nothing", "llm-output")
         return
     hay = ctx.upstream_text(step)  # built once: both checks read it
     said = _contradicted(step, ctx, out, hay)

@@ -227,6 +227,12 @@ class DiagnoseContext:
             f = self._flags["checks"] = any("checks" in s.attributes for s in self.run.steps)
         return f
 
+    def cut_short(self, step: Step) -> bool:
+        """Whether the run's failure interrupted this step (`trajdebug.analysis._detect.cut_short`)."""
+        from trajdebug.analysis._detect import cut_short
+
+        return cut_short(step, self.graph.steps, self.failures)
+
     def text(self, step_id: str) -> str:
         """A step's output as lower-case text (cached)."""
         t = self._texts.get(step_id)

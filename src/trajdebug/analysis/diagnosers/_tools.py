@@ -51,7 +51,7 @@ def starved_consumer(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         if d.kind not in ("data", "state") or d.key == CHILD_KEY:
             continue
         c = ctx.step(cid)
-        if c.kind in ("tool", "retrieval") and c.status == "ok" and content.is_empty(c.output):
+        if c.kind in ("tool", "retrieval") and c.status == "ok" and content.is_empty(c.output) and not ctx.cut_short(c):
             yield Evidence(
                 step.step_id,
                 0.2,
@@ -159,7 +159,10 @@ def tool_result(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         problem = found
         caused = not ctx.lexicon.environment.search(problem)
     elif (
-        content.is_empty(out) and step.status == "ok" and any(True for _ in ctx.graph.children(step.step_id))
+        content.is_empty(out)
+        and step.status == "ok"
+        and any(True for _ in ctx.graph.children(step.step_id))
+        and not ctx.cut_short(step)
     ):
         # An empty answer says more about the question asked than about the tool.
         yield Evidence(

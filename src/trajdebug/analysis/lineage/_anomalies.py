@@ -37,7 +37,7 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
-from trajdebug.analysis.lineage._derivation import half_converted, relabelled
+from trajdebug.analysis.lineage._derivation import half_converted, misconverted, relabelled
 from trajdebug.analysis.lineage._pairs import crossed, mixed
 from trajdebug.analysis.lineage._views import StepView, semantic
 from trajdebug.core.chat import normalize_messages
@@ -134,6 +134,7 @@ def anomalies(
         yield from _altered(step, view, signed)
         yield from relabelled(view, units)
         yield from half_converted(view)
+        yield from misconverted(view, units)
         yield from _dropped_columns(step, view)
         yield from _admitted(step, given)
         yield from _out_of_bounds(step)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import math
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
@@ -341,3 +342,51 @@ def half_converted(view: StepView) -> Iterator[Evidence]:
                 "lineage:altered",
             )
             return
+
+
+_SI_PREFIX = {"k": 1e3, "d": 1e-1, "c": 1e-2, "m": 1e-3, "µ": 1e-6, "u": 1e-6}
+"""SI prefix symbols (language-neutral, no English words) and their factors: ``kg`` and ``g`` are one unit
+scaled, so a number moved between them by a power of ten was converted."""
+
+
+def _si(unit: str) -> tuple[str, float]:
+    """A unit's base and its factor to that base (``kg`` -> ``g``, 1000); a unit of one letter is its own base."""
+    u = unit.lower()
+    if len(u) >= 2 and u[0] in _SI_PREFIX:
+        return u[1:], _SI_PREFIX[u[0]]
+    return u, 1.0
+
+
+def misconverted(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
+    """An output number under a field named for a unit the run writes (``flour_g``) that is a given number
+    written in another, unrelated unit (``1.4 lb``) times the factor from a third unit the run writes, kin to
+    the field's (``kg`` to ``g``: 1000): the value was converted as if it were written in that unit.  No
+    conversion between unrelated units is a power of ten, and the run itself shows the unit whose factor was
+    used, so a coincidence needs both."""
+    if not units:
+        return
+    given = [
+        a for a in view.inputs
+        if a.kind == "number" and a.unit and a.number and not trivial(a) and not _joins(view, a)
+    ]
+    for y in view.outputs if given else ():
+        words = [w.lower() for w in _NAME_WORDS.split(y.field or "") if w]
+        if y.kind != "number" or y.unit or not y.number or len(words) < 2 or words[-1] not in units:
+            continue
+        base, to = _si(words[-1])
+        for x in given:
+            xu = (x.unit or "").lower()
+            if _si(xu)[0] == base or x.number is None:
+                continue  # kin units: a power of ten is their conversion
+            for u in sorted(units):
+                ub, f = _si(u)
+                if u == xu or ub != base or f == to or not math.isclose(y.number, x.number * f / to, rel_tol=1e-9):
+                    continue
+                yield Evidence(
+                    view.step_id,
+                    UNCONVERTED,
+                    f"output {y.field}={y.raw} is the given {x.raw} {x.unit} converted as if it were {u}",
+                    "lineage:altered",
+                )
+                return
+
