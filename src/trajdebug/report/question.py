@@ -28,7 +28,7 @@ from trajdebug.report.text import answer_word, short
 
 
 if TYPE_CHECKING:
-    from trajdebug.analysis import Analysis, Guided
+    from trajdebug.analysis import Analysis, Guided, GuidedSearch
 
 FOLD = 600
 """Characters of a value shown before it is folded (``e`` in the terminal, a button in the page, expands it)."""
@@ -241,6 +241,13 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "prior": list(search.mass),
         "verdict": [search.verdict(i) for i in range(len(search.ids))],
         "answered": [i in search.votes for i in range(len(search.ids))],
+        # Three-valued answers (`_verdicts.Verdicts`): the page derives what an erroneous answer vouches for
+        # from the steps' own answers (``said``: an answer that knows stands), what they say of the inputs
+        # (``admissible``), the order they came in (``voted``) and each step's nearest enclosing step (``up``).
+        "said": [bool(search.verdicts.top(i)) for i in range(len(search.ids))],
+        "admissible": [search.admissible(i) for i in range(len(search.ids))],
+        "voted": list(search.votes),
+        "up": _enclosing(search),
         "answers": [answer_to_dict(a) for a in analysis.run.answers],
         "endpoint": endpoint,
         # The audit (GuidedSearch._audit): its budget, whose proofs it tests, whom it may ask, in what order.
@@ -249,6 +256,19 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "auditable": [search.auditable(i) for i in range(len(search.ids))],
         "start": [search.graph.steps[s].start_ns for s in search.ids],
     }
+
+
+def _enclosing(search: GuidedSearch) -> list[int]:
+    """Each search node's nearest enclosing node (by index; -1: none), through steps that are not nodes."""
+    steps = search.graph.steps
+    out = []
+    for sid in search.ids:
+        up, seen = steps[sid].parent_id, {sid}
+        while up is not None and up not in search.index and up not in seen and up in steps:
+            seen.add(up)
+            up = steps[up].parent_id
+        out.append(search.index.get(up, -1) if up is not None else -1)
+    return out
 
 
 def proving(guided: Guided, run: Run) -> list[Answer]:
