@@ -340,6 +340,20 @@ _STATES = """([src, A, seq]) => {
 }"""
 
 
+_ASKS = """([src, A, truth]) => {
+  const eng = new Function(src + "; return guidedEngine;")()(A);
+  const asked = [];
+  for (let k = 0; k <= 2 * A.ids.length; k++) {
+    const s = eng.next();
+    if (!s) break;
+    asked.push(s);
+    eng.answer(s, truth[s][0], truth[s][1]);
+  }
+  const r = eng.result();
+  return { asked, root: r.root, certain: r.certain };
+}"""
+
+
 def _random_run(rng: Any, n: int, containers: bool) -> Run:
     from trajdebug.core.model import Dependency, Step
 
@@ -570,3 +584,46 @@ def test_planted_markup_in_the_three_valued_proof_stays_text(page: Any, tmp_path
     assert page.evaluate("window.__pwned") is None
     assert page.locator("#ask img").count() == 0 and page.locator("#ask script").count() == 0
     assert page.errors == [] and page.dialogs == []
+
+
+def test_the_page_asks_what_python_asks_on_random_runs_two_and_three_valued(page: Any) -> None:
+    """On 150 random DAGs of up to 40 steps, answered truthfully two-valued, truthfully three-valued (the
+    planted root erroneous, what it feeds inadmissible) and at random, the page's search asks Python's
+    questions in Python's order and ends at the same root (Python re-asks a conflict; the page stops)."""
+    import random
+
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer
+    from trajdebug.report.question import ask_data
+
+    src = SEARCH_JS.read_text(encoding="utf-8")
+    labels = [(True, None), (False, True), (False, False), (False, None), (None, None)]
+    for seed in range(150):
+        rng = random.Random(seed)
+        n = rng.randint(3, 40)
+        run = _random_run(rng, n, containers=seed % 2 == 1)
+        root = f"s{rng.randrange(n - 1)}"
+        wrong = {root}
+        for s in run.steps:
+            if any(d.step_id in wrong for d in s.deps):
+                wrong.add(s.step_id)
+        mode = seed % 3
+        truth: dict[str, tuple[bool | None, bool | None]] = {
+            s.step_id: rng.choice(labels) if mode == 2
+            else (True, None) if s.step_id not in wrong
+            else (False, None) if mode == 0
+            else (False, s.step_id == root)
+            for s in run.steps
+        }
+        analysis = analyze(run)
+        search = GuidedSearch(analysis)
+        python: list[str] = []
+        while (sid := search.next_question()) is not None:
+            python.append(sid)
+            search.answer(Answer(sid, truth[sid][0], "person", admissible=truth[sid][1]))
+        expected = search.result()
+        got = page.evaluate(_ASKS, [src, json.loads(json.dumps(ask_data(analysis))), {k: list(v) for k, v in truth.items()}])
+        if expected.conflict:  # Python re-asks the two sides once; the page names them
+            assert python[: len(got["asked"])] == got["asked"] and got["root"] is None, seed
+            continue
+        assert (got["asked"], got["root"], got["certain"]) == (python, expected.root, expected.certain), seed

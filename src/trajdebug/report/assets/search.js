@@ -127,32 +127,71 @@ function guidedEngine(A) {
     }
     return { r, cand: cand || bitset(n), focus, conflict };
   }
-  const entropy = (p) => (p <= 0 || p >= 1 ? 0 : -(p * Math.log2(p) + (1 - p) * Math.log2(1 - p)));
-  const better = (k, key) => k[0] > key[0] || (k[0] === key[0] && (k[1] > key[1] || (k[1] === key[1] && k[2] > key[2])));
   function next() {
     if (F < 0) return null;
     const { r, cand, focus, conflict } = compute();
     if (conflict) return null;  // the page does not re-ask: it names both sides
     const members = bitsOf(cand);
     if (members.length === 1 && members[0] === focus) return audit(focus);
-    let open = members.filter((i) => i !== F && !answered[i]);
+    const open = members.filter((i) => i !== F && !answered[i]);
     if (!open.length) return null;
+    return A.ids[choose(open, cand, focus, r)];
+  }
+  // GuidedSearch._choose: the question that leaves the least probability mass expected; a wrong answer
+  // keeps the step's reach, a correct one clears what reaches the focus only through it.
+  function choose(open, cand, focus, r) {
     const total = mass(cand) || 1;
     const openSet = new Set(open);
-    const lead = leader(members, cand, total, openSet, r);
-    if (lead !== null) return A.ids[lead];
+    const lead = leader(bitsOf(cand), cand, total, openSet, r);
+    if (lead !== null) return lead;
     if (open.length > POOL) {
+      // The likeliest steps, and steps spread evenly in topological order (a flat prior ranks none).
       const inputs = parents[focus].filter((p) => openSet.has(p));
-      const likely = open.slice().sort((a, b) => A.prior[b] - A.prior[a]).slice(0, POOL);
-      open = [...new Set([...likely, ...inputs])].sort((a, b) => a - b);
+      const likely = open.slice().sort((a, b) => A.prior[b] - A.prior[a]).slice(0, POOL >> 1);
+      const step = Math.max(1, Math.floor(open.length / (POOL >> 1)));
+      const spread = open.filter((_, k) => k % step === 0);
+      open = [...new Set([...likely, ...spread, ...inputs])].sort((a, b) => a - b);
     }
-    let best = open[open.length - 1], key = [-1, 0, 0];
+    const cleared = dominated(cand, focus);
+    let best = open[open.length - 1], key = [Infinity, 0, 0];
     for (const i of open) {
-      const h = Math.round(entropy(Math.min(1, mass(andOf(r[i], cand)) / total)) * 1e9) / 1e9;
-      const k = [h, A.prior[i], i];
-      if (better(k, key)) { best = i; key = k; }
+      const wrong = mass(andOf(r[i], cand));
+      const p = Math.min(1, wrong / total);
+      const left = p * wrong + (1 - p) * (total - (cleared.has(i) ? cleared.get(i) : A.prior[i]));
+      const k = [Math.round(left * 1e12) / 1e12, -A.prior[i], -i];
+      if (k[0] < key[0] || (k[0] === key[0] && (k[1] < key[1] || (k[1] === key[1] && k[2] < key[2])))) { best = i; key = k; }
     }
-    return A.ids[best];
+    return best;
+  }
+  // GuidedSearch._dominated: the mass each candidate clears when answered correct, its subtree in the
+  // post-dominator tree toward the focus (Cooper, Harvey & Kennedy; one pass, the slice is a DAG).
+  function dominated(cand, focus) {
+    const sub = new Map();
+    if (!hasBit(cand, focus)) return sub;
+    const order = bitsOf(cand).reverse();  // consumers before producers: the focus first
+    const po = new Map(order.map((v, k) => [v, k]));
+    const idom = new Map([[focus, focus]]);
+    for (const v of order.slice(1)) {
+      let nw = null;
+      for (const c of children[v]) {
+        if (!idom.has(c)) continue;
+        if (nw === null) { nw = c; continue; }
+        let a = c, b = nw;
+        while (a !== b) {
+          while (po.get(a) > po.get(b)) a = idom.get(a);
+          while (po.get(b) > po.get(a)) b = idom.get(b);
+        }
+        nw = a;
+      }
+      if (nw !== null) idom.set(v, nw);
+    }
+    for (const v of order) sub.set(v, 0);
+    for (let k = order.length - 1; k >= 0; k--) {
+      const v = order[k];
+      sub.set(v, sub.get(v) + A.prior[v]);
+      if (v !== focus && idom.has(v)) sub.set(idom.get(v), sub.get(idom.get(v)) + sub.get(v));
+    }
+    return sub;
   }
   // The audit: a proof whose root's inputs were only inferred is tested against the likeliest earlier
   // leaf steps no recorded path joins to it (GuidedSearch._audit); not one resting on an erroneous
