@@ -362,8 +362,10 @@ def _random_run(rng: Any, n: int, containers: bool) -> Run:
         picks = sorted(rng.sample(range(k), min(k, rng.randint(0, 2))))
         deps = tuple(Dependency(f"s{j}", origin=rng.choice(["tracked", "inferred"])) for j in picks)
         parent = f"s{rng.randrange(k)}" if containers and k and rng.random() < 0.3 else None
+        # Some steps relay an input whole (a pass-through): a correct answer about one implies its input.
+        out = steps[picks[0]].output if picks and rng.random() < 0.3 else f"out {k} " * 5
         steps.append(Step(f"s{k}", f"step{k}", rng.choice(["tool", "llm", "parse"]), input={"k": k},
-                          output=f"out {k} " * 5, start_ns=k * 10, end_ns=k * 10 + 5, deps=deps, parent_id=parent))
+                          output=out, start_ns=k * 10, end_ns=k * 10 + 5, deps=deps, parent_id=parent))
     return Run("r1", "random", 0, n * 10, "failure", "boom", steps=tuple(steps))
 
 
@@ -379,23 +381,24 @@ def _python_states(analysis: Any, truth: dict[str, tuple[bool | None, bool | Non
         search.answer(Answer(sid, correct, "person", admissible=admissible))
         seq.append([sid, correct, admissible])
         r = search.result()
-        vouched = sorted(a.step_id for a in r.implied if "for the inputs it was given" in (a.reason or ""))
+        implied = sorted(a.step_id for a in r.implied)  # carried whole, or vouched by an erroneous answer
         states.append({"root": r.root, "certain": r.certain, "cands": sorted(s for s, _ in r.candidates),
-                       "conflict": bool(r.conflict), "implied": vouched, "done": search.next_question() is None})
+                       "conflict": bool(r.conflict), "implied": implied, "done": search.next_question() is None})
     return seq, states
 
 
 def test_the_page_search_stands_where_python_stands_after_every_three_valued_answer(page: Any) -> None:
-    """On 120 random DAGs (some with containers) answered with random three-valued answers, the page's
-    search holds, after each answer Python's search was given, the same candidates, root, certainty,
-    vouched inputs and doneness (a conflict is one on both sides)."""
+    """On 120 random DAGs (some with containers, some steps relaying an input whole) answered with random
+    three-valued answers, the page's search holds, after each answer Python's search was given, the same
+    candidates, root, certainty, implied inputs (carried or vouched) and doneness (a conflict is one on
+    both sides)."""
     import random
 
     from trajdebug.report.question import ask_data
 
     src = SEARCH_JS.read_text(encoding="utf-8")
     labels = [(True, None), (False, True), (False, False), (False, None), (None, None)]
-    three = 0
+    three = carried = 0
     for seed in range(120):
         rng = random.Random(seed)
         n = rng.randint(3, 14)
@@ -405,12 +408,13 @@ def test_the_page_search_stands_where_python_stands_after_every_three_valued_ans
         seq, want = _python_states(analysis, truth)
         three += sum(1 for _, c, a in seq if c is False and a is not None)
         got = page.evaluate(_STATES, [src, json.loads(json.dumps(ask_data(analysis))), seq])
+        carried += len(want[-1]["implied"]) if want else 0
         for k, (w, g) in enumerate(zip(want, got, strict=True)):
             if w["conflict"] and g["conflict"]:  # the page names both sides; Python re-asks
                 w = {**w, "cands": None, "root": None, "done": None}
                 g = {**g, "cands": None, "root": None, "done": None}
             assert g == w, (seed, seq[: k + 1])
-    assert three > 100  # the answers exercised both kinds of wrong
+    assert three > 100 and carried > 10  # the answers exercised both kinds of wrong, and implied inputs
 
 
 def _three_valued_truth(run: Run) -> dict[str, str]:
@@ -418,6 +422,10 @@ def _three_valued_truth(run: Run) -> dict[str, str]:
     for a wrong input, the rest correct (the page's data-answer words)."""
     root = run.metadata["fault"]["step_id"]
     return {sid: ("erroneous" if sid == root else "inadmissible") for sid in wrong_steps(run)}
+
+
+KEYS = {"correct": "y", "erroneous": "o", "inadmissible": "i", "wrong": "n"}
+"""The terminal's keys, as the page reads them."""
 
 
 def _answer_page(page: Any, pick: Any, limit: int) -> list[str]:
@@ -461,11 +469,10 @@ def test_three_valued_buttons_ask_what_python_asks_and_the_download_keeps_admiss
         page.click('#tabs [data-tab="ask"]')
         if expected.failure is None:
             continue
-        keys = {"correct": "y", "erroneous": "o", "inadmissible": "i"}
         if n % 2:
-            asked = _answer_page(page, lambda sid: page.keyboard.press(keys[truth.get(sid, "correct")]), len(run.steps) + 1)
+            asked = _answer_page(page, lambda sid, t=truth: page.keyboard.press(KEYS[t.get(sid, "correct")]), len(run.steps) + 1)
         else:
-            asked = _answer_page(page, lambda sid: page.click(f'#ask-question button[data-answer="{truth.get(sid, "correct")}"]'), len(run.steps) + 1)
+            asked = _answer_page(page, lambda sid, t=truth: page.click(f'#ask-question button[data-answer="{t.get(sid, "correct")}"]'), len(run.steps) + 1)
         assert asked == python, fault
         assert page.get_attribute("#ask-result", "data-root") == (expected.root or ""), fault
         assert page.get_attribute("#ask-result", "data-certain") == str(expected.certain).lower(), fault

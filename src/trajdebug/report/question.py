@@ -248,6 +248,9 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "admissible": [search.admissible(i) for i in range(len(search.ids))],
         "voted": list(search.votes),
         "up": _enclosing(search),
+        # A correct answer implies its carried inputs correct (`GuidedSearch._imply`): each step's inputs it
+        # relays whole (`Carrier.carries`), by index into its ``parents``' values.
+        "carries": [[p for p in ps if search.carrier.carries(j, p)] for j, ps in enumerate(search.parents)],
         "answers": [answer_to_dict(a) for a in analysis.run.answers],
         "endpoint": endpoint,
         # The audit (GuidedSearch._audit): its budget, whose proofs it tests, whom it may ask, in what order.

@@ -87,7 +87,7 @@ function resultView(g, answers) {
   const items = [
     ...proof.map((a) => el("li", {}, answerWord(a) + " " + label(a.step_id) + " (by " + a.by + ")")),
     // serve's Guided.to_dict() gives each implied answer's reason; the page names the step that vouched.
-    ...vouched.map((v) => el("li", { class: "ask-vouched" }, "correct " + label(v.step) + " (" + (v.reason || "implied: " + label(v.by) + " was answered wrong for the inputs it was given") + ")")),
+    ...vouched.map((v) => el("li", { class: "ask-vouched" }, "correct " + label(v.step) + " (" + (v.reason || "implied: " + label(v.by) + (v.carried ? " carries its whole output and was answered correct" : " was answered wrong for the inputs it was given")) + ")")),
   ];
   if (items.length) box.appendChild(section(g.certain ? "The answers that prove it" : "The answers so far about it and its inputs", el("ul", {}, ...items)));
   if (g.path && g.path.length) box.appendChild(section("Path to the failure", el("p", {}, g.path.map(label).join(" → "))));

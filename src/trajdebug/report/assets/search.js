@@ -256,7 +256,7 @@ function guidedEngine(A) {
   }
   function result() {
     const { cand, focus, conflict } = compute();
-    const implied = V.implied().map(([p, i]) => ({ step: A.ids[p], by: A.ids[i] }));
+    const implied = [...carried, ...V.implied().map(([p, i]) => ({ step: A.ids[p], by: A.ids[i] }))];
     if (conflict) return { root: null, certain: false, conflict: conflict.map((i) => A.ids[i]), path: [], candidates: [], implied };
     const members = bitsOf(cand);
     const certain = members.length === 1 && members[0] === focus && V.verdict(focus) === false;
@@ -264,6 +264,24 @@ function guidedEngine(A) {
     const root = certain ? A.ids[focus] : (cands.length ? cands[0][0] : null);
     const erroneous = !!root && V.admissible(A.ids.indexOf(root)) === true;
     return { root, certain, erroneous, conflict: [], path: root ? path(A.ids.indexOf(root)) : [], candidates: cands, implied };
+  }
+  // GuidedSearch._imply (Carrier.implied): a step answered correct vouches for every unanswered input
+  // whose whole output it relays, and those in turn for theirs (a right relay relays nothing wrong).
+  const carried = [];
+  function imply(i) {
+    const carries = A.carries || [];
+    const seen = new Set();
+    const todo = [i];
+    while (todo.length) {
+      const j = todo.pop();
+      for (const p of parents[j]) {
+        if (answered[p] || seen.has(p) || !(carries[j] || []).includes(p)) continue;
+        seen.add(p);
+        V.add(p, true, null);
+        carried.push({ step: A.ids[p], by: A.ids[j], carried: true });
+        todo.push(p);
+      }
+    }
   }
   // A person's answer: correct true / false / null (don't know); of a wrong one, admissible true
   // (erroneous: its own fault), false (inadmissible: given a wrong input) or null (not saying which).
@@ -279,6 +297,7 @@ function guidedEngine(A) {
       children[i].push(proved);
       V.changed();
     }
+    if (correct === true) imply(i);
     const a = Object.assign({ step_id: stepId, correct, by: "person", at_ns: Date.now() * 1e6 }, adm === null ? {} : { admissible: adm });
     given.push(a);
     log.push(a);
