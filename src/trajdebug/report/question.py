@@ -234,6 +234,8 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
     from trajdebug.core.schema import answer_to_dict
 
     search = GuidedSearch(analysis, analysis.run.answers)
+    up = _enclosing(search)
+    carries = [[p for p in ps if search.carrier.carries(j, p)] for j, ps in enumerate(search.parents)]
     return {
         "failure": search.failure,
         "ids": search.ids,
@@ -244,13 +246,15 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         # Three-valued answers (`_verdicts.Verdicts`): the page derives what an erroneous answer vouches for
         # from the steps' own answers (``said``: an answer that knows stands), what they say of the inputs
         # (``admissible``), the order they came in (``voted``) and each step's nearest enclosing step (``up``).
-        "said": [bool(search.verdicts.top(i)) for i in range(len(search.ids))],
-        "admissible": [search.admissible(i) for i in range(len(search.ids))],
+        # Each is null when it says nothing (no answer yet, no step inside another, nothing relayed whole):
+        # the page then reads its default, and a large run's document stays small.
+        "said": [bool(search.verdicts.top(i)) for i in range(len(search.ids))] if search.votes else None,
+        "admissible": [search.admissible(i) for i in range(len(search.ids))] if search.votes else None,
         "voted": list(search.votes),
-        "up": _enclosing(search),
+        "up": up if any(u >= 0 for u in up) else None,
         # A correct answer implies its carried inputs correct (`GuidedSearch._imply`): each step's inputs it
-        # relays whole (`Carrier.carries`), by index into its ``parents``' values.
-        "carries": [[p for p in ps if search.carrier.carries(j, p)] for j, ps in enumerate(search.parents)],
+        # relays whole (`Carrier.carries`), node indices.
+        "carries": carries if any(carries) else None,
         "answers": [answer_to_dict(a) for a in analysis.run.answers],
         "endpoint": endpoint,
         # The audit (GuidedSearch._audit): its budget, whose proofs it tests, whom it may ask, in what order.
