@@ -9,11 +9,11 @@ const ASK = D.ask || null;
 // -- the panel ---------------------------------------------------------------------------------
 // [word (data-answer, the serve API's word), correct, admissible, key, button text, what it means]
 const ANSWER_WORDS = [
-  ["correct", true, null, "y", "correct", "The output is what the run needed here."],
-  ["erroneous", false, true, "o", "wrong, its own fault", "Wrong for what it was given: the input above was right. Spares the questions about its inputs."],
-  ["inadmissible", false, false, "i", "wrong, given a wrong input", "Wrong because the input above was wrong: the cause is upstream, never this step."],
-  ["wrong", false, null, "n", "wrong", "Wrong, not saying which of the two (always safe)."],
-  ["don't know", null, null, "?", "don't know", "Skip it: the search asks elsewhere."],
+  ["correct", true, null, "y", "correct", "the output is what the run needed here."],
+  ["erroneous", false, true, "o", "wrong, its own fault", "the input above was right and the step got it wrong; its inputs are not asked about."],
+  ["inadmissible", false, false, "i", "wrong, given a wrong input", "the input above was already wrong; the cause is upstream, never this step."],
+  ["wrong", false, null, "n", "wrong", "not saying which of the two (always safe)."],
+  ["don't know", null, null, "?", "don't know", "skip it; the search asks elsewhere."],
 ];
 function answerWord(a) {
   if (a.correct === false && a.admissible === true) return "wrong (its own fault)";
