@@ -323,3 +323,314 @@ def test_the_page_audits_a_proof_over_inferred_inputs_as_python_does(page: Any, 
         )
     assert asked == python
     assert page.get_attribute("#ask-result", "data-root") == "c"
+
+
+# -- three-valued answers (Naish 1997): the page's port of _verdicts.Verdicts -------------------------------
+
+SEARCH_JS = Path(__file__).resolve().parents[1] / "src" / "trajdebug" / "report" / "assets" / "search.js"
+_STATES = """([src, A, seq]) => {
+  const eng = new Function(src + "; return guidedEngine;")()(A);
+  return seq.map(([s, c, a]) => {
+    eng.next();  // as the page does before each answer (an audit ties what it asked to the proof)
+    eng.answer(s, c, a);
+    const r = eng.result();
+    return { root: r.root, certain: r.certain, cands: r.candidates.map((x) => x[0]).sort(),
+             conflict: r.conflict.length > 0, implied: r.implied.map((v) => v.step).sort(), done: eng.next() === null };
+  });
+}"""
+
+
+_ASKS = """([src, A, truth]) => {
+  const eng = new Function(src + "; return guidedEngine;")()(A);
+  const asked = [];
+  for (let k = 0; k <= 2 * A.ids.length; k++) {
+    const s = eng.next();
+    if (!s) break;
+    asked.push(s);
+    eng.answer(s, truth[s][0], truth[s][1]);
+  }
+  const r = eng.result();
+  return { asked, root: r.root, certain: r.certain };
+}"""
+
+
+def _random_run(rng: Any, n: int, containers: bool) -> Run:
+    from trajdebug.core.model import Dependency, Step
+
+    steps = []
+    for k in range(n):
+        picks = sorted(rng.sample(range(k), min(k, rng.randint(0, 2))))
+        deps = tuple(Dependency(f"s{j}", origin=rng.choice(["tracked", "inferred"])) for j in picks)
+        parent = f"s{rng.randrange(k)}" if containers and k and rng.random() < 0.3 else None
+        # Some steps relay an input whole (a pass-through): a correct answer about one implies its input.
+        out = steps[picks[0]].output if picks and rng.random() < 0.3 else f"out {k} " * 5
+        steps.append(Step(f"s{k}", f"step{k}", rng.choice(["tool", "llm", "parse"]), input={"k": k},
+                          output=out, start_ns=k * 10, end_ns=k * 10 + 5, deps=deps, parent_id=parent))
+    return Run("r1", "random", 0, n * 10, "failure", "boom", steps=tuple(steps))
+
+
+def _python_states(analysis: Any, truth: dict[str, tuple[bool | None, bool | None]]) -> tuple[list[Any], list[Any]]:
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer
+
+    search = GuidedSearch(analysis)
+    seq: list[Any] = []
+    states: list[Any] = []
+    while (sid := search.next_question()) is not None:
+        correct, admissible = truth[sid]
+        search.answer(Answer(sid, correct, "person", admissible=admissible))
+        seq.append([sid, correct, admissible])
+        r = search.result()
+        implied = sorted(a.step_id for a in r.implied)  # carried whole, or vouched by an erroneous answer
+        states.append({"root": r.root, "certain": r.certain, "cands": sorted(s for s, _ in r.candidates),
+                       "conflict": bool(r.conflict), "implied": implied, "done": search.next_question() is None})
+    return seq, states
+
+
+def test_the_page_search_stands_where_python_stands_after_every_three_valued_answer(page: Any) -> None:
+    """On 120 random DAGs (some with containers, some steps relaying an input whole) answered with random
+    three-valued answers, the page's search holds, after each answer Python's search was given, the same
+    candidates, root, certainty, implied inputs (carried or vouched) and doneness (a conflict is one on
+    both sides)."""
+    import random
+
+    from trajdebug.report.question import ask_data
+
+    src = SEARCH_JS.read_text(encoding="utf-8")
+    labels = [(True, None), (False, True), (False, False), (False, None), (None, None)]
+    three = carried = 0
+    for seed in range(120):
+        rng = random.Random(seed)
+        n = rng.randint(3, 14)
+        run = _random_run(rng, n, containers=seed % 2 == 0)
+        truth = {s.step_id: rng.choice(labels) for s in run.steps}
+        analysis = analyze(run)
+        seq, want = _python_states(analysis, truth)
+        three += sum(1 for _, c, a in seq if c is False and a is not None)
+        got = page.evaluate(_STATES, [src, json.loads(json.dumps(ask_data(analysis))), seq])
+        carried += len(want[-1]["implied"]) if want else 0
+        for k, (w, g) in enumerate(zip(want, got, strict=True)):
+            if w["conflict"] and g["conflict"]:  # the page names both sides; Python re-asks
+                w = {**w, "cands": None, "root": None, "done": None}
+                g = {**g, "cands": None, "root": None, "done": None}
+            assert g == w, (seed, seq[: k + 1])
+    assert three > 100 and carried > 10  # the answers exercised both kinds of wrong, and implied inputs
+
+
+def _three_valued_truth(run: Run) -> dict[str, str]:
+    """The demo's truth, three-valued: the planted root is wrong by its own fault, what it feeds is wrong
+    for a wrong input, the rest correct (the page's data-answer words)."""
+    root = run.metadata["fault"]["step_id"]
+    return {sid: ("erroneous" if sid == root else "inadmissible") for sid in wrong_steps(run)}
+
+
+KEYS = {"correct": "y", "erroneous": "o", "inadmissible": "i", "wrong": "n"}
+"""The terminal's keys, as the page reads them."""
+
+
+def _answer_page(page: Any, pick: Any, limit: int) -> list[str]:
+    asked: list[str] = []
+    for _ in range(limit):
+        page.wait_for_selector("#ask-question, #ask-result")
+        if page.query_selector("#ask-result") is not None:
+            return asked
+        sid = page.get_attribute("#ask-question", "data-step")
+        asked.append(sid)
+        pick(sid)
+        page.wait_for_function(
+            "sid => !document.querySelector('#ask-question') || document.querySelector('#ask-question').dataset.step !== sid",
+            arg=sid,
+        )
+    raise AssertionError("the panel never reached a root")
+
+
+def test_three_valued_buttons_ask_what_python_asks_and_the_download_keeps_admissible(page: Any, tmp_path: Path) -> None:
+    """On each demo fault, answered with the two kinds of wrong (buttons, or the keys o and i), the page
+    asks what GuidedSearch asks from the same three-valued answers and ends at the same root, saying an
+    erroneous answer proved it; its download, imported, stores each answer's `admissible`."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer
+    from trajdebug.demo import FAULTS
+
+    for n, fault in enumerate(FAULTS):
+        src = tmp_path / f"{fault}.jsonl"
+        (tmp_path / fault).mkdir()
+        run = run_demo(fault, path=src, workdir=tmp_path / fault)
+        truth = _three_valued_truth(run)
+        analysis = analyze(load_runs(src)[0])
+        search = GuidedSearch(analysis)
+        python: list[str] = []
+        while (sid := search.next_question()) is not None:
+            python.append(sid)
+            word = truth.get(sid, "correct")
+            search.answer(Answer(sid, word == "correct", "person", admissible={"erroneous": True, "inadmissible": False}.get(word)))
+        expected = search.result()
+        page.goto(write_report(tmp_path / f"{fault}.html", analysis).as_uri())
+        page.click('#tabs [data-tab="ask"]')
+        if expected.failure is None:
+            continue
+        if n % 2:
+            asked = _answer_page(page, lambda sid, t=truth: page.keyboard.press(KEYS[t.get(sid, "correct")]), len(run.steps) + 1)
+        else:
+            asked = _answer_page(page, lambda sid, t=truth: page.click(f'#ask-question button[data-answer="{t.get(sid, "correct")}"]'), len(run.steps) + 1)
+        assert asked == python, fault
+        assert page.get_attribute("#ask-result", "data-root") == (expected.root or ""), fault
+        assert page.get_attribute("#ask-result", "data-certain") == str(expected.certain).lower(), fault
+        if expected.certain and truth.get(expected.root or "") == "erroneous":
+            assert "answered wrong for the inputs it was given" in (page.text_content("#ask-result") or ""), fault
+        with page.expect_download() as info:
+            page.click("#ask-download")
+        download = tmp_path / f"{fault}.answers.jsonl"
+        info.value.save_as(download)
+        stored = {a.step_id: a.admissible for a in import_answers(src, download)}
+        assert stored == {s: {"erroneous": True, "inadmissible": False}.get(truth.get(s, "correct")) for s in asked}, fault
+        reloaded = {a.step_id: (a.correct, a.admissible) for a in load_runs(src)[0].answers}
+        assert reloaded == {s: (truth.get(s, "correct") == "correct", stored[s]) for s in asked}, fault
+    assert page.errors == []
+
+
+def test_an_erroneous_leaf_is_proven_by_one_answer_and_an_inadmissible_step_is_never_the_root(page: Any, tmp_path: Path) -> None:
+    """On a chain load -> plan -> submit (the failure): 'wrong, its own fault' on plan proves it in one
+    answer, its input vouched for in the proof; 'wrong, given a wrong input' on plan sends the search to
+    load, which is the root and plan never is; Python's search asks the same."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer, Dependency, Step
+
+    def step(sid: str, name: str, start: int, *deps: str) -> Step:
+        return Step(sid, name, "tool", input={"q": name}, output=f"{name} output value", start_ns=start,
+                    end_ns=start + 1, deps=tuple(Dependency(d) for d in deps))
+
+    run = Run("r1", "chain", 0, 20, "failure", "rejected", steps=(
+        step("a", "load_account", 0), step("b", "plan_batch", 4, "a"), step("f", "submit_batch", 6, "b"),
+    ))
+    analysis = analyze(run)
+    for truth, root in (({"b": "erroneous"}, "b"), ({"b": "inadmissible", "a": "erroneous"}, "a"),
+                        ({"b": "inadmissible", "a": "wrong"}, "a")):
+        search = GuidedSearch(analysis)
+        python: list[str] = []
+        while (sid := search.next_question()) is not None:
+            python.append(sid)
+            word = truth.get(sid, "correct")
+            search.answer(Answer(sid, word == "correct", "person", admissible={"erroneous": True, "inadmissible": False}.get(word)))
+        page.goto(write_report(tmp_path / "chain.html", analysis).as_uri())
+        page.click('#tabs [data-tab="ask"]')
+        asked = _answer_page(page, lambda sid, t=truth: page.click(f'#ask-question button[data-answer="{t.get(sid, "correct")}"]'), 5)
+        assert asked == python and search.result().root == root, truth
+        assert page.get_attribute("#ask-result", "data-root") == root
+        assert page.get_attribute("#ask-result", "data-certain") == "true"
+        text = page.text_content("#ask-result") or ""
+        if truth == {"b": "erroneous"}:
+            assert asked == ["b"] and "implied: load_account" not in text
+            assert "correct load_account" in text and "plan_batch" in text and "for the inputs it was given" in text
+        assert "b" not in (page.get_attribute("#ask-result", "data-root") or "") or root == "b"
+
+
+def test_a_container_answered_erroneous_is_searched_among_its_children(page: Any, tmp_path: Path) -> None:
+    """An agent step enclosing two tool calls, stored answered 'wrong, its own fault': its children stay
+    suspects (its external input is vouched for, never asked) and the page, as Python, goes on to the
+    faulty child."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer, Dependency, Step
+
+    def step(sid: str, name: str, kind: str, start: int, *deps: str, parent: str | None = None) -> Step:
+        return Step(sid, name, kind, input={"q": name}, output=f"{name} output value", start_ns=start, end_ns=start + 9,
+                    deps=tuple(Dependency(d, origin="tracked") for d in deps), parent_id=parent)
+
+    run = Run("r1", "nested", 0, 90, "failure", "rejected", steps=(
+        step("in", "read_request", "tool", 0),
+        step("ag", "planner", "agent", 10, "in", "t1", "t2"),
+        step("t1", "search_catalog", "tool", 11, "in", parent="ag"),
+        step("t2", "price_items", "tool", 13, "t1", parent="ag"),
+        step("f", "submit_order", "tool", 40, "ag"),
+    ), answers=(Answer("ag", False, "person", 1, admissible=True),))  # stored: the page starts from it
+    truth = {"t2": "erroneous", "t1": "correct", "in": "correct"}
+    analysis = analyze(run)
+    search = GuidedSearch(analysis, analysis.run.answers)
+    python: list[str] = []
+    while (sid := search.next_question()) is not None:
+        python.append(sid)
+        word = truth.get(sid, "correct")
+        search.answer(Answer(sid, word == "correct", "person", admissible={"erroneous": True}.get(word)))
+    assert search.result().root == "t2" and python and "in" not in python
+    page.goto(write_report(tmp_path / "nested.html", analysis).as_uri())
+    page.click('#tabs [data-tab="ask"]')
+    asked = _answer_page(page, lambda sid: page.click(f'#ask-question button[data-answer="{truth[sid]}"]'), 6)
+    assert asked == python
+    assert page.get_attribute("#ask-result", "data-root") == "t2"
+    assert page.get_attribute("#ask-result", "data-certain") == "true"
+
+
+def test_serve_posts_the_kind_of_wrong_and_stores_it(page: Any, tmp_path: Path) -> None:
+    """Under serve the buttons 'wrong, its own fault' and 'wrong, given a wrong input' post erroneous and
+    inadmissible: the stored answers carry admissible, and the search ends at the planted root."""
+    db = tmp_path / "runs.db"
+    run = run_demo(store=db, workdir=tmp_path)
+    truth = _three_valued_truth(run)
+    with Server(db, port=0) as srv:
+        page.goto(f"{srv.url}runs/{run.run_id}")
+        page.click('#tabs [data-tab="ask"]')
+        asked = _answer_page(page, lambda sid: page.click(f'#ask-question button[data-answer="{truth.get(sid, "correct")}"]'), len(run.steps) + 1)
+        text = page.text_content("#ask-result") or ""
+    assert page.get_attribute("#ask-result", "data-root") == run.metadata["fault"]["step_id"]
+    stored = {a.step_id: (a.correct, a.admissible) for a in load_runs(db, run_id=run.run_id)[0].answers}
+    kinds = {"erroneous": (False, True), "inadmissible": (False, False), "correct": (True, None)}
+    assert stored == {s: kinds[truth.get(s, "correct")] for s in asked}
+    assert any(a is not None for _, a in stored.values())
+    if stored.get(run.metadata["fault"]["step_id"]) == (False, True):
+        assert "answered wrong for the inputs it was given" in text
+    assert page.errors == []
+
+
+def test_planted_markup_in_the_three_valued_proof_stays_text(page: Any, tmp_path: Path, hostile_run: Run) -> None:
+    """Every question of a run with planted markup answered 'wrong, its own fault': the help, the answers
+    and the proof (names of the root and of the inputs it vouched for) show the markup as text; nothing runs."""
+    page.goto(write_report(tmp_path / "hostile3.html", analyze(hostile_run)).as_uri())
+    page.click('#tabs [data-tab="ask"]')
+    _answer_page(page, lambda sid: page.keyboard.press("o"), len(hostile_run.steps) + 1)
+    assert "wrong (its own fault)" in (page.text_content("#ask") or "")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#ask img").count() == 0 and page.locator("#ask script").count() == 0
+    assert page.errors == [] and page.dialogs == []
+
+
+def test_the_page_asks_what_python_asks_on_random_runs_two_and_three_valued(page: Any) -> None:
+    """On 150 random DAGs of up to 40 steps, answered truthfully two-valued, truthfully three-valued (the
+    planted root erroneous, what it feeds inadmissible) and at random, the page's search asks Python's
+    questions in Python's order and ends at the same root (Python re-asks a conflict; the page stops)."""
+    import random
+
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer
+    from trajdebug.report.question import ask_data
+
+    src = SEARCH_JS.read_text(encoding="utf-8")
+    labels = [(True, None), (False, True), (False, False), (False, None), (None, None)]
+    for seed in range(150):
+        rng = random.Random(seed)
+        n = rng.randint(3, 40)
+        run = _random_run(rng, n, containers=seed % 2 == 1)
+        root = f"s{rng.randrange(n - 1)}"
+        wrong = {root}
+        for s in run.steps:
+            if any(d.step_id in wrong for d in s.deps):
+                wrong.add(s.step_id)
+        mode = seed % 3
+        truth: dict[str, tuple[bool | None, bool | None]] = {
+            s.step_id: rng.choice(labels) if mode == 2
+            else (True, None) if s.step_id not in wrong
+            else (False, None) if mode == 0
+            else (False, s.step_id == root)
+            for s in run.steps
+        }
+        analysis = analyze(run)
+        search = GuidedSearch(analysis)
+        python: list[str] = []
+        while (sid := search.next_question()) is not None:
+            python.append(sid)
+            search.answer(Answer(sid, truth[sid][0], "person", admissible=truth[sid][1]))
+        expected = search.result()
+        got = page.evaluate(_ASKS, [src, json.loads(json.dumps(ask_data(analysis))), {k: list(v) for k, v in truth.items()}])
+        if expected.conflict:  # Python re-asks the two sides once; the page names them
+            assert python[: len(got["asked"])] == got["asked"] and got["root"] is None, seed
+            continue
+        assert (got["asked"], got["root"], got["certain"]) == (python, expected.root, expected.certain), seed

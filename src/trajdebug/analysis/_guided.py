@@ -160,9 +160,9 @@ class GuidedSearch:
         self.log: list[Answer] = []
         self.implied: list[Answer] = []
         """Answers no oracle gave: inputs a correct step carries whole (see the module docstring)."""
-        self._carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
+        self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
         starts = [graph.steps[sid].start_ns for sid in self.ids]
-        self.verdicts = Verdicts(self.parents, self.index.get(self.failure or ""), self._carrier.encloses, starts)
+        self.verdicts = Verdicts(self.parents, self.index.get(self.failure or ""), self.carrier.encloses, starts)
         self.votes = self.verdicts.votes
         self.rechecked: set[int] = set()
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
@@ -219,7 +219,7 @@ class GuidedSearch:
 
     def _imply(self, i: int, a: Answer) -> None:
         """Mark correct every unanswered input whose whole output step ``i`` carries (and theirs, in turn)."""
-        for p, via in self._carrier.implied(i, self.parents, self.votes):
+        for p, via in self.carrier.implied(i, self.parents, self.votes):
             why = f"implied: {self.graph.steps[self.ids[via]].name} carries its whole output and was answered correct"
             said = Answer(self.ids[p], True, a.by, a.at_ns, why, a.run_id)
             self.verdicts.replace(p, said)

@@ -40,7 +40,7 @@ SCHEMA = 1
 """Version of the embedded document."""
 VALUE_LIMIT = 32_768
 """A step's input, output or attributes larger than this (as JSON) are embedded truncated."""
-SCRIPTS = ("core.js", "tree.js", "waterfall.js", "layout.js", "graph.js", "panels.js", "ask.js", "main.js")
+SCRIPTS = ("core.js", "tree.js", "waterfall.js", "layout.js", "graph.js", "panels.js", "search.js", "ask.js", "main.js")
 """The page's script, by concern, in load order."""
 STYLES = ("report.css",)
 """The page's style sheet."""

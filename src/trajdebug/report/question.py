@@ -28,7 +28,7 @@ from trajdebug.report.text import answer_word, short
 
 
 if TYPE_CHECKING:
-    from trajdebug.analysis import Analysis, Guided
+    from trajdebug.analysis import Analysis, Guided, GuidedSearch
 
 FOLD = 600
 """Characters of a value shown before it is folded (``e`` in the terminal, a button in the page, expands it)."""
@@ -234,6 +234,8 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
     from trajdebug.core.schema import answer_to_dict
 
     search = GuidedSearch(analysis, analysis.run.answers)
+    up = _enclosing(search)
+    carries = [[p for p in ps if search.carrier.carries(j, p)] for j, ps in enumerate(search.parents)]
     return {
         "failure": search.failure,
         "ids": search.ids,
@@ -241,6 +243,18 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "prior": list(search.mass),
         "verdict": [search.verdict(i) for i in range(len(search.ids))],
         "answered": [i in search.votes for i in range(len(search.ids))],
+        # Three-valued answers (`_verdicts.Verdicts`): the page derives what an erroneous answer vouches for
+        # from the steps' own answers (``said``: an answer that knows stands), what they say of the inputs
+        # (``admissible``), the order they came in (``voted``) and each step's nearest enclosing step (``up``).
+        # Each is null when it says nothing (no answer yet, no step inside another, nothing relayed whole):
+        # the page then reads its default, and a large run's document stays small.
+        "said": [bool(search.verdicts.top(i)) for i in range(len(search.ids))] if search.votes else None,
+        "admissible": [search.admissible(i) for i in range(len(search.ids))] if search.votes else None,
+        "voted": list(search.votes),
+        "up": up if any(u >= 0 for u in up) else None,
+        # A correct answer implies its carried inputs correct (`GuidedSearch._imply`): each step's inputs it
+        # relays whole (`Carrier.carries`), node indices.
+        "carries": carries if any(carries) else None,
         "answers": [answer_to_dict(a) for a in analysis.run.answers],
         "endpoint": endpoint,
         # The audit (GuidedSearch._audit): its budget, whose proofs it tests, whom it may ask, in what order.
@@ -249,6 +263,19 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "auditable": [search.auditable(i) for i in range(len(search.ids))],
         "start": [search.graph.steps[s].start_ns for s in search.ids],
     }
+
+
+def _enclosing(search: GuidedSearch) -> list[int]:
+    """Each search node's nearest enclosing node (by index; -1: none), through steps that are not nodes."""
+    steps = search.graph.steps
+    out = []
+    for sid in search.ids:
+        up, seen = steps[sid].parent_id, {sid}
+        while up is not None and up not in search.index and up not in seen and up in steps:
+            seen.add(up)
+            up = steps[up].parent_id
+        out.append(search.index.get(up, -1) if up is not None else -1)
+    return out
 
 
 def proving(guided: Guided, run: Run) -> list[Answer]:

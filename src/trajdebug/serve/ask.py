@@ -5,7 +5,7 @@ stored answers: the next question (`trajdebug.report.question.question_to_dict`)
 the result so far (``Guided.to_dict()``) and the answers.  ``POST`` to the
 same URL with ``{"step_id": ..., "answer": "correct" | "wrong" | "unknown"}``
 (or ``"erroneous"`` / ``"inadmissible"``, a wrong answer that says whether the
-step's inputs were right; the page's buttons stay two-valued) stores the answer with the run (`trajdebug.answers.AnswerLog`, ``by="person"``)
+step's inputs were right, as the page's buttons do) stores the answer with the run (`trajdebug.answers.AnswerLog`, ``by="person"``)
 and returns the new state, so the answers outlive the server.
 
 A POST is accepted only as ``application/json`` (a form on another site cannot

@@ -1,187 +1,25 @@
 // ask.js: the "find the cause" panel: one question at a time (is this step's output right, what the
-// run needed there?) until the root.  In a report file the guided search runs here (a compact port of
-// trajdebug.analysis._guided, strategy "prior"): the answers stay in the page and can be downloaded
-// as JSON lines of answer records (`trajdebug answers import SOURCE FILE` stores them with the run).
-// Under `trajdebug serve` (D.ask.endpoint) the server runs the search and stores each answer.
+// run needed there?) until the root.  In a report file the guided search runs here (search.js): the
+// answers stay in the page and can be downloaded as JSON lines of answer records (`trajdebug answers
+// import SOURCE FILE` stores them with the run).  Under `trajdebug serve` (D.ask.endpoint) the server
+// runs the search and stores each answer.  A wrong answer may say whether what the step was given was
+// right (Naish's three-valued answers, as the terminal's keys o and i do).
 
 const ASK = D.ask || null;
-const LEAD = 0.5;  // trajdebug.analysis._guided._LEAD: the mass share that makes a candidate the leader
-const POOL = 200;  // trajdebug.analysis._guided._POOL: questions scored per turn at most on large slices
-
-// -- the search (Shapiro's algorithmic debugging over the failure's slice) ---------------------
-// Sets of slice steps are bit sets (Uint32Array words), as the Python search uses integers: a
-// 10,000-step slice costs 1.25 MB per 1,000 reaches, not a Set per step.
-function bitset(n) { return new Uint32Array((n + 31) >>> 5); }
-function hasBit(b, i) { return (b[i >>> 5] >>> (i & 31)) & 1; }
-function setBit(b, i) { b[i >>> 5] |= 1 << (i & 31); }
-function bitsOf(b) {
-  const out = [];
-  for (let w = 0; w < b.length; w++) {
-    let x = b[w];
-    while (x) { const t = x & -x; out.push((w << 5) + 31 - Math.clz32(t)); x ^= t; }
-  }
-  return out;
-}
-function andOf(a, b) { const o = new Uint32Array(a.length); let any = false; for (let w = 0; w < a.length; w++) { o[w] = a[w] & b[w]; if (o[w]) any = true; } return any ? o : null; }
-function popcount(b) { let c = 0; for (let w = 0; w < b.length; w++) { let x = b[w] - ((b[w] >>> 1) & 0x55555555); x = (x & 0x33333333) + ((x >>> 2) & 0x33333333); c += (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24; } return c; }
-
-function guidedEngine(A) {
-  const n = A.ids.length;
-  const F = A.ids.indexOf(A.failure);
-  const verdict = A.verdict.slice();
-  const answered = A.answered.slice();
-  const log = (A.answers || []).map((a) => ({ step_id: a.step_id, correct: a.correct, by: a.by }));
-  const given = [];
-  const children = A.ids.map(() => []);
-  const parents = A.parents.map((ps) => ps.slice());  // an audit adds inputs the recording missed
-  parents.forEach((ps, i) => { for (const p of ps) children[p].push(i); });
-  const auditedFor = new Map();  // step asked in an audit -> the proved step it was asked for
-  const mass = (b) => { let t = 0; if (b) for (const i of bitsOf(b)) t += A.prior[i]; return t; };
-  // Each step's backward reach avoiding correct-marked steps (ids are in topological order).
-  function reaches() {
-    const r = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const b = bitset(n);
-      r[i] = b;
-      if (i !== F && verdict[i] === true) continue;
-      setBit(b, i);
-      for (const p of parents[i]) { const q = r[p]; for (let w = 0; w < b.length; w++) b[w] |= q[w]; }
-    }
-    return r;
-  }
-  // The candidates: every wrong step's reach intersected, deepest first; a disjoint one is a conflict.
-  function compute() {
-    const r = reaches();
-    const size = r.map(popcount);
-    let cand = r[F], focus = F, conflict = null;
-    const wrong = [];
-    for (let i = 0; i < n; i++) if ((i === F || verdict[i] === false) && hasBit(r[F], i)) wrong.push(i);
-    wrong.sort((a, b) => size[a] - size[b] || b - a);
-    for (const i of wrong) {
-      const both = andOf(cand, r[i]);
-      if (!both) { conflict = [focus, i]; break; }
-      cand = both;
-      if (size[i] <= size[focus]) focus = i;
-    }
-    return { r, cand, focus, conflict };
-  }
-  const entropy = (p) => (p <= 0 || p >= 1 ? 0 : -(p * Math.log2(p) + (1 - p) * Math.log2(1 - p)));
-  const better = (k, key) => k[0] > key[0] || (k[0] === key[0] && (k[1] > key[1] || (k[1] === key[1] && k[2] > key[2])));
-  function next() {
-    if (F < 0) return null;
-    const { r, cand, focus, conflict } = compute();
-    if (conflict) return null;  // the page does not re-ask: it names both sides
-    const members = bitsOf(cand);
-    if (members.length === 1 && members[0] === focus) return audit(focus);
-    let open = members.filter((i) => i !== F && !answered[i]);
-    if (!open.length) return null;
-    const total = mass(cand) || 1;
-    const openSet = new Set(open);
-    const lead = leader(members, cand, total, openSet, r);
-    if (lead !== null) return A.ids[lead];
-    if (open.length > POOL) {
-      const inputs = parents[focus].filter((p) => openSet.has(p));
-      const likely = open.slice().sort((a, b) => A.prior[b] - A.prior[a]).slice(0, POOL);
-      open = [...new Set([...likely, ...inputs])].sort((a, b) => a - b);
-    }
-    let best = open[open.length - 1], key = [-1, 0, 0];
-    for (const i of open) {
-      const h = Math.round(entropy(Math.min(1, mass(andOf(r[i], cand)) / total)) * 1e9) / 1e9;
-      const k = [h, A.prior[i], i];
-      if (better(k, key)) { best = i; key = k; }
-    }
-    return A.ids[best];
-  }
-  // The audit: a proof whose root's inputs were only inferred is tested against the likeliest earlier
-  // leaf steps no recorded path joins to it (GuidedSearch._audit).
-  function audit(focus) {
-    if (auditedFor.size >= (A.audit || 0) || !(A.weak && A.weak[focus])) return null;
-    const anc = new Set([focus]);
-    const todo = [focus];
-    while (todo.length) for (const p of parents[todo.pop()]) if (!anc.has(p)) { anc.add(p); todo.push(p); }
-    let pick = null;
-    for (let i = 0; i < focus; i++) {
-      if (anc.has(i) || answered[i] || !A.auditable[i] || A.start[i] > A.start[focus]) continue;
-      if (pick === null || A.prior[i] > A.prior[pick] || (A.prior[i] === A.prior[pick] && i > pick)) pick = i;
-    }
-    if (pick === null) return null;
-    auditedFor.set(pick, focus);
-    return A.ids[pick];
-  }
-  // Hat-Delta's shortcut: one candidate holding most of the mass is proven or refuted directly
-  // (itself, then its open inputs, the likeliest wrong first).
-  function leader(members, cand, total, open, r) {
-    let best = null;
-    for (const i of members) if (best === null || A.prior[i] > A.prior[best] || (A.prior[i] === A.prior[best] && i > best)) best = i;
-    if (best === null || A.prior[best] < LEAD * total) return null;
-    if (open.has(best)) return best;
-    let pick = null, pickKey = null;
-    for (const p of parents[best]) {
-      if (!open.has(p)) continue;
-      const k = mass(andOf(r[p], cand));
-      if (pick === null || k > pickKey || (k === pickKey && p > pick)) { pick = p; pickKey = k; }
-    }
-    return pick;
-  }
-  function ranked(members) {
-    const w = new Map();
-    for (const i of members) {
-      let x = A.prior[i];
-      if (parents[i].every((p) => verdict[p] === true)) x *= 4;
-      if (verdict[i] === false) x *= 2;
-      w.set(i, x);
-    }
-    const total = [...w.values()].reduce((a, b) => a + b, 0) || 1;
-    return [...w.keys()].sort((a, b) => w.get(b) - w.get(a) || b - a).map((i) => [A.ids[i], w.get(i) / total]);
-  }
-  // Breadth-first from the root to the failure, through wrong-marked steps first (as _path does).
-  function path(root) {
-    const from = new Map([[root, null]]);
-    let frontier = [root];
-    while (frontier.length && !from.has(F)) {
-      const nextFrontier = [];
-      for (const i of frontier) {
-        const kids = children[i].filter((c) => !from.has(c));
-        kids.sort((a, b) => (verdict[a] !== false) - (verdict[b] !== false) || a - b);
-        for (const c of kids) if (!from.has(c)) { from.set(c, i); nextFrontier.push(c); }
-      }
-      frontier = nextFrontier;
-    }
-    if (!from.has(F)) return [A.ids[root]];
-    const out = [];
-    for (let i = F; i !== null; i = from.get(i)) out.unshift(A.ids[i]);
-    return out;
-  }
-  function result() {
-    const { cand, focus, conflict } = compute();
-    if (conflict) return { root: null, certain: false, conflict: conflict.map((i) => A.ids[i]), path: [], candidates: [] };
-    const members = bitsOf(cand);
-    const certain = members.length === 1 && members[0] === focus && verdict[focus] === false;
-    const cands = ranked(members);
-    const root = certain ? A.ids[focus] : (cands.length ? cands[0][0] : null);
-    return { root, certain, conflict: [], path: root ? path(A.ids.indexOf(root)) : [], candidates: cands };
-  }
-  function answer(stepId, correct) {
-    const i = A.ids.indexOf(stepId);
-    if (i < 0) return;
-    verdict[i] = i === F ? false : correct;  // a person's answer stands over any stored one
-    answered[i] = true;
-    const proved = auditedFor.get(i);
-    if (proved !== undefined && correct === false && !parents[proved].includes(i)) {
-      parents[proved].push(i);
-      parents[proved].sort((a, b) => a - b);
-      children[i].push(proved);
-    }
-    const a = { step_id: stepId, correct, by: "person", at_ns: Date.now() * 1e6 };
-    given.push(a);
-    log.push(a);
-  }
-  return { next, result, answer, given, log };
-}
-
 // -- the panel ---------------------------------------------------------------------------------
-const ANSWER_WORDS = [["correct", true, "y"], ["wrong", false, "n"], ["don't know", null, "?"]];
-function answerWord(c) { return c === true ? "correct" : c === false ? "wrong" : "don't know"; }
+// [word (data-answer, the serve API's word), correct, admissible, key, button text, what it means]
+const ANSWER_WORDS = [
+  ["correct", true, null, "y", "correct", "the output is what the run needed here."],
+  ["erroneous", false, true, "o", "wrong, its own fault", "the input above was right and the step got it wrong; its inputs are not asked about."],
+  ["inadmissible", false, false, "i", "wrong, given a wrong input", "the input above was already wrong; the cause is upstream, never this step."],
+  ["wrong", false, null, "n", "wrong", "not saying which of the two (always safe)."],
+  ["don't know", null, null, "?", "don't know", "skip it; the search asks elsewhere."],
+];
+function answerWord(a) {
+  if (a.correct === false && a.admissible === true) return "wrong (its own fault)";
+  if (a.correct === false && a.admissible === false) return "wrong (given a wrong input)";
+  return a.correct === true ? "correct" : a.correct === false ? "wrong" : "don't know";
+}
 
 const POSITION = new Map(RUN.steps.map((s, i) => [s.step_id, i + 1]));
 // The question about one step, from the embedded run (what trajdebug.report.question.question_for gives).
@@ -217,12 +55,13 @@ function questionView(q, onAnswer) {
   box.appendChild(section("Its inputs came from", prods));
   box.appendChild(el("p", {}, el("strong", {}, "Is this output right, what the run needed here?")));
   const bar = el("div", { class: "ask-buttons" });
-  for (const [word, value, key] of ANSWER_WORDS) {
-    const b = el("button", { type: "button", class: "ask-" + key.replace("?", "unknown"), "data-answer": word, title: "key " + key }, word);
-    b.addEventListener("click", () => onAnswer(q.step_id, value));
+  for (const [word, value, admissible, key, text, help] of ANSWER_WORDS) {
+    const b = el("button", { type: "button", class: "ask-" + key.replace("?", "unknown"), "data-answer": word, title: help + " (key " + key + ")" }, text);
+    b.addEventListener("click", () => onAnswer(q.step_id, value, admissible));
     bar.appendChild(b);
   }
   box.appendChild(bar);
+  box.appendChild(el("ul", { class: "note ask-help" }, ...ANSWER_WORDS.map(([, , , key, text, help]) => el("li", {}, key + " " + text + ": " + help))));
   box.addEventListener("click", (ev) => { const b = ev.target.closest("button[data-step]"); if (b) selectStep(b.dataset.step); });
   return box;
 }
@@ -234,12 +73,23 @@ function resultView(g, answers) {
     return box;
   }
   if (!g.root) { box.appendChild(el("p", {}, "No root found.")); return box; }
-  box.appendChild(el("h3", {}, "Root: ", el("button", { type: "button", class: "link", "data-step": g.root }, label(g.root)),
-    g.certain ? " (certain: its output is wrong and every input it consumed is correct)" : " (likeliest so far; not proven by the answers)"));
   const root = STEPS.get(g.root);
   const inputs = new Set(((root && root.deps) || []).map((d) => d.step_id));
   const proof = answers.filter((a) => a.step_id === g.root || inputs.has(a.step_id));
-  if (proof.length) box.appendChild(section("The answers that prove it", el("ul", {}, ...proof.map((a) => el("li", {}, answerWord(a.correct) + " " + label(a.step_id) + " (by " + a.by + ")")))));
+  // As render_guided: the root's own standing wrong answer says whether its inputs were vouched for.
+  const own = proof.filter((a) => a.step_id === g.root && a.correct === false);
+  const erroneous = own.length > 0 && own[own.length - 1].admissible === true;
+  const why = !g.certain ? " (likeliest so far; not proven by the answers)"
+    : erroneous ? " (certain: answered wrong for the inputs it was given, and those were right)"
+    : " (certain: its output is wrong and every input it consumed is correct)";
+  box.appendChild(el("h3", {}, "Root: ", el("button", { type: "button", class: "link", "data-step": g.root }, label(g.root)), why));
+  const vouched = (g.implied || []).filter((v) => inputs.has(v.step) || v.by === g.root);
+  const items = [
+    ...proof.map((a) => el("li", {}, answerWord(a) + " " + label(a.step_id) + " (by " + a.by + ")")),
+    // serve's Guided.to_dict() gives each implied answer's reason; the page names the step that vouched.
+    ...vouched.map((v) => el("li", { class: "ask-vouched" }, "correct " + label(v.step) + " (" + (v.reason || "implied: " + label(v.by) + (v.carried ? " carries its whole output and was answered correct" : " was answered wrong for the inputs it was given")) + ")")),
+  ];
+  if (items.length) box.appendChild(section(g.certain ? "The answers that prove it" : "The answers so far about it and its inputs", el("ul", {}, ...items)));
   if (g.path && g.path.length) box.appendChild(section("Path to the failure", el("p", {}, g.path.map(label).join(" → "))));
   box.addEventListener("click", (ev) => { const b = ev.target.closest("button[data-step]"); if (b) selectStep(b.dataset.step); });
   return box;
@@ -248,23 +98,26 @@ function resultView(g, answers) {
 function answersView(answers) {
   if (!answers.length) return null;
   return section("Answers (" + answers.length + ")", el("ol", { class: "ask-answers" },
-    ...answers.map((a) => el("li", {}, answerWord(a.correct) + " " + label(a.step_id) + " (by " + a.by + ")"))));
+    ...answers.map((a) => el("li", {}, answerWord(a) + " " + label(a.step_id) + " (by " + a.by + ")"))));
 }
 
 function downloadLink(given) {
-  const lines = given.map((a) => JSON.stringify({ v: 1, t: "answer", run_id: RUN.run_id, step_id: a.step_id, correct: a.correct, by: a.by, at_ns: a.at_ns, reason: null })).join("\n") + "\n";
+  // An answer record (docs/format.md): `admissible` only on a wrong answer that said it, as Python writes it.
+  const lines = given.map((a) => JSON.stringify(Object.assign({ v: 1, t: "answer", run_id: RUN.run_id, step_id: a.step_id, correct: a.correct, by: a.by, at_ns: a.at_ns, reason: null },
+    a.correct === false && (a.admissible === true || a.admissible === false) ? { admissible: a.admissible } : {}))).join("\n") + "\n";
   const a = el("a", { id: "ask-download", class: "button" }, "Download the " + given.length + " answer(s) (JSON lines)");
   a.href = "data:application/x-ndjson;charset=utf-8," + encodeURIComponent(lines);
   a.download = "answers-" + shortId(RUN.run_id) + ".jsonl";
   return el("p", {}, a, el("span", { class: "note" }, " store them with the run: trajdebug answers import SOURCE FILE"));
 }
 
-// The terminal's keys work in the page too while the panel is shown: y correct, n wrong, ? don't know.
+// The terminal's keys work in the page too while the panel is shown: y correct, o wrong (its own fault),
+// i wrong (given a wrong input), n wrong (not saying which), ? don't know.
 document.addEventListener("keydown", (ev) => {
   const panel = document.getElementById("ask");
   if (!panel || panel.hidden || ev.ctrlKey || ev.metaKey || ev.altKey) return;
   if (ev.target && /^(INPUT|TEXTAREA|SELECT)$/.test(ev.target.tagName)) return;
-  const word = { y: "correct", n: "wrong", "?": "don't know" }[ev.key];
+  const word = (ANSWER_WORDS.find((w) => w[3] === ev.key) || [])[0];
   const b = word && panel.querySelector('#ask-question .ask-buttons button[data-answer="' + word + '"]');
   if (b && !b.disabled) { ev.preventDefault(); b.click(); }
 });
@@ -273,7 +126,7 @@ function buildAsk(host) {
   clear(host);
   host.appendChild(el("h2", {}, "Find the cause"));
   if (!ASK || !ASK.failure) { host.appendChild(el("p", { class: "note" }, "No failing step: nothing to ask.")); return true; }
-  host.appendChild(el("p", { class: "note" }, "One step at a time: is its output right, what the run needed there? Answer no also when the step only passed on a wrong value it was given. The answers narrow the failure's dependencies down to the step where it went wrong."));
+  host.appendChild(el("p", { class: "note" }, "One step at a time: is its output right, what the run needed there? A wrong output is wrong even when the step only passed on a wrong value it was given: say so with 'wrong, given a wrong input', or 'wrong, its own fault' when its input was right (or plain 'wrong'). The answers narrow the failure's dependencies down to the step where it went wrong."));
   const body = el("div", { id: "ask-body" });
   host.appendChild(body);
   if (ASK.endpoint) { serveAsk(body); return true; }
@@ -281,7 +134,7 @@ function buildAsk(host) {
   function draw() {
     clear(body);
     const sid = eng.next();
-    if (sid) body.appendChild(questionView(questionFromRun(sid, eng.given.length + 1), (s, c) => { eng.answer(s, c); draw(); }));
+    if (sid) body.appendChild(questionView(questionFromRun(sid, eng.given.length + 1), (s, c, adm) => { eng.answer(s, c, adm); draw(); }));
     else body.appendChild(resultView(eng.result(), eng.log));
     add(body, answersView(eng.log));
     if (eng.given.length) body.appendChild(downloadLink(eng.given));
@@ -308,9 +161,10 @@ function serveAsk(body) {
       .then((r) => r.json())
       .then(draw, (e) => draw({ error: "the server did not answer: " + e }));
   }
-  function send(stepId, correct) {
+  function send(stepId, correct, admissible) {
     for (const b of body.querySelectorAll(".ask-buttons button")) b.disabled = true;
-    const word = correct === true ? "correct" : correct === false ? "wrong" : "unknown";
+    const word = correct === true ? "correct" : correct === null ? "unknown"
+      : admissible === true ? "erroneous" : admissible === false ? "inadmissible" : "wrong";
     return call({ method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify({ step_id: stepId, answer: word }) });
   }
   call();

@@ -1,0 +1,306 @@
+// search.js: the guided search of the "find the cause" panel, run in a report file: a compact port of
+// trajdebug.analysis._guided (strategy "prior") and of _verdicts.Verdicts' three-valued answers
+// (Naish, *A Declarative Debugging Scheme*, 1997).  No DOM here: `guidedEngine(A)` takes the document
+// `trajdebug.report.question.ask_data` embeds and answers next() / answer() / result(), so a test can
+// run it beside the Python search on the same answers.
+
+const LEAD = 0.5;  // trajdebug.analysis._guided._LEAD: the mass share that makes a candidate the leader
+const POOL = 200;  // trajdebug.analysis._guided._POOL: questions scored per turn at most on large slices
+
+// -- sets of slice steps -----------------------------------------------------------------------
+// Bit sets (Uint32Array words), as the Python search uses integers: a 10,000-step slice costs
+// 1.25 MB per 1,000 reaches, not a Set per step.
+function bitset(n) { return new Uint32Array((n + 31) >>> 5); }
+function hasBit(b, i) { return (b[i >>> 5] >>> (i & 31)) & 1; }
+function setBit(b, i) { b[i >>> 5] |= 1 << (i & 31); }
+function bitsOf(b) {
+  const out = [];
+  for (let w = 0; w < b.length; w++) {
+    let x = b[w];
+    while (x) { const t = x & -x; out.push((w << 5) + 31 - Math.clz32(t)); x ^= t; }
+  }
+  return out;
+}
+function andOf(a, b) { const o = new Uint32Array(a.length); let any = false; for (let w = 0; w < a.length; w++) { o[w] = a[w] & b[w]; if (o[w]) any = true; } return any ? o : null; }
+function popcount(b) { let c = 0; for (let w = 0; w < b.length; w++) { let x = b[w] - ((b[w] >>> 1) & 0x55555555); x = (x & 0x33333333) + ((x >>> 2) & 0x33333333); c += (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24; } return c; }
+
+// -- the standing answers (_verdicts.Verdicts) --------------------------------------------------
+// own: each step's own standing verdict (said: some answer that knows was given); adm: of a step that
+// stands wrong, whether its inputs were right (true erroneous, false inadmissible, null not said).
+// An erroneous answer vouches for every input of the step nobody answered, except the steps it
+// encloses (a container's fault may be a child's); an inadmissible step is never the root.
+function verdictsOf(A, parents, F) {
+  const n = A.ids.length;
+  const own = A.verdict.slice();
+  const said = (A.said || A.verdict.map((v) => v !== null)).slice();
+  const adm = (A.admissible || A.ids.map(() => null)).slice();
+  const up = A.up || A.ids.map(() => -1);
+  const voted = (A.voted || A.answered.flatMap((x, i) => (x ? [i] : []))).slice();
+  const answered = A.answered.slice();
+  let vouchedBy = null;
+  // Verdicts.encloses: j is a parent, or a parent's parent, of p (up: each step's nearest enclosing step).
+  function encloses(j, p) {
+    for (let k = up[p], hops = 0; k >= 0 && hops <= n; k = up[k], hops++) if (k === j) return true;
+    return false;
+  }
+  function vouched() {
+    if (vouchedBy) return vouchedBy;
+    vouchedBy = new Map();
+    for (const i of voted) {
+      if (adm[i] !== true) continue;
+      for (const p of parents[i]) if (!vouchedBy.has(p) && !encloses(i, p)) vouchedBy.set(p, i);
+    }
+    return vouchedBy;
+  }
+  function verdict(i) {
+    if (i === F) return false;  // the failure is wrong by definition
+    if (said[i]) return own[i];
+    return vouched().has(i) ? true : null;
+  }
+  function inadmissible() {
+    const b = bitset(n);
+    for (const i of voted) if (adm[i] === false && verdict(i) === false) setBit(b, i);
+    return b;
+  }
+  // Verdicts.earlier: the steps that may have fed step i unrecorded (started no later, not cleared).
+  function earlier(i) {
+    const b = bitset(n);
+    for (let j = 0; j < n; j++) if (j !== i && A.start[j] <= A.start[i] && verdict(j) !== true) setBit(b, j);
+    return b;
+  }
+  function add(i, correct, admissible) {
+    if (!answered[i]) voted.push(i);
+    answered[i] = true;
+    if (correct !== null) { said[i] = true; own[i] = correct; adm[i] = correct === false ? admissible : null; }
+    vouchedBy = null;
+  }
+  // The inputs vouched correct that nobody answered, each with the step whose erroneous answer vouched.
+  function implied() { return [...vouched()].filter(([p]) => !said[p]).sort((a, b) => a[0] - b[0]); }
+  return { verdict, admissible: (i) => adm[i], answered, inadmissible, earlier, add, implied, changed: () => { vouchedBy = null; } };
+}
+
+// -- the search (Shapiro's algorithmic debugging over the failure's slice) ---------------------
+function guidedEngine(A) {
+  const n = A.ids.length;
+  const F = A.ids.indexOf(A.failure);
+  const log = (A.answers || []).map((a) => Object.assign({ step_id: a.step_id, correct: a.correct, by: a.by },
+    a.correct === false && a.admissible != null ? { admissible: a.admissible } : {}));
+  const given = [];
+  const children = A.ids.map(() => []);
+  const parents = A.parents.map((ps) => ps.slice());  // an audit adds inputs the recording missed
+  parents.forEach((ps, i) => { for (const p of ps) children[p].push(i); });
+  const V = verdictsOf(A, parents, F);
+  const answered = V.answered;
+  const auditedFor = new Map();  // step asked in an audit -> the proved step it was asked for
+  const mass = (b) => { let t = 0; if (b) for (const i of bitsOf(b)) t += A.prior[i]; return t; };
+  // Each step's backward reach avoiding correct-marked steps (ids are in topological order); an
+  // inadmissible step whose recorded inputs reach nothing else takes in what may have fed it unrecorded.
+  function reaches(bad) {
+    const r = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const b = bitset(n);
+      r[i] = b;
+      if (V.verdict(i) === true) continue;
+      setBit(b, i);
+      for (const p of parents[i]) { const q = r[p]; for (let w = 0; w < b.length; w++) b[w] |= q[w]; }
+      if (hasBit(bad, i) && !b.some((x, w) => x & ~bad[w])) { const e = V.earlier(i); for (let w = 0; w < b.length; w++) b[w] |= e[w]; }
+    }
+    return r;
+  }
+  // The candidates: every wrong step's reach intersected, deepest first (an inadmissible step masked
+  // out: never the root); a disjoint one is a conflict.
+  function compute() {
+    const bad = V.inadmissible();
+    const r = reaches(bad);
+    const masked = (b) => b.map((x, w) => x & ~bad[w]);
+    let cand = masked(r[F]), focus = F, conflict = null;
+    if (!cand.some((x) => x)) cand = null;
+    const wrong = new Map();
+    for (let i = 0; i < n; i++) if (V.verdict(i) === false && hasBit(r[F], i)) wrong.set(i, masked(r[i]));
+    const size = new Map([...wrong].map(([i, b]) => [i, popcount(b)]));
+    const order = [...wrong.keys()].sort((a, b) => size.get(a) - size.get(b) || b - a);
+    for (const i of order) {
+      const both = cand && andOf(cand, wrong.get(i));
+      if (!both) { conflict = [focus, i]; break; }
+      cand = both;
+      if (!hasBit(bad, i) && size.get(i) <= size.get(focus)) focus = i;
+    }
+    return { r, cand: cand || bitset(n), focus, conflict };
+  }
+  function next() {
+    if (F < 0) return null;
+    const { r, cand, focus, conflict } = compute();
+    if (conflict) return null;  // the page does not re-ask: it names both sides
+    const members = bitsOf(cand);
+    if (members.length === 1 && members[0] === focus) return audit(focus);
+    const open = members.filter((i) => i !== F && !answered[i]);
+    if (!open.length) return null;
+    return A.ids[choose(open, cand, focus, r)];
+  }
+  // GuidedSearch._choose: the question that leaves the least probability mass expected; a wrong answer
+  // keeps the step's reach, a correct one clears what reaches the focus only through it.
+  function choose(open, cand, focus, r) {
+    const total = mass(cand) || 1;
+    const openSet = new Set(open);
+    const lead = leader(bitsOf(cand), cand, total, openSet, r);
+    if (lead !== null) return lead;
+    if (open.length > POOL) {
+      // The likeliest steps, and steps spread evenly in topological order (a flat prior ranks none).
+      const inputs = parents[focus].filter((p) => openSet.has(p));
+      const likely = open.slice().sort((a, b) => A.prior[b] - A.prior[a]).slice(0, POOL >> 1);
+      const step = Math.max(1, Math.floor(open.length / (POOL >> 1)));
+      const spread = open.filter((_, k) => k % step === 0);
+      open = [...new Set([...likely, ...spread, ...inputs])].sort((a, b) => a - b);
+    }
+    const cleared = dominated(cand, focus);
+    let best = open[open.length - 1], key = [Infinity, 0, 0];
+    for (const i of open) {
+      const wrong = mass(andOf(r[i], cand));
+      const p = Math.min(1, wrong / total);
+      const left = p * wrong + (1 - p) * (total - (cleared.has(i) ? cleared.get(i) : A.prior[i]));
+      const k = [Math.round(left * 1e12) / 1e12, -A.prior[i], -i];
+      if (k[0] < key[0] || (k[0] === key[0] && (k[1] < key[1] || (k[1] === key[1] && k[2] < key[2])))) { best = i; key = k; }
+    }
+    return best;
+  }
+  // GuidedSearch._dominated: the mass each candidate clears when answered correct, its subtree in the
+  // post-dominator tree toward the focus (Cooper, Harvey & Kennedy; one pass, the slice is a DAG).
+  function dominated(cand, focus) {
+    const sub = new Map();
+    if (!hasBit(cand, focus)) return sub;
+    const order = bitsOf(cand).reverse();  // consumers before producers: the focus first
+    const po = new Map(order.map((v, k) => [v, k]));
+    const idom = new Map([[focus, focus]]);
+    for (const v of order.slice(1)) {
+      let nw = null;
+      for (const c of children[v]) {
+        if (!idom.has(c)) continue;
+        if (nw === null) { nw = c; continue; }
+        let a = c, b = nw;
+        while (a !== b) {
+          while (po.get(a) > po.get(b)) a = idom.get(a);
+          while (po.get(b) > po.get(a)) b = idom.get(b);
+        }
+        nw = a;
+      }
+      if (nw !== null) idom.set(v, nw);
+    }
+    for (const v of order) sub.set(v, 0);
+    for (let k = order.length - 1; k >= 0; k--) {
+      const v = order[k];
+      sub.set(v, sub.get(v) + A.prior[v]);
+      if (v !== focus && idom.has(v)) sub.set(idom.get(v), sub.get(idom.get(v)) + sub.get(v));
+    }
+    return sub;
+  }
+  // The audit: a proof whose root's inputs were only inferred is tested against the likeliest earlier
+  // leaf steps no recorded path joins to it (GuidedSearch._audit); not one resting on an erroneous
+  // answer, which vouched for every input the step was given, recorded or not.
+  function audit(focus) {
+    if (auditedFor.size >= (A.audit || 0) || !(A.weak && A.weak[focus]) || V.admissible(focus) === true) return null;
+    const anc = new Set([focus]);
+    const todo = [focus];
+    while (todo.length) for (const p of parents[todo.pop()]) if (!anc.has(p)) { anc.add(p); todo.push(p); }
+    let pick = null;
+    for (let i = 0; i < focus; i++) {
+      if (anc.has(i) || answered[i] || !A.auditable[i] || A.start[i] > A.start[focus]) continue;
+      if (pick === null || A.prior[i] > A.prior[pick] || (A.prior[i] === A.prior[pick] && i > pick)) pick = i;
+    }
+    if (pick === null) return null;
+    auditedFor.set(pick, focus);
+    return A.ids[pick];
+  }
+  // Hat-Delta's shortcut: one candidate holding most of the mass is proven or refuted directly
+  // (itself, then its open inputs, the likeliest wrong first).
+  function leader(members, cand, total, open, r) {
+    let best = null;
+    for (const i of members) if (best === null || A.prior[i] > A.prior[best] || (A.prior[i] === A.prior[best] && i > best)) best = i;
+    if (best === null || A.prior[best] < LEAD * total) return null;
+    if (open.has(best)) return best;
+    let pick = null, pickKey = null;
+    for (const p of parents[best]) {
+      if (!open.has(p)) continue;
+      const k = mass(andOf(r[p], cand));
+      if (pick === null || k > pickKey || (k === pickKey && p > pick)) { pick = p; pickKey = k; }
+    }
+    return pick;
+  }
+  function ranked(members) {
+    const w = new Map();
+    for (const i of members) {
+      let x = A.prior[i];
+      if (parents[i].every((p) => V.verdict(p) === true)) x *= 4;
+      if (V.verdict(i) === false) x *= 2;
+      w.set(i, x);
+    }
+    const total = [...w.values()].reduce((a, b) => a + b, 0) || 1;
+    return [...w.keys()].sort((a, b) => w.get(b) - w.get(a) || b - a).map((i) => [A.ids[i], w.get(i) / total]);
+  }
+  // Breadth-first from the root to the failure, through wrong-marked steps first (as _path does).
+  function path(root) {
+    const from = new Map([[root, null]]);
+    let frontier = [root];
+    while (frontier.length && !from.has(F)) {
+      const nextFrontier = [];
+      for (const i of frontier) {
+        const kids = children[i].filter((c) => !from.has(c));
+        kids.sort((a, b) => (V.verdict(a) !== false) - (V.verdict(b) !== false) || a - b);
+        for (const c of kids) if (!from.has(c)) { from.set(c, i); nextFrontier.push(c); }
+      }
+      frontier = nextFrontier;
+    }
+    if (!from.has(F)) return [A.ids[root]];
+    const out = [];
+    for (let i = F; i !== null; i = from.get(i)) out.unshift(A.ids[i]);
+    return out;
+  }
+  function result() {
+    const { cand, focus, conflict } = compute();
+    const implied = [...carried, ...V.implied().map(([p, i]) => ({ step: A.ids[p], by: A.ids[i] }))];
+    if (conflict) return { root: null, certain: false, conflict: conflict.map((i) => A.ids[i]), path: [], candidates: [], implied };
+    const members = bitsOf(cand);
+    const certain = members.length === 1 && members[0] === focus && V.verdict(focus) === false;
+    const cands = ranked(members);
+    const root = certain ? A.ids[focus] : (cands.length ? cands[0][0] : null);
+    const erroneous = !!root && V.admissible(A.ids.indexOf(root)) === true;
+    return { root, certain, erroneous, conflict: [], path: root ? path(A.ids.indexOf(root)) : [], candidates: cands, implied };
+  }
+  // GuidedSearch._imply (Carrier.implied): a step answered correct vouches for every unanswered input
+  // whose whole output it relays, and those in turn for theirs (a right relay relays nothing wrong).
+  const carried = [];
+  function imply(i) {
+    const carries = A.carries || [];
+    const seen = new Set();
+    const todo = [i];
+    while (todo.length) {
+      const j = todo.pop();
+      for (const p of parents[j]) {
+        if (answered[p] || seen.has(p) || !(carries[j] || []).includes(p)) continue;
+        seen.add(p);
+        V.add(p, true, null);
+        carried.push({ step: A.ids[p], by: A.ids[j], carried: true });
+        todo.push(p);
+      }
+    }
+  }
+  // A person's answer: correct true / false / null (don't know); of a wrong one, admissible true
+  // (erroneous: its own fault), false (inadmissible: given a wrong input) or null (not saying which).
+  function answer(stepId, correct, admissible) {
+    const i = A.ids.indexOf(stepId);
+    if (i < 0) return;
+    const adm = correct === false && (admissible === true || admissible === false) ? admissible : null;
+    V.add(i, correct, adm);
+    const proved = auditedFor.get(i);
+    if (proved !== undefined && V.verdict(i) === false && !parents[proved].includes(i)) {
+      parents[proved].push(i);
+      parents[proved].sort((a, b) => a - b);
+      children[i].push(proved);
+      V.changed();
+    }
+    if (correct === true) imply(i);
+    const a = Object.assign({ step_id: stepId, correct, by: "person", at_ns: Date.now() * 1e6 }, adm === null ? {} : { admissible: adm });
+    given.push(a);
+    log.push(a);
+  }
+  return { next, result, answer, given, log };
+}
