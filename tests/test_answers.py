@@ -304,3 +304,24 @@ def test_admissible_is_read_only_from_a_wrong_answer_and_a_bad_value_is_named() 
     [run] = b.runs()
     assert sorted((a.step_id, a.admissible) for a in run.answers) == [("s1", True), ("s2", None), ("s3", None)]
     assert any("'admissible'" in str(p) and "mem:3:" in str(p) for p in b.problems)
+
+
+def test_forget_refuses_a_short_id_that_names_several_steps_and_names_them(tmp_path: Path) -> None:
+    """`answers forget --step` with a suffix two steps' ids end in withdraws nothing and lists both ids."""
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+    from trajdebug.core.model import Run, Step
+
+    src = tmp_path / "runs.jsonl"
+    steps = (Step("a" * 28 + "0001", "lookup", "tool", output=1), Step("a" * 27 + "10001", "merge", "tool", output=2))
+    write_jsonl([Run("r" * 32, "task", 0, 9, "failure", steps=steps)], src)
+    for s in steps:
+        trajdebug.save_answer(src, "r" * 32, Answer(s.step_id, False, "person"))
+    res = CliRunner().invoke(cli, ["answers", "forget", str(src), "--run", "rrrr", "--step", "0001", "--json"])
+    assert res.exit_code != 0
+    assert steps[0].step_id in res.output and steps[1].step_id in res.output
+    [run] = load_runs(src)
+    assert len(run.answers) == 2
+    res = CliRunner().invoke(cli, ["answers", "forget", str(src), "--run", "rrrr", "--step", steps[1].step_id, "--json"])
+    assert json.loads(res.output)["withdrawn"] == 1

@@ -212,3 +212,112 @@ def test_the_result_says_which_answer_proved_the_root_and_how() -> None:
     out = io.StringIO()
     render_guided(g, analysis.run, Console(file=out, width=200))
     assert "answered wrong for the inputs it was given" in out.getvalue()
+
+
+def _mk(steps: tuple[Step, ...], fail: str) -> Analysis:
+    run = Run("run1", "t", 0, 99, "failure", steps=steps)
+    loc = Localization([], SearchStats(len(steps), len(steps), 0.0), failures=(Failure(fail, "outcome", "x", "x", "final"),))
+    return Analysis(run, loc.failures, loc)
+
+
+def _boxes() -> Analysis:
+    """read_settings gives boxes of 0 jars (the root); pack_boxes is right for what it was given; ship fails."""
+    steps = (
+        Step("cfg", "read_settings", "tool", output={"per_box": 0, "jars": 12}, start_ns=1, end_ns=2),
+        Step("pack", "pack_boxes", "other", input={"per_box": 0, "jars": 12}, output=[], deps=(Dependency("cfg"),),
+             start_ns=3, end_ns=4),
+        Step("f", "ship", "other", input=[], status="error", deps=(Dependency("pack"),), start_ns=5, end_ns=6),
+    )
+    return _mk(steps, "f")
+
+
+def test_a_failing_relative_check_proves_no_root_and_vouches_for_no_input() -> None:
+    """A check judging a step's output against its recorded input fails when the input was wrong too: alone it
+    leaves the step the likeliest, not certain, and marks none of its inputs correct."""
+    from trajdebug.analysis import ExpectationOracle
+
+    check = ExpectationOracle({"pack_boxes": lambda boxes, given: len(boxes) * given["per_box"] >= given["jars"]})
+    for audit in (0, None):
+        g = guided_search(_boxes(), check, audit=audit)
+        assert not g.certain and g.implied == ()
+        assert all(a.admissible is None for a in g.questions)
+
+
+def test_a_stored_check_answer_that_says_erroneous_is_read_as_plain_wrong() -> None:
+    """An answer of a check (``check:...``) stored with ``admissible`` is read two-valued: it vouches for nothing."""
+    search = GuidedSearch(_boxes(), [Answer("pack", False, "check:pack_boxes", admissible=True)], audit=0)
+    assert search.admissible(search.index["pack"]) is None
+    assert search.verdict(search.index["cfg"]) is None and not search.result().certain
+
+
+def test_a_proof_on_an_oracles_erroneous_answer_is_audited_and_on_a_persons_is_not() -> None:
+    """A step reading its rate from state the recording missed: an oracle's erroneous answer about it leaves the
+    audit on, which finds the step that wrote the rate; a person's erroneous answer is taken as it is."""
+    steps = (
+        Step("rates", "load_tariffs", "tool", output={"rate": 9.0}, start_ns=1, end_ns=2),
+        Step("x", "quote", "other", input={"units": 10}, output={"total": 90.0}, start_ns=3, end_ns=4),
+        Step("f", "invoice", "other", input={"total": 90.0}, status="error", deps=(Dependency("x"),), start_ns=5, end_ns=6),
+    )
+    wrong = {"rates", "x", "f"}
+
+    def oracle(by: str):  # type: ignore[no-untyped-def]
+        def answer(step: Step, run: Run) -> Answer:
+            if step.step_id == "x":
+                return Answer("x", False, by, admissible=True)
+            return Answer(step.step_id, step.step_id not in wrong, "person")
+        return answer
+
+    g = guided_search(_mk(steps, "f"), oracle("oracle:spec"))
+    assert (g.root, g.certain, g.audited) == ("rates", True, ("rates",))
+    g = guided_search(_mk(steps, "f"), oracle("person"))
+    assert (g.root, g.certain, g.audited) == ("x", True, ())
+
+
+def _convert(starts: tuple[int, int, int]) -> Analysis:
+    steps = (
+        Step("c0", "fetch", "tool", output=1, start_ns=starts[0], end_ns=starts[0]),
+        Step("c1", "convert", "other", output=2, deps=(Dependency("c0"),), start_ns=starts[1], end_ns=starts[1]),
+        Step("c2", "check", "other", output=None, status="error", deps=(Dependency("c1"),), start_ns=starts[2],
+             end_ns=starts[2]),
+    )
+    return _mk(steps, "c2")
+
+
+def test_an_inadmissible_step_never_makes_its_own_consumer_the_certain_root_whatever_the_clock() -> None:
+    """convert given a wrong input no recorded step produced, fetch right: with distinct, coarse or no start
+    times the answers admit no root, the failure consuming convert is not proven, and the conflict's two
+    sides are the failure and the step whose answer contradicts it (never one step against itself)."""
+    for starts in ((1, 2, 3), (1, 2, 2), (0, 0, 0)):
+        search = GuidedSearch(_convert(starts))
+        search.answer(Answer("c1", False, "person", admissible=False))
+        search.answer(Answer("c0", True, "person"))
+        g = search.result()
+        assert not g.certain, starts
+        assert g.conflict == ("c2", "c1"), starts
+
+
+def test_a_failure_enclosing_a_step_answered_inadmissible_is_not_proven_while_that_input_stands_wrong() -> None:
+    """An agent step (the failure) encloses load and compute and consumes compute: compute answered inadmissible
+    and load correct leave no root the answers prove; the agent is not certain."""
+    steps = (
+        Step("F", "assistant", "agent", output={"x": 1}, status="error", start_ns=0, end_ns=9, deps=(Dependency("B"),)),
+        Step("A", "load", "tool", parent_id="F", output=5, start_ns=1, end_ns=2),
+        Step("B", "compute", "other", parent_id="F", output=7, start_ns=3, end_ns=4),
+    )
+    for audit in (0, None):
+        search = GuidedSearch(_mk(steps, "F"), audit=audit)
+        search.answer(Answer("B", False, "person", admissible=False))
+        search.answer(Answer("A", True, "person"))
+        assert not search.result().certain
+
+
+def test_answers_about_the_failure_from_two_sources_list_what_the_standing_one_vouched() -> None:
+    """A person's plain wrong and an oracle's erroneous about the failure: the person's stands (nothing vouched);
+    two oracles of one trust, the erroneous one vouches and says so."""
+    analysis, _ = _chain()
+    g = GuidedSearch(analysis, [Answer("c5", False, "person"), Answer("c5", False, "oracle:x", admissible=True)],
+                     audit=0).result()
+    assert g.implied == ()
+    g = GuidedSearch(analysis, [Answer("c5", False, "oracle:y"), Answer("c5", False, "oracle:x", admissible=True)],
+                     audit=0).result()
+    assert [(a.step_id, a.by) for a in g.implied] == [("c4", "oracle:x")]

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from trajdebug.core.jsonl import FormatError
-from trajdebug.core.model import Answer
+from trajdebug.core.model import Answer, Run
 from trajdebug.core.schema import answer_record
 from trajdebug.sidefile import read_answers, side_file
 from trajdebug.sources.load import SourceError, _is_trajdebug_jsonl, read_source
@@ -133,17 +133,32 @@ def forget_answers(
     run = next((r for r in load_runs(source, run_id=log.run_id) if r.run_id == log.run_id), None)
     if run is None:
         raise SourceError(f"{source}: no run {run_id!r}")
-    wanted = set(steps)
-    gone = [
-        a
-        for a in run.answers
-        # An id, a prefix of one, or the short id every command shows (``#2a70cc``: its last characters).
-        if (not wanted or a.step_id in wanted or any(_names(a.step_id, w.lstrip("#")) for w in wanted))
-        and (by is None or a.by == by)
-    ]
+    chosen = _chosen(run, steps)
+    gone = [a for a in run.answers if (not steps or a.step_id in chosen) and (by is None or a.by == by)]
     for a in gone:
         log.save(dataclasses.replace(a, correct=None, at_ns=0, reason=None, withdrawn=True))
     return gone
+
+
+def _chosen(run: Run, steps: Iterable[str]) -> set[str]:
+    """The step ids the given ones name: an id, a prefix of one, or the short id every command shows
+    (``#2a70cc``: its last characters); one that names several steps is refused, naming them.
+
+    Raises:
+        SourceError: a given id names more than one step.
+    """
+    ids = {s.step_id for s in run.steps} | {a.step_id for a in run.answers}
+    out: set[str] = set()
+    for given in steps:
+        if given in ids:
+            out.add(given)
+            continue
+        matches = sorted(sid for sid in ids if _names(sid, given.lstrip("#")))
+        if len(matches) > 1:
+            shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+            raise SourceError(f"--step {given!r} names {len(matches)} steps ({shown}): give more of the id")
+        out.update(matches)
+    return out
 
 
 def _names(step_id: str, given: str) -> bool:

@@ -47,13 +47,11 @@ recur by chance, implies nothing).  A wrong answer implies nothing about
 an input even when the two outputs are equal: the step may be wrong for having
 passed its input on unchanged (a conversion left undone).
 
-Three-valued answers (Naish, *A Declarative Debugging Scheme*, 1997; `_verdicts.py`).
-An *erroneous* answer (wrong for the inputs it was given) vouches for the step's
-inputs, so a leaf is certain in one question and a container's root is sought
-among its children; an *inadmissible* one (given a wrong input) is never the
-root: it lies upstream, among the steps that ran before it when every recorded
-input is cleared (`Verdicts.earlier`).  A proof resting on an erroneous answer is
-not audited.  Two-valued answers search exactly as before.
+Three-valued answers (Naish 1997; `_verdicts.py`).  An *erroneous* answer (wrong for the inputs it
+was given) vouches for the step's inputs, so a leaf is certain in one question and a container's root
+is sought among its children; an *inadmissible* one (given a wrong input) is never the root: it lies
+upstream, among the earlier steps when every recorded input is cleared (`Verdicts.earlier`).  Only a
+person's erroneous answer spares a proof the audit; a check's answers are two-valued (`two_valued`).
 
 Trust (`_guided_result.py`, with the result `Guided` and the prior): answers
 about the same step from different sources combine by trust, the more trusted
@@ -76,7 +74,7 @@ from trajdebug.analysis._guided_result import (
     trust,
 )
 from trajdebug.analysis._oracles import Caller, Carrier, ask
-from trajdebug.analysis._verdicts import Verdicts
+from trajdebug.analysis._verdicts import Verdicts, two_valued
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer
 
@@ -196,6 +194,7 @@ class GuidedSearch:
     # -- answers ----------------------------------------------------------------
 
     def _take(self, a: Answer, *, given: bool) -> None:
+        a = two_valued(a)
         if a.run_id is not None and a.run_id != self.analysis.run.run_id:
             return  # an earlier turn's step: not a node of this search
         i = self.index.get(a.step_id)
@@ -372,8 +371,8 @@ class GuidedSearch:
         doubled the median questions, 2 to 4, to find 2 roots more in 99; on
         suite F, half the runs come from frameworks whose inputs are inferred).
         """
-        if len(self.audited) >= self.audit or not self.weak(focus) or self.admissible(focus) is True:
-            return None  # an erroneous answer vouched for every input the step was given, recorded or not
+        if len(self.audited) >= self.audit or not self.weak(focus) or self.verdicts.by_person(focus):
+            return None  # a person vouched for every input the step was given, recorded or not
         # Its ancestors were tied to it by the recording (a correct input cleared
         # them already); only the steps no recorded path joins to it are in doubt.
         reach = self._ancestors(focus)
@@ -499,7 +498,8 @@ class GuidedSearch:
             return Guided(None, False, tuple(self.log), (), (), asked=self.asked, problems=tuple(self.problems))
         cand, focus, wrong, conflict = self._compute()
         if conflict is not None:
-            sides = [self._best(cand if i == focus else wrong.get(i, 1 << i)) for i in conflict]
+            # A side with no candidate (an inadmissible step nothing earlier could have fed) is the step itself.
+            sides = [self._best((cand if i == focus else wrong.get(i, 0)) or 1 << i) for i in conflict]
             both = cand | wrong.get(conflict[1], 0)
             ranked = self._ranked(both)
             return Guided(
@@ -514,7 +514,7 @@ class GuidedSearch:
                 tuple(self.problems),
                 tuple(names.items()),
             )
-        certain = cand == 1 << focus and self.verdict(focus) is False
+        certain = cand == 1 << focus and self.verdicts.proven(focus)
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
         path = () if root is None or self.failure is None else dependency_path(

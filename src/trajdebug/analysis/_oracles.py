@@ -2,7 +2,7 @@
 
 An oracle answers whether a step's output is right (what the run needed there; wrong also when it passed on a wrong input)
 (`trajdebug.analysis.Oracle`); a wrong answer may say whether the step's inputs were right (`Answer.admissible`,
-Naish's three-valued answers: a relative check below says so, a passing run cannot).  `Caller` calls any oracle so that a bug in it
+Naish's three-valued answers: only a person says so; a check or a passing run cannot).  `Caller` calls any oracle so that a bug in it
 is never the search's crash: one that raises, hangs past a timeout (it runs in
 a worker thread) or returns anything but True, False, None or an `Answer`
 counts as don't know, and the search reports it.
@@ -261,11 +261,11 @@ class ExpectationOracle:
 
     A check returns True (as expected), False (not), None (cannot tell); an
     `AssertionError` it raises is False with its message as the reason.  A check
-    that takes the step's input too (a relative check: the output judged against
-    what the step was given) says more when it fails: the output is wrong *for
-    these inputs*, Naish's *erroneous* (`Answer.admissible` True), which vouches
-    for the inputs; a check of the output alone stays two-valued (a wrong output
-    may be a wrong input passed on).
+    may take the step's input too (a relative check: the output judged against
+    what the step was given).  Either kind is two-valued: a failing relative
+    check says the output does not fit the *recorded* input, not that the input
+    was right (a precondition broken upstream fails every postcondition), nor
+    anything of an input the recording missed, so it vouches for no input.
     """
 
     def __init__(self, checks: Mapping[str, Callable[..., Any]]) -> None:
@@ -277,16 +277,13 @@ class ExpectationOracle:
         if check is None:
             return None
         by = f"check:{step.name}"
-        relative = _takes_input(check)
-        erroneous = True if relative else None
         try:
-            verdict = check(step.output, step.input) if relative else check(step.output)
+            verdict = check(step.output, step.input) if _takes_input(check) else check(step.output)
         except AssertionError as e:
-            return Answer(step.step_id, False, by, time.time_ns(), str(e) or "expectation failed", admissible=erroneous)
+            return Answer(step.step_id, False, by, time.time_ns(), str(e) or "expectation failed")
         if verdict is None:
             return Answer(step.step_id, None, by, time.time_ns())
-        ok = bool(verdict)
-        return Answer(step.step_id, ok, by, time.time_ns(), admissible=None if ok else erroneous)
+        return Answer(step.step_id, bool(verdict), by, time.time_ns())
 
     def covers(self, run: Run) -> bool:
         """True when some step of the run has a check."""

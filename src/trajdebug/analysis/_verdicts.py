@@ -11,16 +11,29 @@ stands, a tie is unknown (and re-asked).  A wrong answer may also say whether th
   overturns it takes the vouching back) and never overrides an answer about the input itself.
 - **inadmissible** (False): it was given a wrong input, so it is wrong but never the root.
 
+A check's answer is two-valued whatever it carries (`two_valued`): a check run on a step's output and
+recorded input can say the output does not fit that input, not that the input was right (a precondition
+broken upstream fails every postcondition), nor anything of an input the recording missed.
+
 `GuidedSearch` (`_guided.py`) holds one `Verdicts` and asks it; this module keeps no graph of its own beyond
 each node's inputs and which steps enclose which.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from trajdebug.analysis._guided_result import trust
 from trajdebug.core.model import Answer
+
+
+def two_valued(a: Answer) -> Answer:
+    """The answer as the search may read it: a check's (``check:...``) says right or wrong, never which
+    inputs were right (see the module docstring), even when stored by a version that let it."""
+    if a.admissible is not None and a.by.split(":", 1)[0] == "check":
+        return dataclasses.replace(a, admissible=None)
+    return a
 
 
 class Verdicts:
@@ -82,19 +95,26 @@ class Verdicts:
         said = self.top(i)
         return bool(said) and 0 < sum(1 for a in said if a.correct) * 2 == len(said)
 
+    def _wrong(self, i: int) -> list[Answer]:
+        """The most trusted answers that call node ``i`` wrong, when they stand (the failure's always do)."""
+        said = self.top(i)
+        no = [a for a in said if a.correct is False]
+        return no if i == self.failure or len(no) * 2 > len(said) else []
+
     def admissible(self, i: int) -> bool | None:
         """Of a node whose own answers stand wrong, what they say of its inputs: True (erroneous), False
         (inadmissible), None (not said, said both ways as often, or the node does not stand wrong)."""
-        if i == self.failure:
-            no = [a for a in self.votes.get(i, ()) if a.correct is False]
-        else:
-            said = self.top(i)
-            no = [a for a in said if a.correct is False]
-            if len(no) * 2 <= len(said):
-                return None
+        no = self._wrong(i)
         ok = sum(1 for a in no if a.admissible is True)
         bad = sum(1 for a in no if a.admissible is False)
         return None if ok == bad else ok > bad
+
+    def by_person(self, i: int) -> bool:
+        """True when node ``i`` stands erroneous on a person's word: a person may have read the code behind
+        the step and judged inputs the recording missed; any other oracle judged what was recorded."""
+        return self.admissible(i) is True and any(
+            a.admissible and a.by.split(":", 1)[0] == "person" for a in self._wrong(i)
+        )
 
     def vouched(self) -> dict[int, int]:
         """Inputs vouched correct -> the node whose standing erroneous answer vouched for them."""
@@ -119,15 +139,36 @@ class Verdicts:
 
     def earlier(self, i: int) -> int:
         """The nodes that may have fed node ``i`` unrecorded, as a bit set: started no later, not answered
-        correct.  An inadmissible node whose recorded inputs are all cleared was given a wrong input the
-        recording missed (state read behind the recorder's back, a value copied by hand); a node enclosing
-        it is among them, since a container hands its children their inputs and no edge records that."""
+        correct, and not fed by ``i`` (its consumers, the failure among them, ran on its output: with a
+        coarse clock or none they share its start, but cannot have handed it its input).  An inadmissible
+        node whose recorded inputs are all cleared was given a wrong input the recording missed (state read
+        behind the recorder's back, a value copied by hand); a node enclosing it is among them, since a
+        container hands its children their inputs and no edge records that."""
         start = self._starts[i]
+        after = self._downstream(i)
         bits = 0
         for j, at in enumerate(self._starts):
-            if j != i and at <= start and self.verdict(j) is not True:
+            if not after >> j & 1 and at <= start and self.verdict(j) is not True:
                 bits |= 1 << j
         return bits
+
+    def _downstream(self, i: int) -> int:
+        """Node ``i`` and every node that consumed its output, directly or not, as a bit set."""
+        kids: dict[int, list[int]] = {}
+        for j, ps in enumerate(self.parents):
+            for p in ps:
+                kids.setdefault(p, []).append(j)
+        bits, todo = 1 << i, [i]
+        while todo:
+            for k in kids.get(todo.pop(), ()):
+                if not bits >> k & 1:
+                    bits |= 1 << k
+                    todo.append(k)
+        return bits
+
+    def proven(self, i: int) -> bool:
+        """True when node ``i`` stands wrong and every input of it stands correct (answered, or vouched)."""
+        return self.verdict(i) is False and all(self.verdict(p) is True for p in self.parents[i])
 
     def vouching(self, name: Callable[[int], str], node_id: Callable[[int], str]) -> list[Answer]:
         """The inputs vouched correct (and answered nothing themselves), as answers that say who vouched."""
@@ -135,7 +176,7 @@ class Verdicts:
         for p, i in sorted(self.vouched().items()):
             if self.top(p):
                 continue
-            said = next(a for a in reversed(self.top(i)) if a.correct is False and a.admissible)
+            said = next(a for a in reversed(self._wrong(i)) if a.admissible)
             why = f"implied: {name(i)} was answered wrong for the inputs it was given"
             out.append(Answer(node_id(p), True, said.by, said.at_ns, why, said.run_id))
         return out
