@@ -118,7 +118,9 @@ def control_oracle3(
 ) -> Callable[[Step, Run], Answer]:
     """The three-valued simulated oracle: what `control_oracle` calls wrong is *erroneous* on the root and
     on a step enclosing it, *inadmissible* elsewhere; with ``flip``, that share of the answers is replaced
-    by one of the other two labels at random."""
+    by one of the other two labels at random.  It answers as ``person``: it stands for a person pressing
+    ``o`` / ``i`` at `--ask` (only a person says which inputs were right, `analysis._verdicts`), so an
+    erroneous answer of it spares the audit as a person's does; the two-valued oracle stays ``oracle:control``."""
     truthful = control_oracle(run, control, root)
     parent = {s.step_id: s.parent_id for s in run.steps}
     own = {root}
@@ -133,8 +135,8 @@ def control_oracle3(
         if flip and noise.random() < flip:
             label = noise.choice([x for x in _LABELS if x != label])
         if label == CORRECT:
-            return Answer(step.step_id, True, "oracle:control")
-        return Answer(step.step_id, False, "oracle:control", admissible=label == ERRONEOUS)
+            return Answer(step.step_id, True, "person")
+        return Answer(step.step_id, False, "person", admissible=label == ERRONEOUS)
 
     return oracle
 
