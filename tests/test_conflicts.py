@@ -5,25 +5,25 @@ from __future__ import annotations
 from trajdebug.analysis.diagnosers._conflicts import contradictions
 
 
-_JOB = {
-    "job": "TJ-201",
-    "due": "2026-12-18",
-    "related": {"job": "TJ-188", "deadline": "2026-12-11", "translator": "K. Abe"},
+_PARCEL = {
+    "parcel": "PC-301",
+    "due": "2027-04-09",
+    "related": {"parcel": "PC-277", "deadline": "2027-03-26", "surveyor": "R. Okafor"},
 }
 
 
 def test_a_field_of_a_nested_record_about_another_entity_is_no_contradiction() -> None:
-    """A call about job TJ-201 naming translator J. Brandt does not contradict the translator of the related
-    earlier job TJ-188 its input shows beside it."""
-    call = {"job_id": "TJ-201", "translator": "J. Brandt"}
-    assert contradictions(call, [_JOB]) == []
+    """A call about parcel PC-301 naming surveyor T. Lindqvist does not contradict the surveyor of the related
+    earlier parcel PC-277 its input shows beside it."""
+    call = {"parcel_id": "PC-301", "surveyor": "T. Lindqvist"}
+    assert contradictions(call, [_PARCEL]) == []
 
 
 def test_a_field_of_the_record_the_output_is_about_still_contradicts() -> None:
-    """When the nested record is about the job the call names (its own id), or the call names no id of that
-    shape, its translator still fixes the field."""
-    same = {**_JOB, "related": {**_JOB["related"], "job": "TJ-201"}}
-    assert contradictions({"job_id": "TJ-201", "translator": "J. Brandt"}, [same]) == [
-        ("translator", "J. Brandt", "K. Abe")
+    """When the nested record is about the parcel the call names (its own id), or the call names no id of that
+    shape, its surveyor still fixes the field."""
+    same = {**_PARCEL, "related": {**_PARCEL["related"], "parcel": "PC-301"}}
+    assert contradictions({"parcel_id": "PC-301", "surveyor": "T. Lindqvist"}, [same]) == [
+        ("surveyor", "T. Lindqvist", "R. Okafor")
     ]
-    assert contradictions({"translator": "J. Brandt"}, [_JOB]) == [("translator", "J. Brandt", "K. Abe")]
+    assert contradictions({"surveyor": "T. Lindqvist"}, [_PARCEL]) == [("surveyor", "T. Lindqvist", "R. Okafor")]

@@ -120,12 +120,12 @@ def test_a_model_turn_is_contrasted_with_the_turns_that_called_the_same_tools() 
                     output=out, start_ns=start, end_ns=start + 1)
 
     def convo(rid: str, start: int) -> Run:
-        steps = (turn("a", ["list_jobs"], start), turn("b", ["assign"], start + 2), turn("c", [], start + 4))
+        steps = (turn("a", ["list_jobs"], start), turn("b", ["refer"], start + 2), turn("c", [], start + 4))
         return Run(rid, "crew", start, start + 6, outcome="success", steps=steps)
 
     def states(step: Step, ctx: object) -> list[Evidence]:
         calls = step.output.get("tool_calls") if isinstance(step.output, dict) else None
-        if calls and calls[0]["name"] == "assign":
+        if calls and calls[0]["name"] == "refer":
             return [Evidence(step.step_id, 0.3, "states 'U-1'", "llm-output", values=("'U-1'",))]
         return []
 
@@ -171,26 +171,26 @@ def test_a_model_call_is_contrasted_with_the_calls_of_the_same_tools() -> None:
 
 
 def test_a_specialist_with_too_few_passing_turns_is_contrasted_with_the_others_of_its_part() -> None:
-    """A hand-off sends each run to one desk: a desk's turn naming a translator none of its inputs holds, which
+    """A hand-off sends each run to one desk: a desk's turn naming a clinician none of its inputs holds, which
     the other desks' turns calling the same tool do too, weighs nothing though this desk played one passing
     run; a finding of a turn calling a tool no other desk calls keeps its weight."""
 
     def call(sid: str, agent: str, tool: str, who: str, start: int) -> Step:
         out = {"role": "assistant", "content": None, "tool_calls": [{"id": sid, "name": tool, "arguments": {"who": who}}]}
-        return Step(sid, "generation", "llm", input={"messages": [{"role": "user", "content": "job"}]},
+        return Step(sid, "generation", "llm", input={"messages": [{"role": "user", "content": "referral"}]},
                     output=out, start_ns=start, end_ns=start + 1, agent=agent)
 
     def run(rid: str, desk: str, tool: str, start: int) -> Run:
-        return Run(rid, "bureau", start, start + 10, outcome="success", steps=(call("a", desk, tool, "K. Abe", start),))
+        return Run(rid, "clinic", start, start + 10, outcome="success", steps=(call("a", desk, tool, "Dr. Iversen", start),))
 
     def names(step: Step, ctx: object) -> list[Evidence]:
-        return [Evidence(step.step_id, 0.3, "states 'K. Abe'", "llm-output", values=("'K. Abe'",))]
+        return [Evidence(step.step_id, 0.3, "states 'Dr. Iversen'", "llm-output", values=("'Dr. Iversen'",))]
 
-    passing = [run("ok0", "fr_desk", "assign", 1000), run("ok1", "de_desk", "assign", 2000),
-               run("ok2", "ja_desk", "assign", 3000)]
-    finding = Evidence("a", 0.3, "states 'M. Dubois'", "llm-output", values=("'M. Dubois'",))
-    step = run("bad", "fr_desk", "assign", 9000).steps[0]
+    passing = [run("ok0", "cardio_desk", "refer", 1000), run("ok1", "derm_desk", "refer", 2000),
+               run("ok2", "ortho_desk", "refer", 3000)]
+    finding = Evidence("a", 0.3, "states 'Dr. Mbeki'", "llm-output", values=("'Dr. Mbeki'",))
+    step = run("bad", "cardio_desk", "refer", 9000).steps[0]
     (weighed,) = Contrast(passing, [("llm-output", names)]).apply(step, [finding])
     assert weighed.suspicion == 0
-    other = run("bad2", "fr_desk", "escalate", 9000).steps[0]
+    other = run("bad2", "cardio_desk", "discharge", 9000).steps[0]
     assert Contrast(passing, [("llm-output", names)]).apply(other, [finding]) == [finding]

@@ -731,16 +731,16 @@ class TestDataSteps:
         assert "dropped 2 of 3" in e.reason
 
     def test_a_sentence_its_numbers_were_read_out_of_is_no_lost_value(self) -> None:
-        """A parser reading 8 and 24 out of a model's one-line plan loses no value; one that read nothing out
+        """A parser reading 6 and 36 out of a model's one-line plan loses no value; one that read nothing out
         of it (an empty plan) still lost the sentence."""
 
         def run_of(out: Any) -> Run:
-            msg = {"role": "assistant", "content": "Fold 8pp signatures: 24 per book, sewn on tapes."}
-            return _run(Step("p", "read_plan", "parse", input={"message": msg}, output=out))
+            msg = {"role": "assistant", "content": "Cut 6cm strips: 36 per quilt, pressed with steam."}
+            return _run(Step("p", "read_cutting", "parse", input={"message": msg}, output=out))
 
-        found = _from(_verdict(run_of({"pages_per_signature": 8, "signatures": 24}), "p"), "parse-dropped")
+        found = _from(_verdict(run_of({"strip_cm": 6, "strips": 36}), "p"), "parse-dropped")
         assert not [e for e in found if e.suspicion > 0]
-        [e] = [e for e in _from(_verdict(run_of({"pages_per_signature": 0, "method": "tapes"}), "p"), "parse-dropped")
+        [e] = [e for e in _from(_verdict(run_of({"strip_cm": 0, "method": "steam"}), "p"), "parse-dropped")
                if e.suspicion > 0]
         assert "dropped 1" in e.reason
 
@@ -1334,30 +1334,30 @@ class TestDecisionsAndState:
         assert _from(_verdict(router("purchase"), "r"), "option-choice") == []
 
     def test_a_gate_that_let_through_a_number_the_failure_says_breaks_a_limit(self) -> None:
-        """A model told to route "go or hold", given a surface wind of 13, that chose go before a check inside the
-        go branch refused 13 kt as over its 10 kt limit is suspect; given 8, before a failure that states no
+        """A model told to route "go or hold", given a gust of 13, that chose go before a check inside the
+        go branch refused 13 m/s as over its 10 m/s limit is suspect; given 8, before a failure that states no
         limit, or before a check outside the branch it chose, it is not."""
 
-        def run_of(wind: int, message: str, branch: str = "go") -> Run:
+        def run_of(gust: int, message: str, branch: str = "go") -> Run:
             msgs = [
-                {"role": "system", "content": "You route a planned flight: go or hold."},
-                {"role": "user", "content": f'{{"surface_kt": {wind}, "payload_kg": 341}}'},
+                {"role": "system", "content": "Decide whether the crane lift goes ahead: go or hold."},
+                {"role": "user", "content": f'{{"gust_ms": {gust}, "load_t": 34.5}}'},
             ]
             return _run(
                 _t("r", "route", "llm", 1, input={"messages": msgs}, output={"content": "ROUTE: go"}),
-                _t("g", branch, "agent", 3, end=6, input={"surface_kt": wind}, status="error"),
-                _t("f", "file_notice", "tool", 4, input={"surface_kt": wind}, status="error", parent_id="g",
+                _t("g", branch, "agent", 3, end=6, input={"gust_ms": gust}, status="error"),
+                _t("f", "file_permit", "tool", 4, input={"gust_ms": gust}, status="error", parent_id="g",
                    error=ErrorInfo("ValueError", message), deps=(D("r"),)),
             )
 
         def found(run: Run) -> list[Evidence]:
             return _from(_verdict(run, "r", detect(run)), "option-choice")
 
-        [e] = found(run_of(13, "surface wind 13 kt above the 10 kt passenger limit"))
+        [e] = found(run_of(13, "gust 13 m/s above the 10 m/s lifting limit"))
         assert "13" in e.reason and "'go'" in e.reason
-        assert found(run_of(8, "surface wind 13 kt above the 10 kt passenger limit")) == []
-        assert found(run_of(13, "notice office closed for 13 days")) == []
-        assert found(run_of(13, "surface wind 13 kt above the 10 kt passenger limit", branch="report")) == []
+        assert found(run_of(8, "gust 13 m/s above the 10 m/s lifting limit")) == []
+        assert found(run_of(13, "permit office closed for 13 days")) == []
+        assert found(run_of(13, "gust 13 m/s above the 10 m/s lifting limit", branch="report")) == []
 
 
     def test_a_hand_off_away_from_the_agent_its_input_names(self) -> None:
@@ -1682,24 +1682,24 @@ class TestLoops:
 
 class TestLookedUp:
     def test_a_made_up_key_whose_lookup_found_the_request_is_no_claim(self) -> None:
-        """A model looking a client up by a phone number it was never shown, answered with the piano its request names, made nothing up."""
+        """A model looking a client up by a phone number it was never shown, answered with the bicycle its request names, made nothing up."""
 
-        def run_of(piano: str) -> Run:
+        def run_of(bike: str) -> Run:
             return _run(
                 Step(
                     "m", "model", "llm", start_ns=1, end_ns=2,
-                    input={"messages": [{"role": "user", "content": "Job J-614: Bechstein (sticking key)"}]},
+                    input={"messages": [{"role": "user", "content": "Job J-614: Gazelle (slipping gear)"}]},
                     output={"role": "assistant", "tool_calls": [{"name": "lookup_client", "arguments": {"phone": "+1 555 0174"}}]},
                 ),
                 Step(
                     "t", "lookup_client", "tool", start_ns=3, end_ns=4, input={"phone": "+1 555 0174"},
-                    output={"client_id": "C-174", "pianos": [{"make": piano, "kind": "upright"}]}, deps=(D("m"),),
+                    output={"client_id": "C-174", "bikes": [{"make": bike, "kind": "city"}]}, deps=(D("m"),),
                 ),
             )
 
-        assert not [e for e in _from(_verdict(run_of("Bechstein"), "m"), "llm-output") if e.suspicion > 0]
+        assert not [e for e in _from(_verdict(run_of("Gazelle"), "m"), "llm-output") if e.suspicion > 0]
         # A key that found another client's record stays a made-up value.
-        [e] = [e for e in _from(_verdict(run_of("Steinway"), "m"), "llm-output") if e.suspicion > 0]
+        [e] = [e for e in _from(_verdict(run_of("Batavus"), "m"), "llm-output") if e.suspicion > 0]
         assert "555 0174" in e.reason
 
     def test_a_common_word_or_a_date_in_the_answer_names_no_record(self) -> None:
@@ -1746,18 +1746,18 @@ class TestCodeCalledTools:
         """A tool called by a graph node that holds no model call, with a name no step produced (the node's own
         roster), gets no "comes from no upstream output" finding; the same call inside a node whose model
         spoke, or one a model named, still does."""
-        model = Step("m", "ChatOpenAI", "llm", start_ns=1, end_ns=2, input="book SB-1",
-                     output={"role": "assistant", "content": "booking SB-1 on 2026-12-14"})
-        node = Step("n", "availability", "agent", start_ns=3, end_ns=9, input={"booking": "SB-1"})
-        call = {"input": {"shearer": "Aroha", "start": "2026-12-14"}, "output": {"free": True}, "deps": (D("m"),)}
-        tool = Step("t", "shearer_availability", "tool", start_ns=4, end_ns=5, parent_id="n", **call)
+        model = Step("m", "ChatOpenAI", "llm", start_ns=1, end_ns=2, input="book TR-7",
+                     output={"role": "assistant", "content": "booking TR-7 on 2027-02-20"})
+        node = Step("n", "roster_check", "agent", start_ns=3, end_ns=9, input={"trek": "TR-7"})
+        call = {"input": {"guide": "Ilari", "start": "2027-02-20"}, "output": {"free": True}, "deps": (D("m"),)}
+        tool = Step("t", "guide_availability", "tool", start_ns=4, end_ns=5, parent_id="n", **call)
         assert not [e for e in _from(_verdict(_run(model, node, tool), "t"), "tool-arguments") if e.suspicion > 0]
-        inner = Step("m2", "ChatOpenAI", "llm", start_ns=3, end_ns=4, parent_id="n", input="who shears?",
+        inner = Step("m2", "ChatOpenAI", "llm", start_ns=3, end_ns=4, parent_id="n", input="who guides?",
                      output={"role": "assistant", "content": "ask the roster"})
-        later = Step("t", "shearer_availability", "tool", start_ns=5, end_ns=6, parent_id="n", **call)
+        later = Step("t", "guide_availability", "tool", start_ns=5, end_ns=6, parent_id="n", **call)
         [e] = [e for e in _from(_verdict(_run(model, node, inner, later), "t"), "tool-arguments") if e.suspicion > 0]
-        assert "Aroha" in e.reason
-        named = Step("m", "ChatOpenAI", "llm", start_ns=1, end_ns=2, input="book SB-1",
-                     output={"role": "assistant", "content": "call shearer_availability for SB-1 on 2026-12-14"})
+        assert "Ilari" in e.reason
+        named = Step("m", "ChatOpenAI", "llm", start_ns=1, end_ns=2, input="book TR-7",
+                     output={"role": "assistant", "content": "call guide_availability for TR-7 on 2027-02-20"})
         [e] = [e for e in _from(_verdict(_run(named, node, tool), "t"), "tool-arguments") if e.suspicion > 0]
-        assert "Aroha" in e.reason
+        assert "Ilari" in e.reason

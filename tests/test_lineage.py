@@ -243,24 +243,24 @@ class TestAnomalies:
         assert "lineage:crossed" not in self._signals(log("PM-5"))
 
     def test_an_answer_dated_from_another_record_of_its_kind_is_crossed(self) -> None:
-        """A model briefing a crew for booking SB-2's shed, given that booking and the previous one, that dates the
-        brief with the previous booking's start answered with a value of the wrong record; dating it with SB-2's
-        own start, being given one booking only, or both as items of one list (a queue to walk), is no finding."""
+        """A model scheduling a harvest crew for lot VH-2's press, given that lot and the previous one, that dates the
+        schedule with the previous lot's start answered with a value of the wrong record; dating it with VH-2's
+        own start, being given one lot only, or both as items of one list (a queue to walk), is no finding."""
 
-        def brief(meet: str, *, previous: bool = True, queue: bool = False) -> Step:
-            this = {"booking": "SB-2", "farm": "Tarn Hill", "start": "2026-12-15", "shed": "Back Shed"}
-            last = {"booking": "SB-0", "farm": "Kowhai Downs", "start": "2026-12-09", "shed": "North Shed"}
-            ticket: dict[str, Any] = {"queue": [this, last]} if queue else {"booking": this}
+        def schedule(meet: str, *, previous: bool = True, queue: bool = False) -> Step:
+            this = {"lot": "VH-2", "estate": "Brookmere", "start": "2027-03-15", "press": "East Press"}
+            last = {"lot": "VH-0", "estate": "Saltcombe", "start": "2027-03-09", "press": "Cellar Press"}
+            ticket: dict[str, Any] = {"queue": [this, last]} if queue else {"lot": this}
             if previous and not queue:
-                ticket["recent"] = [last]
+                ticket["earlier"] = [last]
             msgs = [{"role": "user", "content": json.dumps(ticket)}]
-            answer = {"role": "assistant", "content": json.dumps({"meet": f"{meet} 05:30", "shed": "Back Shed"})}
+            answer = {"role": "assistant", "content": json.dumps({"meet": f"{meet} 06:15", "press": "East Press"})}
             return _s("m", "ChatOpenAI", "llm", 1, {"messages": msgs}, answer)
 
-        assert "lineage:crossed" in self._signals(brief("2026-12-09"))
-        assert "lineage:crossed" not in self._signals(brief("2026-12-15"))
-        assert "lineage:crossed" not in self._signals(brief("2026-12-09", previous=False))
-        assert "lineage:crossed" not in self._signals(brief("2026-12-09", queue=True))
+        assert "lineage:crossed" in self._signals(schedule("2027-03-09"))
+        assert "lineage:crossed" not in self._signals(schedule("2027-03-15"))
+        assert "lineage:crossed" not in self._signals(schedule("2027-03-09", previous=False))
+        assert "lineage:crossed" not in self._signals(schedule("2027-03-09", queue=True))
 
     def test_picking_a_record_another_matches_better_is_a_wrong_record(self) -> None:
         """A model picking the return of another order, when the list holds the one for the order asked about, picked the wrong record."""
@@ -881,18 +881,18 @@ class TestUnconverted:
         assert parse("seat 12B", {"row": 12}) == []
 
     def test_a_field_renamed_for_another_unit_beside_one_converted_was_left_unconverted(self) -> None:
-        """A converter renaming max_f and ramp_f_h to max_c and ramp_c_h that turned 270 into 150 but returned
-        1886 as given left 1886 unconverted; converting both, or renaming one field alone, is no finding."""
+        """A converter renaming burst_psi and rate_psi_s to burst_kpa and rate_kpa_s that turned 58 into 400 but
+        returned 4350 as given left 4350 unconverted; converting both, or renaming one field alone, is no finding."""
 
         def convert(out: dict[str, Any]) -> list[str]:
-            spec = {"glaze": "CELADON", "max_f": 1886, "ramp_f_h": 270}
-            lin = Lineage(_run(_s("c", "to_celsius", "parse", 1, {"spec": spec}, out)))
+            spec = {"hose": "HX-40", "burst_psi": 4350, "rate_psi_s": 58}
+            lin = Lineage(_run(_s("c", "to_metric", "parse", 1, {"spec": spec}, out)))
             return [e.reason for e in half_converted(lin.view("c"))]
 
-        [reason] = convert({"glaze": "CELADON", "max_c": 1886, "ramp_c_h": 150})
-        assert "max_c=1886" in reason and "ramp_c_h=150" in reason
-        assert convert({"glaze": "CELADON", "max_c": 1030, "ramp_c_h": 150}) == []
-        assert convert({"glaze": "CELADON", "max_c": 1886}) == []
+        [reason] = convert({"hose": "HX-40", "burst_kpa": 4350, "rate_kpa_s": 400})
+        assert "burst_kpa=4350" in reason and "rate_kpa_s=400" in reason
+        assert convert({"hose": "HX-40", "burst_kpa": 29992, "rate_kpa_s": 400}) == []
+        assert convert({"hose": "HX-40", "burst_kpa": 4350}) == []
 
 
     def test_a_number_converted_with_the_factor_of_another_unit_is_suspect(self) -> None:
@@ -978,16 +978,16 @@ class TestNamedReads:
         assert lin.origin(press, 2).step_id == "sheet"
 
     def test_a_loops_earlier_call_is_no_step_a_later_call_read_its_constant_from(self) -> None:
-        """Each call of a ration calculator (OTLP spans given the leg only) returning its own basis=0.113 wrote
+        """Each call of a dose calculator (OTLP spans given the body weight only) returning its own factor=0.042 wrote
         it itself: no later call reads it from the call before, so every call introduced it."""
         calls = [
-            _s(f"c{i}", "ration_calc", "other", 10 * i, {"leg_hours": 5 + i}, {"kg": 7.9 + i, "basis": 0.113})
+            _s(f"c{i}", "dose_calc", "other", 10 * i, {"body_kg": 5 + i}, {"ml": 7.9 + i, "factor": 0.042})
             for i in range(4)
         ]
         lin = Lineage(Run("r", "t", outcome="failure", steps=tuple(calls), metadata={"source_format": "otlp"}))
         for c in calls:
-            assert [a.raw for a in lin.view(c.step_id).inputs if a.field == "basis"] == []
-            assert "0.113" in [a.raw for a in lin.introduced(c.step_id)]
+            assert [a.raw for a in lin.view(c.step_id).inputs if a.field == "factor"] == []
+            assert "0.042" in [a.raw for a in lin.introduced(c.step_id)]
 
 
 def test_a_view_reads_the_numbers_of_an_input_text_said_before_from_its_memo() -> None:

@@ -11,59 +11,59 @@ from trajdebug.core.model import ErrorInfo, Run
 
 
 def _booking(arg: str) -> Run:
-    """A clerk model shown a job (its move date and the day the record was created) that reserves a truck for
-    the creation day under argument ``arg``; the booking desk refuses the mismatch."""
-    job = {"job": "PM-5", "date": "2026-12-11", "created": "2026-12-01"}
+    """A desk model shown a trip (its paddling date and the day the record was created) that reserves a kayak for
+    the creation day under argument ``arg``; the trip desk refuses the mismatch."""
+    trip = {"trip": "KT-8", "date": "2027-06-19", "created": "2027-06-04"}
     return Run(
         "r",
-        "movers",
+        "paddling",
         outcome="failure",
         steps=(
-            step("j", "lookup_job", "tool", 1, {"job_id": "PM-5"}, job),
+            step("j", "lookup_trip", "tool", 1, {"trip_id": "KT-8"}, trip),
             step(
                 "m",
-                "clerk_model",
+                "desk_model",
                 "llm",
                 3,
-                {"messages": [{"role": "system", "content": "Reserve a truck."},
-                              {"role": "user", "content": json.dumps(job)}]},
+                {"messages": [{"role": "system", "content": "Reserve a kayak."},
+                              {"role": "user", "content": json.dumps(trip)}]},
                 {"role": "assistant", "content": None,
-                 "tool_calls": [{"id": "c1", "name": "reserve_truck", "arguments": {arg: "2026-12-01"}}]},
+                 "tool_calls": [{"id": "c1", "name": "reserve_kayak", "arguments": {arg: "2027-06-04"}}]},
                 "j",
             ),
-            step("t", "reserve_truck", "tool", 5, {"date": "2026-12-01"}, {"truck": "T-3", "date": "2026-12-01"}, "m"),
+            step("t", "reserve_kayak", "tool", 5, {"date": "2027-06-04"}, {"kayak": "K-3", "date": "2027-06-04"}, "m"),
             step(
                 "b",
-                "confirm_booking",
+                "confirm_trip",
                 "tool",
                 7,
-                {"job": "PM-5", "truck_date": "2026-12-01"},
+                {"trip": "KT-8", "kayak_date": "2027-06-04"},
                 None,
                 "t",
                 "j",
                 status="error",
-                error=ErrorInfo("Refused", "truck held for 2026-12-01, move is booked for 2026-12-11"),
+                error=ErrorInfo("Refused", "kayak held for 2027-06-04, trip is booked for 2027-06-19"),
             ),
         ),
     )
 
 
-def _clerk_reasons(run: Run) -> list[str]:
+def _desk_reasons(run: Run) -> list[str]:
     loc = localize(run)
     return [r for c in loc.ranked_all if c.step_id == "m" for r in c.reasons]
 
 
 def test_a_value_put_under_the_field_its_rival_was_given_under_is_read_as_the_wrong_field() -> None:
-    """A model that put the creation date where it was given the move date read the wrong field: its loss of the
-    move date counts in full (it ranks first), and its sentence says so."""
+    """A model that put the creation date where it was given the paddling date read the wrong field: its loss of the
+    paddling date counts in full (it ranks first), and its sentence says so."""
     loc = localize(_booking("date"))
     assert loc.candidates[0].step_id == "m"
-    assert any("given under another field" in r for r in _clerk_reasons(_booking("date")))
+    assert any("given under another field" in r for r in _desk_reasons(_booking("date")))
 
 
 def test_a_value_under_a_field_neither_was_given_under_is_a_choice_between_given_values() -> None:
     """A model that filled an argument named like neither field (``day``) chose between the given dates: a
     choice, as before, not the wrong field read."""
-    reasons = _clerk_reasons(_booking("day"))
+    reasons = _desk_reasons(_booking("day"))
     assert any("a choice between given values" in r for r in reasons)
     assert not any("given under another field" in r for r in reasons)

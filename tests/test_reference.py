@@ -578,21 +578,21 @@ class TestCategories:
         assert weight(many) > 0.3
 
     def test_a_stamp_passing_runs_wrote_on_several_days_is_no_category(self) -> None:
-        """A forecast's issue stamp holding a day, which passing runs on other days wrote differently, is not
-        a category when a new day shows up; one stamp every passing run shared still is."""
+        """A tide table's publication stamp holding a day, which passing runs on other days wrote differently, is
+        not a category when a new day shows up; one stamp every passing run shared still is."""
 
-        def run_of(rid: str, issued: str) -> Run:
-            step = Step("q", "forecast", "tool", input={"site": "B"}, output={"issued": issued, "kt": 6})
+        def run_of(rid: str, published: str) -> Run:
+            step = Step("q", "tide_table", "tool", input={"port": "B"}, output={"published": published, "cm": 140})
             return Run(rid, "a", outcome="success", steps=(step,))
 
         def weight(refs: list[Run]) -> float:
-            bad = run_of("bad", "2026-12-03T18Z")
+            bad = run_of("bad", "2027-05-11T06Z")
             found = violations(bad.steps[0], Lineage(bad).view("q"), learn(refs))
             return max((e.suspicion for e in found if e.diagnoser == "reference:category"), default=0.0)
 
-        days = [run_of(f"p{i}", f"2026-12-0{4 + i % 2}T18Z") for i in range(30)]
+        days = [run_of(f"p{i}", f"2027-05-1{2 + i % 2}T06Z") for i in range(30)]
         assert weight(days) == 0.0
-        assert weight([run_of(f"p{i}", "2026-12-05T18Z") for i in range(30)]) > 0.3
+        assert weight([run_of(f"p{i}", "2027-05-13T06Z") for i in range(30)]) > 0.3
 
 
 class TestGivenValues:

@@ -36,6 +36,7 @@ from trajdebug.analysis.lineage import (
     anomalies,
     run_units,
     state_keys,
+    trivial,
     update_index,
 )
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
@@ -323,7 +324,7 @@ def other_entities(sl: Slice, ids: Sequence[str]) -> list[Found]:
             if a.field and a.kind in ("id", "text") and a.field.lower() not in NAMING_FIELDS and len(a.raw) <= 60:
                 byfield.setdefault(a.field, set()).add(a.key)
         mine = {fld: next(iter(keys)) for fld, keys in byfield.items() if len(keys) == 1}
-        named = _named_subjects(sl, f.message or "", mine)
+        named = _named_subjects(sl, f.message or "", mine, sl.g.steps[f.step_id].input)
         said |= {fld for fld, key in named.items() if key != mine[fld]}
         subject.update(named)
     if not subject:
@@ -357,15 +358,22 @@ def other_entities(sl: Slice, ids: Sequence[str]) -> list[Found]:
     return out
 
 
-def _named_subjects(sl: Slice, message: str, mine: dict[str, str]) -> dict[str, str]:
+def _named_subjects(sl: Slice, message: str, mine: dict[str, str], given: object) -> dict[str, str]:
     """The failing step's item per field, the failure's own word first: a check given the one record it
     passed (``hive=HV-N3``) that fails on another it names ("hive HV-N2 ...") is about the one it names,
-    when some step wrote that one under the same field."""
-    said = [a.key for a in atoms(message) if a.kind == "id"]
+    when some step wrote that one under the same field.
+
+    Not when the message speaks of the given record too, by its id or by a value written beside it
+    ("settled amount 75.0 is the balance of ACC-202"): the other id is then what it is compared with.
+    """
+    stated = [a for a in atoms(message) if not trivial(a)]
+    said = [a.key for a in stated if a.kind == "id"]
     out = dict(mine)
     for fld, key in mine.items():
         if key in said:
             continue  # it names the item it was given too ("MTR-5521 ... has MTR-5524"): that one is its subject
+        if any(a.kind != "id" and a.key in _beside(given, fld, key) for a in stated):
+            continue  # it states a value of the given record: it failed on that record
         other = {
             k
             for k in said
@@ -374,6 +382,26 @@ def _named_subjects(sl: Slice, message: str, mine: dict[str, str]) -> dict[str, 
         }
         if len(other) == 1:
             out[fld] = other.pop()
+    return out
+
+
+def _beside(value: object, fld: str, key: str, depth: int = 0) -> set[str]:
+    """The keys of the values written in the records of ``value`` (a step's input) whose ``fld`` is ``key``
+    (the other fields of the one record the check was given), at most 6 mappings deep as `content.leaves`."""
+    out: set[str] = set()
+    if depth > 6:
+        return out
+    if isinstance(value, Mapping):
+        mine = atoms({k: v for k, v in value.items() if not isinstance(v, (Mapping, list, tuple))})
+        if any(a.field == fld and a.key == key for a in mine):
+            out |= {a.key for a in mine if a.field != fld and not trivial(a)}
+        inner: Iterable[object] = value.values()
+    elif isinstance(value, (list, tuple)):
+        inner = value
+    else:
+        return out
+    for v in inner:
+        out |= _beside(v, fld, key, depth + 1)
     return out
 
 

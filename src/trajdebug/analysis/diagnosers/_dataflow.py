@@ -120,7 +120,7 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             values = [v for v in values if v not in texts]
             lost = [v for v in lost if v not in texts]
         named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
-        read = [v for v in lost if isinstance(v, str) and not any(a.key in named for a in atoms(v)) and content.read_out(v, out)]  # a sentence its numbers were read out of ("8pp: 24 per book") was parsed
+        read = [v for v in lost if isinstance(v, str) and not any(a.key in named for a in atoms(v)) and content.read_out(v, out)]  # a sentence its numbers were read out of ("6cm strips: 36 per quilt") was parsed
         values, lost = [v for v in values if v not in read], [v for v in lost if v not in read]
         if lost:
             # Selecting some values is what many parse steps are for: losing values says little unless the failure names one.

@@ -261,7 +261,7 @@ def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 def _breach_passed(step: Step, ctx: DiagnoseContext, chosen: str) -> tuple[str, str] | None:
-    """A number a later failure states beside a limit it broke (``13 kt above the 10 kt limit``: 13) that the
+    """A number a later failure states beside a limit it broke (``gust 13 m/s above the 10 m/s limit``: 13) that the
     model's request (its instructions left out) holds, where the failing step is the branch the model chose
     (the first step after it named as its answer) or runs inside it: (the number, the failing step's name)."""
     given: set[float] | None = None
@@ -286,7 +286,7 @@ def _named_like(name: str, option: str) -> bool:
 
 def _inside_choice(step: Step, failing: Step, chosen: str, ctx: DiagnoseContext) -> bool:
     """Whether the failing step is, or runs inside, the first step started after the model that is named
-    as the option it chose (a graph node ``pilot_brief`` run on the answer ``ROUTE: pilot_brief``)."""
+    as the option it chose (a graph node ``lift_plan`` run on the answer ``ROUTE: lift_plan``)."""
     ended = step.end_ns if step.end_ns is not None else step.start_ns
     if ended is None:
         return False

@@ -312,7 +312,7 @@ def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
             return
 
 def half_converted(view: StepView) -> Iterator[Evidence]:
-    """A step that renamed its fields for another unit (``max_f`` to ``max_c``, ``ramp_f_h`` to ``ramp_c_h``: one
+    """A step that renamed its fields for another unit (``burst_psi`` to ``burst_kpa``, ``rate_psi_s`` to ``rate_kpa_s``: one
     word swapped, the same swap in every renamed field) and changed one renamed field's number but returned
     another's as it was given: a conversion applied to one value and not to its neighbour.  One renamed
     field alone says nothing (a rate of 1, a field renamed for its own sake)."""

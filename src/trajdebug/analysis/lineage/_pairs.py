@@ -141,10 +141,10 @@ def _texts(record: Mapping[str, Any], generic: frozenset[str]) -> dict[str, str]
 
 def mixed(step: Step, generic: frozenset[str]) -> Iterator[Evidence]:
     """An answer that holds a value of one input record and, beside it, a value another record of the same kind
-    gives under a field the first record fills otherwise (the crew brief for booking SB-2's shed, dated with the
-    previous booking's start): the step answered about one record with a value of another.  Text values only;
+    gives under a field the first record fills otherwise (the crew schedule for lot VH-2's press, dated with the
+    previous lot's start): the step answered about one record with a value of another.  Text values only;
     the first record's own value of that field must be missing from the answer.  Model calls only: a model's
-    context holds records it was not asked about (the previous booking, an earlier ticket); a program merging
+    context holds records it was not asked about (the previous lot, an earlier ticket); a program merging
     records pairs them by its code, and a crossed join of ids is `crossed`'s."""
     if step.kind != "llm":
         return

@@ -370,9 +370,9 @@ def _category_checks(
     ):
         new = [a for a in cats if a.key not in text_values]
         if len(text_values) > 1:
-            # A stamp holding a day (``2026-12-03T18Z``) that passing runs already wrote differently follows
-            # each run's own input (a forecast issued the eve of the day asked for): a new one is the next
-            # day, not a new category.  One stamp shared by every passing run still says something.
+            # A stamp holding a day (``2027-05-11T06Z``) that passing runs already wrote differently follows
+            # each run's own input (a tide table published the day before the one asked for): a new one is
+            # the next day, not a new category.  One stamp shared by every passing run still says something.
             days = [a.raw for a in atoms if a.kind == "date" and a.key.startswith(DAY_PREFIX)]
             new = [a for a in new if not any(d in a.raw for d in days)]
         if new:
