@@ -426,6 +426,16 @@ def test_an_agent_turn_that_recorded_no_output_is_never_asked_and_its_steps_stan
     assert not {"t1", "t2"} & {q.step_id for q in g.questions}
 
 
+def test_a_step_whose_parent_the_recording_lost_is_searched_like_any_other() -> None:
+    """A step naming a parent that was never recorded (its record dropped under load) neither crashes the
+    search nor hides the root: the chain is searched and the root proven as if the parent were absent."""
+    analysis, wrong = _chain()
+    lost = tuple(dataclasses.replace(s, parent_id="gone") if s.step_id == "c3" else s for s in analysis.run.steps)
+    run = dataclasses.replace(analysis.run, steps=lost)
+    g = guided_search(Analysis(run, analysis.failures, analysis.localization), _truthful(wrong))
+    assert (g.root, g.certain) == ("c2", True)
+
+
 def _relay_run(converted: object, relayed: object, parent: str | None = "w") -> Analysis:
     """read -> convert (inside summarise, a wrapper answering with it) -> plan (reads both) -> validate (fails)."""
     steps = (

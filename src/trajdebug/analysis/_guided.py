@@ -137,9 +137,9 @@ class GuidedSearch:
         order = graph.topological_order()
         inside = graph.backward_slice([self.failure]) if self.failure is not None else set()
         # The steps outside the slice that ran before the failure are nodes too, with no
-        # path to it: only an audit (below) can tie one to the slice.  Leaves only: a
-        # container's output is its children's.
-        self._containers = {s.parent_id for s in graph.steps.values() if s.parent_id}
+        # path to it: only an audit (below) can tie one to the slice.  Leaves only: a container's output
+        # is its children's; a parent the recording lost (a record dropped under load) encloses nothing.
+        self._containers = {s.parent_id for s in graph.steps.values() if s.parent_id and s.parent_id in graph.steps}
         extra = self._outside(graph, inside) if audit > 0 else set()
         # A container that recorded no output of its own (a turn of an agent loop) offers nothing to judge:
         # it is not asked about, and its children stand in for it as the inputs of what it fed.
