@@ -102,14 +102,14 @@ def limit_ignored(
     sl: Slice, limit: Atom, named: Sequence[Atom], pos: int, within: set[str], where: str, message: str
 ) -> list[Found]:
     """The step that was given the bound a failure states and returned the record the failure says breaks it
-    ("crew C-2 is below the 4 movers required" after a roster asked for a crew of 4 answered C-2; a search
+    ("boat K-3 is below the 3 seats required" after a finder asked for 3 seats answered K-3; a search
     given a budget of 200 that returned the hotel over it): it was told the requirement and answered beside
     it.  Only the step that brought the record in (given it, a step only handed it on), and only when its
     answer does not hold the bound itself.
 
     A small integer (a count, a page, an index: what `content.norm_number` skips) is given to some step of
-    nearly any run by coincidence: such a bound counts only under a field the failure's words name (a
-    ``crew_size`` of 4 for "the crew ... below the 4 required"; not ``page=5`` for "the 5 item limit")."""
+    nearly any run by coincidence: such a bound counts only under a field the failure's words name (``seats``
+    of 3 for "below the 3 seats required"; not ``page=5`` for "the 5 item limit")."""
     subjects = [a for a in named if a.kind == "id"]
     if limit.kind != "number" or limit.number is None or not subjects:
         return []

@@ -124,12 +124,12 @@ desk and company names run to three or four words ("Port of Long Beach"); a long
 title or a heading, not one value."""
 
 _ABSENCE_REACH = 4
-"""How many words from a name a word of absence may stand and still be about it: "no food drop at X" puts
-three words between them (the thing absent, a preposition); further off, the word belongs to another clause."""
+"""How many words from a name a word of absence may stand and still be about it: "no pickup planned at X" puts
+three words between them (the thing absent, a verb, a preposition); further off, the word belongs to another clause."""
 
 
 def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom], failing: StepView) -> list[Atom]:
-    """Names the message writes plainly ("no drop at Rainy Pass", "no account for Acme Corp") that a step
+    """Names the message writes plainly ("no pickup at Cobalt Hill", "no account for Acme Corp") that a step
     before the failure returned as a value: `atoms` reads only numbers, dates, ids and quoted strings out
     of free text, so a name left unquoted was no value the failure involves, and the step that was given
     it and lost it went unasked.  Only capitalised word runs (a name, not a word of the sentence; no code in

@@ -423,7 +423,7 @@ def _one_record(m: dict[str, Any], call: Mapping[str, Any] | None, said: str) ->
     body = str(m.get("content")).strip()
     try:
         return bool(named) and all(v in said for v in named) and body[:1] == "{" and is_mapping(json.loads(body))
-    except ValueError:
+    except (ValueError, RecursionError):  # (too deeply nested to parse: no record)
         return False
 
 
