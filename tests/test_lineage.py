@@ -1006,8 +1006,8 @@ def test_a_view_reads_the_numbers_of_an_input_text_said_before_from_its_memo() -
 def test_json_text_too_deeply_nested_to_parse_is_read_as_text() -> None:
     """A tool's answer, or a prompt's text, holding JSON nested deeper than the parser goes is text to the
     conversation's reading and to the pairing of records: nothing raises."""
-    from trajdebug.analysis.lineage._anomalies import _asking_text
     from trajdebug.analysis.lineage._pairs import _parsed
+    from trajdebug.analysis.lineage._records import _asking_text
 
     deep = "{" + '"a":' + "[" * 100_000 + "]" * 100_000 + "}"
     call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"id": "P-17"}'}}
