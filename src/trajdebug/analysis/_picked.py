@@ -7,6 +7,12 @@ by for the step that listed the items.  Yet the failure is about its choice:
 it joins the failure's thin slice as an origin does.  And of the steps that state
 a label the failure uses (one triage per alert), the one given the failure's item
 is the decision it speaks of (`before`).
+
+A step given the bound a failure states that returned the very record the
+failure says breaks it (a finder asked for 3 seats that answered a boat of 2)
+was told the requirement and answered beside it (`limit_ignored`).  A small
+integer is given to some step of almost any run, so such a bound must come
+under a field the failure's words name.
 """
 
 from __future__ import annotations
