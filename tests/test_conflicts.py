@@ -27,3 +27,26 @@ def test_a_field_of_the_record_the_output_is_about_still_contradicts() -> None:
         ("surveyor", "T. Lindqvist", "R. Okafor")
     ]
     assert contradictions({"surveyor": "T. Lindqvist"}, [_PARCEL]) == [("surveyor", "T. Lindqvist", "R. Okafor")]
+
+
+def test_a_wide_record_is_walked_once_per_upstream_not_once_per_field(monkeypatch: object) -> None:
+    """An output restating a record of 300 fields, each with another value, is set against it with a bounded
+    number of walks of the upstream value (not two per field), and every field is still a contradiction."""
+    import pytest
+
+    from trajdebug.analysis import _content as content
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    walks = 0
+    leaves = content.leaves
+
+    def counted(*args: object, **kw: object) -> object:
+        nonlocal walks
+        walks += 1
+        return leaves(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(content, "leaves", counted)
+    up = {"job": "TJ-1", "rec": {f"field_{i}": f"before {i}" for i in range(300)}}
+    out = contradictions({"job": "TJ-1", **{f"field_{i}": f"after {i}" for i in range(300)}}, [up])
+    assert len(out) == 300
+    assert walks < 10

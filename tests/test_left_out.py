@@ -61,17 +61,17 @@ def test_items_left_out_that_make_up_no_stated_gap_say_nothing() -> None:
     assert all("lineage:dropped" not in c.signals for c in loc.ranked_all if c.step_id == "d")
 
 
-def _parsed(head: int, message: str) -> Run:
-    text = "Order SB-1: farm Glenroy; ewes 1,240 + rams 35; start 2026-12-14"
+def _parsed(units: int, message: str) -> Run:
+    text = "Invoice IV-4: client Marlow; pallets 1,240 + crates 35; ship 2027-03-02"
     return Run(
         "r",
-        "contracts",
+        "invoices",
         outcome="failure",
         steps=(
             step("m", "model", "llm", 1, {"messages": [{"role": "user", "content": text}]}, {"role": "assistant", "content": text}),
-            step("p", "parse_order", "other", 3, text, {"order": "SB-1", "head": head}, "m"),
-            step("c", "quote", "other", 5, {"head": head}, {"head": head, "rate": 4.1}, "p"),
-            step("s", "submit", "tool", 7, {"head": head, "rate": 4.1}, None, "c", status="error",
+            step("p", "parse_invoice", "other", 3, text, {"invoice": "IV-4", "units": units}, "m"),
+            step("c", "price", "other", 5, {"units": units}, {"units": units, "rate": 4.1}, "p"),
+            step("s", "submit", "tool", 7, {"units": units, "rate": 4.1}, None, "c", status="error",
                  error=ErrorInfo("Mismatch", message)),
         ),
     )
@@ -80,7 +80,7 @@ def _parsed(head: int, message: str) -> Run:
 def test_a_part_of_a_written_amount_left_out_points_at_the_parse_that_kept_the_first_part() -> None:
     """A parse that read ``1,240 + 35`` in its text as 1240, where the failure states 1275 against 1240, ranks first
     for leaving out the 35; the model that handed the whole text on, both parts in it, does not."""
-    loc = localize(_parsed(1240, "register shows 1275 head, contract states 1240"))
+    loc = localize(_parsed(1240, "warehouse shows 1275 units, invoice states 1240"))
     top = loc.candidates[0]
     assert top.step_id == "p"
     assert any("35" in r and "1275" in r for r in top.reasons)
@@ -89,36 +89,36 @@ def test_a_part_of_a_written_amount_left_out_points_at_the_parse_that_kept_the_f
 
 def test_a_part_left_out_that_is_no_stated_gap_says_nothing() -> None:
     """The same parse, where the failure states numbers 35 apart from neither part of the text, gets no such finding."""
-    loc = localize(_parsed(1240, "register shows 1300 head, contract states 1265"))
+    loc = localize(_parsed(1240, "warehouse shows 1300 units, invoice states 1265"))
     assert all("left out the" not in r for c in loc.ranked_all if c.step_id == "p" for r in c.reasons)
 
 
 def _planner_run(plan: str, message: str) -> Run:
-    stops = ["Yentna", "Finger Lake", "Rainy Pass", "Rohn"]
+    stops = ["Alder Quay", "Brook End", "Cobalt Hill", "Dunmore Gate"]
     return Run(
         "r",
-        "resupply",
+        "coach-tours",
         outcome="failure",
         steps=(
-            step("l", "list_stops", "tool", 1, {"route": "south"}, {"route": "south", "stops": stops}),
-            step("e", "read_entry", "other", 2, {"team": "T-8"}, {"team": "T-8", "dogs": 14, "musher": "A. Koenig"}),
+            step("l", "list_stops", "tool", 1, {"line": "east"}, {"line": "east", "stops": stops}),
+            step("e", "read_booking", "other", 2, {"tour": "TR-8"}, {"tour": "TR-8", "seats": 14, "guide": "B. Osei"}),
             step(
                 "m",
-                "plan_drops",
+                "plan_route",
                 "llm",
                 3,
-                {"messages": [{"role": "user", "content": json.dumps({"team": "T-8", "stops": stops})}]},
+                {"messages": [{"role": "user", "content": json.dumps({"tour": "TR-8", "stops": stops})}]},
                 {"role": "assistant", "content": plan},
                 "l",
                 "e",
             ),
-            step("s", "stage", "tool", 5, {"team": "T-8", "plan": plan}, {"team": "T-8", "bags": 3}, "m"),
+            step("s", "book_coach", "tool", 5, {"tour": "TR-8", "plan": plan}, {"tour": "TR-8", "coaches": 3}, "m"),
             step(
                 "f",
-                "signoff",
+                "approve_tour",
                 "tool",
                 7,
-                {"team": "T-8", "bags": 3},
+                {"tour": "TR-8", "coaches": 3},
                 None,
                 "s",
                 status="error",
@@ -128,17 +128,64 @@ def _planner_run(plan: str, message: str) -> Run:
     )
 
 
+_SKIPPED = "Itinerary: Alder Quay > Brook End > Dunmore Gate"
+
+
 def test_a_list_item_the_failure_says_is_missing_points_at_the_step_that_left_it_out() -> None:
-    """A planner given four stops that passed on three, leaving out the one the failure says has no drop, ranks first."""
-    loc = localize(_planner_run("DROPS: Yentna > Finger Lake > Rohn", "team T-8 has no drop at Rainy Pass"))
-    top = loc.candidates[0]
-    assert top.step_id == "m"
-    assert any("'Rainy Pass'" in r and "3 of the 4" in r for r in top.reasons)
+    """A planner given four stops that passed on three, leaving out the one the failure says has no pickup
+    (the word of absence before the name or after it), ranks first."""
+    for message in ("tour TR-8 has no pickup at Cobalt Hill", "tour TR-8: Cobalt Hill is missing from the route"):
+        top = localize(_planner_run(_SKIPPED, message)).candidates[0]
+        assert top.step_id == "m"
+        assert any("'Cobalt Hill'" in r and "3 of the 4" in r for r in top.reasons)
 
 
 def test_a_name_the_step_passed_on_or_a_name_in_no_list_is_no_item_left_out() -> None:
     """A planner that kept every stop, or a failure naming a value no step was given in a list, says nothing of this kind."""
-    kept = localize(_planner_run("DROPS: Yentna > Finger Lake > Rainy Pass > Rohn", "team T-8 has no drop at Rainy Pass"))
-    musher = localize(_planner_run("DROPS: Yentna > Finger Lake > Rohn", "team T-8 has no musher A. Koenig"))
-    for loc in (kept, musher):
+    kept = localize(_planner_run("Itinerary: Alder Quay > Brook End > Cobalt Hill > Dunmore Gate", "tour TR-8 has no pickup at Cobalt Hill"))
+    guide = localize(_planner_run(_SKIPPED, "tour TR-8 has no guide B. Osei"))
+    for loc in (kept, guide):
         assert not any("items of a list it was given" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def test_a_name_the_failure_writes_for_another_reason_is_no_item_left_out() -> None:
+    """A router that sent an order to two of three desks, where the failure names the third only as the one
+    that set the limit it checked (no word of absence near it), is not said to have left it out."""
+    desks = ["Day Desk", "Night Desk", "Weekend Desk"]
+    routed = ["Day Desk", "Weekend Desk"]
+    run = Run(
+        "r",
+        "orders",
+        outcome="failure",
+        steps=(
+            step("l", "list_desks", "tool", 1, {"site": "S-1"}, {"desks": desks}),
+            step("r", "route", "other", 3, {"desks": desks, "hour": 14}, {"route": routed}, "l"),
+            step("p", "price", "tool", 5, {"sku": "SKU-77", "qty": 3}, {"total": 9000}),
+            step("f", "approve", "condition", 7, {"route": routed, "total": 9000}, None, "r", "p", status="error",
+                 error=ErrorInfo("ValueError", "total 9000 is over the 5000 limit Night Desk set for SKU-77")),
+        ),
+    )
+    ranked = localize(run).ranked_all
+    assert not any("leaving out 'Night Desk'" in r for c in ranked for r in c.reasons)
+    assert ranked[0].step_id == "p"
+
+
+def test_a_deeply_nested_json_text_beside_the_list_is_read_as_text() -> None:
+    """A planner also given a note of JSON text nested too deep to parse is still analysed: the note is no
+    list of names, and the stop it left out of the list beside it is still found."""
+    deep = "[" * 100_000 + "]" * 100_000
+    stops = ["Alder Quay", "Brook End", "Cobalt Hill"]
+    run = Run(
+        "r",
+        "coach-tours",
+        outcome="failure",
+        steps=(
+            step("t", "list_stops", "tool", 1, {"line": "north"}, {"stops": stops}),
+            step("p", "plan", "other", 3, {"notes": deep, "stops": stops}, {"plan": "Alder Quay > Cobalt Hill"}, "t"),
+            step("f", "validate", "condition", 5, {"plan": "Alder Quay > Cobalt Hill"}, None, "p", status="error",
+                 error=ErrorInfo("ValueError", "route has no stop at Brook End")),
+        ),
+    )
+    top = localize(run).candidates[0]
+    assert top.step_id == "p"
+    assert any("'Brook End'" in r for r in top.reasons)

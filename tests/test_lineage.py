@@ -1001,3 +1001,21 @@ def test_a_view_reads_the_numbers_of_an_input_text_said_before_from_its_memo() -
     assert with_memo == without
     assert "n:48.5" in with_memo[0] and "n:12" in with_memo[0]
     assert list(spoken) == ["ship twelve crates, 48.5 kg each"]
+
+
+def test_json_text_too_deeply_nested_to_parse_is_read_as_text() -> None:
+    """A tool's answer, or a prompt's text, holding JSON nested deeper than the parser goes is text to the
+    conversation's reading and to the pairing of records: nothing raises."""
+    from trajdebug.analysis.lineage._pairs import _parsed
+    from trajdebug.analysis.lineage._records import _asking_text
+
+    deep = "{" + '"a":' + "[" * 100_000 + "]" * 100_000 + "}"
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"id": "P-17"}'}}
+    messages = [
+        {"role": "user", "content": "patient P-17"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": deep},
+    ]
+    assert _asking_text({"messages": messages}) == "patient p-17"
+    assert _parsed(deep) == deep
+    assert _parsed({"prompt": deep}) == {"prompt": deep}

@@ -58,37 +58,68 @@ def test_a_label_is_traced_to_the_step_given_the_failures_item() -> None:
     assert not any(stated in r for r in ranked["a"].reasons)
 
 
-def _crew_run(members: int, message: str) -> Run:
+def _boat_run(seats_fitted: int, message: str) -> Run:
     return Run(
         "r",
-        "movers",
+        "kayak-hire",
         outcome="failure",
         steps=(
-            _t("h", "handling_rules", "tool", 1, input={"category": "grand"}, output={"crew_needed": 4}),
-            _t("c", "crew_roster", "tool", 3, input={"date": "2026-12-11", "crew_size": 4},
-               output={"crew_id": "C-2-11", "members": members}, deps=(D("h"),)),
-            _t("q", "quote_move", "tool", 5, input={"job": "PM-1"}, output={"quote_id": "Q-7"}),
-            _t("b", "confirm_booking", "tool", 7, input={"crew_id": "C-2-11", "quote_id": "Q-7"},
+            _t("h", "trip_rules", "tool", 1, input={"trip": "estuary"}, output={"seats_needed": 3}),
+            _t("c", "boat_finder", "tool", 3, input={"date": "2027-04-02", "seats": 3},
+               output={"boat_id": "K-3-07", "seats_fitted": seats_fitted}, deps=(D("h"),)),
+            _t("q", "price_trip", "tool", 5, input={"trip": "TR-9"}, output={"price_id": "P-12"}),
+            _t("b", "reserve_boat", "tool", 7, input={"boat_id": "K-3-07", "price_id": "P-12"},
                status="error", error=ErrorInfo("Refused", message), deps=(D("c"), D("q"))),
         ),
     )
 
 
 def test_the_step_given_the_bound_that_returned_the_record_breaking_it_ranks_first() -> None:
-    """A roster asked for a crew of 4 that answered crew C-2-11, which the failure says is below the 4 movers
-    required, ranks above the rules that stated the 4."""
-    loc = localize(_crew_run(2, "crew C-2-11 is below the 4 movers required"))
+    """A boat finder asked for 3 seats that answered boat K-3-07, which the failure says is below the 3 seats
+    required, ranks above the rules that stated the 3."""
+    loc = localize(_boat_run(2, "boat K-3-07 is below the 3 seats required"))
     top = loc.candidates[0]
     assert top.step_id == "c"
-    assert any("was given 4, the bound" in r and "C-2-11" in r for r in top.reasons)
+    assert any("was given 3, the bound" in r and "K-3-07" in r for r in top.reasons)
 
 
 def test_a_bound_the_answer_holds_or_a_message_naming_no_record_is_no_ignored_bound() -> None:
-    """A roster whose answer holds the 4 it was asked for, or a failure that names no record, gives no such finding."""
-    held = localize(_crew_run(4, "crew C-2-11 is below the 4 movers required"))
-    nameless = localize(_crew_run(2, "the crew is below the 4 movers required"))
+    """A boat finder whose answer holds the 3 it was asked for, or a failure that names no record, gives no such finding."""
+    held = localize(_boat_run(3, "boat K-3-07 is below the 3 seats required"))
+    nameless = localize(_boat_run(2, "the boat is below the 3 seats required"))
     for loc in (held, nameless):
         assert not any("the bound" in r for c in loc.ranked_all for r in c.reasons)
+
+
+def _lookup_run(given: dict[str, Any], message: str) -> Run:
+    return Run(
+        "r",
+        "orders",
+        outcome="failure",
+        steps=(
+            _t("q", "find_order", "tool", 1, input=given, output={"orders": ["ORD-7"]}),
+            _t("a", "add_items", "tool", 3, input={"order": "ORD-7", "sku": "SKU-9", "qty": 7},
+               output={"order": "ORD-7", "items": 7}, deps=(D("q"),)),
+            _t("c", "check_order", "condition", 5, input={"order": "ORD-7", "items": 7}, status="error",
+               error=ErrorInfo("ValueError", message), deps=(D("a"),)),
+        ),
+    )
+
+
+def test_a_small_bound_given_under_a_field_the_failure_does_not_name_is_a_coincidence() -> None:
+    """A lookup given ``page=5`` that returned the order the failure says breaks "the 5 item limit" was told
+    no limit: a small integer under a field the failure's words do not name says nothing of the bound."""
+    loc = localize(_lookup_run({"customer": "CU-31", "page": 5}, "order ORD-7 has 7 items, above the 5 item limit"))
+    assert not any("the bound" in r for c in loc.ranked_all for r in c.reasons)
+    assert loc.candidates[0].step_id == "a"
+
+
+def test_a_bound_that_is_no_small_integer_counts_under_any_field() -> None:
+    """A lookup given a budget of 200 that returned the order the failure says is over the 200 limit was given
+    the bound, whatever its field is called: a number that large is given by no coincidence."""
+    loc = localize(_lookup_run({"customer": "CU-31", "budget": 200}, "order ORD-7 costs 260, over the 200 limit"))
+    ranked = {c.step_id: c for c in loc.ranked_all}
+    assert any("was given 200, the bound" in r for r in ranked["q"].reasons)
 
 
 def test_a_model_that_picked_the_record_holding_the_failures_number_is_the_choice() -> None:

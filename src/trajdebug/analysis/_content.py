@@ -563,7 +563,7 @@ def run_shape(value: str) -> str:
 
 
 def read_out(sentence: str, out: Any) -> bool:
-    """Whether a sentence (4+ words) holds a value of ``out`` with a digit (a number, an id): a parse read it out."""
+    """Whether a parse read a value of ``out`` with a digit out of a sentence (4+ words; fewer: one value)."""
     if len(sentence.split()) < 4:
         return False
     found = [str(x).lower() for _, x in leaves(out) if isinstance(x, (int, float, str)) and not isinstance(x, bool)]

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
+from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sources import Found, Slice, _short
 from trajdebug.core.model import CONTAINER_KINDS
@@ -26,6 +27,10 @@ from trajdebug.core.values import Atom, is_mapping, mentions
 
 _MAX_ITEMS = 500
 """Longer lists are not compared item by item (a table, not a list of claims)."""
+
+_NAME_LIST_DEPTH = 6
+"""How deep `_name_lists` looks: a model's messages (list, message, content as JSON, record, field, list) hold
+a list of names five or six levels down; the depth `content.leaves` walks too."""
 
 
 def left_out_items(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
@@ -76,7 +81,7 @@ def left_out_items(sl: Slice, message: str, pos: int, within: set[str], where: s
 
 
 def left_out_names(sl: Slice, names: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
-    """Steps given a list holding a name the failure says is missing ("no drop at Rainy Pass") that passed
+    """Steps given a list holding a name the failure says is missing ("no pickup at Cobalt Hill") that passed
     on the list's other items and not that one: a plan, a filter or a copy that lost one item on the way.
     A step that passed on none of the list made no such choice (it did something else with it)."""
     out: list[Found] = []
@@ -101,14 +106,12 @@ def left_out_names(sl: Slice, names: Sequence[Atom], pos: int, within: set[str],
 def _name_lists(value: Any, depth: int = 0) -> Iterator[list[str]]:
     """The lists of texts in a value (JSON written as a string read too: a model's messages), a few levels
     down."""
-    if depth > 6:
+    if depth > _NAME_LIST_DEPTH:
         return
     if isinstance(value, str) and value[:1] in "[{":
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return
+        value = content.parse_json(value)  # (None for text too deeply nested to parse: no list read)
     if isinstance(value, list):
+        # Two items at least: a list of one is a value, not a choice of which items to pass on.
         if 2 <= len(value) <= _MAX_ITEMS and all(isinstance(x, str) for x in value):
             yield value
             return
@@ -138,7 +141,7 @@ def _gap_made_up(dropped: list[Mapping[str, Any]], gaps: list[tuple[float, float
 def _part_left_out(given: Any, got: Any, gaps: list[tuple[float, float, str, str]]) -> tuple[str, str, str, str] | None:
     """A number read out of a text the step was given that is one of the failure's two numbers, where the
     next number of that text, which the step's answer does not hold, is exactly their gap: an amount
-    written as parts (``ewes 1,240 + rams 35``) read as its first part.  (Kept, left out, the two numbers.)
+    written as parts (``pallets 1,240 + crates 35``) read as its first part.  (Kept, left out, the two numbers.)
 
     Only a text given whole and an answer that is no text (a parse into fields): a step handing text on
     keeps every number or rewrites them all."""

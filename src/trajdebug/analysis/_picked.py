@@ -7,6 +7,12 @@ by for the step that listed the items.  Yet the failure is about its choice:
 it joins the failure's thin slice as an origin does.  And of the steps that state
 a label the failure uses (one triage per alert), the one given the failure's item
 is the decision it speaks of (`before`).
+
+A step given the bound a failure states that returned the very record the
+failure says breaks it (a finder asked for 3 seats that answered a boat of 2)
+was told the requirement and answered beside it (`limit_ignored`).  A small
+integer is given to some step of almost any run, so such a bound must come
+under a field the failure's words name.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Sequence
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._selection import passed_over, selections
-from trajdebug.analysis._sources import Found, Slice, _thin, _trivial_number
+from trajdebug.analysis._sources import Found, Slice, _field_words, _terms, _thin, _trivial_number
 from trajdebug.analysis.lineage._anomalies import PROTOCOL_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom
@@ -98,21 +104,30 @@ def before(
     return (mine and not theirs) or (mine == theirs and here[0] < best[0])
 
 
-def limit_ignored(sl: Slice, limit: Atom, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
+def limit_ignored(
+    sl: Slice, limit: Atom, named: Sequence[Atom], pos: int, within: set[str], where: str, message: str
+) -> list[Found]:
     """The step that was given the bound a failure states and returned the record the failure says breaks it
-    ("crew C-2 is below the 4 movers required" after a roster asked for a crew of 4 answered C-2; a search
+    ("boat K-3 is below the 3 seats required" after a finder asked for 3 seats answered K-3; a search
     given a budget of 200 that returned the hotel over it): it was told the requirement and answered beside
     it.  Only the step that brought the record in (given it, a step only handed it on), and only when its
-    answer does not hold the bound itself."""
+    answer does not hold the bound itself.
+
+    A small integer (a count, a page, an index: what `content.norm_number` skips) is given to some step of
+    nearly any run by coincidence: such a bound counts only under a field the failure's words name (``seats``
+    of 3 for "below the 3 seats required"; not ``page=5`` for "the 5 item limit")."""
     subjects = [a for a in named if a.kind == "id"]
-    if limit.kind != "number" or not subjects:
+    if limit.kind != "number" or limit.number is None or not subjects:
         return []
+    words = _terms(message, sl.lexicon) if content.norm_number(repr(limit.number)) is None else None
     for sid in sorted(within, key=sl.g.position):
         step = sl.g.steps[sid]
         if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:
             continue
         view = sl.lin.view(sid)
         if limit.key not in view.in_keys or view.holds(limit):
+            continue
+        if words is not None and not _under_named_field(view.inputs, limit, words, sl):
             continue
         made = [a for a in subjects if a.key in view.out_keys and not view.given(a)]
         if made:
@@ -122,6 +137,14 @@ def limit_ignored(sl: Slice, limit: Atom, named: Sequence[Atom], pos: int, withi
             )
             return [Evidence(sid, sl.w["dropped"], reason, "lineage:dropped")]
     return []
+
+
+def _under_named_field(given: Sequence[Atom], limit: Atom, words: set[str], sl: Slice) -> bool:
+    """Whether a step was given the bound under a field a word of the failure's message names."""
+    return any(
+        a.key == limit.key and a.field and any(sl.lexicon.singular(w) in words for w in _field_words(a.field, sl.lexicon))
+        for a in given
+    )
 
 
 __all__ = ["before", "limit_ignored", "picked_named"]

@@ -119,19 +119,30 @@ def _outside_names(given: Sequence[Atom], message: str, named: list[Atom]) -> li
 
 
 _NAME_WORDS = 4
-"""The longest name, in words, read from a failure's message as a value an earlier step returned."""
+"""The longest name, in words, read from a failure's message as a value an earlier step returned: place,
+desk and company names run to three or four words ("Port of Long Beach"); a longer capitalised run is a
+title or a heading, not one value."""
+
+_ABSENCE_REACH = 4
+"""How many words from a name a word of absence may stand and still be about it: "no pickup planned at X" puts
+three words between them (the thing absent, a verb, a preposition); further off, the word belongs to another clause."""
 
 
 def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom], failing: StepView) -> list[Atom]:
-    """Names the message writes plainly ("no drop at Rainy Pass", "no account for Acme Corp") that a step
+    """Names the message writes plainly ("no pickup at Cobalt Hill", "no account for Acme Corp") that a step
     before the failure returned as a value: `atoms` reads only numbers, dates, ids and quoted strings out
     of free text, so a name left unquoted was no value the failure involves, and the step that was given
     it and lost it went unasked.  Only capitalised word runs (a name, not a word of the sentence; no code in
     capitals, a currency or a unit) that an earlier output holds whole, the longest at each place, and only
     names the failing step was not given: what the failure says is missing.  A name it was given is the
     subject it checked (a person, a place it names to say what was wrong with it), which every step that
-    handled the record passed along or left behind by design."""
+    handled the record passed along or left behind by design.  And only a name the message says is absent (a
+    word of absence, `Lexicon.absence_words`, within `_ABSENCE_REACH` words of it): a name the failure writes
+    for another reason (who set the limit it checked) says nothing of a list that left it out."""
     tokens = message.split()
+    absent = [i for i, t in enumerate(tokens) if t.strip(",;:.!?()[]'\"").casefold() in sl.lexicon.absence_words]
+    if not absent:
+        return []
     have = {a.key for a in named}
     out: list[Atom] = []
     i = 0
@@ -140,6 +151,8 @@ def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom], failin
         for n in range(min(_NAME_WORDS, len(tokens) - i), 0, -1):
             raw = " ".join(tokens[i : i + n]).strip(",;:.!?()[]'\"")
             if len(raw) < 3 or not raw[:1].isupper() or raw.isupper():
+                continue
+            if not any(i - _ABSENCE_REACH <= j <= i + n - 1 + _ABSENCE_REACH for j in absent):
                 continue
             found = [a for a in atoms([raw]) if a.kind == "text" and a.raw == raw]
             if found and found[0].key not in have and sl.lin.holders(found[0].key, pos) and not failing.given(found[0]):
@@ -236,7 +249,7 @@ def _named_values(
         if reached or sl.lin.holders(a.key, pos):
             out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
         if limit:
-            out += limit_ignored(sl, a, named, pos, within, step.name)
+            out += limit_ignored(sl, a, named, pos, within, step.name, message)
         if (a.kind == "number" and reached) or limit:
             continue
         # Not given to the failing step (or, when given, perhaps lost on another path to it):

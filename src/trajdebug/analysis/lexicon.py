@@ -138,6 +138,10 @@ class Lexicon:
     """Words that, among the three before a number in a failure's message, make it a limit the run broke
     ("exceeds the limit of 2500", "above 80%", "at most 3"), not the value of a quantity."""
 
+    absence_words: frozenset[str]
+    """Words that say something is not there ("no drop at X", "X is missing", "without X"): a name a failure
+    writes near one is what it says is absent, not a name it mentions for another reason."""
+
     bound_nouns: frozenset[str]
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
@@ -337,6 +341,9 @@ ENGLISH = Lexicon(
         {"exceed", "exceeds", "exceeded", "exceeding", "above", "below", "over", "under", "beyond", "than",
          "most", "least", "limit", "limits", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor",
          "threshold", "tolerance", "within", "allowed", "permitted"}
+    ),
+    absence_words=frozenset(
+        {"no", "missing", "without", "absent", "lacks", "lacking", "lack", "omitted", "omits", "skipped", "skips", "never"}
     ),
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}

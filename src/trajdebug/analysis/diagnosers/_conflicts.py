@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Container
+from dataclasses import dataclass
 from typing import Any
 
 from trajdebug.analysis import _content as content
@@ -109,67 +110,94 @@ def contradictions(
     # conversation (the next invoice line is no contradiction of the previous one's request).
     # (Read on the first field that differs: most outputs restate their inputs.)
     several: set[str] | None = None
+    stated = {v for v in mine.values() if isinstance(v, str) and content.ID_TOKEN.fullmatch(v)}
     for up in upstream:
         theirs = content.keyed_values(up)
+        index: _Records | None = None  # (read once per upstream, on its first differing field)
         for k, v in mine.items():
             if k in theirs and k not in _UNCOMPARED:
-                if k in labels and not _labelled(up, k, ids, labels_against):
-                    continue
-                if _another_record(up, k, mine):
-                    continue
                 w = theirs[k]
-                if type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200:
-                    if several is None:
-                        several = set().union(*(_several(u) for u in upstream))
-                    if k in several:
+                if not (type(v) is type(w) and v != w and not isinstance(v, bool) and len(str(v)) < 200):
+                    continue
+                index = index or _records(up)
+                if k in labels and not _labelled(index, k, ids, labels_against, up):
+                    continue
+                if _another_record(index, k, stated):
+                    continue
+                if several is None:
+                    several = set().union(*(_several(u) for u in upstream))
+                if k in several:
+                    continue
+                if everywhere is None:
+                    everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
+                if _written_in(str(v).lower(), everywhere):
+                    continue
+                if isinstance(v, str) and " " in v.strip():
+                    if vocabulary is None:
+                        vocabulary = set(_WORD.findall(everywhere))
+                    if _recomposed(v, w, vocabulary):
                         continue
-                    if everywhere is None:
-                        everywhere = "\n".join(content.text_of(u) for u in upstream).lower() + "\n" + context
-                    if _written_in(str(v).lower(), everywhere):
+                if isinstance(v, str) and is_date(v):
+                    # A date written another way upstream ("6 Nov" for 2025-11-06) is no contradiction.
+                    if dates is None:
+                        dates = date_forms(everywhere)
+                    if set(date_keys(v)) & dates:
                         continue
-                    if isinstance(v, str) and " " in v.strip():
-                        if vocabulary is None:
-                            vocabulary = set(_WORD.findall(everywhere))
-                        if _recomposed(v, w, vocabulary):
-                            continue
-                    if isinstance(v, str) and is_date(v):
-                        # A date written another way upstream ("6 Nov" for 2025-11-06) is no contradiction.
-                        if dates is None:
-                            dates = date_forms(everywhere)
-                        if set(date_keys(v)) & dates:
-                            continue
-                    out.append((k, v, w))
+                out.append((k, v, w))
     return out
 
 
-def _labelled(up: Any, k: str, ids: set[str], against: list[Any] | None) -> bool:
+@dataclass(frozen=True, slots=True)
+class _Records:
+    """One upstream value's leaves read once: the first path of each field name, and the texts of each record.
+
+    `contradictions` asks of every field an output shares with an upstream value which record holds it; a
+    walk of the whole value per field made a wide record (a config of a few thousand fields) quadratic."""
+
+    first: dict[str, str]
+    """A field name (as written) -> the first path ending in it."""
+    first_folded: dict[str, str]
+    """The same, by the name lower-cased."""
+    texts: dict[str, list[str]]
+    """A record's path -> the texts of its own fields."""
+
+
+def _records(up: Any) -> _Records:
+    first: dict[str, str] = {}
+    folded: dict[str, str] = {}
+    texts: dict[str, list[str]] = {}
+    for p, v in content.leaves(up):
+        record, _, name = p.rpartition(".")
+        first.setdefault(name, p)
+        folded.setdefault(name.lower(), p)
+        if isinstance(v, str):
+            texts.setdefault(record, []).append(v)
+    return _Records(first, folded, texts)
+
+
+def _labelled(index: _Records, k: str, ids: set[str], against: list[Any] | None, up: Any) -> bool:
     """Whether a JSON answer's label ``k`` may be set against ``up``: a record holding ``k`` that shares one of
     the answer's ids (field F-10's crop against field F-6's is no claim); for an answer naming no id, a value
     the step was surely handed (not one reached by a guessed edge: the previous ticket's side)."""
     if not ids:
         return against is None or any(up is a for a in against)
-    found = [(p.rpartition(".")[0], p) for p, _ in content.leaves(up) if p.rpartition(".")[2].lower() == k]
-    if not found:
+    found = index.first_folded.get(k)
+    if found is None:
         return True  # (read from a written ``key=value`` pair: no record to tell)
-    record = found[0][0]
-    return any(
-        p.rpartition(".")[0] == record and isinstance(v, str) and v.lower() in ids for p, v in content.leaves(up)
-    )
+    record = found.rpartition(".")[0]
+    return any(v.lower() in ids for v in index.texts.get(record, ()))
 
 
-def _another_record(up: Any, k: str, mine: dict[str, Any]) -> bool:
+def _another_record(index: _Records, k: str, stated: set[str]) -> bool:
     """Whether the upstream value of ``k`` sits in a nested record about another entity than the output's: the
-    record names an id of the shape of one the output states, and none the output states (a job's ``related``
-    earlier job, its translator, beside a call about this job).  Its fields say what held for that entity."""
-    found = [p for p, _ in content.leaves(up) if p.rpartition(".")[2] == k]
-    record = found[0].rpartition(".")[0] if found else ""
+    record names an id of the shape of one the output states (``stated``), and none the output states (a job's
+    ``related`` earlier job, its translator, beside a call about this job).  Its fields say what held for that
+    entity."""
+    found = index.first.get(k)
+    record = found.rpartition(".")[0] if found else ""
     if not record:
         return False
-    theirs = {
-        v for p, v in content.leaves(up)
-        if p.rpartition(".")[0] == record and isinstance(v, str) and content.ID_TOKEN.fullmatch(v)
-    }
-    stated = {v for v in mine.values() if isinstance(v, str) and content.ID_TOKEN.fullmatch(v)}
+    theirs = {v for v in index.texts.get(record, ()) if content.ID_TOKEN.fullmatch(v)}
     shapes = {content.char_shape(v) for v in stated}
     return bool(theirs) and not theirs & stated and any(content.char_shape(v) in shapes for v in theirs)
 

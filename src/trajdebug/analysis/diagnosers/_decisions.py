@@ -34,6 +34,11 @@ from trajdebug.core.values import mentions
 _TOKEN = re.compile(r"[a-z]{3,}")
 _STEM = 4
 """Letters compared when matching a choice's words to its input (``monthly`` ~ ``month``, ``growth`` ~ ``growing``)."""
+BREACH = 0.4
+"""A gate that let through a number a later check refused: below the 0.5 of a choice its own input contradicts
+(the gate is judged by a later check, which may apply a rule the gate was never told)."""
+_MAX_NESTING = 50
+"""Enclosing steps followed up from a step: no agent nests deeper; a longer chain is a cycle of parent ids."""
 
 
 def _choice(step: Step) -> str | None:
@@ -252,7 +257,7 @@ def option_choice(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             what, where = breach
             yield Evidence(
                 step.step_id,
-                0.4,
+                BREACH,
                 f"chose {chosen[0]!r} of {m.group(1).strip()!r} while given {what}, which the failure at {where} "
                 "says breaks its limit",
                 "option-choice",
@@ -296,7 +301,7 @@ def _inside_choice(step: Step, failing: Step, chosen: str, ctx: DiagnoseContext)
         default=None,
     )
     sid: str | None = failing.step_id
-    for _ in range(50):
+    for _ in range(_MAX_NESTING):
         if branch is None or sid is None:
             return False
         if sid == branch.step_id:
@@ -308,7 +313,7 @@ def _inside_choice(step: Step, failing: Step, chosen: str, ctx: DiagnoseContext)
 def _handoffs(step: Step, ctx: DiagnoseContext) -> list[str]:
     """The agents a model could hand the conversation to: the hand-offs of the agent enclosing it."""
     sid: str | None = step.parent_id
-    for _ in range(50):
+    for _ in range(_MAX_NESTING):
         if sid is None:
             return []
         s = ctx.step(sid)

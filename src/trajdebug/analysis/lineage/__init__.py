@@ -11,8 +11,9 @@ failure expected.
 
 from __future__ import annotations
 
-from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies, record_lists
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies
 from trajdebug.analysis.lineage._derivation import run_units
+from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.analysis.lineage._totals import TOTAL_KEY, one_item_short, total_edges
 from trajdebug.analysis.lineage._trace import (
     MAX_PRODUCERS,

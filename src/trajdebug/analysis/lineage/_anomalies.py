@@ -18,7 +18,7 @@ nothing else (no rule about the step's purpose, no other run):
 - **wrong record**: the step picked one record of a list it was given (its
   output names that record's id) while another record of the list matches
   more of the values the rest of its input asks about (the order, the item):
-  the wrong entity chosen.
+  the wrong entity chosen (`trajdebug.analysis.lineage._records`).
 - **crossed**: an output record pairs two ids its input paired with others
   (`trajdebug.analysis.lineage._pairs`).
 
@@ -39,8 +39,10 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage._derivation import half_converted, misconverted, relabelled
 from trajdebug.analysis.lineage._pairs import crossed, mixed
+from trajdebug.analysis.lineage._records import _count as _count  # (tests read them here)
+from trajdebug.analysis.lineage._records import _mentioned as _mentioned
+from trajdebug.analysis.lineage._records import record_lists, wrong_record
 from trajdebug.analysis.lineage._views import StepView, semantic
-from trajdebug.core.chat import normalize_messages
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms, is_mapping, iter_text, mentions, number_key
 
@@ -100,7 +102,6 @@ ALTERED_SIGN = 0.5
 ALTERED_SCALE = 0.35
 ALTERED_CUT = 0.5
 DROPPED_COLUMN = 0.35
-WRONG_RECORD = 0.5
 ADMITTED = 0.45
 
 
@@ -138,7 +139,7 @@ def anomalies(
         yield from _dropped_columns(step, view)
         yield from _admitted(step, given)
         yield from _out_of_bounds(step)
-    yield from _wrong_record(step, view)
+    yield from wrong_record(step, view)
     yield from mixed(step, GENERIC_FIELDS)
 
 
@@ -336,97 +337,6 @@ def _record_keys(value: Any, depth: int = 0) -> set[str]:
 __all__ = ["GENERIC_FIELDS", "anomalies"]
 
 
-def _wrong_record(step: Step, view: StepView, *, lexicon: Lexicon = ENGLISH) -> Iterator[Evidence]:
-    out_ids = {a.key: a for a in view.outputs if a.kind == "id"}
-    if not out_ids:
-        return
-    msgs = _messages(step.input)
-    # A conversation is no list of records to pick from: the records are inside its messages.
-    parts = [semantic(step, m) for m in msgs] if msgs is not None else [semantic(step, step.input)]
-    for records in (r for part in parts for r in record_lists(part)):
-        keyed = [{a.key: a for a in atoms(r) if a.kind in ("id", "text", "date")} for r in records]
-        picked = [i for i, r in enumerate(keyed) if set(r) & set(out_ids) and any(a.kind == "id" for a in r.values())]
-        if len(picked) != 1:
-            continue
-        i = picked[0]
-        # The values the rest of the input asks about: the input's values outside the records
-        # (written more often in the whole input than in the records themselves).
-        listed = set().union(*keyed)
-        inside = json.dumps(records, default=str).casefold()
-        # In a conversation, what is asked is what the user (or the instructions) said: the
-        # model's own earlier calls walk the records one by one and ask about none of them.
-        asking = _asking_text(step.input)
-        text = view.in_text if asking is None else asking
-        # Records written inside the user's own message (a prompt holding the list as JSON) are no
-        # question about themselves: there too, only what is written more often than in the records asks.
-        own = asking is not None and any(a.kind == "id" and _count(asking, k) > 0 for k, a in keyed[i].items())
-        asked = {
-            a.key
-            for a in view.inputs
-            if a.kind in ("id", "text", "date")
-            and a.key not in out_ids
-            and a.key not in listed
-            and a.raw.casefold() not in lexicon.boolean_words
-            and (asking is None or _count(asking, a.key) > 0)
-        }
-        asked |= {
-            k
-            for k in _mentioned(text, listed)
-            # (The user's words hold no records, unless they hold the list itself: any mention there is a question.)
-            if ((asking is not None and not own) or _count(text, k) > _count(inside, k))
-            and k.split(":", 1)[-1] not in lexicon.boolean_words
-        }
-
-        scores = [sum(1 for k in r if k in asked and k not in out_ids) for r in keyed]
-        best = max(range(len(keyed)), key=lambda j: (scores[j], -j))
-        if best == i or scores[best] <= scores[i]:
-            continue
-        chosen = next(a for a in keyed[i].values() if a.key in out_ids)
-        if _count(view.in_text, chosen.key) > _count(inside, chosen.key):
-            continue  # chosen before it (its input already acts on that record): it passes the choice on
-        other = next((a for a in keyed[best].values() if a.kind == "id" and a.key not in asked), None)
-        matches = [a.raw for a in keyed[best].values() if a.key in asked][:2]
-        yield Evidence(
-            step.step_id,
-            WRONG_RECORD,
-            f"picked {chosen.raw} from the {len(records)} records it was given, where "
-            f"{other.raw if other else 'another'} matches the {', '.join(matches)} its input asks about",
-            "lineage:wrong-record",
-        )
-        return
-
-
-_ASKING_ROLES = frozenset({"user", "human", "system", "developer"})
-
-
-def _messages(value: Any) -> list[dict[str, Any]] | None:
-    """The messages of a conversation, bare or under ``messages``, in any shape `trajdebug.core.chat` reads
-    (None: not a conversation)."""
-    return normalize_messages(value.get("messages") if isinstance(value, Mapping) else value)
-
-
-def _asking_text(value: Any) -> str | None:
-    """The text of the user's and the instructions' messages of a conversation (None: not a conversation),
-    and of the one record a tool answered a lookup of what they name with (the patient, the account asked about)."""
-    msgs = _messages(value)
-    if msgs is None:
-        return None
-    said = "\n".join(t for m in msgs if str(m.get("role", "")).lower() in _ASKING_ROLES for t in iter_text(m.get("content")))
-    asked = {c.get("id"): c for m in msgs for c in m.get("tool_calls") or () if isinstance(c, Mapping)}
-    looked = [t for m in msgs if _one_record(m, asked.get(m.get("tool_call_id")), said) for t in iter_text(m.get("content"))]
-    return "\n".join([said, *looked]).casefold()
-
-
-def _one_record(m: dict[str, Any], call: Mapping[str, Any] | None, said: str) -> bool:
-    args = call.get("arguments") if call else None  # (decoded by `normalize_messages`)
-    named = [v for v in args.values() if isinstance(v, str) and len(v) >= 3] if isinstance(args, Mapping) else []
-    body = str(m.get("content")).strip()
-    try:
-        return bool(named) and all(v in said for v in named) and body[:1] == "{" and is_mapping(json.loads(body))
-    except ValueError:
-        return False
-
-
 def _admitted(step: Step, given: Any = None) -> Iterator[Evidence]:
     fixed = _constraints(step.input if given is None else given)
     if not fixed:
@@ -531,79 +441,3 @@ def _constraints(value: Any, depth: int = 0, out: dict[str, str] | None = None, 
             elif isinstance(v, Mapping):
                 _constraints(v, depth + 1, out)
     return {k: v for k, v in out.items() if v} if depth == 0 else out
-
-
-_YEAR_BEFORE = re.compile(r"\d{4}-")
-
-
-def _count(text: str, key: str) -> int:
-    """How often a value is written as a whole word (``(?<![\\w-])value(?![\\w-])``, non-overlapping)."""
-    raw = key.split(":", 1)[-1]
-    if not raw:
-        return len(re.findall(r"(?<![\w-])(?![\w-])", text))
-    n, at = 0, text.find(raw)
-    date = key.startswith("d:")
-    while at >= 0:
-        if _whole(text, at, at + len(raw), date=date):
-            n += 1
-            at = text.find(raw, at + len(raw))
-        else:
-            at = text.find(raw, at + 1)
-    return n
-
-
-def _whole(text: str, start: int, end: int, *, date: bool = False) -> bool:
-    """Whether text[start:end] stands alone: neither side touches a word character or a hyphen.
-
-    ``date``: the month and day a date's key keeps (``09-30``) stand alone after a year too (``1991-09-30``).
-    """
-    # (As the regex \w reads it: letters, digits, numerals of any script, and "_".)
-    if date and start >= 5 and _YEAR_BEFORE.fullmatch(text, start - 5, start):
-        start -= 5
-    before = text[start - 1] if start else ""
-    after = text[end] if end < len(text) else ""
-    return not (before and (before.isalnum() or before in "_-")) and not (after and (after.isalnum() or after in "_-"))
-
-
-def _mentioned(text: str, keys: set[str]) -> set[str]:
-    """The record values (keys) the input's text writes out, inside longer text (a question, a request)."""
-    out = set()
-    for k in keys:
-        raw = k.split(":", 1)[-1]
-        if len(raw) >= 3:
-            at = text.find(raw)
-            while at >= 0 and not _whole(text, at, at + len(raw), date=k.startswith("d:")):
-                at = text.find(raw, at + 1)
-            if at >= 0:
-                out.add(k)
-    return out
-
-
-def record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]]:
-    """Lists of 2 to 50 records (mappings) inside a value, JSON written in strings read."""
-    if depth > 6:
-        return
-    if isinstance(value, str):
-        t = value.strip()
-        if len(t) >= 200_000:
-            return
-        # JSON as the whole string, or after a short heading ("RANK\n{...}").
-        start = min((i for i in (t.find("{"), t.find("[")) if 0 <= i <= 200), default=-1)
-        if start < 0:
-            return
-        try:
-            parsed, _ = json.JSONDecoder().raw_decode(t[start:])
-        except (ValueError, RecursionError):
-            return
-        yield from record_lists(parsed, depth + 1)
-        return
-    if is_mapping(value):
-        for v in list(value.values())[:200]:
-            yield from record_lists(v, depth + 1)
-        return
-    if isinstance(value, list):
-        recs = [v for v in value if isinstance(v, Mapping)]
-        if 2 <= len(recs) <= 50 and len(recs) == len(value):
-            yield recs
-        for v in value[:200]:
-            yield from record_lists(v, depth + 1)

@@ -327,6 +327,7 @@ def half_converted(view: StepView) -> Iterator[Evidence]:
             if len(in_words) != len(out_words) or len(in_words) < 2:
                 continue
             diff = [(a, b) for a, b in zip(in_words, out_words, strict=True) if a != b]
+            # Three letters at most: a unit's symbol (f, c, kg, lb, km); a longer word swapped is another quantity.
             if len(diff) == 1 and len(diff[0][0]) <= 3 and len(diff[0][1]) <= 3:
                 pairs.setdefault(diff[0], []).append((x, y))
     for (was, now), got in pairs.items():

@@ -107,7 +107,7 @@ def _parsed(value: Any, depth: int = 0) -> Any:
         if text[:1] in "{[":
             try:
                 return _parsed(json.loads(text), depth + 1)
-            except ValueError:
+            except (ValueError, RecursionError):  # (too deeply nested to parse: text)
                 return value
         at = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
         if at > 0:

@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trajdebug.analysis.lineage._anomalies import record_lists
+from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import Atom
 

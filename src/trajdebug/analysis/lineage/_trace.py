@@ -39,8 +39,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, record_lists
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
+from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view, named_reads, trivial
 from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 from trajdebug.core.values import Atom, atoms
