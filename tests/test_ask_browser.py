@@ -634,3 +634,181 @@ def test_the_page_asks_what_python_asks_on_random_runs_two_and_three_valued(page
             assert python[: len(got["asked"])] == got["asked"] and got["root"] is None, seed
             continue
         assert (got["asked"], got["root"], got["certain"]) == (python, expected.root, expected.certain), seed
+
+
+# -- since fix38a: `earlier` skips the step's consumers, `proven`, conflict sides, answers about the failure ---
+
+_STATES_NAMED = """([src, A, seq]) => {
+  const eng = new Function(src + "; return guidedEngine;")()(A);
+  return seq.map(([s, c, a]) => {
+    eng.next();
+    eng.answer(s, c, a);
+    const r = eng.result();
+    return { root: r.root, certain: r.certain, cands: r.candidates.map((x) => x[0]).sort(), conflict: r.conflict,
+             implied: r.implied.map((v) => v.step).sort(), next: eng.next() };
+  });
+}"""
+
+
+def _named_states(analysis: Any, seq: list[Any], audit: int | None = None) -> list[Any]:
+    """Python's search after each answer of ``seq`` (asking before each, as the page does): the conflict by name."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer
+
+    search = GuidedSearch(analysis, analysis.run.answers, **({} if audit is None else {"audit": audit}))
+    out = []
+    for sid, correct, admissible in seq:
+        search.next_question()
+        search.answer(Answer(sid, correct, "person", admissible=admissible))
+        r = search.result()
+        nxt = search.next_question()
+        out.append({"root": r.root, "certain": r.certain, "conflict": list(r.conflict),
+                    "cands": [] if r.conflict else sorted(s for s, _ in r.candidates),
+                    "implied": sorted(a.step_id for a in r.implied), "next": None if r.conflict else nxt})
+    return out
+
+
+def _page_states(page: Any, analysis: Any, seq: list[Any], audit: int | None = None) -> list[Any]:
+    from trajdebug.report.question import ask_data
+
+    data = json.loads(json.dumps(ask_data(analysis)))
+    if audit is not None:
+        data["audit"] = audit
+    got = page.evaluate(_STATES_NAMED, [SEARCH_JS.read_text(encoding="utf-8"), data, seq])
+    for g in got:
+        if g["conflict"]:  # Python re-asks a conflict; the page names both sides and stops
+            g["next"] = None
+    return list(got)
+
+
+def _failed(steps: Any, failure: str, answers: Any = ()) -> Any:
+    """An analysis of ``steps`` whose failure is ``failure`` (named, not detected: the shapes below are bare)."""
+    from trajdebug.analysis import Analysis
+    from trajdebug.analysis._detect import Failure
+    from trajdebug.analysis._localize import Localization, SearchStats
+
+    run = Run("r1", "t", 0, 99, "failure", steps=tuple(steps), answers=tuple(answers))
+    loc = Localization([], SearchStats(len(steps), len(steps), 0.0), failures=(Failure(failure, "outcome", "x", "x", "final"),))
+    return Analysis(run, loc.failures, loc)
+
+
+def test_an_unfed_inadmissible_step_never_makes_the_failure_certain_in_the_page_as_in_python(page: Any) -> None:
+    """fetch -> convert -> check (the failure), convert answered 'given a wrong input' and fetch correct, with
+    distinct, tied and missing start times: the page, as Python, proves no root and names the conflict
+    check against convert (never check against itself), after every answer; also when two sources answered
+    about the failure."""
+    from trajdebug.core.model import Answer, Dependency, Step
+
+    seq = [["c1", False, False], ["c0", True, None]]
+    for starts in ((1, 2, 3), (1, 2, 2), (0, 0, 0)):
+        for answers in ((), (Answer("c2", False, "oracle:x", 1, admissible=True), Answer("c2", False, "person", 2))):
+            analysis = _failed([
+                Step("c0", "fetch", "tool", output=1, start_ns=starts[0], end_ns=starts[0]),
+                Step("c1", "convert", "other", output=2, deps=(Dependency("c0"),), start_ns=starts[1], end_ns=starts[1]),
+                Step("c2", "check", "other", output=None, status="error", deps=(Dependency("c1"),),
+                     start_ns=starts[2], end_ns=starts[2]),
+            ], "c2", answers)
+            want = _named_states(analysis, seq)
+            assert want[-1]["conflict"] == ["c2", "c1"] and not want[-1]["certain"], starts
+            assert _page_states(page, analysis, seq) == want, (starts, answers)
+    assert page.errors == []
+
+
+def test_a_failure_enclosing_an_inadmissible_child_is_not_certain_in_the_page_as_in_python(page: Any) -> None:
+    """An agent step (the failure, started first) encloses load and compute; compute answered 'given a wrong
+    input', load correct: the page, as Python, with the audit off and on, stands where Python stands after
+    every answer and never calls the failure a certain root."""
+    from trajdebug.core.model import Dependency, Step
+
+    analysis = _failed([
+        Step("F", "agent", "agent", output={"x": 1}, status="error", start_ns=0, end_ns=9, deps=(Dependency("B"),)),
+        Step("A", "load", "tool", parent_id="F", output=5, start_ns=1, end_ns=2),
+        Step("B", "compute", "other", parent_id="F", output=7, start_ns=3, end_ns=4),
+    ], "F")
+    seq = [["B", False, False], ["A", True, None]]
+    for audit in (0, None):
+        want = _named_states(analysis, seq, audit)
+        assert not any(w["certain"] and w["root"] == "F" for w in want), audit
+        assert _page_states(page, analysis, seq, audit) == want, audit
+    assert page.errors == []
+
+
+def test_the_page_stands_where_python_stands_with_coarse_clocks_and_unrecorded_inputs(page: Any) -> None:
+    """On 150 random DAGs whose start times are tied or missing, some inputs left unrecorded and (every
+    third) the failure enclosing steps, answered with random three-valued answers, the page's search holds
+    Python's root, certainty, candidates, conflict sides, implied inputs and next question after each answer."""
+    import random
+
+    from trajdebug.core.model import Dependency, Step
+
+    labels = [(True, None), (False, True), (False, False), (False, False), (False, None), (None, None)]
+    unfed = certain_false = 0
+    for seed in range(150):
+        rng = random.Random(1000 + seed)
+        n = rng.randint(3, 12)
+        clock = seed % 3  # distinct, coarse (three steps a tick), none
+        steps = []
+        for k in range(n):
+            picks = sorted(rng.sample(range(k), min(k, rng.randint(0, 2))))
+            if picks and rng.random() < 0.25:
+                picks = picks[1:]  # an input the recording missed
+            at = (k * 10, (k // 3) * 10, 0)[clock]
+            parent = f"s{n - 1}" if seed % 3 == 2 and k < n - 1 and rng.random() < 0.4 else None
+            steps.append(Step(f"s{k}", f"step{k}", rng.choice(["tool", "llm"]), input={"k": k}, output=f"out {k} " * 4,
+                              start_ns=at, end_ns=at + 5, deps=tuple(Dependency(f"s{j}") for j in picks), parent_id=parent,
+                              status="error" if k == n - 1 else "ok"))
+        if seed % 3 == 2:  # the failure encloses steps: it started first
+            steps[-1] = Step(f"s{n - 1}", "agent", "agent", input={"k": n - 1}, output="boom", start_ns=0, end_ns=99,
+                             deps=steps[-1].deps, status="error")
+        analysis = _failed(steps, f"s{n - 1}")
+        truth = {s.step_id: rng.choice(labels) for s in steps}
+        from trajdebug.analysis import GuidedSearch
+        from trajdebug.core.model import Answer
+
+        search = GuidedSearch(analysis)
+        seq: list[Any] = []
+        while (sid := search.next_question()) is not None and len(seq) <= 2 * n:
+            seq.append([sid, *truth[sid]])
+            search.answer(Answer(sid, truth[sid][0], "person", admissible=truth[sid][1]))
+        if not seq:
+            continue
+        want = _named_states(analysis, seq)
+        unfed += sum(1 for _, c, a in seq if c is False and a is False)
+        certain_false += sum(1 for w in want if not w["certain"] and w["root"] is not None and not w["conflict"])
+        got = _page_states(page, analysis, seq)
+        for k, (w, g) in enumerate(zip(want, got, strict=True)):
+            assert g == w, (seed, seq[: k + 1])
+    assert unfed > 50 and certain_false > 20
+    assert page.errors == []
+
+
+def test_only_a_persons_erroneous_answer_spares_the_audit_in_the_page_as_in_python(page: Any) -> None:
+    """A step over inferred inputs stored erroneous by a function oracle is still audited (the page asks the
+    unrecorded earlier step, as Python does); stored erroneous by a person, it is not, in both."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer, Dependency, Step
+
+    def step(sid: str, name: str, start: int, *deps: str) -> Step:
+        return Step(sid, name, "tool", input={"q": name}, output=f"{name} out", start_ns=start, end_ns=start + 1,
+                    deps=tuple(Dependency(d, origin="inferred") for d in deps))
+
+    steps = [step("a", "load_account", 0), step("c", "lookup_quota", 2), step("b", "plan_batch", 4, "a"),
+             step("f", "submit_batch", 6, "b")]
+    asks = {}
+    for by in ("oracle:x", "person"):
+        analysis = _failed(steps, "f", (Answer("b", False, by, 1, admissible=True),))
+        search = GuidedSearch(analysis, analysis.run.answers)
+        seq: list[Any] = []
+        while (sid := search.next_question()) is not None and len(seq) < 6:
+            seq.append([sid, sid != "c" and sid not in ("b", "f"), None])
+            search.answer(Answer(sid, seq[-1][1], "person"))
+        asks[by] = [s for s, _, _ in seq]
+        if seq:
+            assert _page_states(page, analysis, seq) == _named_states(analysis, seq), by
+        else:
+            from trajdebug.report.question import ask_data
+
+            eng = "([src, A]) => new Function(src + '; return guidedEngine;')()(A).next()"
+            assert page.evaluate(eng, [SEARCH_JS.read_text(encoding="utf-8"), json.loads(json.dumps(ask_data(analysis)))]) is None
+    assert "c" in asks["oracle:x"] and "c" not in asks["person"]
+    assert page.errors == []

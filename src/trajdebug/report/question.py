@@ -251,6 +251,8 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "said": [bool(search.verdicts.top(i)) for i in range(len(search.ids))] if search.votes else None,
         "admissible": [search.admissible(i) for i in range(len(search.ids))] if search.votes else None,
         "voted": list(search.votes),
+        # Whose erroneous answer stands (`Verdicts.by_person`): only a person's spares a proof the audit.
+        "person": [search.verdicts.by_person(i) for i in range(len(search.ids))] if search.votes else None,
         "up": up if any(u >= 0 for u in up) else None,
         # A correct answer implies its carried inputs correct (`GuidedSearch._imply`): each step's inputs it
         # relays whole (`Carrier.carries`), node indices.

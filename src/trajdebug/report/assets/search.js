@@ -37,6 +37,8 @@ function verdictsOf(A, parents, F) {
   const up = A.up || A.ids.map(() => -1);
   const voted = (A.voted || A.answered.flatMap((x, i) => (x ? [i] : []))).slice();
   const answered = A.answered.slice();
+  // Verdicts.by_person: the step stands erroneous on a person's word (the page's answers are a person's).
+  const person = (A.person || A.ids.map(() => false)).slice();
   let vouchedBy = null;
   // Verdicts.encloses: j is a parent, or a parent's parent, of p (up: each step's nearest enclosing step).
   function encloses(j, p) {
@@ -62,21 +64,35 @@ function verdictsOf(A, parents, F) {
     for (const i of voted) if (adm[i] === false && verdict(i) === false) setBit(b, i);
     return b;
   }
-  // Verdicts.earlier: the steps that may have fed step i unrecorded (started no later, not cleared).
+  // Verdicts.earlier: the steps that may have fed step i unrecorded (started no later, not cleared),
+  // never one that consumed its output (with a coarse clock or none they share its start).
   function earlier(i) {
+    const after = downstream(i);
     const b = bitset(n);
-    for (let j = 0; j < n; j++) if (j !== i && A.start[j] <= A.start[i] && verdict(j) !== true) setBit(b, j);
+    for (let j = 0; j < n; j++) if (!after.has(j) && A.start[j] <= A.start[i] && verdict(j) !== true) setBit(b, j);
     return b;
   }
+  // Verdicts._downstream: step i and every step that consumed its output, directly or not.
+  function downstream(i) {
+    const kids = A.ids.map(() => []);
+    parents.forEach((ps, j) => { for (const p of ps) kids[p].push(j); });
+    const seen = new Set([i]);
+    const todo = [i];
+    while (todo.length) for (const k of kids[todo.pop()]) if (!seen.has(k)) { seen.add(k); todo.push(k); }
+    return seen;
+  }
+  // Verdicts.proven: step i stands wrong and every input of it stands correct (answered, or vouched).
+  function proven(i) { return verdict(i) === false && parents[i].every((p) => verdict(p) === true); }
   function add(i, correct, admissible) {
     if (!answered[i]) voted.push(i);
     answered[i] = true;
-    if (correct !== null) { said[i] = true; own[i] = correct; adm[i] = correct === false ? admissible : null; }
+    if (correct !== null) { said[i] = true; own[i] = correct; adm[i] = correct === false ? admissible : null; person[i] = adm[i] === true; }
     vouchedBy = null;
   }
   // The inputs vouched correct that nobody answered, each with the step whose erroneous answer vouched.
   function implied() { return [...vouched()].filter(([p]) => !said[p]).sort((a, b) => a[0] - b[0]); }
-  return { verdict, admissible: (i) => adm[i], answered, inadmissible, earlier, add, implied, changed: () => { vouchedBy = null; } };
+  const byPerson = (i) => adm[i] === true && person[i];
+  return { verdict, admissible: (i) => adm[i], byPerson, proven, answered, inadmissible, earlier, add, implied, changed: () => { vouchedBy = null; } };
 }
 
 // -- the search (Shapiro's algorithmic debugging over the failure's slice) ---------------------
@@ -125,7 +141,7 @@ function guidedEngine(A) {
       cand = both;
       if (!hasBit(bad, i) && size.get(i) <= size.get(focus)) focus = i;
     }
-    return { r, cand: cand || bitset(n), focus, conflict };
+    return { r, cand: cand || bitset(n), focus, conflict, wrong };
   }
   function next() {
     if (F < 0) return null;
@@ -194,10 +210,10 @@ function guidedEngine(A) {
     return sub;
   }
   // The audit: a proof whose root's inputs were only inferred is tested against the likeliest earlier
-  // leaf steps no recorded path joins to it (GuidedSearch._audit); not one resting on an erroneous
-  // answer, which vouched for every input the step was given, recorded or not.
+  // leaf steps no recorded path joins to it (GuidedSearch._audit); not one resting on a person's
+  // erroneous answer, which vouched for every input the step was given, recorded or not.
   function audit(focus) {
-    if (auditedFor.size >= (A.audit || 0) || !(A.weak && A.weak[focus]) || V.admissible(focus) === true) return null;
+    if (auditedFor.size >= (A.audit || 0) || !(A.weak && A.weak[focus]) || V.byPerson(focus)) return null;
     const anc = new Set([focus]);
     const todo = [focus];
     while (todo.length) for (const p of parents[todo.pop()]) if (!anc.has(p)) { anc.add(p); todo.push(p); }
@@ -255,11 +271,20 @@ function guidedEngine(A) {
     return out;
   }
   function result() {
-    const { cand, focus, conflict } = compute();
+    const { cand, focus, conflict, wrong } = compute();
     const implied = [...carried, ...V.implied().map(([p, i]) => ({ step: A.ids[p], by: A.ids[i] }))];
-    if (conflict) return { root: null, certain: false, conflict: conflict.map((i) => A.ids[i]), path: [], candidates: [], implied };
+    if (conflict) {
+      // Each side is its likeliest candidate; a side with none (an inadmissible step nothing earlier could
+      // have fed) is the step itself, so the failure is never named against itself.
+      const sides = conflict.map((i) => {
+        let b = i === focus ? cand : (wrong.get(i) || bitset(n));
+        if (!b.some((x) => x)) { b = bitset(n); setBit(b, i); }
+        return ranked(bitsOf(b))[0][0];
+      });
+      return { root: null, certain: false, conflict: sides, path: [], candidates: [], implied };
+    }
     const members = bitsOf(cand);
-    const certain = members.length === 1 && members[0] === focus && V.verdict(focus) === false;
+    const certain = members.length === 1 && members[0] === focus && V.proven(focus);
     const cands = ranked(members);
     const root = certain ? A.ids[focus] : (cands.length ? cands[0][0] : null);
     const erroneous = !!root && V.admissible(A.ids.indexOf(root)) === true;
