@@ -36,8 +36,9 @@ development suite), and ``suite_o`` (written blind on 2026-12-03 at 08:03 UTC, s
 ``suite_p`` (written blind and frozen on 2026-12-03 at 11:02 UTC, scored once held out at 12:19 UTC: a development
 suite since), and ``suite_q`` (written blind and frozen on 2026-12-03 at 12:34 UTC, scored once held out at 13:22 UTC
 on 6a119af: a development suite since, its misses left unstudied so that it tells whether fixes read from suite P
-carry).  ``suite_r`` and ``suite_s`` (written blind and frozen on 2026-12-03 at 13:49 and 14:08 UTC, not yet scored: the
-next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+carry).  ``suite_r`` and ``suite_s`` (written blind and frozen on 2026-12-03 at 13:49 and 14:08 UTC, scored once held out
+at 15:23 and 15:24 UTC on 0cede3f: development suites since, their misses not yet studied).  ``suite_t`` (being
+written blind) is held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_s": "held out (written blind and frozen on 2026-12-03 at 14:08 UTC; not yet scored: the next measure, with suite_r)",
-    "suite_r": "held out (written blind and frozen on 2026-12-03 at 13:49 UTC; not yet scored: the next measure)",
+    "suite_t": "held out (being written blind on 2026-12-03; not yet scored: the next measure)",
+    "suite_s": "development (scored once held out on 2026-12-03 at 15:24 UTC on 0cede3f; its misses not yet studied)",
+    "suite_r": "development (scored once held out on 2026-12-03 at 15:23 UTC on 0cede3f; its misses not yet studied)",
     "suite_q": "development (scored once held out on 2026-12-03 at 13:22 UTC on 6a119af; its misses left unstudied: the carry check)",
     "suite_p": "development (scored once held out on 2026-12-03 at 12:19 UTC on 55efc55; its misses not yet studied)",
     "suite_o": "development (scored once held out on 2026-12-03 at 10:33 UTC on 6bc1bee; its misses studied since 2026-12-03)",
