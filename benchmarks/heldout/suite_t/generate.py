@@ -26,6 +26,7 @@ AGENTS = {  # agent -> (module, route)
     "quarry": ("agent_quarry", "openai_agents"),
     "costume": ("agent_costume", "otlp"),
     "pool": ("agent_pool", "sdk"),
+    "extinguisher": ("agent_extinguisher", "langgraph"),
 }
 BANNED = re.compile(r"\b(fault|bug|wrong|stale|planted|inject|corrupt)", re.I)
 ID_KEYS = re.compile(r'"(traceId|spanId|parentSpanId|trace_id|span_id|parent_span_id)":\s*"[^"]*"')
