@@ -27,6 +27,7 @@ AGENTS = {  # agent -> (module, route)
     "costume": ("agent_costume", "otlp"),
     "pool": ("agent_pool", "sdk"),
     "extinguisher": ("agent_extinguisher", "langgraph"),
+    "regatta": ("agent_regatta", "openai_agents"),
 }
 BANNED = re.compile(r"\b(fault|bug|wrong|stale|planted|inject|corrupt)", re.I)
 ID_KEYS = re.compile(r'"(traceId|spanId|parentSpanId|trace_id|span_id|parent_span_id)":\s*"[^"]*"')
