@@ -86,7 +86,7 @@ def search_catalogue(period, garment):
 
 def measure(name, chest_in):
     with _Span("convert_measurements", "TOOL", {"performer": name, "chest_in": chest_in}) as s:
-        cm = chest_in if kit.active("costume.unit") else chest_in * 2.54
+        cm = chest_in if kit.active("costume.unit") and name == "Hal" else chest_in * 2.54
         return s.out({"performer": name, "chest_cm": round(cm, 1)})
 
 
@@ -181,7 +181,7 @@ def run_agent(order_id, path):
 
 FAULTS = [
     ("wrong_retrieval", "costume.retrieve", "PR-Gatsby", "search_catalogue", "CH-5512"),
-    ("unit_error", "costume.unit", "PR-Marlow", "convert_measurements", '"chest_cm": 32.5'),
+    ("unit_error", "costume.unit", "PR-Marlow", "convert_measurements", '"chest_cm": 41.0'),
     ("hallucinated_value", "costume.halluc", "PR-Speakeasy", "ChatCompletion", "CH-1196"),
     ("off_by_one", "costume.days", "PR-Disco", "hire_period", '"days": 18,'),
     ("swallowed_error", "costume.swallow", "PR-Pemberley", "price_quote", '"deposit": 0.0'),

@@ -14,7 +14,6 @@ ROOT = HERE.parents[2]
 for p in (str(ROOT / "src"), str(ROOT)):
     if p not in sys.path:
         sys.path.insert(0, p)
-os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "0")
 
 from trajdebug.sources.load import load_runs  # noqa: E402
 
@@ -28,6 +27,7 @@ AGENTS = {  # agent -> (module, route)
     "pool": ("agent_pool", "sdk"),
     "extinguisher": ("agent_extinguisher", "langgraph"),
     "regatta": ("agent_regatta", "openai_agents"),
+    "linen": ("agent_linen", "otlp"),
 }
 BANNED = re.compile(r"\b(fault|bug|wrong|stale|planted|inject|corrupt)", re.I)
 ID_KEYS = re.compile(r'"(traceId|spanId|parentSpanId|trace_id|span_id|parent_span_id)":\s*"[^"]*"')
