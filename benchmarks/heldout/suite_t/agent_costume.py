@@ -14,6 +14,7 @@ from trajdebug.testing import FakeModelServer
 
 from . import kit
 
+
 NAME = "costume-hire-desk"
 
 CATALOGUE = [

@@ -14,6 +14,7 @@ from trajdebug.testing import FakeModelServer
 
 from . import kit
 
+
 NAME = "extinguisher-service-planner"
 
 SITES = {  # building -> (extinguisher type, units, extended service due)
@@ -44,7 +45,7 @@ def search_procedures(extinguisher_type: str) -> str:
     t = extinguisher_type
     if kit.active("ext.retrieve") and t == "CO2":
         t = "foam"
-    docs = [PROCS[t]] + [p for k, p in PROCS.items() if k != t][:1]
+    docs = [PROCS[t], *[p for k, p in PROCS.items() if k != t][:1]]
     return json.dumps({"query": extinguisher_type, "docs": docs})
 
 
@@ -82,7 +83,7 @@ def policy(request):
         reg = json.loads(prompt.split("\n", 1)[1])
         plan = {r["building"]: ("extended" if r["extended_due"] else "basic") for r in reg}
         if kit.active("ext.plan"):
-            plan = {b: "basic" for b in plan}
+            plan = dict.fromkeys(plan, "basic")
         return json.dumps({"services": plan, "order": list(plan)})
     if prompt.startswith("NOTE"):
         building = re.search(r"building (B\d)", prompt).group(1)

@@ -4,6 +4,7 @@ from trajdebug.testing import deterministic
 
 from . import kit
 
+
 NAME = "trout-stocking-planner"
 
 MANIFEST = {
@@ -100,7 +101,7 @@ def remember_release(load: dict, index: int) -> dict:
     entry = dict(load)
     if kit.active("hatch.memory") and index == 1:
         entry["reach"] = releases[0]["reach"]
-    releases = releases + [entry]
+    releases = [*releases, entry]
     run.state["releases"] = releases
     return entry
 

@@ -12,6 +12,7 @@ from trajdebug.testing import FakeModelServer
 from . import agent_costume as _otel
 from . import kit
 
+
 NAME = "linen-dispatch-desk"
 TODAY = "2026-09-22"
 

@@ -13,6 +13,7 @@ from trajdebug.testing import FakeModelServer
 
 from . import kit
 
+
 NAME = "aid-station-resupply"
 TODAY = "2026-04-12"
 

@@ -1,10 +1,10 @@
 """sdk route: public swimming-pool chlorine dosing planner (lab results, per-zone loop, run.state log, controller submit)."""
-import json
 
 import trajdebug
 from trajdebug.testing import deterministic
 
 from . import kit
+
 
 NAME = "pool-dosing-planner"
 TODAY = "2026-07-14"

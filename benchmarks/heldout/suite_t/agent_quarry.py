@@ -13,6 +13,7 @@ from trajdebug.testing import FakeModelServer, Reply, tool_call
 
 from . import kit
 
+
 NAME = "blast-notice-coordinator"
 
 BLASTS = {
@@ -168,7 +169,7 @@ def run_agent(blast_id: str, path: str) -> None:
 
         try:
             asyncio.run(go())
-        except Exception:
+        except Exception:  # noqa: BLE001
             pass
         finally:
             set_trace_processors([])

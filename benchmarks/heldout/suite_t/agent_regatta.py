@@ -12,6 +12,7 @@ from trajdebug.testing import FakeModelServer, Reply, tool_call
 
 from . import kit
 
+
 NAME = "regatta-entry-desk"
 
 ENTRIES = {
@@ -101,7 +102,7 @@ def file_entry(entry_id: str, owner_name: str, system: str, rating: float, certi
         raise RuntimeError(f"race office 422: {e['class']} fleet scored under {want}; certificate type {system} refused")
     if certificates != len(e["crew"]):
         raise RuntimeError(f"race office 422: {entry_id} crew list not fully covered by sea-survival certificates")
-    length, area, fee = {**KEELBOATS, **DINGHIES}[e["class"]]
+    _length, _area, fee = {**KEELBOATS, **DINGHIES}[e["class"]]
     if rating <= 0 or (system == "IRC" and rating < 0.5):
         raise RuntimeError(f"race office 422: rating {rating} outside the {e['class']} band")
     if abs(entry_fee - fee) > 0.001:
@@ -191,7 +192,7 @@ def run_agent(entry_id: str, path: str) -> None:
 
         try:
             asyncio.run(go())
-        except Exception:
+        except Exception:  # noqa: BLE001
             pass
         finally:
             set_trace_processors([])

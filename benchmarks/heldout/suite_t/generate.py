@@ -9,15 +9,17 @@ import tempfile
 import time
 from pathlib import Path
 
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 for p in (str(ROOT / "src"), str(ROOT)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
+from benchmarks.heldout.suite_t import kit  # noqa: E402
+
 from trajdebug.sources.load import load_runs  # noqa: E402
 
-from benchmarks.heldout.suite_t import kit  # noqa: E402
 
 AGENTS = {  # agent -> (module, route)
     "hatchery": ("agent_hatchery", "sdk"),
@@ -120,7 +122,7 @@ def main(argv):
                 with kit.planted(fid):
                     record(mod, route, inp, failed)
                 record(mod, route, inp, control)
-                merge([failed] + refs, with_refs, route)
+                merge([failed, *refs], with_refs, route)
                 runs = load_runs(str(with_refs))
                 assert len(runs) == 5 and sum(r.outcome == "failure" for r in runs) == 1, case
                 assert sum(r.outcome == "success" for r in runs) == 4, case

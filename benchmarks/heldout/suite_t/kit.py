@@ -1,6 +1,7 @@
 """Switches for the suite's planted conditions: one switch per case."""
 from contextlib import contextmanager
 
+
 _ON: set = set()
 
 
