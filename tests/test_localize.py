@@ -601,31 +601,32 @@ class TestRanking:
         [other] = [c for c in loc.candidates if c.step_id == "c1"]
         assert "another listed item" in " ".join(other.reasons)
 
-    def test_a_check_that_names_the_item_it_fails_on_is_about_that_item(self) -> None:
-        """A batch check given the one account it settled that fails on another it names (ACC-202) is about
-        ACC-202: the fetch for ACC-101, whose line it was given, is about another listed item, the fetch for
-        ACC-202 is not."""
+    @staticmethod
+    def _settlement(balances: list[float], settled: float, message: str) -> Run:
+        """Three fetched balances, a plan settling ACC-101 alone, and a batch check failing with ``message``."""
         accounts = ["ACC-101", "ACC-202", "ACC-303"]
-        rows = [
-            {"account": "ACC-101", "balance_eur": 120.5},
-            {"account": "ACC-202", "balance_eur": 0.0},
-            {"account": "ACC-303", "balance_eur": 0.0},
-        ]
+        rows = [{"account": a, "balance_eur": b} for a, b in zip(accounts, balances, strict=True)]
         steps: list[Step] = [Step("l", "list_accounts", "tool", input={"team": "T-9"}, output={"accounts": accounts}, start_ns=1, end_ns=2)]
         for i, row in enumerate(rows):
             steps.append(
                 Step(f"f{i}", "fetch_balance", "tool", input={"account": row["account"]}, output=row, deps=(D("l"),), start_ns=3 + i, end_ns=4 + i)
             )
-        settle = [{"account": "ACC-101", "amount_eur": 120.5}]
+        settle = [{"account": "ACC-101", "amount_eur": settled}]
         steps.append(Step("s", "plan_settlement", "other", input={"rows": rows}, output={"settle": settle}, deps=tuple(D(f"f{i}") for i in range(3)), start_ns=10, end_ns=11))
         steps.append(
             Step(
                 "c", "check_invoices", "condition", input={"settle": settle, "accounts": accounts}, status="error",
-                error=ErrorInfo("AssertionError", "ACC-202 has an open invoice but nothing is settled for it"),
-                deps=(D("s"), D("l")), start_ns=12, end_ns=13,
+                error=ErrorInfo("AssertionError", message), deps=(D("s"), D("l")), start_ns=12, end_ns=13,
             )
         )
-        loc = localize(Run("r", "settlement", outcome="failure", steps=tuple(steps)), top=8)
+        return Run("r", "settlement", outcome="failure", steps=tuple(steps))
+
+    def test_a_check_that_names_the_item_it_fails_on_is_about_that_item(self) -> None:
+        """A batch check given the one account it settled that fails on another it names (ACC-202) is about
+        ACC-202: the fetch for ACC-101, whose line it was given, is about another listed item, the fetch for
+        ACC-202 is not."""
+        run = self._settlement([120.5, 0.0, 0.0], 120.5, "ACC-202 has an open invoice but nothing is settled for it")
+        loc = localize(run, top=8)
         reasons = {c.step_id: " ".join(c.reasons) for c in loc.candidates}
         assert "another listed item" in reasons["f0"]
         assert "another listed item" not in reasons["f1"]
@@ -633,27 +634,8 @@ class TestRanking:
     def test_a_check_that_states_the_given_records_value_names_another_item_only_as_a_reference(self) -> None:
         """A batch check given the one account it settled (ACC-101, 75.0) that fails saying its 75.0 is the balance
         of ACC-202 failed on ACC-101: the fetch for ACC-101 (which returned ACC-202's balance) is no other item."""
-        accounts = ["ACC-101", "ACC-202", "ACC-303"]
-        rows = [
-            {"account": "ACC-101", "balance_eur": 75.0},
-            {"account": "ACC-202", "balance_eur": 75.0},
-            {"account": "ACC-303", "balance_eur": 10.0},
-        ]
-        steps: list[Step] = [Step("l", "list_accounts", "tool", input={"team": "T-9"}, output={"accounts": accounts}, start_ns=1, end_ns=2)]
-        for i, row in enumerate(rows):
-            steps.append(
-                Step(f"f{i}", "fetch_balance", "tool", input={"account": row["account"]}, output=row, deps=(D("l"),), start_ns=3 + i, end_ns=4 + i)
-            )
-        settle = [{"account": "ACC-101", "amount_eur": 75.0}]
-        steps.append(Step("s", "plan_settlement", "other", input={"rows": rows}, output={"settle": settle}, deps=tuple(D(f"f{i}") for i in range(3)), start_ns=10, end_ns=11))
-        steps.append(
-            Step(
-                "c", "check_invoices", "condition", input={"settle": settle, "accounts": accounts}, status="error",
-                error=ErrorInfo("AssertionError", "settled amount 75.0 is the balance of ACC-202, not of the account settled"),
-                deps=(D("s"), D("l")), start_ns=12, end_ns=13,
-            )
-        )
-        loc = localize(Run("r", "settlement", outcome="failure", steps=tuple(steps)), top=8)
+        run = self._settlement([75.0, 75.0, 10.0], 75.0, "settled amount 75.0 is the balance of ACC-202, not of the account settled")
+        loc = localize(run, top=8)
         reasons = {c.step_id: " ".join(c.reasons) for c in loc.candidates}
         assert "another listed item" not in reasons.get("f0", "")
         assert loc.ranked_all[0].step_id == "f0"
