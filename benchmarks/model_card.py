@@ -38,6 +38,7 @@ SOURCES = [
             ("suite_q", "; scored once held out, trained on since 2026-12-03 (its misses left unstudied: the hand ranker's carry check)"),
             ("suite_r", "; scored once held out, trained on from the first retraining after 2026-12-03 15:23 UTC"),
             ("suite_s", "; scored once held out, trained on from the first retraining after 2026-12-03 15:24 UTC"),
+            ("suite_t", "; scored once held out, trained on from the first retraining after 2026-12-03 16:10 UTC (its misses left unstudied: a carry check)"),
         )
     ],
 ]
@@ -415,7 +416,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r and s from the first retraining after their scoring (never suite_t, the held-out one). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to t from the first retraining after their scoring (never suite_u or suite_v, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
