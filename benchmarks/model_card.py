@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from benchmarks.corpus import HELD_OUT
 from trajdebug.analysis.learned import Model
 
 
@@ -256,7 +257,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
     lines += [
         "",
         f"{meta['steps']} ranked steps in all. Never used: the suites in `benchmarks.corpus.HELD_OUT`",
-        "(refused by the corpus: suites j and k, written blind on 2026-12-02). A case is a failed run whose root-cause step is known; each",
+        f"(refused by the corpus: {', '.join(sorted(HELD_OUT))}, written blind). A case is a failed run whose root-cause step is known; each",
         "blind-suite case counts twice (alone, and with its agent's passing runs as references).",
         "Who&When's truth is the step of its `mistake_step` message; tau's is every step of the annotated",
         "root-cause message (so tau top-k here counts steps, not messages as benchmarks/tau.py does).",
