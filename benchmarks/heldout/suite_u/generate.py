@@ -24,6 +24,7 @@ from trajdebug.sources.load import load_runs  # noqa: E402
 
 
 AGENTS = ["kelp", "hearing", "locksmith", "chimney"]
+DONE = [a for a in AGENTS if (HERE / f"agent_{a}.py").exists()]
 WORDS = re.compile(r"(?<![A-Za-z])(fault|bug|wrong|stale|planted|inject|corrupt)", re.IGNORECASE)
 OTLP_ID_KEYS = re.compile(r'"(traceId|spanId|parentSpanId)"\s*:\s*"[^"]*"')
 
@@ -163,7 +164,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     out = Path(argv[0]).resolve()
-    agents = argv[1:] or AGENTS
+    agents = argv[1:] or DONE
     t0 = time.monotonic()
     index = generate(out, agents)
     print(f"{len(index['cases'])} cases in {time.monotonic() - t0:.1f} s -> {out}")
