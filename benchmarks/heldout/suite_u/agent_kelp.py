@@ -53,6 +53,9 @@ class Refused(RuntimeError):
     pass
 
 
+Refused.__module__ = "harvest_ops"
+
+
 def _day(date: str) -> int:
     return int(date[-2:])
 

@@ -73,6 +73,9 @@ class Declined(RuntimeError):
     pass
 
 
+Declined.__module__ = "dispatch_desk"
+
+
 def _postcode(address: str) -> str:
     return address.rsplit(" ", 2)[-2]
 
