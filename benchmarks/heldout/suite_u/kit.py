@@ -31,6 +31,6 @@ def mark(text: object) -> None:
 
 
 def take_mark() -> str | None:
-    out = _MARK[-1] if _MARK else None
+    out = _MARK[0] if _MARK else None  # the first place the switch took effect
     _MARK.clear()
     return out
