@@ -107,7 +107,8 @@ def publish_catalogue(consignment: str, lots: list[dict]) -> str:
     signed = {s["lot"]: s["reserve_gbp"] for s in consignment_signed(n)}
     for lot in lots:
         if "attributed to" in lot["description"].lower() and not lot.get("certificate"):
-            who = lot["description"].lower().split("attributed to ")[1].split(",")[0]
+            at = lot["description"].lower().index("attributed to ") + len("attributed to ")
+            who = lot["description"][at:].split(",")[0]
             raise RuntimeError(f"auction platform 422: lot {lot['lot']} carries an attribution ({who}) but no specialist certificate is on file")
         if lot["reserve_gbp"] != signed[lot["lot"]]:
             raise RuntimeError(f"auction platform 422: lot {lot['lot']} reserve £{lot['reserve_gbp']:,} does not match the signed consignment agreement")
