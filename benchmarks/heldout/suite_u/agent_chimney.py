@@ -176,11 +176,6 @@ def run_agent(env: dict, address: str, week_of: str) -> None:
                 kit.mark(f'"first_due": "{due[0]["flue"]}"')
             selected = _out(s, {"due": [a["flue"] for a in due], "first_due": due[0]["flue"] if due else None,
                                 "brushes_in": sorted({a["brush_in"] for a in due})})
-        with _span(tracer, "reserve_kit", "TOOL", {"brushes_in": selected["brushes_in"], "week_of": week_of}) as s:
-            missing = [b for b in selected["brushes_in"] if b not in BRUSHES_IN]
-            if missing:
-                raise PortalError(f"kit store: no {missing[0]} in brush head in stock (heads held: 4-12 in)")
-            _out(s, {"reserved": selected["brushes_in"], "van": "V2"})
         calendar = None
         for attempt in (1, 2):
             try:
@@ -207,6 +202,11 @@ def run_agent(env: dict, address: str, week_of: str) -> None:
             if f"{plan['slot']} {plan['sweep']}" in _taken(week_of):
                 raise PortalError(f"calendar API 409: {plan['sweep']} already has a booking at {plan['slot']}")
             booking = _out(s, {"booking": f"BK-{plan['slot'][-5:].replace(':', '')}-{plan['sweep']}", "slot": plan["slot"]})
+        with _span(tracer, "reserve_kit", "TOOL", {"brushes_in": selected["brushes_in"], "slot": booking["slot"]}) as s:
+            missing = [b for b in selected["brushes_in"] if b not in BRUSHES_IN]
+            if missing:
+                raise PortalError(f"kit store: no {missing[0]} in brush head in stock (heads held: 4-12 in)")
+            _out(s, {"reserved": selected["brushes_in"], "van": "V2"})
         note = client.chat.completions.create(model=model, messages=[
             {"role": "system", "content": "You write customer notes for booked sweeps."},
             {"role": "user", "content": json.dumps({"slot": plan["slot"], "duration_min": plan["duration_min"]})}])
