@@ -64,7 +64,7 @@ def consignment(n: int) -> tuple[str, list[dict]]:
     if n == 1 and not any(p[0] == "clocks" for p in picks):
         picks[1] = POOL[1]
     lines, signed = [], []
-    for i, (cat, what, maker, comps) in enumerate(picks):
+    for i, (_cat, what, maker, comps) in enumerate(picks):
         res = _reserve(comps)
         text = f"£{res / 1000:.1f}k" if i == 1 else f"£{res:,}"
         lines.append(f"Lot {i + 1}: {what} by {maker}; reserve {text}")

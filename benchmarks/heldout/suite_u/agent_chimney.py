@@ -84,7 +84,7 @@ def _months_between(a: str, b: str) -> int:
 
 def _slots(week_of: str, taken: set[str]) -> list[dict]:
     out = []
-    for i, sweep in enumerate(ROSTER):
+    for sweep in ROSTER:
         for hour in ("08:30", "11:00", "13:30"):
             sid = f"{week_of} {hour} {sweep}"
             if sid not in taken:

@@ -108,9 +108,9 @@ def check_green_stock(origin: str) -> dict:
 
 @trajdebug.step(kind="state")
 def record_cover(stock: dict) -> dict:
-    usable = sum(l["kg"] for l in stock["lots"] if l["warehouse"] == "main")
+    usable = sum(lot["kg"] for lot in stock["lots"] if lot["warehouse"] == "main")
     if kit.active("coffee.cover") and stock["origin"] == "Colombia Huila":
-        usable = sum(l["kg"] for l in stock["lots"])  # bonded lot counted as usable
+        usable = sum(lot["kg"] for lot in stock["lots"])  # bonded lot counted as usable
         kit.mark(f"{usable}")
     trajdebug.current_run().state[f"cover:{stock['origin']}"] = usable
     return {"origin": stock["origin"], "usable_kg": usable}
@@ -198,7 +198,7 @@ def roast_batches(blend: str, batches: int, profile: dict) -> dict:
 @trajdebug.step(kind="condition")
 def pack_orders(orders: dict, roasted: dict) -> dict:
     for blend, kg in roasted.items():
-        need = sum(l["kg"] for l in orders["lines"] if l["blend"] == blend)
+        need = sum(ln["kg"] for ln in orders["lines"] if ln["blend"] == blend)
         if kg < need:
             raise Rejected(f"packing: {kg} kg of {blend} roasted for {need} kg on order")
     return {"parcels": len(orders["lines"])}

@@ -129,7 +129,7 @@ def run_agent(env: dict, area: str, launch: str) -> None:
         with _span(tr, "read_request", "CHAIN", {"text": f"{area}, launch {launch}, IHO Special Order"}) as s:
             req = _out(s, {"area": area, "launch": launch, "order": "Special Order"})
         with _span(tr, "fetch_area", "TOOL", {"area": area}) as s:
-            info = _out(s, {"area": area, "min_depth_m": a["depth_m"][0], "max_depth_m": a["depth_m"][1], "width_m": a["width_m"],
+            _out(s, {"area": area, "min_depth_m": a["depth_m"][0], "max_depth_m": a["depth_m"][1], "width_m": a["width_m"],
                             "gauges": a["gauges"]})
         with _span(tr, "fetch_notices", "TOOL", {"area": area}) as s:
             try:

@@ -91,10 +91,9 @@ def plan_sampling(registry: list[dict]) -> dict:
     n = len(lines)
     if kit.active("kelp.manifest"):
         n = len(lines) - 1
+        kit.mark(f"{lines[0]} to {lines[n - 1]}")
     chosen = lines[:n]
     span = f"{chosen[0]} to {chosen[-1]}"
-    if kit.active("kelp.manifest"):
-        kit.mark(span)
     return {"order": chosen, "span": span, "lines_planned": len(chosen)}
 
 

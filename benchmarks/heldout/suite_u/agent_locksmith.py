@@ -7,8 +7,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agents import (Agent, ModelSettings, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool,
-                    set_trace_processors)
+from agents import (
+    Agent,
+    ModelSettings,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    Runner,
+    function_tool,
+    set_trace_processors,
+)
 from openai import AsyncOpenAI
 
 from trajdebug.integrations.openai_agents import TrajdebugProcessor
