@@ -91,7 +91,7 @@ def check_words(path: Path, route: str) -> None:
 
 
 def generate_agent(name: str, out: Path) -> list[dict]:
-    mod = importlib.import_module(f"benchmarks.heldout.suite_v.agents.{name}")
+    mod = importlib.import_module(f"benchmarks.heldout.suite_v.v_agents.{name}")
     ext = ext_of(mod.ROUTE)
     tmp = out / f"_refs_{name}"
     shutil.rmtree(tmp, ignore_errors=True)
