@@ -24,7 +24,7 @@ warnings.filterwarnings("ignore")
 from benchmarks.heldout.suite_v import kit  # noqa: E402
 from trajdebug.sources.load import load_runs  # noqa: E402
 
-AGENTS = ["sugarhouse", "dyehouse", "scaffold", "tidegauge", "wedding", "lockers", "yacht"]
+AGENTS = ["sugarhouse", "dyehouse", "scaffold", "tidegauge", "wedding", "lockers", "yacht", "weighbridge"]
 BANNED = re.compile(r"(?<![A-Za-z])(fault|bug|wrong|stale|planted|inject|corrupt)", re.IGNORECASE)
 OTLP_IDS = re.compile(r'"(traceId|spanId|parentSpanId|trace_id|span_id|parent_span_id)"\s*:\s*"[^"]*"')
 

@@ -14,6 +14,7 @@ import json
 import math
 import re
 
+import httpx
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from agents.tracing import set_trace_processors
@@ -299,7 +300,8 @@ class Harness:
         set_trace_processors([processor])
 
         async def go():
-            client = AsyncOpenAI(base_url=self.server.base_url, api_key="not-needed", max_retries=0)
+            client = AsyncOpenAI(base_url=self.server.base_url, api_key="not-needed", max_retries=0,
+                                 http_client=httpx.AsyncClient(verify=False))  # plain http on 127.0.0.1
             model = OpenAIChatCompletionsModel(model="scaffold-desk-1", openai_client=client)
             world = {"weeks": inp["weeks"]}
             desk = make_agents(model, world)
