@@ -23,7 +23,7 @@ from trajdebug.testing import FakeModelServer
 NAME = "wedding-catering-planner"
 ROUTE = "sdk"
 DOMAIN = "wedding catering"
-SHAPE = "paged RSVP fetch + parse loop; tally; table plan; per-table seating written to run.state and read back; venue floor plan, seating chart; model drafts the caterer brief; kitchen order cross-checked by the venue portal"
+SHAPE = "paged RSVP fetch (a retried 503) + parse loop; tally; table plan; per-table seating written to run.state and read back; venue floor plan, seating chart; model drafts the caterer brief; kitchen order cross-checked by the venue portal"
 
 FIRST = ["Amal", "Bea", "Cato", "Dinah", "Eben", "Fern", "Gus", "Hana", "Ivo", "Jun", "Kit", "Lior", "Mae", "Nils",
          "Odile", "Pim", "Quill", "Rosa", "Sol", "Tam", "Uma", "Vik", "Wren", "Xavi", "Yara", "Zed"]
@@ -106,7 +106,9 @@ def run_agent(client, inp: dict, path: str) -> None:
         return {"event": request["event"], "venue": request["venue"]}
 
     @trajdebug.step(kind="tool")
-    def fetch_rsvp_page(event_id: str, page: int) -> dict:
+    def fetch_rsvp_page(event_id: str, page: int, attempt: int = 1) -> dict:
+        if page == 1 and attempt == 1:
+            raise ConnectionError("RSVP service: 503 Service Unavailable (retry after 1 s)")
         rows = guests[(page - 1) * PAGE : page * PAGE]
         more = page * PAGE < len(guests)
         if kit.active("wedding.rsvp_page") and page == 2:
@@ -214,7 +216,10 @@ def run_agent(client, inp: dict, path: str) -> None:
         rows: list[dict] = []
         page = 1
         while page:
-            p = fetch_rsvp_page(req["event"], page)
+            try:
+                p = fetch_rsvp_page(req["event"], page)
+            except ConnectionError:
+                p = fetch_rsvp_page(req["event"], page, attempt=2)
             rows += parse_rsvps(p)
             page = p["next_page"]
         totals = tally(rows)

@@ -28,7 +28,7 @@ from trajdebug.testing import FakeModelServer
 NAME = "recycling-weighbridge"
 ROUTE = "otlp"
 DOMAIN = "recycling centre weighbridge"
-SHAPE = "ticket export; loop parsing tickets from two bridges; totaliser check; waste-code retriever per material; period; model drafts the transfer summary; regulator portal"
+SHAPE = "ticket export; loop parsing tickets from two bridges; totaliser read (retried after a timeout) and check; waste-code retriever per material; period; model drafts the transfer summary; regulator portal"
 
 MATERIALS = ["glass", "cardboard", "green waste", "scrap metal", "wood"]
 CODES = {"glass": "20 01 02", "cardboard": "20 01 01", "green waste": "20 02 01", "scrap metal": "20 01 40", "wood": "20 01 38"}
@@ -173,8 +173,19 @@ class Agent:
                             "gross_kg": g, "tare_kg": t}
                 parsed.append(self.span("CHAIN", "parse_ticket", {"line": line}, parse))
             b_net = sum(p["net_kg"] for p in parsed if p["bridge"] == "B")
-            tot = self.span("TOOL", "read_totaliser", {"bridge": "B", "date": d}, lambda: {
-                "bridge": "B", "date": d, "net_kg": sum(t["gross_kg"] - t["tare_kg"] for t in inp["tickets"] if t["bridge"] == "B")})
+            def totaliser(attempt):
+                if attempt == 1:
+                    raise TimeoutError("weighbridge B controller did not answer within 5 s")
+                return {"bridge": "B", "date": d,
+                        "net_kg": sum(t["gross_kg"] - t["tare_kg"] for t in inp["tickets"] if t["bridge"] == "B")}
+
+            for attempt in (1, 2):
+                try:
+                    tot = self.span("TOOL", "read_totaliser", {"bridge": "B", "date": d, "attempt": attempt},
+                                    lambda: totaliser(attempt))
+                    break
+                except TimeoutError:
+                    continue
 
             def reconcile():
                 gap = b_net - tot["net_kg"]
