@@ -27,7 +27,7 @@ os.environ.setdefault("OPENAI_API_KEY", "not-needed")
 
 import kit  # noqa: E402
 
-AGENTS = ["avalanche", "greenkeeping", "kennel", "darkroom", "escape_rooms", "hop_yard", "icebreaker", "jazz_club"]
+AGENTS = ["avalanche", "greenkeeping", "kennel", "darkroom", "escape_rooms", "jazz_club", "genealogy", "cidery"]
 EXT = {"sdk": "jsonl", "langgraph": "jsonl", "openai_agents": "jsonl", "otlp": "json"}
 BANNED = re.compile(r"\b(fault|bug|wrong|stale|planted|inject|corrupt)", re.IGNORECASE)
 OTLP_IDS = re.compile(r'"(traceId|spanId|parentSpanId)"\s*:\s*"[^"]*"')
