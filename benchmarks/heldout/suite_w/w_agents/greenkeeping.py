@@ -246,7 +246,7 @@ def submit_work_orders(course: str, today: str, orders: list, spray: dict, water
     delta = (Date.fromisoformat(d) - Date.fromisoformat(today)).days
     if not 0 <= delta <= 14:
         raise RuntimeError(f"422 Unprocessable Entity: spray date {d} outside the 14-day application permit from {today}")
-    if water_m3 > COURSES[course]["licence_m3"] / 2:
+    if water_m3 > COURSES[course]["licence_m3"] * 0.8:
         raise RuntimeError(f"422 Unprocessable Entity: planned abstraction {water_m3} m3 exceeds the daily greens allowance")
     return {"status": "accepted", "orders": len(orders), "ref": f"WO-{course[:3].upper()}-{today[-2:]}{len(orders):02d}"}
 
@@ -276,5 +276,5 @@ CASES = [
     {"case": "w_greenkeeping_4", "fault": "gk-plan-date", "kind": "format_drift",
      "input": _inp("Dunbar East", 3, "Medallion TL", [5, 9, 10, 12, 16]), "root": "ChatOpenAI", "marker": "04/12/2026"},
     {"case": "w_greenkeeping_5", "fault": "gk-probe-default", "kind": "tool_ignores_argument",
-     "input": _inp("Killarney Lakeside", 7, "Heritage Maxx", [2, 6, 7, 13, 14, 17]), "root": "soil_moisture", "marker": "P-00"},
+     "input": _inp("Killarney Lakeside", 7, "Heritage Maxx", [1, 2, 4, 6, 7, 9, 11, 13, 14, 16, 17]), "root": "soil_moisture", "marker": "P-00"},
 ]
