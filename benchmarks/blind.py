@@ -40,7 +40,7 @@ carry).  ``suite_r`` and ``suite_s`` (written blind and frozen on 2026-12-03 at 
 at 15:23 and 15:24 UTC on 0cede3f: development suites since, their misses not yet studied).  ``suite_t`` (written
 blind and frozen on 2026-12-03 at 15:38 UTC, scored once held out at 16:10 UTC on 5cfee08: a development suite since,
 its misses left unstudied, a carry check beside suite_q).  ``suite_u`` and ``suite_v`` (written blind and frozen on 2026-12-03 at 16:36 UTC) and
-``suite_w`` (being written blind) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+``suite_w`` (frozen at 16:57 UTC) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_w": "held out (being written blind on 2026-12-03; not yet scored: the next measure, with suite_u and suite_v)",
+    "suite_w": "held out (written blind and frozen on 2026-12-03 at 16:57 UTC; not yet scored: the next measure, with suite_u and suite_v)",
     "suite_v": "held out (written blind and frozen on 2026-12-03 at 16:36 UTC; not yet scored: the next measure, with suite_u)",
     "suite_u": "held out (written blind and frozen on 2026-12-03 at 16:36 UTC; not yet scored: the next measure, with suite_v)",
     "suite_t": "development (scored once held out on 2026-12-03 at 16:10 UTC on 5cfee08; its misses left unstudied: a carry check beside suite_q)",
