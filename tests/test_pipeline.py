@@ -383,6 +383,12 @@ class TestReport:
         assert tags[0].endswith("score 0.300 [structural root]") and tags[1].endswith("score 0.550 [suspect]")
         assert analysis.to_dict()["order"] == "roots-first"
         assert "order: structural roots first" in analysis_markdown(analysis)
+        from trajdebug.analysis import load_model
+
+        learned = analyze(propagated_error_run(), model=load_model())
+        lines = analysis_lines(learned)
+        assert learned.to_dict()["order"] == "confidence"
+        assert lines[lines.index("Root causes") + 1].strip() == ORDER_LINES["confidence"]
 
     def test_an_order_that_puts_a_suspect_before_a_root_is_not_called_roots_first(self) -> None:
         """A list where a suspect stands before a structural root (re-ranked) is never described as roots first."""
@@ -390,13 +396,16 @@ class TestReport:
 
         from trajdebug.report.analysis import _order_line
 
-        def analysis(*roots: bool) -> SimpleNamespace:
+        def analysis(*roots: bool, order: str = "roots-first") -> SimpleNamespace:
             causes = [SimpleNamespace(root=r) for r in roots]
-            return SimpleNamespace(order="roots-first", root_causes=causes, failures=["f"])
+            return SimpleNamespace(order=order, root_causes=causes, failures=["f"])
 
         assert _order_line(analysis(True, False, False)) == ORDER_LINES["roots-first"]
         assert "roots first" not in str(_order_line(analysis(False, True, False)))
         assert _order_line(analysis()) is None
+        # A learned model's or the answers' order may put a suspect first: the line says which order it is.
+        assert _order_line(analysis(False, True, order="confidence")) == ORDER_LINES["confidence"]
+        assert _order_line(analysis(False, True, order="answers")) == ORDER_LINES["answers"]
 
     def test_one_exception_propagated_through_four_steps_is_one_failure_with_its_path(self) -> None:
         """A tool's exception re-reported by its sub-agent, the tool that ran it and the caller is listed once,
