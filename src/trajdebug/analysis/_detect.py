@@ -558,8 +558,7 @@ def group_failures(failures: Sequence[Failure], steps: Mapping[str, Step]) -> li
 
 
 MAX_LOOSE = 200
-"""Step errors without ids past which `group_failures` no longer pairs them by nesting and message (a
-quadratic check): each then stands alone."""
+"""Step errors without ids past which `group_failures` stops pairing them (a quadratic check): each stands alone."""
 
 
 def _depth(step: Step, steps: Mapping[str, Step]) -> int:
