@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.builders import cancelled_sibling_run
 
 import trajdebug
 from trajdebug.cli import cli
+from trajdebug.core.jsonl import write_jsonl
+from trajdebug.report.text import CUT_SHORT
 
 
 def invoke(*args: str, code: int = 0) -> str:
@@ -209,3 +212,49 @@ def test_show_step_without_run_names_the_run_of_each_step(tmp_path: Path) -> Non
     out = invoke("show", str(src), "--step", "merge")
     assert out.index(f"run {good[:12]}") < out.index(f"run {bad[:12]}")
     assert f"run {bad[:12]}  pick  failure" in out
+
+
+def test_show_marks_a_step_the_runs_failure_cut_short(tmp_path: Path) -> None:
+    """`show` marks a parallel call that ended empty after the failing error as cut short by the failure (text,
+    --json as a derived list beside the record, --step), and not one that returned nothing before it."""
+    path = tmp_path / "r.jsonl"
+    write_jsonl([cancelled_sibling_run()], path)
+    lines = invoke("show", str(path)).splitlines()
+    slow = next(line for line in lines if "slow#" in line)
+    early = next(line for line in lines if "lookup#" in line)
+    assert CUT_SHORT in slow and CUT_SHORT not in early
+    [run] = json.loads(invoke("show", str(path), "--json"))["runs"]
+    assert run["cut_short"] == ["slow"]
+    assert all("cut_short" not in s for s in run["steps"])  # the record itself is unchanged
+    [step] = json.loads(invoke("show", str(path), "--step", "slow", "--json"))["steps"]
+    assert step["cut_short"] is True and step["status"] == "ok"
+    assert CUT_SHORT in invoke("show", str(path), "--step", "slow")
+    [early_step] = json.loads(invoke("show", str(path), "--step", "lookup", "--json"))["steps"]
+    assert early_step["cut_short"] is False
+
+
+def test_show_marks_a_recorded_cancellation_as_interrupted(tmp_path: Path) -> None:
+    """A task the recorder saw cancelled (CancelledError: status error, ``interrupted``) shows as interrupted,
+    not as the agent's own error."""
+    import asyncio
+
+    path = tmp_path / "r.jsonl"
+
+    async def agent() -> None:
+        async def boom() -> None:
+            with trajdebug.step("fetch", kind="tool"):
+                await asyncio.sleep(0.01)
+                raise ValueError("bad page")
+
+        async def slow() -> None:
+            with trajdebug.step("slow", kind="tool"):
+                await asyncio.sleep(5)
+
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(boom())
+            tg.create_task(slow())
+
+    with pytest.raises(ExceptionGroup), trajdebug.run("parallel", path=path):
+        asyncio.run(agent())
+    slow_line = next(line for line in invoke("show", str(path)).splitlines() if "slow#" in line)
+    assert "interrupted (CancelledError)" in slow_line and "✗" not in slow_line

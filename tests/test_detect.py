@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.builders import cancelled_sibling_run, propagated_error_run
 
 import trajdebug
 from trajdebug.analysis._detect import (
@@ -15,9 +16,11 @@ from trajdebug.analysis._detect import (
     DetectContext,
     Failure,
     cut_short,
+    cut_short_steps,
     detect,
     fallbacks,
     final_step,
+    group_failures,
     registered_detectors,
     superseded,
 )
@@ -486,3 +489,27 @@ def test_cut_short_is_a_sibling_that_ended_empty_after_the_failing_error() -> No
     failures = [Failure("x", "step-error", "cannot adjust", "x"), Failure("a", "step-error", "cannot adjust", "x")]
     assert [k for k, s in steps.items() if cut_short(s, steps, failures)] == ["late"]
     assert not cut_short(steps["late"], steps, failures[1:])  # the agent's error ends after all it encloses
+
+
+def test_cut_short_steps_are_the_steps_cut_short_reads_as_cancelled() -> None:
+    """`cut_short_steps` marks the run's steps `cut_short` would (the parallel call ending empty after the failing
+    error, not the one that returned nothing before it); the same run with no error has none."""
+    run = cancelled_sibling_run()
+    steps, failures = run.step_map(), detect(run)
+    assert cut_short_steps(run) == {k for k, s in steps.items() if cut_short(s, steps, failures)} == {"slow"}
+    clean = Run(run.run_id, run.name, steps=tuple(Step(s.step_id, s.name, s.kind, s.parent_id, start_ns=s.start_ns,
+                                                       end_ns=s.end_ns) for s in run.steps))
+    assert cut_short_steps(clean) == frozenset()
+
+
+def test_group_failures_puts_an_exceptions_propagations_under_where_it_occurred() -> None:
+    """Four step errors of one exception (one error id) group under the innermost, which ended first, its
+    propagations innermost first; a failure of another detector stands alone."""
+    run = propagated_error_run()
+    steps = run.step_map()
+    extra = Failure("ask", "json", "not JSON", "json", "post")
+    groups = group_failures([*detect(run), extra], steps)
+    assert [(g.failure.step_id, [p.step_id for p in g.propagated]) for g in groups] == [
+        ("look", ["sub", "as_tool", "caller"]),
+        ("ask", []),
+    ]

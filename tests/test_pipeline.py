@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.builders import propagated_error_run
 
 from trajdebug.analysis._detect import detect
 from trajdebug.analysis._pipeline import (
@@ -20,9 +21,9 @@ from trajdebug.analysis._pipeline import (
 )
 from trajdebug.cli import cli
 from trajdebug.core.jsonl import write_jsonl
-from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step, replace
 from trajdebug.demo import FAULTS, run_demo
-from trajdebug.report.analysis import analysis_lines, analysis_markdown
+from trajdebug.report.analysis import ORDER_LINES, analysis_lines, analysis_markdown
 from trajdebug.store import Store
 
 
@@ -366,20 +367,72 @@ class TestEdges:
 
 
 class TestReport:
-    def test_the_heading_says_roots_first_only_when_they_are(self) -> None:
-        """The causes' heading says "roots first" when every root precedes every suspect, and not when a suspect
-        leads a later root (a re-ranked list)."""
+    def test_one_line_says_how_the_causes_are_ordered_and_no_tag_contradicts_it(self) -> None:
+        """Under the causes' heading one line says the hand ranking's order (structural roots first, score within
+        each), and a structural root scored below the suspect it precedes is tagged as such, not "root" alone."""
+        analysis = analyze(propagated_error_run())
+        first, second = analysis.root_causes[:2]
+        # The confusing case a new user met: a 0.30 structural root above a 0.55 suspect.
+        loc = analysis.localization
+        loc = replace(loc, candidates=[replace(first, root=True, score=0.3), replace(second, root=False, score=0.55)])
+        analysis = replace(analysis, localization=loc)
+        lines = analysis_lines(analysis)
+        at = lines.index("Root causes")
+        assert lines[at + 1].strip() == ORDER_LINES["roots-first"] and analysis.order == "roots-first"
+        tags = [line for line in lines if line.startswith(("  1. ", "  2. "))]
+        assert tags[0].endswith("score 0.300 [structural root]") and tags[1].endswith("score 0.550 [suspect]")
+        assert analysis.to_dict()["order"] == "roots-first"
+        assert "order: structural roots first" in analysis_markdown(analysis)
+        from trajdebug.analysis import load_model
+
+        learned = analyze(propagated_error_run(), model=load_model())
+        lines = analysis_lines(learned)
+        assert learned.to_dict()["order"] == "confidence"
+        assert lines[lines.index("Root causes") + 1].strip() == ORDER_LINES["confidence"]
+
+    def test_an_order_that_puts_a_suspect_before_a_root_is_not_called_roots_first(self) -> None:
+        """A list where a suspect stands before a structural root (re-ranked) is never described as roots first."""
         from types import SimpleNamespace
 
-        from trajdebug.report.analysis import _causes_heading
+        from trajdebug.report.analysis import _order_line
 
-        def analysis(*roots: bool) -> SimpleNamespace:
+        def analysis(*roots: bool, order: str = "roots-first") -> SimpleNamespace:
             causes = [SimpleNamespace(root=r) for r in roots]
-            return SimpleNamespace(guided=None, root_causes=causes, failures=["f"])
+            return SimpleNamespace(order=order, root_causes=causes, failures=["f"])
 
-        assert "roots first" in _causes_heading(analysis(True, False, False))
-        assert "roots first" not in _causes_heading(analysis(False, True, False))
-        assert "roots first" not in _causes_heading(analysis(True, True))
+        assert _order_line(analysis(True, False, False)) == ORDER_LINES["roots-first"]
+        assert "roots first" not in str(_order_line(analysis(False, True, False)))
+        assert _order_line(analysis()) is None
+        # A learned model's or the answers' order may put a suspect first: the line says which order it is.
+        assert _order_line(analysis(False, True, order="confidence")) == ORDER_LINES["confidence"]
+        assert _order_line(analysis(False, True, order="answers")) == ORDER_LINES["answers"]
+
+    def test_one_exception_propagated_through_four_steps_is_one_failure_with_its_path(self) -> None:
+        """A tool's exception re-reported by its sub-agent, the tool that ran it and the caller is listed once,
+        where it occurred, with the path it propagated along (text, Markdown, JSON); ``failures`` keeps all four."""
+        for ids in (True, False):
+            analysis = analyze(propagated_error_run(ids=ids))
+            text = "\n".join(analysis_lines(analysis))
+            assert "Failures (1)" in text and "✗ look#look" in text
+            assert "propagated through specialist#sub → specialist#s_tool → triage#caller" in " ".join(text.split())
+            assert "propagated through" in analysis_markdown(analysis)
+            doc = analysis.to_dict()
+            [group] = doc["failure_groups"]
+            assert group["step_id"] == "look" and [p["step_id"] for p in group["propagated"]] == ["sub", "as_tool", "caller"]
+            assert len(doc["failures"]) == 4
+
+    def test_distinct_errors_stay_distinct_failures(self) -> None:
+        """Two errors with different ids (or, without ids, a wrapper whose message does not repeat the inner one)
+        are two failures."""
+        run = propagated_error_run()
+        steps = tuple(
+            replace(s, error=ErrorInfo("KeyError", "other", "e2")) if s.step_id == "caller" else s for s in run.steps
+        )
+        doc = analyze(replace(run, steps=steps)).to_dict()
+        assert [len(g["propagated"]) for g in doc["failure_groups"]] == [0, 2]
+        loose = propagated_error_run(ids=False)
+        steps = tuple(replace(s, error=ErrorInfo("KeyError", "other")) if s.step_id == "caller" else s for s in loose.steps)
+        assert len(analyze(replace(loose, steps=steps)).to_dict()["failure_groups"]) == 2
 
     def test_text_fits_eighty_columns_and_names_the_cause(self) -> None:
         """The plain-text report wraps at 80 columns and shows failures, causes with reasons, and stats."""

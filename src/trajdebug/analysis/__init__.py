@@ -9,7 +9,14 @@ over one `AnalysisState` (insert one with `insert_stage`).
 from __future__ import annotations
 
 from trajdebug.analysis._content import text_of
-from trajdebug.analysis._detect import Detector, Failure, detect
+from trajdebug.analysis._detect import (
+    Detector,
+    Failure,
+    FailureGroup,
+    cut_short_steps,
+    detect,
+    group_failures,
+)
 from trajdebug.analysis._evidence import SIGNAL_FAMILIES, family
 from trajdebug.analysis._guided import STRATEGIES, Guided, GuidedSearch, Oracle, guided_search
 from trajdebug.analysis._guided_result import settled
@@ -43,6 +50,7 @@ __all__ = [
     "ExpectationOracle",
     "Evidence",
     "Failure",
+    "FailureGroup",
     "GraphError",
     "Guided",
     "GuidedSearch",
@@ -55,8 +63,10 @@ __all__ = [
     "analyses_to_dict",
     "analyze",
     "analyze_errors",
+    "cut_short_steps",
     "detect",
     "family",
+    "group_failures",
     "guided_search",
     "settled",
     "features",

@@ -291,11 +291,11 @@ def _candidate(r: Ranking, sid: str) -> Candidate:
     if r.families and _matches(r.g.steps[sid], r.families):
         reasons.append(f"produces what failed ({', '.join(sorted(r.families))})")
     if sid in r.elsewhere:
-        reasons.append(f"less suspect: {r.elsewhere[sid]}")
+        reasons.append(f"score lowered: {r.elsewhere[sid]}")
     if r.good:
         cons = [c for c, d in r.g.children(sid) if d.kind in VALUE_DEP_KINDS and c in r.good]
         if cons:
-            reasons.append(f"less suspect: its output also fed {len(cons)} verified-good result(s)")
+            reasons.append(f"score lowered: its output also fed {len(cons)} verified-good result(s)")
     if not reasons or all(r.startswith("reaches the failure") for r in reasons):
         reasons.insert(0, "no evidence of its own: ranked by its place in the failure's backward slice")
     for step_id, conf in inferred:

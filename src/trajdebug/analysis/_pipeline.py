@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trajdebug.analysis._content import text_memo
-from trajdebug.analysis._detect import Detector, Failure
+from trajdebug.analysis._detect import Detector, Failure, FailureGroup, group_failures
 from trajdebug.analysis._guided import Guided
 from trajdebug.analysis._localize import Candidate, Localization
 from trajdebug.analysis._sql import schema_from_db
@@ -80,6 +80,20 @@ class Analysis:
         """The ranked root-cause candidates, best first."""
         return self.localization.candidates
 
+    @property
+    def order(self) -> str:
+        """How `root_causes` is ordered: ``answers`` (a guided search's answers moved them), ``confidence``
+        (a learned model re-ranked them by calibrated probability) or ``roots-first`` (the hand ranking:
+        structural roots before the other suspects, by score within each group, docs/analysis.md)."""
+        if self.guided is not None and self.guided.questions:
+            return "answers"
+        return "confidence" if self.localization.method.endswith("learned") else "roots-first"
+
+    def failure_groups(self) -> list[FailureGroup]:
+        """The failures with each exception's propagations under the step where it occurred (one exception
+        counted once: `trajdebug.analysis.group_failures`); what the reports list."""
+        return group_failures(self.failures, self.run.step_map())
+
     def error_chains(self) -> list[Any]:
         """The error chains of the lifecycle report (empty when there is none)."""
         if self.error_report is None:
@@ -115,7 +129,9 @@ class Analysis:
             "run_id": self.run.run_id,
             "outcome": self.run.outcome,
             "failures": [{**f.to_dict(), "name": names.get(f.step_id)} for f in self.failures],
+            "failure_groups": [g.to_dict(names) for g in self.failure_groups()],
             "root_causes": causes,
+            "order": self.order,
             "ranked": len(self.localization.ranking),
             "error_chains": self.error_chains(),
             "dependencies_inferred": self.inferred,

@@ -239,7 +239,18 @@ def show_cmd(
         from trajdebug.usage import default_prices, run_usage
 
         prices = default_prices()
-        emit_json({"runs": [{**run_to_dict(r), "usage": run_usage(r, prices).to_dict()} for r in runs]})
+        from trajdebug.report.text import cut_short
+
+        # ``cut_short`` is derived (the steps the run's failure interrupted, as the analysis reads them), as
+        # ``usage`` is: the record itself is unchanged.
+        emit_json(
+            {
+                "runs": [
+                    {**run_to_dict(r), "usage": run_usage(r, prices).to_dict(), "cut_short": _in_order(r, cut_short(r))}
+                    for r in runs
+                ]
+            }
+        )
         return
     from trajdebug.report.text import render_run
 
@@ -254,6 +265,10 @@ def show_cmd(
             for s in shown:
                 out.print()
                 render_step(s, r, out, limit=IO_LIMIT, io_only=True)
+
+
+def _in_order(run: Run, ids: frozenset[str]) -> list[str]:
+    return [s.step_id for s in run.steps if s.step_id in ids]
 
 
 def _show_steps(runs: list[Run], selector: str, as_json: bool) -> None:

@@ -90,12 +90,20 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     if a.inferred:
         yield "note", "some dependencies were inferred from content (candidates say which)"
     yield "note", _compared(a)
-    yield "heading", f"Failures ({len(a.failures)})"
-    if not a.failures:
+    groups = a.failure_groups()
+    yield "heading", f"Failures ({len(groups)})"
+    if not groups:
         yield "note", "no failure detected"
-    for f in a.failures:
-        yield "failure", (_label(steps.get(f.step_id), f.step_id), f.detector, f.where, f.message)
+    for g in groups:
+        f = g.failure
+        # One exception re-raised by each step it left (a sub-agent, the tool that ran it, its caller)
+        # is one failure: where it occurred, then the path it propagated along.
+        via = " → ".join(f"{_label(steps.get(p.step_id), p.step_id)}" for p in g.propagated)
+        yield "failure", (_label(steps.get(f.step_id), f.step_id), f.detector, f.where, f.message, via)
     yield "heading", _causes_heading(a)
+    order = _order_line(a)
+    if order:
+        yield "note", order
     for i, c in enumerate(a.root_causes, 1):
         run_id = getattr(c, "run_id", None)
         s = earlier.get((run_id, c.step_id)) if run_id is not None else steps.get(c.step_id)
@@ -103,7 +111,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         agent = f", agent {s.agent}" if s is not None and s.agent else ""
         if run_id is not None:
             agent += f", earlier turn {run_id[:12]}"
-        tag = "root" if c.root else "suspect"
+        tag = "structural root" if c.root else "suspect"
         conf = getattr(c, "confidence", None)
         if conf is not None:
             tag += f", confidence {conf:.0%}"
@@ -161,8 +169,10 @@ def analysis_lines(a: Analysis, width: int = WIDTH) -> list[str]:
         elif kind == "note":
             wrap(value, "  ")
         elif kind == "failure":
-            label, det, where, msg = value
+            label, det, where, msg, via = value
             wrap(f"✗ {label} [{det}, {where}] {msg}", "    ", "  ")
+            if via:
+                wrap(f"propagated through {via} (the same exception, counted once)", "      ", "    ")
         elif kind == "cause":
             i, label, kind_s, score, tag, reasons, path = value
             wrap(f"{i}. {label} ({kind_s}) score {score:.3f} [{tag}]", "     ", "  ")
@@ -204,11 +214,13 @@ def render_analysis(a: Analysis, console: Any, *, run: Run | None = None) -> Non
         elif kind == "note":
             indented(escape(value), 2, "dim")
         elif kind == "failure":
-            label, det, where, msg = value
+            label, det, where, msg, via = value
             indented(f"[red]✗[/] {escape(label)} [dim]\\[{escape(det)}, {escape(where)}][/] {escape(msg)}", 2)
+            if via:
+                indented(f"propagated through {escape(via)} (the same exception, counted once)", 4, "dim")
         elif kind == "cause":
             i, label, kind_s, score, tag, reasons, path = value
-            tag_style = "bold red" if tag.startswith("root") else "yellow"
+            tag_style = "bold red" if tag.startswith("structural root") else "yellow"
             indented(
                 f"[bold]{i}. {escape(label)}[/] ({escape(kind_s)}) score {score:.3f} [{tag_style}]{tag}[/]", 2
             )
@@ -238,8 +250,10 @@ def analysis_markdown(a: Analysis) -> str:
         elif kind == "note":
             lines.append(f"_{_md(value)}_")
         elif kind == "failure":
-            label, det, where, msg = value
+            label, det, where, msg, via = value
             lines.append(f"- **{_md(label)}** ({_md(det)}, {_md(where)}): {_md(msg)}")
+            if via:
+                lines.append(f"  - propagated through {_md(via)} (the same exception, counted once)")
         elif kind == "cause":
             i, label, kind_s, score, tag, reasons, path = value
             lines.append(f"{i}. **{_md(label)}** ({_md(kind_s)}), score {score:.3f}, {tag}")
@@ -255,21 +269,28 @@ def analysis_markdown(a: Analysis) -> str:
 
 
 def _causes_heading(a: Any) -> str:
-    """The heading of the ranked list: how it is ordered (by the answers, when a guided search had some)."""
-    guided = getattr(a, "guided", None)
-    if guided is not None and guided.questions and a.root_causes:
-        order = " (as the answers leave them: a root they prove first, then the suspects left, then the steps they cleared)"
-    elif _roots_lead(a.root_causes):
-        order = " (roots first: no suspect input explains them; then by score)"
-    else:
-        order = ""
-    return "Root causes" + order + ("" if a.root_causes else " (none: nothing failed)" if not a.failures else "")
+    """The heading of the ranked list (how it is ordered is `_order_line`, the line under it)."""
+    return "Root causes" + ("" if a.root_causes else " (none: nothing failed)" if not a.failures else "")
 
-def _roots_lead(causes: Any) -> bool:
-    """Whether the list holds roots and suspects with every root before every suspect: only then does its
-    heading say so (a learned re-ranking or the references may put a suspect first)."""
-    flags = [bool(c.root) for c in causes]
-    return any(flags) and not all(flags) and flags == sorted(flags, reverse=True)
+
+ORDER_LINES = {
+    "answers": "order: the root the answers prove, then suspects left, then steps they cleared",
+    "confidence": "order: by the learned model's calibrated confidence",
+    "roots-first": "order: structural roots first, then suspects; score orders within each",
+}
+"""The line under the ranked list that says how it is ordered, by `Analysis.order`."""
+
+
+def _order_line(a: Any) -> str | None:
+    """How the ranked list is ordered, in one line (None when it is empty), so that no label or score
+    seems to contradict a position: the hand ranking puts structural roots first whatever their score."""
+    if not a.root_causes:
+        return None
+    order = getattr(a, "order", "roots-first")
+    flags = [bool(c.root) for c in a.root_causes]
+    if order == "roots-first" and flags != sorted(flags, reverse=True):
+        return "order: as re-ranked (a suspect stands before a structural root)"  # never the hand ranking's own
+    return ORDER_LINES.get(order)
 
 
 __all__ = ["SETTLE", "verdict_note", "analysis_lines", "analysis_markdown", "chain_summary", "render_analysis"]

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from trajdebug.core.model import Run, Step
-from trajdebug.report.text import describe_dep, fmt_duration, short
+from trajdebug.report.text import CUT_SHORT, cut_short, describe_dep, fmt_duration, short
 
 
 IO_LIMIT = 2_000
@@ -73,6 +73,10 @@ def render_step(step: Step, run: Run, console: Any, *, limit: int | None = None,
     head.append(f"{step.kind:<9}", style="dim")
     head.append(printable(step.name), style="bold")
     head.append(f"#{short(step.step_id)}  {fmt_duration(step.duration_ns)}  {step.status}")
+    if step.status == "error" and step.attributes.get("interrupted"):
+        head.append(f", interrupted ({printable(str(step.attributes['interrupted']))})")
+    elif step.step_id in cut_short(run):
+        head.append(f", {CUT_SHORT}")
     if step.attempt != 1:
         head.append(f"  attempt {step.attempt}")
     console.print(head, overflow="fold")
@@ -107,6 +111,7 @@ def step_to_json(step: Step, run: Run) -> dict[str, Any]:
     from trajdebug.report.json import step_to_dict
 
     out = step_to_dict(step)
+    out["cut_short"] = step.step_id in cut_short(run)  # derived, as `show` marks it: not in the record
     out["used_by"] = [
         {"step_id": s.step_id, "kind": d.kind, "origin": d.origin, "confidence": d.confidence}
         for s in run.steps

@@ -130,6 +130,21 @@ def usage_text(u: Any) -> str:
     return " ".join(parts)
 
 
+CUT_SHORT = "cut short by the run's failure"
+"""How `show` marks a step that ended empty, with no error of its own, after the error that failed the run
+(a parallel tool call or task cancelled as the failure unwound: `cut_short`)."""
+
+
+def cut_short(run: Run) -> frozenset[str]:
+    """The steps the run's failure cut short, as the analysis reads them (`trajdebug.analysis.cut_short_steps`):
+    derived when shown, never stored (a recorder that saw the cancellation stores ``interrupted`` instead)."""
+    if not any(s.status == "error" for s in run.steps):
+        return frozenset()  # only a raised error cuts steps short: a clean run never loads the analysis
+    from trajdebug.analysis import cut_short_steps
+
+    return cut_short_steps(run)
+
+
 def render_run(
     run: Run, console: Any, *, show_deps: bool = True, max_steps: int | None = None, everything: bool = False
 ) -> list[Step]:
@@ -168,6 +183,7 @@ def render_run(
     if isinstance(fault, dict) and fault.get("name"):
         where = f" at #{escape(short(str(fault['step_id'])))}" if fault.get("step_id") else ""
         console.print(f"  injected fault: {escape(str(fault.get('name')))}{where}", style="dim")
+    cut = cut_short(run)
     shown: list[Step] = []
     batch: list[Any] = []
 
@@ -194,9 +210,13 @@ def render_run(
         u = step_usage(s, prices) if s.kind == "llm" or s.attributes else None
         if u is not None:
             line.append(f"  {usage_text(u)}", style="cyan")
-        if s.status == "error":
+        if s.status == "error" and s.attributes.get("interrupted"):
+            line.append(f"  ⊘ interrupted ({one_line(str(s.attributes['interrupted']))})", style="yellow")
+        elif s.status == "error":
             msg = s.error.type if s.error else "error"
             line.append(f"  ✗ {one_line(msg)}", style="red")
+        elif s.step_id in cut:
+            line.append(f"  ⊘ {CUT_SHORT}", style="yellow")
         elif s.end_ns is None:
             line.append("  … unfinished", style="yellow")
         batch.append(line)

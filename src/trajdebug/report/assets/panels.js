@@ -11,13 +11,15 @@ function buildHeader(host) {
   if (U && U.calls) top.appendChild(el("span", { class: "meta usage", title: "model, tokens and cost of the run's LLM calls" }, (U.model ? U.model + " · " : "") + fmtUsage(U)));
   host.appendChild(top);
   if (RUN.failure_reason) host.appendChild(el("div", { class: "h-reason" }, "reason: ", el("span", { class: "reason" }, RUN.failure_reason)));
-  const fails = ANALYSIS.failures || [];
+  // One exception re-reported by each step it left is one failure, with the path it propagated along.
+  const fails = ANALYSIS.failure_groups || ANALYSIS.failures || [];
   if (fails.length) {
     const list = el("div", { class: "h-failures" }, "failures: ");
     fails.slice(0, 6).forEach((f, i) => {
       if (i) list.appendChild(document.createTextNode(" · "));
       list.appendChild(el("button", { type: "button", class: "linkish", "data-step": f.step_id }, (f.name || "?") + "#" + shortId(f.step_id)));
       list.appendChild(el("span", { class: "f-msg" }, " [" + f.detector + "] " + oneLine(f.message, 120)));
+      if (f.propagated && f.propagated.length) list.appendChild(el("span", { class: "note" }, " propagated through " + f.propagated.map((p) => (p.name || "?") + "#" + shortId(p.step_id)).join(" → ")));
     });
     if (fails.length > 6) list.appendChild(el("span", { class: "note" }, " and " + (fails.length - 6) + " more"));
     host.appendChild(list);
@@ -54,7 +56,12 @@ function buildCauses(host) {
     host.appendChild(el("p", { class: "note" }, RUN.outcome === "failure" ? "No candidate: nothing in the run explains the failure." : "The run did not fail; nothing to explain."));
     return;
   }
-  host.appendChild(el("p", { class: "note" }, "Ranked by the backward search; click one to see its path."));
+  const ORDER = {
+    "answers": "Ordered as the answers leave them: the root they prove, then suspects left, then steps they cleared.",
+    "confidence": "Ordered by the learned model's calibrated confidence.",
+    "roots-first": "Ordered with structural roots first, then suspects; score orders within each.",
+  };
+  host.appendChild(el("p", { class: "note" }, (ORDER[ANALYSIS.order] || "Ranked by the backward search.") + " Click one to see its path."));
   const list = el("ol", { class: "causes" });
   causes.forEach((c, i) => {
     const item = el("li", { class: "cause", tabindex: "0", role: "button", "data-cause": i, "aria-pressed": "false" });
@@ -63,7 +70,7 @@ function buildCauses(host) {
       el("span", { class: "c-name" }, c.name || "?"),
       el("span", { class: "sid" }, "#" + shortId(c.step_id)),
       el("span", { class: "c-kind" }, c.kind || ""),
-      el("span", { class: "badge " + (c.structural ? "b-root" : "b-suspect") }, c.structural ? "root" : "suspect"),
+      el("span", { class: "badge " + (c.structural ? "b-root" : "b-suspect") }, c.structural ? "structural root" : "suspect"),
       el("span", { class: "score", title: "score" }, typeof c.score === "number" ? c.score.toFixed(3) : ""));
     item.appendChild(head);
     if (c.run_id) item.appendChild(el("div", { class: "note" }, "in an earlier turn: run " + c.run_id));
