@@ -1019,16 +1019,3 @@ def test_json_text_too_deeply_nested_to_parse_is_read_as_text() -> None:
     assert _asking_text({"messages": messages}) == "patient p-17"
     assert _parsed(deep) == deep
     assert _parsed({"prompt": deep}) == {"prompt": deep}
-
-
-def test_a_tool_name_a_model_was_offered_is_given_to_it() -> None:
-    """A model's tool call names a tool it was offered (``llm.tools``): the name is given, not introduced;
-    a name it was not offered is not."""
-    s = Step("m", "chat", "llm", input={"messages": [{"role": "user", "content": "weigh the flour"}]},
-             output={"role": "assistant", "tool_calls": [{"id": "c1", "name": "weigh_flour", "arguments": {}}]},
-             attributes={"llm.tools": ["weigh_flour", "list_bins"]})
-    view = Lineage(Run("r", "bakery", steps=(s,))).view("m")
-    [name] = [a for a in view.outputs if a.raw == "weigh_flour"]
-    assert view.given(name)
-    bare = Step("m", "chat", "llm", input=s.input, output=s.output)
-    assert not Lineage(Run("r", "bakery", steps=(bare,))).view("m").given(name)

@@ -135,13 +135,6 @@ def trivial(atom: Atom) -> bool:
     return False
 
 
-def _offered(step: Step) -> list[str]:
-    """The names of the tools a model step was offered (``llm.tools``, as every route records them): a tool
-    call's name it picked from them is a value it was given, not one it introduced."""
-    names = step.attributes.get("llm.tools") if step.kind == "llm" else None
-    return [n for n in names[:200] if isinstance(n, str)] if isinstance(names, list) else []
-
-
 def build_view(
     step: Step, parent_outputs: Iterable[Any] = (), spoken: dict[str, frozenset[str]] | None = None
 ) -> StepView:
@@ -163,7 +156,7 @@ def build_view(
     content_out = semantic(step, raw_out)
     ins = [a for a in atoms(content_in) if not trivial(a)]
     outs = [a for a in atoms(content_out) if not trivial(a)]
-    text = "\n".join([*iter_text(content_in), *_offered(step)])[:_TEXT_LIMIT]
+    text = "\n".join(iter_text(content_in))[:_TEXT_LIMIT]
     out_text = "\n".join(iter_text(content_out))[:_TEXT_LIMIT]
     keys = {a.key for a in ins}
     said = spoken.get(text) if spoken is not None else None
