@@ -77,3 +77,21 @@ def test_the_model_that_chose_a_remembered_track_is_on_the_failure_path() -> Non
     fails = [f.step_id for f in a.failures]
     assert fails == ["r"]
     assert {f"m{i}" for i in range(40)} <= DependencyGraph(a.run).backward_slice(fails)
+
+
+def test_a_small_record_merged_into_the_next_calls_arguments_links_it() -> None:
+    """A parsed choice ({"courier": "C7"}) whose every field a later call's argument object holds, under the
+    same name with the same value, links that call to the step that returned it (the latest such record);
+    a record of flags only links nothing."""
+    from trajdebug.analysis.inference import structural_edges
+
+    run = Run("r", "dispatch", outcome="failure", steps=(
+        step("a", "parse_pick", "parse", 1, '{"courier": "C2"}', {"courier": "C2"}),
+        step("b", "parse_pick", "parse", 3, '{"courier": "C7"}', {"courier": "C7"}),
+        step("f", "flags", "other", 5, {}, {"ok": True}),
+        step("c", "book", "tool", 7, {"parcel": "P-1", "courier": "C7", "ok": True}, {"booked": 1}),
+        step("d", "book", "tool", 9, {"parcel": "P-2", "courier": "C9"}, {"booked": 2}),
+    ))
+    linked = structural_edges(run)
+    assert _producers(linked, "c") == ["b"]
+    assert _producers(linked, "d") == []

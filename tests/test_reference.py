@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -298,6 +298,7 @@ def _same_stats(a: _StepStats, b: _StepStats) -> None:
     assert a == b
     assert list(a.fields) == list(b.fields) and list(a.present) == list(b.present)
     assert list(a.schemas) == list(b.schemas) and list(a.ratios) == list(b.ratios)
+    assert list(a.unit_ratios) == list(b.unit_ratios)
     for f in a.fields:
         x, y = a.fields[f], b.fields[f]
         assert list(x.values) == list(y.values) and list(x.formulas) == list(y.formulas)
@@ -330,6 +331,13 @@ _obs = st.builds(
         max_size=3,
     ).map(lambda rs: tuple(dict(rs).items())),
     st.none() | st.floats(0, 5, allow_nan=False),
+    st.lists(
+        st.tuples(
+            st.tuples(st.sampled_from("ab"), st.sampled_from("xy"), st.sampled_from(["unit=lb", "unit=oz"])),
+            st.tuples(st.floats(-10, 10, allow_nan=False), st.floats(-10, 10, allow_nan=False)),
+        ),
+        max_size=3,
+    ).map(lambda rs: tuple((k, r, x) for k, (r, x) in dict(rs).items())),
 )
 
 
@@ -939,3 +947,40 @@ def test_a_number_given_with_a_minus_sign_and_answered_without_one_is_grounded()
         bad = run("f", 10, -7, move, "failure")
         found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("m"), profile)]
         assert ("reference:grounded" in found) == flagged, (move, found)
+
+
+def _weigh(rid: str, calls: list[tuple[float, str, float]], fail: bool = False) -> Run:
+    """A run of a unit converter called once per (amount, unit, grams) triple."""
+    steps = [
+        Step(f"c{i}", "to_grams", "tool", input={"amount": a, "unit": u}, output={"grams": g},
+             start_ns=2 * i + 1, end_ns=2 * i + 2)
+        for i, (a, u, g) in enumerate(calls)
+    ]
+    return Run(rid, "kitchen", outcome="failure" if fail else "success", steps=tuple(steps))
+
+
+class TestSettingRatios:
+    PASSING: ClassVar[list[Run]] = [
+        _weigh("ok0", [(2.0, "lb", 907.2), (3.0, "oz", 85.05)]),
+        _weigh("ok1", [(5.0, "lb", 2268.0), (1.0, "oz", 28.35)]),
+        _weigh("ok2", [(4.0, "lb", 1814.4), (8.0, "oz", 226.8)]),
+    ]
+
+    def _ratio(self, run: Run, sid: str) -> list[Evidence]:
+        found = violations(run.step(sid), Lineage(run).view(sid), learn(self.PASSING))
+        return [e for e in found if e.diagnoser == "reference:ratio"]
+
+    def test_a_factor_constant_per_unit_is_broken_by_a_call_with_another_factor(self) -> None:
+        """A converter whose grams/amount was always 453.6 for unit=lb (and 28.35 for oz) breaks that relation
+        when a pound call answers with the ounce factor, though over all calls the ratio was never constant."""
+        bad = _weigh("bad", [(7.5, "lb", 212.6), (10.0, "oz", 283.5)], fail=True)
+        [ev] = self._ratio(bad, "c0")
+        assert "unit=lb" in ev.reason and "453.6" in ev.reason
+        assert not self._ratio(bad, "c1")
+
+    def test_one_repeated_call_per_setting_shows_no_factor(self) -> None:
+        """Passing calls that all gave the same amount for a unit prove no factor: a new amount's ratio is no violation."""
+        same = [_weigh(f"ok{i}", [(2.0, "cup", 480.0)]) for i in range(4)]
+        bad = _weigh("bad", [(3.0, "cup", 300.0)], fail=True)
+        found = violations(bad.steps[0], Lineage(bad).view("c0"), learn(same))
+        assert not [e for e in found if e.diagnoser == "reference:ratio"]

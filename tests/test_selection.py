@@ -183,3 +183,17 @@ def test_a_node_that_only_returned_its_childs_result_lost_nothing_it_was_given()
     failures = [Failure("f", "step-error", "ValueError: P-100A does not fit", "x")]
     [n] = [c for c in localize(run, failures=failures).ranked_all if c.step_id == "n"]
     assert "lineage:dropped" not in n.signals
+
+
+def test_a_model_picking_from_a_roster_after_its_request_passed_over_the_part_the_failure_names() -> None:
+    """A prompt that lays out a request and then, after a label, the list to choose from is read as a list of
+    records; a record's compound value (a language pair ``en>pt-PT``) offers its parts, so a failure naming
+    ``pt-PT`` names what a record the model passed over held and the one it picked did not."""
+    from trajdebug.analysis._selection import passed_over
+
+    roster = [{"id": "T4", "pairs": "en>pt-BR"}, {"id": "T9", "pairs": "en>pt-PT"}]
+    prompt = 'Pick one.\nJOB:{"target": "pt-PT"}\nROSTER:' + json.dumps(roster)
+    [sel] = selections({"messages": [{"role": "user", "content": prompt}]}, '{"translator": "T4"}')
+    assert sel.picked == frozenset({"t4"})
+    assert passed_over(sel, "translator T4 cannot deliver into pt-PT")
+    assert not passed_over(sel, "translator T4 cannot deliver into en")

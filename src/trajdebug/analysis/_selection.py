@@ -11,6 +11,8 @@ records it picked, so they judge only what it was asked about.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,8 +44,7 @@ def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Any]]:
     if depth > MAX_DEPTH:
         return
     if isinstance(value, str):
-        parsed = content.embedded_json(value)
-        if isinstance(parsed, (Mapping, list)):
+        for parsed in _embedded(value):
             yield from _record_lists(parsed, depth + 1)
         return
     if isinstance(value, Mapping):
@@ -55,6 +56,31 @@ def _record_lists(value: Any, depth: int = 0) -> Iterator[list[Any]]:
             yield value
         for v in value[:50]:
             yield from _record_lists(v, depth + 1)
+
+
+_BLOCK_START = re.compile(r"(?:^|[\n:=])[ \t]*([\[{])")
+"""Where a JSON block may start in a prompt: at a line's start or after a label (``ROSTER:[...]``)."""
+
+
+def _embedded(text: str, limit: int = 8) -> Iterator[Any]:
+    """The JSON objects and arrays a text holds: the first (`content.embedded_json`), then any further block
+    that starts a line or follows a label, as a prompt lays out a request and the list it chooses from."""
+    first = content.embedded_json(text)
+    if isinstance(first, (Mapping, list)):
+        yield first
+    if len(text) > content.TEXT_LIMIT or ("{" not in text and "[" not in text):
+        return
+    decoder, found, end = json.JSONDecoder(), 0, 0
+    for m in _BLOCK_START.finditer(text):
+        if m.start(1) < end or found >= limit:
+            continue
+        try:
+            parsed, end = decoder.raw_decode(text, m.start(1))
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(parsed, (Mapping, list)) and parsed != first:
+            found += 1
+            yield parsed
 
 
 def _strings(value: Any) -> set[str]:
@@ -97,13 +123,21 @@ def selections(given: Any, answer: Any) -> list[Selection]:
     return out
 
 
+_PARTS = re.compile(r"\s*[>/,;|+]\s*")
+"""The separators that join the parts of a compound value (not spaces: prose is no compound)."""
+
+
 def passed_over(sel: Selection, text: str) -> bool:
     """Whether ``text`` (a failure's message) names, as a word, a text value of a record the selection
-    did not pick and of none it picked: what the picker left behind is what was wanted."""
+    did not pick and of none it picked: what the picker left behind is what was wanted.  A value joined
+    from parts (a language pair ``en>pt-pt``, a route ``lis/opo``) offers each part too: the failure names
+    the part that mattered."""
     mine: set[str] = set()
     theirs: set[str] = set()
     for r in sel.records:
-        (mine if str(r.get(sel.field, "")).strip().lower() in sel.picked else theirs).update(_strings(r))
+        values = _strings(r)
+        parts = {p for v in values for p in _PARTS.split(v) if p and p != v}
+        (mine if str(r.get(sel.field, "")).strip().lower() in sel.picked else theirs).update(values | parts)
     low = text.lower()
     return any(
         len(v) >= 3 and content.has_word(low, v)

@@ -30,6 +30,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
+from trajdebug.analysis.inference._fingerprint import RECORD_FIELDS, record_items
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import is_mapping
 
@@ -142,7 +143,7 @@ def _sub_values(value: Any, path: str = "", depth: int = 0) -> Iterable[tuple[st
             yield from _sub_values(v, f"{path}[{i}]", depth + 1)
 
 
-def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7) -> Run:
+def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, record: float = 0.6) -> Run:
     """Edges from a step to an earlier one whose whole (parsed) output, or a list or object inside it, is an
     argument of it, by equal content.
 
@@ -154,20 +155,25 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7) ->
     ``row.donor_types`` handed on as ``types``) links at ``part`` confidence:
     short text items (blood types, codes) are too short for content inference
     one by one, but the same items in the same order are a copy.
+    A small flat record whose every field an argument object holds (same name, same value) links at
+    ``record`` confidence: a parsed choice ``{"pick": "T04"}`` merged into the next call's arguments.
     """
     latest: dict[str, tuple[Step, float]] = {}
+    records: dict[tuple[str, str], list[tuple[int, Step, frozenset[Any]]]] = {}
     by_id = {s.step_id: s for s in run.steps}
     added: dict[str, list[Dependency]] = {}
-    pending: list[tuple[int, Step, list[tuple[str, float]]]] = []
+    pending: list[tuple[int, Step, list[tuple[str, float]], frozenset[tuple[str, str]] | None]] = []
     for st in run.steps:
         # Outputs of steps that ended before this one started become sources.
         keep = []
-        for end, done, keys in pending:
+        for end, done, keys, rec in pending:
             if end <= st.start_ns or not st.start_ns or not end:
                 for k, conf in keys:
                     latest[k] = (done, conf)
+                for item in rec or ():
+                    records.setdefault(item, []).append((done.end_ns or 0, done, rec))  # type: ignore[arg-type]
             else:
-                keep.append((end, done, keys))
+                keep.append((end, done, keys, rec))
         pending = keep
         anc: set[str] = set()
         cur = st.parent_id
@@ -185,10 +191,31 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7) ->
                 continue
             have.add(prod.step_id)
             added.setdefault(st.step_id, []).append(Dependency(prod.step_id, "data", "inferred", conf, path))
+        for path, prod in _record_sources(st.input, records):
+            if prod.step_id not in have and prod.step_id not in anc and prod.step_id != st.step_id:
+                have.add(prod.step_id)
+                added.setdefault(st.step_id, []).append(Dependency(prod.step_id, "data", "inferred", record, path or None))
         keys = _output_keys(st.output, confidence, part)
-        if keys and st.kind != "agent":
-            pending.append((st.end_ns or 0, st, keys))
+        rec = record_items(st.output)
+        if (keys or rec) and st.kind != "agent":
+            pending.append((st.end_ns or 0, st, keys, rec))
     return _with_deps(run, added)
+
+
+def _record_sources(value: Any, records: Mapping[tuple[str, str], list[tuple[int, Step, frozenset[Any]]]]) -> Iterable[tuple[str, Step]]:
+    """(path, producer) for each argument object of ``value`` holding every field of an earlier record output
+    (`record_items`; the latest such record): `structural_edges`."""
+    if isinstance(value, str) and content.looks_like_json(value):
+        value = content.parse_json(value)
+    for path, sub in [("", value), *_sub_values(value)] if records else ():
+        items = record_items(sub, RECORD_FIELDS * 4, whole=False)
+        best = max(
+            ((order, prod) for item in items or () for order, prod, rec in records.get(item, ()) if rec <= items),  # type: ignore[operator]
+            key=lambda t: t[0],
+            default=None,
+        )
+        if best is not None:
+            yield path, best[1]
 
 
 def _output_keys(out: Any, whole: float, part: float) -> list[tuple[str, float]]:

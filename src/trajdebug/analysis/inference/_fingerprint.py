@@ -34,12 +34,14 @@ salted ``hash(str)``), so inference gives the same edges on every run.
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import filterfalse, repeat
 from typing import Any
 
+from trajdebug.analysis import _content as content
 from trajdebug.analysis.inference._tokens import (
     _NUMBER,
     _NUMBER_ONLY,
@@ -64,6 +66,7 @@ from trajdebug.analysis.inference._tokens import (
     winnow,
 )
 from trajdebug.core.model import REPR_KEY, TRUNCATED_KEY
+from trajdebug.core.values import is_mapping
 
 
 Path = tuple[str | int, ...]
@@ -500,6 +503,30 @@ def format_path(path: Path) -> str | None:
     return "".join(out)
 
 
+RECORD_FIELDS = 6
+"""Fields a record output may have to be found merged into a later argument object (a small parsed choice)."""
+
+
+def record_items(out: Any, fields: int = RECORD_FIELDS, *, whole: bool = True) -> frozenset[tuple[str, str]] | None:
+    """A small flat record's fields as (name, canonical value), JSON text read; None for anything else, or
+    for a record of flags only (``{"ok": true}`` names no value).  ``whole=False`` reads the scalar fields of
+    any object of up to ``fields`` fields (an argument object that may hold lists and objects too)."""
+    if isinstance(out, str) and content.looks_like_json(out):
+        out = content.parse_json(out)
+    if not is_mapping(out) or not 0 < len(out) <= fields or content.is_marker(out):
+        return None
+    items = []
+    for k, v in out.items():
+        if isinstance(v, list) or is_mapping(v) or (isinstance(v, str) and not v.strip()):
+            if whole:
+                return None
+            continue
+        items.append((str(k), json.dumps(v.strip().lower() if isinstance(v, str) else v, default=str)))
+    if all(v in ("true", "false", "null") for _, v in items):
+        return None
+    return frozenset(items)
+
+
 __all__ = [
     "MIN_WEIGHT",
     "SHINGLE",
@@ -508,6 +535,7 @@ __all__ = [
     "VALUE_TAG",
     "WINDOW",
     "InputProbe",
+    "RECORD_FIELDS",
     "OutputPrint",
     "Path",
     "canonical_number",
@@ -518,6 +546,7 @@ __all__ = [
     "number_key",
     "number_weight",
     "probe_input",
+    "record_items",
     "token_id",
     "token_ids",
     "tokenize",

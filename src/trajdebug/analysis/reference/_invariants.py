@@ -57,6 +57,7 @@ from trajdebug.analysis.reference._profile import (
     learn,
     operand_view,
     returns_empty,
+    settings,
     step_key,
 )
 from trajdebug.core.model import CONTAINER_KINDS, Step
@@ -106,7 +107,8 @@ def violations(
             continue
         yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key)
     yield from _shape_checks(step, st, outs, min_runs)
-    yield from _ratio_checks(step.step_id, outs, ins, st)
+    found = next(_ratio_checks(step.step_id, outs, ins, st), None)
+    yield from [found] if found is not None else _setting_ratio_checks(step, outs, ins, st)
     size = _size_ratio(step)
     if size is not None and len(st.sizes) >= MIN_SUPPORT:
         lo, hi = min(st.sizes), max(st.sizes)
@@ -496,6 +498,36 @@ def _ratio_checks(
                 sid,
                 _w(0.6, len(ratios)),
                 f"{fo}/{fi} = {r:.4g}; in {len(ratios)} passing occurrences it was always {mean:.4g}",
+                "reference:ratio",
+            )
+            return
+
+
+def _setting_ratio_checks(
+    step: Step, outs: Mapping[str, list[Any]], ins: Mapping[str, list[Any]], st: _StepStats
+) -> Iterator[Evidence]:
+    """An output number that is not the multiple of an input number the passing runs always had for the
+    same setting (``unit=lb``: 453.6 grams an amount): a converter's factor per unit, a rate per currency.
+    Over all calls the ratio varies with the setting, so `_ratio_checks` sees no relation.  The passing
+    calls must have given at least two different input numbers: one repeated call shows no factor."""
+    mine = set(settings(step))
+    for (fo, fi, setting), seen in st.unit_ratios.items():
+        if setting not in mine or len(seen) < MIN_SUPPORT or len({x for _, x in seen}) < 2:
+            continue
+        o, i = outs.get(fo), ins.get(fi)
+        if not o or not i or len(o) != 1 or len(i) != 1 or o[0].number is None or not i[0].number:
+            continue
+        ratios = [r for r, _ in seen]
+        mean = sum(ratios) / len(ratios)
+        if mean == 0 or max(abs(r - mean) for r in ratios) / abs(mean) > 0.02:
+            continue  # not a constant factor for this setting
+        r = o[0].number / i[0].number
+        if abs(r - mean) / abs(mean) > 0.05:
+            yield Evidence(
+                step.step_id,
+                _w(0.6, len(ratios)),
+                f"{fo}/{fi} = {r:.4g} with {setting}; in {len(ratios)} passing occurrences with {setting} "
+                f"it was always {mean:.4g}",
                 "reference:ratio",
             )
             return

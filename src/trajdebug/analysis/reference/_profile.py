@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from trajdebug.analysis import _content as content
 from trajdebug.analysis.lineage import Lineage, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.core.chat import tool_names
@@ -95,6 +96,8 @@ class _StepStats:
     fields: dict[str, _FieldStats] = field(default_factory=dict)
     present: dict[str, int] = field(default_factory=dict)
     ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    unit_ratios: dict[tuple[str, str, str], list[tuple[float, float]]] = field(default_factory=dict)
+    """(output field, input field, a setting ``unit=lb``) -> (ratio, input number): a factor per setting."""
     sizes: list[float] = field(default_factory=list)
     introduced: set[str] = field(default_factory=set)
     """Values (texts, ids, dates) its output held that its input did not: values it brought into the run."""
@@ -233,6 +236,8 @@ class _Obs:
     """(output field, input field) -> output number / input number, for single numbers."""
     size: float | None
     """Items out per item in, when both are counts."""
+    unit_ratios: tuple[tuple[tuple[str, str, str], float, float], ...] = ()
+    """``ratios`` again, keyed by each setting the step was given too (`settings`), with the input number."""
 
 
 def _observe(
@@ -335,9 +340,34 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
     ratios = tuple(
         ((fo, fi), y / x) for fo, y in out_nums.items() for fi, x in in_nums.items() if x and y is not None
     )
+    per_setting = tuple(
+        ((fo, fi, c), y / x, x)
+        for c in settings(s)
+        for fo, y in out_nums.items()
+        for fi, x in in_nums.items()
+        if x and y is not None
+    )
     # A field left empty (``excluded: []``) holds no value, yet the output has it: part of its shape.
     blank = [k for k, v in s.output.items() if _is_empty(v)] if isinstance(s.output, Mapping) else []
-    return _Obs(run_id, _is_empty(s.output), frozenset([*outs, *blank]), tuple(fields), ratios, _size_ratio(s))
+    shape = frozenset([*outs, *blank])
+    return _Obs(run_id, _is_empty(s.output), shape, tuple(fields), ratios, _size_ratio(s), per_setting)
+
+
+def settings(s: Step) -> list[str]:
+    """The short text arguments a step was given at its top level (``unit=lb``, ``currency=EUR``), at most
+    three: a converter's factor, a rate, depends on them, so a ratio constant per setting is a relation
+    even when it is none over all calls."""
+    given = s.input
+    if isinstance(given, str) and content.looks_like_json(given):
+        given = content.parse_json(given)
+    if not isinstance(given, Mapping) or len(given) > 12:
+        return []
+    found = [
+        f"{k}={v.strip().lower()}"
+        for k, v in given.items()
+        if isinstance(v, str) and 0 < len(v.strip()) <= 12 and not entry_key(str(k))
+    ]
+    return found[:3]
 
 
 def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
@@ -387,6 +417,8 @@ def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
                 st.introduced.add(key)
     for pair, r in ob.ratios:
         st.ratios.setdefault(pair, []).append(r)
+    for ukey, r, x in ob.unit_ratios:
+        st.unit_ratios.setdefault(ukey, []).append((r, x))
     if ob.size is not None:
         st.sizes.append(ob.size)
 

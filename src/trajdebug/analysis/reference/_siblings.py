@@ -220,6 +220,13 @@ class _Occurrences:
                 at, vals = self.ratios.setdefault(key, ({}, []))
                 at[j] = len(vals)
                 vals.append(r)
+        self.unit_keys: _Tally[tuple[str, str, str]] = _Tally([[k for k, _, _ in o.unit_ratios] for o in obs])
+        self.unit_ratios: dict[tuple[str, str, str], tuple[dict[int, int], list[tuple[float, float]]]] = {}
+        for j, o in enumerate(obs):
+            for ukey, r, x in o.unit_ratios:
+                uat, uvals = self.unit_ratios.setdefault(ukey, ({}, []))
+                uat[j] = len(uvals)
+                uvals.append((r, x))
         self.size_at: dict[int, int] = {}
         self.sizes: list[float] = []
         for j, o in enumerate(obs):
@@ -241,6 +248,9 @@ class _Occurrences:
         for key in self.ratio_keys.without(i)[0]:
             at, vals = self.ratios[key]
             st.ratios[key] = _without(vals, at.get(i))
+        for ukey in self.unit_keys.without(i)[0]:
+            uat, uvals = self.unit_ratios[ukey]
+            st.unit_ratios[ukey] = _without(uvals, uat.get(i))
         st.sizes = _without(self.sizes, self.size_at.get(i))
         return st
 
