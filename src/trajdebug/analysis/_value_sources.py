@@ -450,11 +450,6 @@ def _dropped(
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
     lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw)]
     lost = [sid for sid in lost if carried_by_state(sl, sid, a, pos) is None]
-    if a.kind == "id" and _handed_to_failure(sl, a, pos):
-        # An id the failing step was handed anyway (the record it worked on, which the failure names as
-        # its subject) reached where it was needed: a step that did not pass it on lost nothing, unless
-        # it passed on another value of the failure's in its place (a swapped entity).
-        lost = [sid for sid in lost if swapped(sl, sid, a, named) is not None]
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
@@ -491,12 +486,6 @@ def _dropped(
             reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
         out.append(Evidence(sid, weight, reason, "lineage:dropped"))
     return out
-
-def _handed_to_failure(sl: Slice, a: Atom, pos: int) -> bool:
-    """Whether the step where the run failed (at position ``pos``) was given the value."""
-    failing = next((s.step_id for s in sl.run.steps if sl.g.position(s.step_id) == pos), None)
-    return failing is not None and sl.lin.view(failing).given(a)
-
 
 def _relayed(sl: Slice, sid: str, a: Atom) -> bool:
     """Whether a step only ran its children and returned what they made, none of them given the value.
