@@ -1251,6 +1251,23 @@ class TestDecisionsAndState:
         )
         assert all(e.sound for e in _from(_verdict(run, "t"), "state-values"))
 
+    def test_a_write_that_recorded_no_input_is_judged_on_the_earlier_outputs(self) -> None:
+        """A state block that recorded no input (it stored the program's variables) wrote the values earlier
+        steps produced: not made up; a value no earlier step produced still is."""
+        spec = {"job": "J-41", "trim_mm": [508.0, 711.2], "stock": "Lettra 600gsm"}
+
+        def block(stored: dict[str, Any]) -> list[Evidence]:
+            run = _run(
+                _t("p", "parse_order", "parse", 1, input={"text": "J-41 20x28 in on Lettra 600gsm"}, output=spec),
+                _t("w", "write_ticket", "state", 3, output=stored,
+                   attributes={"state_writes": ["ticket"], "state_values": {"ticket": stored}}),
+            )
+            return _from(_verdict(run, "w"), "state-values")
+
+        assert all(e.sound for e in block({"trim_mm": [508.0, 711.2], "stock": "Lettra 600gsm"}))
+        [e] = block({"trim_mm": [508.0, 911.2], "stock": "Lettra 600gsm"})
+        assert "911.2" in e.reason and "508" not in e.reason and not e.sound
+
     def test_lost_update_between_parallel_writers(self) -> None:
         """Of two overlapping read-modify-writes of one key, the later write that dropped the other's value is blamed."""
         a = _t(
