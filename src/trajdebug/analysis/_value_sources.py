@@ -499,7 +499,7 @@ def _handed_by_another(sl: Slice, a: Atom, pos: int, sid: str) -> bool:
     if failing is None or not sl.lin.view(failing).given(a):
         return False
     theirs = {p.step_id for p in sl.g.parents(failing) if sl.lin.view(p.step_id).holds(a)}
-    return any(p.step_id in theirs and p.kind != "input" for p in sl.g.parents(sid))
+    return any(p.step_id in theirs for p in sl.g.parents(sid))
 
 
 def _relayed(sl: Slice, sid: str, a: Atom) -> bool:
