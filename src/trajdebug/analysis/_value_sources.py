@@ -450,11 +450,6 @@ def _dropped(
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
     lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw)]
     lost = [sid for sid in lost if carried_by_state(sl, sid, a, pos) is None]
-    if a.kind == "id":
-        # An id the step's own source handed the failing step too (the record it worked on, which the
-        # failure names as its subject) went around the step to where it was needed: the step lost nothing,
-        # unless it passed on another value of the failure's in its place (a swapped entity).
-        lost = [sid for sid in lost if not _handed_by_another(sl, a, pos, sid) or swapped(sl, sid, a, named) is not None]
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
@@ -491,16 +486,6 @@ def _dropped(
             reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
         out.append(Evidence(sid, weight, reason, "lineage:dropped"))
     return out
-
-def _handed_by_another(sl: Slice, a: Atom, pos: int, sid: str) -> bool:
-    """Whether the failing step (at position ``pos``) was handed the value by a step ``sid`` was handed it by
-    too: the value went around ``sid`` to where it was needed."""
-    failing = next((s.step_id for s in sl.run.steps if sl.g.position(s.step_id) == pos), None)
-    if failing is None or not sl.lin.view(failing).given(a):
-        return False
-    theirs = {p.step_id for p in sl.g.parents(failing) if sl.lin.view(p.step_id).holds(a)}
-    return any(p.step_id in theirs for p in sl.g.parents(sid))
-
 
 def _relayed(sl: Slice, sid: str, a: Atom) -> bool:
     """Whether a step only ran its children and returned what they made, none of them given the value.
