@@ -744,6 +744,21 @@ class TestDataSteps:
                if e.suspicion > 0]
         assert "dropped 1" in e.reason
 
+    def test_a_request_whose_failure_named_values_were_parsed_is_no_lost_value(self) -> None:
+        """A parser that read a request sentence into fields lost nothing when the failure names values it
+        parsed (the quantity, the colour); one whose output lacks a value the failure names still lost it."""
+        request = "Menu cards, 260 copies, trim 4x9 in, colours: PMS 877, due 2026-05-20"
+        failed = [Failure("x", "step-error", "pack station: counted 252 pieces, order is for 260", "x")]
+
+        def run_of(out: dict[str, Any]) -> list[Evidence]:
+            run = _run(Step("p", "parse_order", "parse", input={"msg": {"role": "user", "content": request}}, output=out),
+                       Step("x", "pack_check", "tool", input={"pieces": 252}, status="error"))
+            return [e for e in _from(_verdict(run, "p", failed), "parse-dropped") if e.suspicion > 0]
+
+        assert run_of({"title": "Menu cards", "quantity": 260, "colours": ["PMS 877"], "due": "2026-05-20"}) == []
+        [e] = run_of({"title": "Menu cards", "quantity": 26, "colours": ["PMS 877"], "due": "2026-05-20"})
+        assert "dropped 1" in e.reason
+
     def test_parsing_json_a_chat_message_holds_loses_nothing(self) -> None:
         """A parser of a model's message whose content is JSON keeps every value: its input is read as the JSON, not as one string."""
         content = '{"attendees": ["Ana", "Raj"], "day": "Tuesday", "earliest": "10:00"}'
@@ -1250,6 +1265,23 @@ class TestDecisionsAndState:
                            "state_values": {"po_ledger": {"PO-7731": {"budget_eur": 2120.64, "invoiced_eur": 605.9}}}})
         )
         assert all(e.sound for e in _from(_verdict(run, "t"), "state-values"))
+
+    def test_a_write_that_recorded_no_input_is_judged_on_the_earlier_outputs(self) -> None:
+        """A state block that recorded no input (it stored the program's variables) wrote the values earlier
+        steps produced: not made up; a value no earlier step produced still is."""
+        spec = {"job": "J-41", "trim_mm": [508.0, 711.2], "stock": "Lettra 600gsm"}
+
+        def block(stored: dict[str, Any]) -> list[Evidence]:
+            run = _run(
+                _t("p", "parse_order", "parse", 1, input={"text": "J-41 20x28 in on Lettra 600gsm"}, output=spec),
+                _t("w", "write_ticket", "state", 3, output=stored,
+                   attributes={"state_writes": ["ticket"], "state_values": {"ticket": stored}}),
+            )
+            return _from(_verdict(run, "w"), "state-values")
+
+        assert all(e.sound for e in block({"trim_mm": [508.0, 711.2], "stock": "Lettra 600gsm"}))
+        [e] = block({"trim_mm": [508.0, 911.2], "stock": "Lettra 600gsm"})
+        assert "911.2" in e.reason and "508" not in e.reason and not e.sound
 
     def test_lost_update_between_parallel_writers(self) -> None:
         """Of two overlapping read-modify-writes of one key, the later write that dropped the other's value is blamed."""

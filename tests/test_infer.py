@@ -399,6 +399,18 @@ class TestInferDependencies:
         out = infer_dependencies(Run(run_id="r", name="r", steps=steps))
         assert all(not s.deps for s in out.steps)
 
+    def test_a_code_block_that_recorded_no_input_is_linked_by_its_output(self) -> None:
+        """A code step that recorded no input (a block storing the program's variables) gets an edge from the
+        earlier output its own output repeats; a tool that recorded no input (the world answering) gets none."""
+        steps = (
+            step("parse", kind="parse", input={"msg": "order"}, output=PARAGRAPH),
+            step("write", kind="state", input=None, output={"ticket": PARAGRAPH}),
+            step("fetch", kind="tool", input=None, output={"record": PARAGRAPH}),
+        )
+        out = infer_dependencies(Run(run_id="r", name="r", steps=steps))
+        assert [d.step_id for d in out.step("write").deps] == ["parse"]
+        assert out.step("fetch").deps == ()
+
     def test_a_producer_still_running_is_not_a_source(self) -> None:
         """With timing known, a step that ended after the consumer started is no source."""
         steps = (

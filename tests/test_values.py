@@ -71,6 +71,12 @@ class TestNumbers:
         assert date_forms("deck 7 and junction 4") == set()
         assert date_forms("Dec 7, then 7 Sept and December 8th") == {"d:12-07", "d:09-07", "d:12-08"}
 
+    def test_a_number_is_never_read_from_its_digits_before_the_point(self) -> None:
+        """ "2.5kg" and "4.25x5.5" mention no 2 and no 4 (the reading cannot stop inside the decimals); "2.5 kg" is 2.5 in kg."""
+        assert mentions("weighs 2.5kg, trim 4.25x5.5 in", words=False) == []
+        [m] = mentions("weighs 2.5 kg", words=False)
+        assert (m.value, m.unit) == (2.5, "kg")
+
     def test_a_code_in_capitals_is_an_identifier(self) -> None:
         """A hyphenated code in capitals is an id even without a digit; followed by a number it heads a longer value."""
         found = {

@@ -54,14 +54,32 @@ def chosen_step(sl: Slice, sid: str) -> str | None:
     if not want or want == _words(step.name):
         return None
     start = sl.g.position(sid)
-    for later in sl.run.steps:
-        if sl.g.position(later.step_id) <= start:
-            continue
-        if step.end_ns is not None and later.start_ns and later.start_ns < step.end_ns:
-            continue
+    after = [
+        later
+        for later in sl.run.steps
+        if sl.g.position(later.step_id) > start
+        and not (step.end_ns is not None and later.start_ns and later.start_ns < step.end_ns)
+    ]
+    for later in after:
         if _words(later.name) == want:
             return later.step_id
-    return None
+    if any(_words(s.name) == want for s in sl.run.steps):
+        return None
+    # An answer naming no step of the run (an end sentinel, ``__end__``) leaves the node that asked:
+    # the state goes to the step that runs next outside it.
+    return next((later.step_id for later in after if not _inside(sl, later, step.parent_id)), None)
+
+
+def _inside(sl: Slice, step: Step, container: str | None) -> bool:
+    """Whether a step runs inside a container (cycle-safe)."""
+    parent, seen = step.parent_id, set()
+    while container is not None and parent is not None and parent not in seen:
+        if parent == container:
+            return True
+        seen.add(parent)
+        up = sl.g.steps.get(parent)
+        parent = up.parent_id if up is not None else None
+    return False
 
 
 def handed_to_choice(sl: Slice, sid: str, a: Atom) -> bool:

@@ -375,9 +375,14 @@ def written_pairs(value: Any) -> dict[str, str]:
     return out
 
 
-_NUMBER = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\.|(?![xX]\b)\w)")
+_NUMBER = re.compile(
+    r"(?<![\w.])(?:(?<!,)|(?<!\d,)|(?<=\.\d,)|(?<=\.\d\d,)|(?!\d{3}(?!\d)))"
+    r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\.|(?![xX]\b)\w)"
+)
 """A number standing alone, or glued to a multiplication sign (``12x SKU-2040``: twelve of the item; ``×``
-is no word character): an id such as ``4A``, ``12xl`` or ``0x1F`` is no number, nor is ``x12``'s 12."""
+is no word character): an id such as ``4A``, ``12xl`` or ``0x1F`` is no number, nor is ``x12``'s 12.  After a
+comma it is one unless the comma is a thousands separator (a digit before it, three digits after it, no
+decimals before it): compact JSON writes a list of numbers ``[508.0,711.2]`` or ``[3,4]``, not ``1,234``."""
 
 
 def numbers_in(text: str) -> set[str]:

@@ -82,8 +82,9 @@ def currency_written(code: str, text: str) -> bool:
 _NUM = re.compile(
     r"(?<![\w.])(?=[-+−$€£¥₹₩₽\d])(?P<sign>[-+−])?(?:(?P<cur>[$€£¥₹₩₽])\s?)?"
     r"(?P<num>\d{1,3}(?:[,\u202f\u00a0 ]\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+,\d+|\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)"
-    r"(?P<pct>%)?(?![\w])"
+    r"(?![.,]\d)(?P<pct>%)?(?![\w])"
 )
+# (Never part of a number: ``2.5kg`` or ``4.25x5.5`` is no mention of 2 or 4, its digits before the point.)
 _UNIT = re.compile(r"\s?(?P<unit>[A-Za-z%²³][A-Za-z0-9²³/]{0,9})")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH_NAME = (

@@ -120,7 +120,10 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             values = [v for v in values if v not in texts]
             lost = [v for v in lost if v not in texts]
         named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
-        read = [v for v in lost if isinstance(v, str) and not any(a.key in named for a in atoms(v)) and content.read_out(v, out)]  # a sentence its numbers were read out of ("6cm strips: 36 per quilt") was parsed
+        # A sentence its numbers were read out of ("6cm strips: 36 per quilt") was parsed, unless a value of
+        # it the failure names is not among the parsed values (a request whose named quantity was lost).
+        kept = {a.key for a in atoms(out)}
+        read = [v for v in lost if isinstance(v, str) and not any(a.key in named and a.key not in kept for a in atoms(v)) and content.read_out(v, out)]
         values, lost = [v for v in values if v not in read], [v for v in lost if v not in read]
         if lost:
             # Selecting some values is what many parse steps are for: losing values says little unless the failure names one.
@@ -546,13 +549,25 @@ def _computed_date(step: Step, value: str, ctx: DiagnoseContext) -> bool:
     return derivation(ctx.lineage.view(step.step_id), found[0]) is not None
 
 
+_CLOSED_OVER = 200
+"""Earlier outputs a write that recorded no input is judged against (as many as a chat log's window)."""
+
+
+def _earlier_text(step: Step, ctx: DiagnoseContext) -> str:
+    """What a write that recorded no input (a block storing the program's variables) could have stored: the
+    outputs of the steps before it (any of them may be in a variable), its parents' and the task's text."""
+    pos = ctx.graph.position(step.step_id)
+    earlier = [ctx.text(s.step_id) for s in ctx.run.steps[max(0, pos - _CLOSED_OVER) : pos] if s.kind != "agent"]
+    return "\n".join([*earlier, ctx.upstream_text(step, own_input=False)])
+
+
 def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write storing values found in none of its inputs (where a wrong shared value is born)."""
     yield from _stored_under(step)
     written = step.attributes.get("state_values")
     if not isinstance(written, Mapping) or not written or step.status != "ok":
         return
-    hay = ctx.input_text(step)
+    hay = ctx.input_text(step) if step.input is not None else _earlier_text(step, ctx)
     if step.kind in ("tool", "retrieval"):
         # A tool that stores what it fetched writes the world's answer: its own output is one of its inputs.
         hay += "\n" + ctx.text(step.step_id)

@@ -351,6 +351,21 @@ _PROBE_BUDGET = 400_000
 """Input tokens `infer_dependencies` probes ahead of the sweep (about 40 MB of probes at most)."""
 
 
+_CODE_KINDS = frozenset({"parse", "condition", "state", "output", "other"})
+"""Kinds of steps the program computes itself (not a model, a tool or the world answering)."""
+
+
+def _given(step: Step, parents: Collection[str]) -> Any:
+    """What a step was given, to probe for earlier outputs: its input; for a code step that recorded none and
+    encloses no steps (a ``with step(...)`` block building a record from the program's variables), its
+    output, which is assembled from what it closed over: otherwise the values it passes on lose their lineage."""
+    if step.input is not None:
+        return step.input
+    if step.kind in _CODE_KINDS and step.step_id not in parents and step.output is not None:
+        return step.output
+    return None
+
+
 def _timed(step: Step) -> bool:
     return step.end_ns is not None and step.end_ns > 0
 
@@ -379,7 +394,8 @@ def infer_dependencies(
         min_confidence: the least confidence for an edge.
         max_edges_per_step: the most inferred edges per step (the most confident).
     """
-    probes, index, order = _prepared_index(run, previous)
+    parents = {s.parent_id for s in run.steps if s.parent_id is not None}
+    probes, index, order = _prepared_index(run, previous, parents)
     by_id = {s.step_id: s for s in run.steps}
     pids: dict[str, int] = {}
     running: list[tuple[int, int]] = []  # (end_ns, producer) of timed steps that may still run
@@ -387,11 +403,12 @@ def infer_dependencies(
     new_steps: list[Step] = []
     changed = False
     # Outputs of the steps from the last one with an input on are never read: not indexed.
-    last_reader = max((i for i, s in enumerate(run.steps) if s.input is not None), default=-1)
+    last_reader = max((i for i, s in enumerate(run.steps) if _given(s, parents) is not None), default=-1)
     for i, s in enumerate(run.steps):
         probe = probes[i]
-        if probe is None and s.input is not None:
-            probe = probe_input(s.input)
+        given = _given(s, parents) if probe is None else None
+        if given is not None:
+            probe = probe_input(given)
         probes[i] = None  # dropped as the sweep goes
         added: list[Dependency] = []
         if probe is not None and (probe.hashes or probe.ids or probe.numbers):
@@ -432,7 +449,9 @@ def infer_dependencies(
     return replace(run, steps=tuple(new_steps)) if changed else run
 
 
-def _prepared_index(run: Run, previous: Sequence[Run]) -> tuple[list[InputProbe | None], ContentIndex, int]:
+def _prepared_index(
+    run: Run, previous: Sequence[Run], parents: Collection[str]
+) -> tuple[list[InputProbe | None], ContentIndex, int]:
     """Every input probed, the index restricted to what some input holds, the earlier turns' outputs in it;
     and the order the run's own outputs continue from."""
     # Inputs are probed first, so the index can keep only the atoms some input holds (most
@@ -443,9 +462,10 @@ def _prepared_index(run: Run, previous: Sequence[Run]) -> tuple[list[InputProbe 
     tokens: set[str] = set()
     budget = _PROBE_BUDGET
     for i, s in enumerate(run.steps):
-        if s.input is None:
+        given = _given(s, parents)
+        if given is None:
             continue
-        ahead = probes[i] = probe_input(s.input)
+        ahead = probes[i] = probe_input(given)
         budget -= len(ahead.tokens)
         if budget < 0:
             break
