@@ -927,6 +927,35 @@ class TestDataSteps:
         suspect = {s.step_id for s in steps if any(not e.sound for e in _from(_verdict(run, s.step_id), "state-write"))}
         assert suspect == {"w2"}
 
+    def test_the_sibling_check_decides_as_comparing_each_other_call(self) -> None:
+        """Whether a writer's call left out only what its other calls leave out is decided as comparing it
+        with each other call one by one (calls counted by what they left out, some calls leaving nothing)."""
+        import random
+
+        from trajdebug.analysis.diagnosers._dataflow import _lost_as_siblings, _lost_paths
+
+        def call(i: int, kept: str) -> Step:
+            given = {"rank": f"R{i}", "reading": {"hz": 441.5 + i, "temp": 16.5 + i}, "result": {"hz": 440.08 + i}}
+            stored = {"rank": f"R{i}", **({} if kept == "none" else {"hz": given[kept]["hz"]})}  # type: ignore[index]
+            return Step(f"w{i}", "remember", "state", input=given, output=stored, start_ns=10 * i, end_ns=10 * i + 1,
+                        attributes={"state_writes": ["ranks"], "state_values": {f"rank:R{i}": stored}})
+
+        def pairwise(step: Step, calls: list[Step]) -> bool:
+            others = [s for s in calls if s.step_id != step.step_id]
+            mine = _lost_paths(step)
+            theirs = [p for p in map(_lost_paths, others) if p is not None]
+            return len(others) >= 2 and bool(mine) and len(theirs) >= 2 and 2 * sum(mine <= p for p in theirs) >= len(theirs)
+
+        rng = random.Random(27)
+        seen = set()
+        for _ in range(25):
+            calls = [call(i, rng.choice(["result", "reading", "none"])) for i in range(rng.randint(1, 7))]
+            ctx = DiagnoseContext.build(_run(*calls), diagnosers=registered_diagnosers())
+            for s in calls:
+                seen.add(pairwise(s, calls))
+                assert _lost_as_siblings(s, ctx) == pairwise(s, calls)
+        assert seen == {True, False}
+
     def test_a_memory_keyed_under_an_id_it_was_not_given_is_suspect(self) -> None:
         """A state step storing a record under an id of the shape of the one it was given, but another,
         wrote its own key; keyed under the given id (or under a plain word) it is not suspect."""

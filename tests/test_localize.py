@@ -1448,3 +1448,36 @@ class TestScale:
         """A synthetic run needs at least two steps."""
         with pytest.raises(ValueError, match="at least 2"):
             synthetic_run(1)
+
+
+class TestRankedLazily:
+    def test_every_candidate_built_late_is_the_one_built_at_once(self) -> None:
+        """Each ranked step's candidate, read in any order after the ranking, equals the one built right after it."""
+        from trajdebug.analysis._localize import _candidate, collect_evidence
+
+        run = synthetic_run(400, seed=3)
+        r = collect_evidence(run)
+        ranked = r.combine()
+        eager = [_candidate(r, sid) for sid in ranked]
+        lazy = localize(run).ranked_all
+        order = list(range(len(ranked)))
+        random.Random(1).shuffle(order)
+        assert [lazy[i] for i in order] == [eager[i] for i in order]
+        assert [c.step_id for c in lazy] == ranked and lazy[-3:] == tuple(eager[-3:])
+
+    def test_the_head_is_built_and_the_rest_on_reading(self) -> None:
+        """Only the kept candidates are built with the ranking; another is built when read, and kept."""
+        loc = localize(synthetic_run(300, seed=5), top=4)
+        built = loc.ranked_all._built  # type: ignore[attr-defined]
+        assert sum(c is not None for c in built) == 4 and loc.candidates == list(loc.ranked_all[:4])
+        c = loc.ranked_all[10]
+        assert built[10] is c and loc.ranked_all[10] is c and sum(x is not None for x in built) == 5
+
+    def test_the_ranked_candidates_compare_and_pickle_as_a_tuple(self) -> None:
+        """The lazy ranking equals the tuple of its candidates and pickles as that tuple."""
+        import pickle
+
+        loc = localize(synthetic_run(200, seed=9))
+        every = tuple(loc.ranked_all)
+        assert loc.ranked_all == every and pickle.loads(pickle.dumps(loc.ranked_all)) == every
+        assert pickle.loads(pickle.dumps(loc)) == loc

@@ -37,10 +37,11 @@ return findings), their combination and the hand weights in
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
@@ -127,8 +128,8 @@ class Localization:
     """The failures it started from."""
     ranking: tuple[str, ...] = ()
     """Every ranked step id, best first (the candidates are its head)."""
-    ranked_all: tuple[Candidate, ...] = ()
-    """Every ranked step as a candidate, in the order of ``ranking`` (each with its ``features``)."""
+    ranked_all: Sequence[Candidate] = ()
+    """Every ranked step as a candidate, in the order of ``ranking`` (each with its ``features``; built as read)."""
 
 
 def failure_evidence(failures: Iterable[Failure]) -> list[Evidence]:
@@ -252,12 +253,64 @@ def rank_steps(r: Ranking, *, top: int = 5, started: float | None = None) -> Loc
     if not fails:
         return Localization([], SearchStats(len(run.steps), 0, time.perf_counter() - t0), "trajdebug", fails)
     ranked = r.combine()
-    every = tuple(_candidate(r, sid) for sid in ranked)
+    every = Ranked(r, ranked, max(top, 1))
     cands = list(every[: max(top, 1)])
     stats = SearchStats(
         len(run.steps), len(ranked), time.perf_counter() - t0, len(r.profile.runs) if r.profile else 0
     )
     return Localization(cands, stats, "trajdebug", fails, tuple(ranked), every)
+
+
+class Ranked(Sequence[Candidate]):
+    """Every ranked step as a candidate, each built when first read (then kept).
+
+    The report and ``--json`` read the head (``top``), built at once; the learned ranker and the guided
+    search read every one.  On a long run most candidates are never read, and their reasons, path and
+    features were most of the ranking's own cost.  The ranking is final when this is made
+    (`Ranking.combine` ran), so a candidate built late is the one it would have been at once.  It keeps
+    the ranking's findings, not its evidence sources (the lineage, the diagnosers' memos: every ranked
+    step's verdict is in the ranking's own memo).  Compared and pickled as the tuple of its candidates.
+    """
+
+    __slots__ = ("_built", "_ids", "_r")
+
+    def __init__(self, r: Ranking, ids: Sequence[str], head: int) -> None:
+        self._r = copy.copy(r)
+        self._r.lin = self._r.ctx = None  # type: ignore[assignment]
+        self._ids = tuple(ids)
+        self._built: list[Candidate | None] = [None] * len(self._ids)
+        for i in range(min(head, len(self._ids))):
+            self[i]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, i: int) -> Candidate: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Candidate, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Candidate | tuple[Candidate, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self._ids))))
+        c = self._built[i]
+        if c is None:  # (two threads reading at once build the same candidate twice: either is kept)
+            c = self._built[i] = _candidate(self._r, self._ids[i])
+        return c
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, Ranked)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (tuple(self),))
 
 
 def _candidate(r: Ranking, sid: str) -> Candidate:
@@ -329,6 +382,7 @@ __all__ = [
     "PROGRAMMING_ERRORS",
     "Candidate",
     "Localization",
+    "Ranked",
     "SearchStats",
     "collect_evidence",
     "failure_evidence",

@@ -11,6 +11,7 @@ pass it on.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -272,41 +273,40 @@ def _lost_paths(step: Step) -> frozenset[str] | None:
     if not isinstance(written, Mapping) or not written:
         return None
     text = content.text_of(written).lower()
-    out: set[str] = set()
-    for path, v in content.leaves(_with_json_read(content.without_markers(step.input))):
-        if path.rsplit(".", 1)[-1] in PROTOCOL_FIELDS or (isinstance(v, str) and (len(v) > 60 or len(v.split()) > 6)):
-            continue
-        if _values_of(v) and _lost([v], text):
-            out.add(_INDEX.sub("[]", path))
-    return frozenset(out)
+    return frozenset(
+        _INDEX.sub("[]", path)
+        for path, v in content.leaves(_with_json_read(content.without_markers(step.input)))
+        if path.rsplit(".", 1)[-1] not in PROTOCOL_FIELDS and not (isinstance(v, str) and (len(v) > 60 or len(v.split()) > 6))
+        and _values_of(v) and _lost([v], text)
+    )
 
 
 def _lost_as_siblings(step: Step, ctx: DiagnoseContext) -> bool:
-    """Whether the writer's other calls in the run (two at least, half of them at least) left out the
-    values of every input field this call left out: a writer that stores a summary of what it is given
-    (a closing reading, not the notes it was measured on) leaves the same fields behind on every call,
-    by design; a call that leaves out a field its other calls keep (the corrected reading, where they
-    keep it) is the one that stored the wrong thing.  Each call's lost paths are read once per run."""
-    index: dict[tuple[str, str], list[Step]] = ctx.memo("state-writer-calls", lambda: _calls(ctx.run.steps))
-    others = [s for s in index.get((step.name, step.kind), []) if s.step_id != step.step_id]
-    if len(others) < 2:
+    """Whether the writer's other calls in the run (two at least, half of them at least) left out the values of
+    every input field this call left out: a writer that stores a summary of what it is given (a closing reading,
+    not the notes it was measured on) leaves the same fields behind on every call, by design; a call that leaves
+    out a field its other calls keep (the corrected reading) is the one that stored the wrong thing.  Each call's
+    lost paths are read once per run and counted by set (a call compared with each distinct set, not each call)."""
+    calls: dict[str, Step] = ctx.memo("state-writer-calls", lambda: _calls(ctx.run.steps)).get(key := (step.name, step.kind), {})
+    if len(calls) - (inside := step.step_id in calls) < 2:  # (step ids are unique within a run)
         return False
-    lost: dict[str, frozenset[str] | None] = ctx.memo("state-lost-paths", dict)
-    for s in (step, *others):
-        if s.step_id not in lost:
-            lost[s.step_id] = _lost_paths(s)
-    mine = lost[step.step_id]
+    sets: dict[tuple[str, str], Any] = ctx.memo("state-lost-sets", dict)  # (paths by call, calls by paths)
+    if key not in sets:
+        lost = {sid: _lost_paths(s) for sid, s in calls.items()}
+        sets[key] = (lost, Counter(p for p in lost.values() if p is not None))
+    lost, counts = sets[key]
+    mine: frozenset[str] | None = lost[step.step_id] if inside else _lost_paths(step)
     if not mine:
         return False
-    theirs = [p for p in (lost[s.step_id] for s in others) if p is not None]
-    return len(theirs) >= 2 and 2 * sum(1 for p in theirs if mine <= p) >= len(theirs)
+    theirs = sum(counts.values()) - inside  # a call's own set is counted among its writer's
+    return bool(theirs >= 2 and 2 * (sum(n for p, n in counts.items() if mine <= p) - inside) >= theirs)
 
 
-def _calls(steps: Iterable[Step]) -> dict[tuple[str, str], list[Step]]:
-    out: dict[tuple[str, str], list[Step]] = {}
+def _calls(steps: Iterable[Step]) -> dict[tuple[str, str], dict[str, Step]]:
+    out: dict[tuple[str, str], dict[str, Step]] = {}
     for s in steps:
         if isinstance(s.attributes.get("state_values"), Mapping):
-            out.setdefault((s.name, s.kind), []).append(s)
+            out.setdefault((s.name, s.kind), {})[s.step_id] = s
     return out
 
 
