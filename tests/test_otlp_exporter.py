@@ -133,7 +133,8 @@ def test_a_hanging_collector_does_not_hold_the_agent(tmp_path: Path) -> None:
                 with trajdebug.step("fetch", kind="tool", input=f"q{i}"):
                     pass
         took = time.perf_counter() - t0
-        assert took < 2.0
+        # Held by the collector would mean the exporter's 30-s timeout; 10 s leaves a loaded machine room.
+        assert took < 10.0
         assert 100 == len(r.load().steps)
         exporter.shutdown(0.1)
     finally:
