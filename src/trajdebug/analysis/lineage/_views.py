@@ -16,10 +16,12 @@ characters.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.chat import normalize_llm_step
 from trajdebug.core.model import Step
 from trajdebug.core.values import Atom, atoms, is_mapping, iter_text, mentions, number_key
@@ -135,6 +137,23 @@ def trivial(atom: Atom) -> bool:
     return False
 
 
+_LEADING_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)")
+
+
+def span_keys(values: Iterable[Atom], lexicon: Lexicon = ENGLISH) -> set[str]:
+    """The number keys of whole values that are a span of time written against its unit (``60m``, ``24h``):
+    values read such a token as a word (``12b`` is a seat), yet a tool given ``interval="60m"`` that
+    returns ``every_min=60`` was given that 60, and the model that wrote ``60m`` produced it.  Spans
+    written apart (``60 min``) are numbers already."""
+    out: set[str] = set()
+    for a in values:
+        if a.kind == "text" and len(a.raw) <= 12 and lexicon.duration_value.match(a.raw):
+            m = _LEADING_NUMBER.match(a.raw)
+            if m is not None:
+                out.add("n:" + number_key(float(m.group(1))))
+    return out
+
+
 def build_view(
     step: Step, parent_outputs: Iterable[Any] = (), spoken: dict[str, frozenset[str]] | None = None
 ) -> StepView:
@@ -158,7 +177,7 @@ def build_view(
     outs = [a for a in atoms(content_out) if not trivial(a)]
     text = "\n".join(iter_text(content_in))[:_TEXT_LIMIT]
     out_text = "\n".join(iter_text(content_out))[:_TEXT_LIMIT]
-    keys = {a.key for a in ins}
+    keys = {a.key for a in ins} | span_keys(ins)
     said = spoken.get(text) if spoken is not None else None
     if said is None:
         said = frozenset("n:" + number_key(m.value) for m in mentions(text))
@@ -171,7 +190,7 @@ def build_view(
         outs,
         text.casefold(),
         keys,
-        {a.key for a in outs},
+        {a.key for a in outs} | span_keys(outs),
         out_text.casefold(),
         given_by_parents,
     )
