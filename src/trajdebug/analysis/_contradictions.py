@@ -18,6 +18,7 @@ from trajdebug.analysis._sources import (
     _written_as,
 )
 from trajdebug.analysis._stated import states_no_value
+from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage import derivation, slips
 from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom, Mention, mentions
@@ -48,6 +49,8 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
         window = near.get(i, set())
         window |= {sl.lexicon.singular(w) for w in window}
         if failing is not None and _quoted(failing.inputs, m, window, sl):
+            continue
+        if _status(message, m, sl):
             continue
         found: list[tuple[str, Atom]] = []
         held = False
@@ -100,6 +103,23 @@ def _quoted(given: Sequence[Atom], m: Mention, window: set[str], sl: Slice) -> b
         a.field and any(w in window or sl.lexicon.singular(w) in window for w in _field_words(a.field, sl.lexicon))
         for a in held
     )
+
+
+_STATUS = re.compile(r"(?<![\w.])([45]\d\d):")
+"""An error status closing a service's name (``register 422: ...``, ``EA portal 400: ...``)."""
+
+
+def status_codes(message: str, lexicon: Lexicon) -> frozenset[str]:
+    """The error statuses a message reports (``register 422:``, ``HTTP/1.1 404``, ``status code: 503``), as
+    written: a service's answer, no quantity of the run, whatever field words stand beside it."""
+    found = {m.group(1) for m in _STATUS.finditer(message)}
+    found |= {m.group(1) for m in lexicon.status_text.finditer(message) if m.group(1)[0] in "45"}
+    return frozenset(found)
+
+
+def _status(message: str, m: Mention, sl: Slice) -> bool:
+    """Whether a number of the message is its error status (`status_codes`)."""
+    return m.unit is None and m.raw.strip() in status_codes(message, sl.lexicon)
 
 
 _CODE = re.compile(r" ?([A-Z]{2,5})\b")
