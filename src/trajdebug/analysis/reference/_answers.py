@@ -16,14 +16,16 @@ from typing import Any
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import semantic
 from trajdebug.analysis.reference._profile import (
+    Profile,
+    StepKey,
     _canon,
     _FieldStats,
     _StepStats,
     answer_key,
     asked_of,
     keyed_parts,
+    step_key,
 )
-from trajdebug.analysis.reference._profile import Profile, StepKey, step_key
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 from trajdebug.core.values import atoms as value_atoms
 
@@ -101,9 +103,10 @@ def _reads_unrecorded(step: Step, steps: Mapping[str, Step] | None) -> bool:
         return False
     mine = {a.key for a in value_atoms(step.input)}
     for s in steps.values():
-        if s.parent_id == step.step_id and s.kind not in CONTAINER_KINDS:
-            if any(a.key not in mine for a in value_atoms(s.input)):
-                return True
+        if s.parent_id == step.step_id and s.kind not in CONTAINER_KINDS and any(
+            a.key not in mine for a in value_atoms(s.input)
+        ):
+            return True
     return False
 
 
