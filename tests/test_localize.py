@@ -812,6 +812,25 @@ class TestRanking:
         assert "b" not in dropped(localize(run_of(handed=False)))
         assert "b" in dropped(localize(run_of(handed=True)))
 
+    def test_a_failure_about_one_record_contradicts_no_other_records_field(self) -> None:
+        """"ST-121 has 2 bikes docked" states the bikes of ST-121: the status of ST-125 (bikes=19) is not
+        contradicted; the status of ST-121 saying bikes=19 is."""
+
+        def run_of(station: str) -> Run:
+            steps = (
+                Step("s", "station_status", "tool", input={"station_id": station}, output={"station": station, "bikes": 19}, start_ns=1, end_ns=2),
+                Step("p", "plan", "llm", input={"station": station, "bikes": 19}, output={"from_station": "ST-121", "count": 17}, deps=(D("s"),), start_ns=3, end_ns=4),
+                Step(
+                    "m", "move_bikes", "tool", input={"from_station": "ST-121", "count": 17}, status="error",
+                    error=ErrorInfo("Refused", "fleet API 409: ST-121 has 2 bikes docked, cannot collect 17"), deps=(D("p"),),
+                    start_ns=5, end_ns=6,
+                ),
+            )
+            return Run("r", "fleet", outcome="failure", steps=steps)
+
+        assert all("lineage:contradicted" not in c.signals for c in localize(run_of("ST-125")).candidates)
+        assert any("lineage:contradicted" in c.signals for c in localize(run_of("ST-121")).candidates)
+
     def test_a_number_the_failing_step_was_handed_under_another_name_corrects_nothing(self) -> None:
         """"NZD 3139.07 ... over the per-day allowance" quotes the amount the payment was handed: proration's ``days=21`` is not contradicted."""
 

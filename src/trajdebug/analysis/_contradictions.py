@@ -19,9 +19,9 @@ from trajdebug.analysis._sources import (
 )
 from trajdebug.analysis._stated import states_no_value
 from trajdebug.analysis.lexicon import Lexicon
-from trajdebug.analysis.lineage import derivation, slips
+from trajdebug.analysis.lineage import StepView, derivation, slips
 from trajdebug.core.model import CONTAINER_KINDS
-from trajdebug.core.values import Atom, Mention, mentions
+from trajdebug.core.values import Atom, Mention, atoms, mentions
 
 
 def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
@@ -45,6 +45,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             if min(abs(mid - nums[i].start), abs(mid - nums[i].end)) <= 48:
                 near.setdefault(i, set()).add(w.group(0))
     failing = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
+    subjects = {a.key for a in atoms(message) if a.kind == "id"}
     for i, m in enumerate(nums):
         window = near.get(i, set())
         window |= {sl.lexicon.singular(w) for w in window}
@@ -58,6 +59,8 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             if sl.g.position(sid) >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
                 continue
             view = sl.lin.view(sid)
+            if _about_another(view, subjects):
+                continue
             named = [
                 a
                 for a in view.outputs
@@ -91,6 +94,16 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 )
             )
     return out
+
+
+def _about_another(view: StepView, subjects: set[str]) -> bool:
+    """Whether a step's answer is about records the failure does not name, when it names one ("ST-121 has 2
+    bikes docked" beside a status of ST-125 with bikes=19): the failure's number is the named record's, no
+    correction of another's field.  An answer naming no id, or the failure's, stays comparable."""
+    if not subjects:
+        return False
+    ids = {a.key for a in view.outputs if a.kind == "id"}
+    return bool(ids) and not ids & subjects
 
 
 def _quoted(given: Sequence[Atom], m: Mention, window: set[str], sl: Slice) -> bool:
