@@ -784,6 +784,9 @@ class TestRanking:
         assert all("'422'" not in r for c in status.candidates for r in c.reasons)
         count = localize(run_of("the finds register holds 422 finds for B102"))
         assert any("lineage:contradicted" in c.signals for c in count.candidates)
+        # An id's number closing it is no status: "FR-422:" leaves 422 a count the message states.
+        coded = localize(run_of("FR-422: the finds register holds 422 finds for B102"))
+        assert any("lineage:contradicted" in c.signals for c in coded.candidates)
 
     def test_a_code_span_that_returns_a_count_of_what_its_children_made_lost_nothing(self) -> None:
         """A per-bag span whose numbering step made SF-100 and which returned the bag's count of finds did not drop

@@ -118,8 +118,9 @@ def _quoted(given: Sequence[Atom], m: Mention, window: set[str], sl: Slice) -> b
     )
 
 
-_STATUS = re.compile(r"(?<![\w.])([45]\d\d):")
-"""An error status closing a service's name (``register 422: ...``, ``EA portal 400: ...``)."""
+_STATUS = re.compile(r"(?<![\w.-])([45]\d\d):")
+"""An error status closing a service's name (``register 422: ...``, ``EA portal 400: ...``); not an id's
+number (``APP-503:``)."""
 
 
 def status_codes(message: str, lexicon: Lexicon) -> frozenset[str]:
