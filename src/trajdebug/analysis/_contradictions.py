@@ -59,8 +59,6 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             if sl.g.position(sid) >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
                 continue
             view = sl.lin.view(sid)
-            if _about_another(view, subjects):
-                continue
             named = [
                 a
                 for a in view.outputs
@@ -84,7 +82,8 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             found.append((sid, named[0]))
         if held or not found or len(found) > 2:
             continue  # restated, no step, or a quantity too common to tell which step it means
-        for sid, a in found:
+        # (Counted above with the others: a quantity several records hold is too common whichever one is named.)
+        for sid, a in [(sid, a) for sid, a in found if not _about_another(sl.lin.view(sid), subjects)]:
             out.append(
                 Evidence(
                     sid,
