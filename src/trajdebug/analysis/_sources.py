@@ -33,22 +33,13 @@ from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
     Lineage,
-    StepView,
     anomalies,
     run_units,
     state_keys,
     trivial,
     update_index,
 )
-from trajdebug.analysis.reference import (
-    Profile,
-    StepKey,
-    sibling_profiles,
-    step_key,
-    unkeyed,
-    unseen,
-    violations,
-)
+from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unkeyed, unseen, violations
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
 from trajdebug.core.values import Atom, Mention, atoms, iter_text
@@ -151,16 +142,6 @@ def _conversation(step: Step) -> bool:
     return isinstance(msgs, list) and len(msgs) > 3
 
 
-def _violations(sl: Slice, step: Step, view: StepView, profile: Profile, shared: frozenset[StepKey]) -> list[Evidence]:
-    """The step's breaches of the passing runs' invariants, less the old answers of a tool whose every call
-    shares another request's answer (``shared``: `unkeyed`)."""
-    return [
-        e
-        for e in violations(step, view, profile, steps=sl.g.steps)
-        if not (e.diagnoser == "reference:old-answer" and step_key(step, sl.g.steps) in shared)
-    ]
-
-
 def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], str | None]:
     """Deviations from the agent's passing runs and from the step's other occurrences in this run.
 
@@ -182,7 +163,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         view = sl.lin.view(sid)
         found: list[Evidence] = []
         if sl.profile is not None:
-            found += _violations(sl, step, view, sl.profile, shared)
+            found += violations(step, view, sl.profile, steps=sl.g.steps, shared=shared)
             u = unseen(step, sl.profile, sl.g.steps)
             if u is not None:
                 found.append(u)
