@@ -1822,3 +1822,26 @@ class TestCodeCalledTools:
                      output={"role": "assistant", "content": "call guide_availability for TR-7 on 2027-02-20"})
         [e] = [e for e in _from(_verdict(_run(named, node, tool), "t"), "tool-arguments") if e.suspicion > 0]
         assert "Ilari" in e.reason
+
+
+class TestProseFields:
+    """A model writing a sub-agent's request in prose restates its inputs' fields by name."""
+
+    def test_a_field_restated_in_prose_with_another_value_contradicts_the_input(self) -> None:
+        """'(Ezra Cohen, qualification: Day Skipper)' from a record saying qualification 'none' contradicts it;
+        restating 'none', or a name no input has as a field ('Note: Day Skipper'), does not."""
+
+        def brief(text: str) -> list[str]:
+            record = Step("r", "trainee_record", "tool", input={"trainee": "TR-4677"}, output={"name": "Ezra Cohen", "qualification": "none"})
+            model = Step(
+                "m", "desk", "llm", input={"messages": [{"role": "user", "content": "Sign on TR-4677."}]},
+                output={"role": "assistant", "tool_calls": [{"name": "watch_planner", "arguments": {"input": text}}]},
+                deps=(D("r"),),
+            )
+            return [e.reason for e in _from(_verdict(_run(record, model), "m"), "llm-output") if "but its input says" in e.reason]
+
+        assert brief("Place trainee TR-4677 (Ezra Cohen, qualification: Day Skipper) on a watch.") == [
+            "states qualification='Day Skipper' but its input says 'none'"
+        ]
+        assert brief("Place trainee TR-4677 (Ezra Cohen, qualification: none) on a watch.") == []
+        assert brief("Place trainee TR-4677 on a watch. Note: Day Skipper course next spring.") == []

@@ -18,9 +18,10 @@ from trajdebug.analysis._sources import (
     _written_as,
 )
 from trajdebug.analysis._stated import states_no_value
-from trajdebug.analysis.lineage import derivation, slips
+from trajdebug.analysis.lexicon import Lexicon
+from trajdebug.analysis.lineage import StepView, derivation, slips
 from trajdebug.core.model import CONTAINER_KINDS
-from trajdebug.core.values import Atom, Mention, mentions
+from trajdebug.core.values import Atom, Mention, atoms, mentions
 
 
 def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
@@ -44,10 +45,13 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             if min(abs(mid - nums[i].start), abs(mid - nums[i].end)) <= 48:
                 near.setdefault(i, set()).add(w.group(0))
     failing = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
+    subjects = {a.key for a in atoms(message) if a.kind == "id"}
     for i, m in enumerate(nums):
         window = near.get(i, set())
         window |= {sl.lexicon.singular(w) for w in window}
         if failing is not None and _quoted(failing.inputs, m, window, sl):
+            continue
+        if _status(message, m, sl):
             continue
         found: list[tuple[str, Atom]] = []
         held = False
@@ -78,7 +82,8 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
             found.append((sid, named[0]))
         if held or not found or len(found) > 2:
             continue  # restated, no step, or a quantity too common to tell which step it means
-        for sid, a in found:
+        # (Counted above with the others: a quantity several records hold is too common whichever one is named.)
+        for sid, a in [(sid, a) for sid, a in found if not _about_another(sl.lin.view(sid), subjects)]:
             out.append(
                 Evidence(
                     sid,
@@ -88,6 +93,16 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 )
             )
     return out
+
+
+def _about_another(view: StepView, subjects: set[str]) -> bool:
+    """Whether a step's answer is about records the failure does not name, when it names one ("ST-121 has 2
+    bikes docked" beside a status of ST-125 with bikes=19): the failure's number is the named record's, no
+    correction of another's field.  An answer naming no id, or the failure's, stays comparable."""
+    if not subjects:
+        return False
+    ids = {a.key for a in view.outputs if a.kind == "id"}
+    return bool(ids) and not ids & subjects
 
 
 def _quoted(given: Sequence[Atom], m: Mention, window: set[str], sl: Slice) -> bool:
@@ -100,6 +115,24 @@ def _quoted(given: Sequence[Atom], m: Mention, window: set[str], sl: Slice) -> b
         a.field and any(w in window or sl.lexicon.singular(w) in window for w in _field_words(a.field, sl.lexicon))
         for a in held
     )
+
+
+_STATUS = re.compile(r"(?<![\w.-])([45]\d\d):")
+"""An error status closing a service's name (``register 422: ...``, ``EA portal 400: ...``); not an id's
+number (``APP-503:``)."""
+
+
+def status_codes(message: str, lexicon: Lexicon) -> frozenset[str]:
+    """The error statuses a message reports (``register 422:``, ``HTTP/1.1 404``, ``status code: 503``), as
+    written: a service's answer, no quantity of the run, whatever field words stand beside it."""
+    found = {m.group(1) for m in _STATUS.finditer(message)}
+    found |= {m.group(1) for m in lexicon.status_text.finditer(message) if m.group(1)[0] in "45"}
+    return frozenset(found)
+
+
+def _status(message: str, m: Mention, sl: Slice) -> bool:
+    """Whether a number of the message is its error status (`status_codes`)."""
+    return m.unit is None and m.raw.strip() in status_codes(message, sl.lexicon)
 
 
 _CODE = re.compile(r" ?([A-Z]{2,5})\b")

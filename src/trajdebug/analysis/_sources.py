@@ -39,7 +39,7 @@ from trajdebug.analysis.lineage import (
     trivial,
     update_index,
 )
-from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unseen, violations
+from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unkeyed, unseen, violations
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
 from trajdebug.core.values import Atom, Mention, atoms, iter_text
@@ -155,6 +155,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
     deviates: dict[str, float] = {}
     chosen = set(ids)
     order = [s for s in sl.g.topological_order() if s in chosen]
+    shared = unkeyed(sl.run.steps, sl.profile, sl.g.steps) if sl.profile is not None else frozenset()
     for sid in order:
         step = sl.g.steps[sid]
         if cut_short(step, sl.g.steps, sl.failures):
@@ -162,7 +163,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         view = sl.lin.view(sid)
         found: list[Evidence] = []
         if sl.profile is not None:
-            found += violations(step, view, sl.profile, steps=sl.g.steps)
+            found += violations(step, view, sl.profile, steps=sl.g.steps, shared=shared)
             u = unseen(step, sl.profile, sl.g.steps)
             if u is not None:
                 found.append(u)

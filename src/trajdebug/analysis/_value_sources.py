@@ -28,6 +28,7 @@ from trajdebug.analysis._contradictions import (
     contradicted,
     disagreeing_sources,
     inside_of,
+    status_codes,
     whatif_found,
 )
 from trajdebug.analysis._detect import Failure
@@ -169,7 +170,12 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     step = sl.g.steps[f.step_id]
     pos = sl.g.position(f.step_id)
     message = f.message if f.message else (step.error.message if step.error else "")
-    named = [a for a in atoms(message) if not (a.kind == "text" and len(a.raw) <= 2)]
+    codes = status_codes(message, sl.lexicon)  # a service's error status names no value of the run
+    named = [
+        a
+        for a in atoms(message)
+        if not (a.kind == "text" and len(a.raw) <= 2) and not (a.kind == "number" and a.unit is None and a.raw in codes)
+    ]
     named = _outside_names(sl.lin.view(f.step_id).inputs, message, named)
     seen: set[str] = set()
     out = _named_values(sl, f, message, named, seen, within)
@@ -455,7 +461,11 @@ def _dropped(
         lost, first = lost_here(sl, lost, a, named, pos, within)
     # A router, a node that only relayed its children's result, and a node that left the value in the
     # state it was handed keep their place (the loss is judged around them as before) but get no finding.
-    quiet = [s for s in lost[:4] if handed_to_choice(sl, s, a) or _relayed(sl, s, a) or kept_by_state(sl, s, a)]
+    quiet = [
+        s
+        for s in lost[:4]
+        if handed_to_choice(sl, s, a) or _relayed(sl, s, a) or kept_by_state(sl, s, a) or _made_inside(sl, s, a)
+    ]
     for sid in [s for s in lost[:4] if s not in quiet]:
         view = sl.lin.view(sid)
         chose = swapped(sl, sid, a, named)
@@ -486,6 +496,17 @@ def _dropped(
             reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
         out.append(Evidence(sid, weight, reason, "lineage:dropped"))
     return out
+
+def _made_inside(sl: Slice, sid: str, a: Atom) -> bool:
+    """Whether a step's code span was "given" the value only by the steps it ran (a per-item span around a
+    lookup and a numbering step, returning a count): the value was made inside it, and where it went from
+    there is its maker's and its readers' business, not a loss of the wrapper's.  An agent's span is judged
+    as before (its answer is the composition of its children's), and so is a value its own input held."""
+    step = sl.g.steps[sid]
+    if step.kind in CONTAINER_KINDS or step.kind == "llm" or not any(s.parent_id == sid for s in sl.g.steps.values()):
+        return False
+    return not any(x.key == a.key for x in atoms(step.input)) and a.raw.casefold() not in str(step.input).casefold()
+
 
 def _relayed(sl: Slice, sid: str, a: Atom) -> bool:
     """Whether a step only ran its children and returned what they made, none of them given the value.

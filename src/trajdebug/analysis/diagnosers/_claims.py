@@ -197,17 +197,39 @@ def _unconfirmed(step: Step, ctx: DiagnoseContext, missing: list[str], raw: list
     return [m for m, v in zip(missing, raw) if not (isinstance(v, str) and v.strip().lower() in said)]
 
 
+_PROSE_PAIR = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z_]{2,30}):[ \t]+([A-Za-z][\w-]*(?:[ \t][A-Z][\w-]*){0,3})(?=$|[\s;,.)])")
+"""A field written out in prose, ``name: Value`` (``qualification: Day Skipper``): a capitalised name may run to a
+few words."""
+
+
+def _prose_pairs(out: Any, given: list[Any]) -> dict[str, str]:
+    """The fields of its inputs a model's text restates by name (``(Ezra Cohen, qualification: Day Skipper)`` in
+    the request it writes a sub-agent): set against the inputs like the fields of a JSON answer.  A name no
+    input has as a field (``Note:``) states nothing checkable."""
+    fields: set[str] | None = None
+    found: dict[str, str] = {}
+    for _, v in content.leaves(out):
+        if not isinstance(v, str) or ":" not in v or content.looks_like_json(v):
+            continue
+        for m in _PROSE_PAIR.finditer(v[:20_000]):
+            if fields is None:
+                fields = {k for g in given for k in content.keyed_values(g)}
+            k = m.group(1).lower()
+            if k in fields:
+                found.setdefault(k, m.group(2))
+    return found
+
+
 def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evidence | None:
     """The finding of an output that contradicts its input on a field, with the input's value as correction."""
     claimed = content.parse_json(out) if isinstance(out, str) and content.looks_like_json(out) else out
     pairs = content.written_pairs(step.input)
-    bad = contradictions(
-        claimed if claimed is not None else out,
-        # A request typed as ``key=value`` text fixes those fields as a JSON one would.
-        [step.input, *upstream_outputs(step, ctx), pairs],
-        hay,
-        [step.input, *upstream_outputs(step, ctx, recorded=True), pairs],
-    )
+    given = [step.input, *upstream_outputs(step, ctx), pairs]
+    surely = [step.input, *upstream_outputs(step, ctx, recorded=True), pairs]
+    # A request typed as ``key=value`` text fixes those fields as a JSON one would.
+    bad = contradictions(claimed if claimed is not None else out, given, hay, surely)
+    if not bad and (said := _prose_pairs(out, given)):
+        bad = contradictions(said, given, hay, surely)
     # A number worked out from its inputs (a sum of receipts, a product) restates them.
     bad = [
         b

@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage._views import StepView, trivial
 from trajdebug.core.values import Atom, number_key
 
@@ -278,6 +279,16 @@ def _written_as(out: str, given: str) -> bool:
     return out == given or ("." not in given and given.lstrip("+-").isdigit() and out == given + ".0")
 
 
+def _same_span_unit(given: str, named: str, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether two unit words are one unit of time spelt two ways (``m`` and ``min``, ``h`` and ``hrs``): both
+    write a span of time after a number (`Lexicon.duration_value`) and start alike, as a span's units
+    (seconds, minutes, hours, days, weeks) each do.  A ``60m`` interval under ``every_min`` is kept, not
+    left unconverted."""
+    g, n = given.lower(), named.lower()
+    span = lexicon.duration_value
+    return g[:1] == n[:1] and span.match(f"1 {g}") is not None and span.match(f"1 {n}") is not None
+
+
 def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
     """An output number that is a given number written with one unit (``air 95.9 F``), kept unchanged under
     a field named for another unit the run writes numbers in (``air_c``): a unit dropped, not converted.
@@ -303,6 +314,8 @@ def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
         words = [w.lower() for w in _NAME_WORDS.split(y.field) if w]
         last = words[-1] if words else ""
         if len(words) >= 2 and last in units and x.unit is not None and last != x.unit.lower():
+            if _same_span_unit(x.unit, last):
+                continue
             yield Evidence(
                 view.step_id,
                 UNCONVERTED,

@@ -122,7 +122,8 @@ class Lineage:
         self._given: dict[tuple[str, str], int] | None = None
         self._holders: dict[str, list[int]] = {}
         for i, s in enumerate(run.steps):
-            for k in self.views[s.step_id].out_keys:
+            v = self.views[s.step_id]
+            for k in v.out_keys | v.out_spans:
                 self._holders.setdefault(k, []).append(i)
 
     # -- queries ----------------------------------------------------------------
@@ -164,6 +165,8 @@ class Lineage:
         for p in cands:
             sid = self.steps[p].step_id
             view = self.views[sid]
+            if atom.key not in view.out_keys and not view.holds(atom):
+                continue  # a span's number, and the value is no span (``15%`` beside a ``15m`` window)
             if not view.given(atom):
                 produced = next((a for a in view.outputs if a.key == atom.key), atom)
                 if self._caller_gave_instead(atom, produced, before):

@@ -16,10 +16,12 @@ characters.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.chat import normalize_llm_step
 from trajdebug.core.model import Step
 from trajdebug.core.values import Atom, atoms, is_mapping, iter_text, mentions, number_key
@@ -105,13 +107,17 @@ class StepView:
     """Its output as case-folded text (bounded)."""
     given_by_parents: bool = False
     """True when the step's input was not recorded and its parents' outputs stand in for it."""
+    in_spans: frozenset[str] = frozenset()
+    """The numbers of spans of time its input writes against their unit (``60m``: `span_keys`)."""
+    out_spans: frozenset[str] = frozenset()
+    """The numbers of spans of time its output writes against their unit."""
 
     def holds(self, atom: Atom) -> bool:
         """Whether the step's output holds this value (as a value, or written in its text)."""
         if atom.key in self.out_keys:
             return True
         if atom.kind == "number":
-            return False
+            return atom.key in self.out_spans and _timely(atom)
         raw = atom.raw.casefold()
         return len(raw) >= 3 and raw in self.out_text
 
@@ -120,9 +126,15 @@ class StepView:
         if atom.key in self.in_keys:
             return True
         if atom.kind == "number":
-            return False
+            return atom.key in self.in_spans and _timely(atom)
         raw = atom.raw.casefold()
         return len(raw) >= 3 and raw in self.in_text
+
+
+def _timely(atom: Atom, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether a number can be a span's (`span_keys`): written bare or with a unit of time (``60 min``), not
+    a share or a weight (``15%`` is no ``15m`` window)."""
+    return atom.unit is None or lexicon.duration_value.match(f"1 {atom.unit}") is not None
 
 
 def trivial(atom: Atom) -> bool:
@@ -133,6 +145,24 @@ def trivial(atom: Atom) -> bool:
     if atom.kind == "text":
         return len(atom.raw.strip()) <= 2
     return False
+
+
+_LEADING_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)")
+
+
+def span_keys(values: Iterable[Atom], lexicon: Lexicon = ENGLISH) -> set[str]:
+    """The number keys of whole values that are a span of time written against its unit (``60m``, ``24h``):
+    values read such a token as a word (``12b`` is a seat), yet a tool given ``interval="60m"`` that
+    returns ``every_min=60`` was given that 60, and the model that wrote ``60m`` produced it.  Spans
+    written apart (``60 min``) are numbers already.  Kept beside the keys, for numbers of time alone
+    (`StepView.given`): a ``15%`` is no ``15m`` window."""
+    out: set[str] = set()
+    for a in values:
+        if a.kind == "text" and len(a.raw) <= 12 and lexicon.duration_value.match(a.raw):
+            m = _LEADING_NUMBER.match(a.raw)
+            if m is not None:
+                out.add("n:" + number_key(float(m.group(1))))
+    return out
 
 
 def build_view(
@@ -174,6 +204,8 @@ def build_view(
         {a.key for a in outs},
         out_text.casefold(),
         given_by_parents,
+        frozenset(span_keys(ins)),
+        frozenset(span_keys(outs)),
     )
 
 

@@ -9,6 +9,7 @@ diagnoser's finding that passing runs show as often.
 
 from __future__ import annotations
 
+from trajdebug.analysis.reference._answers import unkeyed
 from trajdebug.analysis.reference._contrast import Contrast
 from trajdebug.analysis.reference._invariants import (
     GIVEN,
@@ -45,6 +46,7 @@ __all__ = [
     "sibling_profiles",
     "spectrum",
     "step_key",
+    "unkeyed",
     "unseen",
     "violations",
 ]

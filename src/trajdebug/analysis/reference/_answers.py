@@ -10,20 +10,24 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import semantic
 from trajdebug.analysis.reference._profile import (
+    Profile,
+    StepKey,
     _canon,
     _FieldStats,
     _StepStats,
     answer_key,
     asked_of,
     keyed_parts,
+    step_key,
 )
-from trajdebug.core.model import OBSERVATION_KINDS, Step
+from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
+from trajdebug.core.values import atoms as value_atoms
 
 
 _SHAPE_DIGIT, _SHAPE_ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")
@@ -37,7 +41,13 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None) 
     # function of its input that changed (stale data, a changed environment), the strongest
     # sign a step's output is off.  Passing runs that disagree among themselves say nothing.
     now = answer_key(semantic(step, step.output))
-    if answers is not None and len(answers) == 1 and now not in answers and not _minted_only(st, now, answers):
+    if (
+        answers is not None
+        and len(answers) == 1
+        and now not in answers
+        and not _minted_only(st, now, answers)
+        and not _reads_unrecorded(step, steps)
+    ):
         yield Evidence(
             step.step_id,
             0.65 if step.kind != "llm" else 0.4,
@@ -64,6 +74,40 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None) 
                     "reference:old-answer",
                 )
                 break
+
+
+def unkeyed(steps: Iterable[Step], profile: Profile, by_id: Mapping[str, Step]) -> frozenset[StepKey]:
+    """The steps (by key) each of whose two or more calls in the failing run answered with what a passing run
+    got for another request: a lookup whose answers follow something else than the request (the item's
+    place in a batch, the day), alike in every run, not a cache that served one request a wrong entry.  A
+    stale entry is one call's; an answer every call shares with another request is how the tool answers."""
+    calls: dict[StepKey, list[Step]] = {}
+    for s in steps:
+        if s.kind in OBSERVATION_KINDS and s.status == "ok":
+            calls.setdefault(step_key(s, by_id), []).append(s)
+    out: set[StepKey] = set()
+    for key, group in calls.items():
+        st = profile.steps.get(key)
+        if len(group) < 2 or st is None or not st.parts:
+            continue
+        if all(any(e.diagnoser == "reference:old-answer" for e in answer_checks(s, st, by_id)) for s in group):
+            out.add(key)
+    return frozenset(out)
+
+
+def _reads_unrecorded(step: Step, steps: Mapping[str, Step] | None) -> bool:
+    """Whether a step ran steps inside it that were handed values its own recorded input does not hold (a
+    span recorded with a site name whose model call is handed the week's results): its recorded input is
+    not all it read, so the same recorded input in a passing run is no same request."""
+    if not steps:
+        return False
+    mine = {a.key for a in value_atoms(step.input)}
+    for s in steps.values():
+        if s.parent_id == step.step_id and s.kind not in CONTAINER_KINDS and any(
+            a.key not in mine for a in value_atoms(s.input)
+        ):
+            return True
+    return False
 
 
 def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
@@ -154,4 +198,4 @@ def _request_values(value: Any, depth: int = 0) -> list[str]:
     return out[:200]
 
 
-__all__ = ["answer_checks"]
+__all__ = ["answer_checks", "unkeyed"]

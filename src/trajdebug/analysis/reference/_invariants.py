@@ -32,7 +32,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._content import char_shape
@@ -76,6 +76,7 @@ def violations(
     steps: Mapping[str, Step] | None = None,
     passing: Profile | None = None,
     within: Mapping[str, Step] | None = None,
+    shared: Collection[StepKey] = (),
 ) -> Iterator[Evidence]:
     """The likely invariants of this step that the failing run breaks, as evidence.
 
@@ -91,13 +92,15 @@ def violations(
             run: a sign or magnitude odd among them but one the passing runs had is no violation.
         within: The failing run's steps by id, to key the step in ``passing`` (`step_key`): ``profile``, the
             run's own calls, keys it without them (`sibling_profiles`).
+        shared: Steps whose every call shares another request's answer (`unkeyed`): no old answer.
     """
-    st = profile.steps.get(step_key(step, steps))
+    own = step_key(step, steps)
+    st = profile.steps.get(own)
     key = step_key(step, within)
     if st is None or step.status != "ok":
         return
     if step.kind not in CONTAINER_KINDS:
-        yield from answer_checks(step, st, steps)
+        yield from (e for e in answer_checks(step, st, steps) if not (own in shared and e.diagnoser == "reference:old-answer"))
     if st.n < MIN_SUPPORT or len(st.runs) < min_runs:
         return
     outs = _out_fields(view)
