@@ -744,6 +744,18 @@ class TestDataSteps:
                if e.suspicion > 0]
         assert "dropped 1" in e.reason
 
+    def test_a_quantity_whose_number_a_parse_kept_is_no_lost_value(self) -> None:
+        """A parser turning a reading '11.5 C' into temp_c=11.5 loses no value; one that kept another number lost it."""
+
+        def run_of(temp: float) -> Run:
+            raw = {"cave": "A", "reading": "11.5 C", "rh": 91}
+            return _run(Step("p", "parse_reading", "parse", input={"raw": raw},
+                             output={"cave": "A", "temp_c": temp, "rh": 91}))
+
+        assert not [e for e in _from(_verdict(run_of(11.5), "p"), "parse-dropped") if e.suspicion > 0]
+        [e] = [e for e in _from(_verdict(run_of(1.5), "p"), "parse-dropped") if e.suspicion > 0]
+        assert "11.5 C" in e.reason
+
     def test_parsing_json_a_chat_message_holds_loses_nothing(self) -> None:
         """A parser of a model's message whose content is JSON keeps every value: its input is read as the JSON, not as one string."""
         content = '{"attendees": ["Ana", "Raj"], "day": "Tuesday", "earliest": "10:00"}'

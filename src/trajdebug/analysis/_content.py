@@ -574,34 +574,12 @@ def read_out(sentence: str, out: Any) -> bool:
         return float(q.group(1)) in {x for x in found if isinstance(x, (int, float))}
     if len(sentence.split()) < 4:
         return False
-    return any(any(c.isdigit() for c in x) and x in sentence.lower() for x in map(lambda v: str(v).lower(), found))
+    return any(any(c.isdigit() for c in x) and x in sentence.lower() for x in (str(v).lower() for v in found))
 
 
 __all__ = [
-    "has_word",
-    "ID_TOKEN",
-    "char_shape",
-    "run_shape",
-    "aggregate_forms",
-    "TEXT_LIMIT",
-    "error_text",
-    "http_status",
-    "is_empty",
-    "is_marker",
-    "json_problem",
-    "keyed_values",
-    "largest_list",
-    "leaves",
-    "looks_like_json",
-    "norm_number",
-    "number_forms",
-    "numbers_in",
-    "plain_number_forms",
-    "stated_numbers",
-    "parse_json",
-    "python_repr",
-    "read_out",
-    "strip_fence",
-    "text_of",
-    "without_markers",
+    "has_word", "ID_TOKEN", "char_shape", "run_shape", "aggregate_forms", "TEXT_LIMIT", "error_text",
+    "http_status", "is_empty", "is_marker", "json_problem", "keyed_values", "largest_list", "leaves",
+    "looks_like_json", "norm_number", "number_forms", "numbers_in", "plain_number_forms", "stated_numbers",
+    "parse_json", "python_repr", "read_out", "strip_fence", "text_of", "without_markers",
 ]
