@@ -233,6 +233,9 @@ class TestToolCalls:
             ("refund refused: the order is not on this account", False),
             ("no service plan named premium-plus", False),
             ("quantity 502 exceeds the stock", False),
+            ("Overloaded", True),
+            ("the model is currently overloaded, retry later", True),
+            ("trailer T4 overloaded: 1,220 kg on a 1,000 kg axle", False),
         ],
     )
     def test_only_a_refused_connection_or_a_5xx_speaks_of_the_environment(
