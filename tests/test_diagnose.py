@@ -748,16 +748,18 @@ class TestDataSteps:
         assert "dropped 1" in e.reason
 
     def test_a_quantity_whose_number_a_parse_kept_is_no_lost_value(self) -> None:
-        """A parser turning a reading '11.5 C' into temp_c=11.5 loses no value; one that kept another number lost it."""
+        """A parser turning '11.5 C' into temp_c=11.5 (or a number beside its unit) loses nothing; one that kept another
+        number, or kept 11.5 under a field named for another unit, lost the reading."""
 
-        def run_of(temp: float) -> Run:
+        def run_of(out: dict[str, Any]) -> Run:
             raw = {"cave": "A", "reading": "11.5 C", "rh": 91}
-            return _run(Step("p", "parse_reading", "parse", input={"raw": raw},
-                             output={"cave": "A", "temp_c": temp, "rh": 91}))
+            return _run(Step("p", "parse_reading", "parse", input={"raw": raw}, output={"cave": "A", "rh": 91, **out}))
 
-        assert not [e for e in _from(_verdict(run_of(11.5), "p"), "parse-dropped") if e.suspicion > 0]
-        [e] = [e for e in _from(_verdict(run_of(1.5), "p"), "parse-dropped") if e.suspicion > 0]
-        assert "11.5 C" in e.reason
+        for kept in ({"temp_c": 11.5}, {"temp": 11.5, "unit": "C"}):
+            assert not [e for e in _from(_verdict(run_of(kept), "p"), "parse-dropped") if e.suspicion > 0]
+        for lost in ({"temp_c": 1.5}, {"temp_f": 11.5}):
+            [e] = [e for e in _from(_verdict(run_of(lost), "p"), "parse-dropped") if e.suspicion > 0]
+            assert "11.5 C" in e.reason
 
     def test_parsing_json_a_chat_message_holds_loses_nothing(self) -> None:
         """A parser of a model's message whose content is JSON keeps every value: its input is read as the JSON, not as one string."""

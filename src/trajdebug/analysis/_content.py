@@ -562,16 +562,20 @@ def run_shape(value: str) -> str:
     return re.sub(r"[0-9]+", "9", re.sub(r"[^\W\d_]+", "a", value))
 
 
-_QUANTITY = re.compile(r"\s*([-+]?\d+(?:\.\d+)?)\s*(?:[^\W\d_]{1,12}|%|°[^\W\d_]?)\s*")
+_QUANTITY = re.compile(r"\s*([-+]?\d+(?:\.\d+)?)\s*([^\W\d_]{1,12}|%)\s*")
 """A number and its unit (``53.6 F``, ``41 kg``, ``12%``): a parse keeps the number, the unit goes to a field's name."""
 
 
 def read_out(sentence: str, out: Any) -> bool:
     """Whether a parse read a value of ``out`` with a digit out of a sentence (4+ words; fewer: one value),
-    or read a quantity's number (``53.6 F`` -> ``temp_c: 53.6``: the unit is the output's format, not a value lost)."""
+    or read a quantity whole: its number kept under a field named for its unit, or beside the unit
+    (``11.5 C`` -> ``temp_c: 11.5``); ``53.6 F`` -> ``temp_c: 53.6`` lost its unit."""
     found = [x for _, x in leaves(out) if isinstance(x, (int, float, str)) and not isinstance(x, bool)]
     if (q := _QUANTITY.fullmatch(sentence)) is not None:
-        return float(q.group(1)) in {x for x in found if isinstance(x, (int, float))}
+        unit, n = q.group(2).lower(), float(q.group(1))
+        held = unit in {x.lower() for x in found if isinstance(x, str)}
+        return any(isinstance(x, (int, float)) and x == n and (held or unit in re.split(r"[\W_]+", k.lower()))
+                   for k, x in leaves(out))
     if len(sentence.split()) < 4:
         return False
     return any(any(c.isdigit() for c in x) and x in sentence.lower() for x in (str(v).lower() for v in found))
