@@ -233,6 +233,9 @@ class TestToolCalls:
             ("refund refused: the order is not on this account", False),
             ("no service plan named premium-plus", False),
             ("quantity 502 exceeds the stock", False),
+            ("Overloaded", True),
+            ("the model is currently overloaded, retry later", True),
+            ("trailer T4 overloaded: 1,220 kg on a 1,000 kg axle", False),
         ],
     )
     def test_only_a_refused_connection_or_a_5xx_speaks_of_the_environment(
@@ -758,6 +761,20 @@ class TestDataSteps:
         assert run_of({"title": "Menu cards", "quantity": 260, "colours": ["PMS 877"], "due": "2026-05-20"}) == []
         [e] = run_of({"title": "Menu cards", "quantity": 26, "colours": ["PMS 877"], "due": "2026-05-20"})
         assert "dropped 1" in e.reason
+
+    def test_a_quantity_whose_number_a_parse_kept_is_no_lost_value(self) -> None:
+        """A parser turning '11.5 C' into temp_c=11.5 (or a number beside its unit) loses nothing; one that kept another
+        number, or kept 11.5 under a field named for another unit, lost the reading."""
+
+        def run_of(out: dict[str, Any]) -> Run:
+            raw = {"cave": "A", "reading": "11.5 C", "rh": 91}
+            return _run(Step("p", "parse_reading", "parse", input={"raw": raw}, output={"cave": "A", "rh": 91, **out}))
+
+        for kept in ({"temp_c": 11.5}, {"temp": 11.5, "unit": "C"}):
+            assert not [e for e in _from(_verdict(run_of(kept), "p"), "parse-dropped") if e.suspicion > 0]
+        for lost in ({"temp_c": 1.5}, {"temp_f": 11.5}):
+            [e] = [e for e in _from(_verdict(run_of(lost), "p"), "parse-dropped") if e.suspicion > 0]
+            assert "11.5 C" in e.reason
 
     def test_parsing_json_a_chat_message_holds_loses_nothing(self) -> None:
         """A parser of a model's message whose content is JSON keeps every value: its input is read as the JSON, not as one string."""

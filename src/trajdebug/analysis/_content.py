@@ -567,39 +567,28 @@ def run_shape(value: str) -> str:
     return re.sub(r"[0-9]+", "9", re.sub(r"[^\W\d_]+", "a", value))
 
 
+_QUANTITY = re.compile(r"\s*([-+]?\d+(?:\.\d+)?)\s*([^\W\d_]{1,12}|%)\s*")
+"""A number and its unit (``53.6 F``, ``41 kg``, ``12%``): a parse keeps the number, the unit goes to a field's name."""
+
+
 def read_out(sentence: str, out: Any) -> bool:
-    """Whether a parse read a value of ``out`` with a digit out of a sentence (4+ words; fewer: one value)."""
+    """Whether a parse read a value of ``out`` with a digit out of a sentence (4+ words; fewer: one value),
+    or read a quantity whole: its number kept under a field named for its unit, or beside the unit
+    (``11.5 C`` -> ``temp_c: 11.5``); ``53.6 F`` -> ``temp_c: 53.6`` lost its unit."""
+    found = [x for _, x in leaves(out) if isinstance(x, (int, float, str)) and not isinstance(x, bool)]
+    if (q := _QUANTITY.fullmatch(sentence)) is not None:
+        unit, n = q.group(2).lower(), float(q.group(1))
+        held = unit in {x.lower() for x in found if isinstance(x, str)}
+        return any(isinstance(x, (int, float)) and x == n and (held or unit in re.split(r"[\W_]+", k.lower()))
+                   for k, x in leaves(out))
     if len(sentence.split()) < 4:
         return False
-    found = [str(x).lower() for _, x in leaves(out) if isinstance(x, (int, float, str)) and not isinstance(x, bool)]
-    return any(any(c.isdigit() for c in x) and x in sentence.lower() for x in found)
+    return any(any(c.isdigit() for c in x) and x in sentence.lower() for x in (str(v).lower() for v in found))
 
 
 __all__ = [
-    "has_word",
-    "ID_TOKEN",
-    "char_shape",
-    "run_shape",
-    "aggregate_forms",
-    "TEXT_LIMIT",
-    "error_text",
-    "http_status",
-    "is_empty",
-    "is_marker",
-    "json_problem",
-    "keyed_values",
-    "largest_list",
-    "leaves",
-    "looks_like_json",
-    "norm_number",
-    "number_forms",
-    "numbers_in",
-    "plain_number_forms",
-    "stated_numbers",
-    "parse_json",
-    "python_repr",
-    "read_out",
-    "strip_fence",
-    "text_of",
-    "without_markers",
+    "has_word", "ID_TOKEN", "char_shape", "run_shape", "aggregate_forms", "TEXT_LIMIT", "error_text",
+    "http_status", "is_empty", "is_marker", "json_problem", "keyed_values", "largest_list", "leaves",
+    "looks_like_json", "norm_number", "number_forms", "numbers_in", "plain_number_forms", "stated_numbers",
+    "parse_json", "python_repr", "read_out", "strip_fence", "text_of", "without_markers",
 ]

@@ -61,7 +61,8 @@ class Lexicon:
     environment: re.Pattern[str]
     """Errors of the tool or its environment; any other tool error is taken as a rejection of its arguments.
     A refusal ("refund refused", "not on this account") is a rejection: only a refused connection, a 5xx
-    status or a service said to be down speaks of the environment."""
+    status or a service said to be down or overloaded speaks of the environment ("van overloaded" rejects
+    the load it was given; "Overloaded", "server overloaded" speak of the service)."""
 
     state_error: re.Pattern[str]
     """Words of an error that says the object is in the wrong state for the call ("already", "no longer")."""
@@ -263,7 +264,9 @@ ENGLISH = Lexicon(
     ),
     check_types=re.compile(r"check|assert|validation|verif|mismatch", re.I),
     environment=re.compile(
-        r"time(?:d)? ?out|timeout|unavailable|unreachable|rate.?limit|too many requests|quota|overload|"
+        r"time(?:d)? ?out|timeout|unavailable|unreachable|rate.?limit|too many requests|quota|overloaded_error|"
+        r"(?:server|service|api|model|backend|upstream)s?(?: is| are)?(?: currently)? overload|"
+        r"\boverloaded\W*$|"
         r"internal (?:server )?error|temporar|connection (?:refused|reset|error|closed|aborted|lost|failed)|reset by peer|"
         r"(?:status|http(?:/[\d.]+)?|code|error|returned)[ :=]*5\d\d\b|\b5\d\d (?:error|internal|bad gateway|service)|bad gateway|"
         r"service (?:is )?(?:down|unavailable|error)|network|dns|ssl|broken pipe",
