@@ -749,17 +749,17 @@ class TestDataSteps:
 
     def test_a_request_whose_failure_named_values_were_parsed_is_no_lost_value(self) -> None:
         """A parser that read a request sentence into fields lost nothing when the failure names values it
-        parsed (the quantity, the colour); one whose output lacks a value the failure names still lost it."""
-        request = "Menu cards, 260 copies, trim 4x9 in, colours: PMS 877, due 2026-05-20"
-        failed = [Failure("x", "step-error", "pack station: counted 252 pieces, order is for 260", "x")]
+        parsed (the quantity, the stain); one whose output lacks a value the failure names still lost it."""
+        request = "Garden benches, 140 units, slats 3x8 in, stain: Oak 214, due 2026-07-11"
+        failed = [Failure("x", "step-error", "loading dock: counted 132 units, order is for 140", "x")]
 
         def run_of(out: dict[str, Any]) -> list[Evidence]:
             run = _run(Step("p", "parse_order", "parse", input={"msg": {"role": "user", "content": request}}, output=out),
-                       Step("x", "pack_check", "tool", input={"pieces": 252}, status="error"))
+                       Step("x", "pack_check", "tool", input={"units": 132}, status="error"))
             return [e for e in _from(_verdict(run, "p", failed), "parse-dropped") if e.suspicion > 0]
 
-        assert run_of({"title": "Menu cards", "quantity": 260, "colours": ["PMS 877"], "due": "2026-05-20"}) == []
-        [e] = run_of({"title": "Menu cards", "quantity": 26, "colours": ["PMS 877"], "due": "2026-05-20"})
+        assert run_of({"title": "Garden benches", "quantity": 140, "stain": ["Oak 214"], "due": "2026-07-11"}) == []
+        [e] = run_of({"title": "Garden benches", "quantity": 14, "stain": ["Oak 214"], "due": "2026-07-11"})
         assert "dropped 1" in e.reason
 
     def test_a_quantity_whose_number_a_parse_kept_is_no_lost_value(self) -> None:

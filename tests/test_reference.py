@@ -990,49 +990,49 @@ class TestSettingRatios:
 class TestAnswersOfWholeTools:
     @staticmethod
     def _lab(rid: str, site: str, *, fail: bool = False, shift: int = 0) -> Run:
-        """One run of a lab lookup per sample: sample ``i`` of any site gets the ``i``-th day's result."""
+        """One run of a soil-assay lookup per sample: sample ``i`` of any site gets the ``i``-th day's result."""
         steps = tuple(
             Step(
                 f"l{i}",
-                "lims_result",
+                "soil_assay",
                 "tool",
-                input={"sample_id": f"S-{site}{i}"},
-                output={"taken": f"2026-03-{9 + i + (shift if i == 1 else 0):02d}T08:40", "bod": 8 + 3 * i},
+                input={"sample_id": f"K-{site}{i}"},
+                output={"taken": f"2026-03-{9 + i + (shift if i == 1 else 0):02d}T08:40", "nitrate": 8 + 3 * i},
                 start_ns=i,
                 end_ns=i + 1,
             )
             for i in range(1, 4)
         )
-        return Run(rid, "returns", outcome="failure" if fail else "success", steps=steps)
+        return Run(rid, "survey", outcome="failure" if fail else "success", steps=steps)
 
     def test_a_tool_whose_every_call_shares_another_requests_answer_answers_by_something_else(self) -> None:
-        """A lab lookup whose every call answers what a passing run's lookup got for another sample answers by the
+        """A soil-assay lookup whose every call answers what a passing run's lookup got for another sample answers by the
         sample's place, not by its id: no call is a stale entry; one call alone sharing another's answer is."""
-        profile = learn([self._lab("p1", "CB")])
-        every = self._lab("bad", "ME", fail=True)
+        profile = learn([self._lab("p1", "NW")])
+        every = self._lab("bad", "SE", fail=True)
         assert unkeyed(every.steps, profile, {s.step_id: s for s in every.steps}) == {step_key(every.steps[0])}
-        one = self._lab("bad2", "ME", fail=True, shift=0)
+        one = self._lab("bad2", "SE", fail=True, shift=0)
         one = dataclasses.replace(
             one,
             steps=tuple(
-                dataclasses.replace(s, output={"taken": f"2026-04-0{i}T10:00", "bod": 30 + i}) if i else s
+                dataclasses.replace(s, output={"taken": f"2026-04-0{i}T10:00", "nitrate": 30 + i}) if i else s
                 for i, s in enumerate(one.steps)
             ),
         )
         assert unkeyed(one.steps, profile, {s.step_id: s for s in one.steps}) == frozenset()
 
     def test_a_span_whose_children_read_more_than_its_recorded_input_has_no_same_input(self) -> None:
-        """A span recorded with its site alone, whose model call is handed the week's results, answers by those
+        """A span recorded with its site alone, whose model call is handed the season's assays, answers by those
         results: another answer to the same recorded input is no changed answer; a span whose call is handed
         only its own input is judged as any step."""
 
         def run_of(rid: str, samples: list[int], flagged: bool, *, handed: bool = True, fail: bool = False) -> Run:
-            given = {"site": "Millbrook", "results": samples} if handed else {"site": "Millbrook"}
+            given = {"site": "Harrowgate", "results": samples} if handed else {"site": "Harrowgate"}
             steps = (
-                Step("a", "assess", "other", input={"site": "Millbrook"}, output={"compliant": not flagged}, start_ns=1, end_ns=4),
+                Step("a", "assess", "other", input={"site": "Harrowgate"}, output={"compliant": not flagged}, start_ns=1, end_ns=4),
                 Step("m", "ChatCompletion", "llm", input=given, output={"compliant": not flagged}, parent_id="a", start_ns=2, end_ns=3),
             )
-            return Run(rid, "returns", outcome="failure" if fail else "success", steps=steps)
+            return Run(rid, "survey", outcome="failure" if fail else "success", steps=steps)
 
         for handed, expected in ((True, False), (False, True)):
             profile = learn([run_of(f"p{i}", [8 + i, 11], False, handed=handed) for i in range(3)])
