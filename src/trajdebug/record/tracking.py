@@ -146,6 +146,10 @@ class Tracker(Registry, Encoder):
             live = outp
         else:
             h._live_out = None
+        got = h._received
+        if got is not None:
+            h._received = None
+            self._hold(sid, live, got)  # parts of its input it handed back: their holders (`steps._received`)
         if type(live) is str:
             if len(live) >= MIN_TRACKED_STR:
                 self._keep(id(live), (sid, live, t1 or 0, "tracked", _ENTRY_BYTES + len(live)))
