@@ -424,7 +424,7 @@ class StepHandle:
                     run._bytes += len(snap)
                     big = True
             out = self.output
-            if type(inp) in _OPEN and out is not None and (type(out) is str and len(out) >= _MIN_STR or type(out) not in _SCALARS):
+            if type(inp) in _OPEN and out is not None and ((type(out) is str and len(out) >= _MIN_STR) or type(out) not in _SCALARS):
                 self._received = _received(out, inp)
             if type(out) not in _SCALARS:
                 self._live_out = out
