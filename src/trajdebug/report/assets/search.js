@@ -179,7 +179,7 @@ function guidedEngine(A) {
     }
     return best;
   }
-  // GuidedSearch._dominated: the mass each candidate clears when answered correct, its subtree in the
+  // _guided_result.post_dominated: the mass each candidate clears when answered correct, its subtree in the
   // post-dominator tree toward the focus (Cooper, Harvey & Kennedy; one pass, the slice is a DAG).
   function dominated(cand, focus) {
     const sub = new Map();
