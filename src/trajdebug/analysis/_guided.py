@@ -514,18 +514,10 @@ class GuidedSearch:
             sides = [self._best((cand if i == focus else wrong.get(i, 0)) or 1 << i) for i in conflict]
             both = cand | wrong.get(conflict[1], 0)
             ranked = self._ranked(both)
-            return Guided(
-                None,
-                False,
-                tuple(self.log),
-                ranked,
-                (),
-                tuple(self.ids[i] for i in sides),
-                self.failure,
-                self.asked,
-                tuple(self.problems),
-                tuple(names.items()),
-            )
+            # The answers implied so far hold in a conflict too (the report's page shows them as well).
+            implied = (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__))
+            return Guided(None, False, tuple(self.log), ranked, (), tuple(self.ids[i] for i in sides), self.failure,
+                          self.asked, tuple(self.problems), tuple(names.items()), implied=implied)
         certain = cand == 1 << focus and self.verdicts.proven(focus)
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
