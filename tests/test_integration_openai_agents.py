@@ -611,7 +611,7 @@ class TestWhatASubAgentIsGiven:
     def test_a_sub_agents_first_model_step_depends_on_the_model_step_that_called_it(
         self, processor: TrajdebugProcessor, instructions: str
     ) -> None:
-        """The specialist's first model step, run as a tool or handed off to, depends (declared, data) on the
+        """The specialist's first model step, run as a tool or handed off to, depends (inferred, data) on the
         triage model step that made the call, and on no other triage step."""
         from trajdebug.testing import FakeModelServer
 
@@ -622,4 +622,4 @@ class TestWhatASubAgentIsGiven:
         caller = next(s for s in llms if s.agent == "triage")
         first = next(s for s in llms if s.agent == "specialist")
         fed = [(d.step_id, d.kind, d.origin) for d in first.deps]
-        assert fed == [(caller.step_id, "data", "declared")]
+        assert fed == [(caller.step_id, "data", "inferred")]

@@ -35,8 +35,8 @@ Edges: a tool depends on the model response that called it (declared when the
 call's name and arguments match, else on its agent's latest model step,
 inferred), a model step on the tool results its input holds (by call id), a
 handoff's target agent on the handoff (control), and a sub-agent's first model
-step on the model step that gave it its input (the call of an agent run as a
-tool, whose arguments it reads as its user message; the hand-off's caller).  Model steps and calls are
+step on the model step that gave it its input (inferred: the call of an agent run
+as a tool, whose arguments it reads as its user message; the hand-off's caller).  Model steps and calls are
 keyed by the agent *span*, so two agents with the same name are never confused.
 Nothing is inferred from content here; the analysis does that when it reads
 the run.
@@ -79,7 +79,8 @@ _KIND = {
     "turn": "agent",
 }
 TOOL_FALLBACK_CONFIDENCE = 0.8
-"""Confidence of a tool's edge to its agent's latest model step when no call in that step matches it."""
+"""Confidence of a tool's edge to its agent's latest model step when no call in that step matches it, and of a
+sub-agent's first model step's edge to the model step that called it (assumed from the SDK, not observed)."""
 
 
 def _strip(prefix: str, value: Any) -> str | None:
@@ -362,7 +363,7 @@ def _edges(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step], ow
     pending: dict[str, list[dict[str, Any]]] = {}  # model step -> unclaimed calls
     call_step: dict[str, str] = {}  # call id -> tool step that ran it
     handoff_to: dict[str, str] = {}  # agent name -> handoff step
-    # A sub-agent's first model step reads what the caller's model step gave it (see the module docstring).
+    # A sub-agent's first model step reads what its caller's model step gave it (module docstring), inferred.
     given: dict[str, Dependency] = {}  # tool step, or the agent handed off to (by name) -> that edge
     feeds: dict[str, Dependency] = {}  # agent span -> the edge its first model step takes
     for sid, _ in ordered:
@@ -389,12 +390,12 @@ def _edges(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step], ow
                     call_step[str(match["id"])] = sid
             elif src is not None:
                 new.append(inferred(src, "data", TOOL_FALLBACK_CONFIDENCE))
-            if new:
-                given[sid] = new[-1]
+            if src is not None:
+                given[sid] = inferred(src, "data", TOOL_FALLBACK_CONFIDENCE)
         elif typ == "handoff" and isinstance(s.output, Mapping) and s.output.get("to_agent"):
             handoff_to[str(s.output["to_agent"])] = sid
             if (src := last_llm.get(owner.get(sid))) is not None:
-                given[str(s.output["to_agent"])] = declared(src)
+                given[str(s.output["to_agent"])] = inferred(src, "data", TOOL_FALLBACK_CONFIDENCE)
         elif typ == "agent":
             if s.name in handoff_to:
                 new.append(declared(handoff_to.pop(s.name), "control"))
