@@ -3,6 +3,7 @@ under ``trajdebug serve`` (the search runs on the server, which stores each answ
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.error
 import urllib.request
@@ -366,6 +367,10 @@ def _random_run(rng: Any, n: int, containers: bool) -> Run:
         out = steps[picks[0]].output if picks and rng.random() < 0.3 else f"out {k} " * 5
         steps.append(Step(f"s{k}", f"step{k}", rng.choice(["tool", "llm", "parse"]), input={"k": k},
                           output=out, start_ns=k * 10, end_ns=k * 10 + 5, deps=deps, parent_id=parent))
+    # Some containers pass a child's output on unchanged (a graph node around a model call): not asked.
+    last = {s.parent_id: s.output for s in steps if s.parent_id}
+    steps = [dataclasses.replace(s, output=last[s.step_id]) if s.step_id in last and rng.random() < 0.5 else s
+             for s in steps]
     return Run("r1", "random", 0, n * 10, "failure", "boom", steps=tuple(steps))
 
 
@@ -388,23 +393,24 @@ def _python_states(analysis: Any, truth: dict[str, tuple[bool | None, bool | Non
 
 
 def test_the_page_search_stands_where_python_stands_after_every_three_valued_answer(page: Any) -> None:
-    """On 120 random DAGs (some with containers, some steps relaying an input whole) answered with random
-    three-valued answers, the page's search holds, after each answer Python's search was given, the same
-    candidates, root, certainty, implied inputs (carried or vouched) and doneness (a conflict is one on
-    both sides)."""
+    """On 140 random DAGs (some with containers, some passing a child's output on, some steps relaying an
+    input whole) answered with random three-valued answers, the page's search holds, after each answer
+    Python's search was given, the same candidates, root, certainty, implied inputs (carried, vouched, or
+    a child's answer standing for its container) and doneness (a conflict is one on both sides)."""
     import random
 
     from trajdebug.report.question import ask_data
 
     src = SEARCH_JS.read_text(encoding="utf-8")
     labels = [(True, None), (False, True), (False, False), (False, None), (None, None)]
-    three = carried = 0
-    for seed in range(120):
+    three = carried = stands = 0
+    for seed in range(140):
         rng = random.Random(seed)
         n = rng.randint(3, 14)
         run = _random_run(rng, n, containers=seed % 2 == 0)
         truth = {s.step_id: rng.choice(labels) for s in run.steps}
         analysis = analyze(run)
+        stands += len(ask_data(analysis)["stands"] or ()) and 1
         seq, want = _python_states(analysis, truth)
         three += sum(1 for _, c, a in seq if c is False and a is not None)
         got = page.evaluate(_STATES, [src, json.loads(json.dumps(ask_data(analysis))), seq])
@@ -414,7 +420,8 @@ def test_the_page_search_stands_where_python_stands_after_every_three_valued_ans
                 w = {**w, "cands": None, "root": None, "done": None}
                 g = {**g, "cands": None, "root": None, "done": None}
             assert g == w, (seed, seq[: k + 1])
-    assert three > 100 and carried > 10  # the answers exercised both kinds of wrong, and implied inputs
+    # The answers exercised both kinds of wrong, implied inputs, and containers passing a child's output on.
+    assert three > 100 and carried > 10 and stands > 10
 
 
 def _three_valued_truth(run: Run) -> dict[str, str]:

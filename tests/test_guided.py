@@ -499,3 +499,30 @@ def test_a_short_value_carried_by_a_correct_step_is_still_asked() -> None:
     g, asked = _asking(_relay_run(3.81, {"depth_m": 3.81}), {"r", "c", "w"})
     assert (g.root, g.certain) == ("m", True)
     assert "c" in asked and g.implied == ()
+
+
+def test_a_container_that_passes_its_childs_output_on_unchanged_is_never_asked() -> None:
+    """A wrapper whose output is its child's, unchanged, is not asked: the child is, and its answer stands
+    for the wrapper, right (the plan proven wrong past it) or wrong (the child proven the root)."""
+    converted = {"depth_m": 3.81, "site": "north basin"}
+    for correct, root in (({"r", "c", "w"}, "m"), ({"r"}, "c")):
+        g, asked = _asking(_relay_run(converted, dict(converted)), correct)
+        assert (g.root, g.certain) == (root, True)
+        assert "w" not in asked and "c" in asked
+        stood = [a for a in g.implied if a.step_id == "w"]
+        assert [a.correct for a in stood] == ["w" in correct] and "convert" in (stood[0].reason or "")
+
+
+def test_a_pass_through_container_is_asked_when_its_child_gets_no_answer() -> None:
+    """When nobody knows the child's answer, the wrapper passing it on is asked itself, and its own answer
+    stands."""
+    converted = {"depth_m": 3.81, "site": "north basin"}
+    asked: list[str] = []
+
+    def oracle(step: Step, run: Run) -> bool | None:
+        asked.append(step.step_id)
+        return None if step.step_id == "c" else step.step_id in {"r", "w"}
+
+    g = guided_search(_relay_run(converted, dict(converted)), oracle)
+    assert asked.index("c") < asked.index("w")
+    assert [a.correct for a in g.questions if a.step_id == "w"] == [True] and all(a.step_id != "w" for a in g.implied)

@@ -602,3 +602,24 @@ class TestTheRunsOutcome:
         assert (run.outcome, run.failure_reason) == ("success", None)
         assert top.output == result.final_output
         assert all(e.stage != "failed" for e in run.errors)
+
+
+class TestWhatASubAgentIsGiven:
+    """A sub-agent's first model step reads what its caller's model step gave it: a data edge, not containment only."""
+
+    @pytest.mark.parametrize("instructions", ["Triage.", "Triage: hand off."])
+    def test_a_sub_agents_first_model_step_depends_on_the_model_step_that_called_it(
+        self, processor: TrajdebugProcessor, instructions: str
+    ) -> None:
+        """The specialist's first model step, run as a tool or handed off to, depends (inferred, data) on the
+        triage model step that made the call, and on no other triage step."""
+        from trajdebug.testing import FakeModelServer
+
+        with FakeModelServer(_triage_policy) as server:
+            _run_triage(server, instructions)
+        run = processor.to_run()
+        llms = [s for s in run.steps if s.kind == "llm"]
+        caller = next(s for s in llms if s.agent == "triage")
+        first = next(s for s in llms if s.agent == "specialist")
+        fed = [(d.step_id, d.kind, d.origin) for d in first.deps]
+        assert fed == [(caller.step_id, "data", "inferred")]

@@ -162,3 +162,12 @@ def test_a_call_with_one_text_argument_is_redacted_and_capped_as_any_call() -> N
     _, cut = tracker.arguments({"q": "plain text"}, long)
     _, cut2 = tracker.arguments({"q": "plain text", "n": 1}, long)
     assert cut == cut2 and cut["head"] == long[: tracker._max]
+
+
+def test_the_step_side_walk_uses_the_registry_s_limits() -> None:
+    """The walk a step ends with (`steps._received`) opens the containers, and skips the short texts, that
+    the registry's does (so a part it marks is one `_find` could reach)."""
+    from trajdebug.record import registry, steps
+
+    assert steps._MIN_STR == registry.MIN_TRACKED_STR
+    assert set(steps._OPEN) == set(registry._OPEN)

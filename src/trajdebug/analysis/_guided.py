@@ -47,6 +47,9 @@ recur by chance, implies nothing).  A wrong answer implies nothing about
 an input even when the two outputs are equal: the step may be wrong for having
 passed its input on unchanged (a conversion left undone).
 
+Pass-through containers (`Carrier.passes`: output equal to one child's whole output) are not asked:
+the child is, and its standing answer stands for the container too (`_stand`, `Guided.implied`).
+
 Three-valued answers (Naish 1997; `_verdicts.py`).  An *erroneous* answer (wrong for the inputs it
 was given) vouches for the step's inputs, so a leaf is certain in one question and a container's root
 is sought among its children; an *inadmissible* one (given a wrong input) is never the root: it lies
@@ -68,8 +71,11 @@ from trajdebug.analysis._guided_result import (
     _FLOOR,
     Guided,
     Oracle,
+    _bits,
+    _popcount,
     dependency_path,
     failure_step,
+    post_dominated,
     priors,
     trust,
 )
@@ -161,6 +167,11 @@ class GuidedSearch:
         self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
         starts = [graph.steps[sid].start_ns for sid in self.ids]
         self.verdicts = Verdicts(self.parents, self.index.get(self.failure or ""), self.carrier.encloses, starts)
+        f = self.index.get(self.failure or "")
+        self.stand_in = {c: k for c, k in self.carrier.passes().items() if c != f and k != f}
+        """Pass-through containers -> the child whose answer stands for them (see the module docstring)."""
+        self.stood: set[int] = set()
+        """The containers whose standing answer is their child's (`_stand`), not one of their own."""
         self.votes = self.verdicts.votes
         self.rechecked: set[int] = set()
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
@@ -203,11 +214,16 @@ class GuidedSearch:
                 return  # outside the failure's slice: it cannot be the cause
             self.problems.append(f"answer about {a.step_id}, not a step of the failure's slice (left out)")
             return
-        self.verdicts.add(i, a)
+        if i in self.stood:  # its own answer replaces the one its child gave it
+            self.stood.discard(i)
+            self.verdicts.replace(i, a)
+        else:
+            self.verdicts.add(i, a)
         self.log.append(a)
         self._state = None
         if a.correct is True:
             self._imply(i, a)
+        self._stand(i, a)
         proved = self.audited.get(i)
         if proved is not None and self.verdict(i) is False and i not in self.parents[proved]:
             # A wrong step outside the proved root's reach: the recording missed an
@@ -223,6 +239,30 @@ class GuidedSearch:
             said = Answer(self.ids[p], True, a.by, a.at_ns, why, a.run_id)
             self.verdicts.replace(p, said)
             self.implied.append(said)
+
+    def _stand(self, i: int, a: Answer) -> None:
+        """Give the pass-through containers of step ``i`` (and theirs, in turn) its standing verdict.
+
+        Sound because the two questions are about one value: a container's output is built by its
+        children, and this one's is the child's unchanged, so what makes it wrong or right is in the
+        child's (a wrong value is wrong wherever it is passed on; a right one was right to pass on).
+        Two-valued: an erroneous child says nothing of the container's other inputs.  A container whose
+        child did not know is asked itself (`_open`)."""
+        todo = [i]
+        while todo:
+            k = todo.pop()
+            v = self.verdict(k)
+            for c in [c for c, kid in self.stand_in.items() if kid == k]:
+                if v is None or (c in self.votes and c not in self.stood):
+                    continue  # asked itself (the child did not know), or answered beforehand: its own answer stands
+                why = f"stands for it: its output is {self.graph.steps[self.ids[k]].name}'s, passed on unchanged"
+                said = Answer(self.ids[c], v, a.by, a.at_ns, why, a.run_id)
+                self.verdicts.replace(c, said)
+                self.stood.add(c)
+                self.implied.append(said)
+                if v:
+                    self._imply(c, said)
+                todo.append(c)
 
     def answer(self, a: Answer) -> None:
         """Record an answer (asked by `next_question`, or volunteered)."""
@@ -303,6 +343,9 @@ class GuidedSearch:
             votes = self.votes.get(i)
             if self.failure is not None and i == self.index[self.failure]:
                 continue
+            kid = self.stand_in.get(i)
+            if kid is not None and not votes and (kid not in self.votes or self.verdict(kid) is not None):
+                continue  # a pass-through container: its child is asked, and stands for it
             if not votes or (self.verdicts.disputed(i) and len(votes) < _MAX_ASKS):
                 out.append(i)
         return out
@@ -346,6 +389,8 @@ class GuidedSearch:
         """The first step of ``order`` that may be asked again (never the failure; each at most once,
         and never past `_MAX_ASKS` answers), marked as rechecked."""
         for i in order:
+            while i in self.stand_in and (i not in self.votes or i in self.stood):
+                i = self.stand_in[i]  # a container the child stands for: recheck the child
             if self.failure is not None and i == self.index[self.failure]:
                 continue
             if i not in self.rechecked and len(self.votes.get(i, ())) < _MAX_ASKS:
@@ -422,7 +467,7 @@ class GuidedSearch:
             likely = sorted(open_, key=lambda i: -self.mass[i])[: _POOL // 2]
             spread = open_[:: max(1, len(open_) // (_POOL // 2))]
             open_ = sorted(set(likely) | set(spread) | set(inputs))
-        cleared = self._dominated(cand, focus)
+        cleared = post_dominated(self.kids, self.mass, _bits(cand), focus)
         best, key = open_[-1], (math.inf, 0.0, 0)
         for i in open_:
             wrong = self._mass(reach[i] & cand)
@@ -435,39 +480,6 @@ class GuidedSearch:
             if k < key:
                 best, key = i, k
         return best
-
-    def _dominated(self, cand: int, focus: int) -> dict[int, float]:
-        """The mass each candidate clears when answered correct: the steps whose every path to the focus runs
-        through it (the candidate's subtree in the post-dominator tree toward the focus; Cooper, Harvey &
-        Kennedy's iterative dominators, one pass since the slice is a DAG in topological order)."""
-        if not cand >> focus & 1:
-            return {}
-        order = sorted(_bits(cand), reverse=True)  # consumers before producers: the focus first
-        po = {v: k for k, v in enumerate(order)}
-        idom: dict[int, int] = {focus: focus}
-        for v in order[1:]:
-            new: int | None = None
-            for c in self.kids[v]:
-                if c not in idom:
-                    continue
-                if new is None:
-                    new = c
-                    continue
-                a, b = c, new
-                while a != b:
-                    while po[a] > po[b]:
-                        a = idom[a]
-                    while po[b] > po[a]:
-                        b = idom[b]
-                new = a
-            if new is not None:
-                idom[v] = new
-        sub = dict.fromkeys(order, 0.0)
-        for v in reversed(order):
-            sub[v] += self.mass[v]
-            if v != focus and v in idom:
-                sub[idom[v]] += sub[v]
-        return sub
 
     def _leader(self, cand: int, total: float, open_: set[int], reach: list[int]) -> int | None:
         """Hat-Delta's shortcut: when one candidate holds most of the mass, prove or refute it directly.
@@ -502,18 +514,10 @@ class GuidedSearch:
             sides = [self._best((cand if i == focus else wrong.get(i, 0)) or 1 << i) for i in conflict]
             both = cand | wrong.get(conflict[1], 0)
             ranked = self._ranked(both)
-            return Guided(
-                None,
-                False,
-                tuple(self.log),
-                ranked,
-                (),
-                tuple(self.ids[i] for i in sides),
-                self.failure,
-                self.asked,
-                tuple(self.problems),
-                tuple(names.items()),
-            )
+            # The answers implied so far hold in a conflict too (the report's page shows them as well).
+            implied = (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__))
+            return Guided(None, False, tuple(self.log), ranked, (), tuple(self.ids[i] for i in sides), self.failure,
+                          self.asked, tuple(self.problems), tuple(names.items()), implied=implied)
         certain = cand == 1 << focus and self.verdicts.proven(focus)
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
@@ -553,19 +557,6 @@ class GuidedSearch:
         total = sum(weights.values()) or 1.0
         order = sorted(weights, key=lambda i: (-weights[i], -i))
         return tuple((self.ids[i], weights[i] / total) for i in order)
-
-
-def _bits(bits: int) -> list[int]:
-    out = []
-    while bits:
-        low = bits & -bits
-        out.append(low.bit_length() - 1)
-        bits ^= low
-    return out
-
-
-def _popcount(bits: int) -> int:
-    return bin(bits).count("1")
 
 
 def guided_search(

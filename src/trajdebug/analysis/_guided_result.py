@@ -143,6 +143,55 @@ def dependency_path(
     return tuple(reversed(out))
 
 
+def _bits(bits: int) -> list[int]:
+    """The members of a bit set, lowest first."""
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(low.bit_length() - 1)
+        bits ^= low
+    return out
+
+
+def _popcount(bits: int) -> int:
+    return bin(bits).count("1")
+
+
+def post_dominated(kids: Sequence[Sequence[int]], mass: Sequence[float], cand: Sequence[int], focus: int) -> dict[int, float]:
+    """The mass each candidate (``cand``, node indices) clears when answered correct: the steps whose every
+    path to the focus runs through it (the candidate's subtree in the post-dominator tree toward the focus;
+    Cooper, Harvey & Kennedy's iterative dominators, one pass since the slice is a DAG in topological
+    order).  ``kids``: each node's consumers; ``mass``: each node's prior."""
+    if focus not in cand:
+        return {}
+    order = sorted(cand, reverse=True)  # consumers before producers: the focus first
+    po = {v: k for k, v in enumerate(order)}
+    idom: dict[int, int] = {focus: focus}
+    for v in order[1:]:
+        new: int | None = None
+        for c in kids[v]:
+            if c not in idom:
+                continue
+            if new is None:
+                new = c
+                continue
+            a, b = c, new
+            while a != b:
+                while po[a] > po[b]:
+                    a = idom[a]
+                while po[b] > po[a]:
+                    b = idom[b]
+            new = a
+        if new is not None:
+            idom[v] = new
+    sub = dict.fromkeys(order, 0.0)
+    for v in reversed(order):
+        sub[v] += mass[v]
+        if v != focus and v in idom:
+            sub[idom[v]] += sub[v]
+    return sub
+
+
 def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:
     """The failing step the search starts from: the top candidate's failure, else the first failure found."""
     for c in analysis.localization.candidates:
@@ -264,4 +313,4 @@ def settled(analysis: Analysis) -> Analysis:
     )
 
 
-__all__ = ["Guided", "Oracle", "failure_step", "priors", "settled", "standing", "trust"]
+__all__ = ["Guided", "Oracle", "failure_step", "post_dominated", "priors", "settled", "standing", "trust"]

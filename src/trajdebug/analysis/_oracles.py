@@ -217,6 +217,23 @@ class Carrier:
         forms = {part, json.dumps(value, default=str), json.dumps(value, separators=(",", ":"), default=str)}
         return not forms.isdisjoint(parts)
 
+    def passes(self) -> dict[int, int]:
+        """Pass-through containers: each step whose output equals one of its direct children's whole output
+        (at least `MIN` characters of JSON) -> that child (the latest-started, when several are equal).
+
+        Such a container adds nothing to the value a question would show: its output *is* the child's.
+        The guided search asks the child and lets its answer stand for the container (`GuidedSearch._stand`)."""
+        at = {s.step_id: i for i, s in enumerate(self._steps)}
+        out: dict[int, int] = {}
+        for k, s in enumerate(self._steps):
+            c = at.get(self._parent_of.get(s.step_id) or "")
+            if c is None or self._steps[c].output is None:
+                continue
+            mine, part = self._canonical(c), self._canonical(k)
+            if mine is not None and mine == part and len(mine) >= self.MIN and (c not in out or s.start_ns >= self._steps[out[c]].start_ns):
+                out[c] = k
+        return out
+
     def implied(self, i: int, parents: Sequence[Sequence[int]], known: Container[int]) -> list[tuple[int, int]]:
         """``(input, carried by)`` for every input not in ``known`` that step ``i`` (answered correct) carries,
         and, each such input being correct in turn, the inputs it carries."""

@@ -34,7 +34,9 @@ the run (the SDK's task span records no error of its own).  Inside a tool
 Edges: a tool depends on the model response that called it (declared when the
 call's name and arguments match, else on its agent's latest model step,
 inferred), a model step on the tool results its input holds (by call id), a
-handoff's target agent on the handoff (control).  Model steps and calls are
+handoff's target agent on the handoff (control), and a sub-agent's first model
+step on the model step that gave it its input (inferred: the call of an agent run
+as a tool, whose arguments it reads as its user message; the hand-off's caller).  Model steps and calls are
 keyed by the agent *span*, so two agents with the same name are never confused.
 Nothing is inferred from content here; the analysis does that when it reads
 the run.
@@ -77,7 +79,8 @@ _KIND = {
     "turn": "agent",
 }
 TOOL_FALLBACK_CONFIDENCE = 0.8
-"""Confidence of a tool's edge to its agent's latest model step when no call in that step matches it."""
+"""Confidence of a tool's edge to its agent's latest model step when no call in that step matches it, and of a
+sub-agent's first model step's edge to the model step that called it (assumed from the SDK, not observed)."""
 
 
 def _strip(prefix: str, value: Any) -> str | None:
@@ -201,13 +204,7 @@ class TrajdebugProcessor(TracingProcessor):
 # -- conversion -------------------------------------------------------------------------
 
 
-def convert_trace(
-    trace_id: str,
-    meta: Mapping[str, Any],
-    spans: list[dict[str, Any]],
-    *,
-    ended: bool = True,
-) -> Run:
+def convert_trace(trace_id: str, meta: Mapping[str, Any], spans: list[dict[str, Any]], *, ended: bool = True) -> Run:
     """Build a run from an exported trace (``Trace.export()``) and its exported spans (``Span.export()``)."""
     by_id = {str(_strip("span_", s.get("id"))): s for s in spans}
     ordered = sorted(by_id.items(), key=lambda kv: time_ns(kv[1].get("started_at")) or 0)
@@ -361,13 +358,14 @@ def _step(sid: str, parent: str | None, s: Mapping[str, Any], agent: str | None)
     return step, detail
 
 
-def _edges(
-    ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step], owner: Mapping[str, str | None]
-) -> None:
+def _edges(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step], owner: Mapping[str, str | None]) -> None:
     last_llm: dict[str | None, str] = {}  # agent span -> its latest model step
     pending: dict[str, list[dict[str, Any]]] = {}  # model step -> unclaimed calls
     call_step: dict[str, str] = {}  # call id -> tool step that ran it
     handoff_to: dict[str, str] = {}  # agent name -> handoff step
+    # A sub-agent's first model step reads what its caller's model step gave it (module docstring), inferred.
+    given: dict[str, Dependency] = {}  # tool step, or the agent handed off to (by name) -> that edge
+    feeds: dict[str, Dependency] = {}  # agent span -> the edge its first model step takes
     for sid, _ in ordered:
         s = steps[sid]
         new: list[Dependency] = []
@@ -375,6 +373,7 @@ def _edges(
         if s.kind == "llm":
             answered = [str(m["tool_call_id"]) for m in chat.input_messages(s.input) if m.get("tool_call_id")]
             new += [declared(call_step[c]) for c in answered if c in call_step]
+            new += [fed] if (fed := feeds.pop(owner.get(sid) or "", None)) else []
             last_llm[owner.get(sid)] = sid
             pending[sid] = chat.tool_calls(s.output)
         elif typ == "function":
@@ -382,9 +381,7 @@ def _edges(
             match = None
             if src is not None:
                 for i, c in enumerate(pending.get(src, ())):
-                    if c.get("name") == s.name and (
-                        c.get("arguments") == s.input or c.get("arguments") is None
-                    ):
+                    if c.get("name") == s.name and (c.get("arguments") == s.input or c.get("arguments") is None):
                         match = pending[src].pop(i)
                         break
             if src is not None and match is not None:
@@ -393,19 +390,25 @@ def _edges(
                     call_step[str(match["id"])] = sid
             elif src is not None:
                 new.append(inferred(src, "data", TOOL_FALLBACK_CONFIDENCE))
+            if src is not None:
+                given[sid] = inferred(src, "data", TOOL_FALLBACK_CONFIDENCE)
         elif typ == "handoff" and isinstance(s.output, Mapping) and s.output.get("to_agent"):
             handoff_to[str(s.output["to_agent"])] = sid
-        elif typ == "agent" and s.name in handoff_to:
-            new.append(declared(handoff_to.pop(s.name), "control"))
+            if (src := last_llm.get(owner.get(sid))) is not None:
+                given[str(s.output["to_agent"])] = inferred(src, "data", TOOL_FALLBACK_CONFIDENCE)
+        elif typ == "agent":
+            if s.name in handoff_to:
+                new.append(declared(handoff_to.pop(s.name), "control"))
+            up = s.parent_id  # the tool that runs it, through the task span the SDK opens between them
+            while up in steps and up not in given and steps[up].kind == "agent" and up != owner.get(up):
+                up = steps[up].parent_id
+            if (fed := given.pop(up or "", None) or given.pop(s.name, None)) is not None:
+                feeds[sid] = fed
         if new:
             steps[sid] = replace(s, deps=add_deps(s.deps, new, sid))
 
 
-def _final_outputs(
-    ordered: list[tuple[str, dict[str, Any]]],
-    steps: dict[str, Step],
-    owner: Mapping[str, str | None],
-) -> None:
+def _final_outputs(ordered: list[tuple[str, dict[str, Any]]], steps: dict[str, Step], owner: Mapping[str, str | None]) -> None:
     """Each agent span's final output, and the run's on its top step (the SDK's spans carry neither).
 
     An agent's final output is its last model message when that message calls

@@ -16,7 +16,9 @@ the scope and stop counters that `StepHandle.__enter__` reads live here too.
 
 from __future__ import annotations
 
+import gc
 from _thread import allocate_lock
+from itertools import islice
 
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
@@ -62,6 +64,49 @@ _KINDS = frozenset({"llm", "tool", "parse", "condition", "retrieval", "state", "
 """`trajdebug.core.model.STEP_KINDS` (a test holds them equal), spelled out so that declaring a step
 needs no model: any other kind goes to `trajdebug.core.schema.check_kind`."""
 _new_handle = object.__new__
+_OPEN = (dict, list, tuple, set, frozenset)
+"""The containers `_received` opens (`trajdebug.record.registry._OPEN`)."""
+_MIN_STR = 24
+"""Shorter texts are not identity-tracked (`trajdebug.record.registry.MIN_TRACKED_STR`, a test holds them equal)."""
+
+
+def _received(out: Any, inp: Any) -> dict[int, Any] | None:
+    """Of ``out`` and its first items, those the step was given inside one of its arguments (a part of an
+    argument, not an argument itself), each id with the container that held it there; None when none.
+
+    The producer of an object is the first step that output it without having received it: a lookup
+    returning ``notes[hive]`` from the ``notes`` it was given did not make it, and as its producer it
+    would give every later step handed ``notes`` a false data edge.  The writer keeps the holder, so that
+    the object found again in that same container keeps its earlier producer, while the object handed on
+    by itself or in a new container still comes from the lookup (`Registry._unheld`).  Taken at the
+    step's end on the agent's thread: on the writer thread, later, the agent may have stored the output
+    into a container it had passed, and the output would look received.  A whole argument returned stays
+    a relay (`RETURNED_ARGUMENT`).  The walk is `_find`'s reach: three levels below a call's arguments,
+    each container's first 128 items.
+    """
+    args = list(islice(inp.values(), 128)) if type(inp) is dict else [inp]
+    given = {id(a) for a in args}
+    given.add(id(inp))
+    parts: dict[int, Any] = {}
+    level = args
+    for _ in range(2 if type(inp) is dict else 3):
+        nxt: list[Any] = []
+        for o in level:
+            if type(o) in _OPEN:
+                kids = gc.get_referents(o) if len(o) <= 128 else list(islice(o.values() if type(o) is dict else o, 128))
+                nxt += kids
+                for k in kids:
+                    parts.setdefault(id(k), o)
+        if not nxt:
+            break
+        level = nxt
+    if not parts:
+        return None
+    mine = [out]
+    if type(out) in (list, tuple, dict):
+        mine.extend(islice(out.values() if type(out) is dict else out, 64))
+    got = {id(o): parts[id(o)] for o in mine if id(o) in parts and id(o) not in given}
+    return got or None
 
 # How many branch or retry-attempt scopes are open anywhere in the process.
 # While none is, starting a step skips reading their two context variables:
@@ -210,6 +255,8 @@ class StepHandle:
     _child_errors: list[str] | None = None
     _live_in: Any = None
     _live_out: Any = None
+    _received: dict[int, Any] | None = None
+    """The output (and its items) the step was given inside its arguments: id -> holder (`_received`)."""
     _announced: bool = False
     _spec: Spec | None = None
     """Set while ``input`` holds a decorated call's arguments as they came (the positional tuple; the
@@ -377,6 +424,8 @@ class StepHandle:
                     run._bytes += len(snap)
                     big = True
             out = self.output
+            if type(inp) in _OPEN and out is not None and ((type(out) is str and len(out) >= _MIN_STR) or type(out) not in _SCALARS):
+                self._received = _received(out, inp)
             if type(out) not in _SCALARS:
                 self._live_out = out
                 self.output = snap = _snap(out)

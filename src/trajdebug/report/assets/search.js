@@ -149,7 +149,7 @@ function guidedEngine(A) {
     if (conflict) return null;  // the page does not re-ask: it names both sides
     const members = bitsOf(cand);
     if (members.length === 1 && members[0] === focus) return audit(focus);
-    const open = members.filter((i) => i !== F && !answered[i]);
+    const open = members.filter((i) => i !== F && !answered[i] && !waits(i));
     if (!open.length) return null;
     return A.ids[choose(open, cand, focus, r)];
   }
@@ -179,7 +179,7 @@ function guidedEngine(A) {
     }
     return best;
   }
-  // GuidedSearch._dominated: the mass each candidate clears when answered correct, its subtree in the
+  // _guided_result.post_dominated: the mass each candidate clears when answered correct, its subtree in the
   // post-dominator tree toward the focus (Cooper, Harvey & Kennedy; one pass, the slice is a DAG).
   function dominated(cand, focus) {
     const sub = new Map();
@@ -308,12 +308,34 @@ function guidedEngine(A) {
       }
     }
   }
+  // GuidedSearch._stand: a pass-through container (its output one child's, unchanged) is not asked while
+  // its child may be; the child's standing answer stands for it, and for the containers passing it on.
+  const standIn = A.stands || null;
+  const stood = new Set(A.stood || []);
+  const waits = (i) => !!standIn && standIn[i] >= 0 && (!answered[standIn[i]] || V.verdict(standIn[i]) !== null);
+  function stand(i) {
+    if (!standIn) return;
+    const todo = [i];
+    while (todo.length) {
+      const k = todo.pop();
+      const v = V.verdict(k);
+      for (let c = 0; c < n; c++) {
+        if (standIn[c] !== k || v === null || (answered[c] && !stood.has(c))) continue;
+        V.add(c, v, null);
+        stood.add(c);
+        carried.push({ step: A.ids[c], by: A.ids[k], stands: true });
+        if (v) imply(c);
+        todo.push(c);
+      }
+    }
+  }
   // A person's answer: correct true / false / null (don't know); of a wrong one, admissible true
   // (erroneous: its own fault), false (inadmissible: given a wrong input) or null (not saying which).
   function answer(stepId, correct, admissible) {
     const i = A.ids.indexOf(stepId);
     if (i < 0) return;
     const adm = correct === false && (admissible === true || admissible === false) ? admissible : null;
+    stood.delete(i);  // its own answer replaces the one its child gave it
     V.add(i, correct, adm);
     const proved = auditedFor.get(i);
     if (proved !== undefined && V.verdict(i) === false && !parents[proved].includes(i)) {
@@ -323,6 +345,7 @@ function guidedEngine(A) {
       V.changed();
     }
     if (correct === true) imply(i);
+    stand(i);
     const a = Object.assign({ step_id: stepId, correct, by: "person", at_ns: Date.now() * 1e6 }, adm === null ? {} : { admissible: adm });
     given.push(a);
     log.push(a);
