@@ -157,32 +157,11 @@ def render_run(
     """
     from rich.text import Text
 
-    escape = markup
-    steps = run.step_map()
-    outcome_style = {"success": "green", "failure": "bold red", "incomplete": "yellow"}.get(run.outcome, "white")
-    head = Text()
-    head.append(f"run {visible(run.run_id[:12])}  ", style="bold")
-    head.append(visible(run.name or "(unnamed)"))
-    head.append("  ")
-    head.append(outcome_label(run), style=outcome_style if not lost_records(run) else "yellow")
-    n_steps, n_errors = len(run.steps), len(run.errors)
-    head.append(
-        f"  {n_steps} step{'s' if n_steps != 1 else ''}, {n_errors} error{'s' if n_errors != 1 else ''}, "
-        f"{fmt_duration(run.duration_ns)}"
-    )
-    from trajdebug.usage import default_prices, run_usage, step_usage
+    from trajdebug.usage import default_prices, step_usage
 
     prices = default_prices()
-    total = run_usage(run, prices)
-    if total.calls:
-        head.append(f"  {usage_text(total)}", style="cyan")
-    console.print(head)
-    if run.failure_reason:
-        console.print(f"  reason: {escape(run.failure_reason)}", style="red")
-    fault = run.metadata.get("fault") if isinstance(run.metadata, dict) else None
-    if isinstance(fault, dict) and fault.get("name"):
-        where = f" at #{escape(short(str(fault['step_id'])))}" if fault.get("step_id") else ""
-        console.print(f"  injected fault: {escape(str(fault.get('name')))}{where}", style="dim")
+    _render_head(run, console, prices)
+    steps = run.step_map()
     cut = cut_short(run)
     shown: list[Step] = []
     batch: list[Any] = []
@@ -200,26 +179,7 @@ def render_run(
             continue
         depth, s = item
         shown.append(s)
-        line = Text("  " + "  " * depth)
-        line.append(f"{s.kind:<9} ", style=KIND_STYLE.get(s.kind, "white"))
-        line.append(one_line(s.name))
-        line.append(f"#{visible(short(s.step_id))}", style="dim")
-        if s.attempt != 1:
-            line.append(f" attempt {s.attempt}", style="yellow")
-        line.append(f"  {fmt_duration(s.duration_ns)}", style="dim")
-        u = step_usage(s, prices) if s.kind == "llm" or s.attributes else None
-        if u is not None:
-            line.append(f"  {usage_text(u)}", style="cyan")
-        if s.status == "error" and s.attributes.get("interrupted"):
-            line.append(f"  ⊘ interrupted ({one_line(str(s.attributes['interrupted']))})", style="yellow")
-        elif s.status == "error":
-            msg = s.error.type if s.error else "error"
-            line.append(f"  ✗ {one_line(msg)}", style="red")
-        elif s.step_id in cut:
-            line.append(f"  ⊘ {CUT_SHORT}", style="yellow")
-        elif s.end_ns is None:
-            line.append("  … unfinished", style="yellow")
-        batch.append(line)
+        batch.append(_step_line(s, depth, cut, step_usage(s, prices) if s.kind == "llm" or s.attributes else None))
         if show_deps and s.deps:
             pad = "  " + "  " * depth + " " * 9
             for d in s.deps:
@@ -230,6 +190,61 @@ def render_run(
     if run.answers:
         render_answers(run, console)
     return shown
+
+
+def _render_head(run: Run, console: Any, prices: Any) -> None:
+    """The run's header lines: id, name, outcome, counts, usage, reason and an injected fault."""
+    from rich.text import Text
+
+    from trajdebug.usage import run_usage
+
+    escape = markup
+    outcome_style = {"success": "green", "failure": "bold red", "incomplete": "yellow"}.get(run.outcome, "white")
+    head = Text()
+    head.append(f"run {visible(run.run_id[:12])}  ", style="bold")
+    head.append(visible(run.name or "(unnamed)"))
+    head.append("  ")
+    head.append(outcome_label(run), style=outcome_style if not lost_records(run) else "yellow")
+    n_steps, n_errors = len(run.steps), len(run.errors)
+    head.append(
+        f"  {n_steps} step{'s' if n_steps != 1 else ''}, {n_errors} error{'s' if n_errors != 1 else ''}, "
+        f"{fmt_duration(run.duration_ns)}"
+    )
+    total = run_usage(run, prices)
+    if total.calls:
+        head.append(f"  {usage_text(total)}", style="cyan")
+    console.print(head)
+    if run.failure_reason:
+        console.print(f"  reason: {escape(run.failure_reason)}", style="red")
+    fault = run.metadata.get("fault") if isinstance(run.metadata, dict) else None
+    if isinstance(fault, dict) and fault.get("name"):
+        where = f" at #{escape(short(str(fault['step_id'])))}" if fault.get("step_id") else ""
+        console.print(f"  injected fault: {escape(str(fault.get('name')))}{where}", style="dim")
+
+
+def _step_line(s: Step, depth: int, cut: frozenset[str], u: Any) -> Any:
+    """One step's line: kind, name, id, attempt, duration, usage and how it ended."""
+    from rich.text import Text
+
+    line = Text("  " + "  " * depth)
+    line.append(f"{s.kind:<9} ", style=KIND_STYLE.get(s.kind, "white"))
+    line.append(one_line(s.name))
+    line.append(f"#{visible(short(s.step_id))}", style="dim")
+    if s.attempt != 1:
+        line.append(f" attempt {s.attempt}", style="yellow")
+    line.append(f"  {fmt_duration(s.duration_ns)}", style="dim")
+    if u is not None:
+        line.append(f"  {usage_text(u)}", style="cyan")
+    if s.status == "error" and s.attributes.get("interrupted"):
+        line.append(f"  ⊘ interrupted ({one_line(str(s.attributes['interrupted']))})", style="yellow")
+    elif s.status == "error":
+        msg = s.error.type if s.error else "error"
+        line.append(f"  ✗ {one_line(msg)}", style="red")
+    elif s.step_id in cut:
+        line.append(f"  ⊘ {CUT_SHORT}", style="yellow")
+    elif s.end_ns is None:
+        line.append("  … unfinished", style="yellow")
+    return line
 
 
 ANSWER_WORD: dict[bool | None, str] = {True: "correct", False: "wrong", None: "don't know"}
