@@ -1714,7 +1714,7 @@ class TestStateLeaves:
         """The state values' leaves read key by key are `content.leaves` of the whole, each with its repr, and a value read
         twice (written by one step, found there by the next) is read once."""
         from trajdebug.analysis import _content as content
-        from trajdebug.analysis.diagnosers._dataflow import _state_leaves
+        from trajdebug.analysis.diagnosers._state_values import _state_leaves
 
         ledger = [{"ticket": 1, "amount": 12.5}, {"ticket": 2, "amount": 7.25, "tags": ["a", None, True]}]
         written = {"ledger": ledger, "total": 19.75, "owner": {"id": "C-1", "deep": {"x": [1, {"y": 2}]}}}

@@ -26,7 +26,6 @@ from trajdebug.analysis.diagnosers._context import (
 from trajdebug.analysis.diagnosers._dataflow import (
     parse_dropped,
     retry_divergence,
-    state_values,
     state_write,
 )
 from trajdebug.analysis.diagnosers._decisions import (
@@ -47,6 +46,7 @@ from trajdebug.analysis.diagnosers._observations import (
 )
 from trajdebug.analysis.diagnosers._partial import request_partial, series_gap
 from trajdebug.analysis.diagnosers._requests import REQUEST_DIAGNOSERS
+from trajdebug.analysis.diagnosers._state_values import state_values
 from trajdebug.analysis.diagnosers._steps import (
     contracts,
     external_input,
