@@ -740,6 +740,39 @@ def test_a_failure_enclosing_an_inadmissible_child_is_not_certain_in_the_page_as
     assert page.errors == []
 
 
+def test_a_wrapper_passing_a_right_childs_value_on_unconverted_is_asked_in_the_page_as_in_python(page: Any) -> None:
+    """read -> to_metres (a wrapper answering with its child's output unchanged) -> plan -> validate, the
+    child right and the wrapper wrong: the page, as Python, asks the wrapper after its child and proves it
+    the root; with the child wrong, neither asks the wrapper and both prove the child."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer, Dependency, Step
+    from trajdebug.report.question import ask_data
+
+    raw = {"depth_ft": 12.5, "site": "north basin"}
+    analysis = _failed([
+        Step("r", "read_gauge", "tool", output=raw, start_ns=0, end_ns=1),
+        Step("w", "to_metres", "agent", output=dict(raw), deps=(Dependency("r"),), start_ns=1, end_ns=5),
+        Step("c", "fetch_reading", "tool", output=dict(raw), deps=(Dependency("r"),), start_ns=2, end_ns=3,
+             parent_id="w"),
+        Step("m", "plan", "llm", output={"dive": "go"}, deps=(Dependency("w"),), start_ns=6, end_ns=7),
+        Step("f", "validate", "tool", output="rejected", deps=(Dependency("m"),), start_ns=8, end_ns=9),
+    ], "f")
+    src = SEARCH_JS.read_text(encoding="utf-8")
+    for right, root in (({"r", "c"}, "w"), ({"r"}, "c")):
+        truth = {s.step_id: [s.step_id in right, None] for s in analysis.run.steps}
+        search = GuidedSearch(analysis)
+        python: list[str] = []
+        while (sid := search.next_question()) is not None:
+            python.append(sid)
+            search.answer(Answer(sid, truth[sid][0], "person"))
+        expected = search.result()
+        assert (expected.root, expected.certain) == (root, True)
+        assert ("w" in python) == ("c" in right)
+        got = page.evaluate(_ASKS, [src, json.loads(json.dumps(ask_data(analysis))), truth])
+        assert (got["asked"], got["root"], got["certain"]) == (python, root, True), right
+    assert page.errors == []
+
+
 def test_the_page_stands_where_python_stands_with_coarse_clocks_and_unrecorded_inputs(page: Any) -> None:
     """On 150 random DAGs whose start times are tied or missing, some inputs left unrecorded and (every
     third) the failure enclosing steps, answered with random three-valued answers, the page's search holds

@@ -501,16 +501,47 @@ def test_a_short_value_carried_by_a_correct_step_is_still_asked() -> None:
     assert "c" in asked and g.implied == ()
 
 
-def test_a_container_that_passes_its_childs_output_on_unchanged_is_never_asked() -> None:
-    """A wrapper whose output is its child's, unchanged, is not asked: the child is, and its answer stands
-    for the wrapper, right (the plan proven wrong past it) or wrong (the child proven the root)."""
+def test_a_container_that_passes_a_wrong_childs_output_on_unchanged_is_not_asked() -> None:
+    """A wrapper whose output is its child's, unchanged, is asked after the child: a wrong child stands for
+    the wrapper (the child proven the root, the wrapper never asked), a right one leaves the wrapper to be
+    asked (the plan proven wrong past it)."""
     converted = {"depth_m": 3.81, "site": "north basin"}
     for correct, root in (({"r", "c", "w"}, "m"), ({"r"}, "c")):
         g, asked = _asking(_relay_run(converted, dict(converted)), correct)
         assert (g.root, g.certain) == (root, True)
-        assert "w" not in asked and "c" in asked
+        assert "c" in asked and ("w" in asked) == ("c" in correct)
         stood = [a for a in g.implied if a.step_id == "w"]
-        assert [a.correct for a in stood] == ["w" in correct] and "convert" in (stood[0].reason or "")
+        assert [a.correct for a in stood] == ([] if "c" in correct else [False])
+        assert all("convert" in (a.reason or "") for a in stood)
+
+
+def _wrap_run() -> Analysis:
+    """read -> to_metres (a wrapper that should convert, answering with its child fetch_reading's output
+    unchanged) -> plan -> validate (fails)."""
+    raw = {"depth_ft": 12.5, "site": "north basin"}
+    steps = (
+        Step("r", "read_gauge", "tool", output=raw, start_ns=0, end_ns=1),
+        Step("w", "to_metres", "agent", output=dict(raw), deps=(Dependency("r"),), start_ns=1, end_ns=5),
+        Step("c", "fetch_reading", "tool", output=dict(raw), deps=(Dependency("r"),), start_ns=2, end_ns=3,
+             parent_id="w"),
+        Step("m", "plan", "llm", output={"dive": "go"}, deps=(Dependency("w"),), start_ns=6, end_ns=7),
+        Step("f", "validate", "tool", output="rejected", deps=(Dependency("m"),), start_ns=8, end_ns=9),
+    )
+    run = Run("run1", "gauges", 0, 10, "failure", "rejected", steps=steps)
+    failures = (Failure("f", "outcome", "rejected", "x", "final"),)
+    loc = Localization([Candidate("m", 0.9, (), ()), Candidate("w", 0.3, (), ()), Candidate("c", 0.2, (), ()),
+                        Candidate("r", 0.1, (), ())], SearchStats(5, 5, 0.0), failures=failures,
+                       ranking=("m", "w", "c", "r"))
+    return Analysis(run, failures, loc)
+
+
+def test_a_wrapper_that_passes_a_right_childs_value_on_unconverted_is_asked_and_proven_the_root() -> None:
+    """A wrapper that should have converted its child's right value but passed it on unchanged is not
+    cleared by the child's answer: it is asked, and proven the root (not the plan it fed)."""
+    g, asked = _asking(_wrap_run(), {"r", "c"})
+    assert (g.root, g.certain) == ("w", True)
+    assert "w" in asked and "c" in asked
+    assert all(a.step_id != "w" for a in g.implied)
 
 
 def test_a_pass_through_container_is_asked_when_its_child_gets_no_answer() -> None:

@@ -47,8 +47,10 @@ recur by chance, implies nothing).  A wrong answer implies nothing about
 an input even when the two outputs are equal: the step may be wrong for having
 passed its input on unchanged (a conversion left undone).
 
-Pass-through containers (`Carrier.passes`: output equal to one child's whole output) are not asked:
-the child is, and its standing answer stands for the container too (`_stand`, `Guided.implied`).
+Pass-through containers (`Carrier.passes`: output equal to one child's whole output) are not asked
+before the child: a child standing wrong makes the container wrong too (a wrong value is wrong wherever it
+is passed on; `_stand`, `Guided.implied`); a child standing right leaves the container to be asked, for
+it may be wrong for passing the value on unchanged (a conversion left undone, as above).
 
 Three-valued answers (Naish 1997; `_verdicts.py`).  An *erroneous* answer (wrong for the inputs it
 was given) vouches for the step's inputs, so a leaf is certain in one question and a container's root
@@ -241,27 +243,26 @@ class GuidedSearch:
             self.implied.append(said)
 
     def _stand(self, i: int, a: Answer) -> None:
-        """Give the pass-through containers of step ``i`` (and theirs, in turn) its standing verdict.
+        """Give the pass-through containers of step ``i`` (and theirs, in turn) its standing *wrong* verdict.
 
-        Sound because the two questions are about one value: a container's output is built by its
-        children, and this one's is the child's unchanged, so what makes it wrong or right is in the
-        child's (a wrong value is wrong wherever it is passed on; a right one was right to pass on).
-        Two-valued: an erroneous child says nothing of the container's other inputs.  A container whose
-        child did not know is asked itself (`_open`)."""
+        Sound one way only: this container's output is the child's unchanged, so a wrong child makes it
+        wrong (a wrong value is wrong wherever it is passed on).  A right child does not make it right: the
+        container may be wrong for passing the value on unchanged (a conversion left undone), so it is asked
+        itself (`_open`), as is one whose child did not know.  Two-valued: an erroneous child says nothing
+        of the container's other inputs."""
         todo = [i]
         while todo:
             k = todo.pop()
-            v = self.verdict(k)
+            if self.verdict(k) is not False:
+                continue
             for c in [c for c, kid in self.stand_in.items() if kid == k]:
-                if v is None or (c in self.votes and c not in self.stood):
-                    continue  # asked itself (the child did not know), or answered beforehand: its own answer stands
+                if c in self.votes and c not in self.stood:
+                    continue  # answered itself (beforehand, or asked): its own answer stands
                 why = f"stands for it: its output is {self.graph.steps[self.ids[k]].name}'s, passed on unchanged"
-                said = Answer(self.ids[c], v, a.by, a.at_ns, why, a.run_id)
+                said = Answer(self.ids[c], False, a.by, a.at_ns, why, a.run_id)
                 self.verdicts.replace(c, said)
                 self.stood.add(c)
                 self.implied.append(said)
-                if v:
-                    self._imply(c, said)
                 todo.append(c)
 
     def answer(self, a: Answer) -> None:
@@ -344,8 +345,8 @@ class GuidedSearch:
             if self.failure is not None and i == self.index[self.failure]:
                 continue
             kid = self.stand_in.get(i)
-            if kid is not None and not votes and (kid not in self.votes or self.verdict(kid) is not None):
-                continue  # a pass-through container: its child is asked, and stands for it
+            if kid is not None and not votes and (kid not in self.votes or self.verdict(kid) is False):
+                continue  # a pass-through container: its child is asked first, and stands for it when wrong
             if not votes or (self.verdicts.disputed(i) and len(votes) < _MAX_ASKS):
                 out.append(i)
         return out

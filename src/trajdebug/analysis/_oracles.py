@@ -222,7 +222,8 @@ class Carrier:
         (at least `MIN` characters of JSON) -> that child (the latest-started, when several are equal).
 
         Such a container adds nothing to the value a question would show: its output *is* the child's.
-        The guided search asks the child and lets its answer stand for the container (`GuidedSearch._stand`)."""
+        The guided search asks the child first and lets a wrong answer stand for the container; a right
+        one leaves the container to be asked (it may have been meant to change the value: `GuidedSearch._stand`)."""
         at = {s.step_id: i for i, s in enumerate(self._steps)}
         out: dict[int, int] = {}
         for k, s in enumerate(self._steps):

@@ -257,7 +257,7 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         # A correct answer implies its carried inputs correct (`GuidedSearch._imply`): each step's inputs it
         # relays whole (`Carrier.carries`), node indices.
         "carries": carries if any(carries) else None,
-        # A pass-through container is not asked: its child's answer stands for it (`GuidedSearch._stand`):
+        # A pass-through container is asked after its child, whose wrong answer stands for it (`GuidedSearch._stand`):
         # each node's child standing for it (-1: none), and the containers whose answer is their child's.
         "stands": [search.stand_in.get(i, -1) for i in range(len(search.ids))] if search.stand_in else None,
         "stood": sorted(search.stood),

@@ -308,23 +308,23 @@ function guidedEngine(A) {
       }
     }
   }
-  // GuidedSearch._stand: a pass-through container (its output one child's, unchanged) is not asked while
-  // its child may be; the child's standing answer stands for it, and for the containers passing it on.
+  // GuidedSearch._stand: a pass-through container (its output one child's, unchanged) is not asked before
+  // its child; a child standing wrong stands for it (and the containers passing it on), a child standing
+  // right leaves it to be asked (it may be wrong for passing the value on unchanged).
   const standIn = A.stands || null;
   const stood = new Set(A.stood || []);
-  const waits = (i) => !!standIn && standIn[i] >= 0 && (!answered[standIn[i]] || V.verdict(standIn[i]) !== null);
+  const waits = (i) => !!standIn && standIn[i] >= 0 && (!answered[standIn[i]] || V.verdict(standIn[i]) === false);
   function stand(i) {
     if (!standIn) return;
     const todo = [i];
     while (todo.length) {
       const k = todo.pop();
-      const v = V.verdict(k);
+      if (V.verdict(k) !== false) continue;
       for (let c = 0; c < n; c++) {
-        if (standIn[c] !== k || v === null || (answered[c] && !stood.has(c))) continue;
-        V.add(c, v, null);
+        if (standIn[c] !== k || (answered[c] && !stood.has(c))) continue;
+        V.add(c, false, null);
         stood.add(c);
         carried.push({ step: A.ids[c], by: A.ids[k], stands: true });
-        if (v) imply(c);
         todo.push(c);
       }
     }
