@@ -586,7 +586,10 @@ class TestFastPaths:
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(data=st.data())
     def test_infer_dependencies_agrees_with_the_incremental_index(self, data: st.DataObject) -> None:
-        """Edges of an untimed run equal those found by matching each input, then adding each output, in order."""
+        """Edges of an untimed run equal those found by probing each step as the inference does (its input; an
+        input-less code step's output), then adding each output, in order."""
+        from trajdebug.analysis.inference._infer import _given
+
         ident = st.from_regex(r"[a-z]{2,5}_?[0-9]{3,7}", fullmatch=True)
         texts: list[str] = []
         steps: list[Step] = []
@@ -610,8 +613,9 @@ class TestFastPaths:
         index = ContentIndex()
         for s, g in zip(steps, got.steps, strict=True):
             want: list[tuple[str, float, str | None]] = []
-            if s.input is not None:
-                found = index.match(s.input, min_confidence=0.2, limit=3)
+            probe = _given(s, ())  # an input-less code step is probed by its output (nothing encloses here)
+            if probe is not None:
+                found = index.match(probe, min_confidence=0.2, limit=3)
                 want = [(m.step_id, m.confidence, m.key) for m in found]
             assert [(d.step_id, d.confidence, d.key) for d in g.deps] == want
             index.add_output(s.step_id, s.output, consumed=s.input)
