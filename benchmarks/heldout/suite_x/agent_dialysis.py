@@ -49,7 +49,7 @@ CASES = [
          root="parse_record", marker='"P-3307", "anticoag": "heparin"'),
     dict(case="dialysis_bad_memory_write", fault_kind="bad_memory_write", fault_id="dialysis.memory",
          input=_req("south", "2026-12-07", ["P-3304", "P-3303", "P-3308", "P-3306", "P-3311"]),
-         root="remember_patient", marker='"P-3308", "dry_kg": 58.2'),
+         root="remember_patient", marker='"P-3303", "dry_kg": 88.4'),
     dict(case="dialysis_off_by_one", fault_kind="off_by_one", fault_id="dialysis.capacity",
          input=_req("north", "2026-12-08", ["P-3301", "P-3302", "P-3303", "P-3304", "P-3306", "P-3308", "P-3309"]),
          root="assign_chairs", marker='"chair": 7'),
@@ -175,9 +175,11 @@ def order_anticoag(patient: str, screen: dict) -> dict:
     entry = trajdebug.current_run().state[f"patient:{patient}"]
     drug = "heparin" if screen["heparin_ok"] and entry["anticoag"] == "heparin" else "citrate"
     on_file = PATIENTS[patient][3]
-    if drug == "heparin" and ("HIT" in ALERTS.get(patient, []) or on_file != "heparin"):
+    if drug == "heparin" and "HIT" in ALERTS.get(patient, []):
+        raise PermissionError(f"pharmacy rejected order for {patient}: heparin blocked by allergy list entry HIT")
+    if drug == "heparin" and on_file != "heparin":
         raise PermissionError(f"pharmacy rejected order for {patient}: heparin conflicts with the active "
-                              f"prescription ({on_file}) and allergy list")
+                              f"prescription ({on_file})")
     return {"patient": patient, "drug": drug, "order": f"RX-{patient[2:]}-{drug[:3].upper()}"}
 
 
