@@ -22,7 +22,7 @@ os.environ.setdefault("TRAJDEBUG_STORE", os.devnull)
 from benchmarks.heldout.suite_x import kit  # noqa: E402
 from trajdebug.sources.load import load_runs  # noqa: E402
 
-AGENTS = ["dialysis", "lifeguard", "deicing", "equine", "market", "cemetery", "kiteschool"]
+AGENTS = ["dialysis", "lifeguard", "deicing", "equine", "market", "cemetery", "kiteschool", "carshare"]
 BANNED = re.compile(r"\b(fault|bug|wrong|stale|planted|inject|corrupt)", re.I)
 
 
