@@ -57,7 +57,7 @@ CASES = [
          input=_req("south", "2026-12-08", ["P-3302", "P-3305", "P-3310"]),
          root="screen_alerts", marker='"P-3305", "alerts": []'),
     dict(case="dialysis_stale_data", fault_kind="stale_data", fault_id="dialysis.config_cache",
-         input=_req("north", "2026-12-09", ["P-3306", "P-3304", "P-3311", "P-3301", "P-3309"]),
+         input=_req("north", "2026-12-09", ["P-3306", "P-3304", "P-3311", "P-3301", "P-3309", "P-3302", "P-3310"]),
          root="load_unit_config", marker="06:00"),
 ]
 
