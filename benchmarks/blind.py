@@ -65,7 +65,7 @@ HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
     "suite_y": "held out (being written blind on 2026-12-03; not yet scored: the next measure, with suite_x)",
-    "suite_x": "held out (being written blind on 2026-12-03; not yet scored: the next measure, with suite_y)",
+    "suite_x": "held out (written blind and frozen on 2026-12-03 at 18:01 UTC; not yet scored: the next measure, with suite_y)",
     "suite_w": "development (scored once held out on 2026-12-03 at 17:40 UTC on 1b47148; its misses not yet studied)",
     "suite_v": "development (scored once held out on 2026-12-03 at 17:39 UTC on 1b47148; its misses not yet studied)",
     "suite_u": "development (scored once held out on 2026-12-03 at 17:39 UTC on 1b47148; its misses not yet studied)",
