@@ -31,6 +31,9 @@ class ApiRefused(RuntimeError):
     pass
 
 
+ApiRefused.__module__ = "haulage.api"
+
+
 def site_row(site: str) -> dict:
     s = kit.seed(site)
     return {

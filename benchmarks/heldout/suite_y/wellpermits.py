@@ -42,6 +42,9 @@ class SurveyTimeout(TimeoutError):
     pass
 
 
+PortalRefused.__module__ = SurveyTimeout.__module__ = "permit_portal.client"
+
+
 _state: dict[str, Any] = {}
 
 
