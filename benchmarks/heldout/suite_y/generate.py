@@ -22,7 +22,7 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "false")
 
 from benchmarks.heldout.suite_y import common, kit  # noqa: E402
 
-AGENTS = ["newsprint", "planetarium", "typefaces", "wellpermits", "solarclean", "orchardfrost", "voicecasting"]
+AGENTS = ["newsprint", "planetarium", "typefaces", "wellpermits", "solarclean", "orchardfrost", "voicecasting", "chandlery"]
 
 
 def _merge(files: list[str], out: str, ext: str) -> None:
