@@ -1315,7 +1315,7 @@ class TestDecisionsAndState:
     def test_a_write_that_recorded_no_input_is_judged_on_the_earlier_outputs(self) -> None:
         """A state block that recorded no input (it stored the program's variables) wrote the values earlier
         steps produced: not made up; a value no earlier step produced still is."""
-        spec = {"job": "J-41", "cut_mm": [508.0, 711.2], "stock": "Corvo 300gsm"}
+        spec = {"job": "J-41", "blank_mm": [508.0, 711.2], "stock": "Corvo 300gsm"}
 
         def block(stored: dict[str, Any]) -> list[Evidence]:
             run = _run(
@@ -1325,8 +1325,8 @@ class TestDecisionsAndState:
             )
             return _from(_verdict(run, "w"), "state-values")
 
-        assert all(e.sound for e in block({"cut_mm": [508.0, 711.2], "stock": "Corvo 300gsm"}))
-        [e] = block({"cut_mm": [508.0, 911.2], "stock": "Corvo 300gsm"})
+        assert all(e.sound for e in block({"blank_mm": [508.0, 711.2], "stock": "Corvo 300gsm"}))
+        [e] = block({"blank_mm": [508.0, 911.2], "stock": "Corvo 300gsm"})
         assert "911.2" in e.reason and "508" not in e.reason and not e.sound
 
     def test_lost_update_between_parallel_writers(self) -> None:

@@ -830,16 +830,16 @@ class TestRanking:
         assert any(c.step_id == "b" and "lineage:dropped" in c.signals for c in loc.candidates)
 
     def test_a_failure_about_one_record_contradicts_no_other_records_field(self) -> None:
-        """"DP-121 has 2 kayaks racked" states the kayaks of DP-121: the status of DP-125 (kayaks=19) is not
-        contradicted; the status of DP-121 saying kayaks=19 is."""
+        """"DP-121 has 2 canoes racked" states the canoes of DP-121: the status of DP-125 (canoes=19) is not
+        contradicted; the status of DP-121 saying canoes=19 is."""
 
         def run_of(depot: str) -> Run:
             steps = (
-                Step("s", "depot_status", "tool", input={"depot_id": depot}, output={"depot": depot, "kayaks": 19}, start_ns=1, end_ns=2),
-                Step("p", "plan", "llm", input={"depot": depot, "kayaks": 19}, output={"from_depot": "DP-121", "count": 17}, deps=(D("s"),), start_ns=3, end_ns=4),
+                Step("s", "depot_status", "tool", input={"depot_id": depot}, output={"depot": depot, "canoes": 19}, start_ns=1, end_ns=2),
+                Step("p", "plan", "llm", input={"depot": depot, "canoes": 19}, output={"from_depot": "DP-121", "count": 17}, deps=(D("s"),), start_ns=3, end_ns=4),
                 Step(
-                    "m", "move_kayaks", "tool", input={"from_depot": "DP-121", "count": 17}, status="error",
-                    error=ErrorInfo("Refused", "depot API 409: DP-121 has 2 kayaks racked, cannot collect 17"), deps=(D("p"),),
+                    "m", "move_canoes", "tool", input={"from_depot": "DP-121", "count": 17}, status="error",
+                    error=ErrorInfo("Refused", "depot API 409: DP-121 has 2 canoes racked, cannot collect 17"), deps=(D("p"),),
                     start_ns=5, end_ns=6,
                 ),
             )

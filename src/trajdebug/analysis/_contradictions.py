@@ -97,7 +97,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
 
 def _about_another(view: StepView, subjects: set[str]) -> bool:
     """Whether a step's answer is about records the failure does not name, when it names one ("DP-121 has 2
-    kayaks racked" beside a status of DP-125 with kayaks=19): the failure's number is the named record's, no
+    canoes racked" beside a status of DP-125 with canoes=19): the failure's number is the named record's, no
     correction of another's field.  An answer naming no id, or the failure's, stays comparable."""
     if not subjects:
         return False
