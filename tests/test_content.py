@@ -95,7 +95,7 @@ def test_json_text_nested_past_the_parser_stack_reads_as_no_json() -> None:
 
 def test_numbers_after_a_comma_in_a_compact_list_are_read() -> None:
     """Compact JSON's ``[508.0,711.2]`` and ``[3,4]`` hold two numbers each; ``1,234.5`` and ``1,234,567`` are one number each."""
-    assert {"508", "711.2"} <= content.plain_number_forms('{"trim_mm":[508.0,711.2]}')
+    assert {"508", "711.2"} <= content.plain_number_forms('{"blank_mm":[508.0,711.2]}')
     assert {"3", "4"} <= content.plain_number_forms("[3,4]")
     forms = content.plain_number_forms("paid 1,234.5 of 1,234,567")
     assert "234" not in forms and "567" not in forms and "1234.5" in forms

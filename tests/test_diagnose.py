@@ -755,7 +755,7 @@ class TestDataSteps:
 
         def run_of(out: dict[str, Any]) -> list[Evidence]:
             run = _run(Step("p", "parse_order", "parse", input={"msg": {"role": "user", "content": request}}, output=out),
-                       Step("x", "pack_check", "tool", input={"units": 132}, status="error"))
+                       Step("x", "dock_count", "tool", input={"units": 132}, status="error"))
             return [e for e in _from(_verdict(run, "p", failed), "parse-dropped") if e.suspicion > 0]
 
         assert run_of({"title": "Garden benches", "quantity": 140, "stain": ["Oak 214"], "due": "2026-07-11"}) == []
@@ -1315,18 +1315,18 @@ class TestDecisionsAndState:
     def test_a_write_that_recorded_no_input_is_judged_on_the_earlier_outputs(self) -> None:
         """A state block that recorded no input (it stored the program's variables) wrote the values earlier
         steps produced: not made up; a value no earlier step produced still is."""
-        spec = {"job": "J-41", "trim_mm": [508.0, 711.2], "stock": "Lettra 600gsm"}
+        spec = {"job": "J-41", "blank_mm": [508.0, 711.2], "stock": "Corvo 300gsm"}
 
         def block(stored: dict[str, Any]) -> list[Evidence]:
             run = _run(
-                _t("p", "parse_order", "parse", 1, input={"text": "J-41 20x28 in on Lettra 600gsm"}, output=spec),
-                _t("w", "write_ticket", "state", 3, output=stored,
+                _t("p", "parse_order", "parse", 1, input={"text": "J-41 20x28 in on Corvo 300gsm"}, output=spec),
+                _t("w", "store_card", "state", 3, output=stored,
                    attributes={"state_writes": ["ticket"], "state_values": {"ticket": stored}}),
             )
             return _from(_verdict(run, "w"), "state-values")
 
-        assert all(e.sound for e in block({"trim_mm": [508.0, 711.2], "stock": "Lettra 600gsm"}))
-        [e] = block({"trim_mm": [508.0, 911.2], "stock": "Lettra 600gsm"})
+        assert all(e.sound for e in block({"blank_mm": [508.0, 711.2], "stock": "Corvo 300gsm"}))
+        [e] = block({"blank_mm": [508.0, 911.2], "stock": "Corvo 300gsm"})
         assert "911.2" in e.reason and "508" not in e.reason and not e.sound
 
     def test_lost_update_between_parallel_writers(self) -> None:
@@ -1845,20 +1845,40 @@ class TestProseFields:
     """A model writing a sub-agent's request in prose restates its inputs' fields by name."""
 
     def test_a_field_restated_in_prose_with_another_value_contradicts_the_input(self) -> None:
-        """'(Ezra Cohen, qualification: Day Skipper)' from a record saying qualification 'none' contradicts it;
-        restating 'none', or a name no input has as a field ('Note: Day Skipper'), does not."""
+        """'(Mara Lind, rank: Senior Warden)' from a record saying rank 'none' contradicts it;
+        restating 'none', or a name no input has as a field ('Note: Senior Warden'), does not."""
 
         def brief(text: str) -> list[str]:
-            record = Step("r", "trainee_record", "tool", input={"trainee": "TR-4677"}, output={"name": "Ezra Cohen", "qualification": "none"})
+            record = Step("r", "apprentice_record", "tool", input={"apprentice": "AP-5120"}, output={"name": "Mara Lind", "rank": "none"})
             model = Step(
-                "m", "desk", "llm", input={"messages": [{"role": "user", "content": "Sign on TR-4677."}]},
-                output={"role": "assistant", "tool_calls": [{"name": "watch_planner", "arguments": {"input": text}}]},
+                "m", "desk", "llm", input={"messages": [{"role": "user", "content": "Enrol AP-5120."}]},
+                output={"role": "assistant", "tool_calls": [{"name": "shift_planner", "arguments": {"input": text}}]},
                 deps=(D("r"),),
             )
             return [e.reason for e in _from(_verdict(_run(record, model), "m"), "llm-output") if "but its input says" in e.reason]
 
-        assert brief("Place trainee TR-4677 (Ezra Cohen, qualification: Day Skipper) on a watch.") == [
-            "states qualification='Day Skipper' but its input says 'none'"
+        assert brief("Place apprentice AP-5120 (Mara Lind, rank: Senior Warden) on a shift.") == [
+            "states rank='Senior Warden' but its input says 'none'"
         ]
-        assert brief("Place trainee TR-4677 (Ezra Cohen, qualification: none) on a watch.") == []
-        assert brief("Place trainee TR-4677 on a watch. Note: Day Skipper course next spring.") == []
+        assert brief("Place apprentice AP-5120 (Mara Lind, rank: none) on a shift.") == []
+        assert brief("Place apprentice AP-5120 on a shift. Note: Senior Warden course next spring.") == []
+
+    def test_a_field_restated_as_a_sentence_states_no_one_word_value(self) -> None:
+        """'Reason: Because the card was declined.' rewords a reason; it does not state reason='Because', and a
+        free-text field of more than a few words is not set against a prose restatement."""
+
+        def brief(given: dict[str, Any], text: str) -> list[str]:
+            record = Step("r", "order_record", "tool", input={"order": "A-1"}, output=given)
+            model = Step(
+                "m", "desk", "llm", input={"messages": [{"role": "user", "content": "Check order A-1."}]},
+                output={"role": "assistant", "content": text}, deps=(D("r"),),
+            )
+            return [e.reason for e in _from(_verdict(_run(record, model), "m"), "llm-output") if "but its input says" in e.reason]
+
+        assert brief({"reason": "card declined", "status": "failed"}, "Reason: Because the card was declined.") == []
+        assert brief({"notes": "refund requested", "status": "open"}, "Notes: A refund was requested.") == []
+        assert brief({"summary": "parcel shipped on Monday"}, "Summary: The parcel was shipped on Monday, as asked.") == []
+        assert brief({"summary": "parcel shipped to the depot on Monday"}, "Summary: Delayed, see below.") == []
+        assert brief({"status": "open", "carrier": "DHL"}, "Carrier: UPS, as requested.") == [
+            "states carrier='UPS' but its input says 'DHL'"
+        ]

@@ -881,8 +881,8 @@ class TestUnconverted:
         assert parse("seat 12B", {"row": 12}) == []
 
     def test_a_span_of_time_kept_under_a_field_named_for_the_same_unit_spelt_longer_is_no_finding(self) -> None:
-        """A tool given interval '60m' or '60 m' that returns every_min=60 kept minutes as minutes; one given
-        '2 h' that returns every_min=2 left hours unconverted."""
+        """A tool given interval '60m' or '60 m' that returns period_min=60 kept minutes as minutes; one given
+        '2 h' that returns period_min=2 left hours unconverted."""
 
         def inserts(interval: str, out: dict[str, Any]) -> list[str]:
             note = _s("n", "rule", "retrieval", 1, {"q": "gap"}, "station ID gap of 30 min at most; every 2 h a check")
@@ -891,16 +891,16 @@ class TestUnconverted:
             units = run_units(lin.view(s) for s in ("n", "t"))
             return [e.diagnoser for e in relabelled(lin.view("t"), units)]
 
-        assert inserts("60m", {"every_min": 60}) == []
-        assert inserts("60 m", {"every_min": 60}) == []
-        assert inserts("2 h", {"every_min": 2}) == ["lineage:altered"]
+        assert inserts("60m", {"period_min": 60}) == []
+        assert inserts("60 m", {"period_min": 60}) == []
+        assert inserts("2 h", {"period_min": 2}) == ["lineage:altered"]
 
     def test_a_span_written_against_its_unit_is_a_number_given_and_produced(self) -> None:
-        """A model's tool call with interval '60m' produced the 60 a tool then returns as every_min=60: the
+        """A model's tool call with interval '60m' produced the 60 a tool then returns as period_min=60: the
         tool was given it and the model is its origin; a seat '12b' is a word, not the number 12, and a
         '15m' window is no 15%."""
         m = _s("m", "plan", "llm", 1, {"brief": "slot 03:00-04:00"}, {"interval": "60m", "seat": "12b"})
-        t = _s("t", "inserts", "tool", 2, {"interval": "60m", "seat": "12b"}, {"every_min": 60, "row": 12}, "m")
+        t = _s("t", "inserts", "tool", 2, {"interval": "60m", "seat": "12b"}, {"period_min": 60, "row": 12}, "m")
         lin = Lineage(_run(m, t))
         made = {a.raw for a in lin.introduced("t")}
         assert "60" not in made and "12" in made

@@ -764,75 +764,89 @@ class TestRanking:
         assert all("lineage:contradicted" not in c.signals for c in loc.candidates)
 
     def test_an_error_status_beside_a_fields_words_contradicts_nothing(self) -> None:
-        """"finds register 422: SF-100 has no weight" reports the register's status: the bag step's finds=1 is
-        not contradicted, and 422 is no value some step should have passed on; "finds register holds 422 finds"
+        """"crate ledger 422: LT-300 is not on the scale log" reports the register's status: the crate step's items=1 is
+        not contradicted, and 422 is no value some step should have passed on; "crate ledger holds 422 items"
         states a count."""
 
         def run_of(message: str) -> Run:
             steps = (
-                Step("b", "process_bag", "other", input={"bag": "B102"}, output={"bag": "B102", "finds": 1}, start_ns=1, end_ns=2),
-                Step("w", "weigh_find", "tool", input={"object_id": "B102-1"}, output={"grams": 0.0}, deps=(D("b"),), start_ns=3, end_ns=4),
+                Step("b", "pack_crate", "other", input={"crate": "K220"}, output={"crate": "K220", "items": 1}, start_ns=1, end_ns=2),
+                Step("w", "scan_item", "tool", input={"object_id": "K220-1"}, output={"grams": 0.0}, deps=(D("b"),), start_ns=3, end_ns=4),
                 Step(
-                    "r", "finds_register", "tool", input={"records": [{"sf": 100, "bag": "B102", "grams": 0.0}]},
+                    "r", "crate_ledger", "tool", input={"records": [{"lt": 300, "crate": "K220", "grams": 0.0}]},
                     status="error", error=ErrorInfo("Refused", message), deps=(D("w"),), start_ns=5, end_ns=6,
                 ),
             )
-            return Run("r", "finds", outcome="failure", steps=steps)
+            return Run("r", "items", outcome="failure", steps=steps)
 
-        status = localize(run_of("finds register 422: SF-100 has no weight"))
+        status = localize(run_of("crate ledger 422: LT-300 is not on the scale log"))
         assert all("lineage:contradicted" not in c.signals for c in status.candidates)
         assert all("'422'" not in r for c in status.candidates for r in c.reasons)
-        count = localize(run_of("the finds register holds 422 finds for B102"))
+        count = localize(run_of("the crate ledger holds 422 items for K220"))
         assert any("lineage:contradicted" in c.signals for c in count.candidates)
-        # An id's number closing it is no status: "FR-422:" leaves 422 a count the message states.
-        coded = localize(run_of("FR-422: the finds register holds 422 finds for B102"))
+        # An id's number closing it is no status: "CL-422:" leaves 422 a count the message states.
+        coded = localize(run_of("CL-422: the crate ledger holds 422 items for K220"))
         assert any("lineage:contradicted" in c.signals for c in coded.candidates)
 
-    def test_a_code_span_that_returns_a_count_of_what_its_children_made_lost_nothing(self) -> None:
-        """A per-bag span whose numbering step made SF-100 and which returned the bag's count of finds did not drop
-        SF-100 (it was never handed it); a span handed SF-100 by its caller that returns without it did."""
+    def test_a_code_span_whose_children_made_the_value_keeps_a_lowered_dropped_finding(self) -> None:
+        """A per-crate span whose labelling step made LT-300 and which returned the crate's count of items keeps a
+        dropped finding, weaker than a span handed LT-300 by its caller that returns without it."""
 
         def run_of(handed: bool) -> Run:
-            given = {"bag": "B102", "number": "SF-100"} if handed else {"bag": "B102"}
+            given = {"crate": "K220", "label": "LT-300"} if handed else {"crate": "K220"}
             steps = (
-                Step("b", "process_bag", "other", input=given, output={"bag": "B102", "finds": 1}, start_ns=1, end_ns=6),
-                Step("w", "weigh_find", "tool", input={"object_id": "B102-1"}, output={"grams": 0.0}, parent_id="b", start_ns=2, end_ns=3),
+                Step("b", "pack_crate", "other", input=given, output={"crate": "K220", "items": 1}, start_ns=1, end_ns=6),
+                Step("w", "scan_item", "tool", input={"object_id": "K220-1"}, output={"grams": 0.0}, parent_id="b", start_ns=2, end_ns=3),
                 Step(
-                    "n", "assign_numbers", "other", input={"bag": "B102", "after": 99}, output={"numbers": ["SF-100"]},
+                    "n", "assign_labels", "other", input={"crate": "K220", "after": 99}, output={"labels": ["LT-300"]},
                     parent_id="b", start_ns=4, end_ns=5,
                 ),
                 Step(
-                    "r", "finds_register", "tool", input={"records": [{"sf": 100, "bag": "B102", "grams": 0.0}]},
-                    status="error", error=ErrorInfo("Refused", "SF-100 has no weight"), deps=(D("b"), D("w")),
+                    "r", "crate_ledger", "tool", input={"records": [{"lt": 300, "crate": "K220", "grams": 0.0}]},
+                    status="error", error=ErrorInfo("Refused", "LT-300 is not on the scale log"), deps=(D("b"), D("w")),
                     start_ns=7, end_ns=8,
                 ),
             )
-            return Run("r", "finds", outcome="failure", steps=steps)
+            return Run("r", "items", outcome="failure", steps=steps)
 
-        def dropped(loc: Localization) -> list[str]:
-            return [c.step_id for c in loc.candidates if "lineage:dropped" in c.signals]
+        def dropped(loc: Localization) -> float:
+            [score] = [c.score for c in loc.candidates if c.step_id == "b" and "lineage:dropped" in c.signals]
+            return score
 
-        assert "b" not in dropped(localize(run_of(handed=False)))
-        assert "b" in dropped(localize(run_of(handed=True)))
+        assert dropped(localize(run_of(handed=False))) < dropped(localize(run_of(handed=True)))
+
+    def test_a_code_span_that_lost_what_its_own_child_looked_up_is_still_found_dropping_it(self) -> None:
+        """A span whose child looked up SKU-4411 and which returned the order without it, refused downstream for
+        the missing SKU, has a dropped finding: a value made inside a span can still be lost there."""
+        steps = (
+            Step("b", "build_order", "other", input={"customer": "C-77", "item": "walnut desk"},
+                 output={"customer": "C-77", "lines": 1}, start_ns=1, end_ns=6),
+            Step("l", "lookup_sku", "tool", input={"item": "walnut desk"}, output={"sku": "SKU-4411", "price": 420.0},
+                 parent_id="b", start_ns=2, end_ns=3),
+            Step("s", "ship_order", "tool", input={"order": {"customer": "C-77", "lines": 1}}, status="error",
+                 error=ErrorInfo("Refused", "SKU-4411 is missing from the order lines"), deps=(D("b"),), start_ns=7, end_ns=8),
+        )
+        loc = localize(Run("r", "shop", outcome="failure", steps=steps))
+        assert any(c.step_id == "b" and "lineage:dropped" in c.signals for c in loc.candidates)
 
     def test_a_failure_about_one_record_contradicts_no_other_records_field(self) -> None:
-        """"ST-121 has 2 bikes docked" states the bikes of ST-121: the status of ST-125 (bikes=19) is not
-        contradicted; the status of ST-121 saying bikes=19 is."""
+        """"DP-121 has 2 canoes racked" states the canoes of DP-121: the status of DP-125 (canoes=19) is not
+        contradicted; the status of DP-121 saying canoes=19 is."""
 
-        def run_of(station: str) -> Run:
+        def run_of(depot: str) -> Run:
             steps = (
-                Step("s", "station_status", "tool", input={"station_id": station}, output={"station": station, "bikes": 19}, start_ns=1, end_ns=2),
-                Step("p", "plan", "llm", input={"station": station, "bikes": 19}, output={"from_station": "ST-121", "count": 17}, deps=(D("s"),), start_ns=3, end_ns=4),
+                Step("s", "depot_status", "tool", input={"depot_id": depot}, output={"depot": depot, "canoes": 19}, start_ns=1, end_ns=2),
+                Step("p", "plan", "llm", input={"depot": depot, "canoes": 19}, output={"from_depot": "DP-121", "count": 17}, deps=(D("s"),), start_ns=3, end_ns=4),
                 Step(
-                    "m", "move_bikes", "tool", input={"from_station": "ST-121", "count": 17}, status="error",
-                    error=ErrorInfo("Refused", "fleet API 409: ST-121 has 2 bikes docked, cannot collect 17"), deps=(D("p"),),
+                    "m", "move_canoes", "tool", input={"from_depot": "DP-121", "count": 17}, status="error",
+                    error=ErrorInfo("Refused", "depot API 409: DP-121 has 2 canoes racked, cannot collect 17"), deps=(D("p"),),
                     start_ns=5, end_ns=6,
                 ),
             )
-            return Run("r", "fleet", outcome="failure", steps=steps)
+            return Run("r", "depot", outcome="failure", steps=steps)
 
-        assert all("lineage:contradicted" not in c.signals for c in localize(run_of("ST-125")).candidates)
-        assert any("lineage:contradicted" in c.signals for c in localize(run_of("ST-121")).candidates)
+        assert all("lineage:contradicted" not in c.signals for c in localize(run_of("DP-125")).candidates)
+        assert any("lineage:contradicted" in c.signals for c in localize(run_of("DP-121")).candidates)
 
     def test_a_number_the_failing_step_was_handed_under_another_name_corrects_nothing(self) -> None:
         """"NZD 3139.07 ... over the per-day allowance" quotes the amount the payment was handed: proration's ``days=21`` is not contradicted."""

@@ -96,8 +96,8 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
 
 
 def _about_another(view: StepView, subjects: set[str]) -> bool:
-    """Whether a step's answer is about records the failure does not name, when it names one ("ST-121 has 2
-    bikes docked" beside a status of ST-125 with bikes=19): the failure's number is the named record's, no
+    """Whether a step's answer is about records the failure does not name, when it names one ("DP-121 has 2
+    canoes racked" beside a status of DP-125 with canoes=19): the failure's number is the named record's, no
     correction of another's field.  An answer naming no id, or the failure's, stays comparable."""
     if not subjects:
         return False
@@ -118,7 +118,7 @@ def _quoted(given: Sequence[Atom], m: Mention, window: set[str], sl: Slice) -> b
 
 
 _STATUS = re.compile(r"(?<![\w.-])([45]\d\d):")
-"""An error status closing a service's name (``register 422: ...``, ``EA portal 400: ...``); not an id's
+"""An error status closing a service's name (``register 422: ...``, ``billing gateway 400: ...``); not an id's
 number (``APP-503:``)."""
 
 

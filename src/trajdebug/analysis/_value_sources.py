@@ -464,12 +464,17 @@ def _dropped(
     quiet = [
         s
         for s in lost[:4]
-        if handed_to_choice(sl, s, a) or _relayed(sl, s, a) or kept_by_state(sl, s, a) or _made_inside(sl, s, a)
+        if handed_to_choice(sl, s, a) or _relayed(sl, s, a) or kept_by_state(sl, s, a)
     ]
     for sid in [s for s in lost[:4] if s not in quiet]:
         view = sl.lin.view(sid)
         chose = swapped(sl, sid, a, named)
         weight = share * sl.w["dropped"]
+        if _made_inside(sl, sid, a):
+            # A code span whose children made the value may have returned a count of what they made, or lost
+            # it: the two look alike from outside, so the finding stays, halved, for the maker to lead on
+            # other evidence when it has any.
+            weight *= 0.5
         if chose is not None:
             weight *= choice_share(sl, sid, a, chose, first)
         reason = f"was given {a.raw!r}, which the failure at {where} expects, and did not pass it on"
@@ -501,7 +506,9 @@ def _made_inside(sl: Slice, sid: str, a: Atom) -> bool:
     """Whether a step's code span was "given" the value only by the steps it ran (a per-item span around a
     lookup and a numbering step, returning a count): the value was made inside it, and where it went from
     there is its maker's and its readers' business, not a loss of the wrapper's.  An agent's span is judged
-    as before (its answer is the composition of its children's), and so is a value its own input held."""
+    as before (its answer is the composition of its children's), and so is a value its own input held.  Its
+    dropped finding is lowered, not silenced: "returned a count of what its children made" and "lost its child's
+    value" both leave no child value in its output."""
     step = sl.g.steps[sid]
     if step.kind in CONTAINER_KINDS or step.kind == "llm" or not any(s.parent_id == sid for s in sl.g.steps.values()):
         return False

@@ -197,13 +197,20 @@ def _unconfirmed(step: Step, ctx: DiagnoseContext, missing: list[str], raw: list
     return [m for m, v in zip(missing, raw) if not (isinstance(v, str) and v.strip().lower() in said)]
 
 
-_PROSE_PAIR = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z_]{2,30}):[ \t]+([A-Za-z][\w-]*(?:[ \t][A-Z][\w-]*){0,3})(?=$|[\s;,.)])")
-"""A field written out in prose, ``name: Value`` (``qualification: Day Skipper``): a capitalised name may run to a
-few words."""
+_PROSE_PAIR = re.compile(
+    r"(?<![\w.-])([A-Za-z][A-Za-z_]{2,30}):[ \t]+([A-Za-z][\w-]*(?:[ \t][A-Z][\w-]*){0,3})(?=[ \t]*(?:$|[\r\n;,)]))"
+)
+"""A field written out in prose, ``name: Value`` (``rank: Senior Warden``): a capitalised name may run to a few
+words, and the value must end where the clause does (``,;)`` or the line's end), so that a field restated as a
+sentence (``Reason: Because the card was declined.``) is not read as its first word."""
+
+_SHORT_VALUE = 4
+"""The most words an input's field may hold to be checked against a prose restatement: a name or a code is
+restated whole, a free-text field is reworded."""
 
 
 def _prose_pairs(out: Any, given: list[Any]) -> dict[str, str]:
-    """The fields of its inputs a model's text restates by name (``(Ezra Cohen, qualification: Day Skipper)`` in
+    """The fields of its inputs a model's text restates by name (``(Mara Lind, rank: Senior Warden)`` in
     the request it writes a sub-agent): set against the inputs like the fields of a JSON answer.  A name no
     input has as a field (``Note:``) states nothing checkable."""
     fields: set[str] | None = None
@@ -213,7 +220,12 @@ def _prose_pairs(out: Any, given: list[Any]) -> dict[str, str]:
             continue
         for m in _PROSE_PAIR.finditer(v[:20_000]):
             if fields is None:
-                fields = {k for g in given for k in content.keyed_values(g)}
+                fields = {
+                    k
+                    for g in given
+                    for k, x in content.keyed_values(g).items()
+                    if not isinstance(x, str) or len(x.split()) <= _SHORT_VALUE
+                }
             k = m.group(1).lower()
             if k in fields:
                 found.setdefault(k, m.group(2))

@@ -282,7 +282,7 @@ def _written_as(out: str, given: str) -> bool:
 def _same_span_unit(given: str, named: str, lexicon: Lexicon = ENGLISH) -> bool:
     """Whether two unit words are one unit of time spelt two ways (``m`` and ``min``, ``h`` and ``hrs``): both
     write a span of time after a number (`Lexicon.duration_value`) and start alike, as a span's units
-    (seconds, minutes, hours, days, weeks) each do.  A ``60m`` interval under ``every_min`` is kept, not
+    (seconds, minutes, hours, days, weeks) each do.  A ``60m`` interval under ``period_min`` is kept, not
     left unconverted."""
     g, n = given.lower(), named.lower()
     span = lexicon.duration_value

@@ -153,7 +153,7 @@ _LEADING_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)")
 def span_keys(values: Iterable[Atom], lexicon: Lexicon = ENGLISH) -> set[str]:
     """The number keys of whole values that are a span of time written against its unit (``60m``, ``24h``):
     values read such a token as a word (``12b`` is a seat), yet a tool given ``interval="60m"`` that
-    returns ``every_min=60`` was given that 60, and the model that wrote ``60m`` produced it.  Spans
+    returns ``period_min=60`` was given that 60, and the model that wrote ``60m`` produced it.  Spans
     written apart (``60 min``) are numbers already.  Kept beside the keys, for numbers of time alone
     (`StepView.given`): a ``15%`` is no ``15m`` window."""
     out: set[str] = set()
