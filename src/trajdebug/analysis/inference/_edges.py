@@ -30,7 +30,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
-from trajdebug.analysis.inference._fingerprint import RECORD_FIELDS, record_items
+from trajdebug.analysis.inference._fingerprint import RECORD_FIELDS, RecordIndex, record_items, source_record
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import is_mapping
 
@@ -159,7 +159,7 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
     ``record`` confidence: a parsed choice ``{"pick": "T04"}`` merged into the next call's arguments.
     """
     latest: dict[str, tuple[Step, float]] = {}
-    records = _Records()
+    records: RecordIndex[Step] = RecordIndex()
     by_id = {s.step_id: s for s in run.steps}
     added: dict[str, list[Dependency]] = {}
     pending: list[tuple[int, Step, list[tuple[str, float]], frozenset[tuple[str, str]] | None]] = []
@@ -196,63 +196,13 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
                 have.add(prod.step_id)
                 added.setdefault(st.step_id, []).append(Dependency(prod.step_id, "data", "inferred", record, path or None))
         keys = _output_keys(st.output, confidence, part)
-        rec = _source_record(st.output)
+        rec = source_record(st.output)
         if (keys or rec) and st.kind != "agent":
             pending.append((st.end_ns or 0, st, keys, rec))
     return _with_deps(run, added)
 
 
-class _Records:
-    """The latest producer of each distinct record output, each record filed under one of its fields (the
-    rarest when it was first seen): an argument holding every field of a record holds that one too, so
-    looking up the argument's fields finds it, and a field every output repeats (``status="done"``) files
-    no record twice.  Keeps `structural_edges` linear in a run's steps."""
-
-    __slots__ = ("_count", "_filed", "_latest")
-
-    def __init__(self) -> None:
-        self._latest: dict[frozenset[tuple[str, str]], tuple[int, Step]] = {}
-        self._filed: dict[tuple[str, str], list[frozenset[tuple[str, str]]]] = {}
-        self._count: dict[tuple[str, str], int] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self._latest)
-
-    def add(self, rec: frozenset[tuple[str, str]], order: int, step: Step) -> None:
-        """Record ``step`` as the latest producer of ``rec``."""
-        if rec not in self._latest:
-            for item in rec:
-                self._count[item] = self._count.get(item, 0) + 1
-            # Sorted first so that ties pick the same field in every run.
-            key = min(sorted(rec), key=lambda item: self._count[item])
-            self._filed.setdefault(key, []).append(rec)
-        self._latest[rec] = (order, step)
-
-    def latest(self, items: frozenset[tuple[str, str]]) -> Step | None:
-        """The latest producer of a record every field of which ``items`` holds."""
-        found = [self._latest[rec] for item in items for rec in self._filed.get(item, ()) if rec <= items]
-        return max(found, key=lambda t: t[0])[1] if found else None
-
-
-def _source_record(out: Any) -> frozenset[tuple[str, str]] | None:
-    """A step's record output that may source a later argument object (`record_items`): one with a text
-    value, and of two fields or more unless that value is an id (``{"courier": "C7"}``).  A field or two of
-    small numbers and flags (``{"page": 1}``) recur by chance in unrelated calls' arguments."""
-    rec = record_items(out)
-    if rec is None:
-        return None
-    texts = [json.loads(v) for _, v in rec if v.startswith('"')]
-    if not texts or (len(rec) < 2 and not any(_id_like(t) for t in texts)):
-        return None
-    return rec
-
-
-def _id_like(text: str) -> bool:
-    """A short name mixing letters and digits (``c7``, ``b-17``), not a word or a sentence."""
-    return len(text) <= 40 and " " not in text and any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
-
-
-def _record_sources(value: Any, records: _Records) -> Iterable[tuple[str, Step]]:
+def _record_sources(value: Any, records: RecordIndex[Step]) -> Iterable[tuple[str, Step]]:
     """(path, producer) for each argument object of ``value`` holding every field of an earlier record output
     (`record_items`; the latest such record): `structural_edges`."""
     if isinstance(value, str) and content.looks_like_json(value):
