@@ -97,25 +97,28 @@ def test_a_small_record_merged_into_the_next_calls_arguments_links_it() -> None:
     assert _producers(linked, "d") == []
 
 
-def test_a_record_of_one_small_number_or_of_no_text_links_nothing() -> None:
-    """A page counter's ``{"page": 1}`` (one field, a small number) or a record of numbers only sources no
-    later call whose arguments happen to hold the same field and value; a one-field id (``{"dock": "D4"}``)
-    and a two-field record with a text value still do."""
+def test_a_record_of_one_small_number_or_word_links_nothing() -> None:
+    """A page counter's ``{"page": 1}`` (one field, a small number) or ``{"shelf": "oak"}`` (one word) sources
+    no later call whose arguments happen to hold the same field and value; a one-field id (``{"dock": "D4"}``)
+    and a record of two fields or more (a loop's counters handed on) still do."""
     from trajdebug.analysis.inference import structural_edges
 
     run = Run("r", "shelving", outcome="failure", steps=(
         step("a", "count_pages", "tool", 1, {"doc": "manual.pdf"}, {"page": 1}),
-        step("b", "tally", "tool", 3, {}, {"rows": 4, "cols": 2}),
-        step("c", "search", "tool", 5, {"query": "oak shelf brackets", "page": 1, "rows": 4, "cols": 2}, ["x"]),
+        step("b", "pick_shelf", "parse", 3, "{}", {"shelf": "oak"}),
+        step("c", "search", "tool", 5, {"query": "oak shelf brackets", "page": 1, "shelf": "oak"}, ["x"]),
         step("d", "pick_dock", "parse", 7, "{}", {"dock": "D4"}),
         step("e", "grade", "parse", 9, "{}", {"grade": "oak", "tier": 2}),
         step("f", "load", "tool", 11, {"crate": "K-9", "dock": "D4"}, {"ok": True}),
         step("g", "price", "tool", 13, {"crate": "K-9", "grade": "oak", "tier": 2}, {"eur": 40}),
+        step("h", "advance", "other", 15, {"done": 1, "total": 4}, {"done": 2, "total": 4}),
+        step("i", "advance", "other", 17, {"done": 2, "total": 4}, {"done": 3, "total": 4}),
     ))
     linked = structural_edges(run)
     assert _producers(linked, "c") == []
     assert _producers(linked, "f") == ["d"]
     assert _producers(linked, "g") == ["e"]
+    assert _producers(linked, "i") == ["h"]
 
 
 def test_a_record_repeated_by_every_step_links_each_argument_to_its_latest_producer() -> None:

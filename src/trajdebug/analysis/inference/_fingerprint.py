@@ -530,13 +530,14 @@ def record_items(out: Any, fields: int = RECORD_FIELDS, *, whole: bool = True) -
 
 
 def source_record(out: Any) -> frozenset[tuple[str, str]] | None:
-    """A record output that may source a later argument object: one with a text value, and of two fields or
-    more unless that value is an id (``{"courier": "C7"}``); ``{"page": 1}`` recurs by chance."""
+    """A record output that may source a later argument object: two fields or more (a loop's counters
+    ``{"scored": 3, "total": 4}`` handed on whole), or one whose value is an id (``{"courier": "C7"}``); one
+    small number or word (``{"page": 1}``) recurs by chance in unrelated calls' arguments."""
     rec = record_items(out)
     texts = [json.loads(v) for _, v in rec or () if v.startswith('"')]
     # An id: one short name mixing letters and digits (``c7``, ``b-17``), not a word or a sentence.
     ids = [t for t in texts if len(t) <= 40 and " " not in t and any(c.isdigit() for c in t) and any(c.isalpha() for c in t)]
-    return rec if rec is not None and texts and (len(rec) >= 2 or ids) else None
+    return rec if rec is not None and (len(rec) >= 2 or ids) else None
 
 
 class RecordIndex(Generic[_P]):
