@@ -95,3 +95,38 @@ def test_a_small_record_merged_into_the_next_calls_arguments_links_it() -> None:
     linked = structural_edges(run)
     assert _producers(linked, "c") == ["b"]
     assert _producers(linked, "d") == []
+
+
+def test_a_record_of_one_small_number_or_word_links_nothing() -> None:
+    """A page counter's ``{"page": 1}`` (one field, a small number) or ``{"shelf": "oak"}`` (one word) sources
+    no later call whose arguments happen to hold the same field and value; a one-field id (``{"dock": "D4"}``)
+    and a record of two fields or more (a loop's counters handed on) still do."""
+    from trajdebug.analysis.inference import structural_edges
+
+    run = Run("r", "shelving", outcome="failure", steps=(
+        step("a", "count_pages", "tool", 1, {"doc": "manual.pdf"}, {"page": 1}),
+        step("b", "pick_shelf", "parse", 3, "{}", {"shelf": "oak"}),
+        step("c", "search", "tool", 5, {"query": "oak shelf brackets", "page": 1, "shelf": "oak"}, ["x"]),
+        step("d", "pick_dock", "parse", 7, "{}", {"dock": "D4"}),
+        step("e", "grade", "parse", 9, "{}", {"grade": "oak", "tier": 2}),
+        step("f", "load", "tool", 11, {"crate": "K-9", "dock": "D4"}, {"ok": True}),
+        step("g", "price", "tool", 13, {"crate": "K-9", "grade": "oak", "tier": 2}, {"eur": 40}),
+        step("h", "advance", "other", 15, {"done": 1, "total": 4}, {"done": 2, "total": 4}),
+        step("i", "advance", "other", 17, {"done": 2, "total": 4}, {"done": 3, "total": 4}),
+    ))
+    linked = structural_edges(run)
+    assert _producers(linked, "c") == []
+    assert _producers(linked, "f") == ["d"]
+    assert _producers(linked, "g") == ["e"]
+    assert _producers(linked, "i") == ["h"]
+
+
+def test_a_record_repeated_by_every_step_links_each_argument_to_its_latest_producer() -> None:
+    """Among many steps returning the same record (``status="done"``) and records that share one field, a
+    later argument holding a record's every field links to the latest step that returned that record."""
+    from trajdebug.analysis.inference import structural_edges
+
+    steps = [step(f"s{i}", "poll", "tool", 2 * i + 1, {"job": f"J{i}"}, {"state": "done", "lane": f"L{i % 3}"})
+             for i in range(30)]
+    steps.append(step("u", "ship", "tool", 101, {"state": "done", "lane": "L1", "crate": "K-2"}, ["y"]))
+    assert _producers(structural_edges(Run("r", "yard", outcome="failure", steps=tuple(steps))), "u") == ["s28"]

@@ -1040,3 +1040,23 @@ class TestAnswersOfWholeTools:
             by_id = {s.step_id: s for s in bad.steps}
             found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("a"), profile, steps=by_id)]
             assert ("reference:same-input" in found) is expected
+
+
+def test_whether_a_span_read_more_than_its_input_follows_each_run_s_own_children() -> None:
+    """Asked about two runs in turn (their steps sharing ids), whether a span's children were handed values
+    its recorded input lacks is read from that run's steps each time, never from the other run's."""
+    from trajdebug.analysis.reference._answers import _reads_unrecorded
+
+    def steps_of(handed: bool) -> dict[str, Step]:
+        inner = {"site": "Harrowgate", "results": [9, 11]} if handed else {"site": "Harrowgate"}
+        return {
+            "a": Step("a", "assess", "other", input={"site": "Harrowgate"}, start_ns=1, end_ns=4),
+            "m": Step("m", "ChatCompletion", "llm", input=inner, parent_id="a", start_ns=2, end_ns=3),
+            "z": Step("z", "assess", "other", input={"site": "Kelby"}, start_ns=5, end_ns=6),
+        }
+
+    handed, alone = steps_of(True), steps_of(False)
+    for _ in range(2):
+        assert _reads_unrecorded(handed["a"], handed) is True
+        assert _reads_unrecorded(alone["a"], alone) is False
+        assert _reads_unrecorded(handed["z"], handed) is False

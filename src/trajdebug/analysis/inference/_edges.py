@@ -30,7 +30,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
-from trajdebug.analysis.inference._fingerprint import RECORD_FIELDS, record_items
+from trajdebug.analysis.inference._fingerprint import RECORD_FIELDS, RecordIndex, record_items, source_record
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import is_mapping
 
@@ -159,7 +159,7 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
     ``record`` confidence: a parsed choice ``{"pick": "T04"}`` merged into the next call's arguments.
     """
     latest: dict[str, tuple[Step, float]] = {}
-    records: dict[tuple[str, str], list[tuple[int, Step, frozenset[Any]]]] = {}
+    records: RecordIndex[Step] = RecordIndex()
     by_id = {s.step_id: s for s in run.steps}
     added: dict[str, list[Dependency]] = {}
     pending: list[tuple[int, Step, list[tuple[str, float]], frozenset[tuple[str, str]] | None]] = []
@@ -170,8 +170,8 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
             if end <= st.start_ns or not st.start_ns or not end:
                 for k, conf in keys:
                     latest[k] = (done, conf)
-                for item in rec or ():
-                    records.setdefault(item, []).append((done.end_ns or 0, done, rec))  # type: ignore[arg-type]
+                if rec is not None:
+                    records.add(rec, done.end_ns or 0, done)
             else:
                 keep.append((end, done, keys, rec))
         pending = keep
@@ -196,26 +196,22 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
                 have.add(prod.step_id)
                 added.setdefault(st.step_id, []).append(Dependency(prod.step_id, "data", "inferred", record, path or None))
         keys = _output_keys(st.output, confidence, part)
-        rec = record_items(st.output)
+        rec = source_record(st.output)
         if (keys or rec) and st.kind != "agent":
             pending.append((st.end_ns or 0, st, keys, rec))
     return _with_deps(run, added)
 
 
-def _record_sources(value: Any, records: Mapping[tuple[str, str], list[tuple[int, Step, frozenset[Any]]]]) -> Iterable[tuple[str, Step]]:
+def _record_sources(value: Any, records: RecordIndex[Step]) -> Iterable[tuple[str, Step]]:
     """(path, producer) for each argument object of ``value`` holding every field of an earlier record output
     (`record_items`; the latest such record): `structural_edges`."""
     if isinstance(value, str) and content.looks_like_json(value):
         value = content.parse_json(value)
     for path, sub in [("", value), *_sub_values(value)] if records else ():
         items = record_items(sub, RECORD_FIELDS * 4, whole=False)
-        best = max(
-            ((order, prod) for item in items or () for order, prod, rec in records.get(item, ()) if rec <= items),  # type: ignore[operator]
-            key=lambda t: t[0],
-            default=None,
-        )
+        best = records.latest(items) if items else None
         if best is not None:
-            yield path, best[1]
+            yield path, best
 
 
 def _output_keys(out: Any, whole: float, part: float) -> list[tuple[str, float]]:

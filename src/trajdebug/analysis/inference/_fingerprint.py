@@ -39,7 +39,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import filterfalse, repeat
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.inference._tokens import (
@@ -503,6 +503,8 @@ def format_path(path: Path) -> str | None:
     return "".join(out)
 
 
+_P = TypeVar("_P")
+
 RECORD_FIELDS = 6
 """Fields a record output may have to be found merged into a later argument object (a small parsed choice)."""
 
@@ -527,6 +529,46 @@ def record_items(out: Any, fields: int = RECORD_FIELDS, *, whole: bool = True) -
     return frozenset(items)
 
 
+def source_record(out: Any) -> frozenset[tuple[str, str]] | None:
+    """A record output that may source a later argument object: two fields or more (a loop's counters
+    ``{"scored": 3, "total": 4}`` handed on whole), or one whose value is an id (``{"courier": "C7"}``); one
+    small number or word (``{"page": 1}``) recurs by chance in unrelated calls' arguments."""
+    rec = record_items(out)
+    texts = [json.loads(v) for _, v in rec or () if v.startswith('"')]
+    # An id: one short name mixing letters and digits (``c7``, ``b-17``), not a word or a sentence.
+    ids = [t for t in texts if len(t) <= 40 and " " not in t and any(c.isdigit() for c in t) and any(c.isalpha() for c in t)]
+    return rec if rec is not None and (len(rec) >= 2 or ids) else None
+
+
+class RecordIndex(Generic[_P]):
+    """The latest producer of each distinct record, each filed under one field (its rarest when first seen):
+    an argument holding a record's every field holds that one, so looking up its fields finds the record,
+    and a field every output repeats (``status="done"``) files no record twice.  Linear in a run's steps."""
+
+    __slots__ = ("_count", "_filed", "_latest")
+
+    def __init__(self) -> None:
+        self._latest: dict[frozenset[tuple[str, str]], tuple[int, _P]] = {}
+        self._filed: dict[tuple[str, str], list[frozenset[tuple[str, str]]]] = {}
+        self._count: dict[tuple[str, str], int] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._latest)
+
+    def add(self, rec: frozenset[tuple[str, str]], order: int, producer: _P) -> None:
+        """Make ``producer`` the latest of ``rec`` (ties pick the same field in every run: sorted first)."""
+        if rec not in self._latest:
+            for item in rec:
+                self._count[item] = self._count.get(item, 0) + 1
+            self._filed.setdefault(min(sorted(rec), key=self._count.__getitem__), []).append(rec)
+        self._latest[rec] = (order, producer)
+
+    def latest(self, items: frozenset[tuple[str, str]]) -> _P | None:
+        """The latest producer of a record every field of which ``items`` holds."""
+        found = [self._latest[rec] for item in items for rec in self._filed.get(item, ()) if rec <= items]
+        return max(found, key=lambda t: t[0])[1] if found else None
+
+
 __all__ = [
     "MIN_WEIGHT",
     "SHINGLE",
@@ -536,6 +578,7 @@ __all__ = [
     "WINDOW",
     "InputProbe",
     "RECORD_FIELDS",
+    "RecordIndex",
     "OutputPrint",
     "Path",
     "canonical_number",
@@ -547,6 +590,7 @@ __all__ = [
     "number_weight",
     "probe_input",
     "record_items",
+    "source_record",
     "token_id",
     "token_ids",
     "tokenize",

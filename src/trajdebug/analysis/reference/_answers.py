@@ -101,13 +101,30 @@ def _reads_unrecorded(step: Step, steps: Mapping[str, Step] | None) -> bool:
     not all it read, so the same recorded input in a passing run is no same request."""
     if not steps:
         return False
+    inner = _children(steps).get(step.step_id)
+    if not inner:
+        return False
     mine = {a.key for a in value_atoms(step.input)}
+    return any(any(a.key not in mine for a in value_atoms(s.input)) for s in inner)
+
+
+_CHILDREN: list[tuple[Mapping[str, Step], int, dict[str, list[Step]]]] = []
+"""The last run's children map, kept for its next call: `_reads_unrecorded` is asked once per step."""
+
+
+def _children(steps: Mapping[str, Step]) -> dict[str, list[Step]]:
+    """Each step's non-container children, built once per steps map (not per call: a scan of every step per
+    call is quadratic in a run's steps)."""
+    last = _CHILDREN[-1] if _CHILDREN else None
+    if last is not None and last[0] is steps and last[1] == len(steps):
+        return last[2]
+    out: dict[str, list[Step]] = {}
     for s in steps.values():
-        if s.parent_id == step.step_id and s.kind not in CONTAINER_KINDS and any(
-            a.key not in mine for a in value_atoms(s.input)
-        ):
-            return True
-    return False
+        if s.parent_id is not None and s.kind not in CONTAINER_KINDS:
+            out.setdefault(s.parent_id, []).append(s)
+    # One slot, replaced whole (threads see an old or a new entry, never half of one).
+    _CHILDREN[:] = [(steps, len(steps), out)]
+    return out
 
 
 def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
