@@ -331,3 +331,101 @@ class TestReceivedParts:
             for s in run.steps if s.name == "combine"
         ]
         assert got == [{("load", 1), ("load", 2)}, {("first", None)}]
+
+
+@trajdebug.step(kind="llm")
+def summarise(shelf: Any) -> str:
+    return "a summary of every volume on the shelf, long enough to track"
+
+
+class TestWhatAStepMadeOrChanged:
+    """What a step made and stored into a container it was given, or changed in place there, is its output
+    (the parts it received are taken as the step starts)."""
+
+    def test_a_record_made_and_stored_into_the_given_container_comes_from_its_maker(self) -> None:
+        """A step that builds a record, stores it into the dict it was given and returns it is the
+        record's producer for a later step handed that dict."""
+
+        @trajdebug.step(kind="tool")
+        def catalogue(shelf: dict[str, Any]) -> dict[str, str]:
+            rec = {"title": "a herbal of the northern fens, second printing"}
+            shelf["new"] = rec
+            return rec
+
+        def body(h: Any) -> None:
+            shelf: dict[str, Any] = {}
+            catalogue(shelf)
+            summarise(shelf)
+
+        assert edges(record(body), "summarise") == {("catalogue", "data", "tracked")}
+
+    def test_a_memoised_fetch_is_the_producer_of_what_it_cached(self) -> None:
+        """A fetch that stores its page into the cache it was given is the page's producer for a step
+        handed the cache; a second call that finds the page there is not (the first stays)."""
+
+        @trajdebug.step(kind="tool")
+        def borrow(cache: dict[str, Any], code: str) -> dict[str, str]:
+            if code not in cache:
+                cache[code] = {"text": f"the loan slip of volume {code}, stamped at the desk"}
+            return cache[code]
+
+        def body(h: Any) -> None:
+            cache: dict[str, Any] = {}
+            borrow(cache, "v1")
+            summarise({"cache": cache})
+            borrow(cache, "v1")
+            summarise({"cache": cache})
+
+        run = record(body)
+        first = next(s for s in run.steps if s.name == "borrow")
+        got = [[d.step_id for d in s.deps] for s in run.steps if s.name == "summarise"]
+        assert got == [[first.step_id], [first.step_id]]
+
+    def test_a_part_changed_in_place_comes_from_the_step_that_changed_it(self) -> None:
+        """A step that changes a record of its input in place (a nested one too) and returns it is that
+        record's producer for a later step handed the container."""
+
+        @trajdebug.step(kind="tool")
+        def mark_lent(shelf: dict[str, Any], code: str) -> dict[str, str]:
+            rec = shelf[code]
+            rec["state"] = "lent to the reading room until the end of term"
+            return rec
+
+        @trajdebug.step(kind="tool")
+        def rate_first(state: dict[str, Any]) -> dict[str, Any]:
+            row = state["rows"][0]
+            row["stars"] = 4
+            return row
+
+        def body(h: Any) -> None:
+            shelf = {"v1": {"state": "in"}, "v2": {"state": "in"}}
+            mark_lent(shelf, "v1")
+            summarise(shelf)
+            state = {"rows": [{"title": "fens"}, {"title": "moors"}]}
+            rate_first(state)
+            summarise(state)
+
+        run = record(body)
+        by_id = run.step_map()
+        got = [{by_id[d.step_id].name for d in s.deps} for s in run.steps if s.name == "summarise"]
+        assert got == [{"mark_lent"}, {"rate_first"}]
+
+    def test_two_lookups_of_one_container_leave_the_maker_the_producer(self) -> None:
+        """A record looked up twice from the list it was made into still comes from its maker for a step
+        handed that list (neither lookup made it)."""
+
+        @trajdebug.step(kind="tool")
+        def acquire(i: int) -> dict[str, str]:
+            return {"title": f"volume {i} of the parish registers, bound in calf"}
+
+        @trajdebug.step(kind="parse")
+        def pick(rows: list[Any]) -> dict[str, str]:
+            return rows[0]
+
+        def body(h: Any) -> None:
+            rows = [acquire(1)]
+            pick(rows)
+            pick(rows)
+            summarise({"rows": rows})
+
+        assert edges(record(body), "summarise") == {("acquire", "data", "tracked")}

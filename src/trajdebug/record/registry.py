@@ -150,7 +150,17 @@ class Registry:
         for o in items:
             holder = got.get(id(o))
             if holder is not None:
-                held[id(o)] = (o, holder, sid, registry.get(id(o)))
+                prior = registry.get(id(o))
+                was = held.pop(id(o), None)
+                if was is not None and was[0] is o and was[1] is holder and prior is not None and prior[0] == was[2]:
+                    # Looked up again from the same container: what it had before the first lookup stands,
+                    # not the first lookup's output (that one received it too).
+                    prior = was[3]
+                held[id(o)] = (o, holder, sid, prior)
+        # Bounded as the registry is, by the run's budget (oldest first; a hold dropped leaves the
+        # lookup the producer, as before holds were kept).
+        while len(held) * _ENTRY_BYTES > self._budget:
+            del held[next(iter(held))]
 
     def _unheld(self, hit: Entry, obj: Any, parent: Any, own: str, start: int) -> Entry | None:
         """The entry that stands for ``obj`` reached inside ``parent``: reached in the very container a lookup
