@@ -436,16 +436,7 @@ def _dropped(
     """
     out: list[Found] = []
     cands = [sid for sid in within if sl.g.position(sid) < pos]
-    if task_word:
-        # A task word is traced only through a model that was given the task itself
-        # (code reshapes data and drops words; a planner told the task must keep it).
-        task = _task_text(sl)[:200]
-        cands = [
-            sid
-            for sid in cands
-            if sl.g.steps[sid].kind == "llm" and task and task in sl.lin.view(sid).in_text
-        ]
-    lost = sl.lin.droppers(a, cands)
+    lost = sl.lin.droppers(a, _told_the_task(sl, cands) if task_word else cands)
     if task_word and len(lost) > 2:
         # Every turn of a conversation is given the task and rewords it: a loss shared by
         # that many models tells none of them apart.
@@ -501,6 +492,13 @@ def _dropped(
             reason += f" (it passed on {chose.raw!r}, also given: a choice between given values)"
         out.append(Evidence(sid, weight, reason, "lineage:dropped"))
     return out
+
+def _told_the_task(sl: Slice, cands: list[str]) -> list[str]:
+    """The models among ``cands`` given the task itself: a task word is traced only through them (code reshapes
+    data and drops words; a planner told the task must keep it)."""
+    task = _task_text(sl)[:200]
+    return [sid for sid in cands if sl.g.steps[sid].kind == "llm" and task and task in sl.lin.view(sid).in_text]
+
 
 def _made_inside(sl: Slice, sid: str, a: Atom) -> bool:
     """Whether a step's code span was "given" the value only by the steps it ran (a per-item span around a
