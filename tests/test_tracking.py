@@ -165,23 +165,23 @@ def test_a_call_with_one_text_argument_is_redacted_and_capped_as_any_call() -> N
 
 
 def test_the_step_side_walk_uses_the_registry_s_limits() -> None:
-    """The walk a step ends with (`steps._received`) opens the containers, and skips the short texts, that
+    """The walk a step ends with (`_received._received`) opens the containers, and skips the short texts, that
     the registry's does (so a part it marks is one `_find` could reach)."""
-    from trajdebug.record import registry, steps
+    from trajdebug.record import _received, registry
 
-    assert steps._MIN_STR == registry.MIN_TRACKED_STR
-    assert set(steps._OPEN) == set(registry._OPEN)
+    assert _received._MIN_STR == registry.MIN_TRACKED_STR
+    assert set(_received._OPEN) == set(registry._OPEN)
 
 
 def test_the_step_side_walk_is_bounded_as_the_registry_s() -> None:
-    """The parts a step's start takes (`steps._parts`) are bounded by the registry's walk limit, however
+    """The parts a step's start takes (`_received._parts`) are bounded by the registry's walk limit, however
     large its input."""
-    from trajdebug.record import registry, steps
+    from trajdebug.record import _received, registry
 
-    assert steps._WALK == registry._MAX_WALK
+    assert _received._WALK == registry._MAX_WALK
     big = [[[f"a text long enough to be tracked {i} {j} {k}" for k in range(128)] for j in range(128)] for i in range(128)]
-    got = steps._parts(big, None, None)
-    assert got is not None and len(got[0]) <= steps._WALK
+    got = _received._parts(big, None, None)
+    assert got is not None and len(got[0]) <= _received._WALK
 
 
 def test_holds_are_bounded_by_the_run_s_budget() -> None:
