@@ -592,15 +592,6 @@ REQUEST_DIAGNOSERS = {
 """The request diagnosers by name (registered in `trajdebug.analysis.diagnosers.BUILTIN_DIAGNOSERS`)."""
 
 __all__ = [
-    "broken_sum",
-    "misaligned",
-    "REQUEST_DIAGNOSERS",
-    "name_words",
-    "request_code",
-    "request_count",
-    "request_flag",
-    "request_more",
-    "request_record",
-    "request_series",
-    "request_variant",
+    "REQUEST_DIAGNOSERS", "broken_sum", "misaligned", "name_words", "request_code", "request_count", "request_flag",
+    "request_more", "request_record", "request_series", "request_variant",
 ]

@@ -42,7 +42,14 @@ from typing import Any
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
 from trajdebug.analysis.lineage._records import record_lists
-from trajdebug.analysis.lineage._views import _TEXT_LIMIT, StepView, build_view, named_reads, trivial
+from trajdebug.analysis.lineage._views import (
+    _TEXT_LIMIT,
+    StepView,
+    _has_word,
+    build_view,
+    named_reads,
+    trivial,
+)
 from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 from trajdebug.core.values import Atom, atoms
 
@@ -579,27 +586,6 @@ def failure_atoms(step: Step, message: str | None) -> list[tuple[Atom, bool]]:
                 seen.add(a.key)
                 out.append((a, True))
     return out
-
-
-def _has_word(text: str, raw: str) -> bool:
-    """Whether ``raw`` occurs in ``text`` with no word character or hyphen on either side.
-
-    The test of the regex ``(?<![\\w-])raw(?![\\w-])`` (``\\w``: alphanumeric or underscore), without
-    compiling one pattern per value: a run has thousands of distinct values, more than `re`'s cache holds.
-    """
-    n = len(raw)
-    at = text.find(raw)
-    while at >= 0:
-        before = text[at - 1] if at else ""
-        after = text[at + n] if at + n < len(text) else ""
-        if not _word_char(before) and not _word_char(after):
-            return True
-        at = text.find(raw, at + 1)
-    return False
-
-
-def _word_char(c: str) -> bool:
-    return bool(c) and (c.isalnum() or c == "_" or c == "-")
 
 
 __all__ = ["MAX_PRODUCERS", "Derivation", "Lineage", "Origin", "derivation", "failure_atoms", "formulas", "operands"]

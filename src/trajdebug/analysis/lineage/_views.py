@@ -337,6 +337,27 @@ def _canonical(value: Any, limit: int = 20_000) -> str | None:
     return text if len(text) <= limit else None
 
 
+def _has_word(text: str, raw: str) -> bool:
+    """Whether ``raw`` occurs in ``text`` with no word character or hyphen on either side.
+
+    The test of the regex ``(?<![\\w-])raw(?![\\w-])`` (``\\w``: alphanumeric or underscore), without
+    compiling one pattern per value: a run has thousands of distinct values, more than `re`'s cache holds.
+    """
+    n = len(raw)
+    at = text.find(raw)
+    while at >= 0:
+        before = text[at - 1] if at else ""
+        after = text[at + n] if at + n < len(text) else ""
+        if not _word_char(before) and not _word_char(after):
+            return True
+        at = text.find(raw, at + 1)
+    return False
+
+
+def _word_char(c: str) -> bool:
+    return bool(c) and (c.isalnum() or c == "_" or c == "-")
+
+
 __all__ = [
     "ENVELOPE_KEYS",
     "PARTIAL_FORMATS",
