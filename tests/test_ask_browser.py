@@ -260,7 +260,9 @@ def test_on_a_2000_step_run_the_page_asks_what_python_asks_and_answers_quickly(p
         slowest = max(slowest, time.perf_counter() - start)
     assert asked == python
     assert page.get_attribute("#ask-result", "data-root") == search.result().root == planted
-    assert slowest < 1.0, slowest
+    # A guard against a page that slows with the graph (a quadratic step takes tens of seconds here), not a speed
+    # goal: 5 s leaves a loaded machine room (2 s was seen under load 16).
+    assert slowest < 5.0, slowest
 
 
 def test_serve_with_a_token_stores_an_answer_only_with_the_token(tmp_path: Path) -> None:
