@@ -264,75 +264,6 @@ _NOTES = {
 }
 
 
-@trajdebug.step(kind="tool")
-def fetch_notes(notes: dict[str, Any], hive: str) -> dict[str, str]:
-    return notes[hive]
-
-
-@trajdebug.step(kind="llm")
-def digest(notes: dict[str, Any]) -> str:
-    return "every hive, digested: " + "; ".join(n["text"] for n in notes.values())
-
-
-@trajdebug.step(kind="llm")
-def advise(note: dict[str, str]) -> str:
-    return "advice for a hive whose notes read: " + note["text"]
-
-
-class TestReceivedParts:
-    def test_a_lookup_is_not_the_producer_of_what_it_was_given(self) -> None:
-        """A step that returns a part of a container it was given is not that part's producer for a later
-        step handed the same container, but is for a step handed the part it returned."""
-
-        def body(h: Any) -> None:
-            note = fetch_notes(_NOTES, "north")
-            digest(_NOTES)
-            advise(note)
-            advise({"text": note["text"]})  # its text, in a new container: the lookup handed it on
-            advise(_NOTES["south"])  # another part of the container, never returned: no producer
-
-        run = record(body)
-        assert edges(run, "digest") == set()
-        adv = [s for s in run.steps if s.name == "advise"]
-        by_id = run.step_map()
-        assert [{by_id[d.step_id].name for d in s.deps if d.origin == "tracked"} for s in adv] == [
-            {"fetch_notes"},
-            {"fetch_notes"},
-            set(),
-        ]
-
-    def test_a_part_found_in_its_own_container_keeps_its_earlier_producer(self) -> None:
-        """A part an earlier step produced, looked up by a later step, still comes from the earlier step
-        when a step is handed the container it was found in; handed on by itself, in a new list, it comes
-        from the lookup."""
-
-        @trajdebug.step(kind="tool")
-        def load(i: int) -> dict[str, str]:
-            return {"text": f"the notes of hive {i}, written in the spring of 2026"}
-
-        @trajdebug.step(kind="parse")
-        def first(rows: list[dict[str, str]]) -> dict[str, str]:
-            return rows[0]
-
-        @trajdebug.step(kind="llm")
-        def combine(payload: Any) -> str:
-            return "combined notes, long enough to be tracked by identity"
-
-        def body(h: Any) -> None:
-            rows = [load(1), load(2)]  # a list the agent built: no producer of its own
-            row = first(rows)
-            combine({"all": rows})  # the list the lookup took its row from: the loads
-            combine([row])  # the row itself, in a new list: the lookup's
-
-        run = record(body)
-        by_id = run.step_map()
-        got = [
-            {(by_id[d.step_id].name, by_id[d.step_id].input.get("i") if by_id[d.step_id].name == "load" else None) for d in s.deps if d.origin == "tracked"}
-            for s in run.steps if s.name == "combine"
-        ]
-        assert got == [{("load", 1), ("load", 2)}, {("first", None)}]
-
-
 @trajdebug.step(kind="llm")
 def summarise(shelf: Any) -> str:
     return "a summary of every volume on the shelf, long enough to track"
@@ -358,28 +289,6 @@ class TestWhatAStepMadeOrChanged:
             summarise(shelf)
 
         assert edges(record(body), "summarise") == {("catalogue", "data", "tracked")}
-
-    def test_a_memoised_fetch_is_the_producer_of_what_it_cached(self) -> None:
-        """A fetch that stores its page into the cache it was given is the page's producer for a step
-        handed the cache; a second call that finds the page there is not (the first stays)."""
-
-        @trajdebug.step(kind="tool")
-        def borrow(cache: dict[str, Any], code: str) -> dict[str, str]:
-            if code not in cache:
-                cache[code] = {"text": f"the loan slip of volume {code}, stamped at the desk"}
-            return cache[code]
-
-        def body(h: Any) -> None:
-            cache: dict[str, Any] = {}
-            borrow(cache, "v1")
-            summarise({"cache": cache})
-            borrow(cache, "v1")
-            summarise({"cache": cache})
-
-        run = record(body)
-        first = next(s for s in run.steps if s.name == "borrow")
-        got = [[d.step_id for d in s.deps] for s in run.steps if s.name == "summarise"]
-        assert got == [[first.step_id], [first.step_id]]
 
     def test_a_part_changed_in_place_comes_from_the_step_that_changed_it(self) -> None:
         """A step that changes a record of its input in place (a nested one too) and returns it is that
@@ -410,22 +319,3 @@ class TestWhatAStepMadeOrChanged:
         got = [{by_id[d.step_id].name for d in s.deps} for s in run.steps if s.name == "summarise"]
         assert got == [{"mark_lent"}, {"rate_first"}]
 
-    def test_two_lookups_of_one_container_leave_the_maker_the_producer(self) -> None:
-        """A record looked up twice from the list it was made into still comes from its maker for a step
-        handed that list (neither lookup made it)."""
-
-        @trajdebug.step(kind="tool")
-        def acquire(i: int) -> dict[str, str]:
-            return {"title": f"volume {i} of the parish registers, bound in calf"}
-
-        @trajdebug.step(kind="parse")
-        def pick(rows: list[Any]) -> dict[str, str]:
-            return rows[0]
-
-        def body(h: Any) -> None:
-            rows = [acquire(1)]
-            pick(rows)
-            pick(rows)
-            summarise({"rows": rows})
-
-        assert edges(record(body), "summarise") == {("acquire", "data", "tracked")}

@@ -162,37 +162,3 @@ def test_a_call_with_one_text_argument_is_redacted_and_capped_as_any_call() -> N
     _, cut = tracker.arguments({"q": "plain text"}, long)
     _, cut2 = tracker.arguments({"q": "plain text", "n": 1}, long)
     assert cut == cut2 and cut["head"] == long[: tracker._max]
-
-
-def test_the_step_side_walk_uses_the_registry_s_limits() -> None:
-    """The walk a step ends with (`_received._received`) opens the containers, and skips the short texts, that
-    the registry's does (so a part it marks is one `_find` could reach)."""
-    from trajdebug.record import _received, registry
-
-    assert _received._MIN_STR == registry.MIN_TRACKED_STR
-    assert set(_received._OPEN) == set(registry._OPEN)
-
-
-def test_the_step_side_walk_is_bounded_as_the_registry_s() -> None:
-    """The parts a step's start takes (`_received._parts`) are bounded by the registry's walk limit, however
-    large its input."""
-    from trajdebug.record import _received, registry
-
-    assert _received._WALK == registry._MAX_WALK
-    big = [[[f"a text long enough to be tracked {i} {j} {k}" for k in range(128)] for j in range(128)] for i in range(128)]
-    got = _received._parts(big, None, None)
-    assert got is not None and len(got[0]) <= _received._WALK
-
-
-def test_holds_are_bounded_by_the_run_s_budget() -> None:
-    """The registry's holds (`Registry._hold`) are dropped oldest first past the run's byte budget."""
-    from trajdebug.record import registry
-
-    reg = registry.Registry()
-    reg._budget = 10 * registry._ENTRY_BYTES
-    box: list[Any] = []
-    for i in range(40):
-        part = {"i": i}
-        box.append(part)
-        reg._hold(f"s{i}", part, {id(part): box})
-    assert len(reg.held) == 10 and min(h[2] for h in reg.held.values()) == "s30"

@@ -90,14 +90,10 @@ class Registry:
         """What is left of the queue the batch being encoded comes from (`batch`); None between batches."""
         self.at = 0
         """The position in its batch of the item being encoded (set by the writer)."""
-        self.held: dict[int, tuple[object, object, str, Entry | None]] = {}
-        """Objects a step returned that it was given inside a container of its input: id -> (the object,
-        that container, the step, the entry the object had before) (`_hold`, `_unheld`)."""
 
     def release(self) -> None:
         """Drop the strong references at the run's end."""
         self.registry.clear()
-        self.held.clear()
         self._registry_bytes = 0
 
     # -- explicit provenance ---------------------------------------------------------
@@ -139,40 +135,6 @@ class Registry:
                 c = type(item)
                 if id(item) not in registry and not (issubclass(c, _UNTRACKED) or (c is str and len(item) < MIN_TRACKED_STR)):
                     self._register(sid, t1, item, 64, depth - 1)
-
-    def _hold(self, sid: str, out: Any, got: dict[int, Any]) -> None:
-        """Before step ``sid`` registers ``out``: keep, for it and its items that the step was given inside a
-        container of its input (``got``: id -> that container), the container and the entry they had."""
-        items = [out]
-        if type(out) in (list, tuple, dict):
-            items.extend(islice(out.values() if type(out) is dict else out, 64))
-        registry, held = self.registry, self.held
-        for o in items:
-            holder = got.get(id(o))
-            if holder is not None:
-                prior = registry.get(id(o))
-                was = held.pop(id(o), None)
-                if was is not None and was[0] is o and was[1] is holder and prior is not None and prior[0] == was[2]:
-                    # Looked up again from the same container: what it had before the first lookup stands,
-                    # not the first lookup's output (that one received it too).
-                    prior = was[3]
-                held[id(o)] = (o, holder, sid, prior)
-        # Bounded as the registry is, by the run's budget (oldest first; a hold dropped leaves the
-        # lookup the producer, as before holds were kept).
-        while len(held) * _ENTRY_BYTES > self._budget:
-            del held[next(iter(held))]
-
-    def _unheld(self, hit: Entry, obj: Any, parent: Any, own: str, start: int) -> Entry | None:
-        """The entry that stands for ``obj`` reached inside ``parent``: reached in the very container a lookup
-        took it from, it is not the lookup's output there (the later step was handed the container, not what
-        the lookup returned), so the entry it had before stands (None when it had none)."""
-        held = self.held.get(id(obj))
-        if held is None or held[0] is not obj or held[1] is not parent or held[2] != hit[0]:
-            return hit
-        prior = held[3]
-        if prior is None or prior[1] is not obj or prior[0] == own or prior[2] > start:
-            return None
-        return prior
 
     def _reaches(self, value: Any) -> bool:
         """Whether any object the walk of `_find` could visit is registered: a superset of its visits (each
@@ -238,13 +200,10 @@ class Registry:
             # A decorated call's arguments, most often scalars: one lookup per text, no walk.  Keys
             # are taken last to first, as the walk below takes them.
             hits: list[tuple[Any, Any]] | None = None
-            held = self.held
             for k, v in value.items():
                 c = type(v)
                 if c is str:
                     hit = registry.get(id(v))
-                    if hit is not None and held and id(v) in held:
-                        hit = self._unheld(hit, v, value, own, start)
                     if hit is not None and hit[1] is v and hit[0] != own and hit[2] <= start:
                         if hits is None:
                             hits = []
@@ -263,15 +222,12 @@ class Registry:
             return []
         found: dict[str, Dependency] = {}
         budget = _MAX_WALK
-        stack: list[tuple[Any, str | None, int, Any]] = [(value, None, 3, None)]
+        stack: list[tuple[Any, str | None, int]] = [(value, None, 3)]
         top = type(value) is dict
-        held = self.held
         while stack and budget > 0:
-            obj, key, depth, parent = stack.pop()
+            obj, key, depth = stack.pop()
             budget -= 1
             hit = registry.get(id(obj))
-            if hit is not None and held and id(obj) in held:
-                hit = self._unheld(hit, obj, parent, own, start)
             if hit is not None and hit[1] is obj and hit[0] != own and hit[2] <= start:
                 if hit[0] not in found:
                     found[hit[0]] = Dependency(step_id=hit[0], kind="data", origin=hit[3], key=key)  # type: ignore[arg-type]
@@ -282,10 +238,10 @@ class Registry:
             if t is dict:
                 for k, v in list(obj.items())[:128]:
                     if not issubclass(type(v), _UNTRACKED):
-                        stack.append((v, str(k) if key is None and top and obj is value else key, depth - 1, obj))
+                        stack.append((v, str(k) if key is None and top and obj is value else key, depth - 1))
             elif t in (list, tuple, set, frozenset):
                 for v in list(obj)[:128]:
                     if not issubclass(type(v), _UNTRACKED):
-                        stack.append((v, key, depth - 1, obj))
+                        stack.append((v, key, depth - 1))
         return list(found.values())
 

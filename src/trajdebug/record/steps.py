@@ -20,7 +20,6 @@ from _thread import allocate_lock
 
 from trajdebug.record import config as _config
 from trajdebug.record import context as _ctx
-from trajdebug.record._received import _MIN_STR, _parts, _received
 from trajdebug.record.config import CONFIG
 from trajdebug.record.decorate import bind, decorate
 
@@ -63,6 +62,7 @@ _KINDS = frozenset({"llm", "tool", "parse", "condition", "retrieval", "state", "
 """`trajdebug.core.model.STEP_KINDS` (a test holds them equal), spelled out so that declaring a step
 needs no model: any other kind goes to `trajdebug.core.schema.check_kind`."""
 _new_handle = object.__new__
+
 # How many branch or retry-attempt scopes are open anywhere in the process.
 # While none is, starting a step skips reading their two context variables:
 # a process-wide hint read on every step, counted under a lock because the
@@ -210,10 +210,6 @@ class StepHandle:
     _child_errors: list[str] | None = None
     _live_in: Any = None
     _live_out: Any = None
-    _received: dict[int, Any] | None = None
-    """The output (and its items) the step was given inside its arguments: id -> holder (`_received`)."""
-    _given: tuple[dict[int, tuple[Any, int]], set[int], list[Any]] | None = None
-    """The parts of the input as the step started (`_parts`), until it ends."""
     _announced: bool = False
     _spec: Spec | None = None
     """Set while ``input`` holds a decorated call's arguments as they came (the positional tuple; the
@@ -288,10 +284,6 @@ class StepHandle:
         self.seq = _next_seq()
         if _scopes and (run._stop is not None or _BRANCH.get() or _ATTEMPT.get() is not None):
             self._start_slow(run)
-        inp = self.input
-        if inp is not None and type(inp) not in _SCALARS:
-            # What the step is given, as it starts (`_parts`): what it returns of it was received.
-            self._given = _parts(inp, self._spec, self._kw)
         self._token = _STEP.set(self)
         self.t0 = _now()
         return self
@@ -385,11 +377,6 @@ class StepHandle:
                     run._bytes += len(snap)
                     big = True
             out = self.output
-            given = self._given
-            if given is not None:
-                self._given = None
-                if out is not None and ((type(out) is str and len(out) >= _MIN_STR) or type(out) not in _SCALARS):
-                    self._received = _received(out, given)
             if type(out) not in _SCALARS:
                 self._live_out = out
                 self.output = snap = _snap(out)

@@ -108,9 +108,11 @@ class Tracker(Registry, Encoder):
         ]
 
     def encode(self, h: StepHandle, after_end: bool = False) -> list[dict[str, Any]]:
-        """Records for a finished step: ``open`` records for newly seen parents, then the step.  Written for
-        the common step (text or scalar input and output, no extras): its attributes are read once each, its
-        name comes from a cache, and its two texts pass one redaction prefilter."""
+        """Records for a finished step: ``open`` records for newly seen parents, then the step.
+
+        Written for the common step (text or scalar input and output, no extras): its attributes are
+        read once each, its name comes from a cache, and its two texts pass one redaction prefilter.
+        """
         out: list[dict[str, Any]] = []
         run_id = self.run_id
         parent = h.parent
@@ -144,8 +146,6 @@ class Tracker(Registry, Encoder):
             live = outp
         else:
             h._live_out = None
-        if h._received is not None:  # parts of its input it handed back: keep their holders (`steps._received`)
-            self._hold(sid, live, h._received)
         if type(live) is str:
             if len(live) >= MIN_TRACKED_STR:
                 self._keep(id(live), (sid, live, t1 or 0, "tracked", _ENTRY_BYTES + len(live)))
