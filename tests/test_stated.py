@@ -185,3 +185,12 @@ def test_a_limit_the_failure_states_is_no_value_a_step_should_have_passed_on() -
 
     assert not dropped(run_of("H-1: projected balance -750.00 is under the 500 buffer"))
     assert dropped(run_of("H-1: projected balance -750.00; buffer 500 was not applied"))
+
+
+def test_only_the_statuses_http_defines_head_a_message_as_its_service_s_answer() -> None:
+    """"register 422:" and "HTTP/1.1 404" report a service's status; "bay 450:" names a bay (HTTP defines no 450)."""
+    from trajdebug.analysis._contradictions import status_codes
+    from trajdebug.analysis.lexicon import ENGLISH
+
+    assert status_codes("register 422: the form is incomplete", ENGLISH) == {"422"}
+    assert status_codes("bay 450: over the weight limit", ENGLISH) == frozenset()

@@ -17,7 +17,7 @@ from trajdebug.analysis._sources import (
     _short,
     _written_as,
 )
-from trajdebug.analysis._stated import states_no_value
+from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage import StepView, derivation, slips
 from trajdebug.core.model import CONTAINER_KINDS
@@ -127,7 +127,8 @@ def status_codes(message: str, lexicon: Lexicon) -> frozenset[str]:
     written: a service's answer, no quantity of the run, whatever field words stand beside it."""
     found = {m.group(1) for m in _STATUS.finditer(message)}
     found |= {m.group(1) for m in lexicon.status_text.finditer(message) if m.group(1)[0] in "45"}
-    return frozenset(found)
+    # Only the statuses HTTP defines (`_stated.HTTP_ERRORS`): "bay 450: over the limit" names a bay.
+    return frozenset(c for c in found if int(c) in HTTP_ERRORS)
 
 
 def _status(message: str, m: Mention, sl: Slice) -> bool:

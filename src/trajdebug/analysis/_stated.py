@@ -79,7 +79,7 @@ def is_piece(message: str, m: Mention) -> bool:
 
 _STATUS = re.compile(r"[45]\d\d")
 """An HTTP client or server error status's shape (4xx, 5xx)."""
-_STATUSES = frozenset([*range(400, 419), *range(421, 427), 428, 429, 431, 451, *range(500, 509), 510, 511])
+HTTP_ERRORS = frozenset([*range(400, 419), *range(421, 427), 428, 429, 431, 451, *range(500, 509), 510, 511])
 """The error statuses HTTP defines (RFC 9110 and its registry): a number of that shape outside them ("Rejected:
 480 guests") is a quantity, not a status."""
 
@@ -89,7 +89,7 @@ def is_status(message: str, m: Mention) -> bool:
     service's name, an exception's type: ``courier: 422 no service``), followed by words: the words after
     it say what the status means, they name no quantity of it."""
     # (No test of `Mention.unit`: the reader takes any word after a number for its unit, "422 self-service".)
-    if _STATUS.fullmatch(m.raw.strip()) is None or int(m.raw.strip()) not in _STATUSES:
+    if _STATUS.fullmatch(m.raw.strip()) is None or int(m.raw.strip()) not in HTTP_ERRORS:
         return False
     head = message[: m.start].rstrip(" ")
     if head and not head.endswith(":"):
@@ -130,4 +130,4 @@ def stated_limits(message: str, lexicon: Lexicon = ENGLISH) -> set[float]:
     return {m.value for m in mentions(message, words=False) if bound_word(message, m, lexicon) is not None}
 
 
-__all__ = ["bound_word", "is_label", "is_piece", "is_status", "stated_limits", "states_no_value"]
+__all__ = ["HTTP_ERRORS", "bound_word", "is_label", "is_piece", "is_status", "stated_limits", "states_no_value"]
