@@ -136,37 +136,9 @@ def analyze_source(
         trajdebug.judge.JudgeConfigError: ``judge=True`` and no model endpoint is configured.
     """
     pool = list(runs) if runs is not None else _load(source, fmt)
-    if run_id is not None:
-        from trajdebug.sources.load import select_run
-
-        chosen = select_run(source, pool, run_id)  # no run, or an ambiguous prefix: SourceError
-    else:
-        chosen = targets(pool)
-    analyses = []
-    hints: list[str] = []
-    twins: list[Run | None] = []
-    for run in chosen:
-        earlier = _earlier(run, pool, session)
-        refs = references(run, pool) if use_references else ()
-        analyses.append(
-            analyze(
-                run,
-                top=top,
-                outcome=outcome,
-                previous=earlier,
-                references=refs,
-                sql_db=sql_db,
-                weights=weights,
-                model=model,
-            )
-        )
-        twin = same_input(run, pool) if run.outcome != "success" else None
-        twins.append(twin)
-        if twin is not None:
-            # Only a passing run of the same input is worth a diff: on another input every value differs.
-            hints.append(f"trajdebug diff {source}@{twin.run_id[:12]} {source}@{run.run_id[:12]}")
-        if progress is not None:
-            progress(len(analyses), len(chosen))
+    chosen = _chosen(source, pool, run_id)
+    settings = {"top": top, "outcome": outcome, "sql_db": sql_db, "weights": weights, "model": model}
+    analyses, hints, twins = _each(chosen, pool, source, settings, use_references, session, progress)
     analyses, judgments = _judged(analyses, judge)
     verifications = _verified(analyses, pool, source, runs, verify, fixer, samples, top)
     if guided is not False:
@@ -174,6 +146,42 @@ def analyze_source(
             _guide(a, pool, oracle, ask, judge, guided, max_questions, strategy, oracle_timeout) for a in analyses
         ]
     return SourceAnalysis(tuple(analyses), tuple(hints), verifications, judgments, tuple(twins))
+
+
+def _chosen(source: str | Path, pool: list[Run], run_id: str | None) -> Sequence[Run]:
+    """The runs to analyze: ``run_id`` (no run, or an ambiguous prefix: `SourceError`), else `targets`."""
+    if run_id is None:
+        return targets(pool)
+    from trajdebug.sources.load import select_run
+
+    return select_run(source, pool, run_id)
+
+
+def _each(
+    chosen: Sequence[Run],
+    pool: list[Run],
+    source: str | Path,
+    settings: dict[str, Any],
+    use_references: bool,
+    session: bool,
+    progress: Callable[[int, int | None], None] | None,
+) -> tuple[list[Any], list[str], list[Run | None]]:
+    """Each chosen run analyzed against its pool, with the ``diff`` hint and twin of a failed one."""
+    analyses: list[Any] = []
+    hints: list[str] = []
+    twins: list[Run | None] = []
+    for run in chosen:
+        earlier = _earlier(run, pool, session)
+        refs = references(run, pool) if use_references else ()
+        analyses.append(analyze(run, previous=earlier, references=refs, **settings))
+        twin = same_input(run, pool) if run.outcome != "success" else None
+        twins.append(twin)
+        if twin is not None:
+            # Only a passing run of the same input is worth a diff: on another input every value differs.
+            hints.append(f"trajdebug diff {source}@{twin.run_id[:12]} {source}@{run.run_id[:12]}")
+        if progress is not None:
+            progress(len(analyses), len(chosen))
+    return analyses, hints, twins
 
 
 def _judged(analyses: list[Any], judge: Any) -> tuple[list[Any], tuple[Any, ...]]:
