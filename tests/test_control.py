@@ -118,6 +118,27 @@ class TestEnv:
         assert [(d.step_id, d.kind) for d in edges["check"]] == [("rel", "env")]
         assert {"rel", "route"} <= _slice(run)
 
+    def test_a_failing_check_naming_a_resource_it_was_not_given_read_the_writes(self) -> None:
+        """A drain check handed only a date, linked by that date to an earlier lookup, fails about cask `K7`
+        it was never given: it read the casks from the world, so it is linked to the writes before it (the
+        pumping of each batch) and through them to the planner that left the cask out; a failure naming only
+        what the check was given (or a quantity, `12.5hl`) is no such read."""
+        from trajdebug.analysis.inference import world_readers
+
+        run = _run(
+            _s("date", "cellar_calendar", "tool", 0, {"cellar": "north"}, {"day": "2026-05-02"}),
+            _s("plan", "plan_pumping", "other", 2, {"casks": ["K3", "K5", "K7"]}, {"batches": [["K3", "K5"]]}),
+            _s("pump", "pump_batch", "tool", 4, {"casks": ["K3", "K5"]}, {"pumped": True}, "plan"),
+            _s("check", "verify_casks_drained", "tool", 6, {"day": "2026-05-02"}, None, "date",
+               status="error", error=ErrorInfo("RuntimeError", "cask K7 still holds 12.5hl on 2026-05-02")),
+        )
+        assert world_readers(run, {"check": "cask K7 still holds 12.5hl on 2026-05-02"}) == {"check"}
+        assert world_readers(run, {"check": "12.5hl left on 2026-05-02"}) == frozenset()
+        edges = env_edges(run, consumed={"date", "plan"}, linked={"pump", "check"}, readers={"check"})
+        assert [(d.step_id, d.kind) for d in edges["check"]] == [("pump", "env")]
+        assert "check" not in env_edges(run, consumed={"date", "plan"}, linked={"pump", "check"})
+        assert {"pump", "plan"} <= _slice(run)
+
 
 class TestChangedInPlace:
     def _memory_run(self, key_written: str) -> Run:

@@ -130,3 +130,32 @@ def test_a_record_repeated_by_every_step_links_each_argument_to_its_latest_produ
              for i in range(30)]
     steps.append(step("u", "ship", "tool", 101, {"state": "done", "lane": "L1", "crate": "K-2"}, ["y"]))
     assert _producers(structural_edges(Run("r", "yard", outcome="failure", steps=tuple(steps))), "u") == ["s28"]
+
+
+def test_a_map_entry_holding_a_list_links_the_record_it_was_rebuilt_from() -> None:
+    """A loop that kept each hive's inspected frames in a map (`frames[hive] = picked`) hands the map on whole:
+    the entry `"H2": ["F-21", "F-22"]` links the step whose record paired `H2` with that list, and no other."""
+    steps = [
+        step(f"p{i}", "pick_frames", "other", 2 * i, {"hive": hive, "count": 2}, {"hive": hive, "frames": frames})
+        for i, (hive, frames) in enumerate([("H1", ["F-11", "F-12"]), ("H2", ["F-21", "F-22"])])
+    ]
+    steps.append(step("v", "validate_frames", "other", 9, {"frames": {"H1": ["F-11", "F-12"], "H2": ["F-21", "F-23"]}},
+                      None))
+    assert _producers(entry_edges(Run("r", "apiary", outcome="failure", steps=tuple(steps))), "v") == ["p0"]
+
+
+def test_an_enclosing_step_opened_with_one_record_of_an_output_links_its_producer() -> None:
+    """A loop that opens a step per record of an allocation (`input={"boat": "BT-422", "mooring": "M9"}`, the
+    record itself, not an argument map) depends on the allocation, by a whole-input edge."""
+    from trajdebug.analysis.inference import structural_edges
+    from trajdebug.core.graph import WHOLE_INPUT_KEY
+
+    plan = [{"boat": "BT-410", "mooring": "M7"}, {"boat": "BT-422", "mooring": "M9"}]
+    run = Run("r", "harbour", outcome="failure", steps=(
+        step("alloc", "allocate_moorings", "other", 0, {"boats": ["BT-410", "BT-422"]}, plan),
+        step("node", "confirm_mooring", "agent", 3, dict(plan[1]), None),
+        step("other", "confirm_mooring", "agent", 5, {"boat": "BT-499", "mooring": "M1"}, None),
+    ))
+    linked = structural_edges(run)
+    assert [(d.step_id, d.key) for d in linked.step("node").deps] == [("alloc", WHOLE_INPUT_KEY)]
+    assert _producers(linked, "other") == []

@@ -778,6 +778,69 @@ class TestReadsTheRecordingMissed:
         assert total_edges(off) == {}
 
 
+    def test_an_empty_list_handed_on_under_another_name_links_the_step_that_returned_it(self) -> None:
+        """A parser that found no bird sightings in a survey note returned `[]` whole; the tally given
+        `sightings=[]` depends on it (no step left a field of that name empty), and so does the model call
+        that wrote the note; a tally given a non-empty list links to no empty result."""
+        from trajdebug.core.model import ErrorInfo
+
+        note = {"role": "assistant", "content": "Heron at pond 2, 06h40"}
+        run = _run(
+            _s("node", "survey", "agent", 0, {"site": "marsh"}, {}),
+            _s("m", "ChatCompletion", "llm", 1, {"messages": [{"role": "user", "content": "log sightings"}]},
+               note, parent_id="node"),
+            _s("p", "parse_sightings", "other", 3, {"text": note["content"]}, [], "m", parent_id="node"),
+            _s("t", "tally_sightings", "other", 5, {"expected": 4, "sightings": []}, None, parent_id="node",
+               status="error", error=ErrorInfo("ValueError", "survey incomplete: 4 sightings expected, 0 logged")),
+        )
+        edges = Lineage(run).empty_edges()
+        assert [(d.step_id, d.key) for d in edges["t"]] == [("p", "empty:sightings")]
+        assert {"p", "m"} <= self._slice(run)
+        full = _run(*run.steps[:-1], replace_input(run.steps[-1], {"expected": 4, "sightings": ["heron"]}))
+        assert "t" not in Lineage(full).empty_edges()
+
+    def test_a_step_inside_a_record_opened_node_depends_on_the_records_producer(self) -> None:
+        """A loop opens one enclosing step per record of an allocation (`input={"boat": ..., "mooring": ...}`)
+        and calls a tool with the record's fields: the tool depends on the allocation (through the enclosing
+        step's whole-input edge), so the allocation is on the failing tool's path."""
+        from trajdebug.core.graph import WHOLE_INPUT_KEY
+        from trajdebug.core.model import ErrorInfo
+
+        plan = [{"boat": "BT-410", "mooring": "M7"}, {"boat": "BT-422", "mooring": "M9"}]
+        node = Step("node", "confirm_mooring", "agent", input=dict(plan[1]), output=None, start_ns=4, end_ns=9,
+                    deps=(Dependency("alloc", "data", "inferred", 0.7, WHOLE_INPUT_KEY),))
+        run = _run(
+            _s("alloc", "allocate_moorings", "other", 0, {"boats": ["BT-410", "BT-422"]}, plan),
+            node,
+            _s("book", "book_mooring", "tool", 5, {"harbour": "Kettle Cove", "boat": "BT-422", "mooring": "M9"},
+               None, parent_id="node", status="error", error=ErrorInfo("ValueError", "mooring M9 is too short")),
+        )
+        edges = Lineage(run).handed_down_edges({s.step_id: list(s.deps) for s in run.steps})
+        assert [(d.step_id, d.key) for d in edges["book"]] == [("alloc", f"via {WHOLE_INPUT_KEY}")]
+
+    def test_a_total_of_one_group_of_a_steps_calls_links_to_that_group(self) -> None:
+        """A program that summed the catch of one vessel's hauls only (`vessel == "V2"`, a filter between the
+        steps) and handed it to a quota check: the check depends on that vessel's hauls, not the other's; a
+        step given a number no group sums to links to none."""
+        from trajdebug.analysis.lineage import total_edges
+
+        hauls = [("V1", 1240), ("V2", 860), ("V1", 930), ("V2", 1105), ("V2", 412)]
+        run = _run(
+            _s("node", "landings", "agent", 0, {"port": "Skerry"}, {}),
+            *(
+                _s(f"h{i}", "parse_haul", "other", 1 + 2 * i, {"line": f"{v} {kg} kg"},
+                   {"haul": f"H-{i}", "vessel": v, "catch_kg": kg}, parent_id="node")
+                for i, (v, kg) in enumerate(hauls)
+            ),
+            _s("q", "check_quota", "other", 20, {"landed_kg": 860 + 1105 + 412, "quota_kg": 2500}, None,
+               parent_id="node"),
+        )
+        edges = total_edges(run)
+        assert sorted(d.step_id for d in edges["q"]) == ["h1", "h3", "h4"]
+        off = _run(*run.steps[:-1], replace_input(run.steps[-1], {"landed_kg": 2378, "quota_kg": 2500}))
+        assert total_edges(off) == {}
+
+
 class TestSharedState:
     """A state graph's node is handed the state its earlier nodes' updates wrote: no request it must honour."""
 

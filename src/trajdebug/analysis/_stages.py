@@ -28,6 +28,7 @@ from trajdebug.analysis.inference import (
     structural_edges,
     thin_inferred,
     with_context,
+    world_readers,
 )
 from trajdebug.analysis.lineage import Lineage, total_edges
 from trajdebug.analysis.reference import learn, returns_empty
@@ -104,7 +105,7 @@ def trace_values(state: AnalysisState) -> AnalysisState:
     if state.options.infer:
         # Values link steps that identity tracking and content matching could not
         # (numbers, short strings): the lineage's value edges join the graph.
-        searched = with_value_edges(searched, lineage)
+        searched = with_value_edges(searched, lineage, {f.step_id: f.message for f in state.failures})
         if not origin:
             own = searched
     return replace(state, searched=searched, origin=origin, own=own, lineage=lineage)
@@ -231,10 +232,11 @@ def _chain_origins(
     return out
 
 
-def with_value_edges(run: Run, lineage: Lineage) -> Run:
+def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | None = None) -> Run:
     """The run with the lineage's value edges added where no edge joins the two steps yet: shared values,
     fields left empty under one name, outputs no step consumed read by the computation after them, and
-    numbers computed in an enclosing step's code traced to what that step read (`Lineage`)."""
+    numbers computed in an enclosing step's code traced to what that step read (`Lineage`).  ``failures``:
+    the failures' messages by step id (a failing step naming a resource it was not given read the world)."""
     edges = lineage.value_edges()
     for sid, deps in lineage.empty_edges().items():
         edges.setdefault(sid, []).extend(deps)
@@ -256,7 +258,8 @@ def with_value_edges(run: Run, lineage: Lineage) -> Run:
         edges.setdefault(sid, []).extend(deps)
     consumed |= {d.step_id for ds in edges.values() for d in ds if d.kind in VALUE_DEP_KINDS}
     linked = {s.step_id for s in run.steps if s.deps} | {sid for sid, ds in edges.items() if ds}
-    for sid, deps in env_edges(run, consumed, linked).items():
+    readers = world_readers(run, failures or {})
+    for sid, deps in env_edges(run, consumed, linked, readers).items():
         edges.setdefault(sid, []).extend(deps)
     if not edges:
         return run

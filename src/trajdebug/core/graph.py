@@ -46,6 +46,9 @@ from trajdebug.core.model import Dependency, DepKind, Run, Step
 
 CHILD_KEY = "(child)"
 """The ``key`` of the implicit child -> parent edges added with ``hierarchy=True``."""
+WHOLE_INPUT_KEY = "(input)"
+"""The ``key`` of an inferred edge whose producer made a step's whole input (a record handed on as
+the input of an enclosing step: every field of it came from there)."""
 
 
 class GraphError(ValueError):
@@ -375,4 +378,4 @@ def final_step(run: Run) -> Step | None:
     return best
 
 
-__all__ = ["CHILD_KEY", "DependencyGraph", "GraphError", "final_step"]
+__all__ = ["CHILD_KEY", "WHOLE_INPUT_KEY", "DependencyGraph", "GraphError", "final_step"]

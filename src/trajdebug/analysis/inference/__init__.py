@@ -16,17 +16,17 @@ from trajdebug.analysis.inference._control import (
     control_edges,
     env_edges,
     mutation_edges,
+    world_readers,
 )
 from trajdebug.analysis.inference._edges import (
-    NAMED_KEY,
     answer_edges,
     entry_edges,
-    named_edges,
     structural_edges,
     thin_inferred,
     with_context,
 )
 from trajdebug.analysis.inference._infer import ContentIndex, Match, infer_dependencies, previous_turns
+from trajdebug.analysis.inference._named import NAMED_KEY, named_edges
 
 
 __all__ = [
@@ -47,4 +47,5 @@ __all__ = [
     "structural_edges",
     "thin_inferred",
     "with_context",
+    "world_readers",
 ]

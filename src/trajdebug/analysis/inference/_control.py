@@ -191,7 +191,28 @@ def mutation_edges(run: Run) -> dict[str, list[Dependency]]:
     return out
 
 
-def env_edges(run: Run, consumed: set[str], linked: Set[str] = frozenset()) -> dict[str, list[Dependency]]:
+_WORD_ID = re.compile(r"(?<![\w-])[A-Za-z][\w-]*\d[\w-]*")
+"""An id a failure's message writes as a word: starting with a letter (``T5``, ``G-102``), not a quantity (``3.5m``)."""
+
+
+def world_readers(run: Run, messages: Mapping[str, str]) -> frozenset[str]:
+    """The failing steps whose message names an id they were not given (``messages``: the failures' messages by
+    step id): a check that reports on ``tank T5`` handed only a date read the tanks from the world."""
+    by_id = {s.step_id: s for s in run.steps}
+    out: set[str] = set()
+    for sid, message in messages.items():
+        step = by_id.get(sid)
+        if step is None or step.kind in ("llm", "agent"):
+            continue
+        given = " ".join(sorted(_ids(step.input))) + " " + repr(step.input)
+        if any(m.group(0).strip("-") not in given for m in _WORD_ID.finditer(message)):
+            out.add(sid)
+    return frozenset(out)
+
+
+def env_edges(
+    run: Run, consumed: set[str], linked: Set[str] = frozenset(), readers: Set[str] = frozenset()
+) -> dict[str, list[Dependency]]:
     """Inferred ``env`` edges from a write (a tool whose answer no step read) to the later steps given
     an id it was given.
 
@@ -202,7 +223,8 @@ def env_edges(run: Run, consumed: set[str], linked: Set[str] = frozenset()) -> d
     ``linked``: the steps with an edge of any kind.  A step given no id and
     linked to nothing at all (a check handed a stock level it read from a
     server) read the world as the run's writes left it: it is linked, more
-    weakly, to the latest `_MAX_UNKEYED` writes before it.
+    weakly, to the latest `_MAX_UNKEYED` writes before it; so is a step in ``readers`` (`world_readers`:
+    its failure names a resource it was not given), whatever else it is linked to.
     """
     writes: dict[str, list[Step]] = {}
     unkeyed: list[Step] = []
@@ -234,7 +256,8 @@ def env_edges(run: Run, consumed: set[str], linked: Set[str] = frozenset()) -> d
                     continue  # (the first id that links a write names the edge: built once, not per id)
                 if w.end_ns is not None and w.end_ns <= s.start_ns:
                     found[w.step_id] = Dependency(w.step_id, "env", "inferred", _ENV_CONFIDENCE, WROTE_KEY + i)
-        if not found and s.step_id not in linked and s.input not in (None, "", {}, []) and not ids:
+        unlinked = s.step_id not in linked and s.input not in (None, "", {}, []) and not ids
+        if not found and (unlinked or s.step_id in readers):
             k = bisect.bisect_right(ends, s.start_ns)
             before = [w for w in unkeyed[max(0, k - _MAX_UNKEYED - len(anc)) : k] if w.step_id not in anc]
             for w in before[-_MAX_UNKEYED:]:
@@ -245,4 +268,4 @@ def env_edges(run: Run, consumed: set[str], linked: Set[str] = frozenset()) -> d
     return out
 
 
-__all__ = ["CHOSE_KEY", "WROTE_KEY", "control_edges", "env_edges"]
+__all__ = ["CHOSE_KEY", "WROTE_KEY", "control_edges", "env_edges", "world_readers"]

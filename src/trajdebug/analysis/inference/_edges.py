@@ -10,7 +10,7 @@ missing, and what is too much:
 * `entry_edges`: a map entry (``{"B-17": 3}``) a step was given, built from an
   earlier step's record output (``{"id": "B-17", "priority": 3}``) re-keyed.
 * `answer_edges`: a word a model's answer introduced, handed on as a field's value.
-* `named_edges`: a failure whose message names a value is linked to where
+* `named_edges` (in `_named`): a failure whose message names a value is linked to where
   that value came from (origin tracking from the failure message, as a
   debugger reads an assertion's message to find who set the bad value).
 * `thin_inferred`: inferred edges that skip a path the run already has are
@@ -29,8 +29,8 @@ from dataclasses import replace
 from typing import Any
 
 from trajdebug.analysis import _content as content
-from trajdebug.analysis._detect import Failure
 from trajdebug.analysis.inference._fingerprint import RECORD_FIELDS, RecordIndex, record_items, source_record
+from trajdebug.core.graph import WHOLE_INPUT_KEY
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import is_mapping
 
@@ -181,7 +181,9 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
             anc.add(cur)
             cur = by_id[cur].parent_id
         have = {d.step_id for d in st.deps}
-        for path, sub in _sub_values(st.input):
+        # The whole input too: an enclosing step opened with one record of an earlier output as its
+        # input (a loop over a plan's items) is given every field of it at once.
+        for path, sub in [(WHOLE_INPUT_KEY, st.input), *_sub_values(st.input)]:
             found = _canonical(sub)
             hit = latest.get(found) if found is not None else None
             if hit is None:
@@ -257,11 +259,21 @@ def _scalar(v: Any) -> _Scalar | None:
     return None
 
 
+def _entry_value(v: Any) -> _Scalar | None:
+    """A map entry's value as a lookup key: a scalar (`_scalar`), or a short list or object of scalars by its
+    canonical JSON (a loop's ``crews[tower] = picked``: the record ``{"tower": ..., "crew": [...]}`` re-keyed)."""
+    if (isinstance(v, list) or is_mapping(v)) and 0 < len(v) <= 40 and _shallow(v):
+        # (Paired with the key, a short list says enough: no length floor as for a value alone.)
+        return "\x1f" + json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
+    return _scalar(v)
+
+
 def _record_pairs(out: Any) -> list[tuple[str, _Scalar]]:
-    """(a field's text value, another field's value) for every pair of scalar fields of a record output."""
+    """(a field's text value, another field's value) for every pair of fields of a record output: scalars, and
+    short lists or objects of scalars (`_entry_value`)."""
     if not isinstance(out, Mapping) or len(out) > 40 or content.is_marker(out):
         return []
-    scalars = [(k, _scalar(v)) for k, v in out.items()]
+    scalars = [(k, _entry_value(v)) for k, v in out.items()]
     pairs: list[tuple[str, _Scalar]] = []
     for k, key in scalars:
         if not isinstance(key, str) or len(key) < 2:
@@ -317,7 +329,7 @@ def _entry_producers(
         if not isinstance(sub, Mapping):
             continue
         for k, v in list(sub.items())[:200]:
-            key, val = _scalar(k) if isinstance(k, str) else None, _scalar(v)
+            key, val = _scalar(k) if isinstance(k, str) else None, _entry_value(v)
             prod = latest.get((key, val)) if isinstance(key, str) and val is not None else None
             if prod is None or prod.step_id in have:
                 continue
@@ -394,160 +406,6 @@ def _answer_producers(
     return out
 
 
-NAMED_KEY = "(named by the failure)"
-
-_IDENT = re.compile(r"(?<![\w./:-])(?=[\w./:-]*[_/:.])(?=[\w./:-]*[a-zA-Z])[\w./:-]{8,200}(?<![.:,])")
-"""Identifiers in a failure message: a path, a test id, a URL, a file name (8+ characters, with ``_ / : .``)."""
-
-_QUOTED_TEXT = re.compile(r"^[\d.,:/-]+$")
-_SEPARATOR = re.compile(r"[_/:.]")
-_NUMBER_TEXT = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
-"""The ``key`` of an edge from a failure to the step that produced a value its message quotes."""
-
-
-def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.6) -> Run:
-    """Link each failure to the step that produced a value its message quotes.
-
-    A failure that says ``still degraded after 'rollback'`` names a value; the
-    latest earlier step whose output *is* that value (or, for a longer value,
-    contains it) produced it, whether or not the value's flow was recorded
-    (short strings are not tracked by identity and too short to infer from
-    content).  Origin tracking from the failure message, as a debugger reads
-    an assertion's message to find who set the bad value.
-    """
-    pos = {s.step_id: i for i, s in enumerate(run.steps)}
-    added: dict[str, list[Dependency]] = {}
-    texts = _Texts()
-    for f in failures:
-        if f.step_id not in pos:
-            continue
-        fstep = run.steps[pos[f.step_id]]
-        have = {d.step_id for d in fstep.deps} | {d.step_id for d in added.get(f.step_id, [])}
-        ancestors: set[str] = set()
-        cur = fstep.parent_id
-        while cur is not None and cur in pos and cur not in ancestors:
-            ancestors.add(cur)
-            cur = run.steps[pos[cur]].parent_id
-        before = run.steps[: pos[f.step_id]]
-        new = _quoted_producers(f.message, before, ancestors, have, confidence)
-        new += _identifier_users(f.message, before, ancestors, have, confidence * 0.8)
-        new += _births(f.message, before, ancestors, have, confidence * 0.8, texts)
-        if new:
-            added.setdefault(f.step_id, []).extend(new)
-    return _with_deps(run, added)
-
-
-def _quoted_producers(
-    message: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float
-) -> list[Dependency]:
-    """The latest earlier step whose output is (or, for a longer value, contains) each value the message quotes."""
-    from trajdebug.analysis.diagnosers._context import _QUOTED
-
-    out: list[Dependency] = []
-    for m in _QUOTED.finditer(message):
-        v = (m.group(1) or m.group(2) or "").strip().lower()
-        if len(v) < 2:
-            continue
-        for st in reversed(before):
-            if st.step_id in ancestors or st.kind == "agent" or st.output is None:
-                continue
-            o = st.output
-            text = o.strip().lower() if isinstance(o, str) else None
-            hit = text == v or (len(v) >= 8 and v in content.text_of(o).lower())
-            if hit:
-                if st.step_id not in have:
-                    have.add(st.step_id)
-                    out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
-                break
-    return out
-
-
-def _identifier_users(
-    message: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float
-) -> list[Dependency]:
-    """An identifier the message names (a test id, a file, a URL): the steps that acted on it, the latest of
-    each kind of step, linked more weakly; the diagnosers tell which of them went wrong."""
-    out: list[Dependency] = []
-    for ident in dict.fromkeys(m.group(0).lower() for m in _IDENT.finditer(message)):
-        if _QUOTED_TEXT.search(ident) or not _SEPARATOR.search(ident):
-            continue
-        names: set[str] = set()
-        for st in reversed(before):
-            if len(out) >= 12:
-                break
-            if st.step_id in ancestors or st.kind == "agent" or st.name in names:
-                continue
-            if ident in content.text_of(st.input).lower() or ident in content.text_of(st.output).lower():
-                names.add(st.name)
-                if st.step_id not in have:
-                    have.add(st.step_id)
-                    out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
-    return out
-
-
-def _births(
-    message: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float, texts: _Texts
-) -> list[Dependency]:
-    """Where each value the message names was born: the earliest steps whose output holds it while their own
-    input does not (origin tracking)."""
-    out: list[Dependency] = []
-    for value in _named(message):
-        births = 0
-        for i, st in enumerate(before):
-            if births >= 2:
-                break
-            if st.step_id in ancestors or st.kind in ("agent", "input") or st.output is None:
-                continue
-            if texts.holds(i, st.output, value) and not texts.holds(~i, st.input, value):
-                births += 1
-                if st.step_id not in have:
-                    have.add(st.step_id)
-                    out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
-    return out
-
-
-def _named(message: str) -> list[str]:
-    """Telling values a failure message names: decimals and long numbers (normalized), and identifiers."""
-    out: dict[str, None] = {}
-    for m in _NUMBER_TEXT.finditer(message):
-        n = content.norm_number(m.group(0))
-        if n is not None and ("." in m.group(0) or len(n.strip("-").replace(".", "")) >= 4):
-            out[n] = None
-    for m in _IDENT.finditer(message):
-        v = m.group(0).lower()
-        if _SEPARATOR.search(v) and not _QUOTED_TEXT.search(v):
-            out[v] = None
-    return list(out)
-
-
-class _Texts(dict[int, str]):
-    """Lower-case texts of the steps' outputs (key ``i``) and inputs without markers (key ``~i``), each made once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.forms: dict[int, set[str]] = {}
-        """The restated numbers (`content.number_forms`) of each text, made once: a failure naming
-        several numbers asks each text for each of them."""
-
-    def of(self, key: int, value: Any) -> str:
-        text = self.get(key)
-        if text is None:
-            text = self[key] = content.text_of(value if key >= 0 else content.without_markers(value)).lower()
-        return text
-
-    def holds(self, key: int, value: Any, named: str) -> bool:
-        """Whether the text of ``key`` holds a (lower-case) value, numbers in any restated form."""
-        text = self.of(key, value)
-        if named in text:
-            return True
-        if content.norm_number(named) is None:
-            return False
-        forms = self.forms.get(key)
-        if forms is None:
-            forms = self.forms[key] = content.number_forms(text)
-        return named in forms
-
-
 def with_context(run: Run, previous: Sequence[Run]) -> tuple[Run, dict[str, tuple[str, str]]]:
     """The run with the steps of its earlier turns in front, for the search to follow ``context`` edges.
 
@@ -590,4 +448,4 @@ def with_context(run: Run, previous: Sequence[Run]) -> tuple[Run, dict[str, tupl
     return replace(run, steps=tuple(steps)), origin
 
 
-__all__ = ["NAMED_KEY", "named_edges", "structural_edges", "thin_inferred", "with_context"]
+__all__ = ["structural_edges", "thin_inferred", "with_context"]

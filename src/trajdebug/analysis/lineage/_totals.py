@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis.lineage._records import record_lists
-from trajdebug.core.model import Dependency, Run, Step
+from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 from trajdebug.core.values import Atom
 
 
@@ -29,6 +29,8 @@ TOTAL_KEY = "total:"
 _MAX_FIELDS = 8
 """Numeric fields of the siblings tried (the most common ones); three of eight is 92 sums."""
 _MAX_SIBLINGS = 64
+_MAX_GROUPS = 256
+"""(text field, value) groups of the siblings tried: a bound, so a step costs at most this many small sums."""
 _MIN_ITEMS = 2
 """A total of one item is a copy, which value edges find."""
 _MIN_LISTED = 3
@@ -90,12 +92,42 @@ def _total_of(value: float, fields: dict[str, list[tuple[Step, float]]]) -> tupl
     return None
 
 
-def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> dict[str, list[Dependency]]:
-    """Inferred data edges from the earlier siblings whose numeric fields add up to a tool's argument.
+def _group_total(value: float, done: list[Step], numbers: dict[int, list[tuple[str, float]]]) -> list[Step] | None:
+    """The calls of one step among the siblings, of one group (those whose output holds one text field with one
+    value, ``bridge == "B"``: a filter in the code between the steps), whose one numeric field adds up to ``value``; None unless exactly
+    one group and field do (two ways to make it say nothing)."""
+    groups: dict[tuple[str, str, str], list[Step]] = {}
+    calls: dict[str, int] = {}
+    for t in done:
+        calls[t.name] = calls.get(t.name, 0) + 1
+        for k, v in t.output.items() if isinstance(t.output, Mapping) else ():
+            if isinstance(v, str) and 0 < len(v) <= 40 and len(groups) < _MAX_GROUPS:
+                groups.setdefault((t.name, str(k), v), []).append(t)
+    tol, found = _tolerance(value), None
+    for (name, _, _), members in groups.items():
+        # (Calls of one step, some of them: a loop's results filtered, not a mix of steps sharing a value.)
+        if not _MIN_ITEMS <= len(members) < calls[name]:
+            continue
+        by_field: dict[str, list[float]] = {}
+        for t in members:
+            for k, n in numbers.get(id(t)) or _numbers(t):
+                by_field.setdefault(k, []).append(n)
+        for ns in by_field.values():
+            if len(ns) == len(members) and abs(math.fsum(ns) - value) <= tol:
+                if found is not None:
+                    return None
+                found = members
+    return found
 
-    Only tools and retrievals (what a node hands its total to), only numbers
-    of magnitude ``minimum`` or more (small sums recur by chance), and only
-    siblings that ended before the tool started.
+
+def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> dict[str, list[Dependency]]:
+    """Inferred data edges from the earlier siblings whose numeric fields add up to a step's argument.
+
+    Any step but a model call or an enclosing step (a tool a node hands its total to, or the
+    check a program runs on it), only numbers of magnitude ``minimum`` or more (small sums recur
+    by chance), and only siblings that ended before the step started.  When no sum over all the
+    siblings gives the number, the sum over the siblings of one group does (those that answered
+    the same value under one text field: the code kept one bridge's tickets, one day's rows).
     """
     kids: dict[str | None, list[Step]] = {}
     out: dict[str, list[Dependency]] = {}
@@ -103,7 +135,7 @@ def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> 
     for s in run.steps:
         siblings = kids.setdefault(s.parent_id, [])
         if (
-            s.kind in ("tool", "retrieval")
+            s.kind not in ("llm", *CONTAINER_KINDS)
             and isinstance(s.input, Mapping)
             and len(siblings) >= _MIN_ITEMS
             and any((n := _number(v)) is not None and abs(n) >= minimum for v in s.input.values())
@@ -120,6 +152,8 @@ def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> 
                 for k in found or ():
                     for t, _ in fields[k]:
                         deps.setdefault(t.step_id, Dependency(t.step_id, "data", "inferred", confidence, TOTAL_KEY + str(arg)))
+                for t in _group_total(n, done, numbers) or () if found is None else ():
+                    deps.setdefault(t.step_id, Dependency(t.step_id, "data", "inferred", confidence, TOTAL_KEY + str(arg)))
             if deps:
                 out[s.step_id] = list(deps.values())
         if s.kind != "agent":

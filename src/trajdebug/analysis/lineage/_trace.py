@@ -47,9 +47,11 @@ from trajdebug.analysis.lineage._views import (
     StepView,
     _has_word,
     build_view,
+    failure_atoms,
     named_reads,
     trivial,
 )
+from trajdebug.core.graph import WHOLE_INPUT_KEY
 from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 from trajdebug.core.values import Atom, atoms
 
@@ -380,18 +382,28 @@ class Lineage:
         out: dict[str, list[Dependency]] = {}
         parent = {s.step_id: s.parent_id for s in self.steps}
         latest: dict[str, Step] = {}
+        # The latest sibling whose whole output was an empty list or object, by enclosing step and type.
+        whole: dict[tuple[str | None, str], Step] = {}
         for s in self.steps:
             ancestors = _ancestors(s.step_id, parent)
             deps: dict[str, Dependency] = {}
             for k, v in s.input.items() if isinstance(s.input, dict) else ():
                 p = latest.get(str(k)) if _empty(v) else None
+                if p is None and isinstance(v, (list, dict)) and not v:
+                    # No step left a field of that name empty: a parser that found nothing returned `[]`
+                    # whole, and the code between the steps handed it on under a name of its own.
+                    p, conf = whole.get((s.parent_id, type(v).__name__)), confidence * 0.8
+                else:
+                    conf = confidence
                 if p is not None and p.step_id not in ancestors and p.end_ns is not None and p.end_ns <= s.start_ns:
-                    deps.setdefault(p.step_id, Dependency(p.step_id, "data", "inferred", confidence, f"empty:{k}"))
+                    deps.setdefault(p.step_id, Dependency(p.step_id, "data", "inferred", conf, f"empty:{k}"))
             if deps:
                 out[s.step_id] = list(deps.values())
             for k, v in s.output.items() if isinstance(s.output, dict) else ():
                 if _empty(v):
                     latest[str(k)] = s
+            if isinstance(s.output, (list, dict)) and not s.output and s.kind not in CONTAINER_KINDS:
+                whole[(s.parent_id, type(s.output).__name__)] = s
         return out
 
     def inherited_edges(self, deps: dict[str, list[Dependency]], factor: float = 0.8) -> dict[str, list[Dependency]]:
@@ -475,7 +487,8 @@ class Lineage:
                     continue
                 held = fields.get((parent.step_id, f))
                 if held is None:
-                    held = fields[(parent.step_id, f)] = {a.key for a in atoms(parent.input[f]) if not trivial(a)}
+                    given = parent.input if f == WHOLE_INPUT_KEY else parent.input[f]
+                    held = fields[(parent.step_id, f)] = {a.key for a in atoms(given) if not trivial(a)}
                 if mine & held:
                     added.append(Dependency(d.step_id, d.kind, "inferred", round(d.confidence * factor, 3), f"via {f}"))
                     have.add(d.step_id)
@@ -531,6 +544,8 @@ def _field_of(dep: Dependency, given: dict[str, Any]) -> str | None:
     ``lenders[0]``, ``messages[2].content``), None for keys that name no path (``value:...``)."""
     if dep.kind != "data" or dep.run_id is not None or not dep.key:
         return None
+    if dep.key == WHOLE_INPUT_KEY:
+        return WHOLE_INPUT_KEY  # (every field of the input came from the edge's producer)
     m = _FIELD.match(dep.key)
     if m is None or (m.end() < len(dep.key) and dep.key[m.end()] not in ".["):
         return None
@@ -573,18 +588,6 @@ def _children(run: Run) -> dict[str, list[str]]:
     for s in run.steps:
         if s.parent_id is not None:
             out.setdefault(s.parent_id, []).append(s.step_id)
-    return out
-
-
-def failure_atoms(step: Step, message: str | None) -> list[tuple[Atom, bool]]:
-    """The values a failure involves: those its message names (``True``), then the failing step's inputs."""
-    out: list[tuple[Atom, bool]] = []
-    seen: set[str] = set()
-    if message:
-        for a in atoms(message):
-            if a.key not in seen and not (a.kind == "text" and len(a.raw) <= 2):
-                seen.add(a.key)
-                out.append((a, True))
     return out
 
 

@@ -358,11 +358,24 @@ def _word_char(c: str) -> bool:
     return bool(c) and (c.isalnum() or c == "_" or c == "-")
 
 
+def failure_atoms(step: Step, message: str | None) -> list[tuple[Atom, bool]]:
+    """The values a failure involves: those its message names (``True``), then the failing step's inputs."""
+    out: list[tuple[Atom, bool]] = []
+    seen: set[str] = set()
+    if message:
+        for a in atoms(message):
+            if a.key not in seen and not (a.kind == "text" and len(a.raw) <= 2):
+                seen.add(a.key)
+                out.append((a, True))
+    return out
+
+
 __all__ = [
     "ENVELOPE_KEYS",
     "PARTIAL_FORMATS",
     "StepView",
     "build_view",
+    "failure_atoms",
     "named_reads",
     "semantic",
     "state_keys",

@@ -1,0 +1,209 @@
+"""Edges from a failure to where the values its message names came from (origin tracking from the message).
+
+A failure that says ``still degraded after 'rollback'`` names a value; a debugger
+reads an assertion's message to find who set the bad value.  `named_edges` links
+the failing step to the step that produced each value its message quotes, to the
+steps that acted on an identifier it names, to where each value it names was
+born, and to the step that wrote the run's shared-state record of a code it
+names but was not given (a row missing from a report).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from trajdebug.analysis import _content as content
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis.inference._edges import _with_deps
+from trajdebug.core.model import Dependency, Run, Step
+
+
+NAMED_KEY = "(named by the failure)"
+
+_IDENT = re.compile(r"(?<![\w./:-])(?=[\w./:-]*[_/:.])(?=[\w./:-]*[a-zA-Z])[\w./:-]{8,200}(?<![.:,])")
+"""Identifiers in a failure message: a path, a test id, a URL, a file name (8+ characters, with ``_ / : .``)."""
+
+_QUOTED_TEXT = re.compile(r"^[\d.,:/-]+$")
+_SEPARATOR = re.compile(r"[_/:.]")
+_NUMBER_TEXT = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
+"""The ``key`` of an edge from a failure to the step that produced a value its message quotes."""
+
+
+def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.6) -> Run:
+    """Link each failure to the step that produced a value its message quotes.
+
+    A failure that says ``still degraded after 'rollback'`` names a value; the
+    latest earlier step whose output *is* that value (or, for a longer value,
+    contains it) produced it, whether or not the value's flow was recorded
+    (short strings are not tracked by identity and too short to infer from
+    content).  Origin tracking from the failure message, as a debugger reads
+    an assertion's message to find who set the bad value.
+    """
+    pos = {s.step_id: i for i, s in enumerate(run.steps)}
+    added: dict[str, list[Dependency]] = {}
+    texts = _Texts()
+    for f in failures:
+        if f.step_id not in pos:
+            continue
+        fstep = run.steps[pos[f.step_id]]
+        have = {d.step_id for d in fstep.deps} | {d.step_id for d in added.get(f.step_id, [])}
+        ancestors: set[str] = set()
+        cur = fstep.parent_id
+        while cur is not None and cur in pos and cur not in ancestors:
+            ancestors.add(cur)
+            cur = run.steps[pos[cur]].parent_id
+        before = run.steps[: pos[f.step_id]]
+        new = _quoted_producers(f.message, before, ancestors, have, confidence)
+        new += _identifier_users(f.message, before, ancestors, have, confidence * 0.8)
+        new += _births(f.message, before, ancestors, have, confidence * 0.8, texts)
+        new += _state_writers(f.message, fstep, before, have, confidence * 0.8)
+        if new:
+            added.setdefault(f.step_id, []).extend(new)
+    return _with_deps(run, added)
+
+
+def _quoted_producers(
+    message: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float
+) -> list[Dependency]:
+    """The latest earlier step whose output is (or, for a longer value, contains) each value the message quotes."""
+    from trajdebug.analysis.diagnosers._context import _QUOTED
+
+    out: list[Dependency] = []
+    for m in _QUOTED.finditer(message):
+        v = (m.group(1) or m.group(2) or "").strip().lower()
+        if len(v) < 2:
+            continue
+        for st in reversed(before):
+            if st.step_id in ancestors or st.kind == "agent" or st.output is None:
+                continue
+            o = st.output
+            text = o.strip().lower() if isinstance(o, str) else None
+            hit = text == v or (len(v) >= 8 and v in content.text_of(o).lower())
+            if hit:
+                if st.step_id not in have:
+                    have.add(st.step_id)
+                    out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
+                break
+    return out
+
+
+def _identifier_users(
+    message: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float
+) -> list[Dependency]:
+    """An identifier the message names (a test id, a file, a URL): the steps that acted on it, the latest of
+    each kind of step, linked more weakly; the diagnosers tell which of them went wrong."""
+    out: list[Dependency] = []
+    for ident in dict.fromkeys(m.group(0).lower() for m in _IDENT.finditer(message)):
+        if _QUOTED_TEXT.search(ident) or not _SEPARATOR.search(ident):
+            continue
+        names: set[str] = set()
+        for st in reversed(before):
+            if len(out) >= 12:
+                break
+            if st.step_id in ancestors or st.kind == "agent" or st.name in names:
+                continue
+            if ident in content.text_of(st.input).lower() or ident in content.text_of(st.output).lower():
+                names.add(st.name)
+                if st.step_id not in have:
+                    have.add(st.step_id)
+                    out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
+    return out
+
+
+def _births(
+    message: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float, texts: _Texts
+) -> list[Dependency]:
+    """Where each value the message names was born: the earliest steps whose output holds it while their own
+    input does not (origin tracking)."""
+    out: list[Dependency] = []
+    for value in _named(message):
+        births = 0
+        for i, st in enumerate(before):
+            if births >= 2:
+                break
+            if st.step_id in ancestors or st.kind in ("agent", "input") or st.output is None:
+                continue
+            if texts.holds(i, st.output, value) and not texts.holds(~i, st.input, value):
+                births += 1
+                if st.step_id not in have:
+                    have.add(st.step_id)
+                    out.append(Dependency(st.step_id, "data", "inferred", confidence, NAMED_KEY))
+    return out
+
+
+_CODE = re.compile(r"(?<![\w-])[A-Za-z][\w-]*\d[\w-]*")
+"""A code a message names as a word: a letter, then letters and digits (``R3``, ``bay-7``), no quantity (``3.5m``)."""
+_KEY_WORDS = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
+
+
+def _state_writers(
+    message: str, fstep: Step, before: Sequence[Step], have: set[str], confidence: float
+) -> list[Dependency]:
+    """For each code the message names that the failing step was not given (a row missing from its report):
+    the latest earlier step that wrote a shared-state key naming that code (``row:R3``).  The run kept the
+    code's record there, and what the code between the steps read back from it decided whether it reached
+    the failing step; no value of it did, so no value edge links them."""
+    given = repr(fstep.input).lower()
+    wanted = {m.group(0).lower() for m in _CODE.finditer(message)}
+    wanted = {w for w in wanted if not re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", given)}
+    out: list[Dependency] = []
+    for st in reversed(before) if wanted else ():
+        keys = st.attributes.get("state_writes")
+        if not isinstance(keys, list):
+            continue
+        hit = wanted & {w.lower() for k in keys if isinstance(k, str) for w in _KEY_WORDS.findall(k)}
+        if hit:
+            wanted -= hit
+            if st.step_id not in have:
+                have.add(st.step_id)
+                out.append(Dependency(st.step_id, "state", "inferred", confidence, NAMED_KEY))
+        if not wanted:
+            break
+    return out
+
+
+def _named(message: str) -> list[str]:
+    """Telling values a failure message names: decimals and long numbers (normalized), and identifiers."""
+    out: dict[str, None] = {}
+    for m in _NUMBER_TEXT.finditer(message):
+        n = content.norm_number(m.group(0))
+        if n is not None and ("." in m.group(0) or len(n.strip("-").replace(".", "")) >= 4):
+            out[n] = None
+    for m in _IDENT.finditer(message):
+        v = m.group(0).lower()
+        if _SEPARATOR.search(v) and not _QUOTED_TEXT.search(v):
+            out[v] = None
+    return list(out)
+
+
+class _Texts(dict[int, str]):
+    """Lower-case texts of the steps' outputs (key ``i``) and inputs without markers (key ``~i``), each made once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: dict[int, set[str]] = {}
+        """The restated numbers (`content.number_forms`) of each text, made once: a failure naming
+        several numbers asks each text for each of them."""
+
+    def of(self, key: int, value: Any) -> str:
+        text = self.get(key)
+        if text is None:
+            text = self[key] = content.text_of(value if key >= 0 else content.without_markers(value)).lower()
+        return text
+
+    def holds(self, key: int, value: Any, named: str) -> bool:
+        """Whether the text of ``key`` holds a (lower-case) value, numbers in any restated form."""
+        text = self.of(key, value)
+        if named in text:
+            return True
+        if content.norm_number(named) is None:
+            return False
+        forms = self.forms.get(key)
+        if forms is None:
+            forms = self.forms[key] = content.number_forms(text)
+        return named in forms
+
+
+__all__ = ["NAMED_KEY", "named_edges"]

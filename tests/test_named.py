@@ -1,0 +1,40 @@
+"""Edges from a failure to where the values its message names came from (trajdebug.analysis.inference._named)."""
+
+from __future__ import annotations
+
+from tests.builders import step
+
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis.inference import NAMED_KEY, named_edges
+from trajdebug.core.model import ErrorInfo, Run, Step
+
+
+def _memo(sid: str, start: int, bed: str) -> Step:
+    """A state step that kept one flower bed's record under the shared key ``bed:<id>``."""
+    s = step(sid, "note_bed", "state", start, {"bed": bed}, {"bed": bed, "status": "weeded"})
+    return Step(s.step_id, s.name, s.kind, input=s.input, output=s.output, start_ns=s.start_ns, end_ns=s.end_ns,
+                attributes={"state_writes": [f"bed:{bed}"]})
+
+
+def _run(message: str, given: list[str]) -> tuple[Run, Failure]:
+    steps = (
+        _memo("b1", 0, "B4"),
+        _memo("b2", 2, "B7"),
+        _memo("b3", 4, "B9"),
+        step("r", "submit_report", "tool", 10, {"beds": given}, None, status="error",
+             error=ErrorInfo("Refused", message)),
+    )
+    return Run("r", "gardens", outcome="failure", steps=steps), Failure("r", "step-error", message, "x", "step")
+
+
+def test_a_code_the_failure_names_and_was_not_given_links_the_state_write_of_its_record() -> None:
+    """A report refused because bed `B7` is missing from it (the code between the steps read B7's record back
+    and dropped it) depends on the step that wrote the shared-state record keyed by B7; a bed the report was
+    given, or a code no state key names, links no writer."""
+    run, failure = _run("beds B7 are due but missing from the report", ["B4", "B9"])
+    deps = named_edges(run, [failure]).step("r").deps
+    assert [(d.step_id, d.kind, d.key) for d in deps] == [("b2", "state", NAMED_KEY)]
+    run, failure = _run("bed B4 listed twice", ["B4", "B4"])
+    assert [d.step_id for d in named_edges(run, [failure]).step("r").deps if d.kind == "state"] == []
+    run, failure = _run("bed C2 is unknown", ["B4"])
+    assert [d.step_id for d in named_edges(run, [failure]).step("r").deps if d.kind == "state"] == []
