@@ -51,13 +51,23 @@ class Recipe:
     """A suite of more cases than this weighs as much as ``cap`` cases in all (after ``balance``): caps
     the share of the biggest suite without raising the smallest."""
 
+    boost: tuple[tuple[str, float], ...] = ()
+    """Sources (suite names) whose cases weigh this many times more, after ``balance`` and ``cap``: a source
+    that is the only one of its kind (Who&When, the one transcript route) is otherwise outweighed by the
+    many framework suites as they grow."""
+    group: str = "suite"
+    """What ``balance`` and ``cap`` count cases by: ``"suite"`` (each source) or ``"route"`` (each recording
+    route, so the framework suites on one route share one weight however many of them there are)."""
+
     def weights(self, cases: Sequence[Case]) -> list[float] | None:
         """One weight per case, averaging 1 (None: all 1)."""
-        if not self.balance and self.cap is None:
+        if not self.balance and self.cap is None and not self.boost:
             return None
-        n = Counter(c.suite for c in cases)
+        key = (lambda c: c.route) if self.group == "route" else (lambda c: c.suite)
+        n = Counter(key(c) for c in cases)
         cap = self.cap or max(n.values())
-        raw = [n[c.suite] ** -self.balance * min(1.0, cap / n[c.suite]) for c in cases]
+        more = dict(self.boost)
+        raw = [n[key(c)] ** -self.balance * min(1.0, cap / n[key(c)]) * more.get(c.suite, 1.0) for c in cases]
         mean = sum(raw) / len(raw)
         return [w / mean for w in raw]
 
@@ -85,7 +95,7 @@ def fit(
     """Fit the ranker on ``cases`` (uncalibrated) with ``recipe`` (default `RECIPE`; ``params`` replaces its parameters)."""
     r = recipe or RECIPE
     if params is not None:
-        r = Recipe(params, r.balance, r.drop, r.cap)
+        r = Recipe(params, r.balance, r.drop, r.cap, r.boost, r.group)
     return training.fit([(r.rows(c), c.labels()) for c in cases], seed=seed, params=dict(r.params), weights=r.weights(cases))
 
 

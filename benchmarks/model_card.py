@@ -118,8 +118,12 @@ def _weighting(meta: Mapping[str, Any]) -> list[str]:
     if balance:
         out.append(f"A case weighs 1 / (cases of its source) ^ {balance:g}"
                    + (" (every source alike, however many cases it has)" if balance == 1 else "") + ".")
+    if balance and meta.get("group") == "route":
+        out.append("Cases are counted by recording route, not by source: the suites of one route share its weight.")
     if cap:
         out.append(f"A source of more than {cap} cases weighs as much as {cap} cases in all.")
+    for source, times in (meta.get("boost") or {}).items():
+        out.append(f"A case of {source} weighs {times:g} times that (\"Choices\").")
     if drop:
         out.append("Features never read (they key on where a case came from): " + ", ".join(f"`{d}*`" for d in drop) + ".")
     return out
