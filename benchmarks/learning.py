@@ -63,11 +63,11 @@ class Recipe:
         """One weight per case, averaging 1 (None: all 1)."""
         if not self.balance and self.cap is None and not self.boost:
             return None
-        key = (lambda c: c.route) if self.group == "route" else (lambda c: c.suite)
-        n = Counter(key(c) for c in cases)
+        groups = [c.route if self.group == "route" else c.suite for c in cases]
+        n = Counter(groups)
         cap = self.cap or max(n.values())
         more = dict(self.boost)
-        raw = [n[key(c)] ** -self.balance * min(1.0, cap / n[key(c)]) * more.get(c.suite, 1.0) for c in cases]
+        raw = [n[g] ** -self.balance * min(1.0, cap / n[g]) * more.get(c.suite, 1.0) for g, c in zip(groups, cases, strict=True)]
         mean = sum(raw) / len(raw)
         return [w / mean for w in raw]
 
