@@ -387,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         counts[c.suite] += 1
     r = L.RECIPE
     meta = {"seed": L.SEED, "params": dict(r.params), "balance": r.balance, "cap": r.cap, "drop": list(r.drop),
-            "cases": dict(counts), "steps": sum(len(c.rows) for c in cases)}
+            "boost": dict(r.boost), "group": r.group, "cases": dict(counts), "steps": sum(len(c.rows) for c in cases)}
     model = final(cases, res.pop("_oof"), res["calibration"], meta)
     args.out.write_text(json.dumps(model.to_dict(), separators=(",", ":")) + "\n")
     diagram(res["calibration"]["bins"], args.card.parent / "reliability.png",

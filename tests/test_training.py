@@ -151,6 +151,32 @@ def test_a_capped_recipe_shrinks_only_the_suites_bigger_than_the_cap() -> None:
     assert w[9] == pytest.approx(3 * w[0])
 
 
+def test_a_boosted_source_weighs_that_many_times_more_after_balance() -> None:
+    """boost=(("lone", 3),): a case of the lone source weighs three times one of a same-sized other source."""
+    from benchmarks.corpus import Case
+    from benchmarks.learning import Recipe
+
+    def case(suite: str) -> Case:
+        return Case(suite, "sdk", "f", "a", suite, [(None, "s1")], [(None, "s1")], [{"pos": 0.5}])
+
+    w = Recipe(balance=0.5, boost=(("lone", 3.0),)).weights([case("many")] * 4 + [case("lone")] * 4)
+    assert w is not None and w[4] == pytest.approx(3 * w[0]) and sum(w) == pytest.approx(8)
+    assert Recipe(boost=(("lone", 2.0),)).weights([case("many"), case("lone")]) == pytest.approx([2 / 3, 4 / 3])
+
+
+def test_a_recipe_grouped_by_route_balances_routes_not_suites() -> None:
+    """group="route", balance=1: two suites on one route share one route's weight; a lone route weighs as much."""
+    from benchmarks.corpus import Case
+    from benchmarks.learning import Recipe
+
+    def case(suite: str, route: str) -> Case:
+        return Case(suite, route, "f", "a", suite, [(None, "s1")], [(None, "s1")], [{"pos": 0.5}])
+
+    cases = [case("one", "graph")] * 3 + [case("two", "graph")] * 3 + [case("log", "transcript")] * 2
+    w = Recipe(balance=1.0, group="route").weights(cases)
+    assert w is not None and sum(w[:6]) == pytest.approx(sum(w[6:]))
+
+
 def test_run_relative_features_mark_the_earliest_ranked_steps_whatever_the_hand_order() -> None:
     """The variant search's derived features: order by position among the ranked steps, and who comes first."""
     from benchmarks.train_variants import relative
