@@ -162,3 +162,17 @@ def test_a_call_with_one_text_argument_is_redacted_and_capped_as_any_call() -> N
     _, cut = tracker.arguments({"q": "plain text"}, long)
     _, cut2 = tracker.arguments({"q": "plain text", "n": 1}, long)
     assert cut == cut2 and cut["head"] == long[: tracker._max]
+
+
+def test_a_dict_of_scalars_an_earlier_step_returned_is_found_as_a_with_steps_input() -> None:
+    """A `with` step given as its ``input=`` a dict of numbers and short texts that an earlier step returned (or
+    that sits inside what it returned: the arguments a planner chose) depends on that step; an equal dict
+    built anew does not, and a decorated call's own arguments of scalars still find nothing."""
+    tracker = Tracker("run", Account("run"))
+    plan = {"kiln": "K-3", "args": {"kiln": "K-3", "temp_c": 1240.0}}
+    tracker._register("planner", 10, plan, 64)
+    assert [(d.step_id, d.kind) for d in tracker._find("me", 20, plan["args"])] == [("planner", "data")]
+    assert tracker._find("me", 20, plan["args"].copy()) == []
+    assert tracker._find("planner", 20, plan["args"]) == []  # never its own output
+    assert tracker._find("me", 5, plan["args"]) == []  # nor one that ended after this step began
+    assert tracker._find("me", 20, {"kiln": "K-3", "temp_c": 1240.0}) == []

@@ -212,6 +212,11 @@ class Registry:
                     break
             else:
                 if hits is None:
+                    # A dict of scalars may itself be an earlier output, or an item of one (a `with` step's
+                    # ``input=`` the arguments a model's answer chose): a hit as the walk's first visit is.
+                    hit = registry.get(id(value))
+                    if hit is not None and hit[1] is value and hit[0] != own and hit[2] <= start:
+                        return [Dependency(step_id=hit[0], kind="data", origin=hit[3])]  # type: ignore[arg-type]
                     return []
                 first: dict[str, Dependency] = {}
                 for k, hit in reversed(hits):
