@@ -127,9 +127,10 @@ class Tracker(Registry, Encoder):
         t1 = h.t1
 
         inp, outp = h.input, h.output
-        if h._spec is not None:
+        spec = h._spec
+        if spec is not None:
             # A decorated call's scalar arguments, bound here rather than on the agent's thread.
-            inp = bind(h._spec, inp, h._kw)
+            inp = bind(spec, inp, h._kw)
         # Identity tracking (inline: a call per step shows in the cost per step); scalars were not snapshotted.
         deps: list[Dependency] | None = None
         live_in = h._live_in
@@ -139,6 +140,8 @@ class Tracker(Registry, Encoder):
             h._live_in = None
         if live_in is not None and type(live_in) is not bytes:
             found = self._find(sid, h.t0, live_in)
+            if not found and spec is None and type(live_in) is dict:
+                found = self._whole(sid, h.t0, live_in)  # (a decorated call's bound arguments are a new dict)
             if found:
                 deps = found
         live = h._live_out
