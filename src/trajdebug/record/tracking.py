@@ -127,10 +127,9 @@ class Tracker(Registry, Encoder):
         t1 = h.t1
 
         inp, outp = h.input, h.output
-        spec = h._spec
-        if spec is not None:
+        if h._spec is not None:
             # A decorated call's scalar arguments, bound here rather than on the agent's thread.
-            inp = bind(spec, inp, h._kw)
+            inp = bind(h._spec, inp, h._kw)
         # Identity tracking (inline: a call per step shows in the cost per step); scalars were not snapshotted.
         deps: list[Dependency] | None = None
         live_in = h._live_in
@@ -139,11 +138,9 @@ class Tracker(Registry, Encoder):
         else:
             h._live_in = None
         if live_in is not None and type(live_in) is not bytes:
-            found = self._find(sid, h.t0, live_in)
-            if not found and spec is None and type(live_in) is dict:
-                found = self._whole(sid, h.t0, live_in)  # (a decorated call's bound arguments are a new dict)
-            if found:
-                deps = found
+            deps = self._find(sid, h.t0, live_in) or (  # (`_whole`: never a decorated call's new dict)
+                self._whole(sid, h.t0, live_in) if h._spec is None and type(live_in) is dict else None
+            ) or None
         live = h._live_out
         if live is None:
             live = outp
