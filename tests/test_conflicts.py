@@ -50,3 +50,14 @@ def test_a_wide_record_is_walked_once_per_upstream_not_once_per_field(monkeypatc
     out = contradictions({"job": "TJ-1", **{f"field_{i}": f"after {i}" for i in range(300)}}, [up])
     assert len(out) == 300
     assert walks < 10
+
+
+def test_an_earlier_answer_of_the_same_step_is_no_fact_its_next_answer_contradicts() -> None:
+    """A planner's last answer (glaze the pot) reaching its next one (fire the kiln) is that turn's decision:
+    set apart as ``decided``, its fields fix nothing, while another upstream value still does."""
+    last = {"action": "apply_glaze", "args": {"pot": "P-19"}}
+    now = {"action": "fire_kiln", "args": {"pot": "P-19", "kiln": "K-2"}}
+    assert contradictions(now, [last]) == [("action", "fire_kiln", "apply_glaze")]
+    assert contradictions(now, [last], decided=[last]) == []
+    booking = {"pot": "P-19", "kiln": "K-4"}
+    assert contradictions(now, [last, booking], decided=[last]) == [("kiln", "K-2", "K-4")]

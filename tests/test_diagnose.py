@@ -1757,6 +1757,16 @@ class TestLoops:
         other = _run(lookup, Step("b", "locker", "tool", input={"member": "M-219", "tier": "GOLD"}, deps=(D("a"),)))
         assert [e for e in _from(_verdict(other, "b"), "tool-arguments") if "contradicts" in e.reason]
 
+    def test_a_planners_earlier_answer_is_no_fact_its_next_answer_contradicts(self) -> None:
+        """A kiln planner called once per turn picks firing after glazing (its last answer reached by an edge):
+        the next decision, no contradiction; the same field set otherwise by another model is still one."""
+        memory = {"goal": "fire pot P-19", "memory": {"pot": {"id": "P-19", "glazed": True}}}
+        last = Step("a", "plan_next", "llm", input={"goal": "fire pot P-19"}, output={"action": "apply_glaze", "pot": "P-19"})
+        nxt = Step("b", "plan_next", "llm", input=memory, output={"action": "fire_kiln", "pot": "P-19"}, deps=(D("a"),))
+        assert not [e for e in _from(_verdict(_run(last, nxt), "b"), "llm-output") if "but its input says" in e.reason]
+        critic = Step("a", "review_plan", "llm", input={"goal": "fire pot P-19"}, output={"action": "apply_glaze", "pot": "P-19"})
+        assert [e for e in _from(_verdict(_run(critic, nxt), "b"), "llm-output") if "but its input says" in e.reason]
+
 
 class TestLookedUp:
     def test_a_made_up_key_whose_lookup_found_the_request_is_no_claim(self) -> None:
@@ -1882,3 +1892,26 @@ class TestProseFields:
         assert brief({"status": "open", "carrier": "DHL"}, "Carrier: UPS, as requested.") == [
             "states carrier='UPS' but its input says 'DHL'"
         ]
+
+
+class TestStateReaders:
+    def test_an_argument_a_state_reader_found_as_a_key_of_the_state_it_read_comes_from_upstream(self) -> None:
+        """A hive inspection called for H-31, reading the notes a state step wrote (H-31's entry, its output
+        None), has an argument that comes from upstream; an id the notes never held still comes from nowhere."""
+
+        def run_of(hive: str) -> Run:
+            note = Step(
+                "w", "file_note", "state", input={"hive": "H-31", "frames": 9}, output=None, start_ns=1, end_ns=2,
+                attributes={"state_writes": ["notes"], "state_values": {"notes": {"H-31": {"frames": 9}}}},
+            )
+            read = Step(
+                "t", "inspect_hive", "tool", input={"hive_id": hive}, output={"queen": "seen"}, start_ns=3,
+                end_ns=4, deps=(D("w", "state", "tracked", key="notes"),), attributes={"state_reads": ["notes"]},
+            )
+            return _run(note, read)
+
+        def nowhere(run: Run) -> list[str]:
+            return [e.reason for e in _from(_verdict(run, "t"), "tool-arguments") if "from no upstream output" in e.reason]
+
+        assert nowhere(run_of("H-31")) == []
+        assert nowhere(run_of("H-77"))

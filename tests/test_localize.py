@@ -297,6 +297,28 @@ class TestRanking:
         route = next(c for c in loc.candidates if c.step_id == "route")
         assert not any("failure at changes expects" in r for r in route.reasons)
 
+    def test_a_path_names_the_failure_it_first_meets_not_the_step_the_error_propagated_to(self) -> None:
+        """A gauge reading that reaches a valve call which raised, inside a plant agent the same error then
+        failed, says it reaches the failure at the valve call (where the run's failures list it) in 1
+        dependency; its path still runs on to the agent."""
+        msg = "valve V-7 refused setpoint 9.5 bar"
+        steps = (
+            Step("plant", "plant_agent", "agent", input={"request": "raise V-7"}, status="error",
+                 error=ErrorInfo("AgentError", "error in agent run: " + msg), start_ns=1, end_ns=20),
+            Step("gauge", "read_gauge", "tool", parent_id="plant", input={"valve": "V-7"},
+                 output={"valve": "V-7", "bar": 9.5}, start_ns=2, end_ns=3),
+            Step("valve", "set_valve", "tool", parent_id="plant", input={"valve": "V-7", "bar": 9.5},
+                 status="error", error=ErrorInfo("Refused", msg), deps=(D("gauge"),), start_ns=4, end_ns=5),
+        )
+        failures = [
+            Failure("plant", "step-error", "AgentError: error in agent run: " + msg, "exception:AgentError"),
+            Failure("valve", "step-error", "Refused: " + msg, "exception:Refused"),
+        ]
+        loc = localize(Run("r", "plant", outcome="failure", steps=steps), failures=failures)
+        gauge = next(c for c in loc.candidates if c.step_id == "gauge")
+        assert "reaches the failure at set_valve through 1 dependency" in gauge.reasons
+        assert gauge.path[-1] == "plant"
+
     def test_a_lookup_need_not_repeat_its_key_unless_it_answers_about_another(self) -> None:
         """A tool given an id that answers without it lost nothing; one that answers about another id of the same shape did."""
 

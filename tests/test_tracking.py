@@ -162,3 +162,29 @@ def test_a_call_with_one_text_argument_is_redacted_and_capped_as_any_call() -> N
     _, cut = tracker.arguments({"q": "plain text"}, long)
     _, cut2 = tracker.arguments({"q": "plain text", "n": 1}, long)
     assert cut == cut2 and cut["head"] == long[: tracker._max]
+
+
+def test_a_dict_of_scalars_an_earlier_step_returned_is_found_as_a_with_steps_input(tmp_path: Any) -> None:
+    """A `with` step given as its ``input=`` a dict of numbers and short texts that an earlier step returned (or
+    that sits inside what it returned: the arguments a kiln planner chose) depends on that step; an equal dict
+    built anew does not, and a decorated call given the same values as arguments finds nothing."""
+    import trajdebug
+
+    @trajdebug.step(kind="llm")
+    def plan() -> dict[str, Any]:
+        return {"tool": "fire", "args": {"kiln": "K-3", "temp_c": 1240.0}}
+
+    @trajdebug.step(kind="tool")
+    def fire(kiln: str, temp_c: float) -> str:
+        return "fired"
+
+    with trajdebug.run("kilns", path=str(tmp_path / "runs.jsonl")) as run:
+        action = plan()
+        for name, given in (("chosen", action["args"]), ("whole", action), ("rebuilt", dict(action["args"]))):
+            with trajdebug.step(name, kind="tool", input=given) as s:
+                s.output = "ok"
+        fire(**action["args"])
+    steps = {s.name: s for s in run.load().steps}
+    planner = steps["plan"].step_id
+    assert [d.step_id for d in steps["chosen"].deps] == [d.step_id for d in steps["whole"].deps] == [planner]
+    assert steps["rebuilt"].deps == () and steps["fire"].deps == ()

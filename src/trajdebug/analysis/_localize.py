@@ -334,8 +334,10 @@ def _candidate(r: Ranking, sid: str) -> Candidate:
             names = ", ".join(r.g.steps[b].name for b in bad[:3])
             reasons.append(f"not a structural root: its input from {names} is also suspect")
     if len(path) > 1:
-        failure = r.g.steps[path[-1]]
-        hops = len(path) - 1
+        # Named where the path first meets a failure: the step that raised, as the run's failures list it,
+        # not the enclosing step the same exception propagated up to (the path's end).
+        hops = next((i for i, s in enumerate(path[1:], 1) if s in r.fail_ids), len(path) - 1)
+        failure = r.g.steps[path[hops]]
         reasons.append(
             f"reaches the failure at {failure.name} through {hops} dependenc{'y' if hops == 1 else 'ies'}"
         )

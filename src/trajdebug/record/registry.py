@@ -186,6 +186,15 @@ class Registry:
         self.at = 0
         self._memo.clear()  # at a start too: a batch cut short by an exception never reuses what it kept
 
+    def _whole(self, own: str, start: int, value: Any) -> list[Dependency]:
+        """The step that returned ``value`` itself (or held it one level down), when one did: a `with` step's
+        ``input=`` dict of scalars (the arguments a model's answer chose), which `_find`'s path for a decorated
+        call's arguments (a dict bound anew, of scalars) never looks up whole."""
+        hit = self.registry.get(id(value))
+        if hit is not None and hit[1] is value and hit[0] != own and hit[2] <= start:
+            return [Dependency(step_id=hit[0], kind="data", origin=hit[3])]  # type: ignore[arg-type]
+        return []
+
     def _find(self, own: str, start: int, value: Any) -> list[Dependency]:
         """Registered objects reachable from a step's arguments (not descending into hits)."""
         registry = self.registry

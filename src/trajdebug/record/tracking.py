@@ -138,9 +138,9 @@ class Tracker(Registry, Encoder):
         else:
             h._live_in = None
         if live_in is not None and type(live_in) is not bytes:
-            found = self._find(sid, h.t0, live_in)
-            if found:
-                deps = found
+            deps = self._find(sid, h.t0, live_in) or (  # (`_whole`: never a decorated call's new dict)
+                self._whole(sid, h.t0, live_in) if h._spec is None and type(live_in) is dict else None
+            ) or None
         live = h._live_out
         if live is None:
             live = outp

@@ -18,7 +18,12 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._sql import sql_of
 from trajdebug.analysis.diagnosers import _choices as choices
-from trajdebug.analysis.diagnosers._conflicts import contradictions, present, upstream_outputs
+from trajdebug.analysis.diagnosers._conflicts import (
+    contradictions,
+    earlier_answers,
+    present,
+    upstream_outputs,
+)
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import _ASSISTANT_ROLES
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -239,9 +244,11 @@ def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evide
     given = [step.input, *upstream_outputs(step, ctx), pairs]
     surely = [step.input, *upstream_outputs(step, ctx, recorded=True), pairs]
     # A request typed as ``key=value`` text fixes those fields as a JSON one would.
-    bad = contradictions(claimed if claimed is not None else out, given, hay, surely)
+    # Its own earlier answers (a loop's last turn, reached by an edge) are that turn's decisions.
+    own = earlier_answers(step, ctx)
+    bad = contradictions(claimed if claimed is not None else out, given, hay, surely, own)
     if not bad and (said := _prose_pairs(out, given)):
-        bad = contradictions(said, given, hay, surely)
+        bad = contradictions(said, given, hay, surely, own)
     # A number worked out from its inputs (a sum of receipts, a product) restates them.
     bad = [
         b

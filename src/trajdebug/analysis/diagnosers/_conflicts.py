@@ -10,7 +10,7 @@ against records sharing its ids).  Split from `_tools`.
 from __future__ import annotations
 
 import re
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,14 +76,19 @@ def _joined(v: str, haystack: str) -> bool:
 
 
 def contradictions(
-    produced: Any, upstream: list[Any], context: str = "", labels_against: list[Any] | None = None
+    produced: Any,
+    upstream: list[Any],
+    context: str = "",
+    labels_against: list[Any] | None = None,
+    decided: Sequence[Any] = (),
 ) -> list[tuple[str, Any, Any]]:
     """Fields a value shares with upstream outputs but with a different scalar value found nowhere upstream.
 
     A value that differs from one upstream field but appears elsewhere upstream
     (a user's other order, another row) is a choice among given values, not a
     contradiction.  The labels of a model's JSON answer are set only against ``labels_against`` (of
-    ``upstream``: what the step was surely handed), and only against a record sharing its ids.
+    ``upstream``: what the step was surely handed), and only against a record sharing its ids.  The values of
+    ``upstream`` that are also in ``decided`` (`earlier_answers`) are read as text, never set field by field.
     """
     mine = content.keyed_values(produced)
     labels: dict[str, Any] = {}
@@ -112,6 +117,8 @@ def contradictions(
     several: set[str] | None = None
     stated = {v for v in mine.values() if isinstance(v, str) and content.ID_TOKEN.fullmatch(v)}
     for up in upstream:
+        if any(up is d for d in decided):
+            continue
         theirs = content.keyed_values(up)
         index: _Records | None = None  # (read once per upstream, on its first differing field)
         for k, v in mine.items():
@@ -271,4 +278,20 @@ def upstream_outputs(step: Step, ctx: DiagnoseContext, recorded: bool = False) -
     ]
 
 
-__all__ = ["contradictions", "present", "upstream_outputs"]
+def earlier_answers(step: Step, ctx: DiagnoseContext) -> list[Any]:
+    """The outputs among a step's upstream (`upstream_outputs`) given by earlier calls of the same step.
+
+    A model called once per turn of a loop decides each turn anew: the tool its last answer picked, the
+    arguments it set, answered that turn.  A field the new answer sets otherwise (the next tool, the next
+    amount) is the next decision, not a contradiction of a fact it was given; what the earlier answer
+    states still counts as written upstream."""
+    found: list[Any] = []
+    for d in ctx.graph.parents(step.step_id):
+        if d.kind in ("data", "state") and d.key != CHILD_KEY:
+            up = ctx.step(d.step_id)
+            if up.name == step.name and up.kind == step.kind:
+                found.append(up.output)
+    return found
+
+
+__all__ = ["contradictions", "earlier_answers", "present", "upstream_outputs"]

@@ -240,6 +240,17 @@ class DiagnoseContext:
             t = self._texts[step_id] = content.text_of(self.graph.steps[step_id].output).lower()
         return t
 
+    def written_text(self, step_id: str, key: str) -> str:
+        """What a step wrote to a shared-state key, as lower-case text (cached; empty when no value was
+        recorded): a reader given a ``state`` edge took that value, not the writer's return value (often None)."""
+        cache = "\0st:" + step_id + "\0" + key
+        t = self._texts.get(cache)
+        if t is None:
+            vals = self.graph.steps[step_id].attributes.get("state_values")
+            found = vals.get(key) if isinstance(vals, Mapping) else None
+            t = self._texts[cache] = "" if found is None else content.text_of(found).lower()
+        return t
+
     def input_text(self, step: Step) -> str:
         """A step's input as lower-case text, the recorder's markers left out (cached): what a step was given."""
         key = "\0in:" + step.step_id
@@ -271,6 +282,8 @@ class DiagnoseContext:
         parents = self.graph.parents(step.step_id)
         for d in parents:
             parts.append(self.text(d.step_id))
+            if d.kind == "state" and d.key:
+                parts.append(self.written_text(d.step_id, d.key))
         window = 0
         if step.kind == "llm" and step.input is None:
             # The prompt was not kept (a chat log): the model saw the conversation so far.
