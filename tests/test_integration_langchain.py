@@ -571,3 +571,90 @@ class TestLangGraphNodes:
         )
         node = next(s for s in tracer.to_run().steps if s.name == "reserve")
         assert set(node.input) == {"levels", "demand", "cap"}
+
+
+class TestLangGraphStateEdges:
+    """A node's model and tool calls are linked to the node that wrote the state they were handed."""
+
+    def test_a_tool_handed_fields_of_a_record_depends_on_the_node_that_wrote_the_record(self) -> None:
+        """A node that takes a record apart and hands two of its fields to a tool read the record's key, and
+        the tool call has a declared state edge (keyed by the record's key) to the node that wrote it."""
+        from typing import TypedDict
+
+        from langgraph.graph import END, START, StateGraph
+
+        class State(TypedDict, total=False):
+            hive: str
+            survey: dict[str, Any]
+            label: str
+
+        @tool
+        def book_inspector(apiary: str, frames: int) -> str:
+            """Book an inspector visit."""
+            return f"booked {apiary} for {frames} frames"
+
+        def survey(state: State) -> dict[str, Any]:
+            return {"survey": {"apiary": "north-meadow", "frames": 18, "queen": "marked"}}
+
+        def book(state: State) -> dict[str, Any]:
+            s = state["survey"]
+            return {"label": book_inspector.invoke({"apiary": s["apiary"], "frames": s["frames"]})}
+
+        graph = StateGraph(State)
+        graph.add_node("survey", survey)
+        graph.add_node("book", book)
+        graph.add_edge(START, "survey")
+        graph.add_edge("survey", "book")
+        graph.add_edge("book", END)
+        tracer = TrajdebugTracer()
+        graph.compile().invoke({"hive": "H-7"}, config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        writer, node, call = (_by_name(run, n) for n in ("survey", "book", "book_inspector"))
+        assert node.attributes["state_reads"] == ["survey"]
+        edge = next(d for d in call.deps if d.step_id == writer.step_id)
+        assert (edge.kind, edge.origin, edge.key) == ("state", "declared", "survey")
+        assert any(d.step_id == writer.step_id and d.kind == "state" for d in node.deps)
+
+    def test_a_model_given_a_state_value_as_json_depends_on_the_latest_node_that_added_to_it(self) -> None:
+        """A model handed an accumulated list serialized as JSON in its prompt reads that key, and its state
+        edge goes to the latest node whose additions the list holds, not to the graph's input."""
+        import json
+        import operator
+        from typing import Annotated, TypedDict
+
+        from langchain_core.messages import HumanMessage
+        from langgraph.graph import END, START, StateGraph
+
+        from trajdebug.testing import FakeModelServer
+
+        # The functional form: the reducer is read at run time, not from this module's (postponed) names.
+        State = TypedDict(  # noqa: UP013
+            "State", {"readings": Annotated[list[dict[str, Any]], operator.add], "summary": str}, total=False
+        )
+
+        def gauge_a(state: State) -> dict[str, Any]:
+            return {"readings": [{"gauge": "weir-1", "level_cm": 42}]}
+
+        def gauge_b(state: State) -> dict[str, Any]:
+            return {"readings": [{"gauge": "weir-2", "level_cm": 57}]}
+
+        with FakeModelServer(["levels normal"]) as server:
+            model = _chat_openai(server)
+
+            def summarize(state: State) -> dict[str, Any]:
+                reply = model.invoke([HumanMessage(json.dumps({"readings": state["readings"]}))])
+                return {"summary": str(reply.content)}
+
+            graph = StateGraph(State)
+            for name, fn in (("gauge_a", gauge_a), ("gauge_b", gauge_b), ("summarize", summarize)):
+                graph.add_node(name, fn)
+            graph.add_edge(START, "gauge_a")
+            graph.add_edge("gauge_a", "gauge_b")
+            graph.add_edge("gauge_b", "summarize")
+            graph.add_edge("summarize", END)
+            tracer = TrajdebugTracer()
+            graph.compile().invoke({"readings": []}, config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        latest, llm = _by_name(run, "gauge_b"), next(s for s in run.steps if s.kind == "llm")
+        assert _by_name(run, "summarize").attributes["state_reads"] == ["readings"]
+        assert [(d.step_id, d.key) for d in llm.deps if d.kind == "state"] == [(latest.step_id, "readings")]
