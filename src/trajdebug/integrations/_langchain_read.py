@@ -168,8 +168,9 @@ def _keys_read(state: Mapping[str, Any], given: Any) -> list[str]:
     for k, v in state.items():
         if v in (None, "", [], {}):
             continue
-        whole = _contains(given, v) or (isinstance(v, (str, int, float)) and v in held)
-        if whole or (isinstance(v, (Mapping, list, tuple)) and any(x in held for x in _scalars(v))):
+        if _contains(given, v) or (isinstance(v, (str, int, float)) and v in held):
+            out.append(k)
+        elif isinstance(v, (Mapping, list, tuple)) and any(x in held for x in _scalars(v)):
             out.append(k)
     return out
 
