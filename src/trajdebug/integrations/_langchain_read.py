@@ -8,7 +8,6 @@ steps, errors and edges.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -134,82 +133,34 @@ def _computed(given: Any, state: Mapping[str, Any]) -> bool:
     return any(n not in held for n in _numbers(given))
 
 
-def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
-    """The distinctive scalars of a value: strings of three characters or more and numbers other than 0
-    and 1, through mappings, lists and JSON text (a payload a node serialized into a prompt)."""
-    if depth > 6 or isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, str):
-        text = value.strip()
-        if text[:1] in ("{", "[") and depth < 6:
-            try:
-                yield from _scalars(json.loads(text), depth + 1)
-                return
-            except ValueError:
-                pass
-        if len(text) >= 3:
-            yield text
-    elif isinstance(value, (int, float)):
-        if value not in (0, 1):
-            yield value
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _scalars(v, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for v in value[:200]:
-            yield from _scalars(v, depth + 1)
-
-
-def _keys_read(state: Mapping[str, Any], given: Any) -> list[str]:
-    """The state keys a sub-step was handed: a key's value whole, or a distinctive scalar of it (a field
-    of a record, an item of a list, the node took it apart before handing it on)."""
-    held = set(_scalars(given))
-    out = []
-    for k, v in state.items():
-        if v in (None, "", [], {}):
-            continue
-        if _contains(given, v) or (isinstance(v, (str, int, float)) and v in held):
-            out.append(k)
-        elif isinstance(v, (Mapping, list, tuple)) and any(x in held for x in _scalars(v)):
-            out.append(k)
-    return out
-
-
 def _node_input(
     r: LCRun, state: dict[str, Any], attrs: dict[str, Any], given: Callable[[LCRun], Any]
-) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """A LangGraph node's input as the state keys it read; the whole state stays in the attributes' key
-    list.  Also the keys each sub-step was handed (sub-step id -> keys), for the state edges.
+) -> dict[str, Any]:
+    """A LangGraph node's input as the state keys it read; the whole state stays in the attributes' key list.
 
     LangGraph hands every node the whole state, and the node returns an update of the keys it
     wrote.  Recorded as given, every node "was given" every key and "did not pass it on".  A key
     counts as read when one of the node's sub-steps (its model call, its tools) received the key's
-    value whole or a distinctive part of it (`_keys_read`); a node with no sub-step that received any
-    (plain Python), or with a sub-step given a number it computed (no state value holds it), keeps the
-    whole state, since what it read cannot be seen from outside.  ``given`` is what a sub-step received,
-    in the form its step records (a model call's messages in the chat convention).
+    value whole; a node with no sub-step that received any (plain Python), or with a sub-step given
+    a number it computed (no state value holds it), keeps the whole state, since what it read
+    cannot be seen from outside.  ``given`` is what a sub-step received, in
+    the form its step records (a model call's messages in the chat convention).
     """
     attrs["langgraph.node"] = r.name
     attrs["langgraph.state_keys"] = sorted(state)
     inputs: list[Any] = []
-    by_sub: dict[str, list[str]] = {}
     stack = list(r.child_runs)
     while stack:
         child = stack.pop()
         inputs.append(given(child))
-        if child.run_type != "chain":  # a model, tool or retriever call: what it was handed is its input
-            found = _keys_read(state, inputs[-1])
-            if found:
-                by_sub[str(child.id)] = found
         stack.extend(child.child_runs)
-    read = [k for k in state if any(k in ks for ks in by_sub.values())]
-    read = read or [k for k, v in state.items() if v not in (None, "", [], {}) and any(_contains(i, v) for i in inputs)]
+    read = [k for k, v in state.items() if v not in (None, "", [], {}) and any(_contains(i, v) for i in inputs)]
     if not read or any(_computed(i, state) for i in inputs):
         # A sub-step given a number the state does not hold got it computed from keys it read in
         # part (a total over two of them): which ones cannot be seen, so the node keeps them all.
-        return state, by_sub
+        return state
     attrs["state_reads"] = read
-    return {k: state[k] for k in read}, by_sub
+    return {k: state[k] for k in read}
 
 
 def _replace(obj: Any, **changes: Any) -> Any:

@@ -57,7 +57,6 @@ from trajdebug.integrations._langchain_read import (
     _KIND,
     CONTROL_FLOW_EXCEPTIONS,
     _add_stage,
-    _contains,
     _is_graph_node,
     _node_input,
     _ns,
@@ -77,21 +76,6 @@ def _leaves(runs: Sequence[LCRun]) -> list[LCRun]:
     for r in runs:
         out.extend([r] if r.run_type in ("llm", "chat_model", "tool", "retriever") else _leaves(r.child_runs))
     return out
-
-
-def _writer(earlier: Sequence[tuple[LCRun, Mapping[str, Any]]], reader: LCRun, key: str, value: Any) -> str | None:
-    """The latest node before ``reader`` whose update wrote ``key`` with the value the reader was handed,
-    or a part of it (a list a reducer added to); None when none did (the graph's input, or a value the
-    recorded updates do not hold)."""
-    if value in (None, "", [], {}):
-        return None
-    for r, update in reversed(earlier):
-        if key not in update or r.end_time is None or r.end_time > reader.start_time:
-            continue
-        wrote = plain(update[key])
-        if wrote == value or (isinstance(value, list) and isinstance(wrote, list) and wrote and _contains(value, wrote)):
-            return str(r.id)
-    return None
 
 
 class TrajdebugTracer(BaseTracer):
@@ -144,8 +128,6 @@ class TrajdebugTracer(BaseTracer):
         self._chat_inputs: dict[str, Any] = {}
         self._llm_outputs: dict[str, Any] = {}
         self._tool_outputs: dict[str, Any] = {}
-        # LangGraph node id -> (the state it was handed, sub-step id -> the state keys that sub-step was handed)
-        self._node_states: dict[str, tuple[dict[str, Any], dict[str, list[str]]]] = {}
 
     # -- capture what BaseTracer flattens to strings ---------------------------------
 
@@ -224,7 +206,6 @@ class TrajdebugTracer(BaseTracer):
         self._sequence_edges(order, steps)
         self._enclosed_edges(order, steps)
         self._tool_call_edges(order, steps)
-        self._state_edges(order, steps)
         errors = self._errors(order, steps)
         self._retry_links(order, steps, errors)
         root_step = steps[str(root.id)]
@@ -234,7 +215,6 @@ class TrajdebugTracer(BaseTracer):
             self._chat_inputs.pop(key, None)
             self._llm_outputs.pop(key, None)
             self._tool_outputs.pop(key, None)
-            self._node_states.pop(key, None)
         ordered = sorted(steps.values(), key=lambda s: s.start_ns)
         call_md = (root.extra or {}).get("metadata") or {}
         run = Run(
@@ -296,9 +276,7 @@ class TrajdebugTracer(BaseTracer):
         if kind == "llm" and chat.tool_calls(out):
             attrs["tool_call_ids"] = [c["id"] for c in chat.tool_calls(out) if c.get("id")]
         if _is_graph_node(r) and isinstance(inp, dict):
-            state = inp
-            inp, by_sub = _node_input(r, inp, attrs, lambda c: self._chat_inputs.get(str(c.id)) or plain(c.inputs))
-            self._node_states[key] = (state, by_sub)
+            inp = _node_input(r, inp, attrs, lambda c: self._chat_inputs.get(str(c.id)) or plain(c.inputs))
         if exc is not None and is_control_flow(exc):
             attrs["control_flow"] = type(exc).__name__
         elif exc is not None or r.error:
@@ -384,31 +362,6 @@ class TrajdebugTracer(BaseTracer):
                 made = [str(c.id) for c in _leaves(inner) or inner]
                 s = steps[str(sib.id)]
                 steps[str(sib.id)] = _with_deps(s, [declared(sid) for sid in made])
-
-    def _state_edges(self, order: Sequence[LCRun], steps: dict[str, Step]) -> None:
-        """Node -> the earlier node that wrote a state key it read, and each model or tool call inside a node
-        -> the writer of the keys it was handed (declared ``state`` edges, keyed by the state key).
-
-        A LangGraph node gets its values from the state, not from the node before it: the edge to the
-        step that wrote the value is the graph's own channel, not a guess from content.  The writer of a
-        key is the latest earlier node of the same graph whose update holds the value the reader was
-        handed (the same value, or a part of an accumulated list: a channel with a reducer).
-        """
-        writes: dict[str | None, list[tuple[LCRun, Mapping[str, Any]]]] = {}
-        for r in sorted((r for r in order if _is_graph_node(r)), key=lambda x: x.start_time):
-            node = steps[str(r.id)]
-            state, by_sub = self._node_states.get(str(r.id), ({}, {}))
-            earlier = writes.setdefault(str(r.parent_run_id), [])
-            reads = node.attributes.get("state_reads") or sorted({k for ks in by_sub.values() for k in ks})
-            writer = {k: w for k in reads if (w := _writer(earlier, r, k, state.get(k))) is not None}
-            if writer:
-                steps[node.step_id] = _with_deps(node, [declared(w, "state", k) for k, w in writer.items()])
-            for sub, keys in by_sub.items():
-                new = [declared(writer[k], "state", k) for k in keys if k in writer]
-                if new and sub in steps:
-                    steps[sub] = _with_deps(steps[sub], new)
-            if isinstance(node.output, Mapping) and node.status == "ok":
-                earlier.append((r, node.output))
 
     @staticmethod
     def _tool_call_edges(order: Sequence[LCRun], steps: dict[str, Step]) -> None:
