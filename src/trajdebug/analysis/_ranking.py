@@ -36,7 +36,6 @@ from trajdebug.analysis._sources import (
     ARGUMENT_SIGNALS,
     Mark,
     Slice,
-    answered_inside,
     local_evidence,
     off_the_failure,
     other_entities,
@@ -53,6 +52,7 @@ from trajdebug.analysis._weights import (
     _matches,
     _verified_good,
 )
+from trajdebug.analysis._wrappers import answered_inside
 from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_check
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import Lineage
@@ -293,7 +293,7 @@ class Ranking:
 
     def _own_findings(self, sid: str) -> list[Evidence]:
         """The findings about a step, those about a wrapper's answer moved to the model call inside it that
-        wrote that answer (`trajdebug.analysis._sources.answered_inside`)."""
+        wrote that answer (`trajdebug.analysis._wrappers.answered_inside`)."""
         found = [*self.ctx.verdict(sid).evidence, *self.extra.get(sid, [])]
         if sid in self.written_by:
             found = [e for e in found if e.sound or e.diagnoser in ARGUMENT_SIGNALS]
