@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trajdebug.analysis import _content as content
 
@@ -99,3 +102,15 @@ def test_numbers_after_a_comma_in_a_compact_list_are_read() -> None:
     assert {"3", "4"} <= content.plain_number_forms("[3,4]")
     forms = content.plain_number_forms("paid 1,234.5 of 1,234,567")
     assert "234" not in forms and "567" not in forms and "1234.5" in forms
+
+
+_NUMBER_TEXT = st.text(alphabet="0123456789,.-xX aé_×\n", max_size=30)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_NUMBER_TEXT)
+def test_number_pattern_finds_what_it_found_without_its_look_ahead(text: str) -> None:
+    """The number pattern's leading look-ahead (a number starts with a digit or a minus) changes no match."""
+    plain = re.compile(content._NUMBER.pattern.removeprefix(r"(?=-?\d)"))
+    assert plain.pattern != content._NUMBER.pattern
+    assert [m.span() for m in content._NUMBER.finditer(text)] == [m.span() for m in plain.finditer(text)]

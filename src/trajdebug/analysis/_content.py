@@ -376,7 +376,9 @@ def written_pairs(value: Any) -> dict[str, str]:
 
 
 _NUMBER = re.compile(
-    r"(?<![\w.])(?:(?<!,)|(?<!\d,)|(?<=\.\d,)|(?<=\.\d\d,)|(?!\d{3}(?!\d)))"
+    # (The look-ahead ``(?=-?\d)`` changes no match, every one starts so: it makes the search skip a position
+    # that starts no number at once, where the look-behinds were tried first; half the time on long texts.)
+    r"(?=-?\d)(?<![\w.])(?:(?<!,)|(?<!\d,)|(?<=\.\d,)|(?<=\.\d\d,)|(?!\d{3}(?!\d)))"
     r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\.|(?![xX]\b)\w)"
 )
 """A number standing alone, or glued to a multiplication sign (``12x SKU-2040``: twelve of the item; ``×``

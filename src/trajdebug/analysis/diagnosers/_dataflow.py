@@ -59,17 +59,37 @@ _NUMERAL = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d+\.\d+|[-+]?\d+
 
 def _lost(values: list[Any], text: str) -> list[Any]:
     """The values that do not show in a (lower-case) text, numbers in any restated form."""
-    forms = content.number_forms(text)
+    forms: set[str] | None = None  # read when a value is not found as written (most are)
     lost = []
     for v in values:
         if isinstance(v, str):
+            if v.strip().lower() in text:
+                continue
             # A number written as text ('1,429.00') is kept when the output holds it as a number (1429.0).
             n = content.norm_number(v.strip()) if _NUMERAL.fullmatch(v.strip()) else None
-            if v.strip().lower() not in text and (n is None or n not in forms):
+            if n is None:
                 lost.append(v)
-        elif content.norm_number(repr(v)) not in forms:
+                continue
+        else:
+            n = content.norm_number(repr(v))
+        if forms is None:
+            forms = _number_forms(text)
+        if n not in forms:
             lost.append(v)
     return lost
+
+
+_FORMS_OF: list[Any] = [None, set()]
+"""The last text `_number_forms` read and its forms: a writer's leaves are each tested against the same text."""
+
+
+def _number_forms(text: str) -> set[str]:
+    """`content.number_forms` of a text, kept for the next call on the same text (the caller does not change it)."""
+    if _FORMS_OF[0] != text:  # (equal texts, not only the same object: the caller may lower a text again)
+        _FORMS_OF[1] = content.number_forms(text)
+        _FORMS_OF[0] = text
+    forms: set[str] = _FORMS_OF[1]
+    return forms
 
 
 def _with_json_read(value: Any, depth: int = 0) -> Any:
