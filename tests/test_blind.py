@@ -68,3 +68,15 @@ def test_a_suites_own_route_letters_are_pooled_under_the_route_names_and_mean_no
     assert route_name("suite_b", "a") == "a"
     assert route_name("suite_b", "agents_sdk") == "openai_agents"
     assert route_name("suite_b", None) == "?"
+
+
+def test_a_generator_written_as_a_module_is_run_as_one() -> None:
+    """A suite whose generate.py uses relative imports with no script shim runs as ``-m``; a script stays a script."""
+    from benchmarks.blind import HERE, _generator
+
+    modules = [s.name for s in HERE.iterdir() if (s / "generate.py").exists() and _generator(s.name)[0] == "-m"]
+    scripts = [s.name for s in HERE.iterdir() if (s / "generate.py").exists() and _generator(s.name)[0] != "-m"]
+    assert modules and scripts
+    for name in modules:
+        text = (HERE / name / "generate.py").read_text()
+        assert "from ." in text and "__package__ =" not in text
