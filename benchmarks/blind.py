@@ -68,7 +68,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zc": "held out (written blind on 2026-12-04; not yet scored: the next measure, with suite_zb)",
+    "suite_zc": "held out (written blind and frozen on 2026-12-04 at 17:02 UTC; not yet scored: the next measure, with suite_zb)",
     "suite_zb": "held out (written blind on 2026-12-04; not yet scored: the next measure, with suite_zc)",
     "suite_za": "development (scored once held out on 2026-12-04 at 16:49 UTC on e436d3d; its misses not yet studied)",
     "suite_z": "development (scored once held out on 2026-12-04 at 16:48 UTC on e436d3d; its misses not yet studied)",
