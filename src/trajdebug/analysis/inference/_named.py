@@ -133,8 +133,6 @@ def _births(
     return out
 
 
-_CODE = re.compile(r"(?<![\w-])[A-Za-z][\w-]*\d[\w-]*")
-"""A code a message names as a word: a letter, then letters and digits (``R3``, ``bay-7``), no quantity (``3.5m``)."""
 _KEY_WORDS = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
 
 
@@ -146,7 +144,9 @@ def _state_writers(
     code's record there, and what the code between the steps read back from it decided whether it reached
     the failing step; no value of it did, so no value edge links them."""
     given = repr(fstep.input).lower()
-    wanted = {m.group(0).lower() for m in _CODE.finditer(message)}
+    # (`content.message_codes`: no URL or path segment, no format word; a lower-case code is kept here, since
+    # only a state key that names it links a writer.)
+    wanted = {c.lower() for c in content.message_codes(message)}
     wanted = {w for w in wanted if not re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", given)}
     out: list[Dependency] = []
     for st in reversed(before) if wanted else ():
