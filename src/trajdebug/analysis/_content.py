@@ -545,23 +545,6 @@ def largest_list(value: Any, depth: int = 0) -> list[Any] | None:
     return None
 
 
-_CODE_WORD = re.compile(r"(?<![\w/\\.-])[A-Za-z][\w-]*\d[\w-]*(?![\w/\\])")
-"""A code a message writes as a word: a letter, then letters and digits (``R3``, ``bay-7``), no quantity
-(``3.5m``); not a segment of a URL or a file path (``/v1/orders``: beside a slash), nor of a dotted name."""
-
-
-def message_codes(message: str, *, lexicon: Lexicon = ENGLISH) -> list[str]:
-    """The codes a message names (`_CODE_WORD`, trailing hyphens dropped), those that name a format (``utf-8``,
-    ``sha256``: the lexicon's ``format_codes``) left out.  Case kept: callers ask for a capital letter when
-    nothing else says the word is a record's code."""
-    out: dict[str, None] = {}
-    for m in _CODE_WORD.finditer(message):
-        code = m.group(0).strip("-")
-        if code and code.casefold() not in lexicon.format_codes:
-            out[code] = None
-    return list(out)
-
-
 def has_word(text: str, value: str) -> bool:
     """Whether ``value`` is written in ``text`` as a word of its own: not inside a longer word, an id or a
     hyphenated name (``Team 1`` is not in "Team 10", ``ns`` not in "instructions")."""
@@ -606,7 +589,6 @@ def read_out(sentence: str, out: Any) -> bool:
 
 
 __all__ = [
-    "message_codes",
     "has_word", "ID_TOKEN", "char_shape", "run_shape", "aggregate_forms", "TEXT_LIMIT", "error_text",
     "http_status", "is_empty", "is_marker", "json_problem", "keyed_values", "largest_list", "leaves",
     "looks_like_json", "norm_number", "number_forms", "numbers_in", "plain_number_forms", "stated_numbers",

@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis.inference._named import message_codes
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import is_mapping
 
@@ -196,7 +197,7 @@ def world_readers(run: Run, messages: Mapping[str, str]) -> frozenset[str]:
     """The failing steps whose message names an id they were not given (``messages``: the failures' messages by
     step id): a check that reports on ``tank T5`` handed only a date read the tanks from the world.
 
-    An id is a code of the message (`content.message_codes`: no URL or path segment, no format such as
+    An id is a code of the message (`message_codes`: no URL or path segment, no format such as
     ``utf-8``) written with a capital letter, as record codes are (``T5``, ``G-102``), or one a step of the run
     returned as a value (``bay-7``); a lower-case word no step returned (``v2``, ``md5sum``) names no record."""
     by_id = {s.step_id: s for s in run.steps}
@@ -207,7 +208,7 @@ def world_readers(run: Run, messages: Mapping[str, str]) -> frozenset[str]:
         if step is None or step.kind in ("llm", "agent"):
             continue
         given = " ".join(sorted(_ids(step.input))) + " " + repr(step.input)
-        for code in content.message_codes(message):
+        for code in message_codes(message):
             if code in given:
                 continue
             if code.lower() == code:
