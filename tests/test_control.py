@@ -139,6 +139,23 @@ class TestEnv:
         assert "check" not in env_edges(run, consumed={"date", "plan"}, linked={"pump", "check"})
         assert {"pump", "plan"} <= _slice(run)
 
+    def test_a_url_segment_or_a_format_word_in_a_failure_names_no_resource(self) -> None:
+        """A sensor read that fails on ``/v2/sensors?hive=H-4`` (its own hive), on a ``latin-1`` codec or a
+        ``sha256`` mismatch names no record it was not given; a lower-case code is a record only when a step
+        of the run returned it (``frame-9``)."""
+        from trajdebug.analysis.inference import world_readers
+
+        run = _run(
+            _s("list", "list_frames", "tool", 0, {"hive": "H-4"}, {"frames": ["frame-9", "frame-11"]}),
+            _s("read", "read_sensor", "tool", 2, {"hive": "H-4"}, None, status="error",
+               error=ErrorInfo("ConnectionError", "x")),
+        )
+        for message in ("Max retries exceeded with url: /v2/sensors?hive=H-4",
+                        "'latin-1' codec can't decode byte 0x9c", "sha256 digest mismatch", "md5sum v2 differs"):
+            assert world_readers(run, {"read": message}) == frozenset(), message
+        assert world_readers(run, {"read": "frame-9 is empty"}) == {"read"}
+        assert world_readers(run, {"read": "comb C3 is empty"}) == {"read"}
+
 
 class TestChangedInPlace:
     def _memory_run(self, key_written: str) -> Run:

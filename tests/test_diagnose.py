@@ -1767,6 +1767,25 @@ class TestLoops:
         critic = Step("a", "review_plan", "llm", input={"goal": "fire pot P-19"}, output={"action": "apply_glaze", "pot": "P-19"})
         assert [e for e in _from(_verdict(_run(critic, nxt), "b"), "llm-output") if "but its input says" in e.reason]
 
+    def test_two_model_calls_sharing_a_name_but_not_a_conversation_still_contradict(self) -> None:
+        """Every model call named alike (as an SDK names them): a reading call that answers 40 litres and a
+        billing call given another request that answers 70 contradict each other; the same billing call
+        continuing the reading's conversation (its answer handed back as the assistant's message) decides anew."""
+        ask = {"role": "user", "content": "read tank T-8"}
+        read = Step("a", "completion", "llm", input={"messages": [ask]},
+                    output={"role": "assistant", "content": "tank T-8 holds 40 litres", "tank": "T-8", "litres": 40})
+
+        def bill(messages: list[dict[str, Any]]) -> Step:
+            return Step("b", "completion", "llm", input={"messages": messages},
+                        output={"tank": "T-8", "litres": 70}, deps=(D("a"),))
+
+        def says(run: Run) -> list[str]:
+            return [e.reason for e in _from(_verdict(run, "b"), "llm-output") if "but its input says" in e.reason]
+
+        assert says(_run(read, bill([{"role": "user", "content": "bill the tank reading"}])))
+        assert says(_run(read, bill([ask, {"role": "assistant", "content": "tank T-8 holds 40 litres"},
+                                     {"role": "user", "content": "now bill it"}]))) == []
+
 
 class TestLookedUp:
     def test_a_made_up_key_whose_lookup_found_the_request_is_no_claim(self) -> None:

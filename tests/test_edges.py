@@ -159,3 +159,15 @@ def test_an_enclosing_step_opened_with_one_record_of_an_output_links_its_produce
     linked = structural_edges(run)
     assert [(d.step_id, d.key) for d in linked.step("node").deps] == [("alloc", WHOLE_INPUT_KEY)]
     assert _producers(linked, "other") == []
+
+
+def test_a_record_whose_object_mixes_number_and_text_keys_is_analysed_without_error() -> None:
+    """A run built in Python whose record holds `{1: "open", "spare": "closed"}` (keys of two types, which JSON
+    cannot sort) is analysed: the entry simply names no value."""
+    valves = {1: "open", "spare": "closed"}
+    run = Run("r", "pumps", outcome="failure", steps=(
+        step("a", "read_valves", "tool", 0, {"station": "east"}, {"bank": "VB-7", "valves": valves}),
+        step("b", "balance", "tool", 2, {"banks": {"VB-7": dict(valves)}}, None, status="error",
+             error=ErrorInfo("ValueError", "no balance")),
+    ))
+    assert [c.step_id for c in analyze(run, top=3).root_causes]

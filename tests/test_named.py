@@ -38,3 +38,12 @@ def test_a_code_the_failure_names_and_was_not_given_links_the_state_write_of_its
     assert [d.step_id for d in named_edges(run, [failure]).step("r").deps if d.kind == "state"] == []
     run, failure = _run("bed C2 is unknown", ["B4"])
     assert [d.step_id for d in named_edges(run, [failure]).step("r").deps if d.kind == "state"] == []
+
+
+def test_a_code_inside_a_url_path_links_no_state_write_keyed_by_it() -> None:
+    """A report refused with ``url: /b7/report`` does not name bed B7 (a path segment is no code the failure is
+    about), so the step that wrote bed B7's record is not linked; ``B7`` written as a word is."""
+    run, failure = _run("upload failed, url: /b7/report", ["B4"])
+    assert [d.step_id for d in named_edges(run, [failure]).step("r").deps if d.kind == "state"] == []
+    run, failure = _run("upload failed for B7", ["B4"])
+    assert [d.step_id for d in named_edges(run, [failure]).step("r").deps if d.kind == "state"] == ["b2"]

@@ -58,6 +58,10 @@ class Lexicon:
     check_types: re.Pattern[str]
     """Words of an exception type raised by a check (``ValidationError``, ``AssertionError``)."""
 
+    format_codes: frozenset[str]
+    """Letters-and-digits words that name a format, codec, protocol or type (``utf-8``, ``base64``, ``sha256``,
+    ``HTTP2``), never a record a failure is about (case-folded)."""
+
     environment: re.Pattern[str]
     """Errors of the tool or its environment; any other tool error is taken as a rejection of its arguments.
     A refusal ("refund refused", "not on this account") is a rejection: only a refused connection, a 5xx
@@ -263,6 +267,14 @@ ENGLISH = Lexicon(
         re.I,
     ),
     check_types=re.compile(r"check|assert|validation|verif|mismatch", re.I),
+    format_codes=frozenset(
+        ["utf-8", "utf8", "utf-16", "utf16", "utf-32", "utf32", "latin-1", "latin1", "cp1252", "iso-8859-1",
+         "base16", "base32", "base58", "base64", "base85", "md5", "sha1", "sha-1", "sha224", "sha256", "sha-256",
+         "sha384", "sha512", "sha-512", "sha3", "crc32", "http1", "http2", "http3", "h2", "h3", "ipv4", "ipv6",
+         "tls1", "tlsv1", "oauth2", "x86", "x64", "x86_64", "amd64", "arm64", "aarch64", "int8", "int16", "int32",
+         "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "bf16", "fp16", "fp32",
+         "utc0", "mp3", "mp4", "h264", "h265", "p12", "pkcs12", "pkcs7", "x509", "s3", "ec2", "py3", "python3"]
+    ),
     environment=re.compile(
         r"time(?:d)? ?out|timeout|unavailable|unreachable|rate.?limit|too many requests|quota|overloaded_error|"
         r"(?:server|service|api|model|backend|upstream)s?(?: is| are)?(?: currently)? overload|"

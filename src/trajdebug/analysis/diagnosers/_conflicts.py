@@ -17,11 +17,12 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._sql import looks_like_sql
 from trajdebug.analysis.diagnosers._context import DiagnoseContext
+from trajdebug.analysis.diagnosers._conversation import _ASSISTANT_ROLES
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.graph import CHILD_KEY
 from trajdebug.core.mentions import currency_written
 from trajdebug.core.model import Step
-from trajdebug.core.values import date_forms, date_keys, is_date
+from trajdebug.core.values import date_forms, date_keys, is_date, is_mapping
 
 
 def present(value: Any, haystack: str, forms: Container[str], dates: set[str] | None = None) -> bool | None:
@@ -279,19 +280,66 @@ def upstream_outputs(step: Step, ctx: DiagnoseContext, recorded: bool = False) -
 
 
 def earlier_answers(step: Step, ctx: DiagnoseContext) -> list[Any]:
-    """The outputs among a step's upstream (`upstream_outputs`) given by earlier calls of the same step.
+    """The outputs among a step's upstream (`upstream_outputs`) given by earlier turns of the same loop.
 
     A model called once per turn of a loop decides each turn anew: the tool its last answer picked, the
     arguments it set, answered that turn.  A field the new answer sets otherwise (the next tool, the next
     amount) is the next decision, not a contradiction of a fact it was given; what the earlier answer
-    states still counts as written upstream."""
+    states still counts as written upstream.  A shared name is no such loop (an SDK names every model call
+    ``response``, LangChain after the model class): the earlier call must be this one's own last turn
+    (`_own_turn`)."""
     found: list[Any] = []
     for d in ctx.graph.parents(step.step_id):
         if d.kind in ("data", "state") and d.key != CHILD_KEY:
             up = ctx.step(d.step_id)
-            if up.name == step.name and up.kind == step.kind:
+            if up.name == step.name and up.kind == step.kind and _own_turn(up, step):
                 found.append(up.output)
     return found
+
+
+def _own_turn(up: Step, step: Step) -> bool:
+    """Whether ``up`` is an earlier turn of the conversation ``step`` continues: what it was given is still in
+    this call's input (every field kept, a list grown at its end, a map grown by new keys: the goal it
+    keeps, the notes or messages it adds to), or its answer comes back in this input as an assistant message.
+    Two calls given different requests (an extraction, then a reply) are two models, whatever their names."""
+    if _kept(up.input, step.input) and _telling(up.input):
+        return True
+    return up.output is not None and _answered_in(up.output, step.input)
+
+
+def _kept(old: Any, new: Any, depth: int = 0) -> bool:
+    """Whether ``new`` keeps ``old``: equal, a list ``old`` starts, or a map holding each of ``old``'s fields
+    kept."""
+    if old == new:
+        return True
+    if depth > 4:
+        return False
+    if isinstance(old, list) and isinstance(new, list):
+        return len(old) <= len(new) and new[: len(old)] == old
+    if is_mapping(old) and is_mapping(new):
+        return all(k in new and _kept(v, new[k], depth + 1) for k, v in old.items())
+    return False
+
+
+def _telling(value: Any) -> bool:
+    """Whether an input holds something a call could keep (not empty, not only empty fields)."""
+    if is_mapping(value):
+        return any(not content.is_empty(v) for v in value.values())
+    return not content.is_empty(value)
+
+
+def _answered_in(answer: Any, given: Any) -> bool:
+    """Whether ``given`` (a call's input) holds ``answer`` as an assistant message: the answer itself, or a
+    message whose role is the assistant's and whose content is the answer's."""
+    said = answer.get("content") if is_mapping(answer) else answer
+    if content.is_empty(said):
+        return False
+    items = given if isinstance(given, list) else list(given.values()) if is_mapping(given) else []
+    messages = [m for v in items for m in (v if isinstance(v, list) else [v])]
+    return any(
+        m == answer or (is_mapping(m) and m.get("role") in _ASSISTANT_ROLES and m.get("content") == said)
+        for m in messages
+    )
 
 
 __all__ = ["contradictions", "earlier_answers", "present", "upstream_outputs"]

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import replace
 from typing import Any
 
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.inference._named import message_codes
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.core.values import is_mapping
 
@@ -191,23 +193,44 @@ def mutation_edges(run: Run) -> dict[str, list[Dependency]]:
     return out
 
 
-_WORD_ID = re.compile(r"(?<![\w-])[A-Za-z][\w-]*\d[\w-]*")
-"""An id a failure's message writes as a word: starting with a letter (``T5``, ``G-102``), not a quantity (``3.5m``)."""
-
-
 def world_readers(run: Run, messages: Mapping[str, str]) -> frozenset[str]:
     """The failing steps whose message names an id they were not given (``messages``: the failures' messages by
-    step id): a check that reports on ``tank T5`` handed only a date read the tanks from the world."""
+    step id): a check that reports on ``tank T5`` handed only a date read the tanks from the world.
+
+    An id is a code of the message (`message_codes`: no URL or path segment, no format such as
+    ``utf-8``) written with a capital letter, as record codes are (``T5``, ``G-102``), or one a step of the run
+    returned as a value (``bay-7``); a lower-case word no step returned (``v2``, ``md5sum``) names no record."""
     by_id = {s.step_id: s for s in run.steps}
     out: set[str] = set()
+    returned: set[str] | None = None
     for sid, message in messages.items():
         step = by_id.get(sid)
         if step is None or step.kind in ("llm", "agent"):
             continue
         given = " ".join(sorted(_ids(step.input))) + " " + repr(step.input)
-        if any(m.group(0).strip("-") not in given for m in _WORD_ID.finditer(message)):
+        for code in message_codes(message):
+            if code in given:
+                continue
+            if code.lower() == code:
+                if returned is None:
+                    returned = _returned_words(run)
+                if code not in returned:
+                    continue
             out.add(sid)
+            break
     return frozenset(out)
+
+
+def _returned_words(run: Run) -> set[str]:
+    """The short string values (lower case) the run's steps returned, read only when a message names a
+    lower-case code."""
+    return {
+        v.strip().lower()
+        for s in run.steps
+        if s.output is not None
+        for _, v in content.leaves(s.output)
+        if isinstance(v, str) and len(v) <= 40
+    }
 
 
 def env_edges(

@@ -264,7 +264,11 @@ def _entry_value(v: Any) -> _Scalar | None:
     canonical JSON (a loop's ``crews[tower] = picked``: the record ``{"tower": ..., "crew": [...]}`` re-keyed)."""
     if (isinstance(v, list) or is_mapping(v)) and 0 < len(v) <= 40 and _shallow(v):
         # (Paired with the key, a short list says enough: no length floor as for a value alone.)
-        return "\x1f" + json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
+        try:
+            return "\x1f" + json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
+        except (TypeError, ValueError):
+            # Keys of mixed types (an in-memory run's ``{1: ..., "spare": ...}``) have no sorted order: no key.
+            return None
     return _scalar(v)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis.inference._edges import _with_deps
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import Dependency, Run, Step
 
 
@@ -133,8 +134,23 @@ def _births(
     return out
 
 
-_CODE = re.compile(r"(?<![\w-])[A-Za-z][\w-]*\d[\w-]*")
-"""A code a message names as a word: a letter, then letters and digits (``R3``, ``bay-7``), no quantity (``3.5m``)."""
+_CODE_WORD = re.compile(r"(?<![\w/\\.-])[A-Za-z][\w-]*\d[\w-]*(?![\w/\\])")
+"""A code a message writes as a word: a letter, then letters and digits (``R3``, ``bay-7``), no quantity
+(``3.5m``); not a segment of a URL or a file path (``/v1/orders``: beside a slash), nor of a dotted name."""
+
+
+def message_codes(message: str, *, lexicon: Lexicon = ENGLISH) -> list[str]:
+    """The codes a message names (`_CODE_WORD`, trailing hyphens dropped), those that name a format (``utf-8``,
+    ``sha256``: the lexicon's ``format_codes``) left out.  Case kept: callers ask for a capital letter when
+    nothing else says the word is a record's code."""
+    out: dict[str, None] = {}
+    for m in _CODE_WORD.finditer(message):
+        code = m.group(0).strip("-")
+        if code and code.casefold() not in lexicon.format_codes:
+            out[code] = None
+    return list(out)
+
+
 _KEY_WORDS = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
 
 
@@ -146,7 +162,9 @@ def _state_writers(
     code's record there, and what the code between the steps read back from it decided whether it reached
     the failing step; no value of it did, so no value edge links them."""
     given = repr(fstep.input).lower()
-    wanted = {m.group(0).lower() for m in _CODE.finditer(message)}
+    # (`message_codes`: no URL or path segment, no format word; a lower-case code is kept here, since
+    # only a state key that names it links a writer.)
+    wanted = {c.lower() for c in message_codes(message)}
     wanted = {w for w in wanted if not re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", given)}
     out: list[Dependency] = []
     for st in reversed(before) if wanted else ():
@@ -206,4 +224,4 @@ class _Texts(dict[int, str]):
         return named in forms
 
 
-__all__ = ["NAMED_KEY", "named_edges"]
+__all__ = ["NAMED_KEY", "message_codes", "named_edges"]
