@@ -840,6 +840,27 @@ class TestReadsTheRecordingMissed:
         off = _run(*run.steps[:-1], replace_input(run.steps[-1], {"landed_kg": 2378, "quota_kg": 2500}))
         assert total_edges(off) == {}
 
+    def test_a_setting_equal_to_a_groups_count_of_equal_values_links_no_group(self) -> None:
+        """Three of four beehive inspections logged 12 frames each and a later, unrelated upload is given
+        `batch_size=36`: a sum of equal values is a multiple of a round number, so the upload links to no
+        inspection; a real one-group total in the same run still does."""
+        from trajdebug.analysis.lineage import total_edges
+
+        hives = [("sealed", 12), ("sealed", 12), ("open", 9), ("sealed", 12)]
+        steps = [
+            _s(f"i{i}", "inspect_hive", "tool", 1 + 2 * i, {"hive": i}, {"state": st, "frames": n})
+            for i, (st, n) in enumerate(hives)
+        ]
+        run = _run(*steps, _s("up", "upload_log", "tool", 20, {"batch_size": 36, "dest": "apiary.csv"}, None))
+        assert total_edges(run) == {}
+        mixed = [("sealed", 12), ("sealed", 14), ("open", 9), ("sealed", 15)]
+        steps = [
+            _s(f"i{i}", "inspect_hive", "tool", 1 + 2 * i, {"hive": i}, {"state": st, "frames": n})
+            for i, (st, n) in enumerate(mixed)
+        ]
+        run = _run(*steps, _s("up", "upload_log", "tool", 20, {"sealed_frames": 41, "dest": "apiary.csv"}, None))
+        assert sorted(d.step_id for d in total_edges(run)["up"]) == ["i0", "i1", "i3"]
+
 
 class TestSharedState:
     """A state graph's node is handed the state its earlier nodes' updates wrote: no request it must honour."""
