@@ -799,6 +799,21 @@ class TestReadsTheRecordingMissed:
         full = _run(*run.steps[:-1], replace_input(run.steps[-1], {"expected": 4, "sightings": ["heron"]}))
         assert "t" not in Lineage(full).empty_edges()
 
+    def test_an_empty_default_links_to_no_unrelated_empty_result(self) -> None:
+        """A greenhouse agent's alert lookup correctly found none (`[]`); the model request right after it
+        carries `tools=[]` and a later tool is given `zones={}` after another step returned `{}` with a step in
+        between: neither links to an empty result (only the step right before a non-model step hands its empty
+        result on)."""
+        run = _run(
+            _s("al", "load_alerts", "tool", 0, {"house": "G-3"}, []),
+            _s("m", "ChatCompletion", "llm", 2, {"messages": [{"role": "user", "content": "vent house 3"}],
+                                               "tools": []}, {"role": "assistant", "content": "venting to 40%"}),
+            _s("cf", "read_overrides", "tool", 4, {"house": "G-3"}, {}),
+            _s("hum", "read_humidity", "tool", 6, {"house": "G-3"}, {"rh": 71}),
+            _s("v", "set_vents", "tool", 8, {"open_pct": 40, "zones": {}}, None),
+        )
+        assert Lineage(run).empty_edges() == {}
+
     def test_a_step_inside_a_record_opened_node_depends_on_the_records_producer(self) -> None:
         """A loop opens one enclosing step per record of an allocation (`input={"boat": ..., "mooring": ...}`)
         and calls a tool with the record's fields: the tool depends on the allocation (through the enclosing
