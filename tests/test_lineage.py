@@ -799,6 +799,21 @@ class TestReadsTheRecordingMissed:
         full = _run(*run.steps[:-1], replace_input(run.steps[-1], {"expected": 4, "sightings": ["heron"]}))
         assert "t" not in Lineage(full).empty_edges()
 
+    def test_an_empty_default_links_to_no_unrelated_empty_result(self) -> None:
+        """A greenhouse agent's alert lookup correctly found none (`[]`); the model request right after it
+        carries `tools=[]` and a later tool is given `zones={}` after another step returned `{}` with a step in
+        between: neither links to an empty result (only the step right before a non-model step hands its empty
+        result on)."""
+        run = _run(
+            _s("al", "load_alerts", "tool", 0, {"house": "G-3"}, []),
+            _s("m", "ChatCompletion", "llm", 2, {"messages": [{"role": "user", "content": "vent house 3"}],
+                                               "tools": []}, {"role": "assistant", "content": "venting to 40%"}),
+            _s("cf", "read_overrides", "tool", 4, {"house": "G-3"}, {}),
+            _s("hum", "read_humidity", "tool", 6, {"house": "G-3"}, {"rh": 71}),
+            _s("v", "set_vents", "tool", 8, {"open_pct": 40, "zones": {}}, None),
+        )
+        assert Lineage(run).empty_edges() == {}
+
     def test_a_step_inside_a_record_opened_node_depends_on_the_records_producer(self) -> None:
         """A loop opens one enclosing step per record of an allocation (`input={"boat": ..., "mooring": ...}`)
         and calls a tool with the record's fields: the tool depends on the allocation (through the enclosing
@@ -839,6 +854,27 @@ class TestReadsTheRecordingMissed:
         assert sorted(d.step_id for d in edges["q"]) == ["h1", "h3", "h4"]
         off = _run(*run.steps[:-1], replace_input(run.steps[-1], {"landed_kg": 2378, "quota_kg": 2500}))
         assert total_edges(off) == {}
+
+    def test_a_setting_equal_to_a_groups_count_of_equal_values_links_no_group(self) -> None:
+        """Three of four beehive inspections logged 12 frames each and a later, unrelated upload is given
+        `batch_size=36`: a sum of equal values is a multiple of a round number, so the upload links to no
+        inspection; a real one-group total in the same run still does."""
+        from trajdebug.analysis.lineage import total_edges
+
+        hives = [("sealed", 12), ("sealed", 12), ("open", 9), ("sealed", 12)]
+        steps = [
+            _s(f"i{i}", "inspect_hive", "tool", 1 + 2 * i, {"hive": i}, {"state": st, "frames": n})
+            for i, (st, n) in enumerate(hives)
+        ]
+        run = _run(*steps, _s("up", "upload_log", "tool", 20, {"batch_size": 36, "dest": "apiary.csv"}, None))
+        assert total_edges(run) == {}
+        mixed = [("sealed", 12), ("sealed", 14), ("open", 9), ("sealed", 15)]
+        steps = [
+            _s(f"i{i}", "inspect_hive", "tool", 1 + 2 * i, {"hive": i}, {"state": st, "frames": n})
+            for i, (st, n) in enumerate(mixed)
+        ]
+        run = _run(*steps, _s("up", "upload_log", "tool", 20, {"sealed_frames": 41, "dest": "apiary.csv"}, None))
+        assert sorted(d.step_id for d in total_edges(run)["up"]) == ["i0", "i1", "i3"]
 
 
 class TestSharedState:

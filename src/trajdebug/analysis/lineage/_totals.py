@@ -33,6 +33,10 @@ _MAX_GROUPS = 256
 """(text field, value) groups of the siblings tried: a bound, so a step costs at most this many small sums."""
 _MIN_ITEMS = 2
 """A total of one item is a copy, which value edges find."""
+_MIN_GROUP = 3
+"""Members a group total needs: a sum of two of a loop's results recurs by chance among many groups."""
+_CHANCE = 0.05
+"""Odds of a chance hit above which a group total links nothing."""
 _MIN_LISTED = 3
 """Items a list must hold for a total short by one of them to say an item was skipped (of two, the total
 is one item's copy)."""
@@ -92,28 +96,46 @@ def _total_of(value: float, fields: dict[str, list[tuple[Step, float]]]) -> tupl
     return None
 
 
-def _group_total(value: float, done: list[Step], numbers: dict[int, list[tuple[str, float]]]) -> list[Step] | None:
-    """The calls of one step among the siblings, of one group (those whose output holds one text field with one
-    value, ``bridge == "B"``: a filter in the code between the steps), whose one numeric field adds up to ``value``; None unless exactly
-    one group and field do (two ways to make it say nothing)."""
-    groups: dict[tuple[str, str, str], list[Step]] = {}
+def _groups(done: list[Step], numbers: dict[int, list[tuple[str, float]]]) -> list[tuple[list[Step], list[float]]]:
+    """The groups of the siblings a filter in the code between the steps could have kept, each with its numeric
+    fields' sums: the calls of one step (some of them, at least `_MIN_GROUP`: a loop's results filtered, not a
+    mix of steps sharing a value) whose output holds one text field with one value (``vessel == "V2"``), and
+    whose values of the summed field are not all equal (a sum of n equal values is n times a round number,
+    which a setting holds by chance: three pages of 10 rows and a page size of 30).  Built once per consumer,
+    whatever its arguments."""
+    keyed: dict[tuple[str, str, str], list[Step]] = {}
     calls: dict[str, int] = {}
     for t in done:
         calls[t.name] = calls.get(t.name, 0) + 1
         for k, v in t.output.items() if isinstance(t.output, Mapping) else ():
-            if isinstance(v, str) and 0 < len(v) <= 40 and len(groups) < _MAX_GROUPS:
-                groups.setdefault((t.name, str(k), v), []).append(t)
-    tol, found = _tolerance(value), None
-    for (name, _, _), members in groups.items():
-        # (Calls of one step, some of them: a loop's results filtered, not a mix of steps sharing a value.)
-        if not _MIN_ITEMS <= len(members) < calls[name]:
+            if isinstance(v, str) and 0 < len(v) <= 40 and len(keyed) < _MAX_GROUPS:
+                keyed.setdefault((t.name, str(k), v), []).append(t)
+    out: list[tuple[list[Step], list[float]]] = []
+    for (name, _, _), members in keyed.items():
+        if not _MIN_GROUP <= len(members) < calls[name]:
             continue
         by_field: dict[str, list[float]] = {}
         for t in members:
             for k, n in numbers.get(id(t)) or _numbers(t):
                 by_field.setdefault(k, []).append(n)
-        for ns in by_field.values():
-            if len(ns) == len(members) and abs(math.fsum(ns) - value) <= tol:
+        sums = [math.fsum(ns) for ns in by_field.values() if len(ns) == len(members) and len(set(ns)) > 1]
+        if sums:
+            out.append((members, sums))
+    return out
+
+
+def _group_total(value: float, groups: list[tuple[list[Step], list[float]]], asked: int) -> list[Step] | None:
+    """The group (of `_groups`) one of whose numeric fields adds up to ``value``; None unless exactly one
+    group and field do (two ways to make it say nothing), and None when a hit is likely by chance: each of
+    the ``asked`` numbers the consumer was given, tried against every group's sums, lands within the
+    value's written precision of one of them with odds about (sums x width / value) (a long loop's many
+    groups sum to nearly any whole number)."""
+    tol, found = _tolerance(value), None
+    if asked * sum(len(sums) for _, sums in groups) * 2 * tol > _CHANCE * abs(value):
+        return None
+    for members, sums in groups:
+        for total in sums:
+            if abs(total - value) <= tol:
                 if found is not None:
                     return None
                 found = members
@@ -144,6 +166,8 @@ def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> 
             done = [t for t in siblings[-_MAX_SIBLINGS:] if t.end_ns is not None and (not s.start_ns or t.end_ns <= s.start_ns)]
             fields = _fields(done, numbers)
             deps: dict[str, Dependency] = {}
+            groups: list[tuple[list[Step], list[float]]] | None = None
+            asked = sum(1 for v in s.input.values() if (n := _number(v)) is not None and abs(n) >= minimum)
             for arg, v in s.input.items() if fields else ():
                 n = _number(v)
                 if n is None or abs(n) < minimum:
@@ -152,7 +176,9 @@ def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> 
                 for k in found or ():
                     for t, _ in fields[k]:
                         deps.setdefault(t.step_id, Dependency(t.step_id, "data", "inferred", confidence, TOTAL_KEY + str(arg)))
-                for t in _group_total(n, done, numbers) or () if found is None else ():
+                if found is None and groups is None:
+                    groups = _groups(done, numbers)
+                for t in _group_total(n, groups, asked) or () if found is None and groups else ():
                     deps.setdefault(t.step_id, Dependency(t.step_id, "data", "inferred", confidence, TOTAL_KEY + str(arg)))
             if deps:
                 out[s.step_id] = list(deps.values())

@@ -377,22 +377,29 @@ class Lineage:
         values, but a missing value is often what fails a run ("no budget
         reservation"): the field's name says where it came from.  Only top-level
         fields of mapping inputs and outputs; an enclosing step counts (a graph node
-        returns the state update it wrote), but never for its own descendants.
+        returns the state update it wrote), but never for its own descendants.  An empty
+        list or object under a name no step left empty links to the step right before it
+        under the same enclosing step, when that step returned the same empty value whole
+        (a parser that found nothing, its result handed straight on), and never for a model
+        call: an empty list in a model request (its tools) is a parameter of the API, and
+        an empty default (``filters={}``) after unrelated steps is no result handed on.
         """
         out: dict[str, list[Dependency]] = {}
         parent = {s.step_id: s.parent_id for s in self.steps}
         latest: dict[str, Step] = {}
-        # The latest sibling whose whole output was an empty list or object, by enclosing step and type.
-        whole: dict[tuple[str | None, str], Step] = {}
+        # The latest step under each enclosing step.
+        last: dict[str | None, Step] = {}
         for s in self.steps:
             ancestors = _ancestors(s.step_id, parent)
             deps: dict[str, Dependency] = {}
             for k, v in s.input.items() if isinstance(s.input, dict) else ():
                 p = latest.get(str(k)) if _empty(v) else None
-                if p is None and isinstance(v, (list, dict)) and not v:
+                if p is None and isinstance(v, (list, dict)) and not v and s.kind != "llm":
                     # No step left a field of that name empty: a parser that found nothing returned `[]`
-                    # whole, and the code between the steps handed it on under a name of its own.
-                    p, conf = whole.get((s.parent_id, type(v).__name__)), confidence * 0.8
+                    # whole, and the code right after it handed it on under a name of its own.
+                    p, conf = last.get(s.parent_id), confidence * 0.8
+                    if p is None or p.kind in CONTAINER_KINDS or type(p.output) is not type(v) or p.output:
+                        p = None
                 else:
                     conf = confidence
                 if p is not None and p.step_id not in ancestors and p.end_ns is not None and p.end_ns <= s.start_ns:
@@ -402,8 +409,7 @@ class Lineage:
             for k, v in s.output.items() if isinstance(s.output, dict) else ():
                 if _empty(v):
                     latest[str(k)] = s
-            if isinstance(s.output, (list, dict)) and not s.output and s.kind not in CONTAINER_KINDS:
-                whole[(s.parent_id, type(s.output).__name__)] = s
+            last[s.parent_id] = s
         return out
 
     def inherited_edges(self, deps: dict[str, list[Dependency]], factor: float = 0.8) -> dict[str, list[Dependency]]:
