@@ -129,7 +129,8 @@ class Tracker(Registry, Encoder):
         # What is recorded is the frozen JSON (`StepHandle._in`/`_out`) where the step's end made one, else the
         # value itself (a scalar); identity tracking reads the live objects, `input` and `output`.
         live_in, live = h.input, h.output
-        inp, outp = h._in, h._out
+        inp: Any = h._in
+        outp: Any = h._out
         if inp is None:
             inp = live_in
             if h._spec is not None:
