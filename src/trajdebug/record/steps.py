@@ -179,9 +179,10 @@ def _deps(items: Iterable[Any], kind: str = "data") -> tuple[Dependency, ...]:
 class StepHandle:
     """A step being recorded.  ``with trajdebug.step(...) as s`` gives you one.
 
-    Set ``s.output`` (and ``s.input``) inside the block; call ``s.error(...)``
-    to report an error without raising, ``s.fallback(...)`` when a degraded
-    value replaces a failed one.  As a decorator the handle is a template:
+    Set ``s.output`` (and ``s.input``) inside the block; after it they are
+    still the objects you set, and the record holds their JSON as it was when
+    the block ended.  Call ``s.error(...)`` to report an error without raising,
+    ``s.fallback(...)`` when a degraded value replaces a failed one.  As a decorator the handle is a template:
     every call of the function records a fresh step.
     """
 
