@@ -188,6 +188,23 @@ class TestState:
         audit = next(s for s in run.steps if s.name == "audit")
         assert audit.deps == () and audit.attributes["state_reads"] == ["queue"]
 
+    def test_a_step_reading_a_key_last_written_in_the_body_is_marked(self) -> None:
+        """A step that reads a run.state key last written outside every step lists it in ``state_body_reads``;
+        once a step writes the key again, its readers are not marked."""
+
+        def body(h: Any) -> None:
+            h.state["tide"] = {"harbour": "Q-3", "metres": 2.4}
+            with trajdebug.step("plan_launch", kind="llm") as s:
+                s.output = h.state["tide"]["metres"]
+            with trajdebug.step("update_tide", kind="state"):
+                h.state["tide"] = {"harbour": "Q-3", "metres": 2.9}
+            with trajdebug.step("launch", kind="tool") as s:
+                s.output = h.state["tide"]["metres"]
+
+        plan, _, launch = record(body).steps
+        assert plan.attributes["state_body_reads"] == ["tide"]
+        assert "state_body_reads" not in launch.attributes
+
     def test_external_state_declared_reads_and_writes(self) -> None:
         """writes()/reads() of an external resource give a declared state edge."""
 

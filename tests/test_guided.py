@@ -557,3 +557,22 @@ def test_a_pass_through_container_is_asked_when_its_child_gets_no_answer() -> No
     g = guided_search(_relay_run(converted, dict(converted)), oracle)
     assert asked.index("c") < asked.index("w")
     assert [a.correct for a in g.questions if a.step_id == "w"] == [True] and all(a.step_id != "w" for a in g.implied)
+
+
+def test_the_path_to_the_failure_is_the_one_the_analysis_gives_its_root() -> None:
+    """The guided search shows the path from its root to the failure that the analysis printed for that root, not
+    a one-hop shortcut through the failing container that encloses both."""
+    steps = (
+        Step("h", "harvest_agent", "agent", output=None, start_ns=0, end_ns=20),
+        Step("w", "weigh_crate", "tool", output=7.5, parent_id="h", start_ns=1, end_ns=2),
+        Step("p", "price_crate", "llm", output=30.0, parent_id="h", deps=(Dependency("w"),), start_ns=3, end_ns=4),
+        Step("s", "sell_crate", "tool", output=None, parent_id="h", deps=(Dependency("p"),), start_ns=5, end_ns=6,
+             status="error"),
+    )
+    run = Run("run1", "orchard", 0, 21, "failure", "sale refused", steps=steps)
+    failures = (Failure("s", "step-error", "sale refused", "x", "step"),)
+    loc = Localization([Candidate("w", 0.9, (), ("w", "p", "s", "h"))], SearchStats(4, 4, 0.0), failures=failures,
+                       ranking=("w",))
+    g = guided_search(Analysis(run, failures, loc), _truthful({"w", "p", "s", "h"}))
+    assert g.root == "w"
+    assert g.path == ("w", "p", "s", "h")

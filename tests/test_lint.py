@@ -59,6 +59,10 @@ def _buggy_agent(store: Path) -> None:
             except ValueError:
                 pass
         send_mail("cfo@example.com")
+        # body-state: a note kept in run.state from the run's body, then read inside a step.
+        run.state["region"] = "north"
+        with trajdebug.step("pick_store", kind="other") as pick:
+            pick.output = run.state["region"]
         # outside-run: a plain thread pool loses the run's context.
         with ThreadPoolExecutor(1) as pool:
             pool.submit(lambda: trajdebug.step("background", kind="other").__enter__().__exit__(None, None, None)).result()
@@ -101,10 +105,23 @@ def test_every_planted_defect_is_found_at_its_step(buggy: Path) -> None:
         ("lost-context", "sub_step"),
         ("lost-context", "delegate"),
         ("broken-chain", "merged_tool"),
+        ("body-state", "pick_store"),
     }
     assert expected <= found
     assert set(CODES) == {code for code, _ in found}
     assert all("\n" not in f.fix and f.fix for f in lint(runs))
+
+
+def test_state_written_inside_a_step_and_read_in_another_is_no_finding(tmp_path: Path) -> None:
+    """A run.state key written inside a step and read inside a later one has its edge: lint says nothing of it."""
+    store = tmp_path / "kiln.db"
+    with trajdebug.run("kiln", store=store) as run:
+        with trajdebug.step("set_kiln", kind="state"):
+            run.state["kiln"] = {"temp_c": 1220}
+        with trajdebug.step("fire_pots", kind="other") as s:
+            s.output = run.state["kiln"]["temp_c"]
+    trajdebug.flush(5)
+    assert [] == [f for f in lint(trajdebug.load_runs(store)) if f.code == "body-state"]
 
 
 def test_the_demo_has_no_findings(tmp_path: Path) -> None:

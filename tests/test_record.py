@@ -274,6 +274,41 @@ class TestValues:
 
         assert record(body).steps[0].input == {"messages": ["hello"]}
 
+    def test_a_with_steps_input_and_output_are_the_objects_set_after_its_block(self) -> None:
+        """After a `with` step's block, ``s.input`` and ``s.output`` are the very objects the agent set, not their JSON."""
+        seen: dict[str, Any] = {}
+        query = {"bed": "B-4", "sensors": ["soil", "air"]}
+        reading = {"soil": 31.5, "air": [18, 19]}
+
+        def body(h: Any) -> None:
+            with trajdebug.step("read_bed", kind="tool", input=query) as s:
+                s.output = reading
+            seen["input"], seen["output"] = s.input, s.output
+
+        run = record(body)
+        assert seen["input"] is query and seen["output"] is reading
+        assert (run.steps[0].input, run.steps[0].output) == (query, reading)
+
+    def test_an_output_changed_after_its_block_is_recorded_as_it_was_at_the_end(self) -> None:
+        """The record keeps a with step's output as it was when the block ended, whatever the agent does to it later."""
+        def body(h: Any) -> None:
+            with trajdebug.step("count_hives", kind="tool") as s:
+                s.output = {"hives": [3, 4]}
+            s.output["hives"].append(99)
+
+        assert record(body).steps[0].output == {"hives": [3, 4]}
+
+    def test_a_step_given_an_earlier_steps_output_after_its_block_depends_on_it(self) -> None:
+        """A step whose input is an earlier with step's ``s.output`` (read after that block) depends on that step."""
+        def body(h: Any) -> None:
+            with trajdebug.step("plan_route", kind="llm") as plan:
+                plan.output = {"stops": ["depot", "mill"], "van": "V-2"}
+            with trajdebug.step("dispatch", kind="tool", input=plan.output) as go:
+                go.output = f"{plan.output['van']} sent"
+
+        plan, go = record(body).steps
+        assert [d.step_id for d in go.deps] == [plan.step_id]
+
     def test_secrets_never_reach_disk(self, tmp_path: Path) -> None:
         """With redaction on, secret keys and key-shaped values are replaced before writing."""
         path = tmp_path / "r.jsonl"

@@ -12,6 +12,7 @@ per problem, each with the step, what is wrong and a one-line fix:
 | ``lost-context`` | a step whose parent is not in the run (a sub-agent joined with a parent nobody recorded); a run recorded separately inside a step of another run with no children (a sub-agent that did not join the trace) |
 | ``outside-run`` | steps that ran in threads outside the run's context (``context_lost``) or finished after the run (``after_run_end``) |
 | ``no-timeout`` | tool steps recorded without a ``timeout`` |
+| ``body-state`` | a step read a ``run.state`` key last written in the run's body, outside every step: no edge joins it to where the value came from |
 
 ``trajdebug lint SOURCE`` prints them (``--json`` for machines) and exits 1
 when it found anything, for CI.
@@ -36,6 +37,7 @@ CODES: dict[str, str] = {
     "lost-context": "a sub-agent lost the trace context",
     "outside-run": "a step ran outside the run's context",
     "no-timeout": "a tool step has no timeout",
+    "body-state": "a step read run.state written outside every step, so no edge joins it to the value's source",
 }
 """Every finding code and what it means."""
 
@@ -100,6 +102,7 @@ def _run_findings(run: Run, infer: bool) -> Iterable[Finding]:
     yield from _lost_parents(run, steps)
     yield from _outside(run)
     yield from _no_timeouts(run)
+    yield from _body_state(run)
 
 
 def _f(code: str, run: Run, step: Step | None, message: str, fix: str) -> Finding:
@@ -340,6 +343,23 @@ def _no_timeouts(run: Run) -> Iterable[Finding]:
             found[0],
             f"tool step {name} has no timeout ({len(found)} call(s))",
             f"declare one: @trajdebug.step(kind=\"tool\", timeout=SECONDS) on {name}",
+        )
+
+
+def _body_state(run: Run) -> Iterable[Finding]:
+    """Steps that read ``run.state`` keys last written in the run's body (the recorder marks them): the write
+    had no step to be the writer, so the reader depends on nothing for that value."""
+    for s in run.steps:
+        keys = s.attributes.get("state_body_reads")
+        if not keys or not isinstance(keys, list):
+            continue
+        shown = ", ".join(repr(str(k)) for k in keys[:3]) + (f" (+{len(keys) - 3})" if len(keys) > 3 else "")
+        yield _f(
+            "body-state",
+            run,
+            s,
+            f"step {s.name} read run.state {shown}, written in the run's body outside every step: no dependency records where it came from",
+            "write run.state inside the step that computes the value (or pass the value to the reading step as its input)",
         )
 
 

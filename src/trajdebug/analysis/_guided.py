@@ -75,7 +75,7 @@ from trajdebug.analysis._guided_result import (
     Oracle,
     _bits,
     _popcount,
-    dependency_path,
+    failure_path,
     failure_step,
     post_dominated,
     priors,
@@ -522,8 +522,8 @@ class GuidedSearch:
         certain = cand == 1 << focus and self.verdicts.proven(focus)
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
-        path = () if root is None or self.failure is None else dependency_path(
-            self.ids, self.kids, lambda i: self.verdict(i) is False, root, self.failure
+        path = () if root is None or self.failure is None else failure_path(
+            self.analysis, self.ids, self.kids, lambda i: self.verdict(i) is False, root, self.failure
         )
         return Guided(
             root,

@@ -112,6 +112,27 @@ def _word(correct: bool | None) -> str:
     return "unknown" if correct is None else ("correct" if correct else "wrong")
 
 
+def failure_path(
+    analysis: Analysis,
+    ids: Sequence[str],
+    kids: Sequence[Sequence[int]],
+    wrong: Callable[[int], bool],
+    root: str,
+    failure: str,
+) -> tuple[str, ...]:
+    """The path from ``root`` to ``failure`` to show: the one the analysis gives the root as a candidate when it
+    ends at that failure (so ``analyze`` and the guided search print the same path), else `dependency_path`.
+
+    The search's own edges let a step reach the failing container that encloses it in one hop, which is
+    true but hides the steps the failure actually came through."""
+    for c in analysis.localization.candidates:
+        if c.step_id == root and c.run_id is None:
+            if len(c.path) > 1 and c.path[-1] == failure:
+                return c.path
+            break
+    return dependency_path(ids, kids, wrong, root, failure)
+
+
 def dependency_path(
     ids: Sequence[str], kids: Sequence[Sequence[int]], wrong: Callable[[int], bool], root: str, failure: str
 ) -> tuple[str, ...]:

@@ -39,8 +39,8 @@ def lint_cmd(
     Finds exceptions swallowed without fallback(), broken error chains, steps
     and runs left open, steps with no dependency where content says data
     flowed, sub-agents that lost the trace context, steps that ran in threads
-    outside the run, and tool steps without a timeout; each with the step and
-    a one-line fix.  Exits 1 when it found anything (0 with --exit-zero), so a
+    outside the run, tool steps without a timeout, and steps that read run.state
+    written outside every step; each with the step and a one-line fix.  Exits 1 when it found anything (0 with --exit-zero), so a
     CI job fails on new instrumentation problems.
 
     \b

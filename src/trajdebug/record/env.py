@@ -83,8 +83,7 @@ def record_environment_step(run: RunHandle) -> str:
     env = run.metadata.get("env")
     if env is None:  # asked for before the writer took the snapshot
         env = run.metadata.setdefault("env", environment_snapshot(run.metadata, time_ns=run.start_ns))
-    h.output = _steps._snap(env)
-    h.input = None
+    h._out = _steps._snap(env)  # the recorded JSON only: the live snapshot is nobody's output to track
     if run._led is not None:
         run._led[0] += 1  # a finished step like any other, for the run's ledger (trajdebug.record.ledger)
     run._push(h)

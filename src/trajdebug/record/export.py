@@ -193,10 +193,10 @@ class RunExport:
             if item.__class__ is StepHandle:
                 # The common item, handled inline (a call per step would show in the cost per step).
                 steps += 1
-                if item.input.__class__ is bytes:
-                    batch.done_bytes += len(item.input)
-                if item.output.__class__ is bytes:
-                    batch.done_bytes += len(item.output)
+                if item._in is not None:
+                    batch.done_bytes += len(item._in)
+                if item._out is not None:
+                    batch.done_bytes += len(item._out)
                 tracker.at = n - 1  # the item's position (`Tracker.batch`)
                 try:
                     records += encode(item, after_end)

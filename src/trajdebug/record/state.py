@@ -9,7 +9,9 @@ Edges join steps: a write in the run's own body (outside every step) has no
 writer to start an edge, and a read there has no reader to end one.  A value
 read in the body from a key a step wrote is marked as coming from that step
 (as `trajdebug.traced` does), so the step it is passed to depends on the
-writer (a declared ``data`` edge).
+writer (a declared ``data`` edge).  A step that reads a key last written in the
+body is marked (its ``state_body_reads`` attribute), and ``trajdebug lint``
+reports it (``body-state``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class RunState(MutableMapping[str, Any]):
         self._lock = threading.Lock()
         # Containers a step got from the state, as they were then, by step id: compared when it ends.
         self._held: dict[str, dict[str, Any]] = {}
+        # Keys last written in the run's body (outside every step): a step reading one gets no edge to where
+        # the value came from, and is marked (``state_body_reads``) so that `trajdebug lint` can say so.
+        self._body: set[str] = set()
 
     def _hold(self, h: StepHandle, key: str, value: Any, seen: Any = None) -> None:
         """Keep how a container a step got looked, so a change made in place is a write (`settle`);
@@ -86,7 +91,9 @@ class RunState(MutableMapping[str, Any]):
     def _note_write(self, key: str, h: StepHandle | None = None, *, hold: bool = True) -> None:
         h = h or _current()
         if h is None:
+            self._body.add(key)
             return
+        self._body.discard(key)
         form = to_jsonable(self._data.get(key), 4096)
         with self._lock:
             self._writers[key] = h.id
@@ -125,6 +132,8 @@ class RunState(MutableMapping[str, Any]):
             h.set("state_reads", reads)
         if key not in reads:
             reads.append(key)
+        if self._body and key in self._body:
+            _mark(h, "state_body_reads", key)
         if writer is not None and writer != h.id:
             h.deps = (*h.deps, Dependency(step_id=writer, kind="state", origin="tracked", key=key))
         self._hold(h, key, value)
@@ -154,6 +163,16 @@ class RunState(MutableMapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"RunState({self._data!r})"
+
+
+def _mark(h: StepHandle, attribute: str, key: str) -> None:
+    """Add ``key`` to the list a step keeps in ``attribute`` (once)."""
+    found = h.attrs.get(attribute) if h.attrs else None
+    if found is None:
+        found = []
+        h.set(attribute, found)
+    if key not in found:
+        found.append(key)
 
 
 _external: dict[tuple[str, str], str] = {}

@@ -179,9 +179,10 @@ def _deps(items: Iterable[Any], kind: str = "data") -> tuple[Dependency, ...]:
 class StepHandle:
     """A step being recorded.  ``with trajdebug.step(...) as s`` gives you one.
 
-    Set ``s.output`` (and ``s.input``) inside the block; call ``s.error(...)``
-    to report an error without raising, ``s.fallback(...)`` when a degraded
-    value replaces a failed one.  As a decorator the handle is a template:
+    Set ``s.output`` (and ``s.input``) inside the block; after it they are
+    still the objects you set, and the record holds their JSON as it was when
+    the block ended.  Call ``s.error(...)`` to report an error without raising,
+    ``s.fallback(...)`` when a degraded value replaces a failed one.  As a decorator the handle is a template:
     every call of the function records a fresh step.
     """
 
@@ -208,8 +209,10 @@ class StepHandle:
     _run: RunHandle | None = None
     _token: Token[StepHandle | RemoteParent | None] | None = None
     _child_errors: list[str] | None = None
-    _live_in: Any = None
-    _live_out: Any = None
+    _in: bytes | None = None
+    _out: bytes | None = None
+    """The recorded JSON of ``input`` and ``output`` (`_snap`), set as the step ends when the value is not a
+    scalar; ``input`` and ``output`` keep the user's objects (read after the block, and tracked by identity)."""
     _announced: bool = False
     _spec: Spec | None = None
     """Set while ``input`` holds a decorated call's arguments as they came (the positional tuple; the
@@ -349,8 +352,9 @@ class StepHandle:
                 from trajdebug.record import exceptions as _errors
 
                 _errors.on_retry_success(run, self)
-            # Scalars are immutable and kept as they are; anything else is frozen
-            # as JSON now, with the live object kept for identity tracking.
+            # Scalars are immutable and kept as they are; anything else is frozen as JSON now into `_in`/`_out`,
+            # and `input`/`output` stay the user's objects (what ``s.output`` gives after the block, and what
+            # identity tracking needs): one attribute write per frozen value.
             # Snapshot bytes count against the run's byte budget (only when there are any).
             big = False
             inp = self.input
@@ -372,14 +376,12 @@ class StepHandle:
                     if inp is not None:
                         inp = self.bound_input()
                 if inp is not None:
-                    self._live_in = inp
-                    self.input = snap = _snap(inp)
+                    self._in = snap = _snap(inp)
                     run._bytes += len(snap)
                     big = True
             out = self.output
             if type(out) not in _SCALARS:
-                self._live_out = out
-                self.output = snap = _snap(out)
+                self._out = snap = _snap(out)
                 run._bytes += len(snap)
                 big = True
             led = run._led

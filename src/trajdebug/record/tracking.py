@@ -126,26 +126,24 @@ class Tracker(Registry, Encoder):
                 h._sid = sid
         t1 = h.t1
 
-        inp, outp = h.input, h.output
-        if h._spec is not None:
-            # A decorated call's scalar arguments, bound here rather than on the agent's thread.
-            inp = bind(h._spec, inp, h._kw)
+        # What is recorded is the frozen JSON (`StepHandle._in`/`_out`) where the step's end made one, else the
+        # value itself (a scalar); identity tracking reads the live objects, `input` and `output`.
+        live_in, live = h.input, h.output
+        inp: Any = h._in
+        outp: Any = h._out
+        if inp is None:
+            inp = live_in
+            if h._spec is not None:
+                # A decorated call's scalar arguments, bound here rather than on the agent's thread.
+                inp = live_in = bind(h._spec, inp, h._kw)
+        if outp is None:
+            outp = live
         # Identity tracking (inline: a call per step shows in the cost per step); scalars were not snapshotted.
         deps: list[Dependency] | None = None
-        live_in = h._live_in
-        if live_in is None:
-            live_in = inp
-        else:
-            h._live_in = None
         if live_in is not None and type(live_in) is not bytes:
             deps = self._find(sid, h.t0, live_in) or (  # (`_whole`: never a decorated call's new dict)
                 self._whole(sid, h.t0, live_in) if h._spec is None and type(live_in) is dict else None
             ) or None
-        live = h._live_out
-        if live is None:
-            live = outp
-        else:
-            h._live_out = None
         if type(live) is str:
             if len(live) >= MIN_TRACKED_STR:
                 self._keep(id(live), (sid, live, t1 or 0, "tracked", _ENTRY_BYTES + len(live)))
