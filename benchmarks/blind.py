@@ -44,9 +44,9 @@ its misses left unstudied, a carry check beside suite_q).  ``suite_u`` and ``sui
 misses not yet studied.  ``suite_x`` and ``suite_y`` (written blind and frozen on 2026-12-03 at 18:01 and 18:02 UTC, scored once held out on
 2026-12-04 at 15:27 UTC on 2553c9d: development suites since).  ``suite_z`` and ``suite_za`` (written blind and frozen on
 2026-12-04 at 15:43 and 15:39 UTC, scored once held out at 16:48-16:49 UTC on e436d3d: development suites since).
-``suite_zb`` and ``suite_zc`` (written blind and frozen on 2026-12-04 at 17:06 and 17:02 UTC, not yet scored: the
-next measure) are held out
-(`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+``suite_zb`` and ``suite_zc`` (written blind and frozen on 2026-12-04 at 17:06 and 17:02 UTC, scored once held out
+at 17:09-17:10 UTC on 37b21b3: development suites since).  ``suite_zd`` and ``suite_ze`` (written blind on
+2026-12-04, not yet scored: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -69,8 +69,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zc": "held out (written blind and frozen on 2026-12-04 at 17:02 UTC; not yet scored: the next measure, with suite_zb)",
-    "suite_zb": "held out (written blind and frozen on 2026-12-04 at 17:06 UTC; not yet scored: the next measure, with suite_zc)",
+    "suite_ze": "held out (written blind on 2026-12-04; not yet scored: the next measure, with suite_zd)",
+    "suite_zd": "held out (written blind on 2026-12-04; not yet scored: the next measure, with suite_ze)",
+    "suite_zc": "development (scored once held out on 2026-12-04 at 17:10 UTC on 37b21b3; its misses not yet studied)",
+    "suite_zb": "development (scored once held out on 2026-12-04 at 17:09 UTC on 37b21b3; its misses not yet studied)",
     "suite_za": "development (scored once held out on 2026-12-04 at 16:49 UTC on e436d3d; its misses not yet studied)",
     "suite_z": "development (scored once held out on 2026-12-04 at 16:48 UTC on e436d3d; its misses not yet studied)",
     "suite_y": "development (scored once held out on 2026-12-04 at 15:27 UTC on 2553c9d; its misses not yet studied)",
