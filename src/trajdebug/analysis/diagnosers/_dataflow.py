@@ -79,17 +79,18 @@ def _lost(values: list[Any], text: str) -> list[Any]:
     return lost
 
 
-_FORMS_OF: list[Any] = [None, set()]
-"""The last text `_number_forms` read and its forms: a writer's leaves are each tested against the same text."""
+_FORMS_OF: list[tuple[str, set[str]] | None] = [None]
+"""The last text `_number_forms` read with its forms, as one pair: a writer's leaves are each tested against the
+same text.  One pair swapped whole, so two threads analysing at once never pair one text with the other's forms."""
 
 
 def _number_forms(text: str) -> set[str]:
     """`content.number_forms` of a text, kept for the next call on the same text (the caller does not change it)."""
-    if _FORMS_OF[0] != text:  # (equal texts, not only the same object: the caller may lower a text again)
-        _FORMS_OF[1] = content.number_forms(text)
-        _FORMS_OF[0] = text
-    forms: set[str] = _FORMS_OF[1]
-    return forms
+    last = _FORMS_OF[0]
+    if last is None or last[0] != text:  # (equal texts, not only the same object: the caller may lower a text again)
+        last = (text, content.number_forms(text))
+        _FORMS_OF[0] = last
+    return last[1]
 
 
 def _with_json_read(value: Any, depth: int = 0) -> Any:
