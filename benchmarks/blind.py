@@ -70,7 +70,7 @@ HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
     "suite_ze": "held out (written blind on 2026-12-04; not yet scored: the next measure, with suite_zd)",
-    "suite_zd": "held out (written blind on 2026-12-04; not yet scored: the next measure, with suite_ze)",
+    "suite_zd": "held out (written blind and frozen on 2026-12-04 at 17:15 UTC; not yet scored: the next measure, with suite_ze)",
     "suite_zc": "development (scored once held out on 2026-12-04 at 17:10 UTC on 37b21b3; its misses not yet studied)",
     "suite_zb": "development (scored once held out on 2026-12-04 at 17:09 UTC on 37b21b3; its misses not yet studied)",
     "suite_za": "development (scored once held out on 2026-12-04 at 16:49 UTC on e436d3d; its misses not yet studied)",
