@@ -205,6 +205,34 @@ class TestState:
         assert plan.attributes["state_body_reads"] == ["tide"]
         assert "state_body_reads" not in launch.attributes
 
+    def test_an_empty_start_written_in_the_body_marks_no_step_that_fills_it(self) -> None:
+        """An accumulator the body starts empty (``[]``, ``0``) and steps fill is no value read from the body."""
+
+        def body(h: Any) -> None:
+            h.state["sightings"] = []
+            h.state["tally"] = 0
+            with trajdebug.step("count_geese", kind="tool"):
+                h.state["sightings"].append("greylag")
+                h.state["tally"] = h.state["tally"] + 1
+
+        (count,) = record(body).steps
+        assert "state_body_reads" not in count.attributes
+
+    def test_a_value_the_body_overwrote_has_no_edge_to_the_step_that_wrote_it_before(self) -> None:
+        """A body write replaces a step's value: the next reader neither depends on that step nor reads silently."""
+
+        def body(h: Any) -> None:
+            with trajdebug.step("draft_route", kind="llm"):
+                h.state["route"] = {"via": "north gate"}
+            h.state["route"] = {"via": "south gate"}
+            with trajdebug.step("dispatch_van", kind="tool") as s:
+                s.output = h.state["route"]["via"]
+
+        run = record(body)
+        dispatch = next(s for s in run.steps if s.name == "dispatch_van")
+        assert not [d for d in dispatch.deps if d.kind == "state"]
+        assert dispatch.attributes["state_body_reads"] == ["route"]
+
     def test_external_state_declared_reads_and_writes(self) -> None:
         """writes()/reads() of an external resource give a declared state edge."""
 

@@ -91,7 +91,15 @@ class RunState(MutableMapping[str, Any]):
     def _note_write(self, key: str, h: StepHandle | None = None, *, hold: bool = True) -> None:
         h = h or _current()
         if h is None:
-            self._body.add(key)
+            # The body replaced (or deleted) the value: no step wrote what is there now, so no later reader
+            # depends on the step that wrote it before (docs/recording.md: a body write starts no edge).
+            with self._lock:
+                self._writers.pop(key, None)
+            # An empty start (an accumulator the steps fill: [], {}, 0, None) is no value a reader depends on.
+            if _blank(self._data.get(key)):
+                self._body.discard(key)
+            else:
+                self._body.add(key)
             return
         self._body.discard(key)
         form = to_jsonable(self._data.get(key), 4096)
@@ -206,3 +214,14 @@ def reads(resource: str) -> None:
     lst.append(resource)
     if writer is not None and writer != h.id:
         h.deps = (*h.deps, Dependency(step_id=writer, kind="state", origin="declared", key=resource))
+
+
+def _blank(value: Any) -> bool:
+    """An empty starting value: None, a zero, an empty text or container."""
+    if value is None:
+        return True
+    if isinstance(value, (int, float)):
+        return value == 0
+    if isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)):
+        return len(value) == 0
+    return False
