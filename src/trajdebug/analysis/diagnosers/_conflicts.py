@@ -360,7 +360,7 @@ def _answered_in(answer: Any, given: Any) -> bool:
     items = given if isinstance(given, list) else list(given.values()) if is_mapping(given) else []
     messages = [m for v in items for m in (v if isinstance(v, list) else [v])]
     return any(
-        m == answer or (is_mapping(m) and m.get("role") in _ASSISTANT_ROLES and m.get("content") == said)
+        m == answer or (is_mapping(m) and isinstance(m.get("role"), str) and m.get("role") in _ASSISTANT_ROLES and m.get("content") == said)
         for m in messages
     )
 
