@@ -61,3 +61,31 @@ def test_an_earlier_answer_of_the_same_step_is_no_fact_its_next_answer_contradic
     assert contradictions(now, [last], decided=[last]) == []
     booking = {"pot": "P-19", "kiln": "K-4"}
     assert contradictions(now, [last, booking], decided=[last]) == [("kiln", "K-2", "K-4")]
+
+
+def test_a_message_whose_role_is_not_a_word_is_read_as_no_role_and_analysis_goes_on() -> None:
+    """A recorded conversation whose messages give their role as a list or a map (a malformed export) is
+    analysed like messages without a role: the run is still localized, nothing raises."""
+    from trajdebug.analysis import analyze
+    from trajdebug.core.model import Dependency, Run, Step
+
+    quote = Step("a", "quote_fee", "llm", input={"messages": [{"role": {"name": "system"}, "content": "quote rinks"}]},
+                 output={"role": ["assistant"], "content": "The fee for rink K-4 is 35."}, start_ns=0, end_ns=1)
+    msgs = [{"role": ["system"], "content": "quote rinks"}, {"role": ["assistant"], "content": "The fee for rink K-4 is 35."},
+            {"role": "user", "content": "confirm fee 53 for rink K-4"}]
+    again = Step("b", "quote_fee", "llm", input={"messages": msgs}, output={"rink": "K-4", "fee": 35},
+                 deps=(Dependency("a"),), start_ns=2, end_ns=3)
+    run = Run("r", "rinks", 0, 4, "failure", "fee wrong", steps=(quote, again))
+    assert analyze(run).localization.candidates
+
+
+def test_an_instruction_whose_role_is_not_a_word_stays_in_the_request_and_the_history() -> None:
+    """Stripping a conversation's instructions keeps a message whose role is a list (no word, so no system
+    role) instead of raising, both for what a model was asked and for the history handed on."""
+    from trajdebug.analysis._value_sources import _history
+    from trajdebug.analysis.diagnosers._decisions import _request
+
+    msgs = [{"role": ["system"], "content": "book lanes"}, {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "lane L-3 at noon"}]
+    assert _history(msgs) == [msgs[0], msgs[2]]
+    assert _request({"messages": msgs}) == [msgs[0], msgs[2]]

@@ -1767,6 +1767,22 @@ class TestLoops:
         critic = Step("a", "review_plan", "llm", input={"goal": "fire pot P-19"}, output={"action": "apply_glaze", "pot": "P-19"})
         assert [e for e in _from(_verdict(_run(critic, nxt), "b"), "llm-output") if "but its input says" in e.reason]
 
+    def test_a_planner_turn_whose_input_counts_turns_is_still_its_own_last_turn(self) -> None:
+        """A planner loop whose input carries a counter that changes each turn (the turn, the steps left) and
+        keeps its goal decides anew: its next action differs from its last answer without contradicting it;
+        a counter alone kept beside a changed goal is another request."""
+        def says(a_in: dict[str, Any], b_in: dict[str, Any]) -> list[str]:
+            last = Step("a", "choose_move", "llm", input=a_in, output={"action": "water_bed", "bed": "B-4"})
+            nxt = Step("b", "choose_move", "llm", input=b_in, output={"action": "prune_bed", "bed": "B-4"},
+                       deps=(D("a"),))
+            return [e.reason for e in _from(_verdict(_run(last, nxt), "b"), "llm-output") if "but its input says" in e.reason]
+
+        tended = {"bed": {"id": "B-4", "watered": True}}
+        assert says({"goal": "tend bed B-4", "turn": 1}, {"goal": "tend bed B-4", "turn": 2, "notes": tended}) == []
+        assert says({"goal": "tend bed B-4", "steps_left": 6, "budget": 2.5},
+                    {"goal": "tend bed B-4", "steps_left": 5, "budget": 1.0, "notes": tended}) == []
+        assert says({"goal": "report on bed B-4", "turn": 1}, {"goal": "tend bed B-4", "turn": 2, "notes": tended})
+
     def test_two_model_calls_sharing_a_name_but_not_a_conversation_still_contradict(self) -> None:
         """Every model call named alike (as an SDK names them): a reading call that answers 40 litres and a
         billing call given another request that answers 70 contradict each other; the same billing call

@@ -47,3 +47,21 @@ def test_a_code_inside_a_url_path_links_no_state_write_keyed_by_it() -> None:
     assert [d.step_id for d in named_edges(run, [failure]).step("r").deps if d.kind == "state"] == []
     run, failure = _run("upload failed for B7", ["B4"])
     assert [d.step_id for d in named_edges(run, [failure]).step("r").deps if d.kind == "state"] == ["b2"]
+
+
+def test_a_capitalised_code_spelled_like_a_format_is_a_record_code_and_the_lower_case_format_is_not() -> None:
+    """A failure naming kiln H2, crate S3 or booth MP3 names those records, while the same letters in lower
+    case (``h2``, ``s3``) and formats written capitalised (``UTF-8``, ``SHA256``) name no record."""
+    from trajdebug.analysis.inference._named import message_codes
+
+    assert message_codes("kiln H2 too hot; crate S3 late; booth MP3 shut") == ["H2", "S3", "MP3"]
+    assert message_codes("upload to s3 over h2 failed: bad utf-8, UTF-8 and SHA256 digest") == []
+
+
+def test_codes_joined_by_one_slash_are_codes_and_a_path_or_url_segment_is_not() -> None:
+    """``vats V2/V3`` names both vats; a segment of ``/api/v2/lots``, ``./runs/R9`` or ``https://h.io/B4``
+    names none."""
+    from trajdebug.analysis.inference._named import message_codes
+
+    assert message_codes("vats V2/V3 overflowing") == ["V2", "V3"]
+    assert message_codes("GET /api/v2/lots failed; read ./runs/R9 and https://h.io/B4 and data/runs/R8") == []

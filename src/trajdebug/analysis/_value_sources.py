@@ -401,7 +401,7 @@ def _history(msgs: list[Any] | None) -> list[Any] | None:
     and the same history (the OpenAI Agents SDK, a supervisor graph), so the history is what carries on."""
     if msgs is None:
         return None
-    return [m for m in msgs if not (isinstance(m, Mapping) and m.get("role") in SYSTEM_ROLES)]
+    return [m for m in msgs if not (isinstance(m, Mapping) and isinstance(m.get("role"), str) and m.get("role") in SYSTEM_ROLES)]
 
 
 def _messages(step: Step) -> list[Any] | None:

@@ -60,7 +60,8 @@ class Lexicon:
 
     format_codes: frozenset[str]
     """Letters-and-digits words that name a format, codec, protocol or type (``utf-8``, ``base64``, ``sha256``,
-    ``HTTP2``), never a record a failure is about (case-folded)."""
+    ``HTTP2``), never a record a failure is about; compared as written, so a capitalised form is listed only
+    when the format is written so (``SHA256``) and ``H2``, ``S3`` stay a record's codes."""
 
     environment: re.Pattern[str]
     """Errors of the tool or its environment; any other tool error is taken as a rejection of its arguments.
@@ -267,8 +268,14 @@ ENGLISH = Lexicon(
         re.I,
     ),
     check_types=re.compile(r"check|assert|validation|verif|mismatch", re.I),
+    # Compared as written: a lower-case word names a format (``s3``, ``h2``, ``mp3`` in prose about storage,
+    # protocols, files); the same letters capitalised are as often a record's code (shelf S3, tank H2, bay
+    # MP3), so only formats conventionally capitalised are listed capitalised too.
     format_codes=frozenset(
-        ["utf-8", "utf8", "utf-16", "utf16", "utf-32", "utf32", "latin-1", "latin1", "cp1252", "iso-8859-1",
+        ["UTF-8", "UTF8", "UTF-16", "UTF-32", "Latin-1", "ISO-8859-1", "Base64", "MD5", "SHA1", "SHA-1", "SHA256",
+         "SHA-256", "SHA384", "SHA512", "SHA-512", "SHA3", "CRC32", "HTTP1", "HTTP2", "HTTP3", "IPv4", "IPv6",
+         "IPV4", "IPV6", "TLS1", "TLSv1", "OAuth2", "PKCS12", "PKCS7", "X509", "Python3",
+         "utf-8", "utf8", "utf-16", "utf16", "utf-32", "utf32", "latin-1", "latin1", "cp1252", "iso-8859-1",
          "base16", "base32", "base58", "base64", "base85", "md5", "sha1", "sha-1", "sha224", "sha256", "sha-256",
          "sha384", "sha512", "sha-512", "sha3", "crc32", "http1", "http2", "http3", "h2", "h3", "ipv4", "ipv6",
          "tls1", "tlsv1", "oauth2", "x86", "x64", "x86_64", "amd64", "arm64", "aarch64", "int8", "int16", "int32",

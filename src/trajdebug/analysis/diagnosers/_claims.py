@@ -59,7 +59,7 @@ def _stated(out: Any, *, lexicon: Lexicon = ENGLISH) -> list[Any]:
         # The literals of generated SQL are the values it claims from the question.
         lits: list[Any] = [m.group(1).replace("''", "'") for m in _SQL_LITERAL.finditer(stmt)]
         return lits + [float(n) for n in content.stated_numbers(_SQL_LITERAL.sub("", stmt))]
-    text = out.get("content") if isinstance(out, Mapping) and out.get("role") in _ASSISTANT_ROLES else None
+    text = out.get("content") if isinstance(out, Mapping) and isinstance(out.get("role"), str) and out.get("role") in _ASSISTANT_ROLES else None
     if isinstance(text, str) and not content.looks_like_json(text):
         # A chat message's text is the model's text, however the route recorded it (a bare string through the
         # SDK, a message through OTLP or the Agents SDK): the numbers it states, not the whole sentence.

@@ -304,7 +304,30 @@ def _own_turn(up: Step, step: Step) -> bool:
     Two calls given different requests (an extraction, then a reply) are two models, whatever their names."""
     if _kept(up.input, step.input) and _telling(up.input):
         return True
+    if _counted_on(up.input, step.input):
+        return True
     return up.output is not None and _answered_in(up.output, step.input)
+
+
+def _counted_on(old: Any, new: Any) -> bool:
+    """Whether ``new`` is ``old``'s next turn with its counters moved on: a loop's input often carries a field
+    that changes every turn (the turn number, the steps or budget left), so every old field is still there,
+    each kept or a number changed into another number, and at least one field that is no number (the goal,
+    the messages) is kept -- numbers alone say nothing about which conversation this is."""
+    if not (is_mapping(old) and is_mapping(new)) or not all(k in new for k in old):
+        return False
+    anchored = False
+    for k, v in old.items():
+        if _kept(v, new[k]):
+            anchored = anchored or (not _number(v) and not content.is_empty(v))
+        elif not (_number(v) and _number(new[k])):
+            return False
+    return anchored
+
+
+def _number(value: Any) -> bool:
+    """A count or amount (not a flag: ``True`` is no counter)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _kept(old: Any, new: Any, depth: int = 0) -> bool:
@@ -337,7 +360,7 @@ def _answered_in(answer: Any, given: Any) -> bool:
     items = given if isinstance(given, list) else list(given.values()) if is_mapping(given) else []
     messages = [m for v in items for m in (v if isinstance(v, list) else [v])]
     return any(
-        m == answer or (is_mapping(m) and m.get("role") in _ASSISTANT_ROLES and m.get("content") == said)
+        m == answer or (is_mapping(m) and isinstance(m.get("role"), str) and m.get("role") in _ASSISTANT_ROLES and m.get("content") == said)
         for m in messages
     )
 

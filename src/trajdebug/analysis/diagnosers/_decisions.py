@@ -333,7 +333,7 @@ def _request(value: Any) -> Any:
     msgs = value.get("messages") if isinstance(value, Mapping) else None
     if not isinstance(msgs, list):
         return value
-    return [m for m in msgs if not (isinstance(m, Mapping) and m.get("role") in SYSTEM_ROLES)]
+    return [m for m in msgs if not (isinstance(m, Mapping) and isinstance(m.get("role"), str) and m.get("role") in SYSTEM_ROLES)]
 
 
 def _routed(step: Step, ctx: DiagnoseContext) -> Evidence | None:

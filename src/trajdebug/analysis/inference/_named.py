@@ -134,21 +134,34 @@ def _births(
     return out
 
 
-_CODE_WORD = re.compile(r"(?<![\w/\\.-])[A-Za-z][\w-]*\d[\w-]*(?![\w/\\])")
+_CODE_WORD = re.compile(r"(?<![\w\\.-])[A-Za-z][\w-]*\d[\w-]*(?![\w\\])")
 """A code a message writes as a word: a letter, then letters and digits (``R3``, ``bay-7``), no quantity
-(``3.5m``); not a segment of a URL or a file path (``/v1/orders``: beside a slash), nor of a dotted name."""
+(``3.5m``); not a segment of a Windows path (beside a backslash), nor of a dotted name."""
 
 
 def message_codes(message: str, *, lexicon: Lexicon = ENGLISH) -> list[str]:
     """The codes a message names (`_CODE_WORD`, trailing hyphens dropped), those that name a format (``utf-8``,
-    ``sha256``: the lexicon's ``format_codes``) left out.  Case kept: callers ask for a capital letter when
-    nothing else says the word is a record's code."""
+    ``sha256``: the lexicon's ``format_codes``, compared as written) left out, and those beside a slash in a
+    URL or path (`_in_path`) too: ``T5/T6`` names two tanks, ``/v1/orders`` no code.  Case kept: callers ask
+    for a capital letter when nothing else says the word is a record's code."""
     out: dict[str, None] = {}
     for m in _CODE_WORD.finditer(message):
         code = m.group(0).strip("-")
-        if code and code.casefold() not in lexicon.format_codes:
+        if not code or code in lexicon.format_codes:
+            continue
+        beside = message[m.start() - 1 : m.start()] == "/" or message[m.end() : m.end() + 1] == "/"
+        if not (beside and _in_path(message, m.start(), m.end())):
             out[code] = None
     return list(out)
+
+
+def _in_path(message: str, start: int, end: int) -> bool:
+    """Whether the whitespace-delimited chunk around ``message[start:end]`` is a URL or a path: it holds
+    ``://``, starts at the root or the current folder, or has two slashes or more (``T5/T6`` has one)."""
+    left = max(message.rfind(" ", 0, start), message.rfind("\n", 0, start), message.rfind("\t", 0, start)) + 1
+    ends = [i for i in (message.find(c, end) for c in " \n\t") if i >= 0]
+    chunk = message[left : min(ends) if ends else len(message)]
+    return "://" in chunk or chunk.startswith(("/", "./")) or chunk.count("/") >= 2
 
 
 _KEY_WORDS = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
