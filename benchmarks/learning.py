@@ -80,7 +80,7 @@ class Recipe:
 
 RECIPE = Recipe(balance=0.5, boost=(("whowhen", 2.0),))
 """The recipe `fit` uses by default: each source's cases weigh 1 / sqrt(its cases), so the fault-injection
-suite (540 of 2777 cases) counts as much as two and a half blind suites, not six and a half; Who&When's
+suite (540 of 3097 cases) counts as much as two and a half blind suites, not six and a half; Who&When's
 weigh twice that, since 2026-12-04: it is the one transcript source, and as the framework suites grew
 (26 of 29 sources) its five-fold top-1 fell to 28-33 %; doubled, 38 % with the framework suites left
 out as before (55.9 against 56.1 %).  Chosen on leave one framework suite out, against Who&When and the
