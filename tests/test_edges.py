@@ -161,6 +161,22 @@ def test_an_enclosing_step_opened_with_one_record_of_an_output_links_its_produce
     assert _producers(linked, "other") == []
 
 
+def test_a_call_handed_one_record_whole_gets_no_whole_input_edge() -> None:
+    """A leaf call given a planner's record as its whole input (a search handed ``{"hull": ..., "berth": ...}``)
+    links by its fields as before, not by a whole-input edge: only a step that encloses others stands for its
+    record whole (a plan handed to every call would otherwise make each call hang on the plan)."""
+    from trajdebug.analysis.inference import structural_edges
+    from trajdebug.core.graph import WHOLE_INPUT_KEY
+
+    plan = [{"hull": "HX-310", "berth": "B7"}, {"hull": "HX-322", "berth": "B9"}]
+    run = Run("r", "harbour", outcome="failure", steps=(
+        step("alloc", "allocate_berths", "other", 0, {"hulls": ["HX-310", "HX-322"]}, plan),
+        step("call", "search_berth", "tool", 3, dict(plan[1]), None),
+    ))
+    linked = structural_edges(run)
+    assert WHOLE_INPUT_KEY not in [d.key for d in linked.step("call").deps]
+
+
 def test_a_record_whose_object_mixes_number_and_text_keys_is_analysed_without_error() -> None:
     """A run built in Python whose record holds `{1: "open", "spare": "closed"}` (keys of two types, which JSON
     cannot sort) is analysed: the entry simply names no value."""

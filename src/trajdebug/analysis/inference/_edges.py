@@ -161,6 +161,7 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
     latest: dict[str, tuple[Step, float]] = {}
     records: RecordIndex[Step] = RecordIndex()
     by_id = {s.step_id: s for s in run.steps}
+    enclosing = {s.parent_id for s in run.steps if s.parent_id is not None}
     added: dict[str, list[Dependency]] = {}
     pending: list[tuple[int, Step, list[tuple[str, float]], frozenset[tuple[str, str]] | None]] = []
     for st in run.steps:
@@ -182,8 +183,12 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
             cur = by_id[cur].parent_id
         have = {d.step_id for d in st.deps}
         # The whole input too: an enclosing step opened with one record of an earlier output as its
-        # input (a loop over a plan's items) is given every field of it at once.
-        for path, sub in [(WHOLE_INPUT_KEY, st.input), *_sub_values(st.input)]:
+        # input (a loop over a plan's items) is given every field of it at once.  Only a step that encloses
+        # others: a leaf call handed the record is linked by its fields, else every call given a plan's
+        # records would hang on the plan whole and outweigh what it really used (the fault suite's
+        # `research-team`, 2026-12-04).
+        whole = [(WHOLE_INPUT_KEY, st.input)] if st.step_id in enclosing or st.kind == "agent" else []
+        for path, sub in [*whole, *_sub_values(st.input)]:
             found = _canonical(sub)
             hit = latest.get(found) if found is not None else None
             if hit is None:
