@@ -46,7 +46,9 @@ misses not yet studied.  ``suite_x`` and ``suite_y`` (written blind and frozen o
 2026-12-04 at 15:43 and 15:39 UTC, scored once held out at 16:48-16:49 UTC on e436d3d: development suites since).
 ``suite_zb`` and ``suite_zc`` (written blind and frozen on 2026-12-04 at 17:06 and 17:02 UTC, scored once held out
 at 17:09-17:10 UTC on 37b21b3: development suites since).  ``suite_zd`` and ``suite_ze`` (written blind and
-frozen on 2026-12-04 at 17:15 and 17:16 UTC, not yet scored: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+frozen on 2026-12-04 at 17:15 and 17:16 UTC, scored once held out at 18:16-18:18 UTC on d96e64f: development
+suites since).  ``suite_zf`` and ``suite_zg`` (being written blind on 2026-12-04, not yet scored: the next measure)
+are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -69,8 +71,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_ze": "held out (written blind and frozen on 2026-12-04 at 17:16 UTC; not yet scored: the next measure, with suite_zd)",
-    "suite_zd": "held out (written blind and frozen on 2026-12-04 at 17:15 UTC; not yet scored: the next measure, with suite_ze)",
+    "suite_zg": "held out (being written blind on 2026-12-04; not yet scored: the next measure, with suite_zf)",
+    "suite_zf": "held out (being written blind on 2026-12-04; not yet scored: the next measure, with suite_zg)",
+    "suite_ze": "development (scored once held out on 2026-12-04 at 18:18 UTC on d96e64f; its misses not yet studied)",
+    "suite_zd": "development (scored once held out on 2026-12-04 at 18:16 UTC on d96e64f; its misses not yet studied)",
     "suite_zc": "development (scored once held out on 2026-12-04 at 17:10 UTC on 37b21b3; its misses not yet studied)",
     "suite_zb": "development (scored once held out on 2026-12-04 at 17:09 UTC on 37b21b3; its misses not yet studied)",
     "suite_za": "development (scored once held out on 2026-12-04 at 16:49 UTC on e436d3d; its misses not yet studied)",
