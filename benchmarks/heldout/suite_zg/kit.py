@@ -1,0 +1,27 @@
+"""Switches for the planted faults: `planted(fault_id)` turns one on, `active(fault_id)` reads it.
+
+Each fault id is read with `active` at exactly one place in the agent modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_ON: set[str] = set()
+
+
+@contextmanager
+def planted(fault_id: str | None) -> Iterator[None]:
+    if fault_id is None:
+        yield
+        return
+    _ON.add(fault_id)
+    try:
+        yield
+    finally:
+        _ON.discard(fault_id)
+
+
+def active(fault_id: str) -> bool:
+    return fault_id in _ON
