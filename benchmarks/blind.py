@@ -47,7 +47,7 @@ misses not yet studied.  ``suite_x`` and ``suite_y`` (written blind and frozen o
 ``suite_zb`` and ``suite_zc`` (written blind and frozen on 2026-12-04 at 17:06 and 17:02 UTC, scored once held out
 at 17:09-17:10 UTC on 37b21b3: development suites since).  ``suite_zd`` and ``suite_ze`` (written blind and
 frozen on 2026-12-04 at 17:15 and 17:16 UTC, scored once held out at 18:16-18:18 UTC on d96e64f: development
-suites since).  ``suite_zf`` and ``suite_zg`` (being written blind on 2026-12-04, not yet scored: the next measure)
+suites since).  ``suite_zf`` and ``suite_zg`` (written blind and frozen on 2026-12-04 at 18:28 and 18:27 UTC, not yet scored: the next measure)
 are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -71,8 +71,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zg": "held out (being written blind on 2026-12-04; not yet scored: the next measure, with suite_zf)",
-    "suite_zf": "held out (being written blind on 2026-12-04; not yet scored: the next measure, with suite_zg)",
+    "suite_zg": "held out (written blind and frozen on 2026-12-04 at 18:27 UTC; not yet scored: the next measure, with suite_zf)",
+    "suite_zf": "held out (written blind and frozen on 2026-12-04 at 18:28 UTC; not yet scored: the next measure, with suite_zg)",
     "suite_ze": "development (scored once held out on 2026-12-04 at 18:18 UTC on d96e64f; its misses not yet studied)",
     "suite_zd": "development (scored once held out on 2026-12-04 at 18:16 UTC on d96e64f; its misses not yet studied)",
     "suite_zc": "development (scored once held out on 2026-12-04 at 17:10 UTC on 37b21b3; its misses not yet studied)",
