@@ -109,7 +109,9 @@ def _name_lists(value: Any, depth: int = 0) -> Iterator[list[str]]:
     if depth > _NAME_LIST_DEPTH:
         return
     if isinstance(value, str) and value[:1] in "[{":
-        value = content.parse_json(value)  # (None for text too deeply nested to parse: no list read)
+        # (None for text too deeply nested to parse: no list read.)  A record a program printed is read too: a
+        # tool's result in an Agents SDK conversation is its ``str``, and the list a plan was given sits in it.
+        value = content.parse_record(value)
     if isinstance(value, list):
         # Two items at least: a list of one is a value, not a choice of which items to pass on.
         if 2 <= len(value) <= _MAX_ITEMS and all(isinstance(x, str) for x in value):
