@@ -445,6 +445,18 @@ class TestLLMOutputs:
         [e] = _from(_verdict(_run(Step("w", "extract", "llm", output=text)), "w"), "malformed-output")
         assert e.suspicion >= 0.6
 
+    def test_a_record_a_program_printed_relayed_word_for_word_is_no_malformed_json(self) -> None:
+        """A sub-agent answering with the very text its tool returned, a dict printed by Python (the Agents SDK
+        keeps a function tool's result as ``str(result)``), wrote no JSON of its own; the same text no program
+        returned before it is still malformed."""
+        text = str({"lot": "LT-31", "grade": "B", "weight_kg": 12.5})
+        tool = Step("t", "weigh_lot", "tool", input={"lot": "LT-31"}, output=text, start_ns=1, end_ns=2)
+        answer = Step("a", "grader", "agent", input={"input": "Weigh LT-31"}, output=text, start_ns=3, end_ns=4,
+                      deps=(D("t"),))
+        assert not _from(_verdict(_run(tool, answer), "a"), "malformed-output")
+        [e] = _from(_verdict(_run(answer), "a"), "malformed-output")
+        assert e.suspicion >= 0.6
+
     def test_a_percentage_of_a_given_amount_and_its_working_are_no_claims(self) -> None:
         """A duty of 12 % on a given value, and a 3 % deduction on a gross the same answer worked out from hours
         and a rate, are computed from the input; a number no such working reaches is still a claim."""
@@ -631,6 +643,23 @@ class TestLLMOutputs:
         assert "room='Suite-9'" in e.reason
         [e] = _from(_verdict(call("cancel_slot", "Ada Lovelace"), "g"), "llm-output")
         assert "11:37" in e.reason
+
+    def test_a_field_set_only_by_its_own_earlier_message_is_no_contradiction(self) -> None:
+        """A model that checked the kayaks and now checks the paddles for the same hire sets ``item`` anew: its
+        earlier call in the conversation was its own decision, not a fact it was given (the tool's answer came
+        back as text).  A field the booking it read fixes is still held to it."""
+        booking = Step("b", "read_hire", "tool", input={"hire": "HR-5"}, output={"hire": "HR-5", "people": 2})
+        earlier = {"role": "assistant", "tool_calls": [{"name": "check_stock", "arguments": {"hire": "HR-5", "item": "kayak"}}]}
+
+        def call(hire: str) -> Run:
+            inp = {"messages": [{"role": "user", "content": "Equip hire HR-5 for two"}, earlier,
+                                {"role": "tool", "content": str({"item": "kayak", "free": 3})}]}
+            out = {"role": "assistant", "tool_calls": [{"name": "check_stock", "arguments": {"hire": hire, "item": "paddle"}}]}
+            return _run(booking, Step("g", "generation", "llm", input=inp, output=out, deps=(D("b"),)))
+
+        assert not [e for e in _from(_verdict(call("HR-5"), "g"), "llm-output") if "but its input says" in e.reason]
+        [e] = [e for e in _from(_verdict(call("HR-9"), "g"), "llm-output") if "but its input says" in e.reason]
+        assert "hire='HR-9'" in e.reason
 
     def test_an_option_of_the_recorded_tool_schema_is_a_choice(self) -> None:
         """A value the tool's recorded JSON schema offered (an enum, as OpenInference keeps it) is a choice
