@@ -526,6 +526,23 @@ class TestLLMOutputs:
         [e] = _from(_verdict(call("HTL-PAR"), "g"), "llm-output")
         assert "HTL-PAR" in e.reason and not e.sound
 
+    def test_a_bound_is_a_setting_where_the_numbers_given_measure_other_quantities(self) -> None:
+        """A model that read a boat's fuel and battery readings and searches moorings with min_depth_m=9.5 chose
+        how to ask: no number it was given measures a depth.  Given a draft reading (``depth_m``) under the
+        bound's quantity, or a number written in its request, the bound may restate it: still a claim."""
+
+        def search(request: str, reading: dict[str, Any]) -> Run:
+            inp = {"messages": [{"role": "user", "content": request}, {"role": "tool", "content": json.dumps(reading)}]}
+            out = {"role": "assistant", "tool_calls": [{"name": "find_moorings", "arguments": {"harbour": "Kettle Bay", "min_depth_m": 9.5}}]}
+            return _run(Step("g", "generation", "llm", input=inp, output=out))
+
+        chose = search('{"harbour": "Kettle Bay"}', {"fuel_pct": 64, "battery_v": 12.6})
+        assert not [e for e in _from(_verdict(chose, "g"), "llm-output") if not e.sound]
+        for request, reading in (('{"harbour": "Kettle Bay"}', {"fuel_pct": 64, "depth_m": 2.1}),
+                                 ("Kettle Bay, we draw 1.8 metres", {"fuel_pct": 64})):
+            [e] = _from(_verdict(search(request, reading), "g"), "llm-output")
+            assert "9.5" in e.reason and not e.sound
+
     def test_a_bound_is_a_setting_only_where_no_number_was_given(self) -> None:
         """A model asked for a genre and a date that searches with min_rating=4.2 chose how to ask; one given a
         650,000 budget that searches with max_price=850000 states a value none of its inputs holds."""

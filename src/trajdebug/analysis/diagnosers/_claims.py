@@ -171,9 +171,9 @@ class _Chosen:
     ) -> None:
         self._set = choices.settings(out) | choices.planned(out, hay) | set(again)
         # A threshold of a call made where no number was given to put there (``min_score=7.5`` for a
-        # request naming a section and a day) is how the model chose to ask; given any number (a budget,
-        # a count), the bound may restate it, so it is a claim to check.
-        if (bound := choices.bounds(out)) and not any(a.kind == "number" for a in atoms(step.input)):
+        # request naming a section and a day) is how the model chose to ask; given a number it may restate
+        # (a budget written in the request, a count), it is a claim to check.
+        if (bound := choices.bounds(out)) and not _restatable(step, out):
             self._set |= bound
         self._spans = choices.settings(out, clock=False)
         self._shown = choices.shown(step)
@@ -192,6 +192,24 @@ class _Chosen:
             if present(v, self._shown, self._shown_forms):
                 return True
         return k[0] == "n" and choices.from_setting(k[1], self._spans, self._forms)
+
+
+def _restatable(step: Step, out: Any) -> bool:
+    """Whether a model call's input holds a number a bound of its call may restate: one written in a text (a
+    budget in the request, a message's words), or one under a field of the bound's quantity (``price_gbp`` for
+    ``max_price``).  A reading under a field of another quantity (``fuel_pct``, ``freezer_c`` for
+    ``min_footfall``) is no such number: the threshold is still the model's way to ask."""
+    numbers = [a for a in atoms(step.input) if a.kind == "number"]
+    if not numbers:
+        return False
+    words = choices.bound_words(out)
+    prose = {
+        p.rsplit(".", 1)[-1].lower() for p, v in content.leaves(step.input) if isinstance(v, str) and " " in v.strip()
+    }
+    return any(
+        a.field is None or a.field.lower() in prose or bool(words & set(choices.field_words(a.field)))
+        for a in numbers
+    )
 
 
 def _unconfirmed(step: Step, ctx: DiagnoseContext, missing: list[str], raw: list[Any]) -> list[str]:
