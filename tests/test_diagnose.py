@@ -618,6 +618,22 @@ class TestLLMOutputs:
         [e] = _from(_verdict(call("en-US>fr-FR"), "g"), "llm-output")
         assert "fr-FR" in e.reason and not e.sound
 
+    def test_a_one_line_record_of_given_values_under_a_capitalised_keyword_is_no_claim(self) -> None:
+        """A request to a sub-agent written as one line, a keyword of its format then values the input holds
+        (``HOLD|BK-7|2027-05-02|Ostend``), states those values and nothing made up; a value the input lacks in
+        it (``Bruges``), or a lowercase word no input holds, is still a claim."""
+        booking = str({"ref": "BK-7", "day": "2027-05-02", "port": "Ostend", "berths": 2})
+        inp = {"messages": [{"role": "user", "content": "hold a berth for BK-7"}, {"role": "tool", "content": booking}]}
+
+        def call(line: str) -> Run:
+            out = {"role": "assistant", "tool_calls": [{"name": "harbour_agent", "arguments": {"input": line}}]}
+            return _run(Step("g", "generation", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(call("HOLD|BK-7|2027-05-02|Ostend"), "g"), "llm-output") if not e.sound]
+        for line in ("HOLD|BK-7|2027-05-02|Bruges", "moor|BK-7|2027-05-02|Ostend"):
+            [e] = _from(_verdict(call(line), "g"), "llm-output")
+            assert line in e.reason and not e.sound
+
     def test_a_day_a_call_sets_after_every_given_day_is_a_choice(self) -> None:
         """A model booking a visit names the day it plans it for: a day after every day its input states is its
         choice, and a field that takes several values in its input (each past visit has its date) fixes none,
