@@ -199,18 +199,6 @@ def python_repr(text: str) -> bool:
 
 
 
-def parse_record(s: str) -> Any:
-    """The data a text holds whole: JSON, else a program's dict or list printed by Python (`python_repr`: the
-    Agents SDK's ``str(result)`` of a tool, as a model's conversation carries it), read as literals only.
-    None for anything else."""
-    parsed = parse_json(s)
-    if parsed is not None or not python_repr(s):
-        return parsed
-    try:
-        return ast.literal_eval(strip_fence(s))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-
 # -- HTTP status, error text, emptiness ---------------------------------------
 
 _STATUS_KEYS = ("status_code", "status", "http_status", "statusCode", "code")
@@ -604,5 +592,5 @@ __all__ = [
     "has_word", "ID_TOKEN", "char_shape", "run_shape", "aggregate_forms", "TEXT_LIMIT", "error_text",
     "http_status", "is_empty", "is_marker", "json_problem", "keyed_values", "largest_list", "leaves",
     "looks_like_json", "norm_number", "number_forms", "numbers_in", "plain_number_forms", "stated_numbers",
-    "parse_json", "parse_record", "python_repr", "read_out", "strip_fence", "text_of", "without_markers",
+    "parse_json", "python_repr", "read_out", "strip_fence", "text_of", "without_markers",
 ]

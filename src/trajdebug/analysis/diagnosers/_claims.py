@@ -261,11 +261,11 @@ def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evide
     pairs = content.written_pairs(step.input)
     # Its own earlier answers (a loop's last turn, reached by an edge, or its messages in the conversation it
     # continues) are that turn's decisions: the next call sets its fields anew (`_own_messages`).
-    heard, said = _own_messages(step.input)
-    given = [heard, said, *upstream_outputs(step, ctx), pairs]
-    surely = [heard, said, *upstream_outputs(step, ctx, recorded=True), pairs]
+    heard, wrote = _own_messages(step.input)
+    given = [heard, wrote, *upstream_outputs(step, ctx), pairs]
+    surely = [heard, wrote, *upstream_outputs(step, ctx, recorded=True), pairs]
     # A request typed as ``key=value`` text fixes those fields as a JSON one would.
-    own = [*earlier_answers(step, ctx), said]
+    own = [*earlier_answers(step, ctx), wrote]
     bad = contradictions(claimed if claimed is not None else out, given, hay, surely, own)
     if not bad and (said := _prose_pairs(out, given)):
         bad = contradictions(said, given, hay, surely, own)
