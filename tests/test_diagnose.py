@@ -445,6 +445,18 @@ class TestLLMOutputs:
         [e] = _from(_verdict(_run(Step("w", "extract", "llm", output=text)), "w"), "malformed-output")
         assert e.suspicion >= 0.6
 
+    def test_a_record_a_program_printed_relayed_word_for_word_is_no_malformed_json(self) -> None:
+        """A sub-agent answering with the very text its tool returned, a dict printed by Python (the Agents SDK
+        keeps a function tool's result as ``str(result)``), wrote no JSON of its own; the same text no program
+        returned before it is still malformed."""
+        text = str({"lot": "LT-31", "grade": "B", "weight_kg": 12.5})
+        tool = Step("t", "weigh_lot", "tool", input={"lot": "LT-31"}, output=text, start_ns=1, end_ns=2)
+        answer = Step("a", "grader", "agent", input={"input": "Weigh LT-31"}, output=text, start_ns=3, end_ns=4,
+                      deps=(D("t"),))
+        assert not _from(_verdict(_run(tool, answer), "a"), "malformed-output")
+        [e] = _from(_verdict(_run(answer), "a"), "malformed-output")
+        assert e.suspicion >= 0.6
+
     def test_a_percentage_of_a_given_amount_and_its_working_are_no_claims(self) -> None:
         """A duty of 12 % on a given value, and a 3 % deduction on a gross the same answer worked out from hours
         and a rate, are computed from the input; a number no such working reaches is still a claim."""
@@ -513,6 +525,23 @@ class TestLLMOutputs:
         assert not [e for e in _from(_verdict(call('{"night": "2026-12-23"}'), "g"), "llm-output") if not e.sound]
         [e] = _from(_verdict(call("HTL-PAR"), "g"), "llm-output")
         assert "HTL-PAR" in e.reason and not e.sound
+
+    def test_a_bound_is_a_setting_where_the_numbers_given_measure_other_quantities(self) -> None:
+        """A model that read a boat's fuel and battery readings and searches moorings with min_depth_m=9.5 chose
+        how to ask: no number it was given measures a depth.  Given a draft reading (``depth_m``) under the
+        bound's quantity, or a number written in its request, the bound may restate it: still a claim."""
+
+        def search(request: str, reading: dict[str, Any]) -> Run:
+            inp = {"messages": [{"role": "user", "content": request}, {"role": "tool", "content": json.dumps(reading)}]}
+            out = {"role": "assistant", "tool_calls": [{"name": "find_moorings", "arguments": {"harbour": "Kettle Bay", "min_depth_m": 9.5}}]}
+            return _run(Step("g", "generation", "llm", input=inp, output=out))
+
+        chose = search('{"harbour": "Kettle Bay"}', {"fuel_pct": 64, "battery_v": 12.6})
+        assert not [e for e in _from(_verdict(chose, "g"), "llm-output") if not e.sound]
+        for request, reading in (('{"harbour": "Kettle Bay"}', {"fuel_pct": 64, "depth_m": 2.1}),
+                                 ("Kettle Bay, we draw 1.8 metres", {"fuel_pct": 64})):
+            [e] = _from(_verdict(search(request, reading), "g"), "llm-output")
+            assert "9.5" in e.reason and not e.sound
 
     def test_a_bound_is_a_setting_only_where_no_number_was_given(self) -> None:
         """A model asked for a genre and a date that searches with min_rating=4.2 chose how to ask; one given a
@@ -589,6 +618,22 @@ class TestLLMOutputs:
         [e] = _from(_verdict(call("en-US>fr-FR"), "g"), "llm-output")
         assert "fr-FR" in e.reason and not e.sound
 
+    def test_a_one_line_record_of_given_values_under_a_capitalised_keyword_is_no_claim(self) -> None:
+        """A request to a sub-agent written as one line, a keyword of its format then values the input holds
+        (``HOLD|BK-7|2027-05-02|Ostend``), states those values and nothing made up; a value the input lacks in
+        it (``Bruges``), or a lowercase word no input holds, is still a claim."""
+        booking = str({"ref": "BK-7", "day": "2027-05-02", "port": "Ostend", "berths": 2})
+        inp = {"messages": [{"role": "user", "content": "hold a berth for BK-7"}, {"role": "tool", "content": booking}]}
+
+        def call(line: str) -> Run:
+            out = {"role": "assistant", "tool_calls": [{"name": "harbour_agent", "arguments": {"input": line}}]}
+            return _run(Step("g", "generation", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(call("HOLD|BK-7|2027-05-02|Ostend"), "g"), "llm-output") if not e.sound]
+        for line in ("HOLD|BK-7|2027-05-02|Bruges", "moor|BK-7|2027-05-02|Ostend"):
+            [e] = _from(_verdict(call(line), "g"), "llm-output")
+            assert line in e.reason and not e.sound
+
     def test_a_day_a_call_sets_after_every_given_day_is_a_choice(self) -> None:
         """A model booking a visit names the day it plans it for: a day after every day its input states is its
         choice, and a field that takes several values in its input (each past visit has its date) fixes none,
@@ -631,6 +676,23 @@ class TestLLMOutputs:
         assert "room='Suite-9'" in e.reason
         [e] = _from(_verdict(call("cancel_slot", "Ada Lovelace"), "g"), "llm-output")
         assert "11:37" in e.reason
+
+    def test_a_field_set_only_by_its_own_earlier_message_is_no_contradiction(self) -> None:
+        """A model that checked the kayaks and now checks the paddles for the same hire sets ``item`` anew: its
+        earlier call in the conversation was its own decision, not a fact it was given (the tool's answer came
+        back as text).  A field the booking it read fixes is still held to it."""
+        booking = Step("b", "read_hire", "tool", input={"hire": "HR-5"}, output={"hire": "HR-5", "people": 2})
+        earlier = {"role": "assistant", "tool_calls": [{"name": "check_stock", "arguments": {"hire": "HR-5", "item": "kayak"}}]}
+
+        def call(hire: str) -> Run:
+            inp = {"messages": [{"role": "user", "content": "Equip hire HR-5 for two"}, earlier,
+                                {"role": "tool", "content": str({"item": "kayak", "free": 3})}]}
+            out = {"role": "assistant", "tool_calls": [{"name": "check_stock", "arguments": {"hire": hire, "item": "paddle"}}]}
+            return _run(booking, Step("g", "generation", "llm", input=inp, output=out, deps=(D("b"),)))
+
+        assert not [e for e in _from(_verdict(call("HR-5"), "g"), "llm-output") if "but its input says" in e.reason]
+        [e] = [e for e in _from(_verdict(call("HR-9"), "g"), "llm-output") if "but its input says" in e.reason]
+        assert "hire='HR-9'" in e.reason
 
     def test_an_option_of_the_recorded_tool_schema_is_a_choice(self) -> None:
         """A value the tool's recorded JSON schema offered (an enum, as OpenInference keeps it) is a choice

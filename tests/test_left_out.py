@@ -189,3 +189,33 @@ def test_a_deeply_nested_json_text_beside_the_list_is_read_as_text() -> None:
     top = localize(run).candidates[0]
     assert top.step_id == "p"
     assert any("'Brook End'" in r for r in top.reasons)
+
+
+def test_a_lowercase_item_a_model_left_out_of_a_printed_record_points_at_that_model() -> None:
+    """A model handed a tool's record printed by Python (the Agents SDK's ``str(result)`` in its conversation)
+    listing three courses, which asked for two of them, ranks first when the failure says the menu does not
+    cover the third, a lowercase name of two words; told the menu covers all, nothing of this kind is said."""
+    record = {"event": "EV-12", "courses": ["leek soup", "lamb shank", "pear tart"], "guests": 40}
+
+    def run(message: str) -> Run:
+        asked = {"event": "EV-12", "courses": ["leek soup", "pear tart"]}
+        convo = [{"role": "user", "content": "Plan EV-12"}, {"role": "tool", "content": str(record)}]
+        return Run(
+            "r",
+            "catering",
+            outcome="failure",
+            steps=(
+                step("b", "read_event", "tool", 1, {"event": "EV-12"}, str(record)),
+                step("m", "planner", "llm", 3, {"messages": convo},
+                     {"role": "assistant", "content": None, "tool_calls": [{"name": "cost_menu", "arguments": asked}]}, "b"),
+                step("c", "cost_menu", "tool", 5, asked, {"menu": "MN-4", "total": 880.0}, "m"),
+                step("f", "confirm_event", "tool", 7, {"menu": "MN-4", "total": 880.0}, None, "c", status="error",
+                     error=ErrorInfo("ToolError", message)),
+            ),
+        )
+
+    top = localize(run("venue API 422: menu does not cover booked courses: lamb shank")).candidates[0]
+    assert top.step_id == "m"
+    assert any("'lamb shank'" in r and "2 of the 3" in r for r in top.reasons)
+    other = localize(run("venue API 422: menu total 880.0 over budget")).ranked_all
+    assert not any("items of a list it was given" in r for c in other for r in c.reasons)

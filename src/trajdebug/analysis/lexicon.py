@@ -365,7 +365,7 @@ ENGLISH = Lexicon(
          "threshold", "tolerance", "within", "allowed", "permitted"}
     ),
     absence_words=frozenset(
-        {"no", "missing", "without", "absent", "lacks", "lacking", "lack", "omitted", "omits", "skipped", "skips", "never"}
+        {"no", "not", "missing", "without", "absent", "lacks", "lacking", "lack", "omitted", "omits", "skipped", "skips", "never"}
     ),
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}

@@ -119,6 +119,28 @@ def bounds(out: Any, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
     return found
 
 
+def bound_words(out: Any, *, lexicon: Lexicon = ENGLISH) -> set[str]:
+    """The words of the quantities a tool call's bounds limit (``min_footfall`` -> footfall, ``priceMax`` ->
+    price), lower-cased: what a number the caller was given must be about to be the one a bound restates."""
+    found: set[str] = set()
+    for path, v in content.leaves(out):
+        parts = path.rsplit(".", 2)
+        inside = len(parts) >= 2 and _LAST.sub("", parts[-2]) in CALL_ARGS and "[" not in parts[-1]
+        m = lexicon.bound_field.match(parts[-1]) if inside and isinstance(v, (int, float)) else None
+        if m is not None:
+            quantity = next(g for g in (m.group(2), m.group(3), m.group(6), m.group(7)) if g)
+            found |= set(field_words(quantity))
+    return found
+
+
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def field_words(name: str) -> list[str]:
+    """The words of a field name, lower-cased (``fuel_pct`` -> fuel, pct; ``minPrice`` -> min, price)."""
+    return [w.lower() for w in _WORDS.findall(name)]
+
+
 _DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 
 

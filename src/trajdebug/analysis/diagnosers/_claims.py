@@ -28,7 +28,7 @@ from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.diagnosers._conversation import _ASSISTANT_ROLES
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import Step
-from trajdebug.core.values import atoms, date_forms, is_date, is_year
+from trajdebug.core.values import atoms, date_forms, is_date, is_mapping, is_year
 
 
 def _replace_key(value: Any, key: str, new: Any) -> Any:
@@ -171,9 +171,9 @@ class _Chosen:
     ) -> None:
         self._set = choices.settings(out) | choices.planned(out, hay) | set(again)
         # A threshold of a call made where no number was given to put there (``min_score=7.5`` for a
-        # request naming a section and a day) is how the model chose to ask; given any number (a budget,
-        # a count), the bound may restate it, so it is a claim to check.
-        if (bound := choices.bounds(out)) and not any(a.kind == "number" for a in atoms(step.input)):
+        # request naming a section and a day) is how the model chose to ask; given a number it may restate
+        # (a budget written in the request, a count), it is a claim to check.
+        if (bound := choices.bounds(out)) and not _restatable(step, out):
             self._set |= bound
         self._spans = choices.settings(out, clock=False)
         self._shown = choices.shown(step)
@@ -192,6 +192,24 @@ class _Chosen:
             if present(v, self._shown, self._shown_forms):
                 return True
         return k[0] == "n" and choices.from_setting(k[1], self._spans, self._forms)
+
+
+def _restatable(step: Step, out: Any) -> bool:
+    """Whether a model call's input holds a number a bound of its call may restate: one written in a text (a
+    budget in the request, a message's words), or one under a field of the bound's quantity (``price_gbp`` for
+    ``max_price``).  A reading under a field of another quantity (``fuel_pct``, ``freezer_c`` for
+    ``min_footfall``) is no such number: the threshold is still the model's way to ask."""
+    numbers = [a for a in atoms(step.input) if a.kind == "number"]
+    if not numbers:
+        return False
+    words = choices.bound_words(out)
+    prose = {
+        p.rsplit(".", 1)[-1].lower() for p, v in content.leaves(step.input) if isinstance(v, str) and " " in v.strip()
+    }
+    return any(
+        a.field is None or a.field.lower() in prose or bool(words & set(choices.field_words(a.field)))
+        for a in numbers
+    )
 
 
 def _unconfirmed(step: Step, ctx: DiagnoseContext, missing: list[str], raw: list[Any]) -> list[str]:
@@ -241,11 +259,13 @@ def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evide
     """The finding of an output that contradicts its input on a field, with the input's value as correction."""
     claimed = content.parse_json(out) if isinstance(out, str) and content.looks_like_json(out) else out
     pairs = content.written_pairs(step.input)
-    given = [step.input, *upstream_outputs(step, ctx), pairs]
-    surely = [step.input, *upstream_outputs(step, ctx, recorded=True), pairs]
+    # Its own earlier answers (a loop's last turn, reached by an edge, or its messages in the conversation it
+    # continues) are that turn's decisions: the next call sets its fields anew (`_own_messages`).
+    heard, wrote = _own_messages(step.input)
+    given = [heard, wrote, *upstream_outputs(step, ctx), pairs]
+    surely = [heard, wrote, *upstream_outputs(step, ctx, recorded=True), pairs]
     # A request typed as ``key=value`` text fixes those fields as a JSON one would.
-    # Its own earlier answers (a loop's last turn, reached by an edge) are that turn's decisions.
-    own = earlier_answers(step, ctx)
+    own = [*earlier_answers(step, ctx), wrote]
     bad = contradictions(claimed if claimed is not None else out, given, hay, surely, own)
     if not bad and (said := _prose_pairs(out, given)):
         bad = contradictions(said, given, hay, surely, own)
@@ -268,6 +288,32 @@ def _contradicted(step: Step, ctx: DiagnoseContext, out: Any, hay: str) -> Evide
         "llm-output",
         correction=(json.dumps(_replace_key(claimed, k, w)) if claimed is not out else _replace_key(out, k, w)),
     )
+
+
+def _own_messages(given: Any) -> tuple[Any, list[Any]]:
+    """A model's input split into what it was told and the messages it wrote itself in earlier turns.
+
+    A conversation holds the model's earlier answers as assistant messages: the tool it called last turn and
+    the arguments it set then (``item=ski`` for the first piece of equipment) were that turn's decisions, so
+    the next call setting a field otherwise (``item=boot``) contradicts nothing it was given -- as an earlier
+    answer reached by an edge does not (`earlier_answers`).  What those messages state is still written
+    upstream, and what a tool answered (the result echoing the call) and what the user asked still fix fields.
+    """
+    if isinstance(given, list):
+        mine = [m for m in given if _assistant(m)]
+        return ([m for m in given if not _assistant(m)], mine) if mine else (given, [])
+    if not is_mapping(given):
+        return given, []
+    heard: dict[str, Any] = {}
+    said: list[Any] = []
+    for k, v in given.items():
+        heard[k], mine = _own_messages(v) if isinstance(v, list) else (v, [])
+        said.extend(mine)
+    return (heard, said) if said else (given, [])
+
+
+def _assistant(m: Any) -> bool:
+    return is_mapping(m) and isinstance(m.get("role"), str) and m.get("role") in _ASSISTANT_ROLES
 
 
 def _called(value: Any, depth: int = 0) -> Iterable[tuple[str, Any]]:

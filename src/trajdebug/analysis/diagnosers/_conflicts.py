@@ -53,7 +53,7 @@ def present(value: Any, haystack: str, forms: Container[str], dates: set[str] | 
         words = [w for w in words if w]
         if len(words) == 1 and words[0] != v and len(words[0]) >= 3 and words[0] in haystack:
             return True
-        return (len(words) > 1 and all(w in haystack for w in words)) or _joined(v, haystack)
+        return (len(words) > 1 and all(w in haystack for w in words)) or _joined(v, haystack, value.strip())
     return None
 
 
@@ -64,16 +64,26 @@ _JOINT = re.compile(r"[^\w\s.\-]+")
 that no id, number or date is made of (hyphens, dots and underscores are)."""
 
 
-def _joined(v: str, haystack: str) -> bool:
+def _joined(v: str, haystack: str, raw: str = "") -> bool:
     """Whether a value is given values joined by a separator (a language pair ``en-US>de-DE`` from a source
     ``en-US`` and a target ``de-DE``; a route ``SFO/JFK``): an expression of the inputs, not a claim.  Each
     part must be a value of its own (three characters or more, a letter among them), found in the input."""
     parts = [p.strip() for p in _JOINT.split(v)]
-    return (
-        len(parts) > 1
-        and all(len(p) >= 3 and any(c.isalpha() for c in p) for p in parts)
-        and all(p in haystack for p in parts)
-    )
+    if len(parts) < 2 or not all(len(p) >= 3 for p in parts):
+        return False
+    found = [p in haystack for p in parts]
+    if all(found) and all(any(c.isalpha() for c in p) for p in parts):
+        return True
+    # A record written as one line (``CHECK|INT-40|2026-03-12|Leeds``, a request to a sub-agent) carries given
+    # values of any shape (a date among them), two or more, and may open with a keyword of its format: one word
+    # in capitals no input holds (``v`` arrives lower-cased: read from ``raw``).
+    if sum(found) < 2 or len(parts) - sum(found) > 1 or not any(c.isalpha() for c in v):
+        return False
+    written = [p.strip() for p in _JOINT.split(raw)]
+    if all(found):
+        return True
+    keyword = written[found.index(False)] if len(written) == len(parts) else ""
+    return keyword.isalpha() and keyword.isupper()
 
 
 def contradictions(

@@ -198,6 +198,23 @@ def _repaired_by(step: Step, text: str, ctx: DiagnoseContext) -> str | None:
     return None
 
 
+def _printed_before(step: Step, text: str, ctx: DiagnoseContext) -> bool:
+    """Whether a program step (a tool, a retrieval: not a model, not an agent) that ran before this one returned
+    this very text.  Its record printed by Python (the Agents SDK keeps a function tool's result as
+    ``str(result)``) is data, never malformed JSON (`content.python_repr`), and a model or a sub-agent answering
+    with it word for word (a buyer agent relaying its quote) repeats that data: it wrote no JSON of its own."""
+    printed: dict[str, int] = ctx.memo(
+        "printed-records",
+        lambda: {
+            s.output.strip(): ctx.graph.position(s.step_id)
+            for s in reversed(ctx.run.steps)
+            if s.kind not in ("llm", "agent") and isinstance(s.output, str) and content.python_repr(s.output)
+        },
+    )
+    at = printed.get(text.strip())
+    return at is not None and at < ctx.graph.position(step.step_id)
+
+
 def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """Output that is malformed on its face: JSON that does not parse, SQL that fails ``EXPLAIN``, tool-call arguments that are not JSON."""
     if step.kind in ("tool", "retrieval", "input"):
@@ -214,6 +231,8 @@ def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     if isinstance(out, str) and (content.looks_like_json(out) or step.attributes.get("expect") == "json"):
         problem_j = content.json_problem(out)
+        if problem_j and content.python_repr(out) and _printed_before(step, out, ctx):
+            return  # it handed on, word for word, a record a program printed (a tool's ``str(result)``)
         if problem_j:
             reader = _repaired_by(step, out, ctx)
             if reader is not None:
