@@ -253,3 +253,23 @@ def test_diff_caps_the_impact_it_names(tmp_path: Path) -> None:
     assert line.count("use") == IMPACT_SHOWN
     data = json.loads(CliRunner().invoke(cli, ["diff", str(path), str(path), "--json"]).output)
     assert len(data["impact"]) == 12
+
+
+def test_a_first_divergence_in_the_request_alone_shows_the_requests(tmp_path: Path) -> None:
+    """When the runs first differ in a step's request while its answer is the same (runs of different
+    inputs), the first divergence shows the two requests, not two equal outputs."""
+    import trajdebug
+
+    path = tmp_path / "runs.jsonl"
+    for beds in ("roses,tulips", "roses,lilies"):
+        with trajdebug.run("garden", path=path) as r:
+            with trajdebug.step("pick_tool", kind="llm", input={"beds": beds}) as s:
+                s.output = {"tool": "read_soil"}
+            with trajdebug.step("read_soil", kind="tool", input=s.output) as t:
+                t.output = {"moisture": 40 if "tulips" in beds else 4}
+            if "lilies" in beds:
+                r.fail("too dry")
+    out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
+    first = out.split("first divergence:", 1)[1].split("\n\n", 1)[0]
+    assert "request differs" in first
+    assert 'good request: {"beds":"roses,tulips"}' in first and 'bad request:  {"beds":"roses,lilies"}' in first

@@ -576,3 +576,20 @@ def test_the_path_to_the_failure_is_the_one_the_analysis_gives_its_root() -> Non
     g = guided_search(Analysis(run, failures, loc), _truthful({"w", "p", "s", "h"}))
     assert g.root == "w"
     assert g.path == ("w", "p", "s", "h")
+
+
+def test_before_any_answer_the_likeliest_root_is_the_rankers_first_not_the_runs_first_step() -> None:
+    """With no answer given, a step with no recorded input (the request that opens the run) is not made
+    likelier than the ranker's first candidate: nothing is proven about inputs it does not have."""
+    steps = (
+        Step("q", "visitor_request", "other", output="plan a tour", start_ns=0, end_ns=1),
+        Step("t", "corridor_time", "tool", output={"minutes": 45}, deps=(Dependency("q"),), start_ns=2, end_ns=3),
+        Step("a", "tour_answer", "llm", output="99 minutes", deps=(Dependency("t"),), start_ns=4, end_ns=5),
+    )
+    run = Run("museum", "tours", 0, 6, "failure", "too long", steps=steps)
+    cands = [Candidate("t", 0.44, (), ()), Candidate("q", 0.40, (), ())]
+    loc = Localization(cands, SearchStats(3, 3, 0.0), failures=(Failure("a", "outcome", "long", "x", "final"),),
+                       ranking=("t", "q"))
+    g = guided_search(Analysis(run, loc.failures, loc), lambda step, run: None)
+    assert not g.certain and g.root == "t"
+    assert g.candidates[0][0] == "t"

@@ -436,6 +436,15 @@ class TestAnomalies:
         scaled = _s("p", "parse", "parse", 1, {"chainage_m": 200}, {"chainage_m": 2})
         assert self._signals(scaled) == ["lineage:altered"]
 
+    def test_a_scaling_apart_from_the_steps_conversion_is_named_first(self) -> None:
+        """A step that turns grams into kilograms for every field but one, scaled by another power of ten,
+        names that one first; the others stay evidence, after it."""
+        grams = {"oats_g": 2500, "honey_g": 1400, "salt_g": 300}
+        step = _s("c", "to_kilos", "other", 1, grams, {"oats": 2.5, "honey": 14.0, "salt": 0.3})
+        found = list(anomalies(step, Lineage(_run(step)).view("c")))
+        assert [e.diagnoser for e in found] == ["lineage:altered"] * 3
+        assert found[0].reason == "output honey=14.0 is the given 1400 times 10^-2"
+
     def test_a_column_the_output_records_lack_is_dropped(self) -> None:
         """A table's column missing from the records a parser returned, the others kept, is a dropped column."""
         step = _s(

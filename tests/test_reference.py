@@ -1060,3 +1060,58 @@ def test_whether_a_span_read_more_than_its_input_follows_each_run_s_own_children
         assert _reads_unrecorded(handed["a"], handed) is True
         assert _reads_unrecorded(alone["a"], alone) is False
         assert _reads_unrecorded(handed["z"], handed) is False
+
+
+def _gauge_run(rid: str, texts: list[str], outcome: str) -> Run:
+    """A tank farm's gauge reader answering in free text, one call per tank."""
+    steps = [
+        Step(f"{rid}{i}", "read_gauge", "tool", input={"tank": t}, output=x, start_ns=i, end_ns=i + 1)
+        for i, (t, x) in enumerate(zip("ABC", texts))
+    ]
+    return Run(rid, "tanks", outcome=outcome, steps=tuple(steps))
+
+
+def test_a_count_beside_a_reading_in_range_is_said_to_be_a_new_quantity_not_an_outlier() -> None:
+    """A text that states the reading passing runs stated (in their unit, in their range) and also a number
+    in a unit word they never wrote is flagged with the same weight, but said to state a new quantity, not
+    a reading out of their range.  A reading that is itself out of range is still said to be out of range."""
+    passing = learn(
+        [
+            _gauge_run(
+                f"ok{k}",
+                [f"gauge G{k} level {30 + 5 * k}% at 07:1{k}", f"gauge H{k} level {50 + k}% at 08:00",
+                 f"gauge J{k} level {40 + k}% at 09:00"],
+                "success",
+            )
+            for k in range(4)
+        ]
+    )
+    counted = _gauge_run("f", ["gauge G1 level 44% at 07:10", "3 gauges avg level 41% at 07:12", "x"], "failure")
+    [found] = violations(counted.steps[1], Lineage(counted).view("f1"), passing)
+    assert found.diagnoser == "reference:magnitude"
+    assert found.reason == "(output) states 3 gauges, a quantity passing runs never wrote (its 41% is as theirs were)"
+    low = _gauge_run("g", ["gauge G1 level 44% at 07:10", "gauge G3 level 3% at 07:12", "x"], "failure")
+    [found_low] = violations(low.steps[1], Lineage(low).view("g1"), passing)
+    assert found_low.reason.startswith("(output)=3 is about 10x outside what passing runs had")
+    assert found_low.suspicion == found.suspicion
+
+
+def _pantry_run(rid: str, kilos: dict[str, float], outcome: str) -> Run:
+    """A pantry check: what is missing of each ingredient, against stock the tool holds."""
+    have = {"oats": 20.0, "honey": 8.0, "salt": 5.0}
+    short = {k: round(max(0.0, v - have[k]), 2) for k, v in kilos.items()}
+    step = Step(f"{rid}0", "check_pantry", "tool", input={"kilos": kilos}, output=short, start_ns=0, end_ns=1)
+    return Run(rid, "pantry", outcome=outcome, steps=(step,))
+
+
+def test_a_field_passing_runs_held_at_one_value_has_no_usual_formula() -> None:
+    """When passing runs always had the same value in a field (nothing missing: 0), the formulas that value
+    happens to fit are coincidences: a different value, or the same one fitting another formula, is not
+    "computed another way" (its sign may still be new)."""
+    amounts = [(0.9, 2.2, 0.16), (1.5, 0.6, 0.15), (1.8, 0.44, 0.32)]
+    passing = learn(
+        [_pantry_run(f"k{k}", {"oats": o, "honey": h, "salt": s}, "success") for k, (o, h, s) in enumerate(amounts)]
+    )
+    bad = _pantry_run("kb", {"oats": 2.5, "honey": 14.0, "salt": 0.3}, "failure")
+    found = list(violations(bad.steps[0], Lineage(bad).view("kb0"), passing))
+    assert [e.diagnoser for e in found] == ["reference:sign"]

@@ -547,10 +547,12 @@ class GuidedSearch:
     def _ranked(self, cand: int) -> tuple[tuple[str, float], ...]:
         # A candidate whose inputs are all proven correct is the root if it is
         # wrong at all; otherwise its prior stands.  Renormalized over the set.
+        # A step with no recorded input has nothing proven about it: before any answer, boosting it
+        # named the run's first step (a hand-off, a user message) likeliest above the ranker's choice.
         weights: dict[int, float] = {}
         for i in _bits(cand):
             w = self.mass[i]
-            if all(self.verdict(p) is True for p in self.parents[i]):
+            if self.parents[i] and all(self.verdict(p) is True for p in self.parents[i]):
                 w *= 4.0
             if self.verdict(i) is False:
                 w *= 2.0

@@ -136,11 +136,17 @@ def _render_diff(al: Any, iso: Any) -> None:
             f"first divergence: [bold]{escape(step.name)}#{escape(step.step_id[-6:])}[/] ({escape(step.kind)}): "
             f"{_WORDS[first.status]}"
         )
+        # Runs of different inputs first differ in a request answered alike: the two equal outputs
+        # would read as "no difference here", so the requests that differ are what is shown.
+        asked = first.status == "input" and not first.output_differs and first.good is not None
+        word = " request" if asked else ""
         if first.good is not None:
-            con.print(f"  good: {escape(_short(_shown(first.good, first.bad)))}")
+            shown = first.good.input if asked else _shown(first.good, first.bad)
+            con.print(f"  good{word}: {escape(_short(shown))}")
         if first.bad is not None:
             err = f"  ✗ {first.bad.error.type}: {first.bad.error.message}" if first.bad.error else ""
-            con.print(f"  bad:  {escape(_short(_shown(first.bad, first.good)))}{escape(err)}")
+            shown = first.bad.input if asked else _shown(first.bad, first.good)
+            con.print(f"  bad{word}:  {escape(_short(shown))}{escape(err)}")
         impact = al.impact(first)
         if impact:
             labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact[:IMPACT_SHOWN]]

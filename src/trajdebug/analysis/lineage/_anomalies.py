@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
@@ -198,6 +199,7 @@ def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterat
     ins = [a for a in view.inputs if a.kind == "number" and a.number is not None and a.number != 0]
     cut = _cut_forms(view)
     seen: set[str] = set()
+    scaled: list[tuple[int, Evidence]] = []
     for y in outs:
         if y.key in seen:
             continue
@@ -228,13 +230,26 @@ def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterat
                 break
             k = _power_of_ten(yv, xv)
             if k and (y.field is None or x.field is None or y.field == x.field or _related(y.field, x.field)):
-                yield Evidence(
-                    step.step_id,
-                    ALTERED_SCALE,
-                    f"output {label} is the given {x.raw} times 10^{k}",
-                    "lineage:altered",
+                scaled.append(
+                    (k, Evidence(step.step_id, ALTERED_SCALE, f"output {label} is the given {x.raw} times 10^{k}",
+                                 "lineage:altered"))
                 )
                 break
+    yield from (e for _, e in _odd_scales(scaled))
+
+
+def _odd_scales(scaled: list[tuple[int, Evidence]]) -> list[tuple[int, Evidence]]:
+    """The scalings, the one that says what went wrong first.  A step that scales its numbers by one power
+    of ten (grams to kilograms) converts units; when all but one share a power, the one apart is the slip
+    (``butter_g / 100`` beside ``flour_g / 1000``) and is named first: naming a rightly converted field
+    pointed the reader at a value that was fine.  Every scaling stays evidence, with its weight."""
+    powers = Counter(k for k, _ in scaled)
+    if len(powers) < 2:
+        return scaled
+    (usual, n), (_, second) = powers.most_common(2)
+    if n < 2 or n == second:
+        return scaled
+    return sorted(scaled, key=lambda ke: ke[0] == usual)
 
 
 def _related(a: str, b: str) -> bool:

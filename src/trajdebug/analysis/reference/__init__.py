@@ -18,13 +18,12 @@ from trajdebug.analysis.reference._invariants import (
     StepKey,
     learn,
     passing_had,
-    producers_of,
     returns_empty,
-    spectrum,
     step_key,
     unseen,
     violations,
 )
+from trajdebug.analysis.reference._profile import producers_of, spectrum
 from trajdebug.analysis.reference._select import MAX_REFERENCES, is_original, references, same_agent
 from trajdebug.analysis.reference._siblings import sibling_profiles
 

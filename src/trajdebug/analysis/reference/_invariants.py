@@ -29,9 +29,11 @@ grows with that support.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -59,6 +61,7 @@ from trajdebug.analysis.reference._profile import (
     returns_empty,
     settings,
     step_key,
+    unit_word,
 )
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms
@@ -293,11 +296,30 @@ def _field_checks(
     # the passing runs know the field's range better than the step's other calls in this run.
     usual = passing is not None and all(passing_had(step, f, x, passing, key) for x in nums)
     if nums and len(fs.numbers) >= MIN_SUPPORT and not usual:
-        yield from _number_checks(sid, f, nums, fs)
+        yield from _told_apart(_number_checks(sid, f, nums, fs), f, atoms, fs)
     numbers = [a for a in atoms if a.kind == "number"][:20]
     if numbers and fs.formulas and step.kind != "llm":
         yield from _formula_checks(sid, view, f, fs, numbers)
     yield from _category_checks(step, f, fs, atoms, view)
+
+
+def _told_apart(found: Iterable[Evidence], f: str, atoms: Sequence[Any], fs: _FieldStats) -> Iterator[Evidence]:
+    """A range violation said as what it is when the number is another quantity.  A text states several,
+    each with its unit word (``3 probes, moisture 41%``): when one is written as the passing values were and
+    lies in their range, a number in a word they never wrote is no reading "10x outside" theirs, but a
+    quantity they never stated (a changed format, a count beside the reading): same weight, true words."""
+    seen = set(fs.units)
+    nums = [a for a in atoms if a.kind == "number" and a.number is not None]
+    kept = next((a for a in nums if unit_word(a) in seen and _in_range(a.number, fs)), None)
+    new = [a for a in nums if unit_word(a) and unit_word(a) not in seen]
+    for e in found:
+        a = next((a for a in new if e.reason.startswith(f"{f}={a.number:g} ")), None) if kept else None
+        said = None if a is None or kept is None else f"{f} states {a.raw} {a.unit}, a quantity passing runs never"
+        yield e if kept is None or said is None else dataclasses.replace(e, reason=f"{said} wrote (its {kept.raw} is as theirs were)")
+
+
+def _in_range(x: float, fs: _FieldStats) -> bool:
+    return next(_number_checks("", "", [x], fs), None) is None
 
 
 def _unsigned(view: StepView, a: Any) -> bool:
@@ -330,7 +352,7 @@ def _formula_checks(
     usual, count = max(fs.formulas.items(), key=lambda kv: kv[1])
     total = sum(fs.formulas.values())
     share = count / total
-    if count >= MIN_SUPPORT and share >= 0.7 and usual != "given-by-no-formula":
+    if count >= MIN_SUPPORT and share >= 0.7 and usual != "given-by-no-formula" and not _constant(fs):
         operands = operand_view(view)
         nows = [(a, explaining(operands, a)) for a in numbers]
         for a, fit in nows:
@@ -348,6 +370,14 @@ def _formula_checks(
                     "reference:formula",
                 )
                 break
+
+
+def _constant(fs: _FieldStats) -> bool:
+    """Whether the field held one value in most passing occurrences (a shortfall of 0 in each): the
+    formulas a constant fits are coincidences of its operands (0 is the quotient of any small amounts,
+    rounded), so they say nothing of how a different value was computed."""
+    top = Counter(fs.numbers).most_common(1)
+    return bool(top) and top[0][1] >= 0.7 * len(fs.numbers)
 
 
 def _as_often(now: str, nows: Sequence[tuple[Any, tuple[str, ...]]], fs: _FieldStats) -> bool:
@@ -541,15 +571,6 @@ def _w(base: float, support: int) -> float:
     return round(base * min(1.0, 0.7 + 0.03 * support), 3)
 
 
-def producers_of(profile: Profile, key: str) -> list[StepKey]:
-    """The steps that brought this value (a text, id or date) into the agent's passing runs.
-
-    A step that only passed on a value it was given (a model repeating an id into a
-    tool call) is not its producer.
-    """
-    return [k for k, st in profile.steps.items() if key in st.introduced]
-
-
 def unseen(step: Step, profile: Profile, steps: Mapping[str, Step] | None = None) -> Evidence | None:
     """Evidence that a step never appears in the agent's passing runs (a path they never took); ``steps``:
     its run's steps by id (`step_key`)."""
@@ -563,31 +584,13 @@ def unseen(step: Step, profile: Profile, steps: Mapping[str, Step] | None = None
     )
 
 
-def spectrum(failing: Iterable[Step], profile: Profile) -> dict[str, float]:
-    """Ochiai suspiciousness of each failing-run step key over one failing and the passing runs.
-
-    With one failing run, Ochiai (Abreu, Zoeteweij & van Gemund, 2007) is
-    ``1 / sqrt(1 + ep)``, ``ep`` being the passing runs that executed the step:
-    a step no passing run executed scores 1.
-    """
-    out: dict[str, float] = {}
-    by_id = {s.step_id: s for s in failing}
-    for s in by_id.values():
-        st = profile.steps.get(step_key(s, by_id))
-        ep = len(st.runs) if st is not None else 0
-        out[s.step_id] = 1.0 / math.sqrt(1 + ep)
-    return out
-
-
 __all__ = [
     "MIN_SUPPORT",
     "Profile",
     "StepKey",
     "learn",
     "passing_had",
-    "producers_of",
     "returns_empty",
-    "spectrum",
     "step_key",
     "unseen",
     "violations",

@@ -7,8 +7,9 @@ step brought into the runs; `_siblings.py` builds the same observations from a r
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -68,6 +69,8 @@ class _FieldStats:
     source_counts: dict[str, int] = field(default_factory=dict)
     """Per input part, the occurrences in which it held the field's values (`field_sources`)."""
     numbers: list[float] = field(default_factory=list)
+    units: list[str] = field(default_factory=list)
+    """The unit word of each of `numbers` (`unit_word`), in the same order."""
     values: dict[str, int] = field(default_factory=dict)
     raws: dict[str, str] = field(default_factory=dict)
     formulas: dict[str, int] = field(default_factory=dict)
@@ -138,6 +141,11 @@ def _children(run: Run) -> dict[str, int]:
         if s.parent_id is not None:
             out[s.parent_id] = out.get(s.parent_id, 0) + 1
     return out
+
+
+def unit_word(a: Any) -> str:
+    """The unit written after a number atom, lower case, "" for none: which quantity of a text it is."""
+    return (a.unit or "").lower()
 
 
 OUTPUT_FIELD = "(output)"
@@ -218,6 +226,8 @@ class _FieldObs:
     """Every day its values name (``sampled_at=2027-03-10T07:25``'s date) was given; None: it names none."""
     sources: frozenset[str] | None = None
     """The top-level parts of the step's input holding all its values (`field_sources`); None: not read."""
+    units: tuple[str, ...] = ()
+    """The unit word written after each of `numbers`, lower case ("" for none), in the same order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +340,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
                 tuple(a.key for a in head if a.kind != "number" and not view.given(a)),
                 _days_given(atoms, operands),
                 field_sources(parts, atoms),
+                tuple(unit_word(a) for a in head if a.kind == "number" and a.number is not None),
             )
         )
     # Ratios between single output numbers and single input numbers, by field.
@@ -402,6 +413,7 @@ def _apply(st: _StepStats, ob: _Obs, asked: str | None = None) -> None:
         for shape in fo.fits:
             fs.fits[shape] = fs.fits.get(shape, 0) + 1
         fs.numbers.extend(fo.numbers)
+        fs.units.extend(fo.units)
         for key, raw in fo.values:
             if len(fs.values) < VALUES_CAP:
                 fs.values[key] = fs.values.get(key, 0) + 1
@@ -518,6 +530,31 @@ def _count(value: Any) -> int | None:
     return None
 
 
+def producers_of(profile: Profile, key: str) -> list[StepKey]:
+    """The steps that brought this value (a text, id or date) into the agent's passing runs.
+
+    A step that only passed on a value it was given (a model repeating an id into a
+    tool call) is not its producer.
+    """
+    return [k for k, st in profile.steps.items() if key in st.introduced]
+
+
+def spectrum(failing: Iterable[Step], profile: Profile) -> dict[str, float]:
+    """Ochiai suspiciousness of each failing-run step key over one failing and the passing runs.
+
+    With one failing run, Ochiai (Abreu, Zoeteweij & van Gemund, 2007) is
+    ``1 / sqrt(1 + ep)``, ``ep`` being the passing runs that executed the step:
+    a step no passing run executed scores 1.
+    """
+    out: dict[str, float] = {}
+    by_id = {s.step_id: s for s in failing}
+    for s in by_id.values():
+        st = profile.steps.get(step_key(s, by_id))
+        ep = len(st.runs) if st is not None else 0
+        out[s.step_id] = 1.0 / math.sqrt(1 + ep)
+    return out
+
+
 __all__ = [
     "INTRODUCED_CAP",
     "MIN_SUPPORT",
@@ -527,6 +564,9 @@ __all__ = [
     "Profile",
     "StepKey",
     "learn",
+    "producers_of",
     "returns_empty",
+    "spectrum",
     "step_key",
+    "unit_word",
 ]

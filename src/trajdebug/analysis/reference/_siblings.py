@@ -157,10 +157,12 @@ class _FieldGroup:
             [[k for k, _ in fo.values] for fo in fos], [[r for _, r in fo.values] for fo in fos], VALUES_CAP
         )
         self.numbers: list[float] = []
+        self.units: list[str] = []
         self.spans: list[tuple[int, int]] = []
         for fo in fos:
             self.spans.append((len(self.numbers), len(self.numbers) + len(fo.numbers)))
             self.numbers.extend(fo.numbers)
+            self.units.extend(fo.units)
 
     def without(self, i: int) -> _FieldStats:
         n = self.local.get(i)
@@ -171,12 +173,14 @@ class _FieldGroup:
         if n is None:
             fs.grounded, fs.kept_seen, fs.kept = g, ks, k
             fs.numbers = list(self.numbers)
+            fs.units = list(self.units)
         else:
             fs.grounded = g - self.grounded[n]
             fs.kept_seen = ks - self.kept_seen[n]
             fs.kept = k - self.kept[n]
             a, b = self.spans[n]
             fs.numbers = self.numbers[:a] + self.numbers[b:]
+            fs.units = self.units[:a] + self.units[b:]
         fs.days_seen, fs.days_grounded = self.day_totals
         fs.sources_seen = self.sources_seen
         fs.source_counts = dict(self.source_totals)

@@ -245,7 +245,7 @@ function guidedEngine(A) {
     const w = new Map();
     for (const i of members) {
       let x = A.prior[i];
-      if (parents[i].every((p) => V.verdict(p) === true)) x *= 4;
+      if (parents[i].length && parents[i].every((p) => V.verdict(p) === true)) x *= 4;  // none recorded: nothing proven
       if (V.verdict(i) === false) x *= 2;
       w.set(i, x);
     }
