@@ -1096,6 +1096,19 @@ def test_a_count_beside_a_reading_in_range_is_said_to_be_a_new_quantity_not_an_o
     assert found_low.suspicion == found.suspicion
 
 
+def test_a_bare_number_in_range_does_not_vouch_for_a_reading_in_a_new_unit() -> None:
+    """Passing runs wrote a bare tank count beside their reading; a reading in a unit they never wrote
+    (3560 F beside counts that are as theirs were) is still said to be out of their range: only a number
+    in a unit word vouches for the text."""
+    passing = learn(
+        [_gauge_run(f"ok{k}", [f"oven {175 + 5 * k} C batch {11 + k}", f"oven {180 + k} C batch 12", "x"], "success")
+         for k in range(4)]
+    )
+    bad = _gauge_run("h", ["oven 180 C batch 12", "oven 3560 F batch 12", "x"], "failure")
+    [found] = violations(bad.steps[1], Lineage(bad).view("h1"), passing)
+    assert found.reason.startswith("(output)=3560 is about 10x outside what passing runs had")
+
+
 def _pantry_run(rid: str, kilos: dict[str, float], outcome: str) -> Run:
     """A pantry check: what is missing of each ingredient, against stock the tool holds."""
     have = {"oats": 20.0, "honey": 8.0, "salt": 5.0}
@@ -1115,3 +1128,19 @@ def test_a_field_passing_runs_held_at_one_value_has_no_usual_formula() -> None:
     bad = _pantry_run("kb", {"oats": 2.5, "honey": 14.0, "salt": 0.3}, "failure")
     found = list(violations(bad.steps[0], Lineage(bad).view("kb0"), passing))
     assert [e.diagnoser for e in found] == ["reference:sign"]
+
+
+def _tide_run(rid: str, low: int, span: int, outcome: str) -> Run:
+    """A harbour's tide window: how many hours between low water and the next safe crossing."""
+    step = Step(f"{rid}0", "window", "tool", input={"low_hour": low, "cross_hour": low + 4},
+                output={"hours": span}, start_ns=0, end_ns=1)
+    return Run(rid, "tides", outcome=outcome, steps=(step,))
+
+
+def test_a_field_held_at_one_nonzero_value_by_a_rule_keeps_its_formula() -> None:
+    """A window of four hours every time, computed from hours that vary (cross - low), is a rule, not a
+    coincidence of a zero: a run that counts it inclusively (five) was computed another way."""
+    passing = learn([_tide_run(f"t{k}", low, 4, "success") for k, low in enumerate((2, 7, 11, 5, 14))])
+    bad = _tide_run("tb", 9, 5, "failure")
+    found = list(violations(bad.steps[0], Lineage(bad).view("tb0"), passing))
+    assert "reference:formula" in [e.diagnoser for e in found]

@@ -310,7 +310,9 @@ def _told_apart(found: Iterable[Evidence], f: str, atoms: Sequence[Any], fs: _Fi
     quantity they never stated (a changed format, a count beside the reading): same weight, true words."""
     seen = set(fs.units)
     nums = [a for a in atoms if a.kind == "number" and a.number is not None]
-    kept = next((a for a in nums if unit_word(a) in seen and _in_range(a.number, fs)), None)
+    # Only a number in a unit word vouches for the text: a bare count or batch number in range says
+    # nothing of the reading beside it.
+    kept = next((a for a in nums if unit_word(a) and unit_word(a) in seen and _in_range(a.number, fs)), None)
     new = [a for a in nums if unit_word(a) and unit_word(a) not in seen]
     for e in found:
         a = next((a for a in new if e.reason.startswith(f"{f}={a.number:g} ")), None) if kept else None
@@ -373,11 +375,13 @@ def _formula_checks(
 
 
 def _constant(fs: _FieldStats) -> bool:
-    """Whether the field held one value in most passing occurrences (a shortfall of 0 in each): the
-    formulas a constant fits are coincidences of its operands (0 is the quotient of any small amounts,
-    rounded), so they say nothing of how a different value was computed."""
+    """Whether the field held 0 in most passing occurrences (a shortfall of 0 in each): the formulas a
+    zero fits are coincidences of its operands (0 is the quotient of any small amounts, rounded), so
+    they say nothing of how a different value was computed.  Any other value held constant while its
+    operands varied (nights = checkout - checkin, three every time) is an ordinary rule: it keeps its
+    formula."""
     top = Counter(fs.numbers).most_common(1)
-    return bool(top) and top[0][1] >= 0.7 * len(fs.numbers)
+    return bool(top) and top[0][0] == 0 and top[0][1] >= 0.7 * len(fs.numbers)
 
 
 def _as_often(now: str, nows: Sequence[tuple[Any, tuple[str, ...]]], fs: _FieldStats) -> bool:
