@@ -164,6 +164,9 @@ def _in_path(message: str, start: int, end: int) -> bool:
     return "://" in chunk or chunk.startswith(("/", "./")) or chunk.count("/") >= 2
 
 
+_SHORT_QUOTE = re.compile(r"'([A-Z][A-Za-z0-9-]{2,15})'")
+"""A short quoted word with a capital letter (``'BIF'``, ``'Granite'``)."""
+
 _KEY_WORDS = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
 
 
@@ -196,8 +199,16 @@ def _state_writers(
 
 
 def _named(message: str) -> list[str]:
-    """Telling values a failure message names: decimals and long numbers (normalized), and identifiers."""
+    """Telling values a failure message names: decimals and long numbers (normalized), identifiers, codes
+    with a capital letter (``CU-ICP4``: `message_codes`; a lower-case word with a digit, ``v2``, may be no
+    record's) and short capitalised words it quotes."""
     out: dict[str, None] = {}
+    for code in message_codes(message):
+        if any(c.isupper() for c in code):
+            out[code.lower()] = None
+    for m in _SHORT_QUOTE.finditer(message):
+        # A short capitalised word the message quotes (``'BIF'``): a value some step wrote, as a code is.
+        out[m.group(1).lower()] = None
     for m in _NUMBER_TEXT.finditer(message):
         n = content.norm_number(m.group(0))
         if n is not None and ("." in m.group(0) or len(n.strip("-").replace(".", "")) >= 4):
