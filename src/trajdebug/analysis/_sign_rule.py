@@ -10,8 +10,8 @@ one, sell in the other), the sign follows the input: it is the step's rule, and
 a wrong sign is the input's.  No word is read: only the shape of the calls.
 
 The same holds for a power of ten (``price_cents=905`` from ``price=9.05``): a step that scales a field by
-the same power of ten in every one of its calls (three at least) converts a unit by design; a slip made
-once is the call that scales otherwise.  `scaled_by_rule` names such fields.
+the same power of ten in most of its calls (three at least) converts a unit by design; a slip made once is
+the call that scales otherwise.  `scaled_by_rule` names such fields.
 """
 
 from __future__ import annotations
@@ -100,13 +100,14 @@ def scaled_by_rule(step: Step, calls: Iterable[Step], lin: Lineage, least: int =
     """The output fields this step scales by a power of ten as every one of its calls does (see the module).
 
     ``calls``: the run's steps of the same name and kind (this one among them).  A field counts when at least
-    ``least`` calls scale it from the same input field by the same power, and no call given that input field
-    and answering that output field scales it otherwise.
+    ``least`` calls scale it from the same input field by the same power, more than the calls given that input
+    field and answering that output field that scale it otherwise (those slipped: they keep the finding).
     """
     mine = _scales(lin.view(step.step_id))
     if not mine:
         return frozenset()
     agree = dict.fromkeys(mine, 1)
+    differ = dict.fromkeys(mine, 0)
     for other in calls:
         if other.step_id == step.step_id:
             continue
@@ -114,10 +115,12 @@ def scaled_by_rule(step: Step, calls: Iterable[Step], lin: Lineage, least: int =
         theirs = _scales(ov)
         given, got = _numbers(ov.inputs), _numbers(ov.outputs)
         for (f, g), k in mine.items():
-            if agree[(f, g)] < 0 or f not in got or g not in given:
-                continue
-            agree[(f, g)] = agree[(f, g)] + 1 if theirs.get((f, g)) == k else -1
-    return frozenset(f for (f, _g), n in agree.items() if n >= least)
+            if f in got and g in given:
+                if theirs.get((f, g)) == k:
+                    agree[(f, g)] += 1
+                else:
+                    differ[(f, g)] += 1
+    return frozenset(f for (f, g), n in agree.items() if n >= least and n > differ[(f, g)])
 
 
 __all__ = ["scaled_by_rule", "signed_by_rule"]
