@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.builders import step
+
 from trajdebug.analysis import analyze
 from trajdebug.analysis.lineage import PICKED_KEY
 from trajdebug.core.model import ErrorInfo, Run, Step
