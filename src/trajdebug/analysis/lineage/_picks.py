@@ -84,6 +84,9 @@ def wrong_pick(step: Step, view: StepView, generic: Collection[str] = ()) -> Ite
     """A step asked about one item of a list (a field given once) that answered another item of it (see the module)."""
     if step.kind in CONTAINER_KINDS or step.status != "ok":
         return
+    lists = _scalar_lists(step.input)
+    if not lists:
+        return
     held: dict[str, set[str]] = {}
     first: dict[str, Atom] = {}
     for a in view.inputs:
@@ -100,16 +103,30 @@ def wrong_pick(step: Step, view: StepView, generic: Collection[str] = ()) -> Ite
             if asked.kind != o.kind or _shape(asked.raw) != _shape(o.raw) or asked.key in view.out_keys:
                 continue
             # Both are items of one list it was given: the list was the context, the field what it was asked.
-            lists = [g for g, ks in held.items() if g != f and len(ks) >= 2 and {o.key, asked.key} <= ks]
-            if lists:
+            among = [g for g, ks in held.items() if g != f and g in lists and len(ks) >= 2 and {o.key, asked.key} <= ks]
+            if among:
                 yield Evidence(
                     step.step_id,
                     WRONG_PICK,
-                    f"was asked about {f}={asked.raw!r}, one of the {lists[0]} it was given, and answered "
+                    f"was asked about {f}={asked.raw!r}, one of the {among[0]} it was given, and answered "
                     f"{o.field}={o.raw!r}, another of them",
                     "lineage:wrong-record",
                 )
                 return
+
+
+def _scalar_lists(value: Any, depth: int = 0) -> set[str]:
+    """The (lower-case) keys of a step's input that hold a list of two or more plain values (a box of ids), at
+    any level of its mappings: values read out of text (a conversation's messages) make no such list."""
+    out: set[str] = set()
+    if depth > 4 or not isinstance(value, dict):
+        return out
+    for k, v in value.items():
+        if isinstance(v, list) and len(v) >= 2 and all(isinstance(x, (str, int, float)) for x in v):
+            out.add(str(k).lower())
+        elif isinstance(v, dict):
+            out |= _scalar_lists(v, depth + 1)
+    return out
 
 
 def _names(out_field: str, in_field: str) -> bool:
