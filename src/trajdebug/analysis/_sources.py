@@ -272,7 +272,7 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
     for sid in ids:
         step = sl.g.steps[sid]
         same = calls.get((step.name, step.kind), [])
-        signed = frozenset()
+        signed: frozenset[str] = frozenset()
         if len(same) > 1 and step.kind not in CONTAINER_KINDS:
             # (Fields the step signs or scales by a rule its other calls show: no slip.)
             signed = signed_by_rule(step, same, sl.lin) | scaled_by_rule(step, same, sl.lin)
