@@ -65,3 +65,30 @@ def test_codes_joined_by_one_slash_are_codes_and_a_path_or_url_segment_is_not() 
 
     assert message_codes("vats V2/V3 overflowing") == ["V2", "V3"]
     assert message_codes("GET /api/v2/lots failed; read ./runs/R9 and https://h.io/B4 and data/runs/R8") == []
+
+
+def _kiln_run(message: str, sent: dict[str, object] | None = None) -> tuple[Run, Failure]:
+    """A pottery run whose glaze lookup returned a recipe code; the firing submission recorded only two of its
+    arguments (a span that keeps one part of its input) and is refused naming what it was really sent."""
+    steps = (
+        step("o", "read_order", "tool", 0, {"order": "PT-88"}, {"order": "PT-88", "clay": "stoneware"}),
+        step("g", "find_glaze", "retrieval", 2, {"query": "glaze for stoneware"},
+             [{"glaze": "CEL-3", "cone": 10, "colour": "Celadon"}]),
+        step("c", "count_pieces", "other", 4, {"order": "PT-88"}, {"pieces": 14}),
+        step("k", "submit_firing", "tool", 10, sent or {"order": "PT-88", "pieces": 14}, None, status="error",
+             error=ErrorInfo("Refused", message)),
+    )
+    return Run("r", "pottery", outcome="failure", steps=steps), Failure("k", "step-error", message, "x", "step")
+
+
+def test_a_code_or_a_quoted_word_the_failure_names_links_the_step_it_was_born_in() -> None:
+    """A firing refused for glaze ``CEL-3`` (or for a quoted ``'Celadon'``) it was not shown to be given depends
+    on the glaze lookup that first returned it; a lower-case word with a digit names nothing, and neither does
+    a code the failing step was given (the subject it checked)."""
+    for message in ("kiln 2: glaze CEL-3 is not rated for this clay", "colour 'Celadon' is not rated for stoneware"):
+        run, failure = _kiln_run(message)
+        assert [(d.step_id, d.key) for d in named_edges(run, [failure]).step("k").deps] == [("g", NAMED_KEY)]
+    run, failure = _kiln_run("kiln v2 queue is full")
+    assert [d.step_id for d in named_edges(run, [failure]).step("k").deps] == []
+    run, failure = _kiln_run("glaze CEL-3 is not rated for this clay", {"order": "PT-88", "glaze": "CEL-3"})
+    assert [d.step_id for d in named_edges(run, [failure]).step("k").deps] == []

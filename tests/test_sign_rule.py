@@ -44,3 +44,32 @@ def test_a_sign_the_step_flips_for_one_side_and_keeps_for_the_other_is_its_rule(
 def test_a_sign_flipped_where_another_call_with_the_same_input_kept_it_is_still_altered() -> None:
     """Two sells, one negated and one not: nothing in the input tells them apart, so the flip stays suspect."""
     assert "m1" in _altered(_book("sell"))
+
+
+def _bakery(last_factor: float) -> Run:
+    """A bakery's price sheet read loaf by loaf: a step writes each loaf's price in pence (``price_p``) from
+    its price in pounds (``price``), four loaves, the last by ``last_factor``; the order total is refused."""
+    steps = []
+    loaves = [("rye", 3.45), ("spelt", 4.1), ("sourdough", 5.25), ("barm", 2.35)]
+    for i, (loaf, price) in enumerate(loaves):
+        factor = last_factor if i == 3 else 100.0
+        steps.append(step(f"r{i}", "read_loaf", "tool", 10 * i, {"loaf": loaf}, {"loaf": loaf, "price": price}))
+        steps.append(
+            step(f"p{i}", "to_pence", "other", 10 * i + 1, {"loaf": loaf, "price": price},
+                 {"loaf": loaf, "price_p": round(price * factor, 4)}, f"r{i}")
+        )
+    steps.append(
+        step("o", "place_order", "tool", 50, {"lines": [s.output for s in steps if s.name == "to_pence"]}, None,
+             "p0", "p1", "p2", "p3", status="error", error=ErrorInfo("Refused", "order total does not match the sheet"))
+    )
+    return Run("r", "bakery", outcome="failure", steps=tuple(steps))
+
+
+def test_a_power_of_ten_every_call_of_the_step_applies_is_a_unit_converted_by_rule() -> None:
+    """Pounds written as pence (x100) by every one of four calls is the step's conversion: no altered value."""
+    assert not {"p0", "p1", "p2", "p3"} & _altered(_bakery(100.0))
+
+
+def test_a_power_of_ten_one_call_applies_otherwise_stays_altered() -> None:
+    """When the last call scales by 1000 where the other three scale by 100, it (and only it) slipped."""
+    assert _altered(_bakery(1000.0)) & {"p0", "p1", "p2", "p3"} == {"p3"}

@@ -8,13 +8,17 @@ of the same step was given that field's number with the same sign and kept it,
 while the two calls were given different text under one field (``side`` buy in
 one, sell in the other), the sign follows the input: it is the step's rule, and
 a wrong sign is the input's.  No word is read: only the shape of the calls.
+
+The same holds for a power of ten (``price_cents=905`` from ``price=9.05``): a step that scales a field by
+the same power of ten in most of its calls (three at least) converts a unit by design; a slip made once is
+the call that scales otherwise.  `scaled_by_rule` names such fields.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from trajdebug.analysis.lineage import Lineage, StepView
+from trajdebug.analysis.lineage import Lineage, StepView, power_of_ten
 from trajdebug.core.model import Step
 
 
@@ -77,4 +81,46 @@ def signed_by_rule(step: Step, calls: Iterable[Step], lin: Lineage) -> frozenset
     return frozenset(out)
 
 
-__all__ = ["signed_by_rule"]
+def _scales(view: StepView) -> dict[tuple[str, str], int]:
+    """(output field, input field) -> the power of ten k with output = input * 10^k, k not 0."""
+    given, got = _numbers(view.inputs), _numbers(view.outputs)
+    out: dict[tuple[str, str], int] = {}
+    for f, y in got.items():
+        if f in given and given[f] == y:
+            continue  # the field came through as it was given: nothing scaled it
+        for g, x in given.items():
+            k = power_of_ten(y, x)
+            if k:
+                out[(f, g)] = k
+                break
+    return out
+
+
+def scaled_by_rule(step: Step, calls: Iterable[Step], lin: Lineage, least: int = 3) -> frozenset[str]:
+    """The output fields this step scales by a power of ten as every one of its calls does (see the module).
+
+    ``calls``: the run's steps of the same name and kind (this one among them).  A field counts when at least
+    ``least`` calls scale it from the same input field by the same power, more than the calls given that input
+    field and answering that output field that scale it otherwise (those slipped: they keep the finding).
+    """
+    mine = _scales(lin.view(step.step_id))
+    if not mine:
+        return frozenset()
+    agree = dict.fromkeys(mine, 1)
+    differ = dict.fromkeys(mine, 0)
+    for other in calls:
+        if other.step_id == step.step_id:
+            continue
+        ov = lin.view(other.step_id)
+        theirs = _scales(ov)
+        given, got = _numbers(ov.inputs), _numbers(ov.outputs)
+        for (f, g), k in mine.items():
+            if f in got and g in given:
+                if theirs.get((f, g)) == k:
+                    agree[(f, g)] += 1
+                else:
+                    differ[(f, g)] += 1
+    return frozenset(f for (f, g), n in agree.items() if n >= least and n > differ[(f, g)])
+
+
+__all__ = ["scaled_by_rule", "signed_by_rule"]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure, cut_short
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._sign_rule import signed_by_rule
+from trajdebug.analysis._sign_rule import scaled_by_rule, signed_by_rule
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
@@ -272,7 +272,10 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
     for sid in ids:
         step = sl.g.steps[sid]
         same = calls.get((step.name, step.kind), [])
-        signed = signed_by_rule(step, same, sl.lin) if len(same) > 1 and step.kind not in CONTAINER_KINDS else frozenset()
+        signed: frozenset[str] = frozenset()
+        if len(same) > 1 and step.kind not in CONTAINER_KINDS:
+            # (Fields the step signs or scales by a rule its other calls show: no slip.)
+            signed = signed_by_rule(step, same, sl.lin) | scaled_by_rule(step, same, sl.lin)
         if updates is None:
             updates = update_index(sl.run.steps)
         rewritten = state_keys(step, updates, sl.g.position(sid))

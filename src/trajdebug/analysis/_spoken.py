@@ -9,7 +9,7 @@ shared maps.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._content import has_word
@@ -25,9 +25,32 @@ from trajdebug.analysis._sources import (
     _trivial_number,
 )
 from trajdebug.analysis.diagnosers import WORD as _WORD
-from trajdebug.analysis.lineage import one_item_short, record_lists
-from trajdebug.core.model import CONTAINER_KINDS
+from trajdebug.analysis.lineage import StepView, one_item_short, record_lists
+from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms, iter_text
+
+
+def not_argument_names(step: Step, failing: StepView, named: list[Atom]) -> list[Atom]:
+    """The message's values without the words that name an argument of the failing step and no value it was
+    given (``{"error": "document", ...}`` refusing the ``document`` it was handed): such a word says which of
+    its inputs was wrong, no value some earlier step should have passed on."""
+    keys = _keys(step.input)
+    return [a for a in named if not (a.kind == "text" and a.raw.casefold() in keys and not failing.given(a))]
+
+
+def _keys(value: Any, depth: int = 0) -> set[str]:
+    """The keys of a step's input, at every level of its mappings (case-folded; lists walked, up to 4 levels)."""
+    out: set[str] = set()
+    if depth > 4:
+        return out
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            out.add(str(k).casefold())
+            out |= _keys(v, depth + 1)
+    elif isinstance(value, list):
+        for v in value[:50]:
+            out |= _keys(v, depth + 1)
+    return out
 
 
 def unnamed_records(value: Any, message: str) -> set[str]:

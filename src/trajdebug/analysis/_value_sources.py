@@ -56,6 +56,7 @@ from trajdebug.analysis._spoken import (
     _spoken_labels,
     _task_text,
     _task_words,
+    not_argument_names,
     unnamed_records,
 )
 from trajdebug.analysis._stated import stated_limits
@@ -180,6 +181,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
         if not (a.kind == "text" and len(a.raw) <= 2) and not (a.kind == "number" and a.unit is None and a.raw in codes)
     ]
     named = _outside_names(sl.lin.view(f.step_id).inputs, message, named)
+    named = not_argument_names(step, sl.lin.view(f.step_id), named)
     seen: set[str] = set()
     out = _named_values(sl, f, message, named, seen, within)
     out += left_out_names(sl, _held_names(sl, message, pos, named, sl.lin.view(f.step_id)), pos, within, step.name)

@@ -58,7 +58,7 @@ def named_edges(run: Run, failures: Sequence[Failure], *, confidence: float = 0.
         before = run.steps[: pos[f.step_id]]
         new = _quoted_producers(f.message, before, ancestors, have, confidence)
         new += _identifier_users(f.message, before, ancestors, have, confidence * 0.8)
-        new += _births(f.message, before, ancestors, have, confidence * 0.8, texts)
+        new += _births(f.message, before, ancestors, have, confidence * 0.8, texts, fstep)
         new += _state_writers(f.message, fstep, before, have, confidence * 0.8)
         if new:
             added.setdefault(f.step_id, []).extend(new)
@@ -114,12 +114,18 @@ def _identifier_users(
 
 
 def _births(
-    message: str, before: Sequence[Step], ancestors: set[str], have: set[str], confidence: float, texts: _Texts
+    message: str,
+    before: Sequence[Step],
+    ancestors: set[str],
+    have: set[str],
+    confidence: float,
+    texts: _Texts,
+    fstep: Step,
 ) -> list[Dependency]:
     """Where each value the message names was born: the earliest steps whose output holds it while their own
     input does not (origin tracking)."""
     out: list[Dependency] = []
-    for value in _named(message):
+    for value in _named(message, repr(fstep.input).lower()):
         births = 0
         for i, st in enumerate(before):
             if births >= 2:
@@ -164,6 +170,9 @@ def _in_path(message: str, start: int, end: int) -> bool:
     return "://" in chunk or chunk.startswith(("/", "./")) or chunk.count("/") >= 2
 
 
+_SHORT_QUOTE = re.compile(r"'([A-Z][A-Za-z0-9-]{2,15})'")
+"""A short quoted word with a capital letter (``'BIF'``, ``'Granite'``)."""
+
 _KEY_WORDS = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
 
 
@@ -195,9 +204,19 @@ def _state_writers(
     return out
 
 
-def _named(message: str) -> list[str]:
-    """Telling values a failure message names: decimals and long numbers (normalized), and identifiers."""
+def _named(message: str, given: str = "") -> list[str]:
+    """Telling values a failure message names: decimals and long numbers (normalized), identifiers, codes
+    with a capital letter (``CU-ICP4``: `message_codes`; a lower-case word with a digit, ``v2``, may be no
+    record's) and short capitalised words it quotes, those two when the failing step was not ``given`` them."""
     out: dict[str, None] = {}
+    # A code or a quoted word the failing step was ``given`` (its input's text) is the subject it checked (the
+    # tower ``T3`` it staffs), which every step that handled it held: only one it was not given is traced.
+    words = [c for c in message_codes(message) if any(ch.isupper() for ch in c)]
+    words += [m.group(1) for m in _SHORT_QUOTE.finditer(message)]
+    for w in words:
+        low = w.lower()
+        if not re.search(rf"(?<![\w-]){re.escape(low)}(?![\w-])", given):
+            out[low] = None
     for m in _NUMBER_TEXT.finditer(message):
         n = content.norm_number(m.group(0))
         if n is not None and ("." in m.group(0) or len(n.strip("-").replace(".", "")) >= 4):

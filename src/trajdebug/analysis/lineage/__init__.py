@@ -11,8 +11,9 @@ failure expected.
 
 from __future__ import annotations
 
-from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies, power_of_ten
 from trajdebug.analysis.lineage._derivation import run_units
+from trajdebug.analysis.lineage._picks import PICKED_KEY, picked_edges
 from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.analysis.lineage._totals import TOTAL_KEY, one_item_short, total_edges
 from trajdebug.analysis.lineage._trace import (
@@ -42,6 +43,7 @@ __all__ = [
     "GENERIC_FIELDS",
     "PROTOCOL_FIELDS",
     "MAX_PRODUCERS",
+    "PICKED_KEY",
     "TOTAL_KEY",
     "Derivation",
     "Lineage",
@@ -59,6 +61,8 @@ __all__ = [
     "formulas",
     "one_item_short",
     "operands",
+    "power_of_ten",
+    "picked_edges",
     "semantic",
     "slips",
     "total_edges",

@@ -40,6 +40,7 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage._derivation import half_converted, misconverted, relabelled
 from trajdebug.analysis.lineage._pairs import crossed, mixed
+from trajdebug.analysis.lineage._picks import wrong_pick
 from trajdebug.analysis.lineage._records import _count as _count  # (tests read them here)
 from trajdebug.analysis.lineage._records import _mentioned as _mentioned
 from trajdebug.analysis.lineage._records import record_lists, wrong_record
@@ -114,8 +115,8 @@ def anomalies(
     rewritten: Collection[str] = (),
     units: Collection[str] = (),
 ) -> Iterator[Evidence]:
-    """The local signals of one step (see the module docstring); ``signed``: output fields whose sign the
-    step sets by a rule of its input (`trajdebug.analysis._sign_rule`), no altered value; ``rewritten``:
+    """The local signals of one step (see the module docstring); ``signed``: output fields whose sign or
+    power of ten the step sets by a rule its other calls show (`trajdebug.analysis._sign_rule`), no altered value; ``rewritten``:
     top-level input keys holding a shared state earlier steps wrote (`state_keys`), whose values fix nothing;
     ``units``: the units the run writes next to numbers (`relabelled` reads field names by them)."""
     if step.kind in CONTAINER_KINDS or has_children or step.kind in ("input", "output"):
@@ -141,6 +142,7 @@ def anomalies(
         yield from _admitted(step, given)
         yield from _out_of_bounds(step)
     yield from wrong_record(step, view)
+    yield from wrong_pick(step, view, GENERIC_FIELDS)
     yield from mixed(step, GENERIC_FIELDS)
 
 
@@ -228,8 +230,10 @@ def _altered(step: Step, view: StepView, signed: Collection[str] = ()) -> Iterat
                     "lineage:altered",
                 )
                 break
-            k = _power_of_ten(yv, xv)
+            k = power_of_ten(yv, xv)
             if k and (y.field is None or x.field is None or y.field == x.field or _related(y.field, x.field)):
+                if y.field in signed:
+                    break  # the step scales this field by a rule (every call of it does: a unit converted)
                 scaled.append(
                     (k, Evidence(step.step_id, ALTERED_SCALE, f"output {label} is the given {x.raw} times 10^{k}",
                                  "lineage:altered"))
@@ -272,7 +276,8 @@ def _same(a: float, b: float) -> bool:
 _POWERS = (1, 2, 3, 6, -1, -2, -3, -6)
 
 
-def _power_of_ten(y: float, x: float) -> int:
+def power_of_ten(y: float, x: float) -> int:
+    """The power k (not 0) with y = x * 10^k, of the powers a slip makes; 0 when there is none."""
     if x == 0 or y == 0 or (x < 0) != (y < 0):
         return 0
     if abs(y) >= 1.0 and math.isfinite(x) and math.isfinite(y):
@@ -284,6 +289,9 @@ def _power_of_ten(y: float, x: float) -> int:
         if _same(y, x * 10.0**k):
             return k
     return 0
+
+
+_power_of_ten = power_of_ten  # (tests read it by its old name)
 
 
 _SEP = re.compile(r"[,.\u202f\u00a0 ]")

@@ -1,0 +1,156 @@
+"""Edges from a step that picked one of the values it was given to the call right after it that used the pick.
+
+Content inference credits a value a step merely repeated from its input to the step it came from (the
+value's origin, not its relay), and `Lineage.value_edges` says nothing of a value more than a few steps
+hold. Both are right for a relay, and wrong for a *pick*: a model given a list of four ids that answers
+one of them, and the tool call right after it under the same enclosing step that is handed that id,
+depend on each other through the choice, though the id itself was born at the start of the run. A pick
+of the wrong item (a sub-agent asked about the second book that looks up the first) then has no edge
+into the failure, and is ranked with the steps that ran before it with none.
+
+`picked_edges` adds that edge: a step handed a value that the step just before it, under the same
+enclosing step, answered, where that step was given the value beside other values of the same shape
+(the same letters and digits pattern) that its answer left out.  Only the immediately preceding
+sibling counts (a loop over the list answers each item in turn, and an answer far back is no choice
+of this call); an enclosing step's answer is what its children made, so it picks nothing.
+
+`wrong_pick` is the finding that goes with such a pick: a step asked about one item by name (``isbn``
+given once, in a brief that also lists the whole box under another field) that answers, under a field
+named for it (``verify_isbn``), another item of that list: the wrong entity, models included.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+from typing import TYPE_CHECKING, Any
+
+from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis.lineage._views import StepView, trivial
+from trajdebug.core.model import CONTAINER_KINDS, Dependency, Step
+from trajdebug.core.values import Atom
+
+
+if TYPE_CHECKING:  # (the lineage's own module reads this one's anomalies: no import at run time)
+    from trajdebug.analysis.lineage._trace import Lineage
+
+
+PICKED_KEY = "picked:"
+"""The prefix of a pick edge's key (the field the consumer was handed the value under follows)."""
+
+_DIGITS = re.compile(r"\d")
+_LETTERS = re.compile(r"[^\W\d_]")
+
+
+def picked_edges(lin: Lineage, confidence: float = 0.6) -> dict[str, list[Dependency]]:
+    """Step id -> an edge from the sibling right before it that picked a value it was handed (see the module)."""
+    out: dict[str, list[Dependency]] = {}
+    last: dict[Any, int] = {}
+    for i, s in enumerate(lin.steps):
+        j = last.get(s.parent_id)
+        last[s.parent_id] = i
+        if j is None:
+            continue
+        h = lin.steps[j]
+        if h.kind in CONTAINER_KINDS or h.output is None:
+            continue
+        picked = _picked(lin, h.step_id, s.step_id)
+        if picked is not None:
+            key = PICKED_KEY + (picked.field or picked.raw[:40])
+            out[s.step_id] = [Dependency(h.step_id, "data", "inferred", confidence, key)]
+    return out
+
+
+def _picked(lin: Lineage, chooser: str, consumer: str) -> Atom | None:
+    """A value the consumer was handed that the chooser answered after being given it among others of its shape."""
+    hv, cv = lin.view(chooser), lin.view(consumer)
+    for a in cv.inputs:
+        if a.key not in hv.out_keys or not _telling(a) or not hv.given(a):
+            continue
+        shape = _shape(a.raw)
+        if any(
+            b.key != a.key and b.kind == a.kind and b.key not in hv.out_keys and _shape(b.raw) == shape
+            for b in hv.inputs
+        ):
+            return a
+    return None
+
+
+WRONG_PICK = 0.45
+"""The weight of `wrong_pick` (as `lineage:conflict`'s: a value the step was told, answered otherwise)."""
+
+
+def wrong_pick(step: Step, view: StepView, generic: Collection[str] = ()) -> Iterator[Evidence]:
+    """A step asked about one item of a list (a field given once) that answered another item of it (see the module)."""
+    if step.kind in CONTAINER_KINDS or step.status != "ok":
+        return
+    lists = _scalar_lists(step.input)
+    if not lists:
+        return
+    held: dict[str, set[str]] = {}
+    first: dict[str, Atom] = {}
+    for a in view.inputs:
+        if a.field:
+            held.setdefault(a.field, set()).add(a.key)
+            first.setdefault(a.key, a)
+    for o in view.outputs:
+        if not o.field or not _telling(o) or o.key not in view.in_keys:
+            continue
+        for f, keys in held.items():
+            if len(keys) != 1 or o.key in keys or f in generic or not _names(o.field, f):
+                continue
+            asked = first[next(iter(keys))]
+            if asked.kind != o.kind or _shape(asked.raw) != _shape(o.raw) or asked.key in view.out_keys:
+                continue
+            # Both are items of one list it was given: the list was the context, the field what it was asked.
+            among = [g for g, ks in held.items() if g != f and g in lists and len(ks) >= 2 and {o.key, asked.key} <= ks]
+            if among:
+                yield Evidence(
+                    step.step_id,
+                    WRONG_PICK,
+                    f"was asked about {f}={asked.raw!r}, one of the {among[0]} it was given, and answered "
+                    f"{o.field}={o.raw!r}, another of them",
+                    "lineage:wrong-record",
+                )
+                return
+
+
+def _scalar_lists(value: Any, depth: int = 0) -> set[str]:
+    """The (lower-case) keys of a step's input that hold a list of two or more plain values (a box of ids), at
+    any level of its mappings: values read out of text (a conversation's messages) make no such list."""
+    out: set[str] = set()
+    if depth > 4 or not isinstance(value, dict):
+        return out
+    for k, v in value.items():
+        if isinstance(v, list) and len(v) >= 2 and all(isinstance(x, (str, int, float)) for x in v):
+            out.add(str(k).lower())
+        elif isinstance(v, dict):
+            out |= _scalar_lists(v, depth + 1)
+    return out
+
+
+def _names(out_field: str, in_field: str) -> bool:
+    """Whether an output field is named for an input field: the same name, or every word of it (``verify_isbn``
+    for ``isbn``)."""
+    words = _words(in_field)
+    return out_field == in_field or (bool(words) and words <= _words(out_field))
+
+
+def _words(name: str) -> set[str]:
+    """The words of a field name of three letters or more, split at non-alphanumerics and case changes."""
+    return {w.lower() for w in re.split(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])", name) if len(w) >= 3}
+
+
+def _telling(a: Atom) -> bool:
+    """A value that names one thing: no trivial value, and a number only with three digits or more."""
+    if trivial(a):
+        return False
+    return a.kind != "number" or len(_DIGITS.findall(a.raw)) >= 3
+
+
+def _shape(raw: str) -> str:
+    """A value's shape: its letters as ``A``, its digits as ``9`` (``CL-303`` -> ``AA-999``)."""
+    return _LETTERS.sub("A", _DIGITS.sub("9", raw.strip()))
+
+
+__all__ = ["PICKED_KEY", "WRONG_PICK", "picked_edges", "wrong_pick"]

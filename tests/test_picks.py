@@ -1,0 +1,73 @@
+"""Tests of a step that picked one of the values it was given (`trajdebug.analysis.lineage._picks`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.builders import step
+
+from trajdebug.analysis import analyze
+from trajdebug.analysis.lineage import PICKED_KEY
+from trajdebug.core.model import ErrorInfo, Run, Step
+
+
+ZONES = ["GH-03", "GH-07", "GH-11"]
+
+
+def _greenhouse(answers: list[str]) -> Run:
+    """A greenhouse audit: each zone is looked up and logged (its id held by many steps), then an inspector
+    sub-agent per zone reads its brief (the zone it is for, beside the whole list) and answers which zone to
+    read the sensor of; the certificate service refuses a reading that is not the zone's."""
+    steps: list[Step] = [step("in", "receive_audit", "input", 0, None, {"zones": ZONES})]
+    t = 1
+    for z in ZONES:
+        steps.append(step(f"lk{z}", "lookup_zone", "retrieval", t, {"zone": z}, {"zone": z, "crop": "basil"}))
+        steps.append(step(f"lg{z}", "log_zone", "tool", t + 1, {"zone": z}, {"zone": z, "logged": True}))
+        t += 2
+    readings: list[dict[str, Any]] = []
+    for i, (z, pick) in enumerate(zip(ZONES, answers)):
+        brief = {"line": i + 1, "zone": z, "site": ZONES}
+        sensor = {"zone": pick, "humidity_pct": 61.5 + i, "probe": f"PR-{pick[-2:]}{i}"}
+        steps += [
+            step(f"desk{i}", "inspector", "agent", t, {"brief": brief}, sensor),
+            step(f"brief{i}", "read_brief", "llm", t + 1, {"brief": brief}, {"inspect_zone": pick},
+                 parent_id=f"desk{i}"),
+            step(f"sensor{i}", "read_sensor", "tool", t + 2, {"zone": pick}, sensor, parent_id=f"desk{i}"),
+        ]
+        readings.append({"zone": z, "probe": sensor["probe"]})
+        t += 3
+    wrong = next((r for r, z, p in zip(readings, ZONES, answers) if z != p), None)
+    steps.append(
+        step("cert", "certify", "tool", t, {"readings": readings}, None, status="error",
+             error=ErrorInfo("RuntimeError", f"HTTP 409: probe {wrong['probe']} is not installed in {wrong['zone']}"
+                             if wrong else "HTTP 500"))
+    )
+    return Run("r", "greenhouse-audit", outcome="failure", steps=tuple(steps))
+
+
+def test_a_call_handed_the_value_the_model_before_it_picked_from_a_list_depends_on_that_model() -> None:
+    """The sensor read right after a model that answered one zone of the list it was given depends on that
+    model through its pick, though the zone id was born at the run's start and many steps hold it."""
+    a = analyze(_greenhouse(["GH-03", "GH-03", "GH-11"]))
+    deps = {d.step_id: d.key for s in a.run.steps if s.step_id == "sensor1" for d in s.deps}
+    assert deps.get("brief1", "").startswith(PICKED_KEY)
+
+
+def test_a_model_asked_about_one_item_that_answers_another_of_its_list_is_the_root() -> None:
+    """An inspector's model asked about GH-07 (its brief also lists every zone) that answered
+    ``inspect_zone=GH-03`` picked the wrong entity: it ranks first for the certificate refusing the probe."""
+    a = analyze(_greenhouse(["GH-03", "GH-03", "GH-11"]))
+    top = a.localization.ranked_all[0]
+    assert top.step_id == "brief1"
+    assert "lineage:wrong-record" in top.signals
+    assert any("was asked about zone='GH-07'" in r for r in top.reasons)
+
+
+def test_a_model_that_answers_the_item_it_was_asked_about_picked_nothing_wrong() -> None:
+    """Inspectors that each answer their own zone give no wrong-pick finding, and a call handed a value its
+    sibling was given alone (no list to pick from) gets no pick edge."""
+    a = analyze(_greenhouse(ZONES))
+    for c in a.localization.ranked_all:
+        assert not any("was asked about" in r for r in c.reasons)
+    keys = {d.key for s in a.run.steps if s.name == "log_zone" for d in s.deps}
+    assert not any(k and k.startswith(PICKED_KEY) for k in keys)
