@@ -737,3 +737,28 @@ class TestLangGraphStateEdges:
         run = tracer.to_run()
         latest, llm = _by_name(run, "gauge_b"), next(s for s in run.steps if s.kind == "llm")
         assert [(d.step_id, d.key) for d in llm.deps if d.kind == "state"] == [(latest.step_id, "readings")]
+
+    def test_a_model_reading_the_conversation_depends_on_the_model_call_whose_message_a_node_added(self) -> None:
+        """A node that adds its model's reply to the conversation: the next node's model call, handed the
+        conversation, has its state edge (key `messages`) to the model call that wrote the reply, not to the
+        node that relayed it."""
+        from langgraph.graph import MessagesState
+
+        from trajdebug.testing import FakeModelServer
+
+        with FakeModelServer(["Moor the barge at berth 4.", "Berth 4 confirmed."]) as server:
+            model = _chat_openai(server)
+
+            def pilot(state: MessagesState) -> dict[str, Any]:
+                return {"messages": [model.invoke(state["messages"])]}
+
+            def harbourmaster(state: MessagesState) -> dict[str, Any]:
+                return {"messages": [model.invoke(state["messages"])]}
+
+            tracer = TrajdebugTracer()
+            _chain_graph(MessagesState, pilot, harbourmaster).invoke(
+                {"messages": [("user", "where does the grain barge moor?")]}, config={"callbacks": [tracer]}
+            )
+        run = tracer.to_run()
+        first, second = (s for s in run.steps if s.kind == "llm")
+        assert [(d.step_id, d.key) for d in second.deps if d.kind == "state"] == [(first.step_id, "messages")]

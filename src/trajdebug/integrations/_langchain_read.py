@@ -207,6 +207,9 @@ def answers(output: Any, value: Any) -> bool:
     every distinctive scalar of the value written in it (a list the node cut out of the model's text)."""
     if value in (None, "", [], {}):
         return False
+    if isinstance(value, list) and all(isinstance(m, Mapping) and "role" in m for m in value):
+        # Messages the node added to a conversation (LangGraph's `messages`): each one the call's answer.
+        return all(_message_answers(output, m) for m in value)
     text = _text(output.get("content")) if isinstance(output, Mapping) and "role" in output else None
     if value == output or (text is not None and value == text):
         return True
@@ -218,6 +221,21 @@ def answers(output: Any, value: Any) -> bool:
         return bool(wanted) and all(str(x) in body for x in wanted)
     wanted = set(_scalars(value))
     return bool(wanted) and wanted <= set(_scalars(body))
+
+
+def _message_answers(output: Any, msg: Mapping[str, Any]) -> bool:
+    """Whether a message a node wrote is a call's answer: the model's message itself (its text and the tool
+    calls it asked for), or a tool's answer carried as a tool message's content."""
+    if msg == output:
+        return True
+    text = _text(msg.get("content"))
+    if isinstance(output, Mapping) and "role" in output:
+        asked = [c.get("id") for c in output.get("tool_calls") or () if isinstance(c, Mapping)]
+        wrote = [c.get("id") for c in msg.get("tool_calls") or () if isinstance(c, Mapping)]
+        return text == _text(output.get("content")) and asked == wrote and bool(text or asked)
+    if isinstance(output, str):
+        return bool(text) and text == output
+    return bool(text) and any(obj == output for obj in _json_in(text))
 
 
 def _text(content: Any) -> str:
