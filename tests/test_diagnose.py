@@ -1987,3 +1987,17 @@ class TestGraphChannelEdges:
 
         assert reasons(D("w", "state", "declared")) != []
         assert reasons(D("w", "state", "declared", key="sailing")) == []
+
+    def test_a_graphs_state_edges_do_not_make_a_tool_fed_by_inferred_edges_a_constant(self) -> None:
+        """A run whose only recorded edges are a graph's declared state edges did not track its values: a tool whose
+        one upstream edge is inferred still has a survey day that contradicts the plan's day judged."""
+        plan = {"plan": {"site": "quay-3", "day": "2031-05-02"}}
+        run = _run(
+            Step("w", "plan_survey", "other", input={"ask": "survey"}, output=plan, start_ns=1, end_ns=2),
+            Step("n", "survey", "other", input={"plan": plan["plan"]}, output={"done": False}, start_ns=3, end_ns=6,
+                 deps=(D("w", "state", "declared", key="plan"),)),
+            Step("t", "book_diver", "tool", parent_id="n", input={"site": "quay-3", "day": "2031-05-09"},
+                 output={"ok": True}, start_ns=4, end_ns=5, deps=(D("w", "data", "inferred", 0.8),)),
+        )
+        reasons = [e.reason for e in _from(_verdict(run, "t"), "tool-arguments")]
+        assert any("contradicts" in r for r in reasons)
