@@ -2012,3 +2012,54 @@ class TestStateReaders:
 
         assert nowhere(run_of("H-31")) == []
         assert nowhere(run_of("H-77"))
+
+
+class TestGraphChannelEdges:
+    """Declared state edges keyed by a graph's state key, from a writer that recorded no store of its own."""
+
+    def test_a_graph_node_whose_readers_each_take_one_key_lost_nothing(self) -> None:
+        """A node that turned a sighting log into a count under `tally` (its update), read by a later node under that
+        key, is not said to have lost the log's values; the same write recorded as a store still is judged."""
+        given = {"log": [{"bird": "dunlin", "at": "spit"}, {"bird": "knot", "at": "creek"}], "site": "Warden Flats"}
+        update = {"tally": {"dunlin": 41, "knot": 17}}
+
+        def reasons(deps: tuple[Dependency, ...], **attrs: Any) -> list[str]:
+            run = _run(
+                Step("w", "count_birds", "other", input=given, output=update, attributes=attrs),
+                Step("r", "report", "other", input={"tally": update["tally"]}, output={"ok": True}, deps=deps),
+            )
+            return [e.reason for e in _from(_verdict(run, "w"), "state-write") if not e.sound]
+
+        assert reasons((D("w", "state", "declared", key="tally"),)) == []
+        assert reasons((D("w", "state"),)) != []  # no key: a resource written, judged as before
+
+    def test_a_tool_reading_one_key_of_an_update_contradicts_no_other_key(self) -> None:
+        """A ferry booking handed the slot of the `sailing` key a node wrote (and a vessel named in the request) does
+        not contradict the vessel of the `refit` record the node wrote beside it; an edge with no key reads the
+        whole output, and does."""
+        update = {"sailing": {"slot": "07:40", "pier": "North"}, "refit": {"vessel": "Lochan Belle", "dock": 2}}
+
+        def reasons(dep: Dependency) -> list[str]:
+            run = _run(
+                Step("w", "plan_sailing", "other", input={"day": "Tue"}, output=update),
+                Step("t", "book_ferry", "tool", input={"vessel": "Morven Isle", "slot": "07:40"}, output={"ref": "FB-91"},
+                     deps=(dep,)),
+            )
+            return [e.reason for e in _from(_verdict(run, "t"), "tool-arguments") if "contradicts" in e.reason]
+
+        assert reasons(D("w", "state", "declared")) != []
+        assert reasons(D("w", "state", "declared", key="sailing")) == []
+
+    def test_a_graphs_state_edges_do_not_make_a_tool_fed_by_inferred_edges_a_constant(self) -> None:
+        """A run whose only recorded edges are a graph's declared state edges did not track its values: a tool whose
+        one upstream edge is inferred still has a survey day that contradicts the plan's day judged."""
+        plan = {"plan": {"site": "quay-3", "day": "2031-05-02"}}
+        run = _run(
+            Step("w", "plan_survey", "other", input={"ask": "survey"}, output=plan, start_ns=1, end_ns=2),
+            Step("n", "survey", "other", input={"plan": plan["plan"]}, output={"done": False}, start_ns=3, end_ns=6,
+                 deps=(D("w", "state", "declared", key="plan"),)),
+            Step("t", "book_diver", "tool", parent_id="n", input={"site": "quay-3", "day": "2031-05-09"},
+                 output={"ok": True}, start_ns=4, end_ns=5, deps=(D("w", "data", "inferred", 0.8),)),
+        )
+        reasons = [e.reason for e in _from(_verdict(run, "t"), "tool-arguments")]
+        assert any("contradicts" in r for r in reasons)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -571,3 +572,193 @@ class TestLangGraphNodes:
         )
         node = next(s for s in tracer.to_run().steps if s.name == "reserve")
         assert set(node.input) == {"levels", "demand", "cap"}
+
+
+def _chain_graph(state_type: Any, *nodes: Any) -> Any:
+    """A compiled graph running these node functions one after the other."""
+    from langgraph.graph import END, START, StateGraph
+
+    graph = StateGraph(state_type)
+    names = [START, *(n.__name__ for n in nodes), END]
+    for n in nodes:
+        graph.add_node(n.__name__, n)
+    for a, b in itertools.pairwise(names):
+        graph.add_edge(a, b)
+    return graph.compile()
+
+
+class TestLangGraphStateEdges:
+    """A node's model and tool calls are linked to the step that wrote the state they were handed."""
+
+    def test_a_tool_handed_fields_of_a_record_depends_on_the_node_that_wrote_the_record(self) -> None:
+        """A node that takes a record apart and hands two of its fields to a tool: the tool call has a declared
+        state edge (keyed by the record's key) to the node that wrote the record, and the node's recorded input
+        is not widened by it."""
+        from typing import TypedDict
+
+        class State(TypedDict, total=False):
+            hive: str
+            survey: dict[str, Any]
+            label: str
+
+        @tool
+        def book_inspector(apiary: str, frames: int) -> str:
+            """Book an inspector visit."""
+            return f"booked {apiary} for {frames} frames"
+
+        def survey(state: State) -> dict[str, Any]:
+            return {"survey": {"apiary": "north-meadow", "frames": 18, "queen": "marked"}}
+
+        def book(state: State) -> dict[str, Any]:
+            s = state["survey"]
+            return {"label": book_inspector.invoke({"apiary": s["apiary"], "frames": s["frames"]})}
+
+        tracer = TrajdebugTracer()
+        _chain_graph(State, survey, book).invoke({"hive": "H-7"}, config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        writer, node, call = (_by_name(run, n) for n in ("survey", "book", "book_inspector"))
+        assert [(d.step_id, d.kind, d.origin, d.key) for d in call.deps if d.kind == "state"] == [
+            (writer.step_id, "state", "declared", "survey")
+        ]
+        assert any(d.step_id == writer.step_id and d.kind == "state" for d in node.deps)
+        assert "state_reads" not in node.attributes  # handed no value whole: the whole state, as before
+        assert set(node.input) == {"hive", "survey"}
+
+    def test_a_value_that_two_state_keys_hold_names_neither(self) -> None:
+        """A tool handed a boat's name and a date that both the booking and the forecast record carry reads the
+        booking (its name is the booking's alone) and not the forecast: the date names neither key."""
+        from typing import TypedDict
+
+        class State(TypedDict, total=False):
+            booking: dict[str, Any]
+            forecast: dict[str, Any]
+            note: str
+
+        @tool
+        def check_tide(boat: str, day: str) -> str:
+            """Tide table for a boat's day out."""
+            return f"low tide at 06:10 on {day} for {boat}"
+
+        def plan(state: State) -> dict[str, Any]:
+            return {"booking": {"boat": "Skerry Wren", "day": "2031-07-19"}}
+
+        def weather(state: State) -> dict[str, Any]:
+            return {"forecast": {"day": "2031-07-19", "wind": "force four"}}
+
+        def tides(state: State) -> dict[str, Any]:
+            b = state["booking"]
+            return {"note": check_tide.invoke({"boat": b["boat"], "day": b["day"]})}
+
+        tracer = TrajdebugTracer()
+        _chain_graph(State, plan, weather, tides).invoke({}, config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        call = _by_name(run, "check_tide")
+        assert [(d.step_id, d.key) for d in call.deps if d.kind == "state"] == [(_by_name(run, "plan").step_id, "booking")]
+
+    def test_a_state_edge_points_at_the_model_call_whose_answer_the_writer_parsed(self) -> None:
+        """A node that parses its model's JSON answer and writes the result: the reader's state edge goes to the
+        model call inside the writer (the value was made by the model), not to the writer's code."""
+        import json
+        from typing import TypedDict
+
+        from langchain_core.messages import HumanMessage
+
+        from trajdebug.testing import FakeModelServer
+
+        class State(TypedDict, total=False):
+            request: str
+            rota: list[dict[str, Any]]
+            posted: str
+
+        @tool
+        def post_rota(keeper: str, enclosure: str) -> str:
+            """Post one keeper's shift."""
+            return f"posted {keeper} at {enclosure}"
+
+        answer = json.dumps([{"keeper": "Oduya", "enclosure": "otter-pool"}])
+        with FakeModelServer([answer]) as server:
+            model = _chat_openai(server)
+
+            def draft(state: State) -> dict[str, Any]:
+                reply = model.invoke([HumanMessage(state["request"])])
+                return {"rota": json.loads(str(reply.content))}
+
+            def post(state: State) -> dict[str, Any]:
+                first = state["rota"][0]
+                return {"posted": post_rota.invoke({"keeper": first["keeper"], "enclosure": first["enclosure"]})}
+
+            tracer = TrajdebugTracer()
+            _chain_graph(State, draft, post).invoke(
+                {"request": "rota for the otter keepers"}, config={"callbacks": [tracer]}
+            )
+        run = tracer.to_run()
+        llm, call = next(s for s in run.steps if s.kind == "llm"), _by_name(run, "post_rota")
+        assert [(d.step_id, d.key) for d in call.deps if d.kind == "state"] == [(llm.step_id, "rota")]
+
+    def test_a_model_given_a_state_value_as_json_depends_on_the_latest_node_that_added_to_it(self) -> None:
+        """A model handed an accumulated list serialized as JSON inside its prompt reads that key, and its state
+        edge goes to the latest node whose additions the list holds, not to the graph's input."""
+        import json
+        import operator
+        from typing import Annotated, TypedDict
+
+        from langchain_core.messages import HumanMessage
+        from langgraph.graph import END, START, StateGraph
+
+        from trajdebug.testing import FakeModelServer
+
+        # The functional form: the reducer is read at run time, not from this module's (postponed) names.
+        State = TypedDict(  # noqa: UP013
+            "State", {"readings": Annotated[list[dict[str, Any]], operator.add], "summary": str}, total=False
+        )
+
+        def gauge_a(state: State) -> dict[str, Any]:
+            return {"readings": [{"gauge": "weir-1", "level_cm": 42}]}
+
+        def gauge_b(state: State) -> dict[str, Any]:
+            return {"readings": [{"gauge": "weir-2", "level_cm": 57}]}
+
+        with FakeModelServer(["levels normal"]) as server:
+            model = _chat_openai(server)
+
+            def summarize(state: State) -> dict[str, Any]:
+                reply = model.invoke([HumanMessage("Summarize these: " + json.dumps(state["readings"]))])
+                return {"summary": str(reply.content)}
+
+            graph = StateGraph(State)
+            for name, fn in (("gauge_a", gauge_a), ("gauge_b", gauge_b), ("summarize", summarize)):
+                graph.add_node(name, fn)
+            graph.add_edge(START, "gauge_a")
+            graph.add_edge("gauge_a", "gauge_b")
+            graph.add_edge("gauge_b", "summarize")
+            graph.add_edge("summarize", END)
+            tracer = TrajdebugTracer()
+            graph.compile().invoke({"readings": []}, config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        latest, llm = _by_name(run, "gauge_b"), next(s for s in run.steps if s.kind == "llm")
+        assert [(d.step_id, d.key) for d in llm.deps if d.kind == "state"] == [(latest.step_id, "readings")]
+
+    def test_a_model_reading_the_conversation_depends_on_the_model_call_whose_message_a_node_added(self) -> None:
+        """A node that adds its model's reply to the conversation: the next node's model call, handed the
+        conversation, has its state edge (key `messages`) to the model call that wrote the reply, not to the
+        node that relayed it."""
+        from langgraph.graph import MessagesState
+
+        from trajdebug.testing import FakeModelServer
+
+        with FakeModelServer(["Moor the barge at berth 4.", "Berth 4 confirmed."]) as server:
+            model = _chat_openai(server)
+
+            def pilot(state: MessagesState) -> dict[str, Any]:
+                return {"messages": [model.invoke(state["messages"])]}
+
+            def harbourmaster(state: MessagesState) -> dict[str, Any]:
+                return {"messages": [model.invoke(state["messages"])]}
+
+            tracer = TrajdebugTracer()
+            _chain_graph(MessagesState, pilot, harbourmaster).invoke(
+                {"messages": [("user", "where does the grain barge moor?")]}, config={"callbacks": [tracer]}
+            )
+        run = tracer.to_run()
+        first, second = (s for s in run.steps if s.kind == "llm")
+        assert [(d.step_id, d.key) for d in second.deps if d.kind == "state"] == [(first.step_id, "messages")]

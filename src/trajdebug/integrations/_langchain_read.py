@@ -8,6 +8,7 @@ steps, errors and edges.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -131,6 +132,117 @@ def _computed(given: Any, state: Mapping[str, Any]) -> bool:
     """Whether a sub-step was given a number that no state value holds (the node computed it)."""
     held = set(_numbers(list(state.values())))
     return any(n not in held for n in _numbers(given))
+
+
+def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
+    """The distinctive scalars of a value: strings of three characters or more and numbers that are not small
+    counts (10 or more, or a fraction), through mappings, lists and JSON written into text (a payload a node
+    serialized into a prompt)."""
+    if depth > 6 or isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, str):
+        text = value.strip()
+        found = list(_json_in(text)) if depth < 6 else []
+        for payload in found:
+            yield from _scalars(payload, depth + 1)
+        if len(text) >= 3 and not (found and text[:1] in ("{", "[")):
+            yield text
+    elif isinstance(value, (int, float)):
+        if abs(value) >= 10 or value != int(value):
+            yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _scalars(v, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value[:200]:
+            yield from _scalars(v, depth + 1)
+
+
+def _json_in(text: str) -> Iterator[Any]:
+    """The JSON objects and arrays written in a text (a whole JSON text, or payloads inside a prompt)."""
+    decoder = json.JSONDecoder()
+    i, tries = 0, 0
+    while tries < 20:
+        starts = [j for j in (text.find("{", i), text.find("[", i)) if j >= 0]
+        if not starts:
+            return
+        i, tries = min(starts), tries + 1
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i += 1
+            continue
+        if isinstance(obj, (dict, list)) and obj:
+            yield obj
+        i = end
+
+
+def keys_read(state: Mapping[str, Any], given: Any) -> list[str]:
+    """The state keys a model or tool call was handed, by unambiguous parts only.
+
+    A key is read when the call was handed its value whole (a value no other key holds), or a distinctive
+    scalar of it that no other key's value holds (a field of a record, an item of a list: the node took
+    the value apart, or serialized it into a prompt).  A scalar that several keys hold (a date every
+    record carries, an id) names none of them: which key the node took it from cannot be seen.
+    """
+    filled = {k: v for k, v in state.items() if v not in (None, "", [], {})}
+    owners: dict[Any, set[str]] = {}
+    for k, v in filled.items():
+        for x in set(_scalars(v)):
+            owners.setdefault(x, set()).add(k)
+    held = set(_scalars(given))
+    out = []
+    for k, v in filled.items():
+        if isinstance(v, (Mapping, list, tuple)):
+            whole = _contains(given, v) and not any(w == v for k2, w in filled.items() if k2 != k)
+        else:
+            whole = False
+        if whole or any(owners.get(x) == {k} for x in held.intersection(_scalars(v))):
+            out.append(k)
+    return out
+
+
+def answers(output: Any, value: Any) -> bool:
+    """Whether a call's answer holds a value a node wrote: the answer itself, its text, the JSON it wrote, or
+    every distinctive scalar of the value written in it (a list the node cut out of the model's text)."""
+    if value in (None, "", [], {}):
+        return False
+    if isinstance(value, list) and all(isinstance(m, Mapping) and "role" in m for m in value):
+        # Messages the node added to a conversation (LangGraph's `messages`): each one the call's answer.
+        return all(_message_answers(output, m) for m in value)
+    text = _text(output.get("content")) if isinstance(output, Mapping) and "role" in output else None
+    if value == output or (text is not None and value == text):
+        return True
+    body = text if text is not None else output
+    if isinstance(body, str):
+        if any(obj == value for obj in _json_in(body)):
+            return True
+        wanted = set(_scalars(value))
+        return bool(wanted) and all(str(x) in body for x in wanted)
+    wanted = set(_scalars(value))
+    return bool(wanted) and wanted <= set(_scalars(body))
+
+
+def _message_answers(output: Any, msg: Mapping[str, Any]) -> bool:
+    """Whether a message a node wrote is a call's answer: the model's message itself (its text and the tool
+    calls it asked for), or a tool's answer carried as a tool message's content."""
+    if msg == output:
+        return True
+    text = _text(msg.get("content"))
+    if isinstance(output, Mapping) and "role" in output:
+        asked = [c.get("id") for c in output.get("tool_calls") or () if isinstance(c, Mapping)]
+        wrote = [c.get("id") for c in msg.get("tool_calls") or () if isinstance(c, Mapping)]
+        return text == _text(output.get("content")) and asked == wrote and bool(text or asked)
+    if isinstance(output, str):
+        return bool(text) and text == output
+    return bool(text) and any(obj == output for obj in _json_in(text))
+
+
+def _text(content: Any) -> str:
+    """A message's content as text (the text parts of a list of parts)."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in content)
+    return "" if content is None else str(content)
 
 
 def _node_input(

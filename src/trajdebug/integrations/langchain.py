@@ -57,13 +57,16 @@ from trajdebug.integrations._langchain_read import (
     _KIND,
     CONTROL_FLOW_EXCEPTIONS,
     _add_stage,
+    _contains,
     _is_graph_node,
     _node_input,
     _ns,
     _replace,
     _session,
     _with_deps,
+    answers,
     is_control_flow,
+    keys_read,
     message_dict,
     plain,
 )
@@ -76,6 +79,28 @@ def _leaves(runs: Sequence[LCRun]) -> list[LCRun]:
     for r in runs:
         out.extend([r] if r.run_type in ("llm", "chat_model", "tool", "retriever") else _leaves(r.child_runs))
     return out
+
+
+def _calls_of(node: LCRun) -> list[LCRun]:
+    """The model, tool and retriever calls a LangGraph node ran itself (not those of a nested graph's nodes)."""
+    out: list[LCRun] = []
+    stack = list(node.child_runs)
+    while stack:
+        r = stack.pop()
+        if r.run_type in ("llm", "chat_model", "tool", "retriever"):
+            out.append(r)
+        elif not _is_graph_node(r):
+            stack.extend(r.child_runs)
+    return sorted(out, key=lambda c: (c.start_time, c.dotted_order or ""))
+
+
+def _wrote(update: Mapping[str, Any], key: str, value: Any) -> bool:
+    """Whether a node's update wrote the value a later node read under ``key``: the same value, or items of an
+    accumulated list (a channel with a reducer)."""
+    if key not in update:
+        return False
+    wrote = plain(update[key])
+    return wrote == value or (isinstance(value, list) and isinstance(wrote, list) and bool(wrote) and _contains(value, wrote))
 
 
 class TrajdebugTracer(BaseTracer):
@@ -128,6 +153,7 @@ class TrajdebugTracer(BaseTracer):
         self._chat_inputs: dict[str, Any] = {}
         self._llm_outputs: dict[str, Any] = {}
         self._tool_outputs: dict[str, Any] = {}
+        self._node_states: dict[str, dict[str, Any]] = {}  # LangGraph node id -> the whole state it was handed
 
     # -- capture what BaseTracer flattens to strings ---------------------------------
 
@@ -206,6 +232,7 @@ class TrajdebugTracer(BaseTracer):
         self._sequence_edges(order, steps)
         self._enclosed_edges(order, steps)
         self._tool_call_edges(order, steps)
+        self._state_edges(order, steps)
         errors = self._errors(order, steps)
         self._retry_links(order, steps, errors)
         root_step = steps[str(root.id)]
@@ -215,6 +242,7 @@ class TrajdebugTracer(BaseTracer):
             self._chat_inputs.pop(key, None)
             self._llm_outputs.pop(key, None)
             self._tool_outputs.pop(key, None)
+            self._node_states.pop(key, None)
         ordered = sorted(steps.values(), key=lambda s: s.start_ns)
         call_md = (root.extra or {}).get("metadata") or {}
         run = Run(
@@ -276,6 +304,7 @@ class TrajdebugTracer(BaseTracer):
         if kind == "llm" and chat.tool_calls(out):
             attrs["tool_call_ids"] = [c["id"] for c in chat.tool_calls(out) if c.get("id")]
         if _is_graph_node(r) and isinstance(inp, dict):
+            self._node_states[key] = inp
             inp = _node_input(r, inp, attrs, lambda c: self._chat_inputs.get(str(c.id)) or plain(c.inputs))
         if exc is not None and is_control_flow(exc):
             attrs["control_flow"] = type(exc).__name__
@@ -362,6 +391,53 @@ class TrajdebugTracer(BaseTracer):
                 made = [str(c.id) for c in _leaves(inner) or inner]
                 s = steps[str(sib.id)]
                 steps[str(sib.id)] = _with_deps(s, [declared(sid) for sid in made])
+
+    def _state_edges(self, order: Sequence[LCRun], steps: dict[str, Step]) -> None:
+        """Declared ``state`` edges (keyed by the state key) from each model or tool call inside a LangGraph node,
+        and from the node, to the step that wrote a key the call was handed.
+
+        A node gets its values from the graph's state, not from the node before it: the channel from the
+        writer is the graph's own, not a guess from content.  What a call was handed is read by unambiguous
+        parts only (`keys_read`); the node's recorded input stays as it was (the edges carry the reads).  The
+        writer is the latest earlier node of the same graph whose update holds the value read, or the call
+        inside that node whose answer the node wrote (a node relaying or parsing its model's answer: the
+        value was made by the model, not by the node's code).
+        """
+        writes: dict[str, list[LCRun]] = {}
+        for r in sorted((r for r in order if _is_graph_node(r)), key=lambda x: x.start_time):
+            earlier = writes.setdefault(str(r.parent_run_id), [])
+            state = self._node_states.get(str(r.id)) or {}
+            node = steps[str(r.id)]
+            reads: dict[str, list[str]] = {}
+            for c in _calls_of(r):
+                given = self._chat_inputs.get(str(c.id)) or plain(c.inputs)
+                reads[str(c.id)] = keys_read(state, given)
+            keys = [k for k in state if k in node.attributes.get("state_reads", ()) or any(k in ks for ks in reads.values())]
+            writer = {k: w for k in keys if (w := self._writer(earlier, r, k, state[k], steps)) is not None}
+            if writer:
+                steps[node.step_id] = _with_deps(node, [declared(w, "state", k) for k, w in writer.items()])
+            for sub, ks in reads.items():
+                new = [declared(writer[k], "state", k) for k in ks if k in writer]
+                if new and sub in steps:
+                    steps[sub] = _with_deps(steps[sub], new)
+            if isinstance(node.output, Mapping) and node.status == "ok":
+                earlier.append(r)
+
+    @staticmethod
+    def _writer(earlier: Sequence[LCRun], reader: LCRun, key: str, value: Any, steps: Mapping[str, Step]) -> str | None:
+        """The step that wrote the value ``reader`` read under ``key``: the latest earlier node whose update
+        wrote it, or that node's last model or tool call whose answer holds what the node wrote; None when no
+        recorded update holds it (the graph's input)."""
+        if value in (None, "", [], {}):
+            return None
+        for w in reversed(earlier):
+            update = steps[str(w.id)].output
+            if w.end_time is None or w.end_time > reader.start_time or not _wrote(update, key, value):
+                continue
+            wrote = plain(update[key])
+            made = [c for c in _calls_of(w) if str(c.id) in steps and answers(steps[str(c.id)].output, wrote)]
+            return str(made[-1].id) if made else str(w.id)
+        return None
 
     @staticmethod
     def _tool_call_edges(order: Sequence[LCRun], steps: dict[str, Step]) -> None:

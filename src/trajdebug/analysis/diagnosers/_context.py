@@ -203,10 +203,19 @@ class DiagnoseContext:
         return self._errored_consumers.get(step_id, [])
 
     def recorded_edges(self) -> bool:
-        """Whether the run's edges were recorded (tracked or declared), not only inferred."""
+        """Whether the run's edges were recorded (tracked or declared), not only inferred.
+
+        A declared ``state`` edge (a graph's channel: which key a step read, from which writer) is not counted:
+        it says which state a step read, not where each of its values came from, so the run's values were
+        not tracked by it.
+        """
         f = self._flags.get("recorded")
         if f is None:
-            f = self._flags["recorded"] = any(d.origin != "inferred" for s in self.run.steps for d in s.deps)
+            f = self._flags["recorded"] = any(
+                d.origin != "inferred" and not (d.kind == "state" and d.origin == "declared")
+                for s in self.run.steps
+                for d in s.deps
+            )
         return f
 
     def failure_values(self) -> list[tuple[str, bool, str]]:

@@ -20,7 +20,7 @@ from trajdebug.analysis._selection import selections, unpicked
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS
-from trajdebug.core.model import Step
+from trajdebug.core.model import Dependency, Step
 from trajdebug.core.values import atoms
 
 
@@ -231,8 +231,9 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write that its readers found invalid: a rejecting reader, or values given to the writer that no reader saw."""
     if not ctx.has_state_edges():
         return
-    readers = [ctx.step(cid) for cid, d in ctx.graph.children(step.step_id) if d.kind == "state"]
-    if not readers:
+    edges = [(cid, d) for cid, d in ctx.graph.children(step.step_id) if d.kind == "state"]
+    readers = [ctx.step(cid) for cid, _ in edges]
+    if not readers or _channel_writer(step, [d for _, d in edges]):
         return
     for r in readers:
         pre = _failed_pre(r)
@@ -282,6 +283,17 @@ def state_write(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         yield Evidence(
             step.step_id, 0.0, "its readers saw every value it was given", "state-write", sound=True
         )
+
+
+def _channel_writer(step: Step, edges: list[Dependency]) -> bool:
+    """Whether every state edge out of a step is a graph's channel: declared, keyed by the state key read, from a
+    writer that recorded neither the values it wrote nor a resource it wrote to (a graph node's update, or the
+    model call whose answer the node wrote).  Such a writer derives what it writes (an answer, a parse, an
+    update of one key of many) and each reader takes one key of it: what it was given and did not write is
+    no loss, unlike a recorded store's."""
+    if step.attributes.get("state_values") or step.attributes.get("state_writes"):
+        return False
+    return all(d.origin == "declared" and d.key for d in edges)
 
 
 _INDEX = re.compile(r"\[\d+\]")

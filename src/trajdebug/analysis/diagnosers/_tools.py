@@ -28,7 +28,7 @@ from trajdebug.analysis.diagnosers._conflicts import contradictions, present, up
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.graph import CHILD_KEY
-from trajdebug.core.model import Step
+from trajdebug.core.model import Dependency, Step
 
 
 # -- error wording ----------------------------------------------------------------
@@ -304,9 +304,24 @@ def _facts(step: Step, ctx: DiagnoseContext) -> list[Any]:
         if d.kind not in ("data", "state") or d.key == CHILD_KEY:
             continue
         up = ctx.step(d.step_id)
+        keyed = _keyed_state(up, d)
+        if keyed is not None:
+            out.append(keyed)
+            continue
         echo = _echo(up, step)
         out.append(up.output if echo is None else {k: v for k, v in up.output.items() if k not in echo})
     return out
+
+
+def _keyed_state(up: Step, d: Dependency) -> dict[str, Any] | None:
+    """The one key a declared state edge read from a writer whose output is the update it made (a graph node's:
+    several keys, of which the reader was handed this one); None for any other edge.  A writer that recorded
+    what it wrote (``state_values``, ``state_writes``) is read as before."""
+    if d.kind != "state" or d.origin != "declared" or not d.key or not isinstance(up.output, Mapping):
+        return None
+    if d.key not in up.output or up.attributes.get("state_values") or up.attributes.get("state_writes"):
+        return None
+    return {d.key: up.output[d.key]}
 
 
 def _echo(up: Step, step: Step) -> dict[str, Any] | None:
