@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trajdebug.core.jsonl import FormatError
 from trajdebug.core.model import Run
@@ -497,6 +499,36 @@ class TestFiles:
         ]
         for attrs, kept in cases:
             assert step_attrs(attrs) == kept
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "input.value", "input.mime_type", "output.value", "output.mime_type", "traceloop.entity.input",
+                    "traceloop.entity.output", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.id",
+                    "gen_ai.tool.call.id", "tool_call.id", "tool.name", "note",
+                ]
+            ),
+            st.sampled_from(["", "text/plain", "application/json", '{"q": 1}', "[2]", "plain words", "c-7"]),
+            max_size=6,
+        )
+    )
+    def test_input_output_and_call_id_are_read_as_the_conventions_say_whatever_the_plan(
+        self, attrs: dict[str, str]
+    ) -> None:
+        """A step's input, output and tool-call id are those the conventions' readers find in its span's
+        attributes, with and without each of their names (spans with the same names planned once)."""
+        from trajdebug.sources.formats import _semconv as sc
+        from trajdebug.sources.formats.otlp import runs_from_spans
+        from trajdebug.sources.formats.otlp_json import Span
+
+        for values in (attrs, {k: v + "x" for k, v in attrs.items()}):
+            span = Span("cd" * 16, "ef" * 8, None, "s", 0, 1, 2, dict(values), [], [], 0, "", {}, "", 0)
+            step = runs_from_spans([span]).runs[0].steps[0]
+            assert step.input == sc.io_value(values, "input")
+            assert step.output == sc.io_value(values, "output")
+            assert step.attributes.get("tool_call_id") == sc.tool_call_id(values)
 
     def test_nothing_readable_raises(self, tmp_path: Path) -> None:
         """A JSON file with no OTLP envelope raises a FormatError naming the file."""

@@ -15,6 +15,7 @@ from tests.test_redaction import _ESCAPED
 from trajdebug.core.codec import dumps_line, plain_line
 from trajdebug.core.model import REDACTED, Dependency, ErrorEvent, ErrorInfo, Run, Step
 from trajdebug.core.redaction import Redactor, key_words
+from trajdebug.core.redaction._prefilter import _decoded, _decoded_all
 from trajdebug.core.schema import run_to_lines, run_to_records
 
 
@@ -153,6 +154,40 @@ class TestCleanStrings:
 
         r = Redactor()
         assert r.secret_key(key) == _secret_words(key_words(key), (), key)
+
+
+_KEY_BITS = ["api", "Key", "session", "ID", "\u212aey", "token_count", "\x00", "a1b2c3d4e5f60718", "balance", "É"]
+"""Pieces of keys: words of secret keys' groups (split between strings or not), the Kelvin sign that lowers
+to ``k``, a NUL, an id, plain words, a letter outside ASCII."""
+
+
+class TestUncleanTogether:
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(st.lists(st.sampled_from([*_KEY_BITS, *_ESCAPED]), min_size=1, max_size=4), min_size=1, max_size=8),
+        st.sampled_from([(), ("internal_.*",)]),
+    )
+    def test_new_strings_judged_together_are_judged_each_as_alone(
+        self, pieces: list[list[str]], extra: tuple[str, ...]
+    ) -> None:
+        """The new strings of a run's text, tested at once, are found unclean exactly when one alone is a
+        secret key's name or not clean as a value, whatever words, escapes and letters they hold."""
+        values = ["".join(p) for p in pieces]
+        line = plain_line({v: v for v in values})
+        assert line is not None
+        text = line.replace(b"\\\\", b"\x01\x01").replace(b'\\"', b"\x02\x02")
+        tokens = set(text.split(b'"')[1::2])
+        alone = Redactor(extra)
+        expected = {t for t in tokens if alone.secret_key(_decoded(t)) or not alone._text_clean(_decoded(t))}
+        assert Redactor(extra)._unclean(set(tokens), text) == expected
+
+    @given(st.lists(st.lists(st.sampled_from([*_KEY_BITS, *_ESCAPED]), max_size=4), max_size=6))
+    def test_strings_decoded_at_once_are_those_decoded_one_by_one(self, pieces: list[list[str]]) -> None:
+        """Decoding a run's new strings in one call gives each as decoding it alone does."""
+        line = plain_line(["".join(p) for p in pieces])
+        assert line is not None
+        tokens = line.replace(b"\\\\", b"\x01\x01").replace(b'\\"', b"\x02\x02").split(b'"')[1::2]
+        assert _decoded_all(tokens) == [_decoded(t) for t in tokens]
 
 
 def _run(texts: list[str]) -> Run:

@@ -118,7 +118,7 @@ class Scan:
         under: list[bool],
         params: list[tuple[str, Any]],
         schemas: list[tuple[str, Any]],
-        envelope: list[tuple[tuple[int, int], Any]],
+        envelope: list[tuple[str, int, Any]],
     ) -> None:
         self.flat_in = flat_in
         """Where ``llm.input_messages.*`` are in the common form, for `flat_fill` (None: not the common form)."""
@@ -131,7 +131,8 @@ class Scan:
         self.schemas = schemas
         """``llm.tools.<i>.tool.json_schema`` names and values, in order."""
         self.envelope = envelope
-        """The values of the names `envelope_of` reads (`_ENV_SOURCES`), with their places."""
+        """The values of the names `envelope_of` reads (`_ENV_SOURCES`), in the order of `_SPAN_KEYS` (each
+        target's names in its order), each with its target and how it is read (`_HOW`)."""
 
 
 _Plan = tuple[
@@ -140,7 +141,7 @@ _Plan = tuple[
     tuple[bool, ...],
     tuple[tuple[str, Any], ...],
     tuple[str, ...],
-    tuple[tuple[str, tuple[int, int]], ...],
+    tuple[tuple[str, str, int], ...],
 ]
 _PLANS: dict[tuple[str, ...], _Plan] = {}
 """A span's attribute names, in order -> what `scan` reads of them (`_plan`)."""
@@ -178,12 +179,14 @@ def _plan(names: tuple[str, ...]) -> _Plan:
             params.append((k, info[1]))
         else:
             schemas.append(k)
+    # The envelope's names in the order `envelope_of` reads them (each target's first usable value wins).
+    envelope.sort(key=_place)
     plan: _Plan = (
         *(None if side is None else (tuple(k for k, _ in side), flat_template(side)) for side in flat),
         tuple(under),
         tuple(params),
         tuple(schemas),
-        tuple(envelope),
+        tuple((k, _SPAN_KEYS[t][0], _HOW.get(_SPAN_KEYS[t][0], 0)) for k, (t, _) in envelope),
     )  # type: ignore[assignment]
     if len(_PLANS) >= 1 << 12:  # names are the producer's: a file may coin new sets without end
         _PLANS.clear()
@@ -209,7 +212,7 @@ def scan(attrs: Mapping[str, Any]) -> Scan:
         list(under),
         [(name, v) for k, name in params if (v := get(k)) is not None] if params else [],
         [(k, get(k)) for k in schemas] if schemas else [],
-        [(place, get(k)) for k, place in envelope],
+        [(target, how, get(k)) for k, target, how in envelope],
     )
 
 
@@ -218,27 +221,32 @@ def span_envelope(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return envelope_of(attrs, scan(attrs))
 
 
-def _place(hit: tuple[tuple[int, int], Any]) -> tuple[int, int]:
-    return hit[0]
+def _place(hit: tuple[str, tuple[int, int]]) -> tuple[int, int]:
+    return hit[1]
+
+
+_HOW = {"llm.usage.cost": 1, "llm.finish_reason": 3} | {
+    target: 2 for target, _ in _SPAN_KEYS if target.startswith("llm.usage.") and target != "llm.usage.cost"
+}
+"""How `envelope_of` reads a target's value: 1 a cost, 2 a count of tokens, 3 finish reasons; 0 as it is."""
 
 
 def envelope_of(attrs: Mapping[str, Any], found: Scan) -> dict[str, Any]:
     """`span_envelope` of attributes already scanned (`scan`)."""
     env: dict[str, Any] = {}
     # The names present, in the order of `_SPAN_KEYS` (each target's first usable value wins).
-    for (t, _), v in sorted(found.envelope, key=_place) if len(found.envelope) > 1 else found.envelope:
-        target = _SPAN_KEYS[t][0]
+    for target, how, v in found.envelope:
         if v is None or v == "" or target in env:
             continue
-        if target == "llm.usage.cost":
+        if how == 1:
             v = _cost(v)
             if v is None:
                 continue
-        elif target.startswith("llm.usage."):
+        elif how == 2:
             v = _int(v)
             if v is None:
                 continue
-        if target == "llm.finish_reason":
+        elif how == 3:
             v = plain(_json_or_none(v) if isinstance(v, str) and v.startswith("[") else v)
             v = v[0] if isinstance(v, list) and v else v
         env[target] = v

@@ -142,3 +142,11 @@ def _decoded(token: bytes) -> str:
     return token.decode("utf-8", "surrogatepass")
 
 
+def _decoded_all(tokens: list[bytes]) -> list[str]:
+    """`_decoded` of each token: joined and decoded at once when none holds an escape (one call in C)."""
+    joined = b"\x00".join(tokens)
+    if b"\\" not in joined and b"\x01" not in joined and b"\x02" not in joined:
+        out = joined.decode("utf-8", "surrogatepass").split("\x00")
+        if len(out) == len(tokens):  # orjson writes a NUL escaped: a raw one (not from orjson) splits a token
+            return out
+    return [_decoded(t) for t in tokens]

@@ -16,6 +16,7 @@ from trajdebug.core.redaction._prefilter import (
     _MEMO_CHARS,
     _assigned_word_before_separator,
     _decoded,
+    _decoded_all,
     _digit_run,
     _has_13_digits,
     _lowered,
@@ -226,14 +227,37 @@ class Redactor:
             # A key stands in the text as ``"key":``; a value never does unless the same string is a key too.
             if b'"' + t + b'":' not in text:
                 new.discard(t)
-        for t in new:
-            if t not in bad:
-                s = _decoded(t)
-                if self.secret_key(s) or not self._text_clean(s):
-                    bad.add(t)
+        new.difference_update(bad)
+        tokens = list(new)
+        strings = _decoded_all(tokens)
+        keys = self._key_suspects(strings)
+        may_hold, text_clean = self.may_hold, self._text_clean
+        for t, s in zip(tokens, strings):
+            # `_text_clean` inline up to its prefilter: most new strings (ids, plain words) stop there.
+            if ((keys is None or s in keys) and self.secret_key(s)) or (
+                len(s) >= 6 and may_hold(s) and not text_clean(s)
+            ):
+                bad.add(t)
         new.difference_update(bad)
         self._remember(new)
         return bad
+
+    def _key_suspects(self, strings: list[str]) -> set[str] | None:
+        """Those of these strings `secret_key` may find secret (told for them all at once: it finds none
+        whose lowercased text holds no whole group of `_KEY_HINTS`), None: each is to be asked."""
+        if self._extra:
+            return None  # the policy's own key patterns: `secret_key` tries them on every key
+        # One text for them all, each lowercased as `secret_key` does it (a NUL is no letter: no word of a
+        # hint spans two strings, so a group not in the whole is in none of them).
+        low = "\x00".join(strings).lower()
+        hits = [g for g in _KEY_HINTS if g[0] in low and all(w in low for w in g)]
+        suspects: set[str] = set()
+        if hits:
+            for s in strings:
+                s_low = s.lower()
+                if any(all(w in s_low for w in g) for g in hits):
+                    suspects.add(s)
+        return suspects
 
     def _learn(self, new: set[bytes]) -> bool:
         """Whether every one of these strings (as encoded, quotes and escapes swapped by `clean_strings`) is

@@ -157,11 +157,11 @@ def _step(
     plan = _PLANS.get(names := tuple(a))
     if plan is None:
         plan = _plan(names, own)
-    carries_messages, kept = plan
+    carries_messages, kept, reads = plan
     attrs: dict[str, Any] = a.copy() if kept is None else {new: a[k] for k, new in kept}
     kind = a.get(STEP_KIND) or sc.step_kind(a) or ("agent" if s.children else "other")
-    inp = sc.io_value(a, "input")
-    out = sc.io_value(a, "output")
+    inp = sc.io_value(a, "input") if reads & _READS_INPUT else None
+    out = sc.io_value(a, "output") if reads & _READS_OUTPUT else None
     if not own and kind != "llm" and (carries_messages or s.events):
         # A non-LLM span may still carry messages (an agent span's conversation).
         msgs = sc.messages(a, s.events)
@@ -177,10 +177,10 @@ def _step(
         if kind == "llm":
             inp, out, extra = chat.normalize_llm_step(inp, out, s.attrs, events=s.events)
             attrs.update(extra)
-            issued = [str(c["id"]) for c in chat.tool_calls(out) if c.get("id")]
+            issued = [str(c["id"]) for c in _calls(out) if c.get("id")]
             if issued:
                 attrs["tool_call_ids"] = issued
-        if (call := sc.tool_call_id(s.attrs)) is not None:
+        if reads & _READS_CALL_ID and (call := sc.tool_call_id(s.attrs)) is not None:
             attrs["tool_call_id"] = call
         if s.parent_id is not None and s.parent_id not in by_id:
             attrs["missing_parent"] = s.parent_id
@@ -226,12 +226,22 @@ kept as an attribute); 0: a foreign attribute kept as it is; plus 4 when the nam
 (`_semconv.messages` reads none from a span without such a name or an event)."""
 
 
-_PLANS: dict[tuple[str, ...], tuple[bool, tuple[tuple[str, str], ...] | None]] = {}
-"""A span's attribute names, in order -> whether any may hold messages, and the step attributes kept of
-them as (name, name in the step) (None: every one, as it is)."""
+_Plan = tuple[bool, "tuple[tuple[str, str], ...] | None", int]
+_PLANS: dict[tuple[str, ...], _Plan] = {}
+"""A span's attribute names, in order -> whether any may hold messages, the step attributes kept of them as
+(name, name in the step) (None: every one, as it is), and which of the readings `_READS` names may find
+something (`_semconv.io_value` and `tool_call_id` find nothing without one of their names)."""
+
+_READS = (
+    (1, sc.IO_NAMES["input"]),
+    (2, sc.IO_NAMES["output"]),
+    (4, sc.TOOL_ID_KEYS),
+)
+"""Bits of a plan's readings, each with the names it finds its value under (`io_value`'s, `tool_call_id`'s)."""
+_READS_INPUT, _READS_OUTPUT, _READS_CALL_ID = (bit for bit, _ in _READS)
 
 
-def _plan(names: tuple[str, ...], own: bool) -> tuple[bool, tuple[tuple[str, str], ...] | None]:
+def _plan(names: tuple[str, ...], own: bool) -> _Plan:
     """What `_step` keeps of a span's attributes, told by their names alone (`_key_class` of each name)."""
     carries_messages = False
     kept: list[tuple[str, str]] = []
@@ -248,7 +258,9 @@ def _plan(names: tuple[str, ...], own: bool) -> tuple[bool, tuple[tuple[str, str
             kept.append((k, k))
     # A later name equal to an earlier one once renamed (``trajdebug.attr.x`` and ``x``) is never "as it is".
     same = len(kept) == len(names) and all(k == new for k, new in kept)
-    plan = (carries_messages, None if same else tuple(kept))
+    present = set(names)
+    reads = sum(bit for bit, keys in _READS if not present.isdisjoint(keys))
+    plan = (carries_messages, None if same else tuple(kept), reads)
     if len(_PLANS) >= 1 << 12:  # names are the producer's: a file may coin new sets without end
         _PLANS.clear()
     _PLANS[names] = plan
@@ -434,12 +446,12 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, dict[str, Any]]) -> Non
     """
     issued: dict[str, str] = {}  # call id -> span id of the LLM that issued it
     executed: dict[str, str] = {}  # call id -> span id of the tool span that ran it
-    open_calls: list[tuple[str, dict[str, Any]]] = []  # (LLM span id, call) not yet claimed, in order
+    open_calls: list[tuple[str, Mapping[str, Any]]] = []  # (LLM span id, call) not yet claimed, in order
     matched: dict[str, str] = {}  # tool span id -> LLM span id, for calls that carry no id
     for s in spans:
         step = steps[s.span_id]
         if step["kind"] == "llm":
-            for c in chat.tool_calls(step["output"]):
+            for c in _calls(step["output"]):
                 if c.get("id"):
                     issued.setdefault(str(c["id"]), s.span_id)
                 open_calls.append((s.span_id, c))
@@ -481,6 +493,12 @@ def _tool_call_edges(spans: list[Span], steps: dict[str, dict[str, Any]]) -> Non
                     new.append(declared(steps[src]["step_id"]))
         if new:
             step["deps"] = add_deps(step["deps"], new, step["step_id"])
+
+
+def _calls(message: Any) -> list[Mapping[str, Any]]:
+    """`chat.tool_calls` of a normalized message read in place, not copied (only read here)."""
+    calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
 
 
 def _read_call_ids(input: Any) -> list[str]:

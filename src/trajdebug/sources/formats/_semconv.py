@@ -68,7 +68,8 @@ _LANGFUSE_KIND = {
     "event": "other",
 }
 _MODEL_KEYS = ("llm.model_name", "gen_ai.request.model", "gen_ai.response.model", "llm.request.model_name")
-_TOOL_ID_KEYS = ("tool.id", "gen_ai.tool.call.id", "tool_call.id")
+TOOL_ID_KEYS = ("tool.id", "gen_ai.tool.call.id", "tool_call.id")
+"""The names `tool_call_id` reads, in order."""
 _CONTENT_PREFIXES = (
     "llm.input_messages",
     "llm.output_messages",
@@ -135,7 +136,7 @@ def agent_name(attrs: Mapping[str, Any]) -> str | None:
 
 def tool_call_id(attrs: Mapping[str, Any]) -> str | None:
     """The tool-call id a tool span executes (``tool.id``, ``gen_ai.tool.call.id``)."""
-    for k in _TOOL_ID_KEYS:
+    for k in TOOL_ID_KEYS:
         if attrs.get(k) not in (None, ""):
             return str(attrs[k])
     return None
@@ -201,6 +202,8 @@ _IO_KEYS = {
     which: (f"{which}.value", f"{which}.mime_type", f"traceloop.entity.{which}", genai)
     for which, genai in (("input", "gen_ai.tool.call.arguments"), ("output", "gen_ai.tool.call.result"))
 }
+IO_NAMES = {which: (value, traceloop, genai) for which, (value, _, traceloop, genai) in _IO_KEYS.items()}
+"""The names `io_value` finds a value under (it returns None for attributes with none of them)."""
 
 
 def io_value(attrs: Mapping[str, Any], which: str) -> Any:
