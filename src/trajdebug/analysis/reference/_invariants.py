@@ -375,11 +375,9 @@ def _formula_checks(
 
 
 def _constant(fs: _FieldStats) -> bool:
-    """Whether the field held 0 in most passing occurrences (a shortfall of 0 in each): the formulas a
-    zero fits are coincidences of its operands (0 is the quotient of any small amounts, rounded), so
-    they say nothing of how a different value was computed.  Any other value held constant while its
-    operands varied (nights = checkout - checkin, three every time) is an ordinary rule: it keeps its
-    formula."""
+    """Whether the field held 0 in most passing occurrences (a shortfall of 0 in each): the formulas a zero
+    fits are coincidences (0 is the quotient of any small amounts, rounded).  Any other value held while its
+    operands varied (nights = checkout - checkin, three every time) is an ordinary rule: it keeps its formula."""
     top = Counter(fs.numbers).most_common(1)
     return bool(top) and top[0][0] == 0 and top[0][1] >= 0.7 * len(fs.numbers)
 
