@@ -60,6 +60,10 @@ VARIANTS: dict[str, tuple[Recipe, bool]] = {
     "balance 0.5 by route": (Recipe(L.PARAMS, balance=0.5, group="route"), False),
     "balance 1 by route": (Recipe(L.PARAMS, balance=1.0, group="route"), False),
     "balance 0.5, Who&When x1.5": (Recipe(L.PARAMS, balance=0.5, boost=(("whowhen", 1.5),)), False),
+    # Round 41: a step's text length is a route's tell (how it serializes steps); without it the recording
+    # SDK left out (the fault-injection suite with it) stops losing to the hand ranking.
+    "balance 0.5, Who&When x2, no text lengths": (
+        Recipe(L.PARAMS, balance=0.5, boost=(("whowhen", 2.0),), drop=L.TEXT_LENGTHS), False),
 }
 """Each variant: its recipe, and whether the rows get the run-relative features of `relative`."""
 

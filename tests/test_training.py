@@ -137,6 +137,26 @@ def test_a_balanced_recipe_weighs_every_suite_alike_and_drops_features_by_prefix
     assert Recipe(drop=("ranker:",)).rows(cases[0]) == [{"pos": 0.5}]
 
 
+def test_a_recipe_dropping_text_lengths_never_reads_the_lengths_a_route_sets() -> None:
+    """Runs whose root is the one step with a long output: a recipe dropping `TEXT_LENGTHS` reads no text length,
+    the same recipe keeping them does (a length measures how a route serializes steps, not what went wrong)."""
+    from benchmarks.corpus import Case
+    from benchmarks.learning import RECIPE, TEXT_LENGTHS, Recipe, fit
+
+    def case(i: int) -> Case:
+        rows = [{"output_log": 2.0 + (i % 3) / 10, "input_log": 3.0, "hand_rank_inv": 1.0},
+                {"output_log": 6.0 + (i % 4) / 10, "input_log": 5.0, "hand_rank_inv": 0.5},
+                {"output_log": 1.0, "input_log": 3.0, "hand_rank_inv": 1 / 3}]
+        keys = [(None, f"s{j}") for j in range(3)]
+        return Case("bakery", "sdk", "f", "oven", f"c{i}", [keys[1]], keys, rows)
+
+    cases = [case(i) for i in range(40)]
+    dropped = Recipe(RECIPE.params, RECIPE.balance, TEXT_LENGTHS, RECIPE.cap, RECIPE.boost, RECIPE.group)
+    kept = Recipe(RECIPE.params, RECIPE.balance, (), RECIPE.cap, RECIPE.boost, RECIPE.group)
+    assert not set(TEXT_LENGTHS) & set(fit(cases, recipe=dropped).feature_names)
+    assert set(TEXT_LENGTHS) & set(fit(cases, recipe=kept).feature_names)
+
+
 def test_a_capped_recipe_shrinks_only_the_suites_bigger_than_the_cap() -> None:
     """cap=3: a suite of 9 cases weighs as much as 3 cases in all, a suite of 2 keeps 1 a case (before the mean is 1)."""
     from benchmarks.corpus import Case
