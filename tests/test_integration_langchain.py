@@ -624,6 +624,43 @@ class TestLangGraphStateEdges:
         assert "state_reads" not in node.attributes  # handed no value whole: the whole state, as before
         assert set(node.input) == {"hive", "survey"}
 
+    def test_a_state_text_of_a_thousand_open_brackets_costs_no_run(self) -> None:
+        """A model stuck repeating '[' writes text JSON cannot read without recursing past Python's limit: the
+        run is still recorded, with its state edges."""
+        from typing import TypedDict
+
+        class State(TypedDict, total=False):
+            hive: str
+            survey: dict[str, Any]
+            label: str
+
+        @tool
+        def book_inspector(apiary: str, frames: int) -> str:
+            """Book an inspector visit."""
+            return f"booked {apiary} for {frames} frames"
+
+        def survey(state: State) -> dict[str, Any]:
+            return {"survey": {"apiary": "north-meadow", "frames": 18, "notes": "[" * 3000}}
+
+        def book(state: State) -> dict[str, Any]:
+            s = state["survey"]
+            return {"label": book_inspector.invoke({"apiary": s["apiary"], "frames": s["frames"]})}
+
+        tracer = TrajdebugTracer()
+        _chain_graph(State, survey, book).invoke({"hive": "H-7"}, config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        writer, call = _by_name(run, "survey"), _by_name(run, "book_inspector")
+        assert [d.key for d in call.deps if d.kind == "state" and d.step_id == writer.step_id] == ["survey"]
+        assert "state_edge_failures" not in run.metadata
+
+    def test_a_long_list_is_read_at_its_newest_items(self) -> None:
+        """A key holding a list past the reading's bound is read at its end, where a conversation grows: an item
+        appended last still names the key."""
+        from trajdebug.integrations._langchain_read import keys_read
+
+        state = {"log": [f"entry-{i:04d}" for i in range(500)], "other": "x-1"}
+        assert keys_read(state, {"q": "entry-0499"}) == ["log"]
+
     def test_a_value_that_two_state_keys_hold_names_neither(self) -> None:
         """A tool handed a boat's name and a date that both the booking and the forecast record carry reads the
         booking (its name is the booking's alone) and not the forecast: the date names neither key."""

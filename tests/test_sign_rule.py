@@ -46,7 +46,7 @@ def test_a_sign_flipped_where_another_call_with_the_same_input_kept_it_is_still_
     assert "m1" in _altered(_book("sell"))
 
 
-def _bakery(last_factor: float) -> Run:
+def _bakery(last_factor: float, out_field: str = "price_p") -> Run:
     """A bakery's price sheet read loaf by loaf: a step writes each loaf's price in pence (``price_p``) from
     its price in pounds (``price``), four loaves, the last by ``last_factor``; the order total is refused."""
     steps = []
@@ -56,7 +56,7 @@ def _bakery(last_factor: float) -> Run:
         steps.append(step(f"r{i}", "read_loaf", "tool", 10 * i, {"loaf": loaf}, {"loaf": loaf, "price": price}))
         steps.append(
             step(f"p{i}", "to_pence", "other", 10 * i + 1, {"loaf": loaf, "price": price},
-                 {"loaf": loaf, "price_p": round(price * factor, 4)}, f"r{i}")
+                 {"loaf": loaf, out_field: round(price * factor, 4)}, f"r{i}")
         )
     steps.append(
         step("o", "place_order", "tool", 50, {"lines": [s.output for s in steps if s.name == "to_pence"]}, None,
@@ -73,3 +73,9 @@ def test_a_power_of_ten_every_call_of_the_step_applies_is_a_unit_converted_by_ru
 def test_a_power_of_ten_one_call_applies_otherwise_stays_altered() -> None:
     """When the last call scales by 1000 where the other three scale by 100, it (and only it) slipped."""
     assert _altered(_bakery(1000.0)) & {"p0", "p1", "p2", "p3"} == {"p3"}
+
+
+def test_a_power_of_ten_every_call_writes_back_under_the_same_name_stays_altered() -> None:
+    """Every call writing ``price`` x100 back as ``price`` claims no new unit (a conversion renames what it
+    converts): the ordinary shape of a units slip in a loop, each call keeps its altered value."""
+    assert _altered(_bakery(100.0, out_field="price")) >= {"p0", "p1", "p2", "p3"}

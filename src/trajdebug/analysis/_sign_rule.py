@@ -101,7 +101,8 @@ def scaled_by_rule(step: Step, calls: Iterable[Step], lin: Lineage, least: int =
 
     ``calls``: the run's steps of the same name and kind (this one among them).  A field counts when at least
     ``least`` calls scale it from the same input field by the same power, more than the calls given that input
-    field and answering that output field that scale it otherwise (those slipped: they keep the finding).
+    field and answering that output field that scale it otherwise (those slipped: they keep the finding), and
+    its name is not the input field's (a conversion renames what it converts).
     """
     mine = _scales(lin.view(step.step_id))
     if not mine:
@@ -120,7 +121,15 @@ def scaled_by_rule(step: Step, calls: Iterable[Step], lin: Lineage, least: int =
                     agree[(f, g)] += 1
                 else:
                     differ[(f, g)] += 1
-    return frozenset(f for (f, g), n in agree.items() if n >= least and n > differ[(f, g)])
+    # A conversion renames what it converts (price -> price_cents): a field scaled into its own name by
+    # every call (amount -> amount x 100) claims no new unit, and is the ordinary shape of a units slip.
+    return frozenset(
+        f for (f, g), n in agree.items() if n >= least and n > differ[(f, g)] and _leaf(f) != _leaf(g)
+    )
+
+
+def _leaf(field: str) -> str:
+    return field.rsplit(".", 1)[-1].lower()
 
 
 __all__ = ["scaled_by_rule", "signed_by_rule"]

@@ -154,7 +154,8 @@ def _scalars(value: Any, depth: int = 0) -> Iterator[Any]:
         for v in value.values():
             yield from _scalars(v, depth + 1)
     elif isinstance(value, (list, tuple)):
-        for v in value[:200]:
+        # The newest items: a conversation grows at its end, and a bound keeps the reading linear.
+        for v in value[-200:]:
             yield from _scalars(v, depth + 1)
 
 
@@ -169,7 +170,7 @@ def _json_in(text: str) -> Iterator[Any]:
         i, tries = min(starts), tries + 1
         try:
             obj, end = decoder.raw_decode(text, i)
-        except ValueError:
+        except (ValueError, RecursionError):  # a model repeating '[' a thousand times is text, not JSON
             i += 1
             continue
         if isinstance(obj, (dict, list)) and obj:
@@ -177,7 +178,22 @@ def _json_in(text: str) -> Iterator[Any]:
         i = end
 
 
-def keys_read(state: Mapping[str, Any], given: Any) -> list[str]:
+StateIndex = tuple[dict[str, Any], dict[str, set[Any]], dict[Any, set[str]]]
+"""A node's state read once for every call inside it: the filled keys, each key's scalars, each scalar's keys."""
+
+
+def state_index(state: Mapping[str, Any]) -> StateIndex:
+    """The state's scalars and their owners, built once per node (every call inside it reads the same state)."""
+    filled = {k: v for k, v in state.items() if v not in (None, "", [], {})}
+    own = {k: set(_scalars(v)) for k, v in filled.items()}
+    owners: dict[Any, set[str]] = {}
+    for k, xs in own.items():
+        for x in xs:
+            owners.setdefault(x, set()).add(k)
+    return filled, own, owners
+
+
+def keys_read(state: Mapping[str, Any], given: Any, index: StateIndex | None = None) -> list[str]:
     """The state keys a model or tool call was handed, by unambiguous parts only.
 
     A key is read when the call was handed its value whole (a value no other key holds), or a distinctive
@@ -185,11 +201,7 @@ def keys_read(state: Mapping[str, Any], given: Any) -> list[str]:
     the value apart, or serialized it into a prompt).  A scalar that several keys hold (a date every
     record carries, an id) names none of them: which key the node took it from cannot be seen.
     """
-    filled = {k: v for k, v in state.items() if v not in (None, "", [], {})}
-    owners: dict[Any, set[str]] = {}
-    for k, v in filled.items():
-        for x in set(_scalars(v)):
-            owners.setdefault(x, set()).add(k)
+    filled, own, owners = index if index is not None else state_index(state)
     held = set(_scalars(given))
     out = []
     for k, v in filled.items():
@@ -197,7 +209,7 @@ def keys_read(state: Mapping[str, Any], given: Any) -> list[str]:
             whole = _contains(given, v) and not any(w == v for k2, w in filled.items() if k2 != k)
         else:
             whole = False
-        if whole or any(owners.get(x) == {k} for x in held.intersection(_scalars(v))):
+        if whole or any(owners.get(x) == {k} for x in held & own[k]):
             out.append(k)
     return out
 

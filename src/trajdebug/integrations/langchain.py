@@ -69,6 +69,7 @@ from trajdebug.integrations._langchain_read import (
     keys_read,
     message_dict,
     plain,
+    state_index,
 )
 from trajdebug.sources.formats.convert import declared
 
@@ -154,6 +155,9 @@ class TrajdebugTracer(BaseTracer):
         self._llm_outputs: dict[str, Any] = {}
         self._tool_outputs: dict[str, Any] = {}
         self._node_states: dict[str, dict[str, Any]] = {}  # LangGraph node id -> the whole state it was handed
+        self.state_edge_failures = 0
+        """Nodes whose state could not be read for state edges, over every run (each run's own count is in
+        its metadata as ``state_edge_failures``)."""
 
     # -- capture what BaseTracer flattens to strings ---------------------------------
 
@@ -232,7 +236,7 @@ class TrajdebugTracer(BaseTracer):
         self._sequence_edges(order, steps)
         self._enclosed_edges(order, steps)
         self._tool_call_edges(order, steps)
-        self._state_edges(order, steps)
+        unread = self._state_edges(order, steps)
         errors = self._errors(order, steps)
         self._retry_links(order, steps, errors)
         root_step = steps[str(root.id)]
@@ -261,6 +265,7 @@ class TrajdebugTracer(BaseTracer):
                 **({"tags": list(root.tags)} if root.tags else {}),
                 **({"task": call_md["task"]} if isinstance(call_md, Mapping) and call_md.get("task") is not None else {}),
                 **_session(call_md),
+                **({"state_edge_failures": unread} if unread else {}),
                 **self._metadata,
             },
             steps=tuple(ordered),
@@ -392,7 +397,7 @@ class TrajdebugTracer(BaseTracer):
                 s = steps[str(sib.id)]
                 steps[str(sib.id)] = _with_deps(s, [declared(sid) for sid in made])
 
-    def _state_edges(self, order: Sequence[LCRun], steps: dict[str, Step]) -> None:
+    def _state_edges(self, order: Sequence[LCRun], steps: dict[str, Step]) -> int:
         """Declared ``state`` edges (keyed by the state key) from each model or tool call inside a LangGraph node,
         and from the node, to the step that wrote a key the call was handed.
 
@@ -404,16 +409,18 @@ class TrajdebugTracer(BaseTracer):
         value was made by the model, not by the node's code).
         """
         writes: dict[str, list[LCRun]] = {}
+        unread = 0
         for r in sorted((r for r in order if _is_graph_node(r)), key=lambda x: x.start_time):
             earlier = writes.setdefault(str(r.parent_run_id), [])
             state = self._node_states.get(str(r.id)) or {}
             node = steps[str(r.id)]
-            reads: dict[str, list[str]] = {}
-            for c in _calls_of(r):
-                given = self._chat_inputs.get(str(c.id)) or plain(c.inputs)
-                reads[str(c.id)] = keys_read(state, given)
-            keys = [k for k in state if k in node.attributes.get("state_reads", ()) or any(k in ks for ks in reads.values())]
-            writer = {k: w for k in keys if (w := self._writer(earlier, r, k, state[k], steps)) is not None}
+            try:
+                reads = self._reads(r, state)
+                keys = [k for k in state if k in node.attributes.get("state_reads", ()) or any(k in ks for ks in reads.values())]
+                writer = {k: w for k in keys if (w := self._writer(earlier, r, k, state[k], steps)) is not None}
+            except Exception:  # noqa: BLE001 -- an odd state costs this node its state edges, never the run
+                unread += 1
+                reads, writer = {}, {}
             if writer:
                 steps[node.step_id] = _with_deps(node, [declared(w, "state", k) for k, w in writer.items()])
             for sub, ks in reads.items():
@@ -422,6 +429,16 @@ class TrajdebugTracer(BaseTracer):
                     steps[sub] = _with_deps(steps[sub], new)
             if isinstance(node.output, Mapping) and node.status == "ok":
                 earlier.append(r)
+        self.state_edge_failures += unread
+        return unread
+
+    def _reads(self, r: LCRun, state: Mapping[str, Any]) -> dict[str, list[str]]:
+        """The state keys each model or tool call inside node ``r`` was handed (the state indexed once)."""
+        index = state_index(state)
+        return {
+            str(c.id): keys_read(state, self._chat_inputs.get(str(c.id)) or plain(c.inputs), index)
+            for c in _calls_of(r)
+        }
 
     @staticmethod
     def _writer(earlier: Sequence[LCRun], reader: LCRun, key: str, value: Any, steps: Mapping[str, Step]) -> str | None:
