@@ -297,8 +297,8 @@ def _own_messages(given: Any) -> tuple[Any, list[Any]]:
     """A model's input split into what it was told and the messages it wrote itself in earlier turns.
 
     A conversation holds the model's earlier answers as assistant messages: the tool it called last turn and
-    the arguments it set then (``item=ski`` for the first piece of equipment) were that turn's decisions, so
-    the next call setting a field otherwise (``item=boot``) contradicts nothing it was given -- as an earlier
+    the arguments it set then (``item=kayak`` for the first piece of a hire) were that turn's decisions, so
+    the next call setting a field otherwise (``item=paddle``) contradicts nothing it was given -- as an earlier
     answer reached by an edge does not (`earlier_answers`).  What those messages state is still written
     upstream, and what a tool answered (the result echoing the call) and what the user asked still fix fields.
     """
