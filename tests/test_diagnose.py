@@ -457,6 +457,17 @@ class TestLLMOutputs:
         [e] = _from(_verdict(_run(answer), "a"), "malformed-output")
         assert e.suspicion >= 0.6
 
+    def test_a_wrapper_returning_its_model_s_printed_text_relays_no_record(self) -> None:
+        """A model that wrote a dict printed by Python where JSON was asked, inside a chain step (kind other)
+        that returns the model's text after it, wrote malformed JSON itself: the wrapper relayed the model,
+        not a record a tool printed, and the model's finding stays as strong as without the wrapper."""
+        text = str({"hive": "HV-2", "frames": 9, "queen": True})
+        ask = {"messages": [{"role": "user", "content": "Inspect HV-2; answer in JSON"}]}
+        chain = Step("w", "inspect_chain", "other", input=ask, output=text, start_ns=1, end_ns=5)
+        model = Step("m", "inspect", "llm", input=ask, output=text, start_ns=2, end_ns=4, parent_id="w")
+        [e] = _from(_verdict(_run(chain, model), "m"), "malformed-output")
+        assert e.suspicion >= 0.6
+
     def test_a_percentage_of_a_given_amount_and_its_working_are_no_claims(self) -> None:
         """A duty of 12 % on a given value, and a 3 % deduction on a gross the same answer worked out from hours
         and a rate, are computed from the input; a number no such working reaches is still a claim."""
@@ -562,6 +573,24 @@ class TestLLMOutputs:
         [e] = _from(_verdict(small, "g"), "llm-output")
         assert "9.75" in e.reason and not e.sound
 
+    def test_a_bound_restates_a_number_given_under_a_field_of_no_unit(self) -> None:
+        """A model given a 300 spend cap as a field (a graph's state, a JSON request), not in prose, that
+        searches glamping pitches with max_rate=420 states a value none of its inputs holds, whatever the field
+        is called; only numbers under fields of a unit (a reading, ``charge_pct``) leave the bound its choice."""
+
+        def search(state: dict[str, Any], request: str = "Glamping near Loch Tay") -> Run:
+            inp = {"messages": [{"role": "user", "content": request}], "state": state}
+            out = {"role": "assistant", "tool_calls": [{"name": "find_pitches", "arguments": {"area": "Loch Tay", "max_rate": 420}}]}
+            return _run(Step("g", "generation", "llm", input=inp, output=out))
+
+        for field in ("cap", "spend_gbp", "allowance"):
+            [e] = _from(_verdict(search({"area": "Loch Tay", field: 300}), "g"), "llm-output")
+            assert "420" in e.reason and not e.sound
+        [e] = _from(_verdict(search({}, json.dumps({"area": "Loch Tay", "cap": 300})), "g"), "llm-output")
+        assert "420" in e.reason and not e.sound
+        read = search({"area": "Loch Tay", "charge_pct": 80, "cabin_c": 17.5})
+        assert not [e for e in _from(_verdict(read, "g"), "llm-output") if not e.sound]
+
     def test_a_chat_message_states_the_numbers_of_its_text_as_a_bare_string_does(self) -> None:
         """A model's text recorded as a chat message (OTLP, the Agents SDK) is read as the same text recorded
         bare (the SDK): a sentence with no number in it claims no value; a number its input lacks is claimed."""
@@ -631,6 +660,23 @@ class TestLLMOutputs:
 
         assert not [e for e in _from(_verdict(call("HOLD|BK-7|2027-05-02|Ostend"), "g"), "llm-output") if not e.sound]
         for line in ("HOLD|BK-7|2027-05-02|Bruges", "moor|BK-7|2027-05-02|Ostend"):
+            [e] = _from(_verdict(call(line), "g"), "llm-output")
+            assert line in e.reason and not e.sound
+
+    def test_a_one_line_record_opens_with_its_keyword_and_holds_whole_given_values(self) -> None:
+        """Only the first part of a one-line record may be a keyword no input holds, and it is longer than a
+        code: a made-up currency or port in capitals at its end or in the middle (``NOK``, ``OST``), or at its
+        start as three capitals, is a claim, and so is an amount given only inside another (``12.5`` of
+        ``312.5``); the record of the keyword and given values is none."""
+        booking = str({"ref": "FR-4", "fare": 312.5, "currency": "EUR", "from": "HAR", "to": "DUN"})
+        inp = {"messages": [{"role": "user", "content": "rebook FR-4"}, {"role": "tool", "content": booking}]}
+
+        def call(line: str) -> Run:
+            out = {"role": "assistant", "tool_calls": [{"name": "ferry_agent", "arguments": {"input": line}}]}
+            return _run(Step("g", "generation", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(call("REBOOK|FR-4|312.5"), "g"), "llm-output") if not e.sound]
+        for line in ("FR-4|312.5|NOK", "HAR/OST/DUN", "OST|FR-4|312.5", "REBOOK|FR-4|12.5"):
             [e] = _from(_verdict(call(line), "g"), "llm-output")
             assert line in e.reason and not e.sound
 

@@ -67,7 +67,7 @@ def _numbers(record: object) -> set[float]:
 
 def _picked_holding(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
     """The first model that picked, from a list a step showed it, the record holding a number the failure names
-    that no record it passed over holds (a boot whose 290 mm sole a binding refused): the failure is about that
+    that no record it passed over holds (a kayak whose 4.1 m hull a roof rack refused): the failure is about that
     pick even when it names the record's value, not its id.  Later models restating the pick carry it on."""
     wanted = {a.number for a in named if a.kind == "number" and a.number is not None and not _trivial_number(a)}
     if not wanted:

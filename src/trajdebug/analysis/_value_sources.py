@@ -135,7 +135,7 @@ def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom], failin
     before the failure returned as a value: `atoms` reads only numbers, dates, ids and quoted strings out
     of free text, so a name left unquoted was no value the failure involves, and the step that was given
     it and lost it went unasked.  Only capitalised word runs (a name, not a word of the sentence; no code in
-    capitals, a currency or a unit), or lowercase runs of two words or more (an item's name, ``ceremony arch``;
+    capitals, a currency or a unit), or lowercase runs of two words or more (an item's name, ``lamb shank``;
     since 2026-12-04), that an earlier output holds whole, the longest at each place, and only
     names the failing step was not given: what the failure says is missing.  A name it was given is the
     subject it checked (a person, a place it names to say what was wrong with it), which every step that
@@ -154,7 +154,7 @@ def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom], failin
         for n in range(min(_NAME_WORDS, len(tokens) - i), 0, -1):
             raw = " ".join(tokens[i : i + n]).strip(",;:.!?()[]'\"")
             # A lowercase run of two words or more counts too when an earlier output holds it whole: an item
-            # of a list written as it is ("contracted pieces: ceremony arch"), no word of the sentence.
+            # of a list written as it is ("does not cover booked courses: lamb shank"), no word of the sentence.
             if len(raw) < 3 or raw.isupper() or not (raw[:1].isupper() or (n > 1 and raw.islower())):
                 continue
             if not any(i - _ABSENCE_REACH <= j <= i + n - 1 + _ABSENCE_REACH for j in absent):

@@ -152,6 +152,10 @@ class Lexicon:
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
 
+    measure_suffixes: frozenset[str]
+    """Units of measure a field name ends with (``charge_pct``, ``hull_c``, ``mass_kg``): a number under one
+    is a reading of that measure.  Currencies are left out: a budget in pounds may be restated as a price."""
+
     # -- Requests: what a tool or a retrieval was asked, by its arguments' names
 
     count_words: frozenset[str]
@@ -369,6 +373,11 @@ ENGLISH = Lexicon(
     ),
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}
+    ),
+    measure_suffixes=frozenset(
+        {"pct", "percent", "c", "f", "degc", "degf", "deg", "v", "mv", "kv", "a", "ma", "w", "kw", "kwh", "wh",
+         "mah", "kg", "g", "mg", "lb", "lbs", "oz", "km", "m", "cm", "mm", "mi", "ft", "l", "ml", "s", "ms",
+         "sec", "hz", "khz", "db", "psi", "kpa", "hpa", "bar", "rpm", "kph", "kmh", "mph", "lux", "ppm"}
     ),
     count_words=frozenset(
         {"n", "k", "top", "limit", "count", "size", "num", "number", "max", "results", "items", "page", "per", "of", "rows", "hits"}

@@ -120,7 +120,7 @@ def bounds(out: Any, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
 
 
 def bound_words(out: Any, *, lexicon: Lexicon = ENGLISH) -> set[str]:
-    """The words of the quantities a tool call's bounds limit (``min_footfall`` -> footfall, ``priceMax`` ->
+    """The words of the quantities a tool call's bounds limit (``min_berths`` -> berths, ``priceMax`` ->
     price), lower-cased: what a number the caller was given must be about to be the one a bound restates."""
     found: set[str] = set()
     for path, v in content.leaves(out):
@@ -137,7 +137,7 @@ _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
 def field_words(name: str) -> list[str]:
-    """The words of a field name, lower-cased (``fuel_pct`` -> fuel, pct; ``minPrice`` -> min, price)."""
+    """The words of a field name, lower-cased (``charge_pct`` -> charge, pct; ``minPrice`` -> min, price)."""
     return [w.lower() for w in _WORDS.findall(name)]
 
 

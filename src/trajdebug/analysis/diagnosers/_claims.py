@@ -194,11 +194,12 @@ class _Chosen:
         return k[0] == "n" and choices.from_setting(k[1], self._spans, self._forms)
 
 
-def _restatable(step: Step, out: Any) -> bool:
-    """Whether a model call's input holds a number a bound of its call may restate: one written in a text (a
-    budget in the request, a message's words), or one under a field of the bound's quantity (``price_gbp`` for
-    ``max_price``).  A reading under a field of another quantity (``fuel_pct``, ``freezer_c`` for
-    ``min_footfall``) is no such number: the threshold is still the model's way to ask."""
+def _restatable(step: Step, out: Any, lexicon: Lexicon = ENGLISH) -> bool:
+    """Whether a model call's input holds a number a bound of its call may restate: any number but a reading
+    of another measure.  A number under a field named for a unit (``charge_pct``, ``hull_c``) measures that,
+    so beside such readings alone a threshold on another quantity (``min_berths=6``) is still the model's way
+    to ask; a number in a text, under a field of no unit (a ``budget``, a ``limit``, a count), or under one
+    sharing a word with the bound's quantity (``depth_m`` for ``min_depth_m``) may be restated by it."""
     numbers = [a for a in atoms(step.input) if a.kind == "number"]
     if not numbers:
         return False
@@ -206,10 +207,12 @@ def _restatable(step: Step, out: Any) -> bool:
     prose = {
         p.rsplit(".", 1)[-1].lower() for p, v in content.leaves(step.input) if isinstance(v, str) and " " in v.strip()
     }
-    return any(
-        a.field is None or a.field.lower() in prose or bool(words & set(choices.field_words(a.field)))
-        for a in numbers
-    )
+
+    def reading(field: str) -> bool:
+        named = choices.field_words(field)
+        return bool(named) and named[-1] in lexicon.measure_suffixes and not words & set(named)
+
+    return any(a.field is None or a.field.lower() in prose or not reading(a.field) for a in numbers)
 
 
 def _unconfirmed(step: Step, ctx: DiagnoseContext, missing: list[str], raw: list[Any]) -> list[str]:
@@ -294,8 +297,8 @@ def _own_messages(given: Any) -> tuple[Any, list[Any]]:
     """A model's input split into what it was told and the messages it wrote itself in earlier turns.
 
     A conversation holds the model's earlier answers as assistant messages: the tool it called last turn and
-    the arguments it set then (``item=ski`` for the first piece of equipment) were that turn's decisions, so
-    the next call setting a field otherwise (``item=boot``) contradicts nothing it was given -- as an earlier
+    the arguments it set then (``item=kayak`` for the first piece of a hire) were that turn's decisions, so
+    the next call setting a field otherwise (``item=paddle``) contradicts nothing it was given -- as an earlier
     answer reached by an edge does not (`earlier_answers`).  What those messages state is still written
     upstream, and what a tool answered (the result echoing the call) and what the user asked still fix fields.
     """

@@ -74,16 +74,29 @@ def _joined(v: str, haystack: str, raw: str = "") -> bool:
     found = [p in haystack for p in parts]
     if all(found) and all(any(c.isalpha() for c in p) for p in parts):
         return True
-    # A record written as one line (``CHECK|INT-40|2026-03-12|Leeds``, a request to a sub-agent) carries given
-    # values of any shape (a date among them), two or more, and may open with a keyword of its format: one word
-    # in capitals no input holds (``v`` arrives lower-cased: read from ``raw``).
-    if sum(found) < 2 or len(parts) - sum(found) > 1 or not any(c.isalpha() for c in v):
+    # A record written as one line (``HOLD|BK-7|2027-05-02|Ostend``, a request to a sub-agent) carries given
+    # values of any shape (a date, an amount), two or more, and may open with a keyword of its format: its first
+    # part, one word in capitals no input holds (``v`` arrives lower-cased: read from ``raw``).  A part without
+    # a letter counts as given only as a whole value of the input (``20.5`` is no part of ``420.5``), and a
+    # keyword is longer than a code: three capitals (``EUR``, ``CDG``) are the shape of a value, a currency or
+    # an airport the model may have made up.
+    found = [p in haystack if any(c.isalpha() for c in p) else _whole(p, haystack) for p in parts]
+    if sum(found) < 2 or not all(found[1:]) or not any(c.isalpha() for c in v):
         return False
-    written = [p.strip() for p in _JOINT.split(raw)]
-    if all(found):
+    if found[0]:
         return True
-    keyword = written[found.index(False)] if len(written) == len(parts) else ""
-    return keyword.isalpha() and keyword.isupper()
+    written = [p.strip() for p in _JOINT.split(raw)]
+    keyword = written[0] if len(written) == len(parts) else ""
+    return len(keyword) > _CODE_LENGTH and keyword.isalpha() and keyword.isupper()
+
+
+_CODE_LENGTH = 3
+"""The length of the codes written in capitals (a currency, an airport, a country): values, not keywords."""
+
+
+def _whole(part: str, haystack: str) -> bool:
+    """Whether a part without letters (a number, a date) is written whole in the haystack, not inside another."""
+    return re.search(rf"(?<![\w.]){re.escape(part)}(?![\w]|\.\d)", haystack) is not None
 
 
 def contradictions(

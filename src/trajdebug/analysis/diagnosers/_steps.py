@@ -199,20 +199,35 @@ def _repaired_by(step: Step, text: str, ctx: DiagnoseContext) -> str | None:
 
 
 def _printed_before(step: Step, text: str, ctx: DiagnoseContext) -> bool:
-    """Whether a program step (a tool, a retrieval: not a model, not an agent) that ran before this one returned
-    this very text.  Its record printed by Python (the Agents SDK keeps a function tool's result as
+    """Whether a call to the outside world (a tool, a retrieval) that fed this step returned this very text
+    before this step answered.  Its record printed by Python (the Agents SDK keeps a function tool's result as
     ``str(result)``) is data, never malformed JSON (`content.python_repr`), and a model or a sub-agent answering
-    with it word for word (a buyer agent relaying its quote) repeats that data: it wrote no JSON of its own."""
-    printed: dict[str, int] = ctx.memo(
-        "printed-records",
-        lambda: {
-            s.output.strip(): ctx.graph.position(s.step_id)
-            for s in reversed(ctx.run.steps)
-            if s.kind not in ("llm", "agent") and isinstance(s.output, str) and content.python_repr(s.output)
-        },
-    )
-    at = printed.get(text.strip())
-    return at is not None and at < ctx.graph.position(step.step_id)
+    with it word for word (a buyer agent relaying its quote) repeats that data: it wrote no JSON of its own.
+
+    Only such a call counts, and only one this step reached by an edge or enclosed: a wrapper (a chain, a
+    node, an agent-as-tool) that encloses a model returns the model's text after it, and any other step that
+    printed the same text elsewhere in the run handed this step nothing."""
+    printed: dict[str, list[Step]] = ctx.memo("printed-records", lambda: _printed_records(ctx))
+    sources = printed.get(text.strip())
+    if not sources:
+        return False
+    fed = ctx.graph.backward_slice([step.step_id])
+    return any(s.step_id in fed and s.step_id != step.step_id and _ended_by(s, step) for s in sources)
+
+
+def _printed_records(ctx: DiagnoseContext) -> dict[str, list[Step]]:
+    found: dict[str, list[Step]] = {}
+    for s in ctx.run.steps:
+        if s.kind in ("tool", "retrieval") and isinstance(s.output, str) and content.python_repr(s.output):
+            found.setdefault(s.output.strip(), []).append(s)
+    return found
+
+
+def _ended_by(source: Step, step: Step) -> bool:
+    """Whether ``source`` had answered when ``step`` did (its end, else its start, by the recorded clock)."""
+    done = source.end_ns if source.end_ns is not None else source.start_ns
+    then = step.end_ns if step.end_ns is not None else step.start_ns
+    return done <= then
 
 
 def malformed_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
