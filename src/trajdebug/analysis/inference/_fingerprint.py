@@ -224,9 +224,11 @@ def _add_identifiers(atoms: _Atoms, idents: list[str]) -> None:
         if atoms.relevant is not None:
             listed = atoms.relevant.intersection(idents)
             if len(listed) < len(idents):
-                unlisted = set(idents).difference(listed)
+                # Filtered in token order, not read off the sets: the atoms' order (and the order their
+                # float weights are summed in) would follow the hash seed.
+                unlisted = [t for t in idents if t not in listed]
                 atoms.unlisted.update(zip(unlisted, map(_IDENT_WEIGHTS.__getitem__, map(len, unlisted))))
-                idents = list(listed)
+                idents = [t for t in idents if t in listed]
         ids = token_ids(idents)
         keys = [h ^ VALUE_TAG for h in map(hash, zip(ids))]
         weights = map(_IDENT_WEIGHTS.__getitem__, map(len, idents))
