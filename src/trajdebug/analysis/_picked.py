@@ -41,7 +41,7 @@ def picked_named(sl: Slice, named: Sequence[Atom], pos: int, within: set[str], w
     if not keys:
         return out
     text = " ".join(a.raw for a in named)
-    for sid in within:
+    for sid in sorted(within, key=sl.g.position):
         step = sl.g.steps[sid]
         if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:
             continue
@@ -73,7 +73,7 @@ def _picked_holding(sl: Slice, named: Sequence[Atom], pos: int, within: set[str]
     if not wanted:
         return []
     best: tuple[int, str, list[str]] | None = None
-    for sid in within:
+    for sid in sorted(within, key=sl.g.position):
         step = sl.g.steps[sid]
         at = sl.g.position(sid)
         if step.kind != "llm" or at >= pos or (best is not None and at >= best[0]):

@@ -109,7 +109,7 @@ def _spoken_fields(sl: Slice, said: set[str], pos: int, within: set[str], where:
     weakly the more steps wrote that field (a field everyone wrote says little)."""
     out: list[Found] = []
     by_field: dict[str, dict[str, Atom]] = {}
-    for sid in within:
+    for sid in sorted(within, key=sl.g.position):
         if sl.g.position(sid) >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
             continue
         for a in sl.lin.introduced(sid):
@@ -143,7 +143,7 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
     words = {w for w in _TERM.findall(message.lower()) if w not in sl.lexicon.stopwords and w not in sl.lexicon.short_stopwords}
     first: dict[str, tuple[int, str, Atom]] = {}
     about = [a for a in atoms(message) if a.kind == "id" or (a.kind == "number" and not _trivial_number(a))]
-    for sid in within:
+    for sid in sorted(within, key=sl.g.position):
         p = sl.g.position(sid)
         if p >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
             continue

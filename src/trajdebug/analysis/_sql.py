@@ -21,8 +21,9 @@ from trajdebug.core.values import is_mapping
 # Queries and data changes; DDL (CREATE, DROP, ...) describes a schema rather than
 # asking it something, and is not checked.
 _SQL_START = re.compile(r"^\s*(select|with|insert|update|delete|replace)\b", re.I)
-SQL_KEYS = frozenset({"sql", "query", "statement", "sql_query"})
-"""Argument names under which a tool receives SQL."""
+SQL_KEYS = ("sql", "query", "statement", "sql_query")
+"""Argument names under which a tool receives SQL, in the order read when a call holds several (a tuple: a
+set of strings is read in an order that follows the hash seed)."""
 
 
 def looks_like_sql(s: str) -> bool:

@@ -440,7 +440,9 @@ def _dropped(
     given, chose between given values rather than lost one: weak evidence.
     """
     out: list[Found] = []
-    cands = [sid for sid in within if sl.g.position(sid) < pos]
+    # In run order: the losses are weighed in the order found (a set of step ids is read in an order that
+    # follows the hash seed).
+    cands = sorted((sid for sid in within if sl.g.position(sid) < pos), key=sl.g.position)
     lost = sl.lin.droppers(a, _told_the_task(sl, cands) if task_word else cands)
     if task_word and len(lost) > 2:
         # Every turn of a conversation is given the task and rewords it: a loss shared by

@@ -192,7 +192,7 @@ def failed_calls(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             continue
         earlier = _earlier_write(conv, step.step_id, call)
         user_text = " ".join(t.text.lower() for t in conv.before(step.step_id) if t.role == "user")
-        own_values = [v for v in _ids(call.arguments) if v in user_text]
+        own_values = sorted(v for v in _ids(call.arguments) if v in user_text)
         if earlier is not None and earlier[1]:
             # The earlier write was made in the same stretch, with this call already
             # asked for: the misordering is the deviation, this failure its consequence.
@@ -421,7 +421,7 @@ def plan_mismatch(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 continue  # nothing tells this record apart: the plan could not have named it
             for s in sibs:
                 theirs = _distinct(s, [rec, *[x for x in sibs if x is not s]])
-                named = [x for x in theirs if re.search(rf"\b{re.escape(x)}\b", said)]
+                named = sorted(x for x in theirs if re.search(rf"\b{re.escape(x)}\b", said))
                 if named and not any(re.search(rf"\b{re.escape(x)}\b", said) for x in mine):
                     yield Evidence(
                         step.step_id,

@@ -28,8 +28,9 @@ from trajdebug.core.model import Step
 
 
 _SCHEMA_ATTRS = ("gen_ai.tool.definitions", "llm.tools")
-CALL_ARGS = frozenset({"arguments", "args", "input", "parameters"})
-"""The keys under which the known call formats hold a tool call's arguments (``tool_calls[0].arguments``)."""
+CALL_ARGS = ("arguments", "args", "input", "parameters")
+"""The keys under which the known call formats hold a tool call's arguments (``tool_calls[0].arguments``), in
+the order read when a call holds several (a tuple: a set of strings is read in an order that follows the hash seed)."""
 _LAST = re.compile(r"\[\d+\]$")
 _CLOCK = re.compile(r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?![\d.]|:\d)")
 _FIELD_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")

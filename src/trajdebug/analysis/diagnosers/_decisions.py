@@ -91,7 +91,7 @@ def decision(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             )
             return
         if len(differ) * 2 > len(others):
-            usual = max(set(differ), key=differ.count)
+            usual = max(differ, key=differ.count)  # the first of the most chosen (a set's order follows the hash seed)
             yield Evidence(
                 step.step_id,
                 0.5,

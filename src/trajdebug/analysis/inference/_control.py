@@ -179,7 +179,7 @@ def mutation_edges(run: Run) -> dict[str, list[Dependency]]:
     changer: dict[str, str] = {}
     for s in run.steps:
         reads, writes = _state_keys(s, "state_reads"), _state_keys(s, "state_writes")
-        for key in reads - writes:
+        for key in sorted(reads - writes):  # edges in one order whatever the hash seed
             src = changer.get(key)
             if src is not None and src != s.step_id:
                 out.setdefault(s.step_id, []).append(

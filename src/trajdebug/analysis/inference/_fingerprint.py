@@ -214,8 +214,7 @@ _IDENT_WEIGHTS = _IdentWeights()
 def _add_identifiers(atoms: _Atoms, idents: list[str]) -> None:
     """Add one-token value atoms for identifier-like tokens (neither all letters nor all digits).
 
-    The same atoms as ``_add_value(atoms, [tok])`` for each, computed in bulk: these
-    are most of the atoms of id-heavy outputs.
+    The same atoms as ``_add_value(atoms, [tok])`` for each, in bulk: most of the atoms of id-heavy outputs.
     """
     joined = "".join(idents)
     if joined.isascii() and "_" not in joined:
@@ -224,9 +223,10 @@ def _add_identifiers(atoms: _Atoms, idents: list[str]) -> None:
         if atoms.relevant is not None:
             listed = atoms.relevant.intersection(idents)
             if len(listed) < len(idents):
-                unlisted = set(idents).difference(listed)
+                # In token order: read off the sets, atoms (and float sums) would follow the hash seed.
+                unlisted = [t for t in idents if t not in listed]
                 atoms.unlisted.update(zip(unlisted, map(_IDENT_WEIGHTS.__getitem__, map(len, unlisted))))
-                idents = list(listed)
+                idents = [t for t in idents if t in listed]
         ids = token_ids(idents)
         keys = [h ^ VALUE_TAG for h in map(hash, zip(ids))]
         weights = map(_IDENT_WEIGHTS.__getitem__, map(len, idents))
