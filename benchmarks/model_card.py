@@ -51,6 +51,8 @@ SOURCES = [
             ("suite_zc", "; scored once held out, trained on from the first retraining after 2026-12-04 17:10 UTC"),
             ("suite_zd", "; scored once held out, trained on from the first retraining after 2026-12-04 18:16 UTC"),
             ("suite_ze", "; scored once held out, trained on from the first retraining after 2026-12-04 18:18 UTC"),
+            ("suite_zf", "; scored once held out, trained on from the first retraining after 2026-12-04 20:17 UTC"),
+            ("suite_zg", "; scored once held out, trained on from the first retraining after 2026-12-04 20:18 UTC"),
         )
     ],
 ]
@@ -473,7 +475,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to ze from the first retraining after their scoring (never suite_zf or suite_zg, the held-out ones). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zg from the first retraining after their scoring (never suite_zh or suite_zi, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
