@@ -72,7 +72,7 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zi": "held out (being written blind on 2026-12-04; not yet scored: the next measure, with suite_zh)",
+    "suite_zi": "held out (written blind and frozen on 2026-12-04 at 20:33 UTC; not yet scored: the next measure, with suite_zh)",
     "suite_zh": "held out (being written blind on 2026-12-04; not yet scored: the next measure, with suite_zi)",
     "suite_zg": "development (scored once held out on 2026-12-04 at 20:18 UTC on 0282d6f; its misses not yet studied)",
     "suite_zf": "development (scored once held out on 2026-12-04 at 20:17 UTC on 0282d6f; its misses not yet studied)",
