@@ -49,7 +49,8 @@ at 17:09-17:10 UTC on 37b21b3: development suites since).  ``suite_zd`` and ``su
 frozen on 2026-12-04 at 17:15 and 17:16 UTC, scored once held out at 18:16-18:18 UTC on d96e64f: development
 suites since).  ``suite_zf`` and ``suite_zg`` (written blind and frozen on 2026-12-04 at 18:28 and 18:27 UTC, scored once held out
 at 20:17-20:18 UTC on 0282d6f, the round's final analysis: development suites since).  ``suite_zh`` and ``suite_zi``
-(written blind and frozen on 2026-12-04 at 20:35 and 20:33 UTC, not yet scored: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+(written blind and frozen on 2026-12-04 at 20:35 and 20:33 UTC, scored once held out at 20:51 UTC on 0cf1479: development
+suites since).  ``suite_zj`` and ``suite_zk`` (being written blind) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -72,8 +73,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zi": "held out (written blind and frozen on 2026-12-04 at 20:33 UTC; not yet scored: the next measure, with suite_zh)",
-    "suite_zh": "held out (written blind and frozen on 2026-12-04 at 20:35 UTC; not yet scored: the next measure, with suite_zi)",
+    "suite_zk": "held out (being written blind on 2026-12-04 from 20:55 UTC; the next measure, with suite_zj)",
+    "suite_zj": "held out (being written blind on 2026-12-04 from 20:55 UTC; the next measure, with suite_zk)",
+    "suite_zi": "development (scored once held out on 2026-12-04 at 20:51 UTC on 0cf1479; its misses not yet studied)",
+    "suite_zh": "development (scored once held out on 2026-12-04 at 20:51 UTC on 0cf1479; its misses not yet studied)",
     "suite_zg": "development (scored once held out on 2026-12-04 at 20:18 UTC on 0282d6f; its misses not yet studied)",
     "suite_zf": "development (scored once held out on 2026-12-04 at 20:17 UTC on 0282d6f; its misses not yet studied)",
     "suite_ze": "development (scored once held out on 2026-12-04 at 18:18 UTC on d96e64f; its misses not yet studied)",

@@ -53,6 +53,8 @@ SOURCES = [
             ("suite_ze", "; scored once held out, trained on from the first retraining after 2026-12-04 18:18 UTC"),
             ("suite_zf", "; scored once held out, trained on from the first retraining after 2026-12-04 20:17 UTC"),
             ("suite_zg", "; scored once held out, trained on from the first retraining after 2026-12-04 20:18 UTC"),
+            ("suite_zh", "; scored once held out, trained on from the first retraining after 2026-12-04 20:51 UTC"),
+            ("suite_zi", "; scored once held out, trained on from the first retraining after 2026-12-04 20:51 UTC"),
         )
     ],
 ]
@@ -475,7 +477,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zg from the first retraining after their scoring (never suite_zh or suite_zi, the held-out ones). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring (never suite_zj or suite_zk, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
