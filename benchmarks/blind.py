@@ -74,7 +74,7 @@ HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
     "suite_zk": "held out (written blind and frozen on 2026-12-04 at 21:03 UTC; not yet scored: the next measure, with suite_zj)",
-    "suite_zj": "held out (being written blind on 2026-12-04 from 20:55 UTC; the next measure, with suite_zk)",
+    "suite_zj": "held out (written blind and frozen on 2026-12-04 at 21:05 UTC; not yet scored: the next measure, with suite_zk)",
     "suite_zi": "development (scored once held out on 2026-12-04 at 20:51 UTC on 0cf1479; its misses not yet studied)",
     "suite_zh": "development (scored once held out on 2026-12-04 at 20:51 UTC on 0cf1479; its misses not yet studied)",
     "suite_zg": "development (scored once held out on 2026-12-04 at 20:18 UTC on 0282d6f; its misses not yet studied)",
