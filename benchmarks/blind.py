@@ -50,7 +50,7 @@ frozen on 2026-12-04 at 17:15 and 17:16 UTC, scored once held out at 18:16-18:18
 suites since).  ``suite_zf`` and ``suite_zg`` (written blind and frozen on 2026-12-04 at 18:28 and 18:27 UTC, scored once held out
 at 20:17-20:18 UTC on 0282d6f, the round's final analysis: development suites since).  ``suite_zh`` and ``suite_zi``
 (written blind and frozen on 2026-12-04 at 20:35 and 20:33 UTC, scored once held out at 20:51 UTC on 0cf1479: development
-suites since).  ``suite_zj`` and ``suite_zk`` (being written blind) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+suites since).  ``suite_zj`` and ``suite_zk`` (written blind and frozen on 2026-12-04 at 21:05 and 21:03 UTC, not yet scored: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
