@@ -537,3 +537,28 @@ def test_analyze_help_says_where_ask_writes_the_label() -> None:
     there unannounced)."""
     text = " ".join(CliRunner().invoke(cli, ["analyze", "--help"]).output.split())
     assert "SOURCE.labels.jsonl beside SOURCE" in text
+
+
+def test_analyze_guided_lets_a_passing_run_of_the_same_input_answer_alone(tmp_path: Path) -> None:
+    """`analyze --guided`, with no --oracle, runs the guided search on a passing run of the same input (it
+    proves the step that answered otherwise the root); with no such run it says it searched nothing."""
+    import trajdebug
+
+    path = tmp_path / "ferry.jsonl"
+    for seats in (48, 4):
+        with trajdebug.run("ferry-booking", task="book the 9:40 to Vis", path=str(path)) as run:
+            with trajdebug.step("count_seats", kind="tool", input={"sailing": "9:40"}) as s:
+                s.output = {"free_seats": seats, "deck": "upper"}
+            if seats < 10:
+                run.fail("no room for the group of 12")
+    out = CliRunner().invoke(cli, ["analyze", str(path), "--guided", "--json"])
+    assert out.exit_code == 0, out.output
+    guided = json.loads(out.stdout)["runs"][0]["guided"]
+    assert guided["root_name"] == "count_seats" and guided["certain"]
+    alone = tmp_path / "alone.jsonl"
+    with trajdebug.run("ferry-booking", task="book the 9:40 to Vis", path=str(alone)) as run:
+        with trajdebug.step("count_seats", kind="tool", input={"sailing": "9:40"}) as s:
+            s.output = {"free_seats": 4}
+        run.fail("no room for the group of 12")
+    none = CliRunner().invoke(cli, ["analyze", str(alone), "--guided"])
+    assert none.exit_code == 0 and "no guided search" in none.output

@@ -273,3 +273,53 @@ def test_a_first_divergence_in_the_request_alone_shows_the_requests(tmp_path: Pa
     first = out.split("first divergence:", 1)[1].split("\n\n", 1)[0]
     assert "request differs" in first
     assert 'good request: {"beds":"roses,tulips"}' in first and 'bad request:  {"beds":"roses,lilies"}' in first
+
+
+def _priced_runs(path: Path) -> tuple[object, object]:
+    """Two runs of a greenhouse-heating quote: an agent step that encloses a tariff lookup and works out the
+    cost itself; in the failing run its own arithmetic is off (kWh taken as Wh), the lookup answers alike."""
+    import trajdebug
+
+    def quote(factor: float) -> object:
+        with (
+            trajdebug.run("heating-quote", path=str(path)) as run,
+            trajdebug.step("price_heating", kind="agent", input={"kwh": 820}) as agent,
+        ):
+            with trajdebug.step("tariff", kind="tool", input={"zone": "north"}) as t:
+                t.output = {"eur_per_kwh": 0.31}
+            agent.output = {"cost_eur": round(820 * factor * t.output["eur_per_kwh"], 2)}
+        return run.load()
+
+    return quote(1.0), quote(1000.0)
+
+
+def test_an_enclosing_step_whose_inner_steps_all_matched_is_where_the_runs_diverge(tmp_path: Path) -> None:
+    """A step that encloses others, given the same request, whose inner steps all answered alike but whose own
+    output differs computed the difference itself: it is the first divergence and an origin."""
+    good, bad = _priced_runs(tmp_path / "runs.jsonl")
+    al = align(good, bad)  # type: ignore[arg-type]
+    first = al.first_divergence
+    assert first is not None and first.name == "price_heating" and first.status == "output"
+    assert [p.name for p in al.origins] == ["price_heating"]
+
+
+def test_diff_shows_two_long_outputs_where_they_first_differ(tmp_path: Path) -> None:
+    """Two long outputs alike for more than a line are shown from shortly before where they differ, not cut at
+    a head they share (which reads as no difference)."""
+    import trajdebug
+
+    path = tmp_path / "runs.jsonl"
+    head = {f"bed_{i}": "tomatoes, drip line, checked" for i in range(8)}
+    ids = []
+    for last in ("cucumbers", "CUCUMBERS-WILTED"):
+        with (
+            trajdebug.run("greenhouse-beds", path=str(path)) as run,
+            trajdebug.step("survey", kind="tool", input={"house": "east"}) as s,
+        ):
+            s.output = {**head, "bed_9": last}
+        ids.append(run.run_id)
+    trajdebug.mark(str(path), ids[1], failed="a bed wilted")
+    out = CliRunner().invoke(cli, ["diff", f"{path}@{ids[0]}", f"{path}@{ids[1]}"])
+    assert out.exit_code == 0, out.output
+    flat = " ".join(out.output.split())
+    assert "CUCUMBERS-WILTED" in flat and "cucumbers" in flat

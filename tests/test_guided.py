@@ -593,3 +593,30 @@ def test_before_any_answer_the_likeliest_root_is_the_rankers_first_not_the_runs_
     g = guided_search(Analysis(run, loc.failures, loc), lambda step, run: None)
     assert not g.certain and g.root == "t"
     assert g.candidates[0][0] == "t"
+
+
+def test_every_step_on_the_proven_roots_path_is_named_even_one_never_asked_about(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The path from the root to the failure can pass through a step that was never a candidate (a turn that
+    encloses the call and holds no output of its own): the result names it, so no raw id is printed."""
+    import trajdebug
+    from trajdebug.api import analyze_source
+    from trajdebug.report.guided import guided_lines
+
+    path = tmp_path / "kiln.jsonl"
+    for peak in (1222, 1022):
+        with trajdebug.run("kiln-firing", task="fire batch 9", path=str(path)) as run:
+            with trajdebug.step("firing_agent", kind="agent", input={"batch": 9}) as outer:
+                with (
+                    trajdebug.step("round 1", kind="agent"),
+                    trajdebug.step("read_cone_chart", kind="tool", input={"cone": 6}) as t,
+                ):
+                    t.output = {"peak_c": peak, "hold_min": 15}
+                outer.output = {"peak_c": t.output["peak_c"]}
+            if peak < 1200:
+                run.fail("peak below cone 6")
+    [a] = analyze_source(path, oracle=lambda step, run: None).analyses
+    g = a.guided
+    assert g is not None and g.path and len(g.path) >= 3
+    names = dict(g.names)
+    assert all(s in names for s in g.path)
+    assert "round 1" in "\n".join(guided_lines(g))

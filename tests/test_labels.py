@@ -145,3 +145,31 @@ def test_fit_adds_trees_to_the_prior_and_analyze_uses_the_file(tmp_path: Path) -
     res = CliRunner().invoke(cli, ["analyze", str(src), "--run", _failed(src)[0], "--model", str(model), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["runs"][0]["verdict"] in ("confident", "likely", "unsure")
+
+
+def test_eval_with_a_model_also_prints_the_hand_ranking_and_each_runs_rank(tmp_path: Path) -> None:
+    """`trajdebug eval --model` measures the model "too": the hand ranking's line comes first, then the model's,
+    and each labelled run's root is listed with its rank under both."""
+    src = _source(tmp_path)
+    rid = _failed(src)[0]
+    label(src, rid, "fetch_rate")
+    out = CliRunner().invoke(cli, ["eval", str(src), "--model", "default"])
+    assert out.exit_code == 0, out.output
+    assert "hand ranking: top-1" in out.output and "model default: top-1" in out.output
+    assert f"run {rid[:12]}" in out.output and ", model " in out.output
+
+
+def test_eval_says_when_a_model_is_measured_on_the_runs_it_was_fit_on(tmp_path: Path) -> None:
+    """A model `fit` wrote records the runs it learned from; `eval` of it on those runs says its score there
+    measures what it learned, not how it ranks runs it never saw."""
+    pytest.importorskip("sklearn")
+    src = _source(tmp_path)
+    for rid in _failed(src):
+        label(src, rid, "fetch_rate")
+    model = tmp_path / "model.json"
+    assert CliRunner().invoke(cli, ["fit", str(src), "-o", str(model)]).exit_code == 0
+    assert sorted(json.loads(model.read_text())["meta"]["fitted_on"]["runs"]) == sorted(_failed(src))
+    assert evaluate(src, str(model)).fitted == 2
+    out = CliRunner().invoke(cli, ["eval", str(src), "--model", str(model)])
+    assert "2 of these runs are those the model was fit on" in out.output
+    assert evaluate(src, "default").fitted == 0

@@ -988,6 +988,23 @@ class TestUnconverted:
         assert parse("PC-4 | air 95F", {"air_c": 35.0}) == []
         assert parse("seat 12B", {"row": 12}) == []
 
+    def test_a_field_named_for_a_part_of_a_compound_unit_kept_the_unit(self) -> None:
+        """A seed price '3.45 EUR/kg' kept under per_kg kept its unit (the field names a part of it), where
+        '55 lb' kept under sack_kg, in a run that writes kilograms, left pounds unconverted; a field of one
+        word (kg, or an acidity's ta) names no unit."""
+
+        def parse(raw: str, out: dict[str, Any]) -> list[str]:
+            scale = _s("t", "weigh", "tool", 1, {"silo": "S-3"}, "silo S-3 holds 840 kg of barley")
+            p = _s("p", "parse", "other", 2, {"raw": raw}, out)
+            lin = Lineage(_run(scale, p))
+            units = run_units(lin.view(s) for s in ("t", "p"))
+            return [e.diagnoser for e in relabelled(lin.view("p"), units)]
+
+        assert parse("seed 3.45 EUR/kg", {"per_kg": 3.45}) == []
+        assert parse("sack 2: 55 lb", {"sack_kg": 55.0}) == ["lineage:altered"]
+        assert parse("sack 2: 55 lb", {"sack_kg": 24.9}) == []
+        assert parse("sack 2: 55 lb", {"kg": 55.0}) == []
+
     def test_a_span_of_time_kept_under_a_field_named_for_the_same_unit_spelt_longer_is_no_finding(self) -> None:
         """A tool given interval '60m' or '60 m' that returns period_min=60 kept minutes as minutes; one given
         '2 h' that returns period_min=2 left hours unconverted."""

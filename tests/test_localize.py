@@ -981,6 +981,31 @@ class TestRanking:
         assert any("counts toward get_statement's total 368.4" in r for r in reasons)
         assert not any("=64.0, which the failure" in r for r in reasons)
 
+    def test_an_operand_of_a_value_the_failure_names_is_said_to_go_into_it(self) -> None:
+        """A number a step computed the failing value from is said to have gone into that value (which step's,
+        which value), not to be a value the failure names."""
+        steps = (
+            Step("r", "get_rate", "tool", input={"dock": "D-2"}, output={"rate": 2.75}, start_ns=1, end_ns=2),
+            Step("h", "get_hours", "tool", input={"dock": "D-2"}, output={"hours": 16.0}, start_ns=2, end_ns=3),
+            Step("b", "bill_mooring", "other", input={"rate": 2.75, "hours": 16.0}, output={"fee": 44.0},
+                 deps=(D("r"), D("h")), start_ns=3, end_ns=4),
+            Step(
+                "c",
+                "check_cap",
+                "tool",
+                input={"fee": 44.0},
+                status="error",
+                error=ErrorInfo("OverCap", "fee 44.0 is above the 30.0 cap"),
+                deps=(D("b"),),
+                start_ns=5,
+                end_ns=6,
+            ),
+        )
+        loc = localize(Run("r", "marina", outcome="failure", steps=steps))
+        reasons = [r for c in loc.ranked_all for r in c.reasons]
+        assert any("went into bill_mooring's 44.0, which the failure at check_cap names" in r for r in reasons)
+        assert not any("=2.75, which the failure" in r or "(through" in r for r in reasons)
+
     def test_a_tool_refusing_its_arguments_is_a_symptom_and_a_tool_timing_out_is_a_cause(self) -> None:
         """A tool rejecting what it was given shows the failure (an earlier step ranks first); a tool that timed out is ranked first itself."""
 

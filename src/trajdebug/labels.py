@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +143,9 @@ class Evaluation:
     model: str | None = None
     missing: tuple[str, ...] = field(default=())
     """Labelled runs no longer in the source."""
+    fitted: int = 0
+    """How many of the measured runs the model was fit on (`fit` records them): on those its score says how
+    well it learned them, not how it ranks runs it never saw."""
 
     def top(self, k: int) -> float | None:
         """Share of labelled runs whose root is in the first ``k`` (None: no labelled run)."""
@@ -165,6 +168,7 @@ class Evaluation:
             "top3": self.top(3),
             "calibration_error": self.calibration_error(),
             "missing": list(self.missing),
+            "fitted_on": self.fitted,
             "runs": [
                 {"run_id": r.run_id, "step_id": r.step_id, "rank": r.rank, "confidence": r.confidence}
                 for r in self.results
@@ -186,7 +190,10 @@ def evaluate(source: str | Path, model: str | Path | Model | None = None) -> Eva
         conf = a.root_causes[0].confidence if a.root_causes else None
         out.append(LabelResult(run_id, sid, ranking.index(sid) + 1 if sid in ranking else None, conf))
     name = None if model is None else str(model) if not isinstance(model, Model) else "model"
-    return Evaluation(tuple(out), name, tuple(r for r in marked if r not in have))
+    loaded = load_model(model) if model is not None else None
+    seen = set(((loaded.meta or {}).get("fitted_on") or {}).get("runs", ())) if loaded is not None else set()
+    fitted = sum(1 for r in out if r.run_id in seen)
+    return Evaluation(tuple(out), name, tuple(r for r in marked if r not in have), fitted)
 
 
 def cases(source: str | Path) -> list[tuple[list[dict[str, float]], list[int]]]:
@@ -216,7 +223,11 @@ def fit(source: str | Path, prior: str | Path | Model | None = "default", *, see
     data = cases(source)
     if not data:
         raise SourceError(f"{source}: no labelled run whose root the analysis ranks (label some with `trajdebug label`)")
-    return fit_trees(data, seed=seed, prior=load_model(prior))
+    model = fit_trees(data, seed=seed, prior=load_model(prior))
+    # The runs it was fit on, so that `evaluate` can say when it is measured on them.
+    have = {r.run_id for r in load_runs(source)}
+    runs = sorted(r for r in labels(source) if r in have)
+    return replace(model, meta={**(model.meta or {}), "fitted_on": {"source": str(source), "runs": runs}})
 
 
 __all__ = ["Evaluation", "LabelResult", "evaluate", "fit", "label", "labels", "sidecar"]

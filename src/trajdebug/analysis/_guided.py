@@ -525,6 +525,9 @@ class GuidedSearch:
         path = () if root is None or self.failure is None else failure_path(
             self.analysis, self.ids, self.kids, lambda i: self.verdict(i) is False, root, self.failure
         )
+        # The path may pass through steps that were never candidates (a turn enclosing the call): named too,
+        # or the rendering falls back on their ids.
+        names.update((s, self.graph.steps[s].name) for s in path if s not in names and s in self.graph.steps)
         return Guided(
             root,
             certain,

@@ -301,9 +301,11 @@ def _trace(sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: 
     if o.derived_from:
         out += _thin(o.step_id, weight * 0.4, f"computed {label}, which {what}, from its inputs")
         opos = sl.g.position(o.step_id)
+        name = sl.g.steps[o.step_id].name
+        # An operand is not the value the failure names: it went into it (as an item counts toward a total).
+        part = f"went into {name}'s {o.atom.raw.strip()}, which {what}"
         for op in o.derived_from:
-            name = sl.g.steps[o.step_id].name
-            out += _trace(sl, op, opos, within, weight * 0.85, f"{what} (through {name})", depth + 1)
+            out += _trace(sl, op, opos, within, weight * 0.85, part, depth + 1)
         return out
     out += _thin(o.step_id, weight * sl.lin.rarity(a.key) ** 0.5, f"introduced {label}, which {what}")
     return out

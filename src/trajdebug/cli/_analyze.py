@@ -48,6 +48,8 @@ trajdebug.expect), a guided search asks whether single steps' outputs are
 correct and converges on the root: a wrong step whose inputs are all
 correct (docs/analysis.md, "Guided search").  A passing run of the same
 input in SOURCE answers too, and with --judge the model does, trusted last.
+With --guided and no --oracle, the search runs on what answers by itself:
+a passing run of the same input, --judge, expectations.
 
 With --ask, you answer: one step at a time (its input, its output and the
 steps that produced its input), is its output correct?  Keys y / o (wrong,
@@ -132,6 +134,13 @@ Example:
     "(fn(step, run) -> True, False or None); repeatable.",
 )
 @click.option(
+    "--guided",
+    "guided",
+    is_flag=True,
+    help="Run the guided search even with no --oracle: a passing run of the same input in SOURCE answers "
+    "its questions (and --judge, expectations); without one of those it asks nothing.",
+)
+@click.option(
     "--max-questions",
     "max_questions",
     type=click.IntRange(min=0),
@@ -177,6 +186,7 @@ def analyze_cmd(
     max_questions: int | None = None,
     strategy: str = "prior",
     ask_person: object = None,
+    guided: bool = False,
 ) -> None:
     """`trajdebug analyze` (its help: `_ANALYZE_HELP`): the options translated for `trajdebug.analyze_source`."""
     judge = _judge_config(use_judge, judge_config)
@@ -194,6 +204,7 @@ def analyze_cmd(
         "samples": verify_samples,
         "judge": judge,
         "oracle": list(oracles) or None,
+        "guided": True if guided else None,
         "max_questions": max_questions,
         "strategy": strategy,
         "ask": ask_person,
@@ -207,6 +218,12 @@ def analyze_cmd(
     for a in analyses:
         for problem in a.problems:
             click.echo(f"warning: {path}: {problem}", err=True)
+        if guided and a.failures and a.guided is None:
+            click.echo(
+                f"note: run {a.run.run_id[:12]}: no guided search: no passing run of the same input in {path}, "
+                "no --oracle, --judge or expectation to answer its questions",
+                err=True,
+            )
     if ask:
         _ask(path, analyses, as_json, max_questions, strategy, result.twins)
         return

@@ -63,10 +63,27 @@ def eval_cmd(source: str | None, model: str | None, as_json: bool) -> None:
     if not ev.results:
         click.echo(f"{path}: no labelled run (label some with `trajdebug label`)")
         return
-    how = "hand ranking" if model is None else f"model {model}"
-    click.echo(f"{len(ev.results)} labelled runs, {how}: top-1 {_pct(ev.top(1))}, top-3 {_pct(ev.top(3))}")
+    # --model measures the model "too": the hand ranking's line first, to compare with.
+    hand = ev if model is None else evaluate(path, None)
+    for how, e in [("hand ranking", hand)] + ([] if model is None else [(f"model {model}", ev)]):
+        click.echo(f"{len(e.results)} labelled runs, {how}: top-1 {_pct(e.top(1))}, top-3 {_pct(e.top(3))}")
     if ev.calibration_error() is not None:
         click.echo(f"mean |confidence - right| of the best candidate: {ev.calibration_error():.3f}")
+    if ev.fitted:
+        click.echo(
+            f"{ev.fitted} of these runs are those the model was fit on: its score on them says how well it "
+            "learned them, not how it ranks runs it never saw"
+        )
+    ranks = {r.run_id: r.rank for r in hand.results}
+    for r in ev.results[:RANKS_SHOWN]:
+        by_model = "" if model is None else f", model {r.rank or '-'}"
+        click.echo(f"  run {r.run_id[:12]}  root {r.step_id[-6:]}  rank {ranks.get(r.run_id) or '-'}{by_model}")
+    if len(ev.results) > RANKS_SHOWN:
+        click.echo(f"  and {len(ev.results) - RANKS_SHOWN} more (--json lists them)")
+
+
+RANKS_SHOWN = 20
+"""Labelled runs whose root's rank `eval` prints (the JSON lists all)."""
 
 
 @click.command(name="fit")

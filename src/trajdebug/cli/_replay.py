@@ -97,12 +97,26 @@ def _shown(step: Step, other: Step | None) -> Any:
     return step.output
 
 
-def _short(value: Any, limit: int = 160) -> str:
+def _short(value: Any, limit: int = 160, against: Any = None) -> str:
+    """A value as one line of at most ``limit`` characters; beside ``against`` (what the other run had), cut
+    around where the two first differ: two long values alike at their head would show as equal."""
     from trajdebug.replay.cassette import canonical
 
-    text = value if isinstance(value, str) else canonical(value)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    def line(v: Any) -> str:
+        return " ".join((v if isinstance(v, str) else canonical(v)).split())
+
+    text = line(value)
+    if len(text) <= limit:
+        return text
+    start = 0
+    if against is not None:
+        other = line(against)
+        same = next((i for i, (a, b) in enumerate(zip(text, other)) if a != b), min(len(text), len(other)))
+        if same > limit - limit // 4:
+            start = same - limit // 4  # a quarter of the line of what both had, then the difference
+    head = "…" if start else ""
+    body = text[start:]
+    return head + (body if len(body) + len(head) <= limit else body[: limit - 1 - len(head)] + "…")
 
 
 IMPACT_SHOWN = 8
@@ -142,11 +156,13 @@ def _render_diff(al: Any, iso: Any) -> None:
         word = " request" if asked else ""
         if first.good is not None:
             shown = first.good.input if asked else _shown(first.good, first.bad)
-            con.print(f"  good{word}: {escape(_short(shown))}")
+            other = (first.bad.input if asked else _shown(first.bad, first.good)) if first.bad is not None else None
+            con.print(f"  good{word}: {escape(_short(shown, against=other))}")
         if first.bad is not None:
             err = f"  ✗ {first.bad.error.type}: {first.bad.error.message}" if first.bad.error else ""
             shown = first.bad.input if asked else _shown(first.bad, first.good)
-            con.print(f"  bad{word}:  {escape(_short(shown))}{escape(err)}")
+            other = (first.good.input if asked else _shown(first.good, first.bad)) if first.good is not None else None
+            con.print(f"  bad{word}:  {escape(_short(shown, against=other))}{escape(err)}")
         impact = al.impact(first)
         if impact:
             labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact[:IMPACT_SHOWN]]
@@ -164,8 +180,9 @@ def _render_diff(al: Any, iso: Any) -> None:
             f"{_WORDS[p.status]}"
         )
         if p.status in ("output", "input") and p.output_differs and p.good is not None and p.bad is not None:
-            con.print(f"       good: {escape(_short(_shown(p.good, p.bad), 120))}", style="dim")
-            con.print(f"       bad:  {escape(_short(_shown(p.bad, p.good), 120))}", style="dim")
+            g, b = _shown(p.good, p.bad), _shown(p.bad, p.good)
+            con.print(f"       good: {escape(_short(g, 120, b))}", style="dim")
+            con.print(f"       bad:  {escape(_short(b, 120, g))}", style="dim")
     if iso is not None:
         con.print()
         if iso.problem:

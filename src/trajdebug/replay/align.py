@@ -14,7 +14,7 @@ request differs merely passes on a difference from upstream.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from trajdebug.core.model import Run, Step
@@ -41,7 +41,8 @@ class Pair:
     status: PairStatus
     """How the two differ."""
     enclosing: bool = False
-    """True when the step encloses other steps (its output is derived from theirs)."""
+    """True when the step encloses other steps (its output is derived from theirs); False for one whose
+    output differs while every step inside it matched (it computed the difference itself)."""
 
     @property
     def name(self) -> str:
@@ -185,7 +186,35 @@ def align(good: Run, bad: Run) -> Alignment:
                 pairs.append(Pair(key[0], key[1], g, None, "only-good", g.step_id in g_parents))
         for key, b in b_block.items():
             pairs.append(Pair(key[0], key[1], None, b, "only-bad", b.step_id in b_parents))
-    return Alignment(good, bad, tuple(pairs))
+    return Alignment(good, bad, tuple(_own_outputs(good, bad, pairs)))
+
+
+def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
+    """The pairs, with an enclosing step whose output differs while every step inside it matched taken as an
+    origin: its own code (a graph node's body, an agent function that computes) made the difference, since
+    nothing it enclosed did."""
+    suspects = [i for i, p in enumerate(pairs) if p.enclosing and p.status == "output"]
+    if not suspects:
+        return pairs
+    kids: dict[str | None, list[str]] = {}
+    for s in (*good.steps, *bad.steps):
+        kids.setdefault(s.parent_id, []).append(s.step_id)
+    status: dict[str, PairStatus] = {}
+    for p in pairs:
+        for side in (p.good, p.bad):
+            if side is not None:
+                status[side.step_id] = p.status
+    for i in suspects:
+        p = pairs[i]
+        inside: list[str] = []
+        todo = [side.step_id for side in (p.good, p.bad) if side is not None]
+        while todo:
+            for c in kids.get(todo.pop(), ()):
+                inside.append(c)
+                todo.append(c)
+        if inside and all(status.get(c) == "same" for c in inside):
+            pairs[i] = replace(p, enclosing=False)
+    return pairs
 
 
 def _status(g: Step, b: Step) -> PairStatus:

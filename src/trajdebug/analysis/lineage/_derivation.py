@@ -292,7 +292,8 @@ def _same_span_unit(given: str, named: str, lexicon: Lexicon = ENGLISH) -> bool:
 def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
     """An output number that is a given number written with one unit (``air 95.9 F``), kept unchanged under
     a field named for another unit the run writes numbers in (``air_c``): a unit dropped, not converted.
-    The field's last word must be such a unit (``c``, ``kg``, ``usd`` where the run writes ``27.6 C``), the
+    The field's last word must be such a unit (``c``, ``kg``, ``usd`` where the run writes ``27.6 C``), not a
+    part of the given compound unit (``eur/kg`` under ``per_kg``: the unit was kept), the
     number must be the one written (``95.9`` for ``95.9 F``, not ``12`` for ``12.0 mL``: a coincidence), and
     the word after the given number a unit, not a word joining it to the next number (``3 to 9 °C``)."""
     if not units:
@@ -313,8 +314,13 @@ def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
             continue
         words = [w.lower() for w in _NAME_WORDS.split(y.field) if w]
         last = words[-1] if words else ""
+        # A field of one word names no unit: a short one is as often a quantity's abbreviation (``ta`` for an
+        # acidity the run also writes after numbers) as a unit's symbol (``kg``); measured on the development
+        # suites, reading it as a unit cost more cases than it found (round 42).
         if len(words) >= 2 and last in units and x.unit is not None and last != x.unit.lower():
-            if _same_span_unit(x.unit, last):
+            if _same_span_unit(x.unit, last) or last in x.unit.lower().split("/"):
+                # A span spelt two ways, or a compound unit the field names a part of (``1.85 EUR/kg`` under
+                # ``per_kg``): the unit was kept, not dropped.
                 continue
             yield Evidence(
                 view.step_id,
