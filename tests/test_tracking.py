@@ -241,6 +241,7 @@ def _greenhouse_run(target: dict[str, Any]) -> None:
         for i in range(3):
             note = forecast(f"north slope {i}")
             forecast(region=f"valley {i}")
+            forecast(f"Area B-{i}: the ridge_top, where wind=strong and basic shelter fails at 4 5 6 7 8 9 0 1 2 3 4 5 6")
             with trajdebug.step("plan", kind="llm", input=note) as s:  # the forecast's text: a data edge
                 s.output = f"move tray {i} into the cold frame; open vent {i} at noon"
             with trajdebug.step("round", kind="agent"):
@@ -313,14 +314,14 @@ def test_the_common_steps_short_record_is_byte_for_byte_the_full_ones_in_a_file(
     """A varied run recorded into a JSONL file reads the same bytes whether its common steps take the short
     path or every step goes through the full encoder (and many did take the short path)."""
     short, full, took = _both_ways(tmp_path, monkeypatch, "jsonl")
-    assert took >= 18
+    assert took >= 27  # secrets in texts included: redacted on the short path too
     assert short == full
 
 
 def test_the_common_steps_short_record_is_byte_for_byte_the_full_ones_in_a_store(tmp_path: Any, monkeypatch: Any) -> None:
     """The same varied run recorded into a store leaves the same rows whichever path its common steps take."""
     short, full, took = _both_ways(tmp_path, monkeypatch, "store")
-    assert took >= 18
+    assert took >= 27  # secrets in texts included: redacted on the short path too
     assert short == full
 
 

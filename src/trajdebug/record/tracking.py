@@ -192,10 +192,11 @@ class Tracker(Registry, Encoder):
         """`encode`'s one record of the commonest step, or None for any other step (`encode` takes those).
 
         The commonest step ended ``ok`` with a text in (a `with` step's input, or a decorated call's one text
-        argument) and a text out, both within the size cap and clean by one redaction prefilter; no extras
-        (error, attributes, agent, retry, declared or found data edge, a parent to announce) and no relay of
-        its argument.  Its record is built in this one frame: `encode` spends about ten calls on it (binding,
-        identity lookup, the argument encoder, the record's builder), a third of the writer's time per step.
+        argument) and a text out, both within the size cap (redacted as `encode` redacts them); no extras
+        (error, attributes, agent, retry, time bound, declared or found data edge, a parent to announce) and no
+        relay of its argument.  Its record is built in this one frame: `encode` spends about ten calls on it
+        (binding, identity lookup, the argument encoder, the record's builder), a quarter of the writer's
+        instructions per step.
         Nothing is changed before the step is known to be common, so `encode` can take any step over.
         """
         live = h.output
@@ -207,7 +208,7 @@ class Tracker(Registry, Encoder):
             inp, key = self._one_argument(h, inp)
         if (
             type(inp) is not str or h.err is not None or h.deps or h.attrs or h.branch or h.agent is not None
-            or h.attempt is not None or h.retry_of is not None
+            or h.attempt is not None or h.retry_of is not None or h.timeout is not None
         ):
             return None
         parent = h.parent
@@ -215,7 +216,7 @@ class Tracker(Registry, Encoder):
             return None  # its ``open`` record goes first (`encode`)
         red = self.redactor
         cap = self._max
-        if red is None or len(inp) > cap or len(live) > cap or red.may_hold(inp + live):
+        if red is None or len(inp) > cap or len(live) > cap:
             return None
         sid = h._sid
         if sid is None:
@@ -230,6 +231,14 @@ class Tracker(Registry, Encoder):
             return None  # a data edge found by identity, or a relay of its argument (`encode`)
         if len(live) >= MIN_TRACKED_STR:
             self._keep(id(live), (sid, live, t1 or 0, "tracked", _ENTRY_BYTES + len(live)))
+        out: Any = live
+        if red.may_hold(inp + live):
+            # Redacted as `encode` redacts them (after the last way back to it: the counts move): a call's
+            # argument within the cap is not cut, a `with` step's input is.
+            if key is None:
+                inp, out = self._str(inp), self._str(live)
+            else:
+                out, inp = self._str(live), red.text(inp)
         rec = {
             "v": FORMAT_VERSION, "t": "step", "run_id": self.run_id, "step_id": sid,
             "name": self._names.get(h.name or "") or self.name(h.name), "kind": h.kind,
@@ -240,7 +249,7 @@ class Tracker(Registry, Encoder):
             if pid is not None:
                 rec["parent_id"] = pid
         rec["input"] = inp if key is None else {key: inp}
-        rec["output"] = live
+        rec["output"] = out
         return rec
 
     def _one_argument(self, h: StepHandle, args: Any) -> tuple[Any, str | None]:
