@@ -325,10 +325,20 @@ def test_the_common_steps_short_record_is_byte_for_byte_the_full_ones_in_a_store
     assert short == full
 
 
-def test_a_secret_in_a_common_steps_text_is_redacted(tmp_path: Any) -> None:
+def test_a_secret_in_a_common_steps_text_is_redacted(tmp_path: Any, monkeypatch: Any) -> None:
     """A step of the common shape (a text in, a text out) holding a secret in either text, as a `with` step or
-    a decorated call, reaches the file with the secret replaced."""
+    a decorated call, takes the short path and reaches the file with the secret replaced."""
     import trajdebug
+
+    real = Tracker.plain
+    took: list[bool] = []
+
+    def counted(self: Tracker, h: Any) -> Any:
+        rec = real(self, h)
+        took.append(rec is not None)
+        return rec
+
+    monkeypatch.setattr(Tracker, "plain", counted)
 
     @trajdebug.step(kind="tool")
     def relay(note: str) -> str:
@@ -346,6 +356,7 @@ def test_a_secret_in_a_common_steps_text_is_redacted(tmp_path: Any) -> None:
     assert _KEY.encode() not in data
     assert data.count(REDACTED.encode()) >= 5
     assert len(run.load().steps) == 4
+    assert took == [True] * 4
 
 
 def test_a_common_step_given_an_earlier_steps_text_depends_on_it(tmp_path: Any) -> None:

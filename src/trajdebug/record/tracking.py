@@ -239,18 +239,21 @@ class Tracker(Registry, Encoder):
                 inp, out = self._str(inp), self._str(live)
             else:
                 out, inp = self._str(live), red.text(inp)
-        rec = {
-            "v": FORMAT_VERSION, "t": "step", "run_id": self.run_id, "step_id": sid,
-            "name": self._names.get(h.name or "") or self.name(h.name), "kind": h.kind,
-            "start_ns": t0, "end_ns": t1, "status": "ok",
+        name = self._names.get(h.name or "") or self.name(h.name)
+        if key is not None:
+            inp = {key: inp}
+        pid = None if parent is None else parent.id
+        # Each record in one literal, its keys in `plain_step_record`'s order (no dict grown key by key).
+        if pid is None:
+            return {
+                "v": FORMAT_VERSION, "t": "step", "run_id": self.run_id, "step_id": sid, "name": name,
+                "kind": h.kind, "start_ns": t0, "end_ns": t1, "status": "ok", "input": inp, "output": out,
+            }  # fmt: skip
+        return {
+            "v": FORMAT_VERSION, "t": "step", "run_id": self.run_id, "step_id": sid, "name": name,
+            "kind": h.kind, "start_ns": t0, "end_ns": t1, "status": "ok", "parent_id": pid, "input": inp,
+            "output": out,
         }  # fmt: skip
-        if parent is not None:
-            pid = parent.id
-            if pid is not None:
-                rec["parent_id"] = pid
-        rec["input"] = inp if key is None else {key: inp}
-        rec["output"] = out
-        return rec
 
     def _one_argument(self, h: StepHandle, args: Any) -> tuple[Any, str | None]:
         """A decorated call's one argument given by position or keyword, and its name as recorded (`plain`);
