@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +83,20 @@ def _bodies(form: str) -> Callable[[int], None]:
     return {"cm": cm, "deco": deco}[form]
 
 
-def _steps_on_disk(target: Path, run_id: str) -> int:
+def _steps_on_disk(target: Path, run_id: str, n_hint: int = 0) -> int:
     import trajdebug
     from trajdebug.store import Store
 
     if target.suffix == ".jsonl":
         return sum(len(r.steps) for r in trajdebug.read_jsonl(target).runs if r.run_id == run_id)
+    if n_hint > 1_000_000:
+        # Millions of steps (a paced minute): the count the store keeps of each run's step lines, not the run
+        # loaded whole (minutes and gigabytes for a count).
+        import sqlite3
+
+        with closing(sqlite3.connect(f"file:{target}?mode=ro", uri=True)) as conn:
+            row = conn.execute("SELECT steps FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return int(row[0]) if row else 0
     with Store(target, readonly=True) as st:
         return len(st.load_run(run_id).steps)
 
@@ -247,7 +256,7 @@ def child_paced(form: str, sink: str, rate: int, seconds: float) -> dict[str, An
         "rate": n / elapsed,
         "dropped": h.losses["dropped"],
         "lost": h.losses["lost"],
-        "on_disk": _steps_on_disk(p, h.run_id),
+        "on_disk": _steps_on_disk(p, h.run_id, n),
         "total_us": total / n * 1e6,
         "agent_us": agent / n * 1e6,
         "writer_us": (total - agent) / n * 1e6,

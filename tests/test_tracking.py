@@ -188,3 +188,194 @@ def test_a_dict_of_scalars_an_earlier_step_returned_is_found_as_a_with_steps_inp
     planner = steps["plan"].step_id
     assert [d.step_id for d in steps["chosen"].deps] == [d.step_id for d in steps["whole"].deps] == [planner]
     assert steps["rebuilt"].deps == () and steps["fire"].deps == ()
+
+
+_KEY = "sk-" + "q7Rw" * 6
+"""A secret of a shape the redaction rules know (an API key)."""
+
+
+class _Greenhouse:
+    """A class whose method is recorded (the step's input is its one argument, not ``self``)."""
+
+    @staticmethod
+    def _made() -> Any:
+        import trajdebug
+
+        class Greenhouse:
+            @trajdebug.step(kind="tool")
+            def vent(self, bed: str) -> str:
+                return f"vented bed {bed} for the afternoon, the louvres half open"
+
+        return Greenhouse()
+
+
+def _greenhouse_run(target: dict[str, Any]) -> None:
+    """A run with every shape of step the common record covers and every way it falls back: texts in and out,
+    a decorated call by position, by keyword and as a method, nested steps, a data edge found by identity, a
+    relay, secrets (in a text and in an argument's name), a text past the size cap, texts JSON must escape,
+    errors, attributes, an agent, short and empty texts."""
+    import trajdebug
+
+    @trajdebug.step(kind="llm")
+    def forecast(region: str) -> str:
+        return f"frost likely in {region} overnight; cover the seedlings before dusk"
+
+    @trajdebug.step(kind="tool")
+    def water(bed: str) -> str:
+        return bed  # a relay of its argument
+
+    @trajdebug.step(kind="tool")
+    def login(password: str) -> str:
+        return "logged in to the irrigation controller"
+
+    @trajdebug.step(kind="tool")
+    def two(bed: str, litres: int) -> str:
+        return f"bed {bed} got {litres} litres"
+
+    @trajdebug.step(kind="tool")
+    def broken(bed: str) -> str:
+        raise ValueError(f"sensor on bed {bed} is offline")
+
+    house = _Greenhouse._made()
+    with trajdebug.run("greenhouse", **target):
+        for i in range(3):
+            note = forecast(f"north slope {i}")
+            forecast(region=f"valley {i}")
+            forecast(f"Area B-{i}: the ridge_top, where wind=strong and basic shelter fails at 4 5 6 7 8 9 0 1 2 3 4 5 6")
+            with trajdebug.step("plan", kind="llm", input=note) as s:  # the forecast's text: a data edge
+                s.output = f"move tray {i} into the cold frame; open vent {i} at noon"
+            with trajdebug.step("round", kind="agent"):
+                with trajdebug.step("inspect", kind="tool", input=f"bed {i}") as s:
+                    s.output = "fine"  # announces its parent
+                with trajdebug.step("inspect", kind="tool", input=f"bed {i}") as s:
+                    s.output = 'leaves "wilted" at the tip\\tand a \u00e9clat of \u2603\ncontrol \x01 char'
+                with trajdebug.step("inspect", kind="tool", input="") as s:
+                    s.output = "ok"
+                house.vent(f"bed {i} by the east door")
+            water("bed seven, the one by the rain barrel")
+            login("hunter2-but-longer")
+            two("bed five", 3)
+            with trajdebug.step("call", kind="llm", input=f"use {_KEY} to ask") as s:
+                s.output = "answered without the key in the text"
+            with trajdebug.step("echo", kind="llm", input="what key did you get?") as s:
+                s.output = f"the key was {_KEY}"
+            with trajdebug.step("big", kind="tool", input="the whole log") as s:
+                s.output = "x" * 3000
+            with trajdebug.step("agent", kind="llm", input="ask the helper", agent="helper") as s:
+                s.output = "the helper agrees with the plan"
+                s.set("llm.model", "m-1")
+            try:
+                broken(f"bed {i}")
+            except ValueError:
+                pass
+
+
+def _both_ways(tmp_path: Any, monkeypatch: Any, sink: str) -> tuple[bytes, bytes, int]:
+    """The run recorded with the common steps' short path (`Tracker.plain`) and without it (every step through
+    `encode`): the file's bytes or the store's rows, run ids masked; and how many steps took the short path."""
+    import re
+    import sqlite3
+
+    import trajdebug
+    from trajdebug.testing import deterministic
+
+    real = Tracker.plain
+    took = []
+
+    def counted(self: Tracker, h: Any) -> Any:
+        rec = real(self, h)
+        took.append(rec is not None)
+        return rec
+
+    def recorded(name: str) -> bytes:
+        path = tmp_path / (f"{name}.jsonl" if sink == "jsonl" else f"{name}.db")
+        with deterministic():
+            _greenhouse_run({"path": path} if sink == "jsonl" else {"store": path})
+        trajdebug.flush()
+        if sink == "jsonl":
+            data = path.read_bytes()
+        else:
+            with sqlite3.connect(path) as conn:
+                data = b"".join(bytes(r[0]) for r in conn.execute("SELECT body FROM chunks ORDER BY id"))
+        data = re.sub(rb'"run_id":"[0-9a-f]{32}"', b'"run_id":"R"', data)
+        seen: dict[bytes, bytes] = {}  # error ids come from a process-wide counter: by their order in the run
+        data = re.sub(rb'"e[0-9a-f]{15}"', lambda m: seen.setdefault(m.group(0), b'"E%d"' % len(seen)), data)
+        return re.sub(rb'"(host|pid|time_ns|started_at)":[^,}]+', b'"\\1":0', data)
+
+    trajdebug.configure(max_value_bytes=2000)
+    monkeypatch.setattr(Tracker, "plain", counted)
+    short = recorded("short")
+    monkeypatch.setattr(Tracker, "plain", lambda self, h: None)
+    full = recorded("full")
+    return short, full, sum(took)
+
+
+def test_the_common_steps_short_record_is_byte_for_byte_the_full_ones_in_a_file(tmp_path: Any, monkeypatch: Any) -> None:
+    """A varied run recorded into a JSONL file reads the same bytes whether its common steps take the short
+    path or every step goes through the full encoder (and many did take the short path)."""
+    short, full, took = _both_ways(tmp_path, monkeypatch, "jsonl")
+    assert took >= 27  # secrets in texts included: redacted on the short path too
+    assert short == full
+
+
+def test_the_common_steps_short_record_is_byte_for_byte_the_full_ones_in_a_store(tmp_path: Any, monkeypatch: Any) -> None:
+    """The same varied run recorded into a store leaves the same rows whichever path its common steps take."""
+    short, full, took = _both_ways(tmp_path, monkeypatch, "store")
+    assert took >= 27  # secrets in texts included: redacted on the short path too
+    assert short == full
+
+
+def test_a_secret_in_a_common_steps_text_is_redacted(tmp_path: Any, monkeypatch: Any) -> None:
+    """A step of the common shape (a text in, a text out) holding a secret in either text, as a `with` step or
+    a decorated call, takes the short path and reaches the file with the secret replaced."""
+    import trajdebug
+
+    real = Tracker.plain
+    took: list[bool] = []
+
+    def counted(self: Tracker, h: Any) -> Any:
+        rec = real(self, h)
+        took.append(rec is not None)
+        return rec
+
+    monkeypatch.setattr(Tracker, "plain", counted)
+
+    @trajdebug.step(kind="tool")
+    def relay(note: str) -> str:
+        return f"forwarded, signed with {_KEY}"
+
+    path = tmp_path / "secrets.jsonl"
+    with trajdebug.run("secrets", path=path) as run:
+        with trajdebug.step("ask", kind="llm", input=f"the key is {_KEY}") as s:
+            s.output = "noted"
+        with trajdebug.step("tell", kind="llm", input="which key?") as s:
+            s.output = f"it is {_KEY}"
+        relay(f"pass {_KEY} along")
+        relay("nothing secret here at all")
+    data = path.read_bytes()
+    assert _KEY.encode() not in data
+    assert data.count(REDACTED.encode()) >= 5
+    assert len(run.load().steps) == 4
+    assert took == [True] * 4
+
+
+def test_a_common_step_given_an_earlier_steps_text_depends_on_it(tmp_path: Any) -> None:
+    """A step of the common shape whose input is the very text an earlier step returned gets its data edge
+    (identity tracking is unchanged by the short path); one given an equal text built anew does not."""
+    import trajdebug
+
+    @trajdebug.step(kind="llm")
+    def draft(topic: str) -> str:
+        return f"a draft about {topic}, three paragraphs long"
+
+    @trajdebug.step(kind="tool")
+    def polish(text: str) -> str:
+        return text.upper()
+
+    with trajdebug.run("drafts", path=tmp_path / "d.jsonl") as run:
+        text = draft("tomatoes")
+        polish(text)
+        polish("".join(list(text)))
+    steps = run.load().steps
+    assert [d.step_id for d in steps[1].deps] == [steps[0].step_id]
+    assert steps[2].deps == ()

@@ -183,6 +183,10 @@ class RunExport:
         # GIL contention with a busy agent a write still happens at least every interval.
         deadline = time.monotonic() + CONFIG.flush_interval / 4
         after_end = self.ended is not None
+        # The commonest step's record in one call (`Tracker.plain`), unless every record is rewritten
+        # (summary mode) or the step came after the run's end (both marked by `encode`).
+        plain = tracker.plain if tracker.rewrite is None and not after_end else None
+        append = records.append
         n = steps = 0
         tracker.batch(q)
         while q and n < limit:
@@ -193,12 +197,17 @@ class RunExport:
             if item.__class__ is StepHandle:
                 # The common item, handled inline (a call per step would show in the cost per step).
                 steps += 1
-                if item._in is not None:
-                    batch.done_bytes += len(item._in)
-                if item._out is not None:
-                    batch.done_bytes += len(item._out)
-                tracker.at = n - 1  # the item's position (`Tracker.batch`)
                 try:
+                    if plain is not None:
+                        rec = plain(item)
+                        if rec is not None:
+                            append(rec)  # a text in and out: no snapshot bytes to count
+                            continue
+                    if item._in is not None:
+                        batch.done_bytes += len(item._in)
+                    if item._out is not None:
+                        batch.done_bytes += len(item._out)
+                    tracker.at = n - 1  # the item's position (`Tracker.batch`)
                     records += encode(item, after_end)
                 except Exception as exc:  # noqa: BLE001 - a step is never lost for a field
                     records += tracker.unencodable(item, exc)

@@ -16,6 +16,7 @@ from trajdebug.core.codec import Encoded
 from trajdebug.core.model import TRUNCATED_KEY, Dependency
 from trajdebug.core.payloads import error_payload
 from trajdebug.core.schema import (
+    FORMAT_VERSION,
     dep_to_dict,
     error_record,
     open_record,
@@ -186,6 +187,93 @@ class Tracker(Registry, Encoder):
         out.append(rec)
         return out
 
+
+    def plain(self, h: StepHandle) -> dict[str, Any] | None:
+        """`encode`'s one record of the commonest step, or None for any other step (`encode` takes those).
+
+        The commonest step ended ``ok`` with a text in (a `with` step's input, or a decorated call's one text
+        argument) and a text out, both within the size cap (redacted as `encode` redacts them); no extras
+        (error, attributes, agent, retry, time bound, declared or found data edge, a parent to announce) and no
+        relay of its argument.  Its record is built in this one frame: `encode` spends about ten calls on it
+        (binding, identity lookup, the argument encoder, the record's builder), a quarter of the writer's
+        instructions per step.
+        Nothing is changed before the step is known to be common, so `encode` can take any step over.
+        """
+        live = h.output
+        if type(live) is not str or h.status != "ok":
+            return None
+        inp = h.input
+        key = None
+        if h._spec is not None:
+            inp, key = self._one_argument(h, inp)
+        if (
+            type(inp) is not str or h.err is not None or h.deps or h.attrs or h.branch or h.agent is not None
+            or h.attempt is not None or h.retry_of is not None or h.timeout is not None
+        ):
+            return None
+        parent = h.parent
+        if parent is not None and type(parent) is StepHandle and not parent._announced and parent.t1 is None:
+            return None  # its ``open`` record goes first (`encode`)
+        red = self.redactor
+        cap = self._max
+        if red is None or len(inp) > cap or len(live) > cap:
+            return None
+        sid = h._sid
+        if sid is None:
+            sid = f"{_config._prefix}{h.seq:08x}"  # as `encode` formats and keeps it
+            if h.seq:
+                h._sid = sid
+        t0, t1 = h.t0, h.t1
+        hit = self.registry.get(id(inp))
+        if (hit is not None and hit[1] is inp and hit[0] != sid and hit[2] <= t0) or (
+            live is inp and len(live) >= MIN_TRACKED_STR
+        ):
+            return None  # a data edge found by identity, or a relay of its argument (`encode`)
+        if len(live) >= MIN_TRACKED_STR:
+            self._keep(id(live), (sid, live, t1 or 0, "tracked", _ENTRY_BYTES + len(live)))
+        out: Any = live
+        if red.may_hold(inp + live):
+            # Redacted as `encode` redacts them (after the last way back to it: the counts move): a call's
+            # argument within the cap is not cut, a `with` step's input is.
+            if key is None:
+                inp, out = self._str(inp), self._str(live)
+            else:
+                out, inp = self._str(live), red.text(inp)
+        name = self._names.get(h.name or "") or self.name(h.name)
+        if key is not None:
+            inp = {key: inp}
+        pid = None if parent is None else parent.id
+        # Each record in one literal, its keys in `plain_step_record`'s order (no dict grown key by key).
+        if pid is None:
+            return {
+                "v": FORMAT_VERSION, "t": "step", "run_id": self.run_id, "step_id": sid, "name": name,
+                "kind": h.kind, "start_ns": t0, "end_ns": t1, "status": "ok", "input": inp, "output": out,
+            }  # fmt: skip
+        return {
+            "v": FORMAT_VERSION, "t": "step", "run_id": self.run_id, "step_id": sid, "name": name,
+            "kind": h.kind, "start_ns": t0, "end_ns": t1, "status": "ok", "parent_id": pid, "input": inp,
+            "output": out,
+        }  # fmt: skip
+
+    def _one_argument(self, h: StepHandle, args: Any) -> tuple[Any, str | None]:
+        """A decorated call's one argument given by position or keyword, and its name as recorded (`plain`);
+        (None, None) for any other call, or an argument secret by its name."""
+        spec = h._spec
+        kw = h._kw
+        assert spec is not None
+        names = spec[0]
+        if spec[2] and args:
+            args, names = args[1:], names[1:]  # self or cls (`bind`)
+        if kw is None:
+            if len(args) != 1 or not names:
+                return None, None
+            k, v = names[0], args[0]
+        elif args or len(kw) != 1:
+            return None, None
+        else:
+            ((k, v),) = kw.items()
+        param = self._params.get(k) or self._param(k)
+        return (None, None) if param[1] else (v, param[0])
 
     def _flagged(self, h: StepHandle, rec: dict[str, Any], outp: Any, out: list[dict[str, Any]]) -> None:
         """An ok step that is an error after all: a tool's result that flags itself as one, or a bounded
