@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from typing import Any
 
 from trajdebug.analysis import _content as content
@@ -109,7 +110,7 @@ def _with_json_read(value: Any, depth: int = 0) -> Any:
 
 def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A parse step that dropped items, fields or values of its input."""
-    if step.kind != "parse" or step.status == "error":
+    if step.status == "error" or not (step.kind == "parse" or _reads_answer(step, ctx)):
         return
     src: Any = step.input
     if isinstance(src, Mapping) and len(src) == 1:
@@ -141,6 +142,10 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             yield from _text_dropped(step, ctx, texts, out)
             values = [v for v in values if v not in texts]
             lost = [v for v in lost if v not in texts]
+        left = _left_out_field(src, out)
+        if left is not None:
+            yield Evidence(step.step_id, 0.5, left, "parse-dropped")
+            return
         named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
         # A sentence its numbers were read out of ("6cm strips: 36 per quilt") was parsed, unless a value of
         # it the failure names is not among the parsed values (a request whose named quantity was lost).
@@ -163,6 +168,48 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             yield Evidence(step.step_id, 0.0, "kept every value of its input", "parse-dropped", sound=True)
 
 
+def _left_out_field(src: Any, out: Any) -> str | None:
+    """A field a parser left out of the one record it copied: the record it was given (or the record inside the
+    message it was given) and its output share every field but one, of three or more, which held a value.
+    Picking some fields is what a parser may be for; copying all of them but one is losing that one (a flag, a
+    value no check counts among the values it lost)."""
+    if not isinstance(out, Mapping):
+        return None
+    records = [src] + (list(src.values()) if isinstance(src, Mapping) else [])
+    records = [r for r in records if isinstance(r, Mapping)]
+    if not records:
+        return None
+    rec = max(records, key=lambda r: sum(k in out for k in r))
+    kept = [k for k in rec if k in out]
+    missing = [k for k in rec if k not in out and not content.is_empty(rec[k])]
+    if len(missing) != 1 or len(kept) < 3 or len(out) != len(kept):
+        return None
+    return f"left out the field {missing[0]!r} ({rec[missing[0]]!r}) of the record it copied, keeping its other {len(kept)}"
+
+
+def _reads_answer(step: Step, ctx: DiagnoseContext) -> bool:
+    """Whether a plain code step is a parser: with no steps inside, it runs right after a model call and is
+    handed that call's answer text (a graph node's helper that reads the model's JSON into a record).  Not
+    recorded as ``parse``, it is one all the same, and what it leaves out of the answer was lost there."""
+    if step.kind != "other" or not isinstance(step.output, (Mapping, list)):
+        return False
+    before = ctx.memo("step-before-and-parents", lambda: _before_and_parents(ctx))
+    prev_id = before[0].get(step.step_id)
+    if prev_id is None or step.step_id in before[1]:
+        return False
+    prev = ctx.graph.steps[prev_id]
+    if prev.kind != "llm":
+        return False
+    answers = {v for _, v in content.leaves(prev.output) if isinstance(v, str) and len(v) >= 20}
+    return any(isinstance(v, str) and v in answers for _, v in content.leaves(step.input))
+
+
+def _before_and_parents(ctx: DiagnoseContext) -> tuple[dict[str, str], set[str]]:
+    """Each step's predecessor in run order, and the steps that enclose others."""
+    steps = ctx.run.steps
+    return {b.step_id: a.step_id for a, b in pairwise(steps)}, {s.parent_id for s in steps if s.parent_id}
+
+
 def _is_text(v: str) -> bool:
     """Whether a string is a text of several lines (a model's answer a parse step reads), not one value."""
     return len([ln for ln in v.splitlines() if ln.strip()]) >= 3
@@ -170,6 +217,9 @@ def _is_text(v: str) -> bool:
 
 _WORD = re.compile(r"[^\W\d_]\w*")
 """A word of a line's residue (digits alone are left out: a number the parse normalized is no loss)."""
+
+_LABEL_WORD = re.compile(r"[^\W\d_]+")
+"""A word of an output field's path (``previous_vehicle`` is two: a label may be written ``previous vehicle:``)."""
 
 
 def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) -> Iterable[Evidence]:
@@ -186,6 +236,10 @@ def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) 
         reverse=True,
     )
     found = [v for v in found if len(v) >= 2]
+    # A line's label (``zone:`` before its value) that names a field of the output became that field's name:
+    # the parser moved it, it did not cut it from a value.  Each label is written on one line only, so the
+    # spread test below would take it for a cut word.
+    labels = {w for path, _ in content.leaves(out) for w in _LABEL_WORD.findall(path.lower())}
     named = " ".join(f.message.lower() for f in ctx.failures)
     rows: list[tuple[str, list[str], bool]] = []
     for text in texts:
@@ -196,7 +250,8 @@ def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) 
                     hits.append(v)
                     rest = rest.replace(v, "\x00")
             if hits:
-                rows.append((line, _WORD.findall(rest), any(len(h) >= 3 and h in named for h in hits)))
+                words = [w for w in _WORD.findall(rest) if w not in labels]
+                rows.append((line, words, any(len(h) >= 3 and h in named for h in hits)))
     if len(rows) < 3:
         return
     spread: dict[str, int] = {}
