@@ -110,7 +110,14 @@ def _with_json_read(value: Any, depth: int = 0) -> Any:
 
 def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A parse step that dropped items, fields or values of its input."""
-    if step.status == "error" or not (step.kind == "parse" or _reads_answer(step, ctx)):
+    if step.status == "error":
+        return
+    if step.kind != "parse":
+        # A code step that reads a model's answer may select from it as it pleases (a node keeping the three
+        # fields it needs): only a record copied whole but for one field is judged.
+        left = _left_out_field(_with_json_read(step.input), step.output) if _reads_answer(step, ctx) else None
+        if left is not None:
+            yield Evidence(step.step_id, 0.5, left, "parse-dropped")
         return
     src: Any = step.input
     if isinstance(src, Mapping) and len(src) == 1:

@@ -482,7 +482,7 @@ def ignored_argument(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if step.kind not in ("tool", "retrieval") or step.status != "ok" or not isinstance(step.input, Mapping):
         return
     body = _own_answer(step)
-    if body is None:
+    if body is None or not _failure_about(step, ctx):
         return
     calls = ctx.memo("calls-by-name", lambda: _calls_by_name(ctx)).get(step.name, [])
     earlier = calls[: next((i for i, c in enumerate(calls) if c is step), 0)]
@@ -500,6 +500,22 @@ def ignored_argument(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 "ignored-argument",
             )
             return
+
+
+def _failure_about(step: Step, ctx: DiagnoseContext) -> bool:
+    """Whether a failure is about this call's answer: its message names a value the call was asked about and
+    a word of the tool's name or of its answer's fields (``trousers: inseam missing from measurements``).
+    Calls of a check answering alike for every item (four artworks at 300 dpi) are the world's sameness, and
+    a failure that speaks of something else says nothing of them."""
+    said = " ".join(f.message for f in ctx.failures).casefold()
+    if not said or not any(isinstance(v, str) and len(v) >= 3 and v.casefold() in said for v in step.input.values()):
+        return False
+    terms = {ctx.lexicon.singular(w) for w in re.findall(r"[a-z]{3,}", said)}
+    # (The fields it echoes, `job` beside the job asked about, are the question's, not the answer's.)
+    out = content.embedded_json(step.output) if isinstance(step.output, str) else step.output
+    own = [p for p, _ in content.leaves(out) if p not in step.input]
+    words = re.findall(r"[a-z]{3,}", " ".join([step.name, *own]).casefold())
+    return any(ctx.lexicon.singular(w) in terms for w in words)
 
 
 def _calls_by_name(ctx: DiagnoseContext) -> dict[str, list[Step]]:
