@@ -96,3 +96,18 @@ def test_a_code_step_not_handed_a_model_answer_is_no_parser() -> None:
         Step("t", "charter_lookup", "tool", input={"boat": "Heron"}, output={"record": json.dumps(record)}),
         Step("p", "summarize", "other", input={"record": json.dumps(record)}, output={"boat": "Heron", "crew": 4, "date": "x", "harbour": "Kiel"}),
     ) == []
+
+
+def test_a_labelled_line_a_parser_kept_nothing_of_is_a_lost_line() -> None:
+    """A parser of 'label=value' lines that kept nothing of one line's value (the hull answered by a default)
+    lost that line, strongly when the failure names its value; a one-letter value it kept is no loss."""
+    answer = "Haul-out sheet:\nhull=carbon fibre\ndate=2026-09-03\nyard=Y\nberth=B-12\nwork=antifoul, anodes"
+    msg = {"input": {"role": "assistant", "content": answer}}
+    failed = (Failure("x", "step-error", "grit blasting is not approved for carbon fibre hulls", "x"),)
+    out = {"hull": "steel", "date": "2026-09-03", "yard": "Y", "berth": "B-12", "work": ["antifoul", "anodes"]}
+    [e] = [e for e in _parser_verdict(Step("p", "HaulOutParser", "parse", input=msg, output=out), failures=failed)
+           if e.suspicion > 0]
+    assert "hull=carbon fibre" in e.reason and e.suspicion >= 0.6
+    kept = dict(out, hull="carbon fibre")
+    found = _parser_verdict(Step("p", "HaulOutParser", "parse", input=msg, output=kept), failures=failed)
+    assert not [e for e in found if e.suspicion > 0]

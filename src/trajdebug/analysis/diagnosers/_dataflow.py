@@ -149,10 +149,6 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             yield from _text_dropped(step, ctx, texts, out)
             values = [v for v in values if v not in texts]
             lost = [v for v in lost if v not in texts]
-        left = _left_out_field(src, out)
-        if left is not None:
-            yield Evidence(step.step_id, 0.5, left, "parse-dropped")
-            return
         named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
         # A sentence its numbers were read out of ("6cm strips: 36 per quilt") was parsed, unless a value of
         # it the failure names is not among the parsed values (a request whose named quantity was lost).
@@ -261,12 +257,20 @@ def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) 
                 rows.append((line, words, any(len(h) >= 3 and h in named for h in hits)))
     if len(rows) < 3:
         return
+    kept = {str(v).strip().lower() for _, v in content.leaves(out) if v is not None}
+    lost = _lost_lines(texts, rows, named, kept)
+    if lost is not None and lost[1] >= 0.6:
+        yield Evidence(step.step_id, lost[1], lost[0], "parse-dropped")
+        return
     spread: dict[str, int] = {}
     for _, words, _ in rows:
         for w in set(words):
             spread[w] = spread.get(w, 0) + 1
     cut = [(line, w, hit) for line, words, hit in rows for w in words if spread[w] * 2 < len(rows)]
     if not cut:
+        if lost is not None:
+            yield Evidence(step.step_id, lost[1], lost[0], "parse-dropped")
+            return
         yield Evidence(step.step_id, 0.0, "kept every value of the lines it parsed", "parse-dropped", sound=True)
         return
     near = [c for c in cut if c[2]]
@@ -278,6 +282,41 @@ def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) 
         + (", a line whose values the failure names" if near else ""),
         "parse-dropped",
     )
+
+
+_LABELLED = re.compile(r"^\s*[^\W\d_][\w ]{0,30}?\s*([:=])\s*(\S.*)$")
+"""A line of the ``label: value`` (or ``label=value``) form, its separator and its value."""
+
+
+def _lost_lines(
+    texts: list[str], rows: list[tuple[str, list[str], bool]], named: str, kept: set[str]
+) -> tuple[str, float] | None:
+    """A line of the record lines' own ``label: value`` form that gave no value at all (``carpet=wool blend``
+    beside ``date=2026-12-14``, the fibre answered as a default): the parser lost the whole line, which the
+    words left in lines that gave a value cannot show.  Strong when the failure names a word of its value."""
+    seps = [m.group(1) for line, _, _ in rows if (m := _LABELLED.match(line))]
+    if len(seps) < 3:
+        return None
+    sep = max(set(seps), key=seps.count)
+    given = {line for line, _, _ in rows}
+    lost = [
+        (line, m.group(2))
+        for text in texts
+        for line in text.splitlines()
+        if line not in given
+        and (m := _LABELLED.match(line))
+        and m.group(1) == sep
+        and _WORD.search(m.group(2))
+        and m.group(2).strip().lower() not in kept  # (a one-letter value, `zone: D`, is kept but never searched)
+    ]
+    if not lost:
+        return None
+    near = [x for x in lost if any(len(w) >= 3 and w in named for w in _WORD.findall(x[1].lower()))]
+    line, _ = (near or lost)[0]
+    weight = 0.6 if near else 0.1 + 0.2 * min(1.0, len(lost) / len(rows))
+    return f"dropped the line {line.strip()[:60]!r} it parsed, none of its value kept" + (
+        ", a value the failure names" if near else ""
+    ), weight
 
 
 def _failed_pre(step: Step) -> list[Mapping[str, Any]]:
