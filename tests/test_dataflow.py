@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._detect import Failure
+from trajdebug.analysis.diagnosers import DiagnoseContext, Evidence, registered_diagnosers
 from trajdebug.analysis.diagnosers._dataflow import _NUMERAL, _lost
+from trajdebug.core.model import Run, Step
 
 
 def _eager(values: list[Any], text: str) -> list[Any]:
@@ -45,3 +49,65 @@ def test_lost_values_are_those_the_eager_reading_found(values: list[Any], text: 
     _lost(values, other)
     assert _lost(values, text) == _eager(values, text)
     assert _lost(values, "".join(text)) == _eager(values, text)  # an equal text, another object
+
+
+def _parser_verdict(*steps: Step, failures: tuple[Failure, ...] = ()) -> list[Evidence]:
+    run = Run("r", "test", steps=steps)
+    ctx = DiagnoseContext.build(run, diagnosers=registered_diagnosers(), failures=failures)
+    return [e for e in ctx.verdict(steps[-1].step_id).evidence if e.diagnoser == "parse-dropped"]
+
+
+def test_labels_of_lines_a_parser_turned_into_fields_are_no_cut_words() -> None:
+    """A parser of 'label: value' lines that keeps every value under the label's name cut nothing, though each
+    label is written on one line only; a word cut out of a value is still found."""
+    answer = "hive: North 4\nqueen status: seen laying\nframes: 8 brood\nmite count: 3 per 100"
+    msg = {"input": {"role": "assistant", "content": answer}}
+    failed = (Failure("x", "step-error", "inspection for North 4 refused: queen status unknown", "x"),)
+    kept = {"hive": "North 4", "queen_status": "seen laying", "frames": "8 brood", "mite_count": "3 per 100"}
+    found = _parser_verdict(Step("p", "InspectionParser", "parse", input=msg, output=kept), failures=failed)
+    assert found and not [e for e in found if e.suspicion > 0]
+    cut = dict(kept, queen_status="seen")
+    [e] = [e for e in _parser_verdict(Step("p", "InspectionParser", "parse", input=msg, output=cut), failures=failed)
+           if e.suspicion > 0]
+    assert "laying" in e.reason
+
+
+def test_a_code_step_reading_a_model_answer_that_leaves_one_field_out_is_a_lossy_parser() -> None:
+    """A plain code step run right after a model call and handed its answer is judged as a parser: copying every
+    field of the answer's record but one (a flag) is losing that one; copying them all loses nothing."""
+    record = {"boat": "Heron", "crew": 4, "date": "2026-05-02", "harbour": "Kiel", "night_sail": True}
+    answer = {"role": "assistant", "content": json.dumps(record)}
+
+    def found(out: dict[str, Any]) -> list[Evidence]:
+        return _parser_verdict(
+            Step("m", "ChatModel", "llm", input={"messages": [{"role": "user", "content": "Heron, 4 crew"}]}, output=answer),
+            Step("p", "read_charter", "other", input={"role": "assistant", "content": answer["content"]}, output=out),
+        )
+
+    [e] = [e for e in found({k: v for k, v in record.items() if k != "night_sail"}) if e.suspicion > 0]
+    assert "night_sail" in e.reason
+    assert not [e for e in found(dict(record)) if e.suspicion > 0]
+
+
+def test_a_code_step_not_handed_a_model_answer_is_no_parser() -> None:
+    """A code step that reshapes a record no model answered (a tool's) is not judged as a parser."""
+    record = {"boat": "Heron", "crew": 4, "date": "2026-05-02", "harbour": "Kiel", "night_sail": True}
+    assert _parser_verdict(
+        Step("t", "charter_lookup", "tool", input={"boat": "Heron"}, output={"record": json.dumps(record)}),
+        Step("p", "summarize", "other", input={"record": json.dumps(record)}, output={"boat": "Heron", "crew": 4, "date": "x", "harbour": "Kiel"}),
+    ) == []
+
+
+def test_a_labelled_line_a_parser_kept_nothing_of_is_a_lost_line() -> None:
+    """A parser of 'label=value' lines that kept nothing of one line's value (the hull answered by a default)
+    lost that line, strongly when the failure names its value; a one-letter value it kept is no loss."""
+    answer = "Haul-out sheet:\nhull=carbon fibre\ndate=2026-09-03\nyard=Y\nberth=B-12\nwork=antifoul, anodes"
+    msg = {"input": {"role": "assistant", "content": answer}}
+    failed = (Failure("x", "step-error", "grit blasting is not approved for carbon fibre hulls", "x"),)
+    out = {"hull": "steel", "date": "2026-09-03", "yard": "Y", "berth": "B-12", "work": ["antifoul", "anodes"]}
+    [e] = [e for e in _parser_verdict(Step("p", "HaulOutParser", "parse", input=msg, output=out), failures=failed)
+           if e.suspicion > 0]
+    assert "hull=carbon fibre" in e.reason and e.suspicion >= 0.6
+    kept = dict(out, hull="carbon fibre")
+    found = _parser_verdict(Step("p", "HaulOutParser", "parse", input=msg, output=kept), failures=failed)
+    assert not [e for e in found if e.suspicion > 0]

@@ -67,3 +67,49 @@ def test_a_value_under_a_field_neither_was_given_under_is_a_choice_between_given
     reasons = _desk_reasons(_booking("day"))
     assert any("a choice between given values" in r for r in reasons)
     assert not any("given under another field" in r for r in reasons)
+
+
+def _film_order(length: int) -> Run:
+    """A greenhouse model shown a bench record (its length in metres and its tray count) that orders film of
+    ``length`` metres; the film check refuses film shorter than the bench."""
+    bench = {"bench": "GB-2", "length_m": 48, "trays": 7}
+    return Run(
+        "r",
+        "greenhouse",
+        outcome="failure",
+        steps=(
+            step("j", "lookup_bench", "tool", 1, {"bench_id": "GB-2"}, bench),
+            step(
+                "m",
+                "film_model",
+                "llm",
+                3,
+                {"messages": [{"role": "system", "content": "Order film for the bench."},
+                              {"role": "user", "content": json.dumps(bench)}]},
+                {"role": "assistant", "content": None,
+                 "tool_calls": [{"id": "c1", "name": "order_film", "arguments": {"length_m": length}}]},
+                "j",
+            ),
+            step("t", "order_film", "tool", 5, {"length_m": length}, {"order": f"F-{length}", "length_m": length}, "m"),
+            step(
+                "b",
+                "check_film",
+                "tool",
+                7,
+                {"bench": "GB-2", "order": f"F-{length}"},
+                None,
+                "t",
+                "j",
+                status="error",
+                error=ErrorInfo("Refused", f"film F-{length} covers {length} m, bench is 48 m"),
+            ),
+        ),
+    )
+
+
+def test_a_number_put_under_the_field_its_rival_was_given_under_is_read_as_the_wrong_field() -> None:
+    """A model given a bench's length_m=48 and trays=7 that ordered length_m=7 read the tray count as the length:
+    the number it put there came from another field, so its loss of 48 counts in full and its sentence says so;
+    a length it worked out itself (24, given under no field) is no misfiled number."""
+    assert any("given under another field" in r for r in _desk_reasons(_film_order(7)))
+    assert not any("given under another field" in r for r in _desk_reasons(_film_order(24)))

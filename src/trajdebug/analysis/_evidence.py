@@ -148,6 +148,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "step-error": "error",
     "swallowed-error": "error",
     "shared-answer": "inconsistent",
+    "ignored-argument": "inconsistent",
     "repeated-option": "inconsistent",
     "tool-result": "error",
     "error-lifecycle": "error",

@@ -53,7 +53,7 @@ def choice_share(sl: Slice, sid: str, a: Atom, chose: Atom, first: int) -> float
     there (unit ``HT-1`` for ``HT-2``, both named by the failure) made the failure's own contrast, the entity
     swapped: twice that (the steps after it carry the swap)."""
     entity = sl.g.position(sid) == first and chose.kind == a.kind and _shape(chose.raw) == _shape(a.raw)
-    if entity and misfiled(sl, sid, a, chose):
+    if (entity or (sl.g.position(sid) == first and a.kind == chose.kind == "number")) and misfiled(sl, sid, a, chose):
         return 1.0
     return 0.5 if entity else 0.25
 
@@ -64,12 +64,18 @@ def misfiled(sl: Slice, sid: str, a: Atom, chose: Atom) -> bool:
     check-in): no choice between two candidates for one slot, but the wrong slot read.  Not numbers: a
     count, a price or a share is written under many fields (a quantity and a limit, an ask and a last sale)
     by the agent's own arithmetic, not read from one of them."""
-    if a.kind == "number" or chose.kind == "number":
-        return False
     view = sl.lin.view(sid)
     put = {o.field for o in view.outputs if o.key == chose.key and o.field}
     had_a = {i.field for i in view.inputs if i.key == a.key and i.field}
     had_chose = {i.field for i in view.inputs if i.key == chose.key and i.field}
+    if a.kind == "number" or chose.kind == "number":
+        # A number is misfiled only when it was given under one other field and put under the very field the
+        # failure's number was given under, which held no other value (``gutter_m=6`` from ``downpipes: 6``
+        # beside ``gutter_m: 52``): arithmetic makes a number anew, it does not name the field it came from.
+        put &= had_a
+        return len(had_chose) == 1 and bool(put) and not put & had_chose and all(
+            i.key == a.key for i in view.inputs if i.field in put
+        )
     return bool(put & had_a) and bool(had_chose) and not put & had_chose
 
 
@@ -90,7 +96,10 @@ def replaced(sl: Slice, sid: str, a: Atom, named: Sequence[Atom]) -> bool:
         b.key != a.key
         and b.kind == a.kind
         and view.holds(b)
-        and (b.field == a.field if a.kind == "text" else _shape(b.raw) == _shape(a.raw))
+        and (
+            (b.field == a.field if a.kind == "text" else _shape(b.raw) == _shape(a.raw))
+            or (a.kind == "number" and misfiled(sl, sid, a, b))
+        )
         for b in named
     )
 

@@ -61,6 +61,7 @@ from trajdebug.analysis._spoken import (
 )
 from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
+from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step
@@ -350,8 +351,9 @@ def _about_another_key(sl: Slice, a: Atom, lost: list[str]) -> tuple[list[str], 
     return keep, substitute
 
 
-def _own_word(view: StepView) -> Atom | None:
-    """A word a step wrote into a field that none of its inputs has (a planner's word in place of the task's)."""
+def _own_word(view: StepView, lexicon: Lexicon) -> Atom | None:
+    """A word a step wrote into a field that none of its inputs has (a planner's word in place of the task's).
+    A flag (``accessible=true``) is no word: a model reading a request into fields writes flags for its words."""
     return next(
         (
             b
@@ -360,6 +362,7 @@ def _own_word(view: StepView) -> Atom | None:
             and b.field
             and b.field not in NAMING_FIELDS
             and b.raw.strip().isalpha()
+            and b.raw.strip().casefold() not in lexicon.boolean_words
             and 3 <= len(b.raw.strip()) <= 20
             and not view.given(b)
         ),
@@ -483,7 +486,7 @@ def _dropped(
         if task_word:
             # A planner rephrases: losing a task word says little, unless it put a word of
             # its own in its place.
-            instead = _own_word(view)
+            instead = _own_word(view, sl.lexicon)
             weight *= 0.9 if instead is not None else 0.25
             reason = f"was given {a.raw!r}, a word of the task the failure at {where} says is missing, and did not carry it on"
             if instead is not None:

@@ -57,6 +57,7 @@ from trajdebug.analysis.diagnosers._steps import (
 )
 from trajdebug.analysis.diagnosers._tools import (
     environmental,
+    ignored_argument,
     sql_result,
     starved_consumer,
     swallowed_error,
@@ -74,6 +75,7 @@ BUILTIN_DIAGNOSERS: dict[str, Diagnoser] = {
     "swallowed-error": swallowed_error,
     "sql-result": sql_result,
     "tool-arguments": tool_arguments,
+    "ignored-argument": ignored_argument,
     "malformed-output": malformed_output,
     "llm-output": llm_output,
     "parse-dropped": parse_dropped,

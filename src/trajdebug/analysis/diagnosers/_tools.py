@@ -470,7 +470,82 @@ def _before_any_model(step: Step, ctx: DiagnoseContext) -> bool:
     return here is not None and here < first
 
 
+SAME_ANSWER = 0.45
+"""Suspicion of a call that answered other arguments with an earlier call's very answer (`ignored_argument`)."""
+
+
+def ignored_argument(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
+    """A tool or retrieval that answered, apart from the arguments it echoes, exactly what an earlier call of it
+    answered for other arguments (the trousers' measurements the jacket's, field for field): it did not read
+    the argument that changed.  The first call's answer may be right; the later one answers a question it was
+    not asked.  An answer of fewer than three values of its own may repeat by chance, and is left alone."""
+    if step.kind not in ("tool", "retrieval") or step.status != "ok" or not isinstance(step.input, Mapping):
+        return
+    body = _own_answer(step)
+    if body is None or not _failure_about(step, ctx):
+        return
+    calls = ctx.memo("calls-by-name", lambda: _calls_by_name(ctx)).get(step.name, [])
+    earlier = calls[: next((i for i, c in enumerate(calls) if c is step), 0)]
+    same = [c for c in earlier if isinstance(c.input, Mapping) and set(c.input) == set(step.input) and _own_answer(c) == body]
+    for other in same:
+        changed = [k for k in step.input if other.input[k] != step.input[k]]
+        if changed:
+            k = changed[0]
+            # The first call to repeat an answer is where the argument stopped being read; a third call
+            # answering alike repeats the same slip.
+            yield Evidence(
+                step.step_id,
+                SAME_ANSWER if len(same) == 1 else SAME_ANSWER * 0.6,
+                f"answered {k}={step.input[k]!r} with what an earlier call answered {k}={other.input[k]!r}: it did not read {k}",
+                "ignored-argument",
+            )
+            return
+
+
+def _failure_about(step: Step, ctx: DiagnoseContext) -> bool:
+    """Whether a failure is about this call's answer: its message names a value the call was asked about and
+    a word of the tool's name or of its answer's fields (``trousers: inseam missing from measurements``).
+    Calls of a check answering alike for every item (four artworks at 300 dpi) are the world's sameness, and
+    a failure that speaks of something else says nothing of them."""
+    said = " ".join(f.message for f in ctx.failures).casefold()
+    if not said or not any(isinstance(v, str) and len(v) >= 3 and v.casefold() in said for v in step.input.values()):
+        return False
+    terms = {ctx.lexicon.singular(w) for w in re.findall(r"[a-z]{3,}", said)}
+    # (The fields it echoes, `job` beside the job asked about, are the question's, not the answer's.)
+    out = content.embedded_json(step.output) if isinstance(step.output, str) else step.output
+    own = [p for p, _ in content.leaves(out) if p not in step.input]
+    words = re.findall(r"[a-z]{3,}", " ".join([step.name, *own]).casefold())
+    return any(ctx.lexicon.singular(w) in terms for w in words)
+
+
+def _calls_by_name(ctx: DiagnoseContext) -> dict[str, list[Step]]:
+    """The run's successful tool and retrieval calls by name, in run order."""
+    out: dict[str, list[Step]] = {}
+    for s in ctx.run.steps:
+        if s.kind in ("tool", "retrieval") and s.status == "ok":
+            out.setdefault(s.name, []).append(s)
+    return out
+
+
+def _own_answer(step: Step) -> tuple[tuple[str, str], ...] | None:
+    """A call's answer without the arguments it echoes back, as sorted (path, value) pairs; None when fewer than
+    three values of its own are left, or none of them is a number or a text of two characters or more."""
+    out = step.output
+    if isinstance(out, str):
+        out = content.embedded_json(out)
+    if not isinstance(out, (Mapping, list)):
+        return None
+    given = {repr(v) for _, v in content.leaves(step.input)}
+    own = sorted((p, repr(v)) for p, v in content.leaves(out) if repr(v) not in given)
+    telling = [v for _, v in content.leaves(out) if repr(v) not in given and not isinstance(v, bool) and v is not None]
+    if len(own) < 3 or not any(isinstance(v, (int, float)) or (isinstance(v, str) and len(v) >= 2) for v in telling):
+        return None
+    return tuple(own)
+
+
 __all__ = [
+    "SAME_ANSWER",
+    "ignored_argument",
     "computed",
     "contradictions",
     "handled",
