@@ -31,7 +31,7 @@ from trajdebug.analysis.inference import (
     with_context,
     world_readers,
 )
-from trajdebug.analysis.lineage import Lineage, picked_edges, total_edges
+from trajdebug.analysis.lineage import Lineage, answered_edges, picked_edges, total_edges
 from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import VALUE_DEP_KINDS, Run
@@ -244,6 +244,8 @@ def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | N
     for sid, deps in total_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
     for sid, deps in picked_edges(lineage).items():
+        edges.setdefault(sid, []).extend(deps)
+    for sid, deps in answered_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
     for sid, deps in mutation_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
