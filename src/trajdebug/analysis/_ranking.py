@@ -51,6 +51,7 @@ from trajdebug.analysis._weights import (
     _families,
     _matches,
     _verified_good,
+    shared_findings,
 )
 from trajdebug.analysis._wrappers import answered_inside
 from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_check
@@ -198,6 +199,7 @@ class Ranking:
                     self.thin[x.step_id] = (x.value, x.sentence)
             else:
                 self.extra.setdefault(x.step_id, []).append(x)
+        self.extra = shared_findings(self.extra, self.run, self.w.get("shared", DEFAULT_WEIGHTS["shared"]))
         self.written_by = {w: inner for w, inner in self.written_by.items() if not self._erred_before(w, inner)}
         self.wrote_for = {}
         for w, inner in self.written_by.items():
