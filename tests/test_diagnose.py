@@ -1993,6 +1993,21 @@ class TestCodeCalledTools:
         [e] = [e for e in _from(_verdict(_run(named, node, tool), "t"), "tool-arguments") if e.suspicion > 0]
         assert "Ilari" in e.reason
 
+    def test_a_call_beside_a_model_that_asked_for_no_tool_is_the_programs(self) -> None:
+        """A tool called in the same enclosing step as a model whose answer recorded an empty list of tool calls
+        (it answered text and asked for none) gets its constant argument from the program: no "comes from no
+        upstream output" finding; beside a model whose answer records no such list, the finding stays."""
+        agent = Step("a", "kiln_desk", "agent", start_ns=0, end_ns=9, input="Fire 12 mugs")
+        quiet = Step("m", "read_request", "llm", start_ns=1, end_ns=2, parent_id="a", input="Fire 12 mugs",
+                     output={"role": "assistant", "content": "mugs | 12", "tool_calls": []})
+        tool = Step("t", "get_kiln_rates", "tool", start_ns=3, end_ns=4, parent_id="a",
+                    input={"studio": "Eastside clay works"}, output={"per_piece_eur": 1.5})
+        assert not [e for e in _from(_verdict(_run(agent, quiet, tool), "t"), "tool-arguments") if e.suspicion > 0]
+        silent = Step("m", "read_request", "llm", start_ns=1, end_ns=2, parent_id="a", input="Fire 12 mugs",
+                      output={"role": "assistant", "content": "mugs | 12"})
+        [e] = [e for e in _from(_verdict(_run(agent, silent, tool), "t"), "tool-arguments") if e.suspicion > 0]
+        assert "Eastside" in e.reason
+
 
 class TestProseFields:
     """A model writing a sub-agent's request in prose restates its inputs' fields by name."""
