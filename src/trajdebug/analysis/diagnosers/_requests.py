@@ -260,6 +260,20 @@ def _fields(record: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+_INDEX = re.compile(r"\[\d+\]$")
+
+
+def _field_lists(record: Mapping[str, Any]) -> dict[str, list[str]]:
+    """A record's text fields as `_fields` names them, the items of a list as one field's values (``spots[0]``,
+    ``spots[1]``: every spot the record serves)."""
+    out: dict[str, list[str]] = {}
+    for path, v in content.leaves(record):
+        name = _INDEX.sub("", path.rsplit(".", 1)[-1].lower())
+        if isinstance(v, str) and len(v) >= 3 and name not in GENERIC_FIELDS and not name.startswith("page_"):
+            out.setdefault(name, []).append(v)
+    return out
+
+
 def _within(value: str, text: str) -> bool:
     at = text.find(value.casefold())
     return (
@@ -280,15 +294,19 @@ def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     envelope = _answer(step, ctx)
     if envelope is not None and len(envelope) > 3:
         return  # an entity that lists its parts (an order's items) ranks none of them first: no search result
-    first = _fields(rows[0])
+    first = _field_lists(rows[0])
     for later in rows[1:]:
-        theirs = _fields(later)
+        theirs = _field_lists(later)
+        # (A record whose list holds the asked value anywhere, not only first, agrees with the request.)
         off = [
-            f for f, v in first.items() if f in theirs and not _within(v, asked) and _within(theirs[f], asked)
+            f
+            for f, vs in first.items()
+            if f in theirs and not any(_within(v, asked) for v in vs) and any(_within(v, asked) for v in theirs[f])
         ]
         if not off:
             continue
         f = off[0]
+        mine, wanted = first[f][0], next(v for v in theirs[f] if _within(v, asked))
         own = _own_values(rows[0], rows)
         used = next(
             (
@@ -303,7 +321,7 @@ def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         yield Evidence(
             step.step_id,
             RECORD,
-            f"its first record has {f}={first[f]!r} where the request asks for {theirs[f]!r}, which a later record "
+            f"its first record has {f}={mine!r} where the request asks for {wanted!r}, which a later record "
             f"has; the agent went on with the first ({used})",
             "request-record",
         )
