@@ -54,7 +54,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "earliest": 1.15,  # boost of the earliest step on the slice that breaks a reference invariant
     "sibling": 0.6,  # weight of a deviation from the step's other calls in the same run (vs passing runs)
     "inherited": 0.5,  # share of a deviation a step keeps when its input already deviated upstream
-    "shared": 0.3,  # share of a lineage finding a step keeps when every call of it (3 or more) has the same one
+    "shared": 0.3,  # share of a lineage finding a step keeps when every call of it (3+), or all but one, has it
 }
 """Ranking weights; override any of them with ``localize(weights=...)``."""
 
@@ -167,12 +167,14 @@ SHARED_CALLS = 3
 
 
 def shared_findings(extra: Mapping[str, list[Evidence]], run: Run, share: float) -> dict[str, list[Evidence]]:
-    """The findings with each lineage finding that every call of its step has, word for word, kept at ``share``.
+    """The findings with each lineage finding that every call of its step has (or all calls but one), word for
+    word, kept at ``share``.
 
     A lookup that answers ``substrate='paper'`` for the ``'laid paper'`` it was given in each of its four calls
     maps one value to another by a rule of its own (a normalized category): the same finding on every call is
     how the step works, not where this run went wrong, and four such calls must not outrank the one step that
-    erred once.  Only findings whose sentence is the same in every call (the same values given and
+    erred once (and the call that answered ``'vellum'`` stands out).  Only findings whose sentence is the same
+    in those calls (the same values given and
     answered): a converter wrong by a factor states other numbers in each call and keeps its weight; and only
     `lineage:` findings (a tool failing in every call is still a failure).
     """
@@ -183,12 +185,15 @@ def shared_findings(extra: Mapping[str, list[Evidence]], run: Run, share: float)
     for ids in calls.values():
         if len(ids) < SHARED_CALLS:
             continue
-        sentences = [
-            {(e.diagnoser, e.reason) for e in extra.get(sid, ()) if e.diagnoser.startswith("lineage:") and not e.sound}
-            for sid in ids
-        ]
-        common = set.intersection(*sentences)
-        damped |= {(sid, d, r) for sid in ids for d, r in common}
+        counts: dict[tuple[str, str], list[str]] = {}
+        for sid in ids:
+            for key in {(e.diagnoser, e.reason) for e in extra.get(sid, ()) if e.diagnoser.startswith("lineage:") and not e.sound}:
+                counts.setdefault(key, []).append(sid)
+        # Every call, or all but one: the one call that answered otherwise (another value for the same
+        # field) is the exception, and keeps its finding whole.
+        for (d, r), holders in counts.items():
+            if len(holders) >= len(ids) - 1:
+                damped |= {(sid, d, r) for sid in holders}
     if not damped:
         return dict(extra)
     return {

@@ -131,7 +131,7 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         # (A parse step returning one scalar extracts a field: it keeps what it was asked for.)
         # A step that picked some records of a list it was given (one sample's rows) is judged
         # on those: the other records were not its to pass on.
-        src = unpicked(src, selections(src, out))
+        src = _consulted_left_out(unpicked(src, selections(src, out)), ctx.text(step.step_id))
         values = _values_of(src, content_only=True)
         lost = _lost(values, ctx.text(step.step_id))
         # A text of several lines is what the step parses, not a value to pass on whole: it is
@@ -163,12 +163,32 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             yield Evidence(step.step_id, 0.0, "kept every value of its input", "parse-dropped", sound=True)
 
 
+def _consulted_left_out(src: Any, out_text: str) -> Any:
+    """The parts of a parse step's input it parsed: given several top-level parts (the text, and the record
+    it was read beside), a part none of whose values its output holds was consulted, not parsed, while another
+    part's values came through, or is a text of lines it parsed (a damage note parsed beside the catalogue
+    record of its map).  Every part when
+    none came through: a parse that lost everything lost it."""
+    if not isinstance(src, Mapping) or len(src) < 2:
+        return src
+    # (A text of lines is what the step parses: judged line by line later, it counts as parsed here.)
+    kept = {
+        k: v
+        for k, v in src.items()
+        if (isinstance(v, str) and _is_text(v))
+        or ((vs := _values_of(v, content_only=True)) and len(_lost(vs, out_text)) < len(vs))
+    }
+    return kept if kept else src
+
+
 def _is_text(v: str) -> bool:
     """Whether a string is a text of several lines (a model's answer a parse step reads), not one value."""
     return len([ln for ln in v.splitlines() if ln.strip()]) >= 3
 
 
 _WORD = re.compile(r"[^\W\d_]\w*")
+_UNIT_WORD = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?\s*([^\W\d_]\w*)")
+"""The word written right after a number (``14 spots``, ``9 cm``): the number's unit."""
 """A word of a line's residue (digits alone are left out: a number the parse normalized is no loss)."""
 
 
@@ -196,7 +216,10 @@ def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) 
                     hits.append(v)
                     rest = rest.replace(v, "\x00")
             if hits:
-                rows.append((line, _WORD.findall(rest), any(len(h) >= 3 and h in named for h in hits)))
+                # The word right after a number is its unit ("14 spots" parsed as 14 units): no cut of a value.
+                units = set(_UNIT_WORD.findall(line.lower()))
+                words = [w for w in _WORD.findall(rest) if w not in units]
+                rows.append((line, words, any(len(h) >= 3 and h in named for h in hits)))
     if len(rows) < 3:
         return
     spread: dict[str, int] = {}
