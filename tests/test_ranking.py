@@ -250,8 +250,8 @@ def test_a_lineage_finding_every_call_of_a_step_shares_is_the_steps_rule_and_wei
     """A lookup answering 'leather' for the 'full leather' it was given in each of its three calls has the same
     finding on every call: it keeps a share of it, and none of its calls outweighs the pricer that dropped a
     book; with one call, the finding keeps its whole weight."""
-    from trajdebug.analysis._weights import DEFAULT_WEIGHTS, shared_findings
     from trajdebug.analysis._evidence import Evidence
+    from trajdebug.analysis._weights import DEFAULT_WEIGHTS, shared_findings
 
     run = _bindery_run(3)
     found = {f"lk{i}": [Evidence(f"lk{i}", 0.45, "was given material='full leather' but its output says "

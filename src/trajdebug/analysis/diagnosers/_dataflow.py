@@ -164,21 +164,18 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
 
 
 def _consulted_left_out(src: Any, out_text: str) -> Any:
-    """The parts of a parse step's input it parsed: given several top-level parts (the text, and the record
-    it was read beside), a part none of whose values its output holds was consulted, not parsed, while another
-    part's values came through, or is a text of lines it parsed (a damage note parsed beside the catalogue
-    record of its map).  Every part when
-    none came through: a parse that lost everything lost it."""
-    if not isinstance(src, Mapping) or len(src) < 2:
+    """The parts of a parse step's input it parsed: given a text of lines and, beside it, a record or a list
+    none of whose values its output holds (the catalogue record of the map whose damage note it parsed), it
+    consulted that part, not parsed it.  A part some of whose values came through, and a scalar, stay."""
+    if not isinstance(src, Mapping) or not any(isinstance(v, str) and _is_text(v) for v in src.values()):
         return src
-    # (A text of lines is what the step parses: judged line by line later, it counts as parsed here.)
-    kept = {
+    return {
         k: v
         for k, v in src.items()
-        if (isinstance(v, str) and _is_text(v))
-        or ((vs := _values_of(v, content_only=True)) and len(_lost(vs, out_text)) < len(vs))
+        if not isinstance(v, (Mapping, list))
+        or not (vs := _values_of(v, content_only=True))
+        or len(_lost(vs, out_text)) < len(vs)
     }
-    return kept if kept else src
 
 
 def _is_text(v: str) -> bool:

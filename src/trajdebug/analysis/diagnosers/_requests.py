@@ -51,6 +51,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._partial import _field_lists
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS, Step
@@ -250,30 +251,6 @@ def _asked_text(value: Any) -> str:
     return " ".join(v for _, v in content.leaves(args) if isinstance(v, str)).casefold()
 
 
-def _fields(record: Mapping[str, Any]) -> dict[str, str]:
-    """A record's text fields by their last name (``metadata.author`` -> author), generic names left out."""
-    out: dict[str, str] = {}
-    for path, v in content.leaves(record):
-        name = path.rsplit(".", 1)[-1].lower()
-        if isinstance(v, str) and len(v) >= 3 and name not in GENERIC_FIELDS and not name.startswith("page_"):
-            out.setdefault(name, v)
-    return out
-
-
-_INDEX = re.compile(r"\[\d+\]$")
-
-
-def _field_lists(record: Mapping[str, Any]) -> dict[str, list[str]]:
-    """A record's text fields as `_fields` names them, the items of a list as one field's values (``spots[0]``,
-    ``spots[1]``: every spot the record serves)."""
-    out: dict[str, list[str]] = {}
-    for path, v in content.leaves(record):
-        name = _INDEX.sub("", path.rsplit(".", 1)[-1].lower())
-        if isinstance(v, str) and len(v) >= 3 and name not in GENERIC_FIELDS and not name.startswith("page_"):
-            out.setdefault(name, []).append(v)
-    return out
-
-
 def _within(value: str, text: str) -> bool:
     at = text.find(value.casefold())
     return (
@@ -297,8 +274,7 @@ def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     first = _field_lists(rows[0])
     for later in rows[1:]:
         theirs = _field_lists(later)
-        # (A record whose list holds the asked value anywhere, not only first, agrees with the request.)
-        off = [
+        off = [  # (a list holding the asked value anywhere agrees with the request)
             f
             for f, vs in first.items()
             if f in theirs and not any(_within(v, asked) for v in vs) and any(_within(v, asked) for v in theirs[f])

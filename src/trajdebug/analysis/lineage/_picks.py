@@ -90,9 +90,9 @@ def answered_edges(run: Run, confidence: float = 0.6) -> dict[str, list[Dependen
                 found[p.step_id] = Dependency(p.step_id, "data", "inferred", confidence, ANSWER_KEY + v[:40])
             if found:
                 out[s.step_id] = list(found.values())
-        v = _answer(s.output)
-        if v is not None and s.kind not in CONTAINER_KINDS and v not in _field_texts(s.input, whole=True):
-            latest[v] = s
+        answer = _answer(s.output)
+        if answer is not None and s.kind not in CONTAINER_KINDS and answer not in _field_texts(s.input, whole=True):
+            latest[answer] = s
     return out
 
 
