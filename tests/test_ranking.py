@@ -270,3 +270,11 @@ def test_a_step_whose_every_call_answers_a_category_is_no_structural_root() -> N
     a = analyze(_bindery_run(3), top=50)
     roots = {c.step_id for c in a.localization.ranked_all if c.root}
     assert not roots & {"lk0", "lk1", "lk2"}
+
+
+def test_a_step_whose_shared_finding_was_damped_says_so_in_its_features() -> None:
+    """The learned ranker reads the damping as the `shared` feature: 1 on each call of the lookup, 0 elsewhere."""
+    a = analyze(_bindery_run(3), top=50)
+    shared = {c.step_id: c.features.get("shared") for c in a.localization.ranked_all}
+    assert shared["lk0"] == shared["lk2"] == 1.0
+    assert shared["price"] == 0.0
