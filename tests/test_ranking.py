@@ -278,3 +278,15 @@ def test_a_step_whose_shared_finding_was_damped_says_so_in_its_features() -> Non
     shared = {c.step_id: c.features.get("shared") for c in a.localization.ranked_all}
     assert shared["lk0"] == shared["lk2"] == 1.0
     assert shared["price"] == 0.0
+
+
+def test_a_finding_about_the_failure_that_every_call_repeats_keeps_its_weight() -> None:
+    """A finding about the failure ("was given 3, which the failure expects") reads the same on every call because
+    the failure is one: it is no rule of the step, and keeps its weight."""
+    from trajdebug.analysis._evidence import Evidence
+    from trajdebug.analysis._weights import DEFAULT_WEIGHTS, shared_findings
+
+    found = {f"lk{i}": [Evidence(f"lk{i}", 0.45, "was given 'BK-3', which the failure expects, and did not pass it on",
+                                 "lineage:dropped")] for i in range(3)}
+    damped = shared_findings(found, _bindery_run(3), DEFAULT_WEIGHTS["shared"])
+    assert [damped[f"lk{i}"][0].suspicion for i in range(3)] == [0.45] * 3

@@ -162,6 +162,13 @@ def _verified_good(run: Run) -> set[str]:
     return good
 
 
+LOCAL_SIGNALS = frozenset(
+    {"lineage:conflict", "lineage:altered", "lineage:dropped-column", "lineage:admitted", "lineage:crossed", "lineage:wrong-record"}
+)
+"""The findings about a step's own transformation of its input (`lineage.anomalies`), which say the same of every
+call that transforms alike; a finding about the failure ("was given 0.5, which the failure expects") says the same
+of every call because the failure is one, and is no rule of the step."""
+
 SHARED_CALLS = 3
 """The fewest calls of one step whose identical finding is read as the step's rule (`shared_findings`)."""
 
@@ -176,7 +183,8 @@ def shared_findings(extra: Mapping[str, list[Evidence]], run: Run, share: float)
     erred once (and the call that answered ``'vellum'`` stands out).  Only findings whose sentence is the same
     in those calls (the same values given and
     answered): a converter wrong by a factor states other numbers in each call and keeps its weight; and only
-    `lineage:` findings (a tool failing in every call is still a failure).
+    findings about the step's own transformation (`LOCAL_SIGNALS`; a tool failing in every call is still a
+    failure).
     """
     calls: dict[tuple[str, str], list[str]] = {}
     for st in run.steps:
@@ -187,7 +195,7 @@ def shared_findings(extra: Mapping[str, list[Evidence]], run: Run, share: float)
             continue
         counts: dict[tuple[str, str], list[str]] = {}
         for sid in ids:
-            for key in {(e.diagnoser, e.reason) for e in extra.get(sid, ()) if e.diagnoser.startswith("lineage:") and not e.sound}:
+            for key in {(e.diagnoser, e.reason) for e in extra.get(sid, ()) if e.diagnoser in LOCAL_SIGNALS and not e.sound}:
                 counts.setdefault(key, []).append(sid)
         # Every call, or all but one: the one call that answered otherwise (another value for the same
         # field) is the exception, and keeps its finding whole.
@@ -207,6 +215,7 @@ __all__ = [
     "FAILURE_SUSPICION",
     "KIND_PRIOR",
     "PROGRAMMING_ERRORS",
+    "LOCAL_SIGNALS",
     "SHARED_CALLS",
     "FrozenMap",
     "shared_findings",
