@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.builders import step
 
 from trajdebug.analysis.inference import control_edges, env_edges
-from trajdebug.core.model import ErrorInfo, Run, Step
+from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
 
 
 _s = step
@@ -188,3 +188,59 @@ class TestChangedInPlace:
         wrong = self._memory_run("AX-0120")
         assert "m2" in _slice(wrong)
         assert analyze(wrong, top=3).localization.candidates[0].step_id == "m2"
+
+
+def _retried_run() -> Run:
+    """A greenhouse agent: the bed list, each bed's check, a model choosing two beds, a parser that keeps only the first, a
+    reservation that timed out and was made again with the same bed, and the check that counts the holds."""
+    beds = [{"bed": "BED-4", "rows": 6}, {"bed": "BED-9", "rows": 6}, {"bed": "BED-12", "rows": 4}]
+    return _run(
+        _s("req", "read_order", "input", 0, {"text": "two beds for tomato trays"}, {"trays": 2, "crop": "tomato"}),
+        _s("list", "list_beds", "retrieval", 2, {"crop": "tomato"}, beds, "req"),
+        *(
+            _s(f"chk{i}", "check_bed", "tool", 3, {"row": b}, {"bed": b["bed"], "free": 6 - i}, "list")
+            for i, b in enumerate(beds)
+        ),
+        _s("pick", "choose_beds", "llm", 4, {"beds": beds, "trays": 2}, "Chosen beds: BED-4, BED-9", "list", "req"),
+        _s("parse", "parse_beds", "parse", 6, {"answer": "Chosen beds: BED-4, BED-9"}, ["BED-4"], "pick"),
+        _s("try1", "reserve_bed", "tool", 8, {"bed": "BED-4"}, None, status="error",
+           error=ErrorInfo("TimeoutError", "bed service timed out")),
+        _s("try2", "reserve_bed", "tool", 10, {"bed": "BED-4"}, {"bed": "BED-4", "hold": "HLD-31"}),
+        _s("check", "confirm_holds", "tool", 12, {"holds": [{"bed": "BED-4", "hold": "HLD-31"}], "trays": 2}, None,
+           "try2", "req", status="error", error=ErrorInfo("ValueError", "rejected: 1 holds for 2 trays")),
+    )
+
+
+class TestRetries:
+    def test_a_retry_takes_over_the_edges_found_for_the_failed_attempt_before_it(self) -> None:
+        """A call made again with the same input right after it failed depends on what its attempt depended
+        on: the parser whose pick the attempt was handed."""
+        from trajdebug.analysis.inference import retry_edges
+
+        run = _retried_run()
+        every = {s.step_id: list(s.deps) for s in run.steps}
+        every["try1"] = [*every["try1"], Dependency("parse", "data", "inferred", 0.6, "picked:bed")]
+        edges = retry_edges(run, every)
+        assert [(d.step_id, d.key) for d in edges["try2"]] == [("parse", "retried:picked:bed")]
+
+    def test_a_parser_that_dropped_a_pick_before_a_retried_call_is_on_the_failures_path(self) -> None:
+        """The parser that kept one bed of the two chosen reaches the failing check through the retried
+        reservation, though only the retry's answer reached the check."""
+        assert "parse" in _slice(_retried_run())
+
+    def test_a_call_made_again_with_another_input_takes_over_nothing(self) -> None:
+        """The next call of a loop (another bed) after a failed one is no retry of it."""
+        from trajdebug.analysis.inference import retry_edges
+
+        run = _retried_run()
+        steps = [s if s.step_id != "try2" else Step(**{**_fields(s), "input": {"bed": "BED-9"}}) for s in run.steps]
+        run = Run("r", "t", outcome="failure", steps=tuple(steps))
+        every = {s.step_id: [*s.deps, Dependency("parse", "data", "inferred", 0.6)] if s.step_id == "try1" else list(s.deps)
+                 for s in run.steps}
+        assert "try2" not in retry_edges(run, every)
+
+
+def _fields(s: Step) -> dict[str, object]:
+    from dataclasses import fields
+
+    return {f.name: getattr(s, f.name) for f in fields(s)}

@@ -884,6 +884,33 @@ class TestDataSteps:
             [e] = [e for e in _from(_verdict(run_of(lost), "p"), "parse-dropped") if e.suspicion > 0]
             assert "11.5 C" in e.reason
 
+    def test_a_record_a_parse_was_given_beside_the_text_it_parsed_is_consulted_not_dropped(self) -> None:
+        """A parser given a text of lines and, beside it, the record of the item (its id and its fabric) that
+        none of its records holds consulted the record: no "dropped the values of its input" finding; a parser
+        of two parts that kept nothing of either still lost them."""
+        text = "Wear found:\n- seam: 4 cm split\n- fade: 2 cm patch\n- pilling: overall"
+        record = {"coat": "CT-7731", "fabric": "wool twill", "years": ["1998 lined", "2011 relined"]}
+        out = [{"type": "seam", "units": 4.0}, {"type": "fade", "units": 2.0}, {"type": "pilling", "units": 1.0}]
+        run = _run(Step("p", "parse_wear", "parse", input={"text": text, "record": record}, output=out))
+        assert not [e for e in _from(_verdict(run, "p"), "parse-dropped") if "values of its input" in e.reason]
+        empty = _run(Step("p", "parse_wear", "parse", input={"a": {"coat": "CT-7731"}, "b": {"fabric": "wool twill"}},
+                          output={"ok": 1}))
+        assert [e for e in _from(_verdict(empty, "p"), "parse-dropped") if "values of its input" in e.reason]
+
+    def test_the_word_after_a_number_a_parse_read_is_its_unit_and_no_cut(self) -> None:
+        """Lines such as "- moth: 14 holes" parsed into counts leave 'holes', the number's unit: no cut value;
+        a word left in one line that follows no number ("- seam: 4 cm left sleeve") still is one."""
+
+        def found(lines: list[str]) -> list[str]:
+            text = "Wear found:\n" + "\n".join(lines)
+            out = [{"coat": "CT-7731", "type": ln.split(":")[0].strip("- "), "units": float(ln.split()[2])} for ln in lines]
+            run = _run(Step("p", "parse_wear", "parse", input={"text": text, "coat": "CT-7731"}, output=out))
+            return [e.reason for e in _from(_verdict(run, "p"), "parse-dropped") if e.suspicion > 0]
+
+        assert found(["- seam: 4 cm", "- fade: 2 cm", "- moth: 14 holes"]) == []
+        [reason] = found(["- seam: 4 cm left", "- fade: 2 cm", "- moth: 14 cm"])
+        assert "'left'" in reason
+
     def test_parsing_json_a_chat_message_holds_loses_nothing(self) -> None:
         """A parser of a model's message whose content is JSON keeps every value: its input is read as the JSON, not as one string."""
         content = '{"attendees": ["Ana", "Raj"], "day": "Tuesday", "earliest": "10:00"}'
@@ -1992,6 +2019,21 @@ class TestCodeCalledTools:
                      output={"role": "assistant", "content": "call guide_availability for TR-7 on 2027-02-20"})
         [e] = [e for e in _from(_verdict(_run(named, node, tool), "t"), "tool-arguments") if e.suspicion > 0]
         assert "Ilari" in e.reason
+
+    def test_a_call_beside_a_model_that_asked_for_no_tool_is_the_programs(self) -> None:
+        """A tool called in the same enclosing step as a model whose answer recorded an empty list of tool calls
+        (it answered text and asked for none) gets its constant argument from the program: no "comes from no
+        upstream output" finding; beside a model whose answer records no such list, the finding stays."""
+        agent = Step("a", "kiln_desk", "agent", start_ns=0, end_ns=9, input="Fire 12 mugs")
+        quiet = Step("m", "read_request", "llm", start_ns=1, end_ns=2, parent_id="a", input="Fire 12 mugs",
+                     output={"role": "assistant", "content": "mugs | 12", "tool_calls": []})
+        tool = Step("t", "get_kiln_rates", "tool", start_ns=3, end_ns=4, parent_id="a",
+                    input={"studio": "Eastside clay works"}, output={"per_piece_eur": 1.5})
+        assert not [e for e in _from(_verdict(_run(agent, quiet, tool), "t"), "tool-arguments") if e.suspicion > 0]
+        silent = Step("m", "read_request", "llm", start_ns=1, end_ns=2, parent_id="a", input="Fire 12 mugs",
+                      output={"role": "assistant", "content": "mugs | 12"})
+        [e] = [e for e in _from(_verdict(_run(agent, silent, tool), "t"), "tool-arguments") if e.suspicion > 0]
+        assert "Eastside" in e.reason
 
 
 class TestProseFields:

@@ -187,3 +187,18 @@ def test_a_record_whose_object_mixes_number_and_text_keys_is_analysed_without_er
              error=ErrorInfo("ValueError", "no balance")),
     ))
     assert [c.step_id for c in analyze(run, top=3).root_causes]
+
+
+def test_a_one_field_answer_handed_on_whole_links_the_step_that_answered_it() -> None:
+    """A guarantee lookup that answered one field (``{"insured_until": null}``, found nothing) handed whole as
+    the ``guarantee`` argument of the quote links the quote to that lookup; a one-field answer too short to
+    tell (``{"ok": true}``) still links nothing."""
+    from trajdebug.analysis.inference import structural_edges
+
+    run = Run("r", "boat-repair", outcome="failure", steps=(
+        step("g", "resolve_guarantee", "other", 1, {"hull": "HN-5521"}, {"insured_until": None}),
+        step("k", "ping_yard", "other", 3, {}, {"ok": True}),
+        step("q", "compute_quote", "other", 5, {"hours": 3.0, "guarantee": {"insured_until": None}, "yard": {"ok": True}},
+             {"charge": 210.0}),
+    ))
+    assert _producers(structural_edges(run), "q") == ["g"]

@@ -71,3 +71,52 @@ def test_a_model_that_answers_the_item_it_was_asked_about_picked_nothing_wrong()
         assert not any("was asked about" in r for r in c.reasons)
     keys = {d.key for s in a.run.steps if s.name == "log_zone" for d in s.deps}
     assert not any(k and k.startswith(PICKED_KEY) for k in keys)
+
+
+def _piano_tuning(parsed: str = "Sat 10:30") -> Run:
+    """A piano-tuning desk: the tuner's free slots (each also checked, so many steps hold each slot), a context
+    built from them, a model proposing one in prose, a parser reading it out, and a booking drafted from the
+    parsed slot (its draft recorded with no edge); the confirmation refuses a slot that is not the day asked."""
+    slots = ["Mon 09:00", "Mon 14:00", "Sat 10:30", "Sat 15:00"]
+    steps = [
+        step("req", "read_request", "input", 0, None, {"day": "Monday", "piano": "PN-88"}),
+        step("list", "fetch_free_slots", "tool", 1, {"tuner": "TU-4"}, slots),
+        *(step(f"chk{i}", "check_travel", "tool", 2 + i, {"slot": s}, {"slot": s, "ok": True}) for i, s in enumerate(slots)),
+        step("ctx", "assemble_context", "other", 8, {"day": "Monday"}, f"Day asked: Monday. Slots: {', '.join(slots)}"),
+        step("llm", "propose_slot", "llm", 9, {"context": "Day asked: Monday. Slots: ..."}, f"Proposed slot: {parsed}", "ctx"),
+        step("parse", "parse_slot", "parse", 10, {"answer": f"Proposed slot: {parsed}"}, parsed, "llm"),
+        step("draft", "draft_booking", "llm", 11, {"payload": {"slot": parsed, "piano": "PN-88"}},
+             {"slot": parsed, "piano": "PN-88"}),
+        step("book", "book_visit", "tool", 12, {"args": {"slot": parsed, "piano": "PN-88"}}, {"visit": "V-7", "slot": parsed},
+             "draft"),
+        step("ok", "confirm_visit", "output", 13, {"visit": {"visit": "V-7", "slot": parsed}, "day": "Monday"}, None,
+             "book", "req", status="error", error=ErrorInfo("ValueError", f"visit {parsed} does not match the requested Monday")),
+    ]
+    return Run("r", "piano", outcome="failure", steps=tuple(steps))
+
+
+def test_a_step_handed_the_one_value_a_parser_answered_depends_on_the_parser() -> None:
+    """The booking draft given the slot a parser read out of the model's prose depends on that parser, though
+    the slot was born in the tuner's list long before."""
+    from trajdebug.analysis.lineage import ANSWER_KEY, answered_edges
+
+    edges = answered_edges(_piano_tuning())
+    assert [(d.step_id, d.key) for d in edges["draft"]] == [("parse", ANSWER_KEY + "sat 10:30")]
+
+
+def test_the_model_whose_parsed_answer_was_handed_on_is_on_the_failures_path() -> None:
+    """The model that proposed the wrong slot reaches the failed confirmation through the parser and the draft."""
+    from trajdebug.core.graph import DependencyGraph
+
+    a = analyze(_piano_tuning(), top=50)
+    assert {"llm", "ctx"} <= DependencyGraph(a.run).backward_slice([f.step_id for f in a.failures])
+
+
+def test_a_step_that_relays_a_value_it_was_handed_whole_answers_nothing_new() -> None:
+    """A step whose whole answer is a value it was handed under a field (a relay) is no answer to link to."""
+    from trajdebug.analysis.lineage import answered_edges
+
+    run = _piano_tuning()
+    relay = step("relay", "echo_slot", "other", 10, {"slot": "Sat 10:30"}, "Sat 10:30", "llm")
+    steps = tuple(relay if s.step_id == "parse" else s for s in run.steps)
+    assert "draft" not in answered_edges(Run("r", "piano", outcome="failure", steps=steps))

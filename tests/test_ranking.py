@@ -227,3 +227,66 @@ def test_two_wrappers_of_one_answer_hand_a_signal_down_once() -> None:
     moved = {k: v for k, v in two.items() if k.startswith("evidence:")}
     assert moved, "the answer's findings reach the model that wrote it"
     assert moved == {k: v for k, v in one.items() if k.startswith("evidence:")}
+
+
+def _bindery_run(calls: int) -> Run:
+    """A bookbindery: each book's binding is looked up by the material asked ('full leather'), which the
+    catalogue answers as its category ('leather'), then a pricer that drops a book and the order check."""
+    from tests.builders import step
+
+    books = [f"BK-{i}" for i in range(1, calls + 1)]
+    steps = [step("req", "read_order", "input", 0, None, {"books": books, "material": "full leather"})]
+    for i, b in enumerate(books):
+        steps.append(step(f"lk{i}", "lookup_binding", "tool", 2 + 2 * i, {"book": b, "material": "full leather"},
+                          {"book": b, "material": "leather", "sewing": f"SW-{40 + i}"}, "req"))
+    priced = {"lines": [{"book": b, "eur": 80.0} for b in books[:-1]], "total": 80.0 * (calls - 1)}
+    steps.append(step("price", "price_order", "other", 20, {"books": books}, priced, *[f"lk{i}" for i in range(calls)]))
+    steps.append(step("sub", "submit_order", "tool", 22, priced, None, "price", status="error",
+                      error=ErrorInfo("ValueError", f"order rejected: {calls} books ordered, {calls - 1} priced")))
+    return Run("r", "bindery", outcome="failure", steps=tuple(steps))
+
+
+def test_a_lineage_finding_every_call_of_a_step_shares_is_the_steps_rule_and_weighs_less() -> None:
+    """A lookup answering 'leather' for the 'full leather' it was given in each of its three calls has the same
+    finding on every call: it keeps a share of it, and none of its calls outweighs the pricer that dropped a
+    book; with one call, the finding keeps its whole weight."""
+    from trajdebug.analysis._evidence import Evidence
+    from trajdebug.analysis._weights import DEFAULT_WEIGHTS, shared_findings
+
+    run = _bindery_run(3)
+    found = {f"lk{i}": [Evidence(f"lk{i}", 0.45, "was given material='full leather' but its output says "
+                                 "material='leather'", "lineage:conflict")] for i in range(3)}
+    found["price"] = [Evidence("price", 0.4, "dropped BK-3", "lineage:dropped")]
+    damped = shared_findings(found, run, DEFAULT_WEIGHTS["shared"])
+    assert [round(damped[f"lk{i}"][0].suspicion, 3) for i in range(3)] == [0.135] * 3
+    assert damped["price"][0].suspicion == 0.4
+    one = _bindery_run(1)
+    alone = {"lk0": found["lk0"]}
+    assert shared_findings(alone, one, DEFAULT_WEIGHTS["shared"])["lk0"][0].suspicion == 0.45
+
+
+def test_a_step_whose_every_call_answers_a_category_is_no_structural_root() -> None:
+    """Ranked, none of the three lookups that each map 'full leather' to 'leather' is a structural root."""
+    a = analyze(_bindery_run(3), top=50)
+    roots = {c.step_id for c in a.localization.ranked_all if c.root}
+    assert not roots & {"lk0", "lk1", "lk2"}
+
+
+def test_a_step_whose_shared_finding_was_damped_says_so_in_its_features() -> None:
+    """The learned ranker reads the damping as the `shared` feature: 1 on each call of the lookup, 0 elsewhere."""
+    a = analyze(_bindery_run(3), top=50)
+    shared = {c.step_id: c.features.get("shared") for c in a.localization.ranked_all}
+    assert shared["lk0"] == shared["lk2"] == 1.0
+    assert shared["price"] == 0.0
+
+
+def test_a_finding_about_the_failure_that_every_call_repeats_keeps_its_weight() -> None:
+    """A finding about the failure ("was given 3, which the failure expects") reads the same on every call because
+    the failure is one: it is no rule of the step, and keeps its weight."""
+    from trajdebug.analysis._evidence import Evidence
+    from trajdebug.analysis._weights import DEFAULT_WEIGHTS, shared_findings
+
+    found = {f"lk{i}": [Evidence(f"lk{i}", 0.45, "was given 'BK-3', which the failure expects, and did not pass it on",
+                                 "lineage:dropped")] for i in range(3)}
+    damped = shared_findings(found, _bindery_run(3), DEFAULT_WEIGHTS["shared"])
+    assert [damped[f"lk{i}"][0].suspicion for i in range(3)] == [0.45] * 3

@@ -165,6 +165,25 @@ class TestRecord:
         """When the first record agrees with the query, nothing is raised."""
         assert _ev(self._run("Michael Ignatieff"), "t", "request-record") == []
 
+    def test_a_first_record_whose_list_holds_the_asked_value_later_in_it_agrees_with_the_query(self) -> None:
+        """A farrier listed first who serves the asked yard second in his list of yards agrees with the request:
+        no "first record" finding, though a later record lists the yard first; one who serves it nowhere is
+        still flagged."""
+
+        def run(first_yards: list[str]) -> Run:
+            out = [
+                {"id": "F-3", "name": "Rui", "yards": first_yards},
+                {"id": "F-5", "name": "Jess", "yards": ["mill-lane", "sand-row"]},
+            ]
+            return _run(
+                _t("t", "list_farriers", "tool", 1, input={"yard": "mill-lane"}, output=out),
+                _t("u", "book_shoeing", "tool", 2, input={"farrier": "F-3"}),
+            )
+
+        assert _ev(run(["north-fold", "mill-lane"]), "t", "request-record") == []
+        [e] = _ev(run(["north-fold", "oak-end"]), "t", "request-record")
+        assert "north-fold" in e.reason and "mill-lane" in e.reason
+
 
 class TestFlag:
     def test_an_item_of_a_kind_kept_out_is_flagged(self) -> None:

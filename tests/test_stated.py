@@ -194,3 +194,12 @@ def test_only_the_statuses_http_defines_head_a_message_as_its_service_s_answer()
 
     assert status_codes("register 422: the form is incomplete", ENGLISH) == {"422"}
     assert status_codes("bay 450: over the weight limit", ENGLISH) == frozenset()
+
+
+def test_a_status_after_http_without_a_version_is_the_services_answer() -> None:
+    """"HTTP 409 {...}" (no protocol version) reports a service's status as "HTTP/1.1 409" does, so 409 is no
+    quantity the failure states."""
+    from trajdebug.analysis._contradictions import status_codes
+    from trajdebug.analysis.lexicon import ENGLISH
+
+    assert status_codes('HTTP 409 {"error": "kiln K-4 has no firing slot"}', ENGLISH) == {"409"}

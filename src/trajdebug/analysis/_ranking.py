@@ -51,6 +51,7 @@ from trajdebug.analysis._weights import (
     _families,
     _matches,
     _verified_good,
+    shared_findings,
 )
 from trajdebug.analysis._wrappers import answered_inside
 from trajdebug.analysis.diagnosers import DiagnoseContext, environmental, is_check
@@ -119,6 +120,8 @@ class Ranking:
         self.via: dict[str, tuple[str, Dependency]] = {}
         self._paths: dict[str, tuple[tuple[str, ...], tuple[tuple[str, float], ...]]] = {}
         self.extra: dict[str, list[Evidence]] = {}
+        self.shared: set[str] = set()
+        """The steps a finding of which every call of theirs shares was damped (`shared_findings`)."""
         self.verdicts: dict[str, Verdict] = {}
         self.scores: dict[str, float] = {}
         self.has_children = {s.parent_id for s in run.steps if s.parent_id is not None}
@@ -198,6 +201,8 @@ class Ranking:
                     self.thin[x.step_id] = (x.value, x.sentence)
             else:
                 self.extra.setdefault(x.step_id, []).append(x)
+        before, self.extra = self.extra, shared_findings(self.extra, self.run, self.w.get("shared", DEFAULT_WEIGHTS["shared"]))
+        self.shared = {sid for sid, evs in self.extra.items() if evs != before.get(sid)}
         self.written_by = {w: inner for w, inner in self.written_by.items() if not self._erred_before(w, inner)}
         self.wrote_for = {}
         for w, inner in self.written_by.items():
@@ -547,6 +552,7 @@ class Ranking:
         out["prior"] = self.prior(sid)
         out["thin"] = self.thin.get(sid, (0.0, ""))[0]
         out["elsewhere"] = float(sid in self.elsewhere)
+        out["shared"] = float(sid in self.shared)
         out["focus"] = float(bool(self.families) and _matches(step, self.families))
         cons = [c for c, d in kids if d.kind in VALUE_DEP_KINDS] if self.good else []
         out["verified_consumers"] = sum(c in self.good for c in cons) / len(cons) if cons and self.good else 0.0

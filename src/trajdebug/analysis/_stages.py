@@ -25,12 +25,13 @@ from trajdebug.analysis.inference import (
     env_edges,
     mutation_edges,
     named_edges,
+    retry_edges,
     structural_edges,
     thin_inferred,
     with_context,
     world_readers,
 )
-from trajdebug.analysis.lineage import Lineage, picked_edges, total_edges
+from trajdebug.analysis.lineage import Lineage, answered_edges, picked_edges, total_edges
 from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import VALUE_DEP_KINDS, Run
@@ -244,6 +245,8 @@ def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | N
         edges.setdefault(sid, []).extend(deps)
     for sid, deps in picked_edges(lineage).items():
         edges.setdefault(sid, []).extend(deps)
+    for sid, deps in answered_edges(run).items():
+        edges.setdefault(sid, []).extend(deps)
     for sid, deps in mutation_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
     consumed = {d.step_id for s in run.steps for d in s.deps} | {d.step_id for ds in edges.values() for d in ds}
@@ -257,6 +260,10 @@ def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | N
     # No value carries these two: a plan's or a router's choice of the steps that ran, and a write's effect
     # on the world a later step read back (`trajdebug.analysis.inference._control`).
     for sid, deps in control_edges(run).items():
+        edges.setdefault(sid, []).extend(deps)
+    # A call made again after it failed was decided by what decided the attempt (issue 23, round 42).
+    every = {s.step_id: [*s.deps, *edges.get(s.step_id, ())] for s in run.steps}
+    for sid, deps in retry_edges(run, every).items():
         edges.setdefault(sid, []).extend(deps)
     consumed |= {d.step_id for ds in edges.values() for d in ds if d.kind in VALUE_DEP_KINDS}
     linked = {s.step_id for s in run.steps if s.deps} | {sid for sid, ds in edges.items() if ds}

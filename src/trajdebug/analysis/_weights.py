@@ -9,10 +9,12 @@ steps whose declared checks all passed (`_verified_good`).  `FrozenMap` holds a 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure
+from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sql import sql_of
 from trajdebug.core.model import Run, Step
 
@@ -52,6 +54,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "earliest": 1.15,  # boost of the earliest step on the slice that breaks a reference invariant
     "sibling": 0.6,  # weight of a deviation from the step's other calls in the same run (vs passing runs)
     "inherited": 0.5,  # share of a deviation a step keeps when its input already deviated upstream
+    "shared": 0.3,  # share of a lineage finding a step keeps when every call of it (3+), or all but one, has it
 }
 """Ranking weights; override any of them with ``localize(weights=...)``."""
 
@@ -159,10 +162,61 @@ def _verified_good(run: Run) -> set[str]:
     return good
 
 
+LOCAL_SIGNALS = frozenset(
+    {"lineage:conflict", "lineage:altered", "lineage:dropped-column", "lineage:admitted", "lineage:crossed", "lineage:wrong-record"}
+)
+"""The findings about a step's own transformation of its input (`lineage.anomalies`), which say the same of every
+call that transforms alike; a finding about the failure ("was given 0.5, which the failure expects") says the same
+of every call because the failure is one, and is no rule of the step."""
+
+SHARED_CALLS = 3
+"""The fewest calls of one step whose identical finding is read as the step's rule (`shared_findings`)."""
+
+
+def shared_findings(extra: Mapping[str, list[Evidence]], run: Run, share: float) -> dict[str, list[Evidence]]:
+    """The findings with each lineage finding that every call of its step has (or all calls but one), word for
+    word, kept at ``share``.
+
+    A lookup that answers ``substrate='paper'`` for the ``'laid paper'`` it was given in each of its four calls
+    maps one value to another by a rule of its own (a normalized category): the same finding on every call is
+    how the step works, not where this run went wrong, and four such calls must not outrank the one step that
+    erred once (and the call that answered ``'vellum'`` stands out).  Only findings whose sentence is the same
+    in those calls (the same values given and
+    answered): a converter wrong by a factor states other numbers in each call and keeps its weight; and only
+    findings about the step's own transformation (`LOCAL_SIGNALS`; a tool failing in every call is still a
+    failure).
+    """
+    calls: dict[tuple[str, str], list[str]] = {}
+    for st in run.steps:
+        calls.setdefault((st.name, st.kind), []).append(st.step_id)
+    damped: set[tuple[str, str, str]] = set()
+    for ids in calls.values():
+        if len(ids) < SHARED_CALLS:
+            continue
+        counts: dict[tuple[str, str], list[str]] = {}
+        for sid in ids:
+            for key in {(e.diagnoser, e.reason) for e in extra.get(sid, ()) if e.diagnoser in LOCAL_SIGNALS and not e.sound}:
+                counts.setdefault(key, []).append(sid)
+        # Every call, or all but one: the one call that answered otherwise (another value for the same
+        # field) is the exception, and keeps its finding whole.
+        for (d, r), holders in counts.items():
+            if len(holders) >= len(ids) - 1:
+                damped |= {(sid, d, r) for sid in holders}
+    if not damped:
+        return dict(extra)
+    return {
+        sid: [replace(e, suspicion=e.suspicion * share) if (sid, e.diagnoser, e.reason) in damped else e for e in evs]
+        for sid, evs in extra.items()
+    }
+
+
 __all__ = [
     "DEFAULT_WEIGHTS",
     "FAILURE_SUSPICION",
     "KIND_PRIOR",
     "PROGRAMMING_ERRORS",
+    "LOCAL_SIGNALS",
+    "SHARED_CALLS",
     "FrozenMap",
+    "shared_findings",
 ]

@@ -258,7 +258,7 @@ ENGLISH = Lexicon(
         ["the", "and", "not", "new", "all", "any", "for", "but", "are", "was", "has", "had", "its", "out", "one", "can", "our", "you", "per", "via", "off", "too", "yet", "nor", "own", "who", "why", "how", "may", "did", "got", "let", "use"]
     ),
     boolean_words=frozenset({"true", "false", "yes", "no", "none", "null"}),
-    status_text=re.compile(r"\b(?:HTTP/\d(?:\.\d)?\s+|status(?:\s+code)?[:=\s]+)([1-5]\d\d)\b", re.I),
+    status_text=re.compile(r"\b(?:HTTP(?:/\d(?:\.\d)?)?\s+|status(?:\s+code)?[:=\s]+)([1-5]\d\d)\b", re.I),
     exit_status=re.compile(r"(?:exit(?:ed)?\s+(?:code|status)|non-zero exit status|returncode)[:=\s]+(-?\d+)", re.I),
     error_line=re.compile(r"(?m)^\s*(?:[A-Z][A-Za-z0-9_.]*)?(?:Error|Exception|ERROR|FATAL|Fatal)\s*:\s*\S.*$"),
     input_caused=re.compile(

@@ -139,7 +139,7 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         # (A parse step returning one scalar extracts a field: it keeps what it was asked for.)
         # A step that picked some records of a list it was given (one sample's rows) is judged
         # on those: the other records were not its to pass on.
-        src = unpicked(src, selections(src, out))
+        src = _consulted_left_out(unpicked(src, selections(src, out)), ctx.text(step.step_id))
         values = _values_of(src, content_only=True)
         lost = _lost(values, ctx.text(step.step_id))
         # A text of several lines is what the step parses, not a value to pass on whole: it is
@@ -213,6 +213,21 @@ def _before_and_parents(ctx: DiagnoseContext) -> tuple[dict[str, str], set[str]]
     return {b.step_id: a.step_id for a, b in pairwise(steps)}, {s.parent_id for s in steps if s.parent_id}
 
 
+def _consulted_left_out(src: Any, out_text: str) -> Any:
+    """The parts of a parse step's input it parsed: given a text of lines and, beside it, a record or a list
+    none of whose values its output holds (the catalogue record of the map whose damage note it parsed), it
+    consulted that part, not parsed it.  A part some of whose values came through, and a scalar, stay."""
+    if not isinstance(src, Mapping) or not any(isinstance(v, str) and _is_text(v) for v in src.values()):
+        return src
+    return {
+        k: v
+        for k, v in src.items()
+        if not isinstance(v, (Mapping, list))
+        or not (vs := _values_of(v, content_only=True))
+        or len(_lost(vs, out_text)) < len(vs)
+    }
+
+
 def _is_text(v: str) -> bool:
     """Whether a string is a text of several lines (a model's answer a parse step reads), not one value."""
     return len([ln for ln in v.splitlines() if ln.strip()]) >= 3
@@ -220,6 +235,9 @@ def _is_text(v: str) -> bool:
 
 _WORD = re.compile(r"[^\W\d_]\w*")
 """A word of a line's residue (digits alone are left out: a number the parse normalized is no loss)."""
+
+_UNIT_WORD = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?\s*([^\W\d_]\w*)")
+"""The word written right after a number (``14 spots``, ``9 cm``): the number's unit."""
 
 _LABEL_WORD = re.compile(r"[^\W\d_]+")
 """A word of an output field's path (``previous_vehicle`` is two: a label may be written ``previous vehicle:``)."""
@@ -253,7 +271,9 @@ def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) 
                     hits.append(v)
                     rest = rest.replace(v, "\x00")
             if hits:
-                words = [w for w in _WORD.findall(rest) if w not in labels]
+                # The word right after a number is its unit ("14 spots" parsed as 14 units): no cut of a value.
+                units = set(_UNIT_WORD.findall(line.lower()))
+                words = [w for w in _WORD.findall(rest) if w not in labels and w not in units]
                 rows.append((line, words, any(len(h) >= 3 and h in named for h in hits)))
     if len(rows) < 3:
         return

@@ -50,13 +50,12 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
-from trajdebug.analysis.diagnosers._partial import off_options
+from trajdebug.analysis.diagnosers._partial import _fields, off_options
 from trajdebug.analysis.diagnosers._requests import (
     _ASKED,
     _answer,
     _answer_records,
     _asked,
-    _fields,
     _within,
 )
 from trajdebug.core.model import Step

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import atoms
 
@@ -57,6 +59,26 @@ def request_partial(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         "which the failure names",
         "request-partial",
     )
+
+
+_INDEX = re.compile(r"\[\d+\]$")
+
+
+def _field_lists(record: Mapping[str, Any], *, items: bool = True) -> dict[str, list[str]]:
+    """A record's text fields by their last name (``metadata.author`` -> author), generic names left out; with
+    ``items``, a list's items are one field's values (``spots[0]``, ``spots[1]``: every spot it serves)."""
+    out: dict[str, list[str]] = {}
+    for path, v in content.leaves(record):
+        name = path.rsplit(".", 1)[-1].lower()
+        name = _INDEX.sub("", name) if items else name
+        if isinstance(v, str) and len(v) >= 3 and name not in GENERIC_FIELDS and not name.startswith("page_"):
+            out.setdefault(name, []).append(v)
+    return out
+
+
+def _fields(record: Mapping[str, Any]) -> dict[str, str]:
+    """A record's text fields by their last name, each list item on its own (`_field_lists`)."""
+    return {k: vs[0] for k, vs in _field_lists(record, items=False).items()}
 
 
 __all__ = ["request_partial"]

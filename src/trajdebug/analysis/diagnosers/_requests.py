@@ -51,6 +51,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._partial import _field_lists
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS, Step
@@ -250,16 +251,6 @@ def _asked_text(value: Any) -> str:
     return " ".join(v for _, v in content.leaves(args) if isinstance(v, str)).casefold()
 
 
-def _fields(record: Mapping[str, Any]) -> dict[str, str]:
-    """A record's text fields by their last name (``metadata.author`` -> author), generic names left out."""
-    out: dict[str, str] = {}
-    for path, v in content.leaves(record):
-        name = path.rsplit(".", 1)[-1].lower()
-        if isinstance(v, str) and len(v) >= 3 and name not in GENERIC_FIELDS and not name.startswith("page_"):
-            out.setdefault(name, v)
-    return out
-
-
 def _within(value: str, text: str) -> bool:
     at = text.find(value.casefold())
     return (
@@ -280,15 +271,18 @@ def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     envelope = _answer(step, ctx)
     if envelope is not None and len(envelope) > 3:
         return  # an entity that lists its parts (an order's items) ranks none of them first: no search result
-    first = _fields(rows[0])
+    first = _field_lists(rows[0])
     for later in rows[1:]:
-        theirs = _fields(later)
-        off = [
-            f for f, v in first.items() if f in theirs and not _within(v, asked) and _within(theirs[f], asked)
+        theirs = _field_lists(later)
+        off = [  # (a list holding the asked value anywhere agrees with the request)
+            f
+            for f, vs in first.items()
+            if f in theirs and not any(_within(v, asked) for v in vs) and any(_within(v, asked) for v in theirs[f])
         ]
         if not off:
             continue
         f = off[0]
+        mine, wanted = first[f][0], next(v for v in theirs[f] if _within(v, asked))
         own = _own_values(rows[0], rows)
         used = next(
             (
@@ -303,7 +297,7 @@ def request_record(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         yield Evidence(
             step.step_id,
             RECORD,
-            f"its first record has {f}={first[f]!r} where the request asks for {theirs[f]!r}, which a later record "
+            f"its first record has {f}={mine!r} where the request asks for {wanted!r}, which a later record "
             f"has; the agent went on with the first ({used})",
             "request-record",
         )

@@ -436,14 +436,18 @@ def _swapped(missing: list[str], hay: str) -> bool:
 
 def _asked_by_model(step: Step, ctx: DiagnoseContext) -> bool:
     """False when no model call started before the step, or when the step runs inside an enclosing step
-    (a graph node, a function of the agent) that holds no model call and no earlier model's answer names the
-    tool (in a tool call, or in text a program parses into one): the node's own code called it.  Otherwise a
-    model may have made its arguments up."""
+    (a graph node, a function of the agent) whose model calls, if any, each recorded an empty list of tool
+    calls, and no earlier model's answer names the tool (in a tool call, or in text a program parses into
+    one): the node's own code called it.  Otherwise a model may have made its arguments up."""
     if _before_any_model(step, ctx):
         return False
     if step.parent_id is None or step.parent_id not in ctx.graph.steps:
         return True  # no enclosing code step recorded: who called it is unknown
-    if any(s.kind == "llm" for s in ctx.children(step.parent_id)):
+    # A model beside it in the same enclosing step may have asked for it, unless every such model recorded
+    # that it asked for no tool at all (an empty list of tool calls): then the enclosing code called it with
+    # its own constants, as a node with no model does (round 42: an OTLP run's flat agent span holding a model
+    # that answered text, `tool_calls: []`, and a price lookup the program makes with its market's name).
+    if any(s.kind == "llm" and not _asked_no_tool(s) for s in ctx.children(step.parent_id)):
         return True
     pos = ctx.memo("step-positions", lambda: {s.step_id: i for i, s in reversed(list(enumerate(ctx.run.steps)))})
     # The models' answers read once per run, with their places: one scan per tool step reads only these.
@@ -454,6 +458,13 @@ def _asked_by_model(step: Step, ctx: DiagnoseContext) -> bool:
     here = pos.get(step.step_id, len(ctx.run.steps))
     name = step.name.lower()
     return any(i < here and name in text for i, text in said)
+
+
+def _asked_no_tool(model: Step) -> bool:
+    """Whether a model call's recorded answer says it asked for no tool: a message whose list of tool calls is
+    there and empty.  An answer recording no such list (text alone) says nothing either way."""
+    out = model.output
+    return isinstance(out, Mapping) and out.get("tool_calls") == []
 
 
 def _before_any_model(step: Step, ctx: DiagnoseContext) -> bool:

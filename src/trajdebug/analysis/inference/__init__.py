@@ -12,10 +12,12 @@ from __future__ import annotations
 from trajdebug.analysis.inference._control import (
     CHANGED_KEY,
     CHOSE_KEY,
+    RETRIED_KEY,
     WROTE_KEY,
     control_edges,
     env_edges,
     mutation_edges,
+    retry_edges,
     world_readers,
 )
 from trajdebug.analysis.inference._edges import (
@@ -32,6 +34,7 @@ from trajdebug.analysis.inference._named import NAMED_KEY, named_edges
 __all__ = [
     "CHANGED_KEY",
     "CHOSE_KEY",
+    "RETRIED_KEY",
     "NAMED_KEY",
     "WROTE_KEY",
     "ContentIndex",
@@ -44,6 +47,7 @@ __all__ = [
     "mutation_edges",
     "named_edges",
     "previous_turns",
+    "retry_edges",
     "structural_edges",
     "thin_inferred",
     "with_context",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Any
 
@@ -291,4 +291,37 @@ def env_edges(
     return out
 
 
-__all__ = ["CHOSE_KEY", "WROTE_KEY", "control_edges", "env_edges", "world_readers"]
+
+
+RETRIED_KEY = "retried:"
+"""The prefix of an edge a retry took over from the attempt before it (the edge's own key follows)."""
+
+
+def retry_edges(run: Run, every: Mapping[str, Sequence[Dependency]]) -> dict[str, list[Dependency]]:
+    """The edges a retry takes over from the failed attempt right before it.
+
+    A call that failed (a gateway timeout) and was made again with the same input, as the next step
+    under the same enclosing step, is one call: what decided its input decided the retry's.  The edges
+    found for the attempt (a pick by the parser right before it, `picked_edges`, which sees only the
+    step right after the pick) are the retry's too, though the retry, not the attempt, is what later
+    steps read.  ``every``: each step's edges so far (recorded and inferred).
+    """
+    out: dict[str, list[Dependency]] = {}
+    last: dict[str | None, Step] = {}
+    for s in run.steps:
+        prev = last.get(s.parent_id)
+        last[s.parent_id] = s
+        if prev is None or prev.status != "error" or prev.name != s.name or prev.kind != s.kind:
+            continue
+        if prev.input in (None, "", {}, []) or prev.input != s.input:
+            continue
+        have = {d.step_id for d in every.get(s.step_id, ())} | {prev.step_id}
+        # (A chain of retries hands the first attempt's edges on: each takes over what its attempt took over.)
+        taken = [*every.get(prev.step_id, ()), *out.get(prev.step_id, ())]
+        new = [replace(d, key=RETRIED_KEY + (d.key or "")) for d in taken if d.step_id not in have and d.kind != "env"]
+        if new:
+            out[s.step_id] = list({d.step_id: d for d in new}.values())
+    return out
+
+
+__all__ = ["CHOSE_KEY", "RETRIED_KEY", "WROTE_KEY", "control_edges", "env_edges", "retry_edges", "world_readers"]

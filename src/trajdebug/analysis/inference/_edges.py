@@ -117,9 +117,10 @@ def _with_deps(run: Run, added: Mapping[str, Sequence[Dependency]]) -> Run:
     )
 
 
-def _canonical(value: Any) -> str | None:
-    """A structured value's canonical JSON, when it is telling enough to identify a flow (20+ characters)."""
-    if not (isinstance(value, list) or is_mapping(value)) or len(value) < 2 or content.is_marker(value):
+def _canonical(value: Any, *, single: bool = False) -> str | None:
+    """A structured value's canonical JSON, when it is telling enough to identify a flow (20+ characters).
+    ``single``: a record of one field counts too (a whole output, `_output_keys`)."""
+    if not (isinstance(value, list) or is_mapping(value)) or len(value) < (1 if single else 2) or content.is_marker(value):
         return None
     try:
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
@@ -189,7 +190,7 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
         # `research-team`, 2026-12-04).
         whole = [(WHOLE_INPUT_KEY, st.input)] if st.step_id in enclosing or st.kind == "agent" else []
         for path, sub in [*whole, *_sub_values(st.input)]:
-            found = _canonical(sub)
+            found = _canonical(sub, single=is_mapping(sub))
             hit = latest.get(found) if found is not None else None
             if hit is None:
                 continue
@@ -230,7 +231,9 @@ def _output_keys(out: Any, whole: float, part: float) -> list[tuple[str, float]]
     keys: list[tuple[str, float]] = []
     seen: set[str] = set()
     for v in values:
-        k = _canonical(v)
+        # A whole answer of one field (a warranty lookup's ``{"covered_until": null}``, handed on whole as
+        # ``warranty``) is as telling as a longer one: its field's name says what it is (round 42).
+        k = _canonical(v, single=is_mapping(v))
         if k and k not in seen:
             seen.add(k)
             keys.append((k, whole))

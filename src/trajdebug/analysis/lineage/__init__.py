@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies, power_of_ten
 from trajdebug.analysis.lineage._derivation import run_units
-from trajdebug.analysis.lineage._picks import PICKED_KEY, picked_edges
+from trajdebug.analysis.lineage._picks import ANSWER_KEY, PICKED_KEY, answered_edges, picked_edges
 from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.analysis.lineage._totals import TOTAL_KEY, one_item_short, total_edges
 from trajdebug.analysis.lineage._trace import (
@@ -63,6 +63,8 @@ __all__ = [
     "operands",
     "power_of_ten",
     "picked_edges",
+    "answered_edges",
+    "ANSWER_KEY",
     "semantic",
     "slips",
     "total_edges",

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage._views import StepView, trivial
-from trajdebug.core.model import CONTAINER_KINDS, Dependency, Step
+from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 from trajdebug.core.values import Atom
 
 
@@ -58,6 +58,65 @@ def picked_edges(lin: Lineage, confidence: float = 0.6) -> dict[str, list[Depend
         if picked is not None:
             key = PICKED_KEY + (picked.field or picked.raw[:40])
             out[s.step_id] = [Dependency(h.step_id, "data", "inferred", confidence, key)]
+    return out
+
+
+ANSWER_KEY = "answered:"
+"""The prefix of an edge from a step that answered one value alone to a later step handed it (`answered_edges`)."""
+
+_MAX_ANSWER = 80
+
+
+def answered_edges(run: Run, confidence: float = 0.6) -> dict[str, list[Dependency]]:
+    """Step id -> an edge from the latest earlier step whose whole answer is one value it was handed.
+
+    A parser that reads a model's choice out of its text (``"Proposed slot: Fri 14:00"`` -> ``"Fri 14:00"``)
+    answers one value, born long before in the list the model chose from; content inference credits the
+    value to that list, and a picked value handed on past the next call (`picked_edges` sees only the call
+    right after it) then has no edge back through the choice.  A step whose whole output is one telling text
+    (a digit or a capital letter in it) that it was not handed whole made that value what it is here: a later
+    step handed that very text under a field depends on it.  Never an enclosing step (its children answered).
+    """
+    latest: dict[str, Step] = {}
+    out: dict[str, list[Dependency]] = {}
+    for s in run.steps:
+        if s.start_ns:
+            have = {d.step_id for d in s.deps}
+            found: dict[str, Dependency] = {}
+            for v in sorted(_field_texts(s.input)):
+                p = latest.get(v)
+                if p is None or p.step_id in have or p.step_id in found or not p.end_ns or p.end_ns > s.start_ns:
+                    continue
+                found[p.step_id] = Dependency(p.step_id, "data", "inferred", confidence, ANSWER_KEY + v[:40])
+            if found:
+                out[s.step_id] = list(found.values())
+        answer = _answer(s.output)
+        if answer is not None and s.kind not in CONTAINER_KINDS and answer not in _field_texts(s.input, whole=True):
+            latest[answer] = s
+    return out
+
+
+def _answer(output: Any) -> str | None:
+    """A whole output that is one telling text (a digit or a capital letter in it, 3 to 80 characters), lower-cased."""
+    if not isinstance(output, str):
+        return None
+    t = output.strip()
+    if not 3 <= len(t) <= _MAX_ANSWER or "\n" in t or not (_DIGITS.search(t) or any(c.isupper() for c in t)):
+        return None
+    return t.lower()
+
+
+def _field_texts(value: Any, depth: int = 0, *, whole: bool = False) -> set[str]:
+    """The short texts a value holds under its fields (and the value itself when ``whole``), lower-cased."""
+    if isinstance(value, str):
+        t = value.strip()
+        return {t.lower()} if (whole or depth) and 0 < len(t) <= _MAX_ANSWER else set()
+    out: set[str] = set()
+    if depth > 4:
+        return out
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for v in items:
+        out |= _field_texts(v, depth + 1)
     return out
 
 
@@ -153,4 +212,4 @@ def _shape(raw: str) -> str:
     return _LETTERS.sub("A", _DIGITS.sub("9", raw.strip()))
 
 
-__all__ = ["PICKED_KEY", "WRONG_PICK", "picked_edges", "wrong_pick"]
+__all__ = ["ANSWER_KEY", "PICKED_KEY", "WRONG_PICK", "answered_edges", "picked_edges", "wrong_pick"]
