@@ -156,7 +156,8 @@ def run_case(case: Case) -> AskCase:
     if twin.outcome != "success":
         out.skipped = "the fault-free twin fails too"
         return out
-    a: Analysis = analyze(run, top=10, previous=res.previous)
+    # The hand ranking: the learned model (the default since round 42) is trained on these cases.
+    a: Analysis = analyze(run, top=10, previous=res.previous, model=None)
     out.steps = len(a.run.steps)
     _search(out, a, twin, truth, case.case_id)
     return out
@@ -174,7 +175,8 @@ def heldout_case(case_dir: Path, truth: dict[str, Any]) -> AskCase:
     except FileNotFoundError:
         out.skipped = "no control run written beside the case"
         return out
-    [a] = analyze_source(_source(case_dir, "failed"), truth["failed_run_id"], top=10).analyses
+    # The hand ranking: the learned model (the default since round 42) is trained on these cases.
+    [a] = analyze_source(_source(case_dir, "failed"), truth["failed_run_id"], top=10, model=None).analyses
     controls = [r for r in load_runs(control_path) if r.outcome == "success"]
     sid = truth_step(a.run, truth["root"])
     out.steps = len(a.run.steps)
@@ -294,7 +296,8 @@ def judge_cost(n: int = 12) -> dict[str, Any]:
         if res.run.outcome != "failure" or truth not in res.run.step_map():
             continue
         twin = reference(c)
-        a = analyze(res.run, top=10, previous=res.previous)
+        # The hand ranking: the learned model (the default since round 42) is trained on these cases.
+        a = analyze(res.run, top=10, previous=res.previous, model=None)
         oracle = control_oracle(a.run, twin, truth)
         wrong_names = {s.name for s in a.run.steps if not oracle(s, a.run)}
 

@@ -125,7 +125,8 @@ def quality(seeds: int = 15) -> Iterator[Case]:
             continue
         own = {s.step_id for s in res.run.steps}
         where = None if sid in own else next((r.run_id for r in res.previous if sid in r.step_map()), None)
-        a = analyze(res.run, top=ALL, previous=res.previous)
+        # The hand ranking's order: every feature is read off it.
+        a = analyze(res.run, top=ALL, previous=res.previous, model=None)
         yield _fill(Case("quality", "sdk", str(c.fault), c.workflow, c.case_id, [(where, sid)]), a)
 
 
@@ -143,7 +144,8 @@ def tau() -> Iterator[Case]:
         steps = {f["failure_id"]: int(f["step_number"]) for f in entry["failures"]}
         msg = steps[entry["root_cause"]["failure_id"]] - 1
         truth: list[Key] = [(None, s.step_id) for s in run.steps if s.source_index == msg]
-        a = analyze(run, top=ALL)
+        # The hand ranking's order: every feature is read off it.
+        a = analyze(run, top=ALL, model=None)
         yield _fill(Case("tau", "messages", "tau", _user(run.metadata) or "?", f"tau/{entry['trajectory_id']}", truth), a)
 
 
@@ -156,7 +158,8 @@ def whowhen(data: Path = WHOWHEN) -> Iterator[Case]:
         msg = int(d["mistake_step"])
         for run in import_path(p).runs:
             truth: list[Key] = [(None, s.step_id) for s in run.steps if s.source_index == msg]
-            a = analyze(run, top=ALL)
+            # The hand ranking's order: every feature is read off it.
+            a = analyze(run, top=ALL, model=None)
             yield _fill(Case("whowhen", "transcript", "whowhen", str(d.get("question_ID", p.stem)), f"ww/{p.stem}", truth), a)
 
 
@@ -172,7 +175,8 @@ def suite(name: str, workdir: Path, progress: Callable[[str], None] = print) -> 
         for setting in SETTINGS:
             src = _source(root / t["case_id"], "failed" if setting == "alone" else "with_refs")
             try:
-                [a] = analyze_source(src, t["failed_run_id"], top=ALL).analyses
+                # The hand ranking's order: every feature is read off it.
+                [a] = analyze_source(src, t["failed_run_id"], top=ALL, model=None).analyses
             except Exception as exc:  # noqa: BLE001 - one broken case is skipped and said
                 progress(f"{name}/{t['case_id']}: skipped ({type(exc).__name__})")
                 continue

@@ -83,7 +83,8 @@ def run(seeds: int) -> Tally:
     for case in cases(seeds):
         res = WORKFLOWS[case.workflow].run(case)
         truth = res.fault.get("step_id")
-        base = analyze(res.run, top=TOP, previous=res.previous)
+        # The hand ranking: the learned model (the default since round 42) is trained on these cases.
+        base = analyze(res.run, top=TOP, previous=res.previous, model=None)
         if not base.root_causes:
             continue
         t.runs += 1

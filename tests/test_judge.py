@@ -64,8 +64,9 @@ def transcript(tmp_path: Path) -> Path:
 
 
 def analyze(path: Path, judge: Any = None, **kw: Any) -> SourceAnalysis:
-    """The transcript analyzed as ``trajdebug analyze --from transcript --outcome failure`` would."""
-    return analyze_source(path, fmt="transcript", outcome="failure", judge=judge, **kw)
+    """The transcript analyzed as ``trajdebug analyze --from transcript --outcome failure --model none`` would:
+    the judge is combined here with the hand ranking's order, which these tests are written against."""
+    return analyze_source(path, fmt="transcript", outcome="failure", judge=judge, **{"model": None, **kw})
 
 
 def config(server: FakeModelServer, **kw: Any) -> JudgeConfig:
@@ -102,7 +103,7 @@ class TestOffByDefault:
         with FakeModelServer(judge_script(by("Coder"))) as server:
             monkeypatch.setenv("TRAJDEBUG_JUDGE_BASE_URL", server.base_url)
             monkeypatch.setenv("TRAJDEBUG_JUDGE_MODEL", "judge-m")
-            args = ["analyze", str(transcript), "--from", "transcript", "--outcome", "failure", "--json"]
+            args = ["analyze", str(transcript), "--from", "transcript", "--outcome", "failure", "--model", "none", "--json"]
             plain = CliRunner().invoke(cli, args)
         assert plain.exit_code == 0, plain.output
         assert server.requests == []
@@ -429,7 +430,7 @@ class TestCommandLine:
             monkeypatch.setenv("TRAJDEBUG_JUDGE_BASE_URL", server.base_url)
             monkeypatch.setenv("TRAJDEBUG_JUDGE_MODEL", "judge-m")
             monkeypatch.setenv("TRAJDEBUG_JUDGE_CACHE", str(tmp_path / "cache"))
-            base = ["analyze", str(transcript), "--from", "transcript", "--outcome", "failure", "--judge"]
+            base = ["analyze", str(transcript), "--from", "transcript", "--outcome", "failure", "--model", "none", "--judge"]
             text = CliRunner().invoke(cli, base)
             md = CliRunner().invoke(cli, [*base, "--markdown"])
             js = CliRunner().invoke(cli, [*base, "--json"])

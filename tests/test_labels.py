@@ -77,7 +77,7 @@ def test_eval_ranks_by_the_analysis_not_by_the_answers_stored_with_the_run(tmp_p
 
     src = _source(tmp_path, ("paris",))
     [run] = load_runs(src)
-    ranked = [c.step_id for c in analyze(run).root_causes]
+    ranked = [c.step_id for c in analyze(run, model=None).root_causes]  # eval without a model: the hand ranking
     [told] = [s.step_id for s in run.steps if s.name == "total"]
     assert told in ranked and ranked[0] != told  # the answers below tell another story than the ranking
     label(src, run.run_id, told)
@@ -173,3 +173,15 @@ def test_eval_says_when_a_model_is_measured_on_the_runs_it_was_fit_on(tmp_path: 
     out = CliRunner().invoke(cli, ["eval", str(src), "--model", str(model)])
     assert "2 of these runs are those the model was fit on" in out.output
     assert evaluate(src, "default").fitted == 0
+
+
+def test_fit_cases_read_the_hand_rankings_order_while_analyze_defaults_to_the_model(tmp_path: Path) -> None:
+    """The features `fit` learns from follow the hand ranking's order (its first step has hand rank 1), not a model's."""
+    from trajdebug.labels import cases
+
+    src = _source(tmp_path)
+    for rid in _failed(src):
+        label(src, rid, "fetch_rate")
+    got = cases(src)
+    assert got and all(rows[0]["hand_rank_inv"] == 1.0 for rows, _ in got)
+    assert all([r["hand_rank_inv"] for r in rows] == sorted((r["hand_rank_inv"] for r in rows), reverse=True) for rows, _ in got)

@@ -169,7 +169,14 @@ def test_shipped_model_is_small_and_used_by_analyze(run: Run) -> None:
     assert len(a.root_causes) <= 2
     assert all(c.confidence is not None and 0.0 <= c.confidence <= 1.0 for c in a.root_causes)
     assert a.verdict in ("confident", "likely", "unsure")
-    assert analyze(run, top=2).verdict is None
+
+
+def test_analyze_ranks_with_the_shipped_model_unless_told_none(run: Run) -> None:
+    """Since the model beat the hand ranking by suite and by route left out, analyze uses it unless model=None."""
+    default, hand = analyze(run, top=2), analyze(run, top=2, model=None)
+    assert default.verdict in ("confident", "likely", "unsure")
+    assert all(c.confidence is not None for c in default.root_causes)
+    assert hand.verdict is None and all(c.confidence is None for c in hand.root_causes)
 
 
 def test_unsure_text_says_what_would_settle_it(run: Run) -> None:

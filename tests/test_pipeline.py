@@ -370,7 +370,7 @@ class TestReport:
     def test_one_line_says_how_the_causes_are_ordered_and_no_tag_contradicts_it(self) -> None:
         """Under the causes' heading one line says the hand ranking's order (structural roots first, score within
         each), and a structural root scored below the suspect it precedes is tagged as such, not "root" alone."""
-        analysis = analyze(propagated_error_run())
+        analysis = analyze(propagated_error_run(), model=None)
         first, second = analysis.root_causes[:2]
         # The confusing case a new user met: a 0.30 structural root above a 0.55 suspect.
         loc = analysis.localization

@@ -18,9 +18,10 @@ from trajdebug.store import Store
 
 @pytest.fixture
 def demo_report(tmp_path: Path) -> tuple[Path, Any]:
-    """The report of the default demo run (bad-sql-filter), written to a file."""
+    """The report of the default demo run (bad-sql-filter), written to a file; hand-ranked, so its candidates
+    carry no confidence (null), the empty field a card must hide."""
     run = run_demo("bad-sql-filter", store=Store(tmp_path / "demo.db"))
-    analysis = analyze(run)
+    analysis = analyze(run, model=None)
     return write_report(tmp_path / "report.html", analysis), analysis
 
 

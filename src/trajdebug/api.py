@@ -87,7 +87,7 @@ def analyze_source(
     ask: Any = None,
     guided: bool | None = None,
     oracle_timeout: float | None = 10.0,
-    model: Any = None,
+    model: Any = "default",
     session: bool = False,
     progress: Callable[[int, int | None], None] | None = None,
 ) -> SourceAnalysis:
@@ -125,8 +125,8 @@ def analyze_source(
             or expectations registered in this process cover a step of the run; True
             with only the checks and the passing runs of the same input; False never.
         oracle_timeout: Seconds an oracle may take per question (then: don't know, reported).
-        model: The learned ranker (`trajdebug.analysis.learned`): None (the hand
-            ranking), ``"default"`` (the shipped model) or a model file's path.
+        model: The learned ranker (`trajdebug.analysis.learned`): ``"default"`` (the
+            shipped model, the default), None (the hand ranking alone) or a model file's path.
         session: Also search the earlier runs of the run's session (`trajdebug.sessions`,
             the last `SESSION_TURNS`) for the root, as earlier conversation turns.
         progress: Called as ``progress(runs_analyzed, runs)`` after each run.

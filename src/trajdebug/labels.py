@@ -203,7 +203,8 @@ def cases(source: str | Path) -> list[tuple[list[dict[str, float]], list[int]]]:
     for run_id, sid in labels(source).items():
         if run_id not in {r.run_id for r in runs}:
             continue
-        [a] = analyze_source(source, run_id, top=ALL, runs=runs, guided=False).analyses
+        # The hand ranking's order: the model's features (and its prior) are read off it, not off a model's.
+        [a] = analyze_source(source, run_id, top=ALL, runs=runs, guided=False, model=None).analyses
         feats = features(a)
         keys = list(feats)
         ys = [int(k == (None, sid)) for k in keys]

@@ -164,7 +164,7 @@ def analyze(
     references: Sequence[Run] = (),
     stages: Sequence[Stage] | None = None,
     lexicon: Lexicon = ENGLISH,
-    model: Any = None,
+    model: Any = "default",
 ) -> Analysis:
     """Analyze one run: detect its failures, summarize its errors, localize the root cause.
 
@@ -193,7 +193,7 @@ def analyze(
         stages: The stages to run (None: `STAGES`), e.g. ``insert_stage(mine, after="rank")``.
         lexicon: The words and phrases the analysis reads (`trajdebug.analysis.lexicon.ENGLISH`).
         model: The learned ranker that re-orders the candidates and gives each a calibrated
-            ``confidence`` and the analysis a ``verdict`` (``"default"``: the shipped model, a path,
+            ``confidence`` and the analysis a ``verdict`` (``"default"``, the default: the shipped model; a path,
             a `trajdebug.analysis.learned.Model`; None: the hand ranking alone).
 
     A dangling dependency or a cycle does not stop the analysis: it is left out

@@ -156,9 +156,11 @@ Example:
 @click.option(
     "--model",
     "model",
-    metavar="FILE|default",
-    help="Re-rank with a learned model (`default`: the shipped one; a file from `trajdebug fit`): "
-    "each candidate gets a calibrated confidence and the run a verdict (confident, likely, unsure).",
+    metavar="FILE|default|none",
+    default="default",
+    show_default=True,
+    help="Re-rank with a learned model (`default`: the shipped one; a file from `trajdebug fit`; `none`: the hand "
+    "ranking alone): each candidate gets a calibrated confidence and the run a verdict (confident, likely, unsure).",
 )
 @add_verify_option
 @add_judge_options
@@ -208,7 +210,7 @@ def analyze_cmd(
         "max_questions": max_questions,
         "strategy": strategy,
         "ask": ask_person,
-        "model": model,
+        "model": None if model == "none" else model,
         "session": use_session,
     }
     result = _analyzed(path, run_id, options, quiet=as_json, oracles=bool(oracles))
@@ -249,7 +251,7 @@ def _analyzed(path: Any, run_id: str | None, options: dict[str, Any], *, quiet: 
 
 def _check_model(model: str | None) -> None:
     """--model names a readable model file (checked before the analysis starts, not after it)."""
-    if model is None or model == "default":
+    if model is None or model in ("default", "none"):
         return
     from trajdebug.analysis.learned import load_model
 

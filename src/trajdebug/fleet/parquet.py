@@ -392,7 +392,9 @@ def _analysis_row_of(run: Run, pool: Sequence[Run] = ()) -> dict[str, Any]:
     from trajdebug.fleet.groups import finding_of
 
     refs = [r for r in pool if r.run_id != run.run_id and same_agent(r, run)]
-    a = analyze(run, top=3, references=refs)
+    # The hand ranking: a group is keyed on the first candidate, and the hand ranker's is the same for runs of
+    # one fault; the learned re-ranking moves some of them to a near-tied neighbour and splits the group.
+    a = analyze(run, top=3, references=refs, model=None)
     return analysis_row(a, finding_of(a))
 
 
