@@ -379,3 +379,32 @@ def test_a_common_step_given_an_earlier_steps_text_depends_on_it(tmp_path: Any) 
     steps = run.load().steps
     assert [d.step_id for d in steps[1].deps] == [steps[0].step_id]
     assert steps[2].deps == ()
+
+
+def test_a_step_whose_output_is_set_again_after_its_block_keeps_the_snapshot_taken_when_it_ended(tmp_path: Any) -> None:
+    """A step that ended with a structured output (or input) and was then given a text after its block is
+    recorded as it ended, as the full encoder records it, and the snapshot's bytes go back to the run's budget."""
+    import json
+
+    import trajdebug
+    from trajdebug.testing import deterministic
+
+    trajdebug.configure(flush_interval=5.0)  # the writer drains at the run's end, after the re-assignment
+    try:
+        path = tmp_path / "late.jsonl"
+        with deterministic(), trajdebug.run("kiosk", path=path) as run:
+            with trajdebug.step("read_menu", kind="parse", input="the menu board text") as s:
+                s.output = {"dish": "noodles", "price": 7.5}
+            s.output = s.output["dish"]
+            with trajdebug.step("greet", kind="llm", input=["good", "day"]) as t:
+                t.output = "hello"
+            t.input = "good day"
+        trajdebug.flush()
+    finally:
+        trajdebug.configure(flush_interval=0.1)
+    rows = {r["name"]: r for r in map(json.loads, path.read_text().splitlines()) if r["t"] == "step"}
+    assert rows["read_menu"]["output"] == {"dish": "noodles", "price": 7.5}
+    assert rows["greet"]["input"] == ["good", "day"]
+    from trajdebug.record.config import CONFIG
+
+    assert run._max_bytes - run._bytes == CONFIG.max_buffer_bytes

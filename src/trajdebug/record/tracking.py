@@ -197,10 +197,11 @@ class Tracker(Registry, Encoder):
         relay of its argument.  Its record is built in this one frame: `encode` spends about ten calls on it
         (binding, identity lookup, the argument encoder, the record's builder), a quarter of the writer's
         instructions per step.
-        Nothing is changed before the step is known to be common, so `encode` can take any step over.
+        A step whose input or output was snapshotted as a structure when it ended (``_in``/``_out``, then set
+        again after its block) is not common: `encode` records the snapshot and the writer credits its bytes.
         """
         live = h.output
-        if type(live) is not str or h.status != "ok":
+        if type(live) is not str or h.status != "ok" or h._in is not None or h._out is not None:
             return None
         inp = h.input
         key = None
