@@ -562,3 +562,32 @@ def test_analyze_guided_lets_a_passing_run_of_the_same_input_answer_alone(tmp_pa
         run.fail("no room for the group of 12")
     none = CliRunner().invoke(cli, ["analyze", str(alone), "--guided"])
     assert none.exit_code == 0 and "no guided search" in none.output
+
+
+def test_analyze_guided_with_no_one_to_ask_still_settles_the_stored_answers(tmp_path: Path) -> None:
+    """`analyze --guided` on a run a person already answered (weigh_dog right, plan_ration wrong), with no
+    passing run of the same input to ask, settles the stored answers as plain `analyze` does: the same proven
+    root, the same ranking, and no note that nothing was searched."""
+    from trajdebug.core.model import Answer
+
+    path = tmp_path / "kennel.db"
+    with trajdebug.run("kennel-feeding", task="feed kennel 3", path=str(path)) as run:
+        with trajdebug.step("weigh_dog", kind="tool", input={"kennel": 3}) as w:
+            w.output = {"weight_kg": 31.0}
+        with trajdebug.step("plan_ration", kind="other", input=w.output) as p:
+            p.output = {"grams": 0}
+        with trajdebug.step("dispense", kind="tool", input=p.output) as d:
+            d.output = {"dispensed": False}
+        run.fail("kennel 3 went unfed")
+    steps = {s.name: s.step_id for s in trajdebug.load_runs(str(path), run_id=run.run_id)[0].steps}
+    trajdebug.save_answer(str(path), run.run_id, Answer(steps["weigh_dog"], True, "person"))
+    trajdebug.save_answer(str(path), run.run_id, Answer(steps["plan_ration"], False, "person"))
+    seen = []
+    for extra in ([], ["--guided"]):
+        out = CliRunner().invoke(cli, ["analyze", str(path), "--json", *extra])
+        assert out.exit_code == 0, out.output
+        assert "no guided search" not in out.stderr
+        [a] = json.loads(out.stdout)["runs"]
+        seen.append((a["guided"]["root_name"], a["guided"]["certain"], [c["name"] for c in a["root_causes"]]))
+    assert seen[0][:2] == ("plan_ration", True)
+    assert seen[1] == seen[0]

@@ -303,6 +303,42 @@ def test_an_enclosing_step_whose_inner_steps_all_matched_is_where_the_runs_diver
     assert [p.name for p in al.origins] == ["price_heating"]
 
 
+def test_an_enclosing_step_is_judged_by_its_own_runs_steps_when_step_ids_repeat_across_runs() -> None:
+    """Two runs numbering their steps "1", "2", "3" alike: the failing run's extra call inside the enclosing
+    step is the first divergence, not the enclosing step (the passing run's matched "2" does not stand for the
+    failing run's extra "2")."""
+    from trajdebug.core.model import Run, Step
+
+    good = Run("g", "ferry-desk", outcome="success", steps=(
+        Step("1", "book_crossing", "agent", input={"car": "KL-4"}, output={"berth": "upper"}, start_ns=1, end_ns=9),
+        Step("2", "deck_plan", "tool", parent_id="1", input={"sailing": 12}, output={"free": 3}, start_ns=2, end_ns=3),
+    ))
+    bad = Run("b", "ferry-desk", outcome="failure", steps=(
+        Step("1", "book_crossing", "agent", input={"car": "KL-4"}, output={"berth": "none"}, start_ns=1, end_ns=9),
+        Step("2", "cancel_hold", "tool", parent_id="1", input={"sailing": 12}, output={"free": 3}, start_ns=2, end_ns=3),
+        Step("3", "deck_plan", "tool", parent_id="1", input={"sailing": 12}, output={"free": 3}, start_ns=4, end_ns=5),
+    ))
+    al = align(good, bad)
+    first = al.first_divergence
+    assert first is not None and first.name == "cancel_hold" and first.status == "only-bad"
+    assert "book_crossing" not in [p.name for p in al.origins]
+
+
+def test_align_ends_on_steps_that_are_their_own_ancestors() -> None:
+    """A hand-written file whose two steps name each other as parent (loaded with a warning) still aligns:
+    the walk inside an enclosing step visits each step once."""
+    from trajdebug.core.model import Run, Step
+
+    def kiln(glaze: int, outcome: str) -> Run:
+        return Run(outcome, "kiln-log", outcome=outcome, steps=(  # type: ignore[arg-type]
+            Step("a", "fire", "agent", parent_id="b", input={"cone": 6}, output={"glaze": glaze}, start_ns=1, end_ns=9),
+            Step("b", "vent", "agent", parent_id="a", input={"cone": 6}, output={"glaze": glaze}, start_ns=2, end_ns=8),
+        ))
+
+    al = align(kiln(1, "success"), kiln(2, "failure"))
+    assert {p.status for p in al.pairs} == {"output"}
+
+
 def test_diff_shows_two_long_outputs_where_they_first_differ(tmp_path: Path) -> None:
     """Two long outputs alike for more than a line are shown from shortly before where they differ, not cut at
     a head they share (which reads as no difference)."""

@@ -175,6 +175,43 @@ def test_eval_says_when_a_model_is_measured_on_the_runs_it_was_fit_on(tmp_path: 
     assert evaluate(src, "default").fitted == 0
 
 
+def test_a_model_fit_on_from_a_prior_counts_the_runs_the_prior_learned(tmp_path: Path) -> None:
+    """A model fit on one store's labels, then boosted on from there with another store's, keeps the first
+    model's trees: `eval` on the first store's runs says the model was fit on them."""
+    pytest.importorskip("sklearn")
+    (tmp_path / "east").mkdir()
+    (tmp_path / "west").mkdir()
+    east = _source(tmp_path / "east", ("paris", "rome", "paris"))
+    west = _source(tmp_path / "west", ("paris", "oslo", "paris"))
+    for src in (east, west):
+        for rid in _failed(src):
+            label(src, rid, "fetch_rate")
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    assert CliRunner().invoke(cli, ["fit", str(east), "-o", str(first)]).exit_code == 0
+    assert CliRunner().invoke(cli, ["fit", str(west), "-o", str(second), "--prior", str(first)]).exit_code == 0
+    assert set(json.loads(second.read_text())["meta"]["fitted_on"]["runs"]) == {*_failed(east), *_failed(west)}
+    assert evaluate(east, str(second)).fitted == 2
+
+
+def test_eval_reads_a_model_whose_record_of_its_runs_is_no_object(tmp_path: Path) -> None:
+    """A model file whose meta.fitted_on is a plain string (edited by hand, written by another tool) is
+    evaluated all the same, as fit on none of the runs."""
+    from trajdebug.analysis.learned import load_model
+
+    src = _source(tmp_path)
+    for rid in _failed(src):
+        label(src, rid, "fetch_rate")
+    shipped = load_model("default")
+    assert shipped is not None
+    data = shipped.to_dict()
+    data["meta"] = {**data["meta"], "fitted_on": str(src)}
+    model = tmp_path / "edited.json"
+    model.write_text(json.dumps(data))
+    out = CliRunner().invoke(cli, ["eval", str(src), "--model", str(model)])
+    assert out.exit_code == 0, out.output
+    assert evaluate(src, str(model)).fitted == 0
+
+
 def test_fit_cases_read_the_hand_rankings_order_while_analyze_defaults_to_the_model(tmp_path: Path) -> None:
     """The features `fit` learns from follow the hand ranking's order (its first step has hand rank 1), not a model's."""
     from trajdebug.labels import cases

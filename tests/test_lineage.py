@@ -1005,6 +1005,23 @@ class TestUnconverted:
         assert parse("sack 2: 55 lb", {"sack_kg": 24.9}) == []
         assert parse("sack 2: 55 lb", {"kg": 55.0}) == []
 
+    def test_a_field_naming_a_unit_outside_a_compound_unit_left_it_unconverted(self) -> None:
+        """A seed price '3.45 EUR/kg' kept under chf_per_kg, in a run that writes francs, left the currency
+        unconverted, and '0.8 g/L' kept under salt_mg_per_l left grams: kg or l being a part of the given unit
+        says nothing of the other word; under eur_per_kg every unit word is a part and the unit was kept."""
+
+        def parse(raw: str, out: dict[str, Any]) -> list[str]:
+            scale = _s("t", "weigh", "tool", 1, {"silo": "S-3"}, "silo S-3 holds 840 kg, fee 12 CHF, brine 40 mg, tank 300 l")
+            p = _s("p", "parse", "other", 2, {"raw": raw}, out)
+            lin = Lineage(_run(scale, p))
+            units = run_units(lin.view(s) for s in ("t", "p"))
+            return [e.reason.split("named for ")[-1] for e in relabelled(lin.view("p"), units)]
+
+        assert parse("seed 3.45 EUR/kg", {"chf_per_kg": 3.45}) == ["chf"]
+        assert parse("brine 0.8 g/L", {"salt_mg_per_l": 0.8}) == ["mg"]
+        assert parse("seed 3.45 EUR/kg", {"eur_per_kg": 3.45}) == []
+        assert parse("seed 3.45 EUR/kg", {"price_per_kg": 3.45}) == []
+
     def test_a_span_of_time_kept_under_a_field_named_for_the_same_unit_spelt_longer_is_no_finding(self) -> None:
         """A tool given interval '60m' or '60 m' that returns period_min=60 kept minutes as minutes; one given
         '2 h' that returns period_min=2 left hours unconverted."""

@@ -247,14 +247,7 @@ def _guide(
     if checks.covers(run):
         oracles.append(checks)
     if not oracles and not guided:
-        if run.answers:
-            # No one to ask now, but answers stored earlier (--ask, the report, serve) still settle what
-            # they can: the search's state over them, with nothing asked.
-            from trajdebug.analysis import GuidedSearch
-
-            search = GuidedSearch(analysis, run.answers, strategy=strategy, max_questions=max_questions)
-            return settled(replace(analysis, guided=search.result()))
-        return analysis
+        return _stored_answers(analysis, strategy, max_questions)
     twin = same_input(run, pool)
     if twin is not None:
         oracles.append(ReferenceOracle(twin))
@@ -263,11 +256,26 @@ def _guide(
 
         oracles.append(JudgeOracle.of(judge))
     if not oracles:
-        return analysis
+        # Guided search asked for, but nothing found to answer it: the stored answers count all the same,
+        # as they do without it (asking for more must not lose what a person already said).
+        return _stored_answers(analysis, strategy, max_questions)
     result = guided_search(
         analysis, oracles, answers=run.answers, strategy=strategy, max_questions=max_questions, timeout=timeout
     )
     return settled(replace(analysis, guided=result))
+
+
+def _stored_answers(analysis: Analysis, strategy: str, max_questions: int | None) -> Analysis:
+    """With no one to ask now, the answers stored earlier (--ask, the report, serve) still settle what they
+    can: the guided search's state over them, with nothing asked.  The analysis as it is when there are none."""
+    from dataclasses import replace
+
+    from trajdebug.analysis import GuidedSearch, settled
+
+    if not analysis.run.answers:
+        return analysis
+    search = GuidedSearch(analysis, analysis.run.answers, strategy=strategy, max_questions=max_questions)
+    return settled(replace(analysis, guided=search.result()))
 
 
 def _oracles(oracle: Any) -> list[Any]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -191,7 +191,7 @@ def evaluate(source: str | Path, model: str | Path | Model | None = None) -> Eva
         out.append(LabelResult(run_id, sid, ranking.index(sid) + 1 if sid in ranking else None, conf))
     name = None if model is None else str(model) if not isinstance(model, Model) else "model"
     loaded = load_model(model) if model is not None else None
-    seen = set(((loaded.meta or {}).get("fitted_on") or {}).get("runs", ())) if loaded is not None else set()
+    seen = set(_fitted_runs(loaded.meta)) if loaded is not None else set()
     fitted = sum(1 for r in out if r.run_id in seen)
     return Evaluation(tuple(out), name, tuple(r for r in marked if r not in have), fitted)
 
@@ -225,10 +225,21 @@ def fit(source: str | Path, prior: str | Path | Model | None = "default", *, see
     if not data:
         raise SourceError(f"{source}: no labelled run whose root the analysis ranks (label some with `trajdebug label`)")
     model = fit_trees(data, seed=seed, prior=load_model(prior))
-    # The runs it was fit on, so that `evaluate` can say when it is measured on them.
+    # The runs it was fit on, so that `evaluate` can say when it is measured on them.  A model boosted on from
+    # a prior keeps the prior's trees, and with them what they learned: the prior's runs are counted too.
     have = {r.run_id for r in load_runs(source)}
-    runs = sorted(r for r in labels(source) if r in have)
-    return replace(model, meta={**(model.meta or {}), "fitted_on": {"source": str(source), "runs": runs}})
+    learned = set(_fitted_runs(model.meta))  # the prior's meta, kept by the warm start (`training.fit`)
+    runs = sorted(learned | {r for r in labels(source) if r in have})
+    meta = model.meta if isinstance(model.meta, Mapping) else {}
+    return replace(model, meta={**meta, "fitted_on": {"source": str(source), "runs": runs}})
+
+
+def _fitted_runs(meta: object) -> list[str]:
+    """The run ids a model's ``meta.fitted_on`` records; none when it records none or in another shape (a file
+    edited by hand or written by another tool is read, not trusted)."""
+    fitted = meta.get("fitted_on") if isinstance(meta, Mapping) else None
+    runs = fitted.get("runs") if isinstance(fitted, Mapping) else None
+    return [r for r in runs if isinstance(r, str)] if isinstance(runs, list) else []
 
 
 __all__ = ["Evaluation", "LabelResult", "evaluate", "fit", "label", "labels", "sidecar"]

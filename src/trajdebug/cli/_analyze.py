@@ -220,7 +220,7 @@ def analyze_cmd(
     for a in analyses:
         for problem in a.problems:
             click.echo(f"warning: {path}: {problem}", err=True)
-        if guided and a.failures and a.guided is None:
+        if guided and a.failures and a.guided is None and not a.run.answers:
             click.echo(
                 f"note: run {a.run.run_id[:12]}: no guided search: no passing run of the same input in {path}, "
                 "no --oracle, --judge or expectation to answer its questions",

@@ -196,22 +196,30 @@ def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
     suspects = [i for i, p in enumerate(pairs) if p.enclosing and p.status == "output"]
     if not suspects:
         return pairs
-    kids: dict[str | None, list[str]] = {}
-    for s in (*good.steps, *bad.steps):
-        kids.setdefault(s.parent_id, []).append(s.step_id)
-    status: dict[str, PairStatus] = {}
+    # Each run walked in its own tree and its steps' statuses kept apart: a step id is unique within a run
+    # only (a counter's "1", "2", "3"), so the passing run's "2" must not stand for the failing run's "2".
+    kids: dict[tuple[int, str | None], list[str]] = {}
+    for side, run in enumerate((good, bad)):
+        for s in run.steps:
+            kids.setdefault((side, s.parent_id), []).append(s.step_id)
+    status: dict[tuple[int, str], PairStatus] = {}
     for p in pairs:
-        for side in (p.good, p.bad):
-            if side is not None:
-                status[side.step_id] = p.status
+        for side, step in enumerate((p.good, p.bad)):
+            if step is not None:
+                status[(side, step.step_id)] = p.status
     for i in suspects:
         p = pairs[i]
-        inside: list[str] = []
-        todo = [side.step_id for side in (p.good, p.bad) if side is not None]
+        inside: list[tuple[int, str]] = []
+        todo = [(side, step.step_id) for side, step in enumerate((p.good, p.bad)) if step is not None]
+        # A hand-written file may hold a parent cycle (the loader keeps it with a warning): each step once.
+        seen = set(todo)
         while todo:
-            for c in kids.get(todo.pop(), ()):
-                inside.append(c)
-                todo.append(c)
+            side, at = todo.pop()
+            for c in kids.get((side, at), ()):
+                if (side, c) not in seen:
+                    seen.add((side, c))
+                    inside.append((side, c))
+                    todo.append((side, c))
         if inside and all(status.get(c) == "same" for c in inside):
             pairs[i] = replace(p, enclosing=False)
     return pairs

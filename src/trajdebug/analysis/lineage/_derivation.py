@@ -292,8 +292,9 @@ def _same_span_unit(given: str, named: str, lexicon: Lexicon = ENGLISH) -> bool:
 def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
     """An output number that is a given number written with one unit (``air 95.9 F``), kept unchanged under
     a field named for another unit the run writes numbers in (``air_c``): a unit dropped, not converted.
-    The field's last word must be such a unit (``c``, ``kg``, ``usd`` where the run writes ``27.6 C``), not a
-    part of the given compound unit (``eur/kg`` under ``per_kg``: the unit was kept), the
+    The field's last word must be such a unit (``c``, ``kg``, ``usd`` where the run writes ``27.6 C``), and
+    some unit word of the field no part of the given unit (``eur/kg`` under ``per_kg``: the unit was kept;
+    under ``usd_per_kg``: the currency was not), the
     number must be the one written (``95.9`` for ``95.9 F``, not ``12`` for ``12.0 mL``: a coincidence), and
     the word after the given number a unit, not a word joining it to the next number (``3 to 9 °C``)."""
     if not units:
@@ -318,14 +319,18 @@ def relabelled(view: StepView, units: Collection[str]) -> Iterator[Evidence]:
         # acidity the run also writes after numbers) as a unit's symbol (``kg``); measured on the development
         # suites, reading it as a unit cost more cases than it found (round 42).
         if len(words) >= 2 and last in units and x.unit is not None and last != x.unit.lower():
-            if _same_span_unit(x.unit, last) or last in x.unit.lower().split("/"):
-                # A span spelt two ways, or a compound unit the field names a part of (``1.85 EUR/kg`` under
-                # ``per_kg``): the unit was kept, not dropped.
+            # The field's unit words that are no part of the given unit: none when the field names only parts
+            # of a compound unit (``1.85 EUR/kg`` under ``per_kg`` or ``eur_per_kg``: the unit was kept); one
+            # part alone says nothing of the rest (``2.35 EUR/kg`` under ``usd_per_kg``: the currency dropped).
+            parts = x.unit.lower().split("/")
+            foreign = [w for w in words if w in units and w not in parts]
+            if _same_span_unit(x.unit, last) or not foreign:
                 continue
             yield Evidence(
                 view.step_id,
                 UNCONVERTED,
-                f"output {y.field}={y.raw} is the given {x.raw} {x.unit}, kept unconverted under a field named for {last}",
+                f"output {y.field}={y.raw} is the given {x.raw} {x.unit}, kept unconverted under a field named for "
+                f"{foreign[-1]}",
                 "lineage:altered",
             )
             return
