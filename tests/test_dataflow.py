@@ -78,15 +78,51 @@ def test_a_code_step_reading_a_model_answer_that_leaves_one_field_out_is_a_lossy
     record = {"boat": "Heron", "crew": 4, "date": "2026-05-02", "harbour": "Kiel", "night_sail": True}
     answer = {"role": "assistant", "content": json.dumps(record)}
 
+    failed = (Failure("x", "step-error", "charter of Heron refused: no night sailing cover", "x"),)
+
     def found(out: dict[str, Any]) -> list[Evidence]:
         return _parser_verdict(
             Step("m", "ChatModel", "llm", input={"messages": [{"role": "user", "content": "Heron, 4 crew"}]}, output=answer),
             Step("p", "read_charter", "other", input={"role": "assistant", "content": answer["content"]}, output=out),
+            failures=failed,
         )
 
     [e] = [e for e in found({k: v for k, v in record.items() if k != "night_sail"}) if e.suspicion > 0]
     assert "night_sail" in e.reason
     assert not [e for e in found(dict(record)) if e.suspicion > 0]
+
+
+def test_a_code_step_leaving_out_a_field_the_failure_does_not_speak_of_is_no_lossy_parser() -> None:
+    """A code step that copies a model's answer but its free-text rationale, which the failure does not speak of
+    (it names a number the rationale mentions), left out what it did not need."""
+    record = {"kiln": "K-2", "cone": 6, "pieces": 14, "rationale": "Glaze needs cone 6 and the 14 mugs fit K-2."}
+    answer = {"role": "assistant", "content": json.dumps(record)}
+    failed = (Failure("x", "step-error", "kiln K-2 holds 12 pieces, 14 were loaded", "x"),)
+    found = _parser_verdict(
+        Step("m", "ChatModel", "llm", input={"messages": [{"role": "user", "content": "fire 14 mugs"}]}, output=answer),
+        Step("p", "read_firing", "other", input={"role": "assistant", "content": answer["content"]},
+             output={k: v for k, v in record.items() if k != "rationale"}),
+        failures=failed,
+    )
+    assert not [e for e in found if e.suspicion > 0]
+
+
+def test_a_code_step_started_after_a_model_call_recorded_later_reads_its_answer() -> None:
+    """A code step is judged by the model call that started just before it, though a source wrote the steps in
+    the order they ended (the code step first)."""
+    record = {"boat": "Heron", "crew": 4, "date": "2026-05-02", "harbour": "Kiel", "night_sail": True}
+    answer = {"role": "assistant", "content": json.dumps(record)}
+    failed = (Failure("x", "step-error", "charter of Heron refused: no night sailing cover", "x"),)
+    steps = (
+        Step("o", "log_charter", "tool", input={"boat": "Heron"}, output={"logged": "Heron"}, start_ns=5),
+        Step("p", "read_charter", "other", input={"role": "assistant", "content": answer["content"]},
+             output={k: v for k, v in record.items() if k != "night_sail"}, start_ns=30),
+        Step("m", "ChatModel", "llm", input={"messages": [{"role": "user", "content": "Heron, 4 crew"}]}, output=answer,
+             start_ns=10),
+    )
+    ctx = DiagnoseContext.build(Run("r", "test", steps=steps), diagnosers=registered_diagnosers(), failures=failed)
+    found = [e for e in ctx.verdict("p").evidence if e.diagnoser == "parse-dropped"]
+    assert [e for e in found if e.suspicion > 0 and "night_sail" in e.reason]
 
 
 def test_a_code_step_not_handed_a_model_answer_is_no_parser() -> None:
@@ -111,3 +147,32 @@ def test_a_labelled_line_a_parser_kept_nothing_of_is_a_lost_line() -> None:
     kept = dict(out, hull="carbon fibre")
     found = _parser_verdict(Step("p", "HaulOutParser", "parse", input=msg, output=kept), failures=failed)
     assert not [e for e in found if e.suspicion > 0]
+
+
+def _haul_out(answer: str, out: dict[str, Any], message: str) -> list[Evidence]:
+    msg = {"input": {"role": "assistant", "content": answer}}
+    failed = (Failure("x", "step-error", message, "x"),)
+    found = _parser_verdict(Step("p", "HaulOutParser", "parse", input=msg, output=out), failures=failed)
+    return [e for e in found if e.suspicion > 0]
+
+
+def test_lines_read_into_their_labels_field_or_as_numbers_flags_or_dates_are_no_lost_lines() -> None:
+    """A parser that read each line's value as a type (a number of days, a yes/no as a flag, a date written
+    another way) kept those lines, whether or not the label names the field it filled."""
+    answer = ("Haul-out sheet:\nhull=steel\nyard=Yard 7\nberth=B-12\nstay=4 days\n"
+              "antifoul=yes\nlaunch=3 March 2027")
+    base = {"hull": "steel", "yard": "Yard 7", "berth": "B-12"}
+    message = "berth B-12 is too short for a 4 days stay of a steel hull"
+    assert _haul_out(answer, dict(base, stay=4, antifoul=True, launch="2027-03-03"), message) == []
+    assert _haul_out(answer, dict(base, days=4, paint=True, relaunch="2027-03-03"), message) == []
+
+
+def test_a_skipped_line_sharing_only_function_words_or_parts_of_words_with_the_failure_is_no_named_line() -> None:
+    """A free note the parser rightly skipped is not a line the failure names because both use a function word
+    (``was``) or the note's word is part of a longer word of the failure (``wash`` in ``washer``)."""
+    answer = "Haul-out sheet:\nhull=steel\nyard=Yard 7\nberth=B-12\nnote=owner was here for the wash"
+    out = {"hull": "steel", "yard": "Yard 7", "berth": "B-12"}
+    [e] = _haul_out(answer, out, "berth B-12 was booked for a pressure washer on a steel hull")
+    assert e.suspicion < 0.6
+    [named] = _haul_out(answer, out, "the owner asked for a wash of the steel hull at berth B-12")
+    assert named.suspicion >= 0.6

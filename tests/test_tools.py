@@ -48,3 +48,30 @@ def test_calls_answering_other_plots_with_their_own_readings_are_no_finding() ->
         ("west", {"plot": "west", "ok": True}),
     )
     assert all(v == [] for v in found.values())
+
+
+def test_calls_answering_every_plot_with_one_default_record_are_no_finding() -> None:
+    """A probe that answers every plot it has no reading for with the same default record (zero readings, an
+    unknown status, no date) answers alike by design, not because it ignored the plot."""
+    def blank(plot: str) -> dict[str, Any]:
+        return {"plot": plot, "nitrogen_ppm": 0, "moisture_pct": None, "status": "unknown", "sampled": ""}
+
+    found = _findings(("north", blank("north")), ("south", blank("south")), ("east", blank("east")))
+    assert all(v == [] for v in found.values())
+
+
+def test_each_calls_own_answer_is_read_once_per_run(monkeypatch: Any) -> None:
+    """On a long loop of calls of one tool, each call's answer is read once, not once per later call."""
+    from trajdebug.analysis.diagnosers import _tools
+
+    reads: list[str] = []
+    real = _tools._read_own_answer
+
+    def counted(step: Step, lexicon: Any) -> Any:
+        reads.append(step.step_id)
+        return real(step, lexicon)
+
+    monkeypatch.setattr(_tools, "_read_own_answer", counted)
+    plots = [f"P-{i}" for i in range(30)]
+    _findings(*((p, {"plot": p, "ph": 6.4, "nitrogen_ppm": 31, "moisture_pct": 22.5}) for p in plots))
+    assert len(reads) == len(set(reads)) == len(plots)

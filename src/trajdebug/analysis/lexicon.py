@@ -40,6 +40,10 @@ class Lexicon:
     boolean_words: frozenset[str]
     """Words that are a yes/no or an empty value, never a record's identity."""
 
+    default_words: frozenset[str]
+    """Words a store answers with for what it does not know or hold (a status ``unknown``, ``n/a``): the same for
+    every key it is asked about, so no answer of its own."""
+
     status_text: re.Pattern[str]
     """An HTTP status written in text ("HTTP/1.1 503", "status code: 404")."""
 
@@ -258,6 +262,10 @@ ENGLISH = Lexicon(
         ["the", "and", "not", "new", "all", "any", "for", "but", "are", "was", "has", "had", "its", "out", "one", "can", "our", "you", "per", "via", "off", "too", "yet", "nor", "own", "who", "why", "how", "may", "did", "got", "let", "use"]
     ),
     boolean_words=frozenset({"true", "false", "yes", "no", "none", "null"}),
+    default_words=frozenset(
+        {"unknown", "not found", "not_found", "notfound", "n/a", "na", "nil", "undefined", "missing", "empty",
+         "unavailable", "not available", "no data", "no_data", "-", "--", "?"}
+    ),
     status_text=re.compile(r"\b(?:HTTP(?:/\d(?:\.\d)?)?\s+|status(?:\s+code)?[:=\s]+)([1-5]\d\d)\b", re.I),
     exit_status=re.compile(r"(?:exit(?:ed)?\s+(?:code|status)|non-zero exit status|returncode)[:=\s]+(-?\d+)", re.I),
     error_line=re.compile(r"(?m)^\s*(?:[A-Z][A-Za-z0-9_.]*)?(?:Error|Exception|ERROR|FATAL|Fatal)\s*:\s*\S.*$"),

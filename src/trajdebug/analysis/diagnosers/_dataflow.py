@@ -13,12 +13,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from itertools import pairwise
 from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._selection import selections, unpicked
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.diagnosers._parsed_lines import (
+    failure_names,
+    left_out_field,
+    reads_answer,
+    text_dropped,
+)
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS
 from trajdebug.core.model import Dependency, Step
@@ -115,9 +120,11 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     if step.kind != "parse":
         # A code step that reads a model's answer may select from it as it pleases (a node keeping the three
         # fields it needs): only a record copied whole but for one field is judged.
-        left = _left_out_field(_with_json_read(step.input), step.output) if _reads_answer(step, ctx) else None
-        if left is not None:
-            yield Evidence(step.step_id, 0.5, left, "parse-dropped")
+        # Leaving out one field is what a node does with a model's `reasoning`: it is a loss only when the
+        # failure speaks of that field or its value.
+        left = left_out_field(_with_json_read(step.input), step.output) if reads_answer(step, ctx) else None
+        if left is not None and failure_names(ctx, left[0], left[1]):
+            yield Evidence(step.step_id, 0.5, left[2], "parse-dropped")
         return
     src: Any = step.input
     if isinstance(src, Mapping) and len(src) == 1:
@@ -143,10 +150,10 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         values = _values_of(src, content_only=True)
         lost = _lost(values, ctx.text(step.step_id))
         # A text of several lines is what the step parses, not a value to pass on whole: it is
-        # judged line by line on the words its records left behind (`_text_dropped`).
+        # judged line by line on the words its records left behind (`text_dropped`).
         texts = [v for v in lost if isinstance(v, str) and _is_text(v)]
         if texts:
-            yield from _text_dropped(step, ctx, texts, out)
+            yield from text_dropped(step, ctx, texts, out)
             values = [v for v in values if v not in texts]
             lost = [v for v in lost if v not in texts]
         named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
@@ -171,48 +178,6 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             yield Evidence(step.step_id, 0.0, "kept every value of its input", "parse-dropped", sound=True)
 
 
-def _left_out_field(src: Any, out: Any) -> str | None:
-    """A field a parser left out of the one record it copied: the record it was given (or the record inside the
-    message it was given) and its output share every field but one, of three or more, which held a value.
-    Picking some fields is what a parser may be for; copying all of them but one is losing that one (a flag, a
-    value no check counts among the values it lost)."""
-    if not isinstance(out, Mapping):
-        return None
-    records = [src] + (list(src.values()) if isinstance(src, Mapping) else [])
-    records = [r for r in records if isinstance(r, Mapping)]
-    if not records:
-        return None
-    rec = max(records, key=lambda r: sum(k in out for k in r))
-    kept = [k for k in rec if k in out]
-    missing = [k for k in rec if k not in out and not content.is_empty(rec[k])]
-    if len(missing) != 1 or len(kept) < 3 or len(out) != len(kept):
-        return None
-    return f"left out the field {missing[0]!r} ({rec[missing[0]]!r}) of the record it copied, keeping its other {len(kept)}"
-
-
-def _reads_answer(step: Step, ctx: DiagnoseContext) -> bool:
-    """Whether a plain code step is a parser: with no steps inside, it runs right after a model call and is
-    handed that call's answer text (a graph node's helper that reads the model's JSON into a record).  Not
-    recorded as ``parse``, it is one all the same, and what it leaves out of the answer was lost there."""
-    if step.kind != "other" or not isinstance(step.output, (Mapping, list)):
-        return False
-    before = ctx.memo("step-before-and-parents", lambda: _before_and_parents(ctx))
-    prev_id = before[0].get(step.step_id)
-    if prev_id is None or step.step_id in before[1]:
-        return False
-    prev = ctx.graph.steps[prev_id]
-    if prev.kind != "llm":
-        return False
-    answers = {v for _, v in content.leaves(prev.output) if isinstance(v, str) and len(v) >= 20}
-    return any(isinstance(v, str) and v in answers for _, v in content.leaves(step.input))
-
-
-def _before_and_parents(ctx: DiagnoseContext) -> tuple[dict[str, str], set[str]]:
-    """Each step's predecessor in run order, and the steps that enclose others."""
-    steps = ctx.run.steps
-    return {b.step_id: a.step_id for a, b in pairwise(steps)}, {s.parent_id for s in steps if s.parent_id}
-
-
 def _consulted_left_out(src: Any, out_text: str) -> Any:
     """The parts of a parse step's input it parsed: given a text of lines and, beside it, a record or a list
     none of whose values its output holds (the catalogue record of the map whose damage note it parsed), it
@@ -231,112 +196,6 @@ def _consulted_left_out(src: Any, out_text: str) -> Any:
 def _is_text(v: str) -> bool:
     """Whether a string is a text of several lines (a model's answer a parse step reads), not one value."""
     return len([ln for ln in v.splitlines() if ln.strip()]) >= 3
-
-
-_WORD = re.compile(r"[^\W\d_]\w*")
-"""A word of a line's residue (digits alone are left out: a number the parse normalized is no loss)."""
-
-_UNIT_WORD = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?\s*([^\W\d_]\w*)")
-"""The word written right after a number (``14 spots``, ``9 cm``): the number's unit."""
-
-_LABEL_WORD = re.compile(r"[^\W\d_]+")
-"""A word of an output field's path (``previous_vehicle`` is two: a label may be written ``previous vehicle:``)."""
-
-
-def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) -> Iterable[Evidence]:
-    """Words a parse of a text of lines left behind: in a line that gave a record, the words no output
-    value holds that are not the line format's own.
-
-    A parser reading lines of one format (``home vs away | day time``) leaves the format's words
-    (``vs``) in every line; a word left in one line only (a team's ``II``) was part of a value it
-    cut.  Lines giving no value (a heading) are skipped; fewer than three record lines tell no format.
-    """
-    found = sorted(
-        {str(v).lower() for _, v in content.leaves(out) if isinstance(v, (str, int, float)) and not isinstance(v, bool)},
-        key=len,
-        reverse=True,
-    )
-    found = [v for v in found if len(v) >= 2]
-    # A line's label (``zone:`` before its value) that names a field of the output became that field's name:
-    # the parser moved it, it did not cut it from a value.  Each label is written on one line only, so the
-    # spread test below would take it for a cut word.
-    labels = {w for path, _ in content.leaves(out) for w in _LABEL_WORD.findall(path.lower())}
-    named = " ".join(f.message.lower() for f in ctx.failures)
-    rows: list[tuple[str, list[str], bool]] = []
-    for text in texts:
-        for line in text.splitlines():
-            rest, hits = line.lower(), []
-            for v in found:
-                if v in rest:
-                    hits.append(v)
-                    rest = rest.replace(v, "\x00")
-            if hits:
-                # The word right after a number is its unit ("14 spots" parsed as 14 units): no cut of a value.
-                units = set(_UNIT_WORD.findall(line.lower()))
-                words = [w for w in _WORD.findall(rest) if w not in labels and w not in units]
-                rows.append((line, words, any(len(h) >= 3 and h in named for h in hits)))
-    if len(rows) < 3:
-        return
-    kept = {str(v).strip().lower() for _, v in content.leaves(out) if v is not None}
-    lost = _lost_lines(texts, rows, named, kept)
-    if lost is not None and lost[1] >= 0.6:
-        yield Evidence(step.step_id, lost[1], lost[0], "parse-dropped")
-        return
-    spread: dict[str, int] = {}
-    for _, words, _ in rows:
-        for w in set(words):
-            spread[w] = spread.get(w, 0) + 1
-    cut = [(line, w, hit) for line, words, hit in rows for w in words if spread[w] * 2 < len(rows)]
-    if not cut:
-        if lost is not None:
-            yield Evidence(step.step_id, lost[1], lost[0], "parse-dropped")
-            return
-        yield Evidence(step.step_id, 0.0, "kept every value of the lines it parsed", "parse-dropped", sound=True)
-        return
-    near = [c for c in cut if c[2]]
-    line, word, _ = (near or cut)[0]
-    yield Evidence(
-        step.step_id,
-        0.6 if near else 0.1 + 0.2 * min(1.0, len(cut) / len(rows)),
-        f"dropped {word!r} from the line {line.strip()[:60]!r} it parsed"
-        + (", a line whose values the failure names" if near else ""),
-        "parse-dropped",
-    )
-
-
-_LABELLED = re.compile(r"^\s*[^\W\d_][\w ]{0,30}?\s*([:=])\s*(\S.*)$")
-"""A line of the ``label: value`` (or ``label=value``) form, its separator and its value."""
-
-
-def _lost_lines(
-    texts: list[str], rows: list[tuple[str, list[str], bool]], named: str, kept: set[str]
-) -> tuple[str, float] | None:
-    """A line of the record lines' own ``label: value`` form that gave no value at all (``carpet=wool blend``
-    beside ``date=2026-12-14``, the fibre answered as a default): the parser lost the whole line, which the
-    words left in lines that gave a value cannot show.  Strong when the failure names a word of its value."""
-    seps = [m.group(1) for line, _, _ in rows if (m := _LABELLED.match(line))]
-    if len(seps) < 3:
-        return None
-    sep = max(set(seps), key=seps.count)
-    given = {line for line, _, _ in rows}
-    lost = [
-        (line, m.group(2))
-        for text in texts
-        for line in text.splitlines()
-        if line not in given
-        and (m := _LABELLED.match(line))
-        and m.group(1) == sep
-        and _WORD.search(m.group(2))
-        and m.group(2).strip().lower() not in kept  # (a one-letter value, `zone: D`, is kept but never searched)
-    ]
-    if not lost:
-        return None
-    near = [x for x in lost if any(len(w) >= 3 and w in named for w in _WORD.findall(x[1].lower()))]
-    line, _ = (near or lost)[0]
-    weight = 0.6 if near else 0.1 + 0.2 * min(1.0, len(lost) / len(rows))
-    return f"dropped the line {line.strip()[:60]!r} it parsed, none of its value kept" + (
-        ", a value the failure names" if near else ""
-    ), weight
 
 
 def _failed_pre(step: Step) -> list[Mapping[str, Any]]:

@@ -492,25 +492,43 @@ def ignored_argument(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     not asked.  An answer of fewer than three values of its own may repeat by chance, and is left alone."""
     if step.kind not in ("tool", "retrieval") or step.status != "ok" or not isinstance(step.input, Mapping):
         return
-    body = _own_answer(step)
+    body = _own_answer(step, ctx)
     if body is None or not _failure_about(step, ctx):
         return
-    calls = ctx.memo("calls-by-name", lambda: _calls_by_name(ctx)).get(step.name, [])
-    earlier = calls[: next((i for i, c in enumerate(calls) if c is step), 0)]
-    same = [c for c in earlier if isinstance(c.input, Mapping) and set(c.input) == set(step.input) and _own_answer(c) == body]
-    for other in same:
-        changed = [k for k in step.input if other.input[k] != step.input[k]]
-        if changed:
-            k = changed[0]
-            # The first call to repeat an answer is where the argument stopped being read; a third call
-            # answering alike repeats the same slip.
-            yield Evidence(
-                step.step_id,
-                SAME_ANSWER if len(same) == 1 else SAME_ANSWER * 0.6,
-                f"answered {k}={step.input[k]!r} with what an earlier call answered {k}={other.input[k]!r}: it did not read {k}",
-                "ignored-argument",
-            )
-            return
+    # The earlier calls answering alike, found for every call in one pass per run: comparing each call with
+    # every earlier call of its tool was quadratic on long loops.
+    other, n = ctx.memo("answer-twins", lambda: _answer_twins(ctx)).get(step.step_id, (None, 0))
+    k = next((k for k in step.input if other.input[k] != step.input[k]), None) if other is not None else None
+    if other is not None and k is not None:  # The first call to repeat an answer is where the argument stopped being read.
+        yield Evidence(
+            step.step_id,
+            SAME_ANSWER if n == 1 else SAME_ANSWER * 0.6,
+            f"answered {k}={step.input[k]!r} with what an earlier call answered {k}={other.input[k]!r}: it did not read {k}",
+            "ignored-argument",
+        )
+
+
+def _answer_twins(ctx: DiagnoseContext) -> dict[str, tuple[Step, int]]:
+    """For each successful call answering what an earlier call of its tool answered with the same argument names
+    but other values: the first such earlier call, and how many there were.  An earlier call with the very same
+    arguments (a retry) read them, and is not counted."""
+    groups: dict[tuple[str, frozenset[str], tuple[tuple[str, str], ...]], list[Step]] = {}
+    for c in (c for calls in ctx.memo("calls-by-name", lambda: _calls_by_name(ctx)).values() for c in calls):
+        if isinstance(c.input, Mapping) and (body := _own_answer(c, ctx)) is not None:
+            groups.setdefault((c.name, frozenset(c.input), body), []).append(c)
+    out: dict[str, tuple[Step, int]] = {}
+    for group in groups.values():
+        seen: dict[str, int] = {}  # calls so far by their arguments
+        firsts: list[tuple[str, Step]] = []  # the first call of the first two distinct arguments
+        for n, c in enumerate(group):
+            key = repr(sorted(c.input.items(), key=lambda kv: kv[0]))
+            other = next((s for k, s in firsts if k != key), None)
+            if other is not None:
+                out[c.step_id] = (other, n - seen.get(key, 0))
+            if key not in seen and len(firsts) < 2:
+                firsts.append((key, c))
+            seen[key] = seen.get(key, 0) + 1
+    return out
 
 
 def _failure_about(step: Step, ctx: DiagnoseContext) -> bool:
@@ -538,18 +556,28 @@ def _calls_by_name(ctx: DiagnoseContext) -> dict[str, list[Step]]:
     return out
 
 
-def _own_answer(step: Step) -> tuple[tuple[str, str], ...] | None:
-    """A call's answer without the arguments it echoes back, as sorted (path, value) pairs; None when fewer than
-    three values of its own are left, or none of them is a number or a text of two characters or more."""
+def _own_answer(step: Step, ctx: DiagnoseContext) -> tuple[tuple[str, str], ...] | None:
+    """A call's answer without the arguments it echoes back, as sorted (path, value) pairs, read once per step;
+    None when fewer than three values of its own are left, or fewer than two of them tell anything: a number
+    other than zero, a text that is no flag, empty or default word (``unknown``).  A store answers every key it
+    does not know with one default record (``stock: 0, status: unknown``), and two full dates alike: answers
+    the same for other arguments by design."""
+    memo: dict[str, tuple[tuple[str, str], ...] | None] = ctx.memo("own-answers", dict)
+    return memo[step.step_id] if step.step_id in memo else memo.setdefault(step.step_id, _read_own_answer(step, ctx.lexicon))
+
+
+def _read_own_answer(step: Step, lexicon: Lexicon) -> tuple[tuple[str, str], ...] | None:
     out = step.output
     if isinstance(out, str):
         out = content.embedded_json(out)
-    if not isinstance(out, (Mapping, list)):
+    if not isinstance(out, (Mapping, list)) or not isinstance(step.input, Mapping):
         return None
     given = {repr(v) for _, v in content.leaves(step.input)}
     own = sorted((p, repr(v)) for p, v in content.leaves(out) if repr(v) not in given)
-    telling = [v for _, v in content.leaves(out) if repr(v) not in given and not isinstance(v, bool) and v is not None]
-    if len(own) < 3 or not any(isinstance(v, (int, float)) or (isinstance(v, str) and len(v) >= 2) for v in telling):
+    dull = lexicon.boolean_words | lexicon.default_words
+    telling = [v for _, v in content.leaves(out) if repr(v) not in given and not isinstance(v, bool) and (
+        (isinstance(v, (int, float)) and v != 0) or (isinstance(v, str) and len(v.strip()) >= 2 and v.strip().casefold() not in dull))]
+    if len(own) < 3 or len(telling) < 2:
         return None
     return tuple(own)
 

@@ -1,0 +1,237 @@
+"""Parsers of a model's answer: a code step that reads it into a record, and the lines of a text a parse step read.
+
+Helpers of `trajdebug.analysis.diagnosers._dataflow.parse_dropped`: what a parser left out of a record it
+copied, a word it cut from a line, a line it lost whole.  Each finding is weighed by whether the failure
+names what was lost (its whole words, function words left out), since leaving out what no later step needed
+(a model's reasoning, a free note) is what parsers are for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from itertools import pairwise
+from typing import Any
+
+from trajdebug.analysis import _content as content
+from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
+from trajdebug.analysis.lexicon import Lexicon
+from trajdebug.core.model import Step
+from trajdebug.core.values import atoms
+
+
+def left_out_field(src: Any, out: Any) -> tuple[str, Any, str] | None:
+    """A field a parser left out of the one record it copied: the record it was given (or the record inside the
+    message it was given) and its output share every field but one, of three or more, which held a value.
+    Picking some fields is what a parser may be for; copying all of them but one is losing that one (a flag, a
+    value no check counts among the values it lost)."""
+    if not isinstance(out, Mapping):
+        return None
+    records = [src] + (list(src.values()) if isinstance(src, Mapping) else [])
+    records = [r for r in records if isinstance(r, Mapping)]
+    if not records:
+        return None
+    rec = max(records, key=lambda r: sum(k in out for k in r))
+    kept = [k for k in rec if k in out]
+    missing = [k for k in rec if k not in out and not content.is_empty(rec[k])]
+    if len(missing) != 1 or len(kept) < 3 or len(out) != len(kept):
+        return None
+    field, value = missing[0], rec[missing[0]]
+    return field, value, f"left out the field {field!r} ({value!r}) of the record it copied, keeping its other {len(kept)}"
+
+
+def _failure_words(ctx: DiagnoseContext) -> frozenset[str]:
+    """The whole words of the run's failure messages (lower case, singular), function words left out: a word
+    is matched whole, never inside another (``was`` is no part of ``washer``)."""
+
+    def words() -> frozenset[str]:
+        lex = ctx.lexicon
+        common = lex.stopwords | lex.short_stopwords
+        said = " ".join(f.message for f in ctx.failures).casefold()
+        return frozenset(lex.singular(w) for w in _WORD.findall(said) if len(w) >= 3 and w not in common)
+
+    found: frozenset[str] = ctx.memo("failure-words", words)
+    return found
+
+
+def _same_stem(word: str, said: frozenset[str]) -> bool:
+    """Whether a word, or one of its forms, is among a failure's words: the same word, or one of five letters
+    or more that begins the other (a field ``accessible`` the failure calls ``access``)."""
+    if word in said:
+        return True
+    return any(min(len(w), len(word)) >= 5 and (w.startswith(word) or word.startswith(w)) for w in said)
+
+
+def failure_names(ctx: DiagnoseContext, field: str, value: Any) -> bool:
+    """Whether a failure speaks of a field (a word of its name) or of its value (a value it names)."""
+    said = _failure_words(ctx)
+    if any(_same_stem(ctx.lexicon.singular(w), said) for w in _LABEL_WORD.findall(field.lower())):
+        return True
+    # (A free text of several words, a model's `reasoning`, is no one value a later step needed: a number
+    # it mentions that the failure names says nothing of the field left out.)
+    if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)) or len(str(value).split()) > 3:
+        return False
+    named = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
+    return any(a.key in named for a in atoms(value))
+
+
+def reads_answer(step: Step, ctx: DiagnoseContext) -> bool:
+    """Whether a plain code step is a parser: with no steps inside, it runs right after a model call and is
+    handed that call's answer text (a graph node's helper that reads the model's JSON into a record).  Not
+    recorded as ``parse``, it is one all the same, and what it leaves out of the answer was lost there."""
+    if step.kind != "other" or not isinstance(step.output, (Mapping, list)):
+        return False
+    before = ctx.memo("step-before-and-parents", lambda: _before_and_parents(ctx))
+    prev_id = before[0].get(step.step_id)
+    if prev_id is None or step.step_id in before[1]:
+        return False
+    prev = ctx.graph.steps[prev_id]
+    if prev.kind != "llm":
+        return False
+    answers = {v for _, v in content.leaves(prev.output) if isinstance(v, str) and len(v) >= 20}
+    return any(isinstance(v, str) and v in answers for _, v in content.leaves(step.input))
+
+
+def _before_and_parents(ctx: DiagnoseContext) -> tuple[dict[str, str], set[str]]:
+    """Each step's predecessor by start time (run order among equal starts: a source may write steps as they
+    end), and the steps that enclose others."""
+    steps = sorted(ctx.run.steps, key=lambda s: s.start_ns)  # (stable: unrecorded starts keep run order)
+    return {b.step_id: a.step_id for a, b in pairwise(steps)}, {s.parent_id for s in steps if s.parent_id}
+
+
+_WORD = re.compile(r"[^\W\d_]\w*")
+"""A word of a line's residue (digits alone are left out: a number the parse normalized is no loss)."""
+
+_UNIT_WORD = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?\s*([^\W\d_]\w*)")
+"""The word written right after a number (``14 spots``, ``9 cm``): the number's unit."""
+
+_LABEL_WORD = re.compile(r"[^\W\d_]+")
+"""A word of an output field's path (``previous_vehicle`` is two: a label may be written ``previous vehicle:``)."""
+
+
+def text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) -> Iterable[Evidence]:
+    """Words a parse of a text of lines left behind: in a line that gave a record, the words no output
+    value holds that are not the line format's own.
+
+    A parser reading lines of one format (``home vs away | day time``) leaves the format's words
+    (``vs``) in every line; a word left in one line only (a team's ``II``) was part of a value it
+    cut.  Lines giving no value (a heading) are skipped; fewer than three record lines tell no format.
+    """
+    found = sorted(
+        {str(v).lower() for _, v in content.leaves(out) if isinstance(v, (str, int, float)) and not isinstance(v, bool)},
+        key=len,
+        reverse=True,
+    )
+    found = [v for v in found if len(v) >= 2]
+    # A line's label (``zone:`` before its value) that names a field of the output became that field's name:
+    # the parser moved it, it did not cut it from a value.  Each label is written on one line only, so the
+    # spread test below would take it for a cut word.
+    labels = {w for path, _ in content.leaves(out) for w in _LABEL_WORD.findall(path.lower())}
+    named = " ".join(f.message.lower() for f in ctx.failures)
+    rows: list[tuple[str, list[str], bool]] = []
+    for text in texts:
+        for line in text.splitlines():
+            rest, hits = line.lower(), []
+            for v in found:
+                if v in rest:
+                    hits.append(v)
+                    rest = rest.replace(v, "\x00")
+            if hits:
+                # The word right after a number is its unit ("14 spots" parsed as 14 units): no cut of a value.
+                units = set(_UNIT_WORD.findall(line.lower()))
+                words = [w for w in _WORD.findall(rest) if w not in labels and w not in units]
+                rows.append((line, words, any(len(h) >= 3 and h in named for h in hits)))
+    if len(rows) < 3:
+        return
+    lost = _lost_lines(texts, rows, _failure_words(ctx), (labels, out), ctx.lexicon)
+    if lost is not None and lost[1] >= 0.6:
+        yield Evidence(step.step_id, lost[1], lost[0], "parse-dropped")
+        return
+    spread: dict[str, int] = {}
+    for _, words, _ in rows:
+        for w in set(words):
+            spread[w] = spread.get(w, 0) + 1
+    cut = [(line, w, hit) for line, words, hit in rows for w in words if spread[w] * 2 < len(rows)]
+    if not cut:
+        if lost is not None:
+            yield Evidence(step.step_id, lost[1], lost[0], "parse-dropped")
+            return
+        yield Evidence(step.step_id, 0.0, "kept every value of the lines it parsed", "parse-dropped", sound=True)
+        return
+    near = [c for c in cut if c[2]]
+    line, word, _ = (near or cut)[0]
+    yield Evidence(
+        step.step_id,
+        0.6 if near else 0.1 + 0.2 * min(1.0, len(cut) / len(rows)),
+        f"dropped {word!r} from the line {line.strip()[:60]!r} it parsed"
+        + (", a line whose values the failure names" if near else ""),
+        "parse-dropped",
+    )
+
+
+_LABELLED = re.compile(r"^\s*[^\W\d_][\w ]{0,30}?\s*([:=])\s*(\S.*)$")
+"""A line of the ``label: value`` (or ``label=value``) form, its separator and its value."""
+
+
+def _lost_lines(
+    texts: list[str], rows: list[tuple[str, list[str], bool]], said: frozenset[str], found: tuple[set[str], Any], lexicon: Lexicon
+) -> tuple[str, float] | None:
+    """A line of the record lines' own ``label: value`` form that gave no value at all (``carpet=wool blend``
+    beside ``date=2026-12-14``, the fibre answered as a default): the parser lost the whole line, which the
+    words left in lines that gave a value cannot show.  Strong when the failure names a word of its value
+    (a whole word, function words left out).  A line whose label names an output field was read into that
+    field, and one whose value the output holds under a lenient reading (`_kept_leniently`) was normalized:
+    neither is lost."""
+    seps = [m.group(1) for line, _, _ in rows if (m := _LABELLED.match(line))]
+    if len(seps) < 3:
+        return None
+    sep = max(set(seps), key=seps.count)
+    given = {line for line, _, _ in rows}
+    labels, out = found
+    kept = {str(v).strip().lower() for _, v in content.leaves(out) if v is not None}
+    lost = [
+        (line, m.group(2), all(w in labels for w in _LABEL_WORD.findall(line[: m.start(1)].lower())))
+        for text in texts
+        for line in text.splitlines()
+        if line not in given
+        and (m := _LABELLED.match(line))
+        and m.group(1) == sep
+        and _WORD.search(m.group(2))
+        and m.group(2).strip().lower() not in kept  # (a one-letter value, `zone: D`, is kept but never searched)
+        and not _kept_leniently(m.group(2), out, lexicon)
+    ]
+
+    def named(value: str) -> bool:
+        return any(lexicon.singular(w) in said for w in _WORD.findall(value.lower()))
+
+    # A line whose label names an output field was read into that field (a room type mapped to its code): lost
+    # only when the failure names its value (`hull=carbon fibre` read as the default `hull: steel`).
+    lost = [x for x in lost if not x[2] or named(x[1])]
+    if not lost:
+        return None
+    near = [x for x in lost if named(x[1])]
+    line = (near or lost)[0][0]
+    weight = 0.6 if near else 0.1 + 0.2 * min(1.0, len(lost) / len(rows))
+    return f"dropped the line {line.strip()[:60]!r} it parsed, none of its value kept" + (
+        ", a value the failure names" if near else ""
+    ), weight
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _kept_leniently(value: str, out: Any, lexicon: Lexicon) -> bool:
+    """Whether a parser's output holds a line's value read as a type: its numbers (``3 nights`` as 3, a date
+    ``14 December 2026`` as ``2026-12-14``), or a yes/no word as a flag."""
+    v = value.strip().lower()
+    leaves = [x for _, x in content.leaves(out)]
+    if v in lexicon.boolean_words and any(isinstance(x, bool) for x in leaves):
+        return True
+    numbers = {int(d) for d in _DIGITS.findall(v)}
+    if not numbers:
+        return False
+    have = {int(d) for x in leaves if isinstance(x, (str, int, float)) and not isinstance(x, bool) for d in _DIGITS.findall(str(x))}
+    return numbers <= have
+
+
+__all__ = ["failure_names", "left_out_field", "reads_answer", "text_dropped"]
