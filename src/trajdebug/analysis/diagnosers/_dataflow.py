@@ -139,7 +139,7 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         # (A parse step returning one scalar extracts a field: it keeps what it was asked for.)
         # A step that picked some records of a list it was given (one sample's rows) is judged
         # on those: the other records were not its to pass on.
-        src = _consulted_left_out(unpicked(src, selections(src, out)), ctx.text(step.step_id))
+        src = _consulted_left_out(unpicked(src, selections(src, out)), ctx.text(step.step_id), [f.message for f in ctx.failures])
         values = _values_of(src, content_only=True)
         lost = _lost(values, ctx.text(step.step_id))
         # A text of several lines is what the step parses, not a value to pass on whole: it is
@@ -213,18 +213,22 @@ def _before_and_parents(ctx: DiagnoseContext) -> tuple[dict[str, str], set[str]]
     return {b.step_id: a.step_id for a, b in pairwise(steps)}, {s.parent_id for s in steps if s.parent_id}
 
 
-def _consulted_left_out(src: Any, out_text: str) -> Any:
+def _consulted_left_out(src: Any, out_text: str, messages: Iterable[str]) -> Any:
     """The parts of a parse step's input it parsed: given a text of lines and, beside it, a record or a list
     none of whose values its output holds (the catalogue record of the map whose damage note it parsed), it
-    consulted that part, not parsed it.  A part some of whose values came through, and a scalar, stay."""
+    consulted that part, not parsed it.  A part some of whose values came through, and a scalar, stay; so does
+    a part a value of which a failure's message writes as a word of its own: the failure says it was needed
+    further on (an address lost beside the driver's note, its postcode named by the refusal)."""
     if not isinstance(src, Mapping) or not any(isinstance(v, str) and _is_text(v) for v in src.values()):
         return src
+    said = [m.casefold() for m in messages]
     return {
         k: v
         for k, v in src.items()
         if not isinstance(v, (Mapping, list))
         or not (vs := _values_of(v, content_only=True))
         or len(_lost(vs, out_text)) < len(vs)
+        or any(len(str(x)) >= 3 and content.has_word(m, str(x).casefold()) for x in vs for m in said)
     }
 
 
@@ -237,7 +241,8 @@ _WORD = re.compile(r"[^\W\d_]\w*")
 """A word of a line's residue (digits alone are left out: a number the parse normalized is no loss)."""
 
 _UNIT_WORD = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?\s*([^\W\d_]\w*)")
-"""The word written right after a number (``14 spots``, ``9 cm``): the number's unit."""
+"""The word written right after a number (``14 spots``, ``9 cm``, but also ``berth 17 North``): its unit, when
+`_units_left_out` finds it one."""
 
 _LABEL_WORD = re.compile(r"[^\W\d_]+")
 """A word of an output field's path (``previous_vehicle`` is two: a label may be written ``previous vehicle:``)."""
@@ -271,10 +276,9 @@ def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) 
                     hits.append(v)
                     rest = rest.replace(v, "\x00")
             if hits:
-                # The word right after a number is its unit ("14 spots" parsed as 14 units): no cut of a value.
-                units = set(_UNIT_WORD.findall(line.lower()))
-                words = [w for w in _WORD.findall(rest) if w not in labels and w not in units]
+                words = [w for w in _WORD.findall(rest) if w not in labels]
                 rows.append((line, words, any(len(h) >= 3 and h in named for h in hits)))
+    rows = _units_left_out(rows, ctx.lexicon)
     if len(rows) < 3:
         return
     kept = {str(v).strip().lower() for _, v in content.leaves(out) if v is not None}
@@ -302,6 +306,21 @@ def _text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) 
         + (", a line whose values the failure names" if near else ""),
         "parse-dropped",
     )
+
+
+def _units_left_out(rows: list[tuple[str, list[str], bool]], lexicon: Lexicon) -> list[tuple[str, list[str], bool]]:
+    """The record lines' words without the units of their numbers: a word right after a number ("14 spots"
+    parsed as 14) that follows a number in most record lines (the format's unit) or that the lexicon knows as a
+    measure or a span of time (``cm``, ``days``) was read with its number, no cut of a value.  A word after a
+    number in one line only (``berth 17 North``) may be the part of the value the parser cut, and stays."""
+    after = [set(_UNIT_WORD.findall(line.lower())) for line, _, _ in rows]
+    spread = Counter(w for ws in after for w in ws)
+    units = {
+        w
+        for w, n in spread.items()
+        if n * 2 > len(rows) or w in lexicon.measure_suffixes or lexicon.duration_value.match(f"1 {w}")
+    }
+    return [(line, [w for w in words if w not in units & ws], hit) for (line, words, hit), ws in zip(rows, after)]
 
 
 _LABELLED = re.compile(r"^\s*[^\W\d_][\w ]{0,30}?\s*([:=])\s*(\S.*)$")
