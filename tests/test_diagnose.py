@@ -925,16 +925,25 @@ class TestDataSteps:
 
     def test_a_record_beside_the_parsed_text_whose_value_the_failure_names_was_dropped(self) -> None:
         """A parser given a courier's note and, beside it, the parcel's address record, none of which it kept,
-        consulted the record, unless the failure names one of its values (the refusal quotes the lost
-        postcode): then the record was needed on, and losing it is the parser's finding."""
+        consulted the record, unless the failure names one of its values that no later step was handed (the
+        refusal quotes the lost postcode): then the record was needed on, and losing it is the parser's finding.
+        A postcode a later step was handed by another path needed no parse to get there."""
         note = "Courier note:\n- slot: evening\n- entry: back yard\n- bell: broken"
         address = {"street": "Quarry Row 9", "postcode": "YO4 2PX"}
         out = {"slot": "evening", "entry": "back yard", "bell": "broken"}
-        run = _run(Step("p", "parse_courier_note", "parse", input={"note": note, "address": address}, output=out))
+
+        def dropped(failure: Failure, handed: dict[str, Any]) -> list[Evidence]:
+            run = _run(
+                Step("p", "parse_courier_note", "parse", input={"note": note, "address": address}, output=out),
+                Step("d", "dispatch_parcel", "tool", input={"parcel": "PC-31", **out, **handed}, status="error"),
+            )
+            return [e for e in _from(_verdict(run, "p", [failure]), "parse-dropped") if "values of its input" in e.reason]
+
         refusal = Failure("d", "exception", "ValueError: parcel PC-31 has no address (expected YO4 2PX)", "exception:ValueError")
         other = Failure("d", "exception", "ValueError: parcel PC-31 is overweight", "exception:ValueError")
-        assert [e for e in _from(_verdict(run, "p", [refusal]), "parse-dropped") if "values of its input" in e.reason]
-        assert not [e for e in _from(_verdict(run, "p", [other]), "parse-dropped") if "values of its input" in e.reason]
+        assert dropped(refusal, {})
+        assert not dropped(other, {})
+        assert not dropped(refusal, {"zone": "YO4 2PX"})
 
     def test_parsing_json_a_chat_message_holds_loses_nothing(self) -> None:
         """A parser of a model's message whose content is JSON keeps every value: its input is read as the JSON, not as one string."""

@@ -318,13 +318,15 @@ def _shared(run: Run) -> dict[str, float | None]:
 def test_a_shared_finding_whose_value_or_field_the_failure_names_keeps_its_weight() -> None:
     """A lookup that answers 'clear' for every 'float clear' it is given shares its finding on every call, but a
     failure refusing 'clear' (or saying the glass does not match the order) is about that very change: no call
-    is damped, and the lookup ranks above the cutter that passed 'clear' on."""
+    is damped, and the lookup ranks above the cutter that passed 'clear' on.  A failure that writes only the
+    given 'float clear' (or speaks of neither) does not speak of the change: the calls share the step's rule."""
     for message in ("order refused: glass 'clear' is not the ordered grade", "order refused: glass does not match the order"):
         a = analyze(_glazing(message), top=50)
         shared = {c.step_id: c.features.get("shared") for c in a.localization.ranked_all}
         assert shared["lk0"] == shared["lk1"] == shared["lk2"] == 0.0, message
         assert a.localization.ranked_all[0].step_id.startswith("lk"), message
     assert _shared(_glazing("order refused: 3 frames ordered, 2 panes cut"))["lk0"] == 1.0
+    assert _shared(_glazing("order refused: float clear is out of stock"))["lk0"] == 1.0
 
 
 def test_a_finding_repeated_on_the_same_input_is_no_rule_of_the_step() -> None:

@@ -249,15 +249,26 @@ def about_the_failure(lin: Lineage, failures: Iterable[Failure], lexicon: Lexico
     def spoken(sid: str) -> bool:
         view = lin.view(sid)
         given = {a.field for a in view.inputs if a.field}
+        # The messages without the texts it was given: 'paper' in "the map is laid paper" names the given
+        # 'laid paper', not the 'paper' the step answered for it.
+        texts = sorted({a.raw.casefold() for a in view.inputs if a.kind == "text" and len(a.raw) > 2}, key=len, reverse=True)
+        rest = [_without(m, texts) for m in folded]
         # Its output's values not given as they are ('leather' is inside the given 'full leather', and changed).
         for a in (a for a in view.outputs if a.key not in view.in_keys):
-            if a.key in named or (a.kind == "text" and _word(a.raw, lexicon) and any(has_word(m, a.raw.casefold()) for m in folded)):
+            if a.key in named or (a.kind == "text" and _word(a.raw, lexicon) and any(has_word(m, a.raw.casefold()) for m in rest)):
                 return True
             if a.field in given and all(lexicon.singular(w) in said for w in _field_words(a.field, lexicon)):
                 return True
         return False
 
     return spoken
+
+
+def _without(text: str, parts: list[str]) -> str:
+    """``text`` with each of ``parts`` (longest first) blanked out."""
+    for p in parts:
+        text = text.replace(p, " ")
+    return text
 
 
 def _word(raw: str, lexicon: Lexicon) -> bool:
