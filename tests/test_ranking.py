@@ -329,12 +329,14 @@ def test_a_shared_finding_whose_value_or_field_the_failure_names_keeps_its_weigh
     assert _shared(_glazing("order refused: float clear is out of stock"))["lk0"] == 1.0
 
 
-def test_a_finding_repeated_on_the_same_input_is_no_rule_of_the_step() -> None:
+def test_a_finding_repeated_on_the_same_input_is_one_slip_and_no_rule_of_the_step() -> None:
     """Two calls given the same frame and grade share their slip only because they were asked the same thing:
-    with a third call given another grade and answering it as written, no finding is damped."""
+    with a third call given another grade and answering it as written, that is no rule of the step, and the
+    first call keeps its finding whole; the repeat says nothing new and keeps a share of it."""
     run = _glazing("order refused: 2 frames ordered, 1 pane cut", frames=["FR-1", "FR-1"],
                    odd={"frame": "FR-2", "given": "wired", "answered": "wired"})
-    assert _shared(run)["lk0"] == 0.0
+    shared = _shared(run)
+    assert shared["lk0"] == 0.0 and shared["lk1"] == 1.0
 
 
 def test_all_inputs_but_one_count_only_when_the_odd_one_was_answered_otherwise() -> None:

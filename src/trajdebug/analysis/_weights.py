@@ -196,7 +196,7 @@ def shared_findings(
     the step's own transformation (`LOCAL_SIGNALS`; a tool failing in every call is still a failure).
 
     Counted by distinct input, not by call: an agent asking the same thing twice gets the same slip twice,
-    which shows no rule.  All inputs but one count only when the odd one was answered otherwise (a finding of
+    which shows no rule (the repeats keep ``share`` of it all the same, `_repeats`: one slip, counted once).  All inputs but one count only when the odd one was answered otherwise (a finding of
     the same signal in other words: the call that answered ``'vellum'`` stands out); an odd input with no such
     finding leaves the rule unshown.  And never a step whose change the failure itself speaks of (``spoken``,
     `about_the_failure`): a rule that maps ``'full leather'`` to ``'leather'`` may be the very bug a failure
@@ -224,12 +224,30 @@ def shared_findings(
             if odd and not any(e.diagnoser == d and e.reason != r and not e.sound for sid in odd for e in extra.get(sid, ())):
                 continue
             damped |= {(sid, d, r) for sid in holders}
+    damped |= _repeats(calls.values(), extra)
     if not damped:
         return dict(extra)
     return {
         sid: [replace(e, suspicion=e.suspicion * share) if (sid, e.diagnoser, e.reason) in damped else e for e in evs]
         for sid, evs in extra.items()
     }
+
+
+def _repeats(groups: Iterable[list[Step]], extra: Mapping[str, list[Evidence]]) -> set[tuple[str, str, str]]:
+    """The findings of a call that an earlier call of its step, given the same input, had word for word: one
+    slip asked twice (a retry, a lookup repeated) is one slip, which the first call carries whole; the repeats
+    say nothing new, and counted whole they would crowd the ranking with copies of one suspect."""
+    out: set[tuple[str, str, str]] = set()
+    for group in groups:
+        seen: set[tuple[str, str, str]] = set()
+        for st in group if len(group) > 1 else ():
+            k = _input_key(st.input)
+            for e in extra.get(st.step_id, ()):
+                if e.diagnoser in LOCAL_SIGNALS and not e.sound:
+                    if (k, e.diagnoser, e.reason) in seen:
+                        out.add((st.step_id, e.diagnoser, e.reason))
+                    seen.add((k, e.diagnoser, e.reason))
+    return out
 
 
 def _input_key(value: Any) -> str:
