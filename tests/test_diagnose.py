@@ -898,8 +898,9 @@ class TestDataSteps:
         assert [e for e in _from(_verdict(empty, "p"), "parse-dropped") if "values of its input" in e.reason]
 
     def test_the_word_after_a_number_a_parse_read_is_its_unit_and_no_cut(self) -> None:
-        """Lines such as "- moth: 14 holes" parsed into counts leave 'holes', the number's unit: no cut value;
-        a word left in one line that follows no number ("- seam: 4 cm left sleeve") still is one."""
+        """Lines such as "- moth: 14 holes" parsed into counts leave 'holes', the number's unit when it follows
+        the numbers of most lines (or is a known measure, ``cm``): no cut value; a word left in one line that
+        follows no number ("- seam: 4 cm left sleeve") still is one."""
 
         def found(lines: list[str]) -> list[str]:
             text = "Wear found:\n" + "\n".join(lines)
@@ -907,9 +908,42 @@ class TestDataSteps:
             run = _run(Step("p", "parse_wear", "parse", input={"text": text, "coat": "CT-7731"}, output=out))
             return [e.reason for e in _from(_verdict(run, "p"), "parse-dropped") if e.suspicion > 0]
 
-        assert found(["- seam: 4 cm", "- fade: 2 cm", "- moth: 14 holes"]) == []
+        assert found(["- seam: 4 holes", "- fade: 2 cm", "- moth: 14 holes"]) == []
         [reason] = found(["- seam: 4 cm left", "- fade: 2 cm", "- moth: 14 cm"])
         assert "'left'" in reason
+
+    def test_a_word_after_a_number_in_one_line_only_is_a_cut_of_the_value(self) -> None:
+        """A parser reading "- Ketch: mooring 12 East" as mooring 12, where the other lines hold a number alone,
+        cut 'East' from the value (no unit: it follows a number in one line only and is no measure); the
+        failure names that line's mooring."""
+        text = "Moorings:\n- Sloop: mooring 8\n- Yawl: mooring 15\n- Ketch: mooring 12 East\n- Dory: mooring 3"
+        out = [{"marina": "Otterby", "boat": b, "mooring": n} for b, n in (("Sloop", 8), ("Yawl", 15), ("Ketch", 12), ("Dory", 3))]
+        run = _run(Step("p", "parse_moorings", "parse", input={"text": text, "marina": "Otterby"}, output=out))
+        failure = Failure("b", "exception", "ValueError: mooring 12 is occupied (Ketch)", "exception:ValueError")
+        [e] = [e for e in _from(_verdict(run, "p", [failure]), "parse-dropped") if e.suspicion > 0]
+        assert "'east'" in e.reason and e.suspicion >= 0.6
+
+    def test_a_record_beside_the_parsed_text_whose_value_the_failure_names_was_dropped(self) -> None:
+        """A parser given a courier's note and, beside it, the parcel's address record, none of which it kept,
+        consulted the record, unless the failure names one of its values that no later step was handed (the
+        refusal quotes the lost postcode): then the record was needed on, and losing it is the parser's finding.
+        A postcode a later step was handed by another path needed no parse to get there."""
+        note = "Courier note:\n- slot: evening\n- entry: back yard\n- bell: broken"
+        address = {"street": "Quarry Row 9", "postcode": "YO4 2PX"}
+        out = {"slot": "evening", "entry": "back yard", "bell": "broken"}
+
+        def dropped(failure: Failure, handed: dict[str, Any]) -> list[Evidence]:
+            run = _run(
+                Step("p", "parse_courier_note", "parse", input={"note": note, "address": address}, output=out),
+                Step("d", "dispatch_parcel", "tool", input={"parcel": "PC-31", **out, **handed}, status="error"),
+            )
+            return [e for e in _from(_verdict(run, "p", [failure]), "parse-dropped") if "values of its input" in e.reason]
+
+        refusal = Failure("d", "exception", "ValueError: parcel PC-31 has no address (expected YO4 2PX)", "exception:ValueError")
+        other = Failure("d", "exception", "ValueError: parcel PC-31 is overweight", "exception:ValueError")
+        assert dropped(refusal, {})
+        assert not dropped(other, {})
+        assert not dropped(refusal, {"zone": "YO4 2PX"})
 
     def test_parsing_json_a_chat_message_holds_loses_nothing(self) -> None:
         """A parser of a model's message whose content is JSON keeps every value: its input is read as the JSON, not as one string."""

@@ -202,3 +202,18 @@ def test_a_one_field_answer_handed_on_whole_links_the_step_that_answered_it() ->
              {"charge": 210.0}),
     ))
     assert _producers(structural_edges(run), "q") == ["g"]
+
+
+def test_a_one_field_acknowledgement_several_steps_answer_links_nothing() -> None:
+    """Two tools that each answer ``{"outcome": "accepted"}`` (an acknowledgement calls share) give a step handed
+    that record no edge to the latest of them; nor does a yes/no under one field (``{"acknowledged": true}``)."""
+    from trajdebug.analysis.inference import structural_edges
+
+    ack = {"outcome": "accepted"}
+    run = Run("r", "kennel", outcome="failure", steps=(
+        step("h", "reserve_pen", "tool", 1, {"pen": "P-9"}, dict(ack)),
+        step("n", "notify_owner", "tool", 3, {"owner": "OW-12"}, dict(ack)),
+        step("v", "notify_vet", "tool", 4, {"vet": "VT-3"}, {"acknowledged": True}),
+        step("c", "check_in", "tool", 5, {"dog": "DG-77", "pen": dict(ack), "vet": {"acknowledged": True}}, None),
+    ))
+    assert _producers(structural_edges(run), "c") == []

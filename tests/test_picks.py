@@ -101,7 +101,7 @@ def test_a_step_handed_the_one_value_a_parser_answered_depends_on_the_parser() -
     from trajdebug.analysis.lineage import ANSWER_KEY, answered_edges
 
     edges = answered_edges(_piano_tuning())
-    assert [(d.step_id, d.key) for d in edges["draft"]] == [("parse", ANSWER_KEY + "sat 10:30")]
+    assert [(d.step_id, d.key) for d in edges["draft"]] == [("parse", ANSWER_KEY + "Sat 10:30")]
 
 
 def test_the_model_whose_parsed_answer_was_handed_on_is_on_the_failures_path() -> None:
@@ -120,3 +120,20 @@ def test_a_step_that_relays_a_value_it_was_handed_whole_answers_nothing_new() ->
     relay = step("relay", "echo_slot", "other", 10, {"slot": "Sat 10:30"}, "Sat 10:30", "llm")
     steps = tuple(relay if s.step_id == "parse" else s for s in run.steps)
     assert "draft" not in answered_edges(Run("r", "piano", outcome="failure", steps=steps))
+
+
+def test_a_yes_no_or_empty_answer_and_a_text_in_another_case_link_nothing() -> None:
+    """A check whose whole answer is ``"False"`` or ``"None"`` (a Python tool through ``str()``) is no answer a later
+    step handed ``"false"`` (a setting) depends on; nor is a ``"Sat 10:30"`` answer a step handed ``"sat 10:30"``:
+    answers are compared as written."""
+    from trajdebug.analysis.lineage import answered_edges
+
+    for answer, handed in (("False", "false"), ("None", "none"), ("True", "True"), ("Sat 10:30", "sat 10:30")):
+        steps = (
+            step("u", "user", "input", 0, None, {"kiln": "KL-4"}),
+            step("chk", "is_preheated", "tool", 2, {"kiln": "KL-4"}, answer, "u"),
+            step("pl", "plan_firing", "llm", 4, {"kiln": "KL-4"}, {"kiln": "KL-4", "glaze": handed}, "u"),
+            step("f", "fire", "tool", 6, {"kiln": "KL-4", "glaze": handed}, None, "pl", status="error",
+                 error=ErrorInfo("ValueError", "firing failed: KL-4 door open")),
+        )
+        assert "f" not in answered_edges(Run("r", "pottery", outcome="failure", steps=steps)), answer

@@ -290,3 +290,62 @@ def test_a_finding_about_the_failure_that_every_call_repeats_keeps_its_weight() 
                                  "lineage:dropped")] for i in range(3)}
     damped = shared_findings(found, _bindery_run(3), DEFAULT_WEIGHTS["shared"])
     assert [damped[f"lk{i}"][0].suspicion for i in range(3)] == [0.45] * 3
+
+
+def _glazing(message: str, frames: list[str] | None = None, odd: dict[str, str] | None = None) -> Run:
+    """A glazier: each frame's glass is looked up by the grade asked ('float clear'), which the catalogue answers as
+    'clear' (one call per frame in ``frames``; ``odd``: one more frame, given and answered as written), a cutter
+    plans the panes and the supplier refuses the order with ``message``."""
+    from tests.builders import step
+
+    frames = frames or ["FR-1", "FR-2", "FR-3"]
+    calls = [(f, "float clear", "clear") for f in frames] + ([(odd["frame"], odd["given"], odd["answered"])] if odd else [])
+    steps = [step("req", "read_order", "input", 0, None, {"frames": sorted(set(frames)), "glass": "float clear"})]
+    for i, (f, given, answered) in enumerate(calls):
+        steps.append(step(f"lk{i}", "lookup_glass", "tool", 2 + 2 * i, {"frame": f, "glass": given},
+                          {"frame": f, "glass": answered, "edge": f"ED-{50 + i}"}, "req"))
+    panes = {"panes": [{"frame": f, "glass": a, "m2": 1.5} for f, _, a in calls]}
+    steps.append(step("cut", "plan_panes", "other", 30, {"frames": frames}, panes, *[f"lk{i}" for i in range(len(calls))]))
+    steps.append(step("sub", "order_glass", "tool", 32, panes, None, "cut", status="error",
+                      error=ErrorInfo("ValueError", message)))
+    return Run("r", "glazing", outcome="failure", steps=tuple(steps))
+
+
+def _shared(run: Run) -> dict[str, float | None]:
+    return {c.step_id: c.features.get("shared") for c in analyze(run, top=50).localization.ranked_all}
+
+
+def test_a_shared_finding_whose_value_or_field_the_failure_names_keeps_its_weight() -> None:
+    """A lookup that answers 'clear' for every 'float clear' it is given shares its finding on every call, but a
+    failure refusing 'clear' (or saying the glass does not match the order) is about that very change: no call
+    is damped, and the lookup ranks above the cutter that passed 'clear' on.  A failure that writes only the
+    given 'float clear' (or speaks of neither) does not speak of the change: the calls share the step's rule."""
+    for message in ("order refused: glass 'clear' is not the ordered grade", "order refused: glass does not match the order"):
+        a = analyze(_glazing(message), top=50)
+        shared = {c.step_id: c.features.get("shared") for c in a.localization.ranked_all}
+        assert shared["lk0"] == shared["lk1"] == shared["lk2"] == 0.0, message
+        assert a.localization.ranked_all[0].step_id.startswith("lk"), message
+    assert _shared(_glazing("order refused: 3 frames ordered, 2 panes cut"))["lk0"] == 1.0
+    assert _shared(_glazing("order refused: float clear is out of stock"))["lk0"] == 1.0
+
+
+def test_a_finding_repeated_on_the_same_input_is_one_slip_and_no_rule_of_the_step() -> None:
+    """Two calls given the same frame and grade share their slip only because they were asked the same thing:
+    with a third call given another grade and answering it as written, that is no rule of the step, and the
+    first call keeps its finding whole; the repeat says nothing new and keeps a share of it."""
+    run = _glazing("order refused: 2 frames ordered, 1 pane cut", frames=["FR-1", "FR-1"],
+                   odd={"frame": "FR-2", "given": "wired", "answered": "wired"})
+    shared = _shared(run)
+    assert shared["lk0"] == 0.0 and shared["lk1"] == 1.0
+
+
+def test_all_inputs_but_one_count_only_when_the_odd_one_was_answered_otherwise() -> None:
+    """Three frames answered 'clear' for 'float clear' and a fourth given 'wired' answered as written: the odd
+    frame shows no other answer, so the three keep their findings; when the fourth answers 'laminated' for the
+    'float clear' it was given, it stands out and the three share the step's rule (damped)."""
+    kept = _glazing("order refused: 4 frames ordered, 3 panes cut", odd={"frame": "FR-4", "given": "wired", "answered": "wired"})
+    assert _shared(kept)["lk0"] == 0.0
+    odd = _glazing("order refused: 4 frames ordered, 3 panes cut",
+                   odd={"frame": "FR-4", "given": "float clear", "answered": "laminated"})
+    shared = _shared(odd)
+    assert shared["lk0"] == shared["lk2"] == 1.0 and shared["lk3"] == 0.0

@@ -51,6 +51,7 @@ from trajdebug.analysis._weights import (
     _families,
     _matches,
     _verified_good,
+    about_the_failure,
     shared_findings,
 )
 from trajdebug.analysis._wrappers import answered_inside
@@ -201,7 +202,9 @@ class Ranking:
                     self.thin[x.step_id] = (x.value, x.sentence)
             else:
                 self.extra.setdefault(x.step_id, []).append(x)
-        before, self.extra = self.extra, shared_findings(self.extra, self.run, self.w.get("shared", DEFAULT_WEIGHTS["shared"]))
+        share = self.w.get("shared", DEFAULT_WEIGHTS["shared"])
+        spoken = about_the_failure(self.lin, self.failures, self.lexicon)
+        before, self.extra = self.extra, shared_findings(self.extra, self.run, share, spoken)
         self.shared = {sid for sid, evs in self.extra.items() if evs != before.get(sid)}
         self.written_by = {w: inner for w, inner in self.written_by.items() if not self._erred_before(w, inner)}
         self.wrote_for = {}

@@ -8,15 +8,21 @@ steps whose declared checks all passed (`_verified_good`).  `FrozenMap` holds a 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._content import has_word
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis._sources import _field_words, _terms
 from trajdebug.analysis._sql import sql_of
+from trajdebug.analysis.lexicon import Lexicon
+from trajdebug.analysis.lineage import Lineage
 from trajdebug.core.model import Run, Step
+from trajdebug.core.values import atoms
 
 
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -170,44 +176,123 @@ call that transforms alike; a finding about the failure ("was given 0.5, which t
 of every call because the failure is one, and is no rule of the step."""
 
 SHARED_CALLS = 3
-"""The fewest calls of one step whose identical finding is read as the step's rule (`shared_findings`)."""
+"""The fewest distinct inputs of one step whose identical finding is read as the step's rule (`shared_findings`)."""
 
 
-def shared_findings(extra: Mapping[str, list[Evidence]], run: Run, share: float) -> dict[str, list[Evidence]]:
-    """The findings with each lineage finding that every call of its step has (or all calls but one), word for
-    word, kept at ``share``.
+def shared_findings(
+    extra: Mapping[str, list[Evidence]],
+    run: Run,
+    share: float,
+    spoken: Callable[[str], bool] = lambda sid: False,
+) -> dict[str, list[Evidence]]:
+    """The findings with each lineage finding that the calls of its step share on every input it was given (or
+    on all but one), word for word, kept at ``share``.
 
-    A lookup that answers ``substrate='paper'`` for the ``'laid paper'`` it was given in each of its four calls
-    maps one value to another by a rule of its own (a normalized category): the same finding on every call is
+    A lookup that answers ``substrate='paper'`` for the ``'laid paper'`` it was given for each of four books
+    maps one value to another by a rule of its own (a normalized category): the same finding on every input is
     how the step works, not where this run went wrong, and four such calls must not outrank the one step that
-    erred once (and the call that answered ``'vellum'`` stands out).  Only findings whose sentence is the same
-    in those calls (the same values given and
-    answered): a converter wrong by a factor states other numbers in each call and keeps its weight; and only
-    findings about the step's own transformation (`LOCAL_SIGNALS`; a tool failing in every call is still a
-    failure).
+    erred once.  Only findings whose sentence is the same in those calls (the same values given and answered): a
+    converter wrong by a factor states other numbers in each call and keeps its weight; and only findings about
+    the step's own transformation (`LOCAL_SIGNALS`; a tool failing in every call is still a failure).
+
+    Counted by distinct input, not by call: an agent asking the same thing twice gets the same slip twice,
+    which shows no rule (the repeats keep ``share`` of it all the same, `_repeats`: one slip, counted once).  All inputs but one count only when the odd one was answered otherwise (a finding of
+    the same signal in other words: the call that answered ``'vellum'`` stands out); an odd input with no such
+    finding leaves the rule unshown.  And never a step whose change the failure itself speaks of (``spoken``,
+    `about_the_failure`): a rule that maps ``'full leather'`` to ``'leather'`` may be the very bug a failure
+    refusing ``'leather'`` shows.
     """
-    calls: dict[tuple[str, str], list[str]] = {}
+    calls: dict[tuple[str, str], list[Step]] = {}
     for st in run.steps:
-        calls.setdefault((st.name, st.kind), []).append(st.step_id)
+        calls.setdefault((st.name, st.kind), []).append(st)
     damped: set[tuple[str, str, str]] = set()
-    for ids in calls.values():
-        if len(ids) < SHARED_CALLS:
+    for group in calls.values():
+        inputs = {st.step_id: _input_key(st.input) for st in group} if len(group) >= SHARED_CALLS else {}
+        distinct = set(inputs.values())
+        if len(distinct) < SHARED_CALLS:
             continue
         counts: dict[tuple[str, str], list[str]] = {}
-        for sid in ids:
+        for sid in inputs:
             for key in {(e.diagnoser, e.reason) for e in extra.get(sid, ()) if e.diagnoser in LOCAL_SIGNALS and not e.sound}:
                 counts.setdefault(key, []).append(sid)
-        # Every call, or all but one: the one call that answered otherwise (another value for the same
-        # field) is the exception, and keeps its finding whole.
         for (d, r), holders in counts.items():
-            if len(holders) >= len(ids) - 1:
-                damped |= {(sid, d, r) for sid in holders}
+            held = {inputs[sid] for sid in holders}
+            odd = [sid for sid in inputs if inputs[sid] not in held]
+            if len(held) < len(distinct) - 1 or any(spoken(sid) for sid in holders):
+                continue
+            # The odd input, if any, was answered otherwise: the same signal, in other words.
+            if odd and not any(e.diagnoser == d and e.reason != r and not e.sound for sid in odd for e in extra.get(sid, ())):
+                continue
+            damped |= {(sid, d, r) for sid in holders}
+    damped |= _repeats(calls.values(), extra)
     if not damped:
         return dict(extra)
     return {
         sid: [replace(e, suspicion=e.suspicion * share) if (sid, e.diagnoser, e.reason) in damped else e for e in evs]
         for sid, evs in extra.items()
     }
+
+
+def _repeats(groups: Iterable[list[Step]], extra: Mapping[str, list[Evidence]]) -> set[tuple[str, str, str]]:
+    """The findings of a call that an earlier call of its step, given the same input, had word for word: one
+    slip asked twice (a retry, a lookup repeated) is one slip, which the first call carries whole; the repeats
+    say nothing new, and counted whole they would crowd the ranking with copies of one suspect."""
+    out: set[tuple[str, str, str]] = set()
+    for group in groups:
+        seen: set[tuple[str, str, str]] = set()
+        for st in group if len(group) > 1 else ():
+            k = _input_key(st.input)
+            for e in extra.get(st.step_id, ()):
+                if e.diagnoser in LOCAL_SIGNALS and not e.sound:
+                    if (k, e.diagnoser, e.reason) in seen:
+                        out.add((st.step_id, e.diagnoser, e.reason))
+                    seen.add((k, e.diagnoser, e.reason))
+    return out
+
+
+def _input_key(value: Any) -> str:
+    """A step's input as one comparable text (two calls given the same values have the same key)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def about_the_failure(lin: Lineage, failures: Iterable[Failure], lexicon: Lexicon) -> Callable[[str], bool]:
+    """Whether a failure speaks of a step's own change of its input: it names a value the step introduced
+    (``'leather'`` where the step was given ``'full leather'``), or speaks of a field the step was given and
+    answered with another value ("the material does not match the commission")."""
+    messages = [f.message for f in failures]
+    named = {a.key for m in messages for a in atoms(m) if a.kind != "text" or len(a.raw) > 2}
+    folded = [m.casefold() for m in messages]
+    said = set().union(*(_terms(m, lexicon) for m in messages))
+
+    def spoken(sid: str) -> bool:
+        view = lin.view(sid)
+        given = {a.field for a in view.inputs if a.field}
+        # The messages without the texts it was given: 'paper' in "the map is laid paper" names the given
+        # 'laid paper', not the 'paper' the step answered for it.
+        texts = sorted({a.raw.casefold() for a in view.inputs if a.kind == "text" and len(a.raw) > 2}, key=len, reverse=True)
+        rest = [_without(m, texts) for m in folded]
+        # Its output's values not given as they are ('leather' is inside the given 'full leather', and changed).
+        for a in (a for a in view.outputs if a.key not in view.in_keys):
+            if a.key in named or (a.kind == "text" and _word(a.raw, lexicon) and any(has_word(m, a.raw.casefold()) for m in rest)):
+                return True
+            if a.field in given and all(lexicon.singular(w) in said for w in _field_words(a.field, lexicon)):
+                return True
+        return False
+
+    return spoken
+
+
+def _without(text: str, parts: list[str]) -> str:
+    """``text`` with each of ``parts`` (longest first) blanked out."""
+    for p in parts:
+        text = text.replace(p, " ")
+    return text
+
+
+def _word(raw: str, lexicon: Lexicon) -> bool:
+    """Whether a text value is telling enough to be read as named where a message writes it (no function word)."""
+    v = raw.strip().casefold()
+    return len(v) > 2 and any(c.isalpha() for c in v) and v not in lexicon.stopwords and v not in lexicon.short_stopwords
 
 
 __all__ = [
@@ -218,5 +303,6 @@ __all__ = [
     "LOCAL_SIGNALS",
     "SHARED_CALLS",
     "FrozenMap",
+    "about_the_failure",
     "shared_findings",
 ]

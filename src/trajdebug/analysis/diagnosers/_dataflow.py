@@ -146,7 +146,7 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         # (A parse step returning one scalar extracts a field: it keeps what it was asked for.)
         # A step that picked some records of a list it was given (one sample's rows) is judged
         # on those: the other records were not its to pass on.
-        src = _consulted_left_out(unpicked(src, selections(src, out)), ctx.text(step.step_id))
+        src = _consulted_left_out(unpicked(src, selections(src, out)), step, ctx)
         values = _values_of(src, content_only=True)
         lost = _lost(values, ctx.text(step.step_id))
         # A text of several lines is what the step parses, not a value to pass on whole: it is
@@ -178,19 +178,36 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             yield Evidence(step.step_id, 0.0, "kept every value of its input", "parse-dropped", sound=True)
 
 
-def _consulted_left_out(src: Any, out_text: str) -> Any:
+def _consulted_left_out(src: Any, step: Step, ctx: DiagnoseContext) -> Any:
     """The parts of a parse step's input it parsed: given a text of lines and, beside it, a record or a list
     none of whose values its output holds (the catalogue record of the map whose damage note it parsed), it
-    consulted that part, not parsed it.  A part some of whose values came through, and a scalar, stay."""
+    consulted that part, not parsed it.  A part some of whose values came through, and a scalar, stay; so does
+    a part a value of which a failure's message writes and no later step was handed: the failure says it was
+    needed further on and the parse was its only way there (an address lost beside a note, the refusal quoting
+    its postcode; a record whose id and material later steps were handed by another path was consulted)."""
     if not isinstance(src, Mapping) or not any(isinstance(v, str) and _is_text(v) for v in src.values()):
         return src
+    out_text = ctx.text(step.step_id)
     return {
         k: v
         for k, v in src.items()
         if not isinstance(v, (Mapping, list))
         or not (vs := _values_of(v, content_only=True))
         or len(_lost(vs, out_text)) < len(vs)
+        or _needed_on(vs, step, ctx)
     }
+
+
+def _needed_on(values: list[Any], step: Step, ctx: DiagnoseContext) -> bool:
+    """Whether a failure's message writes one of ``values`` (as a word of its own) that no step after ``step``
+    was handed."""
+    said = [f.message.casefold() for f in ctx.failures]
+    named = [t for x in values if len(t := str(x).casefold()) >= 3 and any(content.has_word(m, t) for m in said)]
+    if not named:
+        return False
+    pos = next(i for i, s in enumerate(ctx.run.steps) if s.step_id == step.step_id)
+    later = [ctx.input_text(s) for s in ctx.run.steps[pos + 1 :]]
+    return any(all(t not in text for text in later) for t in named)
 
 
 def _is_text(v: str) -> bool:

@@ -9,6 +9,7 @@ names what was lost (its whole words, function words left out), since leaving ou
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import Any
@@ -103,7 +104,8 @@ _WORD = re.compile(r"[^\W\d_]\w*")
 """A word of a line's residue (digits alone are left out: a number the parse normalized is no loss)."""
 
 _UNIT_WORD = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?\s*([^\W\d_]\w*)")
-"""The word written right after a number (``14 spots``, ``9 cm``): the number's unit."""
+"""The word written right after a number (``14 spots``, ``9 cm``, but also ``berth 17 North``): its unit, when
+`_units_left_out` finds it one."""
 
 _LABEL_WORD = re.compile(r"[^\W\d_]+")
 """A word of an output field's path (``previous_vehicle`` is two: a label may be written ``previous vehicle:``)."""
@@ -137,10 +139,9 @@ def text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) -
                     hits.append(v)
                     rest = rest.replace(v, "\x00")
             if hits:
-                # The word right after a number is its unit ("14 spots" parsed as 14 units): no cut of a value.
-                units = set(_UNIT_WORD.findall(line.lower()))
-                words = [w for w in _WORD.findall(rest) if w not in labels and w not in units]
+                words = [w for w in _WORD.findall(rest) if w not in labels]
                 rows.append((line, words, any(len(h) >= 3 and h in named for h in hits)))
+    rows = _units_left_out(rows, ctx.lexicon)
     if len(rows) < 3:
         return
     lost = _lost_lines(texts, rows, _failure_words(ctx), (labels, out), ctx.lexicon)
@@ -167,6 +168,21 @@ def text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) -
         + (", a line whose values the failure names" if near else ""),
         "parse-dropped",
     )
+
+
+def _units_left_out(rows: list[tuple[str, list[str], bool]], lexicon: Lexicon) -> list[tuple[str, list[str], bool]]:
+    """The record lines' words without the units of their numbers: a word right after a number ("14 spots"
+    parsed as 14) that follows a number in most record lines (the format's unit) or that the lexicon knows as a
+    measure or a span of time (``cm``, ``days``) was read with its number, no cut of a value.  A word after a
+    number in one line only (``berth 17 North``) may be the part of the value the parser cut, and stays."""
+    after = [set(_UNIT_WORD.findall(line.lower())) for line, _, _ in rows]
+    spread = Counter(w for ws in after for w in ws)
+    units = {
+        w
+        for w, n in spread.items()
+        if n * 2 > len(rows) or w in lexicon.measure_suffixes or lexicon.duration_value.match(f"1 {w}")
+    }
+    return [(line, [w for w in words if w not in units & ws], hit) for (line, words, hit), ws in zip(rows, after)]
 
 
 _LABELLED = re.compile(r"^\s*[^\W\d_][\w ]{0,30}?\s*([:=])\s*(\S.*)$")

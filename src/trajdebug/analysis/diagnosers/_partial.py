@@ -17,7 +17,7 @@ from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
-from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
+from trajdebug.analysis.lineage import GENERIC_FIELDS
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import atoms
 

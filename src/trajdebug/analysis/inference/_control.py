@@ -291,8 +291,6 @@ def env_edges(
     return out
 
 
-
-
 RETRIED_KEY = "retried:"
 """The prefix of an edge a retry took over from the attempt before it (the edge's own key follows)."""
 

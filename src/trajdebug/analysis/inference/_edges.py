@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any
 
@@ -162,6 +164,10 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
     latest: dict[str, tuple[Step, float]] = {}
     records: RecordIndex[Step] = RecordIndex()
     by_id = {s.step_id: s for s in run.steps}
+    # A one-field answer that several steps give alike (``{"status": "success"}``) is an acknowledgement
+    # calls share, no datum of one of them: it is no key (the latest step answering it would win).
+    alike = Counter(k for s in run.steps if (k := _one_field(s.output)) is not None)
+    shared = {k for k, n in alike.items() if n > 1}
     enclosing = {s.parent_id for s in run.steps if s.parent_id is not None}
     added: dict[str, list[Dependency]] = {}
     pending: list[tuple[int, Step, list[tuple[str, float]], frozenset[tuple[str, str]] | None]] = []
@@ -203,7 +209,7 @@ def structural_edges(run: Run, *, confidence: float = 0.9, part: float = 0.7, re
             if prod.step_id not in have and prod.step_id not in anc and prod.step_id != st.step_id:
                 have.add(prod.step_id)
                 added.setdefault(st.step_id, []).append(Dependency(prod.step_id, "data", "inferred", record, path or None))
-        keys = _output_keys(st.output, confidence, part)
+        keys = _output_keys(st.output, confidence, part, shared)
         rec = source_record(st.output)
         if (keys or rec) and st.kind != "agent":
             pending.append((st.end_ns or 0, st, keys, rec))
@@ -222,9 +228,10 @@ def _record_sources(value: Any, records: RecordIndex[Step]) -> Iterable[tuple[st
             yield path, best
 
 
-def _output_keys(out: Any, whole: float, part: float) -> list[tuple[str, float]]:
+def _output_keys(out: Any, whole: float, part: float, shared: AbstractSet[str] = frozenset()) -> list[tuple[str, float]]:
     """The canonical forms an output offers as arguments, each with its edge's confidence: the whole
-    output (and its parsed JSON text), then the lists and objects inside it, two levels deep."""
+    output (and its parsed JSON text), then the lists and objects inside it, two levels deep.  ``shared``: the
+    one-field answers several steps give alike, which are none (`_one_field`)."""
     values = [out]
     if isinstance(out, str) and content.looks_like_json(out):
         values.append(content.parse_json(out))
@@ -233,7 +240,7 @@ def _output_keys(out: Any, whole: float, part: float) -> list[tuple[str, float]]
     for v in values:
         # A whole answer of one field (a warranty lookup's ``{"covered_until": null}``, handed on whole as
         # ``warranty``) is as telling as a longer one: its field's name says what it is (round 42).
-        k = _canonical(v, single=is_mapping(v))
+        k = _canonical(v) if not (is_mapping(v) and len(v) == 1) else one if (one := _one_field(v)) not in shared else None
         if k and k not in seen:
             seen.add(k)
             keys.append((k, whole))
@@ -244,6 +251,14 @@ def _output_keys(out: Any, whole: float, part: float) -> list[tuple[str, float]]
                 seen.add(k)
                 keys.append((k, part))
     return keys
+
+
+def _one_field(value: Any) -> str | None:
+    """A one-field record's canonical form, when it holds a datum: a yes/no under one field (``{"sent": true}``)
+    acknowledges a call, and a null under a named field (a lookup's ``{"covered_until": null}``) stays one."""
+    if not is_mapping(value) or len(value) != 1 or isinstance(next(iter(value.values())), bool):
+        return None
+    return _canonical(value, single=True)
 
 
 def _shallow(value: Any) -> bool:

@@ -26,6 +26,7 @@ from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage._views import StepView, trivial
 from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 from trajdebug.core.values import Atom
@@ -67,7 +68,7 @@ ANSWER_KEY = "answered:"
 _MAX_ANSWER = 80
 
 
-def answered_edges(run: Run, confidence: float = 0.6) -> dict[str, list[Dependency]]:
+def answered_edges(run: Run, confidence: float = 0.6, lexicon: Lexicon = ENGLISH) -> dict[str, list[Dependency]]:
     """Step id -> an edge from the latest earlier step whose whole answer is one value it was handed.
 
     A parser that reads a model's choice out of its text (``"Proposed slot: Fri 14:00"`` -> ``"Fri 14:00"``)
@@ -75,7 +76,9 @@ def answered_edges(run: Run, confidence: float = 0.6) -> dict[str, list[Dependen
     value to that list, and a picked value handed on past the next call (`picked_edges` sees only the call
     right after it) then has no edge back through the choice.  A step whose whole output is one telling text
     (a digit or a capital letter in it) that it was not handed whole made that value what it is here: a later
-    step handed that very text under a field depends on it.  Never an enclosing step (its children answered).
+    step handed that very text under a field depends on it.  Never an enclosing step (its children answered),
+    and never a yes/no or empty answer (``"False"``, ``"None"``: a Python tool's result through ``str()``), which
+    any setting may repeat.  Compared as written: a flag ``"false"`` is not the ``"False"`` a check answered.
     """
     latest: dict[str, Step] = {}
     out: dict[str, list[Dependency]] = {}
@@ -90,27 +93,28 @@ def answered_edges(run: Run, confidence: float = 0.6) -> dict[str, list[Dependen
                 found[p.step_id] = Dependency(p.step_id, "data", "inferred", confidence, ANSWER_KEY + v[:40])
             if found:
                 out[s.step_id] = list(found.values())
-        answer = _answer(s.output)
+        answer = _answer(s.output, lexicon)
         if answer is not None and s.kind not in CONTAINER_KINDS and answer not in _field_texts(s.input, whole=True):
             latest[answer] = s
     return out
 
 
-def _answer(output: Any) -> str | None:
-    """A whole output that is one telling text (a digit or a capital letter in it, 3 to 80 characters), lower-cased."""
+def _answer(output: Any, lexicon: Lexicon) -> str | None:
+    """A whole output that is one telling text (a digit or a capital letter in it, 3 to 80 characters, no yes/no
+    or empty word), as written."""
     if not isinstance(output, str):
         return None
     t = output.strip()
     if not 3 <= len(t) <= _MAX_ANSWER or "\n" in t or not (_DIGITS.search(t) or any(c.isupper() for c in t)):
         return None
-    return t.lower()
+    return None if t.casefold() in lexicon.boolean_words else t
 
 
 def _field_texts(value: Any, depth: int = 0, *, whole: bool = False) -> set[str]:
-    """The short texts a value holds under its fields (and the value itself when ``whole``), lower-cased."""
+    """The short texts a value holds under its fields (and the value itself when ``whole``), as written."""
     if isinstance(value, str):
         t = value.strip()
-        return {t.lower()} if (whole or depth) and 0 < len(t) <= _MAX_ANSWER else set()
+        return {t} if (whole or depth) and 0 < len(t) <= _MAX_ANSWER else set()
     out: set[str] = set()
     if depth > 4:
         return out
