@@ -50,7 +50,9 @@ frozen on 2026-12-04 at 17:15 and 17:16 UTC, scored once held out at 18:16-18:18
 suites since).  ``suite_zf`` and ``suite_zg`` (written blind and frozen on 2026-12-04 at 18:28 and 18:27 UTC, scored once held out
 at 20:17-20:18 UTC on 0282d6f, the round's final analysis: development suites since).  ``suite_zh`` and ``suite_zi``
 (written blind and frozen on 2026-12-04 at 20:35 and 20:33 UTC, scored once held out at 20:51 UTC on 0cf1479: development
-suites since).  ``suite_zj`` and ``suite_zk`` (written blind and frozen on 2026-12-04 at 21:05 and 21:03 UTC, not yet scored: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+suites since).  ``suite_zj`` and ``suite_zk`` (written blind and frozen on 2026-12-04 at 21:05 and 21:03 UTC, scored once held out
+at 22:45 UTC on c94f54f, the round's final analysis: development suites since).  ``suite_zl`` and ``suite_zm`` (being
+written blind) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -73,8 +75,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zk": "held out (written blind and frozen on 2026-12-04 at 21:03 UTC; not yet scored: the next measure, with suite_zj)",
-    "suite_zj": "held out (written blind and frozen on 2026-12-04 at 21:05 UTC; not yet scored: the next measure, with suite_zk)",
+    "suite_zm": "held out (being written blind on 2026-12-04 from 22:50 UTC; the next measure, with suite_zl)",
+    "suite_zl": "held out (being written blind on 2026-12-04 from 22:50 UTC; the next measure, with suite_zm)",
+    "suite_zk": "development (scored once held out on 2026-12-04 at 22:45 UTC on c94f54f; its misses not yet studied)",
+    "suite_zj": "development (scored once held out on 2026-12-04 at 22:45 UTC on c94f54f; its misses not yet studied)",
     "suite_zi": "development (scored once held out on 2026-12-04 at 20:51 UTC on 0cf1479; its misses not yet studied)",
     "suite_zh": "development (scored once held out on 2026-12-04 at 20:51 UTC on 0cf1479; its misses not yet studied)",
     "suite_zg": "development (scored once held out on 2026-12-04 at 20:18 UTC on 0282d6f; its misses not yet studied)",

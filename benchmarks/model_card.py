@@ -55,6 +55,8 @@ SOURCES = [
             ("suite_zg", "; scored once held out, trained on from the first retraining after 2026-12-04 20:18 UTC"),
             ("suite_zh", "; scored once held out, trained on from the first retraining after 2026-12-04 20:51 UTC"),
             ("suite_zi", "; scored once held out, trained on from the first retraining after 2026-12-04 20:51 UTC"),
+            ("suite_zj", "; scored once held out, trained on from the first retraining after 2026-12-04 22:45 UTC"),
+            ("suite_zk", "; scored once held out, trained on from the first retraining after 2026-12-04 22:45 UTC"),
         )
     ],
 ]
@@ -492,7 +494,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring (never suite_zj or suite_zk, the held-out ones). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zk from the first retraining after their scoring (never suite_zl or suite_zm, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
