@@ -76,7 +76,7 @@ HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
     "suite_zm": "held out (written blind and frozen on 2026-12-04 at 22:56 UTC; not yet scored: the next measure, with suite_zl)",
-    "suite_zl": "held out (being written blind on 2026-12-04 from 22:50 UTC; the next measure, with suite_zm)",
+    "suite_zl": "held out (written blind and frozen on 2026-12-04 at 22:58 UTC; not yet scored: the next measure, with suite_zm)",
     "suite_zk": "development (scored once held out on 2026-12-04 at 22:45 UTC on c94f54f; its misses not yet studied)",
     "suite_zj": "development (scored once held out on 2026-12-04 at 22:45 UTC on c94f54f; its misses not yet studied)",
     "suite_zi": "development (scored once held out on 2026-12-04 at 20:51 UTC on 0cf1479; its misses not yet studied)",
