@@ -51,8 +51,8 @@ suites since).  ``suite_zf`` and ``suite_zg`` (written blind and frozen on 2026-
 at 20:17-20:18 UTC on 0282d6f, the round's final analysis: development suites since).  ``suite_zh`` and ``suite_zi``
 (written blind and frozen on 2026-12-04 at 20:35 and 20:33 UTC, scored once held out at 20:51 UTC on 0cf1479: development
 suites since).  ``suite_zj`` and ``suite_zk`` (written blind and frozen on 2026-12-04 at 21:05 and 21:03 UTC, scored once held out
-at 22:45 UTC on c94f54f, the round's final analysis: development suites since).  ``suite_zl`` and ``suite_zm`` (being
-written blind) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+at 22:45 UTC on c94f54f, the round's final analysis: development suites since).  ``suite_zl`` and ``suite_zm`` (written
+blind and frozen on 2026-12-04 at 22:58 and 22:56 UTC, not yet scored: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
