@@ -153,6 +153,19 @@ class DiagnoseContext:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def failure_words(self) -> frozenset[str]:
+        """The whole words of the run's failure messages (lower case, singular, three letters or more), function
+        words left out: a word is matched whole, never inside another (``was`` is no part of ``washer``)."""
+
+        def words() -> frozenset[str]:
+            lex = self.lexicon
+            common = lex.stopwords | lex.short_stopwords
+            said = " ".join(f.message for f in self.failures).casefold()
+            return frozenset(lex.singular(w) for w in _MESSAGE_WORD.findall(said) if len(w) >= 3 and w not in common)
+
+        found: frozenset[str] = self.memo("failure-words", words)
+        return found
+
     def step_fact(self, step: Step, key: str, compute: Callable[[], Any]) -> Any:
         """A fact about one step that several diagnosers read (its arguments parsed, its answer's records),
         computed once for them all: a step's diagnosers run one after another, so the last step's facts are
@@ -324,6 +337,9 @@ class DiagnoseContext:
 
 _QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"")
 _WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
+
+_MESSAGE_WORD = re.compile(r"[^\W\d_]\w*")
+"""A word of a failure's message (`DiagnoseContext.failure_words`)."""
 
 
 def _failure_values(

@@ -41,20 +41,6 @@ def left_out_field(src: Any, out: Any) -> tuple[str, Any, str] | None:
     return field, value, f"left out the field {field!r} ({value!r}) of the record it copied, keeping its other {len(kept)}"
 
 
-def _failure_words(ctx: DiagnoseContext) -> frozenset[str]:
-    """The whole words of the run's failure messages (lower case, singular), function words left out: a word
-    is matched whole, never inside another (``was`` is no part of ``washer``)."""
-
-    def words() -> frozenset[str]:
-        lex = ctx.lexicon
-        common = lex.stopwords | lex.short_stopwords
-        said = " ".join(f.message for f in ctx.failures).casefold()
-        return frozenset(lex.singular(w) for w in _WORD.findall(said) if len(w) >= 3 and w not in common)
-
-    found: frozenset[str] = ctx.memo("failure-words", words)
-    return found
-
-
 def _same_stem(word: str, said: frozenset[str]) -> bool:
     """Whether a word, or one of its forms, is among a failure's words: the same word, or one of five letters
     or more that begins the other (a field ``accessible`` the failure calls ``access``)."""
@@ -65,7 +51,7 @@ def _same_stem(word: str, said: frozenset[str]) -> bool:
 
 def failure_names(ctx: DiagnoseContext, field: str, value: Any) -> bool:
     """Whether a failure speaks of a field (a word of its name) or of its value (a value it names)."""
-    said = _failure_words(ctx)
+    said = ctx.failure_words()
     if any(_same_stem(ctx.lexicon.singular(w), said) for w in _LABEL_WORD.findall(field.lower())):
         return True
     # (A free text of several words, a model's `reasoning`, is no one value a later step needed: a number
@@ -144,7 +130,7 @@ def text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) -
     rows = _units_left_out(rows, ctx.lexicon)
     if len(rows) < 3:
         return
-    lost = _lost_lines(texts, rows, _failure_words(ctx), (labels, out), ctx.lexicon)
+    lost = _lost_lines(texts, rows, ctx.failure_words(), (labels, out), ctx.lexicon)
     if lost is not None and lost[1] >= 0.6:
         yield Evidence(step.step_id, lost[1], lost[0], "parse-dropped")
         return

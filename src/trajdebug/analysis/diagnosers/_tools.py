@@ -539,7 +539,7 @@ def _failure_about(step: Step, ctx: DiagnoseContext) -> bool:
     said = " ".join(f.message for f in ctx.failures).casefold()
     if not said or not any(isinstance(v, str) and len(v) >= 3 and v.casefold() in said for v in step.input.values()):
         return False
-    terms = {ctx.lexicon.singular(w) for w in re.findall(r"[a-z]{3,}", said)}
+    terms = ctx.failure_words()
     # (The fields it echoes, `job` beside the job asked about, are the question's, not the answer's.)
     out = content.embedded_json(step.output) if isinstance(step.output, str) else step.output
     own = [p for p, _ in content.leaves(out) if p not in step.input]
