@@ -52,7 +52,8 @@ at 20:17-20:18 UTC on 0282d6f, the round's final analysis: development suites si
 (written blind and frozen on 2026-12-04 at 20:35 and 20:33 UTC, scored once held out at 20:51 UTC on 0cf1479: development
 suites since).  ``suite_zj`` and ``suite_zk`` (written blind and frozen on 2026-12-04 at 21:05 and 21:03 UTC, scored once held out
 at 22:45 UTC on c94f54f, the round's final analysis: development suites since).  ``suite_zl`` and ``suite_zm`` (written
-blind and frozen on 2026-12-04 at 22:58 and 22:56 UTC, not yet scored: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+blind and frozen on 2026-12-04 at 22:58 and 22:56 UTC, scored once held out at 23:25-23:26 UTC on 96876b2, the last round's
+final analysis: development suites since).  ``suite_zn`` and ``suite_zo`` (being written blind) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -75,8 +76,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zm": "held out (written blind and frozen on 2026-12-04 at 22:56 UTC; not yet scored: the next measure, with suite_zl)",
-    "suite_zl": "held out (written blind and frozen on 2026-12-04 at 22:58 UTC; not yet scored: the next measure, with suite_zm)",
+    "suite_zo": "held out (being written blind on 2026-12-04 from 23:27 UTC; the next measure, with suite_zn)",
+    "suite_zn": "held out (being written blind on 2026-12-04 from 23:27 UTC; the next measure, with suite_zo)",
+    "suite_zm": "development (scored once held out on 2026-12-04 at 23:26 UTC on 96876b2; its misses not yet studied)",
+    "suite_zl": "development (scored once held out on 2026-12-04 at 23:25 UTC on 96876b2; its misses not yet studied)",
     "suite_zk": "development (scored once held out on 2026-12-04 at 22:45 UTC on c94f54f; its misses not yet studied)",
     "suite_zj": "development (scored once held out on 2026-12-04 at 22:45 UTC on c94f54f; its misses not yet studied)",
     "suite_zi": "development (scored once held out on 2026-12-04 at 20:51 UTC on 0cf1479; its misses not yet studied)",

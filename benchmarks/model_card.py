@@ -57,6 +57,8 @@ SOURCES = [
             ("suite_zi", "; scored once held out, trained on from the first retraining after 2026-12-04 20:51 UTC"),
             ("suite_zj", "; scored once held out, trained on from the first retraining after 2026-12-04 22:45 UTC"),
             ("suite_zk", "; scored once held out, trained on from the first retraining after 2026-12-04 22:45 UTC"),
+            ("suite_zl", "; scored once held out, trained on from the first retraining after 2026-12-04 23:25 UTC"),
+            ("suite_zm", "; scored once held out, trained on from the first retraining after 2026-12-04 23:26 UTC"),
         )
     ],
 ]
@@ -494,7 +496,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zk from the first retraining after their scoring (never suite_zl or suite_zm, the held-out ones). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zm from the first retraining after their scoring (never suite_zn or suite_zo, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
