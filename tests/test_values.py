@@ -93,6 +93,12 @@ class TestNumbers:
         parsed = parse_number(key)
         assert parsed is not None and number_key(parsed) == key
 
+    def test_number_key_names_infinities_and_nan_without_raising(self) -> None:
+        """A non-finite number (JSON's Infinity or NaN from an importer) gets a key of its own instead of a crash."""
+        assert number_key(float("inf")) == "inf"
+        assert number_key(float("-inf")) == "-inf"
+        assert number_key(float("nan")) == "nan"
+
 
 class TestDates:
     @pytest.mark.parametrize(

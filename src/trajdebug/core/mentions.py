@@ -222,6 +222,8 @@ def _number(m: re.Match[str]) -> float | None:
 
 def number_key(f: float) -> str:
     """The canonical text of a number (integers without a decimal point, 6 significant digits)."""
+    if not math.isfinite(f):
+        return repr(f)  # inf and nan reach here from JSON's Infinity/NaN; int() of them raises
     if f == int(f) and abs(f) < 1e15:
         return str(int(f))
     r = float(f"{f:.6g}")
