@@ -2185,3 +2185,19 @@ class TestGraphChannelEdges:
         )
         reasons = [e.reason for e in _from(_verdict(run, "t"), "tool-arguments")]
         assert any("contradicts" in r for r in reasons)
+
+
+def test_a_model_answer_holding_infinity_is_analysed_without_a_crash() -> None:
+    """A non-finite number in a model's answer (float('inf'), as Python's json writes Infinity) is read as a value, not a crash."""
+    from tests.builders import step
+
+    from trajdebug.analysis import analyze
+
+    steps = (
+        step("m", "estimate_ratio", "llm", 0, {"messages": [{"role": "user", "content": "ratio?"}]},
+             {"ratio": float("inf"), "n": 2}),
+        step("b", "mix_glaze", "tool", 2, {"ratio": 1}, None, "m", status="error",
+             error=ErrorInfo("GlazeError", "ratio out of range")),
+    )
+    result = analyze(Run("r", "potter", outcome="failure", steps=steps))
+    assert [c.step_id for c in result.root_causes][:1] in (["m"], ["b"])
