@@ -564,6 +564,23 @@ def test_analyze_guided_lets_a_passing_run_of_the_same_input_answer_alone(tmp_pa
     assert none.exit_code == 0 and "no guided search" in none.output
 
 
+def test_analyze_guided_says_once_which_failed_runs_it_could_not_search(tmp_path: Path) -> None:
+    """`analyze --guided` on a source of several failed runs with nothing to answer prints one note naming how
+    many runs went unsearched, not one note per run."""
+    import trajdebug
+
+    path = tmp_path / "mill.jsonl"
+    for sack in range(5):
+        with trajdebug.run("flour-mill", task=f"grind sack {sack}", path=str(path)) as run:
+            with trajdebug.step("weigh_sack", kind="tool", input={"sack": sack}) as s:
+                s.output = {"kg": 3}
+            run.fail("sack under the 25 kg minimum")
+    out = CliRunner().invoke(cli, ["analyze", str(path), "--guided"])
+    assert out.exit_code == 0, out.output
+    notes = [line for line in out.stderr.splitlines() if "no guided search" in line]
+    assert len(notes) == 1 and notes[0].startswith("note: 5 runs (") and ", ...)" in notes[0]
+
+
 def test_analyze_guided_with_no_one_to_ask_still_settles_the_stored_answers(tmp_path: Path) -> None:
     """`analyze --guided` on a run a person already answered (weigh_dog right, plan_ration wrong), with no
     passing run of the same input to ask, settles the stored answers as plain `analyze` does: the same proven

@@ -217,15 +217,21 @@ def analyze_cmd(
     analyses = list(result.analyses)
     if not analyses:
         raise click.ClickException(f"{path}: no runs found")
+    unguided = []
     for a in analyses:
         for problem in a.problems:
             click.echo(f"warning: {path}: {problem}", err=True)
         if guided and a.failures and a.guided is None and not a.run.answers:
-            click.echo(
-                f"note: run {a.run.run_id[:12]}: no guided search: no passing run of the same input in {path}, "
-                "no --oracle, --judge or expectation to answer its questions",
-                err=True,
-            )
+            unguided.append(a.run.run_id[:12])
+    if unguided:
+        # One note for the whole source: a store of a hundred failed runs should not print a hundred lines.
+        more = ", ..." if len(unguided) > 3 else ""
+        which = f"run {unguided[0]}" if len(unguided) == 1 else f"{len(unguided)} runs ({', '.join(unguided[:3])}{more})"
+        click.echo(
+            f"note: {which}: no guided search: no passing run of the same input in {path}, "
+            "no --oracle, --judge or expectation to answer its questions",
+            err=True,
+        )
     if ask:
         _ask(path, analyses, as_json, max_questions, strategy, result.twins)
         return
