@@ -159,6 +159,19 @@ def test_eval_with_a_model_also_prints_the_hand_ranking_and_each_runs_rank(tmp_p
     assert f"run {rid[:12]}" in out.output and ", model " in out.output
 
 
+def test_eval_names_each_labelled_root_by_its_step_name(tmp_path: Path) -> None:
+    """`trajdebug eval` lists each labelled run's root by the step's name (a recorder's step id ends in a counter
+    that says nothing), and `--json` carries the name beside the id."""
+    src = _source(tmp_path)
+    rid = _failed(src)[0]
+    label(src, rid, "fetch_rate")
+    out = CliRunner().invoke(cli, ["eval", str(src)])
+    assert out.exit_code == 0, out.output
+    assert f"run {rid[:12]}  root fetch_rate  rank" in out.output
+    data = json.loads(CliRunner().invoke(cli, ["eval", str(src), "--json"]).stdout)
+    assert data["runs"][0]["step_name"] == "fetch_rate"
+
+
 def test_eval_says_when_a_model_is_measured_on_the_runs_it_was_fit_on(tmp_path: Path) -> None:
     """A model `fit` wrote records the runs it learned from; `eval` of it on those runs says its score there
     measures what it learned, not how it ranks runs it never saw."""

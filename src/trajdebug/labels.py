@@ -133,6 +133,8 @@ class LabelResult:
     """1-based rank of the labelled step (None: not ranked)."""
     confidence: float | None = None
     """The learned model's confidence in its best candidate (None: no model)."""
+    step_name: str | None = None
+    """The labelled step's name (None: the step is not in the run as loaded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +172,8 @@ class Evaluation:
             "missing": list(self.missing),
             "fitted_on": self.fitted,
             "runs": [
-                {"run_id": r.run_id, "step_id": r.step_id, "rank": r.rank, "confidence": r.confidence}
+                {"run_id": r.run_id, "step_id": r.step_id, "step_name": r.step_name, "rank": r.rank,
+                 "confidence": r.confidence}
                 for r in self.results
             ],
         }
@@ -188,7 +191,8 @@ def evaluate(source: str | Path, model: str | Path | Model | None = None) -> Eva
         [a] = analyze_source(source, run_id, top=ALL, runs=runs, model=model, guided=False).analyses
         ranking = list(a.localization.ranking)
         conf = a.root_causes[0].confidence if a.root_causes else None
-        out.append(LabelResult(run_id, sid, ranking.index(sid) + 1 if sid in ranking else None, conf))
+        name = next((s.name for s in a.run.steps if s.step_id == sid), None)
+        out.append(LabelResult(run_id, sid, ranking.index(sid) + 1 if sid in ranking else None, conf, name))
     name = None if model is None else str(model) if not isinstance(model, Model) else "model"
     loaded = load_model(model) if model is not None else None
     seen = set(_fitted_runs(loaded.meta)) if loaded is not None else set()

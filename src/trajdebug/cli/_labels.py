@@ -77,7 +77,7 @@ def eval_cmd(source: str | None, model: str | None, as_json: bool) -> None:
     ranks = {r.run_id: r.rank for r in hand.results}
     for r in ev.results[:RANKS_SHOWN]:
         by_model = "" if model is None else f", model {r.rank or '-'}"
-        click.echo(f"  run {r.run_id[:12]}  root {r.step_id[-6:]}  rank {ranks.get(r.run_id) or '-'}{by_model}")
+        click.echo(f"  run {r.run_id[:12]}  root {r.step_name or r.step_id}  rank {ranks.get(r.run_id) or '-'}{by_model}")
     if len(ev.results) > RANKS_SHOWN:
         click.echo(f"  and {len(ev.results) - RANKS_SHOWN} more (--json lists them)")
 
