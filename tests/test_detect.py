@@ -112,6 +112,38 @@ class TestContentDetectors:
         assert len(_by(detect(bad), "sql")) == 1
         assert _by(detect(unknown_table), "sql") == []
 
+    @pytest.mark.parametrize(
+        "prose",
+        [
+            "Replace 12 tiles of the north wall (15 %) on Monday; the grout needs 2 days.",
+            "With 3 kilns free, the glaze batch fires at 1,240 C tonight.",
+            "Update: the kiln order is confirmed for Friday.",
+            "Insert the shelf pins before loading, then close the lid.",
+            "Delete this draft once the potter signs off.",
+        ],
+    )
+    def test_prose_that_opens_with_an_sql_keyword_is_not_sql(self, prose: str) -> None:
+        """A final answer in prose whose first word is also an SQL verb (Replace, With, Update, Insert,
+        Delete) is not SQL, so it is not reported as SQL that does not parse."""
+        run = _run(Step("a", "answer", "output", input={"q": "plan"}, output=prose), outcome="failure")
+        assert _by(detect(run), "sql") == []
+
+    @pytest.mark.parametrize(
+        "stmt",
+        [
+            "REPLACE INTO kilns (id, temp) VALUES (1, 1240",
+            "WITH hot AS (SELECT id FROM kilns WHERE temp > ) SELECT * FROM hot",
+            "UPDATE kilns SET temp = WHERE id = 1",
+            "INSERT INTO kilns VALUES (1,",
+            "DELETE FROM kilns WHERE",
+        ],
+    )
+    def test_broken_statements_of_every_verb_are_still_sql(self, stmt: str) -> None:
+        """The SQL verbs that the prose above opens with still read as SQL when the statement's own
+        clause follows (INTO, AS (, SET, FROM), so a broken one is still reported."""
+        run = _run(Step("q", "run_sql", "tool", input={"sql": stmt}, output=[]))
+        assert len(_by(detect(run), "sql")) == 1
+
     def test_valid_sql_and_ddl_pass(self, sales_db: Path) -> None:
         """A valid query, and DDL describing the schema, do not fire."""
         run = _run(

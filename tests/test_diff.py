@@ -359,3 +359,32 @@ def test_diff_shows_two_long_outputs_where_they_first_differ(tmp_path: Path) -> 
     assert out.exit_code == 0, out.output
     flat = " ".join(out.output.split())
     assert "CUCUMBERS-WILTED" in flat and "cucumbers" in flat
+
+
+def test_a_step_that_read_a_different_state_value_is_a_consequence_not_an_origin(tmp_path: Path) -> None:
+    """A step takes no argument and reads run.state: when the value it read differs, its request differs
+    ("input"), and the first divergence is the step that wrote the value, not the reader."""
+    import trajdebug
+
+    newest = {"index": -1}  # the planted fault: the failing run reads the oldest level
+
+    @trajdebug.step(kind="parse")
+    def read_gauge(raw: dict) -> dict:
+        trajdebug.current_run().state["level"] = raw["levels"][newest["index"]]
+        return {"level": trajdebug.current_run().state["level"]}
+
+    @trajdebug.step(kind="other")
+    def plan_release() -> dict:
+        return {"open_gates": 2 if trajdebug.current_run().state["level"] > 5 else 0}
+
+    ids = []
+    for index in (-1, 0):
+        newest["index"] = index
+        with trajdebug.run("dam", store=str(tmp_path / "dam.db")) as run:
+            read_gauge({"levels": [1.5, 7.25]})
+            plan_release()
+        ids.append(run.run_id)
+    good, bad = (next(r for r in trajdebug.load_runs(str(tmp_path / "dam.db")) if r.run_id == i) for i in ids)
+    al = align(good, bad)
+    assert [(p.name, p.status) for p in al.pairs] == [("read_gauge", "output"), ("plan_release", "input")]
+    assert al.first_divergence is not None and al.first_divergence.name == "read_gauge"

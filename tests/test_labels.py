@@ -235,3 +235,24 @@ def test_fit_cases_read_the_hand_rankings_order_while_analyze_defaults_to_the_mo
     got = cases(src)
     assert got and all(rows[0]["hand_rank_inv"] == 1.0 for rows, _ in got)
     assert all([r["hand_rank_inv"] for r in rows] == sorted((r["hand_rank_inv"] for r in rows), reverse=True) for rows, _ in got)
+
+
+def test_a_label_travels_with_its_run_through_export_and_import(tmp_path: Path) -> None:
+    """A label lives beside its source; `trajdebug export` and `trajdebug import` copy it beside the file or
+    store they write, so `eval` on the run read back finds it (before, it arrived unlabelled)."""
+    src = _source(tmp_path)
+    rid = _failed(src)[0]
+    _, sid = label(src, rid, "fetch_rate")
+    spans, store = tmp_path / "spans.json", tmp_path / "copy.db"
+    out = CliRunner().invoke(cli, ["export", str(src), "-o", str(spans)])
+    assert out.exit_code == 0, out.output
+    assert labels(spans) == {rid: sid}
+    out = CliRunner().invoke(cli, ["import", str(spans), "-o", str(store), "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["labels_carried"] == 1
+    assert labels(store) == {rid: sid}
+    assert evaluate(store).results[0].step_id == sid
+    # Importing the same file again adds no second line: the store already has that label.
+    again = CliRunner().invoke(cli, ["import", str(spans), "-o", str(store), "--json"])
+    assert json.loads(again.output)["labels_carried"] == 0
+    assert len(sidecar(store).read_text().splitlines()) == 1

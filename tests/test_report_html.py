@@ -295,3 +295,19 @@ def test_a_candidates_extra_fields_read_as_one_line_and_an_empty_one_is_hidden(p
     assert "signals: " + ", ".join(top["signals"]) in extra
     assert "confidence" not in extra and "null" not in extra and "items" not in extra
     assert page.errors == []
+
+
+def test_a_candidates_confidence_reads_as_a_percentage(page: Any, tmp_path: Path) -> None:
+    """Ranked by the learned model, each card shows its calibrated confidence as the CLI prints it,
+    "confidence 37%", in its head, never the raw float (0.3712...) among the extra fields."""
+    run = run_demo("bad-sql-filter", store=Store(tmp_path / "demo.db"))
+    analysis = analyze(run)
+    top = analysis.to_dict()["root_causes"][0]
+    assert isinstance(top["confidence"], float)  # what the card is given
+    path = write_report(tmp_path / "report.html", analysis)
+    _open(page, path)
+    card = page.locator(".cause").first
+    assert card.locator(".c-head .c-conf").inner_text() == f"confidence {round(top['confidence'] * 100)}%"
+    assert "confidence" not in (card.locator(".c-extra").inner_text() if card.locator(".c-extra").count() else "")
+    assert not re.search(r"\d\.\d{5,}", card.inner_text())
+    assert page.errors == []

@@ -100,6 +100,29 @@ def labels(source: str | Path) -> dict[str, str]:
     return {rid: str(rec["step_id"]) for rid, rec in _records(source).items() if rec.get("step_id")}
 
 
+def carry(source: str | Path, dest: str | Path, roots: Mapping[str, str]) -> int:
+    """Copy the labels of runs written from ``source`` into ``dest`` to ``dest``'s sidecar; returns how many.
+
+    ``roots``: each copied run's labelled root, as `labels` gave it for ``source``, kept only when the
+    written run still holds that step.  A label lives beside its source, so without this a run imported
+    into another file or store (an OTLP export read back, a JSONL file moved into a store) arrived
+    unlabelled and ``eval``/``fit`` on the destination saw none.  A run the destination already labels
+    the same is left alone; a different label there is replaced by the source's (the latest wins, and
+    the import is the latest).
+    """
+    if Path(source).resolve() == Path(dest).resolve():
+        return 0
+    recs, have = _records(source), _records(dest)
+    n = 0
+    for rid, sid in roots.items():
+        rec = recs.get(rid)
+        if rec is None or have.get(rid, {}).get("step_id") == sid:
+            continue
+        _append(dest, {**rec, "time_ns": time.time_ns()})
+        n += 1
+    return n
+
+
 def forget(source: str | Path, run_id: str, steps: Sequence[str] = ()) -> tuple[list[Answer], bool]:
     """Take back a run's stored answers (all, or those about ``steps``) and the label they proved.
 

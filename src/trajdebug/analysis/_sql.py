@@ -19,8 +19,16 @@ from trajdebug.core.values import is_mapping
 
 
 # Queries and data changes; DDL (CREATE, DROP, ...) describes a schema rather than
-# asking it something, and is not checked.
-_SQL_START = re.compile(r"^\s*(select|with|insert|update|delete|replace)\b", re.I)
+# asking it something, and is not checked.  Every verb but SELECT is also a word prose opens
+# with ("Replace 30 l of ...", "With 3 rooms free, ...", "Update: ..."), so it counts only with
+# the clause its statement cannot do without further on (INTO, AS (, SET, FROM or WHERE); a
+# broken statement keeps that clause, and prose read as SQL would be reported as SQL that
+# does not parse.
+_SQL_START = re.compile(
+    r"^\s*(?:select\b|with\b(?=.*\bas\s*\()|(?:insert|replace)\b(?=.*\b(?:into|values)\b)"
+    r"|update\b(?=.*\bset\b)|delete\b(?=.*\b(?:from|where)\b))",
+    re.I | re.S,
+)
 SQL_KEYS = ("sql", "query", "statement", "sql_query")
 """Argument names under which a tool receives SQL, in the order read when a call holds several (a tuple: a
 set of strings is read in an order that follows the hash seed)."""

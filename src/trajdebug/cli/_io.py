@@ -75,7 +75,11 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     runs, problems, streamed = _read_runs(source, fmt_used, as_json)
     fmt_used = fmt_used or ("store" if is_store(source) else "trajdebug")
     imported: list[dict[str, Any]] = []  # what the summary says of each run (not the run: it may be large)
-    outcome = _write_runs(runs, output, streamed, imported, as_json)
+    roots: dict[str, str] = {}  # the labelled runs written, with their labelled root
+    outcome = _write_runs(_noting_labels(runs, source, roots), output, streamed, imported, as_json)
+    from trajdebug.labels import carry
+
+    carried = carry(source, output, roots)
     if streamed:
         # Streamed (OTLP): problems may quote a value of the file; redacted like the runs.
         from trajdebug.core.jsonl import ReadResult, redacted
@@ -94,10 +98,34 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
                 "added": outcome["added"],
                 "replaced": outcome["replaced"],
                 "unchanged": outcome["unchanged"],
+                "labels_carried": carried,
             }
         )
         return
     click.echo(_summary(source, fmt_used, output, imported, outcome, len(problems)))
+    if carried:
+        from trajdebug.labels import sidecar
+
+        click.echo(f"carried {carried} root-cause label{'s' * (carried != 1)} of {source} to {sidecar(output)}")
+
+
+def _noting_labels(runs: Iterable[Run], source: Path, roots: dict[str, str]) -> Iterable[Run]:
+    """The runs, noting in ``roots`` each labelled run whose labelled step it still holds (as a stream is
+    read; a list, which the progress bar counts, at once); `trajdebug.labels.carry` copies those labels
+    beside the destination."""
+    from trajdebug.labels import labels
+
+    wanted = labels(source)
+
+    def note(run: Run) -> Run:
+        sid = wanted.get(run.run_id)
+        if sid is not None and any(s.step_id == sid for s in run.steps):
+            roots[run.run_id] = sid
+        return run
+
+    if not wanted:
+        return runs
+    return [note(r) for r in runs] if isinstance(runs, list) else map(note, runs)
 
 
 def _read_runs(source: Path, fmt_used: str | None, as_json: bool) -> tuple[Iterable[Run], list[Any], bool]:
@@ -280,10 +308,18 @@ def export_cmd(
     with Progress(f"exporting to {output}"):
         write_otlp(runs, output, per_line=per_line)
     spans = sum(len(r.steps) for r in runs)
+    from trajdebug.cli._common import store_path
     from trajdebug.core.escape import visible
+    from trajdebug.labels import carry, sidecar
 
+    # The file reads back to the same runs and step ids (`trajdebug import`), so their labels go with them.
+    roots: dict[str, str] = {}
+    _noting_labels(runs, Path(store_path(source)), roots)  # a list: noted at once
+    carried = carry(store_path(source), output, roots)
     click.echo(
-        visible(f"exported {len(runs)} run{'s' * (len(runs) != 1)} ({spans} spans) as {to} to {output}"), err=True
+        visible(f"exported {len(runs)} run{'s' * (len(runs) != 1)} ({spans} spans) as {to} to {output}")
+        + (f"; {carried} root-cause label{'s' * (carried != 1)} to {sidecar(output)}" if carried else ""),
+        err=True,
     )
 
 

@@ -14,6 +14,7 @@ request differs merely passes on a difference from upstream.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -162,6 +163,7 @@ def align(good: Run, bad: Run) -> Alignment:
     b_keys = [bk[s.step_id] for s in bad.steps]
     g_parents = {s.parent_id for s in good.steps}
     b_parents = {s.parent_id for s in bad.steps}
+    g_by, b_by = {s.step_id: s for s in good.steps}, {s.step_id: s for s in bad.steps}
     pairs: list[Pair] = []
     sm = difflib.SequenceMatcher(None, g_keys, b_keys, autojunk=False)
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
@@ -170,7 +172,7 @@ def align(good: Run, bad: Run) -> Alignment:
                 g, b = good.steps[gi], bad.steps[bj]
                 path, ordinal = b_keys[bj]
                 enclosing = g.step_id in g_parents or b.step_id in b_parents
-                pairs.append(Pair(path, ordinal, g, b, _status(g, b), enclosing))
+                pairs.append(Pair(path, ordinal, g, b, _status(g, b, g_by, b_by), enclosing))
             continue
         # Replaced or inserted/deleted blocks: a key can still occur on both
         # sides out of order; match those, the rest exists in one run only.
@@ -181,7 +183,7 @@ def align(good: Run, bad: Run) -> Alignment:
             b_match = b_block.pop(key, None)
             if b_match is not None:
                 enclosing = g.step_id in g_parents or b_match.step_id in b_parents
-                pairs.append(Pair(key[0], key[1], g, b_match, _status(g, b_match), enclosing))
+                pairs.append(Pair(key[0], key[1], g, b_match, _status(g, b_match, g_by, b_by), enclosing))
             else:
                 pairs.append(Pair(key[0], key[1], g, None, "only-good", g.step_id in g_parents))
         for key, b in b_block.items():
@@ -225,10 +227,26 @@ def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
     return pairs
 
 
-def _status(g: Step, b: Step) -> PairStatus:
-    if fingerprint(g.input) != fingerprint(b.input):
+def _status(g: Step, b: Step, g_by: Mapping[str, Step], b_by: Mapping[str, Step]) -> PairStatus:
+    if fingerprint(g.input) != fingerprint(b.input) or _state_read(g, g_by) != _state_read(b, b_by):
         return "input"
     return "same" if _same_result(g, b) else "output"
+
+
+def _state_read(s: Step, by_id: Mapping[str, Step]) -> str:
+    """What a step read from ``run.state``: each state edge's key with the value its writer left there (the
+    writer's recorded state values).  The step's own input does not hold it (a step that reads
+    ``run.state["reading"]`` takes no argument), so two steps with the same arguments that read different
+    values were asked different things: a consequence of the writer, not an origin.  A writer without
+    recorded values says nothing (None on both sides compares equal)."""
+    read = []
+    for d in s.deps:
+        if d.kind != "state" or d.key is None or d.run_id is not None:
+            continue
+        w = by_id.get(d.step_id)
+        values = w.attributes.get(STATE_VALUES_ATTR) if w is not None else None
+        read.append((d.key, values.get(d.key) if isinstance(values, Mapping) else None))
+    return canonical(sorted(read, key=lambda kv: kv[0])) if read else ""
 
 
 __all__ = ["Alignment", "Pair", "PairStatus", "align"]

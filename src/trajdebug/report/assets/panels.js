@@ -41,7 +41,7 @@ function buildHeader(host) {
   if (D.source) host.appendChild(el("div", { class: "h-source" }, "source: " + D.source + " · " + (D.generator || "")));
 }
 
-const CAUSE_KNOWN = new Set(["step_id", "run_id", "source_index", "name", "kind", "agent", "score", "reasons", "path", "structural", "inferred"]);
+const CAUSE_KNOWN = new Set(["step_id", "run_id", "source_index", "name", "kind", "agent", "score", "reasons", "path", "structural", "inferred", "confidence"]);
 
 function verdictOf(stepId) {
   const V = D.verification;
@@ -71,6 +71,9 @@ function buildCauses(host) {
       el("span", { class: "sid" }, "#" + shortId(c.step_id)),
       el("span", { class: "c-kind" }, c.kind || ""),
       el("span", { class: "badge " + (c.structural ? "b-root" : "b-suspect") }, c.structural ? "structural root" : "suspect"),
+      // The learned model's calibrated confidence, a probability: a percentage as the CLI prints it
+      // ("confidence 81%"), not the raw float; a hand ranking has none (null) and shows nothing.
+      typeof c.confidence === "number" ? el("span", { class: "c-conf", title: "calibrated confidence" }, "confidence " + Math.round(c.confidence * 100) + "%") : null,
       el("span", { class: "score", title: "score" }, typeof c.score === "number" ? c.score.toFixed(3) : ""));
     item.appendChild(head);
     if (c.run_id) item.appendChild(el("div", { class: "note" }, "in an earlier turn: run " + c.run_id));
@@ -78,7 +81,7 @@ function buildCauses(host) {
     if (v) item.appendChild(el("div", { class: "verdict v-" + v.status }, v.status + (v.reason ? ": " + oneLine(v.reason, 240) : "")));
     if (c.reasons && c.reasons.length) item.appendChild(el("ul", { class: "reasons" }, ...c.reasons.map((r) => el("li", {}, r))));
     if (c.path && c.path.length > 1) item.appendChild(el("div", { class: "c-path" }, "path: " + c.path.map((p) => (STEPS.get(p) || { name: "?" }).name).join(" → ")));
-    if (c.inferred && c.inferred.length) item.appendChild(el("div", { class: "note" }, "hangs on inferred edges: " + c.inferred.map((x) => label(x.step_id) + " (" + x.confidence + ")").join(", ")));
+    if (c.inferred && c.inferred.length) item.appendChild(el("div", { class: "note" }, "hangs on inferred edges: " + c.inferred.map((x) => label(x.step_id) + " (" + Number(x.confidence).toFixed(2) + ")").join(", ")));
     // Fields the analysis gains later, shown generically; an empty one (null, []) says nothing, and a
     // list of plain values reads as one line ("signals: lineage:dropped, rare") rather than a tree.
     const extra = Object.keys(c).filter((k) => !CAUSE_KNOWN.has(k) && c[k] !== null && c[k] !== undefined && !(Array.isArray(c[k]) && !c[k].length));
