@@ -41,7 +41,7 @@ from trajdebug.analysis._content import char_shape
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
-from trajdebug.analysis.reference._answers import answer_checks
+from trajdebug.analysis.reference._answers import answer_checks, own_answer
 from trajdebug.analysis.reference._profile import (
     DAY_PREFIX,
     MIN_SUPPORT,
@@ -100,10 +100,10 @@ def violations(
     own = step_key(step, steps)
     st = profile.steps.get(own)
     key = step_key(step, within)
-    if st is None or step.status != "ok":
+    if step.kind in CONTAINER_KINDS or st is None or step.status != "ok":
+        yield from own_answer(step, profile, steps) if step.kind in CONTAINER_KINDS else ()
         return
-    if step.kind not in CONTAINER_KINDS:
-        yield from (e for e in answer_checks(step, st, steps) if not (own in shared and e.diagnoser == "reference:old-answer"))
+    yield from (e for e in answer_checks(step, st, steps, profile) if not (own in shared and e.diagnoser == "reference:old-answer"))
     if st.n < MIN_SUPPORT or len(st.runs) < min_runs:
         return
     outs = _out_fields(view)
