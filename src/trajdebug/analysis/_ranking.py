@@ -304,7 +304,8 @@ class Ranking:
         wrote that answer (`trajdebug.analysis._wrappers.answered_inside`)."""
         found = [*self.ctx.verdict(sid).evidence, *self.extra.get(sid, [])]
         if sid in self.written_by:
-            found = [e for e in found if e.sound or e.diagnoser in ARGUMENT_SIGNALS]
+            # A finding about the wrapper's own code (everything inside it cleared) stays with it.
+            found = [e for e in found if e.sound or e.own or e.diagnoser in ARGUMENT_SIGNALS]
         said = {e.diagnoser for e in found}
         # Per signal, the findings of one wrapper: two wrappers of one answer (a tool step and the agent span of
         # one sub-agent both return it) say the same thing twice, and counting both would strengthen it.  The
@@ -315,7 +316,7 @@ class Ranking:
             mine: dict[str, list[Evidence]] = {}
             for e in [*self.ctx.verdict(w).evidence, *self.extra.get(w, [])]:
                 # A signal the writer already carries says the same thing again: the wrapper's finding repeats it.
-                if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS and e.diagnoser not in said:
+                if not (e.sound or e.own) and e.diagnoser not in ARGUMENT_SIGNALS and e.diagnoser not in said:
                     mine.setdefault(e.diagnoser, []).append(
                         replace(e, step_id=sid, reason=f"{e.reason} (in the answer it wrote for {name})")
                     )

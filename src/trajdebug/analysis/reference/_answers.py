@@ -23,7 +23,6 @@ from trajdebug.analysis.reference._profile import (
     _StepStats,
     answer_key,
     asked_of,
-    inner_calls,
     keyed_parts,
     step_key,
 )
@@ -36,14 +35,14 @@ _SHAPE_DIGIT, _SHAPE_ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")
 
 
 def answer_checks(
-    step: Step, st: _StepStats, steps: Mapping[str, Step] | None, profile: Profile | None = None
+    step: Step, st: _StepStats, steps: Mapping[str, Step] | None, inside: str | None = None, origin: bool = False
 ) -> Iterator[Evidence]:
     """A request answered otherwise than in every passing run; an answer passing runs got for another request.
 
-    For a step enclosing others, ``profile`` tells whether its inner steps matched a passing run's given the
-    same request (`matched_inside`): when none did, one of them made the difference, not the step."""
+    For a step enclosing others (`_enclosing`): ``inside``, the passing run whose same step, given this
+    request, had every inner step asked and answered alike ('' none, None no such step); ``origin``, an inner
+    step answered its own request otherwise than in every passing run (it, not the step, is the origin)."""
     answers = st.answers.get(answer_key(asked_of(step, steps)))
-    inside = matched_inside(step, profile, steps) if profile is not None else None
     # One answer to this request in every passing run that made it, and another one now: a
     # function of its input that changed (stale data, a changed environment), the strongest
     # sign a step's output is off.  Passing runs that disagree among themselves say nothing.
@@ -53,7 +52,7 @@ def answer_checks(
         and len(answers) == 1
         and now not in answers
         and not _minted_only(st, now, answers)
-        and inside != ""
+        and not origin
         # Inner steps asked as in a passing run read nothing its recorded input lacks that they did not there.
         and (bool(inside) or not _reads_unrecorded(step, steps))
     ):
@@ -83,52 +82,6 @@ def answer_checks(
                     "reference:old-answer",
                 )
                 break
-
-
-def own_answer(step: Step, profile: Profile, steps: Mapping[str, Step] | None) -> Iterator[Evidence]:
-    """A step enclosing others (a graph node that calls a tool, then computes from its answer) given the
-    same request as in passing runs, where it answered alike, and inside which every step was asked and
-    answered as in one of them, that answered otherwise: nothing it enclosed made the difference, its own
-    code did.  The first divergence at it, as an alignment of the two runs finds it."""
-    run = matched_inside(step, profile, steps) if step.status == "ok" else None
-    if not run or steps is None:
-        return
-    seen = profile.enclosing[step_key(step, steps)][answer_key(asked_of(step, steps))]
-    answers = {a for _, a in seen}
-    if len(answers) == 1 and answer_key(semantic(step, step.output)) not in answers:
-        yield Evidence(
-            step.step_id,
-            0.65,
-            f"given the same input as in passing run {run[:12]}, with every step inside it asked and answered"
-            " alike, it answered differently: its own code made the difference",
-            "reference:same-input",
-        )
-
-
-def matched_inside(step: Step, profile: Profile, steps: Mapping[str, Step] | None) -> str | None:
-    """The passing run whose same step, given the same request, had every step inside it asked and answered
-    as in this run; '' when there were such passing steps but none matched (an inner step differs); None
-    when the step encloses nothing or no passing run gave it this request."""
-    table = profile.enclosing.get(step_key(step, steps)) if steps else None
-    mine = _inner(steps).get(step.step_id) if table and steps else None
-    seen = table.get(answer_key(asked_of(step, steps))) if table and mine is not None else None
-    if not seen:
-        return None
-    return next((run for (sig, _), run in seen.items() if sig == mine), "")
-
-
-_INNER: list[tuple[Mapping[str, Step], int, dict[str, str]]] = []
-"""The last run's `inner_calls`, kept for its next call (asked once per step)."""
-
-
-def _inner(steps: Mapping[str, Step]) -> dict[str, str]:
-    """`inner_calls` of a run's steps (by id, in execution order), built once per steps map."""
-    last = _INNER[-1] if _INNER else None
-    if last is not None and last[0] is steps and last[1] == len(steps):
-        return last[2]
-    out = inner_calls(list(steps.values()), steps)
-    _INNER[:] = [(steps, len(steps), out)]
-    return out
 
 
 def unkeyed(steps: Iterable[Step], profile: Profile, by_id: Mapping[str, Step]) -> frozenset[StepKey]:
@@ -270,4 +223,4 @@ def _request_values(value: Any, depth: int = 0) -> list[str]:
     return out[:200]
 
 
-__all__ = ["answer_checks", "matched_inside", "own_answer", "unkeyed"]
+__all__ = ["answer_checks", "unkeyed"]

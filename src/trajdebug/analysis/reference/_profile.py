@@ -7,7 +7,6 @@ step brought into the runs; `_siblings.py` builds the same observations from a r
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -115,8 +114,8 @@ class Profile:
     """The passing runs it was learned from."""
     steps: Mapping[StepKey, _StepStats]
     """Per step key, the observations."""
-    enclosing: Mapping[StepKey, dict[str, dict[tuple[str, str], str]]] = field(default_factory=dict)
-    """Per key of a step enclosing others, per request: (its inner steps' calls, `inner_calls`; its answer) -> run."""
+    enclosing: Mapping[StepKey, Mapping[str, Mapping[tuple[str, str], str]]] = field(default_factory=dict)
+    """Per step enclosing others, per request: (its inside, its steady answer) -> run (`_enclosing.learn`)."""
 
     def knows(self, step: Step, steps: Mapping[str, Step] | None = None) -> bool:
         """Whether the profile has seen this step in a passing run (``steps``: its run's, `step_key`)."""
@@ -126,40 +125,16 @@ class Profile:
 def learn(runs: Sequence[Run]) -> Profile:
     """Learn the likely invariants of an agent's steps from its passing runs."""
     table: dict[StepKey, _StepStats] = {}
-    enclosing: dict[StepKey, dict[str, dict[tuple[str, str], str]]] = {}
     for run in runs:
         lin = Lineage(run)
         kids = _children(run)
         by_id = {s.step_id: s for s in run.steps}
-        inner = inner_calls(run.steps, by_id)
         for s in run.steps:
-            if s.status == "ok" and s.step_id in inner:
-                seen = enclosing.setdefault(step_key(s, by_id), {}).setdefault(answer_key(asked_of(s, by_id)), {})
-                if len(seen) < 4:
-                    seen.setdefault((inner[s.step_id], answer_key(semantic(s, s.output))), run.run_id)
             if s.kind in CONTAINER_KINDS or s.status != "ok":
                 continue
             st = table.setdefault(step_key(s, by_id), _StepStats())
             _observe(st, s, lin.view(s.step_id), run.run_id, bool(kids.get(s.step_id)), by_id)
-    return Profile(tuple(r.run_id for r in runs), table, enclosing)
-
-
-def inner_calls(steps: Sequence[Step], by_id: Mapping[str, Step]) -> dict[str, str]:
-    """Per step enclosing others, a digest of what each step inside it (any depth, in order) was asked and
-    answered: equal digests, every inner step matched its counterpart (same request, answer and status)."""
-    parts: dict[str, list[bytes]] = {}
-    for s in steps:
-        if s.parent_id is None:
-            continue
-        call = answer_key([s.name, s.kind, s.status, asked_of(s, by_id), semantic(s, s.output)])
-        digest = hashlib.blake2b(call.encode(), digest_size=16).digest()
-        up: str | None = s.parent_id
-        seen: set[str] = set()
-        while up is not None and up in by_id and up not in seen:
-            seen.add(up)
-            parts.setdefault(up, []).append(digest)
-            up = by_id[up].parent_id
-    return {p: hashlib.blake2b(b"".join(v), digest_size=16).hexdigest() for p, v in parts.items()}
+    return Profile(tuple(r.run_id for r in runs), table)
 
 
 def _children(run: Run) -> dict[str, int]:
