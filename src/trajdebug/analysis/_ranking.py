@@ -88,6 +88,7 @@ def _strongest(evidence: Iterable[Evidence]) -> list[Evidence]:
                 e.diagnoser,
                 e.sound,
                 e.correction,
+                own=e.own,
             )
         out.append(e)
     return out
@@ -216,7 +217,7 @@ class Ranking:
         if first is not None:
             # The earliest deviation on the slice weighs more (Sahoo et al. 2013).
             self.extra[first] = [
-                Evidence(e.step_id, min(0.95, e.suspicion * self.w["earliest"]), e.reason, e.diagnoser, e.sound)
+                Evidence(e.step_id, min(0.95, e.suspicion * self.w["earliest"]), e.reason, e.diagnoser, e.sound, own=e.own)
                 if e.diagnoser.startswith("reference:")
                 else e
                 for e in self.extra[first]
