@@ -237,7 +237,12 @@ def _differing(now: Any, then: Any, depth: int = 0) -> set[str] | None:
 def _read_later(step: Step, values: set[str], steps: Mapping[str, Step]) -> bool:
     """Whether a differing value of a step's answer reaches the failure: a later step that depends on it was
     handed it, or none does (its answer is the run's).  A part no later step read made no difference."""
-    later = [s for s in steps.values() if any(d.step_id == step.step_id for d in s.deps)]
+    # Later: a step inside it (handed part of its input) is not what its answer reached.
+    end = step.end_ns
+    later = [
+        s for s in steps.values()
+        if any(d.step_id == step.step_id for d in s.deps) and (end is None or s.start_ns >= end)
+    ]
     if not later:
         return True
     texts = [_text(asked_of(s, steps)) for s in later]
