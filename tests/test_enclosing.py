@@ -174,6 +174,42 @@ def test_a_node_listing_its_lookups_in_completion_order_is_no_divergence(tmp_pat
         assert _own_code(ranked) == []
 
 
+# --- a weighbridge: a node reports how long its weighing took (new every run); a later toll tool answers stale --
+
+
+@trajdebug.step(kind="tool")
+def _axle_loads(truck: str) -> dict[str, Any]:
+    return {"truck": truck, "axles": [7.5, 9.0]}
+
+
+@trajdebug.step(kind="agent")
+def _weigh(truck: str) -> dict[str, Any]:
+    loads = _axle_loads(truck)["axles"]
+    return {"truck": truck, "tonnes": sum(loads), "took_s": round(0.37 * next(_TICK), 2)}
+
+
+@trajdebug.step(kind="tool")
+def _bridge_toll(truck: str) -> dict[str, Any]:
+    return {"truck": truck, "toll": -3 if _FLAW["on"] else 12}
+
+
+@trajdebug.step(kind="other")
+def _pay_toll(weighed: dict[str, Any], toll: dict[str, Any]) -> str:
+    if toll["toll"] < 0:
+        raise ValueError(f"a negative toll after {weighed['took_s']} s")
+    return "paid"
+
+
+def test_a_node_part_that_varied_between_passing_runs_of_one_input_is_no_divergence(tmp_path: Path) -> None:
+    """A part of a node's answer that differed between two passing runs given the same input, everything inside
+    alike (a duration it reports), is written anew every run: a failing run of another input that differs only
+    there does not blame the node; the tool that answered otherwise ranks first."""
+    bad = _record(tmp_path, "weighbridge", lambda t: _pay_toll(_weigh(t), _bridge_toll(t)), ("T-1", "T-1", "T-2", "T-3"))
+    ranked = _ranked(bad)
+    assert ranked[0][0] == "_bridge_toll"
+    assert _own_code(ranked) == []
+
+
 # --- a courier desk: a node asks a model for couriers and picks one; with the flaw it picks the last --------
 
 

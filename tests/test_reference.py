@@ -1048,26 +1048,6 @@ class TestAnswersOfWholeTools:
             assert ("reference:same-input" in found) is expected
 
 
-def test_a_span_whose_inner_call_was_handed_more_and_matched_a_passing_run_answers_for_itself() -> None:
-    """A span whose tool call is handed a limit its recorded input lacks, asked and answered exactly as in the
-    passing runs of its request, that answers otherwise computed the difference itself: same-input evidence on
-    the span, though what it read is not all in its recorded input."""
-
-    def run_of(rid: str, compliant: bool, *, fail: bool = False) -> Run:
-        steps = (
-            Step("a", "assess", "other", input={"site": "Harrowgate"}, output={"compliant": compliant}, start_ns=1, end_ns=4),
-            Step("t", "nitrate_limit", "tool", input={"site": "Harrowgate", "limit_mg": 50}, output={"nitrate_mg": 12},
-                 parent_id="a", start_ns=2, end_ns=3),
-        )
-        return Run(rid, "survey", outcome="failure" if fail else "success", steps=steps)
-
-    profile = learn([run_of(f"p{i}", True) for i in range(3)])
-    bad = run_of("bad", False, fail=True)
-    by_id = {s.step_id: s for s in bad.steps}
-    found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("a"), profile, steps=by_id)]
-    assert "reference:same-input" in found
-    assert not list(violations(bad.steps[1], Lineage(bad).view("t"), profile, steps=by_id))
-
 def test_whether_a_span_read_more_than_its_input_follows_each_run_s_own_children() -> None:
     """Asked about two runs in turn (their steps sharing ids), whether a span's children were handed values
     its recorded input lacks is read from that run's steps each time, never from the other run's."""

@@ -34,14 +34,12 @@ _SHAPE_DIGIT, _SHAPE_ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")
 """A minted id mixes digits and letters (``BK-7031``)."""
 
 
-def answer_checks(
-    step: Step, st: _StepStats, steps: Mapping[str, Step] | None, inside: str | None = None, origin: bool = False
-) -> Iterator[Evidence]:
+def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, origin: bool = False) -> Iterator[Evidence]:
     """A request answered otherwise than in every passing run; an answer passing runs got for another request.
 
-    For a step enclosing others (`_enclosing`): ``inside``, the passing run whose same step, given this
-    request, had every inner step asked and answered alike ('' none, None no such step); ``origin``, an inner
-    step answered its own request otherwise than in every passing run (it, not the step, is the origin)."""
+    ``origin``: the step encloses others, one of which answered its own request otherwise than in every passing
+    run, and none of which matched the same step's inside in a passing run (`_enclosing`): it, not the step,
+    is the origin."""
     answers = st.answers.get(answer_key(asked_of(step, steps)))
     # One answer to this request in every passing run that made it, and another one now: a
     # function of its input that changed (stale data, a changed environment), the strongest
@@ -53,8 +51,7 @@ def answer_checks(
         and now not in answers
         and not _minted_only(st, now, answers)
         and not origin
-        # Inner steps asked as in a passing run read nothing its recorded input lacks that they did not there.
-        and (bool(inside) or not _reads_unrecorded(step, steps))
+        and not _reads_unrecorded(step, steps)
     ):
         yield Evidence(
             step.step_id,

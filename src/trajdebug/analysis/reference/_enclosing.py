@@ -57,7 +57,50 @@ def learn(runs: Sequence[Run]) -> Profile:
             if s.status == "ok" and s.step_id in inside.digest:
                 seen = table.setdefault(step_key(s, by_id), {}).setdefault(answer_key(asked_of(s, by_id)), {})
                 seen.setdefault((inside.digest[s.step_id], _text(steady(s.output))), run.run_id)
-    return replace(profile, enclosing=table)
+    return replace(profile, enclosing=table, varying=_varying(table))
+
+
+def _varying(table: Mapping[Any, Mapping[str, Mapping[tuple[str, str], str]]]) -> dict[Any, frozenset[tuple[str, ...]]]:
+    """Per enclosing step, the parts of its answer (paths; ``*`` a list's entries) that differed between passing
+    runs given the same request with every step inside alike: what it writes anew in every run (a duration, a
+    counter), learned from the agent's own runs, so no difference there in a failing run is its code's."""
+    out: dict[Any, frozenset[tuple[str, ...]]] = {}
+    for key, per in table.items():
+        paths: set[tuple[str, ...]] = set()
+        for seen in per.values():
+            first: dict[str, Any] = {}
+            for sig, answer in seen:
+                if sig in first:
+                    paths |= _paths_differing(first[sig], _parsed(answer))
+                else:
+                    first[sig] = _parsed(answer)
+        if paths:
+            out[key] = frozenset(paths)
+    return out
+
+
+def _paths_differing(a: Any, b: Any, at: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    if len(at) > _DEPTH:
+        return {at}
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        out: set[tuple[str, ...]] = set()
+        for k in set(a) | set(b):
+            out |= _paths_differing(a.get(k), b.get(k), (*at, str(k)))
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return {p for x, y in zip(a, b) for p in _paths_differing(x, y, (*at, "*"))}
+    return set() if a == b else {at}
+
+
+def _without(value: Any, paths: frozenset[tuple[str, ...]], at: tuple[str, ...] = ()) -> Any:
+    """An answer with the parts at ``paths`` blanked (lists kept as multisets)."""
+    if at in paths or len(at) > _DEPTH:
+        return None
+    if isinstance(value, Mapping):
+        return {k: _without(v, paths, (*at, str(k))) for k, v in value.items()}
+    if isinstance(value, list):
+        return sorted((_without(v, paths, (*at, "*")) for v in value), key=_text)
+    return value
 
 
 def inner_calls(
@@ -178,8 +221,13 @@ def own_answer(step: Step, profile: Profile, steps: Mapping[str, Step] | None) -
     run = matched_inside(step, profile, steps) if step.status == "ok" and steps else None
     if not run or not steps:
         return []
-    answers = {a for _, a in profile.enclosing[step_key(step, steps)][answer_key(asked_of(step, steps))]}
+    key = step_key(step, steps)
+    answers = {a for _, a in profile.enclosing[key][answer_key(asked_of(step, steps))]}
     now = steady(step.output)
+    varies = profile.varying.get(key)
+    if varies:
+        answers = {_text(_without(_parsed(a), varies)) for a in answers}
+        now = _without(now, varies)
     if len(answers) != 1 or _text(now) in answers:
         return []
     differ = _differing(now, _parsed(next(iter(answers))))

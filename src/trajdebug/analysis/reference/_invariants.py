@@ -103,9 +103,8 @@ def violations(
     if step.kind in CONTAINER_KINDS or st is None or step.status != "ok":
         yield from own_answer(step, profile, steps) if step.kind in CONTAINER_KINDS else ()
         return
-    inside = matched_inside(step, profile, steps)
-    origin = inside == "" and steps is not None and step.step_id in inside_of(steps, profile).origin
-    yield from (e for e in answer_checks(step, st, steps, inside, origin) if not (own in shared and e.diagnoser == "reference:old-answer"))
+    origin = steps is not None and matched_inside(step, profile, steps) == "" and step.step_id in inside_of(steps, profile).origin
+    yield from (e for e in answer_checks(step, st, steps, origin) if not (own in shared and e.diagnoser == "reference:old-answer"))
     if st.n < MIN_SUPPORT or len(st.runs) < min_runs:
         return
     outs = _out_fields(view)
