@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any, ClassVar
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import trajdebug
 from trajdebug.analysis import analyze
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import Lineage
@@ -24,6 +27,7 @@ from trajdebug.analysis.reference import (
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
+from trajdebug.sources.load import load_runs
 
 
 D = Dependency
@@ -1024,7 +1028,7 @@ class TestAnswersOfWholeTools:
     def test_a_span_whose_children_read_more_than_its_recorded_input_has_no_same_input(self) -> None:
         """A span recorded with its site alone, whose model call is handed the season's assays, answers by those
         results: another answer to the same recorded input is no changed answer; a span whose call is handed
-        only its own input is judged as any step."""
+        only its own input and answers otherwise differs through that call, which holds the changed answer."""
 
         def run_of(rid: str, samples: list[int], flagged: bool, *, handed: bool = True, fail: bool = False) -> Run:
             given = {"site": "Harrowgate", "results": samples} if handed else {"site": "Harrowgate"}
@@ -1039,6 +1043,8 @@ class TestAnswersOfWholeTools:
             bad = run_of("bad", [40, 11], True, handed=handed, fail=True)
             by_id = {s.step_id: s for s in bad.steps}
             found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("a"), profile, steps=by_id)]
+            assert "reference:same-input" not in found
+            found = [e.diagnoser for e in violations(bad.steps[1], Lineage(bad).view("m"), profile, steps=by_id)]
             assert ("reference:same-input" in found) is expected
 
 
@@ -1144,3 +1150,85 @@ def test_a_field_held_at_one_nonzero_value_by_a_rule_keeps_its_formula() -> None
     bad = _tide_run("tb", 9, 5, "failure")
     found = list(violations(bad.steps[0], Lineage(bad).view("tb0"), passing))
     assert "reference:formula" in [e.diagnoser for e in found]
+
+
+_BAKE: dict[str, Any] = {"flaw": "", "orders": {"O-1": 3.0, "O-2": 5.0, "O-3": 2.5}}
+"""The bakery agent's switches: ``flaw`` is '' (correct), 'divide' (its node divides by the factor) or
+'stale' (the factor tool answers a stale factor)."""
+
+
+@trajdebug.step(kind="tool")
+def _order_sheet(order: str) -> dict[str, Any]:
+    return {"order": order, "cups": _BAKE["orders"][order]}
+
+
+@trajdebug.step(kind="tool")
+def _unit_factor(unit: str) -> dict[str, Any]:
+    return {"unit": unit, "ml_per_unit": 24.0 if _BAKE["flaw"] == "stale" else 240.0}
+
+
+@trajdebug.step(kind="agent")
+def _scale_recipe(sheet: dict[str, Any]) -> dict[str, Any]:
+    f = _unit_factor("cup")
+    ml = sheet["cups"] / f["ml_per_unit"] if _BAKE["flaw"] == "divide" else sheet["cups"] * f["ml_per_unit"]
+    return {"order": sheet["order"], "water_ml": round(ml, 3)}
+
+
+@trajdebug.step(kind="other")
+def _plan_batches(scaled: dict[str, Any]) -> dict[str, Any]:
+    return {"order": scaled["order"], "batches": max(1, int(scaled["water_ml"] // 400)), "water_ml": scaled["water_ml"]}
+
+
+@trajdebug.step(kind="other")
+def _check_mixer(plan: dict[str, Any]) -> str:
+    if plan["water_ml"] < 300:
+        raise ValueError(f"mixer needs at least 300 ml of water, plan has {plan['water_ml']} ml")
+    return "ok"
+
+
+def _bakery(tmp_path: Path, flaw: str) -> tuple[Run, list[Run]]:
+    """Passing runs of three orders, then a failing run of the first order again with ``flaw`` on: the
+    failing run and every run recorded."""
+    path = tmp_path / f"bakery-{flaw}.jsonl"
+
+    def bake(order: str) -> None:
+        with contextlib.suppress(ValueError), trajdebug.run("bakery", path=path, metadata={"task": order}):
+            _check_mixer(_plan_batches(_scale_recipe(_order_sheet(order))))
+
+    try:
+        for order in ("O-2", "O-3", "O-1"):
+            bake(order)
+        _BAKE["flaw"] = flaw
+        bake("O-1")
+    finally:
+        _BAKE["flaw"] = ""
+    pool = load_runs(path)
+    [bad] = [r for r in pool if r.outcome != "success"]
+    return bad, pool
+
+
+def _same_input(analysis: Any, name: str) -> bool:
+    """Whether the analysis's candidate named ``name`` holds same-input evidence."""
+    steps = {s.step_id: s.name for s in analysis.run.steps}
+    return any(steps[c.step_id] == name and "reference:same-input" in c.signals for c in analysis.root_causes)
+
+
+def test_a_node_that_computes_wrongly_from_a_tool_answer_alike_is_the_same_input_divergence(tmp_path: Path) -> None:
+    """A graph node (a container) given the same input as in a passing run of that input, whose inner tool
+    call was asked and answered alike, that returned something else is where the runs diverge: it ranks
+    first on same-input evidence of its own, and neither its tool nor the steps after it get any."""
+    bad, pool = _bakery(tmp_path, "divide")
+    analysis = analyze(bad, references=references(bad, pool), top=5)
+    first = bad.step(analysis.root_causes[0].step_id)
+    assert (first.name, first.kind) == ("_scale_recipe", "agent")
+    assert "its own code" in analysis.root_causes[0].reasons[0]
+    assert not any(_same_input(analysis, n) for n in ("_unit_factor", "_plan_batches", "_check_mixer"))
+
+
+def test_a_node_whose_output_differs_because_its_tool_answered_otherwise_is_not_the_divergence(tmp_path: Path) -> None:
+    """When the node's inner tool answered the same request otherwise (a stale factor), the node's output
+    differs only through it: the tool holds the same-input evidence, the node none."""
+    bad, pool = _bakery(tmp_path, "stale")
+    analysis = analyze(bad, references=references(bad, pool), top=5)
+    assert _same_input(analysis, "_unit_factor")
+    assert not _same_input(analysis, "_scale_recipe")

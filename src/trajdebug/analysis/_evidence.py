@@ -43,6 +43,9 @@ class Evidence:
     given: bool = False
     """True when every value the finding is about came in with the step's input (the step was given it):
     the step keeps only the inherited share of the finding unless its input came from no deviating step."""
+    own: bool = False
+    """True when the finding is about a step's own code, every step inside it cleared: never moved onto the
+    model call inside it that wrote its answer (`trajdebug.analysis._ranking`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,7 @@ def _strongest(evidence: Iterable[Evidence]) -> list[Evidence]:
                 e.diagnoser,
                 e.sound,
                 e.correction,
+                own=e.own,
             )
         out.append(e)
     return out
@@ -216,7 +217,7 @@ class Ranking:
         if first is not None:
             # The earliest deviation on the slice weighs more (Sahoo et al. 2013).
             self.extra[first] = [
-                Evidence(e.step_id, min(0.95, e.suspicion * self.w["earliest"]), e.reason, e.diagnoser, e.sound)
+                Evidence(e.step_id, min(0.95, e.suspicion * self.w["earliest"]), e.reason, e.diagnoser, e.sound, own=e.own)
                 if e.diagnoser.startswith("reference:")
                 else e
                 for e in self.extra[first]
@@ -304,7 +305,8 @@ class Ranking:
         wrote that answer (`trajdebug.analysis._wrappers.answered_inside`)."""
         found = [*self.ctx.verdict(sid).evidence, *self.extra.get(sid, [])]
         if sid in self.written_by:
-            found = [e for e in found if e.sound or e.diagnoser in ARGUMENT_SIGNALS]
+            # A finding about the wrapper's own code (everything inside it cleared) stays with it.
+            found = [e for e in found if e.sound or e.own or e.diagnoser in ARGUMENT_SIGNALS]
         said = {e.diagnoser for e in found}
         # Per signal, the findings of one wrapper: two wrappers of one answer (a tool step and the agent span of
         # one sub-agent both return it) say the same thing twice, and counting both would strengthen it.  The
@@ -315,7 +317,7 @@ class Ranking:
             mine: dict[str, list[Evidence]] = {}
             for e in [*self.ctx.verdict(w).evidence, *self.extra.get(w, [])]:
                 # A signal the writer already carries says the same thing again: the wrapper's finding repeats it.
-                if not e.sound and e.diagnoser not in ARGUMENT_SIGNALS and e.diagnoser not in said:
+                if not (e.sound or e.own) and e.diagnoser not in ARGUMENT_SIGNALS and e.diagnoser not in said:
                     mine.setdefault(e.diagnoser, []).append(
                         replace(e, step_id=sid, reason=f"{e.reason} (in the answer it wrote for {name})")
                     )

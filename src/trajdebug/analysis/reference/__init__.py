@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from trajdebug.analysis.reference._answers import unkeyed
 from trajdebug.analysis.reference._contrast import Contrast
+from trajdebug.analysis.reference._enclosing import learn
 from trajdebug.analysis.reference._invariants import (
     GIVEN,
     MIN_SUPPORT,
     Profile,
     StepKey,
-    learn,
     passing_had,
     returns_empty,
     step_key,

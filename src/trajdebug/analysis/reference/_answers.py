@@ -34,8 +34,12 @@ _SHAPE_DIGIT, _SHAPE_ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")
 """A minted id mixes digits and letters (``BK-7031``)."""
 
 
-def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None) -> Iterator[Evidence]:
-    """A request answered otherwise than in every passing run; an answer passing runs got for another request."""
+def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, origin: bool = False) -> Iterator[Evidence]:
+    """A request answered otherwise than in every passing run; an answer passing runs got for another request.
+
+    ``origin``: the step encloses others, one of which answered its own request otherwise than in every passing
+    run, and none of which matched the same step's inside in a passing run (`_enclosing`): it, not the step,
+    is the origin."""
     answers = st.answers.get(answer_key(asked_of(step, steps)))
     # One answer to this request in every passing run that made it, and another one now: a
     # function of its input that changed (stale data, a changed environment), the strongest
@@ -46,6 +50,7 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None) 
         and len(answers) == 1
         and now not in answers
         and not _minted_only(st, now, answers)
+        and not origin
         and not _reads_unrecorded(step, steps)
     ):
         yield Evidence(

@@ -42,6 +42,7 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._answers import answer_checks
+from trajdebug.analysis.reference._enclosing import inside_of, matched_inside, own_answer
 from trajdebug.analysis.reference._profile import (
     DAY_PREFIX,
     MIN_SUPPORT,
@@ -56,7 +57,6 @@ from trajdebug.analysis.reference._profile import (
     field_sources,
     held_sources,
     input_parts,
-    learn,
     operand_view,
     returns_empty,
     settings,
@@ -100,10 +100,11 @@ def violations(
     own = step_key(step, steps)
     st = profile.steps.get(own)
     key = step_key(step, within)
-    if st is None or step.status != "ok":
+    if step.kind in CONTAINER_KINDS or st is None or step.status != "ok":
+        yield from own_answer(step, profile, steps) if step.kind in CONTAINER_KINDS else ()
         return
-    if step.kind not in CONTAINER_KINDS:
-        yield from (e for e in answer_checks(step, st, steps) if not (own in shared and e.diagnoser == "reference:old-answer"))
+    origin = steps is not None and matched_inside(step, profile, steps) == "" and step.step_id in inside_of(steps, profile).origin
+    yield from (e for e in answer_checks(step, st, steps, origin) if not (own in shared and e.diagnoser == "reference:old-answer"))
     if st.n < MIN_SUPPORT or len(st.runs) < min_runs:
         return
     outs = _out_fields(view)
@@ -590,7 +591,6 @@ __all__ = [
     "MIN_SUPPORT",
     "Profile",
     "StepKey",
-    "learn",
     "passing_had",
     "returns_empty",
     "step_key",

@@ -114,6 +114,10 @@ class Profile:
     """The passing runs it was learned from."""
     steps: Mapping[StepKey, _StepStats]
     """Per step key, the observations."""
+    enclosing: Mapping[StepKey, Mapping[str, Mapping[tuple[str, str], str]]] = field(default_factory=dict)
+    """Per step enclosing others, per request: (its inside, its steady answer) -> run (`_enclosing.learn`)."""
+    varying: Mapping[StepKey, frozenset[tuple[str, ...]]] = field(default_factory=dict)
+    """Per step enclosing others, the parts of its answer that varied between passing runs alike inside."""
 
     def knows(self, step: Step, steps: Mapping[str, Step] | None = None) -> bool:
         """Whether the profile has seen this step in a passing run (``steps``: its run's, `step_key`)."""

@@ -1,0 +1,315 @@
+"""Steps enclosing others (a graph node, an agent turn, an SDK span) judged against a passing run of the same input.
+
+An alignment of a failing run with a passing run of the same input finds the first divergence: a node
+whose every inner step was asked and answered as in the passing run, and that answered otherwise itself,
+diverged in its own code; a node whose output differs because an inner step answered otherwise did not
+(the inner step did).  `learn` keeps, per enclosing step and request, a digest of its inside and its answer;
+`own_answer` is the container's evidence; `inside_of` tells `answer_checks` about a non-container span.
+
+What varies from run to run makes no difference: a model's envelope (ids, usage, fingerprints), date-time
+stamps and UUIDs, ids an inner step mints on every call (`_answers._mints`), the completion order of a
+container's lists.  The digest hashes each step's request and answer in full (no cut before hashing), in
+one bottom-up pass over the run (a Merkle fold: linear in the steps, whatever the nesting depth).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis.lineage import ENVELOPE_KEYS, semantic
+from trajdebug.analysis.reference._answers import _masked, _minted_only, _mints
+from trajdebug.analysis.reference._profile import Profile, answer_key, asked_of, step_key
+from trajdebug.analysis.reference._profile import learn as learn_steps
+from trajdebug.core.model import CONTAINER_KINDS, Run, Step
+
+
+_STAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
+"""A date with its time of day: when a run happened (``located_at``), new in every run."""
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+_DEPTH = 64
+"""Deeper than this a value is cut (a value nested thousands deep is no reason to fail an analysis)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inside:
+    """A run's enclosing steps: what was done inside each."""
+
+    digest: Mapping[str, str]
+    """Per step enclosing others, a digest of every step inside it (any depth): asked, answered, status."""
+    origin: frozenset[str]
+    """Steps with an inner step that answered its request otherwise than in every passing run."""
+
+
+def learn(runs: Sequence[Run]) -> Profile:
+    """`_profile.learn`, with what each enclosing step's inside and answer were per request (`Profile.enclosing`)."""
+    profile = learn_steps(runs)
+    table: dict[Any, dict[str, dict[tuple[str, str], str]]] = {}
+    for run in runs:
+        by_id = {s.step_id: s for s in run.steps}
+        inside = inner_calls(run.steps, by_id, profile, origins=False)
+        for s in run.steps:
+            if s.status == "ok" and s.step_id in inside.digest:
+                seen = table.setdefault(step_key(s, by_id), {}).setdefault(answer_key(asked_of(s, by_id)), {})
+                seen.setdefault((inside.digest[s.step_id], _text(steady(s.output))), run.run_id)
+    return replace(profile, enclosing=table, varying=_varying(table))
+
+
+def _varying(table: Mapping[Any, Mapping[str, Mapping[tuple[str, str], str]]]) -> dict[Any, frozenset[tuple[str, ...]]]:
+    """Per enclosing step, the parts of its answer (paths; ``*`` a list's entries) that differed between passing
+    runs given the same request with every step inside alike: what it writes anew in every run (a duration, a
+    counter), learned from the agent's own runs, so no difference there in a failing run is its code's."""
+    out: dict[Any, frozenset[tuple[str, ...]]] = {}
+    for key, per in table.items():
+        paths: set[tuple[str, ...]] = set()
+        for seen in per.values():
+            first: dict[str, Any] = {}
+            for sig, answer in seen:
+                if sig in first:
+                    paths |= _paths_differing(first[sig], _parsed(answer))
+                else:
+                    first[sig] = _parsed(answer)
+        if paths:
+            out[key] = frozenset(paths)
+    return out
+
+
+def _paths_differing(a: Any, b: Any, at: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    if len(at) > _DEPTH:
+        return {at}
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        out: set[tuple[str, ...]] = set()
+        for k in set(a) | set(b):
+            out |= _paths_differing(a.get(k), b.get(k), (*at, str(k)))
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return {p for x, y in zip(a, b) for p in _paths_differing(x, y, (*at, "*"))}
+    return set() if a == b else {at}
+
+
+def _without(value: Any, paths: frozenset[tuple[str, ...]], at: tuple[str, ...] = ()) -> Any:
+    """An answer with the parts at ``paths`` blanked (lists kept as multisets)."""
+    if at in paths or len(at) > _DEPTH:
+        return None
+    if isinstance(value, Mapping):
+        return {k: _without(v, paths, (*at, str(k))) for k, v in value.items()}
+    if isinstance(value, list):
+        return sorted((_without(v, paths, (*at, "*")) for v in value), key=_text)
+    return value
+
+
+def inner_calls(
+    steps: Sequence[Step], by_id: Mapping[str, Step], profile: Profile | None = None, origins: bool = True
+) -> Inside:
+    """Per step enclosing others, a digest of each step inside it: equal digests, every inner step matched its
+    counterpart (same request, answer and status; in any order, as parallel calls finish).  ``profile``: the
+    passing runs', to mask the ids an inner step mints and (``origins``) to find the inner steps that answered
+    otherwise."""
+    kids: dict[str, list[str]] = {}
+    for s in steps:
+        if s.parent_id is not None and s.parent_id in by_id and s.parent_id != s.step_id:
+            kids.setdefault(s.parent_id, []).append(s.step_id)
+    node: dict[str, bytes] = {}
+    digest: dict[str, str] = {}
+    origin: set[str] = set()
+    diverged: set[str] = set()
+    roots = [s.step_id for s in steps if s.parent_id is None or s.parent_id not in by_id or s.parent_id == s.step_id]
+    for root in roots:
+        # Iterative post-order: a step's children are folded before it, each once.
+        stack: list[tuple[str, bool]] = [(root, False)]
+        while stack:
+            sid, done = stack.pop()
+            if done:
+                inner = sorted(node[k] for k in kids.get(sid, ()) if k in node)
+                if inner:
+                    digest[sid] = hashlib.blake2b(b"".join(inner), digest_size=16).hexdigest()
+                    if any(k in diverged or k in origin for k in kids[sid]):
+                        origin.add(sid)
+                step = by_id[sid]
+                node[sid] = hashlib.blake2b(_call(step, by_id, profile) + digest.get(sid, "").encode(), digest_size=16).digest()
+                if origins and profile is not None and _diverges(step, by_id, profile):
+                    diverged.add(sid)
+            elif sid not in node:
+                stack.append((sid, True))
+                stack.extend((k, False) for k in kids.get(sid, ()) if k not in node)
+    return Inside(digest, frozenset(origin))
+
+
+def _call(step: Step, by_id: Mapping[str, Step], profile: Profile | None) -> bytes:
+    """A step's call as bytes to hash: its name, kind, status, request and (run-steady) answer, each in full."""
+    st = profile.steps.get(step_key(step, by_id)) if profile is not None else None
+    if step.kind in CONTAINER_KINDS:
+        answer = steady(step.output)
+    else:
+        answer = _stamped(semantic(step, step.output))
+        minted = {f for f, fs in st.fields.items() if _mints(fs)} if st is not None else set()
+        answer = _masked(answer, minted) if minted else answer
+    parts = (_text([step.name, step.kind, step.status]), _text(_stamped(asked_of(step, by_id))), _text(answer))
+    # Each part hashed on its own: a long request can never push the answer out of the digest.
+    return b"".join(hashlib.blake2b(p.encode("utf-8", "surrogatepass"), digest_size=16).digest() for p in parts)
+
+
+def _diverges(step: Step, by_id: Mapping[str, Step], profile: Profile) -> bool:
+    """Whether a (non-container) step answered its request otherwise than in every passing run that made it."""
+    st = profile.steps.get(step_key(step, by_id)) if step.kind not in CONTAINER_KINDS and step.status == "ok" else None
+    answers = st.answers.get(answer_key(asked_of(step, by_id))) if st is not None else None
+    if st is None or answers is None or len(answers) != 1:
+        return False
+    now = answer_key(semantic(step, step.output))
+    return now not in answers and not _minted_only(st, now, answers)
+
+
+def steady(value: Any, depth: int = 0) -> Any:
+    """A container's answer without what varies from run to run: a model envelope relayed as is (its id,
+    usage, fingerprint), date-time stamps and UUIDs; its lists as multisets (in completion order, they vary)."""
+    if depth > _DEPTH:
+        return None
+    if isinstance(value, Mapping):
+        choices = value.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+            return steady(choices[0].get("message") or choices[0].get("delta") or {}, depth + 1)
+        return {str(k): steady(v, depth + 1) for k, v in value.items() if str(k).lower() not in ENVELOPE_KEYS}
+    if isinstance(value, (list, tuple)):
+        return sorted((steady(v, depth + 1) for v in value), key=_text)
+    return _stamped(value, depth)
+
+
+def _stamped(value: Any, depth: int = 0) -> Any:
+    """A value with its date-time stamps and UUIDs masked (minted anew in every run)."""
+    if depth > _DEPTH:
+        return None
+    if isinstance(value, str):
+        return _UUID.sub("<uuid>", _STAMP.sub("<time>", value))
+    if isinstance(value, Mapping):
+        return {str(k): _stamped(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_stamped(v, depth + 1) for v in value]
+    return value
+
+
+def _text(value: Any) -> str:
+    """A value as canonical JSON, in full (never cut: a difference past any cut would go unseen)."""
+    try:
+        return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return type(value).__name__
+
+
+def matched_inside(step: Step, profile: Profile, steps: Mapping[str, Step] | None) -> str | None:
+    """The passing run whose same step, given the same request, had every step inside it asked and answered
+    as in this run; '' when there were such passing steps but none matched (an inner step differs); None
+    when the step encloses nothing or no passing run gave it this request."""
+    table = profile.enclosing.get(step_key(step, steps)) if steps else None
+    mine = inside_of(steps, profile).digest.get(step.step_id) if table and steps else None
+    seen = table.get(answer_key(asked_of(step, steps))) if table and mine is not None else None
+    if not seen:
+        return None
+    return next((run for (sig, _), run in seen.items() if sig == mine), "")
+
+
+def own_answer(step: Step, profile: Profile, steps: Mapping[str, Step] | None) -> list[Evidence]:
+    """A container (a graph node that calls a tool, then computes from its answer) given the same request as
+    in passing runs, where it answered one way, with every step inside it asked and answered as in one of
+    them, that answered otherwise in a part a later step read: nothing it enclosed made the difference, its
+    own code did (the first divergence, as an alignment of the two runs finds it).  The finding is the
+    container's own: the ranking never moves it onto the model call inside that wrote its answer."""
+    run = matched_inside(step, profile, steps) if step.status == "ok" and steps else None
+    if not run or not steps:
+        return []
+    key = step_key(step, steps)
+    answers = {a for _, a in profile.enclosing[key][answer_key(asked_of(step, steps))]}
+    now = steady(step.output)
+    varies = profile.varying.get(key)
+    if varies:
+        answers = {_text(_without(_parsed(a), varies)) for a in answers}
+        now = _without(now, varies)
+    if len(answers) != 1 or _text(now) in answers:
+        return []
+    differ = _differing(now, _parsed(next(iter(answers))))
+    if differ is not None and not _read_later(step, differ, steps):
+        return []
+    return [
+        Evidence(
+            step.step_id,
+            0.65,
+            f"given the same input as in passing run {run[:12]}, with every step inside it asked and answered"
+            " alike, it answered differently: its own code made the difference",
+            "reference:same-input",
+            own=True,
+        )
+    ]
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _differing(now: Any, then: Any, depth: int = 0) -> set[str] | None:
+    """The values (as text) of an answer where it differs from another; None when a difference is a part
+    missing or of another type (no value to follow)."""
+    if depth > _DEPTH:
+        return None
+    if isinstance(now, Mapping) and isinstance(then, Mapping):
+        if set(now) != set(then):
+            return None
+        out: set[str] = set()
+        for k in now:
+            sub = _differing(now[k], then[k], depth + 1)
+            if sub is None:
+                return None
+            out |= sub
+        return out
+    if isinstance(now, list) and isinstance(then, list):
+        if len(now) != len(then):
+            return None
+        out = set()
+        for a, b in zip(now, then):
+            sub = _differing(a, b, depth + 1)
+            if sub is None:
+                return None
+            out |= sub
+        return out
+    if isinstance(now, (Mapping, list)) or isinstance(then, (Mapping, list)):
+        return None
+    return set() if now == then else {now if isinstance(now, str) else _text(now)}
+
+
+def _read_later(step: Step, values: set[str], steps: Mapping[str, Step]) -> bool:
+    """Whether a differing value of a step's answer reaches the failure: a later step that depends on it was
+    handed it, or none does (its answer is the run's).  A part no later step read made no difference."""
+    # Later: a step inside it (handed part of its input) is not what its answer reached.
+    end = step.end_ns
+    later = [
+        s for s in steps.values()
+        if any(d.step_id == step.step_id for d in s.deps) and (end is None or s.start_ns >= end)
+    ]
+    if not later:
+        return True
+    texts = [_text(asked_of(s, steps)) for s in later]
+    return any(v and v in t for v in values for t in texts)
+
+
+_INSIDE: list[tuple[Mapping[str, Step], int, Profile, Inside]] = []
+"""The last run's `inner_calls`, kept for its next call (asked once per step)."""
+
+
+def inside_of(steps: Mapping[str, Step], profile: Profile) -> Inside:
+    """`inner_calls` of a failing run's steps (by id, in execution order), built once per steps map and profile."""
+    last = _INSIDE[-1] if _INSIDE else None
+    if last is not None and last[0] is steps and last[1] == len(steps) and last[2] is profile:
+        return last[3]
+    out = inner_calls(list(steps.values()), steps, profile)
+    # One slot, replaced whole (threads see an old or a new entry, never half of one).
+    _INSIDE[:] = [(steps, len(steps), profile, out)]
+    return out
+
+
+__all__ = ["Inside", "inner_calls", "inside_of", "learn", "matched_inside", "own_answer", "steady"]
