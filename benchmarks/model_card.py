@@ -223,7 +223,41 @@ def _blind_lines(b: Mapping[str, Any] | None) -> list[str]:
             f" {_p(b['nested_precision'])} at coverage {_p(b['nested_coverage'])} (in-sample"
             f" {_p(b['precision_confident'])} at {_p(b['coverage_confident'])}).")
     rows = [f"| {s} | {v['n']} | {v['confident']} | {v['right']} |" for s, v in b["by_suite"].items()]
-    return [head, "", "| suite | cases | `confident` | right |", "|---|---:|---:|---:|", *rows, ""]
+    return [head, "", *_setting_lines(b.get("by_setting")), "| suite | cases | `confident` | right |", "|---|---:|---:|---:|",
+            *rows, ""]
+
+
+def _setting_lines(by: Mapping[str, Any] | None) -> list[str]:
+    """`confident` per setting (a run alone, with references): one threshold against one per setting."""
+    if not by:
+        return []
+
+    def row(label: str, v: Mapping[str, Any], both: bool = False) -> str:
+        t = "each its own" if both else f"{v['confident']:.3f}"
+        return (f"| {label} | {v['n']} | {_p(v['top1'])} | {t} | {v['ece']:.3f} | {_p(v['precision'])}, "
+                f"{_p(v['coverage'])} | {v['nested_right']} / {v['nested_confident']} = {_p1(v['nested_precision'])} |"
+                f" {_p1(v['nested_coverage'])} |")
+
+    one, two = by["one"], by["split"]
+    verdict = (
+        "Kept: it is at least 90 % precise nested in each setting and covers no fewer runs pooled, so a run analysed"
+        " with references has its own threshold (`Model.confident_references`)."
+        if by["kept"]
+        else "Not kept (it must be at least 90 % precise nested in each setting and cover no fewer runs pooled):"
+        " one threshold for both settings."
+    )
+    return [
+        "By setting (the verdict knows whether a run was analysed with references): the shipped calibrator with one",
+        f"threshold, against a calibrator that also reads the setting (terms `{by['split_terms']}`) with a threshold per setting,",
+        "each chosen for 90 % precision over at least 20 cases; nested, each suite at the thresholds chosen on the others.",
+        verdict,
+        "",
+        "| rule, setting | cases | learned top-1 | threshold | ECE | precision, coverage | nested right / `confident` | nested coverage |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *(row(f"one threshold, {k}", one[k]) for k in ("alone", "references", "pooled")),
+        *(row(f"a threshold per setting, {k}", two[k], k == "pooled") for k in ("alone", "references", "pooled")),
+        "",
+    ]
 
 
 def _model_lines(meta: Mapping[str, Any], model: Model) -> list[str]:
@@ -327,8 +361,9 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         (
             f"- `confident`: no threshold (none reaches 90 % precision on {MIN_SUPPORT} or more cases)"
             if cal["confident"] > 1.0
-            else f"- `confident` (confidence >= {cal['confident']:.3f}): precision {_p(cal['precision_confident'])},"
-            f" coverage {_p(cal['coverage_confident'])}"
+            else f"- `confident` (confidence >= {cal['confident']:.3f}"
+            + (f" alone, >= {cal['confident_references']:.3f} with references" if cal.get("confident_references") else "")
+            + f"): precision {_p(cal['precision_confident'])}, coverage {_p(cal['coverage_confident'])}"
         ),
         f"- `likely` (confidence >= {cal['likely']:.2f}): precision {_p(cal['precision_likely'])},"
         f" coverage {_p(cal['coverage_likely'])}; below it, `unsure`",
