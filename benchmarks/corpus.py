@@ -79,6 +79,11 @@ class Case:
     rows: list[dict[str, float]] = field(default_factory=list)
     """Each ranked step's features."""
 
+    def with_references(self) -> bool:
+        """Whether the run was analysed with its agent's passing runs as references (a blind suite's second setting,
+        `suite`); what `trajdebug.analysis.learned` reads as the run having references."""
+        return self.case_id.endswith("/with_refs")
+
     def labels(self) -> list[int]:
         """1 for a truth step, else 0, in ranking order."""
         truth = set(self.truth)

@@ -121,6 +121,49 @@ def test_verdict_thresholds() -> None:
     assert [m.verdict(c) for c in (0.8, 0.79, 0.5, 0.49, None)] == ["confident", "likely", "likely", "unsure", "unsure"]
 
 
+def test_a_run_with_references_is_judged_by_its_own_confident_threshold() -> None:
+    """With `confident_references` set, a run analysed with references is confident from that threshold and a
+    run alone only from `confident`; without it, one threshold serves both."""
+    m = Model((), 0.0, 1.0, (), confident=0.8, likely=0.5, confident_references=0.6)
+    assert [m.verdict(0.7), m.verdict(0.7, references=True), m.verdict(0.55, references=True)] == [
+        "likely", "confident", "likely"]
+    one = Model((), 0.0, 1.0, (), confident=0.8)
+    assert one.verdict(0.7, references=True) == "likely" and one.verdict(0.8, references=True) == "confident"
+
+
+def test_the_references_threshold_round_trips_and_an_older_file_has_one_threshold() -> None:
+    """A model file keeps the threshold for runs with references; a file written without one reads None."""
+    m = Model((), 0.0, 1.0, (), confident=0.8, confident_references=0.65)
+    back = model_from_dict(json.loads(json.dumps(m.to_dict())))
+    assert back.confident_references == 0.65 and back.confident == 0.8
+    old = m.to_dict()
+    old["thresholds"] = {"confident": 0.8, "likely": 0.5}
+    assert model_from_dict(old).confident_references is None
+
+
+def test_a_platt_references_term_moves_only_runs_analysed_with_references() -> None:
+    """The sixth Platt coefficient weighs whether the run had references; a model of five reads both settings alike."""
+    five = Model((), 0.0, 1.0, (), platt=(0.1, 1.0, -0.2, 0.3, 0.5))
+    six = Model((), 0.0, 1.0, (), platt=(0.1, 1.0, -0.2, 0.3, 0.5, 1.5))
+    assert five.calibrate(0.6, 5, 1.0, 0.4, references=True) == five.calibrate(0.6, 5, 1.0, 0.4)
+    assert six.calibrate(0.6, 5, 1.0, 0.4) == five.calibrate(0.6, 5, 1.0, 0.4)
+    assert six.calibrate(0.6, 5, 1.0, 0.4, references=True) > six.calibrate(0.6, 5, 1.0, 0.4)
+
+
+def test_rerank_reads_whether_the_analysis_had_references(run: Run) -> None:
+    """The same ranked steps are more confident, and judged by the references threshold, when the analysis
+    compared the run with passing runs of its agent."""
+    from dataclasses import replace
+
+    a = analyze(run, top=100_000)
+    m = replace(_stump("hand_rank_rel", 0.999, 0.0, 5.0), platt=(0.0, 0.0, 0.0, 0.0, 0.0, 2.0), confident=0.95,
+                confident_references=0.8)
+    alone, refs = rerank(a, m), rerank(replace(a, references=("passing-1",)), m)
+    assert [c.step_id for c in refs.root_causes] == [c.step_id for c in alone.root_causes]
+    assert alone.root_causes[0].confidence == pytest.approx(0.5) and alone.verdict == "likely"
+    assert refs.root_causes[0].confidence == pytest.approx(1 / (1 + math.exp(-2.0))) and refs.verdict == "confident"
+
+
 def test_softmax_sums_to_one_and_keeps_order() -> None:
     """Within a run, probabilities sum to 1 and follow the log-odds."""
     p = softmax([1.0, 3.0, -2.0])

@@ -89,3 +89,22 @@ def test_with_no_threshold_on_enough_cases_the_card_says_the_verdict_is_never_co
     cal = {"ece": 0.04, "confident": 1.01, "precision_confident": float("nan"), "coverage_confident": 0.0}
     [line, _] = _calibration_goals(cal)
     assert "never `confident`" in line and "0.04" not in line and "precision at" not in line
+
+
+def test_the_card_gives_confident_per_setting_under_both_rules_and_whether_the_split_was_kept() -> None:
+    """The calibration section shows, for a run alone and with references, the one threshold's and the per-setting
+    thresholds' nested precision and coverage, and says which rule the model uses."""
+    from benchmarks.model_card import _setting_lines
+
+    def v(t: float, prec: float) -> dict[str, Any]:
+        return {"n": 100, "top1": 0.5, "confident": t, "ece": 0.04, "precision": prec, "coverage": 0.2,
+                "nested_right": 18, "nested_confident": 20, "nested_precision": prec, "nested_coverage": 0.2}
+
+    by = {"one": {k: v(0.76, 0.9) for k in ("alone", "references", "pooled")},
+          "split": {"alone": v(0.81, 0.91), "references": v(0.7, 0.92), "pooled": v(0.81, 0.915)},
+          "split_terms": "pnmhr", "kept": True}
+    text = "\n".join(_setting_lines(by))
+    assert "| a threshold per setting, alone | 100 | 50 % | 0.810 |" in text
+    assert "| a threshold per setting, pooled | 100 | 50 % | each its own |" in text
+    assert "Kept" in text and "Model.confident_references" in text
+    assert "Not kept" in "\n".join(_setting_lines({**by, "kept": False}))

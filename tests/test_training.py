@@ -73,9 +73,11 @@ def test_the_hand_rank_prior_is_one_tree_giving_offset_over_rank() -> None:
 def test_warm_start_keeps_the_prior_and_learns_the_new_agent() -> None:
     """Boosting on from a prior keeps its trees first (and its calibration) and learns what the prior did not know."""
     prior = training.fit(_cases("x"), seed=1, params={"n_estimators": 5, "max_depth": 2, "min_samples_leaf": 1})
-    prior = Model(prior.feature_names, prior.init, prior.rate, prior.trees, confident=0.7, platt=(0.1, 1.0, 0.0, 0.5))
+    prior = Model(prior.feature_names, prior.init, prior.rate, prior.trees, confident=0.7, platt=(0.1, 1.0, 0.0, 0.5),
+                  confident_references=0.6)
     fitted = training.fit(_cases("y"), seed=1, prior=prior)
     assert len(fitted.trees) > len(prior.trees) and fitted.confident == 0.7 and fitted.platt == prior.platt
+    assert fitted.confident_references == 0.6
     assert fitted.raw({"y": 1.0}) > fitted.raw({"y": 0.0})
     assert fitted.trees[: len(prior.trees)] == tuple(
         tuple((fitted.feature_names.index(prior.feature_names[f]) if f >= 0 else -1, th, lo, hi, v) for f, th, lo, hi, v in t)
@@ -259,8 +261,8 @@ def _blind_rows(suite: str, n: int, right_share: float) -> list[dict[str, object
         hand = (i % 10) / 10
         ok = hand >= 1 - right_share
         rows = [{"hand_score": hand}, {"hand_score": 0.05}]
-        out.append({"case": SimpleNamespace(suite=suite, rows=rows), "probs": [0.6, 0.4], "top_p": 0.6,
-                    "top_ok": ok, "fold": "0"})
+        case = SimpleNamespace(suite=suite, rows=rows, with_references=lambda i=i: i % 2 == 1)
+        out.append({"case": case, "probs": [0.6, 0.4], "top_p": 0.6, "top_ok": ok, "fold": "0"})
     return out
 
 
@@ -289,3 +291,49 @@ def test_each_suite_is_scored_at_the_threshold_chosen_without_it() -> None:
     b = blind([*good, *bad])
     c = b["by_suite"]["suite_c"]
     assert c["confident"] > 0 and c["right"] == 0
+
+
+def _setting_rows(suite: str, n: int) -> list[dict[str, object]]:
+    """Out-of-fold rows of one suite in both settings: with references the best candidate is right from a hand
+    score of 0.5, alone only from 0.8 (at one confidence a run alone is right less often)."""
+    from types import SimpleNamespace
+
+    out: list[dict[str, object]] = []
+    for i in range(n):
+        hand, refs = (i % 10) / 10, i % 20 >= 10
+        rows = [{"hand_score": hand}, {"hand_score": 0.05}]
+        case = SimpleNamespace(suite=suite, rows=rows, with_references=lambda refs=refs: refs)
+        out.append({"case": case, "probs": [0.6, 0.4], "top_p": 0.6, "top_ok": hand >= (0.5 if refs else 0.8), "fold": "0"})
+    return out
+
+
+def test_a_threshold_per_setting_lets_runs_with_references_be_confident_sooner() -> None:
+    """A calibrator reading the setting, with a threshold per setting, calls a run with references confident at a
+    hand score a run alone needs more for, and each setting's nested precision is reported."""
+    from benchmarks.train import SETTING_TERMS, _verdicts
+
+    rows = [r for s in ("suite_a", "suite_b", "suite_c", "suite_d") for r in _setting_rows(s, 100)]
+    v = _verdicts(rows, SETTING_TERMS, split=True)
+    alone, refs = v["settings"]["alone"], v["settings"]["references"]
+    assert refs["coverage"] > alone["coverage"] > 0
+    assert alone["nested_precision"] == 1.0 and refs["nested_precision"] == 1.0
+    assert v["settings"]["pooled"]["nested_confident"] == alone["nested_confident"] + refs["nested_confident"]
+
+
+def test_the_threshold_per_setting_is_kept_only_when_precise_in_each_setting_and_covering_no_fewer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """blind keeps one threshold unless the per-setting rule is at least 90 % precise nested in both settings and
+    its pooled nested coverage is no lower; kept, the model's references threshold is the per-setting one."""
+    from benchmarks import train
+
+    def fake(prec_alone: float, cov: float, split: bool) -> dict[str, object]:
+        settings = {"alone": {"nested_precision": prec_alone}, "references": {"nested_precision": 0.93}}
+        return {"nested_coverage": cov, "settings": settings, "confident": 0.8, "confident_references": 0.7, "split": split}
+
+    for prec_alone, cov, kept in ((0.91, 0.25, True), (0.89, 0.25, False), (0.91, 0.19, False)):
+        monkeypatch.setattr(train, "_verdicts", lambda rows, terms, split, p=prec_alone, c=cov: fake(
+            p, c if split else 0.2, split))
+        b = train.blind([])
+        assert b["by_setting"]["kept"] is kept
+        assert b["confident_references"] == (0.7 if kept else None)

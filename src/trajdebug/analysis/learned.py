@@ -13,7 +13,10 @@ erred less out of fold), so a candidate's ``confidence`` reads as the probabilit
 The verdict of an analysis comes from its best candidate's confidence:
 ``confident`` at or above the model's ``confident`` threshold (chosen, like the
 calibration, on the blind suites each scored by a model that never saw it, for
-precision >= 90 % over at least 20 cases; above 1, so never, when no threshold is), ``likely`` at or above ``likely``, else ``unsure``.  No runtime dependency: scoring is a tree walk.
+precision >= 90 % over at least 20 cases; above 1, so never, when no threshold is), ``likely`` at or above ``likely``, else ``unsure``.
+A run analysed with references (passing runs of its agent) may have its own ``confident`` threshold
+(``confident_references``): with references the best candidate is right far more often than alone at the
+same confidence, so one threshold was too sure of a run alone (docs/model-card.md, "Calibration").  No runtime dependency: scoring is a tree walk.
 """
 
 from __future__ import annotations
@@ -65,13 +68,16 @@ class Model:
     meta: Mapping[str, Any] | None = None
     """What the model was trained on (free data, kept from the file)."""
     platt: tuple[float, ...] | None = None
-    """Platt scaling ``(a, b, c[, d[, e]])``: ``sigmoid(a + b logit(p) + c log(1 + n) + d margin + e hand)`` for a
-    run of ``n`` ranked steps, ``margin`` the log-ratio of the step's probability to the best other step's,
-    ``hand`` the hand ranker's score of the step; used instead of the isotonic knots when set.  The margin
+    """Platt scaling ``(a, b, c[, d[, e[, f]]])``: ``sigmoid(a + b logit(p) + c log(1 + n) + d margin + e hand
+    + f references)`` for a run of ``n`` ranked steps, ``margin`` the log-ratio of the step's probability to the
+    best other step's, ``hand`` the hand ranker's score of the step, ``references`` 1 when the run was analysed
+    with references (0 alone); used instead of the isotonic knots when set.  The margin
     term (since 2026-12-02) is what separates a clear winner from a near tie: the softmax alone reads 0.5
     for both 0.5/0.1/... and 0.5/0.45/...  The hand score (since 2026-12-03) is how much evidence stands
     behind the step whatever the trees make of it: on a suite the trees never saw, a best candidate with
     little evidence is often wrong however far ahead it is."""
+    confident_references: float | None = None
+    """The ``confident`` threshold of a run analysed with references (None: `confident`, as for a run alone)."""
 
     def raw(self, f: Mapping[str, float]) -> float:
         """The ensemble's log-odds for one feature mapping."""
@@ -87,13 +93,14 @@ class Model:
                 i = left if x[feat] <= thr else right
         return total
 
-    def calibrate(self, p: float, n: int = 1, margin: float = 0.0, hand: float = 0.0) -> float:
+    def calibrate(self, p: float, n: int = 1, margin: float = 0.0, hand: float = 0.0, references: bool = False) -> float:
         """The calibrated probability of a normalized score ``p`` among ``n`` ranked steps, ``margin``
-        (log-odds) ahead of the best other step (negative when behind it), of hand-ranker score ``hand``."""
+        (log-odds) ahead of the best other step (negative when behind it), of hand-ranker score ``hand``,
+        in a run analysed with ``references`` or alone."""
         if self.platt is not None:
             a, b, c, *rest = self.platt
             q = min(max(p, 1e-9), 1 - 1e-9)
-            extra = sum(w * x for w, x in zip(rest, (margin, hand), strict=False))
+            extra = sum(w * x for w, x in zip(rest, (margin, hand, float(references)), strict=False))
             z = a + b * math.log(q / (1 - q)) + c * math.log1p(n) + extra
             return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
         xs, ys = self.calibration
@@ -105,11 +112,12 @@ class Model:
         x0, x1, y0, y1 = xs[j - 1], xs[j], ys[j - 1], ys[j]
         return y0 if x1 == x0 else y0 + (y1 - y0) * (p - x0) / (x1 - x0)
 
-    def verdict(self, confidence: float | None) -> Verdict:
-        """The verdict for a best candidate of this confidence."""
+    def verdict(self, confidence: float | None, references: bool = False) -> Verdict:
+        """The verdict for a best candidate of this confidence, in a run analysed with ``references`` or alone."""
         if confidence is None or confidence < self.likely:
             return "unsure"
-        return "confident" if confidence >= self.confident else "likely"
+        sure = self.confident_references if references and self.confident_references is not None else self.confident
+        return "confident" if confidence >= sure else "likely"
 
     def to_dict(self) -> dict[str, Any]:
         """The model as JSON data (the file format `load_model` reads)."""
@@ -121,7 +129,8 @@ class Model:
             "trees": [[list(n) for n in t] for t in self.trees],
             "calibration": {"x": list(self.calibration[0]), "y": list(self.calibration[1])},
             "platt": None if self.platt is None else list(self.platt),
-            "thresholds": {"confident": self.confident, "likely": self.likely},
+            "thresholds": {"confident": self.confident, "likely": self.likely,
+                           **({} if self.confident_references is None else {"confident_references": self.confident_references})},
             "meta": dict(self.meta or {}),
         }
 
@@ -140,6 +149,7 @@ def model_from_dict(data: Mapping[str, Any]) -> Model:
         float(th.get("likely", 0.5)),
         data.get("meta"),
         None if not data.get("platt") else tuple(float(v) for v in data["platt"]),
+        None if th.get("confident_references") is None else float(th["confident_references"]),
     )
 
 
@@ -191,8 +201,9 @@ def _scored(analysis: Analysis, model: Model) -> tuple[dict[Key, float], dict[Ke
     keys = list(feats)
     probs = softmax([model.raw(feats[k]) for k in keys])
     ms = margins(probs)
+    refs = bool(analysis.references)
     conf = {
-        k: model.calibrate(p, len(keys), m, feats[k].get("hand_score", 0.0))
+        k: model.calibrate(p, len(keys), m, feats[k].get("hand_score", 0.0), refs)
         for k, p, m in zip(keys, probs, ms, strict=True)
     }
     return dict(zip(keys, probs, strict=True)), conf
@@ -235,7 +246,7 @@ def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top
         localization=replace(
             loc, candidates=cands[:keep], ranking=ranking + rest, ranked_all=tuple(cands), method="trajdebug+learned"
         ),
-        verdict=m.verdict(best) if cands else None,
+        verdict=m.verdict(best, bool(analysis.references)) if cands else None,
     )
 
 
