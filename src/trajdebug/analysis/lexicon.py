@@ -203,6 +203,14 @@ class Lexicon:
     """Words of a field name that make its number a span of time (``every_hours``, ``minutes``,
     ``windowDays``); ``min`` is left out (``min_price`` is a bound)."""
 
+    hours_length: re.Pattern[str]
+    """A number a text gives as a length in hours (``'hours': 3``, ``duration_h=2.5``, ``2 hrs``): group
+    ``a`` or ``b`` is the number."""
+
+    minutes_length: re.Pattern[str]
+    """A number a text gives as a length in minutes (``"minutes": 90``, ``slot_mins=45``, ``45 min``): group
+    ``a`` or ``b`` is the number."""
+
     # -- Field names and word forms
 
     naming_fields: frozenset[str]
@@ -407,6 +415,14 @@ ENGLISH = Lexicon(
     duration_value=re.compile(
         r"^\s*(?:\d+(?:\.\d+)?\s*(?:s|m|h|d|w|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?)"
         r"|p(?=\w*\d)(?:\d+[dw])*(?:t(?:\d+[hms])+)?)\s*$",
+        re.I,
+    ),
+    hours_length=re.compile(
+        r"\b(?:\w+_)?(?:hours?|hrs?|(?<=_)h)['\"]?\s*[:=]\s*(?P<a>\d+(?:\.\d+)?)|\b(?P<b>\d+(?:\.\d+)?)\s*(?:hours?|hrs?|h)\b",
+        re.I,
+    ),
+    minutes_length=re.compile(
+        r"\b(?:\w+_)?(?:minutes?|mins?)['\"]?\s*[:=]\s*(?P<a>\d+(?:\.\d+)?)|\b(?P<b>\d+(?:\.\d+)?)\s*(?:minutes?|mins?)\b",
         re.I,
     ),
     duration_words=frozenset(
