@@ -756,6 +756,26 @@ class TestRanking:
         same = localize(run_of("7 paid days left is under the 8 required"))
         assert all("lineage:contradicted" not in c.signals for c in same.candidates)
 
+    def test_a_reading_written_with_its_unit_contradicts_the_field_named_for_that_unit(self) -> None:
+        """"tank T-3 fill 18% is under the 40% needed" states the fill the gauge said was 95 as ``fill_pct``: the
+        unit closing the field's name is written as the number's unit, so the gauge is contradicted; a message
+        giving the number another unit ("fill 18 l") does not speak of that field."""
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step("g", "read_gauge", "tool", input={"tank": "T-3"}, output={"tank": "T-3", "fill_pct": 95}, start_ns=1, end_ns=2),
+                Step(
+                    "d", "dispatch_tanker", "tool", input={"tank": "T-3", "fill_pct": 95}, status="error",
+                    error=ErrorInfo("Refused", message), deps=(D("g"),), start_ns=3, end_ns=4,
+                ),
+            )
+            return Run("r", "tanks", outcome="failure", steps=steps)
+
+        loc = localize(run_of("tank T-3 fill 18% is under the 40% needed"))
+        assert "lineage:contradicted" in loc.candidates[0].signals and loc.candidates[0].step_id == "g"
+        other = localize(run_of("tank T-3 fill 18 l is under the 40 l needed"))
+        assert all("lineage:contradicted" not in c.signals for c in other.candidates)
+
     def test_a_unit_after_a_number_is_not_the_field_it_contradicts(self) -> None:
         """A failure stating "304.40 EUR" names the currency, not a rate table's field ``eur``: no contradiction at the rate lookup."""
         steps = (

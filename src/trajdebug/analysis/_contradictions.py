@@ -65,7 +65,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 if a.kind == "number"
                 and a.number is not None
                 and a.field
-                and all(w in window or sl.lexicon.singular(w) in window for w in _field_words(a.field, sl.lexicon))
+                and _named_near(a.field, window, m, sl)
                 and not _names_unit(a.field, _unit_code(message, m), sl)
                 and not states_no_value(message, m, _field_words(a.field, sl.lexicon), sl.lexicon)
             ]
@@ -93,6 +93,22 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 )
             )
     return out
+
+
+def _named_near(field: str, window: set[str], m: Mention, sl: Slice) -> bool:
+    """Whether the words beside a number of the failure name a field: each of its words is there, but the unit
+    closing a name of several words (``charge_pct``, ``load_kg``) may be written as the number's unit instead
+    ("charge 22%", "load 410 kg"), which is how a message writes a reading of that measure."""
+    words = _field_words(field, sl.lexicon)
+    unit = (m.unit or "").lower()
+
+    def written(w: str, last: bool) -> bool:
+        if w in window or sl.lexicon.singular(w) in window:
+            return True
+        measure = last and len(words) > 1 and w in sl.lexicon.measure_suffixes
+        return measure and bool(unit) and (unit == w or (unit == "%" and w in sl.lexicon.percent_words))
+
+    return all(written(w, i == len(words) - 1) for i, w in enumerate(words))
 
 
 def _about_another(view: StepView, subjects: set[str]) -> bool:

@@ -156,6 +156,10 @@ class Lexicon:
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
 
+    percent_words: frozenset[str]
+    """Of ``measure_suffixes``, those that mean a percentage (``charge_pct``): a number written with ``%``
+    is a reading of that measure."""
+
     measure_suffixes: frozenset[str]
     """Units of measure a field name ends with (``charge_pct``, ``hull_c``, ``mass_kg``): a number under one
     is a reading of that measure.  Currencies are left out: a budget in pounds may be restated as a price."""
@@ -390,6 +394,7 @@ ENGLISH = Lexicon(
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}
     ),
+    percent_words=frozenset({"pct", "percent"}),
     measure_suffixes=frozenset(
         {"pct", "percent", "c", "f", "degc", "degf", "deg", "v", "mv", "kv", "a", "ma", "w", "kw", "kwh", "wh",
          "mah", "kg", "g", "mg", "lb", "lbs", "oz", "km", "m", "cm", "mm", "mi", "ft", "l", "ml", "s", "ms",
