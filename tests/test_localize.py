@@ -776,6 +776,36 @@ class TestRanking:
         other = localize(run_of("tank T-3 fill 18 l is under the 40 l needed"))
         assert all("lineage:contradicted" not in c.signals for c in other.candidates)
 
+    def test_a_failure_saying_a_field_is_empty_points_at_the_step_that_first_returned_it_empty(self) -> None:
+        """"kiln_slot None is not a firing slot": the kiln booking tool was handed a day and answered ``slot:
+        None`` (it swallowed its calendar's error), and the quote step that copied the record on was handed it
+        empty; the booking tool, not the glaze lookup beside it nor the copier, is first.  A failure that never
+        says the field is empty leaves the booking tool without that finding."""
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step("g", "glaze_lookup", "tool", input={"glaze": "celadon"}, output={"glaze": "celadon", "cone": 10}, start_ns=1, end_ns=2),
+                Step(
+                    "k", "book_kiln", "tool", input={"day": "2031-04-02"}, output="{'day': '2031-04-02', 'slot': None}",
+                    deps=(D("g"),), start_ns=3, end_ns=4,
+                ),
+                Step(
+                    "q", "make_quote", "other", input={"booking": {"day": "2031-04-02", "slot": None}, "cone": 10},
+                    output={"quote": {"slot": None, "cone": 10, "total": 84.0}}, deps=(D("k"), D("g")), start_ns=5, end_ns=6,
+                ),
+                Step(
+                    "i", "issue_invoice", "tool", input={"slot": None, "cone": 10, "total": 84.0}, status="error",
+                    error=ErrorInfo("Rejected", message), deps=(D("q"),), start_ns=7, end_ns=8,
+                ),
+            )
+            return Run("r", "pottery", outcome="failure", steps=steps)
+
+        loc = localize(run_of("invoice refused: kiln_slot None is not a firing slot"))
+        assert loc.candidates[0].step_id == "k" and "lineage:emptied" in loc.candidates[0].signals
+        assert all("lineage:emptied" not in c.signals for c in loc.candidates if c.step_id != "k")
+        other = localize(run_of("invoice refused: cone 10 is too hot for this clay"))
+        assert all("lineage:emptied" not in c.signals for c in other.candidates)
+
     def test_a_unit_after_a_number_is_not_the_field_it_contradicts(self) -> None:
         """A failure stating "304.40 EUR" names the currency, not a rate table's field ``eur``: no contradiction at the rate lookup."""
         steps = (

@@ -26,6 +26,7 @@ from typing import Any
 from trajdebug.analysis._chooser import handed_to_choice
 from trajdebug.analysis._contradictions import (
     contradicted,
+    emptied,
     disagreeing_sources,
     inside_of,
     status_codes,
@@ -186,7 +187,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     seen: set[str] = set()
     out = _named_values(sl, f, message, named, seen, within)
     out += left_out_names(sl, _held_names(sl, message, pos, named, sl.lin.view(f.step_id)), pos, within, step.name)
-    out += contradicted(sl, message, pos, within, step.name)
+    out += contradicted(sl, message, pos, within, step.name) + emptied(sl, message, pos, within, step.name)
     out += whatif_found(sl, message, named, pos, within, step.name)
     out += disagreeing_sources(sl, f.step_id, message, pos, within, step.name)
     out += left_out_items(sl, message, pos, within, step.name)

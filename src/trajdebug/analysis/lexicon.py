@@ -152,6 +152,10 @@ class Lexicon:
     """Words that say something is not there ("no drop at X", "X is missing", "without X"): a name a failure
     writes near one is what it says is absent, not a name it mentions for another reason."""
 
+    empty_words: frozenset[str]
+    """Words a message writes for an empty value ("visit_date None", "field ref is empty"): the value a step
+    answered with when it swallowed an error."""
+
     bound_nouns: frozenset[str]
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
@@ -391,6 +395,7 @@ ENGLISH = Lexicon(
     absence_words=frozenset(
         {"no", "not", "missing", "without", "absent", "lacks", "lacking", "lack", "omitted", "omits", "skipped", "skips", "never"}
     ),
+    empty_words=frozenset({"none", "null", "nil", "empty", "blank", "unset"}),
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}
     ),
