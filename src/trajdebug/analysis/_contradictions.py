@@ -8,8 +8,8 @@ import ast
 import re
 from collections.abc import Sequence
 
-from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis import _content as content
+from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sources import (
     _TERM,
     NAMING_FIELDS,

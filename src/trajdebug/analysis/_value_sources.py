@@ -26,8 +26,8 @@ from typing import Any
 from trajdebug.analysis._chooser import handed_to_choice
 from trajdebug.analysis._contradictions import (
     contradicted,
-    emptied,
     disagreeing_sources,
+    emptied,
     inside_of,
     status_codes,
     whatif_found,
