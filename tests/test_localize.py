@@ -806,6 +806,35 @@ class TestRanking:
         other = localize(run_of("invoice refused: cone 10 is too hot for this clay"))
         assert all("lineage:emptied" not in c.signals for c in other.candidates)
 
+    def test_a_graph_node_filing_another_records_id_under_the_record_is_first(self) -> None:
+        """A dispatch node handed the state's ``order: {id: ORD-52}`` and a courier roster files the courier's
+        last order ``ORD-47`` as the assignment's ``order``; the order stayed in the state (the invoice node
+        after it was handed ORD-52), but the dispatcher swapped the entity: it, not the roster lookup whose
+        courier id the failure also names, is first."""
+        order = {"id": "ORD-52", "parcels": 3}
+        roster = {"day": "2031-05-06", "couriers": [{"courier": "CR-9", "last_order": "ORD-47"}]}
+        assignment = {"courier": "CR-9", "order": "ORD-47"}
+        steps = (
+            Step("o", "load_order", "other", input={"ref": "ORD-52"}, output={"order": order}, start_ns=1, end_ns=2),
+            Step("r", "courier_roster", "tool", input={"day": "2031-05-06"}, output=roster, deps=(D("o"),), start_ns=3, end_ns=4),
+            Step(
+                "a", "dispatch", "other", input={"order": order, "roster": roster}, output={"assignment": assignment},
+                deps=(D("o"), D("r")), start_ns=5, end_ns=6,
+            ),
+            Step(
+                "i", "invoice", "other", input={"order": order}, output={"invoice": {"order": "ORD-52", "total": 18.0}},
+                deps=(D("o"),), start_ns=7, end_ns=8,
+            ),
+            Step(
+                "c", "confirm", "other", input={"order": order, "assignment": assignment, "invoice": {"order": "ORD-52", "total": 18.0}},
+                status="error", error=ErrorInfo("ValueError", "not confirmed: assignment for CR-9 references ORD-47, not ORD-52"),
+                deps=(D("a"), D("i"), D("o")), start_ns=9, end_ns=10,
+            ),
+        )
+        loc = localize(Run("r", "couriers", outcome="failure", steps=steps))
+        assert loc.candidates[0].step_id == "a"
+        assert "lineage:dropped" in loc.candidates[0].signals
+
     def test_a_unit_after_a_number_is_not_the_field_it_contradicts(self) -> None:
         """A failure stating "304.40 EUR" names the currency, not a rate table's field ``eur``: no contradiction at the rate lookup."""
         steps = (
