@@ -835,6 +835,34 @@ class TestRanking:
         assert loc.candidates[0].step_id == "a"
         assert "lineage:dropped" in loc.candidates[0].signals
 
+    def test_a_loop_taking_the_next_item_off_its_work_queue_contradicts_nothing(self) -> None:
+        """A quilting loop's ``next_patch`` node handed ``current: P-1, kind: border, todo: [P-2, P-3]`` answers
+        ``current: P-2, kind: centre, todo: [P-3]``, and at the end an empty ``todo``: it moved to the next
+        patch of its queue, with that patch's own kind; no conflict, wrong record or missing field is found on
+        it.  A node answering an item that is not the head of its queue is still a conflict."""
+        kinds = {"P-1": "border", "P-2": "centre", "P-3": "centre", "P-4": "border"}
+
+        def run_of(heads: list[str]) -> Run:
+            steps = [Step("p", "plan_quilt", "other", input={"quilt": "Q-7"}, output={"current": "P-1", "kind": "border",
+                          "todo": ["P-2", "P-3", "P-4"]}, start_ns=1, end_ns=2)]
+            todo, current, t = ["P-2", "P-3", "P-4"], "P-1", 3
+            for i, head in enumerate(heads):
+                rest = todo[1:]
+                steps.append(Step(f"n{i}", "next_patch", "other", input={"quilt": "Q-7", "patches": list(kinds), "current": current,
+                                  "kind": kinds[current], "todo": todo}, output={"current": head, "kind": kinds[head], "todo": rest},
+                                  deps=(D(steps[-1].step_id),), start_ns=t, end_ns=t + 1))
+                todo, current, t = rest, head, t + 2
+            steps.append(Step("b", "bind_quilt", "tool", input={"quilt": "Q-7", "patches": 4}, status="error",
+                              error=ErrorInfo("Refused", "binding tape T-40 is out of stock"), deps=(D(steps[-1].step_id),),
+                              start_ns=t, end_ns=t + 1))
+            return Run("r", "quilts", outcome="failure", steps=tuple(steps))
+
+        bad = {"lineage:conflict", "lineage:wrong-record", "reference:presence"}
+        loc = localize(run_of(["P-2", "P-3", "P-4"]), top=10)
+        assert not [c.signals for c in loc.ranked_all if c.step_id.startswith("n") and bad & set(c.signals)]
+        skipped = localize(run_of(["P-2", "P-4", "P-4"]), top=10)
+        assert any("lineage:conflict" in c.signals for c in skipped.ranked_all if c.step_id == "n1")
+
     def test_a_unit_after_a_number_is_not_the_field_it_contradicts(self) -> None:
         """A failure stating "304.40 EUR" names the currency, not a rate table's field ``eur``: no contradiction at the rate lookup."""
         steps = (
