@@ -100,7 +100,7 @@ def swapped(sl: Slice, sid: str, a: Atom, named: Sequence[Atom]) -> Atom | None:
     # One of the same kind and shape (``BK-1139`` for ``BK-1152``) is what it put in the value's place; the
     # other values it passed on too (a guide's id beside it) only kept their own places.
     alike = [b for b in found if b.kind == a.kind and _shape(b.raw) == _shape(a.raw)]
-    return (alike or found or [None])[0]
+    return next(iter(alike or found), None)
 
 
 def replaced(sl: Slice, sid: str, a: Atom, named: Sequence[Atom]) -> bool:

@@ -468,11 +468,8 @@ def _dropped(
         lost, first = lost_here(sl, lost, a, named, pos, within)
     # A router, a node that only relayed its children's result, and a node that left the value in the
     # state it was handed keep their place (the loss is judged around them as before) but get no finding.
-    quiet = [
-        s
-        for s in lost[:4]
-        if handed_to_choice(sl, s, a) or _relayed(sl, s, a) or (s not in swaps and kept_by_state(sl, s, a))
-    ]
+    held = [s for s in lost[:4] if s not in swaps and kept_by_state(sl, s, a)]
+    quiet = [s for s in lost[:4] if s in held or handed_to_choice(sl, s, a) or _relayed(sl, s, a)]
     for sid in [s for s in lost[:4] if s not in quiet]:
         view = sl.lin.view(sid)
         chose = swapped(sl, sid, a, named)
