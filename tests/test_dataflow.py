@@ -176,3 +176,21 @@ def test_a_skipped_line_sharing_only_function_words_or_parts_of_words_with_the_f
     assert e.suspicion < 0.6
     [named] = _haul_out(answer, out, "the owner asked for a wash of the steel hull at berth B-12")
     assert named.suspicion >= 0.6
+
+
+def test_a_line_whose_label_the_failure_names_and_no_field_took_is_lost_whatever_its_value() -> None:
+    """A parser turning each 'label: scores' line of a cheese judging card into a field lost the 'rind' line
+    whole when the failure says the card misses rind: digits alone give no word to find cut, but the label
+    is named; a failure naming no label of a lost line finds nothing."""
+    answer = "aroma: 4,5,3\ntexture: 3,4,4\nflavour: 5,5,4\nrind: 2,3,3"
+    msg = {"input": {"role": "assistant", "content": answer}}
+    out = {"aroma": [4, 5, 3], "texture": [3, 4, 4], "flavour": [5, 5, 4]}
+
+    def found(message: str) -> list[Evidence]:
+        failed = (Failure("x", "step-error", message, "x"),)
+        step = Step("p", "CardParser", "parse", input=msg, output=out)
+        return [e for e in _parser_verdict(step, failures=failed) if e.suspicion > 0]
+
+    [e] = found("card for 'Old Tom' does not follow the rubric (missing rind)")
+    assert "rind: 2,3,3" in e.reason and e.suspicion >= 0.6
+    assert not found("card for 'Old Tom' was filed after the judging closed")

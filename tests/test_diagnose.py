@@ -617,6 +617,34 @@ class TestLLMOutputs:
         )
         assert not [e for e in _from(_verdict(run, "c"), "llm-output") if not e.sound]
 
+    def test_the_steps_of_a_plan_in_plain_words_are_no_claim(self) -> None:
+        """A model that saves a plan of plain lowercase phrases ("sand hull", "check rudder") its inputs never
+        write names steps of its own, it claims nothing; a dock code it made up in the same call still is."""
+        inp = {"messages": [{"role": "user", "content": "Refit job RF-12 for the dinghy, please."}]}
+
+        def plan(steps: list[str]) -> Run:
+            out = {"role": "assistant", "tool_calls": [{"name": "save_plan", "arguments": {"steps": steps}}]}
+            return _run(Step("g", "ChatCompletion", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(plan(["sand hull", "check rudder", "varnish"]), "g"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(plan(["sand hull", "dock D-77"]), "g"), "llm-output")
+        assert "D-77" in e.reason and "sand hull" not in e.reason and not e.sound
+
+    def test_an_end_time_worked_out_from_a_start_and_a_given_length_is_no_claim(self) -> None:
+        """A tool call asking for a slot from 21:00 to 00:30, when the model was given a 3.5-hour length, works
+        the end out from the start (across midnight); an end no given length explains (01:15) is still a claim."""
+        lesson = "{'student': 'Mira', 'start': '21:00', 'hours': 3.5}"
+        inp = {"messages": [{"role": "user", "content": "Book the observatory night lesson " + lesson}]}
+
+        def call(end: str) -> Run:
+            args = {"student": "Mira", "start": "21:00", "end": end}
+            out = {"role": "assistant", "tool_calls": [{"name": "reserve_dome", "arguments": args}]}
+            return _run(Step("g", "ChatCompletion", "llm", input=inp, output=out))
+
+        assert not [e for e in _from(_verdict(call("00:30"), "g"), "llm-output") if not e.sound]
+        [e] = _from(_verdict(call("01:15"), "g"), "llm-output")
+        assert "01:15" in e.reason and not e.sound
+
     def test_a_setting_of_a_tool_call_is_a_choice_not_a_claim(self) -> None:
         """A model's tool call that sets a time window (``window='15m'``) or a field named for a span of time
         (``every_hours=24``) its inputs never mention chose a setting, it claimed nothing; an id it made up in

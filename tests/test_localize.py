@@ -756,6 +756,113 @@ class TestRanking:
         same = localize(run_of("7 paid days left is under the 8 required"))
         assert all("lineage:contradicted" not in c.signals for c in same.candidates)
 
+    def test_a_reading_written_with_its_unit_contradicts_the_field_named_for_that_unit(self) -> None:
+        """"tank T-3 fill 18% is under the 40% needed" states the fill the gauge said was 95 as ``fill_pct``: the
+        unit closing the field's name is written as the number's unit, so the gauge is contradicted; a message
+        giving the number another unit ("fill 18 l") does not speak of that field."""
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step("g", "read_gauge", "tool", input={"tank": "T-3"}, output={"tank": "T-3", "fill_pct": 95}, start_ns=1, end_ns=2),
+                Step(
+                    "d", "dispatch_tanker", "tool", input={"tank": "T-3", "fill_pct": 95}, status="error",
+                    error=ErrorInfo("Refused", message), deps=(D("g"),), start_ns=3, end_ns=4,
+                ),
+            )
+            return Run("r", "tanks", outcome="failure", steps=steps)
+
+        loc = localize(run_of("tank T-3 fill 18% is under the 40% needed"))
+        assert "lineage:contradicted" in loc.candidates[0].signals and loc.candidates[0].step_id == "g"
+        other = localize(run_of("tank T-3 fill 18 l is under the 40 l needed"))
+        assert all("lineage:contradicted" not in c.signals for c in other.candidates)
+
+    def test_a_failure_saying_a_field_is_empty_points_at_the_step_that_first_returned_it_empty(self) -> None:
+        """"kiln_slot None is not a firing slot": the kiln booking tool was handed a day and answered ``slot:
+        None`` (it swallowed its calendar's error), and the quote step that copied the record on was handed it
+        empty; the booking tool, not the glaze lookup beside it nor the copier, is first.  A failure that never
+        says the field is empty leaves the booking tool without that finding."""
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step("g", "glaze_lookup", "tool", input={"glaze": "celadon"}, output={"glaze": "celadon", "cone": 10}, start_ns=1, end_ns=2),
+                Step(
+                    "k", "book_kiln", "tool", input={"day": "2031-04-02"}, output="{'day': '2031-04-02', 'slot': None}",
+                    deps=(D("g"),), start_ns=3, end_ns=4,
+                ),
+                Step(
+                    "q", "make_quote", "other", input={"booking": {"day": "2031-04-02", "slot": None}, "cone": 10},
+                    output={"quote": {"slot": None, "cone": 10, "total": 84.0}}, deps=(D("k"), D("g")), start_ns=5, end_ns=6,
+                ),
+                Step(
+                    "i", "issue_invoice", "tool", input={"slot": None, "cone": 10, "total": 84.0}, status="error",
+                    error=ErrorInfo("Rejected", message), deps=(D("q"),), start_ns=7, end_ns=8,
+                ),
+            )
+            return Run("r", "pottery", outcome="failure", steps=steps)
+
+        loc = localize(run_of("invoice refused: kiln_slot None is not a firing slot"))
+        assert loc.candidates[0].step_id == "k" and "lineage:emptied" in loc.candidates[0].signals
+        assert all("lineage:emptied" not in c.signals for c in loc.candidates if c.step_id != "k")
+        other = localize(run_of("invoice refused: cone 10 is too hot for this clay"))
+        assert all("lineage:emptied" not in c.signals for c in other.candidates)
+
+    def test_a_graph_node_filing_another_records_id_under_the_record_is_first(self) -> None:
+        """A dispatch node handed the state's ``order: {id: ORD-52}`` and a courier roster files the courier's
+        last order ``ORD-47`` as the assignment's ``order``; the order stayed in the state (the invoice node
+        after it was handed ORD-52), but the dispatcher swapped the entity: it, not the roster lookup whose
+        courier id the failure also names, is first."""
+        order = {"id": "ORD-52", "parcels": 3}
+        roster = {"day": "2031-05-06", "couriers": [{"courier": "CR-9", "last_order": "ORD-47"}]}
+        assignment = {"courier": "CR-9", "order": "ORD-47"}
+        steps = (
+            Step("o", "load_order", "other", input={"ref": "ORD-52"}, output={"order": order}, start_ns=1, end_ns=2),
+            Step("r", "courier_roster", "tool", input={"day": "2031-05-06"}, output=roster, deps=(D("o"),), start_ns=3, end_ns=4),
+            Step(
+                "a", "dispatch", "other", input={"order": order, "roster": roster}, output={"assignment": assignment},
+                deps=(D("o"), D("r")), start_ns=5, end_ns=6,
+            ),
+            Step(
+                "i", "invoice", "other", input={"order": order}, output={"invoice": {"order": "ORD-52", "total": 18.0}},
+                deps=(D("o"),), start_ns=7, end_ns=8,
+            ),
+            Step(
+                "c", "confirm", "other", input={"order": order, "assignment": assignment, "invoice": {"order": "ORD-52", "total": 18.0}},
+                status="error", error=ErrorInfo("ValueError", "not confirmed: assignment for CR-9 references ORD-47, not ORD-52"),
+                deps=(D("a"), D("i"), D("o")), start_ns=9, end_ns=10,
+            ),
+        )
+        loc = localize(Run("r", "couriers", outcome="failure", steps=steps))
+        assert loc.candidates[0].step_id == "a"
+        assert "lineage:dropped" in loc.candidates[0].signals
+
+    def test_a_loop_taking_the_next_item_off_its_work_queue_contradicts_nothing(self) -> None:
+        """A quilting loop's ``next_patch`` node handed ``current: P-1, kind: border, todo: [P-2, P-3]`` answers
+        ``current: P-2, kind: centre, todo: [P-3]``, and at the end an empty ``todo``: it moved to the next
+        patch of its queue, with that patch's own kind; no conflict, wrong record or missing field is found on
+        it.  A node answering an item that is not the head of its queue is still a conflict."""
+        kinds = {"P-1": "border", "P-2": "centre", "P-3": "centre", "P-4": "border"}
+
+        def run_of(heads: list[str]) -> Run:
+            steps = [Step("p", "plan_quilt", "other", input={"quilt": "Q-7"}, output={"current": "P-1", "kind": "border",
+                          "todo": ["P-2", "P-3", "P-4"]}, start_ns=1, end_ns=2)]
+            todo, current, t = ["P-2", "P-3", "P-4"], "P-1", 3
+            for i, head in enumerate(heads):
+                rest = todo[1:]
+                steps.append(Step(f"n{i}", "next_patch", "other", input={"quilt": "Q-7", "patches": list(kinds), "current": current,
+                                  "kind": kinds[current], "todo": todo}, output={"current": head, "kind": kinds[head], "todo": rest},
+                                  deps=(D(steps[-1].step_id),), start_ns=t, end_ns=t + 1))
+                todo, current, t = rest, head, t + 2
+            steps.append(Step("b", "bind_quilt", "tool", input={"quilt": "Q-7", "patches": 4}, status="error",
+                              error=ErrorInfo("Refused", "binding tape T-40 is out of stock"), deps=(D(steps[-1].step_id),),
+                              start_ns=t, end_ns=t + 1))
+            return Run("r", "quilts", outcome="failure", steps=tuple(steps))
+
+        bad = {"lineage:conflict", "lineage:wrong-record", "reference:presence"}
+        loc = localize(run_of(["P-2", "P-3", "P-4"]), top=10)
+        assert not [c.signals for c in loc.ranked_all if c.step_id.startswith("n") and bad & set(c.signals)]
+        skipped = localize(run_of(["P-2", "P-4", "P-4"]), top=10)
+        assert any("lineage:conflict" in c.signals for c in skipped.ranked_all if c.step_id == "n1")
+
     def test_a_unit_after_a_number_is_not_the_field_it_contradicts(self) -> None:
         """A failure stating "304.40 EUR" names the currency, not a rate table's field ``eur``: no contradiction at the rate lookup."""
         steps = (

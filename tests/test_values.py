@@ -288,3 +288,11 @@ def test_analysis_of_a_run_holding_deeply_nested_json_text_completes() -> None:
     result = analyze(Run("r", "x", 0, 6, "failure", "bad answer", steps=steps))
     assert set(result.localization.ranking) <= {"a", "b", "c"}
     assert result.localization.ranking
+
+
+def test_a_piece_of_a_date_and_time_in_a_text_is_no_id() -> None:
+    """"the tide table from 2031-07-09T05:30 is stale" names a date and a time, not the id ``07-09T05``; an id
+    that holds a date (``LOG-2031-07-09-2``) is still an id."""
+    raws = {a.raw for a in atoms("the tide table from 2031-07-09T05:30 is stale")}
+    assert "07-09T05" not in raws and "2031-07-09T05:30" in raws
+    assert "LOG-2031-07-09-2" in {a.raw for a in atoms("see LOG-2031-07-09-2 for 2031-07-09") if a.kind == "id"}

@@ -4,9 +4,11 @@ disagree with each other about a value the failing step was given."""
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 
+from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sources import (
     _TERM,
@@ -15,6 +17,7 @@ from trajdebug.analysis._sources import (
     Slice,
     _field_words,
     _short,
+    _terms,
     _written_as,
 )
 from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
@@ -65,7 +68,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 if a.kind == "number"
                 and a.number is not None
                 and a.field
-                and all(w in window or sl.lexicon.singular(w) in window for w in _field_words(a.field, sl.lexicon))
+                and _named_near(a.field, window, m, sl)
                 and not _names_unit(a.field, _unit_code(message, m), sl)
                 and not states_no_value(message, m, _field_words(a.field, sl.lexicon), sl.lexicon)
             ]
@@ -93,6 +96,69 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                 )
             )
     return out
+
+
+def emptied(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
+    """The step that first returned a field empty that the failure says is empty.
+
+    A step that swallows an error answers with a default: a booking with ``date: None``, a slot id ``""``.
+    The failure downstream then says so ("visit_date None is not a date", "field slot_ref is empty"), but an
+    empty value names nothing, so no value's lineage leads back to where it was born.  A field whose every
+    word the message writes, empty in a step's output though the step was not handed it empty, is that
+    birth: the earliest such step (its consumers were handed the empty field and passed it on)."""
+    tokens = {t.strip(",;:.!?()[]'\"").casefold() for t in message.split()}
+    if not tokens & sl.lexicon.empty_words:
+        return []
+    said = _terms(message, sl.lexicon)
+    for sid in sorted(within, key=sl.g.position):
+        step = sl.g.steps[sid]
+        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:
+            continue
+        fields = {f for f in _empty_fields(step.output) if _spoken(f, said, sl)} - set(_empty_fields(step.input))
+        if fields:
+            shown = ", ".join(sorted(fields)[:2])
+            return [Evidence(sid, sl.w["emptied"], f"returned {shown} empty, which the failure at {where} says is empty", "lineage:emptied")]
+    return []
+
+
+def _empty_fields(value: object, depth: int = 0) -> list[str]:
+    """The names of the fields a value holds empty (None or an empty text), each by its last name; a text that
+    prints a record (JSON, or a tool's result as Python prints it) is read as that record."""
+    found: list[str] = []
+    for p, v in content.leaves(value):
+        if isinstance(v, str) and v.strip()[:1] in ("{", "[") and depth < 3 and len(v) < 20_000:
+            t = v.strip()
+            parsed = content.parse_json(t)
+            if parsed is None and content.python_repr(t):
+                try:
+                    parsed = ast.literal_eval(t)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    parsed = None
+            found += _empty_fields(parsed, depth + 1) if isinstance(parsed, (dict, list)) else []
+        elif (v is None or v == "") and p and not p.endswith("]"):
+            found.append(p.rsplit(".", 1)[-1])
+    return found
+
+
+def _spoken(field: str, said: set[str], sl: Slice) -> bool:
+    words = _field_words(field, sl.lexicon)
+    return words != ["\0"] and all(sl.lexicon.singular(w) in said or w in said for w in words)
+
+
+def _named_near(field: str, window: set[str], m: Mention, sl: Slice) -> bool:
+    """Whether the words beside a number of the failure name a field: each of its words is there, but the unit
+    closing a name of several words (``charge_pct``, ``load_kg``) may be written as the number's unit instead
+    ("charge 22%", "load 410 kg"), which is how a message writes a reading of that measure."""
+    words = _field_words(field, sl.lexicon)
+    unit = (m.unit or "").lower()
+
+    def written(w: str, last: bool) -> bool:
+        if w in window or sl.lexicon.singular(w) in window:
+            return True
+        measure = last and len(words) > 1 and w in sl.lexicon.measure_suffixes
+        return measure and bool(unit) and (unit == w or (unit == "%" and w in sl.lexicon.percent_words))
+
+    return all(written(w, i == len(words) - 1) for i, w in enumerate(words))
 
 
 def _about_another(view: StepView, subjects: set[str]) -> bool:

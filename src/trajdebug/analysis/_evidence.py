@@ -104,6 +104,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "starved-consumer": "omission",
     "lineage:altered": "wrong-value",
     "lineage:contradicted": "wrong-value",
+    "lineage:emptied": "wrong-value",
     "lineage:whatif": "wrong-value",
     "reference:magnitude": "wrong-value",
     "reference:sign": "wrong-value",

@@ -76,13 +76,31 @@ def misfiled(sl: Slice, sid: str, a: Atom, chose: Atom) -> bool:
         return len(had_chose) == 1 and bool(put) and not put & had_chose and all(
             i.key == a.key for i in view.inputs if i.field in put
         )
+    if a.kind == "id":
+        # An id is filed under its record's name as often as under its own (``booking: BK-1139`` beside a
+        # given ``booking: {id: BK-1152}``): the record the given id named is the slot the other id took.
+        had_a |= _records_of(sl.g.steps[sid].input, a.raw)
     return bool(put & had_a) and bool(had_chose) and not put & had_chose
+
+
+def _records_of(given: Any, raw: str) -> set[str]:
+    """The names of the records a value holds an id in (``booking`` for ``booking.id``), lower case."""
+    found: set[str] = set()
+    for path, v in content.leaves(given):
+        parts = path.lower().split(".")
+        if isinstance(v, str) and v.strip() == raw and len(parts) >= 2 and "[" not in parts[-2]:
+            found.add(parts[-2])
+    return found
 
 
 def swapped(sl: Slice, sid: str, a: Atom, named: Sequence[Atom]) -> Atom | None:
     """Another value the failure names that the step was given and passed on in place of ``a`` (a choice;
     not a part it kept of one value holding both, `passed_instead`)."""
-    return next((b for b in named if b.key != a.key and passed_instead(sl, sid, a, b)), None)
+    found = [b for b in named if b.key != a.key and passed_instead(sl, sid, a, b)]
+    # One of the same kind and shape (``BK-1139`` for ``BK-1152``) is what it put in the value's place; the
+    # other values it passed on too (a guide's id beside it) only kept their own places.
+    alike = [b for b in found if b.kind == a.kind and _shape(b.raw) == _shape(a.raw)]
+    return next(iter(alike or found), None)
 
 
 def replaced(sl: Slice, sid: str, a: Atom, named: Sequence[Atom]) -> bool:

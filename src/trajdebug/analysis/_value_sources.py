@@ -27,6 +27,7 @@ from trajdebug.analysis._chooser import handed_to_choice
 from trajdebug.analysis._contradictions import (
     contradicted,
     disagreeing_sources,
+    emptied,
     inside_of,
     status_codes,
     whatif_found,
@@ -34,7 +35,7 @@ from trajdebug.analysis._contradictions import (
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._left_out import left_out_items, left_out_names
-from trajdebug.analysis._omissions import choice_share, lost_here, misfiled, swapped
+from trajdebug.analysis._omissions import choice_share, lost_here, misfiled, replaced, swapped
 from trajdebug.analysis._picked import limit_ignored, picked_named
 from trajdebug.analysis._selection import not_its_own
 from trajdebug.analysis._sources import (
@@ -186,7 +187,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     seen: set[str] = set()
     out = _named_values(sl, f, message, named, seen, within)
     out += left_out_names(sl, _held_names(sl, message, pos, named, sl.lin.view(f.step_id)), pos, within, step.name)
-    out += contradicted(sl, message, pos, within, step.name)
+    out += contradicted(sl, message, pos, within, step.name) + emptied(sl, message, pos, within, step.name)
     out += whatif_found(sl, message, named, pos, within, step.name)
     out += disagreeing_sources(sl, f.step_id, message, pos, within, step.name)
     out += left_out_items(sl, message, pos, within, step.name)
@@ -458,17 +459,17 @@ def _dropped(
         lost, substitute = _about_another_key(sl, a, lost)
     lost = [sid for sid in lost if _carried_on_later(sl, sid, a, pos) is None]
     lost = [sid for sid in lost if a.kind not in ("id", "text") or not not_its_own(sl.g.steps[sid], a.raw)]
-    lost = [sid for sid in lost if carried_by_state(sl, sid, a, pos) is None]
+    # A step that put another value of the failure's in its place (`replaced`) made the failure's contrast:
+    # the state carrying the original past it does not clear it, as it clears a node that left it alone.
+    swaps = {sid for sid in lost if replaced(sl, sid, a, named)}
+    lost = [sid for sid in lost if sid in swaps or carried_by_state(sl, sid, a, pos) is None]
     first = pos
     if not task_word:
         lost, first = lost_here(sl, lost, a, named, pos, within)
     # A router, a node that only relayed its children's result, and a node that left the value in the
     # state it was handed keep their place (the loss is judged around them as before) but get no finding.
-    quiet = [
-        s
-        for s in lost[:4]
-        if handed_to_choice(sl, s, a) or _relayed(sl, s, a) or kept_by_state(sl, s, a)
-    ]
+    held = [s for s in lost[:4] if s not in swaps and kept_by_state(sl, s, a)]
+    quiet = [s for s in lost[:4] if s in held or handed_to_choice(sl, s, a) or _relayed(sl, s, a)]
     for sid in [s for s in lost[:4] if s not in quiet]:
         view = sl.lin.view(sid)
         chose = swapped(sl, sid, a, named)

@@ -152,9 +152,17 @@ class Lexicon:
     """Words that say something is not there ("no drop at X", "X is missing", "without X"): a name a failure
     writes near one is what it says is absent, not a name it mentions for another reason."""
 
+    empty_words: frozenset[str]
+    """Words a message writes for an empty value ("visit_date None", "field ref is empty"): the value a step
+    answered with when it swallowed an error."""
+
     bound_nouns: frozenset[str]
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
+
+    percent_words: frozenset[str]
+    """Of ``measure_suffixes``, those that mean a percentage (``charge_pct``): a number written with ``%``
+    is a reading of that measure."""
 
     measure_suffixes: frozenset[str]
     """Units of measure a field name ends with (``charge_pct``, ``hull_c``, ``mass_kg``): a number under one
@@ -202,6 +210,14 @@ class Lexicon:
     duration_words: frozenset[str]
     """Words of a field name that make its number a span of time (``every_hours``, ``minutes``,
     ``windowDays``); ``min`` is left out (``min_price`` is a bound)."""
+
+    hours_length: re.Pattern[str]
+    """A number a text gives as a length in hours (``'hours': 3``, ``duration_h=2.5``, ``2 hrs``): group
+    ``a`` or ``b`` is the number."""
+
+    minutes_length: re.Pattern[str]
+    """A number a text gives as a length in minutes (``"minutes": 90``, ``slot_mins=45``, ``45 min``): group
+    ``a`` or ``b`` is the number."""
 
     # -- Field names and word forms
 
@@ -379,9 +395,11 @@ ENGLISH = Lexicon(
     absence_words=frozenset(
         {"no", "not", "missing", "without", "absent", "lacks", "lacking", "lack", "omitted", "omits", "skipped", "skips", "never"}
     ),
+    empty_words=frozenset({"none", "null", "nil", "empty", "blank", "unset"}),
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}
     ),
+    percent_words=frozenset({"pct", "percent"}),
     measure_suffixes=frozenset(
         {"pct", "percent", "c", "f", "degc", "degf", "deg", "v", "mv", "kv", "a", "ma", "w", "kw", "kwh", "wh",
          "mah", "kg", "g", "mg", "lb", "lbs", "oz", "km", "m", "cm", "mm", "mi", "ft", "l", "ml", "s", "ms",
@@ -407,6 +425,14 @@ ENGLISH = Lexicon(
     duration_value=re.compile(
         r"^\s*(?:\d+(?:\.\d+)?\s*(?:s|m|h|d|w|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?)"
         r"|p(?=\w*\d)(?:\d+[dw])*(?:t(?:\d+[hms])+)?)\s*$",
+        re.I,
+    ),
+    hours_length=re.compile(
+        r"\b(?:\w+_)?(?:hours?|hrs?|(?<=_)h)['\"]?\s*[:=]\s*(?P<a>\d+(?:\.\d+)?)|\b(?P<b>\d+(?:\.\d+)?)\s*(?:hours?|hrs?|h)\b",
+        re.I,
+    ),
+    minutes_length=re.compile(
+        r"\b(?:\w+_)?(?:minutes?|mins?)['\"]?\s*[:=]\s*(?P<a>\d+(?:\.\d+)?)|\b(?P<b>\d+(?:\.\d+)?)\s*(?:minutes?|mins?)\b",
         re.I,
     ),
     duration_words=frozenset(

@@ -287,6 +287,9 @@ def _read_text(s: str, field: str | None, depth: int, out: list[Atom], limit: in
     for m in dates:
         out.extend(Atom(k, "date", field, None, m.group(0)) for k in date_keys(m.group(0)))
     ids = list(_ID.finditer(t))
+    if dates:
+        # A piece of a date is no id (``12-14T06`` of ``2026-12-14T06:00``).
+        ids = [m for m in ids if not any(d.start() <= m.start() < d.end() for d in dates)]
     for m in ids:
         out.append(Atom(_key("id", m.group(0)), "id", field, None, m.group(0)))
     _quoted_atoms(t, field, out)

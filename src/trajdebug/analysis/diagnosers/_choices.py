@@ -170,6 +170,30 @@ def planned(out: Any, hay: str, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str,
     return found
 
 
+def worked_out_times(out: Any, hay: str, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
+    """The keys of the times of day a tool call sets that are an earlier time of the same call plus a length its
+    input gives (``start=20:00, end=23:00`` beside ``'hours': 3``; ``90`` minutes): an end worked out from a
+    start and a length is the call's setting, as the start is, not a time the model claims the world gave it.
+    A window may cross midnight (22:00 + 3 h is 01:00).  Lengths are read as the lexicon writes them
+    (`Lexicon.hours_length`, `Lexicon.minutes_length`)."""
+    calls = out.get("tool_calls") if isinstance(out, Mapping) else None
+    if not isinstance(calls, list):
+        return set()
+    spans = {round(float(m.group("a") or m.group("b")) * 60) for m in lexicon.hours_length.finditer(hay)}
+    spans |= {round(float(m.group("a") or m.group("b"))) for m in lexicon.minutes_length.finditer(hay)}
+    found: set[tuple[str, Any]] = set()
+    for c in calls:
+        args = c.get("arguments") if isinstance(c, Mapping) else None
+        times = [
+            (v.strip(), int(m.group(1)) * 60 + int(m.group(2)))
+            for _, v in content.leaves(args)
+            if isinstance(v, str) and (m := _CLOCK.fullmatch(v.strip()))
+        ]
+        for i, (_, start) in enumerate(times):
+            found |= {("s", raw.lower()) for raw, end in times[i + 1 :] if (end - start) % 1440 in spans - {0}}
+    return found
+
+
 def from_setting(v: float, chosen: Iterable[tuple[str, Any]], forms: Container[str]) -> bool:
     """Whether a number is a setting times or over a number of the inputs (18 minutes at 40 a minute: 720)."""
     for kind, s in chosen:

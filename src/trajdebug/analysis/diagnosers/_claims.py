@@ -93,8 +93,10 @@ def _json_text(s: str) -> bool:
     return content.looks_like_json(s) and isinstance(content.parse_json(s), (dict, list))
 
 
-_LABEL = re.compile(r"^[a-z]+(?:[-_][a-z]+){0,2}$")
-"""A label: a lowercase word, or up to three joined by hyphens or underscores (``how-to``, ``on_hold``)."""
+_LABEL = re.compile(r"^[a-z]+(?:[-_ ][a-z]+){0,2}$")
+"""A label: a lowercase word, or up to three joined by hyphens, underscores or spaces (``how-to``, ``on_hold``,
+``find room``).  Plain lowercase words are how a model names a step of its plan or a kind of thing, not a
+fact it could have got wrong from its inputs (a name, a number, an id or a date is)."""
 
 
 def _computed(step: Step, ctx: DiagnoseContext, value: float) -> bool:
@@ -170,6 +172,7 @@ class _Chosen:
         self, step: Step, out: Any, forms: Container[str], hay: str = "", again: Iterable[tuple[str, Any]] = ()
     ) -> None:
         self._set = choices.settings(out) | choices.planned(out, hay) | set(again)
+        self._set |= choices.worked_out_times(out, hay)
         # A threshold of a call made where no number was given to put there (``min_score=7.5`` for a
         # request naming a section and a day) is how the model chose to ask; given a number it may restate
         # (a budget written in the request, a count), it is a claim to check.

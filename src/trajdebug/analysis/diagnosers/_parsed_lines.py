@@ -128,6 +128,9 @@ def text_dropped(step: Step, ctx: DiagnoseContext, texts: list[str], out: Any) -
                 words = [w for w in _WORD.findall(rest) if w not in labels]
                 rows.append((line, words, any(len(h) >= 3 and h in named for h in hits)))
     rows = _units_left_out(rows, ctx.lexicon)
+    if (gone := _lost_label(texts, (labels, out), ctx.failure_words(), ctx.lexicon)) is not None:
+        yield Evidence(step.step_id, 0.6, f"dropped the line {gone.strip()[:60]!r} it parsed, whose label the failure names", "parse-dropped")
+        return
     if len(rows) < 3:
         return
     lost = _lost_lines(texts, rows, ctx.failure_words(), (labels, out), ctx.lexicon)
@@ -173,6 +176,50 @@ def _units_left_out(rows: list[tuple[str, list[str], bool]], lexicon: Lexicon) -
 
 _LABELLED = re.compile(r"^\s*[^\W\d_][\w ]{0,30}?\s*([:=])\s*(\S.*)$")
 """A line of the ``label: value`` (or ``label=value``) form, its separator and its value."""
+
+
+def _lost_label(texts: list[str], found: tuple[set[str], Any], said: frozenset[str], lexicon: Lexicon) -> str | None:
+    """A ``label: value`` line whose label became no field and whose value the output does not hold, when three
+    or more lines' labels did become fields and the failure names its label ("scorecard missing glaze" for a
+    lost ``glaze: 4,5``): a parser that turns each line's label into a field lost that line whole, whatever
+    its value looks like (digits alone give `text_dropped`'s word test nothing to read)."""
+    labels, out = found
+    lines = [(line, m) for text in texts for line in text.splitlines() if (m := _LABELLED.match(line))]
+    words = [_LABEL_WORD.findall(line[: m.start(1)].lower()) for line, m in lines]
+    if sum(bool(ws) and all(w in labels for w in ws) for ws in words) < 3:
+        return None
+    return next(
+        (
+            line
+            for (line, m), ws in zip(lines, words)
+            if ws
+            and not all(w in labels for w in ws)
+            and any(lexicon.singular(w) in said or w in said for w in ws)
+            and not _value_kept(m.group(2), out, lexicon)
+        ),
+        None,
+    )
+
+
+def _value_kept(value: str, out: Any, lexicon: Lexicon) -> bool:
+    """Whether the output holds a line's value: as written, read as a type (`_kept_leniently`), or, for a run
+    of several numbers (``7,5,8``), as one list of those numbers in that order (the numbers alone are found
+    in nearly any table of scores)."""
+    numbers = [int(d) for d in _DIGITS.findall(value)]
+    if len(numbers) < 2:
+        kept = {str(v).strip().lower() for _, v in content.leaves(out) if v is not None}
+        return value.strip().lower() in kept or _kept_leniently(value, out, lexicon)
+    stack: list[Any] = [out]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            scalars = [x for x in node if isinstance(x, (str, int, float)) and not isinstance(x, bool)]
+            if len(scalars) == len(node) and [int(d) for x in scalars for d in _DIGITS.findall(str(x))] == numbers:
+                return True
+            stack.extend(node)
+    return False
 
 
 def _lost_lines(

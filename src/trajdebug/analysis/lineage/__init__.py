@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELDS, anomalies, power_of_ten
 from trajdebug.analysis.lineage._derivation import run_units
-from trajdebug.analysis.lineage._picks import ANSWER_KEY, PICKED_KEY, answered_edges, picked_edges
+from trajdebug.analysis.lineage._picks import ANSWER_KEY, PICKED_KEY, answered_edges, picked_edges, queue_keys
 from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.analysis.lineage._totals import TOTAL_KEY, one_item_short, total_edges
 from trajdebug.analysis.lineage._trace import (
@@ -39,6 +39,7 @@ from trajdebug.analysis.lineage._whatif import Slip, slips
 
 
 __all__ = [
+    "queue_keys",
     "ENVELOPE_KEYS",
     "GENERIC_FIELDS",
     "PROTOCOL_FIELDS",

@@ -143,10 +143,42 @@ WRONG_PICK = 0.45
 """The weight of `wrong_pick` (as `lineage:conflict`'s: a value the step was told, answered otherwise)."""
 
 
+def queue_heads(step: Step) -> frozenset[str]:
+    """The values (lower-case text) a step took off the head of a list it was given, returning the rest of that
+    list under the same key (``todo: [W16, M45]`` handed in, ``current: W16, todo: [M45]`` handed back): a
+    loop over a work queue moving to its next item, which may rightly replace the ``current`` it was given."""
+    return frozenset(h for h, _ in _popped(step))
+
+
+def queue_keys(step: Step) -> frozenset[str]:
+    """The keys under which a step handed back the rest of a work queue it took the head of (`queue_heads`):
+    an empty list there is a queue run to its end, not a field left out."""
+    return frozenset(k for _, k in _popped(step))
+
+
+def _popped(step: Step) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+
+    def walk(given: Any, said: Any, depth: int) -> None:
+        if depth > 3 or not isinstance(given, dict) or not isinstance(said, dict):
+            return
+        for k, v in given.items():
+            rest = said.get(k)
+            if isinstance(v, list) and v and isinstance(rest, list) and rest == v[1:]:
+                if isinstance(v[0], (str, int, float)) and not isinstance(v[0], bool):
+                    out.add((str(v[0]).strip().lower(), str(k)))
+            elif isinstance(v, dict):
+                walk(v, rest, depth + 1)
+
+    walk(step.input, step.output, 0)
+    return out
+
+
 def wrong_pick(step: Step, view: StepView, generic: Collection[str] = ()) -> Iterator[Evidence]:
     """A step asked about one item of a list (a field given once) that answered another item of it (see the module)."""
     if step.kind in CONTAINER_KINDS or step.status != "ok":
         return
+    heads = queue_heads(step)
     lists = _scalar_lists(step.input)
     if not lists:
         return
@@ -157,7 +189,7 @@ def wrong_pick(step: Step, view: StepView, generic: Collection[str] = ()) -> Ite
             held.setdefault(a.field, set()).add(a.key)
             first.setdefault(a.key, a)
     for o in view.outputs:
-        if not o.field or not _telling(o) or o.key not in view.in_keys:
+        if not o.field or not _telling(o) or o.key not in view.in_keys or o.raw.strip().lower() in heads:
             continue
         for f, keys in held.items():
             if len(keys) != 1 or o.key in keys or f in generic or not _names(o.field, f):
@@ -216,4 +248,4 @@ def _shape(raw: str) -> str:
     return _LETTERS.sub("A", _DIGITS.sub("9", raw.strip()))
 
 
-__all__ = ["ANSWER_KEY", "PICKED_KEY", "WRONG_PICK", "answered_edges", "picked_edges", "wrong_pick"]
+__all__ = ["ANSWER_KEY", "PICKED_KEY", "WRONG_PICK", "answered_edges", "picked_edges", "queue_heads", "queue_keys", "wrong_pick"]

@@ -39,7 +39,7 @@ from typing import Any
 
 from trajdebug.analysis._content import char_shape
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, semantic
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, queue_keys, semantic
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._answers import answer_checks
 from trajdebug.analysis.reference._enclosing import inside_of, matched_inside, own_answer
@@ -248,6 +248,7 @@ def _field_checks(
             and step.kind != "llm"
             and "role" not in outs
             and not _holds_untraced(step, f)
+            and f not in queue_keys(step)  # (the rest of a work queue it ran to its end: an empty list)
         ):
             yield Evidence(
                 sid,
