@@ -30,6 +30,7 @@ from trajdebug.analysis._detect import Failure, cut_short
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sign_rule import scaled_by_rule, signed_by_rule
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
+from trajdebug.analysis.inference import carried_keys
 from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
     Lineage,
@@ -281,7 +282,10 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
         rewritten = state_keys(step, updates, sl.g.position(sid))
         if units is None:
             units = run_units(sl.lin.view(s.step_id) for s in sl.run.steps)
-        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units):
+        ids_same = [s.step_id for s in same]
+        earlier = [s for s in same[: ids_same.index(sid)] if s.status == "ok"] if sid in ids_same else []
+        carried = carried_keys(step, earlier)
+        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units, carried):
             if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
                 # The record let through went no further than the step's readers: whatever failed
                 # later did so without it (a planner given the list that picked other records).

@@ -20,6 +20,7 @@ from trajdebug.analysis.diagnosers import is_check
 from trajdebug.analysis.diagnosers._context import Evidence
 from trajdebug.analysis.inference import (
     answer_edges,
+    carried_edges,
     control_edges,
     entry_edges,
     env_edges,
@@ -248,6 +249,9 @@ def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | N
     for sid, deps in answered_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
     for sid, deps in mutation_edges(run).items():
+        edges.setdefault(sid, []).extend(deps)
+    # An accumulator kept between a step's calls hands each call what the earlier ones returned (issue 23, round 43).
+    for sid, deps in carried_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
     consumed = {d.step_id for s in run.steps for d in s.deps} | {d.step_id for ds in edges.values() for d in ds}
     for sid, deps in lineage.unread_edges(consumed).items():

@@ -10,10 +10,13 @@ outputs inside later inputs and adds ``inferred`` edges with a confidence
 from __future__ import annotations
 
 from trajdebug.analysis.inference._control import (
+    CARRIED_KEY,
     CHANGED_KEY,
     CHOSE_KEY,
     RETRIED_KEY,
     WROTE_KEY,
+    carried_edges,
+    carried_keys,
     control_edges,
     env_edges,
     mutation_edges,
@@ -32,6 +35,7 @@ from trajdebug.analysis.inference._named import NAMED_KEY, named_edges
 
 
 __all__ = [
+    "CARRIED_KEY",
     "CHANGED_KEY",
     "CHOSE_KEY",
     "RETRIED_KEY",
@@ -40,6 +44,8 @@ __all__ = [
     "ContentIndex",
     "Match",
     "answer_edges",
+    "carried_edges",
+    "carried_keys",
     "control_edges",
     "entry_edges",
     "env_edges",
