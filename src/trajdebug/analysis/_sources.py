@@ -29,8 +29,8 @@ from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure, cut_short
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sign_rule import scaled_by_rule, signed_by_rule
-from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.inference import carried_keys
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
     Lineage,

@@ -24,8 +24,10 @@ from trajdebug.analysis.inference._control import (
     world_readers,
 )
 from trajdebug.analysis.inference._edges import (
+    ITEM_KEY,
     answer_edges,
     entry_edges,
+    item_edges,
     structural_edges,
     thin_inferred,
     with_context,
@@ -38,6 +40,7 @@ __all__ = [
     "CARRIED_KEY",
     "CHANGED_KEY",
     "CHOSE_KEY",
+    "ITEM_KEY",
     "RETRIED_KEY",
     "NAMED_KEY",
     "WROTE_KEY",
@@ -50,6 +53,7 @@ __all__ = [
     "entry_edges",
     "env_edges",
     "infer_dependencies",
+    "item_edges",
     "mutation_edges",
     "named_edges",
     "previous_turns",
