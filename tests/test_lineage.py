@@ -1231,3 +1231,15 @@ class TestCounts:
         assert count_edges(self._run(2, "job refused"), {"b": "job refused"}) == {}
         two = self._run(2, "note declares 3 shoes, job carries 2", spare=True)
         assert count_edges(two, {"b": "note declares 3 shoes, job carries 2"}) == {}
+
+
+def test_a_value_quoted_in_a_json_error_body_is_named_by_the_failure() -> None:
+    """A booking service refused with a JSON body whose detail sentence quotes the hall ('Aurora Hall'): the
+    failure names the hall, as when the sentence is the whole message; a sentence's plain words name nothing new."""
+    from trajdebug.analysis.lineage import message_atoms
+
+    body = "HTTP 400: " + json.dumps({"error": "unknown_hall", "detail": "hall 'Aurora Hall' is not bookable on Sundays"})
+    keys = {a.key for a in message_atoms(body)}
+    assert "s:aurora hall" in keys
+    assert keys >= {a.key for a in atoms(body)}
+    assert not any(a.key == "s:aurora hall" for a in atoms(body))
