@@ -362,8 +362,10 @@ def _leaf(v: Any) -> str | None:
 
 
 def _item_tokens(item: Any) -> frozenset[str] | None:
-    """The scalars of one list item (a tuple ``[1, "port"]`` or a flat record), two or more, or None."""
-    vals = list(item.values()) if is_mapping(item) else item if isinstance(item, list) else None
+    """The scalars of one list item, a tuple (``[1, "port"]``), two or more, or None.  A record item is left to
+    the structural and entry edges, which read its fields by name (a call handed a record of a plan is linked
+    where its fields say it is)."""
+    vals = item if isinstance(item, list) else None
     if vals is None or len(vals) > 12:
         return None
     toks = [_leaf(v) for v in vals]
@@ -388,7 +390,7 @@ def _given_tokens(value: Any, depth: int = 0) -> set[str]:
 
 
 def _item_lists(out: Any) -> list[tuple[str, list[frozenset[str]]]]:
-    """(field, the items' scalars) of each list of small items an output is or holds at its top level."""
+    """(field, the items' scalars) of each list of small tuples an output is or holds at its top level."""
     found = [("", out)] if isinstance(out, list) else [(str(k), v) for k, v in out.items()] if is_mapping(out) else []
     lists = []
     for field, v in found:
@@ -400,7 +402,7 @@ def _item_lists(out: Any) -> list[tuple[str, list[frozenset[str]]]]:
 
 
 def item_edges(run: Run, *, confidence: float = 0.7) -> Run:
-    """Edges from a step whose output is a list of small items (``[[1, "port"], [2, "port"], ...]``) to the calls
+    """Edges from a step whose output is a list of small tuples (``[[1, "port"], [2, "port"], ...]``) to the calls
     of one later step that took those items, every one in turn, as their arguments: a loop over the list.  An
     item of small numbers and short words carries no text content inference can trace, but a whole list walked
     call by call in its order is no chance (the plan a loop ran, and each call one of its items)."""
