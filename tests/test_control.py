@@ -244,3 +244,48 @@ def _fields(s: Step) -> dict[str, object]:
     from dataclasses import fields
 
     return {f.name: getattr(s, f.name) for f in fields(s)}
+
+
+def _register_run() -> Run:
+    """A kiln log kept between calls: each firing's record is written by the same code step, which returns the
+    whole log, the earlier firings' entries carried over.  The first call wrote the wrong glaze for its batch; the
+    release check refuses the batch by that glaze."""
+    return _run(
+        _s("req", "read_batches", "input", 0, {"day": "mon"},
+           [{"batch": "KB-7", "glaze": "celadon"}, {"batch": "KB-9", "glaze": "shino"}]),
+        _s("w1", "log_firing", "other", 2, {"batch": "KB-7", "glaze": "celadon"}, {"KB-7": {"glaze": "tenmoku"}}, "req"),
+        _s("w2", "log_firing", "other", 4, {"batch": "KB-9", "glaze": "shino"},
+           {"KB-7": {"glaze": "tenmoku"}, "KB-9": {"glaze": "shino"}}, "req"),
+        _s("ship", "release_ware", "tool", 6, {"log": {"KB-7": {"glaze": "tenmoku"}, "KB-9": {"glaze": "shino"}}}, None,
+           "w2", status="error", error=ErrorInfo("ValueError", "batch KB-7 glazed tenmoku, the order asks for celadon")),
+    )
+
+
+class TestCarried:
+    def test_a_later_call_that_returns_an_earlier_calls_entries_again_depends_on_that_call(self) -> None:
+        """The log's second call carried the first call's entry: it depends on the first call, which is on the
+        failure's path though no value the check was handed names it."""
+        from trajdebug.analysis.inference import carried_edges
+
+        edges = carried_edges(_register_run())
+        assert [(d.step_id, d.key) for d in edges["w2"]] == [("w1", "carried:KB-7")]
+        assert "w1" in _slice(_register_run())
+
+    def test_an_entry_the_step_was_given_is_not_carried(self) -> None:
+        """A call handed the earlier entry in its input was given it: no accumulator carried it."""
+        from trajdebug.analysis.inference import carried_keys
+
+        run = _register_run()
+        w1, w2 = run.steps[1], run.steps[2]
+        given = Step(**{**_fields(w2), "input": {"batch": "KB-9", "log": {"KB-7": {"glaze": "tenmoku"}}}})
+        assert carried_keys(w2, [w1]) == {"KB-7": w1}
+        assert carried_keys(given, [w1]) == {}
+
+    def test_a_carried_entry_is_no_conflict_with_what_the_later_call_was_given(self) -> None:
+        """Only the first call, which wrote tenmoku when given celadon, contradicts what it was given; the second
+        call's copy of that entry answers the first call's input, not its own."""
+        from trajdebug.analysis import analyze
+
+        a = analyze(_register_run(), top=50)
+        conflicts = {c.step_id for c in a.localization.ranked_all if "lineage:conflict" in c.signals}
+        assert conflicts == {"w1"}

@@ -194,3 +194,29 @@ def test_a_line_whose_label_the_failure_names_and_no_field_took_is_lost_whatever
     [e] = found("card for 'Old Tom' does not follow the rubric (missing rind)")
     assert "rind: 2,3,3" in e.reason and e.suspicion >= 0.6
     assert not found("card for 'Old Tom' was filed after the judging closed")
+
+def test_a_parser_that_kept_some_numbers_of_a_series_its_text_lists_cut_it() -> None:
+    """A parser read '4 bales: 21.5 kg, 19.0 kg, 23.5 kg, 20.0 kg' into three weights: it left the last bale out;
+    a parser that kept all four, or a list of another quantity, cut nothing."""
+    from trajdebug.analysis.diagnosers._parsed_lines import series_cut
+
+    text = "4 bales: 21.5 kg, 19.0 kg, 23.5 kg, 20.0 kg"
+    cut = Step("p", "parse_bales", "parse", input={"text": text}, output={"bales": 4, "kg": [21.5, 19.0, 23.5]})
+    [e] = series_cut(cut, text, cut.output)
+    assert e.diagnoser == "parse-dropped" and "left out 20.0" in e.reason
+    assert list(series_cut(cut, text, {"bales": 4, "kg": [21.5, 19.0, 23.5, 20.0]})) == []
+    assert list(series_cut(cut, text, {"bales": 4, "lots": [7, 9]})) == []
+
+
+def test_a_parser_that_kept_the_name_of_each_numbered_line_dropped_nothing() -> None:
+    """A parser of roster lines '0;Ines Varga' that kept each name and left the row number read every line (no
+    parse-dropped finding); a line none of whose parts shows in its output was dropped."""
+    from trajdebug.analysis.diagnosers._dataflow import _split_read
+
+    rows = {"rows": [{"line": "0;Ines Varga"}, {"line": "1;Tomas Ekberg"}, {"line": "2;Maren Holt"}]}
+    parser = Step("p", "parse_roster", "parse", input=rows, output=["Ines Varga", "Tomas Ekberg", "Maren Holt"])
+    assert [e for e in _parser_verdict(parser) if not e.sound] == []
+    out_text = '["ines varga", "tomas ek"]'
+    assert _split_read("1 | Tomas Ek", out_text)
+    assert not _split_read("2;Maren Holt", out_text)
+    assert not _split_read("Ines Varga", out_text)

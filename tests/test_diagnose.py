@@ -1183,6 +1183,25 @@ class TestDataSteps:
         assert "AX-0121" in e.reason and "AX-0112" in e.reason and not e.sound
         assert keyed("AX-0112") == [] and keyed("latest") == []
 
+    def test_a_record_written_under_another_items_key_is_suspect(self) -> None:
+        """A seed bank's memory keys each tray by its species; the write handed the sorrel tray stored it under
+        the clover key (the clover tray lost): suspect.  Keyed under its own species it is not."""
+
+        def wrote(key: str) -> list[Evidence]:
+            trays = {
+                "yarrow": {"species": "yarrow", "cells": 40},
+                "vetch": {"species": "vetch", "cells": 36},
+                "clover": {"species": "clover", "cells": 32},
+                key: {"species": "sorrel", "cells": 24},
+            }
+            run = _run(Step("w", "remember_tray", "state", input={"tray": {"species": "sorrel", "cells": 24}},
+                            attributes={"state_writes": ["trays"], "state_values": {"trays": trays}}))
+            return [e for e in _from(_verdict(run, "w"), "state-values") if "keyed" in e.reason]
+
+        [e] = wrote("clover")
+        assert "sorrel" in e.reason and "clover" in e.reason
+        assert wrote("sorrel") == []
+
     def test_state_write_rejected_by_a_reader_precondition(self) -> None:
         """A reader's failed pre-condition on shared state makes the writer suspect."""
         run = _run(

@@ -217,3 +217,38 @@ def test_a_one_field_acknowledgement_several_steps_answer_links_nothing() -> Non
         step("c", "check_in", "tool", 5, {"dog": "DG-77", "pen": dict(ack), "vet": {"acknowledged": True}}, None),
     ))
     assert _producers(structural_edges(run), "c") == []
+
+
+def _hedge_run(rows: list[list[Any]], walked: list[list[Any]]) -> Run:
+    """A hedge-laying agent: a code step plans the rows to lay as ``[row, side]`` pairs, a tool lays each pair in
+    turn (``walked``), and the hedge check refuses a short hedge."""
+    steps: list[Step] = [
+        step("ask", "read_job", "input", 0, {"text": "lay 4 rows"}, {"rows": 4}),
+        step("plan", "plan_rows", "other", 2, {"rows": 4}, rows),
+    ]
+    t = 4
+    for i, (row, side) in enumerate(walked):
+        steps.append(step(f"lay{i}", "lay_row", "tool", t, {"row": row, "side": side, "stakes": 12}, {"laid": True}))
+        t += 2
+    steps.append(step("chk", "check_hedge", "tool", t, {"laid": len(walked)}, None, status="error",
+                      error=ErrorInfo("ValueError", "hedge short: 4 rows a side asked")))
+    return Run("r", "t", outcome="failure", steps=tuple(steps))
+
+
+def test_the_calls_of_a_loop_over_a_list_of_small_items_depend_on_the_list() -> None:
+    """Each row-laying call took one ``[row, side]`` pair of the plan, every pair in turn: each depends on the
+    plan (an item of a small number and a short word carries no text content inference traces)."""
+    from trajdebug.analysis.inference import item_edges
+
+    rows = [[1, "east"], [2, "east"], [3, "east"], [1, "west"], [2, "west"], [3, "west"]]
+    run = item_edges(_hedge_run(rows, rows))
+    assert all(("plan", "item:") in {(d.step_id, d.key) for d in run.step(f"lay{i}").deps} for i in range(6))
+
+
+def test_calls_that_take_only_some_of_a_lists_items_do_not_depend_on_it() -> None:
+    """A loop that laid three of the six pairs walked some other plan: no call depends on this one."""
+    from trajdebug.analysis.inference import item_edges
+
+    rows = [[1, "east"], [2, "east"], [3, "east"], [1, "west"], [2, "west"], [3, "west"]]
+    run = item_edges(_hedge_run(rows, rows[:3]))
+    assert not any(d.step_id == "plan" for s in run.steps for d in s.deps)

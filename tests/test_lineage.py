@@ -1192,3 +1192,54 @@ def test_json_text_too_deeply_nested_to_parse_is_read_as_text() -> None:
     assert _asking_text({"messages": messages}) == "patient p-17"
     assert _parsed(deep) == deep
     assert _parsed({"prompt": deep}) == {"prompt": deep}
+
+
+class TestCounts:
+    @staticmethod
+    def _run(count: int, message: str, *, spare: bool = False) -> Run:
+        """A farrier's agent: a parser reads the shoe sizes of a note (it kept two of the three), a model picks a
+        forge, and the booking tool is handed the count of sizes, which its refusal names."""
+        from trajdebug.core.model import ErrorInfo
+
+        return _run(
+            _s("note", "read_note", "input", 0, {"text": "3 shoes: 4.5, 5.0, 5.5"}, {"text": "3 shoes: 4.5, 5.0, 5.5"}),
+            _s("p", "parse_sizes", "parse", 2, {"text": "3 shoes: 4.5, 5.0, 5.5"}, {"declared": 3, "sizes": [4.5, 5.0]},
+               "note"),
+            _s("f", "list_forges", "tool", 4, {"yard": "Tollgate"},
+               [{"forge": "F-1"}, {"forge": "F-2"}, {"forge": "F-3"}, *([{"forge": "F-4"}] if spare else [])]),
+            *([_s("x", "list_anvils", "tool", 5, {"yard": "Tollgate"}, ["A-1", "A-2"])] if spare else []),
+            _s("b", "book_shoeing", "tool", 6, {"job": {"declared": 3, "shoes": count, "forge": "F-2"}}, None, "f",
+               status="error", error=ErrorInfo("RuntimeError", message)),
+        )
+
+    def test_a_failing_steps_count_its_failure_names_links_the_list_it_counts(self) -> None:
+        """The booking was handed 2, the length of the parser's size list, and its refusal names 2: it depends on
+        the parser, which is on the failure's path though no value of its output reached the booking."""
+        from trajdebug.analysis.lineage import count_edges
+
+        run = self._run(2, "note declares 3 shoes, job carries 2")
+        assert [(d.step_id, d.key) for d in count_edges(run, {"b": "note declares 3 shoes, job carries 2"})["b"]] == [
+            ("p", "count:2")
+        ]
+        assert "p" in TestReadsTheRecordingMissed._slice(run)
+
+    def test_a_count_the_failure_does_not_name_or_two_lists_share_links_nothing(self) -> None:
+        """A count the refusal does not write links nothing; nor does one two lists of the run hold (which one
+        was counted is not known)."""
+        from trajdebug.analysis.lineage import count_edges
+
+        assert count_edges(self._run(2, "job refused"), {"b": "job refused"}) == {}
+        two = self._run(2, "note declares 3 shoes, job carries 2", spare=True)
+        assert count_edges(two, {"b": "note declares 3 shoes, job carries 2"}) == {}
+
+
+def test_a_value_quoted_in_a_json_error_body_is_named_by_the_failure() -> None:
+    """A booking service refused with a JSON body whose detail sentence quotes the hall ('Aurora Hall'): the
+    failure names the hall, as when the sentence is the whole message; a sentence's plain words name nothing new."""
+    from trajdebug.analysis.lineage import message_atoms
+
+    body = "HTTP 400: " + json.dumps({"error": "unknown_hall", "detail": "hall 'Aurora Hall' is not bookable on Sundays"})
+    keys = {a.key for a in message_atoms(body)}
+    assert "s:aurora hall" in keys
+    assert keys >= {a.key for a in atoms(body)}
+    assert not any(a.key == "s:aurora hall" for a in atoms(body))

@@ -20,9 +20,11 @@ from trajdebug.analysis.diagnosers import is_check
 from trajdebug.analysis.diagnosers._context import Evidence
 from trajdebug.analysis.inference import (
     answer_edges,
+    carried_edges,
     control_edges,
     entry_edges,
     env_edges,
+    item_edges,
     mutation_edges,
     named_edges,
     retry_edges,
@@ -31,7 +33,7 @@ from trajdebug.analysis.inference import (
     with_context,
     world_readers,
 )
-from trajdebug.analysis.lineage import Lineage, answered_edges, picked_edges, total_edges
+from trajdebug.analysis.lineage import Lineage, answered_edges, count_edges, picked_edges, total_edges
 from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import VALUE_DEP_KINDS, Run
@@ -55,7 +57,8 @@ def infer_edges(state: AnalysisState) -> AnalysisState:
     annotated = answer_edges(structural_edges(infer_dependencies(run, previous=state.previous)))
     # Entry edges after the thinning: each step given a growing map holds all its entries, but none
     # passes the map on in its output, so a path through them is no relay of an entry.
-    thinned = entry_edges(thin_inferred(annotated))
+    # Item edges too: a loop's calls each took one item of the list, and none of them hands the list on.
+    thinned = item_edges(entry_edges(thin_inferred(annotated)))
     return replace(state, annotated=thinned, inferred=thinned is not run)
 
 
@@ -243,11 +246,17 @@ def with_value_edges(run: Run, lineage: Lineage, failures: Mapping[str, str] | N
         edges.setdefault(sid, []).extend(deps)
     for sid, deps in total_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
+    # A failing step handed a list's length: the list's producer is where the count came from (round 43).
+    for sid, deps in count_edges(run, failures or {}).items():
+        edges.setdefault(sid, []).extend(deps)
     for sid, deps in picked_edges(lineage).items():
         edges.setdefault(sid, []).extend(deps)
     for sid, deps in answered_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
     for sid, deps in mutation_edges(run).items():
+        edges.setdefault(sid, []).extend(deps)
+    # An accumulator kept between a step's calls hands each call what the earlier ones returned (issue 23, round 43).
+    for sid, deps in carried_edges(run).items():
         edges.setdefault(sid, []).extend(deps)
     consumed = {d.step_id for s in run.steps for d in s.deps} | {d.step_id for ds in edges.values() for d in ds}
     for sid, deps in lineage.unread_edges(consumed).items():

@@ -63,7 +63,7 @@ from trajdebug.analysis._spoken import (
 from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
 from trajdebug.analysis.lexicon import Lexicon
-from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, message_atoms
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms
@@ -179,7 +179,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     codes = status_codes(message, sl.lexicon)  # a service's error status names no value of the run
     named = [
         a
-        for a in atoms(message)
+        for a in message_atoms(message)
         if not (a.kind == "text" and len(a.raw) <= 2) and not (a.kind == "number" and a.unit is None and a.raw in codes)
     ]
     named = _outside_names(sl.lin.view(f.step_id).inputs, message, named)

@@ -20,9 +20,8 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sources import _field_words, _terms
 from trajdebug.analysis._sql import sql_of
 from trajdebug.analysis.lexicon import Lexicon
-from trajdebug.analysis.lineage import Lineage
+from trajdebug.analysis.lineage import Lineage, message_atoms
 from trajdebug.core.model import Run, Step
-from trajdebug.core.values import atoms
 
 
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -261,7 +260,7 @@ def about_the_failure(lin: Lineage, failures: Iterable[Failure], lexicon: Lexico
     (``'leather'`` where the step was given ``'full leather'``), or speaks of a field the step was given and
     answered with another value ("the material does not match the commission")."""
     messages = [f.message for f in failures]
-    named = {a.key for m in messages for a in atoms(m) if a.kind != "text" or len(a.raw) > 2}
+    named = {a.key for m in messages for a in message_atoms(m) if a.kind != "text" or len(a.raw) > 2}
     folded = [m.casefold() for m in messages]
     said = set().union(*(_terms(m, lexicon) for m in messages))
 

@@ -22,6 +22,7 @@ from trajdebug.analysis.diagnosers._parsed_lines import (
     failure_names,
     left_out_field,
     reads_answer,
+    series_cut,
     text_dropped,
 )
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
@@ -142,6 +143,9 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             step.step_id, 0.55, f"dropped {len(lin) - len(lout)} of {len(lin)} items", "parse-dropped"
         )
         return
+    if isinstance(src, str) and isinstance(out, (Mapping, list)):
+        # A text read into a record: a series of numbers it lists, of which the record kept some.
+        yield from series_cut(step, src, out)
     if isinstance(src, (Mapping, list)) and isinstance(out, (Mapping, list)):
         # (A parse step returning one scalar extracts a field: it keeps what it was asked for.)
         # A step that picked some records of a list it was given (one sample's rows) is judged
@@ -160,7 +164,14 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         # A sentence its numbers were read out of ("6cm strips: 36 per quilt") was parsed, unless a value of
         # it the failure names is not among the parsed values (a request whose named quantity was lost).
         kept = {a.key for a in atoms(out)}
-        read = [v for v in lost if isinstance(v, str) and not any(a.key in named and a.key not in kept for a in atoms(v)) and content.read_out(v, out)]
+        read = [
+            v for v in lost
+            if isinstance(v, str)
+            and (
+                _split_read(v, ctx.text(step.step_id))
+                or (not any(a.key in named and a.key not in kept for a in atoms(v)) and content.read_out(v, out))
+            )
+        ]
         values, lost = [v for v in values if v not in read], [v for v in lost if v not in read]
         if lost:
             # Selecting some values is what many parse steps are for: losing values says little unless the failure names one.
@@ -176,6 +187,18 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
             )
         elif values:
             yield Evidence(step.step_id, 0.0, "kept every value of its input", "parse-dropped", sound=True)
+
+
+_FIELD_SEPARATOR = re.compile(r"\s*[;|\t]\s*")
+"""What separates the fields of a delimited record written on one line (``7;Ada Brook``), commas left out (a
+comma also lists the items of one value)."""
+
+
+def _split_read(value: str, out_text: str) -> bool:
+    """Whether a delimited record (``7;Ada Brook``) was read into fields: a part of it, no bare number, shows in
+    the (lower-case) output.  A parser that keeps a line's name and leaves its row number kept the line."""
+    parts = [p for p in _FIELD_SEPARATOR.split(value.strip().lower()) if p]
+    return len(parts) >= 2 and any(len(p) >= 3 and not _NUMERAL.fullmatch(p) and p in out_text for p in parts)
 
 
 def _consulted_left_out(src: Any, step: Step, ctx: DiagnoseContext) -> Any:

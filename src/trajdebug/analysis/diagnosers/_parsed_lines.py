@@ -283,4 +283,39 @@ def _kept_leniently(value: str, out: Any, lexicon: Lexicon) -> bool:
     return numbers <= have
 
 
-__all__ = ["failure_names", "left_out_field", "reads_answer", "text_dropped"]
+_SERIES = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s?([A-Za-z]{1,4})(?!\w)")
+"""A number and the short unit written after it (``2.5 kg``, ``40cm``): an item of a series the text lists."""
+
+
+def _number_lists(out: Any) -> list[list[float]]:
+    """The lists of numbers an output is or holds at its top level."""
+    found = [out] if isinstance(out, list) else list(out.values()) if isinstance(out, Mapping) else []
+    return [
+        [float(x) for x in v]
+        for v in found
+        if isinstance(v, list) and v and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+    ]
+
+
+def series_cut(step: Step, text: str, out: Any) -> Iterable[Evidence]:
+    """A parser of a text that lists numbers in one unit (``2.5 kg, 1.2 kg, 4.0 kg``) whose output holds a list
+    of some of them and not the rest: it cut the series short (the last item of a comma list lost, a page of
+    a list read).  A list holding a number the series does not is another quantity, no cut."""
+    series: dict[str, dict[float, str]] = {}
+    for m in _SERIES.finditer(text):
+        series.setdefault(m.group(2).lower(), {}).setdefault(float(m.group(1)), m.group(1))
+    lists = _number_lists(out)
+    for unit, given in series.items():
+        for kept in lists if len(given) >= 2 else ():
+            if len(kept) < len(given) and all(x in given for x in kept):
+                shown = ", ".join(raw for x, raw in list(given.items()) if x not in kept)
+                yield Evidence(
+                    step.step_id,
+                    0.55,
+                    f"kept {len(kept)} of the {len(given)} numbers its text lists in {unit} (left out {shown})",
+                    "parse-dropped",
+                )
+                return
+
+
+__all__ = ["failure_names", "left_out_field", "reads_answer", "series_cut", "text_dropped"]

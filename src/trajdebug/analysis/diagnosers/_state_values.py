@@ -175,12 +175,42 @@ def _earlier_text(step: Step, ctx: DiagnoseContext) -> str:
     return "\n".join([*earlier, ctx.upstream_text(step, own_input=False)])
 
 
+_MIN_KEYED = 3
+"""Entries a map needs before the field its keys repeat says how it is keyed: of two, one disagreeing is chance."""
+
+
+def miskeyed(step: Step, written: Mapping[str, Any], given: str) -> Iterable[Evidence]:
+    """A map the step wrote whose entries are records keyed by one of their fields (``findings["bag"]`` holds
+    ``component="bag"``), but for one entry, whose record names another (``findings["reeds"]`` holds
+    ``component="hemp"``): the record it was given stored under another item's key, overwriting that item's.
+    ``given``: the step's input as lower-case text (the misfiled record must be what the step was handed)."""
+    for name, m in written.items():
+        if not isinstance(m, Mapping) or len(m) < _MIN_KEYED or not all(isinstance(v, Mapping) for v in m.values()):
+            continue
+        fields = set.intersection(*(set(map(str, v)) for v in m.values()))
+        for f in sorted(fields):
+            odd = [(k, v[f]) for k, v in m.items() if str(v[f]).strip().lower() != str(k).strip().lower()]
+            if len(odd) != 1 or not isinstance(odd[0][1], str):
+                continue
+            key, own = odd[0]
+            if len(own.strip()) >= 2 and own.strip().lower() in given and str(key).strip().lower() not in given:
+                yield Evidence(
+                    step.step_id,
+                    0.5,
+                    f"wrote the record of {f}={own!r} under {name}[{str(key)!r}], where every other entry is keyed "
+                    f"by its {f}",
+                    "state-values",
+                )
+                return
+
+
 def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write storing values found in none of its inputs (where a wrong shared value is born)."""
     yield from _stored_under(step)
     written = step.attributes.get("state_values")
     if not isinstance(written, Mapping) or not written or step.status != "ok":
         return
+    yield from miskeyed(step, written, ctx.input_text(step).lower() if step.input is not None else "")
     hay = ctx.input_text(step) if step.input is not None else _earlier_text(step, ctx)
     if step.kind in ("tool", "retrieval"):
         # A tool that stores what it fetched writes the world's answer: its own output is one of its inputs.
@@ -221,4 +251,4 @@ def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         )
 
 
-__all__ = ["state_values"]
+__all__ = ["miskeyed", "state_values"]

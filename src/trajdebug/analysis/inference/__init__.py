@@ -10,10 +10,13 @@ outputs inside later inputs and adds ``inferred`` edges with a confidence
 from __future__ import annotations
 
 from trajdebug.analysis.inference._control import (
+    CARRIED_KEY,
     CHANGED_KEY,
     CHOSE_KEY,
     RETRIED_KEY,
     WROTE_KEY,
+    carried_edges,
+    carried_keys,
     control_edges,
     env_edges,
     mutation_edges,
@@ -21,8 +24,10 @@ from trajdebug.analysis.inference._control import (
     world_readers,
 )
 from trajdebug.analysis.inference._edges import (
+    ITEM_KEY,
     answer_edges,
     entry_edges,
+    item_edges,
     structural_edges,
     thin_inferred,
     with_context,
@@ -32,18 +37,23 @@ from trajdebug.analysis.inference._named import NAMED_KEY, named_edges
 
 
 __all__ = [
+    "CARRIED_KEY",
     "CHANGED_KEY",
     "CHOSE_KEY",
+    "ITEM_KEY",
     "RETRIED_KEY",
     "NAMED_KEY",
     "WROTE_KEY",
     "ContentIndex",
     "Match",
     "answer_edges",
+    "carried_edges",
+    "carried_keys",
     "control_edges",
     "entry_edges",
     "env_edges",
     "infer_dependencies",
+    "item_edges",
     "mutation_edges",
     "named_edges",
     "previous_turns",

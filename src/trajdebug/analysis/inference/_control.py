@@ -22,6 +22,7 @@ by a list of words of one language.
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import replace
@@ -291,6 +292,63 @@ def env_edges(
     return out
 
 
+CARRIED_KEY = "carried:"
+"""The prefix of an edge from an earlier call of a step to a later one that returned an entry of its output again
+(the entry's key follows)."""
+_LOCAL_KINDS = frozenset({"state", "other", "parse", "condition"})
+"""Kinds of step that run in the agent's own code, where an accumulator kept between calls lives (a tool, a model
+or a retriever that answers an earlier answer again looked it up again)."""
+
+
+def _canon(value: Any) -> str | None:
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+
+
+def carried_keys(step: Step, earlier: Sequence[Step]) -> dict[str, Step]:
+    """The top-level keys of a step's mapping output whose entry (a non-empty record or list) an earlier call of
+    the same step (``earlier``, in run order) returned under the same key, and which the step was not given: an
+    accumulator kept between calls (a register updated one item per call, a running tally) carried it from that
+    call, the latest one that returned it.  None unless the output also holds an entry that is new, the update."""
+    if step.kind not in _LOCAL_KINDS or not is_mapping(step.output) or len(step.output) < 2 or not earlier:
+        return {}
+    given = _canon(step.input) or ""
+    found: dict[str, Step] = {}
+    for k, v in step.output.items():
+        if not isinstance(v, (dict, list)) or not v:
+            continue
+        c = _canon(v)
+        if c is None or c in given:
+            continue
+        for e in reversed(earlier):
+            if is_mapping(e.output) and k in e.output and _canon(e.output[k]) == c:
+                found[str(k)] = e
+                break
+    return found if len(found) < len(step.output) else {}
+
+
+def carried_edges(run: Run) -> dict[str, list[Dependency]]:
+    """Inferred edges from an earlier call of a step to a later call whose output carries entries the earlier one
+    returned (`carried_keys`): what the later call returned holds what the earlier one decided, though no input
+    of the later call shows it (the accumulator lives in the code between the calls)."""
+    out: dict[str, list[Dependency]] = {}
+    calls: dict[tuple[str, str], list[Step]] = {}
+    for s in run.steps:
+        same = calls.setdefault((s.name, s.kind), [])
+        by_src: dict[str, list[str]] = {}
+        for k, e in carried_keys(s, same).items():
+            by_src.setdefault(e.step_id, []).append(k)
+        for src, keys in by_src.items():
+            out.setdefault(s.step_id, []).append(
+                Dependency(src, kind="data", origin="inferred", confidence=0.6, key=CARRIED_KEY + sorted(keys)[0])
+            )
+        if s.status == "ok":
+            same.append(s)
+    return out
+
+
 RETRIED_KEY = "retried:"
 """The prefix of an edge a retry took over from the attempt before it (the edge's own key follows)."""
 
@@ -322,4 +380,15 @@ def retry_edges(run: Run, every: Mapping[str, Sequence[Dependency]]) -> dict[str
     return out
 
 
-__all__ = ["CHOSE_KEY", "RETRIED_KEY", "WROTE_KEY", "control_edges", "env_edges", "retry_edges", "world_readers"]
+__all__ = [
+    "CARRIED_KEY",
+    "CHOSE_KEY",
+    "RETRIED_KEY",
+    "WROTE_KEY",
+    "carried_edges",
+    "carried_keys",
+    "control_edges",
+    "env_edges",
+    "retry_edges",
+    "world_readers",
+]

@@ -10,6 +10,8 @@ missing, and what is too much:
 * `entry_edges`: a map entry (``{"B-17": 3}``) a step was given, built from an
   earlier step's record output (``{"id": "B-17", "priority": 3}``) re-keyed.
 * `answer_edges`: a word a model's answer introduced, handed on as a field's value.
+* `item_edges`: a list of small items (``[1, "port"]``) a later step's calls took, each in turn, as their
+  arguments: a loop over the list.
 * `named_edges` (in `_named`): a failure whose message names a value is linked to where
   that value came from (origin tracking from the failure message, as a
   debugger reads an assertion's message to find who set the bad value).
@@ -341,6 +343,99 @@ def entry_edges(run: Run, *, confidence: float = 0.7, limit: int = 64) -> Run:
     return _with_deps(run, added)
 
 
+ITEM_KEY = "item:"
+"""Prefix of the ``key`` of an item edge (`item_edges`); the list's field follows (empty for a list output)."""
+_MIN_LOOP = 3
+"""Items a list must hold, every one answered by a call in turn, before the calls count as a loop over it: two
+small items in order recur by chance."""
+_MAX_LISTS = 64
+"""Lists tried per run, a bound on the work."""
+
+
+def _leaf(v: Any) -> str | None:
+    """A scalar as a comparable token (``1`` and ``1.0`` alike); None for a container or a missing value."""
+    if v is None or isinstance(v, (list, dict)) or is_mapping(v):
+        return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return f"{type(v).__name__ if isinstance(v, (bool, str)) else 'n'}:{v}"
+
+
+def _item_tokens(item: Any) -> frozenset[str] | None:
+    """The scalars of one list item, a tuple (``[1, "port"]``), two or more, or None.  A record item is left to
+    the structural and entry edges, which read its fields by name (a call handed a record of a plan is linked
+    where its fields say it is)."""
+    vals = item if isinstance(item, list) else None
+    if vals is None or len(vals) > 12:
+        return None
+    toks = [_leaf(v) for v in vals]
+    if any(t is None for t in toks) or len(set(toks)) < 2:
+        return None
+    return frozenset(t for t in toks if t is not None)
+
+
+def _given_tokens(value: Any, depth: int = 0) -> set[str]:
+    """The scalars of a step's input, two levels deep."""
+    if depth > 2:
+        return set()
+    if is_mapping(value):
+        value = list(value.values())
+    if isinstance(value, list):
+        out: set[str] = set()
+        for v in value[:64]:
+            out |= _given_tokens(v, depth + 1)
+        return out
+    t = _leaf(value)
+    return {t} if t is not None else set()
+
+
+def _item_lists(out: Any) -> list[tuple[str, list[frozenset[str]]]]:
+    """(field, the items' scalars) of each list of small tuples an output is or holds at its top level."""
+    found = [("", out)] if isinstance(out, list) else [(str(k), v) for k, v in out.items()] if is_mapping(out) else []
+    lists = []
+    for field, v in found:
+        if isinstance(v, list) and _MIN_LOOP <= len(v) <= 200:
+            items = [_item_tokens(x) for x in v]
+            if all(x is not None for x in items) and len(set(items)) == len(items):
+                lists.append((field, [x for x in items if x is not None]))
+    return lists
+
+
+def item_edges(run: Run, *, confidence: float = 0.7) -> Run:
+    """Edges from a step whose output is a list of small tuples (``[[1, "port"], [2, "port"], ...]``) to the calls
+    of one later step that took those items, every one in turn, as their arguments: a loop over the list.  An
+    item of small numbers and short words carries no text content inference can trace, but a whole list walked
+    call by call in its order is no chance (the plan a loop ran, and each call one of its items)."""
+    tried = 0
+    tokens: dict[str, set[str]] = {}
+    added: dict[str, list[Dependency]] = {}
+    for i, src in enumerate(run.steps):
+        if src.kind == "agent" or src.status != "ok" or tried >= _MAX_LISTS:
+            continue
+        for field, items in _item_lists(src.output):
+            tried += 1
+            calls: dict[tuple[str, str], list[Step]] = {}
+            for s in run.steps[i + 1 :]:
+                calls.setdefault((s.name, s.kind), []).append(s)
+            for group in calls.values():
+                if len(group) < len(items):
+                    continue
+                got: list[Step] = []
+                for s in group:
+                    if len(got) == len(items):
+                        break
+                    if s.step_id not in tokens:
+                        tokens[s.step_id] = _given_tokens(s.input)
+                    if items[len(got)] <= tokens[s.step_id]:
+                        got.append(s)
+                if len(got) == len(items):
+                    for s in got:
+                        if all(d.step_id != src.step_id for d in s.deps):
+                            dep = Dependency(src.step_id, kind="data", origin="inferred", confidence=confidence, key=ITEM_KEY + field)
+                            added.setdefault(s.step_id, []).append(dep)
+    return _with_deps(run, added)
+
+
 def _entry_producers(
     st: Step, latest: Mapping[tuple[str, _Scalar], Step], by_id: Mapping[str, Step], confidence: float, limit: int
 ) -> list[Dependency]:
@@ -475,4 +570,4 @@ def with_context(run: Run, previous: Sequence[Run]) -> tuple[Run, dict[str, tupl
     return replace(run, steps=tuple(steps)), origin
 
 
-__all__ = ["structural_edges", "thin_inferred", "with_context"]
+__all__ = ["ITEM_KEY", "item_edges", "structural_edges", "thin_inferred", "with_context"]

@@ -15,7 +15,7 @@ from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELD
 from trajdebug.analysis.lineage._derivation import run_units
 from trajdebug.analysis.lineage._picks import ANSWER_KEY, PICKED_KEY, answered_edges, picked_edges, queue_keys
 from trajdebug.analysis.lineage._records import record_lists
-from trajdebug.analysis.lineage._totals import TOTAL_KEY, one_item_short, total_edges
+from trajdebug.analysis.lineage._totals import COUNT_KEY, TOTAL_KEY, count_edges, one_item_short, total_edges
 from trajdebug.analysis.lineage._trace import (
     MAX_PRODUCERS,
     Derivation,
@@ -30,6 +30,7 @@ from trajdebug.analysis.lineage._views import (
     ENVELOPE_KEYS,
     StepView,
     build_view,
+    message_atoms,
     semantic,
     state_keys,
     trivial,
@@ -59,6 +60,7 @@ __all__ = [
     "build_view",
     "derivation",
     "failure_atoms",
+    "message_atoms",
     "formulas",
     "one_item_short",
     "operands",
@@ -69,5 +71,7 @@ __all__ = [
     "semantic",
     "slips",
     "total_edges",
+    "count_edges",
+    "COUNT_KEY",
     "trivial",
 ]

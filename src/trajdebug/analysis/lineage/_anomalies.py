@@ -114,11 +114,14 @@ def anomalies(
     signed: Collection[str] = (),
     rewritten: Collection[str] = (),
     units: Collection[str] = (),
+    carried: Collection[str] = (),
 ) -> Iterator[Evidence]:
     """The local signals of one step (see the module docstring); ``signed``: output fields whose sign or
     power of ten the step sets by a rule its other calls show (`trajdebug.analysis._sign_rule`), no altered value; ``rewritten``:
     top-level input keys holding a shared state earlier steps wrote (`state_keys`), whose values fix nothing;
-    ``units``: the units the run writes next to numbers (`relabelled` reads field names by them)."""
+    ``units``: the units the run writes next to numbers (`relabelled` reads field names by them); ``carried``:
+    top-level output keys whose entries an earlier call of the step returned (`carried_keys`), no answer to
+    what this call was given."""
     if step.kind in CONTAINER_KINDS or has_children or step.kind in ("input", "output"):
         return
     if step.status != "ok" or not view.outputs:
@@ -132,7 +135,7 @@ def anomalies(
             given = {k: v for k, v in step.input.items() if k not in rewritten}
             kept = {(a.field, a.key) for a in atoms(given)}
             inputs = [a for a in view.inputs if (a.field, a.key) in kept]
-        yield from _conflicts(step, view, inputs)
+        yield from _conflicts(step, view, inputs, _fresh(step, carried))
         yield from crossed(step)
         yield from _altered(step, view, signed)
         yield from relabelled(view, units)
@@ -146,7 +149,23 @@ def anomalies(
     yield from mixed(step, GENERIC_FIELDS)
 
 
-def _conflicts(step: Step, view: StepView, inputs: Collection[Atom] | None = None) -> Iterator[Evidence]:
+def _fresh(step: Step, carried: Collection[str]) -> frozenset[tuple[str | None, str]] | None:
+    """The (field, key) of the atoms of a step's output outside the entries it carried from an earlier call
+    (``carried``), None when it carried none."""
+    if not carried or not is_mapping(step.output):
+        return None
+    return frozenset((a.field, a.key) for a in atoms({k: v for k, v in step.output.items() if str(k) not in carried}))
+
+
+def _conflicts(
+    step: Step,
+    view: StepView,
+    inputs: Collection[Atom] | None = None,
+    fresh: Collection[tuple[str | None, str]] | None = None,
+) -> Iterator[Evidence]:
+    """Output values that contradict the one value the step was given under the same field.  ``fresh``: the
+    output atoms this call wrote (`_fresh`); an entry an accumulator carried from the step's earlier call answers
+    that call's input, not this one's (a register holding every item's date, updated one item per call)."""
     given: dict[str, set[str]] = {}
     raw_in: dict[str, str] = {}
     for a in view.inputs if inputs is None else inputs:
@@ -158,7 +177,7 @@ def _conflicts(step: Step, view: StepView, inputs: Collection[Atom] | None = Non
     heads = queue_heads(step)
     got: dict[str, list[Atom]] = {}
     for a in view.outputs:
-        if a.field in given and a.kind != "number":
+        if a.field in given and a.kind != "number" and (fresh is None or (a.field, a.key) in fresh):
             got.setdefault(a.field, []).append(a)
     for f, outs in got.items():
         keys = given[f]

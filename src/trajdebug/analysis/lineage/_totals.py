@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -187,7 +188,85 @@ def total_edges(run: Run, *, confidence: float = 0.6, minimum: float = 10.0) -> 
     return out
 
 
-__all__ = ["TOTAL_KEY", "total_edges"]
+COUNT_KEY = "count:"
+"""Prefix of the ``key`` of a count edge (`count_edges`); the number counted follows."""
+_NAMED_COUNT = re.compile(r"(?<![\w.:/-])(\d{1,4})(?![\w:/-]|\.\d)")
+"""A whole number as a failure's message writes it, no part of a date, a time, a code or a decimal."""
+_SPECIFIC_COUNT = 10
+"""A count this large is rare among a run's list lengths: two lists that long may both be linked."""
+
+
+def _lengths(out: Any) -> list[int]:
+    """The lengths of the non-empty lists an output is or holds at its top level."""
+    found = [out] if isinstance(out, list) else list(out.values()) if isinstance(out, Mapping) else []
+    return [len(v) for v in found if isinstance(v, list) and v]
+
+
+def _whole_numbers(value: Any, depth: int = 0) -> set[int]:
+    """The whole numbers of a step's input, three levels deep."""
+    if isinstance(value, bool) or depth > 3:
+        return set()
+    if isinstance(value, int):
+        return {value}
+    items = list(value.values()) if isinstance(value, Mapping) else value[:64] if isinstance(value, list) else []
+    return {n for v in items for n in _whole_numbers(v, depth + 1)}
+
+
+def _counted(n: int, earlier: Sequence[Step]) -> list[list[Step]]:
+    """The ways ``n`` counts earlier lists: a step's list of ``n`` items, or the lists of all the calls of one step
+    (two or more, one list each) that hold ``n`` items together (a loop's pages)."""
+    ways: list[list[Step]] = [[t] for t in earlier if n in _lengths(t.output)]
+    calls: dict[str, list[Step]] = {}
+    for t in earlier:
+        calls.setdefault(t.name, []).append(t)
+    for group in calls.values():
+        lens = [_lengths(t.output) for t in group]
+        if len(group) >= 2 and all(len(x) == 1 for x in lens) and sum(x[0] for x in lens) == n:
+            ways.append(group)
+    return ways
+
+
+def count_edges(run: Run, failures: Mapping[str, str], *, confidence: float = 0.6) -> dict[str, list[Dependency]]:
+    """Inferred data edges to a failing step from the step whose list its argument counts.
+
+    A failing step given a whole number (two or more) its failure's message names (``job carries 2``) that no
+    recorded value holds was handed the length of a list: the code between the steps counted it
+    (``len(weights)``), so no value edge finds where it came from.  The earlier step whose output is or holds a
+    list of that many items (or the calls of one step whose lists hold that many together: a loop's pages) is
+    its source, when that is the only one (for a count of `_SPECIFIC_COUNT` or more, one of two); a step that
+    kept too few items is then on the failure's path.  ``failures``: the failures' messages by step id.
+    """
+    out: dict[str, list[Dependency]] = {}
+    pos = {s.step_id: i for i, s in enumerate(run.steps)}
+    for sid, message in failures.items():
+        if sid not in pos or not message:
+            continue
+        s = run.steps[pos[sid]]
+        named = {int(m) for m in _NAMED_COUNT.findall(message)}
+        asked = sorted(n for n in _whole_numbers(s.input) if n >= 2 and n in named)
+        if not asked:
+            continue
+        outer = set()
+        cur = s.parent_id
+        while cur is not None and cur in pos and cur not in outer:
+            outer.add(cur)
+            cur = run.steps[pos[cur]].parent_id
+        earlier = [
+            t for t in run.steps[: pos[sid]] if t.kind not in CONTAINER_KINDS and t.step_id not in outer and t.status == "ok"
+        ]
+        have = {d.step_id for d in s.deps}
+        deps: dict[str, Dependency] = {}
+        for n in asked:
+            ways = _counted(n, earlier)
+            if 0 < len(ways) <= (2 if n >= _SPECIFIC_COUNT else 1):
+                for t in (t for way in ways for t in way if t.step_id not in have):
+                    deps.setdefault(t.step_id, Dependency(t.step_id, "data", "inferred", confidence, f"{COUNT_KEY}{n}"))
+        if deps:
+            out[sid] = list(deps.values())
+    return out
+
+
+__all__ = ["COUNT_KEY", "TOTAL_KEY", "count_edges", "total_edges"]
 
 
 def one_item_short(given: Any, computed: Sequence[Atom], expected: float) -> tuple[Atom, float] | None:

@@ -358,12 +358,20 @@ def _word_char(c: str) -> bool:
     return bool(c) and (c.isalnum() or c == "_" or c == "-")
 
 
+def message_atoms(message: str) -> list[Atom]:
+    """The values a failure's message names.  A message that embeds a JSON body (an HTTP error's
+    ``{"detail": "room 'Aurora Hall' is not bookable"}``) is read as JSON, each string whole: the values its
+    sentences quote or name are read from each sentence too, as from a message written out."""
+    found = atoms(message)
+    return found + [b for a in found if a.kind == "text" and " " in a.raw.strip() for b in atoms(a.raw) if b.key != a.key]
+
+
 def failure_atoms(step: Step, message: str | None) -> list[tuple[Atom, bool]]:
     """The values a failure involves: those its message names (``True``), then the failing step's inputs."""
     out: list[tuple[Atom, bool]] = []
     seen: set[str] = set()
     if message:
-        for a in atoms(message):
+        for a in message_atoms(message):
             if a.key not in seen and not (a.kind == "text" and len(a.raw) <= 2):
                 seen.add(a.key)
                 out.append((a, True))
@@ -376,6 +384,7 @@ __all__ = [
     "StepView",
     "build_view",
     "failure_atoms",
+    "message_atoms",
     "named_reads",
     "semantic",
     "state_keys",
