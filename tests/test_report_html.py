@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -307,7 +308,8 @@ def test_a_candidates_confidence_reads_as_a_percentage(page: Any, tmp_path: Path
     path = write_report(tmp_path / "report.html", analysis)
     _open(page, path)
     card = page.locator(".cause").first
-    assert card.locator(".c-head .c-conf").inner_text() == f"confidence {round(top['confidence'] * 100)}%"
+    # JS Math.round rounds .5 up; Python's round() to even: floor(x + 0.5) is the page's rounding.
+    assert card.locator(".c-head .c-conf").inner_text() == f"confidence {math.floor(top['confidence'] * 100 + 0.5)}%"
     assert "confidence" not in (card.locator(".c-extra").inner_text() if card.locator(".c-extra").count() else "")
     assert not re.search(r"\d\.\d{5,}", card.inner_text())
     assert page.errors == []
