@@ -24,7 +24,7 @@ from trajdebug.analysis._detect import (
     registered_detectors,
     superseded,
 )
-from trajdebug.analysis._sql import schema_from_db
+from trajdebug.analysis._sql import looks_like_sql, schema_from_db, sql_of
 from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step
 from trajdebug.record.contracts import ContractError, check, contract
 from trajdebug.testing import capture_runs, deterministic
@@ -143,6 +143,57 @@ class TestContentDetectors:
         clause follows (INTO, AS (, SET, FROM), so a broken one is still reported."""
         run = _run(Step("q", "run_sql", "tool", input={"sql": stmt}, output=[]))
         assert len(_by(detect(run), "sql")) == 1
+
+    @pytest.mark.parametrize(
+        "stmt",
+        [
+            "UPDATE kilns temp = 1240 WHERE id = 1",
+            "UPDATE kilns",
+            "DELETE kilns WHERE id = 1",
+            "INSERT kilns (id) (1)",
+            "REPLACE kilns (id) (1)",
+            "WITH hot (SELECT id FROM kilns) SELECT * FROM hot",
+        ],
+    )
+    def test_broken_statements_lacking_their_clause_under_an_sql_key_are_sql(self, stmt: str) -> None:
+        """A statement a tool receives under an SQL key is SQL by its verb alone, so one that lacks the clause
+        its verb needs (SET, FROM, INTO, AS) is reported as SQL that does not parse."""
+        run = _run(Step("q", "run_sql", "tool", input={"sql": stmt}, output={"rows": 0}))
+        assert len(_by(detect(run), "sql")) == 1
+
+    @pytest.mark.parametrize(
+        "stmt",
+        [
+            "WITH hot AS MATERIALIZED (SELECT id FROM kilns) SELECT * FROM hot",
+            "WITH hot AS NOT MATERIALIZED (SELECT id FROM kilns) SELECT * FROM hot",
+            "UPDATE OR IGNORE kilns SET temp = 1240",
+            'DELETE FROM "old kilns";',
+            "INSERT INTO kilns DEFAULT VALUES",
+        ],
+    )
+    def test_valid_statements_in_bare_text_are_sql(self, stmt: str) -> None:
+        """A valid statement an LLM writes as bare text reads as SQL by the words after its verb, including
+        ``AS [NOT] MATERIALIZED (`` and quoted names."""
+        assert looks_like_sql(stmt)
+        assert sql_of(stmt) == stmt
+
+    @pytest.mark.parametrize(
+        "prose",
+        [
+            "Update: set the glaze kiln to 1,240 C tonight.",
+            "Insert the spare shelf into kiln 2 and set it to 1,240 C.",
+            "Delete the old firing schedule from the controller; kiln 2 goes to 1,240 C.",
+            "Delete from the log every firing older than a week.",
+            "Insert into kiln 2 the spare shelf.",
+            "With that as a baseline, the glaze fires on Friday.",
+            "Update the kiln timer: set it to 6 hours.",
+        ],
+    )
+    def test_prose_with_set_into_or_from_after_an_sql_verb_is_not_sql(self, prose: str) -> None:
+        """Prose that opens with an SQL verb and says "set", "into", "from" or "as" further on is not SQL:
+        only the words right after the verb make a statement."""
+        run = _run(Step("a", "answer", "output", input={"q": "plan"}, output=prose), outcome="failure")
+        assert _by(detect(run), "sql") == []
 
     def test_valid_sql_and_ddl_pass(self, sales_db: Path) -> None:
         """A valid query, and DDL describing the schema, do not fire."""

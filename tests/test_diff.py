@@ -388,3 +388,21 @@ def test_a_step_that_read_a_different_state_value_is_a_consequence_not_an_origin
     al = align(good, bad)
     assert [(p.name, p.status) for p in al.pairs] == [("read_gauge", "output"), ("plan_release", "input")]
     assert al.first_divergence is not None and al.first_divergence.name == "read_gauge"
+
+
+def test_a_state_writer_with_values_recorded_on_one_side_only_leaves_its_reader_an_origin() -> None:
+    """A writer whose state values only one run recorded (an older recording, a foreign import) says nothing
+    about what its reader read: a reader with the same arguments whose output differs is still "output"
+    (an origin), not "input"."""
+    from trajdebug.core.model import Dependency, Run, Step
+    from trajdebug.replay.cassette import STATE_VALUES_ATTR
+
+    def dam(rid: str, recorded: bool, plan: str) -> Run:
+        attrs = {STATE_VALUES_ATTR: {"level": 7.25}} if recorded else {}
+        return Run(rid, "dam", outcome="success" if plan == "hold" else "failure", steps=(
+            Step("w", "read_gauge", "parse", input={"raw": "7.25"}, output={"ok": True}, attributes=attrs),
+            Step("p", "plan_release", "other", input={}, output=plan, deps=(Dependency("w", kind="state", key="level"),)),
+        ))
+
+    al = align(dam("g", True, "hold"), dam("b", False, "open 2 gates"))
+    assert [(p.name, p.status) for p in al.pairs] == [("read_gauge", "same"), ("plan_release", "output")]

@@ -256,3 +256,111 @@ def test_a_label_travels_with_its_run_through_export_and_import(tmp_path: Path) 
     again = CliRunner().invoke(cli, ["import", str(spans), "-o", str(store), "--json"])
     assert json.loads(again.output)["labels_carried"] == 0
     assert len(sidecar(store).read_text().splitlines()) == 1
+
+
+_KEY = "sk-proj-" + "q7Rt2mWx9LpZ4vNc8YbK3hJd6FgS1aEu"  # shaped like an API key (invented)
+
+
+def _greenhouse(path: Path, run_id: str = "gh-1", step: str = "pick") -> None:
+    """One failed greenhouse run written as is (ids unredacted), its `step` step the wrong pick."""
+    from trajdebug.core.jsonl import write_jsonl
+    from trajdebug.core.model import Dependency, Run, Step
+
+    steps = (
+        Step(f"{step}-0", "read_probe", "tool", input={"bed": 3}, output={"moisture": 41}),
+        Step(step, "pick_reading", "function", input={"moisture": 41}, output={"moisture": 14},
+             deps=(Dependency(f"{step}-0"),)),
+        Step("w", "water_plan", "output", input={"moisture": 14}, output="water bed 3 now", deps=(Dependency(step),)),
+    )
+    write_jsonl([Run(run_id, "greenhouse", steps=steps, outcome="failure")], path, redact=False)
+
+
+def test_a_carried_label_names_the_redacted_ids_and_holds_no_secret(tmp_path: Path) -> None:
+    """Import redacts a secret held in a run or step id; the label it carries names the ids as written, so it
+    holds no secret in clear and `eval` on the destination finds the labelled run."""
+    src, dest = tmp_path / "raw.jsonl", tmp_path / "clean.jsonl"
+    _greenhouse(src, run_id=f"gh-{_KEY}", step=f"pick-{_KEY}")
+    label(src, f"gh-{_KEY}", f"pick-{_KEY}")
+    out = CliRunner().invoke(cli, ["import", str(src), "-o", str(dest), "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["labels_carried"] == 1
+    assert _KEY not in dest.read_text() and _KEY not in sidecar(dest).read_text()
+    [run] = load_runs(dest)
+    [(rid, sid)] = labels(dest).items()
+    assert rid == run.run_id and sid in {s.step_id for s in run.steps}
+    assert [r.step_name for r in evaluate(dest).results] == ["pick_reading"]
+
+
+def test_a_damaged_labels_file_costs_its_lines_not_the_import(tmp_path: Path) -> None:
+    """A labels file with a line that is not UTF-8 is read around it: import writes the runs and the labels
+    of the other lines, and warns once, naming the file and line; export too."""
+    src, store, spans = tmp_path / "beds.jsonl", tmp_path / "beds.db", tmp_path / "beds.json"
+    _greenhouse(src)
+    label(src, "gh-1", "pick")
+    with sidecar(src).open("ab") as fh:
+        fh.write(b"\xff\xfe not a label\n")
+    out = CliRunner().invoke(cli, ["import", str(src), "-o", str(store)])
+    assert out.exit_code == 0, out.output
+    assert f"{sidecar(src)}:2:" in out.output and out.output.count("warning:") == 1
+    assert [r.run_id for r in load_runs(store)] == ["gh-1"] and labels(store) == {"gh-1": "pick"}
+    out = CliRunner().invoke(cli, ["export", str(src), "-o", str(spans)])
+    assert out.exit_code == 0, out.output
+    assert labels(spans) == {"gh-1": "pick"}
+
+
+def test_a_labels_file_that_cannot_be_read_or_written_never_stops_the_import(tmp_path: Path) -> None:
+    """A source's labels file that is a directory, or a destination's that cannot be written, is warned of;
+    the runs are imported all the same."""
+    src, dest = tmp_path / "beds.jsonl", tmp_path / "out.jsonl"
+    _greenhouse(src)
+    sidecar(src).mkdir()
+    out = CliRunner().invoke(cli, ["import", str(src), "-o", str(dest)])
+    assert out.exit_code == 0, out.output
+    assert "warning:" in out.output and [r.run_id for r in load_runs(dest)] == ["gh-1"]
+    src2 = tmp_path / "beds2.jsonl"
+    _greenhouse(src2)
+    label(src2, "gh-1", "pick")
+    sidecar(dest).unlink(missing_ok=True)
+    sidecar(dest).mkdir()
+    out = CliRunner().invoke(cli, ["import", str(src2), "-o", str(dest)])
+    assert out.exit_code == 0, out.output
+    assert "labels not carried" in out.output and [r.run_id for r in load_runs(dest)] == ["gh-1"]
+
+
+def test_re_running_an_import_keeps_a_newer_label_set_on_the_destination(tmp_path: Path) -> None:
+    """A label corrected on the destination after an import survives the same import run again: the carried
+    label keeps its own (older) time, and the destination's newer label is kept and counted."""
+    src, store = tmp_path / "beds.jsonl", tmp_path / "beds.db"
+    _greenhouse(src)
+    label(src, "gh-1", "pick")
+    assert CliRunner().invoke(cli, ["import", str(src), "-o", str(store)]).exit_code == 0
+    label(store, "gh-1", "read_probe")
+    out = CliRunner().invoke(cli, ["import", str(src), "-o", str(store), "--json"])
+    assert out.exit_code == 0, out.output
+    assert (json.loads(out.output)["labels_carried"], json.loads(out.output)["labels_kept"]) == (0, 1)
+    assert labels(store) == {"gh-1": "pick-0"}
+
+
+def test_a_file_written_anew_takes_a_labels_file_written_anew(tmp_path: Path) -> None:
+    """Import overwrites a JSONL destination, and so its labels file: a label of a run the file held before
+    is gone with that run, not left to fall on a new run that reuses its id."""
+    old, new, dest = tmp_path / "old.jsonl", tmp_path / "new.jsonl", tmp_path / "out.jsonl"
+    _greenhouse(old, run_id="gh-7")
+    label(old, "gh-7", "pick")
+    assert CliRunner().invoke(cli, ["import", str(old), "-o", str(dest)]).exit_code == 0
+    assert labels(dest) == {"gh-7": "pick"}
+    _greenhouse(new, run_id="gh-8")
+    label(new, "gh-8", "w")
+    assert CliRunner().invoke(cli, ["import", str(new), "-o", str(dest)]).exit_code == 0
+    assert labels(dest) == {"gh-8": "w"}
+
+
+def test_the_carried_line_escapes_the_paths_it_names(tmp_path: Path) -> None:
+    """The line saying where labels were carried shows a path's control characters escaped, as the import
+    summary does, never raw to the terminal."""
+    src, dest = tmp_path / "beds\x07\x1b.jsonl", tmp_path / "out.jsonl"
+    _greenhouse(src)
+    label(src, "gh-1", "pick")
+    out = CliRunner().invoke(cli, ["import", str(src), "-o", str(dest)])
+    assert out.exit_code == 0, out.output
+    assert "carried 1 root-cause label" in out.output and "\x07" not in out.output and "\x1b" not in out.output

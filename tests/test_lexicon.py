@@ -19,7 +19,8 @@ from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 ANALYSIS = Path(lexicon.__file__).resolve().parent
 
 NOT_ENGLISH = {
-    ("_sql.py", "_SQL_START"): "SQL keywords: the grammar of SQL, not a language of prose",
+    ("_sql.py", "_SQL_VERB"): "SQL keywords: the grammar of SQL, not a language of prose",
+    ("_sql.py", "_SQL_STATEMENT"): "SQL keywords: the grammar of SQL, not a language of prose",
     ("diagnosers/_tools.py", "_QUERY"): "SQL keywords",
 }
 """Patterns with letters that are not English words, each with the reason."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -307,7 +308,30 @@ def test_a_candidates_confidence_reads_as_a_percentage(page: Any, tmp_path: Path
     path = write_report(tmp_path / "report.html", analysis)
     _open(page, path)
     card = page.locator(".cause").first
-    assert card.locator(".c-head .c-conf").inner_text() == f"confidence {round(top['confidence'] * 100)}%"
+    # JS Math.round rounds .5 up; Python's round() to even: floor(x + 0.5) is the page's rounding.
+    assert card.locator(".c-head .c-conf").inner_text() == f"confidence {math.floor(top['confidence'] * 100 + 0.5)}%"
     assert "confidence" not in (card.locator(".c-extra").inner_text() if card.locator(".c-extra").count() else "")
     assert not re.search(r"\d\.\d{5,}", card.inner_text())
+    assert page.errors == []
+
+
+def test_an_inferred_edge_without_a_confidence_shows_no_nan(page: Any, demo_report: tuple[Path, Any], monkeypatch: Any) -> None:
+    """A candidate that hangs on an inferred edge whose confidence is missing (null, from an older or
+    foreign document) names the edge's step and prints no number, never "NaN"."""
+    import trajdebug.report.html as html
+
+    path, analysis = demo_report
+    made = html.report_data
+    sid = analysis.run.steps[0].step_id
+
+    def with_a_bare_edge(*args: Any, **kw: Any) -> dict[str, Any]:
+        data = made(*args, **kw)
+        data["analysis"]["root_causes"][0]["inferred"] = [{"step_id": sid, "confidence": None}]
+        return data
+
+    monkeypatch.setattr(html, "report_data", with_a_bare_edge)
+    write_report(path, analysis)
+    _open(page, path)
+    note = page.locator(".cause").first.locator(".note", has_text="inferred edges").inner_text()
+    assert analysis.run.steps[0].name in note and "NaN" not in note and "(" not in note
     assert page.errors == []

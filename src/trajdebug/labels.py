@@ -28,7 +28,9 @@ from trajdebug.analysis.features import features
 from trajdebug.analysis.learned import Model, load_model
 from trajdebug.answers import forget_answers
 from trajdebug.api import analyze_source
+from trajdebug.core import redaction
 from trajdebug.core.model import Answer, Run
+from trajdebug.core.schema import redact_record
 from trajdebug.sources.load import SourceError, load_runs, select_run
 
 
@@ -79,19 +81,34 @@ def _append(source: str | Path, rec: dict[str, Any]) -> None:
         f.write(json.dumps(rec) + "\n")
 
 
-def _records(source: str | Path) -> dict[str, dict[str, Any]]:
-    """The latest label record of each run (a record with no step takes the label back)."""
+def _records(source: str | Path, problems: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The latest label record of each run (a record with no step takes the label back).
+
+    A line that does not decode or is not a label record is skipped, and so is a file that cannot be read
+    (a directory, no permission); each is noted in ``problems`` (when given) with the file and line: a
+    damaged sidecar loses its damaged lines, never the labels around them nor the command that reads it.
+    """
     path = sidecar(source)
     out: dict[str, dict[str, Any]] = {}
-    if not path.exists():
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
         return out
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
+    except OSError as exc:
+        if problems is not None:
+            problems.append(f"{path}: labels not read ({exc.strerror or exc})")
+        return out
+    for n, raw in enumerate(data.splitlines(), 1):
+        if not raw.strip():
             continue
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except ValueError:  # not UTF-8 (UnicodeDecodeError) or not JSON
+            rec = None
         if isinstance(rec, dict) and rec.get("t") == "label" and isinstance(rec.get("run_id"), str):
             out[rec["run_id"]] = rec
+        elif problems is not None:
+            problems.append(f"{path}:{n}: not a label record, skipped")
     return out
 
 
@@ -100,27 +117,69 @@ def labels(source: str | Path) -> dict[str, str]:
     return {rid: str(rec["step_id"]) for rid, rec in _records(source).items() if rec.get("step_id")}
 
 
-def carry(source: str | Path, dest: str | Path, roots: Mapping[str, str]) -> int:
-    """Copy the labels of runs written from ``source`` into ``dest`` to ``dest``'s sidecar; returns how many.
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """What `carry` did with the labels of the runs an import or export wrote."""
 
-    ``roots``: each copied run's labelled root, as `labels` gave it for ``source``, kept only when the
-    written run still holds that step.  A label lives beside its source, so without this a run imported
-    into another file or store (an OTLP export read back, a JSONL file moved into a store) arrived
-    unlabelled and ``eval``/``fit`` on the destination saw none.  A run the destination already labels
-    the same is left alone; a different label there is replaced by the source's (the latest wins, and
-    the import is the latest).
+    carried: int = 0
+    kept: int = 0
+    """Runs whose label the destination already had, newer than the source's, and kept."""
+    problems: tuple[str, ...] = ()
+    """Lines of either sidecar that were skipped (file and line), or a sidecar that could not be read."""
+
+
+def carry(source: str | Path, dest: str | Path, roots: Mapping[str, str], *, anew: bool = False) -> Carried:
+    """Copy the labels of runs written from ``source`` into ``dest`` to ``dest``'s sidecar.
+
+    ``roots``: each copied run's labelled root, as `labels` gave it for ``source`` (the ids as read), kept
+    only when the written run still holds that step.  A label lives beside its source, so without this a
+    run imported into another file or store (an OTLP export read back, a JSONL file moved into a store)
+    arrived unlabelled and ``eval``/``fit`` on the destination saw none.
+
+    The record is redacted as the runs are written (`redact_record`, the process policy), so it names the
+    run and step by the ids the destination holds, and a secret in an id is never written in clear.  It
+    keeps its own time: a run the destination labels the same is left alone, and one it labels otherwise
+    keeps the destination's label when that is newer (a correction made there survives a re-run import).
+    ``anew``: the destination's runs file was written anew (a JSONL or OTLP file, not a store), so its
+    sidecar is too: the labels of the runs it held before described runs that are gone.
+
+    Raises:
+        OSError: the destination's sidecar cannot be written.
     """
     if Path(source).resolve() == Path(dest).resolve():
-        return 0
-    recs, have = _records(source), _records(dest)
-    n = 0
+        return Carried()
+    problems: list[str] = []
+    recs = _records(source, problems)
+    have = {} if anew else _records(dest, problems)
+    red = redaction.redactor()
+    out, kept = [], 0
     for rid, sid in roots.items():
-        rec = recs.get(rid)
-        if rec is None or have.get(rid, {}).get("step_id") == sid:
+        src = recs.get(rid)
+        if src is None:
             continue
-        _append(dest, {**rec, "time_ns": time.time_ns()})
-        n += 1
-    return n
+        when = src.get("time_ns")
+        rec: dict[str, Any] = {"t": "label", "run_id": rid, "step_id": sid, "by": str(src.get("by", "person")),
+                               "time_ns": when if type(when) is int else time.time_ns()}
+        rec = redact_record(red, rec) if red is not None else rec
+        old = have.get(rec["run_id"])
+        if old is not None and old.get("step_id") == rec["step_id"]:
+            continue
+        if old is not None and _time(old) >= rec["time_ns"]:
+            kept += 1
+            continue
+        out.append(rec)
+    path = sidecar(dest)
+    if anew and (out or path.exists()):
+        path.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
+    else:
+        for r in out:
+            _append(dest, r)
+    return Carried(len(out), kept, tuple(problems))
+
+
+def _time(rec: Mapping[str, Any]) -> int:
+    t = rec.get("time_ns")
+    return t if type(t) is int else 0
 
 
 def forget(source: str | Path, run_id: str, steps: Sequence[str] = ()) -> tuple[list[Answer], bool]:
@@ -269,4 +328,4 @@ def _fitted_runs(meta: object) -> list[str]:
     return [r for r in runs if isinstance(r, str)] if isinstance(runs, list) else []
 
 
-__all__ = ["Evaluation", "LabelResult", "evaluate", "fit", "label", "labels", "sidecar"]
+__all__ = ["Carried", "Evaluation", "LabelResult", "evaluate", "fit", "label", "labels", "sidecar"]

@@ -19,15 +19,23 @@ from trajdebug.core.values import is_mapping
 
 
 # Queries and data changes; DDL (CREATE, DROP, ...) describes a schema rather than
-# asking it something, and is not checked.  Every verb but SELECT is also a word prose opens
-# with ("Replace 30 l of ...", "With 3 rooms free, ...", "Update: ..."), so it counts only with
-# the clause its statement cannot do without further on (INTO, AS (, SET, FROM or WHERE); a
-# broken statement keeps that clause, and prose read as SQL would be reported as SQL that
-# does not parse.
-_SQL_START = re.compile(
-    r"^\s*(?:select\b|with\b(?=.*\bas\s*\()|(?:insert|replace)\b(?=.*\b(?:into|values)\b)"
-    r"|update\b(?=.*\bset\b)|delete\b(?=.*\b(?:from|where)\b))",
-    re.I | re.S,
+# asking it something, and is not checked.
+_SQL_VERB = re.compile(r"^\s*(?:select|with|insert|update|delete|replace)\b", re.I)
+# A name as SQL writes it: bare, quoted ("a b", `a`, [a]) or qualified (main.t).
+_NAME = r"""(?:[\w$]+|"[^"]*"|`[^`]*`|\[[^\]]*\])(?:\.(?:[\w$]+|"[^"]*"|`[^`]*`|\[[^\]]*\]))?"""
+# Every verb but SELECT is also a word prose opens with ("Replace 30 l of ...", "With 3 rooms
+# free, ...", "Update: set the heater to 27 C", "Insert the card into the reader"), so a bare
+# text counts as a statement only when the words right after its verb are the statement's own
+# grammar: ``INSERT [OR x] INTO name (``/``VALUES``/``SELECT``/..., ``UPDATE [OR x] name SET``,
+# ``DELETE FROM name`` then its end or a clause, ``WITH [RECURSIVE] name [(cols)] AS
+# [[NOT] MATERIALIZED] (``.  Prose may hold "into", "set" or "from" further on, never there.
+_SQL_STATEMENT = re.compile(
+    r"^\s*(?:select\b"
+    rf"|with\s+(?:recursive\s+)?{_NAME}\s*(?:\([^()]*\))?\s*as(?:\s+(?:not\s+)?materialized)?\s*\("
+    rf"|(?:insert(?:\s+or\s+\w+)?|replace)\s+into\s+{_NAME}\s*(?:\(|$|;|(?:as|values|select|default|with)\b)"
+    rf"|update(?:\s+or\s+\w+)?\s+{_NAME}(?:\s+as\s+\w+)?\s+set\b"
+    rf"|delete\s+from\s+{_NAME}\s*(?:$|;|(?:as|where|returning|indexed|not|order|limit)\b))",
+    re.I,
 )
 SQL_KEYS = ("sql", "query", "statement", "sql_query")
 """Argument names under which a tool receives SQL, in the order read when a call holds several (a tuple: a
@@ -35,18 +43,27 @@ set of strings is read in an order that follows the hash seed)."""
 
 
 def looks_like_sql(s: str) -> bool:
-    """True when a string (possibly fenced) starts like an SQL query or data change."""
-    return bool(_SQL_START.match(strip_fence(s)))
+    """True when a text (possibly fenced) is an SQL query or data change by the words right after its verb.
+
+    For a bare text, which may be prose opening with the same word; a value that a tool receives under an
+    SQL key is read by `sql_of` on its verb alone.
+    """
+    return bool(_SQL_STATEMENT.match(strip_fence(s)))
 
 
 def sql_of(value: Any) -> str | None:
-    """The SQL a value carries: the value itself, or its ``sql``/``query`` field."""
+    """The SQL a value carries: the value itself, or its ``sql``/``query`` field.
+
+    Under one of `SQL_KEYS` the key already says the text is SQL, so its verb is enough: a broken
+    statement that lacks the clause its verb needs (``UPDATE t a = 1``, ``DELETE t``) is still SQL
+    there, and is checked.  A bare text must read as a statement (`looks_like_sql`).
+    """
     if isinstance(value, str):
         return strip_fence(value) if looks_like_sql(value) else None
     if is_mapping(value):
         for k in SQL_KEYS:
             v = value.get(k)
-            if isinstance(v, str) and looks_like_sql(v):
+            if isinstance(v, str) and _SQL_VERB.match(strip_fence(v)):
                 return strip_fence(v)
     return None
 

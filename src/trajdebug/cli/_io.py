@@ -25,6 +25,7 @@ from trajdebug.cli._common import (
 
 if TYPE_CHECKING:
     from trajdebug.core.model import Run
+    from trajdebug.labels import Carried
 
 
 _STORE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
@@ -77,9 +78,8 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
     imported: list[dict[str, Any]] = []  # what the summary says of each run (not the run: it may be large)
     roots: dict[str, str] = {}  # the labelled runs written, with their labelled root
     outcome = _write_runs(_noting_labels(runs, source, roots), output, streamed, imported, as_json)
-    from trajdebug.labels import carry
-
-    carried = carry(source, output, roots)
+    # A JSONL file is written anew, a store is merged into: the destination's labels file follows suit.
+    carried = _carry_labels(source, output, roots, anew=not output.endswith(_STORE_SUFFIXES))
     if streamed:
         # Streamed (OTLP): problems may quote a value of the file; redacted like the runs.
         from trajdebug.core.jsonl import ReadResult, redacted
@@ -98,15 +98,42 @@ def import_cmd(source: Path, fmt: str | None, output: str | None, as_json: bool)
                 "added": outcome["added"],
                 "replaced": outcome["replaced"],
                 "unchanged": outcome["unchanged"],
-                "labels_carried": carried,
+                "labels_carried": carried.carried,
+                "labels_kept": carried.kept,
             }
         )
         return
     click.echo(_summary(source, fmt_used, output, imported, outcome, len(problems)))
-    if carried:
-        from trajdebug.labels import sidecar
+    if carried.carried or carried.kept:
+        click.echo(_carried_line(carried, source, output))
 
-        click.echo(f"carried {carried} root-cause label{'s' * (carried != 1)} of {source} to {sidecar(output)}")
+
+def _carry_labels(source: Path | str, output: str, roots: dict[str, str], *, anew: bool) -> Carried:
+    """`trajdebug.labels.carry`, its problems warned of: a labels file that cannot be read or written costs
+    its labels, never the runs the command wrote."""
+    from trajdebug.core.escape import visible
+    from trajdebug.labels import Carried, carry
+
+    try:
+        carried = carry(source, output, roots, anew=anew)
+    except (OSError, ValueError) as exc:
+        warn(visible(f"root-cause labels not carried to {output}: {exc}"))
+        return Carried()
+    for problem in carried.problems:
+        warn(visible(problem))
+    return carried
+
+
+def _carried_line(carried: Carried, source: Path | str, output: str) -> str:
+    """What became of the source's labels: carried, and those the destination had newer and kept."""
+    from trajdebug.core.escape import visible
+    from trajdebug.labels import sidecar
+
+    n, k = carried.carried, carried.kept
+    return visible(
+        f"carried {n} root-cause label{'s' * (n != 1)} of {source} to {sidecar(output)}"
+        + (f"; {k} label{'s' * (k != 1)} the destination already had, newer, kept" if k else "")
+    )
 
 
 def _noting_labels(runs: Iterable[Run], source: Path, roots: dict[str, str]) -> Iterable[Run]:
@@ -310,15 +337,14 @@ def export_cmd(
     spans = sum(len(r.steps) for r in runs)
     from trajdebug.cli._common import store_path
     from trajdebug.core.escape import visible
-    from trajdebug.labels import carry, sidecar
 
     # The file reads back to the same runs and step ids (`trajdebug import`), so their labels go with them.
     roots: dict[str, str] = {}
     _noting_labels(runs, Path(store_path(source)), roots)  # a list: noted at once
-    carried = carry(store_path(source), output, roots)
+    carried = _carry_labels(store_path(source), output, roots, anew=True)  # the file is written anew
     click.echo(
         visible(f"exported {len(runs)} run{'s' * (len(runs) != 1)} ({spans} spans) as {to} to {output}")
-        + (f"; {carried} root-cause label{'s' * (carried != 1)} to {sidecar(output)}" if carried else ""),
+        + ("; " + _carried_line(carried, store_path(source), output) if carried.carried or carried.kept else ""),
         err=True,
     )
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from trajdebug.cli._common import emit_json, json_option, source_argument, store_path
+from trajdebug.core.escape import visible
 
 
 def _pct(x: float | None) -> str:
@@ -39,7 +40,7 @@ def label_cmd(source: str | None, run_id: str, root: str, as_json: bool) -> None
     if as_json:
         emit_json({"source": path, "run_id": rid, "step_id": sid, "labels": str(sidecar(path))})
         return
-    click.echo(f"run {rid[:12]}: root {sid} (labels in {sidecar(path)})")
+    click.echo(visible(f"run {rid[:12]}: root {sid} (labels in {sidecar(path)})"))
 
 
 @click.command(name="eval")
@@ -61,7 +62,7 @@ def eval_cmd(source: str | None, model: str | None, as_json: bool) -> None:
         emit_json(ev.to_dict())
         return
     if not ev.results:
-        click.echo(f"{path}: no labelled run (label some with `trajdebug label`)")
+        click.echo(visible(f"{path}: no labelled run (label some with `trajdebug label`)"))
         return
     # --model measures the model "too": the hand ranking's line first, to compare with.
     hand = ev if model is None else evaluate(path, None)
@@ -77,7 +78,8 @@ def eval_cmd(source: str | None, model: str | None, as_json: bool) -> None:
     ranks = {r.run_id: r.rank for r in hand.results}
     for r in ev.results[:RANKS_SHOWN]:
         by_model = "" if model is None else f", model {r.rank or '-'}"
-        click.echo(f"  run {r.run_id[:12]}  root {r.step_name or r.step_id}  rank {ranks.get(r.run_id) or '-'}{by_model}")
+        # A step's name and a run's id are the recording's text: escaped, never raw to the terminal.
+        click.echo(visible(f"  run {r.run_id[:12]}  root {r.step_name or r.step_id}  rank {ranks.get(r.run_id) or '-'}{by_model}"))
     if len(ev.results) > RANKS_SHOWN:
         click.echo(f"  and {len(ev.results) - RANKS_SHOWN} more (--json lists them)")
 

@@ -228,25 +228,34 @@ def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
 
 
 def _status(g: Step, b: Step, g_by: Mapping[str, Step], b_by: Mapping[str, Step]) -> PairStatus:
-    if fingerprint(g.input) != fingerprint(b.input) or _state_read(g, g_by) != _state_read(b, b_by):
+    if fingerprint(g.input) != fingerprint(b.input) or _state_differs(_state_read(g, g_by), _state_read(b, b_by)):
         return "input"
     return "same" if _same_result(g, b) else "output"
 
 
-def _state_read(s: Step, by_id: Mapping[str, Step]) -> str:
+def _state_read(s: Step, by_id: Mapping[str, Step]) -> dict[str, str | None]:
     """What a step read from ``run.state``: each state edge's key with the value its writer left there (the
-    writer's recorded state values).  The step's own input does not hold it (a step that reads
-    ``run.state["reading"]`` takes no argument), so two steps with the same arguments that read different
-    values were asked different things: a consequence of the writer, not an origin.  A writer without
-    recorded values says nothing (None on both sides compares equal)."""
-    read = []
+    writer's recorded state values, canonical), None when the writer recorded none for it.  The step's own
+    input does not hold it (a step that reads ``run.state["reading"]`` takes no argument), so two steps with
+    the same arguments that read different values were asked different things: a consequence of the
+    writer, not an origin."""
+    read: dict[str, str | None] = {}
     for d in s.deps:
         if d.kind != "state" or d.key is None or d.run_id is not None:
             continue
         w = by_id.get(d.step_id)
         values = w.attributes.get(STATE_VALUES_ATTR) if w is not None else None
-        read.append((d.key, values.get(d.key) if isinstance(values, Mapping) else None))
-    return canonical(sorted(read, key=lambda kv: kv[0])) if read else ""
+        read[d.key] = canonical(values[d.key]) if isinstance(values, Mapping) and d.key in values else None
+    return read
+
+
+def _state_differs(g: Mapping[str, str | None], b: Mapping[str, str | None]) -> bool:
+    """Whether two steps read different state: other keys, or another value under a key both writers
+    recorded.  A writer without recorded values (an older recording, a foreign import) says nothing, as
+    in `_same_result`: one side's value against the other's silence is no difference."""
+    if g.keys() != b.keys():
+        return True
+    return any(g[k] is not None and b[k] is not None and g[k] != b[k] for k in g)
 
 
 __all__ = ["Alignment", "Pair", "PairStatus", "align"]

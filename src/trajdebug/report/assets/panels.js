@@ -81,7 +81,7 @@ function buildCauses(host) {
     if (v) item.appendChild(el("div", { class: "verdict v-" + v.status }, v.status + (v.reason ? ": " + oneLine(v.reason, 240) : "")));
     if (c.reasons && c.reasons.length) item.appendChild(el("ul", { class: "reasons" }, ...c.reasons.map((r) => el("li", {}, r))));
     if (c.path && c.path.length > 1) item.appendChild(el("div", { class: "c-path" }, "path: " + c.path.map((p) => (STEPS.get(p) || { name: "?" }).name).join(" → ")));
-    if (c.inferred && c.inferred.length) item.appendChild(el("div", { class: "note" }, "hangs on inferred edges: " + c.inferred.map((x) => label(x.step_id) + " (" + Number(x.confidence).toFixed(2) + ")").join(", ")));
+    if (c.inferred && c.inferred.length) item.appendChild(el("div", { class: "note" }, "hangs on inferred edges: " + c.inferred.map((x) => label(x.step_id) + (typeof x.confidence === "number" ? " (" + x.confidence.toFixed(2) + ")" : "")).join(", ")));
     // Fields the analysis gains later, shown generically; an empty one (null, []) says nothing, and a
     // list of plain values reads as one line ("signals: lineage:dropped, rare") rather than a tree.
     const extra = Object.keys(c).filter((k) => !CAUSE_KNOWN.has(k) && c[k] !== null && c[k] !== undefined && !(Array.isArray(c[k]) && !c[k].length));
