@@ -587,7 +587,8 @@ class TestFastPaths:
     @given(data=st.data())
     def test_infer_dependencies_agrees_with_the_incremental_index(self, data: st.DataObject) -> None:
         """Edges of an untimed run equal those found by probing each step as the inference does (its input; an
-        input-less code step's output), then adding each output, in order."""
+        input-less code step's output), then adding each output, in order, marked echoed where the probe holds it
+        (an input-less step repeating an earlier output relays it: the inference credits the origin)."""
         from trajdebug.analysis.inference._infer import _given
 
         ident = st.from_regex(r"[a-z]{2,5}_?[0-9]{3,7}", fullmatch=True)
@@ -618,7 +619,7 @@ class TestFastPaths:
                 found = index.match(probe, min_confidence=0.2, limit=3)
                 want = [(m.step_id, m.confidence, m.key) for m in found]
             assert [(d.step_id, d.confidence, d.key) for d in g.deps] == want
-            index.add_output(s.step_id, s.output, consumed=s.input)
+            index.add_output(s.step_id, s.output, consumed=probe)
 
     def test_runs_past_the_probe_budget_get_the_same_edges(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A run whose inputs exceed the look-ahead budget is matched unfiltered, with the same edges."""
