@@ -26,6 +26,7 @@ from trajdebug.analysis.lineage import ENVELOPE_KEYS, semantic
 from trajdebug.analysis.reference._answers import _masked, _minted_only, _mints
 from trajdebug.analysis.reference._profile import Profile, answer_key, asked_of, step_key
 from trajdebug.analysis.reference._profile import learn as learn_steps
+from trajdebug.analysis.reference._reach import ANSWER, Reach, leaves, epoch_like, run_varying
 from trajdebug.core.model import CONTAINER_KINDS, Run, Step
 
 
@@ -50,6 +51,7 @@ def learn(runs: Sequence[Run]) -> Profile:
     """`_profile.learn`, with what each enclosing step's inside and answer were per request (`Profile.enclosing`)."""
     profile = learn_steps(runs)
     table: dict[Any, dict[str, dict[tuple[str, str], str]]] = {}
+    timeline: dict[Any, list[tuple[int, Any]]] = {}
     for run in runs:
         by_id = {s.step_id: s for s in run.steps}
         inside = inner_calls(run.steps, by_id, profile, origins=False)
@@ -57,7 +59,38 @@ def learn(runs: Sequence[Run]) -> Profile:
             if s.status == "ok" and s.step_id in inside.digest:
                 seen = table.setdefault(step_key(s, by_id), {}).setdefault(answer_key(asked_of(s, by_id)), {})
                 seen.setdefault((inside.digest[s.step_id], _text(steady(s.output))), run.run_id)
-    return replace(profile, enclosing=table, varying=_varying(table))
+                timeline.setdefault(step_key(s, by_id), []).append((s.start_ns, s.output))
+    varying = _varying(table)
+    for key, paths in _counting(timeline).items():
+        varying[key] = varying.get(key, frozenset()) | paths
+    return replace(profile, enclosing=table, varying=varying)
+
+
+def _counting(timeline: Mapping[Any, list[tuple[int, Any]]]) -> dict[Any, frozenset[tuple[str, ...]]]:
+    """Per enclosing step, the numbers of its answer that rose with every passing run, whatever its request
+    (a counter, a clock: three runs or more, each later than the last): learned across inputs, as a leaf's
+    minted ids are, so one passing run of the failing run's input is enough to know the number is the run's."""
+    out: dict[Any, frozenset[tuple[str, ...]]] = {}
+    for key, seen in timeline.items():
+        if len(seen) < 3:
+            continue
+        series = [_numbers(v) for _, v in sorted(seen, key=lambda x: x[0])]
+        rising = {
+            p for p in series[0]
+            if all(p in later and later[p] > earlier[p] for earlier, later in zip(series, series[1:]))
+        }
+        if rising:
+            out[key] = frozenset(rising)
+    return out
+
+
+def _numbers(value: Any, at: tuple[str, ...] = ()) -> dict[tuple[str, ...], float]:
+    """The numbers of an answer's mappings by path (never inside a list, whose entries have no fixed place)."""
+    if isinstance(value, Mapping) and len(at) <= _DEPTH:
+        return {p: n for k, v in value.items() for p, n in _numbers(v, (*at, str(k))).items()}
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {at: float(value)}
+    return {}
 
 
 def _varying(table: Mapping[Any, Mapping[str, Mapping[tuple[str, str], str]]]) -> dict[Any, frozenset[tuple[str, ...]]]:
@@ -146,7 +179,7 @@ def _call(step: Step, by_id: Mapping[str, Step], profile: Profile | None) -> byt
     if step.kind in CONTAINER_KINDS:
         answer = steady(step.output)
     else:
-        answer = _stamped(semantic(step, step.output))
+        answer = _stamped(semantic(step, step.output), start_ns=step.start_ns)
         minted = {f for f, fs in st.fields.items() if _mints(fs)} if st is not None else set()
         answer = _masked(answer, minted) if minted else answer
     parts = (_text([step.name, step.kind, step.status]), _text(_stamped(asked_of(step, by_id))), _text(answer))
@@ -179,17 +212,18 @@ def steady(value: Any, depth: int = 0) -> Any:
     return _stamped(value, depth)
 
 
-def _stamped(value: Any, depth: int = 0) -> Any:
-    """A value with its date-time stamps and UUIDs masked (minted anew in every run)."""
+def _stamped(value: Any, depth: int = 0, start_ns: int | None = None) -> Any:
+    """A value with its date-time stamps and UUIDs masked (minted anew in every run); with ``start_ns`` (when
+    the step ran), its clock readings too (seconds or finer since the epoch, near that time: `epoch_like`)."""
     if depth > _DEPTH:
         return None
     if isinstance(value, str):
         return _UUID.sub("<uuid>", _STAMP.sub("<time>", value))
     if isinstance(value, Mapping):
-        return {str(k): _stamped(v, depth + 1) for k, v in value.items()}
+        return {str(k): _stamped(v, depth + 1, start_ns) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_stamped(v, depth + 1) for v in value]
-    return value
+        return [_stamped(v, depth + 1, start_ns) for v in value]
+    return "<time>" if start_ns is not None and epoch_like(value, start_ns) else value
 
 
 def _text(value: Any) -> str:
@@ -230,8 +264,7 @@ def own_answer(step: Step, profile: Profile, steps: Mapping[str, Step] | None) -
         now = _without(now, varies)
     if len(answers) != 1 or _text(now) in answers:
         return []
-    differ = _differing(now, _parsed(next(iter(answers))))
-    if differ is not None and not _read_later(step, differ, steps):
+    if not _made_the_difference(step, _differing(now, _parsed(next(iter(answers)))), steps):
         return []
     return [
         Evidence(
@@ -252,49 +285,77 @@ def _parsed(text: str) -> Any:
         return None
 
 
-def _differing(now: Any, then: Any, depth: int = 0) -> set[str] | None:
-    """The values (as text) of an answer where it differs from another; None when a difference is a part
-    missing or of another type (no value to follow)."""
+_GONE = object()
+"""A part one answer has and the other has not."""
+
+
+def _differing(now: Any, then: Any, field: str = "", depth: int = 0) -> list[tuple[str, Any, Any]]:
+    """Where an answer differs from another: (field, its scalar, the other's) per differing scalar; a part
+    of another shape or length gives each of its scalars against `_GONE`, a part it lacks gives the part's
+    field name against `_GONE` (a failure may name what is missing)."""
     if depth > _DEPTH:
-        return None
+        return []
     if isinstance(now, Mapping) and isinstance(then, Mapping):
-        if set(now) != set(then):
-            return None
-        out: set[str] = set()
-        for k in now:
-            sub = _differing(now[k], then[k], depth + 1)
-            if sub is None:
-                return None
-            out |= sub
+        out: list[tuple[str, Any, Any]] = [(str(k), str(k), _GONE) for k in then if k not in now]
+        for k, v in now.items():
+            out += _differing(v, then[k], str(k), depth + 1) if k in then else _all(v, str(k))
         return out
-    if isinstance(now, list) and isinstance(then, list):
-        if len(now) != len(then):
-            return None
-        out = set()
-        for a, b in zip(now, then):
-            sub = _differing(a, b, depth + 1)
-            if sub is None:
-                return None
-            out |= sub
-        return out
+    if isinstance(now, list) and isinstance(then, list) and len(now) == len(then):
+        return [d for a, b in zip(now, then) for d in _differing(a, b, field, depth + 1)]
     if isinstance(now, (Mapping, list)) or isinstance(then, (Mapping, list)):
-        return None
-    return set() if now == then else {now if isinstance(now, str) else _text(now)}
+        return _all(now, field)
+    return [] if now == then else [(field, now, then)]
 
 
-def _read_later(step: Step, values: set[str], steps: Mapping[str, Step]) -> bool:
-    """Whether a differing value of a step's answer reaches the failure: a later step that depends on it was
-    handed it, or none does (its answer is the run's).  A part no later step read made no difference."""
-    # Later: a step inside it (handed part of its input) is not what its answer reached.
-    end = step.end_ns
-    later = [
-        s for s in steps.values()
-        if any(d.step_id == step.step_id for d in s.deps) and (end is None or s.start_ns >= end)
-    ]
-    if not later:
+def _all(value: Any, field: str) -> list[tuple[str, Any, Any]]:
+    return [(f, v, _GONE) for f, v in leaves(value, field)]
+
+
+def _made_the_difference(step: Step, parts: list[tuple[str, Any, Any]], steps: Mapping[str, Step]) -> bool:
+    """Whether a part where a container's answer differs reached its run's failure and differs otherwise than
+    every run does (`_reach`): a value the failure's path was handed, or that its message names, that is no
+    time, clock reading, minted id, reordering or rounding.  A part no step on the failure's path read made
+    no difference (a next node handed the whole state, say, but reading one field of it)."""
+    reach = reach_of(steps)
+    start = min((s.start_ns for s in steps.values()), default=0)
+    for field, now, then in parts:
+        if then is not _GONE and run_varying(field, now, then, start):
+            continue
+        if reach.named_by_failure(now):
+            return True
+        if any(_after(step, sid, steps) for sid in reach.handed(field, now)):
+            return True
+    return False
+
+
+def _after(step: Step, sid: str, steps: Mapping[str, Step]) -> bool:
+    """Whether a step that was handed a value got it from ``step``'s answer: it started once ``step`` ended
+    and is not inside it (an inner step is handed part of its input, not its answer); the run's answer is."""
+    if sid == ANSWER:
         return True
-    texts = [_text(asked_of(s, steps)) for s in later]
-    return any(v and v in t for v in values for t in texts)
+    other = steps.get(sid)
+    if other is None or sid == step.step_id or (step.end_ns is not None and other.start_ns < step.end_ns):
+        return False
+    hops = 0
+    while other is not None and other.parent_id is not None and hops <= len(steps):
+        if other.parent_id == step.step_id:
+            return False
+        other, hops = steps.get(other.parent_id), hops + 1
+    return True
+
+
+_REACH: list[tuple[Mapping[str, Step], int, Reach]] = []
+"""The last run's `Reach`, kept for its next container (built once per run, not per container)."""
+
+
+def reach_of(steps: Mapping[str, Step]) -> Reach:
+    """`Reach.of` a failing run's steps, built once per steps map."""
+    last = _REACH[-1] if _REACH else None
+    if last is not None and last[0] is steps and last[1] == len(steps):
+        return last[2]
+    out = Reach.of(steps)
+    _REACH[:] = [(steps, len(steps), out)]
+    return out
 
 
 _INSIDE: list[tuple[Mapping[str, Step], int, Profile, Inside]] = []
