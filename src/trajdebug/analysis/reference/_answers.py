@@ -26,9 +26,9 @@ from trajdebug.analysis.reference._profile import (
     keyed_parts,
     step_key,
 )
+from trajdebug.analysis.reference._reach import epoch_like
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 from trajdebug.core.values import atoms as value_atoms
-from trajdebug.analysis.reference._reach import epoch_like
 
 
 _SHAPE_DIGIT, _SHAPE_ALPHA = re.compile(r"\d"), re.compile(r"[A-Za-z]")

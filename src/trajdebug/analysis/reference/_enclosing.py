@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
@@ -26,13 +27,14 @@ from trajdebug.analysis.lineage import ENVELOPE_KEYS, semantic
 from trajdebug.analysis.reference._answers import _masked, _minted_only, _mints
 from trajdebug.analysis.reference._profile import Profile, answer_key, asked_of, step_key
 from trajdebug.analysis.reference._profile import learn as learn_steps
-from trajdebug.analysis.reference._reach import ANSWER, Reach, leaves, epoch_like, run_varying
+from trajdebug.analysis.reference._reach import ANSWER, Reach, epoch_like, leaves, run_varying
 from trajdebug.core.model import CONTAINER_KINDS, Run, Step
 
 
 _STAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
 """A date with its time of day: when a run happened (``located_at``), new in every run."""
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+_WORD = re.compile(r"\w+")
 _DEPTH = 64
 """Deeper than this a value is cut (a value nested thousands deep is no reason to fail an analysis)."""
 
@@ -52,18 +54,85 @@ def learn(runs: Sequence[Run]) -> Profile:
     profile = learn_steps(runs)
     table: dict[Any, dict[str, dict[tuple[str, str], str]]] = {}
     timeline: dict[Any, list[tuple[int, Any]]] = {}
+    wrote: dict[Any, list[dict[tuple[str, ...], frozenset[tuple[str, ...]]]]] = {}
     for run in runs:
         by_id = {s.step_id: s for s in run.steps}
+        kids: dict[str, list[str]] = {}
+        for s in run.steps:
+            if s.parent_id in by_id and s.parent_id != s.step_id:
+                kids.setdefault(s.parent_id, []).append(s.step_id)
         inside = inner_calls(run.steps, by_id, profile, origins=False)
         for s in run.steps:
             if s.status == "ok" and s.step_id in inside.digest:
                 seen = table.setdefault(step_key(s, by_id), {}).setdefault(answer_key(asked_of(s, by_id)), {})
                 seen.setdefault((inside.digest[s.step_id], _text(steady(s.output))), run.run_id)
                 timeline.setdefault(step_key(s, by_id), []).append((s.start_ns, s.output))
+                texts = _words(steady(s.output))
+                if texts:
+                    told = _told(s, by_id, kids)
+                    wrote.setdefault(step_key(s, by_id), []).append(
+                        {p: w for p, w in texts.items() if not any(t in told for ws in w for t in ws)}
+                    )
     varying = _varying(table)
-    for key, paths in _counting(timeline).items():
+    for key, paths in [*_counting(timeline).items(), *_minting(wrote).items()]:
         varying[key] = varying.get(key, frozenset()) | paths
     return replace(profile, enclosing=table, varying=varying)
+
+
+def _minting(wrote: Mapping[Any, list[dict[tuple[str, ...], frozenset[tuple[str, ...]]]]]) -> dict[Any, frozenset[tuple[str, ...]]]:
+    """Per enclosing step, the text parts of its answer new in every passing run (three or more, whatever
+    their requests) with no word it was given or told by a step inside it: what it draws by itself (a random
+    sample of its own list, a fresh name), run-varying as a leaf's minted ids are."""
+    out: dict[Any, frozenset[tuple[str, ...]]] = {}
+    for key, runs in wrote.items():
+        if len(runs) < 3:
+            continue
+        paths = {p for p in runs[0] if all(p in r for r in runs) and len({r[p] for r in runs}) == len(runs)}
+        if paths:
+            out[key] = frozenset(paths)
+    return out
+
+
+def _words(value: Any, at: tuple[str, ...] = ()) -> dict[tuple[str, ...], frozenset[tuple[str, ...]]]:
+    """An answer's text values by path (a list's entries under ``*``), each as its words."""
+    if len(at) > _DEPTH:
+        return {}
+    if isinstance(value, Mapping):
+        return {p: w for k, v in value.items() for p, w in _words(v, (*at, str(k))).items()}
+    if isinstance(value, list):
+        found: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+        for v in value:
+            for p, w in _words(v, (*at, "*")).items():
+                found.setdefault(p, set()).update(w)
+        return {p: frozenset(w) for p, w in found.items()}
+    if isinstance(value, str) and _WORD.search(value):
+        return {at: frozenset({tuple(_WORD.findall(value.lower()))})}
+    return {}
+
+
+_TOLD_CAP = 2000
+"""Inner steps read to learn what a step was told; past it, every word counts as told (nothing learned)."""
+
+
+def _told(step: Step, by_id: Mapping[str, Step], kids: Mapping[str, list[str]]) -> frozenset[str] | _All:
+    """The words of a step's request and of every answer inside it (any depth)."""
+    words = set(_WORD.findall(_text(asked_of(step, by_id)).lower()))
+    todo, n = list(kids.get(step.step_id, ())), 0
+    while todo:
+        n += 1
+        if n > _TOLD_CAP:
+            return _All()
+        sid = todo.pop()
+        words.update(_WORD.findall(_text(by_id[sid].output).lower()))
+        todo.extend(kids.get(sid, ()))
+    return frozenset(words)
+
+
+class _All:
+    """Every word (a step too large to read whole)."""
+
+    def __contains__(self, _: object) -> bool:
+        return True
 
 
 def _counting(timeline: Mapping[Any, list[tuple[int, Any]]]) -> dict[Any, frozenset[tuple[str, ...]]]:
@@ -77,7 +146,7 @@ def _counting(timeline: Mapping[Any, list[tuple[int, Any]]]) -> dict[Any, frozen
         series = [_numbers(v) for _, v in sorted(seen, key=lambda x: x[0])]
         rising = {
             p for p in series[0]
-            if all(p in later and later[p] > earlier[p] for earlier, later in zip(series, series[1:]))
+            if all(p in later and later[p] > earlier[p] for earlier, later in pairwise(series))
         }
         if rising:
             out[key] = frozenset(rising)
