@@ -386,9 +386,8 @@ def _made_the_difference(step: Step, parts: list[tuple[str, Any, Any]], steps: M
     time, clock reading, minted id, reordering or rounding.  A part no step on the failure's path read made
     no difference (a next node handed the whole state, say, but reading one field of it)."""
     reach = reach_of(steps)
-    start = min((s.start_ns for s in steps.values()), default=0)
     for field, now, then in parts:
-        if then is not _GONE and run_varying(field, now, then, start):
+        if then is not _GONE and run_varying(field, now, then, reach.start_ns):
             continue
         if reach.named_by_failure(now):
             return True

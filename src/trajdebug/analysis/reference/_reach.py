@@ -122,6 +122,8 @@ def leaves(value: Any, field: str = "", depth: int = 0) -> Iterator[tuple[str, A
 class Reach:
     """A failing run's failure and the values its dependency path was handed, indexed once per run."""
 
+    start_ns: int
+    """When the run started (its earliest step): clock readings lie near it."""
     messages: tuple[str, ...]
     whole: dict[str, list[str]]
     """A scalar (`_key`) handed to a step on the failure's path -> those steps."""
@@ -143,7 +145,7 @@ class Reach:
                 if d.step_id in steps and d.step_id not in seen:
                     seen.add(d.step_id)
                     todo.append(d.step_id)
-        out = Reach(tuple(s.error.message for s in failing if s.error is not None and s.error.message), {}, {}, {})
+        out = Reach(min((s.start_ns for s in steps.values()), default=0), tuple(s.error.message for s in failing if s.error is not None and s.error.message), {}, {}, {})
         handed: list[tuple[str, Any]] = [(sid, asked_of(steps[sid], steps)) for sid in seen]
         if not any(s.status == "error" for s in failing):
             # No step erred: the failure is the run's answer (its last step's, its last top-level step's).
