@@ -52,7 +52,7 @@ _EPOCH_FALLBACK = (946_684_800, 4_102_444_800)
 def epoch_like(value: Any, start_ns: int) -> bool:
     """Whether a number reads as a clock's (seconds, milli-, micro- or nanoseconds since the epoch) near the
     run's start (any time in 2000-2100 when the start was not recorded)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e20:
         return False
     start = start_ns / 1e9
     for scale in (1.0, 1e3, 1e6, 1e9):
@@ -76,15 +76,20 @@ def run_varying(field: str, now: Any, then: Any, start_ns: int, lexicon: Lexicon
     words = {w.lower() for w in _FIELD_WORDS.findall(field)}
     if words & lexicon.timing_words or all(epoch_like(x, start_ns) for x in (now, then)):
         return True
-    return (isinstance(now, float) or isinstance(then, float)) and math.isclose(now, then, rel_tol=1e-9, abs_tol=1e-12)
+    try:
+        return (isinstance(now, float) or isinstance(then, float)) and math.isclose(now, then, rel_tol=1e-9, abs_tol=1e-12)
+    except OverflowError:  # an int past a float's range
+        return False
 
 
 def _tiny(value: Any) -> bool:
     """A value too common to follow by itself (a flag, a null, one digit, one or two characters)."""
     if value is None or isinstance(value, bool):
         return True
-    if isinstance(value, (int, float)):
-        return abs(value) < 10 and float(value).is_integer()
+    if isinstance(value, int):
+        return abs(value) < 10
+    if isinstance(value, float):
+        return abs(value) < 10 and value.is_integer()
     return len(str(value).strip()) < 3
 
 
@@ -93,7 +98,8 @@ def _key(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return f"b:{value}"
     if isinstance(value, (int, float)):
-        return f"n:{float(value)!r}"
+        # An int past a float's range keys as itself (a count of digits: no text of 4,300 of them is made).
+        return f"n:{float(value)!r}" if abs(value) < 1e300 else f"n:{type(value).__name__}{value.bit_length() if isinstance(value, int) else ''}"
     return f"s:{value}"
 
 
