@@ -7,8 +7,10 @@ diverged in its own code; a node whose output differs because an inner step answ
 `own_answer` is the container's evidence; `inside_of` tells `answer_checks` about a non-container span.
 
 What varies from run to run makes no difference: a model's envelope (ids, usage, fingerprints), date-time
-stamps and UUIDs, ids an inner step mints on every call (`_answers._mints`), the completion order of a
-container's lists.  The digest hashes each step's request and answer in full (no cut before hashing), in
+stamps, clock readings and UUIDs, ids an inner step mints on every call (`_answers._mints`), the completion
+order of a container's lists, what the container writes anew in every passing run (`Profile.varying`), and
+any part that is a time, a clock or timing number, a minted id, a reordering or a float summation order
+(`_reach.run_varying`).  A difference that is left must also have reached the failure (`_reach.Reach`).  The digest hashes each step's request and answer in full (no cut before hashing), in
 one bottom-up pass over the run (a Merkle fold: linear in the steps, whatever the nesting depth).
 """
 
@@ -318,8 +320,8 @@ def matched_inside(step: Step, profile: Profile, steps: Mapping[str, Step] | Non
 def own_answer(step: Step, profile: Profile, steps: Mapping[str, Step] | None) -> list[Evidence]:
     """A container (a graph node that calls a tool, then computes from its answer) given the same request as
     in passing runs, where it answered one way, with every step inside it asked and answered as in one of
-    them, that answered otherwise in a part a later step read: nothing it enclosed made the difference, its
-    own code did (the first divergence, as an alignment of the two runs finds it).  The finding is the
+    them, that answered otherwise in a part that reached the failure and is no per-run value
+    (`_made_the_difference`): nothing it enclosed made the difference, its own code did (the first divergence, as an alignment of the two runs finds it).  The finding is the
     container's own: the ranking never moves it onto the model call inside that wrote its answer."""
     run = matched_inside(step, profile, steps) if step.status == "ok" and steps else None
     if not run or not steps:
