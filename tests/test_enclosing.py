@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import datetime
 import itertools
+import random
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import pytest
 import trajdebug
 from trajdebug.analysis import analyze
 from trajdebug.analysis.reference import _enclosing as enclosing
+from trajdebug.analysis.reference import _reach as reach
 from trajdebug.analysis.reference import references
 from trajdebug.core.model import Dependency, Run, Step
 from trajdebug.sources.load import load_runs
@@ -395,3 +398,247 @@ def test_the_inside_is_the_same_whatever_order_inner_steps_were_recorded_in() ->
         return dict(enclosing.inner_calls(steps, {s.step_id: s for s in steps}).digest)
 
     assert run_of([1, 2, 3]) == run_of([3, 1, 2])
+
+
+# --- a seed bank: a node counts its packets and adds one value that is new in every run; a later price tool ----
+# --- answers stale.  One passing run of the failing run's input (the others are of other inputs). -----------
+
+
+_NOTE = {"kind": "const", "n": 0}
+"""Which per-run value `_count_packets` writes, and how many times it ran."""
+
+
+def _per_run(kind: str, n: int) -> Any:
+    """A value every run writes anew, of one kind (the review's list): none is the node's fault."""
+    rnd = random.Random(n)
+    names = ["aster", "borage", "cosmos", "dill"]
+    rnd.shuffle(names)
+    vals = [0.1, 0.2, 0.3]
+    rnd.shuffle(vals)
+    return {
+        "bare_date": f"2026-03-{n + 1:02d}",
+        "epoch": 1764892800 + 37 * n,
+        "epoch_float": 1764892800.25 + 37 * n,
+        "counter": n,
+        "elapsed_ms": 12 + 7 * n,
+        "http_date": f"Sun, {n + 1:02d} Mar 2026 09:03:00 GMT",
+        "compact_iso": f"202603{n + 1:02d}T090300Z",
+        "time_only": f"09:{n:02d}:11",
+        "hex_id": f"{rnd.getrandbits(48):012x}",
+        "req_id": f"req_{rnd.randrange(10**6)}ab",
+        "joined": ", ".join(names),
+        "float_sum": sum(vals),
+        "str_dict": str(dict.fromkeys(names, 1)),
+        "sample": names[:2],
+        "const": "fixed",
+        "float_order": sum([0.1, 0.2, 0.3] if n % 2 else [0.3, 0.2, 0.1]),
+    }[kind]
+
+
+@trajdebug.step(kind="tool")
+def _packet_count(variety: str, shelf: str) -> dict[str, Any]:
+    return {"shelf": shelf, "packets": 5}
+
+
+@trajdebug.step(kind="agent")
+def _count_packets(variety: str) -> dict[str, Any]:
+    got = _packet_count(variety, "north")
+    _NOTE["n"] += 1
+    return {"variety": variety, "stock": got, "note": _per_run(str(_NOTE["kind"]), int(_NOTE["n"]))}
+
+
+@trajdebug.step(kind="tool")
+def _seed_price(variety: str) -> dict[str, Any]:
+    return {"variety": variety, "eur": 0.0 if _FLAW["on"] else 2.5}
+
+
+@trajdebug.step(kind="other")
+def _sell_seeds(counted: dict[str, Any], price: dict[str, Any]) -> str:
+    if price["eur"] <= 0:
+        raise ValueError("a free packet")
+    return "sold"
+
+
+_KINDS = ["bare_date", "epoch", "epoch_float", "counter", "elapsed_ms", "http_date", "compact_iso", "time_only",
+          "hex_id", "req_id", "joined", "float_sum", "str_dict", "float_order", "const"]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [*_KINDS, pytest.param("sample", marks=pytest.mark.xfail(
+        strict=True, reason="two of the three passing runs drew the same sample: nothing tells it from a choice"))],
+)
+def test_a_node_writing_a_per_run_value_the_failing_step_is_handed_is_not_blamed(tmp_path: Path, kind: str) -> None:
+    """A node handed to the failing step whole, whose answer differs from its one same-input passing run only by a
+    value every run writes anew (a date, a clock reading, a count of its calls, a minted id, a set's order, a
+    float summed in another order), is not blamed for its own code; the tool that answered otherwise ranks first."""
+    _NOTE.update(kind=kind, n=0)
+    bad = _record(tmp_path, "seedbank", lambda t: _sell_seeds(_count_packets(t), _seed_price(t)))
+    ranked = _ranked(bad)
+    assert ranked[0][0] == "_seed_price"
+    assert _own_code(ranked) == []
+
+
+@trajdebug.step(kind="agent")
+def _draw_tasters(variety: str) -> dict[str, Any]:
+    got = _packet_count(variety, "south")
+    _NOTE["n"] += 1
+    # A random pick of the node's own list, different in every run.
+    pairs = [["aster", "borage"], ["cosmos", "dill"], ["aster", "dill"], ["borage", "cosmos"]]
+    return {"variety": variety, "stock": got, "tasters": pairs[int(_NOTE["n"]) % 4]}
+
+
+def test_a_node_drawing_words_of_its_own_anew_in_every_run_is_not_blamed(tmp_path: Path) -> None:
+    """Words a node writes that it was never given nor told by a step inside it, new in every passing run
+    whatever the input (a random pick of its own list), are learned as its own draws: a failing run differing
+    there does not blame it."""
+    _NOTE.update(n=0)
+    bad = _record(tmp_path, "tasters", lambda t: _sell_seeds(_draw_tasters(t), _seed_price(t)))
+    ranked = _ranked(bad)
+    assert ranked[0][0] == "_seed_price"
+    assert _own_code(ranked) == []
+
+
+# --- a bindery: a node's flag differs; the next step is handed only another part of it (M3) -------------------
+
+
+@trajdebug.step(kind="tool")
+def _glue_stock(job: str) -> dict[str, Any]:
+    return {"job": job, "pots": 5, "usable": True}
+
+
+@trajdebug.step(kind="agent")
+def _check_glue(job: str) -> dict[str, Any]:
+    _NOTE["n"] += 1
+    return {"glue": _glue_stock(job), "rechecked": int(_NOTE["n"]) % 2 == 1}
+
+
+@trajdebug.step(kind="tool")
+def _binding_rate(job: str) -> dict[str, Any]:
+    return {"job": job, "per_book": 0.0 if _FLAW["on"] else 3.2}
+
+
+@trajdebug.step(kind="other")
+def _bind(glue: dict[str, Any], rate: dict[str, Any]) -> str:
+    if rate["per_book"] <= 0:
+        raise ValueError("binding for nothing")
+    return "bound"
+
+
+def test_a_flag_no_step_on_the_failures_path_was_handed_is_not_followed_into_an_unrelated_true(tmp_path: Path) -> None:
+    """A node differing only in a flag, whose next step is handed another part of its answer (holding an unrelated
+    true), is not blamed: a flag, a null or one digit is followed only under its own field, never found inside
+    any text."""
+    _NOTE.update(n=0)
+    bad = _record(tmp_path, "bindery", lambda t: _bind(_check_glue(t)["glue"], _binding_rate(t)))
+    ranked = _ranked(bad)
+    assert ranked[0][0] == "_binding_rate"
+    assert _own_code(ranked) == []
+
+
+@trajdebug.step(kind="agent")
+def _shelve(job: str) -> dict[str, Any]:
+    got = _glue_stock(job)
+    return {"job": job, "shelf": "K-77" if _FLAW["on"] else "K-12", "pots": got["pots"]}
+
+
+def test_a_node_nothing_on_the_failures_path_depends_on_is_not_blamed(tmp_path: Path) -> None:
+    """A node that answered otherwise (a wrong shelf) where no step on the failure's path was handed its answer
+    made no difference to that failure: no recorded or inferred dependent is no pass."""
+    def go(job: str) -> str:
+        _shelve(job)
+        return _bind({"pots": 1}, _binding_rate(job))
+
+    bad = _record(tmp_path, "shelving", go)
+    assert _own_code(_ranked(bad)) == []
+
+
+@trajdebug.step(kind="agent")
+def _cut_boards(job: str) -> dict[str, Any]:
+    got = _glue_stock(job)
+    return {"job": job, "board_mm": 187 if _FLAW["on"] else 210, "pots": got["pots"]}
+
+
+@trajdebug.step(kind="other")
+def _case_in(job: str, size: int) -> str:
+    if size < 200:
+        raise ValueError(f"boards of {size} mm are too small for the block")
+    return "cased"
+
+
+def test_a_node_whose_differing_value_the_failure_names_is_blamed(tmp_path: Path) -> None:
+    """A node whose answer differs by a value the failing step was handed and its message names (a board cut
+    too small), everything inside alike, ranks first for its own code."""
+    bad = _record(tmp_path, "casing", lambda t: _case_in(t, _cut_boards(t)["board_mm"]))
+    ranked = _ranked(bad)
+    assert ranked[0][0] == "_cut_boards"
+    assert _own_code(ranked) == ["_cut_boards"]
+
+
+def test_the_failures_path_is_indexed_once_per_run_not_once_per_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every node of a run asks one index of what the failure's path was handed (built once per run): the
+    cost is linear in the run, not its nodes times its steps."""
+    built: list[int] = []
+    real = enclosing.Reach.of
+    monkeypatch.setattr(enclosing.Reach, "of", staticmethod(lambda steps: built.append(1) or real(steps)))
+    turns = [Step(f"t{i}", "turn", "agent", input={"i": i}, output={"n": 1000 + i}, start_ns=2 * i, end_ns=2 * i + 1)
+             for i in range(300)]
+    fail = Step("f", "close", "other", input={"n": 1299}, status="error", start_ns=900, end_ns=901,
+                deps=tuple(Dependency(t.step_id) for t in turns))
+    steps = {s.step_id: s for s in [*turns, fail]}
+    assert all(enclosing._made_the_difference(t, [("n", t.output["n"], 1)], steps) == (t.step_id == "t299") for t in turns)
+    assert built == [1]
+
+
+@pytest.mark.parametrize(
+    ("field", "now", "then", "varies"),
+    [
+        ("stamp", 1764892800, 1764892837, True),
+        ("stamp", 1764892800123, 1764892837000, True),
+        ("latencyMs", 41, 57, True),
+        ("total", 41, 57, False),
+        ("ref", "9f3a0c61be27", "0b71e4d2a9c8", True),
+        ("ref", "req_4471ab", "req_9902cd", True),
+        ("sku", "SKU-1001", "SKU-1002", False),
+        ("who", "ana, bo, cy", "cy, ana, bo", True),
+        ("sum", 0.6000000000000001, 0.6, True),
+        ("sum", 0.61, 0.6, False),
+        ("day", "2026-03-05", "2026-03-04", True),
+        ("city", "Lyon", "Nice", False),
+    ],
+)
+def test_a_difference_every_run_makes_is_told_by_its_shape(field: str, now: Any, then: Any, varies: bool) -> None:
+    """Clock readings near the run's start, timing fields, minted ids, reorderings and float summation order
+    vary in every run; a total, a catalogue id, a float off by more than rounding and a city do not."""
+    assert reach.run_varying(field, now, then, 1764892900 * 10**9) is varies
+
+
+# --- a dam: a span computes wrongly from a gauge that stamps its reading in epoch seconds (M2) --------------------
+
+
+@trajdebug.step(kind="tool")
+def _reservoir_gauge(dam: str) -> dict[str, Any]:
+    return {"dam": dam, "level_m": 31.0, "read_at": int(time.time()) + 420 * next(_TICK)}
+
+
+@trajdebug.step(kind="other")
+def _spillway(dam: str) -> dict[str, Any]:
+    level = _reservoir_gauge(dam)["level_m"]
+    return {"dam": dam, "release_m3": level - 40 if _FLAW["on"] else 40 - level}
+
+
+@trajdebug.step(kind="other")
+def _open_gates(plan: dict[str, Any]) -> str:
+    if plan["release_m3"] < 0:
+        raise ValueError(f"negative release {plan['release_m3']}")
+    return "open"
+
+
+def test_a_span_keeps_its_same_input_evidence_when_its_tool_stamps_epoch_seconds(tmp_path: Path) -> None:
+    """A tool stamping its reading with the clock in seconds since the epoch (new every run) is masked as a
+    date-time stamp is: the span that computed wrongly from the reading keeps its same-input evidence and ranks
+    first, and the gauge is not taken for a changed answer."""
+    bad = _record(tmp_path, "dam", lambda t: _open_gates(_spillway(t)))
+    ranked = _ranked(bad)
+    assert ranked[0][0] == "_spillway" and "reference:same-input" in ranked[0][1]
+    assert all("reference:same-input" not in s for n, s, _ in ranked if n == "_reservoir_gauge")

@@ -211,6 +211,10 @@ class Lexicon:
     """Words of a field name that make its number a span of time (``every_hours``, ``minutes``,
     ``windowDays``); ``min`` is left out (``min_price`` is a bound)."""
 
+    timing_words: frozenset[str]
+    """Words of a field name that make its number a reading of the run's own clock or counter (``elapsed_ms``,
+    ``latencyMs``, ``attempt``): new in every run, never a value the run computed."""
+
     hours_length: re.Pattern[str]
     """A number a text gives as a length in hours (``'hours': 3``, ``duration_h=2.5``, ``2 hrs``): group
     ``a`` or ``b`` is the number."""
@@ -437,6 +441,10 @@ ENGLISH = Lexicon(
     ),
     duration_words=frozenset(
         ["seconds", "secs", "minutes", "mins", "hours", "hrs", "days", "weeks", "interval", "window", "timeout", "ttl", "duration"]
+    ),
+    timing_words=frozenset(
+        ["elapsed", "latency", "took", "duration", "runtime", "uptime", "ms", "millis", "msec", "ns", "us",
+         "epoch", "ts", "timestamp", "tick", "ticks", "seq", "counter", "attempt", "attempts", "retries", "iteration"]
     ),
     # The Agents SDK's handoff span names its two ends ``from_agent`` and ``to_agent``.
     naming_fields=frozenset(

@@ -26,6 +26,7 @@ from trajdebug.analysis.reference._profile import (
     keyed_parts,
     step_key,
 )
+from trajdebug.analysis.reference._reach import epoch_like
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 from trajdebug.core.values import atoms as value_atoms
 
@@ -157,6 +158,8 @@ def _mints(fs: _FieldStats) -> bool:
         _SHAPE_DIGIT.search(r) and _SHAPE_ALPHA.search(r) for r in fs.raws.values()
     ):
         return True
+    if len(fs.runs) >= 2 and fs.numbers and len(set(fs.numbers)) == len(fs.numbers) and all(map(_clock, fs.numbers)):
+        return True
     dates = [k for k in fs.values if k.startswith("d:")]
     return (
         len(fs.runs) >= 2
@@ -167,10 +170,19 @@ def _mints(fs: _FieldStats) -> bool:
     )
 
 
+def _clock(value: Any) -> bool:
+    """Whether a number is a clock's reading: seconds (or finer) since the epoch, 2000-2100 (no run's start
+    at hand: a field's numbers come from many runs)."""
+    return epoch_like(value, 0)
+
+
 def _masked(value: Any, fields: set[str]) -> Any:
-    """A parsed answer with the values under ``fields`` blanked out."""
+    """A parsed answer with the values (text, or a clock's number) under ``fields`` blanked out."""
     if isinstance(value, Mapping):
-        return {k: "" if k in fields and isinstance(v, str) else _masked(v, fields) for k, v in value.items()}
+        return {
+            k: "" if k in fields and (isinstance(v, str) or _clock(v)) else _masked(v, fields)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_masked(v, fields) for v in value]
     return value

@@ -7,8 +7,10 @@ diverged in its own code; a node whose output differs because an inner step answ
 `own_answer` is the container's evidence; `inside_of` tells `answer_checks` about a non-container span.
 
 What varies from run to run makes no difference: a model's envelope (ids, usage, fingerprints), date-time
-stamps and UUIDs, ids an inner step mints on every call (`_answers._mints`), the completion order of a
-container's lists.  The digest hashes each step's request and answer in full (no cut before hashing), in
+stamps, clock readings and UUIDs, ids an inner step mints on every call (`_answers._mints`), the completion
+order of a container's lists, what the container writes anew in every passing run (`Profile.varying`), and
+any part that is a time, a clock or timing number, a minted id, a reordering or a float summation order
+(`_reach.run_varying`).  A difference that is left must also have reached the failure (`_reach.Reach`).  The digest hashes each step's request and answer in full (no cut before hashing), in
 one bottom-up pass over the run (a Merkle fold: linear in the steps, whatever the nesting depth).
 """
 
@@ -19,6 +21,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
@@ -26,12 +29,14 @@ from trajdebug.analysis.lineage import ENVELOPE_KEYS, semantic
 from trajdebug.analysis.reference._answers import _masked, _minted_only, _mints
 from trajdebug.analysis.reference._profile import Profile, answer_key, asked_of, step_key
 from trajdebug.analysis.reference._profile import learn as learn_steps
+from trajdebug.analysis.reference._reach import ANSWER, Reach, epoch_like, leaves, run_varying
 from trajdebug.core.model import CONTAINER_KINDS, Run, Step
 
 
 _STAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
 """A date with its time of day: when a run happened (``located_at``), new in every run."""
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+_WORD = re.compile(r"\w+")
 _DEPTH = 64
 """Deeper than this a value is cut (a value nested thousands deep is no reason to fail an analysis)."""
 
@@ -50,14 +55,113 @@ def learn(runs: Sequence[Run]) -> Profile:
     """`_profile.learn`, with what each enclosing step's inside and answer were per request (`Profile.enclosing`)."""
     profile = learn_steps(runs)
     table: dict[Any, dict[str, dict[tuple[str, str], str]]] = {}
+    timeline: dict[Any, list[tuple[int, Any]]] = {}
+    wrote: dict[Any, list[dict[tuple[str, ...], frozenset[tuple[str, ...]]]]] = {}
     for run in runs:
         by_id = {s.step_id: s for s in run.steps}
+        kids: dict[str, list[str]] = {}
+        for s in run.steps:
+            if s.parent_id in by_id and s.parent_id != s.step_id:
+                kids.setdefault(s.parent_id, []).append(s.step_id)
         inside = inner_calls(run.steps, by_id, profile, origins=False)
         for s in run.steps:
             if s.status == "ok" and s.step_id in inside.digest:
                 seen = table.setdefault(step_key(s, by_id), {}).setdefault(answer_key(asked_of(s, by_id)), {})
                 seen.setdefault((inside.digest[s.step_id], _text(steady(s.output))), run.run_id)
-    return replace(profile, enclosing=table, varying=_varying(table))
+                timeline.setdefault(step_key(s, by_id), []).append((s.start_ns, s.output))
+                texts = _words(steady(s.output))
+                if texts:
+                    told = _told(s, by_id, kids)
+                    wrote.setdefault(step_key(s, by_id), []).append(
+                        {p: w for p, w in texts.items() if not any(t in told for ws in w for t in ws)}
+                    )
+    varying = _varying(table)
+    for key, paths in [*_counting(timeline).items(), *_minting(wrote).items()]:
+        varying[key] = varying.get(key, frozenset()) | paths
+    return replace(profile, enclosing=table, varying=varying)
+
+
+def _minting(wrote: Mapping[Any, list[dict[tuple[str, ...], frozenset[tuple[str, ...]]]]]) -> dict[Any, frozenset[tuple[str, ...]]]:
+    """Per enclosing step, the text parts of its answer new in every passing run (three or more, whatever
+    their requests) with no word it was given or told by a step inside it: what it draws by itself (a random
+    sample of its own list, a fresh name), run-varying as a leaf's minted ids are."""
+    out: dict[Any, frozenset[tuple[str, ...]]] = {}
+    for key, runs in wrote.items():
+        if len(runs) < 3:
+            continue
+        paths = {p for p in runs[0] if all(p in r for r in runs) and len({r[p] for r in runs}) == len(runs)}
+        if paths:
+            out[key] = frozenset(paths)
+    return out
+
+
+def _words(value: Any, at: tuple[str, ...] = ()) -> dict[tuple[str, ...], frozenset[tuple[str, ...]]]:
+    """An answer's text values by path (a list's entries under ``*``), each as its words."""
+    if len(at) > _DEPTH:
+        return {}
+    if isinstance(value, Mapping):
+        return {p: w for k, v in value.items() for p, w in _words(v, (*at, str(k))).items()}
+    if isinstance(value, list):
+        found: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+        for v in value:
+            for p, w in _words(v, (*at, "*")).items():
+                found.setdefault(p, set()).update(w)
+        return {p: frozenset(w) for p, w in found.items()}
+    if isinstance(value, str) and _WORD.search(value):
+        return {at: frozenset({tuple(_WORD.findall(value.lower()))})}
+    return {}
+
+
+_TOLD_CAP = 2000
+"""Inner steps read to learn what a step was told; past it, every word counts as told (nothing learned)."""
+
+
+def _told(step: Step, by_id: Mapping[str, Step], kids: Mapping[str, list[str]]) -> frozenset[str] | _All:
+    """The words of a step's request and of every answer inside it (any depth)."""
+    words = set(_WORD.findall(_text(asked_of(step, by_id)).lower()))
+    todo, n = list(kids.get(step.step_id, ())), 0
+    while todo:
+        n += 1
+        if n > _TOLD_CAP:
+            return _All()
+        sid = todo.pop()
+        words.update(_WORD.findall(_text(by_id[sid].output).lower()))
+        todo.extend(kids.get(sid, ()))
+    return frozenset(words)
+
+
+class _All:
+    """Every word (a step too large to read whole)."""
+
+    def __contains__(self, _: object) -> bool:
+        return True
+
+
+def _counting(timeline: Mapping[Any, list[tuple[int, Any]]]) -> dict[Any, frozenset[tuple[str, ...]]]:
+    """Per enclosing step, the numbers of its answer that rose with every passing run, whatever its request
+    (a counter, a clock: three runs or more, each later than the last): learned across inputs, as a leaf's
+    minted ids are, so one passing run of the failing run's input is enough to know the number is the run's."""
+    out: dict[Any, frozenset[tuple[str, ...]]] = {}
+    for key, seen in timeline.items():
+        if len(seen) < 3:
+            continue
+        series = [_numbers(v) for _, v in sorted(seen, key=lambda x: x[0])]
+        rising = {
+            p for p in series[0]
+            if all(p in later and later[p] > earlier[p] for earlier, later in pairwise(series))
+        }
+        if rising:
+            out[key] = frozenset(rising)
+    return out
+
+
+def _numbers(value: Any, at: tuple[str, ...] = ()) -> dict[tuple[str, ...], float]:
+    """The numbers of an answer's mappings by path (never inside a list, whose entries have no fixed place)."""
+    if isinstance(value, Mapping) and len(at) <= _DEPTH:
+        return {p: n for k, v in value.items() for p, n in _numbers(v, (*at, str(k))).items()}
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {at: float(value)}
+    return {}
 
 
 def _varying(table: Mapping[Any, Mapping[str, Mapping[tuple[str, str], str]]]) -> dict[Any, frozenset[tuple[str, ...]]]:
@@ -146,7 +250,7 @@ def _call(step: Step, by_id: Mapping[str, Step], profile: Profile | None) -> byt
     if step.kind in CONTAINER_KINDS:
         answer = steady(step.output)
     else:
-        answer = _stamped(semantic(step, step.output))
+        answer = _stamped(semantic(step, step.output), start_ns=step.start_ns)
         minted = {f for f, fs in st.fields.items() if _mints(fs)} if st is not None else set()
         answer = _masked(answer, minted) if minted else answer
     parts = (_text([step.name, step.kind, step.status]), _text(_stamped(asked_of(step, by_id))), _text(answer))
@@ -179,17 +283,18 @@ def steady(value: Any, depth: int = 0) -> Any:
     return _stamped(value, depth)
 
 
-def _stamped(value: Any, depth: int = 0) -> Any:
-    """A value with its date-time stamps and UUIDs masked (minted anew in every run)."""
+def _stamped(value: Any, depth: int = 0, start_ns: int | None = None) -> Any:
+    """A value with its date-time stamps and UUIDs masked (minted anew in every run); with ``start_ns`` (when
+    the step ran), its clock readings too (seconds or finer since the epoch, near that time: `epoch_like`)."""
     if depth > _DEPTH:
         return None
     if isinstance(value, str):
         return _UUID.sub("<uuid>", _STAMP.sub("<time>", value))
     if isinstance(value, Mapping):
-        return {str(k): _stamped(v, depth + 1) for k, v in value.items()}
+        return {str(k): _stamped(v, depth + 1, start_ns) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_stamped(v, depth + 1) for v in value]
-    return value
+        return [_stamped(v, depth + 1, start_ns) for v in value]
+    return "<time>" if start_ns is not None and epoch_like(value, start_ns) else value
 
 
 def _text(value: Any) -> str:
@@ -215,8 +320,8 @@ def matched_inside(step: Step, profile: Profile, steps: Mapping[str, Step] | Non
 def own_answer(step: Step, profile: Profile, steps: Mapping[str, Step] | None) -> list[Evidence]:
     """A container (a graph node that calls a tool, then computes from its answer) given the same request as
     in passing runs, where it answered one way, with every step inside it asked and answered as in one of
-    them, that answered otherwise in a part a later step read: nothing it enclosed made the difference, its
-    own code did (the first divergence, as an alignment of the two runs finds it).  The finding is the
+    them, that answered otherwise in a part that reached the failure and is no per-run value
+    (`_made_the_difference`): nothing it enclosed made the difference, its own code did (the first divergence, as an alignment of the two runs finds it).  The finding is the
     container's own: the ranking never moves it onto the model call inside that wrote its answer."""
     run = matched_inside(step, profile, steps) if step.status == "ok" and steps else None
     if not run or not steps:
@@ -230,8 +335,7 @@ def own_answer(step: Step, profile: Profile, steps: Mapping[str, Step] | None) -
         now = _without(now, varies)
     if len(answers) != 1 or _text(now) in answers:
         return []
-    differ = _differing(now, _parsed(next(iter(answers))))
-    if differ is not None and not _read_later(step, differ, steps):
+    if not _made_the_difference(step, _differing(now, _parsed(next(iter(answers)))), steps):
         return []
     return [
         Evidence(
@@ -252,49 +356,76 @@ def _parsed(text: str) -> Any:
         return None
 
 
-def _differing(now: Any, then: Any, depth: int = 0) -> set[str] | None:
-    """The values (as text) of an answer where it differs from another; None when a difference is a part
-    missing or of another type (no value to follow)."""
+_GONE = object()
+"""A part one answer has and the other has not."""
+
+
+def _differing(now: Any, then: Any, field: str = "", depth: int = 0) -> list[tuple[str, Any, Any]]:
+    """Where an answer differs from another: (field, its scalar, the other's) per differing scalar; a part
+    of another shape or length gives each of its scalars against `_GONE`, a part it lacks gives the part's
+    field name against `_GONE` (a failure may name what is missing)."""
     if depth > _DEPTH:
-        return None
+        return []
     if isinstance(now, Mapping) and isinstance(then, Mapping):
-        if set(now) != set(then):
-            return None
-        out: set[str] = set()
-        for k in now:
-            sub = _differing(now[k], then[k], depth + 1)
-            if sub is None:
-                return None
-            out |= sub
+        out: list[tuple[str, Any, Any]] = [(str(k), str(k), _GONE) for k in then if k not in now]
+        for k, v in now.items():
+            out += _differing(v, then[k], str(k), depth + 1) if k in then else _all(v, str(k))
         return out
-    if isinstance(now, list) and isinstance(then, list):
-        if len(now) != len(then):
-            return None
-        out = set()
-        for a, b in zip(now, then):
-            sub = _differing(a, b, depth + 1)
-            if sub is None:
-                return None
-            out |= sub
-        return out
+    if isinstance(now, list) and isinstance(then, list) and len(now) == len(then):
+        return [d for a, b in zip(now, then) for d in _differing(a, b, field, depth + 1)]
     if isinstance(now, (Mapping, list)) or isinstance(then, (Mapping, list)):
-        return None
-    return set() if now == then else {now if isinstance(now, str) else _text(now)}
+        return _all(now, field)
+    return [] if now == then else [(field, now, then)]
 
 
-def _read_later(step: Step, values: set[str], steps: Mapping[str, Step]) -> bool:
-    """Whether a differing value of a step's answer reaches the failure: a later step that depends on it was
-    handed it, or none does (its answer is the run's).  A part no later step read made no difference."""
-    # Later: a step inside it (handed part of its input) is not what its answer reached.
-    end = step.end_ns
-    later = [
-        s for s in steps.values()
-        if any(d.step_id == step.step_id for d in s.deps) and (end is None or s.start_ns >= end)
-    ]
-    if not later:
+def _all(value: Any, field: str) -> list[tuple[str, Any, Any]]:
+    return [(f, v, _GONE) for f, v in leaves(value, field)]
+
+
+def _made_the_difference(step: Step, parts: list[tuple[str, Any, Any]], steps: Mapping[str, Step]) -> bool:
+    """Whether a part where a container's answer differs reached its run's failure and differs otherwise than
+    every run does (`_reach`): a value the failure's path was handed, or that its message names, that is no
+    time, clock reading, minted id, reordering or rounding.  A part no step on the failure's path read made
+    no difference (a next node handed the whole state, say, but reading one field of it)."""
+    reach = reach_of(steps)
+    for field, now, then in parts:
+        if then is not _GONE and run_varying(field, now, then, reach.start_ns):
+            continue
+        if reach.named_by_failure(now):
+            return True
+        if any(_after(step, sid, steps) for sid in reach.handed(field, now)):
+            return True
+    return False
+
+
+def _after(step: Step, sid: str, steps: Mapping[str, Step]) -> bool:
+    """Whether a step that was handed a value got it from ``step``'s answer: it started once ``step`` ended
+    and is not inside it (an inner step is handed part of its input, not its answer); the run's answer is."""
+    if sid == ANSWER:
         return True
-    texts = [_text(asked_of(s, steps)) for s in later]
-    return any(v and v in t for v in values for t in texts)
+    other = steps.get(sid)
+    if other is None or sid == step.step_id or (step.end_ns is not None and other.start_ns < step.end_ns):
+        return False
+    hops = 0
+    while other is not None and other.parent_id is not None and hops <= len(steps):
+        if other.parent_id == step.step_id:
+            return False
+        other, hops = steps.get(other.parent_id), hops + 1
+    return True
+
+
+_REACH: list[tuple[Mapping[str, Step], int, Reach]] = []
+"""The last run's `Reach`, kept for its next container (built once per run, not per container)."""
+
+
+def reach_of(steps: Mapping[str, Step]) -> Reach:
+    """`Reach.of` a failing run's steps, built once per steps map."""
+    last = _REACH[-1] if _REACH else None
+    if last is not None and last[0] is steps and last[1] == len(steps):
+        return last[2]
+    out = Reach.of(steps)
+    _REACH[:] = [(steps, len(steps), out)]
+    return out
 
 
 _INSIDE: list[tuple[Mapping[str, Step], int, Profile, Inside]] = []
