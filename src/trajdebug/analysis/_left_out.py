@@ -8,6 +8,10 @@ exactly that gap, in one numeric field of theirs or in their count, is
 where the missing part was lost: without passing runs to say how many
 items it usually keeps, the arithmetic says it.  A filter that leaves out
 items whose sum is no gap the failure states gets nothing from here.
+
+A code step that hands on, under a field the failure speaks of, a shorter copy of a list an earlier step
+returned (`shortened_lists`) cut it when the run shows a left-out item was wanted: the failure names it, or a
+later step was given it.
 """
 
 from __future__ import annotations
