@@ -3,6 +3,7 @@ that ran (control dependence), and a write's effect on the world that a later st
 
 from __future__ import annotations
 
+import pytest
 from tests.builders import step
 
 from trajdebug.analysis.inference import control_edges, env_edges
@@ -289,3 +290,47 @@ class TestCarried:
         a = analyze(_register_run(), top=50)
         conflicts = {c.step_id for c in a.localization.ranked_all if "lineage:conflict" in c.signals}
         assert conflicts == {"w1"}
+
+
+class TestCarriedGuards:
+    @staticmethod
+    def _builder_run() -> Run:
+        """A request builder for a tide-gauge poll: every call returns the same header record beside the station's
+        parameters (fresh each call)."""
+        head = {"accept": "text/csv", "client": "tidepoll/1"}
+        steps = [_s("req", "read_stations", "input", 0, {"day": "tue"}, {"stations": ["Wyk", "Husum", "Buesum"]})]
+        for i, st in enumerate(["Wyk", "Husum", "Buesum"]):
+            steps.append(_s(f"b{i}", "build_poll", "other", 2 + 2 * i, {"station": st},
+                            {"headers": head, "params": {"station": st, "span": "6h"}}, "req"))
+        return _run(*steps)
+
+    def test_a_constant_record_every_call_returns_is_carried_by_none(self) -> None:
+        """Headers the builder returns unchanged in every call answer nothing a call was given: no call depends on
+        the one before it for them."""
+        from trajdebug.analysis.inference import carried_edges
+
+        assert carried_edges(self._builder_run()) == {}
+
+    def test_a_call_adding_only_a_scalar_beside_an_earlier_entry_carries_nothing(self) -> None:
+        """The log's second call returned the first call's entry again beside only a counter: no entry of it is
+        new, so no accumulator is shown updating (a scalar is no update of a register)."""
+        from trajdebug.analysis.inference import carried_keys
+
+        run = _register_run()
+        w1, w2 = run.steps[1], run.steps[2]
+        counted = Step(**{**_fields(w2), "output": {"KB-7": {"glaze": "tenmoku"}, "firings": 2}})
+        assert carried_keys(counted, [w1]) == {}
+        assert carried_keys(w2, [w1]) == {"KB-7": w1}
+
+    def test_each_entry_of_a_long_accumulator_run_is_written_out_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Over a thousand calls of one accumulator, each entry is serialised once, not once per earlier call (the
+        pass stays linear in the run's length)."""
+        from trajdebug.analysis.inference import _control
+
+        steps = [_s(f"a{i}", "tally_reading", "other", i, {"i": i},
+                    {"settings": {"mode": "slow"}, "last": {"i": i, "mm": i % 7}}) for i in range(1000)]
+        calls: list[object] = []
+        canon = _control._canon
+        monkeypatch.setattr(_control, "_canon", lambda value: calls.append(value) or canon(value))
+        _control.carried_map(steps)
+        assert len(calls) <= 3 * len(steps)

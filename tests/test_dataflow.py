@@ -13,6 +13,7 @@ from trajdebug.analysis._detect import Failure
 from trajdebug.analysis.diagnosers import DiagnoseContext, Evidence, registered_diagnosers
 from trajdebug.analysis.diagnosers._dataflow import _NUMERAL, _lost
 from trajdebug.core.model import Run, Step
+from trajdebug.core.values import atoms
 
 
 def _eager(values: list[Any], text: str) -> list[Any]:
@@ -220,3 +221,37 @@ def test_a_parser_that_kept_the_name_of_each_numbered_line_dropped_nothing() -> 
     assert _split_read("1 | Tomas Ek", out_text)
     assert not _split_read("2;Maren Holt", out_text)
     assert not _split_read("Ines Varga", out_text)
+
+
+def test_a_parser_that_selected_some_numbers_of_a_series_the_run_did_not_want_cut_nothing() -> None:
+    """A parser keeping the two weekend tide heights of a week's list ('Mon 3.1 m, ..., Sun 2.8 m') selected
+    them: no count is declared and the failure names no height left out.  A word after a number that is no unit
+    of measure ('berths 12 and 14 are free') makes no series."""
+    from trajdebug.analysis.diagnosers._parsed_lines import series_cut
+
+    text = "Highs: Mon 3.1 m, Tue 3.4 m, Wed 2.9 m, Thu 3.3 m, Fri 3.0 m. Weekend: Sat 3.2 m, Sun 2.8 m."
+    weekend = Step("p", "parse_weekend", "parse", input={"text": text}, output={"weekend": [3.2, 2.8]})
+    assert list(series_cut(weekend, text, weekend.output)) == []
+    named = {a.key for a in atoms("the 3.4 m high of Tuesday is missing")}
+    [e] = series_cut(weekend, text, weekend.output, named)
+    assert "left out" in e.reason and "3.4" in e.reason
+    berths = "berths 12 and 14 are free, 16 and 18 are taken"
+    free = Step("p", "parse_berths", "parse", input={"text": berths}, output={"free": [12]})
+    assert list(series_cut(free, berths, free.output, {a.key for a in atoms("berth 14 asked")})) == []
+
+
+def test_a_line_sharing_only_a_common_column_with_the_kept_lines_was_dropped() -> None:
+    """Of four ringer lines 'n;Name;active', the line whose name shows nowhere in the output was dropped though
+    its status 'active' does (every line holds it), and a name that is part of a longer word ('ana' in
+    'banana') reads no line; a failure naming the lost ringer leaves the drop standing whatever the output holds."""
+    from trajdebug.analysis.diagnosers._dataflow import _split_read
+
+    lines = ["1;Ole Berg;active", "2;Ida Lunde;active", "3;Ana;active", "4;Siv Dahl;active"]
+    out_text = '[{"name": "ole berg", "status": "active"}, {"name": "ida lunde", "status": "active"}, {"fruit": "banana"}]'
+    assert _split_read("1;Ole Berg;active", out_text, lines)
+    assert not _split_read("4;Siv Dahl;active", out_text, lines)
+    assert not _split_read("3;Ana;active", out_text, lines)
+    parser = Step("p", "parse_ringers", "parse", input={"lines": lines[:2] + lines[3:], "club": "bells"},
+                  output={"club": "bells", "status": {"Ole Berg": "active", "Ida Lunde": "active"}})
+    failed = (Failure("x", "step-error", "ringer 'Siv Dahl' has no tower", "x"),)
+    assert any(e.suspicion > 0 and "Siv Dahl" in e.reason for e in _parser_verdict(parser, failures=failed))

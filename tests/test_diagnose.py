@@ -1202,6 +1202,14 @@ class TestDataSteps:
         assert "sorrel" in e.reason and "clover" in e.reason
         assert wrote("sorrel") == []
 
+    def test_a_keyed_map_of_records_with_number_keys_is_read_without_fault(self) -> None:
+        """A loom's memory keys each warp record by number fields (``{1: "wool", 2: "linen"}``), as an in-process
+        recording keeps them: the misfiled-write check reads the records' own keys and finds nothing to say."""
+        warps = {"w1": {1: "wool", 2: "linen"}, "w2": {1: "wool", 2: "silk"}, "w3": {1: "hemp", 2: "linen"}}
+        run = _run(Step("w", "remember_warps", "state", input={"warp": {1: "wool"}},
+                        attributes={"state_writes": ["warps"], "state_values": {"warps": warps}}))
+        assert [e for e in _from(_verdict(run, "w"), "state-values") if "keyed" in e.reason] == []
+
     def test_state_write_rejected_by_a_reader_precondition(self) -> None:
         """A reader's failed pre-condition on shared state makes the writer suspect."""
         run = _run(

@@ -252,3 +252,16 @@ def test_calls_that_take_only_some_of_a_lists_items_do_not_depend_on_it() -> Non
     rows = [[1, "east"], [2, "east"], [3, "east"], [1, "west"], [2, "west"], [3, "west"]]
     run = item_edges(_hedge_run(rows, rows[:3]))
     assert not any(d.step_id == "plan" for s in run.steps for d in s.deps)
+
+
+def test_calls_given_the_same_small_settings_each_take_no_item_of_a_list_of_small_pairs() -> None:
+    """A loop of fetches each given the same options (``tries=3, wait=2, jitter=1``) holds every number of a list of
+    pairs of 1 to 3 in every call: the options tell no item from another, so no call depends on the list."""
+    from trajdebug.analysis.inference import item_edges
+
+    steps: list[Step] = [step("pairs", "pair_kilns", "other", 0, {"kilns": 3}, {"pairs": [[1, 2], [2, 3], [3, 1]]})]
+    for i in range(4):
+        steps.append(step(f"f{i}", "fetch_glaze_sheet", "tool", 2 + i,
+                          {"url": f"https://glaze.example/{i}", "tries": 3, "wait": 2, "jitter": 1}, {"ok": True}))
+    run = item_edges(Run("r", "t", outcome="failure", steps=tuple(steps)))
+    assert not any(d.step_id == "pairs" for s in run.steps for d in s.deps)

@@ -219,3 +219,56 @@ def test_a_lowercase_item_a_model_left_out_of_a_printed_record_points_at_that_mo
     assert any("'lamb shank'" in r and "2 of the 3" in r for r in top.reasons)
     other = localize(run("venue API 422: menu total 880.0 over budget")).ranked_all
     assert not any("items of a list it was given" in r for c in other for r in c.reasons)
+
+
+def _ferry(saved: list[str]) -> Run:
+    """A ferry desk: the port lookup returns the berths of the terminal, a code step saves the night's plan with
+    the berths it keeps (``saved``), and the allocation refused for the berth no longer there."""
+    berths = ["Quay 1", "Quay 2", "Ramp Berth"]
+    return Run("r", "t", outcome="failure", steps=(
+        step("look", "port_lookup", "retrieval", 0, {"terminal": "T-North"}, [{"terminal": "T-North", "berths": berths}]),
+        step("save", "save_night_plan", "other", 2, {"terminal": "T-North"}, {"night": "2027-05-02", "berths": saved},
+             "look"),
+        step("alloc", "allocate_sailings", "tool", 4, {"plan": {"night": "2027-05-02", "berths": saved}}, None, "save",
+             status="error", error=ErrorInfo("ValueError", "sailing S-4 needs a ramp berth, none of the berths has one")),
+    ))
+
+
+def test_a_code_step_that_saved_fewer_of_the_items_of_a_list_it_read_cut_it() -> None:
+    """The plan saved two of the three berths the lookup returned, and the failure speaks of berths: the code
+    step cut the list (`lineage:dropped`); one that saved all three cut nothing."""
+    def dropped(saved: list[str]) -> list[str]:
+        loc = localize(_ferry(saved), top=10)
+        return [r for c in loc.ranked_all if c.step_id == "save" for r in c.reasons if "left out" in r]
+
+    [reason] = dropped(["Quay 1", "Quay 2"])
+    assert "2 of the 3 berths" in reason and "Ramp Berth" in reason
+    assert dropped(["Quay 1", "Quay 2", "Ramp Berth"]) == []
+
+
+def _spa(kept: list[str], message: str) -> Run:
+    """A spa's booking desk: the lookup returns the treatment rooms, a code step keeps those open today
+    (``kept``), a model reads the client's note for the price cap, and the booking fails with ``message``."""
+    rooms = ["Fern Room", "Moss Room", "Salt Room", "Cedar Room"]
+    return Run("r", "t", outcome="failure", steps=(
+        step("look", "list_rooms", "retrieval", 0, {"spa": "Nord"}, {"rooms": rooms, "spa": "Nord"}),
+        step("open", "keep_open_rooms", "other", 2, {"spa": "Nord"}, {"rooms": kept}, "look"),
+        step("cap", "read_price_cap", "llm", 3, {"note": "at most 60 EUR an hour"}, {"cap": 50}),
+        step("pick", "pick_rooms", "other", 4, {"rooms": kept, "cap": 50}, {"rooms": []}, "open", "cap"),
+        step("book", "book_room", "tool", 6, {"rooms": []}, None, "pick",
+             status="error", error=ErrorInfo("ValueError", message)),
+    ))
+
+
+def test_a_code_step_that_filtered_out_a_room_nobody_wanted_cut_nothing() -> None:
+    """The desk kept the three rooms open today of the four the lookup returned, and the failure speaks of rooms
+    but names no room left out and no later step asked for it: filtering is the step's work, no cut.  A failure
+    naming the left-out room makes it one."""
+    def dropped(message: str) -> list[str]:
+        loc = localize(_spa(["Fern Room", "Salt Room", "Cedar Room"], message), top=10)
+        return [r for c in loc.ranked_all if c.step_id == "open" for r in c.reasons if "left out" in r]
+
+    assert dropped("no rooms left to book under the price cap") == []
+    [reason] = dropped("no rooms left to book: the Moss Room was asked for")
+    assert "Moss Room" in reason
+

@@ -1232,6 +1232,22 @@ class TestCounts:
         two = self._run(2, "note declares 3 shoes, job carries 2", spare=True)
         assert count_edges(two, {"b": "note declares 3 shoes, job carries 2"}) == {}
 
+    def test_a_count_an_earlier_step_returned_as_a_value_is_handed_on_not_counted(self) -> None:
+        """A kennel booking refused for 3 dogs was handed the 3 the request parser returned: an unrelated list of 3
+        vaccines the intake model listed is no source of that number."""
+        from trajdebug.analysis.lineage import count_edges
+        from trajdebug.core.model import ErrorInfo
+
+        message = "cannot board 3 dogs: kennel K-2 is full this week"
+        run = _run(
+            _s("req", "read_request", "input", 0, {"text": "board my dogs"}, {"text": "board my dogs"}),
+            _s("p", "parse_request", "parse", 2, {"text": "board my dogs"}, {"dogs": 3, "town": "Lund"}, "req"),
+            _s("v", "list_vaccines", "llm", 3, {"text": "board my dogs"}, {"vaccines": ["rabies", "parvo", "kennel cough"]}),
+            _s("b", "book_kennel", "tool", 6, {"kennel": "K-2", "dogs": 3}, None, "p",
+               status="error", error=ErrorInfo("RuntimeError", message)),
+        )
+        assert count_edges(run, {"b": message}) == {}
+
 
 def test_a_value_quoted_in_a_json_error_body_is_named_by_the_failure() -> None:
     """A booking service refused with a JSON body whose detail sentence quotes the hall ('Aurora Hall'): the
@@ -1243,3 +1259,12 @@ def test_a_value_quoted_in_a_json_error_body_is_named_by_the_failure() -> None:
     assert "s:aurora hall" in keys
     assert keys >= {a.key for a in atoms(body)}
     assert not any(a.key == "s:aurora hall" for a in atoms(body))
+
+
+def test_a_plain_message_names_each_value_once() -> None:
+    """A refusal written as a sentence (no JSON body) names its hall, date and number once each, as the atoms of
+    the sentence do: only a JSON body's sentences are read a second time."""
+    from trajdebug.analysis.lineage import message_atoms
+
+    message = "hall 'Cedar Loft' is not bookable on 2027-03-09 for 14 guests"
+    assert [a.key for a in message_atoms(message)] == [a.key for a in atoms(message)]

@@ -159,28 +159,3 @@ def test_a_quoted_name_given_as_a_value_takes_its_numbers_place() -> None:
     assert "LH 2482" in [a.raw for a in read] and "2482" not in [a.raw for a in read]
     keyed = _outside_names(list(atoms({"walk": {"LH 2482": 3}})), message, named)
     assert [a.raw for a in keyed] == [a.raw for a in named if a.raw != "2482"]
-
-
-def _ferry(saved: list[str]) -> Run:
-    """A ferry desk: the port lookup returns the berths of the terminal, a code step saves the night's plan with
-    the berths it keeps (``saved``), and the allocation refused for the berth no longer there."""
-    berths = ["Quay 1", "Quay 2", "Ramp Berth"]
-    return Run("r", "t", outcome="failure", steps=(
-        step("look", "port_lookup", "retrieval", 0, {"terminal": "T-North"}, [{"terminal": "T-North", "berths": berths}]),
-        step("save", "save_night_plan", "other", 2, {"terminal": "T-North"}, {"night": "2027-05-02", "berths": saved},
-             "look"),
-        step("alloc", "allocate_sailings", "tool", 4, {"plan": {"night": "2027-05-02", "berths": saved}}, None, "save",
-             status="error", error=ErrorInfo("ValueError", "sailing S-4 needs a ramp berth, none of the berths has one")),
-    ))
-
-
-def test_a_code_step_that_saved_fewer_of_the_items_of_a_list_it_read_cut_it() -> None:
-    """The plan saved two of the three berths the lookup returned, and the failure speaks of berths: the code
-    step cut the list (`lineage:dropped`); one that saved all three cut nothing."""
-    def dropped(saved: list[str]) -> list[str]:
-        loc = localize(_ferry(saved), top=10)
-        return [r for c in loc.ranked_all if c.step_id == "save" for r in c.reasons if "left out" in r]
-
-    [reason] = dropped(["Quay 1", "Quay 2"])
-    assert "2 of the 3 berths" in reason and "Ramp Berth" in reason
-    assert dropped(["Quay 1", "Quay 2", "Ramp Berth"]) == []

@@ -8,6 +8,10 @@ exactly that gap, in one numeric field of theirs or in their count, is
 where the missing part was lost: without passing runs to say how many
 items it usually keeps, the arithmetic says it.  A filter that leaves out
 items whose sum is no gap the failure states gets nothing from here.
+
+A code step that hands on, under a field the failure speaks of, a shorter copy of a list an earlier step
+returned (`shortened_lists`) cut it when the run shows a left-out item was wanted: the failure names it, or a
+later step was given it.
 """
 
 from __future__ import annotations
@@ -15,15 +19,15 @@ from __future__ import annotations
 import ast
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._sources import Found, Slice, _short
+from trajdebug.analysis._sources import Found, Slice, _field_words, _short, _terms
 from trajdebug.core.model import CONTAINER_KINDS
-from trajdebug.core.values import Atom, is_mapping, mentions
+from trajdebug.core.values import Atom, atoms, is_mapping, mentions
 
 
 _MAX_ITEMS = 500
@@ -225,4 +229,90 @@ def _tolerance(a: str, b: str) -> float:
     return 10.0**-decimals + 1e-9
 
 
-__all__ = ["left_out_items", "left_out_names"]
+_CUT_KINDS = frozenset({"other", "state", "parse"})
+"""Kinds of step that run in the agent's own code, which hands on what it read as it chooses."""
+
+
+def _lists_named(value: Any, field: str, depth: int = 0) -> Iterator[list[Any]]:
+    """The lists a value holds under ``field``, in its records and in the records of its lists (two levels)."""
+    if depth > 2:
+        return
+    if isinstance(value, Mapping):
+        if isinstance(value.get(field), list):
+            yield value[field]
+        for v in value.values():
+            if isinstance(v, (Mapping, list)):
+                yield from _lists_named(v, field, depth + 1)
+    elif isinstance(value, list):
+        for v in value[:32]:
+            if isinstance(v, Mapping):
+                yield from _lists_named(v, field, depth + 1)
+
+
+def _in_order(short: list[Any], long: list[Any]) -> bool:
+    """Whether every item of ``short`` is in ``long``, in the same order."""
+    it = iter(long)
+    return all(any(x == y for y in it) for x in short)
+
+
+def shortened_lists(sl: Slice, ids: Iterable[str]) -> list[Found]:
+    """Code steps that cut a list they handed on (`_shortened`), of the steps ``ids``."""
+    said = set().union(*(_terms(f.message or "", sl.lexicon) for f in sl.failures))
+    if not said:
+        return []
+    asked: list[set[str]] = []  # (built on first need: the input atoms of each step)
+    return [e for sid in ids for e in _shortened(sl, sid, said, asked)]
+
+
+def _wanted(sl: Slice, left: list[Any], kept: list[Any], field: str, pos: int, said: set[str], asked: list[set[str]]) -> bool:
+    """Whether an item left out was missed: the failure names it (its value, or a word of it that no kept item
+    and not the field's name holds: the ``ramp`` of ``Ramp Berth``), or a later step was given it.  Filtering
+    is what code steps are for; a cut is a loss only when the run shows the item was wanted."""
+    own = {sl.lexicon.singular(w) for w in _field_words(field, sl.lexicon)}
+    common = set().union(own, *(_terms(str(x), sl.lexicon) for x in kept))
+    messages = " ".join(f.message or "" for f in sl.failures).casefold()
+    if any(len(str(x)) >= 2 and str(x).casefold() in messages for x in left if isinstance(x, str)):
+        return True
+    if any((_terms(str(x), sl.lexicon) - common) & said for x in left):
+        return True
+    if not asked:
+        asked.extend({a.key for a in sl.lin.view(t.step_id).inputs} for t in sl.run.steps)
+    keys = {a.key for x in left for a in atoms(x) if not (a.kind == "number" and isinstance(x, str))}
+    return any(keys & asked[i] for i in range(pos + 1, len(sl.run.steps)))
+
+
+def _shortened(sl: Slice, sid: str, said: set[str], asked: list[set[str]]) -> list[Found]:
+    """A code step that returned, under a field the failure speaks of, the items of a longer list an earlier
+    step returned under the same field, in their order, with some left out that the run wanted (`_wanted`): it
+    cut the list it handed on (the layout's three exits saved as two).  A list of plain values (words,
+    numbers) only."""
+    step = sl.g.steps[sid]
+    if step.kind not in _CUT_KINDS or not isinstance(step.output, Mapping):
+        return []
+    pos = sl.g.position(sid)
+    for f, v in step.output.items():
+        if not isinstance(v, list) or not v or not all(isinstance(x, (str, int, float)) for x in v):
+            continue
+        if not any(sl.lexicon.singular(w) in said for w in _field_words(str(f), sl.lexicon)):
+            continue
+        for t in reversed(sl.run.steps[:pos]):
+            longer = next((x for x in _lists_named(t.output, str(f)) if len(x) > len(v) and _in_order(v, x)), None)
+            if longer is not None:
+                left = [x for x in longer if x not in v]
+                if not _wanted(sl, left, v, str(f), pos, said, asked):
+                    return []
+                shown = ", ".join(repr(x) for x in left)[:60]
+                return [
+                    Evidence(
+                        sid,
+                        0.4,
+                        f"returned {len(v)} of the {len(longer)} {f} {t.name} returned (left out {shown})",
+                        "lineage:dropped",
+                    )
+                ]
+            if any(True for _ in _lists_named(t.output, str(f))):
+                break  # the latest list of that name is the one it read
+    return []
+
+
+__all__ = ["left_out_items", "left_out_names", "shortened_lists"]

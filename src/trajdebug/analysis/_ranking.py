@@ -32,6 +32,7 @@ from dataclasses import replace
 
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
+from trajdebug.analysis._left_out import shortened_lists
 from trajdebug.analysis._sources import (
     ARGUMENT_SIGNALS,
     Mark,
@@ -190,7 +191,7 @@ class Ranking:
             frozenset(self.has_children),
             self.lexicon,
         )
-        found = [*lineage_evidence(sl), *local_evidence(sl, ids)]
+        found = [*lineage_evidence(sl), *local_evidence(sl, ids), *shortened_lists(sl, ids)]
         ref, first = reference_evidence(sl, ids)
         found += ref
         found += other_entities(sl, ids)

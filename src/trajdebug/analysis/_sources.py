@@ -22,15 +22,14 @@ The sources (in the order the ranking gathers them):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure, cut_short
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sign_rule import scaled_by_rule, signed_by_rule
-from trajdebug.analysis.inference import carried_keys
+from trajdebug.analysis.inference import carried_map
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import (
     GENERIC_FIELDS,
@@ -271,7 +270,7 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
         calls.setdefault((s.name, s.kind), []).append(s)
     updates: dict[tuple[str, str], int] | None = None  # (built on first need: one pass over the outputs)
     units: frozenset[str] | None = None
-    said = set().union(*(_terms(f.message or "") for f in sl.failures))
+    carried: dict[str, dict[str, Step]] | None = None  # (one pass over the run: `carried_map`)
     for sid in ids:
         step = sl.g.steps[sid]
         same = calls.get((step.name, step.kind), [])
@@ -284,73 +283,15 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
         rewritten = state_keys(step, updates, sl.g.position(sid))
         if units is None:
             units = run_units(sl.lin.view(s.step_id) for s in sl.run.steps)
-        ids_same = [s.step_id for s in same]
-        earlier = [s for s in same[: ids_same.index(sid)] if s.status == "ok"] if sid in ids_same else []
-        carried = carried_keys(step, earlier)
-        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units, carried):
+        if carried is None:
+            carried = carried_map(sl.run.steps)
+        for e in anomalies(step, sl.lin.view(sid), sid in sl.has_children, signed, rewritten, units, carried.get(sid, {})):
             if e.diagnoser == "lineage:admitted" and e.values and not _passed_on(sl, sid, e.values[0]):
                 # The record let through went no further than the step's readers: whatever failed
                 # later did so without it (a planner given the list that picked other records).
                 continue
             out.append(e)
-        out.extend(_shortened(sl, sid, said))
     return out
-
-
-_CUT_KINDS = frozenset({"other", "state", "parse"})
-"""Kinds of step that run in the agent's own code, which hands on what it read as it chooses."""
-
-
-def _lists_named(value: Any, field: str, depth: int = 0) -> Iterator[list[Any]]:
-    """The lists a value holds under ``field``, in its records and in the records of its lists (two levels)."""
-    if depth > 2:
-        return
-    if isinstance(value, Mapping):
-        if isinstance(value.get(field), list):
-            yield value[field]
-        for v in value.values():
-            if isinstance(v, (Mapping, list)):
-                yield from _lists_named(v, field, depth + 1)
-    elif isinstance(value, list):
-        for v in value[:32]:
-            if isinstance(v, Mapping):
-                yield from _lists_named(v, field, depth + 1)
-
-
-def _shortened(sl: Slice, sid: str, said: set[str]) -> list[Found]:
-    """A code step that returned, under a field the failure speaks of, the items of a longer list an earlier
-    step returned under the same field, in their order, with some left out: it cut the list it handed on (the
-    layout's three exits saved as two).  A list of plain values (words, numbers) only."""
-    step = sl.g.steps[sid]
-    if step.kind not in _CUT_KINDS or not isinstance(step.output, Mapping) or not said:
-        return []
-    pos = sl.g.position(sid)
-    for f, v in step.output.items():
-        if not isinstance(v, list) or not v or not all(isinstance(x, (str, int, float)) for x in v):
-            continue
-        if not any(sl.lexicon.singular(w) in said for w in _field_words(str(f), sl.lexicon)):
-            continue
-        for t in reversed(sl.run.steps[:pos]):
-            longer = next((x for x in _lists_named(t.output, str(f)) if len(x) > len(v) and _in_order(v, x)), None)
-            if longer is not None:
-                left = ", ".join(repr(x) for x in longer if x not in v)[:60]
-                return [
-                    Evidence(
-                        sid,
-                        0.4,
-                        f"returned {len(v)} of the {len(longer)} {f} {t.name} returned (left out {left})",
-                        "lineage:dropped",
-                    )
-                ]
-            if any(True for _ in _lists_named(t.output, str(f))):
-                break  # the latest list of that name is the one it read
-    return []
-
-
-def _in_order(short: list[Any], long: list[Any]) -> bool:
-    """Whether every item of ``short`` is in ``long``, in the same order."""
-    it = iter(long)
-    return all(any(x == y for y in it) for x in short)
 
 
 def _passed_on(sl: Slice, sid: str, label: str) -> bool:

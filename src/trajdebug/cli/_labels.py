@@ -78,8 +78,9 @@ def eval_cmd(source: str | None, model: str | None, as_json: bool) -> None:
     ranks = {r.run_id: r.rank for r in hand.results}
     for r in ev.results[:RANKS_SHOWN]:
         by_model = "" if model is None else f", model {r.rank or '-'}"
-        # A step's name and a run's id are the recording's text: escaped, never raw to the terminal.
-        click.echo(visible(f"  run {r.run_id[:12]}  root {r.step_name or r.step_id}  rank {ranks.get(r.run_id) or '-'}{by_model}"))
+        # (Ids and step names come from the data: control characters in them are shown as escapes.)
+        root = visible(r.step_name or r.step_id)
+        click.echo(f"  run {visible(r.run_id[:12])}  root {root}  rank {ranks.get(r.run_id) or '-'}{by_model}")
     if len(ev.results) > RANKS_SHOWN:
         click.echo(f"  and {len(ev.results) - RANKS_SHOWN} more (--json lists them)")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis import _content as content
@@ -145,7 +145,8 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         return
     if isinstance(src, str) and isinstance(out, (Mapping, list)):
         # A text read into a record: a series of numbers it lists, of which the record kept some.
-        yield from series_cut(step, src, out)
+        named_keys = ctx.memo("failure-atom-keys", lambda: {a.key for f in ctx.failures for a in atoms(f.message)})
+        yield from series_cut(step, src, out, named_keys, ctx.lexicon)
     if isinstance(src, (Mapping, list)) and isinstance(out, (Mapping, list)):
         # (A parse step returning one scalar extracts a field: it keeps what it was asked for.)
         # A step that picked some records of a list it was given (one sample's rows) is judged
@@ -164,13 +165,12 @@ def parse_dropped(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         # A sentence its numbers were read out of ("6cm strips: 36 per quilt") was parsed, unless a value of
         # it the failure names is not among the parsed values (a request whose named quantity was lost).
         kept = {a.key for a in atoms(out)}
+        lines = [v for v in values if isinstance(v, str)]
         read = [
             v for v in lost
             if isinstance(v, str)
-            and (
-                _split_read(v, ctx.text(step.step_id))
-                or (not any(a.key in named and a.key not in kept for a in atoms(v)) and content.read_out(v, out))
-            )
+            and not any(a.key in named and a.key not in kept for a in atoms(v))
+            and (_split_read(v, ctx.text(step.step_id), lines) or content.read_out(v, out))
         ]
         values, lost = [v for v in values if v not in read], [v for v in lost if v not in read]
         if lost:
@@ -194,11 +194,20 @@ _FIELD_SEPARATOR = re.compile(r"\s*[;|\t]\s*")
 comma also lists the items of one value)."""
 
 
-def _split_read(value: str, out_text: str) -> bool:
-    """Whether a delimited record (``7;Ada Brook``) was read into fields: a part of it, no bare number, shows in
-    the (lower-case) output.  A parser that keeps a line's name and leaves its row number kept the line."""
+def _split_read(value: str, out_text: str, lines: Sequence[str] = ()) -> bool:
+    """Whether a delimited record (``7;Ada Brook``) was read into fields: a part of it that is its own (no bare
+    number, and no part of another of the ``lines`` beside it: a status every line shares says nothing of this
+    one) shows, as whole words, in the (lower-case) output.  A parser that keeps a line's name and leaves its row
+    number kept the line."""
     parts = [p for p in _FIELD_SEPARATOR.split(value.strip().lower()) if p]
-    return len(parts) >= 2 and any(len(p) >= 3 and not _NUMERAL.fullmatch(p) and p in out_text for p in parts)
+    shared = {q for x in lines if x != value for q in _FIELD_SEPARATOR.split(x.strip().lower())}
+    return len(parts) >= 2 and any(
+        len(p) >= 3
+        and not _NUMERAL.fullmatch(p)
+        and p not in shared
+        and re.search(r"(?<!\w)" + re.escape(p) + r"(?!\w)", out_text) is not None
+        for p in parts
+    )
 
 
 def _consulted_left_out(src: Any, step: Step, ctx: DiagnoseContext) -> Any:

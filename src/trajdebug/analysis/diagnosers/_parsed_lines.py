@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from itertools import pairwise
 from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis.diagnosers._context import DiagnoseContext, Evidence
-from trajdebug.analysis.lexicon import Lexicon
+from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.core.model import Step
 from trajdebug.core.values import atoms
 
@@ -284,7 +284,10 @@ def _kept_leniently(value: str, out: Any, lexicon: Lexicon) -> bool:
 
 
 _SERIES = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s?([A-Za-z]{1,4})(?!\w)")
-"""A number and the short unit written after it (``2.5 kg``, ``40cm``): an item of a series the text lists."""
+"""A number and the short word written after it (``2.5 kg``, ``40cm``): an item of a series the text lists when
+the word is a unit of measure (`Lexicon.measure_suffixes`)."""
+_DECLARED = re.compile(r"(?<![\w.])(\d+)\s+[^\W\d]+\s*:")
+"""A count a text declares before what it lists (``4 bales:``)."""
 
 
 def _number_lists(out: Any) -> list[list[float]]:
@@ -297,22 +300,31 @@ def _number_lists(out: Any) -> list[list[float]]:
     ]
 
 
-def series_cut(step: Step, text: str, out: Any) -> Iterable[Evidence]:
+def series_cut(
+    step: Step, text: str, out: Any, named: Collection[str] = (), lexicon: Lexicon = ENGLISH
+) -> Iterable[Evidence]:
     """A parser of a text that lists numbers in one unit (``2.5 kg, 1.2 kg, 4.0 kg``) whose output holds a list
     of some of them and not the rest: it cut the series short (the last item of a comma list lost, a page of
-    a list read).  A list holding a number the series does not is another quantity, no cut."""
+    a list read).  Selecting some values is what many parse steps are for (the weekend's two of a week's
+    highs): only a cut the run shows is one, where the failure names a number left out (``named``: the keys of
+    the failure's atoms) or the text declares a count of items the kept list falls short of (``4 bales:``).
+    A list holding a number the series does not is another quantity, no cut."""
     series: dict[str, dict[float, str]] = {}
     for m in _SERIES.finditer(text):
-        series.setdefault(m.group(2).lower(), {}).setdefault(float(m.group(1)), m.group(1))
+        if m.group(2).lower() in lexicon.measure_suffixes:
+            series.setdefault(m.group(2).lower(), {}).setdefault(float(m.group(1)), m.group(1))
+    declared = {int(m.group(1)) for m in _DECLARED.finditer(text)}
     lists = _number_lists(out)
     for unit, given in series.items():
         for kept in lists if len(given) >= 2 else ():
             if len(kept) < len(given) and all(x in given for x in kept):
-                shown = ", ".join(raw for x, raw in list(given.items()) if x not in kept)
+                left = [raw for x, raw in given.items() if x not in kept]
+                if len(given) not in declared and not any(a.key in named for x in left for a in atoms(x)):
+                    continue
                 yield Evidence(
                     step.step_id,
                     0.55,
-                    f"kept {len(kept)} of the {len(given)} numbers its text lists in {unit} (left out {shown})",
+                    f"kept {len(kept)} of the {len(given)} numbers its text lists in {unit} (left out {', '.join(left)})",
                     "parse-dropped",
                 )
                 return

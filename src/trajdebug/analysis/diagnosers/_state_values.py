@@ -187,8 +187,9 @@ def miskeyed(step: Step, written: Mapping[str, Any], given: str) -> Iterable[Evi
     for name, m in written.items():
         if not isinstance(m, Mapping) or len(m) < _MIN_KEYED or not all(isinstance(v, Mapping) for v in m.values()):
             continue
-        fields = set.intersection(*(set(map(str, v)) for v in m.values()))
-        for f in sorted(fields):
+        # (The records' own keys, whatever their type: an in-process recording may key a record by numbers.)
+        fields: set[Any] = set.intersection(*(set(v) for v in m.values()))
+        for f in sorted(fields, key=str):
             odd = [(k, v[f]) for k, v in m.items() if str(v[f]).strip().lower() != str(k).strip().lower()]
             if len(odd) != 1 or not isinstance(odd[0][1], str):
                 continue

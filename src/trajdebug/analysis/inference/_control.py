@@ -307,45 +307,75 @@ def _canon(value: Any) -> str | None:
         return None
 
 
+def _strings(value: Any, depth: int = 0) -> Iterable[str]:
+    """The string leaves of a value, three levels deep."""
+    if isinstance(value, str):
+        yield value
+    elif depth < 3 and isinstance(value, (dict, list)):
+        for v in value.values() if isinstance(value, dict) else value[:64]:
+            yield from _strings(v, depth + 1)
+
+
+def _wrote(key: str, entry: Any, given: str) -> bool:
+    """Whether a call wrote ``entry`` from what it was given (``given``: its input as JSON text): the entry's key or
+    one of its words (a string leaf) is among the call's input values.  A builder's constant record (headers,
+    settings) answers nothing the call was given, so no later call carries a decision of it."""
+    return any(len(w) >= 2 and json.dumps(w) in given for w in (key, *_strings(entry)))
+
+
+def carried_map(steps: Sequence[Step]) -> dict[str, dict[str, Step]]:
+    """By step id, the top-level keys of the step's mapping output whose entry (a non-empty record or list) an
+    earlier call of the same step returned under the same key, which wrote it from its own input (`_wrote`), and
+    which this call was not given: an accumulator kept between calls (a register updated one item per call, a
+    running tally) carried it from that call, the latest one that returned it.  Only with a record or list of
+    the output that is new (no earlier call returned it under its key), the update.
+
+    One pass: each step name keeps an index from (key, entry) to its latest call, so every entry is written out
+    once (a loop of thousands of calls stays linear)."""
+    out: dict[str, dict[str, Step]] = {}
+    index: dict[tuple[str, str], dict[tuple[str, str], Step]] = {}
+    returned: dict[tuple[str, str], set[tuple[str, str]]] = {}  # every (key, entry) a call of the step returned
+    for step in steps:
+        if step.kind not in _LOCAL_KINDS or not is_mapping(step.output):
+            continue
+        seen = index.setdefault((step.name, step.kind), {})
+        before = returned.setdefault((step.name, step.kind), set())
+        given = _canon(step.input) or ""
+        entries = [
+            (str(k), c, v)
+            for k, v in step.output.items()
+            if isinstance(v, (dict, list)) and v and (c := _canon(v)) is not None and c not in given
+        ]
+        found = {k: seen[(k, c)] for k, c, _ in entries if (k, c) in seen}
+        if found and any((k, c) not in before for k, c, _ in entries):
+            out[step.step_id] = found
+        if step.status == "ok":
+            for k, c, v in entries:
+                before.add((k, c))
+                if (k, c) in seen or _wrote(k, v, given):
+                    seen[(k, c)] = step  # (the latest call that returned it)
+    return out
+
+
 def carried_keys(step: Step, earlier: Sequence[Step]) -> dict[str, Step]:
-    """The top-level keys of a step's mapping output whose entry (a non-empty record or list) an earlier call of
-    the same step (``earlier``, in run order) returned under the same key, and which the step was not given: an
-    accumulator kept between calls (a register updated one item per call, a running tally) carried it from that
-    call, the latest one that returned it.  None unless the output also holds an entry that is new, the update."""
-    if step.kind not in _LOCAL_KINDS or not is_mapping(step.output) or len(step.output) < 2 or not earlier:
-        return {}
-    given = _canon(step.input) or ""
-    found: dict[str, Step] = {}
-    for k, v in step.output.items():
-        if not isinstance(v, (dict, list)) or not v:
-            continue
-        c = _canon(v)
-        if c is None or c in given:
-            continue
-        for e in reversed(earlier):
-            if is_mapping(e.output) and k in e.output and _canon(e.output[k]) == c:
-                found[str(k)] = e
-                break
-    return found if len(found) < len(step.output) else {}
+    """The carried keys of one call (`carried_map`) given the earlier calls of its step, in run order."""
+    return carried_map([*earlier, step]).get(step.step_id, {})
 
 
-def carried_edges(run: Run) -> dict[str, list[Dependency]]:
+def carried_edges(run: Run, carried: Mapping[str, Mapping[str, Step]] | None = None) -> dict[str, list[Dependency]]:
     """Inferred edges from an earlier call of a step to a later call whose output carries entries the earlier one
-    returned (`carried_keys`): what the later call returned holds what the earlier one decided, though no input
-    of the later call shows it (the accumulator lives in the code between the calls)."""
+    returned (`carried_map`, or ``carried`` when already built): what the later call returned holds what the
+    earlier one decided, though no input of the later call shows it (the accumulator lives in the code between
+    the calls)."""
     out: dict[str, list[Dependency]] = {}
-    calls: dict[tuple[str, str], list[Step]] = {}
-    for s in run.steps:
-        same = calls.setdefault((s.name, s.kind), [])
+    for sid, keys in (carried_map(run.steps) if carried is None else carried).items():
         by_src: dict[str, list[str]] = {}
-        for k, e in carried_keys(s, same).items():
+        for k, e in keys.items():
             by_src.setdefault(e.step_id, []).append(k)
-        for src, keys in by_src.items():
-            out.setdefault(s.step_id, []).append(
-                Dependency(src, kind="data", origin="inferred", confidence=0.6, key=CARRIED_KEY + sorted(keys)[0])
+        for src, ks in by_src.items():
+            out.setdefault(sid, []).append(
+                Dependency(src, kind="data", origin="inferred", confidence=0.6, key=CARRIED_KEY + sorted(ks)[0])
             )
-        if s.status == "ok":
-            same.append(s)
     return out
 
 
@@ -387,6 +417,7 @@ __all__ = [
     "WROTE_KEY",
     "carried_edges",
     "carried_keys",
+    "carried_map",
     "control_edges",
     "env_edges",
     "retry_edges",

@@ -401,11 +401,26 @@ def _item_lists(out: Any) -> list[tuple[str, list[frozenset[str]]]]:
     return lists
 
 
+def _walked(group: Sequence[Step], items: Sequence[frozenset[str]], tokens: dict[str, set[str]]) -> Sequence[Step]:
+    """The consecutive calls of ``group`` that took ``items`` one each, in order, as their arguments; empty when
+    none did.  A value every call of the group was given (a constant option, ``retries=3``) tells no item from
+    another: an item must hold one value that not every call was given, or a fetch loop with fixed small
+    settings would take every item of a list of small pairs."""
+    for s in group:
+        if s.step_id not in tokens:
+            tokens[s.step_id] = _given_tokens(s.input)
+    const = set.intersection(*(tokens[s.step_id] for s in group))
+    for start in range(len(group) - len(items) + 1):
+        if all(items[j] - const and items[j] <= tokens[group[start + j].step_id] for j in range(len(items))):
+            return group[start : start + len(items)]
+    return ()
+
+
 def item_edges(run: Run, *, confidence: float = 0.7) -> Run:
     """Edges from a step whose output is a list of small tuples (``[[1, "port"], [2, "port"], ...]``) to the calls
     of one later step that took those items, every one in turn, as their arguments: a loop over the list.  An
     item of small numbers and short words carries no text content inference can trace, but a whole list walked
-    call by call in its order is no chance (the plan a loop ran, and each call one of its items)."""
+    by consecutive calls in its order, each told apart by the item it took (`_walked`), is no chance (the plan a loop ran, and each call one of its items)."""
     tried = 0
     tokens: dict[str, set[str]] = {}
     added: dict[str, list[Dependency]] = {}
@@ -420,15 +435,8 @@ def item_edges(run: Run, *, confidence: float = 0.7) -> Run:
             for group in calls.values():
                 if len(group) < len(items):
                     continue
-                got: list[Step] = []
-                for s in group:
-                    if len(got) == len(items):
-                        break
-                    if s.step_id not in tokens:
-                        tokens[s.step_id] = _given_tokens(s.input)
-                    if items[len(got)] <= tokens[s.step_id]:
-                        got.append(s)
-                if len(got) == len(items):
+                got = _walked(group, items, tokens)
+                if got:
                     for s in got:
                         if all(d.step_id != src.step_id for d in s.deps):
                             dep = Dependency(src.step_id, kind="data", origin="inferred", confidence=confidence, key=ITEM_KEY + field)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
 from trajdebug.core.values import Atom
@@ -202,14 +203,32 @@ def _lengths(out: Any) -> list[int]:
     return [len(v) for v in found if isinstance(v, list) and v]
 
 
-def _whole_numbers(value: Any, depth: int = 0) -> set[int]:
-    """The whole numbers of a step's input, three levels deep."""
+def _whole_numbers(value: Any, depth: int = 0, text: bool = False) -> set[int]:
+    """The whole numbers of a value, three levels deep; with ``text``, those its strings write too."""
     if isinstance(value, bool) or depth > 3:
         return set()
     if isinstance(value, int):
         return {value}
+    if isinstance(value, float):
+        return {int(value)} if value.is_integer() else set()
+    if isinstance(value, str):
+        return {int(m) for m in _NAMED_COUNT.findall(value)} if text else set()
     items = list(value.values()) if isinstance(value, Mapping) else value[:64] if isinstance(value, list) else []
-    return {n for v in items for n in _whole_numbers(v, depth + 1)}
+    return {n for v in items for n in _whole_numbers(v, depth + 1, text)}
+
+
+def _keyed_numbers(value: Any, depth: int = 0) -> set[tuple[str, int]]:
+    """(word of the key, number) for each whole number a value holds under a key, three levels deep."""
+    out: set[tuple[str, int]] = set()
+    if depth > 3:
+        return out
+    items = value.items() if isinstance(value, Mapping) else enumerate(value[:64]) if isinstance(value, list) else ()
+    for k, v in items:
+        if isinstance(v, (Mapping, list)):
+            out |= _keyed_numbers(v, depth + 1)
+        elif isinstance(k, str) and not isinstance(v, bool) and isinstance(v, (int, float)) and float(v).is_integer():
+            out |= {(ENGLISH.singular(w), int(v)) for w in re.findall(r"[a-z]+", k.lower())}
+    return out
 
 
 def _counted(n: int, earlier: Sequence[Step]) -> list[list[Step]]:
@@ -230,9 +249,9 @@ def count_edges(run: Run, failures: Mapping[str, str], *, confidence: float = 0.
     """Inferred data edges to a failing step from the step whose list its argument counts.
 
     A failing step given a whole number (two or more) its failure's message names (``job carries 2``) that no
-    recorded value holds was handed the length of a list: the code between the steps counted it
-    (``len(weights)``), so no value edge finds where it came from.  The earlier step whose output is or holds a
-    list of that many items (or the calls of one step whose lists hold that many together: a loop's pages) is
+    earlier step returned under a field of the same word (nor the run's request writes, in its text too) was
+    handed the length of a list: the code between the steps counted it (``len(weights)``), so no value edge
+    finds where it came from.  The earlier step whose output is or holds a list of that many items (or the calls of one step whose lists hold that many together: a loop's pages) is
     its source, when that is the only one (for a count of `_SPECIFIC_COUNT` or more, one of two); a step that
     kept too few items is then on the failure's path.  ``failures``: the failures' messages by step id.
     """
@@ -256,7 +275,13 @@ def count_edges(run: Run, failures: Mapping[str, str], *, confidence: float = 0.
         ]
         have = {d.step_id for d in s.deps}
         deps: dict[str, Dependency] = {}
-        for n in asked:
+        # A number an earlier step returned under the field the failing step was given it under was handed on,
+        # not counted: a party of 4 the request parser returned is no length of the 4 allergies another step
+        # listed (a `band: 2` beside `parcels: 2` is no source of it).  Any number the request writes is recorded.
+        fields = _keyed_numbers(s.input)
+        held = {n for t in run.steps[: pos[sid]] if t.step_id not in outer for w, n in _keyed_numbers(t.output) if (w, n) in fields}
+        held |= set().union(*(_whole_numbers([t.input, t.output], text=True) for t in run.steps[: pos[sid]] if t.kind == "input"))
+        for n in (n for n in asked if n not in held):
             ways = _counted(n, earlier)
             if 0 < len(ways) <= (2 if n >= _SPECIFIC_COUNT else 1):
                 for t in (t for way in ways for t in way if t.step_id not in have):

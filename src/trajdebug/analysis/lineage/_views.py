@@ -363,7 +363,30 @@ def message_atoms(message: str) -> list[Atom]:
     ``{"detail": "room 'Aurora Hall' is not bookable"}``) is read as JSON, each string whole: the values its
     sentences quote or name are read from each sentence too, as from a message written out."""
     found = atoms(message)
-    return found + [b for a in found if a.kind == "text" and " " in a.raw.strip() for b in atoms(a.raw) if b.key != a.key]
+    start = min((i for i in (message.find("{"), message.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        return found
+    try:
+        body, _ = json.JSONDecoder().raw_decode(message[start:])
+    except (ValueError, RecursionError):
+        return found
+    seen = {a.key for a in found}
+    for text in _sentences(body):
+        for b in atoms(text):
+            if b.key not in seen:
+                seen.add(b.key)
+                found.append(b)
+    return found
+
+
+def _sentences(body: Any, depth: int = 0) -> Iterable[str]:
+    """The strings of several words a JSON body holds, three levels deep."""
+    if isinstance(body, str):
+        if " " in body.strip():
+            yield body
+    elif depth < 3 and isinstance(body, (dict, list)):
+        for v in body.values() if isinstance(body, dict) else body[:64]:
+            yield from _sentences(v, depth + 1)
 
 
 def failure_atoms(step: Step, message: str | None) -> list[tuple[Atom, bool]]:
