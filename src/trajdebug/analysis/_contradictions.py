@@ -151,9 +151,9 @@ def _swallowed(sl: Slice, sid: str, fields: set[str]) -> bool:
     attributes, the steps inside it) carries an error's words."""
     step = sl.g.steps[sid]
     for other in sl.g.steps.values():
-        if other.step_id != sid and other.name == step.name and other.kind == step.kind:
-            if set(_empty_fields(other.output, filled=True)) & fields:
-                return True
+        same = other.step_id != sid and other.name == step.name and other.kind == step.kind
+        if same and set(_empty_fields(other.output, filled=True)) & fields:
+            return True
     inner = [step.output, dict(step.attributes)]
     inner += [c.output for c in sl.g.steps.values() if c.parent_id == sid]
     if any(c.status != "ok" for c in sl.g.steps.values() if c.parent_id == sid):
