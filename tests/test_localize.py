@@ -835,18 +835,19 @@ class TestRanking:
     def test_a_lookup_answering_empty_with_no_sign_of_an_error_is_not_called_a_swallower(self) -> None:
         """A pier lookup asked for a berth on a day nobody gave (the model wrote 2031-06-09 for 2031-06-02) that
         answers ``berth: None`` and shows no error answered honestly: no lineage:emptied on it, the model is
-        first.  The same lookup that answered a berth on another call did swallow something: it is marked."""
+        first.  The same lookup that answered a berth on another call did swallow something: it is marked; so
+        is a call made for its effect (assigning the berth) that answers none: it did nothing and said so."""
         inp = {"messages": [{"role": "user", "content": "Moor yacht Y-8 on Monday 2031-06-02."}]}
         args = {"yacht": "Y-8", "day": "2031-06-09"}
 
-        def run_of(earlier: bool) -> Run:
-            steps = [Step("g", "ChatCompletion", "llm", input=inp, output={"role": "assistant", "tool_calls": [{"name": "find_berth", "arguments": args}]},
+        def run_of(earlier: bool, tool: str = "find_berth") -> Run:
+            steps = [Step("g", "ChatCompletion", "llm", input=inp, output={"role": "assistant", "tool_calls": [{"name": tool, "arguments": args}]},
                           start_ns=3, end_ns=4)]
             if earlier:
                 steps.insert(0, Step("e", "find_berth", "tool", input={"yacht": "Y-2", "day": "2031-05-20"},
                                      output={"day": "2031-05-20", "berth": "B-11"}, start_ns=1, end_ns=2))
             steps += [
-                Step("k", "find_berth", "tool", input=args, output={"day": "2031-06-09", "berth": None}, deps=(D("g"),), start_ns=5, end_ns=6),
+                Step("k", tool, "tool", input=args, output={"day": "2031-06-09", "berth": None}, deps=(D("g"),), start_ns=5, end_ns=6),
                 Step("m", "moor", "tool", input={"yacht": "Y-8", "berth": None}, status="error",
                      error=ErrorInfo("Rejected", "mooring refused: berth None is not a pier berth"), deps=(D("k"), D("g")), start_ns=7, end_ns=8),
             ]
@@ -855,8 +856,8 @@ class TestRanking:
         loc = localize(run_of(False))
         assert all("lineage:emptied" not in c.signals for c in loc.ranked_all)
         assert loc.candidates[0].step_id == "g"
-        marked = localize(run_of(True))
-        assert any("lineage:emptied" in c.signals for c in marked.ranked_all if c.step_id == "k")
+        for marked in (localize(run_of(True)), localize(run_of(False, "assign_berth"))):
+            assert any("lineage:emptied" in c.signals for c in marked.ranked_all if c.step_id == "k")
 
     def test_a_graph_node_filing_another_records_id_under_the_record_is_first(self) -> None:
         """A dispatch node handed the state's ``order: {id: ORD-52}`` and a courier roster files the courier's

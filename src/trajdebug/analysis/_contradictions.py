@@ -146,10 +146,14 @@ def _said_empty(message: str, lexicon: Lexicon) -> list[set[str]]:
 
 
 def _swallowed(sl: Slice, sid: str, fields: set[str]) -> bool:
-    """Whether a step that answered ``fields`` empty shows an error it swallowed: another call of the same step
-    answered one of them filled (the empty one is no normal answer of it), or its own data (its output, its
-    attributes, the steps inside it) carries an error's words."""
+    """Whether a step that answered ``fields`` empty shows an error it swallowed: it is a tool called for its
+    effect (not named as a read, `Lexicon.read_tool`: a booking that answers no booking did nothing, where a
+    lookup answering nothing may rightly have found nothing), another call of the same step answered one of
+    them filled (the empty one is no normal answer of it), or its own data (its output, its attributes, the
+    steps inside it) carries an error's words."""
     step = sl.g.steps[sid]
+    if step.kind == "tool" and not sl.lexicon.read_tool.match(step.name):
+        return True
     for other in sl.g.steps.values():
         same = other.step_id != sid and other.name == step.name and other.kind == step.kind
         if same and set(_empty_fields(other.output, filled=True)) & fields:
