@@ -630,6 +630,21 @@ class TestLLMOutputs:
         [e] = _from(_verdict(plan(["sand hull", "dock D-77"]), "g"), "llm-output")
         assert "D-77" in e.reason and "sand hull" not in e.reason and not e.sound
 
+    def test_plain_lowercase_words_as_a_call_argument_are_still_a_claim(self) -> None:
+        """A model that asks a ferry booking for ``deck="upper lounge"`` when the passenger named no deck states a
+        fact no input gave, lowercase or not: only the items of a list it writes (a plan's steps) are its
+        own labels."""
+        inp = {"messages": [{"role": "user", "content": "Book ferry crossing FX-4 for two adults."}]}
+
+        def call(args: dict[str, object]) -> Run:
+            out = {"role": "assistant", "tool_calls": [{"name": "book_crossing", "arguments": args}]}
+            return _run(Step("g", "ChatCompletion", "llm", input=inp, output=out))
+
+        [e] = _from(_verdict(call({"crossing": "FX-4", "deck": "upper lounge"}), "g"), "llm-output")
+        assert "upper lounge" in e.reason and not e.sound
+        listed = call({"crossing": "FX-4", "todo": ["upper lounge", "check tickets"]})
+        assert not [e for e in _from(_verdict(listed, "g"), "llm-output") if not e.sound]
+
     def test_an_end_time_worked_out_from_a_start_and_a_given_length_is_no_claim(self) -> None:
         """A tool call asking for a slot from 21:00 to 00:30, when the model was given a 3.5-hour length, works
         the end out from the start (across midnight); an end no given length explains (01:15) is still a claim."""
@@ -644,6 +659,33 @@ class TestLLMOutputs:
         assert not [e for e in _from(_verdict(call("00:30"), "g"), "llm-output") if not e.sound]
         [e] = _from(_verdict(call("01:15"), "g"), "llm-output")
         assert "01:15" in e.reason and not e.sound
+
+    def test_an_end_time_is_worked_out_only_from_the_length_of_that_booking(self) -> None:
+        """A pottery wheel booked from 19:00 for the record's ``'hours': 2`` rightly ends at 21:00, in any call
+        format (``args``, an OpenAI ``function`` with JSON-text arguments); an end of 19:45 is a claim, though
+        the request says elsewhere "come 45 min early": a length written beside the booking is no span of it."""
+        rental = "{'renter': 'Ola', 'start': '19:00', 'hours': 2}"
+        inp = {"messages": [{"role": "user", "content": "Rent me the wheel " + rental + ". I will come 45 min early to wedge clay."}]}
+
+        def call(end: str, shape: str = "arguments") -> Run:
+            args = {"renter": "Ola", "start": "19:00", "end": end}
+            made: dict[str, object] = {"name": "rent_wheel", shape: args}
+            if shape == "function":
+                made = {"id": "c1", "type": "function", "function": {"name": "rent_wheel", "arguments": json.dumps(args)}}
+            return _run(Step("g", "ChatCompletion", "llm", input=inp, output={"role": "assistant", "tool_calls": [made]}))
+
+        for shape in ("arguments", "args", "function"):
+            assert not [e for e in _from(_verdict(call("21:00", shape), "g"), "llm-output") if not e.sound], shape
+        [e] = _from(_verdict(call("19:45"), "g"), "llm-output")
+        assert "19:45" in e.reason and not e.sound
+
+    def test_a_huge_run_of_digits_before_a_unit_of_time_is_read_without_failing(self) -> None:
+        """A request holding a 400-digit "uptime ... hours" and a call from 08:00 to 09:00 is judged like any
+        other (the end is still a claim: no length of that booking explains it), not an overflow."""
+        inp = {"messages": [{"role": "user", "content": "Server uptime " + "9" * 400 + " hours; book the rack check."}]}
+        out = {"role": "assistant", "tool_calls": [{"name": "book_check", "arguments": {"start": "08:00", "end": "09:00"}}]}
+        [e] = _from(_verdict(_run(Step("g", "ChatCompletion", "llm", input=inp, output=out)), "g"), "llm-output")
+        assert "09:00" in e.reason and not e.sound
 
     def test_a_setting_of_a_tool_call_is_a_choice_not_a_claim(self) -> None:
         """A model's tool call that sets a time window (``window='15m'``) or a field named for a span of time

@@ -778,7 +778,7 @@ class TestRanking:
 
     def test_a_failure_saying_a_field_is_empty_points_at_the_step_that_first_returned_it_empty(self) -> None:
         """"kiln_slot None is not a firing slot": the kiln booking tool was handed a day and answered ``slot:
-        None`` (it swallowed its calendar's error), and the quote step that copied the record on was handed it
+        None`` (it swallowed its calendar's error, as its note says), and the quote step that copied the record on was handed it
         empty; the booking tool, not the glaze lookup beside it nor the copier, is first.  A failure that never
         says the field is empty leaves the booking tool without that finding."""
 
@@ -786,7 +786,8 @@ class TestRanking:
             steps = (
                 Step("g", "glaze_lookup", "tool", input={"glaze": "celadon"}, output={"glaze": "celadon", "cone": 10}, start_ns=1, end_ns=2),
                 Step(
-                    "k", "book_kiln", "tool", input={"day": "2031-04-02"}, output="{'day': '2031-04-02', 'slot': None}",
+                    "k", "book_kiln", "tool", input={"day": "2031-04-02"},
+                    output="{'day': '2031-04-02', 'slot': None, 'note': 'calendar unavailable, default kept'}",
                     deps=(D("g"),), start_ns=3, end_ns=4,
                 ),
                 Step(
@@ -805,6 +806,58 @@ class TestRanking:
         assert all("lineage:emptied" not in c.signals for c in loc.candidates if c.step_id != "k")
         other = localize(run_of("invoice refused: cone 10 is too hot for this clay"))
         assert all("lineage:emptied" not in c.signals for c in other.candidates)
+
+    def test_an_empty_field_of_a_record_the_failure_prints_is_not_called_empty(self) -> None:
+        """A failure printing the parcel it rejected (``{'insurance': None, 'weight': -2.0}``) because its weight
+        is negative says nothing is empty, nor does one whose empty word stands far from the field's words: the
+        sender lookup that answered ``insurance: None`` (though it answers it filled for other senders) gets no
+        lineage:emptied, and the step that worked the weight out stays first."""
+        parcel = {"sender": "S-4", "insurance": None, "weight": -2.0}
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step("o", "get_sender", "tool", input={"sender": "S-2"}, output={"sender": "S-2", "insurance": "IN-9"}, start_ns=1, end_ns=2),
+                Step("c", "get_sender", "tool", input={"sender": "S-4"}, output={"sender": "S-4", "insurance": None}, start_ns=3, end_ns=4),
+                Step("w", "weigh", "other", input={"gross": 3.0, "tare": 5.0, "sender": "S-4", "insurance": None}, output=parcel,
+                     deps=(D("c"),), start_ns=5, end_ns=6),
+                Step("p", "post_parcel", "tool", input=parcel, status="error",
+                     error=ErrorInfo("ValueError", message), deps=(D("w"),), start_ns=7, end_ns=8),
+            )
+            return Run("r", "post", outcome="failure", steps=steps)
+
+        for message in (f"bad parcel {parcel}: weight must be positive", "insurance checked for S-4, but the weight must be positive and none was"):
+            loc = localize(run_of(message))
+            assert all("lineage:emptied" not in c.signals for c in loc.ranked_all), message
+            assert loc.candidates[0].step_id == "w", message
+        said = localize(run_of("parcel refused: insurance None is not a policy"))
+        assert any("lineage:emptied" in c.signals for c in said.ranked_all if c.step_id == "c")
+
+    def test_a_lookup_answering_empty_with_no_sign_of_an_error_is_not_called_a_swallower(self) -> None:
+        """A pier lookup asked for a berth on a day nobody gave (the model wrote 2031-06-09 for 2031-06-02) that
+        answers ``berth: None`` and shows no error answered honestly: no lineage:emptied on it, the model is
+        first.  The same lookup that answered a berth on another call did swallow something: it is marked; so
+        is a call made for its effect (assigning the berth) that answers none: it did nothing and said so."""
+        inp = {"messages": [{"role": "user", "content": "Moor yacht Y-8 on Monday 2031-06-02."}]}
+        args = {"yacht": "Y-8", "day": "2031-06-09"}
+
+        def run_of(earlier: bool, tool: str = "find_berth") -> Run:
+            steps = [Step("g", "ChatCompletion", "llm", input=inp, output={"role": "assistant", "tool_calls": [{"name": tool, "arguments": args}]},
+                          start_ns=3, end_ns=4)]
+            if earlier:
+                steps.insert(0, Step("e", "find_berth", "tool", input={"yacht": "Y-2", "day": "2031-05-20"},
+                                     output={"day": "2031-05-20", "berth": "B-11"}, start_ns=1, end_ns=2))
+            steps += [
+                Step("k", tool, "tool", input=args, output={"day": "2031-06-09", "berth": None}, deps=(D("g"),), start_ns=5, end_ns=6),
+                Step("m", "moor", "tool", input={"yacht": "Y-8", "berth": None}, status="error",
+                     error=ErrorInfo("Rejected", "mooring refused: berth None is not a pier berth"), deps=(D("k"), D("g")), start_ns=7, end_ns=8),
+            ]
+            return Run("r", "marina", outcome="failure", steps=tuple(steps))
+
+        loc = localize(run_of(False))
+        assert all("lineage:emptied" not in c.signals for c in loc.ranked_all)
+        assert loc.candidates[0].step_id == "g"
+        for marked in (localize(run_of(True)), localize(run_of(False, "assign_berth"))):
+            assert any("lineage:emptied" in c.signals for c in marked.ranked_all if c.step_id == "k")
 
     def test_a_graph_node_filing_another_records_id_under_the_record_is_first(self) -> None:
         """A dispatch node handed the state's ``order: {id: ORD-52}`` and a courier roster files the courier's
@@ -835,33 +888,65 @@ class TestRanking:
         assert loc.candidates[0].step_id == "a"
         assert "lineage:dropped" in loc.candidates[0].signals
 
+    @staticmethod
+    def _quilt(heads: list[str], *, fail: bool = True, given: bool = True, maker: str = "M-3", last: int = 4, run_id: str = "r") -> Run:
+        """A quilting loop: ``next_patch`` takes the head of ``todo`` as its ``current`` patch with that patch's
+        fabric (the ``fabrics`` map it is handed when ``given``); it keeps the quilt's ``maker`` unless told."""
+        fabrics = {f"P-{i}": ("linen", "chambray")[i // 2 % 2] for i in range(1, last + 1)}
+        steps = [Step("p", "plan_quilt", "other", input={"quilt": "Q-7"}, output={"current": "P-1", "fabric": "linen",
+                      "maker": "M-3", "todo": list(fabrics)[1:]}, start_ns=1, end_ns=2)]
+        todo, current, t = list(fabrics)[1:], "P-1", 3
+        for i, head in enumerate(heads):
+            rest = todo[1:]
+            inp = {"quilt": "Q-7", "patches": list(fabrics), "current": current, "fabric": fabrics[current], "maker": "M-3", "todo": todo}
+            if given:
+                inp["fabrics"] = dict(fabrics)
+            out = {"current": head, "fabric": fabrics[head], "maker": maker if i == 1 else "M-3", "todo": rest}
+            steps.append(Step(f"n{i}", "next_patch", "other", input=inp, output=out, deps=(D(steps[-1].step_id),), start_ns=t, end_ns=t + 1))
+            todo, current, t = rest, head, t + 2
+        steps.append(Step("b", "bind_quilt", "tool", input={"quilt": "Q-7", "patches": 4}, status="error" if fail else "ok",
+                          error=ErrorInfo("Refused", "binding tape T-40 is out of stock") if fail else None,
+                          output=None if fail else {"bound": True}, deps=(D(steps[-1].step_id),), start_ns=t, end_ns=t + 1))
+        return Run(run_id, "quilts", outcome="failure" if fail else "success", steps=tuple(steps))
+
     def test_a_loop_taking_the_next_item_off_its_work_queue_contradicts_nothing(self) -> None:
-        """A quilting loop's ``next_patch`` node handed ``current: P-1, kind: border, todo: [P-2, P-3]`` answers
-        ``current: P-2, kind: centre, todo: [P-3]``, and at the end an empty ``todo``: it moved to the next
-        patch of its queue, with that patch's own kind; no conflict, wrong record or missing field is found on
-        it.  A node answering an item that is not the head of its queue is still a conflict."""
-        kinds = {"P-1": "border", "P-2": "centre", "P-3": "centre", "P-4": "border"}
-
-        def run_of(heads: list[str]) -> Run:
-            steps = [Step("p", "plan_quilt", "other", input={"quilt": "Q-7"}, output={"current": "P-1", "kind": "border",
-                          "todo": ["P-2", "P-3", "P-4"]}, start_ns=1, end_ns=2)]
-            todo, current, t = ["P-2", "P-3", "P-4"], "P-1", 3
-            for i, head in enumerate(heads):
-                rest = todo[1:]
-                steps.append(Step(f"n{i}", "next_patch", "other", input={"quilt": "Q-7", "patches": list(kinds), "current": current,
-                                  "kind": kinds[current], "todo": todo}, output={"current": head, "kind": kinds[head], "todo": rest},
-                                  deps=(D(steps[-1].step_id),), start_ns=t, end_ns=t + 1))
-                todo, current, t = rest, head, t + 2
-            steps.append(Step("b", "bind_quilt", "tool", input={"quilt": "Q-7", "patches": 4}, status="error",
-                              error=ErrorInfo("Refused", "binding tape T-40 is out of stock"), deps=(D(steps[-1].step_id),),
-                              start_ns=t, end_ns=t + 1))
-            return Run("r", "quilts", outcome="failure", steps=tuple(steps))
-
-        bad = {"lineage:conflict", "lineage:wrong-record", "reference:presence"}
-        loc = localize(run_of(["P-2", "P-3", "P-4"]), top=10)
+        """A quilting loop's ``next_patch`` node handed ``current: P-1, fabric: linen, todo: [P-2, P-3, P-4]`` and
+        the fabric of each patch answers ``current: P-2, fabric: chambray, todo: [P-3, P-4]``, and at the end an
+        empty ``todo``: it moved to the next patch of its queue, with that patch's own fabric; no conflict or
+        wrong record is found on it.  A node answering an item that is not the head of its queue is still a
+        conflict."""
+        bad = {"lineage:conflict", "lineage:wrong-record"}
+        loc = localize(self._quilt(["P-2", "P-3", "P-4"]), top=10)
         assert not [c.signals for c in loc.ranked_all if c.step_id.startswith("n") and bad & set(c.signals)]
-        skipped = localize(run_of(["P-2", "P-4", "P-4"]), top=10)
+        skipped = localize(self._quilt(["P-2", "P-4", "P-4"]), top=10)
         assert any("lineage:conflict" in c.signals for c in skipped.ranked_all if c.step_id == "n1")
+
+    def test_a_loop_taking_the_next_item_is_still_held_to_the_fields_that_item_does_not_explain(self) -> None:
+        """The quilting loop that moves to its next patch and also rewrites the quilt's maker it was handed
+        (M-3 to M-9) contradicts what it was given: the maker is no field of the patch.  So is a new fabric when
+        the loop was handed no record of the patch's fabric to take it from."""
+        rewrote = localize(self._quilt(["P-2", "P-3", "P-4"], maker="M-9"), top=10)
+        assert any("lineage:conflict" in c.signals and "maker" in " ".join(c.reasons) for c in rewrote.ranked_all if c.step_id == "n1")
+        unexplained = localize(self._quilt(["P-2", "P-3", "P-4"], given=False), top=10)
+        assert any("lineage:conflict" in c.signals for c in unexplained.ranked_all if c.step_id == "n0")
+
+    def test_a_work_queue_run_to_its_end_lacks_no_field_that_passing_runs_hold(self) -> None:
+        """Passing quilting runs whose loop always hands on some patches left are the references; the loop's
+        last turn in the failing run hands back an empty ``todo`` beside the patch it took: a queue run to its
+        end, no field left out (no reference:presence).  A sorter that empties a one-item list without naming
+        the item it dropped moved to no next item: its empty list is no queue run to its end."""
+        from trajdebug import analyze
+
+        refs = [self._quilt(["P-2", "P-3", "P-4"], fail=False, last=5, run_id=f"ok{i}") for i in range(5)]
+        loc = analyze(self._quilt(["P-2", "P-3", "P-4"]), model=None, top=10, references=refs).localization
+        assert not [c.step_id for c in loc.ranked_all if c.step_id.startswith("n") and "reference:presence" in c.signals]
+
+        from trajdebug.analysis.lineage import queue_keys
+
+        last = next(st for st in self._quilt(["P-2", "P-3", "P-4"]).steps if st.step_id == "n2")
+        assert queue_keys(last) == {"todo"}
+        sorter = Step("f", "sort_bins", "other", input={"bins": ["BN-1"], "load": 3}, output={"bins": []})
+        assert not queue_keys(sorter)
 
     def test_a_unit_after_a_number_is_not_the_field_it_contradicts(self) -> None:
         """A failure stating "304.40 EUR" names the currency, not a rate table's field ``eur``: no contradiction at the rate lookup."""

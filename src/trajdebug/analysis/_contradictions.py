@@ -99,31 +99,77 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
 
 
 def emptied(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
-    """The step that first returned a field empty that the failure says is empty.
+    """The step that first returned a field empty that the failure says is empty, when it shows a swallowed error.
 
     A step that swallows an error answers with a default: a booking with ``date: None``, a slot id ``""``.
     The failure downstream then says so ("visit_date None is not a date", "field slot_ref is empty"), but an
-    empty value names nothing, so no value's lineage leads back to where it was born.  A field whose every
-    word the message writes, empty in a step's output though the step was not handed it empty, is that
-    birth: the earliest such step (its consumers were handed the empty field and passed it on)."""
-    tokens = {t.strip(",;:.!?()[]'\"").casefold() for t in message.split()}
-    if not tokens & sl.lexicon.empty_words:
+    empty value names nothing, so no value's lineage leads back to where it was born.  A field the message
+    calls empty (an empty word beside the field's words, `_said_empty`), empty in a step's output though the
+    step was not handed it empty, is that birth: the earliest such step (its consumers were handed the empty
+    field and passed it on).  An empty answer is also what an honest lookup gives when asked the wrong thing
+    (no slot on a day the model made up), so the step must show the error it swallowed (`_swallowed`)."""
+    windows = _said_empty(message, sl.lexicon)
+    if not windows:
         return []
-    said = _terms(message, sl.lexicon)
     for sid in sorted(within, key=sl.g.position):
         step = sl.g.steps[sid]
         if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS:
             continue
-        fields = {f for f in _empty_fields(step.output) if _spoken(f, said, sl)} - set(_empty_fields(step.input))
-        if fields:
+        fields = {f for f in _empty_fields(step.output) if any(_spoken(f, w, sl) for w in windows)}
+        fields -= set(_empty_fields(step.input))
+        if fields and _swallowed(sl, sid, fields):
             shown = ", ".join(sorted(fields)[:2])
             return [Evidence(sid, sl.w["emptied"], f"returned {shown} empty, which the failure at {where} says is empty", "lineage:emptied")]
     return []
 
 
-def _empty_fields(value: object, depth: int = 0) -> list[str]:
-    """The names of the fields a value holds empty (None or an empty text), each by its last name; a text that
-    prints a record (JSON, or a tool's result as Python prints it) is read as that record."""
+_RECORD = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_NEAR = 3
+"""How many words from an empty word a field's words may stand ("kiln_slot None", "the pickup date is empty")."""
+
+
+def _said_empty(message: str, lexicon: Lexicon) -> list[set[str]]:
+    """The words beside each empty word of a message (`Lexicon.empty_words`), as `_terms` reads them.
+
+    A record the message prints (``{'coupon': None, ...}``) is left out: it shows what was rejected, and an
+    optional field of it may rightly be None; the message's own words say which field it finds empty."""
+    text = message
+    for _ in range(4):  # nested records, innermost first
+        text = _RECORD.sub(" ", text)
+    words = [w.lower() for w in _WORD.findall(text.replace("_", " "))]
+    return [
+        _terms(" ".join(words[max(0, i - _NEAR) : i + _NEAR + 1]), lexicon)
+        for i, w in enumerate(words)
+        if w in lexicon.empty_words
+    ]
+
+
+def _swallowed(sl: Slice, sid: str, fields: set[str]) -> bool:
+    """Whether a step that answered ``fields`` empty shows an error it swallowed: it is a tool called for its
+    effect (not named as a read, `Lexicon.read_tool`: a booking that answers no booking did nothing, where a
+    lookup answering nothing may rightly have found nothing), another call of the same step answered one of
+    them filled (the empty one is no normal answer of it), or its own data (its output, its attributes, the
+    steps inside it) carries an error's words."""
+    step = sl.g.steps[sid]
+    if step.kind == "tool" and not sl.lexicon.read_tool.match(step.name):
+        return True
+    for other in sl.g.steps.values():
+        same = other.step_id != sid and other.name == step.name and other.kind == step.kind
+        if same and set(_empty_fields(other.output, filled=True)) & fields:
+            return True
+    inner = [step.output, dict(step.attributes)]
+    inner += [c.output for c in sl.g.steps.values() if c.parent_id == sid]
+    if any(c.status != "ok" for c in sl.g.steps.values() if c.parent_id == sid):
+        return True
+    text = " ".join(content.text_of(v)[:20_000] for v in inner)
+    return bool(sl.lexicon.environment.search(text) or sl.lexicon.error_line.search(text))
+
+
+def _empty_fields(value: object, depth: int = 0, *, filled: bool = False) -> list[str]:
+    """The names of the fields a value holds empty (None or an empty text; with ``filled``, the fields it holds
+    filled), each by its last name; a text that prints a record (JSON, or a tool's result as Python prints it)
+    is read as that record."""
     found: list[str] = []
     for p, v in content.leaves(value):
         if isinstance(v, str) and v.strip()[:1] in ("{", "[") and depth < 3 and len(v) < 20_000:
@@ -134,8 +180,8 @@ def _empty_fields(value: object, depth: int = 0) -> list[str]:
                     parsed = ast.literal_eval(t)
                 except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                     parsed = None
-            found += _empty_fields(parsed, depth + 1) if isinstance(parsed, (dict, list)) else []
-        elif (v is None or v == "") and p and not p.endswith("]"):
+            found += _empty_fields(parsed, depth + 1, filled=filled) if isinstance(parsed, (dict, list)) else []
+        elif (v is None or v == "") != filled and p and not p.endswith("]"):
             found.append(p.rsplit(".", 1)[-1])
     return found
 

@@ -432,11 +432,11 @@ ENGLISH = Lexicon(
         re.I,
     ),
     hours_length=re.compile(
-        r"\b(?:\w+_)?(?:hours?|hrs?|(?<=_)h)['\"]?\s*[:=]\s*(?P<a>\d+(?:\.\d+)?)|\b(?P<b>\d+(?:\.\d+)?)\s*(?:hours?|hrs?|h)\b",
+        r"\b(?:\w+_)?(?:hours?|hrs?|(?<=_)h)['\"]?\s*[:=]\s*(?P<a>\d{1,5}(?:\.\d{1,3})?)(?![\d.])|\b(?P<b>\d{1,5}(?:\.\d{1,3})?)\s*(?:hours?|hrs?|h)\b",
         re.I,
     ),
     minutes_length=re.compile(
-        r"\b(?:\w+_)?(?:minutes?|mins?)['\"]?\s*[:=]\s*(?P<a>\d+(?:\.\d+)?)|\b(?P<b>\d+(?:\.\d+)?)\s*(?:minutes?|mins?)\b",
+        r"\b(?:\w+_)?(?:minutes?|mins?)['\"]?\s*[:=]\s*(?P<a>\d{1,5}(?:\.\d{1,3})?)(?![\d.])|\b(?P<b>\d{1,5}(?:\.\d{1,3})?)\s*(?:minutes?|mins?)\b",
         re.I,
     ),
     duration_words=frozenset(

@@ -17,6 +17,7 @@ units are the lexicon's (`trajdebug.analysis.lexicon.Lexicon.duration_text` and 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
@@ -171,26 +172,71 @@ def planned(out: Any, hay: str, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str,
 
 
 def worked_out_times(out: Any, hay: str, *, lexicon: Lexicon = ENGLISH) -> set[tuple[str, Any]]:
-    """The keys of the times of day a tool call sets that are an earlier time of the same call plus a length its
-    input gives (``start=20:00, end=23:00`` beside ``'hours': 3``; ``90`` minutes): an end worked out from a
-    start and a length is the call's setting, as the start is, not a time the model claims the world gave it.
-    A window may cross midnight (22:00 + 3 h is 01:00).  Lengths are read as the lexicon writes them
-    (`Lexicon.hours_length`, `Lexicon.minutes_length`)."""
+    """The keys of the times of day a tool call sets that are an earlier time of the same call plus the length
+    of that very thing (``start=20:00, end=23:00`` beside ``'hours': 3``; ``90`` minutes): an end worked out from
+    a start and a length is the call's setting, as the start is, not a time the model claims the world gave it.
+    A window may cross midnight (22:00 + 3 h is 01:00).  The length is read only from a length-named field
+    (`Lexicon.hours_length`, `Lexicon.minutes_length`) of the call itself or of a record its input prints
+    holding the start: any length written elsewhere ("arrive 30 min early") is no span of this window."""
     calls = out.get("tool_calls") if isinstance(out, Mapping) else None
     if not isinstance(calls, list):
         return set()
-    spans = {round(float(m.group("a") or m.group("b")) * 60) for m in lexicon.hours_length.finditer(hay)}
-    spans |= {round(float(m.group("a") or m.group("b"))) for m in lexicon.minutes_length.finditer(hay)}
     found: set[tuple[str, Any]] = set()
     for c in calls:
-        args = c.get("arguments") if isinstance(c, Mapping) else None
+        args = _call_args(c)
         times = [
             (v.strip(), int(m.group(1)) * 60 + int(m.group(2)))
             for _, v in content.leaves(args)
             if isinstance(v, str) and (m := _CLOCK.fullmatch(v.strip()))
         ]
-        for i, (_, start) in enumerate(times):
-            found |= {("s", raw.lower()) for raw, end in times[i + 1 :] if (end - start) % 1440 in spans - {0}}
+        if len(times) < 2:
+            continue
+        own = _lengths(content.text_of(args), lexicon)
+        for i, (raw, start) in enumerate(times):
+            spans = (own | _record_lengths(hay, raw, lexicon)) - {0}
+            found |= {("s", r.lower()) for r, end in times[i + 1 :] if (end - start) % 1440 in spans}
+    return found
+
+
+def _call_args(call: Any) -> Any:
+    """A tool call's arguments, in any of the known call formats (`CALL_ARGS`, under ``function`` too), a
+    JSON text of them read as the record it writes."""
+    if not isinstance(call, Mapping):
+        return None
+    fn = call.get("function")
+    inner = fn if isinstance(fn, Mapping) else call
+    args = next((inner[k] for k in CALL_ARGS if k in inner), None)
+    return content.parse_json(args) if isinstance(args, str) and content.looks_like_json(args) else args
+
+
+_LONGEST = 10_000
+"""Minutes beyond which a length is no window of a day's booking (and a run of digits no number to compute with)."""
+
+
+def _lengths(text: str, lexicon: Lexicon) -> set[int]:
+    """The lengths in minutes that length-named fields of a text give (``'hours': 3.5``, ``slot_mins=45``)."""
+    found: set[int] = set()
+    for pattern, scale in ((lexicon.hours_length, 60), (lexicon.minutes_length, 1)):
+        for m in pattern.finditer(text):
+            if m.group("a") is None:
+                continue  # a length in prose ("2 hours") is no field of a record
+            x = float(m.group("a")) * scale
+            if math.isfinite(x) and 0 < x <= _LONGEST:
+                found.add(round(x))
+    return found
+
+
+def _record_lengths(hay: str, start: str, lexicon: Lexicon) -> set[int]:
+    """The lengths (`_lengths`) of the printed records (``{...}``) of a text that hold the time ``start``."""
+    found: set[int] = set()
+    at = hay.find(start)
+    for _ in range(20):
+        if at < 0:
+            break
+        lo, hi = hay.rfind("{", 0, at), hay.find("}", at)
+        if lo >= 0 and hi > at and "}" not in hay[lo:at] and "{" not in hay[at:hi]:
+            found |= _lengths(hay[lo : hi + 1], lexicon)
+        at = hay.find(start, at + 1)
     return found
 
 

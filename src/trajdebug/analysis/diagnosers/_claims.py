@@ -93,10 +93,27 @@ def _json_text(s: str) -> bool:
     return content.looks_like_json(s) and isinstance(content.parse_json(s), (dict, list))
 
 
-_LABEL = re.compile(r"^[a-z]+(?:[-_ ][a-z]+){0,2}$")
-"""A label: a lowercase word, or up to three joined by hyphens, underscores or spaces (``how-to``, ``on_hold``,
-``find room``).  Plain lowercase words are how a model names a step of its plan or a kind of thing, not a
-fact it could have got wrong from its inputs (a name, a number, an id or a date is)."""
+_LABEL = re.compile(r"^[a-z]+(?:[-_][a-z]+){0,2}$")
+"""A label: a lowercase word, or up to three joined by hyphens or underscores (``how-to``, ``on_hold``): how a
+model names a kind of thing, not a fact it could have got wrong from its inputs (a name, a number, an id or a
+date is)."""
+_PLAIN_WORDS = re.compile(r"^[a-z]+(?: [a-z]+){1,2}$")
+"""Two or three plain lowercase words (``sand hull``): a label only as an item of a list the model wrote (the
+steps of a plan it saves); a single value, a tool call's argument above all, may be a made-up fact written in
+lowercase (``new york``, ``next day air``)."""
+
+
+def _listed(out: Any, depth: int = 0) -> set[str]:
+    """The texts (stripped) that are items of a list of an answer, reading a call's JSON-text arguments too."""
+    found: set[str] = set()
+    for p, v in content.leaves(out):
+        if not isinstance(v, str):
+            continue
+        if p.endswith("]"):
+            found.add(v.strip())
+        elif depth < 2 and _json_text(v):
+            found |= _listed(content.parse_json(v), depth + 1)
+    return found
 
 
 def _computed(step: Step, ctx: DiagnoseContext, value: float) -> bool:
@@ -398,6 +415,7 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     checked, missing, raw = 0, [], []
     # The literals of generated SQL are values it claims, whatever they look like.
     labels = sql_of(out) is None
+    listed: set[str] | None = None  # read on the first value of plain words
     unsure = False
     computed = 0
     # Read only once a value is not found (most steps restate all they state).
@@ -409,6 +427,11 @@ def llm_output(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
         seen = present(v, hay, forms, dates)
         if seen is None:
             continue
+        if labels and not seen and isinstance(v, str) and _PLAIN_WORDS.match(v.strip()):
+            listed = _listed(out) if listed is None else listed
+            if v.strip() in listed:
+                unsure = True  # an item of a list it wrote (a step of its plan) is its own label
+                continue
         if labels and not seen and isinstance(v, str) and _LABEL.match(v.strip()):
             unsure = True  # a label ("none", "how-to") may be a choice among options, not a claim
             continue

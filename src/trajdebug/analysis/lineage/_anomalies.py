@@ -40,7 +40,7 @@ from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage._derivation import half_converted, misconverted, relabelled
 from trajdebug.analysis.lineage._pairs import crossed, mixed
-from trajdebug.analysis.lineage._picks import queue_heads, wrong_pick
+from trajdebug.analysis.lineage._picks import head_fields, queue_heads, wrong_pick
 from trajdebug.analysis.lineage._records import _count as _count  # (tests read them here)
 from trajdebug.analysis.lineage._records import _mentioned as _mentioned
 from trajdebug.analysis.lineage._records import record_lists, wrong_record
@@ -190,11 +190,10 @@ def _conflicts(
         # choice between two given values (a fresh record's dose over the one a memory kept), no conflict.
         shared = {a.key for a in view.inputs if a.field == f} if inputs is not None else keys
         # A loop moving on to the next item of a work queue it was handed (`queue_heads`) rightly answers with it,
-        # and with that item's own fields beside it (its ``track`` replaces the last item's).
+        # and with that item's own fields as its input records them (its ``track`` replaces the last item's);
+        # any other field it rewrites (the customer it was working for) is still checked.
         if heads:
-            if any(a.raw.strip().lower() in heads for a in view.outputs if a.field != f and _beside(step.output, f, a.raw)):
-                continue
-            parts |= heads
+            parts |= heads | head_fields(step, f, heads)
         other = [a for a in outs if a.key not in keys | shared and a.raw.strip().lower() not in parts]
         if not other or len(other) < len(outs) / 2:
             continue
@@ -210,15 +209,6 @@ def _conflicts(
 
 
 _LIST_SEPARATORS = re.compile(r"\s*[,;|/&+\-]\s*")
-
-
-def _beside(out: Any, field: str, raw: str) -> bool:
-    """Whether a mapping of an output holds ``field`` and, beside it, the value ``raw`` (one record)."""
-    if isinstance(out, Mapping):
-        if field in out and any(isinstance(v, (str, int, float)) and str(v) == raw for v in out.values()):
-            return True
-        return any(_beside(v, field, raw) for v in out.values() if isinstance(v, (Mapping, list)))
-    return isinstance(out, list) and any(_beside(v, field, raw) for v in out[:50])
 
 
 def _parts(raw: str) -> frozenset[str]:

@@ -156,6 +156,37 @@ def queue_keys(step: Step) -> frozenset[str]:
     return frozenset(k for _, k in _popped(step))
 
 
+def head_fields(step: Step, field: str, heads: Collection[str]) -> frozenset[str]:
+    """The values (lower-case text) the records of the queue heads a step took (`queue_heads`) hold under
+    ``field``, as its input gives them: a record holding the head (``patches: [{id: P-2, kind: centre}]``) or
+    one filed under it (``kinds: {P-2: centre}``, ``P-2: {kind: centre}``).  A loop moving to its next item
+    rightly answers that item's own fields; any other new value of a field it was given is no such move."""
+    out: set[str] = set()
+
+    def scalar(v: Any) -> bool:
+        return isinstance(v, (str, int, float)) and not isinstance(v, bool)
+
+    def walk(value: Any, name: str, depth: int) -> None:
+        if depth > 4:
+            return
+        if isinstance(value, dict):
+            if field in value and scalar(value[field]) and any(scalar(v) and str(v).strip().lower() in heads for v in value.values()):
+                out.add(str(value[field]).strip().lower())
+            for k, v in value.items():
+                if str(k).strip().lower() in heads:
+                    if isinstance(v, dict) and scalar(v.get(field)):
+                        out.add(str(v[field]).strip().lower())
+                    elif scalar(v) and name.lower().startswith(field.lower()):
+                        out.add(str(v).strip().lower())  # a map of that field by item (``kinds: {P-2: centre}``)
+                walk(v, str(k), depth + 1)
+        elif isinstance(value, list):
+            for v in value[:200]:
+                walk(v, name, depth + 1)
+
+    walk(step.input, "", 0)
+    return frozenset(out)
+
+
 def _popped(step: Step) -> set[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
 
@@ -171,7 +202,20 @@ def _popped(step: Step) -> set[tuple[str, str]]:
                 walk(v, rest, depth + 1)
 
     walk(step.input, step.output, 0)
-    return out
+    # A loop moving on hands the item it took on (``current: W16``); a step that returns a list without its
+    # first item and never names that item dropped it (a filter emptying a one-room list), it moved nowhere.
+    return {(h, k) for h, k in out if h in _scalars(step.output)} if out else out
+
+
+def _scalars(value: Any, depth: int = 0) -> set[str]:
+    """The scalar values (lower-case text) of a JSON value, to a bounded depth and width."""
+    if isinstance(value, dict):
+        return set().union(*(_scalars(v, depth + 1) for v in list(value.values())[:200])) if depth < 4 else set()
+    if isinstance(value, list):
+        return set().union(*(_scalars(v, depth + 1) for v in value[:200])) if depth < 4 else set()
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return {str(value).strip().lower()}
+    return set()
 
 
 def wrong_pick(step: Step, view: StepView, generic: Collection[str] = ()) -> Iterator[Evidence]:
@@ -248,4 +292,4 @@ def _shape(raw: str) -> str:
     return _LETTERS.sub("A", _DIGITS.sub("9", raw.strip()))
 
 
-__all__ = ["ANSWER_KEY", "PICKED_KEY", "WRONG_PICK", "answered_edges", "picked_edges", "queue_heads", "queue_keys", "wrong_pick"]
+__all__ = ["ANSWER_KEY", "PICKED_KEY", "WRONG_PICK", "answered_edges", "picked_edges", "head_fields", "queue_heads", "queue_keys", "wrong_pick"]
