@@ -53,8 +53,9 @@ at 20:17-20:18 UTC on 0282d6f, the round's final analysis: development suites si
 suites since).  ``suite_zj`` and ``suite_zk`` (written blind and frozen on 2026-12-04 at 21:05 and 21:03 UTC, scored once held out
 at 22:45 UTC on c94f54f, the round's final analysis: development suites since).  ``suite_zl`` and ``suite_zm`` (written
 blind and frozen on 2026-12-04 at 22:58 and 22:56 UTC, scored once held out at 23:25-23:26 UTC on 96876b2, the last round's
-final analysis: development suites since).  ``suite_zn`` and ``suite_zo`` (written blind and frozen on 2026-12-04 at 23:38 and 23:39 UTC, not yet scored: the next
-measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+final analysis: development suites since).  ``suite_zn`` and ``suite_zo`` (written blind and frozen on 2026-12-04 at 23:38 and 23:39 UTC, scored once held out
+at 01:22-01:23 UTC on 2026-12-05 on 0c3c875, the round's final analysis: development suites since).  ``suite_zp`` and
+``suite_zq`` (written blind and frozen on 2026-12-05 at 00:48 UTC, not yet scored: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -77,8 +78,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zo": "held out (written blind and frozen on 2026-12-04 at 23:39 UTC; not yet scored: the next measure, with suite_zn)",
-    "suite_zn": "held out (written blind and frozen on 2026-12-04 at 23:38 UTC; not yet scored: the next measure, with suite_zo)",
+    "suite_zq": "held out (written blind and frozen on 2026-12-05 at 00:48 UTC; not yet scored: the next measure, with suite_zp)",
+    "suite_zp": "held out (written blind and frozen on 2026-12-05 at 00:48 UTC; not yet scored: the next measure, with suite_zq)",
+    "suite_zo": "development (scored once held out on 2026-12-05 at 01:23 UTC on 0c3c875; its misses not yet studied)",
+    "suite_zn": "development (scored once held out on 2026-12-05 at 01:22 UTC on 0c3c875; its misses not yet studied)",
     "suite_zm": "development (scored once held out on 2026-12-04 at 23:26 UTC on 96876b2; its misses not yet studied)",
     "suite_zl": "development (scored once held out on 2026-12-04 at 23:25 UTC on 96876b2; its misses not yet studied)",
     "suite_zk": "development (scored once held out on 2026-12-04 at 22:45 UTC on c94f54f; its misses not yet studied)",
