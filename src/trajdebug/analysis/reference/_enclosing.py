@@ -27,7 +27,7 @@ from typing import Any
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import ENVELOPE_KEYS, semantic
 from trajdebug.analysis.reference._answers import _masked, _minted_only, _mints
-from trajdebug.analysis.reference._profile import Profile, answer_key, asked_of, step_key
+from trajdebug.analysis.reference._profile import _UUID, Profile, answer_key, asked_of, step_key
 from trajdebug.analysis.reference._profile import learn as learn_steps
 from trajdebug.analysis.reference._reach import ANSWER, Reach, epoch_like, leaves, run_varying
 from trajdebug.core.model import CONTAINER_KINDS, Run, Step
@@ -35,7 +35,6 @@ from trajdebug.core.model import CONTAINER_KINDS, Run, Step
 
 _STAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
 """A date with its time of day: when a run happened (``located_at``), new in every run."""
-_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 _DEPTH = 64
 """Deeper than this a value is cut (a value nested thousands deep is no reason to fail an analysis)."""
