@@ -55,7 +55,9 @@ at 22:45 UTC on c94f54f, the round's final analysis: development suites since). 
 blind and frozen on 2026-12-04 at 22:58 and 22:56 UTC, scored once held out at 23:25-23:26 UTC on 96876b2, the last round's
 final analysis: development suites since).  ``suite_zn`` and ``suite_zo`` (written blind and frozen on 2026-12-04 at 23:38 and 23:39 UTC, scored once held out
 at 01:22-01:23 UTC on 2026-12-05 on 0c3c875, the round's final analysis: development suites since).  ``suite_zp`` and
-``suite_zq`` (written blind and frozen on 2026-12-05 at 00:48 UTC, not yet scored: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+``suite_zq`` (written blind and frozen on 2026-12-05 at 00:48 UTC, scored once held out at 02:13-02:14 UTC on 6dc16b3,
+the last round's final analysis: development suites since).  ``suite_zr`` and ``suite_zs`` (being written blind on
+2026-12-05: the next measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -78,8 +80,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zq": "held out (written blind and frozen on 2026-12-05 at 00:48 UTC; not yet scored: the next measure, with suite_zp)",
-    "suite_zp": "held out (written blind and frozen on 2026-12-05 at 00:48 UTC; not yet scored: the next measure, with suite_zq)",
+    "suite_zs": "held out (being written blind on 2026-12-05; not yet scored: the next measure, with suite_zr)",
+    "suite_zr": "held out (being written blind on 2026-12-05; not yet scored: the next measure, with suite_zs)",
+    "suite_zq": "development (scored once held out on 2026-12-05 at 02:14 UTC on 6dc16b3; its misses not yet studied)",
+    "suite_zp": "development (scored once held out on 2026-12-05 at 02:13 UTC on 6dc16b3; its misses not yet studied)",
     "suite_zo": "development (scored once held out on 2026-12-05 at 01:23 UTC on 0c3c875; its misses not yet studied)",
     "suite_zn": "development (scored once held out on 2026-12-05 at 01:22 UTC on 0c3c875; its misses not yet studied)",
     "suite_zm": "development (scored once held out on 2026-12-04 at 23:26 UTC on 96876b2; its misses not yet studied)",
