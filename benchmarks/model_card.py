@@ -394,7 +394,7 @@ def render(res: Mapping[str, Any], meta: Mapping[str, Any], model: Model) -> str
         '',
         "2026-12-05, 03:25 UTC (round 44; 4217 cases, every source rebuilt under the analysis of bf3c496: suites zn, zo, zp",
         "and zq, 320 cases, would have joined): the shipped recipe and seed refitted, not re-chosen, and NOT shipped, by the",
-        "rule decided before the run (/work/scratch/train44/PREREG.md): every case scored by a model that never saw its suite",
+        "rule decided before the run: every case scored by a model that never saw its suite",
         "(the shipped model: its round-42 leave-one-suite-out predictions on corpus_42's 3577 cases, its plain predictions on",
         "zj to zq; the retrained recipe: left out by suite); ship iff the retrained model ranks at least as many first over all",
         "AND on the newer half of the 16 newest framework suites (zj to zq), beats the hand ranking by suite and by route, and",
