@@ -174,7 +174,7 @@ def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom], failin
 def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     """One failure's values: those its message names, the task words it misses, what its step was given."""
     step = sl.g.steps[f.step_id]
-    pos = sl.g.position(f.step_id)
+    pos = _reading_position(sl, f.step_id)
     message = f.message if f.message else (step.error.message if step.error else "")
     codes = status_codes(message, sl.lexicon)  # a service's error status names no value of the run
     named = [
@@ -226,6 +226,24 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     return out
 
 
+def _reading_position(sl: Slice, step_id: str) -> int:
+    """Where a failure's values are read from: the failing step's own place, or, for a step enclosing
+    others (the trace's top span a run's failure is placed on, an agent judged on its final answer), the
+    place after its last inner step.  It ends when they have answered and judges what they produced;
+    read at its start, every value they made lies after it and has no origin to trace."""
+    pos = sl.g.position(step_id)
+    if step_id not in sl.has_children:
+        return pos
+    last = pos
+    for sid, s in sl.g.steps.items():
+        p, hops = s.parent_id, 0
+        while p is not None and p != step_id and hops < 64:
+            p, hops = (sl.g.steps[p].parent_id if p in sl.g.steps else None), hops + 1
+        if p == step_id:
+            last = max(last, sl.g.position(sid))
+    return last + 1
+
+
 def _named_values(
     sl: Slice, f: Failure, message: str, named: Sequence[Atom], seen: set[str], within: set[str]
 ) -> list[Found]:
@@ -235,7 +253,7 @@ def _named_values(
     """
     out: list[Found] = []
     step = sl.g.steps[f.step_id]
-    pos = sl.g.position(f.step_id)
+    pos = _reading_position(sl, f.step_id)
     view = sl.lin.view(f.step_id)
     # An enclosing step (an agent, a request handler) fails with what a step inside it
     # raised: a value that reached that inner failing step reached the failure.
