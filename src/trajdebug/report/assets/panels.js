@@ -61,7 +61,13 @@ function buildCauses(host) {
     "confidence": "Ordered by the learned model's calibrated confidence.",
     "roots-first": "Ordered with structural roots first, then suspects; score orders within each.",
   };
-  host.appendChild(el("p", { class: "note" }, (ORDER[ANALYSIS.order] || "Ranked by the backward search.") + " Click one to see its path."));
+  // The learned order is its trees' probability; the confidence is calibrated apart and may rise down the list.
+  const confs = causes.map((c) => c.confidence).filter((c) => typeof c === "number");
+  const unordered = confs.some((c, i) => i > 0 && c > confs[i - 1]);
+  const order = ANALYSIS.order === "confidence" && unordered
+    ? "Ordered by the learned model's ranking; each confidence is calibrated apart, so it need not fall in this order."
+    : ORDER[ANALYSIS.order];
+  host.appendChild(el("p", { class: "note" }, (order || "Ranked by the backward search.") + " Click one to see its path."));
   const list = el("ol", { class: "causes" });
   causes.forEach((c, i) => {
     const item = el("li", { class: "cause", tabindex: "0", role: "button", "data-cause": i, "aria-pressed": "false" });
