@@ -126,7 +126,9 @@ function section(title, ...body) {
 function depList(items, dir) {
   if (!items.length) return el("p", { class: "note" }, dir === "in" ? "depends on no step" : "no step depends on it");
   return el("ul", { class: "deps" }, ...items.map(({ id, d }) => {
-    const how = d.origin === "inferred" ? "inferred " + Number(d.confidence).toFixed(2) : d.origin;
+    // The format omits a confidence of 1.0, its default: a missing one is full confidence, never NaN.
+    const conf = typeof d.confidence === "number" ? d.confidence : 1;
+    const how = d.origin === "inferred" ? "inferred " + conf.toFixed(2) : d.origin;
     const other = d.run_id && d.run_id !== RUN.run_id;
     const target = other ? el("span", {}, "run " + String(d.run_id).slice(0, 8) + " #" + shortId(d.step_id))
       : el("button", { type: "button", class: "linkish", "data-step": id }, label(id));
