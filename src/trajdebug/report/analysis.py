@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.escape import markdown, md_code, visible
@@ -292,7 +293,7 @@ def _order_line(a: Any) -> str | None:
     if order == "roots-first" and flags != sorted(flags, reverse=True):
         return "order: as re-ranked (a suspect stands before a structural root)"  # never the hand ranking's own
     confs = [c for c in (getattr(x, "confidence", None) for x in a.root_causes) if c is not None]
-    if order == "confidence" and any(later > first for first, later in zip(confs, confs[1:])):
+    if order == "confidence" and any(later > first for first, later in pairwise(confs)):
         # The model orders by its trees' probability; the confidence is a calibrator's reading of it with the
         # hand score, fitted for the best candidate: a neighbour may show more (22 % under 21 %).
         return ORDER_LINES["learned"]
