@@ -174,7 +174,7 @@ def _held_names(sl: Slice, message: str, pos: int, named: Sequence[Atom], failin
 def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     """One failure's values: those its message names, the task words it misses, what its step was given."""
     step = sl.g.steps[f.step_id]
-    pos = _reading_position(sl, f.step_id)
+    pos = sl.g.position(f.step_id)
     message = f.message if f.message else (step.error.message if step.error else "")
     codes = status_codes(message, sl.lexicon)  # a service's error status names no value of the run
     named = [
@@ -253,7 +253,10 @@ def _named_values(
     """
     out: list[Found] = []
     step = sl.g.steps[f.step_id]
-    pos = _reading_position(sl, f.step_id)
+    pos = sl.g.position(f.step_id)
+    # Where its values are traced from: past its inner steps when it encloses them (the other readers below
+    # keep ``pos``, the failing step's own place, which they index the run's steps by).
+    end = _reading_position(sl, f.step_id)
     view = sl.lin.view(f.step_id)
     # An enclosing step (an agent, a request handler) fails with what a step inside it
     # raised: a value that reached that inner failing step reached the failure.
@@ -275,10 +278,10 @@ def _named_values(
         if not reached and any(v.given(a) for v in inner):
             # It reached the inner step that raised: that failure's own reading
             # covers the value (nothing on the way to it lost it).
-            out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
+            out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names")
             continue
-        if reached or sl.lin.holders(a.key, pos):
-            out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
+        if reached or sl.lin.holders(a.key, end):
+            out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names")
         if limit:
             out += limit_ignored(sl, a, named, pos, within, step.name, message)
         if (a.kind == "number" and reached) or limit:
