@@ -50,6 +50,8 @@ from trajdebug.analysis._sources import (
     _trivial_number,
     carried_by_state,
     kept_by_state,
+    reading_position,
+    wrapping_failures,
 )
 from trajdebug.analysis._spoken import (
     _short_totals,
@@ -73,27 +75,10 @@ def lineage_evidence(sl: Slice) -> list[Found]:
     """The failures' values, traced to the steps that introduced or dropped them."""
     within = set(sl.dist)
     out: list[Found] = []
-    wrappers = _wrapping_failures(sl)
+    wrappers = wrapping_failures(sl)
     for f in sl.failures:
         if f.step_id not in wrappers:
             out += _failure_values(sl, f, within)
-    return out
-
-
-def _wrapping_failures(sl: Slice) -> set[str]:
-    """Failing steps that enclose another failing step: an agent span failing because a tool inside it
-    raised repeats that failure, and it started before the steps inside it, so read at its own place
-    it would take every value its children handled on the way for a value lost before it."""
-    failing = {f.step_id for f in sl.failures}
-    out: set[str] = set()
-    for sid in failing:
-        seen: set[str] = set()
-        parent = sl.g.steps[sid].parent_id if sid in sl.g.steps else None
-        while parent is not None and parent in sl.g.steps and parent not in seen:
-            seen.add(parent)
-            if parent in failing:
-                out.add(parent)
-            parent = sl.g.steps[parent].parent_id
     return out
 
 
@@ -226,24 +211,6 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     return out
 
 
-def _reading_position(sl: Slice, step_id: str) -> int:
-    """Where a failure's values are read from: the failing step's own place, or, for a step enclosing
-    others (the trace's top span a run's failure is placed on, an agent judged on its final answer), the
-    place after its last inner step.  It ends when they have answered and judges what they produced;
-    read at its start, every value they made lies after it and has no origin to trace."""
-    pos = sl.g.position(step_id)
-    if step_id not in sl.has_children:
-        return pos
-    last = pos
-    for sid, s in sl.g.steps.items():
-        p, hops = s.parent_id, 0
-        while p is not None and p != step_id and hops < 64:
-            p, hops = (sl.g.steps[p].parent_id if p in sl.g.steps else None), hops + 1
-        if p == step_id:
-            last = max(last, sl.g.position(sid))
-    return last + 1
-
-
 def _named_values(
     sl: Slice, f: Failure, message: str, named: Sequence[Atom], seen: set[str], within: set[str]
 ) -> list[Found]:
@@ -254,9 +221,7 @@ def _named_values(
     out: list[Found] = []
     step = sl.g.steps[f.step_id]
     pos = sl.g.position(f.step_id)
-    # Where its values are traced from: past its inner steps when it encloses them (the other readers below
-    # keep ``pos``, the failing step's own place, which they index the run's steps by).
-    end = _reading_position(sl, f.step_id)
+    end = reading_position(sl, f.step_id)  # (the readers below index the run's steps by ``pos``)
     view = sl.lin.view(f.step_id)
     # An enclosing step (an agent, a request handler) fails with what a step inside it
     # raised: a value that reached that inner failing step reached the failure.
