@@ -221,7 +221,10 @@ def _named_values(
     out: list[Found] = []
     step = sl.g.steps[f.step_id]
     pos = sl.g.position(f.step_id)
-    end = reading_position(sl, f.step_id)  # (the readers below index the run's steps by ``pos``)
+    # A run failed after the fact (a mark, a check of its answer) on a step enclosing the rest judges all they made:
+    # its values are traced past its inner steps.  A step that raised judged its inner steps' answers against
+    # what it was given (a check's own lookup is its reference): read at its place.  (``pos`` indexes steps below.)
+    end = reading_position(sl, f.step_id) if f.detector in ("run-failure", "outcome") else pos
     view = sl.lin.view(f.step_id)
     # An enclosing step (an agent, a request handler) fails with what a step inside it
     # raised: a value that reached that inner failing step reached the failure.
