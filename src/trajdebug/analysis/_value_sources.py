@@ -50,6 +50,8 @@ from trajdebug.analysis._sources import (
     _trivial_number,
     carried_by_state,
     kept_by_state,
+    reading_position,
+    wrapping_failures,
 )
 from trajdebug.analysis._spoken import (
     _short_totals,
@@ -73,27 +75,10 @@ def lineage_evidence(sl: Slice) -> list[Found]:
     """The failures' values, traced to the steps that introduced or dropped them."""
     within = set(sl.dist)
     out: list[Found] = []
-    wrappers = _wrapping_failures(sl)
+    wrappers = wrapping_failures(sl)
     for f in sl.failures:
         if f.step_id not in wrappers:
             out += _failure_values(sl, f, within)
-    return out
-
-
-def _wrapping_failures(sl: Slice) -> set[str]:
-    """Failing steps that enclose another failing step: an agent span failing because a tool inside it
-    raised repeats that failure, and it started before the steps inside it, so read at its own place
-    it would take every value its children handled on the way for a value lost before it."""
-    failing = {f.step_id for f in sl.failures}
-    out: set[str] = set()
-    for sid in failing:
-        seen: set[str] = set()
-        parent = sl.g.steps[sid].parent_id if sid in sl.g.steps else None
-        while parent is not None and parent in sl.g.steps and parent not in seen:
-            seen.add(parent)
-            if parent in failing:
-                out.add(parent)
-            parent = sl.g.steps[parent].parent_id
     return out
 
 
@@ -236,6 +221,10 @@ def _named_values(
     out: list[Found] = []
     step = sl.g.steps[f.step_id]
     pos = sl.g.position(f.step_id)
+    # A run failed after the fact (a mark, a check of its answer) on a step enclosing the rest judges all they made:
+    # its values are traced past its inner steps.  A step that raised judged its inner steps' answers against
+    # what it was given (a check's own lookup is its reference): read at its place.  (``pos`` indexes steps below.)
+    end = reading_position(sl, f.step_id) if f.detector in ("run-failure", "outcome") else pos
     view = sl.lin.view(f.step_id)
     # An enclosing step (an agent, a request handler) fails with what a step inside it
     # raised: a value that reached that inner failing step reached the failure.
@@ -257,10 +246,10 @@ def _named_values(
         if not reached and any(v.given(a) for v in inner):
             # It reached the inner step that raised: that failure's own reading
             # covers the value (nothing on the way to it lost it).
-            out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
+            out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names")
             continue
-        if reached or sl.lin.holders(a.key, pos):
-            out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
+        if reached or sl.lin.holders(a.key, end):
+            out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names")
         if limit:
             out += limit_ignored(sl, a, named, pos, within, step.name, message)
         if (a.kind == "number" and reached) or limit:
