@@ -29,6 +29,7 @@ from trajdebug.analysis._contradictions import (
     disagreeing_sources,
     emptied,
     inside_of,
+    short_collection,
     status_codes,
     whatif_found,
 )
@@ -188,6 +189,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     out = _named_values(sl, f, message, named, seen, within)
     out += left_out_names(sl, _held_names(sl, message, pos, named, sl.lin.view(f.step_id)), pos, within, step.name)
     out += contradicted(sl, message, pos, within, step.name) + emptied(sl, message, pos, within, step.name)
+    out += short_collection(sl, message, pos, within, step.name)
     out += whatif_found(sl, message, named, pos, within, step.name)
     out += disagreeing_sources(sl, f.step_id, message, pos, within, step.name)
     out += left_out_items(sl, message, pos, within, step.name)

@@ -328,15 +328,16 @@ def _collections(value: Any, depth: int = 0) -> list[Sequence[Any]]:
 def counted_items(value: Any, number: Atom) -> list[Atom]:
     """When a whole number is the size of the one collection of that many items a value holds (``6 entries``
     of a price list of six), a value of each of its first three items (an id or a text first): the items the
-    number counts, whose origin made the collection that long.  Empty when no collection, or more than one,
-    has that size, or the number is no whole number of `_MIN_COUNTED` or more."""
+    number counts, whose origin made the collection that long.  Empty when no collection, or more than one
+    (two of the same items are one), has that size, or the number is no whole number of `_MIN_COUNTED` or more."""
     if number.kind != "number" or number.number is None or not float(number.number).is_integer():
         return []
     n = int(number.number)
     if n < _MIN_COUNTED:
         return []
     sized = [c for c in _collections(value) if len(c) == n]
-    if len({id(c) for c in sized}) != 1:
+    # The same items handed twice (a roster, and the waivers signed by its members) are one collection.
+    if len({json.dumps(c, sort_keys=True, default=str) for c in sized}) != 1:
         return []
     out: list[Atom] = []
     for item in sized[0][:3]:
