@@ -253,8 +253,8 @@ def short_collection(sl: Slice, message: str, pos: int, within: set[str], where:
         more = [m for m in named if n < m <= 20 * n]
         items = counted_items(step.input, Atom(f"n:{n}", "number", None, None, str(n), float(n))) if more else []
         makers = {sl.lin.origin(a, pos, within).step_id for a in items}
-        if len(items) >= 2 and len(makers) == 1 and None not in makers:
-            [sid] = makers
+        sid = makers.pop() if len(makers) == 1 else None
+        if len(items) >= 2 and sid is not None:
             out.append(Evidence(sid, sl.w["short"], f"answered the {n} items the failure at {where} counts, where it names {more[0]}", "lineage:short"))
     return out
 
