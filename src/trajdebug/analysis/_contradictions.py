@@ -234,8 +234,9 @@ _STATUS = re.compile(r"(?<![\w.-])([45]\d\d):")
 number (``APP-503:``)."""
 
 
-_WHOLE = re.compile(r"(?<![\w.:/-])(\d{1,4})(?![\w:/-]|\.\d)")
-"""A whole number as a message writes it, no part of a date, a time, a code or a decimal."""
+_WHOLE = re.compile(r"(?<![\w.:/-])(?<!\d,)(\d{1,4})(?![\w:/-]|[.,]\d)")
+"""A whole number as a message writes it, no part of a date, a time, a code, a decimal or a number written with
+thousands separators (``3,000 m3`` is no 3)."""
 
 
 def short_collection(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
