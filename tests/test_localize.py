@@ -809,9 +809,10 @@ class TestRanking:
 
     def test_the_step_that_answered_a_collection_the_failure_counts_short_is_first(self) -> None:
         """"rota lists 4 volunteers, 6 signed up": the sign-up tool answered the four volunteers the rota step was
-        handed (a first page), and the site's opening hour the rota step was also given came from another tool; the sign-up tool is first, with lineage:short.  A failure that names no larger number beside
-        the count, a number written with thousands separators (4,000 is no 4), or a collection of another size
-        gives no such finding."""
+        handed (a first page), and the site's opening hour the rota step was also given came from another tool;
+        the sign-up tool is first, with lineage:short.  A failure that names no larger number beside the count, a
+        number written with thousands separators (4,000 is no 4), or a collection of another size gives no such
+        finding."""
         names = ["Ines", "Joss", "Kemal", "Lior"]
 
         def run_of(message: str, listed: int = 4) -> Run:
