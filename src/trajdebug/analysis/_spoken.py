@@ -173,7 +173,8 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
         if (step.kind == "llm" and not copied) or not given:
             # A label the step chose as its whole decision (a model's route or category, a router's branch)
             # is what the failure speaks of, as strong as a flag a model set (`_spoken_fields`).
-            decided = not copied and _decision(step, a)
+            # A tool's or a retrieval's answer reports the world (a surveyed surface), no choice of the agent's.
+            decided = not copied and step.kind not in _REPORTERS and _decision(step, a)
             out += _thin(
                 sid,
                 sl.w["origin_named_arg"] if decided else sl.w["origin_spoken"],
@@ -181,6 +182,9 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
             )
     return out
 
+
+_REPORTERS = frozenset({"tool", "retrieval"})
+"""Step kinds whose answer reports what the world holds rather than what the agent decided."""
 
 _LABEL_WORD = re.compile(r"[a-z]+")
 """A word of a label or of a message, for labels of several words (``day_hire``, ``day-hire``, ``day hire``)."""
