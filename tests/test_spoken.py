@@ -125,3 +125,19 @@ def test_a_graph_node_whose_routing_function_only_read_its_answer_states_its_own
     by_id = {c.step_id: c for c in loc.ranked_all}
     assert any("first stated lane=foot_passenger" in r for r in by_id["r"].reasons)
     assert not any("first stated" in r for r in by_id["rf"].reasons)
+
+
+def test_a_tool_that_reports_a_label_the_failure_uses_made_no_decision() -> None:
+    """A wall survey answering ``surface=brick`` reports the wall: when a refusal says "brick walls need a seal
+    coat", the planner whose phases left it out leads, and the survey's first statement stays weak."""
+    steps = (
+        step("u", "read_job", "input", 1, None, {"site": "Quay 4", "wall": "north"}),
+        step("s", "survey_wall", "tool", 3, {"site": "Quay 4", "wall": "north"}, {"width_m": 12, "surface": "brick"}, "u"),
+        step("m", "plan_phases", "llm", 5, {"messages": [{"role": "user", "content": "Plan the phases for a 12 m wall"}]},
+             {"phases": ["wash", "paint"], "days": 3}, "u"),
+        step("b", "file_permit", "tool", 7, {"surface": "brick", "phases": ["wash", "paint"], "days": 3}, None,
+             "s", "m", status="error", error=ErrorInfo("Refused", "HTTP 422: brick walls need a seal coat phase before paint")),
+    )
+    loc = localize(Run("r2", "murals", outcome="failure", steps=steps))
+    score = {c.step_id: c.score for c in loc.ranked_all}
+    assert score["m"] > score["s"]
