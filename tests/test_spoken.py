@@ -141,22 +141,3 @@ def test_a_tool_that_reports_a_label_the_failure_uses_made_no_decision() -> None
     loc = localize(Run("r2", "murals", outcome="failure", steps=steps))
     score = {c.step_id: c.score for c in loc.ranked_all}
     assert score["m"] > score["s"]
-
-
-def test_a_label_a_model_inside_a_graph_node_chose_among_its_options_stays_the_models() -> None:
-    """A triage node whose model, shown the options, answers ``category=plumbing`` returns that answer as text:
-    the model chose the label the refusal uses, so the model first stated it, not the node around it."""
-    ask = {"messages": [{"role": "user", "content": "Options: plumbing, electrical. Ticket: lights flicker in hall"}]}
-    answer = '{"category": "plumbing", "summary": "lights flicker in hall"}'
-    steps = (
-        step("u", "read_ticket", "input", 1, None, {"ticket": "T-88", "text": "lights flicker in hall"}),
-        step("n", "triage", "agent", 2, {"ticket": "T-88", "text": "lights flicker in hall"}, {"triage_raw": answer}, "u"),
-        step("m", "ChatModel", "llm", 3, ask, {"role": "assistant", "content": answer}, "u", parent_id="n"),
-        step("p", "parse_triage", "parse", 5, {"triage_raw": answer}, {"category": "plumbing"}, "n"),
-        step("b", "book_trade", "tool", 7, {"category": "plumbing", "ticket": "T-88"}, None, "p",
-             status="error", error=ErrorInfo("Refused", "HTTP 409: no plumbing fault found at T-88")),
-    )
-    loc = localize(Run("r3", "repairs", outcome="failure", steps=steps))
-    by_id = {c.step_id: c for c in loc.ranked_all}
-    assert any("first stated category=plumbing" in r for r in by_id["m"].reasons)
-    assert not any("first stated" in r for r in by_id["n"].reasons)
