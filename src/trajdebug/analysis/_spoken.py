@@ -194,21 +194,17 @@ _LABEL_PARTS = re.compile(r"[_\- ]")
 
 
 def _inner_made(sl: Slice, sid: str) -> set[str]:
-    """The keys of the values a step inside a container (at any depth) returned without being given them: a container answers
+    """The keys of the values a step inside a container returned without being given them: a container answers
     with what the steps inside it made, so those labels are theirs; a graph node that decided by itself (its
     routing function inside only read the node's answer) states its own (everything, for a container with
     nothing inside it that was recorded)."""
     if sid not in sl.has_children:
         return set()
     made: set[str] = set()
-    inside = {sid}
-    for child in sl.run.steps:  # parents start before their children: one pass finds every descendant
-        if child.parent_id in inside:
-            inside.add(child.step_id)
-            if child.step_id in sl.g.steps:
-                view = sl.lin.view(child.step_id)
-                # A model inside chose its label even when it was one of the options it was shown.
-                made |= {b.key for b in view.outputs if child.kind == "llm" or not view.given(b)}
+    for child in sl.run.steps:
+        if child.parent_id == sid and child.step_id in sl.g.steps:
+            view = sl.lin.view(child.step_id)
+            made |= {b.key for b in view.outputs if not view.given(b)}
     return made
 
 
