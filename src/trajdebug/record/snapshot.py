@@ -21,9 +21,10 @@ visits, whatever the value holds.
 from __future__ import annotations
 
 import itertools
+from array import array
 from typing import Any
 
-from trajdebug.core.codec import dumps, marker
+from trajdebug.core.codec import dumps, marker, strict_dumps
 from trajdebug.core.model import TRUNCATED_KEY
 from trajdebug.record.config import CONFIG
 
@@ -48,14 +49,67 @@ _LIMITS: list[int] = [0, 0, 0]
 
 
 def freeze(value: Any) -> bytes:
-    """``value`` as JSON bytes, encoded whole when it fits what could be stored, else its bounded copy."""
+    """``value`` as JSON bytes, encoded whole when it fits what could be stored, else its bounded copy.
+
+    Nearly every value is plain data well under the cap: it is encoded once (`strict_dumps`, one C pass)
+    and its length is the size check, with no walk in Python.  Whatever that does not settle (bulk in the
+    first two levels, a type orjson is not given, bytes past the cap, nesting that may pass `DEPTH`) goes
+    the way it always did, `fits` then the whole encoding (the bytes already made) or `bounded`."""
     lim = _LIMITS
     if lim[0] != CONFIG.max_value_bytes:
         lim[0] = CONFIG.max_value_bytes
         lim[1], lim[2] = limits()
+    data = strict_dumps(value) if _shallow(value, lim[1], lim[2]) else None
+    if data is not None and len(data) <= lim[0] and _within_depth(data):
+        return data
     if fits(value, lim[1], lim[2]):
-        return dumps(value)
+        # The same bytes `dumps` writes: `strict_dumps` only refuses more.
+        return data if data is not None else dumps(value)
     return dumps(bounded(value, lim[1], lim[2])[0])
+
+
+def _shallow(value: Any, items: int, text: int) -> bool:
+    """Whether the first two levels of ``value`` hold at most ``items`` items and ``text`` characters of
+    strings: the guard that keeps a value whose bulk is in plain sight (a long list, a dict of long lists
+    or texts) from being encoded whole before it is cut.  Bulk nested deeper is encoded once, in C, then
+    cut as before (the price of not walking every value in Python)."""
+    t = type(value)
+    if t is dict:
+        children: Any = value.values()
+    elif t is list or t is tuple:
+        children = value
+    else:
+        return t is not str or len(value) <= text
+    n = len(value)
+    if n > items:
+        return False
+    for c in children:
+        tc = type(c)
+        if tc is str:
+            text -= len(c)
+        elif tc is dict or tc is list or tc is tuple:
+            n += len(c)
+    return n <= items and text >= 0
+
+
+_STRUCTURE = bytes(range(256)).translate(None, b'[]{}"')
+"""Every byte but brackets and quotes (deleted to leave a value's skeleton)."""
+_SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+
+def _within_depth(data: bytes) -> bool:
+    """Whether the JSON ``data`` nests at most `DEPTH` levels (what `fits` requires), read from the bytes:
+    at once when it has no more brackets than that; else from its brackets outside strings, when no
+    string holds a bracket or an escaped quote (that is, when the bytes say it without decoding); else
+    False, and `fits` answers."""
+    if data.count(b"[") + data.count(b"{") <= DEPTH:
+        return True
+    if b'\\"' in data:
+        return False
+    skeleton = data.translate(None, _STRUCTURE).replace(b'""', b"")
+    if b'"' in skeleton:
+        return False  # a string holds a bracket: the bytes alone do not say where strings end
+    return max(itertools.accumulate(array("b", skeleton.translate(_SIGNS)))) <= DEPTH
 
 
 def fits(value: Any, items: int, text: int, depth: int = 0) -> bool:
