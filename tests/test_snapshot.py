@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -332,3 +333,31 @@ def test_a_value_changed_after_its_step_returned_is_recorded_as_it_was(tmp_path:
     (run,) = read_jsonl(tmp_path / "r.jsonl").runs
     asks = [s for s in run.steps if s.kind == "llm"]
     assert [len(s.input["messages"]) for s in asks] == [1, 2, 3], [s.input for s in asks]
+
+
+def _levels(v: Any) -> int:
+    if isinstance(v, dict):
+        return 1 + max(map(_levels, v.values()), default=0)
+    if isinstance(v, (list, tuple)):
+        return 1 + max(map(_levels, v), default=0)
+    return 0
+
+
+_plain = st.recursive(
+    st.one_of(st.integers(0, 9), st.text(alphabet='[]{}"\\ab\n', max_size=6)),
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(alphabet='[]{}"\\k', max_size=3), kids, max_size=3)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_plain, st.integers(0, 80), st.integers(0, 70))
+def test_a_value_is_encoded_in_one_pass_exactly_when_it_nests_within_the_depth_limit(value: Any, down: int, wide: int) -> None:
+    """The one-pass encoding gives a value's own bytes when it nests at most `DEPTH` levels (dicts or lists,
+    whatever brackets, quotes and backslashes its strings hold), and nothing when it nests deeper."""
+    from trajdebug.record.snapshot import _encoded
+
+    v = {"wide": [[i] for i in range(wide)], "v": _nest(down, value)}
+    data = _encoded(v)
+    assert (data is not None) == (_levels(v) <= DEPTH)
+    assert data is None or data == orjson.dumps(v)
