@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -192,7 +191,7 @@ def test_the_one_pass_measure_answers_as_the_test_after_every_string(value: Any,
 
 
 def _former_freeze(value: Any) -> bytes:
-    """What `freeze` returned when every value was walked before it was encoded (the reference)."""
+    """The walk-first freeze, the reference any faster path of `freeze` must match byte for byte."""
     items, text = limits()
     if fits(value, items, text):
         return dumps(value)
@@ -226,7 +225,7 @@ def _nest(n: int, leaf: Any) -> Any:
     return leaf
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_snap_values, st.sampled_from([120, 400, 2000]), st.integers(0, 70))
 def test_freezing_gives_the_bytes_the_walk_first_freeze_gave(value: Any, cap: int, depth: int) -> None:
     """Whatever the value (brackets and quotes in strings, subclasses, sets, dataclasses, nesting around
@@ -335,29 +334,12 @@ def test_a_value_changed_after_its_step_returned_is_recorded_as_it_was(tmp_path:
     assert [len(s.input["messages"]) for s in asks] == [1, 2, 3], [s.input for s in asks]
 
 
-def _levels(v: Any) -> int:
-    if isinstance(v, dict):
-        return 1 + max(map(_levels, v.values()), default=0)
-    if isinstance(v, (list, tuple)):
-        return 1 + max(map(_levels, v), default=0)
-    return 0
 
-
-_plain = st.recursive(
-    st.one_of(st.integers(0, 9), st.text(alphabet='[]{}"\\ab\n', max_size=6)),
-    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(alphabet='[]{}"\\k', max_size=3), kids, max_size=3)),
-    max_leaves=12,
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(_plain, st.integers(0, 80), st.integers(0, 70))
-def test_a_value_is_encoded_in_one_pass_exactly_when_it_nests_within_the_depth_limit(value: Any, down: int, wide: int) -> None:
-    """The one-pass encoding gives a value's own bytes when it nests at most `DEPTH` levels (dicts or lists,
-    whatever brackets, quotes and backslashes its strings hold), and nothing when it nests deeper."""
-    from trajdebug.record.snapshot import _encoded
-
-    v = {"wide": [[i] for i in range(wide)], "v": _nest(down, value)}
-    data = _encoded(v)
-    assert (data is not None) == (_levels(v) <= DEPTH)
-    assert data is None or data == orjson.dumps(v)
+def test_a_chain_of_tuples_nested_past_any_encoders_limit_is_cut_at_the_depth_limit() -> None:
+    """A value of tuples nested 100,000 deep (orjson counts no tuple toward its recursion limit, and
+    overflows the C stack on such a chain) is frozen with its nesting cut at `DEPTH`, the agent unharmed."""
+    v: Any = 0
+    for _ in range(100_000):
+        v = (v,)
+    out = freeze({"chain": v})
+    assert b"deeper than" in out and len(out) < 1000

@@ -272,24 +272,6 @@ def plain_line(obj: Any) -> bytes | None:
     return data
 
 
-if _orjson is not None:
-    _STRICT_OPTS = _orjson.OPT_PASSTHROUGH_DATACLASS | _orjson.OPT_PASSTHROUGH_DATETIME | _orjson.OPT_PASSTHROUGH_SUBCLASS
-    """Dataclasses, dates and subclasses of str, int, dict and list refused: what orjson then encodes are the
-    exact types JSON has (and enums, ids, fragments), each the way `dumps` encodes it."""
-
-
-def strict_dumps(obj: Any) -> bytes | None:
-    """`dumps` of plain JSON data (exact dicts with string keys, lists, tuples, strings, numbers; also
-    enums, UUIDs and fragments) in one C pass, else None: no fallback is tried, nothing is converted."""
-    if _orjson is None:  # pragma: no cover
-        return None
-    try:
-        data: bytes = _orjson.dumps(obj, option=_STRICT_OPTS)
-    except Exception:  # noqa: BLE001 - JSONEncodeError is a TypeError
-        return None
-    return data
-
-
 def dumps_str(obj: Any) -> str:
     """Encode to a compact JSON string."""
     return dumps(obj).decode("utf-8")
@@ -353,7 +335,6 @@ __all__ = [
     "dumps",
     "dumps_line",
     "plain_line",
-    "strict_dumps",
     "dumps_str",
     "loads",
     "marker",

@@ -6,25 +6,16 @@ but a hostile value makes any encoder slow: ``{"rows": <5 million items>}``
 takes over 100 ms to encode whole, all of it on the agent's thread, while the
 store keeps only the first ``max_value_bytes`` (64 KiB) of it.
 
-Nearly every value is plain data under that cap, and encoding it is what the
-recorder must do anyway: such a value is encoded once, in C, and the length of
-its bytes is its size check (a walk in Python to measure it first cost five
-times the encoding).  A value is not encoded before it is measured when its
-first two levels already hold more than could be stored (`_shallow`); nor
-are values of types orjson is told to refuse on that path (`strict_dumps`).
-The rest, and a value whose bytes pass the cap or may nest past `DEPTH`, are
-measured as before: `fits` walks the value with a budget: it counts the items
+So before encoding, `fits` walks the value with a budget: it counts the items
 of every container (``len``, never iterating a container that alone exceeds
 the budget) and looks at the length of every string, and stops at the first
-sign that the value is larger than could be stored.  Values that fit are
-encoded as they are (the bytes already made, when there are).  Those that do
-not are copied by `bounded`,
+sign that the value is larger than could be stored.  Values that fit (nearly
+all) are then encoded as they are.  Those that do not are copied by `bounded`,
 which visits at most `ITEMS` items in all, cuts strings to `TEXT` characters,
 stops at `DEPTH` levels, and says what it cut where it cut it: ``"<N more
 items>"`` markers, and a string's original length (``__trajdebug_truncated__``).
-So the work on the agent's thread is at most a few `ITEMS` item visits in
-Python, plus, for a value whose bulk is nested below its second level, one C
-encoding of it whole before it is cut (about 5 instructions a byte).
+Either way the work on the agent's thread is at most a few `ITEMS` item
+visits, whatever the value holds.
 """
 
 from __future__ import annotations
@@ -32,7 +23,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from trajdebug.core.codec import dumps, marker, strict_dumps
+from trajdebug.core.codec import dumps, marker
 from trajdebug.core.model import TRUNCATED_KEY
 from trajdebug.record.config import CONFIG
 
@@ -57,94 +48,14 @@ _LIMITS: list[int] = [0, 0, 0]
 
 
 def freeze(value: Any) -> bytes:
-    """``value`` as JSON bytes, encoded whole when it fits what could be stored, else its bounded copy.
-
-    Nearly every value is plain data well under the cap: it is encoded once (`strict_dumps`, one C pass)
-    and its length is the size check, with no walk in Python.  Whatever that does not settle (bulk in the
-    first two levels, a type orjson is not given, bytes past the cap, nesting past `DEPTH`) goes
-    the way it always did, `fits` then the whole encoding (the bytes already made) or `bounded`."""
+    """``value`` as JSON bytes, encoded whole when it fits what could be stored, else its bounded copy."""
     lim = _LIMITS
     if lim[0] != CONFIG.max_value_bytes:
         lim[0] = CONFIG.max_value_bytes
         lim[1], lim[2] = limits()
-    data = _encoded(value) if _shallow(value, lim[1], lim[2]) else None
-    if data is not None and len(data) <= lim[0]:
-        return data
     if fits(value, lim[1], lim[2]):
-        # The same bytes `dumps` writes: `strict_dumps` only refuses more.
-        return data if data is not None else dumps(value)
+        return dumps(value)
     return dumps(bounded(value, lim[1], lim[2])[0])
-
-
-def _shallow(value: Any, items: int, text: int) -> bool:
-    """Whether the first two levels of ``value`` hold at most ``items`` items and ``text`` characters of
-    strings: the guard that keeps a value whose bulk is in plain sight (a long list, a dict of long lists
-    or texts) from being encoded whole before it is cut.  Bulk nested deeper is encoded once, in C, then
-    cut as before (the price of not walking every value in Python)."""
-    t = type(value)
-    if t is dict:
-        children: Any = value.values()
-    elif t is list or t is tuple:
-        children = value
-    else:
-        return t is not str or len(value) <= text
-    n = len(value)
-    if n > items:
-        return False
-    for c in children:
-        tc = type(c)
-        if tc is str:
-            text -= len(c)
-        elif tc is dict or tc is list or tc is tuple:
-            n += len(c)
-    return n <= items and text >= 0
-
-
-def _lists(levels: int) -> tuple[list[Any], list[Any]]:
-    """``levels`` nested one-item lists: the outermost and the innermost."""
-    inner: list[Any] = [None]
-    outer = inner
-    for _ in range(levels - 1):
-        outer = [outer]
-    return outer, inner
-
-
-def _wrap_levels() -> int | None:
-    """How many levels of lists around a value leave it `DEPTH` levels of orjson's own recursion limit
-    (found by trying: 190 in orjson 3), or None when orjson has no limit of that kind (or is absent)."""
-    ok, bad = 1, 2048
-    if strict_dumps(_lists(ok)[0]) is None or strict_dumps(_lists(bad)[0]) is not None:
-        return None
-    while bad - ok > 1:
-        mid = (ok + bad) // 2
-        ok, bad = (mid, bad) if strict_dumps(_lists(mid)[0]) is not None else (ok, mid)
-    return ok - DEPTH if ok > DEPTH else None
-
-
-_WRAP = _wrap_levels()
-_WRAPPERS: list[tuple[list[Any], list[Any]]] = []
-"""Wrappers not in use (taken and put back whole: a step ended by another thread, or by code run within
-the encoding, takes another)."""
-
-
-def _encoded(value: Any) -> bytes | None:
-    """`strict_dumps` of ``value`` when it nests at most `DEPTH` levels, else None: encoded within `_WRAP`
-    levels of lists, so that orjson itself refuses it past `DEPTH` (what `fits` requires) and the depth
-    costs no look at the value or its bytes."""
-    wrap = _WRAP
-    if wrap is None:
-        return None
-    try:
-        outer, inner = _WRAPPERS.pop()
-    except IndexError:
-        outer, inner = _lists(wrap)
-    inner[0] = value
-    try:
-        data = strict_dumps(outer)
-    finally:
-        inner[0] = None
-        _WRAPPERS.append((outer, inner))
-    return None if data is None else data[wrap:-wrap]
 
 
 def fits(value: Any, items: int, text: int, depth: int = 0) -> bool:
