@@ -188,3 +188,158 @@ def test_the_one_pass_measure_answers_as_the_test_after_every_string(value: Any,
     assert (ok, seen) == _measure_reference(value, items, text, depth)
     if ok:
         assert _measure(value, 10**6, 10**6, depth)[2] == chars
+
+
+def _former_freeze(value: Any) -> bytes:
+    """The walk-first freeze, the reference any faster path of `freeze` must match byte for byte."""
+    items, text = limits()
+    if fits(value, items, text):
+        return dumps(value)
+    return dumps(bounded(value, items, text)[0])
+
+
+class Hue(str):
+    """A string of a subclass, which orjson is told to refuse on the one-pass path."""
+
+
+_marks = st.sampled_from(['[', ']', '{', '}', '"', "\\", 'a"b', "[[", "x"])
+_snap_leaves = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
+    st.text(max_size=30), st.lists(_marks, max_size=4).map("".join), st.builds(lambda n: "w" * n, st.integers(0, 400)),
+    st.builds(lambda n: {n, n + 1}, st.integers(0, 9)), st.just(datetime.date(2031, 4, 5)),
+    st.builds(Point, st.integers(0, 9), st.lists(st.text(max_size=3), max_size=2)), st.builds(Hue, st.text(max_size=4)),
+)
+_snap_values = st.recursive(
+    _snap_leaves,
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=5), st.tuples(kids, kids),
+        st.dictionaries(st.one_of(st.text(max_size=6), st.integers(0, 3)), kids, max_size=5),
+    ),
+    max_leaves=20,
+)
+
+
+def _nest(n: int, leaf: Any) -> Any:
+    for i in range(n):
+        leaf = [leaf] if i % 2 else {"k": leaf, "s": "]}"[: i % 3]}
+    return leaf
+
+
+@settings(max_examples=100, deadline=None)
+@given(_snap_values, st.sampled_from([120, 400, 2000]), st.integers(0, 70))
+def test_freezing_gives_the_bytes_the_walk_first_freeze_gave(value: Any, cap: int, depth: int) -> None:
+    """Whatever the value (brackets and quotes in strings, subclasses, sets, dataclasses, nesting around
+    `DEPTH`) and wherever it falls against the size cap, the frozen bytes are those of walking it first."""
+    trajdebug.configure(max_value_bytes=cap)
+    for v in (value, _nest(depth, value)):
+        assert freeze(v) == _former_freeze(v)
+
+
+@pytest.mark.parametrize("delta", [-1, 0, 1])
+def test_a_value_just_under_at_or_over_the_cap_freezes_as_before(delta: int) -> None:
+    """A value whose encoding is one byte under, exactly at or one byte over ``max_value_bytes`` (its
+    strings near the string limit too) is frozen to the bytes the walk-first freeze gave."""
+    cap = 3000
+    trajdebug.configure(max_value_bytes=cap)
+    base = {"hive": "h" * 100, "frames": [1, 2, 3]}
+    pad = cap - len(dumps(base)) - len(',"pad":""') + delta
+    value = {**base, "pad": "p" * pad}
+    assert len(dumps(value)) == cap + delta
+    assert freeze(value) == _former_freeze(value)
+    for shape in ([value] * 2, {"one": "q" * (limits()[1] + delta)}, ["r"] * (limits()[0] + delta)):
+        assert freeze(shape) == _former_freeze(shape)
+
+
+@pytest.mark.parametrize("levels", [DEPTH - 1, DEPTH, DEPTH + 1, 150, 300])
+def test_nesting_around_the_depth_limit_is_cut_where_it_was(levels: int) -> None:
+    """A value nested just within, at or past `DEPTH` levels, with many brackets beside it and some inside
+    its strings, is frozen as the walk-first freeze froze it: whole, or cut to a marker at the limit."""
+    wide = [{"id": i, "tags": ["a", "b"]} for i in range(40)]
+    for leaf in ("plain", "a ]] text", 'a \\" quote'):
+        value = {"wide": wide, "deep": _deep(levels - 2), "note": leaf}
+        assert freeze(value) == _former_freeze(value)
+
+
+def _apiary_run(path: Path) -> None:
+    """A run whose values take every path of `freeze`: plain chat-like data under the cap, a value past
+    it whose bulk is in sight, one whose bulk is nested deep, nesting past `DEPTH`, brackets and escaped
+    quotes in strings, a set and a dataclass, secrets under key names and in texts on each path, and a
+    value the agent changes after the step returned."""
+    log: list[dict[str, Any]] = [{"role": "system", "content": "You schedule hive inspections. [north] {yard}"}]
+
+    @trajdebug.step(kind="llm")
+    def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"role": "assistant", "content": 'call {"hive": 4}', "api_key": "hk-9f8e7d6c5b4a39281706"}
+
+    @trajdebug.step(kind="tool")
+    def frames(n: int) -> Any:
+        rows = [{"frame": i, "note": "capped brood [ok]"} for i in range(n)]
+        if n < 200:
+            return {"rows": rows, "password": "smoker-44"}
+        return {"a": {"b": {"c": rows}}, "secret": "queen-7"} if n < 1000 else {"rows": rows, "secret": "queen-8"}
+
+    with trajdebug.run("apiary", path=path):
+        for i in range(3):
+            answer = ask(log)
+            log.append(answer)  # the next turn changes the list the last step returned with
+            frames((5, 400, 3000)[i])
+            with trajdebug.step("inspect", kind="parse", input={"deep": _deep(DEPTH + 3), "token": "Bearer abcdefghijklmnop1234567890"}) as s:
+                s.output = {"tags": {"calm", f"hive-{i}"}, "at": Point(i, ["x"]), "long": "v" * 5000}
+
+
+def test_a_varied_run_is_recorded_to_the_same_bytes_as_with_the_walk_first_freeze(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that takes every path of the freeze is recorded byte for byte as when each value was walked
+    before it was encoded: the same values, cuts, markers and redactions."""
+    import re
+
+    from trajdebug.record import steps
+    from trajdebug.testing import deterministic
+
+    def recorded(name: str) -> bytes:
+        with deterministic():
+            _apiary_run(tmp_path / f"{name}.jsonl")
+        trajdebug.flush()
+        data = (tmp_path / f"{name}.jsonl").read_bytes()
+        data = re.sub(rb'"run_id":"[0-9a-f]{32}"', b'"run_id":"R"', data)
+        return re.sub(rb'"(host|pid|time_ns|started_at)":[^,}]+', b'"\\1":0', data)
+
+    trajdebug.configure(max_value_bytes=4000)
+    steps._snap(["warm"])  # the step module's own freeze bound, so that the patch below replaces it
+    now = recorded("now")
+    with monkeypatch.context() as m:
+        m.setattr(steps, "_freeze", _former_freeze)
+        before = recorded("before")
+    assert now == before
+    assert b"deeper than" in now and TRUNCATED_KEY.encode() in now
+
+
+def test_secrets_are_redacted_on_every_path_of_the_freeze(tmp_path: Path) -> None:
+    """Secrets under key names and in texts are redacted in values frozen whole in one pass, in values cut
+    by the bounded copy, and in values past the cap encoded whole before they are cut."""
+    trajdebug.configure(max_value_bytes=4000)
+    _apiary_run(tmp_path / "r.jsonl")
+    trajdebug.flush()
+    data = (tmp_path / "r.jsonl").read_bytes()
+    for secret in (b"hk-9f8e7d6c5b4a39281706", b"smoker-44", b"queen-7", b"queen-8", b"abcdefghijklmnop1234567890"):
+        assert secret not in data, secret
+
+
+def test_a_value_changed_after_its_step_returned_is_recorded_as_it_was(tmp_path: Path) -> None:
+    """Each step's input is recorded as it was when the step ended, not as the agent changed it later."""
+    trajdebug.configure(max_value_bytes=4000)
+    _apiary_run(tmp_path / "r.jsonl")
+    trajdebug.flush()
+    (run,) = read_jsonl(tmp_path / "r.jsonl").runs
+    asks = [s for s in run.steps if s.kind == "llm"]
+    assert [len(s.input["messages"]) for s in asks] == [1, 2, 3], [s.input for s in asks]
+
+
+
+def test_a_chain_of_tuples_nested_past_any_encoders_limit_is_cut_at_the_depth_limit() -> None:
+    """A value of tuples nested 100,000 deep (orjson counts no tuple toward its recursion limit, and
+    overflows the C stack on such a chain) is frozen with its nesting cut at `DEPTH`, the agent unharmed."""
+    v: Any = 0
+    for _ in range(100_000):
+        v = (v,)
+    out = freeze({"chain": v})
+    assert b"deeper than" in out and len(out) < 1000
