@@ -17,6 +17,7 @@ from trajdebug.core.chat import (
     normalize_llm_step,
     normalize_messages,
     parse_arguments,
+    unminted,
 )
 
 
@@ -367,3 +368,75 @@ class TestPassThrough:
     def test_lists_of_non_messages_are_not_messages(self) -> None:
         """A list of records is data, not a conversation."""
         assert normalize_messages([{"id": 1, "name": "x"}]) is None
+
+
+class TestUnminted:
+    """What a provider mints per call, left out so that two calls asked and answered alike compare equal."""
+
+    @staticmethod
+    def completion(rid: str, call_id: str, created: int, tokens: int, berth: str) -> dict[str, Any]:
+        call = {"id": call_id, "type": "function", "function": {"name": "moor", "arguments": json.dumps({"berth": berth})}}
+        return {
+            "id": rid,
+            "object": "chat.completion",
+            "created": created,
+            "model": "gpt-4o",
+            "system_fingerprint": f"fp_{created}",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
+            "usage": {"prompt_tokens": tokens, "completion_tokens": 9, "total_tokens": tokens + 9},
+        }
+
+    def test_two_responses_differing_only_in_minted_fields_are_equal_and_the_model_and_arguments_stay(self) -> None:
+        """Chat Completions answers differing in response id, creation time, usage, fingerprint and tool-call id
+        read alike; the model and the call's arguments are still there, and other arguments still differ."""
+        a = unminted(self.completion("chatcmpl-1", "call_a", 100, 40, "B7"))
+        b = unminted(self.completion("chatcmpl-2", "call_b", 200, 41, "B7"))
+        c = unminted(self.completion("chatcmpl-2", "call_b", 200, 41, "C2"))
+        assert a == b != c
+        assert a["model"] == "gpt-4o" and "B7" in a["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+
+    def test_anthropic_and_responses_ids_go_but_a_tool_use_input_stays(self) -> None:
+        """An Anthropic message's id, usage and tool-use id, a tool result's ``tool_use_id`` and Responses API
+        items' ids go; the tool's input (an ``id`` field in it included) and the model stay."""
+        use = {"type": "tool_use", "id": "toolu_9", "name": "hold_seat", "input": {"id": "S-14"}}
+        msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "content": [use], "usage": {"input_tokens": 3}}
+        assert unminted(msg) == {
+            "type": "message",
+            "role": "assistant",
+            "model": "claude",
+            "content": [{"type": "tool_use", "name": "hold_seat", "input": {"id": "S-14"}}],
+        }
+        result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "held"}]}
+        assert unminted(result) == {"role": "user", "content": [{"type": "tool_result", "content": "held"}]}
+        resp = {"id": "resp_1", "object": "response", "created_at": 5, "model": "o4", "output": [
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "hold_seat", "arguments": "{}"}
+        ]}
+        assert unminted(resp) == {"object": "response", "model": "o4", "output": [{"type": "function_call", "name": "hold_seat", "arguments": "{}"}]}
+
+    def test_a_request_keeps_what_was_asked_and_every_message(self) -> None:
+        """A request keeps its model, parameters and all its messages (none cut, however many); only the
+        ``tool_call_id`` of a tool result and the ids of the calls in its history go."""
+        history = [{"role": "user", "content": f"reading {i}"} for i in range(300)]
+        history += [
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "call_7", "name": "gauge", "arguments": {"id": "G-2"}}]},
+            {"role": "tool", "tool_call_id": "call_7", "content": "2.5 m"},
+        ]
+        out = unminted({"model": "gpt-4o-mini", "temperature": 0, "messages": history})
+        assert out["model"] == "gpt-4o-mini" and out["temperature"] == 0 and len(out["messages"]) == 302
+        assert out["messages"][300]["tool_calls"] == [{"name": "gauge", "arguments": {"id": "G-2"}}]
+        assert out["messages"][301] == {"role": "tool", "content": "2.5 m"}
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            {"type": "refund", "id": "KT-900", "urgency": "normal"},
+            [{"index": 3, "id": "doc-7", "score": 0.9}] * 250,
+            {"role": "admin", "id": "u-1", "created": 5},
+            {"model": "roadster", "created": 1999, "usage": "weekend"},
+            "call_1",
+        ],
+    )
+    def test_parsed_content_is_never_touched(self, value: Any) -> None:
+        """A record or list the model answered with (a ``type``, ``id``, ``index``, ``model`` or ``role`` field
+        of it is what it said) comes back whole, its lists uncut."""
+        assert unminted(value) == value

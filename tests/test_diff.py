@@ -432,3 +432,42 @@ def test_a_model_call_that_differs_only_in_its_minted_tool_call_id_is_no_diverge
     # (the history's tool_call_id is minted too: the second call was asked the same thing)
     assert [p.status for p in al.pairs] == ["same", "same", "output"]
     assert al.first_divergence is not None and al.first_divergence.name == "answer"
+
+
+def test_a_model_record_whose_type_differs_is_where_the_runs_diverge() -> None:
+    """A model call asked the same thing that answered with a record of another ``type`` (a field of its answer,
+    not of the envelope) is the first divergence, an origin; the steps given that record differ in their input."""
+    from trajdebug.core.model import Run, Step
+
+    def run(rid: str, kind: str) -> Run:
+        asked = {"messages": [{"role": "user", "content": "the lamp flickers, send a new one"}]}
+        return Run(
+            rid,
+            "lamp-desk",
+            steps=(
+                Step(rid + "1", "sort_ticket", kind="llm", input=asked, output={"type": kind, "id": "LM-12"}),
+                Step(rid + "2", "open_ticket", kind="tool", input={"type": kind, "id": "LM-12"}, output={"ticket": "T-4"}),
+            ),
+        )
+
+    al = align(run("g", "replace"), run("b", "repair"))
+    assert [(p.name, p.status) for p in al.pairs] == [("sort_ticket", "output"), ("open_ticket", "input")]
+    assert al.first_divergence is not None and al.first_divergence.name == "sort_ticket"
+
+
+def test_a_model_call_asked_of_another_model_or_with_another_late_tool_result_differs_in_its_input() -> None:
+    """A request naming another model, or whose long history holds another tool result far down, was asked
+    something else: the call differs in its input (a consequence), not in its answer alone."""
+    from trajdebug.core.model import Run, Step
+
+    def run(rid: str, model: str, reading: str, answer: str) -> Run:
+        history: list[dict[str, object]] = [{"role": "user", "content": f"sensor line {i}"} for i in range(240)]
+        history.append({"role": "tool", "tool_call_id": f"call_{rid}", "content": reading})
+        asked = {"model": model, "temperature": 0, "messages": history}
+        return Run(rid, "kiln-watch", steps=(Step(rid + "1", "summarize", kind="llm", input=asked, output=answer),))
+
+    good = run("g", "model-large", "kiln at 900 C", "all normal")
+    assert [p.status for p in align(good, run("b", "model-small", "kiln at 900 C", "kiln cold")).pairs] == ["input"]
+    assert [p.status for p in align(good, run("b", "model-large", "kiln at 1400 C", "kiln hot")).pairs] == ["input"]
+    assert [p.status for p in align(good, run("b", "model-large", "kiln at 1400 C", "all normal")).pairs] == ["input"]
+    assert [p.status for p in align(good, run("b", "model-large", "kiln at 900 C", "all normal")).pairs] == ["same"]

@@ -161,6 +161,22 @@ def test_fit_says_how_many_labelled_runs_it_learned_from_and_warns_when_they_are
     assert "few" in out.output
 
 
+def test_fit_says_one_count_of_labelled_runs_in_text_and_json_the_one_its_model_records(tmp_path: Path) -> None:
+    """`trajdebug fit` and `fit --json` report the same number of labelled runs for the same fit: the runs it
+    learned from, which the written model records (``meta.fitted_on.cases``)."""
+    pytest.importorskip("sklearn")
+    src = _source(tmp_path)
+    failed = _failed(src)
+    for rid in failed:
+        label(src, rid, "fetch_rate")
+    text = CliRunner().invoke(cli, ["fit", str(src), "-o", str(tmp_path / "a.json")])
+    data = CliRunner().invoke(cli, ["fit", str(src), "-o", str(tmp_path / "b.json"), "--json"])
+    assert text.exit_code == 0 and data.exit_code == 0, text.output + data.output
+    n = json.loads(data.output)["labelled"]
+    assert n == len(failed) and f"fitted on {n} labelled run" in text.output
+    assert json.loads((tmp_path / "a.json").read_text())["meta"]["fitted_on"]["cases"] == n
+
+
 def test_eval_with_a_model_also_prints_the_hand_ranking_and_each_runs_rank(tmp_path: Path) -> None:
     """`trajdebug eval --model` measures the model "too": the hand ranking's line comes first, then the model's,
     and each labelled run's root is listed with its rank under both."""

@@ -81,6 +81,23 @@ def test_the_reference_oracle_reads_a_model_answer_without_the_ids_minted_for_it
     assert (oracle(alike.steps[0], alike), oracle(other.steps[0], other)) == (True, False)
 
 
+def test_the_reference_oracle_judges_a_model_record_whose_type_or_id_differs_wrong() -> None:
+    """A model that answered with a record is judged on every field of it: a ``type`` or ``id`` other than the
+    passing run's (the kind of case it picked, the item it named) is a wrong answer, not an envelope."""
+
+    def run(rid: str, kind: str, item: str) -> Run:
+        asked = {"messages": [{"role": "user", "content": "the lamp flickers, send a new one"}]}
+        out = {"type": kind, "id": item, "priority": "low"}
+        return Run(rid, "lamp-desk", steps=(Step(rid + "1", "sort_ticket", kind="llm", input=asked, output=out),))
+
+    oracle = ReferenceOracle(run("g", "replace", "LM-12"))
+    assert [oracle(r.steps[0], r) for r in (run("a", "replace", "LM-12"), run("b", "repair", "LM-12"), run("c", "replace", "LM-99"))] == [
+        True,
+        False,
+        False,
+    ]
+
+
 def test_a_person_is_not_asked_about_an_output_the_passing_run_of_the_same_input_also_produced() -> None:
     """With a person among the oracles, a step whose output equals the passing run's is answered by that
     run; a step whose output differs still goes to the person first."""

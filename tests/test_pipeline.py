@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from trajdebug.cli import cli
 from trajdebug.core.jsonl import write_jsonl
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step, replace
 from trajdebug.demo import FAULTS, run_demo
-from trajdebug.report.analysis import ORDER_LINES, analysis_lines, analysis_markdown
+from trajdebug.report.analysis import CALIBRATED_APART_LINE, ORDER_LINES, analysis_lines, analysis_markdown
 from trajdebug.store import Store
 
 
@@ -388,7 +389,11 @@ class TestReport:
         learned = analyze(propagated_error_run(), model=load_model())
         lines = analysis_lines(learned)
         assert learned.to_dict()["order"] == "confidence"
-        assert lines[lines.index("Root causes") + 1].strip() in (ORDER_LINES["confidence"], ORDER_LINES["learned"])
+        # Which line is right for this run follows from its confidences: any rising down the list, the ranking's.
+        confs = [c.confidence for c in learned.root_causes]
+        rises = any(b > a for a, b in pairwise(confs) if a is not None and b is not None)
+        want = CALIBRATED_APART_LINE if rises else ORDER_LINES["confidence"]
+        assert lines[lines.index("Root causes") + 1].strip() == want
 
     def test_an_order_that_puts_a_suspect_before_a_root_is_not_called_roots_first(self) -> None:
         """A list where a suspect stands before a structural root (re-ranked) is never described as roots first."""
@@ -415,13 +420,15 @@ class TestReport:
 
         from trajdebug.report.analysis import _order_line
 
-        def analysis(*confidences: float) -> SimpleNamespace:
+        def analysis(*confidences: float | None) -> SimpleNamespace:
             causes = [SimpleNamespace(root=False, confidence=c) for c in confidences]
             return SimpleNamespace(order="confidence", root_causes=causes, failures=["f"])
 
-        assert _order_line(analysis(0.21, 0.22, 0.04)) == ORDER_LINES["learned"]
+        assert _order_line(analysis(0.21, 0.22, 0.04)) == CALIBRATED_APART_LINE
         assert "calibrated confidence" not in str(_order_line(analysis(0.21, 0.22)))
         assert _order_line(analysis(0.81, 0.05, 0.05)) == ORDER_LINES["confidence"]
+        # Neighbours only: a candidate without a confidence between two says nothing of their order.
+        assert _order_line(analysis(0.21, None, 0.22)) == ORDER_LINES["confidence"]
 
     def test_one_exception_propagated_through_four_steps_is_one_failure_with_its_path(self) -> None:
         """A tool's exception re-reported by its sub-agent, the tool that ran it and the caller is listed once,

@@ -46,3 +46,38 @@ def test_a_failure_placed_on_a_step_enclosing_others_traces_the_values_it_names_
     )
     reasons = {c.step_id: " ".join(c.reasons) for c in analyze(run, model=None).root_causes}
     assert "introduced '1287', which the failure at kiln-planner names" in reasons["curve"]
+
+
+def _enclosed_run(beside: tuple[Step, ...], top_out: object, reason: str) -> Run:
+    steps = (
+        Step("top", "loom-planner", "agent", input="weave the indigo runner", output=top_out, attributes={"final": True}),
+        Step("yarn", "read_yarn", "tool", parent_id="top", input={"dye": "indigo"}, output={"ply": "4", "wpi": 14}),
+        *beside,
+        Step("draft", "write_draft", "llm", parent_id="top", input={"wpi": 14}, output="sett 14 epi, 3 m warp"),
+    )
+    return Run("r-loom", "loom-planner", steps=steps, outcome="failure", failure_reason=reason)
+
+
+def test_a_failure_read_past_the_inner_steps_of_the_step_it_is_placed_on_never_names_that_step_as_an_origin() -> None:
+    """A run's failure placed on its top step names a value no inner step holds, only the top's own answer: the
+    top is where the failure showed, not a step that introduced the value (as a failing step read at its place)."""
+    from trajdebug.analysis import analyze
+
+    run = _enclosed_run((), {"sett": "14 epi", "warp_m": 83}, "a warp of 83 m is far too long")
+    reasons = {c.step_id: " ".join(c.reasons) for c in analyze(run, model=None).root_causes}
+    assert "introduced" not in reasons.get("top", "")
+
+
+def test_a_root_span_beside_the_step_a_run_failure_is_placed_on_that_fed_a_step_inside_stays_an_origin() -> None:
+    """Read after the last inner step of the step it is placed on, a run's failure may trace a value to another
+    root span that started while that step ran, when the span fed a step inside it (it made the value)."""
+    from trajdebug.analysis import analyze
+    from trajdebug.core.model import Dependency
+
+    other = Step("side", "size_warp", "tool", input={"runner_m": 2}, output={"warp_m": 83})
+    run = _enclosed_run((other,), "sett 14 epi", "a warp of 83 m is far too long")
+    draft = Step("draft", "write_draft", "llm", parent_id="top", input={"wpi": 14, "warp_m": 83}, output="sett 14 epi, 83 m warp",
+                 deps=(Dependency("side"),))
+    run = Run(run.run_id, run.name, steps=(*run.steps[:-1], draft), outcome="failure", failure_reason=run.failure_reason)
+    reasons = {c.step_id: " ".join(c.reasons) for c in analyze(run, model=None).root_causes}
+    assert "introduced '83', which the failure at loom-planner names" in reasons["side"]

@@ -317,7 +317,9 @@ def fit(source: str | Path, prior: str | Path | Model | None = "default", *, see
     learned = set(_fitted_runs(model.meta))  # the prior's meta, kept by the warm start (`training.fit`)
     runs = sorted(learned | {r for r in labels(source) if r in have})
     meta = model.meta if isinstance(model.meta, Mapping) else {}
-    return replace(model, meta={**meta, "fitted_on": {"source": str(source), "runs": runs}})
+    # ``cases``: the labelled runs of this source it learned from (those whose root the analysis ranks), the one
+    # count `trajdebug fit` reports, in text and JSON.
+    return replace(model, meta={**meta, "fitted_on": {"source": str(source), "runs": runs, "cases": len(data)}})
 
 
 def _fitted_runs(meta: object) -> list[str]:

@@ -11,9 +11,10 @@ Two oracles need nothing but recorded data and the process:
 
 - `ReferenceOracle`: a passing run of the same input.  Steps are aligned by
   name and occurrence (the k-th call of ``extract`` with the k-th); an output
-  equal to the aligned step's is correct (a model's answer read without its
-  envelope: ids minted per call are no difference), a different one wrong, a
-  step with no counterpart unknown.
+  equal to the aligned step's is correct (a model's answer read without what
+  its provider mints per call, `trajdebug.core.chat.unminted`: the response's
+  and tool calls' ids, creation time, usage, system fingerprint), a different
+  one wrong, a step with no counterpart unknown.
 - `ExpectationOracle`: the checks the agent registered in this process
   (``trajdebug.expect(name, check)``, ``expect=`` on ``trajdebug.step``),
   looked up by the step's name and run on its recorded output.  Recorded data
@@ -26,9 +27,10 @@ import json
 import threading
 import time
 from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from trajdebug.analysis.lineage import semantic
+from trajdebug.core.chat import unminted
 from trajdebug.core.model import Answer, Run, Step
 
 
@@ -139,6 +141,13 @@ def effect(step: Step) -> Any:
     """What a step produced: its output, and the values it wrote to shared state (``state_values``) if any."""
     written = step.attributes.get("state_values") if isinstance(step.attributes, Mapping) else None
     return step.output if written is None else (step.output, written)
+
+
+def _answered(step: Step) -> Any:
+    """`effect`, a model call's output read without the ids its provider minted for it (`unminted`)."""
+    if step.kind != "llm":
+        return effect(step)
+    return effect(replace(step, output=unminted(step.output)))
 
 
 class Carrier:
@@ -273,9 +282,10 @@ class ReferenceOracle:
             return None
         if (twin.status == "error") != (step.status == "error"):
             return False
-        # A model's answer is compared without its envelope: the provider mints a new tool-call id and
-        # response id for every call, so the same call of the same tool differs there in every run.
-        return same_output(semantic(step, effect(step)), semantic(twin, effect(twin)))
+        # A model's answer is compared without what its provider mints: a new tool-call id and response id
+        # for every call, so the same call of the same tool differs there in every run.  Only those: a field
+        # of what it answered (a record's ``id`` or ``type``) is its answer, and a wrong one is wrong.
+        return same_output(_answered(step), _answered(twin))
 
 
 class ExpectationOracle:

@@ -523,22 +523,29 @@ ARGUMENT_SIGNALS = frozenset(
 """Signals that judge what a step was given or how its call ended, not the answer it returned: a wrapper keeps
 them (`trajdebug.analysis._wrappers.answered_inside`)."""
 
-def reading_position(sl: Slice, step_id: str) -> int:
-    """Where a failure's values are read from: the failing step's own place, or, for a step enclosing
-    others (the trace's top span a run's failure is placed on, an agent judged on its final answer), the
-    place after its last inner step.  It ends when they have answered and judges what they produced;
-    read at its start, every value they made lies after it and has no origin to trace."""
+def reading_position(sl: Slice, step_id: str) -> tuple[int, frozenset[str]]:
+    """Where a failure's values are read from, and the steps read there that cannot be their origin.
+
+    The failing step's own place, or, for a step enclosing others (the trace's top span a run's failure is
+    placed on, an agent judged on its final answer), the place after its last inner step: it ends when they
+    have answered and judges what they produced; read at its start, every value they made lies after it and
+    has no origin to trace.  Read there, the step itself is no origin (its answer is where the failure showed,
+    as for a step read at its place), nor is a step between its start and that place that is neither inside it
+    nor in the failure's backward slice (another root span running beside it; one that fed a step inside may
+    have made the value)."""
     pos = sl.g.position(step_id)
     if step_id not in sl.has_children:
-        return pos
-    last = pos
+        return pos, frozenset()
+    inside: set[str] = set()
     for sid, s in sl.g.steps.items():
         p, hops = s.parent_id, 0
         while p is not None and p != step_id and hops < 64:
             p, hops = (sl.g.steps[p].parent_id if p in sl.g.steps else None), hops + 1
         if p == step_id:
-            last = max(last, sl.g.position(sid))
-    return last + 1
+            inside.add(sid)
+    last = max((sl.g.position(sid) for sid in inside), default=pos)
+    window = (sid for sid in sl.g.steps if pos <= sl.g.position(sid) <= last and sid not in inside)
+    return last + 1, frozenset(sid for sid in window if sid == step_id or sid not in sl.dist)
 
 
 def wrapping_failures(sl: Slice) -> set[str]:

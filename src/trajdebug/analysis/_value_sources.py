@@ -226,7 +226,7 @@ def _named_values(
     # A run failed after the fact (a mark, a check of its answer) on a step enclosing the rest judges all they made:
     # its values are traced past its inner steps.  A step that raised judged its inner steps' answers against
     # what it was given (a check's own lookup is its reference): read at its place.  (``pos`` indexes steps below.)
-    end = reading_position(sl, f.step_id) if f.detector in ("run-failure", "outcome") else pos
+    end, skip = reading_position(sl, f.step_id) if f.detector in ("run-failure", "outcome") else (pos, frozenset())
     view = sl.lin.view(f.step_id)
     # An enclosing step (an agent, a request handler) fails with what a step inside it
     # raised: a value that reached that inner failing step reached the failure.
@@ -248,10 +248,10 @@ def _named_values(
         if not reached and any(v.given(a) for v in inner):
             # It reached the inner step that raised: that failure's own reading
             # covers the value (nothing on the way to it lost it).
-            out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names")
+            out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names", skip=skip)
             continue
-        if reached or sl.lin.holders(a.key, end):
-            out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names")
+        if reached or any(sl.lin.steps[h].step_id not in skip for h in sl.lin.holders(a.key, end)):
+            out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names", skip=skip)
         out += _counted(sl, a, step, within, strength, f"the failure at {step.name} names", 0)
         if limit:
             out += limit_ignored(sl, a, named, pos, within, step.name, message)
@@ -265,17 +265,19 @@ def _named_values(
     return out
 
 
-def _trace(sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: str, depth: int = 0) -> list[Found]:
+def _trace(
+    sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: str, depth: int = 0, skip: frozenset[str] = frozenset()
+) -> list[Found]:
     """Mark the steps a failing value came from: its origin, or the origins of the numbers it was computed from.
 
     Lineage says where to look, not what is wrong: a step that introduced a
     value the failure involves joins the failure's thin slice (a boost of its
     score, `thin`), and its own evidence, or the agent's passing runs, say
     whether it erred.  A step that computed the value from its inputs passes
-    the mark to its operands' origins.
+    the mark to its operands' origins.  No step in ``skip`` is an origin (`reading_position`).
     """
     out: list[Found] = []
-    o = sl.lin.origin(a, pos, within)
+    o = sl.lin.origin(a, pos, within, skip)
     if o.step_id is None or depth > 2:
         return out
     label = f"{a.field}={a.raw}" if a.field else repr(a.raw)
@@ -290,7 +292,7 @@ def _trace(sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: 
         # two totals is no item's number either).
         part = f"counts toward {name}'s total {o.atom.raw.strip()}, which {what}"
         for op in items:
-            out += _trace(sl, op, opos, within, weight * 0.85, part, depth + 1)
+            out += _trace(sl, op, opos, within, weight * 0.85, part, depth + 1, skip)
         return out
     if o.derived_from:
         out += _thin(o.step_id, weight * 0.4, f"computed {label}, which {what}, from its inputs")
@@ -299,7 +301,7 @@ def _trace(sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: 
         # An operand is not the value the failure names: it went into it (as an item counts toward a total).
         part = f"went into {name}'s {o.atom.raw.strip()}, which {what}"
         for op in o.derived_from:
-            out += _trace(sl, op, opos, within, weight * 0.85, part, depth + 1)
+            out += _trace(sl, op, opos, within, weight * 0.85, part, depth + 1, skip)
         return out
     out += _counted(sl, a, sl.g.steps[o.step_id], within, weight, what, depth)
     out += _thin(o.step_id, weight * sl.lin.rarity(a.key) ** 0.5, f"introduced {label}, which {what}")

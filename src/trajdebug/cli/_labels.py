@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -105,7 +106,7 @@ def fit_cmd(source: str | None, output: str, prior: str, as_json: bool) -> None:
     """
     import json
 
-    from trajdebug.labels import cases, fit
+    from trajdebug.labels import fit
     from trajdebug.sources.load import SourceError
 
     path = store_path(source)
@@ -116,16 +117,14 @@ def fit_cmd(source: str | None, output: str, prior: str, as_json: bool) -> None:
     except ImportError:
         raise click.ClickException("fitting needs scikit-learn: pip install 'trajdebug[train]'") from None
     Path(output).write_text(json.dumps(model.to_dict(), separators=(",", ":")) + "\n", encoding="utf-8")
-    n = len(cases(path)) if as_json else None
+    # The labelled runs it learned from, as `fit` counted them: the text and the JSON say the same number.
+    fitted = model.meta.get("fitted_on") if isinstance(model.meta, Mapping) else None
+    n = int(fitted.get("cases", 0)) if isinstance(fitted, Mapping) else 0
     if as_json:
         emit_json({"source": path, "model": output, "labelled": n, "trees": len(model.trees), "prior": prior})
         return
     from trajdebug.analysis.learned import load_model
-    from trajdebug.labels import labels
-    from trajdebug.sources.load import load_runs
 
-    have = {r.run_id for r in load_runs(path)}
-    n = sum(1 for r in labels(path) if r in have)
     base = load_model(prior)
     new = len(model.trees) - (len(base.trees) if base is not None else 0)
     click.echo(f"{output}: {len(model.trees)} trees (prior {prior}, {new} new trees), fitted on {n} labelled run{'s' * (n != 1)}")

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from trajdebug.core.chat import unminted
 from trajdebug.core.model import Run, Step
 from trajdebug.replay.cassette import STATE_VALUES_ATTR, Path, canonical, fingerprint, step_paths
 
@@ -75,23 +76,12 @@ class Pair:
         }
 
 
-def _content(s: Step, value: Any, depth: int = 0) -> Any:
-    """A model call's request or answer without what the provider mints per call: its envelope (`semantic`:
-    response and tool-call ids, usage) and the ``tool_call_id`` a tool result in its history answers.  The same
-    call of the same tool, answered alike, would otherwise differ in every pair of runs.  Other steps: the value."""
-    if s.kind != "llm":
-        return value
-    if depth == 0:
-        from trajdebug.analysis.lineage import semantic
-
-        value = semantic(s, value)
-    if depth > 16:
-        return value
-    if isinstance(value, Mapping):
-        return {k: _content(s, v, depth + 1) for k, v in value.items() if k != "tool_call_id"}
-    if isinstance(value, list):
-        return [_content(s, v, depth + 1) for v in value]
-    return value
+def _content(s: Step, value: Any) -> Any:
+    """A model call's request or answer without what its provider mints per call (`unminted`: the response's
+    and its tool calls' ids, the ``tool_call_id`` a tool result in its history answers, usage, creation time):
+    the same call of the same tool, answered alike, would otherwise differ in every pair of runs.  The model,
+    the parameters, every message and what the model answered stay.  Other steps: the value."""
+    return unminted(value) if s.kind == "llm" else value
 
 
 def _same_result(g: Step, b: Step) -> bool:

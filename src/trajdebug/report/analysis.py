@@ -277,10 +277,12 @@ def _causes_heading(a: Any) -> str:
 ORDER_LINES = {
     "answers": "order: the root the answers prove, then suspects left, then steps they cleared",
     "confidence": "order: by the learned model's calibrated confidence",
-    "learned": "order: by the learned model's ranking; confidences are calibrated apart",
     "roots-first": "order: structural roots first, then suspects; score orders within each",
 }
 """The line under the ranked list that says how it is ordered, by `Analysis.order`."""
+
+CALIBRATED_APART_LINE = "order: by the learned model's ranking; confidences are calibrated apart"
+"""The line for the learned order (`Analysis.order` ``confidence``) when a confidence rises down the list."""
 
 
 def _order_line(a: Any) -> str | None:
@@ -292,12 +294,13 @@ def _order_line(a: Any) -> str | None:
     flags = [bool(c.root) for c in a.root_causes]
     if order == "roots-first" and flags != sorted(flags, reverse=True):
         return "order: as re-ranked (a suspect stands before a structural root)"  # never the hand ranking's own
-    confs = [c for c in (getattr(x, "confidence", None) for x in a.root_causes) if c is not None]
-    if order == "confidence" and any(later > first for first, later in pairwise(confs)):
+    confs = [getattr(x, "confidence", None) for x in a.root_causes]
+    if order == "confidence" and any(b > a for a, b in pairwise(confs) if a is not None and b is not None):
         # The model orders by its trees' probability; the confidence is a calibrator's reading of it with the
-        # hand score, fitted for the best candidate: a neighbour may show more (22 % under 21 %).
-        return ORDER_LINES["learned"]
+        # hand score, fitted for the best candidate: a neighbour may show more (22 % under 21 %).  Neighbours
+        # only: a candidate without a confidence between two says nothing of their order.
+        return CALIBRATED_APART_LINE
     return ORDER_LINES.get(order)
 
 
-__all__ = ["SETTLE", "verdict_note", "analysis_lines", "analysis_markdown", "chain_summary", "render_analysis"]
+__all__ = ["CALIBRATED_APART_LINE", "SETTLE", "verdict_note", "analysis_lines", "analysis_markdown", "chain_summary", "render_analysis"]

@@ -35,7 +35,7 @@ import bisect
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,9 +144,7 @@ class Lineage:
     def holders(self, key: str, before: int | None = None) -> list[int]:
         """Positions of the steps whose output holds the value, in start order (before ``before``)."""
         lst = self._holders.get(key, [])
-        if before is None:
-            return lst
-        return lst[: bisect.bisect_left(lst, before)]
+        return lst if before is None else lst[: bisect.bisect_left(lst, before)]
 
     def rarity(self, key: str) -> float:
         """How telling a value is: 1 when one step produced it, falling as more steps hold it."""
@@ -158,16 +156,17 @@ class Lineage:
         v = self.views[step_id]
         return [a for a in v.outputs if not v.given(a)]
 
-    def origin(self, atom: Atom, before: int, within: set[str] | None = None) -> Origin:
+    def origin(self, atom: Atom, before: int, within: set[str] | None = None, skip: Container[str] = ()) -> Origin:
         """Where a value a step at position ``before`` held came from.
 
         The earliest step before it whose output holds the value and whose input
-        does not; holders inside ``within`` (the consumer's backward slice) are
-        preferred when there are any.
+        does not, never one in ``skip``; holders inside ``within`` (the consumer's
+        backward slice) are preferred when there are any.
         """
         pos = self.holders(atom.key, before)
         if not pos and atom.kind == "text":
             pos = self._writers(atom, before)
+        pos = [p for p in pos if self.steps[p].step_id not in skip] if skip else pos
         if not pos or len(pos) > MAX_PRODUCERS:
             return Origin(None, atom)
         cands = [p for p in pos if within is None or self.steps[p].step_id in within] or pos

@@ -40,7 +40,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajdebug.core.chat._messages import (
+    _LC_TYPES,
     _MESSAGE_ITEM_TYPES,
+    _ROLE_ALIASES,
     _as_assistant,
     _call,
     _convert,
@@ -377,6 +379,106 @@ def _langchain_envelope(msg: Mapping[str, Any], env: dict[str, Any]) -> None:
         env["llm.response_id"] = mid
 
 
+# -- what a provider mints per call ------------------------------------------------
+
+
+_MINTED = frozenset({"id", "call_id", "tool_call_id", "tool_use_id"})
+"""Ids a provider mints for every call: a response's, a message's, a tool call's and the one a tool result
+answers (its call's)."""
+_ANSWERING = _MINTED - {"id"}
+"""The minted ids whose names say so anywhere in a message's content blocks (``id`` says it only in a tool use)."""
+_PER_CALL = _MINTED | {"created", "created_at", "usage", "usage_metadata", "token_usage", "system_fingerprint"}
+"""What a response's envelope changes in every call besides its ids: when it was made, its token counts, the
+build of the backend that answered."""
+_DEEP = 32
+"""Lists nested deeper than this (never a request's or an answer's structure) are compared as they are."""
+
+
+def unminted(value: Any, depth: int = 0) -> Any:
+    """An LLM call's request or answer without what its provider mints per call, so that two calls asked and
+    answered alike compare equal: the response's id, creation time, token usage and system fingerprint (the
+    top-level envelope), the ids of its messages, of the tool calls they hold and the ``tool_call_id`` a tool
+    result in the history answers.  Only those, and only where they sit (a response envelope, a message, a
+    tool call or a content block of one): what was asked (the model, the parameters, the tools offered), the
+    messages' text, a tool call's name and arguments, and parsed content (a record the model answered with,
+    whose ``id`` or ``type`` is what it said) stay whole, and no list is cut."""
+    if depth > _DEEP:
+        return value
+    if isinstance(value, list):
+        return [unminted(v, depth + 1) for v in value]
+    if not isinstance(value, Mapping):
+        return value
+    if isinstance(value.get("choices"), list) or (isinstance(value.get("output"), list) and "object" in value):
+        return _unminted_response(value, depth)
+    if _message_shaped(value):
+        return _unminted_message(value, depth)
+    if any(isinstance(value.get(k), list) for k in ("messages", "input")):
+        # A request: its history's ids go, the rest (model, parameters, tools) is what was asked.
+        return {k: unminted(v, depth + 1) if k in ("messages", "input") else v for k, v in value.items()}
+    return value
+
+
+def _message_shaped(v: Mapping[str, Any]) -> bool:
+    """A message in a known shape (a role it names and its content or tool calls; a typed item or LangChain
+    message), not a record that happens to have a ``role`` field."""
+    role = v.get("role")
+    if isinstance(role, str):
+        return role.lower() in _ROLE_ALIASES and ("content" in v or "tool_calls" in v)
+    t = v.get("type")
+    if t in _MESSAGE_ITEM_TYPES or (t in _LC_TYPES and "content" in v):
+        return True
+    return v.get("lc") == 1 and t == "constructor" and isinstance(v.get("kwargs"), Mapping)
+
+
+def _unminted_response(resp: Mapping[str, Any], depth: int) -> dict[str, Any]:
+    """A Chat Completions response or chunk, or a Responses API response, without its per-call envelope."""
+    out: dict[str, Any] = {}
+    for k, v in resp.items():
+        if k in _PER_CALL:
+            continue
+        if k == "choices" and isinstance(v, list):
+            v = [
+                {ck: unminted(cv, depth + 2) if ck in ("message", "delta") else cv for ck, cv in c.items()}
+                if isinstance(c, Mapping)
+                else c
+                for c in v
+            ]
+        elif k == "output" and isinstance(v, list):  # output items: messages, function calls, reasoning
+            v = [_unminted_message(i, depth + 1) if isinstance(i, Mapping) else i for i in v]
+        out[k] = v
+    return out
+
+
+def _unminted_message(msg: Mapping[str, Any], depth: int) -> dict[str, Any]:
+    """One message or output item without its minted ids (and an Anthropic or LangChain message's usage)."""
+    if msg.get("lc") == 1 and isinstance(msg.get("kwargs"), Mapping):
+        return {**msg, "kwargs": _unminted_message(msg["kwargs"], depth + 1)}  # its ``id`` is a class path
+    out: dict[str, Any] = {}
+    for k, v in msg.items():
+        if k in _PER_CALL:
+            continue
+        if k == "tool_calls" and isinstance(v, list):
+            v = [_without(c, _MINTED) for c in v]
+        elif k == "content" and isinstance(v, list):
+            # Content blocks: a tool use's id, a tool result's ``tool_use_id``; other blocks' fields are content.
+            v = [_without(c, _MINTED if _tool_call_shaped(c) else _ANSWERING) for c in v]
+        elif k in ("additional_kwargs", "response_metadata") and isinstance(v, Mapping):
+            v = _unminted_message(v, depth + 1)  # LangChain: tool calls in the provider's shape; the envelope
+        out[k] = v
+    return out
+
+
+def _tool_call_shaped(c: Any) -> bool:
+    return isinstance(c, Mapping) and (
+        isinstance(c.get("function"), Mapping) or ("name" in c and any(k in c for k in ("arguments", "args", "input")))
+    )
+
+
+def _without(c: Any, keys: frozenset[str]) -> Any:
+    """A tool call or content block without the given keys (its arguments, input and the rest kept whole)."""
+    return {k: v for k, v in c.items() if k not in keys} if isinstance(c, Mapping) else c
+
+
 # -- values -----------------------------------------------------------------------
 
 
@@ -395,4 +497,5 @@ __all__ = [
     "tool_calls",
     "tool_names",
     "unflatten",
+    "unminted",
 ]

@@ -62,8 +62,9 @@ function buildCauses(host) {
     "roots-first": "Ordered with structural roots first, then suspects; score orders within each.",
   };
   // The learned order is its trees' probability; the confidence is calibrated apart and may rise down the list.
-  const confs = causes.map((c) => c.confidence).filter((c) => typeof c === "number");
-  const unordered = confs.some((c, i) => i > 0 && c > confs[i - 1]);
+  // Neighbours only: a candidate without a confidence between two says nothing of their order.
+  const confs = causes.map((c) => c.confidence);
+  const unordered = confs.some((c, i) => i > 0 && typeof c === "number" && typeof confs[i - 1] === "number" && c > confs[i - 1]);
   const order = ANALYSIS.order === "confidence" && unordered
     ? "Ordered by the learned model's ranking; each confidence is calibrated apart, so it need not fall in this order."
     : ORDER[ANALYSIS.order];
