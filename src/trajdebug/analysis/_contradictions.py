@@ -5,6 +5,7 @@ disagree with each other about a value the failing step was given."""
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Sequence
 
@@ -277,8 +278,11 @@ def _names_unit(field: str, unit: str | None, sl: Slice) -> bool:
 
 
 def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
-    """The one numeric slip upstream that turns the run's number into the one the failure expected."""
-    out: list[Found] = []
+    """The one numeric slip upstream that turns the run's number into the one the failure expected: a number a
+    power of ten off first (`scale_found`), else a slip replayed in its derivation (`lineage.slips`)."""
+    out: list[Found] = scale_found(sl, message, named, pos, within, where)
+    if out:
+        return out
     fview = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
     # A small integer the failure states ("a 1 ml syringe", "2 retries") is held by some step of
     # nearly any run by coincidence, and a derivation for it is found among almost any inputs: it
@@ -315,6 +319,102 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
                 )
             return out
     return out
+
+
+_DECADE_FIT = 0.1
+"""How near a power of ten (in decades) the expected number must be to the run's times that power: a tenth of a
+decade (a factor of 1.26), so a limit just missed by a number a power of ten off ("1.1 in is shorter than 9.6 in")
+counts, and two numbers merely far apart (3 against 40) do not."""
+
+
+def scale_found(
+    sl: Slice, message: str, named: Sequence[Atom], pos: int, within: set[str], where: str
+) -> list[Found]:
+    """A number the failing step was given that the failure states beside the number it expected (or the limit
+    or range it missed), a power of ten apart: the step that introduced it scaled it wrong.
+
+    A unit slip (centimetres divided by 1000 into metres, inches times 2.54 where 25.4 gives millimetres) leaves
+    a number off by a power of ten, and the failure says so in numbers alone ("declared 0.04 m disagrees with
+    gauge (0.41 m)", "8.1 outside 60-100", "1.1 in is shorter than 9.6 in").  The run's number is one the failing
+    step was given, as the failure writes it (rounded), or else one an earlier step held as written; the expected one is the number beside it (or the range right after it), and
+    both must be written in the same unit when both carry one.  Times 10^k (k from -3 to 3, not 0) the run's
+    number lands on it, within a tenth of a decade, or inside the range.  No derivation is needed: the slip is
+    at the step the number came from (`Lineage.origin`), whatever it computed it from.
+    """
+    if pos >= len(sl.run.steps):
+        return []
+    fid = sl.run.steps[pos].step_id
+    given = [
+        a
+        for a in sl.lin.view(fid).inputs
+        if a.kind == "number" and a.number is not None and a.number != 0 and not _small_integer(a.number)
+    ]
+    ms = [m for m in mentions(message, words=False) if not _status(message, m, sl)]
+    out: list[Found] = []
+    seen: set[str] = set()
+    expected: set[int] = set()  # mentions read as the expected number of one before: no run's number then
+    for i, m in enumerate(ms):
+        if i in expected:
+            continue
+        held = {a.number: a for a in given if a.number is not None and _written_as(a.number, m)}
+        if not held:
+            held = {
+                a.number: a
+                for a in named
+                if a.kind == "number"
+                and a.number == m.value
+                and a.number
+                and not _small_integer(a.number)
+                and sl.lin.holders(a.key, pos)
+            }
+        if len(held) != 1:
+            continue  # not the run's number, or too many of its numbers read alike
+        a = next(iter(held.values()))
+        fit = _decade_fit(message, ms, i, a.number or 0.0)
+        if fit is None:
+            continue
+        k, t, j = fit
+        expected.add(j)
+        o = sl.lin.origin(a, pos, within)
+        if o.step_id is None or o.step_id == fid or o.step_id in seen:
+            continue
+        seen.add(o.step_id)
+        what = f"{10 ** abs(k)}x too {'small' if k > 0 else 'large'}"
+        label = f"{o.atom.field}={o.atom.raw}" if o.atom.field else o.atom.raw
+        out.append(
+            Evidence(
+                o.step_id,
+                sl.w["whatif"],
+                f"its {label} looks {what}: at {_short((a.number or 0.0) * 10.0**k)}, the run's {m.raw.strip()} "
+                f"would meet the {t} the failure at {where} expects",
+                "lineage:whatif",
+            )
+        )
+    return out
+
+
+def _decade_fit(message: str, ms: Sequence[Mention], i: int, x: float) -> tuple[int, str, int] | None:
+    """The power of ten k (not 0) that turns ``x``, the run's number stated as mention ``i``, into the number
+    beside it (the one before or after, written in the same unit when both carry one) or into the range right
+    after it (``60-100``), with how the failure wrote that and its (first) mention; None when none or several fit."""
+    m = ms[i]
+    if i + 2 < len(ms) and message[ms[i + 1].end : ms[i + 1].end + 1] == "-":
+        lo, hi = ms[i + 1].value, ms[i + 2].value
+        ks = [k for k in (-3, -2, -1, 1, 2, 3) if lo <= x * 10.0**k <= hi]
+        if lo < hi and not lo <= x <= hi and len(ks) == 1:
+            return ks[0], f"{ms[i + 1].raw.strip()}-{ms[i + 2].raw.strip()}", i + 1
+    fits: list[tuple[int, str, int]] = []
+    for j in (i - 1, i + 1):
+        if not 0 <= j < len(ms) or ms[j].value == 0:
+            continue
+        t = ms[j]
+        if m.unit and t.unit and m.unit != t.unit:
+            continue
+        r = math.log10(abs(t.value / x))
+        k = round(r)
+        if k != 0 and abs(k) <= 3 and abs(r - k) <= _DECADE_FIT:
+            fits.append((k, t.raw.strip(), j))
+    return fits[0] if len(fits) == 1 else None
 
 
 def _small_integer(x: float) -> bool:
