@@ -420,14 +420,17 @@ def scale_found(
         k, t, j = fit
         expected.add(j)
         o = sl.lin.origin(a, pos, within)
-        if o.step_id is None or o.step_id == fid or o.step_id in seen:
+        if o.step_id is None or o.step_id == fid:
             continue
-        seen.add(o.step_id)
+        sid, held = _relabelled(sl, a, o.step_id, pos, within) or (o.step_id, o.atom)
+        if sid in seen:
+            continue
+        seen.add(sid)
         what = f"{10 ** abs(k)}x too {'small' if k > 0 else 'large'}"
-        label = f"{o.atom.field}={o.atom.raw}" if o.atom.field else o.atom.raw
+        label = f"{held.field}={held.raw}" if held.field else held.raw
         out.append(
             Evidence(
-                o.step_id,
+                sid,
                 sl.w["whatif"],
                 f"its {label} looks {what}: at {_short((a.number or 0.0) * 10.0**k)}, the run's {m.raw.strip()} "
                 f"would meet the {t} the failure at {where} expects",
@@ -435,6 +438,34 @@ def scale_found(
             )
         )
     return out
+
+
+def _relabelled(sl: Slice, a: Atom, origin: str, pos: int, within: set[str]) -> tuple[str, Atom] | None:
+    """The first step after the number's origin that was handed it under one field and handed it on under another
+    only (``caffeine_pct=2.6`` in, ``caffeine_mg_per_g=2.6`` out; ``value=41.0`` in, ``fat_pct=41.0`` out): it
+    relabelled the number as another quantity without converting it, which is where a power of ten goes missing
+    when the origin's own number was right.  Not a model (it restates values under names of its choosing), and
+    only from an origin that gave the number a field."""
+    start = sl.g.position(origin)
+    if not any(b.key == a.key and b.field for b in sl.lin.view(origin).outputs):
+        return None  # a number written in a text: no field of its own to be relabelled from
+    for p in sl.lin.holders(a.key, pos):
+        sid = sl.run.steps[p].step_id
+        if p <= start or sid not in within or sl.g.steps[sid].kind in CONTAINER_KINDS or sl.g.steps[sid].kind == "llm":
+            continue
+        view = sl.lin.view(sid)
+        ins = {b.field for b in view.inputs if b.key == a.key and b.field}
+        outs = [b for b in view.outputs if b.key == a.key and b.field]
+        if ins and outs and not any(_same_quantity(b.field or "", f) for b in outs for f in ins):
+            return sid, outs[0]
+    return None
+
+
+def _same_quantity(one: str, other: str) -> bool:
+    """Whether two field names name one quantity: the same, or the words of one among the other's (``blocks`` for
+    ``blocks_in``, an echo dropping the unit): no relabelling."""
+    a, b = (set(re.findall(r"[a-z0-9]+", x.lower())) for x in (one, other))
+    return a <= b or b <= a
 
 
 def _decade_fit(message: str, ms: Sequence[Mention], i: int, x: float) -> tuple[int, str, int] | None:
