@@ -1183,6 +1183,32 @@ class TestRanking:
         apart = localize(run_of("declared volume 0.03 l disagrees with the tank log for T-4 (0.2 l)", 0.034))
         assert all("lineage:whatif" not in c.signals for c in apart.candidates)
 
+    def test_a_number_a_power_of_ten_off_is_the_slip_of_the_step_that_relabelled_it_unconverted(self) -> None:
+        """A lab's water_pct=1.8 handed on by a step as water_g_per_kg=1.8 (a percent is ten grams per kilogram)
+        reaches the check a power of ten short of the lab's 18.2 g/kg: the relabelling step has the finding, not the
+        lab that measured it right; an echo dropping the unit (``water`` for ``water_pct``) relabels nothing."""
+
+        def run_of(field: str) -> Run:
+            steps = (
+                Step("l", "lab_assay", "tool", input={"lot": "HN-5"}, output={"lot": "HN-5", "water_pct": 1.8}, start_ns=1, end_ns=2),
+                Step(
+                    "c", "to_label_units", "other", input={"assay": {"lot": "HN-5", "water_pct": 1.8}},
+                    output={"lot": "HN-5", field: 1.8}, deps=(D("l"),), start_ns=3, end_ns=4,
+                ),
+                Step(
+                    "d", "file_label", "tool", input={"label": {"lot": "HN-5", field: 1.8}}, status="error",
+                    error=ErrorInfo("Rejected", "declared water 1.8 g/kg differs from the lab value 18.2 g/kg"),
+                    deps=(D("c"),), start_ns=5, end_ns=6,
+                ),
+            )
+            return Run("r", "apiary", outcome="failure", steps=steps)
+
+        def flagged(loc: Localization) -> set[str]:
+            return {c.step_id for c in loc.candidates if "lineage:whatif" in c.signals}
+
+        assert flagged(localize(run_of("water_g_per_kg"))) == {"c"}
+        assert flagged(localize(run_of("water"))) == {"l"}
+
     def test_a_lookup_answering_another_value_than_it_was_asked_for_is_flagged_when_the_failure_names_both(self) -> None:
         """A varnish lookup asked for finish='marine gloss' that answered finish='satin' is contradicted when the
         failure states both values; when it states only the answered one, the lookup has no such finding."""
