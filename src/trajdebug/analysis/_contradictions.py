@@ -422,12 +422,12 @@ def scale_found(
         o = sl.lin.origin(a, pos, within)
         if o.step_id is None or o.step_id == fid:
             continue
-        sid, held = _relabelled(sl, a, o.step_id, pos, within) or (o.step_id, o.atom)
+        sid, slipped = _relabelled(sl, a, o.step_id, pos, within) or (o.step_id, o.atom)
         if sid in seen:
             continue
         seen.add(sid)
         what = f"{10 ** abs(k)}x too {'small' if k > 0 else 'large'}"
-        label = f"{held.field}={held.raw}" if held.field else held.raw
+        label = f"{slipped.field}={slipped.raw}" if slipped.field else slipped.raw
         out.append(
             Evidence(
                 sid,
