@@ -1913,22 +1913,6 @@ class TestStaleAndCutSiblings:
         asked = calls(["BX-2291", "BX-2304", "BX-2291-7", "BX-2318", "BX-2325"], asked=True)
         assert _from(_verdict(asked, "s2"), "format-sibling") == []
 
-    def test_a_time_written_with_a_day_marker_where_every_sibling_wrote_a_24_hour_time_is_flagged(self) -> None:
-        """One call of a kiln schedule answered ``3:15 PM`` where its four siblings wrote ``09:40``-like times:
-        its format drifted; a note of three words or more ("fires at 9") is a sentence, no format."""
-
-        def calls(slots: list[str]) -> Run:
-            return _run(*[
-                _t(f"k{i}", "kiln_slot", "tool", i, input={"kiln": f"K-{i}"}, output={"kiln": f"K-{i}", "opens": c})
-                for i, c in enumerate(slots)
-            ])
-
-        drift = calls(["09:40", "11:05", "3:15 PM", "08:30", "10:10"])
-        ev = _from(_verdict(drift, "k2"), "format-sibling")
-        assert ev and "3:15 PM" in ev[0].reason
-        prose = calls(["09:40", "11:05", "fires at 9", "08:30", "10:10"])
-        assert _from(_verdict(prose, "k2"), "format-sibling") == []
-
     def test_a_text_stopping_on_a_word_where_longer_siblings_end_cleanly_is_cut(self) -> None:
         """A shorter result whose last line stops mid-word, where the tool's other results end with a line
         break, looks cut short (its last line is too short for the prose rule)."""

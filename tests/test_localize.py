@@ -1209,29 +1209,6 @@ class TestRanking:
         assert flagged(localize(run_of("water_g_per_kg"))) == {"c"}
         assert flagged(localize(run_of("water"))) == {"l"}
 
-    def test_a_lookup_answering_another_value_than_it_was_asked_for_is_flagged_when_the_failure_names_both(self) -> None:
-        """A varnish lookup asked for finish='marine gloss' that answered finish='satin' is contradicted when the
-        failure states both values; when it states only the answered one, the lookup has no such finding."""
-
-        def run_of(message: str) -> Run:
-            steps = (
-                Step("j", "read_job", "input", output={"hull": "H-7", "finish": "marine gloss"}, start_ns=1, end_ns=2),
-                Step(
-                    "v", "find_varnish", "tool", input={"finish": "marine gloss", "litres": 4},
-                    output={"finish": "satin", "sku": "VN-31", "litres": 4}, deps=(D("j"),), start_ns=3, end_ns=4,
-                ),
-                Step(
-                    "o", "order_varnish", "tool", input={"sku": "VN-31", "finish": "satin", "hull": "H-7"},
-                    status="error", error=ErrorInfo("Rejected", message), deps=(D("v"), D("j")), start_ns=5, end_ns=6,
-                ),
-            )
-            return Run("r", "boatyard", outcome="failure", steps=steps)
-
-        both = localize(run_of("finish 'satin' does not meet the H-7 survey condition 'marine gloss'"))
-        assert "lineage:contradicted" in next(c for c in both.candidates if c.step_id == "v").signals
-        one = localize(run_of("finish 'satin' is not stocked for H-7"))
-        assert all("lineage:contradicted" not in c.signals for c in one.candidates if c.step_id == "v")
-
     def test_an_item_of_a_total_the_failure_names_is_not_said_to_be_named(self) -> None:
         """A value that only counts toward a total the failure states is said to count toward it, not to be named by the failure."""
         lines = [{"amount": 64.0, "what": "dinner"}, {"amount": 304.4, "what": "hotel"}]

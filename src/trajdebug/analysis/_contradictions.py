@@ -23,7 +23,7 @@ from trajdebug.analysis._sources import (
 )
 from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
 from trajdebug.analysis.lexicon import Lexicon
-from trajdebug.analysis.lineage import GENERIC_FIELDS, StepView, derivation, slips
+from trajdebug.analysis.lineage import StepView, derivation, slips
 from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom, Mention, atoms, mentions
 
@@ -96,7 +96,7 @@ def contradicted(sl: Slice, message: str, pos: int, within: set[str], where: str
                     "lineage:contradicted",
                 )
             )
-    return out + answered_otherwise(sl, message, pos, within, where)
+    return out
 
 
 def emptied(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
@@ -206,50 +206,6 @@ def _named_near(field: str, window: set[str], m: Mention, sl: Slice) -> bool:
         return measure and bool(unit) and (unit == w or (unit == "%" and w in sl.lexicon.percent_words))
 
     return all(written(w, i == len(words) - 1) for i, w in enumerate(words))
-
-
-def answered_otherwise(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
-    """A step given one value under a field that answered another under the same field, when the failure states
-    both: it names what was asked for and what came back ("grade 'standard' does not meet 'grade A'").
-
-    A tool that ignores an argument answers for something else; its conflict with its own input
-    (`lineage:conflict`) is then what the failure is about, whatever its caller got wrong besides: the value it
-    was handed is the one the failure wants.  Values of three characters or more, not numbers, one value given
-    under the field; a model's step is left to the claim rules (it restates as it likes).
-    """
-    said = message.casefold()
-    out: list[Found] = []
-    for sid in sorted(within, key=sl.g.position):
-        step = sl.g.steps[sid]
-        if sl.g.position(sid) >= pos or step.kind in CONTAINER_KINDS or step.kind == "llm":
-            continue
-        view = sl.lin.view(sid)
-        given: dict[str, set[str]] = {}
-        raws: dict[str, str] = {}
-        for a in view.inputs:
-            if a.field and a.kind != "number" and a.field not in GENERIC_FIELDS:
-                given.setdefault(a.field, set()).add(a.key)
-                raws.setdefault(a.field, a.raw.strip())
-        for b in view.outputs:
-            keys = given.get(b.field or "")
-            asked = raws.get(b.field or "", "")
-            got = b.raw.strip()
-            if keys is None or len(keys) != 1 or b.key in keys or b.kind == "number":
-                continue
-            if min(len(asked), len(got)) < 3 or got.casefold() in asked.casefold() or asked.casefold() in got.casefold():
-                continue  # a part of what it was given, or what was given restated
-            if asked.casefold() in said and got.casefold() in said:
-                out.append(
-                    Evidence(
-                        sid,
-                        sl.w["contradicted"],
-                        f"was asked for {b.field}={asked!r} and answered {b.field}={got!r}: the failure at {where} "
-                        "names both",
-                        "lineage:contradicted",
-                    )
-                )
-                break
-    return out
 
 
 def _about_another(view: StepView, subjects: set[str]) -> bool:

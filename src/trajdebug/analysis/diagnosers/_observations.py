@@ -411,13 +411,12 @@ _MIN_SIBLINGS = 3
 
 def _format(value: Any) -> str | None:
     """A code-like text's format: each run of digits a ``9`` (``06:40`` -> ``9:9``; ``2026-12-02T06:40`` ->
-    ``9-9-9T9:9``; ``2:30 PM`` -> ``9:9 PM``, a time's marker kept as written); None for anything else (numbers,
-    words, sentences of three words or more: their formats vary by nature)."""
+    ``9-9-9T9:9``); None for anything else (numbers, words, sentences: their formats vary by nature)."""
     if not isinstance(value, str) or len(value) > 40 or not any(c.isdigit() for c in value):
         return None
-    if len(value.split()) > 2:
+    if any(c.isspace() for c in value.strip()):
         return None
-    return re.sub(r"\d+", "9", " ".join(value.split()))
+    return re.sub(r"\d+", "9", value.strip())
 
 
 def _answer(step: Step) -> Mapping[str, Any] | None:
