@@ -339,7 +339,9 @@ def scale_found(
     step was given, as the failure writes it (rounded), or else one an earlier step held as written; the expected one is the number beside it (or the range right after it), and
     both must be written in the same unit when both carry one.  Times 10^k (k from -3 to 3, not 0) the run's
     number lands on it, within a tenth of a decade, or inside the range.  No derivation is needed: the slip is
-    at the step the number came from (`Lineage.origin`), whatever it computed it from.
+    at the step the number came from (`Lineage.origin`), by a factor its inputs do not hold; a number the
+    lineage matched as computed from others (a sum of stored totals) is left to the replay of that derivation,
+    which finds the operand that slipped.
     """
     if pos >= len(sl.run.steps):
         return []
@@ -376,8 +378,8 @@ def scale_found(
         k, t, j = fit
         expected.add(j)
         o = sl.lin.origin(a, pos, within)
-        if o.step_id is None or o.step_id == fid:
-            continue
+        if o.step_id is None or o.step_id == fid or o.derived_from:
+            continue  # (a number computed from others: the replay of its derivation finds where, `slips`)
         sid, slipped = _relabelled(sl, a, o.step_id, pos, within) or (o.step_id, o.atom)
         if sid in seen:
             continue
