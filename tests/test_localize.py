@@ -1152,7 +1152,8 @@ class TestRanking:
         """A tank volume converted to litres by 10000 where 1000 fits reaches the check as 0.034, and the failure
         states it rounded ("0.03 l") beside the log's 0.34 l: the converter, not the meter that read 340 ml nor a
         step that only carried the number on, has the finding; the same holds for a range missed by a decade
-        ("2.9 outside 20-40"); numbers merely apart (0.03 against 0.2) say nothing of a scale."""
+        ("2.9 outside 20-40"); numbers merely apart (0.03 against 0.2), or an error status beside the number (422
+        by 42.2), say nothing of a scale."""
 
         def run_of(message: str, litres: float) -> Run:
             steps = (
@@ -1182,6 +1183,9 @@ class TestRanking:
         assert "lineage:whatif" in signals(ranged, "c")
         apart = localize(run_of("declared volume 0.03 l disagrees with the tank log for T-4 (0.2 l)", 0.034))
         assert all("lineage:whatif" not in c.signals for c in apart.candidates)
+        # An error status beside the run's number is no expected value, though 42.2 is a tenth of 422.
+        status = localize(run_of("dosing service 422 Unprocessable: volume 42.2 l not accepted", 42.2))
+        assert all("lineage:whatif" not in c.signals for c in status.candidates)
 
     def test_a_number_a_power_of_ten_off_is_the_slip_of_the_step_that_relabelled_it_unconverted(self) -> None:
         """A lab's water_pct=1.8 handed on by a step as water_g_per_kg=1.8 (a percent is ten grams per kilogram)

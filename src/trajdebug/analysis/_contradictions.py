@@ -351,7 +351,7 @@ def scale_found(
         for a in sl.lin.view(fid).inputs
         if a.kind == "number" and a.number is not None and a.number != 0 and not _small_integer(a.number)
     ]
-    ms = [m for m in mentions(message, words=False) if not _status(message, m, sl)]
+    ms = [m for m in mentions(message, words=False) if _quantity(message, m)]
     out: list[Found] = []
     seen: set[str] = set()
     expected: set[int] = set()  # mentions read as the expected number of one before: no run's number then
@@ -396,6 +396,20 @@ def scale_found(
             )
         )
     return out
+
+
+def _quantity(message: str, m: Mention) -> bool:
+    """Whether a number of a message stands as a quantity: no small integer written as one (a count, a seed's
+    place; ``6.0%`` closing a range is a reading), no error
+    status (``409 Conflict``, ``422 quote rejected``: three digits an HTTP error can be), no piece of an id or a
+    path (``021`` of ``1883/021/02124``: joined to the text beside it, or written with a leading zero)."""
+    raw = m.raw.strip()
+    if (raw.isdigit() and _small_integer(m.value)) or (raw.isdigit() and len(raw) == 3 and int(raw) in HTTP_ERRORS):
+        return False
+    before = message[m.start - 1 : m.start] if m.start > 0 else ""
+    after = message[m.end : m.end + 1]
+    joined = any(c.isalnum() or c in "/_" for c in before + after)
+    return not joined and not (len(raw) > 1 and raw[0] == "0" and raw[1].isdigit())
 
 
 def _relabelled(sl: Slice, a: Atom, origin: str, pos: int, within: set[str]) -> tuple[str, Atom] | None:
