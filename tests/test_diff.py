@@ -406,3 +406,29 @@ def test_a_state_writer_with_values_recorded_on_one_side_only_leaves_its_reader_
 
     al = align(dam("g", True, "hold"), dam("b", False, "open 2 gates"))
     assert [(p.name, p.status) for p in al.pairs] == [("read_gauge", "same"), ("plan_release", "output")]
+
+
+def test_a_model_call_that_differs_only_in_its_minted_tool_call_id_is_no_divergence() -> None:
+    """Two runs whose model asked for the same tool with the same arguments align as the same steps, though the
+    provider minted other call ids (in the answer, and in the next call's history): the first divergence is the
+    model call that answered otherwise."""
+    from trajdebug.core.model import Run, Step
+
+    def run(rid: str, call_id: str, depth: float) -> Run:
+        ask = {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "name": "sound_depth", "arguments": {"buoy": "N3"}}]}
+        user = {"role": "user", "content": "depth at N3?"}
+        said = [user, ask, {"role": "tool", "tool_call_id": call_id, "content": '{"metres": 7.5}'}]
+        return Run(
+            rid,
+            "harbour-pilot",
+            steps=(
+                Step(rid + "1", "plan", kind="llm", input={"messages": [user]}, output=ask),
+                Step(rid + "2", "sound_depth", kind="tool", input={"buoy": "N3"}, output={"metres": 7.5}),
+                Step(rid + "3", "answer", kind="llm", input={"messages": said}, output=f"{depth} m at N3"),
+            ),
+        )
+
+    al = align(run("g", "call_4_0", 7.5), run("b", "call_19_0", 2.5))
+    # (the history's tool_call_id is minted too: the second call was asked the same thing)
+    assert [p.status for p in al.pairs] == ["same", "same", "output"]
+    assert al.first_divergence is not None and al.first_divergence.name == "answer"

@@ -147,6 +147,20 @@ def test_fit_adds_trees_to_the_prior_and_analyze_uses_the_file(tmp_path: Path) -
     assert json.loads(res.output)["runs"][0]["verdict"] in ("confident", "likely", "unsure")
 
 
+def test_fit_says_how_many_labelled_runs_it_learned_from_and_warns_when_they_are_few(tmp_path: Path) -> None:
+    """`trajdebug fit` prints the number of labelled runs and of new trees; fitted on a handful of runs, it says
+    the model's confidence is not to be trusted yet, so an in-sample `eval` is not read as a measurement."""
+    pytest.importorskip("sklearn")
+    src = _source(tmp_path)
+    failed = _failed(src)
+    for rid in failed:
+        label(src, rid, "fetch_rate")
+    out = CliRunner().invoke(cli, ["fit", str(src), "-o", str(tmp_path / "model.json")])
+    assert out.exit_code == 0, out.output
+    assert f"fitted on {len(failed)} labelled run" in out.output and "new trees" in out.output
+    assert "few" in out.output
+
+
 def test_eval_with_a_model_also_prints_the_hand_ranking_and_each_runs_rank(tmp_path: Path) -> None:
     """`trajdebug eval --model` measures the model "too": the hand ranking's line comes first, then the model's,
     and each labelled run's root is listed with its rank under both."""

@@ -1268,3 +1268,45 @@ def test_a_plain_message_names_each_value_once() -> None:
 
     message = "hall 'Cedar Loft' is not bookable on 2027-03-09 for 14 guests"
     assert [a.key for a in message_atoms(message)] == [a.key for a in atoms(message)]
+
+
+class TestCountedItems:
+    @staticmethod
+    def _run(listed: int) -> Run:
+        """A seed library's agent: a catalogue tool answers one page of a drawer's packets, a policy tool the
+        loan's due date, and the loan desk, handed both, refuses a packet missing from the page and counts the page."""
+        from trajdebug.core.model import ErrorInfo
+
+        packets = {f"SP-10{i}": {"crop": crop, "grams": 5 + i} for i, crop in enumerate(["kale", "leek", "chard", "okra"][:listed])}
+        message = f"no packet SP-104 in drawer D-7 ({listed} entries)"
+        return _run(
+            _s("u", "read_request", "input", 0, {"text": "lend SP-101 and SP-104"}, {"text": "lend SP-101 and SP-104"}),
+            _s("c", "fetch_drawer", "tool", 2, {"drawer": "D-7"}, {"drawer": "D-7", "packets": packets}, "u"),
+            _s("m", "loan_policy", "tool", 4, {"member": "M-12"}, {"member": "M-12", "due": "2026-05-01"}, "u"),
+            _s("d", "lend_packets", "other", 6,
+               {"asked": ["SP-101", "SP-104"], "drawer": {"packets": packets}, "due": "2026-05-01"},
+               None, "c", "m", status="error", error=ErrorInfo("LookupError", message)),
+        )
+
+    def test_a_count_the_failure_names_of_a_collection_the_failing_step_was_given_marks_its_maker(self) -> None:
+        """The loan desk's refusal counts the 3 packets of the page it was handed: the catalogue tool that
+        answered a collection that long is where the failure points (a page cut short), above the policy tool
+        whose due date the desk was also given."""
+        from trajdebug.analysis import analyze
+
+        a = analyze(self._run(3), top=10, model=None)
+        top = a.root_causes[0]
+        assert top.step_id == "c", [(c.step_id, c.reasons) for c in a.root_causes[:3]]
+        assert any("one of the 3 items" in r for r in top.reasons)
+
+    def test_a_number_no_collection_has_as_its_size_counts_nothing(self) -> None:
+        """A collection of two is no count (two of anything recur by chance), and a number that is the size of
+        no collection the step was given, or of two of them, points at no items."""
+        from trajdebug.analysis.lineage import counted_items
+
+        six = atoms({"n": 6})[0]
+        three = atoms({"n": 3})[0]
+        assert counted_items({"a": [1, 2]}, atoms({"n": 2})[0]) == []
+        assert counted_items({"a": [1, 2, 3, 4]}, six) == []
+        assert counted_items({"a": ["x1", "x2", "x3"], "b": ["y1", "y2", "y3"]}, three) == []
+        assert [x.raw for x in counted_items({"a": {"k": "kale", "l": "leek", "c": "chard"}}, three)] == ["kale", "leek", "chard"]

@@ -807,6 +807,31 @@ class TestRanking:
         other = localize(run_of("invoice refused: cone 10 is too hot for this clay"))
         assert all("lineage:emptied" not in c.signals for c in other.candidates)
 
+    def test_the_step_that_answered_a_collection_the_failure_counts_short_is_first(self) -> None:
+        """"rota lists 4 volunteers, 6 signed up": the sign-up tool answered the four volunteers the rota step was
+        handed (a first page), and the site's opening hour the rota step was also given came from another tool;
+        the sign-up tool is first, with lineage:short.  A failure that names no larger number beside the count, a
+        number written with thousands separators (4,000 is no 4), or a collection of another size gives no such
+        finding."""
+        names = ["Ines", "Joss", "Kemal", "Lior"]
+
+        def run_of(message: str, listed: int = 4) -> Run:
+            steps = (
+                Step("v", "list_signups", "tool", input={"drive": "D-3"},
+                     output={"drive": "D-3", "volunteers": [{"name": n, "shirt": "M"} for n in names[:listed]]}, start_ns=1, end_ns=2),
+                Step("m", "site_hours", "tool", input={"site": "Dock Hall"}, output={"site": "Dock Hall", "opens": "08:30"}, start_ns=3, end_ns=4),
+                Step("r", "post_rota", "tool",
+                     input={"volunteers": [{"name": n, "shirt": "M"} for n in names[:listed]], "opens": "08:30", "site": "Dock Hall"},
+                     status="error", error=ErrorInfo("Rejected", message), deps=(D("v"), D("m")), start_ns=5, end_ns=6),
+            )
+            return Run("r", "food-bank", outcome="failure", steps=steps)
+
+        loc = localize(run_of("rota lists 4 volunteers, 6 signed up for drive D-3"))
+        assert loc.candidates[0].step_id == "v" and "lineage:short" in loc.candidates[0].signals, [(c.step_id, c.score, c.reasons) for c in loc.candidates]
+        others = ("rota lists 4 volunteers for drive D-3", "rota needs 4,000 kcal, the hall holds 6,000")
+        for other in (*(localize(run_of(m)) for m in others), localize(run_of("rota lists 4 volunteers, 6 signed up", 3))):
+            assert all("lineage:short" not in c.signals for c in other.candidates)
+
     def test_an_empty_field_of_a_record_the_failure_prints_is_not_called_empty(self) -> None:
         """A failure printing the parcel it rejected (``{'insurance': None, 'weight': -2.0}``) because its weight
         is negative says nothing is empty, nor does one whose empty word stands far from the field's words: the

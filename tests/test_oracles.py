@@ -66,6 +66,21 @@ def test_the_reference_oracle_aligns_steps_by_name_and_occurrence() -> None:
     assert [oracle(s, bad) for s in bad.steps] == [True, False, None]
 
 
+def test_the_reference_oracle_reads_a_model_answer_without_the_ids_minted_for_it() -> None:
+    """A model call that asked for the same tool with the same arguments as in the passing run answered alike,
+    though the provider minted another tool-call id and response id; other arguments are a different answer."""
+
+    def answer(call_id: str, response_id: str, port: str) -> dict:
+        call = {"id": call_id, "type": "function", "function": {"name": "moor_boat", "arguments": json.dumps({"berth": port})}}
+        return {"id": response_id, "role": "assistant", "content": None, "tool_calls": [call]}
+
+    good = Run("g", "harbour", steps=(Step("1", "pick_berth", kind="llm", output=answer("call_8_0", "resp-a1", "B7")),))
+    alike = Run("b", "harbour", steps=(Step("2", "pick_berth", kind="llm", output=answer("call_31_0", "resp-z9", "B7")),))
+    other = Run("c", "harbour", steps=(Step("3", "pick_berth", kind="llm", output=answer("call_31_0", "resp-z9", "C2")),))
+    oracle = ReferenceOracle(good)
+    assert (oracle(alike.steps[0], alike), oracle(other.steps[0], other)) == (True, False)
+
+
 def test_a_person_is_not_asked_about_an_output_the_passing_run_of_the_same_input_also_produced() -> None:
     """With a person among the oracles, a step whose output equals the passing run's is answered by that
     run; a step whose output differs still goes to the person first."""

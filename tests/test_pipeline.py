@@ -388,7 +388,7 @@ class TestReport:
         learned = analyze(propagated_error_run(), model=load_model())
         lines = analysis_lines(learned)
         assert learned.to_dict()["order"] == "confidence"
-        assert lines[lines.index("Root causes") + 1].strip() == ORDER_LINES["confidence"]
+        assert lines[lines.index("Root causes") + 1].strip() in (ORDER_LINES["confidence"], ORDER_LINES["learned"])
 
     def test_an_order_that_puts_a_suspect_before_a_root_is_not_called_roots_first(self) -> None:
         """A list where a suspect stands before a structural root (re-ranked) is never described as roots first."""
@@ -406,6 +406,22 @@ class TestReport:
         # A learned model's or the answers' order may put a suspect first: the line says which order it is.
         assert _order_line(analysis(False, True, order="confidence")) == ORDER_LINES["confidence"]
         assert _order_line(analysis(False, True, order="answers")) == ORDER_LINES["answers"]
+
+    def test_a_learned_order_whose_confidences_rise_down_the_list_is_not_called_ordered_by_confidence(self) -> None:
+        """The learned model orders by its probability and calibrates each confidence apart: when a later candidate
+        shows a higher confidence (22 % under 21 %), the line says the list is the model's ranking, not ordered by
+        confidence; a list whose confidences fall keeps the plain line."""
+        from types import SimpleNamespace
+
+        from trajdebug.report.analysis import _order_line
+
+        def analysis(*confidences: float) -> SimpleNamespace:
+            causes = [SimpleNamespace(root=False, confidence=c) for c in confidences]
+            return SimpleNamespace(order="confidence", root_causes=causes, failures=["f"])
+
+        assert _order_line(analysis(0.21, 0.22, 0.04)) == ORDER_LINES["learned"]
+        assert "calibrated confidence" not in str(_order_line(analysis(0.21, 0.22)))
+        assert _order_line(analysis(0.81, 0.05, 0.05)) == ORDER_LINES["confidence"]
 
     def test_one_exception_propagated_through_four_steps_is_one_failure_with_its_path(self) -> None:
         """A tool's exception re-reported by its sub-agent, the tool that ran it and the caller is listed once,

@@ -335,3 +335,26 @@ def test_an_inferred_edge_without_a_confidence_shows_no_nan(page: Any, demo_repo
     note = page.locator(".cause").first.locator(".note", has_text="inferred edges").inner_text()
     assert analysis.run.steps[0].name in note and "NaN" not in note and "(" not in note
     assert page.errors == []
+
+
+def test_an_inferred_dependency_of_full_confidence_reads_as_one_not_nan(page: Any, tmp_path: Path) -> None:
+    """The format omits a dependency's confidence when it is 1.0 (its default), so the inspector reads a
+    missing one as 1.00: a value inferred at full confidence (an item passed on whole) shows "inferred 1.00"."""
+    from trajdebug.core.model import Dependency, Step
+
+    edge = Dependency("s1", kind="data", origin="inferred", confidence=1.0, key="rows[0].kiln")
+    run = Run(
+        "r-kiln",
+        "kiln-scheduler",
+        steps=(
+            Step("s1", "read_kilns", kind="tool", output={"rows": [{"kiln": "K-4"}]}),
+            Step("s2", "pick_kiln", kind="other", input={"kiln": "K-4"}, output="K-4", deps=(edge,)),
+        ),
+        outcome="success",
+    )
+    path = write_report(tmp_path / "report.html", analyze(run, model=None))
+    _open(page, path)
+    page.click('.wf-row[data-step="s2"]')
+    deps = page.locator("#inspector ul.deps").first.inner_text()
+    assert "inferred 1.00" in deps and "NaN" not in deps
+    assert page.errors == []

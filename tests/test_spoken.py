@@ -88,3 +88,56 @@ def test_the_ranking_and_its_evidence_do_not_follow_the_hash_seed() -> None:
     assert first == second
     [triage] = [c for c in first["candidates"] if c[0] == "m1"]
     assert any("first stated size=large" in r for r in triage[3])  # its own first statement, in its own order
+
+
+def _ferry(lane: str, refusal: str, *, node: bool = False) -> Run:
+    """A ferry desk: the request is read, a router files it under a lane, a fare lookup answers the fare of that
+    lane and a deck plan the deck; the booking service, handed all three, refuses the lane in its own words.
+    With ``node`` the router is a graph node whose routing function, recorded inside it, only reads its answer."""
+    ask = {"passengers": 2, "vehicle": "VAN-3"}
+    router = [step("r", "route_booking", "agent" if node else "other", 3, ask, {"lane": lane}, "u")]
+    if node:
+        router.append(step("rf", "next_node", "other", 4, {"lane": lane, **ask}, lane, "r", parent_id="r"))
+    steps = (
+        step("u", "read_request", "input", 1, None, ask),
+        *router,
+        step("f", "fare_lookup", "tool", 5, {"lane": lane}, {"fare": 14.5, "currency": "EUR"}, "r"),
+        step("d", "deck_plan", "tool", 6, {"vehicle": "VAN-3"}, {"deck": "D-2", "slot": 11}, "u"),
+        step("b", "book_crossing", "tool", 7, {"lane": lane, "fare": 14.5, "deck": "D-2", "slot": 11}, None,
+             "f", "d", "r", status="error", error=ErrorInfo("Refused", refusal)),
+    )
+    return Run("r1", "ferry", outcome="failure", steps=steps)
+
+
+def test_a_label_of_two_words_the_failure_writes_apart_is_first_stated_by_the_router_that_chose_it() -> None:
+    """A router's ``lane=foot_passenger`` is the label a refusal writes "foot-passenger": the router that chose it
+    first stated a word the failure uses, and it leads."""
+    loc = localize(_ferry("foot_passenger", "HTTP 422: a foot-passenger fare cannot carry vehicle VAN-3"))
+    by_id = {c.step_id: c for c in loc.ranked_all}
+    assert any("first stated lane=foot_passenger" in r for r in by_id["r"].reasons)
+    assert loc.ranked_all[0].step_id == "r"
+
+
+def test_a_graph_node_whose_routing_function_only_read_its_answer_states_its_own_label() -> None:
+    """A graph node answering ``lane=foot_passenger``, with the routing function inside it handed that answer,
+    made the label itself: it first stated the word the refusal uses."""
+    loc = localize(_ferry("foot_passenger", "HTTP 422: a foot-passenger fare cannot carry vehicle VAN-3", node=True))
+    by_id = {c.step_id: c for c in loc.ranked_all}
+    assert any("first stated lane=foot_passenger" in r for r in by_id["r"].reasons)
+    assert not any("first stated" in r for r in by_id["rf"].reasons)
+
+
+def test_a_tool_that_reports_a_label_the_failure_uses_made_no_decision() -> None:
+    """A wall survey answering ``surface=brick`` reports the wall: when a refusal says "brick walls need a seal
+    coat", the planner whose phases left it out leads, and the survey's first statement stays weak."""
+    steps = (
+        step("u", "read_job", "input", 1, None, {"site": "Quay 4", "wall": "north"}),
+        step("s", "survey_wall", "tool", 3, {"site": "Quay 4", "wall": "north"}, {"width_m": 12, "surface": "brick"}, "u"),
+        step("m", "plan_phases", "llm", 5, {"messages": [{"role": "user", "content": "Plan the phases for a 12 m wall"}]},
+             {"phases": ["wash", "paint"], "days": 3}, "u"),
+        step("b", "file_permit", "tool", 7, {"surface": "brick", "phases": ["wash", "paint"], "days": 3}, None,
+             "s", "m", status="error", error=ErrorInfo("Refused", "HTTP 422: brick walls need a seal coat phase before paint")),
+    )
+    loc = localize(Run("r2", "murals", outcome="failure", steps=steps))
+    score = {c.step_id: c.score for c in loc.ranked_all}
+    assert score["m"] > score["s"]

@@ -296,3 +296,12 @@ def test_a_piece_of_a_date_and_time_in_a_text_is_no_id() -> None:
     raws = {a.raw for a in atoms("the tide table from 2031-07-09T05:30 is stale")}
     assert "07-09T05" not in raws and "2031-07-09T05:30" in raws
     assert "LOG-2031-07-09-2" in {a.raw for a in atoms("see LOG-2031-07-09-2 for 2031-07-09") if a.kind == "id"}
+
+
+def test_a_code_of_six_or_more_capitals_before_digits_is_an_id() -> None:
+    """A voucher ``HARVEST24`` or ``KITEFEST2031`` in a refusal is one code, read as an id as ``AB24`` is, so the
+    step that made it up can be traced; a word in capitals with no digits stays a word."""
+    found = {(a.kind, a.raw) for a in atoms("voucher HARVEST24 rejected; KITEFEST2031 expired; see NOTICE")}
+    assert ("id", "HARVEST24") in found
+    assert ("id", "KITEFEST2031") in found
+    assert not any(a.kind == "id" and a.raw == "NOTICE" for a in atoms("see NOTICE"))

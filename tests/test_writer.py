@@ -420,3 +420,14 @@ class TestSinks:
                 pass
             assert trajdebug.record.flush() is True
             assert 2 == sum(r["t"] == "step" for r in sink.records)
+
+
+def test_the_writer_warm_up_frees_one_large_block_before_the_first_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer thread's warm-up allocates and frees one block of `_LARGE_FREE` bytes (what makes glibc keep
+    a batch's memory between batches)."""
+    from trajdebug.record import writer as _writer
+
+    calls: list[int] = []
+    monkeypatch.setattr(_writer, "bytes", lambda n: calls.append(n) or b"", raising=False)
+    _writer.Writer._warm_up()
+    assert calls == [_writer._LARGE_FREE]

@@ -23,7 +23,7 @@ from trajdebug.analysis._sources import (
 )
 from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
 from trajdebug.analysis.lexicon import Lexicon
-from trajdebug.analysis.lineage import StepView, derivation, slips
+from trajdebug.analysis.lineage import StepView, counted_items, derivation, slips
 from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom, Mention, atoms, mentions
 
@@ -233,6 +233,32 @@ def _quoted(given: Sequence[Atom], m: Mention, window: set[str], sl: Slice) -> b
 _STATUS = re.compile(r"(?<![\w.-])([45]\d\d):")
 """An error status closing a service's name (``register 422: ...``, ``billing gateway 400: ...``); not an id's
 number (``APP-503:``)."""
+
+
+_WHOLE = re.compile(r"(?<![\w.:/-])(?<!\d,)(\d{1,4})(?![\w:/-]|[.,]\d)")
+"""A whole number as a message writes it, no part of a date, a time, a code, a decimal or a number written with
+thousands separators (``3,000 m3`` is no 3)."""
+
+
+def short_collection(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
+    """The step that answered a collection the failure counts short: the message names the size of the one
+    collection of that many items the failing step was given ("bracket has 16 players", `counted_items`) and a
+    larger number beside it ("20 checked in"), and the items all came from one step (a page cut short, a parse
+    that lost lines), which no value the failure names leads back to."""
+    if pos >= len(sl.run.steps):
+        return []
+    step = sl.run.steps[pos]
+    codes = status_codes(message, sl.lexicon)
+    named = sorted({int(x) for x in _WHOLE.findall(message) if x not in codes})
+    out: list[Found] = []
+    for n in named:
+        more = [m for m in named if n < m <= 20 * n]
+        items = counted_items(step.input, Atom(f"n:{n}", "number", None, None, str(n), float(n))) if more else []
+        makers = {sl.lin.origin(a, pos, within).step_id for a in items}
+        sid = makers.pop() if len(makers) == 1 else None
+        if len(items) >= 2 and sid is not None:
+            out.append(Evidence(sid, sl.w["short"], f"answered the {n} items the failure at {where} counts, where it names {more[0]}", "lineage:short"))
+    return out
 
 
 def status_codes(message: str, lexicon: Lexicon) -> frozenset[str]:

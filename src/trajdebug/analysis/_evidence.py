@@ -101,6 +101,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "reference:expected": "omission",
     "reference:presence": "omission",
     "parse-dropped": "omission",
+    "lineage:short": "omission",
     "starved-consumer": "omission",
     "lineage:altered": "wrong-value",
     "lineage:contradicted": "wrong-value",

@@ -11,8 +11,9 @@ Two oracles need nothing but recorded data and the process:
 
 - `ReferenceOracle`: a passing run of the same input.  Steps are aligned by
   name and occurrence (the k-th call of ``extract`` with the k-th); an output
-  equal to the aligned step's is correct, a different one wrong, a step with
-  no counterpart unknown.
+  equal to the aligned step's is correct (a model's answer read without its
+  envelope: ids minted per call are no difference), a different one wrong, a
+  step with no counterpart unknown.
 - `ExpectationOracle`: the checks the agent registered in this process
   (``trajdebug.expect(name, check)``, ``expect=`` on ``trajdebug.step``),
   looked up by the step's name and run on its recorded output.  Recorded data
@@ -27,6 +28,7 @@ import time
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
+from trajdebug.analysis.lineage import semantic
 from trajdebug.core.model import Answer, Run, Step
 
 
@@ -271,7 +273,9 @@ class ReferenceOracle:
             return None
         if (twin.status == "error") != (step.status == "error"):
             return False
-        return same_output(effect(step), effect(twin))
+        # A model's answer is compared without its envelope: the provider mints a new tool-call id and
+        # response id for every call, so the same call of the same tool differs there in every run.
+        return same_output(semantic(step, effect(step)), semantic(twin, effect(twin)))
 
 
 class ExpectationOracle:

@@ -523,6 +523,41 @@ ARGUMENT_SIGNALS = frozenset(
 """Signals that judge what a step was given or how its call ended, not the answer it returned: a wrapper keeps
 them (`trajdebug.analysis._wrappers.answered_inside`)."""
 
+def reading_position(sl: Slice, step_id: str) -> int:
+    """Where a failure's values are read from: the failing step's own place, or, for a step enclosing
+    others (the trace's top span a run's failure is placed on, an agent judged on its final answer), the
+    place after its last inner step.  It ends when they have answered and judges what they produced;
+    read at its start, every value they made lies after it and has no origin to trace."""
+    pos = sl.g.position(step_id)
+    if step_id not in sl.has_children:
+        return pos
+    last = pos
+    for sid, s in sl.g.steps.items():
+        p, hops = s.parent_id, 0
+        while p is not None and p != step_id and hops < 64:
+            p, hops = (sl.g.steps[p].parent_id if p in sl.g.steps else None), hops + 1
+        if p == step_id:
+            last = max(last, sl.g.position(sid))
+    return last + 1
+
+
+def wrapping_failures(sl: Slice) -> set[str]:
+    """Failing steps that enclose another failing step: an agent span failing because a tool inside it
+    raised repeats that failure, and it started before the steps inside it, so read at its own place
+    it would take every value its children handled on the way for a value lost before it."""
+    failing = {f.step_id for f in sl.failures}
+    out: set[str] = set()
+    for sid in failing:
+        seen: set[str] = set()
+        parent = sl.g.steps[sid].parent_id if sid in sl.g.steps else None
+        while parent is not None and parent in sl.g.steps and parent not in seen:
+            seen.add(parent)
+            if parent in failing:
+                out.add(parent)
+            parent = sl.g.steps[parent].parent_id
+    return out
+
+
 __all__ = [
     "ARGUMENT_SIGNALS",
     "NAMING_FIELDS",
@@ -536,6 +571,8 @@ __all__ = [
     "off_the_failure",
     "parts_of_one_value",
     "passed_instead",
+    "reading_position",
+    "wrapping_failures",
     "reference_evidence",
 ]
 

@@ -9,6 +9,7 @@ shared maps.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -141,21 +142,24 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
     output states it is taken when it introduced it or is a model choosing it."""
     out: list[Found] = []
     words = {w for w in _TERM.findall(message.lower()) if w not in sl.lexicon.stopwords and w not in sl.lexicon.short_stopwords}
+    # A label of two or three words (``day_hire``) is used by the message written with its words apart.
+    joined = {" ".join(m) for n in (2, 3) for m in _runs(_LABEL_WORD.findall(message.lower()), n)}
     first: dict[str, tuple[int, str, Atom]] = {}
     about = [a for a in atoms(message) if a.kind == "id" or (a.kind == "number" and not _trivial_number(a))]
     for sid in sorted(within, key=sl.g.position):
         p = sl.g.position(sid)
-        if p >= pos or sl.g.steps[sid].kind in CONTAINER_KINDS:
+        if p >= pos:
             continue
+        inner = _inner_made(sl, sid) if sl.g.steps[sid].kind in CONTAINER_KINDS else set()
         for a in sl.lin.view(sid).outputs:
             label = a.raw.strip().casefold()
             if (
-                a.kind == "text"
+                a.key not in inner
+                and a.kind == "text"
                 and a.field
                 and a.field.lower() not in NAMING_FIELDS
                 and 3 <= len(label) <= 30
-                and label.isalpha()
-                and label in words
+                and (label in words if label.isalpha() else _words_label(label) in joined)
                 and before(sl, (p, sid), first.get(label), about)
             ):
                 first[label] = (p, sid, a)
@@ -163,13 +167,66 @@ def _spoken_labels(sl: Slice, message: str, pos: int, within: set[str], where: s
         view = sl.lin.view(sid)
         # A model given the label under the same field (the request's ``section``) passed it on, chose nothing.
         copied = any(b.key == a.key and b.field == a.field for b in view.inputs)
-        if (sl.g.steps[sid].kind == "llm" and not copied) or not view.given(a):
+        step = sl.g.steps[sid]
+        # A container's view counts what the steps inside it were given; its own input is what it was handed.
+        given = a.key in {b.key for b in atoms(step.input)} if step.kind in CONTAINER_KINDS else view.given(a)
+        if (step.kind == "llm" and not copied) or not given:
+            # A label the step chose as its whole decision (a model's route or category, a router's branch)
+            # is what the failure speaks of, as strong as a flag a model set (`_spoken_fields`).
+            # A tool's or a retrieval's answer reports the world (a surveyed surface), no choice of the agent's.
+            decided = not copied and step.kind not in _REPORTERS and _decision(step, a)
             out += _thin(
                 sid,
-                sl.w["origin_spoken"],
+                sl.w["origin_named_arg"] if decided else sl.w["origin_spoken"],
                 f"first stated {a.field}={a.raw}, a word the failure at {where} uses",
             )
     return out
+
+
+_REPORTERS = frozenset({"tool", "retrieval"})
+"""Step kinds whose answer reports what the world holds rather than what the agent decided."""
+
+_LABEL_WORD = re.compile(r"[a-z]+")
+"""A word of a label or of a message, for labels of several words (``day_hire``, ``day-hire``, ``day hire``)."""
+
+_LABEL_PARTS = re.compile(r"[_\- ]")
+"""What joins the words of a label of several words."""
+
+
+def _inner_made(sl: Slice, sid: str) -> set[str]:
+    """The keys of the values a step inside a container returned without being given them: a container answers
+    with what the steps inside it made, so those labels are theirs; a graph node that decided by itself (its
+    routing function inside only read the node's answer) states its own (everything, for a container with
+    nothing inside it that was recorded)."""
+    if sid not in sl.has_children:
+        return set()
+    made: set[str] = set()
+    for child in sl.run.steps:
+        if child.parent_id == sid and child.step_id in sl.g.steps:
+            view = sl.lin.view(child.step_id)
+            made |= {b.key for b in view.outputs if not view.given(b)}
+    return made
+
+
+def _words_label(label: str) -> str:
+    """A label of two or three words of letters (two at least each) as the message would write it, else ``""``."""
+    parts = _LABEL_PARTS.split(label)
+    ok = 2 <= len(parts) <= 3 and all(len(w) >= 2 and w.isalpha() and w.isascii() for w in parts)
+    return " ".join(parts) if ok else ""
+
+
+def _runs(words: list[str], n: int) -> list[tuple[str, ...]]:
+    """The runs of ``n`` consecutive words."""
+    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+
+
+def _decision(step: Step, label: Atom) -> bool:
+    """Whether a label is a step's whole decision: a model's or a code step's answer whose only text values are
+    this label and, beside it, no more than a reason or a number (``{"route": "league"}``,
+    ``{"service": "repair", "reason": ...}``, ``"training_track"``)."""
+    texts = [b for b in atoms(step.output) if b.kind in ("text", "id") and (b.field or "").lower() not in NAMING_FIELDS]
+    others = [b for b in texts if b.key != label.key and len(b.raw.split()) < 4]
+    return len(others) == 0
 
 def _task_words(sl: Slice, message: str) -> list[Atom]:
     """Words of a failure message that are words of the run's task, the user's request (English stop words left out)."""

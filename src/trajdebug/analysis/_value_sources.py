@@ -29,6 +29,7 @@ from trajdebug.analysis._contradictions import (
     disagreeing_sources,
     emptied,
     inside_of,
+    short_collection,
     status_codes,
     whatif_found,
 )
@@ -50,6 +51,8 @@ from trajdebug.analysis._sources import (
     _trivial_number,
     carried_by_state,
     kept_by_state,
+    reading_position,
+    wrapping_failures,
 )
 from trajdebug.analysis._spoken import (
     _short_totals,
@@ -63,7 +66,7 @@ from trajdebug.analysis._spoken import (
 from trajdebug.analysis._stated import stated_limits
 from trajdebug.analysis.diagnosers._conversation import SYSTEM_ROLES
 from trajdebug.analysis.lexicon import Lexicon
-from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, message_atoms
+from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, counted_items, items_totalled, message_atoms
 from trajdebug.analysis.reference import producers_of, step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, atoms
@@ -73,27 +76,10 @@ def lineage_evidence(sl: Slice) -> list[Found]:
     """The failures' values, traced to the steps that introduced or dropped them."""
     within = set(sl.dist)
     out: list[Found] = []
-    wrappers = _wrapping_failures(sl)
+    wrappers = wrapping_failures(sl)
     for f in sl.failures:
         if f.step_id not in wrappers:
             out += _failure_values(sl, f, within)
-    return out
-
-
-def _wrapping_failures(sl: Slice) -> set[str]:
-    """Failing steps that enclose another failing step: an agent span failing because a tool inside it
-    raised repeats that failure, and it started before the steps inside it, so read at its own place
-    it would take every value its children handled on the way for a value lost before it."""
-    failing = {f.step_id for f in sl.failures}
-    out: set[str] = set()
-    for sid in failing:
-        seen: set[str] = set()
-        parent = sl.g.steps[sid].parent_id if sid in sl.g.steps else None
-        while parent is not None and parent in sl.g.steps and parent not in seen:
-            seen.add(parent)
-            if parent in failing:
-                out.add(parent)
-            parent = sl.g.steps[parent].parent_id
     return out
 
 
@@ -188,6 +174,7 @@ def _failure_values(sl: Slice, f: Failure, within: set[str]) -> list[Found]:
     out = _named_values(sl, f, message, named, seen, within)
     out += left_out_names(sl, _held_names(sl, message, pos, named, sl.lin.view(f.step_id)), pos, within, step.name)
     out += contradicted(sl, message, pos, within, step.name) + emptied(sl, message, pos, within, step.name)
+    out += short_collection(sl, message, pos, within, step.name)
     out += whatif_found(sl, message, named, pos, within, step.name)
     out += disagreeing_sources(sl, f.step_id, message, pos, within, step.name)
     out += left_out_items(sl, message, pos, within, step.name)
@@ -236,6 +223,10 @@ def _named_values(
     out: list[Found] = []
     step = sl.g.steps[f.step_id]
     pos = sl.g.position(f.step_id)
+    # A run failed after the fact (a mark, a check of its answer) on a step enclosing the rest judges all they made:
+    # its values are traced past its inner steps.  A step that raised judged its inner steps' answers against
+    # what it was given (a check's own lookup is its reference): read at its place.  (``pos`` indexes steps below.)
+    end = reading_position(sl, f.step_id) if f.detector in ("run-failure", "outcome") else pos
     view = sl.lin.view(f.step_id)
     # An enclosing step (an agent, a request handler) fails with what a step inside it
     # raised: a value that reached that inner failing step reached the failure.
@@ -257,10 +248,11 @@ def _named_values(
         if not reached and any(v.given(a) for v in inner):
             # It reached the inner step that raised: that failure's own reading
             # covers the value (nothing on the way to it lost it).
-            out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
+            out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names")
             continue
-        if reached or sl.lin.holders(a.key, pos):
-            out += _trace(sl, a, pos, within, strength, f"the failure at {step.name} names")
+        if reached or sl.lin.holders(a.key, end):
+            out += _trace(sl, a, end, within, strength, f"the failure at {step.name} names")
+        out += _counted(sl, a, step, within, strength, f"the failure at {step.name} names", 0)
         if limit:
             out += limit_ignored(sl, a, named, pos, within, step.name, message)
         if (a.kind == "number" and reached) or limit:
@@ -287,7 +279,7 @@ def _trace(sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: 
     if o.step_id is None or depth > 2:
         return out
     label = f"{a.field}={a.raw}" if a.field else repr(a.raw)
-    items = _total_of_own_items(sl, o.step_id, o.atom) if not o.derived_from else []
+    items = items_totalled(sl.lin.view(o.step_id).outputs, o.atom) if not o.derived_from else []
     if items:
         # A total a step wrote beside the items it adds up (a day's log and its total):
         # the items came from elsewhere; where they came from is where to look.
@@ -309,23 +301,17 @@ def _trace(sl: Slice, a: Atom, pos: int, within: set[str], weight: float, what: 
         for op in o.derived_from:
             out += _trace(sl, op, opos, within, weight * 0.85, part, depth + 1)
         return out
+    out += _counted(sl, a, sl.g.steps[o.step_id], within, weight, what, depth)
     out += _thin(o.step_id, weight * sl.lin.rarity(a.key) ** 0.5, f"introduced {label}, which {what}")
     return out
 
-def _total_of_own_items(sl: Slice, sid: str, total: Atom) -> list[Atom]:
-    """The numbers of one field a step's output lists whose sum is another number of that output."""
-    if total.kind != "number" or total.number is None:
-        return []
-    raw = total.raw.strip()
-    tol = 0.5 * 10.0 ** -(len(raw.rsplit(".", 1)[1]) if "." in raw else 0) + 1e-9
-    groups: dict[str, list[Atom]] = {}
-    for b in sl.lin.view(sid).outputs:
-        if b.kind == "number" and b.number is not None and b.field and b.key != total.key:
-            groups.setdefault(b.field, []).append(b)
-    for name, parts in groups.items():
-        if len(parts) >= 2 and name != total.field and abs(sum(p.number or 0.0 for p in parts) - total.number) <= tol * len(parts):
-            return parts
-    return []
+def _counted(sl: Slice, a: Atom, step: Step, within: set[str], weight: float, what: str, depth: int) -> list[Found]:
+    """A number that is the size of a collection ``step`` was given (a count of a list, `counted_items`): the
+    items' origin made the collection that long (a page cut short, a parse that lost lines)."""
+    items = counted_items(step.input, a) if depth <= 2 else []
+    part = f"is one of the {a.raw.strip()} items {step.name} was given, a count {what}"
+    pos = sl.g.position(step.step_id)
+    return [f for op in items for f in _trace(sl, op, pos, within, weight * 0.85, part, depth + 1)]
 
 
 def _about_another_key(sl: Slice, a: Atom, lost: list[str]) -> tuple[list[str], dict[str, Atom]]:

@@ -55,6 +55,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
     "contradicted": 0.5,  # introduced a number for a quantity the failure states another value of
     "emptied": 0.5,  # first returned empty a field the failure says is empty (an error swallowed into a default)
+    "short": 0.45,  # answered the collection the failure counts, with fewer items than a number beside the count
     "whatif": 0.6,  # one numeric slip in its number turns the run's number into the one the failure expects
     "disagrees": 0.45,  # gave a value the failing check's own source contradicts (same field, same entity)
     "earliest": 1.15,  # boost of the earliest step on the slice that breaks a reference invariant

@@ -120,7 +120,26 @@ def fit_cmd(source: str | None, output: str, prior: str, as_json: bool) -> None:
     if as_json:
         emit_json({"source": path, "model": output, "labelled": n, "trees": len(model.trees), "prior": prior})
         return
-    click.echo(f"{output}: {len(model.trees)} trees (prior {prior})")
+    from trajdebug.analysis.learned import load_model
+    from trajdebug.labels import labels
+    from trajdebug.sources.load import load_runs
+
+    have = {r.run_id for r in load_runs(path)}
+    n = sum(1 for r in labels(path) if r in have)
+    base = load_model(prior)
+    new = len(model.trees) - (len(base.trees) if base is not None else 0)
+    click.echo(f"{output}: {len(model.trees)} trees (prior {prior}, {new} new trees), fitted on {n} labelled run{'s' * (n != 1)}")
+    if n < FEW_LABELS:
+        # A handful of cases moves the trees a lot and the prior's calibration stays: the new model is sure of
+        # runs like those, and an eval on them says how well it learned them, not how it will rank others.
+        click.echo(
+            f"  few labelled runs (under {FEW_LABELS}): its confidences are not yet to be trusted on other runs; "
+            "label more, and eval it on runs it was not fitted on"
+        )
+
+
+FEW_LABELS = 20
+"""Below this many labelled runs, `fit` says its model is not yet to be trusted on other runs."""
 
 
 def register(cli: click.Group) -> None:

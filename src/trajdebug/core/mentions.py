@@ -143,7 +143,7 @@ def date_keys(raw: str) -> list[str]:
 
 _ID = re.compile(
     r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b"
-    r"|\b[A-Z]{1,5}\d{2,}\b"
+    r"|\b[A-Z]{1,10}\d{2,}\b"
     r"|\b\d+(?:[-_][A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*)+\b"
     r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
     r"|\b[\w.+-]+@[\w-]+\.[\w.-]+\b"

@@ -75,10 +75,29 @@ class Pair:
         }
 
 
+def _content(s: Step, value: Any, depth: int = 0) -> Any:
+    """A model call's request or answer without what the provider mints per call: its envelope (`semantic`:
+    response and tool-call ids, usage) and the ``tool_call_id`` a tool result in its history answers.  The same
+    call of the same tool, answered alike, would otherwise differ in every pair of runs.  Other steps: the value."""
+    if s.kind != "llm":
+        return value
+    if depth == 0:
+        from trajdebug.analysis.lineage import semantic
+
+        value = semantic(s, value)
+    if depth > 16:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _content(s, v, depth + 1) for k, v in value.items() if k != "tool_call_id"}
+    if isinstance(value, list):
+        return [_content(s, v, depth + 1) for v in value]
+    return value
+
+
 def _same_result(g: Step, b: Step) -> bool:
     def result(s: Step) -> str:
         err = f"{s.error.type}:{s.error.message}" if s.error is not None else ""
-        return canonical([s.status, err, s.output])
+        return canonical([s.status, err, _content(s, s.output)])
 
     if result(g) != result(b):
         return False
@@ -228,7 +247,7 @@ def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
 
 
 def _status(g: Step, b: Step, g_by: Mapping[str, Step], b_by: Mapping[str, Step]) -> PairStatus:
-    if fingerprint(g.input) != fingerprint(b.input) or _state_differs(_state_read(g, g_by), _state_read(b, b_by)):
+    if fingerprint(_content(g, g.input)) != fingerprint(_content(b, b.input)) or _state_differs(_state_read(g, g_by), _state_read(b, b_by)):
         return "input"
     return "same" if _same_result(g, b) else "output"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.escape import markdown, md_code, visible
@@ -276,6 +277,7 @@ def _causes_heading(a: Any) -> str:
 ORDER_LINES = {
     "answers": "order: the root the answers prove, then suspects left, then steps they cleared",
     "confidence": "order: by the learned model's calibrated confidence",
+    "learned": "order: by the learned model's ranking; confidences are calibrated apart",
     "roots-first": "order: structural roots first, then suspects; score orders within each",
 }
 """The line under the ranked list that says how it is ordered, by `Analysis.order`."""
@@ -290,6 +292,11 @@ def _order_line(a: Any) -> str | None:
     flags = [bool(c.root) for c in a.root_causes]
     if order == "roots-first" and flags != sorted(flags, reverse=True):
         return "order: as re-ranked (a suspect stands before a structural root)"  # never the hand ranking's own
+    confs = [c for c in (getattr(x, "confidence", None) for x in a.root_causes) if c is not None]
+    if order == "confidence" and any(later > first for first, later in pairwise(confs)):
+        # The model orders by its trees' probability; the confidence is a calibrator's reading of it with the
+        # hand score, fitted for the best candidate: a neighbour may show more (22 % under 21 %).
+        return ORDER_LINES["learned"]
     return ORDER_LINES.get(order)
 
 

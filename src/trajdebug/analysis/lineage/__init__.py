@@ -15,7 +15,15 @@ from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS, PROTOCOL_FIELD
 from trajdebug.analysis.lineage._derivation import run_units
 from trajdebug.analysis.lineage._picks import ANSWER_KEY, PICKED_KEY, answered_edges, picked_edges, queue_keys
 from trajdebug.analysis.lineage._records import record_lists
-from trajdebug.analysis.lineage._totals import COUNT_KEY, TOTAL_KEY, count_edges, one_item_short, total_edges
+from trajdebug.analysis.lineage._totals import (
+    COUNT_KEY,
+    TOTAL_KEY,
+    count_edges,
+    counted_items,
+    items_totalled,
+    one_item_short,
+    total_edges,
+)
 from trajdebug.analysis.lineage._trace import (
     MAX_PRODUCERS,
     Derivation,
@@ -72,6 +80,8 @@ __all__ = [
     "slips",
     "total_edges",
     "count_edges",
+    "counted_items",
+    "items_totalled",
     "COUNT_KEY",
     "trivial",
 ]

@@ -14,6 +14,7 @@ precision is specific evidence, unlike one small number, which recurs by chance.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,7 @@ from typing import Any
 from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage._records import record_lists
 from trajdebug.core.model import CONTAINER_KINDS, Dependency, Run, Step
-from trajdebug.core.values import Atom
+from trajdebug.core.values import Atom, atoms
 
 
 TOTAL_KEY = "total:"
@@ -291,7 +292,79 @@ def count_edges(run: Run, failures: Mapping[str, str], *, confidence: float = 0.
     return out
 
 
-__all__ = ["COUNT_KEY", "TOTAL_KEY", "count_edges", "total_edges"]
+_MIN_COUNTED = 3
+"""Items a collection must hold for a number equal to its size to be read as its count: two lists of two
+(or of one) recur by chance in any run."""
+
+
+def _collections(value: Any, depth: int = 0) -> list[Sequence[Any]]:
+    """The collections a value is or holds, three levels deep: lists of `_MIN_COUNTED` items or more, and maps of
+    as many entries of one kind (a price list keyed by product), each as the list of its items.  A conversation's
+    messages (records that say who speaks in ``role``) are no collection a failure counts."""
+    if depth > 3:
+        return []
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    found: list[Sequence[Any]] = []
+    if isinstance(value, list):
+        if len(value) >= _MIN_COUNTED and not any(isinstance(v, Mapping) and "role" in v for v in value[:3]):
+            found.append(value)
+        inner: Sequence[Any] = value[:64]
+    elif isinstance(value, Mapping):
+        kinds = {type(v) for v in value.values()}
+        if len(value) >= _MIN_COUNTED and len(kinds) == 1 and not kinds & {bool, type(None)}:
+            found.append(list(value.values()))
+        inner = list(value.values())[:64]
+    else:
+        return []
+    for v in inner:
+        found += _collections(v, depth + 1)
+    return found
+
+
+def counted_items(value: Any, number: Atom) -> list[Atom]:
+    """When a whole number is the size of the one collection of that many items a value holds (``6 entries``
+    of a price list of six), a value of each of its first three items (an id or a text first): the items the
+    number counts, whose origin made the collection that long.  Empty when no collection, or more than one
+    (two of the same items are one), has that size, or the number is no whole number of `_MIN_COUNTED` or more."""
+    if number.kind != "number" or number.number is None or not float(number.number).is_integer():
+        return []
+    n = int(number.number)
+    if n < _MIN_COUNTED:
+        return []
+    sized = [c for c in _collections(value) if len(c) == n]
+    # The same items handed twice (a roster, and the waivers signed by its members) are one collection.
+    if len({json.dumps(c, sort_keys=True, default=str) for c in sized}) != 1:
+        return []
+    out: list[Atom] = []
+    for item in sized[0][:3]:
+        found = atoms(item, limit=16)
+        pick = next((a for a in found if a.kind in ("id", "text")), found[0] if found else None)
+        if pick is not None:
+            out.append(pick)
+    return out
+
+
+def items_totalled(outputs: Sequence[Atom], total: Atom) -> list[Atom]:
+    """The numbers of one field a step's output lists (``outputs``) whose sum is another number of it."""
+    if total.kind != "number" or total.number is None:
+        return []
+    raw = total.raw.strip()
+    tol = 0.5 * 10.0 ** -(len(raw.rsplit(".", 1)[1]) if "." in raw else 0) + 1e-9
+    groups: dict[str, list[Atom]] = {}
+    for b in outputs:
+        if b.kind == "number" and b.number is not None and b.field and b.key != total.key:
+            groups.setdefault(b.field, []).append(b)
+    for name, parts in groups.items():
+        if len(parts) >= 2 and name != total.field and abs(sum(p.number or 0.0 for p in parts) - total.number) <= tol * len(parts):
+            return parts
+    return []
+
+
+__all__ = ["COUNT_KEY", "TOTAL_KEY", "count_edges", "counted_items", "items_totalled", "total_edges"]
 
 
 def one_item_short(given: Any, computed: Sequence[Atom], expected: float) -> tuple[Atom, float] | None:

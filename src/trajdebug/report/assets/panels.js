@@ -61,7 +61,13 @@ function buildCauses(host) {
     "confidence": "Ordered by the learned model's calibrated confidence.",
     "roots-first": "Ordered with structural roots first, then suspects; score orders within each.",
   };
-  host.appendChild(el("p", { class: "note" }, (ORDER[ANALYSIS.order] || "Ranked by the backward search.") + " Click one to see its path."));
+  // The learned order is its trees' probability; the confidence is calibrated apart and may rise down the list.
+  const confs = causes.map((c) => c.confidence).filter((c) => typeof c === "number");
+  const unordered = confs.some((c, i) => i > 0 && c > confs[i - 1]);
+  const order = ANALYSIS.order === "confidence" && unordered
+    ? "Ordered by the learned model's ranking; each confidence is calibrated apart, so it need not fall in this order."
+    : ORDER[ANALYSIS.order];
+  host.appendChild(el("p", { class: "note" }, (order || "Ranked by the backward search.") + " Click one to see its path."));
   const list = el("ol", { class: "causes" });
   causes.forEach((c, i) => {
     const item = el("li", { class: "cause", tabindex: "0", role: "button", "data-cause": i, "aria-pressed": "false" });
@@ -120,7 +126,9 @@ function section(title, ...body) {
 function depList(items, dir) {
   if (!items.length) return el("p", { class: "note" }, dir === "in" ? "depends on no step" : "no step depends on it");
   return el("ul", { class: "deps" }, ...items.map(({ id, d }) => {
-    const how = d.origin === "inferred" ? "inferred " + Number(d.confidence).toFixed(2) : d.origin;
+    // The format omits a confidence of 1.0, its default: a missing one is full confidence, never NaN.
+    const conf = typeof d.confidence === "number" ? d.confidence : 1;
+    const how = d.origin === "inferred" ? "inferred " + conf.toFixed(2) : d.origin;
     const other = d.run_id && d.run_id !== RUN.run_id;
     const target = other ? el("span", {}, "run " + String(d.run_id).slice(0, 8) + " #" + shortId(d.step_id))
       : el("button", { type: "button", class: "linkish", "data-step": id }, label(id));
