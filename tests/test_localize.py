@@ -1173,6 +1173,71 @@ class TestRanking:
         large = localize(run_of(10.0, "2.5 mg/kg is above the 0.25 mg/kg the label allows"))
         assert any("lineage:whatif" in c.signals for c in large.candidates if c.step_id in ("w", "m", "d"))
 
+    def test_a_number_a_power_of_ten_off_the_one_the_failure_expects_is_a_slip_where_it_was_scaled(self) -> None:
+        """A tank volume converted to litres by 10000 where 1000 fits reaches the check as 0.034, and the failure
+        states it rounded ("0.03 l") beside the log's 0.34 l: the converter, not the meter that read 340 ml nor a
+        step that only carried the number on, has the finding; the same holds for a range missed by a decade
+        ("2.9 outside 20-40"); numbers merely apart (0.03 against 0.2), or an error status beside the number (422
+        by 42.2), say nothing of a scale."""
+
+        def run_of(message: str, litres: float) -> Run:
+            steps = (
+                Step("r", "read_meter", "tool", input={"tank": "T-4"}, output={"volume_ml": 340}, start_ns=1, end_ns=2),
+                Step(
+                    "c", "to_litres", "other", input={"reading": {"volume_ml": 340}}, output={"volume_l": litres},
+                    deps=(D("r"),), start_ns=3, end_ns=4,
+                ),
+                Step(
+                    "p", "prepare_dose", "other", input={"volume_l": litres, "salt": "S-2"},
+                    output={"volume_l": litres, "salt": "S-2", "grams": 12.5}, deps=(D("c"),), start_ns=5, end_ns=6,
+                ),
+                Step(
+                    "d", "dose_tank", "tool", input={"dose": {"volume_l": litres, "salt": "S-2", "grams": 12.5}},
+                    status="error", error=ErrorInfo("Rejected", message), deps=(D("p"),), start_ns=7, end_ns=8,
+                ),
+            )
+            return Run("r", "aquarium", outcome="failure", steps=steps)
+
+        def signals(loc: Localization, sid: str) -> frozenset[str] | set[str]:
+            return set(next(c for c in loc.candidates if c.step_id == sid).signals)
+
+        loc = localize(run_of("declared volume 0.03 l disagrees with the tank log for T-4 (0.34 l)", 0.034))
+        assert "lineage:whatif" in signals(loc, "c")
+        assert "lineage:whatif" not in signals(loc, "r") | signals(loc, "p")
+        ranged = localize(run_of("volume 2.9 outside 20-40 for T-4", 2.9))
+        assert "lineage:whatif" in signals(ranged, "c")
+        apart = localize(run_of("declared volume 0.03 l disagrees with the tank log for T-4 (0.2 l)", 0.034))
+        assert all("lineage:whatif" not in c.signals for c in apart.candidates)
+        # An error status beside the run's number is no expected value, though 42.2 is a tenth of 422.
+        status = localize(run_of("dosing service 422 Unprocessable: volume 42.2 l not accepted", 42.2))
+        assert all("lineage:whatif" not in c.signals for c in status.candidates)
+
+    def test_a_number_a_power_of_ten_off_is_the_slip_of_the_step_that_relabelled_it_unconverted(self) -> None:
+        """A lab's water_pct=1.8 handed on by a step as water_g_per_kg=1.8 (a percent is ten grams per kilogram)
+        reaches the check a power of ten short of the lab's 18.2 g/kg: the relabelling step has the finding, not the
+        lab that measured it right; an echo dropping the unit (``water`` for ``water_pct``) relabels nothing."""
+
+        def run_of(field: str) -> Run:
+            steps = (
+                Step("l", "lab_assay", "tool", input={"lot": "HN-5"}, output={"lot": "HN-5", "water_pct": 1.8}, start_ns=1, end_ns=2),
+                Step(
+                    "c", "to_label_units", "other", input={"assay": {"lot": "HN-5", "water_pct": 1.8}},
+                    output={"lot": "HN-5", field: 1.8}, deps=(D("l"),), start_ns=3, end_ns=4,
+                ),
+                Step(
+                    "d", "file_label", "tool", input={"label": {"lot": "HN-5", field: 1.8}}, status="error",
+                    error=ErrorInfo("Rejected", "declared water 1.8 g/kg differs from the lab value 18.2 g/kg"),
+                    deps=(D("c"),), start_ns=5, end_ns=6,
+                ),
+            )
+            return Run("r", "apiary", outcome="failure", steps=steps)
+
+        def flagged(loc: Localization) -> set[str]:
+            return {c.step_id for c in loc.candidates if "lineage:whatif" in c.signals}
+
+        assert flagged(localize(run_of("water_g_per_kg"))) == {"c"}
+        assert flagged(localize(run_of("water"))) == {"l"}
+
     def test_an_item_of_a_total_the_failure_names_is_not_said_to_be_named(self) -> None:
         """A value that only counts toward a total the failure states is said to count toward it, not to be named by the failure."""
         lines = [{"amount": 64.0, "what": "dinner"}, {"amount": 304.4, "what": "hotel"}]
