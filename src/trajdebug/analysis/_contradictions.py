@@ -10,7 +10,6 @@ from collections.abc import Sequence
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._scale import _small_integer, scale_found
 from trajdebug.analysis._sources import (
     _TERM,
     NAMING_FIELDS,
@@ -304,11 +303,8 @@ def _names_unit(field: str, unit: str | None, sl: Slice) -> bool:
 
 
 def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, within: set[str], where: str) -> list[Found]:
-    """The one numeric slip upstream that turns the run's number into the one the failure expected: a number a
-    power of ten off first (`scale_found`), else a slip replayed in its derivation (`lineage.slips`)."""
-    out: list[Found] = scale_found(sl, message, named, pos, within, where)
-    if out:
-        return out
+    """The one numeric slip upstream that turns the run's number into the one the failure expected."""
+    out: list[Found] = []
     fview = sl.lin.view(sl.run.steps[pos].step_id) if pos < len(sl.run.steps) else None
     # A small integer the failure states ("a 1 ml syringe", "2 retries") is held by some step of
     # nearly any run by coincidence, and a derivation for it is found among almost any inputs: it
@@ -345,6 +341,11 @@ def whatif_found(sl: Slice, message: str, named: Sequence[Atom], pos: int, withi
                 )
             return out
     return out
+
+
+def _small_integer(x: float) -> bool:
+    """Whether a number is a small integer (-10..10), the counts and sizes `content.norm_number` skips too."""
+    return x.is_integer() and -10 <= x <= 10
 
 
 def disagreeing_sources(sl: Slice, fid: str, message: str, pos: int, within: set[str], where: str) -> list[Found]:
