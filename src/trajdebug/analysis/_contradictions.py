@@ -263,6 +263,12 @@ def _noun(message: str, m: re.Match[str], lexicon: Lexicon) -> str:
     return lexicon.singular(_next_word(message, m.end()).lower())
 
 
+def _other_things(message: str, b: re.Match[str], names: frozenset[str], lexicon: Lexicon) -> bool:
+    """Whether the word after a number is a plural the collection's names do not hold ("5 hours" of vases)."""
+    word = _next_word(message, b.end()).lower()
+    return lexicon.singular(word) != word and lexicon.singular(word) not in names
+
+
 def _next_word(message: str, end: int) -> str:
     """The word that follows position ``end`` past spaces, or "" when something else does."""
     rest = message[end:]
@@ -286,7 +292,9 @@ def short_collection(sl: Slice, message: str, pos: int, within: set[str], where:
         n = int(a.group(1))
         more = [b for b in named if n < int(b.group(1)) <= 20 * n and _beside(message, a, b, sl.lexicon)]
         items, names = counted_collection(step.input, Atom(f"n:{n}", "number", None, None, str(n), float(n))) if more else ([], frozenset())
-        more = [b for b in more if {_noun(message, a, sl.lexicon), _noun(message, b, sl.lexicon)} & names]
+        # One of the two names the items ("16 players"); a larger number under a plural of its own that the
+        # collection does not name ("take 5 hours") counts other things.
+        more = [b for b in more if {_noun(message, a, sl.lexicon), _noun(message, b, sl.lexicon)} & names and not _other_things(message, b, names, sl.lexicon)]
         makers = {sl.lin.origin(x, pos, within).step_id for x in items}
         sid = makers.pop() if len(makers) == 1 else None
         if more and len(items) >= 2 and sid is not None:
