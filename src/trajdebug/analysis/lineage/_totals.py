@@ -326,7 +326,7 @@ def _collections(value: Any, depth: int = 0, name: str = "") -> list[tuple[str, 
         except (ValueError, RecursionError):  # a text nested past the parser's depth is no list either
             return []
     found: list[tuple[str, Sequence[Any]]] = []
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # a step recorded in Python may hand a tuple where JSON has a list
         head = value[:3]
         plain = all(isinstance(v, (Mapping, str)) for v in head)
         if len(value) >= _MIN_COUNTED and plain and not any(isinstance(v, Mapping) and "role" in v for v in head):
