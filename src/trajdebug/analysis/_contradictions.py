@@ -244,36 +244,35 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 def _beside(message: str, a: re.Match[str], b: re.Match[str], lexicon: Lexicon) -> bool:
     """Whether a larger number ``b`` stands beside a count ``a`` as a bare count too: at most six words and no
-    other number apart, not "3 of 5" (an attempt of so many), no unit, currency or % on it, and no bound word before or after it
-    ("limit 30", "a 30 kg maximum"): a stated limit or a measure counts other things than the items."""
+    other number apart, no unit, currency or % on it, no span of time ("5 hours"), and no bound word before or
+    after it ("limit 30", "a 30 kg maximum"): a stated limit or a measure counts other things than the items."""
     lo, hi = (a, b) if a.start() < b.start() else (b, a)
     between = message[lo.end() : hi.start()]
     # Another number between them ("4 dishes need 95 minutes, kitchen closes in 60") is what the larger one answers.
-    if len(_WORD.findall(between)) > 6 or between.strip().lower() == "of" or any(c.isdigit() for c in between):
+    if len(_WORD.findall(between)) > 6 or any(c.isdigit() for c in between):
         return False
     before = [w.lower() for w in _WORD.findall(message[max(0, b.start() - 40) : b.start()])][-3:]
-    word = _next_word(message, b.end())
+    after = (_next_words(message, b.end()) or [""])[0]
     sign = message[b.end() : b.end() + 1] == "%" or message[max(0, b.start() - 1) : b.start()] in "$€£¥"
-    unit = word.isupper() or word.lower() in lexicon.measure_suffixes or word.lower() in lexicon.bound_nouns
-    return not sign and not unit and not set(before) & lexicon.bound_words
+    unit = after.isupper() or after.lower() in lexicon.measure_suffixes or after.lower() in lexicon.bound_nouns
+    span = bool(after) and lexicon.duration_value.match(f"{b.group(1)} {after}") is not None
+    return not sign and not unit and not span and not set(before) & lexicon.bound_words
 
 
-def _noun(message: str, m: re.Match[str], lexicon: Lexicon) -> str:
-    """The word right after a number ("16 players"), in the singular: what it counts."""
-    return lexicon.singular(_next_word(message, m.end()).lower())
+def _nouns(message: str, m: re.Match[str], lexicon: Lexicon) -> set[str]:
+    """The two words right after a number ("16 players", "120 paid entries"), in the singular: what it counts."""
+    return {lexicon.singular(w.lower()) for w in _next_words(message, m.end())}
 
 
-def _other_things(message: str, b: re.Match[str], names: frozenset[str], lexicon: Lexicon) -> bool:
-    """Whether the word after a number is a plural the collection's names do not hold ("5 hours" of vases)."""
-    word = _next_word(message, b.end()).lower()
-    return lexicon.singular(word) != word and lexicon.singular(word) not in names
+def _next_words(message: str, end: int) -> list[str]:
+    """The (at most two) words that follow position ``end``, separated by spaces only: a comma ends a phrase."""
+    found = re.match(r" *([^\W\d_]+)(?: ([^\W\d_]+))?", message[end:])
+    return [w for w in found.groups() if w] if found is not None else []
 
 
-def _next_word(message: str, end: int) -> str:
-    """The word that follows position ``end`` past spaces, or "" when something else does."""
-    rest = message[end:]
-    w = _WORD.match(message, end + len(rest) - len(rest.lstrip(" ")))
-    return w.group(0) if w is not None else ""
+def _of(message: str, a: re.Match[str], b: re.Match[str]) -> bool:
+    """Whether two numbers are written "N of M"."""
+    return message[a.end() : b.start()].strip().lower() == "of"
 
 
 def short_collection(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
@@ -292,9 +291,10 @@ def short_collection(sl: Slice, message: str, pos: int, within: set[str], where:
         n = int(a.group(1))
         more = [b for b in named if n < int(b.group(1)) <= 20 * n and _beside(message, a, b, sl.lexicon)]
         items, names = counted_collection(step.input, Atom(f"n:{n}", "number", None, None, str(n), float(n))) if more else ([], frozenset())
-        # One of the two names the items ("16 players"); a larger number under a plural of its own that the
-        # collection does not name ("take 5 hours") counts other things.
-        more = [b for b in more if {_noun(message, a, sl.lexicon), _noun(message, b, sl.lexicon)} & names and not _other_things(message, b, names, sl.lexicon)]
+        # One of the two names the items ("16 players"); in "N of M" the larger one must ("100 of 120 entries"):
+        # "attempt 3 of 5" counts attempts.
+        nouns = _nouns(message, a, sl.lexicon)
+        more = [b for b in more if (_nouns(message, b, sl.lexicon) | (set() if _of(message, a, b) else nouns)) & names]
         makers = {sl.lin.origin(x, pos, within).step_id for x in items}
         sid = makers.pop() if len(makers) == 1 else None
         if more and len(items) >= 2 and sid is not None:
