@@ -1299,6 +1299,31 @@ class TestCountedItems:
         assert top.step_id == "c", [(c.step_id, c.reasons) for c in a.root_causes[:3]]
         assert any("one of the 3 items" in r for r in top.reasons)
 
+    def test_plain_numbers_arguments_and_one_records_fields_are_no_collection(self) -> None:
+        """A position ``[lat, lon, alt]`` is a reading, not three items; a step's own arguments and one booking's
+        ``room``, ``date`` and ``guest`` are fields, not three items; a map is counted only when its keys share a
+        shape (``T-1``, ``T-2``, ``T-3``), and a list of ids or records always."""
+        from trajdebug.analysis.lineage import counted_items
+
+        three = atoms({"n": 3})[0]
+        assert counted_items({"pos": [51.5, -0.12, 14.0], "drones": 7}, three) == []
+        assert counted_items({"route": "R-3", "day": "2026-05-01", "pilot": "Ana"}, three) == []
+        assert counted_items({"booking": {"room": "R-3", "date": "2026-05-01", "guest": "Ana Ruiz"}}, three) == []
+        assert counted_items({"tents": {"T-1": "dome", "T-2": "tunnel", "T-3": "bell"}}, three) != []
+        assert [x.raw for x in counted_items({"tents": ["T-1", "T-2", "T-3"]}, three)] == ["T-1", "T-2", "T-3"]
+
+    def test_odd_collections_are_read_without_crashing(self) -> None:
+        """Records whose maps mix int and str keys are compared without sorting their keys, and a JSON text
+        nested past the parser's depth, or longer than the cap, is no collection; neither stops the analysis."""
+        from trajdebug.analysis.lineage import counted_items
+
+        three = atoms({"n": 3})[0]
+        mixed = [{1: "first", "name": n} for n in ("a", "b", "c")]
+        assert len(counted_items({"rows": mixed, "copy": list(mixed)}, three)) == 3
+        assert counted_items({"blob": "[" * 5000 + "]" * 5000}, three) == []
+        assert counted_items({"tags": '["K-1", "K-2", "K-3"]'}, three) != []
+        assert counted_items({"tags": '["K-1", "K-2", "K-3"]' + " " * 200_000}, three) == []
+
     def test_a_number_no_collection_has_as_its_size_counts_nothing(self) -> None:
         """A collection of two is no count (two of anything recur by chance), and a number that is the size of
         no collection the step was given, or of two of them, points at no items."""
@@ -1309,4 +1334,4 @@ class TestCountedItems:
         assert counted_items({"a": [1, 2]}, atoms({"n": 2})[0]) == []
         assert counted_items({"a": [1, 2, 3, 4]}, six) == []
         assert counted_items({"a": ["x1", "x2", "x3"], "b": ["y1", "y2", "y3"]}, three) == []
-        assert [x.raw for x in counted_items({"a": {"k": "kale", "l": "leek", "c": "chard"}}, three)] == ["kale", "leek", "chard"]
+        assert [x.raw for x in counted_items({"a": {"K-1": "kale", "K-2": "leek", "K-3": "chard"}}, three)] == ["kale", "leek", "chard"]

@@ -832,6 +832,28 @@ class TestRanking:
         for other in (*(localize(run_of(m)) for m in others), localize(run_of("rota lists 4 volunteers, 6 signed up", 3))):
             assert all("lineage:short" not in c.signals for c in other.candidates)
 
+    def test_a_larger_number_that_counts_other_things_than_the_collection_gives_no_short_finding(self) -> None:
+        """A glassblowing studio's kiln step is handed the 4 vases a catalogue tool listed, all of them: a larger
+        number that is a stated limit ("kiln limit 6"), a measure ("weigh 9 kg", "5 hours"), the n of "4 of 6" (a
+        firing attempt, where "4 of 6 vases" counts vases), one past another number ("take 5 hours, the kiln cools in 6") or one beside a noun the
+        collection does not name ("4 shelves, 6 booked") counts no vases, so the catalogue gets no lineage:short."""
+        vases = [{"vase": v, "glaze": "amber"} for v in ("VS-1", "VS-2", "VS-3", "VS-4")]
+
+        def run_of(message: str) -> Run:
+            steps = (
+                Step("c", "list_vases", "tool", input={"order": "O-8"}, output={"order": "O-8", "vases": vases}, start_ns=1, end_ns=2),
+                Step("t", "kiln_temp", "llm", input={"glaze": "amber"}, output={"temp_c": 1240}, start_ns=3, end_ns=4),
+                Step("k", "fire_kiln", "tool", input={"vases": vases, "temp_c": 1240}, status="error",
+                     error=ErrorInfo("Rejected", message), deps=(D("c"), D("t")), start_ns=5, end_ns=6),
+            )
+            return Run("r", "glass-studio", outcome="failure", steps=steps)
+
+        for message in ("kiln holds 4 vases, 6 ordered", "kiln loaded 4 of 6 vases"):
+            assert "lineage:short" in localize(run_of(message)).candidates[0].signals, message
+        for message in ("4 vases in the load, kiln limit 6", "4 vases weigh 9 kg", "firing 4 of 6 failed for vases",
+                        "4 vases take 5 hours, the kiln cools in 6", "4 vases take 5 hours", "kiln has 4 shelves, 6 booked"):
+            assert all("lineage:short" not in c.signals for c in localize(run_of(message)).candidates), message
+
     def test_an_empty_field_of_a_record_the_failure_prints_is_not_called_empty(self) -> None:
         """A failure printing the parcel it rejected (``{'insurance': None, 'weight': -2.0}``) because its weight
         is negative says nothing is empty, nor does one whose empty word stands far from the field's words: the

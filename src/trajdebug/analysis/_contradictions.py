@@ -22,7 +22,7 @@ from trajdebug.analysis._sources import (
 )
 from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
 from trajdebug.analysis.lexicon import Lexicon
-from trajdebug.analysis.lineage import StepView, counted_items, derivation, slips
+from trajdebug.analysis.lineage import StepView, counted_collection, derivation, slips
 from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom, Mention, atoms, mentions
 
@@ -239,24 +239,67 @@ _WHOLE = re.compile(r"(?<![\w.:/-])(?<!\d,)(\d{1,4})(?![\w:/-]|[.,]\d)")
 thousands separators (``3,000 m3`` is no 3)."""
 
 
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _beside(message: str, a: re.Match[str], b: re.Match[str], lexicon: Lexicon) -> bool:
+    """Whether a larger number ``b`` stands beside a count ``a`` as a bare count too: at most six words and no
+    other number apart, no unit, currency or % on it, no span of time ("5 hours"), and no bound word before or
+    after it ("limit 30", "a 30 kg maximum"): a stated limit or a measure counts other things than the items."""
+    lo, hi = (a, b) if a.start() < b.start() else (b, a)
+    between = message[lo.end() : hi.start()]
+    # Another number between them ("4 dishes need 95 minutes, kitchen closes in 60") is what the larger one answers.
+    if len(_WORD.findall(between)) > 6 or any(c.isdigit() for c in between):
+        return False
+    before = [w.lower() for w in _WORD.findall(message[max(0, b.start() - 40) : b.start()])][-3:]
+    after = (_next_words(message, b.end()) or [""])[0]
+    sign = message[b.end() : b.end() + 1] == "%" or message[max(0, b.start() - 1) : b.start()] in "$€£¥"
+    unit = after.isupper() or after.lower() in lexicon.measure_suffixes or after.lower() in lexicon.bound_nouns
+    span = bool(after) and lexicon.duration_value.match(f"{b.group(1)} {after}") is not None
+    return not sign and not unit and not span and not set(before) & lexicon.bound_words
+
+
+def _nouns(message: str, m: re.Match[str], lexicon: Lexicon) -> set[str]:
+    """The two words right after a number ("16 players", "120 paid entries"), in the singular: what it counts."""
+    return {lexicon.singular(w.lower()) for w in _next_words(message, m.end())}
+
+
+def _next_words(message: str, end: int) -> list[str]:
+    """The (at most two) words that follow position ``end``, separated by spaces only: a comma ends a phrase."""
+    found = re.match(r" *([^\W\d_]+)(?: ([^\W\d_]+))?", message[end:])
+    return [w for w in found.groups() if w] if found is not None else []
+
+
+def _of(message: str, a: re.Match[str], b: re.Match[str]) -> bool:
+    """Whether two numbers are written "N of M"."""
+    return message[a.end() : b.start()].strip().lower() == "of"
+
+
 def short_collection(sl: Slice, message: str, pos: int, within: set[str], where: str) -> list[Found]:
     """The step that answered a collection the failure counts short: the message names the size of the one
-    collection of that many items the failing step was given ("bracket has 16 players", `counted_items`) and a
-    larger number beside it ("20 checked in"), and the items all came from one step (a page cut short, a parse
-    that lost lines), which no value the failure names leads back to."""
+    collection of that many items the failing step was given ("bracket has 16 players", `counted_collection`),
+    a larger bare count beside it (`_beside`: "20 checked in"), and the word after one of the two names the
+    collection (its field or its records' fields), and the items all came from one step (a page cut short, a
+    parse that lost lines), which no value the failure names leads back to."""
     if pos >= len(sl.run.steps):
         return []
     step = sl.run.steps[pos]
     codes = status_codes(message, sl.lexicon)
-    named = sorted({int(x) for x in _WHOLE.findall(message) if x not in codes})
+    named = [m for m in _WHOLE.finditer(message) if m.group(1) not in codes]
     out: list[Found] = []
-    for n in named:
-        more = [m for m in named if n < m <= 20 * n]
-        items = counted_items(step.input, Atom(f"n:{n}", "number", None, None, str(n), float(n))) if more else []
-        makers = {sl.lin.origin(a, pos, within).step_id for a in items}
+    for a in named:
+        n = int(a.group(1))
+        more = [b for b in named if n < int(b.group(1)) <= 20 * n and _beside(message, a, b, sl.lexicon)]
+        items, names = counted_collection(step.input, Atom(f"n:{n}", "number", None, None, str(n), float(n))) if more else ([], frozenset())
+        # One of the two names the items ("16 players"); in "N of M" the larger one must ("100 of 120 entries"):
+        # "attempt 3 of 5" counts attempts.
+        nouns = _nouns(message, a, sl.lexicon)
+        more = [b for b in more if (_nouns(message, b, sl.lexicon) | (set() if _of(message, a, b) else nouns)) & names]
+        makers = {sl.lin.origin(x, pos, within).step_id for x in items}
         sid = makers.pop() if len(makers) == 1 else None
-        if len(items) >= 2 and sid is not None:
-            out.append(Evidence(sid, sl.w["short"], f"answered the {n} items the failure at {where} counts, where it names {more[0]}", "lineage:short"))
+        if more and len(items) >= 2 and sid is not None:
+            larger = min(more, key=lambda b: abs(b.start() - a.start())).group(1)
+            out.append(Evidence(sid, sl.w["short"], f"answered the {n} items the failure at {where} counts, where it names {larger}", "lineage:short"))
     return out
 
 

@@ -297,55 +297,91 @@ _MIN_COUNTED = 3
 (or of one) recur by chance in any run."""
 
 
-def _collections(value: Any, depth: int = 0) -> list[Sequence[Any]]:
-    """The collections a value is or holds, three levels deep: lists of `_MIN_COUNTED` items or more, and maps of
-    as many entries of one kind (a price list keyed by product), each as the list of its items.  A conversation's
-    messages (records that say who speaks in ``role``) are no collection a failure counts."""
+_PARSED_TEXT = 100_000
+"""Characters of a JSON text read for collections: a longer text is a document, not a list a failure counts,
+and parsing it for every named number would cost more than it tells."""
+
+_SHAPE = (re.compile(r"\d+"), re.compile(r"[^\W\d_]+"))
+
+
+def _keyed(keys: Sequence[Any]) -> bool:
+    """Whether a map's keys are of one shape with digits in them (``SP-101``, ``SP-102``; dates): keyed items
+    of one collection, not one record's fields (``room``, ``date``, ``guest``), whose count is its width."""
+    if not all(isinstance(k, str) and any(c.isdigit() for c in k) for k in keys):
+        return False
+    return len({_SHAPE[1].sub("a", _SHAPE[0].sub("9", k)) for k in keys}) == 1
+
+
+def _collections(value: Any, depth: int = 0, name: str = "") -> list[tuple[str, Sequence[Any]]]:
+    """The collections a value holds, three levels deep, each with the field it sits under: lists of
+    `_MIN_COUNTED` records, ids or texts or more, and maps of as many entries keyed alike (`_keyed`: a price
+    list keyed by product code), each as the list of its items.  A list of numbers is a reading (a position, a
+    colour), the value itself (a step's arguments) and a record's fields are no collection, and a conversation's
+    messages (records that say who speaks in ``role``) are none a failure counts."""
     if depth > 3:
         return []
-    if isinstance(value, str) and value[:1] in "[{":
+    if isinstance(value, str) and value[:1] in "[{" and len(value) <= _PARSED_TEXT:
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # a text nested past the parser's depth is no list either
             return []
-    found: list[Sequence[Any]] = []
-    if isinstance(value, list):
-        if len(value) >= _MIN_COUNTED and not any(isinstance(v, Mapping) and "role" in v for v in value[:3]):
-            found.append(value)
-        inner: Sequence[Any] = value[:64]
+    found: list[tuple[str, Sequence[Any]]] = []
+    if isinstance(value, (list, tuple)):  # a step recorded in Python may hand a tuple where JSON has a list
+        head = value[:3]
+        plain = all(isinstance(v, (Mapping, str)) for v in head)
+        if len(value) >= _MIN_COUNTED and plain and not any(isinstance(v, Mapping) and "role" in v for v in head):
+            found.append((name, value))
+        inner: Sequence[tuple[str, Any]] = [(name, v) for v in value[:64]]
     elif isinstance(value, Mapping):
         kinds = {type(v) for v in value.values()}
-        if len(value) >= _MIN_COUNTED and len(kinds) == 1 and not kinds & {bool, type(None)}:
-            found.append(list(value.values()))
-        inner = list(value.values())[:64]
+        if depth and len(value) >= _MIN_COUNTED and len(kinds) == 1 and not kinds & {bool, type(None)} and _keyed(list(value)):
+            found.append((name, list(value.values())))
+        inner = [(str(k), v) for k, v in list(value.items())[:64]]
     else:
         return []
-    for v in inner:
-        found += _collections(v, depth + 1)
+    for key, v in inner:
+        found += _collections(v, depth + 1, key)
     return found
 
 
-def counted_items(value: Any, number: Atom) -> list[Atom]:
+def _same(c: Sequence[Any]) -> str:
+    """A key that is one for the same items handed twice; their repr when JSON cannot sort them (int and str
+    keys in one map)."""
+    try:
+        return json.dumps(c, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return repr(c)
+
+
+def counted_collection(value: Any, number: Atom) -> tuple[list[Atom], frozenset[str]]:
     """When a whole number is the size of the one collection of that many items a value holds (``6 entries``
-    of a price list of six), a value of each of its first three items (an id or a text first): the items the
-    number counts, whose origin made the collection that long.  Empty when no collection, or more than one
-    (two of the same items are one), has that size, or the number is no whole number of `_MIN_COUNTED` or more."""
+    of a price list of six), a value of each of its first three items (an id or a text first), and the names
+    the collection goes by: the field it sits under and its records' fields, in the singular.  Empty when no
+    collection, or more than one (two of the same items are one), has that size, or the number is no whole
+    number of `_MIN_COUNTED` or more."""
     if number.kind != "number" or number.number is None or not float(number.number).is_integer():
-        return []
+        return [], frozenset()
     n = int(number.number)
     if n < _MIN_COUNTED:
-        return []
-    sized = [c for c in _collections(value) if len(c) == n]
+        return [], frozenset()
+    sized = [(k, c) for k, c in _collections(value) if len(c) == n]
     # The same items handed twice (a roster, and the waivers signed by its members) are one collection.
-    if len({json.dumps(c, sort_keys=True, default=str) for c in sized}) != 1:
-        return []
+    if len({_same(c) for _, c in sized}) != 1:
+        return [], frozenset()
+    names = {k for k, _ in sized} | {str(f) for _, c in sized for r in c[:3] if isinstance(r, Mapping) for f in r}
+    words = {ENGLISH.singular(w) for k in names for w in re.split(r"[\W_]+|(?<=[a-z])(?=[A-Z])", k.lower()) if w}
     out: list[Atom] = []
-    for item in sized[0][:3]:
+    for item in sized[0][1][:3]:
         found = atoms(item, limit=16)
         pick = next((a for a in found if a.kind in ("id", "text")), found[0] if found else None)
         if pick is not None:
             out.append(pick)
-    return out
+    return out, frozenset(words)
+
+
+def counted_items(value: Any, number: Atom) -> list[Atom]:
+    """The items of `counted_collection`, without their names."""
+    return counted_collection(value, number)[0]
 
 
 def items_totalled(outputs: Sequence[Atom], total: Atom) -> list[Atom]:
@@ -364,7 +400,7 @@ def items_totalled(outputs: Sequence[Atom], total: Atom) -> list[Atom]:
     return []
 
 
-__all__ = ["COUNT_KEY", "TOTAL_KEY", "count_edges", "counted_items", "items_totalled", "total_edges"]
+__all__ = ["COUNT_KEY", "TOTAL_KEY", "count_edges", "counted_collection", "counted_items", "items_totalled", "total_edges"]
 
 
 def one_item_short(given: Any, computed: Sequence[Atom], expected: float) -> tuple[Atom, float] | None:
