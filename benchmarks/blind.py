@@ -57,7 +57,8 @@ final analysis: development suites since).  ``suite_zn`` and ``suite_zo`` (writt
 at 01:22-01:23 UTC on 2026-12-05 on 0c3c875, the round's final analysis: development suites since).  ``suite_zp`` and
 ``suite_zq`` (written blind and frozen on 2026-12-05 at 00:48 UTC, scored once held out at 02:13-02:14 UTC on 6dc16b3,
 the last round's final analysis: development suites since).  ``suite_zr`` and ``suite_zs`` (written blind and frozen on
-2026-12-05 at 02:26 and 02:30 UTC: this round's end measure), ``suite_zt`` and ``suite_zu`` (written blind and frozen
+2026-12-05 at 02:26 and 02:30 UTC, scored once held out at 04:26 UTC on 06d4ec0, the round's final analysis:
+development suites since).  ``suite_zt`` and ``suite_zu`` (written blind and frozen
 at 02:47 and 02:46 UTC: the next round's first measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -83,8 +84,8 @@ HERE = Path(__file__).resolve().parent / "heldout"
 STATUS = {
     "suite_zu": "held out (written blind and frozen on 2026-12-05 at 02:46 UTC; not yet scored: the next round's first measure, with suite_zt)",
     "suite_zt": "held out (written blind and frozen on 2026-12-05 at 02:47 UTC; not yet scored: the next round's first measure, with suite_zu)",
-    "suite_zs": "held out (written blind and frozen on 2026-12-05 at 02:30 UTC; not yet scored: the next measure, with suite_zr)",
-    "suite_zr": "held out (written blind and frozen on 2026-12-05 at 02:26 UTC; not yet scored: the next measure, with suite_zs)",
+    "suite_zs": "development (scored once held out on 2026-12-05 at 04:26 UTC on 06d4ec0; its misses not yet studied)",
+    "suite_zr": "development (scored once held out on 2026-12-05 at 04:26 UTC on 06d4ec0; its misses not yet studied)",
     "suite_zq": "development (scored once held out on 2026-12-05 at 02:14 UTC on 6dc16b3; its misses not yet studied)",
     "suite_zp": "development (scored once held out on 2026-12-05 at 02:13 UTC on 6dc16b3; its misses not yet studied)",
     "suite_zo": "development (scored once held out on 2026-12-05 at 01:23 UTC on 0c3c875; its misses not yet studied)",
