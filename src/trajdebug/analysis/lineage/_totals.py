@@ -369,7 +369,7 @@ def counted_collection(value: Any, number: Atom) -> tuple[list[Atom], frozenset[
     if len({_same(c) for _, c in sized}) != 1:
         return [], frozenset()
     names = {k for k, _ in sized} | {str(f) for _, c in sized for r in c[:3] if isinstance(r, Mapping) for f in r}
-    words = {ENGLISH.singular(w) for k in names for w in re.split(r"[\W_]+|(?<=[a-z])(?=[A-Z])", k.lower()) if w}
+    words = {ENGLISH.singular(w) for k in names for w in re.split(r"[\W_]+", k.lower()) if w}
     out: list[Atom] = []
     for item in sized[0][1][:3]:
         found = atoms(item, limit=16)
