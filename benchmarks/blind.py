@@ -58,8 +58,10 @@ at 01:22-01:23 UTC on 2026-12-05 on 0c3c875, the round's final analysis: develop
 ``suite_zq`` (written blind and frozen on 2026-12-05 at 00:48 UTC, scored once held out at 02:13-02:14 UTC on 6dc16b3,
 the last round's final analysis: development suites since).  ``suite_zr`` and ``suite_zs`` (written blind and frozen on
 2026-12-05 at 02:26 and 02:30 UTC, scored once held out at 04:26 UTC on 06d4ec0, the round's final analysis:
-development suites since).  ``suite_zt`` and ``suite_zu`` (written blind and frozen
-at 02:47 and 02:46 UTC: the next round's first measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+development suites since).  ``suite_zt`` and ``suite_zu`` (written blind and frozen on 2026-12-05 at 02:47 and
+02:46 UTC, scored once held out at 05:43 UTC on 76665b7, the last round's final analysis: development suites since).
+``suite_zv`` and ``suite_zw`` (being written blind on 2026-12-05: this round's end measure) are held out
+(`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -82,8 +84,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zu": "held out (written blind and frozen on 2026-12-05 at 02:46 UTC; not yet scored: the next round's first measure, with suite_zt)",
-    "suite_zt": "held out (written blind and frozen on 2026-12-05 at 02:47 UTC; not yet scored: the next round's first measure, with suite_zu)",
+    "suite_zw": "held out (being written blind on 2026-12-05; not yet scored: this round's end measure, with suite_zv)",
+    "suite_zv": "held out (being written blind on 2026-12-05; not yet scored: this round's end measure, with suite_zw)",
+    "suite_zu": "development (scored once held out on 2026-12-05 at 05:43 UTC on 76665b7; its misses not yet studied)",
+    "suite_zt": "development (scored once held out on 2026-12-05 at 05:43 UTC on 76665b7; its misses not yet studied)",
     "suite_zs": "development (scored once held out on 2026-12-05 at 04:26 UTC on 06d4ec0; its misses not yet studied)",
     "suite_zr": "development (scored once held out on 2026-12-05 at 04:26 UTC on 06d4ec0; its misses not yet studied)",
     "suite_zq": "development (scored once held out on 2026-12-05 at 02:14 UTC on 6dc16b3; its misses not yet studied)",
