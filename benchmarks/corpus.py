@@ -13,7 +13,7 @@ ranker's order, and the keys of the truth steps.  Sources (docs/model-card.md):
   each scored once held out, then development suites (`benchmarks.blind.STATUS`; suite_i since 2026-12-02,
   its misses studied; suite_j since 2026-12-02, its misses studied; suite_k, suite_l, suite_m, suite_n and suite_o since 2026-12-03, their misses studied; suite_p to suite_w since 2026-12-03, suite_x to suite_zm since 2026-12-04, suite_zn to suite_zu since 2026-12-05, scored once).
 
-The still-held-out suites (`HELD_OUT`: suite_zv and suite_zw, being written blind on 2026-12-05) are never read here:
+The still-held-out suites (`HELD_OUT`: suite_zv and suite_zw, written blind on 2026-12-05) are never read here:
 `suite` refuses them.
 """
 
