@@ -575,7 +575,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zu with the next one that ships (never suite_zv or suite_zw, the held-out ones). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zu with the next one that ships (never suite_zv to suite_zy, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
