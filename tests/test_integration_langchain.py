@@ -799,3 +799,69 @@ class TestLangGraphStateEdges:
         run = tracer.to_run()
         first, second = (s for s in run.steps if s.kind == "llm")
         assert [(d.step_id, d.key) for d in second.deps if d.kind == "state"] == [(first.step_id, "messages")]
+
+
+class TestGraphNodeKinds:
+    """A LangGraph node is a container only when it did work inside: its routing function is no such work."""
+
+    def test_a_node_whose_only_child_is_its_conditional_edge_is_a_plain_step(self) -> None:
+        """A node followed by a conditional edge records its routing function as a step of its own, and the node
+        stays kind `other`: the edge runs after the node's function, not inside it."""
+        from typing import TypedDict
+
+        from langgraph.graph import END, StateGraph
+
+        class Hive(TypedDict):
+            frames: int
+            verdict: str
+
+        def count_frames(state: dict[str, Any]) -> dict[str, Any]:
+            return {"frames": state["frames"] + 2}
+
+        def route(state: dict[str, Any]) -> str:
+            return "split" if state["frames"] > 8 else "keep"
+
+        graph = StateGraph(Hive)
+        graph.add_node("count_frames", count_frames)
+        graph.add_node("split", lambda s: {"verdict": "split the colony"})
+        graph.add_node("keep", lambda s: {"verdict": "keep as is"})
+        graph.set_entry_point("count_frames")
+        graph.add_conditional_edges("count_frames", route, {"split": "split", "keep": "keep"})
+        graph.add_edge("split", END)
+        graph.add_edge("keep", END)
+        tracer = TrajdebugTracer()
+        graph.compile().invoke({"frames": 7, "verdict": ""}, config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        node, edge = _by_name(run, "count_frames"), _by_name(run, "route")
+        assert node.kind == "other"
+        assert edge.parent_id == node.step_id and edge.output == "split"
+        assert _by_name(run, "split").kind == "other"
+
+    def test_a_node_that_runs_a_runnable_inside_is_still_a_container(self) -> None:
+        """A node whose own function invokes another runnable (traced as its child) stays kind `agent`, with or
+        without a conditional edge after it."""
+        from typing import TypedDict
+
+        from langgraph.graph import END, StateGraph
+
+        class Loom(TypedDict):
+            picks: int
+            note: str
+
+        double = RunnableLambda(lambda v: v * 2).with_config(run_name="double_picks")
+
+        def weave(state: Loom, config: RunnableConfig) -> dict[str, Any]:
+            return {"picks": double.invoke(state["picks"], config=config)}
+
+        graph = StateGraph(Loom)
+        graph.add_node("weave", weave)
+        graph.add_node("finish", lambda s: {"note": "done"})
+        graph.set_entry_point("weave")
+        graph.add_conditional_edges("weave", lambda s: "finish", {"finish": "finish"})
+        graph.add_edge("finish", END)
+        tracer = TrajdebugTracer()
+        graph.compile().invoke({"picks": 3, "note": ""}, config={"callbacks": [tracer]})
+        run = tracer.to_run()
+        node = _by_name(run, "weave")
+        assert node.kind == "agent"
+        assert _by_name(run, "double_picks").parent_id == node.step_id

@@ -526,7 +526,7 @@ PERMITS = Agent(
         Case("e-permit-lot-dropped", "lossy_repair", "lossy_parse", "BP-24-0313",
              "parse_application's JSON repair drops lot_area_sqft ('7,800' is not valid JSON) instead of removing the "
              "separator; the residential review divides by a defaulted lot area and issuance rejects the coverage.",
-             "parse_application", "agent", 1, "issue_permit", 2),
+             "parse_application", "other", 1, "issue_permit", 2),
         Case("e-permit-overlay-ignored", "overlay_ignored", "tool_ignores_arg", "BP-24-0317",
              "zoning_lookup ignores the CZ-2 overlay argument and returns the base-zone 10 ft setback; the review "
              "signs off on it and issuance catches that the coastal overlay is missing from the determination.",

@@ -96,6 +96,21 @@ def _is_graph_node(r: LCRun) -> bool:
     return r.run_type == "chain" and isinstance(meta, Mapping) and meta.get("langgraph_node") == r.name
 
 
+def _is_branch(parent: LCRun, child: LCRun) -> bool:
+    """Whether ``child`` is a routing function LangGraph ran after the node ``parent`` (a conditional edge).
+
+    A node runs as a sequence: its own function first (``seq:step:1``: what that function calls inherits the
+    tag), then its state writers and its branches.  A traced child tagged with a later step of that sequence is
+    the routing decision taken on the node's output, not work the node did: it makes no container of the node."""
+    if not _is_graph_node(parent):
+        return False
+    for tag in child.tags or ():
+        head, _, num = tag.rpartition(":")
+        if head == "seq:step" and num.isdigit() and int(num) >= 2:
+            return True
+    return False
+
+
 def _contains(haystack: Any, needle: Any, depth: int = 0) -> bool:
     """Whether ``needle`` is ``haystack`` or a value inside it (whole values only: no text matching)."""
     if haystack == needle:

@@ -58,6 +58,7 @@ from trajdebug.integrations._langchain_read import (
     CONTROL_FLOW_EXCEPTIONS,
     _add_stage,
     _contains,
+    _is_branch,
     _is_graph_node,
     _node_input,
     _ns,
@@ -277,7 +278,8 @@ class TrajdebugTracer(BaseTracer):
         key = str(r.id)
         kind = _KIND.get(r.run_type, "other")
         if r.run_type == "chain":
-            kind = "parse" if r.name.endswith("Parser") else ("agent" if r.child_runs else "other")
+            inner = any(not _is_branch(r, c) for c in r.child_runs)
+            kind = "parse" if r.name.endswith("Parser") else ("agent" if inner else "other")
         inp: Any = self._chat_inputs.get(key)
         if inp is None:
             inp = plain(r.inputs)
