@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
+from trajdebug.analysis._contradictions import unfilled_handles
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
 from trajdebug.analysis._left_out import shortened_lists
@@ -195,6 +196,7 @@ class Ranking:
         ref, first = reference_evidence(sl, ids)
         found += ref
         found += other_entities(sl, ids)
+        found += unfilled_handles(sl, ids)
         self.written_by = {w: s.step_id for w, s in answered_inside(sl).items()}
         for x in found:
             if isinstance(x, Mark):

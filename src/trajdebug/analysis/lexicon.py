@@ -156,6 +156,11 @@ class Lexicon:
     """Words a message writes for an empty value ("visit_date None", "field ref is empty"): the value a step
     answered with when it swallowed an error."""
 
+    handle_words: frozenset[str]
+    """The last word of a field that names what a call made or found (``hold_id``, ``booking_ref``,
+    ``reservation``, ``confirmation``): a call that did its work answers it; one that answers it empty beside
+    an otherwise filled record answered a default (`trajdebug.analysis._contradictions.unfilled_handles`)."""
+
     bound_nouns: frozenset[str]
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
@@ -400,6 +405,10 @@ ENGLISH = Lexicon(
         {"no", "not", "missing", "without", "absent", "lacks", "lacking", "lack", "omitted", "omits", "skipped", "skips", "never"}
     ),
     empty_words=frozenset({"none", "null", "nil", "empty", "blank", "unset"}),
+    handle_words=frozenset(
+        {"id", "uuid", "ref", "reference", "booking", "reservation", "confirmation", "receipt", "ticket", "hold",
+         "slot", "locator", "tracking"}
+    ),
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}
     ),
