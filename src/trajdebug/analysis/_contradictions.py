@@ -22,8 +22,8 @@ from trajdebug.analysis._sources import (
 )
 from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
 from trajdebug.analysis.lexicon import Lexicon
-from trajdebug.analysis.reference import step_key
 from trajdebug.analysis.lineage import StepView, counted_collection, derivation, slips
+from trajdebug.analysis.reference import step_key
 from trajdebug.core.model import CONTAINER_KINDS, Step
 from trajdebug.core.values import Atom, Mention, atoms, mentions
 
@@ -521,12 +521,18 @@ def _unfilled(record: dict[str, object], lexicon: Lexicon) -> set[str]:
 
 
 def _ordinary_empty(sl: Slice, step: Step, fld: str) -> bool:
-    """Whether the step answers ``fld`` empty as a matter of course: another call of it in this run did too, or
-    the agent's passing runs saw it answer the field empty at least once (an optional field)."""
+    """Whether the step answers ``fld`` empty as a matter of course, or its empty answer was made good: another
+    call of it in this run answered it empty too, a later call on the same request answered it filled (a retry
+    that recovered), or the agent's passing runs saw it answer the field empty at least once (optional)."""
+    pos = sl.g.position(step.step_id)
     for other in sl.g.steps.values():
         if other.step_id != step.step_id and other.name == step.name and other.kind == step.kind:
             rec = _record_of(other.output)
-            if rec is not None and fld in rec and (rec[fld] is None or rec[fld] == ""):
+            if rec is None or fld not in rec:
+                continue
+            if rec[fld] is None or rec[fld] == "":
+                return True
+            if other.input == step.input and sl.g.position(other.step_id) > pos and other.status == "ok":
                 return True
     if sl.profile is None:
         return False
