@@ -1,6 +1,7 @@
 """Where the failure's message disagrees with the run: numbers stated against a field some step introduced
 (`lineage:contradicted`, units and limits told apart), what-if repairs of a named value, and sources that
-disagree with each other about a value the failing step was given."""
+disagree with each other about a value the failing step was given; and tool answers whose own shape shows an
+error swallowed into a default: the handle of what they made or found left empty (`unfilled_handles`)."""
 
 from __future__ import annotations
 
