@@ -808,16 +808,17 @@ class TestRanking:
         assert all("lineage:emptied" not in c.signals for c in other.candidates)
 
     @staticmethod
-    def _mooring_run(answer: object, *, first: object = None, retried: object = None) -> Run:
+    def _mooring_run(answer: object, *, first: object = None, retried: object = None, asked: object = None) -> Run:
         """A marina desk: a berth lookup, then a hold on the berth (``answer``), a permit built on the hold, and the
         harbour office refusing the permit.  ``first``: an earlier hold on another berth; ``retried``: a second
-        hold on the same request whose answer the permit uses instead."""
+        hold on the same request whose answer the permit uses instead; ``asked``: the hold's request."""
         steps = [
             Step("l", "lookup_berth", "tool", input={"boat": "Curlew"}, output={"berth": "P-12", "length_m": 11}, start_ns=1, end_ns=2),
         ]
         if first is not None:
             steps.append(Step("f", "hold_berth", "tool", input={"berth": "P-09"}, output=first, start_ns=3, end_ns=4))
-        steps.append(Step("h", "hold_berth", "tool", input={"berth": "P-12"}, output=answer, deps=(D("l"),), start_ns=5, end_ns=6))
+        request = asked if asked is not None else {"berth": "P-12"}
+        steps.append(Step("h", "hold_berth", "tool", input=request, output=answer, deps=(D("l"),), start_ns=5, end_ns=6))
         used = "h"
         if retried is not None:
             steps.append(Step("h2", "hold_berth", "tool", input={"berth": "P-12"}, output=retried, deps=(D("l"),), start_ns=7, end_ns=8))
@@ -851,9 +852,9 @@ class TestRanking:
         assert f["src:unfilled-handle"] == 1.0 and f["fam:error"] == 1.0
 
     def test_a_handle_answered_empty_in_text_as_python_prints_a_record_is_read(self) -> None:
-        """A tool whose answer is a record printed as text (``"{'bookingRef': ''}"``, camel case) is read as that
-        record: the empty booking reference is found."""
-        loc = localize(self._mooring_run("{'berth': 'P-12', 'bookingRef': '', 'nights': 3}"))
+        """A tool whose answer is a record printed as text (``"{'holdRef': ''}"``, camel case) is read as that
+        record: the empty hold reference is found."""
+        loc = localize(self._mooring_run("{'berth': 'P-12', 'holdRef': '', 'nights': 3}"))
         assert "unfilled-handle" in next(c for c in loc.ranked_all if c.step_id == "h").signals
 
     def test_a_handle_empty_in_every_call_of_the_step_is_ordinary(self) -> None:
@@ -879,6 +880,63 @@ class TestRanking:
         ):
             loc = localize(self._mooring_run(answer))
             assert all("unfilled-handle" not in c.signals for c in loc.ranked_all), answer
+
+    def test_another_entitys_key_left_empty_by_a_single_call_is_an_optional_field(self) -> None:
+        """Alone, one ordinary call answering another entity's key empty (``pilot_id``, ``promo_ref``: a harbour pilot
+        not assigned, no promotion) beside a filled record gets no unfilled-handle: the hold did not make them."""
+        for answer in (
+            {"berth": "P-12", "hold_ref": "H-5", "status": "held", "pilot_id": None},
+            {"berth": "P-12", "status": "held", "promo_ref": ""},
+        ):
+            loc = localize(self._mooring_run(answer))
+            assert all("unfilled-handle" not in c.signals for c in loc.ranked_all), answer
+
+    def test_a_handle_beside_only_empty_lists_and_zeros_is_an_answer_with_nothing_in_it(self) -> None:
+        """Empty lists and zeros are defaults, not answers: a hold whose handle is empty beside only ``[]`` and ``0``
+        answered nothing filled, and gets no unfilled-handle."""
+        loc = localize(self._mooring_run({"hold_ref": None, "extras": [], "fee": 0}))
+        assert all("unfilled-handle" not in c.signals for c in loc.ranked_all)
+
+    def test_a_handle_the_call_was_asked_for_and_answered_empty_is_its_own(self) -> None:
+        """A field named for another thing (``mooring_slot``) is the call's own when its request carried it filled:
+        the hold was asked for slot A3 and answered the slot empty."""
+        loc = localize(self._mooring_run({"berth": "P-12", "mooring_slot": None, "status": "queued"}, asked={"berth": "P-12", "mooring_slot": "A3"}))
+        assert "unfilled-handle" in next(c for c in loc.ranked_all if c.step_id == "h").signals
+
+    def test_an_unrelated_false_flag_does_not_hide_an_empty_handle(self) -> None:
+        """A false flag that is not the call's yes/no (``shore_power: false``) is a value of the record, not a refusal:
+        the empty hold reference beside it still gets unfilled-handle."""
+        loc = localize(self._mooring_run({"berth": "P-12", "hold_ref": None, "status": "queued", "shore_power": False}))
+        assert "unfilled-handle" in next(c for c in loc.ranked_all if c.step_id == "h").signals
+
+    def test_values_no_json_recorder_wrote_do_not_stop_the_analysis(self) -> None:
+        """Runs built by hand may hold any value (an array whose ``==`` answers an array, an object whose ``==``
+        raises), beside an empty handle, in the record or the request: the analysis reads them without error."""
+
+        class Elementwise:
+            def __eq__(self, other: object) -> bool:
+                return _NoTruth()  # type: ignore[return-value]
+
+            __hash__ = object.__hash__
+
+        class _NoTruth:
+            def __bool__(self) -> bool:
+                raise ValueError("truth value of an array is ambiguous")
+
+        class Refuses:
+            def __eq__(self, other: object) -> bool:
+                raise TypeError("no comparison")
+
+            __hash__ = object.__hash__
+
+        for odd in (Elementwise(), Refuses()):
+            for answer, asked in (
+                ({"berth": "P-12", "hold_ref": None, "depths": odd}, None),
+                ({"berth": "P-12", "hold_ref": odd, "status": "queued"}, None),
+                ({"berth": "P-12", "hold_ref": None, "status": "queued"}, {"berth": "P-12", "tide": odd}),
+            ):
+                loc = localize(self._mooring_run(answer, asked=asked))
+                assert loc.candidates
 
     def test_a_handle_the_passing_runs_also_answered_empty_is_an_optional_field(self) -> None:
         """With references: when the agent's passing runs saw the hold answer its handle empty, the field is

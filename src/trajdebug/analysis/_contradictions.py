@@ -1,13 +1,11 @@
 """Where the failure's message disagrees with the run: numbers stated against a field some step introduced
 (`lineage:contradicted`, units and limits told apart), what-if repairs of a named value, and sources that
-disagree with each other about a value the failing step was given; and tool answers whose own shape shows an
-error swallowed into a default: the handle of what they made or found left empty (`unfilled_handles`)."""
+disagree with each other about a value the failing step was given."""
 
 from __future__ import annotations
 
-import ast
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
@@ -22,10 +20,10 @@ from trajdebug.analysis._sources import (
     _written_as,
 )
 from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
+from trajdebug.analysis._unfilled import empty_fields as _empty_fields
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage import StepView, counted_collection, derivation, slips
-from trajdebug.analysis.reference import step_key
-from trajdebug.core.model import CONTAINER_KINDS, Step
+from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom, Mention, atoms, mentions
 
 
@@ -166,26 +164,6 @@ def _swallowed(sl: Slice, sid: str, fields: set[str]) -> bool:
         return True
     text = " ".join(content.text_of(v)[:20_000] for v in inner)
     return bool(sl.lexicon.environment.search(text) or sl.lexicon.error_line.search(text))
-
-
-def _empty_fields(value: object, depth: int = 0, *, filled: bool = False) -> list[str]:
-    """The names of the fields a value holds empty (None or an empty text; with ``filled``, the fields it holds
-    filled), each by its last name; a text that prints a record (JSON, or a tool's result as Python prints it)
-    is read as that record."""
-    found: list[str] = []
-    for p, v in content.leaves(value):
-        if isinstance(v, str) and v.strip()[:1] in ("{", "[") and depth < 3 and len(v) < 20_000:
-            t = v.strip()
-            parsed = content.parse_json(t)
-            if parsed is None and content.python_repr(t):
-                try:
-                    parsed = ast.literal_eval(t)
-                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                    parsed = None
-            found += _empty_fields(parsed, depth + 1, filled=filled) if isinstance(parsed, (dict, list)) else []
-        elif (v is None or v == "") != filled and p and not p.endswith("]"):
-            found.append(p.rsplit(".", 1)[-1])
-    return found
 
 
 def _spoken(field: str, said: set[str], sl: Slice) -> bool:
@@ -449,93 +427,3 @@ def inside_of(sl: Slice, sid: str, outer: str) -> bool:
         parent = step.parent_id if step is not None else None
         seen += 1
     return False
-
-
-
-_NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-"""A word of a field name, snake or camel case (``hold_id`` -> hold, id; ``bookingRef`` -> booking, Ref)."""
-
-
-def unfilled_handles(sl: Slice, ids: Iterable[str]) -> list[Found]:
-    """Tool calls that answered the handle of what they made or found empty: an error swallowed into a default.
-
-    A call that did its work names what it did (a hold's id, a booking's reference, a reading's id); a tool
-    that caught its service's error (a timeout, a 503) and answered anyway fills the rest of its record from
-    the request or defaults and leaves that handle ``None`` or ``""``.  Nothing was recorded as an error, so
-    the error lifecycle never sees it: the answer's shape is the only trace, and the steps after it merely
-    consumed the default.  Ordinary emptiness is left out: a field the step was handed empty, one its other
-    calls in this run also answer empty, one the agent's passing runs leave empty at this step (an optional
-    field), a cursor saying no more follows (`Lexicon.more_words`), and an answer that says no in its own
-    fields (a false flag, an error field: an honest refusal the other rules read).
-    """
-    out: list[Found] = []
-    for sid in ids:
-        step = sl.g.steps[sid]
-        if step.kind not in ("tool", "retrieval") or step.status != "ok" or sid in sl.has_children:
-            continue
-        record = _record_of(step.output)
-        if record is None or content.error_text(step.output):
-            continue
-        fields = _unfilled(record, sl.lexicon) - set(_empty_fields(step.input))
-        fields = {f for f in fields if not _ordinary_empty(sl, step, f)}
-        if fields:
-            shown = ", ".join(sorted(fields)[:2])
-            out.append(
-                Evidence(
-                    sid,
-                    sl.w["unfilled"],
-                    f"answered {shown} empty beside an otherwise filled answer: a call that did its work names what"
-                    " it made or found, so an error was likely caught here and a default answered",
-                    "unfilled-handle",
-                )
-            )
-    return out
-
-
-def _record_of(value: object) -> dict[str, object] | None:
-    """A step's answer as a record (a dict, or a text printing one as JSON or as Python prints it)."""
-    if isinstance(value, str) and value.strip()[:1] == "{" and len(value) < 20_000:
-        parsed = content.parse_json(value.strip())
-        if parsed is None and content.python_repr(value.strip()):
-            try:
-                parsed = ast.literal_eval(value.strip())
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                parsed = None
-        value = parsed
-    return value if isinstance(value, dict) else None
-
-
-def _unfilled(record: dict[str, object], lexicon: Lexicon) -> set[str]:
-    """The handle fields (`Lexicon.handle_words`) a record holds empty, when the record also holds some value
-    filled and no false flag (``available: false`` is a service saying no, not one failing to answer)."""
-    if any(v is False for v in record.values()):
-        return set()
-    empty = {k for k, v in record.items() if isinstance(k, str) and (v is None or v == "")}
-    if not empty or len(empty) == len(record):
-        return set()
-    out = set()
-    for k in empty:
-        words = [w.lower() for w in _NAME_WORD.findall(k)]
-        if words and words[-1] in lexicon.handle_words and not set(words) & lexicon.more_words:
-            out.add(k)
-    return out
-
-
-def _ordinary_empty(sl: Slice, step: Step, fld: str) -> bool:
-    """Whether the step answers ``fld`` empty as a matter of course, or its empty answer was made good: another
-    call of it in this run answered it empty too, a later call on the same request answered it filled (a retry
-    that recovered), or the agent's passing runs saw it answer the field empty at least once (optional)."""
-    pos = sl.g.position(step.step_id)
-    for other in sl.g.steps.values():
-        if other.step_id != step.step_id and other.name == step.name and other.kind == step.kind:
-            rec = _record_of(other.output)
-            if rec is None or fld not in rec:
-                continue
-            if rec[fld] is None or rec[fld] == "":
-                return True
-            if other.input == step.input and sl.g.position(other.step_id) > pos and other.status == "ok":
-                return True
-    if sl.profile is None:
-        return False
-    st = sl.profile.steps.get(step_key(step, sl.g.steps))
-    return st is not None and st.present.get(fld, 0) < st.n

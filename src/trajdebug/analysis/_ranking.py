@@ -30,7 +30,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
-from trajdebug.analysis._contradictions import unfilled_handles
 from trajdebug.analysis._detect import Failure
 from trajdebug.analysis._evidence import Evidence, Verdict, fold
 from trajdebug.analysis._left_out import shortened_lists
@@ -43,6 +42,7 @@ from trajdebug.analysis._sources import (
     other_entities,
     reference_evidence,
 )
+from trajdebug.analysis._unfilled import unfilled_handles
 from trajdebug.analysis._value_sources import lineage_evidence
 from trajdebug.analysis._weights import (
     DEFAULT_WEIGHTS,
