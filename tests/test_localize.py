@@ -807,6 +807,152 @@ class TestRanking:
         other = localize(run_of("invoice refused: cone 10 is too hot for this clay"))
         assert all("lineage:emptied" not in c.signals for c in other.candidates)
 
+    @staticmethod
+    def _mooring_run(answer: object, *, first: object = None, retried: object = None, asked: object = None) -> Run:
+        """A marina desk: a berth lookup, then a hold on the berth (``answer``), a permit built on the hold, and the
+        harbour office refusing the permit.  ``first``: an earlier hold on another berth; ``retried``: a second
+        hold on the same request whose answer the permit uses instead; ``asked``: the hold's request."""
+        steps = [
+            Step("l", "lookup_berth", "tool", input={"boat": "Curlew"}, output={"berth": "P-12", "length_m": 11}, start_ns=1, end_ns=2),
+        ]
+        if first is not None:
+            steps.append(Step("f", "hold_berth", "tool", input={"berth": "P-09"}, output=first, start_ns=3, end_ns=4))
+        request = asked if asked is not None else {"berth": "P-12"}
+        steps.append(Step("h", "hold_berth", "tool", input=request, output=answer, deps=(D("l"),), start_ns=5, end_ns=6))
+        used = "h"
+        if retried is not None:
+            steps.append(Step("h2", "hold_berth", "tool", input={"berth": "P-12"}, output=retried, deps=(D("l"),), start_ns=7, end_ns=8))
+            used = "h2"
+        steps += [
+            Step("p", "draft_permit", "other", input={"boat": "Curlew", "berth": "P-12"}, output={"permit": "draft", "berth": "P-12", "nights": 3},
+                 deps=(D(used),), start_ns=9, end_ns=10),
+            Step("s", "file_permit", "tool", input={"permit": "draft", "berth": "P-12", "nights": 3}, status="error",
+                 error=ErrorInfo("Refused", "harbour office: no hold on file for P-12"), deps=(D("p"),), start_ns=11, end_ns=12),
+        ]
+        return Run("r", "marina", outcome="failure", steps=tuple(steps))
+
+    def test_a_tool_that_answered_its_handle_empty_is_where_the_error_was_swallowed(self) -> None:
+        """The berth hold answered ``hold_ref: None`` beside a filled record (its service's timeout caught inside
+        it, nothing recorded): it is ranked first with unfilled-handle, above the permit step that merely
+        consumed the default, and no other step gets the finding."""
+        loc = localize(self._mooring_run({"berth": "P-12", "hold_ref": None, "status": "queued"}))
+        assert loc.candidates[0].step_id == "h" and "unfilled-handle" in loc.candidates[0].signals
+        assert all("unfilled-handle" not in c.signals for c in loc.ranked_all if c.step_id != "h")
+
+    def test_a_handle_answered_empty_is_a_feature_the_learned_ranker_reads(self) -> None:
+        """The unfilled-handle finding reaches the candidate's features (``evidence:unfilled-handle``) and the
+        analysis features (``src:unfilled-handle``, family ``error``), so a retrained model can weigh it."""
+        from trajdebug.analysis import analyze
+        from trajdebug.analysis.features import features
+
+        run = self._mooring_run({"berth": "P-12", "hold_ref": None, "status": "queued"})
+        top = localize(run).candidates[0]
+        assert top.features["evidence:unfilled-handle"] > 0
+        f = features(analyze(run, top=50, model=None))[(None, "h")]
+        assert f["src:unfilled-handle"] == 1.0 and f["fam:error"] == 1.0
+
+    def test_a_handle_answered_empty_in_text_as_python_prints_a_record_is_read(self) -> None:
+        """A tool whose answer is a record printed as text (``"{'holdRef': ''}"``, camel case) is read as that
+        record: the empty hold reference is found."""
+        loc = localize(self._mooring_run("{'berth': 'P-12', 'holdRef': '', 'nights': 3}"))
+        assert "unfilled-handle" in next(c for c in loc.ranked_all if c.step_id == "h").signals
+
+    def test_a_handle_empty_in_every_call_of_the_step_is_ordinary(self) -> None:
+        """When another call of the same tool in the run answered the handle empty too, empty is how that tool
+        answers: no unfilled-handle."""
+        loc = localize(self._mooring_run({"berth": "P-12", "hold_ref": None}, first={"berth": "P-09", "hold_ref": None}))
+        assert all("unfilled-handle" not in c.signals for c in loc.ranked_all)
+
+    def test_a_retry_that_answered_the_handle_filled_recovered_the_error(self) -> None:
+        """A hold that answered empty and was asked again on the same request, which answered the handle filled,
+        was recovered: the empty answer gets no unfilled-handle."""
+        loc = localize(self._mooring_run({"berth": "P-12", "hold_ref": None}, retried={"berth": "P-12", "hold_ref": "H-771"}))
+        assert all("unfilled-handle" not in c.signals for c in loc.ranked_all)
+
+    def test_an_answer_that_says_no_or_carries_its_error_is_no_swallowed_error(self) -> None:
+        """A service saying no in its own fields (``available: false``), an answer carrying its error, a cursor
+        saying no page follows and a record with nothing filled get no unfilled-handle: they are honest."""
+        for answer in (
+            {"berth": "P-12", "available": False, "hold_ref": None},
+            {"berth": "P-12", "hold_ref": None, "error": "503 Service Unavailable"},
+            {"berth": "P-12", "next_page_id": None},
+            {"hold_ref": None, "ticket": ""},
+        ):
+            loc = localize(self._mooring_run(answer))
+            assert all("unfilled-handle" not in c.signals for c in loc.ranked_all), answer
+
+    def test_another_entitys_key_left_empty_by_a_single_call_is_an_optional_field(self) -> None:
+        """Alone, one ordinary call answering another entity's key empty (``pilot_id``, ``promo_ref``: a harbour pilot
+        not assigned, no promotion) beside a filled record gets no unfilled-handle: the hold did not make them."""
+        for answer in (
+            {"berth": "P-12", "hold_ref": "H-5", "status": "held", "pilot_id": None},
+            {"berth": "P-12", "status": "held", "promo_ref": ""},
+        ):
+            loc = localize(self._mooring_run(answer))
+            assert all("unfilled-handle" not in c.signals for c in loc.ranked_all), answer
+
+    def test_a_handle_beside_only_empty_lists_and_zeros_is_an_answer_with_nothing_in_it(self) -> None:
+        """Empty lists and zeros are defaults, not answers: a hold whose handle is empty beside only ``[]`` and ``0``
+        answered nothing filled, and gets no unfilled-handle."""
+        loc = localize(self._mooring_run({"hold_ref": None, "extras": [], "fee": 0}))
+        assert all("unfilled-handle" not in c.signals for c in loc.ranked_all)
+
+    def test_a_handle_the_call_was_asked_for_and_answered_empty_is_its_own(self) -> None:
+        """A field named for another thing (``mooring_slot``) is the call's own when its request carried it filled:
+        the hold was asked for slot A3 and answered the slot empty."""
+        loc = localize(self._mooring_run({"berth": "P-12", "mooring_slot": None, "status": "queued"}, asked={"berth": "P-12", "mooring_slot": "A3"}))
+        assert "unfilled-handle" in next(c for c in loc.ranked_all if c.step_id == "h").signals
+
+    def test_an_unrelated_false_flag_does_not_hide_an_empty_handle(self) -> None:
+        """A false flag that is not the call's yes/no (``shore_power: false``) is a value of the record, not a refusal:
+        the empty hold reference beside it still gets unfilled-handle."""
+        loc = localize(self._mooring_run({"berth": "P-12", "hold_ref": None, "status": "queued", "shore_power": False}))
+        assert "unfilled-handle" in next(c for c in loc.ranked_all if c.step_id == "h").signals
+
+    def test_values_no_json_recorder_wrote_do_not_stop_the_analysis(self) -> None:
+        """Runs built by hand may hold any value (an array whose ``==`` answers an array, an object whose ``==``
+        raises), beside an empty handle, in the record or the request: the analysis reads them without error."""
+
+        class Elementwise:
+            def __eq__(self, other: object) -> bool:
+                return _NoTruth()  # type: ignore[return-value]
+
+            __hash__ = object.__hash__
+
+        class _NoTruth:
+            def __bool__(self) -> bool:
+                raise ValueError("truth value of an array is ambiguous")
+
+        class Refuses:
+            def __eq__(self, other: object) -> bool:
+                raise TypeError("no comparison")
+
+            __hash__ = object.__hash__
+
+        for odd in (Elementwise(), Refuses()):
+            for answer, asked in (
+                ({"berth": "P-12", "hold_ref": None, "depths": odd}, None),
+                ({"berth": "P-12", "hold_ref": odd, "status": "queued"}, None),
+                ({"berth": "P-12", "hold_ref": None, "status": "queued"}, {"berth": "P-12", "tide": odd}),
+            ):
+                loc = localize(self._mooring_run(answer, asked=asked))
+                assert loc.candidates
+
+    def test_a_handle_the_passing_runs_also_answered_empty_is_an_optional_field(self) -> None:
+        """With references: when the agent's passing runs saw the hold answer its handle empty, the field is
+        optional and the failed run's empty handle is ordinary; when they always saw it filled, it is not."""
+        from trajdebug.analysis.reference import learn
+
+        def passing(ref: object) -> Run:
+            run = self._mooring_run({"berth": "P-12", "hold_ref": ref, "status": "held"})
+            return Run("ok", "marina", outcome="success", steps=run.steps[:-1])
+
+        failed = self._mooring_run({"berth": "P-12", "hold_ref": None, "status": "queued"})
+        optional = localize(failed, profile=learn([passing(None), passing("H-1")]))
+        assert all("unfilled-handle" not in c.signals for c in optional.ranked_all)
+        always = localize(failed, profile=learn([passing("H-1"), passing("H-2")]))
+        assert "unfilled-handle" in next(c for c in always.ranked_all if c.step_id == "h").signals
+
     def test_the_step_that_answered_a_collection_the_failure_counts_short_is_first(self) -> None:
         """"rota lists 4 volunteers, 6 signed up": the sign-up tool answered the four volunteers the rota step was
         handed (a first page), and the site's opening hour the rota step was also given came from another tool;

@@ -4,7 +4,6 @@ disagree with each other about a value the failing step was given."""
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Sequence
 
@@ -21,6 +20,7 @@ from trajdebug.analysis._sources import (
     _written_as,
 )
 from trajdebug.analysis._stated import HTTP_ERRORS, states_no_value
+from trajdebug.analysis._unfilled import empty_fields as _empty_fields
 from trajdebug.analysis.lexicon import Lexicon
 from trajdebug.analysis.lineage import StepView, counted_collection, derivation, slips
 from trajdebug.core.model import CONTAINER_KINDS
@@ -164,26 +164,6 @@ def _swallowed(sl: Slice, sid: str, fields: set[str]) -> bool:
         return True
     text = " ".join(content.text_of(v)[:20_000] for v in inner)
     return bool(sl.lexicon.environment.search(text) or sl.lexicon.error_line.search(text))
-
-
-def _empty_fields(value: object, depth: int = 0, *, filled: bool = False) -> list[str]:
-    """The names of the fields a value holds empty (None or an empty text; with ``filled``, the fields it holds
-    filled), each by its last name; a text that prints a record (JSON, or a tool's result as Python prints it)
-    is read as that record."""
-    found: list[str] = []
-    for p, v in content.leaves(value):
-        if isinstance(v, str) and v.strip()[:1] in ("{", "[") and depth < 3 and len(v) < 20_000:
-            t = v.strip()
-            parsed = content.parse_json(t)
-            if parsed is None and content.python_repr(t):
-                try:
-                    parsed = ast.literal_eval(t)
-                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                    parsed = None
-            found += _empty_fields(parsed, depth + 1, filled=filled) if isinstance(parsed, (dict, list)) else []
-        elif (v is None or v == "") != filled and p and not p.endswith("]"):
-            found.append(p.rsplit(".", 1)[-1])
-    return found
 
 
 def _spoken(field: str, said: set[str], sl: Slice) -> bool:
@@ -447,4 +427,3 @@ def inside_of(sl: Slice, sid: str, outer: str) -> bool:
         parent = step.parent_id if step is not None else None
         seen += 1
     return False
-

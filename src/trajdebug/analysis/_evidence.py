@@ -152,6 +152,7 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "option-choice": "inconsistent",
     "step-error": "error",
     "swallowed-error": "error",
+    "unfilled-handle": "error",
     "shared-answer": "inconsistent",
     "ignored-argument": "inconsistent",
     "repeated-option": "inconsistent",

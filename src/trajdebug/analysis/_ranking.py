@@ -42,6 +42,7 @@ from trajdebug.analysis._sources import (
     other_entities,
     reference_evidence,
 )
+from trajdebug.analysis._unfilled import unfilled_handles
 from trajdebug.analysis._value_sources import lineage_evidence
 from trajdebug.analysis._weights import (
     DEFAULT_WEIGHTS,
@@ -195,6 +196,7 @@ class Ranking:
         ref, first = reference_evidence(sl, ids)
         found += ref
         found += other_entities(sl, ids)
+        found += unfilled_handles(sl, ids)
         self.written_by = {w: s.step_id for w, s in answered_inside(sl).items()}
         for x in found:
             if isinstance(x, Mark):

@@ -54,6 +54,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "unrelated_claim": 0.25,  # share of a model's made-up-value finding when no such value reached the failure
     "expected": 0.5,  # produced, in passing runs, a value the failure expects and no step here produced
     "contradicted": 0.5,  # introduced a number for a quantity the failure states another value of
+    "unfilled": 0.4,  # a tool answered the handle of what it made or found empty (an error swallowed into a default)
     "emptied": 0.5,  # first returned empty a field the failure says is empty (an error swallowed into a default)
     "short": 0.45,  # answered the collection the failure counts, with fewer items than a number beside the count
     "whatif": 0.6,  # one numeric slip in its number turns the run's number into the one the failure expects

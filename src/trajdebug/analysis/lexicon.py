@@ -156,6 +156,19 @@ class Lexicon:
     """Words a message writes for an empty value ("visit_date None", "field ref is empty"): the value a step
     answered with when it swallowed an error."""
 
+    handle_words: frozenset[str]
+    """The last word of a field that names what a call made or found (``hold_id``, ``booking_ref``,
+    ``reservation``, ``confirmation``): a call that did its work answers it; one that answers it empty beside
+    an otherwise filled record answered a default (`trajdebug.analysis._unfilled.unfilled_handles`)."""
+
+    identifier_words: frozenset[str]
+    """Of ``handle_words``, those that only ever name an identifier (``id``, ``ref``): a field named by them alone
+    names the record it sits in, so it is the call's own handle (``parent_id``, qualified, is another's)."""
+
+    granted_words: frozenset[str]
+    """Words of a yes/no field that says whether a call's request was granted (``available``, ``approved``,
+    ``success``): false there is a service saying no, an honest answer, not one that failed to answer."""
+
     bound_nouns: frozenset[str]
     """Words that, right after a number (and its unit), make it a limit ("the $3,200 ceiling", "a 30 kg
     maximum")."""
@@ -400,6 +413,15 @@ ENGLISH = Lexicon(
         {"no", "not", "missing", "without", "absent", "lacks", "lacking", "lack", "omitted", "omits", "skipped", "skips", "never"}
     ),
     empty_words=frozenset({"none", "null", "nil", "empty", "blank", "unset"}),
+    handle_words=frozenset(
+        {"id", "uuid", "ref", "reference", "booking", "reservation", "confirmation", "receipt", "ticket", "hold",
+         "slot", "locator", "tracking"}
+    ),
+    identifier_words=frozenset({"id", "uuid", "guid", "ref", "reference"}),
+    granted_words=frozenset(
+        {"ok", "success", "successful", "succeeded", "available", "approved", "accepted", "confirmed", "granted",
+         "allowed", "eligible", "valid", "found", "exists", "held", "booked", "reserved", "done", "completed"}
+    ),
     bound_nouns=frozenset(
         {"limit", "maximum", "minimum", "max", "min", "cap", "ceiling", "floor", "threshold", "tolerance", "buffer"}
     ),
