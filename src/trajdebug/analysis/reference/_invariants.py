@@ -57,6 +57,7 @@ from trajdebug.analysis.reference._profile import (
     field_sources,
     held_sources,
     input_parts,
+    offered,
     operand_view,
     returns_empty,
     settings,
@@ -260,12 +261,10 @@ def _field_checks(
     # A number worked out from its inputs (a model summing two sections' seats into an order's qty) was
     # not made up, though its other calls copied their qty: it is where the copied value came from.
     # Entries of an id-keyed memory passed whole are no inputs to copy from (`operand_view`).
-    operands = operand_view(view)
-    bad = (
-        next((a for a in atoms if not operands.given(a) and not _worked_out(view, a) and not _unsigned(view, a)), None)
-        if fs.grounded == fs.n
-        else None
-    )
+    operands, tools = operand_view(view), offered(step)
+    # (A tool call's name is given by the tools the model was offered: `offered`.)
+    bad = next((a for a in atoms if not operands.given(a) and a.raw.casefold() not in tools
+                and not _worked_out(view, a) and not _unsigned(view, a)), None) if fs.grounded == fs.n else None
     if bad is not None and _could_copy(bad.raw, ins):
         yield Evidence(
             sid,

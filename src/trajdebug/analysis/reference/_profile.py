@@ -47,10 +47,22 @@ def _role(step: Step, steps: Mapping[str, Step] | None) -> str:
     parent = steps.get(step.parent_id) if step.parent_id is not None else None
     if parent is not None and parent.kind in CONTAINER_KINDS and parent.parent_id is not None:
         return parent.name
-    inp = step.input if isinstance(step.input, Mapping) else {}
-    offered = inp.get("tools") or step.attributes.get("llm.tools")
-    names = sorted(set(tool_names(offered)))
+    names = sorted(set(tool_names(_tools_of(step))))
     return "(" + ",".join(names) + ")" if names else ""
+
+
+def _tools_of(step: Step) -> Any:
+    """The tools a model call was offered, as its request or its envelope (``llm.tools``) holds them."""
+    inp = step.input if isinstance(step.input, Mapping) else {}
+    return inp.get("tools") or step.attributes.get("llm.tools")
+
+
+def offered(step: Step) -> frozenset[str]:
+    """The names of the tools a model call was offered, case-folded.  A tool call's name is picked from them,
+    so it was given, though no message before a model's first call of a tool names it: that first call would
+    otherwise state a name "none of its inputs held" where its later calls, whose history holds the name,
+    did."""
+    return frozenset(n.casefold() for n in tool_names(_tools_of(step))) if step.kind == "llm" else frozenset()
 
 
 @dataclass(slots=True)
@@ -320,6 +332,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
     ins = _in_fields(view)
     operands = operand_view(view)
     parts = input_parts(s)
+    tools = offered(s)
     fields = []
     for f, atoms in outs.items():
         given = ins.get(f) or []
@@ -334,7 +347,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
         fields.append(
             _FieldObs(
                 f,
-                all(operands.given(a) for a in atoms),
+                all(operands.given(a) or a.raw.casefold() in tools for a in atoms),
                 kept_seen,
                 kept_seen and all(a.key == given[0].key for a in atoms),
                 tuple(formulas),
