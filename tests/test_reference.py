@@ -1232,3 +1232,28 @@ def test_a_node_whose_output_differs_because_its_tool_answered_otherwise_is_not_
     analysis = analyze(bad, references=references(bad, pool), top=5)
     assert _same_input(analysis, "_unit_factor")
     assert not _same_input(analysis, "_scale_recipe")
+
+
+def test_a_models_first_tool_call_names_a_tool_it_was_offered_not_a_value_made_up() -> None:
+    """A model's first call picks a tool no message names yet (its later calls' history does): the tools it
+    was offered ground the name, so only a call offered no such tool states a name none of its inputs held."""
+
+    def run(offered: list[str]) -> Run:
+        history: list[dict[str, Any]] = [{"role": "user", "content": "Level the canal lock at Brimscombe."}]
+        steps = []
+        for i, tool in enumerate(["read_gauge", "open_sluice", "read_gauge", "close_sluice"]):
+            call = {"role": "assistant", "content": None,
+                    "tool_calls": [{"id": f"c{i}", "name": tool, "arguments": {"lock": "Brimscombe"}}]}
+            steps.append(Step(f"m{i}", "lock_keeper", "llm", input={"messages": list(history)}, output=call,
+                              start_ns=2 * i + 1, end_ns=2 * i + 2, attributes={"llm.tools": offered}))
+            history += [call, {"role": "tool", "tool_call_id": f"c{i}", "content": f"done {i}"}]
+        return Run("r1", "canal-lock", 0, 99, "failure", steps=tuple(steps))
+
+    def grounded(offered: list[str]) -> list[Evidence]:
+        bad = run(offered)
+        lin = Lineage(bad)
+        own = sibling_profiles(bad, lin)["m0"]
+        return [e for e in violations(bad.steps[0], lin.view("m0"), own) if e.diagnoser.endswith(":grounded")]
+
+    assert not grounded(["read_gauge", "open_sluice", "close_sluice"])
+    assert grounded(["open_sluice", "close_sluice"])

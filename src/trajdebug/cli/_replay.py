@@ -163,6 +163,13 @@ def _render_diff(al: Any, iso: Any) -> None:
             shown = first.bad.input if asked else _shown(first.bad, first.good)
             other = (first.good.input if asked else _shown(first.good, first.bad)) if first.good is not None else None
             con.print(f"  bad{word}:  {escape(_short(shown, against=other))}{escape(err)}")
+        if first.status == "input":
+            # No step before it differs, so the recorded steps cannot say where its request changed.
+            con.print(
+                "  no step before it differs: its request changed outside the recorded steps (the run's "
+                "input, or code between steps, such as a default set where an error was caught)",
+                style="dim",
+            )
         impact = al.impact(first)
         if impact:
             labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact[:IMPACT_SHOWN]]
