@@ -763,3 +763,27 @@ def test_the_recorder_imports_the_machine_without_the_analysis() -> None:
         "assert lc.fold is m.fold\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_an_exception_caught_outside_any_step_in_a_run_that_ended_is_said_to_be_caught() -> None:
+    """A tide-gauge call that raised, caught by the agent's body (which went on with a default), ends at
+    `occurred`: its chain says it was caught where no step records it; an error only reported (s.error) is no
+    exception caught, and says nothing of the kind."""
+
+    @trajdebug.step(kind="tool")
+    def tide_gauge(harbour: str) -> dict[str, float]:
+        raise ConnectionError(f"gauge at {harbour} did not answer")
+
+    def body(_run: Any) -> None:
+        try:
+            tide_gauge("Penmarch")
+        except ConnectionError:
+            pass
+        with trajdebug.step("plan_launch", kind="other") as s:
+            s.error("slipway camera offline")
+
+    report = analyze_errors(record(body))
+    assert [e.stage for e in report.errors] == ["occurred", "occurred"]
+    summaries = {c.summary.split(" at ")[0].split(": ")[1]: c.summary for c in report.chains}
+    assert "caught where no step records it" in summaries["ConnectionError"]
+    assert "caught" not in summaries["ReportedError"]

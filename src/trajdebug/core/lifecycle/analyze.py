@@ -40,8 +40,8 @@ over a topological order carrying a bitset of error indexes per step
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from trajdebug.core.graph import DependencyGraph, final_step
 from trajdebug.core.lifecycle.machine import TERMINAL, advance, fold
@@ -445,7 +445,28 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
     facts = {w.index: _facts(w) for w in work}
     chains, origin_of, failed_below = _chains(work, facts, steps)
     errors = [_lifecycle(w, facts[w.index], steps, retried_by, origin_of, failed_below) for w in work]
+    by_id = {e.error_id: e for e in errors}
+    chains = [_caught(c, by_id, run.outcome) for c in chains]
     return ErrorReport(run.run_id, run.outcome, tuple(errors), tuple(chains), tuple(failure))
+
+
+CAUGHT = "caught where no step records it, and the run went on"
+"""What an exception is said to have become when nothing after it was recorded in a run that ended."""
+
+
+def caught_unrecorded(e: ErrorLifecycle, outcome: str) -> bool:
+    """Whether an exception left its step and was caught by code no step records (an ``except`` in the run's
+    body that set a default): it never propagated, recovered, was ignored or failed, in a run that ended.  The
+    recorder cannot see what replaced it, and a later failure may come from that default."""
+    return e.stage == "occurred" and not e.reported and outcome in ("success", "failure")
+
+
+def _caught(c: ErrorChain, by_id: Mapping[str, ErrorLifecycle], outcome: str) -> ErrorChain:
+    """The chain's summary saying so when its last error was caught where no step records it."""
+    last = by_id.get(c.error_ids[-1]) if c.error_ids else None
+    if last is None or not caught_unrecorded(last, outcome):
+        return c
+    return replace(c, summary=c.summary.replace(" → occurred", f" → occurred, {CAUGHT}", 1))
 
 
 def _chains(
@@ -541,4 +562,5 @@ __all__ = [
     "ErrorLifecycle",
     "ErrorReport",
     "analyze_errors",
+    "caught_unrecorded",
 ]
