@@ -58,11 +58,22 @@ def _tools_of(step: Step) -> Any:
 
 
 def offered(step: Step) -> frozenset[str]:
-    """The names of the tools a model call was offered, case-folded.  A tool call's name is picked from them,
-    so it was given, though no message before a model's first call of a tool names it: that first call would
-    otherwise state a name "none of its inputs held" where its later calls, whose history holds the name,
-    did."""
-    return frozenset(n.casefold() for n in tool_names(_tools_of(step))) if step.kind == "llm" else frozenset()
+    """The names of the tools a model call was offered, case-folded, when its conversation holds no tool call
+    yet.  Its first tool call picks a name from them that no message can hold, where its later calls' history
+    holds the names called before: it would otherwise state a name "none of its inputs held", as no later call
+    did.  A later call naming a tool no message mentions (one the task never asked for) still does."""
+    fresh = step.kind == "llm" and not _called_before(step.input)
+    return frozenset(n.casefold() for n in tool_names(_tools_of(step))) if fresh else frozenset()
+
+
+def _called_before(given: Any) -> bool:
+    """Whether a model's request holds a tool call or a tool's result (Chat Completions, Responses shapes)."""
+    msgs = given.get("messages", given.get("input")) if isinstance(given, Mapping) else given
+    return isinstance(msgs, list) and any(
+        isinstance(m, Mapping)
+        and (bool(m.get("tool_calls")) or m.get("role") == "tool" or m.get("type") in ("function_call", "function_call_output"))
+        for m in msgs
+    )
 
 
 @dataclass(slots=True)
