@@ -1258,3 +1258,20 @@ def test_a_models_first_tool_call_names_a_tool_it_was_offered_not_a_value_made_u
 
     assert not grounded(["read_gauge", "open_sluice", "close_sluice"])
     assert grounded(["open_sluice", "close_sluice"])
+
+
+def test_a_later_tool_call_naming_a_tool_no_message_mentions_is_still_ungrounded() -> None:
+    """Past its first call a model's history holds the tools it called: a call that picks another offered tool
+    no message mentions (a sluice nobody asked about) still states a name none of its inputs held."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Read the gauge of the Brimscombe lock."}]
+    steps = []
+    for i, tool in enumerate(["read_gauge", "read_gauge", "read_gauge", "drain_basin"]):
+        call = {"role": "assistant", "content": None,
+                "tool_calls": [{"id": f"c{i}", "name": tool, "arguments": {"lock": "Brimscombe"}}]}
+        steps.append(Step(f"m{i}", "lock_keeper", "llm", input={"messages": list(history)}, output=call,
+                          start_ns=2 * i + 1, end_ns=2 * i + 2, attributes={"llm.tools": ["read_gauge", "drain_basin"]}))
+        history += [call, {"role": "tool", "tool_call_id": f"c{i}", "content": f"level {i}"}]
+    bad = Run("r1", "canal-lock", 0, 99, "failure", steps=tuple(steps))
+    lin = Lineage(bad)
+    found = violations(bad.steps[3], lin.view("m3"), sibling_profiles(bad, lin)["m3"])
+    assert any(e.diagnoser.endswith(":grounded") and "drain_basin" in e.reason for e in found)
