@@ -1262,8 +1262,8 @@ def test_a_models_first_tool_call_names_a_tool_it_was_offered_not_a_value_made_u
 
 def test_a_later_tool_call_naming_a_tool_no_message_mentions_is_still_ungrounded() -> None:
     """Past its first call a model's history holds the tools it called: a call that picks another offered tool
-    no message mentions (a sluice nobody asked about) still states a name none of its inputs held."""
-    history: list[dict[str, Any]] = [{"role": "user", "content": "Read the gauge of the Brimscombe lock."}]
+    no message mentions (a basin nobody asked to drain) still states a name none of its inputs held."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Call read_gauge on the Brimscombe lock."}]
     steps = []
     for i, tool in enumerate(["read_gauge", "read_gauge", "read_gauge", "drain_basin"]):
         call = {"role": "assistant", "content": None,

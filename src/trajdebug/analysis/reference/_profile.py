@@ -61,7 +61,8 @@ def offered(step: Step) -> frozenset[str]:
     """The names of the tools a model call was offered, case-folded, when its conversation holds no tool call
     yet.  Its first tool call picks a name from them that no message can hold, where its later calls' history
     holds the names called before: it would otherwise state a name "none of its inputs held", as no later call
-    did.  A later call naming a tool no message mentions (one the task never asked for) still does."""
+    did.  A later call naming a tool no message mentions still does.  Read where a violation is judged only:
+    counted as given in passing runs, it would make "always given" an invariant their first calls never showed."""
     fresh = step.kind == "llm" and not _called_before(step.input)
     return frozenset(n.casefold() for n in tool_names(_tools_of(step))) if fresh else frozenset()
 
@@ -343,7 +344,6 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
     ins = _in_fields(view)
     operands = operand_view(view)
     parts = input_parts(s)
-    tools = offered(s)
     fields = []
     for f, atoms in outs.items():
         given = ins.get(f) or []
@@ -358,7 +358,7 @@ def _record(s: Step, view: StepView, run_id: str) -> _Obs:
         fields.append(
             _FieldObs(
                 f,
-                all(operands.given(a) or a.raw.casefold() in tools for a in atoms),
+                all(operands.given(a) for a in atoms),
                 kept_seen,
                 kept_seen and all(a.key == given[0].key for a in atoms),
                 tuple(formulas),
