@@ -86,10 +86,11 @@ def _content(s: Step, value: Any) -> Any:
     return _unported(unminted(value) if s.kind == "llm" else value)
 
 
-_LOOPBACK = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://(?:127\.0\.0\.1|localhost|\[::1\])):\d{1,5}\b")
+_LOOPBACK = re.compile(r"(?i)(://(?:127\.0\.0\.1|localhost|\[::1\])):\d{1,5}\b")
 """A URL on this machine and its port: a server an agent or its test starts for the run (a fake model, a stub
 of a web service) takes a free port each time, so every request naming it differs between two runs of the
-same input while nothing the agent did differs."""
+same input while nothing the agent did differs.  The match starts at ``://``, not at the scheme: a scheme
+scan from every word boundary took quadratic time on a long dotted or hyphenated token."""
 
 
 def _unported(value: Any, depth: int = 0) -> Any:
