@@ -504,3 +504,12 @@ def test_a_first_divergence_in_the_request_says_it_changed_outside_the_steps(tmp
     _kiln_runs(path, (38211, 38211))
     out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
     assert "no step before it differs" in " ".join(out.split())
+
+
+def test_a_fixed_loopback_port_that_changed_is_a_difference(tmp_path: Path) -> None:
+    """A fixed port below the range an operating system hands out for port 0 is chosen by the agent's
+    configuration: a run that reads the stub on 8081 instead of 8080 diverges at that step."""
+    path = tmp_path / "runs.jsonl"
+    _kiln_runs(path, (8080, 8081))
+    out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
+    assert "first divergence: read_cone#" in out

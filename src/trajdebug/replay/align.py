@@ -86,17 +86,28 @@ def _content(s: Step, value: Any) -> Any:
     return _unported(unminted(value) if s.kind == "llm" else value)
 
 
-_LOOPBACK = re.compile(r"(?i)(://(?:127\.0\.0\.1|localhost|\[::1\])):\d{1,5}\b")
+_LOOPBACK = re.compile(r"(?i)(://(?:127\.0\.0\.1|localhost|\[::1\])):(\d{1,5})\b")
 """A URL on this machine and its port: a server an agent or its test starts for the run (a fake model, a stub
 of a web service) takes a free port each time, so every request naming it differs between two runs of the
 same input while nothing the agent did differs.  The match starts at ``://``, not at the scheme: a scheme
-scan from every word boundary took quadratic time on a long dotted or hyphenated token."""
+scan from every word boundary took quadratic time on a long dotted or hyphenated token.  Only an ephemeral
+port (`_EPHEMERAL`) is ignored: a fixed port (a local database, model server, 8080 against 8081) is chosen
+by the agent's configuration, and a wrong one is a real difference."""
+
+_EPHEMERAL = 32768
+"""The lowest port an operating system hands a server bound to port 0 (Linux 32768-60999; macOS, Windows and
+IANA 49152-65535)."""
+
+
+def _port_free(m: re.Match[str]) -> str:
+    return f"{m.group(1)}:PORT" if int(m.group(2)) >= _EPHEMERAL else m.group(0)
 
 
 def _unported(value: Any, depth: int = 0) -> Any:
-    """The value with every loopback URL's port written as ``:PORT`` (strings inside lists and dicts too)."""
+    """The value with every loopback URL's ephemeral port written as ``:PORT`` (strings inside lists and dicts
+    too)."""
     if isinstance(value, str):
-        return _LOOPBACK.sub(r"\1:PORT", value) if "://" in value else value
+        return _LOOPBACK.sub(_port_free, value) if "://" in value else value
     if depth > 32:
         return value
     if isinstance(value, Mapping):
