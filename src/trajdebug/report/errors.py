@@ -155,9 +155,10 @@ def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, 
             console.print(
                 Text(" " * 14 + _one_line(f"{e.type}: {e.message}")), no_wrap=True, overflow="ellipsis"
             )
-    from trajdebug.core.lifecycle.analyze import CAUGHT, caught_unrecorded
+    from trajdebug.core.lifecycle.analyze import CAUGHT
 
-    if any(caught_unrecorded(e, report.outcome) for e in report.errors):
+    # The chains say it only where no recorded step caught the error or took its message up.
+    if any(CAUGHT in c.summary for c in report.chains):
         console.print(
             f"\n  occurred, and nothing after: {CAUGHT} (an except clause that set a default?"
             " `s.fallback(value, reason)` records what replaced it)",
