@@ -1253,8 +1253,9 @@ def test_a_models_first_tool_call_names_a_tool_it_was_offered_not_a_value_made_u
     def grounded(offered: list[str]) -> list[Evidence]:
         bad = run(offered)
         lin = Lineage(bad)
-        own = sibling_profiles(bad, lin)["m0"]
-        return [e for e in violations(bad.steps[0], lin.view("m0"), own) if e.diagnoser.endswith(":grounded")]
+        own, within = sibling_profiles(bad, lin)["m0"], {s.step_id: s for s in bad.steps}
+        found = violations(bad.steps[0], lin.view("m0"), own, within=within)
+        return [e for e in found if e.diagnoser.endswith(":grounded")]
 
     assert not grounded(["read_gauge", "open_sluice", "close_sluice"])
     assert grounded(["open_sluice", "close_sluice"])
@@ -1275,3 +1276,44 @@ def test_a_later_tool_call_naming_a_tool_no_message_mentions_is_still_ungrounded
     lin = Lineage(bad)
     found = violations(bad.steps[3], lin.view("m3"), sibling_profiles(bad, lin)["m3"])
     assert any(e.diagnoser.endswith(":grounded") and "drain_basin" in e.reason for e in found)
+
+
+def _lock_grounded(steps: list[Step]) -> list[str]:
+    """The grounded evidence on the last model call of a canal-lock run whose drain then fails the check."""
+    steps.append(Step("t", "drain_basin", "tool", input={"lock": "Brimscombe"}, output={"drained": True},
+                      start_ns=20, end_ns=21, deps=(Dependency("m3"),)))
+    bad = Run("r1", "canal-lock", 0, 99, "failure", steps=tuple(steps))
+    lin, within = Lineage(bad), {s.step_id: s for s in bad.steps}
+    found = violations(bad.steps[3], lin.view("m3"), sibling_profiles(bad, lin)["m3"], within=within)
+    return [e.reason for e in found if e.diagnoser.endswith(":grounded")]
+
+
+def test_a_later_tool_call_in_anthropic_blocks_naming_a_tool_no_message_mentions_is_ungrounded() -> None:
+    """A model whose history holds its tool calls as Anthropic tool_use/tool_result blocks is past its first
+    call: a call that picks another offered tool no message mentions still states a name none of its inputs
+    held."""
+    tools = [{"name": "read_gauge", "input_schema": {"type": "object"}}, {"name": "drain_basin", "input_schema": {}}]
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Call read_gauge on the Brimscombe lock."}]
+    steps = []
+    for i, tool in enumerate(["read_gauge", "read_gauge", "read_gauge", "drain_basin"]):
+        blocks = [{"type": "tool_use", "id": f"tu{i}", "name": tool, "input": {"lock": "Brimscombe"}}]
+        out = {"role": "assistant", "type": "message", "stop_reason": "tool_use", "content": blocks}
+        steps.append(Step(f"m{i}", "lock_keeper", "llm", output=out, start_ns=2 * i + 1, end_ns=2 * i + 2,
+                          input={"model": "m-x", "max_tokens": 512, "messages": list(history), "tools": tools}))
+        history += [{"role": "assistant", "content": blocks},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"tu{i}", "content": f"{i}"}]}]
+    assert any("drain_basin" in r for r in _lock_grounded(steps))
+
+
+def test_a_stateless_planners_later_pick_of_a_tool_no_message_mentions_is_ungrounded() -> None:
+    """A planner asked afresh each turn (no tool-call history) made tool calls earlier in the run: its later
+    call is no first call, and picking an offered tool no message mentions still states a name none of its
+    inputs held."""
+    steps = []
+    for i, tool in enumerate(["read_gauge", "read_gauge", "read_gauge", "drain_basin"]):
+        msgs = [{"role": "user", "content": f"Lock Brimscombe. Last action: read_gauge, level {i}. Next action?"}]
+        call = {"role": "assistant", "content": None,
+                "tool_calls": [{"id": f"c{i}", "name": tool, "arguments": {"lock": "Brimscombe"}}]}
+        steps.append(Step(f"m{i}", "lock_keeper", "llm", input={"messages": msgs}, output=call, start_ns=2 * i + 1,
+                          end_ns=2 * i + 2, attributes={"llm.tools": ["read_gauge", "drain_basin"]}))
+    assert any("drain_basin" in r for r in _lock_grounded(steps))

@@ -41,7 +41,7 @@ from trajdebug.analysis._content import char_shape
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, queue_keys, semantic
 from trajdebug.analysis.lineage import formulas as explaining
-from trajdebug.analysis.reference._answers import answer_checks
+from trajdebug.analysis.reference._answers import answer_checks, first_picks
 from trajdebug.analysis.reference._enclosing import inside_of, matched_inside, own_answer
 from trajdebug.analysis.reference._profile import (
     DAY_PREFIX,
@@ -57,7 +57,6 @@ from trajdebug.analysis.reference._profile import (
     field_sources,
     held_sources,
     input_parts,
-    offered,
     operand_view,
     returns_empty,
     settings,
@@ -113,7 +112,7 @@ def violations(
     for f, fs in st.fields.items():
         if fs.n < MIN_SUPPORT or len(fs.runs) < 2 or f in PROTOCOL_FIELDS:
             continue
-        yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key)
+        yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key, within or steps)
     yield from _shape_checks(step, st, outs, min_runs)
     found = next(_ratio_checks(step.step_id, outs, ins, st), None)
     yield from [found] if found is not None else _setting_ratio_checks(step, outs, ins, st)
@@ -235,6 +234,7 @@ def _field_checks(
     ins: Mapping[str, list[Any]],
     passing: Profile | None = None,
     key: StepKey | None = None,
+    run: Mapping[str, Step] | None = None,
 ) -> Iterator[Evidence]:
     """One output field against its invariants: presence, grounding, kept values, numbers, formulas, categories."""
     sid = step.step_id
@@ -261,9 +261,9 @@ def _field_checks(
     # A number worked out from its inputs (a model summing two sections' seats into an order's qty) was
     # not made up, though its other calls copied their qty: it is where the copied value came from.
     # Entries of an id-keyed memory passed whole are no inputs to copy from (`operand_view`).
-    operands, tools = operand_view(view), offered(step)
-    # (A tool call's name is given by the tools the model was offered: `offered`.)
-    bad = next((a for a in atoms if not operands.given(a) and a.raw.casefold() not in tools
+    # A first tool call's name is given by the tools the model was offered (`first_picks`).
+    operands, picks = operand_view(view), first_picks(step, run) if f == "name" else frozenset()
+    bad = next((a for a in atoms if not operands.given(a) and a.raw.casefold() not in picks
                 and not _worked_out(view, a) and not _unsigned(view, a)), None) if fs.grounded == fs.n else None
     if bad is not None and _could_copy(bad.raw, ins):
         yield Evidence(

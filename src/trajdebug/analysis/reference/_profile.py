@@ -57,26 +57,6 @@ def _tools_of(step: Step) -> Any:
     return inp.get("tools") or step.attributes.get("llm.tools")
 
 
-def offered(step: Step) -> frozenset[str]:
-    """The names of the tools a model call was offered, case-folded, when its conversation holds no tool call
-    yet.  Its first tool call picks a name from them that no message can hold, where its later calls' history
-    holds the names called before: it would otherwise state a name "none of its inputs held", as no later call
-    did.  A later call naming a tool no message mentions still does.  Read where a violation is judged only:
-    counted as given in passing runs, it would make "always given" an invariant their first calls never showed."""
-    fresh = step.kind == "llm" and not _called_before(step.input)
-    return frozenset(n.casefold() for n in tool_names(_tools_of(step))) if fresh else frozenset()
-
-
-def _called_before(given: Any) -> bool:
-    """Whether a model's request holds a tool call or a tool's result (Chat Completions, Responses shapes)."""
-    msgs = given.get("messages", given.get("input")) if isinstance(given, Mapping) else given
-    return isinstance(msgs, list) and any(
-        isinstance(m, Mapping)
-        and (bool(m.get("tool_calls")) or m.get("role") == "tool" or m.get("type") in ("function_call", "function_call_output"))
-        for m in msgs
-    )
-
-
 @dataclass(slots=True)
 class _FieldStats:
     n: int = 0
