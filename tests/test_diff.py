@@ -503,7 +503,7 @@ def test_a_first_divergence_in_the_request_says_it_changed_outside_the_steps(tmp
     path = tmp_path / "runs.jsonl"
     _kiln_runs(path, (38211, 38211))
     out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
-    assert "no step before it differs" in " ".join(out.split())
+    assert "no recorded step at its level before it differs" in " ".join(out.split())
 
 
 def test_a_fixed_loopback_port_that_changed_is_a_difference(tmp_path: Path) -> None:
