@@ -474,7 +474,8 @@ def _caught(
     if last is None or raised is None or (where is None and _handed_on(last.message, raised, run)):
         return c
     said = CAUGHT if where is None else f"caught in {where.name}#{where.step_id[-6:]}, which went on"
-    return replace(c, summary=c.summary.replace(" → occurred", f" → occurred, {said}", 1))
+    head, stage, rules = c.summary.rpartition(" → occurred")  # the last one is the stage (`_summary`)
+    return replace(c, summary=f"{head}{stage}, {said}{rules}")
 
 
 def _enclosing_ok(s: Step, steps: Mapping[str, Step]) -> Step | None:
