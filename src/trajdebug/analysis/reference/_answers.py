@@ -237,6 +237,11 @@ def _request_values(value: Any, depth: int = 0) -> list[str]:
 __all__ = ["answer_checks", "unkeyed"]
 
 
+def picked_first(step: Step, steps: Mapping[str, Step] | None, field: str, value: str) -> bool:
+    """Whether ``value`` of the output field ``field`` is the tool name a first tool call picked (`first_picks`)."""
+    return field == "name" and value.casefold() in first_picks(step, steps)
+
+
 def first_picks(step: Step, steps: Mapping[str, Step] | None) -> frozenset[str]:
     """The tool names (case-folded) a model's first tool call in the run picked among the tools it was offered.
 
