@@ -403,3 +403,25 @@ def test_the_keys_o_and_i_say_whether_what_the_step_was_given_was_right() -> Non
     oracle = TerminalOracle(console=Console(file=io.StringIO(), width=200), read_key=lambda: next(keys))
     answer = oracle(run.steps[1], run)
     assert answer is not None and (answer.correct, answer.admissible) == (False, False)
+
+
+def test_a_step_that_raised_is_asked_about_with_its_error_beside_its_empty_output() -> None:
+    """A tool that raised has no output to judge: its question shows the error it ended with (terminal, and the
+    data the report and serve draw), and a step without one shows none."""
+    from rich.console import Console
+
+    from trajdebug.core.model import ErrorInfo, Step
+    from trajdebug.report.question import question_for, question_to_dict, render_question
+
+    steps = (
+        Step("t", "tide_gauge", "tool", input={"harbour": "Penmarch"}, output=None, start_ns=1, end_ns=2,
+             status="error", error=ErrorInfo("HTTPError", "HTTP Error 502: Bad Gateway")),
+        Step("p", "plan_launch", "other", input={"slot": "06:40"}, output="06:40", start_ns=3, end_ns=4),
+    )
+    run = Run("r1", "lifeboat-drill", 0, 9, "failure", steps=steps)
+    q = question_for(run, "t", 1)
+    console = Console(record=True, width=100)
+    render_question(q, console)
+    assert "HTTPError: HTTP Error 502: Bad Gateway" in console.export_text()
+    assert question_to_dict(q)["error"] == "HTTPError: HTTP Error 502: Bad Gateway"
+    assert question_for(run, "p", 2).error is None

@@ -471,3 +471,45 @@ def test_a_model_call_asked_of_another_model_or_with_another_late_tool_result_di
     assert [p.status for p in align(good, run("b", "model-large", "kiln at 1400 C", "kiln hot")).pairs] == ["input"]
     assert [p.status for p in align(good, run("b", "model-large", "kiln at 1400 C", "all normal")).pairs] == ["input"]
     assert [p.status for p in align(good, run("b", "model-large", "kiln at 900 C", "all normal")).pairs] == ["same"]
+
+
+def _kiln_runs(path: Path, ports: tuple[int, int]) -> None:
+    """Two runs of a kiln-firing scheduler that reads a local stub service on a fresh port each time; the
+    failing run's schedule step is handed a default the run's body set where the stub's error was caught."""
+    import trajdebug
+
+    for port, peak in zip(ports, (1222, 1300), strict=True):
+        with trajdebug.run("kiln-firing", path=path) as r:
+            with trajdebug.step("read_cone", kind="tool", input={"url": f"http://127.0.0.1:{port}/cone/6"}) as t:
+                t.output = {"cone": 6, "status": "ok"}
+            with trajdebug.step("schedule", kind="other", input={"cone": t.output, "peak_c": peak}) as s:
+                s.output = {"peak_c": peak, "hold_min": 10}
+            if peak > 1250:
+                r.fail(f"peak {peak} C above cone 6")
+
+
+def test_a_loopback_port_is_no_difference_between_two_runs(tmp_path: Path) -> None:
+    """A request naming a server on this machine differs only by the free port it took in each run: the step
+    is the same in both runs, and the first divergence is the step whose request really changed."""
+    path = tmp_path / "runs.jsonl"
+    _kiln_runs(path, (38211, 40977))
+    out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
+    assert "first divergence: schedule#" in out
+
+
+def test_a_first_divergence_in_the_request_says_it_changed_outside_the_steps(tmp_path: Path) -> None:
+    """When the first step that differs differs in its request, no recorded step made the change, and diff
+    says so (the run's input, or code between steps such as a caught error's default)."""
+    path = tmp_path / "runs.jsonl"
+    _kiln_runs(path, (38211, 38211))
+    out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
+    assert "no recorded step at its level before it differs" in " ".join(out.split())
+
+
+def test_a_fixed_loopback_port_that_changed_is_a_difference(tmp_path: Path) -> None:
+    """A fixed port below the range an operating system hands out for port 0 is chosen by the agent's
+    configuration: a run that reads the stub on 8081 instead of 8080 diverges at that step."""
+    path = tmp_path / "runs.jsonl"
+    _kiln_runs(path, (8080, 8081))
+    out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
+    assert "first divergence: read_cone#" in out

@@ -763,3 +763,83 @@ def test_the_recorder_imports_the_machine_without_the_analysis() -> None:
         "assert lc.fold is m.fold\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_an_exception_caught_outside_any_step_in_a_run_that_ended_is_said_to_be_caught() -> None:
+    """A tide-gauge call that raised, caught by the agent's body (which went on with a default), ends at
+    `occurred`: its chain says it was caught where no step records it; an error only reported (s.error) is no
+    exception caught, and says nothing of the kind."""
+
+    @trajdebug.step(kind="tool")
+    def tide_gauge(harbour: str) -> dict[str, float]:
+        raise ConnectionError(f"gauge at {harbour} did not answer")
+
+    def body(_run: Any) -> None:
+        try:
+            tide_gauge("Penmarch")
+        except ConnectionError:
+            pass
+        with trajdebug.step("plan_launch", kind="other") as s:
+            s.error("slipway camera offline")
+
+    report = analyze_errors(record(body))
+    assert [e.stage for e in report.errors] == ["occurred", "occurred"]
+    summaries = {c.summary.split(" at ")[0].split(": ")[1]: c.summary for c in report.chains}
+    assert "caught where no step records it" in summaries["ConnectionError"]
+    assert "caught" not in summaries["ReportedError"]
+
+
+@trajdebug.step(kind="tool")
+def _kiln_probe(shelf: str) -> dict[str, float]:
+    raise TimeoutError(f"kiln probe on shelf {shelf} did not answer")
+
+
+def test_an_exception_caught_by_a_recorded_enclosing_step_names_that_step() -> None:
+    """A probe that raised inside a recorded firing-plan step, which caught it and ended with a default, was
+    caught by that step: the chain names it, and never says no step records where it was caught."""
+
+    def body(h: Any) -> None:
+        with trajdebug.step("plan_firing", kind="agent") as p:
+            try:
+                _kiln_probe("top")
+            except TimeoutError:
+                p.output = {"peak_c": 1200}
+        with trajdebug.step("load_kiln", kind="other", input={"peak_c": 1200}) as k:
+            k.output = "loaded"
+        h.fail("glaze underfired")
+
+    [chain] = analyze_errors(record(body)).chains
+    assert "caught in plan_firing#" in chain.summary
+    assert "no step records it" not in chain.summary
+
+
+def test_an_exception_the_body_caught_and_failed_the_run_on_is_not_said_caught() -> None:
+    """A probe error the run's body caught and then failed the run with is a failure, not a caught error."""
+
+    def body(h: Any) -> None:
+        try:
+            _kiln_probe("top")
+        except TimeoutError as e:
+            h.fail(f"no probe: {e}")
+
+    report = analyze_errors(record(body))
+    assert [e.stage for e in report.errors] == ["failed"]
+    assert all("caught" not in c.summary for c in report.chains)
+
+
+def test_an_exception_whose_message_a_later_step_is_handed_is_not_said_caught_unrecorded() -> None:
+    """A probe error caught by the body whose message is handed to the next recorded model call was taken up
+    by a recorded step: the chain does not say no step records where it was caught."""
+
+    def body(h: Any) -> None:
+        msg = ""
+        try:
+            _kiln_probe("top")
+        except TimeoutError as e:
+            msg = str(e)
+        with trajdebug.step("llm_plan", kind="llm", input={"messages": [{"role": "tool", "content": msg}]}) as m:
+            m.output = {"role": "assistant", "content": "fire without the probe"}
+        h.fail("glaze underfired")
+
+    [chain] = analyze_errors(record(body)).chains
+    assert "caught" not in chain.summary

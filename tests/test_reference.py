@@ -1232,3 +1232,88 @@ def test_a_node_whose_output_differs_because_its_tool_answered_otherwise_is_not_
     analysis = analyze(bad, references=references(bad, pool), top=5)
     assert _same_input(analysis, "_unit_factor")
     assert not _same_input(analysis, "_scale_recipe")
+
+
+def test_a_models_first_tool_call_names_a_tool_it_was_offered_not_a_value_made_up() -> None:
+    """A model's first call picks a tool no message names yet (its later calls' history does): the tools it
+    was offered ground the name, so only a first call offered no such tool states a name none of its inputs
+    held."""
+
+    def run(offered: list[str]) -> Run:
+        history: list[dict[str, Any]] = [{"role": "user", "content": "Level the canal lock at Brimscombe."}]
+        steps = []
+        for i, tool in enumerate(["read_gauge"] * 4):  # the gauge read again after each sluice move
+            call = {"role": "assistant", "content": None,
+                    "tool_calls": [{"id": f"c{i}", "name": tool, "arguments": {"lock": "Brimscombe"}}]}
+            steps.append(Step(f"m{i}", "lock_keeper", "llm", input={"messages": list(history)}, output=call,
+                              start_ns=2 * i + 1, end_ns=2 * i + 2, attributes={"llm.tools": offered}))
+            history += [call, {"role": "tool", "tool_call_id": f"c{i}", "content": f"done {i}"}]
+        return Run("r1", "canal-lock", 0, 99, "failure", steps=tuple(steps))
+
+    def grounded(offered: list[str]) -> list[Evidence]:
+        bad = run(offered)
+        lin = Lineage(bad)
+        own, within = sibling_profiles(bad, lin)["m0"], {s.step_id: s for s in bad.steps}
+        found = violations(bad.steps[0], lin.view("m0"), own, within=within)
+        return [e for e in found if e.diagnoser.endswith(":grounded")]
+
+    assert not grounded(["read_gauge", "open_sluice", "close_sluice"])
+    assert grounded(["open_sluice", "close_sluice"])
+
+
+def test_a_later_tool_call_naming_a_tool_no_message_mentions_is_still_ungrounded() -> None:
+    """Past its first call a model's history holds the tools it called: a call that picks another offered tool
+    no message mentions (a basin nobody asked to drain) still states a name none of its inputs held."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Call read_gauge on the Brimscombe lock."}]
+    steps = []
+    for i, tool in enumerate(["read_gauge", "read_gauge", "read_gauge", "drain_basin"]):
+        call = {"role": "assistant", "content": None,
+                "tool_calls": [{"id": f"c{i}", "name": tool, "arguments": {"lock": "Brimscombe"}}]}
+        steps.append(Step(f"m{i}", "lock_keeper", "llm", input={"messages": list(history)}, output=call,
+                          start_ns=2 * i + 1, end_ns=2 * i + 2, attributes={"llm.tools": ["read_gauge", "drain_basin"]}))
+        history += [call, {"role": "tool", "tool_call_id": f"c{i}", "content": f"level {i}"}]
+    bad = Run("r1", "canal-lock", 0, 99, "failure", steps=tuple(steps))
+    lin = Lineage(bad)
+    found = violations(bad.steps[3], lin.view("m3"), sibling_profiles(bad, lin)["m3"])
+    assert any(e.diagnoser.endswith(":grounded") and "drain_basin" in e.reason for e in found)
+
+
+def _lock_grounded(steps: list[Step]) -> list[str]:
+    """The grounded evidence on the last model call of a canal-lock run whose drain then fails the check."""
+    steps.append(Step("t", "drain_basin", "tool", input={"lock": "Brimscombe"}, output={"drained": True},
+                      start_ns=20, end_ns=21, deps=(Dependency("m3"),)))
+    bad = Run("r1", "canal-lock", 0, 99, "failure", steps=tuple(steps))
+    lin, within = Lineage(bad), {s.step_id: s for s in bad.steps}
+    found = violations(bad.steps[3], lin.view("m3"), sibling_profiles(bad, lin)["m3"], within=within)
+    return [e.reason for e in found if e.diagnoser.endswith(":grounded")]
+
+
+def test_a_later_tool_call_in_anthropic_blocks_naming_a_tool_no_message_mentions_is_ungrounded() -> None:
+    """A model whose history holds its tool calls as Anthropic tool_use/tool_result blocks is past its first
+    call: a call that picks another offered tool no message mentions still states a name none of its inputs
+    held."""
+    tools = [{"name": "read_gauge", "input_schema": {"type": "object"}}, {"name": "drain_basin", "input_schema": {}}]
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Call read_gauge on the Brimscombe lock."}]
+    steps = []
+    for i, tool in enumerate(["read_gauge", "read_gauge", "read_gauge", "drain_basin"]):
+        blocks = [{"type": "tool_use", "id": f"tu{i}", "name": tool, "input": {"lock": "Brimscombe"}}]
+        out = {"role": "assistant", "type": "message", "stop_reason": "tool_use", "content": blocks}
+        steps.append(Step(f"m{i}", "lock_keeper", "llm", output=out, start_ns=2 * i + 1, end_ns=2 * i + 2,
+                          input={"model": "m-x", "max_tokens": 512, "messages": list(history), "tools": tools}))
+        history += [{"role": "assistant", "content": blocks},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"tu{i}", "content": f"{i}"}]}]
+    assert any("drain_basin" in r for r in _lock_grounded(steps))
+
+
+def test_a_stateless_planners_later_pick_of_a_tool_no_message_mentions_is_ungrounded() -> None:
+    """A planner asked afresh each turn (no tool-call history) made tool calls earlier in the run: its later
+    call is no first call, and picking an offered tool no message mentions still states a name none of its
+    inputs held."""
+    steps = []
+    for i, tool in enumerate(["read_gauge", "read_gauge", "read_gauge", "drain_basin"]):
+        msgs = [{"role": "user", "content": f"Lock Brimscombe. Last action: read_gauge, level {i}. Next action?"}]
+        call = {"role": "assistant", "content": None,
+                "tool_calls": [{"id": f"c{i}", "name": tool, "arguments": {"lock": "Brimscombe"}}]}
+        steps.append(Step(f"m{i}", "lock_keeper", "llm", input={"messages": msgs}, output=call, start_ns=2 * i + 1,
+                          end_ns=2 * i + 2, attributes={"llm.tools": ["read_gauge", "drain_basin"]}))
+    assert any("drain_basin" in r for r in _lock_grounded(steps))

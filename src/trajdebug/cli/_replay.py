@@ -163,6 +163,15 @@ def _render_diff(al: Any, iso: Any) -> None:
             shown = first.bad.input if asked else _shown(first.bad, first.good)
             other = (first.good.input if asked else _shown(first.good, first.bad)) if first.good is not None else None
             con.print(f"  bad{word}:  {escape(_short(shown, against=other))}{escape(err)}")
+        if first.status == "input":
+            # No step at its level before it differs (`first_divergence` passes over enclosing pairs, whose
+            # request may differ too), so the recorded steps cannot say where its request changed.
+            con.print(
+                "  no recorded step at its level before it differs: its request changed outside the recorded "
+                "steps (the run's "
+                "input, or code between steps, such as a default set where an error was caught)",
+                style="dim",
+            )
         impact = al.impact(first)
         if impact:
             labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact[:IMPACT_SHOWN]]

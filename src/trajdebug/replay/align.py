@@ -14,6 +14,7 @@ request differs merely passes on a difference from upstream.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -80,8 +81,40 @@ def _content(s: Step, value: Any) -> Any:
     """A model call's request or answer without what its provider mints per call (`unminted`: the response's
     and its tool calls' ids, the ``tool_call_id`` a tool result in its history answers, usage, creation time):
     the same call of the same tool, answered alike, would otherwise differ in every pair of runs.  The model,
-    the parameters, every message and what the model answered stay.  Other steps: the value."""
-    return unminted(value) if s.kind == "llm" else value
+    the parameters, every message and what the model answered stay.  Any step: a loopback address's port
+    (`_unported`).  Other steps: the value."""
+    return _unported(unminted(value) if s.kind == "llm" else value)
+
+
+_LOOPBACK = re.compile(r"(?i)(://(?:127\.0\.0\.1|localhost|\[::1\])):(\d{1,5})\b")
+"""A URL on this machine and its port: a server an agent or its test starts for the run (a fake model, a stub
+of a web service) takes a free port each time, so every request naming it differs between two runs of the
+same input while nothing the agent did differs.  The match starts at ``://``, not at the scheme: a scheme
+scan from every word boundary took quadratic time on a long dotted or hyphenated token.  Only an ephemeral
+port (`_EPHEMERAL`) is ignored: a fixed port (a local database, model server, 8080 against 8081) is chosen
+by the agent's configuration, and a wrong one is a real difference."""
+
+_EPHEMERAL = 32768
+"""The lowest port an operating system hands a server bound to port 0 (Linux 32768-60999; macOS, Windows and
+IANA 49152-65535)."""
+
+
+def _port_free(m: re.Match[str]) -> str:
+    return f"{m.group(1)}:PORT" if int(m.group(2)) >= _EPHEMERAL else m.group(0)
+
+
+def _unported(value: Any, depth: int = 0) -> Any:
+    """The value with every loopback URL's ephemeral port written as ``:PORT`` (strings inside lists and dicts
+    too)."""
+    if isinstance(value, str):
+        return _LOOPBACK.sub(_port_free, value) if "://" in value else value
+    if depth > 32:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _unported(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_unported(v, depth + 1) for v in value]
+    return value
 
 
 def _same_result(g: Step, b: Step) -> bool:

@@ -35,8 +35,17 @@ def _label(step: Step | None, step_id: str) -> str:
     return f"{step.name}#{_short(step_id)}" if step is not None else f"?#{_short(step_id)}"
 
 
+PATH_SHOWN = 8
+"""Steps of a candidate's path named in the text: an agent loop's path runs through every turn after the step
+(a model call, a tool, the next model call, ...), and fifteen hops wrapped over five lines hide the ranking;
+a longer path names its first three and last four steps and counts the rest (the report's graph shows all)."""
+
+
 def _path(c: Candidate, steps: Mapping[str, Step]) -> str:
-    return " → ".join(steps[s].name if s in steps else _short(s) for s in c.path)
+    names = [steps[s].name if s in steps else _short(s) for s in c.path]
+    if len(names) > PATH_SHOWN:
+        names = [*names[:3], f"… {len(names) - 7} more …", *names[-4:]]
+    return " → ".join(names)
 
 
 def _seconds(s: float) -> str:

@@ -155,6 +155,15 @@ def render_errors(report: ErrorReport, console: Any, run: Run | None = None, *, 
             console.print(
                 Text(" " * 14 + _one_line(f"{e.type}: {e.message}")), no_wrap=True, overflow="ellipsis"
             )
+    from trajdebug.core.lifecycle.analyze import CAUGHT
+
+    # The chains say it only where no recorded step caught the error or took its message up.
+    if any(CAUGHT in c.summary for c in report.chains):
+        console.print(
+            f"\n  occurred, and nothing after: {CAUGHT} (an except clause that set a default?"
+            " `s.fallback(value, reason)` records what replaced it)",
+            style="dim",
+        )
     if any(e.silently_propagated for e in report.errors):
         console.print(
             "\n  * silently propagated: left open while its step's output was consumed", style="dim"

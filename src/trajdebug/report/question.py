@@ -72,6 +72,9 @@ class Question:
     wrote: Any = None
     """What the step wrote into ``run.state`` (key -> value), None when it wrote nothing: a state step's
     return is often nothing at all, and what it left in the state is what its readers took."""
+    error: str | None = None
+    """The error the step ended with or reported (``HTTPError: HTTP Error 503``), None without one: a step that
+    raised has no output to judge (``null``), and the person asked whether it is right needs to see why."""
 
 
 def question_for(run: Run, step_id: str, number: int = 1) -> Question:
@@ -117,6 +120,7 @@ def _question(run: Run, steps: dict[str, Step], position: dict[str, int], step_i
         producers=tuple(producers),
         number=number,
         wrote=_wrote(step),
+        error=f"{step.error.type}: {step.error.message}" if step.error is not None else None,
     )
 
 
@@ -161,6 +165,7 @@ def question_to_dict(q: Question) -> dict[str, Any]:
         "input": visible(value_text(q.input)),
         "output": visible(value_text(q.output)),
         "wrote": None if q.wrote is None else visible(value_text(q.wrote)),
+        "error": None if q.error is None else visible(q.error),
         "producers": [
             {
                 "step_id": p.step_id,
@@ -188,6 +193,8 @@ def render_question(q: Question, console: Any, *, expanded: bool = False) -> boo
     shown = [("input", q.input), ("output", q.output)]
     if q.wrote is not None:
         shown.append(("wrote to run.state", q.wrote))
+    if q.error is not None:
+        shown.append(("error (it raised or reported this)", q.error))
     for title, value in shown:
         text, cut = fold(value, expanded)
         folded = folded or cut > 0

@@ -21,12 +21,14 @@ from trajdebug.analysis.reference._profile import (
     _canon,
     _FieldStats,
     _StepStats,
+    _tools_of,
     answer_key,
     asked_of,
     keyed_parts,
     step_key,
 )
 from trajdebug.analysis.reference._reach import epoch_like
+from trajdebug.core.chat import input_messages, normalize_llm_step, tool_calls, tool_names
 from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 from trajdebug.core.values import atoms as value_atoms
 
@@ -233,3 +235,49 @@ def _request_values(value: Any, depth: int = 0) -> list[str]:
 
 
 __all__ = ["answer_checks", "unkeyed"]
+
+
+def picked_first(step: Step, steps: Mapping[str, Step] | None, field: str, value: str) -> bool:
+    """Whether ``value`` of the output field ``field`` is the tool name a first tool call picked (`first_picks`)."""
+    return field == "name" and value.casefold() in first_picks(step, steps)
+
+
+def first_picks(step: Step, steps: Mapping[str, Step] | None) -> frozenset[str]:
+    """The tool names (case-folded) a model's first tool call in the run picked among the tools it was offered.
+
+    A first call's history can name no tool, so the name it picks is given by the tools offered; a later call's
+    history holds the tools called before, and a call there picking an offered tool no message names is the
+    wrong pick the grounded check is for.  "First" is read in run order and on the normalized request: no
+    earlier model call of the same agent in ``steps`` made a tool call (a stateless planner's every prompt is
+    fresh), and its messages hold no tool call or result (Anthropic ``tool_use`` blocks, Responses items).
+    Empty without the run's steps (nothing tells it is first).  Read where a violation is judged only: counted
+    as given in passing runs, it would make "always given" an invariant their first calls never showed."""
+    if step.kind != "llm" or steps is None:
+        return frozenset()
+    given, said, _ = normalize_llm_step(step.input, step.output, step.attributes)
+    if any(m.get("tool_calls") or m.get("role") == "tool" for m in input_messages(given)) or _raw_called(step.input):
+        return frozenset()
+    for t in steps.values():
+        if t.step_id == step.step_id:
+            break
+        if t.kind == "llm" and t.agent == step.agent and tool_calls(normalize_llm_step(t.input, t.output, t.attributes)[1]):
+            return frozenset()
+    picked = {str(c.get("name") or (c.get("function") or {}).get("name") or "").casefold() for c in tool_calls(said)}
+    return frozenset(n.casefold() for n in tool_names(_tools_of(step))) & picked
+
+
+def _raw_called(given: Any) -> bool:
+    """Whether a raw request holds a tool call or result in a shape the normalization may leave (Chat
+    Completions ``tool_calls``/``role: tool``, Responses ``function_call*`` items, Anthropic blocks)."""
+    msgs = given.get("messages", given.get("input")) if isinstance(given, Mapping) else given
+    kinds = ("function_call", "function_call_output", "tool_use", "tool_result")
+    return isinstance(msgs, list) and any(
+        isinstance(m, Mapping)
+        and (
+            bool(m.get("tool_calls"))
+            or m.get("role") == "tool"
+            or m.get("type") in kinds
+            or (isinstance(m.get("content"), list) and any(isinstance(b, Mapping) and b.get("type") in kinds for b in m["content"]))
+        )
+        for m in msgs
+    )

@@ -41,7 +41,7 @@ from trajdebug.analysis._content import char_shape
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, queue_keys, semantic
 from trajdebug.analysis.lineage import formulas as explaining
-from trajdebug.analysis.reference._answers import answer_checks
+from trajdebug.analysis.reference._answers import answer_checks, picked_first
 from trajdebug.analysis.reference._enclosing import inside_of, matched_inside, own_answer
 from trajdebug.analysis.reference._profile import (
     DAY_PREFIX,
@@ -112,7 +112,7 @@ def violations(
     for f, fs in st.fields.items():
         if fs.n < MIN_SUPPORT or len(fs.runs) < 2 or f in PROTOCOL_FIELDS:
             continue
-        yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key)
+        yield from _field_checks(step, view, st, f, fs, outs, ins, passing, key, within or steps)
     yield from _shape_checks(step, st, outs, min_runs)
     found = next(_ratio_checks(step.step_id, outs, ins, st), None)
     yield from [found] if found is not None else _setting_ratio_checks(step, outs, ins, st)
@@ -234,6 +234,7 @@ def _field_checks(
     ins: Mapping[str, list[Any]],
     passing: Profile | None = None,
     key: StepKey | None = None,
+    run: Mapping[str, Step] | None = None,
 ) -> Iterator[Evidence]:
     """One output field against its invariants: presence, grounding, kept values, numbers, formulas, categories."""
     sid = step.step_id
@@ -260,12 +261,11 @@ def _field_checks(
     # A number worked out from its inputs (a model summing two sections' seats into an order's qty) was
     # not made up, though its other calls copied their qty: it is where the copied value came from.
     # Entries of an id-keyed memory passed whole are no inputs to copy from (`operand_view`).
+    # A first tool call's name is given by the tools the model was offered (`picked_first`, asked only of a
+    # name no input holds: it walks the run's earlier model calls).
     operands = operand_view(view)
-    bad = (
-        next((a for a in atoms if not operands.given(a) and not _worked_out(view, a) and not _unsigned(view, a)), None)
-        if fs.grounded == fs.n
-        else None
-    )
+    bad = next((a for a in atoms if not operands.given(a) and not picked_first(step, run, f, a.raw)
+                and not _worked_out(view, a) and not _unsigned(view, a)), None) if fs.grounded == fs.n else None
     if bad is not None and _could_copy(bad.raw, ins):
         yield Evidence(
             sid,

@@ -47,10 +47,14 @@ def _role(step: Step, steps: Mapping[str, Step] | None) -> str:
     parent = steps.get(step.parent_id) if step.parent_id is not None else None
     if parent is not None and parent.kind in CONTAINER_KINDS and parent.parent_id is not None:
         return parent.name
-    inp = step.input if isinstance(step.input, Mapping) else {}
-    offered = inp.get("tools") or step.attributes.get("llm.tools")
-    names = sorted(set(tool_names(offered)))
+    names = sorted(set(tool_names(_tools_of(step))))
     return "(" + ",".join(names) + ")" if names else ""
+
+
+def _tools_of(step: Step) -> Any:
+    """The tools a model call was offered, as its request or its envelope (``llm.tools``) holds them."""
+    inp = step.input if isinstance(step.input, Mapping) else {}
+    return inp.get("tools") or step.attributes.get("llm.tools")
 
 
 @dataclass(slots=True)

@@ -39,9 +39,10 @@ over a topological order carrying a bitset of error indexes per step
 
 from __future__ import annotations
 
+import json
 from collections import deque
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from trajdebug.core.graph import DependencyGraph, final_step
 from trajdebug.core.lifecycle.machine import TERMINAL, advance, fold
@@ -445,7 +446,61 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
     facts = {w.index: _facts(w) for w in work}
     chains, origin_of, failed_below = _chains(work, facts, steps)
     errors = [_lifecycle(w, facts[w.index], steps, retried_by, origin_of, failed_below) for w in work]
+    by_id = {e.error_id: e for e in errors}
+    chains = [_caught(c, by_id, run, steps) for c in chains]
     return ErrorReport(run.run_id, run.outcome, tuple(errors), tuple(chains), tuple(failure))
+
+
+CAUGHT = "caught where no step records it, and the run went on"
+"""What an exception is said to have become when nothing after it was recorded in a run that ended."""
+
+
+def caught_unrecorded(e: ErrorLifecycle, outcome: str) -> bool:
+    """Whether an exception left its step and was caught by code no step records (an ``except`` in the run's
+    body that set a default): it never propagated, recovered, was ignored or failed, in a run that ended.  The
+    recorder cannot see what replaced it, and a later failure may come from that default."""
+    return e.stage == "occurred" and not e.reported and outcome in ("success", "failure")
+
+
+def _caught(
+    c: ErrorChain, by_id: Mapping[str, ErrorLifecycle], run: Run, steps: Mapping[str, Step]
+) -> ErrorChain:
+    """The chain's summary saying where its last error was caught when it left its step in a run that ended:
+    in a recorded enclosing step that ended without error (named); where no step records it, unless a later
+    step's input holds its message (a recorded step took it up: nothing said)."""
+    last = by_id.get(c.error_ids[-1]) if c.error_ids else None
+    raised = steps.get(last.step_id) if last is not None and caught_unrecorded(last, run.outcome) else None
+    where = _enclosing_ok(raised, steps) if raised is not None else None
+    if last is None or raised is None or (where is None and _handed_on(last.message, raised, run)):
+        return c
+    said = CAUGHT if where is None else f"caught in {where.name}#{where.step_id[-6:]}, which went on"
+    head, stage, rules = c.summary.rpartition(" → occurred")  # the last one is the stage (`_summary`)
+    return replace(c, summary=f"{head}{stage}, {said}{rules}")
+
+
+def _enclosing_ok(s: Step, steps: Mapping[str, Step]) -> Step | None:
+    """The nearest recorded step enclosing ``s`` that ended without error (its body caught the exception)."""
+    p = steps.get(s.parent_id or "")
+    for _ in range(64):  # parent ids from an imported source may loop
+        if p is None or (p.status != "error" and p.error is None and p.end_ns is not None):
+            return p
+        p = steps.get(p.parent_id or "")
+    return None
+
+
+def _handed_on(message: str, raised: Step, run: Run) -> bool:
+    """Whether the error's message is in the input of a step that started after ``raised`` ended (a model
+    told the tool failed): a recorded step took the error up."""
+    text = json.dumps(message, ensure_ascii=False)[1:-1].strip()
+    if len(text) < 4:
+        return False
+    after = raised.end_ns if raised.end_ns is not None else raised.start_ns
+    return any(
+        t.start_ns >= after
+        and t.step_id != raised.step_id
+        and text in json.dumps(t.input, ensure_ascii=False, default=str)
+        for t in run.steps
+    )
 
 
 def _chains(
@@ -541,4 +596,5 @@ __all__ = [
     "ErrorLifecycle",
     "ErrorReport",
     "analyze_errors",
+    "caught_unrecorded",
 ]

@@ -36,7 +36,7 @@ function questionFromRun(sid, number) {
     const p = STEPS.get(d.step_id);
     producers.push({ step_id: p.step_id, name: p.name, kind: p.kind, output: p.output });
   }
-  return { step_id: sid, name: s.name, kind: s.kind, where: parts.join(", "), number, input: s.input, output: s.output, wrote: (s.attributes && s.attributes.state_values) || null, producers };
+  return { step_id: sid, name: s.name, kind: s.kind, where: parts.join(", "), number, input: s.input, output: s.output, wrote: (s.attributes && s.attributes.state_values) || null, error: s.error ? s.error.type + ": " + s.error.message : null, producers };
 }
 
 function questionView(q, onAnswer) {
@@ -47,6 +47,8 @@ function questionView(q, onAnswer) {
   box.appendChild(section("Input", valueView(q.input)));
   box.appendChild(section("Output", valueView(q.output)));
   if (q.wrote != null) box.appendChild(section("Wrote to run.state", valueView(q.wrote)));
+  // A step that raised has no output to judge: the person needs to see why.
+  if (q.error != null) box.appendChild(section("Error (it raised or reported this)", valueView(q.error)));
   const prods = q.producers.length
     ? el("ul", { class: "ask-producers" }, ...q.producers.map((p) => el("li", {},
         el("button", { type: "button", class: "link", "data-step": p.step_id }, (p.kind || "") + " " + (p.name || "?") + " #" + shortId(p.step_id)),
