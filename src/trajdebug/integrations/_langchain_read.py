@@ -96,6 +96,14 @@ def _is_graph_node(r: LCRun) -> bool:
     return r.run_type == "chain" and isinstance(meta, Mapping) and meta.get("langgraph_node") == r.name
 
 
+def _chain_kind(r: LCRun) -> str:
+    """A chain run's kind: `parse` for an output parser, `agent` when it did work inside (a traced child other
+    than its own conditional edge), else `other`."""
+    if r.name.endswith("Parser"):
+        return "parse"
+    return "agent" if any(not _is_branch(r, c) for c in r.child_runs) else "other"
+
+
 def _is_branch(parent: LCRun, child: LCRun) -> bool:
     """Whether ``child`` is a routing function LangGraph ran after the node ``parent`` (a conditional edge).
 

@@ -57,8 +57,8 @@ from trajdebug.integrations._langchain_read import (
     _KIND,
     CONTROL_FLOW_EXCEPTIONS,
     _add_stage,
+    _chain_kind,
     _contains,
-    _is_branch,
     _is_graph_node,
     _node_input,
     _ns,
@@ -278,8 +278,7 @@ class TrajdebugTracer(BaseTracer):
         key = str(r.id)
         kind = _KIND.get(r.run_type, "other")
         if r.run_type == "chain":
-            inner = any(not _is_branch(r, c) for c in r.child_runs)
-            kind = "parse" if r.name.endswith("Parser") else ("agent" if inner else "other")
+            kind = _chain_kind(r)
         inp: Any = self._chat_inputs.get(key)
         if inp is None:
             inp = plain(r.inputs)
