@@ -14,7 +14,7 @@ import pytest
 import trajdebug
 from trajdebug.core.lifecycle.analyze import ANALYSIS_PREFIX, ErrorReport, analyze_errors
 from trajdebug.core.lifecycle.severity import RULE_BY_NAME
-from trajdebug.core.model import Dependency, ErrorEvent, Run, StageChange, Step, StepKind
+from trajdebug.core.model import Dependency, ErrorEvent, ErrorInfo, Run, StageChange, Step, StepKind
 from trajdebug.testing import capture_runs, deterministic
 
 
@@ -843,3 +843,18 @@ def test_an_exception_whose_message_a_later_step_is_handed_is_not_said_caught_un
 
     [chain] = analyze_errors(record(body)).chains
     assert "caught" not in chain.summary
+
+
+def test_a_parent_that_ended_before_its_detached_child_raised_is_not_where_it_was_caught() -> None:
+    """A sync step that started a background check and returned before the check raised did not catch it: the
+    chain does not name it as the step that caught the exception."""
+    steps = (
+        Step("p", "sync_hives", "agent", start_ns=1, end_ns=2, output="started"),
+        Step("c", "check_scale", "tool", parent_id="p", start_ns=3, end_ns=9, status="error",
+             error=ErrorInfo("ConnectionError", "scale at hive 4 did not answer")),
+        Step("n", "log_weights", "other", start_ns=10, end_ns=11, input={"hive": 4}),
+    )
+    raised = (ErrorEvent("e1", "c", "ConnectionError", "scale at hive 4 did not answer"),)
+    [chain] = analyze_errors(Run("r1", "apiary-sync", 0, 12, "success", steps=steps, errors=raised)).chains
+    assert "caught in sync_hives" not in chain.summary
+    assert "caught where no step records it" in chain.summary

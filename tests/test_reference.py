@@ -24,6 +24,7 @@ from trajdebug.analysis.reference import (
     unkeyed,
     violations,
 )
+from trajdebug.analysis.reference._answers import first_picks
 from trajdebug.analysis.reference._profile import _apply, _FieldObs, _Obs, _record, _StepStats
 from trajdebug.analysis.reference._siblings import _Occurrences
 from trajdebug.core.model import Dependency, ErrorInfo, Run, Step
@@ -1259,6 +1260,20 @@ def test_a_models_first_tool_call_names_a_tool_it_was_offered_not_a_value_made_u
 
     assert not grounded(["read_gauge", "open_sluice", "close_sluice"])
     assert grounded(["open_sluice", "close_sluice"])
+
+
+def test_a_first_tool_call_that_picks_another_tool_than_the_one_the_request_names_is_ungrounded() -> None:
+    """A first call whose request names the offered tool to use ("call read_gauge") and that picks another
+    offered tool (a basin nobody asked to drain) states a name none of its inputs held: the tools offered ground
+    a first pick only when the request names none of them."""
+    msgs = [{"role": "user", "content": "Call read_gauge on the Brimscombe lock."}]
+    call = {"role": "assistant", "content": None,
+            "tool_calls": [{"id": "c0", "name": "drain_basin", "arguments": {"lock": "Brimscombe"}}]}
+    first = Step("m0", "lock_keeper", "llm", input={"messages": msgs}, output=call, start_ns=1, end_ns=2,
+                 attributes={"llm.tools": ["read_gauge", "drain_basin"]})
+    assert first_picks(first, {"m0": first}) == frozenset()
+    named_none = dataclasses.replace(first, input={"messages": [{"role": "user", "content": "Level the Brimscombe lock."}]})
+    assert first_picks(named_none, {"m0": named_none}) == frozenset({"drain_basin"})
 
 
 def test_a_later_tool_call_naming_a_tool_no_message_mentions_is_still_ungrounded() -> None:

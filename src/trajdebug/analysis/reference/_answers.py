@@ -263,7 +263,10 @@ def first_picks(step: Step, steps: Mapping[str, Step] | None) -> frozenset[str]:
         if t.kind == "llm" and t.agent == step.agent and tool_calls(normalize_llm_step(t.input, t.output, t.attributes)[1]):
             return frozenset()
     picked = {str(c.get("name") or (c.get("function") or {}).get("name") or "").casefold() for c in tool_calls(said)}
-    return frozenset(n.casefold() for n in tool_names(_tools_of(step))) & picked
+    offered = frozenset(n.casefold() for n in tool_names(_tools_of(step)))
+    # A request that names an offered tool ("call read_gauge") asks for it: the pick is checked (review rev45n2).
+    asked = " ".join(str(m.get("content") or "") for m in input_messages(given)).casefold()
+    return frozenset() if any(n and n in asked for n in offered) else offered & picked
 
 
 def _raw_called(given: Any) -> bool:

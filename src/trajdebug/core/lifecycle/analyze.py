@@ -447,12 +447,12 @@ def analyze_errors(run: Run, graph: DependencyGraph | None = None) -> ErrorRepor
     chains, origin_of, failed_below = _chains(work, facts, steps)
     errors = [_lifecycle(w, facts[w.index], steps, retried_by, origin_of, failed_below) for w in work]
     by_id = {e.error_id: e for e in errors}
-    chains = [_caught(c, by_id, run, steps) for c in chains]
+    seen = (sorted(run.steps, key=lambda t: t.start_ns), dict[str, str]())  # one order and one text per step
+    chains = [_caught(c, by_id, run, steps, seen) for c in chains]
     return ErrorReport(run.run_id, run.outcome, tuple(errors), tuple(chains), tuple(failure))
 
 
-CAUGHT = "caught where no step records it, and the run went on"
-"""What an exception is said to have become when nothing after it was recorded in a run that ended."""
+CAUGHT = "caught where no step records it, and the run went on"  # an exception that nothing recorded took up
 
 
 def caught_unrecorded(e: ErrorLifecycle, outcome: str) -> bool:
@@ -462,16 +462,15 @@ def caught_unrecorded(e: ErrorLifecycle, outcome: str) -> bool:
     return e.stage == "occurred" and not e.reported and outcome in ("success", "failure")
 
 
-def _caught(
-    c: ErrorChain, by_id: Mapping[str, ErrorLifecycle], run: Run, steps: Mapping[str, Step]
-) -> ErrorChain:
+def _caught(c: ErrorChain, by_id: Mapping[str, ErrorLifecycle], run: Run, steps: Mapping[str, Step],
+            seen: tuple[list[Step], dict[str, str]]) -> ErrorChain:
     """The chain's summary saying where its last error was caught when it left its step in a run that ended:
     in a recorded enclosing step that ended without error (named); where no step records it, unless a later
     step's input holds its message (a recorded step took it up: nothing said)."""
     last = by_id.get(c.error_ids[-1]) if c.error_ids else None
     raised = steps.get(last.step_id) if last is not None and caught_unrecorded(last, run.outcome) else None
     where = _enclosing_ok(raised, steps) if raised is not None else None
-    if last is None or raised is None or (where is None and _handed_on(last.message, raised, run)):
+    if last is None or raised is None or (where is None and _handed_on(last.message, raised, *seen)):
         return c
     said = CAUGHT if where is None else f"caught in {where.name}#{where.step_id[-6:]}, which went on"
     head, stage, rules = c.summary.rpartition(" → occurred")  # the last one is the stage (`_summary`)
@@ -481,26 +480,27 @@ def _caught(
 def _enclosing_ok(s: Step, steps: Mapping[str, Step]) -> Step | None:
     """The nearest recorded step enclosing ``s`` that ended without error (its body caught the exception)."""
     p = steps.get(s.parent_id or "")
-    for _ in range(64):  # parent ids from an imported source may loop
-        if p is None or (p.status != "error" and p.error is None and p.end_ns is not None):
+    for _ in range(64):  # parent ids from an imported source may loop (a parent done before it raised: no catcher)
+        if p is None or (p.status != "error" and p.error is None and (p.end_ns or 0) >= (s.end_ns or s.start_ns)):
             return p
         p = steps.get(p.parent_id or "")
     return None
 
 
-def _handed_on(message: str, raised: Step, run: Run) -> bool:
-    """Whether the error's message is in the input of a step that started after ``raised`` ended (a model
-    told the tool failed): a recorded step took the error up."""
+def _handed_on(message: str, raised: Step, later: list[Step], texts: dict[str, str]) -> bool:
+    """Whether the error's message is in the input of a step that started after ``raised`` ended, up to the
+    first model call (told the tool failed, a model keeps it in every later turn, so reading further finds
+    nothing new and costs the run's whole history per error); inputs are serialized once per run (``texts``)."""
     text = json.dumps(message, ensure_ascii=False)[1:-1].strip()
-    if len(text) < 4:
-        return False
     after = raised.end_ns if raised.end_ns is not None else raised.start_ns
-    return any(
-        t.start_ns >= after
-        and t.step_id != raised.step_id
-        and text in json.dumps(t.input, ensure_ascii=False, default=str)
-        for t in run.steps
-    )
+    for t in (t for t in later if t.start_ns >= after and t.step_id != raised.step_id) if len(text) >= 4 else ():
+        if t.step_id not in texts:
+            texts[t.step_id] = json.dumps(t.input, ensure_ascii=False, default=str)
+        if text in texts[t.step_id]:
+            return True
+        if t.kind == "llm":
+            break
+    return False
 
 
 def _chains(
