@@ -3,6 +3,7 @@ is never the root, a container's root is sought among its children, two-valued s
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from hypothesis import HealthCheck, given, settings
@@ -321,3 +322,60 @@ def test_answers_about_the_failure_from_two_sources_list_what_the_standing_one_v
     g = GuidedSearch(analysis, [Answer("c5", False, "oracle:y"), Answer("c5", False, "oracle:x", admissible=True)],
                      audit=0).result()
     assert [(a.step_id, a.by) for a in g.implied] == [("c4", "oracle:x")]
+
+
+def _kiln() -> tuple[Analysis, set[str]]:
+    """A firing node (a container) calls set_kiln with the wrong temperature it worked out itself; set_kiln's
+    recorded inputs (the glaze lookup) are right; the batch check fails on what the firing node returned."""
+    steps = (
+        Step("g", "glaze_lookup", "tool", output={"glaze": "celadon", "cone": 10}, start_ns=0, end_ns=1),
+        Step("n", "firing", "agent", output={"fired": {"cone": 6}}, deps=(Dependency("g"),), start_ns=2, end_ns=9),
+        Step("k", "set_kiln", "tool", parent_id="n", input={"cone": 6}, output={"cone": 6, "ok": True},
+             deps=(Dependency("g"),), start_ns=3, end_ns=4),
+        Step("f", "batch_check", "other", output=None, status="error", deps=(Dependency("n"),), start_ns=10, end_ns=11),
+    )
+    failures = (Failure("f", "outcome", "x", "x", "final"),)
+    loc = Localization([Candidate("k", 0.9, (), ()), Candidate("g", 0.3, (), ())], SearchStats(4, 4, 0.0),
+                       failures=failures, ranking=("k", "g"))
+    return Analysis(Run("run1", "t", 0, 12, "failure", steps=steps), failures, loc), {"n", "k", "f"}
+
+
+def test_a_container_that_called_a_step_with_a_wrong_input_is_the_certain_root_when_answered_erroneous() -> None:
+    """A step answered inadmissible whose recorded inputs are right was handed its wrong input by the container
+    that called it, though the container consumed its answer: the container, answered erroneous, is proven."""
+    analysis, wrong = _kiln()
+    oracle = _three("n", wrong)
+    g = guided_search(analysis, oracle)
+    assert (g.root, g.certain) == ("n", True)
+
+
+def test_a_containers_proof_resting_on_one_inadmissible_answer_asks_that_child_again_first() -> None:
+    """The child's inadmissible answer is what moves the root into its container: the search asks it once more
+    before the proof stands, and a second answer calling the child erroneous proves the child instead."""
+    analysis, wrong = _kiln()
+    oracle = _three("n", wrong)
+    guided_search(analysis, oracle)
+    assert oracle.asked.count("k") == 2  # type: ignore[attr-defined]
+    search = GuidedSearch(analysis)
+    search.answer(Answer("k", False, "person", admissible=False))
+    search.answer(Answer("g", True, "person"))
+    search.answer(Answer("n", False, "person", admissible=True))
+    assert not search.result().certain and search.next_question() == "k"
+    search.answer(Answer("k", False, "person", admissible=True))
+    search.answer(Answer("k", False, "person", admissible=True))
+    assert search.verdict(search.index["k"]) is False
+    g = search.result()
+    assert (g.root, g.certain) == ("k", True)
+
+
+def test_of_nested_containers_answered_erroneous_the_one_that_called_the_misled_step_is_the_root() -> None:
+    """The containers around the caller handed their inputs to the caller, not to the step inside it: with the
+    whole nest answered erroneous the innermost caller is proven, not an outer one."""
+    analysis, wrong = _kiln()
+    outer = Step("o", "studio", "agent", output={"fired": {"cone": 6}}, deps=(Dependency("n"),), start_ns=1, end_ns=9)
+    steps = tuple(dataclasses.replace(s, parent_id="o") if s.step_id == "n" else s for s in analysis.run.steps)
+    steps = (*steps[:1], outer, *steps[1:])
+    f = dataclasses.replace(steps[-1], deps=(Dependency("o"),))
+    run = dataclasses.replace(analysis.run, steps=(*steps[:-1], f))
+    g = guided_search(Analysis(run, analysis.failures, analysis.localization), _three("n", wrong | {"o"}, frozenset({"o"})))
+    assert (g.root, g.certain) == ("n", True)

@@ -366,6 +366,9 @@ class GuidedSearch:
         if disputed:
             return self.ids[max(disputed)]
         if cand == 1 << focus:
+            again = [p for p in self.verdicts.misled(focus, confirmed=False) if len(self.votes[p]) < _MAX_ASKS]
+            if again:
+                return self.ids[max(again)]  # the answer a container's proof rests on, asked again (`Verdicts.misled`)
             return self._recheck_proof(focus) or self._audit(focus)
         open_ = self._open(cand)
         if not open_:
