@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.ask import AskCase, _key, _suite, control_oracle3, guided_lines, heldout_case
+from benchmarks.ask import AskCase, _key, _suite, control_oracle, control_oracle3, guided_lines, heldout_case
 from benchmarks.blind import _cases, _source, truth_step
 from trajdebug.analysis import guided_search
 from trajdebug.core.model import Run
@@ -32,7 +32,6 @@ CARRY = frozenset({"suite_q", "suite_t", "suite_zp", "suite_zq", "suite_zt", "su
 
 def _why(step_id: str, run: Run, control: Run, root: str) -> str:
     """The simulated oracle's reason for its answer on one step."""
-    from benchmarks.ask import control_oracle
     from trajdebug.analysis._oracles import effect, same_output
 
     twins = {k: control.step(sid) for sid, k in _key(control).items()}
@@ -53,8 +52,8 @@ def _why(step_id: str, run: Run, control: Run, root: str) -> str:
     return f"{base}; {rel} the root"
 
 
-def trail(case_dir: Path, truth: dict[str, Any]) -> dict[str, Any] | None:
-    """The three-valued prior search's questions on one case, with the oracle's reasons."""
+def trail(case_dir: Path, truth: dict[str, Any], *, three: bool = True) -> dict[str, Any] | None:
+    """The prior search's questions on one case (three-valued oracle, else two-valued), with the oracle's reasons."""
     from trajdebug.api import analyze_source
     from trajdebug.sources.load import load_runs
 
@@ -64,12 +63,13 @@ def trail(case_dir: Path, truth: dict[str, Any]) -> dict[str, Any] | None:
     if sid is None or not controls:
         return None
     control = controls[-1]
-    g = guided_search(a, control_oracle3(a.run, control, sid), timeout=None)
+    oracle = control_oracle3(a.run, control, sid) if three else control_oracle(a.run, control, sid)
+    g = guided_search(a, oracle, timeout=None)
     at = {s.step_id: i for i, s in enumerate(a.run.steps)}
     names = {s.step_id: f"{s.name} #{at[s.step_id]}" for s in a.run.steps}
     steps = []
     for q in g.questions:
-        word = "correct" if q.correct else ("erroneous" if q.admissible else "inadmissible")
+        word = "correct" if q.correct else ("wrong" if q.admissible is None else "erroneous" if q.admissible else "inadmissible")
         steps.append(f"{names.get(q.step_id)} -> {word} ({_why(q.step_id, a.run, control, sid)})")
     return {
         "root": names[sid],
@@ -108,7 +108,9 @@ def _main() -> None:
             if a.misses and missed:
                 print(f"== {name} {r.case_id}: three-valued found={r.three['found']['prior']} "
                       f"two-valued found={r.found['prior']}", flush=True)
-                print(json.dumps(trail(root / str(t["case_id"]), t), indent=1), flush=True)
+                three = not r.three["found"]["prior"]
+                print(("three-valued " if three else "two-valued ")
+                      + json.dumps(trail(root / str(t["case_id"]), t, three=three), indent=1), flush=True)
         pooled += rows
         for line in guided_lines(name, _suite(rows)["all"]):
             print(line, flush=True)
