@@ -379,3 +379,60 @@ def test_of_nested_containers_answered_erroneous_the_one_that_called_the_misled_
     run = dataclasses.replace(analysis.run, steps=(*steps[:-1], f))
     g = guided_search(Analysis(run, analysis.failures, analysis.localization), _three("n", wrong | {"o"}, frozenset({"o"})))
     assert (g.root, g.certain) == ("n", True)
+
+
+def _diamond() -> Analysis:
+    """tide_table feeds both berth_plan and pilot_plan, and both feed the failing harbour_schedule."""
+    steps = (
+        Step("r", "tide_table", "tool", output=3.1, start_ns=1, end_ns=2),
+        Step("x", "berth_plan", "other", output=7, deps=(Dependency("r"),), start_ns=3, end_ns=4),
+        Step("y", "pilot_plan", "other", output=8, deps=(Dependency("r"),), start_ns=5, end_ns=6),
+        Step("f", "harbour_schedule", "other", output=None, status="error", deps=(Dependency("x"), Dependency("y")),
+             start_ns=7, end_ns=8),
+    )
+    return _mk(steps, "f")
+
+
+def test_with_recheck_a_conflict_that_stands_re_asks_the_answer_that_cleared_the_shared_input() -> None:
+    """Both plans wrong and the tide table they share answered correct admit no root; once both plans stand
+    wrong when asked again, the tide table is asked again (one of those answers must be wrong), and a lead
+    of two wrong answers proves it."""
+    search = GuidedSearch(_diamond(), recheck=True, audit=0)
+    for sid, ok in (("x", False), ("y", False), ("r", True)):
+        search.answer(Answer(sid, ok, "model:m"))
+    assert search.result().conflict
+    for _ in range(2):
+        sid = search.next_question()
+        assert sid in ("x", "y")
+        search.answer(Answer(sid, False, "model:m"))
+    assert search.next_question() == "r"
+    search.answer(Answer("r", False, "model:m"))
+    assert search.next_question() == "r"  # one right, one wrong: asked until a side leads by two
+    search.answer(Answer("r", False, "model:m"))
+    g = search.result()
+    assert (g.root, g.certain) == ("r", True)
+
+
+def test_without_recheck_a_conflict_that_stands_after_both_sides_were_asked_again_is_reported() -> None:
+    """Without recheck the answers are taken as true: both sides asked once more, the conflict is the result."""
+    search = GuidedSearch(_diamond(), audit=0)
+    for sid, ok in (("x", False), ("y", False), ("r", True)):
+        search.answer(Answer(sid, ok, "model:m"))
+    while (sid := search.next_question()) is not None:
+        assert sid in ("x", "y")
+        search.answer(Answer(sid, False, "model:m"))
+    assert search.result().conflict
+
+
+def test_split_answers_are_settled_by_a_lead_of_two_with_recheck_and_by_a_majority_of_three_without() -> None:
+    """Right, wrong, wrong about one step: without recheck the majority stands; with recheck it is asked a
+    fourth time, and a fifth answer at most settles a tie."""
+    for recheck, more in ((False, False), (True, True)):
+        search = GuidedSearch(_diamond(), recheck=recheck, audit=0)
+        for ok in (True, False, False):
+            search.answer(Answer("x", ok, "model:m"))
+        assert (search.next_question() == "x") is more
+    search = GuidedSearch(_diamond(), recheck=True, audit=0)
+    for ok in (True, False, True, False, True):
+        search.answer(Answer("x", ok, "model:m"))
+    assert search.verdict(search.index["x"]) is True and search.next_question() != "x"

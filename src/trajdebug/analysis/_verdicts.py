@@ -90,10 +90,13 @@ class Verdicts:
         no = len(said) - yes
         return None if yes == no else yes > no
 
-    def disputed(self, i: int) -> bool:
-        """True when node ``i``'s most trusted answers are split evenly."""
+    def disputed(self, i: int, lead: int = 1) -> bool:
+        """True when node ``i``'s most trusted answers disagree and neither side leads by ``lead`` (1: split
+        evenly)."""
         said = self.top(i)
-        return bool(said) and 0 < sum(1 for a in said if a.correct) * 2 == len(said)
+        yes = sum(1 for a in said if a.correct)
+        no = len(said) - yes
+        return yes > 0 and no > 0 and abs(yes - no) < lead
 
     def _wrong(self, i: int) -> list[Answer]:
         """The most trusted answers that call node ``i`` wrong, when they stand (the failure's always do)."""
