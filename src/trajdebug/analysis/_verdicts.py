@@ -212,6 +212,22 @@ class Verdicts:
                     out.append(p)
         return out
 
+    def tally(self, i: int) -> list[int]:
+        """Node ``i``'s answers as counts, for a port that keeps counts, not answers (the report page's
+        search.js): [answers given, the most trusted source's trust, and of its answers that know: correct,
+        wrong erroneous, wrong inadmissible, wrong not saying which, erroneous on a person's word]."""
+        said = self.top(i)
+        no = [a for a in said if a.correct is False]
+        return [
+            len(self.votes.get(i, ())),
+            max((trust(a.by) for a in said), default=0),
+            len(said) - len(no),
+            sum(1 for a in no if a.admissible is True),
+            sum(1 for a in no if a.admissible is False),
+            sum(1 for a in no if a.admissible is None),
+            sum(1 for a in no if a.admissible is True and a.by.split(":", 1)[0] == "person"),
+        ]
+
     def vouching(self, name: Callable[[int], str], node_id: Callable[[int], str]) -> list[Answer]:
         """The inputs vouched correct (and answered nothing themselves), as answers that say who vouched."""
         out = []
