@@ -437,3 +437,16 @@ def test_split_answers_are_settled_by_a_lead_of_two_with_recheck_and_by_a_majori
     for ok in (True, False, True, False, True):
         search.answer(Answer("x", ok, "model:m"))
     assert search.verdict(search.index["x"]) is True and search.next_question() != "x"
+
+
+def test_a_steps_tally_counts_every_answer_and_the_most_trusted_sources_answers_by_kind() -> None:
+    """The counts the report page combines its own answers with: all answers given (unknowns and less trusted
+    ones too), the top source's trust, and of its answers correct, erroneous, inadmissible, plain wrong and
+    erroneous on a person's word."""
+    v = Verdicts([[], [0]], 1, lambda j, p: False, [0, 1])
+    for a in (Answer("x", True, "model:m"), Answer("x", None, "person"), Answer("x", False, "person", admissible=True),
+              Answer("x", False, "person:ann", admissible=False), Answer("x", True, "person"),
+              Answer("x", False, "person")):
+        v.add(0, a)
+    assert v.tally(0) == [6, 5, 1, 1, 1, 1, 1]
+    assert v.tally(1) == [0, 0, 0, 0, 0, 0, 0]
