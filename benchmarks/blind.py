@@ -60,8 +60,9 @@ the last round's final analysis: development suites since).  ``suite_zr`` and ``
 2026-12-05 at 02:26 and 02:30 UTC, scored once held out at 04:26 UTC on 06d4ec0, the round's final analysis:
 development suites since).  ``suite_zt`` and ``suite_zu`` (written blind and frozen on 2026-12-05 at 02:47 and
 02:46 UTC, scored once held out at 05:43 UTC on 76665b7, the last round's final analysis: development suites since).
-``suite_zv`` and ``suite_zw`` (written blind and frozen on 2026-12-05 at 05:55 UTC: this round's end measure), ``suite_zx``
-and ``suite_zy`` (written blind and frozen at 06:12 and 06:13 UTC: the next round's first measure) are held out
+``suite_zv`` and ``suite_zw`` (written blind and frozen on 2026-12-05 at 05:55 UTC, scored once held out at 07:37
+UTC on e044569, the round's final analysis: development suites since).  ``suite_zx`` and ``suite_zy`` (written blind
+and frozen at 06:12 and 06:13 UTC: the next round's first measure) are held out
 (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -87,8 +88,8 @@ HERE = Path(__file__).resolve().parent / "heldout"
 STATUS = {
     "suite_zy": "held out (written blind and frozen on 2026-12-05 at 06:13 UTC; not yet scored: the next round's first measure, with suite_zx)",
     "suite_zx": "held out (written blind and frozen on 2026-12-05 at 06:12 UTC; not yet scored: the next round's first measure, with suite_zy)",
-    "suite_zw": "held out (written blind and frozen on 2026-12-05 at 05:55 UTC; not yet scored: this round's end measure, with suite_zv)",
-    "suite_zv": "held out (written blind and frozen on 2026-12-05 at 05:55 UTC; not yet scored: this round's end measure, with suite_zw)",
+    "suite_zw": "development (scored once held out on 2026-12-05 at 07:37 UTC on e044569; its misses not yet studied)",
+    "suite_zv": "development (scored once held out on 2026-12-05 at 07:37 UTC on e044569; its misses not yet studied)",
     "suite_zu": "development (scored once held out on 2026-12-05 at 05:43 UTC on 76665b7; its misses not yet studied)",
     "suite_zt": "development (scored once held out on 2026-12-05 at 05:43 UTC on 76665b7; its misses not yet studied)",
     "suite_zs": "development (scored once held out on 2026-12-05 at 04:26 UTC on 06d4ec0; its misses not yet studied)",

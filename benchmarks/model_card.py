@@ -67,6 +67,8 @@ SOURCES = [
             ("suite_zs", "; scored once held out, trained on from the first retraining after 2026-12-05 04:26 UTC"),
             ("suite_zt", "; scored once held out, trained on from the first retraining after 2026-12-05 05:43 UTC"),
             ("suite_zu", "; scored once held out, trained on from the first retraining after 2026-12-05 05:43 UTC"),
+            ("suite_zv", "; scored once held out, trained on from the first retraining after 2026-12-05 07:37 UTC"),
+            ("suite_zw", "; scored once held out, trained on from the first retraining after 2026-12-05 07:37 UTC"),
         )
     ],
 ]
@@ -575,7 +577,7 @@ def learned_section(res: Mapping[str, Any] | None = None) -> list[str]:
         "",
         "A boosted-tree ranker over the features of every ranked step (docs/analysis.md, \"Features\"),",
         "trained on the fault-injection suite, tau, Who&When Algorithm-Generated and the development blind",
-        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zu with the next one that ships (never suite_zv to suite_zy, the held-out ones). Every number is on cases the scoring model never saw;",
+        "suites, b to j included since 2026-12-02, k to q since 2026-12-03, r to zi from the first retraining after their scoring, zj to zw with the next one that ships (never suite_zx or suite_zy, the held-out ones). Every number is on cases the scoring model never saw;",
         "the hand ranking and \"always the first step\" are scored on the same cases. Full tables, per fault",
         "kind, and the data card: docs/model-card.md.",
         "",
