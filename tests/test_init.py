@@ -176,3 +176,9 @@ def test_every_lazy_name_is_public_and_found_where_the_table_says() -> None:
         "    if v is None or getattr(importlib.import_module(p), n) is not v: print(p, n, m)\n"
     )
     assert _fresh(code).split("\n")[0] == ""
+
+
+def test_the_suite_tests_the_package_of_the_checkout_it_sits_in() -> None:
+    """``trajdebug`` is imported from the ``src`` beside these tests, not from an installed copy elsewhere
+    (a shared virtualenv's editable install naming another checkout), with or without PYTHONPATH."""
+    assert Path(trajdebug.__file__).resolve().parent == Path(__file__).resolve().parents[1] / "src" / "trajdebug"
