@@ -16,16 +16,15 @@ later step was given it.
 
 from __future__ import annotations
 
-import ast
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis._sources import Found, Slice, _field_words, _short, _terms
+from trajdebug.analysis._unfilled import parse_record
 from trajdebug.core.model import CONTAINER_KINDS
 from trajdebug.core.values import Atom, atoms, is_mapping, mentions
 
@@ -116,7 +115,7 @@ def _name_lists(value: Any, depth: int = 0) -> Iterator[list[str]]:
     if isinstance(value, str) and value[:1] in "[{":
         # (None for text too deeply nested to parse: no list read.)  A record a program printed is read too: a
         # tool's result in an Agents SDK conversation is its ``str``, and the list a plan was given sits in it.
-        value = _parse_record(value)
+        value = parse_record(value)
     if isinstance(value, list):
         # Two items at least: a list of one is a value, not a choice of which items to pass on.
         if 2 <= len(value) <= _MAX_ITEMS and all(isinstance(x, str) for x in value):
@@ -127,18 +126,6 @@ def _name_lists(value: Any, depth: int = 0) -> Iterator[list[str]]:
     elif is_mapping(value):
         for v in value.values():
             yield from _name_lists(v, depth + 1)
-
-
-def _parse_record(s: str) -> Any:
-    """The data a text holds whole: JSON, else a program's dict or list printed by Python (`content.python_repr`:
-    the Agents SDK's ``str(result)`` of a tool), read as literals only; None for anything else."""
-    parsed = content.parse_json(s)
-    if parsed is not None or not content.python_repr(s):
-        return parsed
-    try:
-        return ast.literal_eval(content.strip_fence(s))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
 
 
 def _gap_made_up(dropped: list[Mapping[str, Any]], gaps: list[tuple[float, float, str, str]]) -> tuple[str, str, str] | None:

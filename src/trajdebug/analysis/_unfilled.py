@@ -1,6 +1,7 @@
 """Tool answers whose own shape shows an error swallowed into a default: the handle of what the call made or
-found left empty beside an otherwise filled record (`unfilled_handles`, evidence ``unfilled-handle``); and the
-reading of a record's empty and filled fields (`empty_fields`), shared with the what-if rules.
+found left empty beside an otherwise filled record (`unfilled_handles`, evidence ``unfilled-handle``); the
+reading of a record's empty and filled fields (`empty_fields`), shared with the what-if rules; and of a text
+holding a record (`parse_record`), shared with the left-out rule.
 
 Record values may be anything a recorder kept (a numpy array, an object whose ``==`` raises): a value is only
 ever tested by identity or by type before it is compared, so no value's own ``==`` runs here."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._evidence import Evidence
@@ -41,18 +43,22 @@ def unset(value: object) -> bool:
     return type(value) in (int, float) and value == 0
 
 
+def parse_record(s: str) -> Any:
+    """The data a text holds whole: JSON, else a program's dict or list printed by Python (`content.python_repr`:
+    the Agents SDK's ``str(result)`` of a tool), read as literals only; None for anything else."""
+    parsed = content.parse_json(s)
+    if parsed is not None or not content.python_repr(s):
+        return parsed
+    try:
+        return ast.literal_eval(content.strip_fence(s))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
 def parsed_record(text: str) -> object:
     """A text printing a record or a list (JSON, or a tool's result as Python prints it) as that value, else None."""
     t = text.strip()
-    if t[:1] not in ("{", "[") or len(t) >= 20_000:
-        return None
-    parsed = content.parse_json(t)
-    if parsed is None and content.python_repr(t):
-        try:
-            parsed = ast.literal_eval(t)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            parsed = None
-    return parsed
+    return parse_record(t) if t[:1] in ("{", "[") and len(t) < 20_000 else None
 
 
 def record_of(value: object) -> dict[str, object] | None:

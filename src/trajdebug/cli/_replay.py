@@ -168,8 +168,7 @@ def _render_diff(al: Any, iso: Any) -> None:
             # request may differ too), so the recorded steps cannot say where its request changed.
             con.print(
                 "  no recorded step at its level before it differs: its request changed outside the recorded "
-                "steps (the run's "
-                "input, or code between steps, such as a default set where an error was caught)",
+                "steps (the run's input, or code between steps, such as a default set where an error was caught)",
                 style="dim",
             )
         impact = al.impact(first)
