@@ -1,0 +1,21 @@
+"""Switches for the held-out cases: each fault id is read at exactly one place in the agents."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+_ON: set[str] = set()
+
+
+@contextmanager
+def planted(fault_id: str) -> Iterator[None]:
+    _ON.add(fault_id)
+    try:
+        yield
+    finally:
+        _ON.discard(fault_id)
+
+
+def active(fault_id: str) -> bool:
+    return fault_id in _ON
