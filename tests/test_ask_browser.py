@@ -218,11 +218,9 @@ def test_a_report_written_after_some_answers_starts_from_them(page: Any, tmp_pat
     assert page.get_attribute("#ask-result", "data-root") == run.metadata["fault"]["step_id"]
 
 
-def test_on_a_2000_step_run_the_page_asks_what_python_asks_and_answers_quickly(page: Any, tmp_path: Path) -> None:
+def test_on_a_2000_step_run_the_page_asks_what_python_asks(page: Any, tmp_path: Path) -> None:
     """On a 2,000-step run (a root planted mid-slice, answered truthfully) the page asks the Python
-    search's questions in its order, each next question within a second."""
-    import time
-
+    search's questions in its order and names the planted root (its speed is measured in benchmarks/, not here)."""
     from benchmarks.report_html import agent_run
 
     from trajdebug.analysis import GuidedSearch
@@ -244,25 +242,19 @@ def test_on_a_2000_step_run_the_page_asks_what_python_asks_and_answers_quickly(p
     page.goto(write_report(tmp_path / "big.html", analysis).as_uri())
     page.click('#tabs [data-tab="ask"]')
     asked: list[str] = []
-    slowest = 0.0
     for _ in range(len(python) + 1):
         page.wait_for_selector("#ask-question, #ask-result")
         if page.query_selector("#ask-result") is not None:
             break
         sid = page.get_attribute("#ask-question", "data-step")
         asked.append(sid)
-        start = time.perf_counter()
         page.click(f'#ask-question button[data-answer="{"wrong" if sid in wrong else "correct"}"]')
         page.wait_for_function(
             "sid => !document.querySelector('#ask-question') || document.querySelector('#ask-question').dataset.step !== sid",
             arg=sid,
         )
-        slowest = max(slowest, time.perf_counter() - start)
     assert asked == python
     assert page.get_attribute("#ask-result", "data-root") == search.result().root == planted
-    # A guard against a page that slows with the graph (a quadratic step takes tens of seconds here), not a speed
-    # goal: 5 s leaves a loaded machine room (2 s was seen under load 16).
-    assert slowest < 5.0, slowest
 
 
 def test_serve_with_a_token_stores_an_answer_only_with_the_token(tmp_path: Path) -> None:
