@@ -224,6 +224,22 @@ def _holds_untraced(step: Step, f: str) -> bool:
     return any(a.field == f for a in atoms(semantic(step, step.output)))
 
 
+def _holds_empty(value: Any, f: str, depth: int = 0) -> bool:
+    """Whether ``value`` holds field ``f`` (lower-cased, as the lineage names fields) with no value: ``None``, an
+    empty text or an empty container (read only when the field seems missing, so rarely)."""
+    if depth > 8:
+        return False
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if str(k).lower() == f and (v is None or (isinstance(v, (str, list, dict)) and not v)):
+                return True
+            if isinstance(v, (Mapping, list)) and _holds_empty(v, f, depth + 1):
+                return True
+    elif isinstance(value, list):
+        return any(_holds_empty(v, f, depth + 1) for v in value[:200])
+    return False
+
+
 def _field_checks(
     step: Step,
     view: StepView,
@@ -251,10 +267,14 @@ def _field_checks(
             and not _holds_untraced(step, f)
             and f not in queue_keys(step)  # (the rest of a work queue it ran to its end: an empty list)
         ):
+            # A field the output names with no value (``null``) is as absent to the lineage, but the person
+            # reading the reason looks for the key, finds it, and distrusts the rest: say it is empty.
             yield Evidence(
                 sid,
                 _w(0.45, fs.n),
-                f"its output lacks {f!r}, present in all {st.n} passing occurrences",
+                f"its output's {f!r} is empty, filled in all {st.n} passing occurrences"
+                if _holds_empty(semantic(step, step.output), f)
+                else f"its output lacks {f!r}, present in all {st.n} passing occurrences",
                 "reference:presence",
             )
         return
