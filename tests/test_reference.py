@@ -865,6 +865,15 @@ class TestPresence:
             "its output lacks 'code', present in all 4 passing occurrences"
         ]
 
+    def test_a_field_recorded_as_null_is_called_empty_not_lacking(self) -> None:
+        """A call whose field holds null is as absent to the checks, but the reason says the field is empty:
+        the person finds the key in the output."""
+        run, lin = self._lookups({"id": "r9", "title": "Record number 9", "code": None})
+        found = list(violations(run.steps[-1], lin.view("g9"), sibling_profiles(run, lin)["g9"]))
+        assert [e.reason for e in found if e.diagnoser == "reference:presence"] == [
+            "its output's 'code' is empty, filled in all 4 passing occurrences"
+        ]
+
 
 class TestHeldParts:
     def test_a_value_is_from_no_wrong_part_when_its_usual_part_holds_no_other(self) -> None:
