@@ -96,6 +96,20 @@ def test_an_unknown_step_is_refused(tmp_path: Path) -> None:
         label(src, _failed(src)[0], "nowhere")
 
 
+def test_a_root_given_by_the_short_id_the_commands_print_is_found(tmp_path: Path) -> None:
+    """The short id `analyze` and `show` print (``#00000a``, ``fetch_rate#00000a``: the id's last characters)
+    names the step, as in `answers forget --step`; a short part inside the id names none."""
+    src = _source(tmp_path)
+    rid = _failed(src)[0]
+    [run] = [r for r in load_runs(src) if r.run_id == rid]
+    want = next(s.step_id for s in run.steps if s.name == "fetch_rate")
+    assert label(src, rid, want[-6:])[1] == want
+    assert label(src, rid, f"#{want[-6:]}")[1] == want
+    assert label(src, rid, f"fetch_rate#{want[-6:]}")[1] == want
+    with pytest.raises(SourceError, match="no step"):
+        label(src, rid, f"total#{want[-6:]}")
+
+
 def test_eval_places_each_labelled_root(tmp_path: Path) -> None:
     """evaluate() reports one result per labelled run, with the labelled step's rank."""
     src = _source(tmp_path)
