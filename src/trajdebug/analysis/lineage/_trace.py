@@ -41,7 +41,7 @@ from typing import Any
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
-from trajdebug.analysis.lineage._records import record_lists
+from trajdebug.analysis.lineage._records import keyed_first, record_lists
 from trajdebug.analysis.lineage._views import (
     _TEXT_LIMIT,
     StepView,
@@ -170,8 +170,7 @@ class Lineage:
         if not pos or len(pos) > MAX_PRODUCERS:
             return Origin(None, atom)
         cands = [p for p in pos if within is None or self.steps[p].step_id in within] or pos
-        if atom.field is not None and len(cands) > 1:
-            cands = self._keyed_first(atom, cands)
+        cands = keyed_first(atom, [self.views[self.steps[p].step_id].outputs for p in cands], cands) if atom.field else cands
         for p in cands:
             sid = self.steps[p].step_id
             view = self.views[sid]
@@ -183,19 +182,6 @@ class Lineage:
                     return Origin(None, atom)
                 return Origin(sid, produced, self.operands(sid, produced))
         return Origin(None, atom)
-
-    def _keyed_first(self, atom: Atom, cands: list[int]) -> list[int]:
-        """The holders of a value kept in a map keyed by a name (``{"Ruth Bell": 2}``) ordered so that those whose
-        own record names the key (``{"name": "Ruth Bell", "bell": 2}``) come first.  A small number is held by
-        many records (another one's ``years: 2``); the earliest holder is that record's by chance, the one
-        naming the key is where the value was looked up.  Unchanged when no holder, or the earliest, names it."""
-        key = atom.field or ""
-        if len(key) < 3 or not any(c.isalpha() for c in key):
-            return cands
-        named = [p for p in cands if any(b.kind == "text" and b.raw.strip().casefold() == key for b in self.views[self.steps[p].step_id].outputs)]
-        if not named or named[0] == cands[0]:
-            return cands
-        return named + [p for p in cands if p not in named]
 
     def _caller_gave_instead(self, atom: Atom, produced: Atom, before: int) -> bool:
         """Whether the would-be origin states the value under another name than the consumer holds it by, and the

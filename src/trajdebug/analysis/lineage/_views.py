@@ -401,7 +401,32 @@ def failure_atoms(step: Step, message: str | None) -> list[tuple[Atom, bool]]:
     return out
 
 
+def holds_untraced(step: Step, f: str) -> bool:
+    """Whether the step's output does hold field ``f``, with a value too small to trace (a two-letter code
+    such as ``"SA"``, a count of 3): the lineage leaves such values out, so the field looks absent when it
+    is not.  Read only when the field seems missing (rare), so the output is walked again only then."""
+    return any(a.field == f for a in atoms(semantic(step, step.output)))
+
+
+def holds_empty(value: Any, f: str, depth: int = 0) -> bool:
+    """Whether ``value`` holds field ``f`` (lower-cased, as the lineage names fields) with no value: ``None``, an
+    empty text or an empty container (read only when the field seems missing, so rarely)."""
+    if depth > 8:
+        return False
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if str(k).lower() == f and (v is None or (isinstance(v, (str, list, dict)) and not v)):
+                return True
+            if isinstance(v, (Mapping, list)) and holds_empty(v, f, depth + 1):
+                return True
+    elif isinstance(value, list):
+        return any(holds_empty(v, f, depth + 1) for v in value[:200])
+    return False
+
+
 __all__ = [
+    "holds_empty",
+    "holds_untraced",
     "ENVELOPE_KEYS",
     "PARTIAL_FORMATS",
     "StepView",
