@@ -1202,15 +1202,15 @@ class TestDataSteps:
         """Every other call of a writer stored the field from its own input; the one that stored the previous
         item's value there (a shelf its record does not hold) is suspect, and says whose value it was."""
         run, _ = self._shelving(3)
-        [e] = [e for e in _from(_verdict(run, "w3"), "state-values") if not e.sound]
+        [e] = _from(_verdict(run, "w3"), "state-values:leftover")
         assert "shelf=3" in e.reason and "remember_shelf#w2" in e.reason
-        assert [e for e in _from(_verdict(run, "w2"), "state-values") if not e.sound] == []
+        assert _from(_verdict(run, "w2"), "state-values:leftover") == []
 
     def test_a_writer_storing_a_default_no_other_call_wrote_is_not_called_a_leftover(self) -> None:
         """A value no other call wrote (a default such as ``"any"``) is the code's own fallback, no other
         item's leftover: the sibling rule stays silent."""
         run, _ = self._shelving("unshelved")
-        assert not any("earlier call wrote" in e.reason for e in _from(_verdict(run, "w3"), "state-values"))
+        assert _from(_verdict(run, "w3"), "state-values:leftover") == []
 
     def test_the_sibling_check_decides_as_comparing_each_other_call(self) -> None:
         """Whether a writer's call left out only what its other calls leave out is decided as comparing it

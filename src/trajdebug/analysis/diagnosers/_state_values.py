@@ -273,7 +273,7 @@ def uncopied_field(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
                 f"wrote {f}={raw!r}, which none of its inputs holds but an earlier call wrote for its own item "
                 f"({ctx.graph.steps[donors[-1]].name}#{donors[-1][-6:]}); its {len(others)} other calls each wrote "
                 f"{f} from what they were given",
-                "state-values",
+                "state-values:leftover",
                 values=(f"{f}={raw!r}",),
             )
             return
