@@ -227,8 +227,7 @@ def keys_read(state: Mapping[str, Any], given: Any, index: StateIndex | None = N
     """
     filled, own, owners = index if index is not None else state_index(state)
     held = set(_scalars(given))
-    # The prompt's texts joined once, their newest part kept: each state text is looked for in one string.
-    prose = "\n".join(t for t in held if isinstance(t, str) and len(t) > _PROSE_MIN)[-_PROSE_READ:]
+    texts = [t for t in held if isinstance(t, str) and len(t) > _PROSE_MIN]
     out = []
     for k, v in filled.items():
         if isinstance(v, (Mapping, list, tuple)):
@@ -236,7 +235,7 @@ def keys_read(state: Mapping[str, Any], given: Any, index: StateIndex | None = N
         else:
             whole = False
         mine = [x for x in own[k] if owners.get(x) == {k}]
-        if whole or any(x in held for x in mine) or any(_in_prose(x, k, prose, own) for x in mine[:_PROSE_READ_ITEMS]):
+        if whole or any(x in held for x in mine) or any(_in_prose(x, k, texts, own) for x in mine):
             out.append(k)
     return out
 
@@ -244,17 +243,13 @@ def keys_read(state: Mapping[str, Any], given: Any, index: StateIndex | None = N
 _PROSE_MIN = 8
 """The shortest state text read inside a prompt's prose (a street's name, a note): a shorter one (``yes``, a
 two-letter code) is written in many texts by chance."""
-_PROSE_READ = 200_000
-"""Characters of a call's texts searched for state texts (the newest: a conversation grows at its end)."""
-_PROSE_READ_ITEMS = 500
-"""State texts of one key looked for in the prose: the search stays linear in the prompt on a large state."""
 
 
-def _in_prose(x: Any, key: str, prose: str, own: Mapping[str, set[Any]]) -> bool:
+def _in_prose(x: Any, key: str, texts: list[str], own: Mapping[str, set[Any]]) -> bool:
     """Whether a state text of ``key`` was written into a text the call was handed (a prompt built with an
     f-string: ``f"History: {notes}"``), and no other key's value holds it inside a text of its own (a street
     the report and the notes both write names neither key)."""
-    if not isinstance(x, str) or len(x) < _PROSE_MIN or x not in prose:
+    if not isinstance(x, str) or len(x) < _PROSE_MIN or not any(x in t for t in texts):
         return False
     return not any(isinstance(y, str) and x in y for k2, ys in own.items() if k2 != key for y in ys)
 
