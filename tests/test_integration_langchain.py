@@ -692,46 +692,6 @@ class TestLangGraphStateEdges:
         call = _by_name(run, "check_tide")
         assert [(d.step_id, d.key) for d in call.deps if d.kind == "state"] == [(_by_name(run, "plan").step_id, "booking")]
 
-    def test_a_model_handed_state_texts_in_an_f_string_prompt_reads_their_keys(self) -> None:
-        """A node that writes a state text into its prompt's prose (``f"Notes: {notes}"``) hands the model that
-        key: its state edge goes to the node that wrote the text.  A street that the request and the notes both
-        write inside texts of their own names neither."""
-        from typing import TypedDict
-
-        from langchain_core.messages import HumanMessage
-
-        from trajdebug.testing import FakeModelServer
-
-        class State(TypedDict, total=False):
-            request: str
-            site: dict[str, Any]
-            notes: str
-            verdict: str
-
-        def survey(state: State) -> dict[str, Any]:
-            return {"site": {"street": "Tanner Row", "soil": "waterlogged clay"}}
-
-        def inspect(state: State) -> dict[str, Any]:
-            return {"notes": "Tanner Row: culvert silted up after the storm"}
-
-        with FakeModelServer(["drain first"]) as server:
-            model = _chat_openai(server)
-
-            def judge(state: State) -> dict[str, Any]:
-                prompt = f"Soil is {state['site']['soil']} on {state['site']['street']}. Notes: {state['notes']}. Plan?"
-                return {"verdict": str(model.invoke([HumanMessage(prompt)]).content)}
-
-            tracer = TrajdebugTracer()
-            _chain_graph(State, survey, inspect, judge).invoke(
-                {"request": "drainage plan for Tanner Row"}, config={"callbacks": [tracer]}
-            )
-        run = tracer.to_run()
-        llm = next(s for s in run.steps if s.kind == "llm")
-        assert sorted((d.key, d.step_id) for d in llm.deps if d.kind == "state") == [
-            ("notes", _by_name(run, "inspect").step_id),
-            ("site", _by_name(run, "survey").step_id),
-        ]
-
     def test_a_state_edge_points_at_the_model_call_whose_answer_the_writer_parsed(self) -> None:
         """A node that parses its model's JSON answer and writes the result: the reader's state edge goes to the
         model call inside the writer (the value was made by the model), not to the writer's code."""

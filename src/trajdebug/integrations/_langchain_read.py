@@ -221,37 +221,20 @@ def keys_read(state: Mapping[str, Any], given: Any, index: StateIndex | None = N
 
     A key is read when the call was handed its value whole (a value no other key holds), or a distinctive
     scalar of it that no other key's value holds (a field of a record, an item of a list: the node took
-    the value apart, or serialized it into a prompt), or a text of it written into the prose of a prompt
-    (`_in_prose`: the commonest way a node hands a model its state is an f-string).  A scalar that several keys hold (a date every
+    the value apart, or serialized it into a prompt).  A scalar that several keys hold (a date every
     record carries, an id) names none of them: which key the node took it from cannot be seen.
     """
     filled, own, owners = index if index is not None else state_index(state)
     held = set(_scalars(given))
-    texts = [t for t in held if isinstance(t, str) and len(t) > _PROSE_MIN]
     out = []
     for k, v in filled.items():
         if isinstance(v, (Mapping, list, tuple)):
             whole = _contains(given, v) and not any(w == v for k2, w in filled.items() if k2 != k)
         else:
             whole = False
-        mine = [x for x in own[k] if owners.get(x) == {k}]
-        if whole or any(x in held for x in mine) or any(_in_prose(x, k, texts, own) for x in mine):
+        if whole or any(owners.get(x) == {k} for x in held & own[k]):
             out.append(k)
     return out
-
-
-_PROSE_MIN = 8
-"""The shortest state text read inside a prompt's prose (a street's name, a note): a shorter one (``yes``, a
-two-letter code) is written in many texts by chance."""
-
-
-def _in_prose(x: Any, key: str, texts: list[str], own: Mapping[str, set[Any]]) -> bool:
-    """Whether a state text of ``key`` was written into a text the call was handed (a prompt built with an
-    f-string: ``f"History: {notes}"``), and no other key's value holds it inside a text of its own (a street
-    the report and the notes both write names neither key)."""
-    if not isinstance(x, str) or len(x) < _PROSE_MIN or not any(x in t for t in texts):
-        return False
-    return not any(isinstance(y, str) and x in y for k2, ys in own.items() if k2 != key for y in ys)
 
 
 def answers(output: Any, value: Any) -> bool:
