@@ -1183,35 +1183,6 @@ class TestDataSteps:
         suspect = {s.step_id for s in steps if any(not e.sound for e in _from(_verdict(run, s.step_id), "state-write"))}
         assert suspect == {"w2"}
 
-    @staticmethod
-    def _shelving(fallback: Any) -> tuple[Run, list[Step]]:
-        """A library memory storing each returned book's shelf from its record; the fourth book's record has
-        no shelf, and the writer stores ``fallback`` for it."""
-        books = [("B-11", 4), ("B-12", 7), ("B-13", 3), ("B-14", None), ("B-15", 9)]
-        steps = []
-        for i, (book, shelf) in enumerate(books):
-            stored = {"book": book, "shelf": fallback if shelf is None else shelf}
-            steps.append(Step(f"w{i}", "remember_shelf", "state", input={"record": {"book": book, "home_shelf": shelf}},
-                              start_ns=10 * i, end_ns=10 * i + 1,
-                              attributes={"state_writes": [f"shelf:{book}"], "state_values": {f"shelf:{book}": stored}}))
-        run = _run(*steps, Step("p", "plan_trolley", input={"n": 5}, deps=tuple(D(s.step_id, "state") for s in steps),
-                                start_ns=100, end_ns=101))
-        return run, steps
-
-    def test_a_writer_storing_another_items_value_under_a_copied_field_is_suspect(self) -> None:
-        """Every other call of a writer stored the field from its own input; the one that stored the previous
-        item's value there (a shelf its record does not hold) is suspect, and says whose value it was."""
-        run, _ = self._shelving(3)
-        [e] = _from(_verdict(run, "w3"), "state-values:leftover")
-        assert "shelf=3" in e.reason and "remember_shelf#w2" in e.reason
-        assert _from(_verdict(run, "w2"), "state-values:leftover") == []
-
-    def test_a_writer_storing_a_default_no_other_call_wrote_is_not_called_a_leftover(self) -> None:
-        """A value no other call wrote (a default such as ``"any"``) is the code's own fallback, no other
-        item's leftover: the sibling rule stays silent."""
-        run, _ = self._shelving("unshelved")
-        assert _from(_verdict(run, "w3"), "state-values:leftover") == []
-
     def test_the_sibling_check_decides_as_comparing_each_other_call(self) -> None:
         """Whether a writer's call left out only what its other calls leave out is decided as comparing it
         with each other call one by one (calls counted by what they left out, some calls leaving nothing)."""

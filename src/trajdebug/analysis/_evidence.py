@@ -138,7 +138,6 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "llm-output": "inconsistent",
     "tool-arguments": "inconsistent",
     "state-values": "inconsistent",
-    "state-values:leftover": "wrong-value",  # another item's value stored as this one's: its own feature pair
     "state-write": "inconsistent",
     "reference:same-input": "changed-answer",
     "reference:old-answer": "changed-answer",

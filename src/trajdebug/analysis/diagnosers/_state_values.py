@@ -205,89 +205,11 @@ def miskeyed(step: Step, written: Mapping[str, Any], given: str) -> Iterable[Evi
                 return
 
 
-_MIN_COPIERS = 3
-"""Other calls of a writer that must each have stored a field from what they were given before one that stored
-it from nowhere stands out: of one or two, a coincidence."""
-SIBLING_UNCOPIED = 0.45
-"""Suspicion of a write unlike its siblings' (`uncopied_field`): as strong as a stale copy among fresh answers
-(`stale_sibling`), the same kind of sign (one call unlike all the others)."""
-
-
-def _scalar(v: Any) -> str | None:
-    """A leaf as comparable text (numbers by value, texts case-folded); None for flags, nulls and long texts."""
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, (int, float)):
-        return repr(float(v))
-    if isinstance(v, str) and 0 < len(v.strip()) <= 60:
-        return v.strip().casefold()
-    return None
-
-
-def _copies(s: Step) -> tuple[dict[str, str], set[str]] | None:
-    """A state writer's written leaves by field name (the last part of the path: the key it is stored under
-    varies from call to call, ``ringer:<name>``) and the scalars of its input; None with nothing to compare."""
-    written = s.attributes.get("state_values")
-    if s.status != "ok" or s.input is None or not isinstance(written, Mapping) or not written:
-        return None
-    fields = {p.rsplit(".", 1)[-1]: v for p, leaf in content.leaves(dict(written)) if (v := _scalar(leaf)) is not None}
-    given = {v for _, leaf in content.leaves(content.without_markers(s.input)) if (v := _scalar(leaf)) is not None}
-    return fields, given
-
-
-def uncopied_field(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
-    """A state write storing, under a field every other call of the same writer filled from its own input, a value
-    none of its inputs holds (``bell=3`` for a ringer given no bell): a value left from another item (the loop's
-    previous one, a default) written as this item's.  Small numbers count here, unlike in `state_values`: the
-    siblings show the field is copied, so a value from nowhere is no count the step worked out."""
-    if step.kind != "state":
-        return
-    mine = _copies(step)
-    if mine is None:
-        return
-
-    def compute() -> dict[str, dict[str, tuple[dict[str, str], set[str]]]]:
-        out: dict[str, dict[str, tuple[dict[str, str], set[str]]]] = {}
-        for s in ctx.run.steps:
-            if s.kind == "state" and (c := _copies(s)) is not None:
-                out.setdefault(s.name, {})[s.step_id] = c
-        return out
-
-    calls = ctx.memo("state-copies", compute).get(step.name, {})
-    fields, given = mine
-    for f, v in fields.items():
-        if v in given:
-            continue
-        others = [(sid, c) for sid, c in calls.items() if sid != step.step_id and f in c[0]]
-        if len(others) < _MIN_COPIERS or len(others) != len(calls) - 1 or any(c[0][f] not in c[1] for _, c in others):
-            continue
-        # Another item's value (not a default the code falls back on, which no other call wrote): the nearest
-        # earlier call that wrote it is the item it was left from.
-        pos = ctx.graph.position(step.step_id)
-        donors = [sid for sid, c in others if c[0][f] == v and ctx.graph.position(sid) < pos]
-        if donors:
-            raw = next(leaf for p, leaf in content.leaves(dict(step.attributes["state_values"])) if p.rsplit(".", 1)[-1] == f)
-            yield Evidence(
-                step.step_id,
-                SIBLING_UNCOPIED,
-                f"wrote {f}={raw!r}, which none of its inputs holds but an earlier call wrote for its own item "
-                f"({ctx.graph.steps[donors[-1]].name}#{donors[-1][-6:]}); its {len(others)} other calls each wrote "
-                f"{f} from what they were given",
-                "state-values:leftover",
-                values=(f"{f}={raw!r}",),
-            )
-            return
-
-
 def state_values(step: Step, ctx: DiagnoseContext) -> Iterable[Evidence]:
     """A state write storing values found in none of its inputs (where a wrong shared value is born)."""
     yield from _stored_under(step)
     written = step.attributes.get("state_values")
     if not isinstance(written, Mapping) or not written or step.status != "ok":
-        return
-    uncopied = list(uncopied_field(step, ctx))
-    if uncopied:
-        yield from uncopied
         return
     yield from miskeyed(step, written, ctx.input_text(step).lower() if step.input is not None else "")
     hay = ctx.input_text(step) if step.input is not None else _earlier_text(step, ctx)
