@@ -408,20 +408,22 @@ def holds_untraced(step: Step, f: str) -> bool:
     return any(a.field == f for a in atoms(semantic(step, step.output)))
 
 
-def holds_empty(value: Any, f: str, depth: int = 0) -> bool:
-    """Whether ``value`` holds field ``f`` (lower-cased, as the lineage names fields) with no value: ``None``, an
-    empty text or an empty container (read only when the field seems missing, so rarely)."""
-    if depth > 8:
-        return False
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            if str(k).lower() == f and (v is None or (isinstance(v, (str, list, dict)) and not v)):
-                return True
-            if isinstance(v, (Mapping, list)) and holds_empty(v, f, depth + 1):
-                return True
-    elif isinstance(value, list):
-        return any(holds_empty(v, f, depth + 1) for v in value[:200])
-    return False
+def _blank(v: Any) -> bool:
+    """A value that holds nothing: null, a text of blanks, an empty container."""
+    return v is None or (isinstance(v, str) and not v.strip()) or (isinstance(v, (Mapping, list, tuple)) and not v)
+
+
+def holds_empty(value: Any, f: str) -> bool:
+    """Whether the output ``value`` holds field ``f`` (lower-cased, as the lineage names fields) with no value:
+    ``None``, a blank text or an empty container (read only when the field seems missing, so rarely).
+
+    Looked up where the output's own fields are, its top level (or the top level of each record of a list it
+    returned): a field missing there that a nested record holds as null is another record's field, and the
+    output does lack it."""
+    records = value[:200] if isinstance(value, (list, tuple)) else [value]
+    return any(
+        str(k).lower() == f and _blank(v) for r in records if isinstance(r, Mapping) for k, v in r.items()
+    )
 
 
 __all__ = [
