@@ -52,15 +52,15 @@ def _step(run: Run, step: str) -> str:
     if step in ids:
         return step
     name, _, short = step.rpartition("#") if "#" in step else ("", "", "")
-    hits = (
+    ending = short or step
+    # Every reading of the text at once: a bare ending that is also another step's id prefix (or name) names
+    # two steps, and taking one of them silently would label the wrong root.
+    readings = (
         [i for i in ids if i.startswith(step)]
-        or [s.step_id for s in run.steps if s.name == step]
-        or [
-            s.step_id
-            for s in run.steps
-            if len(short or step) >= 4 and s.step_id.endswith(short or step) and name in ("", s.name)
-        ]
+        + [s.step_id for s in run.steps if s.name == step]
+        + [s.step_id for s in run.steps if len(ending) >= 4 and s.step_id.endswith(ending) and name in ("", s.name)]
     )
+    hits = list(dict.fromkeys(readings))
     if len(hits) == 1:
         return hits[0]
     what = "matches several steps" if hits else "matches no step"
