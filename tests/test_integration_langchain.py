@@ -661,6 +661,19 @@ class TestLangGraphStateEdges:
         state = {"log": [f"entry-{i:04d}" for i in range(500)], "other": "x-1"}
         assert keys_read(state, {"q": "entry-0499"}) == ["log"]
 
+    def test_a_state_text_written_into_prompt_prose_is_no_read(self) -> None:
+        """A state text an f-string wrote into a prompt among other words is not read as its key (the prompt is
+        one text, and a match inside prose would also match the prompt's own wording); the same text handed as
+        a message of its own, or inside a JSON payload, is."""
+        from trajdebug.integrations._langchain_read import keys_read
+
+        state = {"forecast": "gale warning for the outer harbour", "berth": "Quay Seven"}
+        prose = {"messages": [{"role": "user", "content": "Forecast: gale warning for the outer harbour. Go?"}]}
+        assert keys_read(state, prose) == []
+        alone = {"messages": [{"role": "user", "content": "gale warning for the outer harbour"}]}
+        assert keys_read(state, alone) == ["forecast"]
+        assert keys_read(state, {"prompt": 'Plan: {"berth": "Quay Seven"}'}) == ["berth"]
+
     def test_a_value_that_two_state_keys_hold_names_neither(self) -> None:
         """A tool handed a boat's name and a date that both the booking and the forecast record carry reads the
         booking (its name is the booking's alone) and not the forecast: the date names neither key."""

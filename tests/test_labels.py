@@ -96,6 +96,38 @@ def test_an_unknown_step_is_refused(tmp_path: Path) -> None:
         label(src, _failed(src)[0], "nowhere")
 
 
+def test_a_root_given_by_the_short_id_the_commands_print_is_found(tmp_path: Path) -> None:
+    """The short id `analyze` and `show` print (``#00000a``, ``fetch_rate#00000a``: the id's last characters)
+    names the step, as in `answers forget --step`; a short part inside the id names none."""
+    src = _source(tmp_path)
+    rid = _failed(src)[0]
+    [run] = [r for r in load_runs(src) if r.run_id == rid]
+    want = next(s.step_id for s in run.steps if s.name == "fetch_rate")
+    assert label(src, rid, want[-6:])[1] == want
+    assert label(src, rid, f"#{want[-6:]}")[1] == want
+    assert label(src, rid, f"fetch_rate#{want[-6:]}")[1] == want
+    with pytest.raises(SourceError, match="no step"):
+        label(src, rid, f"total#{want[-6:]}")
+
+
+def test_a_bare_ending_that_is_also_another_steps_id_prefix_is_refused(tmp_path: Path) -> None:
+    """A root given as a bare text that ends one step's id and begins another's names two steps: it is refused
+    as matching several, never taken as the prefix; with the ``#`` it is the ending alone."""
+    from trajdebug.core.jsonl import write_jsonl
+    from trajdebug.core.model import Run, Step
+
+    src = tmp_path / "kiln.jsonl"
+    steps = (
+        Step("ab12-4567", "load_kiln", "tool", output={"kiln": "K-2"}, start_ns=1, end_ns=2),
+        Step("4567-cd34", "fire_kiln", "tool", output={"cone": 6}, start_ns=3, end_ns=4),
+    )
+    write_jsonl([Run("kr1", "kiln", steps=steps, outcome="failure")], src, redact=False)
+    with pytest.raises(SourceError, match="several steps"):
+        label(src, "kr1", "4567")
+    assert label(src, "kr1", "#4567")[1] == "ab12-4567"
+    assert label(src, "kr1", "4567-")[1] == "4567-cd34"
+
+
 def test_eval_places_each_labelled_root(tmp_path: Path) -> None:
     """evaluate() reports one result per labelled run, with the labelled step's rank."""
     src = _source(tmp_path)

@@ -53,6 +53,18 @@ class TestOrigins:
         # "four" is a number the model was given: 4 is not introduced by it, 3 is.
         assert [a.raw for a in lin.introduced("l")] == ["3"]
 
+    def test_a_value_keyed_by_a_name_originates_at_the_record_naming_it(self) -> None:
+        """A small number kept under a person's name (a kiln rota's ``{"Ida Moss": 2}``) comes from the lookup
+        whose record names that person, not from an earlier record holding the same number in another field."""
+        run = _run(
+            _s("a", "potter", "tool", 1, {"who": "Bo Reyes"}, {"name": "Bo Reyes", "kiln": 4, "glazes": 2}),
+            _s("b", "potter", "tool", 3, {"who": "Ida Moss"}, {"name": "Ida Moss", "kiln": 2, "glazes": 5}),
+            _s("r", "rota", "output", 5, {"rota": {"Bo Reyes": 4, "Ida Moss": 2}}, "ok", "a", "b"),
+        )
+        lin = Lineage(run)
+        [two] = [a for a in lin.view("r").inputs if a.field == "ida moss"]
+        assert lin.origin(two, before=2).step_id == "b"
+
     def test_a_value_the_run_was_given_has_no_origin_step(self) -> None:
         """A value every holder was given (the user's own) originates outside the run's steps."""
         run = _run(

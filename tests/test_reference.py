@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import trajdebug
 from trajdebug.analysis import analyze
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.lineage import Lineage
+from trajdebug.analysis.lineage import Lineage, holds_empty
 from trajdebug.analysis.reference import (
     learn,
     producers_of,
@@ -864,6 +864,29 @@ class TestPresence:
         assert [e.reason for e in found if e.diagnoser == "reference:presence"] == [
             "its output lacks 'code', present in all 4 passing occurrences"
         ]
+
+    def test_a_field_recorded_as_null_is_called_empty_not_lacking(self) -> None:
+        """A call whose field holds null is as absent to the checks, but the reason says the field is empty:
+        the person finds the key in the output."""
+        run, lin = self._lookups({"id": "r9", "title": "Record number 9", "code": None})
+        found = list(violations(run.steps[-1], lin.view("g9"), sibling_profiles(run, lin)["g9"]))
+        assert [e.reason for e in found if e.diagnoser == "reference:presence"] == [
+            "its output's 'code' is empty, filled in all 4 passing occurrences"
+        ]
+
+    def test_a_field_null_only_in_a_nested_record_is_still_lacking(self) -> None:
+        """A call whose output lacks the field at its top level, where its other calls held it, lacks it even when
+        a record nested inside holds a field of that name as null: that is another record's field."""
+        run, lin = self._lookups({"id": "r9", "title": "Record number 9", "parent": {"id": "r1", "code": None}})
+        found = list(violations(run.steps[-1], lin.view("g9"), sibling_profiles(run, lin)["g9"]))
+        assert [e.reason for e in found if e.diagnoser == "reference:presence"] == [
+            "its output lacks 'code', present in all 4 passing occurrences"
+        ]
+
+    def test_a_field_blank_in_a_returned_record_list_is_called_empty(self) -> None:
+        """A call returning a list of records, one of which holds the field as a blank text, is said to have it
+        empty, as a record returned alone is."""
+        assert holds_empty([{"id": "r1", "code": "SAB"}, {"id": "r2", "code": "  "}], "code")
 
 
 class TestHeldParts:

@@ -45,15 +45,26 @@ def sidecar(source: str | Path) -> Path:
 
 
 def _step(run: Run, step: str) -> str:
-    """The step named by ``step``: its id, a unique id prefix, or a unique step name."""
+    """The step named by ``step``: its id, a unique id prefix, a unique step name, or the short id every
+    command prints (``#000007``, ``remember_ringer#000007``: the id's last characters, 4 or more), which is
+    what a person copies from `analyze`, `show` or the answers' own label line."""
     ids = [s.step_id for s in run.steps]
     if step in ids:
         return step
-    hits = [i for i in ids if i.startswith(step)] or [s.step_id for s in run.steps if s.name == step]
+    name, _, short = step.rpartition("#") if "#" in step else ("", "", "")
+    ending = short or step
+    # Every reading of the text at once: a bare ending that is also another step's id prefix (or name) names
+    # two steps, and taking one of them silently would label the wrong root.
+    readings = (
+        [i for i in ids if i.startswith(step)]
+        + [s.step_id for s in run.steps if s.name == step]
+        + [s.step_id for s in run.steps if len(ending) >= 4 and s.step_id.endswith(ending) and name in ("", s.name)]
+    )
+    hits = list(dict.fromkeys(readings))
     if len(hits) == 1:
         return hits[0]
     what = "matches several steps" if hits else "matches no step"
-    raise SourceError(f"run {run.run_id[:12]}: {step!r} {what} (give a step id)")
+    raise SourceError(f"run {run.run_id[:12]}: {step!r} {what} (give a step id, the short id shown as #000007, or a unique name)")
 
 
 def label(source: str | Path, run_id: str, step: str, *, by: str = "person") -> tuple[str, str]:

@@ -18,7 +18,7 @@ def _pct(x: float | None) -> str:
 @click.command(name="label")
 @source_argument
 @click.option("--run", "run_id", metavar="ID", required=True, help="The failed run (a unique id prefix is enough).")
-@click.option("--root", "root", metavar="STEP", required=True, help="Its root-cause step: an id, id prefix or unique name.")
+@click.option("--root", "root", metavar="STEP", required=True, help="Its root-cause step: an id, id prefix, the short id shown (#000007, name#000007) or unique name.")
 @json_option
 def label_cmd(source: str | None, run_id: str, root: str, as_json: bool) -> None:
     """Record which step caused a run's failure (stored in SOURCE.labels.jsonl beside SOURCE).

@@ -39,6 +39,8 @@ from trajdebug.analysis.lineage._views import (
     ENVELOPE_KEYS,
     StepView,
     build_view,
+    holds_empty,
+    holds_untraced,
     message_atoms,
     semantic,
     state_keys,
@@ -50,6 +52,8 @@ from trajdebug.analysis.lineage._whatif import Slip, slips
 
 __all__ = [
     "queue_keys",
+    "holds_empty",
+    "holds_untraced",
     "ENVELOPE_KEYS",
     "GENERIC_FIELDS",
     "PROTOCOL_FIELDS",

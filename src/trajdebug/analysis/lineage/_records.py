@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
@@ -19,7 +19,7 @@ from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage._views import StepView, semantic
 from trajdebug.core.chat import normalize_messages
 from trajdebug.core.model import Step
-from trajdebug.core.values import atoms, is_mapping, iter_text
+from trajdebug.core.values import Atom, atoms, is_mapping, iter_text
 
 
 WRONG_RECORD = 0.5
@@ -194,4 +194,19 @@ def record_lists(value: Any, depth: int = 0) -> Iterator[list[Mapping[str, Any]]
             yield from record_lists(v, depth + 1)
 
 
-__all__ = ["WRONG_RECORD", "record_lists", "wrong_record"]
+def keyed_first(atom: Atom, outputs: Sequence[Sequence[Atom]], cands: list[int]) -> list[int]:
+    """The holders ``cands`` of a value kept in a map keyed by a name (``{"Ruth Bell": 2}``), those whose own
+    record names the key (``{"name": "Ruth Bell", "bell": 2}``) first; ``outputs``: each holder's output atoms.
+    A small number is held by many records (another one's ``years: 2``); the earliest holder is that record's by
+    chance, the one naming the key is where the value was looked up.  Unchanged when no holder, or the
+    earliest, names it."""
+    key = atom.field or ""
+    if len(cands) < 2 or len(key) < 3 or not any(c.isalpha() for c in key):
+        return cands
+    named = [p for p, out in zip(cands, outputs) if any(b.kind == "text" and b.raw.strip().casefold() == key for b in out)]
+    if not named or named[0] == cands[0]:
+        return cands
+    return named + [p for p in cands if p not in named]
+
+
+__all__ = ["WRONG_RECORD", "keyed_first", "record_lists", "wrong_record"]

@@ -41,7 +41,7 @@ from typing import Any
 
 from trajdebug.analysis.lineage._anomalies import GENERIC_FIELDS
 from trajdebug.analysis.lineage._derivation import Derivation, derivation, formulas, operands
-from trajdebug.analysis.lineage._records import record_lists
+from trajdebug.analysis.lineage._records import keyed_first, record_lists
 from trajdebug.analysis.lineage._views import (
     _TEXT_LIMIT,
     StepView,
@@ -170,6 +170,7 @@ class Lineage:
         if not pos or len(pos) > MAX_PRODUCERS:
             return Origin(None, atom)
         cands = [p for p in pos if within is None or self.steps[p].step_id in within] or pos
+        cands = keyed_first(atom, [self.views[self.steps[p].step_id].outputs for p in cands], cands) if atom.field else cands
         for p in cands:
             sid = self.steps[p].step_id
             view = self.views[sid]

@@ -401,7 +401,34 @@ def failure_atoms(step: Step, message: str | None) -> list[tuple[Atom, bool]]:
     return out
 
 
+def holds_untraced(step: Step, f: str) -> bool:
+    """Whether the step's output does hold field ``f``, with a value too small to trace (a two-letter code
+    such as ``"SA"``, a count of 3): the lineage leaves such values out, so the field looks absent when it
+    is not.  Read only when the field seems missing (rare), so the output is walked again only then."""
+    return any(a.field == f for a in atoms(semantic(step, step.output)))
+
+
+def _blank(v: Any) -> bool:
+    """A value that holds nothing: null, a text of blanks, an empty container."""
+    return v is None or (isinstance(v, str) and not v.strip()) or (isinstance(v, (Mapping, list, tuple)) and not v)
+
+
+def holds_empty(value: Any, f: str) -> bool:
+    """Whether the output ``value`` holds field ``f`` (lower-cased, as the lineage names fields) with no value:
+    ``None``, a blank text or an empty container (read only when the field seems missing, so rarely).
+
+    Looked up where the output's own fields are, its top level (or the top level of each record of a list it
+    returned): a field missing there that a nested record holds as null is another record's field, and the
+    output does lack it."""
+    records = value[:200] if isinstance(value, (list, tuple)) else [value]
+    return any(
+        str(k).lower() == f and _blank(v) for r in records if isinstance(r, Mapping) for k, v in r.items()
+    )
+
+
 __all__ = [
+    "holds_empty",
+    "holds_untraced",
     "ENVELOPE_KEYS",
     "PARTIAL_FORMATS",
     "StepView",

@@ -39,7 +39,14 @@ from typing import Any
 
 from trajdebug.analysis._content import char_shape
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis.lineage import PROTOCOL_FIELDS, StepView, queue_keys, semantic
+from trajdebug.analysis.lineage import (
+    PROTOCOL_FIELDS,
+    StepView,
+    holds_empty,
+    holds_untraced,
+    queue_keys,
+    semantic,
+)
 from trajdebug.analysis.lineage import formulas as explaining
 from trajdebug.analysis.reference._answers import answer_checks, picked_first
 from trajdebug.analysis.reference._enclosing import inside_of, matched_inside, own_answer
@@ -217,13 +224,6 @@ def _holds_other(step: Step, held: frozenset[str], kinds: frozenset[str], now_ke
     return any(a.kind in kinds and a.key not in now_keys for part in held for a in atoms(step.input.get(part)))
 
 
-def _holds_untraced(step: Step, f: str) -> bool:
-    """Whether the step's output does hold field ``f``, with a value too small to trace (a two-letter code
-    such as ``"SA"``, a count of 3): the lineage leaves such values out, so the field looks absent when it
-    is not.  Read only when the field seems missing (rare), so the output is walked again only then."""
-    return any(a.field == f for a in atoms(semantic(step, step.output)))
-
-
 def _field_checks(
     step: Step,
     view: StepView,
@@ -248,15 +248,12 @@ def _field_checks(
             and view.outputs
             and step.kind != "llm"
             and "role" not in outs
-            and not _holds_untraced(step, f)
+            and not holds_untraced(step, f)
             and f not in queue_keys(step)  # (the rest of a work queue it ran to its end: an empty list)
         ):
-            yield Evidence(
-                sid,
-                _w(0.45, fs.n),
-                f"its output lacks {f!r}, present in all {st.n} passing occurrences",
-                "reference:presence",
-            )
+            # A field held as null is as absent to the lineage; the reason says so, for the person finds the key.
+            what = f"its output's {f!r} is empty, filled" if holds_empty(semantic(step, step.output), f) else f"its output lacks {f!r}, present"
+            yield Evidence(sid, _w(0.45, fs.n), f"{what} in all {st.n} passing occurrences", "reference:presence")
         return
     # A number worked out from its inputs (a model summing two sections' seats into an order's qty) was
     # not made up, though its other calls copied their qty: it is where the copied value came from.
