@@ -408,3 +408,131 @@ def test_a_step_whose_output_is_set_again_after_its_block_keeps_the_snapshot_tak
     from trajdebug.record.config import CONFIG
 
     assert run._max_bytes - run._bytes == CONFIG.max_buffer_bytes
+
+
+class _Crate(str):
+    """A text subclass an agent may pass (recorded as its text)."""
+
+
+def _orchard_run(target: dict[str, Any]) -> None:
+    """A run of steps whose inputs are snapshotted structures, with every way `Tracker.snapped` falls back: outputs
+    as structures, texts and nothing; a data edge found by identity; a relay; a tool result that flags an error;
+    a nested step announcing its parent; an agent, attributes, an error; secrets under key names, as a Bearer
+    token and in texts; a snapshot past the size cap; non-text keys, tuples nested past the snapshot's depth,
+    text subclasses; and a request changed after its step returned."""
+    import trajdebug
+
+    @trajdebug.step(kind="llm")
+    def pick(messages: Any) -> Any:
+        return {"choice": f"row {len(messages)}", "usage": {"tokens": 12 * len(messages)}, "rows": [1, 2, 3]}
+
+    @trajdebug.step(kind="llm")
+    def summarize(messages: Any) -> str:
+        return f"{len(messages)} messages about the pear harvest, none urgent"
+
+    @trajdebug.step(kind="tool")
+    def weigh(crates: Any) -> Any:
+        return {"error": "scale offline"} if len(crates) > 2 else {"kg": 12.5 * len(crates)}
+
+    @trajdebug.step(kind="other")
+    def nothing(plan: Any) -> None:
+        return None
+
+    @trajdebug.step(kind="other")
+    def same(plan: Any) -> Any:
+        return plan  # a relay of its argument
+
+    deep: Any = "core"
+    for _ in range(80):
+        deep = (deep, {"k": [deep]})
+    with trajdebug.run("orchard", **target):
+        msgs: list[Any] = [{"role": "system", "content": "You sort pears by ripeness and never bruise them."}]
+        for i in range(3):
+            msgs.append({"role": "user", "content": f"how many crates from row {i}?"})
+            answer = pick(msgs)
+            summarize(msgs)
+            pick([answer, {"role": "user", "content": "and the next row?"}])  # an earlier output: a data edge
+            weigh([{"row": i}, {"row": i + 1}])
+            weigh([{"row": i}, {"row": i + 1}, {"row": i + 2}])  # the tool's result flags an error
+            nothing({"rows": [i, i + 1]})
+            same({"rows": [i]})
+            pick([{"role": "user", "content": f"Authorization: Bearer {_KEY}"}])
+            pick([{"api_key": "orchard-gate-77", "content": "open the north gate"}])
+            pick([{"content": "x" * 3000}])  # past the size cap
+            pick([{1: "one", (2, 3): "two-three", None: "none"}])
+            pick([deep])
+            pick([_Crate("twelve crates of bosc pears from the far row")])
+            with trajdebug.step("round", kind="agent"):
+                pick([{"row": i, "note": "inside a round"}])  # announces its parent
+            with trajdebug.step("ask", kind="llm", input={"q": f"ripe in row {i}?"}, agent="sorter") as s:
+                s.output = {"a": "mostly"}
+                s.set("llm.model", "m-2")
+            with trajdebug.step("structured", kind="parse", input={"rows": [i, "two"]}) as s:
+                s.output = "parsed two rows of the orchard ledger"
+            try:
+                with trajdebug.step("fails", kind="tool", input={"row": i}):
+                    raise ValueError(f"row {i} is flooded")
+            except ValueError:
+                pass
+            msgs.append({"role": "assistant", "content": f"row {i} gave {i + 4} crates"})
+            request = [{"role": "user", "content": "count again"}]
+            pick(request)
+            request.append({"role": "user", "content": "changed after the step returned"})
+
+
+def _snapped_both_ways(tmp_path: Any, monkeypatch: Any, sink: str) -> tuple[bytes, bytes, int]:
+    """The orchard run recorded with `Tracker.snapped` and without it (every such step through `encode`): the
+    bytes (as `_both_ways` reads them), and how many steps took the short path."""
+    import re
+    import sqlite3
+
+    import trajdebug
+    from trajdebug.testing import deterministic
+
+    real = Tracker.snapped
+    took = []
+
+    def counted(self: Tracker, h: Any) -> Any:
+        rec = real(self, h)
+        took.append(rec is not None)
+        return rec
+
+    def recorded(name: str) -> bytes:
+        path = tmp_path / (f"{name}.jsonl" if sink == "jsonl" else f"{name}.db")
+        with deterministic():
+            _orchard_run({"path": path} if sink == "jsonl" else {"store": path})
+        trajdebug.flush()
+        if sink == "jsonl":
+            data = path.read_bytes()
+        else:
+            with sqlite3.connect(path) as conn:
+                data = b"".join(bytes(r[0]) for r in conn.execute("SELECT body FROM chunks ORDER BY id"))
+                data += b"".join(bytes(r[0]) for r in conn.execute("SELECT body FROM blobs ORDER BY id"))
+        data = re.sub(rb'"run_id":"[0-9a-f]{32}"', b'"run_id":"R"', data)
+        seen: dict[bytes, bytes] = {}
+        data = re.sub(rb'"e[0-9a-f]{15}"', lambda m: seen.setdefault(m.group(0), b'"E%d"' % len(seen)), data)
+        return re.sub(rb'"(host|pid|time_ns|started_at)":[^,}]+', b'"\\1":0', data)
+
+    trajdebug.configure(max_value_bytes=2000)
+    monkeypatch.setattr(Tracker, "snapped", counted)
+    short = recorded("short")
+    monkeypatch.setattr(Tracker, "snapped", lambda self, h: None)
+    full = recorded("full")
+    return short, full, sum(took)
+
+
+def test_a_snapshotted_steps_short_record_is_byte_for_byte_the_full_ones_in_a_file(tmp_path: Any, monkeypatch: Any) -> None:
+    """A varied run of steps given structures, recorded into a JSONL file, reads the same bytes (secrets
+    redacted and counted alike) whether those steps take the short path or all go through the full encoder."""
+    short, full, took = _snapped_both_ways(tmp_path, monkeypatch, "jsonl")
+    assert took >= 20
+    assert short == full
+    assert _KEY.encode() not in short and b"orchard-gate-77" not in short
+
+
+def test_a_snapshotted_steps_short_record_is_byte_for_byte_the_full_ones_in_a_store(tmp_path: Any, monkeypatch: Any) -> None:
+    """The same run recorded into a store leaves the same rows and blobs whichever path those steps take."""
+    short, full, took = _snapped_both_ways(tmp_path, monkeypatch, "store")
+    assert took >= 20
+    assert short == full
+    assert _KEY.encode() not in short and b"orchard-gate-77" not in short

@@ -186,6 +186,7 @@ class RunExport:
         # The commonest step's record in one call (`Tracker.plain`), unless every record is rewritten
         # (summary mode) or the step came after the run's end (both marked by `encode`).
         plain = tracker.plain if tracker.rewrite is None and not after_end else None
+        snapped = tracker.snapped
         append = records.append
         n = steps = 0
         tracker.batch(q)
@@ -198,16 +199,25 @@ class RunExport:
                 # The common item, handled inline (a call per step would show in the cost per step).
                 steps += 1
                 try:
-                    if plain is not None:
-                        rec = plain(item)
-                        if rec is not None:
-                            append(rec)  # a text in and out: no snapshot bytes to count
-                            continue
-                    if item._in is not None:
-                        batch.done_bytes += len(item._in)
-                    if item._out is not None:
-                        batch.done_bytes += len(item._out)
-                    tracker.at = n - 1  # the item's position (`Tracker.batch`)
+                    if item._in is None and item._out is None:
+                        if plain is not None:
+                            rec = plain(item)
+                            if rec is not None:
+                                append(rec)  # a text in and out: no snapshot bytes to count
+                                continue
+                        tracker.at = n - 1  # the item's position (`Tracker.batch`)
+                    else:
+                        if item._in is not None:
+                            batch.done_bytes += len(item._in)
+                        if item._out is not None:
+                            batch.done_bytes += len(item._out)
+                        tracker.at = n - 1
+                        if plain is not None:
+                            # A snapshotted structure (a chat request) without extras (`Tracker.snapped`).
+                            rec = snapped(item)
+                            if rec is not None:
+                                append(rec)
+                                continue
                     records += encode(item, after_end)
                 except Exception as exc:  # noqa: BLE001 - a step is never lost for a field
                     records += tracker.unencodable(item, exc)

@@ -103,7 +103,9 @@ class Redactor:
         self._clean_tokens = memo.tokens
         self._clean_values = memo.values
         self._clean_heads: list[bytes] = []
-        """Clean snapshots' texts minus their closing brackets, newest first (`_clean_head`)."""
+        """Clean snapshots' texts minus their closing brackets, newest first (`_remember_head`)."""
+        self._longest_first: tuple[bytes, ...] = ()
+        """The same heads, longest first (`_clean_head`)."""
         self.counts: Counter[str] = Counter()
         """How many values each rule replaced (``key_name`` for key rules)."""
 
@@ -287,11 +289,11 @@ class Redactor:
         text are all structure), so splitting the rest at its quotes yields every string that is not
         wholly in the head exactly as the whole split would; the strings wholly in the head are strings of
         the earlier value, all found clean.  One comparison of bytes per remembered head, in C."""
-        best = 0
-        for h in self._clean_heads:
-            if len(h) > best and encoded.startswith(h):
-                best = len(h)
-        return best
+        # Longest first: the first that matches is the answer (usually the first or second tried).
+        for h in self._longest_first:
+            if encoded.startswith(h):
+                return len(h)
+        return 0
 
     def _remember_head(self, encoded: bytes) -> None:
         """Keep a clean container snapshot's text without its closing brackets (long ones only, the last few)."""
@@ -301,6 +303,7 @@ class Redactor:
             if h not in heads:
                 heads.insert(0, h)
                 del heads[_HEADS:]
+                self._longest_first = tuple(sorted(heads, key=len, reverse=True))
 
     def _json_clean(self, value: Any, depth: int) -> bool:
         c = value.__class__
