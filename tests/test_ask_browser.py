@@ -854,3 +854,52 @@ def test_only_a_persons_erroneous_answer_spares_the_audit_in_the_page_as_in_pyth
             assert page.evaluate(eng, [SEARCH_JS.read_text(encoding="utf-8"), json.loads(json.dumps(ask_data(analysis)))]) is None
     assert "c" in asks["oracle:x"] and "c" not in asks["person"]
     assert page.errors == []
+
+
+# -- since ask45: the container that called a misled step, asked again before its proof stands -----------------
+
+
+def _oven(stored: Any = ()) -> Any:
+    """A proofing node (a container) calls set_oven with a temperature it worked out itself; set_oven's recorded
+    input (the recipe) is right; the bake check fails on what the proofing node returned."""
+    from trajdebug.core.model import Dependency, Step
+
+    return _failed([
+        Step("r", "recipe", "tool", output={"bread": "rye", "oven_c": 230}, start_ns=0, end_ns=1),
+        Step("p", "proofing", "agent", output={"baked": {"oven_c": 180}}, deps=(Dependency("r"),), start_ns=2, end_ns=9),
+        Step("o", "set_oven", "tool", parent_id="p", input={"oven_c": 180}, output={"oven_c": 180, "ok": True},
+             deps=(Dependency("r"),), start_ns=3, end_ns=4),
+        Step("f", "bake_check", "other", output=None, status="error", deps=(Dependency("p"),), start_ns=10, end_ns=11),
+    ], "f", stored)
+
+
+def test_a_container_that_called_a_misled_step_is_proven_in_the_page_as_in_python_once_the_child_is_asked_again(
+    page: Any,
+) -> None:
+    """The child answered inadmissible, its input and its caller's right or not, then asked again and answered
+    alike, otherwise (a tie asked a third time) or not at all, also over stored answers: after every answer the
+    page holds Python's root, certainty, candidates, conflict, implied inputs and next question."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer
+
+    words = [(True, None), (False, True), (False, False), (False, None), (None, None)]
+    proven = again = 0
+    for stored in ((), (Answer("o", False, "person", 1, admissible=False),), (Answer("o", True, "model:m", 1),)):
+        analysis = _oven(stored)
+        for first in words:
+            for second in words:
+                for third in words[:3]:
+                    search = GuidedSearch(analysis, analysis.run.answers)
+                    seq: list[Any] = []
+                    times: dict[str, int] = {}
+                    while (sid := search.next_question()) is not None and len(seq) < 12:
+                        k = times[sid] = times.get(sid, 0) + 1
+                        said = {"o": (first, second, third)[min(k, 3) - 1]}.get(sid, (True, None) if sid == "r" else (False, True))
+                        seq.append([sid, *said])
+                        search.answer(Answer(sid, said[0], "person", admissible=said[1]))
+                    want = _named_states(analysis, seq)
+                    assert _page_states(page, analysis, seq) == want, (stored, seq)
+                    proven += want[-1]["root"] == "p" and want[-1]["certain"]
+                    again += times.get("o", 0) > 1
+    assert proven > 3 and again > 20, (proven, again)
+    assert page.errors == []

@@ -3,6 +3,7 @@ is never the root, a container's root is sought among its children, two-valued s
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from hypothesis import HealthCheck, given, settings
@@ -321,3 +322,131 @@ def test_answers_about_the_failure_from_two_sources_list_what_the_standing_one_v
     g = GuidedSearch(analysis, [Answer("c5", False, "oracle:y"), Answer("c5", False, "oracle:x", admissible=True)],
                      audit=0).result()
     assert [(a.step_id, a.by) for a in g.implied] == [("c4", "oracle:x")]
+
+
+def _kiln() -> tuple[Analysis, set[str]]:
+    """A firing node (a container) calls set_kiln with the wrong temperature it worked out itself; set_kiln's
+    recorded inputs (the glaze lookup) are right; the batch check fails on what the firing node returned."""
+    steps = (
+        Step("g", "glaze_lookup", "tool", output={"glaze": "celadon", "cone": 10}, start_ns=0, end_ns=1),
+        Step("n", "firing", "agent", output={"fired": {"cone": 6}}, deps=(Dependency("g"),), start_ns=2, end_ns=9),
+        Step("k", "set_kiln", "tool", parent_id="n", input={"cone": 6}, output={"cone": 6, "ok": True},
+             deps=(Dependency("g"),), start_ns=3, end_ns=4),
+        Step("f", "batch_check", "other", output=None, status="error", deps=(Dependency("n"),), start_ns=10, end_ns=11),
+    )
+    failures = (Failure("f", "outcome", "x", "x", "final"),)
+    loc = Localization([Candidate("k", 0.9, (), ()), Candidate("g", 0.3, (), ())], SearchStats(4, 4, 0.0),
+                       failures=failures, ranking=("k", "g"))
+    return Analysis(Run("run1", "t", 0, 12, "failure", steps=steps), failures, loc), {"n", "k", "f"}
+
+
+def test_a_container_that_called_a_step_with_a_wrong_input_is_the_certain_root_when_answered_erroneous() -> None:
+    """A step answered inadmissible whose recorded inputs are right was handed its wrong input by the container
+    that called it, though the container consumed its answer: the container, answered erroneous, is proven."""
+    analysis, wrong = _kiln()
+    oracle = _three("n", wrong)
+    g = guided_search(analysis, oracle, timeout=None)  # no clock: a loaded machine must not turn answers into unknowns
+    assert (g.root, g.certain) == ("n", True)
+
+
+def test_a_containers_proof_resting_on_one_inadmissible_answer_asks_that_child_again_first() -> None:
+    """The child's inadmissible answer is what moves the root into its container: the search asks it once more
+    before the proof stands, and a second answer calling the child erroneous proves the child instead."""
+    analysis, wrong = _kiln()
+    oracle = _three("n", wrong)
+    guided_search(analysis, oracle, timeout=None)
+    assert oracle.asked.count("k") == 2  # type: ignore[attr-defined]
+    search = GuidedSearch(analysis)
+    search.answer(Answer("k", False, "person", admissible=False))
+    search.answer(Answer("g", True, "person"))
+    search.answer(Answer("n", False, "person", admissible=True))
+    assert not search.result().certain and search.next_question() == "k"
+    search.answer(Answer("k", False, "person", admissible=True))
+    search.answer(Answer("k", False, "person", admissible=True))
+    assert search.verdict(search.index["k"]) is False
+    g = search.result()
+    assert (g.root, g.certain) == ("k", True)
+
+
+def test_of_nested_containers_answered_erroneous_the_one_that_called_the_misled_step_is_the_root() -> None:
+    """The containers around the caller handed their inputs to the caller, not to the step inside it: with the
+    whole nest answered erroneous the innermost caller is proven, not an outer one."""
+    analysis, wrong = _kiln()
+    outer = Step("o", "studio", "agent", output={"fired": {"cone": 6}}, deps=(Dependency("n"),), start_ns=1, end_ns=9)
+    steps = tuple(dataclasses.replace(s, parent_id="o") if s.step_id == "n" else s for s in analysis.run.steps)
+    steps = (*steps[:1], outer, *steps[1:])
+    f = dataclasses.replace(steps[-1], deps=(Dependency("o"),))
+    run = dataclasses.replace(analysis.run, steps=(*steps[:-1], f))
+    g = guided_search(Analysis(run, analysis.failures, analysis.localization), _three("n", wrong | {"o"}, frozenset({"o"})),
+                      timeout=None)
+    assert (g.root, g.certain) == ("n", True)
+
+
+def _diamond() -> Analysis:
+    """tide_table feeds both berth_plan and pilot_plan, and both feed the failing harbour_schedule."""
+    steps = (
+        Step("r", "tide_table", "tool", output=3.1, start_ns=1, end_ns=2),
+        Step("x", "berth_plan", "other", output=7, deps=(Dependency("r"),), start_ns=3, end_ns=4),
+        Step("y", "pilot_plan", "other", output=8, deps=(Dependency("r"),), start_ns=5, end_ns=6),
+        Step("f", "harbour_schedule", "other", output=None, status="error", deps=(Dependency("x"), Dependency("y")),
+             start_ns=7, end_ns=8),
+    )
+    return _mk(steps, "f")
+
+
+def test_with_recheck_a_conflict_that_stands_re_asks_the_answer_that_cleared_the_shared_input() -> None:
+    """Both plans wrong and the tide table they share answered correct admit no root; once both plans stand
+    wrong when asked again, the tide table is asked again (one of those answers must be wrong), and a lead
+    of two wrong answers proves it."""
+    search = GuidedSearch(_diamond(), recheck=True, audit=0)
+    for sid, ok in (("x", False), ("y", False), ("r", True)):
+        search.answer(Answer(sid, ok, "model:m"))
+    assert search.result().conflict
+    for _ in range(2):
+        sid = search.next_question()
+        assert sid in ("x", "y")
+        search.answer(Answer(sid, False, "model:m"))
+    assert search.next_question() == "r"
+    search.answer(Answer("r", False, "model:m"))
+    assert search.next_question() == "r"  # one right, one wrong: asked until a side leads by two
+    search.answer(Answer("r", False, "model:m"))
+    g = search.result()
+    assert (g.root, g.certain) == ("r", True)
+
+
+def test_without_recheck_a_conflict_that_stands_after_both_sides_were_asked_again_is_reported() -> None:
+    """Without recheck the answers are taken as true: both sides asked once more, the conflict is the result."""
+    search = GuidedSearch(_diamond(), audit=0)
+    for sid, ok in (("x", False), ("y", False), ("r", True)):
+        search.answer(Answer(sid, ok, "model:m"))
+    while (sid := search.next_question()) is not None:
+        assert sid in ("x", "y")
+        search.answer(Answer(sid, False, "model:m"))
+    assert search.result().conflict
+
+
+def test_split_answers_are_settled_by_a_lead_of_two_with_recheck_and_by_a_majority_of_three_without() -> None:
+    """Right, wrong, wrong about one step: without recheck the majority stands; with recheck it is asked a
+    fourth time, and a fifth answer at most settles a tie."""
+    for recheck, more in ((False, False), (True, True)):
+        search = GuidedSearch(_diamond(), recheck=recheck, audit=0)
+        for ok in (True, False, False):
+            search.answer(Answer("x", ok, "model:m"))
+        assert (search.next_question() == "x") is more
+    search = GuidedSearch(_diamond(), recheck=True, audit=0)
+    for ok in (True, False, True, False, True):
+        search.answer(Answer("x", ok, "model:m"))
+    assert search.verdict(search.index["x"]) is True and search.next_question() != "x"
+
+
+def test_a_steps_tally_counts_every_answer_and_the_most_trusted_sources_answers_by_kind() -> None:
+    """The counts the report page combines its own answers with: all answers given (unknowns and less trusted
+    ones too), the top source's trust, and of its answers correct, erroneous, inadmissible, plain wrong and
+    erroneous on a person's word."""
+    v = Verdicts([[], [0]], 1, lambda j, p: False, [0, 1])
+    for a in (Answer("x", True, "model:m"), Answer("x", None, "person"), Answer("x", False, "person", admissible=True),
+              Answer("x", False, "person:ann", admissible=False), Answer("x", True, "person"),
+              Answer("x", False, "person")):
+        v.add(0, a)
+    assert v.tally(0) == [6, 5, 1, 1, 1, 1, 1]
+    assert v.tally(1) == [0, 0, 0, 0, 0, 0, 0]

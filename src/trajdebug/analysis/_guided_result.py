@@ -334,4 +334,30 @@ def settled(analysis: Analysis) -> Analysis:
     )
 
 
+def ranked_candidates(
+    cand: Iterable[int],
+    mass: Sequence[float],
+    parents: Sequence[Sequence[int]],
+    verdict: Callable[[int], bool | None],
+    ids: Sequence[str],
+) -> tuple[tuple[str, float], ...]:
+    """The candidates (node indices) as ``(step id, probability)``, likeliest first.
+
+    A candidate whose inputs are all proven correct is the root if it is wrong at all; otherwise its prior
+    stands.  Renormalized over the set.  A step with no recorded input has nothing proven about it: before
+    any answer, boosting it named the run's first step (a hand-off, a user message) likeliest above the
+    ranker's choice."""
+    weights: dict[int, float] = {}
+    for i in cand:
+        w = mass[i]
+        if parents[i] and all(verdict(p) is True for p in parents[i]):
+            w *= 4.0
+        if verdict(i) is False:
+            w *= 2.0
+        weights[i] = w
+    total = sum(weights.values()) or 1.0
+    order = sorted(weights, key=lambda i: (-weights[i], -i))
+    return tuple((ids[i], weights[i] / total) for i in order)
+
+
 __all__ = ["Guided", "Oracle", "failure_step", "post_dominated", "priors", "settled", "standing", "trust"]

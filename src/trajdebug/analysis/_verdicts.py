@@ -90,10 +90,13 @@ class Verdicts:
         no = len(said) - yes
         return None if yes == no else yes > no
 
-    def disputed(self, i: int) -> bool:
-        """True when node ``i``'s most trusted answers are split evenly."""
+    def disputed(self, i: int, lead: int = 1) -> bool:
+        """True when node ``i``'s most trusted answers disagree and neither side leads by ``lead`` (1: split
+        evenly)."""
         said = self.top(i)
-        return bool(said) and 0 < sum(1 for a in said if a.correct) * 2 == len(said)
+        yes = sum(1 for a in said if a.correct)
+        no = len(said) - yes
+        return yes > 0 and no > 0 and abs(yes - no) < lead
 
     def _wrong(self, i: int) -> list[Answer]:
         """The most trusted answers that call node ``i`` wrong, when they stand (the failure's always do)."""
@@ -143,12 +146,27 @@ class Verdicts:
         coarse clock or none they share its start, but cannot have handed it its input).  An inadmissible
         node whose recorded inputs are all cleared was given a wrong input the recording missed (state read
         behind the recorder's back, a value copied by hand); a node enclosing it is among them, since a
-        container hands its children their inputs and no edge records that."""
+        container hands its children their inputs and no edge records that.  The nearest container also
+        consumes its child's output (its answer is made of its children's), yet that does not rule it out: it
+        called the child before it read the child's answer.  The containers around that one handed their
+        inputs to it, not to the child, and stay ruled out."""
         start = self._starts[i]
-        after = self._downstream(i)
+        after = self._downstream(i) & ~self._nearest_enclosing(i)
         bits = 0
         for j, at in enumerate(self._starts):
             if not after >> j & 1 and at <= start and self.verdict(j) is not True:
+                bits |= 1 << j
+        return bits
+
+    def _nearest_enclosing(self, i: int) -> int:
+        """The innermost node enclosing node ``i`` (the one that called it), as a bit set (0: none, or the
+        failure: it is wrong by definition, so no answer of its own could prove it the root)."""
+        around = [j for j in range(len(self._starts)) if j != i and self._encloses(j, i)]
+        if self.failure in around:
+            return 0
+        bits = 0
+        for j in around:
+            if not any(k != j and self._encloses(j, k) for k in around):
                 bits |= 1 << j
         return bits
 
@@ -167,8 +185,48 @@ class Verdicts:
         return bits
 
     def proven(self, i: int) -> bool:
-        """True when node ``i`` stands wrong and every input of it stands correct (answered, or vouched)."""
-        return self.verdict(i) is False and all(self.verdict(p) is True for p in self.parents[i])
+        """True when node ``i`` stands wrong and every input of it stands correct (answered, or vouched),
+        or is a child of it confirmed inadmissible (`misled`)."""
+        if self.verdict(i) is not False:
+            return False
+        ok = self.misled(i, confirmed=True)
+        return all(self.verdict(p) is True or p in ok for p in self.parents[i])
+
+    def misled(self, i: int, *, confirmed: bool) -> list[int]:
+        """The children of container ``i`` (never the failure) that stand inadmissible, on two answers or more
+        when ``confirmed``, on one alone when not.
+
+        A container hands its children their inputs, so a child given a wrong input is its container's doing
+        when the rest of what the child may have read was cleared (`earlier`): the child's wrong answer, which
+        the container consumed, is no other root.  But a proof that rests on it rests on an answer that,
+        misheard, would move the root into the container (the one-answer slip of a noisy oracle): it counts
+        once asked again and given again, as a conflict's doubt is asked again (`GuidedSearch._reask_conflict`)."""
+        if i == self.failure or self.verdict(i) is not False:
+            return []
+        bad = self.inadmissible()
+        out = []
+        for p in self.parents[i]:
+            if bad >> p & 1 and self._encloses(i, p):
+                n = sum(1 for a in self._wrong(p) if a.admissible is False)
+                if (n >= 2) == confirmed:
+                    out.append(p)
+        return out
+
+    def tally(self, i: int) -> list[int]:
+        """Node ``i``'s answers as counts, for a port that keeps counts, not answers (the report page's
+        search.js): [answers given, the most trusted source's trust, and of its answers that know: correct,
+        wrong erroneous, wrong inadmissible, wrong not saying which, erroneous on a person's word]."""
+        said = self.top(i)
+        no = [a for a in said if a.correct is False]
+        return [
+            len(self.votes.get(i, ())),
+            max((trust(a.by) for a in said), default=0),
+            len(said) - len(no),
+            sum(1 for a in no if a.admissible is True),
+            sum(1 for a in no if a.admissible is False),
+            sum(1 for a in no if a.admissible is None),
+            sum(1 for a in no if a.admissible is True and a.by.split(":", 1)[0] == "person"),
+        ]
 
     def vouching(self, name: Callable[[int], str], node_id: Callable[[int], str]) -> list[Answer]:
         """The inputs vouched correct (and answered nothing themselves), as answers that say who vouched."""

@@ -230,9 +230,8 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
     """What the report's "find the cause" panel needs to run the guided search in the page.
 
     The failure's slice in topological order (``ids``), each step's producers in
-    it (``parents``, indices), the prior (``prior``), the stored answers' standing
-    verdicts (``verdict``) and which steps were answered at all (``answered``, a
-    step is never asked twice); the page reads each question's step, place,
+    it (``parents``, indices), the prior (``prior``) and the stored answers (``tally``,
+    the order they came in ``voted``); the page reads each question's step, place,
     values and producers from the run it embeds.  With an
     ``endpoint`` (``trajdebug serve``) the page asks the server instead, which runs
     the same search in Python and stores each answer.
@@ -243,23 +242,21 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
     search = GuidedSearch(analysis, analysis.run.answers)
     up = _enclosing(search)
     carries = [[p for p in ps if search.carrier.carries(j, p)] for j, ps in enumerate(search.parents)]
+    votes = search.verdicts
     return {
         "failure": search.failure,
         "ids": search.ids,
         "parents": search.parents,
         "prior": list(search.mass),
-        "verdict": [search.verdict(i) for i in range(len(search.ids))],
-        "answered": [i in search.votes for i in range(len(search.ids))],
-        # Three-valued answers (`_verdicts.Verdicts`): the page derives what an erroneous answer vouches for
-        # from the steps' own answers (``said``: an answer that knows stands), what they say of the inputs
-        # (``admissible``), the order they came in (``voted``) and each step's nearest enclosing step (``up``).
-        # Each is null when it says nothing (no answer yet, no step inside another, nothing relayed whole):
-        # the page then reads its default, and a large run's document stays small.
-        "said": [bool(search.verdicts.top(i)) for i in range(len(search.ids))] if search.votes else None,
-        "admissible": [search.admissible(i) for i in range(len(search.ids))] if search.votes else None,
+        # The stored answers as `_verdicts.Verdicts` counts them (`Verdicts.tally`: how many were given, and of
+        # the most trusted source's, how many said correct, erroneous, inadmissible, plain wrong, erroneous by a
+        # person): the page combines its own answers with them as Python does (a majority stands, a tie is
+        # asked again) and derives what an erroneous answer vouches for, in the order they came (``voted``),
+        # with each step's nearest enclosing step (``up``).  Each is null when it says nothing (no answer yet,
+        # no step inside another, nothing relayed whole): the page then reads its default, and a large run's
+        # document stays small.
+        "tally": [votes.tally(i) if i in votes.votes else None for i in range(len(search.ids))] if votes.votes else None,
         "voted": list(search.votes),
-        # Whose erroneous answer stands (`Verdicts.by_person`): only a person's spares a proof the audit.
-        "person": [search.verdicts.by_person(i) for i in range(len(search.ids))] if search.votes else None,
         "up": up if any(u >= 0 for u in up) else None,
         # A correct answer implies its carried inputs correct (`GuidedSearch._imply`): each step's inputs it
         # relays whole (`Carrier.carries`), node indices.
