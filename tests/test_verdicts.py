@@ -534,3 +534,21 @@ def test_a_step_outside_the_slice_that_consumed_the_child_or_started_after_it_ne
     search = GuidedSearch(_greenhouse(_PLANNER), audit=0)
     assert search.verdicts.unseen >> search.index["v"] & 1
 
+
+def test_the_terminal_names_the_child_a_container_proof_rests_on() -> None:
+    """A container proven through a child it handed a wrong input is said to be certain for that reason (not
+    for answers saying its inputs were right), and the child's answers are listed among the proof."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.report.question import proving, render_guided
+
+    g = guided_search(_greenhouse(()), _said({"w": "err", "v": "inad"}), timeout=None)
+    out = io.StringIO()
+    g_run = _greenhouse(()).run
+    render_guided(g, g_run, Console(file=out, width=200))
+    text = out.getvalue()
+    assert g.certain and "it called set_valve" in text and "given a wrong input" in text, text
+    assert "answered wrong for the inputs it was given" not in text
+    assert [a.step_id for a in proving(g, g_run)].count("v") == 2
