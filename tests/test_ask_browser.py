@@ -903,3 +903,85 @@ def test_a_container_that_called_a_misled_step_is_proven_in_the_page_as_in_pytho
                     again += times.get("o", 0) > 1
     assert proven > 3 and again > 20, (proven, again)
     assert page.errors == []
+
+
+# -- since ask45b: a container's proof needs every step that may have fed its child to be a node, cleared ------------
+
+
+def _greenhouse(before: Any) -> Any:
+    """A watering node (a container) calls set_valve, whose recorded input (the soil lookup) is right; the
+    yield check fails on what the watering node returned; ``before`` ran first, outside the failure's slice."""
+    from trajdebug.core.model import Dependency, Step
+
+    return _failed([
+        Step("s", "soil_lookup", "tool", output={"bed": "b4", "litres": 12}, start_ns=0, end_ns=1),
+        *before,
+        Step("w", "watering", "agent", output={"watered": {"litres": 40}}, deps=(Dependency("s"),), start_ns=20, end_ns=29),
+        Step("v", "set_valve", "tool", parent_id="w", input={"litres": 40}, output={"litres": 40, "ok": True},
+             deps=(Dependency("s"),), start_ns=21, end_ns=22),
+        Step("y", "yield_check", "other", output=None, status="error", deps=(Dependency("w"),), start_ns=30, end_ns=31),
+    ], "y")
+
+
+def test_a_container_whose_child_a_step_the_search_never_asks_may_have_fed_is_not_certain_in_the_page_as_in_python(
+    page: Any,
+) -> None:
+    """A planner outside the slice (a container, never asked) may have fed the valve: however the valve and the
+    watering node are answered, the page holds Python's root, certainty, candidates, conflict, implied inputs
+    and next question after every answer, and never calls the watering node certain; with a memo outside the
+    slice in its place (a leaf: the audit asks it), both hold the same states too (the page's document is built
+    with the default audit, so only that is compared)."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer, Step
+
+    planner = (Step("p", "irrigation_planner", "agent", output={"planned": True}, start_ns=2, end_ns=9),
+               Step("p1", "forecast_read", "tool", parent_id="p", output={"rain_mm": 0}, start_ns=3, end_ns=4))
+    memo = (Step("m", "memo_write", "tool", output={"saved": True}, start_ns=2, end_ns=9),)
+    words = [(True, None), (False, True), (False, False), (False, None)]
+    runs = checked = 0
+    for before in (planner, memo):
+        analysis = _greenhouse(before)
+        for audit in (None,):
+            for w_said in words:
+                for v_said in words:
+                    search = GuidedSearch(analysis, **({} if audit is None else {"audit": audit}))
+                    seq: list[Any] = []
+                    while (sid := search.next_question()) is not None and len(seq) < 10:
+                        said = {"w": w_said, "v": v_said}.get(sid, (True, None))
+                        seq.append([sid, *said])
+                        search.answer(Answer(sid, said[0], "person", admissible=said[1]))
+                    want = _named_states(analysis, seq, audit)
+                    assert _page_states(page, analysis, seq, audit) == want, (before[0].step_id, audit, seq)
+                    runs += 1
+                    if w_said == (False, True) and v_said == (False, False) and before is planner:
+                        checked += 1
+                        assert (want[-1]["root"], want[-1]["certain"]) == ("w", False), want[-1]
+    assert runs == 32 and checked == 1
+    assert page.errors == []
+
+
+def test_the_page_says_a_container_is_certain_because_it_called_a_step_given_a_wrong_input(page: Any, tmp_path: Path) -> None:
+    """The watering node answered 'wrong, its own fault' and the valve it called 'wrong, given a wrong input'
+    (twice): the report page names the valve as what proves the watering node, never that its inputs were
+    right, and lists the valve's answers; with a planner outside the slice that may have fed the valve, the
+    same answers leave the watering node the likeliest root only."""
+    from trajdebug.core.model import Step
+
+    truth = {"w": "erroneous", "v": "inadmissible"}
+    planner = (Step("p", "irrigation_planner", "agent", output={"planned": True}, start_ns=2, end_ns=9),
+               Step("p1", "forecast_read", "tool", parent_id="p", output={"rain_mm": 0}, start_ns=3, end_ns=4))
+    for before, certain in (((), "true"), (planner, "false")):
+        analysis = analyze(_greenhouse(before).run)
+        page.goto(write_report(tmp_path / f"greenhouse{len(before)}.html", analysis).as_uri())
+        page.click('#tabs [data-tab="ask"]')
+        asked = _answer_page(page, lambda sid: page.click(f'#ask-question button[data-answer="{truth.get(sid, "correct")}"]'), 8)
+        assert page.get_attribute("#ask-result", "data-root") == "w", asked
+        assert page.get_attribute("#ask-result", "data-certain") == certain, asked
+        text = page.text_content("#ask-result") or ""
+        assert "for the inputs it was given, and those were right" not in text
+        if certain == "true":
+            assert asked.count("v") == 2 and "it called set_valve" in text and "which was given a wrong input" in text, text
+            assert text.count("wrong (given a wrong input) set_valve") == 2, text
+        else:
+            assert "likeliest so far" in text and "it called" not in text, text
+    assert page.errors == []

@@ -450,3 +450,105 @@ def test_a_steps_tally_counts_every_answer_and_the_most_trusted_sources_answers_
         v.add(0, a)
     assert v.tally(0) == [6, 5, 1, 1, 1, 1, 1]
     assert v.tally(1) == [0, 0, 0, 0, 0, 0, 0]
+
+
+# -- since ask45b: a container's proof needs every step that may have fed its child to be a node, cleared ------------
+
+
+def _greenhouse(before: tuple[Step, ...]) -> Analysis:
+    """A watering node (a container) calls set_valve, whose recorded input (the soil lookup) is right; the
+    yield check fails on what the watering node returned; ``before`` ran first, outside the failure's slice."""
+    steps = (
+        Step("s", "soil_lookup", "tool", output={"bed": "b4", "litres": 12}, start_ns=0, end_ns=1),
+        *before,
+        Step("w", "watering", "agent", output={"watered": {"litres": 40}}, deps=(Dependency("s"),), start_ns=20, end_ns=29),
+        Step("v", "set_valve", "tool", parent_id="w", input={"litres": 40}, output={"litres": 40, "ok": True},
+             deps=(Dependency("s"),), start_ns=21, end_ns=22),
+        Step("y", "yield_check", "other", output=None, status="error", deps=(Dependency("w"),), start_ns=30, end_ns=31),
+    )
+    return _mk(steps, "y")
+
+
+def _said(labels: dict[str, str]):  # type: ignore[no-untyped-def]
+    """A person answering each step as labelled ('err' erroneous, 'inad' inadmissible), the rest correct."""
+    asked: list[str] = []
+
+    def oracle(step: Step, run: Run) -> Answer:
+        asked.append(step.step_id)
+        lab = labels.get(step.step_id)
+        return Answer(step.step_id, lab is None, "person", admissible=None if lab is None else lab == "err")
+
+    oracle.asked = asked  # type: ignore[attr-defined]
+    return oracle
+
+
+_PLANNER = (
+    Step("p", "irrigation_planner", "agent", output={"planned": True}, start_ns=2, end_ns=9),
+    Step("p1", "forecast_read", "tool", parent_id="p", output={"rain_mm": 0}, start_ns=3, end_ns=4),
+)
+
+
+def test_a_container_whose_child_a_container_outside_the_slice_may_have_fed_is_the_likeliest_root_not_a_certain_one() -> None:
+    """A planner outside the failure's slice (a container: never asked) may have written the valve's wrong
+    amount to shared state: the watering node answered erroneous and the valve inadmissible leave the watering
+    node the likeliest root, not a certain one, with or without the audit, and the valve is not asked again."""
+    for audit in (None, 0):
+        oracle = _said({"p": "err", "w": "err", "v": "inad"})
+        g = guided_search(_greenhouse(_PLANNER), oracle, timeout=None, **({} if audit is None else {"audit": audit}))
+        assert (g.root, g.certain, g.conflict) == ("w", False, ()), audit
+        assert oracle.asked.count("v") == 1  # type: ignore[attr-defined]
+
+
+def test_without_the_audit_a_container_whose_child_a_leaf_outside_the_slice_may_have_fed_is_not_certain() -> None:
+    """With no audit the steps outside the slice are not asked: a memo written before the watering node ran may
+    have fed the valve, so the watering node is the likeliest root only; with the audit the memo is asked, and,
+    answered erroneous, it is the certain root."""
+    memo = (Step("m", "memo_write", "tool", output={"saved": True}, start_ns=2, end_ns=9),)
+    g = guided_search(_greenhouse(memo), _said({"m": "err", "w": "err", "v": "inad"}), timeout=None, audit=0)
+    assert (g.root, g.certain) == ("w", False)
+    g = guided_search(_greenhouse(memo), _said({"m": "err", "w": "err", "v": "inad"}), timeout=None)
+    assert (g.root, g.certain) == ("m", True)
+
+
+def test_a_hollow_turn_inside_the_container_whose_steps_were_cleared_leaves_the_containers_proof_certain() -> None:
+    """A turn with no output of its own offers nothing to judge: its steps stand in for it, and once they are
+    cleared the watering node answered erroneous, whose valve was twice given a wrong input, is proven."""
+    analysis = _greenhouse(())
+    turn = (Step("t", "turn", "agent", parent_id="w", output=None, start_ns=20, end_ns=21),
+            Step("t1", "think", "llm", parent_id="t", output="open the valve for 40 litres", start_ns=20, end_ns=21))
+    steps = (*analysis.run.steps[:2], *turn, *analysis.run.steps[2:])
+    g = guided_search(_mk(steps, "y"), _said({"w": "err", "v": "inad"}), timeout=None)
+    assert (g.root, g.certain) == ("w", True)
+
+
+def test_a_step_outside_the_slice_that_consumed_the_child_or_started_after_it_never_keeps_its_container_from_proof() -> None:
+    """What cannot have fed the valve (a log written from its answer, a report started after it) is no reason to
+    doubt the watering node's proof; a step that started before it and is no node is (`unseen`)."""
+    analysis = _greenhouse(())
+    log = Step("l", "valve_log", "tool", output={"logged": 40}, deps=(Dependency("v"),), start_ns=21, end_ns=23)
+    late = Step("r", "report", "agent", output={"ok": True}, start_ns=40, end_ns=41)
+    late1 = Step("r1", "render", "tool", parent_id="r", output="done", start_ns=40, end_ns=41)
+    run = _mk((*analysis.run.steps, log, late, late1), "y")
+    g = guided_search(run, _said({"w": "err", "v": "inad"}), timeout=None, audit=0)
+    assert (g.root, g.certain) == ("w", True)
+    search = GuidedSearch(_greenhouse(_PLANNER), audit=0)
+    assert search.verdicts.unseen >> search.index["v"] & 1
+
+
+def test_the_terminal_names_the_child_a_container_proof_rests_on() -> None:
+    """A container proven through a child it handed a wrong input is said to be certain for that reason (not
+    for answers saying its inputs were right), and the child's answers are listed among the proof."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.report.question import proving, render_guided
+
+    g = guided_search(_greenhouse(()), _said({"w": "err", "v": "inad"}), timeout=None)
+    out = io.StringIO()
+    g_run = _greenhouse(()).run
+    render_guided(g, g_run, Console(file=out, width=200))
+    text = out.getvalue()
+    assert g.certain and "it called set_valve" in text and "given a wrong input" in text, text
+    assert "answered wrong for the inputs it was given" not in text
+    assert [a.step_id for a in proving(g, g_run)].count("v") == 2

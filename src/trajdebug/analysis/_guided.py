@@ -82,7 +82,7 @@ from trajdebug.analysis._guided_result import (
     trust,
 )
 from trajdebug.analysis._oracles import Caller, Carrier, ask
-from trajdebug.analysis._verdicts import Verdicts, two_valued
+from trajdebug.analysis._verdicts import Verdicts, two_valued, unseen
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer
 
@@ -173,8 +173,8 @@ class GuidedSearch:
         self.implied: list[Answer] = []
         """Answers no oracle gave: inputs a correct step carries whole (see the module docstring)."""
         self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
-        starts = [graph.steps[sid].start_ns for sid in self.ids]
-        self.verdicts = Verdicts(self.parents, self.index.get(self.failure or ""), self.carrier.encloses, starts)
+        starts, seen = [graph.steps[sid].start_ns for sid in self.ids], unseen(graph, self.ids, hollow)
+        self.verdicts = Verdicts(self.parents, self.index.get(self.failure or ""), self.carrier.encloses, starts, seen)
         f = self.index.get(self.failure or "")
         self.stand_in = {c: k for c, k in self.carrier.passes().items() if c != f and k != f}
         """Pass-through containers -> the child whose answer stands for them (see the module docstring)."""

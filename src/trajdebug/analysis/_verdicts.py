@@ -22,9 +22,10 @@ each node's inputs and which steps enclose which.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from trajdebug.analysis._guided_result import trust
+from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer
 
 
@@ -44,6 +45,7 @@ class Verdicts:
         failure: The failing node (wrong by definition), or None.
         encloses: ``encloses(j, p)``: node ``j`` encloses node ``p`` (a parent, or a parent's parent).
         starts: Each node's start time (ns).
+        unseen: The nodes a step that is no node may have fed (`unseen`), as a bit set.
     """
 
     def __init__(
@@ -52,11 +54,13 @@ class Verdicts:
         failure: int | None,
         encloses: Callable[[int, int], bool],
         starts: Sequence[int],
+        unseen: int = 0,
     ) -> None:
         self.parents = parents
         self.failure = failure
         self._encloses = encloses
         self._starts = starts
+        self.unseen = unseen
         self.votes: dict[int, list[Answer]] = {}
         self._vouched: dict[int, int] | None = None
 
@@ -198,12 +202,15 @@ class Verdicts:
 
         A container hands its children their inputs, so a child given a wrong input is its container's doing
         when the rest of what the child may have read was cleared (`earlier`): the child's wrong answer, which
-        the container consumed, is no other root.  But a proof that rests on it rests on an answer that,
-        misheard, would move the root into the container (the one-answer slip of a noisy oracle): it counts
-        once asked again and given again, as a conflict's doubt is asked again (`GuidedSearch._reask_conflict`)."""
+        the container consumed, is no other root.  That holds only when the search could clear all of it: a
+        child some step that is no node may have fed (`unseen`: a container outside the slice, any step
+        outside it without the audit) is no proof, and the container stays the likeliest root, not a
+        certain one.  A proof that rests on the child rests on an answer that, misheard, would move the root
+        into the container (the one-answer slip of a noisy oracle): it counts once asked again and given
+        again, as a conflict's doubt is asked again (`GuidedSearch._reask_conflict`)."""
         if i == self.failure or self.verdict(i) is not False:
             return []
-        bad = self.inadmissible()
+        bad = self.inadmissible() & ~self.unseen
         out = []
         for p in self.parents[i]:
             if bad >> p & 1 and self._encloses(i, p):
@@ -240,4 +247,32 @@ class Verdicts:
         return out
 
 
-__all__ = ["Verdicts"]
+def unseen(graph: DependencyGraph, ids: Sequence[str], skip: Collection[str]) -> int:
+    """The nodes (indices into ``ids``) that a step of the run the search never asks about may have fed
+    unrecorded, as a bit set: a step that is no node (nor in ``skip``: a hollow container, whose children
+    stand in for it), started no later, and did not consume the node's output.
+
+    `Verdicts.earlier` sees only nodes: a node among them the answers have not cleared is a candidate (or,
+    inadmissible, its own source is); a step that is no node is neither, so an answer can never clear it.  A
+    child whose wrong input such a step may have written (shared state, a planner outside the slice) proves
+    nothing of the container that called it (`Verdicts.misled`)."""
+    nodes = set(ids)
+    topo = {s: k for k, s in enumerate(graph.topological_order())}
+    others = sorted((s.start_ns, topo[sid], sid) for sid, s in graph.steps.items() if sid not in nodes and sid not in skip)
+    bits = 0
+    for i, sid in enumerate(ids):
+        start, at = graph.steps[sid].start_ns, topo[sid]
+        later: list[str] = []
+        for t, k, u in others:
+            if t > start:
+                break
+            if k < at:  # before the node in a topological order: it cannot have consumed its output
+                bits |= 1 << i
+                break
+            later.append(u)
+        if not bits >> i & 1 and later and not graph.forward_slice([sid]).issuperset(later):
+            bits |= 1 << i
+    return bits
+
+
+__all__ = ["Verdicts", "unseen"]

@@ -102,11 +102,13 @@ function verdictsOf(A, parents, F) {
     return seen;
   }
   // Verdicts.misled: the children of container i (never the failure) that stand inadmissible, on two
-  // answers or more when `confirmed`, on one alone when not (a proof resting on one is asked again first).
+  // answers or more when `confirmed`, on one alone when not (a proof resting on one is asked again first);
+  // never a child that a step the search does not ask about may have fed (A.unseen, _verdicts.unseen).
+  const unseen = new Set(A.unseen || []);
   function misled(i, confirmed) {
     if (i === F || verdict(i) !== false) return [];
     const bad = inadmissible();
-    return parents[i].filter((p) => hasBit(bad, p) && encloses(i, p) && (tl[p][3] >= 2) === confirmed);
+    return parents[i].filter((p) => hasBit(bad, p) && !unseen.has(p) && encloses(i, p) && (tl[p][3] >= 2) === confirmed);
   }
   // Verdicts.proven: step i stands wrong and every input of it stands correct (answered, or vouched), or
   // is a child of it confirmed inadmissible.
