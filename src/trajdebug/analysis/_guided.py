@@ -82,7 +82,7 @@ from trajdebug.analysis._guided_result import (
     trust,
 )
 from trajdebug.analysis._oracles import Caller, Carrier, ask
-from trajdebug.analysis._verdicts import Verdicts, two_valued, unseen
+from trajdebug.analysis._verdicts import Verdicts, two_valued, unseen, until
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer
 
@@ -173,9 +173,9 @@ class GuidedSearch:
         self.implied: list[Answer] = []
         """Answers no oracle gave: inputs a correct step carries whole (see the module docstring)."""
         self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
-        starts, seen = [graph.steps[sid].start_ns for sid in self.ids], unseen(graph, self.ids, hollow)
-        self.verdicts = Verdicts(self.parents, self.index.get(self.failure or ""), self.carrier.encloses, starts, seen)
+        starts, ends = [graph.steps[sid].start_ns for sid in self.ids], [until(graph.steps[sid]) for sid in self.ids]
         f = self.index.get(self.failure or "")
+        self.verdicts = Verdicts(self.parents, f, self.carrier.encloses, starts, unseen(graph, self.ids, hollow), ends)
         self.stand_in = {c: k for c, k in self.carrier.passes().items() if c != f and k != f}
         """Pass-through containers -> the child whose answer stands for them (see the module docstring)."""
         self.stood: set[int] = set()

@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from trajdebug.analysis._guided_result import trust
 from trajdebug.core.graph import DependencyGraph
-from trajdebug.core.model import Answer
+from trajdebug.core.model import Answer, Step
 
 
 def two_valued(a: Answer) -> Answer:
@@ -46,6 +46,7 @@ class Verdicts:
         encloses: ``encloses(j, p)``: node ``j`` encloses node ``p`` (a parent, or a parent's parent).
         starts: Each node's start time (ns).
         unseen: The nodes a step that is no node may have fed (`unseen`), as a bit set.
+        ends: Each node's end time (ns; its start when it recorded none).
     """
 
     def __init__(
@@ -55,11 +56,13 @@ class Verdicts:
         encloses: Callable[[int, int], bool],
         starts: Sequence[int],
         unseen: int = 0,
+        ends: Sequence[int] | None = None,
     ) -> None:
         self.parents = parents
         self.failure = failure
         self._encloses = encloses
         self._starts = starts
+        self._ends = starts if ends is None else ends
         self.unseen = unseen
         self.votes: dict[int, list[Answer]] = {}
         self._vouched: dict[int, int] | None = None
@@ -145,34 +148,26 @@ class Verdicts:
         return bits
 
     def earlier(self, i: int) -> int:
-        """The nodes that may have fed node ``i`` unrecorded, as a bit set: started no later, not answered
-        correct, and not fed by ``i`` (its consumers, the failure among them, ran on its output: with a
-        coarse clock or none they share its start, but cannot have handed it its input).  An inadmissible
-        node whose recorded inputs are all cleared was given a wrong input the recording missed (state read
-        behind the recorder's back, a value copied by hand); a node enclosing it is among them, since a
-        container hands its children their inputs and no edge records that.  The nearest container also
-        consumes its child's output (its answer is made of its children's), yet that does not rule it out: it
-        called the child before it read the child's answer.  The containers around that one handed their
-        inputs to it, not to the child, and stay ruled out."""
-        start = self._starts[i]
-        after = self._downstream(i) & ~self._nearest_enclosing(i)
+        """The nodes that may have fed node ``i`` unrecorded, as a bit set: its `feeders` the answers have not
+        cleared.  An inadmissible node whose recorded inputs are all cleared was given a wrong input the
+        recording missed (state read behind the recorder's back, a value copied by hand, a container's
+        shared state): its root lies among these."""
+        end = self._ends[i]
+        after = self._downstream(i) & ~self._enclosing(i)
         bits = 0
         for j, at in enumerate(self._starts):
-            if not after >> j & 1 and at <= start and self.verdict(j) is not True:
+            if not after >> j & 1 and fed_in_time(at, self._starts[i], end) and self.verdict(j) is not True:
                 bits |= 1 << j
         return bits
 
-    def _nearest_enclosing(self, i: int) -> int:
-        """The innermost node enclosing node ``i`` (the one that called it), as a bit set (0: none, or the
-        failure: it is wrong by definition, so no answer of its own could prove it the root)."""
+    def _enclosing(self, i: int) -> int:
+        """Every node enclosing node ``i``, as a bit set (0 when the failure encloses it: the failure is wrong
+        by definition, no answer of its own could clear it, so no proof through ``i`` may stand).  Each
+        consumed ``i``'s output, and each may still have fed it (`feeders`)."""
         around = [j for j in range(len(self._starts)) if j != i and self._encloses(j, i)]
         if self.failure in around:
             return 0
-        bits = 0
-        for j in around:
-            if not any(k != j and self._encloses(j, k) for k in around):
-                bits |= 1 << j
-        return bits
+        return sum(1 << j for j in around)
 
     def _downstream(self, i: int) -> int:
         """Node ``i`` and every node that consumed its output, directly or not, as a bit set."""
@@ -201,11 +196,12 @@ class Verdicts:
         when ``confirmed``, on one alone when not.
 
         A container hands its children their inputs, so a child given a wrong input is its container's doing
-        when the rest of what the child may have read was cleared (`earlier`): the child's wrong answer, which
-        the container consumed, is no other root.  That holds only when the search could clear all of it: a
-        child some step that is no node may have fed (`unseen`: a container outside the slice, any step
-        outside it without the audit) is no proof, and the container stays the likeliest root, not a
-        certain one.  A proof that rests on the child rests on an answer that, misheard, would move the root
+        when the rest of what the child may have read was cleared (`earlier`, the invariant at `fed_in_time`):
+        the child's wrong answer, which the container consumed, is no other root.  That holds only when the
+        search could clear all of it: a child some step that is no node may have fed (`unseen`: a container
+        outside the slice, the agent around the container, any step outside it without the audit) is no
+        proof, and the container stays the likeliest root, not a certain one; an uncleared node among its
+        feeders (a container around this one included) stays a candidate beside it.  A proof that rests on the child rests on an answer that, misheard, would move the root
         into the container (the one-answer slip of a noisy oracle): it counts once asked again and given
         again, as a conflict's doubt is asked again (`GuidedSearch._reask_conflict`)."""
         if i == self.failure or self.verdict(i) is not False:
@@ -247,26 +243,56 @@ class Verdicts:
         return out
 
 
+def until(step: Step) -> int:
+    """The end of the window in which a step may have been fed: its end, or its start when it recorded none."""
+    return step.start_ns if step.end_ns is None else step.end_ns
+
+
+def fed_in_time(at: int, start: int, end: int) -> bool:
+    """True when a step that started at ``at`` may have fed one that ran from ``start`` to ``end``.
+
+    Feeders (the invariant `Verdicts.misled` rests on).  A step may have handed node ``p`` a value the
+    recording missed when it started before ``p`` ended (``p`` reads while it runs, never after; a concurrent
+    writer that started after ``p`` did and wrote before ``p`` read counts; with a coarse clock or none, by
+    ``p``'s start) and either did not consume ``p``'s output (a consumer waits for it, so cannot have handed
+    ``p`` its input) or *encloses* ``p``: a container consumes its children's answers only after it called
+    them, and before that it may have written what they read (shared state, a sub-agent's memory, the
+    arguments it computed), whichever container it is, the nearest or one around it.  Hollow containers (no
+    output of their own) are no feeders: their children stand in for them, as everywhere in the search.
+
+    A container ``c`` is the certain root through a child ``p`` answered inadmissible (Naish 1997: ``p`` was
+    handed a wrong input) only when every feeder of ``p`` but ``c`` is a node the answers cleared
+    (`Verdicts.earlier` then holds ``c`` alone) and none is a step the search never asks (`unseen`): only
+    then is ``c`` wrong with every input it could have passed on accounted for, Shapiro's bug (1983)."""
+    return at <= start or at < end
+
+
 def unseen(graph: DependencyGraph, ids: Sequence[str], skip: Collection[str]) -> int:
     """The nodes (indices into ``ids``) that a step of the run the search never asks about may have fed
-    unrecorded, as a bit set: a step that is no node (nor in ``skip``: a hollow container, whose children
-    stand in for it), started no later, and did not consume the node's output.
+    unrecorded (`fed_in_time`: a feeder), as a bit set; steps in ``skip`` (the hollow containers) aside.
 
     `Verdicts.earlier` sees only nodes: a node among them the answers have not cleared is a candidate (or,
     inadmissible, its own source is); a step that is no node is neither, so an answer can never clear it.  A
-    child whose wrong input such a step may have written (shared state, a planner outside the slice) proves
-    nothing of the container that called it (`Verdicts.misled`)."""
+    child whose wrong input such a step may have written (shared state, a planner outside the slice, the
+    agent around its container, which consumed the failure and is no node) proves nothing of the container
+    that called it (`Verdicts.misled`)."""
     nodes = set(ids)
     topo = {s: k for k, s in enumerate(graph.topological_order())}
     others = sorted((s.start_ns, topo[sid], sid) for sid, s in graph.steps.items() if sid not in nodes and sid not in skip)
     bits = 0
     for i, sid in enumerate(ids):
-        start, at = graph.steps[sid].start_ns, topo[sid]
+        step = graph.steps[sid]
+        start, end, at = step.start_ns, until(step), topo[sid]
+        around: set[str] = set()
+        up = step.parent_id
+        while up is not None and up in graph.steps and up not in around:
+            around.add(up)
+            up = graph.steps[up].parent_id
         later: list[str] = []
         for t, k, u in others:
-            if t > start:
-                break
-            if k < at:  # before the node in a topological order: it cannot have consumed its output
+            if not fed_in_time(t, start, end):
+                break  # sorted by start: none after it is in time either
+            if k < at or u in around:  # before the node in a topological order, or enclosing it: a feeder
                 bits |= 1 << i
                 break
             later.append(u)
@@ -275,4 +301,4 @@ def unseen(graph: DependencyGraph, ids: Sequence[str], skip: Collection[str]) ->
     return bits
 
 
-__all__ = ["Verdicts", "unseen"]
+__all__ = ["Verdicts", "fed_in_time", "unseen", "until"]

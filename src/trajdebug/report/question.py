@@ -241,6 +241,8 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
 
     search = GuidedSearch(analysis, analysis.run.answers)
     up = _enclosing(search)
+    starts = [search.graph.steps[s].start_ns for s in search.ids]
+    ends = [e if (e := search.graph.steps[s].end_ns) is not None else t for s, t in zip(search.ids, starts, strict=True)]
     carries = [[p for p in ps if search.carrier.carries(j, p)] for j, ps in enumerate(search.parents)]
     votes = search.verdicts
     return {
@@ -273,7 +275,10 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "audit": search.audit,
         "weak": [search.weak(i) for i in range(len(search.ids))],
         "auditable": [search.auditable(i) for i in range(len(search.ids))],
-        "start": [search.graph.steps[s].start_ns for s in search.ids],
+        "start": starts,
+        # Each step's end (its start when it recorded none, as `_verdicts.until` reads it): a step that started before
+        # another ended may have fed it (`_verdicts.fed_in_time`); null when every step ended as it started.
+        "end": ends if any(e != s for e, s in zip(ends, starts, strict=True)) else None,
     }
 
 

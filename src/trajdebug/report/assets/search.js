@@ -79,17 +79,22 @@ function verdictsOf(A, parents, F) {
     for (const i of voted) if (admissible(i) === false && verdict(i) === false) setBit(b, i);
     return b;
   }
-  // Verdicts.earlier: the steps that may have fed step i unrecorded (started no later, not cleared),
-  // never one that consumed its output (with a coarse clock or none they share its start), except the
-  // container that called it (its nearest enclosing step, unless the failure encloses it): it handed the
-  // step its input before it read its answer.
+  // Verdicts.earlier: the steps that may have fed step i unrecorded and are not cleared (_verdicts.fed_in_time:
+  // started before it ended, or by its start with no end), never one that consumed its output (with a coarse
+  // clock or none they share its start), except the steps enclosing it (all of them, unless the failure is one):
+  // a container consumes its child's answer only after it called it, and may have written what it read before.
+  const end = A.end || A.start;
   function earlier(i) {
     const after = downstream(i);
+    const around = [];
     let outside = true;
-    for (let k = up[i], hops = 0; k >= 0 && hops <= n; k = up[k], hops++) if (k === F) outside = false;
-    if (outside && up[i] >= 0) after.delete(up[i]);
+    for (let k = up[i], hops = 0; k >= 0 && hops <= n; k = up[k], hops++) { if (k === F) outside = false; around.push(k); }
+    if (outside) for (const k of around) after.delete(k);
     const b = bitset(n);
-    for (let j = 0; j < n; j++) if (!after.has(j) && A.start[j] <= A.start[i] && verdict(j) !== true) setBit(b, j);
+    for (let j = 0; j < n; j++) {
+      const inTime = A.start[j] <= A.start[i] || A.start[j] < end[i];
+      if (!after.has(j) && inTime && verdict(j) !== true) setBit(b, j);
+    }
     return b;
   }
   // Verdicts._downstream: step i and every step that consumed its output, directly or not.
