@@ -985,3 +985,56 @@ def test_the_page_says_a_container_is_certain_because_it_called_a_step_given_a_w
         else:
             assert "likeliest so far" in text and "it called" not in text, text
     assert page.errors == []
+
+
+# -- since ask46: every container around the child, and every step that ran with it, may have fed it -----------------
+
+
+def _garden(reads: str, *extra: Any) -> Any:
+    """The greenhouse run with the watering node inside a garden agent (an output of its own: it may have written
+    the valve's amount to shared state before it called the watering node); the yield check reads ``reads``."""
+    import dataclasses
+
+    from trajdebug.core.model import Dependency, Step
+
+    agent = Step("a", "garden_agent", "agent", output={"report": "beds watered"}, start_ns=10, end_ns=29)
+    steps = [dataclasses.replace(s, parent_id="a") if s.step_id == "w" else s for s in _greenhouse(()).run.steps]
+    steps = [dataclasses.replace(s, deps=(Dependency(reads),)) if s.step_id == "y" else s for s in steps]
+    return _failed([*steps[:1], agent, *steps[1:], *extra], "y")
+
+
+def test_a_container_inside_an_agent_or_beside_a_concurrent_writer_is_not_certain_in_the_page_as_in_python(
+    page: Any,
+) -> None:
+    """The garden agent around the watering node (no node when the yield check reads the watering node; a node when
+    it reads the agent) and a memo written while the valve ran may each have fed the valve: however the agent, the
+    watering node and the valve are answered, the page holds Python's root, certainty, candidates, conflict, implied
+    inputs and next question after every answer; answered truthfully (the agent or the memo erroneous, the watering
+    node erroneous, the valve inadmissible), neither calls the watering node certain."""
+    import dataclasses
+
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer, Step
+
+    run = _greenhouse(()).run
+    memo = Step("m", "memo_write", "tool", output={"saved": True}, start_ns=22, end_ns=23)
+    concurrent = _failed([*(dataclasses.replace(s, end_ns=24) if s.step_id == "v" else s for s in run.steps), memo], "y")
+    words = [(True, None), (False, True), (False, False), (False, None)]
+    runs = checked = 0
+    for name, analysis in (("outside", _garden("w")), ("node", _garden("a")), ("concurrent", concurrent)):
+        for w_said in words:
+            for v_said in words:
+                search = GuidedSearch(analysis)
+                seq: list[Any] = []
+                while (sid := search.next_question()) is not None and len(seq) < 10:
+                    said = {"w": w_said, "v": v_said, "a": (False, True), "m": (False, True)}.get(sid, (True, None))
+                    seq.append([sid, *said])
+                    search.answer(Answer(sid, said[0], "person", admissible=said[1]))
+                want = _named_states(analysis, seq)
+                assert _page_states(page, analysis, seq) == want, (name, seq)
+                runs += 1
+                if w_said == (False, True) and v_said == (False, False):
+                    checked += 1
+                    assert not (want[-1]["root"] == "w" and want[-1]["certain"]), (name, want[-1])
+    assert runs == 48 and checked == 3
+    assert page.errors == []

@@ -566,3 +566,73 @@ def test_the_terminal_names_the_child_a_container_proof_rests_on() -> None:
     assert g.certain and "it called set_valve" in text and "given a wrong input" in text, text
     assert "answered wrong for the inputs it was given" not in text
     assert [a.step_id for a in proving(g, g_run)].count("v") == 2
+
+
+# -- since ask46: every container around the child, and every step that ran with it, may have fed it -------------------
+
+
+def _garden(reads: str, *extra: Step, clock: bool = True) -> Analysis:
+    """The greenhouse run with the watering node inside a garden agent (a container with an output of its own,
+    which may have written the valve's amount to shared state before it called the watering node); the yield
+    check reads ``reads``; ``extra`` steps beside them; without ``clock`` every step starts at 0 and records no end."""
+    agent = Step("a", "garden_agent", "agent", output={"report": "beds watered"}, start_ns=10, end_ns=29)
+    steps = [dataclasses.replace(s, parent_id="a") if s.step_id == "w" else s for s in _greenhouse(()).run.steps]
+    steps = [dataclasses.replace(s, deps=(Dependency(reads),)) if s.step_id == "y" else s for s in steps]
+    steps = [*steps[:1], agent, *steps[1:], *extra]
+    if not clock:
+        steps = [dataclasses.replace(s, start_ns=0, end_ns=None) for s in steps]
+    return _mk(tuple(steps), "y")
+
+
+def test_a_container_is_not_certain_when_the_agent_around_it_outside_the_slice_may_have_fed_its_child() -> None:
+    """The yield check reads the watering node, so the garden agent around it is no node (it consumed the node's
+    answer): answered as a person would (the agent and the watering node erroneous, the valve inadmissible), the
+    watering node is the likeliest root, never a certain one, with or without the audit."""
+    for audit in (None, 0):
+        search = GuidedSearch(_garden("w"), **({} if audit is None else {"audit": audit}))
+        assert search.verdicts.unseen >> search.index["v"] & 1
+        g = guided_search(_garden("w"), _said({"a": "err", "w": "err", "v": "inad"}), timeout=None,
+                          **({} if audit is None else {"audit": audit}))
+        assert (g.root, g.certain) == ("w", False), audit
+
+
+def test_an_agent_around_the_container_that_the_failure_reads_stays_a_candidate_beside_it() -> None:
+    """The yield check reads the garden agent, a node: the valve inadmissible keeps the agent among the steps that
+    may have fed it, so with both answered erroneous neither is certain; the agent answered inadmissible is no root,
+    and the watering node is proven."""
+    oracle = _said({"a": "err", "w": "err", "v": "inad"})
+    g = guided_search(_garden("a"), oracle, timeout=None)
+    assert g.root in {"a", "w"} and not g.certain and "a" in oracle.asked  # type: ignore[attr-defined]
+    g = guided_search(_garden("a"), _said({"a": "inad", "w": "err", "v": "inad"}), timeout=None)
+    assert (g.root, g.certain) == ("w", True)
+
+
+def test_a_step_that_started_while_the_child_ran_may_have_fed_it() -> None:
+    """A memo written by a step that started after the valve started and before it ended (a concurrent writer):
+    without the audit it is no node and the watering node is not certain; with it, the memo is asked and, answered
+    erroneous, is the certain root."""
+    run = _greenhouse(()).run
+    steps = [dataclasses.replace(s, end_ns=24) if s.step_id == "v" else s for s in run.steps]
+    memo = Step("m", "memo_write", "tool", output={"saved": True}, start_ns=22, end_ns=23)
+    analysis = _mk((*steps, memo), "y")
+    labels = {"m": "err", "w": "err", "v": "inad"}
+    g = guided_search(analysis, _said(labels), timeout=None, audit=0)
+    assert (g.root, g.certain) == ("w", False)
+    g = guided_search(analysis, _said(labels), timeout=None)
+    assert (g.root, g.certain) == ("m", True)
+
+
+def test_a_session_around_the_whole_run_may_have_fed_the_child_so_no_container_is_proven_through_it() -> None:
+    """A session span with an output of its own encloses every step, the failure too (it is no node: it consumed
+    the failure): it may have set the valve's amount, so the watering node is not certain."""
+    session = Step("x", "session", "agent", output={"status": "failed"}, start_ns=0, end_ns=40)
+    steps = tuple(s if s.parent_id else dataclasses.replace(s, parent_id="x") for s in _greenhouse(()).run.steps)
+    g = guided_search(_mk((session, *steps), "y"), _said({"w": "err", "v": "inad"}), timeout=None)
+    assert (g.root, g.certain) == ("w", False)
+
+
+def test_with_no_clock_the_agent_around_the_container_still_keeps_it_from_proof() -> None:
+    """Every step recorded at time 0 with no end (an importer with no times): the garden agent around the watering
+    node may still have fed the valve, and the watering node is not certain."""
+    g = guided_search(_garden("w", clock=False), _said({"a": "err", "w": "err", "v": "inad"}), timeout=None)
+    assert (g.root, g.certain) == ("w", False)
