@@ -26,7 +26,7 @@ from trajdebug.analysis import guided_search
 from trajdebug.core.model import Run
 
 
-CARRY = frozenset({"suite_q", "suite_t", "suite_zp", "suite_zq", "suite_zt", "suite_zu"})
+CARRY = frozenset({"suite_q", "suite_t", "suite_zp", "suite_zq", "suite_zt", "suite_zu", "suite_zv", "suite_zw", "suite_zx", "suite_zy"})
 """Suites measured for totals only (their misses are never listed or read)."""
 
 
