@@ -279,6 +279,7 @@ def unseen(graph: DependencyGraph, ids: Sequence[str], skip: Collection[str]) ->
     nodes = set(ids)
     topo = {s: k for k, s in enumerate(graph.topological_order())}
     others = sorted((s.start_ns, topo[sid], sid) for sid, s in graph.steps.items() if sid not in nodes and sid not in skip)
+    consumed: dict[str, set[str]] = {}  # a step -> what it consumed, directly or not: once per step, not per node
     bits = 0
     for i, sid in enumerate(ids):
         step = graph.steps[sid]
@@ -296,8 +297,13 @@ def unseen(graph: DependencyGraph, ids: Sequence[str], skip: Collection[str]) ->
                 bits |= 1 << i
                 break
             later.append(u)
-        if not bits >> i & 1 and later and not graph.forward_slice([sid]).issuperset(later):
-            bits |= 1 << i
+        for u in later:
+            if bits >> i & 1:
+                break
+            if u not in consumed:
+                consumed[u] = graph.backward_slice([u])
+            if sid not in consumed[u]:  # it did not consume the node's output: it may have fed it
+                bits |= 1 << i
     return bits
 
 
