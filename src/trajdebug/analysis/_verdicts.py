@@ -201,9 +201,10 @@ class Verdicts:
         search could clear all of it: a child some step that is no node may have fed (`unseen`: a container
         outside the slice, the agent around the container, any step outside it without the audit) is no
         proof, and the container stays the likeliest root, not a certain one; an uncleared node among its
-        feeders (a container around this one included) stays a candidate beside it.  A proof that rests on the child rests on an answer that, misheard, would move the root
-        into the container (the one-answer slip of a noisy oracle): it counts once asked again and given
-        again, as a conflict's doubt is asked again (`GuidedSearch._reask_conflict`)."""
+        feeders (a container around this one included) stays a candidate beside it.  A proof that rests on
+        the child rests on an answer that, misheard, would move the root into the container (the one-answer
+        slip of a noisy oracle): it counts once asked again and given again, as a conflict's doubt is asked
+        again (`GuidedSearch._reask_conflict`)."""
         if i == self.failure or self.verdict(i) is not False:
             return []
         bad = self.inadmissible() & ~self.unseen
