@@ -82,7 +82,7 @@ from trajdebug.analysis._guided_result import (
     trust,
 )
 from trajdebug.analysis._oracles import Caller, Carrier, ask
-from trajdebug.analysis._verdicts import Verdicts, two_valued, unseen, until
+from trajdebug.analysis._verdicts import Verdicts, two_valued, until
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer
 
@@ -175,7 +175,7 @@ class GuidedSearch:
         self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
         starts, ends = [graph.steps[sid].start_ns for sid in self.ids], [until(graph.steps[sid]) for sid in self.ids]
         f = self.index.get(self.failure or "")
-        self.verdicts = Verdicts(self.parents, f, self.carrier.encloses, starts, unseen(graph, self.ids, hollow), ends)
+        self.verdicts = Verdicts(self.parents, f, self.carrier.encloses, starts, ends)
         self.stand_in = {c: k for c, k in self.carrier.passes().items() if c != f and k != f}
         """Pass-through containers -> the child whose answer stands for them (see the module docstring)."""
         self.stood: set[int] = set()
@@ -372,9 +372,6 @@ class GuidedSearch:
         if disputed:
             return self.ids[max(disputed)]
         if cand == 1 << focus:
-            # The answer a container's proof rests on is asked again first (`Verdicts.misled`).
-            if again := [p for p in self.verdicts.misled(focus, confirmed=False) if len(self.votes[p]) < self.max_asks]:
-                return self.ids[max(again)]
             return self._recheck_proof(focus) or self._audit(focus)
         open_ = self._open(cand)
         if not open_:
@@ -539,6 +536,9 @@ class GuidedSearch:
         certain = cand == 1 << focus and self.verdicts.proven(focus)
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
+        # A likeliest container that handed a child a wrong input is named with that child (never certain:
+        # `Verdicts.misled`).
+        misled = () if certain or root is None else tuple(self.ids[p] for p in self.verdicts.misled(self.index[root]))
         path = () if root is None or self.failure is None else failure_path(
             self.analysis, self.ids, self.kids, lambda i: self.verdict(i) is False, root, self.failure
         )
@@ -558,6 +558,7 @@ class GuidedSearch:
             tuple(names.items()),
             tuple(self.ids[i] for i in self.audited),
             (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)),
+            misled,
         )
 
     def _best(self, bits: int) -> int:

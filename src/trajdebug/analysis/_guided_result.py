@@ -78,6 +78,9 @@ class Guided:
     """Steps asked to test a proof against inputs the recording may have missed (`GuidedSearch._audit`)."""
     implied: tuple[Answer, ...] = ()
     """Inputs marked correct without a question: a step answered correct carries their whole output."""
+    misled: tuple[str, ...] = ()
+    """Children of a root that is not certain, answered given a wrong input: it called them, which makes it
+    the likeliest source, never a proven one (`_verdicts.Verdicts.misled`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON data (the ``guided`` member of an analysis)."""
@@ -105,6 +108,7 @@ class Guided:
             "problems": list(self.problems),
             "audited": list(self.audited),
             "implied": [{"step": a.step_id, "name": names.get(a.step_id), "reason": a.reason} for a in self.implied],
+            **({"misled": list(self.misled)} if self.misled else {}),
         }
 
 

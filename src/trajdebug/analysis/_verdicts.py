@@ -22,10 +22,9 @@ each node's inputs and which steps enclose which.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 
 from trajdebug.analysis._guided_result import trust
-from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer, Step
 
 
@@ -45,7 +44,6 @@ class Verdicts:
         failure: The failing node (wrong by definition), or None.
         encloses: ``encloses(j, p)``: node ``j`` encloses node ``p`` (a parent, or a parent's parent).
         starts: Each node's start time (ns).
-        unseen: The nodes a step that is no node may have fed (`unseen`), as a bit set.
         ends: Each node's end time (ns; its start when it recorded none).
     """
 
@@ -55,7 +53,6 @@ class Verdicts:
         failure: int | None,
         encloses: Callable[[int, int], bool],
         starts: Sequence[int],
-        unseen: int = 0,
         ends: Sequence[int] | None = None,
     ) -> None:
         self.parents = parents
@@ -63,7 +60,6 @@ class Verdicts:
         self._encloses = encloses
         self._starts = starts
         self._ends = starts if ends is None else ends
-        self.unseen = unseen
         self.votes: dict[int, list[Answer]] = {}
         self._vouched: dict[int, int] | None = None
 
@@ -148,22 +144,26 @@ class Verdicts:
         return bits
 
     def earlier(self, i: int) -> int:
-        """The nodes that may have fed node ``i`` unrecorded, as a bit set: its `feeders` the answers have not
-        cleared.  An inadmissible node whose recorded inputs are all cleared was given a wrong input the
-        recording missed (state read behind the recorder's back, a value copied by hand, a container's
-        shared state): its root lies among these."""
-        end = self._ends[i]
+        """The nodes that may have fed node ``i`` unrecorded, as a bit set: not answered correct, in time
+        (`fed_in_time`), and not fed by ``i`` (its consumers, the failure among them, ran on its output: with
+        a coarse clock or none they share its start, but cannot have handed it its input), except the nodes
+        enclosing it: a container consumes its children's answers only after it called them, and before
+        that it may have written what they read (shared state, a sub-agent's memory, the arguments it
+        computed).  An inadmissible node whose recorded inputs are all cleared was given a wrong input the
+        recording missed (state read behind the recorder's back, a value copied by hand): its root lies
+        among these, or outside what was recorded (so a container found this way is never certain, `misled`)."""
+        start, end = self._starts[i], self._ends[i]
         after = self._downstream(i) & ~self._enclosing(i)
         bits = 0
         for j, at in enumerate(self._starts):
-            if not after >> j & 1 and fed_in_time(at, self._starts[i], end) and self.verdict(j) is not True:
+            if not after >> j & 1 and fed_in_time(at, start, end) and self.verdict(j) is not True:
                 bits |= 1 << j
         return bits
 
     def _enclosing(self, i: int) -> int:
         """Every node enclosing node ``i``, as a bit set (0 when the failure encloses it: the failure is wrong
-        by definition, no answer of its own could clear it, so no proof through ``i`` may stand).  Each
-        consumed ``i``'s output, and each may still have fed it (`feeders`)."""
+        by definition: a child of the failure is never the container's doing).  Each consumed ``i``'s output,
+        and each may still have fed it (`earlier`)."""
         around = [j for j in range(len(self._starts)) if j != i and self._encloses(j, i)]
         if self.failure in around:
             return 0
@@ -184,37 +184,22 @@ class Verdicts:
         return bits
 
     def proven(self, i: int) -> bool:
-        """True when node ``i`` stands wrong and every input of it stands correct (answered, or vouched),
-        or is a child of it confirmed inadmissible (`misled`)."""
-        if self.verdict(i) is not False:
-            return False
-        ok = self.misled(i, confirmed=True)
-        return all(self.verdict(p) is True or p in ok for p in self.parents[i])
+        """True when node ``i`` stands wrong and every input of it stands correct (answered, or vouched)."""
+        return self.verdict(i) is False and all(self.verdict(p) is True for p in self.parents[i])
 
-    def misled(self, i: int, *, confirmed: bool) -> list[int]:
-        """The children of container ``i`` (never the failure) that stand inadmissible, on two answers or more
-        when ``confirmed``, on one alone when not.
+    def misled(self, i: int) -> list[int]:
+        """The children of container ``i`` (never the failure) among its inputs that stand inadmissible.
 
-        A container hands its children their inputs, so a child given a wrong input is its container's doing
-        when the rest of what the child may have read was cleared (`earlier`, the invariant at `fed_in_time`):
-        the child's wrong answer, which the container consumed, is no other root.  That holds only when the
-        search could clear all of it: a child some step that is no node may have fed (`unseen`: a container
-        outside the slice, the agent around the container, any step outside it without the audit) is no
-        proof, and the container stays the likeliest root, not a certain one; an uncleared node among its
-        feeders (a container around this one included) stays a candidate beside it.  A proof that rests on
-        the child rests on an answer that, misheard, would move the root into the container (the one-answer
-        slip of a noisy oracle): it counts once asked again and given again, as a conflict's doubt is asked
-        again (`GuidedSearch._reask_conflict`)."""
-        if i == self.failure or self.verdict(i) is not False:
+        A container hands its children their inputs, so a child given a wrong input points at the container
+        that called it (`earlier`), and the search may end on the container, likeliest.  Never certain: the
+        child's input is proven wrong, not that the container wrote it, since the recording cannot show that
+        nothing else fed the child (a lost parent span, a consumer already running when the child read, a
+        process never recorded, a run with no clock), and each closed gap left another open: no recording
+        proves the set of feeders complete.  `GuidedSearch.result` names these children with the root."""
+        if i == self.failure:
             return []
-        bad = self.inadmissible() & ~self.unseen
-        out = []
-        for p in self.parents[i]:
-            if bad >> p & 1 and self._encloses(i, p):
-                n = sum(1 for a in self._wrong(p) if a.admissible is False)
-                if (n >= 2) == confirmed:
-                    out.append(p)
-        return out
+        bad = self.inadmissible()
+        return [p for p in self.parents[i] if bad >> p & 1 and self._encloses(i, p)]
 
     def tally(self, i: int) -> list[int]:
         """Node ``i``'s answers as counts, for a port that keeps counts, not answers (the report page's
@@ -250,62 +235,10 @@ def until(step: Step) -> int:
 
 
 def fed_in_time(at: int, start: int, end: int) -> bool:
-    """True when a step that started at ``at`` may have fed one that ran from ``start`` to ``end``.
-
-    Feeders (the invariant `Verdicts.misled` rests on).  A step may have handed node ``p`` a value the
-    recording missed when it started before ``p`` ended (``p`` reads while it runs, never after; a concurrent
-    writer that started after ``p`` did and wrote before ``p`` read counts; with a coarse clock or none, by
-    ``p``'s start) and either did not consume ``p``'s output (a consumer waits for it, so cannot have handed
-    ``p`` its input) or *encloses* ``p``: a container consumes its children's answers only after it called
-    them, and before that it may have written what they read (shared state, a sub-agent's memory, the
-    arguments it computed), whichever container it is, the nearest or one around it.  Hollow containers (no
-    output of their own) are no feeders: their children stand in for them, as everywhere in the search.
-
-    A container ``c`` is the certain root through a child ``p`` answered inadmissible (Naish 1997: ``p`` was
-    handed a wrong input) only when every feeder of ``p`` but ``c`` is a node the answers cleared
-    (`Verdicts.earlier` then holds ``c`` alone) and none is a step the search never asks (`unseen`): only
-    then is ``c`` wrong with every input it could have passed on accounted for, Shapiro's bug (1983)."""
+    """True when a step that started at ``at`` may have fed one that ran from ``start`` to ``end``: it started
+    before that one ended (a step reads while it runs, never after; a concurrent writer that started after it
+    did and wrote before it read counts), or, with a coarse clock or none, by its start."""
     return at <= start or at < end
 
 
-def unseen(graph: DependencyGraph, ids: Sequence[str], skip: Collection[str]) -> int:
-    """The nodes (indices into ``ids``) that a step of the run the search never asks about may have fed
-    unrecorded (`fed_in_time`: a feeder), as a bit set; steps in ``skip`` (the hollow containers) aside.
-
-    `Verdicts.earlier` sees only nodes: a node among them the answers have not cleared is a candidate (or,
-    inadmissible, its own source is); a step that is no node is neither, so an answer can never clear it.  A
-    child whose wrong input such a step may have written (shared state, a planner outside the slice, the
-    agent around its container, which consumed the failure and is no node) proves nothing of the container
-    that called it (`Verdicts.misled`)."""
-    nodes = set(ids)
-    topo = {s: k for k, s in enumerate(graph.topological_order())}
-    others = sorted((s.start_ns, topo[sid], sid) for sid, s in graph.steps.items() if sid not in nodes and sid not in skip)
-    consumed: dict[str, set[str]] = {}  # a step -> what it consumed, directly or not: once per step, not per node
-    bits = 0
-    for i, sid in enumerate(ids):
-        step = graph.steps[sid]
-        start, end, at = step.start_ns, until(step), topo[sid]
-        around: set[str] = set()
-        up = step.parent_id
-        while up is not None and up in graph.steps and up not in around:
-            around.add(up)
-            up = graph.steps[up].parent_id
-        later: list[str] = []
-        for t, k, u in others:
-            if not fed_in_time(t, start, end):
-                break  # sorted by start: none after it is in time either
-            if k < at or u in around:  # before the node in a topological order, or enclosing it: a feeder
-                bits |= 1 << i
-                break
-            later.append(u)
-        for u in later:
-            if bits >> i & 1:
-                break
-            if u not in consumed:
-                consumed[u] = graph.backward_slice([u])
-            if sid not in consumed[u]:  # it did not consume the node's output: it may have fed it
-                bits |= 1 << i
-    return bits
-
-
-__all__ = ["Verdicts", "fed_in_time", "unseen", "until"]
+__all__ = ["Verdicts", "fed_in_time", "until"]

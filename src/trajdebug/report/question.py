@@ -260,8 +260,6 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "tally": [votes.tally(i) if i in votes.votes else None for i in range(len(search.ids))] if votes.votes else None,
         "voted": list(search.votes),
         "up": up if any(u >= 0 for u in up) else None,
-        # The steps a step that is no node may have fed (`_verdicts.unseen`): no container's proof rests on them.
-        "unseen": [i for i in range(len(search.ids)) if votes.unseen >> i & 1] or None,
         # A correct answer implies its carried inputs correct (`GuidedSearch._imply`): each step's inputs it
         # relays whole (`Carrier.carries`), node indices.
         "carries": carries if any(carries) else None,
@@ -276,9 +274,9 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "weak": [search.weak(i) for i in range(len(search.ids))],
         "auditable": [search.auditable(i) for i in range(len(search.ids))],
         "start": starts,
-        # Each step's end (its start when it recorded none, as `_verdicts.until` reads it): a step that started before
-        # another ended may have fed it (`_verdicts.fed_in_time`); null when every step ended as it started.
-        "end": ends if any(e != s for e, s in zip(ends, starts, strict=True)) else None,
+        # Each step's end (its start when it recorded none, `_verdicts.until`): a step that started before another
+        # ended may have fed it (`_verdicts.fed_in_time`); null when every step ended as it started.
+        "end": ends if ends != starts else None,
     }
 
 
@@ -296,38 +294,15 @@ def _enclosing(search: GuidedSearch) -> list[int]:
 
 
 def proving(guided: Guided, run: Run) -> list[Answer]:
-    """The answers that prove the root: the root's own, those about the steps that produced its inputs, and
-    those about the children a certain root handed a wrong input (`misled`)."""
+    """The answers that prove the root (or, not certain, point at it): the root's own, those about the steps
+    that produced its inputs, and those about the children it handed a wrong input (`Guided.misled`)."""
     if guided.root is None:
         return []
     steps = run.step_map()
     root = steps.get(guided.root)
     inputs = {d.step_id for d in root.deps} if root is not None else set()
-    inputs.update(misled(guided, run))
+    inputs.update(guided.misled)
     return [a for a in guided.questions if a.step_id == guided.root or a.step_id in inputs]
-
-
-def misled(guided: Guided, run: Run) -> list[str]:
-    """The steps inside a certain root answered given a wrong input twice or more: a container proven through a
-    child it called (`Verdicts.misled`), everything else the child may have read cleared."""
-    if not guided.certain or guided.root is None:
-        return []
-    steps = run.step_map()
-
-    def within(sid: str) -> bool:
-        s, seen = steps.get(sid), set()
-        while s is not None and s.parent_id is not None and s.parent_id not in seen:
-            if s.parent_id == guided.root:
-                return True
-            seen.add(s.parent_id)
-            s = steps.get(s.parent_id)
-        return False
-
-    said: dict[str, int] = {}
-    for a in guided.questions:
-        if a.correct is False and a.admissible is False and within(a.step_id):
-            said[a.step_id] = said.get(a.step_id, 0) + 1
-    return [sid for sid, n in said.items() if n >= 2]
 
 
 def render_guided(guided: Guided, run: Run, console: Any) -> None:
@@ -353,14 +328,16 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
     head = Text("root: ", style="bold")
     head.append(label(guided.root), style="bold red")
     own = [a for a in guided.questions if a.step_id == guided.root and a.correct is False]
-    if kids := misled(guided, run):
-        was = "were" if len(kids) > 1 else "was"
-        head.append(f"  (certain: it called {' and '.join(label(k) for k in kids)}, which {was} given a wrong input, "
-                    f"and nothing else {'they' if len(kids) > 1 else 'it'} may have read was wrong)")
-    elif guided.certain and own and own[-1].admissible:
+    if guided.certain and own and own[-1].admissible:
         head.append("  (certain: answered wrong for the inputs it was given, and those were right)")
     elif guided.certain:
         head.append("  (certain: its output is wrong and every input it consumed is correct)")
+    elif kids := guided.misled:
+        # Never certain (`Verdicts.misled`): the child's input is proven wrong, not that the container wrote it.
+        was = "were" if len(kids) > 1 else "was"
+        head.append(f"  (likeliest, not certain: it called {' and '.join(label(k) for k in kids)}, which {was} given "
+                    "a wrong input; the recording cannot show that nothing else fed "
+                    f"{'them' if len(kids) > 1 else 'it'})")
     else:
         p = dict(guided.candidates).get(guided.root)
         head.append(f"  (likeliest so far{f', p={p:.2f}' if p is not None else ''}; not proven by the answers)")

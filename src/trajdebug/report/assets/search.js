@@ -106,22 +106,15 @@ function verdictsOf(A, parents, F) {
     while (todo.length) for (const k of kids[todo.pop()]) if (!seen.has(k)) { seen.add(k); todo.push(k); }
     return seen;
   }
-  // Verdicts.misled: the children of container i (never the failure) that stand inadmissible, on two
-  // answers or more when `confirmed`, on one alone when not (a proof resting on one is asked again first);
-  // never a child that a step the search does not ask about may have fed (A.unseen, _verdicts.unseen).
-  const unseen = new Set(A.unseen || []);
-  function misled(i, confirmed) {
-    if (i === F || verdict(i) !== false) return [];
+  // Verdicts.misled: the children of container i (never the failure) among its inputs that stand inadmissible;
+  // the container is then named with them, never certain (the recording cannot show nothing else fed them).
+  function misled(i) {
+    if (i === F) return [];
     const bad = inadmissible();
-    return parents[i].filter((p) => hasBit(bad, p) && !unseen.has(p) && encloses(i, p) && (tl[p][3] >= 2) === confirmed);
+    return parents[i].filter((p) => hasBit(bad, p) && encloses(i, p));
   }
-  // Verdicts.proven: step i stands wrong and every input of it stands correct (answered, or vouched), or
-  // is a child of it confirmed inadmissible.
-  function proven(i) {
-    if (verdict(i) !== false) return false;
-    const ok = misled(i, true);
-    return parents[i].every((p) => verdict(p) === true || ok.includes(p));
-  }
+  // Verdicts.proven: step i stands wrong and every input of it stands correct (answered, or vouched).
+  function proven(i) { return verdict(i) === false && parents[i].every((p) => verdict(p) === true); }
   // Verdicts.add (a person's answer), or with `only` Verdicts.replace (an implied one, a person's too).
   function add(i, correct, adm, only) {
     if (!answered[i]) voted.push(i);
@@ -201,11 +194,7 @@ function guidedEngine(A) {
     for (const i of V.voted) if (V.disputed(i, 1) && V.count(i) < MAX_ASKS && i > tie) tie = i;
     if (tie >= 0) return A.ids[tie];
     const members = bitsOf(cand);
-    if (members.length === 1 && members[0] === focus) {
-      // The answer a container's proof rests on is asked again first (Verdicts.misled).
-      const again = V.misled(focus, false).filter((p) => V.count(p) < MAX_ASKS);
-      return again.length ? A.ids[Math.max(...again)] : audit(focus);
-    }
+    if (members.length === 1 && members[0] === focus) return audit(focus);
     // Not answered yet (an unknown is not asked again), or disputed; a pass-through container waits.
     const open = members.filter((i) => i !== F && (answered[i] ? V.disputed(i, 1) && V.count(i) < MAX_ASKS : !waits(i)));
     if (!open.length) return null;
@@ -346,7 +335,9 @@ function guidedEngine(A) {
     const cands = ranked(members);
     const root = certain ? A.ids[focus] : (cands.length ? cands[0][0] : null);
     const erroneous = !!root && V.admissible(A.ids.indexOf(root)) === true;
-    return { root, certain, erroneous, conflict: [], path: root ? path(A.ids.indexOf(root)) : [], candidates: cands, implied };
+    // GuidedSearch.result: a likeliest container named with the children it handed a wrong input.
+    const misled = !root || certain ? [] : V.misled(A.ids.indexOf(root)).map((p) => A.ids[p]);
+    return { root, certain, erroneous, misled, conflict: [], path: root ? path(A.ids.indexOf(root)) : [], candidates: cands, implied };
   }
   // GuidedSearch._imply (Carrier.implied): a step answered correct vouches for every unanswered input
   // whose whole output it relays, and those in turn for theirs (a right relay relays nothing wrong).
