@@ -54,7 +54,8 @@ it may be wrong for passing the value on unchanged (a conversion left undone, as
 Three-valued answers (Naish 1997; `_verdicts.py`).  An *erroneous* answer (wrong for the inputs it
 was given) vouches for the step's inputs, so a leaf is certain in one question and a container's root
 is sought among its children; an *inadmissible* one (given a wrong input) is never the root: it lies
-upstream, among the earlier steps when every recorded input is cleared (`Verdicts.earlier`).  Only a
+upstream, among the steps that may have fed it when every recorded input is cleared (`Verdicts.earlier`),
+the containers that called it too, which are then named, never certain (`Verdicts.misled`).  Only a
 person's erroneous answer spares a proof the audit; a check's answers are two-valued (`two_valued`).
 
 Trust (`_guided_result.py`, with the result `Guided` and the prior): answers
@@ -536,8 +537,7 @@ class GuidedSearch:
         certain = cand == 1 << focus and self.verdicts.proven(focus)
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
-        # A likeliest container that handed a child a wrong input is named with that child (never certain:
-        # `Verdicts.misled`).
+        # A likeliest container is named with the children it handed a wrong input (never certain, `Verdicts.misled`).
         misled = () if certain or root is None else tuple(self.ids[p] for p in self.verdicts.misled(self.index[root]))
         path = () if root is None or self.failure is None else failure_path(
             self.analysis, self.ids, self.kids, lambda i: self.verdict(i) is False, root, self.failure
@@ -546,19 +546,9 @@ class GuidedSearch:
         # or the rendering falls back on their ids.
         names.update((s, self.graph.steps[s].name) for s in path if s not in names and s in self.graph.steps)
         return Guided(
-            root,
-            certain,
-            tuple(self.log),
-            ranked,
-            path,
-            (),
-            self.failure,
-            self.asked,
-            tuple(self.problems),
-            tuple(names.items()),
-            tuple(self.ids[i] for i in self.audited),
-            (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)),
-            misled,
+            root, certain, tuple(self.log), ranked, path, (), self.failure, self.asked, tuple(self.problems),
+            tuple(names.items()), tuple(self.ids[i] for i in self.audited),
+            (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)), misled,
         )
 
     def _best(self, bits: int) -> int:
