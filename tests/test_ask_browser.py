@@ -646,7 +646,7 @@ _STATES_NAMED = """([src, A, seq]) => {
     eng.answer(s, c, a);
     const r = eng.result();
     return { root: r.root, certain: r.certain, cands: r.candidates.map((x) => x[0]).sort(), conflict: r.conflict,
-             implied: r.implied.map((v) => v.step).sort(), next: eng.next() };
+             implied: r.implied.map((v) => v.step).sort(), misled: r.misled || [], next: eng.next() };
   });
 }"""
 
@@ -665,7 +665,8 @@ def _named_states(analysis: Any, seq: list[Any], audit: int | None = None) -> li
         nxt = search.next_question()
         out.append({"root": r.root, "certain": r.certain, "conflict": list(r.conflict),
                     "cands": [] if r.conflict else sorted(s for s, _ in r.candidates),
-                    "implied": sorted(a.step_id for a in r.implied), "next": None if r.conflict else nxt})
+                    "implied": sorted(a.step_id for a in r.implied), "misled": list(r.misled),
+                    "next": None if r.conflict else nxt})
     return out
 
 
@@ -845,4 +846,195 @@ def test_only_a_persons_erroneous_answer_spares_the_audit_in_the_page_as_in_pyth
             eng = "([src, A]) => new Function(src + '; return guidedEngine;')()(A).next()"
             assert page.evaluate(eng, [SEARCH_JS.read_text(encoding="utf-8"), json.loads(json.dumps(ask_data(analysis)))]) is None
     assert "c" in asks["oracle:x"] and "c" not in asks["person"]
+    assert page.errors == []
+
+
+# -- since ask45: the container that called a misled step (since ask46b: named likeliest, never certain) ---------
+
+
+def _oven(stored: Any = ()) -> Any:
+    """A proofing node (a container) calls set_oven with a temperature it worked out itself; set_oven's recorded
+    input (the recipe) is right; the bake check fails on what the proofing node returned."""
+    from trajdebug.core.model import Dependency, Step
+
+    return _failed([
+        Step("r", "recipe", "tool", output={"bread": "rye", "oven_c": 230}, start_ns=0, end_ns=1),
+        Step("p", "proofing", "agent", output={"baked": {"oven_c": 180}}, deps=(Dependency("r"),), start_ns=2, end_ns=9),
+        Step("o", "set_oven", "tool", parent_id="p", input={"oven_c": 180}, output={"oven_c": 180, "ok": True},
+             deps=(Dependency("r"),), start_ns=3, end_ns=4),
+        Step("f", "bake_check", "other", output=None, status="error", deps=(Dependency("p"),), start_ns=10, end_ns=11),
+    ], "f", stored)
+
+
+def test_a_container_that_called_a_misled_step_is_named_never_proven_in_the_page_as_in_python(page: Any) -> None:
+    """The child answered inadmissible, its input and its caller's right or not, then (when a tie asks it again)
+    answered alike, otherwise or not at all, also over stored answers: after every answer the page holds
+    Python's root, certainty, candidates, conflict, implied inputs, misled children and next question; the
+    caller is often named through the child, never certain."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer
+
+    words = [(True, None), (False, True), (False, False), (False, None), (None, None)]
+    proven = named = 0
+    for stored in ((), (Answer("o", False, "person", 1, admissible=False),), (Answer("o", True, "model:m", 1),)):
+        analysis = _oven(stored)
+        for first in words:
+            for second in words:
+                for third in words[:3]:
+                    search = GuidedSearch(analysis, analysis.run.answers)
+                    seq: list[Any] = []
+                    times: dict[str, int] = {}
+                    while (sid := search.next_question()) is not None and len(seq) < 12:
+                        k = times[sid] = times.get(sid, 0) + 1
+                        said = {"o": (first, second, third)[min(k, 3) - 1]}.get(sid, (True, None) if sid == "r" else (False, True))
+                        seq.append([sid, *said])
+                        search.answer(Answer(sid, said[0], "person", admissible=said[1]))
+                    want = _named_states(analysis, seq)
+                    assert _page_states(page, analysis, seq) == want, (stored, seq)
+                    o_said = [x[1:] for x in seq if x[0] == "o"]
+                    misled = bool(o_said) and all(x == [False, False] for x in o_said)
+                    proven += misled and want[-1]["root"] == "p" and want[-1]["certain"]
+                    named += misled and want[-1]["root"] == "p" and want[-1]["misled"] == ["o"]
+    assert proven == 0 and named > 3, (proven, named)
+    assert page.errors == []
+
+
+# -- since ask45b: a container's proof needs every step that may have fed its child to be a node, cleared ------------
+
+
+def _greenhouse(before: Any) -> Any:
+    """A watering node (a container) calls set_valve, whose recorded input (the soil lookup) is right; the
+    yield check fails on what the watering node returned; ``before`` ran first, outside the failure's slice."""
+    from trajdebug.core.model import Dependency, Step
+
+    return _failed([
+        Step("s", "soil_lookup", "tool", output={"bed": "b4", "litres": 12}, start_ns=0, end_ns=1),
+        *before,
+        Step("w", "watering", "agent", output={"watered": {"litres": 40}}, deps=(Dependency("s"),), start_ns=20, end_ns=29),
+        Step("v", "set_valve", "tool", parent_id="w", input={"litres": 40}, output={"litres": 40, "ok": True},
+             deps=(Dependency("s"),), start_ns=21, end_ns=22),
+        Step("y", "yield_check", "other", output=None, status="error", deps=(Dependency("w"),), start_ns=30, end_ns=31),
+    ], "y")
+
+
+def test_a_container_whose_child_a_step_the_search_never_asks_may_have_fed_is_not_certain_in_the_page_as_in_python(
+    page: Any,
+) -> None:
+    """A planner outside the slice (a container, never asked) may have fed the valve: however the valve and the
+    watering node are answered, the page holds Python's root, certainty, candidates, conflict, implied inputs
+    and next question after every answer, and never calls the watering node certain; with a memo outside the
+    slice in its place (a leaf: the audit asks it), both hold the same states too (the page's document is built
+    with the default audit, so only that is compared)."""
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer, Step
+
+    planner = (Step("p", "irrigation_planner", "agent", output={"planned": True}, start_ns=2, end_ns=9),
+               Step("p1", "forecast_read", "tool", parent_id="p", output={"rain_mm": 0}, start_ns=3, end_ns=4))
+    memo = (Step("m", "memo_write", "tool", output={"saved": True}, start_ns=2, end_ns=9),)
+    words = [(True, None), (False, True), (False, False), (False, None)]
+    runs = checked = 0
+    for before in (planner, memo):
+        analysis = _greenhouse(before)
+        for audit in (None,):
+            for w_said in words:
+                for v_said in words:
+                    search = GuidedSearch(analysis, **({} if audit is None else {"audit": audit}))
+                    seq: list[Any] = []
+                    while (sid := search.next_question()) is not None and len(seq) < 10:
+                        said = {"w": w_said, "v": v_said}.get(sid, (True, None))
+                        seq.append([sid, *said])
+                        search.answer(Answer(sid, said[0], "person", admissible=said[1]))
+                    want = _named_states(analysis, seq, audit)
+                    assert _page_states(page, analysis, seq, audit) == want, (before[0].step_id, audit, seq)
+                    runs += 1
+                    if w_said == (False, True) and v_said == (False, False) and before is planner:
+                        checked += 1
+                        assert (want[-1]["root"], want[-1]["certain"]) == ("w", False), want[-1]
+    assert runs == 32 and checked == 1
+    assert page.errors == []
+
+
+def test_the_page_names_a_container_through_a_step_it_gave_a_wrong_input_never_certain(page: Any, tmp_path: Path) -> None:
+    """The watering node answered 'wrong, its own fault' and the valve it called 'wrong, given a wrong input' (the
+    truthful pattern): the report page, as Python, ends on the watering node as the likeliest root, not certain,
+    naming the valve as what points at it (never that its inputs were right) and listing the valve's answer;
+    with a planner outside the slice that may have fed the valve too."""
+    from trajdebug.analysis import guided_search
+    from trajdebug.core.model import Answer, Step
+
+    truth = {"w": "erroneous", "v": "inadmissible"}
+    planner = (Step("p", "irrigation_planner", "agent", output={"planned": True}, start_ns=2, end_ns=9),
+               Step("p1", "forecast_read", "tool", parent_id="p", output={"rain_mm": 0}, start_ns=3, end_ns=4))
+    said = {"w": (False, True), "v": (False, False)}
+
+    def person(step: Step, run: Any) -> Answer:
+        correct, admissible = said.get(step.step_id, (True, None))
+        return Answer(step.step_id, correct, "person", admissible=admissible)
+
+    for before in ((), planner):
+        analysis = analyze(_greenhouse(before).run)
+        page.goto(write_report(tmp_path / f"greenhouse{len(before)}.html", analysis).as_uri())
+        page.click('#tabs [data-tab="ask"]')
+        asked = _answer_page(page, lambda sid: page.click(f'#ask-question button[data-answer="{truth.get(sid, "correct")}"]'), 8)
+        g = guided_search(analysis, person)
+        assert (g.root, g.certain, g.misled) == ("w", False, ("v",))
+        assert page.get_attribute("#ask-result", "data-root") == "w", asked
+        assert page.get_attribute("#ask-result", "data-certain") == "false", asked
+        text = page.text_content("#ask-result") or ""
+        assert "for the inputs it was given, and those were right" not in text
+        assert asked.count("v") == 1 and "likeliest, not certain: it called set_valve" in text, text
+        assert "which was given a wrong input" in text and text.count("wrong (given a wrong input) set_valve") == 1, text
+    assert page.errors == []
+
+
+# -- since ask46: every container around the child, and every step that ran with it, may have fed it -----------------
+
+
+def _garden(reads: str, *extra: Any) -> Any:
+    """The greenhouse run with the watering node inside a garden agent (an output of its own: it may have written
+    the valve's amount to shared state before it called the watering node); the yield check reads ``reads``."""
+    import dataclasses
+
+    from trajdebug.core.model import Dependency, Step
+
+    agent = Step("a", "garden_agent", "agent", output={"report": "beds watered"}, start_ns=10, end_ns=29)
+    steps = [dataclasses.replace(s, parent_id="a") if s.step_id == "w" else s for s in _greenhouse(()).run.steps]
+    steps = [dataclasses.replace(s, deps=(Dependency(reads),)) if s.step_id == "y" else s for s in steps]
+    return _failed([*steps[:1], agent, *steps[1:], *extra], "y")
+
+
+def test_a_container_inside_an_agent_or_beside_a_concurrent_writer_is_not_certain_in_the_page_as_in_python(
+    page: Any,
+) -> None:
+    """The garden agent around the watering node (no node when the yield check reads the watering node; a node when
+    it reads the agent) and a memo written while the valve ran may each have fed the valve: however the agent, the
+    watering node and the valve are answered, the page holds Python's root, certainty, candidates, conflict, implied
+    inputs and next question after every answer; answered truthfully (the agent or the memo erroneous, the watering
+    node erroneous, the valve inadmissible), neither calls the watering node certain."""
+    import dataclasses
+
+    from trajdebug.analysis import GuidedSearch
+    from trajdebug.core.model import Answer, Step
+
+    run = _greenhouse(()).run
+    memo = Step("m", "memo_write", "tool", output={"saved": True}, start_ns=22, end_ns=23)
+    concurrent = _failed([*(dataclasses.replace(s, end_ns=24) if s.step_id == "v" else s for s in run.steps), memo], "y")
+    words = [(True, None), (False, True), (False, False), (False, None)]
+    runs = checked = 0
+    for name, analysis in (("outside", _garden("w")), ("node", _garden("a")), ("concurrent", concurrent)):
+        for w_said in words:
+            for v_said in words:
+                search = GuidedSearch(analysis)
+                seq: list[Any] = []
+                while (sid := search.next_question()) is not None and len(seq) < 10:
+                    said = {"w": w_said, "v": v_said, "a": (False, True), "m": (False, True)}.get(sid, (True, None))
+                    seq.append([sid, *said])
+                    search.answer(Answer(sid, said[0], "person", admissible=said[1]))
+                want = _named_states(analysis, seq)
+                assert _page_states(page, analysis, seq) == want, (name, seq)
+                runs += 1
+                if w_said == (False, True) and v_said == (False, False):
+                    checked += 1
+                    assert not (want[-1]["root"] == "w" and want[-1]["certain"]), (name, want[-1])
+    assert runs == 48 and checked == 3
     assert page.errors == []

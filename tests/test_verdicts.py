@@ -3,6 +3,7 @@ is never the root, a container's root is sought among its children, two-valued s
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from hypothesis import HealthCheck, given, settings
@@ -321,3 +322,333 @@ def test_answers_about_the_failure_from_two_sources_list_what_the_standing_one_v
     g = GuidedSearch(analysis, [Answer("c5", False, "oracle:y"), Answer("c5", False, "oracle:x", admissible=True)],
                      audit=0).result()
     assert [(a.step_id, a.by) for a in g.implied] == [("c4", "oracle:x")]
+
+
+def _kiln() -> tuple[Analysis, set[str]]:
+    """A firing node (a container) calls set_kiln with the wrong temperature it worked out itself; set_kiln's
+    recorded inputs (the glaze lookup) are right; the batch check fails on what the firing node returned."""
+    steps = (
+        Step("g", "glaze_lookup", "tool", output={"glaze": "celadon", "cone": 10}, start_ns=0, end_ns=1),
+        Step("n", "firing", "agent", output={"fired": {"cone": 6}}, deps=(Dependency("g"),), start_ns=2, end_ns=9),
+        Step("k", "set_kiln", "tool", parent_id="n", input={"cone": 6}, output={"cone": 6, "ok": True},
+             deps=(Dependency("g"),), start_ns=3, end_ns=4),
+        Step("f", "batch_check", "other", output=None, status="error", deps=(Dependency("n"),), start_ns=10, end_ns=11),
+    )
+    failures = (Failure("f", "outcome", "x", "x", "final"),)
+    loc = Localization([Candidate("k", 0.9, (), ()), Candidate("g", 0.3, (), ())], SearchStats(4, 4, 0.0),
+                       failures=failures, ranking=("k", "g"))
+    return Analysis(Run("run1", "t", 0, 12, "failure", steps=steps), failures, loc), {"n", "k", "f"}
+
+
+def test_a_container_that_called_a_step_with_a_wrong_input_is_its_likeliest_root_never_a_certain_one() -> None:
+    """A step answered inadmissible whose recorded inputs are right was handed its wrong input unrecorded; the
+    container that called it (though it consumed its answer) is among what may have fed it and, answered
+    erroneous, ends the search as the likeliest root, named with that step, not certain: the recording cannot
+    show that nothing else fed it.  The step is not asked again for it."""
+    analysis, wrong = _kiln()
+    oracle = _three("n", wrong)
+    g = guided_search(analysis, oracle, timeout=None)  # no clock: a loaded machine must not turn answers into unknowns
+    assert (g.root, g.certain, g.conflict, g.misled) == ("n", False, (), ("k",))
+    assert oracle.asked.count("k") == 1  # type: ignore[attr-defined]
+    assert g.to_dict()["misled"] == ["k"]
+
+
+def test_a_container_named_through_a_misled_step_gives_way_when_the_step_is_answered_erroneous_after_all() -> None:
+    """The step's inadmissible answer is what points at its container: answers calling it erroneous that outvote
+    it prove the step itself, and the container is no longer named through it."""
+    analysis, _ = _kiln()
+    search = GuidedSearch(analysis)
+    search.answer(Answer("k", False, "person", admissible=False))
+    search.answer(Answer("g", True, "person"))
+    search.answer(Answer("n", False, "person", admissible=True))
+    g = search.result()
+    assert (g.root, g.certain, g.misled) == ("n", False, ("k",))
+    search.answer(Answer("k", False, "person", admissible=True))
+    search.answer(Answer("k", False, "person", admissible=True))
+    g = search.result()
+    assert (g.root, g.certain, g.misled) == ("k", True, ())
+
+
+def _nested_kiln(reads: tuple[str, ...] = ("o",)) -> Analysis:
+    """The kiln run with the firing node inside a studio agent (a container with an output of its own); the batch
+    check reads ``reads``."""
+    analysis, _ = _kiln()
+    outer = Step("o", "studio", "agent", output={"report": "fired"}, deps=(Dependency("n"),), start_ns=1, end_ns=9)
+    steps = tuple(dataclasses.replace(s, parent_id="o") if s.step_id == "n" else s for s in analysis.run.steps)
+    steps = (*steps[:1], outer, *steps[1:])
+    f = dataclasses.replace(steps[-1], deps=tuple(Dependency(r) for r in reads))
+    run = dataclasses.replace(analysis.run, steps=(*steps[:-1], f))
+    return Analysis(run, analysis.failures, analysis.localization)
+
+
+def test_of_nested_containers_answered_erroneous_none_is_certain_for_the_outer_one_may_have_fed_the_step() -> None:
+    """A container around the caller may have written what the step inside read before it called the caller
+    (shared state): with the whole nest answered erroneous and the step inadmissible, no root is certain."""
+    _, wrong = _kiln()
+    g = guided_search(_nested_kiln(), _three("n", wrong | {"o"}, frozenset({"o"})), timeout=None)
+    assert g.root in {"n", "o"} and not g.certain
+
+
+def test_of_nested_containers_the_caller_is_the_likeliest_root_once_the_outer_one_is_answered_correct() -> None:
+    """The outer container cleared, the caller is the only node left that may have handed the step its wrong
+    input: it is the likeliest root, named with the step, still not certain."""
+    _, wrong = _kiln()
+    g = guided_search(_nested_kiln(("n", "o")), _three("n", wrong), timeout=None)
+    assert (g.root, g.certain, g.misled) == ("n", False, ("k",))
+
+
+def _diamond() -> Analysis:
+    """tide_table feeds both berth_plan and pilot_plan, and both feed the failing harbour_schedule."""
+    steps = (
+        Step("r", "tide_table", "tool", output=3.1, start_ns=1, end_ns=2),
+        Step("x", "berth_plan", "other", output=7, deps=(Dependency("r"),), start_ns=3, end_ns=4),
+        Step("y", "pilot_plan", "other", output=8, deps=(Dependency("r"),), start_ns=5, end_ns=6),
+        Step("f", "harbour_schedule", "other", output=None, status="error", deps=(Dependency("x"), Dependency("y")),
+             start_ns=7, end_ns=8),
+    )
+    return _mk(steps, "f")
+
+
+def test_with_recheck_a_conflict_that_stands_re_asks_the_answer_that_cleared_the_shared_input() -> None:
+    """Both plans wrong and the tide table they share answered correct admit no root; once both plans stand
+    wrong when asked again, the tide table is asked again (one of those answers must be wrong), and a lead
+    of two wrong answers proves it."""
+    search = GuidedSearch(_diamond(), recheck=True, audit=0)
+    for sid, ok in (("x", False), ("y", False), ("r", True)):
+        search.answer(Answer(sid, ok, "model:m"))
+    assert search.result().conflict
+    for _ in range(2):
+        sid = search.next_question()
+        assert sid in ("x", "y")
+        search.answer(Answer(sid, False, "model:m"))
+    assert search.next_question() == "r"
+    search.answer(Answer("r", False, "model:m"))
+    assert search.next_question() == "r"  # one right, one wrong: asked until a side leads by two
+    search.answer(Answer("r", False, "model:m"))
+    g = search.result()
+    assert (g.root, g.certain) == ("r", True)
+
+
+def test_without_recheck_a_conflict_that_stands_after_both_sides_were_asked_again_is_reported() -> None:
+    """Without recheck the answers are taken as true: both sides asked once more, the conflict is the result."""
+    search = GuidedSearch(_diamond(), audit=0)
+    for sid, ok in (("x", False), ("y", False), ("r", True)):
+        search.answer(Answer(sid, ok, "model:m"))
+    while (sid := search.next_question()) is not None:
+        assert sid in ("x", "y")
+        search.answer(Answer(sid, False, "model:m"))
+    assert search.result().conflict
+
+
+def test_split_answers_are_settled_by_a_lead_of_two_with_recheck_and_by_a_majority_of_three_without() -> None:
+    """Right, wrong, wrong about one step: without recheck the majority stands; with recheck it is asked a
+    fourth time, and a fifth answer at most settles a tie."""
+    for recheck, more in ((False, False), (True, True)):
+        search = GuidedSearch(_diamond(), recheck=recheck, audit=0)
+        for ok in (True, False, False):
+            search.answer(Answer("x", ok, "model:m"))
+        assert (search.next_question() == "x") is more
+    search = GuidedSearch(_diamond(), recheck=True, audit=0)
+    for ok in (True, False, True, False, True):
+        search.answer(Answer("x", ok, "model:m"))
+    assert search.verdict(search.index["x"]) is True and search.next_question() != "x"
+
+
+def test_a_steps_tally_counts_every_answer_and_the_most_trusted_sources_answers_by_kind() -> None:
+    """The counts the report page combines its own answers with: all answers given (unknowns and less trusted
+    ones too), the top source's trust, and of its answers correct, erroneous, inadmissible, plain wrong and
+    erroneous on a person's word."""
+    v = Verdicts([[], [0]], 1, lambda j, p: False, [0, 1])
+    for a in (Answer("x", True, "model:m"), Answer("x", None, "person"), Answer("x", False, "person", admissible=True),
+              Answer("x", False, "person:ann", admissible=False), Answer("x", True, "person"),
+              Answer("x", False, "person")):
+        v.add(0, a)
+    assert v.tally(0) == [6, 5, 1, 1, 1, 1, 1]
+    assert v.tally(1) == [0, 0, 0, 0, 0, 0, 0]
+
+
+# -- since ask45b: a step the search never asks may have fed the child (a container is never certain through it) ---
+
+
+def _greenhouse(before: tuple[Step, ...]) -> Analysis:
+    """A watering node (a container) calls set_valve, whose recorded input (the soil lookup) is right; the
+    yield check fails on what the watering node returned; ``before`` ran first, outside the failure's slice."""
+    steps = (
+        Step("s", "soil_lookup", "tool", output={"bed": "b4", "litres": 12}, start_ns=0, end_ns=1),
+        *before,
+        Step("w", "watering", "agent", output={"watered": {"litres": 40}}, deps=(Dependency("s"),), start_ns=20, end_ns=29),
+        Step("v", "set_valve", "tool", parent_id="w", input={"litres": 40}, output={"litres": 40, "ok": True},
+             deps=(Dependency("s"),), start_ns=21, end_ns=22),
+        Step("y", "yield_check", "other", output=None, status="error", deps=(Dependency("w"),), start_ns=30, end_ns=31),
+    )
+    return _mk(steps, "y")
+
+
+def _said(labels: dict[str, str]):  # type: ignore[no-untyped-def]
+    """A person answering each step as labelled ('err' erroneous, 'inad' inadmissible), the rest correct."""
+    asked: list[str] = []
+
+    def oracle(step: Step, run: Run) -> Answer:
+        asked.append(step.step_id)
+        lab = labels.get(step.step_id)
+        return Answer(step.step_id, lab is None, "person", admissible=None if lab is None else lab == "err")
+
+    oracle.asked = asked  # type: ignore[attr-defined]
+    return oracle
+
+
+_PLANNER = (
+    Step("p", "irrigation_planner", "agent", output={"planned": True}, start_ns=2, end_ns=9),
+    Step("p1", "forecast_read", "tool", parent_id="p", output={"rain_mm": 0}, start_ns=3, end_ns=4),
+)
+
+
+def test_a_container_whose_child_a_container_outside_the_slice_may_have_fed_is_the_likeliest_root_not_a_certain_one() -> None:
+    """A planner outside the failure's slice (a container: never asked) may have written the valve's wrong
+    amount to shared state: the watering node answered erroneous and the valve inadmissible leave the watering
+    node the likeliest root, not a certain one, with or without the audit, and the valve is not asked again."""
+    for audit in (None, 0):
+        oracle = _said({"p": "err", "w": "err", "v": "inad"})
+        g = guided_search(_greenhouse(_PLANNER), oracle, timeout=None, **({} if audit is None else {"audit": audit}))
+        assert (g.root, g.certain, g.conflict) == ("w", False, ()), audit
+        assert oracle.asked.count("v") == 1  # type: ignore[attr-defined]
+
+
+def test_without_the_audit_a_container_whose_child_a_leaf_outside_the_slice_may_have_fed_is_not_certain() -> None:
+    """With no audit the steps outside the slice are not asked: a memo written before the watering node ran may
+    have fed the valve, so the watering node is the likeliest root only; with the audit the memo is asked, and,
+    answered erroneous, it is the certain root."""
+    memo = (Step("m", "memo_write", "tool", output={"saved": True}, start_ns=2, end_ns=9),)
+    g = guided_search(_greenhouse(memo), _said({"m": "err", "w": "err", "v": "inad"}), timeout=None, audit=0)
+    assert (g.root, g.certain) == ("w", False)
+    g = guided_search(_greenhouse(memo), _said({"m": "err", "w": "err", "v": "inad"}), timeout=None)
+    assert (g.root, g.certain) == ("m", True)
+
+
+def test_a_hollow_turn_inside_the_container_whose_steps_were_cleared_leaves_the_container_the_likeliest_root() -> None:
+    """A turn with no output of its own offers nothing to judge: its steps stand in for it, and once they are
+    cleared the watering node answered erroneous, whose valve was given a wrong input, is the likeliest root."""
+    analysis = _greenhouse(())
+    turn = (Step("t", "turn", "agent", parent_id="w", output=None, start_ns=20, end_ns=21),
+            Step("t1", "think", "llm", parent_id="t", output="open the valve for 40 litres", start_ns=20, end_ns=21))
+    steps = (*analysis.run.steps[:2], *turn, *analysis.run.steps[2:])
+    g = guided_search(_mk(steps, "y"), _said({"w": "err", "v": "inad"}), timeout=None)
+    assert (g.root, g.certain, g.misled) == ("w", False, ("v",))
+
+
+def test_the_terminal_names_the_child_that_points_at_its_container_and_says_it_is_not_certain() -> None:
+    """A container named through a child it handed a wrong input is said to be the likeliest root for that
+    reason, not certain (never for answers saying its inputs were right), and the child's answer is listed."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.report.question import proving, render_guided
+
+    g = guided_search(_greenhouse(()), _said({"w": "err", "v": "inad"}), timeout=None)
+    out = io.StringIO()
+    g_run = _greenhouse(()).run
+    render_guided(g, g_run, Console(file=out, width=200))
+    text = out.getvalue()
+    assert not g.certain and "likeliest, not certain: it called set_valve" in text and "given a wrong input" in text, text
+    assert "answered wrong for the inputs it was given" not in text and "certain:" not in text.replace("not certain:", "")
+    assert [a.step_id for a in proving(g, g_run)].count("v") == 1
+
+
+# -- since ask46: every container around the child, and every step that ran with it, may have fed it -------------------
+
+
+def _garden(reads: str, *extra: Step, clock: bool = True) -> Analysis:
+    """The greenhouse run with the watering node inside a garden agent (a container with an output of its own,
+    which may have written the valve's amount to shared state before it called the watering node); the yield
+    check reads ``reads``; ``extra`` steps beside them; without ``clock`` every step starts at 0 and records no end."""
+    agent = Step("a", "garden_agent", "agent", output={"report": "beds watered"}, start_ns=10, end_ns=29)
+    steps = [dataclasses.replace(s, parent_id="a") if s.step_id == "w" else s for s in _greenhouse(()).run.steps]
+    steps = [dataclasses.replace(s, deps=(Dependency(reads),)) if s.step_id == "y" else s for s in steps]
+    steps = [*steps[:1], agent, *steps[1:], *extra]
+    if not clock:
+        steps = [dataclasses.replace(s, start_ns=0, end_ns=None) for s in steps]
+    return _mk(tuple(steps), "y")
+
+
+def test_a_container_is_not_certain_when_the_agent_around_it_outside_the_slice_may_have_fed_its_child() -> None:
+    """The yield check reads the watering node, so the garden agent around it is no node (it consumed the node's
+    answer): answered as a person would (the agent and the watering node erroneous, the valve inadmissible), the
+    watering node is the likeliest root, never a certain one, with or without the audit."""
+    for audit in (None, 0):
+        g = guided_search(_garden("w"), _said({"a": "err", "w": "err", "v": "inad"}), timeout=None,
+                          **({} if audit is None else {"audit": audit}))
+        assert (g.root, g.certain) == ("w", False), audit
+
+
+def test_an_agent_around_the_container_that_the_failure_reads_stays_a_candidate_beside_it() -> None:
+    """The yield check reads the garden agent, a node: the valve inadmissible keeps the agent among the steps that
+    may have fed it, so with both answered erroneous neither is certain; the agent answered inadmissible is no root,
+    and the watering node is the likeliest root, named with the valve."""
+    oracle = _said({"a": "err", "w": "err", "v": "inad"})
+    g = guided_search(_garden("a"), oracle, timeout=None)
+    assert g.root in {"a", "w"} and not g.certain and "a" in oracle.asked  # type: ignore[attr-defined]
+    g = guided_search(_garden("a"), _said({"a": "inad", "w": "err", "v": "inad"}), timeout=None)
+    assert (g.root, g.certain, g.misled) == ("w", False, ("v",))
+
+
+def test_a_step_that_started_while_the_child_ran_may_have_fed_it() -> None:
+    """A memo written by a step that started after the valve started and before it ended (a concurrent writer):
+    without the audit it is no node and the watering node is not certain; with it, the memo is asked and, answered
+    erroneous, is the certain root."""
+    run = _greenhouse(()).run
+    steps = [dataclasses.replace(s, end_ns=24) if s.step_id == "v" else s for s in run.steps]
+    memo = Step("m", "memo_write", "tool", output={"saved": True}, start_ns=22, end_ns=23)
+    analysis = _mk((*steps, memo), "y")
+    labels = {"m": "err", "w": "err", "v": "inad"}
+    g = guided_search(analysis, _said(labels), timeout=None, audit=0)
+    assert (g.root, g.certain) == ("w", False)
+    g = guided_search(analysis, _said(labels), timeout=None)
+    assert (g.root, g.certain) == ("m", True)
+
+
+def test_a_session_around_the_whole_run_may_have_fed_the_child_so_no_container_is_proven_through_it() -> None:
+    """A session span with an output of its own encloses every step, the failure too (it is no node: it consumed
+    the failure): it may have set the valve's amount, so the watering node is not certain."""
+    session = Step("x", "session", "agent", output={"status": "failed"}, start_ns=0, end_ns=40)
+    steps = tuple(s if s.parent_id else dataclasses.replace(s, parent_id="x") for s in _greenhouse(()).run.steps)
+    g = guided_search(_mk((session, *steps), "y"), _said({"w": "err", "v": "inad"}), timeout=None)
+    assert (g.root, g.certain) == ("w", False)
+
+
+def test_with_no_clock_the_agent_around_the_container_still_keeps_it_from_proof() -> None:
+    """Every step recorded at time 0 with no end (an importer with no times): the garden agent around the watering
+    node may still have fed the valve, and the watering node is not certain."""
+    g = guided_search(_garden("w", clock=False), _said({"a": "err", "w": "err", "v": "inad"}), timeout=None)
+    assert (g.root, g.certain) == ("w", False)
+
+
+# -- since ask46b: no answer proves a container through a child it called (rev46a's shapes) -------------------------
+
+
+def test_a_container_is_not_certain_when_a_consumer_already_running_before_its_child_may_have_fed_the_child() -> None:
+    """A scheduler that started before the watering node, may have written the valve's amount to shared state,
+    then awaited the watering node's answer (it consumed it, the yield check reads it): answered as a person would
+    (the scheduler and the valve inadmissible, the watering node erroneous), the watering node is the likeliest
+    root, never a certain one, with or without recheck."""
+    sched = Step("c", "bed_scheduler", "agent", output={"summary": "bed 4 watered"}, deps=(Dependency("w"),),
+                 start_ns=10, end_ns=35)
+    steps = [s if s.step_id != "y" else dataclasses.replace(s, deps=(Dependency("c"),), start_ns=40, end_ns=41)
+             for s in _greenhouse(()).run.steps]
+    for recheck in (False, True):
+        oracle = _said({"c": "inad", "w": "err", "v": "inad"})
+        g = guided_search(_mk((*steps, sched), "y"), oracle, timeout=None, recheck=recheck)
+        assert (g.root, g.certain) == ("w", False), recheck
+        assert g.misled == ("v",)
+
+
+def test_a_container_whose_parent_span_was_lost_is_not_certain_through_its_child() -> None:
+    """The watering node names a parent span the run does not hold (a truncated or imported trace): what that span
+    wrote may have fed the valve, and nothing in the run can clear it, so the watering node answered erroneous and
+    the valve inadmissible leave it the likeliest root, not a certain one."""
+    steps = tuple(dataclasses.replace(s, parent_id="lost_span") if s.step_id == "w" else s for s in _greenhouse(()).run.steps)
+    for audit in (None, 0):
+        g = guided_search(_mk(steps, "y"), _said({"w": "err", "v": "inad"}), timeout=None,
+                          **({} if audit is None else {"audit": audit}))
+        assert (g.root, g.certain) == ("w", False), audit
+        assert g.misled == ("v",)

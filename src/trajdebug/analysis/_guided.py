@@ -35,17 +35,16 @@ steps whose reaches share no step admit no single root: the search re-asks
 the wrong-marked step whose reach holds less prior mass (the cheaper doubt),
 once, and when the answer stands it reports the best candidate of each side
 in `Guided.conflict`.  With ``recheck=True`` every answer that proves a root
-is asked a second time before the root is called certain (a third time when
-the two disagree; the majority stands).
+is asked a second time before the root is called certain (split answers are
+asked again until one side leads by two, five at most), and a conflict that
+stands re-asks the answers that cleared a step both its sides reach.
 
-Implied answers.  A step answered correct vouches for the inputs it relays
-whole (a pass-through whose output equals its input's, a container or wrapper
-one whole part of whose output is a child's answer): a right relay relays
-nothing wrong, so those inputs are marked correct without a
-question (`Guided.implied`, `_oracles.Carrier`; a short value, which could
-recur by chance, implies nothing).  A wrong answer implies nothing about
-an input even when the two outputs are equal: the step may be wrong for having
-passed its input on unchanged (a conversion left undone).
+Implied answers.  A step answered correct vouches for the inputs it relays whole (a pass-through whose
+output equals its input's, a container or wrapper one whole part of whose output is a child's answer): a
+right relay relays nothing wrong, so those inputs are marked correct without a question (`Guided.implied`,
+`_oracles.Carrier`; a short value, which could recur by chance, implies nothing).  A wrong answer implies
+nothing about an input even when the two outputs are equal: the step may be wrong for having passed its
+input on unchanged (a conversion left undone).
 
 Pass-through containers (`Carrier.passes`: output equal to one child's whole output) are not asked
 before the child: a child standing wrong makes the container wrong too (a wrong value is wrong wherever it
@@ -55,7 +54,8 @@ it may be wrong for passing the value on unchanged (a conversion left undone, as
 Three-valued answers (Naish 1997; `_verdicts.py`).  An *erroneous* answer (wrong for the inputs it
 was given) vouches for the step's inputs, so a leaf is certain in one question and a container's root
 is sought among its children; an *inadmissible* one (given a wrong input) is never the root: it lies
-upstream, among the earlier steps when every recorded input is cleared (`Verdicts.earlier`).  Only a
+upstream, among the steps that may have fed it when every recorded input is cleared (`Verdicts.earlier`),
+the containers that called it too, which are then named, never certain (`Verdicts.misled`).  Only a
 person's erroneous answer spares a proof the audit; a check's answers are two-valued (`two_valued`).
 
 Trust (`_guided_result.py`, with the result `Guided` and the prior): answers
@@ -79,10 +79,11 @@ from trajdebug.analysis._guided_result import (
     failure_step,
     post_dominated,
     priors,
+    ranked_candidates,
     trust,
 )
 from trajdebug.analysis._oracles import Caller, Carrier, ask
-from trajdebug.analysis._verdicts import Verdicts, two_valued
+from trajdebug.analysis._verdicts import Verdicts, two_valued, until
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import Answer
 
@@ -94,12 +95,14 @@ if TYPE_CHECKING:
 STRATEGIES = ("prior", "top-down", "linear")
 """The question orders `GuidedSearch` knows."""
 
-_MAX_ASKS = 3
-"""No step is asked more than this many times (a recheck and a tie-break)."""
+_MAX_ASKS, _MAX_ASKS_RECHECK = 3, 5
+"""No step is asked more than this many times (a recheck and a tie-break; with ``recheck``, a lead of two)."""
 _LEAD = 0.5
 """Share of the candidates' mass above which the prior strategy proves or refutes the leader directly."""
 _POOL = 200
 """Questions scored per turn at most on very large slices (the likeliest, a spread, the deepest wrong step's inputs)."""
+_DOUBTS = 3
+"""Answers re-asked at most, with ``recheck``, when a conflict stands after both its sides were re-asked."""
 AUDIT = 2
 """Questions asked, by default, to test a proof whose root's inputs were only inferred (or none recorded)."""
 
@@ -133,6 +136,10 @@ class GuidedSearch:
         self.strategy = strategy
         self.max_questions = max_questions
         self.recheck = recheck
+        # Known to err: split answers are asked again until a side leads by two (Wald's sequential test,
+        # 1945; five at most): at 10 % wrong answers a step then stands wrong 1 time in 66, not 1 in 36.
+        self.lead = 2 if recheck else 1
+        self.max_asks = _MAX_ASKS_RECHECK if recheck else _MAX_ASKS
         audit = AUDIT if audit is None else audit
         self.audit = audit
         self.audited: dict[int, int] = {}
@@ -167,9 +174,9 @@ class GuidedSearch:
         self.implied: list[Answer] = []
         """Answers no oracle gave: inputs a correct step carries whole (see the module docstring)."""
         self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
-        starts = [graph.steps[sid].start_ns for sid in self.ids]
-        self.verdicts = Verdicts(self.parents, self.index.get(self.failure or ""), self.carrier.encloses, starts)
+        starts, ends = [graph.steps[sid].start_ns for sid in self.ids], [until(graph.steps[sid]) for sid in self.ids]
         f = self.index.get(self.failure or "")
+        self.verdicts = Verdicts(self.parents, f, self.carrier.encloses, starts, ends)
         self.stand_in = {c: k for c, k in self.carrier.passes().items() if c != f and k != f}
         """Pass-through containers -> the child whose answer stands for them (see the module docstring)."""
         self.stood: set[int] = set()
@@ -347,7 +354,7 @@ class GuidedSearch:
             kid = self.stand_in.get(i)
             if kid is not None and not votes and (kid not in self.votes or self.verdict(kid) is False):
                 continue  # a pass-through container: its child is asked first, and stands for it when wrong
-            if not votes or (self.verdicts.disputed(i) and len(votes) < _MAX_ASKS):
+            if not votes or (self.verdicts.disputed(i, self.lead) and len(votes) < self.max_asks):
                 out.append(i)
         return out
 
@@ -362,7 +369,7 @@ class GuidedSearch:
             return self._reask_conflict(conflict, wrong)
         # A tie anywhere in the slice is settled first: a step that turns out wrong may
         # contradict the root found so far (better a conflict reported than a false proof).
-        disputed = [i for i in self.votes if self.verdicts.disputed(i) and len(self.votes[i]) < _MAX_ASKS]
+        disputed = [i for i in self.votes if self.verdicts.disputed(i, self.lead) and len(self.votes[i]) < self.max_asks]
         if disputed:
             return self.ids[max(disputed)]
         if cand == 1 << focus:
@@ -376,7 +383,15 @@ class GuidedSearch:
         # The cheaper doubt: of the two wrong-marked steps whose reaches are
         # disjoint, re-ask the one whose reach holds less prior mass (it is the
         # less likely to hold the root), then the other; never the failure.
-        return self._recheck_first(sorted(pair, key=lambda i: self._mass(wrong.get(i, 1 << i))))
+        first = self._recheck_first(sorted(pair, key=lambda i: self._mass(wrong.get(i, 1 << i))))
+        if first is not None or not self.recheck:
+            return first
+        # Both sides stand: an answer that cleared a root both could share is wrong (a conflict set, Reiter
+        # 1987).  With an oracle known to err, re-ask those, the likeliest roots first, a few at most.
+        common = self._ancestors(pair[0]) & self._ancestors(pair[1])
+        bad = self.verdicts.inadmissible()
+        doubted = [i for i in _bits(common) if i in self.votes and (self.verdict(i) is True or bad >> i & 1)]
+        return self._recheck_first(sorted(doubted, key=lambda i: (-self.mass[i], -i))[:_DOUBTS])
 
     def _recheck_proof(self, focus: int) -> str | None:
         if not self.recheck:
@@ -388,13 +403,13 @@ class GuidedSearch:
 
     def _recheck_first(self, order: Iterable[int]) -> str | None:
         """The first step of ``order`` that may be asked again (never the failure; each at most once,
-        and never past `_MAX_ASKS` answers), marked as rechecked."""
+        and never past `max_asks` answers), marked as rechecked."""
         for i in order:
             while i in self.stand_in and (i not in self.votes or i in self.stood):
                 i = self.stand_in[i]  # a container the child stands for: recheck the child
             if self.failure is not None and i == self.index[self.failure]:
                 continue
-            if i not in self.rechecked and len(self.votes.get(i, ())) < _MAX_ASKS:
+            if i not in self.rechecked and len(self.votes.get(i, ())) < self.max_asks:
                 self.rechecked.add(i)
                 return self.ids[i]
         return None
@@ -522,6 +537,8 @@ class GuidedSearch:
         certain = cand == 1 << focus and self.verdicts.proven(focus)
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
+        # A likeliest container is named with the children it handed a wrong input (never certain, `Verdicts.misled`).
+        misled = () if certain or root is None else tuple(self.ids[p] for p in self.verdicts.misled(self.index[root]))
         path = () if root is None or self.failure is None else failure_path(
             self.analysis, self.ids, self.kids, lambda i: self.verdict(i) is False, root, self.failure
         )
@@ -529,18 +546,9 @@ class GuidedSearch:
         # or the rendering falls back on their ids.
         names.update((s, self.graph.steps[s].name) for s in path if s not in names and s in self.graph.steps)
         return Guided(
-            root,
-            certain,
-            tuple(self.log),
-            ranked,
-            path,
-            (),
-            self.failure,
-            self.asked,
-            tuple(self.problems),
-            tuple(names.items()),
-            tuple(self.ids[i] for i in self.audited),
-            (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)),
+            root, certain, tuple(self.log), ranked, path, (), self.failure, self.asked, tuple(self.problems),
+            tuple(names.items()), tuple(self.ids[i] for i in self.audited),
+            (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)), misled,
         )
 
     def _best(self, bits: int) -> int:
@@ -548,21 +556,7 @@ class GuidedSearch:
         return self.index[ranked[0][0]] if ranked else -1
 
     def _ranked(self, cand: int) -> tuple[tuple[str, float], ...]:
-        # A candidate whose inputs are all proven correct is the root if it is
-        # wrong at all; otherwise its prior stands.  Renormalized over the set.
-        # A step with no recorded input has nothing proven about it: before any answer, boosting it
-        # named the run's first step (a hand-off, a user message) likeliest above the ranker's choice.
-        weights: dict[int, float] = {}
-        for i in _bits(cand):
-            w = self.mass[i]
-            if self.parents[i] and all(self.verdict(p) is True for p in self.parents[i]):
-                w *= 4.0
-            if self.verdict(i) is False:
-                w *= 2.0
-            weights[i] = w
-        total = sum(weights.values()) or 1.0
-        order = sorted(weights, key=lambda i: (-weights[i], -i))
-        return tuple((self.ids[i], weights[i] / total) for i in order)
+        return ranked_candidates(_bits(cand), self.mass, self.parents, self.verdict, self.ids)
 
 
 def guided_search(

@@ -78,6 +78,9 @@ class Guided:
     """Steps asked to test a proof against inputs the recording may have missed (`GuidedSearch._audit`)."""
     implied: tuple[Answer, ...] = ()
     """Inputs marked correct without a question: a step answered correct carries their whole output."""
+    misled: tuple[str, ...] = ()
+    """Children of a root that is not certain, answered given a wrong input: it called them, which makes it
+    the likeliest source, never a proven one (`_verdicts.Verdicts.misled`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON data (the ``guided`` member of an analysis)."""
@@ -105,6 +108,7 @@ class Guided:
             "problems": list(self.problems),
             "audited": list(self.audited),
             "implied": [{"step": a.step_id, "name": names.get(a.step_id), "reason": a.reason} for a in self.implied],
+            **({"misled": list(self.misled)} if self.misled else {}),
         }
 
 
@@ -332,6 +336,32 @@ def settled(analysis: Analysis) -> Analysis:
         analysis,
         localization=replace(loc, candidates=order(candidates), ranking=ranking, ranked_all=tuple(order(loc.ranked_all))),
     )
+
+
+def ranked_candidates(
+    cand: Iterable[int],
+    mass: Sequence[float],
+    parents: Sequence[Sequence[int]],
+    verdict: Callable[[int], bool | None],
+    ids: Sequence[str],
+) -> tuple[tuple[str, float], ...]:
+    """The candidates (node indices) as ``(step id, probability)``, likeliest first.
+
+    A candidate whose inputs are all proven correct is the root if it is wrong at all; otherwise its prior
+    stands.  Renormalized over the set.  A step with no recorded input has nothing proven about it: before
+    any answer, boosting it named the run's first step (a hand-off, a user message) likeliest above the
+    ranker's choice."""
+    weights: dict[int, float] = {}
+    for i in cand:
+        w = mass[i]
+        if parents[i] and all(verdict(p) is True for p in parents[i]):
+            w *= 4.0
+        if verdict(i) is False:
+            w *= 2.0
+        weights[i] = w
+    total = sum(weights.values()) or 1.0
+    order = sorted(weights, key=lambda i: (-weights[i], -i))
+    return tuple((ids[i], weights[i] / total) for i in order)
 
 
 __all__ = ["Guided", "Oracle", "failure_step", "post_dominated", "priors", "settled", "standing", "trust"]

@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from trajdebug.analysis._guided_result import trust
-from trajdebug.core.model import Answer
+from trajdebug.core.model import Answer, Step
 
 
 def two_valued(a: Answer) -> Answer:
@@ -44,6 +44,7 @@ class Verdicts:
         failure: The failing node (wrong by definition), or None.
         encloses: ``encloses(j, p)``: node ``j`` encloses node ``p`` (a parent, or a parent's parent).
         starts: Each node's start time (ns).
+        ends: Each node's end time (ns; its start when it recorded none).
     """
 
     def __init__(
@@ -52,11 +53,13 @@ class Verdicts:
         failure: int | None,
         encloses: Callable[[int, int], bool],
         starts: Sequence[int],
+        ends: Sequence[int] | None = None,
     ) -> None:
         self.parents = parents
         self.failure = failure
         self._encloses = encloses
         self._starts = starts
+        self._ends = starts if ends is None else ends
         self.votes: dict[int, list[Answer]] = {}
         self._vouched: dict[int, int] | None = None
 
@@ -90,10 +93,13 @@ class Verdicts:
         no = len(said) - yes
         return None if yes == no else yes > no
 
-    def disputed(self, i: int) -> bool:
-        """True when node ``i``'s most trusted answers are split evenly."""
+    def disputed(self, i: int, lead: int = 1) -> bool:
+        """True when node ``i``'s most trusted answers disagree and neither side leads by ``lead`` (1: split
+        evenly)."""
         said = self.top(i)
-        return bool(said) and 0 < sum(1 for a in said if a.correct) * 2 == len(said)
+        yes = sum(1 for a in said if a.correct)
+        no = len(said) - yes
+        return yes > 0 and no > 0 and abs(yes - no) < lead
 
     def _wrong(self, i: int) -> list[Answer]:
         """The most trusted answers that call node ``i`` wrong, when they stand (the failure's always do)."""
@@ -138,19 +144,30 @@ class Verdicts:
         return bits
 
     def earlier(self, i: int) -> int:
-        """The nodes that may have fed node ``i`` unrecorded, as a bit set: started no later, not answered
-        correct, and not fed by ``i`` (its consumers, the failure among them, ran on its output: with a
-        coarse clock or none they share its start, but cannot have handed it its input).  An inadmissible
-        node whose recorded inputs are all cleared was given a wrong input the recording missed (state read
-        behind the recorder's back, a value copied by hand); a node enclosing it is among them, since a
-        container hands its children their inputs and no edge records that."""
-        start = self._starts[i]
-        after = self._downstream(i)
+        """The nodes that may have fed node ``i`` unrecorded, as a bit set: not answered correct, in time
+        (`fed_in_time`), and not fed by ``i`` (its consumers, the failure among them, ran on its output: with
+        a coarse clock or none they share its start, but cannot have handed it its input), except the nodes
+        enclosing it: a container consumes its children's answers only after it called them, and before
+        that it may have written what they read (shared state, a sub-agent's memory, the arguments it
+        computed).  An inadmissible node whose recorded inputs are all cleared was given a wrong input the
+        recording missed (state read behind the recorder's back, a value copied by hand): its root lies
+        among these, or outside what was recorded (so a container found this way is never certain, `misled`)."""
+        start, end = self._starts[i], self._ends[i]
+        after = self._downstream(i) & ~self._enclosing(i)
         bits = 0
         for j, at in enumerate(self._starts):
-            if not after >> j & 1 and at <= start and self.verdict(j) is not True:
+            if not after >> j & 1 and fed_in_time(at, start, end) and self.verdict(j) is not True:
                 bits |= 1 << j
         return bits
+
+    def _enclosing(self, i: int) -> int:
+        """Every node enclosing node ``i``, as a bit set (0 when the failure encloses it: the failure is wrong
+        by definition: a child of the failure is never the container's doing).  Each consumed ``i``'s output,
+        and each may still have fed it (`earlier`)."""
+        around = [j for j in range(len(self._starts)) if j != i and self._encloses(j, i)]
+        if self.failure in around:
+            return 0
+        return sum(1 << j for j in around)
 
     def _downstream(self, i: int) -> int:
         """Node ``i`` and every node that consumed its output, directly or not, as a bit set."""
@@ -170,6 +187,36 @@ class Verdicts:
         """True when node ``i`` stands wrong and every input of it stands correct (answered, or vouched)."""
         return self.verdict(i) is False and all(self.verdict(p) is True for p in self.parents[i])
 
+    def misled(self, i: int) -> list[int]:
+        """The children of container ``i`` (never the failure) among its inputs that stand inadmissible.
+
+        A container hands its children their inputs, so a child given a wrong input points at the container
+        that called it (`earlier`), and the search may end on the container, likeliest.  Never certain: the
+        child's input is proven wrong, not that the container wrote it, since the recording cannot show that
+        nothing else fed the child (a lost parent span, a consumer already running when the child read, a
+        process never recorded, a run with no clock), and each closed gap left another open: no recording
+        proves the set of feeders complete.  `GuidedSearch.result` names these children with the root."""
+        if i == self.failure:
+            return []
+        bad = self.inadmissible()
+        return [p for p in self.parents[i] if bad >> p & 1 and self._encloses(i, p)]
+
+    def tally(self, i: int) -> list[int]:
+        """Node ``i``'s answers as counts, for a port that keeps counts, not answers (the report page's
+        search.js): [answers given, the most trusted source's trust, and of its answers that know: correct,
+        wrong erroneous, wrong inadmissible, wrong not saying which, erroneous on a person's word]."""
+        said = self.top(i)
+        no = [a for a in said if a.correct is False]
+        return [
+            len(self.votes.get(i, ())),
+            max((trust(a.by) for a in said), default=0),
+            len(said) - len(no),
+            sum(1 for a in no if a.admissible is True),
+            sum(1 for a in no if a.admissible is False),
+            sum(1 for a in no if a.admissible is None),
+            sum(1 for a in no if a.admissible is True and a.by.split(":", 1)[0] == "person"),
+        ]
+
     def vouching(self, name: Callable[[int], str], node_id: Callable[[int], str]) -> list[Answer]:
         """The inputs vouched correct (and answered nothing themselves), as answers that say who vouched."""
         out = []
@@ -182,4 +229,16 @@ class Verdicts:
         return out
 
 
-__all__ = ["Verdicts"]
+def until(step: Step) -> int:
+    """The end of the window in which a step may have been fed: its end, or its start when it recorded none."""
+    return step.start_ns if step.end_ns is None else step.end_ns
+
+
+def fed_in_time(at: int, start: int, end: int) -> bool:
+    """True when a step that started at ``at`` may have fed one that ran from ``start`` to ``end``: it started
+    before that one ended (a step reads while it runs, never after; a concurrent writer that started after it
+    did and wrote before it read counts), or, with a coarse clock or none, by its start."""
+    return at <= start or at < end
+
+
+__all__ = ["Verdicts", "fed_in_time", "until"]

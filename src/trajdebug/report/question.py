@@ -230,9 +230,8 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
     """What the report's "find the cause" panel needs to run the guided search in the page.
 
     The failure's slice in topological order (``ids``), each step's producers in
-    it (``parents``, indices), the prior (``prior``), the stored answers' standing
-    verdicts (``verdict``) and which steps were answered at all (``answered``, a
-    step is never asked twice); the page reads each question's step, place,
+    it (``parents``, indices), the prior (``prior``) and the stored answers (``tally``,
+    the order they came in ``voted``); the page reads each question's step, place,
     values and producers from the run it embeds.  With an
     ``endpoint`` (``trajdebug serve``) the page asks the server instead, which runs
     the same search in Python and stores each answer.
@@ -242,24 +241,24 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
 
     search = GuidedSearch(analysis, analysis.run.answers)
     up = _enclosing(search)
+    starts = [search.graph.steps[s].start_ns for s in search.ids]
+    ends = [e if (e := search.graph.steps[s].end_ns) is not None else t for s, t in zip(search.ids, starts, strict=True)]
     carries = [[p for p in ps if search.carrier.carries(j, p)] for j, ps in enumerate(search.parents)]
+    votes = search.verdicts
     return {
         "failure": search.failure,
         "ids": search.ids,
         "parents": search.parents,
         "prior": list(search.mass),
-        "verdict": [search.verdict(i) for i in range(len(search.ids))],
-        "answered": [i in search.votes for i in range(len(search.ids))],
-        # Three-valued answers (`_verdicts.Verdicts`): the page derives what an erroneous answer vouches for
-        # from the steps' own answers (``said``: an answer that knows stands), what they say of the inputs
-        # (``admissible``), the order they came in (``voted``) and each step's nearest enclosing step (``up``).
-        # Each is null when it says nothing (no answer yet, no step inside another, nothing relayed whole):
-        # the page then reads its default, and a large run's document stays small.
-        "said": [bool(search.verdicts.top(i)) for i in range(len(search.ids))] if search.votes else None,
-        "admissible": [search.admissible(i) for i in range(len(search.ids))] if search.votes else None,
+        # The stored answers as `_verdicts.Verdicts` counts them (`Verdicts.tally`: how many were given, and of
+        # the most trusted source's, how many said correct, erroneous, inadmissible, plain wrong, erroneous by a
+        # person): the page combines its own answers with them as Python does (a majority stands, a tie is
+        # asked again) and derives what an erroneous answer vouches for, in the order they came (``voted``),
+        # with each step's nearest enclosing step (``up``).  Each is null when it says nothing (no answer yet,
+        # no step inside another, nothing relayed whole): the page then reads its default, and a large run's
+        # document stays small.
+        "tally": [votes.tally(i) if i in votes.votes else None for i in range(len(search.ids))] if votes.votes else None,
         "voted": list(search.votes),
-        # Whose erroneous answer stands (`Verdicts.by_person`): only a person's spares a proof the audit.
-        "person": [search.verdicts.by_person(i) for i in range(len(search.ids))] if search.votes else None,
         "up": up if any(u >= 0 for u in up) else None,
         # A correct answer implies its carried inputs correct (`GuidedSearch._imply`): each step's inputs it
         # relays whole (`Carrier.carries`), node indices.
@@ -274,7 +273,10 @@ def ask_data(analysis: Analysis, endpoint: str | None = None) -> dict[str, Any]:
         "audit": search.audit,
         "weak": [search.weak(i) for i in range(len(search.ids))],
         "auditable": [search.auditable(i) for i in range(len(search.ids))],
-        "start": [search.graph.steps[s].start_ns for s in search.ids],
+        "start": starts,
+        # Each step's end (its start when it recorded none, `_verdicts.until`): a step that started before another
+        # ended may have fed it (`_verdicts.fed_in_time`); null when every step ended as it started.
+        "end": ends if ends != starts else None,
     }
 
 
@@ -292,12 +294,14 @@ def _enclosing(search: GuidedSearch) -> list[int]:
 
 
 def proving(guided: Guided, run: Run) -> list[Answer]:
-    """The answers that prove the root: the root's own, and those about the steps that produced its inputs."""
+    """The answers that prove the root (or, not certain, point at it): the root's own, those about the steps
+    that produced its inputs, and those about the children it handed a wrong input (`Guided.misled`)."""
     if guided.root is None:
         return []
     steps = run.step_map()
     root = steps.get(guided.root)
     inputs = {d.step_id for d in root.deps} if root is not None else set()
+    inputs.update(guided.misled)
     return [a for a in guided.questions if a.step_id == guided.root or a.step_id in inputs]
 
 
@@ -328,6 +332,12 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
         head.append("  (certain: answered wrong for the inputs it was given, and those were right)")
     elif guided.certain:
         head.append("  (certain: its output is wrong and every input it consumed is correct)")
+    elif kids := guided.misled:
+        # Never certain (`Verdicts.misled`): the child's input is proven wrong, not that the container wrote it.
+        was = "were" if len(kids) > 1 else "was"
+        head.append(f"  (likeliest, not certain: it called {' and '.join(label(k) for k in kids)}, which {was} given "
+                    "a wrong input; the recording cannot show that nothing else fed "
+                    f"{'them' if len(kids) > 1 else 'it'})")
     else:
         p = dict(guided.candidates).get(guided.root)
         head.append(f"  (likeliest so far{f', p={p:.2f}' if p is not None else ''}; not proven by the answers)")

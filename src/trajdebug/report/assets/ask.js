@@ -77,11 +77,15 @@ function resultView(g, answers) {
   if (!g.root) { box.appendChild(el("p", {}, "No root found.")); return box; }
   const root = STEPS.get(g.root);
   const inputs = new Set(((root && root.deps) || []).map((d) => d.step_id));
-  const proof = answers.filter((a) => a.step_id === g.root || inputs.has(a.step_id));
-  // As render_guided: the root's own standing wrong answer says whether its inputs were vouched for.
+  // As render_guided: a likeliest container that handed a child a wrong input is named with it (Guided.misled;
+  // never certain: the recording cannot show that nothing else fed the child).
+  const misled = g.certain ? [] : (g.misled || []);
+  const proof = answers.filter((a) => a.step_id === g.root || inputs.has(a.step_id) || misled.includes(a.step_id));
+  // The root's own standing wrong answer says whether its inputs were vouched for.
   const own = proof.filter((a) => a.step_id === g.root && a.correct === false);
   const erroneous = own.length > 0 && own[own.length - 1].admissible === true;
-  const why = !g.certain ? " (likeliest so far; not proven by the answers)"
+  const why = misled.length ? " (likeliest, not certain: it called " + misled.map(label).join(" and ") + ", which " + (misled.length > 1 ? "were" : "was") + " given a wrong input; the recording cannot show that nothing else fed " + (misled.length > 1 ? "them" : "it") + ")"
+    : !g.certain ? " (likeliest so far; not proven by the answers)"
     : erroneous ? " (certain: answered wrong for the inputs it was given, and those were right)"
     : " (certain: its output is wrong and every input it consumed is correct)";
   box.appendChild(el("h3", {}, "Root: ", el("button", { type: "button", class: "link", "data-step": g.root }, label(g.root)), why));

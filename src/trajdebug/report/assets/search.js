@@ -6,6 +6,7 @@
 
 const LEAD = 0.5;  // trajdebug.analysis._guided._LEAD: the mass share that makes a candidate the leader
 const POOL = 200;  // trajdebug.analysis._guided._POOL: questions scored per turn at most on large slices
+const MAX_ASKS = 3;  // trajdebug.analysis._guided._MAX_ASKS: no step is asked more often (the page never rechecks)
 
 // -- sets of slice steps -----------------------------------------------------------------------
 // Bit sets (Uint32Array words), as the Python search uses integers: a 10,000-step slice costs
@@ -25,51 +26,75 @@ function andOf(a, b) { const o = new Uint32Array(a.length); let any = false; for
 function popcount(b) { let c = 0; for (let w = 0; w < b.length; w++) { let x = b[w] - ((b[w] >>> 1) & 0x55555555); x = (x & 0x33333333) + ((x >>> 2) & 0x33333333); c += (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24; } return c; }
 
 // -- the standing answers (_verdicts.Verdicts) --------------------------------------------------
-// own: each step's own standing verdict (said: some answer that knows was given); adm: of a step that
-// stands wrong, whether its inputs were right (true erroneous, false inadmissible, null not said).
-// An erroneous answer vouches for every input of the step nobody answered, except the steps it
-// encloses (a container's fault may be a child's); an inadmissible step is never the root.
+// Each step's answers as counts (Verdicts.tally): cnt how many were given (unknowns too), and of the most
+// trusted source's answers that know, tl = [trust, correct, erroneous, inadmissible, plain wrong, erroneous
+// by a person].  Their majority stands, a tie is unknown (and asked again).  An erroneous answer vouches for
+// every input of the step nobody answered, except the steps it encloses (a container's fault may be a
+// child's); an inadmissible step is never the root.
+const PERSON = 5;  // trajdebug.analysis._guided_result.trust("person"): the page's answers are a person's
 function verdictsOf(A, parents, F) {
   const n = A.ids.length;
-  const own = A.verdict.slice();
-  const said = (A.said || A.verdict.map((v) => v !== null)).slice();
-  const adm = (A.admissible || A.ids.map(() => null)).slice();
+  const stored = A.tally || A.ids.map(() => null);
+  const cnt = stored.map((t) => (t ? t[0] : 0));
+  const tl = stored.map((t) => (t && t[1] > 0 ? t.slice(1) : null));
+  const answered = stored.map((t) => !!t);
+  const voted = (A.voted || []).slice();
   const up = A.up || A.ids.map(() => -1);
-  const voted = (A.voted || A.answered.flatMap((x, i) => (x ? [i] : []))).slice();
-  const answered = A.answered.slice();
-  // Verdicts.by_person: the step stands erroneous on a person's word (the page's answers are a person's).
-  const person = (A.person || A.ids.map(() => false)).slice();
   let vouchedBy = null;
+  const noOf = (i) => (tl[i] ? tl[i][2] + tl[i][3] + tl[i][4] : 0);
+  // Verdicts._wrong: the answers calling step i wrong stand (a majority; the failure's always do).
+  const wrongStands = (i) => !!tl[i] && (i === F || noOf(i) > tl[i][1]);
   // Verdicts.encloses: j is a parent, or a parent's parent, of p (up: each step's nearest enclosing step).
   function encloses(j, p) {
     for (let k = up[p], hops = 0; k >= 0 && hops <= n; k = up[k], hops++) if (k === j) return true;
     return false;
   }
+  // Verdicts.admissible: of a step standing wrong, what its wrong answers say of its inputs.
+  function admissible(i) {
+    if (!wrongStands(i) || tl[i][2] === tl[i][3]) return null;
+    return tl[i][2] > tl[i][3];
+  }
   function vouched() {
     if (vouchedBy) return vouchedBy;
     vouchedBy = new Map();
     for (const i of voted) {
-      if (adm[i] !== true) continue;
+      if (admissible(i) !== true) continue;
       for (const p of parents[i]) if (!vouchedBy.has(p) && !encloses(i, p)) vouchedBy.set(p, i);
     }
     return vouchedBy;
   }
   function verdict(i) {
     if (i === F) return false;  // the failure is wrong by definition
-    if (said[i]) return own[i];
-    return vouched().has(i) ? true : null;
+    if (!tl[i]) return vouched().has(i) ? true : null;
+    const no = noOf(i);
+    return tl[i][1] === no ? null : tl[i][1] > no;
+  }
+  // Verdicts.disputed: the answers disagree and neither side leads by `lead` (1: split evenly).
+  function disputed(i, lead) {
+    const no = noOf(i);
+    return !!tl[i] && tl[i][1] > 0 && no > 0 && Math.abs(tl[i][1] - no) < lead;
   }
   function inadmissible() {
     const b = bitset(n);
-    for (const i of voted) if (adm[i] === false && verdict(i) === false) setBit(b, i);
+    for (const i of voted) if (admissible(i) === false && verdict(i) === false) setBit(b, i);
     return b;
   }
-  // Verdicts.earlier: the steps that may have fed step i unrecorded (started no later, not cleared),
-  // never one that consumed its output (with a coarse clock or none they share its start).
+  // Verdicts.earlier: the steps that may have fed step i unrecorded and are not cleared (_verdicts.fed_in_time:
+  // started before it ended, or by its start with no end), never one that consumed its output (with a coarse
+  // clock or none they share its start), except the steps enclosing it (all of them, unless the failure is one):
+  // a container consumes its child's answer only after it called it, and may have written what it read before.
+  const end = A.end || A.start;
   function earlier(i) {
     const after = downstream(i);
+    const around = [];
+    let outside = true;
+    for (let k = up[i], hops = 0; k >= 0 && hops <= n; k = up[k], hops++) { if (k === F) outside = false; around.push(k); }
+    if (outside) for (const k of around) after.delete(k);
     const b = bitset(n);
-    for (let j = 0; j < n; j++) if (!after.has(j) && A.start[j] <= A.start[i] && verdict(j) !== true) setBit(b, j);
+    for (let j = 0; j < n; j++) {
+      const inTime = A.start[j] <= A.start[i] || A.start[j] < end[i];
+      if (!after.has(j) && inTime && verdict(j) !== true) setBit(b, j);
+    }
     return b;
   }
   // Verdicts._downstream: step i and every step that consumed its output, directly or not.
@@ -81,18 +106,35 @@ function verdictsOf(A, parents, F) {
     while (todo.length) for (const k of kids[todo.pop()]) if (!seen.has(k)) { seen.add(k); todo.push(k); }
     return seen;
   }
+  // Verdicts.misled: the children of container i (never the failure) among its inputs that stand inadmissible;
+  // the container is then named with them, never certain (the recording cannot show nothing else fed them).
+  function misled(i) {
+    if (i === F) return [];
+    const bad = inadmissible();
+    return parents[i].filter((p) => hasBit(bad, p) && encloses(i, p));
+  }
   // Verdicts.proven: step i stands wrong and every input of it stands correct (answered, or vouched).
   function proven(i) { return verdict(i) === false && parents[i].every((p) => verdict(p) === true); }
-  function add(i, correct, admissible) {
+  // Verdicts.add (a person's answer), or with `only` Verdicts.replace (an implied one, a person's too).
+  function add(i, correct, adm, only) {
     if (!answered[i]) voted.push(i);
     answered[i] = true;
-    if (correct !== null) { said[i] = true; own[i] = correct; adm[i] = correct === false ? admissible : null; person[i] = adm[i] === true; }
+    if (only) { cnt[i] = 0; tl[i] = null; }
+    cnt[i]++;
+    if (correct !== null) {
+      if (!tl[i] || tl[i][0] < PERSON) tl[i] = [PERSON, 0, 0, 0, 0, 0];
+      const k = correct ? 1 : adm === true ? 2 : adm === false ? 3 : 4;
+      tl[i][k]++;
+      if (k === 2) tl[i][5]++;
+    }
     vouchedBy = null;
   }
   // The inputs vouched correct that nobody answered, each with the step whose erroneous answer vouched.
-  function implied() { return [...vouched()].filter(([p]) => !said[p]).sort((a, b) => a[0] - b[0]); }
-  const byPerson = (i) => adm[i] === true && person[i];
-  return { verdict, admissible: (i) => adm[i], byPerson, proven, answered, inadmissible, earlier, add, implied, changed: () => { vouchedBy = null; } };
+  function implied() { return [...vouched()].filter(([p]) => !tl[p]).sort((a, b) => a[0] - b[0]); }
+  // Verdicts.by_person: the step stands erroneous on a person's word.
+  const byPerson = (i) => admissible(i) === true && tl[i][5] > 0;
+  return { verdict, admissible, byPerson, proven, misled, disputed, answered, voted, count: (i) => cnt[i],
+           inadmissible, earlier, add, implied, changed: () => { vouchedBy = null; } };
 }
 
 // -- the search (Shapiro's algorithmic debugging over the failure's slice) ---------------------
@@ -147,9 +189,14 @@ function guidedEngine(A) {
     if (F < 0) return null;
     const { r, cand, focus, conflict } = compute();
     if (conflict) return null;  // the page does not re-ask: it names both sides
+    // A tie anywhere is settled first: a step that turns out wrong may contradict the root found so far.
+    let tie = -1;
+    for (const i of V.voted) if (V.disputed(i, 1) && V.count(i) < MAX_ASKS && i > tie) tie = i;
+    if (tie >= 0) return A.ids[tie];
     const members = bitsOf(cand);
     if (members.length === 1 && members[0] === focus) return audit(focus);
-    const open = members.filter((i) => i !== F && !answered[i] && !waits(i));
+    // Not answered yet (an unknown is not asked again), or disputed; a pass-through container waits.
+    const open = members.filter((i) => i !== F && (answered[i] ? V.disputed(i, 1) && V.count(i) < MAX_ASKS : !waits(i)));
     if (!open.length) return null;
     return A.ids[choose(open, cand, focus, r)];
   }
@@ -288,7 +335,9 @@ function guidedEngine(A) {
     const cands = ranked(members);
     const root = certain ? A.ids[focus] : (cands.length ? cands[0][0] : null);
     const erroneous = !!root && V.admissible(A.ids.indexOf(root)) === true;
-    return { root, certain, erroneous, conflict: [], path: root ? path(A.ids.indexOf(root)) : [], candidates: cands, implied };
+    // GuidedSearch.result: a likeliest container named with the children it handed a wrong input.
+    const misled = !root || certain ? [] : V.misled(A.ids.indexOf(root)).map((p) => A.ids[p]);
+    return { root, certain, erroneous, misled, conflict: [], path: root ? path(A.ids.indexOf(root)) : [], candidates: cands, implied };
   }
   // GuidedSearch._imply (Carrier.implied): a step answered correct vouches for every unanswered input
   // whose whole output it relays, and those in turn for theirs (a right relay relays nothing wrong).
@@ -302,7 +351,7 @@ function guidedEngine(A) {
       for (const p of parents[j]) {
         if (answered[p] || seen.has(p) || !(carries[j] || []).includes(p)) continue;
         seen.add(p);
-        V.add(p, true, null);
+        V.add(p, true, null, true);
         carried.push({ step: A.ids[p], by: A.ids[j], carried: true });
         todo.push(p);
       }
@@ -322,7 +371,7 @@ function guidedEngine(A) {
       if (V.verdict(k) !== false) continue;
       for (let c = 0; c < n; c++) {
         if (standIn[c] !== k || (answered[c] && !stood.has(c))) continue;
-        V.add(c, false, null);
+        V.add(c, false, null, true);
         stood.add(c);
         carried.push({ step: A.ids[c], by: A.ids[k], stands: true });
         todo.push(c);
@@ -335,8 +384,7 @@ function guidedEngine(A) {
     const i = A.ids.indexOf(stepId);
     if (i < 0) return;
     const adm = correct === false && (admissible === true || admissible === false) ? admissible : null;
-    stood.delete(i);  // its own answer replaces the one its child gave it
-    V.add(i, correct, adm);
+    V.add(i, correct, adm, stood.delete(i));  // its own answer replaces the one its child gave it
     const proved = auditedFor.get(i);
     if (proved !== undefined && V.verdict(i) === false && !parents[proved].includes(i)) {
       parents[proved].push(i);
