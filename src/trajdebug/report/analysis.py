@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.escape import markdown, md_code, visible
 from trajdebug.core.model import Run, Step
+from trajdebug.report.text import short
 
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ OUTCOME_STYLE = {"success": "green", "failure": "red", "incomplete": "yellow"}
 
 
 def _short(step_id: str) -> str:
-    return step_id[-6:]
+    return short(step_id)
 
 
 def _label(step: Step | None, step_id: str) -> str:

@@ -51,8 +51,9 @@ def fmt_duration(ns: int | None) -> str:
 
 
 def short(step_id: str) -> str:
-    """The last 6 characters of an id: enough to tell steps of one run apart."""
-    return step_id[-6:]
+    """The last 6 characters of an id, made visible: enough to tell steps of one run apart (an id is the
+    agent's data, so a control character in it is shown, never sent to the terminal)."""
+    return one_line(step_id[-6:])
 
 
 def describe_dep(d: Dependency, steps: dict[str, Step]) -> str:
