@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import trajdebug
-from trajdebug.analysis import analyze, learned
+from trajdebug.analysis import analyze
+from trajdebug.analysis import learned
 from trajdebug.analysis.features import features, ranked_keys
 from trajdebug.analysis.learned import (
     DEFAULT_PATH,
