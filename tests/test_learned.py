@@ -10,7 +10,6 @@ import pytest
 
 import trajdebug
 from trajdebug.analysis import analyze
-from trajdebug.analysis import learned
 from trajdebug.analysis.features import features, ranked_keys
 from trajdebug.analysis.learned import (
     DEFAULT_PATH,
@@ -107,22 +106,6 @@ def test_a_tree_walks_left_at_or_below_the_threshold() -> None:
     """raw() adds rate x the leaf value the features lead to (missing features read 0)."""
     m = _stump("x", 0.5, -1.0, 2.0)
     assert (m.raw({"x": 0.5}), m.raw({"x": 0.6}), m.raw({})) == (-1.0, 2.0, -1.0)
-
-
-def test_many_rows_score_as_each_row_alone_with_the_trees_written_out() -> None:
-    """Scoring many steps at once (the trees written out as Python) gives each the very number `raw` gives it,
-    on the shipped model, at thresholds, for missing features and for a number that is not one."""
-    m = load_model("default")
-    assert m is not None
-    rows: list[dict[str, float]] = [{}]
-    for i, name in enumerate(m.feature_names):
-        node = next((n for t in m.trees for n in t if n[0] == i), None)
-        cut = node[1] if node is not None else 0.0
-        rows += [{name: cut}, {name: math.nextafter(cut, math.inf)}, {name: float("nan")}, {name: cut * 3 + i}]
-    rows *= 1 + learned.COMPILE_FROM // len(rows)
-    assert learned._compiled(m) is not None
-    assert m.raw_many(rows) == [m.raw(r) for r in rows]
-    assert _stump("x", math.inf, -1.0, 2.0).raw_many([{"x": 1.0}] * learned.COMPILE_FROM) == [-1.0] * learned.COMPILE_FROM
 
 
 def test_calibration_interpolates_and_clips() -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -93,15 +93,6 @@ class Model:
                 i = left if x[feat] <= thr else right
         return total
 
-    def raw_many(self, rows: Sequence[Mapping[str, float]]) -> list[float]:
-        """`raw` of each feature mapping, the same numbers: for many rows, through the trees written out as
-        Python (`_compiled`: walking the node tuples cost a tenth of a 10,000-step analysis)."""
-        fn = _compiled(self) if len(rows) >= COMPILE_FROM else None
-        if fn is None:
-            return [self.raw(f) for f in rows]
-        names, init, rate = self.feature_names, self.init, self.rate
-        return [fn([float(f.get(name, 0.0)) for name in names], init, rate) for f in rows]
-
     def calibrate(self, p: float, n: int = 1, margin: float = 0.0, hand: float = 0.0, references: bool = False) -> float:
         """The calibrated probability of a normalized score ``p`` among ``n`` ranked steps, ``margin``
         (log-odds) ahead of the best other step (negative when behind it), of hand-ranker score ``hand``,
@@ -164,42 +155,6 @@ def model_from_dict(data: Mapping[str, Any]) -> Model:
 
 _CACHE: dict[str, Model] = {}
 
-COMPILE_FROM = 500
-"""The rows from which `Model.raw_many` compiles the trees (about 20 ms, once per model; it pays back past a
-few hundred rows)."""
-
-
-def _compiled(model: Model) -> Callable[[list[float], float, float], float] | None:
-    """The model's trees as one Python function ``(features, init, rate) -> log-odds``, adding the trees'
-    leaves in the same order with the same numbers as `Model.raw` (finite numbers written by ``repr`` read
-    back exactly); None for a model it cannot write so (a number not finite, a tree too deep).  Only numbers
-    (``int`` and ``float`` of the nodes) enter the source.  Kept for the last model asked."""
-    last = _COMPILED[-1] if _COMPILED else None
-    if last is not None and last[0] is model:
-        return last[1]
-
-    def expr(tree: tuple[Node, ...], i: int, depth: int) -> str:
-        feat, thr, left, right, value = tree[i]
-        if depth > 60 or not (math.isfinite(float(thr)) and math.isfinite(float(value))):
-            raise ValueError("not written as Python")
-        if int(feat) < 0:
-            return repr(float(value))
-        return f"({expr(tree, int(left), depth + 1)} if x[{int(feat)}] <= {float(thr)!r} else {expr(tree, int(right), depth + 1)})"
-
-    fn: Callable[[list[float], float, float], float] | None
-    try:
-        body = "".join(f"    total += rate * {expr(t, 0, 0)}\n" for t in model.trees)
-        scope: dict[str, Any] = {}
-        exec(compile(f"def raw(x, total, rate):\n{body}    return total\n", "<trajdebug model>", "exec"), scope)
-        fn = scope["raw"]
-    except (ValueError, IndexError, TypeError, RecursionError, SyntaxError, MemoryError):
-        fn = None
-    _COMPILED[:] = [(model, fn)]
-    return fn
-
-
-_COMPILED: list[tuple[Model, Callable[[list[float], float, float], float] | None]] = []
-
 
 def load_model(spec: Model | str | Path | None = "default") -> Model | None:
     """The model named by ``spec``: a `Model`, ``"default"`` (the shipped one), a path, or None."""
@@ -244,7 +199,7 @@ def _scored(analysis: Analysis, model: Model) -> tuple[dict[Key, float], dict[Ke
     """Each ranked step's softmax probability (the order) and calibrated probability (the confidence)."""
     feats = features(analysis)
     keys = list(feats)
-    probs = softmax(model.raw_many([feats[k] for k in keys]))
+    probs = softmax([model.raw(feats[k]) for k in keys])
     ms = margins(probs)
     refs = bool(analysis.references)
     conf = {
