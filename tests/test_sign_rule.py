@@ -123,3 +123,20 @@ def test_the_shared_reading_judges_each_call_as_the_call_alone_does() -> None:
     rules, calls = CallRules(lin), list(run.steps)
     assert [rules.scaled(s, calls) for s in calls] == [scaled_by_rule(s, calls, lin) for s in calls]
     assert rules.scaled(calls[0], calls[1:]) == scaled_by_rule(calls[0], calls[1:], lin) == frozenset({"volume_ml"})
+
+
+def test_a_call_listed_twice_under_one_id_agrees_with_itself_once() -> None:
+    """A run that lists one call twice (an integration re-emitting a span) still has two calls: the doubled one
+    does not count as two calls that scale the same way, so a lone slip stays altered."""
+    steps = []
+    for i, (loaf, price) in enumerate([("rye", 3.45), ("spelt", 4.1)]):
+        steps.append(step(f"r{i}", "read_loaf", "tool", 10 * i, {"loaf": loaf}, {"loaf": loaf, "price": price}))
+        steps.append(
+            step(f"p{i}", "to_pence", "other", 10 * i + 1, {"loaf": loaf, "price": price},
+                 {"loaf": loaf, "price_p": round(price * 100, 4)}, f"r{i}")
+        )  # fmt: skip
+    calls = [s for s in steps if s.name == "to_pence"]
+    lin = Lineage(Run("r", "bakery", outcome="failure", steps=tuple(steps)))
+    once = scaled_by_rule(calls[0], calls, lin, least=2)
+    twice = scaled_by_rule(calls[0], [calls[0], *calls], lin, least=3)
+    assert once == frozenset({"price_p"}) and twice == frozenset()

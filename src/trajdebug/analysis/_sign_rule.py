@@ -16,6 +16,7 @@ the call that scales otherwise.  `scaled_by_rule` names such fields.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from trajdebug.analysis.lineage import Lineage, StepView, power_of_ten
@@ -130,8 +131,9 @@ class CallRules:
         if not mine:
             return frozenset()
         group = self._group(calls)
-        # (The step itself agrees with its own scale: counted once, among the calls or not.)
-        own = 0 if step.step_id in group.ids else 1
+        # (The step itself agrees with its own scale: counted once, among the calls or not, however many times
+        # its id is listed: review rev46p M1, a run listing a step twice made it agree with itself twice.)
+        own = 1 - group.ids.get(step.step_id, 0)
         out: set[str] = set()
         for (f, g), k in mine.items():
             agree = group.agree.get((f, g, k), 0) + own
@@ -147,7 +149,7 @@ class CallRules:
         hit = self._groups.get(id(calls))
         if hit is None or hit.calls is not calls:
             read = [self._read(c.step_id) for c in calls]
-            hit = self._groups[id(calls)] = _Group(calls, {c.step_id for c in calls}, read)
+            hit = self._groups[id(calls)] = _Group(calls, Counter(c.step_id for c in calls), read)
         return hit
 
 
@@ -158,7 +160,7 @@ class _Group:
     def __init__(
         self,
         calls: Sequence[Step],
-        ids: set[str],
+        ids: Counter[str],
         read: list[tuple[dict[str, float], dict[str, float], dict[tuple[str, str], int]]],
     ) -> None:
         self.calls, self.ids, self._read = calls, ids, read

@@ -278,7 +278,8 @@ def _first_calls(steps: Mapping[str, Step]) -> tuple[dict[str, int], dict[str | 
     """Each step's position in ``steps`` and each agent's first model call that made a tool call, in one pass.
 
     Asked of many steps of one run: walking the run's earlier calls for each of them was quadratic on a long
-    run of text-only turns (review rev45n2, N3).  Built once per steps map (one slot, as `inside_of`)."""
+    run of text-only turns (review rev45n2, N3).  Built once per steps map (one slot, as `inside_of`): the map
+    must not change while it is in use (a graph's steps map never does; review rev46p L1)."""
     last = _FIRSTS[-1] if _FIRSTS else None
     if last is not None and last[0] is steps and last[1] == len(steps):
         return last[2]
