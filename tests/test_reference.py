@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ from trajdebug.analysis import analyze
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import Lineage, holds_empty
 from trajdebug.analysis.reference import (
+    _answers,
     learn,
     producers_of,
     references,
@@ -1297,6 +1299,36 @@ def test_a_first_tool_call_that_picks_another_tool_than_the_one_the_request_name
     assert first_picks(first, {"m0": first}) == frozenset()
     named_none = dataclasses.replace(first, input={"messages": [{"role": "user", "content": "Level the Brimscombe lock."}]})
     assert first_picks(named_none, {"m0": named_none}) == frozenset({"drain_basin"})
+
+
+def test_the_first_pick_check_reads_each_model_call_of_a_long_run_once() -> None:
+    """Asked of every call of a long run of text-only turns, whether a call is its agent's first tool call reads
+    each earlier call once for the whole run, not once per call asked: the check stays linear in the run."""
+    reads = [0]
+    real = _answers.normalize_llm_step
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        reads[0] += 1
+        return real(*args, **kw)
+
+    def turns(n: int) -> dict[str, Step]:
+        history: list[dict[str, Any]] = []
+        steps: dict[str, Step] = {}
+        for i in range(n):
+            history.append({"role": "user", "content": f"How full is the cistern at hour {i}?"})
+            said = {"role": "assistant", "content": f"About {i % 7} tenths."}
+            steps[f"m{i}"] = Step(f"m{i}", "cistern_warden", "llm", input={"messages": list(history)}, output=said,
+                                  start_ns=2 * i + 1, end_ns=2 * i + 2, attributes={"llm.tools": ["read_level"]})
+            history.append(said)
+        return steps
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_answers, "normalize_llm_step", counted)
+        for n in (40, 160):
+            steps = turns(n)
+            reads[0] = 0
+            assert all(first_picks(s, steps) == frozenset() for s in steps.values())
+            assert reads[0] <= 2 * n
 
 
 def test_a_later_tool_call_naming_a_tool_no_message_mentions_is_still_ungrounded() -> None:

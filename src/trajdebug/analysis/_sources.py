@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from trajdebug.analysis import _content as content
 from trajdebug.analysis._detect import Failure, cut_short
 from trajdebug.analysis._evidence import Evidence
-from trajdebug.analysis._sign_rule import scaled_by_rule, signed_by_rule
+from trajdebug.analysis._sign_rule import CallRules
 from trajdebug.analysis.inference import carried_map
 from trajdebug.analysis.lexicon import ENGLISH, Lexicon
 from trajdebug.analysis.lineage import (
@@ -271,13 +271,14 @@ def local_evidence(sl: Slice, ids: Iterable[str]) -> list[Found]:
     updates: dict[tuple[str, str], int] | None = None  # (built on first need: one pass over the outputs)
     units: frozenset[str] | None = None
     carried: dict[str, dict[str, Step]] | None = None  # (one pass over the run: `carried_map`)
+    rules = CallRules(sl.lin)  # (each call's numbers read once for all its step's calls)
     for sid in ids:
         step = sl.g.steps[sid]
         same = calls.get((step.name, step.kind), [])
         signed: frozenset[str] = frozenset()
         if len(same) > 1 and step.kind not in CONTAINER_KINDS:
             # (Fields the step signs or scales by a rule its other calls show: no slip.)
-            signed = signed_by_rule(step, same, sl.lin) | scaled_by_rule(step, same, sl.lin)
+            signed = rules.signed(step, same) | rules.scaled(step, same)
         if updates is None:
             updates = update_index(sl.run.steps)
         rewritten = state_keys(step, updates, sl.g.position(sid))

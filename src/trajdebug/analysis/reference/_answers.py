@@ -257,16 +257,44 @@ def first_picks(step: Step, steps: Mapping[str, Step] | None) -> frozenset[str]:
     given, said, _ = normalize_llm_step(step.input, step.output, step.attributes)
     if any(m.get("tool_calls") or m.get("role") == "tool" for m in input_messages(given)) or _raw_called(step.input):
         return frozenset()
-    for t in steps.values():
-        if t.step_id == step.step_id:
-            break
-        if t.kind == "llm" and t.agent == step.agent and tool_calls(normalize_llm_step(t.input, t.output, t.attributes)[1]):
-            return frozenset()
+    if _called_before(step, steps):
+        return frozenset()
     picked = {str(c.get("name") or (c.get("function") or {}).get("name") or "").casefold() for c in tool_calls(said)}
     offered = frozenset(n.casefold() for n in tool_names(_tools_of(step)))
     # A request that names an offered tool ("call read_gauge") asks for it: the pick is checked (review rev45n2).
     asked = " ".join(str(m.get("content") or "") for m in input_messages(given)).casefold()
     return frozenset() if any(n and n in asked for n in offered) else offered & picked
+
+
+def _called_before(step: Step, steps: Mapping[str, Step]) -> bool:
+    """Whether a model call of the step's agent before it in ``steps`` (all of them, when it is not there)
+    made a tool call: `_first_calls` of the mapping, read once per run."""
+    pos, first = _first_calls(steps)
+    at, end = first.get(step.agent), pos.get(step.step_id, len(steps))
+    return at is not None and at < end
+
+
+def _first_calls(steps: Mapping[str, Step]) -> tuple[dict[str, int], dict[str | None, int]]:
+    """Each step's position in ``steps`` and each agent's first model call that made a tool call, in one pass.
+
+    Asked of many steps of one run: walking the run's earlier calls for each of them was quadratic on a long
+    run of text-only turns (review rev45n2, N3).  Built once per steps map (one slot, as `inside_of`): the map
+    must not change while it is in use (a graph's steps map never does; review rev46p L1)."""
+    last = _FIRSTS[-1] if _FIRSTS else None
+    if last is not None and last[0] is steps and last[1] == len(steps):
+        return last[2]
+    pos: dict[str, int] = {}
+    first: dict[str | None, int] = {}
+    for i, t in enumerate(steps.values()):
+        pos.setdefault(t.step_id, i)
+        if t.kind == "llm" and t.agent not in first and tool_calls(normalize_llm_step(t.input, t.output, t.attributes)[1]):
+            first[t.agent] = i
+    # One slot, replaced whole (threads see an old or a new entry, never half of one).
+    _FIRSTS[:] = [(steps, len(steps), (pos, first))]
+    return pos, first
+
+
+_FIRSTS: list[tuple[Mapping[str, Step], int, tuple[dict[str, int], dict[str | None, int]]]] = []
 
 
 def _raw_called(given: Any) -> bool:
