@@ -64,7 +64,8 @@ development suites since).  ``suite_zt`` and ``suite_zu`` (written blind and fro
 UTC on e044569, the round's final analysis: development suites since).  ``suite_zx`` and ``suite_zy`` (written blind
 and frozen at 06:12 and 06:13 UTC, scored once held out at 08:25 UTC on e7b8ec4, the last round's final analysis:
 development suites since).  ``suite_zz`` and ``suite_zza`` (written blind and frozen on 2026-12-05 at 08:42 and
-08:38 UTC: this round's end measure), ``suite_zzb`` and ``suite_zzc`` (written blind and frozen at 08:57 and 08:53 UTC:
+08:38 UTC, scored once held out at 10:29 UTC on 49ca2a9, the round's final analysis: development suites since).
+``suite_zzb`` and ``suite_zzc`` (written blind and frozen at 08:57 and 08:53 UTC:
 the next round's first measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
@@ -90,8 +91,8 @@ HERE = Path(__file__).resolve().parent / "heldout"
 STATUS = {
     "suite_zzc": "held out (written blind and frozen on 2026-12-05 at 08:53 UTC; not yet scored: the next round's first measure, with suite_zzb)",
     "suite_zzb": "held out (written blind and frozen on 2026-12-05 at 08:57 UTC; not yet scored: the next round's first measure, with suite_zzc)",
-    "suite_zza": "held out (written blind and frozen on 2026-12-05 at 08:38 UTC; not yet scored: this round's end measure, with suite_zz)",
-    "suite_zz": "held out (written blind and frozen on 2026-12-05 at 08:42 UTC; not yet scored: this round's end measure, with suite_zza)",
+    "suite_zza": "development (scored once held out on 2026-12-05 at 10:29 UTC on 49ca2a9; its misses not yet studied)",
+    "suite_zz": "development (scored once held out on 2026-12-05 at 10:29 UTC on 49ca2a9; its misses not yet studied)",
     "suite_zy": "development (scored once held out on 2026-12-05 at 08:25 UTC on e7b8ec4; its misses not yet studied)",
     "suite_zx": "development (scored once held out on 2026-12-05 at 08:25 UTC on e7b8ec4; its misses not yet studied)",
     "suite_zw": "development (scored once held out on 2026-12-05 at 07:37 UTC on e044569; its misses not yet studied)",
