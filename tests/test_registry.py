@@ -100,3 +100,19 @@ def test_recording_steps_raises_no_audit_event_with_the_agents_values(tmp_path: 
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True, env=env)
     events, edged = out.stdout.split()
     assert events == "0" and int(edged) >= 6
+
+
+def test_a_container_resized_while_it_is_read_makes_the_prefilter_answer_maybe(monkeypatch: Any) -> None:
+    """When another thread resizes a shared dict mid-read (possible on free-threaded builds), the prefilter
+    answers "may reach" instead of raising, so the step is still walked and recorded whole."""
+    import trajdebug.record.registry as registry_mod
+    from trajdebug.record.registry import Registry
+
+    def resized(value: Any, levels: int) -> list[int]:
+        raise RuntimeError("dictionary changed size during iteration")
+
+    reg = Registry()
+    produced = {"hive": "north meadow", "frames": [1, 2, 3]}
+    reg.registry[id(produced)] = ("s1", produced, 0, "tracked", 64)
+    monkeypatch.setattr(registry_mod, "_ids_under", resized)
+    assert reg._reaches([[{"unrelated": 1}]]) is True

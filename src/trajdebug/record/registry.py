@@ -162,6 +162,15 @@ class Registry:
                     self._register(sid, t1, item, 64, depth - 1)
 
     def _reaches(self, value: Any) -> bool:
+        """`_may_reach`, or True when a container changed size while it was read: a free-threaded build lets
+        another thread resize a shared dict or set mid-read (review rev46g), and `_find`, which copies what it
+        reads, then decides; a wrong True costs a walk, never an edge."""
+        try:
+            return self._may_reach(value)
+        except RuntimeError:
+            return True
+
+    def _may_reach(self, value: Any) -> bool:
         """Whether any object the walk of `_find` could visit is registered: a superset of its visits (each
         level's containers opened, hits descended into too), one set test in C.  Hits are rare (a chat
         payload's messages are new dicts each step), so the walk itself usually does not run.
