@@ -15,9 +15,8 @@ left to content inference at analysis time (`trajdebug.analysis.inference._infer
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sized
-from itertools import islice
+from itertools import chain, islice, repeat
 from typing import Any
 
 from trajdebug.core.model import Dependency
@@ -34,6 +33,11 @@ _ENTRY_BYTES = 250
 _UNTRACKED = (type(None), bool, int, float, complex, bytes)
 _OPEN = frozenset({dict, list, tuple, set, frozenset})
 """The containers `Registry._find` opens."""
+_DICT = frozenset({dict})
+_SEQS = _OPEN - _DICT
+"""The containers whose iteration gives their items."""
+_chain = chain.from_iterable
+_repeat = repeat
 _MEMO_MAX = 4096
 """Containers whose ids `Registry._reached` keeps in one batch, at most."""
 
@@ -47,26 +51,47 @@ Trace = tuple[str, object, str, int]
 
 def _ids_under(value: Any, levels: int) -> list[int]:
     """The ids of ``value`` and of the items ``levels`` levels below it, through the containers `_OPEN`
-    (each one's first 128 items; a dict's keys too, a superset).  A level at a time in C
-    (`gc.get_referents` of containers that small: their items, and nothing else), only the level's
-    containers picked out in Python."""
+    (each one's first 128 items; a dict's values), as `Registry._find` walks them.  A level at a time: its
+    containers' items gathered in C (no other thread changes a container in the middle of it: what is made
+    while one is read, ids, never starts the collector, whose finalizers could switch threads), the level's types
+    read in C first so that a level of dicts only (a conversation's messages), or of other containers only,
+    is not picked over in Python.
+
+    Through the containers' own iteration, not ``gc.get_referents``: that returns what a type's traverse
+    visits, which is not always its items (on CPython 3.13 an object's attribute dict, ``vars(obj)``, held
+    inline, visits none, so an earlier output held there was never reached and its data edge was lost); each
+    call also raises an audit event carrying the agent's objects, and stops the world on a free-threaded
+    build.  A dict's keys are not taken (the traverse took those of a dict with keys other than text): `_find`
+    never walks keys, so they could only make the superset wider."""
     seen = [id(value)]
-    level = [value]
-    for _ in range(levels):
-        level = [o for o in level if type(o) in _OPEN]
-        if not level:
+    t = type(value)
+    if t not in _OPEN or levels < 1:
+        return seen
+    # The value's own items first: a list's or a tuple's by a slice (no iterator, the cap in the copy).
+    level = value[:128] if t is list or t is tuple else list(islice(value.values() if t is dict else value, 128))
+    seen += map(id, level)
+    for n in range(1, levels):
+        kinds = set(map(type, level))
+        conts: Any
+        if kinds == _DICT:
+            conts = map(dict.values, level)
+            # The sum first: a level of 128 items or fewer in all has no container over the cap.
+            wide = sum(map(len, level)) > 128 and max(map(len, level)) > 128
+        elif kinds.isdisjoint(_OPEN):
             break
-        if max(map(len, level)) <= 128:
-            nxt = gc.get_referents(*level)
         else:
-            nxt = []
-            for obj in level:
-                if len(obj) <= 128:
-                    nxt += gc.get_referents(obj)
-                else:
-                    nxt.extend(islice(obj.values() if type(obj) is dict else obj, 128))
-        seen += map(id, nxt)
-        level = nxt
+            conts = (
+                level
+                if kinds <= _SEQS
+                else [o.values() if type(o) is dict else o for o in level if type(o) in _OPEN]
+            )
+            wide = sum(map(len, conts)) > 128 and max(map(len, conts)) > 128
+        items = _chain(map(islice, conts, _repeat(128)) if wide else conts)
+        if n == levels - 1:
+            seen += map(id, items)  # the last level's ids only: no list of it
+            break
+        level = list(items)
+        seen += map(id, level)
     return seen
 
 
@@ -137,6 +162,15 @@ class Registry:
                     self._register(sid, t1, item, 64, depth - 1)
 
     def _reaches(self, value: Any) -> bool:
+        """`_may_reach`, or True when a container changed size while it was read: a free-threaded build lets
+        another thread resize a shared dict or set mid-read (review rev46g), and `_find`, which copies what it
+        reads, then decides; a wrong True costs a walk, never an edge."""
+        try:
+            return self._may_reach(value)
+        except RuntimeError:
+            return True
+
+    def _may_reach(self, value: Any) -> bool:
         """Whether any object the walk of `_find` could visit is registered: a superset of its visits (each
         level's containers opened, hits descended into too), one set test in C.  Hits are rare (a chat
         payload's messages are new dicts each step), so the walk itself usually does not run.
