@@ -270,16 +270,19 @@ def _greenhouse_run(target: dict[str, Any]) -> None:
                 pass
 
 
-def _both_ways(tmp_path: Any, monkeypatch: Any, sink: str) -> tuple[bytes, bytes, int]:
-    """The run recorded with the common steps' short path (`Tracker.plain`) and without it (every step through
-    `encode`): the file's bytes or the store's rows, run ids masked; and how many steps took the short path."""
+def _both_ways(
+    tmp_path: Any, monkeypatch: Any, sink: str, short_path: str = "plain", run: Any = None
+) -> tuple[bytes, bytes, int]:
+    """The run (``run``, the greenhouse run by default) recorded with one of the tracker's short paths
+    (``short_path``: `Tracker.plain` or `Tracker.snapped`) and without it (those steps through `encode`): the
+    file's bytes or the store's rows and blobs, run ids masked; and how many steps took the short path."""
     import re
     import sqlite3
 
     import trajdebug
     from trajdebug.testing import deterministic
 
-    real = Tracker.plain
+    real = getattr(Tracker, short_path)
     took = []
 
     def counted(self: Tracker, h: Any) -> Any:
@@ -290,22 +293,23 @@ def _both_ways(tmp_path: Any, monkeypatch: Any, sink: str) -> tuple[bytes, bytes
     def recorded(name: str) -> bytes:
         path = tmp_path / (f"{name}.jsonl" if sink == "jsonl" else f"{name}.db")
         with deterministic():
-            _greenhouse_run({"path": path} if sink == "jsonl" else {"store": path})
+            (run or _greenhouse_run)({"path": path} if sink == "jsonl" else {"store": path})
         trajdebug.flush()
         if sink == "jsonl":
             data = path.read_bytes()
         else:
             with sqlite3.connect(path) as conn:
                 data = b"".join(bytes(r[0]) for r in conn.execute("SELECT body FROM chunks ORDER BY id"))
+                data += b"".join(bytes(r[0]) for r in conn.execute("SELECT body FROM blobs ORDER BY id"))
         data = re.sub(rb'"run_id":"[0-9a-f]{32}"', b'"run_id":"R"', data)
         seen: dict[bytes, bytes] = {}  # error ids come from a process-wide counter: by their order in the run
         data = re.sub(rb'"e[0-9a-f]{15}"', lambda m: seen.setdefault(m.group(0), b'"E%d"' % len(seen)), data)
         return re.sub(rb'"(host|pid|time_ns|started_at)":[^,}]+', b'"\\1":0', data)
 
     trajdebug.configure(max_value_bytes=2000)
-    monkeypatch.setattr(Tracker, "plain", counted)
+    monkeypatch.setattr(Tracker, short_path, counted)
     short = recorded("short")
-    monkeypatch.setattr(Tracker, "plain", lambda self, h: None)
+    monkeypatch.setattr(Tracker, short_path, lambda self, h: None)
     full = recorded("full")
     return short, full, sum(took)
 
@@ -480,51 +484,10 @@ def _orchard_run(target: dict[str, Any]) -> None:
             request.append({"role": "user", "content": "changed after the step returned"})
 
 
-def _snapped_both_ways(tmp_path: Any, monkeypatch: Any, sink: str) -> tuple[bytes, bytes, int]:
-    """The orchard run recorded with `Tracker.snapped` and without it (every such step through `encode`): the
-    bytes (as `_both_ways` reads them), and how many steps took the short path."""
-    import re
-    import sqlite3
-
-    import trajdebug
-    from trajdebug.testing import deterministic
-
-    real = Tracker.snapped
-    took = []
-
-    def counted(self: Tracker, h: Any) -> Any:
-        rec = real(self, h)
-        took.append(rec is not None)
-        return rec
-
-    def recorded(name: str) -> bytes:
-        path = tmp_path / (f"{name}.jsonl" if sink == "jsonl" else f"{name}.db")
-        with deterministic():
-            _orchard_run({"path": path} if sink == "jsonl" else {"store": path})
-        trajdebug.flush()
-        if sink == "jsonl":
-            data = path.read_bytes()
-        else:
-            with sqlite3.connect(path) as conn:
-                data = b"".join(bytes(r[0]) for r in conn.execute("SELECT body FROM chunks ORDER BY id"))
-                data += b"".join(bytes(r[0]) for r in conn.execute("SELECT body FROM blobs ORDER BY id"))
-        data = re.sub(rb'"run_id":"[0-9a-f]{32}"', b'"run_id":"R"', data)
-        seen: dict[bytes, bytes] = {}
-        data = re.sub(rb'"e[0-9a-f]{15}"', lambda m: seen.setdefault(m.group(0), b'"E%d"' % len(seen)), data)
-        return re.sub(rb'"(host|pid|time_ns|started_at)":[^,}]+', b'"\\1":0', data)
-
-    trajdebug.configure(max_value_bytes=2000)
-    monkeypatch.setattr(Tracker, "snapped", counted)
-    short = recorded("short")
-    monkeypatch.setattr(Tracker, "snapped", lambda self, h: None)
-    full = recorded("full")
-    return short, full, sum(took)
-
-
 def test_a_snapshotted_steps_short_record_is_byte_for_byte_the_full_ones_in_a_file(tmp_path: Any, monkeypatch: Any) -> None:
     """A varied run of steps given structures, recorded into a JSONL file, reads the same bytes (secrets
     redacted and counted alike) whether those steps take the short path or all go through the full encoder."""
-    short, full, took = _snapped_both_ways(tmp_path, monkeypatch, "jsonl")
+    short, full, took = _both_ways(tmp_path, monkeypatch, "jsonl", "snapped", _orchard_run)
     assert took >= 20
     assert short == full
     assert _KEY.encode() not in short and b"orchard-gate-77" not in short
@@ -532,7 +495,7 @@ def test_a_snapshotted_steps_short_record_is_byte_for_byte_the_full_ones_in_a_fi
 
 def test_a_snapshotted_steps_short_record_is_byte_for_byte_the_full_ones_in_a_store(tmp_path: Any, monkeypatch: Any) -> None:
     """The same run recorded into a store leaves the same rows and blobs whichever path those steps take."""
-    short, full, took = _snapped_both_ways(tmp_path, monkeypatch, "store")
+    short, full, took = _both_ways(tmp_path, monkeypatch, "store", "snapped", _orchard_run)
     assert took >= 20
     assert short == full
     assert _KEY.encode() not in short and b"orchard-gate-77" not in short

@@ -28,12 +28,8 @@ MAX_REASONS = 4
 OUTCOME_STYLE = {"success": "green", "failure": "red", "incomplete": "yellow"}
 
 
-def _short(step_id: str) -> str:
-    return short(step_id)
-
-
 def _label(step: Step | None, step_id: str) -> str:
-    return f"{step.name}#{_short(step_id)}" if step is not None else f"?#{_short(step_id)}"
+    return f"{step.name}#{short(step_id)}" if step is not None else f"?#{short(step_id)}"
 
 
 PATH_SHOWN = 8
@@ -43,7 +39,7 @@ a longer path names its first three and last four steps and counts the rest (the
 
 
 def _path(c: Candidate, steps: Mapping[str, Step]) -> str:
-    names = [steps[s].name if s in steps else _short(s) for s in c.path]
+    names = [steps[s].name if s in steps else short(s) for s in c.path]
     if len(names) > PATH_SHOWN:
         names = [*names[:3], f"… {len(names) - 7} more …", *names[-4:]]
     return " → ".join(names)
