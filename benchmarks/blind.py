@@ -65,8 +65,9 @@ UTC on e044569, the round's final analysis: development suites since).  ``suite_
 and frozen at 06:12 and 06:13 UTC, scored once held out at 08:25 UTC on e7b8ec4, the last round's final analysis:
 development suites since).  ``suite_zz`` and ``suite_zza`` (written blind and frozen on 2026-12-05 at 08:42 and
 08:38 UTC, scored once held out at 10:29 UTC on 49ca2a9, the round's final analysis: development suites since).
-``suite_zzb`` and ``suite_zzc`` (written blind and frozen at 08:57 and 08:53 UTC:
-the next round's first measure) are held out (`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+``suite_zzb`` and ``suite_zzc`` (written blind and frozen at 08:57 and 08:53 UTC, scored once held out at 11:11-11:12
+UTC on 3b3cfe4, the last round's final analysis: development suites since).  No suite is held out now
+(`benchmarks.corpus.HELD_OUT`): the next pair joins it when frozen.  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zzc": "held out (written blind and frozen on 2026-12-05 at 08:53 UTC; not yet scored: the next round's first measure, with suite_zzb)",
-    "suite_zzb": "held out (written blind and frozen on 2026-12-05 at 08:57 UTC; not yet scored: the next round's first measure, with suite_zzc)",
+    "suite_zzc": "development (scored once held out on 2026-12-05 at 11:12 UTC on 3b3cfe4; its misses not yet studied)",
+    "suite_zzb": "development (scored once held out on 2026-12-05 at 11:11 UTC on 3b3cfe4; its misses not yet studied)",
     "suite_zza": "development (scored once held out on 2026-12-05 at 10:29 UTC on 49ca2a9; its misses not yet studied)",
     "suite_zz": "development (scored once held out on 2026-12-05 at 10:29 UTC on 49ca2a9; its misses not yet studied)",
     "suite_zy": "development (scored once held out on 2026-12-05 at 08:25 UTC on e7b8ec4; its misses not yet studied)",
