@@ -66,8 +66,9 @@ and frozen at 06:12 and 06:13 UTC, scored once held out at 08:25 UTC on e7b8ec4,
 development suites since).  ``suite_zz`` and ``suite_zza`` (written blind and frozen on 2026-12-05 at 08:42 and
 08:38 UTC, scored once held out at 10:29 UTC on 49ca2a9, the round's final analysis: development suites since).
 ``suite_zzb`` and ``suite_zzc`` (written blind and frozen at 08:57 and 08:53 UTC, scored once held out at 11:11-11:12
-UTC on 3b3cfe4, the last round's final analysis: development suites since).  No suite is held out now
-(`benchmarks.corpus.HELD_OUT`): the next pair joins it when frozen.  See ``STATUS``.
+UTC on 3b3cfe4, the last round's final analysis: development suites since).  ``suite_zzd`` and
+``suite_zze`` (written blind and frozen on 2026-12-05 at 11:25 and 11:23 UTC: this round's end measure) are held out
+(`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
+    "suite_zze": "held out (written blind and frozen on 2026-12-05 at 11:23 UTC; not yet scored: this round's end measure, with suite_zzd)",
+    "suite_zzd": "held out (written blind and frozen on 2026-12-05 at 11:25 UTC; not yet scored: this round's end measure, with suite_zze)",
     "suite_zzc": "development (scored once held out on 2026-12-05 at 11:12 UTC on 3b3cfe4; its misses not yet studied)",
     "suite_zzb": "development (scored once held out on 2026-12-05 at 11:11 UTC on 3b3cfe4; its misses not yet studied)",
     "suite_zza": "development (scored once held out on 2026-12-05 at 10:29 UTC on 49ca2a9; its misses not yet studied)",
