@@ -337,3 +337,33 @@ def test_the_threshold_per_setting_is_kept_only_when_precise_in_each_setting_and
         b = train.blind([])
         assert b["by_setting"]["kept"] is kept
         assert b["confident_references"] == (0.7 if kept else None)
+
+
+def test_train_group_route_fits_every_fold_and_the_final_model_with_the_shipped_recipe_counted_by_route(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--group route`` changes only the recipe's group: every cross-validation and the final fit get
+    `RECIPE` counted by route, and the model's meta says so; without it they get `RECIPE` itself."""
+    from collections import defaultdict
+    from dataclasses import replace
+
+    from benchmarks import corpus, learning, train
+
+    seen: list[object] = []
+    monkeypatch.setattr(learning, "cross_validate", lambda cases, split, recipe=None, **kw: seen.append(recipe) or [])
+    monkeypatch.setattr(train, "_calibration", lambda k5: {"bins": [], "ece": 0.0, "likely": 0.5, "method": "isotonic"})
+    monkeypatch.setattr(train, "blind", lambda loso: defaultdict(float))
+    monkeypatch.setattr(train, "final", lambda cases, oof, cal, meta, recipe=None: seen.append(recipe) or Model((), 0.0, 1.0, ()))
+    monkeypatch.setattr(train, "diagram", lambda *a: None)
+    monkeypatch.setattr(train, "_render_docs", lambda *a: 0)
+    monkeypatch.setattr(learning, "tells", lambda cases: {})
+    monkeypatch.setattr(corpus, "load", lambda path: [])
+    monkeypatch.setattr(train, "RESULTS", tmp_path / "results.json")
+    monkeypatch.setattr(Model, "to_dict", lambda self: {})
+    (tmp_path / "corpus.jsonl").write_text("")
+    args = ["--corpus", str(tmp_path / "corpus.jsonl"), "--out", str(tmp_path / "m.json"), "--card", str(tmp_path / "c.md")]
+    for extra, want in (([], learning.RECIPE), (["--group", "route"], replace(learning.RECIPE, group="route"))):
+        seen.clear()
+        assert train.main(args + extra) == 0
+        assert seen == [want] * 4
+        assert train.json.loads(train.RESULTS.read_text())["meta"]["group"] == want.group
