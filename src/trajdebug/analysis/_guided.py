@@ -403,13 +403,17 @@ class GuidedSearch:
 
     def _recheck_first(self, order: Iterable[int]) -> str | None:
         """The first step of ``order`` that may be asked again (never the failure; each at most once,
-        and never past `max_asks` answers), marked as rechecked."""
+        and never past `max_asks` answers), marked as rechecked; or the first never asked (an input only
+        vouched for), asked as a first question and not marked: asking it is not yet a recheck, and its
+        answer, which may prove it, is rechecked in turn like any other."""
         for i in order:
             while i in self.stand_in and (i not in self.votes or i in self.stood):
                 i = self.stand_in[i]  # a container the child stands for: recheck the child
             if self.failure is not None and i == self.index[self.failure]:
                 continue
-            if i not in self.rechecked and len(self.votes.get(i, ())) < self.max_asks:
+            if i not in self.votes:
+                return self.ids[i]
+            if i not in self.rechecked and len(self.votes[i]) < self.max_asks:
                 self.rechecked.add(i)
                 return self.ids[i]
         return None
