@@ -287,3 +287,15 @@ def test_the_caller_keeps_a_wrong_answers_admissible_and_drops_it_from_any_other
     odd = Caller(lambda s, r: Answer(s.step_id, False, "person", admissible="yes"), None)(step, run, problems)  # type: ignore[arg-type]
     assert (wrong.admissible, right.admissible, odd.admissible) == (False, None, None)
     assert len(problems) == 1 and "admissible" in problems[0]
+
+
+def test_the_steps_enclosing_a_step_are_found_in_one_walk_up_through_parents_that_are_not_steps() -> None:
+    """`Carrier.enclosing` lists the steps around one, nearest first, through a parent left out of the steps (a
+    turn with no output of its own), and stops at a cycle of parents; `encloses` agrees with it."""
+    from trajdebug.analysis._oracles import Carrier
+
+    steps = [Step("season", "plan_season", "agent"), Step("match", "score_match", "tool"), Step("inning", "log_inning", "tool")]
+    parent_of = {"season": "league", "league": "season", "turn": "season", "match": "turn", "inning": "match"}
+    c = Carrier(steps, parent_of)
+    assert c.enclosing(2) == [1, 0] and c.enclosing(1) == [0] and c.enclosing(0) == []
+    assert [j for j in range(3) if c.encloses(j, 2)] == [0, 1]

@@ -178,7 +178,7 @@ def test_with_recheck_a_root_proven_by_an_erroneous_answer_was_asked_twice(w: tu
 
 def test_a_vouched_input_is_taken_back_when_the_answer_that_vouched_is_outvoted() -> None:
     """Vouching holds only while the erroneous answer stands: outvoted by two correct answers, its input is unknown again."""
-    v = Verdicts([[], [0]], None, lambda j, p: False, [0, 1])
+    v = Verdicts([[], [0]], None, lambda p: (), [0, 1])
     v.add(1, Answer("b", False, "person", admissible=True))
     assert v.verdict(0) is True and v.admissible(1) is True
     v.add(1, Answer("b", True, "person"))
@@ -188,7 +188,7 @@ def test_a_vouched_input_is_taken_back_when_the_answer_that_vouched_is_outvoted(
 
 def test_an_input_answered_wrong_is_not_overridden_by_a_consumer_answered_erroneous() -> None:
     """An erroneous answer vouches only for inputs nobody answered: an input answered wrong stays wrong."""
-    v = Verdicts([[], [0]], None, lambda j, p: False, [0, 1])
+    v = Verdicts([[], [0]], None, lambda p: (), [0, 1])
     v.add(0, Answer("a", False, "person"))
     v.add(1, Answer("b", False, "person", admissible=True))
     assert v.verdict(0) is False
@@ -484,7 +484,7 @@ def test_a_steps_tally_counts_every_answer_and_the_most_trusted_sources_answers_
     """The counts the report page combines its own answers with: all answers given (unknowns and less trusted
     ones too), the top source's trust, and of its answers correct, erroneous, inadmissible, plain wrong and
     erroneous on a person's word."""
-    v = Verdicts([[], [0]], 1, lambda j, p: False, [0, 1])
+    v = Verdicts([[], [0]], 1, lambda p: (), [0, 1])
     for a in (Answer("x", True, "model:m"), Answer("x", None, "person"), Answer("x", False, "person", admissible=True),
               Answer("x", False, "person:ann", admissible=False), Answer("x", True, "person"),
               Answer("x", False, "person")):

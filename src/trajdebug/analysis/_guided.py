@@ -176,7 +176,7 @@ class GuidedSearch:
         self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
         starts, ends = [graph.steps[sid].start_ns for sid in self.ids], [until(graph.steps[sid]) for sid in self.ids]
         f = self.index.get(self.failure or "")
-        self.verdicts = Verdicts(self.parents, f, self.carrier.encloses, starts, ends)
+        self.verdicts = Verdicts(self.parents, f, self.carrier.enclosing, starts, ends)
         self.stand_in = {c: k for c, k in self.carrier.passes().items() if c != f and k != f}
         """Pass-through containers -> the child whose answer stands for them (see the module docstring)."""
         self.stood: set[int] = set()
