@@ -97,6 +97,45 @@ class TestHierarchy:
         assert g.backward_slice(["out"]) == {"out", "ag"}
 
 
+    def test_a_step_that_is_its_own_parent_leaves_the_child_edges_downstream_of_it_alone(self) -> None:
+        """A step recorded as its own parent gets no child edge and no enclosing step, and a container whose
+        child reads it still takes that child's output (no cycle is cut, none named)."""
+        g = DependencyGraph(
+            _run(
+                Step("tide", "read_tide", parent_id="tide", start_ns=1, end_ns=2),
+                Step("voyage", "plan_voyage", "agent", start_ns=3, end_ns=20),
+                Step("course", "chart_course", parent_id="voyage", deps=(Dependency("tide"),), start_ns=4, end_ns=9),
+                Step("sail", "set_sail", deps=(Dependency("voyage"),), start_ns=21, end_ns=22),
+            )
+        )
+        assert [d.step_id for d in g.parents("voyage")] == ["course"] and g.parents("tide") == ()
+        assert g.parent("tide") is None and g.parent("course") == "voyage" and g.problems == []
+        assert g.backward_slice(["sail"]) == {"sail", "voyage", "course", "tide"}
+
+    def test_a_loop_of_parents_loses_only_the_loops_own_child_edges(self) -> None:
+        """On a loop of parents (a inside b inside a) the looping steps get no child edge and no parent, while a
+        step inside the loop keeps its edge into its parent; the order needs no cut."""
+        g = DependencyGraph(
+            _run(
+                Step("hive", "tend_hive", "agent", parent_id="yard", start_ns=1, end_ns=9),
+                Step("yard", "walk_yard", "agent", parent_id="hive", start_ns=2, end_ns=8),
+                Step("comb", "cut_comb", parent_id="hive", start_ns=3, end_ns=4),
+                Step("jar", "fill_jar", deps=(Dependency("hive"),), start_ns=10, end_ns=11),
+            )
+        )
+        assert [d.step_id for d in g.parents("hive")] == ["comb"] and g.parents("yard") == ()
+        assert (g.parent("hive"), g.parent("yard"), g.parent("comb")) == (None, None, "hive")
+        assert g.problems == [] and g.topological_order().index("comb") < g.topological_order().index("hive")
+
+    def test_a_deep_chain_and_a_long_loop_of_parents_build_without_recursion(self) -> None:
+        """A chain of parents 20,000 deep keeps every child edge, and a loop of 20,000 parents drops all its own."""
+        n = 20_000
+        chain = DependencyGraph(_run(*(Step(f"d{i}", "dig", parent_id=f"d{i - 1}" if i else None) for i in range(n))))
+        assert chain.edge_count() == n - 1 and chain.parent(f"d{n - 1}") == f"d{n - 2}"
+        loop = DependencyGraph(_run(*(Step(f"d{i}", "dig", parent_id=f"d{(i - 1) % n}") for i in range(n))))
+        assert loop.edge_count() == 0 and loop.parent("d0") is None and loop.problems == []
+
+
 class TestInputErrors:
     def test_dependency_on_a_missing_step_names_both(self) -> None:
         """A dangling edge is left out and named in problems; strict=True raises GraphError naming both ends."""

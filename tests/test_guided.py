@@ -620,3 +620,22 @@ def test_every_step_on_the_proven_roots_path_is_named_even_one_never_asked_about
     names = dict(g.names)
     assert all(s in names for s in g.path)
     assert "round 1" in "\n".join(guided_lines(g))
+
+
+def test_a_step_recorded_as_its_own_parent_does_not_hide_a_containers_child_from_the_search() -> None:
+    """A step recorded as its own parent is read as a top-level step: the container whose child read it still
+    takes that child's output, so a truthful person leads the search to the wrong child, not the container."""
+    steps = (
+        Step("seed", "count_seed", "tool", output={"packets": 3}, parent_id="seed", start_ns=1, end_ns=2),
+        Step("plot", "plan_plot", "agent", output={"rows": 9}, start_ns=3, end_ns=20),
+        Step("rows", "space_rows", "tool", output={"cm": 90}, deps=(Dependency("seed"),), parent_id="plot", start_ns=4, end_ns=9),
+        Step("sow", "sow_field", "other", output=None, status="error", deps=(Dependency("plot"),), start_ns=21, end_ns=22),
+    )
+    run = Run("run1", "garden", 0, 30, "failure", steps=steps)
+    failures = (Failure("sow", "outcome", "x", "x", "final"),)
+    loc = Localization([Candidate("plot", 0.9, (), ()), Candidate("seed", 0.5, (), ()), Candidate("rows", 0.4, (), ())],
+                       SearchStats(4, 4, 0.0), failures=failures, ranking=("plot", "seed", "rows"))
+    wrong = {"plot", "rows", "sow"}
+    g = guided_search(Analysis(run, failures, loc), lambda s, r: Answer(s.step_id, s.step_id not in wrong, "person",
+                      admissible=None if s.step_id not in wrong else s.step_id != "sow"), timeout=None)
+    assert (g.root, g.certain) == ("rows", True)

@@ -173,7 +173,8 @@ class GuidedSearch:
         self.log: list[Answer] = []
         self.implied: list[Answer] = []
         """Answers no oracle gave: inputs a correct step carries whole (see the module docstring)."""
-        self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: s.parent_id for sid, s in graph.steps.items()})
+        # The parents the graph keeps (none for a step on a parent cycle): one hierarchy for edges and enclosing.
+        self.carrier = Carrier([graph.steps[sid] for sid in self.ids], {sid: graph.parent(sid) for sid in graph.steps})
         starts, ends = [graph.steps[sid].start_ns for sid in self.ids], [until(graph.steps[sid]) for sid in self.ids]
         f = self.index.get(self.failure or "")
         self.verdicts = Verdicts(self.parents, f, self.carrier.enclosing, starts, ends)

@@ -21,6 +21,10 @@ backward search that starts at a failed agent step walks into the steps that
 built its output, and a forward slice of a child reaches the agent's consumers.
 No parent -> child edge is added: the children consume the agent's *input*, not
 its output, and such an edge would close a cycle with the child -> parent one.
+A step on a parent cycle (its own parent, or its parent's parent...) has no
+enclosing step (`DependencyGraph.parent`): a hand-written or merged file may
+hold one, and its child edges would close a cycle the dependencies never had,
+whose cut (below) would then take ordinary child edges downstream of it too.
 Retries (``retry_of``) are not edges either: an attempt does not consume the
 previous attempt's output.
 
@@ -83,6 +87,7 @@ class DependencyGraph:
     __slots__ = (
         "_children",
         "_external",
+        "_looping",
         "_order",
         "_parents",
         "_pos",
@@ -106,6 +111,7 @@ class DependencyGraph:
         self._external: dict[str, tuple[Dependency, ...]] = {}
         self._children: dict[str, tuple[tuple[str, Dependency], ...]] | None = None
         self._order: list[str] | None = None
+        self._looping: frozenset[str] = _looping(self.steps)
         self._build()
 
     # -- construction --------------------------------------------------------
@@ -117,8 +123,9 @@ class DependencyGraph:
         missing: list[str] = []
         extra: dict[str, list[Dependency]] = {}
         if self.hierarchy:
+            looping = self._looping
             for s in self.run.steps:
-                if s.parent_id is not None and s.parent_id in steps:
+                if s.parent_id is not None and s.parent_id in steps and s.step_id not in looping:
                     extra.setdefault(s.parent_id, []).append(
                         Dependency(s.step_id, "data", "declared", 1.0, CHILD_KEY)
                     )
@@ -262,6 +269,12 @@ class DependencyGraph:
         """The step's index in the run's start order."""
         return self._pos[step_id]
 
+    def parent(self, step_id: str) -> str | None:
+        """The step enclosing this one as the analysis sees it: its recorded parent, or None when that is
+        not a step of the run or the step lies on a parent cycle (shown at the top level, as the loader says)."""
+        up = self.steps[step_id].parent_id
+        return up if up is not None and up in self.steps and step_id not in self._looping else None
+
     def parents(self, step_id: str) -> tuple[Dependency, ...]:
         """The edges into this step from the steps it consumed (within this run)."""
         return self._parents.get(step_id, _EMPTY)
@@ -349,6 +362,26 @@ class DependencyGraph:
         """The steps nobody in this run consumed, in start order."""
         children = self._children_map()
         return [sid for sid in self.steps if sid not in children]
+
+
+def _looping(steps: dict[str, Step]) -> frozenset[str]:
+    """The steps on a parent cycle (each its own parent, or its parent's parent...), in O(V).
+
+    Only the cycle itself: a step whose chain of parents runs into a cycle keeps its own parent."""
+    out: set[str] = set()
+    done: set[str] = set()
+    for start in steps:
+        at: dict[str, int] = {}  # the current walk: step -> its place on it
+        path: list[str] = []
+        cur: str | None = start
+        while cur is not None and cur in steps and cur not in done and cur not in at:
+            at[cur] = len(path)
+            path.append(cur)
+            cur = steps[cur].parent_id
+        if cur is not None and cur in at:
+            out.update(path[at[cur] :])
+        done.update(path)
+    return frozenset(out)
 
 
 def final_step(run: Run) -> Step | None:
