@@ -622,6 +622,60 @@ def test_every_step_on_the_proven_roots_path_is_named_even_one_never_asked_about
     assert "round 1" in "\n".join(guided_lines(g))
 
 
+def _drive(search: GuidedSearch, answer, *, by_done: bool) -> list[str]:  # type: ignore[no-untyped-def]
+    """Ask until done: by ``next_question`` alone, or by ``done()`` then ``next_question`` (a driver's two ways)."""
+    asked: list[str] = []
+    while not by_done or not search.done():
+        sid = search.next_question()
+        if sid is None:
+            break
+        asked.append(sid)
+        search.answer(answer(sid))
+    return asked
+
+
+def _kiln_chain() -> Analysis:
+    steps = (
+        Step("clay", "wedge_clay", "tool", output={"kg": 4}, start_ns=1, end_ns=2),
+        Step("pot", "throw_pot", "other", output={"walls_mm": 2}, deps=(Dependency("clay"),), start_ns=3, end_ns=4),
+        Step("glaze", "dip_glaze", "other", output={"coats": 5}, deps=(Dependency("pot"),), start_ns=5, end_ns=6),
+        Step("fire", "fire_kiln", "other", output=None, status="error", deps=(Dependency("glaze"),), start_ns=7, end_ns=8),
+    )
+    run = Run("run1", "kiln", 0, 9, "failure", steps=steps)
+    loc = Localization([], SearchStats(4, 4, 0.0), failures=(Failure("fire", "outcome", "x", "x", "final"),))
+    return Analysis(run, loc.failures, loc)
+
+
+def test_next_question_has_no_side_effect_so_a_done_driven_loop_still_rechecks() -> None:
+    """Asking for the next question any number of times gives the same step, so a loop on ``done()`` rechecks a
+    flipped answer as the plain loop does and proves the true root, not the step the flip called its own fault."""
+    flips: dict[str, int] = {}
+
+    def answer(sid: str) -> Answer:
+        flips[sid] = flips.get(sid, 0) + 1
+        if sid == "pot" and flips[sid] == 1:
+            return Answer(sid, False, "person", admissible=True)  # flipped: "its own fault"
+        return Answer(sid, False, "person", admissible=sid == "clay")
+
+    runs = []
+    for by_done in (False, True):
+        flips.clear()
+        search = GuidedSearch(_kiln_chain(), recheck=True, audit=0)
+        first = search.next_question()
+        assert [search.next_question() for _ in range(3)] == [first] * 3 and not search.done()
+        runs.append((_drive(search, answer, by_done=by_done), search.result().root, search.result().certain))
+    assert runs[0] == runs[1] and runs[1][1:] == ("clay", True) and runs[1][0].count("pot") == 2
+
+
+def test_a_done_driven_loop_spends_an_audit_only_when_it_is_answered() -> None:
+    """An audit question is marked when answered, not when chosen: a loop on ``done()`` still audits the proof
+    and finds the root the recording did not tie to the failure."""
+    analysis, wrong = _unrecorded_input()
+    search = GuidedSearch(analysis, audit=1)
+    asked = _drive(search, lambda sid: Answer(sid, sid not in wrong, "person"), by_done=True)
+    assert "c" in asked and (search.result().root, search.result().certain) == ("c", True)
+
+
 def test_a_step_recorded_as_its_own_parent_does_not_hide_a_containers_child_from_the_search() -> None:
     """A step recorded as its own parent is read as a top-level step: the container whose child read it still
     takes that child's output, so a truthful person leads the search to the wrong child, not the container."""

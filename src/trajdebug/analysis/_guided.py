@@ -184,6 +184,9 @@ class GuidedSearch:
         """The containers whose standing answer is their child's (`_stand`), not one of their own."""
         self.votes = self.verdicts.votes
         self.rechecked: set[int] = set()
+        self._marks: tuple[int, int | None] | None = None
+        """The question `next_question` chose last, when answering it is a recheck (``(step, None)``) or an
+        audit (``(step, the proved step)``): marked by `answer`, so asking what is next changes nothing."""
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
         for a in answers:
             self._take(a, given=True)
@@ -276,6 +279,13 @@ class GuidedSearch:
     def answer(self, a: Answer) -> None:
         """Record an answer (asked by `next_question`, or volunteered)."""
         self.asked += 1
+        marks, self._marks = self._marks, None
+        if marks is not None and self.index.get(a.step_id) == marks[0] and a.run_id in (None, self.analysis.run.run_id):
+            i, proved = marks
+            if proved is None:
+                self.rechecked.add(i)  # each step is rechecked once
+            else:
+                self.audited[i] = proved  # a wrong answer ties it to the proved step (`_take`)
         self._take(a, given=False)
 
     def verdict(self, i: int) -> bool | None:
@@ -360,7 +370,9 @@ class GuidedSearch:
         return out
 
     def next_question(self) -> str | None:
-        """The step id to ask about next; None when the search is done."""
+        """The step id to ask about next; None when the search is done.  Free of side effects: asked again
+        before an answer, it gives the same step (a recheck or an audit is marked when `answer` records it)."""
+        self._marks = None
         if self.failure is None:
             return None
         if self.max_questions is not None and self.asked >= self.max_questions:
@@ -404,7 +416,7 @@ class GuidedSearch:
 
     def _recheck_first(self, order: Iterable[int]) -> str | None:
         """The first step of ``order`` that may be asked again (never the failure; each at most once,
-        and never past `max_asks` answers), marked as rechecked; or the first never asked (an input only
+        and never past `max_asks` answers), to be marked rechecked when answered; or the first never asked (an input only
         vouched for), asked as a first question and not marked: asking it is not yet a recheck, and its
         answer, which may prove it, is rechecked in turn like any other."""
         for i in order:
@@ -415,7 +427,7 @@ class GuidedSearch:
             if i not in self.votes:
                 return self.ids[i]
             if i not in self.rechecked and len(self.votes[i]) < self.max_asks:
-                self.rechecked.add(i)
+                self._marks = (i, None)
                 return self.ids[i]
         return None
 
@@ -454,7 +466,7 @@ class GuidedSearch:
         if not pool:
             return None
         pick = max(pool, key=lambda i: (self.mass[i], i))
-        self.audited[pick] = focus
+        self._marks = (pick, focus)
         return self.ids[pick]
 
     def weak(self, i: int) -> bool:
