@@ -299,3 +299,18 @@ def test_the_steps_enclosing_a_step_are_found_in_one_walk_up_through_parents_tha
     c = Carrier(steps, parent_of)
     assert c.enclosing(2) == [1, 0] and c.enclosing(1) == [0] and c.enclosing(0) == []
     assert [j for j in range(3) if c.encloses(j, 2)] == [0, 1]
+
+
+def test_encloses_is_enclosing_on_a_loop_of_parents_through_the_step_and_on_a_deep_chain() -> None:
+    """`encloses` is `enclosing` read one way: on a loop of parents through a step the other looping steps enclose
+    it and it never encloses itself, and a chain 20,000 deep is walked without recursion."""
+    from trajdebug.analysis._oracles import Carrier
+
+    steps = [Step("reel", "wind_reel", "agent"), Step("line", "cast_line", "tool"), Step("hook", "bait_hook", "tool")]
+    c = Carrier(steps, {"reel": "line", "line": "hook", "hook": "reel"})
+    for p in range(3):
+        assert sorted(c.enclosing(p)) == sorted({0, 1, 2} - {p})
+        assert [j for j in range(3) if c.encloses(j, p)] == sorted(c.enclosing(p))
+    n = 20_000
+    deep = Carrier([Step(f"k{i}", "knot", "tool") for i in range(n)], {f"k{i}": f"k{i - 1}" if i else None for i in range(n)})
+    assert deep.enclosing(n - 1) == list(range(n - 2, -1, -1)) and deep.encloses(0, n - 1) and not deep.encloses(n - 1, 0)

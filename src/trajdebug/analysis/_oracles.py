@@ -220,15 +220,9 @@ class Carrier:
         return out
 
     def encloses(self, j: int, p: int) -> bool:
-        """True when step ``j`` encloses step ``p`` (a parent, or a parent's parent, of it)."""
-        outer, up = self._steps[j].step_id, self._parent_of.get(self._steps[p].step_id)
-        seen: set[str] = set()
-        while up is not None and up not in seen:
-            if up == outer:
-                return True
-            seen.add(up)
-            up = self._parent_of.get(up)
-        return False
+        """True when step ``j`` encloses step ``p`` (a parent, or a parent's parent, of it): `enclosing`, the one
+        definition (never a step itself, even on a parent cycle)."""
+        return j in self.enclosing(p)
 
     def carries(self, j: int, p: int) -> bool:
         """True when step ``j``'s output relays step ``p``'s whole output (see the class docstring)."""
