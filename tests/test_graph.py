@@ -164,6 +164,22 @@ class TestInputErrors:
             DependencyGraph(run, strict=True)
         assert set(info.value.steps) == {"a", "b", "c"}
 
+    def test_a_dependency_cycle_upstream_leaves_the_child_edges_downstream_of_it_alone(self) -> None:
+        """Only the edges of a cycle are cut: a container whose child reads a step of a dependency cycle still
+        takes that child's output, though the child is listed after the container."""
+        g = DependencyGraph(
+            _run(
+                Step("gauge", "read_gauge", deps=(Dependency("valve"),)),
+                Step("valve", "turn_valve", deps=(Dependency("gauge"),)),
+                Step("pump", "run_pump", "agent"),
+                Step("flow", "log_flow", parent_id="pump", deps=(Dependency("valve"),)),
+                Step("tank", "fill_tank", deps=(Dependency("pump"),)),
+            )
+        )
+        assert [d.step_id for d in g.parents("pump")] == ["flow"] and g.parents("gauge") == ()
+        assert len(g.problems) == 1 and "(cut 1 edge " in g.problems[0]
+        assert g.backward_slice(["tank"]) == {"tank", "pump", "flow", "valve", "gauge"}
+
     def test_self_dependency_is_a_cycle(self) -> None:
         """A step that depends on itself is a one-step cycle: cut, and named."""
         g = DependencyGraph(_run(Step("a", "a", deps=(Dependency("a"),))))
@@ -222,6 +238,30 @@ class TestProperties:
             for d in g.parents(s.step_id):
                 assert pos[d.step_id] < pos[s.step_id]
 
+    @settings(max_examples=80, deadline=None)
+    @given(st.integers(0, 10_000), st.integers(2, 30))
+    def test_a_cycle_is_cut_only_at_its_own_edges_and_no_cycle_is_left(self, seed: int, n: int) -> None:
+        """On random graphs with dependencies both ways and parents anywhere (loops of parents too), every kept
+        producer comes first in the order, and every edge left out closed a cycle (its consumer reaches back
+        to its producer over the edges the graph would have)."""
+        rng = random.Random(seed)
+        steps = [
+            Step(f"s{i}", "step", deps=tuple(Dependency(f"s{j}") for j in rng.sample(range(n), rng.randint(0, 2))),
+                 parent_id=f"s{rng.randrange(n)}" if rng.random() < 0.3 else None)
+            for i in range(n)
+        ]
+        g = DependencyGraph(_run(*steps))
+        up: dict[str, set[str]] = {s.step_id: {d.step_id for d in s.deps} for s in steps}
+        for s in steps:
+            if g.parent(s.step_id) is not None:
+                up[s.parent_id or ""].add(s.step_id)  # a child feeds its parent
+        order = {sid: i for i, sid in enumerate(g.topological_order())}
+        for sid, producers in up.items():
+            kept = {d.step_id for d in g.parents(sid)}
+            assert kept <= producers and all(order[p] < order[sid] for p in kept)
+            for p in producers - kept:
+                assert p == sid or _reaches(up, p, sid), (seed, sid, p)
+
     @settings(max_examples=60, deadline=None)
     @given(dags())
     def test_slices_match_a_naive_closure_and_are_dual(self, run: Run) -> None:
@@ -234,3 +274,16 @@ class TestProperties:
         fwd = g.forward_slice([a])
         for b in ids:
             assert (b in fwd) == (a in g.backward_slice([b]))
+
+
+def _reaches(up: dict[str, set[str]], start: str, target: str) -> bool:
+    """True when ``target`` is among the producers of ``start``, transitively."""
+    seen, todo = {start}, [start]
+    while todo:
+        for p in up.get(todo.pop(), ()):
+            if p == target:
+                return True
+            if p not in seen:
+                seen.add(p)
+                todo.append(p)
+    return False

@@ -30,9 +30,9 @@ previous attempt's output.
 
 Broken links.  Partial exports routinely hold an edge to a step that is not
 there, and hand-written or merged runs may hold a cycle.  Neither is fatal: a
-dangling edge is left out, a cycle is cut at its edges that point forward in
-start order, and each is named in `DependencyGraph.problems` (``strict=True``
-raises `GraphError` instead).
+dangling edge is left out, a cycle is cut at its own edges that point back
+against start order (the steps downstream of it keep theirs), and each is named
+in `DependencyGraph.problems` (``strict=True`` raises `GraphError` instead).
 
 Cost.  Building is O(V + E).  Acyclicity is proved in O(E) when every edge goes
 from an earlier-finishing producer to a later-finishing consumer, which is the
@@ -211,14 +211,19 @@ class DependencyGraph:
             msg = f"run {self.run.run_id}: dependency cycle: {names}"
             if self.strict:
                 raise GraphError(msg, cyc)
-            # Cut every edge among the stuck steps that points from a later-started
-            # producer to an earlier-started consumer: what is left follows start
-            # order, so it cannot close a cycle.
+            # Cut, inside each strongly connected part of the stuck steps (a cycle, or
+            # cycles sharing steps), every edge from a later-started producer to an
+            # earlier-started consumer: what is left of a part follows start order
+            # and the parts close no cycle among themselves, so none is left.  The
+            # steps merely downstream of a cycle keep every edge (a child is listed
+            # after the container it feeds: cutting there would hide it).
             pos = self._pos
+            part = _components(stuck, self._parents)
             cut = 0
             for sid in stuck:
                 deps = self._parents.get(sid, _EMPTY)
-                keep = tuple(d for d in deps if not (d.step_id in stuck and pos[d.step_id] >= pos[sid]))
+                mine = part[sid]
+                keep = tuple(d for d in deps if not (part.get(d.step_id) == mine and pos[d.step_id] >= pos[sid]))
                 cut += len(deps) - len(keep)
                 if keep:
                     self._parents[sid] = keep
@@ -362,6 +367,47 @@ class DependencyGraph:
         """The steps nobody in this run consumed, in start order."""
         children = self._children_map()
         return [sid for sid in self.steps if sid not in children]
+
+
+def _components(nodes: set[str], parents: dict[str, tuple[Dependency, ...]]) -> dict[str, int]:
+    """The strongly connected components of the edges among ``nodes`` (step -> component number): Tarjan's
+    algorithm (1972), iterative so that a long cycle needs no deep recursion, O(V + E)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    part: dict[str, int] = {}
+    stack: list[str] = []
+    for root in nodes:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        work = [(root, iter(parents.get(root, _EMPTY)))]
+        while work:
+            v, edges = work[-1]
+            for d in edges:
+                w = d.step_id
+                if w not in nodes:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    work.append((w, iter(parents.get(w, _EMPTY))))
+                    break
+                if w not in part:  # still on the stack: in v's component
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    u = work[-1][0]
+                    low[u] = min(low[u], low[v])
+                if low[v] == index[v]:
+                    n = len(part)
+                    while True:
+                        w = stack.pop()
+                        part[w] = n
+                        if w == v:
+                            break
+    return part
 
 
 def _looping(steps: dict[str, Step]) -> frozenset[str]:
