@@ -416,7 +416,13 @@ def _looping(steps: dict[str, Step]) -> frozenset[str]:
     Only the cycle itself: a step whose chain of parents runs into a cycle keeps its own parent."""
     out: set[str] = set()
     done: set[str] = set()
-    for start in steps:
+    for start, s in steps.items():
+        up = s.parent_id
+        if up is None or up in done or up not in steps:  # the common case: no walk (a parent listed first)
+            done.add(start)
+            continue
+        if start in done:
+            continue
         at: dict[str, int] = {}  # the current walk: step -> its place on it
         path: list[str] = []
         cur: str | None = start
