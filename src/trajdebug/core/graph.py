@@ -31,7 +31,8 @@ previous attempt's output.
 Broken links.  Partial exports routinely hold an edge to a step that is not
 there, and hand-written or merged runs may hold a cycle.  Neither is fatal: a
 dangling edge is left out, a cycle is cut at its own edges that point back
-against start order (the steps downstream of it keep theirs), and each is named
+against finish order (the steps downstream of it keep theirs), a parent cycle
+adds no edge (above), and each is named
 in `DependencyGraph.problems` (``strict=True`` raises `GraphError` instead).
 
 Cost.  Building is O(V + E).  Acyclicity is proved in O(E) when every edge goes
@@ -68,6 +69,8 @@ class GraphError(ValueError):
 
 
 _EMPTY: tuple[Dependency, ...] = ()
+_SHOWN = 5
+"""How many steps a problem line names (a cycle, a parent loop, dangling edges), the rest counted."""
 _NO_CHILDREN: tuple[tuple[str, Dependency], ...] = ()
 
 
@@ -112,9 +115,23 @@ class DependencyGraph:
         self._children: dict[str, tuple[tuple[str, Dependency], ...]] | None = None
         self._order: list[str] | None = None
         self._looping: frozenset[str] = _looping(self.steps)
+        if self._looping:
+            self._report_looping()
         self._build()
 
     # -- construction --------------------------------------------------------
+
+    def _report_looping(self) -> None:
+        # A parent cycle adds no edge (see the module docstring), so no cut names it:
+        # say it here, in the loader's words, for runs that never met the loader.
+        loop = [sid for sid in self.steps if sid in self._looping]
+        shown = ", ".join(repr(sid) for sid in loop[:_SHOWN])
+        if len(loop) > _SHOWN:
+            shown += f" and {len(loop) - _SHOWN} more"
+        msg = f"run {self.run.run_id}: steps {shown} are their own ancestors (a parent cycle)"
+        if self.strict:
+            raise GraphError(msg, loop)
+        self.problems.append(msg + "; shown at the top level")
 
     def _build(self) -> None:
         steps = self.steps
@@ -163,7 +180,8 @@ class DependencyGraph:
             if deps:
                 parents[s.step_id] = deps
         if missing:
-            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            more = len(missing) - _SHOWN
+            shown = ", ".join(missing[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
             msg = f"run {run_id}: {len(missing)} dependenc{'y' if len(missing) == 1 else 'ies'} on a missing step: {shown}"
             if self.strict:
                 raise GraphError(msg, [m.split(" ", 1)[0] for m in missing])
@@ -207,32 +225,41 @@ class DependencyGraph:
         if len(order) < len(self.steps):
             stuck = {sid for sid, n in indeg.items() if n > 0}
             cyc = self._find_cycle(stuck)
-            names = " -> ".join(f"{sid} ({self.steps[sid].name})" for sid in cyc)
+            names = " -> ".join(f"{sid} ({self.steps[sid].name})" for sid in cyc[:_SHOWN])
+            if len(cyc) > _SHOWN:  # a long cycle named whole made a problem line of megabytes
+                names += f" -> ... ({len(cyc) - 1} steps)"
             msg = f"run {self.run.run_id}: dependency cycle: {names}"
             if self.strict:
                 raise GraphError(msg, cyc)
             # Cut, inside each strongly connected part of the stuck steps (a cycle, or
-            # cycles sharing steps), every edge from a later-started producer to an
-            # earlier-started consumer: what is left of a part follows start order
-            # and the parts close no cycle among themselves, so none is left.  The
-            # steps merely downstream of a cycle keep every edge (a child is listed
-            # after the container it feeds: cutting there would hide it).
-            pos = self._pos
+            # cycles sharing steps), every edge from a later-finishing producer to an
+            # earlier-finishing consumer (ties, and steps with no end, by start order:
+            # `_check_acyclic`'s key): what is left of a part follows that total order
+            # and the parts close no cycle among themselves, so none is left.  Finish,
+            # not start: a child starts after its container but finishes before it, so
+            # a child edge survives and the cycle loses the other edge (a container
+            # writes shared state its child reads).  The steps merely downstream of a
+            # cycle keep every edge (a child is listed after the container it feeds).
+            key = self._finish_key
             part = _components(stuck, self._parents)
             cut = 0
             for sid in stuck:
                 deps = self._parents.get(sid, _EMPTY)
-                mine = part[sid]
-                keep = tuple(d for d in deps if not (part.get(d.step_id) == mine and pos[d.step_id] >= pos[sid]))
+                mine, k = part[sid], key(sid)
+                keep = tuple(d for d in deps if not (part.get(d.step_id) == mine and key(d.step_id) >= k))
                 cut += len(deps) - len(keep)
                 if keep:
                     self._parents[sid] = keep
                 else:
                     self._parents.pop(sid, None)
             self._children = None
-            self.problems.append(f"{msg} (cut {cut} edge{'s' if cut != 1 else ''} against start order)")
+            self.problems.append(f"{msg} (cut {cut} edge{'s' if cut != 1 else ''} against finish order)")
             return self._kahn()
         return order
+
+    def _finish_key(self, sid: str) -> tuple[float, int]:
+        end = self.steps[sid].end_ns
+        return (float("inf") if end is None else end, self._pos[sid])
 
     def _find_cycle(self, stuck: set[str]) -> list[str]:
         # Every step left with in-degree > 0 after Kahn lies on or behind a
