@@ -693,3 +693,35 @@ def test_a_step_recorded_as_its_own_parent_does_not_hide_a_containers_child_from
     g = guided_search(Analysis(run, failures, loc), lambda s, r: Answer(s.step_id, s.step_id not in wrong, "person",
                       admissible=None if s.step_id not in wrong else s.step_id != "sow"), timeout=None)
     assert (g.root, g.certain) == ("rows", True)
+
+
+def test_a_child_reading_state_its_container_wrote_is_found_as_the_root() -> None:
+    """A turn writes shared state that its tool child then reads (a recorded state edge into the still-running
+    turn): the child's output still feeds the turn, so a truthful person is led to the wrong child, not the turn."""
+    import trajdebug
+    from trajdebug.record import MemorySink
+
+    with trajdebug.run("greenhouse", sinks=[MemorySink()]) as h:
+        with trajdebug.step("read_sensor", kind="tool") as s:
+            s.output = {"temp": "71", "unit": "F"}
+        with trajdebug.step("tend_house", kind="agent") as turn:
+            h.state["unit"] = "C"  # the turn sets up state for its tools
+            with trajdebug.step("convert_temp", kind="tool") as c:
+                c.output = {"temp_c": 71.0, "unit": h.state["unit"]}  # wrong: never converted (the root)
+            turn.output = {"vent": c.output["temp_c"] > 30}
+        with trajdebug.step("report", kind="llm") as f:
+            f.output = "vents opened"
+        h.fail("vents opened in the cold")
+    run = h.load()
+    names = {s.step_id: s.name for s in run.steps}
+    wrong = {"convert_temp": True, "tend_house": None, "report": False}
+
+    def truthful(step: Step, run: Run) -> Answer:
+        if step.name in wrong:
+            return Answer(step.step_id, False, "person", admissible=wrong[step.name])
+        return Answer(step.step_id, True, "person")
+
+    analysis = trajdebug.analyze(run)
+    for recheck in (False, True):
+        g = guided_search(analysis, truthful, timeout=None, recheck=recheck)
+        assert g.root is not None and (names[g.root], g.certain) == ("convert_temp", True)
