@@ -725,3 +725,24 @@ def test_a_child_reading_state_its_container_wrote_is_found_as_the_root() -> Non
     for recheck in (False, True):
         g = guided_search(analysis, truthful, timeout=None, recheck=recheck)
         assert g.root is not None and (names[g.root], g.certain) == ("convert_temp", True)
+
+
+def test_an_answer_volunteered_between_a_recheck_and_its_answer_keeps_the_recheck_marked() -> None:
+    """A recheck stays pending through an answer volunteered about another step, so the rechecked step is marked
+    when its own answer comes and is not asked a third time."""
+    n: dict[str, int] = {}
+
+    def answer(sid: str) -> Answer:
+        n[sid] = n.get(sid, 0) + 1
+        flipped = sid == "pot" and n[sid] == 1  # "its own fault", then the truth
+        return Answer(sid, False, "person", admissible=flipped or sid == "clay")
+
+    search = GuidedSearch(_kiln_chain(), recheck=True, audit=0)
+    asked: list[str] = []
+    while (sid := search.next_question()) is not None and len(asked) < 20:
+        asked.append(sid)
+        if asked.count("pot") == 2 and sid == "pot":
+            search.answer(Answer("glaze", False, "person", admissible=False))  # volunteered meanwhile
+        search.answer(answer(sid))
+    assert asked.count("pot") == 2 and (search.result().root, search.result().certain) == ("clay", True)
+    assert search.index["pot"] in search.rechecked

@@ -184,7 +184,7 @@ class GuidedSearch:
         """The containers whose standing answer is their child's (`_stand`), not one of their own."""
         self.votes = self.verdicts.votes
         self.rechecked: set[int] = set()
-        # The last question when a recheck (step, None) or an audit (step, proved step): `answer` marks it.
+        # The last question when a recheck (step, None) or an audit (step, proved step): marked when answered.
         self._marks: tuple[int, int | None] | None = None
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
         for a in answers:
@@ -278,8 +278,8 @@ class GuidedSearch:
     def answer(self, a: Answer) -> None:
         """Record an answer (asked by `next_question`, or volunteered)."""
         self.asked += 1
-        marks, self._marks = self._marks, None
-        if marks is not None and self.index.get(a.step_id) == marks[0] and a.run_id in (None, self.analysis.run.run_id):
+        if (marks := self._marks) is not None and self.index.get(a.step_id) == marks[0] and a.run_id in (None, self.analysis.run.run_id):
+            self._marks = None  # consumed by that step's answer only: one volunteered between keeps it
             if marks[1] is None:
                 self.rechecked.add(marks[0])  # each step is rechecked once
             else:
