@@ -180,8 +180,8 @@ class DependencyGraph:
             if deps:
                 parents[s.step_id] = deps
         if missing:
-            more = len(missing) - _SHOWN
-            shown = ", ".join(missing[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
+            hidden = len(missing) - _SHOWN
+            shown = ", ".join(missing[:_SHOWN]) + (f" and {hidden} more" if hidden > 0 else "")
             msg = f"run {run_id}: {len(missing)} dependenc{'y' if len(missing) == 1 else 'ies'} on a missing step: {shown}"
             if self.strict:
                 raise GraphError(msg, [m.split(" ", 1)[0] for m in missing])
