@@ -146,8 +146,37 @@ WRONG_PICK = 0.45
 def queue_heads(step: Step) -> frozenset[str]:
     """The values (lower-case text) a step took off the head of a list it was given, returning the rest of that
     list under the same key (``todo: [W16, M45]`` handed in, ``current: W16, todo: [M45]`` handed back): a
-    loop over a work queue moving to its next item, which may rightly replace the ``current`` it was given."""
-    return frozenset(h for h, _ in _popped(step))
+    loop over a work queue moving to its next item, which may rightly replace the ``current`` it was given.
+    A loop that walks a list by a position instead (`_cursor_items`) moves on the same way."""
+    return frozenset(h for h, _ in _popped(step)) | _cursor_items(step)
+
+
+def _cursor_items(step: Step) -> frozenset[str]:
+    """The items (lower-case text) a step took at the position a counter of its input names, moving on from the
+    item before it: given ``patients: [A, B, C], idx: 1, patient: A``, answering ``B``.  A loop that keeps its
+    list whole and counts through it (a graph whose state holds the list, the counter and the current item)
+    rightly replaces the current item with the next one; the counter, the item before it held beside it and the
+    answer naming the item at the counter are all required, so a step that answers some other item of the list
+    (the wrong record) is still one."""
+    said = _scalars(step.output)
+    out: set[str] = set()
+
+    def walk(value: Any, depth: int) -> None:
+        if depth > 3 or not isinstance(value, dict):
+            return
+        counters = {v for v in value.values() if isinstance(v, int) and not isinstance(v, bool) and v >= 1}
+        held = {str(v).strip().lower() for v in value.values() if isinstance(v, (str, int, float))}
+        for v in value.values():
+            if isinstance(v, list) and len(v) >= 2 and all(isinstance(x, (str, int, float)) for x in v[:200]):
+                items = [str(x).strip().lower() for x in v[:200]]
+                for i in counters:
+                    if i < len(items) and items[i] in said and items[i - 1] in held and items[i] != items[i - 1]:
+                        out.add(items[i])
+            elif isinstance(v, dict):
+                walk(v, depth + 1)
+
+    walk(step.input, 0)
+    return frozenset(out)
 
 
 def queue_keys(step: Step) -> frozenset[str]:
