@@ -238,6 +238,18 @@ class TestAnomalies:
         assert "lineage:conflict" not in self._signals(hold(["A1", "A4"]))
         assert "lineage:conflict" in self._signals(hold(["B12", "B14"]))
 
+    def test_a_loop_moving_its_counter_to_the_next_item_contradicts_nothing(self) -> None:
+        """A graph node handed the whole state of a loop over kennels (the list, the counter at 1 and the kennel
+        it last worked on) that answers the kennel at the counter moved on; one that answers a kennel the counter
+        does not name (the third, counter at 1) answered another item of the list."""
+
+        def advance(kennel: str) -> Step:
+            state = {"kennels": ["K-101", "K-205", "K-317"], "position": 1, "kennel": "K-101", "walker": "Ines"}
+            return _s("n", "next_kennel", "other", 1, state, {"kennel": kennel})
+
+        assert self._signals(advance("K-205")) == []
+        assert self._signals(advance("K-317")) != []
+
     def test_a_record_pairing_two_given_ids_across_their_records_is_crossed(self) -> None:
         """A ledger writer given O-5's payment PM-5 (and the previous one, PM-3 for O-3) that books O-5 with PM-3
         joined the wrong records; booking O-5 with PM-5 is faithful."""

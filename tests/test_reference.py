@@ -876,6 +876,15 @@ class TestPresence:
             "its output's 'code' is empty, filled in all 4 passing occurrences"
         ]
 
+    def test_a_field_held_empty_in_a_json_text_answer_is_called_empty_not_lacking(self) -> None:
+        """A tool answering JSON text (as a framework's tools do) whose field holds an empty list has the field,
+        empty: the reason says so, not that the output lacks it."""
+        run, lin = self._lookups('{"id": "r9", "title": "Record number 9", "code": []}')  # type: ignore[arg-type]
+        found = list(violations(run.steps[-1], lin.view("g9"), sibling_profiles(run, lin)["g9"]))
+        assert [e.reason for e in found if e.diagnoser == "reference:presence"] == [
+            "its output's 'code' is empty, filled in all 4 passing occurrences"
+        ]
+
     def test_a_field_null_only_in_a_nested_record_is_still_lacking(self) -> None:
         """A call whose output lacks the field at its top level, where its other calls held it, lacks it even when
         a record nested inside holds a field of that name as null: that is another record's field."""
