@@ -40,7 +40,15 @@ from trajdebug.analysis.lineage import (
     trivial,
     update_index,
 )
-from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unkeyed, unseen, violations
+from trajdebug.analysis.reference import (
+    Profile,
+    plan_omissions,
+    sibling_profiles,
+    step_key,
+    unkeyed,
+    unseen,
+    violations,
+)
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
 from trajdebug.core.values import Atom, Mention, atoms, iter_text
@@ -165,6 +173,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         found: list[Evidence] = []
         if sl.profile is not None:
             found += violations(step, view, sl.profile, steps=sl.g.steps, shared=shared)
+            found += plan_omissions(step, sl.run.steps, sl.profile)
             u = unseen(step, sl.profile, sl.g.steps)
             if u is not None:
                 found.append(u)

@@ -9,7 +9,7 @@ diagnoser's finding that passing runs show as often.
 
 from __future__ import annotations
 
-from trajdebug.analysis.reference._answers import unkeyed
+from trajdebug.analysis.reference._answers import plan_omissions, unkeyed
 from trajdebug.analysis.reference._contrast import Contrast
 from trajdebug.analysis.reference._enclosing import learn
 from trajdebug.analysis.reference._invariants import (
@@ -38,6 +38,7 @@ __all__ = [
     "is_original",
     "learn",
     "passing_had",
+    "plan_omissions",
     "producers_of",
     "returns_empty",
     "references",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
@@ -312,3 +312,69 @@ def _raw_called(given: Any) -> bool:
         )
         for m in msgs
     )
+
+
+# -- plans ----------------------------------------------------------------------------------------------------
+
+_PLAN_TEXT = 20_000
+"""Characters of a step's answer read for the names of later steps (a plan is short; a long answer is cut)."""
+
+
+def _names_in(text: str, names: Iterable[str]) -> frozenset[str]:
+    """The step names (four characters or more) a text holds as whole words (``reserve_strings`` in a list)."""
+    return frozenset(n for n in names if len(n) >= 4 and re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])", text))
+
+
+def _answer_text(step: Step) -> str:
+    out = step.output
+    return (out if isinstance(out, str) else json.dumps(out, default=str, sort_keys=True))[:_PLAN_TEXT]
+
+
+def plans(steps: Sequence[Step]) -> dict[StepKey, frozenset[str]]:
+    """Per model or decision step key of a run, the names of the later steps of the run that its answers named,
+    where an answer named two or more (a plan the agent then carried out, step by step: ``lookup_harp,
+    check_stock, ...``); keys whose answers never named two are left out."""
+    by_id = {s.step_id: s for s in steps}
+    later: list[set[str]] = [set() for _ in steps]
+    seen: set[str] = set()
+    for i in range(len(steps) - 1, -1, -1):
+        later[i] = set(seen)
+        seen.add(steps[i].name)
+    out: dict[StepKey, frozenset[str]] = {}
+    for i, s in enumerate(steps):
+        if s.kind not in ("llm", "condition") or s.status != "ok" or s.output is None:
+            continue
+        named = _names_in(_answer_text(s), later[i] - {s.name})
+        if len(named) >= 2:
+            key = step_key(s, by_id)
+            out[key] = out.get(key, frozenset()) | named
+    return out
+
+
+def plan_omissions(step: Step, steps: Sequence[Step], profile: Profile) -> Iterator[Evidence]:
+    """A plan that leaves out a step its plans named in every passing run (two or more), where that step then
+    ran, and which never ran in this run: the agent carried out what the plan said, so the step the run needed
+    was never taken (the failure shows later, where what it makes is missing).  A plan that names the step
+    which then did not run is left alone: the plan had it."""
+    by_id = {s.step_id: s for s in steps}
+    key = step_key(step, by_id)
+    runs = profile.plans.get(key)
+    if step.kind not in ("llm", "condition") or step.status != "ok" or not runs or len(runs) < 2:
+        return
+    mine = plans(steps).get(key)
+    if mine is None or not _names_in(_answer_text(step), mine):
+        return  # (this call wrote no plan, though another of the key's did)
+    always = frozenset.intersection(*runs)
+    ran = {s.name for s in steps}
+    text = _answer_text(step)
+    for name in sorted(always - mine - ran):
+        if _names_in(text, (name,)):
+            continue
+        yield Evidence(
+            step.step_id,
+            0.5,
+            f"its plan leaves out {name}, which it named in all {len(runs)} passing runs, where {name} then ran; "
+            f"{name} never ran in this run",
+            "reference:plan",
+        )
+        return
