@@ -1396,3 +1396,35 @@ def test_a_stateless_planners_later_pick_of_a_tool_no_message_mentions_is_ungrou
         steps.append(Step(f"m{i}", "lock_keeper", "llm", input={"messages": msgs}, output=call, start_ns=2 * i + 1,
                           end_ns=2 * i + 2, attributes={"llm.tools": ["read_gauge", "drain_basin"]}))
     assert any("drain_basin" in r for r in _lock_grounded(steps))
+
+
+class TestPlanOmissions:
+    _ALL = ("weigh_flour", "proof_dough", "bake_loaves")
+
+    @staticmethod
+    def _bakery(rid: str, planned: tuple[str, ...], ran: tuple[str, ...], outcome: str = "success") -> Run:
+        steps = [Step(f"{rid}-p", "plan_batch", "llm", input={"order": rid}, output={"plan": list(planned)},
+                      start_ns=1, end_ns=2)]
+        steps += [Step(f"{rid}-{i}", name, "tool", input={"order": rid}, output={"done": name}, start_ns=3 + i,
+                       end_ns=4 + i) for i, name in enumerate(ran)]
+        return Run(rid, "bakery", steps=tuple(steps), outcome=outcome)
+
+    def _found(self, failing: Run) -> list[str]:
+        from trajdebug.analysis.reference import learn, plan_omissions
+
+        profile = learn([self._bakery(f"ok{i}", self._ALL, self._ALL) for i in range(3)])
+        return [e.reason for e in plan_omissions(failing.steps[0], failing.steps, profile)]
+
+    def test_a_plan_leaving_out_a_step_every_passing_plan_named_and_ran_is_an_omission(self) -> None:
+        """A bakery planner whose plan skips proofing, which its plans named in all 3 passing runs where proofing
+        then ran, left out a step the run needed; a plan naming every step leaves out nothing."""
+        skipped = ("weigh_flour", "bake_loaves")
+        assert self._found(self._bakery("bad", skipped, skipped, "failure")) == [
+            "its plan leaves out proof_dough, which it named in all 3 passing runs, where proof_dough then ran; "
+            "proof_dough never ran in this run"
+        ]
+        assert self._found(self._bakery("bad", self._ALL, self._ALL, "failure")) == []
+
+    def test_a_plan_that_names_the_step_which_then_did_not_run_omits_nothing(self) -> None:
+        """A planner that named proofing when the oven crew then skipped it planned right: the plan had it."""
+        assert self._found(self._bakery("bad", self._ALL, ("weigh_flour", "bake_loaves"), "failure")) == []

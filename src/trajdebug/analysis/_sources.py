@@ -173,7 +173,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         found: list[Evidence] = []
         if sl.profile is not None:
             found += violations(step, view, sl.profile, steps=sl.g.steps, shared=shared)
-            found += plan_omissions(step, sl.run.steps, sl.profile)
+            found += plan_omissions(step, sl.run.steps, sl.profile, sl.g.steps)
             u = unseen(step, sl.profile, sl.g.steps)
             if u is not None:
                 found.append(u)

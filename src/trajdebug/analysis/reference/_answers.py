@@ -351,23 +351,27 @@ def plans(steps: Sequence[Step]) -> dict[StepKey, frozenset[str]]:
     return out
 
 
-def plan_omissions(step: Step, steps: Sequence[Step], profile: Profile) -> Iterator[Evidence]:
+def plan_omissions(
+    step: Step, steps: Sequence[Step], profile: Profile, by_id: Mapping[str, Step] | None = None
+) -> Iterator[Evidence]:
     """A plan that leaves out a step its plans named in every passing run (two or more), where that step then
     ran, and which never ran in this run: the agent carried out what the plan said, so the step the run needed
     was never taken (the failure shows later, where what it makes is missing).  A plan that names the step
-    which then did not run is left alone: the plan had it."""
-    by_id = {s.step_id: s for s in steps}
-    key = step_key(step, by_id)
-    runs = profile.plans.get(key)
-    if step.kind not in ("llm", "condition") or step.status != "ok" or not runs or len(runs) < 2:
+    which then did not run is left alone: the plan had it.  ``by_id``: the run's steps by id (`step_key`)."""
+    if not profile.plans or step.kind not in ("llm", "condition") or step.status != "ok":
         return
-    mine = plans(steps).get(key)
-    if mine is None or not _names_in(_answer_text(step), mine):
-        return  # (this call wrote no plan, though another of the key's did)
-    always = frozenset.intersection(*runs)
-    ran = {s.name for s in steps}
+    key = step_key(step, by_id if by_id is not None else {s.step_id: s for s in steps})
+    runs = profile.plans.get(key)
+    if not runs or len(runs) < 2:
+        return
+    always = frozenset.intersection(*runs) - {s.name for s in steps}
+    if not always:
+        return
+    mine = _run_plans(steps).get(key)
     text = _answer_text(step)
-    for name in sorted(always - mine - ran):
+    if mine is None or not _names_in(text, mine):
+        return  # (this call wrote no plan, though another of the key's did)
+    for name in sorted(always - mine):
         if _names_in(text, (name,)):
             continue
         yield Evidence(
@@ -378,3 +382,15 @@ def plan_omissions(step: Step, steps: Sequence[Step], profile: Profile) -> Itera
             "reference:plan",
         )
         return
+
+
+def _run_plans(steps: Sequence[Step]) -> dict[StepKey, frozenset[str]]:
+    """`plans` of the run being analyzed, computed once for all its steps (one slot: the latest run)."""
+    if _PLANS and _PLANS[0][0] is steps and _PLANS[0][1] == len(steps):
+        return _PLANS[0][2]
+    out = plans(steps)
+    _PLANS[:] = [(steps, len(steps), out)]
+    return out
+
+
+_PLANS: list[tuple[Sequence[Step], int, dict[StepKey, frozenset[str]]]] = []
