@@ -43,6 +43,7 @@ from trajdebug.analysis.lineage import (
 from trajdebug.analysis.reference import (
     Profile,
     plan_omissions,
+    run_plans,
     sibling_profiles,
     step_key,
     unkeyed,
@@ -165,6 +166,8 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
     chosen = set(ids)
     order = [s for s in sl.g.topological_order() if s in chosen]
     shared = unkeyed(sl.run.steps, sl.profile, sl.g.steps) if sl.profile is not None else frozenset()
+    # This run's plans, read once here when same-input references planned (kept on no module state).
+    mine = run_plans(sl.run.steps, sl.g.steps, sl.fail_ids) if sl.profile is not None and sl.profile.plans else None
     for sid in order:
         step = sl.g.steps[sid]
         if cut_short(step, sl.g.steps, sl.failures):
@@ -173,7 +176,8 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         found: list[Evidence] = []
         if sl.profile is not None:
             found += violations(step, view, sl.profile, steps=sl.g.steps, shared=shared)
-            found += plan_omissions(step, sl.run.steps, sl.profile, sl.g.steps)
+            if mine is not None:
+                found += plan_omissions(step, mine, sl.profile, sl.g.steps)
             u = unseen(step, sl.profile, sl.g.steps)
             if u is not None:
                 found.append(u)

@@ -9,7 +9,7 @@ diagnoser's finding that passing runs show as often.
 
 from __future__ import annotations
 
-from trajdebug.analysis.reference._answers import plan_omissions, unkeyed
+from trajdebug.analysis.reference._answers import learn_plans, plan_omissions, run_plans, unkeyed
 from trajdebug.analysis.reference._contrast import Contrast
 from trajdebug.analysis.reference._enclosing import learn
 from trajdebug.analysis.reference._invariants import (
@@ -24,7 +24,13 @@ from trajdebug.analysis.reference._invariants import (
     violations,
 )
 from trajdebug.analysis.reference._profile import producers_of, spectrum
-from trajdebug.analysis.reference._select import MAX_REFERENCES, is_original, references, same_agent
+from trajdebug.analysis.reference._select import (
+    MAX_REFERENCES,
+    is_original,
+    references,
+    same_agent,
+    same_request,
+)
 from trajdebug.analysis.reference._siblings import sibling_profiles
 
 
@@ -37,12 +43,15 @@ __all__ = [
     "StepKey",
     "is_original",
     "learn",
+    "learn_plans",
     "passing_had",
     "plan_omissions",
     "producers_of",
     "returns_empty",
+    "run_plans",
     "references",
     "same_agent",
+    "same_request",
     "sibling_profiles",
     "spectrum",
     "step_key",

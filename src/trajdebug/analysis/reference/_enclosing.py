@@ -26,7 +26,7 @@ from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
 from trajdebug.analysis.lineage import ENVELOPE_KEYS, semantic
-from trajdebug.analysis.reference._answers import _masked, _minted_only, _mints, plans
+from trajdebug.analysis.reference._answers import _masked, _minted_only, _mints
 from trajdebug.analysis.reference._profile import _UUID, Profile, answer_key, asked_of, step_key
 from trajdebug.analysis.reference._profile import learn as learn_steps
 from trajdebug.analysis.reference._reach import ANSWER, Reach, epoch_like, leaves, run_varying
@@ -77,16 +77,7 @@ def learn(runs: Sequence[Run]) -> Profile:
     varying = _varying(table)
     for key, paths in [*_counting(timeline).items(), *_minting(wrote).items()]:
         varying[key] = varying.get(key, frozenset()) | paths
-    planned: dict[Any, list[frozenset[str]]] = {}
-    for run in runs:
-        # A run whose model or decision step of a key wrote no plan names nothing for it: no step is one its
-        # plans always named.
-        by_id = {s.step_id: s for s in run.steps}
-        named = plans(run.steps)
-        keys = {step_key(s, by_id) for s in run.steps if s.kind in ("llm", "condition") and s.status == "ok"}
-        for key in keys:
-            planned.setdefault(key, []).append(named.get(key, frozenset()))
-    return replace(profile, enclosing=table, varying=varying, plans={k: tuple(v) for k, v in planned.items()})
+    return replace(profile, enclosing=table, varying=varying)
 
 
 def _minting(wrote: Mapping[Any, list[dict[tuple[str, ...], frozenset[tuple[str, ...]]]]]) -> dict[Any, frozenset[tuple[str, ...]]]:
