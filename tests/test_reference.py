@@ -1402,29 +1402,99 @@ class TestPlanOmissions:
     _ALL = ("weigh_flour", "proof_dough", "bake_loaves")
 
     @staticmethod
-    def _bakery(rid: str, planned: tuple[str, ...], ran: tuple[str, ...], outcome: str = "success") -> Run:
-        steps = [Step(f"{rid}-p", "plan_batch", "llm", input={"order": rid}, output={"plan": list(planned)},
+    def _bakery(
+        rid: str, planned: tuple[str, ...], ran: tuple[str, ...], outcome: str = "success", order: str = "O-1"
+    ) -> Run:
+        steps = [Step(f"{rid}-p", "plan_batch", "llm", input={"order": order}, output={"plan": list(planned)},
                       start_ns=1, end_ns=2)]
-        steps += [Step(f"{rid}-{i}", name, "tool", input={"order": rid}, output={"done": name}, start_ns=3 + i,
+        steps += [Step(f"{rid}-{i}", name, "tool", input={"order": order}, output={"done": name}, start_ns=3 + i,
                        end_ns=4 + i) for i, name in enumerate(ran)]
         return Run(rid, "bakery", steps=tuple(steps), outcome=outcome)
 
-    def _found(self, failing: Run) -> list[str]:
-        from trajdebug.analysis.reference import learn, plan_omissions
+    def _found(self, failing: Run, at: int = 0, refs: list[Run] | None = None) -> list[str]:
+        from trajdebug.analysis.reference import learn, learn_plans, plan_omissions, run_plans
 
-        profile = learn([self._bakery(f"ok{i}", self._ALL, self._ALL) for i in range(3)])
-        return [e.reason for e in plan_omissions(failing.steps[0], failing.steps, profile)]
+        refs = refs if refs is not None else [self._bakery(f"ok{i}", self._ALL, self._ALL) for i in range(3)]
+        profile = dataclasses.replace(learn(refs), plans=learn_plans(refs))
+        by_id = {s.step_id: s for s in failing.steps}
+        mine = run_plans(failing.steps, by_id)
+        return [e.reason for e in plan_omissions(failing.steps[at], mine, profile, by_id)]
 
     def test_a_plan_leaving_out_a_step_every_passing_plan_named_and_ran_is_an_omission(self) -> None:
-        """A bakery planner whose plan skips proofing, which its plans named in all 3 passing runs where proofing
-        then ran, left out a step the run needed; a plan naming every step leaves out nothing."""
+        """A bakery planner whose plan skips proofing, which its plans named in all 3 passing runs of the same
+        order where proofing then ran, left out a step the run needed; a plan naming every step leaves out
+        nothing."""
         skipped = ("weigh_flour", "bake_loaves")
         assert self._found(self._bakery("bad", skipped, skipped, "failure")) == [
-            "its plan leaves out proof_dough, which it named in all 3 passing runs, where proof_dough then ran; "
-            "proof_dough never ran in this run"
+            "its plan leaves out proof_dough, which it named in all 3 passing runs of the same input, where "
+            "proof_dough then ran; proof_dough never ran in this run"
         ]
         assert self._found(self._bakery("bad", self._ALL, self._ALL, "failure")) == []
 
     def test_a_plan_that_names_the_step_which_then_did_not_run_omits_nothing(self) -> None:
         """A planner that named proofing when the oven crew then skipped it planned right: the plan had it."""
         assert self._found(self._bakery("bad", self._ALL, ("weigh_flour", "bake_loaves"), "failure")) == []
+
+    def test_a_turn_naming_only_the_next_step_is_no_plan(self) -> None:
+        """A model called once per turn whose later turn names only the one step it calls next ("now
+        bake_loaves") wrote no plan: that turn leaves nothing out, though proofing never ran."""
+        run = self._bakery("bad", ("weigh_flour",), ("weigh_flour",), "failure")
+        turn = Step("bad-t", "plan_batch", "llm", input={"order": "O-1"}, output="now bake_loaves", start_ns=8, end_ns=9)
+        bake = Step("bad-b", "bake_loaves", "tool", input={"order": "O-1"}, output={"done": 1}, start_ns=10, end_ns=11)
+        assert self._found(Run("bad", "bakery", steps=(*run.steps, turn, bake), outcome="failure"), at=2) == []
+
+    def test_a_step_planned_after_one_that_raised_is_not_left_out(self) -> None:
+        """A re-plan ("weigh_flour again, then bake_loaves") names no proofing, but the run stopped when weighing
+        raised, before proofing's place in the passing runs: the run ended there, so the plan need not have
+        left it out.  The same plan in a run where nothing raised does leave it out."""
+
+        def run(status: str) -> Run:
+            error = ErrorInfo("ScaleError", "scale offline") if status == "error" else None
+            steps = (
+                Step("bad-p", "plan_batch", "llm", input={"order": "O-1"},
+                     output="weigh_flour again, then bake_loaves", start_ns=1, end_ns=2),
+                Step("bad-w", "weigh_flour", "tool", input={"order": "O-1"}, status=status, error=error,
+                     start_ns=3, end_ns=4),
+                Step("bad-b", "bake_loaves", "tool", input={"order": "O-1"}, output={"done": 0}, start_ns=5, end_ns=6),
+            )
+            return Run("bad", "bakery", steps=steps, outcome="failure")
+
+        assert self._found(run("error")) == []
+        assert len(self._found(run("ok"))) == 1
+
+    def test_plans_are_compared_with_passing_runs_of_the_same_input_only(self) -> None:
+        """A plan without proofing, where the passing runs proofed other orders only, is a plan that may rightly
+        vary with its order (no evidence); a passing run of the same order that proofed makes it an omission."""
+        skipped = ("weigh_flour", "bake_loaves")
+        bad = self._bakery("bad", skipped, skipped, "failure", order="O-9")
+        others = [self._bakery(f"ok{i}", self._ALL, self._ALL, order=f"O-{i}") for i in range(3)]
+
+        def reasons(refs: list[Run]) -> list[str]:
+            return [r for c in analyze(bad, references=refs, model=None, top=10).root_causes for r in c.reasons]
+
+        assert not any("plan leaves out" in r for r in reasons(others))
+        same = [*others, self._bakery("ok9", self._ALL, self._ALL, order="O-9")]
+        assert any("plan leaves out proof_dough" in r for r in reasons(same))
+
+    def test_an_answer_with_keys_of_mixed_types_is_read_without_error(self) -> None:
+        """A planner answer built in Python with an int key beside a str key (JSON cannot sort them) is read
+        as any other: its plan is found and nothing raises."""
+        refs = [self._bakery(f"ok{i}", self._ALL, self._ALL) for i in range(2)]
+        bad = self._bakery("bad", ("weigh_flour", "bake_loaves"), ("weigh_flour", "bake_loaves"), "failure")
+        odd = dataclasses.replace(bad.steps[0], output={1: "first weigh_flour", "plan": ["weigh_flour", "bake_loaves"]})
+        bad = dataclasses.replace(bad, steps=(odd, *bad.steps[1:]))
+        assert len(self._found(bad, refs=refs)) == 1
+
+    def test_a_step_name_of_several_words_is_found_as_its_words_in_a_row(self) -> None:
+        """Span names of several words (``GET /api/ovens/7``) are found in an answer that names them in order; a
+        name whose words are not in a row there is not."""
+        from trajdebug.analysis.reference import run_plans
+
+        steps = (
+            Step("p", "planner", "llm", input={}, output="call GET /api/ovens/7 then POST /api/loaves, not trays PUT",
+                 start_ns=1, end_ns=2),
+            Step("a", "GET /api/ovens/7", "tool", input={}, output={}, start_ns=3, end_ns=4),
+            Step("b", "POST /api/loaves", "tool", input={}, output={}, start_ns=5, end_ns=6),
+            Step("c", "PUT /api/trays", "tool", input={}, output={}, start_ns=7, end_ns=8),
+        )
+        assert run_plans(steps).own["p"] == {"GET /api/ovens/7", "POST /api/loaves"}

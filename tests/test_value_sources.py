@@ -101,5 +101,6 @@ def test_a_value_traced_from_the_failing_steps_field_is_named_as_its_origin_wrot
         outcome="failure",
         failure_reason="the crane is sent to a blocked berth, Slipway North",
     )
-    reasons = " ".join(" ".join(c.reasons) for c in analyze(run, model=None).root_causes if c.step_id == "list")
-    assert "blocked_berths=" not in reasons
+    reasons = [r for c in analyze(run, model=None).root_causes if c.step_id == "list" for r in c.reasons]
+    assert "introduced 'Slipway North', which check_moves, where the run failed, was given" in reasons
+    assert not any("blocked_berths=" in r for r in reasons)

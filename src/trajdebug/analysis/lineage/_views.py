@@ -424,7 +424,7 @@ def holds_empty(value: Any, f: str) -> bool:
     if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # (not JSON, or nested deeper than the parser goes)
             return False
     records = value[:200] if isinstance(value, (list, tuple)) else [value]
     return any(

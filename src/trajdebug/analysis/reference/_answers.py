@@ -446,7 +446,14 @@ def plan_omissions(step: Step, mine: RunPlans, profile: Profile, by_id: Mapping[
     runs = profile.plans.get(key)
     if not runs:
         return
-    missing = frozenset.intersection(*(named for named, _ in runs)) - mine.ran - mine.by_key.get(key, frozenset())
+    missing = frozenset.intersection(*(named for named, _ in runs)) - mine.ran
+    if missing:
+        # A step the plan named that then never ran was planned: the plan had it (this call's plan, or another
+        # plan the step wrote in this run).
+        look = _Names(missing)
+        for sid in mine.own:
+            if sid in by_id and step_key(by_id[sid], by_id) == key:
+                missing -= look.named(_answer_text(by_id[sid]))
     at = mine.position.get(step.step_id, -1)
     stopped = {n for i, n in mine.stops if i > at}
     for name in sorted(missing):
