@@ -42,16 +42,8 @@ from trajdebug.analysis.lineage import (
     trivial,
     update_index,
 )
-from trajdebug.analysis.reference import (
-    Profile,
-    plan_omissions,
-    run_plans,
-    sibling_profiles,
-    step_key,
-    unkeyed,
-    unseen,
-    violations,
-)
+from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unkeyed, unseen, violations
+from trajdebug.analysis.reference._answers import plan_omissions, run_plans
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
 from trajdebug.core.values import Atom, Mention, atoms, iter_text
@@ -168,7 +160,6 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
     chosen = set(ids)
     order = [s for s in sl.g.topological_order() if s in chosen]
     shared = unkeyed(sl.run.steps, sl.profile, sl.g.steps) if sl.profile is not None else frozenset()
-    # This run's plans, read once here when same-input references planned (kept on no module state).
     mine = run_plans(sl.run.steps, sl.g.steps, sl.fail_ids) if sl.profile is not None and sl.profile.plans else None
     for sid in order:
         step = sl.g.steps[sid]
@@ -178,8 +169,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         found: list[Evidence] = []
         if sl.profile is not None:
             found += violations(step, view, sl.profile, steps=sl.g.steps, shared=shared)
-            if mine is not None:
-                found += plan_omissions(step, mine, sl.profile, sl.g.steps)
+            found += plan_omissions(step, mine, sl.profile, sl.g.steps)
             u = unseen(step, sl.profile, sl.g.steps)
             if u is not None:
                 found.append(u)
@@ -232,8 +222,7 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
             ]
         if strength > 0:
             deviates[sid] = strength
-        for e in found:
-            out.append(e)
+        out += found
         if first is None and strength > 0 and not came:
             first = sid
     return out, first

@@ -430,7 +430,9 @@ def learn_plans(runs: Iterable[Run]) -> dict[StepKey, tuple[RefPlan, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def plan_omissions(step: Step, mine: RunPlans, profile: Profile, by_id: Mapping[str, Step]) -> Iterator[Evidence]:
+def plan_omissions(
+    step: Step, mine: RunPlans | None, profile: Profile, by_id: Mapping[str, Step]
+) -> Iterator[Evidence]:
     """A plan that leaves out a step its plans named in every passing run of the same input (`Profile.plans`),
     where that step then ran, and which never ran in this run: the agent carried out what the plan said, so the
     step the run needed was never taken (the failure shows later, where what it makes is missing).
@@ -439,8 +441,9 @@ def plan_omissions(step: Step, mine: RunPlans, profile: Profile, by_id: Mapping[
     next is none), and never for a step planned after one that stopped the run (`RunPlans.stops`: a step that
     raised, a failure): the run ended before it, so the plan need not have left it out.  References of other
     inputs cannot tell a plan that rightly varies with its input from one that leaves a step out, so the
-    profile holds the plans of same-input references only.  ``by_id``: the run's steps by id (`step_key`)."""
-    if not profile.plans or step.step_id not in mine.own:
+    profile holds the plans of same-input references only.  ``mine``: this run's plans (`run_plans`, read once
+    per analysis; None when no same-input reference planned).  ``by_id``: the run's steps by id (`step_key`)."""
+    if mine is None or not profile.plans or step.step_id not in mine.own:
         return
     key = step_key(step, by_id)
     runs = profile.plans.get(key)
