@@ -242,10 +242,10 @@ class TestAnomalies:
     @staticmethod
     def _kennel_calls(answers: list[str]) -> list[Step]:
         """A graph node's calls walking the kennels by a counter: call i is handed the whole state (the list, the
-        counter at i, the kennel it last worked on) and answers a kennel."""
+        counter at i, the kennel it last worked on, none at first) and answers a kennel."""
         kennels = ["K-101", "K-205", "K-317"]
         return [
-            _s(f"n{i}", "next_kennel", "other", 1 + 2 * i, {"kennels": kennels, "position": i, "kennel": kennels[max(i - 1, 0)], "walker": "Ines"}, {"kennel": k})
+            _s(f"n{i}", "next_kennel", "other", 1 + 2 * i, {"kennels": kennels, "position": i, "kennel": kennels[i - 1] if i else None, "walker": "Ines"}, {"kennel": k})
             for i, k in enumerate(answers)
         ]
 
@@ -285,6 +285,31 @@ class TestAnomalies:
             again = _s("v", "water_bed", "tool", 3, given, {"bed": "B-8", "litres": 4})
             assert counted_loops([step, again]) == frozenset()
             assert {"lineage:conflict", "lineage:wrong-record"} <= set(self._signals(step))
+
+    def test_a_retry_answering_the_item_it_holds_proves_no_loop(self) -> None:
+        """A court booking tried at ``attempt: 0`` answers the court it was asked about (C-1), and its retry at
+        ``attempt: 1``, still asked about C-1, answers the neighbour C-2: the first call did not move on, so the
+        rising attempt is no loop's counter and the retry's pick stays flagged."""
+        courts = ["C-1", "C-2", "C-3"]
+        first = _s("r0", "book_court", "tool", 1, {"courts": courts, "court": "C-1", "attempt": 0}, {"court": "C-1", "player": "Noor"})
+        retry = _s("r1", "book_court", "tool", 3, {"courts": courts, "court": "C-1", "attempt": 1}, {"court": "C-2", "player": "Yara"})
+        assert counted_loops([first, retry]) == frozenset()
+        assert {"lineage:conflict", "lineage:wrong-record"} <= set(self._loop_signals([first, retry], 1))
+
+    def test_a_counter_field_answered_as_an_object_without_a_yes_no_compare_is_no_counter(self) -> None:
+        """A bed-watering step built in Python whose answer holds, under its counter's key, an object whose ``==``
+        raises is read without error: that object is no counter written back, and the neighbour bed it answered
+        stays flagged."""
+
+        class Gauge:
+            def __eq__(self, other: object) -> bool:
+                raise RuntimeError("no compare")
+
+            __hash__ = object.__hash__
+
+        given = {"beds": ["B-7", "B-8", "B-9"], "slot": 1, "bed": "B-7"}
+        step = _s("w", "water_bed", "tool", 1, given, {"bed": "B-8", "slot": Gauge()})
+        assert {"lineage:conflict", "lineage:wrong-record"} <= set(self._signals(step))
 
     def test_a_record_pairing_two_given_ids_across_their_records_is_crossed(self) -> None:
         """A ledger writer given O-5's payment PM-5 (and the previous one, PM-3 for O-3) that books O-5 with PM-3

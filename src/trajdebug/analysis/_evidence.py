@@ -100,7 +100,6 @@ SIGNAL_FAMILIES: dict[str, str] = {
     "lineage:dropped-column": "omission",
     "reference:expected": "omission",
     "reference:presence": "omission",
-    "reference:plan": "omission",
     "parse-dropped": "omission",
     "lineage:short": "omission",
     "starved-consumer": "omission",

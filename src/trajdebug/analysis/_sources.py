@@ -43,7 +43,6 @@ from trajdebug.analysis.lineage import (
     update_index,
 )
 from trajdebug.analysis.reference import Profile, sibling_profiles, step_key, unkeyed, unseen, violations
-from trajdebug.analysis.reference._answers import plan_omissions, run_plans
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import CONTAINER_KINDS, VALUE_DEP_KINDS, Run, Step
 from trajdebug.core.values import Atom, Mention, atoms, iter_text
@@ -160,7 +159,6 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
     chosen = set(ids)
     order = [s for s in sl.g.topological_order() if s in chosen]
     shared = unkeyed(sl.run.steps, sl.profile, sl.g.steps) if sl.profile is not None else frozenset()
-    mine = run_plans(sl.run.steps, sl.g.steps, sl.fail_ids) if sl.profile is not None and sl.profile.plans else None
     for sid in order:
         step = sl.g.steps[sid]
         if cut_short(step, sl.g.steps, sl.failures):
@@ -169,7 +167,6 @@ def reference_evidence(sl: Slice, ids: Iterable[str]) -> tuple[list[Evidence], s
         found: list[Evidence] = []
         if sl.profile is not None:
             found += violations(step, view, sl.profile, steps=sl.g.steps, shared=shared)
-            found += plan_omissions(step, mine, sl.profile, sl.g.steps)
             u = unseen(step, sl.profile, sl.g.steps)
             if u is not None:
                 found.append(u)

@@ -34,7 +34,7 @@ from trajdebug.analysis.inference import (
     world_readers,
 )
 from trajdebug.analysis.lineage import Lineage, answered_edges, count_edges, picked_edges, total_edges
-from trajdebug.analysis.reference import learn, learn_plans, returns_empty, same_request
+from trajdebug.analysis.reference import learn, returns_empty
 from trajdebug.core.graph import DependencyGraph
 from trajdebug.core.model import VALUE_DEP_KINDS, Run
 
@@ -73,13 +73,8 @@ def learn_references(state: AnalysisState) -> AnalysisState:
     """Likely invariants of the agent's passing runs; an empty result they also got is no failure."""
     if not state.references:
         return state
-    run = need(state.annotated, "annotated")
     profile = learn(state.references)
-    # Plans are compared with passing runs of this run's own input only: on another input a plan rightly
-    # differs (a domestic trip converts no currency), which no count of other inputs' plans tells apart.
-    same = [r for r in state.references if same_request(r, run)]
-    if same:
-        profile = replace(profile, plans=learn_plans(same))
+    run = need(state.annotated, "annotated")
     by_id = {s.step_id: s for s in run.steps}
     failures = tuple(
         f for f in state.failures if not (f.detector == "empty" and returns_empty(profile, by_id[f.step_id], by_id))

@@ -177,16 +177,19 @@ def _cursors(value: Any) -> Iterator[tuple[Cursor, list[str], int, Mapping[Any, 
 
 def counted_loops(calls: Sequence[Step]) -> frozenset[Cursor]:
     """The places (`Cursor`) by which a step's calls in one run walk a list: over its calls (two or more) the int
-    beside the list rises, and every call answers the item at it.  An int that merely sits beside a list (an
-    ``attempt``, a ``page``) proves no loop: it does not rise from call to call with the item answered."""
+    beside the list rises, and every call moves on to the item at it.  An int that merely sits beside a list (an
+    ``attempt``, a ``page``) proves no loop: it does not rise from call to call with the item answered.  A call
+    that answers the item it already holds beside the list did not move on (a retry asked about the first
+    item, ``attempt: 0``, answering it): it breaks the proof, or a retry whose next attempt answers the
+    neighbour would pass for a loop by coincidence."""
     seen: dict[Cursor, list[int]] = {}
     broken: set[Cursor] = set()
     for s in calls:
         if s.status != "ok":
             continue
         said = _scalars(s.output)
-        for cur, items, i, _ in _cursors(s.input):
-            if i < len(items) and items[i] in said:
+        for cur, items, i, record in _cursors(s.input):
+            if i < len(items) and items[i] in said and items[i] not in _held(record, cur[2]):
                 seen.setdefault(cur, []).append(i)
             else:
                 broken.add(cur)
@@ -195,12 +198,19 @@ def counted_loops(calls: Sequence[Step]) -> frozenset[Cursor]:
     )
 
 
+def _held(record: Mapping[Any, Any], counter: str) -> set[str]:
+    """The scalars (lower-case text) a loop's record holds beside its list, other than the counter: its current item."""
+    return {str(v).strip().lower() for k, v in record.items() if str(k) != counter and isinstance(v, (str, int, float))}
+
+
 def _writes_back(value: Any, key: str, n: int, depth: int = 0) -> bool:
-    """Whether an output writes ``key`` as ``n`` (a loop's step moving its counter on), to a bounded depth."""
+    """Whether an output writes ``key`` as ``n`` (a loop's step moving its counter on), to a bounded depth.  The
+    value's type is tested before any ``==``: a value built in Python whose ``==`` raises or is no yes/no (an
+    array) is no counter, and must not abort the analysis."""
     if depth > 3 or not isinstance(value, dict):
         return False
     return any(
-        (str(k) == key and v == n and not isinstance(v, bool)) or _writes_back(v, key, n, depth + 1)
+        (str(k) == key and type(v) is int and v == n) or _writes_back(v, key, n, depth + 1)
         for k, v in value.items()
     )
 
@@ -221,8 +231,7 @@ def _cursor_items(step: Step, loops: Collection[Cursor] = ()) -> frozenset[str]:
             continue
         if cur not in loops and not _writes_back(step.output, cur[2], i + 1):
             continue
-        held = {str(v).strip().lower() for v in record.values() if isinstance(v, (str, int, float))}
-        if items[i - 1] in held:
+        if items[i - 1] in _held(record, cur[2]):
             out.add(items[i])
     return frozenset(out)
 

@@ -9,7 +9,7 @@ diagnoser's finding that passing runs show as often.
 
 from __future__ import annotations
 
-from trajdebug.analysis.reference._answers import learn_plans, plan_omissions, run_plans, unkeyed
+from trajdebug.analysis.reference._answers import unkeyed
 from trajdebug.analysis.reference._contrast import Contrast
 from trajdebug.analysis.reference._enclosing import learn
 from trajdebug.analysis.reference._invariants import (
@@ -43,12 +43,9 @@ __all__ = [
     "StepKey",
     "is_original",
     "learn",
-    "learn_plans",
     "passing_had",
-    "plan_omissions",
     "producers_of",
     "returns_empty",
-    "run_plans",
     "references",
     "same_agent",
     "same_request",

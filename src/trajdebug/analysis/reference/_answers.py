@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
@@ -30,7 +29,7 @@ from trajdebug.analysis.reference._profile import (
 )
 from trajdebug.analysis.reference._reach import epoch_like
 from trajdebug.core.chat import input_messages, normalize_llm_step, tool_calls, tool_names
-from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Run, Step
+from trajdebug.core.model import CONTAINER_KINDS, OBSERVATION_KINDS, Step
 from trajdebug.core.values import atoms as value_atoms
 
 
@@ -313,167 +312,3 @@ def _raw_called(given: Any) -> bool:
         )
         for m in msgs
     )
-
-
-# -- plans ----------------------------------------------------------------------------------------------------
-
-_PLAN_TEXT = 20_000
-"""Characters of a step's answer read for the names of later steps (a plan is short; a long answer is cut)."""
-
-_WORD = re.compile(r"[\w-]+")
-"""A word of an answer or of a step name: a name is found as whole words (``reserve_strings``, not ``strings``)."""
-
-_NAME_WORDS = 8
-"""A step name of more words than this (a sentence) is not looked for in answers."""
-
-PLANNERS = ("llm", "condition")
-"""The kinds of step whose answer may be a plan: a model's, a decision's."""
-
-RefPlan = tuple[frozenset[str], Mapping[str, int]]
-"""One passing run's plan of a step: the later steps its answers named, and the position each step name of that
-run first ran at (what ran before what)."""
-
-
-def _answer_text(step: Step) -> str:
-    out = step.output
-    if isinstance(out, str):
-        return out[:_PLAN_TEXT]
-    try:
-        return json.dumps(out, default=str)[:_PLAN_TEXT]
-    except (TypeError, ValueError, RecursionError):
-        return ""  # an answer JSON cannot write (a cycle, a value too deep) is read as naming no step
-
-
-class _Names:
-    """The step names of a run, found in an answer in one pass over its words: a one-word name
-    (``reserve_strings``) by a set lookup, a name of several words (``GET /api/pages/00017``) by its words in a
-    row.  Names under four characters are too short to tell from a word of prose."""
-
-    def __init__(self, names: Iterable[str]) -> None:
-        self.single: set[str] = set()
-        self.multi: dict[tuple[str, ...], set[str]] = {}
-        for n in names:
-            words = tuple(_WORD.findall(n))
-            if len(n) < 4 or not words or len(words) > _NAME_WORDS:
-                continue
-            if words == (n,):
-                self.single.add(n)
-            else:
-                self.multi.setdefault(words, set()).add(n)
-        self.lengths = sorted({len(w) for w in self.multi})
-
-    def named(self, text: str) -> set[str]:
-        words = _WORD.findall(text)
-        found = self.single.intersection(words)
-        for k in self.lengths:
-            for i in range(len(words) - k + 1):
-                hit = self.multi.get(tuple(words[i : i + k]))
-                if hit:
-                    found |= hit
-        return found
-
-
-@dataclass(frozen=True)
-class RunPlans:
-    """The plans of one run, read once per analysis (kept by the caller, never in module state)."""
-
-    own: Mapping[str, frozenset[str]]
-    """Per model or decision step that wrote a plan, the later steps its own answer named (two or more)."""
-    by_key: Mapping[StepKey, frozenset[str]]
-    """Per step key, the later steps any of its plans named."""
-    ran: frozenset[str]
-    """The names of every step of the run."""
-    position: Mapping[str, int]
-    """Each step's position in the run (its id)."""
-    first: Mapping[str, int]
-    """The position each step name first ran at."""
-    stops: tuple[tuple[int, str], ...] = ()
-    """The position and name of each step that stopped the run: it raised, or is a failure."""
-
-
-def run_plans(steps: Sequence[Step], by_id: Mapping[str, Step] | None = None, failed: Iterable[str] = ()) -> RunPlans:
-    """Each model or decision step's plan: its answer naming two or more later steps of the run by their names (a
-    plan the agent then carried out, step by step: ``lookup_harp, check_stock, ...``).  Linear in the run's
-    answers: every answer is split into words once.  ``failed``: the ids of the run's failures."""
-    by_id = by_id if by_id is not None else {s.step_id: s for s in steps}
-    last: dict[str, int] = {}
-    first: dict[str, int] = {}
-    for i, s in enumerate(steps):
-        last[s.name] = i
-        first.setdefault(s.name, i)
-    names = _Names(last)
-    own: dict[str, frozenset[str]] = {}
-    by_key: dict[StepKey, frozenset[str]] = {}
-    for i, s in enumerate(steps):
-        if s.kind not in PLANNERS or s.status != "ok" or s.output is None:
-            continue
-        named = frozenset(n for n in names.named(_answer_text(s)) if last[n] > i and n != s.name)
-        if len(named) >= 2:
-            own[s.step_id] = named
-            key = step_key(s, by_id)
-            by_key[key] = by_key.get(key, frozenset()) | named
-    position = {s.step_id: i for i, s in enumerate(steps)}
-    failed = set(failed)
-    stops = tuple((i, s.name) for i, s in enumerate(steps) if s.status == "error" or s.step_id in failed)
-    return RunPlans(own, by_key, frozenset(last), position, first, stops)
-
-
-def learn_plans(runs: Iterable[Run]) -> dict[StepKey, tuple[RefPlan, ...]]:
-    """Per model or decision step key, per passing run, what its plans named there (nothing: that run's calls of
-    it wrote no plan, so no step is one its plans always named)."""
-    out: dict[StepKey, list[RefPlan]] = {}
-    for run in runs:
-        by_id = {s.step_id: s for s in run.steps}
-        p = run_plans(run.steps, by_id)
-        for key in {step_key(s, by_id) for s in run.steps if s.kind in PLANNERS and s.status == "ok"}:
-            out.setdefault(key, []).append((p.by_key.get(key, frozenset()), p.first))
-    return {k: tuple(v) for k, v in out.items()}
-
-
-def plan_omissions(
-    step: Step, mine: RunPlans | None, profile: Profile, by_id: Mapping[str, Step]
-) -> Iterator[Evidence]:
-    """A plan that leaves out a step its plans named in every passing run of the same input (`Profile.plans`),
-    where that step then ran, and which never ran in this run: the agent carried out what the plan said, so the
-    step the run needed was never taken (the failure shows later, where what it makes is missing).
-
-    Only the step whose own answer is a plan (two or more later steps named: a turn naming the one tool it calls
-    next is none), and never for a step planned after one that stopped the run (`RunPlans.stops`: a step that
-    raised, a failure): the run ended before it, so the plan need not have left it out.  References of other
-    inputs cannot tell a plan that rightly varies with its input from one that leaves a step out, so the
-    profile holds the plans of same-input references only.  ``mine``: this run's plans (`run_plans`, read once
-    per analysis; None when no same-input reference planned).  ``by_id``: the run's steps by id (`step_key`)."""
-    if mine is None or not profile.plans or step.step_id not in mine.own:
-        return
-    key = step_key(step, by_id)
-    runs = profile.plans.get(key)
-    if not runs:
-        return
-    missing = frozenset.intersection(*(named for named, _ in runs)) - mine.ran
-    if missing:
-        # A step the plan named that then never ran was planned: the plan had it (this call's plan, or another
-        # plan the step wrote in this run).
-        look = _Names(missing)
-        for sid in mine.own:
-            if sid in by_id and step_key(by_id[sid], by_id) == key:
-                missing -= look.named(_answer_text(by_id[sid]))
-    at = mine.position.get(step.step_id, -1)
-    stopped = {n for i, n in mine.stops if i > at}
-    for name in sorted(missing):
-        if any(_before(n, name, first) for n in stopped for _, first in runs):
-            continue
-        n = len(runs)
-        yield Evidence(
-            step.step_id,
-            0.5,
-            f"its plan leaves out {name}, which it named in {'all ' + str(n) + ' passing runs' if n > 1 else 'the passing run'} "
-            f"of the same input, where {name} then ran; {name} never ran in this run",
-            "reference:plan",
-        )
-        return
-
-
-def _before(stop: str, name: str, first: Mapping[str, int]) -> bool:
-    """Whether a step that stopped this run ran before ``name`` in a passing run (or never ran there: a path of
-    its own, which may have ended the run anywhere)."""
-    return first.get(stop, -1) < first.get(name, -1) if stop in first else True

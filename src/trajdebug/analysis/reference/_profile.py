@@ -122,9 +122,6 @@ class Profile:
     """Per step enclosing others, per request: (its inside, its steady answer) -> run (`_enclosing.learn`)."""
     varying: Mapping[StepKey, frozenset[tuple[str, ...]]] = field(default_factory=dict)
     """Per step enclosing others, the parts of its answer that varied between passing runs alike inside."""
-    plans: Mapping[StepKey, tuple[tuple[frozenset[str], Mapping[str, int]], ...]] = field(default_factory=dict)
-    """Per model or decision step, per passing run *of the failing run's input*, the later steps its plans named
-    and where each step first ran there (`_answers.learn_plans`, filled by the analysis's reference stage)."""
 
     def knows(self, step: Step, steps: Mapping[str, Step] | None = None) -> bool:
         """Whether the profile has seen this step in a passing run (``steps``: its run's, `step_key`)."""
