@@ -67,8 +67,9 @@ development suites since).  ``suite_zz`` and ``suite_zza`` (written blind and fr
 08:38 UTC, scored once held out at 10:29 UTC on 49ca2a9, the round's final analysis: development suites since).
 ``suite_zzb`` and ``suite_zzc`` (written blind and frozen at 08:57 and 08:53 UTC, scored once held out at 11:11-11:12
 UTC on 3b3cfe4, the last round's final analysis: development suites since).  ``suite_zzd`` and
-``suite_zze`` (written blind and frozen on 2026-12-05 at 11:25 and 11:23 UTC: this round's end measure) are held out
-(`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
+``suite_zze`` (written blind and frozen on 2026-12-05 at 11:25 and 11:23 UTC, scored once held out at 13:19-13:20 UTC
+on 17c962d, the round's final analysis: development suites since).  No suite is held out now
+(`benchmarks.corpus.HELD_OUT`): the next pair joins it when frozen.  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -91,8 +92,8 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
-    "suite_zze": "held out (written blind and frozen on 2026-12-05 at 11:23 UTC; not yet scored: this round's end measure, with suite_zzd)",
-    "suite_zzd": "held out (written blind and frozen on 2026-12-05 at 11:25 UTC; not yet scored: this round's end measure, with suite_zze)",
+    "suite_zze": "development (scored once held out on 2026-12-05 at 13:20 UTC on 17c962d; its misses not yet studied)",
+    "suite_zzd": "development (scored once held out on 2026-12-05 at 13:19 UTC on 17c962d; its misses not yet studied)",
     "suite_zzc": "development (scored once held out on 2026-12-05 at 11:12 UTC on 3b3cfe4; its misses not yet studied)",
     "suite_zzb": "development (scored once held out on 2026-12-05 at 11:11 UTC on 3b3cfe4; its misses not yet studied)",
     "suite_zza": "development (scored once held out on 2026-12-05 at 10:29 UTC on 49ca2a9; its misses not yet studied)",
