@@ -806,6 +806,23 @@ class TestFormulaCoincidences:
         found = [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("c"), profile)]
         assert "reference:formula" in found
 
+    def test_a_number_of_three_operands_is_said_to_fit_no_simple_formula_not_none(self) -> None:
+        """A line amount converted at a rate (price x kg x rate), where passing runs multiplied two inputs, may
+        deviate, but the reason says it fits no simple formula of its inputs, never "no formula" (a new
+        user's roastery: 39.1 = 23 x 2 x 0.85, all three given)."""
+
+        def convert(rid: str, price: float, kg: float, rate: float, *, fail: bool = False) -> Run:
+            amount = round(price * kg * rate, 2)
+            step = Step("c", "convert_line", "tool", input={"eur_per_kg": price, "kg": kg, "rate": rate},
+                        output={"amount": amount}, start_ns=1, end_ns=2)
+            return Run(rid, "roastery", outcome="failure" if fail else "success", steps=(step,))
+
+        profile = learn([convert(f"ok{i}", 17.0 + 3 * i, 3.0 + i, 1.0) for i in range(6)])
+        bad = convert("bad", 23.0, 2.0, 0.85, fail=True)
+        reasons = [e.reason for e in violations(bad.steps[0], Lineage(bad).view("c"), profile)
+                   if e.diagnoser == "reference:formula"]
+        assert reasons and all("no simple formula of its inputs" in r for r in reasons)
+
     def test_a_formula_the_passing_values_fit_as_well_is_no_deviation(self) -> None:
         """A total summed from the quantities, where every passing run's sum equalled the stated total (so
         theirs were named copies of it), is computed as theirs were when the two part in the failing run."""

@@ -363,7 +363,7 @@ def _formula_checks(
                 and not any(fs.fits.get(g, 0) / total >= 0.7 for g in fit)
                 and not _as_often(now, nows, fs)
             ):
-                shown = now if now != "given-by-no-formula" else "no formula of its inputs"
+                shown = now if now != "given-by-no-formula" else "no simple formula of its inputs (one operation on two of them)"
                 yield Evidence(
                     sid,
                     _w(0.55 * share, count),
