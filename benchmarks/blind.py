@@ -70,8 +70,10 @@ UTC on 3b3cfe4, the last round's final analysis: development suites since).  ``s
 ``suite_zze`` (written blind and frozen on 2026-12-05 at 11:25 and 11:23 UTC, scored once held out at 13:19-13:20 UTC
 on 17c962d, the round's final analysis: development suites since).  ``suite_zzf`` and
 ``suite_zzg`` (written blind and frozen on 2026-12-05 at 13:28 and 13:29 UTC, scored once held out at 21:25 UTC on
-f513b7e, the last round's final analysis: development suites since).  No suite is held out now
-(`benchmarks.corpus.HELD_OUT`): the next pair joins it when frozen.  See ``STATUS``.
+f513b7e, the last round's final analysis: development suites since).  ``suite_zzh`` and
+``suite_zzi`` (written blind and frozen at 21:52 and 21:55 UTC: this round's end measure) and ``suite_zzj`` and
+``suite_zzk`` (frozen at 21:46 and 21:48 UTC: the next round's first measure) are held out
+(`benchmarks.corpus.HELD_OUT`).  See ``STATUS``.
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ from trajdebug.core.model import Run
 HERE = Path(__file__).resolve().parent / "heldout"
 
 STATUS = {
+    "suite_zzk": "held out (written blind and frozen on 2026-12-05 at 21:48 UTC; not yet scored: the next round's first measure, with suite_zzj)",
+    "suite_zzj": "held out (written blind and frozen on 2026-12-05 at 21:46 UTC; not yet scored: the next round's first measure, with suite_zzk)",
+    "suite_zzi": "held out (written blind and frozen on 2026-12-05 at 21:55 UTC; not yet scored: this round's end measure, with suite_zzh)",
+    "suite_zzh": "held out (written blind and frozen on 2026-12-05 at 21:52 UTC; not yet scored: this round's end measure, with suite_zzi)",
     "suite_zzg": "development (scored once held out on 2026-12-05 at 21:25 UTC on f513b7e; its misses not yet studied)",
     "suite_zzf": "development (scored once held out on 2026-12-05 at 21:25 UTC on f513b7e; its misses not yet studied)",
     "suite_zze": "development (scored once held out on 2026-12-05 at 13:20 UTC on 17c962d; its misses not yet studied)",
