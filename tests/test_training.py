@@ -445,3 +445,19 @@ def test_the_recalibration_reads_only_suites_the_model_never_trained_on() -> Non
     suites = unseen_suites(m)
     assert "suite_a" not in suites and "suite_zj" not in suites and "suite_zk" in suites
     assert all(s in FRAMEWORK and s not in HELD_OUT for s in suites)
+
+
+def test_the_shipped_model_thresholds_load_and_are_the_ones_the_recalibration_measures() -> None:
+    """model.json's `confident` threshold(s) load within the verdict's range, and the calibrator the
+    recalibration measures as shipped is the file's own (or the one a recalibration recorded it replaced)."""
+    from benchmarks.recalibrate import shipped_calibrator
+
+    from trajdebug.analysis.learned import load_model
+
+    m = load_model("default")
+    assert m is not None and m.platt is not None
+    assert m.likely < m.confident <= 1.01
+    assert m.confident_references is None or m.likely < m.confident_references <= 1.01
+    base = shipped_calibrator(m)
+    before = ((m.meta or {}).get("recalibrated") or {}).get("before")
+    assert (base.platt, base.confident) == ((tuple(before["platt"]), before["confident"]) if before else (m.platt, m.confident))
