@@ -131,10 +131,16 @@ def _platt_x(r: dict[str, Any], terms: str) -> list[float]:
 def _platt(rows: Sequence[dict[str, Any]], terms: str = "pnm") -> tuple[float, ...]:
     """Platt coefficients ``(a, b, c, d[, e])`` of `Model.platt`; a term not read weighs 0 (``e``, the hand
     score's, only when read)."""
+    return platt_fit([_platt_x(r, terms) for r in rows], [int(r["top_ok"]) for r in rows], terms)
+
+
+def platt_fit(x: Sequence[Sequence[float]], y: Sequence[int], terms: str) -> tuple[float, ...]:
+    """Platt coefficients of `Model.platt` from each case's ``terms`` (`PLATT`), in that order, and 1 when its best
+    candidate was right (a logistic regression, lightly regularized)."""
     from sklearn.linear_model import LogisticRegression
 
     lr = LogisticRegression(C=100.0, max_iter=1000)
-    lr.fit([_platt_x(r, terms) for r in rows], [int(r["top_ok"]) for r in rows])
+    lr.fit([list(v) for v in x], list(y))
     coef = dict(zip(terms, (float(c) for c in lr.coef_[0]), strict=True))
     order = "pnmhr" if "r" in terms else "pnmh" if "h" in terms else "pnm"
     return (float(lr.intercept_[0]), *(coef.get(t, 0.0) for t in order))

@@ -367,3 +367,96 @@ def test_train_group_route_fits_every_fold_and_the_final_model_with_the_shipped_
         assert train.main(args + extra) == 0
         assert seen == [want] * 4
         assert train.json.loads(train.RESULTS.read_text())["meta"]["group"] == want.group
+
+
+def _recal_rows(suites: tuple[str, ...] = ("suite_zj", "suite_zk", "suite_zl"), per: int = 60) -> list[object]:
+    """Rows of a few suites: a surer best candidate (a higher probability) is right more often, in both settings."""
+    from benchmarks.recalibrate import Row
+
+    rows = []
+    for s in suites:
+        for i in range(per):
+            p = 0.05 + 0.9 * i / per
+            ok = (i >= per // 2) != (i in (3, 4, per - 2, per - 1))
+            rows.append(Row(s, f"{s}/{i}", bool(i % 2), p, 8, float(i % 4), (i % 5) / 5, ok))
+    return rows
+
+
+def test_recalibration_never_fits_on_the_suite_it_scores() -> None:
+    """Leave one suite out: every row is scored by a calibrator fitted on rows of the other suites only, and the
+    fit of every suite sees all the others."""
+    from benchmarks.recalibrate import leave_one_suite_out
+
+    rows = _recal_rows()
+    fitted: list[set[str]] = []
+
+    def spy(rs: object) -> Model:
+        suites = {r.suite for r in rs}  # type: ignore[attr-defined]
+        fitted.append(suites)
+        return Model((), 0.0, 1.0, (), meta={"suites": sorted(suites)})
+
+    models = leave_one_suite_out(rows, spy)  # type: ignore[arg-type]
+    assert len(models) == len(rows) and len(fitted) == 3
+    for r, m in zip(rows, models, strict=True):
+        assert r.suite not in m.meta["suites"]  # type: ignore[attr-defined, index]
+        assert len(m.meta["suites"]) == 2  # type: ignore[index]
+
+
+def test_recalibration_fits_a_threshold_per_setting_and_keeps_the_trees() -> None:
+    """The refit is a Platt calibrator on the shipped terms with a ``confident`` threshold for each setting; the
+    recalibrated model keeps its trees and features (so every ranking) and the calibrator it replaced."""
+    from benchmarks.recalibrate import fit, recalibrated
+
+    rows = _recal_rows()
+    m = fit(rows)  # type: ignore[arg-type]
+    assert m.platt is not None and len(m.platt) == 5 and m.platt[1] > 0
+    assert m.confident_references is not None and 0.5 < m.confident < 1 and 0.5 < m.confident_references < 1
+    shipped = Model(("x",), 0.0, 1.0, (((-1, 0.0, 0, 0, 1.0),),), platt=(0.0, 1.0, 0.0, 0.0, 0.0), confident=0.8,
+                    meta={"cases": {}})
+    res = {"final": {"platt": list(m.platt), "confident": m.confident, "confident_references": m.confident_references},
+           "suites": ["suite_zj"], "rows": len(rows), "terms": "pnmh"}
+    new = recalibrated(shipped, res)
+    assert new.trees == shipped.trees and new.feature_names == shipped.feature_names
+    assert new.platt == m.platt and new.confident_references == m.confident_references
+    assert new.meta is not None and new.meta["recalibrated"]["before"]["confident"] == 0.8
+
+
+def test_recalibration_ships_only_when_every_condition_of_the_rule_holds() -> None:
+    """Nested precision >= 89.5 %, nested ECE <= 0.05, and above the shipped calibrator's precision: all three."""
+    from benchmarks.recalibrate import decide
+
+    def res(prec: float, err: float) -> dict[str, object]:
+        return {"pooled": {"precision": prec, "ece": err}}
+
+    assert decide(res(0.85, 0.08), res(0.90, 0.04))[0]
+    assert not decide(res(0.85, 0.08), res(0.89, 0.04))[0]
+    assert not decide(res(0.85, 0.08), res(0.90, 0.06))[0]
+    assert not decide(res(0.91, 0.03), res(0.90, 0.04))[0]
+
+
+def test_the_recalibration_reads_only_suites_the_model_never_trained_on() -> None:
+    """The rows' suites are framework suites absent from the model's training data, never a held-out one."""
+    from benchmarks.corpus import HELD_OUT
+    from benchmarks.learning import FRAMEWORK
+    from benchmarks.recalibrate import unseen_suites
+
+    m = Model((), 0.0, 1.0, (), meta={"cases": {"suite_a": 80, "suite_zj": 80}})
+    suites = unseen_suites(m)
+    assert "suite_a" not in suites and "suite_zj" not in suites and "suite_zk" in suites
+    assert all(s in FRAMEWORK and s not in HELD_OUT for s in suites)
+
+
+def test_the_shipped_model_thresholds_load_and_are_the_ones_the_recalibration_measures() -> None:
+    """model.json's `confident` threshold(s) load within the verdict's range, and the calibrator the
+    recalibration measures as shipped is the file's own (or the one a recalibration recorded it replaced)."""
+    from benchmarks.recalibrate import shipped_calibrator
+
+    from trajdebug.analysis.learned import load_model
+
+    m = load_model("default")
+    assert m is not None and m.platt is not None
+    assert m.likely < m.confident <= 1.01
+    assert m.confident_references is None or m.likely < m.confident_references <= 1.01
+    base = shipped_calibrator(m)
+    before = ((m.meta or {}).get("recalibrated") or {}).get("before")
+    assert (base.platt, base.confident) == ((tuple(before["platt"]), before["confident"]) if before else (m.platt, m.confident))
