@@ -6,9 +6,9 @@ it, and analyzes it (`trajdebug.analysis.analyze`):
 
 - the **earlier turns** of a conversation (``continues``), so the search can
   follow ``context`` edges into them;
-- the **references**: the passing runs of the same agent in the same source
-  (`trajdebug.analysis.references`), whose likely invariants turn the
-  failing run's deviations into evidence;
+- the **references**: the passing runs of the same agent in the same source, and in
+  the files given as ``refs`` (`trajdebug.analysis.references`), whose likely invariants
+  turn the failing run's deviations into evidence;
 - optionally, a **model on top** (`trajdebug.judge`): verdicts on the
   shortlisted candidates re-rank them, evidence kept (off unless asked for);
 - optionally, **verification** of the top candidates by counterfactual replay
@@ -90,6 +90,7 @@ def analyze_source(
     model: Any = "default",
     session: bool = False,
     progress: Callable[[int, int | None], None] | None = None,
+    refs: Sequence[str | Path] = (),
 ) -> SourceAnalysis:
     """Analyze the runs of a source the way ``trajdebug analyze`` does.
 
@@ -130,15 +131,22 @@ def analyze_source(
         session: Also search the earlier runs of the run's session (`trajdebug.sessions`,
             the last `SESSION_TURNS`) for the root, as earlier conversation turns.
         progress: Called as ``progress(runs_analyzed, runs)`` after each run.
+        refs: More sources of runs to compare with (stores, JSONL files, foreign traces, each
+            read as ``source`` is, its format detected): their runs join the source's as
+            references and same-input runs, exactly as if they were in ``source`` (the result
+            is the concatenated file's), but only the source's runs are analyzed.  A passing run
+            on another input compares behaviour (what the agent's steps always did), not values;
+            one of the same input is compared value for value, and answers the guided search.
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
         trajdebug.judge.JudgeConfigError: ``judge=True`` and no model endpoint is configured.
     """
-    pool = list(runs) if runs is not None else _load(source, fmt)
-    chosen = _chosen(source, pool, run_id)
+    own = list(runs) if runs is not None else _load(source, fmt)
+    chosen = _chosen(source, own, run_id)
+    pool, origin = _pooled(source, own, refs)
     settings = {"top": top, "outcome": outcome, "sql_db": sql_db, "weights": weights, "model": model}
-    analyses, hints, twins = _each(chosen, pool, source, settings, use_references, session, progress)
+    analyses, hints, twins = _each(chosen, pool, origin, settings, use_references, session, progress)
     analyses, judgments = _judged(analyses, judge)
     verifications = _verified(analyses, pool, source, runs, verify, fixer, samples, top)
     if guided is not False:
@@ -157,16 +165,30 @@ def _chosen(source: str | Path, pool: list[Run], run_id: str | None) -> Sequence
     return select_run(source, pool, run_id)
 
 
+def _pooled(source: str | Path, own: list[Run], refs: Sequence[str | Path]) -> tuple[list[Run], dict[str, str]]:
+    """The source's runs and those of each ``refs`` source after them (a run already there once: the first
+    kept), with the source each run was read from (what a ``diff`` hint names)."""
+    pool = list(own)
+    origin = {r.run_id: str(source) for r in own}
+    for ref in refs:
+        for r in _load(ref, None):
+            if r.run_id not in origin:
+                origin[r.run_id] = str(ref)
+                pool.append(r)
+    return pool, origin
+
+
 def _each(
     chosen: Sequence[Run],
     pool: list[Run],
-    source: str | Path,
+    origin: dict[str, str],
     settings: dict[str, Any],
     use_references: bool,
     session: bool,
     progress: Callable[[int, int | None], None] | None,
 ) -> tuple[list[Any], list[str], list[Run | None]]:
-    """Each chosen run analyzed against its pool, with the ``diff`` hint and twin of a failed one."""
+    """Each chosen run analyzed against its pool, with the ``diff`` hint and twin of a failed one (``origin``: the
+    source each run of the pool was read from)."""
     analyses: list[Any] = []
     hints: list[str] = []
     twins: list[Run | None] = []
@@ -178,7 +200,7 @@ def _each(
         twins.append(twin)
         if twin is not None:
             # Only a passing run of the same input is worth a diff: on another input every value differs.
-            hints.append(f"trajdebug diff {source}@{twin.run_id[:12]} {source}@{run.run_id[:12]}")
+            hints.append(f"trajdebug diff {origin[twin.run_id]}@{twin.run_id[:12]} {origin[run.run_id]}@{run.run_id[:12]}")
         if progress is not None:
             progress(len(analyses), len(chosen))
     return analyses, hints, twins
