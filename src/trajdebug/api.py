@@ -96,9 +96,8 @@ def analyze_source(
 
     Args:
         source: A store, a trajdebug JSONL file or a foreign trace.
-        run_id: Analyze only this run (a unique prefix is enough: an ambiguous one is a
-            `trajdebug.SourceError` listing a few matches); otherwise the
-            runs that did not succeed (all runs when every one succeeded).
+        run_id: Analyze only this run (a unique prefix is enough: an ambiguous one is a `trajdebug.SourceError`
+            listing a few matches); otherwise the runs that did not succeed (all runs when every one succeeded).
         fmt: Force the source's format (``otlp``, ``openai``, ``transcript``...).
         top: How many root-cause candidates per run.
         outcome: The outcome of runs whose source did not record one.
@@ -110,14 +109,12 @@ def analyze_source(
         fixer: A fixer for verification (a callable or ``"module:function"``).
         samples: Replays per patch with live calls (verification).
         runs: The source's runs when already loaded (skips reading ``source``).
-        judge: A model on top of the analysis (`trajdebug.judge.Judge.of`): True
-            (the endpoint from the environment), a `trajdebug.judge.JudgeConfig`,
-            a `trajdebug.judge.Judge` or a `trajdebug.judge.ChatModel`.  None
-            (the default): nothing is sent, the analysis is the deterministic one.
+        judge: A model on top of the analysis (`trajdebug.judge.Judge.of`): True (the endpoint from the
+            environment), a `trajdebug.judge.JudgeConfig`, a `trajdebug.judge.Judge` or a `trajdebug.judge.ChatModel`.
+            None (the default): nothing is sent, the analysis is the deterministic one.
             With the guided search on, the model also answers its questions (trusted last).
-        oracle: A function oracle for the guided search: ``fn(step, run)`` returning
-            True (output correct), False (wrong) or None (don't know), a
-            ``"module:function"`` string naming one, or a sequence of them.
+        oracle: A function oracle for the guided search: ``fn(step, run)`` returning True (output correct),
+            False (wrong) or None (don't know), a ``"module:function"`` string naming one, or a sequence of them.
         max_questions: Stop the guided search after this many questions (candidates ranked).
         strategy: The guided search's question order: ``prior``, ``top-down`` or ``linear``.
         ask: An interactive oracle (a person at a terminal or a browser): asked first,
@@ -131,20 +128,14 @@ def analyze_source(
         session: Also search the earlier runs of the run's session (`trajdebug.sessions`,
             the last `SESSION_TURNS`) for the root, as earlier conversation turns.
         progress: Called as ``progress(runs_analyzed, runs)`` after each run.
-        refs: More sources of runs to compare with (stores, JSONL files, foreign traces, each
-            read as ``source`` is, its format detected): their runs join the source's as
-            references and same-input runs, exactly as if they were in ``source`` (the result
-            is the concatenated file's), but only the source's runs are analyzed.  A passing run
-            on another input compares behaviour (what the agent's steps always did), not values;
-            one of the same input is compared value for value, and answers the guided search.
+        refs: More sources of runs to compare with, read as ``source`` is, as if in it (`_pooled`).
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
         trajdebug.judge.JudgeConfigError: ``judge=True`` and no model endpoint is configured.
     """
-    own = list(runs) if runs is not None else _load(source, fmt)
+    own, pool, origin = _pooled(source, list(runs) if runs is not None else _load(source, fmt), refs)
     chosen = _chosen(source, own, run_id)
-    pool, origin = _pooled(source, own, refs)
     settings = {"top": top, "outcome": outcome, "sql_db": sql_db, "weights": weights, "model": model}
     analyses, hints, twins = _each(chosen, pool, origin, settings, use_references, session, progress)
     analyses, judgments = _judged(analyses, judge)
@@ -165,9 +156,16 @@ def _chosen(source: str | Path, pool: list[Run], run_id: str | None) -> Sequence
     return select_run(source, pool, run_id)
 
 
-def _pooled(source: str | Path, own: list[Run], refs: Sequence[str | Path]) -> tuple[list[Run], dict[str, str]]:
-    """The source's runs and those of each ``refs`` source after them (a run already there once: the first
-    kept), with the source each run was read from (what a ``diff`` hint names)."""
+def _pooled(
+    source: str | Path, own: list[Run], refs: Sequence[str | Path]
+) -> tuple[list[Run], list[Run], dict[str, str]]:
+    """The source's runs (``own``, as given), the pool of them and of each ``refs`` source's after them (a run
+    already there once: the first kept), and the source each run was read from (what a ``diff`` hint names).
+
+    The runs of ``refs`` join the source's exactly as if they were in it (the analysis of the concatenated
+    file): passing runs of the same agent are references, a passing run of the same input is compared value
+    for value and answers the guided search; on another input a reference compares behaviour (what the
+    agent's steps always did), not values.  Only the source's runs are analyzed (`_chosen` reads ``own``)."""
     pool = list(own)
     origin = {r.run_id: str(source) for r in own}
     for ref in refs:
@@ -175,7 +173,7 @@ def _pooled(source: str | Path, own: list[Run], refs: Sequence[str | Path]) -> t
             if r.run_id not in origin:
                 origin[r.run_id] = str(ref)
                 pool.append(r)
-    return pool, origin
+    return own, pool, origin
 
 
 def _each(
@@ -200,7 +198,8 @@ def _each(
         twins.append(twin)
         if twin is not None:
             # Only a passing run of the same input is worth a diff: on another input every value differs.
-            hints.append(f"trajdebug diff {origin[twin.run_id]}@{twin.run_id[:12]} {origin[run.run_id]}@{run.run_id[:12]}")
+            good, bad = f"{origin[twin.run_id]}@{twin.run_id[:12]}", f"{origin[run.run_id]}@{run.run_id[:12]}"
+            hints.append(f"trajdebug diff {good} {bad}")
         if progress is not None:
             progress(len(analyses), len(chosen))
     return analyses, hints, twins

@@ -11,7 +11,7 @@ per problem, each with the step, what is wrong and a one-line fix:
 | ``missing-dependency`` | a step with no recorded dependency whose input content says data flowed from an earlier step (content inference found it) |
 | ``lost-context`` | a step whose parent is not in the run (a sub-agent joined with a parent nobody recorded); a run recorded separately inside a step of another run with no children (a sub-agent that did not join the trace) |
 | ``outside-run`` | steps that ran in threads outside the run's context (``context_lost``) or finished after the run (``after_run_end``) |
-| ``no-timeout`` | tool steps recorded without a ``timeout`` (by trajdebug's recorder: a framework's tool, recorded through the OpenAI Agents SDK processor or the LangChain tracer, is bounded in the framework, and its trace does not say whether it is) |
+| ``no-timeout`` | tool steps trajdebug's recorder wrote without a ``timeout`` (not a framework's tool: `FRAMEWORK_ROUTES`) |
 | ``body-state`` | a step read a ``run.state`` key last written in the run's body, outside every step: no edge joins it to where the value came from |
 
 ``trajdebug lint SOURCE`` prints them (``--json`` for machines) and exits 1

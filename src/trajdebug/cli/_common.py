@@ -45,7 +45,7 @@ REFS_HELP = (
 
 
 def refs_option(fn: F) -> F:
-    """``--refs FILE`` (repeatable): more runs to compare with, loaded as SOURCE is (`trajdebug.analyze_source`'s ``refs``)."""
+    """``--refs FILE`` (repeatable): more runs to compare with, loaded as SOURCE is (`analyze_source`'s ``refs``)."""
     return click.option(
         "--refs",
         "refs",

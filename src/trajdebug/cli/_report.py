@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from trajdebug.cli._common import (
@@ -76,9 +78,7 @@ def report_cmd(
         trajdebug report trace.json --from otlp
         trajdebug report failed.jsonl --refs passing.jsonl
     """
-    from trajdebug.api import analyze_source
     from trajdebug.report.html import write_report
-    from trajdebug.sources.load import SourceError
 
     judge = _judge_config(use_judge, judge_config)
     pool = load_source(source, None, fmt)
@@ -87,20 +87,14 @@ def report_cmd(
         run = load_source(source, run_id, fmt)[0]
     else:
         run, how = default_run(pool)
-    try:
-        with Progress(f"analyzing {run.name}", enabled=not as_json):
-            result = analyze_source(
-                store_path(source),
-                run.run_id,
-                runs=pool,
-                verify=load_callable(verify_entry) if verify_entry else None,
-                fixer=load_callable(fixer, "fixer") if fixer else None,
-                samples=verify_samples,
-                judge=judge,
-                refs=refs,
-            )
-    except SourceError as exc:  # a --refs file that cannot be read
-        raise fail(str(exc)) from None
+    options = {
+        "verify": load_callable(verify_entry) if verify_entry else None,
+        "fixer": load_callable(fixer, "fixer") if fixer else None,
+        "samples": verify_samples,
+        "judge": judge,
+        "refs": refs,
+    }
+    result = _analyzed(source, run, pool, options, quiet=as_json)
     report_usage(result.judgments)
     analysis = result.analyses[0]
     for problem in analysis.problems:
@@ -127,6 +121,19 @@ def report_cmd(
         f"wrote {path} ({size / 1024:.0f} KiB): run {run.run_id[:12]}, {run.outcome}, "
         f"{len(run.steps)} steps{how}; open it in a browser"
     )
+
+
+def _analyzed(source: str | None, run: Run, pool: list[Run], options: dict[str, Any], *, quiet: bool) -> Any:
+    """`trajdebug.analyze_source` of the run (``options``: its keyword arguments) behind a progress bar; a --refs
+    file that cannot be read is a one-line error."""
+    from trajdebug.api import analyze_source
+    from trajdebug.sources.load import SourceError
+
+    try:
+        with Progress(f"analyzing {run.name}", enabled=not quiet):
+            return analyze_source(store_path(source), run.run_id, runs=pool, **options)
+    except SourceError as exc:
+        raise fail(str(exc)) from None
 
 
 def default_run(pool: list[Run]) -> tuple[Run, str]:

@@ -238,7 +238,7 @@ class Alignment:
         sid = pair.bad.step_id
         fwd = forward_slice(run, [sid]) - ancestors(run, [sid])
         unchanged = {p.bad.step_id for p in self.pairs if p.status == "same" and p.bad is not None}
-        return [s.step_id for s in self.bad.steps if s.step_id in fwd and s.step_id != sid and s.step_id not in unchanged]
+        return [s.step_id for s in self.bad.steps if s.step_id in fwd - unchanged and s.step_id != sid]
 
     def to_dict(self) -> dict[str, Any]:
         """The alignment as JSON data."""

@@ -43,7 +43,8 @@ def words(p: Pair) -> str:
     differs where neither run recorded the step's request is not said to have had the same request."""
     if p.status == "input" and p.bad is not None and p.bad.kind == "input":
         return "the run's input differs"
-    if p.status == "output" and p.good is not None and p.bad is not None and p.good.input is None and p.bad.input is None:
+    unrecorded = p.good is not None and p.bad is not None and p.good.input is None and p.bad.input is None
+    if p.status == "output" and unrecorded:
         return "different output (no request recorded)"
     return WORDS[p.status]
 

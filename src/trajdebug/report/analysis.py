@@ -335,4 +335,14 @@ def agent_of(step: Step | None) -> str | None:
     return step.agent
 
 
-__all__ = ["CALIBRATED_APART_LINE", "ORDER_LINES", "SETTLE", "agent_of", "verdict_note", "analysis_lines", "analysis_markdown", "chain_summary", "render_analysis"]
+__all__ = [
+    "CALIBRATED_APART_LINE",
+    "ORDER_LINES",
+    "SETTLE",
+    "agent_of",
+    "analysis_lines",
+    "analysis_markdown",
+    "chain_summary",
+    "render_analysis",
+    "verdict_note",
+]
