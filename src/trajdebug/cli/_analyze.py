@@ -51,7 +51,8 @@ With --oracle MODULE:FUNCTION (or expectations registered with
 trajdebug.expect), a guided search asks whether single steps' outputs are
 correct and converges on the root: a wrong step whose inputs are all
 correct (docs/analysis.md, "Guided search").  A passing run of the same
-input in SOURCE answers too, and with --judge the model does, trusted last.
+input in SOURCE (or --refs) answers too, and with --judge the model does,
+trusted last.
 With --guided and no --oracle, the search runs on what answers by itself:
 a passing run of the same input, --judge, expectations.
 
@@ -143,7 +144,7 @@ Example:
     "--guided",
     "guided",
     is_flag=True,
-    help="Run the guided search even with no --oracle: a passing run of the same input in SOURCE answers "
+    help="Run the guided search even with no --oracle: a passing run of the same input in SOURCE or --refs answers "
     "its questions (and --judge, expectations); without one of those it asks nothing.",
 )
 @click.option(
@@ -236,7 +237,7 @@ def analyze_cmd(
         more = ", ..." if len(unguided) > 3 else ""
         which = f"run {unguided[0]}" if len(unguided) == 1 else f"{len(unguided)} runs ({', '.join(unguided[:3])}{more})"
         click.echo(
-            f"note: {which}: no guided search: no passing run of the same input in {path}, "
+            f"note: {which}: no guided search: no passing run of the same input in {path}{' or --refs' if refs else ''}, "
             "no --oracle, --judge or expectation to answer its questions",
             err=True,
         )
