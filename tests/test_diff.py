@@ -234,7 +234,7 @@ def test_downstream_impact_of_a_graph_node_lists_the_nodes_after_it() -> None:
 def test_diff_caps_the_impact_it_names(tmp_path: Path) -> None:
     """The terminal names at most eight impacted steps and says how many more the JSON lists."""
     import trajdebug
-    from trajdebug.cli._replay import IMPACT_SHOWN
+    from trajdebug.replay.diffview import IMPACT_SHOWN
 
     path = tmp_path / "runs.jsonl"
     for bad in (False, True):
@@ -513,3 +513,114 @@ def test_a_fixed_loopback_port_that_changed_is_a_difference(tmp_path: Path) -> N
     _kiln_runs(path, (8080, 8081))
     out = CliRunner().invoke(cli, ["diff", str(path), str(path)]).output
     assert "first divergence: read_cone#" in out
+
+
+def _quote_runs(path: Path, jobs: tuple[tuple[str, tuple[str, ...], bool], ...]) -> list[str]:
+    """Runs of a bike-shop quote agent, one per ``(ticket, parts, planted)``: an input step (the ticket), a
+    parts parser (``planted``: it drops the last part), one price lookup per part, a labour-rate lookup that
+    depends on the parse (declared) but is asked and answers the same whatever the parts, and the total; a run
+    whose total is wrong fails."""
+    import trajdebug
+    from trajdebug.testing import deterministic
+
+    ids = []
+    for n, (ticket, parts, planted) in enumerate(jobs):
+        # Each run numbers its steps from 1, as runs recorded by separate processes do.
+        with deterministic(prefix=f"{n + 1:08x}"), trajdebug.run("bike-quote", path=str(path), task=f"quote ticket {ticket}") as r:
+            with trajdebug.step("receive_ticket", kind="input") as t:
+                t.output = {"ticket": ticket, "parts": ",".join(parts)}
+            with trajdebug.step("parse_parts", kind="parse", input=t.output) as p:
+                p.output = list(parts[:-1] if planted else parts)
+            prices = []
+            for part in p.output:
+                with trajdebug.step("lookup_price", kind="tool", input={"part": part}) as lp:
+                    lp.output = {"part": part, "eur": 10.0 + len(part)}
+                prices.append(lp.output["eur"])
+            with trajdebug.step("labour_rate", kind="tool", input={"service": "full"}, deps=[p]) as lr:
+                lr.output = {"eur_per_hour": 45.0}
+            with trajdebug.step("total", kind="other", input={"prices": prices, "rate": lr.output}) as tot:
+                tot.output = {"eur": sum(prices) + 45.0}
+            if planted:
+                r.fail(f"quote for {ticket} leaves out {parts[-1]}")
+        ids.append(r.run_id)
+    return ids
+
+
+def test_a_diff_of_runs_given_different_inputs_says_so_and_never_calls_their_requests_the_same(tmp_path: Path) -> None:
+    """Two runs given different tasks: the header says so in one line (this compares behaviour, not values);
+    the first divergence, the input step, is the run's input that differs, not "same request, different
+    output"; the JSON says it too.  Two runs of the same input have no such line."""
+    path = tmp_path / "quotes.jsonl"
+    good, same, bad = _quote_runs(
+        path, (("T-9", ("chain", "tape"), False), ("T-12", ("chain", "cable", "pads"), False), ("T-12", ("chain", "cable", "pads"), True))
+    )
+    out = CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}"], env={"COLUMNS": "200"}).output
+    lines = out.splitlines()
+    assert lines[1] == "inputs differ: task 'quote ticket T-9' vs 'quote ticket T-12'; this compares behaviour, not values"
+    first = lines[2]
+    assert first.startswith("first divergence: receive_ticket#") and first.endswith("the run's input differs")
+    assert "same request" not in out.split("\n\n", 1)[0]
+    assert 'good input: {"parts":"chain,tape","ticket":"T-9"}' in out
+    doc = json.loads(CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}", "--json"]).output)
+    assert doc["inputs_differ"] == {"what": "task", "good": "quote ticket T-9", "bad": "quote ticket T-12"}
+    assert doc["first_divergence"]["status"] == "input"
+    alike = CliRunner().invoke(cli, ["diff", f"{path}@{same}", f"{path}@{bad}"], env={"COLUMNS": "200"}).output
+    assert "inputs differ" not in alike and "first divergence: parse_parts#" in alike
+    assert json.loads(CliRunner().invoke(cli, ["diff", f"{path}@{same}", f"{path}@{bad}", "--json"]).output)[
+        "inputs_differ"
+    ] is None
+
+
+def test_downstream_impact_lists_only_steps_that_changed(tmp_path: Path) -> None:
+    """A step downstream of the first divergence that came out the same in both runs (the labour rate, which
+    depends on the parse but was asked and answered alike) is marked ``=`` and is not in the downstream impact,
+    in the text or the JSON."""
+    path = tmp_path / "quotes.jsonl"
+    good, bad = _quote_runs(path, (("T-12", ("chain", "cable", "pads"), False), ("T-12", ("chain", "cable", "pads"), True)))
+    al = align(*(r for i in (good, bad) for r in trajdebug_runs(path) if r.run_id == i))
+    first = al.first_divergence
+    assert first is not None and first.name == "parse_parts"
+    same = {p.bad.step_id for p in al.pairs if p.status == "same" and p.bad is not None}
+    impact = al.impact(first)
+    assert [al.bad.step(s).name for s in impact] == ["total"] and not same & set(impact)
+    out = " ".join(CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}"], env={"COLUMNS": "200"}).output.split())
+    assert "downstream impact: 1 step: total#" in out
+    assert "= tool labour_rate#" in out
+    doc = json.loads(CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}", "--json"]).output)
+    assert doc["impact"] == impact
+
+
+def test_a_step_only_one_run_has_is_named_with_its_runs_id(tmp_path: Path) -> None:
+    """Ids are per run: the passing run's extra lookup has the id the failing run gave its labour-rate step.
+    The one-sided row names its run (``good#ID``), the paired row has the failing run's id, and a line says
+    whose ids the table shows."""
+    path = tmp_path / "quotes.jsonl"
+    good, bad = _quote_runs(path, (("T-12", ("chain", "cable", "pads"), False), ("T-12", ("chain", "cable", "pads"), True)))
+    out = CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}"], env={"COLUMNS": "200"}).output
+    rows = [line.split() for line in out.splitlines() if line.startswith("  ") and line.split()[0] in "=≠~-+"]
+    extra = next(r for r in rows if r[0] == "-")
+    rate = next(r for r in rows if r[2].startswith("labour_rate#"))
+    assert extra[2] == "lookup_price" and extra[3].startswith("good#")
+    assert extra[3].removeprefix("good#") == rate[2].split("#")[1]  # the same six digits, two runs' steps
+    assert "step ids are the failing run's; good#ID is the passing run's" in out
+
+
+def test_a_row_whose_request_differs_shows_the_requests(tmp_path: Path) -> None:
+    """A row labelled "request differs" shows the two requests (what the total was given), not its outputs;
+    a row whose output alone differs shows the outputs."""
+    path = tmp_path / "quotes.jsonl"
+    good, bad = _quote_runs(path, (("T-12", ("chain", "cable", "pads"), False), ("T-12", ("chain", "cable", "pads"), True)))
+    out = CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}"], env={"COLUMNS": "250"}).output
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "total#" in line and "request differs" in line)
+    assert lines[at + 1].split() == ["good", "request:", '{"prices":[15.0,15.0,14.0],"rate":{"eur_per_hour":45.0}}']
+    assert lines[at + 2].split() == ["bad", "request:", '{"prices":[15.0,15.0],"rate":{"eur_per_hour":45.0}}']
+    parsed = next(i for i, line in enumerate(lines) if "parse_parts#" in line and line.startswith("  ≠"))
+    assert lines[parsed + 1].split() == ["good:", '["chain","cable","pads"]']
+
+
+def trajdebug_runs(path: Path) -> list[object]:
+    """The runs of a JSONL file."""
+    import trajdebug
+
+    return list(trajdebug.load_runs(str(path)))

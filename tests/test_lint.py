@@ -255,3 +255,84 @@ def test_a_missing_dependency_counts_every_run_that_lacks_it(tmp_path: Path, cli
     assert found == {r.run_id for r in runs}
     doc = json.loads(cli_run("lint", str(store), "--json").stdout)
     assert [g["runs"] for g in doc["groups"] if g["code"] == "missing-dependency"] == [5]
+
+
+def _agents_sdk_run(tmp_path: Path) -> Run:
+    """A drop-off counter agent run through the OpenAI Agents SDK's Runner (a scripted model calling one
+    ``@function_tool``), recorded by trajdebug's tracing processor."""
+    import asyncio
+
+    from agents import Agent, Runner, function_tool
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.tracing import generation_span, get_trace_provider, set_trace_processors
+    from agents.usage import Usage
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+    from trajdebug.integrations.openai_agents import TrajdebugProcessor
+
+    @function_tool
+    def compute_total(base: float, surcharge: float) -> str:
+        """Add the surcharge."""
+        return f"{base + surcharge:.2f}"
+
+    said = ResponseOutputText(text="42.00 EUR", type="output_text", annotations=[])
+    turns: list[list[Any]] = [
+        [ResponseFunctionToolCall(arguments='{"base": 42, "surcharge": 0}', call_id="c1", name="compute_total", type="function_call", id="f1")],
+        [ResponseOutputMessage(id="m1", content=[said], role="assistant", status="completed", type="message")],
+    ]
+
+    class Scripted(Model):
+        async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+            output = turns.pop(0)
+            with generation_span(input=[{"role": "user", "content": str(input)}], output=[o.model_dump() for o in output], model="scripted"):
+                pass
+            return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    provider: Any = get_trace_provider()
+    saved = list(provider._multi_processor._processors)
+    processor = TrajdebugProcessor(path=tmp_path / "sdk.jsonl")
+    set_trace_processors([processor])
+    try:
+        agent = Agent(name="counter", instructions="Price it.", model=Scripted(), tools=[compute_total])
+        asyncio.run(Runner.run(agent, "Price ticket DC-4410."))
+    finally:
+        set_trace_processors(saved)
+    return processor.to_run()
+
+
+def _langchain_run() -> Run:
+    """A LangChain tool called under trajdebug's LangChain tracer."""
+    from langchain_core.tools import tool
+
+    from trajdebug.integrations.langchain import TrajdebugTracer
+
+    @tool
+    def compute_total(base: float, surcharge: float) -> str:
+        """Add the surcharge."""
+        return f"{base + surcharge:.2f}"
+
+    tracer = TrajdebugTracer()
+    compute_total.invoke({"base": 42.0, "surcharge": 0.0}, config={"callbacks": [tracer]})
+    return tracer.to_run()
+
+
+def test_a_framework_tool_gets_no_trajdebug_timeout_advice(tmp_path: Path) -> None:
+    """A tool recorded through the OpenAI Agents SDK processor (an ``@function_tool``) or the LangChain tracer is
+    bounded in its framework, which the trace does not record: lint neither says it has no timeout nor advises
+    ``@trajdebug.step(kind="tool", timeout=SECONDS)``, which does not apply to it.  A tool trajdebug recorded
+    without a timeout in the same source still gets the finding."""
+    pytest.importorskip("agents", reason="openai-agents is not installed")
+    pytest.importorskip("langchain_core", reason="langchain-core is not installed")
+    sdk, chain = _agents_sdk_run(tmp_path), _langchain_run()
+    assert any(s.kind == "tool" and s.name == "compute_total" for s in sdk.steps)
+    assert any(s.kind == "tool" and s.name == "compute_total" for s in chain.steps)
+    with trajdebug.run("mailer", path=str(tmp_path / "own.jsonl")) as own:
+        send_mail("ops@example.com")
+    found = lint([sdk, chain, own.load()])
+    assert not any("trajdebug.step" in f.fix for f in found if f.run_id in (sdk.run_id, chain.run_id))
+    assert not any(f.code == "no-timeout" for f in found if f.run_id in (sdk.run_id, chain.run_id))
+    assert [(f.code, f.step_name) for f in found if f.code == "no-timeout"] == [("no-timeout", "send_mail")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from itertools import pairwise
 from pathlib import Path
 
@@ -367,6 +368,13 @@ class TestEdges:
         assert [d.step_id for d in thin.step("e").deps] == ["a"]
 
 
+def _order_note(lines: list[str]) -> str:
+    """The line under the root causes' heading, unwrapped (the text is wrapped to 80 columns)."""
+    at = lines.index("Root causes") + 1
+    end = next(i for i in range(at, len(lines)) if lines[i].startswith("  1. "))
+    return " ".join(" ".join(lines[at:end]).split())
+
+
 class TestReport:
     def test_one_line_says_how_the_causes_are_ordered_and_no_tag_contradicts_it(self) -> None:
         """Under the causes' heading one line says the hand ranking's order (structural roots first, score within
@@ -393,7 +401,7 @@ class TestReport:
         confs = [c.confidence for c in learned.root_causes]
         rises = any(b > a for a, b in pairwise(confs) if a is not None and b is not None)
         want = CALIBRATED_APART_LINE if rises else ORDER_LINES["confidence"]
-        assert lines[lines.index("Root causes") + 1].strip() == want
+        assert _order_note(lines) == want
 
     def test_an_order_that_puts_a_suspect_before_a_root_is_not_called_roots_first(self) -> None:
         """A list where a suspect stands before a structural root (re-ranked) is never described as roots first."""
@@ -402,7 +410,7 @@ class TestReport:
         from trajdebug.report.analysis import _order_line
 
         def analysis(*roots: bool, order: str = "roots-first") -> SimpleNamespace:
-            causes = [SimpleNamespace(root=r) for r in roots]
+            causes = [SimpleNamespace(root=r, share=0.5) for r in roots]
             return SimpleNamespace(order=order, root_causes=causes, failures=["f"])
 
         assert _order_line(analysis(True, False, False)) == ORDER_LINES["roots-first"]
@@ -421,7 +429,7 @@ class TestReport:
         from trajdebug.report.analysis import _order_line
 
         def analysis(*confidences: float | None) -> SimpleNamespace:
-            causes = [SimpleNamespace(root=False, confidence=c) for c in confidences]
+            causes = [SimpleNamespace(root=False, confidence=c, share=0.5) for c in confidences]
             return SimpleNamespace(order="confidence", root_causes=causes, failures=["f"])
 
         assert _order_line(analysis(0.21, 0.22, 0.04)) == CALIBRATED_APART_LINE
@@ -429,6 +437,69 @@ class TestReport:
         assert _order_line(analysis(0.81, 0.05, 0.05)) == ORDER_LINES["confidence"]
         # Neighbours only: a candidate without a confidence between two says nothing of their order.
         assert _order_line(analysis(0.21, None, 0.22)) == ORDER_LINES["confidence"]
+
+    def test_the_learned_order_shows_the_number_it_sorts_by(self) -> None:
+        """With the learned model, each candidate shows its share of the blame (the number the list is sorted by,
+        falling down the list), not the hand-weighted score, which may rise down it (0.489 under 0.353); the line
+        under the heading says so plainly, in text, Markdown and JSON."""
+        from trajdebug.analysis import load_model
+
+        learned = analyze(propagated_error_run(), model=load_model(), top=10)
+        causes = learned.root_causes
+        assert len(causes) >= 2 and learned.order == "confidence"
+        # Scores that suggest another order than the list's: rising down it.
+        loc = replace(learned.localization, candidates=[replace(c, score=0.3 + 0.05 * i) for i, c in enumerate(causes)])
+        learned = replace(learned, localization=loc)
+        lines = analysis_lines(learned)
+        numbered = [line for line in lines if re.match(r"  \d+\. ", line)]
+        shares = [float(line.split(" share ", 1)[1].split()[0]) for line in numbered]
+        assert len(shares) == len(causes) and shares == sorted(shares, reverse=True)
+        assert not any(" score " in line for line in numbered)
+        assert _order_note(lines).startswith("order: by the learned model's share of the blame (the share shown)")
+        assert "share" in analysis_markdown(learned) and "score 0." not in analysis_markdown(learned)
+        assert [c["share"] for c in learned.to_dict()["root_causes"]] == [c.share for c in causes]
+        assert abs(sum(c["share"] for c in learned.to_dict()["root_causes"]) - 1.0) < 0.05 or len(causes) < 10
+        hand = analyze(propagated_error_run(), model=None)
+        assert all(c.share is None for c in hand.root_causes) and "share" not in " ".join(analysis_lines(hand))
+
+    def test_a_list_the_judge_reordered_says_score_orders_it(self) -> None:
+        """A model on top (--judge) re-ranks by the combined score: the line says so and the score is shown."""
+        from trajdebug.analysis import load_model
+
+        learned = analyze(propagated_error_run(), model=load_model())
+        judged = replace(learned, localization=replace(learned.localization, method="trajdebug+learned+judge"))
+        lines = analysis_lines(judged)
+        assert judged.order == "judge" and _order_note(lines) == ORDER_LINES["judge"]
+        assert any(" score " in line for line in lines if line.startswith("  1. "))
+
+    def test_a_step_is_never_shown_inside_itself(self) -> None:
+        """An agent's own step (an Agents SDK agent span: name ``counter``, agent ``counter``) is labelled by its
+        kind alone, never ``(agent, agent counter)``; a tool inside it keeps ``agent counter``; the question's
+        place (``--ask``) leaves it out too."""
+        from trajdebug.report.analysis import agent_of
+        from trajdebug.report.question import question_for, where
+
+        run = Run(
+            "r1",
+            "drycleaner-counter",
+            outcome="failure",
+            failure_reason="quoted 42.00 EUR, the till rings up 51.00 EUR",
+            steps=(
+                Step("t", "drycleaner-counter", "agent", output="42.00 EUR", start_ns=1, end_ns=20),
+                Step("c", "counter", "agent", parent_id="t", agent="counter", output="42.00 EUR", start_ns=2, end_ns=19),
+                Step("g", "get_surcharge", "tool", parent_id="c", agent="counter", input={"stain": "wine"},
+                     output={"surcharge": 0.0}, start_ns=3, end_ns=4),
+                Step("x", "compute_total", "tool", parent_id="c", agent="counter", input={"base": 42.0, "surcharge": 0.0},
+                     output={"total": "42.00 EUR"}, start_ns=5, end_ns=6),
+            ),
+        )
+        a = analyze(run, model=None, top=10)
+        text = " ".join(" ".join(analysis_lines(a)).split())
+        assert "counter#c (agent)" in text and "(agent, agent counter)" not in text
+        assert "compute_total#x (tool, agent counter)" in text
+        assert agent_of(run.step("c")) is None and agent_of(run.step("x")) == "counter"
+        assert "agent 'counter'" not in where(question_for(run, "c"))
+        assert "agent 'counter'" in where(question_for(run, "x"))
 
     def test_one_exception_propagated_through_four_steps_is_one_failure_with_its_path(self) -> None:
         """A tool's exception re-reported by its sub-agent, the tool that ran it and the caller is listed once,

@@ -353,3 +353,24 @@ def test_compare_page_offers_only_passing_runs_as_good(server: Server, store: Pa
     assert all(runs[r].outcome == "success" and not runs[r].metadata.get("replay_of") for r in good_ids)
     assert all(runs[r].outcome != "success" and not runs[r].metadata.get("replay_of") for r in bad_ids)
     assert any(r.metadata.get("replay_of") and r.outcome == "success" for r in runs.values())
+
+
+def test_compare_page_of_runs_given_different_inputs_says_so_and_shows_requests(tmp_path: Path) -> None:
+    """The compare page words a diff as ``trajdebug diff`` does: a line says the two runs were given different
+    inputs (behaviour, not values), and a step whose request differs shows the two requests."""
+    import html
+
+    path = tmp_path / "runs.jsonl"
+    ids = []
+    for ticket in ("T-9", "T-12"):
+        with trajdebug.run("bike-quote", path=str(path), task=f"quote ticket {ticket}") as r:
+            with trajdebug.step("lookup", kind="tool", input={"ticket": ticket}) as s:
+                s.output = {"bike": "road" if ticket == "T-9" else "gravel"}
+            if ticket == "T-12":
+                r.fail("wrong bike")
+        ids.append(r.run_id)
+    with Server(path, port=0) as srv:
+        _, body, _ = _get(f"{srv.url}compare?good={ids[0]}&bad={ids[1]}")
+    text = html.unescape(body)
+    assert "inputs differ: task 'quote ticket T-9' vs 'quote ticket T-12'; this compares behaviour, not values" in text
+    assert 'good request: {"ticket":"T-9"}' in text and 'bad request: {"ticket":"T-12"}' in text

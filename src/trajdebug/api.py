@@ -6,9 +6,9 @@ it, and analyzes it (`trajdebug.analysis.analyze`):
 
 - the **earlier turns** of a conversation (``continues``), so the search can
   follow ``context`` edges into them;
-- the **references**: the passing runs of the same agent in the same source
-  (`trajdebug.analysis.references`), whose likely invariants turn the
-  failing run's deviations into evidence;
+- the **references**: the passing runs of the same agent in the same source, and in
+  the files given as ``refs`` (`trajdebug.analysis.references`), whose likely invariants
+  turn the failing run's deviations into evidence;
 - optionally, a **model on top** (`trajdebug.judge`): verdicts on the
   shortlisted candidates re-rank them, evidence kept (off unless asked for);
 - optionally, **verification** of the top candidates by counterfactual replay
@@ -90,14 +90,14 @@ def analyze_source(
     model: Any = "default",
     session: bool = False,
     progress: Callable[[int, int | None], None] | None = None,
+    refs: Sequence[str | Path] = (),
 ) -> SourceAnalysis:
     """Analyze the runs of a source the way ``trajdebug analyze`` does.
 
     Args:
         source: A store, a trajdebug JSONL file or a foreign trace.
-        run_id: Analyze only this run (a unique prefix is enough: an ambiguous one is a
-            `trajdebug.SourceError` listing a few matches); otherwise the
-            runs that did not succeed (all runs when every one succeeded).
+        run_id: Analyze only this run (a unique prefix is enough: an ambiguous one is a `trajdebug.SourceError`
+            listing a few matches); otherwise the runs that did not succeed (all runs when every one succeeded).
         fmt: Force the source's format (``otlp``, ``openai``, ``transcript``...).
         top: How many root-cause candidates per run.
         outcome: The outcome of runs whose source did not record one.
@@ -109,14 +109,12 @@ def analyze_source(
         fixer: A fixer for verification (a callable or ``"module:function"``).
         samples: Replays per patch with live calls (verification).
         runs: The source's runs when already loaded (skips reading ``source``).
-        judge: A model on top of the analysis (`trajdebug.judge.Judge.of`): True
-            (the endpoint from the environment), a `trajdebug.judge.JudgeConfig`,
-            a `trajdebug.judge.Judge` or a `trajdebug.judge.ChatModel`.  None
-            (the default): nothing is sent, the analysis is the deterministic one.
+        judge: A model on top of the analysis (`trajdebug.judge.Judge.of`): True (the endpoint from the
+            environment), a `trajdebug.judge.JudgeConfig`, a `trajdebug.judge.Judge` or a `trajdebug.judge.ChatModel`.
+            None (the default): nothing is sent, the analysis is the deterministic one.
             With the guided search on, the model also answers its questions (trusted last).
-        oracle: A function oracle for the guided search: ``fn(step, run)`` returning
-            True (output correct), False (wrong) or None (don't know), a
-            ``"module:function"`` string naming one, or a sequence of them.
+        oracle: A function oracle for the guided search: ``fn(step, run)`` returning True (output correct),
+            False (wrong) or None (don't know), a ``"module:function"`` string naming one, or a sequence of them.
         max_questions: Stop the guided search after this many questions (candidates ranked).
         strategy: The guided search's question order: ``prior``, ``top-down`` or ``linear``.
         ask: An interactive oracle (a person at a terminal or a browser): asked first,
@@ -130,15 +128,16 @@ def analyze_source(
         session: Also search the earlier runs of the run's session (`trajdebug.sessions`,
             the last `SESSION_TURNS`) for the root, as earlier conversation turns.
         progress: Called as ``progress(runs_analyzed, runs)`` after each run.
+        refs: More sources of runs to compare with, read as ``source`` is, as if in it (`_pooled`).
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
         trajdebug.judge.JudgeConfigError: ``judge=True`` and no model endpoint is configured.
     """
-    pool = list(runs) if runs is not None else _load(source, fmt)
-    chosen = _chosen(source, pool, run_id)
+    own, pool, origin = _pooled(source, list(runs) if runs is not None else _load(source, fmt), refs)
+    chosen = _chosen(source, own, run_id)
     settings = {"top": top, "outcome": outcome, "sql_db": sql_db, "weights": weights, "model": model}
-    analyses, hints, twins = _each(chosen, pool, source, settings, use_references, session, progress)
+    analyses, hints, twins = _each(chosen, pool, origin, settings, use_references, session, progress)
     analyses, judgments = _judged(analyses, judge)
     verifications = _verified(analyses, pool, source, runs, verify, fixer, samples, top)
     if guided is not False:
@@ -157,16 +156,37 @@ def _chosen(source: str | Path, pool: list[Run], run_id: str | None) -> Sequence
     return select_run(source, pool, run_id)
 
 
+def _pooled(
+    source: str | Path, own: list[Run], refs: Sequence[str | Path]
+) -> tuple[list[Run], list[Run], dict[str, str]]:
+    """The source's runs (``own``, as given), the pool of them and of each ``refs`` source's after them (a run
+    already there once: the first kept), and the source each run was read from (what a ``diff`` hint names).
+
+    The runs of ``refs`` join the source's exactly as if they were in it (the analysis of the concatenated
+    file): passing runs of the same agent are references, a passing run of the same input is compared value
+    for value and answers the guided search; on another input a reference compares behaviour (what the
+    agent's steps always did), not values.  Only the source's runs are analyzed (`_chosen` reads ``own``)."""
+    pool = list(own)
+    origin = {r.run_id: str(source) for r in own}
+    for ref in refs:
+        for r in _load(ref, None):
+            if r.run_id not in origin:
+                origin[r.run_id] = str(ref)
+                pool.append(r)
+    return own, pool, origin
+
+
 def _each(
     chosen: Sequence[Run],
     pool: list[Run],
-    source: str | Path,
+    origin: dict[str, str],
     settings: dict[str, Any],
     use_references: bool,
     session: bool,
     progress: Callable[[int, int | None], None] | None,
 ) -> tuple[list[Any], list[str], list[Run | None]]:
-    """Each chosen run analyzed against its pool, with the ``diff`` hint and twin of a failed one."""
+    """Each chosen run analyzed against its pool, with the ``diff`` hint and twin of a failed one (``origin``: the
+    source each run of the pool was read from)."""
     analyses: list[Any] = []
     hints: list[str] = []
     twins: list[Run | None] = []
@@ -178,7 +198,8 @@ def _each(
         twins.append(twin)
         if twin is not None:
             # Only a passing run of the same input is worth a diff: on another input every value differs.
-            hints.append(f"trajdebug diff {source}@{twin.run_id[:12]} {source}@{run.run_id[:12]}")
+            good, bad = f"{origin[twin.run_id]}@{twin.run_id[:12]}", f"{origin[run.run_id]}@{run.run_id[:12]}"
+            hints.append(f"trajdebug diff {good} {bad}")
         if progress is not None:
             progress(len(analyses), len(chosen))
     return analyses, hints, twins

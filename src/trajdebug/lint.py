@@ -11,7 +11,7 @@ per problem, each with the step, what is wrong and a one-line fix:
 | ``missing-dependency`` | a step with no recorded dependency whose input content says data flowed from an earlier step (content inference found it) |
 | ``lost-context`` | a step whose parent is not in the run (a sub-agent joined with a parent nobody recorded); a run recorded separately inside a step of another run with no children (a sub-agent that did not join the trace) |
 | ``outside-run`` | steps that ran in threads outside the run's context (``context_lost``) or finished after the run (``after_run_end``) |
-| ``no-timeout`` | tool steps recorded without a ``timeout`` |
+| ``no-timeout`` | tool steps trajdebug's recorder wrote without a ``timeout`` (not a framework's tool: `FRAMEWORK_ROUTES`) |
 | ``body-state`` | a step read a ``run.state`` key last written in the run's body, outside every step: no edge joins it to where the value came from |
 
 ``trajdebug lint SOURCE`` prints them (``--json`` for machines) and exits 1
@@ -331,10 +331,24 @@ def _outside(run: Run) -> Iterable[Finding]:
         )
 
 
+FRAMEWORK_ROUTES = {"openai-agents": "agents.span_type", "langchain": "langchain.run_type"}
+"""The recording routes through a framework (a run's ``source_format``) and the attribute their steps carry.  A
+tool such a route records is the framework's (an Agents SDK ``@function_tool``, a LangChain tool): its bound is
+set in the framework, which the trace does not record, so ``no-timeout`` neither finds it missing nor advises
+``@trajdebug.step(timeout=...)``, which does not apply to it (docs/production.md, "trajdebug lint")."""
+
+
+def _framework_tool(run: Run, step: Step) -> bool:
+    """Whether a tool step was recorded through a framework's route (`FRAMEWORK_ROUTES`), not trajdebug's recorder."""
+    return run.metadata.get("source_format") in FRAMEWORK_ROUTES or any(
+        attr in step.attributes for attr in FRAMEWORK_ROUTES.values()
+    )
+
+
 def _no_timeouts(run: Run) -> Iterable[Finding]:
     by_name: dict[str, list[Step]] = defaultdict(list)
     for s in run.steps:
-        if s.kind == "tool" and s.attributes.get("timeout") is None:
+        if s.kind == "tool" and s.attributes.get("timeout") is None and not _framework_tool(run, s):
             by_name[s.name].append(s)
     for name, found in by_name.items():
         yield _f(

@@ -89,6 +89,10 @@ class Candidate:
     """Every value the ranking used about the step, by name (read-only; `trajdebug.analysis._ranking.Ranking.features`)."""
     confidence: float | None = None
     """The learned ranker's calibrated probability that this is the root (None: the hand ranking alone)."""
+    share: float | None = None
+    """The learned ranker's share of the blame among the ranked steps (its probability within the run, summing to
+    1): the number its order sorts by, highest first (None: the hand ranking alone).  The confidence is calibrated
+    from it separately, so a candidate lower in the list may show a higher confidence."""
 
 
 @dataclass(frozen=True, slots=True)

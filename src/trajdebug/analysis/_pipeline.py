@@ -82,12 +82,17 @@ class Analysis:
 
     @property
     def order(self) -> str:
-        """How `root_causes` is ordered: ``answers`` (a guided search's answers moved them), ``confidence``
-        (a learned model re-ranked them by calibrated probability) or ``roots-first`` (the hand ranking:
-        structural roots before the other suspects, by score within each group, docs/analysis.md)."""
+        """How `root_causes` is ordered: ``answers`` (a guided search's answers moved them), ``judge`` (a model on
+        top re-ranked them by score, its verdicts combined with the evidence), ``confidence`` (the learned model
+        re-ranked them by its share of the blame, `Candidate.share`; the name is kept for the JSON's readers) or
+        ``roots-first`` (the hand ranking: structural roots before the other suspects, by score within each group,
+        docs/analysis.md)."""
         if self.guided is not None and self.guided.questions:
             return "answers"
-        return "confidence" if self.localization.method.endswith("learned") else "roots-first"
+        method = self.localization.method
+        if method.endswith("+judge"):
+            return "judge"
+        return "confidence" if method.endswith("learned") else "roots-first"
 
     def failure_groups(self) -> list[FailureGroup]:
         """The failures with each exception's propagations under the step where it occurred (one exception
@@ -123,6 +128,7 @@ class Analysis:
                     "inferred": [{"step_id": sid, "confidence": conf} for sid, conf in c.inferred],
                     "signals": list(c.signals),
                     "confidence": c.confidence,
+                    "share": c.share,
                 }
             )
         return {

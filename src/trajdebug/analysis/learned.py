@@ -235,7 +235,7 @@ def rerank(analysis: Analysis, model: Model | str | Path | None = "default", top
     order = {k: i for i, k in enumerate(conf)}
     pool = loc.ranked_all or loc.candidates
     cands = sorted(pool, key=lambda c: (-prob.get(_key(c), 0.0), order.get(_key(c), 0)))
-    cands = [replace(c, confidence=conf.get(_key(c))) for c in cands]
+    cands = [replace(c, confidence=conf.get(_key(c)), share=prob.get(_key(c), 0.0)) for c in cands]
     ranking = tuple(dict.fromkeys(sid for _, sid in sorted(prob, key=lambda k: (-prob[k], order[k]))))
     placed = set(ranking)
     rest = tuple(s for s in loc.ranking if s not in placed)

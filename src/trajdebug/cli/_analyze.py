@@ -12,6 +12,7 @@ from trajdebug.cli._common import (
     emit_json,
     fmt_option,
     json_option,
+    refs_option,
     run_option,
     source_argument,
     store_path,
@@ -28,11 +29,14 @@ For each run that did not succeed (or the run given with --run): the
 failures the detectors found, every step of the failure's backward slice
 ranked (the top candidates shown, each with its evidence and the
 dependency path from it to the failure), the error chains, and what was
-compared.  Passing runs of the same agent in SOURCE serve as references:
-where the failing run breaks what they always did is evidence.  SOURCE is
-a store, a trajdebug JSONL file or a foreign trace (default: the default
-store).  The JSON output is described in docs/analysis.md; the same
-analysis in Python is `trajdebug.analyze_source(SOURCE)`.
+compared.  Passing runs of the same agent in SOURCE, and in each --refs
+FILE, serve as references: where the failing run breaks what they always
+did is evidence.  A reference on another input compares behaviour (what
+the steps always did), not values; a passing run of the same input is
+compared value for value.  SOURCE is a store, a trajdebug JSONL file or a
+foreign trace (default: the default store).  The JSON output is described
+in docs/analysis.md; the same analysis in Python is
+`trajdebug.analyze_source(SOURCE, refs=[FILE])`.
 
 With --verify MODULE:FUNCTION (the agent's entry point), the top
 candidates are verified by counterfactual replay: each is patched with a
@@ -47,7 +51,8 @@ With --oracle MODULE:FUNCTION (or expectations registered with
 trajdebug.expect), a guided search asks whether single steps' outputs are
 correct and converges on the root: a wrong step whose inputs are all
 correct (docs/analysis.md, "Guided search").  A passing run of the same
-input in SOURCE answers too, and with --judge the model does, trusted last.
+input in SOURCE (or --refs) answers too, and with --judge the model does,
+trusted last.
 With --guided and no --oracle, the search runs on what answers by itself:
 a passing run of the same input, --judge, expectations.
 
@@ -61,6 +66,7 @@ above answered; a second --ask resumes (docs/analysis.md, "Asking").
 \b
 Example:
     trajdebug analyze trajdebug.db --run 4bf92f35 --top 3
+    trajdebug analyze failed.jsonl --refs passing.jsonl --refs more.db
     trajdebug analyze conversation.json --from openai --outcome failure --json
     trajdebug analyze trajdebug.db --verify trajdebug.demo:demo_agent
     trajdebug analyze trajdebug.db --oracle checks:is_right --max-questions 5
@@ -93,11 +99,12 @@ Example:
     help="The SQLite file the runs' SQL targets: its schema checks their SQL, and recorded query "
     "results are compared with read-only re-runs (analysis never opens a path a run names by itself).",
 )
+@refs_option
 @click.option(
     "--no-references",
     "no_references",
     is_flag=True,
-    help="Do not compare with the passing runs of the same agent in SOURCE.",
+    help="Do not compare with the passing runs of the same agent in SOURCE (or --refs).",
 )
 @click.option(
     "--session",
@@ -137,7 +144,7 @@ Example:
     "--guided",
     "guided",
     is_flag=True,
-    help="Run the guided search even with no --oracle: a passing run of the same input in SOURCE answers "
+    help="Run the guided search even with no --oracle: a passing run of the same input in SOURCE or --refs answers "
     "its questions (and --judge, expectations); without one of those it asks nothing.",
 )
 @click.option(
@@ -189,6 +196,7 @@ def analyze_cmd(
     strategy: str = "prior",
     ask_person: object = None,
     guided: bool = False,
+    refs: tuple[str, ...] = (),
 ) -> None:
     """`trajdebug analyze` (its help: `_ANALYZE_HELP`): the options translated for `trajdebug.analyze_source`."""
     judge = _judge_config(use_judge, judge_config)
@@ -212,6 +220,7 @@ def analyze_cmd(
         "ask": ask_person,
         "model": None if model == "none" else model,
         "session": use_session,
+        "refs": refs,
     }
     result = _analyzed(path, run_id, options, quiet=as_json, oracles=bool(oracles))
     analyses = list(result.analyses)
@@ -228,7 +237,7 @@ def analyze_cmd(
         more = ", ..." if len(unguided) > 3 else ""
         which = f"run {unguided[0]}" if len(unguided) == 1 else f"{len(unguided)} runs ({', '.join(unguided[:3])}{more})"
         click.echo(
-            f"note: {which}: no guided search: no passing run of the same input in {path}, "
+            f"note: {which}: no guided search: no passing run of the same input in {path}{' or --refs' if refs else ''}, "
             "no --oracle, --judge or expectation to answer its questions",
             err=True,
         )

@@ -35,6 +35,27 @@ def run_option(fn: F) -> F:
     )(fn)
 
 
+REFS_HELP = (
+    "Runs to compare with from another file or store (any format SOURCE may be, detected); repeatable. Its runs "
+    "join the references exactly as if they were in SOURCE (only SOURCE's runs are analyzed): a passing run on "
+    "another input compares behaviour (what the steps always did), not values; a passing run of the same input "
+    "is compared value for value."
+)
+"""The help of ``--refs`` (`refs_option`), the same on every command that takes references."""
+
+
+def refs_option(fn: F) -> F:
+    """``--refs FILE`` (repeatable): more runs to compare with, loaded as SOURCE is (`analyze_source`'s ``refs``)."""
+    return click.option(
+        "--refs",
+        "refs",
+        metavar="FILE",
+        multiple=True,
+        type=click.Path(exists=True, dir_okay=True),
+        help=REFS_HELP,
+    )(fn)
+
+
 def json_option(fn: F) -> F:
     """``--json``: machine-readable output."""
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from trajdebug.cli._common import console, emit_json, fmt_option, is_derived, json_option, store_path
-from trajdebug.core.model import Run, Step
+from trajdebug.core.model import Run
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,122 +86,18 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> Run:
     return runs[0]
 
 
-def _shown(step: Step, other: Step | None) -> Any:
-    """What differs about a step: its output, or the state it wrote when the outputs are equal."""
-    from trajdebug.replay.cassette import STATE_VALUES_ATTR, canonical
-
-    if other is not None and canonical(step.output) == canonical(other.output):
-        state = step.attributes.get(STATE_VALUES_ATTR)
-        if state is not None:
-            return {"state written": state}
-    return step.output
-
-
-def _short(value: Any, limit: int = 160, against: Any = None) -> str:
-    """A value as one line of at most ``limit`` characters; beside ``against`` (what the other run had), cut
-    around where the two first differ: two long values alike at their head would show as equal."""
-    from trajdebug.replay.cassette import canonical
-
-    def line(v: Any) -> str:
-        return " ".join((v if isinstance(v, str) else canonical(v)).split())
-
-    text = line(value)
-    if len(text) <= limit:
-        return text
-    start = 0
-    if against is not None:
-        other = line(against)
-        same = next((i for i, (a, b) in enumerate(zip(text, other)) if a != b), min(len(text), len(other)))
-        if same > limit - limit // 4:
-            start = same - limit // 4  # a quarter of the line of what both had, then the difference
-    head = "…" if start else ""
-    body = text[start:]
-    return head + (body if len(body) + len(head) <= limit else body[: limit - 1 - len(head)] + "…")
-
-
-IMPACT_SHOWN = 8
-"""Steps named on the "downstream impact" line of ``diff`` (the JSON lists all)."""
-
-_MARK = {"same": "=", "output": "≠", "input": "~", "only-good": "-", "only-bad": "+"}
-_WORDS = {
-    "same": "",
-    "output": "same request, different output",
-    "input": "request differs",
-    "only-good": "only in the passing run",
-    "only-bad": "only in the failing run",
-}
-
-
 def _render_diff(al: Any, iso: Any) -> None:
-    from trajdebug.core.escape import markup as escape
+    """Print `trajdebug.replay.diffview.diff_lines` (the library says what; this prints it, escaped)."""
+    from rich.text import Text
+
+    from trajdebug.replay.diffview import diff_lines
 
     con = console()
-    good, bad = al.good, al.bad
-    con.print(
-        f"[bold]diff[/] good {escape(good.run_id[:12])} ({good.outcome}) vs bad {escape(bad.run_id[:12])} ({bad.outcome}): "
-        f"{len(al.pairs)} aligned steps, {len(al.differences)} differ"
-    )
-    first = al.first_divergence
-    if first is None:
-        con.print("the runs do not differ", style="dim")
-    else:
-        step = first.bad or first.good
-        con.print(
-            f"first divergence: [bold]{escape(step.name)}#{escape(step.step_id[-6:])}[/] ({escape(step.kind)}): "
-            f"{_WORDS[first.status]}"
-        )
-        # Runs of different inputs first differ in a request answered alike: the two equal outputs
-        # would read as "no difference here", so the requests that differ are what is shown.
-        asked = first.status == "input" and not first.output_differs and first.good is not None
-        word = " request" if asked else ""
-        if first.good is not None:
-            shown = first.good.input if asked else _shown(first.good, first.bad)
-            other = (first.bad.input if asked else _shown(first.bad, first.good)) if first.bad is not None else None
-            con.print(f"  good{word}: {escape(_short(shown, against=other))}")
-        if first.bad is not None:
-            err = f"  ✗ {first.bad.error.type}: {first.bad.error.message}" if first.bad.error else ""
-            shown = first.bad.input if asked else _shown(first.bad, first.good)
-            other = (first.good.input if asked else _shown(first.good, first.bad)) if first.good is not None else None
-            con.print(f"  bad{word}:  {escape(_short(shown, against=other))}{escape(err)}")
-        if first.status == "input":
-            # No step at its level before it differs (`first_divergence` passes over enclosing pairs, whose
-            # request may differ too), so the recorded steps cannot say where its request changed.
-            con.print(
-                "  no recorded step at its level before it differs: its request changed outside the recorded "
-                "steps (the run's input, or code between steps, such as a default set where an error was caught)",
-                style="dim",
-            )
-        impact = al.impact(first)
-        if impact:
-            labels = [f"{bad.step(s).name}#{s[-6:]}" for s in impact[:IMPACT_SHOWN]]
-            if len(impact) > IMPACT_SHOWN:
-                labels.append(f"and {len(impact) - IMPACT_SHOWN} more (--json lists them)")
-            con.print(
-                f"downstream impact: {len(impact)} step{'s' if len(impact) != 1 else ''}: {escape(', '.join(labels))}"
-            )
-    con.print()
-    for p in al.pairs:
-        s = p.bad or p.good
-        style = {"same": "dim", "output": "red", "input": "yellow"}.get(p.status, "magenta")
-        con.print(
-            f"  [{style}]{_MARK[p.status]}  {escape(f'{s.kind:<9}')} {escape(s.name)}#{escape(s.step_id[-6:])}[/]  "
-            f"{_WORDS[p.status]}"
-        )
-        if p.status in ("output", "input") and p.output_differs and p.good is not None and p.bad is not None:
-            g, b = _shown(p.good, p.bad), _shown(p.bad, p.good)
-            con.print(f"       good: {escape(_short(g, 120, b))}", style="dim")
-            con.print(f"       bad:  {escape(_short(b, 120, g))}", style="dim")
-    if iso is not None:
-        con.print()
-        if iso.problem:
-            con.print(f"isolation: {escape(iso.problem)}")
-        else:
-            names = ", ".join(f"{bad.step(s).name}#{s[-6:]}" for s in iso.failure_inducing) or "none"
-            con.print(f"failure-inducing difference (dd, {iso.replays} replays): [bold]{escape(names)}[/]")
-            if iso.earliest:
-                con.print(
-                    f"earliest correction that removes the failure: {escape(bad.step(iso.earliest).name)}#{iso.earliest[-6:]}"
-                )
+    for line in diff_lines(al, iso):
+        text = Text()
+        for part, style in line:
+            text.append(part, style=style or None)
+        con.print(text)
 
 
 @click.command(name="diff")
@@ -226,7 +122,14 @@ def diff_cmd(
     GOOD and BAD are each a run id (prefix) in the store, a file or store
     (its newest passing run for GOOD, newest failing run for BAD), or
     PATH@RUN_ID.  Steps are matched by name path and call order.  Shown: the
-    first divergence, the differing outputs, and the steps downstream of it.
+    first divergence, what differs at each step (the two requests where the
+    request differs, the two outputs where only the output does), and the
+    steps downstream of it that changed.  Step ids are the failing run's; a
+    step only the passing run has is shown as good#ID.  When the two runs
+    were given different inputs, the header says so: nearly every value
+    then differs, and the comparison shows where the agent behaved
+    otherwise, not which value is wrong (compare with a passing run of the
+    same input for that).
     With --isolate, replays find the minimal failure-inducing set of
     differences (Zeller's dd) and the earliest correction that removes the
     failure.

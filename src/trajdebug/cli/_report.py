@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from trajdebug.cli._common import (
     Progress,
     emit_json,
+    fail,
     fmt_option,
     is_derived,
     json_option,
     latest_original,
     load_source,
+    refs_option,
     run_option,
     source_argument,
     store_path,
@@ -37,6 +41,7 @@ DEFAULT_OUTPUT = "trajdebug-report.html"
     show_default=True,
     help="The HTML file to write.",
 )
+@refs_option
 @add_verify_option
 @add_judge_options
 @json_option
@@ -51,6 +56,7 @@ def report_cmd(
     use_judge: bool,
     judge_config: str | None,
     as_json: bool,
+    refs: tuple[str, ...] = (),
 ) -> None:
     """Write one run as a self-contained HTML report.
 
@@ -62,14 +68,16 @@ def report_cmd(
     file or a foreign trace (default: the default store); without --run, its
     newest failed run (the run there is a cause to find, as `analyze` looks
     at failures), else its newest run; replays and reference runs are passed
-    over.  The output line says which run it wrote.
+    over.  The output line says which run it wrote.  The root causes are
+    ranked as `trajdebug analyze` ranks them: compared with the passing runs
+    of the same agent in SOURCE and in each --refs FILE.
 
     \b
     Example:
         trajdebug report trajdebug.db --run 3f2a -o failure.html
         trajdebug report trace.json --from otlp
+        trajdebug report failed.jsonl --refs passing.jsonl
     """
-    from trajdebug.api import analyze_source
     from trajdebug.report.html import write_report
 
     judge = _judge_config(use_judge, judge_config)
@@ -79,16 +87,14 @@ def report_cmd(
         run = load_source(source, run_id, fmt)[0]
     else:
         run, how = default_run(pool)
-    with Progress(f"analyzing {run.name}", enabled=not as_json):
-        result = analyze_source(
-            store_path(source),
-            run.run_id,
-            runs=pool,
-            verify=load_callable(verify_entry) if verify_entry else None,
-            fixer=load_callable(fixer, "fixer") if fixer else None,
-            samples=verify_samples,
-            judge=judge,
-        )
+    options = {
+        "verify": load_callable(verify_entry) if verify_entry else None,
+        "fixer": load_callable(fixer, "fixer") if fixer else None,
+        "samples": verify_samples,
+        "judge": judge,
+        "refs": refs,
+    }
+    result = _analyzed(source, run, pool, options, quiet=as_json)
     report_usage(result.judgments)
     analysis = result.analyses[0]
     for problem in analysis.problems:
@@ -115,6 +121,19 @@ def report_cmd(
         f"wrote {path} ({size / 1024:.0f} KiB): run {run.run_id[:12]}, {run.outcome}, "
         f"{len(run.steps)} steps{how}; open it in a browser"
     )
+
+
+def _analyzed(source: str | None, run: Run, pool: list[Run], options: dict[str, Any], *, quiet: bool) -> Any:
+    """`trajdebug.analyze_source` of the run (``options``: its keyword arguments) behind a progress bar; a --refs
+    file that cannot be read is a one-line error."""
+    from trajdebug.api import analyze_source
+    from trajdebug.sources.load import SourceError
+
+    try:
+        with Progress(f"analyzing {run.name}", enabled=not quiet):
+            return analyze_source(store_path(source), run.run_id, runs=pool, **options)
+    except SourceError as exc:
+        raise fail(str(exc)) from None
 
 
 def default_run(pool: list[Run]) -> tuple[Run, str]:

@@ -284,11 +284,17 @@ def combine(
 
 
 def rerank(analysis: Analysis, judged: Sequence[Judged]) -> Analysis:
-    """The analysis with its candidates in the final order (the rest of the ranking after them)."""
+    """The analysis with its candidates in the final order (the rest of the ranking after them).  When the model
+    gave a verdict, the method ends in ``+judge``, so the reports say the list is in the combined score's order
+    (`Analysis.order` ``judge``); with none (a failed model), the deterministic order stands and says so."""
     loc = analysis.localization
     head = [j.candidate.step_id for j in judged]
     ranking = tuple(dict.fromkeys([*head, *loc.ranking]))
-    return replace(analysis, localization=replace(loc, candidates=[j.candidate for j in judged], ranking=ranking))
+    judging = any(j.verdict is not None for j in judged) and not loc.method.endswith("+judge")
+    method = loc.method + "+judge" if judging else loc.method
+    return replace(
+        analysis, localization=replace(loc, candidates=[j.candidate for j in judged], ranking=ranking, method=method)
+    )
 
 
 __all__ = ["Judged", "Verdict", "combine", "enforce", "passes_on", "read_verdicts", "rerank", "retried_away"]

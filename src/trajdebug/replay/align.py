@@ -8,14 +8,20 @@ branch not taken) shows as inserted or deleted without shifting the rest.
 Each matched pair is classified the way delta debugging needs it (Zeller,
 "Isolating cause-effect chains", FSE 2002): a step whose request is the same
 but whose response differs is an *origin* of the difference; a step whose
-request differs merely passes on a difference from upstream.
+request differs merely passes on a difference from upstream.  An ``input``
+step records the run's input as its output: where that differs, the run was
+asked something else (its request differs), no step made the difference.
+
+Runs given different inputs (`Alignment.inputs_differ`) differ in nearly
+every value: compared, they show where the agent behaved otherwise, not which
+value went wrong.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -26,7 +32,8 @@ from trajdebug.replay.cassette import STATE_VALUES_ATTR, Path, canonical, finger
 
 PairStatus = Literal["same", "output", "input", "only-good", "only-bad"]
 """``same``; ``output``: same request, different output (an origin); ``input``: the request
-differs (a consequence); or the step exists in one run only."""
+differs (a consequence; for an ``input`` step, the run's input it records); or the step exists in one
+run only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +138,50 @@ def _same_result(g: Step, b: Step) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class InputDifference:
+    """What the two runs were given, where it differs."""
+
+    what: str
+    """Where the input was read: the metadata key (``task``, ``input``...), ``input step NAME`` or ``first step
+    NAME's input``."""
+    good: Any
+    """The passing run's."""
+    bad: Any
+    """The failing run's."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The difference as JSON data."""
+        return {"what": self.what, "good": self.good, "bad": self.bad}
+
+
+def input_difference(good: Run, bad: Run, pairs: Sequence[Pair] = ()) -> InputDifference | None:
+    """How the inputs of two runs differ (None: the same input, or nothing says what either was given).
+
+    The input is what `trajdebug.analysis` reads to pair a run with a passing run of the same input: the
+    metadata's ``task`` (``task_id``, ``input``, ``args``) when both runs state it; then an ``input`` step
+    (the run's input as recorded) aligned in ``pairs`` whose value differs; with no metadata, the first
+    step's input."""
+    from trajdebug.analysis.reference import given_input
+
+    x, y = given_input(good), given_input(bad)
+    if x is not None and y is not None and x[0] == y[0] and x[0] != "first" and canonical(x[1]) != canonical(y[1]):
+        return InputDifference(x[0], x[1], y[1])
+    for p in pairs:
+        if p.status == "input" and p.good is not None and p.bad is not None and p.bad.kind == "input":
+            return InputDifference(f"input step {p.name}", _run_input(p.good), _run_input(p.bad))
+    if (x is None or x[0] == "first") and good.steps and bad.steps and good.steps[0].name == bad.steps[0].name:
+        g, b = good.steps[0], bad.steps[0]
+        if fingerprint(_content(g, g.input)) != fingerprint(_content(b, b.input)):
+            return InputDifference(f"first step {g.name}'s input", g.input, b.input)
+    return None
+
+
+def _run_input(s: Step) -> Any:
+    """What an ``input`` step says the run was given: its output, or its input when that is all it recorded."""
+    return s.output if s.output is not None else s.input
+
+
+@dataclass(frozen=True, slots=True)
 class Alignment:
     """Two runs aligned step by step."""
 
@@ -147,6 +198,11 @@ class Alignment:
         return [p for p in self.pairs if p.status != "same"]
 
     @property
+    def inputs_differ(self) -> InputDifference | None:
+        """How the two runs' inputs differ (`input_difference`), None when they were given the same."""
+        return input_difference(self.good, self.bad, self.pairs)
+
+    @property
     def first_divergence(self) -> Pair | None:
         """The first position (in execution order) where the runs differ, enclosing steps aside."""
         return next((p for p in self.pairs if p.status != "same" and not p.enclosing), None)
@@ -157,14 +213,16 @@ class Alignment:
         return [p for p in self.pairs if p.status == "output" and not p.enclosing]
 
     def impact(self, pair: Pair) -> list[str]:
-        """Steps of the failing run downstream of a difference, in execution order.
+        """Steps of the failing run downstream of a difference that differ from the passing run, in execution order.
 
         Its forward slice over the recorded dependencies and those inferred from
         content (`trajdebug.analysis.infer_dependencies`): a framework trace
         (LangGraph) records which node encloses which, not which node read
         another's output, so the recorded edges alone reach only the enclosing
         steps.  The step itself and the steps enclosing it are left out: they
-        differ because they contain it, not downstream of it.
+        differ because they contain it, not downstream of it; so are the steps
+        that came out the same as in the passing run (marked ``=``): the
+        difference did not change them.
         """
         if pair.bad is None:
             return []
@@ -179,7 +237,8 @@ class Alignment:
             pass
         sid = pair.bad.step_id
         fwd = forward_slice(run, [sid]) - ancestors(run, [sid])
-        return [s.step_id for s in self.bad.steps if s.step_id in fwd and s.step_id != sid]
+        unchanged = {p.bad.step_id for p in self.pairs if p.status == "same" and p.bad is not None}
+        return [s.step_id for s in self.bad.steps if s.step_id in fwd - unchanged and s.step_id != sid]
 
     def to_dict(self) -> dict[str, Any]:
         """The alignment as JSON data."""
@@ -194,6 +253,7 @@ class Alignment:
             "first_divergence": first.to_dict() if first else None,
             "impact": self.impact(first) if first else [],
             "origins": [p.bad.step_id for p in self.origins if p.bad is not None],
+            "inputs_differ": None if self.inputs_differ is None else self.inputs_differ.to_dict(),
         }
 
 
@@ -272,7 +332,10 @@ def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
 def _status(g: Step, b: Step, g_by: Mapping[str, Step], b_by: Mapping[str, Step]) -> PairStatus:
     if fingerprint(_content(g, g.input)) != fingerprint(_content(b, b.input)) or _state_differs(_state_read(g, g_by), _state_read(b, b_by)):
         return "input"
-    return "same" if _same_result(g, b) else "output"
+    if _same_result(g, b):
+        return "same"
+    # An input step's output is the run's input: another one is another request, not a difference it made.
+    return "input" if g.kind == "input" and b.kind == "input" else "output"
 
 
 def _state_read(s: Step, by_id: Mapping[str, Step]) -> dict[str, str | None]:
@@ -300,4 +363,4 @@ def _state_differs(g: Mapping[str, str | None], b: Mapping[str, str | None]) -> 
     return any(g[k] is not None and b[k] is not None and g[k] != b[k] for k in g)
 
 
-__all__ = ["Alignment", "Pair", "PairStatus", "align"]
+__all__ = ["Alignment", "InputDifference", "Pair", "PairStatus", "align", "input_difference"]

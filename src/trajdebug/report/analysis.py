@@ -111,24 +111,28 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     order = _order_line(a)
     if order:
         yield "note", order
+    by_share = _by_share(a)
     for i, c in enumerate(a.root_causes, 1):
         run_id = getattr(c, "run_id", None)
         s = earlier.get((run_id, c.step_id)) if run_id is not None else steps.get(c.step_id)
         kind = s.kind if s is not None else "?"
-        agent = f", agent {s.agent}" if s is not None and s.agent else ""
+        where = agent_of(s)
+        agent = f", agent {where}" if where else ""
         if run_id is not None:
             agent += f", earlier turn {run_id[:12]}"
         tag = "structural root" if c.root else "suspect"
         conf = getattr(c, "confidence", None)
         if conf is not None:
             tag += f", confidence {conf:.0%}"
+        # The number shown is the one the list is in the order of: the learned model's share, else the score.
+        number = f"share {c.share:.3f}" if by_share else f"score {c.score:.3f}"
         yield (
             "cause",
             (
                 i,
                 _label(s, c.step_id),
                 f"{kind}{agent}",
-                c.score,
+                number,
                 tag,
                 c.reasons[:MAX_REASONS],
                 _path(c, steps),
@@ -181,8 +185,8 @@ def analysis_lines(a: Analysis, width: int = WIDTH) -> list[str]:
             if via:
                 wrap(f"propagated through {via} (the same exception, counted once)", "      ", "    ")
         elif kind == "cause":
-            i, label, kind_s, score, tag, reasons, path = value
-            wrap(f"{i}. {label} ({kind_s}) score {score:.3f} [{tag}]", "     ", "  ")
+            i, label, kind_s, number, tag, reasons, path = value
+            wrap(f"{i}. {label} ({kind_s}) {number} [{tag}]", "     ", "  ")
             for r in reasons:
                 wrap(r, "       ", "     · ")
             if " → " in path:
@@ -226,11 +230,9 @@ def render_analysis(a: Analysis, console: Any, *, run: Run | None = None) -> Non
             if via:
                 indented(f"propagated through {escape(via)} (the same exception, counted once)", 4, "dim")
         elif kind == "cause":
-            i, label, kind_s, score, tag, reasons, path = value
+            i, label, kind_s, number, tag, reasons, path = value
             tag_style = "bold red" if tag.startswith("structural root") else "yellow"
-            indented(
-                f"[bold]{i}. {escape(label)}[/] ({escape(kind_s)}) score {score:.3f} [{tag_style}]{tag}[/]", 2
-            )
+            indented(f"[bold]{i}. {escape(label)}[/] ({escape(kind_s)}) {number} [{tag_style}]{tag}[/]", 2)
             for r in reasons:
                 indented(f"· {escape(r)}", 5)
             if " → " in path:
@@ -262,8 +264,8 @@ def analysis_markdown(a: Analysis) -> str:
             if via:
                 lines.append(f"  - propagated through {_md(via)} (the same exception, counted once)")
         elif kind == "cause":
-            i, label, kind_s, score, tag, reasons, path = value
-            lines.append(f"{i}. **{_md(label)}** ({_md(kind_s)}), score {score:.3f}, {tag}")
+            i, label, kind_s, number, tag, reasons, path = value
+            lines.append(f"{i}. **{_md(label)}** ({_md(kind_s)}), {number}, {tag}")
             lines.extend(f"   - {_md(r)}" for r in reasons)
             if " → " in path:
                 lines.append(f"   - path: {_md(path)}")
@@ -282,13 +284,27 @@ def _causes_heading(a: Any) -> str:
 
 ORDER_LINES = {
     "answers": "order: the root the answers prove, then suspects left, then steps they cleared",
-    "confidence": "order: by the learned model's calibrated confidence",
+    "confidence": "order: by the learned model's share of the blame (the share shown), highest first",
+    "judge": "order: by score, the evidence's combined with the model's verdicts (--judge), highest first",
     "roots-first": "order: structural roots first, then suspects; score orders within each",
 }
-"""The line under the ranked list that says how it is ordered, by `Analysis.order`."""
+"""The line under the ranked list that says how it is ordered, by `Analysis.order`: it names the number that
+orders it, which is the number each candidate shows (`_by_share`)."""
 
-CALIBRATED_APART_LINE = "order: by the learned model's ranking; confidences are calibrated apart"
+CALIBRATED_APART_LINE = (
+    "order: by the learned model's share of the blame (the share shown), highest first; the confidence beside it "
+    "is calibrated separately and can be higher further down"
+)
 """The line for the learned order (`Analysis.order` ``confidence``) when a confidence rises down the list."""
+
+
+def _by_share(a: Any) -> bool:
+    """Whether the list is in the learned model's order and each candidate has its share (then the share is the
+    number shown, not the hand-weighted score, which would suggest another order)."""
+    causes = a.root_causes
+    return getattr(a, "order", "roots-first") == "confidence" and bool(causes) and all(
+        getattr(c, "share", None) is not None for c in causes
+    )
 
 
 def _order_line(a: Any) -> str | None:
@@ -300,13 +316,33 @@ def _order_line(a: Any) -> str | None:
     flags = [bool(c.root) for c in a.root_causes]
     if order == "roots-first" and flags != sorted(flags, reverse=True):
         return "order: as re-ranked (a suspect stands before a structural root)"  # never the hand ranking's own
+    if order == "confidence" and not _by_share(a):
+        return "order: by the learned model's ranking"  # no share to show (a candidate it did not score)
     confs = [getattr(x, "confidence", None) for x in a.root_causes]
     if order == "confidence" and any(b > a for a, b in pairwise(confs) if a is not None and b is not None):
-        # The model orders by its trees' probability; the confidence is a calibrator's reading of it with the
-        # hand score, fitted for the best candidate: a neighbour may show more (22 % under 21 %).  Neighbours
-        # only: a candidate without a confidence between two says nothing of their order.
+        # The model orders by its trees' probability (the share); the confidence is a calibrator's reading of it
+        # with the hand score, fitted for the best candidate: a neighbour may show more (22 % under 21 %).
+        # Neighbours only: a candidate without a confidence between two says nothing of their order.
         return CALIBRATED_APART_LINE
     return ORDER_LINES.get(order)
 
 
-__all__ = ["CALIBRATED_APART_LINE", "SETTLE", "verdict_note", "analysis_lines", "analysis_markdown", "chain_summary", "render_analysis"]
+def agent_of(step: Step | None) -> str | None:
+    """The agent a step ran inside, for its label (None: none recorded, or the step is that agent's own step:
+    a step is never shown as inside itself)."""
+    if step is None or not step.agent or step.agent == step.name:
+        return None
+    return step.agent
+
+
+__all__ = [
+    "CALIBRATED_APART_LINE",
+    "ORDER_LINES",
+    "SETTLE",
+    "agent_of",
+    "analysis_lines",
+    "analysis_markdown",
+    "chain_summary",
+    "render_analysis",
+    "verdict_note",
+]

@@ -148,7 +148,7 @@ def where(q: Question) -> str:
     parts = [f"step {q.index} of {q.total}"]
     if q.parent:
         parts.append(f"inside {one_line(q.parent)!r}")
-    if q.agent:
+    if q.agent and q.agent != q.name:  # an agent's own step is not inside itself
         parts.append(f"agent {one_line(q.agent)!r}")
     return ", ".join(parts)
 

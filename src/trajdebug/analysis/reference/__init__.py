@@ -26,6 +26,7 @@ from trajdebug.analysis.reference._invariants import (
 from trajdebug.analysis.reference._profile import producers_of, spectrum
 from trajdebug.analysis.reference._select import (
     MAX_REFERENCES,
+    given_input,
     is_original,
     references,
     same_agent,
@@ -41,6 +42,7 @@ __all__ = [
     "MIN_SUPPORT",
     "Profile",
     "StepKey",
+    "given_input",
     "is_original",
     "learn",
     "passing_had",

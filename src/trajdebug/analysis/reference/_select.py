@@ -46,8 +46,9 @@ def references(run: Run, pool: Iterable[Run], limit: int = MAX_REFERENCES) -> tu
     return tuple(found[:limit])
 
 
-def _given(run: Run) -> tuple[str, Any] | None:
-    """What a run was asked: its metadata's ``task`` (or ``task_id``, ``input``, ``args``), else its first step's input."""
+def given_input(run: Run) -> tuple[str, Any] | None:
+    """What a run was asked, as ``(where, value)``: its metadata's ``task`` (or ``task_id``, ``input``, ``args``),
+    else its first step's input (``first``); None for a run with neither."""
     for key in ("task", "task_id", "input", "args"):
         if run.metadata.get(key) is not None:
             return (key, run.metadata[key])
@@ -57,7 +58,7 @@ def _given(run: Run) -> tuple[str, Any] | None:
 def same_request(a: Run, b: Run) -> bool:
     """Whether two runs of the same agent were given the same input (the same ``task``, or the same first input):
     a passing one is a same-input reference of the other, as ``trajdebug diff`` pairs them."""
-    x, y = _given(a), _given(b)
+    x, y = given_input(a), given_input(b)
     if x is None or y is None or x[0] != y[0]:
         return False
     try:
@@ -68,4 +69,4 @@ def same_request(a: Run, b: Run) -> bool:
         return False  # keys that do not sort (an int beside a str), or a value too deep to write: not shown alike
 
 
-__all__ = ["MAX_REFERENCES", "is_original", "references", "same_agent", "same_request"]
+__all__ = ["MAX_REFERENCES", "given_input", "is_original", "references", "same_agent", "same_request"]

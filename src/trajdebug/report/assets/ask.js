@@ -27,7 +27,7 @@ function questionFromRun(sid, number) {
   const s = STEPS.get(sid) || {};
   const parts = ["step " + POSITION.get(sid) + " of " + RUN.steps.length];
   if (s.parent_id && STEPS.has(s.parent_id)) parts.push("inside '" + STEPS.get(s.parent_id).name + "'");
-  if (s.agent) parts.push("agent '" + s.agent + "'");
+  if (s.agent && s.agent !== s.name) parts.push("agent '" + s.agent + "'");  // an agent's own step is not inside itself
   const seen = new Set();
   const producers = [];
   for (const d of s.deps || []) {

@@ -41,7 +41,7 @@ function buildHeader(host) {
   if (D.source) host.appendChild(el("div", { class: "h-source" }, "source: " + D.source + " · " + (D.generator || "")));
 }
 
-const CAUSE_KNOWN = new Set(["step_id", "run_id", "source_index", "name", "kind", "agent", "score", "reasons", "path", "structural", "inferred", "confidence"]);
+const CAUSE_KNOWN = new Set(["step_id", "run_id", "source_index", "name", "kind", "agent", "score", "reasons", "path", "structural", "inferred", "confidence", "share"]);
 
 function verdictOf(stepId) {
   const V = D.verification;
@@ -58,15 +58,20 @@ function buildCauses(host) {
   }
   const ORDER = {
     "answers": "Ordered as the answers leave them: the root they prove, then suspects left, then steps they cleared.",
-    "confidence": "Ordered by the learned model's calibrated confidence.",
+    "confidence": "Ordered by the learned model's share of the blame (the share shown), highest first.",
+    "judge": "Ordered by score, the evidence's combined with the model's verdicts (--judge), highest first.",
     "roots-first": "Ordered with structural roots first, then suspects; score orders within each.",
   };
-  // The learned order is its trees' probability; the confidence is calibrated apart and may rise down the list.
-  // Neighbours only: a candidate without a confidence between two says nothing of their order.
+  // The learned order is its trees' probability (the share, shown instead of the hand score, which would suggest
+  // another order); the confidence is calibrated separately and may rise down the list.  Neighbours only: a
+  // candidate without a confidence between two says nothing of their order.
+  const byShare = ANALYSIS.order === "confidence" && causes.every((c) => typeof c.share === "number");
   const confs = causes.map((c) => c.confidence);
   const unordered = confs.some((c, i) => i > 0 && typeof c === "number" && typeof confs[i - 1] === "number" && c > confs[i - 1]);
-  const order = ANALYSIS.order === "confidence" && unordered
-    ? "Ordered by the learned model's ranking; each confidence is calibrated apart, so it need not fall in this order."
+  const order = ANALYSIS.order === "confidence" && !byShare
+    ? "Ordered by the learned model's ranking."
+    : ANALYSIS.order === "confidence" && unordered
+    ? "Ordered by the learned model's share of the blame (the share shown), highest first; the confidence beside it is calibrated separately and can be higher further down."
     : ORDER[ANALYSIS.order];
   host.appendChild(el("p", { class: "note" }, (order || "Ranked by the backward search.") + " Click one to see its path."));
   const list = el("ol", { class: "causes" });
@@ -81,7 +86,9 @@ function buildCauses(host) {
       // The learned model's calibrated confidence, a probability: a percentage as the CLI prints it
       // ("confidence 81%"), not the raw float; a hand ranking has none (null) and shows nothing.
       typeof c.confidence === "number" ? el("span", { class: "c-conf", title: "calibrated confidence" }, "confidence " + Math.round(c.confidence * 100) + "%") : null,
-      el("span", { class: "score", title: "score" }, typeof c.score === "number" ? c.score.toFixed(3) : ""));
+      byShare
+        ? el("span", { class: "score", title: "the learned model's share of the blame: the list's order" }, "share " + c.share.toFixed(3))
+        : el("span", { class: "score", title: "score" }, typeof c.score === "number" ? c.score.toFixed(3) : ""));
     item.appendChild(head);
     if (c.run_id) item.appendChild(el("div", { class: "note" }, "in an earlier turn: run " + c.run_id));
     const v = verdictOf(c.step_id);

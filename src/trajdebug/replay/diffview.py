@@ -1,0 +1,257 @@
+"""What ``trajdebug diff`` prints about an `Alignment`, as lines of styled segments (the command only prints them).
+
+The header says when the two runs were given different inputs (then the comparison shows where the agent
+behaved otherwise, not which value is wrong); the first divergence and every differing row show what differs
+in the way the row is labelled: a request that differs shows the two requests, an output that differs the two
+outputs.  Step ids are the failing run's; a step present in the passing run only is shown as ``good#ID`` (ids
+are per run: the passing run's ``#00000d`` may be another step than the failing run's ``#00000d``), one in the
+failing run only as ``bad#ID``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trajdebug.core.model import Step
+from trajdebug.replay.align import Alignment, InputDifference, Pair, _content, _state_read
+from trajdebug.replay.cassette import STATE_VALUES_ATTR, canonical, fingerprint
+
+
+Line = tuple[tuple[str, str], ...]
+"""One printed line: ``(text, style)`` segments, the style a rich style name (``""``: plain)."""
+
+IMPACT_SHOWN = 8
+"""Steps named on the "downstream impact" line (the JSON lists all)."""
+
+MARKS = {"same": "=", "output": "≠", "input": "~", "only-good": "-", "only-bad": "+"}
+"""The mark in front of each row, by `trajdebug.replay.PairStatus`."""
+
+WORDS = {
+    "same": "",
+    "output": "same request, different output",
+    "input": "request differs",
+    "only-good": "only in the passing run",
+    "only-bad": "only in the failing run",
+}
+"""What each row says, by `trajdebug.replay.PairStatus` (`words` adjusts two cases)."""
+
+_STYLE = {"same": "dim", "output": "red", "input": "yellow"}
+
+
+def words(p: Pair) -> str:
+    """What differs at a position, in words: an ``input`` step's difference is the run's input; an output that
+    differs where neither run recorded the step's request is not said to have had the same request."""
+    if p.status == "input" and p.bad is not None and p.bad.kind == "input":
+        return "the run's input differs"
+    unrecorded = p.good is not None and p.bad is not None and p.good.input is None and p.bad.input is None
+    if p.status == "output" and unrecorded:
+        return "different output (no request recorded)"
+    return WORDS[p.status]
+
+
+def label(p: Pair) -> str:
+    """The step of a position as ``name#id``: the failing run's id, or ``good#id`` / ``bad#id`` for a step only
+    one run has (ids are per run, so the side is named)."""
+    if p.bad is not None and p.good is not None:
+        return f"{p.bad.name}#{p.bad.step_id[-6:]}"
+    if p.good is not None:
+        return f"{p.good.name} good#{p.good.step_id[-6:]}"
+    assert p.bad is not None
+    return f"{p.bad.name} bad#{p.bad.step_id[-6:]}"
+
+
+def short(value: Any, limit: int = 160, against: Any = None) -> str:
+    """A value as one line of at most ``limit`` characters; beside ``against`` (what the other run had), cut
+    around where the two first differ: two long values alike at their head would show as equal."""
+
+    def line(v: Any) -> str:
+        return " ".join((v if isinstance(v, str) else canonical(v)).split())
+
+    text = line(value)
+    if len(text) <= limit:
+        return text
+    start = 0
+    if against is not None:
+        other = line(against)
+        same = next((i for i, (a, b) in enumerate(zip(text, other)) if a != b), min(len(text), len(other)))
+        if same > limit - limit // 4:
+            start = same - limit // 4  # a quarter of the line of what both had, then the difference
+    head = "…" if start else ""
+    body = text[start:]
+    return head + (body if len(body) + len(head) <= limit else body[: limit - 1 - len(head)] + "…")
+
+
+def _shown(step: Step, other: Step | None) -> Any:
+    """What differs about a step's result: its output, or the state it wrote when the outputs are equal."""
+    if other is not None and canonical(step.output) == canonical(other.output):
+        state = step.attributes.get(STATE_VALUES_ATTR)
+        if state is not None:
+            return {"state written": state}
+    return step.output
+
+
+def _asked(al: Alignment, p: Pair, side: int) -> Any:
+    """What a step of a position whose request differs was asked, on one side (0: good, 1: bad): the run's input
+    an ``input`` step records, its input where the inputs differ, else the state it read (`_state_read`)."""
+    s, o = (p.good, p.bad) if side == 0 else (p.bad, p.good)
+    assert s is not None and o is not None
+    same_input = fingerprint(_content(s, s.input)) == fingerprint(_content(o, o.input))
+    if s.kind == "input" and same_input:
+        return s.output
+    if not same_input:
+        return s.input
+    run = al.good if side == 0 else al.bad
+    return {"state read": _state_read(s, run.step_map())}
+
+
+def values(al: Alignment, p: Pair, limit: int) -> list[tuple[str, str]]:
+    """The ``(label, value)`` lines under a position: the two requests of one whose request differs (``good
+    request``, or ``good input`` for an ``input`` step), the two results of one whose output differs, the one
+    side's output of a step only one run has."""
+    g, b = p.good, p.bad
+    if g is not None and b is not None:
+        if p.status == "input":
+            word = " input" if b.kind == "input" else " request"
+            x, y = _asked(al, p, 0), _asked(al, p, 1)
+        elif p.output_differs:
+            word, x, y = "", _shown(g, b), _shown(b, g)
+        else:
+            return []
+        return [(f"good{word}:", short(x, limit, y)), (f"bad{word}:", short(y, limit, x))]
+    return []
+
+
+def _pad(rows: list[tuple[str, str]]) -> list[str]:
+    width = max((len(k) for k, _ in rows), default=0) + 1
+    return [f"{k:<{width}}{v}" for k, v in rows]
+
+
+def header(al: Alignment) -> list[Line]:
+    """The summary line and, when the runs were given different inputs, the line that says so."""
+    good, bad = al.good, al.bad
+    out: list[Line] = [
+        (
+            ("diff", "bold"),
+            (
+                f" good {good.run_id[:12]} ({good.outcome}) vs bad {bad.run_id[:12]} ({bad.outcome}): "
+                f"{len(al.pairs)} aligned steps, {len(al.differences)} differ",
+                "",
+            ),
+        )
+    ]
+    differ = al.inputs_differ
+    if differ is not None:
+        out.append(((inputs_line(differ), "bold yellow"),))
+    return out
+
+
+def inputs_line(d: InputDifference) -> str:
+    """``inputs differ: task 'A' vs 'B'; this compares behaviour, not values``, each value cut to 60 characters."""
+    return (
+        f"inputs differ: {d.what} {short(d.good, 60, d.bad)!r} vs {short(d.bad, 60, d.good)!r}; "
+        "this compares behaviour, not values"
+    )
+
+
+def first_divergence(al: Alignment) -> list[Line]:
+    """The first divergence: the step, what differs, its values, and the steps downstream that changed."""
+    first = al.first_divergence
+    if first is None:
+        return [(("the runs do not differ", "dim"),)]
+    step = first.bad or first.good
+    assert step is not None
+    out: list[Line] = [
+        (("first divergence: ", ""), (label(first), "bold"), (f" ({step.kind}): {words(first)}", ""))
+    ]
+    rows = values(al, first, 160)
+    if not rows and first.good is not None and first.bad is None:
+        rows = [("good:", short(first.good.output))]
+    if not rows and first.bad is not None and first.good is None:
+        rows = [("bad:", short(first.bad.output))]
+    if first.bad is not None and first.bad.error is not None:
+        rows = rows or [("bad:", "")]
+        k, v = rows[-1]
+        rows[-1] = (k, f"{v}  ✗ {first.bad.error.type}: {first.bad.error.message}")
+    out.extend(((f"  {text}", ""),) for text in _pad(rows))
+    if first.status == "input" and al.inputs_differ is None:
+        # No step at its level before it differs (`first_divergence` passes over enclosing pairs, whose
+        # request may differ too), so the recorded steps cannot say where its request changed.
+        out.append(
+            (
+                (
+                    "  no recorded step at its level before it differs: its request changed outside the recorded "
+                    "steps (the run's input, or code between steps, such as a default set where an error was caught)",
+                    "dim",
+                ),
+            )
+        )
+    out.extend(_impact(al, first))
+    return out
+
+
+def _impact(al: Alignment, first: Pair) -> list[Line]:
+    """The "downstream impact" line: the steps after the first divergence that changed (`Alignment.impact`)."""
+    impact = al.impact(first)
+    if not impact:
+        return []
+    names = [f"{al.bad.step(s).name}#{s[-6:]}" for s in impact[:IMPACT_SHOWN]]
+    if len(impact) > IMPACT_SHOWN:
+        names.append(f"and {len(impact) - IMPACT_SHOWN} more (--json lists them)")
+    plural = "s" if len(impact) != 1 else ""
+    return [((f"downstream impact: {len(impact)} step{plural}: {', '.join(names)}", ""),)]
+
+
+def table(al: Alignment) -> list[Line]:
+    """One row per aligned position (mark, kind, step, what differs), with the differing values under it."""
+    out: list[Line] = []
+    if any(p.status == "only-good" for p in al.pairs):
+        out.append((("  step ids are the failing run's; good#ID is the passing run's (ids are per run)", "dim"),))
+    for p in al.pairs:
+        s = p.bad or p.good
+        assert s is not None
+        style = _STYLE.get(p.status, "magenta")
+        out.append(((f"  {MARKS[p.status]}  {s.kind:<9} {label(p)}", style), (f"  {words(p)}".rstrip(), "")))
+        out.extend(((f"       {text}", "dim"),) for text in _pad(values(al, p, 120)))
+    return out
+
+
+def isolation_lines(al: Alignment, iso: Any) -> list[Line]:
+    """What ``--isolate`` found: the failure-inducing differences (dd) and the earliest correction."""
+    if iso.problem:
+        return [((f"isolation: {iso.problem}", ""),)]
+    bad = al.bad
+    names = ", ".join(f"{bad.step(s).name}#{s[-6:]}" for s in iso.failure_inducing) or "none"
+    out: list[Line] = [
+        ((f"failure-inducing difference (dd, {iso.replays} replays): ", ""), (names, "bold")),
+    ]
+    if iso.earliest:
+        out.append(
+            ((f"earliest correction that removes the failure: {bad.step(iso.earliest).name}#{iso.earliest[-6:]}", ""),)
+        )
+    return out
+
+
+def diff_lines(al: Alignment, iso: Any = None) -> list[Line]:
+    """Everything ``trajdebug diff`` prints: header, first divergence, the aligned table, and the isolation."""
+    out = [*header(al), *first_divergence(al), (), *table(al)]
+    if iso is not None:
+        out.extend([(), *isolation_lines(al, iso)])
+    return out
+
+
+__all__ = [
+    "IMPACT_SHOWN",
+    "MARKS",
+    "WORDS",
+    "Line",
+    "diff_lines",
+    "first_divergence",
+    "header",
+    "inputs_line",
+    "isolation_lines",
+    "label",
+    "short",
+    "table",
+    "values",
+    "words",
+]

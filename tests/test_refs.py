@@ -1,0 +1,145 @@
+"""``--refs FILE``: runs to compare with from other files than SOURCE (``analyze``, ``report``, `analyze_source`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import trajdebug
+from trajdebug.api import analyze_source
+from trajdebug.cli import cli
+
+
+ORDERS = {
+    "T-1": {"kg": 4, "eur_per_kg": 20.0},
+    "T-2": {"kg": 7, "eur_per_kg": 18.5},
+    "T-3": {"kg": 2, "eur_per_kg": 31.0},
+    "T-4": {"kg": 5, "eur_per_kg": 22.0},
+}
+
+
+def _record(path: Path, ticket: str, *, planted: bool) -> str:
+    """One run of a small tea-shop invoicing agent; ``planted``: its conversion step applies the rate twice."""
+
+    @trajdebug.step(kind="tool")
+    def lookup_order(ticket: str) -> dict[str, Any]:
+        return {"ticket": ticket, **ORDERS[ticket]}
+
+    @trajdebug.step(kind="tool")
+    def fx_rate(currency: str) -> dict[str, Any]:
+        return {"currency": currency, "rate": 0.85}
+
+    @trajdebug.step(kind="other")
+    def convert(order: dict[str, Any], fx: dict[str, Any]) -> dict[str, Any]:
+        amount = order["kg"] * order["eur_per_kg"] * fx["rate"]
+        return {"ticket": order["ticket"], "gbp": round(amount * (fx["rate"] if planted else 1.0), 2)}
+
+    @trajdebug.step(kind="other")
+    def invoice(line: dict[str, Any]) -> str:
+        return f"invoice {line['ticket']}: {line['gbp']:.2f} GBP"
+
+    with trajdebug.run("tea-invoicing", path=str(path), task=f"invoice {ticket}") as run:
+        text = invoice(convert(lookup_order(ticket), fx_rate("GBP")))
+        want = ORDERS[ticket]["kg"] * ORDERS[ticket]["eur_per_kg"] * 0.85
+        if f"{want:.2f}" not in text:
+            run.fail(f"{ticket}: invoiced {text}, ordered {want:.2f} GBP")
+    return run.run_id
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> dict[str, Path]:
+    """``fail.jsonl`` (the failed run of T-4), ``refs.jsonl`` (passing runs of T-1..T-3 and of T-4) and
+    ``cat.jsonl`` (the two files concatenated: what a user had to write before --refs)."""
+    fail, refs = tmp_path / "fail.jsonl", tmp_path / "refs.jsonl"
+    for ticket in ("T-1", "T-2", "T-3", "T-4"):
+        _record(refs, ticket, planted=False)
+    _record(fail, "T-4", planted=True)
+    cat = tmp_path / "cat.jsonl"
+    cat.write_bytes(fail.read_bytes() + refs.read_bytes())
+    return {"fail": fail, "refs": refs, "cat": cat}
+
+
+def _runs_doc(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The analyses of an ``analyze --json`` document without their elapsed time."""
+    for entry in doc["runs"]:
+        entry["stats"].pop("seconds", None)
+    return list(doc["runs"])
+
+
+def test_refs_give_the_analysis_of_the_concatenated_file(recorded: dict[str, Path]) -> None:
+    """Passing runs read from a --refs file join the references exactly as if they were in SOURCE: the
+    analysis equals the concatenated file's; only SOURCE's run is analyzed; the diff hint names the file
+    that holds the same-input run."""
+    alone = analyze_source(recorded["fail"])
+    joined = analyze_source(recorded["fail"], refs=[recorded["refs"]])
+    together = analyze_source(recorded["cat"])
+    assert [a.run.run_id for a in joined.analyses] == [a.run.run_id for a in alone.analyses]
+    assert not alone.analyses[0].references and len(joined.analyses[0].references) == 4
+    assert _runs_doc({"runs": [a.to_dict() for a in joined.analyses]}) == _runs_doc(
+        {"runs": [a.to_dict() for a in together.analyses]}
+    )
+    assert joined.analyses[0].root_causes[0].step_id == together.analyses[0].root_causes[0].step_id
+    (hint,) = joined.hints
+    assert hint.startswith(f"trajdebug diff {recorded['refs']}@") and f" {recorded['fail']}@" in hint
+    assert joined.twins[0] is not None and joined.twins[0].outcome == "success"
+
+
+def test_analyze_refs_on_the_command_line_equals_the_concatenated_file(recorded: dict[str, Path]) -> None:
+    """``trajdebug analyze FAIL --refs REFS --json`` prints the analyses of ``analyze CAT --json``."""
+    runner = CliRunner()
+    got = runner.invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(recorded["refs"]), "--json"])
+    want = runner.invoke(cli, ["analyze", str(recorded["cat"]), "--json"])
+    assert got.exit_code == 0, got.output
+    assert _runs_doc(json.loads(got.output)) == _runs_doc(json.loads(want.output))
+    text = runner.invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(recorded["refs"])]).output
+    assert "compared with 4 passing run(s)" in text
+
+
+def test_refs_are_read_in_any_format_and_repeatable(recorded: dict[str, Path], tmp_path: Path) -> None:
+    """A --refs file is read as SOURCE is, its format detected (here OTLP JSON exported from the JSONL), and
+    --refs repeats: two files' runs all join the references."""
+    runner = CliRunner()
+    otlp = tmp_path / "refs-otlp.json"
+    out = runner.invoke(cli, ["export", str(recorded["refs"]), "--to", "otlp", "-o", str(otlp)])
+    assert out.exit_code == 0, out.output
+    got = analyze_source(recorded["fail"], refs=[otlp]).analyses[0]
+    want = analyze_source(recorded["cat"]).analyses[0]
+    assert len(got.references) == len(want.references) == 4
+    assert got.root_causes[0].step_id == want.root_causes[0].step_id
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    lines = recorded["refs"].read_text().splitlines(keepends=True)
+    run_ids = [json.loads(line)["run_id"] for line in lines]
+    split = run_ids.index(run_ids[-1])  # the last run's records start here: T-4 in a file of its own
+    first.write_text("".join(lines[:split]))
+    second.write_text("".join(lines[split:]))
+    doc = runner.invoke(
+        cli, ["analyze", str(recorded["fail"]), "--refs", str(first), "--refs", str(second), "--json"]
+    )
+    assert len(json.loads(doc.output)["runs"][0]["references"]) == 4
+
+
+def test_report_takes_refs_the_way_analyze_does(recorded: dict[str, Path], tmp_path: Path) -> None:
+    """``trajdebug report FAIL --refs REFS`` ranks as ``analyze`` does with them: the report's analysis
+    names the reference runs."""
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(cli, ["report", str(recorded["fail"]), "--refs", str(recorded["refs"]), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    refs = analyze_source(recorded["fail"], refs=[recorded["refs"]]).analyses[0].references
+    html = out.read_text()
+    assert all(r in html for r in refs)
+
+
+def test_refs_help_and_an_unreadable_refs_file(recorded: dict[str, Path], tmp_path: Path) -> None:
+    """Both commands' help say what --refs does (behaviour on other inputs, values on the same input); a
+    --refs file that is no trace is a one-line error naming it."""
+    for command in ("analyze", "report"):
+        text = " ".join(CliRunner().invoke(cli, [command, "--help"]).output.split())
+        assert "--refs FILE" in text and "behaviour" in text and "value for value" in text
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a trace\n")
+    res = CliRunner().invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(bad)])
+    assert res.exit_code != 0 and "notes.txt" in res.output and "Traceback" not in res.output
