@@ -325,3 +325,57 @@ def test_forget_refuses_a_short_id_that_names_several_steps_and_names_them(tmp_p
     assert len(run.answers) == 2
     res = CliRunner().invoke(cli, ["answers", "forget", str(src), "--run", "rrrr", "--step", steps[1].step_id, "--json"])
     assert json.loads(res.output)["withdrawn"] == 1
+
+
+def test_a_file_with_answers_appended_reads_the_same_for_every_other_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`analyze --ask` appends its answers to the recorded file itself: the runs read back the same (steps, ids,
+    edges, outcome), and every command that does not show answers prints what it printed before; `show` and
+    `export` add the answers and nothing else, `analyze` moves the candidates but keeps the ranker's scores."""
+    import dataclasses
+    import shutil
+
+    from click.testing import CliRunner
+
+    from trajdebug.cli import cli
+
+    plain, asked = tmp_path / "plain", tmp_path / "asked"
+    plain.mkdir()
+    asked.mkdir()
+    with trajdebug.run("price", path=plain / "runs.jsonl") as h:
+        reply(convert(convert(100.0)))
+        h.fail("quoted 100.00 EUR, the till says 108.00")
+    shutil.copy(plain / "runs.jsonl", asked / "runs.jsonl")
+    ids = step_ids(asked / "runs.jsonl", h.run_id)
+    keys = "\n".join(["n", "y", "i", "o", "q"]) + "\n"
+    res = CliRunner().invoke(cli, ["analyze", str(asked / "runs.jsonl"), "--ask"], input=keys)
+    assert res.exit_code == 0
+    trajdebug.save_answer(asked / "runs.jsonl", h.run_id, Answer(ids[0], None, "model:fake"))
+    assert '"t":"answer"' in (asked / "runs.jsonl").read_text()
+    [before], [after] = load_runs(plain / "runs.jsonl"), load_runs(asked / "runs.jsonl")
+    assert len(after.answers) >= 2 and dataclasses.replace(after, answers=()) == before
+
+    def output(where: Path, *args: str) -> str:
+        monkeypatch.chdir(where)  # the same relative path in both: outputs that name it compare
+        result = CliRunner().invoke(cli, [args[0], "runs.jsonl", *args[1:]])
+        return f"exit {result.exit_code}\n{result.output}"
+
+    for command in (["runs"], ["runs", "--json"], ["errors"], ["errors", "--json"], ["lint"], ["fleet"]):
+        assert output(asked, *command) == output(plain, *command), command
+
+    def data(where: Path, *args: str) -> dict:
+        exit_line, _, text = output(where, *args).partition("\n")
+        assert exit_line == "exit 0", text
+        return json.loads(text)
+
+    shown = [data(d, "show", "--json")["runs"][0] for d in (plain, asked)]
+    assert shown[1].pop("answers") and shown[0].pop("answers", []) == [] and shown[0] == shown[1]
+    spans = [data(d, "export")["resourceSpans"][0]["scopeSpans"][0]["spans"] for d in (plain, asked)]
+    told = 0
+    for span in [*spans[0], *spans[1]]:
+        events = span.pop("events", [])
+        span["events"] = [e for e in events if e["name"] != "trajdebug.answer"]
+        told += len(events) - len(span["events"])
+    assert told == len(after.answers) and spans[0] == spans[1]
+    ranked = [data(d, "analyze", "--json")["runs"][0] for d in (plain, asked)]
+    scores = [sorted((c["step_id"], c["score"], c["confidence"]) for c in r["root_causes"]) for r in ranked]
+    assert scores[0] == scores[1] and ranked[0]["failures"] == ranked[1]["failures"]

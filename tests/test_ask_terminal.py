@@ -425,3 +425,175 @@ def test_a_step_that_raised_is_asked_about_with_its_error_beside_its_empty_outpu
     assert "HTTPError: HTTP Error 502: Bad Gateway" in console.export_text()
     assert question_to_dict(q)["error"] == "HTTPError: HTTP Error 502: Bad Gateway"
     assert question_for(run, "p", 2).error is None
+
+
+def _record_invoice(path: Path) -> None:
+    """A failed invoicing run: the third line converted twice (its EUR rate applied again), the amounts handed to
+    the totals as text (so only inferred edges reach it, and a proof of it is audited), a customer lookup
+    that feeds only the email (a step no recorded edge joins to the totals: what an audit asks about)."""
+    import trajdebug
+
+    @trajdebug.step(kind="input")
+    def order_email() -> str:
+        return "Please invoice CAFE-7: ETH 5 kg, HOUSE 10 kg, DECAF 2 kg, ship 17 kg."
+
+    @trajdebug.step(kind="llm")
+    def extract_order(text: str) -> dict:
+        lines = [{"sku": "ETH", "kg": 5}, {"sku": "HOUSE", "kg": 10}, {"sku": "DECAF", "kg": 2}]
+        return {"customer": "CAFE-7", "lines": lines, "ship_kg": 17}
+
+    @trajdebug.step(kind="tool")
+    def price_list(skus: list) -> dict:
+        return {"ETH": 31.0, "HOUSE": 21.5, "DECAF": 23.0}
+
+    @trajdebug.step(kind="tool")
+    def fx_rate(base: str, quote: str) -> dict:
+        return {"base": base, "quote": quote, "rate": 0.85}
+
+    @trajdebug.step(kind="tool")
+    def lookup_customer(customer: str) -> dict:
+        return {"customer": customer, "name": "Cafe Seven", "terms_days": 14}
+
+    @trajdebug.step(kind="other")
+    def convert_line(line: dict, prices: dict, fx: dict) -> dict:
+        rate = fx["rate"] * (fx["rate"] if line["sku"] == "DECAF" else 1)
+        return {"sku": line["sku"], "amount": round(prices[line["sku"]] * line["kg"] * rate, 2)}
+
+    @trajdebug.step(kind="tool")
+    def shipping_quote(kg: int) -> dict:
+        return {"amount": round(0.9 * kg, 2)}
+
+    @trajdebug.step(kind="other")
+    def compute_totals(lines: str, shipping: float) -> dict:
+        sub = round(sum(float(part.split()[1]) for part in lines.split("; ")), 2)
+        return {"subtotal": sub, "shipping": shipping, "total": round(sub + shipping, 2)}
+
+    @trajdebug.step(kind="tool")
+    def save_draft(totals: dict) -> dict:
+        return {"draft": "INV-88", "total": totals["total"]}
+
+    @trajdebug.step(kind="llm")
+    def write_email(totals: dict, draft: dict, who: dict) -> str:
+        return f"Invoice {draft['draft']} for {who['name']}: total due {totals['total']} GBP."
+
+    @trajdebug.step(kind="tool")
+    def send_invoice(email: str) -> dict:
+        return {"sent": True}
+
+    with trajdebug.run("invoicing", path=path, task="invoice CAFE-7") as run:
+        order = extract_order(order_email())
+        prices = price_list([line["sku"] for line in order["lines"]])
+        fx = fx_rate("EUR", "GBP")
+        who = lookup_customer(order["customer"])
+        lines = [convert_line(line, prices, fx) for line in order["lines"]]
+        text = "; ".join(f"{line['sku']} {line['amount']}" for line in lines)
+        totals = compute_totals(text, float(str(shipping_quote(order["ship_kg"])["amount"])))
+        send_invoice(write_email(totals, save_draft(totals), who))
+        run.fail("the invoice total disagrees with the ledger")
+
+
+_QUESTION = re.compile(r"question \d+: \S+ (\S+) #(\w{6})")
+_DOWNSTREAM = ("save_draft", "write_email", "send_invoice")
+
+
+@pytest.mark.parametrize(
+    "truth",
+    [
+        pytest.param({"compute_totals": "n", "convert_line#3": "n"}, id="two-valued"),
+        pytest.param({"compute_totals": "i", "convert_line#3": "o", **dict.fromkeys(_DOWNSTREAM, "i")}, id="three-valued"),
+        # The proof of compute_totals is audited (inputs only inferred); the audit's wrong answer ties the
+        # customer lookup to it: state the session kept in memory, worked out again from the stored answers.
+        pytest.param({"compute_totals": "n", "lookup_customer": "n", **dict.fromkeys(_DOWNSTREAM, "n")}, id="audit"),
+        # Answers that admit no root: re-asking a step would read back as asked once, and be asked again on
+        # every resume; no step is asked twice, and the conflict is reported.
+        pytest.param({"*": "i"}, id="conflict"),
+    ],
+)
+def test_a_resumed_session_asks_what_the_session_that_gave_the_answers_would_have_asked(
+    tmp_path: Path, truth: dict[str, str]
+) -> None:
+    """Answered at one sitting (`ask_in_terminal`) or one answer per `analyze --ask` (each a new search over the
+    answers stored by the calls before), the questions are the same, in the same order, to the same end."""
+    import io
+    import shutil
+
+    from click.testing import CliRunner
+    from rich.console import Console
+
+    from trajdebug.api import analyze_source
+    from trajdebug.ask import ask_in_terminal
+    from trajdebug.cli import cli
+
+    base = tmp_path / "base.jsonl"
+    _record_invoice(base)
+    seen: dict[str, int] = {}
+    nth = {}  # a step's short id -> its name and occurrence, as the truth names it
+    for s in load_runs(base)[0].steps:
+        seen[s.name] = seen.get(s.name, 0) + 1
+        nth[s.step_id[-6:]] = f"{s.name}#{seen[s.name]}"
+
+    def key(name: str, short_id: str) -> str:
+        return truth.get(nth[short_id], truth.get(name, truth.get("*", "y")))
+
+    at_once, resumed = tmp_path / "at_once.jsonl", tmp_path / "resumed.jsonl"
+    shutil.copy(base, at_once)
+    shutil.copy(base, resumed)
+    shown = io.StringIO()
+    session: list[tuple[str, str]] = []
+
+    def read_key() -> str:
+        name, short_id = _QUESTION.findall(shown.getvalue())[-1]
+        session.append((name, short_id))
+        return key(name, short_id)
+
+    ask_in_terminal(at_once, analyze_source(at_once).analyses, Console(file=shown, width=200), read_key=read_key)
+    assert 1 < len(session) < 15
+    calls: list[tuple[str, str]] = []
+    for name, short_id in [*session, ("", "")]:
+        # One answer per call, then q: the next call is a new search over the answers stored so far.
+        said = key(name, short_id) if name else "q"
+        out = CliRunner().invoke(cli, ["analyze", str(resumed), "--ask"], input=f"{said}\nq\n").output
+        found = _QUESTION.search(out)
+        calls.append((found.group(1), found.group(2)) if found else ("", ""))
+    assert calls == [*session, ("", "")]  # the last call, after every answer, asks nothing
+    stored = [[(a.step_id, a.correct, a.admissible) for a in load_runs(p)[0].answers] for p in (at_once, resumed)]
+    assert stored[0] == stored[1] and len(stored[0]) == len(session)
+
+
+def test_quitting_says_when_the_question_was_not_about_the_likeliest_root() -> None:
+    """Quit before answering: the likeliest root named (``c``, 45 % of the prior) is not what question 1 asked
+    (``b``, whose answer splits the candidates best), and one line says why; where they agree, nothing is said."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.analysis import Analysis
+    from trajdebug.analysis._detect import Failure
+    from trajdebug.analysis._localize import Candidate, Localization, SearchStats
+    from trajdebug.ask import ask_in_terminal
+    from trajdebug.core.model import Dependency, Step
+
+    ids = ["a", "b", "c", "d"]
+    steps = tuple(
+        Step(s, f"step_{s}", "other", output=i, deps=(Dependency(ids[i - 1]),) if i else (), start_ns=2 * i, end_ns=2 * i + 1)
+        for i, s in enumerate(ids)
+    )
+    run = Run("r1", "chain", 0, 9, "failure", "wrong", steps=steps)
+
+    def stop(prior: dict[str, float]) -> str:
+        cands = [Candidate(s, p, (), tuple(ids[ids.index(s):]), confidence=p) for s, p in prior.items()]
+        loc = Localization(cands, SearchStats(4, 4, 0.0), failures=(Failure("d", "outcome", "wrong", "x", "final"),),
+                           ranking=tuple(prior))
+        shown = io.StringIO()
+        # Nothing is stored (q before any answer): the source is never opened.
+        [asked] = ask_in_terminal("unused.jsonl", [Analysis(run, loc.failures, loc)], Console(file=shown, width=300),
+                                  read_key=lambda: "q")
+        assert asked.stopped and asked.given == 0
+        return shown.getvalue()
+
+    text = stop({"c": 0.45, "b": 0.3, "a": 0.25})
+    assert "question 1: other step_b" in text and "root: step_c #c" in text
+    assert "question 1 (step_b #b) is not about the likeliest root below: the search asks the step whose answer is " \
+           "expected to narrow the candidates most (information gain)" in text
+    text = stop({"c": 0.7, "b": 0.2, "a": 0.1})  # most of the mass on c: it is proved or refuted first
+    assert "question 1: other step_c" in text and "root: step_c #c" in text and "not about the likeliest" not in text

@@ -746,3 +746,32 @@ def test_an_answer_volunteered_between_a_recheck_and_its_answer_keeps_the_rechec
         search.answer(answer(sid))
     assert asked.count("pot") == 2 and (search.result().root, search.result().certain) == ("clay", True)
     assert search.index["pot"] in search.rechecked
+
+
+@settings(max_examples=60, deadline=None)
+@given(worlds, st.sampled_from(STRATS))
+def test_an_inadmissible_answer_sends_the_next_question_to_what_fed_that_step(w: tuple[int, int], strategy: str) -> None:
+    """A person's ``i`` (the step was given a wrong value) keeps the search among the steps that produced that
+    step's input and theirs: the next question is one of them, never an earlier step that did not feed it
+    (three-valued and truthful: the root erroneous, every other wrong step inadmissible)."""
+    analysis, root, wrong = _world(*w)
+    search = GuidedSearch(analysis, strategy=strategy)
+    fed = {s.step_id: {d.step_id for d in s.deps} for s in analysis.run.steps}
+
+    def ancestors(sid: str) -> set[str]:
+        out, todo = set(), [sid]
+        while todo:
+            for p in fed[todo.pop()] - out:
+                out.add(p)
+                todo.append(p)
+        return out
+
+    given_wrong: str | None = None
+    while (sid := search.next_question()) is not None:
+        if given_wrong is not None:
+            assert sid in ancestors(given_wrong)
+            given_wrong = None
+        bad = sid in wrong and sid != root
+        search.answer(Answer(sid, sid not in wrong, "person", admissible=None if sid not in wrong else not bad))
+        given_wrong = sid if bad else None
+    assert search.result().root == root and search.result().certain

@@ -30,8 +30,10 @@ from typing import Any
 
 from trajdebug.analysis import Analysis, Guided, GuidedSearch, ReferenceOracle
 from trajdebug.answers import AnswerLog
+from trajdebug.core.escape import one_line
 from trajdebug.core.model import Answer, Run, Step
 from trajdebug.report.question import question_for, render_guided, render_question
+from trajdebug.report.text import short
 
 
 KEYS = {"y": True, "n": False, "?": None, "o": False, "i": False}
@@ -132,9 +134,11 @@ def _ask_run(
     if found:
         log = AnswerLog(source, run.run_id, known=[run.run_id])
         known.extend(log.save(a) for a in found)
-    search = GuidedSearch(analysis, known, strategy=strategy, max_questions=max_questions)
+    # Each answer is stored as given, so the search asks no step twice (``once``): a resumed session, which
+    # reads back only the latest answer per step, then asks what this one would have asked next.
+    search = GuidedSearch(analysis, known, strategy=strategy, max_questions=max_questions, once=True)
     console.print(f"run {run.run_id[:12]}: {len(run.answers)} stored answer(s)", markup=False, highlight=False)
-    given, stopped = 0, False
+    given, stopped, sid = 0, False, None
     # Questions are numbered across sessions: a resumed session goes on from the answers stored before.
     before = sum(a.by == "person" for a in run.answers)
     try:
@@ -157,13 +161,37 @@ def _ask_run(
             given += 1
     except (KeyboardInterrupt, EOFError):
         stopped = True
+    guided = search.result()
     if stopped:
         tally = f"{given} answer(s) given now, {before + given} stored in all" if before else f"{given} answer(s) given and stored"
         console.print(f"\nstopped: {tally}; ask again to resume", markup=False, highlight=False)
-    guided = search.result()
+        if sid is not None and not guided.certain and guided.root not in (None, sid):
+            console.print(_not_the_likeliest(run, sid, before + given + 1, strategy), markup=False, highlight=False)
     console.print()
     render_guided(guided, run, console)
+    if guided.conflict:
+        # No step is asked twice (`GuidedSearch` ``once``): the person settles a conflict by taking an answer back.
+        console.print(
+            f"one of the answers about them is wrong: take it back with `trajdebug answers forget {source} --run "
+            f"{run.run_id[:12]} --step ID` and ask again",
+            markup=False, highlight=False,
+        )
     return Asked(run.run_id, guided, given, stopped)
+
+
+_ORDER = {
+    "prior": "the search asks the step whose answer is expected to narrow the candidates most (information gain)",
+    "top-down": "the top-down order asks the inputs of the deepest wrong step first",
+    "linear": "the linear order asks backward from the failure",
+}
+
+
+def _not_the_likeliest(run: Run, sid: str, number: int, strategy: str) -> str:
+    """Why the question left open was not about the likeliest root named below it: the order asks for the
+    answer that tells the most, which a step whose reach holds most of the candidates would not."""
+    step = run.step_map().get(sid)
+    name = f"{one_line(step.name) if step else '?'} #{short(sid)}"
+    return f"question {number} ({name}) is not about the likeliest root below: {_ORDER.get(strategy, _ORDER['prior'])}"
 
 
 def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> tuple[bool | None, bool | None] | str:

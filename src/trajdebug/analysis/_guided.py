@@ -58,6 +58,12 @@ upstream, among the steps that may have fed it when every recorded input is clea
 the containers that called it too, which are then named, never certain (`Verdicts.misled`).  Only a
 person's erroneous answer spares a proof the audit; a check's answers are two-valued (`two_valued`).
 
+Resuming.  A search built over stored answers asks what the search that took them one at a time would
+have asked next: its prior is the ranker's order (`Analysis.ranked`), never the order those answers made
+(`settled`), and which earlier questions were audits or rechecks is worked out again from the answers
+(`GuidedSearch._replay`).  A reader keeps the latest answer per step and answerer, so where answers are
+stored as given (a person's, ``once``) no step is asked twice: a conflict is reported, not re-asked.
+
 Trust (`_guided_result.py`, with the result `Guided` and the prior): answers
 about the same step from different sources combine by trust, the more trusted
 answer overriding.
@@ -118,6 +124,10 @@ class GuidedSearch:
         recheck: Ask each answer that proves a root a second time (noisy oracles).
         audit: Questions, at most, that test a proof against inputs the recording
             may have missed (see `_audit`); 0 trusts the recorded graph.
+        once: Never ask a step again once it has an answer (no re-ask of a conflict's sides, no tie-break):
+            for answers that are stored and read back, as a person's are (`trajdebug.ask`, ``serve``).  A
+            reader keeps the latest answer per step and answerer, so a step asked twice reads back as asked
+            once: a search resumed over them would ask it again, and again on every resume.
     """
 
     def __init__(
@@ -129,6 +139,7 @@ class GuidedSearch:
         max_questions: int | None = None,
         recheck: bool = False,
         audit: int | None = None,
+        once: bool = False,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
@@ -139,7 +150,7 @@ class GuidedSearch:
         # Known to err: split answers are asked again until a side leads by two (Wald's sequential test,
         # 1945; five at most): at 10 % wrong answers a step then stands wrong 1 time in 66, not 1 in 36.
         self.lead = 2 if recheck else 1
-        self.max_asks = _MAX_ASKS_RECHECK if recheck else _MAX_ASKS
+        self.max_asks = 1 if once else _MAX_ASKS_RECHECK if recheck else _MAX_ASKS
         audit = AUDIT if audit is None else audit
         self.audit = audit
         self.audited: dict[int, int] = {}
@@ -187,8 +198,10 @@ class GuidedSearch:
         # The last question when a recheck (step, None) or an audit (step, proved step): marked when answered.
         self._marks: tuple[int, int | None] | None = None
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
+        self._weak: bool | None = None  # whether any node's inputs are weak (`_markable`), worked out once
         for a in answers:
-            self._take(a, given=True)
+            self._replay(a)
+        self._marks = None
 
     def _inputs(self, graph: DependencyGraph, sid: str, hollow: set[str]) -> set[int]:
         """The nodes a step took its input from, through the hollow containers between them."""
@@ -278,13 +291,46 @@ class GuidedSearch:
     def answer(self, a: Answer) -> None:
         """Record an answer (asked by `next_question`, or volunteered)."""
         self.asked += 1
+        self._mark(a)
+        self._take(a, given=False)
+
+    def _mark(self, a: Answer) -> None:
+        """Note that answer ``a`` answered a recheck or an audit, when its step's question was one."""
         if (marks := self._marks) is not None and self.index.get(a.step_id) == marks[0] and a.run_id in (None, self.analysis.run.run_id):
             self._marks = None  # consumed by that step's answer only: one volunteered between keeps it
             if marks[1] is None:
                 self.rechecked.add(marks[0])  # each step is rechecked once
             else:
                 self.audited[marks[0]] = marks[1]  # a wrong answer ties it to the proved step (`_take`)
-        self._take(a, given=False)
+
+    def _replay(self, a: Answer) -> None:
+        """Take an answer known beforehand as the search that asked it took it: with its question's mark.
+
+        Which questions were audits (each counts against ``audit``, and a wrong answer to one ties its step
+        to the proved root) and rechecks is state a session keeps in memory, never stored with the answers.
+        Working out again, before each answer, the question the search then stood on gives a search resumed
+        over stored answers the state of the session that gave them, so both ask the same next question.
+        Only a proof or a conflict marks a question, and only a question this answer's step could carry
+        (`_markable`), so only then is the question worked out: a long list of stored answers costs no
+        search per answer."""
+        self._marks = None
+        i = self.index.get(a.step_id)
+        if self.failure is not None and i is not None and a.run_id in (None, self.analysis.run.run_id) and self._markable(i):
+            cand, focus, _, conflict = self._compute()
+            if conflict is not None or cand == 1 << focus:
+                self._question()
+        self._mark(a)
+        self._take(a, given=True)
+
+    def _markable(self, i: int) -> bool:
+        """Whether a question about step ``i`` could carry a mark now: a recheck (`_recheck_first` marks a step
+        answered before, each once, below `max_asks`) or an audit (`_audit` asks a leaf never answered, while
+        the budget lasts, to test a proof whose root's inputs are weak; no weak step, no audit)."""
+        if i in self.votes:
+            return i not in self.rechecked and len(self.votes[i]) < self.max_asks
+        if self._weak is None:
+            self._weak = any(self.weak(j) for j in range(len(self.ids)))
+        return self._weak and len(self.audited) < self.audit and self.auditable(i)
 
     def verdict(self, i: int) -> bool | None:
         """The answer that stands for step ``i`` (`Verdicts.verdict`)."""
@@ -305,8 +351,9 @@ class GuidedSearch:
         (`_inadmissible`, masked out in `_compute`)."""
         reach = [0] * len(self.ids)
         bad = self.verdicts.inadmissible()
+        said = self._standing()
         for i in range(len(self.ids)):
-            if self.verdict(i) is True:
+            if said[i] is True:
                 continue
             r = 1 << i
             for p in self.parents[i]:
@@ -315,6 +362,18 @@ class GuidedSearch:
                 r |= self.verdicts.earlier(i)
             reach[i] = r
         return reach
+
+    def _standing(self) -> list[bool | None]:
+        """`verdict` of every node at once: only the answered nodes, the vouched ones and the failure have one,
+        so the rest are not asked one by one (a search over many stored answers works this out per answer)."""
+        said: list[bool | None] = [None] * len(self.ids)
+        for i in self.verdicts.vouched():
+            said[i] = True
+        for i in self.votes:
+            said[i] = self.verdict(i)
+        if self.failure is not None:
+            said[self.index[self.failure]] = False
+        return said
 
     def _compute(self) -> tuple[int, int, dict[int, int], tuple[int, int] | None]:
         """(candidates, the deepest wrong step, the reaches of the wrong steps, a conflicting pair)."""
@@ -327,7 +386,8 @@ class GuidedSearch:
         f = self.index[self.failure]
         keep = ~self.verdicts.inadmissible()  # wrong for a wrong input: never the root
         cand = reach[f] & keep
-        wrong = {i: reach[i] & keep for i in range(len(self.ids)) if self.verdict(i) is False and reach[f] >> i & 1}
+        said = self._standing()
+        wrong = {i: reach[i] & keep for i in range(len(self.ids)) if said[i] is False and reach[f] >> i & 1}
         conflict: tuple[int, int] | None = None
         focus = f
         # The deepest wrong steps first (smallest reach): one root must lie in every wrong step's reach.
@@ -369,6 +429,10 @@ class GuidedSearch:
             return None
         if self.max_questions is not None and self.asked >= self.max_questions:
             return None
+        return self._question()
+
+    def _question(self) -> str | None:
+        """`next_question` whatever ``max_questions`` says (`_replay` works out the questions of past sessions)."""
         cand, focus, wrong, conflict = self._compute()
         if conflict is not None:
             return self._reask_conflict(conflict, wrong)
@@ -588,8 +652,10 @@ def guided_search(
     """
     oracles = list(oracle) if isinstance(oracle, Sequence) else [oracle]
     callers = sorted((Caller(o, timeout) for o in oracles), key=lambda c: -trust(c.by))
+    # A person's answers are stored as given and read back as the latest per step (`GuidedSearch` ``once``).
+    once = any(getattr(o, "interactive", False) for o in oracles)
     search = GuidedSearch(
-        analysis, answers, strategy=strategy, max_questions=max_questions, recheck=recheck, audit=audit
+        analysis, answers, strategy=strategy, max_questions=max_questions, recheck=recheck, audit=audit, once=once
     )
     run = analysis.run
     while (sid := search.next_question()) is not None:

@@ -21,7 +21,7 @@ from trajdebug.core.model import Answer, Run, Step
 
 
 if TYPE_CHECKING:
-    from trajdebug.analysis._localize import Candidate
+    from trajdebug.analysis._localize import Candidate, Localization
     from trajdebug.analysis._pipeline import Analysis
 
 
@@ -217,12 +217,19 @@ def post_dominated(kids: Sequence[Sequence[int]], mass: Sequence[float], cand: S
     return sub
 
 
+def ranker_order(analysis: Analysis) -> Localization:
+    """The localization as the ranker left it, before any answers re-ordered it (`settled`): what the search
+    starts from, so that it starts the same whether the answers were given now or read back stored."""
+    return analysis.localization if analysis.ranked is None else analysis.ranked
+
+
 def failure_step(analysis: Analysis, graph: DependencyGraph) -> str | None:
     """The failing step the search starts from: the top candidate's failure, else the first failure found."""
-    for c in analysis.localization.candidates:
+    loc = ranker_order(analysis)
+    for c in loc.candidates:
         if c.run_id is None and c.path and c.path[-1] in graph:
             return c.path[-1]
-    for f in (*analysis.localization.failures, *analysis.failures):
+    for f in (*loc.failures, *analysis.failures):
         if f.step_id in graph:
             return f.step_id
     return None
@@ -242,7 +249,11 @@ def priors(analysis: Analysis, slice_ids: Iterable[str]) -> dict[str, float]:
     raw: dict[str, float] = {}
     last = 1.0
     rank = 0
-    for c in analysis.localization.candidates:
+    # The ranker's order, never the one stored answers made (`settled`): the weights below decay by rank,
+    # so a prior read from the settled order would change with every answer stored and a resumed search
+    # would ask other questions than the session that gave those answers.
+    loc = ranker_order(analysis)
+    for c in loc.candidates:
         if c.run_id is not None or c.step_id in raw:
             continue
         conf = getattr(c, "confidence", None)
@@ -251,7 +262,7 @@ def priors(analysis: Analysis, slice_ids: Iterable[str]) -> dict[str, float]:
             raw[c.step_id] = w
             last = w
             rank += 1
-    for sid in analysis.localization.ranking:
+    for sid in loc.ranking:
         if sid not in raw:
             last *= _DECAY
             raw[sid] = last
@@ -335,6 +346,7 @@ def settled(analysis: Analysis) -> Analysis:
     return replace(
         analysis,
         localization=replace(loc, candidates=order(candidates), ranking=ranking, ranked_all=tuple(order(loc.ranked_all))),
+        ranked=loc if analysis.ranked is None else analysis.ranked,
     )
 
 

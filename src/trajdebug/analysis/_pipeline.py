@@ -69,6 +69,11 @@ class Analysis:
     """The learned ranker's verdict on its best candidate: ``confident``, ``likely``, ``unsure`` (None: no model)."""
     guided: Guided | None = None
     """The guided search's result, when oracles were asked (`trajdebug.analysis.guided_search`)."""
+    ranked: Localization | None = None
+    """The ranker's own localization when a guided search's answers re-ordered ``localization``
+    (`trajdebug.analysis.settled`); None when none did.  The search's prior reads it
+    (`trajdebug.analysis.priors`): a search resumed over stored answers starts from the prior a session
+    that took the same answers one at a time started from, not from the order those answers made."""
 
     @property
     def outcome(self) -> Outcome:

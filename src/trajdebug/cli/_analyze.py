@@ -60,8 +60,9 @@ With --ask, you answer: one step at a time (its input, its output and the
 steps that produced its input), is its output correct?  Keys y / o (wrong,
 its own fault) / i (wrong, it was given a wrong input) / n (wrong) / ?
 (don't know) / e (expand) / q (stop).  Each answer is stored with the run as it is
-given (a foreign trace's in SOURCE.answers.jsonl), with what the oracles
-above answered; a second --ask resumes (docs/analysis.md, "Asking").
+given, with what the oracles above answered; a second --ask resumes
+(docs/analysis.md, "Asking").
+Answers are appended to SOURCE itself (a foreign trace's to SOURCE.answers.jsonl); its runs read as before (copy SOURCE first to keep the file as recorded).
 
 \b
 Example:
@@ -128,7 +129,8 @@ Example:
     help="Find the cause by asking you: one step at a time, is its output right, what the run needed there? "
     "(keys y yes / o no, its own fault: what it was given was right / i no, it was given a wrong input / "
     "n no, not saying which / ? / e expand / q quit: o and i are Naish's erroneous and inadmissible "
-    "and spare questions; answers are stored with the run, and a second --ask resumes; "
+    "and spare questions; answers are appended to SOURCE itself (a foreign trace's to SOURCE.answers.jsonl), "
+    "and a second --ask resumes; "
     "a step whose output a passing run of the same input also produced is not asked; "
     "a root the answers prove is written as the run's label to SOURCE.labels.jsonl beside SOURCE).",
 )

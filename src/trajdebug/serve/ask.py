@@ -56,7 +56,8 @@ def stored_answers(source: str | Path, run_id: str, fmt: str | None = None) -> t
 
 def ask_state(analysis: Analysis, answers: tuple[Answer, ...]) -> dict[str, Any]:
     """The search over these answers: the next question (None when done), the result, the answers."""
-    search = GuidedSearch(analysis, answers)
+    # Every answer is stored before the next request reads it back: no step is asked twice (`GuidedSearch` ``once``).
+    search = GuidedSearch(analysis, answers, once=True)
     sid = search.next_question()
     asked = sum(1 for a in answers if a.by == "person")
     return {
