@@ -458,19 +458,29 @@ class TestReport:
         assert _order_note(lines).startswith("order: by the learned model's share of the blame (the share shown)")
         assert "share" in analysis_markdown(learned) and "score 0." not in analysis_markdown(learned)
         assert [c["share"] for c in learned.to_dict()["root_causes"]] == [c.share for c in causes]
-        assert abs(sum(c["share"] for c in learned.to_dict()["root_causes"]) - 1.0) < 0.05 or len(causes) < 10
+        # The shares of every ranked step sum to 1 (those shown, the top ones, to at most 1).
+        ranked = analyze(propagated_error_run(), model=load_model(), top=learned.to_dict()["ranked"])
+        assert abs(sum(c.share or 0.0 for c in ranked.root_causes) - 1.0) < 1e-6
+        assert 0.0 < sum(c["share"] for c in learned.to_dict()["root_causes"]) <= 1.0 + 1e-9
         hand = analyze(propagated_error_run(), model=None)
         assert all(c.share is None for c in hand.root_causes) and "share" not in " ".join(analysis_lines(hand))
 
     def test_a_list_the_judge_reordered_says_score_orders_it(self) -> None:
-        """A model on top (--judge) re-ranks by the combined score: the line says so and the score is shown."""
+        """A model on top (--judge) re-ranks by the combined score: the line says so and the score is shown.  The
+        JSON's ``order`` keeps the value it had before (``confidence`` under the learned model, ``roots-first``
+        under the hand ranking: existing readers); the added key ``judged`` says the model re-ranked it."""
         from trajdebug.analysis import load_model
 
-        learned = analyze(propagated_error_run(), model=load_model())
-        judged = replace(learned, localization=replace(learned.localization, method="trajdebug+learned+judge"))
-        lines = analysis_lines(judged)
-        assert judged.order == "judge" and _order_note(lines) == ORDER_LINES["judge"]
-        assert any(" score " in line for line in lines if line.startswith("  1. "))
+        for model, order in ((load_model(), "confidence"), (None, "roots-first")):
+            plain = analyze(propagated_error_run(), model=model)
+            method = plain.localization.method + "+judge"
+            judged = replace(plain, localization=replace(plain.localization, method=method))
+            lines = analysis_lines(judged)
+            assert judged.order == order == plain.order and judged.judged and not plain.judged
+            assert judged.to_dict()["order"] == order and judged.to_dict()["judged"] is True
+            assert plain.to_dict()["judged"] is False
+            assert _order_note(lines) == ORDER_LINES["judge"]
+            assert any(" score " in line for line in lines if line.startswith("  1. "))
 
     def test_a_step_is_never_shown_inside_itself(self) -> None:
         """An agent's own step (an Agents SDK agent span: name ``counter``, agent ``counter``) is labelled by its
@@ -497,9 +507,33 @@ class TestReport:
         text = " ".join(" ".join(analysis_lines(a)).split())
         assert "counter#c (agent)" in text and "(agent, agent counter)" not in text
         assert "compute_total#x (tool, agent counter)" in text
-        assert agent_of(run.step("c")) is None and agent_of(run.step("x")) == "counter"
+        assert agent_of(run.step("c"), run.step("t")) is None and agent_of(run.step("x"), run.step("c")) == "counter"
         assert "agent 'counter'" not in where(question_for(run, "c"))
         assert "agent 'counter'" in where(question_for(run, "x"))
+
+    def test_a_tool_named_like_its_agent_keeps_its_agent_label(self) -> None:
+        """The agent's own step is told by identity, never by name: agent ``weather`` calling a tool also named
+        ``weather`` labels the tool ``(tool, agent weather)`` and the agent's step ``(agent)``, in the text and
+        in the question's place (``--ask``)."""
+        from trajdebug.report.question import question_for, where
+
+        run = Run(
+            "r2",
+            "forecaster",
+            outcome="failure",
+            failure_reason="implausible temperature: Oslo: -999 C",
+            steps=(
+                Step("a", "weather", "agent", agent="weather", output="Oslo: -999 C", start_ns=1, end_ns=20),
+                Step("w", "weather", "tool", parent_id="a", agent="weather", input={"city": "Oslo"},
+                     output={"city": "Oslo", "temp_c": -999}, start_ns=2, end_ns=3),
+                Step("s", "summarize", "llm", parent_id="a", agent="weather", input={"w": {"temp_c": -999}},
+                     output="Oslo: -999 C", start_ns=4, end_ns=5, deps=(Dependency("w"),)),
+            ),
+        )
+        text = " ".join(" ".join(analysis_lines(analyze(run, model=None, top=10))).split())
+        assert "weather#w (tool, agent weather)" in text and "weather#a (agent)" in text
+        assert "agent 'weather'" in where(question_for(run, "w"))
+        assert "agent 'weather'" not in where(question_for(run, "a"))
 
     def test_one_exception_propagated_through_four_steps_is_one_failure_with_its_path(self) -> None:
         """A tool's exception re-reported by its sub-agent, the tool that ran it and the caller is listed once,

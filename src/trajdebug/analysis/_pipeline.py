@@ -74,6 +74,9 @@ class Analysis:
     (`trajdebug.analysis.settled`); None when none did.  The search's prior reads it
     (`trajdebug.analysis.priors`): a search resumed over stored answers starts from the prior a session
     that took the same answers one at a time started from, not from the order those answers made."""
+    refs: tuple[str, ...] = ()
+    """The files beside the run's source its references were looked for in (`trajdebug.analyze_source`'s
+    ``refs``, ``--refs``), so that the reports say where none was found."""
 
     @property
     def outcome(self) -> Outcome:
@@ -87,17 +90,21 @@ class Analysis:
 
     @property
     def order(self) -> str:
-        """How `root_causes` is ordered: ``answers`` (a guided search's answers moved them), ``judge`` (a model on
-        top re-ranked them by score, its verdicts combined with the evidence), ``confidence`` (the learned model
-        re-ranked them by its share of the blame, `Candidate.share`; the name is kept for the JSON's readers) or
-        ``roots-first`` (the hand ranking: structural roots before the other suspects, by score within each group,
-        docs/analysis.md)."""
+        """How `root_causes` is ordered: ``answers`` (a guided search's answers moved them), ``confidence`` (the
+        learned model re-ranked them by its share of the blame, `Candidate.share`; the name is kept for the JSON's
+        readers) or ``roots-first`` (the hand ranking: structural roots before the other suspects, by score
+        within each group, docs/analysis.md).  A model on top (``--judge``) re-ranks the list by the combined
+        score without changing this value, as before it said so: `judged` does."""
         if self.guided is not None and self.guided.questions:
             return "answers"
-        method = self.localization.method
-        if method.endswith("+judge"):
-            return "judge"
-        return "confidence" if method.endswith("learned") else "roots-first"
+        return "confidence" if self.localization.method.removesuffix("+judge").endswith("learned") else "roots-first"
+
+    @property
+    def judged(self) -> bool:
+        """Whether a model on top (``--judge``) re-ranked `root_causes` by score, its verdicts combined with the
+        evidence (`trajdebug.judge.rerank` ends the method in ``+judge``); a guided search's answers, when they
+        moved the list, order it all the same (`order` ``answers``)."""
+        return self.localization.method.endswith("+judge")
 
     def failure_groups(self) -> list[FailureGroup]:
         """The failures with each exception's propagations under the step where it occurred (one exception
@@ -143,6 +150,7 @@ class Analysis:
             "failure_groups": [g.to_dict(names) for g in self.failure_groups()],
             "root_causes": causes,
             "order": self.order,
+            "judged": self.judged,
             "ranked": len(self.localization.ranking),
             "error_chains": self.error_chains(),
             "dependencies_inferred": self.inferred,

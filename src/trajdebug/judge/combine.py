@@ -286,7 +286,7 @@ def combine(
 def rerank(analysis: Analysis, judged: Sequence[Judged]) -> Analysis:
     """The analysis with its candidates in the final order (the rest of the ranking after them).  When the model
     gave a verdict, the method ends in ``+judge``, so the reports say the list is in the combined score's order
-    (`Analysis.order` ``judge``); with none (a failed model), the deterministic order stands and says so."""
+    (`Analysis.judged`); with none (a failed model), the deterministic order stands and says so."""
     loc = analysis.localization
     head = [j.candidate.step_id for j in judged]
     ranking = tuple(dict.fromkeys([*head, *loc.ranking]))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajdebug.core.escape import markdown, md_code, visible
 from trajdebug.core.model import Run, Step
-from trajdebug.report.text import short
+from trajdebug.report.text import agent_of, short
 
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
         run_id = getattr(c, "run_id", None)
         s = earlier.get((run_id, c.step_id)) if run_id is not None else steps.get(c.step_id)
         kind = s.kind if s is not None else "?"
-        where = agent_of(s)
+        where = agent_of(s, _parent(s, run_id, steps, earlier))
         agent = f", agent {where}" if where else ""
         if run_id is not None:
             agent += f", earlier turn {run_id[:12]}"
@@ -150,11 +150,21 @@ def _sections(a: Analysis) -> Iterable[tuple[str, Any]]:
     yield "stats", f"examined {st.steps_examined} of {st.steps} steps in {_seconds(st.seconds)}"
 
 
+def _parent(
+    s: Step | None, run_id: str | None, steps: Mapping[str, Step], earlier: Mapping[tuple[str, str], Step]
+) -> Step | None:
+    """The step a candidate's step ran inside: in the run analyzed, or in its earlier turn ``run_id``."""
+    if s is None or not s.parent_id:
+        return None
+    return earlier.get((run_id, s.parent_id)) if run_id is not None else steps.get(s.parent_id)
+
+
 def _compared(a: Analysis) -> str:
     """What the evidence was compared with: the passing runs used as references, or none."""
     refs = list(getattr(a, "references", ()) or ())
     if not refs:
-        return "compared with: no passing run of this agent in the source (evidence from this run alone)"
+        where = "the source or --refs" if getattr(a, "refs", ()) else "the source"
+        return f"compared with: no passing run of this agent in {where} (evidence from this run alone)"
     shown = ", ".join(r[:12] for r in refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
     return f"compared with {len(refs)} passing run(s) of this agent: {shown}"
 
@@ -288,8 +298,8 @@ ORDER_LINES = {
     "judge": "order: by score, the evidence's combined with the model's verdicts (--judge), highest first",
     "roots-first": "order: structural roots first, then suspects; score orders within each",
 }
-"""The line under the ranked list that says how it is ordered, by `Analysis.order`: it names the number that
-orders it, which is the number each candidate shows (`_by_share`)."""
+"""The line under the ranked list that says how it is ordered, by `ordered_by`: it names the number that orders it,
+which is the number each candidate shows (`_by_share`)."""
 
 CALIBRATED_APART_LINE = (
     "order: by the learned model's share of the blame (the share shown), highest first; the confidence beside it "
@@ -298,11 +308,18 @@ CALIBRATED_APART_LINE = (
 """The line for the learned order (`Analysis.order` ``confidence``) when a confidence rises down the list."""
 
 
+def ordered_by(a: Any) -> str:
+    """What orders an analysis's ranked list: `Analysis.order`, or ``judge`` when a model on top re-ranked it by
+    score (`Analysis.judged`) and no guided search's answers moved it since."""
+    order = getattr(a, "order", "roots-first")
+    return "judge" if order != "answers" and getattr(a, "judged", False) else order
+
+
 def _by_share(a: Any) -> bool:
     """Whether the list is in the learned model's order and each candidate has its share (then the share is the
     number shown, not the hand-weighted score, which would suggest another order)."""
     causes = a.root_causes
-    return getattr(a, "order", "roots-first") == "confidence" and bool(causes) and all(
+    return ordered_by(a) == "confidence" and bool(causes) and all(
         getattr(c, "share", None) is not None for c in causes
     )
 
@@ -312,7 +329,7 @@ def _order_line(a: Any) -> str | None:
     seems to contradict a position: the hand ranking puts structural roots first whatever their score."""
     if not a.root_causes:
         return None
-    order = getattr(a, "order", "roots-first")
+    order = ordered_by(a)
     flags = [bool(c.root) for c in a.root_causes]
     if order == "roots-first" and flags != sorted(flags, reverse=True):
         return "order: as re-ranked (a suspect stands before a structural root)"  # never the hand ranking's own
@@ -327,14 +344,6 @@ def _order_line(a: Any) -> str | None:
     return ORDER_LINES.get(order)
 
 
-def agent_of(step: Step | None) -> str | None:
-    """The agent a step ran inside, for its label (None: none recorded, or the step is that agent's own step:
-    a step is never shown as inside itself)."""
-    if step is None or not step.agent or step.agent == step.name:
-        return None
-    return step.agent
-
-
 __all__ = [
     "CALIBRATED_APART_LINE",
     "ORDER_LINES",
@@ -343,6 +352,7 @@ __all__ = [
     "analysis_lines",
     "analysis_markdown",
     "chain_summary",
+    "ordered_by",
     "render_analysis",
     "verdict_note",
 ]

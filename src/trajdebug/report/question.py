@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from trajdebug.core.escape import one_line, visible
 from trajdebug.core.model import Answer, Run, Step
 from trajdebug.report.step import value_text
-from trajdebug.report.text import answer_word, short
+from trajdebug.report.text import agent_of, answer_word, short
 
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class Question:
     parent: str | None
     """The name of the step it runs inside, if any."""
     agent: str | None
+    """The agent it ran inside (`trajdebug.report.text.agent_of`: None for the agent's own step)."""
     input: Any
     output: Any
     producers: tuple[Producer, ...]
@@ -114,7 +115,7 @@ def _question(run: Run, steps: dict[str, Step], position: dict[str, int], step_i
         index=index,
         total=len(run.steps),
         parent=parent.name if parent is not None else None,
-        agent=step.agent,
+        agent=agent_of(step, parent),
         input=step.input,
         output=step.output,
         producers=tuple(producers),
@@ -148,7 +149,7 @@ def where(q: Question) -> str:
     parts = [f"step {q.index} of {q.total}"]
     if q.parent:
         parts.append(f"inside {one_line(q.parent)!r}")
-    if q.agent and q.agent != q.name:  # an agent's own step is not inside itself
+    if q.agent:
         parts.append(f"agent {one_line(q.agent)!r}")
     return ", ".join(parts)
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trajdebug.core.escape import markup, one_line, visible
-from trajdebug.core.model import Answer, Dependency, Run, Step
+from trajdebug.core.model import CONTAINER_KINDS, Answer, Dependency, Run, Step
 from trajdebug.core.schema import lost_records
 
 
@@ -54,6 +54,19 @@ def short(step_id: str) -> str:
     """The last 6 characters of an id, made visible: enough to tell steps of one run apart (an id is the
     agent's data, so a control character in it is shown, never sent to the terminal)."""
     return one_line(step_id[-6:])
+
+
+def agent_of(step: Step | None, parent: Step | None) -> str | None:
+    """The agent a step ran inside, for its label (None: none recorded, or the step is that agent's own step).
+
+    Told by identity, never by name (an agent ``weather`` often calls a tool ``weather``): the agent's own step
+    is the container step (``kind="agent"``) where the agent starts, its ``parent`` (None at the top) of another
+    agent or of none; every step within it, a sub-agent loop of the same agent too, ran inside it.  A step is
+    never shown as inside itself."""
+    if step is None or not step.agent:
+        return None
+    starts = step.kind in CONTAINER_KINDS and (parent is None or parent.agent != step.agent)
+    return None if starts else step.agent
 
 
 def describe_dep(d: Dependency, steps: dict[str, Step]) -> str:

@@ -27,7 +27,10 @@ function questionFromRun(sid, number) {
   const s = STEPS.get(sid) || {};
   const parts = ["step " + POSITION.get(sid) + " of " + RUN.steps.length];
   if (s.parent_id && STEPS.has(s.parent_id)) parts.push("inside '" + STEPS.get(s.parent_id).name + "'");
-  if (s.agent && s.agent !== s.name) parts.push("agent '" + s.agent + "'");  // an agent's own step is not inside itself
+  // An agent's own step (the agent step where it starts: told by identity, never by name) is not inside itself.
+  const parent = s.parent_id ? STEPS.get(s.parent_id) : undefined;
+  const starts = s.kind === "agent" && (!parent || parent.agent !== s.agent);
+  if (s.agent && !starts) parts.push("agent '" + s.agent + "'");
   const seen = new Set();
   const producers = [];
   for (const d of s.deps || []) {

@@ -65,14 +65,16 @@ function buildCauses(host) {
   // The learned order is its trees' probability (the share, shown instead of the hand score, which would suggest
   // another order); the confidence is calibrated separately and may rise down the list.  Neighbours only: a
   // candidate without a confidence between two says nothing of their order.
-  const byShare = ANALYSIS.order === "confidence" && causes.every((c) => typeof c.share === "number");
+  // A model on top (--judge) re-ranks by score and says so beside the order, which keeps its earlier value.
+  const orderedBy = ANALYSIS.order !== "answers" && ANALYSIS.judged === true ? "judge" : ANALYSIS.order;
+  const byShare = orderedBy === "confidence" && causes.every((c) => typeof c.share === "number");
   const confs = causes.map((c) => c.confidence);
   const unordered = confs.some((c, i) => i > 0 && typeof c === "number" && typeof confs[i - 1] === "number" && c > confs[i - 1]);
-  const order = ANALYSIS.order === "confidence" && !byShare
+  const order = orderedBy === "confidence" && !byShare
     ? "Ordered by the learned model's ranking."
-    : ANALYSIS.order === "confidence" && unordered
+    : orderedBy === "confidence" && unordered
     ? "Ordered by the learned model's share of the blame (the share shown), highest first; the confidence beside it is calibrated separately and can be higher further down."
-    : ORDER[ANALYSIS.order];
+    : ORDER[orderedBy];
   host.appendChild(el("p", { class: "note" }, (order || "Ranked by the backward search.") + " Click one to see its path."));
   const list = el("ol", { class: "causes" });
   causes.forEach((c, i) => {
