@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -624,3 +625,106 @@ def trajdebug_runs(path: Path) -> list[object]:
     import trajdebug
 
     return list(trajdebug.load_runs(str(path)))
+
+
+def _quoter_runs(path: Path, messages: tuple[tuple[str, bool], ...], *, task: bool, envelope: bool) -> list[str]:
+    """Runs of a small quoting agent, one per ``(message, planted)``: an input step (the user's message, read by
+    the step itself: no arguments), a price lookup on it and the answer (``planted``: one too many).  ``task``:
+    the run states the message as its task; ``envelope``: the input step also records what every request gets
+    anew (a request id, the time it came in)."""
+    import uuid
+
+    import trajdebug
+
+    ids = []
+    for message, planted in messages:
+        with trajdebug.run("quoter", path=str(path), task=message if task else None) as r:
+            with trajdebug.step("read_message", kind="input") as m:
+                m.output = {"text": message, "request_id": uuid.uuid4().hex[:8]} if envelope else message
+            text = m.output["text"] if envelope else m.output
+            with trajdebug.step("lookup", kind="tool", input={"q": text}) as lk:
+                lk.output = {"price": 10 if "T-1" in text else 20}
+            with trajdebug.step("answer", kind="llm", input={"p": lk.output}) as a:
+                a.output = f"price {lk.output['price'] + (1 if planted else 0)}"
+            if planted:
+                r.fail("wrong: " + a.output)
+        ids.append(r.run_id)
+    return ids
+
+
+def test_diff_and_analyze_agree_on_what_the_same_input_is(tmp_path: Path) -> None:
+    """Two runs stating the same task whose input step also records a request id: ``analyze`` pairs them as runs
+    of the same input (its ``diff`` hint), and ``diff`` does not say their inputs differ (one definition of the
+    same input, `trajdebug.analysis.reference.same_request`); on another task both say they differ."""
+    from trajdebug.api import analyze_source
+
+    path = tmp_path / "runs.jsonl"
+    good, bad = _quoter_runs(path, (("price of T-2", False), ("price of T-2", True)), task=True, envelope=True)
+    result = analyze_source(path)
+    assert result.twins[0] is not None and result.twins[0].run_id == good
+    out = CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}"], env={"COLUMNS": "200"}).output
+    assert "inputs differ" not in out and "the run's input differs" not in out
+    doc = json.loads(CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}", "--json"]).output)
+    assert doc["inputs_differ"] is None
+    other = tmp_path / "other.jsonl"
+    good2, bad2 = _quoter_runs(other, (("price of T-1", False), ("price of T-2", True)), task=True, envelope=True)
+    assert analyze_source(other).twins == (None,)
+    doc = json.loads(CliRunner().invoke(cli, ["diff", f"{other}@{good2}", f"{other}@{bad2}", "--json"]).output)
+    assert doc["inputs_differ"] == {"what": "task", "good": "price of T-1", "bad": "price of T-2"}
+
+
+def test_an_input_step_of_runs_of_the_same_input_is_an_origin_and_rows_show_requests_and_outputs(
+    tmp_path: Path,
+) -> None:
+    """Runs of the same input (the analysis's: no task stated, the first step's arguments alike) whose input step
+    read another message: that step, same request and another output, is an origin with status ``output`` as
+    before (the JSON's ``origins`` and ``first_divergence``: what ``--isolate`` starts from); a row whose request
+    differs (``~``) shows the two requests and, since they differ too, the two outputs."""
+    path = tmp_path / "runs.jsonl"
+    good, bad = _quoter_runs(path, (("price of T-1", False), ("price of T-2", True)), task=False, envelope=False)
+    doc = json.loads(CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}", "--json"]).output)
+    first = doc["first_divergence"]
+    assert first["name"] == "read_message" and first["status"] == "output" and doc["origins"] == [first["bad"]]
+    assert doc["inputs_differ"] is None
+    out = CliRunner().invoke(cli, ["diff", f"{path}@{good}", f"{path}@{bad}"], env={"COLUMNS": "200"}).output
+    lines = out.splitlines()
+    assert lines[1].startswith("first divergence: read_message#") and "different output" in lines[1]
+    assert "input differs" not in lines[1]
+    at = next(i for i, line in enumerate(lines) if line.startswith("  ~") and "lookup#" in line)
+    assert [line.split() for line in lines[at + 1 : at + 5]] == [
+        ["good", "request:", '{"q":"price', "of", 'T-1"}'],
+        ["bad", "request:", '{"q":"price', "of", 'T-2"}'],
+        ["good:", '{"price":10}'],
+        ["bad:", '{"price":20}'],
+    ]
+
+
+def test_the_table_reads_each_runs_steps_by_id_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """Rows whose request differs by the state they read look the writer up in each run's steps by id, built
+    once for the whole table, not once per row."""
+    from trajdebug.core.model import Dependency, Outcome, Run, Step
+    from trajdebug.replay.cassette import STATE_VALUES_ATTR
+    from trajdebug.replay.diffview import diff_lines
+
+    def run(rid: str, outcome: Outcome, off: int) -> Run:
+        steps = [
+            Step(f"s{i}", f"step{i}", "other", input={"i": i}, output={"ok": True},
+                 attributes={STATE_VALUES_ATTR: {"x": i + off}},
+                 deps=(Dependency(f"s{i - 1}", "state", key="x"),) if i else (), start_ns=i + 1, end_ns=i + 2)
+            for i in range(60)
+        ]
+        return Run(rid, "agent", outcome=outcome, steps=tuple(steps))
+
+    al = align(run("g", "success", 0), run("b", "failure", 1))
+    assert sum(p.status == "input" for p in al.pairs) == 59
+    built = []
+    step_map = Run.step_map
+
+    def counted(self: Run) -> dict[str, Step]:
+        built.append(self.run_id)
+        return step_map(self)
+
+    monkeypatch.setattr(Run, "step_map", counted)
+    lines = diff_lines(al)
+    assert sum("state read" in "".join(t for t, _ in line) for line in lines) >= 2 * 59
+    assert len(built) <= 6

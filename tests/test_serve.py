@@ -374,3 +374,29 @@ def test_compare_page_of_runs_given_different_inputs_says_so_and_shows_requests(
     text = html.unescape(body)
     assert "inputs differ: task 'quote ticket T-9' vs 'quote ticket T-12'; this compares behaviour, not values" in text
     assert 'good request: {"ticket":"T-9"}' in text and 'bad request: {"ticket":"T-12"}' in text
+
+
+def test_compare_page_shows_the_requests_and_the_outputs_of_a_row_whose_request_differs(tmp_path: Path) -> None:
+    """A row whose request differs shows, on each side, the request and, when it differs too, the output, as
+    ``trajdebug diff`` does: the two sides are not left without what each step answered."""
+    import html
+
+    path = tmp_path / "runs.jsonl"
+    ids = []
+    for ticket, bike in (("T-9", "road"), ("T-12", "gravel")):
+        with trajdebug.run("bike-quote", path=str(path), task="quote the ticket") as r:
+            with trajdebug.step("read_ticket", kind="tool", input={"inbox": 1}) as t:
+                t.output = ticket
+            with trajdebug.step("lookup", kind="tool", input={"ticket": t.output}) as s:
+                s.output = {"bike": bike}
+            if ticket == "T-12":
+                r.fail("wrong bike")
+        ids.append(r.run_id)
+    with Server(path, port=0) as srv:
+        _, body, _ = _get(f"{srv.url}compare?good={ids[0]}&bad={ids[1]}")
+    text = html.unescape(body)
+    row = text[text.index("lookup</strong>") :]
+    row = row[: row.index("</tr>")]
+    assert 'good request: {"ticket":"T-9"}' in row and 'good: {"bike":"road"}' in row
+    assert 'bad request: {"ticket":"T-12"}' in row and 'bad: {"bike":"gravel"}' in row
+    assert "inputs differ" not in text

@@ -9,8 +9,9 @@ Each matched pair is classified the way delta debugging needs it (Zeller,
 "Isolating cause-effect chains", FSE 2002): a step whose request is the same
 but whose response differs is an *origin* of the difference; a step whose
 request differs merely passes on a difference from upstream.  An ``input``
-step records the run's input as its output: where that differs, the run was
-asked something else (its request differs), no step made the difference.
+step records the run's input as its output: in runs given different inputs,
+where that differs the run was asked something else (its request differs), no
+step made the difference.
 
 Runs given different inputs (`Alignment.inputs_differ`) differ in nearly
 every value: compared, they show where the agent behaved otherwise, not which
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -154,31 +155,28 @@ class InputDifference:
         return {"what": self.what, "good": self.good, "bad": self.bad}
 
 
-def input_difference(good: Run, bad: Run, pairs: Sequence[Pair] = ()) -> InputDifference | None:
+def input_difference(good: Run, bad: Run) -> InputDifference | None:
     """How the inputs of two runs differ (None: the same input, or nothing says what either was given).
 
-    The input is what `trajdebug.analysis` reads to pair a run with a passing run of the same input: the
-    metadata's ``task`` (``task_id``, ``input``, ``args``) when both runs state it; then an ``input`` step
-    (the run's input as recorded) aligned in ``pairs`` whose value differs; with no metadata, the first
-    step's input."""
-    from trajdebug.analysis.reference import given_input
+    One definition with the analysis (`trajdebug.analysis.reference.same_request`, which pairs a failing run
+    with a passing run of the same input for ``analyze``'s ``diff`` hint and the guided search): the metadata's
+    ``task`` (``task_id``, ``input``, ``args``), else the first step's input.  What else an input step records
+    (a request id, the time it was received) is no other input."""
+    from trajdebug.analysis.reference import given_input, same_request
 
     x, y = given_input(good), given_input(bad)
-    if x is not None and y is not None and x[0] == y[0] and x[0] != "first" and canonical(x[1]) != canonical(y[1]):
-        return InputDifference(x[0], x[1], y[1])
-    for p in pairs:
-        if p.status == "input" and p.good is not None and p.bad is not None and p.bad.kind == "input":
-            return InputDifference(f"input step {p.name}", _run_input(p.good), _run_input(p.bad))
-    if (x is None or x[0] == "first") and good.steps and bad.steps and good.steps[0].name == bad.steps[0].name:
-        g, b = good.steps[0], bad.steps[0]
-        if fingerprint(_content(g, g.input)) != fingerprint(_content(b, b.input)):
-            return InputDifference(f"first step {g.name}'s input", g.input, b.input)
-    return None
+    if x is None or y is None or same_request(good, bad):
+        return None
+    where = x[0] if x[0] != "first" else y[0]
+    what = f"first step {good.steps[0].name}'s input" if where == "first" else where
+    return InputDifference(what, _stated(good, where), _stated(bad, where))
 
 
-def _run_input(s: Step) -> Any:
-    """What an ``input`` step says the run was given: its output, or its input when that is all it recorded."""
-    return s.output if s.output is not None else s.input
+def _stated(run: Run, where: str) -> Any:
+    """A run's input as `given_input` reads it from ``where``: a metadata key, or ``first`` (the first step's input)."""
+    if where == "first":
+        return run.steps[0].input if run.steps else None
+    return run.metadata.get(where)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +198,7 @@ class Alignment:
     @property
     def inputs_differ(self) -> InputDifference | None:
         """How the two runs' inputs differ (`input_difference`), None when they were given the same."""
-        return input_difference(self.good, self.bad, self.pairs)
+        return input_difference(self.good, self.bad)
 
     @property
     def first_divergence(self) -> Pair | None:
@@ -266,6 +264,7 @@ def align(good: Run, bad: Run) -> Alignment:
     g_parents = {s.parent_id for s in good.steps}
     b_parents = {s.parent_id for s in bad.steps}
     g_by, b_by = {s.step_id: s for s in good.steps}, {s.step_id: s for s in bad.steps}
+    differ = input_difference(good, bad) is not None
     pairs: list[Pair] = []
     sm = difflib.SequenceMatcher(None, g_keys, b_keys, autojunk=False)
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
@@ -274,7 +273,7 @@ def align(good: Run, bad: Run) -> Alignment:
                 g, b = good.steps[gi], bad.steps[bj]
                 path, ordinal = b_keys[bj]
                 enclosing = g.step_id in g_parents or b.step_id in b_parents
-                pairs.append(Pair(path, ordinal, g, b, _status(g, b, g_by, b_by), enclosing))
+                pairs.append(Pair(path, ordinal, g, b, _status(g, b, g_by, b_by, differ), enclosing))
             continue
         # Replaced or inserted/deleted blocks: a key can still occur on both
         # sides out of order; match those, the rest exists in one run only.
@@ -285,7 +284,7 @@ def align(good: Run, bad: Run) -> Alignment:
             b_match = b_block.pop(key, None)
             if b_match is not None:
                 enclosing = g.step_id in g_parents or b_match.step_id in b_parents
-                pairs.append(Pair(key[0], key[1], g, b_match, _status(g, b_match, g_by, b_by), enclosing))
+                pairs.append(Pair(key[0], key[1], g, b_match, _status(g, b_match, g_by, b_by, differ), enclosing))
             else:
                 pairs.append(Pair(key[0], key[1], g, None, "only-good", g.step_id in g_parents))
         for key, b in b_block.items():
@@ -329,13 +328,16 @@ def _own_outputs(good: Run, bad: Run, pairs: list[Pair]) -> list[Pair]:
     return pairs
 
 
-def _status(g: Step, b: Step, g_by: Mapping[str, Step], b_by: Mapping[str, Step]) -> PairStatus:
+def _status(
+    g: Step, b: Step, g_by: Mapping[str, Step], b_by: Mapping[str, Step], inputs_differ: bool
+) -> PairStatus:
     if fingerprint(_content(g, g.input)) != fingerprint(_content(b, b.input)) or _state_differs(_state_read(g, g_by), _state_read(b, b_by)):
         return "input"
     if _same_result(g, b):
         return "same"
-    # An input step's output is the run's input: another one is another request, not a difference it made.
-    return "input" if g.kind == "input" and b.kind == "input" else "output"
+    # An input step's output is the run's input: in runs given different inputs (`input_difference`), another one
+    # is another request, not a difference it made; in runs of the same input it is an origin like any step's.
+    return "input" if inputs_differ and g.kind == "input" and b.kind == "input" else "output"
 
 
 def _state_read(s: Step, by_id: Mapping[str, Step]) -> dict[str, str | None]:

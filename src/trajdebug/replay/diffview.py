@@ -1,11 +1,11 @@
 """What ``trajdebug diff`` prints about an `Alignment`, as lines of styled segments (the command only prints them).
 
 The header says when the two runs were given different inputs (then the comparison shows where the agent
-behaved otherwise, not which value is wrong); the first divergence and every differing row show what differs
-in the way the row is labelled: a request that differs shows the two requests, an output that differs the two
-outputs.  Step ids are the failing run's; a step present in the passing run only is shown as ``good#ID`` (ids
-are per run: the passing run's ``#00000d`` may be another step than the failing run's ``#00000d``), one in the
-failing run only as ``bad#ID``.
+behaved otherwise, not which value is wrong); the first divergence and every differing row show what differs:
+a request that differs shows the two requests, and the two outputs when they differ too; an output that
+differs alone, the two outputs.  Step ids are the failing run's; a step present in the passing run only is
+shown as ``good#ID`` (ids are per run: the passing run's ``#00000d`` may be another step than the failing
+run's ``#00000d``), one in the failing run only as ``bad#ID``.
 """
 
 from __future__ import annotations
@@ -90,35 +90,52 @@ def _shown(step: Step, other: Step | None) -> Any:
     return step.output
 
 
-def _asked(al: Alignment, p: Pair, side: int) -> Any:
+def _same_args(s: Step, o: Step) -> bool:
+    """Whether two steps were given the same arguments (as `trajdebug.replay.align` compares them)."""
+    return fingerprint(_content(s, s.input)) == fingerprint(_content(o, o.input))
+
+
+def _asked(p: Pair, side: int, steps: tuple[dict[str, Step], dict[str, Step]]) -> Any:
     """What a step of a position whose request differs was asked, on one side (0: good, 1: bad): the run's input
-    an ``input`` step records, its input where the inputs differ, else the state it read (`_state_read`)."""
+    an ``input`` step records, its input where the inputs differ, else the state it read (`_state_read`;
+    ``steps``: each run's steps by id, built once per table)."""
     s, o = (p.good, p.bad) if side == 0 else (p.bad, p.good)
     assert s is not None and o is not None
-    same_input = fingerprint(_content(s, s.input)) == fingerprint(_content(o, o.input))
+    same_input = _same_args(s, o)
     if s.kind == "input" and same_input:
         return s.output
     if not same_input:
         return s.input
-    run = al.good if side == 0 else al.bad
-    return {"state read": _state_read(s, run.step_map())}
+    return {"state read": _state_read(s, steps[side])}
 
 
-def values(al: Alignment, p: Pair, limit: int) -> list[tuple[str, str]]:
-    """The ``(label, value)`` lines under a position: the two requests of one whose request differs (``good
-    request``, or ``good input`` for an ``input`` step), the two results of one whose output differs, the one
-    side's output of a step only one run has."""
+def values(
+    al: Alignment, p: Pair, limit: int, steps: tuple[dict[str, Step], dict[str, Step]] | None = None
+) -> list[tuple[str, str]]:
+    """The ``(label, value)`` lines under a position, the passing run's first of each two: the two requests of one
+    whose request differs (``good request``, or ``good input`` for an ``input`` step), and then its two outputs
+    when they differ too (``good`` / ``bad``); the two results of one whose output alone differs.  ``steps``: each
+    run's steps by id (`step_maps`), to build once for a whole table."""
     g, b = p.good, p.bad
-    if g is not None and b is not None:
-        if p.status == "input":
-            word = " input" if b.kind == "input" else " request"
-            x, y = _asked(al, p, 0), _asked(al, p, 1)
-        elif p.output_differs:
-            word, x, y = "", _shown(g, b), _shown(b, g)
-        else:
-            return []
-        return [(f"good{word}:", short(x, limit, y)), (f"bad{word}:", short(y, limit, x))]
-    return []
+    if g is None or b is None:
+        return []
+    rows: list[tuple[str, Any, Any]] = []
+    if p.status == "input":
+        maps = steps if steps is not None else step_maps(al)
+        word = " input" if b.kind == "input" else " request"
+        rows.append((word, _asked(p, 0, maps), _asked(p, 1, maps)))
+    relayed = p.status == "input" and b.kind == "input" and _same_args(g, b)  # its input shown is its output
+    if p.output_differs and not relayed:
+        rows.append(("", _shown(g, b), _shown(b, g)))
+    out: list[tuple[str, str]] = []
+    for word, x, y in rows:
+        out += [(f"good{word}:", short(x, limit, y)), (f"bad{word}:", short(y, limit, x))]
+    return out
+
+
+def step_maps(al: Alignment) -> tuple[dict[str, Step], dict[str, Step]]:
+    """The passing and the failing run's steps by id (what `values` reads the state a step read from)."""
+    return al.good.step_map(), al.bad.step_map()
 
 
 def _pad(rows: list[tuple[str, str]]) -> list[str]:
@@ -204,6 +221,7 @@ def _impact(al: Alignment, first: Pair) -> list[Line]:
 def table(al: Alignment) -> list[Line]:
     """One row per aligned position (mark, kind, step, what differs), with the differing values under it."""
     out: list[Line] = []
+    steps = step_maps(al)
     if any(p.status == "only-good" for p in al.pairs):
         out.append((("  step ids are the failing run's; good#ID is the passing run's (ids are per run)", "dim"),))
     for p in al.pairs:
@@ -211,7 +229,7 @@ def table(al: Alignment) -> list[Line]:
         assert s is not None
         style = _STYLE.get(p.status, "magenta")
         out.append(((f"  {MARKS[p.status]}  {s.kind:<9} {label(p)}", style), (f"  {words(p)}".rstrip(), "")))
-        out.extend(((f"       {text}", "dim"),) for text in _pad(values(al, p, 120)))
+        out.extend(((f"       {text}", "dim"),) for text in _pad(values(al, p, 120, steps)))
     return out
 
 
@@ -251,6 +269,7 @@ __all__ = [
     "isolation_lines",
     "label",
     "short",
+    "step_maps",
     "table",
     "values",
     "words",

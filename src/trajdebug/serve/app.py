@@ -332,12 +332,12 @@ class _Pages:
             )
         if good.run_id == bad.run_id:
             return self.problem("GOOD and BAD are the same run: choose two runs", 400)
-        from trajdebug.replay.diffview import inputs_line, values, words
+        from trajdebug.replay.diffview import inputs_line, step_maps, values, words
 
         al = align(good, bad)
         first = al.first_divergence
-        steps = bad.step_map()
-        impact = [f"{steps[s].name}#{s[-6:]}" for s in al.impact(first)] if first else []
+        maps = step_maps(al)
+        impact = [f"{maps[1][s].name}#{s[-6:]}" for s in al.impact(first)] if first else []
         differ = al.inputs_differ
         return self.page(
             "compare.html",
@@ -349,7 +349,7 @@ class _Pages:
             impact=impact,
             inputs=None if differ is None else inputs_line(differ),
             words=[words(p) for p in al.pairs],
-            shown=[values(al, p, 240) for p in al.pairs],
+            shown=[values(al, p, 240, maps) for p in al.pairs],
             good_choices=good_choices,
             bad_choices=bad_choices,
         )
