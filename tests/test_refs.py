@@ -135,11 +135,117 @@ def test_report_takes_refs_the_way_analyze_does(recorded: dict[str, Path], tmp_p
 
 def test_refs_help_and_an_unreadable_refs_file(recorded: dict[str, Path], tmp_path: Path) -> None:
     """Both commands' help say what --refs does (behaviour on other inputs, values on the same input); a
-    --refs file that is no trace is a one-line error naming it."""
+    --refs file that is no trace is a one-line error naming it, which does not advise ``--from`` (it applies
+    to SOURCE only) but says what to do instead."""
     for command in ("analyze", "report"):
         text = " ".join(CliRunner().invoke(cli, [command, "--help"]).output.split())
         assert "--refs FILE" in text and "behaviour" in text and "value for value" in text
     bad = tmp_path / "notes.txt"
     bad.write_text("not a trace\n")
-    res = CliRunner().invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(bad)])
-    assert res.exit_code != 0 and "notes.txt" in res.output and "Traceback" not in res.output
+    for command in ("analyze", "report"):
+        res = CliRunner().invoke(cli, [command, str(recorded["fail"]), "--refs", str(bad)])
+        assert res.exit_code != 0 and "notes.txt" in res.output and "Traceback" not in res.output
+        text = " ".join(res.output.split())
+        assert "pass --from" not in text and "to force one" not in text and "trajdebug import FILE" in text
+
+
+def _conversation(total: int) -> list[dict[str, Any]]:
+    """A tau-bench style attempt at one task: the user asks, the model looks the order up and answers."""
+    call = {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": '{"id": 5}'}}
+    return [
+        {"role": "user", "content": "What is the total for order 5?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"items": [10, 20, 12]}'},
+        {"role": "assistant", "content": f"The total is {total}."},
+    ]
+
+
+@pytest.fixture
+def message_logs(tmp_path: Path) -> dict[str, Path]:
+    """Message logs keyed by ``task_id`` (the reader names both runs ``task-5``): the failed attempt in
+    ``fail.json``, a passing attempt of the same task in ``refs.json``, and the two in one file, ``cat.json``."""
+    fail, ok = {"task_id": 5, "success": False, "messages": _conversation(30)}, {
+        "task_id": 5,
+        "success": True,
+        "messages": _conversation(42),
+    }
+    paths = {"fail": tmp_path / "fail.json", "refs": tmp_path / "refs.json", "cat": tmp_path / "cat.json"}
+    for key, doc in (("fail", [fail]), ("refs", [ok]), ("cat", [fail, ok])):
+        paths[key].write_text(json.dumps(doc))
+    return paths
+
+
+def test_a_refs_run_whose_id_the_source_has_is_renamed_as_in_the_concatenated_file(
+    message_logs: dict[str, Path],
+) -> None:
+    """A passing run in --refs whose id a SOURCE run has (``task-5`` in both) is renamed as the loader renames
+    the second ``task-5`` of the concatenated file (``task-5-2``), never dropped: the analysis is the concatenated
+    file's, the passing run of the same input is found, and the diff hint names each run by its file and its id
+    there, which ``trajdebug diff`` takes (two files' ``task-5`` are two runs, not one)."""
+    joined = analyze_source(message_logs["fail"], refs=[message_logs["refs"]])
+    together = analyze_source(message_logs["cat"])
+    assert [a.run.run_id for a in together.analyses] == ["task-5"]
+    assert joined.analyses[0].references == together.analyses[0].references == ("task-5-2",)
+    assert _runs_doc({"runs": [a.to_dict() for a in joined.analyses]}) == _runs_doc(
+        {"runs": [a.to_dict() for a in together.analyses]}
+    )
+    assert joined.twins[0] is not None and joined.twins[0].outcome == "success"
+    assert joined.hints == (f"trajdebug diff {message_logs['refs']}@task-5 {message_logs['fail']}@task-5",)
+    runner = CliRunner()
+    good, bad = joined.hints[0].split()[2:]
+    out = runner.invoke(cli, ["diff", good, bad])
+    assert out.exit_code == 0, out.output
+    assert "same run" not in out.output and "The total is 42." in out.output and "The total is 30." in out.output
+    same = runner.invoke(cli, ["diff", bad, bad])
+    assert same.exit_code != 0 and "GOOD and BAD are the same run" in same.output
+
+
+def test_refs_may_be_one_path(recorded: dict[str, Path]) -> None:
+    """``refs`` given as one path (a str or a Path) is that file, not its characters."""
+    want = analyze_source(recorded["fail"], refs=[recorded["refs"]]).analyses[0].references
+    assert len(want) == 4
+    assert analyze_source(recorded["fail"], refs=str(recorded["refs"])).analyses[0].references == want
+    assert analyze_source(recorded["fail"], refs=recorded["refs"]).analyses[0].references == want
+
+
+def test_with_refs_no_passing_run_says_where_it_was_looked_for(recorded: dict[str, Path], tmp_path: Path) -> None:
+    """With --refs and no passing run of the agent in either, the line says none was found in the source or
+    --refs; without --refs, in the source."""
+    other = tmp_path / "other.jsonl"
+    _record(other, "T-1", planted=True)
+    runner = CliRunner()
+    text = " ".join(runner.invoke(cli, ["analyze", str(recorded["fail"]), "--refs", str(other)]).output.split())
+    assert "compared with: no passing run of this agent in the source or --refs" in text
+    alone = " ".join(runner.invoke(cli, ["analyze", str(recorded["fail"])]).output.split())
+    assert "no passing run of this agent in the source (evidence" in alone
+
+
+def test_the_same_input_run_of_many_failing_runs_is_found_by_one_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each failing run's passing run of the same input is looked up in the pool indexed once: the inputs are
+    written out once per run (linear), not once per pair of a failing run and a reference (200 failing runs
+    against 5,000 references were a million comparisons); the runs found are those of the same input."""
+    from trajdebug.analysis.reference import _select
+    from trajdebug.core.model import Outcome, Run, Step
+
+    def run(rid: str, task: str, outcome: Outcome, start: int) -> Run:
+        step = Step(f"{rid}.1", "lookup", "tool", input={"task": task}, output={"n": 1}, start_ns=start, end_ns=start + 1)
+        return Run(rid, "shop", outcome=outcome, metadata={"task": task}, steps=(step,), start_ns=start)
+
+    failing = [run(f"f{i}", f"task {i % 7}", "failure", 10_000 + i) for i in range(20)]
+    passing = [run(f"p{i}", f"task {i % 11}", "success", i) for i in range(200)]
+    written = []
+    dumps = _select.json.dumps
+
+    class Counting:
+        @staticmethod
+        def dumps(*args: Any, **kwargs: Any) -> str:
+            written.append(1)
+            return dumps(*args, **kwargs)
+
+    monkeypatch.setattr(_select, "json", Counting)
+    result = analyze_source("pool", runs=[*failing, *passing], use_references=False, model=None, guided=False)
+    assert len(written) <= 2 * (len(failing) + len(passing))
+    for analysis, twin in zip(result.analyses, result.twins):
+        task = analysis.run.metadata["task"]
+        same = [p for p in passing if p.metadata["task"] == task]
+        assert twin is not None and twin.run_id == max(same, key=lambda r: r.start_ns).run_id

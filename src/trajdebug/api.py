@@ -33,7 +33,7 @@ from typing import Any
 from trajdebug.analysis import Analysis, analyze, is_original, previous_turns, references
 from trajdebug.core.collector import collector_paused
 from trajdebug.core.model import Outcome, Run
-from trajdebug.sources.load import load_runs
+from trajdebug.sources.load import FORCE_HINT, REFS_HINT, load_runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +90,7 @@ def analyze_source(
     model: Any = "default",
     session: bool = False,
     progress: Callable[[int, int | None], None] | None = None,
-    refs: Sequence[str | Path] = (),
+    refs: str | Path | Sequence[str | Path] = (),
 ) -> SourceAnalysis:
     """Analyze the runs of a source the way ``trajdebug analyze`` does.
 
@@ -128,21 +128,21 @@ def analyze_source(
         session: Also search the earlier runs of the run's session (`trajdebug.sessions`,
             the last `SESSION_TURNS`) for the root, as earlier conversation turns.
         progress: Called as ``progress(runs_analyzed, runs)`` after each run.
-        refs: More sources of runs to compare with, read as ``source`` is, as if in it (`_pooled`).
+        refs: More sources of runs to compare with (a path or several), read as if in ``source`` (`_pooled`).
 
     Raises:
         trajdebug.SourceError: the source cannot be read, or has no run ``run_id``.
         trajdebug.judge.JudgeConfigError: ``judge=True`` and no model endpoint is configured.
     """
-    own, pool, origin = _pooled(source, list(runs) if runs is not None else _load(source, fmt), refs)
-    chosen = _chosen(source, own, run_id)
+    pool = _pooled(source, list(runs) if runs is not None else _load(source, fmt), refs)
+    chosen = _chosen(source, pool.own, run_id)
     settings = {"top": top, "outcome": outcome, "sql_db": sql_db, "weights": weights, "model": model}
-    analyses, hints, twins = _each(chosen, pool, origin, settings, use_references, session, progress)
+    analyses, hints, twins = _each(chosen, pool, settings, use_references, session, progress)
     analyses, judgments = _judged(analyses, judge)
-    verifications = _verified(analyses, pool, source, runs, verify, fixer, samples, top)
+    verifications = _verified(analyses, pool.runs, source, runs, verify, fixer, samples, top)
     if guided is not False:
         analyses = [
-            _guide(a, pool, oracle, ask, judge, guided, max_questions, strategy, oracle_timeout) for a in analyses
+            _guide(a, pool.same, oracle, ask, judge, guided, max_questions, strategy, oracle_timeout) for a in analyses
         ]
     return SourceAnalysis(tuple(analyses), tuple(hints), verifications, judgments, tuple(twins))
 
@@ -156,53 +156,82 @@ def _chosen(source: str | Path, pool: list[Run], run_id: str | None) -> Sequence
     return select_run(source, pool, run_id)
 
 
-def _pooled(
-    source: str | Path, own: list[Run], refs: Sequence[str | Path]
-) -> tuple[list[Run], list[Run], dict[str, str]]:
-    """The source's runs (``own``, as given), the pool of them and of each ``refs`` source's after them (a run
-    already there once: the first kept), and the source each run was read from (what a ``diff`` hint names).
+@dataclass(frozen=True, slots=True)
+class _Pool:
+    """The runs an analysis of a source compares with (`_pooled`)."""
+
+    own: list[Run]
+    """The source's runs, as given: the only ones analyzed (`_chosen`)."""
+    runs: list[Run]
+    """The source's runs, then each ``refs`` source's."""
+    origin: dict[str, tuple[str, str]]
+    """Where each run of ``runs`` was read: its file and its id there (what a ``diff`` hint names)."""
+    refs: tuple[str, ...]
+    """The ``refs`` sources, as given."""
+    same: SameInput
+    """The passing runs of ``runs`` by input (`SameInput`), indexed once."""
+
+
+def _pooled(source: str | Path, own: list[Run], refs: str | Path | Sequence[str | Path]) -> _Pool:
+    """The source's runs (``own``) and each ``refs`` source's after them (``refs``: one path or several).
 
     The runs of ``refs`` join the source's exactly as if they were in it (the analysis of the concatenated
     file): passing runs of the same agent are references, a passing run of the same input is compared value
     for value and answers the guided search; on another input a reference compares behaviour (what the
-    agent's steps always did), not values.  Only the source's runs are analyzed (`_chosen` reads ``own``)."""
+    agent's steps always did), not values.  A run whose id an earlier one has (message logs name runs by their
+    ``task_id``: ``task-5`` in both files) is renamed as the loader renames a repeat in one file (``task-5-2``,
+    `trajdebug.sources.formats._common.unique_ids`), never left out."""
+    from dataclasses import replace
+
+    paths = (str(refs),) if isinstance(refs, (str, Path)) else tuple(str(r) for r in refs)
     pool = list(own)
-    origin = {r.run_id: str(source) for r in own}
-    for ref in refs:
-        for r in _load(ref, None):
-            if r.run_id not in origin:
-                origin[r.run_id] = str(ref)
-                pool.append(r)
-    return own, pool, origin
+    origin = {r.run_id: (str(source), r.run_id) for r in own}
+    for ref in paths:
+        for r in _load(ref, None, refs=True):
+            rid = r.run_id
+            n = 1
+            while rid in origin:
+                n += 1
+                rid = f"{r.run_id}-{n}"
+            origin[rid] = (ref, r.run_id)
+            pool.append(r if rid == r.run_id else replace(r, run_id=rid))
+    return _Pool(own, pool, origin, paths, SameInput(pool))
 
 
 def _each(
     chosen: Sequence[Run],
-    pool: list[Run],
-    origin: dict[str, str],
+    pool: _Pool,
     settings: dict[str, Any],
     use_references: bool,
     session: bool,
     progress: Callable[[int, int | None], None] | None,
 ) -> tuple[list[Any], list[str], list[Run | None]]:
-    """Each chosen run analyzed against its pool, with the ``diff`` hint and twin of a failed one (``origin``: the
-    source each run of the pool was read from)."""
+    """Each chosen run analyzed against its pool, with the ``diff`` hint and twin of a failed one; with ``refs``,
+    each analysis names them (`Analysis.refs`: the reports say where no passing run was found)."""
+    from dataclasses import replace
+
     analyses: list[Any] = []
     hints: list[str] = []
     twins: list[Run | None] = []
     for run in chosen:
-        earlier = _earlier(run, pool, session)
-        refs = references(run, pool) if use_references else ()
-        analyses.append(analyze(run, previous=earlier, references=refs, **settings))
-        twin = same_input(run, pool) if run.outcome != "success" else None
+        earlier = _earlier(run, pool.runs, session)
+        refs = references(run, pool.runs) if use_references else ()
+        analysis = analyze(run, previous=earlier, references=refs, **settings)
+        analyses.append(replace(analysis, refs=pool.refs) if pool.refs else analysis)
+        twin = pool.same.of(run) if run.outcome != "success" else None
         twins.append(twin)
         if twin is not None:
             # Only a passing run of the same input is worth a diff: on another input every value differs.
-            good, bad = f"{origin[twin.run_id]}@{twin.run_id[:12]}", f"{origin[run.run_id]}@{run.run_id[:12]}"
-            hints.append(f"trajdebug diff {good} {bad}")
+            hints.append(f"trajdebug diff {_where(pool.origin, twin)} {_where(pool.origin, run)}")
         if progress is not None:
             progress(len(analyses), len(chosen))
     return analyses, hints, twins
+
+
+def _where(origin: dict[str, tuple[str, str]], run: Run) -> str:
+    """``FILE@ID`` for a run of the pool: the file it was read from and its id there (a renamed repeat's own)."""
+    path, rid = origin.get(run.run_id, ("", run.run_id))
+    return f"{path}@{rid[:12]}"
 
 
 def _judged(analyses: list[Any], judge: Any) -> tuple[list[Any], tuple[Any, ...]]:
@@ -242,7 +271,7 @@ def _verified(
 
 def _guide(
     analysis: Analysis,
-    pool: Sequence[Run],
+    same: SameInput,
     oracle: Any,
     ask: Any,
     judge: Any,
@@ -269,7 +298,7 @@ def _guide(
         oracles.append(checks)
     if not oracles and not guided:
         return _stored_answers(analysis, strategy, max_questions)
-    twin = same_input(run, pool)
+    twin = same.of(run)
     if twin is not None:
         oracles.append(ReferenceOracle(twin))
     if judge is not None and judge is not False:
@@ -322,17 +351,41 @@ def same_input(run: Run, pool: Sequence[Run]) -> Run | None:
     """The latest passing run of the same agent given the same input (task, entry arguments), if any.
 
     The same input is the same ``task`` (or ``input``) in the runs' metadata, or, when neither
-    says, the same input of the first step.
+    says, the same input of the first step (`trajdebug.analysis.reference.same_request`).  To ask it of many
+    runs of one pool, index the pool once (`SameInput`).
     """
-    from trajdebug.analysis.reference import same_agent, same_request
+    return SameInput(pool).of(run)
 
-    best = None
-    for r in pool:
-        if r.run_id == run.run_id or r.outcome != "success" or not same_agent(r, run):
-            continue
-        if same_request(r, run) and (best is None or r.start_ns >= best.start_ns):
-            best = r
-    return best
+
+class SameInput:
+    """A pool's passing runs indexed by agent and input (`trajdebug.analysis.reference.input_key`), built once:
+    each run's passing run of the same input (`same_input`) is then a look-up, not a scan of the pool that
+    writes every input again (200 failing runs against 5,000 references were a million comparisons)."""
+
+    __slots__ = ("_by",)
+
+    def __init__(self, pool: Sequence[Run]) -> None:
+        from trajdebug.analysis.reference import input_key
+
+        self._by: dict[tuple[str, str, str], list[Run]] = {}
+        for r in pool:
+            key = input_key(r) if r.outcome == "success" else None
+            if key is not None:
+                self._by.setdefault((r.name, *key), []).append(r)
+
+    def of(self, run: Run) -> Run | None:
+        """The latest passing run of the same agent given the same input as ``run`` (the later in the pool among
+        equal starts), other than itself; None when there is none."""
+        from trajdebug.analysis.reference import input_key, same_agent
+
+        key = input_key(run)
+        best = None
+        for r in self._by.get((run.name, *key), ()) if key is not None else ():
+            if r.run_id != run.run_id and same_agent(r, run) and (best is None or r.start_ns >= best.start_ns):
+                best = r
+        return best
+
+
 SESSION_TURNS = 5
 """Earlier runs of a session that ``session=True`` joins to a run (the most recent ones)."""
 
@@ -349,11 +402,12 @@ def _earlier(run: Run, pool: Sequence[Run], session: bool) -> tuple[Run, ...]:
     return tuple(sorted([*earlier, *more[-SESSION_TURNS:]], key=lambda r: (r.start_ns, r.run_id)))
 
 
-def _load(source: str | Path, fmt: str | None) -> list[Run]:
+def _load(source: str | Path, fmt: str | None, *, refs: bool = False) -> list[Run]:
     """`load_runs` with the cyclic collector paused: the loaded runs are millions of small objects that
-    all stay alive, which every collection during the load would traverse again (as in the analysis)."""
+    all stay alive, which every collection during the load would traverse again (as in the analysis).
+    ``refs``: a ``--refs`` file, whose format is always detected (an error says what to do, not ``--from``)."""
     with collector_paused():
-        return load_runs(source, fmt=fmt)
+        return load_runs(source, fmt=fmt, hint=REFS_HINT if refs else FORCE_HINT)
 
 
-__all__ = ["SESSION_TURNS", "SourceAnalysis", "analyze_source", "same_input", "targets"]
+__all__ = ["SESSION_TURNS", "SameInput", "SourceAnalysis", "analyze_source", "same_input", "targets"]

@@ -61,8 +61,9 @@ def add_verify_option(command: F) -> F:
 # -- diff ---------------------------------------------------------------------------------------
 
 
-def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> Run:
-    """A run reference: ``PATH``, ``PATH@RUN_ID`` or a run id (prefix) in the store."""
+def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> tuple[Path, Run]:
+    """A run reference: ``PATH``, ``PATH@RUN_ID`` or a run id (prefix) in the store; with the file it was read
+    from (run ids are per file: ``task-5`` of two message logs are two runs)."""
     from trajdebug.sources.load import SourceError, load_runs
 
     path, run_id = ref, None
@@ -82,8 +83,8 @@ def _resolve(ref: str, fmt: str | None, store: str | None, want: str) -> Run:
         # Several runs: the newest with the outcome this side needs.
         originals = [r for r in runs if not is_derived(r)] or runs
         fitting = [r for r in originals if r.outcome == want] or originals
-        return max(fitting, key=lambda r: r.start_ns)
-    return runs[0]
+        return Path(path).resolve(), max(fitting, key=lambda r: r.start_ns)
+    return Path(path).resolve(), runs[0]
 
 
 def _render_diff(al: Any, iso: Any) -> None:
@@ -141,9 +142,9 @@ def diff_cmd(
     """
     from trajdebug.replay import align, isolate
 
-    g = _resolve(good, fmt, store, "success")
-    b = _resolve(bad, fmt, store, "failure")
-    if g.run_id == b.run_id:
+    g_file, g = _resolve(good, fmt, store, "success")
+    b_file, b = _resolve(bad, fmt, store, "failure")
+    if g_file == b_file and g.run_id == b.run_id:
         raise click.ClickException(f"GOOD and BAD are the same run ({g.run_id[:12]})")
     al = align(g, b)
     iso = isolate(load_callable(entry), g, b) if entry else None

@@ -100,7 +100,17 @@ def _is_trajdebug_jsonl(path: Path) -> bool:
     return False
 
 
-def read_source(source: str | Path, *, fmt: str | None = None) -> ReadResult:
+FORCE_HINT = "pass --from otlp|openai|transcript|trajdebug to force one"
+"""What a source whose format cannot be told is advised (`read_source`'s ``hint``): SOURCE takes ``--from``."""
+
+REFS_HINT = (
+    "the format of a --refs file is detected, never forced: convert it with "
+    "`trajdebug import FILE --from FORMAT -o refs.jsonl` and pass refs.jsonl"
+)
+"""The advice for a ``--refs`` file whose format cannot be told (``--from`` applies to SOURCE only)."""
+
+
+def read_source(source: str | Path, *, fmt: str | None = None, hint: str = FORCE_HINT) -> ReadResult:
     """Read every run in a source, with the records that could not be read.
 
     Args:
@@ -108,6 +118,7 @@ def read_source(source: str | Path, *, fmt: str | None = None) -> ReadResult:
             or a foreign trace file or folder.
         fmt: Force a format: ``trajdebug``, ``store``, or an importer's name (``otlp``,
             ``openai``, ``transcript``); auto-detected when None.
+        hint: What the error about a source whose format cannot be told advises (`FORCE_HINT`, `REFS_HINT`).
 
     Raises:
         SourceError: the source does not exist or is in no format we can read
@@ -134,8 +145,7 @@ def read_source(source: str | Path, *, fmt: str | None = None) -> ReadResult:
 
         if fmt is None and sniff(path) is None:
             raise SourceError(
-                f"{path}: cannot tell the format: {describe_unreadable(path)}"
-                " (pass --from otlp|openai|transcript|trajdebug to force one)"
+                f"{path}: cannot tell the format: {describe_unreadable(path)} ({hint})"
             )
         from trajdebug.sidefile import with_side_answers
 
@@ -180,6 +190,7 @@ def load_runs(
     run_id: str | None = None,
     fmt: str | None = None,
     outcome: str | None = None,
+    hint: str = FORCE_HINT,
 ) -> list[Run]:
     """Load the runs of a source (see `read_source`); problems are logged as warnings.
 
@@ -188,11 +199,12 @@ def load_runs(
         run_id: Keep only this run (a unique prefix is enough).
         fmt: Force a format (see `read_source`).
         outcome: Keep only runs with this outcome.
+        hint: What the error about a source whose format cannot be told advises (see `read_source`).
 
     Raises:
         SourceError: unreadable source, or no run matches ``run_id``.
     """
-    result = read_source(source, fmt=fmt)
+    result = read_source(source, fmt=fmt, hint=hint)
     for problem in result.problems:
         log.warning("%s", problem)
     runs = result.runs
@@ -203,4 +215,4 @@ def load_runs(
     return runs
 
 
-__all__ = ["SourceError", "describe_unreadable", "load_runs", "read_source", "select_run"]
+__all__ = ["FORCE_HINT", "REFS_HINT", "SourceError", "describe_unreadable", "load_runs", "read_source", "select_run"]

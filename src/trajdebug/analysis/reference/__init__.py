@@ -27,6 +27,7 @@ from trajdebug.analysis.reference._profile import producers_of, spectrum
 from trajdebug.analysis.reference._select import (
     MAX_REFERENCES,
     given_input,
+    input_key,
     is_original,
     references,
     same_agent,
@@ -43,6 +44,7 @@ __all__ = [
     "Profile",
     "StepKey",
     "given_input",
+    "input_key",
     "is_original",
     "learn",
     "passing_had",

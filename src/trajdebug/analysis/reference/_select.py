@@ -55,18 +55,32 @@ def given_input(run: Run) -> tuple[str, Any] | None:
     return ("first", run.steps[0].input) if run.steps else None
 
 
-def same_request(a: Run, b: Run) -> bool:
-    """Whether two runs of the same agent were given the same input (the same ``task``, or the same first input):
-    a passing one is a same-input reference of the other, as ``trajdebug diff`` pairs them."""
-    x, y = given_input(a), given_input(b)
-    if x is None or y is None or x[0] != y[0]:
-        return False
+def input_key(run: Run) -> tuple[str, str] | None:
+    """What a run was given (`given_input`) as a key: where it was read, and the value written as JSON (keys
+    sorted; where they do not sort, an int beside a str, as given).  None for a run given nothing, or a value
+    too deep to write: it is the same input as no other run's.  Runs are indexed by it (`same_request`)."""
+    given = given_input(run)
+    if given is None:
+        return None
+    where, value = given
     try:
-        if x[1] == y[1]:
-            return True
-        return json.dumps(x[1], sort_keys=True, default=str) == json.dumps(y[1], sort_keys=True, default=str)
+        return where, json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        pass
+    except RecursionError:
+        return None
+    try:
+        return where, json.dumps(value, default=str)
     except (TypeError, ValueError, RecursionError):
-        return False  # keys that do not sort (an int beside a str), or a value too deep to write: not shown alike
+        return None
 
 
-__all__ = ["MAX_REFERENCES", "given_input", "is_original", "references", "same_agent", "same_request"]
+def same_request(a: Run, b: Run) -> bool:
+    """Whether two runs of the same agent were given the same input (the same ``task``, or the same first input,
+    as `input_key` writes it): a passing one is a same-input reference of the other, as ``trajdebug diff`` pairs
+    them (`trajdebug.replay.input_difference` reads inputs alike)."""
+    x = input_key(a)
+    return x is not None and x == input_key(b)
+
+
+__all__ = ["MAX_REFERENCES", "given_input", "input_key", "is_original", "references", "same_agent", "same_request"]
