@@ -478,7 +478,7 @@ class TestReport:
             lines = analysis_lines(judged)
             assert judged.order == order == plain.order and judged.judged and not plain.judged
             assert judged.to_dict()["order"] == order and judged.to_dict()["judged"] is True
-            assert plain.to_dict()["judged"] is False
+            assert "judged" not in plain.to_dict()
             assert _order_note(lines) == ORDER_LINES["judge"]
             assert any(" score " in line for line in lines if line.startswith("  1. "))
 

@@ -150,7 +150,8 @@ class Analysis:
             "failure_groups": [g.to_dict(names) for g in self.failure_groups()],
             "root_causes": causes,
             "order": self.order,
-            "judged": self.judged,
+            # Only when a model re-ranked the list: an analysis no model saw says nothing of one.
+            **({"judged": True} if self.judged else {}),
             "ranked": len(self.localization.ranking),
             "error_chains": self.error_chains(),
             "dependencies_inferred": self.inferred,
