@@ -51,6 +51,28 @@ def test_an_answer_saved_to_a_store_or_file_reads_back_with_the_run(tmp_path: Pa
     assert stored.at_ns > 0 and run.answers[0].at_ns == stored.at_ns
 
 
+@pytest.mark.parametrize("kind", ["store", "jsonl"])
+def test_what_an_answer_was_asked_as_is_stored_with_it(tmp_path: Path, kind: str) -> None:
+    """`Answer.asked` (an audit of a proof, here) reads back as written; the record that takes the answer back
+    carries none; a value that is not a string reads as not said, with a problem."""
+    from trajdebug.answers import forget_answers
+    from trajdebug.core.schema import decode_answer
+
+    src = tmp_path / ("runs.db" if kind == "store" else "runs.jsonl")
+    rid = record(**({"store": src} if kind == "store" else {"path": src}))
+    first, second = step_ids(src, rid)[:2]
+    trajdebug.save_answer(src, rid, Answer(first, False, "person", asked=f"audit:{second}"))
+    [run] = load_runs(src, run_id=rid)
+    assert [a.asked for a in run.answers] == [f"audit:{second}"]
+    forget_answers(src, rid, steps=[first])
+    assert load_runs(src, run_id=rid)[0].answers == ()
+    withdrawn = Answer(first, None, "person", withdrawn=True, asked="question")
+    assert "asked" not in answer_record(rid, withdrawn)
+    problems: list[str] = []
+    read = decode_answer({"step_id": first, "by": "person", "correct": True, "asked": 3}, problems)
+    assert read is not None and read.asked is None and "field 'asked'" in problems[0]
+
+
 def test_the_latest_answer_per_step_and_answerer_wins(tmp_path: Path) -> None:
     """A second answer by the same answerer replaces the first; another answerer's is kept beside it."""
     src = tmp_path / "runs.jsonl"

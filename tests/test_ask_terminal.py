@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -571,7 +573,7 @@ def test_quitting_says_when_the_question_was_not_about_the_likeliest_root() -> N
     from trajdebug.analysis._detect import Failure
     from trajdebug.analysis._localize import Candidate, Localization, SearchStats
     from trajdebug.ask import ask_in_terminal
-    from trajdebug.core.model import Dependency, Step
+    from trajdebug.core.model import Answer, Dependency, Step
 
     ids = ["a", "b", "c", "d"]
     steps = tuple(
@@ -580,13 +582,14 @@ def test_quitting_says_when_the_question_was_not_about_the_likeliest_root() -> N
     )
     run = Run("r1", "chain", 0, 9, "failure", "wrong", steps=steps)
 
-    def stop(prior: dict[str, float]) -> str:
+    def stop(prior: dict[str, float], answers: tuple[Answer, ...] = ()) -> str:
+        run_ = dataclasses.replace(run, answers=answers)
         cands = [Candidate(s, p, (), tuple(ids[ids.index(s):]), confidence=p) for s, p in prior.items()]
         loc = Localization(cands, SearchStats(4, 4, 0.0), failures=(Failure("d", "outcome", "wrong", "x", "final"),),
                            ranking=tuple(prior))
         shown = io.StringIO()
         # Nothing is stored (q before any answer): the source is never opened.
-        [asked] = ask_in_terminal("unused.jsonl", [Analysis(run, loc.failures, loc)], Console(file=shown, width=300),
+        [asked] = ask_in_terminal("unused.jsonl", [Analysis(run_, loc.failures, loc)], Console(file=shown, width=300),
                                   read_key=lambda: "q")
         assert asked.stopped and asked.given == 0
         return shown.getvalue()
@@ -597,3 +600,138 @@ def test_quitting_says_when_the_question_was_not_about_the_likeliest_root() -> N
            "expected to narrow the candidates most (information gain)" in text
     text = stop({"c": 0.7, "b": 0.2, "a": 0.1})  # most of the mass on c: it is proved or refuted first
     assert "question 1: other step_c" in text and "root: step_c #c" in text and "not about the likeliest" not in text
+    # c answered wrong beforehand: its input is asked to prove it, which is no information gain.
+    text = stop({"c": 0.7, "b": 0.2, "a": 0.1}, (Answer("c", False, "person"),))
+    assert "question 2: other step_b" in text and "root: step_c #c" in text
+    assert "question 2 (step_b #b) is not about the likeliest root below: the likeliest step holds most of the " \
+           "candidates' probability, so the search proves or refutes it by its inputs" in text
+
+
+def _session(path: Path, truth: dict[str, str], strategy: str = "prior", **extra: object) -> tuple[list[str], Any, str]:
+    """One ``ask_in_terminal`` sitting answered by ``truth`` (a step's name and occurrence, its name, or ``*`` ->
+    a key): the short ids asked, the result, the text shown."""
+    import io
+
+    from rich.console import Console
+
+    from trajdebug.api import analyze_source
+    from trajdebug.ask import ask_in_terminal
+
+    seen: dict[str, int] = {}
+    nth = {}
+    for s in load_runs(path)[0].steps:
+        seen[s.name] = seen.get(s.name, 0) + 1
+        nth[s.step_id[-6:]] = f"{s.name}#{seen[s.name]}"
+    shown = io.StringIO()
+    asked: list[str] = []
+
+    def read_key() -> str:
+        name, short_id = _QUESTION.findall(shown.getvalue())[-1]
+        asked.append(short_id)
+        return truth.get(nth[short_id], truth.get(name, truth.get("*", "y")))
+
+    res = analyze_source(path, strategy=strategy, **extra)  # type: ignore[arg-type]
+    out = ask_in_terminal(path, res.analyses, Console(file=shown, width=400), read_key=read_key, strategy=strategy)
+    return asked, out[0].guided, shown.getvalue()
+
+
+@pytest.mark.parametrize("strategy", ["prior", "top-down"])
+def test_taking_back_any_answer_lets_the_resumed_search_end_where_the_session_ended(tmp_path: Path, strategy: str) -> None:
+    """An audit's wrong answer ties the customer lookup to the proved totals; take back any answer given before it
+    (`forget_answers`) and the audit still reads as an audit (`Answer.asked`, stored with it), not as a wrong answer
+    of its own that clashes with the totals: the resumed search asks what it needs again and proves the same root."""
+    import shutil
+
+    from trajdebug.answers import forget_answers
+
+    truth = {"compute_totals": "n", "lookup_customer": "n", **dict.fromkeys(_DOWNSTREAM, "n")}
+    base = tmp_path / "base.jsonl"
+    _record_invoice(base)
+    _, guided, _ = _session(base, truth, strategy)
+    run = load_runs(base)[0]
+    assert guided.certain and run.step(guided.root).name == "lookup_customer"
+    assert guided.audited  # the lookup was asked in an audit of the totals' proof
+    for k, a in enumerate(run.answers):
+        path = tmp_path / f"forget{k}.jsonl"
+        shutil.copy(base, path)
+        forget_answers(path, run.run_id, steps=[a.step_id])
+        asked, again, _ = _session(path, truth, strategy)
+        assert (again.root, again.certain, again.conflict) == (guided.root, True, ()), a
+        assert set(asked) <= {a.step_id[-6:]}  # only the step taken back may be asked again
+
+
+def test_a_tie_between_answerers_of_equal_trust_is_reported_with_how_to_take_one_back(tmp_path: Path) -> None:
+    """``person:alice`` calls the proved root right where the person called it wrong: nothing settles a tie when no
+    step is asked twice, so it is reported (`Guided.clashing`), not left for a resume to re-ask, and no other
+    question is asked meanwhile; the advice names the step; a resume asks nothing either."""
+    import trajdebug
+    from trajdebug.core.model import Answer
+
+    path = tmp_path / "inv.jsonl"
+    _record_invoice(path)
+    truth = {"compute_totals": "n", "convert_line#3": "n", **dict.fromkeys(_DOWNSTREAM, "n")}
+    _, guided, _ = _session(path, truth)
+    assert guided.certain
+    run = load_runs(path)[0]
+    trajdebug.save_answer(path, run.run_id, Answer(guided.root, True, "person:alice"))
+    for _ in range(2):
+        asked, tied, text = _session(path, truth)
+        assert asked == [] and tied.clashing == (guided.root,) and not tied.certain
+        assert f"the answers about convert_line #{guided.root[-6:]} disagree" in text
+        assert f"trajdebug answers forget {path} --run {run.run_id[:12]} --step {guided.root}`" in text
+
+
+def test_a_conflict_names_the_steps_whose_answers_clash_and_advises_taking_back_only_those(tmp_path: Path) -> None:
+    """Every step answered "given a wrong input" (``i``): the order text and the extraction from it admit no root.
+    The conflict names those two answered steps, and the advice names no step that holds no answer."""
+    path = tmp_path / "inv.jsonl"
+    _record_invoice(path)
+    _, guided, text = _session(path, {"*": "i"})
+    run = load_runs(path)[0]
+    answered = {a.step_id for a in run.answers}
+    names = {s.step_id: s.name for s in run.steps}
+    assert guided.conflict and sorted(names[s] for s in guided.clashing) == ["extract_order", "order_email"]
+    assert set(guided.clashing) <= answered
+    advised = re.findall(r"--step (\S+?)`", text)
+    assert advised and set(advised) == set(guided.clashing)
+    assert "the answers about order_email #" in text and "admit no single root" in text
+
+
+def test_serve_stores_what_each_answer_was_asked_as_so_its_next_search_takes_the_audit_as_one(tmp_path: Path) -> None:
+    """Each request of ``serve``'s panel is a new search over the stored answers: the audit's wrong answer is stored
+    as an audit (`store_answer`), so the next search ties the lookup to the totals and proves it, as one sitting does."""
+    from trajdebug.api import analyze_source
+    from trajdebug.core.model import Answer
+    from trajdebug.serve.ask import ask_state, store_answer, stored_answers
+
+    path = tmp_path / "inv.jsonl"
+    _record_invoice(path)
+    analysis = analyze_source(path).analyses[0]
+    wrong = {"compute_totals", "lookup_customer", *_DOWNSTREAM}
+    names = {s.step_id: s.name for s in analysis.run.steps}
+    for _ in range(15):
+        state = ask_state(analysis, stored_answers(path, analysis.run.run_id))
+        if state["question"] is None:
+            break
+        sid = state["question"]["step_id"]
+        answer = Answer(sid, names[sid] not in wrong, "person")
+        store_answer(path, analysis, answer, stored_answers(path, analysis.run.run_id))
+    guided = state["guided"]
+    assert guided["certain"] and guided["root_name"] == "lookup_customer" and guided["audited"]
+    kinds = {names[a.step_id]: a.asked for a in load_runs(path)[0].answers}
+    assert kinds["lookup_customer"].startswith("audit:") and kinds["compute_totals"] == "question"
+
+
+def test_an_automatic_oracles_dont_know_leaves_the_question_to_the_person(tmp_path: Path) -> None:
+    """A function oracle (``--oracle``) that knows nothing answers "don't know" everywhere: neither stored nor
+    taken as an answer, so the person is asked as with no oracle at all, and proves the root."""
+    path = tmp_path / "inv.jsonl"
+    _record_invoice(path)
+    truth = {"compute_totals": "n", "convert_line#3": "n", **dict.fromkeys(_DOWNSTREAM, "n")}
+
+    def knows_nothing(step: object, run: object) -> None:
+        return None
+
+    asked, guided, _ = _session(path, truth, oracle=knows_nothing)
+    assert asked and guided.certain and load_runs(path)[0].step(guided.root).name == "convert_line"
+    assert {a.by for a in load_runs(path)[0].answers} == {"person"}

@@ -774,4 +774,48 @@ def test_an_inadmissible_answer_sends_the_next_question_to_what_fed_that_step(w:
         bad = sid in wrong and sid != root
         search.answer(Answer(sid, sid not in wrong, "person", admissible=None if sid not in wrong else not bad))
         given_wrong = sid if bad else None
+        if bad:  # never the root (a plain wrong answer, ``n``, would keep it a candidate)
+            assert sid not in dict(search.result().candidates)
     assert search.result().root == root and search.result().certain
+
+
+def test_stored_answers_are_taken_without_working_out_the_search_before_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search built over many stored answers takes each as it says it was asked (`Answer.asked`): no candidate
+    set is worked out per answer, even where every step's inputs were only inferred (an audit possible anywhere),
+    so the cost grows with the answers plus the steps, not their product; an audit's answer still counts as one."""
+    n = 300
+    ids = [f"s{i:03d}" for i in range(n)]
+    steps = tuple(
+        Step(s, f"stage{i}", "other", output=i, deps=(Dependency(ids[i - 1], origin="inferred"),) if i else (),
+             start_ns=2 * i, end_ns=2 * i + 1)
+        for i, s in enumerate(ids)
+    )
+    run = Run("run1", "chain", 0, 2 * n, "failure", "wrong", steps=steps)
+    loc = Localization([Candidate(ids[100], 0.9, (), ())], SearchStats(n, n, 0.0),
+                       failures=(Failure(ids[-1], "outcome", "wrong", "x", "final"),), ranking=(ids[100],))
+    analysis = Analysis(run, loc.failures, loc)
+    rng = random.Random(5)
+    answers = [Answer(s, int(s[1:]) < 100, "person", k + 1) for k, s in enumerate(rng.sample(ids[:-1], 200))]
+    worked: list[int] = []
+    real = GuidedSearch._reaches
+    monkeypatch.setattr(GuidedSearch, "_reaches", lambda self: worked.append(1) or real(self))
+    GuidedSearch(analysis, answers, once=True)
+    assert worked == []
+    audit = Answer(ids[20], True, "person", 999, asked=f"audit:{ids[150]}")
+    search = GuidedSearch(analysis, [*answers, audit], once=True)
+    assert worked == [] and search.audited == {20: 150}
+    search.next_question()
+    assert len(worked) == 1
+
+
+def test_recheck_with_an_interactive_oracle_says_that_nothing_was_rechecked() -> None:
+    """A person is never asked a step twice (``once``): ``recheck=True`` then rechecks nothing, and says so."""
+    analysis, _, wrong = _world(3, 12)
+
+    def person(step: Step, run: Run) -> bool:
+        return step.step_id not in wrong
+
+    person.interactive = True  # type: ignore[attr-defined]
+    said = guided_search(analysis, person, recheck=True).problems
+    assert any("no answer was rechecked" in p for p in said)
+    assert not any("rechecked" in p for p in guided_search(analysis, person, recheck=False).problems)

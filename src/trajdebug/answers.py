@@ -121,7 +121,9 @@ def forget_answers(
     """Take back the answers stored with a run: all of them, those about ``steps``, or those of ``by``.
 
     The records stay (the files are append-only); a withdrawing record per answer
-    makes every reader leave it out, so the guided search asks the step again.
+    makes every reader leave it out, so the guided search may ask the step again: it does when it needs
+    that answer (a proof that rested on it, a question left open), and a later answer stored with what it
+    was asked as (`Answer.asked`) keeps its meaning without it.
     Returns the answers withdrawn.
 
     Raises:

@@ -126,11 +126,14 @@ def _ask_run(
     run = analysis.run
     same = None if twin is None else ReferenceOracle(twin)
     log: AnswerLog | None = None
-    known = list(run.answers)
+    # An automatic oracle's "don't know" leaves the question to the person: it neither blocks it (a step
+    # answered once is not asked again) nor is stored (the oracle is asked again by the next analysis).
+    known = [a for a in run.answers if a.correct is not None or _by_person(a)]
     # What the oracles of this analysis (--oracle, checks, a passing run, --judge) answered is data
     # too: stored with the run beside the person's answers, and never asked of the person again.
-    seen = {(a.step_id, a.run_id, a.by) for a in known}
-    found = [a for a in (analysis.guided.questions if analysis.guided else ()) if (a.step_id, a.run_id, a.by) not in seen]
+    seen = {(a.step_id, a.run_id, a.by) for a in run.answers}
+    told = analysis.guided.questions if analysis.guided else ()
+    found = [a for a in told if a.correct is not None and (a.step_id, a.run_id, a.by) not in seen]
     if found:
         log = AnswerLog(source, run.run_id, known=[run.run_id])
         known.extend(log.save(a) for a in found)
@@ -147,7 +150,7 @@ def _ask_run(
                 # The passing run of the same input produced this very output: what the run needed here.
                 if log is None:
                     log = AnswerLog(source, run.run_id, known=[run.run_id])
-                search.answer(log.save(Answer(sid, True, same.by, time.time_ns())))
+                search.answer(log.save(search.stamp(Answer(sid, True, same.by, time.time_ns()))))
                 continue
             q = question_for(run, sid, before + given + 1)
             said = _one_answer(q, console, read_key)
@@ -156,7 +159,8 @@ def _ask_run(
                 break
             if log is None:
                 log = AnswerLog(source, run.run_id, known=[run.run_id])
-            stored = log.save(Answer(sid, said[0], "person", time.time_ns(), admissible=said[1]))
+            # Stored with what it was asked as (an audit, a question): a resumed session takes it the same way.
+            stored = log.save(search.stamp(Answer(sid, said[0], "person", time.time_ns(), admissible=said[1])))
             search.answer(stored)
             given += 1
     except (KeyboardInterrupt, EOFError):
@@ -166,17 +170,26 @@ def _ask_run(
         tally = f"{given} answer(s) given now, {before + given} stored in all" if before else f"{given} answer(s) given and stored"
         console.print(f"\nstopped: {tally}; ask again to resume", markup=False, highlight=False)
         if sid is not None and not guided.certain and guided.root not in (None, sid):
-            console.print(_not_the_likeliest(run, sid, before + given + 1, strategy), markup=False, highlight=False)
+            why = _LIKELIEST if search.chosen_by == "likeliest" else _ORDER.get(strategy, _ORDER["prior"])
+            console.print(_not_the_likeliest(run, sid, before + given + 1, why), markup=False, highlight=False)
     console.print()
     render_guided(guided, run, console)
-    if guided.conflict:
-        # No step is asked twice (`GuidedSearch` ``once``): the person settles a conflict by taking an answer back.
-        console.print(
-            f"one of the answers about them is wrong: take it back with `trajdebug answers forget {source} --run "
-            f"{run.run_id[:12]} --step ID` and ask again",
-            markup=False, highlight=False,
-        )
+    if guided.clashing:
+        console.print(_take_back(source, run, guided), markup=False, highlight=False)
     return Asked(run.run_id, guided, given, stopped)
+
+
+def _by_person(a: Answer) -> bool:
+    """True for a person's answer (``person``, ``person:alice``), which a search that asks a person keeps as given."""
+    return a.by.split(":", 1)[0] == "person"
+
+
+def _take_back(source: str | Path, run: Run, guided: Guided) -> str:
+    """How to settle answers that clash: no step is asked twice (`GuidedSearch` ``once``), so the person takes
+    one back and asks again.  Only steps that hold an answer are named (`Guided.clashing`)."""
+    forget = " (or ".join(f"`trajdebug answers forget {source} --run {run.run_id[:12]} --step {s}`" for s in guided.clashing)
+    more = ")" * (len(guided.clashing) - 1)
+    return f"take back the answer that is wrong: {forget}{more}, and ask again"
 
 
 _ORDER = {
@@ -184,14 +197,16 @@ _ORDER = {
     "top-down": "the top-down order asks the inputs of the deepest wrong step first",
     "linear": "the linear order asks backward from the failure",
 }
+_LIKELIEST = "the likeliest step holds most of the candidates' probability, so the search proves or refutes it by its inputs"
 
 
-def _not_the_likeliest(run: Run, sid: str, number: int, strategy: str) -> str:
-    """Why the question left open was not about the likeliest root named below it: the order asks for the
-    answer that tells the most, which a step whose reach holds most of the candidates would not."""
+def _not_the_likeliest(run: Run, sid: str, number: int, why: str) -> str:
+    """Why the question left open was not about the likeliest root named below it (``why``): the order asks for
+    the answer that tells the most, which a step whose reach holds most of the candidates would not; or the
+    likeliest step holds most of the mass and is proved or refuted by its inputs (`GuidedSearch.chosen_by`)."""
     step = run.step_map().get(sid)
     name = f"{one_line(step.name) if step else '?'} #{short(sid)}"
-    return f"question {number} ({name}) is not about the likeliest root below: {_ORDER.get(strategy, _ORDER['prior'])}"
+    return f"question {number} ({name}) is not about the likeliest root below: {why}"
 
 
 def _one_answer(q: Any, console: Any, read_key: Callable[[], str]) -> tuple[bool | None, bool | None] | str:
@@ -242,6 +257,9 @@ class TerminalOracle:
     by = "person"
     interactive = True
     """Asked on the calling thread without a timeout (a person takes their time)."""
+    asked_as: str | None = None
+    """What the question being asked is asked as (`Answer.asked`), set by `trajdebug.analysis.guided_search`
+    before each question, and stored with the answer so a resumed search takes it the same way."""
 
     def __init__(
         self,
@@ -273,7 +291,7 @@ class TerminalOracle:
             self.stopped = True
             self.console.print(f"\nstopped: {self.given} answer(s) given", markup=False, highlight=False)
             return None
-        answer = Answer(step.step_id, said[0], self.by, time.time_ns(), admissible=said[1])
+        answer = Answer(step.step_id, said[0], self.by, time.time_ns(), admissible=said[1], asked=self.asked_as)
         if self.source is not None:
             log = self._logs.get(run.run_id)
             if log is None:

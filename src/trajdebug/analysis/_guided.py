@@ -60,9 +60,12 @@ person's erroneous answer spares a proof the audit; a check's answers are two-va
 
 Resuming.  A search built over stored answers asks what the search that took them one at a time would
 have asked next: its prior is the ranker's order (`Analysis.ranked`), never the order those answers made
-(`settled`), and which earlier questions were audits or rechecks is worked out again from the answers
-(`GuidedSearch._replay`).  A reader keeps the latest answer per step and answerer, so where answers are
-stored as given (a person's, ``once``) no step is asked twice: a conflict is reported, not re-asked.
+(`settled`), and each answer says what it was asked as (`Answer.asked`, `GuidedSearch.stamp`: an audit, a
+recheck, a question), stored with it, so a resumed search takes it as the session did whatever answers before
+it were taken back since, and at no search per answer.  A reader keeps the latest answer per step and
+answerer, so where answers are stored as given (a person's, ``once``) no step is asked twice: a conflict, or
+a tie between answerers of equal trust, is reported with the steps whose answers clash (`Guided.clashing`),
+not re-asked.
 
 Trust (`_guided_result.py`, with the result `Guided` and the prior): answers
 about the same step from different sources combine by trust, the more trusted
@@ -71,6 +74,7 @@ answer overriding.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -124,10 +128,11 @@ class GuidedSearch:
         recheck: Ask each answer that proves a root a second time (noisy oracles).
         audit: Questions, at most, that test a proof against inputs the recording
             may have missed (see `_audit`); 0 trusts the recorded graph.
-        once: Never ask a step again once it has an answer (no re-ask of a conflict's sides, no tie-break):
-            for answers that are stored and read back, as a person's are (`trajdebug.ask`, ``serve``).  A
-            reader keeps the latest answer per step and answerer, so a step asked twice reads back as asked
-            once: a search resumed over them would ask it again, and again on every resume.
+        once: Never ask a step again once it has an answer (no re-ask of a conflict's sides, no tie-break;
+            a tie ends the search, `ties`): for answers that are stored and read back, as a person's are
+            (`trajdebug.ask`, ``serve``).  A reader keeps the latest answer per step and answerer, so a step
+            asked twice reads back as asked once: a search resumed over them would ask it again, and again
+            on every resume.
     """
 
     def __init__(
@@ -150,6 +155,7 @@ class GuidedSearch:
         # Known to err: split answers are asked again until a side leads by two (Wald's sequential test,
         # 1945; five at most): at 10 % wrong answers a step then stands wrong 1 time in 66, not 1 in 36.
         self.lead = 2 if recheck else 1
+        self.once = once
         self.max_asks = 1 if once else _MAX_ASKS_RECHECK if recheck else _MAX_ASKS
         audit = AUDIT if audit is None else audit
         self.audit = audit
@@ -195,13 +201,18 @@ class GuidedSearch:
         """The containers whose standing answer is their child's (`_stand`), not one of their own."""
         self.votes = self.verdicts.votes
         self.rechecked: set[int] = set()
-        # The last question when a recheck (step, None) or an audit (step, proved step): marked when answered.
+        # The last question when a recheck (step, None) or an audit (step, proved step): its answer says so.
         self._marks: tuple[int, int | None] | None = None
+        self._pending: str | None = None  # the step `next_question` gave last, until an answer about it
+        self.chosen_by: str | None = None
+        """How the prior strategy picked the last question: ``likeliest`` (the candidate that holds most of the
+        mass, or an input of it: `_leader`), ``gain`` (the least mass expected left); None otherwise."""
         self._state: tuple[int, int, dict[int, int], tuple[int, int] | None] | None = None
-        self._weak: bool | None = None  # whether any node's inputs are weak (`_markable`), worked out once
         for a in answers:
-            self._replay(a)
-        self._marks = None
+            # Each as it says it was asked (`Answer.asked`): what it means never depends on the answers before it,
+            # so taking one of those back leaves it as it was, and a long list costs no search per answer.
+            self._mark(a)
+            self._take(a, given=True)
 
     def _inputs(self, graph: DependencyGraph, sid: str, hollow: set[str]) -> set[int]:
         """The nodes a step took its input from, through the hollow containers between them."""
@@ -289,48 +300,48 @@ class GuidedSearch:
                 todo.append(c)
 
     def answer(self, a: Answer) -> None:
-        """Record an answer (asked by `next_question`, or volunteered)."""
+        """Record an answer (asked by `next_question`, or volunteered), with what it was asked as (`stamp`)."""
         self.asked += 1
+        a = self.stamp(a)
+        if a.step_id == self._pending:
+            self._pending = self._marks = None  # consumed by that step's answer only: one volunteered between keeps it
         self._mark(a)
         self._take(a, given=False)
 
+    def asked_as(self) -> str | None:
+        """What the last question of `next_question` is asked as (`Answer.asked`): ``question``, ``recheck`` or
+        ``audit:<the proved step's id>``; None when no question is pending."""
+        if self._pending is None:
+            return None
+        if self._marks is None:
+            return "question"
+        proved = self._marks[1]
+        return "recheck" if proved is None else f"audit:{self.ids[proved]}"
+
+    def stamp(self, a: Answer) -> Answer:
+        """``a`` with what it was asked as (`asked_as`) when it answers the pending question and does not say.
+
+        Store the stamped answer: a search resumed over stored answers takes each as it was asked (an audit
+        counts against ``audit``, a wrong one ties its step to the proved root; a recheck is not repeated),
+        whatever answers before it were taken back since."""
+        if a.asked is not None or a.step_id != self._pending or a.run_id not in (None, self.analysis.run.run_id):
+            return a
+        return dataclasses.replace(a, asked=self.asked_as())
+
     def _mark(self, a: Answer) -> None:
-        """Note that answer ``a`` answered a recheck or an audit, when its step's question was one."""
-        if (marks := self._marks) is not None and self.index.get(a.step_id) == marks[0] and a.run_id in (None, self.analysis.run.run_id):
-            self._marks = None  # consumed by that step's answer only: one volunteered between keeps it
-            if marks[1] is None:
-                self.rechecked.add(marks[0])  # each step is rechecked once
-            else:
-                self.audited[marks[0]] = marks[1]  # a wrong answer ties it to the proved step (`_take`)
-
-    def _replay(self, a: Answer) -> None:
-        """Take an answer known beforehand as the search that asked it took it: with its question's mark.
-
-        Which questions were audits (each counts against ``audit``, and a wrong answer to one ties its step
-        to the proved root) and rechecks is state a session keeps in memory, never stored with the answers.
-        Working out again, before each answer, the question the search then stood on gives a search resumed
-        over stored answers the state of the session that gave them, so both ask the same next question.
-        Only a proof or a conflict marks a question, and only a question this answer's step could carry
-        (`_markable`), so only then is the question worked out: a long list of stored answers costs no
-        search per answer."""
-        self._marks = None
+        """Note that answer ``a`` answered a recheck or an audit, as it says (`Answer.asked`)."""
         i = self.index.get(a.step_id)
-        if self.failure is not None and i is not None and a.run_id in (None, self.analysis.run.run_id) and self._markable(i):
-            cand, focus, _, conflict = self._compute()
-            if conflict is not None or cand == 1 << focus:
-                self._question()
-        self._mark(a)
-        self._take(a, given=True)
+        if i is None or a.asked is None or a.run_id not in (None, self.analysis.run.run_id):
+            return
+        if a.asked == "recheck":
+            self.rechecked.add(i)  # each step is rechecked once
+        elif a.asked.startswith("audit:") and (proved := self.index.get(a.asked[len("audit:"):])) is not None:
+            self.audited[i] = proved  # a wrong answer ties it to the proved step (`_take`)
 
-    def _markable(self, i: int) -> bool:
-        """Whether a question about step ``i`` could carry a mark now: a recheck (`_recheck_first` marks a step
-        answered before, each once, below `max_asks`) or an audit (`_audit` asks a leaf never answered, while
-        the budget lasts, to test a proof whose root's inputs are weak; no weak step, no audit)."""
-        if i in self.votes:
-            return i not in self.rechecked and len(self.votes[i]) < self.max_asks
-        if self._weak is None:
-            self._weak = any(self.weak(j) for j in range(len(self.ids)))
-        return self._weak and len(self.audited) < self.audit and self.auditable(i)
+    def ties(self) -> list[int]:
+        """With ``once``, the steps whose most trusted answerers disagree evenly (a person and ``person:alice``):
+        never asked again, so one of those answers must be taken back (`Guided.clashing`)."""
+        return sorted(i for i in self.votes if self.verdicts.disputed(i, self.lead)) if self.once else []
 
     def verdict(self, i: int) -> bool | None:
         """The answer that stands for step ``i`` (`Verdicts.verdict`)."""
@@ -365,7 +376,7 @@ class GuidedSearch:
 
     def _standing(self) -> list[bool | None]:
         """`verdict` of every node at once: only the answered nodes, the vouched ones and the failure have one,
-        so the rest are not asked one by one (a search over many stored answers works this out per answer)."""
+        so the rest are not asked one by one (a 10,000-step slice is searched per question)."""
         said: list[bool | None] = [None] * len(self.ids)
         for i in self.verdicts.vouched():
             said[i] = True
@@ -424,20 +435,24 @@ class GuidedSearch:
     def next_question(self) -> str | None:
         """The step id to ask about next; None when the search is done.  Free of side effects: asked again
         before an answer, it gives the same step (a recheck or an audit is marked when `answer` records it)."""
-        self._marks = None
+        self._marks = self._pending = self.chosen_by = None
         if self.failure is None:
             return None
         if self.max_questions is not None and self.asked >= self.max_questions:
             return None
-        return self._question()
+        self._pending = self._question()
+        return self._pending
 
     def _question(self) -> str | None:
-        """`next_question` whatever ``max_questions`` says (`_replay` works out the questions of past sessions)."""
+        """`next_question` whatever ``max_questions`` says."""
         cand, focus, wrong, conflict = self._compute()
         if conflict is not None:
             return self._reask_conflict(conflict, wrong)
         # A tie anywhere in the slice is settled first: a step that turns out wrong may
         # contradict the root found so far (better a conflict reported than a false proof).
+        # Where no step is asked twice, no question settles it: the search stops and reports it (`ties`).
+        if self.ties():
+            return None
         disputed = [i for i in self.votes if self.verdicts.disputed(i, self.lead) and len(self.votes[i]) < self.max_asks]
         if disputed:
             return self.ids[max(disputed)]
@@ -548,6 +563,7 @@ class GuidedSearch:
         reach = self._reaches()
         total = self._mass(cand) or 1.0
         lead = self._leader(cand, total, set(open_), reach)
+        self.chosen_by = "gain" if lead is None else "likeliest"
         if lead is not None:
             return lead
         if len(open_) > _POOL:
@@ -606,8 +622,11 @@ class GuidedSearch:
             # The answers implied so far hold in a conflict too (the report's page shows them as well).
             implied = (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__))
             return Guided(None, False, tuple(self.log), ranked, (), tuple(self.ids[i] for i in sides), self.failure,
-                          self.asked, tuple(self.problems), tuple(names.items()), implied=implied)
-        certain = cand == 1 << focus and self.verdicts.proven(focus)
+                          self.asked, tuple(self.problems), tuple(names.items()), implied=implied,
+                          clashing=self._clashing(conflict, wrong))
+        ties = self.ties()
+        # A tie no question may settle (``once``) proves nothing: one of its answers may be the wrong one.
+        certain = cand == 1 << focus and self.verdicts.proven(focus) and not ties
         ranked = self._ranked(cand)
         root = self.ids[focus] if certain else (ranked[0][0] if ranked else None)
         # A likeliest container is named with the children it handed a wrong input (never certain, `Verdicts.misled`).
@@ -622,7 +641,25 @@ class GuidedSearch:
             root, certain, tuple(self.log), ranked, path, (), self.failure, self.asked, tuple(self.problems),
             tuple(names.items()), tuple(self.ids[i] for i in self.audited),
             (*self.implied, *self.verdicts.vouching(lambda i: names[self.ids[i]], self.ids.__getitem__)), misled,
+            tuple(self.ids[i] for i in ties),
         )
+
+    def _clashing(self, pair: tuple[int, int], wrong: dict[int, int]) -> tuple[str, ...]:
+        """The steps whose answers make a conflict, each that holds an answer (the failure is wrong without one):
+        its two wrong-marked steps (a container standing wrong for its child: the child); of a side whose reach
+        holds no possible root, the answered steps of that reach (inadmissible all: given a wrong input that
+        nothing recorded before could have fed)."""
+        out: list[int] = []
+        reach: list[int] | None = None
+        for i in pair:
+            if i != self.index.get(self.failure or "") and not wrong.get(i, 0):
+                reach = reach or self._reaches()
+                out.extend(j for j in _bits(reach[i] or 1 << i) if j in self.votes)
+                continue
+            while i in self.stood:
+                i = self.stand_in[i]
+            out.append(i)
+        return tuple(dict.fromkeys(self.ids[i] for i in out if i in self.votes))
 
     def _best(self, bits: int) -> int:
         ranked = self._ranked(bits)
@@ -649,6 +686,9 @@ def guided_search(
     model); an oracle that raises, hangs past ``timeout`` seconds or returns
     anything but True, False, None or an `Answer` counts as don't know and is
     named in `Guided.problems`.
+
+    With an ``interactive`` oracle (a person) no step is asked twice (`GuidedSearch` ``once``), so ``recheck``
+    asks nothing again; `Guided.problems` says so.
     """
     oracles = list(oracle) if isinstance(oracle, Sequence) else [oracle]
     callers = sorted((Caller(o, timeout) for o in oracles), key=lambda c: -trust(c.by))
@@ -657,8 +697,14 @@ def guided_search(
     search = GuidedSearch(
         analysis, answers, strategy=strategy, max_questions=max_questions, recheck=recheck, audit=audit, once=once
     )
+    if recheck and once:
+        search.problems.append("recheck: an interactive oracle is never asked a step twice, so no answer was rechecked")
     run = analysis.run
     while (sid := search.next_question()) is not None:
+        for o in oracles:
+            if hasattr(o, "asked_as"):
+                # An oracle that stores its answers as given (`trajdebug.ask.TerminalOracle`) stores this too.
+                setattr(o, "asked_as", search.asked_as())  # noqa: B010 - not an attribute of the Oracle protocol
         search.answer(ask(callers, search.graph.steps[sid], run, search.problems))
     return search.result()
 

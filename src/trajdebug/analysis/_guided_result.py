@@ -65,7 +65,8 @@ class Guided:
     path: tuple[str, ...]
     """The dependency path from the root to the failure (step ids, root first)."""
     conflict: tuple[str, ...] = ()
-    """Two candidates, when the answers admit no single root."""
+    """The likeliest root of each side, when the answers admit no single root (`clashing` names the steps
+    whose answers clash)."""
     failure: str | None = None
     """The failing step the search started from."""
     asked: int = 0
@@ -81,6 +82,11 @@ class Guided:
     misled: tuple[str, ...] = ()
     """Children of a root that is not certain, answered given a wrong input: it called them, which makes it
     the likeliest source, never a proven one (`_verdicts.Verdicts.misled`)."""
+    clashing: tuple[str, ...] = ()
+    """The steps whose answers clash: on a conflict, the two answered wrong whose reaches share no step (one
+    that holds an answer, when the other is the failure); where no step is asked twice (``once``), a step
+    whose equally trusted answerers disagree (a tie).  One of those answers is wrong: taking it back
+    (`trajdebug answers forget`) lets the search go on."""
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON data (the ``guided`` member of an analysis)."""
@@ -109,6 +115,7 @@ class Guided:
             "audited": list(self.audited),
             "implied": [{"step": a.step_id, "name": names.get(a.step_id), "reason": a.reason} for a in self.implied],
             **({"misled": list(self.misled)} if self.misled else {}),
+            **({"clashing": list(self.clashing)} if self.clashing else {}),
         }
 
 

@@ -226,6 +226,12 @@ class Answer:
     fault (or, for a step that encloses others, one of theirs); False, *inadmissible*: it was given a wrong
     input, so its root lies strictly upstream; None: not said (a two-valued answer).  Only a wrong answer
     carries it (readers drop it from any other)."""
+    asked: str | None = None
+    """What the guided search asked it as, when it asked it: ``question``; ``recheck`` (a step asked again);
+    ``audit:<step id>`` (a question testing the proof of that step against inputs the recording may have
+    missed, `trajdebug.analysis.GuidedSearch`).  None: not said (volunteered, or stored without it), read as a
+    question.  Stored with the answer, so a search resumed over stored answers takes each as it was asked
+    whatever answers were taken back before it."""
 
 
 @dataclass(frozen=True, slots=True)

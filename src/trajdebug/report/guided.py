@@ -24,12 +24,16 @@ def guided_lines(g: Guided, *, markdown: bool = False) -> list[str]:
     out = ["### Guided search" if markdown else "Guided search"]
     if g.failure is None:
         return [*out, f"{bullet}no failure to search from"]
+    clash = " and ".join(name(s) for s in g.clashing)
     if g.conflict:
         one, other = g.conflict
-        out.append(f"{bullet}the answers admit no single root: {name(one)} or {name(other)} (answer again to decide)")
+        said = f"the answers about {clash} admit no single root" if clash else "the answers admit no single root"
+        out.append(f"{bullet}{said}: the likeliest root is {name(one)} or {name(other)} (take one back to decide)")
+    elif clash:
+        out.append(f"{bullet}the answers about {clash} disagree, and none outweighs the other (take one back to decide)")
     elif g.root is not None and g.certain:
         out.append(f"{bullet}root: {name(g.root)} ({g.root}), proved by {len(g.questions)} answer(s)")
-    elif g.root is not None:
+    if g.root is not None and not g.conflict and not g.certain:
         left = ", ".join(f"{name(s)} {p:.0%}" for s, p in g.candidates[:5])
         out.append(f"{bullet}not proved yet; likeliest root: {name(g.root)}; candidates: {left}")
     for a in g.questions:

@@ -312,9 +312,12 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
     if guided.failure is None:
         console.print(Text("nothing to ask: no failing step found in this run", style="yellow"))
         return
+    clash = " and ".join(label(s) for s in guided.clashing)
     if guided.conflict:
         one, other = guided.conflict[:2]
-        console.print(Text(f"the answers admit no single root: {label(one)} or {label(other)}", style="yellow"))
+        # The steps whose answers clash first (one of those answers is wrong), then where each side's root likely is.
+        said = f"the answers about {clash} admit no single root" if clash else "the answers admit no single root"
+        console.print(Text(f"{said}: the likeliest root is {label(one)} or {label(other)}", style="yellow"))
         return
     if guided.root is None:
         console.print(Text("no root found", style="yellow"))
@@ -347,6 +350,8 @@ def render_guided(guided: Guided, run: Run, console: Any) -> None:
     if not guided.certain and len(guided.candidates) > 1:
         rest = ", ".join(f"{label(s)} {p:.2f}" for s, p in guided.candidates[:5])
         console.print(Text(f"  candidates: {rest}", style="dim"), overflow="fold")
+    if clash:  # a tie no question may settle (`GuidedSearch` ``once``)
+        console.print(Text(f"the answers about {clash} disagree, and none outweighs the other", style="yellow"))
 
 
 __all__ = [

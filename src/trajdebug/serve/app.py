@@ -372,7 +372,7 @@ class _Pages:
                     body, request.headers.get("content-type", ""), request.headers.get("origin"),
                     request.headers.get("host"),
                 )
-                store_answer(self.source, analysis, answer)
+                store_answer(self.source, analysis, answer, stored_answers(self.source, analysis.run.run_id, self.fmt))
             state = ask_state(analysis, stored_answers(self.source, analysis.run.run_id, self.fmt))
         except KeyError as exc:
             return JSONResponse({"error": str(exc.args[0]) if exc.args else f"no run {run_id!r}"}, status_code=404)

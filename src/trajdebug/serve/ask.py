@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -96,8 +97,8 @@ def parse_answer(body: bytes, content_type: str, origin: str | None, host: str |
     return Answer(sid, WORDS[word], "person", time.time_ns(), text, admissible=ADMISSIBLE.get(word))
 
 
-def store_answer(source: str | Path, analysis: Analysis, answer: Answer) -> Answer:
-    """Store a person's answer with the run.
+def store_answer(source: str | Path, analysis: Analysis, answer: Answer, answers: Sequence[Answer] = ()) -> Answer:
+    """Store a person's answer with the run; ``answers``, those stored before it, tell what it was asked as.
 
     Raises:
         BadAnswer: the run has no such step.
@@ -106,7 +107,11 @@ def store_answer(source: str | Path, analysis: Analysis, answer: Answer) -> Answ
     run = analysis.run
     if answer.step_id not in {s.step_id for s in run.steps}:
         raise BadAnswer(f"step_id: run {run.run_id[:12]} has no step {answer.step_id[:40]!r}")
-    return AnswerLog(source, run.run_id, known=[run.run_id]).save(answer)
+    # The question the page showed was worked out over the stored answers (`ask_state`): an answer to it is
+    # stored with what it was asked as (an audit, a question), so the next request's search takes it so too.
+    search = GuidedSearch(analysis, answers, once=True)
+    search.next_question()
+    return AnswerLog(source, run.run_id, known=[run.run_id]).save(search.stamp(answer))
 
 
 __all__ = ["ADMISSIBLE", "MAX_BODY", "WORDS", "BadAnswer", "SourceError", "ask_state", "parse_answer", "store_answer", "stored_answers"]

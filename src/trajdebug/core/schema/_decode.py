@@ -237,7 +237,7 @@ def decode_answer(r: Mapping[str, Any], problems: Problems) -> Answer | None:
 
     ``correct`` is true, false or null; the strings ``yes``/``no``/``true``/``false`` (any case)
     are read as the booleans, anything else as don't know, with a problem.  ``admissible`` (Naish's
-    three-valued answers) is kept only on a wrong answer.
+    three-valued answers) is kept only on a wrong answer; ``asked`` as written.
     """
     sid = r.get("step_id")
     if not isinstance(sid, (str, int)) or isinstance(sid, bool) or sid == "":
@@ -265,7 +265,17 @@ def decode_answer(r: Mapping[str, Any], problems: Problems) -> Answer | None:
         run_id=str_field(r, "step_run_id", problems),
         withdrawn=r.get("withdrawn") is True,
         admissible=_admissible(r, correct, problems),
+        asked=_asked(r, problems),
     )
+
+
+def _asked(r: Mapping[str, Any], problems: Problems) -> str | None:
+    """What the guided search asked an answer as (`Answer.asked`): a string, or absent/null for not said."""
+    raw = r.get("asked")
+    if raw is None or (isinstance(raw, str) and raw):
+        return raw
+    problems.append(f"field 'asked' must be a string or null, got {_short(raw)}; read as null")
+    return None
 
 
 def _admissible(r: Mapping[str, Any], correct: bool | None, problems: Problems) -> bool | None:

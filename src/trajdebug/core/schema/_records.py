@@ -302,7 +302,8 @@ def mark_record(run_id: str, outcome: str, reason: str | None, time_ns: int) -> 
 def answer_record(run_id: str, a: Answer) -> dict[str, Any]:
     """An ``answer`` record: a judgement of one step's output (right: what the run needed there) (``correct`` is
     true, false or null for don't know), who gave it (``by``), when, and why; of a wrong answer, ``admissible``
-    when said (true: wrong for the inputs it was given; false: it was given a wrong input)."""
+    when said (true: wrong for the inputs it was given; false: it was given a wrong input); ``asked``, what the
+    guided search asked it as, when it did (`Answer.asked`)."""
     return {
         "v": FORMAT_VERSION,
         "t": "answer",
@@ -316,6 +317,7 @@ def answer_record(run_id: str, a: Answer) -> dict[str, Any]:
         **({"withdrawn": True} if a.withdrawn else {}),
         # Written only when said, so a two-valued answer's record is what it always was.
         **({"admissible": a.admissible} if a.admissible is not None and a.correct is False else {}),
+        **({"asked": a.asked} if a.asked is not None and not a.withdrawn else {}),
     }
 
 
