@@ -489,6 +489,69 @@ class TestOldAnswers:
         assert "reference:old-answer" in found
 
 
+    def test_an_answer_echoing_this_requests_fields_is_no_old_answer(self) -> None:
+        """A fare tool that answers the route it was asked (its answer echoes `route`), as a passing run got it
+        for the same route asked at another hour, answered this request: the hour is not what the fare
+        follows; the same fare echoing another route is still another request's answer."""
+
+        def fare(rid: str, route: str, hour: str, echoed: str, *, fail: bool = False) -> Run:
+            s = Step("q", "quote_fare", "tool", input={"route": route, "hour": hour},
+                     output={"route": echoed, "fare_eur": 42.5, "operator": f"{echoed} shuttle line"})
+            return Run(rid, "ferry", outcome="failure" if fail else "success", steps=(s,))
+
+        passing = [fare("p1", "harbour to isle", "07:40", "harbour to isle")] + [
+            fare(f"p{i}", f"pier {i} to cove", f"1{i}:00", f"pier {i} to cove") for i in range(2, 6)
+        ]
+        profile = learn(passing)
+
+        def old(run: Run) -> bool:
+            return "reference:old-answer" in [e.diagnoser for e in violations(run.steps[0], Lineage(run).view("q"), profile)]
+
+        assert not old(fare("bad", "harbour to isle", "18:05", "harbour to isle", fail=True))
+        assert old(fare("bad", "pier 9 to cove", "18:05", "harbour to isle", fail=True))
+
+    def test_a_sub_agent_answering_the_record_its_sentence_names_is_no_old_answer(self) -> None:
+        """A sub-agent asked in words about account AC-12 that answers AC-12's cover, as a passing run got it when
+        it asked about AC-12 on another day, answered what it was asked; AC-15's cover served for AC-12 was not."""
+
+        def cover(rid: str, account: str, day: str, answered: str, *, fail: bool = False) -> Run:
+            s = Step("c", "cover_agent", "tool", input={"input": f"Check cover for account {account} on {day}."},
+                     output={"account": answered, "policy": f"POL-{answered}-2027", "valid_until": "2027-12-31"})
+            return Run(rid, "insurer", outcome="failure" if fail else "success", steps=(s,))
+
+        days = ["3 May", "9 June", "1 July", "4 August", "2 September"]
+        passing = [cover(f"p{i}", f"AC-1{i}", days[i], f"AC-1{i}") for i in range(5)]
+        profile = learn(passing)
+
+        def old(run: Run) -> bool:
+            return "reference:old-answer" in [e.diagnoser for e in violations(run.steps[0], Lineage(run).view("c"), profile)]
+
+        assert not old(cover("bad", "AC-12", "7 October", "AC-12", fail=True))
+        assert old(cover("bad", "AC-17", "7 October", "AC-12", fail=True))
+
+    def test_a_listing_naming_this_requests_item_is_no_old_answer_but_one_naming_only_the_others_is(self) -> None:
+        """A name search that lists both the quay asked for and the one another request asked for (one listing for
+        two like names) answered this request too; a letter about the other request's person, sharing only the
+        surname asked, is another request's answer."""
+
+        def search(rid: str, name: str, listed: list[str], *, fail: bool = False) -> Run:
+            out = {"hits": [{"name": n, "berth": f"B-{len(n)}{i}"} for i, n in enumerate(listed)]}
+            s = Step("s", "find_quay", "tool", input={"name": f"{name}"}, output=out)
+            return Run(rid, "harbour", outcome="failure" if fail else "success", steps=(s,))
+
+        twin = ["North Quay East", "North Quay West"]
+        passing = [search("p1", "North Quay East", twin)] + [
+            search(f"p{i}", f"Dock {i} Slip", [f"Dock {i} Slip"]) for i in range(2, 6)
+        ]
+        profile = learn(passing)
+
+        def old(run: Run) -> bool:
+            return "reference:old-answer" in [e.diagnoser for e in violations(run.steps[0], Lineage(run).view("s"), profile)]
+
+        assert not old(search("bad", "North Quay West", twin, fail=True))
+        assert old(search("bad", "North Quay Central", twin, fail=True))
+
+
 class TestExpectedProducer:
     @staticmethod
     def _booking(rid: str, code: str, *, fail: bool = False) -> Run:

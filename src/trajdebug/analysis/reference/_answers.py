@@ -73,7 +73,11 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
             # requests got alike (a static table, a policy) says nothing.
             if got is not None and len(got) == 1 and request not in got:
                 (other, run), = got.items()
-                if _same_subject(asked, other, key, part) or _shared_cause(asked, other, part):
+                if (
+                    _same_subject(asked, other, key, part)
+                    or _shared_cause(asked, other, part)
+                    or _answers_this(asked, other, part, st)
+                ):
                     continue
                 yield Evidence(
                     step.step_id,
@@ -217,6 +221,103 @@ def _shared_cause(asked: Any, other: str, part: str) -> bool:
     # The other request named something of its own (another store) that the part does not name: the
     # part is not about it.  Requests that differ only in numbers leave that unsaid.
     return bool(mine & theirs) and bool(own) and not any(v.lower() in part.lower() for v in theirs | mine)
+
+
+def _answers_this(asked: Any, other: str, part: str, st: _StepStats) -> bool:
+    """Whether an answer another request also got says it answers this one: it names what this request asked
+    about (a field of the request echoed under its own name with this request's value, or a word of a request
+    written as free text), and names nothing the other request alone asked unless it names something this one
+    alone asked too.  Two requests about one subject get one answer (the quote for a lock type asked at two
+    times of day, the same unit's rate on two dates, the listing that holds both stations a name search
+    matched): the answer is a function of what they share, not another request's entry.  Values every
+    passing request held (a constant setting) say nothing about which request it answers."""
+    try:
+        theirs = json.loads(other)
+    except (ValueError, RecursionError):
+        return False
+    try:
+        got = json.loads(part)
+    except (ValueError, RecursionError):
+        got = part
+    common = _constants(st)
+    mine = _asked_units(asked) - common
+    theirs_only = {v for _, v in _asked_units(theirs) - common} - {v for _, v in mine}
+    mine_only = {u for u in mine if u[1] not in {v for _, v in _asked_units(theirs)}}
+    text = part.casefold()
+    echoed = _fields_of(got)
+
+    def named(unit: tuple[str, str]) -> bool:
+        field, value = unit
+        if field:
+            return value in echoed.get(field, ())
+        return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text) is not None
+
+    if not any(named(u) for u in mine):
+        return False
+    return not any(named(("", v)) for v in theirs_only) or any(named(u) for u in mine_only)
+
+
+_WORD = re.compile(r"\w[\w.-]*\w")
+
+
+def _asked_units(value: Any) -> set[tuple[str, str]]:
+    """What a request asks about, case-folded: each text field as (its name, its value), and a free text (one
+    with spaces) as itself and its words of three characters or more (no field name: an answer echoes no
+    field of a sentence).  A text that is JSON (an agent used as a tool takes its arguments so) is read as
+    its fields.  Numbers and flags are left out: an answer's numbers match a request's by chance."""
+    out: set[tuple[str, str]] = set()
+    for field, v in _leaves(value):
+        text = v.strip().casefold()
+        if len(text) < 3:
+            continue
+        if any(c.isspace() for c in text):
+            out.add(("", text))
+            out.update(("", w) for w in _WORD.findall(text) if len(w) >= 3)
+        else:
+            out.add((field, text))
+    return out
+
+
+def _leaves(value: Any, field: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
+    """The text leaves of a value with the name of the field each sits under (a list's items under the list's)."""
+    if depth > 6:
+        return
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in "{[":
+            try:
+                yield from _leaves(json.loads(stripped), field, depth + 1)
+                return
+            except (ValueError, RecursionError):
+                pass
+        yield field.casefold(), value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _leaves(v, str(k), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v, field, depth + 1)
+
+
+def _fields_of(value: Any) -> dict[str, set[str]]:
+    """An answer's text values by the name of the field each sits under, at any depth, case-folded."""
+    out: dict[str, set[str]] = {}
+    for field, v in _leaves(value):
+        out.setdefault(field, set()).add(v.strip().casefold())
+    return out
+
+
+def _constants(st: _StepStats) -> set[tuple[str, str]]:
+    """What every request the passing runs made of the step asked alike (two requests or more)."""
+    requests = {r for got in st.parts.values() for r in got}
+    units: set[tuple[str, str]] | None = None
+    for r in requests:
+        try:
+            u = _asked_units(json.loads(r))
+        except (ValueError, RecursionError):
+            continue
+        units = u if units is None else units & u
+    return units if units is not None and len(requests) >= 2 else set()
 
 
 def _request_values(value: Any, depth: int = 0) -> list[str]:
