@@ -394,12 +394,15 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
     storing = len(stored) >= 3 and copied >= 0.75 * len(stored)
     frac = len(lost) / len(values)
     shown = ", ".join(repr(v)[:30] for v in lost[:3])
+    # The input fields it left out: a passing run's writer that left out others stored its part by design.
+    about = tuple(sorted(_lost_paths(step) or ()))
     if storing:
         yield Evidence(
             step.step_id,
             0.2 + 0.4 * frac,
             f"it stores what it is given, but {len(lost)} of the {len(values)} values it was given are not in what it wrote (e.g. {shown})",
             "state-write",
+            about=about,
         )
     else:
         yield Evidence(
@@ -407,6 +410,7 @@ def _stored_values(step: Step, values: list[Any], written: Mapping[str, Any]) ->
             0.05 + 0.1 * frac,
             f"what it wrote leaves out {len(lost)} of the {len(values)} values it was given (e.g. {shown})",
             "state-write",
+            about=about,
         )
 
 
