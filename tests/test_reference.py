@@ -211,6 +211,29 @@ class TestInvariants:
         assert not changed(stock("bad", 20, (3, 7), fail=True))
         assert changed(stock("bad", 20, (3, 7), 30, fail=True))
 
+    def test_a_step_passing_runs_answered_one_request_two_ways_is_no_function_of_its_request(self) -> None:
+        """A gauge reader whose passing runs read one tank two ways (a live reading) answers from more than its
+        request: another reading for a tank now is how it behaves, no same-input deviation; a reader that
+        answered each tank one way in every passing run still deviates."""
+
+        def gauge(rid: str, readings: dict[str, int], *, fail: bool = False) -> Run:
+            steps = tuple(
+                Step(f"s{i}", "read_gauge", "tool", input={"tank": t}, output={"tank": t, "litres": v},
+                     start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, (t, v) in enumerate(readings.items())
+            )
+            return Run(rid, "depot", outcome="failure" if fail else "success", steps=steps)
+
+        steady = [gauge(f"ok{i}", {"TK-1": 400, "TK-2": 520}) for i in range(3)]
+        live = [*steady[:2], gauge("ok9", {"TK-1": 400, "TK-2": 610})]
+        bad = gauge("bad", {"TK-1": 90, "TK-2": 520}, fail=True)
+
+        def changed(profile: Any) -> bool:
+            return "reference:same-input" in {e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("s0"), profile)}
+
+        assert changed(learn(steady))
+        assert not changed(learn(live))
+
     def test_a_date_one_request_gets_is_no_stamp_even_when_new_in_every_run(self) -> None:
         """A parcel's delivery date (one per parcel, each seen in one passing run) changing for the same parcel is
         answering the same request otherwise: no call of a run shares it, so it is no stamp of the run."""

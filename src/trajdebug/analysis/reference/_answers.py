@@ -55,6 +55,7 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
         and not _minted_only(st, now, answers)
         and not origin
         and not _reads_unrecorded(step, steps)
+        and not _answers_vary(st)
     ):
         yield Evidence(
             step.step_id,
@@ -137,6 +138,24 @@ def _children(steps: Mapping[str, Step]) -> dict[str, list[Step]]:
     # One slot, replaced whole (threads see an old or a new entry, never half of one).
     _CHILDREN[:] = [(steps, len(steps), out)]
     return out
+
+
+def _answers_vary(st: _StepStats) -> bool:
+    """Whether the passing runs answered some one request of the step two ways (ids it mints on every call
+    aside): the step answers from more than its request (a live reading, a store that fills up as the run
+    goes, a draw), so another answer to a request now is how it behaves, not a changed environment."""
+    minted = {f for f, fs in st.fields.items() if _mints(fs)}
+    for answers in st.answers.values():
+        if len(answers) < 2:
+            continue
+        if not minted:
+            return True
+        try:
+            if len({json.dumps(_masked(json.loads(a), minted), sort_keys=True) for a in answers}) > 1:
+                return True
+        except (ValueError, RecursionError):
+            return True
+    return False
 
 
 def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
