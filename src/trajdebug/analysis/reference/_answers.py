@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from trajdebug.analysis._evidence import Evidence
+from trajdebug.analysis.lexicon import ENGLISH
 from trajdebug.analysis.lineage import semantic
 from trajdebug.analysis.reference._profile import (
     Profile,
@@ -55,7 +56,7 @@ def answer_checks(step: Step, st: _StepStats, steps: Mapping[str, Step] | None, 
         and not _minted_only(st, now, answers)
         and not origin
         and not _reads_unrecorded(step, steps)
-        and not _answers_vary(st)
+        and not _answers_vary(st, now, answers)
     ):
         yield Evidence(
             step.step_id,
@@ -140,22 +141,53 @@ def _children(steps: Mapping[str, Step]) -> dict[str, list[Step]]:
     return out
 
 
-def _answers_vary(st: _StepStats) -> bool:
-    """Whether the passing runs answered some one request of the step two ways (ids it mints on every call
-    aside): the step answers from more than its request (a live reading, a store that fills up as the run
-    goes, a draw), so another answer to a request now is how it behaves, not a changed environment."""
-    minted = {f for f, fs in st.fields.items() if _mints(fs)}
-    for answers in st.answers.values():
-        if len(answers) < 2:
+def _answers_vary(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
+    """Whether the answer now differs from this request's passing one only in fields that varied among some
+    one request's passing answers (ids it mints on every call aside): the step answers those from more than
+    its request (a live reading, a count that falls as a run sells), so another value there now is how it
+    behaves, not a changed environment.  A field that never varied (the item a stock lookup answers about)
+    still tells (review rev47r, H3).  An answer that does not parse (cut for its size) tells nothing."""
+    varied: set[str] = set()
+    whole = False
+    for got in st.answers.values():
+        if len(got) < 2:
             continue
-        if not minted:
-            return True
         try:
-            if len({json.dumps(_masked(json.loads(a), minted), sort_keys=True) for a in answers}) > 1:
-                return True
+            seen = [_by_field(json.loads(a)) for a in got]
         except (ValueError, RecursionError):
-            return True
-    return False
+            continue
+        for f in set().union(*seen):
+            if len({json.dumps(x.get(f), sort_keys=True) for x in seen}) > 1:
+                varied.add(f)
+                whole = whole or f == ""
+    if whole:
+        # Answers that are no records (a text) varied whole: nothing narrower to compare.
+        return True
+    if not varied:
+        return False
+    try:
+        mine = _masked(json.loads(now), varied, every=True)
+        return any(_masked(json.loads(old), varied, every=True) == mine for old in answers)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _by_field(value: Any, field: str = "", depth: int = 0) -> dict[str, list[Any]]:
+    """A parsed answer's leaf values by the name of the field each sits under ("" for a bare value)."""
+    out: dict[str, list[Any]] = {}
+    if depth > 6:
+        return out
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            for f, vs in _by_field(v, str(k), depth + 1).items():
+                out.setdefault(f, []).extend(vs)
+    elif isinstance(value, list):
+        for v in value:
+            for f, vs in _by_field(v, field, depth + 1).items():
+                out.setdefault(f, []).extend(vs)
+    else:
+        out[field] = [value]
+    return out
 
 
 def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
@@ -201,15 +233,16 @@ def _clock(value: Any) -> bool:
     return epoch_like(value, 0)
 
 
-def _masked(value: Any, fields: set[str]) -> Any:
-    """A parsed answer with the values (text, or a clock's number) under ``fields`` blanked out."""
+def _masked(value: Any, fields: set[str], every: bool = False) -> Any:
+    """A parsed answer with the values (text, or a clock's number; any value with ``every``) under ``fields``
+    blanked out."""
     if isinstance(value, Mapping):
         return {
-            k: "" if k in fields and (isinstance(v, str) or _clock(v)) else _masked(v, fields)
+            k: "" if k in fields and (every or isinstance(v, str) or _clock(v)) else _masked(v, fields, every)
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [_masked(v, fields) for v in value]
+        return [_masked(v, fields, every) for v in value]
     return value
 
 
@@ -243,13 +276,13 @@ def _shared_cause(asked: Any, other: str, part: str) -> bool:
 
 
 def _answers_this(asked: Any, other: str, part: str, st: _StepStats) -> bool:
-    """Whether an answer another request also got says it answers this one: it names what this request asked
-    about (a field of the request echoed under its own name with this request's value, or a word of a request
-    written as free text), and names nothing the other request alone asked unless it names something this one
-    alone asked too.  Two requests about one subject get one answer (the quote for a lock type asked at two
-    times of day, the same unit's rate on two dates, the listing that holds both stations a name search
-    matched): the answer is a function of what they share, not another request's entry.  Values every
-    passing request held (a constant setting) say nothing about which request it answers."""
+    """Whether an answer another request also got says it answers this one: it names this request's own value
+    in every field where the two requests differ (echoed under the field's name), and, for a request written
+    as free text, a word only this request has that is rare among the passing requests.  Two requests about
+    one subject get one answer (the quote for a lock type asked at two times of day, the listing that holds
+    both stations a name search matched).  A field both requests share, echoed (the date a weather tool that
+    ignores the city repeats), or one of two fields that differ, says nothing about which request it answers
+    (review rev47r, H2): the answer may follow the field it does not name."""
     try:
         theirs = json.loads(other)
     except (ValueError, RecursionError):
@@ -258,47 +291,85 @@ def _answers_this(asked: Any, other: str, part: str, st: _StepStats) -> bool:
         got = json.loads(part)
     except (ValueError, RecursionError):
         got = part
-    common = _constants(st)
-    mine = _asked_units(asked) - common
-    theirs_only = {v for _, v in _asked_units(theirs) - common} - {v for _, v in mine}
-    mine_only = {u for u in mine if u[1] not in {v for _, v in _asked_units(theirs)}}
-    text = part.casefold()
-    echoed = _fields_of(got)
-
-    def named(unit: tuple[str, str]) -> bool:
-        field, value = unit
-        if field:
-            return value in echoed.get(field, ())
-        return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text) is not None
-
-    if not any(named(u) for u in mine):
+    mine_f, mine_w = _asked_units(asked)
+    theirs_f, theirs_w = _asked_units(theirs)
+    own = {f: vs - theirs_f.get(f, set()) for f, vs in mine_f.items()}
+    own = {f: vs for f, vs in own.items() if vs}
+    words = {w for w in mine_w - theirs_w if _rare(w, st)}
+    if not own and not words:
+        # Nothing this request asked alone that an answer could name: nothing says it is this request's.
         return False
-    return not any(named(("", v)) for v in theirs_only) or any(named(u) for u in mine_only)
+    echoed = _fields_of(got)
+    if any(not vs & echoed.get(f, set()) for f, vs in own.items()):
+        return False
+    return not words or bool(words & set(_WORD.findall(part.casefold())))
 
 
 _WORD = re.compile(r"\w[\w.-]*\w")
 
 
-def _asked_units(value: Any) -> set[tuple[str, str]]:
-    """What a request asks about, case-folded: each text field as (its name, its value), and a free text (one
-    with spaces) as itself and its words of three characters or more (no field name: an answer echoes no
-    field of a sentence).  A text that is JSON (an agent used as a tool takes its arguments so) is read as
-    its fields.  Numbers and flags are left out: an answer's numbers match a request's by chance."""
-    out: set[tuple[str, str]] = set()
+def _rare(word: str, st: _StepStats) -> bool:
+    """Whether a word of a free-text request can name it: no function word (the lexicon's), and held by at
+    most one passing request or under a quarter of them (a word most requests hold, "weather" or "report",
+    names none; review rev47r, H1)."""
+    if word in _FUNCTION_WORDS:
+        return False
+    n, counts = _request_words(st)
+    held = counts.get(word, 0)
+    return held <= 1 or held * 4 < n
+
+
+_FUNCTION_WORDS = ENGLISH.stopwords | ENGLISH.short_stopwords
+
+
+_REQUEST_WORDS: dict[int, tuple[_StepStats, int, tuple[int, dict[str, int]]]] = {}
+"""Per step profile (by identity, with the count of its parts when read): its passing requests' word counts."""
+
+
+def _request_words(st: _StepStats) -> tuple[int, dict[str, int]]:
+    """How many passing requests a step's profile holds, and in how many of them each free-text word occurs:
+    read once per profile (asked of every old-answer candidate, re-reading every request each time was
+    quadratic in a tool's calls; review rev47r, H3b)."""
+    hit = _REQUEST_WORDS.get(id(st))
+    if hit is not None and hit[0] is st and hit[1] == len(st.parts):
+        return hit[2]
+    requests = {r for got in st.parts.values() for r in got}
+    counts: dict[str, int] = {}
+    for r in requests:
+        try:
+            _, ws = _asked_units(json.loads(r))
+        except (ValueError, RecursionError):
+            continue
+        for w in ws:
+            counts[w] = counts.get(w, 0) + 1
+    if len(_REQUEST_WORDS) > 512:
+        _REQUEST_WORDS.clear()
+    _REQUEST_WORDS[id(st)] = (st, len(st.parts), (len(requests), counts))
+    return len(requests), counts
+
+
+def _asked_units(value: Any) -> tuple[dict[str, set[str]], set[str]]:
+    """What a request asks about, case-folded: its fields' values by field name (texts of three characters or
+    more, and numbers), and the words (three characters or more) of its free texts (ones with spaces: an
+    answer echoes no field of a sentence).  A text that is JSON (an agent used as a tool takes its arguments
+    so) is read as its fields."""
+    fields: dict[str, set[str]] = {}
+    words: set[str] = set()
     for field, v in _leaves(value):
         text = v.strip().casefold()
-        if len(text) < 3:
-            continue
         if any(c.isspace() for c in text):
-            out.add(("", text))
-            out.update(("", w) for w in _WORD.findall(text) if len(w) >= 3)
-        else:
-            out.add((field, text))
-    return out
+            words.update(w for w in _WORD.findall(text) if len(w) >= 3)
+        elif len(text) >= 3 or _NUMBER.fullmatch(text):
+            fields.setdefault(field, set()).add(text)
+    return fields, words
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def _leaves(value: Any, field: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
-    """The text leaves of a value with the name of the field each sits under (a list's items under the list's)."""
+    """The text and number leaves of a value (numbers as text) with the name of the field each sits under (a
+    list's items under the list's)."""
     if depth > 6:
         return
     if isinstance(value, str):
@@ -310,6 +381,8 @@ def _leaves(value: Any, field: str = "", depth: int = 0) -> Iterator[tuple[str, 
             except (ValueError, RecursionError):
                 pass
         yield field.casefold(), value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield field.casefold(), format(value, "g") if isinstance(value, float) else str(value)
     elif isinstance(value, Mapping):
         for k, v in value.items():
             yield from _leaves(v, str(k), depth + 1)
@@ -319,24 +392,11 @@ def _leaves(value: Any, field: str = "", depth: int = 0) -> Iterator[tuple[str, 
 
 
 def _fields_of(value: Any) -> dict[str, set[str]]:
-    """An answer's text values by the name of the field each sits under, at any depth, case-folded."""
+    """An answer's text and number values by the name of the field each sits under, at any depth, case-folded."""
     out: dict[str, set[str]] = {}
     for field, v in _leaves(value):
         out.setdefault(field, set()).add(v.strip().casefold())
     return out
-
-
-def _constants(st: _StepStats) -> set[tuple[str, str]]:
-    """What every request the passing runs made of the step asked alike (two requests or more)."""
-    requests = {r for got in st.parts.values() for r in got}
-    units: set[tuple[str, str]] | None = None
-    for r in requests:
-        try:
-            u = _asked_units(json.loads(r))
-        except (ValueError, RecursionError):
-            continue
-        units = u if units is None else units & u
-    return units if units is not None and len(requests) >= 2 else set()
 
 
 def _request_values(value: Any, depth: int = 0) -> list[str]:
