@@ -513,9 +513,9 @@ class TestOldAnswers:
 
 
     def test_an_answer_echoing_this_requests_fields_is_no_old_answer(self) -> None:
-        """A fare tool that answers the route it was asked (its answer echoes `route`), as a passing run got it
-        for the same route asked at another hour, answered this request: the hour is not what the fare
-        follows; the same fare echoing another route is still another request's answer."""
+        """A fare tool whose passing runs got one fare for one route asked at two hours answered this request
+        with the fare a passing run got for its route at another hour: the hour is not what the fare follows;
+        the same fare for another route is still another request's answer."""
 
         def fare(rid: str, route: str, hour: str, echoed: str, *, fail: bool = False) -> Run:
             s = Step("q", "quote_fare", "tool", input={"route": route, "hour": hour},
@@ -524,7 +524,7 @@ class TestOldAnswers:
 
         passing = [fare("p1", "harbour to isle", "07:40", "harbour to isle")] + [
             fare(f"p{i}", f"pier {i} to cove", f"1{i}:00", f"pier {i} to cove") for i in range(2, 6)
-        ]
+        ] + [fare("p6", "pier 2 to cove", "16:30", "pier 2 to cove")]
         profile = learn(passing)
 
         def old(run: Run) -> bool:
@@ -533,9 +533,10 @@ class TestOldAnswers:
         assert not old(fare("bad", "harbour to isle", "18:05", "harbour to isle", fail=True))
         assert old(fare("bad", "pier 9 to cove", "18:05", "harbour to isle", fail=True))
 
-    def test_a_sub_agent_answering_the_record_its_sentence_names_is_no_old_answer(self) -> None:
-        """A sub-agent asked in words about account AC-12 that answers AC-12's cover, as a passing run got it when
-        it asked about AC-12 on another day, answered what it was asked; AC-15's cover served for AC-12 was not."""
+    def test_a_sub_agent_answer_naming_no_word_only_its_sentence_has_is_an_old_answer(self) -> None:
+        """A sub-agent asked in words about account AC-12 on a day no passing run asked, answering with the cover a
+        passing run got for AC-12 on another day, names no word only its own sentence has (the day may be what the
+        answer followed): another request's answer, as AC-13's cover served for AC-17 is."""
 
         def cover(rid: str, account: str, day: str, answered: str, *, fail: bool = False) -> Run:
             s = Step("c", "cover_agent", "tool", input={"input": f"Check cover for account {account} on {day}."},
@@ -549,8 +550,8 @@ class TestOldAnswers:
         def old(run: Run) -> bool:
             return "reference:old-answer" in [e.diagnoser for e in violations(run.steps[0], Lineage(run).view("c"), profile)]
 
-        assert not old(cover("bad", "AC-12", "7 October", "AC-12", fail=True))
-        assert old(cover("bad", "AC-17", "7 October", "AC-12", fail=True))
+        assert old(cover("bad", "AC-12", "7 October", "AC-12", fail=True))
+        assert old(cover("bad", "AC-17", "7 October", "AC-13", fail=True))
 
     def test_a_listing_naming_this_requests_item_is_no_old_answer_but_one_naming_only_the_others_is(self) -> None:
         """A name search that lists both the quay asked for and the one another request asked for (one listing for
@@ -573,6 +574,35 @@ class TestOldAnswers:
 
         assert not old(search("bad", "North Quay West", twin, fail=True))
         assert old(search("bad", "North Quay Central", twin, fail=True))
+
+    def test_an_answer_echoing_only_a_field_both_requests_share_is_an_old_answer(self) -> None:
+        """A tide tool that echoes the day asked but ignores the harbour, answering harbour Kelmor with what a
+        passing run got for harbour Vashti on that day, names nothing only this request asked: an old answer."""
+
+        def tide(rid: str, harbour: str, day: str, answered: str, *, fail: bool = False) -> Run:
+            s = Step("t", "tide_table", "tool", input={"harbour": harbour, "day": day},
+                     output={"day": day, "tide": f"high water {len(answered)}:{ord(answered[0]) % 60:02d}, neap range, swell south-west"})
+            return Run(rid, "pilots", outcome="failure" if fail else "success", steps=(s,))
+
+        ports = ["vashti", "orlen", "brisk", "tamber", "kelmor"]
+        profile = learn([tide(f"p{i}", h, f"2031-04-0{i + 1}", h) for i, h in enumerate(ports)])
+        bad = tide("bad", "kelmor", "2031-04-01", "vashti", fail=True)
+        assert "reference:old-answer" in [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("t"), profile)]
+
+    def test_a_function_word_only_this_sentence_has_does_not_name_it(self) -> None:
+        """A sentence request served another sentence's cached summary is an old answer even when the summary holds
+        a function word ("for") that only this request's sentence holds among the requests."""
+
+        def brief(rid: str, ask: str, said: str, *, fail: bool = False) -> Run:
+            s = Step("b", "digest", "tool", input={"query": ask}, output={"digest": said})
+            return Run(rid, "desk", outcome="failure" if fail else "success", steps=(s,))
+
+        asks = ["orchard yields in the valley", "glassworks output this year", "ferry timetable changes",
+                "quarry permits granted", "mill closures expected"]
+        said = [f"Summary: {a} rose for the year, per the council." for a in asks]
+        profile = learn([brief(f"p{i}", a, t) for i, (a, t) in enumerate(zip(asks, said, strict=True))])
+        bad = brief("bad", "outlook for beekeepers", said[1], fail=True)
+        assert "reference:old-answer" in [e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("b"), profile)]
 
 
 class TestExpectedProducer:

@@ -282,7 +282,8 @@ def _answers_this(asked: Any, other: str, part: str, st: _StepStats) -> bool:
     one subject get one answer (the quote for a lock type asked at two times of day, the listing that holds
     both stations a name search matched).  A field both requests share, echoed (the date a weather tool that
     ignores the city repeats), or one of two fields that differ, says nothing about which request it answers
-    (review rev47r, H2): the answer may follow the field it does not name."""
+    (review rev47r, H2): the answer may follow the field it does not name.  A field passing requests differed
+    in alone while they got one answer (the hour a fare is asked at) is one the answer does not follow."""
     try:
         theirs = json.loads(other)
     except (ValueError, RecursionError):
@@ -293,7 +294,12 @@ def _answers_this(asked: Any, other: str, part: str, st: _StepStats) -> bool:
         got = part
     mine_f, mine_w = _asked_units(asked)
     theirs_f, theirs_w = _asked_units(theirs)
-    own = {f: vs - theirs_f.get(f, set()) for f, vs in mine_f.items()}
+    differ = {f for f in mine_f.keys() | theirs_f.keys() if mine_f.get(f) != theirs_f.get(f)}
+    loose = _requests_of(st)[2]
+    if differ and differ <= loose and mine_w == theirs_w:
+        # The requests differ only in fields passing requests differed in alone and got one answer.
+        return True
+    own = {f: mine_f[f] - theirs_f.get(f, set()) for f in differ - loose if f in mine_f}
     own = {f: vs for f, vs in own.items() if vs}
     words = {w for w in mine_w - theirs_w if _rare(w, st)}
     if not own and not words:
@@ -314,7 +320,7 @@ def _rare(word: str, st: _StepStats) -> bool:
     names none; review rev47r, H1)."""
     if word in _FUNCTION_WORDS:
         return False
-    n, counts = _request_words(st)
+    n, counts, _ = _requests_of(st)
     held = counts.get(word, 0)
     return held <= 1 or held * 4 < n
 
@@ -322,30 +328,46 @@ def _rare(word: str, st: _StepStats) -> bool:
 _FUNCTION_WORDS = ENGLISH.stopwords | ENGLISH.short_stopwords
 
 
-_REQUEST_WORDS: dict[int, tuple[_StepStats, int, tuple[int, dict[str, int]]]] = {}
-"""Per step profile (by identity, with the count of its parts when read): its passing requests' word counts."""
+_Requests = tuple[int, dict[str, int], frozenset[str]]
+"""How many passing requests; in how many each free-text word occurs; the fields no answer followed."""
+
+_REQUESTS: dict[int, tuple[_StepStats, int, _Requests]] = {}
+"""Per step profile (by identity, with the count of its parts when read): what its passing requests show."""
 
 
-def _request_words(st: _StepStats) -> tuple[int, dict[str, int]]:
-    """How many passing requests a step's profile holds, and in how many of them each free-text word occurs:
-    read once per profile (asked of every old-answer candidate, re-reading every request each time was
-    quadratic in a tool's calls; review rev47r, H3b)."""
-    hit = _REQUEST_WORDS.get(id(st))
+def _requests_of(st: _StepStats) -> _Requests:
+    """What a step's passing requests show, read once per profile (asked of every old-answer candidate,
+    re-reading every request each time was quadratic in a tool's calls; review rev47r, H3b): how many there
+    are, in how many each free-text word occurs, and the fields two requests differed in alone while they
+    got one answer (the hour a fare is asked at): fields the answer does not follow."""
+    hit = _REQUESTS.get(id(st))
     if hit is not None and hit[0] is st and hit[1] == len(st.parts):
         return hit[2]
-    requests = {r for got in st.parts.values() for r in got}
+    read: dict[str, tuple[dict[str, set[str]], set[str]]] = {}
+    for got in st.parts.values():
+        for r in got:
+            if r not in read:
+                try:
+                    read[r] = _asked_units(json.loads(r))
+                except (ValueError, RecursionError):
+                    read[r] = ({}, set())
     counts: dict[str, int] = {}
-    for r in requests:
-        try:
-            _, ws = _asked_units(json.loads(r))
-        except (ValueError, RecursionError):
-            continue
+    for _, ws in read.values():
         for w in ws:
             counts[w] = counts.get(w, 0) + 1
-    if len(_REQUEST_WORDS) > 512:
-        _REQUEST_WORDS.clear()
-    _REQUEST_WORDS[id(st)] = (st, len(st.parts), (len(requests), counts))
-    return len(requests), counts
+    loose: set[str] = set()
+    for got in st.parts.values():
+        alike = [read[r] for r in list(got)[:12]]
+        for i, (fa, wa) in enumerate(alike):
+            for fb, wb in alike[i + 1:]:
+                differ = {f for f in fa.keys() | fb.keys() if fa.get(f) != fb.get(f)}
+                if len(differ) == 1 and wa == wb:
+                    loose |= differ
+    out = (len(read), counts, frozenset(loose))
+    if len(_REQUESTS) > 512:
+        _REQUESTS.clear()
+    _REQUESTS[id(st)] = (st, len(st.parts), out)
+    return out
 
 
 def _asked_units(value: Any) -> tuple[dict[str, set[str]], set[str]]:
