@@ -234,6 +234,27 @@ class TestInvariants:
         assert changed(learn(steady))
         assert not changed(learn(live))
 
+    def test_an_answer_differing_in_a_field_that_never_varied_still_deviates(self) -> None:
+        """A hive scale whose passing runs weighed one hive two ways (the weight varies) still deviates when another
+        hive's request now gets an answer about another hive: only a new weight is how it behaves."""
+
+        def scale(rid: str, readings: list[tuple[str, str, int]], *, fail: bool = False) -> Run:
+            steps = tuple(
+                Step(f"s{i}", "weigh_hive", "tool", input={"hive": h}, output={"hive": said, "kg": kg},
+                     start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, (h, said, kg) in enumerate(readings)
+            )
+            return Run(rid, "apiary", outcome="failure" if fail else "success", steps=steps)
+
+        profile = learn([scale(f"ok{i}", [("HV-1", "HV-1", 31), ("HV-2", "HV-2", 28)]) for i in range(3)]
+                        + [scale("ok9", [("HV-1", "HV-1", 31), ("HV-1", "HV-1", 30)])])
+
+        def changed(bad: Run) -> bool:
+            return "reference:same-input" in {e.diagnoser for e in violations(bad.steps[0], Lineage(bad).view("s0"), profile)}
+
+        assert changed(scale("bad", [("HV-2", "HV-1", 28)], fail=True))
+        assert not changed(scale("bad", [("HV-2", "HV-2", 27)], fail=True))
+
     def test_a_date_one_request_gets_is_no_stamp_even_when_new_in_every_run(self) -> None:
         """A parcel's delivery date (one per parcel, each seen in one passing run) changing for the same parcel is
         answering the same request otherwise: no call of a run shares it, so it is no stamp of the run."""
