@@ -326,17 +326,21 @@ def _channel_writer(step: Step, edges: list[Dependency]) -> bool:
 
 
 _INDEX = re.compile(r"\[\d+\]")
+_DATA_KEY = re.compile(r"(?:(?<=\.)|^)(?:\d|[^.\[\]]*\d[^.\[\]]*\d)[^.\[\]]*(?=\.|\[|$)")
+"""A key that is data, not a field name: one that starts with a digit or holds two digits (a room ``R103``, a
+day ``2031-04-01``, an item ``SKU-100``), unlike ``address2``."""
 
 
 def _lost_paths(step: Step) -> frozenset[str] | None:
-    """The paths of a writer's input (list items as one) whose values are not in what it wrote
-    (``attributes["state_values"]``); None when no write was recorded."""
+    """The paths of a writer's input (list items as one, records keyed by data as one: each run keys them by
+    its own ids, review rev47r M1) whose values are not in what it wrote (``attributes["state_values"]``);
+    None when no write was recorded."""
     written = step.attributes.get("state_values")
     if not isinstance(written, Mapping) or not written:
         return None
     text = content.text_of(written).lower()
     return frozenset(
-        _INDEX.sub("[]", path)
+        _DATA_KEY.sub("{}", _INDEX.sub("[]", path))
         for path, v in content.leaves(_with_json_read(content.without_markers(step.input)))
         if path.rsplit(".", 1)[-1] not in PROTOCOL_FIELDS and not (isinstance(v, str) and (len(v) > 60 or len(v.split()) > 6))
         and _values_of(v) and _lost([v], text)
