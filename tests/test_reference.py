@@ -234,6 +234,30 @@ class TestInvariants:
         assert changed(learn(steady))
         assert not changed(learn(live))
 
+    def test_an_answer_too_long_to_keep_whole_differing_only_in_its_minted_id_is_unchanged(self) -> None:
+        """A seed catalogue answering with a long list and a batch id it mints per call is unchanged when only the id
+        is new, though its answer is cut for its size; a catalogue whose listed seeds changed still deviates."""
+
+        def catalogue(rid: str, calls: list[tuple[str, str, int]], *, fail: bool = False) -> Run:
+            steps = tuple(
+                Step(f"s{i}", "list_seeds", "tool", input={"grower": g},
+                     output={"batch": t, "seeds": [{"n": k, "seed": f"{g} heirloom bean lot {k + shift} sown in trays"} for k in range(400)]},
+                     start_ns=2 * i + 1, end_ns=2 * i + 2)
+                for i, (g, t, shift) in enumerate(calls)
+            )
+            return Run(rid, "nursery", outcome="failure" if fail else "success", steps=steps)
+
+        profile = learn([catalogue("ok1", [("GR-1", "TK-4a11", 0), ("GR-1", "TK-4a12", 0)]),
+                         catalogue("ok2", [("GR-2", "TK-4b21", 0)]), catalogue("ok3", [("GR-3", "TK-4c31", 0)]),
+                         catalogue("ok4", [("GR-4", "TK-4d41", 0), ("GR-5", "TK-4d42", 0)])])
+        bad = catalogue("bad", [("GR-3", "TK-4e51", 0), ("GR-2", "TK-4e52", 5)], fail=True)
+
+        def changed(step: Step) -> bool:
+            return "reference:same-input" in {e.diagnoser for e in violations(step, Lineage(bad).view(step.step_id), profile)}
+
+        assert not changed(bad.steps[0])
+        assert changed(bad.steps[1])
+
     def test_an_answer_differing_in_a_field_that_never_varied_still_deviates(self) -> None:
         """A hive scale whose passing runs weighed one hive two ways (the weight varies) still deviates when another
         hive's request now gets an answer about another hive: only a new weight is how it behaves."""

@@ -201,6 +201,15 @@ def _minted_only(st: _StepStats, now: str, answers: Mapping[str, str]) -> bool:
         mine = _masked(json.loads(now), minted)
         return any(_masked(json.loads(old), minted) == mine for old in answers)
     except (ValueError, RecursionError):
+        # An answer cut for its size no longer parses: its minted fields are masked in its text, and the two
+        # compared as far as both go (review rev47r, L1: a ledger's minted ``ref`` made every call "changed").
+        cut = re.compile(r'"(' + "|".join(map(re.escape, minted)) + r')": ("(?:[^"\\]|\\.)*"|-?[\d.eE+]+)')
+        mine_text = cut.sub(r'"\1": ""', now)
+        for old in answers:
+            theirs = cut.sub(r'"\1": ""', old)
+            end = min(len(mine_text), len(theirs))
+            if len(now) >= 20_000 and mine_text[:end] == theirs[:end]:
+                return True
         return False
 
 
